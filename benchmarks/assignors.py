@@ -1,0 +1,279 @@
+"""Server-side assignor benchmarks (DESIGN.md "Benchmarks"; performance targets of issue #2).
+
+Every figure is the median wall time of one ``assign()`` call on a prepared spec (building the
+spec is untimed). Homogeneous subscriptions, ``T`` topics sharing the partitions evenly, client
+style member ids (base64 of random UUIDs, so id order differs from creation order). Scenarios:
+
+- ``full``: every member joins at once, nothing assigned yet;
+- ``join``: a group of ``members - 1`` balanced by the same assignor, fed back its own output
+  objects (what a coordinator that keeps the returned mappings passes), and one new member with
+  nothing;
+- ``join_copied``: the same input with every mapping copied into a new dict, so the uniform
+  assignor cannot recognise its own output and reads every mapping (its cold path; also what a
+  coordinator that rebuilds mappings, e.g. from replayed records, passes);
+- ``hetero_full`` / ``hetero_join`` (uniform only): heterogeneous subscriptions, each member
+  subscribing to a random 5 to 20 of 50 topics.
+
+kafka-python 3.0.12's client-side ``StickyPartitionAssignor`` (KIP-54) runs on the same inputs in
+the same run (``peer.kafka-python.sticky...``): subscriptions are handed to it already decoded
+(``StickyAssignorUserData`` objects with generation 1), so only its algorithm is timed. Join
+figures carry ``moved`` in their params: partitions whose owner changed, a stickiness measure.
+"""
+
+from __future__ import annotations
+
+import random
+from base64 import urlsafe_b64encode
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from benchmarks._harness import Result, median_ms
+from groupcoord.coordinator.assignors import (
+    GroupAssignment,
+    GroupSpec,
+    MemberSubscription,
+    PartitionAssignor,
+    RangeAssignor,
+    UniformAssignor,
+)
+from groupcoord.coordinator.topics import TopicMetadata
+
+PEER = "kafka-python 3.0.12"
+
+
+@dataclass(slots=True, frozen=True)
+class Scenario:
+    members: int
+    partitions: int
+    topics: int
+
+    @property
+    def suffix(self) -> str:
+        return f"members={self.members}.partitions={self.partitions}"
+
+    def params(self, **extra: Any) -> dict[str, Any]:
+        return {"members": self.members, "partitions": self.partitions, "topics": self.topics,
+                **extra}
+
+
+def make_topics(num_topics: int, partitions: int, seed: int = 7) -> dict[UUID, TopicMetadata]:
+    """``num_topics`` topics sharing ``partitions`` partitions as evenly as possible."""
+    rng = random.Random(seed)
+    per, extra = divmod(partitions, num_topics)
+    topics: dict[UUID, TopicMetadata] = {}
+    for k in range(num_topics):
+        tid = UUID(int=rng.getrandbits(128))
+        topics[tid] = TopicMetadata(tid, f"topic-{k:04d}", per + (1 if k < extra else 0))
+    return topics
+
+
+def make_member_ids(count: int, seed: int = 11) -> list[str]:
+    """Client-style member ids (base64 of a random UUID, as KIP-848 v1 clients generate them)."""
+    rng = random.Random(seed)
+    return [
+        urlsafe_b64encode(UUID(int=rng.getrandbits(128)).bytes).decode().rstrip("=")
+        for _ in range(count)
+    ]
+
+
+def full_spec(sc: Scenario) -> GroupSpec:
+    topics = make_topics(sc.topics, sc.partitions)
+    subs = frozenset(topics)
+    return GroupSpec({mid: MemberSubscription(mid, subs) for mid in make_member_ids(sc.members)},
+                     topics)
+
+
+def join_spec(sc: Scenario, assignor: PartitionAssignor) -> GroupSpec:
+    """``members - 1`` members balanced by ``assignor`` (its output objects fed back as they
+    are); one more member joins with nothing."""
+    topics = make_topics(sc.topics, sc.partitions)
+    subs = frozenset(topics)
+    ids = make_member_ids(sc.members)
+    base = GroupSpec({mid: MemberSubscription(mid, subs) for mid in ids[:-1]}, topics)
+    balanced = assignor.assign(base)
+    members = {mid: MemberSubscription(mid, subs, balanced[mid]) for mid in ids[:-1]}
+    members[ids[-1]] = MemberSubscription(ids[-1], subs)
+    return GroupSpec(members, topics)
+
+
+def hetero_spec(sc: Scenario, seed: int = 3) -> GroupSpec:
+    """Heterogeneous subscriptions: each member subscribes to a random 5 to 20 of the topics."""
+    rng = random.Random(seed)
+    topics = make_topics(sc.topics, sc.partitions)
+    tids = list(topics)
+    return GroupSpec(
+        {mid: MemberSubscription(mid, frozenset(rng.sample(tids, min(len(tids),
+                                                                      rng.randint(5, 20)))))
+         for mid in make_member_ids(sc.members)},
+        topics,
+    )
+
+
+def hetero_join_spec(sc: Scenario, assignor: PartitionAssignor) -> GroupSpec:
+    """``hetero_spec`` with ``members - 1`` members, balanced; the last one joins."""
+    spec = hetero_spec(sc)
+    ids = list(spec.members)
+    base = GroupSpec({mid: spec.members[mid] for mid in ids[:-1]}, spec.topics)
+    balanced = assignor.assign(base)
+    members = {mid: MemberSubscription(mid, spec.members[mid].subscribed_topic_ids, balanced[mid])
+               for mid in ids[:-1]}
+    members[ids[-1]] = spec.members[ids[-1]]
+    return GroupSpec(members, spec.topics)
+
+
+def copied(spec: GroupSpec) -> GroupSpec:
+    """The same spec with every mapping (and partition set) copied."""
+    return GroupSpec(
+        {mid: MemberSubscription(mid, m.subscribed_topic_ids,
+                                 {t: frozenset(ps) for t, ps in m.assigned_partitions.items()})
+         for mid, m in spec.members.items()},
+        spec.topics,
+    )
+
+
+def moved(spec: GroupSpec, result: Mapping[str, Mapping[UUID, frozenset[int]]]) -> int:
+    """Previously assigned partitions that the result gives to another member (or nobody)."""
+    return sum(
+        len(ps - result.get(mid, {}).get(tid, frozenset()))
+        for mid, m in spec.members.items()
+        for tid, ps in m.assigned_partitions.items()
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# kafka-python peer
+# ---------------------------------------------------------------------------------------------
+
+
+class _Cluster:
+    """The two ``ClusterMetadata`` methods kafka-python's sticky assignor calls."""
+
+    def __init__(self, sizes: dict[str, int]) -> None:
+        self._partitions = {name: set(range(n)) for name, n in sizes.items()}
+
+    def topics(self) -> set[str]:
+        return set(self._partitions)
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
+        return self._partitions.get(topic)
+
+
+@dataclass(slots=True)
+class _JoinedMember:
+    """What kafka-python's assignors read of a JoinGroup response member."""
+
+    member_id: str
+    metadata: Any
+    group_instance_id: str | None = None
+
+
+def _peer_sticky(spec: GroupSpec) -> tuple[Callable[[], Any], Callable[[Any], int]]:
+    """A zero-argument call of kafka-python's sticky assignor on ``spec``, and a function
+    counting the partitions its result moved."""
+    from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+    from kafka.structs import TopicPartition
+
+    names = {tid: t.name for tid, t in spec.topics.items()}
+    cluster = _Cluster({t.name: t.num_partitions for t in spec.topics.values()})
+    joined = []
+    for mid, m in spec.members.items():
+        owned = [TopicPartition(names[tid], p)
+                 for tid, ps in m.assigned_partitions.items() for p in sorted(ps)]
+        topics = sorted(names[tid] for tid in m.subscribed_topic_ids)
+        # The metadata a member sends: subscription + StickyAssignorUserData(previous, gen=1).
+        metadata = StickyPartitionAssignor._metadata(topics, owned or None, 1)
+        joined.append(_JoinedMember(mid, metadata))
+
+    def call() -> Any:
+        return StickyPartitionAssignor().assign(cluster, joined)
+
+    def count_moved(out: Any) -> int:
+        by_name = {t.name: tid for tid, t in spec.topics.items()}
+        result = {
+            mid: {by_name[topic]: frozenset(ps) for topic, ps in a.assigned_partitions}
+            for mid, a in out.items()
+        }
+        return moved(spec, result)
+
+    return call, count_moved
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _time(make: Callable[[], PartitionAssignor], spec: GroupSpec, repeat: int,
+          assignor: PartitionAssignor | None = None) -> tuple[float, GroupAssignment]:
+    """Median ms of ``assign(spec)`` (after one untimed warm-up call); the last result."""
+    a = assignor if assignor is not None else make()
+    a.assign(spec)
+    out: list[GroupAssignment] = []
+    ms = median_ms(lambda: out.append(a.assign(spec)), repeat=repeat, setup=out.clear)
+    return ms, out[-1]
+
+
+def _assignor_results(label: str, make: Callable[[], PartitionAssignor], main: Scenario,
+                      big: Scenario, repeat: int) -> list[Result]:
+    results: list[Result] = []
+    ms, _ = _time(make, full_spec(main), repeat)
+    results.append(Result(f"{label}.full.{main.suffix}", ms, "ms", main.params(scenario="full")))
+    for sc in (main, big):
+        assignor = make()  # primed by building the spec: it has seen the balanced group
+        spec = join_spec(sc, assignor)
+        ms, out = _time(make, spec, repeat, assignor)
+        results.append(Result(f"{label}.join.{sc.suffix}", ms, "ms",
+                              sc.params(scenario="join", moved=moved(spec, out))))
+        ms, _ = _time(make, copied(spec), repeat)
+        results.append(Result(f"{label}.join_copied.{sc.suffix}", ms, "ms",
+                              sc.params(scenario="join_copied")))
+    ms, _ = _time(make, full_spec(big), max(3, repeat // 2))
+    results.append(Result(f"{label}.full.{big.suffix}", ms, "ms", big.params(scenario="full")))
+    return results
+
+
+def run(quick: bool = False) -> list[Result]:
+    """All assignor benchmarks; ``quick`` uses small sizes (a few seconds in all)."""
+    if quick:
+        main = Scenario(members=20, partitions=200, topics=4)
+        big = Scenario(members=50, partitions=500, topics=10)
+        repeat, peer_repeat = 3, 3
+    else:
+        main = Scenario(members=1000, partitions=10_000, topics=10)
+        big = Scenario(members=10_000, partitions=100_000, topics=100)
+        repeat, peer_repeat = 7, 1  # the peer takes seconds per call at full size
+
+    results = _assignor_results("uniform", UniformAssignor, main, big, repeat)
+    hetero = Scenario(main.members, main.partitions, max(main.topics, 50 if not quick else 8))
+    ms, _ = _time(UniformAssignor, hetero_spec(hetero), repeat)
+    results.append(Result(f"uniform.hetero_full.{hetero.suffix}", ms, "ms",
+                          hetero.params(scenario="hetero_full")))
+    spec = hetero_join_spec(hetero, UniformAssignor())
+    ms, out = _time(UniformAssignor, spec, repeat)
+    results.append(Result(f"uniform.hetero_join.{hetero.suffix}", ms, "ms",
+                          hetero.params(scenario="hetero_join", moved=moved(spec, out))))
+    results += _assignor_results("range", RangeAssignor, main, big, repeat)
+
+    # kafka-python's sticky assignor on the same inputs.
+    for scenario, spec in (("full", full_spec(main)), ("join", join_spec(main, UniformAssignor()))):
+        call, count_moved = _peer_sticky(spec)
+        peer_out: list[Any] = []
+
+        def peer_call(c: Callable[[], Any] = call, o: list[Any] = peer_out) -> None:
+            o.append(c())
+
+        ms = median_ms(peer_call, repeat=peer_repeat, setup=peer_out.clear)
+        params = main.params(scenario=scenario, peer=PEER)
+        if scenario == "join":
+            params["moved"] = count_moved(peer_out[-1])
+        results.append(Result(f"peer.kafka-python.sticky.{scenario}.{main.suffix}", ms, "ms",
+                              params))
+    return results
+
+
+if __name__ == "__main__":  # pragma: no cover - manual runs: python -m benchmarks.assignors
+    import json
+    import sys
+
+    json.dump([r.as_json() for r in run(quick="--quick" in sys.argv)], sys.stdout, indent=1)
+    sys.stdout.write("\n")

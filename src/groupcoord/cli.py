@@ -1,0 +1,136 @@
+"""The ``groupcoord`` command line (DESIGN.md "Layers": cli on top of everything).
+
+Subcommands:
+- ``demo``: run a coordinator shard in-process with members joining, reconciling and leaving,
+  printing the group's tables as KIP-848's case studies do.
+- ``bench NAME [--json] [--quick]``: run ``benchmarks/NAME.py`` from the source tree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("groupcoord")
+
+Command = Callable[[argparse.Namespace], int]
+_COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Command, str]] = {}
+
+
+def command(name: str, help: str) -> Callable[[Callable[[argparse.ArgumentParser], None]],
+                                               Callable[[argparse.ArgumentParser], None]]:
+    """Register a subcommand: decorate the function that adds its arguments; it must set
+    ``func`` through ``parser.set_defaults(func=...)``."""
+
+    AddArgs = Callable[[argparse.ArgumentParser], None]
+
+    def deco(add_args: AddArgs) -> AddArgs:
+        _COMMANDS[name] = (add_args, lambda ns: int(ns.func(ns)), help)
+        return add_args
+
+    return deco
+
+
+# ------------------------------------------------------------------------------ bench
+
+
+def _benchmarks_dir() -> Path:
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        candidate = parent / "benchmarks"
+        if (candidate / "_harness.py").exists():
+            return candidate
+    cwd = Path.cwd() / "benchmarks"
+    if (cwd / "_harness.py").exists():
+        return cwd
+    raise SystemExit("benchmarks/ not found: run from a source checkout of groupcoord")
+
+
+def _run_bench(ns: argparse.Namespace) -> int:
+    bdir = _benchmarks_dir()
+    path = bdir / f"{ns.name}.py"
+    if not path.exists():
+        names = sorted(p.stem for p in bdir.glob("*.py") if not p.stem.startswith("_"))
+        print(f"unknown benchmark {ns.name!r}; available: {', '.join(names)}", file=sys.stderr)
+        return 2
+    sys.path.insert(0, str(bdir.parent))
+    spec = importlib.util.spec_from_file_location(f"benchmarks.{ns.name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    results = module.run(quick=ns.quick)
+    if ns.json:
+        print(json.dumps([r.as_json() for r in results], indent=2))
+    else:
+        for r in results:
+            print(f"{r.name:<70} {r.value:>14.3f} {r.unit}")
+    return 0
+
+
+@command("bench", "run a benchmark family from benchmarks/ (assignors, heartbeats, ...)")
+def _bench_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", help="benchmark family: the name of a file in benchmarks/")
+    p.add_argument("--json", action="store_true", help="print DESIGN.md's JSON array")
+    p.add_argument("--quick", action="store_true", help="small sizes, a few seconds")
+    p.set_defaults(func=_run_bench)
+
+
+# ------------------------------------------------------------------------------ demo
+
+
+def _run_demo(ns: argparse.Namespace) -> int:
+    from groupcoord.demo import run_demo
+
+    run_demo(members=ns.members, partitions=ns.partitions, assignor=ns.assignor)
+    return 0
+
+
+@command("demo", "run a coordinator in-process: members join, reconcile, leave")
+def _demo_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--members", type=int, default=3)
+    p.add_argument("--partitions", type=int, default=6)
+    p.add_argument("--assignor", default="uniform", choices=["uniform", "range"])
+    p.set_defaults(func=_run_demo)
+
+
+# ------------------------------------------------------------------------------ main
+
+
+def _load_optional_commands() -> None:
+    """Subcommands living with their layer register themselves on import."""
+    for module in ("groupcoord.server.cli",):
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if e.name != module:
+                raise
+
+
+def build_parser() -> argparse.ArgumentParser:
+    _load_optional_commands()
+    parser = argparse.ArgumentParser(prog="groupcoord",
+                                     description="A Kafka-compatible group coordinator.")
+    parser.add_argument("-v", "--verbose", action="count", default=0)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (add_args, _, help_text) in sorted(_COMMANDS.items()):
+        add_args(sub.add_parser(name, help=help_text, description=help_text))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    ns: Any = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING - 10 * min(ns.verbose, 2),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return _COMMANDS[ns.command][1](ns)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

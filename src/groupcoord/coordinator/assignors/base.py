@@ -1,0 +1,75 @@
+"""The server-side assignor interface (KIP-848 "Broker API", PartitionAssignor).
+
+An assignor is a pure function from a group specification to a target assignment. It is given
+every member's subscription (as topic ids) and its *current target* partitions (for stickiness),
+plus the metadata of the subscribed topics, and returns the new target partitions of every
+member. It must not mutate its inputs. It raises :class:`PartitionAssignorError` when it cannot
+produce an assignment; the coordinator then answers UNKNOWN_SERVER_ERROR and keeps the previous
+target assignment.
+
+Assignments are ``Mapping[UUID, frozenset[int]]`` (topic id -> partition ids); a member with no
+partitions has an empty mapping. Topics absent from a member's mapping hold no partitions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+from uuid import UUID
+
+from groupcoord.coordinator.topics import TopicMetadata
+
+Assignment = Mapping[UUID, frozenset[int]]
+EMPTY_ASSIGNMENT: Assignment = {}
+
+
+class PartitionAssignorError(Exception):
+    """The assignor could not compute an assignment."""
+
+
+@dataclass(slots=True, frozen=True)
+class MemberSubscription:
+    """One member as an assignor sees it."""
+
+    member_id: str
+    subscribed_topic_ids: frozenset[UUID]
+    #: The member's partitions in the current target assignment (stickiness input).
+    assigned_partitions: Assignment = field(default_factory=dict)
+    instance_id: str | None = None
+    rack_id: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class GroupSpec:
+    """The input of an assignment: members by id and the subscribed topics' metadata by id.
+
+    ``topics`` holds only topics that exist; a subscribed topic id missing from it has no
+    partitions to assign.
+    """
+
+    members: Mapping[str, MemberSubscription]
+    topics: Mapping[UUID, TopicMetadata]
+
+    def is_homogeneous(self) -> bool:
+        """True when every member subscribes to the same set of topics."""
+        first: frozenset[UUID] | None = None
+        for m in self.members.values():
+            if first is None:
+                first = m.subscribed_topic_ids
+            elif m.subscribed_topic_ids != first:
+                return False
+        return True
+
+
+#: The result: every member id of the spec mapped to its new target partitions.
+GroupAssignment = dict[str, Assignment]
+
+
+class PartitionAssignor(Protocol):
+    """A server-side assignor, selected by ``name`` (``group.consumer.assignors``)."""
+
+    name: str
+
+    def assign(self, spec: GroupSpec) -> GroupAssignment:
+        ...

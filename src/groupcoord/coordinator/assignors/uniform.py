@@ -1,0 +1,721 @@
+"""The server-side ``uniform`` assignor (KIP-848 "Assignor" / ``UniformAssignor``; "Case Studies").
+
+KIP-848 ships two server-side assignors; ``uniform`` "uniformly assigns partitions amongst the
+members", somewhat like the classic sticky assignor: as balanced as possible first, then as sticky
+as possible. The spec's "Case Studies" chapter fixes its observable behaviour on one topic
+(``A=[0,1,2]`` + ``B`` joins -> ``A=[0,1], B=[2]``; ...), which the rules below reproduce.
+
+Homogeneous subscriptions (every member subscribes to the same topics), ``P`` partitions over
+``M`` members, ``q, r = divmod(P, M)``:
+
+1. Each member's previous target partitions are cleaned: partitions of topics that no longer
+   exist, that the member does not subscribe to, or with ids outside ``[0, num_partitions)`` are
+   dropped; a partition claimed by several members (invalid input) stays with the smallest
+   member id.
+2. Quotas: every member ends with ``q`` or ``q + 1`` partitions. The ``r`` extra slots go first
+   to members already holding more than ``q`` partitions (in member-id order), so as many of them
+   as possible keep ``q + 1``.
+3. A member above its quota gives partitions up: its topics in topic-id order, within a topic its
+   highest partition ids first. Everything else it holds, it keeps.
+4. Every partition nobody keeps is handed out in (topic name, topic id, partition) order, each to
+   the member holding the fewest partitions at that moment, ties broken by member id.
+
+Heterogeneous subscriptions (members subscribe to different topic sets) follow the idea of Kafka's
+``GeneralUniformAssignmentBuilder``: members keep their cleaned previous partitions, unassigned
+partitions go to the least-loaded subscriber of their topic, then partitions are moved along
+shortest *cost-reducing paths* (a member with ``L`` partitions gives one to a subscriber of its
+topic, which gives one on, ... to a member with at most ``L - 2``) until no such path exists. An
+assignment without cost-reducing paths is an optimal semi-matching: among members that can
+exchange partitions it minimises the largest count and maximises the smallest one.
+
+The assignor is a pure function of its input: it never mutates the spec, and its result does not
+depend on the iteration order of unordered inputs. Members whose assignment does not change get
+their input mapping back (the same object).
+
+Incremental fast path (homogeneous only). Reading every member's previous partitions is the cost
+that dominates a small change to a large group (100k one-partition sets to visit at 10k members x
+100k partitions). The assignor therefore remembers its last few homogeneous outputs (member id ->
+mapping object, partition counts, topic sizes). When every member's ``assigned_partitions`` *is*
+(by identity) the mapping a remembered output gave that member, or is empty, the counts and the
+free partitions (those of members that left, and of grown topics) are known without reading the
+others, and the result is the same as the full read would give: the remembered output was legal
+and complete, and mappings are read-only. Anything else (copied mappings, changed topics or
+subscriptions) takes the full read. The memory is bounded (the recent outputs kept hold at most
+``memo_members`` member mappings in all; the newest output is always kept) and only affects
+speed, never results; ``UniformAssignor(memo_members=0)`` turns it off. The built-in instance is
+shared by all groups, so each group's latest output stays remembered while the other groups'
+recent outputs fit in the budget; past it, calls take the full read.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import compress, repeat
+from operator import attrgetter, is_, is_not, not_
+from uuid import UUID
+
+from groupcoord.coordinator.assignors.base import (
+    EMPTY_ASSIGNMENT,
+    Assignment,
+    GroupAssignment,
+    GroupSpec,
+    MemberSubscription,
+)
+
+log = logging.getLogger(__name__)
+
+__all__ = ["UniformAssignor"]
+
+
+#: How many of an output's changed members a later call checks before the full comparison.
+_PRECHECK = 16
+
+_subscription_of = attrgetter("subscribed_topic_ids")
+_assigned_of = attrgetter("assigned_partitions")
+
+
+@lru_cache(maxsize=256)
+def _partition_range(num_partitions: int) -> frozenset[int]:
+    """``frozenset(range(n))``, cached: topic sizes repeat across calls and groups."""
+    return frozenset(range(num_partitions))
+
+
+@dataclass(slots=True, eq=False)
+class _Topic:
+    """A subscribed, existing topic with at least one partition (hashed by identity)."""
+
+    topic_id: UUID
+    name: str
+    num_partitions: int
+    #: Position in (name, topic id) order: the order free partitions are handed out in.
+    handout_rank: int = 0
+    #: Position in topic-id order: the order in which over-quota members give topics up.
+    id_rank: int = 0
+    all_partitions: frozenset[int] = field(default_factory=frozenset)
+    #: Scratch of one call: partitions some member keeps.
+    owned: set[int] = field(default_factory=set)
+
+
+class _TopicIndex:
+    """Resolves the topic-id keys of members' mappings to :class:`_Topic`, cheaply.
+
+    ``uuid.UUID`` hashes in Python code, so a dict lookup by UUID costs a Python call; the keys of
+    members' mappings are usually the very objects of the spec (or of this assignor's previous
+    output), so lookups go by object identity first and fall back to equality. Every object whose
+    ``id`` is cached is kept alive in ``_alive`` for the life of the index (one call), so an
+    ``id`` cannot be recycled meanwhile.
+    """
+
+    __slots__ = ("_alive", "_by_oid", "_by_uuid")
+
+    def __init__(self, topics: Mapping[UUID, _Topic], other_keys: Iterable[UUID]) -> None:
+        self._by_uuid: dict[UUID, _Topic] = dict(topics)
+        self._by_oid: dict[int, _Topic | None] = {}
+        self._alive: list[object] = []
+        for key, topic in topics.items():
+            self._remember(key, topic)
+        for key in other_keys:
+            found = self._by_uuid.get(key)
+            if found is not None:
+                self._remember(key, found)
+
+    def _remember(self, key: object, topic: _Topic | None) -> None:
+        self._by_oid[id(key)] = topic
+        self._alive.append(key)
+
+    def get(self, key: UUID) -> _Topic | None:
+        try:
+            return self._by_oid[id(key)]
+        except KeyError:
+            pass
+        topic = self._by_uuid.get(key)
+        self._remember(key, topic)
+        return topic
+
+    def owned_sets(self) -> dict[int, set[int]]:
+        """``id(key) -> topic.owned`` for every key object seen so far."""
+        return {oid: t.owned for oid, t in self._by_oid.items() if t is not None}
+
+
+def _subscribed_topics(spec: GroupSpec, topic_ids: Iterable[UUID]) -> dict[UUID, _Topic]:
+    """The topics of ``topic_ids`` that exist and have partitions, ranked (deterministically)."""
+    found: dict[UUID, _Topic] = {}
+    for tid in topic_ids:
+        meta = spec.topics.get(tid)
+        if meta is not None and meta.num_partitions > 0:
+            found[tid] = _Topic(tid, meta.name, meta.num_partitions)
+    for rank, t in enumerate(sorted(found.values(), key=lambda t: (t.name, t.topic_id))):
+        t.handout_rank = rank
+    for rank, t in enumerate(sorted(found.values(), key=lambda t: t.topic_id)):
+        t.id_rank = rank
+        t.all_partitions = _partition_range(t.num_partitions)
+    return found
+
+
+def _is_homogeneous(subscriptions: list[frozenset[UUID]]) -> bool:
+    # list.count compares by identity first, then by equality: C speed when objects are shared.
+    return subscriptions.count(subscriptions[0]) == len(subscriptions)
+
+
+@dataclass(slots=True, eq=False)
+class _Record:
+    """One homogeneous output of this assignor, as a later call may be handed it back."""
+
+    subscription: frozenset[UUID]
+    #: Topic id -> partition count the output covered (all of them, each exactly once).
+    sizes: dict[UUID, int]
+    #: Member id -> the mapping object returned (read-only by contract).
+    mappings: dict[str, Assignment]
+    #: Member id -> number of partitions in that mapping.
+    counts: dict[str, int]
+    #: Some members this output gave a new mapping: a cheap first test that an input is this
+    #: output rather than the one it was computed from (they share the unchanged mappings).
+    changed: tuple[str, ...] = ()
+
+
+class UniformAssignor:
+    """Balanced, then sticky (see the module docstring for the exact rules)."""
+
+    name = "uniform"
+
+    def __init__(self, memo_members: int = 100_000) -> None:
+        self._memo_members = memo_members
+        #: Newest first. Replaced as a whole (never mutated), so concurrent calls are safe.
+        self._records: tuple[_Record, ...] = ()
+
+    def assign(self, spec: GroupSpec) -> GroupAssignment:
+        members = spec.members
+        if not members:
+            return {}
+        subscriptions = list(map(_subscription_of, members.values()))
+        if _is_homogeneous(subscriptions):
+            return self._assign_homogeneous(spec, subscriptions[0])
+        return _assign_heterogeneous(spec)
+
+    # ----------------------------------------------------------------------------------------
+    # Homogeneous subscriptions
+    # ----------------------------------------------------------------------------------------
+
+    def _assign_homogeneous(self, spec: GroupSpec, subscribed: frozenset[UUID]) -> GroupAssignment:
+        members = spec.members
+        topics = _subscribed_topics(spec, subscribed)
+        if not topics:
+            return dict.fromkeys(members, EMPTY_ASSIGNMENT)
+        index = _TopicIndex(topics, spec.topics)
+        mids = list(members)
+        assigned = list(map(_assigned_of, members.values()))
+        num_members = len(mids)
+        quota, extras = divmod(sum(t.num_partitions for t in topics.values()), num_members)
+
+        # Step 1: counts, cleaned mappings (kept[i] None = the input mapping as is) and the
+        # partitions nobody keeps.
+        kept: list[dict[_Topic, frozenset[int]] | None] = [None] * num_members
+        recalled = self._recall(mids, assigned, members, subscribed, topics, index)
+        if recalled is not None:
+            counts, free = recalled
+        else:
+            counts, free = _read_all(mids, assigned, topics, index, kept)
+
+        # Steps 2 and 3: quotas; members above theirs give partitions up.
+        over = sorted((mids[i], i) for i in compress(range(num_members), map(quota.__lt__, counts)))
+        for _, i in over:
+            if extras > 0:
+                extras -= 1
+                limit = quota + 1
+            else:
+                limit = quota
+            if counts[i] > limit:
+                current = kept[i]
+                if current is None:
+                    current = _by_topic(assigned[i], index)
+                kept[i] = _give_up(current, counts[i] - limit, free)
+                counts[i] = limit
+
+        # Step 4: hand out the free partitions in (name, id, partition) order.
+        free_topic: list[_Topic] = []
+        free_part: list[int] = []
+        for topic in sorted(free, key=lambda t: t.handout_rank):
+            ps = free[topic]
+            if ps:
+                free_part.extend(sorted(ps))
+                free_topic.extend(repeat(topic, len(ps)))
+        receivers = _handout_order(mids, counts, quota, extras, len(free_part))
+        received: dict[int, list[int]] = {}
+        for slot, i in enumerate(receivers):
+            received.setdefault(i, []).append(slot)
+
+        # The result: members without change get their input mapping back.
+        result: GroupAssignment = dict(zip(mids, assigned, strict=True))
+        changed = set(received).union(compress(range(num_members), map(is_not, kept, repeat(None))))
+        for i in sorted(changed):
+            current = kept[i]
+            if current is None:
+                current = _by_topic(assigned[i], index)
+            got = received.get(i)
+            if got is not None:
+                grouped: dict[_Topic, list[int]] = {}
+                for slot in got:
+                    grouped.setdefault(free_topic[slot], []).append(free_part[slot])
+                current = dict(current)
+                for topic, new in grouped.items():
+                    prev = current.get(topic)
+                    current[topic] = frozenset(new) if prev is None else prev.union(new)
+            result[mids[i]] = (
+                {t.topic_id: ps for t, ps in current.items()} if current else EMPTY_ASSIGNMENT
+            )
+        self._remember(subscribed, topics, result, mids, counts, [mids[i] for i in changed])
+        return result
+
+    def _remember(
+        self,
+        subscribed: frozenset[UUID],
+        topics: dict[UUID, _Topic],
+        result: GroupAssignment,
+        mids: list[str],
+        counts: list[int],
+        changed: list[str],
+    ) -> None:
+        if self._memo_members <= 0:
+            return
+        record = _Record(
+            subscription=subscribed,
+            sizes={tid: t.num_partitions for tid, t in topics.items()},
+            mappings=dict(result),
+            counts=dict(zip(mids, counts, strict=True)),
+            changed=tuple(sorted(changed)[:_PRECHECK]),
+        )
+        kept = [record]
+        total = len(record.mappings)
+        for older in self._records:
+            total += len(older.mappings)
+            if total > self._memo_members:
+                break
+            kept.append(older)
+        self._records = tuple(kept)
+
+    def _recall(
+        self,
+        mids: list[str],
+        assigned: list[Assignment],
+        members: Mapping[str, MemberSubscription],
+        subscribed: frozenset[UUID],
+        topics: dict[UUID, _Topic],
+        index: _TopicIndex,
+    ) -> tuple[list[int], dict[_Topic, set[int]]] | None:
+        """Counts and free partitions from a remembered output, when the input is (by identity)
+        that output minus leavers plus members with nothing; else None (read everything)."""
+        first = next(compress(range(len(assigned)), assigned), None)
+        if first is None:
+            return None
+        records = self._records
+        for record in records:
+            # Outputs share unchanged mappings, so several records may match one member.
+            if record.mappings.get(mids[first]) is not assigned[first]:
+                continue
+            if not all(_not_contradicting(record, mid, members) for mid in record.changed):
+                continue
+            recalled = _recall_from(record, mids, assigned, members, subscribed, topics, index)
+            if recalled is not None:
+                # Keep the record that served (the least recently used goes first when full).
+                self._records = (record, *(r for r in records if r is not record))
+                return recalled
+        return None
+
+
+def _not_contradicting(record: _Record, mid: str, members: Mapping[str, MemberSubscription]) -> bool:
+    member = members.get(mid)
+    if member is None:
+        return True
+    mapping = member.assigned_partitions
+    return not mapping or mapping is record.mappings[mid]
+
+
+def _recall_from(
+    record: _Record,
+    mids: list[str],
+    assigned: list[Assignment],
+    members: Mapping[str, MemberSubscription],
+    subscribed: frozenset[UUID],
+    topics: dict[UUID, _Topic],
+    index: _TopicIndex,
+) -> tuple[list[int], dict[_Topic, set[int]]] | None:
+    if record.subscription is not subscribed and record.subscription != subscribed:
+        return None
+    if record.sizes.keys() != topics.keys():
+        return None
+    certified = list(map(is_, map(record.mappings.get, mids), assigned))
+    counts = list(map(record.counts.get, mids, repeat(0)))
+    for i in compress(range(len(mids)), map(not_, certified)):
+        if assigned[i]:
+            return None  # a mapping this output did not give: read everything
+        counts[i] = 0
+    free: dict[_Topic, set[int]] = {}
+    for tid, old_size in record.sizes.items():
+        topic = topics[tid]
+        if topic.num_partitions < old_size:
+            return None
+        if topic.num_partitions > old_size:
+            free[topic] = set(range(old_size, topic.num_partitions))
+    if certified.count(True) != len(record.mappings):
+        # Members that left (or whose target was reset): their partitions are free.
+        for mid, mapping in record.mappings.items():
+            member = members.get(mid)
+            if mapping and (member is None or member.assigned_partitions is not mapping):
+                for key, ps in mapping.items():
+                    held = index.get(key)
+                    if held is None:  # pragma: no cover - records hold valid keys only
+                        return None
+                    free.setdefault(held, set()).update(ps)
+    return counts, free
+
+
+def _read_all(
+    mids: list[str],
+    assigned: list[Assignment],
+    topics: dict[UUID, _Topic],
+    index: _TopicIndex,
+    kept: list[dict[_Topic, frozenset[int]] | None],
+) -> tuple[list[int], dict[_Topic, set[int]]]:
+    """Read every member's previous partitions: counts, cleaned mappings (into ``kept``) and the
+    free partitions of each topic."""
+    counts = [0] * len(assigned)
+    dirty: list[int] = []
+    owned_by_oid = index.owned_sets()
+    get = owned_by_oid.get
+    for i, a in enumerate(assigned):
+        if not a:
+            continue
+        count = 0
+        clean = True
+        for key, ps in a.items():
+            owned = get(id(key))
+            if owned is None:
+                topic = index.get(key)
+                if topic is None:
+                    clean = False
+                    continue
+                owned = owned_by_oid[id(key)] = topic.owned
+            if not ps:
+                clean = False
+                continue
+            owned |= ps
+            count += len(ps)
+        counts[i] = count
+        if not clean:
+            dirty.append(i)
+    if any(t.owned and (min(t.owned) < 0 or max(t.owned) >= t.num_partitions)
+           for t in topics.values()):
+        # Partition ids out of range somewhere: check every mapping entry by entry.
+        dirty.clear()
+        for t in topics.values():
+            t.owned = set()
+        for i, a in enumerate(assigned):
+            if not a:
+                continue
+            counts[i], cleaned = _clean(a, index)
+            if cleaned is None:
+                cleaned = _by_topic(a, index)
+            else:
+                dirty.append(i)
+            for topic, ps in cleaned.items():
+                topic.owned |= ps
+    for i in dirty:
+        kept[i] = _clean(assigned[i], index)[1] or {}
+    if sum(len(t.owned) for t in topics.values()) != sum(counts):
+        _drop_duplicates(mids, assigned, index, counts, kept)
+    free: dict[_Topic, set[int]] = {}
+    for topic in topics.values():
+        if len(topic.owned) != topic.num_partitions:
+            free[topic] = set(topic.all_partitions - topic.owned)
+        topic.owned = set()
+    return counts, free
+
+
+def _clean(
+    assigned: Assignment, index: _TopicIndex
+) -> tuple[int, dict[_Topic, frozenset[int]] | None]:
+    """Count a member's valid previous partitions.
+
+    Returns ``(count, None)`` when the mapping is entirely valid (it can be reused as is), else
+    ``(count, cleaned)`` with only the valid, non-empty entries.
+    """
+    count = 0
+    for key, ps in assigned.items():
+        topic = index.get(key)
+        if topic is None or not ps or not ps <= topic.all_partitions:
+            break
+        count += len(ps)
+    else:
+        return count, None
+    cleaned: dict[_Topic, frozenset[int]] = {}
+    count = 0
+    for key, ps in assigned.items():
+        topic = index.get(key)
+        if topic is None or not ps:
+            continue
+        valid = frozenset(ps & topic.all_partitions)
+        if valid:
+            cleaned[topic] = valid
+            count += len(valid)
+    return count, cleaned
+
+
+def _by_topic(assigned: Assignment, index: _TopicIndex) -> dict[_Topic, frozenset[int]]:
+    """A mapping known to be valid, keyed by :class:`_Topic`."""
+    out: dict[_Topic, frozenset[int]] = {}
+    for key, ps in assigned.items():
+        topic = index.get(key)
+        assert topic is not None
+        out[topic] = ps
+    return out
+
+
+def _give_up(
+    current: dict[_Topic, frozenset[int]], excess: int, free: dict[_Topic, set[int]]
+) -> dict[_Topic, frozenset[int]]:
+    """Drop ``excess`` partitions (topics in id order, highest ids first) into ``free``."""
+    remaining: dict[_Topic, frozenset[int]] = {}
+    for topic in sorted(current, key=lambda t: t.id_rank):
+        ps = current[topic]
+        if excess > 0:
+            ordered = sorted(ps)
+            give = min(excess, len(ordered))
+            excess -= give
+            cut = len(ordered) - give
+            free.setdefault(topic, set()).update(ordered[cut:])
+            ps = frozenset(ordered[:cut])
+        if ps:
+            remaining[topic] = ps
+    return remaining
+
+
+def _drop_duplicates(
+    mids: list[str],
+    assigned: list[Assignment],
+    index: _TopicIndex,
+    counts: list[int],
+    kept: list[dict[_Topic, frozenset[int]] | None],
+) -> None:
+    """A partition claimed by several members stays with the smallest member id (invalid input)."""
+    log.warning("uniform assignor: the previous assignment holds a partition twice; resolving")
+    taken: dict[_Topic, set[int]] = {}
+    for _, i in sorted((mid, i) for i, mid in enumerate(mids)):
+        current = kept[i]
+        if current is None:
+            if not assigned[i]:
+                continue
+            current = _by_topic(assigned[i], index)
+        cleaned: dict[_Topic, frozenset[int]] = {}
+        changed = kept[i] is not None
+        for topic, ps in current.items():
+            seen = taken.setdefault(topic, set())
+            mine = ps - seen
+            seen |= mine
+            if len(mine) != len(ps):
+                changed = True
+            if mine:
+                cleaned[topic] = frozenset(mine)
+        if changed:
+            kept[i] = cleaned
+            counts[i] = sum(len(ps) for ps in cleaned.values())
+
+
+def _handout_order(
+    mids: list[str], counts: list[int], quota: int, extras: int, num_free: int
+) -> list[int]:
+    """Receivers (member positions) of the free partitions, one per free partition, in order.
+
+    Equivalent to giving each free partition to the member with the fewest partitions at that
+    moment, ties broken by member id; ``counts`` is updated in place. While some member is below
+    ``quota`` the fewest-partitions member is below ``quota``, so members fill up level by level
+    (every member at level L, in member-id order, then level L + 1, ...); once all members are
+    at ``quota`` the remaining ``extras`` go one each to members at ``quota`` in member-id order.
+    """
+    order: list[int] = []
+    if num_free == 0:
+        return order
+    needy = compress(range(len(mids)), map(quota.__gt__, counts))
+    deficit = sorted((counts[i], mids[i], i) for i in needy)
+    active: list[tuple[str, int]] = []
+    j = 0
+    level = deficit[0][0] if deficit else quota
+    while level < quota:
+        joined: list[tuple[str, int]] = []
+        while j < len(deficit) and deficit[j][0] == level:
+            joined.append((deficit[j][1], deficit[j][2]))
+            j += 1
+        if joined:
+            active = joined if not active else sorted(active + joined)
+        order.extend(i for _, i in active)
+        level += 1
+    for _, _, i in deficit:
+        counts[i] = quota
+    if extras > 0 and len(order) < num_free:
+        at_quota = ((mids[i], i) for i in compress(range(len(mids)), map(quota.__eq__, counts)))
+        for _, i in heapq.nsmallest(min(extras, num_free - len(order)), at_quota):
+            order.append(i)
+            counts[i] = quota + 1
+    if len(order) != num_free:  # pragma: no cover - arithmetic guarantees equality
+        raise AssertionError(f"uniform assignor: {num_free} free partitions, {len(order)} slots")
+    return order
+
+
+# --------------------------------------------------------------------------------------------
+# Heterogeneous subscriptions
+# --------------------------------------------------------------------------------------------
+
+
+def _assign_heterogeneous(spec: GroupSpec) -> GroupAssignment:
+    members = spec.members
+    mids = sorted(members)
+    all_subscribed: set[UUID] = set()
+    for m in members.values():
+        all_subscribed |= m.subscribed_topic_ids
+    topics = _subscribed_topics(spec, all_subscribed)
+    index = _TopicIndex(topics, spec.topics)
+    ordered_topics = sorted(topics.values(), key=lambda t: t.id_rank)
+    tpos = {t.topic_id: k for k, t in enumerate(ordered_topics)}
+
+    num_members = len(mids)
+    # subscribers[k]: member positions (member-id order) subscribed to topic k.
+    subscribers: list[list[int]] = [[] for _ in ordered_topics]
+    member_topics: list[set[int]] = []
+    for i, mid in enumerate(mids):
+        mine = {tpos[t] for t in members[mid].subscribed_topic_ids if t in tpos}
+        member_topics.append(mine)
+        for k in mine:
+            subscribers[k].append(i)
+
+    # owner[k][p] = member position or -1; held[i][k] = partitions of topic k that i holds.
+    owner: list[list[int]] = [[-1] * t.num_partitions for t in ordered_topics]
+    held: list[dict[int, set[int]]] = [{} for _ in range(num_members)]
+    load = [0] * num_members
+    for i, mid in enumerate(mids):
+        for key, ps in members[mid].assigned_partitions.items():
+            topic = index.get(key)
+            if topic is None:
+                continue
+            k = tpos[topic.topic_id]
+            if k not in member_topics[i]:
+                continue
+            row = owner[k]
+            for p in sorted(ps):
+                if 0 <= p < len(row) and row[p] < 0:
+                    row[p] = i
+                    held[i].setdefault(k, set()).add(p)
+                    load[i] += 1
+
+    # Unassigned partitions: topics with fewer subscribers first (they are the constrained
+    # ones), each to its least-loaded subscriber (ties: member id).
+    for k in sorted(range(len(ordered_topics)), key=lambda k: (len(subscribers[k]), k)):
+        subs = subscribers[k]
+        if not subs:
+            continue
+        row = owner[k]
+        heap = [(load[i], i) for i in subs]
+        heapq.heapify(heap)
+        for p in range(len(row)):
+            if row[p] >= 0:
+                continue
+            while True:
+                c, i = heap[0]
+                if c == load[i]:
+                    break
+                heapq.heapreplace(heap, (load[i], i))
+            row[p] = i
+            held[i].setdefault(k, set()).add(p)
+            load[i] += 1
+            heapq.heapreplace(heap, (load[i], i))
+
+    _balance(load, held, owner, subscribers)
+
+    positions = {mid: i for i, mid in enumerate(mids)}
+    result: GroupAssignment = {}
+    for mid, m in members.items():
+        i = positions[mid]
+        out = {
+            ordered_topics[k].topic_id: frozenset(ps) for k, ps in sorted(held[i].items()) if ps
+        }
+        prev = m.assigned_partitions
+        result[mid] = prev if prev == out else (out or EMPTY_ASSIGNMENT)
+    return result
+
+
+def _balance(
+    load: list[int],
+    held: list[dict[int, set[int]]],
+    owner: list[list[int]],
+    subscribers: list[list[int]],
+) -> None:
+    """Move partitions along shortest cost-reducing paths until none is left.
+
+    A cost-reducing path goes from a member with load L, through members each giving one
+    partition of a topic the next one subscribes to, to a member with load <= L - 2. Sources are
+    tried from the highest load down; members and topics are explored in ascending position, so
+    the result is deterministic.
+    """
+    num_members = len(load)
+    moves = 0
+    while True:
+        path = _find_path(load, held, subscribers, num_members)
+        if path is None:
+            break
+        for giver, k, taker in path:
+            ps = held[giver][k]
+            p = max(ps)
+            ps.discard(p)
+            if not ps:
+                del held[giver][k]
+            held[taker].setdefault(k, set()).add(p)
+            owner[k][p] = taker
+            moves += 1
+        load[path[0][0]] -= 1
+        load[path[-1][2]] += 1
+    if moves:
+        log.debug("uniform assignor: balancing moved %d partitions", moves)
+
+
+def _find_path(
+    load: list[int],
+    held: list[dict[int, set[int]]],
+    subscribers: list[list[int]],
+    num_members: int,
+) -> list[tuple[int, int, int]] | None:
+    if num_members < 2:
+        return None
+    lowest = min(load)
+    for level in sorted(set(load), reverse=True):
+        if level - 2 < lowest:
+            return None
+        sources = [i for i in range(num_members) if load[i] == level]
+        parent: dict[int, tuple[int, int]] = {}
+        seen_members = set(sources)
+        seen_topics: set[int] = set()
+        queue = deque(sources)
+        while queue:
+            u = queue.popleft()
+            for k in sorted(held[u]):
+                if k in seen_topics:
+                    continue
+                seen_topics.add(k)
+                for v in subscribers[k]:
+                    if v in seen_members:
+                        continue
+                    seen_members.add(v)
+                    parent[v] = (u, k)
+                    if load[v] <= level - 2:
+                        path: list[tuple[int, int, int]] = []
+                        node = v
+                        while node in parent:
+                            prev, topic = parent[node]
+                            path.append((prev, topic, node))
+                            node = prev
+                        path.reverse()
+                        return path
+                    queue.append(v)
+    return None

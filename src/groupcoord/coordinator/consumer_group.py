@@ -1,0 +1,224 @@
+"""Consumer groups on the KIP-848 protocol: the in-memory model rebuilt from records.
+
+Implements the spec's data model ("Consumer Group", "Members", "Target Assignment", "Current
+Member Assignment"): group epoch, members with their subscriptions, the subscribed topics'
+metadata, the target assignment and its epoch, each member's current assignment (epoch,
+previous epoch, reconciliation state, assigned partitions, partitions pending revocation).
+Nothing here is changed except by ``Shard.replay``.
+
+Group states (upstream names): Empty (no member), Assigning (group epoch > assignment epoch),
+Reconciling (some member not yet STABLE at the assignment epoch), Stable, Dead (deleted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import Enum, IntEnum
+from typing import Any
+from uuid import UUID
+
+from groupcoord.coordinator.group import Group
+from groupcoord.coordinator.records import Assignment, ClientAssignor
+from groupcoord.coordinator.topics import TopicMetadata
+from groupcoord.protocol.errors import CoordinatorError, ErrorCode
+
+EMPTY: Mapping[UUID, frozenset[int]] = {}
+
+#: Member epoch sent by a member leaving the group for good.
+LEAVE_GROUP_MEMBER_EPOCH = -1
+#: Member epoch of a static member that left temporarily (it keeps its assignment).
+LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
+
+
+def assignment_digest(a: Assignment) -> list[tuple[str, list[int]]]:
+    return sorted((str(t), sorted(ps)) for t, ps in a.items() if ps)
+
+
+class MemberState(IntEnum):
+    """Reconciliation state of a member (upstream CurrentAssignmentBuilder)."""
+
+    STABLE = 0
+    UNREVOKED_PARTITIONS = 1
+    UNRELEASED_PARTITIONS = 2
+    UNKNOWN = 3
+
+
+class GroupState(Enum):
+    EMPTY = "Empty"
+    ASSIGNING = "Assigning"
+    RECONCILING = "Reconciling"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+@dataclass(slots=True, frozen=True)
+class ConsumerGroupMember:
+    """One member: its subscription (member metadata) and its current assignment."""
+
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    rebalance_timeout_ms: int = -1
+    client_assignors: tuple[ClientAssignor, ...] = ()
+    # current assignment
+    member_epoch: int = 0
+    previous_member_epoch: int = 0
+    state: MemberState = MemberState.STABLE
+    assigned_partitions: Assignment = field(default_factory=dict)
+    partitions_pending_revocation: Assignment = field(default_factory=dict)
+
+    def is_reconciled_to(self, epoch: int) -> bool:
+        return self.state is MemberState.STABLE and self.member_epoch == epoch
+
+    def digest(self) -> tuple[Any, ...]:
+        return (self.instance_id, self.rack_id, self.client_id, self.client_host,
+                self.subscribed_topic_names, self.subscribed_topic_regex, self.server_assignor,
+                self.rebalance_timeout_ms, self.client_assignors, self.member_epoch,
+                self.previous_member_epoch, self.state.name,
+                assignment_digest(self.assigned_partitions),
+                assignment_digest(self.partitions_pending_revocation))
+
+    def owned_partitions(self) -> Iterator[tuple[UUID, int]]:
+        """Every partition the coordinator considers held by this member."""
+        for t, ps in self.assigned_partitions.items():
+            for p in ps:
+                yield t, p
+        for t, ps in self.partitions_pending_revocation.items():
+            for p in ps:
+                yield t, p
+
+
+class ConsumerGroup(Group):
+    """A consumer group's state. Mutated only by the shard's replay of records."""
+
+    group_type = "consumer"
+    protocol_type = "consumer"
+
+    __slots__ = ("assignment_epoch", "deleted", "group_epoch", "group_id", "members",
+                 "owners", "static_members", "subscription_metadata", "target_assignment")
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+        self.group_epoch = 0
+        self.members: dict[str, ConsumerGroupMember] = {}
+        self.static_members: dict[str, str] = {}  # instance id -> member id
+        self.subscription_metadata: dict[str, TopicMetadata] = {}  # topic name -> metadata
+        self.assignment_epoch = 0
+        self.target_assignment: dict[str, Assignment] = {}
+        #: topic id -> partition -> member id currently holding it (assigned or revoking).
+        self.owners: dict[UUID, dict[int, str]] = {}
+        self.deleted = False
+
+    # ------------------------------------------------------------------ queries
+
+    def state_name(self) -> str:
+        return self.state().value
+
+    def is_empty(self) -> bool:
+        return not self.members
+
+    def digest(self) -> Any:
+        return {
+            "type": self.group_type,
+            "epoch": self.group_epoch,
+            "assignment_epoch": self.assignment_epoch,
+            "subscription_metadata": sorted((t.name, str(t.topic_id), t.num_partitions)
+                                            for t in self.subscription_metadata.values()),
+            "members": {mid: m.digest() for mid, m in sorted(self.members.items())},
+            "static": dict(sorted(self.static_members.items())),
+            "target": {mid: assignment_digest(a)
+                       for mid, a in sorted(self.target_assignment.items())},
+            "owners": sorted((str(t), p, mid) for t, ps in self.owners.items()
+                             for p, mid in ps.items()),
+        }
+
+    def state(self) -> GroupState:
+        if self.deleted:
+            return GroupState.DEAD
+        if not self.members:
+            return GroupState.EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return GroupState.ASSIGNING
+        epoch = self.assignment_epoch
+        for m in self.members.values():
+            if not m.is_reconciled_to(epoch):
+                return GroupState.RECONCILING
+        return GroupState.STABLE
+
+    def validate_offset_request(self, group_id: str, member_id: str, epoch: int,
+                                committing: bool) -> None:
+        if not member_id and epoch < 0:  # admin
+            if committing and self.members:
+                raise CoordinatorError(ErrorCode.unknown_member_id,
+                                       f"Group {group_id} has members: a commit needs a member "
+                                       f"id and epoch.")
+            return
+        member = self.members.get(member_id)
+        if member is None:
+            raise CoordinatorError(ErrorCode.unknown_member_id,
+                                   f"Member {member_id} is not a member of group {group_id}.")
+        if epoch > member.member_epoch and committing:
+            raise CoordinatorError(ErrorCode.fenced_member_epoch,
+                                   f"The member epoch {epoch} is greater than the member's "
+                                   f"{member.member_epoch}.")
+        if epoch != member.member_epoch:
+            raise CoordinatorError(ErrorCode.stale_member_epoch,
+                                   f"The member epoch {epoch} is stale; the member is at "
+                                   f"{member.member_epoch}.")
+
+    def is_subscribed_to(self, topic: str) -> bool:
+        return bool(self.members) and topic in self.subscription_metadata
+
+    def owner_of(self, topic_id: UUID, partition: int) -> str | None:
+        ps = self.owners.get(topic_id)
+        return None if ps is None else ps.get(partition)
+
+    def target_of(self, member_id: str) -> Assignment:
+        return self.target_assignment.get(member_id, EMPTY)
+
+    def static_member(self, instance_id: str) -> ConsumerGroupMember | None:
+        mid = self.static_members.get(instance_id)
+        return None if mid is None else self.members.get(mid)
+
+    # ------------------------------------------------------------------ replay helpers
+
+    def put_member(self, member: ConsumerGroupMember) -> None:
+        old = self.members.get(member.member_id)
+        if old is not None:
+            self._release(old)
+            if old.instance_id is not None and self.static_members.get(old.instance_id) == old.member_id:
+                del self.static_members[old.instance_id]
+        self.members[member.member_id] = member
+        if member.instance_id is not None:
+            self.static_members[member.instance_id] = member.member_id
+        self._hold(member)
+
+    def remove_member(self, member_id: str) -> None:
+        old = self.members.pop(member_id, None)
+        if old is None:
+            return
+        self._release(old)
+        if old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:
+            del self.static_members[old.instance_id]
+
+    def _hold(self, m: ConsumerGroupMember) -> None:
+        owners = self.owners
+        mid = m.member_id
+        for t, p in m.owned_partitions():
+            owners.setdefault(t, {})[p] = mid
+
+    def _release(self, m: ConsumerGroupMember) -> None:
+        owners = self.owners
+        mid = m.member_id
+        for t, p in m.owned_partitions():
+            ps = owners.get(t)
+            if ps is not None and ps.get(p) == mid:
+                del ps[p]
+                if not ps:
+                    del owners[t]

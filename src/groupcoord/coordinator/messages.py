@@ -1,0 +1,294 @@
+"""Requests and responses of the coordinator core: plain typed objects of our own.
+
+The wire edge (``protocol/``, ``server/``) converts Kafka messages to and from these. Field names
+are the snake_case of the final upstream schemas (ConsumerGroupHeartbeat v0/v1 = API key 68,
+ConsumerGroupDescribe v0/v1 = 69, OffsetCommit/OffsetFetch v9, ListGroups v5, ...) plus the
+specs' extension fields (client assignors, ShouldComputeAssignment, pending partitions).
+A ``None`` field in a heartbeat means "unchanged since the last heartbeat" (KIP-848).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from uuid import UUID
+
+from groupcoord.coordinator.records import ClientAssignor
+
+# ----------------------------------------------------------------------------- heartbeat
+
+
+@dataclass(slots=True, frozen=True)
+class TopicPartitions:
+    topic_id: UUID
+    partitions: tuple[int, ...]
+
+
+@dataclass(slots=True, frozen=True)
+class ConsumerGroupHeartbeatRequest:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    client_assignors: tuple[ClientAssignor, ...] | None = None
+    topic_partitions: tuple[TopicPartitions, ...] | None = None
+    # From the request header / connection, not the body:
+    client_id: str = ""
+    client_host: str = ""
+    #: API version: v0 lets the coordinator generate the member id, v1 has the client send one.
+    version: int = 1
+
+
+@dataclass(slots=True, frozen=True)
+class HeartbeatAssignment:
+    topic_partitions: tuple[TopicPartitions, ...]
+    #: Spec field (draft schema): target partitions not yet released by their former owners.
+    pending_topic_partitions: tuple[TopicPartitions, ...] = ()
+
+
+@dataclass(slots=True, frozen=True)
+class ConsumerGroupHeartbeatResponse:
+    error_code: int = 0
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: HeartbeatAssignment | None = None
+    should_compute_assignment: bool = False
+
+
+# ----------------------------------------------------------------------------- describe / list
+
+
+@dataclass(slots=True, frozen=True)
+class ConsumerGroupDescribeRequest:
+    group_ids: tuple[str, ...]
+    include_authorized_operations: bool = False
+
+
+@dataclass(slots=True, frozen=True)
+class DescribedAssignment:
+    topic_partitions: tuple[TopicPartitions, ...]
+
+
+@dataclass(slots=True, frozen=True)
+class DescribedMember:
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    assignment: DescribedAssignment
+    target_assignment: DescribedAssignment
+    member_type: int = 1  # 1 = consumer protocol member (ConsumerGroupDescribe v1 MemberType)
+
+
+@dataclass(slots=True, frozen=True)
+class DescribedGroup:
+    group_id: str
+    error_code: int = 0
+    error_message: str | None = None
+    group_state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: tuple[DescribedMember, ...] = ()
+    authorized_operations: int = -2147483648
+
+
+@dataclass(slots=True, frozen=True)
+class ConsumerGroupDescribeResponse:
+    groups: tuple[DescribedGroup, ...]
+
+
+@dataclass(slots=True, frozen=True)
+class ListGroupsRequest:
+    states_filter: tuple[str, ...] = ()
+    types_filter: tuple[str, ...] = ()
+
+
+@dataclass(slots=True, frozen=True)
+class ListedGroup:
+    group_id: str
+    protocol_type: str
+    group_state: str
+    group_type: str
+
+
+@dataclass(slots=True, frozen=True)
+class ListGroupsResponse:
+    groups: tuple[ListedGroup, ...]
+    error_code: int = 0
+
+
+@dataclass(slots=True, frozen=True)
+class DeleteGroupsRequest:
+    group_ids: tuple[str, ...]
+
+
+@dataclass(slots=True, frozen=True)
+class DeletableGroupResult:
+    group_id: str
+    error_code: int = 0
+    error_message: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class DeleteGroupsResponse:
+    results: tuple[DeletableGroupResult, ...]
+
+
+# ----------------------------------------------------------------------------- offsets
+
+
+@dataclass(slots=True, frozen=True)
+class OffsetCommitPartition:
+    partition_index: int
+    committed_offset: int
+    committed_leader_epoch: int = -1
+    committed_metadata: str | None = ""
+
+
+@dataclass(slots=True, frozen=True)
+class OffsetCommitTopic:
+    name: str
+    partitions: tuple[OffsetCommitPartition, ...]
+    topic_id: UUID | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class OffsetCommitRequest:
+    group_id: str
+    topics: tuple[OffsetCommitTopic, ...]
+    #: Classic generation id, or the member epoch of a consumer-protocol member; -1 = admin.
+    generation_id_or_member_epoch: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+    retention_time_ms: int = -1
+
+
+@dataclass(slots=True, frozen=True)
+class PartitionResult:
+    partition_index: int
+    error_code: int = 0
+
+
+@dataclass(slots=True, frozen=True)
+class TopicResult:
+    name: str
+    partitions: tuple[PartitionResult, ...]
+    topic_id: UUID | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class OffsetCommitResponse:
+    topics: tuple[TopicResult, ...]
+    error_code: int = 0  # not on the wire: set when every partition failed with one group error
+    error_message: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class OffsetFetchTopic:
+    name: str
+    partition_indexes: tuple[int, ...]
+    topic_id: UUID | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class OffsetFetchRequest:
+    group_id: str
+    #: None: every committed offset of the group.
+    topics: tuple[OffsetFetchTopic, ...] | None = None
+    member_id: str | None = None
+    member_epoch: int = -1
+    require_stable: bool = False
+
+
+@dataclass(slots=True, frozen=True)
+class FetchedPartition:
+    partition_index: int
+    committed_offset: int = -1
+    committed_leader_epoch: int = -1
+    metadata: str | None = ""
+    error_code: int = 0
+
+
+@dataclass(slots=True, frozen=True)
+class FetchedTopic:
+    name: str
+    partitions: tuple[FetchedPartition, ...]
+    topic_id: UUID | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class OffsetFetchResponse:
+    group_id: str
+    topics: tuple[FetchedTopic, ...] = ()
+    error_code: int = 0
+    error_message: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class OffsetDeleteRequest:
+    group_id: str
+    topics: tuple[OffsetFetchTopic, ...]
+
+
+@dataclass(slots=True, frozen=True)
+class OffsetDeleteResponse:
+    topics: tuple[TopicResult, ...] = ()
+    error_code: int = 0
+    error_message: str | None = None
+
+
+# ----------------------------------------------------------------------------- group configs
+
+
+@dataclass(slots=True, frozen=True)
+class DescribeGroupConfigsRequest:
+    group_id: str
+    #: None: every known group config.
+    names: tuple[str, ...] | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class GroupConfigEntry:
+    name: str
+    value: str
+    is_default: bool
+
+
+@dataclass(slots=True, frozen=True)
+class DescribeGroupConfigsResponse:
+    group_id: str
+    configs: tuple[GroupConfigEntry, ...] = ()
+    error_code: int = 0
+    error_message: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class AlterGroupConfigOp:
+    name: str
+    op: str  # "set" | "delete" (IncrementalAlterConfigs SET=0 / DELETE=1)
+    value: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class AlterGroupConfigsRequest:
+    group_id: str
+    ops: tuple[AlterGroupConfigOp, ...] = field(default_factory=tuple)
+    validate_only: bool = False
+
+
+@dataclass(slots=True, frozen=True)
+class AlterGroupConfigsResponse:
+    group_id: str
+    error_code: int = 0
+    error_message: str | None = None

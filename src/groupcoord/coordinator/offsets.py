@@ -1,0 +1,184 @@
+"""Committed offsets: OffsetCommit / OffsetFetch / OffsetDelete (KIP-848 "OffsetCommit API",
+"OffsetFetch API"; Kafka's OffsetMetadataManager).
+
+Offsets are records keyed by (group, topic name, partition); the value keeps the topic id so a
+recreated topic does not inherit the old topic's offsets. Member checks (invariant I6):
+
+- A commit from a member of a consumer group carries its member epoch in
+  GenerationIdOrMemberEpoch: unknown member -> UNKNOWN_MEMBER_ID; an epoch greater than the
+  member's -> FENCED_MEMBER_EPOCH; smaller -> STALE_MEMBER_EPOCH.
+- An admin commit (no member id, epoch -1) is allowed only while the group has no member
+  (UNKNOWN_MEMBER_ID otherwise), and creates offsets for a group that does not exist yet.
+- OffsetFetch with a member id (v9, consumer protocol) checks the member and its epoch
+  (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH); without one it is an admin read. A fetch for a
+  group that does not exist answers -1 offsets without error, with or without a member id.
+- OffsetDelete refuses partitions of topics the group is subscribed to
+  (GROUP_SUBSCRIBED_TO_TOPIC) and answers GROUP_ID_NOT_FOUND for an unknown group.
+
+Choice recorded here: a commit for a topic the metadata image does not know, or a partition
+beyond its count, is UNKNOWN_TOPIC_OR_PARTITION (as a Kafka broker answers); a topic id that
+does not resolve is UNKNOWN_TOPIC_ID.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from groupcoord.coordinator.messages import (
+    FetchedPartition,
+    FetchedTopic,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    PartitionResult,
+    TopicResult,
+)
+from groupcoord.coordinator.records import OffsetCommitKey, OffsetCommitValue, offset_commit_record
+from groupcoord.protocol.errors import CoordinatorError, ErrorCode
+
+if TYPE_CHECKING:
+    from groupcoord.coordinator.shard import Shard
+
+MAX_METADATA_SIZE = 4096
+_E = ErrorCode
+
+
+def replay(shard: Shard, key: OffsetCommitKey, value: OffsetCommitValue | None) -> None:
+    offs = shard.offsets.get(key.group_id)
+    if value is None:
+        if offs is not None:
+            offs.pop((key.topic, key.partition), None)
+            if not offs:
+                del shard.offsets[key.group_id]
+        return
+    if offs is None:
+        offs = shard.offsets[key.group_id] = {}
+    offs[(key.topic, key.partition)] = value
+
+
+def _validate_member(shard: Shard, group_id: str, member_id: str | None, epoch: int,
+                     committing: bool) -> None:
+    group = shard.groups.get(group_id)
+    admin = not member_id and epoch < 0
+    if group is None:
+        if admin or not committing:
+            # A fetch for a group that does not exist (never created, or deleted) is answered
+            # with -1 offsets and no error, member id or not (Kafka's fetchOffsets).
+            return
+        raise CoordinatorError(_E.unknown_member_id,
+                               f"Group {group_id} has no member {member_id!r}.")
+    group.validate_offset_request(group_id, member_id or "", epoch, committing)
+
+
+def commit(shard: Shard, r: OffsetCommitRequest, now: int) -> OffsetCommitResponse:
+    if not r.group_id:
+        raise CoordinatorError(_E.invalid_group_id, "The group id can't be empty.")
+    _validate_member(shard, r.group_id, r.member_id, r.generation_id_or_member_epoch, True)
+    image = shard.metadata
+    expire = now + r.retention_time_ms if r.retention_time_ms > 0 else -1
+    topics = []
+    for t in r.topics:
+        name = t.name
+        topic = image.by_id.get(t.topic_id) if t.topic_id is not None else image.by_name.get(name)
+        if t.topic_id is not None and topic is not None:
+            name = topic.name
+        results = []
+        for p in t.partitions:
+            if topic is None:
+                code = _E.unknown_topic_id if t.topic_id is not None else _E.unknown_topic_or_partition
+            elif not 0 <= p.partition_index < topic.num_partitions:
+                code = _E.unknown_topic_or_partition
+            elif p.committed_metadata is not None and len(p.committed_metadata) > MAX_METADATA_SIZE:
+                code = _E.offset_metadata_too_large
+            else:
+                code = _E.none
+                shard.append(offset_commit_record(r.group_id, name, p.partition_index, OffsetCommitValue(
+                    p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "",
+                    now, expire, topic.topic_id)))
+            results.append(PartitionResult(p.partition_index, code))
+        topics.append(TopicResult(name, tuple(results), t.topic_id))
+    return OffsetCommitResponse(tuple(topics))
+
+
+def fetch(shard: Shard, r: OffsetFetchRequest, now: int) -> OffsetFetchResponse:
+    if r.member_id:
+        _validate_member(shard, r.group_id, r.member_id, r.member_epoch, False)
+    offs = shard.offsets.get(r.group_id, {})
+    image = shard.metadata
+    topics = []
+    by_topic: dict[str, list[int]] = {}
+    if r.topics is None:
+        for (topic, partition) in sorted(offs):
+            by_topic.setdefault(topic, []).append(partition)
+    wanted: list[tuple[str, UUID | None, list[int]]] = []
+    if r.topics is None:
+        wanted = [(name, None, parts) for name, parts in by_topic.items()]
+    else:
+        for t in r.topics:
+            name = t.name
+            if t.topic_id is not None:
+                meta = image.by_id.get(t.topic_id)
+                name = meta.name if meta is not None else ""
+            wanted.append((name, t.topic_id, list(t.partition_indexes)))
+    for name, topic_id, partitions in wanted:
+        meta = image.by_name.get(name)
+        out = []
+        for p in partitions:
+            v = offs.get((name, p))
+            if v is not None and v.topic_id is not None and meta is not None and v.topic_id != meta.topic_id:
+                v = None  # committed for an earlier incarnation of a recreated topic
+            if topic_id is not None and meta is None:
+                out.append(FetchedPartition(p, error_code=_E.unknown_topic_id))
+            elif v is None:
+                out.append(FetchedPartition(p))
+            else:
+                out.append(FetchedPartition(p, v.offset, v.leader_epoch, v.metadata))
+        topics.append(FetchedTopic(name, tuple(out), topic_id if topic_id is not None else
+                                   (meta.topic_id if meta is not None else None)))
+    return OffsetFetchResponse(r.group_id, tuple(topics))
+
+
+def delete(shard: Shard, r: OffsetDeleteRequest, now: int) -> OffsetDeleteResponse:
+    group = shard.groups.get(r.group_id)
+    offs = shard.offsets.get(r.group_id)
+    if group is None and offs is None:
+        raise CoordinatorError(_E.group_id_not_found, f"Group {r.group_id} not found.")
+    topics = []
+    for t in r.topics:
+        name = t.name
+        results = []
+        for p in t.partition_indexes:
+            if group is not None and group.is_subscribed_to(name):
+                results.append(PartitionResult(p, _E.group_subscribed_to_topic))
+                continue
+            if offs is not None and (name, p) in offs:
+                shard.append(offset_commit_record(r.group_id, name, p, None))
+            results.append(PartitionResult(p, _E.none))
+        topics.append(TopicResult(name, tuple(results)))
+    return OffsetDeleteResponse(tuple(topics))
+
+
+def error_response(request: Any, e: CoordinatorError) -> Any:
+    """The error response of an offsets or admin request failing as a whole."""
+    from groupcoord.coordinator import messages as m
+
+    if isinstance(request, OffsetCommitRequest):
+        return OffsetCommitResponse(tuple(
+            TopicResult(t.name, tuple(PartitionResult(p.partition_index, e.code)
+                                      for p in t.partitions), t.topic_id)
+            for t in request.topics), e.code, e.message)
+    if isinstance(request, OffsetFetchRequest):
+        return OffsetFetchResponse(request.group_id, (), e.code, e.message)
+    if isinstance(request, OffsetDeleteRequest):
+        return OffsetDeleteResponse((), e.code, e.message)
+    if isinstance(request, m.DescribeGroupConfigsRequest):
+        return m.DescribeGroupConfigsResponse(request.group_id, (), e.code, e.message)
+    if isinstance(request, m.AlterGroupConfigsRequest):
+        return m.AlterGroupConfigsResponse(request.group_id, e.code, e.message)
+    if isinstance(request, m.ListGroupsRequest):
+        return m.ListGroupsResponse((), e.code)
+    raise e

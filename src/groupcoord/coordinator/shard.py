@@ -1,0 +1,355 @@
+"""A coordinator shard: one coordinator partition's groups, as a pure state machine.
+
+DESIGN.md "The core contract": ``handle(request, now_ms) -> Result``; state changes only through
+``replay(record)`` (handlers apply each record as they produce it, through ``append``); time is
+an argument and timers are data (``expire_timers``); member ids come from an injected source.
+A shard rebuilt by replaying its log equals the live shard (``state_digest``).
+
+The shard is the frame; each group type is a manager (``consumer_groups.ConsumerGroupManager``,
+...) that registers its request handlers, the record types it replays and its timer kinds. The
+shard itself handles what all group types share: offsets, ListGroups, DeleteGroups and the
+dynamic group configurations. All group types share one group id space (``groups``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from typing import Any
+
+from groupcoord.coordinator import offsets as offsets_mod
+from groupcoord.coordinator.assignors import ASSIGNORS
+from groupcoord.coordinator.assignors.base import PartitionAssignor, PartitionAssignorError
+from groupcoord.coordinator.config import (
+    CoordinatorConfig,
+    GroupConfig,
+    canonical_group_config_name,
+    effective_group_config,
+    validate_group_configs,
+)
+from groupcoord.coordinator.consumer_group import ConsumerGroup, GroupState
+from groupcoord.coordinator.consumer_groups import REBALANCE, SESSION, ConsumerGroupManager
+from groupcoord.coordinator.group import Group
+from groupcoord.coordinator.ids import MemberIdSource, counter_member_ids
+from groupcoord.coordinator.messages import (
+    AlterGroupConfigsRequest,
+    AlterGroupConfigsResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    DeletableGroupResult,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DescribeGroupConfigsRequest,
+    DescribeGroupConfigsResponse,
+    GroupConfigEntry,
+    ListedGroup,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    OffsetFetchRequest,
+)
+from groupcoord.coordinator.records import (
+    OffsetCommitKey,
+    OffsetCommitValue,
+    Record,
+    RecordType,
+    group_configuration_record,
+)
+from groupcoord.coordinator.result import Result
+from groupcoord.coordinator.timers import TimerChange, TimerKey, Timers
+from groupcoord.coordinator.topics import EMPTY_IMAGE, MetadataImage
+from groupcoord.protocol.errors import CoordinatorError, ErrorCode
+
+log = logging.getLogger(__name__)
+
+_E = ErrorCode
+
+Handler = Callable[[Any, int], Any]
+Replayer = Callable[[Record], None]
+TimerHandler = Callable[[TimerKey, Any], None]
+
+
+class Shard:
+    """One coordinator shard. Not thread-safe: drivers serialise calls (an event loop)."""
+
+    def __init__(
+        self,
+        shard_id: int = 0,
+        config: CoordinatorConfig | None = None,
+        metadata: MetadataImage = EMPTY_IMAGE,
+        member_ids: MemberIdSource | None = None,
+        assignors: Mapping[str, PartitionAssignor] | None = None,
+    ) -> None:
+        self.shard_id = shard_id
+        self.config = config or CoordinatorConfig()
+        self.metadata = metadata
+        self._member_ids = member_ids or counter_member_ids(f"shard{shard_id}-member-")
+        self.assignors: Mapping[str, PartitionAssignor] = assignors or ASSIGNORS
+        for name in self.config.consumer_assignors:
+            if name not in self.assignors:
+                raise CoordinatorError(_E.invalid_config,
+                                       f"group.consumer.assignors names unknown assignor {name!r}")
+        self.groups: dict[str, Group] = {}
+        self.offsets: dict[str, dict[tuple[str, int], OffsetCommitValue]] = {}
+        self.group_configs: dict[str, dict[str, str]] = {}
+        self.timers = Timers()
+        #: The time of the request being handled (deadlines are set deep inside handlers).
+        self.now = 0
+        self._records: list[Record] = []
+        self._timer_changes: list[TimerChange] = []
+        self._completions: list[tuple[Hashable, Any]] = []
+        self._token: Hashable | None = None
+        self._handlers: dict[type, Handler] = {}
+        self._replayers: dict[RecordType, Replayer] = {}
+        self._timer_handlers: dict[str, TimerHandler] = {}
+        self._error_responses: dict[type, Callable[[Any, CoordinatorError], Any]] = {}
+
+        self.register_handler(ListGroupsRequest, self._list_groups)
+        self.register_handler(DeleteGroupsRequest, self._delete_groups)
+        self.register_handler(OffsetCommitRequest, lambda r, now: offsets_mod.commit(self, r, now))
+        self.register_handler(OffsetFetchRequest, lambda r, now: offsets_mod.fetch(self, r, now))
+        self.register_handler(OffsetDeleteRequest, lambda r, now: offsets_mod.delete(self, r, now))
+        self.register_handler(DescribeGroupConfigsRequest, self._describe_group_configs)
+        self.register_handler(AlterGroupConfigsRequest, self._alter_group_configs)
+        self.register_replayer(RecordType.OFFSET_COMMIT, self._replay_offset)
+        self.register_replayer(RecordType.GROUP_CONFIGURATION, self._replay_group_configuration)
+        self.register_error_response(
+            ConsumerGroupHeartbeatRequest,
+            lambda r, e: ConsumerGroupHeartbeatResponse(error_code=e.code, error_message=e.message))
+        self.consumer = ConsumerGroupManager(self)
+
+    # ================================================================== registration
+
+    def register_handler(self, request_type: type, handler: Handler) -> None:
+        self._handlers[request_type] = handler
+
+    def register_replayer(self, record_type: RecordType, replayer: Replayer) -> None:
+        self._replayers[record_type] = replayer
+
+    def register_timer(self, kind: str, handler: TimerHandler) -> None:
+        """Timer keys are tuples whose first element is ``kind``."""
+        self._timer_handlers[kind] = handler
+
+    def register_error_response(self, request_type: type,
+                                make: Callable[[Any, CoordinatorError], Any]) -> None:
+        self._error_responses[request_type] = make
+
+    # ================================================================== driver API
+
+    def handle(self, request: Any, now_ms: int, token: Hashable | None = None) -> Result[Any]:
+        """Handle one request at ``now_ms``; errors become error responses.
+
+        ``token`` identifies the request to the driver (connection and correlation id, say):
+        a handler that answers later (``DEFERRED``) hands it back in ``Result.completions``.
+        """
+        handler = self._handlers.get(type(request))
+        if handler is None:
+            raise TypeError(f"no handler for {type(request).__name__}")
+        self._begin(now_ms)
+        self._token = token
+        try:
+            response = handler(request, now_ms)
+        except CoordinatorError as e:
+            response = self._error_response(request, e)
+        except PartitionAssignorError as e:
+            log.error("assignor failed: %s", e)
+            response = self._error_response(request, CoordinatorError(
+                _E.unknown_server_error, f"Failed to compute a new target assignment: {e}"))
+        return self._result(response)
+
+    def replay(self, record: Record) -> None:
+        """Apply one record: the only place state changes."""
+        replayer = self._replayers.get(record.key.type)
+        if replayer is None:
+            raise ValueError(f"no replayer for record type {record.key.type!r}")
+        replayer(record)
+
+    def expire_timers(self, now_ms: int) -> list[Result[None]]:
+        """Fire every timer due at ``now_ms`` (session expiry, rebalance timeouts, ...)."""
+        results: list[Result[None]] = []
+        for key, payload in self.timers.pop_due(now_ms):
+            self._begin(now_ms)
+            self._timer_changes.append(TimerChange(key, None))
+            handler = self._timer_handlers.get(key[0])
+            if handler is None:
+                log.warning("no handler for timer %r", key)
+                continue
+            handler(key, payload)
+            if self._records or self._completions or len(self._timer_changes) > 1:
+                results.append(self._result(None))
+        return results
+
+    def next_deadline(self) -> int | None:
+        return self.timers.next_deadline()
+
+    def update_metadata(self, image: MetadataImage, now_ms: int) -> Result[None]:
+        """A new topic image: bump the epoch of every group whose subscribed topics changed."""
+        self._begin(now_ms)
+        self.metadata = image
+        self.consumer.on_metadata_update()
+        return self._result(None)
+
+    def on_loaded(self, now_ms: int) -> Result[None]:
+        """The spec's load duties ("Fail Over") after a shard was rebuilt from its log."""
+        self._begin(now_ms)
+        self.consumer.on_loaded()
+        return self._result(None)
+
+    def group_config(self, group_id: str) -> GroupConfig:
+        return effective_group_config(self.config, self.group_configs.get(group_id, {}))
+
+    def new_member_id(self) -> str:
+        return self._member_ids()
+
+    # ================================================================== handler plumbing
+
+    def append(self, record: Record) -> None:
+        """Apply a record now and hand it to the driver with the result."""
+        self.replay(record)
+        self._records.append(record)
+
+    def schedule(self, key: TimerKey, deadline: int, payload: Any = None) -> None:
+        self.timers.schedule(key, deadline, payload)
+        self._timer_changes.append(TimerChange(key, deadline))
+
+    def cancel(self, key: TimerKey) -> None:
+        if self.timers.cancel(key):
+            self._timer_changes.append(TimerChange(key, None))
+
+    def complete(self, token: Hashable, response: Any) -> None:
+        """Answer an earlier deferred request (its response goes out with this result)."""
+        self._completions.append((token, response))
+
+    @property
+    def token(self) -> Hashable | None:
+        """The driver's token of the request being handled."""
+        return self._token
+
+    def _begin(self, now_ms: int) -> None:
+        self._records = []
+        self._timer_changes = []
+        self._completions = []
+        self._token = None
+        self.now = now_ms
+
+    def _result(self, response: Any) -> Result[Any]:
+        return Result(response, self._records, self._timer_changes, self._completions)
+
+    def _error_response(self, request: Any, e: CoordinatorError) -> Any:
+        make = self._error_responses.get(type(request))
+        if make is not None:
+            return make(request, e)
+        return offsets_mod.error_response(request, e)
+
+    # ================================================================== shared replay
+
+    def _replay_offset(self, record: Record) -> None:
+        key = record.key
+        assert isinstance(key, OffsetCommitKey)
+        offsets_mod.replay(self, key, record.value)  # type: ignore[arg-type]
+
+    def _replay_group_configuration(self, record: Record) -> None:
+        gid = record.key.group_id
+        if record.value is None:
+            self.group_configs.pop(gid, None)
+        else:
+            self.group_configs[gid] = dict(record.value.configs)  # type: ignore[union-attr]
+
+    # ================================================================== list / delete
+
+    def _list_groups(self, r: ListGroupsRequest, now: int) -> ListGroupsResponse:
+        states = {s.lower() for s in r.states_filter}
+        types = {t.lower() for t in r.types_filter}
+        out = []
+        for gid in sorted(set(self.groups) | set(self.offsets)):
+            group = self.groups.get(gid)
+            if group is not None:
+                listed = ListedGroup(gid, group.protocol_type, group.state_name(),
+                                     group.group_type)
+            else:  # offsets only: an empty classic group, as Kafka lists it
+                listed = ListedGroup(gid, "", "Empty", "classic")
+            if states and listed.group_state.lower() not in states:
+                continue
+            if types and listed.group_type.lower() not in types:
+                continue
+            out.append(listed)
+        return ListGroupsResponse(tuple(out))
+
+    def _delete_groups(self, r: DeleteGroupsRequest, now: int) -> DeleteGroupsResponse:
+        results = []
+        for gid in r.group_ids:
+            group = self.groups.get(gid)
+            if group is None and gid not in self.offsets:
+                results.append(DeletableGroupResult(gid, _E.group_id_not_found,
+                                                    f"Group {gid} not found."))
+                continue
+            if group is not None and not group.is_empty():
+                results.append(DeletableGroupResult(gid, _E.non_empty_group,
+                                                    f"Group {gid} is not empty."))
+                continue
+            self.delete_group(gid)
+            results.append(DeletableGroupResult(gid))
+        return DeleteGroupsResponse(tuple(results))
+
+    def delete_group(self, gid: str) -> None:
+        """Tombstones for an empty group and all its offsets (configs are kept, as the spec says)."""
+        for (topic, partition) in sorted(self.offsets.get(gid, {})):
+            self.append(Record(OffsetCommitKey(gid, topic, partition), None))
+        group = self.groups.get(gid)
+        if isinstance(group, ConsumerGroup):
+            self.consumer.delete_group(group)
+
+    # ================================================================== group configs
+
+    def _describe_group_configs(self, r: DescribeGroupConfigsRequest,
+                                now: int) -> DescribeGroupConfigsResponse:
+        overrides = self.group_configs.get(r.group_id, {})
+        eff = self.group_config(r.group_id)
+        values = {"group.consumer.session.timeout.ms": str(eff.session_timeout_ms),
+                  "group.consumer.heartbeat.interval.ms": str(eff.heartbeat_interval_ms)}
+        names = sorted(values) if r.names is None else [canonical_group_config_name(n)
+                                                        for n in r.names]
+        return DescribeGroupConfigsResponse(r.group_id, tuple(
+            GroupConfigEntry(n, values[n], n not in overrides) for n in names))
+
+    def _alter_group_configs(self, r: AlterGroupConfigsRequest,
+                             now: int) -> AlterGroupConfigsResponse:
+        if not r.group_id:
+            raise CoordinatorError(_E.invalid_request, "The group id can't be empty.")
+        configs = dict(self.group_configs.get(r.group_id, {}))
+        for op in r.ops:
+            name = canonical_group_config_name(op.name)
+            if op.op == "set":
+                if op.value is None:
+                    raise CoordinatorError(_E.invalid_config, f"{name}: SET needs a value")
+                configs[name] = op.value
+            elif op.op == "delete":
+                configs.pop(name, None)
+            else:
+                raise CoordinatorError(_E.invalid_request,
+                                       f"Unsupported config operation {op.op!r} for {name}")
+        configs = validate_group_configs(self.config, configs)
+        if not r.validate_only and configs != self.group_configs.get(r.group_id, {}):
+            self.append(group_configuration_record(r.group_id, configs or None))
+        return AlterGroupConfigsResponse(r.group_id)
+
+    # ================================================================== equality (I4)
+
+    def state_digest(self) -> dict[str, Any]:
+        """A canonical, comparable view of all state (timers excluded): equal for a live shard
+        and the same shard rebuilt from its log."""
+        return {
+            "groups": {gid: g.digest() for gid, g in sorted(self.groups.items())},
+            "offsets": {gid: sorted((k, v.offset, v.leader_epoch, v.metadata, v.commit_timestamp,
+                                     v.expire_timestamp) for k, v in offs.items())
+                        for gid, offs in sorted(self.offsets.items())},
+            "configs": dict(sorted(self.group_configs.items())),
+        }
+
+
+def records_of(results: Iterable[Result[Any]]) -> list[Record]:
+    return [rec for res in results for rec in res.records]
+
+
+__all__ = ["REBALANCE", "SESSION", "GroupState", "Result", "Shard", "records_of"]

@@ -1,0 +1,86 @@
+"""Timers as data (DESIGN.md "The core contract").
+
+The core never reads a clock: handlers schedule or cancel named deadlines, and the driver calls
+``Shard.expire_timers(now_ms)``. Every change is also reported in ``Result.timers`` so a driver
+that keeps its own wake-up schedule (the simulator, the asyncio server) knows the next deadline.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Any
+
+TimerKey = tuple[Any, ...]
+
+
+@dataclass(slots=True, frozen=True)
+class TimerChange:
+    key: TimerKey
+    deadline_ms: int | None  # None: cancelled
+
+
+class Timers:
+    """Named deadlines with a payload; a heap with lazy deletion for expiry order."""
+
+    __slots__ = ("_heap", "_seq", "_timers")
+
+    def __init__(self) -> None:
+        self._timers: dict[TimerKey, tuple[int, Any]] = {}
+        self._heap: list[tuple[int, int, TimerKey]] = []
+        self._seq = 0
+
+    def schedule(self, key: TimerKey, deadline_ms: int, payload: Any = None) -> None:
+        self._timers[key] = (deadline_ms, payload)
+        self._seq += 1
+        heapq.heappush(self._heap, (deadline_ms, self._seq, key))
+        if len(self._heap) > 4 * len(self._timers) + 64:
+            self._compact()
+
+    def cancel(self, key: TimerKey) -> bool:
+        return self._timers.pop(key, None) is not None
+
+    def deadline(self, key: TimerKey) -> int | None:
+        t = self._timers.get(key)
+        return None if t is None else t[0]
+
+    def payload(self, key: TimerKey) -> Any:
+        t = self._timers.get(key)
+        return None if t is None else t[1]
+
+    def __len__(self) -> int:
+        return len(self._timers)
+
+    def __contains__(self, key: TimerKey) -> bool:
+        return key in self._timers
+
+    def next_deadline(self) -> int | None:
+        heap = self._heap
+        while heap:
+            deadline, _, key = heap[0]
+            t = self._timers.get(key)
+            if t is not None and t[0] == deadline:
+                return deadline
+            heapq.heappop(heap)
+        return None
+
+    def pop_due(self, now_ms: int) -> list[tuple[TimerKey, Any]]:
+        """Remove and return every timer due at ``now_ms``, in deadline order."""
+        due: list[tuple[TimerKey, Any]] = []
+        heap = self._heap
+        while heap and heap[0][0] <= now_ms:
+            deadline, _, key = heapq.heappop(heap)
+            t = self._timers.get(key)
+            if t is not None and t[0] == deadline:
+                del self._timers[key]
+                due.append((key, t[1]))
+        return due
+
+    def clear(self) -> None:
+        self._timers.clear()
+        self._heap.clear()
+
+    def _compact(self) -> None:
+        self._heap = [(d, i, k) for i, (k, (d, _)) in enumerate(self._timers.items())]
+        heapq.heapify(self._heap)
+        self._seq = len(self._heap)

@@ -1,0 +1,123 @@
+"""A small blocking Kafka protocol client over our own codec (for the CLI, tests and benchmarks).
+
+It speaks to one broker: connect, ApiVersions (v3, falling back to v0 on UNSUPPORTED_VERSION as
+librdkafka does), then requests whose version is negotiated per API as
+``min(wanted, broker max)`` (the rule of KIP-35). Not a full client: no retries, no
+reconnection, one request in flight (``send_many`` pipelines several).
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from groupcoord.protocol.codec import build, decode_response, encode_request, request_class
+
+__all__ = ["KafkaClient", "KafkaClientError", "parse_bootstrap"]
+
+
+class KafkaClientError(Exception):
+    pass
+
+
+def parse_bootstrap(bootstrap: str) -> tuple[str, int]:
+    first = bootstrap.split(",")[0].strip()
+    host, _, port = first.rpartition(":")
+    if not host or not port.isdigit():
+        raise KafkaClientError(f"bootstrap server must be HOST:PORT, got {bootstrap!r}")
+    return host.strip("[]"), int(port)
+
+
+class KafkaClient:
+    def __init__(self, bootstrap: str, client_id: str = "groupcoord-cli",
+                 timeout: float = 10.0) -> None:
+        host, port = parse_bootstrap(bootstrap)
+        self.client_id = client_id
+        try:
+            self._sock = socket.create_connection((host, port), timeout=timeout)
+        except OSError as e:
+            raise KafkaClientError(f"cannot connect to {host}:{port}: {e}") from None
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._corr = 0
+        self._versions: dict[int, tuple[int, int]] | None = None
+
+    def __enter__(self) -> KafkaClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._sock.close()
+
+    # ---------------------------------------------------------------- raw I/O
+
+    def _recv_exactly(self, n: int) -> bytes:
+        chunks = []
+        while n:
+            chunk = self._sock.recv(min(n, 1 << 20))
+            if not chunk:
+                raise KafkaClientError("connection closed by the broker")
+            chunks.append(chunk)
+            n -= len(chunk)
+        return b"".join(chunks)
+
+    def recv_frame(self) -> bytes:
+        (size,) = struct.unpack(">i", self._recv_exactly(4))
+        return self._recv_exactly(size)
+
+    def send_many(self, bodies: Sequence[Any]) -> list[Any]:
+        """Pipeline ``bodies`` (kio request entities); the responses, in order."""
+        sent = []
+        data = bytearray()
+        for body in bodies:
+            self._corr += 1
+            sent.append((self._corr, int(body.__api_key__), int(body.__version__)))
+            data += encode_request(body, self._corr, self.client_id)
+        self._sock.sendall(data)
+        out = []
+        for corr, key, version in sent:
+            got, response = decode_response(key, version, self.recv_frame())
+            if got != corr:
+                raise KafkaClientError(f"correlation id {got} != {corr}")
+            out.append(response)
+        return out
+
+    def send(self, body: Any) -> Any:
+        return self.send_many([body])[0]
+
+    # ---------------------------------------------------------------- negotiated requests
+
+    def api_versions(self) -> dict[int, tuple[int, int]]:
+        if self._versions is None:
+            cls = request_class(18, 3)
+            assert cls is not None
+            resp = self.send(build(cls, client_software_name="groupcoord",
+                                   client_software_version="0.1.0"))
+            if resp.error_code == ErrorCode.unsupported_version:
+                v0 = request_class(18, 0)
+                assert v0 is not None
+                resp = self.send(build(v0))
+            self._versions = {int(k.api_key): (int(k.min_version), int(k.max_version))
+                              for k in resp.api_keys}
+        return self._versions
+
+    def version_for(self, api_key: int, wanted_max: int, wanted_min: int = 0) -> int:
+        rng = self.api_versions().get(api_key)
+        if rng is None or rng[1] < wanted_min or rng[0] > wanted_max:
+            raise KafkaClientError(f"the broker does not support API {api_key} "
+                                   f"v{wanted_min}..v{wanted_max} (it offers {rng})")
+        return min(wanted_max, rng[1])
+
+    def call(self, api_key: int, wanted_max: int, values: Mapping[str, Any] | None = None,
+             wanted_min: int = 0, **kw: Any) -> Any:
+        """Send API ``api_key`` at the best common version, built from plain values."""
+        version = self.version_for(api_key, wanted_max, wanted_min)
+        cls = request_class(api_key, version)
+        if cls is None:
+            raise KafkaClientError(f"no schema for API {api_key} v{version}")
+        return self.send(build(cls, values, **kw))

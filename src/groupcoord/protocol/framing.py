@@ -1,0 +1,69 @@
+"""Kafka wire framing: every request and response is an int32 big-endian size, then that many bytes.
+
+Kafka's ``NetworkReceive`` reads the 4-byte size, rejects a negative size and one above
+``socket.request.max.bytes`` (``InvalidReceiveException``), and closes the connection. We do the
+same with :data:`MAX_FRAME_SIZE` (100 MiB, Kafka's default is the same order of magnitude).
+The decoder is sans-IO: feed it bytes, take out complete frames.
+"""
+
+from __future__ import annotations
+
+import struct
+
+__all__ = ["MAX_FRAME_SIZE", "FrameDecoder", "FrameError", "frame"]
+
+#: The largest frame a peer may send (socket.request.max.bytes = 100 MiB as upstream's default).
+MAX_FRAME_SIZE = 100 * 1024 * 1024
+
+_SIZE = struct.Struct(">i")
+
+
+class FrameError(Exception):
+    """The byte stream is not valid Kafka framing; the connection must be closed."""
+
+
+def frame(payload: bytes) -> bytes:
+    """``payload`` with its int32 size prefix."""
+    return _SIZE.pack(len(payload)) + payload
+
+
+class FrameDecoder:
+    """Incremental frame splitter: ``feed(data)`` returns every frame completed by ``data``."""
+
+    __slots__ = ("_buf", "_max", "_need")
+
+    def __init__(self, max_frame_size: int = MAX_FRAME_SIZE) -> None:
+        self._buf = bytearray()
+        self._max = max_frame_size
+        self._need = -1  # size of the frame being read; -1 while the size prefix is incomplete
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[bytes]:
+        buf = self._buf
+        buf += data
+        frames: list[bytes] = []
+        pos = 0
+        end = len(buf)
+        need = self._need
+        while True:
+            if need < 0:
+                if end - pos < 4:
+                    break
+                (need,) = _SIZE.unpack_from(buf, pos)
+                if need < 0:
+                    raise FrameError(f"negative frame size {need}")
+                if need > self._max:
+                    raise FrameError(f"frame size {need} exceeds the maximum {self._max}")
+                pos += 4
+            if end - pos < need:
+                break
+            frames.append(bytes(buf[pos:pos + need]))
+            pos += need
+            need = -1
+        if pos:
+            del buf[:pos]
+        self._need = need
+        return frames

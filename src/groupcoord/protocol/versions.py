@@ -1,0 +1,87 @@
+"""The API versions groupcoord serves: the table ApiVersions advertises (KIP-35, KIP-511).
+
+Exactly the APIs and versions the server implements, nothing more: a client picks
+``min(its max, our max)`` per API, so advertising a version we do not handle breaks it. Every
+version listed here has a kio schema (kio 0.6.5 carries upstream's 4.x message set, which
+starts Produce at v3, OffsetCommit at v2, OffsetFetch/ListOffsets at v1, CreateTopics at v2,
+DeleteTopics and DescribeConfigs at v1: older versions cannot be decoded and are not offered).
+
+Ranges and why (issue #6; NOTES.md "What real clients need from a broker"):
+
+- ApiVersions 0-3: librdkafka sends v3 and falls back to v0 on UNSUPPORTED_VERSION.
+- Metadata 0-13 (topic ids from v10; lookups by topic id from v12 for librdkafka's consumer).
+- FindCoordinator 0-6 (batched keys from v4).
+- Produce 3-12, Fetch 4-16 (topic ids from v13), ListOffsets 1-7: what librdkafka, kafka-python
+  and aiokafka use to really consume.
+- ConsumerGroupHeartbeat 0-1 and ConsumerGroupDescribe 0-1 (KIP-848; librdkafka needs v1).
+- OffsetCommit 2-9, OffsetFetch 1-9 (v8+ batched groups, v9 member id/epoch), OffsetDelete 0,
+  ListGroups 0-5, DeleteGroups 0-2.
+- DescribeConfigs 1-4 and IncrementalAlterConfigs 0-1 for the GROUP resource (and TOPIC / BROKER
+  answered with defaults).
+- CreateTopics 2-7, DeleteTopics 1-6, CreatePartitions 0-3.
+
+The classic group APIs (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups) are not
+served yet and so are not advertised.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+__all__ = ["API_VERSIONS", "ApiKey", "is_supported"]
+
+
+class ApiKey(IntEnum):
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    LIST_GROUPS = 16
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DESCRIBE_CONFIGS = 32
+    CREATE_PARTITIONS = 37
+    DELETE_GROUPS = 42
+    INCREMENTAL_ALTER_CONFIGS = 44
+    OFFSET_DELETE = 47
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
+
+
+#: api key -> (min version, max version), inclusive.
+API_VERSIONS: dict[int, tuple[int, int]] = {
+    ApiKey.PRODUCE: (3, 12),
+    ApiKey.FETCH: (4, 16),
+    ApiKey.LIST_OFFSETS: (1, 7),
+    ApiKey.METADATA: (0, 13),
+    ApiKey.OFFSET_COMMIT: (2, 9),
+    ApiKey.OFFSET_FETCH: (1, 9),
+    ApiKey.FIND_COORDINATOR: (0, 6),
+    ApiKey.LIST_GROUPS: (0, 5),
+    ApiKey.API_VERSIONS: (0, 3),
+    ApiKey.CREATE_TOPICS: (2, 7),
+    ApiKey.DELETE_TOPICS: (1, 6),
+    ApiKey.DESCRIBE_CONFIGS: (1, 4),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.OFFSET_DELETE: (0, 0),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
+}
+
+
+def is_supported(api_key: int, api_version: int) -> bool:
+    r = API_VERSIONS.get(api_key)
+    return r is not None and r[0] <= api_version <= r[1]
+
+
+def api_name(api_key: int) -> str:
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return f"API_{api_key}"

@@ -1,0 +1,720 @@
+"""One handler per Kafka API: kio entities in, kio entities out (the shape of kfake / KafkaApis).
+
+A handler may also return the encoded response body as ``bytes`` (the ConsumerGroupHeartbeat
+response, encoded by ``protocol/fast.py`` on the hot path).
+
+Group APIs are converted to the coordinator's own messages (``coordinator/messages.py``) and run
+on the group's shard through :class:`CoordinatorRuntime`; requests naming several groups are
+split by shard and answered in the request's order. Broker APIs (Metadata, FindCoordinator,
+CreateTopics, DeleteTopics, CreatePartitions, Produce, Fetch, ListOffsets, DescribeConfigs /
+IncrementalAlterConfigs of TOPIC and BROKER) are served here from the :class:`TopicRegistry`:
+one node, id 0, leader of every partition at leader epoch 0.
+
+Upstream behaviour kept (Kafka's ``KafkaApis`` and the protocol guide):
+
+- Metadata: v0 empty topic list = all topics, v1+ null = all; v10+ carries topic ids; a topic
+  asked for by id only (v12+, librdkafka's consumer) is looked up by id (UNKNOWN_TOPIC_ID if
+  unknown). Topics are auto-created only if ``auto.create.topics.enable=true`` (default false
+  here, unlike Kafka) and the request allows it (v4+), with ``num.partitions`` partitions.
+- FindCoordinator: key type 0 (GROUP) is answered with this node; v4+ batches keys. Other key
+  types (transactions, share groups) are not served: INVALID_REQUEST.
+- Produce with ``acks=0`` gets no response at all. Batches must be message format v2 with a good
+  CRC (CORRUPT_MESSAGE otherwise).
+- Fetch: sessionless only (KIP-227): a full request gets session id 0, so the client keeps
+  sending full requests; an incremental one gets FETCH_SESSION_ID_NOT_FOUND. The response waits
+  up to MaxWaitMs for MinBytes, woken by produces. Read committed = read uncommitted (no
+  transactions).
+- DescribeConfigs / IncrementalAlterConfigs: resource type GROUP is 16 in the KIP-848 text and
+  32 in Apache Kafka's ``ConfigResource.Type`` (16 is CLIENT_METRICS there); both are served as
+  GROUP and answered with the type the client sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from kio.schema.errors import ErrorCode
+
+from groupcoord.coordinator import messages as m
+from groupcoord.protocol import fast
+from groupcoord.protocol.codec import build, response_class, to_ms
+from groupcoord.protocol.errors import CoordinatorError
+from groupcoord.protocol.versions import API_VERSIONS, ApiKey
+from groupcoord.server.partition_log import InvalidRecords
+from groupcoord.server.runtime import CoordinatorRuntime
+from groupcoord.server.topic_registry import TopicRegistry, validate_topic_name
+
+log = logging.getLogger(__name__)
+
+E = ErrorCode
+NO_OPS = -(2**31)  # authorized operations not requested
+NODE_ID = 0
+LEADER_EPOCH = 0
+
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+RESOURCE_GROUP_SPEC = 16
+RESOURCE_GROUP_UPSTREAM = 32
+GROUP_RESOURCE_TYPES = (RESOURCE_GROUP_SPEC, RESOURCE_GROUP_UPSTREAM)
+
+# ConfigSource (DescribeConfigs v1+) and ConfigType (v3+) values of upstream's ConfigResource.
+SOURCE_DYNAMIC_TOPIC = 1
+SOURCE_STATIC_BROKER = 4
+SOURCE_DEFAULT = 5
+SOURCE_GROUP = 8
+TYPE_STRING = 2
+TYPE_INT = 3
+TYPE_LONG = 5
+
+TOPIC_DEFAULTS: dict[str, tuple[str, int]] = {
+    "cleanup.policy": ("delete", TYPE_STRING),
+    "compression.type": ("producer", TYPE_STRING),
+    "message.timestamp.type": ("CreateTime", TYPE_STRING),
+    "retention.ms": ("-1", TYPE_LONG),
+    "max.message.bytes": ("1048588", TYPE_INT),
+}
+
+
+@dataclass(slots=True, frozen=True)
+class RequestContext:
+    api_key: int
+    api_version: int
+    client_id: str
+    client_host: str
+
+
+Handler = Callable[[Any, RequestContext], Any]
+
+
+class KafkaApis:
+    """The handlers. ``handle`` returns a kio response, None (no response: acks=0), or an
+    awaitable of one (a Fetch waiting for data)."""
+
+    def __init__(self, registry: TopicRegistry, runtime: CoordinatorRuntime,
+                 host: str, port: int, broker_configs: dict[str, str] | None = None) -> None:
+        self.registry = registry
+        self.runtime = runtime
+        self.host = host
+        self.port = port
+        self.broker_configs = dict(broker_configs or {})
+        self.auto_create = self.broker_configs.get("auto.create.topics.enable", "false").lower() == "true"
+        self.default_partitions = int(self.broker_configs.get("num.partitions", "1"))
+        self._data_waiters: list[asyncio.Future[None]] = []
+        self.handlers: dict[int, Handler] = {
+            ApiKey.API_VERSIONS: self.api_versions,
+            ApiKey.METADATA: self.metadata,
+            ApiKey.FIND_COORDINATOR: self.find_coordinator,
+            ApiKey.CREATE_TOPICS: self.create_topics,
+            ApiKey.DELETE_TOPICS: self.delete_topics,
+            ApiKey.CREATE_PARTITIONS: self.create_partitions,
+            ApiKey.PRODUCE: self.produce,
+            ApiKey.FETCH: self.fetch,
+            ApiKey.LIST_OFFSETS: self.list_offsets,
+            ApiKey.CONSUMER_GROUP_HEARTBEAT: self.consumer_group_heartbeat,
+            ApiKey.CONSUMER_GROUP_DESCRIBE: self.consumer_group_describe,
+            ApiKey.OFFSET_COMMIT: self.offset_commit,
+            ApiKey.OFFSET_FETCH: self.offset_fetch,
+            ApiKey.OFFSET_DELETE: self.offset_delete,
+            ApiKey.LIST_GROUPS: self.list_groups,
+            ApiKey.DELETE_GROUPS: self.delete_groups,
+            ApiKey.DESCRIBE_CONFIGS: self.describe_configs,
+            ApiKey.INCREMENTAL_ALTER_CONFIGS: self.incremental_alter_configs,
+        }
+        missing = set(API_VERSIONS) ^ set(self.handlers)
+        if missing:  # the advertised table and the handlers must be the same set
+            raise AssertionError(f"advertised APIs without handlers or vice versa: {missing}")
+
+    def handle(self, body: Any, ctx: RequestContext) -> Any:
+        return self.handlers[ctx.api_key](body, ctx)
+
+    def _resp(self, ctx: RequestContext, values: dict[str, Any] | None = None, **kw: Any) -> Any:
+        cls = response_class(ctx.api_key, ctx.api_version)
+        assert cls is not None
+        return build(cls, values, **kw)
+
+    # ================================================================== ApiVersions
+
+    def api_versions(self, body: Any, ctx: RequestContext) -> Any:
+        return self._resp(ctx, error_code=0, api_keys=api_version_entries(), throttle_time=0)
+
+    # ================================================================== topics / metadata
+
+    def _topics_changed(self) -> None:
+        self.runtime.update_metadata(self.registry.image())
+
+    def _partition_entries(self, n: int) -> list[dict[str, Any]]:
+        return [{"error_code": 0, "partition_index": p, "leader_id": NODE_ID,
+                 "leader_epoch": LEADER_EPOCH, "replica_nodes": (NODE_ID,),
+                 "isr_nodes": (NODE_ID,), "offline_replicas": ()} for p in range(n)]
+
+    def metadata(self, body: Any, ctx: RequestContext) -> Any:
+        v = ctx.api_version
+        requested = body.topics
+        all_topics = requested is None or (v == 0 and not requested)
+        allow_auto = bool(getattr(body, "allow_auto_topic_creation", True))
+        out: list[dict[str, Any]] = []
+        created = False
+        if all_topics:
+            wanted: Sequence[Any] = [t for t in self.registry]
+            for t in wanted:
+                out.append(self._topic_metadata(t.name, t.topic_id, t.num_partitions))
+        else:
+            for req in requested:
+                name = getattr(req, "name", None)
+                tid = getattr(req, "topic_id", None)
+                if not name and tid is not None and tid.int != 0:
+                    topic = self.registry.by_id.get(tid)
+                    if topic is None:
+                        out.append({"error_code": E.unknown_topic_id, "name": None, "topic_id": tid,
+                                    "partitions": ()})
+                    else:
+                        out.append(self._topic_metadata(topic.name, topic.topic_id,
+                                                        topic.num_partitions))
+                    continue
+                name = name or ""
+                topic = self.registry.get(name)
+                if topic is None and self.auto_create and allow_auto:
+                    try:
+                        topic = self.registry.create(name, self.default_partitions)
+                        created = True
+                    except CoordinatorError as e:
+                        out.append({"error_code": e.code, "name": name, "topic_id": None,
+                                    "partitions": ()})
+                        continue
+                if topic is None:
+                    try:
+                        validate_topic_name(name)
+                        code = E.unknown_topic_or_partition
+                    except CoordinatorError as e:
+                        code = ErrorCode(e.code)
+                    out.append({"error_code": code, "name": name, "topic_id": None, "partitions": ()})
+                else:
+                    out.append(self._topic_metadata(topic.name, topic.topic_id, topic.num_partitions))
+        if created:
+            self._topics_changed()
+        return self._resp(
+            ctx, throttle_time=0,
+            brokers=[{"node_id": NODE_ID, "host": self.host, "port": self.port, "rack": None}],
+            cluster_id=self.registry.cluster_id, controller_id=NODE_ID, topics=out,
+            cluster_authorized_operations=NO_OPS, error_code=0)
+
+    def _topic_metadata(self, name: str, tid: UUID, n: int) -> dict[str, Any]:
+        return {"error_code": 0, "name": name, "topic_id": tid, "is_internal": False,
+                "partitions": self._partition_entries(n), "topic_authorized_operations": NO_OPS}
+
+    def find_coordinator(self, body: Any, ctx: RequestContext) -> Any:
+        def entry(key: str, key_type: int) -> dict[str, Any]:
+            if key_type != 0:
+                return {"key": key, "node_id": -1, "host": "", "port": -1,
+                        "error_code": E.invalid_request,
+                        "error_message": f"Unsupported coordinator key type {key_type}: this broker "
+                                         f"only coordinates groups (0)."}
+            return {"key": key, "node_id": NODE_ID, "host": self.host, "port": self.port,
+                    "error_code": 0, "error_message": None}
+
+        key_type = int(getattr(body, "key_type", 0))
+        if ctx.api_version >= 4:
+            return self._resp(ctx, throttle_time=0,
+                              coordinators=[entry(k, key_type) for k in body.coordinator_keys])
+        e = entry(body.key, key_type)
+        return self._resp(ctx, throttle_time=0, **{k: v for k, v in e.items() if k != "key"})
+
+    def create_topics(self, body: Any, ctx: RequestContext) -> Any:
+        results = []
+        names = [t.name for t in body.topics]
+        validate_only = bool(getattr(body, "validate_only", False))
+        changed = False
+        for t in body.topics:
+            res: dict[str, Any] = {"name": t.name, "topic_id": None, "error_code": 0,
+                                   "error_message": None, "num_partitions": -1,
+                                   "replication_factor": -1, "configs": ()}
+            try:
+                if names.count(t.name) > 1:
+                    raise CoordinatorError(E.invalid_request,
+                                           f"Create topics request from client contains multiple "
+                                           f"entries for topic {t.name}.")
+                count = int(t.num_partitions)
+                if t.assignments:
+                    if count != -1:
+                        raise CoordinatorError(E.invalid_request, "Both numPartitions or "
+                                               "replicationFactor and replicasAssignments were set.")
+                    count = len(t.assignments)
+                    if any(tuple(a.broker_ids) != (NODE_ID,) for a in t.assignments):
+                        raise CoordinatorError(E.invalid_replica_assignment,
+                                               "Replica assignments must name broker 0 only.")
+                configs = {c.name: c.value for c in t.configs if c.value is not None}
+                topic = self.registry.create(t.name, count, int(t.replication_factor), configs,
+                                             validate_only)
+                res.update(topic_id=topic.topic_id,
+                           num_partitions=count if count != -1 else 1,
+                           replication_factor=1)
+                changed = changed or not validate_only
+            except CoordinatorError as e:
+                res.update(error_code=e.code, error_message=e.message)
+            results.append(res)
+        if changed:
+            self._topics_changed()
+        return self._resp(ctx, throttle_time=0, topics=results)
+
+    def delete_topics(self, body: Any, ctx: RequestContext) -> Any:
+        if ctx.api_version >= 6:
+            wanted = [(t.name, t.topic_id) for t in body.topics]
+        else:
+            wanted = [(n, None) for n in body.topic_names]
+        results = []
+        changed = False
+        for name, tid in wanted:
+            res: dict[str, Any] = {"name": name, "topic_id": tid, "error_code": 0, "error_message": None}
+            try:
+                if not name and tid is not None and tid.int != 0:
+                    topic = self.registry.by_id.get(tid)
+                    if topic is None:
+                        raise CoordinatorError(E.unknown_topic_id, f"Topic id {tid} does not exist.")
+                    name = topic.name
+                    res["name"] = name
+                topic = self.registry.delete(name or "")
+                res["topic_id"] = topic.topic_id
+                changed = True
+            except CoordinatorError as e:
+                res.update(error_code=e.code, error_message=e.message)
+            results.append(res)
+        if changed:
+            self._topics_changed()
+        return self._resp(ctx, throttle_time=0, responses=results)
+
+    def create_partitions(self, body: Any, ctx: RequestContext) -> Any:
+        results = []
+        changed = False
+        for t in body.topics:
+            res: dict[str, Any] = {"name": t.name, "error_code": 0, "error_message": None}
+            try:
+                self.registry.add_partitions(t.name, int(t.count), bool(body.validate_only))
+                changed = changed or not body.validate_only
+            except CoordinatorError as e:
+                res.update(error_code=e.code, error_message=e.message)
+            results.append(res)
+        if changed:
+            self._topics_changed()
+        return self._resp(ctx, throttle_time=0, results=results)
+
+    # ================================================================== data plane
+
+    def produce(self, body: Any, ctx: RequestContext) -> Any:
+        acks = int(body.acks)
+        responses = []
+        appended = False
+        for td in body.topic_data:
+            parts = []
+            for pd in td.partition_data:
+                res: dict[str, Any] = {"index": pd.index, "error_code": 0, "base_offset": -1,
+                                       "log_append_time": -1, "log_start_offset": -1,
+                                       "record_errors": (), "error_message": None}
+                plog = self.registry.partition(td.name, int(pd.index))
+                if acks not in (-1, 0, 1):
+                    res["error_code"] = E.invalid_required_acks
+                elif body.transactional_id is not None:
+                    res.update(error_code=E.transactional_id_authorization_failed,
+                               error_message="Transactions are not supported by this broker.")
+                elif plog is None:
+                    res["error_code"] = E.unknown_topic_or_partition
+                else:
+                    try:
+                        res["base_offset"] = plog.append(bytes(pd.records or b""))
+                        res["log_start_offset"] = plog.log_start_offset
+                        appended = True
+                    except InvalidRecords as e:
+                        res.update(error_code=E.corrupt_message, error_message=str(e))
+                    except OSError as e:
+                        log.error("produce to %s-%d failed: %s", td.name, pd.index, e)
+                        res.update(error_code=E.kafka_storage_error, error_message=str(e))
+                parts.append(res)
+            responses.append({"name": td.name, "partition_responses": parts})
+        if appended:
+            self._wake_fetchers()
+        if acks == 0:
+            return None
+        return self._resp(ctx, responses=responses, throttle_time=0)
+
+    def _wake_fetchers(self) -> None:
+        waiters, self._data_waiters = self._data_waiters, []
+        for f in waiters:
+            if not f.done():
+                f.set_result(None)
+
+    def fetch(self, body: Any, ctx: RequestContext) -> Any:
+        v = ctx.api_version
+        if v >= 7 and int(body.session_epoch) > 0:
+            return self._resp(ctx, throttle_time=0, error_code=E.fetch_session_id_not_found,
+                              session_id=0, responses=())
+        resp, total, errors = self._fetch_once(body, ctx)
+        max_wait = to_ms(body.max_wait)
+        # Kafka answers once MinBytes are there; we answer as soon as any data (or an error) is.
+        if total > 0 or errors or int(body.min_bytes) <= 0 or max_wait <= 0:
+            return resp
+        return self._fetch_wait(body, ctx, max_wait)
+
+    async def _fetch_wait(self, body: Any, ctx: RequestContext, max_wait_ms: int) -> Any:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max_wait_ms / 1000.0
+        while True:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            fut: asyncio.Future[None] = loop.create_future()
+            self._data_waiters.append(fut)
+            try:
+                await asyncio.wait_for(fut, remaining)
+            except TimeoutError:
+                break
+            finally:
+                if not fut.done() or fut.cancelled():
+                    with contextlib.suppress(ValueError):
+                        self._data_waiters.remove(fut)
+            resp, total, errors = self._fetch_once(body, ctx)
+            if total > 0 or errors:
+                return resp
+        return self._fetch_once(body, ctx)[0]
+
+    def _fetch_once(self, body: Any, ctx: RequestContext) -> tuple[Any, int, bool]:
+        """(response, bytes of records, whether some partition has an error)."""
+        v = ctx.api_version
+        max_bytes = int(getattr(body, "max_bytes", 2**31 - 1))
+        total = 0
+        errors = False
+        responses = []
+        for ft in body.topics:
+            if v >= 13:
+                topic = self.registry.by_id.get(ft.topic_id)
+                unknown = E.unknown_topic_id
+            else:
+                topic = self.registry.get(ft.topic)
+                unknown = E.unknown_topic_or_partition
+            parts = []
+            for fp in ft.partitions:
+                pi = int(fp.partition)
+                res: dict[str, Any] = {"partition_index": pi, "error_code": 0,
+                                       "high_watermark": -1, "last_stable_offset": -1,
+                                       "log_start_offset": -1, "aborted_transactions": (),
+                                       "preferred_read_replica": -1, "records": b""}
+                if topic is None or not 0 <= pi < topic.num_partitions:
+                    res["error_code"] = unknown if topic is None else E.unknown_topic_or_partition
+                    errors = True
+                    parts.append(res)
+                    continue
+                plog = topic.partitions[pi]
+                hw = plog.high_watermark
+                res.update(high_watermark=hw, last_stable_offset=hw,
+                           log_start_offset=plog.log_start_offset)
+                offset = int(fp.fetch_offset)
+                if offset < plog.log_start_offset or offset > hw:
+                    res["error_code"] = E.offset_out_of_range
+                    errors = True
+                elif offset < hw:
+                    budget = min(int(fp.partition_max_bytes), max(max_bytes - total, 0))
+                    data = plog.read(offset, budget) if (budget > 0 or total == 0) else b""
+                    res["records"] = data
+                    total += len(data)
+                parts.append(res)
+            responses.append({"topic": getattr(ft, "topic", ""), "topic_id": getattr(ft, "topic_id", None),
+                              "partitions": parts})
+        resp = self._resp(ctx, throttle_time=0, error_code=0, session_id=0, responses=responses)
+        return resp, total, errors
+
+    def list_offsets(self, body: Any, ctx: RequestContext) -> Any:
+        topics = []
+        for t in body.topics:
+            parts = []
+            topic = self.registry.get(t.name)
+            for p in t.partitions:
+                pi = int(p.partition_index)
+                res: dict[str, Any] = {"partition_index": pi, "error_code": 0, "timestamp": -1,
+                                       "offset": -1, "leader_epoch": LEADER_EPOCH}
+                if topic is None or not 0 <= pi < topic.num_partitions:
+                    res["error_code"] = E.unknown_topic_or_partition
+                    parts.append(res)
+                    continue
+                plog = topic.partitions[pi]
+                ts = int(p.timestamp)
+                if ts == -1:  # LATEST
+                    res["offset"] = plog.high_watermark
+                elif ts == -2:  # EARLIEST
+                    res["offset"] = plog.log_start_offset
+                elif ts == -3:  # MAX_TIMESTAMP (v7+)
+                    found = plog.max_timestamp_offset()
+                    if found is not None:
+                        res["offset"], res["timestamp"] = found
+                elif ts >= 0:
+                    found = plog.offset_for_timestamp(ts)
+                    if found is not None:
+                        res["offset"], res["timestamp"] = found
+                else:
+                    res["error_code"] = E.invalid_request
+                parts.append(res)
+            topics.append({"name": t.name, "partitions": parts})
+        return self._resp(ctx, throttle_time=0, topics=topics)
+
+    # ================================================================== consumer groups
+
+    def consumer_group_heartbeat(self, body: Any, ctx: RequestContext) -> Any:
+        tps = body.topic_partitions
+        names = body.subscribed_topic_names
+        req = m.ConsumerGroupHeartbeatRequest(
+            group_id=body.group_id, member_id=body.member_id, member_epoch=int(body.member_epoch),
+            instance_id=body.instance_id, rack_id=body.rack_id,
+            rebalance_timeout_ms=to_ms(body.rebalance_timeout),
+            subscribed_topic_names=None if names is None else tuple(names),
+            subscribed_topic_regex=getattr(body, "subscribed_topic_regex", None),
+            server_assignor=body.server_assignor,
+            topic_partitions=None if tps is None else tuple(
+                m.TopicPartitions(tp.topic_id, tuple(tp.partitions)) for tp in tps),
+            client_id=ctx.client_id, client_host=ctx.client_host, version=ctx.api_version)
+        r: m.ConsumerGroupHeartbeatResponse = self.runtime.handle_group(body.group_id, req)
+        a = r.assignment
+        return fast.consumer_group_heartbeat_response(
+            int(r.error_code), r.error_message, r.member_id, r.member_epoch,
+            r.heartbeat_interval_ms,
+            None if a is None else [(tp.topic_id, tp.partitions) for tp in a.topic_partitions])
+
+    def _described_tps(self, a: m.DescribedAssignment) -> dict[str, Any]:
+        by_id = self.registry.image().by_id
+        out = []
+        for tp in a.topic_partitions:
+            meta = by_id.get(tp.topic_id)
+            out.append({"topic_id": tp.topic_id, "topic_name": meta.name if meta else "",
+                        "partitions": tp.partitions})
+        return {"topic_partitions": out}
+
+    def consumer_group_describe(self, body: Any, ctx: RequestContext) -> Any:
+        ids = list(body.group_ids)
+        found: dict[str, m.DescribedGroup] = {}
+        for shard, gids in self.runtime.group_ids_by_shard(ids).items():
+            r: m.ConsumerGroupDescribeResponse = self.runtime.handle(
+                shard, m.ConsumerGroupDescribeRequest(tuple(gids), bool(body.include_authorized_operations)))
+            for g in r.groups:
+                found[g.group_id] = g
+        groups: list[dict[str, Any]] = []
+        for gid in ids:
+            g = found[gid]
+            groups.append({
+                "error_code": g.error_code, "error_message": g.error_message, "group_id": gid,
+                "group_state": g.group_state, "group_epoch": g.group_epoch,
+                "assignment_epoch": g.assignment_epoch, "assignor_name": g.assignor_name,
+                "authorized_operations": g.authorized_operations,
+                "members": [{
+                    "member_id": mb.member_id, "instance_id": mb.instance_id, "rack_id": mb.rack_id,
+                    "member_epoch": mb.member_epoch, "client_id": mb.client_id,
+                    "client_host": mb.client_host,
+                    "subscribed_topic_names": mb.subscribed_topic_names,
+                    "subscribed_topic_regex": mb.subscribed_topic_regex,
+                    "assignment": self._described_tps(mb.assignment),
+                    "target_assignment": self._described_tps(mb.target_assignment),
+                    "member_type": mb.member_type} for mb in g.members]})
+        return self._resp(ctx, throttle_time=0, groups=groups)
+
+    def list_groups(self, body: Any, ctx: RequestContext) -> Any:
+        req = m.ListGroupsRequest(tuple(getattr(body, "states_filter", ()) or ()),
+                                  tuple(getattr(body, "types_filter", ()) or ()))
+        listed: list[m.ListedGroup] = []
+        error = 0
+        for i in range(self.runtime.num_shards):
+            r: m.ListGroupsResponse = self.runtime.handle(i, req)
+            if r.error_code and not error:
+                error = r.error_code
+            listed.extend(r.groups)
+        listed.sort(key=lambda g: g.group_id)
+        return self._resp(ctx, throttle_time=0, error_code=error, groups=[
+            {"group_id": g.group_id, "protocol_type": g.protocol_type, "group_state": g.group_state,
+             "group_type": g.group_type} for g in listed])
+
+    def delete_groups(self, body: Any, ctx: RequestContext) -> Any:
+        ids = list(body.groups_names)
+        found: dict[str, m.DeletableGroupResult] = {}
+        for shard, gids in self.runtime.group_ids_by_shard(ids).items():
+            r: m.DeleteGroupsResponse = self.runtime.handle(shard, m.DeleteGroupsRequest(tuple(gids)))
+            for res in r.results:
+                found[res.group_id] = res
+        return self._resp(ctx, throttle_time=0, results=[
+            {"group_id": g, "error_code": found[g].error_code} for g in ids])
+
+    # ================================================================== offsets
+
+    def offset_commit(self, body: Any, ctx: RequestContext) -> Any:
+        retention = getattr(body, "retention_time", None)
+        req = m.OffsetCommitRequest(
+            group_id=body.group_id,
+            topics=tuple(m.OffsetCommitTopic(t.name, tuple(
+                m.OffsetCommitPartition(int(p.partition_index), int(p.committed_offset),
+                                        int(getattr(p, "committed_leader_epoch", -1)),
+                                        p.committed_metadata)
+                for p in t.partitions)) for t in body.topics),
+            generation_id_or_member_epoch=int(body.generation_id_or_member_epoch),
+            member_id=body.member_id or "",
+            group_instance_id=getattr(body, "group_instance_id", None),
+            retention_time_ms=-1 if retention is None else to_ms(retention))
+        r: m.OffsetCommitResponse = self.runtime.handle_group(body.group_id, req)
+        return self._resp(ctx, throttle_time=0, topics=[
+            {"name": t.name, "partitions": [{"partition_index": p.partition_index,
+                                             "error_code": p.error_code} for p in t.partitions]}
+            for t in r.topics])
+
+    def _offset_fetch_group(self, group_id: str, topics: Any, member_id: str | None,
+                            member_epoch: int, require_stable: bool) -> m.OffsetFetchResponse:
+        req = m.OffsetFetchRequest(
+            group_id=group_id,
+            topics=None if topics is None else tuple(
+                m.OffsetFetchTopic(t.name, tuple(int(p) for p in t.partition_indexes)) for t in topics),
+            member_id=member_id, member_epoch=member_epoch, require_stable=require_stable)
+        r: m.OffsetFetchResponse = self.runtime.handle_group(group_id, req)
+        return r
+
+    @staticmethod
+    def _fetched_topics(r: m.OffsetFetchResponse, requested: Any, per_partition_error: bool) -> list[Any]:
+        if r.error_code and per_partition_error and requested is not None:
+            return [{"name": t.name, "partitions": [
+                {"partition_index": p, "committed_offset": -1, "committed_leader_epoch": -1,
+                 "metadata": "", "error_code": r.error_code} for p in t.partition_indexes]}
+                for t in requested]
+        return [{"name": t.name, "partitions": [
+            {"partition_index": p.partition_index, "committed_offset": p.committed_offset,
+             "committed_leader_epoch": p.committed_leader_epoch, "metadata": p.metadata,
+             "error_code": p.error_code} for p in t.partitions]} for t in r.topics]
+
+    def offset_fetch(self, body: Any, ctx: RequestContext) -> Any:
+        v = ctx.api_version
+        stable = bool(getattr(body, "require_stable", False))
+        if v >= 8:
+            groups = []
+            for g in body.groups:
+                r = self._offset_fetch_group(g.group_id, g.topics, getattr(g, "member_id", None),
+                                             int(getattr(g, "member_epoch", -1)), stable)
+                groups.append({"group_id": g.group_id, "error_code": r.error_code,
+                               "topics": self._fetched_topics(r, g.topics, False)})
+            return self._resp(ctx, throttle_time=0, groups=groups)
+        r = self._offset_fetch_group(body.group_id, body.topics, None, -1, stable)
+        return self._resp(ctx, throttle_time=0, error_code=r.error_code,
+                          topics=self._fetched_topics(r, body.topics, v < 2))
+
+    def offset_delete(self, body: Any, ctx: RequestContext) -> Any:
+        req = m.OffsetDeleteRequest(body.group_id, tuple(
+            m.OffsetFetchTopic(t.name, tuple(int(p.partition_index) for p in t.partitions))
+            for t in body.topics))
+        r: m.OffsetDeleteResponse = self.runtime.handle_group(body.group_id, req)
+        return self._resp(ctx, error_code=r.error_code, throttle_time=0, topics=[
+            {"name": t.name, "partitions": [{"partition_index": p.partition_index,
+                                             "error_code": p.error_code} for p in t.partitions]}
+            for t in r.topics])
+
+    # ================================================================== configs
+
+    def describe_configs(self, body: Any, ctx: RequestContext) -> Any:
+        results = []
+        for res in body.resources:
+            rtype = int(res.resource_type)
+            name = res.resource_name
+            keys = None if res.configuration_keys is None else list(res.configuration_keys)
+            out: dict[str, Any] = {"error_code": 0, "error_message": None, "resource_type": rtype,
+                                   "resource_name": name, "configs": ()}
+            if rtype in GROUP_RESOURCE_TYPES:
+                r: m.DescribeGroupConfigsResponse = self.runtime.handle_group(
+                    name, m.DescribeGroupConfigsRequest(name, tuple(keys) if keys else None))
+                out.update(error_code=r.error_code, error_message=r.error_message, configs=[
+                    _config_entry(c.name, c.value, SOURCE_DEFAULT if c.is_default else SOURCE_GROUP,
+                                  c.is_default, TYPE_INT) for c in r.configs])
+            elif rtype == RESOURCE_TOPIC:
+                topic = self.registry.get(name)
+                if topic is None:
+                    out.update(error_code=E.unknown_topic_or_partition,
+                               error_message=f"Topic '{name}' does not exist.")
+                else:
+                    entries = {k: _config_entry(k, val, SOURCE_DEFAULT, True, typ)
+                               for k, (val, typ) in TOPIC_DEFAULTS.items()}
+                    for k, val in topic.configs.items():
+                        entries[k] = _config_entry(k, val, SOURCE_DYNAMIC_TOPIC, False, TYPE_STRING)
+                    out["configs"] = [entries[k] for k in sorted(entries) if not keys or k in keys]
+            elif rtype == RESOURCE_BROKER:
+                if name not in ("", str(NODE_ID)):
+                    out.update(error_code=E.invalid_request,
+                               error_message=f"Unexpected broker id {name!r}: this is broker 0.")
+                else:
+                    out["configs"] = [
+                        _config_entry(k, val, SOURCE_STATIC_BROKER, False, TYPE_STRING)
+                        for k, val in sorted(self.broker_configs.items()) if not keys or k in keys]
+            else:
+                out.update(error_code=E.invalid_request,
+                           error_message=f"Unsupported resource type {rtype}.")
+            results.append(out)
+        return self._resp(ctx, throttle_time=0, results=results)
+
+    def incremental_alter_configs(self, body: Any, ctx: RequestContext) -> Any:
+        ops = {0: "set", 1: "delete", 2: "append", 3: "subtract"}
+        responses = []
+        for res in body.resources:
+            rtype = int(res.resource_type)
+            name = res.resource_name
+            out: dict[str, Any] = {"error_code": 0, "error_message": None, "resource_type": rtype,
+                                   "resource_name": name}
+            if rtype in GROUP_RESOURCE_TYPES:
+                req = m.AlterGroupConfigsRequest(name, tuple(
+                    m.AlterGroupConfigOp(c.name, ops.get(int(c.config_operation), "?"), c.value)
+                    for c in res.configs), bool(body.validate_only))
+                r: m.AlterGroupConfigsResponse = self.runtime.handle_group(name, req)
+                out.update(error_code=r.error_code, error_message=r.error_message)
+            elif rtype == RESOURCE_TOPIC:
+                topic = self.registry.get(name)
+                if topic is None:
+                    out.update(error_code=E.unknown_topic_or_partition,
+                               error_message=f"Topic '{name}' does not exist.")
+                else:
+                    bad = [c.name for c in res.configs if int(c.config_operation) not in (0, 1)]
+                    if bad:
+                        out.update(error_code=E.invalid_request,
+                                   error_message=f"Only SET and DELETE are supported: {bad}")
+                    elif not body.validate_only:
+                        for c in res.configs:
+                            if int(c.config_operation) == 0 and c.value is not None:
+                                topic.configs[c.name] = c.value
+                            else:
+                                topic.configs.pop(c.name, None)
+                        self.registry.save()
+            else:
+                out.update(error_code=E.invalid_request,
+                           error_message=f"Altering resource type {rtype} is not supported.")
+            responses.append(out)
+        return self._resp(ctx, throttle_time=0, responses=responses)
+
+
+def _config_entry(name: str, value: str | None, source: int, is_default: bool,
+                  config_type: int) -> dict[str, Any]:
+    return {"name": name, "value": value, "read_only": False, "config_source": source,
+            "is_default": is_default, "is_sensitive": False, "synonyms": (),
+            "config_type": config_type, "documentation": None}
+
+
+def api_version_entries() -> list[dict[str, int]]:
+    return [{"api_key": k, "min_version": lo, "max_version": hi}
+            for k, (lo, hi) in sorted(API_VERSIONS.items())]
+
+
+def unsupported_version_response(api_key: int, version: int) -> Any | None:
+    """A response of (key, version) saying UNSUPPORTED_VERSION, if its schema is known and has a
+    top-level error code; None otherwise."""
+    return error_response_entity(api_key, version, E.unsupported_version)
+
+
+def error_response_entity(api_key: int, version: int, code: int) -> Any | None:
+    cls = response_class(api_key, version)
+    if cls is None or "error_code" not in cls.__dataclass_fields__:
+        return None
+    values: dict[str, Any] = {"error_code": code}
+    if api_key == ApiKey.API_VERSIONS:
+        values["api_keys"] = api_version_entries()
+    return build(cls, values)
+
+
+AwaitableResponse = Awaitable[Any]

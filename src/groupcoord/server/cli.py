@@ -1,0 +1,340 @@
+"""CLI subcommands of the server layer (issue #6 "CLI"), registered with ``groupcoord.cli``.
+
+- ``groupcoord serve --host H --port P --data-dir DIR [--storage sqlite|memory] [--shards N]
+  [--config key=value ...]``: run the broker; prints exactly ``listening on HOST:PORT`` (flushed)
+  once it accepts connections; SIGINT / SIGTERM stop it cleanly.
+- ``groupcoord topics create|list|add-partitions|delete`` and ``groupcoord groups list|describe``
+  (``--bootstrap-server``, ``--json``): thin Kafka-protocol clients over our own codec, shaped
+  after ``kafka-topics.sh`` / ``kafka-consumer-groups.sh``. They talk to the bootstrap broker
+  itself (groupcoord is a single node that coordinates every group).
+
+CLI output goes to stdout with ``print`` (the command's product); diagnostics use logging.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from groupcoord.cli import command
+from groupcoord.protocol.client import KafkaClient, KafkaClientError
+from groupcoord.protocol.errors import CoordinatorError, error_name
+from groupcoord.protocol.versions import ApiKey
+
+log = logging.getLogger(__name__)
+
+
+def _parse_props(items: list[str] | None) -> dict[str, str]:
+    props: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"--config expects key=value, got {item!r}")
+        props[key.strip()] = value.strip()
+    return props
+
+
+# ------------------------------------------------------------------------------ serve
+
+
+def _run_serve(ns: argparse.Namespace) -> int:
+    from groupcoord.server.app import KafkaServer
+    from groupcoord.storage.log import LogError
+
+    try:
+        server = KafkaServer(host=ns.host, port=ns.port, data_dir=Path(ns.data_dir),
+                             storage=ns.storage, shards=ns.shards,
+                             properties=_parse_props(ns.config), advertised_host=ns.advertised_host)
+    except (CoordinatorError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+    async def main() -> int:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            host, port = await server.start()
+        except (OSError, LogError, ValueError) as e:
+            print(f"error: cannot start: {e}", file=sys.stderr)
+            await server.stop()
+            return 1
+        print(f"listening on {host}:{port}", flush=True)
+        try:
+            await stop.wait()
+        finally:
+            log.info("stopping")
+            await server.stop()
+        return 0
+
+    return asyncio.run(main())
+
+
+@command("serve", "run the Kafka-protocol broker with the group coordinator")
+def _serve_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=9092, help="0 picks a free port")
+    p.add_argument("--advertised-host", default=None,
+                   help="host name given to clients in Metadata/FindCoordinator (default: --host)")
+    p.add_argument("--data-dir", default="./groupcoord-data")
+    p.add_argument("--storage", choices=["sqlite", "memory"], default=None,
+                   help="coordinator record log (default: sqlite when available)")
+    p.add_argument("--shards", type=int, default=1, help="coordinator shards (partitions)")
+    p.add_argument("--config", action="append", metavar="KEY=VALUE",
+                   help="broker config, Kafka names (repeatable)")
+    p.set_defaults(func=_run_serve)
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def _client(ns: argparse.Namespace) -> KafkaClient:
+    return KafkaClient(ns.bootstrap_server)
+
+
+def _emit(ns: argparse.Namespace, data: Any, text: str) -> None:
+    if ns.json:
+        print(json.dumps(data, indent=2, sort_keys=False))
+    elif text:
+        print(text)
+
+
+def _table(rows: list[list[str]]) -> str:
+    if not rows:
+        return ""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                     for r in rows)
+
+
+def _guard(fn: Any) -> Any:
+    def run(ns: argparse.Namespace) -> int:
+        try:
+            return int(fn(ns))
+        except KafkaClientError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+    return run
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bootstrap-server", default="127.0.0.1:9092")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+# ------------------------------------------------------------------------------ topics
+
+
+def _topics_create(ns: argparse.Namespace) -> int:
+    with _client(ns) as c:
+        r = c.call(ApiKey.CREATE_TOPICS, 7, topics=[{
+            "name": ns.topic, "num_partitions": ns.partitions, "replication_factor": -1,
+            "assignments": (), "configs": [{"name": k, "value": v}
+                                          for k, v in _parse_props(ns.config).items()]}],
+                   timeout=30_000, validate_only=False)
+    t = r.topics[0]
+    code = int(t.error_code)
+    data = {"name": t.name, "topic_id": str(t.topic_id) if t.topic_id else None,
+            "partitions": int(t.num_partitions), "error": error_name(code) if code else None,
+            "error_message": t.error_message}
+    if code:
+        if ns.json:
+            _emit(ns, data, "")
+        print(f"error: {error_name(code)}: {t.error_message or ''}", file=sys.stderr)
+        return 1
+    _emit(ns, data, f"Created topic {t.name} ({t.topic_id}) with {int(t.num_partitions)} partitions.")
+    return 0
+
+
+def _topics_list(ns: argparse.Namespace) -> int:
+    with _client(ns) as c:
+        r = c.call(ApiKey.METADATA, 12, wanted_min=1, topics=None,
+                   allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    topics = sorted(({"name": t.name, "topic_id": str(t.topic_id) if t.topic_id else None,
+                      "partitions": len(t.partitions)} for t in r.topics if not t.error_code),
+                    key=lambda t: str(t["name"]))
+    rows = [["TOPIC", "TOPIC-ID", "PARTITIONS"]] + [
+        [str(t["name"]), str(t["topic_id"]), str(t["partitions"])] for t in topics]
+    _emit(ns, topics, _table(rows) if topics else "(no topics)")
+    return 0
+
+
+def _topics_add_partitions(ns: argparse.Namespace) -> int:
+    with _client(ns) as c:
+        r = c.call(ApiKey.CREATE_PARTITIONS, 3, topics=[
+            {"name": ns.topic, "count": ns.partitions, "assignments": None}],
+            timeout=30_000, validate_only=False)
+    res = r.results[0]
+    code = int(res.error_code)
+    data = {"name": res.name, "partitions": ns.partitions,
+            "error": error_name(code) if code else None, "error_message": res.error_message}
+    if code:
+        if ns.json:
+            _emit(ns, data, "")
+        print(f"error: {error_name(code)}: {res.error_message or ''}", file=sys.stderr)
+        return 1
+    _emit(ns, data, f"Topic {res.name} now has {ns.partitions} partitions.")
+    return 0
+
+
+def _topics_delete(ns: argparse.Namespace) -> int:
+    with _client(ns) as c:
+        r = c.call(ApiKey.DELETE_TOPICS, 5, topic_names=[ns.topic], timeout=30_000)
+    res = r.responses[0]
+    code = int(res.error_code)
+    data = {"name": res.name, "error": error_name(code) if code else None}
+    if code:
+        if ns.json:
+            _emit(ns, data, "")
+        print(f"error: {error_name(code)}", file=sys.stderr)
+        return 1
+    _emit(ns, data, f"Deleted topic {res.name}.")
+    return 0
+
+
+@command("topics", "create, list, delete topics and add partitions (like kafka-topics)")
+def _topics_args(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="topics_command", required=True)
+    c = sub.add_parser("create", help="create a topic")
+    _common(c)
+    c.add_argument("topic")
+    c.add_argument("--partitions", type=int, default=1)
+    c.add_argument("--config", action="append", metavar="KEY=VALUE")
+    c.set_defaults(func=_guard(_topics_create))
+    li = sub.add_parser("list", help="list topics")
+    _common(li)
+    li.set_defaults(func=_guard(_topics_list))
+    a = sub.add_parser("add-partitions", help="raise a topic's partition count to --partitions")
+    _common(a)
+    a.add_argument("topic")
+    a.add_argument("--partitions", type=int, required=True, help="the new total count")
+    a.set_defaults(func=_guard(_topics_add_partitions))
+    d = sub.add_parser("delete", help="delete a topic")
+    _common(d)
+    d.add_argument("topic")
+    d.set_defaults(func=_guard(_topics_delete))
+
+
+# ------------------------------------------------------------------------------ groups
+
+
+def _groups_list(ns: argparse.Namespace) -> int:
+    with _client(ns) as c:
+        r = c.call(ApiKey.LIST_GROUPS, 5, states_filter=ns.state or (), types_filter=ns.type or ())
+    if r.error_code:
+        print(f"error: {error_name(int(r.error_code))}", file=sys.stderr)
+        return 1
+    groups = [{"group_id": g.group_id, "type": g.group_type, "state": g.group_state,
+               "protocol_type": g.protocol_type} for g in r.groups]
+    rows = [["GROUP", "TYPE", "STATE"]] + [[g["group_id"], g["type"], g["state"]] for g in groups]
+    _emit(ns, groups, _table(rows) if groups else "(no groups)")
+    return 0
+
+
+def _describe_one(c: KafkaClient, group_id: str) -> dict[str, Any]:
+    d = c.call(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, group_ids=[group_id],
+               include_authorized_operations=False).groups[0]
+    group: dict[str, Any] = {"group_id": group_id}
+    owner: dict[tuple[str, int], dict[str, Any]] = {}
+    if d.error_code:
+        group.update(error=error_name(int(d.error_code)), error_message=d.error_message, members=[])
+    else:
+        members = []
+        for mb in d.members:
+            assigned = {tp.topic_name: sorted(int(p) for p in tp.partitions)
+                        for tp in mb.assignment.topic_partitions}
+            target = {tp.topic_name: sorted(int(p) for p in tp.partitions)
+                      for tp in mb.target_assignment.topic_partitions}
+            info = {"member_id": mb.member_id, "instance_id": mb.instance_id,
+                    "client_id": mb.client_id, "client_host": mb.client_host,
+                    "member_epoch": int(mb.member_epoch),
+                    "subscribed_topic_names": list(mb.subscribed_topic_names),
+                    "subscribed_topic_regex": mb.subscribed_topic_regex,
+                    "assignment": assigned, "target_assignment": target}
+            members.append(info)
+            for topic, ps in assigned.items():
+                for p in ps:
+                    owner[(topic, p)] = info
+        group.update(state=d.group_state, group_epoch=int(d.group_epoch),
+                     assignment_epoch=int(d.assignment_epoch), assignor=d.assignor_name,
+                     members=members)
+    # committed offsets (admin read: no member id) and log end offsets for the lag
+    of = c.call(ApiKey.OFFSET_FETCH, 8, wanted_min=8, groups=[
+        {"group_id": group_id, "topics": None}], require_stable=False).groups[0]
+    committed = {(t.name, int(p.partition_index)): int(p.committed_offset)
+                 for t in of.topics for p in t.partitions if int(p.committed_offset) >= 0}
+    keys = sorted(set(committed) | set(owner))
+    ends: dict[tuple[str, int], int] = {}
+    if keys:
+        by_topic: dict[str, list[int]] = {}
+        for t, p in keys:
+            by_topic.setdefault(t, []).append(p)
+        lo = c.call(ApiKey.LIST_OFFSETS, 7, wanted_min=1, replica_id=-1, isolation_level=0, topics=[
+            {"name": t, "partitions": [{"partition_index": p, "timestamp": -1} for p in ps]}
+            for t, ps in by_topic.items()])
+        for t in lo.topics:
+            for p in t.partitions:
+                if not p.error_code:
+                    ends[(t.name, int(p.partition_index))] = int(p.offset)
+    partitions = []
+    for t, p in keys:
+        cur = committed.get((t, p))
+        end = ends.get((t, p))
+        m = owner.get((t, p))
+        partitions.append({"topic": t, "partition": p, "current_offset": cur, "log_end_offset": end,
+                           "lag": None if cur is None or end is None else max(end - cur, 0),
+                           "member_id": m["member_id"] if m else None,
+                           "client_id": m["client_id"] if m else None,
+                           "host": m["client_host"] if m else None})
+    group["partitions"] = partitions
+    return group
+
+
+def _fmt(v: Any) -> str:
+    return "-" if v is None else str(v)
+
+
+def _groups_describe(ns: argparse.Namespace) -> int:
+    with _client(ns) as c:
+        groups = [_describe_one(c, g) for g in ns.group]
+    lines = []
+    for g in groups:
+        if "error" in g:
+            lines.append(f"Group {g['group_id']}: {g['error']} {g.get('error_message') or ''}".rstrip())
+        else:
+            lines.append(f"Group {g['group_id']}: state {g['state']}, epoch {g['group_epoch']}, "
+                         f"assignment epoch {g['assignment_epoch']}, assignor {g['assignor']}, "
+                         f"{len(g['members'])} members")
+        rows = [["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBER-ID",
+                 "CLIENT-ID", "HOST"]]
+        for p in g["partitions"]:
+            rows.append([p["topic"], str(p["partition"]), _fmt(p["current_offset"]),
+                         _fmt(p["log_end_offset"]), _fmt(p["lag"]), _fmt(p["member_id"]),
+                         _fmt(p["client_id"]), _fmt(p["host"])])
+        if len(rows) > 1:
+            lines.append(_table(rows))
+        lines.append("")
+    _emit(ns, groups, "\n".join(lines).rstrip())
+    # a group the coordinator does not know and that has no committed offsets does not exist
+    return 1 if any("error" in g and not g["partitions"] for g in groups) else 0
+
+
+@command("groups", "list and describe consumer groups (like kafka-consumer-groups)")
+def _groups_args(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="groups_command", required=True)
+    li = sub.add_parser("list", help="list groups")
+    _common(li)
+    li.add_argument("--state", action="append", help="only groups in this state (repeatable)")
+    li.add_argument("--type", action="append", help="only groups of this type (repeatable)")
+    li.set_defaults(func=_guard(_groups_list))
+    d = sub.add_parser("describe", help="members, assignments, committed offsets and lag")
+    _common(d)
+    d.add_argument("group", nargs="+")
+    d.set_defaults(func=_guard(_groups_describe))

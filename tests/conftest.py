@@ -1,0 +1,94 @@
+"""Shared fixtures: a real ``groupcoord serve`` subprocess (issue #6 tests run against one).
+
+``gc_server`` is session-scoped: one server on port 0 with a temporary data directory, started
+once, read until its ``listening on HOST:PORT`` line, and terminated at the end of the session.
+Broker configs make client-visible timings short (heartbeat interval 500 ms) so tests with real
+clients stay fast. ``start_server`` starts another one (tests of restarts own theirs).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+#: ``groupcoord`` as the console script runs it (``python -m groupcoord.cli`` would load the CLI
+#: module twice, as ``__main__`` and as ``groupcoord.cli``, and miss the registered commands).
+GROUPCOORD = [sys.executable, "-c", "import sys; from groupcoord.cli import main; sys.exit(main())"]
+
+FAST_GROUP_CONFIGS = [
+    "group.consumer.min.heartbeat.interval.ms=100",
+    "group.consumer.heartbeat.interval.ms=500",
+    "group.consumer.min.session.timeout.ms=2000",
+    "group.consumer.session.timeout.ms=10000",
+]
+
+
+@dataclass
+class ServerProcess:
+    proc: subprocess.Popen[str]
+    host: str
+    port: int
+    data_dir: Path
+    stderr_path: Path
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def stop(self, timeout: float = 10.0, sig: int = signal.SIGTERM) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout)
+        return self.proc.returncode
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+
+def start_server(data_dir: Path, *extra: str, timeout: float = 20.0) -> ServerProcess:
+    """Start ``groupcoord serve --port 0`` on ``data_dir``; return once it listens."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    stderr_path = data_dir.parent / f"{data_dir.name}.stderr.log"
+    err = open(stderr_path, "a")  # noqa: SIM115 - owned by the child for its lifetime
+    cmd = [*GROUPCOORD, "-v", "serve", "--host", "127.0.0.1",
+           "--port", "0", "--data-dir", str(data_dir)]
+    for c in FAST_GROUP_CONFIGS:
+        cmd += ["--config", c]
+    cmd += list(extra)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    err.close()
+    line: list[str] = []
+    reader = threading.Thread(target=lambda: line.append(proc.stdout.readline() if proc.stdout else ""),
+                              daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if not line or not line[0].startswith("listening on "):
+        proc.kill()
+        proc.wait()
+        raise RuntimeError(f"server did not start: {line!r}\n{stderr_path.read_text()}")
+    host, _, port = line[0].split()[-1].rpartition(":")
+    return ServerProcess(proc, host, int(port), data_dir, stderr_path)
+
+
+@pytest.fixture(scope="session")
+def gc_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    server = start_server(tmp_path_factory.mktemp("gc-server") / "data")
+    try:
+        yield server
+    finally:
+        code = server.stop()
+        if code not in (0, -15):
+            print(server.stderr()[-5000:], file=sys.stderr)
