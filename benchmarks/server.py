@@ -308,7 +308,11 @@ def _converge_consumers(bootstrap: str, topics: list[str], group: str, consumers
             if complete and now - last_change >= quiet_s:
                 return (last_change - t0) * 1000, sum(1 for a in last if not a)
             time.sleep(0.005)
-        raise RuntimeError(f"{consumers} consumers did not converge in {timeout}s")
+        owned = [tp for a in last for tp in a]
+        raise RuntimeError(f"{consumers} consumers did not converge in {timeout}s on {bootstrap}: "
+                           f"{len(set(owned))} of {partitions} partitions owned "
+                           f"({len(owned) - len(set(owned))} twice), last change "
+                           f"{time.perf_counter() - last_change:.1f}s ago")
     finally:
         # close in parallel: a serial close of 50 consumers is itself a string of rebalances
         threads = [threading.Thread(target=c.close) for c in cs]

@@ -92,3 +92,17 @@ def gc_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProces
         code = server.stop()
         if code not in (0, -15):
             print(server.stderr()[-5000:], file=sys.stderr)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    """One local[2] Spark session for every lab test (shared NOTES "PySpark on this machine");
+    skipped where pyspark is not installed."""
+    pytest.importorskip("pyspark")
+    from groupcoord.lab.session import TEST_CONF, make_session
+
+    session = make_session("local[2]", app_name="groupcoord-lab-tests", conf=TEST_CONF)
+    try:
+        yield session
+    finally:
+        session.stop()

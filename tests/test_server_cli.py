@@ -58,6 +58,11 @@ def test_groups_list_and_describe(gc_server: ServerProcess) -> None:
     group = f"cli-group-{uuid.uuid4().hex[:8]}"
     run(gc_server, "topics", "create", topic, "--partitions", "2")
     with KafkaClient(gc_server.bootstrap, client_id="cli-test") as c:
+        # a long session for this group: the CLI runs below must not outlive the member
+        r = c.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, validate_only=False, resources=[{
+            "resource_type": 16, "resource_name": group, "configs": [
+                {"name": "consumer.session.timeout.ms", "config_operation": 0, "value": "60000"}]}])
+        assert int(r.responses[0].error_code) == 0
         # a consumer-protocol member (v0: the coordinator names it) ...
         hb = c.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, group_id=group, member_id="",
                     member_epoch=0, rebalance_timeout=30_000, subscribed_topic_names=[topic],

@@ -105,7 +105,7 @@ def _demo_args(p: argparse.ArgumentParser) -> None:
 
 def _load_optional_commands() -> None:
     """Subcommands living with their layer register themselves on import."""
-    for module in ("groupcoord.server.cli",):
+    for module in ("groupcoord.server.cli", "groupcoord.sim.cli", "groupcoord.lab.cli"):
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as e:

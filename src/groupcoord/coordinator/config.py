@@ -41,6 +41,12 @@ class CoordinatorConfig:
     consumer_migration_policy: str = "bidirectional"
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
     offsets_retention_check_interval_ms: int = 600_000
+    # Classic groups (JoinGroup/SyncGroup): Kafka's group.min/max.session.timeout.ms,
+    # group.initial.rebalance.delay.ms and group.max.size.
+    classic_min_session_timeout_ms: int = 6_000
+    classic_max_session_timeout_ms: int = 1_800_000
+    classic_initial_rebalance_delay_ms: int = 3_000
+    classic_max_size: int = INT32_MAX
     extra: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -65,6 +71,13 @@ class CoordinatorConfig:
         if self.consumer_migration_policy not in MIGRATION_POLICIES:
             raise _config_error(
                 f"group.consumer.migration.policy must be one of {sorted(MIGRATION_POLICIES)}")
+        if self.classic_min_session_timeout_ms > self.classic_max_session_timeout_ms:
+            raise _config_error(
+                "group.min.session.timeout.ms must not be greater than group.max.session.timeout.ms")
+        if self.classic_initial_rebalance_delay_ms < 0:
+            raise _config_error("group.initial.rebalance.delay.ms must be at least 0")
+        if self.classic_max_size < 1:
+            raise _config_error("group.max.size must be at least 1")
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> CoordinatorConfig:
@@ -91,6 +104,11 @@ class CoordinatorConfig:
             kwargs["offsets_retention_ms"] = _parse_int(
                 "offsets.retention.minutes", props["offsets.retention.minutes"], minimum=1) * 60_000
             extra.pop("offsets.retention.minutes", None)
+        if "group.initial.rebalance.delay.ms" in props:  # 0 is a legal value (no delay)
+            kwargs["classic_initial_rebalance_delay_ms"] = _parse_int(
+                "group.initial.rebalance.delay.ms", props["group.initial.rebalance.delay.ms"],
+                minimum=0)
+            extra.pop("group.initial.rebalance.delay.ms", None)
         return cls(**kwargs, extra=extra)
 
     def with_(self, **changes: Any) -> CoordinatorConfig:
@@ -110,6 +128,9 @@ BROKER_NAMES: dict[str, str] = {
     "group.consumer.assignors": "consumer_assignors",
     "group.consumer.migration.policy": "consumer_migration_policy",
     "offsets.retention.check.interval.ms": "offsets_retention_check_interval_ms",
+    "group.min.session.timeout.ms": "classic_min_session_timeout_ms",
+    "group.max.session.timeout.ms": "classic_max_session_timeout_ms",
+    "group.max.size": "classic_max_size",
 }
 
 

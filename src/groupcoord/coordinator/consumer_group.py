@@ -12,6 +12,7 @@ Reconciling (some member not yet STABLE at the assignment epoch), Stable, Dead (
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
@@ -101,7 +102,8 @@ class ConsumerGroup(Group):
     protocol_type = "consumer"
 
     __slots__ = ("assignment_epoch", "deleted", "group_epoch", "group_id", "members",
-                 "owners", "static_members", "subscription_metadata", "target_assignment")
+                 "owners", "static_members", "subscribed_names", "subscribed_regexes",
+                 "subscription_metadata", "target_assignment")
 
     def __init__(self, group_id: str) -> None:
         self.group_id = group_id
@@ -113,6 +115,9 @@ class ConsumerGroup(Group):
         self.target_assignment: dict[str, Assignment] = {}
         #: topic id -> partition -> member id currently holding it (assigned or revoking).
         self.owners: dict[UUID, dict[int, str]] = {}
+        #: How many members subscribe to each topic name / each regex (derived from members).
+        self.subscribed_names: Counter[str] = Counter()
+        self.subscribed_regexes: Counter[str] = Counter()
         self.deleted = False
 
     # ------------------------------------------------------------------ queries
@@ -152,7 +157,7 @@ class ConsumerGroup(Group):
         return GroupState.STABLE
 
     def validate_offset_request(self, group_id: str, member_id: str, epoch: int,
-                                committing: bool) -> None:
+                                committing: bool, group_instance_id: str | None = None) -> None:
         if not member_id and epoch < 0:  # admin
             if committing and self.members:
                 raise CoordinatorError(ErrorCode.unknown_member_id,
@@ -192,20 +197,37 @@ class ConsumerGroup(Group):
         old = self.members.get(member.member_id)
         if old is not None:
             self._release(old)
+            self._unsubscribe(old)
             if old.instance_id is not None and self.static_members.get(old.instance_id) == old.member_id:
                 del self.static_members[old.instance_id]
         self.members[member.member_id] = member
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
         self._hold(member)
+        self.subscribed_names.update(member.subscribed_topic_names)
+        if member.subscribed_topic_regex:
+            self.subscribed_regexes[member.subscribed_topic_regex] += 1
 
     def remove_member(self, member_id: str) -> None:
         old = self.members.pop(member_id, None)
         if old is None:
             return
         self._release(old)
+        self._unsubscribe(old)
         if old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:
             del self.static_members[old.instance_id]
+
+    def _unsubscribe(self, m: ConsumerGroupMember) -> None:
+        names = self.subscribed_names
+        for n in m.subscribed_topic_names:
+            names[n] -= 1
+            if names[n] <= 0:
+                del names[n]
+        rx = m.subscribed_topic_regex
+        if rx:
+            self.subscribed_regexes[rx] -= 1
+            if self.subscribed_regexes[rx] <= 0:
+                del self.subscribed_regexes[rx]
 
     def _hold(self, m: ConsumerGroupMember) -> None:
         owners = self.owners

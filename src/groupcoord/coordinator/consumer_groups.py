@@ -19,6 +19,10 @@ spec's diff text leaves two readings:
   member's subscription differs.
 - The rebalance timeout is armed while a member is in UNREVOKED_PARTITIONS, afresh for each
   epoch at which it must revoke; when it fires, the member is fenced.
+- Client-side assignment (issue #3, ``client_assignment.py``): a group whose members all advertise
+  client assignors gets its target from a chosen member (PrepareAssignment / InstallAssignment),
+  not from a server assignor; a change of a member's client assignors (list, ranges, reason,
+  version or metadata) bumps the group epoch.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from groupcoord.coordinator.assignors.base import PartitionAssignor
+from groupcoord.coordinator.client_assignment import ConsumerClientAssignment, check_assignors
 from groupcoord.coordinator.config import CoordinatorConfig, GroupConfig
 from groupcoord.coordinator.consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -107,6 +112,22 @@ def _sorted_tps(a: Assignment) -> tuple[TopicPartitions, ...]:
                  for t, ps in sorted(a.items(), key=lambda kv: kv[0].bytes) if ps)
 
 
+#: Assignment mappings are never mutated and are shared until a member's assignment changes,
+#: so a full heartbeat's response body is built once per mapping object (id + identity check).
+_TPS_CACHE: dict[int, tuple[Assignment, tuple[TopicPartitions, ...]]] = {}
+
+
+def _response_tps(a: Assignment) -> tuple[TopicPartitions, ...]:
+    hit = _TPS_CACHE.get(id(a))
+    if hit is not None and hit[0] is a:
+        return hit[1]
+    tps = _sorted_tps(a)
+    if len(_TPS_CACHE) >= 100_000:
+        _TPS_CACHE.clear()
+    _TPS_CACHE[id(a)] = (a, tps)
+    return tps
+
+
 def _minus(a: Assignment, b: Assignment) -> dict[UUID, frozenset[int]]:
     out = {}
     for t, ps in a.items():
@@ -127,6 +148,8 @@ class ConsumerGroupManager:
             shard.register_replayer(rtype, self.replay)
         shard.register_timer(SESSION, self._session_expired)
         shard.register_timer(REBALANCE, self._rebalance_timed_out)
+        # Client-side assignment (issue #3): Prepare/InstallAssignment handlers, assigner deadlines.
+        self.client = ConsumerClientAssignment(shard)
 
     # ------------------------------------------------------------------ shard plumbing
 
@@ -276,7 +299,7 @@ class ConsumerGroupManager:
             for mid in sorted(group.members):
                 self._schedule((SESSION, gid, mid), now + timeout)
                 m = group.members[mid]
-                if m.state is MemberState.UNREVOKED_PARTITIONS:
+                if m.state is MemberState.UNREVOKED_PARTITIONS and m.member_epoch >= 0:
                     self._schedule((REBALANCE, gid, mid), now + max(m.rebalance_timeout_ms, 0),
                                    m.member_epoch)
             if group.members:
@@ -288,6 +311,7 @@ class ConsumerGroupManager:
     def delete_group(self, group: ConsumerGroup) -> None:
         """Tombstones for an empty consumer group (its offsets are the shard's business)."""
         gid = group.group_id
+        self.client.forget(gid)  # issue #3: drop the group's client-side assignment soft state
         for mid in sorted(group.target_assignment):
             self.append(target_member_tombstone(gid, mid))
         self.append(target_assignment_metadata_tombstone(gid))
@@ -359,6 +383,9 @@ class ConsumerGroupManager:
             return self._consumer_group_leave(r)
 
         gid = r.group_id
+        if r.member_epoch == 0:
+            # An empty classic group converts (as upstream): its id is free for this group.
+            self.shard.classic.maybe_delete_empty_group(gid)
         group = self._group(gid)
         if group is None and r.member_epoch != 0:
             raise _err(_E.unknown_member_id, f"Group {gid} not found.")
@@ -403,6 +430,12 @@ class ConsumerGroupManager:
                            f"The consumer group has reached its maximum capacity of "
                            f"{self.config.consumer_max_size} members.")
 
+        # Client-side assignment (issue #3): UNSUPPORTED_ASSIGNOR when the member's client
+        # assignors share no name with, or no version range overlap with, the other members'.
+        if r.client_assignors and group is not None:
+            check_assignors(group.members, (member_id, replaced.member_id if replaced else ""),
+                            r.client_assignors)
+
         if existing is not None and not self._epoch_is_valid(existing, r):
             assert group is not None
             self._fence_member(group, existing)
@@ -430,10 +463,12 @@ class ConsumerGroupManager:
         updated = _apply_request(base, r)
         reference = replaced if replaced is not None else (None if is_new else existing)
         bump = is_new and replaced is None
-        if reference is not None and (
+        if reference is not None and updated is not reference and (
                 updated.subscribed_topic_names != reference.subscribed_topic_names
                 or updated.subscribed_topic_regex != reference.subscribed_topic_regex
-                or updated.server_assignor != reference.server_assignor):
+                or updated.server_assignor != reference.server_assignor
+                # issue #3: a changed client assignor (reason, metadata, ...) asks for a rebalance
+                or updated.client_assignors != reference.client_assignors):
             bump = True
 
         if replaced is not None:
@@ -447,14 +482,15 @@ class ConsumerGroupManager:
         else:
             previous_target = None
 
-        if is_new or _metadata_changed(existing, updated):
+        if is_new or (updated is not existing and _metadata_changed(existing, updated)):
             self.append(member_metadata_record(gid, member_id, _metadata_value(updated)))
         group = self._group(gid)
         assert group is not None
 
         if replaced is not None and previous_target is not None:
             self.append(target_member_record(gid, member_id, previous_target))
-        self._maybe_update_subscription_metadata(group, force_bump=bump)
+        if bump:  # a new member or a changed subscription: the subscribed topics may differ
+            self._maybe_update_subscription_metadata(group, force_bump=True)
 
         # ---- 3. target assignment
         if group.group_epoch > group.assignment_epoch:
@@ -470,7 +506,9 @@ class ConsumerGroupManager:
                               state=MemberState.STABLE,
                               assigned_partitions=base.assigned_partitions,
                               partitions_pending_revocation={})
-        reconciled = self._reconcile(group, current, r.topic_partitions)
+        # issue #3: a group no member can compute for does not reconcile (see step 5)
+        fatal = self.client.fatal(group)
+        reconciled = current if fatal else self._reconcile(group, current, r.topic_partitions)
         if existing is None and reconciled is current:
             # Persist the new member's assignment state even when reconciliation kept it.
             self._write_current_assignment(group, reconciled)
@@ -488,10 +526,16 @@ class ConsumerGroupManager:
             if reconciled.state is MemberState.UNRELEASED_PARTITIONS:
                 pending = _sorted_tps(_minus(group.target_of(member_id),
                                              reconciled.assigned_partitions))
-            assignment = HeartbeatAssignment(_sorted_tps(reconciled.assigned_partitions), pending)
+            assignment = HeartbeatAssignment(_response_tps(reconciled.assigned_partitions), pending)
+        # Client-side assignment (issue #3): no member can compute the target -> the group's
+        # fatal UNSUPPORTED_ASSIGNOR; the chosen member is told to compute it.
+        if fatal is not None:
+            return ConsumerGroupHeartbeatResponse(error_code=_E.unsupported_assignor,
+                                                  error_message=fatal)
         return ConsumerGroupHeartbeatResponse(
             member_id=member_id, member_epoch=reconciled.member_epoch,
-            heartbeat_interval_ms=cfg.heartbeat_interval_ms, assignment=assignment)
+            heartbeat_interval_ms=cfg.heartbeat_interval_ms, assignment=assignment,
+            should_compute_assignment=self.client.should_compute(group, member_id))
 
     def _epoch_is_valid(self, member: ConsumerGroupMember, r: ConsumerGroupHeartbeatRequest) -> bool:
         received = r.member_epoch
@@ -559,7 +603,10 @@ class ConsumerGroupManager:
                          r.instance_id)
                 self.append(current_assignment_record(
                     gid, member.member_id, ConsumerGroupCurrentMemberAssignmentValue(
-                        LEAVE_GROUP_STATIC_MEMBER_EPOCH, member.member_epoch, int(member.state),
+                        # Nothing is pending revocation any more: the member keeps its
+                        # assigned partitions, and no rebalance timeout applies to it.
+                        LEAVE_GROUP_STATIC_MEMBER_EPOCH, member.member_epoch,
+                        int(MemberState.STABLE),
                         member.assigned_partitions, {})))
                 self._cancel((REBALANCE, gid, member.member_id))
             else:
@@ -573,6 +620,7 @@ class ConsumerGroupManager:
     def _remove_member_records(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         gid = group.group_id
         mid = member.member_id
+        self.client.member_removed(gid, mid)  # issue #3: an assigner that leaves is replaced
         self.append(current_assignment_tombstone(gid, mid))
         if mid in group.target_assignment:
             self.append(target_member_tombstone(gid, mid))
@@ -587,14 +635,9 @@ class ConsumerGroupManager:
 
     def _maybe_update_subscription_metadata(self, group: ConsumerGroup, force_bump: bool) -> None:
         """Recompute the subscribed topics' metadata; bump the epoch when it or ``force_bump``."""
-        names: set[str] = set()
-        regexes: set[str] = set()
-        for m in group.members.values():
-            names.update(m.subscribed_topic_names)
-            if m.subscribed_topic_regex:
-                regexes.add(m.subscribed_topic_regex)
-        metadata: dict[str, TopicMetadata] = subscribed_topics(names, None, self.metadata)
-        for rx in sorted(regexes):
+        metadata: dict[str, TopicMetadata] = subscribed_topics(
+            group.subscribed_names, None, self.metadata)
+        for rx in sorted(group.subscribed_regexes):
             metadata.update(subscribed_topics((), rx, self.metadata))
         bump = force_bump
         if metadata != group.subscription_metadata:
@@ -607,6 +650,12 @@ class ConsumerGroupManager:
     def _compute_target_assignment(self, group: ConsumerGroup,
                                    members: dict[str, ConsumerGroupMember],
                                    previous: dict[str, Assignment]) -> None:
+        # Client-side assignment (issue #3): a group whose members all advertise a common client
+        # assignor asks a chosen member for its target instead of running a server assignor.
+        if self.client.assignor(group) is not None:
+            self.client.request(group)
+            return
+        self.client.cancel(group.group_id)
         default = self.config.consumer_assignors[0]
         name = preferred_server_assignor(members.values(), default)
         assignor = self.assignors[name]
@@ -619,7 +668,11 @@ class ConsumerGroupManager:
                                  now: int) -> ConsumerGroupDescribeResponse:
         out = []
         for gid in r.group_ids:
-            group = self._group(gid)
+            try:
+                group = self._group(gid)
+            except CoordinatorError as e:  # a group of another type: an error for that group
+                out.append(DescribedGroup(gid, e.code, e.message))
+                continue
             if group is None:
                 out.append(DescribedGroup(gid, _E.group_id_not_found,
                                           f"Group {gid} not found."))
@@ -638,7 +691,9 @@ class ConsumerGroupManager:
             out.append(DescribedGroup(
                 gid, group_state=group.state().value, group_epoch=group.group_epoch,
                 assignment_epoch=group.assignment_epoch,
-                assignor_name=preferred_server_assignor(group.members.values(), default),
+                # issue #3: the client-side assignor when the group uses one
+                assignor_name=(self.client.assignor(group)
+                               or preferred_server_assignor(group.members.values(), default)),
                 members=tuple(members)))
         return ConsumerGroupDescribeResponse(tuple(out))
 

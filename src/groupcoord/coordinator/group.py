@@ -26,7 +26,7 @@ class Group:
         raise NotImplementedError
 
     def validate_offset_request(self, group_id: str, member_id: str, epoch: int,
-                                committing: bool) -> None:
+                                committing: bool, group_instance_id: str | None = None) -> None:
         """Raise the spec's error when a commit (or a fetch) by ``member_id`` at
         ``epoch`` (a member epoch or a classic generation; -1 with no member id = admin)
         must be refused (invariant I6)."""

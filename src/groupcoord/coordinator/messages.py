@@ -292,3 +292,80 @@ class AlterGroupConfigsResponse:
     group_id: str
     error_code: int = 0
     error_message: str | None = None
+
+
+# ----------------------------------------------------------------------------- client-side assignment
+# KIP-848 ConsumerGroupPrepareAssignment / ConsumerGroupInstallAssignment (issue #3): extension
+# APIs upstream never shipped. Field names follow the KIP's final text (MetadataVersion,
+# MetadataBytes, RackId, TopicName in the topics' metadata).
+
+
+@dataclass(slots=True, frozen=True)
+class ConsumerGroupPrepareAssignmentRequest:
+    group_id: str
+    member_id: str
+    member_epoch: int
+
+
+@dataclass(slots=True, frozen=True)
+class PreparedAssignor:
+    """A member's metadata for the group's selected client assignor."""
+
+    reason: int = 0
+    metadata_version: int = 0
+    metadata_bytes: bytes = b""
+
+
+@dataclass(slots=True, frozen=True)
+class PreparedMember:
+    member_id: str
+    member_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    subscribed_topic_ids: tuple[UUID, ...]
+    assignor: PreparedAssignor
+    #: The member's current target partitions.
+    topic_partitions: tuple[TopicPartitions, ...]
+
+
+@dataclass(slots=True, frozen=True)
+class PreparedTopic:
+    topic_id: UUID
+    topic_name: str
+    num_partitions: int
+
+
+@dataclass(slots=True, frozen=True)
+class ConsumerGroupPrepareAssignmentResponse:
+    error_code: int = 0
+    error_message: str | None = None
+    group_epoch: int = 0
+    assignor_name: str = ""
+    members: tuple[PreparedMember, ...] = ()
+    topics: tuple[PreparedTopic, ...] = ()
+
+
+@dataclass(slots=True, frozen=True)
+class InstalledMember:
+    member_id: str
+    topic_partitions: tuple[TopicPartitions, ...] = ()
+    metadata_version: int = 0
+    metadata_bytes: bytes = b""
+
+
+@dataclass(slots=True, frozen=True)
+class ConsumerGroupInstallAssignmentRequest:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    #: The group epoch of the PrepareAssignment response the assignment was computed from.
+    group_epoch: int
+    #: The assignor's error (0: the assignment is valid; else the current target is kept).
+    error: int = 0
+    members: tuple[InstalledMember, ...] = ()
+
+
+@dataclass(slots=True, frozen=True)
+class ConsumerGroupInstallAssignmentResponse:
+    error_code: int = 0
+    error_message: str | None = None

@@ -61,7 +61,7 @@ def replay(shard: Shard, key: OffsetCommitKey, value: OffsetCommitValue | None) 
 
 
 def _validate_member(shard: Shard, group_id: str, member_id: str | None, epoch: int,
-                     committing: bool) -> None:
+                     committing: bool, group_instance_id: str | None = None) -> None:
     group = shard.groups.get(group_id)
     admin = not member_id and epoch < 0
     if group is None:
@@ -71,13 +71,15 @@ def _validate_member(shard: Shard, group_id: str, member_id: str | None, epoch: 
             return
         raise CoordinatorError(_E.unknown_member_id,
                                f"Group {group_id} has no member {member_id!r}.")
-    group.validate_offset_request(group_id, member_id or "", epoch, committing)
+    group.validate_offset_request(group_id, member_id or "", epoch, committing,
+                                  group_instance_id=group_instance_id)
 
 
 def commit(shard: Shard, r: OffsetCommitRequest, now: int) -> OffsetCommitResponse:
     if not r.group_id:
         raise CoordinatorError(_E.invalid_group_id, "The group id can't be empty.")
-    _validate_member(shard, r.group_id, r.member_id, r.generation_id_or_member_epoch, True)
+    _validate_member(shard, r.group_id, r.member_id, r.generation_id_or_member_epoch, True,
+                     r.group_instance_id)
     image = shard.metadata
     expire = now + r.retention_time_ms if r.retention_time_ms > 0 else -1
     topics = []

@@ -12,19 +12,39 @@ CurrentAssignmentBuilder (states STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTIT
   UNRELEASED_PARTITIONS while some target partitions are still held by others.
 - A member in UNREVOKED_PARTITIONS that acknowledges the revocation (its owned partitions no
   longer include them) advances to min(epoch + 1, target epoch) and reconciles again.
+
+The algorithm is generic over the unit of assignment (issue #3; the Connect draft's "Member Epoch -
+Reconciliation of the group" is the same three phases): an assignment is a mapping from a *key*
+to a set of ints - a topic id to partitions for consumer groups, a connector name to task numbers
+(-1 standing for the connector itself) for connect groups. :func:`reconcile_items` holds it;
+:func:`reconcile` is the consumer member's view of it, unchanged in behaviour.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Generic, TypeVar
 from uuid import UUID
 
 from groupcoord.coordinator.consumer_group import ConsumerGroupMember, MemberState
 from groupcoord.coordinator.messages import TopicPartitions
 from groupcoord.coordinator.records import Assignment
 
+K = TypeVar("K")
+
 OwnerOf = Callable[[UUID, int], str | None]
+
+
+@dataclass(slots=True, frozen=True)
+class Reconciled(Generic[K]):
+    """A member's next current assignment, as :func:`reconcile_items` computes it."""
+
+    state: MemberState
+    member_epoch: int
+    previous_member_epoch: int
+    assigned: Mapping[K, frozenset[int]]
+    pending_revocation: Mapping[K, frozenset[int]]
 
 
 def owns_any(owned: Sequence[TopicPartitions] | None, partitions: Assignment) -> bool:
@@ -41,6 +61,22 @@ def owns_any(owned: Sequence[TopicPartitions] | None, partitions: Assignment) ->
     return False
 
 
+def owns_any_items(owned: Mapping[K, Collection[int]] | None,
+                   items: Mapping[K, frozenset[int]]) -> bool:
+    """:func:`owns_any` for an owned set given as a mapping (``None``: not reported)."""
+    if owned is None:
+        return True
+    for key, ids in owned.items():
+        revoking = items.get(key)
+        if revoking and any(i in revoking for i in ids):
+            return True
+    return False
+
+
+def _uuid_order(u: UUID) -> bytes:
+    return u.bytes
+
+
 def reconcile(
     member: ConsumerGroupMember,
     target_epoch: int,
@@ -48,76 +84,117 @@ def reconcile(
     owner_of: OwnerOf,
     owned: Sequence[TopicPartitions] | None,
 ) -> ConsumerGroupMember:
-    """The member's next current assignment (the same object when nothing changes)."""
-    state = member.state
+    """The consumer member's next current assignment (the same object when nothing changes)."""
+    step = reconcile_items(
+        member.member_id, member.state, member.member_epoch, member.previous_member_epoch,
+        member.assigned_partitions, member.partitions_pending_revocation, target_epoch, target,
+        owner_of, lambda revoking: owns_any(owned, revoking), _uuid_order)
+    if step is None:
+        return member
+    return replace(member, state=step.state, member_epoch=step.member_epoch,
+                   previous_member_epoch=step.previous_member_epoch,
+                   assigned_partitions=dict(step.assigned),
+                   partitions_pending_revocation=dict(step.pending_revocation))
+
+
+def reconcile_items(
+    member_id: str,
+    state: MemberState,
+    member_epoch: int,
+    previous_member_epoch: int,
+    assigned: Mapping[K, frozenset[int]],
+    pending_revocation: Mapping[K, frozenset[int]],
+    target_epoch: int,
+    target: Mapping[K, frozenset[int]],
+    owner_of: Callable[[K, int], str | None],
+    still_owns: Callable[[Mapping[K, frozenset[int]]], bool],
+    order: Callable[[K], Any] | None = None,
+) -> Reconciled[K] | None:
+    """One reconciliation step of a member; ``None`` when nothing changes.
+
+    ``owner_of(key, i)`` names the member holding an item (assigned or revoking);
+    ``still_owns(items)`` says whether the member's request still reports any of ``items`` (true
+    when it reported nothing); ``order`` sorts keys (determinism only).
+    """
     if state is MemberState.STABLE:
-        if member.member_epoch == target_epoch:
-            return member
-        return _next(member, member.member_epoch, target_epoch, target, owner_of, owned)
+        if member_epoch == target_epoch:
+            return None
+        return _next(member_id, state, member_epoch, previous_member_epoch, assigned,
+                     pending_revocation, member_epoch, target_epoch, target, owner_of,
+                     still_owns, order)
     if state is MemberState.UNREVOKED_PARTITIONS:
-        if owns_any(owned, member.partitions_pending_revocation):
-            return member
-        return _next(member, min(member.member_epoch + 1, target_epoch), target_epoch, target,
-                     owner_of, owned)
+        if still_owns(pending_revocation):
+            return None
+        return _next(member_id, state, member_epoch, previous_member_epoch, assigned,
+                     pending_revocation, min(member_epoch + 1, target_epoch), target_epoch,
+                     target, owner_of, still_owns, order)
     if state is MemberState.UNRELEASED_PARTITIONS:
-        return _next(member, member.member_epoch, target_epoch, target, owner_of, owned)
-    raise ValueError(f"member {member.member_id} is in state {state.name}")
+        return _next(member_id, state, member_epoch, previous_member_epoch, assigned,
+                     pending_revocation, member_epoch, target_epoch, target, owner_of,
+                     still_owns, order)
+    raise ValueError(f"member {member_id} is in state {state.name}")
 
 
 def _next(
-    member: ConsumerGroupMember,
+    mid: str,
+    state: MemberState,
+    old_epoch: int,
+    old_previous: int,
+    current: Mapping[K, frozenset[int]],
+    revoking_now: Mapping[K, frozenset[int]],
     member_epoch: int,
     target_epoch: int,
-    target: Assignment,
-    owner_of: OwnerOf,
-    owned: Sequence[TopicPartitions] | None,
-) -> ConsumerGroupMember:
-    current = member.assigned_partitions
-    revoking_now = member.partitions_pending_revocation
-    new_assigned: dict[UUID, frozenset[int]] = {}
-    new_revoking: dict[UUID, frozenset[int]] = {}
-    pending_assign: dict[UUID, frozenset[int]] = {}
+    target: Mapping[K, frozenset[int]],
+    owner_of: Callable[[K, int], str | None],
+    still_owns: Callable[[Mapping[K, frozenset[int]]], bool],
+    order: Callable[[K], Any] | None,
+) -> Reconciled[K] | None:
+    new_assigned: dict[K, frozenset[int]] = {}
+    new_revoking: dict[K, frozenset[int]] = {}
+    pending_assign: dict[K, frozenset[int]] = {}
     unreleased = False
-    mid = member.member_id
-    for topic_id in sorted(set(target) | set(current), key=lambda u: u.bytes):
-        tgt = target.get(topic_id, frozenset())
-        cur = current.get(topic_id, frozenset())
-        assigned = cur & tgt
-        revoking = cur - assigned
-        wanted = tgt - assigned
+    empty: frozenset[int] = frozenset()
+    keys: list[Any] = list(set(target) | set(current))
+    keys.sort(key=order)
+    for key in keys:
+        tgt = target.get(key, empty)
+        cur = current.get(key, empty)
+        kept = cur & tgt
+        revoking = cur - kept
+        wanted = tgt - kept
         if wanted:
-            mine = revoking_now.get(topic_id, frozenset())
+            mine = revoking_now.get(key, empty)
             free = []
-            for p in sorted(wanted):
-                holder = owner_of(topic_id, p)
-                if holder is None or holder == mid or p in mine:
-                    free.append(p)
+            for i in sorted(wanted):
+                holder = owner_of(key, i)
+                if holder is None or holder == mid or i in mine:
+                    free.append(i)
                 else:
                     unreleased = True
             wanted = frozenset(free)
-        if assigned:
-            new_assigned[topic_id] = assigned
+        if kept:
+            new_assigned[key] = kept
         if revoking:
-            new_revoking[topic_id] = revoking
+            new_revoking[key] = revoking
         if wanted:
-            pending_assign[topic_id] = wanted
+            pending_assign[key] = wanted
 
-    if new_revoking and owns_any(owned, new_revoking):
-        return _with(member, MemberState.UNREVOKED_PARTITIONS, member_epoch, new_assigned,
-                     new_revoking)
-    for topic_id, ps in pending_assign.items():
-        new_assigned[topic_id] = new_assigned.get(topic_id, frozenset()) | ps
-    state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
-    return _with(member, state, target_epoch, new_assigned, {})
+    if new_revoking and still_owns(new_revoking):
+        return _with(state, old_epoch, old_previous, current, revoking_now,
+                     MemberState.UNREVOKED_PARTITIONS, member_epoch, new_assigned, new_revoking)
+    for key, ids in pending_assign.items():
+        new_assigned[key] = new_assigned.get(key, empty) | ids
+    new_state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
+    return _with(state, old_epoch, old_previous, current, revoking_now, new_state, target_epoch,
+                 new_assigned, {})
 
 
-def _with(member: ConsumerGroupMember, state: MemberState, epoch: int,
-          assigned: Mapping[UUID, frozenset[int]],
-          revoking: Mapping[UUID, frozenset[int]]) -> ConsumerGroupMember:
-    previous = member.member_epoch if epoch != member.member_epoch else member.previous_member_epoch
-    if (state is member.state and epoch == member.member_epoch
-            and assigned == member.assigned_partitions
-            and revoking == member.partitions_pending_revocation):
-        return member
-    return replace(member, state=state, member_epoch=epoch, previous_member_epoch=previous,
-                   assigned_partitions=dict(assigned), partitions_pending_revocation=dict(revoking))
+def _with(old_state: MemberState, old_epoch: int, old_previous: int,
+          old_assigned: Mapping[K, frozenset[int]], old_revoking: Mapping[K, frozenset[int]],
+          state: MemberState, epoch: int, assigned: Mapping[K, frozenset[int]],
+          revoking: Mapping[K, frozenset[int]]) -> Reconciled[K] | None:
+    previous = old_epoch if epoch != old_epoch else old_previous
+    if (state is old_state and epoch == old_epoch and assigned == old_assigned
+            and revoking == old_revoking):
+        return None
+    return Reconciled(state, epoch, previous, assigned, revoking)

@@ -44,6 +44,7 @@ class RecordDecodeError(ValueError):
 
 class RecordType(IntEnum):
     OFFSET_COMMIT = 1
+    CLASSIC_GROUP_METADATA = 2
     CONSUMER_GROUP_METADATA = 3
     CONSUMER_GROUP_PARTITION_METADATA = 4
     CONSUMER_GROUP_MEMBER_METADATA = 5
@@ -51,6 +52,13 @@ class RecordType(IntEnum):
     CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
     GROUP_CONFIGURATION = 9
+    # Connect groups (issue #3): the draft leaves the key numbers open; ours are a block of their own.
+    CONNECT_GROUP_METADATA = 32
+    CONNECT_GROUP_CONNECTORS_TASKS_METADATA = 33
+    CONNECT_GROUP_MEMBER_METADATA = 34
+    CONNECT_GROUP_TARGET_ASSIGNMENT_METADATA = 35
+    CONNECT_GROUP_TARGET_ASSIGNMENT_MEMBER = 36
+    CONNECT_GROUP_CURRENT_MEMBER_ASSIGNMENT = 37
 
 
 # --------------------------------------------------------------------------- helpers
@@ -262,6 +270,186 @@ class GroupConfigurationValue:
         return cls(tuple((k, v) for k, v in f[0]))
 
 
+@dataclass(slots=True, frozen=True)
+class ClassicGroupMemberMetadata:
+    """One member of a classic group as upstream's GroupMetadataValue.MemberMetadata persists it:
+    ``subscription`` is the member's metadata for the group's selected protocol."""
+
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    subscription: bytes | None
+    assignment: bytes
+
+    def to_list(self) -> list[Any]:
+        return [self.member_id, self.instance_id, self.client_id, self.client_host,
+                self.rebalance_timeout_ms, self.session_timeout_ms, self.subscription,
+                self.assignment]
+
+
+@dataclass(slots=True)
+class ClassicGroupMetadataValue:
+    """A classic group (upstream key type 2, GroupMetadataKey/GroupMetadataValue): written when a
+    generation completes (the leader's assignments), when a group is created or becomes empty,
+    and when a static member is replaced without a rebalance. Members keep their join order."""
+
+    VERSION: ClassVar[int] = 0
+    protocol_type: str
+    generation: int
+    protocol_name: str | None
+    leader: str | None
+    current_state_timestamp: int
+    members: tuple[ClassicGroupMemberMetadata, ...] = ()
+
+    def fields(self) -> list[Any]:
+        return [self.protocol_type, self.generation, self.protocol_name, self.leader,
+                self.current_state_timestamp, [m.to_list() for m in self.members]]
+
+    @classmethod
+    def from_fields(cls, version: int, f: list[Any]) -> ClassicGroupMetadataValue:
+        return cls(f[0], f[1], f[2], f[3], f[4], tuple(
+            ClassicGroupMemberMetadata(m[0], m[1], m[2], m[3], m[4], m[5],
+                                       None if m[6] is None else bytes(m[6]), bytes(m[7]))
+            for m in f[5]))
+
+
+# --------------------------------------------------------------------------- connect group values
+# The Connect draft's ConnectWorkerGroup* records (issue #3). A connect assignment maps a connector
+# name to task numbers, -1 standing for the connector itself (upstream's CONNECTOR_TASK); it
+# encodes as ``[[connector, [tasks...]], ...]`` sorted by connector then task.
+
+ConnectAssignment = Mapping[str, frozenset[int]]
+
+
+def encode_connect_assignment(a: ConnectAssignment) -> list[list[Any]]:
+    return [[c, sorted(ts)] for c, ts in sorted(a.items()) if ts]
+
+
+def decode_connect_assignment(raw: list[list[Any]]) -> dict[str, frozenset[int]]:
+    return {c: frozenset(ts) for c, ts in raw}
+
+
+@dataclass(slots=True)
+class ConnectGroupMetadataValue:
+    """ConnectWorkerGroupMetadataValue: the group epoch."""
+
+    VERSION: ClassVar[int] = 0
+    epoch: int
+
+    def fields(self) -> list[Any]:
+        return [self.epoch]
+
+    @classmethod
+    def from_fields(cls, version: int, f: list[Any]) -> ConnectGroupMetadataValue:
+        return cls(f[0])
+
+
+@dataclass(slots=True)
+class ConnectGroupConnectorsTasksMetadataValue:
+    """ConnectWorkerGroupConnectorsTasksMetadataValue: the configured connectors and their task
+    counts (tasks ``0 .. count - 1``), with the config offset that grows with every change."""
+
+    VERSION: ClassVar[int] = 0
+    config_offset: int
+    connectors: tuple[tuple[str, int], ...]  # (name, task count), sorted by name
+
+    def fields(self) -> list[Any]:
+        return [self.config_offset, [[n, c] for n, c in self.connectors]]
+
+    @classmethod
+    def from_fields(cls, version: int, f: list[Any]) -> ConnectGroupConnectorsTasksMetadataValue:
+        return cls(f[0], tuple((n, c) for n, c in f[1]))
+
+
+@dataclass(slots=True)
+class ConnectGroupMemberMetadataValue:
+    """ConnectWorkerGroupMemberMetadataValue: a worker (url, instance id, client assignors)."""
+
+    VERSION: ClassVar[int] = 0
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    url: str
+    rebalance_timeout_ms: int
+    client_assignors: tuple[ClientAssignor, ...] = ()
+
+    def fields(self) -> list[Any]:
+        return [self.instance_id, self.client_id, self.client_host, self.url,
+                self.rebalance_timeout_ms, [a.to_list() for a in self.client_assignors]]
+
+    @classmethod
+    def from_fields(cls, version: int, f: list[Any]) -> ConnectGroupMemberMetadataValue:
+        return cls(f[0], f[1], f[2], f[3], f[4],
+                   tuple(ClientAssignor(a[0], a[1], a[2], a[3], a[4], bytes(a[5])) for a in f[5]))
+
+
+@dataclass(slots=True)
+class ConnectGroupTargetAssignmentMetadataValue:
+    """The target assignment's epoch, the assignor's error for the group (0: none) and the
+    scheduled rebalance delay the target was installed with (> 0: items may be unassigned)."""
+
+    VERSION: ClassVar[int] = 0
+    assignment_epoch: int
+    error: int = 0
+    scheduled_rebalance_delay_ms: int = 0
+
+    def fields(self) -> list[Any]:
+        return [self.assignment_epoch, self.error, self.scheduled_rebalance_delay_ms]
+
+    @classmethod
+    def from_fields(cls, version: int, f: list[Any]) -> ConnectGroupTargetAssignmentMetadataValue:
+        return cls(f[0], f[1], f[2])
+
+
+@dataclass(slots=True)
+class ConnectGroupTargetAssignmentMemberValue:
+    """One worker's target: connectors and tasks, the assignor's error and metadata for it."""
+
+    VERSION: ClassVar[int] = 0
+    items: ConnectAssignment
+    error: int = 0
+    metadata_version: int = 0
+    metadata_bytes: bytes = b""
+
+    def fields(self) -> list[Any]:
+        return [encode_connect_assignment(self.items), self.error, self.metadata_version,
+                self.metadata_bytes]
+
+    @classmethod
+    def from_fields(cls, version: int, f: list[Any]) -> ConnectGroupTargetAssignmentMemberValue:
+        return cls(decode_connect_assignment(f[0]), f[1], f[2], bytes(f[3]))
+
+
+@dataclass(slots=True)
+class ConnectGroupCurrentMemberAssignmentValue:
+    """A worker's current assignment: worker epoch, previous epoch, reconciliation state, assigned
+    and pending-revocation connectors/tasks, and the error/metadata of its target epoch."""
+
+    VERSION: ClassVar[int] = 0
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    assigned: ConnectAssignment
+    pending_revocation: ConnectAssignment
+    error: int = 0
+    metadata_version: int = 0
+    metadata_bytes: bytes = b""
+
+    def fields(self) -> list[Any]:
+        return [self.member_epoch, self.previous_member_epoch, self.state,
+                encode_connect_assignment(self.assigned),
+                encode_connect_assignment(self.pending_revocation), self.error,
+                self.metadata_version, self.metadata_bytes]
+
+    @classmethod
+    def from_fields(cls, version: int, f: list[Any]) -> ConnectGroupCurrentMemberAssignmentValue:
+        return cls(f[0], f[1], f[2], decode_connect_assignment(f[3]),
+                   decode_connect_assignment(f[4]), f[5], f[6], bytes(f[7]))
+
+
 RecordValue = (
     ConsumerGroupMetadataValue
     | ConsumerGroupPartitionMetadataValue
@@ -271,6 +459,13 @@ RecordValue = (
     | ConsumerGroupCurrentMemberAssignmentValue
     | OffsetCommitValue
     | GroupConfigurationValue
+    | ConnectGroupMetadataValue
+    | ConnectGroupConnectorsTasksMetadataValue
+    | ConnectGroupMemberMetadataValue
+    | ConnectGroupTargetAssignmentMetadataValue
+    | ConnectGroupTargetAssignmentMemberValue
+    | ConnectGroupCurrentMemberAssignmentValue
+    | ClassicGroupMetadataValue
 )
 
 VALUE_TYPES: dict[RecordType, Any] = {
@@ -282,12 +477,22 @@ VALUE_TYPES: dict[RecordType, Any] = {
     RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: ConsumerGroupTargetAssignmentMemberValue,
     RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: ConsumerGroupCurrentMemberAssignmentValue,
     RecordType.GROUP_CONFIGURATION: GroupConfigurationValue,
+    RecordType.CONNECT_GROUP_METADATA: ConnectGroupMetadataValue,
+    RecordType.CONNECT_GROUP_CONNECTORS_TASKS_METADATA: ConnectGroupConnectorsTasksMetadataValue,
+    RecordType.CONNECT_GROUP_MEMBER_METADATA: ConnectGroupMemberMetadataValue,
+    RecordType.CONNECT_GROUP_TARGET_ASSIGNMENT_METADATA: ConnectGroupTargetAssignmentMetadataValue,
+    RecordType.CONNECT_GROUP_TARGET_ASSIGNMENT_MEMBER: ConnectGroupTargetAssignmentMemberValue,
+    RecordType.CONNECT_GROUP_CURRENT_MEMBER_ASSIGNMENT: ConnectGroupCurrentMemberAssignmentValue,
+    RecordType.CLASSIC_GROUP_METADATA: ClassicGroupMetadataValue,
 }
 
 _MEMBER_TYPES = frozenset({
     RecordType.CONSUMER_GROUP_MEMBER_METADATA,
     RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
     RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+    RecordType.CONNECT_GROUP_MEMBER_METADATA,
+    RecordType.CONNECT_GROUP_TARGET_ASSIGNMENT_MEMBER,
+    RecordType.CONNECT_GROUP_CURRENT_MEMBER_ASSIGNMENT,
 })
 
 KEY_VERSION = 0
@@ -418,3 +623,51 @@ def group_configuration_record(group_id: str, configs: Mapping[str, str] | None)
     if configs is None:
         return Record(key, None)
     return Record(key, GroupConfigurationValue(tuple(sorted(configs.items()))))
+
+
+def classic_group_metadata_record(group_id: str, value: ClassicGroupMetadataValue) -> Record:
+    return Record(GroupKey(RecordType.CLASSIC_GROUP_METADATA, group_id), value)
+
+
+def classic_group_metadata_tombstone(group_id: str) -> Record:
+    return Record(GroupKey(RecordType.CLASSIC_GROUP_METADATA, group_id), None)
+
+
+# --------------------------------------------------------------------------- connect constructors
+
+
+def connect_group_epoch_record(group_id: str, epoch: int | None) -> Record:
+    key = GroupKey(RecordType.CONNECT_GROUP_METADATA, group_id)
+    return Record(key, None if epoch is None else ConnectGroupMetadataValue(epoch))
+
+
+def connect_connectors_tasks_record(group_id: str, config_offset: int | None,
+                                    connectors: Mapping[str, int] | None = None) -> Record:
+    key = GroupKey(RecordType.CONNECT_GROUP_CONNECTORS_TASKS_METADATA, group_id)
+    if config_offset is None:
+        return Record(key, None)
+    return Record(key, ConnectGroupConnectorsTasksMetadataValue(
+        config_offset, tuple(sorted((connectors or {}).items()))))
+
+
+def connect_member_metadata_record(group_id: str, member_id: str,
+                                   value: ConnectGroupMemberMetadataValue | None) -> Record:
+    return Record(MemberKey(RecordType.CONNECT_GROUP_MEMBER_METADATA, group_id, member_id), value)
+
+
+def connect_target_metadata_record(
+        group_id: str, value: ConnectGroupTargetAssignmentMetadataValue | None) -> Record:
+    return Record(GroupKey(RecordType.CONNECT_GROUP_TARGET_ASSIGNMENT_METADATA, group_id), value)
+
+
+def connect_target_member_record(group_id: str, member_id: str,
+                                 value: ConnectGroupTargetAssignmentMemberValue | None) -> Record:
+    return Record(MemberKey(RecordType.CONNECT_GROUP_TARGET_ASSIGNMENT_MEMBER, group_id, member_id),
+                  value)
+
+
+def connect_current_assignment_record(
+        group_id: str, member_id: str,
+        value: ConnectGroupCurrentMemberAssignmentValue | None) -> Record:
+    return Record(MemberKey(RecordType.CONNECT_GROUP_CURRENT_MEMBER_ASSIGNMENT, group_id, member_id),
+                  value)

@@ -31,7 +31,12 @@ class Timers:
         self._seq = 0
 
     def schedule(self, key: TimerKey, deadline_ms: int, payload: Any = None) -> None:
+        previous = self._timers.get(key)
         self._timers[key] = (deadline_ms, payload)
+        if previous is not None and previous[0] <= deadline_ms:
+            # A deadline pushed later (a session renewed by a heartbeat): the existing heap
+            # entry comes up first and is re-filed then, so the heap does not grow.
+            return
         self._seq += 1
         heapq.heappush(self._heap, (deadline_ms, self._seq, key))
         if len(self._heap) > 4 * len(self._timers) + 64:
@@ -54,6 +59,14 @@ class Timers:
     def __contains__(self, key: TimerKey) -> bool:
         return key in self._timers
 
+    def _refile(self, deadline: int, key: TimerKey) -> None:
+        """Pop the heap's top entry; re-file it at its key's later deadline if it moved."""
+        heapq.heappop(self._heap)
+        t = self._timers.get(key)
+        if t is not None and t[0] > deadline:
+            self._seq += 1
+            heapq.heappush(self._heap, (t[0], self._seq, key))
+
     def next_deadline(self) -> int | None:
         heap = self._heap
         while heap:
@@ -61,7 +74,7 @@ class Timers:
             t = self._timers.get(key)
             if t is not None and t[0] == deadline:
                 return deadline
-            heapq.heappop(heap)
+            self._refile(deadline, key)
         return None
 
     def pop_due(self, now_ms: int) -> list[tuple[TimerKey, Any]]:
@@ -69,11 +82,14 @@ class Timers:
         due: list[tuple[TimerKey, Any]] = []
         heap = self._heap
         while heap and heap[0][0] <= now_ms:
-            deadline, _, key = heapq.heappop(heap)
+            deadline, _, key = heap[0]
             t = self._timers.get(key)
             if t is not None and t[0] == deadline:
+                heapq.heappop(heap)
                 del self._timers[key]
                 due.append((key, t[1]))
+            else:
+                self._refile(deadline, key)
         return due
 
     def clear(self) -> None:

@@ -3,7 +3,9 @@
 It speaks to one broker: connect, ApiVersions (v3, falling back to v0 on UNSUPPORTED_VERSION as
 librdkafka does), then requests whose version is negotiated per API as
 ``min(wanted, broker max)`` (the rule of KIP-35). Not a full client: no retries, no
-reconnection, one request in flight (``send_many`` pipelines several).
+reconnection, one request in flight (``send_many`` pipelines several; ``send_request`` /
+``read_response`` split a request from its response, for the classic JoinGroup and SyncGroup
+that the broker answers only once other members have joined).
 """
 
 from __future__ import annotations
@@ -89,6 +91,20 @@ class KafkaClient:
 
     def send(self, body: Any) -> Any:
         return self.send_many([body])[0]
+
+    def send_request(self, body: Any) -> tuple[int, int, int]:
+        """Send one request without waiting: the handle to give :meth:`read_response`."""
+        self._corr += 1
+        self._sock.sendall(encode_request(body, self._corr, self.client_id))
+        return self._corr, int(body.__api_key__), int(body.__version__)
+
+    def read_response(self, handle: tuple[int, int, int]) -> Any:
+        """The response to the request of ``handle`` (the next frame on the connection)."""
+        corr, key, version = handle
+        got, response = decode_response(key, version, self.recv_frame())
+        if got != corr:
+            raise KafkaClientError(f"correlation id {got} != {corr}")
+        return response
 
     # ---------------------------------------------------------------- negotiated requests
 

@@ -20,8 +20,12 @@ Ranges and why (issue #6; NOTES.md "What real clients need from a broker"):
   answered with defaults).
 - CreateTopics 2-7, DeleteTopics 1-6, CreatePartitions 0-3.
 
-The classic group APIs (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups) are not
-served yet and so are not advertised.
+- Classic groups (issue #4): JoinGroup 0-9 (MEMBER_ID_REQUIRED from v4, static membership
+  from v5, KIP-814 SkipAssignment from v9), SyncGroup 0-5, Heartbeat 0-4, LeaveGroup 0-5 (batch
+  from v3), DescribeGroups 0-5. Clients cap themselves below: librdkafka JoinGroup 5 / SyncGroup
+  3 / Heartbeat 3 / LeaveGroup 1; kafka-python JoinGroup 7 / SyncGroup 5 / Heartbeat 4 /
+  LeaveGroup 5; aiokafka picks among JoinGroup 0/1/2/5, SyncGroup 0/1/3, Heartbeat and
+  LeaveGroup 0/1. DescribeGroups v6 (GROUP_ID_NOT_FOUND with a message) is left out for now.
 """
 
 from __future__ import annotations
@@ -39,6 +43,11 @@ class ApiKey(IntEnum):
     OFFSET_COMMIT = 8
     OFFSET_FETCH = 9
     FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
     LIST_GROUPS = 16
     API_VERSIONS = 18
     CREATE_TOPICS = 19
@@ -61,6 +70,11 @@ API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.OFFSET_COMMIT: (2, 9),
     ApiKey.OFFSET_FETCH: (1, 9),
     ApiKey.FIND_COORDINATOR: (0, 6),
+    ApiKey.JOIN_GROUP: (0, 9),
+    ApiKey.HEARTBEAT: (0, 4),
+    ApiKey.LEAVE_GROUP: (0, 5),
+    ApiKey.SYNC_GROUP: (0, 5),
+    ApiKey.DESCRIBE_GROUPS: (0, 5),
     ApiKey.LIST_GROUPS: (0, 5),
     ApiKey.API_VERSIONS: (0, 3),
     ApiKey.CREATE_TOPICS: (2, 7),

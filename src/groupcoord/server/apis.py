@@ -24,6 +24,13 @@ Upstream behaviour kept (Kafka's ``KafkaApis`` and the protocol guide):
   sending full requests; an incremental one gets FETCH_SESSION_ID_NOT_FOUND. The response waits
   up to MaxWaitMs for MinBytes, woken by produces. Read committed = read uncommitted (no
   transactions).
+- Classic groups (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups) run on the
+  group's shard like the rest; JoinGroup and SyncGroup may be answered later
+  (``CoordinatorRuntime.handle_deferrable`` gives a future): the handler then returns an
+  awaitable, and the connection answers its later requests only after it, in order (Kafka too
+  mutes a connection while one of its requests is in flight). JoinGroup below v7 answers a
+  missing protocol name as ``""`` (the field is not nullable there); LeaveGroup v0-v2 carry the
+  one member id of the request.
 - DescribeConfigs / IncrementalAlterConfigs: resource type GROUP is 16 in the KIP-848 text and
   32 in Apache Kafka's ``ConfigResource.Type`` (16 is CLIENT_METRICS there); both are served as
   GROUP and answered with the type the client sent.
@@ -34,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,9 +49,10 @@ from uuid import UUID
 
 from kio.schema.errors import ErrorCode
 
+from groupcoord.coordinator import classic_messages as cm
 from groupcoord.coordinator import messages as m
 from groupcoord.protocol import fast
-from groupcoord.protocol.codec import build, response_class, to_ms
+from groupcoord.protocol.codec import build, encode_entity, response_class, to_ms
 from groupcoord.protocol.errors import CoordinatorError
 from groupcoord.protocol.versions import API_VERSIONS, ApiKey
 from groupcoord.server.partition_log import InvalidRecords
@@ -56,6 +65,7 @@ E = ErrorCode
 NO_OPS = -(2**31)  # authorized operations not requested
 NODE_ID = 0
 LEADER_EPOCH = 0
+METADATA_CACHE_SIZE = 512
 
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
@@ -106,6 +116,7 @@ class KafkaApis:
         self.auto_create = self.broker_configs.get("auto.create.topics.enable", "false").lower() == "true"
         self.default_partitions = int(self.broker_configs.get("num.partitions", "1"))
         self._data_waiters: list[asyncio.Future[None]] = []
+        self._metadata_cache: OrderedDict[tuple[Any, ...], bytes] = OrderedDict()
         self.handlers: dict[int, Handler] = {
             ApiKey.API_VERSIONS: self.api_versions,
             ApiKey.METADATA: self.metadata,
@@ -118,6 +129,11 @@ class KafkaApis:
             ApiKey.LIST_OFFSETS: self.list_offsets,
             ApiKey.CONSUMER_GROUP_HEARTBEAT: self.consumer_group_heartbeat,
             ApiKey.CONSUMER_GROUP_DESCRIBE: self.consumer_group_describe,
+            ApiKey.JOIN_GROUP: self.join_group,
+            ApiKey.SYNC_GROUP: self.sync_group,
+            ApiKey.HEARTBEAT: self.heartbeat,
+            ApiKey.LEAVE_GROUP: self.leave_group,
+            ApiKey.DESCRIBE_GROUPS: self.describe_groups,
             ApiKey.OFFSET_COMMIT: self.offset_commit,
             ApiKey.OFFSET_FETCH: self.offset_fetch,
             ApiKey.OFFSET_DELETE: self.offset_delete,
@@ -154,6 +170,27 @@ class KafkaApis:
                  "isr_nodes": (NODE_ID,), "offline_replicas": ()} for p in range(n)]
 
     def metadata(self, body: Any, ctx: RequestContext) -> Any:
+        """Metadata, answered from a cache of encoded responses while the topics do not change:
+        librdkafka refreshes metadata often (every consumer, on every assignment change), and a
+        response for hundreds of partitions is costly to encode in Python."""
+        requested = body.topics
+        key = (ctx.api_version,
+               None if requested is None else tuple(
+                   (getattr(t, "name", None), getattr(t, "topic_id", None)) for t in requested),
+               self.auto_create and bool(getattr(body, "allow_auto_topic_creation", True)),
+               self.registry.generation)
+        cached = self._metadata_cache.get(key)
+        if cached is not None:
+            self._metadata_cache.move_to_end(key)
+            return cached
+        raw = encode_entity(self._metadata(body, ctx))
+        if self.registry.generation == key[-1]:  # nothing was auto-created meanwhile
+            self._metadata_cache[key] = raw
+            if len(self._metadata_cache) > METADATA_CACHE_SIZE:
+                self._metadata_cache.popitem(last=False)
+        return raw
+
+    def _metadata(self, body: Any, ctx: RequestContext) -> Any:
         v = ctx.api_version
         requested = body.topics
         all_topics = requested is None or (v == 0 and not requested)
@@ -541,6 +578,105 @@ class KafkaApis:
                 found[res.group_id] = res
         return self._resp(ctx, throttle_time=0, results=[
             {"group_id": g, "error_code": found[g].error_code} for g in ids])
+
+    # ================================================================== classic groups
+
+    def _deferrable(self, group_id: str, request: Any, ctx: RequestContext,
+                    convert: Callable[[Any, RequestContext], Any]) -> Any:
+        """Run a request the core may answer later: the kio response, or an awaitable of it."""
+        r = self.runtime.handle_deferrable(group_id, request)
+        if isinstance(r, asyncio.Future):
+            return self._answer_later(r, ctx, convert)
+        return convert(r, ctx)
+
+    @staticmethod
+    async def _answer_later(fut: asyncio.Future[Any], ctx: RequestContext,
+                            convert: Callable[[Any, RequestContext], Any]) -> Any:
+        return convert(await fut, ctx)
+
+    def join_group(self, body: Any, ctx: RequestContext) -> Any:
+        """JoinGroup v0-v9: answered when the join phase of the group completes."""
+        rebalance = getattr(body, "rebalance_timeout", None)  # v1+
+        req = cm.JoinGroupRequest(
+            group_id=body.group_id, session_timeout_ms=to_ms(body.session_timeout),
+            member_id=body.member_id or "", protocol_type=body.protocol_type,
+            protocols=tuple(cm.JoinGroupProtocol(p.name, bytes(p.metadata))
+                            for p in body.protocols),
+            rebalance_timeout_ms=-1 if rebalance is None else to_ms(rebalance),
+            group_instance_id=getattr(body, "group_instance_id", None),
+            reason=getattr(body, "reason", None),
+            client_id=ctx.client_id, client_host=ctx.client_host, version=ctx.api_version)
+        return self._deferrable(body.group_id, req, ctx, self._join_group_response)
+
+    def _join_group_response(self, r: cm.JoinGroupResponse, ctx: RequestContext) -> Any:
+        name = r.protocol_name
+        if name is None and ctx.api_version < 7:
+            name = ""
+        return self._resp(
+            ctx, throttle_time=0, error_code=r.error_code, generation_id=r.generation_id,
+            protocol_type=r.protocol_type, protocol_name=name, leader=r.leader,
+            skip_assignment=r.skip_assignment, member_id=r.member_id,
+            members=[{"member_id": mb.member_id, "group_instance_id": mb.group_instance_id,
+                      "metadata": mb.metadata} for mb in r.members])
+
+    def sync_group(self, body: Any, ctx: RequestContext) -> Any:
+        """SyncGroup v0-v5: a follower's is answered when the leader brings the assignment."""
+        req = cm.SyncGroupRequest(
+            group_id=body.group_id, generation_id=int(body.generation_id),
+            member_id=body.member_id, group_instance_id=getattr(body, "group_instance_id", None),
+            protocol_type=getattr(body, "protocol_type", None),
+            protocol_name=getattr(body, "protocol_name", None),
+            assignments=tuple(cm.SyncGroupAssignment(a.member_id, bytes(a.assignment))
+                              for a in body.assignments),
+            client_id=ctx.client_id, client_host=ctx.client_host, version=ctx.api_version)
+        return self._deferrable(body.group_id, req, ctx, self._sync_group_response)
+
+    def _sync_group_response(self, r: cm.SyncGroupResponse, ctx: RequestContext) -> Any:
+        return self._resp(ctx, throttle_time=0, error_code=r.error_code,
+                          protocol_type=r.protocol_type, protocol_name=r.protocol_name,
+                          assignment=r.assignment)
+
+    def heartbeat(self, body: Any, ctx: RequestContext) -> Any:
+        req = cm.HeartbeatRequest(
+            group_id=body.group_id, generation_id=int(body.generation_id),
+            member_id=body.member_id, group_instance_id=getattr(body, "group_instance_id", None),
+            client_id=ctx.client_id, client_host=ctx.client_host, version=ctx.api_version)
+        r: cm.HeartbeatResponse = self.runtime.handle_group(body.group_id, req)
+        return self._resp(ctx, throttle_time=0, error_code=r.error_code)
+
+    def leave_group(self, body: Any, ctx: RequestContext) -> Any:
+        if ctx.api_version >= cm.LEAVE_BATCH_VERSION:
+            members = tuple(cm.LeaveGroupMember(mb.member_id, mb.group_instance_id,
+                                                getattr(mb, "reason", None))
+                            for mb in body.members)
+        else:
+            members = (cm.LeaveGroupMember(body.member_id),)
+        req = cm.LeaveGroupRequest(body.group_id, members, client_id=ctx.client_id,
+                                   client_host=ctx.client_host, version=ctx.api_version)
+        r: cm.LeaveGroupResponse = self.runtime.handle_group(body.group_id, req)
+        return self._resp(ctx, throttle_time=0, error_code=r.error_code, members=[
+            {"member_id": mb.member_id, "group_instance_id": mb.group_instance_id,
+             "error_code": mb.error_code} for mb in r.members])
+
+    def describe_groups(self, body: Any, ctx: RequestContext) -> Any:
+        """DescribeGroups: split by shard, answered in the request's order."""
+        ids = list(body.groups)
+        include_ops = bool(getattr(body, "include_authorized_operations", False))
+        found: dict[str, cm.DescribedClassicGroup] = {}
+        for shard, gids in self.runtime.group_ids_by_shard(ids).items():
+            r: cm.DescribeGroupsResponse = self.runtime.handle(shard, cm.DescribeGroupsRequest(
+                tuple(gids), include_ops, ctx.client_id, ctx.client_host, ctx.api_version))
+            for g in r.groups:
+                found[g.group_id] = g
+        return self._resp(ctx, throttle_time=0, groups=[{
+            "error_code": g.error_code, "error_message": g.error_message, "group_id": gid,
+            "group_state": g.group_state, "protocol_type": g.protocol_type,
+            "protocol_data": g.protocol_data, "authorized_operations": g.authorized_operations,
+            "members": [{"member_id": mb.member_id, "group_instance_id": mb.group_instance_id,
+                         "client_id": mb.client_id, "client_host": mb.client_host,
+                         "member_metadata": mb.member_metadata,
+                         "member_assignment": mb.member_assignment} for mb in g.members]}
+            for gid in ids for g in (found[gid],)])
 
     # ================================================================== offsets
 

@@ -18,6 +18,14 @@ Bad input never stops the server (issue #6 "Bad input"):
   can parse without a schema);
 - a handler failing with an unexpected exception is logged and answered UNKNOWN_SERVER_ERROR
   when the response schema has a top-level error code, else the connection is closed.
+
+Start-up (issue #5): the coordinator shards load in the background (``CoordinatorRuntime``);
+the socket serves at once (COORDINATOR_LOAD_IN_PROGRESS for the groups of a shard still loading)
+and :meth:`KafkaServer.start` returns once every shard is loaded, so ``serve`` prints
+``listening on`` when the broker is ready; a shard that cannot be loaded (bad data on disk)
+makes ``start`` raise the LogError. Then the background log compaction starts
+(``server/compaction.py``); ``metrics_port`` serves the Prometheus metrics
+(``server/metrics.py``).
 """
 
 from __future__ import annotations
@@ -58,6 +66,8 @@ from groupcoord.server.apis import (
     api_version_entries,
     error_response_entity,
 )
+from groupcoord.server.compaction import BackgroundCompaction, CompactionConfig
+from groupcoord.server.metrics import LoopIdleMonitor, MetricsServer
 from groupcoord.server.runtime import CoordinatorRuntime
 from groupcoord.server.topic_registry import TopicRegistry
 from groupcoord.storage.log import RecordLog
@@ -110,7 +120,8 @@ class KafkaServer:
                  data_dir: Path | str = "groupcoord-data", storage: str | None = None,
                  shards: int = 1, properties: dict[str, str] | None = None,
                  advertised_host: str | None = None,
-                 max_frame_size: int = MAX_FRAME_SIZE) -> None:
+                 max_frame_size: int = MAX_FRAME_SIZE,
+                 metrics_port: int | None = None) -> None:
         self.host = host
         self.port = port
         self.data_dir = Path(data_dir)
@@ -122,6 +133,11 @@ class KafkaServer:
         self.advertised_host = advertised_host
         self.max_frame_size = max_frame_size
         self.config = CoordinatorConfig.from_properties(self.properties)
+        self.compaction_config = CompactionConfig.from_properties(self.properties)
+        self.metrics_port = metrics_port
+        self.metrics_server: MetricsServer | None = None
+        self.idle_monitor: LoopIdleMonitor | None = None
+        self.compaction: BackgroundCompaction | None = None
         self.connections: set[Connection] = set()
         self._server: asyncio.Server | None = None
         self.registry: TopicRegistry | None = None
@@ -136,9 +152,11 @@ class KafkaServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.registry = TopicRegistry(self.data_dir)
         self._log = open_record_log(self.storage, self.data_dir)
+        self.idle_monitor = LoopIdleMonitor()
+        self.idle_monitor.install(loop)
         self.runtime = CoordinatorRuntime(self._log, self.num_shards, self.config,
                                           self.registry.image(), random_member_id)
-        self.runtime.start(loop)
+        self.runtime.start(loop, background=True)
         self._server = await loop.create_server(lambda: Connection(self), self.host, self.port,
                                                 reuse_address=True, backlog=2048,
                                                 start_serving=False)
@@ -149,20 +167,43 @@ class KafkaServer:
             advertised = socket.gethostname()
         self.apis = KafkaApis(self.registry, self.runtime, advertised, self.port, self.properties)
         await self._server.start_serving()
+        if self.metrics_port is not None:
+            self.metrics_server = MetricsServer(self, self.host, self.metrics_port)
+            await self.metrics_server.start()
+        await self.runtime.wait_loaded()  # LogError: a shard cannot be loaded
+        self.compaction = BackgroundCompaction(self._log, self.num_shards, self.compaction_config,
+                                               self.runtime.clock.now_ms,
+                                               self.runtime.metrics.compacted)
+        self.compaction.start(loop)
         log.info("serving %d shards, storage %s, data in %s", self.num_shards, self.storage,
                  self.data_dir)
         return self.host, self.port
 
-    async def stop(self) -> None:
+    async def stop(self, grace_s: float = 2.0) -> None:
+        """Stop listening, close every connection (``grace_s`` to flush what is being written,
+        then abort), and close the logs."""
         if self._server is not None:
             self._server.close()
         for conn in list(self.connections):
             conn.close("server shutting down")
         if self._server is not None:
-            await self._server.wait_closed()
+            try:
+                await asyncio.wait_for(self._server.wait_closed(), grace_s)
+            except TimeoutError:
+                for conn in list(self.connections):
+                    conn.abort()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._server.wait_closed(), grace_s)
             self._server = None
+        if self.metrics_server is not None:
+            await self.metrics_server.stop()
+            self.metrics_server = None
+        if self.compaction is not None:
+            self.compaction.stop()
         if self.runtime is not None:
             self.runtime.stop()
+        if self.idle_monitor is not None:
+            self.idle_monitor.uninstall()
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -287,6 +328,12 @@ class Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
         log.debug("closing connection from %s: %s", self.peer, reason)
+
+    def abort(self) -> None:
+        self.closed = True
+        self.pending.clear()
+        if self.transport is not None:
+            self.transport.abort()
 
     def data_received(self, data: bytes) -> None:
         if self.closed:

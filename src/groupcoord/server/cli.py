@@ -1,12 +1,21 @@
 """CLI subcommands of the server layer (issue #6 "CLI"), registered with ``groupcoord.cli``.
 
 - ``groupcoord serve --host H --port P --data-dir DIR [--storage sqlite|memory] [--shards N]
-  [--config key=value ...]``: run the broker; prints exactly ``listening on HOST:PORT`` (flushed)
-  once it accepts connections; SIGINT / SIGTERM stop it cleanly.
+  [--config key=value ...] [--metrics-port PORT]``: run the broker; prints exactly
+  ``listening on HOST:PORT`` (flushed) once it is ready (every coordinator shard loaded; the
+  socket answers COORDINATOR_LOAD_IN_PROGRESS before that), then, with ``--metrics-port``,
+  ``metrics on http://HOST:PORT/metrics`` (Prometheus text format; ``0`` picks a free port);
+  SIGINT / SIGTERM stop it cleanly. A record log that cannot be opened or loaded (corrupt or
+  truncated database, a row that does not decode) exits with status 1 and the LogError message,
+  naming the file, on stderr: ``error: cannot start: ...``, no traceback. Log compaction:
+  ``--config log.compaction.interval.ms=N`` (default 300000, 0 = off) and
+  ``--config log.cleaner.delete.retention.ms=N`` (how long tombstones are kept, default 24 h).
 - ``groupcoord topics create|list|add-partitions|delete`` and ``groupcoord groups list|describe``
   (``--bootstrap-server``, ``--json``): thin Kafka-protocol clients over our own codec, shaped
   after ``kafka-topics.sh`` / ``kafka-consumer-groups.sh``. They talk to the bootstrap broker
-  itself (groupcoord is a single node that coordinates every group).
+  itself (groupcoord is a single node that coordinates every group). ``groups describe`` asks
+  ConsumerGroupDescribe first and DescribeGroups for a group that is not a consumer group
+  (classic groups, and groups with committed offsets only, listed as Empty classic groups).
 
 CLI output goes to stdout with ``print`` (the command's product); diagnostics use logging.
 """
@@ -21,6 +30,8 @@ import signal
 import sys
 from pathlib import Path
 from typing import Any
+
+from kio.schema.errors import ErrorCode
 
 from groupcoord.cli import command
 from groupcoord.protocol.client import KafkaClient, KafkaClientError
@@ -50,7 +61,8 @@ def _run_serve(ns: argparse.Namespace) -> int:
     try:
         server = KafkaServer(host=ns.host, port=ns.port, data_dir=Path(ns.data_dir),
                              storage=ns.storage, shards=ns.shards,
-                             properties=_parse_props(ns.config), advertised_host=ns.advertised_host)
+                             properties=_parse_props(ns.config), advertised_host=ns.advertised_host,
+                             metrics_port=ns.metrics_port)
     except (CoordinatorError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -67,6 +79,9 @@ def _run_serve(ns: argparse.Namespace) -> int:
             await server.stop()
             return 1
         print(f"listening on {host}:{port}", flush=True)
+        if server.metrics_server is not None:
+            print(f"metrics on http://{server.metrics_server.host}:{server.metrics_server.port}"
+                  f"/metrics", flush=True)
         try:
             await stop.wait()
         finally:
@@ -88,7 +103,11 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
                    help="coordinator record log (default: sqlite when available)")
     p.add_argument("--shards", type=int, default=1, help="coordinator shards (partitions)")
     p.add_argument("--config", action="append", metavar="KEY=VALUE",
-                   help="broker config, Kafka names (repeatable)")
+                   help="broker config, Kafka names (repeatable); log compaction: "
+                        "log.compaction.interval.ms (default 300000, 0 = off), "
+                        "log.cleaner.delete.retention.ms (tombstones, default 86400000)")
+    p.add_argument("--metrics-port", type=int, default=None,
+                   help="serve Prometheus metrics on this port (0 picks a free port)")
     p.set_defaults(func=_run_serve)
 
 
@@ -238,12 +257,51 @@ def _groups_list(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _classic_assignment(raw: bytes) -> dict[str, list[int]]:
+    """A ConsumerProtocolAssignment (int16 version, then the v0 struct, a prefix of every
+    version) as ``{topic: partitions}``; empty if it does not decode."""
+    from kio.schema.consumer_protocol_assignment.v0 import ConsumerProtocolAssignment
+    from kio.serial import entity_reader
+
+    if len(raw) < 2:
+        return {}
+    try:
+        entity, _ = entity_reader(ConsumerProtocolAssignment)(raw, 2)
+    except Exception:  # not a consumer assignment we can read: show none
+        return {}
+    return {t.topic: sorted(int(p) for p in t.partitions) for t in entity.assigned_partitions}
+
+
+def _describe_classic(c: KafkaClient, group_id: str, group: dict[str, Any],
+                      owner: dict[tuple[str, int], dict[str, Any]]) -> bool:
+    """Fill ``group`` from DescribeGroups; False if no classic group has that id."""
+    d = c.call(ApiKey.DESCRIBE_GROUPS, 5, groups=[group_id],
+               include_authorized_operations=False).groups[0]
+    if d.error_code or d.group_state == "Dead":
+        return False
+    members = []
+    for mb in d.members:
+        assigned = (_classic_assignment(bytes(mb.member_assignment))
+                    if d.protocol_type == "consumer" else {})
+        info = {"member_id": mb.member_id, "instance_id": mb.group_instance_id,
+                "client_id": mb.client_id, "client_host": mb.client_host, "assignment": assigned}
+        members.append(info)
+        for topic, ps in assigned.items():
+            for p in ps:
+                owner[(topic, p)] = info
+    group.update(type="classic", state=d.group_state, protocol_type=d.protocol_type,
+                 assignor=d.protocol_data or None, members=members)
+    return True
+
+
 def _describe_one(c: KafkaClient, group_id: str) -> dict[str, Any]:
     d = c.call(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, group_ids=[group_id],
                include_authorized_operations=False).groups[0]
     group: dict[str, Any] = {"group_id": group_id}
     owner: dict[tuple[str, int], dict[str, Any]] = {}
-    if d.error_code:
+    if d.error_code == ErrorCode.group_id_not_found and _describe_classic(c, group_id, group, owner):
+        pass
+    elif d.error_code:
         group.update(error=error_name(int(d.error_code)), error_message=d.error_message, members=[])
     else:
         members = []
@@ -308,6 +366,10 @@ def _groups_describe(ns: argparse.Namespace) -> int:
     for g in groups:
         if "error" in g:
             lines.append(f"Group {g['group_id']}: {g['error']} {g.get('error_message') or ''}".rstrip())
+        elif g.get("type") == "classic":
+            lines.append(f"Group {g['group_id']}: classic, state {g['state']}, protocol type "
+                         f"{g['protocol_type'] or '-'}, assignor {_fmt(g['assignor'])}, "
+                         f"{len(g['members'])} members")
         else:
             lines.append(f"Group {g['group_id']}: state {g['state']}, epoch {g['group_epoch']}, "
                          f"assignment epoch {g['assignment_epoch']}, assignor {g['assignor']}, "

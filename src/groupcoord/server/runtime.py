@@ -8,8 +8,21 @@
   response is returned. If the append fails the response is replaced by
   COORDINATOR_NOT_AVAILABLE (retriable: clients look the coordinator up again and retry) and the
   shard, whose memory is now ahead of its log, is rebuilt from the log.
-- Loading a shard = replaying its log, then ``on_loaded(now)`` (the spec's "Fail Over" duties:
-  session timers re-armed, metadata re-checked), whose records are appended too.
+- Loading a shard = replaying its log through ``storage.replay_entries`` (bad data is a
+  LogError naming the file, the shard and the offset), then ``on_loaded(now)`` (the spec's "Fail
+  Over" duties: session timers re-armed, metadata re-checked against the current image), whose
+  records are appended too. The server loads in the background (``start(background=True)``):
+  the replay runs on a loader thread into a shard nobody else sees, the load duties on the loop;
+  meanwhile requests for that shard get COORDINATOR_LOAD_IN_PROGRESS (retriable) and the other
+  shards serve. A shard that fails to load answers COORDINATOR_NOT_AVAILABLE and is loaded
+  again by its first request ``load_retry_backoff_s`` later; ``wait_loaded`` raises its LogError.
+- **Deferred responses** (classic JoinGroup / SyncGroup, ``Result.response is DEFERRED``):
+  :meth:`CoordinatorRuntime.handle_deferrable` returns a future, answered when a later result
+  (of any request or timer of that shard) carries its completion, always after that result's
+  records are durable. If the shard is reloaded (a failed append), every pending deferred
+  request of it is answered NOT_COORDINATOR (as Kafka answers the requests pending on an
+  unloaded coordinator) and dropped. Cancelling a future (its connection closed) forgets the
+  request: a completion for it later is discarded.
 - Timers run on the wall clock: one loop timer at the earliest ``next_deadline()`` of all shards
   calls ``expire_timers(now)``; the time given to shards is a monotonic clock anchored to the
   wall clock at start (so offset commit timestamps are real times and never go backwards).
@@ -18,12 +31,15 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from typing import Any
 
+from groupcoord.coordinator import classic_messages as classic
 from groupcoord.coordinator import offsets as offsets_mod
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.ids import MemberIdSource
@@ -38,13 +54,17 @@ from groupcoord.coordinator.messages import (
     DescribedGroup,
 )
 from groupcoord.coordinator.records import Record
-from groupcoord.coordinator.result import Result
+from groupcoord.coordinator.result import DEFERRED, Result
 from groupcoord.coordinator.shard import Shard
 from groupcoord.coordinator.topics import MetadataImage
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
-from groupcoord.storage.log import RecordLog
+from groupcoord.server.metrics import CoordinatorMetrics
+from groupcoord.storage.log import LogError, RecordLog, replay_entries
 
 log = logging.getLogger(__name__)
+
+#: Shards replayed at the same time (background loads): a large shard does not hold up others.
+LOADER_THREADS = 4
 
 
 def java_string_hash(s: str) -> int:
@@ -73,6 +93,17 @@ def error_response(request: Any, code: int, message: str) -> Any:
     if isinstance(request, DeleteGroupsRequest):
         return DeleteGroupsResponse(tuple(DeletableGroupResult(g, code, message)
                                           for g in request.group_ids))
+    if isinstance(request, classic.JoinGroupRequest):
+        return classic.JoinGroupResponse(code, member_id=request.member_id)
+    if isinstance(request, classic.SyncGroupRequest):
+        return classic.SyncGroupResponse(code)
+    if isinstance(request, classic.HeartbeatRequest):
+        return classic.HeartbeatResponse(code)
+    if isinstance(request, classic.LeaveGroupRequest):
+        return classic.LeaveGroupResponse(code)
+    if isinstance(request, classic.DescribeGroupsRequest):
+        return classic.DescribeGroupsResponse(tuple(
+            classic.DescribedClassicGroup(g, code, message, "Dead") for g in request.group_ids))
     return offsets_mod.error_response(request, CoordinatorError(code, message))
 
 
@@ -110,55 +141,163 @@ class CoordinatorRuntime:
         #: Counters, for logs and tests.
         self.append_failures = 0
         self.loads = 0
+        #: Sensors for ``--metrics-port`` (rebalances, load times, compactions).
+        self.metrics = CoordinatorMetrics()
+        #: Background loads: shard -> future done when the load finished (or failed).
+        self._loading: dict[int, asyncio.Future[None]] = {}
+        #: Shards whose last load failed, with why.
+        self.load_errors: dict[int, LogError] = {}
+        self.background_loads = False
+        self._loader: ThreadPoolExecutor | None = None
+        #: A shard that failed to load is tried again by a request this much later.
+        self.load_retry_backoff_s = 5.0
+        self._retry_at: dict[int, float] = {}
+        self._closing = False
+        #: Deferred requests waiting for a completion: token -> (shard, request, future).
+        self._deferred: dict[Hashable, tuple[int, Any, asyncio.Future[Any]]] = {}
+        self._tokens = itertools.count(1)
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Load every shard from the log and start the timer."""
+    def start(self, loop: asyncio.AbstractEventLoop, *, background: bool = False) -> None:
+        """Load every shard from the log and start the timer.
+
+        ``background=False`` (tests, tools): every shard is loaded when this returns.
+        ``background=True`` (the server): shards load on a loader thread; requests for a shard
+        still loading get COORDINATOR_LOAD_IN_PROGRESS; :meth:`wait_loaded` waits for them.
+        """
         self._loop = loop
+        self.background_loads = background
         for i in range(self.num_shards):
-            self._load(i)
+            self._begin_load(i)
         self._reschedule()
 
     def stop(self) -> None:
+        self._closing = True  # a replay in progress stops at its next record
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
             self._timer_at = None
+        for done in self._loading.values():
+            if not done.done():
+                done.set_result(None)
+        self._loading.clear()
+        if self._loader is not None:
+            self._loader.shutdown(wait=True, cancel_futures=True)
+            self._loader = None
+
+    def is_loading(self, i: int) -> bool:
+        return i in self._loading
+
+    async def wait_loaded(self) -> None:
+        """Wait until no shard is loading; raise the LogError of a shard that failed to load."""
+        while self._loading:
+            await asyncio.wait(list(self._loading.values()))
+        for i, e in sorted(self.load_errors.items()):
+            if self.shards[i] is None:
+                raise e
+
+    def _begin_load(self, i: int) -> None:
+        """Load shard ``i``: now, or on the loader thread in background mode."""
+        if i in self._loading or self._closing:
+            return
+        if not self.background_loads or self._loop is None:
+            self._load(i)
+            return
+        loop = self._loop
+        if self._loader is None:
+            self._loader = ThreadPoolExecutor(max_workers=min(self.num_shards, LOADER_THREADS),
+                                              thread_name_prefix="groupcoord-load")
+        shard = Shard(i, self.config, self.image, self.member_ids)
+        done: asyncio.Future[None] = loop.create_future()
+        self._loading[i] = done
+        work = loop.run_in_executor(self._loader, self._replay, i, shard)
+        work.add_done_callback(lambda w: self._replayed(i, shard, w, done))
+
+    def _replay(self, i: int, shard: Shard) -> tuple[int, float]:
+        """Replay shard ``i``'s log into ``shard`` (any thread: ``shard`` is not shared yet):
+        ``(records, ms)``. Raises :class:`LogError` naming the file, shard and offset."""
+        t0 = time.perf_counter()
+
+        def apply(key: bytes, value: bytes | None) -> None:
+            if self._closing:
+                raise RuntimeError("the coordinator is stopping")
+            shard.replay(Record.decode(key, value))
+
+        n = replay_entries(self.log, i, apply)
+        return n, (time.perf_counter() - t0) * 1000
+
+    def _replayed(self, i: int, shard: Shard, work: asyncio.Future[tuple[int, float]],
+                  done: asyncio.Future[None]) -> None:
+        """On the loop: a background replay ended; run the load duties and serve."""
+        try:
+            exc = None if work.cancelled() else work.exception()
+            if self._closing or work.cancelled() or self._loading.get(i) is not done:
+                return
+            del self._loading[i]
+            if exc is not None:
+                self._load_failed(i, exc)
+            else:
+                n, ms = work.result()
+                self._install(i, shard, n, ms)
+        finally:
+            if not done.done():
+                done.set_result(None)
 
     def _load(self, i: int) -> Shard | None:
-        t0 = time.perf_counter()
+        """Load shard ``i`` now, on this thread."""
         shard = Shard(i, self.config, self.image, self.member_ids)
         try:
-            n = 0
-            for k, v in self.log.read(i):
-                shard.replay(Record.decode(k, v))
-                n += 1
-        except Exception:
-            log.exception("shard %d: cannot load from the log; it stays unavailable", i)
-            self.shards[i] = None
+            n, ms = self._replay(i, shard)
+        except Exception as e:
+            self._load_failed(i, e)
             return None
+        return self._install(i, shard, n, ms)
+
+    def _load_failed(self, i: int, e: BaseException) -> None:
+        self.shards[i] = None
+        err = e if isinstance(e, LogError) else LogError(f"shard {i}: cannot load: {e}")
+        self.load_errors[i] = err
+        self._retry_at[i] = time.monotonic() + self.load_retry_backoff_s
+        log.error("shard %d: cannot load from the log, it stays unavailable: %s", i, err)
+
+    def _install(self, i: int, shard: Shard, n: int, replay_ms: float) -> Shard | None:
+        """The load duties of a replayed shard (records appended), then it serves."""
+        t0 = time.perf_counter()
+        shard.metadata = self.image  # topics may have changed while it was loading
         result = shard.on_loaded(self.clock.now_ms())
         if result.records:
             try:
                 self.log.append(i, [r.encode() for r in result.records], self.clock.now_ms())
-            except Exception:
-                log.exception("shard %d: cannot persist the records of its load; it stays "
-                              "unavailable", i)
-                self.shards[i] = None
+            except Exception as e:
+                self._load_failed(i, LogError(f"shard {i}: cannot persist the records of its "
+                                              f"load duties: {e}"))
                 return None
+            self.metrics.appended(result.records)
         self.shards[i] = shard
+        self.load_errors.pop(i, None)
         self.loads += 1
+        ms = replay_ms + (time.perf_counter() - t0) * 1000
+        self.metrics.loaded(ms)
         self._maybe_wake_at(shard)
-        log.info("shard %d loaded: %d records, %d groups in %.1f ms", i, n, len(shard.groups),
-                 (time.perf_counter() - t0) * 1000)
+        log.info("shard %d loaded: %d records, %d groups in %.1f ms", i, n, len(shard.groups), ms)
         return shard
 
     def _shard(self, i: int) -> Shard | None:
         shard = self.shards[i]
-        if shard is None:
-            shard = self._load(i)
+        if (shard is None and i not in self._loading
+                and time.monotonic() >= self._retry_at.get(i, 0.0)):
+            self._begin_load(i)
+            shard = self.shards[i]
         return shard
+
+    def _unavailable(self, i: int, request: Any) -> Any:
+        """The response to a request for shard ``i``, which is loading or failed to load."""
+        if i in self._loading:
+            return error_response(request, ErrorCode.coordinator_load_in_progress,
+                                  f"Coordinator shard {i} is loading; retry.")
+        return error_response(request, ErrorCode.coordinator_not_available,
+                              f"Coordinator shard {i} is not available.")
 
     def _persist(self, i: int, result: Result[Any]) -> bool:
         """Append ``result``'s records to shard ``i``'s log; on failure reload the shard."""
@@ -170,11 +309,15 @@ class CoordinatorRuntime:
                 log.error("shard %d: log append failed (%s); reloading the shard from its log",
                           i, e)
                 self.shards[i] = None
-                self._load(i)
+                self._fail_deferred(i)
+                self._begin_load(i)
                 self._reschedule()
                 return False
+            self.metrics.appended(result.records)
         if result.timers:
             self._maybe_wake_at(self.shards[i])
+        for token, response in result.completions:
+            self._complete(token, response)
         return True
 
     # ------------------------------------------------------------------ requests
@@ -186,8 +329,7 @@ class CoordinatorRuntime:
         """Handle ``request`` on a shard; records are durable before this returns."""
         shard = self._shard(shard_index)
         if shard is None:
-            return error_response(request, ErrorCode.coordinator_not_available,
-                                  f"Coordinator shard {shard_index} is not available.")
+            return self._unavailable(shard_index, request)
         result = shard.handle(request, self.clock.now_ms())
         if not self._persist(shard_index, result):
             return error_response(request, ErrorCode.coordinator_not_available,
@@ -196,6 +338,58 @@ class CoordinatorRuntime:
 
     def handle_group(self, group_id: str, request: Any) -> Any:
         return self.handle(self.shard_of(group_id), request)
+
+    # ------------------------------------------------------------------ deferred responses
+
+    def handle_deferrable(self, group_id: str, request: Any) -> Any:
+        """Handle a request that the core may answer later (classic JoinGroup / SyncGroup):
+        its response now, or an :class:`asyncio.Future` of it (module docstring)."""
+        i = self.shard_of(group_id)
+        shard = self._shard(i)
+        if shard is None:
+            return self._unavailable(i, request)
+        token = next(self._tokens)
+        result = shard.handle(request, self.clock.now_ms(), token)
+        if not self._persist(i, result):
+            return error_response(request, ErrorCode.coordinator_not_available,
+                                  "The coordinator could not persist the request; retry.")
+        if result.response is not DEFERRED:
+            return result.response
+        loop = self._loop or asyncio.get_running_loop()
+        fut: asyncio.Future[Any] = loop.create_future()
+        self._deferred[token] = (i, request, fut)
+        fut.add_done_callback(lambda f: self._forget(token, f))
+        return fut
+
+    @property
+    def pending_deferred(self) -> int:
+        """Deferred requests not answered yet (tests, metrics)."""
+        return len(self._deferred)
+
+    def _forget(self, token: Hashable, fut: asyncio.Future[Any]) -> None:
+        if fut.cancelled():  # the connection closed: a later completion is discarded
+            self._deferred.pop(token, None)
+
+    def _complete(self, token: Hashable, response: Any) -> None:
+        entry = self._deferred.pop(token, None)
+        if entry is None:
+            log.debug("completion for a forgotten request (its connection closed): %r", token)
+            return
+        fut = entry[2]
+        if not fut.done():
+            fut.set_result(response)
+
+    def _fail_deferred(self, i: int) -> None:
+        """Shard ``i`` is reloaded: answer its pending deferred requests NOT_COORDINATOR."""
+        tokens = [t for t, (shard, _, _) in self._deferred.items() if shard == i]
+        if tokens:
+            log.info("shard %d: answering %d pending requests NOT_COORDINATOR", i, len(tokens))
+        for token in tokens:
+            _, request, fut = self._deferred.pop(token)
+            if not fut.done():
+                fut.set_result(error_response(request, ErrorCode.not_coordinator,
+                                              f"Coordinator shard {i} was reloaded; find the "
+                                              f"coordinator and retry."))
 
     def group_ids_by_shard(self, group_ids: Sequence[str]) -> dict[int, list[str]]:
         out: dict[int, list[str]] = {}

@@ -81,6 +81,8 @@ class TopicRegistry:
         self.topics: dict[str, Topic] = {}
         self.by_id: dict[UUID, Topic] = {}
         self.cluster_id = ""
+        #: Bumped on every change: what caches of topic-derived answers key on.
+        self.generation = 0
         self._image: MetadataImage | None = None
         self._load()
 
@@ -115,6 +117,7 @@ class TopicRegistry:
             os.fsync(f.fileno())
         os.replace(tmp, self._meta)
         self._image = None
+        self.generation += 1
 
     def _partition_path(self, tid: UUID, partition: int) -> Path:
         return self._topics_dir / tid.hex / f"{partition}.log"

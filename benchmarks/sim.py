@@ -1,0 +1,166 @@
+"""Simulator benchmarks (issue #7 "Benchmark": ``groupcoord bench sim [--json]``).
+
+Every run is a full simulation: the real :class:`Shard` and real ``ConsumerMember`` processes,
+the simulated network, every invariant checked after every step, I4 checkpoints (every 10,000
+steps and at the end), exactly as ``groupcoord simulate`` runs them. Figures (medians of
+repeated runs, garbage collector off, see ``_harness.median_ms``):
+
+- ``sim.events_per_s.scenario=steady.members=50.partitions=1000`` (per_s): simulated events
+  per wall second of a stable group (10 minutes of heartbeats and auto-commits every 5 s).
+  Target (issue #7): >= 100,000/s.
+- ``sim.events_per_s.scenario=rolling-bounce...`` and ``sim.events_per_s.scenario=random``
+  (per_s): the same over the rolling bounce below, and over random scenarios (seeds 0-99).
+- ``sim.rolling_bounce.members=50.partitions=1000`` (ms): wall time of a whole run in which
+  50 dynamic members on 1,000 partitions (2 topics x 500) bounce one after the other (10 s
+  apart, 3 s down: 100 rebalances), from the first join until converged. Target (issue #7):
+  <= 2,000 ms. ``...static=true...``: the same group with static membership (no rebalance).
+- ``sim.coordinator_share.scenario=...`` (ratio): the part of that wall time spent inside the
+  coordinator (``Shard.handle``, ``expire_timers``, replays of I4 checkpoints and failovers):
+  what the simulator itself cannot speed up.
+
+``params`` carry the events, simulated time, group size and commit interval of each run, and
+the CPU time of one run (``cpu_ms``, ``events_per_cpu_s``): on a shared, loaded machine the
+wall-clock figures move with the load, the CPU ones much less.
+Run with ``groupcoord bench sim [--json]`` or ``python -m benchmarks.sim [--quick]``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from benchmarks._harness import Result, median_ms
+from groupcoord.coordinator.shard import Shard
+from groupcoord.sim.engine import SimResult
+from groupcoord.sim.runner import simulate
+from groupcoord.sim.scenario import Event, Scenario
+
+
+def _group(members: int, partitions: int, static: bool = False, events: tuple[Event, ...] = (),
+           end_ms: int | None = None, name: str = "bench") -> Scenario:
+    half = partitions // 2
+    return Scenario(name, f"{members} members on {partitions} partitions", members=members,
+                    static=static, topics=(("t0", half), ("t1", partitions - half)),
+                    events=events, end_ms=end_ms, source=name)
+
+
+def rolling_bounce(members: int, partitions: int, static: bool = False) -> Scenario:
+    ev = Event(60_000, "rolling-bounce", {"interval_ms": 10_000, "down_ms": 3_000, "hard": False})
+    return _group(members, partitions, static, (ev,), name="rolling-bounce")
+
+
+def steady(members: int, partitions: int, seconds: int) -> Scenario:
+    return _group(members, partitions, end_ms=seconds * 1000, name="steady")
+
+
+@contextmanager
+def _coordinator_clock() -> Iterator[list[float]]:
+    """Accumulate the wall time spent in the coordinator's entry points."""
+    spent = [0.0]
+    saved = {name: getattr(Shard, name) for name in ("handle", "expire_timers", "replay",
+                                                     "on_loaded", "update_metadata")}
+    depth = [0]
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if depth[0]:
+                return fn(*args, **kwargs)  # replay inside handle: counted once
+            depth[0] += 1
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[0] += time.perf_counter() - t0
+                depth[0] -= 1
+        return timed
+
+    for name, fn in saved.items():
+        setattr(Shard, name, wrap(fn))
+    try:
+        yield spent
+    finally:
+        for name, fn in saved.items():
+            setattr(Shard, name, fn)
+
+
+def _measure(label: str, make: Callable[[], SimResult], repeat: int,
+             params: dict[str, Any]) -> tuple[list[Result], float]:
+    """Events per second and coordinator share of one scenario; also its median wall ms."""
+    out: list[SimResult] = []
+
+    def run_once() -> None:
+        r = make()
+        assert r.ok, r.violation.format() if r.violation else label
+        out.append(r)
+
+    ms = median_ms(run_once, repeat=repeat)
+    r = out[-1]
+    c0 = time.process_time()
+    make()
+    cpu = time.process_time() - c0
+    with _coordinator_clock() as spent:
+        t0 = time.perf_counter()
+        make()
+        wall = time.perf_counter() - t0
+    p = {**params, "events": r.steps, "sim_time_ms": r.sim_time_ms,
+         "records": r.summary["records_written"], "messages": r.summary["messages"],
+         "cpu_ms": round(cpu * 1000.0, 1), "events_per_cpu_s": round(r.steps / cpu, 1)}
+    return [Result(f"sim.events_per_s.scenario={label}", r.steps / (ms / 1000.0), "per_s", p),
+            Result(f"sim.coordinator_share.scenario={label}", spent[0] / wall, "ratio", p)], ms
+
+
+def _runner(sc: Scenario) -> Callable[[], SimResult]:
+    return lambda: simulate(sc, 1)
+
+
+def run(quick: bool = False) -> list[Result]:
+    """Simulator benchmarks; ``quick`` shrinks the group and the seeds (a few seconds)."""
+    members, partitions = (10, 100) if quick else (50, 1000)
+    repeat = 1 if quick else 3
+    seeds = range(10) if quick else range(100)
+    size = f"members={members}.partitions={partitions}"
+    base = {"members": members, "partitions": partitions, "commit_interval_ms": 5_000}
+    results: list[Result] = []
+
+    sc = steady(members, partitions, 120 if quick else 600)
+    rs, _ = _measure(f"steady.{size}", _runner(sc), repeat,
+                     {**base, "scenario": "steady"})
+    results += rs
+
+    for static in (False, True):
+        sc_rb = rolling_bounce(members, partitions, static)
+        label = f"rolling-bounce.{'static=true.' if static else ''}{size}"
+        rs, ms = _measure(label, _runner(sc_rb), repeat,
+                          {**base, "scenario": "rolling-bounce", "static": static})
+        results += rs
+        name = f"sim.rolling_bounce.{'static=true.' if static else ''}{size}"
+        results.append(Result(name, ms, "ms", dict(rs[0].params)))
+
+    totals: dict[str, int] = {"events": 0, "sim_time_ms": 0}
+
+    def random_runs() -> None:
+        totals["events"] = totals["sim_time_ms"] = 0
+        for seed in seeds:
+            r = simulate("random", seed)
+            assert r.ok, r.violation.format() if r.violation else seed
+            totals["events"] += r.steps
+            totals["sim_time_ms"] += r.sim_time_ms
+
+    ms = median_ms(random_runs, repeat=repeat)
+    results.append(Result("sim.events_per_s.scenario=random", totals["events"] / (ms / 1000.0),
+                          "per_s", {"scenario": "random", "seeds": len(seeds),
+                                    "events": totals["events"],
+                                    "sim_time_ms": totals["sim_time_ms"],
+                                    "ms_per_seed": ms / len(seeds)}))
+    return results
+
+
+if __name__ == "__main__":  # pragma: no cover - manual runs
+    import json
+    import sys
+
+    rows = [r.as_json() for r in run(quick="--quick" in sys.argv)]
+    json.dump(rows, sys.stdout, indent=1)
+    sys.stdout.write("\n")

@@ -1,0 +1,813 @@
+"""Connect groups on the new protocol: the handlers, replay and timers of the group type (issue #3).
+
+Implements the Connect draft (``000_31a92c0cab36e993.txt`` and its revision ``003``): "Connect
+group type", "Rebalance Process", ConnectGroupHeartbeat ("Request Validation", "Request
+Handling", "Response Handling"), ConnectGroupPrepareAssignment, ConnectGroupInstallAssignment,
+"Assignment Validation", "Assignment Error", "Records" and "Triggering Rebalances", on the
+machinery of consumer groups: reconciliation is theirs (``reconciliation.reconcile_items``:
+revoke, acknowledge, then assign, never both in one response; an item goes to its new owner only
+once the old one released it), client-side assignment is the shared ``client_assignment.py``.
+Two admin requests of ours: ConnectGroupConfig changes the connectors-and-tasks configuration
+(part of the group state), ConnectGroupDescribe describes groups; ListGroups lists them with type
+``connect``.
+
+Choices where the draft leaves two readings:
+
+- MemberId must be non-empty (the draft's validation list; the worker keeps it across rejoins, as
+  with ConsumerGroupHeartbeat v1). MemberEpoch >= -2: -1 leaves, -2 is a static worker's temporary
+  leave as in KIP-848 (the draft says >= -1 but keeps KIP-848's static membership).
+- A join (epoch 0) needs RebalanceTimeoutMs > 0 and ClientAssignors: connect groups compute their
+  assignment on a worker and there is no server-side connect assignor, so a ServerAssignor is
+  UNSUPPORTED_ASSIGNOR. ConnectorsAndTasks must be null or empty on a join (a fenced worker
+  abandons everything before rejoining); task numbers are >= 0.
+- Heartbeat handling, fencing (FENCED_MEMBER_EPOCH removes the worker), the lost-response rule (a
+  smaller epoch equal to the previous one is accepted when the connectors/tasks reported are a
+  subset of the assigned ones) and static membership are the consumer groups' (consumer_groups.py).
+  A worker whose group no longer knows it gets UNKNOWN_MEMBER_ID and rejoins at epoch 0 (the
+  draft's bouncing worker "may join with the last known epoch ... or even with epoch 0").
+- Group epoch bumps: a worker joins, leaves or is removed; a worker's client assignors change
+  (list, ranges, reason, version, metadata - how a KIP-415 assignor asks for the follow-up
+  rebalance); the configuration changes while the group has workers. A url change does not bump
+  (it is no input of the assignment). A configuration change in a group without workers bumps
+  nothing, there being nothing to assign (the draft's "Empty Group": epoch 0, connectors
+  configured).
+- A worker that leaves or is removed keeps its entry in the target assignment until the next
+  installed target replaces the whole target (the draft's tables show it so). PrepareAssignment
+  lists such entries as ``departed_members``: that is how a KIP-415 assignor tells lost work from
+  new work without state of its own. A static worker replaced by a new member id hands its entry
+  over. A worker rejoining under the same member id before the next install finds its entry.
+- The configuration changes through ConnectGroupConfig: create (a connector with N tasks,
+  0 <= N <= 65536), update (the task count), delete; ops apply in order, all or nothing. An
+  existing connector created again is INVALID_REQUEST, an unknown one updated or deleted is
+  RESOURCE_NOT_FOUND. Each change writes the ConnectorsTasks record with config offset + 1.
+  Deleting a group deletes its configuration with it.
+- **Deferred resolution (KIP-415).** InstallAssignment carries ``scheduled_rebalance_delay_ms``,
+  an extension of ours. When it is > 0 the installed target may leave configured items
+  unassigned - each item still at most once, and only to workers of the snapshot: the assignor
+  holds a lost worker's items back during the delay. With 0, every configured item must be
+  assigned. The coordinator records the delay with the target but schedules nothing: as the draft
+  says, the assignor's worker triggers the follow-up rebalance when the delay expires by
+  heartbeating a changed assignor reason (or metadata), which bumps the group epoch; any other
+  bump (a worker joining, a configuration change) asks for a new target too.
+- An install with a non-zero Error keeps the target (client_assignment.py) and records the error
+  in the target metadata (describe shows it) until the next successful install.
+- The worker epoch fences offset commits as a consumer member epoch does (ConnectGroup).
+- Session timeout and heartbeat interval are the group's ``group.consumer.*`` settings (there are
+  no connect-specific ones yet); the group size cap is ``group.consumer.max.size``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from groupcoord.coordinator.client_assignment import (
+    ClientAssignment,
+    Snapshot,
+    assignor_in,
+    check_assignors,
+    check_ids,
+    successor,
+    validate_install,
+)
+from groupcoord.coordinator.connect_group import (
+    ConnectGroup,
+    ConnectGroupMember,
+    ConnectMemberTarget,
+    ConnectorsConfig,
+    from_wire,
+    minus,
+    show_item,
+    to_wire,
+    wire_items,
+)
+from groupcoord.coordinator.connect_messages import (
+    ConnectDepartedMember,
+    ConnectGroupConfigRequest,
+    ConnectGroupConfigResponse,
+    ConnectGroupDescribeRequest,
+    ConnectGroupDescribeResponse,
+    ConnectGroupHeartbeatRequest,
+    ConnectGroupHeartbeatResponse,
+    ConnectGroupInstallAssignmentRequest,
+    ConnectGroupInstallAssignmentResponse,
+    ConnectGroupPrepareAssignmentRequest,
+    ConnectGroupPrepareAssignmentResponse,
+    ConnectHeartbeatAssignment,
+    ConnectorConfig,
+    ConnectPreparedAssignor,
+    ConnectPreparedMember,
+    DescribedConnectGroup,
+    DescribedConnectMember,
+)
+from groupcoord.coordinator.consumer_group import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    MemberState,
+)
+from groupcoord.coordinator.reconciliation import owns_any_items, reconcile_items
+from groupcoord.coordinator.records import (
+    ConnectGroupCurrentMemberAssignmentValue,
+    ConnectGroupMemberMetadataValue,
+    ConnectGroupTargetAssignmentMemberValue,
+    ConnectGroupTargetAssignmentMetadataValue,
+    MemberKey,
+    Record,
+    RecordType,
+    connect_connectors_tasks_record,
+    connect_current_assignment_record,
+    connect_group_epoch_record,
+    connect_member_metadata_record,
+    connect_target_member_record,
+    connect_target_metadata_record,
+)
+from groupcoord.coordinator.timers import TimerKey
+from groupcoord.protocol.errors import CoordinatorError, ErrorCode
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from groupcoord.coordinator.shard import Shard
+
+log = logging.getLogger(__name__)
+
+_E = ErrorCode
+
+CONNECT_SESSION = "connect-session"
+CONNECT_REBALANCE = "connect-rebalance"
+CONNECT_ASSIGNMENT = "connect-assignment"
+
+#: Upper bound of a connector's task count in ConnectGroupConfig.
+MAX_TASKS = 65536
+
+CONNECT_RECORD_TYPES = (
+    RecordType.CONNECT_GROUP_METADATA,
+    RecordType.CONNECT_GROUP_CONNECTORS_TASKS_METADATA,
+    RecordType.CONNECT_GROUP_MEMBER_METADATA,
+    RecordType.CONNECT_GROUP_TARGET_ASSIGNMENT_METADATA,
+    RecordType.CONNECT_GROUP_TARGET_ASSIGNMENT_MEMBER,
+    RecordType.CONNECT_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+)
+
+
+def _err(code: int, message: str) -> CoordinatorError:
+    return CoordinatorError(code, message)
+
+
+class ConnectGroupManager:
+    """The connect group type of one shard: registers its handlers, records and timers."""
+
+    def __init__(self, shard: Shard) -> None:
+        self.shard = shard
+        shard.register_handler(ConnectGroupHeartbeatRequest, self._heartbeat)
+        shard.register_handler(ConnectGroupPrepareAssignmentRequest, self._prepare)
+        shard.register_handler(ConnectGroupInstallAssignmentRequest, self._install)
+        shard.register_handler(ConnectGroupConfigRequest, self._configure)
+        shard.register_handler(ConnectGroupDescribeRequest, self._describe)
+        for rtype in CONNECT_RECORD_TYPES:
+            shard.register_replayer(rtype, self.replay)
+        shard.register_timer(CONNECT_SESSION, self._session_expired)
+        shard.register_timer(CONNECT_REBALANCE, self._rebalance_timed_out)
+        self.client = ClientAssignment(shard, CONNECT_ASSIGNMENT, self._lookup,
+                                       _E.fenced_member_epoch)
+        shard.register_error_response(
+            ConnectGroupHeartbeatRequest,
+            lambda r, e: ConnectGroupHeartbeatResponse(error_code=e.code, error_message=e.message))
+        shard.register_error_response(
+            ConnectGroupPrepareAssignmentRequest,
+            lambda r, e: ConnectGroupPrepareAssignmentResponse(error_code=e.code,
+                                                               error_message=e.message))
+        shard.register_error_response(
+            ConnectGroupInstallAssignmentRequest,
+            lambda r, e: ConnectGroupInstallAssignmentResponse(error_code=e.code,
+                                                               error_message=e.message))
+        shard.register_error_response(
+            ConnectGroupConfigRequest,
+            lambda r, e: ConnectGroupConfigResponse(error_code=e.code, error_message=e.message))
+        shard.register_error_response(
+            ConnectGroupDescribeRequest,
+            lambda r, e: ConnectGroupDescribeResponse(tuple(
+                DescribedConnectGroup(gid, e.code, e.message) for gid in r.group_ids)))
+
+    # ------------------------------------------------------------------ plumbing
+
+    def append(self, record: Record) -> None:
+        self.shard.append(record)
+
+    def _lookup(self, group_id: str) -> ConnectGroup | None:
+        g = self.shard.groups.get(group_id)
+        return g if isinstance(g, ConnectGroup) else None
+
+    def _group(self, group_id: str) -> ConnectGroup | None:
+        """The connect group ``group_id``; GROUP_ID_NOT_FOUND if the id has another type."""
+        g = self.shard.groups.get(group_id)
+        if g is None or isinstance(g, ConnectGroup):
+            return g
+        raise _err(_E.group_id_not_found,
+                   f"Group {group_id} is not a connect group (it is a {g.group_type} group).")
+
+    def _existing(self, group_id: str) -> ConnectGroup:
+        g = self._group(group_id)
+        if g is None:
+            raise _err(_E.group_id_not_found, f"Group {group_id} not found.")
+        return g
+
+    # ------------------------------------------------------------------ replay
+
+    def replay(self, record: Record) -> None:
+        key = record.key
+        value: Any = record.value
+        rtype = key.type
+        gid = key.group_id
+        groups = self.shard.groups
+        existing = groups.get(gid)
+        group = existing if isinstance(existing, ConnectGroup) else None
+        if existing is not None and group is None:
+            raise ValueError(f"connect record {rtype.name} for {existing.group_type} group {gid}")
+        if rtype is RecordType.CONNECT_GROUP_METADATA:
+            if value is None:
+                groups.pop(gid, None)
+                return
+            if group is None:
+                group = groups[gid] = ConnectGroup(gid)
+            group.group_epoch = value.epoch
+            return
+        if group is None:
+            if value is None:
+                return
+            group = groups[gid] = ConnectGroup(gid)
+        if rtype is RecordType.CONNECT_GROUP_CONNECTORS_TASKS_METADATA:
+            group.config = (ConnectorsConfig() if value is None
+                            else ConnectorsConfig(value.config_offset, dict(value.connectors)))
+        elif rtype is RecordType.CONNECT_GROUP_TARGET_ASSIGNMENT_METADATA:
+            if value is None:
+                group.assignment_epoch, group.assignment_error = 0, 0
+                group.scheduled_rebalance_delay_ms = 0
+            else:
+                group.assignment_epoch = value.assignment_epoch
+                group.assignment_error = value.error
+                group.scheduled_rebalance_delay_ms = value.scheduled_rebalance_delay_ms
+        elif rtype is RecordType.CONNECT_GROUP_TARGET_ASSIGNMENT_MEMBER:
+            assert isinstance(key, MemberKey)
+            if value is None:
+                group.target_assignment.pop(key.member_id, None)
+            else:
+                group.target_assignment[key.member_id] = ConnectMemberTarget(
+                    dict(value.items), value.error, value.metadata_version, value.metadata_bytes)
+        elif rtype is RecordType.CONNECT_GROUP_MEMBER_METADATA:
+            assert isinstance(key, MemberKey)
+            if value is None:
+                group.remove_member(key.member_id)
+                return
+            old = group.members.get(key.member_id) or ConnectGroupMember(key.member_id)
+            group.put_member(replace(
+                old, instance_id=value.instance_id, client_id=value.client_id,
+                client_host=value.client_host, url=value.url,
+                rebalance_timeout_ms=value.rebalance_timeout_ms,
+                client_assignors=value.client_assignors))
+        elif rtype is RecordType.CONNECT_GROUP_CURRENT_MEMBER_ASSIGNMENT:
+            assert isinstance(key, MemberKey)
+            current = group.members.get(key.member_id)
+            if value is None:
+                if current is not None:
+                    group.put_member(replace(
+                        current, member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                        previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH, state=MemberState.STABLE,
+                        assigned={}, pending_revocation={}, error=0, metadata_version=0,
+                        metadata_bytes=b""))
+                return
+            old = current or ConnectGroupMember(key.member_id)
+            group.put_member(replace(
+                old, member_epoch=value.member_epoch,
+                previous_member_epoch=value.previous_member_epoch, state=MemberState(value.state),
+                assigned=dict(value.assigned), pending_revocation=dict(value.pending_revocation),
+                error=value.error, metadata_version=value.metadata_version,
+                metadata_bytes=value.metadata_bytes))
+
+    # ------------------------------------------------------------------ timers and lifecycle
+
+    def _session_expired(self, key: TimerKey, payload: Any) -> None:
+        _, gid, mid = key
+        group = self._lookup(gid)
+        member = None if group is None else group.members.get(mid)
+        if group is not None and member is not None:
+            log.info("[%s] worker %s session timed out", gid, mid)
+            self._fence(group, member)
+
+    def _rebalance_timed_out(self, key: TimerKey, payload: Any) -> None:
+        _, gid, mid = key
+        group = self._lookup(gid)
+        member = None if group is None else group.members.get(mid)
+        if (group is not None and member is not None
+                and member.state is MemberState.UNREVOKED_PARTITIONS
+                and member.member_epoch == payload):
+            log.info("[%s] worker %s did not revoke within its rebalance timeout", gid, mid)
+            self._fence(group, member)
+
+    def on_metadata_update(self) -> None:
+        """Topic metadata is no input of connect groups: nothing to do."""
+
+    def on_loaded(self) -> None:
+        """Load duties: arm session (and pending revocation) timeouts, ask for a pending target."""
+        now = self.shard.now
+        for gid in sorted(self.shard.groups):
+            group = self.shard.groups[gid]
+            if not isinstance(group, ConnectGroup):
+                continue
+            timeout = self.shard.group_config(gid).session_timeout_ms
+            for mid in sorted(group.members):
+                self.shard.schedule((CONNECT_SESSION, gid, mid), now + timeout)
+                m = group.members[mid]
+                if m.member_epoch >= 0 and m.state is MemberState.UNREVOKED_PARTITIONS:
+                    self.shard.schedule((CONNECT_REBALANCE, gid, mid),
+                                        now + max(m.rebalance_timeout_ms, 0), m.member_epoch)
+            self.client.request(group)
+
+    def delete_group(self, group: ConnectGroup) -> None:
+        """Tombstones for an empty connect group, its configuration included."""
+        gid = group.group_id
+        self.client.forget(gid)
+        for mid in sorted(group.target_assignment):
+            self.append(connect_target_member_record(gid, mid, None))
+        self.append(connect_target_metadata_record(gid, None))
+        self.append(connect_connectors_tasks_record(gid, None))
+        self.append(connect_group_epoch_record(gid, None))
+
+    # ------------------------------------------------------------------ heartbeat
+
+    def _validate_heartbeat(self, r: ConnectGroupHeartbeatRequest) -> None:
+        def invalid(message: str) -> CoordinatorError:
+            return _err(_E.invalid_request, message)
+
+        if not r.group_id or not r.group_id.strip():
+            raise invalid("GroupId can't be empty.")
+        if not r.member_id or not r.member_id.strip():
+            raise invalid("MemberId can't be empty.")
+        epoch = r.member_epoch
+        if epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            raise invalid(f"MemberEpoch {epoch} is invalid.")
+        if r.instance_id is not None and not r.instance_id.strip():
+            raise invalid("InstanceId can't be empty.")
+        if epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH and r.instance_id is None:
+            raise invalid("InstanceId can't be null when MemberEpoch is -2.")
+        if epoch == 0:
+            if r.rebalance_timeout_ms <= 0:
+                raise invalid("RebalanceTimeoutMs must be provided (> 0) in the first request.")
+            ct = r.connectors_and_tasks
+            if ct is not None and (ct.connectors or ct.tasks):
+                raise invalid("ConnectorsAndTasks must be empty when (re-)joining.")
+            if not r.client_assignors and r.server_assignor is None:
+                raise invalid("ClientAssignors must be set in the first request.")
+        elif r.rebalance_timeout_ms == 0 or r.rebalance_timeout_ms < -1:
+            raise invalid("RebalanceTimeoutMs must be larger than zero.")
+        if r.server_assignor is not None and r.client_assignors:
+            raise invalid("ServerAssignor and ClientAssignors cannot be used together.")
+        if r.client_assignors is not None and not r.client_assignors and r.server_assignor is None:
+            raise invalid("ClientAssignors can't be empty: a connect group computes its "
+                          "assignment with a client-side assignor.")
+        for a in r.client_assignors or ():
+            if not a.name or not a.name.strip():
+                raise invalid("Assignor.Name must be non-empty.")
+            if a.minimum_version < -1:
+                raise invalid("Assignor.MinimumVersion must be >= -1.")
+            if a.maximum_version < 0 or a.maximum_version < a.minimum_version:
+                raise invalid("Assignor.MaximumVersion must be >= 0 and >= Assignor.MinimumVersion.")
+            if not a.minimum_version <= a.version <= a.maximum_version:
+                raise invalid("Assignor.Version must be within "
+                              "[Assignor.MinimumVersion, Assignor.MaximumVersion].")
+        ct = r.connectors_and_tasks
+        if ct is not None:
+            if any(not c for c in ct.connectors) or any(not t.connector for t in ct.tasks):
+                raise invalid("ConnectorsAndTasks can't name an empty connector.")
+            if any(t.task < 0 for t in ct.tasks):
+                raise invalid("ConnectorsAndTasks task numbers must be >= 0.")
+        if r.server_assignor is not None:
+            raise _err(_E.unsupported_assignor,
+                       f"ServerAssignor {r.server_assignor} is not supported: connect groups use "
+                       f"client-side assignors only.")
+
+    def _heartbeat(self, r: ConnectGroupHeartbeatRequest,
+                   now: int) -> ConnectGroupHeartbeatResponse:
+        self._validate_heartbeat(r)
+        if r.member_epoch < 0:
+            return self._leave(r)
+
+        gid = r.group_id
+        group = self._group(gid)
+        if group is None and r.member_epoch != 0:
+            raise _err(_E.unknown_member_id, f"Group {gid} not found.")
+        members: Mapping[str, ConnectGroupMember] = group.members if group else {}
+        member_id = r.member_id
+
+        # ---- 1. find or create the worker
+        replaced: ConnectGroupMember | None = None
+        existing: ConnectGroupMember | None
+        if r.instance_id is None:
+            existing = members.get(member_id)
+        else:
+            static = group.static_member(r.instance_id) if group else None
+            if r.member_epoch == 0:
+                if static is not None:
+                    if static.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                        raise _err(_E.unreleased_instance_id,
+                                   f"Static worker {member_id} with instance id {r.instance_id} "
+                                   f"cannot join the group because the instance id is owned by "
+                                   f"worker {static.member_id}.")
+                    replaced = static
+                existing = None if replaced is not None else members.get(member_id)
+            else:
+                if static is None:
+                    raise _err(_E.unknown_member_id, f"Instance id {r.instance_id} is unknown.")
+                if static.member_id != member_id:
+                    raise _err(_E.fenced_instance_id,
+                               f"Static worker {member_id} with instance id {r.instance_id} was "
+                               f"fenced by worker {static.member_id}.")
+                existing = static
+
+        if existing is None and replaced is None:
+            if r.member_epoch != 0:
+                raise _err(_E.unknown_member_id,
+                           f"Worker {member_id} is not a member of group {gid}.")
+            if len(members) >= self.shard.config.consumer_max_size:
+                raise _err(_E.group_max_size_reached,
+                           f"The connect group has reached its maximum capacity of "
+                           f"{self.shard.config.consumer_max_size} workers.")
+
+        # UNSUPPORTED_ASSIGNOR: no common assignor, or no version range overlap.
+        if r.client_assignors and group is not None:
+            check_assignors(group.members, (member_id, replaced.member_id if replaced else ""),
+                            r.client_assignors)
+
+        if existing is not None and not self._epoch_is_valid(existing, r):
+            assert group is not None
+            self._fence(group, existing)
+            if r.member_epoch != 0:
+                return ConnectGroupHeartbeatResponse(
+                    error_code=_E.fenced_member_epoch,
+                    error_message=(
+                        f"The worker has a "
+                        f"{'greater' if r.member_epoch > existing.member_epoch else 'smaller'} "
+                        f"epoch ({r.member_epoch}) than the one known by the group coordinator "
+                        f"({existing.member_epoch}). The worker must abandon all its connectors "
+                        f"and tasks and rejoin."))
+            existing = None  # a rejoin at epoch 0: fenced above, joins again below
+            group = self._group(gid)
+
+        is_new = existing is None
+        if existing is not None:
+            base = existing
+        elif replaced is not None:
+            base = ConnectGroupMember(member_id, assigned=replaced.assigned, error=replaced.error,
+                                      metadata_version=replaced.metadata_version,
+                                      metadata_bytes=replaced.metadata_bytes)
+        else:
+            base = ConnectGroupMember(member_id)
+
+        # ---- 2. update the worker's metadata
+        updated = _apply_request(base, r)
+        reference = replaced if replaced is not None else (None if is_new else existing)
+        bump = is_new and replaced is None
+        if reference is not None and updated.client_assignors != reference.client_assignors:
+            bump = True
+
+        previous_target: ConnectMemberTarget | None = None
+        if replaced is not None:
+            assert group is not None
+            log.info("[%s] static worker %s with instance id %s replaces worker %s", gid,
+                     member_id, r.instance_id, replaced.member_id)
+            previous_target = group.target_assignment.get(replaced.member_id)
+            self._remove(group, replaced, keep_target=False)
+        if is_new or _metadata_value(existing) != _metadata_value(updated):
+            self.append(connect_member_metadata_record(gid, member_id, _metadata_value(updated)))
+        group = self._group(gid)
+        assert group is not None
+        if previous_target is not None:
+            self.append(connect_target_member_record(gid, member_id, _target_value(previous_target)))
+        if bump:
+            self._bump(group)
+
+        # ---- 3. target assignment: ask the chosen worker when a new one is needed
+        self.client.request(group)
+
+        # ---- 4. reconcile the worker
+        current = group.members[member_id]
+        if existing is None:
+            current = replace(current, member_epoch=0, previous_member_epoch=0,
+                              state=MemberState.STABLE, assigned=base.assigned,
+                              pending_revocation={}, error=base.error,
+                              metadata_version=base.metadata_version,
+                              metadata_bytes=base.metadata_bytes)
+        owned = None if r.connectors_and_tasks is None else from_wire(r.connectors_and_tasks)
+        fatal = self.client.fatal(group)  # no worker can compute: no reconciliation (step 5)
+        reconciled = current if fatal else self._reconcile(group, current, owned)
+        if existing is None and reconciled is current:
+            self._write_current_assignment(group, reconciled)
+
+        # ---- 5. timers and response
+        cfg = self.shard.group_config(gid)
+        self.shard.schedule((CONNECT_SESSION, gid, member_id), now + cfg.session_timeout_ms)
+        if fatal is not None:
+            return ConnectGroupHeartbeatResponse(error_code=_E.unsupported_assignor,
+                                                 error_message=fatal)
+        send = (r.connectors_and_tasks is not None or r.member_epoch == 0 or existing is None
+                or existing.assigned != reconciled.assigned
+                or existing.member_epoch != reconciled.member_epoch)
+        assignment = None
+        if send:
+            pending = {}
+            if reconciled.state is MemberState.UNRELEASED_PARTITIONS:
+                pending = minus(group.target_of(member_id).items, reconciled.assigned)
+            assignment = ConnectHeartbeatAssignment(
+                reconciled.error, to_wire(reconciled.assigned), to_wire(pending),
+                reconciled.metadata_version, reconciled.metadata_bytes)
+        return ConnectGroupHeartbeatResponse(
+            member_id=member_id, member_epoch=reconciled.member_epoch,
+            heartbeat_interval_ms=cfg.heartbeat_interval_ms, assignment=assignment,
+            should_compute_assignment=self.client.should_compute(group, member_id))
+
+    def _epoch_is_valid(self, member: ConnectGroupMember, r: ConnectGroupHeartbeatRequest) -> bool:
+        received = r.member_epoch
+        if received == member.member_epoch:
+            return True
+        if received > member.member_epoch:
+            return False
+        if received != member.previous_member_epoch or r.connectors_and_tasks is None:
+            return False
+        for c, ts in from_wire(r.connectors_and_tasks).items():
+            if not ts <= member.assigned.get(c, frozenset()):
+                return False
+        return True
+
+    def _reconcile(self, group: ConnectGroup, member: ConnectGroupMember,
+                   owned: Mapping[str, frozenset[int]] | None) -> ConnectGroupMember:
+        epoch = group.assignment_epoch
+        if member.member_epoch < 0 or member.is_reconciled_to(epoch):
+            return member
+        target = group.target_of(member.member_id)
+        step = reconcile_items(
+            member.member_id, member.state, member.member_epoch, member.previous_member_epoch,
+            member.assigned, member.pending_revocation, epoch, target.items, group.owner_of,
+            lambda revoking: owns_any_items(owned, revoking))
+        if step is None:
+            return member
+        updated = replace(member, state=step.state, member_epoch=step.member_epoch,
+                          previous_member_epoch=step.previous_member_epoch,
+                          assigned=dict(step.assigned),
+                          pending_revocation=dict(step.pending_revocation))
+        if step.member_epoch == epoch:  # at the target epoch: the target's error and metadata
+            updated = replace(updated, error=target.error, metadata_version=target.metadata_version,
+                              metadata_bytes=target.metadata_bytes)
+        self._write_current_assignment(group, updated)
+        return updated
+
+    def _write_current_assignment(self, group: ConnectGroup, m: ConnectGroupMember) -> None:
+        gid = group.group_id
+        self.append(connect_current_assignment_record(
+            gid, m.member_id, ConnectGroupCurrentMemberAssignmentValue(
+                m.member_epoch, m.previous_member_epoch, int(m.state), m.assigned,
+                m.pending_revocation, m.error, m.metadata_version, m.metadata_bytes)))
+        key = (CONNECT_REBALANCE, gid, m.member_id)
+        if m.state is MemberState.UNREVOKED_PARTITIONS:
+            if key not in self.shard.timers or self.shard.timers.payload(key) != m.member_epoch:
+                self.shard.schedule(key, self.shard.now + max(m.rebalance_timeout_ms, 0),
+                                    m.member_epoch)
+        else:
+            self.shard.cancel(key)
+
+    def _leave(self, r: ConnectGroupHeartbeatRequest) -> ConnectGroupHeartbeatResponse:
+        gid = r.group_id
+        group = self._group(gid)
+        if group is None:
+            raise _err(_E.unknown_member_id, f"Group {gid} not found.")
+        if r.instance_id is None:
+            member = group.members.get(r.member_id)
+            if member is None:
+                raise _err(_E.unknown_member_id,
+                           f"Worker {r.member_id} is not a member of group {gid}.")
+            log.info("[%s] worker %s left the group", gid, r.member_id)
+            self._fence(group, member)
+        else:
+            member = group.static_member(r.instance_id)
+            if member is None:
+                raise _err(_E.unknown_member_id, f"Instance id {r.instance_id} is unknown.")
+            if member.member_id != r.member_id:
+                raise _err(_E.fenced_instance_id,
+                           f"Static worker {r.member_id} with instance id {r.instance_id} was "
+                           f"fenced by worker {member.member_id}.")
+            if r.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                log.info("[%s] static worker %s (%s) left temporarily", gid, r.member_id,
+                         r.instance_id)
+                self.append(connect_current_assignment_record(
+                    gid, member.member_id, ConnectGroupCurrentMemberAssignmentValue(
+                        LEAVE_GROUP_STATIC_MEMBER_EPOCH, member.member_epoch, int(member.state),
+                        member.assigned, {}, member.error, member.metadata_version,
+                        member.metadata_bytes)))
+                self.shard.cancel((CONNECT_REBALANCE, gid, member.member_id))
+            else:
+                log.info("[%s] static worker %s (%s) left the group", gid, r.member_id,
+                         r.instance_id)
+                self._fence(group, member)
+        cfg = self.shard.group_config(gid)
+        return ConnectGroupHeartbeatResponse(member_id=r.member_id, member_epoch=r.member_epoch,
+                                             heartbeat_interval_ms=cfg.heartbeat_interval_ms)
+
+    def _remove(self, group: ConnectGroup, member: ConnectGroupMember, keep_target: bool) -> None:
+        gid = group.group_id
+        mid = member.member_id
+        self.client.member_removed(gid, mid)
+        self.append(connect_current_assignment_record(gid, mid, None))
+        if not keep_target and mid in group.target_assignment:
+            self.append(connect_target_member_record(gid, mid, None))
+        self.append(connect_member_metadata_record(gid, mid, None))
+        self.shard.cancel((CONNECT_SESSION, gid, mid))
+        self.shard.cancel((CONNECT_REBALANCE, gid, mid))
+
+    def _fence(self, group: ConnectGroup, member: ConnectGroupMember) -> None:
+        """Remove a worker (left, expired, fenced) and bump the group epoch; its target entry
+        stays until the next installed target."""
+        self._remove(group, member, keep_target=True)
+        self._bump(group)
+        self.client.request(group)
+
+    def _bump(self, group: ConnectGroup) -> None:
+        self.append(connect_group_epoch_record(group.group_id, group.group_epoch + 1))
+        log.info("[%s] bumped group epoch to %d", group.group_id, group.group_epoch)
+
+    # ------------------------------------------------------------------ prepare / install
+
+    def _prepare(self, r: ConnectGroupPrepareAssignmentRequest,
+                 now: int) -> ConnectGroupPrepareAssignmentResponse:
+        check_ids(r.group_id, r.member_id, r.member_epoch)
+        group = self._existing(r.group_id)
+        self.client.check_request(group, r.member_id, r.member_epoch)
+        name = self.client.assignor(group)
+        assert name is not None  # every worker advertises client assignors
+        members = []
+        for mid in sorted(group.members):
+            m = group.members[mid]
+            a = assignor_in(m.client_assignors, name)
+            assert a is not None
+            members.append(ConnectPreparedMember(
+                mid, m.member_epoch, m.instance_id, m.url,
+                ConnectPreparedAssignor(a.version, a.reason, a.metadata),
+                to_wire(group.target_of(mid).items)))
+        departed = tuple(ConnectDepartedMember(mid, to_wire(t.items))
+                         for mid, t in sorted(group.target_assignment.items())
+                         if mid not in group.members)
+        self.client.remember(group, Snapshot(
+            r.member_id, group.group_epoch, name,
+            {mid: m.instance_id for mid, m in group.members.items()}, group.config.items()))
+        return ConnectGroupPrepareAssignmentResponse(
+            group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
+            assignor_name=name, members=tuple(members), departed_members=departed,
+            config_offset=group.config.config_offset,
+            connectors=tuple(ConnectorConfig(n, c)
+                             for n, c in sorted(group.config.connectors.items())))
+
+    def _install(self, r: ConnectGroupInstallAssignmentRequest,
+                 now: int) -> ConnectGroupInstallAssignmentResponse:
+        check_ids(r.group_id, r.member_id, r.member_epoch)
+        if r.scheduled_rebalance_delay_ms < 0:
+            raise _err(_E.invalid_request, "ScheduledRebalanceDelayMs must be >= 0.")
+        group = self._existing(r.group_id)
+        self.client.check_request(group, r.member_id, r.member_epoch)
+        snapshot = self.client.snapshot_for_install(group, r.member_id, r.group_epoch)
+        gid = group.group_id
+        if r.error:
+            log.warning("[%s] worker %s's assignor failed with error %d at epoch %d; the target "
+                        "assignment is kept", gid, r.member_id, r.error, snapshot.group_epoch)
+            self.append(connect_target_metadata_record(gid, ConnectGroupTargetAssignmentMetadataValue(
+                group.assignment_epoch, r.error, group.scheduled_rebalance_delay_ms)))
+            self.client.failed(group, snapshot)
+            return ConnectGroupInstallAssignmentResponse()
+        validate_install(snapshot, [(m.member_id, wire_items(m.connectors_and_tasks))
+                                    for m in r.members],
+                         allow_unassigned=r.scheduled_rebalance_delay_ms > 0, show=show_item)
+        listed = {m.member_id: m for m in r.members}
+        targets: dict[str, ConnectMemberTarget] = {}
+        for mid in sorted(snapshot.members):
+            to = successor(group, snapshot, mid) or mid  # a worker that left since keeps its entry
+            im = listed.get(mid)
+            targets[to] = (ConnectMemberTarget() if im is None else ConnectMemberTarget(
+                from_wire(im.connectors_and_tasks), im.error, im.metadata_version,
+                im.metadata_bytes))
+        for mid in sorted(group.target_assignment):
+            if mid not in targets:
+                self.append(connect_target_member_record(gid, mid, None))
+        for mid in sorted(targets):
+            if not targets[mid].same_as(group.target_assignment.get(mid)):
+                self.append(connect_target_member_record(gid, mid, _target_value(targets[mid])))
+        self.append(connect_target_metadata_record(gid, ConnectGroupTargetAssignmentMetadataValue(
+            snapshot.group_epoch, 0, r.scheduled_rebalance_delay_ms)))
+        log.info("[%s] worker %s installed the target assignment of epoch %d (delay %d ms)", gid,
+                 r.member_id, snapshot.group_epoch, r.scheduled_rebalance_delay_ms)
+        self.client.installed(group)
+        return ConnectGroupInstallAssignmentResponse()
+
+    # ------------------------------------------------------------------ admin
+
+    def _configure(self, r: ConnectGroupConfigRequest, now: int) -> ConnectGroupConfigResponse:
+        gid = r.group_id
+        if not gid or not gid.strip():
+            raise _err(_E.invalid_request, "GroupId can't be empty.")
+        group = self._group(gid)
+        old = group.config if group is not None else ConnectorsConfig()
+        connectors = dict(old.connectors)
+        for op in r.ops:
+            name = op.connector
+            if not name or not name.strip():
+                raise _err(_E.invalid_request, "The connector name can't be empty.")
+            if op.op in ("create", "update") and not 0 <= op.task_count <= MAX_TASKS:
+                raise _err(_E.invalid_request,
+                           f"The task count of connector {name} must be within [0, {MAX_TASKS}] "
+                           f"(got {op.task_count}).")
+            if op.op == "create":
+                if name in connectors:
+                    raise _err(_E.invalid_request, f"Connector {name} already exists.")
+                connectors[name] = op.task_count
+            elif op.op in ("update", "delete"):
+                if name not in connectors:
+                    raise _err(_E.resource_not_found, f"Connector {name} does not exist.")
+                if op.op == "update":
+                    connectors[name] = op.task_count
+                else:
+                    del connectors[name]
+            else:
+                raise _err(_E.invalid_request, f"Unknown connector operation {op.op!r}.")
+        if connectors == dict(old.connectors):
+            return ConnectGroupConfigResponse(
+                group_epoch=group.group_epoch if group is not None else 0,
+                config_offset=old.config_offset)
+        self.append(connect_connectors_tasks_record(gid, old.config_offset + 1, connectors))
+        group = self._group(gid)
+        assert group is not None
+        log.info("[%s] connectors configuration at offset %d: %s", gid,
+                 group.config.config_offset, sorted(connectors.items()))
+        if group.members:
+            self._bump(group)
+            self.client.request(group)
+        return ConnectGroupConfigResponse(group_epoch=group.group_epoch,
+                                          config_offset=group.config.config_offset)
+
+    def _describe(self, r: ConnectGroupDescribeRequest, now: int) -> ConnectGroupDescribeResponse:
+        out = []
+        for gid in r.group_ids:
+            g = self.shard.groups.get(gid)
+            if g is None:
+                out.append(DescribedConnectGroup(gid, _E.group_id_not_found,
+                                                 f"Group {gid} not found."))
+                continue
+            if not isinstance(g, ConnectGroup):
+                out.append(DescribedConnectGroup(
+                    gid, _E.group_id_not_found,
+                    f"Group {gid} is not a connect group (it is a {g.group_type} group)."))
+                continue
+            members = tuple(
+                DescribedConnectMember(
+                    member_id=mid, instance_id=m.instance_id, url=m.url,
+                    member_epoch=m.member_epoch, state=m.state.name, client_id=m.client_id,
+                    client_host=m.client_host, client_assignors=m.client_assignors,
+                    assignment=to_wire(m.assigned), pending_revocation=to_wire(m.pending_revocation),
+                    target_assignment=to_wire(g.target_of(mid).items))
+                for mid, m in sorted(g.members.items()))
+            out.append(DescribedConnectGroup(
+                gid, group_state=g.state_name(), group_epoch=g.group_epoch,
+                assignment_epoch=g.assignment_epoch, assignment_error=g.assignment_error,
+                scheduled_rebalance_delay_ms=g.scheduled_rebalance_delay_ms,
+                assignor_name=self.client.assignor(g) or "", assigner=self.client.assigner(gid),
+                config_offset=g.config.config_offset,
+                connectors=tuple(ConnectorConfig(n, c)
+                                 for n, c in sorted(g.config.connectors.items())),
+                members=members))
+        return ConnectGroupDescribeResponse(tuple(out))
+
+
+def _apply_request(m: ConnectGroupMember, r: ConnectGroupHeartbeatRequest) -> ConnectGroupMember:
+    """The worker with the request's non-null fields applied (null = unchanged)."""
+    changes: dict[str, Any] = {}
+    if r.instance_id is not None and r.instance_id != m.instance_id:
+        changes["instance_id"] = r.instance_id
+    if r.rebalance_timeout_ms > 0 and r.rebalance_timeout_ms != m.rebalance_timeout_ms:
+        changes["rebalance_timeout_ms"] = r.rebalance_timeout_ms
+    if r.client_assignors is not None and r.client_assignors != m.client_assignors:
+        changes["client_assignors"] = r.client_assignors
+    if r.url is not None and r.url != m.url:
+        changes["url"] = r.url
+    if r.client_id != m.client_id:
+        changes["client_id"] = r.client_id
+    if r.client_host != m.client_host:
+        changes["client_host"] = r.client_host
+    return replace(m, **changes) if changes else m
+
+
+def _metadata_value(m: ConnectGroupMember | None) -> ConnectGroupMemberMetadataValue | None:
+    if m is None:
+        return None
+    return ConnectGroupMemberMetadataValue(m.instance_id, m.client_id, m.client_host, m.url,
+                                           m.rebalance_timeout_ms, m.client_assignors)
+
+
+def _target_value(t: ConnectMemberTarget) -> ConnectGroupTargetAssignmentMemberValue:
+    return ConnectGroupTargetAssignmentMemberValue(t.items, t.error, t.metadata_version,
+                                                   t.metadata_bytes)

@@ -1,0 +1,59 @@
+"""Aggregation of a sweep in Spark SQL (issue #8 "Pipeline", third bullet).
+
+Per cell (protocol x scenario x size, and the workload and fault rate, which a spec may vary
+too): how many runs, how many kept every invariant, how many converged, and for each headline
+metric of ``lab.runs`` its p50, p95, p99 and mean over the runs that kept every invariant (a
+violation stops a run early, so its figures are partial). Percentiles are Spark's exact
+``percentile`` (linear interpolation between closest ranks, as ``numpy.percentile``); null
+values (a run that did not converge has no convergence time) are left out.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+#: The metrics summarized per cell, with the unit the report shows.
+METRICS: tuple[tuple[str, str], ...] = (
+    ("convergence_ms", "ms"),
+    ("resources_moved", "resources"),
+    ("resource_downtime_ms", "resource-ms"),
+    ("epoch_bumps", "bumps"),
+    ("messages", "messages"),
+)
+PERCENTILES: tuple[tuple[str, float], ...] = (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
+GROUP_COLUMNS: tuple[str, ...] = ("protocol", "scenario", "size", "workload", "fault_rate")
+
+
+def aggregate_sql(view: str = "runs") -> str:
+    """The Spark SQL that aggregates the ``runs`` table registered as ``view``."""
+    cols = [
+        "count(*) AS runs",
+        "CAST(count_if(ok) AS BIGINT) AS ok_runs",
+        "CAST(count_if(NOT ok) AS BIGINT) AS violations",
+        "CAST(count_if(ok AND converged) AS BIGINT) AS converged_runs",
+        "avg(members) AS members",
+    ]
+    for metric, _ in METRICS:
+        for name, p in PERCENTILES:
+            cols.append(f"percentile({metric}, {p}) FILTER (WHERE ok) AS {metric}_{name}")
+        cols.append(f"avg({metric}) FILTER (WHERE ok) AS {metric}_mean")
+    keys = ", ".join(GROUP_COLUMNS)
+    return (f"SELECT {keys},\n       " + ",\n       ".join(cols) +
+            f"\nFROM {view}\nGROUP BY {keys}\nORDER BY {keys}")
+
+
+def aggregate(spark: SparkSession, runs: DataFrame, view: str = "lab_runs") -> DataFrame:
+    """The per-cell aggregates of a ``runs`` DataFrame."""
+    runs.createOrReplaceTempView(view)
+    return spark.sql(aggregate_sql(view))
+
+
+def aggregate_columns() -> list[str]:
+    """The columns of the aggregates table, in order."""
+    out = [*GROUP_COLUMNS, "runs", "ok_runs", "violations", "converged_runs", "members"]
+    for metric, _ in METRICS:
+        out += [f"{metric}_{name}" for name, _ in PERCENTILES] + [f"{metric}_mean"]
+    return out

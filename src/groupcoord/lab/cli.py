@@ -1,0 +1,199 @@
+"""``groupcoord lab``: the PySpark pipeline from the command line (issue #8 "CLI").
+
+- ``groupcoord lab run SPEC.toml --out DIR [--master URL]`` (or ``--spec quick|paper``): the
+  sweep on Spark, its Parquet tables, the aggregates and the report (``DIR/report/index.html``).
+  Progress (runs done / total) goes to stderr. Exit status 1 when a run violated an invariant
+  (each is printed with the command that reproduces it), 0 otherwise.
+- ``groupcoord lab audit DATA_DIR --out DIR [--master URL]``: the audit of a ``groupcoord
+  serve`` data directory's record log (``lab.audit``), as Parquet and in the report.
+- ``groupcoord lab rerun --scenario S --protocol P --seed N [--size M] [--topics T
+  --partitions P] [--fault-rate F] [--spec SPEC]``: one run of a sweep again, without Spark
+  (the command a violation names); ``--trace FILE`` writes its trace.
+- ``groupcoord lab report DIR``: render the report again from the tables in ``DIR``.
+
+The default master is ``local[*]``; ``--master`` takes any Spark master URL (see
+``docs/lab.md`` for spark-submit on a cluster). CLI output goes to stdout with ``print``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from groupcoord.cli import command
+from groupcoord.lab.session import DEFAULT_DRIVER_MEMORY, DEFAULT_MASTER
+from groupcoord.lab.spec import BUILTIN_SPECS, SpecError
+
+
+def _progress(p: object) -> None:
+    from groupcoord.lab.sweep import Progress
+
+    assert isinstance(p, Progress)
+    print(f"lab: {p.format()}", file=sys.stderr, flush=True)
+
+
+def _run(ns: argparse.Namespace) -> int:
+    from groupcoord.lab.spec import cells, expand, load_spec
+
+    source = ns.spec_opt or ns.spec
+    if source is None:
+        print(f"error: give a spec file or --spec NAME ({', '.join(sorted(BUILTIN_SPECS))})",
+              file=sys.stderr)
+        return 2
+    if ns.spec_opt and ns.spec:
+        print("error: give a spec file or --spec, not both", file=sys.stderr)
+        return 2
+    try:
+        spec = load_spec(source)
+        if ns.events:
+            from dataclasses import replace
+
+            spec = replace(spec, events=True)
+        runs = expand(spec)
+    except (SpecError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"sweep {spec.name}: {len(runs)} runs in {cells(runs)} cells "
+          f"({', '.join(spec.resolved_protocols())})")
+    if ns.dry_run:
+        return 0
+    from groupcoord.lab.session import make_session
+    from groupcoord.lab.sweep import run_sweep
+
+    spark = make_session(ns.master, driver_memory=ns.driver_memory)
+    try:
+        outcome = run_sweep(spark, spec, ns.out, per_task=ns.runs_per_task, progress=_progress)
+    finally:
+        if not ns.keep_session:
+            spark.stop()
+    for v in outcome.violations:
+        print(f"VIOLATION {v['invariant']} ({v['protocol']}, {v['scenario']}, seed {v['seed']}): "
+              f"{v['message']}\n  reproduce with: {v['command']}")
+    print(f"{outcome.runs} runs, {len(outcome.violations)} violations, simulations "
+          f"{outcome.sim_s:.1f} s, total {outcome.wall_s:.1f} s")
+    print(f"tables in {outcome.out_dir}; report {outcome.report}")
+    return 1 if outcome.violations else 0
+
+
+def _audit(ns: argparse.Namespace) -> int:
+    from groupcoord.lab.audit import AuditError, read_log, run_audit
+    from groupcoord.lab.session import make_session
+
+    try:
+        read_log(ns.data_dir)  # fail before starting Spark
+    except AuditError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    spark = make_session(ns.master, driver_memory=ns.driver_memory)
+    try:
+        outcome = run_audit(spark, ns.data_dir, ns.out)
+    finally:
+        spark.stop()
+    print(f"audited {outcome.log_path}: {outcome.entries} entries, {len(outcome.groups)} groups")
+    for g in outcome.groups:
+        rate = g["rebalances_per_hour"]
+        print(f"  {g['group_id']:<30} {g['group_type']:<9} epoch {g['group_epoch']:>5} "
+              f"rebalances {g['rebalances']:>5} "
+              f"({'-' if rate is None else f'{rate:.1f}/h'}) joined {g['members_joined']} "
+              f"left {g['members_left']} moved {g['resources_moved']}")
+    if outcome.gaps:
+        print(f"  shards {outcome.gaps} were compacted: their history is partial")
+    print(f"tables in {Path(ns.out) / 'audit'}; report {outcome.report}")
+    return 0
+
+
+def _rerun(ns: argparse.Namespace) -> int:
+    from groupcoord.lab.runs import build_scenario, simulate_run
+    from groupcoord.lab.spec import RunParams, load_spec, scenario_definition, standalone_spec
+    from groupcoord.sim.runner import format_summary
+    from groupcoord.sim.scenario import ScenarioError
+
+    try:
+        spec = load_spec(ns.spec) if ns.spec else standalone_spec()
+        if (ns.topics is None) != (ns.partitions is None):
+            raise SpecError("--topics and --partitions go together")
+        params = RunParams(
+            run_id="rerun", sweep=spec.name, protocol=ns.protocol, scenario=ns.scenario,
+            scenario_def=scenario_definition(spec, ns.scenario), size=ns.size,
+            workload="rerun", topics=ns.topics, partitions=ns.partitions,
+            connectors=ns.connectors, tasks=ns.tasks, fault_rate=ns.fault_rate, replicate=0,
+            seed=ns.seed, events=bool(ns.trace), checkpoint_every=ns.checkpoint_every,
+            max_steps=ns.max_steps, spec_ref=ns.spec or "")
+        sc = build_scenario(params)
+        res = simulate_run(params, sc)
+    except (SpecError, ScenarioError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if ns.trace:
+        text = res.trace_text()
+        if ns.trace == "-":
+            sys.stdout.write(text)
+        else:
+            Path(ns.trace).write_text(text)
+    if ns.json:
+        print(json.dumps(res.as_json(), indent=2, sort_keys=True))
+    else:
+        print(format_summary(res))
+    return 0 if res.ok else 1
+
+
+def _report(ns: argparse.Namespace) -> int:
+    from groupcoord.lab.report import build_report
+
+    print(build_report(ns.dir))
+    return 0
+
+
+def _common_spark(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--master", default=None,
+                   help=f"Spark master URL (default: spark-submit's, else {DEFAULT_MASTER})")
+    p.add_argument("--driver-memory", default=DEFAULT_DRIVER_MEMORY,
+                   help=f"Spark driver memory (default {DEFAULT_DRIVER_MEMORY}; local mode runs "
+                        f"the executors in the driver)")
+
+
+@command("lab", "the PySpark lab: sweeps of simulations, Parquet tables, report, log audit")
+def _lab_args(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="lab_command", required=True)
+
+    run = sub.add_parser("run", help="run a sweep on Spark, aggregate, write the report")
+    run.add_argument("spec", nargs="?", help="a sweep spec (.toml) or a built-in name")
+    run.add_argument("--spec", dest="spec_opt", metavar="NAME",
+                     help=f"a built-in spec ({', '.join(sorted(BUILTIN_SPECS))}) or a file")
+    run.add_argument("--out", required=True, help="output directory (tables and report)")
+    _common_spark(run)
+    run.add_argument("--events", action="store_true", help="also write every run's trace")
+    run.add_argument("--runs-per-task", type=int, default=None, metavar="N",
+                     help="runs per Spark task (default: 4 tasks per core, at most 25 runs)")
+    run.add_argument("--dry-run", action="store_true", help="expand the spec and stop")
+    run.add_argument("--keep-session", action="store_true", help=argparse.SUPPRESS)
+    run.set_defaults(func=_run)
+
+    audit = sub.add_parser("audit", help="audit the record log of a groupcoord serve data dir")
+    audit.add_argument("data_dir", help="the server's --data-dir (sqlite storage)")
+    audit.add_argument("--out", required=True, help="output directory (tables and report)")
+    _common_spark(audit)
+    audit.set_defaults(func=_audit)
+
+    rerun = sub.add_parser("rerun", help="run one run of a sweep again, without Spark")
+    rerun.add_argument("--scenario", required=True)
+    rerun.add_argument("--protocol", required=True)
+    rerun.add_argument("--seed", type=int, required=True)
+    rerun.add_argument("--spec", help="the spec defining the scenario (inline scenarios)")
+    rerun.add_argument("--size", type=int)
+    rerun.add_argument("--topics", type=int)
+    rerun.add_argument("--partitions", type=int)
+    rerun.add_argument("--connectors", type=int)
+    rerun.add_argument("--tasks", type=int)
+    rerun.add_argument("--fault-rate", type=float)
+    rerun.add_argument("--max-steps", type=int)
+    rerun.add_argument("--checkpoint-every", type=int, default=2_000)
+    rerun.add_argument("--trace", metavar="FILE", help="write the full event trace ('-': stdout)")
+    rerun.add_argument("--json", action="store_true", help="print the result as JSON")
+    rerun.set_defaults(func=_rerun)
+
+    report = sub.add_parser("report", help="render DIR/report again from DIR's tables")
+    report.add_argument("dir")
+    report.set_defaults(func=_report)

@@ -1,0 +1,467 @@
+"""Sweep specs: which simulations the lab runs (issue #8 "Pipeline", first bullet).
+
+A spec is TOML (read with ``tomllib``). Every key is optional except ``scenarios``::
+
+    name = "my-sweep"
+    description = "what the sweep asks"
+    protocols = ["consumer:uniform", "consumer:range"]   # or "all": every label the simulator has
+    scenarios = ["crash", "bounce", "random", "my-scenario", "path/to/scenario.toml"]
+    sizes = [4, 8, 16]          # initial members; "scenario" keeps the scenario's own count
+    fault_rates = [0.0, 0.02]   # network fault probability; "scenario" keeps the scenario's faults
+    seeds = 5                   # runs per cell
+    salt = ""                   # a different salt draws different seeds for the same cells
+    events = false              # also write every run's trace to the ``events`` table
+    checkpoint_every = 2000     # the simulator's I4 checkpoint interval (steps)
+    max_steps = 0               # stop a run after this many events (0: no limit)
+
+    [[workloads]]               # default: one workload "scenario" (the scenario's own topics)
+    name = "4x16"
+    topics = 4                  # topics x partitions: for consumer-group protocols
+    partitions = 16
+    [[workloads]]
+    name = "8x4"
+    connectors = 8              # connectors x tasks: for connect protocols
+    tasks = 4
+
+    [scenario.my-scenario]      # scenarios defined inline: the simulator's scenario format
+    description = "c1 (the first member) leaves"
+    group = { members = 4, topics = { foo = 8 } }
+    events = [{ at_ms = 30000, kind = "leave", member = "c1" }]
+
+A **cell** is one (protocol, scenario, size, workload, fault rate); it runs ``seeds`` times.
+Topic workloads pair with consumer-group protocols and connector workloads with connect
+protocols (a protocol named ``connect...``); a pair that does not fit is skipped.
+
+**Seeds.** A run's seed is derived from its cell *without the protocol* and its replicate
+number through a stable hash (BLAKE2b of a canonical JSON text, never Python's ``hash``), so
+re-running a cell gives the same seeds, hence the same rows, and every protocol of a cell runs
+on the same seeds (the same random scenario and the same network draws as far as the protocols
+send the same messages): comparisons between protocols are paired.
+
+**How a cell changes a scenario** (:func:`groupcoord.lab.runs.build_scenario`): ``size`` sets
+the initial members; events stay as written (``scale-out`` with ``count = 3`` adds three members
+at every size; ``scale-in`` is capped at ``size - 1``), members named in events keep their names
+(clamped to the new size), and members an event creates (``join`` with names) are renumbered
+after the new size. A topic workload replaces the topics:
+the scenario's topic names first, then ``<first topic>_<i>``, each with ``partitions``
+partitions; partition counts of ``add-partitions`` and ``create-topic`` events scale by the
+same factor. A fault rate sets the base probability of loss, response loss, duplication and
+reordering until the faults stop.
+
+Built-in specs: ``quick`` (a few minutes of CPU at most: under 2 minutes on 2 cores) and
+``paper`` (the KIP-415 scenarios and the specs' case studies, across every protocol the
+simulator registers, at growing sizes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: How the lab names "keep what the scenario says" in sizes and fault rates.
+SCENARIO_DEFAULT = "scenario"
+
+
+class SpecError(ValueError):
+    """A sweep spec that cannot be run; the message names the spec and the field."""
+
+
+@dataclass(slots=True, frozen=True)
+class Workload:
+    """What the group works on: topics x partitions, or connectors x tasks (None: the
+    scenario's own)."""
+
+    name: str
+    topics: int | None = None
+    partitions: int | None = None
+    connectors: int | None = None
+    tasks: int | None = None
+
+    @property
+    def kind(self) -> str:
+        """``topics``, ``connectors`` or ``scenario`` (no override)."""
+        if self.topics is not None:
+            return "topics"
+        if self.connectors is not None:
+            return "connectors"
+        return "scenario"
+
+    def fits(self, protocol: str) -> bool:
+        """Topic workloads go with consumer-group protocols, connector ones with connect."""
+        connect = is_connect_protocol(protocol)
+        return self.kind == "scenario" or (self.kind == "connectors") == connect
+
+
+SCENARIO_WORKLOAD = Workload(SCENARIO_DEFAULT)
+
+
+def is_connect_protocol(label: str) -> bool:
+    return label.partition(":")[0].startswith("connect")
+
+
+@dataclass(slots=True, frozen=True)
+class RunParams:
+    """The parameters of one run: a row of the sweep's input DataFrame."""
+
+    run_id: str
+    sweep: str
+    protocol: str
+    scenario: str
+    #: JSON of the scenario table for inline and file scenarios (shipped to the executors).
+    scenario_def: str | None
+    size: int | None
+    workload: str
+    topics: int | None
+    partitions: int | None
+    connectors: int | None
+    tasks: int | None
+    fault_rate: float | None
+    replicate: int
+    seed: int
+    events: bool = False
+    checkpoint_every: int = 2_000
+    max_steps: int | None = None
+    #: How the reproduce command names the spec (for inline scenarios): a built-in or a path.
+    spec_ref: str = ""
+
+    def as_row(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in PARAM_COLUMNS}
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> RunParams:
+        return cls(**{name: row[name] for name in PARAM_COLUMNS})
+
+    @property
+    def cell(self) -> tuple[Any, ...]:
+        return (self.protocol, self.scenario, self.size, self.workload, self.fault_rate)
+
+
+#: The columns of the runs' input table, in order.
+PARAM_COLUMNS: tuple[str, ...] = tuple(RunParams.__dataclass_fields__)
+
+
+@dataclass(slots=True, frozen=True)
+class SweepSpec:
+    name: str
+    scenarios: tuple[str, ...]
+    protocols: tuple[str, ...] = ("all",)
+    sizes: tuple[int | None, ...] = (None,)
+    workloads: tuple[Workload, ...] = (SCENARIO_WORKLOAD,)
+    fault_rates: tuple[float | None, ...] = (None,)
+    seeds: int = 3
+    salt: str = ""
+    events: bool = False
+    checkpoint_every: int = 2_000
+    max_steps: int | None = None
+    description: str = ""
+    #: Inline scenarios: name -> the scenario table (the simulator's TOML layout, parsed).
+    inline: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: Where the spec came from: a built-in name or a file path.
+    source: str = ""
+
+    def resolved_protocols(self) -> list[str]:
+        """``all`` expanded to the simulator's registry; every label checked against it."""
+        from groupcoord.sim.protocols import protocol_labels, resolve_protocol
+
+        out: list[str] = []
+        for p in self.protocols:
+            labels = protocol_labels() if p == "all" else [p]
+            for label in labels:
+                try:
+                    spec, variant = resolve_protocol(label)
+                except ValueError as e:
+                    raise SpecError(f"{self.source or self.name}: protocols: {e}") from None
+                full = f"{spec.name}:{variant}" if variant else spec.name
+                if full not in out:
+                    out.append(full)
+        return out
+
+
+# --------------------------------------------------------------------------- parsing
+
+_TOP = {"name", "description", "protocols", "scenarios", "sizes", "fault_rates", "seeds", "salt",
+        "events", "checkpoint_every", "max_steps", "workloads", "scenario"}
+_WORKLOAD = {"name", "topics", "partitions", "connectors", "tasks"}
+
+
+def _pos_int(where: str, v: Any, minimum: int = 1) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+        raise SpecError(f"{where}: expected an integer >= {minimum}, got {v!r}")
+    return v
+
+
+def _list(where: str, v: Any) -> list[Any]:
+    if isinstance(v, str | int | float) and not isinstance(v, bool):
+        return [v]
+    if not isinstance(v, list) or not v:
+        raise SpecError(f"{where}: expected a non-empty array")
+    return v
+
+
+def _workload(where: str, raw: Any) -> Workload:
+    if not isinstance(raw, Mapping):
+        raise SpecError(f"{where}: expected a table")
+    unknown = sorted(set(raw) - _WORKLOAD)
+    if unknown:
+        raise SpecError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: "
+                        f"{', '.join(sorted(_WORKLOAD))}")
+    dims = {k: _pos_int(f"{where}.{k}", raw[k]) for k in ("topics", "partitions", "connectors",
+                                                          "tasks") if k in raw}
+    has_topics = "topics" in dims or "partitions" in dims
+    has_connect = "connectors" in dims or "tasks" in dims
+    if has_topics and has_connect:
+        raise SpecError(f"{where}: a workload is topics x partitions or connectors x tasks, "
+                        f"not both")
+    if has_topics and not ("topics" in dims and "partitions" in dims):
+        raise SpecError(f"{where}: give both topics and partitions")
+    if has_connect and not ("connectors" in dims and "tasks" in dims):
+        raise SpecError(f"{where}: give both connectors and tasks")
+    if has_topics:
+        default = f"{dims['topics']}x{dims['partitions']}"
+    elif has_connect:
+        default = f"{dims['connectors']}x{dims['tasks']}c"
+    else:
+        default = SCENARIO_DEFAULT
+    name = str(raw.get("name", default))
+    return Workload(name, dims.get("topics"), dims.get("partitions"), dims.get("connectors"),
+                    dims.get("tasks"))
+
+
+def parse_spec(data: Mapping[str, Any], source: str = "") -> SweepSpec:
+    """A :class:`SweepSpec` from a parsed TOML table; :class:`SpecError` names the field."""
+    where = source or "spec"
+    unknown = sorted(set(data) - _TOP)
+    if unknown:
+        raise SpecError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: "
+                        f"{', '.join(sorted(_TOP))}")
+    if "scenarios" not in data:
+        raise SpecError(f"{where}: scenarios is required")
+    scenarios = tuple(str(s) for s in _list(f"{where}: scenarios", data["scenarios"]))
+    protocols = tuple(str(p) for p in _list(f"{where}: protocols", data.get("protocols", "all")))
+
+    sizes: list[int | None] = []
+    for v in _list(f"{where}: sizes", data.get("sizes", SCENARIO_DEFAULT)):
+        sizes.append(None if v == SCENARIO_DEFAULT else _pos_int(f"{where}: sizes", v))
+    rates: list[float | None] = []
+    for v in _list(f"{where}: fault_rates", data.get("fault_rates", SCENARIO_DEFAULT)):
+        if v == SCENARIO_DEFAULT:
+            rates.append(None)
+        elif isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 1:
+            rates.append(float(v))
+        else:
+            raise SpecError(f"{where}: fault_rates: expected probabilities in [0, 1] or "
+                            f"{SCENARIO_DEFAULT!r}, got {v!r}")
+    raw_workloads = data.get("workloads")
+    if raw_workloads is None:
+        workloads: tuple[Workload, ...] = (SCENARIO_WORKLOAD,)
+    else:
+        if not isinstance(raw_workloads, list) or not raw_workloads:
+            raise SpecError(f"{where}: workloads must be a non-empty array of tables "
+                            f"([[workloads]])")
+        workloads = tuple(_workload(f"{where}: workloads[{i}]", w)
+                          for i, w in enumerate(raw_workloads))
+        names = [w.name for w in workloads]
+        if len(set(names)) != len(names):
+            raise SpecError(f"{where}: workload names must be unique, got {names}")
+    inline_raw = data.get("scenario", {})
+    if not isinstance(inline_raw, Mapping):
+        raise SpecError(f"{where}: [scenario.NAME] tables define inline scenarios")
+    inline: dict[str, Mapping[str, Any]] = {}
+    for name, table in inline_raw.items():
+        if not isinstance(table, Mapping):
+            raise SpecError(f"{where}: scenario.{name}: expected a table")
+        inline[str(name)] = {"name": str(name), **table}
+    max_steps = data.get("max_steps", 0)
+    spec = SweepSpec(
+        name=str(data.get("name", Path(source).stem if source else "sweep")),
+        description=str(data.get("description", "")),
+        scenarios=scenarios, protocols=protocols, sizes=tuple(dict.fromkeys(sizes)),
+        workloads=workloads, fault_rates=tuple(dict.fromkeys(rates)),
+        seeds=_pos_int(f"{where}: seeds", data.get("seeds", 3)),
+        salt=str(data.get("salt", "")), events=bool(data.get("events", False)),
+        checkpoint_every=_pos_int(f"{where}: checkpoint_every",
+                                  data.get("checkpoint_every", 2_000)),
+        max_steps=_pos_int(f"{where}: max_steps", max_steps, 0) or None,
+        inline=inline, source=source)
+    # Fail on the driver, before any executor runs: every scenario must load.
+    for sc in spec.scenarios:
+        scenario_definition(spec, sc)
+    return spec
+
+
+def scenario_definition(spec: SweepSpec, name: str) -> str | None:
+    """The JSON the executors rebuild ``name`` from (inline and file scenarios), or None for
+    the simulator's built-ins and ``random``; :class:`SpecError` if it does not load."""
+    from groupcoord.sim.scenario import BUILTINS, ScenarioError, parse_scenario
+
+    if name in spec.inline:
+        table = spec.inline[name]
+        where = f"{spec.source or spec.name}: scenario.{name}"
+    elif name == "random" or name in BUILTINS:
+        return None
+    else:
+        path = Path(name)
+        if not (path.suffix == ".toml" or path.exists()):
+            raise SpecError(f"{spec.source or spec.name}: unknown scenario {name!r}: define it "
+                            f"as [scenario.{name}], give a .toml file, 'random' or one of "
+                            f"{', '.join(sorted(BUILTINS))}")
+        try:
+            table = tomllib.loads(path.read_text())
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise SpecError(f"cannot read scenario {name}: {e}") from None
+        where = name
+    try:
+        parse_scenario(table, source=where)
+    except ScenarioError as e:
+        raise SpecError(str(e)) from None
+    try:
+        return json.dumps(table, sort_keys=True)
+    except TypeError as e:  # a TOML date or time: not part of the scenario format
+        raise SpecError(f"{where}: {e}") from None
+
+
+def standalone_spec() -> SweepSpec:
+    """An empty spec: resolves the simulator's built-ins, ``random`` and scenario files."""
+    return SweepSpec(name="rerun", scenarios=())
+
+
+def load_spec(name_or_path: str) -> SweepSpec:
+    """A built-in spec by name (``quick``, ``paper``) or a TOML file."""
+    if name_or_path in BUILTIN_SPECS:
+        return parse_spec(tomllib.loads(BUILTIN_SPECS[name_or_path]), source=name_or_path)
+    path = Path(name_or_path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise SpecError(f"cannot read spec {name_or_path}: {e.strerror or e} (built-in specs: "
+                        f"{', '.join(sorted(BUILTIN_SPECS))})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(f"{name_or_path}: not valid TOML: {e}") from None
+    return parse_spec(data, source=str(path))
+
+
+# --------------------------------------------------------------------------- expansion
+
+
+def _stable_hash(parts: Sequence[Any], size: int = 8) -> bytes:
+    text = json.dumps(list(parts), separators=(",", ":"), sort_keys=True)
+    return hashlib.blake2b(text.encode(), digest_size=size).digest()
+
+
+def derive_seed(salt: str, scenario: str, size: int | None, workload: Workload,
+                fault_rate: float | None, replicate: int) -> int:
+    """The seed of a run: a stable 63-bit hash of its cell without the protocol."""
+    parts = [salt, scenario, size, workload.topics, workload.partitions, workload.connectors,
+             workload.tasks, fault_rate, replicate]
+    return int.from_bytes(_stable_hash(parts), "big") & ((1 << 63) - 1)
+
+
+def derive_run_id(protocol: str, seed: int, scenario: str, size: int | None,
+                  workload: Workload, fault_rate: float | None) -> str:
+    """A stable id of a run (16 hex digits): its cell and its seed."""
+    parts = [protocol, seed, scenario, size, workload.topics, workload.partitions,
+             workload.connectors, workload.tasks, fault_rate]
+    return _stable_hash(parts).hex()
+
+
+def expand(spec: SweepSpec) -> list[RunParams]:
+    """Every run of the sweep, in a stable order (cell by cell, replicate by replicate)."""
+    protocols = spec.resolved_protocols()
+    defs = {sc: scenario_definition(spec, sc) for sc in spec.scenarios}
+    runs: list[RunParams] = []
+    for protocol in protocols:
+        for scenario in spec.scenarios:
+            for size in spec.sizes:
+                for wl in spec.workloads:
+                    if not wl.fits(protocol):
+                        continue
+                    for rate in spec.fault_rates:
+                        for rep in range(spec.seeds):
+                            seed = derive_seed(spec.salt, scenario, size, wl, rate, rep)
+                            runs.append(RunParams(
+                                run_id=derive_run_id(protocol, seed, scenario, size, wl, rate),
+                                sweep=spec.name, protocol=protocol, scenario=scenario,
+                                scenario_def=defs[scenario], size=size, workload=wl.name,
+                                topics=wl.topics, partitions=wl.partitions,
+                                connectors=wl.connectors, tasks=wl.tasks, fault_rate=rate,
+                                replicate=rep, seed=seed, events=spec.events,
+                                checkpoint_every=spec.checkpoint_every,
+                                max_steps=spec.max_steps, spec_ref=spec.source or spec.name))
+    if not runs:
+        raise SpecError(f"{spec.source or spec.name}: the sweep has no runs (no workload fits "
+                        f"the protocols {', '.join(protocols)})")
+    return runs
+
+
+def cells(runs: Sequence[RunParams]) -> int:
+    return len({r.cell for r in runs})
+
+
+def scale(count: int, factor: float) -> int:
+    """``count`` scaled by ``factor``, at least 1 (rounded half up: deterministic)."""
+    return max(1, math.floor(count * factor + 0.5))
+
+
+# --------------------------------------------------------------------------- built-ins
+
+#: Scenarios the built-in specs define on top of the simulator's: KIP-415's leader cases.
+_KIP415_INLINE = """
+[scenario.kip415-leader-leaves]
+description = "KIP-415 'Leader leaves': c1, the first member (Connect's leader), leaves for good."
+group = { members = 4, topics = { foo = 8 } }
+events = [{ at_ms = 30000, kind = "leave", member = "c1" }]
+
+[scenario.kip415-leader-bounces]
+description = "KIP-415 'Leader bounces': c1 closes and returns 10 s later."
+group = { members = 4, topics = { foo = 8 } }
+events = [{ at_ms = 30000, kind = "bounce", member = "c1", down_ms = 10000 }]
+
+[scenario.kip415-worker-joins]
+description = "KIP-415 'Worker joins': one member joins a stable group."
+group = { members = 4, topics = { foo = 8 } }
+events = [{ at_ms = 30000, kind = "scale-out", count = 1 }]
+"""
+
+BUILTIN_SPECS: dict[str, str] = {
+    "quick": """
+name = "quick"
+description = "A small sweep: four disturbances at three sizes, with and without network faults."
+protocols = ["all"]
+scenarios = ["crash", "bounce", "scale-out", "rolling-bounce"]
+sizes = [3, 6, 12]
+fault_rates = [0.0, 0.02]
+seeds = 3
+""",
+    "paper": """
+name = "paper"
+description = '''KIP-415's scenarios and the specs' case studies across every protocol \
+the simulator supports, at growing cluster sizes, with and without network faults.'''
+protocols = ["all"]
+scenarios = ["kip415-worker-joins", "leave", "crash", "bounce", "kip415-leader-leaves",
+             "kip415-leader-bounces", "rolling-bounce", "scale-out", "scale-in",
+             "static-bounce", "coordinator-failover",
+             "case-study-member-joins", "case-study-c-joins", "case-study-member-failure",
+             "case-study-partition-added", "case-study-static-bounce"]
+sizes = [4, 8, 16, 32]
+fault_rates = [0.0, 0.01]
+seeds = 5
+
+[[workloads]]
+name = "4x32"
+topics = 4
+partitions = 32
+
+[[workloads]]
+name = "16x8c"
+connectors = 16
+tasks = 8
+""" + _KIP415_INLINE,
+}

@@ -1,0 +1,1092 @@
+"""Consumer groups (KIP-848) in the simulator: real members against the real coordinator.
+
+Each simulated *process* runs a real :class:`groupcoord.client.consumer.ConsumerMember`
+(sans-IO) against the real :class:`Shard`, through the faulty network of ``sim.network``. A
+process has a stable name (``c1``, ``c2``, ...; also the instance id of a static member); each
+(re)start is a new incarnation with a new member id. Processes auto-commit the positions of
+the partitions they own every ``commit_interval_ms`` and on revocation; a process stopped by a
+fatal error (UNRELEASED_INSTANCE_ID, say) is restarted after ``restart_delay_ms``, as an
+orchestrator would. A *slow* process defers the completion of its revocations (the listener's
+``DEFER``) by ``delay_ms``.
+
+**Invariants checked after every step** (DESIGN.md), incrementally on what the step changed,
+and in full (:meth:`ConsumerSimulation.full_check`) at every checkpoint and at the end:
+
+- **I1, coordinator view**: a shadow index of who holds each partition (assigned or pending
+  revocation) is kept from the records the coordinator writes, record by record; a current
+  assignment record that gives a member a partition still held by another member is a
+  violation (the resource is given before the old owner acknowledged its revocation or was
+  fenced: fencing removes the member and its holdings first).
+- **I1, members' view** (what each process actually consumes): when a process starts consuming
+  a partition, every other process still consuming it must be *fenced*: the coordinator
+  removed its member (or the incarnation the process knows) since the process last heard from
+  it. A process that is not fenced may only consume partitions the coordinator has it hold,
+  and the coordinator may not release a partition a non-fenced process still consumes
+  (a revocation must be acknowledged by the process first). Fenced processes (zombies that do
+  not know yet) are allowed to lag: I6 makes their commits fail.
+- **I2** whenever a new target assignment is installed (assignment epoch = group epoch): every
+  partition of every subscribed topic is assigned exactly once, only to existing members that
+  subscribe to its topic.
+- **I3**: assignment epoch <= group epoch, neither decreases; member epochs <= assignment epoch
+  (-2 for a static member gone temporarily); a member's epoch never decreases within one
+  incarnation; on the client side an accepted response never lowers the member's epoch (except
+  a rejoin at 0) and is never ahead of the coordinator's epoch for that member.
+- **I4**: checkpoints and failovers rebuild the shard from its (compacted) log and compare
+  ``state_digest()`` (``sim.engine``).
+- **I5**: once the faults stop (the scenario's quiet time), every live process must reach the
+  target assignment within :meth:`ConsumerSimulation.i5_bound`: coordinator Stable, every live
+  process a member at the group epoch owning exactly its assigned partitions, no member that is
+  not a live process.
+- **I6**: every OffsetCommit is checked against the coordinator's state when it is handled: an
+  unknown member must get UNKNOWN_MEMBER_ID, an epoch above the member's FENCED_MEMBER_EPOCH,
+  below it STALE_MEMBER_EPOCH; a commit from a fenced process must never be accepted, and one
+  at the member's current epoch never refused with one of those (per-partition errors such as
+  UNKNOWN_TOPIC_ID for a topic deleted meanwhile are not about fencing).
+
+**The I5 bound.** After the quiet time T_q nothing is disturbed and no message is lost. The
+slowest path to convergence is a crashed (or cut off) static member restarted under its
+instance id: its old incarnation expires at most one session timeout S after T_q; its restarts
+fail with UNRELEASED_INSTANCE_ID until then and are retried every restart delay R (plus the
+request timeout Q and the maximal retry backoff B of a request in flight). Once the last member
+change happened, a revoking member hears of it on its next heartbeat (at most one heartbeat
+interval H), acknowledges at once, and the new owner gets the partition on its next heartbeat:
+two intervals, with one more interval of slack for a member whose heartbeat was in flight, and
+a few one-way latencies L (the network's maximum, reorder spike included) per round trip::
+
+    bound = S + R + Q + B + 3 * H + 20 * L
+
+Slow revocations need no term: the quiet time already includes each ``slow`` window and its
+delay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+from uuid import UUID
+
+from groupcoord.client.consumer import (
+    DEFER,
+    ConsumerMember,
+    MemberState,
+    Partitions,
+    RebalanceListener,
+    TopicIdPartition,
+)
+from groupcoord.coordinator.consumer_group import ConsumerGroup
+from groupcoord.coordinator.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    PartitionResult,
+    TopicResult,
+)
+from groupcoord.coordinator.records import (
+    ConsumerGroupCurrentMemberAssignmentValue,
+    MemberKey,
+    Record,
+    RecordType,
+)
+from groupcoord.coordinator.subscription import regex_matches, subscribed_topic_ids
+from groupcoord.protocol.errors import ErrorCode, error_name
+from groupcoord.sim.engine import Simulation, Violation
+from groupcoord.sim.network import REORDER_SPIKE
+from groupcoord.sim.scenario import Event
+
+_E = ErrorCode
+_CURRENT = RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT
+_TARGET_META = RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA
+_TARGET_MEMBER = RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER
+_OFFSET = RecordType.OFFSET_COMMIT
+#: The member-level errors of a commit (I6); per-partition ones (a topic deleted meanwhile,
+#: UNKNOWN_TOPIC_ID) are not about fencing.
+_FENCING_CODES = frozenset({int(_E.unknown_member_id), int(_E.fenced_member_epoch),
+                            int(_E.stale_member_epoch)})
+_LEFT = (MemberState.UNJOINED, MemberState.UNSUBSCRIBED, MemberState.FATAL)
+_RETRY_BACKOFF_MAX_MS = 1_000
+STATIC_LEAVE_EPOCH = -2
+
+
+def _held(v: ConsumerGroupCurrentMemberAssignmentValue) -> frozenset[TopicIdPartition]:
+    return frozenset([(t, p) for a in (v.assigned_partitions, v.partitions_pending_revocation)
+                      for t, ps in a.items() for p in ps])
+
+
+class Proc:
+    """A simulated consumer process (one name, successive incarnations)."""
+
+    __slots__ = ("alive", "consuming", "gen", "in_ch", "inc_seen", "index", "instance_id",
+                 "leaving", "member", "name", "next_commit_at", "out_ch", "regex", "slow_delay",
+                 "slow_until", "tick_at", "topics")
+
+    def __init__(self, name: str, index: int, member: ConsumerMember) -> None:
+        self.name = name
+        self.index = index
+        self.gen = 0
+        self.member = member
+        self.alive = False
+        self.instance_id: str | None = None
+        self.topics: tuple[str, ...] | None = None
+        self.regex: str | None = None
+        self.tick_at: int | None = None
+        self.next_commit_at: int | None = None
+        #: The coordinator's incarnation of this member as of the last accepted success (-1:
+        #: none); the process is fenced when the coordinator's differs.
+        self.inc_seen = -1
+        #: What the process consumes, as the invariant checker last saw it.
+        self.consuming: Partitions = frozenset()
+        self.slow_until = 0
+        self.slow_delay = 0
+        self.leaving = False
+        self.out_ch = self.in_ch = ""  # network channel names of the current incarnation
+
+
+class _Listener(RebalanceListener):
+    __slots__ = ("proc", "sim")
+
+    def __init__(self, sim: ConsumerSimulation, proc: Proc) -> None:
+        self.sim = sim
+        self.proc = proc
+
+    def on_partitions_revoked(self, partitions: Partitions) -> object:
+        return self.sim.on_revoked(self.proc, partitions)
+
+    def on_partitions_assigned(self, partitions: Partitions) -> None:
+        self.sim.trace("assigned", self.proc.name, self.proc.member.member_epoch, partitions)
+
+    def on_partitions_lost(self, partitions: Partitions) -> None:
+        self.sim.trace("lost", self.proc.name, self.proc.member.member_epoch, partitions)
+
+
+class _Msg:
+    __slots__ = ("body", "cid", "coord_gen", "gen", "inc", "proc")
+
+    def __init__(self, proc: Proc, gen: int, cid: int, body: Any, coord_gen: int,
+                 inc: int = -1) -> None:
+        self.proc = proc
+        self.gen = gen
+        self.cid = cid
+        self.body = body
+        self.coord_gen = coord_gen
+        self.inc = inc
+
+
+class ConsumerSimulation(Simulation):
+    """KIP-848 consumer groups under faults (protocol ``consumer``, variants = assignors)."""
+
+    protocol = "consumer"
+
+    def setup(self) -> None:
+        sc = self.scenario
+        self.gid = sc.group_id
+        self.procs: dict[str, Proc] = {}
+        self._names: set[str] = set()  # every name used or reserved
+        self._live: list[Proc] | None = None  # live processes by index (cache)
+        self.by_mid: dict[str, Proc] = {}
+        self._next_index = 1
+        # Shadow of the coordinator (from its records): holder per partition, holdings per
+        # member, incarnations (removals) per member id, presence.
+        self.coord_holder: dict[TopicIdPartition, str] = {}
+        self.coord_held: dict[str, frozenset[TopicIdPartition]] = {}
+        self.coord_epoch: dict[str, int] = {}
+        self.removals: dict[str, int] = {}
+        self.present: dict[str, int] = {}
+        # Members' side: who consumes each partition; the legitimate (non-fenced) consumer.
+        self.consumers: dict[TopicIdPartition, list[Proc]] = {}
+        self.legit: dict[TopicIdPartition, Proc] = {}
+        self.last_owner: dict[TopicIdPartition, str] = {}
+        self.universe: frozenset[TopicIdPartition] = frozenset()
+        self._universe_key: Any = None
+        self._universe_dirty = True
+        self._target_dirty = False
+        self._group_records = False
+        self._blocker: Proc | None = None
+        self._epochs = (0, 0)
+        #: Names of processes that will be restarted (bounce, fatal error).
+        self.pending_restarts: set[str] = set()
+        self.stats: dict[str, int] = {
+            "heartbeats": 0, "commits": 0, "commits_accepted": 0, "commits_rejected": 0,
+            "zombie_commits_rejected": 0, "fatal_restarts": 0, "fenced": 0, "timeouts": 0,
+            "spawned": 0, "crashed": 0, "left": 0, "slow_revocations": 0, "i1_checks": 0,
+            "i2_checks": 0, "i6_checks": 0}
+        sc_topics = sc.topics_subscribed() if sc.regex is None else None
+        for i in range(sc.members):
+            name = f"c{i + 1}"
+            self.at(i * sc.join_stagger_ms, self._spawn_event, (name, sc_topics, sc.regex))
+        self.arm_timer()
+
+    # ================================================================== processes
+
+    def _new_name(self) -> str:
+        i = len(self._names) + 1
+        while f"c{i}" in self._names:
+            i += 1
+        return f"c{i}"
+
+    def _spawn_event(self, arg: tuple[str, tuple[str, ...] | None, str | None]) -> None:
+        name, topics, regex = arg
+        self.spawn(name, topics, regex)
+
+    def spawn(self, name: str, topics: tuple[str, ...] | None = None,
+              regex: str | None = None) -> Proc:
+        """Start a process (a new incarnation with a new member id) and subscribe."""
+        sc = self.scenario
+        p = self.procs.get(name)
+        if p is not None and p.alive:
+            return p
+        self.pending_restarts.discard(name)
+        if topics is None and regex is None and p is not None:
+            topics, regex = p.topics, p.regex
+        if topics is None and regex is None:
+            topics = sc.topics_subscribed() if sc.regex is None else None
+            regex = sc.regex
+        instance_id = name if sc.static else None
+        member = ConsumerMember(
+            sc.group_id, member_id=self.new_member_id(), instance_id=instance_id,
+            rebalance_timeout_ms=sc.rebalance_timeout_ms,
+            server_assignor=self.variant or None, client_id=name,
+            request_timeout_ms=sc.request_timeout_ms, retry_backoff_max_ms=_RETRY_BACKOFF_MAX_MS)
+        if p is None:
+            p = Proc(name, self._next_index, member)
+            self._next_index += 1
+            self.procs[name] = p
+            self._names.add(name)
+        p.member = member
+        member.listener = _Listener(self, p)
+        p.topics, p.regex = topics, regex
+        p.gen += 1
+        p.out_ch = f"{name}#{p.gen}>"
+        p.in_ch = f"{name}#{p.gen}<"
+        p.alive = True
+        self._live = None
+        p.leaving = False
+        p.inc_seen = -1
+        p.consuming = frozenset()
+        p.tick_at = None
+        p.instance_id = instance_id
+        self.by_mid[p.member.member_id] = p
+        p.next_commit_at = self.now + sc.commit_interval_ms if sc.commit_interval_ms else None
+        self.stats["spawned"] += 1
+        self.trace("start", name, f"#{p.gen}", f"member {p.member.member_id}")
+        if regex is not None:
+            p.member.subscribe(regex=regex, now_ms=self.now)
+        else:
+            p.member.subscribe(topics or (), now_ms=self.now)
+        self._universe_dirty = True
+        self._drive(p)
+        return p
+
+    def _stop(self, p: Proc, why: str) -> None:
+        """The process is gone: it consumes nothing from now on."""
+        p.alive = False
+        self._live = None
+        p.tick_at = None
+        self._stop_consuming(p, p.consuming)
+        p.consuming = frozenset()
+        self.network.forget(p.out_ch)
+        self.network.forget(p.in_ch)
+        self._universe_dirty = True
+        self.trace(why, p.name, f"#{p.gen}")
+
+    def crash(self, p: Proc) -> None:
+        if not p.alive:
+            return
+        self.stats["crashed"] += 1
+        self._stop(p, "crash")
+
+    def leave(self, p: Proc, permanent: bool) -> None:
+        if not p.alive or p.leaving:
+            return
+        p.leaving = True
+        self.trace("leave", p.name, p.member.member_epoch, "permanent" if permanent or
+                   p.instance_id is None else "temporary (-2)")
+        p.member.leave(self.now, permanent=permanent)
+        self._sync(p)
+        self._drive(p)
+
+    def _restart_later(self, p: Proc, delay_ms: int) -> None:
+        self.pending_restarts.add(p.name)
+        self.at(self.now + delay_ms, self._restart_event, (p.name, p.gen))
+
+    def _restart_event(self, arg: tuple[str, int]) -> None:
+        name, gen = arg
+        p = self.procs[name]
+        if p.gen != gen:
+            return
+        if not p.alive:
+            self.spawn(name)
+        elif p.leaving:  # still closing (a slow revocation): restart once it exited
+            self.at(self.now + 100, self._restart_event, arg)
+
+    # ================================================================== scenario events
+
+    def live(self) -> list[Proc]:
+        """Live processes in start order (cached until one starts or stops)."""
+        live = self._live
+        if live is None:
+            live = self._live = [p for p in sorted(self.procs.values(), key=lambda p: p.index)
+                                 if p.alive]
+        return live
+
+    def live_count(self) -> int:
+        return sum(1 for p in self.procs.values() if p.alive)
+
+    def resolve_members(self, names: Iterable[str]) -> list[str]:
+        out: list[str] = []
+        for n in names:
+            if n in ("any", "*", "all"):
+                live = [p.name for p in self.live() if p.name not in out]
+                if n == "any":
+                    if live:
+                        out.append(self.choice_rng.choice(live))
+                else:
+                    out.extend(live)
+            elif n not in out:
+                out.append(n)
+        return sorted(out)
+
+    def _one(self, ev: Event) -> Proc | None:
+        names = self.resolve_members([ev["member"]])
+        p = self.procs.get(names[0]) if names else None
+        if p is None or not p.alive:
+            self.trace("skip", names[0] if names else "", "", f"{ev.kind}: not running")
+            return None
+        return p
+
+    def apply_member_event(self, ev: Event) -> None:
+        k = ev.kind
+        sc = self.scenario
+        if k == "join":
+            names = list(ev["members"]) if ev["members"] else [
+                self._new_name() for _ in range(ev["count"])]
+            for n in names:
+                self._names.add(n)
+                self.spawn(n)
+        elif k == "scale-out":
+            for _ in range(ev["count"]):
+                n = self._new_name()
+                self._names.add(n)
+                self.spawn(n)
+        elif k == "scale-in":
+            for p in sorted(self.live(), key=lambda p: -p.index)[:ev["count"]]:  # newest first
+                self.leave(p, permanent=True)
+        elif k == "leave":
+            one = self._one(ev)
+            if one is not None:
+                self.leave(one, permanent=True)
+        elif k == "crash":
+            one = self._one(ev)
+            if one is not None:
+                self.crash(one)
+        elif k == "bounce":
+            one = self._one(ev)
+            if one is not None:
+                self._bounce(one, ev["down_ms"], ev["hard"])
+        elif k == "rolling-bounce":
+            for i, p in enumerate(list(self.live())):
+                self.at(self.now + i * ev["interval_ms"], self._bounce_event,
+                        (p.name, ev["down_ms"], ev["hard"]))
+        elif k == "slow":
+            for p in self._targets(ev):
+                p.slow_until = self.now + ev["duration_ms"]
+                p.slow_delay = ev["delay_ms"]
+                self.trace("slow", p.name, "", f"revocations take {ev['delay_ms']} ms for "
+                           f"{ev['duration_ms']} ms")
+        elif k == "subscribe":
+            for p in self._targets(ev):
+                p.topics, p.regex = ev["topics"], ev["regex"]
+                self.trace("subscribe", p.name, "", ",".join(ev["topics"]) if ev["topics"]
+                           else f"/{ev['regex']}/")
+                if ev["regex"] is not None:
+                    p.member.subscribe(regex=ev["regex"], now_ms=self.now)
+                else:
+                    p.member.subscribe(ev["topics"], now_ms=self.now)
+                self._universe_dirty = True
+                self._drive(p)
+        else:
+            raise ValueError(f"unknown event kind {k!r} for {sc.name}")
+
+    def _targets(self, ev: Event) -> list[Proc]:
+        if ev["member"] == "all":
+            return list(self.live())
+        one = self._one(ev)
+        return [] if one is None else [one]
+
+    def _bounce_event(self, arg: tuple[str, int, bool]) -> None:
+        name, down, hard = arg
+        p = self.procs[name]
+        if p.alive:
+            self._bounce(p, down, hard)
+
+    def _bounce(self, p: Proc, down_ms: int, hard: bool) -> None:
+        self.trace("bounce", p.name, "", f"{'hard' if hard else 'graceful'}, down {down_ms} ms")
+        if hard:
+            self.crash(p)
+        else:
+            self.leave(p, permanent=False)
+        self._restart_later(p, down_ms)
+
+    # ================================================================== driving members
+
+    def _tick(self, arg: tuple[Proc, int]) -> None:
+        p, gen = arg
+        if p.gen != gen or not p.alive or p.tick_at != self.now:
+            self.step -= 1  # a superseded wake-up: not an event of the simulation
+            return
+        p.tick_at = None
+        self._drive(p)
+
+    def _drive(self, p: Proc) -> None:
+        """Let the member send what is due (an auto-commit that is due goes with a heartbeat,
+        as a consumer's poll loop does), and schedule its next wake-up."""
+        m = p.member
+        now = self.now
+        timeouts = m.stats["timeouts"]
+        state_before = m.state
+        req = m.poll_request(now)
+        if m.state is not state_before:
+            self.dirty = True
+        if m.stats["timeouts"] != timeouts:
+            self.stats["timeouts"] += 1
+            self.trace("timeout", p.name, m.member_epoch)
+        if req is not None:
+            assert m.inflight is not None
+            self._send(p, req, m.inflight.correlation_id)
+            c = p.next_commit_at
+            if c is not None and now >= c:
+                p.next_commit_at = now + self.scenario.commit_interval_ms
+                if p.consuming and not p.leaving:
+                    self._commit(p, p.consuming, "auto")
+        if m.owned is not p.consuming:
+            self._sync(p)
+        if p.leaving and m.state is MemberState.UNJOINED:
+            self.stats["left"] += 1
+            self._stop(p, "exit")
+            return
+        self._schedule(p)
+
+    def _schedule(self, p: Proc) -> None:
+        if not p.alive:
+            return
+        d = p.member.next_deadline()
+        if d is None:
+            return
+        now = self.now
+        if d < now:
+            d = now
+        if d != p.tick_at:  # a wake-up at another time supersedes the pending one
+            p.tick_at = d
+            self.at(d, self._tick, (p, p.gen))
+
+    def _send(self, p: Proc, req: Any, cid: int) -> None:
+        self.counters["messages"] += 1
+        if isinstance(req, ConsumerGroupHeartbeatRequest):
+            self.stats["heartbeats"] += 1
+            tps = req.topic_partitions
+            self.trace("hb>", p.name, req.member_epoch,
+                       "" if tps is None else ("full" if req.rebalance_timeout_ms > 0 else "owned"))
+        msg = _Msg(p, p.gen, cid, req, self.coord.generation)
+        for t in self.network.route(self.now, p.out_ch, p.name, False):
+            self.at(t, self._to_coordinator, msg)
+
+    def _commit(self, p: Proc, parts: Partitions, why: str) -> None:
+        m = p.member
+        now = self.now
+        req = m.commit_request({tp: now for tp in parts}, self.topic_names, why)
+        if req is None:
+            return
+        self.stats["commits"] += 1
+        self.trace("commit>", p.name, req.generation_id_or_member_epoch, why)
+        self._send(p, req, -1)
+
+    def on_revoked(self, p: Proc, parts: Partitions) -> object:
+        self.trace("revoke", p.name, p.member.member_epoch, parts)
+        self._commit(p, parts, "revoke")
+        if self.now < p.slow_until and p.slow_delay > 0:
+            self.stats["slow_revocations"] += 1
+            self.at(self.now + p.slow_delay, self._revocation_done, (p, p.gen))
+            return DEFER
+        return None
+
+    def _revocation_done(self, arg: tuple[Proc, int]) -> None:
+        p, gen = arg
+        if p.gen != gen or not p.alive:
+            return
+        self.trace("revoked", p.name, p.member.member_epoch, "slow revocation completed")
+        p.member.complete_revocation(self.now)
+        self._sync(p)
+        self._drive(p)
+
+    def _to_coordinator(self, msg: _Msg) -> None:
+        p = msg.proc
+        c = self.coord
+        if p.name in self.network.cut:
+            self.network.stats["cut"] += 1
+            return
+        if msg.coord_gen != c.generation:
+            return  # the connection died with the coordinator that failed over
+        req = msg.body
+        if not c.up:
+            resp = self._error_response(req, _E.coordinator_load_in_progress)
+            self._respond(msg, resp, -1)
+            return
+        if isinstance(req, OffsetCommitRequest):
+            expected = self._expected_commit_error(req)
+            fenced = msg.gen == p.gen and p.member is not None \
+                and p.member.member_id == req.member_id and self.is_fenced(p)
+            res = c.shard.handle(req, self.now)
+            self.coordinator_result(res)
+            self._check_commit(p, req, res.response, expected, fenced)
+        else:
+            res = c.shard.handle(req, self.now)
+            self.coordinator_result(res)
+            if self.full_checks:
+                self.full_check()
+        mid = req.member_id
+        self._respond(msg, res.response, self.present.get(mid, -1))
+
+    def _error_response(self, req: Any, code: int) -> Any:
+        if isinstance(req, OffsetCommitRequest):
+            return OffsetCommitResponse(tuple(
+                TopicResult(t.name, tuple(PartitionResult(pp.partition_index, code)
+                                          for pp in t.partitions), t.topic_id)
+                for t in req.topics), code)
+        return ConsumerGroupHeartbeatResponse(error_code=code, error_message="loading")
+
+    def _respond(self, req_msg: _Msg, resp: Any, inc: int) -> None:
+        p = req_msg.proc
+        self.counters["messages"] += 1
+        msg = _Msg(p, req_msg.gen, req_msg.cid, resp, req_msg.coord_gen, inc)
+        ch = p.in_ch if req_msg.gen == p.gen else f"{p.name}#{req_msg.gen}<"
+        for t in self.network.route(self.now, ch, p.name, True):
+            self.at(t, self._to_member, msg)
+
+    def _to_member(self, msg: _Msg) -> None:
+        p = msg.proc
+        if msg.gen != p.gen or not p.alive:
+            return
+        if p.name in self.network.cut:
+            self.network.stats["cut"] += 1
+            return
+        if msg.coord_gen != self.coord.generation:
+            return  # connection reset by the failover (the member was told)
+        body = msg.body
+        m = p.member
+        if isinstance(body, OffsetCommitResponse):
+            codes = {pr.error_code for t in body.topics for pr in t.partitions}
+            codes.discard(0)
+            if codes:
+                self.trace("commit<", p.name, m.member_epoch,
+                           ",".join(sorted(error_name(c) for c in codes)))
+            return
+        inflight = m.inflight
+        req = inflight.request if inflight is not None and inflight.correlation_id == msg.cid \
+            else None
+        before = m.member_epoch
+        state_before = m.state
+        if req is not None and body.error_code == 0 and req.member_epoch >= 0 \
+                and m.state not in _LEFT and m.state is not MemberState.LEAVING:
+            self._accept_success(p, req, body, msg.inc, before)
+        accepted = m.on_response(body, self.now, msg.cid)
+        if not accepted:
+            self.trace("hb< stale", p.name, body.member_epoch)
+        else:
+            a = body.assignment
+            if body.error_code:
+                self.trace("hb<", p.name, before, error_name(body.error_code))
+                if body.error_code in (_E.fenced_member_epoch, _E.unknown_member_id):
+                    self.stats["fenced"] += 1
+            elif a is not None or body.member_epoch != before:
+                self.trace("hb<", p.name, body.member_epoch,
+                           "" if a is None else f"{sum(len(tp.partitions) for tp in a.topic_partitions)}"
+                           f" assigned, {sum(len(tp.partitions) for tp in a.pending_topic_partitions)}"
+                           f" pending")
+        if m.state is not state_before or m.member_epoch != before:
+            self.dirty = True
+        self._sync(p)
+        if m.state is MemberState.FATAL:
+            code = m.fatal_error[0] if m.fatal_error else 0
+            self.trace("fatal", p.name, "", error_name(code))
+            self._stop(p, "exit")
+            self.stats["fatal_restarts"] += 1
+            self._restart_later(p, self.scenario.restart_delay_ms)
+            return
+        self._drive(p)
+
+    def on_coordinator_down(self) -> None:
+        """Connections to the old coordinator reset: members with a request in flight learn
+        of it one latency later."""
+        for p in list(self.live()):
+            m = p.member
+            if m.inflight is not None:
+                self.at(self.now + self.network.draw(), self._connection_reset,
+                        (p, p.gen, m.inflight.correlation_id))
+
+    def _connection_reset(self, arg: tuple[Proc, int, int]) -> None:
+        p, gen, cid = arg
+        if p.gen != gen or not p.alive:
+            return
+        if p.member.on_request_failed(self.now, cid):
+            self.trace("conn-reset", p.name, p.member.member_epoch)
+        self._drive(p)
+
+    # ================================================================== invariants: members
+
+    def is_fenced(self, p: Proc) -> bool:
+        inc = self.present.get(p.member.member_id)
+        return inc is None or inc != p.inc_seen
+
+    def _accept_success(self, p: Proc, req: ConsumerGroupHeartbeatRequest,
+                        body: ConsumerGroupHeartbeatResponse, inc: int, before: int) -> None:
+        """A success response the member is about to accept: client-side I1 and I3."""
+        if inc != p.inc_seen and p.consuming:
+            raise Violation("I1", f"{p.name} (member {req.member_id}) kept consuming "
+                                  f"{self.format_resource(p.consuming)} into a new incarnation "
+                                  f"of its membership")
+        if req.member_epoch != 0 and body.member_epoch < before:
+            raise Violation("I3", f"{p.name}: member epoch would go from {before} down to "
+                                  f"{body.member_epoch}")
+        if inc >= 0 and self.present.get(req.member_id) == inc:
+            coord = self.coord_epoch.get(req.member_id)
+            if coord is not None and coord >= 0 and body.member_epoch > coord:
+                raise Violation("I3", f"{p.name}: accepted epoch {body.member_epoch} is ahead of "
+                                      f"the coordinator's {coord}")
+        p.inc_seen = inc
+
+    def _sync(self, p: Proc) -> None:
+        """Apply the change of what a process consumes to the checker's view (stops first)."""
+        owned = p.member.owned if p.alive else frozenset()
+        cur = p.consuming
+        if owned is cur or owned == cur:
+            p.consuming = owned
+            return
+        gone = cur - owned
+        if gone:
+            self._stop_consuming(p, gone)
+        new = owned - cur
+        p.consuming = owned
+        if new:
+            self._start_consuming(p, new)
+        self.dirty = True
+
+    def _stop_consuming(self, p: Proc, parts: Iterable[TopicIdPartition]) -> None:
+        legit = self.legit
+        universe = self.universe
+        lost = 0
+        for tp in parts:
+            lst = self.consumers.get(tp)
+            if lst is not None and p in lst:
+                lst.remove(p)
+            if legit.get(tp) is p:
+                del legit[tp]
+                if tp in universe:
+                    lost += 1
+        if lost:
+            self.set_unowned(self._unowned + lost)
+
+    def _start_consuming(self, p: Proc, parts: Iterable[TopicIdPartition]) -> None:
+        fenced = self.is_fenced(p)
+        mid = p.member.member_id
+        legit = self.legit
+        universe = self.universe
+        gained = 0
+        self.stats["i1_checks"] += 1
+        for tp in parts:  # deterministic order: ids and ints hash the same in every process
+            lst = self.consumers.setdefault(tp, [])
+            if not fenced:
+                holder = self.coord_holder.get(tp)
+                if holder != mid:
+                    raise Violation("I1", f"{p.name} (member {mid}) starts consuming "
+                                          f"{self._tp(tp)} which the coordinator "
+                                          f"{'holds for ' + self._who(holder) if holder else 'gives nobody'}")
+                for q in lst:
+                    if q is not p and q.alive and not self.is_fenced(q):
+                        raise Violation("I1", f"{self._tp(tp)} is consumed by {q.name} (member "
+                                              f"{q.member.member_id}, not fenced) and now also by "
+                                              f"{p.name} (member {mid})")
+                last = self.last_owner.get(tp)
+                if last is not None and last != p.name:
+                    self.counters["moved"] += 1
+                self.last_owner[tp] = p.name
+                if tp not in legit and tp in universe:
+                    gained += 1
+                legit[tp] = p
+            lst.append(p)
+        if gained:
+            self.set_unowned(self._unowned - gained)
+
+    def _tp(self, tp: TopicIdPartition) -> str:
+        return f"{self.topic_names.get(tp[0], str(tp[0]))}-{tp[1]}"
+
+    def _who(self, mid: str | None) -> str:
+        p = self.by_mid.get(mid or "")
+        return f"{p.name} (member {mid})" if p is not None else f"member {mid}"
+
+    # ================================================================== invariants: coordinator
+
+    def on_records(self, records: list[Record]) -> bool:
+        """Shadow the coordinator's holdings record by record (I1, I3 per member); True when
+        a group record was among them (offset commits do not change the group)."""
+        group = False
+        for rec in records:
+            t = rec.key.type
+            if t is _OFFSET:
+                continue
+            group = True
+            self._group_records = True
+            if t is _CURRENT:
+                key = rec.key
+                assert isinstance(key, MemberKey)
+                if key.group_id == self.gid:
+                    self._current_record(key.member_id, rec.value)  # type: ignore[arg-type]
+            elif t is _TARGET_META or t is _TARGET_MEMBER:
+                self._target_dirty = True
+        return group
+
+    def _current_record(self, mid: str, v: ConsumerGroupCurrentMemberAssignmentValue | None) -> None:
+        old = self.coord_held.get(mid, frozenset())
+        holder = self.coord_holder
+        if v is None:  # the member is removed: it is fenced, and releases everything
+            self.removals[mid] = self.removals.get(mid, 0) + 1
+            self.present.pop(mid, None)
+            self.coord_held.pop(mid, None)
+            self.coord_epoch.pop(mid, None)
+            for tp in old:
+                if holder.get(tp) == mid:
+                    del holder[tp]
+            p = self.by_mid.get(mid)
+            if p is not None and p.alive and p.member.member_id == mid:
+                self._fenced_now(p)
+            return
+        if mid not in self.present:
+            self.present[mid] = self.removals.get(mid, 0)
+        new = _held(v)
+        prev_epoch = self.coord_epoch.get(mid)
+        epoch = v.member_epoch
+        if prev_epoch is not None and epoch < prev_epoch and epoch != STATIC_LEAVE_EPOCH \
+                and prev_epoch != STATIC_LEAVE_EPOCH:
+            raise Violation("I3", f"member {self._who(mid)} epoch decreased from {prev_epoch} to "
+                                  f"{epoch} without leaving")
+        self.coord_epoch[mid] = epoch
+        if new is old or new == old:
+            return
+        for tp in new - old:
+            h = holder.get(tp)
+            if h is not None and h != mid:
+                raise Violation("I1", f"the coordinator gives {self._tp(tp)} to {self._who(mid)} "
+                                      f"while {self._who(h)} still holds it (not revoked, not "
+                                      f"fenced)")
+            holder[tp] = mid
+        released = old - new
+        if released:
+            p = self.by_mid.get(mid)
+            if p is not None and p.alive and p.member.member_id == mid and not self.is_fenced(p):
+                still = released & p.consuming
+                if still:
+                    raise Violation("I1", f"the coordinator released {self.format_resource(still)} "
+                                          f"from {p.name} (member {mid}) which still consumes "
+                                          f"them: a revocation taken as acknowledged")
+            for tp in released:
+                if holder.get(tp) == mid:
+                    del holder[tp]
+        self.coord_held[mid] = new
+
+    def _fenced_now(self, p: Proc) -> None:
+        """The coordinator removed ``p``'s member: its consumption is no longer legitimate."""
+        legit = self.legit
+        lost = 0
+        for tp in p.consuming:
+            if legit.get(tp) is p:
+                del legit[tp]
+                if tp in self.universe:
+                    lost += 1
+        if lost:
+            self.set_unowned(self._unowned + lost)
+        if p.consuming:
+            self.trace("zombie", p.name, p.member.member_epoch, p.consuming)
+
+    def _group(self) -> ConsumerGroup | None:
+        g = self.coord.shard.groups.get(self.gid) if self.coord.up else None
+        return g if isinstance(g, ConsumerGroup) else None
+
+    def group_epoch(self) -> int:
+        g = self._group()
+        return g.group_epoch if g is not None else self._epochs[0]
+
+    def after_step(self) -> None:
+        """The incremental checks of one step (I1 and I6 ran inside it): I3 on the group's
+        epochs and I2 on a newly installed target when the step wrote group records; then
+        convergence, when something changed, for the open disturbance windows and I5."""
+        if not (self.dirty or self._group_records or self._universe_dirty):
+            return
+        if self._universe_dirty:
+            self._recompute_universe()
+        if self._group_records:
+            self._group_records = False
+            self._check_group()
+        if self.dirty and (self._open or self.now >= self.quiet_at):
+            self.dirty = False
+            if self.converged():
+                self.note_converged()
+                if self.now >= self.quiet_at and self.end_at is not None and \
+                        self.now >= (self.scenario.end_ms or 0):
+                    self.end_at = self.now  # converged after the faults stopped: done
+            else:
+                self.converged_at = None
+
+    def _check_group(self) -> None:
+        g = self._group()
+        if g is not None:
+            ge, ae = g.group_epoch, g.assignment_epoch
+            pe, pa = self._epochs
+            if (ge, ae) != (pe, pa):
+                if ge < pe or ae < pa:
+                    raise Violation("I3", f"group epoch {pe}->{ge} / assignment epoch {pa}->{ae} "
+                                          f"decreased")
+                if ae > ge:
+                    raise Violation("I3", f"assignment epoch {ae} > group epoch {ge}")
+                self._epochs = (ge, ae)
+            if self._target_dirty:
+                self._target_dirty = False
+                if ae == ge:
+                    self.check_target(g)
+
+    def check_target(self, g: ConsumerGroup) -> None:
+        """I2: the installed target assigns every subscribed partition exactly once, to an
+        existing member subscribed to its topic."""
+        self.stats["i2_checks"] += 1
+        meta = g.subscription_metadata
+        by_id = {t.topic_id: t for t in meta.values()}
+        subscribed_topics: set[UUID] = set()
+        subs: dict[str, frozenset[UUID]] = {}
+        for mid in sorted(g.members):
+            m = g.members[mid]
+            subs[mid] = subscribed_topic_ids(m.subscribed_topic_names, m.subscribed_topic_regex,
+                                             meta)
+            subscribed_topics |= subs[mid]
+        assigned: dict[UUID, set[int]] = {}
+        for mid in sorted(g.target_assignment):
+            if mid not in g.members:
+                raise Violation("I2", f"the target assigns partitions to {self._who(mid)}, not a "
+                                      f"member")
+            for t, ps in g.target_assignment[mid].items():
+                if not ps:
+                    continue
+                if t not in subs[mid]:
+                    raise Violation("I2", f"the target gives {self._who(mid)} partitions of "
+                                          f"{self.topic_names.get(t, t)} it does not subscribe to")
+                n = by_id[t].num_partitions if t in by_id else -1
+                if min(ps) < 0 or max(ps) >= n:
+                    bad = sorted(q for q in ps if not 0 <= q < n)[0]
+                    raise Violation("I2", f"the target assigns {self._tp((t, bad))}, not a "
+                                          f"partition of the subscribed metadata")
+                have = assigned.setdefault(t, set())
+                twice = have & ps
+                if twice:
+                    q = min(twice)
+                    other = next(o for o in sorted(g.target_assignment)
+                                 if q in g.target_assignment[o].get(t, ()) and o != mid)
+                    raise Violation("I2", f"the target assigns {self._tp((t, q))} twice "
+                                          f"({self._who(other)}, {self._who(mid)})")
+                have |= ps
+        for t in sorted(subscribed_topics, key=lambda u: u.bytes):
+            n = by_id[t].num_partitions
+            have = assigned.get(t, set())
+            if len(have) != n:
+                q = min(set(range(n)) - have)
+                raise Violation("I2", f"the target at epoch {g.assignment_epoch} leaves "
+                                      f"{self._tp((t, q))} unassigned")
+
+    # ================================================================== I6
+
+    def _expected_commit_error(self, req: OffsetCommitRequest) -> int:
+        g = self._group()
+        m = g.members.get(req.member_id) if g is not None else None
+        if m is None:
+            return int(_E.unknown_member_id)
+        if req.generation_id_or_member_epoch > m.member_epoch:
+            return int(_E.fenced_member_epoch)
+        if req.generation_id_or_member_epoch != m.member_epoch:
+            return int(_E.stale_member_epoch)
+        return 0
+
+    def _check_commit(self, p: Proc, req: OffsetCommitRequest, resp: OffsetCommitResponse,
+                      expected: int, fenced: bool) -> None:
+        self.stats["i6_checks"] += 1
+        codes = {pr.error_code for t in resp.topics for pr in t.partitions}
+        accepted = 0 in codes
+        if fenced and accepted:
+            raise Violation("I6", f"a commit from fenced {p.name} (member {req.member_id}, epoch "
+                                  f"{req.generation_id_or_member_epoch}) was accepted")
+        if expected and codes != {expected}:
+            raise Violation("I6", f"a commit from {p.name} (member {req.member_id}, epoch "
+                                  f"{req.generation_id_or_member_epoch}) got "
+                                  f"{sorted(error_name(c) for c in codes)}, expected "
+                                  f"{error_name(expected)}")
+        if not expected and codes & _FENCING_CODES:
+            raise Violation("I6", f"a commit from {p.name} (member {req.member_id}, epoch "
+                                  f"{req.generation_id_or_member_epoch}, current) was rejected "
+                                  f"with {sorted(error_name(c) for c in codes)}")
+        if accepted:
+            self.stats["commits_accepted"] += 1
+        else:
+            self.stats["commits_rejected"] += 1
+            if fenced:
+                self.stats["zombie_commits_rejected"] += 1
+
+    # ================================================================== universe, convergence
+
+    def on_image_changed(self) -> None:
+        self._universe_dirty = True
+
+    def _recompute_universe(self) -> None:
+        self._universe_dirty = False
+        image = self.image
+        subs = sorted({(p.topics, p.regex) for p in self.procs.values()
+                       if p.alive and p.member is not None and p.member.state not in _LEFT},
+                      key=repr)
+        key = (id(image), tuple(subs))
+        if key == self._universe_key:
+            return
+        self._universe_key = key
+        names: set[str] = set()
+        for topics, regex in subs:
+            if topics:
+                names.update(t for t in topics if t in image.by_name)
+            if regex:
+                names.update(regex_matches(regex, sorted(image.by_name)))
+        u = frozenset((image.by_name[n].topic_id, i) for n in names
+                      for i in range(image.by_name[n].num_partitions))
+        self.universe = u
+        self.set_unowned(sum(1 for tp in u if tp not in self.legit))
+
+    def _proc_converged(self, p: Proc, members: dict[str, Any], epoch: int) -> bool:
+        m = p.member
+        if m.state is not MemberState.STABLE or m.member_epoch != epoch:
+            return False
+        cm = members.get(m.member_id)
+        if cm is None or not cm.is_reconciled_to(epoch) or cm.partitions_pending_revocation:
+            return False
+        # ... and no subscription change the coordinator has not seen yet
+        return cm.subscribed_topic_regex == m.subscribed_regex and (
+            m.subscribed_topics is None or cm.subscribed_topic_names == m.subscribed_topics)
+
+    def converged(self) -> bool:
+        """Every live process is a member at the group epoch owning exactly its target, the
+        coordinator has no other member, nothing is pending. Cheap tests first; the process
+        that failed the last check is tested first (it usually still blocks)."""
+        if not self.coord.up or self.network.cut or self.pending_restarts:
+            return False
+        g = self._group()
+        if g is None or not g.members:  # an empty group converged once nobody is running
+            return not any(p.member.state not in _LEFT for p in self.live())
+        members = g.members
+        epoch = g.group_epoch
+        if epoch != g.assignment_epoch:
+            return False
+        left = _LEFT
+        b = self._blocker
+        if b is not None and b.alive and b.member.state not in left \
+                and not self._proc_converged(b, members, epoch):
+            return False
+        n = 0
+        for p in self.live():
+            if p.member.state in left:
+                continue
+            n += 1
+            if not self._proc_converged(p, members, epoch):
+                self._blocker = p
+                return False
+        self._blocker = None
+        if n != len(members):
+            return False
+        for p in self.live():
+            m = p.member
+            if m.state in left:
+                continue
+            if self.is_fenced(p):
+                return False
+            target = g.target_of(m.member_id)
+            if sum(len(ps) for ps in target.values()) != len(m.owned):
+                return False
+            if self.coord_held.get(m.member_id, frozenset()) != m.owned:
+                return False
+        return True
+
+    def check_convergence(self, final: bool) -> None:
+        if not final:
+            return
+        if self.end_at is not None and self.now >= self.end_at and not self.converged():
+            raise Violation("I5", f"not converged {self.now - self.quiet_at} ms after the faults "
+                                  f"stopped (bound {self.i5_bound()} ms): "
+                                  f"{self._convergence_gap()}")
+
+    def _convergence_gap(self) -> str:
+        g = self._group()
+        if not self.coord.up:
+            return "coordinator down"
+        if g is None:
+            return "no group"
+        parts = [f"group epoch {g.group_epoch}, assignment epoch {g.assignment_epoch}, "
+                 f"state {g.state().value}"]
+        live = {p.member.member_id: p for p in self.live() if p.member.state not in _LEFT}
+        for mid in sorted(set(g.members) | set(live)):
+            cm = g.members.get(mid)
+            p = live.get(mid)
+            mine = "-" if p is None else f"e={p.member.member_epoch} {p.member.state.value}"
+            parts.append(f"{p.name if p else '(no process)'}/{mid}: coordinator "
+                         f"{'-' if cm is None else f'e={cm.member_epoch} {cm.state.name}'}, "
+                         f"member {mine}")
+        return "; ".join(parts)
+
+    def i5_bound(self) -> int:
+        """The I5 bound of the module docstring (L includes the reorder spike)."""
+        sc = self.scenario
+        lat = self.scenario.latency.max_ms * (1 + REORDER_SPIKE)
+        return (sc.session_timeout_ms + sc.restart_delay_ms + sc.request_timeout_ms
+                + _RETRY_BACKOFF_MAX_MS + 3 * sc.heartbeat_interval_ms + 20 * lat)
+
+    # ================================================================== full check
+
+    def full_check(self) -> None:
+        """Every invariant on the whole state (checkpoints, the end, ``full_checks`` runs)."""
+        g = self._group()
+        if g is not None:
+            holders: dict[TopicIdPartition, str] = {}
+            for mid in sorted(g.members):
+                m = g.members[mid]
+                if m.member_epoch > g.assignment_epoch:
+                    raise Violation("I3", f"member {self._who(mid)} epoch {m.member_epoch} > "
+                                          f"assignment epoch {g.assignment_epoch}")
+                for tp in sorted(m.owned_partitions(), key=lambda tp: (tp[0].bytes, tp[1])):
+                    if tp in holders:
+                        raise Violation("I1", f"{self._tp(tp)} is held by {self._who(holders[tp])} "
+                                              f"and {self._who(mid)} (coordinator)")
+                    holders[tp] = mid
+            if holders != self.coord_holder:
+                raise Violation("I1", "the coordinator's holdings differ from the ones its records "
+                                      "describe")
+            if g.group_epoch == g.assignment_epoch and g.members:
+                self.check_target(g)
+        seen: dict[TopicIdPartition, Proc] = {}
+        for p in self.live():
+            if self.is_fenced(p):
+                continue
+            for tp in sorted(p.consuming, key=lambda tp: (tp[0].bytes, tp[1])):
+                if tp in seen:
+                    raise Violation("I1", f"{self._tp(tp)} is consumed by {seen[tp].name} and "
+                                          f"{p.name}, neither fenced")
+                seen[tp] = p
+                if self.coord_holder.get(tp) != p.member.member_id:
+                    raise Violation("I1", f"{p.name} consumes {self._tp(tp)} which the "
+                                          f"coordinator does not hold for it")
+
+    def checkpoint(self) -> None:
+        super().checkpoint()
+        if self.coord.up:
+            self.full_check()
+
+    def protocol_summary(self) -> dict[str, Any]:
+        live = self.live()
+        return {"members_live": len(live), "processes": len(self.procs), **self.stats}

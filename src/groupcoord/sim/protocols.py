@@ -1,0 +1,60 @@
+"""The simulator's protocol registry: ``--protocol NAME[:VARIANT]``.
+
+A protocol is a :class:`groupcoord.sim.engine.Simulation` subclass with its members and its
+invariants, plus the variants it accepts (for consumer groups: the server-side assignor).
+Registered today: ``consumer`` (KIP-848; variants ``uniform``, ``range``). Still to come (issue
+#7): ``connect`` (eager, cooperative), classic consumers (eager, cooperative) and classic
+Connect (eager, compatible, sessioned); each registers itself here with
+:func:`register_protocol`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from groupcoord.sim.consumer import ConsumerSimulation
+from groupcoord.sim.engine import Simulation
+
+
+@dataclass(slots=True, frozen=True)
+class ProtocolSpec:
+    name: str
+    simulation: type[Simulation]
+    variants: tuple[str, ...]
+    default_variant: str
+    description: str = ""
+
+
+PROTOCOLS: dict[str, ProtocolSpec] = {}
+
+
+def register_protocol(spec: ProtocolSpec) -> None:
+    if spec.default_variant and spec.default_variant not in spec.variants:
+        raise ValueError(f"{spec.name}: default variant {spec.default_variant!r} not in "
+                         f"{spec.variants}")
+    PROTOCOLS[spec.name] = spec
+
+
+def resolve_protocol(label: str) -> tuple[ProtocolSpec, str]:
+    """``consumer`` or ``consumer:range`` -> (spec, variant); ValueError names the choices."""
+    name, _, variant = label.partition(":")
+    spec = PROTOCOLS.get(name)
+    if spec is None:
+        raise ValueError(f"unknown protocol {name!r}; available: "
+                         f"{', '.join(protocol_labels())}")
+    variant = variant or spec.default_variant
+    if spec.variants and variant not in spec.variants:
+        raise ValueError(f"protocol {name} has no variant {variant!r}; available: "
+                         f"{', '.join(spec.variants)}")
+    return spec, variant
+
+
+def protocol_labels() -> list[str]:
+    return [f"{s.name}:{v}" for s in sorted(PROTOCOLS.values(), key=lambda s: s.name)
+            for v in s.variants] or sorted(PROTOCOLS)
+
+
+register_protocol(ProtocolSpec(
+    "consumer", ConsumerSimulation, ("uniform", "range"), "uniform",
+    "KIP-848 consumer groups: ConsumerMember processes against the coordinator shard; the "
+    "variant is the server-side assignor the members ask for"))

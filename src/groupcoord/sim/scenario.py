@@ -1,0 +1,738 @@
+"""Scenarios: a group, its topics, timings, network and a timeline of disturbances, as data.
+
+A scenario is TOML (read with ``tomllib``); the named built-ins below are TOML too, and
+``random`` draws a scenario from the seed (:func:`random_scenario`). Layout (every table and
+key optional except where noted)::
+
+    name = "my-scenario"
+    description = "what it shows"
+    end_ms = 300000              # run at least until then (default: until converged)
+
+    [group]
+    id = "g"
+    members = 3                  # initial members c1..cN, joining from t=0
+    join_stagger_ms = 0          # c(i) joins at (i-1) * stagger
+    static = false               # static membership (instance id = member name)
+    topics = { foo = 6 }         # topic name -> partitions (the metadata image)
+    subscription = ["foo"]       # default: every initial topic; or
+    regex = "foo|bar"            # an RE2 regex subscription
+
+    [coordinator]
+    session_timeout_ms = 45000
+    heartbeat_interval_ms = 5000
+
+    [member]
+    rebalance_timeout_ms = 30000
+    request_timeout_ms = 5000
+    commit_interval_ms = 5000    # auto-commit of owned positions; 0 disables commits
+    restart_delay_ms = 1000      # a process stopped by a fatal error restarts after this
+
+    [network]
+    latency = "uniform:1-10"     # fixed:MS | uniform:MIN-MAX | exponential:MEAN:MIN-MAX
+    loss = 0.0                   # per-message probabilities, active until the faults stop
+    response_loss = 0.0
+    duplicate = 0.0
+    reorder = 0.0
+    ordered = true               # FIFO channels (TCP); false lets reorder break FIFO
+
+    [[events]]
+    at_ms = 30000
+    kind = "crash"               # see EVENT_KINDS
+    member = "c2"                # a name, or "any" (drawn from the live members)
+
+Event kinds (:data:`EVENT_KINDS`, parameters and defaults): ``join`` (members or count),
+``leave`` (member; a permanent leave, epoch -1), ``crash`` (member: no leave), ``bounce``
+(member, down_ms; a graceful close, epoch -2 for a static member, then a new process with a new
+member id and the same instance id; ``hard = true`` crashes instead), ``rolling-bounce``
+(interval_ms, down_ms, hard; every live member in name order), ``scale-out`` (count),
+``scale-in`` (count: the newest members leave), ``slow`` (member or "all", delay_ms,
+duration_ms: revocations started in the window take ``delay_ms``), ``subscribe`` (member or
+"all"; topics or regex), ``add-partitions`` (topic, partitions = the new count),
+``create-topic`` (topic, partitions; a deleted topic comes back under a new topic id),
+``delete-topic`` (topic), ``network-partition`` (members, duration_ms: cut off),
+``network-faults`` (loss, response_loss, duplicate, reorder, duration_ms), and
+``coordinator-failover`` (load_ms: the shard is dropped, rebuilt from its log, and serves again
+after ``load_ms``).
+
+"Faults stop" (invariant I5) at the scenario's *quiet time*: the end of the last disturbance
+(an event's time plus its duration). The ``[network]`` fault probabilities apply until then.
+"""
+
+from __future__ import annotations
+
+import random
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from groupcoord.sim.network import NO_FAULTS, Latency, NetworkFaults
+
+DEFAULT_LATENCY = Latency()
+
+# --------------------------------------------------------------------------- model
+
+#: kind -> {parameter: default}; ``...`` marks a required parameter.
+EVENT_KINDS: dict[str, dict[str, Any]] = {
+    "join": {"members": None, "count": 1},
+    "leave": {"member": ...},
+    "crash": {"member": ...},
+    "bounce": {"member": ..., "down_ms": 5_000, "hard": False},
+    "rolling-bounce": {"interval_ms": 10_000, "down_ms": 3_000, "hard": False},
+    "scale-out": {"count": 1},
+    "scale-in": {"count": 1},
+    "slow": {"member": ..., "delay_ms": 40_000, "duration_ms": 60_000},  # member may be "all"
+    "subscribe": {"member": ..., "topics": None, "regex": None},
+    "add-partitions": {"topic": ..., "partitions": ...},
+    "create-topic": {"topic": ..., "partitions": ...},
+    "delete-topic": {"topic": ...},
+    "network-partition": {"members": ..., "duration_ms": 10_000},
+    "network-faults": {"loss": 0.0, "response_loss": 0.0, "duplicate": 0.0, "reorder": 0.0,
+                       "duration_ms": 30_000},
+    "coordinator-failover": {"load_ms": 1_000},
+}
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be run; the message names the file and the field."""
+
+
+@dataclass(slots=True, frozen=True)
+class Event:
+    at_ms: int
+    kind: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> Any:
+        return self.params[name]
+
+    def duration_ms(self, members: int) -> int:
+        """How long the disturbance lasts after ``at_ms`` (for the quiet time)."""
+        p = self.params
+        k = self.kind
+        if k == "bounce":
+            return int(p["down_ms"])
+        if k == "rolling-bounce":
+            return max(members - 1, 0) * int(p["interval_ms"]) + int(p["down_ms"])
+        if k == "slow":
+            return int(p["duration_ms"]) + int(p["delay_ms"])
+        if k in ("network-partition", "network-faults"):
+            return int(p["duration_ms"])
+        if k == "coordinator-failover":
+            return int(p["load_ms"])
+        return 0
+
+    def settle_ms(self, members: int) -> int:
+        """When the disturbance is over for its metrics window: a ``slow`` window only slows
+        revocations that happen in it, so it is over at once; the others last their duration."""
+        return 0 if self.kind == "slow" else self.duration_ms(members)
+
+
+@dataclass(slots=True, frozen=True)
+class Scenario:
+    name: str
+    description: str = ""
+    group_id: str = "g"
+    members: int = 3
+    join_stagger_ms: int = 0
+    static: bool = False
+    topics: tuple[tuple[str, int], ...] = (("foo", 6),)
+    subscription: tuple[str, ...] | None = None
+    regex: str | None = None
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 5_000
+    rebalance_timeout_ms: int = 30_000
+    request_timeout_ms: int = 5_000
+    commit_interval_ms: int = 5_000
+    restart_delay_ms: int = 1_000
+    latency: Latency = DEFAULT_LATENCY
+    faults: NetworkFaults = NO_FAULTS
+    ordered: bool = True
+    events: tuple[Event, ...] = ()
+    end_ms: int | None = None
+    #: Where it came from: a built-in name, "random", or a file path (for the repro command).
+    source: str = ""
+
+    def topics_subscribed(self) -> tuple[str, ...]:
+        return self.subscription if self.subscription is not None else tuple(
+            n for n, _ in self.topics)
+
+    def quiet_at_estimate(self) -> int:
+        """The end of the last disturbance as planned (the initial joins included)."""
+        members = self.members
+        end = max(self.members - 1, 0) * self.join_stagger_ms
+        for e in sorted(self.events, key=lambda e: e.at_ms):
+            if e.kind == "scale-out":
+                members += int(e["count"])
+            elif e.kind == "join":
+                members += len(e["members"]) if e["members"] else int(e["count"])
+            elif e.kind == "scale-in":
+                members = max(members - int(e["count"]), 0)
+            end = max(end, e.at_ms + e.duration_ms(members))
+        return end
+
+
+# --------------------------------------------------------------------------- parsing
+
+_TOP = {"name", "description", "end_ms", "group", "coordinator", "member", "network", "events"}
+_GROUP = {"id", "members", "join_stagger_ms", "static", "topics", "subscription", "regex"}
+_COORD = {"session_timeout_ms", "heartbeat_interval_ms"}
+_MEMBER = {"rebalance_timeout_ms", "request_timeout_ms", "commit_interval_ms", "restart_delay_ms"}
+_NET = {"latency", "loss", "response_loss", "duplicate", "reorder", "ordered"}
+
+
+def _check_keys(where: str, table: Mapping[str, Any], allowed: set[str]) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise ScenarioError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: "
+                            f"{', '.join(sorted(allowed))}")
+
+
+def _int(where: str, v: Any, minimum: int = 0) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+        raise ScenarioError(f"{where}: expected an integer >= {minimum}, got {v!r}")
+    return v
+
+
+def _table(where: str, v: Any) -> Mapping[str, Any]:
+    if not isinstance(v, Mapping):
+        raise ScenarioError(f"{where}: expected a table")
+    return v
+
+
+def parse_event(where: str, raw: Mapping[str, Any]) -> Event:
+    raw = _table(where, raw)
+    kind = raw.get("kind")
+    if kind not in EVENT_KINDS:
+        raise ScenarioError(f"{where}: kind must be one of {', '.join(sorted(EVENT_KINDS))}, "
+                            f"got {kind!r}")
+    at = _int(f"{where}.at_ms", raw.get("at_ms", 0))
+    spec = EVENT_KINDS[kind]
+    _check_keys(f"{where} ({kind})", raw, set(spec) | {"kind", "at_ms"})
+    params: dict[str, Any] = {}
+    for name, default in spec.items():
+        if name in raw:
+            params[name] = raw[name]
+        elif default is ...:
+            raise ScenarioError(f"{where} ({kind}): missing {name}")
+        else:
+            params[name] = default
+    for name, v in params.items():
+        if name.endswith("_ms") or name in ("count", "partitions"):
+            params[name] = _int(f"{where}.{name}", v, 1 if name in ("count", "partitions") else 0)
+        elif name in ("loss", "response_loss", "duplicate", "reorder"):
+            if not isinstance(v, int | float) or not 0 <= v <= 1:
+                raise ScenarioError(f"{where}.{name}: expected a probability, got {v!r}")
+            params[name] = float(v)
+        elif name == "members" and v is not None:
+            if isinstance(v, str):
+                v = [v]
+            if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                raise ScenarioError(f"{where}.members: expected a list of member names")
+            params[name] = tuple(v)
+        elif name == "topics" and v is not None:
+            if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                raise ScenarioError(f"{where}.topics: expected a list of topic names")
+            params[name] = tuple(v)
+        elif name in ("member", "topic", "regex") and v is not None and not isinstance(v, str):
+            raise ScenarioError(f"{where}.{name}: expected a string, got {v!r}")
+    if kind == "subscribe" and (params["topics"] is None) == (params["regex"] is None):
+        raise ScenarioError(f"{where} (subscribe): give topics or regex (exactly one)")
+    if kind == "network-partition" and not params["members"]:
+        raise ScenarioError(f"{where} (network-partition): members must name at least one")
+    return Event(at, kind, params)
+
+
+def parse_scenario(data: Mapping[str, Any], source: str = "") -> Scenario:
+    where = source or "scenario"
+    _check_keys(where, data, _TOP)
+    name = data.get("name", Path(source).stem if source else "scenario")
+    g = _table(f"{where}: [group]", data.get("group", {}))
+    _check_keys(f"{where}: [group]", g, _GROUP)
+    c = _table(f"{where}: [coordinator]", data.get("coordinator", {}))
+    _check_keys(f"{where}: [coordinator]", c, _COORD)
+    m = _table(f"{where}: [member]", data.get("member", {}))
+    _check_keys(f"{where}: [member]", m, _MEMBER)
+    n = _table(f"{where}: [network]", data.get("network", {}))
+    _check_keys(f"{where}: [network]", n, _NET)
+
+    kw: dict[str, Any] = {"name": str(name), "description": str(data.get("description", "")),
+                          "source": source}
+    if "end_ms" in data:
+        kw["end_ms"] = _int(f"{where}: end_ms", data["end_ms"])
+    if "id" in g:
+        kw["group_id"] = str(g["id"])
+    if "members" in g:
+        kw["members"] = _int(f"{where}: group.members", g["members"])
+    if "join_stagger_ms" in g:
+        kw["join_stagger_ms"] = _int(f"{where}: group.join_stagger_ms", g["join_stagger_ms"])
+    if "static" in g:
+        kw["static"] = bool(g["static"])
+    if "topics" in g:
+        topics = _table(f"{where}: group.topics", g["topics"])
+        kw["topics"] = tuple((str(t), _int(f"{where}: group.topics.{t}", p, 1))
+                             for t, p in topics.items())
+    if "subscription" in g:
+        kw["subscription"] = tuple(str(t) for t in g["subscription"])
+    if "regex" in g:
+        kw["regex"] = str(g["regex"])
+    if "subscription" in g and "regex" in g:
+        raise ScenarioError(f"{where}: [group] takes subscription or regex, not both")
+    for key in _COORD:
+        if key in c:
+            kw[key] = _int(f"{where}: coordinator.{key}", c[key], 1)
+    for key in _MEMBER:
+        if key in m:
+            kw[key] = _int(f"{where}: member.{key}", m[key], 0)
+    if "latency" in n:
+        lat = n["latency"]
+        try:
+            if isinstance(lat, str):
+                kw["latency"] = Latency.parse(lat)
+            else:
+                lat = _table(f"{where}: network.latency", lat)
+                kw["latency"] = Latency(str(lat.get("dist", "uniform")), int(lat.get("min_ms", 1)),
+                                        int(lat.get("max_ms", 10)), int(lat.get("mean_ms", 5)))
+        except ValueError as e:
+            raise ScenarioError(f"{where}: network.latency: {e}") from None
+    try:
+        kw["faults"] = NetworkFaults(**{k: float(n[k]) for k in
+                                        ("loss", "response_loss", "duplicate", "reorder") if k in n})
+    except ValueError as e:
+        raise ScenarioError(f"{where}: [network]: {e}") from None
+    if "ordered" in n:
+        kw["ordered"] = bool(n["ordered"])
+    raw_events = data.get("events", [])
+    if not isinstance(raw_events, list):
+        raise ScenarioError(f"{where}: events must be an array of tables ([[events]])")
+    kw["events"] = tuple(sorted((parse_event(f"{where}: events[{i}]", e)
+                                 for i, e in enumerate(raw_events)), key=lambda e: e.at_ms))
+    sc = Scenario(**kw)
+    if sc.heartbeat_interval_ms >= sc.session_timeout_ms:
+        raise ScenarioError(f"{where}: heartbeat_interval_ms must be < session_timeout_ms")
+    return sc
+
+
+def load_scenario(name_or_path: str, seed: int = 0) -> Scenario:
+    """A built-in by name, ``random`` (drawn from ``seed``), or a TOML file."""
+    if name_or_path == "random":
+        return random_scenario(seed)
+    if name_or_path in BUILTINS:
+        return parse_scenario(tomllib.loads(BUILTINS[name_or_path]), source=name_or_path)
+    path = Path(name_or_path)
+    if path.suffix == ".toml" or path.exists():
+        try:
+            text = path.read_text()
+        except OSError as e:
+            raise ScenarioError(f"cannot read scenario {name_or_path}: {e.strerror}") from None
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise ScenarioError(f"{name_or_path}: not valid TOML: {e}") from None
+        return parse_scenario(data, source=str(path))
+    raise ScenarioError(f"unknown scenario {name_or_path!r}: use a file.toml, 'random' or one of "
+                        f"{', '.join(sorted(BUILTINS))}")
+
+
+# --------------------------------------------------------------------------- built-ins
+
+_STABLE = 30_000  # the disturbance comes once the group has settled
+
+BUILTINS: dict[str, str] = {
+    "join": """
+name = "join"
+description = "Three members join one after the other on foo (6 partitions)."
+[group]
+members = 3
+join_stagger_ms = 10000
+""",
+    "leave": f"""
+name = "leave"
+description = "Four stable members; c2 leaves the group (epoch -1)."
+[group]
+members = 4
+topics = {{ foo = 8 }}
+[[events]]
+at_ms = {_STABLE}
+kind = "leave"
+member = "c2"
+""",
+    "crash": f"""
+name = "crash"
+description = "Four stable members; c2 crashes without leaving: its session expires."
+[group]
+members = 4
+topics = {{ foo = 8 }}
+[[events]]
+at_ms = {_STABLE}
+kind = "crash"
+member = "c2"
+""",
+    "bounce": f"""
+name = "bounce"
+description = "Four dynamic members; c2 closes and restarts 10 s later with a new member id."
+[group]
+members = 4
+topics = {{ foo = 8 }}
+[[events]]
+at_ms = {_STABLE}
+kind = "bounce"
+member = "c2"
+down_ms = 10000
+""",
+    "static-bounce": f"""
+name = "static-bounce"
+description = "Four static members; c2 leaves temporarily (-2) and its restart takes its place."
+[group]
+members = 4
+static = true
+topics = {{ foo = 8 }}
+[[events]]
+at_ms = {_STABLE}
+kind = "bounce"
+member = "c2"
+down_ms = 10000
+""",
+    "rolling-bounce": f"""
+name = "rolling-bounce"
+description = "Six members on 24 partitions bounce one after the other, 15 s apart."
+[group]
+members = 6
+topics = {{ foo = 12, bar = 12 }}
+[[events]]
+at_ms = {_STABLE}
+kind = "rolling-bounce"
+interval_ms = 15000
+down_ms = 3000
+""",
+    "scale-out": f"""
+name = "scale-out"
+description = "Three members, then three more join at once."
+[group]
+members = 3
+topics = {{ foo = 12 }}
+[[events]]
+at_ms = {_STABLE}
+kind = "scale-out"
+count = 3
+""",
+    "scale-in": f"""
+name = "scale-in"
+description = "Six members, then the three newest leave."
+[group]
+members = 6
+topics = {{ foo = 12 }}
+[[events]]
+at_ms = {_STABLE}
+kind = "scale-in"
+count = 3
+""",
+    "partition-added": f"""
+name = "partition-added"
+description = "foo grows from 4 to 8 partitions under three members."
+[group]
+members = 3
+topics = {{ foo = 4 }}
+[[events]]
+at_ms = {_STABLE}
+kind = "add-partitions"
+topic = "foo"
+partitions = 8
+""",
+    "topic-created": f"""
+name = "topic-created"
+description = "Members subscribe to the regex t.*; topic t2 is created."
+[group]
+members = 3
+topics = {{ t1 = 4 }}
+regex = "t.*"
+[[events]]
+at_ms = {_STABLE}
+kind = "create-topic"
+topic = "t2"
+partitions = 6
+""",
+    "subscription-change": f"""
+name = "subscription-change"
+description = "All members subscribe to foo; c1 adds bar, later c2 switches to a regex."
+[group]
+members = 3
+topics = {{ foo = 6, bar = 6 }}
+subscription = ["foo"]
+[[events]]
+at_ms = {_STABLE}
+kind = "subscribe"
+member = "c1"
+topics = ["foo", "bar"]
+[[events]]
+at_ms = {_STABLE + 30000}
+kind = "subscribe"
+member = "c2"
+regex = "foo|bar"
+""",
+    "slow-member": f"""
+name = "slow-member"
+description = "Members take 40 s to revoke (rebalance timeout 30 s) when c4 joins: fenced, they rejoin."
+[group]
+members = 3
+topics = {{ foo = 6 }}
+[[events]]
+at_ms = {_STABLE - 5000}
+kind = "slow"
+member = "all"
+delay_ms = 40000
+duration_ms = 20000
+[[events]]
+at_ms = {_STABLE}
+kind = "scale-out"
+count = 1
+""",
+    "network-partition": f"""
+name = "network-partition"
+description = "c2 and c3 are cut off for 60 s (longer than the session timeout), then heal."
+[group]
+members = 4
+topics = {{ foo = 8 }}
+[[events]]
+at_ms = {_STABLE}
+kind = "network-partition"
+members = ["c2", "c3"]
+duration_ms = 60000
+""",
+    "short-partition": f"""
+name = "short-partition"
+description = "c2 is cut off for 8 s (shorter than the session timeout): it stays in the group."
+[group]
+members = 3
+topics = {{ foo = 6 }}
+[[events]]
+at_ms = {_STABLE}
+kind = "network-partition"
+members = ["c2"]
+duration_ms = 8000
+""",
+    "lossy-network": f"""
+name = "lossy-network"
+description = "A minute of loss, lost responses, duplicates and reordering while members come and go."
+[group]
+members = 4
+topics = {{ foo = 8 }}
+[[events]]
+at_ms = {_STABLE}
+kind = "network-faults"
+loss = 0.05
+response_loss = 0.1
+duplicate = 0.05
+reorder = 0.05
+duration_ms = 60000
+[[events]]
+at_ms = {_STABLE + 10000}
+kind = "scale-out"
+count = 2
+[[events]]
+at_ms = {_STABLE + 30000}
+kind = "leave"
+member = "c1"
+""",
+    "coordinator-failover": f"""
+name = "coordinator-failover"
+description = "The coordinator fails over while stable, then again in the middle of a rebalance."
+[group]
+members = 4
+topics = {{ foo = 8 }}
+[[events]]
+at_ms = {_STABLE}
+kind = "coordinator-failover"
+load_ms = 2000
+[[events]]
+at_ms = {_STABLE + 30000}
+kind = "scale-out"
+count = 2
+[[events]]
+at_ms = {_STABLE + 30020}
+kind = "coordinator-failover"
+load_ms = 500
+""",
+    # ---- KIP-848 "Case Studies"
+    "case-study-member-joins": """
+name = "case-study-member-joins"
+description = "KIP-848 case study: A joins foo (3 partitions), then B, then C."
+[group]
+members = 3
+join_stagger_ms = 20000
+topics = { foo = 3 }
+""",
+    "case-study-c-joins": f"""
+name = "case-study-c-joins"
+description = "KIP-848 case study: C joins a stable group of A and B on foo (6 partitions)."
+[group]
+members = 2
+topics = {{ foo = 6 }}
+[[events]]
+at_ms = {_STABLE}
+kind = "join"
+members = ["c3"]
+""",
+    "case-study-member-failure": f"""
+name = "case-study-member-failure"
+description = "KIP-848 case study: A fails to heartbeat; removed after the session timeout."
+[group]
+members = 3
+topics = {{ foo = 6 }}
+[[events]]
+at_ms = {_STABLE}
+kind = "crash"
+member = "c1"
+""",
+    "topic-recreated": f"""
+name = "topic-recreated"
+description = "t1 is deleted under its consumers, then recreated with a new topic id."
+[group]
+members = 3
+topics = {{ t0 = 4, t1 = 6 }}
+[[events]]
+at_ms = {_STABLE}
+kind = "delete-topic"
+topic = "t1"
+[[events]]
+at_ms = {_STABLE + 30000}
+kind = "create-topic"
+topic = "t1"
+partitions = 3
+""",
+    "case-study-partition-added": f"""
+name = "case-study-partition-added"
+description = "KIP-848 case study: foo-1 is created under A and B."
+[group]
+members = 2
+topics = {{ foo = 1 }}
+[[events]]
+at_ms = {_STABLE}
+kind = "add-partitions"
+topic = "foo"
+partitions = 2
+""",
+    "case-study-static-bounce": f"""
+name = "case-study-static-bounce"
+description = "KIP-848 static membership: A (static) bounces and gets its partitions back."
+[group]
+members = 2
+static = true
+topics = {{ foo = 4 }}
+[[events]]
+at_ms = {_STABLE}
+kind = "bounce"
+member = "c1"
+down_ms = 5000
+""",
+}
+
+CASE_STUDIES = tuple(sorted(n for n in BUILTINS if n.startswith("case-study-")))
+
+
+# --------------------------------------------------------------------------- random
+
+#: Disturbance kinds a random scenario draws from, with weights.
+RANDOM_KINDS: tuple[tuple[str, int], ...] = (
+    ("crash", 2), ("leave", 2), ("bounce", 3), ("rolling-bounce", 1), ("scale-out", 2),
+    ("scale-in", 1), ("slow", 2), ("subscribe", 1), ("add-partitions", 2), ("create-topic", 1),
+    ("network-partition", 2), ("network-faults", 2), ("coordinator-failover", 2), ("join", 1),
+    ("delete-topic", 1),
+)
+
+
+def random_scenario(seed: int, *, max_members: int = 7, max_events: int = 5,
+                    horizon_ms: int = 120_000) -> Scenario:
+    """A random group and fault schedule drawn from ``seed`` (its own stream of it)."""
+    rng = random.Random(f"scenario:{seed}")
+    members = rng.randint(1, max_members)
+    ntopics = rng.randint(1, 3)
+    topics = tuple((f"t{i}", rng.randint(1, 12)) for i in range(ntopics))
+    static = rng.random() < 0.3
+    regex = "t.*" if rng.random() < 0.25 else None
+    latency = Latency("uniform", 1, rng.choice((5, 10, 20, 50)))
+    if rng.random() < 0.5:
+        faults = NetworkFaults(loss=rng.choice((0.0, 0.01, 0.03)),
+                               response_loss=rng.choice((0.0, 0.02, 0.05)),
+                               duplicate=rng.choice((0.0, 0.02, 0.05)),
+                               reorder=rng.choice((0.0, 0.02, 0.05)))
+    else:
+        faults = NetworkFaults()
+    names = [f"c{i}" for i in range(1, members + 1)]
+    next_topic = ntopics
+    deleted: list[str] = []
+    next_member = members + 1
+    events: list[Event] = []
+    kinds = [k for k, w in RANDOM_KINDS for _ in range(w)]
+    t = rng.randint(5_000, 30_000)
+    for _ in range(rng.randint(1, max_events)):
+        kind = rng.choice(kinds)
+        live = names or ["c1"]
+        p: dict[str, Any]
+        if kind in ("crash", "leave"):
+            p = {"member": rng.choice([*live, "any"])}
+        elif kind == "bounce":
+            p = {"member": rng.choice([*live, "any"]), "down_ms": rng.randint(100, 20_000),
+                 "hard": rng.random() < 0.3}
+        elif kind == "rolling-bounce":
+            p = {"interval_ms": rng.randint(2_000, 15_000), "down_ms": rng.randint(100, 5_000),
+                 "hard": rng.random() < 0.2}
+        elif kind == "scale-out":
+            k = rng.randint(1, 3)
+            p = {"count": k}
+            names += [f"c{i}" for i in range(next_member, next_member + k)]
+            next_member += k
+        elif kind == "join":
+            p = {"members": (f"c{next_member}",), "count": 1}
+            names.append(f"c{next_member}")
+            next_member += 1
+        elif kind == "scale-in":
+            p = {"count": rng.randint(1, 2)}
+        elif kind == "slow":
+            p = {"member": rng.choice([*live, "any"]), "delay_ms": rng.choice((5_000, 40_000)),
+                 "duration_ms": rng.randint(5_000, 40_000)}
+        elif kind == "subscribe":
+            if rng.random() < 0.5:
+                chosen = sorted({f"t{rng.randrange(next_topic)}" for _ in range(2)})
+                p = {"member": rng.choice([*live, "all"]), "topics": tuple(chosen), "regex": None}
+            else:
+                p = {"member": rng.choice([*live, "all"]), "topics": None, "regex": "t.*"}
+        elif kind == "add-partitions":
+            i = rng.randrange(next_topic)
+            p = {"topic": f"t{i}", "partitions": rng.randint(2, 16)}
+        elif kind == "create-topic":
+            if deleted and rng.random() < 0.5:  # recreate a deleted topic: a new topic id
+                p = {"topic": deleted.pop(rng.randrange(len(deleted))),
+                     "partitions": rng.randint(1, 8)}
+            else:
+                p = {"topic": f"t{next_topic}", "partitions": rng.randint(1, 8)}
+                next_topic += 1
+        elif kind == "delete-topic":
+            name = f"t{rng.randrange(next_topic)}"
+            p = {"topic": name}
+            if name not in deleted:
+                deleted.append(name)
+        elif kind == "network-partition":
+            k = rng.randint(1, max(1, len(live) // 2))
+            p = {"members": tuple(sorted(rng.sample(live, min(k, len(live))))),
+                 "duration_ms": rng.choice((3_000, 10_000, 60_000))}
+        elif kind == "network-faults":
+            p = {"loss": rng.choice((0.0, 0.05, 0.1)), "response_loss": rng.choice((0.0, 0.1)),
+                 "duplicate": rng.choice((0.0, 0.05)), "reorder": rng.choice((0.0, 0.05)),
+                 "duration_ms": rng.randint(5_000, 40_000)}
+        else:  # coordinator-failover
+            p = {"load_ms": rng.choice((100, 1_000, 3_000))}
+        spec = EVENT_KINDS[kind]
+        params = {k: p.get(k, v) for k, v in spec.items()}
+        events.append(Event(t, kind, params))
+        t += rng.randint(0, horizon_ms // max_events)
+    return Scenario(
+        name="random", description=f"random scenario of seed {seed}",
+        members=members, join_stagger_ms=rng.choice((0, 0, 500, 3_000)), static=static,
+        topics=topics, regex=regex, latency=latency, faults=faults,
+        commit_interval_ms=rng.choice((0, 5_000)), events=tuple(events), source="random")
+
+
+def with_overrides(sc: Scenario, **changes: Any) -> Scenario:
+    return replace(sc, **changes)
