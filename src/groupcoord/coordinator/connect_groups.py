@@ -106,6 +106,7 @@ from groupcoord.coordinator.consumer_group import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     MemberState,
 )
+from groupcoord.coordinator.membership import resolve_member
 from groupcoord.coordinator.reconciliation import owns_any_items, reconcile_items
 from groupcoord.coordinator.records import (
     ConnectGroupCurrentMemberAssignmentValue,
@@ -401,38 +402,12 @@ class ConnectGroupManager:
         member_id = r.member_id
 
         # ---- 1. find or create the worker
-        replaced: ConnectGroupMember | None = None
-        existing: ConnectGroupMember | None
-        if r.instance_id is None:
-            existing = members.get(member_id)
-        else:
-            static = group.static_member(r.instance_id) if group else None
-            if r.member_epoch == 0:
-                if static is not None:
-                    if static.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                        raise _err(_E.unreleased_instance_id,
-                                   f"Static worker {member_id} with instance id {r.instance_id} "
-                                   f"cannot join the group because the instance id is owned by "
-                                   f"worker {static.member_id}.")
-                    replaced = static
-                existing = None if replaced is not None else members.get(member_id)
-            else:
-                if static is None:
-                    raise _err(_E.unknown_member_id, f"Instance id {r.instance_id} is unknown.")
-                if static.member_id != member_id:
-                    raise _err(_E.fenced_instance_id,
-                               f"Static worker {member_id} with instance id {r.instance_id} was "
-                               f"fenced by worker {static.member_id}.")
-                existing = static
-
-        if existing is None and replaced is None:
-            if r.member_epoch != 0:
-                raise _err(_E.unknown_member_id,
-                           f"Worker {member_id} is not a member of group {gid}.")
-            if len(members) >= self.shard.config.consumer_max_size:
-                raise _err(_E.group_max_size_reached,
-                           f"The connect group has reached its maximum capacity of "
-                           f"{self.shard.config.consumer_max_size} workers.")
+        resolved = resolve_member(members, group.static_member if group else lambda _: None,
+                                  member_id, r.instance_id, r.member_epoch,
+                                  self.shard.config.consumer_max_size, gid,
+                                  noun="worker", group_noun="connect group")
+        existing: ConnectGroupMember | None = resolved.existing
+        replaced: ConnectGroupMember | None = resolved.replaced
 
         # UNSUPPORTED_ASSIGNOR: no common assignor, or no version range overlap.
         if r.client_assignors and group is not None:

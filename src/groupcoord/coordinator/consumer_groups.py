@@ -43,6 +43,7 @@ from groupcoord.coordinator.consumer_group import (
     ConsumerGroupMember,
     MemberState,
 )
+from groupcoord.coordinator.membership import resolve_member
 from groupcoord.coordinator.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -397,38 +398,12 @@ class ConsumerGroupManager:
                 member_id = self._member_ids()
 
         # ---- 1. find or create the member
-        replaced: ConsumerGroupMember | None = None
-        existing: ConsumerGroupMember | None
-        if r.instance_id is None:
-            existing = members.get(member_id)
-        else:
-            static = group.static_member(r.instance_id) if group else None
-            if r.member_epoch == 0:
-                if static is not None:
-                    if static.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                        raise _err(_E.unreleased_instance_id,
-                                   f"Static member {member_id} with instance id {r.instance_id} "
-                                   f"cannot join the group because the instance id is owned by "
-                                   f"member {static.member_id}.")
-                    replaced = static
-                existing = None if replaced is not None else members.get(member_id)
-            else:
-                if static is None:
-                    raise _err(_E.unknown_member_id, f"Instance id {r.instance_id} is unknown.")
-                if static.member_id != member_id:
-                    raise _err(_E.fenced_instance_id,
-                               f"Static member {member_id} with instance id {r.instance_id} was "
-                               f"fenced by member {static.member_id}.")
-                existing = static
-
-        if existing is None and replaced is None:
-            if r.member_epoch != 0:
-                raise _err(_E.unknown_member_id,
-                           f"Member {member_id} is not a member of group {gid}.")
-            if len(members) >= self.config.consumer_max_size:
-                raise _err(_E.group_max_size_reached,
-                           f"The consumer group has reached its maximum capacity of "
-                           f"{self.config.consumer_max_size} members.")
+        resolved = resolve_member(members, group.static_member if group else lambda _: None,
+                                  member_id, r.instance_id, r.member_epoch,
+                                  self.config.consumer_max_size, gid,
+                                  noun="member", group_noun="consumer group")
+        existing: ConsumerGroupMember | None = resolved.existing
+        replaced: ConsumerGroupMember | None = resolved.replaced
 
         # Client-side assignment (issue #3): UNSUPPORTED_ASSIGNOR when the member's client
         # assignors share no name with, or no version range overlap with, the other members'.
