@@ -1,7 +1,7 @@
 """Simulator benchmarks (issue #7 "Benchmark": ``groupcoord bench sim [--json]``).
 
 Every run is a full simulation: the real :class:`Shard` and real ``ConsumerMember`` processes,
-the simulated network, every invariant checked after every step, I4 checkpoints (every 10,000
+the simulated network, every invariant checked after every step, I4 checkpoints (every 2,000
 steps and at the end), exactly as ``groupcoord simulate`` runs them. Figures (medians of
 repeated runs, garbage collector off, see ``_harness.median_ms``):
 

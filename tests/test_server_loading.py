@@ -18,6 +18,10 @@ from collections.abc import Iterator, Sequence
 import pytest
 
 from groupcoord.coordinator.config import CoordinatorConfig
+from groupcoord.coordinator.connect_messages import (
+    ConnectGroupHeartbeatRequest,
+    ConnectGroupHeartbeatResponse,
+)
 from groupcoord.coordinator.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
@@ -117,6 +121,11 @@ def test_a_loading_shard_answers_load_in_progress_while_the_others_serve() -> No
             assert hb.error_code == ErrorCode.coordinator_load_in_progress and hb.error_message
             d = rt.handle_group(SLOW_GROUP, ConsumerGroupDescribeRequest((SLOW_GROUP,)))
             assert d.groups[0].error_code == ErrorCode.coordinator_load_in_progress
+            # a request type only the shard's managers know (a connect heartbeat)
+            w = rt.handle_group(SLOW_GROUP, ConnectGroupHeartbeatRequest(
+                group_id=SLOW_GROUP, member_id="w", member_epoch=0))
+            assert isinstance(w, ConnectGroupHeartbeatResponse)
+            assert w.error_code == ErrorCode.coordinator_load_in_progress
             # shard 1 loaded meanwhile and serves
             await _until(lambda: not rt.is_loading(1))
             assert _fetched(rt, FAST_GROUP) == (0, 7)

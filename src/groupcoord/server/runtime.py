@@ -152,6 +152,7 @@ class CoordinatorRuntime:
         #: A shard that failed to load is tried again by a request this much later.
         self.load_retry_backoff_s = 5.0
         self._retry_at: dict[int, float] = {}
+        self._error_shard: Shard | None = None  # error responses while a shard is unavailable
         self._closing = False
         #: Deferred requests waiting for a completion: token -> (shard, request, future).
         self._deferred: dict[Hashable, tuple[int, Any, asyncio.Future[Any]]] = {}
@@ -294,10 +295,17 @@ class CoordinatorRuntime:
     def _unavailable(self, i: int, request: Any) -> Any:
         """The response to a request for shard ``i``, which is loading or failed to load."""
         if i in self._loading:
-            return error_response(request, ErrorCode.coordinator_load_in_progress,
-                                  f"Coordinator shard {i} is loading; retry.")
-        return error_response(request, ErrorCode.coordinator_not_available,
-                              f"Coordinator shard {i} is not available.")
+            code, message = ErrorCode.coordinator_load_in_progress, \
+                f"Coordinator shard {i} is loading; retry."
+        else:
+            code, message = ErrorCode.coordinator_not_available, \
+                f"Coordinator shard {i} is not available."
+        try:
+            return error_response(request, code, message)
+        except CoordinatorError as e:  # a request type only the shard's managers know
+            if self._error_shard is None:
+                self._error_shard = Shard(i, self.config, self.image, self.member_ids)
+            return self._error_shard._error_response(request, e)
 
     def _persist(self, i: int, result: Result[Any]) -> bool:
         """Append ``result``'s records to shard ``i``'s log; on failure reload the shard."""

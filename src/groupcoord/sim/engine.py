@@ -54,7 +54,7 @@ from groupcoord.sim.scenario import Event, Scenario
 #: How many trace lines a violation report shows.
 TRACE_TAIL = 40
 #: Steps between two I4 checkpoints (a checkpoint also runs at every failover and at the end).
-CHECKPOINT_EVERY = 10_000
+CHECKPOINT_EVERY = 2_000
 #: More events than this at one simulated instant is a livelock (reported as I5).
 LIVELOCK_EVENTS = 100_000
 
