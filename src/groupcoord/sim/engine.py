@@ -219,6 +219,10 @@ class Simulation:
         self._downtime_at = 0
         self.converged_at: int | None = None
         self.end_at: int | None = None
+        self._next_checkpoint = checkpoint_every
+        self._violation: ViolationReport | None = None
+        self._over = False
+        self._wall = 0.0
 
     # ================================================================== loop
 
@@ -234,25 +238,56 @@ class Simulation:
 
     def run(self, max_steps: int | None = None) -> SimResult:
         """Run the scenario to its end; never raises on a violation (see the result)."""
+        self.start()
+        self.advance(max_steps=max_steps)
+        return self.result()
+
+    def start(self) -> None:
+        """Set the run up (members, timeline); :meth:`advance` then runs it."""
+        self._guarded(self._start)
+
+    def advance(self, until_ms: int | None = None, max_steps: int | None = None) -> bool:
+        """Run events up to simulated time ``until_ms`` (the whole run when None, then the
+        final checks); True once the run is over (its end, a violation, ``max_steps``)."""
+        if self._over:
+            return True
+        paused = [False]
+
+        def go() -> None:
+            paused[0] = self._loop(max_steps, until_ms)
+            if not paused[0]:
+                self._finish()
+
+        self._guarded(go)
+        if not paused[0]:
+            self._over = True
+        return self._over
+
+    def result(self) -> SimResult:
+        self._close_windows(final=True)
+        return SimResult(self.scenario.name, self.protocol_label(), self.seed, self._violation,
+                         self.step, self.now, self._wall,
+                         self.format_trace(self._trace) if self.record_trace else [],
+                         self.summary(), [w.as_json() for w in self.windows])
+
+    def _start(self) -> None:
+        self.setup()
+        self._schedule_timeline()
+
+    def _guarded(self, fn: Callable[[], None]) -> None:
+        """Run a phase; a violation or a crash ends the run with a report."""
         wall0 = time.perf_counter()
-        violation: ViolationReport | None = None
         try:
-            self.setup()
-            self._schedule_timeline()
-            self._loop(max_steps)
-            self._finish()
+            fn()
         except Violation as v:
-            violation = self._report(v.invariant, v.message)
+            self._violation = self._report(v.invariant, v.message)
+            self._over = True
         except Exception as e:  # a crash (of the coordinator, a member, or the simulator)
             frames = traceback.extract_tb(e.__traceback__)[-3:]
             where = "; ".join(f"{Path(f.filename).name}:{f.lineno} in {f.name}" for f in frames)
-            violation = self._report("crash", f"{type(e).__name__}: {e} (at {where})")
-        wall = time.perf_counter() - wall0
-        self._close_windows(final=True)
-        return SimResult(self.scenario.name, self.protocol_label(), self.seed, violation,
-                         self.step, self.now, wall,
-                         self.format_trace(self._trace) if self.record_trace else [],
-                         self.summary(), [w.as_json() for w in self.windows])
+            self._violation = self._report("crash", f"{type(e).__name__}: {e} (at {where})")
+            self._over = True
+        self._wall += time.perf_counter() - wall0
 
     def _report(self, invariant: str, message: str) -> ViolationReport:
         report = ViolationReport(invariant, message, self.seed, self.step, self.now,
@@ -261,15 +296,17 @@ class Simulation:
         self.trace("VIOLATION", "", invariant, message)
         return report
 
-    def _loop(self, max_steps: int | None) -> None:
+    def _loop(self, max_steps: int | None, until_ms: int | None = None) -> bool:
+        """The event loop; True when it paused at ``until_ms`` (the run goes on later)."""
         heap = self._heap
         pop = heapq.heappop
         after = self.after_step
         limit = max_steps if max_steps is not None else 1 << 62
         checkpoint_every = self.checkpoint_every
-        next_checkpoint = checkpoint_every
         same_time = 0
         while heap:
+            if until_ms is not None and heap[0][0] > until_ms:
+                return True
             t, _, handler, arg = pop(heap)
             if self.end_at is not None and t > self.end_at:
                 self.now = self.end_at
@@ -285,11 +322,12 @@ class Simulation:
             self.step += 1
             handler(arg)
             after()
-            if self.step >= next_checkpoint:
-                next_checkpoint += checkpoint_every
+            if self.step >= self._next_checkpoint:
+                self._next_checkpoint += checkpoint_every
                 self.checkpoint()
             if self.step >= limit:
                 break
+        return False
 
     # ================================================================== timeline
 
