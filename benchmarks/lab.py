@@ -7,15 +7,17 @@ run-id order so that cells are mixed. Both sides run ``groupcoord.lab.runs.run_o
 and hand back every nested result:
 
 - ``lab.spark.runs=N``: ``lab.sweep.simulate_frame`` on a local[2] session (the job that a sweep
-  runs: ``mapInArrow`` over tasks of up to 25 runs, results cached in Spark and counted);
+  runs: ``mapInArrow`` over tasks of up to 100 runs, at least 4 per core; results cached in Spark
+  and counted);
 - ``lab.pool.runs=N``: ``Pool(2).map(run_one, runs)`` with the same chunk size, results pickled
   back to the parent;
 - ``lab.spark_vs_pool.runs=N``: Spark's rate over the pool's (issue target: >= 0.75 at 2,000).
 
 Both sides are warmed up first (Spark's Python workers started and their imports done, the
 pool's processes started with ``groupcoord.lab.runs`` imported), so the figures are steady-state
-throughput; session and pool start-up are not counted. Values are medians of 3 repetitions
-(quick: 1). An active Spark session (the test suite's) is reused and left running; otherwise one
+throughput; session and pool start-up are not counted. The repetitions alternate (pool, Spark,
+pool, Spark, ...) so that a change in the machine's load affects both; values are medians of 3
+repetitions (quick: 1). An active Spark session (the test suite's) is reused and left running; otherwise one
 is started (local[2], driver 1 g) and stopped at the end.
 """
 
@@ -59,13 +61,10 @@ def _import_lab() -> None:
     import groupcoord.lab.runs  # noqa: F401 - warm the worker
 
 
-def _median_s(fn: Callable[[], object], repeat: int) -> float:
-    samples = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
+def _timed(fn: Callable[[], object]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
 
 
 def _session() -> tuple[Any, bool]:
@@ -88,28 +87,31 @@ def run(quick: bool = False) -> list[Result]:
     params = {"runs": n, "repeat": repeat, "runs_per_task": per_task}
 
     ctx = multiprocessing.get_context("spawn")  # no fork of a process running a JVM gateway
-    with ctx.Pool(PROCESSES, initializer=_import_lab) as pool:
-        pool.map(run_one, runs[:PROCESSES * 2], chunksize=1)  # warm-up
-
-        def pool_run() -> None:
-            results = pool.map(run_one, runs, chunksize=per_task)
-            assert len(results) == n
-
-        pool_s = _median_s(pool_run, repeat)
-
     spark, owned = _session()
     try:
-        simulate_frame(spark, runs[:8], per_task=4, progress=None).unpersist()  # warm-up
+        with ctx.Pool(PROCESSES, initializer=_import_lab) as pool:
+            pool.map(run_one, runs[:PROCESSES * 2], chunksize=1)  # warm-up
+            simulate_frame(spark, runs[:8], per_task=4, progress=None).unpersist()  # warm-up
 
-        def spark_run() -> None:
-            results = simulate_frame(spark, runs, per_task=per_task, progress=None)
-            results.unpersist()
+            def pool_run() -> None:
+                results = pool.map(run_one, runs, chunksize=per_task)
+                assert len(results) == n
 
-        spark_s = _median_s(spark_run, repeat)
+            def spark_run() -> None:
+                simulate_frame(spark, runs, per_task=per_task, progress=None).unpersist()
+
+            # alternate the two, so that a change of the machine's load hits both alike
+            pool_samples: list[float] = []
+            spark_samples: list[float] = []
+            for _ in range(repeat):
+                pool_samples.append(_timed(pool_run))
+                spark_samples.append(_timed(spark_run))
         master = spark.sparkContext.master
     finally:
         if owned:
             spark.stop()
+    pool_s = statistics.median(pool_samples)
+    spark_s = statistics.median(spark_samples)
 
     spark_rate = n / spark_s
     pool_rate = n / pool_s

@@ -9,6 +9,7 @@ clients stay fast. ``start_server`` starts another one (tests of restarts own th
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -99,6 +100,8 @@ def spark() -> Iterator[object]:
     """One local[2] Spark session for every lab test (shared NOTES "PySpark on this machine");
     skipped where pyspark is not installed."""
     pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("Spark needs Java 17: no java on PATH and no JAVA_HOME")
     from groupcoord.lab.session import TEST_CONF, make_session
 
     session = make_session("local[2]", app_name="groupcoord-lab-tests", conf=TEST_CONF)

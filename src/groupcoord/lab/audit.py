@@ -400,6 +400,19 @@ def epoch_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- the Spark job
 
 
+def _entries_table(entries: list[LogEntry]) -> pa.Table:
+    """The raw entries as an Arrow table (Spark takes it without pickling row by row)."""
+    import pyarrow as pa
+
+    return pa.table({
+        "shard": pa.array([e.shard for e in entries], pa.int32()),
+        "offset": pa.array([e.offset for e in entries], pa.int64()),
+        "ts_ms": pa.array([e.ts_ms for e in entries], pa.int64()),
+        "key": pa.array([e.key for e in entries], pa.binary()),
+        "value": pa.array([e.value for e in entries], pa.binary()),
+    })
+
+
 def _decode_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """``mapInArrow``: raw log entries in, decoded record rows out (on the executors)."""
     import pyarrow as pa
@@ -425,9 +438,8 @@ def _group_frame(pdf: Any) -> Any:
         for col in ("resources", "members"):
             v = r[col]
             r[col] = None if v is None else [str(x) for x in v]
-        for col in ("epoch",):
-            v = r[col]
-            r[col] = None if v is None or v != v else int(v)  # NaN from pandas: null
+        e = r["epoch"]
+        r["epoch"] = None if e is None or e != e else int(e)  # pandas turns a null into NaN
     return pd.DataFrame([group_metrics(records)], columns=[n for n, _ in GROUP_FIELDS])
 
 
@@ -477,9 +489,8 @@ def run_audit(spark: SparkSession, data_dir: str | Path, out_dir: str | Path, *,
                              StructField("key", BinaryType(), False),
                              StructField("value", BinaryType(), True)])
     parallelism = spark.sparkContext.defaultParallelism
-    raw = spark.createDataFrame([(e.shard, e.offset, e.ts_ms, e.key, e.value)
-                                 for e in snap.entries], raw_schema)
-    raw = raw.repartition(max(1, min(parallelism, len(snap.entries) // 1000 + 1)))
+    raw = spark.createDataFrame(_entries_table(snap.entries), raw_schema)
+    raw = raw.repartition(max(1, min(parallelism * 4, len(snap.entries) // 5000 + 1)))
     records = raw.mapInArrow(_decode_batches, struct(RECORD_FIELDS)).cache()
     try:
         records.createOrReplaceTempView("audit_records")

@@ -21,16 +21,17 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from groupcoord.cli import command
 from groupcoord.lab.session import DEFAULT_DRIVER_MEMORY, DEFAULT_MASTER
 from groupcoord.lab.spec import BUILTIN_SPECS, SpecError
 
-
-def _progress(p: object) -> None:
+if TYPE_CHECKING:
     from groupcoord.lab.sweep import Progress
 
-    assert isinstance(p, Progress)
+
+def _progress(p: Progress) -> None:
     print(f"lab: {p.format()}", file=sys.stderr, flush=True)
 
 
@@ -166,7 +167,7 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
     _common_spark(run)
     run.add_argument("--events", action="store_true", help="also write every run's trace")
     run.add_argument("--runs-per-task", type=int, default=None, metavar="N",
-                     help="runs per Spark task (default: 4 tasks per core, at most 25 runs)")
+                     help="runs per Spark task (default: 4 tasks per core, at most 100 runs)")
     run.add_argument("--dry-run", action="store_true", help="expand the spec and stop")
     run.add_argument("--keep-session", action="store_true", help=argparse.SUPPRESS)
     run.set_defaults(func=_run)

@@ -22,6 +22,7 @@ import json
 import logging
 import math
 import re
+import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -171,21 +172,26 @@ def plot_overview(rows: Sequence[dict[str, Any]], path: Path) -> bool:
             picked[(r["scenario"], r["protocol"])].append(r["resource_downtime_ms_p50"] / 1000.0)
     if not picked:
         return False
-    scenarios = sorted({s for s, _ in picked})
+    scenarios = sorted({s for s, _ in picked}, reverse=True)  # top to bottom: a to z
     protocols = sorted({p for _, p in picked})
-    fig = Figure(figsize=(max(6.0, 0.9 * len(scenarios) * max(1, len(protocols)) + 2), 4.5),
-                 dpi=100, layout="constrained")
+    fig = Figure(figsize=(9, max(3.5, 0.28 * len(scenarios) * len(protocols) + 1.5)), dpi=100,
+                 layout="constrained")
     ax = fig.subplots()
-    width = 0.8 / max(1, len(protocols))
+    height = 0.8 / max(1, len(protocols))
+    values: list[float] = []
     for i, protocol in enumerate(protocols):
-        xs = [j + (i - (len(protocols) - 1) / 2) * width for j in range(len(scenarios))]
-        ys = [sum(picked.get((s, protocol), [0.0])) / max(1, len(picked.get((s, protocol), [])))
+        ys = [j + ((len(protocols) - 1) / 2 - i) * height for j in range(len(scenarios))]
+        xs = [statistics.fmean(picked[(s, protocol)]) if picked.get((s, protocol)) else 0.0
               for s in scenarios]
-        ax.bar(xs, ys, width, label=protocol)
-    ax.set_xticks(range(len(scenarios)), scenarios, rotation=30, ha="right")
-    ax.set_ylabel("p50 resource downtime (resource·s)")
-    ax.set_title("Downtime per scenario at the largest cluster size")
-    ax.grid(True, axis="y", alpha=0.3)
+        values += xs
+        ax.barh(ys, xs, height, label=protocol)
+    ax.set_yticks(range(len(scenarios)), scenarios)
+    positive = [v for v in values if v > 0]
+    if positive and max(positive) / min(positive) > 100:
+        ax.set_xscale("symlog", linthresh=min(positive))
+    ax.set_xlabel("p50 resource downtime (resource·s)")
+    ax.set_title("Downtime per scenario at its largest cluster size (mean over its cells there)")
+    ax.grid(True, axis="x", alpha=0.3)
     ax.legend(fontsize=8)
     fig.savefig(path)
     return True
@@ -194,6 +200,7 @@ def plot_overview(rows: Sequence[dict[str, Any]], path: Path) -> bool:
 def plot_audit(epochs: Sequence[dict[str, Any]], path: Path, top: int = 10) -> bool:
     """Group epoch over time for the groups with the most rebalances."""
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     by_group: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for e in epochs:
@@ -210,6 +217,7 @@ def plot_audit(epochs: Sequence[dict[str, Any]], path: Path, top: int = 10) -> b
                 where="post", marker="o", label=g)
     ax.set_xlabel("time since the first rebalance (s)")
     ax.set_ylabel("group epoch / generation")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title("Rebalances per group (audited record log)")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
@@ -367,6 +375,8 @@ def _sweep_md(meta: dict[str, Any], aggregates: list[dict[str, Any]],
     lines = [f"Spec `{meta.get('spec')}`: {meta.get('runs')} runs in {meta.get('cells')} "
              f"cells; protocols {', '.join(meta.get('protocols', []))}.", "",
              f"## Invariant violations: {len(violations)}", ""]
+    if not violations:
+        lines.append("None: every run kept every invariant.")
     shown = sorted(violations, key=lambda v: (v["protocol"], v["scenario"], v["run_id"]))
     for v in shown[:MAX_VIOLATIONS_SHOWN]:
         lines.append(f"- {v['protocol']} {v['scenario']} size {_fmt(v.get('size'), 's')} seed "

@@ -177,7 +177,8 @@ def needs_lab_rerun(params: RunParams) -> bool:
     """False when ``groupcoord simulate`` alone reproduces the run (no cell override)."""
     return (params.scenario_def is not None and not params.scenario.endswith(".toml")) or any(
         v is not None for v in (params.size, params.topics, params.connectors,
-                                params.fault_rate, params.max_steps))
+                                params.fault_rate, params.max_steps)) or (
+        params.checkpoint_every != 2_000)
 
 
 # --------------------------------------------------------------------------- one run

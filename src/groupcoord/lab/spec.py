@@ -439,6 +439,11 @@ scenarios = ["crash", "bounce", "scale-out", "rolling-bounce"]
 sizes = [3, 6, 12]
 fault_rates = [0.0, 0.02]
 seeds = 3
+
+[[workloads]]
+name = "2x12"
+topics = 2
+partitions = 12
 """,
     "paper": """
 name = "paper"

@@ -1,8 +1,8 @@
 """The sweep job: runs on Spark executors, Parquet tables, aggregates, report (issue #8).
 
 :func:`run_sweep` expands a spec (``lab.spec``) into a DataFrame of runs, one row per run,
-spread over tasks of a few dozen runs each (in a hash-shuffled order, so that heavy cells
-spread over the tasks). ``mapInArrow`` runs each row through :func:`groupcoord.lab.runs.run_one`
+spread over tasks (at least 4 per core, at most 100 runs each) in a hashed order, so that heavy
+cells spread over the tasks. ``mapInArrow`` runs each row through :func:`groupcoord.lab.runs.run_one`
 on an executor, the real simulator code, and returns Arrow batches of nested results (the
 ``runs`` row with its disturbance windows, trace and violation). The results are cached and
 counted once (that job runs every simulation, with progress), then written as Parquet, each
@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -46,7 +47,7 @@ log = logging.getLogger(__name__)
 
 PARTITION_COLUMNS = ("protocol", "scenario")
 #: The most runs one Spark task simulates (smaller tasks: finer progress, better balance).
-MAX_RUNS_PER_TASK = 25
+MAX_RUNS_PER_TASK = 100
 #: Results per Arrow batch an executor returns.
 BATCH_ROWS = 16
 
@@ -100,7 +101,7 @@ class ProgressMonitor:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
-        if exc[0] is None:
+        if exc[0] is None and self._last != self.total:
             self.callback(Progress(min(self.counter.value, self.total), self.total,
                                    time.monotonic() - self._t0, 0, final=True))
 
@@ -153,7 +154,8 @@ def _simulate_partition(counter: Accumulator[int]) -> Callable[[Iterator[pa.Reco
 
 
 def runs_per_task(total: int, parallelism: int) -> int:
-    """Enough tasks for balance and progress (4 per core at least), at most 25 runs each."""
+    """Enough tasks for balance and progress (4 per core at least), at most 100 runs each
+    (a task costs a few hundred ms of scheduling and worker hand-over on a busy machine)."""
     return max(1, min(MAX_RUNS_PER_TASK, math.ceil(total / max(1, parallelism * 4))))
 
 
@@ -246,6 +248,7 @@ def run_sweep(spark: SparkSession, spec: SweepSpec, out_dir: str | Path, *,
         tables = result_tables(results)
         for name, df in tables.items():
             if name == "events" and not spec.events:
+                shutil.rmtree(out / name, ignore_errors=True)  # no stale traces of another sweep
                 continue
             write_table(df, out / name, TABLE_SORT[name])
         aggregates = aggregate(spark, tables["runs"]).coalesce(1).cache()

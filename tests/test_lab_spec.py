@@ -1,0 +1,166 @@
+"""The lab without Spark: sweep specs, seeds, cell scenarios, one run's rows, the rerun CLI."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from groupcoord.cli import main
+from groupcoord.lab.runs import (
+    RUN_COLUMNS,
+    build_scenario,
+    flatten,
+    repro_command,
+    run_one,
+)
+from groupcoord.lab.spec import (
+    BUILTIN_SPECS,
+    PARAM_COLUMNS,
+    RunParams,
+    SpecError,
+    Workload,
+    cells,
+    derive_seed,
+    expand,
+    load_spec,
+    parse_spec,
+)
+from groupcoord.sim.protocols import protocol_labels
+
+
+def _spec(text: str) -> object:
+    return parse_spec(tomllib.loads(text), "test.toml")
+
+
+def test_builtin_specs_expand() -> None:
+    quick = expand(load_spec("quick"))
+    labels = protocol_labels()
+    # 4 scenarios x 3 sizes x 2 fault rates x 3 seeds, per protocol
+    assert len(quick) == 4 * 3 * 2 * 3 * len(labels)
+    assert cells(quick) == len(quick) // 3
+    assert {r.protocol for r in quick} == set(labels)
+    paper = load_spec("paper")
+    assert set(paper.scenarios) >= {"crash", "rolling-bounce", "kip415-leader-leaves",
+                                    "case-study-member-joins", "case-study-static-bounce"}
+    runs = expand(paper)
+    # connector workloads only pair with connect protocols (none registered yet: skipped)
+    assert all(r.workload == "4x32" for r in runs if not r.protocol.startswith("connect"))
+    assert set(BUILTIN_SPECS) == {"quick", "paper"}
+
+
+def test_seeds_are_stable_and_shared_by_protocols() -> None:
+    spec = _spec('scenarios = ["crash", "random"]\nsizes = [3, 5]\nseeds = 4\n'
+                 'protocols = ["consumer:uniform", "consumer:range"]')
+    a, b = expand(spec), expand(spec)
+    assert a == b
+    assert len({r.run_id for r in a}) == len(a)
+    by_cell: dict[tuple[object, ...], set[int]] = {}
+    for r in a:
+        by_cell.setdefault((r.scenario, r.size, r.replicate), set()).add(r.seed)
+    assert all(len(seeds) == 1 for seeds in by_cell.values())  # paired across protocols
+    wl = Workload("scenario")
+    seed = derive_seed("", "crash", 3, wl, None, 0)
+    assert seed == derive_seed("", "crash", 3, wl, None, 0)
+    assert seed != derive_seed("salt", "crash", 3, wl, None, 0)
+    assert seed != derive_seed("", "crash", 3, wl, None, 1)
+    assert 0 <= seed < 1 << 63
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("protocols = ['consumer']", "scenarios is required"),
+    ("scenarios = ['nope']", "unknown scenario 'nope'"),
+    ("scenarios = ['crash']\nprotocols = ['gossip']", "unknown protocol"),
+    ("scenarios = ['crash']\nsizes = [0]", "sizes"),
+    ("scenarios = ['crash']\nfault_rates = [2.0]", "fault_rates"),
+    ("scenarios = ['crash']\n[[workloads]]\ntopics = 3", "both topics and partitions"),
+    ("scenarios = ['crash']\n[[workloads]]\ntopics = 3\npartitions = 2\nconnectors = 1\n"
+     "tasks = 1", "not both"),
+    ("scenarios = ['crash']\ncolour = 'red'", "unknown key(s) colour"),
+    ("scenarios = ['mine']\n[scenario.mine]\ngroup = { members = 'x' }", "group.members"),
+])
+def test_bad_specs_name_the_field(text: str, message: str) -> None:
+    with pytest.raises(SpecError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        expand(_spec(text))  # type: ignore[arg-type]
+
+
+def _params(**kw: object) -> RunParams:
+    base: dict[str, object] = {name: None for name in PARAM_COLUMNS}
+    base.update(run_id="r", sweep="t", protocol="consumer:uniform", scenario="crash",
+                workload="scenario", replicate=0, seed=7, events=False, checkpoint_every=2000,
+                spec_ref="t")
+    base.update(kw)
+    return RunParams(**base)  # type: ignore[arg-type]
+
+
+def test_cells_change_the_scenario() -> None:
+    base = build_scenario(_params())
+    assert base.members == 4 and base.topics == (("foo", 8),)
+    grown = build_scenario(_params(size=10, topics=3, partitions=16, fault_rate=0.05))
+    assert grown.members == 10
+    assert grown.topics == (("foo", 16), ("foo_2", 16), ("foo_3", 16))
+    assert grown.faults.loss == grown.faults.reorder == 0.05
+    assert grown.events == base.events  # c2 crashes in both
+    small = build_scenario(_params(scenario="case-study-c-joins", size=5))
+    (join,) = small.events
+    assert join["members"] == ("c6",)  # the newcomer is renumbered after the initial members
+    added = build_scenario(_params(scenario="partition-added", topics=1, partitions=16))
+    (grow,) = added.events
+    assert grow["partitions"] == 32  # 4 -> 8 scales to 16 -> 32
+    shrink = build_scenario(_params(scenario="scale-in", size=2))
+    assert shrink.events[0]["count"] == 1
+
+
+def test_run_one_rows_are_a_function_of_the_parameters() -> None:
+    p = _params(scenario="bounce", size=3, events=True)
+    a, b = run_one(p), run_one(p)
+    a.pop("wall_ms")
+    b.pop("wall_ms")
+    assert a == b
+    assert a["ok"] and a["converged"] and a["disturbance_count"] == 1
+    assert a["epoch_bumps"] >= 1 and a["resource_downtime_ms"] > 0
+    tables = flatten({**a, "wall_ms": 1.0})
+    assert list(tables["runs"][0]) == list(RUN_COLUMNS)
+    assert [d["disturbance"] for d in tables["disturbances"]] == ["initial-join", "bounce"]
+    assert tables["events"] and tables["events"][0]["seq"] == 0
+    assert {e["event"] for e in tables["events"]} >= {"start", "bounce"}
+    assert tables["violations"] == []
+
+
+def test_a_run_that_cannot_start_is_a_setup_violation() -> None:
+    res = run_one(_params(protocol="gossip"))
+    assert not res["ok"] and res["invariant"] == "setup"
+    v = flatten(res)["violations"][0]
+    assert "gossip" in v["message"]
+    assert v["command"].startswith("groupcoord lab rerun --scenario crash --protocol gossip")
+
+
+def test_repro_command_reruns_the_same_run(capsys: pytest.CaptureFixture[str],
+                                           tmp_path: Path) -> None:
+    p = _params(scenario="kip415-leader-leaves", size=5, fault_rate=0.02, spec_ref="paper",
+                scenario_def=None)
+    spec = load_spec("paper")
+    from groupcoord.lab.spec import scenario_definition
+
+    p = RunParams(**{**p.as_row(), "scenario_def": scenario_definition(spec, p.scenario)})
+    cmd = repro_command(p)
+    assert "--spec paper" in cmd and "--size 5" in cmd and "--fault-rate 0.02" in cmd
+    argv = cmd.split()[1:]
+    trace = tmp_path / "trace.txt"
+    assert main([*argv, "--json", "--trace", str(trace)]) == 0
+    out = capsys.readouterr().out
+    import json
+
+    got = json.loads(out)
+    expected = run_one(p)
+    assert got["steps"] == expected["steps"] and got["seed"] == p.seed
+    assert got["summary"]["resource_downtime_ms"] == expected["total_downtime_ms"]
+    assert trace.read_text().count("\n") > 10
+
+
+def test_cli_dry_run(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["lab", "run", "--spec", "quick", "--out", "unused", "--dry-run"]) == 0
+    assert "runs in" in capsys.readouterr().out
+    assert main(["lab", "run", "--spec", "nope", "--out", "unused", "--dry-run"]) == 2
+    assert "cannot read spec nope" in capsys.readouterr().err
