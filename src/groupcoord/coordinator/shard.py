@@ -14,7 +14,7 @@ dynamic group configurations. All group types share one group id space (``groups
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from groupcoord.coordinator import offsets as offsets_mod
@@ -32,7 +32,7 @@ from groupcoord.coordinator.config import (
 )
 from groupcoord.coordinator.connect_group import ConnectGroup
 from groupcoord.coordinator.connect_groups import ConnectGroupManager
-from groupcoord.coordinator.consumer_group import ConsumerGroup, GroupState
+from groupcoord.coordinator.consumer_group import ConsumerGroup
 from groupcoord.coordinator.consumer_groups import REBALANCE, SESSION, ConsumerGroupManager
 from groupcoord.coordinator.group import Group
 from groupcoord.coordinator.ids import MemberIdSource, counter_member_ids
@@ -376,8 +376,4 @@ class Shard:
         }
 
 
-def records_of(results: Iterable[Result[Any]]) -> list[Record]:
-    return [rec for res in results for rec in res.records]
-
-
-__all__ = ["REBALANCE", "SESSION", "GroupState", "Result", "Shard", "records_of"]
+__all__ = ["REBALANCE", "SESSION", "Result", "Shard"]

@@ -42,6 +42,3 @@ class CoordinatorError(Exception):
     def name(self) -> str:
         return error_name(self.code)
 
-
-def invalid_request(message: str) -> CoordinatorError:
-    return CoordinatorError(ErrorCode.invalid_request, message)
