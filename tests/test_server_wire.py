@@ -108,8 +108,8 @@ def test_unsupported_version_of_known_api(gc_server: ServerProcess) -> None:
         corr, r = decode_response(17, 1, _recv_frame(s))
         assert corr == 5
         assert r.error_code == ErrorCode.unsupported_version
-        # Metadata v14 and API 1000 have no schema: correlation id + UNSUPPORTED_VERSION.
-        s.sendall(_raw_request(ApiKey.METADATA, 14, 6) + _raw_request(1000, 0, 7))
+        # Metadata v14 and API 2000 have no schema: correlation id + UNSUPPORTED_VERSION.
+        s.sendall(_raw_request(ApiKey.METADATA, 14, 6) + _raw_request(2000, 0, 7))
         assert _recv_frame(s) == struct.pack(">ih", 6, ErrorCode.unsupported_version.value)
         assert _recv_frame(s) == struct.pack(">ih", 7, ErrorCode.unsupported_version.value)
         # the connection still works

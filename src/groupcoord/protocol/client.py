@@ -6,6 +6,11 @@ librdkafka does), then requests whose version is negotiated per API as
 reconnection, one request in flight (``send_many`` pipelines several; ``send_request`` /
 ``read_response`` split a request from its response, for the classic JoinGroup and SyncGroup
 that the broker answers only once other members have joined).
+
+The extension APIs of the specs (``docs/wire.md``: client-side assignment, the connect group
+type, the connect config admin request) and InitProducerId have one method each, taking plain
+values (nested structs as dicts, as :func:`~groupcoord.protocol.codec.build` accepts) and
+returning the response entity.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from groupcoord.protocol.codec import build, decode_response, encode_request, request_class
+from groupcoord.protocol.versions import ApiKey
 
 __all__ = ["KafkaClient", "KafkaClientError", "parse_bootstrap"]
 
@@ -137,3 +143,55 @@ class KafkaClient:
         if cls is None:
             raise KafkaClientError(f"no schema for API {api_key} v{version}")
         return self.send(build(cls, values, **kw))
+
+    # ---------------------------------------------------------------- extension APIs
+
+    def consumer_group_prepare_assignment(self, group_id: str, member_id: str,
+                                          member_epoch: int) -> Any:
+        return self.call(ApiKey.CONSUMER_GROUP_PREPARE_ASSIGNMENT, 0, group_id=group_id,
+                         member_id=member_id, member_epoch=member_epoch)
+
+    def consumer_group_install_assignment(self, group_id: str, member_id: str, member_epoch: int,
+                                          group_epoch: int, members: Sequence[Mapping[str, Any]],
+                                          error: int = 0) -> Any:
+        """``members``: ``{"member_id", "topic_partitions": [{"topic_id", "partitions"}],
+        "metadata_version", "metadata_bytes"}``."""
+        return self.call(ApiKey.CONSUMER_GROUP_INSTALL_ASSIGNMENT, 0, group_id=group_id,
+                         member_id=member_id, member_epoch=member_epoch, group_epoch=group_epoch,
+                         error=error, members=members)
+
+    def connect_group_heartbeat(self, group_id: str, member_id: str, member_epoch: int,
+                                **fields: Any) -> Any:
+        """Other fields: instance_id, rebalance_timeout_ms (default -1), server_assignor,
+        client_assignors (list of dicts), connectors_and_tasks (``{"connectors", "tasks":
+        [{"connector", "task"}]}``), url; omitted ones are null ("unchanged")."""
+        fields.setdefault("rebalance_timeout_ms", -1)
+        return self.call(ApiKey.CONNECT_GROUP_HEARTBEAT, 0, group_id=group_id,
+                         member_id=member_id, member_epoch=member_epoch, **fields)
+
+    def connect_group_prepare_assignment(self, group_id: str, member_id: str,
+                                         member_epoch: int) -> Any:
+        return self.call(ApiKey.CONNECT_GROUP_PREPARE_ASSIGNMENT, 0, group_id=group_id,
+                         member_id=member_id, member_epoch=member_epoch)
+
+    def connect_group_install_assignment(self, group_id: str, member_id: str, member_epoch: int,
+                                         group_epoch: int, members: Sequence[Mapping[str, Any]],
+                                         error: int = 0,
+                                         scheduled_rebalance_delay_ms: int = 0) -> Any:
+        """``members``: ``{"member_id", "connectors_and_tasks", "error", "metadata_version",
+        "metadata_bytes"}``."""
+        return self.call(ApiKey.CONNECT_GROUP_INSTALL_ASSIGNMENT, 0, group_id=group_id,
+                         member_id=member_id, member_epoch=member_epoch, group_epoch=group_epoch,
+                         error=error, members=members,
+                         scheduled_rebalance_delay_ms=scheduled_rebalance_delay_ms)
+
+    def connect_group_config(self, group_id: str, ops: Sequence[Mapping[str, Any]]) -> Any:
+        """``ops``: ``{"op": 0 create | 1 update | 2 delete, "connector", "task_count"}``."""
+        return self.call(ApiKey.CONNECT_GROUP_CONFIG, 0, group_id=group_id, ops=ops)
+
+    def connect_group_describe(self, group_ids: Sequence[str]) -> Any:
+        return self.call(ApiKey.CONNECT_GROUP_DESCRIBE, 0, group_ids=tuple(group_ids))
+
+    def init_producer_id(self, transactional_id: str | None = None) -> Any:
+        return self.call(ApiKey.INIT_PRODUCER_ID, 5, transactional_id=transactional_id,
+                         transaction_timeout=60_000)

@@ -12,6 +12,9 @@ Kafka protocol guide ("Headers", KIP-482 flexible versions):
 The request header prefix (key, version, correlation id, client id) is parsed by hand so that a
 request for an unknown API or version can still be answered. Bodies are decoded and encoded
 with ``kio.serial``; ``entity_reader(cls)(buf, offset)`` returns ``(entity, bytes_consumed)``.
+The extension APIs of the specs (API keys 1000+) have no kio schema: :func:`request_class` and
+:func:`response_class` give classes generated from the repo's JSON schemas
+(``protocol/extensions.py``) in kio's shape, so everything below serves them unchanged.
 
 :func:`build` constructs a kio entity of any version from plain values: fields that version
 lacks are dropped, missing ones get their default or a zero value, and ints become the
@@ -42,6 +45,7 @@ from kio.serial._introspect import (
     is_optional,
 )
 
+from groupcoord.protocol.extensions import extension_class
 from groupcoord.protocol.framing import frame
 from groupcoord.protocol.versions import ApiKey
 
@@ -84,7 +88,11 @@ class RequestHeader:
 
 @cache
 def request_class(api_key: int, version: int) -> type[Any] | None:
-    """kio's request class for (key, version), or None if kio has no such schema."""
+    """kio's request class for (key, version) (an extension API's generated class), or None if
+    there is no such schema."""
+    ext = extension_class(api_key, version, "request")
+    if ext is not None:
+        return ext
     try:
         return load_request_schema(api_key, version)
     except Exception:
@@ -93,6 +101,9 @@ def request_class(api_key: int, version: int) -> type[Any] | None:
 
 @cache
 def response_class(api_key: int, version: int) -> type[Any] | None:
+    ext = extension_class(api_key, version, "response")
+    if ext is not None:
+        return ext
     try:
         return load_response_schema(api_key, version)
     except Exception:

@@ -2,9 +2,10 @@
 
 Exactly the APIs and versions the server implements, nothing more: a client picks
 ``min(its max, our max)`` per API, so advertising a version we do not handle breaks it. Every
-version listed here has a kio schema (kio 0.6.5 carries upstream's 4.x message set, which
-starts Produce at v3, OffsetCommit at v2, OffsetFetch/ListOffsets at v1, CreateTopics at v2,
-DeleteTopics and DescribeConfigs at v1: older versions cannot be decoded and are not offered).
+version listed here has a kio schema, or for the extension APIs a schema file of ours (kio
+0.6.5 carries upstream's 4.x message set, which starts Produce at v3, OffsetCommit at v2,
+OffsetFetch/ListOffsets at v1, CreateTopics at v2, DeleteTopics and DescribeConfigs at v1: older
+versions cannot be decoded and are not offered).
 
 Ranges and why (issue #6; NOTES.md "What real clients need from a broker"):
 
@@ -26,6 +27,16 @@ Ranges and why (issue #6; NOTES.md "What real clients need from a broker"):
   3 / Heartbeat 3 / LeaveGroup 1; kafka-python JoinGroup 7 / SyncGroup 5 / Heartbeat 4 /
   LeaveGroup 5; aiokafka picks among JoinGroup 0/1/2/5, SyncGroup 0/1/3, Heartbeat and
   LeaveGroup 0/1. DescribeGroups v6 (GROUP_ID_NOT_FOUND with a message) is left out for now.
+- InitProducerId 0-5: kafka-python 3 and librdkafka make producers idempotent by default and
+  ask for a producer id first. Ids only (epoch 0), no transactions; v6 (KIP-939 two-phase
+  commit) is not offered.
+
+- Extension APIs (issues #3 and #6), API keys 1000-1099, schemas in ``protocol/schemas/*.json``
+  (``protocol/extensions.py``; ``docs/wire.md``): ConsumerGroupPrepareAssignment 1000,
+  ConsumerGroupInstallAssignment 1001, ConnectGroupHeartbeat 1002, ConnectGroupPrepareAssignment
+  1003, ConnectGroupInstallAssignment 1004, ConnectGroupConfig 1005, ConnectGroupDescribe 1006,
+  each v0 (the specs define v0 only). Their versions here must equal the schema files'
+  ``validVersions`` (tested).
 """
 
 from __future__ import annotations
@@ -52,6 +63,7 @@ class ApiKey(IntEnum):
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
+    INIT_PRODUCER_ID = 22
     DESCRIBE_CONFIGS = 32
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
@@ -59,6 +71,14 @@ class ApiKey(IntEnum):
     OFFSET_DELETE = 47
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
+    # extension APIs of the specs (protocol/schemas/*.json)
+    CONSUMER_GROUP_PREPARE_ASSIGNMENT = 1000
+    CONSUMER_GROUP_INSTALL_ASSIGNMENT = 1001
+    CONNECT_GROUP_HEARTBEAT = 1002
+    CONNECT_GROUP_PREPARE_ASSIGNMENT = 1003
+    CONNECT_GROUP_INSTALL_ASSIGNMENT = 1004
+    CONNECT_GROUP_CONFIG = 1005
+    CONNECT_GROUP_DESCRIBE = 1006
 
 
 #: api key -> (min version, max version), inclusive.
@@ -79,6 +99,7 @@ API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.API_VERSIONS: (0, 3),
     ApiKey.CREATE_TOPICS: (2, 7),
     ApiKey.DELETE_TOPICS: (1, 6),
+    ApiKey.INIT_PRODUCER_ID: (0, 5),
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DELETE_GROUPS: (0, 2),
@@ -86,6 +107,13 @@ API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
+    ApiKey.CONSUMER_GROUP_PREPARE_ASSIGNMENT: (0, 0),
+    ApiKey.CONSUMER_GROUP_INSTALL_ASSIGNMENT: (0, 0),
+    ApiKey.CONNECT_GROUP_HEARTBEAT: (0, 0),
+    ApiKey.CONNECT_GROUP_PREPARE_ASSIGNMENT: (0, 0),
+    ApiKey.CONNECT_GROUP_INSTALL_ASSIGNMENT: (0, 0),
+    ApiKey.CONNECT_GROUP_CONFIG: (0, 0),
+    ApiKey.CONNECT_GROUP_DESCRIBE: (0, 0),
 }
 
 

@@ -31,6 +31,15 @@ Upstream behaviour kept (Kafka's ``KafkaApis`` and the protocol guide):
   mutes a connection while one of its requests is in flight). JoinGroup below v7 answers a
   missing protocol name as ``""`` (the field is not nullable there); LeaveGroup v0-v2 carry the
   one member id of the request.
+- InitProducerId (KIP-98; what an idempotent producer, the default of kafka-python 3 and
+  librdkafka, asks first): a new producer id at epoch 0 from :class:`ProducerIdAllocator` (blocks
+  reserved in the data directory, never re-issued after a restart), whatever id and epoch a v3+
+  request carries (Kafka also gives a non-transactional producer a fresh id). A transactional id
+  gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED: this broker has no transaction coordinator (and
+  FindCoordinator for transactions is INVALID_REQUEST). Produce stores idempotent batches as
+  sent (producer id, epoch and sequence stay in the batch header); sequences are not checked, so
+  a batch retried after a lost response is stored twice (Kafka would detect the duplicate).
+- The extension APIs of the specs (API keys 1000+) are ``server/extension_apis.py``.
 - DescribeConfigs / IncrementalAlterConfigs: resource type GROUP is 16 in the KIP-848 text and
   32 in Apache Kafka's ``ConfigResource.Type`` (16 is CLIENT_METRICS there); both are served as
   GROUP and answered with the type the client sent.
@@ -55,7 +64,9 @@ from groupcoord.protocol import fast
 from groupcoord.protocol.codec import build, encode_entity, response_class, to_ms
 from groupcoord.protocol.errors import CoordinatorError
 from groupcoord.protocol.versions import API_VERSIONS, ApiKey
+from groupcoord.server.extension_apis import ExtensionApis
 from groupcoord.server.partition_log import InvalidRecords
+from groupcoord.server.producer_ids import ProducerIdAllocator
 from groupcoord.server.runtime import CoordinatorRuntime
 from groupcoord.server.topic_registry import TopicRegistry, validate_topic_name
 
@@ -107,8 +118,10 @@ class KafkaApis:
     awaitable of one (a Fetch waiting for data)."""
 
     def __init__(self, registry: TopicRegistry, runtime: CoordinatorRuntime,
-                 host: str, port: int, broker_configs: dict[str, str] | None = None) -> None:
+                 host: str, port: int, broker_configs: dict[str, str] | None = None,
+                 producer_ids: ProducerIdAllocator | None = None) -> None:
         self.registry = registry
+        self.producer_ids = producer_ids or ProducerIdAllocator(registry.data_dir)
         self.runtime = runtime
         self.host = host
         self.port = port
@@ -141,7 +154,10 @@ class KafkaApis:
             ApiKey.DELETE_GROUPS: self.delete_groups,
             ApiKey.DESCRIBE_CONFIGS: self.describe_configs,
             ApiKey.INCREMENTAL_ALTER_CONFIGS: self.incremental_alter_configs,
+            ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
         }
+        self.extensions = ExtensionApis(runtime, self._resp)
+        self.handlers.update(self.extensions.handlers)
         missing = set(API_VERSIONS) ^ set(self.handlers)
         if missing:  # the advertised table and the handlers must be the same set
             raise AssertionError(f"advertised APIs without handlers or vice versa: {missing}")
@@ -377,6 +393,18 @@ class KafkaApis:
         if acks == 0:
             return None
         return self._resp(ctx, responses=responses, throttle_time=0)
+
+    def init_producer_id(self, body: Any, ctx: RequestContext) -> Any:
+        if body.transactional_id is not None:
+            return self._resp(ctx, throttle_time=0, error_code=E.transactional_id_authorization_failed,
+                              producer_id=-1, producer_epoch=-1)
+        try:
+            pid = self.producer_ids.allocate()
+        except OSError as e:
+            log.error("cannot reserve producer ids: %s", e)
+            return self._resp(ctx, throttle_time=0, error_code=E.kafka_storage_error,
+                              producer_id=-1, producer_epoch=-1)
+        return self._resp(ctx, throttle_time=0, error_code=0, producer_id=pid, producer_epoch=0)
 
     def _wake_fetchers(self) -> None:
         waiters, self._data_waiters = self._data_waiters, []

@@ -16,6 +16,13 @@
   itself (groupcoord is a single node that coordinates every group). ``groups describe`` asks
   ConsumerGroupDescribe first and DescribeGroups for a group that is not a consumer group
   (classic groups, and groups with committed offsets only, listed as Empty classic groups).
+  A connect group (issue #3) is described with ConnectGroupDescribe: its workers with url,
+  epoch, state, the connectors and tasks each runs and its target.
+- ``groupcoord connectors create NAME --tasks N --group G``, ``connectors update NAME --tasks N
+  --group G``, ``connectors delete NAME --group G``, ``connectors list --group G``
+  (``--bootstrap-server``, ``--json``): the connectors-and-tasks configuration of a connect
+  group, changed with the ConnectGroupConfig admin request (API 1005, ``docs/wire.md``) and read
+  with ConnectGroupDescribe (1006), which also says which worker runs each connector and task.
 
 CLI output goes to stdout with ``print`` (the command's product); diagnostics use logging.
 """
@@ -258,18 +265,14 @@ def _groups_list(ns: argparse.Namespace) -> int:
 
 
 def _classic_assignment(raw: bytes) -> dict[str, list[int]]:
-    """A ConsumerProtocolAssignment (int16 version, then the v0 struct, a prefix of every
-    version) as ``{topic: partitions}``; empty if it does not decode."""
-    from kio.schema.consumer_protocol_assignment.v0 import ConsumerProtocolAssignment
-    from kio.serial import entity_reader
+    """A ConsumerProtocolAssignment (any version) as ``{topic: partitions}``; empty if it does
+    not decode."""
+    from groupcoord.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment
 
-    if len(raw) < 2:
-        return {}
     try:
-        entity, _ = entity_reader(ConsumerProtocolAssignment)(raw, 2)
-    except Exception:  # not a consumer assignment we can read: show none
+        return decode_assignment(raw).partitions
+    except ConsumerProtocolError:  # not a consumer assignment we can read: show none
         return {}
-    return {t.topic: sorted(int(p) for p in t.partitions) for t in entity.assigned_partitions}
 
 
 def _describe_classic(c: KafkaClient, group_id: str, group: dict[str, Any],
@@ -294,12 +297,51 @@ def _describe_classic(c: KafkaClient, group_id: str, group: dict[str, Any],
     return True
 
 
+def _tasks_text(cat: Any) -> list[str]:
+    return [f"{t.connector}-{int(t.task)}" for t in cat.tasks]
+
+
+def _connect_group(d: Any) -> dict[str, Any]:
+    """A ConnectGroupDescribe entry as plain data."""
+    def items(cat: Any) -> dict[str, list[str]]:
+        return {"connectors": list(cat.connectors), "tasks": _tasks_text(cat)}
+
+    return {"group_id": d.group_id, "type": "connect", "state": d.group_state,
+            "group_epoch": int(d.group_epoch), "assignment_epoch": int(d.assignment_epoch),
+            "assignor": d.assignor_name or None, "assigner": d.assigner,
+            "assignment_error": int(d.assignment_error),
+            "scheduled_rebalance_delay_ms": int(d.scheduled_rebalance_delay_ms),
+            "config_offset": int(d.config_offset),
+            "connectors": [{"name": cc.name, "tasks": int(cc.task_count)} for cc in d.connectors],
+            "members": [{"member_id": mb.member_id, "instance_id": mb.instance_id, "url": mb.url,
+                         "member_epoch": int(mb.member_epoch), "state": mb.state,
+                         "client_id": mb.client_id, "client_host": mb.client_host,
+                         "assignment": items(mb.assignment),
+                         "pending_revocation": items(mb.pending_revocation),
+                         "target_assignment": items(mb.target_assignment)}
+                        for mb in d.members]}
+
+
+def _describe_connect(c: KafkaClient, group_id: str, group: dict[str, Any]) -> bool:
+    """Fill ``group`` from ConnectGroupDescribe; False if no connect group has that id (or the
+    broker does not serve the API)."""
+    if ApiKey.CONNECT_GROUP_DESCRIBE not in c.api_versions():
+        return False
+    d = c.connect_group_describe([group_id]).groups[0]
+    if d.error_code:
+        return False
+    group.update(_connect_group(d))
+    return True
+
+
 def _describe_one(c: KafkaClient, group_id: str) -> dict[str, Any]:
     d = c.call(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, group_ids=[group_id],
                include_authorized_operations=False).groups[0]
     group: dict[str, Any] = {"group_id": group_id}
     owner: dict[tuple[str, int], dict[str, Any]] = {}
-    if d.error_code == ErrorCode.group_id_not_found and _describe_classic(c, group_id, group, owner):
+    if d.error_code == ErrorCode.group_id_not_found and (
+            _describe_connect(c, group_id, group)
+            or _describe_classic(c, group_id, group, owner)):
         pass
     elif d.error_code:
         group.update(error=error_name(int(d.error_code)), error_message=d.error_message, members=[])
@@ -370,6 +412,8 @@ def _groups_describe(ns: argparse.Namespace) -> int:
             lines.append(f"Group {g['group_id']}: classic, state {g['state']}, protocol type "
                          f"{g['protocol_type'] or '-'}, assignor {_fmt(g['assignor'])}, "
                          f"{len(g['members'])} members")
+        elif g.get("type") == "connect":
+            lines.extend(_connect_lines(g))
         else:
             lines.append(f"Group {g['group_id']}: state {g['state']}, epoch {g['group_epoch']}, "
                          f"assignment epoch {g['assignment_epoch']}, assignor {g['assignor']}, "
@@ -388,6 +432,22 @@ def _groups_describe(ns: argparse.Namespace) -> int:
     return 1 if any("error" in g and not g["partitions"] for g in groups) else 0
 
 
+def _connect_lines(g: dict[str, Any]) -> list[str]:
+    lines = [f"Group {g['group_id']}: connect, state {g['state']}, epoch {g['group_epoch']}, "
+             f"assignment epoch {g['assignment_epoch']}, assignor {_fmt(g['assignor'])}, "
+             f"config offset {g['config_offset']}, {len(g['connectors'])} connectors, "
+             f"{len(g['members'])} workers"]
+    rows = [["WORKER", "URL", "EPOCH", "STATE", "CONNECTORS", "TASKS", "TARGET"]]
+    for mb in g["members"]:
+        a, t = mb["assignment"], mb["target_assignment"]
+        rows.append([mb["member_id"], mb["url"] or "-", str(mb["member_epoch"]), mb["state"],
+                     ",".join(a["connectors"]) or "-", ",".join(a["tasks"]) or "-",
+                     ",".join(t["connectors"] + t["tasks"]) or "-"])
+    if len(rows) > 1:
+        lines.append(_table(rows))
+    return lines
+
+
 @command("groups", "list and describe consumer groups (like kafka-consumer-groups)")
 def _groups_args(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="groups_command", required=True)
@@ -400,3 +460,69 @@ def _groups_args(p: argparse.ArgumentParser) -> None:
     _common(d)
     d.add_argument("group", nargs="+")
     d.set_defaults(func=_guard(_groups_describe))
+
+
+# ------------------------------------------------------------------------------ connectors
+
+CONFIG_CREATE, CONFIG_UPDATE, CONFIG_DELETE = 0, 1, 2
+
+
+def _connectors_change(ns: argparse.Namespace, op: int, verb: str) -> int:
+    tasks = int(getattr(ns, "tasks", 0) or 0)
+    with _client(ns) as c:
+        r = c.connect_group_config(ns.group, [{"op": op, "connector": ns.name, "task_count": tasks}])
+    code = int(r.error_code)
+    data = {"group_id": ns.group, "connector": ns.name,
+            "tasks": tasks if op != CONFIG_DELETE else None,
+            "group_epoch": int(r.group_epoch), "config_offset": int(r.config_offset),
+            "error": error_name(code) if code else None, "error_message": r.error_message}
+    if code:
+        if ns.json:
+            _emit(ns, data, "")
+        print(f"error: {error_name(code)}: {r.error_message or ''}", file=sys.stderr)
+        return 1
+    what = f"connector {ns.name}" + (f" with {tasks} tasks" if op != CONFIG_DELETE else "")
+    _emit(ns, data, f"{verb} {what} in group {ns.group} (config offset {int(r.config_offset)}).")
+    return 0
+
+
+def _connectors_list(ns: argparse.Namespace) -> int:
+    with _client(ns) as c:
+        d = c.connect_group_describe([ns.group]).groups[0]
+    if d.error_code:
+        print(f"error: {error_name(int(d.error_code))}: {d.error_message or ''}", file=sys.stderr)
+        return 1
+    g = _connect_group(d)
+    runs: dict[str, str] = {}  # connector or "name-task" -> worker running it
+    for mb in g["members"]:
+        for name in mb["assignment"]["connectors"] + mb["assignment"]["tasks"]:
+            runs[name] = mb["member_id"]
+    connectors = [{"name": cc["name"], "tasks": cc["tasks"], "worker": runs.get(cc["name"]),
+                   "task_workers": {str(i): runs.get(f"{cc['name']}-{i}")
+                                    for i in range(cc["tasks"])}}
+                  for cc in g["connectors"]]
+    rows = [["CONNECTOR", "TASKS", "WORKER", "TASK-WORKERS"]]
+    for cc in connectors:
+        rows.append([cc["name"], str(cc["tasks"]), _fmt(cc["worker"]),
+                     " ".join(f"{i}:{_fmt(w)}" for i, w in cc["task_workers"].items()) or "-"])
+    _emit(ns, connectors, _table(rows) if connectors else "(no connectors)")
+    return 0
+
+
+@command("connectors", "create, update, delete and list the connectors of a connect group")
+def _connectors_args(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="connectors_command", required=True)
+    for name, op, verb, help_ in (("create", CONFIG_CREATE, "Created", "create a connector"),
+                                  ("update", CONFIG_UPDATE, "Updated", "change its task count"),
+                                  ("delete", CONFIG_DELETE, "Deleted", "delete a connector")):
+        c = sub.add_parser(name, help=help_)
+        _common(c)
+        c.add_argument("name")
+        c.add_argument("--group", required=True, help="the connect group")
+        if op != CONFIG_DELETE:
+            c.add_argument("--tasks", type=int, required=True, help="number of tasks")
+        c.set_defaults(func=_guard(lambda ns, op=op, verb=verb: _connectors_change(ns, op, verb)))
+    li = sub.add_parser("list", help="the connectors, their task counts and who runs them")
+    _common(li)
+    li.add_argument("--group", required=True, help="the connect group")
+    li.set_defaults(func=_guard(_connectors_list))
