@@ -659,3 +659,36 @@ def test_replay_equivalence_at_every_point_of_an_interrupted_compaction(
     drv.check_i4()
     assert r.superseded > 50 and r.tombstones > 0 and len(checks) >= r.chunks - 2
     lg.close()
+
+
+def test_read_only_snapshot_beside_a_writer(tmp_path: Path) -> None:
+    """``SqliteLogSnapshot`` (the lab audit's reader) opens a directory a live log holds locked,
+    sees every shard at one instant with offsets and append times, and never writes."""
+    from groupcoord.storage.sqlite import SqliteLogSnapshot
+
+    with SqliteLog(tmp_path) as log:
+        log.append(0, [(b"a", b"1"), (b"b", b"2")], now_ms=10)
+        log.append(3, [(b"x", None)], now_ms=11)
+        with SqliteLogSnapshot(tmp_path) as snap:
+            log.append(0, [(b"c", b"3")], now_ms=12)   # after the snapshot: not seen
+            log.append(5, [(b"y", b"9")], now_ms=13)   # a shard created later: not seen
+            assert snap.shards() == [0, 3]
+            assert list(snap.read_with_times(0)) == [(1, 10, b"a", b"1"), (2, 10, b"b", b"2")]
+            assert list(snap.read_with_times(3)) == [(1, 11, b"x", None)]
+            assert list(snap.read_with_times(5)) == []
+        with SqliteLogSnapshot(tmp_path) as later:
+            assert later.shards() == [0, 3, 5]
+            assert [e[0] for e in later.read_with_times(0)] == [1, 2, 3]
+
+
+def test_read_only_snapshot_refuses_what_is_not_a_log(tmp_path: Path) -> None:
+    from groupcoord.storage.sqlite import SqliteLogSnapshot
+
+    with pytest.raises(LogError, match="no record log"):
+        SqliteLogSnapshot(tmp_path)
+    other = sqlite3.connect(tmp_path / DB_NAME)
+    other.execute("CREATE TABLE t (x)")
+    other.commit()
+    other.close()
+    with pytest.raises(LogError, match="not a groupcoord log"):
+        SqliteLogSnapshot(tmp_path)

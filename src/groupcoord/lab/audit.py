@@ -13,14 +13,15 @@ churn and assignment movement. Tables, as Parquet::
 
 and a section of ``DIR/report/index.html``.
 
-**Reading the log.** The SQLite log (``storage/sqlite.py``) is opened *read-only* with its own
-connection (``mode=ro``), in one read transaction, so the audit sees one consistent snapshot
-of every shard, never takes the data directory's lock (``groupcoord.lock``, which the server
-holds) and never blocks the server's appends (WAL readers do not block the writer): it works
-on a stopped server's directory and on a running one. The application id and schema version
-are checked as the log itself checks them. It reads the append time of every entry (the
-``ts`` column; ``RecordLog.read_with_offsets`` does not return it), which dates the
-rebalances. Records are decoded with ``coordinator.records.Record.decode``.
+**Reading the log.** The SQLite log is opened *read-only* through
+``storage.sqlite.SqliteLogSnapshot`` (its own connection, ``mode=ro``, one read
+transaction), so the audit sees one consistent snapshot of every shard, never takes the data
+directory's lock (``groupcoord.lock``, which the server holds) and never blocks the server's
+appends (WAL readers do not block the writer): it works on a stopped server's directory and on
+a running one. The application id and schema version
+are checked as the log itself checks them. It reads the append time of every entry
+(``read_with_times``), which dates the rebalances. Records are decoded with
+``coordinator.records.Record.decode``.
 
 **Per group** (records in log order; ``group_metrics``):
 
@@ -44,9 +45,7 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 import time
-import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,7 +66,9 @@ from groupcoord.coordinator.records import (
     Record,
     RecordType,
 )
-from groupcoord.storage.sqlite import APPLICATION_ID, DB_NAME, SCHEMA_VERSION
+from groupcoord.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment
+from groupcoord.storage.log import LogError
+from groupcoord.storage.sqlite import SqliteLogSnapshot
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -112,46 +113,24 @@ class LogSnapshot:
 
 
 def read_log(data_dir: str | Path) -> LogSnapshot:
-    """Read a sqlite record log read-only (see the module docstring)."""
-    path = Path(data_dir) / DB_NAME
-    if not path.is_file():
-        raise AuditError(f"{data_dir}: no record log ({DB_NAME} not found): is it the data "
-                         f"directory of 'groupcoord serve --storage sqlite'?")
-    uri = f"file:{urllib.parse.quote(str(path.resolve()))}?mode=ro"
+    """Read a sqlite record log read-only, every shard at one instant (see the module
+    docstring and :class:`groupcoord.storage.sqlite.SqliteLogSnapshot`)."""
     try:
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=10.0)
-    except sqlite3.Error as e:
-        raise AuditError(f"{path}: cannot open read-only: {e}") from e
-    try:
-        conn.execute("PRAGMA query_only=1")
-        conn.execute("BEGIN")  # one snapshot for every shard
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        if app_id != APPLICATION_ID:
-            raise AuditError(f"{path}: not a groupcoord log (application_id {app_id:#x})")
-        row = conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone()
-        version = int(row[0]) if row is not None else None
-        if version is None or not 1 <= version <= SCHEMA_VERSION:
-            raise AuditError(f"{path}: schema version {version} is not one this groupcoord "
-                             f"reads (1..{SCHEMA_VERSION})")
-        snapshot = LogSnapshot(str(path), [])
-        shards = [int(r[0]) for r in conn.execute("SELECT shard FROM shards ORDER BY shard")]
-        for shard in shards:
-            n = 0
-            first = last = None
-            for offset, ts, key, value in conn.execute(
-                    f"SELECT log_offset, ts, key, value FROM log_{shard} ORDER BY log_offset"):
-                snapshot.entries.append(LogEntry(shard, int(offset), int(ts), bytes(key),
-                                                 None if value is None else bytes(value)))
-                first = offset if first is None else first
-                last = offset
-                n += 1
-            snapshot.shards[shard] = {"entries": n, "first_offset": first, "last_offset": last}
-        conn.execute("COMMIT")
-        return snapshot
-    except sqlite3.Error as e:
-        raise AuditError(f"{path}: cannot read the log: {e}") from e
-    finally:
-        conn.close()
+        with SqliteLogSnapshot(data_dir) as log:
+            snapshot = LogSnapshot(log.path, [])
+            for shard in log.shards():
+                n = 0
+                first = last = None
+                for offset, ts, key, value in log.read_with_times(shard):
+                    snapshot.entries.append(LogEntry(shard, offset, ts, key, value))
+                    first = offset if first is None else first
+                    last = offset
+                    n += 1
+                snapshot.shards[shard] = {"entries": n, "first_offset": first,
+                                          "last_offset": last}
+            return snapshot
+    except LogError as e:
+        raise AuditError(str(e)) from e
 
 
 # --------------------------------------------------------------------------- decoding
@@ -189,14 +168,10 @@ def _classic_assignment(protocol_type: str, raw: bytes) -> list[str] | None:
     if protocol_type != "consumer" or len(raw) < 2:
         return None
     try:
-        from kio.schema.consumer_protocol_assignment.v0 import ConsumerProtocolAssignment
-        from kio.serial import entity_reader
-
-        entity, _ = entity_reader(ConsumerProtocolAssignment)(raw, 2)
-        return sorted(f"{t.topic}:{int(p)}" for t in entity.assigned_partitions
-                      for p in t.partitions)
-    except Exception:  # not ours to judge: the classic group code validated it when it ran
+        assignment = decode_assignment(raw)
+    except ConsumerProtocolError:  # the classic group code validated it when it ran
         return None
+    return sorted(f"{t}:{p}" for t, ps in assignment.partitions.items() for p in ps)
 
 
 def decode_entry(e: LogEntry) -> list[dict[str, Any]]:

@@ -453,3 +453,83 @@ class SqliteLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: One stored entry with where and when it was written: (log offset, append time ms, key, value).
+TimedEntry = tuple[int, int, bytes, bytes | None]
+
+
+class SqliteLogSnapshot:
+    """A read-only, consistent view of the record log of a data directory.
+
+    For readers beside a running server (``groupcoord lab audit``): the database is opened with
+    ``mode=ro`` and ``query_only``, takes no lock file (the server holds it) and reads every
+    shard inside one read transaction, so all shards are seen at the same instant although the
+    server keeps appending (WAL readers do not block the writer). Checks that the file is a
+    groupcoord log of a schema version this code reads; errors are :class:`LogError` naming the
+    file.
+    """
+
+    def __init__(self, data_dir: str | os.PathLike[str]) -> None:
+        import urllib.parse
+
+        self.path = os.path.join(os.fspath(data_dir), DB_NAME)
+        if not os.path.isfile(self.path):
+            raise LogError(f"{data_dir}: no record log ({DB_NAME} not found): is it the data "
+                           f"directory of 'groupcoord serve --storage sqlite'?")
+        uri = f"file:{urllib.parse.quote(os.path.abspath(self.path))}?mode=ro"
+        try:
+            self._conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=10.0)
+        except sqlite3.Error as e:
+            raise LogError(f"{self.path}: cannot open read-only: {e}") from e
+        try:
+            self._conn.execute("PRAGMA query_only=1")
+            self._conn.execute("BEGIN")  # one snapshot for every shard
+            app_id = self._conn.execute("PRAGMA application_id").fetchone()[0]
+            if app_id != APPLICATION_ID:
+                raise LogError(f"{self.path}: not a groupcoord log (application_id {app_id:#x})")
+            row = self._conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone()
+            version = int(row[0]) if row is not None else None
+            if version is None or not 1 <= version <= SCHEMA_VERSION:
+                raise LogError(f"{self.path}: schema version {version} is not one this "
+                               f"groupcoord reads (1..{SCHEMA_VERSION})")
+            self._shards = [int(r[0]) for r in
+                            self._conn.execute("SELECT shard FROM shards ORDER BY shard")]
+        except sqlite3.Error as e:
+            self._conn.close()
+            raise LogError(f"{self.path}: cannot read the log: {e}") from e
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def shards(self) -> list[int]:
+        return list(self._shards)
+
+    def read_with_times(self, shard: int) -> Iterator[TimedEntry]:
+        """The entries of ``shard`` in log order, with their offsets and append times."""
+        check_shard(shard)
+        if shard not in self._shards:
+            return
+        try:
+            cur = self._conn.execute(
+                f"SELECT log_offset, ts, key, value FROM {_table(shard)} ORDER BY log_offset")
+            while True:
+                rows = cur.fetchmany(_FETCH)
+                if not rows:
+                    return
+                for offset, ts, key, value in rows:
+                    yield (int(offset), int(ts), bytes(key),
+                           None if value is None else bytes(value))
+        except sqlite3.Error as e:
+            raise LogError(f"{self.path}: cannot read shard {shard}: {e}") from e
+
+    def close(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self._conn.execute("COMMIT")
+        self._conn.close()
+
+    def __enter__(self) -> SqliteLogSnapshot:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
