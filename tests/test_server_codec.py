@@ -131,3 +131,45 @@ def plog_bytes_first(path: Path) -> bytes:
     data = path.read_bytes()
     (length,) = struct.unpack_from(">i", data, 8)
     return data[:12 + length]
+
+
+def _idempotent_batch(n_records: int, pid: int, epoch: int, seq: int) -> bytes:
+    """A v2 batch of an idempotent producer (producer id, epoch, base sequence)."""
+    import crc32c
+
+    records = b"\x00" * (5 * n_records)
+    after_crc = struct.pack(">hiqqqhii", 0, n_records - 1, 1000, 1000 + n_records, pid, epoch,
+                            seq, n_records) + records
+    body = struct.pack(">ibI", 0, 2, crc32c.crc32c(after_crc)) + after_crc
+    return struct.pack(">qi", 0, len(body)) + body
+
+
+def test_partition_log_idempotent_producer_dedup_and_order(tmp_path: Path) -> None:
+    """KIP-98 on one partition: a retried batch is stored once and answered with its first
+    offset (also after a reopen); sequence gaps and old epochs are refused."""
+    from groupcoord.server.partition_log import ProducerStateError
+
+    path = tmp_path / "p" / "0.log"
+    plog = PartitionLog(path)
+    assert plog.append(_idempotent_batch(3, pid=7, epoch=0, seq=0)) == 0     # seqs 0..2
+    assert plog.append(_idempotent_batch(2, pid=7, epoch=0, seq=3)) == 3     # seqs 3..4
+    assert plog.append(_idempotent_batch(3, pid=7, epoch=0, seq=0)) == 0     # a retry: dup
+    assert plog.high_watermark == 5
+    with pytest.raises(ProducerStateError) as gap:
+        plog.append(_idempotent_batch(1, pid=7, epoch=0, seq=9))
+    assert gap.value.code == 45  # OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert plog.append(_idempotent_batch(1, pid=8, epoch=0, seq=0)) == 5    # another producer
+    assert plog.append(_idempotent_batch(1, pid=7, epoch=1, seq=0)) == 6    # a new epoch
+    with pytest.raises(ProducerStateError) as old:
+        plog.append(_idempotent_batch(1, pid=7, epoch=0, seq=5))
+    assert old.value.code == 47  # INVALID_PRODUCER_EPOCH
+    with pytest.raises(ProducerStateError):
+        plog.append(_idempotent_batch(1, pid=7, epoch=2, seq=4))  # a new epoch starts at 0
+    assert plog.append(_batch(1)) == 7  # non-idempotent batches are not checked
+    plog.close()
+    again = PartitionLog(path)  # the producer state is rebuilt from the stored batches
+    assert again.append(_idempotent_batch(1, pid=7, epoch=1, seq=0)) == 6
+    assert again.append(_idempotent_batch(1, pid=8, epoch=0, seq=0)) == 5
+    assert again.append(_idempotent_batch(1, pid=7, epoch=1, seq=1)) == 8
+    assert again.high_watermark == 9
+    again.close()

@@ -65,7 +65,7 @@ from groupcoord.protocol.codec import build, encode_entity, response_class, to_m
 from groupcoord.protocol.errors import CoordinatorError
 from groupcoord.protocol.versions import API_VERSIONS, ApiKey
 from groupcoord.server.extension_apis import ExtensionApis
-from groupcoord.server.partition_log import InvalidRecords
+from groupcoord.server.partition_log import InvalidRecords, ProducerStateError
 from groupcoord.server.producer_ids import ProducerIdAllocator
 from groupcoord.server.runtime import CoordinatorRuntime
 from groupcoord.server.topic_registry import TopicRegistry, validate_topic_name
@@ -383,6 +383,8 @@ class KafkaApis:
                         appended = True
                     except InvalidRecords as e:
                         res.update(error_code=E.corrupt_message, error_message=str(e))
+                    except ProducerStateError as e:
+                        res.update(error_code=e.code, error_message=str(e))
                     except OSError as e:
                         log.error("produce to %s-%d failed: %s", td.name, pd.index, e)
                         res.update(error_code=E.kafka_storage_error, error_message=str(e))

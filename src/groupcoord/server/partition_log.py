@@ -17,11 +17,22 @@ recordCount int32 @57, records @61.
 
 Writes go to the OS with ``os.write`` (no fsync): data survives a process restart, not a power
 loss. Compressed batches are stored compressed (never decoded).
+
+**Idempotent producers** (KIP-98, as Kafka's ``ProducerStateManager`` does for one partition):
+a batch with a producer id >= 0 is checked against that producer's state — the latest producer
+epoch and the sequence ranges of its last five batches with their offsets. A batch equal to one
+of those (same epoch, same first and last sequence) is a retry whose first attempt was stored:
+it is not written again and the offset of the stored one is returned. A batch from an older
+epoch is refused (INVALID_PRODUCER_EPOCH); in the current epoch a first sequence other than
+the last one + 1 (mod 2^31) is refused (OUT_OF_ORDER_SEQUENCE_NUMBER); a new epoch must start
+at sequence 0. The state is rebuilt from the stored batches when the file is opened, so a
+retry across a broker restart is still recognised. Transactions are not supported.
 """
 
 from __future__ import annotations
 
 import bisect
+import collections
 import logging
 import os
 import struct
@@ -34,6 +45,10 @@ log = logging.getLogger(__name__)
 
 BATCH_HEADER_SIZE = 61
 _HEAD = struct.Struct(">qiibIhiqq")  # through maxTimestamp: 43 bytes
+_PRODUCER = struct.Struct(">qhi")  # producerId, producerEpoch, baseSequence @43
+#: Batches remembered per producer for duplicate detection (Kafka's NUM_BATCHES_TO_RETAIN).
+BATCHES_TO_RETAIN = 5
+_SEQ_MOD = 1 << 31
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
 _LEADER_EPOCH = struct.Struct(">i")
 
@@ -42,12 +57,43 @@ class InvalidRecords(Exception):
     """The produced bytes are not a sequence of valid v2 record batches (CORRUPT_MESSAGE)."""
 
 
+class ProducerStateError(Exception):
+    """An idempotent batch out of its producer's order; ``code`` is the Kafka error code
+    (45 OUT_OF_ORDER_SEQUENCE_NUMBER or 47 INVALID_PRODUCER_EPOCH)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+INVALID_PRODUCER_EPOCH = 47
+
+
+class _ProducerState:
+    """One producer's latest epoch and its last batches: (first seq, last seq, base offset)."""
+
+    __slots__ = ("batches", "epoch")
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.batches: collections.deque[tuple[int, int, int]] = collections.deque(
+            maxlen=BATCHES_TO_RETAIN)
+
+
 @dataclass(slots=True, frozen=True)
 class BatchInfo:
     length: int  # whole batch, header included
     last_offset_delta: int
     max_timestamp: int
     record_count: int
+    producer_id: int = -1
+    producer_epoch: int = -1
+    base_sequence: int = -1
+
+    @property
+    def last_sequence(self) -> int:
+        return (self.base_sequence + max(self.record_count, 1) - 1) % _SEQ_MOD
 
 
 def parse_batches(data: bytes, verify_crc: bool = True) -> list[BatchInfo]:
@@ -73,8 +119,9 @@ def parse_batches(data: bytes, verify_crc: bool = True) -> list[BatchInfo]:
             actual = crc32c.crc32c(memoryview(data)[pos + 21:pos + total])
             if actual != crc:
                 raise InvalidRecords(f"batch at byte {pos}: CRC {actual:#010x} != {crc:#010x}")
+        pid, pepoch, base_seq = _PRODUCER.unpack_from(data, pos + 43)
         (count,) = struct.unpack_from(">i", data, pos + 57)
-        out.append(BatchInfo(total, last_delta, max_ts, count))
+        out.append(BatchInfo(total, last_delta, max_ts, count, pid, pepoch, base_seq))
         pos += total
     return out
 
@@ -91,6 +138,7 @@ class PartitionLog:
         self._positions: list[int] = []
         self._sizes: list[int] = []
         self._max_ts: list[int] = []
+        self._producers: dict[int, _ProducerState] = {}
         self.log_start_offset = 0
         self.high_watermark = 0
         self._size = 0
@@ -100,11 +148,16 @@ class PartitionLog:
         size = os.fstat(self._fd).st_size
         pos = 0
         while pos + BATCH_HEADER_SIZE <= size:
-            head = os.pread(self._fd, _HEAD.size, pos)
-            (base, length, _e, magic, _crc, _a, last_delta, _bt, max_ts) = _HEAD.unpack(head)
+            head = os.pread(self._fd, BATCH_HEADER_SIZE, pos)
+            (base, length, _e, magic, _crc, _a, last_delta, _bt, max_ts) = _HEAD.unpack_from(head)
             total = length + 12
             if magic != 2 or total < BATCH_HEADER_SIZE or pos + total > size or base != self.high_watermark:
                 break
+            pid, pepoch, base_seq = _PRODUCER.unpack_from(head, 43)
+            if pid >= 0:
+                (count,) = struct.unpack_from(">i", head, 57)
+                self._remember(BatchInfo(total, last_delta, max_ts, count, pid, pepoch,
+                                         base_seq), base)
             self._index(base, base + last_delta, pos, total, max_ts)
             pos += total
         if pos != size:
@@ -121,9 +174,54 @@ class PartitionLog:
         self._max_ts.append(max_ts)
         self.high_watermark = last + 1
 
+    def _remember(self, b: BatchInfo, base_offset: int) -> None:
+        state = self._producers.get(b.producer_id)
+        if state is None or state.epoch != b.producer_epoch:
+            state = self._producers[b.producer_id] = _ProducerState(b.producer_epoch)
+        state.batches.append((b.base_sequence, b.last_sequence, base_offset))
+
+    def _check_producer(self, b: BatchInfo, pending: dict[int, tuple[int, int]]) -> int | None:
+        """The stored offset if ``b`` is a duplicate; raises ProducerStateError if it is out
+        of order; None if it is the next batch. ``pending``: (epoch, last seq) of batches
+        accepted earlier in the same request."""
+        pid, epoch = b.producer_id, b.producer_epoch
+        state = self._producers.get(pid)
+        if state is not None and epoch == state.epoch:
+            for first, last, offset in state.batches:
+                if (first, last) == (b.base_sequence, b.last_sequence):
+                    return offset
+        known_epoch, last_seq = pending.get(pid) or (
+            (state.epoch, state.batches[-1][1]) if state is not None and state.batches
+            else (None, None))
+        if known_epoch is not None and epoch < known_epoch:
+            raise ProducerStateError(INVALID_PRODUCER_EPOCH,
+                                     f"producer {pid}: epoch {epoch} is older than {known_epoch}")
+        if known_epoch is not None and epoch > known_epoch and b.base_sequence != 0:
+            raise ProducerStateError(OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                     f"producer {pid}: new epoch {epoch} starts at sequence "
+                                     f"{b.base_sequence}, not 0")
+        if known_epoch == epoch and last_seq is not None \
+                and b.base_sequence != (last_seq + 1) % _SEQ_MOD:
+            raise ProducerStateError(OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                     f"producer {pid}: sequence {b.base_sequence} after "
+                                     f"{last_seq}")
+        pending[pid] = (epoch, b.last_sequence)
+        return None
+
     def append(self, data: bytes) -> int:
-        """Append produced batches (validated first); returns the base offset assigned."""
+        """Append produced batches (validated first); returns the base offset assigned (for a
+        retried idempotent batch already stored, the offset it was stored at)."""
         batches = parse_batches(data)
+        pending: dict[int, tuple[int, int]] = {}
+        duplicates = [None if b.producer_id < 0 else self._check_producer(b, pending)
+                      for b in batches]
+        if duplicates and all(d is not None for d in duplicates):
+            first_dup = duplicates[0]
+            assert first_dup is not None
+            return first_dup
+        if any(d is not None for d in duplicates):
+            raise ProducerStateError(OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                     "a produce request mixes stored and new batches")
         buf = bytearray(data)
         first = self.high_watermark
         next_offset = first
@@ -142,6 +240,9 @@ class PartitionLog:
             raise OSError(f"short write to {self.path}: {written} of {len(buf)} bytes")
         for e in entries:
             self._index(*e)
+        for b, e in zip(batches, entries, strict=True):
+            if b.producer_id >= 0:
+                self._remember(b, e[0])
         self._size += len(buf)
         return first
 
