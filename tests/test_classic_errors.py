@@ -141,13 +141,17 @@ def test_join_known_member_in_empty_group() -> None:
     assert h.join(rnd.leader).r.error_code == E.unknown_member_id
 
 
-def test_join_non_empty_consumer_group_is_refused() -> None:
-    """Online migration is not implemented: a classic member cannot join a KIP-848 group."""
+def test_join_non_empty_consumer_group_needs_the_consumer_protocol() -> None:
+    """Issue #4: a classic member joins a KIP-848 group (translated, see test_migration.py)
+    only with protocol type "consumer"."""
     h = Harness()
     consumer_group(h)
+    r = h.join_new(protocol_type="connect").r
+    assert r.error_code == E.inconsistent_group_protocol
     r = h.join_new().r
-    assert (r.error_code, r.member_id) == (E.inconsistent_group_protocol, "")
-    assert isinstance(h.shard.groups["g"], ConsumerGroup)
+    assert r.error_code == 0
+    group = h.shard.groups["g"]
+    assert isinstance(group, ConsumerGroup) and group.members[r.member_id].classic is not None
 
 
 def test_join_empty_consumer_group_is_converted() -> None:

@@ -231,6 +231,23 @@ def test_unreleased_instance_id() -> None:
     assert shard.groups["g"].static_members == {"a": "A1"}
 
 
+def test_static_member_repeating_its_join_is_the_same_member() -> None:
+    """A static member whose join response was lost joins again with the same member id at
+    epoch 0: it is the member holding the instance id, not a rival (no UNRELEASED_INSTANCE_ID,
+    no new member, no epoch bump)."""
+    shard = Shard(metadata=image(foo=2))
+    c = Client(shard)
+    first = c.heartbeat("A1", 0, instance_id="a")
+    assert first.error_code == 0
+    epoch = shard.groups["g"].group_epoch
+    again = c.heartbeat("A1", 0, instance_id="a")
+    assert again.error_code == 0 and again.member_epoch == first.member_epoch
+    g = shard.groups["g"]
+    assert g.static_members == {"a": "A1"} and sorted(g.members) == ["A1"]
+    assert g.group_epoch == epoch
+    assert replayed(c.records, shard.metadata).state_digest() == shard.state_digest()
+
+
 def test_fenced_instance_id_on_heartbeat() -> None:
     shard = Shard(metadata=image(foo=2))
     c = Client(shard)

@@ -499,10 +499,10 @@ def test_every_advertised_version_round_trips(server: ServerProcess, k: int) -> 
 # ------------------------------------------------------------------------------ mixed groups
 
 
-def test_classic_member_refused_by_a_consumer_protocol_group(server: ServerProcess) -> None:
-    """Online migration (classic and consumer-protocol members in one group) is not
-    implemented: a classic JoinGroup into a non-empty consumer group is refused with
-    INCONSISTENT_GROUP_PROTOCOL, and everything goes on."""
+def test_classic_member_joins_a_consumer_protocol_group(server: ServerProcess) -> None:
+    """Online migration (issue #4): a classic JoinGroup into a non-empty consumer group is
+    translated (MEMBER_ID_REQUIRED, then an immediate answer at the member's epoch); its
+    SyncGroup returns a ConsumerProtocolAssignment; both members keep working."""
     topic, group = _name("mixed"), _name("mixed")
     create_topic(server, topic, 2)
     with KafkaClient(server.bootstrap, client_id="new") as c:
@@ -511,16 +511,14 @@ def test_classic_member_refused_by_a_consumer_protocol_group(server: ServerProce
                     topic_partitions=[])
         assert hb.error_code == 0
         j = c.read_response(c.send_request(join_request(group, 5, topic=topic)))
-        assert j.error_code == ErrorCode.inconsistent_group_protocol and j.member_id == ""
-        j = c.read_response(c.send_request(join_request(group, 5, instance="s", topic=topic)))
-        assert j.error_code == ErrorCode.inconsistent_group_protocol
-        # the same connection and the consumer member keep working
+        assert j.error_code == ErrorCode.member_id_required and j.member_id
+        j = c.read_response(c.send_request(join_request(group, 5, j.member_id, topic=topic)))
+        assert j.error_code == 0 and j.generation_id == hb.member_epoch + 1
+        s = c.send(sync_request(group, j.generation_id, j.member_id))
+        assert s.error_code == 0 and bytes(s.assignment)[:2] == b"\x00\x00"  # v0, as subscribed
         again = c.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, group_id=group,
                        member_id=hb.member_id, member_epoch=hb.member_epoch)
         assert again.error_code == 0
-        d = c.call(ApiKey.DESCRIBE_GROUPS, 5, groups=[group],
-                   include_authorized_operations=False).groups[0]
-        assert d.group_state == "Dead"  # not a classic group
         c.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, group_id=group, member_id=hb.member_id,
                member_epoch=-1)
 

@@ -27,12 +27,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from kio.schema.consumer_protocol_subscription.v0 import ConsumerProtocolSubscription
-from kio.serial import entity_reader
-
 from groupcoord.coordinator.classic_messages import JoinGroupProtocol, JoinGroupResponseMember
 from groupcoord.coordinator.group import Group
 from groupcoord.coordinator.records import ClassicGroupMemberMetadata, ClassicGroupMetadataValue
+from groupcoord.protocol.consumer_protocol import decode_subscription
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 log = logging.getLogger(__name__)
@@ -41,8 +39,6 @@ _E = ErrorCode
 
 #: The protocol type of Kafka consumers (the embedded ConsumerProtocol).
 CONSUMER_PROTOCOL_TYPE = "consumer"
-
-_read_subscription_v0 = entity_reader(ConsumerProtocolSubscription)
 
 
 class ClassicGroupState(Enum):
@@ -76,18 +72,9 @@ class Waiter:
 
 
 def subscribed_topics(metadata: bytes) -> frozenset[str]:
-    """The topics of a ConsumerProtocolSubscription (int16 version, then the struct; v0 is the
-    prefix of every version, so any version is read as v0). Raises ValueError if malformed."""
-    if len(metadata) < 2:
-        raise ValueError("subscription shorter than its version")
-    version = int.from_bytes(metadata[:2], "big", signed=True)
-    if version < 0:
-        raise ValueError(f"negative subscription version {version}")
-    try:
-        sub, _ = _read_subscription_v0(metadata, 2)
-    except Exception as e:  # kio raises assorted errors on truncated or garbled bytes
-        raise ValueError(f"malformed ConsumerProtocolSubscription: {e!r}") from e
-    return frozenset(sub.topics)
+    """The topics of ConsumerProtocolSubscription bytes (any version). Raises ValueError
+    (ConsumerProtocolError) if malformed."""
+    return frozenset(decode_subscription(metadata).topics)
 
 
 @dataclass(slots=True, eq=False)

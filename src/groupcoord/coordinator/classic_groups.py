@@ -30,16 +30,13 @@ Choices where upstream's behaviour is unspecified or does not map one to one:
   support; most votes wins and a tie goes to the smallest protocol name (upstream: hash order).
 - When the leader leaves, the first remaining member in join order becomes leader.
 - Generated member ids are ``{group.instance.id or client.id}-{shard.new_member_id()}``.
-- TODO(issue #4, online migration): a JoinGroup for a non-empty consumer (KIP-848) group is
-  refused with INCONSISTENT_GROUP_PROTOCOL and member id "" -- what Kafka 4.x answers when a
-  classic member cannot join the group it found (its protocols unsupported, or the group of
-  another type); Java clients and librdkafka treat it as fatal, as they would the refusal of a
-  migration. Kafka 4.x instead translates the member into the consumer group (KIP-848 "Supporting
-  Online Consumer Group Upgrade"); that is the migration task. SyncGroup, Heartbeat and
-  LeaveGroup for such a group answer UNKNOWN_MEMBER_ID (or FENCED_INSTANCE_ID for a static
-  member id mismatch) as upstream does for members that do not use the classic protocol. An
-  *empty* consumer group is converted, as upstream does: its records are tombstoned and a
-  classic group is created. Groups of any other type answer INCONSISTENT_GROUP_PROTOCOL.
+- Online migration (issue #4): JoinGroup, SyncGroup, Heartbeat and LeaveGroup for a non-empty
+  consumer (KIP-848) group are handed to ``classic_members.py``, which translates them to the
+  new protocol (the member joins the consumer group). An *empty* consumer group is converted, as
+  upstream does: its records are tombstoned and a classic group is created. The conversions of
+  non-empty groups (``migration.py``) use :meth:`ClassicGroupManager.release_for_upgrade` and
+  :meth:`ClassicGroupManager.adopt_downgraded`. Groups of any other type answer
+  INCONSISTENT_GROUP_PROTOCOL to JoinGroup and UNKNOWN_MEMBER_ID to the others.
 """
 
 from __future__ import annotations
@@ -240,6 +237,39 @@ class ClassicGroupManager:
         self.delete_group(group)
         return True
 
+    # ------------------------------------------------------------------ online migration
+
+    def release_for_upgrade(self, group: ClassicGroup) -> None:
+        """The classic group is about to become a consumer group (issue #4): pending JoinGroup
+        and SyncGroup requests are answered REBALANCE_IN_PROGRESS (the members rejoin the
+        consumer group) and the group's classic timers are cancelled. The caller tombstones it."""
+        gid = group.group_id
+        for m in group.members.values():
+            if m.awaiting_join is not None:
+                waiter = group.set_join_waiter(m, None)
+                assert waiter is not None
+                self._answer(waiter, JoinGroupResponse(_E.rebalance_in_progress,
+                                                       member_id=m.member_id))
+            if m.awaiting_sync is not None:
+                waiter, m.awaiting_sync = m.awaiting_sync, None
+                self._answer(waiter, SyncGroupResponse(_E.rebalance_in_progress))
+        for mid in [*group.members, *sorted(group.pending_join_members)]:
+            self.shard.cancel((HEARTBEAT, gid, mid))
+        self.shard.cancel((JOIN, gid))
+        self.shard.cancel((SYNC, gid))
+
+    def adopt_downgraded(self, group_id: str, value: ClassicGroupMetadataValue,
+                         reason: str) -> None:
+        """A consumer group became this classic group (issue #4; its records are already
+        tombstoned): persist it, arm the members' sessions and start a rebalance so the members
+        rejoin under the classic protocol (upstream's prepareRebalance after a downgrade)."""
+        self.shard.append(classic_group_metadata_record(group_id, value))  # a fresh live view
+        group = self._classic(group_id)
+        assert group is not None
+        for m in group.members.values():
+            self._schedule_heartbeat(group_id, m.member_id, m.session_timeout_ms)
+        self._prepare_rebalance(group, reason)
+
     # ------------------------------------------------------------------ JoinGroup
 
     def _join_group(self, r: JoinGroupRequest, now: int) -> Any:
@@ -261,6 +291,8 @@ class ClassicGroupManager:
         is_unknown = not r.member_id
 
         existing = self.shard.groups.get(gid)
+        if isinstance(existing, ConsumerGroup) and not existing.is_empty():
+            return self.shard.consumer.classic_members.join(existing, r)
         if existing is not None and not isinstance(existing, ClassicGroup):
             if not (isinstance(existing, ConsumerGroup) and existing.is_empty()):
                 log.info("[%s] JoinGroup refused: the group is a non-empty %s group", gid,
@@ -598,6 +630,9 @@ class ClassicGroupManager:
         if r.version >= SYNC_PROTOCOL_REQUIRED_VERSION and (
                 r.protocol_type is None or r.protocol_name is None):
             return SyncGroupResponse(_E.inconsistent_group_protocol)
+        found = self.shard.groups.get(r.group_id)
+        if isinstance(found, ConsumerGroup):
+            return self.shard.consumer.classic_members.sync(found, r)
         group = self._group_for_member_request(r.group_id, r.member_id, r.group_instance_id)
         if group.is_empty():
             return SyncGroupResponse(_E.unknown_member_id)
@@ -656,14 +691,8 @@ class ClassicGroupManager:
 
     def _refuse_foreign_member(self, group: Group, member_id: str,
                                instance_id: str | None) -> None:
-        """A classic request for a group of another type: no member of it uses the classic
-        protocol (online migration is not implemented), so always an error."""
-        if isinstance(group, ConsumerGroup) and instance_id is not None:
-            static = group.static_member(instance_id)
-            if static is not None and static.member_id != member_id:
-                raise CoordinatorError(_E.fenced_instance_id,
-                                       f"Static member {member_id} with instance id "
-                                       f"{instance_id} was fenced by member {static.member_id}.")
+        """A classic request for a group of a type without classic members (consumer groups
+        are handled by ``classic_members.py`` before this)."""
         raise CoordinatorError(_E.unknown_member_id,
                                f"Group {group.group_id} is a {group.group_type} group: member "
                                f"{member_id} does not use the classic protocol.")
@@ -673,6 +702,9 @@ class ClassicGroupManager:
     def _heartbeat(self, r: HeartbeatRequest, now: int) -> HeartbeatResponse:
         if not r.group_id:
             return HeartbeatResponse(_E.invalid_group_id)
+        found = self.shard.groups.get(r.group_id)
+        if isinstance(found, ConsumerGroup):
+            return self.shard.consumer.classic_members.heartbeat(found, r)
         group = self._group_for_member_request(r.group_id, r.member_id, r.group_instance_id)
         group.validate_member(r.member_id, r.group_instance_id)
         if r.generation_id != group.generation_id:
@@ -698,13 +730,7 @@ class ClassicGroupManager:
         if not isinstance(group, ClassicGroup):
             if not isinstance(group, ConsumerGroup):
                 raise CoordinatorError(_E.unknown_member_id, f"Group {r.group_id} not found.")
-            for ident in r.members:
-                try:
-                    self._refuse_foreign_member(group, ident.member_id, ident.group_instance_id)
-                except CoordinatorError as e:
-                    results.append(LeaveGroupMemberResponse(ident.member_id,
-                                                            ident.group_instance_id, e.code))
-            return self._leave_response(r, results)
+            return self._leave_response(r, self.shard.consumer.classic_members.leave(group, r))
 
         gid = group.group_id
         left: list[str] = []

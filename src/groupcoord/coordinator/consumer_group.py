@@ -8,19 +8,24 @@ Nothing here is changed except by ``Shard.replay``.
 
 Group states (upstream names): Empty (no member), Assigning (group epoch > assignment epoch),
 Reconciling (some member not yet STABLE at the assignment epoch), Stable, Dead (deleted).
+
+Online migration (issue #4): a member may use the classic protocol inside a consumer group; it
+then carries :class:`ClassicMemberMetadata` (session timeout, supported protocols), persisted in
+its member metadata record. The group counts its classic members so conversions can ask whether
+every member (but one) uses the classic protocol.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum, IntEnum
 from typing import Any
 from uuid import UUID
 
 from groupcoord.coordinator.group import Group
-from groupcoord.coordinator.records import Assignment, ClientAssignor
+from groupcoord.coordinator.records import Assignment, ClassicMemberMetadata, ClientAssignor
 from groupcoord.coordinator.topics import TopicMetadata
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
@@ -73,6 +78,12 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned_partitions: Assignment = field(default_factory=dict)
     partitions_pending_revocation: Assignment = field(default_factory=dict)
+    #: Set when the member uses the classic protocol (JoinGroup/SyncGroup/Heartbeat).
+    classic: ClassicMemberMetadata | None = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == epoch
@@ -83,7 +94,8 @@ class ConsumerGroupMember:
                 self.rebalance_timeout_ms, self.client_assignors, self.member_epoch,
                 self.previous_member_epoch, self.state.name,
                 assignment_digest(self.assigned_partitions),
-                assignment_digest(self.partitions_pending_revocation))
+                assignment_digest(self.partitions_pending_revocation),
+                None if self.classic is None else self.classic.to_list())
 
     def owned_partitions(self) -> Iterator[tuple[UUID, int]]:
         """Every partition the coordinator considers held by this member."""
@@ -95,15 +107,22 @@ class ConsumerGroupMember:
                 yield t, p
 
 
+def joining(member: ConsumerGroupMember, assigned: Assignment) -> ConsumerGroupMember:
+    """A joining member as it stands for reconciliation: fresh (epoch 0), or inheriting a
+    replaced static member's partitions (``assigned``)."""
+    return replace(member, member_epoch=0, previous_member_epoch=0, state=MemberState.STABLE,
+                   assigned_partitions=assigned, partitions_pending_revocation={})
+
+
 class ConsumerGroup(Group):
     """A consumer group's state. Mutated only by the shard's replay of records."""
 
     group_type = "consumer"
     protocol_type = "consumer"
 
-    __slots__ = ("assignment_epoch", "deleted", "group_epoch", "group_id", "members",
-                 "owners", "static_members", "subscribed_names", "subscribed_regexes",
-                 "subscription_metadata", "target_assignment")
+    __slots__ = ("assignment_epoch", "classic_members", "deleted", "group_epoch", "group_id",
+                 "members", "owners", "static_members", "subscribed_names",
+                 "subscribed_regexes", "subscription_metadata", "target_assignment")
 
     def __init__(self, group_id: str) -> None:
         self.group_id = group_id
@@ -119,6 +138,8 @@ class ConsumerGroup(Group):
         self.subscribed_names: Counter[str] = Counter()
         self.subscribed_regexes: Counter[str] = Counter()
         self.deleted = False
+        #: How many members use the classic protocol (derived from members).
+        self.classic_members = 0
 
     # ------------------------------------------------------------------ queries
 
@@ -187,6 +208,12 @@ class ConsumerGroup(Group):
     def target_of(self, member_id: str) -> Assignment:
         return self.target_assignment.get(member_id, EMPTY)
 
+    def all_classic_except(self, member_ids: set[str]) -> bool:
+        """Whether every member outside ``member_ids`` uses the classic protocol."""
+        inside = [self.members[mid] for mid in member_ids if mid in self.members]
+        classic_inside = sum(1 for m in inside if m.classic is not None)
+        return self.classic_members - classic_inside == len(self.members) - len(inside)
+
     def static_member(self, instance_id: str) -> ConsumerGroupMember | None:
         mid = self.static_members.get(instance_id)
         return None if mid is None else self.members.get(mid)
@@ -203,6 +230,8 @@ class ConsumerGroup(Group):
         self.members[member.member_id] = member
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
+        if member.classic is not None:
+            self.classic_members += 1
         self._hold(member)
         self.subscribed_names.update(member.subscribed_topic_names)
         if member.subscribed_topic_regex:
@@ -218,6 +247,8 @@ class ConsumerGroup(Group):
             del self.static_members[old.instance_id]
 
     def _unsubscribe(self, m: ConsumerGroupMember) -> None:
+        if m.classic is not None:
+            self.classic_members -= 1
         names = self.subscribed_names
         for n in m.subscribed_topic_names:
             names[n] -= 1

@@ -23,6 +23,16 @@ spec's diff text leaves two readings:
   client assignors gets its target from a chosen member (PrepareAssignment / InstallAssignment),
   not from a server assignor; a change of a member's client assignors (list, ranges, reason,
   version or metadata) bumps the group epoch.
+- Online migration (issue #4, ``migration.py``, ``classic_members.py``): a heartbeat at epoch 0
+  for a non-empty classic group of protocol type ``consumer`` converts it when
+  ``group.consumer.migration.policy`` allows the upgrade (else GROUP_ID_NOT_FOUND, as before);
+  the conversion is written even if the joining member is then refused (e.g.
+  GROUP_MAX_SIZE_REACHED): the group keeps working with its classic members. A static member
+  joining with the instance id of a member that uses the classic protocol replaces it at once
+  (upstream: no temporary leave needed when either side uses the classic protocol). Removing
+  members (leave, session or rebalance timeout, classic LeaveGroup) converts the group back to a
+  classic group when only classic members remain and the policy allows the downgrade; a member
+  fenced for a wrong epoch in a heartbeat never triggers it (it rejoins at once).
 """
 
 from __future__ import annotations
@@ -34,6 +44,8 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from groupcoord.coordinator.assignors.base import PartitionAssignor
+from groupcoord.coordinator.classic_group import ClassicGroup
+from groupcoord.coordinator.classic_members import ClassicMembers
 from groupcoord.coordinator.client_assignment import ConsumerClientAssignment, check_assignors
 from groupcoord.coordinator.config import CoordinatorConfig, GroupConfig
 from groupcoord.coordinator.consumer_group import (
@@ -42,8 +54,9 @@ from groupcoord.coordinator.consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
+    joining,
 )
-from groupcoord.coordinator.membership import resolve_member
+from groupcoord.coordinator.membership import Resolved, resolve_member
 from groupcoord.coordinator.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -54,6 +67,14 @@ from groupcoord.coordinator.messages import (
     DescribedMember,
     HeartbeatAssignment,
     TopicPartitions,
+)
+from groupcoord.coordinator.migration import (
+    MigrationError,
+    classic_to_consumer,
+    consumer_to_classic,
+    downgrade_refusal,
+    member_metadata_value,
+    upgrade_refusal,
 )
 from groupcoord.coordinator.reconciliation import reconcile
 from groupcoord.coordinator.records import (
@@ -151,6 +172,8 @@ class ConsumerGroupManager:
         shard.register_timer(REBALANCE, self._rebalance_timed_out)
         # Client-side assignment (issue #3): Prepare/InstallAssignment handlers, assigner deadlines.
         self.client = ConsumerClientAssignment(shard)
+        # Online migration (issue #4): classic members inside consumer groups.
+        self.classic_members = ClassicMembers(self)
 
     # ------------------------------------------------------------------ shard plumbing
 
@@ -245,7 +268,8 @@ class ConsumerGroupManager:
                 old, instance_id=v.instance_id, rack_id=v.rack_id, client_id=v.client_id,
                 client_host=v.client_host, subscribed_topic_names=v.subscribed_topic_names,
                 subscribed_topic_regex=v.subscribed_topic_regex, server_assignor=v.server_assignor,
-                rebalance_timeout_ms=v.rebalance_timeout_ms, client_assignors=v.client_assignors))
+                rebalance_timeout_ms=v.rebalance_timeout_ms, client_assignors=v.client_assignors,
+                classic=v.classic_member))
         elif rtype is RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT:
             assert isinstance(key, MemberKey)
             old = group.members.get(key.member_id) or ConsumerGroupMember(key.member_id)
@@ -265,7 +289,8 @@ class ConsumerGroupManager:
 
     def _session_expired(self, key: TimerKey, payload: Any) -> None:
         _, gid, mid = key
-        group = self._group(gid)
+        found = self.shard.groups.get(gid)
+        group = found if isinstance(found, ConsumerGroup) else None
         member = None if group is None else group.members.get(mid)
         if group is not None and member is not None:
             log.info("[%s] member %s session timed out", gid, mid)
@@ -273,7 +298,8 @@ class ConsumerGroupManager:
 
     def _rebalance_timed_out(self, key: TimerKey, payload: Any) -> None:
         _, gid, mid = key
-        group = self._group(gid)
+        found = self.shard.groups.get(gid)
+        group = found if isinstance(found, ConsumerGroup) else None
         member = None if group is None else group.members.get(mid)
         if (group is not None and member is not None
                 and member.state is MemberState.UNREVOKED_PARTITIONS
@@ -298,8 +324,9 @@ class ConsumerGroupManager:
                 continue
             timeout = self.group_config(gid).session_timeout_ms
             for mid in sorted(group.members):
-                self._schedule((SESSION, gid, mid), now + timeout)
                 m = group.members[mid]
+                self._schedule((SESSION, gid, mid), now + (
+                    timeout if m.classic is None else m.classic.session_timeout_ms))
                 if m.state is MemberState.UNREVOKED_PARTITIONS and m.member_epoch >= 0:
                     self._schedule((REBALANCE, gid, mid), now + max(m.rebalance_timeout_ms, 0),
                                    m.member_epoch)
@@ -384,9 +411,10 @@ class ConsumerGroupManager:
             return self._consumer_group_leave(r)
 
         gid = r.group_id
-        if r.member_epoch == 0:
-            # An empty classic group converts (as upstream): its id is free for this group.
-            self.shard.classic.maybe_delete_empty_group(gid)
+        # An empty classic group converts (as upstream): its id is free for this group. A
+        # non-empty one converts when the migration policy allows it (issue #4).
+        if r.member_epoch == 0 and not self.shard.classic.maybe_delete_empty_group(gid):
+            self._maybe_upgrade(gid)
         group = self._group(gid)
         if group is None and r.member_epoch != 0:
             raise _err(_E.unknown_member_id, f"Group {gid} not found.")
@@ -398,12 +426,24 @@ class ConsumerGroupManager:
                 member_id = self._member_ids()
 
         # ---- 1. find or create the member
-        resolved = resolve_member(members, group.static_member if group else lambda _: None,
-                                  member_id, r.instance_id, r.member_epoch,
-                                  self.config.consumer_max_size, gid,
-                                  noun="member", group_noun="consumer group")
+        classic_static = (group.static_member(r.instance_id)
+                          if group is not None and r.instance_id is not None
+                          and r.member_epoch == 0 else None)
+        resolved: Resolved[ConsumerGroupMember]
+        if (classic_static is not None and classic_static.classic is not None
+                and classic_static.member_id != member_id):
+            # Issue #4: a static member that used the classic protocol is replaced at once.
+            resolved = Resolved(None, classic_static)
+        else:
+            resolved = resolve_member(members, group.static_member if group else lambda _: None,
+                                      member_id, r.instance_id, r.member_epoch,
+                                      self.config.consumer_max_size, gid,
+                                      noun="member", group_noun="consumer group")
         existing: ConsumerGroupMember | None = resolved.existing
         replaced: ConsumerGroupMember | None = resolved.replaced
+        if existing is not None and existing.classic is not None and r.member_epoch != 0:
+            raise _err(_E.unknown_member_id, f"Member {member_id} of group {gid} uses the "
+                                             f"classic protocol.")
 
         # Client-side assignment (issue #3): UNSUPPORTED_ASSIGNOR when the member's client
         # assignors share no name with, or no version range overlap with, the other members'.
@@ -413,7 +453,7 @@ class ConsumerGroupManager:
 
         if existing is not None and not self._epoch_is_valid(existing, r):
             assert group is not None
-            self._fence_member(group, existing)
+            self._fence_member(group, existing, allow_downgrade=False)
             if r.member_epoch != 0:
                 return ConsumerGroupHeartbeatResponse(
                     error_code=_E.fenced_member_epoch,
@@ -452,8 +492,6 @@ class ConsumerGroupManager:
                      member_id, r.instance_id, replaced.member_id)
             previous_target = group.target_of(replaced.member_id)
             self._remove_member_records(group, replaced)
-            self._cancel((SESSION, gid, replaced.member_id))
-            self._cancel((REBALANCE, gid, replaced.member_id))
         else:
             previous_target = None
 
@@ -475,12 +513,7 @@ class ConsumerGroupManager:
         # ---- 4. reconcile the member
         current = group.members[member_id]
         if existing is None:
-            # The member as it stands for reconciliation: fresh (epoch 0) or inheriting a
-            # replaced static member's partitions.
-            current = replace(current, member_epoch=0, previous_member_epoch=0,
-                              state=MemberState.STABLE,
-                              assigned_partitions=base.assigned_partitions,
-                              partitions_pending_revocation={})
+            current = joining(current, base.assigned_partitions)
         # issue #3: a group no member can compute for does not reconcile (see step 5)
         fatal = self.client.fatal(group)
         reconciled = current if fatal else self._reconcile(group, current, r.topic_partitions)
@@ -593,6 +626,7 @@ class ConsumerGroupManager:
                                               heartbeat_interval_ms=cfg.heartbeat_interval_ms)
 
     def _remove_member_records(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        """The member's tombstones; its timers are cancelled."""
         gid = group.group_id
         mid = member.member_id
         self.client.member_removed(gid, mid)  # issue #3: an assigner that leaves is replaced
@@ -600,13 +634,68 @@ class ConsumerGroupManager:
         if mid in group.target_assignment:
             self.append(target_member_tombstone(gid, mid))
         self.append(member_metadata_tombstone(gid, mid))
+        self._cancel((SESSION, gid, mid))
+        self._cancel((REBALANCE, gid, mid))
+        self.classic_members.forget(gid, mid)
 
-    def _fence_member(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+    def _fence_member(self, group: ConsumerGroup, member: ConsumerGroupMember,
+                      allow_downgrade: bool = True) -> None:
         """Remove a member (left, expired, fenced) and bump the group epoch."""
-        self._remove_member_records(group, member)
-        self._cancel((SESSION, group.group_id, member.member_id))
-        self._cancel((REBALANCE, group.group_id, member.member_id))
-        self._maybe_update_subscription_metadata(group, force_bump=True)
+        self.fence_members(group, (member,), allow_downgrade)
+
+    def fence_members(self, group: ConsumerGroup, members: tuple[ConsumerGroupMember, ...],
+                      allow_downgrade: bool = True) -> None:
+        """Remove members and bump the group epoch once; or, when only classic members remain
+        and the policy allows it (issue #4), convert the group to a classic group."""
+        leaving = {m.member_id for m in members}
+        value = None
+        if allow_downgrade and downgrade_refusal(group, leaving, self.config) is None:
+            try:
+                value = consumer_to_classic(group, leaving, self.metadata, self._now)
+            except MigrationError as e:
+                log.info("[%s] cannot downgrade to a classic group: %s", group.group_id, e)
+        for m in members:
+            self._remove_member_records(group, m)
+        if value is None:
+            self._maybe_update_subscription_metadata(group, force_bump=True)
+            return
+        gid = group.group_id
+        log.info("[%s] only classic members remain: converting to a classic group at "
+                 "generation %d", gid, value.generation)
+        for mid in sorted(group.members):
+            self._remove_member_records(group, group.members[mid])
+        self.delete_group(group)
+        self.shard.classic.adopt_downgraded(gid, value, f"downgrade of consumer group {gid}")
+
+    def schedule_session(self, group_id: str, member_id: str, timeout_ms: int) -> None:
+        self._schedule((SESSION, group_id, member_id), self._now + timeout_ms)
+
+    def _maybe_upgrade(self, gid: str) -> None:
+        """Convert the non-empty classic group ``gid`` (if it is one) to a consumer group, or
+        refuse with GROUP_ID_NOT_FOUND (issue #4)."""
+        classic = self.shard.groups.get(gid)
+        if not isinstance(classic, ClassicGroup):
+            return
+        refusal = upgrade_refusal(classic, self.config)
+        upgrade = None
+        if refusal is None:
+            try:
+                upgrade = classic_to_consumer(classic, self.metadata)
+            except MigrationError as e:
+                refusal = f"its embedded consumer protocol is malformed ({e})"
+        if upgrade is None:
+            log.info("[%s] cannot upgrade the classic group: %s", gid, refusal)
+            raise _err(_E.group_id_not_found,
+                       f"Group {gid} is not a consumer group: it cannot be upgraded because "
+                       f"{refusal}.")
+        log.info("[%s] upgrading the classic group at generation %d to a consumer group", gid,
+                 classic.generation_id)
+        self.shard.classic.release_for_upgrade(classic)
+        for rec in upgrade.records:
+            self.append(rec)
+        for m in upgrade.members:
+            assert m.classic is not None
+            self.schedule_session(gid, m.member_id, m.classic.session_timeout_ms)
 
     def _maybe_update_subscription_metadata(self, group: ConsumerGroup, force_bump: bool) -> None:
         """Recompute the subscribed topics' metadata; bump the epoch when it or ``force_bump``."""
@@ -709,7 +798,4 @@ def _metadata_changed(old: ConsumerGroupMember | None, new: ConsumerGroupMember)
     return old is None or _metadata_value(old) != _metadata_value(new)
 
 
-def _metadata_value(m: ConsumerGroupMember) -> ConsumerGroupMemberMetadataValue:
-    return ConsumerGroupMemberMetadataValue(
-        m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
-        m.subscribed_topic_regex, m.server_assignor, m.rebalance_timeout_ms, m.client_assignors)
+_metadata_value = member_metadata_value

@@ -3,8 +3,10 @@ type on the new protocol (consumer and connect groups share these rules).
 
 - Without an instance id the member id names the member; an unknown member id is
   UNKNOWN_MEMBER_ID unless the member joins (epoch 0).
-- With an instance id and epoch 0: a new static member, or the replacement of the static
-  member holding the instance id, allowed only once it left temporarily (epoch -2), else
+- With an instance id and epoch 0: a new static member, the same member joining again (its
+  member id holds the instance id: a join whose response was lost, or a connect worker that
+  has no target yet and so is still at epoch 0), or the replacement of the static member
+  holding the instance id, allowed only once it left temporarily (epoch -2), else
   UNRELEASED_INSTANCE_ID.
 - With an instance id and epoch != 0: the instance id must be known (UNKNOWN_MEMBER_ID) and
   held by this member id (FENCED_INSTANCE_ID).
@@ -59,6 +61,9 @@ def resolve_member(
     else:
         static = static_member(instance_id)
         if member_epoch == 0:
+            if static is not None and static.member_id == member_id \
+                    and static.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                return Resolved(static, None)
             if static is not None:
                 if static.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                     raise CoordinatorError(

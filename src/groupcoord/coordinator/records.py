@@ -168,8 +168,30 @@ class ClientAssignor:
                 self.version, self.metadata]
 
 
+@dataclass(slots=True, frozen=True)
+class ClassicMemberMetadata:
+    """What a consumer group keeps of a member that uses the classic protocol (upstream's
+    ConsumerGroupMemberMetadataValue.ClassicMemberMetadata, issue #4 online migration): its
+    session timeout and every (protocol name, metadata) it supports, in its order of
+    preference."""
+
+    session_timeout_ms: int
+    supported_protocols: tuple[tuple[str, bytes], ...]
+
+    def to_list(self) -> list[Any]:
+        return [self.session_timeout_ms, [[n, m] for n, m in self.supported_protocols]]
+
+    @classmethod
+    def from_list(cls, f: list[Any]) -> ClassicMemberMetadata:
+        return cls(f[0], tuple((n, bytes(m)) for n, m in f[1]))
+
+
 @dataclass(slots=True)
 class ConsumerGroupMemberMetadataValue:
+    """A member's metadata. ``classic_member`` (issue #4) is set for a member that uses the
+    classic protocol inside a consumer group; it is written as an optional trailing field only
+    when set, so values without it encode exactly as before and older readers ignore it."""
+
     VERSION: ClassVar[int] = 0
     instance_id: str | None
     rack_id: str | None
@@ -180,17 +202,23 @@ class ConsumerGroupMemberMetadataValue:
     server_assignor: str | None
     rebalance_timeout_ms: int
     client_assignors: tuple[ClientAssignor, ...] = ()
+    classic_member: ClassicMemberMetadata | None = None
 
     def fields(self) -> list[Any]:
-        return [self.instance_id, self.rack_id, self.client_id, self.client_host,
-                list(self.subscribed_topic_names), self.subscribed_topic_regex,
-                self.server_assignor, self.rebalance_timeout_ms,
-                [a.to_list() for a in self.client_assignors]]
+        out = [self.instance_id, self.rack_id, self.client_id, self.client_host,
+               list(self.subscribed_topic_names), self.subscribed_topic_regex,
+               self.server_assignor, self.rebalance_timeout_ms,
+               [a.to_list() for a in self.client_assignors]]
+        if self.classic_member is not None:
+            out.append(self.classic_member.to_list())
+        return out
 
     @classmethod
     def from_fields(cls, version: int, f: list[Any]) -> ConsumerGroupMemberMetadataValue:
         return cls(f[0], f[1], f[2], f[3], tuple(f[4]), f[5], f[6], f[7],
-                   tuple(ClientAssignor(a[0], a[1], a[2], a[3], a[4], bytes(a[5])) for a in f[8]))
+                   tuple(ClientAssignor(a[0], a[1], a[2], a[3], a[4], bytes(a[5])) for a in f[8]),
+                   ClassicMemberMetadata.from_list(f[9]) if len(f) > 9 and f[9] is not None
+                   else None)
 
 
 @dataclass(slots=True)
