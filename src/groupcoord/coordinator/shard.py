@@ -76,6 +76,10 @@ Replayer = Callable[[Record], None]
 TimerHandler = Callable[[TimerKey, Any], None]
 
 
+#: Rounds of timers scheduled by timers at the same instant that one expire_timers call fires.
+_MAX_TIMER_ROUNDS = 100
+
+
 class Shard:
     """One coordinator shard. Not thread-safe: drivers serialise calls (an event loop)."""
 
@@ -176,18 +180,31 @@ class Shard:
         replayer(record)
 
     def expire_timers(self, now_ms: int) -> list[Result[None]]:
-        """Fire every timer due at ``now_ms`` (session expiry, rebalance timeouts, ...)."""
+        """Fire every timer due at ``now_ms`` (session expiry, rebalance timeouts, ...),
+        including timers that the fired ones schedule at or before ``now_ms`` (a zero
+        timeout): when this returns, nothing is due at ``now_ms``."""
         results: list[Result[None]] = []
-        for key, payload in self.timers.pop_due(now_ms):
-            self._begin(now_ms)
-            self._timer_changes.append(TimerChange(key, None))
-            handler = self._timer_handlers.get(key[0])
-            if handler is None:
-                log.warning("no handler for timer %r", key)
-                continue
-            handler(key, payload)
-            if self._records or self._completions or len(self._timer_changes) > 1:
-                results.append(self._result(None))
+        due = self.timers.pop_due(now_ms)
+        rounds = 0
+        while due:
+            rounds += 1
+            if rounds > _MAX_TIMER_ROUNDS:  # a handler rescheduling itself at now: a bug
+                log.error("timers keep rescheduling at %d ms; left due: %r", now_ms,
+                          [k for k, _ in due])
+                for key, payload in due:
+                    self.timers.schedule(key, now_ms, payload)
+                break
+            for key, payload in due:
+                self._begin(now_ms)
+                self._timer_changes.append(TimerChange(key, None))
+                handler = self._timer_handlers.get(key[0])
+                if handler is None:
+                    log.warning("no handler for timer %r", key)
+                    continue
+                handler(key, payload)
+                if self._records or self._completions or len(self._timer_changes) > 1:
+                    results.append(self._result(None))
+            due = self.timers.pop_due(now_ms)
         return results
 
     def next_deadline(self) -> int | None:
