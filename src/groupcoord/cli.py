@@ -12,6 +12,7 @@ import argparse
 import importlib.util
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -105,7 +106,8 @@ def _demo_args(p: argparse.ArgumentParser) -> None:
 
 def _load_optional_commands() -> None:
     """Subcommands living with their layer register themselves on import."""
-    for module in ("groupcoord.server.cli", "groupcoord.sim.cli", "groupcoord.lab.cli"):
+    for module in ("groupcoord.server.cli", "groupcoord.sim.cli", "groupcoord.lab.cli",
+                   "groupcoord.client.connect.cli"):
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as e:
@@ -129,7 +131,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ns: Any = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING - 10 * min(ns.verbose, 2),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return _COMMANDS[ns.command][1](ns)
+    try:
+        return _COMMANDS[ns.command][1](ns)
+    except BrokenPipeError:  # output piped into a reader that stopped (``| head``): not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes stdout
+        return 0
 
 
 if __name__ == "__main__":

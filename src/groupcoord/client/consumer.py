@@ -20,7 +20,8 @@ the behaviour of the Java consumer / librdkafka 2.x where the spec is silent; se
   field) on the join and after any error, timeout or lost connection; otherwise null for every
   field that did not change since the last request. ``TopicPartitions`` (the owned partitions)
   is sent when the owned set changed since it was last reported. ``InstanceId`` is always sent
-  by a static member. One heartbeat in flight at a time.
+  by a static member. One heartbeat in flight at a time. A partial heartbeat with nothing new
+  in it is the previous one, reused (requests are immutable).
 - **Scheduling**: the next heartbeat is due ``HeartbeatIntervalMs`` (from the last response)
   after the last response; immediately to join, to acknowledge a change of the owned partitions
   (a completed revocation or a new assignment), to send a subscription change, and to leave.
@@ -44,7 +45,9 @@ the behaviour of the Java consumer / librdkafka 2.x where the spec is silent; se
   instance id; ``permanent=True`` sends -1).
 - **Offset commits** (:meth:`ConsumerMember.commit_request`): OffsetCommit carrying the member
   id and epoch in ``GenerationIdOrMemberEpoch`` (as librdkafka sends OffsetCommit v9), for
-  partitions the member owns.
+  partitions the member owns; :meth:`ConsumerMember.positions_commit_request` commits the
+  position of every owned partition, as the Java consumer's auto-commit does (``allConsumed()``
+  every ``auto.commit.interval.ms``, whether a position moved or not) and before a revocation.
 
 Not here yet (left for later tasks): the asyncio driver against ``groupcoord.server`` (it will
 own a connection, run ``poll_request`` on ``next_deadline`` and feed responses back; the
@@ -155,10 +158,19 @@ def to_partitions(tps: Iterable[TopicPartitions]) -> Partitions:
 
 def to_topic_partitions(parts: Iterable[TopicIdPartition]) -> tuple[TopicPartitions, ...]:
     """The wire shape, sorted by topic id bytes then partition (canonical)."""
+    return tuple(TopicPartitions(t, ps) for t, ps in _group_by_topic(parts))
+
+
+def _group_by_topic(parts: Iterable[TopicIdPartition]) -> tuple[tuple[UUID, tuple[int, ...]], ...]:
+    """Partitions per topic, sorted by topic id bytes then partition (canonical order)."""
     by_topic: dict[UUID, list[int]] = {}
     for t, p in parts:
-        by_topic.setdefault(t, []).append(p)
-    return tuple(TopicPartitions(t, tuple(sorted(ps)))
+        ps = by_topic.get(t)
+        if ps is None:
+            by_topic[t] = [p]
+        else:
+            ps.append(p)
+    return tuple((t, tuple(sorted(ps)))
                  for t, ps in sorted(by_topic.items(), key=lambda kv: kv[0].bytes))
 
 
@@ -231,6 +243,10 @@ class ConsumerMember:
         self._sent_regex: str | None = None
         self._sent_rebalance_timeout = -1
         self._sent_assignor: str | None = None
+        # The owned set grouped per topic (auto-commits), for the ``owned`` it was made of.
+        self._owned_groups: tuple[tuple[UUID, tuple[int, ...]], ...] = ()
+        self._owned_groups_of: Partitions = EMPTY
+        self._last_partial: ConsumerGroupHeartbeatRequest | None = None
 
     # ------------------------------------------------------------------ application API
 
@@ -285,21 +301,48 @@ class ConsumerMember:
                        metadata: str = "") -> OffsetCommitRequest | None:
         """An OffsetCommit for the given positions of owned partitions, carrying the member
         id and epoch (None when nothing owned is given or the member is not in a group)."""
-        if self.member_epoch <= 0 or self.state in (MemberState.UNSUBSCRIBED, MemberState.FATAL,
-                                                    MemberState.UNJOINED):
+        if not self._may_commit():
             return None
         owned = self.owned
-        by_topic: dict[UUID, list[tuple[int, int]]] = {}
-        for tp, off in offsets.items():
-            if tp in owned:
-                by_topic.setdefault(tp[0], []).append((tp[1], off))
-        if not by_topic:
+        groups = _group_by_topic(tp for tp in offsets if tp in owned)
+        return self._offset_commit(groups, lambda t, p: offsets[(t, p)], topic_names, metadata)
+
+    def positions_commit_request(self, position: Callable[[UUID, int], int],
+                                 partitions: Partitions | None = None,
+                                 topic_names: Mapping[UUID, str] | None = None,
+                                 metadata: str = "") -> OffsetCommitRequest | None:
+        """An OffsetCommit of ``position(topic_id, partition)`` for every owned partition, as
+        the Java consumer's auto-commit sends ``allConsumed()`` (changed or not), or for the
+        owned ones among ``partitions`` (the commit before a revocation). The same request as
+        :meth:`commit_request` with those offsets; the per-topic grouping of the owned set is
+        kept between calls, so a periodic auto-commit costs one step per partition."""
+        if not self._may_commit():
+            return None
+        if partitions is None:
+            if self._owned_groups_of is not self.owned:
+                self._owned_groups = _group_by_topic(self.owned)
+                self._owned_groups_of = self.owned
+            groups = self._owned_groups
+        else:
+            groups = _group_by_topic(partitions & self.owned)
+        return self._offset_commit(groups, position, topic_names, metadata)
+
+    def _may_commit(self) -> bool:
+        return self.member_epoch > 0 and self.state not in (
+            MemberState.UNSUBSCRIBED, MemberState.FATAL, MemberState.UNJOINED)
+
+    def _offset_commit(self, groups: tuple[tuple[UUID, tuple[int, ...]], ...],
+                       position: Callable[[UUID, int], int],
+                       topic_names: Mapping[UUID, str] | None,
+                       metadata: str) -> OffsetCommitRequest | None:
+        if not groups:
             return None
         names = topic_names or {}
         topics = tuple(
-            OffsetCommitTopic(names.get(t, ""), tuple(OffsetCommitPartition(p, off, -1, metadata)
-                                                      for p, off in sorted(ps)), topic_id=t)
-            for t, ps in sorted(by_topic.items(), key=lambda kv: kv[0].bytes))
+            OffsetCommitTopic(names.get(t, ""), tuple(OffsetCommitPartition(p, position(t, p), -1,
+                                                                            metadata)
+                                                      for p in ps), topic_id=t)
+            for t, ps in groups)
         return OffsetCommitRequest(self.group_id, topics,
                                    generation_id_or_member_epoch=self.member_epoch,
                                    member_id=self.member_id, group_instance_id=self.instance_id)
@@ -413,6 +456,14 @@ class ConsumerMember:
         sub_changed = names != self._sent_topics or regex != self._sent_regex
         send_sub = full or sub_changed
         owned = self.owned
+        last = self._last_partial
+        if last is not None and not send_sub and last.member_epoch == epoch \
+                and (owned is self._sent_owned or owned == self._sent_owned) \
+                and self.rebalance_timeout_ms == self._sent_rebalance_timeout \
+                and self.server_assignor == self._sent_assignor \
+                and last.instance_id == self.instance_id and last.client_id == self.client_id \
+                and last.client_host == self.client_host:
+            return last  # nothing changed since the last partial heartbeat: the same request
         if epoch == 0:
             tps: tuple[TopicPartitions, ...] | None = ()
         elif full or owned != self._sent_owned:
@@ -447,6 +498,10 @@ class ConsumerMember:
         self._send_full = False
         if full:
             self.stats["full"] += 1
+        # A request that carries nothing but the member's identity and epoch is reused by the
+        # next heartbeats that would carry nothing new either (requests are immutable).
+        self._last_partial = req if tps is None and not send_sub and send_regex is None \
+            and req.rebalance_timeout_ms == -1 and req.server_assignor is None else None
         return req
 
     def _send(self, req: ConsumerGroupHeartbeatRequest, now_ms: int) -> ConsumerGroupHeartbeatRequest:
@@ -457,12 +512,16 @@ class ConsumerMember:
             self.state = MemberState.RECONCILING if self._revoking is not None else MemberState.STABLE
         return req
 
-    def _send_leave(self, now_ms: int) -> ConsumerGroupHeartbeatRequest:
-        epoch = self._leave_epoch if self._leave_epoch is not None else LEAVE_GROUP_MEMBER_EPOCH
-        req = ConsumerGroupHeartbeatRequest(
+    def _leave_request(self, epoch: int) -> ConsumerGroupHeartbeatRequest:
+        """The leave heartbeat (a hook: the Connect worker sends its own request type)."""
+        return ConsumerGroupHeartbeatRequest(
             group_id=self.group_id, member_id=self.member_id, member_epoch=epoch,
             instance_id=self.instance_id, client_id=self.client_id,
             client_host=self.client_host, version=1)
+
+    def _send_leave(self, now_ms: int) -> ConsumerGroupHeartbeatRequest:
+        epoch = self._leave_epoch if self._leave_epoch is not None else LEAVE_GROUP_MEMBER_EPOCH
+        req = self._leave_request(epoch)
         self.state = MemberState.UNJOINED
         self.member_epoch = epoch
         self.target = None
@@ -475,6 +534,7 @@ class ConsumerMember:
 
     def _reset_sent(self) -> None:
         self._send_full = True
+        self._last_partial = None
         self._sent_owned = None
         self._sent_topics = None
         self._sent_regex = None
@@ -493,9 +553,17 @@ class ConsumerMember:
         self.member_epoch = resp.member_epoch
         if self.state is MemberState.JOINING:
             self.state = MemberState.STABLE
-        if resp.assignment is not None:
-            self.target = to_partitions(resp.assignment.topic_partitions)
+        target = self._target_of(resp)
+        if target is not None:
+            self.target = target
         self._reconcile()
+
+    def _target_of(self, resp: ConsumerGroupHeartbeatResponse) -> Partitions | None:
+        """The assignment a successful response carries (None: unchanged). A hook: the Connect
+        worker reads connectors and tasks instead."""
+        if resp.assignment is None:
+            return None
+        return to_partitions(resp.assignment.topic_partitions)
 
     def _reconcile(self) -> None:
         """One reconciliation step towards ``target``: a revocation, or else an assignment."""

@@ -6,7 +6,10 @@ IO: it finds the group coordinator (FindCoordinator, key type 0), sends each hea
 asks for, feeds the answer back (``on_response``) or reports the failure
 (``on_request_failed``: a lost connection is re-established with a backoff, and the member sends
 a full heartbeat), and sleeps until the member's next deadline or until the application acts.
-Time is the event loop's monotonic clock, in milliseconds.
+Time is the event loop's monotonic clock, in milliseconds. The loop, the connection and the
+coordinator lookup are :class:`~groupcoord.client.member_driver.MemberDriver`'s, shared with the
+Connect worker's driver (``client/connect/async_worker.py``); this module adds the consumer's
+wire mapping (ConsumerGroupHeartbeat v0/v1), topic names and offsets.
 
 The application sees partitions by topic **name**: the driver maps topic ids (the heartbeat
 speaks ids) through Metadata, refreshed when an assignment names a topic id it does not know.
@@ -25,27 +28,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 from uuid import UUID
 
 from groupcoord.client.connection import BrokerConnection, ConnectionLost, UnsupportedApi
-from groupcoord.client.consumer import (
-    DEFER,
-    ConsumerMember,
-    MemberState,
-    Partitions,
-    RebalanceListener,
-)
+from groupcoord.client.consumer import ConsumerMember, Partitions, RebalanceListener
+from groupcoord.client.member_driver import MemberDriver
 from groupcoord.coordinator.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     HeartbeatAssignment,
     TopicPartitions,
 )
-from groupcoord.protocol.client import parse_bootstrap
-from groupcoord.protocol.codec import to_ms
+from groupcoord.protocol.codec import build, request_class, to_ms
 from groupcoord.protocol.errors import ErrorCode
 
 __all__ = ["AsyncConsumer", "NamedRebalanceListener", "TopicPartition"]
@@ -54,7 +50,6 @@ __all__ = ["AsyncConsumer", "NamedRebalanceListener", "TopicPartition"]
 TopicPartition = tuple[str, int]
 
 _CONSUMER_GROUP_HEARTBEAT = 68
-_FIND_COORDINATOR = 10
 _METADATA = 3
 _OFFSET_COMMIT = 8
 _OFFSET_FETCH = 9
@@ -82,11 +77,8 @@ class _Bridge(RebalanceListener):
         self.c = consumer
 
     def on_partitions_revoked(self, partitions: Partitions) -> object:
-        out = self.c.listener.on_partitions_revoked(self.c._named(partitions))
-        if inspect.isawaitable(out):
-            self.c._spawn(self.c._finish_revocation(out))
-            return DEFER
-        return None
+        return self.c._revocation(
+            self.c.listener.on_partitions_revoked(self.c._named(partitions)))
 
     def on_partitions_assigned(self, partitions: Partitions) -> None:
         self.c._call(self.c.listener.on_partitions_assigned(self.c._named(partitions)))
@@ -95,7 +87,7 @@ class _Bridge(RebalanceListener):
         self.c._call(self.c.listener.on_partitions_lost(self.c._named(partitions)))
 
 
-class AsyncConsumer:
+class AsyncConsumer(MemberDriver[ConsumerMember]):
     """A KIP-848 group member over the wire (see the module doc). Use as an async context
     manager, or call :meth:`start` and :meth:`close`."""
 
@@ -106,98 +98,35 @@ class AsyncConsumer:
                  request_timeout_ms: int = 30_000, client_id: str = "groupcoord-consumer",
                  member_id: str | None = None,
                  reconnect_backoff_ms: int = 100, reconnect_backoff_max_ms: int = 2_000) -> None:
-        self.bootstrap = parse_bootstrap(bootstrap)
-        self.listener = listener or NamedRebalanceListener()
-        self.client_id = client_id
-        self.request_timeout_ms = request_timeout_ms
-        self.reconnect_backoff_ms = reconnect_backoff_ms
-        self.reconnect_backoff_max_ms = reconnect_backoff_max_ms
-        self.member = ConsumerMember(
+        member = ConsumerMember(
             group_id, member_id=member_id, instance_id=instance_id, rack_id=rack_id,
             rebalance_timeout_ms=rebalance_timeout_ms, server_assignor=server_assignor,
             client_id=client_id, request_timeout_ms=request_timeout_ms, listener=_Bridge(self))
-        self._conn: BrokerConnection | None = None
+        super().__init__(bootstrap, member, client_id=client_id,
+                         request_timeout_ms=request_timeout_ms,
+                         reconnect_backoff_ms=reconnect_backoff_ms,
+                         reconnect_backoff_max_ms=reconnect_backoff_max_ms)
+        self.listener = listener or NamedRebalanceListener()
         self._names: dict[UUID, str] = {}
         self._ids: dict[str, UUID] = {}
-        self._wake = asyncio.Event()
-        self._changed = asyncio.Condition()
-        self._task: asyncio.Task[None] | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        #: The last error that stopped the driver (a fatal group error, or an exception).
-        self.error: BaseException | None = None
-
-    # ------------------------------------------------------------------ lifecycle
 
     async def __aenter__(self) -> AsyncConsumer:
         await self.start()
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._conn = await self._connect()
-        self._task = self._loop.create_task(self._run())
-
-    def _now(self) -> int:
-        assert self._loop is not None
-        return int(self._loop.time() * 1000)
-
-    async def close(self, *, permanent: bool = False, timeout_s: float = 10.0) -> None:
-        """Revoke everything (the listener runs), leave the group, close the connection."""
-        if self._task is None:
-            return
-        if self._task.done() is False and self.member.state is not MemberState.FATAL:
-            self.member.leave(self._now(), permanent=permanent)
-            self._wake.set()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await self.wait_until(lambda m: m.state in (MemberState.UNJOINED,
-                                                            MemberState.FATAL), timeout_s)
-        self._task.cancel()
-        with contextlib.suppress(BaseException):
-            await self._task
-        for t in list(self._tasks):
-            t.cancel()
-        if self._conn is not None:
-            await self._conn.close()
-        self._task = None
-
     # ------------------------------------------------------------------ application API
 
     def subscribe(self, topics: Iterable[str] | None = None, *, regex: str | None = None) -> None:
         self.member.subscribe(topics, regex=regex, now_ms=self._now())
-        self._wake.set()
+        self.wake()
 
     def assignment(self) -> set[TopicPartition]:
         """The partitions this member owns (consumes) now."""
         return self._named(self.member.owned)
 
-    @property
-    def member_id(self) -> str:
-        return self.member.member_id
-
-    @property
-    def member_epoch(self) -> int:
-        return self.member.member_epoch
-
-    async def wait_until(self, predicate: Callable[[ConsumerMember], bool],
-                         timeout_s: float) -> None:
-        """Wait until ``predicate(member)`` holds (checked after every change); raises
-        asyncio.TimeoutError, or the error that stopped the driver."""
-        async def waiter() -> None:
-            async with self._changed:
-                while not predicate(self.member):
-                    if self.error is not None:
-                        raise self.error
-                    await self._changed.wait()
-        await asyncio.wait_for(waiter(), timeout_s)
-
     async def wait_for_assignment(self, timeout_s: float = 30.0) -> set[TopicPartition]:
         """Wait until the member is stable on its target (reconciled) and return what it owns."""
-        await self.wait_until(lambda m: m.state is MemberState.STABLE and m.target is not None
-                              and m.owned == m.target and m.inflight is None, timeout_s)
+        await self.wait_until(lambda m: self.reconciled(), timeout_s)
         return self.assignment()
 
     async def commit(self, offsets: Mapping[TopicPartition, int],
@@ -246,53 +175,18 @@ class AsyncConsumer:
         return {(t.name, int(p.partition_index)): int(p.committed_offset)
                 for t in group.topics for p in t.partitions}
 
-    # ------------------------------------------------------------------ the loop
+    # ------------------------------------------------------------------ the wire
 
-    async def _run(self) -> None:
-        m = self.member
-        try:
-            while True:
-                now = self._now()
-                req = m.poll_request(now)
-                if req is not None:
-                    assert m.inflight is not None
-                    await self._exchange(req, m.inflight.correlation_id)
-                    await self._notify()
-                    continue
-                await self._notify()
-                if m.state is MemberState.FATAL:
-                    code, msg = m.fatal_error or (-1, None)
-                    self.error = RuntimeError(f"fatal group error {_name(code)}: {msg}")
-                    await self._notify()
-                    return
-                d = m.next_deadline()
-                self._wake.clear()
-                timeout = None if d is None else max(0.0, (d - self._now()) / 1000)
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), timeout)
-        except asyncio.CancelledError:
-            raise
-        except BaseException as e:  # report it to waiters, then stop
-            self.error = e
-            await self._notify()
-            raise
-
-    async def _exchange(self, req: ConsumerGroupHeartbeatRequest, cid: int) -> None:
-        m = self.member
-        try:
-            conn = await self._connection()
-            wire = await asyncio.wait_for(self._send_heartbeat(conn, req),
-                                          self.request_timeout_ms / 1000)
-        except (TimeoutError, ConnectionLost, OSError):
-            m.on_request_failed(self._now(), cid)
-            await self._drop_connection()
-            return
-        resp = _heartbeat_response(wire)
+    async def _request(self, conn: BrokerConnection, req: ConsumerGroupHeartbeatRequest) -> Any:
+        resp = _heartbeat_response(await self._send_heartbeat(conn, req))
         a = resp.assignment
         if a is not None and any(tp.topic_id not in self._names for tp in a.topic_partitions):
             with contextlib.suppress(ConnectionLost, OSError, asyncio.TimeoutError):
-                await asyncio.wait_for(self._refresh_metadata(), self.request_timeout_ms / 1000)
-        m.on_response(resp, self._now(), cid)
+                await asyncio.wait_for(self._refresh_metadata(conn), self.request_timeout_ms / 1000)
+        return resp
+
+    async def _on_connected(self, conn: BrokerConnection) -> None:
+        await self._refresh_metadata(conn)
 
     def _send_heartbeat(self, conn: BrokerConnection,
                         req: ConsumerGroupHeartbeatRequest) -> Any:
@@ -300,7 +194,6 @@ class AsyncConsumer:
         version = conn.version_for(_CONSUMER_GROUP_HEARTBEAT, 1)
         if version == 0 and req.subscribed_topic_regex is not None:
             raise UnsupportedApi("the broker has ConsumerGroupHeartbeat v0 only (no regex)")
-        from groupcoord.protocol.codec import build, request_class
         cls = request_class(_CONSUMER_GROUP_HEARTBEAT, version)
         assert cls is not None
         values: dict[str, Any] = {
@@ -318,53 +211,7 @@ class AsyncConsumer:
             values["subscribed_topic_regex"] = req.subscribed_topic_regex
         return conn.send(build(cls, values))
 
-    async def _connection(self) -> BrokerConnection:
-        backoff = self.reconnect_backoff_ms
-        while self._conn is None or self._conn.closed:
-            try:
-                self._conn = await self._connect()
-            except (TimeoutError, ConnectionLost, OSError, RuntimeError):
-                await asyncio.sleep(backoff / 1000)
-                backoff = min(backoff * 2, self.reconnect_backoff_max_ms)
-        return self._conn
-
-    async def _drop_connection(self) -> None:
-        if self._conn is not None:
-            await self._conn.close()
-            self._conn = None
-
-    async def _connect(self) -> BrokerConnection:
-        """Bootstrap, then the group's coordinator (FindCoordinator key type 0)."""
-        host, port = self.bootstrap
-        boot: BrokerConnection | None = await BrokerConnection.open(
-            host, port, client_id=self.client_id)
-        assert boot is not None
-        try:
-            version = boot.version_for(_FIND_COORDINATOR, 4, 0)
-            if version >= 4:
-                resp = await boot.call(_FIND_COORDINATOR, version, key_type=0,
-                                       coordinator_keys=[self.member.group_id])
-                c = resp.coordinators[0]
-                code, chost, cport = int(c.error_code), c.host, int(c.port)
-            else:
-                resp = await boot.call(_FIND_COORDINATOR, version, key=self.member.group_id)
-                code, chost, cport = int(resp.error_code), resp.host, int(resp.port)
-            if code:
-                raise RuntimeError(f"FindCoordinator: {_name(code)}")
-            if (chost, cport) == (host, port):
-                conn, boot = boot, None
-            else:
-                conn = await BrokerConnection.open(chost, cport, client_id=self.client_id)
-        finally:
-            if boot is not None:
-                await boot.close()
-        self._conn = conn
-        await self._refresh_metadata()
-        return conn
-
-    async def _refresh_metadata(self) -> None:
-        conn = self._conn
-        assert conn is not None
+    async def _refresh_metadata(self, conn: BrokerConnection) -> None:
         version = conn.version_for(_METADATA, 12, 10)
         resp = await conn.call(_METADATA, version, topics=None,
                                allow_auto_topic_creation=False)
@@ -377,35 +224,6 @@ class AsyncConsumer:
 
     def _named(self, parts: Partitions) -> set[TopicPartition]:
         return {(self._names.get(t, str(t)), p) for t, p in parts}
-
-    def _spawn(self, coro: Any) -> None:
-        assert self._loop is not None
-        task = self._loop.create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    def _call(self, out: Any) -> None:
-        if inspect.isawaitable(out):
-            self._spawn(out)
-
-    async def _finish_revocation(self, awaitable: Any) -> None:
-        try:
-            await awaitable
-        finally:
-            self.member.complete_revocation(self._now())
-            self._wake.set()
-            await self._notify()
-
-    async def _notify(self) -> None:
-        async with self._changed:
-            self._changed.notify_all()
-
-
-def _name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return str(code)
 
 
 def _heartbeat_response(wire: Any) -> ConsumerGroupHeartbeatResponse:

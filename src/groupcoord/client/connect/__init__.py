@@ -4,7 +4,11 @@
 - :mod:`.protocol`: the Connect embedded protocol's bytes (KIP-415 "Connect protocol's format",
   v0 ``default`` / v1 ``compatible`` / v2 ``sessioned``, protocol type ``connect``);
 - :mod:`.assignors`: the leader's Eager and Incremental Cooperative assignors (KIP-415
-  "Deferred Resolution of Imbalance", ``scheduled.rebalance.max.delay.ms``).
+  "Deferred Resolution of Imbalance", ``scheduled.rebalance.max.delay.ms``);
+- :mod:`.listener`: the worker's rebalance callbacks (``on_revoked`` / ``on_assigned`` /
+  ``on_lost`` with connectors and tasks), shared by both workers;
+- :mod:`.worker`: the sans-IO worker of a ``connect`` group on the new protocol
+  (ConnectGroupHeartbeat, Prepare/Install when chosen to compute the assignment).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from groupcoord.client.connect.assignors import (
     decode_members,
     revoking_backoff_ms,
 )
+from groupcoord.client.connect.listener import DEFER, ConnectRebalanceListener
 from groupcoord.client.connect.model import (
     CONFIG_MISMATCH,
     CONNECTOR_TASK,
@@ -42,6 +47,7 @@ from groupcoord.client.connect.protocol import (
     encode_worker_metadata,
     join_protocols,
 )
+from groupcoord.client.connect.worker import ConnectWorker
 
 __all__ = [
     "CONFIG_MISMATCH",
@@ -51,12 +57,15 @@ __all__ = [
     "CONNECT_PROTOCOL_V1",
     "CONNECT_PROTOCOL_V2",
     "DEFAULT_MAX_DELAY_MS",
+    "DEFER",
     "NO_ERROR",
     "ConfigSnapshot",
     "ConnectAssignment",
     "ConnectGroupAssignment",
     "ConnectProtocolCompatibility",
     "ConnectProtocolError",
+    "ConnectRebalanceListener",
+    "ConnectWorker",
     "ConnectorTaskId",
     "ConnectorsAndTasks",
     "CooperativeLeaderState",

@@ -367,8 +367,11 @@ class IncrementalCooperativeAssignor:
             st.revoked_tasks = set()
 
         prev_c, prev_t = st.previous_connectors, st.previous_tasks
-        deleted_c = prev_c - configured_c
-        deleted_t = prev_t - configured_t
+        # Deleted: previously assigned *or reported running* but no longer configured (a leader
+        # whose previous assignment was reset still revokes the work of deleted connectors;
+        # found by the classic-connect simulation, sim/classic_connect.py).
+        deleted_c = (prev_c | active_c) - configured_c
+        deleted_t = (prev_t | active_t) - configured_t
         lost_c = prev_c - active_c - deleted_c
         lost_t = prev_t - active_t - deleted_t
         created_c = configured_c - prev_c - active_c

@@ -628,10 +628,15 @@ class ClassicConnectWorker:
             log.info("[%s] coordinator unreachable for %d ms: giving up %s", self.member_id,
                      self._now - self._last_answer, self.running)
             self._lose_all()
+            # Rejoin once the coordinator answers again, so that the group gives the work out
+            # again (a worker still in its generation would otherwise run nothing until the next
+            # rebalance: found by the classic-connect simulation, sim/classic_connect.py).
+            self._rejoin_reason = self._rejoin_reason or "gave up its work: coordinator unreachable"
         self._retry_at = self._now + self.retry_backoff_ms
         if isinstance(request, (JoinGroupRequest, SyncGroupRequest)):
             self._sync = None
-            self.state = WorkerState.JOINING
+            if self.state is not WorkerState.LEAVING:  # a leave started meanwhile goes on
+                self.state = WorkerState.JOINING
         else:
             self._next_heartbeat = self._now + self.retry_backoff_ms
 

@@ -19,9 +19,8 @@ Choices:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 __all__ = [
     "CONFIG_MISMATCH",
@@ -35,107 +34,17 @@ __all__ = [
     "apply_assignment",
 ]
 
-#: Assignment error codes (upstream ``ConnectProtocol.Assignment``): no error, and the leader's
-#: configuration is behind the highest config offset a member reported (members read the config
-#: topic to the end and rejoin).
-NO_ERROR = 0
-CONFIG_MISMATCH = 1
-
-#: The task number that denotes "the connector itself" in a wire assignment.
-CONNECTOR_TASK = -1
-
-
-class ConnectorTaskId(NamedTuple):
-    """One task of one connector (upstream ``ConnectorTaskId``); ordered by connector, then task."""
-
-    connector: str
-    task: int
-
-    def __str__(self) -> str:
-        return f"{self.connector}-{self.task}"
-
-
-@dataclass(slots=True, frozen=True)
-class ConnectorsAndTasks:
-    """A set of connectors and tasks, e.g. what one worker runs. Kept sorted and without duplicates
-    when built through :meth:`of`."""
-
-    connectors: tuple[str, ...] = ()
-    tasks: tuple[ConnectorTaskId, ...] = ()
-
-    @classmethod
-    def of(cls, connectors: Iterable[str] = (), tasks: Iterable[ConnectorTaskId] = ()) -> ConnectorsAndTasks:
-        """Sorted, de-duplicated connectors and tasks."""
-        return cls(tuple(sorted(set(connectors))), tuple(sorted(set(tasks))))
-
-    def is_empty(self) -> bool:
-        return not self.connectors and not self.tasks
-
-    def size(self) -> int:
-        return len(self.connectors) + len(self.tasks)
-
-    def __str__(self) -> str:
-        items = [*self.connectors, *(str(t) for t in self.tasks)]
-        return "[" + ", ".join(items) + "]"
-
-
-EMPTY = ConnectorsAndTasks()
-
-
-@dataclass(slots=True, frozen=True)
-class ConnectAssignment:
-    """What the leader sends one worker in SyncGroup (KIP-415 "Assignment", upstream
-    ``ExtendedAssignment``; with ``version`` 0 the eager ``ConnectProtocol.Assignment``).
-
-    Under the cooperative protocols (version >= 1) ``connectors``/``tasks`` are the items *newly*
-    assigned in this round, ``revoked_*`` the items to stop, and ``delay`` the milliseconds after
-    which the worker rejoins (0: no scheduled rebalance). Under the eager protocol the assignment is
-    the worker's complete set and there is no revocation or delay. In a worker's metadata the same
-    structure describes its complete current allocation (the last assignment it received, with
-    ``connectors``/``tasks`` replaced by everything it runs).
-    """
-
-    version: int
-    error: int
-    leader: str
-    leader_url: str
-    config_offset: int
-    connectors: tuple[str, ...] = ()
-    tasks: tuple[ConnectorTaskId, ...] = ()
-    revoked_connectors: tuple[str, ...] = ()
-    revoked_tasks: tuple[ConnectorTaskId, ...] = ()
-    delay: int = 0
-
-    @property
-    def failed(self) -> bool:
-        return self.error != NO_ERROR
-
-    @property
-    def assigned(self) -> ConnectorsAndTasks:
-        return ConnectorsAndTasks(self.connectors, self.tasks)
-
-    @property
-    def revoked(self) -> ConnectorsAndTasks:
-        return ConnectorsAndTasks(self.revoked_connectors, self.revoked_tasks)
-
-
-@dataclass(slots=True, frozen=True)
-class WorkerMetadata:
-    """A worker's JoinGroup metadata (KIP-415 "Subscription", upstream ``ExtendedWorkerState``):
-    protocol version, REST url, the config-topic offset it has read to, and from v1 its current
-    allocation (None: it has never received an assignment)."""
-
-    version: int
-    url: str
-    config_offset: int
-    allocation: ConnectAssignment | None = None
-
-    @property
-    def current(self) -> ConnectorsAndTasks:
-        """The connectors and tasks the worker reports as running (empty without an allocation)."""
-        if self.allocation is None:
-            return EMPTY
-        return ConnectorsAndTasks(self.allocation.connectors, self.allocation.tasks)
+# The wire values live with their codec in ``groupcoord.protocol.connect_protocol`` (the
+# coordinator reads them during an online migration); re-exported here unchanged.
+from groupcoord.protocol.connect_protocol import (
+    CONFIG_MISMATCH,
+    CONNECTOR_TASK,
+    NO_ERROR,
+    ConnectAssignment,
+    ConnectorsAndTasks,
+    ConnectorTaskId,
+    WorkerMetadata,
+)
 
 
 @dataclass(slots=True, frozen=True)

@@ -1,0 +1,297 @@
+"""The asyncio loop shared by the drivers of our sans-IO group members.
+
+A sans-IO member (:class:`~groupcoord.client.consumer.ConsumerMember`, and its subclass
+:class:`~groupcoord.client.connect.worker.ConnectWorker`) says what to send
+(``poll_request(now_ms)``), takes answers (``on_response`` / ``on_request_failed``) and says when
+it next has something to do (``next_deadline()``). :class:`MemberDriver` does the IO around it,
+whatever the group type:
+
+- finds the group coordinator (FindCoordinator, key type 0) from the bootstrap server and keeps
+  one pipelined :class:`~groupcoord.client.connection.BrokerConnection` to it; a lost
+  connection is re-established with an exponential backoff, on the next request;
+- calls ``poll_request`` until it returns None (a Connect worker can owe a Prepare or an Install
+  beside its heartbeat) and sends each request at once, without waiting for the answers of the
+  others; each answer is fed back with the request's correlation id, a failure (timeout, lost
+  connection) with ``on_request_failed``;
+- sleeps until the member's next deadline, an answer, or the application's :meth:`wake`;
+- runs revocations the application finishes asynchronously: a listener callback may return an
+  awaitable; the driver runs it as a task and calls ``complete_revocation`` when it ends (the
+  member keeps reporting the revoked items as owned until then, as the Java consumer runs its
+  callback before acknowledging);
+- :meth:`close` revokes everything (the listener runs), sends the leave heartbeat (epoch -1, or
+  -2 for a static member), then closes the connection.
+
+Time is the event loop's monotonic clock in milliseconds. A subclass maps the member's request
+dataclasses to wire entities and the responses back (:meth:`MemberDriver._request`), and may do
+more once connected (:meth:`MemberDriver._on_connected`).
+
+Not here: anything group-type specific (topic names, commits: ``client/driver.py``; connectors
+and tasks: ``client/connect/async_worker.py``), several coordinators (every group of one member
+lives on one coordinator), TLS / SASL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from groupcoord.client.connection import BrokerConnection, ConnectionLost
+from groupcoord.client.consumer import DEFER, ConsumerMember, MemberState
+from groupcoord.protocol.client import parse_bootstrap
+from groupcoord.protocol.errors import error_name
+
+__all__ = ["DEFER", "MemberDriver"]
+
+M = TypeVar("M", bound=ConsumerMember)
+
+_FIND_COORDINATOR = 10
+
+
+class MemberDriver(Generic[M]):
+    """Drives one sans-IO member over the wire (see the module doc). Use as an async context
+    manager, or call :meth:`start` and :meth:`close`."""
+
+    def __init__(self, bootstrap: str, member: M, *, client_id: str,
+                 request_timeout_ms: int = 30_000, reconnect_backoff_ms: int = 100,
+                 reconnect_backoff_max_ms: int = 2_000) -> None:
+        self.bootstrap = parse_bootstrap(bootstrap)
+        self.member = member
+        self.client_id = client_id
+        self.request_timeout_ms = request_timeout_ms
+        self.reconnect_backoff_ms = reconnect_backoff_ms
+        self.reconnect_backoff_max_ms = reconnect_backoff_max_ms
+        self._conn: BrokerConnection | None = None
+        self._connect_lock = asyncio.Lock()
+        self._wake = asyncio.Event()
+        self._changed = asyncio.Condition()
+        self._task: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        #: The last error that stopped the driver (a fatal group error, or an exception).
+        self.error: BaseException | None = None
+
+    # ------------------------------------------------------------------ subclass hooks
+
+    async def _request(self, conn: BrokerConnection, req: Any) -> Any:
+        """Send the member's request ``req`` over ``conn``; the member's response object."""
+        raise NotImplementedError
+
+    async def _on_connected(self, conn: BrokerConnection) -> None:
+        """Called with each new coordinator connection, before it is used."""
+
+    def _correlation_id(self, req: Any) -> int:
+        """The member's correlation id of the request ``poll_request`` just returned."""
+        assert self.member.inflight is not None
+        return self.member.inflight.correlation_id
+
+    def _before_start(self) -> None:
+        """Called once connected, before the loop runs (e.g. to join the group)."""
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> MemberDriver[M]:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Connect to the group coordinator (errors raise here), then run the loop."""
+        self._loop = asyncio.get_running_loop()
+        await self._connection(retry=False)
+        self._before_start()
+        self._task = self._loop.create_task(self._run())
+
+    def _now(self) -> int:
+        assert self._loop is not None
+        return int(self._loop.time() * 1000)
+
+    def wake(self) -> None:
+        """The application changed the member: let the loop look at it now."""
+        self._wake.set()
+
+    async def close(self, *, permanent: bool = False, timeout_s: float = 10.0) -> None:
+        """Revoke everything (the listener runs), leave the group, close the connection."""
+        if self._task is None:
+            return
+        if not self._task.done() and self.member.state is not MemberState.FATAL:
+            self.member.leave(self._now(), permanent=permanent)
+            self._wake.set()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await self.wait_until(lambda m: m.state in (MemberState.UNJOINED,
+                                                            MemberState.FATAL), timeout_s)
+        self._task.cancel()
+        with contextlib.suppress(BaseException):
+            await self._task
+        for t in list(self._tasks):
+            t.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._conn is not None:
+            await self._conn.close()
+            self._conn = None
+        self._task = None
+
+    # ------------------------------------------------------------------ observing
+
+    @property
+    def member_id(self) -> str:
+        return self.member.member_id
+
+    @property
+    def member_epoch(self) -> int:
+        return self.member.member_epoch
+
+    async def wait_until(self, predicate: Callable[[M], bool], timeout_s: float) -> None:
+        """Wait until ``predicate(member)`` holds (checked after every change); raises
+        asyncio.TimeoutError, or the error that stopped the driver."""
+        async def waiter() -> None:
+            async with self._changed:
+                while not predicate(self.member):
+                    if self.error is not None:
+                        raise self.error
+                    await self._changed.wait()
+        await asyncio.wait_for(waiter(), timeout_s)
+
+    def reconciled(self) -> bool:
+        """Stable on its target: it owns what the coordinator assigned it, nothing in flight."""
+        m = self.member
+        return (m.state is MemberState.STABLE and m.target is not None and m.owned == m.target
+                and m.inflight is None)
+
+    # ------------------------------------------------------------------ the loop
+
+    async def _run(self) -> None:
+        m = self.member
+        try:
+            while True:
+                self._wake.clear()
+                if self.error is not None:
+                    return
+                now = self._now()
+                req = m.poll_request(now)
+                while req is not None:
+                    self._spawn(self._exchange(req, self._correlation_id(req)))
+                    req = m.poll_request(now)
+                await self._notify()
+                if m.state is MemberState.FATAL:
+                    code, msg = m.fatal_error or (-1, None)
+                    self.error = RuntimeError(f"fatal group error {error_name(code)}: {msg}")
+                    await self._notify()
+                    return
+                d = m.next_deadline()
+                timeout = None if d is None else max(0.0, (d - self._now()) / 1000)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as e:  # report it to waiters, then stop
+            self.error = e
+            await self._notify()
+            raise
+
+    async def _exchange(self, req: Any, cid: int) -> None:
+        conn: BrokerConnection | None = None
+        try:
+            conn = await self._connection()
+            resp = await asyncio.wait_for(self._request(conn, req),
+                                          self.request_timeout_ms / 1000)
+        except (TimeoutError, ConnectionLost, OSError):
+            self.member.on_request_failed(self._now(), cid)
+            await self._drop_connection(conn)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # e.g. UnsupportedApi: the driver cannot go on
+            self.error = e
+        else:
+            self.member.on_response(resp, self._now(), cid)
+        self._wake.set()
+        await self._notify()
+
+    # ------------------------------------------------------------------ the connection
+
+    async def _connection(self, *, retry: bool = True) -> BrokerConnection:
+        backoff = self.reconnect_backoff_ms
+        async with self._connect_lock:
+            while self._conn is None or self._conn.closed:
+                try:
+                    conn = await self._connect()
+                    await self._on_connected(conn)
+                    self._conn = conn
+                except (TimeoutError, ConnectionLost, OSError, RuntimeError):
+                    if not retry:
+                        raise
+                    await asyncio.sleep(backoff / 1000)
+                    backoff = min(backoff * 2, self.reconnect_backoff_max_ms)
+            return self._conn
+
+    async def _drop_connection(self, conn: BrokerConnection | None) -> None:
+        """Close ``conn`` if it is still the current connection (another request may have
+        replaced it already)."""
+        if conn is not None and conn is self._conn:
+            self._conn = None
+            await conn.close()
+
+    async def _connect(self) -> BrokerConnection:
+        """Bootstrap, then the group's coordinator (FindCoordinator key type 0)."""
+        host, port = self.bootstrap
+        boot: BrokerConnection | None = await BrokerConnection.open(
+            host, port, client_id=self.client_id)
+        assert boot is not None
+        try:
+            version = boot.version_for(_FIND_COORDINATOR, 4, 0)
+            if version >= 4:
+                resp = await boot.call(_FIND_COORDINATOR, version, key_type=0,
+                                       coordinator_keys=[self.member.group_id])
+                c = resp.coordinators[0]
+                code, chost, cport = int(c.error_code), c.host, int(c.port)
+            else:
+                resp = await boot.call(_FIND_COORDINATOR, version, key=self.member.group_id)
+                code, chost, cport = int(resp.error_code), resp.host, int(resp.port)
+            if code:
+                raise RuntimeError(f"FindCoordinator: {error_name(code)}")
+            if (chost, cport) == (host, port):
+                conn, boot = boot, None
+            else:
+                conn = await BrokerConnection.open(chost, cport, client_id=self.client_id)
+        finally:
+            if boot is not None:
+                await boot.close()
+        return conn
+
+    # ------------------------------------------------------------------ callbacks
+
+    def _spawn(self, coro: Any) -> None:
+        assert self._loop is not None
+        task = self._loop.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _call(self, out: Any) -> None:
+        """Run what a listener callback returned, if it is awaitable."""
+        if inspect.isawaitable(out):
+            self._spawn(out)
+
+    def _revocation(self, out: Any) -> object:
+        """What a revocation callback returned -> what the member's listener returns: an
+        awaitable runs as a task and the revocation completes when it ends (:data:`DEFER`)."""
+        if inspect.isawaitable(out):
+            self._spawn(self._finish_revocation(out))
+            return DEFER
+        return out
+
+    async def _finish_revocation(self, awaitable: Any) -> None:
+        try:
+            await awaitable
+        finally:
+            self.member.complete_revocation(self._now())
+            self._wake.set()
+            await self._notify()
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
