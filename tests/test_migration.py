@@ -683,3 +683,69 @@ def test_mixed_group_reaches_both_types(seed_policy: str) -> None:
     assert isinstance(m.h.shard.groups["g"], ClassicGroup)
     m.no_partition_owned_twice()
     m.replay_equals_live()
+
+
+# ----------------------------------------------------------------------------- found over the wire
+
+
+def _static_mixed_group(h: Harness) -> tuple[str, int]:
+    """A consumer group of new-protocol static member N1 (instance s1) and classic static
+    member K (instance s2), both reconciled at the group epoch; returns (K's id, epoch)."""
+    assert heartbeat(h, "N1", 0, instance_id="s1").error_code == 0
+    k = classic_join(h, "", instance="s2").member_id
+    g = cg(h)
+    for _ in range(5):  # N1 revokes what K is to get, K rejoins for it
+        keep_alive(h, "N1")
+        mk = g.members[k]
+        if h.heartbeat(k, mk.member_epoch, instance="s2").error_code == E.rebalance_in_progress:
+            held = [p for ps in mk.assigned_partitions.values() for p in ps]
+            r = classic_join(h, k, *held, instance="s2")
+            assert r.error_code == 0
+    assert all(m.member_epoch == g.group_epoch and m.state is MemberState.STABLE
+               for m in g.members.values()), g.members
+    assert synced(h, k, g.group_epoch) == [2, 3]
+    return k, g.group_epoch
+
+
+def test_classic_static_member_replacing_the_last_new_protocol_member_downgrades() -> None:
+    """Found by the static rolling downgrade with real clients (test_server_migration.py): a
+    classic static member that replaces the last new-protocol static member (which left with
+    epoch -2) converts the group to a classic group at once, as upstream's
+    classicGroupJoinToConsumerGroup does, without a rebalance: the joiner keeps the replaced
+    member's partitions, the other classic members keep theirs and their generation."""
+    h = Harness(metadata=image(foo=4))
+    k, epoch = _static_mixed_group(h)
+    assert heartbeat(h, "N1", -2, instance_id="s1").error_code == 0  # a static restart
+    r = classic_join(h, "", instance="s1")
+    assert r.error_code == 0 and r.generation_id == epoch and r.protocol_name == "range"
+    c = h.group()
+    assert (c.state.value, c.generation_id, c.protocol_name) == ("Stable", epoch, "range")
+    assert sorted(c.members) == sorted([k, r.member_id])
+    assert synced(h, r.member_id, epoch) == [0, 1]  # N1's partitions, no rebalance
+    assert h.heartbeat(k, epoch, instance="s2").error_code == 0
+    assert synced(h, k, epoch) == [2, 3]
+    assert h.heartbeat("N1", epoch, instance="s1").error_code == E.fenced_instance_id
+    owners_are_unique(h)
+    assert replayed(h) == h.shard.state_digest()
+    # the classic sessions run: a member that stops heartbeating is removed by a rebalance
+    for _ in range(4):
+        h.advance(4_000)
+        h.heartbeat(k, h.group().generation_id, instance="s2")
+    assert r.member_id not in h.group().members
+
+
+def test_classic_static_replacement_with_another_subscription_downgrades_and_rebalances() -> None:
+    """The same replacement with a different subscription: the group converts and rebalances
+    (upstream: "static member replacement with different subscription")."""
+    h = Harness(metadata=image(foo=4, bar=2))
+    k, epoch = _static_mixed_group(h)
+    assert heartbeat(h, "N1", -2, instance_id="s1").error_code == 0
+    protos = (JoinGroupProtocol("range", encode_subscription(["bar", "foo"])),)
+    r = h.join("", instance="s1", protos=protos, session_ms=SESSION_MS,
+               rebalance_ms=REBALANCE_MS).r
+    assert r.error_code == 0
+    c = h.group()
+    assert (c.state.value, c.generation_id) == ("PreparingRebalance", epoch + 1)  # bar added
+    assert h.heartbeat(k, c.generation_id, instance="s2").error_code == E.rebalance_in_progress
+    owners_are_unique(h)
+    assert replayed(h) == h.shard.state_digest()

@@ -35,7 +35,9 @@ Choices where upstream's behaviour is unspecified or does not map one to one:
   new protocol (the member joins the consumer group). An *empty* consumer group is converted, as
   upstream does: its records are tombstoned and a classic group is created. The conversions of
   non-empty groups (``migration.py``) use :meth:`ClassicGroupManager.release_for_upgrade` and
-  :meth:`ClassicGroupManager.adopt_downgraded`. Groups of any other type answer
+  :meth:`ClassicGroupManager.adopt_downgraded`. The same for a non-empty connect group: classic
+  Connect workers are handed to ``classic_workers.py`` (``connect_migration.py`` converts the
+  groups). Groups of any other type answer
   INCONSISTENT_GROUP_PROTOCOL to JoinGroup and UNKNOWN_MEMBER_ID to the others.
 """
 
@@ -75,6 +77,7 @@ from groupcoord.coordinator.classic_messages import (
     SyncGroupResponse,
 )
 from groupcoord.coordinator.config import CoordinatorConfig
+from groupcoord.coordinator.connect_group import ConnectGroup
 from groupcoord.coordinator.consumer_group import ConsumerGroup
 from groupcoord.coordinator.group import Group
 from groupcoord.coordinator.records import (
@@ -259,16 +262,19 @@ class ClassicGroupManager:
         self.shard.cancel((SYNC, gid))
 
     def adopt_downgraded(self, group_id: str, value: ClassicGroupMetadataValue,
-                         reason: str) -> None:
+                         reason: str, rebalance: bool = True) -> None:
         """A consumer group became this classic group (issue #4; its records are already
         tombstoned): persist it, arm the members' sessions and start a rebalance so the members
-        rejoin under the classic protocol (upstream's prepareRebalance after a downgrade)."""
+        rejoin under the classic protocol (upstream's prepareRebalance after a downgrade).
+        ``rebalance=False``: the group stays Stable with the persisted assignments (a classic
+        static member replaced the last new-protocol member with the same subscription)."""
         self.shard.append(classic_group_metadata_record(group_id, value))  # a fresh live view
         group = self._classic(group_id)
         assert group is not None
         for m in group.members.values():
             self._schedule_heartbeat(group_id, m.member_id, m.session_timeout_ms)
-        self._prepare_rebalance(group, reason)
+        if rebalance:
+            self._prepare_rebalance(group, reason)
 
     # ------------------------------------------------------------------ JoinGroup
 
@@ -293,6 +299,8 @@ class ClassicGroupManager:
         existing = self.shard.groups.get(gid)
         if isinstance(existing, ConsumerGroup) and not existing.is_empty():
             return self.shard.consumer.classic_members.join(existing, r)
+        if isinstance(existing, ConnectGroup) and not existing.is_empty():
+            return self.shard.connect.classic_workers.join(existing, r)  # issue #4
         if existing is not None and not isinstance(existing, ClassicGroup):
             if not (isinstance(existing, ConsumerGroup) and existing.is_empty()):
                 log.info("[%s] JoinGroup refused: the group is a non-empty %s group", gid,
@@ -633,6 +641,8 @@ class ClassicGroupManager:
         found = self.shard.groups.get(r.group_id)
         if isinstance(found, ConsumerGroup):
             return self.shard.consumer.classic_members.sync(found, r)
+        if isinstance(found, ConnectGroup):
+            return self.shard.connect.classic_workers.sync(found, r)
         group = self._group_for_member_request(r.group_id, r.member_id, r.group_instance_id)
         if group.is_empty():
             return SyncGroupResponse(_E.unknown_member_id)
@@ -705,6 +715,8 @@ class ClassicGroupManager:
         found = self.shard.groups.get(r.group_id)
         if isinstance(found, ConsumerGroup):
             return self.shard.consumer.classic_members.heartbeat(found, r)
+        if isinstance(found, ConnectGroup):
+            return self.shard.connect.classic_workers.heartbeat(found, r)
         group = self._group_for_member_request(r.group_id, r.member_id, r.group_instance_id)
         group.validate_member(r.member_id, r.group_instance_id)
         if r.generation_id != group.generation_id:
@@ -728,6 +740,8 @@ class ClassicGroupManager:
             raise CoordinatorError(_E.unknown_member_id, f"Group {r.group_id} not found.")
         results: list[LeaveGroupMemberResponse] = []
         if not isinstance(group, ClassicGroup):
+            if isinstance(group, ConnectGroup):
+                return self._leave_response(r, self.shard.connect.classic_workers.leave(group, r))
             if not isinstance(group, ConsumerGroup):
                 raise CoordinatorError(_E.unknown_member_id, f"Group {r.group_id} not found.")
             return self._leave_response(r, self.shard.consumer.classic_members.leave(group, r))

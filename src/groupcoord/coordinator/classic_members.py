@@ -15,7 +15,12 @@ translates each request to the new protocol and reconciles every member individu
   is the member's first, no leader and no member list. A v4+ dynamic member without member id
   gets MEMBER_ID_REQUIRED with a generated id first; a static member whose instance id is known
   joining without member id replaces the old member (its assignment carries over). The member
-  must then sync within its rebalance timeout (else it is removed).
+  must then sync within its rebalance timeout (else it is removed). A static member replacing
+  the last member that uses the new protocol converts the group back to a classic group when
+  the policy allows it (upstream's classicGroupJoinToConsumerGroup): without a rebalance when
+  every member is reconciled at the group epoch and the subscription is the replaced member's
+  (the JoinGroup answers the group epoch, which is the classic generation), else the classic
+  group rebalances.
 - **SyncGroup** returns the member's assigned partitions as a ConsumerProtocolAssignment, in the
   version of its subscription. REBALANCE_IN_PROGRESS when the group epoch moved past the member
   and it is not in the middle of a revocation.
@@ -66,9 +71,12 @@ from groupcoord.coordinator.consumer_group import (
 )
 from groupcoord.coordinator.messages import TopicPartitions
 from groupcoord.coordinator.migration import (
+    MigrationError,
     assignment_bytes,
     classic_metadata,
+    consumer_to_classic,
     current_assignment_value,
+    downgrade_refusal,
     member_metadata_value,
     names_to_ids,
 )
@@ -254,6 +262,10 @@ class ClassicMembers:
         reconciled = m._reconcile(group, current, owned)
         if existing is None and reconciled is current:
             m.append(current_assignment_record(gid, member_id, current_assignment_value(current)))
+        if replaced is not None and replaced.classic is None:
+            downgraded = self._downgrade_on_replacement(group, reconciled, bump)
+            if downgraded is not None:
+                return downgraded
 
         # ---- 4. timers and the immediate response
         self.shard.cancel((JOIN_TIMEOUT, gid, member_id))
@@ -266,6 +278,40 @@ class ClassicMembers:
                                  protocol_type=CONSUMER_PROTOCOL_TYPE,
                                  protocol_name=r.protocols[0].name, leader="",
                                  member_id=member_id)
+
+    def _downgrade_on_replacement(self, group: ConsumerGroup, joined: ConsumerGroupMember,
+                                  subscription_changed: bool) -> JoinGroupResponse | None:
+        """``joined`` (classic, static) replaced the last member using the new protocol: the
+        group becomes a classic group when the policy allows it (upstream's
+        classicGroupJoinToConsumerGroup step 4). It stays Stable, every member keeping its
+        partitions and the group epoch as generation, when everyone is reconciled at the group
+        epoch and the subscription did not change; otherwise it rebalances. None: no downgrade."""
+        m = self.manager
+        gid = group.group_id
+        refusal = downgrade_refusal(group, set(), m.config)
+        if refusal is not None:
+            log.debug("[%s] no downgrade on the replacement of a static member: %s", gid, refusal)
+            return None
+        try:
+            value = consumer_to_classic(group, set(), m.metadata, self.shard.now)
+        except MigrationError as e:
+            log.info("[%s] cannot downgrade to a classic group: %s", gid, e)
+            return None
+        settled = (not subscription_changed and group.assignment_epoch == group.group_epoch
+                   and all(mb.member_epoch == group.group_epoch
+                           and mb.state is MemberState.STABLE for mb in group.members.values()))
+        log.info("[%s] classic static member %s replaced the last member using the consumer "
+                 "protocol: converting to a classic group at generation %d%s", gid,
+                 joined.member_id, value.generation, "" if settled else ", rebalancing")
+        for mid in sorted(group.members):
+            m._remove_member_records(group, group.members[mid])
+        m.delete_group(group)
+        self.shard.classic.adopt_downgraded(gid, value, f"downgrade of consumer group {gid} on "
+                                            f"a static member replacement", rebalance=not settled)
+        return JoinGroupResponse(generation_id=value.generation if settled else joined.member_epoch,
+                                 protocol_type=CONSUMER_PROTOCOL_TYPE,
+                                 protocol_name=value.protocol_name, leader="",
+                                 member_id=joined.member_id)
 
     def _new_member_id(self, group: ConsumerGroup, r: JoinGroupRequest) -> str:
         prefix = r.group_instance_id if r.group_instance_id is not None else r.client_id

@@ -39,6 +39,10 @@ class CoordinatorConfig:
     consumer_max_size: int = INT32_MAX
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     consumer_migration_policy: str = "bidirectional"
+    #: ``group.connect.migration.policy`` (issue #4, ours: upstream has no connect group type):
+    #: online migration between classic groups of protocol type ``connect`` and connect groups,
+    #: with the consumer policy's values (bidirectional, upgrade, downgrade, disabled).
+    connect_migration_policy: str = "bidirectional"
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
     offsets_retention_check_interval_ms: int = 600_000
     # Classic groups (JoinGroup/SyncGroup): Kafka's group.min/max.session.timeout.ms,
@@ -71,6 +75,9 @@ class CoordinatorConfig:
         if self.consumer_migration_policy not in MIGRATION_POLICIES:
             raise _config_error(
                 f"group.consumer.migration.policy must be one of {sorted(MIGRATION_POLICIES)}")
+        if self.connect_migration_policy not in MIGRATION_POLICIES:
+            raise _config_error(
+                f"group.connect.migration.policy must be one of {sorted(MIGRATION_POLICIES)}")
         if self.classic_min_session_timeout_ms > self.classic_max_session_timeout_ms:
             raise _config_error(
                 "group.min.session.timeout.ms must not be greater than group.max.session.timeout.ms")
@@ -96,7 +103,7 @@ class CoordinatorConfig:
             elif attr == "consumer_assignors":
                 names = tuple(_short_assignor_name(s) for s in raw.split(",") if s.strip())
                 kwargs[attr] = names
-            elif attr == "consumer_migration_policy":
+            elif attr in ("consumer_migration_policy", "connect_migration_policy"):
                 kwargs[attr] = raw.strip().lower()
             else:
                 kwargs[attr] = raw.strip()
@@ -127,6 +134,7 @@ BROKER_NAMES: dict[str, str] = {
     "group.consumer.max.size": "consumer_max_size",
     "group.consumer.assignors": "consumer_assignors",
     "group.consumer.migration.policy": "consumer_migration_policy",
+    "group.connect.migration.policy": "connect_migration_policy",
     "offsets.retention.check.interval.ms": "offsets_retention_check_interval_ms",
     "group.min.session.timeout.ms": "classic_min_session_timeout_ms",
     "group.max.session.timeout.ms": "classic_max_session_timeout_ms",

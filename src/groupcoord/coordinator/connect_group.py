@@ -28,7 +28,7 @@ from groupcoord.coordinator.connect_messages import (
 )
 from groupcoord.coordinator.consumer_group import GroupState, MemberState
 from groupcoord.coordinator.group import Group
-from groupcoord.coordinator.records import ClientAssignor, ConnectAssignment
+from groupcoord.coordinator.records import ClassicMemberMetadata, ClientAssignor, ConnectAssignment
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 EMPTY: ConnectAssignment = {}
@@ -140,6 +140,8 @@ class ConnectGroupMember:
     client_host: str = ""
     rebalance_timeout_ms: int = -1
     client_assignors: tuple[ClientAssignor, ...] = ()
+    #: Set for a worker that uses the classic protocol (issue #4, online migration).
+    classic: ClassicMemberMetadata | None = None
     # current assignment
     member_epoch: int = 0
     previous_member_epoch: int = 0
@@ -163,7 +165,7 @@ class ConnectGroupMember:
                 self.rebalance_timeout_ms, self.client_assignors, self.member_epoch,
                 self.previous_member_epoch, self.state.name, digest_of(self.assigned),
                 digest_of(self.pending_revocation), self.error, self.metadata_version,
-                self.metadata_bytes)
+                self.metadata_bytes, self.classic)
 
 
 # ----------------------------------------------------------------------------- the group
@@ -261,6 +263,10 @@ class ConnectGroup(Group):
 
     def target_of(self, member_id: str) -> ConnectMemberTarget:
         return self.target_assignment.get(member_id, NO_TARGET)
+
+    def all_classic_except(self, leaving: set[str]) -> bool:
+        """Whether every member but ``leaving`` uses the classic protocol (issue #4)."""
+        return all(m.classic is not None for mid, m in self.members.items() if mid not in leaving)
 
     def static_member(self, instance_id: str) -> ConnectGroupMember | None:
         mid = self.static_members.get(instance_id)

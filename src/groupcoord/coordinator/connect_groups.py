@@ -62,12 +62,16 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.coordinator.classic_group import ClassicGroup
+from groupcoord.coordinator.classic_workers import ClassicWorkers
 from groupcoord.coordinator.client_assignment import (
+    AssigningGroup,
     ClientAssignment,
     Snapshot,
     assignor_in,
     check_assignors,
     check_ids,
+    group_assignor,
     successor,
     validate_install,
 )
@@ -101,12 +105,20 @@ from groupcoord.coordinator.connect_messages import (
     DescribedConnectGroup,
     DescribedConnectMember,
 )
+from groupcoord.coordinator.connect_migration import (
+    classic_to_connect,
+    connect_to_classic,
+    downgrade_refusal,
+    protocol_version,
+    upgrade_refusal,
+)
 from groupcoord.coordinator.consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     MemberState,
 )
 from groupcoord.coordinator.membership import resolve_member
+from groupcoord.coordinator.migration import MigrationError
 from groupcoord.coordinator.reconciliation import owns_any_items, reconcile_items
 from groupcoord.coordinator.records import (
     ConnectGroupCurrentMemberAssignmentValue,
@@ -156,6 +168,15 @@ def _err(code: int, message: str) -> CoordinatorError:
     return CoordinatorError(code, message)
 
 
+class _ConnectClientAssignment(ClientAssignment):
+    """Client-side assignment of connect groups: the assignor is chosen among the workers that
+    advertise client assignors; classic workers of a migrating group (issue #4) advertise none,
+    never compute and do not constrain the choice."""
+
+    def assignor(self, group: AssigningGroup) -> str | None:
+        return group_assignor(m for m in group.members.values() if m.client_assignors)
+
+
 class ConnectGroupManager:
     """The connect group type of one shard: registers its handlers, records and timers."""
 
@@ -170,8 +191,10 @@ class ConnectGroupManager:
             shard.register_replayer(rtype, self.replay)
         shard.register_timer(CONNECT_SESSION, self._session_expired)
         shard.register_timer(CONNECT_REBALANCE, self._rebalance_timed_out)
-        self.client = ClientAssignment(shard, CONNECT_ASSIGNMENT, self._lookup,
-                                       _E.fenced_member_epoch)
+        self.client = _ConnectClientAssignment(shard, CONNECT_ASSIGNMENT, self._lookup,
+                                               _E.fenced_member_epoch)
+        # Online migration (issue #4): classic workers inside connect groups.
+        self.classic_workers = ClassicWorkers(self)
         shard.register_error_response(
             ConnectGroupHeartbeatRequest,
             lambda r, e: ConnectGroupHeartbeatResponse(error_code=e.code, error_message=e.message))
@@ -266,7 +289,7 @@ class ConnectGroupManager:
                 old, instance_id=value.instance_id, client_id=value.client_id,
                 client_host=value.client_host, url=value.url,
                 rebalance_timeout_ms=value.rebalance_timeout_ms,
-                client_assignors=value.client_assignors))
+                client_assignors=value.client_assignors, classic=value.classic_member))
         elif rtype is RecordType.CONNECT_GROUP_CURRENT_MEMBER_ASSIGNMENT:
             assert isinstance(key, MemberKey)
             current = group.members.get(key.member_id)
@@ -318,8 +341,9 @@ class ConnectGroupManager:
                 continue
             timeout = self.shard.group_config(gid).session_timeout_ms
             for mid in sorted(group.members):
-                self.shard.schedule((CONNECT_SESSION, gid, mid), now + timeout)
                 m = group.members[mid]
+                self.shard.schedule((CONNECT_SESSION, gid, mid), now + (
+                    timeout if m.classic is None else m.classic.session_timeout_ms))
                 if m.member_epoch >= 0 and m.state is MemberState.UNREVOKED_PARTITIONS:
                     self.shard.schedule((CONNECT_REBALANCE, gid, mid),
                                         now + max(m.rebalance_timeout_ms, 0), m.member_epoch)
@@ -395,6 +419,10 @@ class ConnectGroupManager:
             return self._leave(r)
 
         gid = r.group_id
+        # An empty classic group converts (as upstream); a non-empty classic group of protocol
+        # type connect converts when the migration policy allows it (issue #4).
+        if r.member_epoch == 0 and not self.shard.classic.maybe_delete_empty_group(gid):
+            self._maybe_upgrade(gid)
         group = self._group(gid)
         if group is None and r.member_epoch != 0:
             raise _err(_E.unknown_member_id, f"Group {gid} not found.")
@@ -408,6 +436,9 @@ class ConnectGroupManager:
                                   noun="worker", group_noun="connect group")
         existing: ConnectGroupMember | None = resolved.existing
         replaced: ConnectGroupMember | None = resolved.replaced
+        if existing is not None and existing.classic is not None:
+            raise _err(_E.unknown_member_id, f"Worker {member_id} of group {gid} uses the classic "
+                                             f"protocol.")
 
         # UNSUPPORTED_ASSIGNOR: no common assignor, or no version range overlap.
         if r.client_assignors and group is not None:
@@ -416,7 +447,7 @@ class ConnectGroupManager:
 
         if existing is not None and not self._epoch_is_valid(existing, r):
             assert group is not None
-            self._fence(group, existing)
+            self._fence(group, existing, allow_downgrade=r.member_epoch != 0)
             if r.member_epoch != 0:
                 return ConnectGroupHeartbeatResponse(
                     error_code=_E.fenced_member_epoch,
@@ -591,6 +622,7 @@ class ConnectGroupManager:
         gid = group.group_id
         mid = member.member_id
         self.client.member_removed(gid, mid)
+        self.classic_workers.forget(gid, mid)
         self.append(connect_current_assignment_record(gid, mid, None))
         if not keep_target and mid in group.target_assignment:
             self.append(connect_target_member_record(gid, mid, None))
@@ -598,12 +630,82 @@ class ConnectGroupManager:
         self.shard.cancel((CONNECT_SESSION, gid, mid))
         self.shard.cancel((CONNECT_REBALANCE, gid, mid))
 
-    def _fence(self, group: ConnectGroup, member: ConnectGroupMember) -> None:
+    def _fence(self, group: ConnectGroup, member: ConnectGroupMember,
+               allow_downgrade: bool = True) -> None:
         """Remove a worker (left, expired, fenced) and bump the group epoch; its target entry
         stays until the next installed target."""
-        self._remove(group, member, keep_target=True)
+        self.fence_members(group, (member,), allow_downgrade)
+
+    def fence_members(self, group: ConnectGroup, members: tuple[ConnectGroupMember, ...],
+                      allow_downgrade: bool = True) -> None:
+        """Remove workers and bump the group epoch once; or, when only classic workers remain and
+        the policy allows it (issue #4), convert the group to a classic group."""
+        leaving = {m.member_id for m in members}
+        value = None
+        if allow_downgrade and downgrade_refusal(group, leaving, self.shard.config) is None:
+            try:
+                value = connect_to_classic(group, leaving, self.shard.now)
+            except MigrationError as e:
+                log.info("[%s] cannot downgrade to a classic group: %s", group.group_id, e)
+        for m in members:
+            self._remove(group, m, keep_target=True)
+        if value is None:
+            self._bump(group)
+            self.client.request(group)
+            return
+        gid = group.group_id
+        log.info("[%s] only classic workers remain: converting to a classic group at "
+                 "generation %d", gid, value.generation)
+        for mid in sorted(group.members):
+            self._remove(group, group.members[mid], keep_target=True)
+        self.delete_group(group)
+        self.shard.classic.adopt_downgraded(gid, value, f"downgrade of connect group {gid}")
+
+    def _maybe_upgrade(self, gid: str) -> None:
+        """Convert the non-empty classic group ``gid`` (if it is one) to a connect group, or
+        refuse with GROUP_ID_NOT_FOUND (issue #4)."""
+        classic = self.shard.groups.get(gid)
+        if not isinstance(classic, ClassicGroup):
+            return
+        refusal = upgrade_refusal(classic, self.shard.config)
+        upgrade = None
+        if refusal is None:
+            try:
+                upgrade = classic_to_connect(classic)
+            except MigrationError as e:
+                refusal = f"its Connect protocol metadata or assignment is malformed ({e})"
+        if upgrade is None:
+            log.info("[%s] cannot upgrade the classic group: %s", gid, refusal)
+            raise _err(_E.group_id_not_found,
+                       f"Group {gid} is not a connect group: it cannot be upgraded because "
+                       f"{refusal}.")
+        log.info("[%s] upgrading the classic group at generation %d to a connect group "
+                 "(connectors %s at config offset %d)", gid, classic.generation_id,
+                 sorted(upgrade.connectors.items()), upgrade.config_offset)
+        self.shard.classic.release_for_upgrade(classic)
+        for rec in upgrade.records:
+            self.append(rec)
+        for m in upgrade.members:
+            assert m.classic is not None
+            self.schedule_session(gid, m.member_id, m.classic.session_timeout_ms)
+
+    # -- used by the classic workers' translation (classic_workers.py)
+
+    def schedule_session(self, group_id: str, member_id: str, timeout_ms: int) -> None:
+        self.shard.schedule((CONNECT_SESSION, group_id, member_id), self.shard.now + timeout_ms)
+
+    def fence(self, group: ConnectGroup, member: ConnectGroupMember) -> None:
+        self._fence(group, member)
+
+    def bump(self, group: ConnectGroup) -> None:
         self._bump(group)
-        self.client.request(group)
+
+    def reconcile(self, group: ConnectGroup, member: ConnectGroupMember,
+                  owned: Mapping[str, frozenset[int]] | None) -> ConnectGroupMember:
+        return self._reconcile(group, member, owned)
+
+    def write_current_assignment(self, group: ConnectGroup, member: ConnectGroupMember) -> None:
+        self._write_current_assignment(group, member)
 
     def _bump(self, group: ConnectGroup) -> None:
         self.append(connect_group_epoch_record(group.group_id, group.group_epoch + 1))
@@ -621,11 +723,15 @@ class ConnectGroupManager:
         members = []
         for mid in sorted(group.members):
             m = group.members[mid]
-            a = assignor_in(m.client_assignors, name)
-            assert a is not None
+            if m.classic is not None:  # issue #4: the Connect version and metadata it prefers
+                first, meta = m.classic.supported_protocols[0]
+                prepared = ConnectPreparedAssignor(protocol_version(first), 0, meta)
+            else:
+                a = assignor_in(m.client_assignors, name)
+                assert a is not None
+                prepared = ConnectPreparedAssignor(a.version, a.reason, a.metadata)
             members.append(ConnectPreparedMember(
-                mid, m.member_epoch, m.instance_id, m.url,
-                ConnectPreparedAssignor(a.version, a.reason, a.metadata),
+                mid, m.member_epoch, m.instance_id, m.url, prepared,
                 to_wire(group.target_of(mid).items)))
         departed = tuple(ConnectDepartedMember(mid, to_wire(t.items))
                          for mid, t in sorted(group.target_assignment.items())
@@ -780,7 +886,7 @@ def _metadata_value(m: ConnectGroupMember | None) -> ConnectGroupMemberMetadataV
     if m is None:
         return None
     return ConnectGroupMemberMetadataValue(m.instance_id, m.client_id, m.client_host, m.url,
-                                           m.rebalance_timeout_ms, m.client_assignors)
+                                           m.rebalance_timeout_ms, m.client_assignors, m.classic)
 
 
 def _target_value(t: ConnectMemberTarget) -> ConnectGroupTargetAssignmentMemberValue:

@@ -751,7 +751,8 @@ class ConsumerGroupManager:
                     subscribed_topic_names=m.subscribed_topic_names,
                     subscribed_topic_regex=m.subscribed_topic_regex,
                     assignment=DescribedAssignment(_sorted_tps(m.assigned_partitions)),
-                    target_assignment=DescribedAssignment(_sorted_tps(group.target_of(mid)))))
+                    target_assignment=DescribedAssignment(_sorted_tps(group.target_of(mid))),
+                    member_type=0 if m.classic is not None else 1))  # issue #4: 0 = classic
             out.append(DescribedGroup(
                 gid, group_state=group.state().value, group_epoch=group.group_epoch,
                 assignment_epoch=group.assignment_epoch,

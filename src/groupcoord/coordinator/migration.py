@@ -29,9 +29,10 @@ member's *current* assigned partitions encoded as its assignment (upstream encod
 assignment; the current one never gives a partition to two members while a reconciliation is
 under way). The caller then starts a classic rebalance.
 
-Not implemented: a downgrade triggered by a classic static member replacing the last
-new-protocol static member (upstream converts without a rebalance), and custom client-side
-assignors during a migration (the spec's version ``-1`` of the assignor metadata).
+A classic static member replacing the last new-protocol static member also downgrades
+(``classic_members.py``; ``leaving`` is then empty: the joiner already took the replaced
+member's place). Not implemented: custom client-side assignors during a migration (the spec's
+version ``-1`` of the assignor metadata).
 """
 
 from __future__ import annotations

@@ -394,7 +394,10 @@ class ConnectGroupConnectorsTasksMetadataValue:
 
 @dataclass(slots=True)
 class ConnectGroupMemberMetadataValue:
-    """ConnectWorkerGroupMemberMetadataValue: a worker (url, instance id, client assignors)."""
+    """ConnectWorkerGroupMemberMetadataValue: a worker (url, instance id, client assignors).
+    ``classic_member`` (issue #4) is set for a worker that uses the classic protocol inside a
+    connect group (its session timeout and Connect protocols); an optional trailing field written
+    only when set, as on the consumer member's value."""
 
     VERSION: ClassVar[int] = 0
     instance_id: str | None
@@ -403,15 +406,21 @@ class ConnectGroupMemberMetadataValue:
     url: str
     rebalance_timeout_ms: int
     client_assignors: tuple[ClientAssignor, ...] = ()
+    classic_member: ClassicMemberMetadata | None = None
 
     def fields(self) -> list[Any]:
-        return [self.instance_id, self.client_id, self.client_host, self.url,
-                self.rebalance_timeout_ms, [a.to_list() for a in self.client_assignors]]
+        out = [self.instance_id, self.client_id, self.client_host, self.url,
+               self.rebalance_timeout_ms, [a.to_list() for a in self.client_assignors]]
+        if self.classic_member is not None:
+            out.append(self.classic_member.to_list())
+        return out
 
     @classmethod
     def from_fields(cls, version: int, f: list[Any]) -> ConnectGroupMemberMetadataValue:
         return cls(f[0], f[1], f[2], f[3], f[4],
-                   tuple(ClientAssignor(a[0], a[1], a[2], a[3], a[4], bytes(a[5])) for a in f[5]))
+                   tuple(ClientAssignor(a[0], a[1], a[2], a[3], a[4], bytes(a[5])) for a in f[5]),
+                   ClassicMemberMetadata.from_list(f[6]) if len(f) > 6 and f[6] is not None
+                   else None)
 
 
 @dataclass(slots=True)

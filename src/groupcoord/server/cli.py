@@ -16,6 +16,8 @@
   itself (groupcoord is a single node that coordinates every group). ``groups describe`` asks
   ConsumerGroupDescribe first and DescribeGroups for a group that is not a consumer group
   (classic groups, and groups with committed offsets only, listed as Empty classic groups).
+  A consumer group is ``"type": "consumer"``; during an online migration (issue #4) each member
+  says which protocol it uses (``"protocol": "classic"`` or ``"consumer"``).
   A connect group (issue #3) is described with ConnectGroupDescribe: its workers with url,
   epoch, state, the connectors and tasks each runs and its target.
 - ``groupcoord connectors create NAME --tasks N --group G``, ``connectors update NAME --tasks N
@@ -334,6 +336,10 @@ def _describe_connect(c: KafkaClient, group_id: str, group: dict[str, Any]) -> b
     return True
 
 
+#: ConsumerGroupDescribe v1 MemberType: the protocol a consumer group's member speaks.
+_MEMBER_TYPES = {0: "classic", 1: "consumer"}
+
+
 def _describe_one(c: KafkaClient, group_id: str) -> dict[str, Any]:
     d = c.call(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, group_ids=[group_id],
                include_authorized_operations=False).groups[0]
@@ -357,12 +363,14 @@ def _describe_one(c: KafkaClient, group_id: str) -> dict[str, Any]:
                     "member_epoch": int(mb.member_epoch),
                     "subscribed_topic_names": list(mb.subscribed_topic_names),
                     "subscribed_topic_regex": mb.subscribed_topic_regex,
-                    "assignment": assigned, "target_assignment": target}
+                    "assignment": assigned, "target_assignment": target,
+                    # ConsumerGroupDescribe v1 MemberType: classic members of a migration
+                    "protocol": _MEMBER_TYPES.get(int(getattr(mb, "member_type", -1)))}
             members.append(info)
             for topic, ps in assigned.items():
                 for p in ps:
                     owner[(topic, p)] = info
-        group.update(state=d.group_state, group_epoch=int(d.group_epoch),
+        group.update(type="consumer", state=d.group_state, group_epoch=int(d.group_epoch),
                      assignment_epoch=int(d.assignment_epoch), assignor=d.assignor_name,
                      members=members)
     # committed offsets (admin read: no member id) and log end offsets for the lag
@@ -415,9 +423,11 @@ def _groups_describe(ns: argparse.Namespace) -> int:
         elif g.get("type") == "connect":
             lines.extend(_connect_lines(g))
         else:
+            classic = sum(1 for mb in g["members"] if mb.get("protocol") == "classic")
             lines.append(f"Group {g['group_id']}: state {g['state']}, epoch {g['group_epoch']}, "
                          f"assignment epoch {g['assignment_epoch']}, assignor {g['assignor']}, "
-                         f"{len(g['members'])} members")
+                         f"{len(g['members'])} members"
+                         + (f" ({classic} using the classic protocol)" if classic else ""))
         rows = [["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBER-ID",
                  "CLIENT-ID", "HOST"]]
         for p in g["partitions"]:
