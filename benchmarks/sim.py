@@ -18,12 +18,17 @@ repeated runs, garbage collector off, see ``_harness.median_ms``):
   ``params`` carry the whole run's wall time (``whole_run_ms``). Target (issue #7):
   <= 2,000 ms. ``...static=true...``: the same group with static membership (no rebalance).
 - ``sim.coordinator_share.scenario=...`` (ratio): the part of that wall time spent inside the
-  coordinator (``Shard.handle``, ``expire_timers``, replays of I4 checkpoints and failovers):
-  what the simulator itself cannot speed up.
+  coordinator's entry points (``Shard.handle``, ``expire_timers``, ``on_loaded``,
+  ``update_metadata``, the replays of failovers): what the simulator itself cannot speed up.
 
-``params`` carry the events, simulated time, group size and commit interval of each run, and
-the CPU time of one run (``cpu_ms``, ``events_per_cpu_s``): on a shared, loaded machine the
-wall-clock figures move with the load, the CPU ones much less.
+``params`` carry the events, simulated time, group size and commit interval of each run, the
+CPU time of one run (``cpu_ms``, ``events_per_cpu_s``: on a shared, loaded machine the
+wall-clock figures move with the load, the CPU ones much less), and ``time_split``: the shares
+of one run's wall time spent in the coordinator, in encoding its records into the log
+(``SimCoordinator.persist``), in the I4 checkpoints (compaction, rebuild, digests, full
+checks) and in the simulator itself (the rest: loop, network, members, incremental checks).
+``ceiling_events_per_s`` is the rate the run would reach if the simulator's own code took no
+time at all: the bound the coordinator, the log and the checkpoints set.
 Run with ``groupcoord bench sim [--json]`` or ``python -m benchmarks.sim [--quick]``.
 """
 
@@ -36,6 +41,7 @@ from typing import Any
 
 from benchmarks._harness import Result, median_ms
 from groupcoord.coordinator.shard import Shard
+from groupcoord.sim.coordinator import SimCoordinator
 from groupcoord.sim.engine import SimResult, Simulation
 from groupcoord.sim.protocols import resolve_protocol
 from groupcoord.sim.runner import simulate
@@ -63,34 +69,47 @@ def steady(members: int, partitions: int, seconds: int) -> Scenario:
     return _group(members, partitions, end_ms=seconds * 1000, name="steady")
 
 
+#: Where a run's wall time goes (``_time_split``): the coordinator's entry points, encoding
+#: its records into the log, the I4 checkpoints (compaction, rebuild, digests, full checks),
+#: and the rest: the simulator itself (loop, network, members, incremental invariants).
+PARTS = ("coordinator", "log", "checkpoints")
+
+
 @contextmanager
-def _coordinator_clock() -> Iterator[list[float]]:
-    """Accumulate the wall time spent in the coordinator's entry points."""
-    spent = [0.0]
-    saved = {name: getattr(Shard, name) for name in ("handle", "expire_timers", "replay",
-                                                     "on_loaded", "update_metadata")}
+def _time_split(sim_class: type[Simulation]) -> Iterator[dict[str, float]]:
+    """Accumulate the wall time spent in each of :data:`PARTS` (outermost call counts: the
+    replays of a checkpoint's rebuild are the checkpoint's)."""
+    spent = dict.fromkeys(PARTS, 0.0)
+    targets: list[tuple[type, str, str]] = [
+        *((Shard, name, "coordinator") for name in ("handle", "expire_timers", "replay",
+                                                    "on_loaded", "update_metadata")),
+        (SimCoordinator, "persist", "log"), (sim_class, "checkpoint", "checkpoints")]
+    saved = [(cls, name, cls.__dict__.get(name)) for cls, name, _ in targets]
     depth = [0]
 
-    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def wrap(fn: Callable[..., Any], part: str) -> Callable[..., Any]:
         def timed(*args: Any, **kwargs: Any) -> Any:
             if depth[0]:
-                return fn(*args, **kwargs)  # replay inside handle: counted once
+                return fn(*args, **kwargs)
             depth[0] += 1
             t0 = time.perf_counter()
             try:
                 return fn(*args, **kwargs)
             finally:
-                spent[0] += time.perf_counter() - t0
+                spent[part] += time.perf_counter() - t0
                 depth[0] -= 1
         return timed
 
-    for name, fn in saved.items():
-        setattr(Shard, name, wrap(fn))
+    for cls, name, part in targets:
+        setattr(cls, name, wrap(getattr(cls, name), part))
     try:
         yield spent
     finally:
-        for name, fn in saved.items():
-            setattr(Shard, name, fn)
+        for cls, name, fn in saved:
+            if fn is None:
+                delattr(cls, name)  # it was inherited
+            else:
+                setattr(cls, name, fn)
 
 
 def _measure(label: str, make: Callable[[], SimResult], repeat: int,
@@ -108,15 +127,23 @@ def _measure(label: str, make: Callable[[], SimResult], repeat: int,
     c0 = time.process_time()
     make()
     cpu = time.process_time() - c0
-    with _coordinator_clock() as spent:
+    spec, _ = resolve_protocol(r.protocol)
+    with _time_split(spec.simulation) as spent:
         t0 = time.perf_counter()
         make()
         wall = time.perf_counter() - t0
+    split = {part: round(spent[part] / wall, 3) for part in PARTS}
+    split["simulator"] = round(1.0 - sum(spent.values()) / wall, 3)
+    outside = sum(spent.values())
     p = {**params, "events": r.steps, "sim_time_ms": r.sim_time_ms,
          "records": r.summary["records_written"], "messages": r.summary["messages"],
-         "cpu_ms": round(cpu * 1000.0, 1), "events_per_cpu_s": round(r.steps / cpu, 1)}
+         "cpu_ms": round(cpu * 1000.0, 1), "events_per_cpu_s": round(r.steps / cpu, 1),
+         "time_split": split,
+         # The events/s of this run if the simulator's own code took no time at all.
+         "ceiling_events_per_s": round(r.steps / outside, 1) if outside else None}
     return [Result(f"sim.events_per_s.scenario={label}", r.steps / (ms / 1000.0), "per_s", p),
-            Result(f"sim.coordinator_share.scenario={label}", spent[0] / wall, "ratio", p)], ms
+            Result(f"sim.coordinator_share.scenario={label}", spent["coordinator"] / wall,
+                   "ratio", p)], ms
 
 
 def bounce_ms(sc: Scenario, repeat: int) -> tuple[float, SimResult]:

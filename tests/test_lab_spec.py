@@ -37,16 +37,21 @@ def _spec(text: str) -> object:
 def test_builtin_specs_expand() -> None:
     quick = expand(load_spec("quick"))
     labels = protocol_labels()
-    # 4 scenarios x 3 sizes x 2 fault rates x 3 seeds, per protocol
-    assert len(quick) == 4 * 3 * 2 * 3 * len(labels)
-    assert cells(quick) == len(quick) // 3
+    # 4 scenarios x 3 sizes x 2 fault rates x 2 seeds, per protocol (one workload each)
+    assert len(quick) == 4 * 3 * 2 * 2 * len(labels)
+    assert cells(quick) == len(quick) // 2
     assert {r.protocol for r in quick} == set(labels)
     paper = load_spec("paper")
     assert set(paper.scenarios) >= {"crash", "rolling-bounce", "kip415-leader-leaves",
                                     "case-study-member-joins", "case-study-static-bounce"}
     runs = expand(paper)
-    # connector workloads only pair with connect protocols (none registered yet: skipped)
-    assert all(r.workload == "4x32" for r in runs if not r.protocol.startswith("connect"))
+    # connector workloads pair with Connect protocols, topic workloads with consumer ones
+    from groupcoord.lab.spec import is_connect_protocol
+
+    assert {r.workload for r in runs if not is_connect_protocol(r.protocol)} == {"4x32"}
+    assert {r.workload for r in runs if is_connect_protocol(r.protocol)} == {"16x8c"}
+    assert {p for p in labels if is_connect_protocol(p)} == {
+        label for label in labels if label.split(":")[0] in ("connect", "classic-connect")}
     assert set(BUILTIN_SPECS) == {"quick", "paper"}
 
 
@@ -143,9 +148,9 @@ def test_repro_command_reruns_the_same_run(capsys: pytest.CaptureFixture[str],
     spec = load_spec("paper")
     from groupcoord.lab.spec import scenario_definition
 
-    p = RunParams(**{**p.as_row(), "scenario_def": scenario_definition(spec, p.scenario)})
+    assert scenario_definition(spec, p.scenario) is None  # a simulator built-in
     cmd = repro_command(p)
-    assert "--spec paper" in cmd and "--size 5" in cmd and "--fault-rate 0.02" in cmd
+    assert "--spec" not in cmd and "--size 5" in cmd and "--fault-rate 0.02" in cmd
     argv = cmd.split()[1:]
     trace = tmp_path / "trace.txt"
     assert main([*argv, "--json", "--trace", str(trace)]) == 0

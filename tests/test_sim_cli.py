@@ -78,7 +78,7 @@ def test_scenario_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("argv", [
     ("--scenario", "nope"),
-    ("--scenario", "join", "--protocol", "connect"),
+    ("--scenario", "join", "--protocol", "connect:sticky"),
     ("--scenario", "join", "--protocol", "consumer:sticky"),
     ("--scenario", "random", "--seeds", "9-1"),
     ("--scenario", "random", "--seeds", "1-3", "--trace", "x"),

@@ -40,7 +40,13 @@ from groupcoord.lab.spec import SCENARIO_DEFAULT, RunParams, is_connect_protocol
 from groupcoord.sim.engine import SimResult
 from groupcoord.sim.network import NetworkFaults
 from groupcoord.sim.runner import simulate
-from groupcoord.sim.scenario import Event, Scenario, load_scenario, parse_scenario
+from groupcoord.sim.scenario import (
+    Event,
+    Scenario,
+    connectors_as_topics,
+    load_scenario,
+    parse_scenario,
+)
 
 INITIAL = "initial-join"
 
@@ -128,6 +134,10 @@ def build_scenario(params: RunParams) -> Scenario:
         events = tuple(_resize_event(e, sc.members, params.size) for e in events)
         changes["members"] = params.size
     if params.topics is not None and params.partitions is not None:
+        # A Connect scenario for a consumer protocol: its connectors as topics first.
+        converted = connectors_as_topics(replace(sc, events=events))
+        if converted.topics != sc.topics or converted.events != events:
+            sc, events = converted, converted.events
         names = [n for n, _ in sc.topics][:params.topics]
         first = names[0] if names else "t"
         names += [f"{first}_{i}" for i in range(len(names) + 1, params.topics + 1)]
@@ -139,9 +149,6 @@ def build_scenario(params: RunParams) -> Scenario:
             extra = tuple(n for n in names if n not in sc.subscription and n.startswith(first))
             changes["subscription"] = (*sc.subscription, *extra)
     if params.connectors is not None or params.tasks is not None:
-        if "connectors" not in Scenario.__dataclass_fields__:
-            raise ValueError(f"{params.protocol}: the simulator's Scenario has no connectors "
-                             f"field yet; connector workloads need it")
         changes["connectors"] = tuple((f"connector-{i}", params.tasks)
                                       for i in range(params.connectors or 0))
     if params.fault_rate is not None:

@@ -102,7 +102,14 @@ SCENARIO_WORKLOAD = Workload(SCENARIO_DEFAULT)
 
 
 def is_connect_protocol(label: str) -> bool:
-    return label.partition(":")[0].startswith("connect")
+    """Whether the protocol's members are Connect workers (its resources are tasks)."""
+    from groupcoord.sim.protocols import resolve_protocol
+
+    try:
+        spec, _ = resolve_protocol(label)
+    except ValueError:
+        return "connect" in label.partition(":")[0]
+    return spec.resource == "tasks"
 
 
 @dataclass(slots=True, frozen=True)
@@ -412,24 +419,6 @@ def scale(count: int, factor: float) -> int:
 
 # --------------------------------------------------------------------------- built-ins
 
-#: Scenarios the built-in specs define on top of the simulator's: KIP-415's leader cases.
-_KIP415_INLINE = """
-[scenario.kip415-leader-leaves]
-description = "KIP-415 'Leader leaves': c1, the first member (Connect's leader), leaves for good."
-group = { members = 4, topics = { foo = 8 } }
-events = [{ at_ms = 30000, kind = "leave", member = "c1" }]
-
-[scenario.kip415-leader-bounces]
-description = "KIP-415 'Leader bounces': c1 closes and returns 10 s later."
-group = { members = 4, topics = { foo = 8 } }
-events = [{ at_ms = 30000, kind = "bounce", member = "c1", down_ms = 10000 }]
-
-[scenario.kip415-worker-joins]
-description = "KIP-415 'Worker joins': one member joins a stable group."
-group = { members = 4, topics = { foo = 8 } }
-events = [{ at_ms = 30000, kind = "scale-out", count = 1 }]
-"""
-
 BUILTIN_SPECS: dict[str, str] = {
     "quick": """
 name = "quick"
@@ -438,20 +427,27 @@ protocols = ["all"]
 scenarios = ["crash", "bounce", "scale-out", "rolling-bounce"]
 sizes = [3, 6, 12]
 fault_rates = [0.0, 0.02]
-seeds = 3
+seeds = 2
 
 [[workloads]]
 name = "2x12"
 topics = 2
 partitions = 12
+
+[[workloads]]
+name = "4x5c"
+connectors = 4
+tasks = 5
 """,
     "paper": """
 name = "paper"
 description = '''KIP-415's scenarios and the specs' case studies across every protocol \
 the simulator supports, at growing cluster sizes, with and without network faults.'''
 protocols = ["all"]
-scenarios = ["kip415-worker-joins", "leave", "crash", "bounce", "kip415-leader-leaves",
-             "kip415-leader-bounces", "rolling-bounce", "scale-out", "scale-in",
+scenarios = ["kip415-worker-joins", "kip415-worker-leaves", "kip415-worker-bounce",
+             "kip415-worker-bounce-after-delay", "kip415-leader-leaves", "kip415-leader-bounces",
+             "kip415-connector-added", "kip415-connector-removed",
+             "leave", "crash", "bounce", "rolling-bounce", "scale-out", "scale-in",
              "static-bounce", "coordinator-failover",
              "case-study-member-joins", "case-study-c-joins", "case-study-member-failure",
              "case-study-partition-added", "case-study-static-bounce"]
@@ -468,5 +464,5 @@ partitions = 32
 name = "16x8c"
 connectors = 16
 tasks = 8
-""" + _KIP415_INLINE,
+""",
 }

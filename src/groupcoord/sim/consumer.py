@@ -189,6 +189,12 @@ class ConsumerSimulation(Simulation):
         # member, incarnations (removals) per member id, presence.
         self.coord_holder: dict[TopicIdPartition, str] = {}
         self.coord_held: dict[str, frozenset[TopicIdPartition]] = {}
+        # The (assigned, pending) mappings of each member's last current-assignment record: a
+        # record with the same (immutable) mappings, an epoch bump, leaves its holdings as they
+        # are.
+        self._coord_parts: dict[str, tuple[Any, Any]] = {}
+        # Topic ids each subscription (names, regex) resolves to, for one subscription metadata.
+        self._sub_ids: tuple[Any, dict[tuple[Any, Any], frozenset[UUID]]] = (None, {})
         self.coord_epoch: dict[str, int] = {}
         self.removals: dict[str, int] = {}
         self.present: dict[str, int] = {}
@@ -242,11 +248,7 @@ class ConsumerSimulation(Simulation):
             topics = sc.topics_subscribed() if sc.regex is None else None
             regex = sc.regex
         instance_id = name if sc.static else None
-        member = ConsumerMember(
-            sc.group_id, member_id=self.new_member_id(), instance_id=instance_id,
-            rebalance_timeout_ms=sc.rebalance_timeout_ms,
-            server_assignor=self.variant or None, client_id=name,
-            request_timeout_ms=sc.request_timeout_ms, retry_backoff_max_ms=_RETRY_BACKOFF_MAX_MS)
+        member = self.new_member(name, instance_id)
         if p is None:
             p = Proc(name, self._next_index, member)
             self._next_index += 1
@@ -276,6 +278,15 @@ class ConsumerSimulation(Simulation):
         self._universe_dirty = True
         self._drive(p)
         return p
+
+    def new_member(self, name: str, instance_id: str | None) -> Any:
+        """The member of a new incarnation of process ``name`` (``sim.classic`` overrides it)."""
+        sc = self.scenario
+        return ConsumerMember(
+            sc.group_id, member_id=self.new_member_id(), instance_id=instance_id,
+            rebalance_timeout_ms=sc.rebalance_timeout_ms,
+            server_assignor=self.variant or None, client_id=name,
+            request_timeout_ms=sc.request_timeout_ms, retry_backoff_max_ms=_RETRY_BACKOFF_MAX_MS)
 
     def _stop(self, p: Proc, why: str) -> None:
         """The process is gone: it consumes nothing from now on."""
@@ -486,14 +497,36 @@ class ConsumerSimulation(Simulation):
             tps = req.topic_partitions
             self.trace("hb>", p.name, req.member_epoch,
                        "" if tps is None else ("full" if req.rebalance_timeout_ms > 0 else "owned"))
+        self._post(p, req, cid)
+
+    def _post(self, p: Proc, req: Any, cid: int) -> None:
+        """Put a request of ``p`` on the network, to the coordinator."""
         msg = _Msg(p, p.gen, cid, req, self.coord.generation)
         for t in self.network.route(self.now, p.out_ch, p.name, False):
             self.at(t, self._to_coordinator, msg)
 
+    def _arrives(self, msg: _Msg) -> bool:
+        """Whether a request reaches a coordinator that handles it: not from a process cut
+        off, not on a connection that died with a failed-over coordinator; a coordinator
+        still loading answers COORDINATOR_LOAD_IN_PROGRESS."""
+        c = self.coord
+        if msg.proc.name in self.network.cut:
+            self.network.stats["cut"] += 1
+            return False
+        if msg.coord_gen != c.generation:
+            return False
+        if not c.up:
+            self._respond(msg, self._error_response(msg.body, _E.coordinator_load_in_progress),
+                          -1)
+            return False
+        return True
+
     def _commit(self, p: Proc, parts: Partitions, why: str) -> None:
         m = p.member
         now = self.now
-        req = m.commit_request({tp: now for tp in parts}, self.topic_names, why)
+        # Positions are the simulated time: every owned partition moved since the last commit.
+        req = m.positions_commit_request(lambda _t, _p: now, None if parts is m.owned else parts,
+                                         self.topic_names, why)
         if req is None:
             return
         self.stats["commits"] += 1
@@ -519,18 +552,11 @@ class ConsumerSimulation(Simulation):
         self._drive(p)
 
     def _to_coordinator(self, msg: _Msg) -> None:
+        if not self._arrives(msg):
+            return
         p = msg.proc
         c = self.coord
-        if p.name in self.network.cut:
-            self.network.stats["cut"] += 1
-            return
-        if msg.coord_gen != c.generation:
-            return  # the connection died with the coordinator that failed over
         req = msg.body
-        if not c.up:
-            resp = self._error_response(req, _E.coordinator_load_in_progress)
-            self._respond(msg, resp, -1)
-            return
         if isinstance(req, OffsetCommitRequest):
             expected = self._expected_commit_error(req)
             fenced = msg.gen == p.gen and p.member is not None \
@@ -562,15 +588,35 @@ class ConsumerSimulation(Simulation):
         for t in self.network.route(self.now, ch, p.name, True):
             self.at(t, self._to_member, msg)
 
-    def _to_member(self, msg: _Msg) -> None:
+    def _deliverable(self, msg: _Msg) -> bool:
+        """Whether a response reaches its process: the incarnation that sent the request is
+        alive, not cut off, and the connection did not die with a failed-over coordinator."""
         p = msg.proc
         if msg.gen != p.gen or not p.alive:
-            return
+            return False
         if p.name in self.network.cut:
             self.network.stats["cut"] += 1
+            return False
+        return msg.coord_gen == self.coord.generation  # else reset by the failover
+
+    def _settle(self, p: Proc) -> None:
+        """After a response: what the process consumes follows its member; a member stopped
+        by a fatal error exits and restarts later (as an orchestrator would); else drive it."""
+        self._sync(p)
+        m = p.member
+        if m.state is MemberState.FATAL:
+            code = m.fatal_error[0] if m.fatal_error else 0
+            self.trace("fatal", p.name, "", error_name(code))
+            self._stop(p, "exit")
+            self.stats["fatal_restarts"] += 1
+            self._restart_later(p, self.scenario.restart_delay_ms)
             return
-        if msg.coord_gen != self.coord.generation:
-            return  # connection reset by the failover (the member was told)
+        self._drive(p)
+
+    def _to_member(self, msg: _Msg) -> None:
+        if not self._deliverable(msg):
+            return
+        p = msg.proc
         body = msg.body
         m = p.member
         if isinstance(body, OffsetCommitResponse):
@@ -604,15 +650,7 @@ class ConsumerSimulation(Simulation):
                            f" pending")
         if m.state is not state_before or m.member_epoch != before:
             self.dirty = True
-        self._sync(p)
-        if m.state is MemberState.FATAL:
-            code = m.fatal_error[0] if m.fatal_error else 0
-            self.trace("fatal", p.name, "", error_name(code))
-            self._stop(p, "exit")
-            self.stats["fatal_restarts"] += 1
-            self._restart_later(p, self.scenario.restart_delay_ms)
-            return
-        self._drive(p)
+        self._settle(p)
 
     def on_coordinator_down(self) -> None:
         """Connections to the old coordinator reset: members with a request in flight learn
@@ -751,6 +789,7 @@ class ConsumerSimulation(Simulation):
             self.removals[mid] = self.removals.get(mid, 0) + 1
             self.present.pop(mid, None)
             self.coord_held.pop(mid, None)
+            self._coord_parts.pop(mid, None)
             self.coord_epoch.pop(mid, None)
             for tp in old:
                 if holder.get(tp) == mid:
@@ -761,7 +800,14 @@ class ConsumerSimulation(Simulation):
             return
         if mid not in self.present:
             self.present[mid] = self.removals.get(mid, 0)
-        new = _held(v)
+        assigned, pending = v.assigned_partitions, v.partitions_pending_revocation
+        prev = self._coord_parts.get(mid)
+        if prev is not None and (prev[0] is assigned or prev[0] == assigned) \
+                and (prev[1] is pending or prev[1] == pending):
+            new = old
+        else:
+            new = _held(v)
+            self._coord_parts[mid] = (assigned, pending)
         prev_epoch = self.coord_epoch.get(mid)
         epoch = v.member_epoch
         if prev_epoch is not None and epoch < prev_epoch and epoch != STATIC_LEAVE_EPOCH \
@@ -860,11 +906,17 @@ class ConsumerSimulation(Simulation):
         by_id = {t.topic_id: t for t in meta.values()}
         subscribed_topics: set[UUID] = set()
         subs: dict[str, frozenset[UUID]] = {}
+        if self._sub_ids[0] is not meta:  # the coordinator replaces it, never mutates it
+            self._sub_ids = (meta, {})
+        ids_of = self._sub_ids[1]
         for mid in sorted(g.members):
             m = g.members[mid]
-            subs[mid] = subscribed_topic_ids(m.subscribed_topic_names, m.subscribed_topic_regex,
-                                             meta)
-            subscribed_topics |= subs[mid]
+            key = (m.subscribed_topic_names, m.subscribed_topic_regex)
+            ids = ids_of.get(key)
+            if ids is None:
+                ids = ids_of[key] = subscribed_topic_ids(*key, meta)
+            subs[mid] = ids
+            subscribed_topics |= ids
         assigned: dict[UUID, set[int]] = {}
         for mid in sorted(g.target_assignment):
             if mid not in g.members:
@@ -1050,16 +1102,29 @@ class ConsumerSimulation(Simulation):
     # ================================================================== full check
 
     def full_check(self) -> None:
-        """Every invariant on the whole state (checkpoints, the end, ``full_checks`` runs)."""
+        """Every invariant on the whole state (checkpoints, the end, ``full_checks`` runs).
+
+        The checks run in hash order first; only when one fails do they run again in a
+        canonical order, so the violation reported is the same in every process."""
+        try:
+            self._full_check(ordered=False)
+        except Violation:
+            self._full_check(ordered=True)
+            raise
+
+    def _full_check(self, ordered: bool) -> None:
+        def order(tps: Iterable[TopicIdPartition]) -> Iterable[TopicIdPartition]:
+            return sorted(tps, key=lambda tp: (tp[0].bytes, tp[1])) if ordered else tps
+
         g = self._group()
         if g is not None:
             holders: dict[TopicIdPartition, str] = {}
-            for mid in sorted(g.members):
+            for mid in sorted(g.members) if ordered else g.members:
                 m = g.members[mid]
                 if m.member_epoch > g.assignment_epoch:
                     raise Violation("I3", f"member {self._who(mid)} epoch {m.member_epoch} > "
                                           f"assignment epoch {g.assignment_epoch}")
-                for tp in sorted(m.owned_partitions(), key=lambda tp: (tp[0].bytes, tp[1])):
+                for tp in order(m.owned_partitions()):
                     if tp in holders:
                         raise Violation("I1", f"{self._tp(tp)} is held by {self._who(holders[tp])} "
                                               f"and {self._who(mid)} (coordinator)")
@@ -1073,7 +1138,7 @@ class ConsumerSimulation(Simulation):
         for p in self.live():
             if self.is_fenced(p):
                 continue
-            for tp in sorted(p.consuming, key=lambda tp: (tp[0].bytes, tp[1])):
+            for tp in order(p.consuming):
                 if tp in seen:
                     raise Violation("I1", f"{self._tp(tp)} is consumed by {seen[tp].name} and "
                                           f"{p.name}, neither fenced")

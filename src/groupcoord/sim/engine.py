@@ -14,8 +14,11 @@ scenario's timeline (topics, network partitions and faults, failovers), the I4 c
 the metrics per disturbance. A protocol (``sim.protocols``) subclasses it with its members and
 its invariants; ``sim.consumer`` is the KIP-848 consumer group one.
 
-**Steps and checks.** Each event is a step. After every step the protocol's incremental
-checks run (invariants I1, I2, I3, I6 on what the step changed; see ``sim.consumer``); every
+**Steps and checks.** Each event is a step; a superseded wake-up (a member's tick or a
+coordinator timer rescheduled since) takes its step back and is no event: nothing runs after
+it, and it counts neither in the events nor towards a checkpoint. After every step the
+protocol's incremental checks run (invariants I1, I2, I3, I6 on what the step changed; see
+``sim.consumer``); every
 ``checkpoint_every`` steps, at every failover and at the end, I4 rebuilds the shard from its log
 and compares ``state_digest()``; once the faults stop, I5 requires convergence within a bound.
 A violation stops the run: :class:`Violation` carries the invariant, and the run's
@@ -319,13 +322,15 @@ class Simulation:
             else:
                 same_time = 0
             self.now = t
-            self.step += 1
+            step = self.step = self.step + 1
             handler(arg)
+            if self.step != step:
+                continue  # a superseded wake-up (it took its step back): nothing happened
             after()
-            if self.step >= self._next_checkpoint:
+            if step >= self._next_checkpoint:
                 self._next_checkpoint += checkpoint_every
                 self.checkpoint()
-            if self.step >= limit:
+            if step >= limit:
                 break
         return False
 

@@ -2,10 +2,11 @@
 
 A protocol is a :class:`groupcoord.sim.engine.Simulation` subclass with its members and its
 invariants, plus the variants it accepts (for consumer groups: the server-side assignor).
-Registered today: ``consumer`` (KIP-848; variants ``uniform``, ``range``). Still to come (issue
-#7): ``connect`` (eager, cooperative), classic consumers (eager, cooperative) and classic
-Connect (eager, compatible, sessioned); each registers itself here with
-:func:`register_protocol`.
+Registered today: ``consumer`` (KIP-848; variants ``uniform``, ``range``), ``classic``
+(classic consumers: eager, cooperative), ``connect`` (Connect workers on connect groups:
+eager, cooperative) and ``classic-connect`` (Connect workers in classic groups: eager,
+compatible, sessioned); each registers itself here with :func:`register_protocol`.
+``ProtocolSpec.resource`` says what the members share (partitions, or tasks for Connect).
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ class ProtocolSpec:
     variants: tuple[str, ...]
     default_variant: str
     description: str = ""
+    #: What the group shares: ``partitions`` (consumers) or ``tasks`` (Connect workers:
+    #: connectors and their tasks).
+    resource: str = "partitions"
 
 
 PROTOCOLS: dict[str, ProtocolSpec] = {}
@@ -58,3 +62,44 @@ register_protocol(ProtocolSpec(
     "consumer", ConsumerSimulation, ("uniform", "range"), "uniform",
     "KIP-848 consumer groups: ConsumerMember processes against the coordinator shard; the "
     "variant is the server-side assignor the members ask for"))
+
+
+def _register_classic() -> None:
+    from groupcoord.sim.classic import ClassicConsumerSimulation
+
+    register_protocol(ProtocolSpec(
+        "classic", ClassicConsumerSimulation, ("eager", "cooperative"), "eager",
+        "classic consumer groups: ClassicConsumerMember processes (JoinGroup/SyncGroup, the "
+        "leader assigns) against the coordinator's classic groups; the variant is the "
+        "rebalance protocol (eager: range, revoke all; cooperative: KIP-429 sticky)"))
+
+
+_register_classic()
+
+
+def _register_connect() -> None:
+    from groupcoord.sim.connect import ConnectSimulation
+
+    register_protocol(ProtocolSpec(
+        "connect", ConnectSimulation, ("eager", "cooperative"), "cooperative",
+        "Connect workers (ConnectWorker) on the coordinator's connect groups: heartbeats, the "
+        "chosen worker runs the assignor (Prepare/Install); the variant is the assignor (eager, "
+        "or KIP-415 incremental cooperative with deferred resolution)", resource="tasks"))
+
+
+_register_connect()
+
+
+def _register_classic_connect() -> None:
+    from groupcoord.sim.classic_connect import ClassicConnectSimulation
+
+    register_protocol(ProtocolSpec(
+        "classic-connect", ClassicConnectSimulation, ("eager", "compatible", "sessioned"),
+        "sessioned",
+        "Connect workers in classic groups (ClassicConnectWorker: JoinGroup/SyncGroup, the "
+        "leader runs the Connect assignor); the variant is connect.protocol (eager; compatible "
+        "and sessioned: KIP-415 incremental cooperative with the scheduled delay)",
+        resource="tasks"))
+
+
+_register_classic_connect()

@@ -11,16 +11,20 @@ from typing import Any
 from groupcoord.sim.coordinator import ShardFactory, load_shard_factory
 from groupcoord.sim.engine import CHECKPOINT_EVERY, SimResult
 from groupcoord.sim.protocols import resolve_protocol
-from groupcoord.sim.scenario import Scenario, load_scenario
+from groupcoord.sim.scenario import Scenario, connectors_as_topics, load_scenario
 
 
 def simulate(scenario: str | Scenario, seed: int = 0, protocol: str = "consumer", *,
              shard_factory: ShardFactory | str | None = None, record_trace: bool = False,
              checkpoint_every: int = CHECKPOINT_EVERY, full_checks: bool = False,
              max_steps: int | None = None) -> SimResult:
-    """Run one scenario (a name, a TOML path, ``random``, or a :class:`Scenario`)."""
+    """Run one scenario (a name, a TOML path, ``random``, or a :class:`Scenario`); a Connect
+    scenario run by a consumer protocol has its connectors as topics
+    (:func:`~groupcoord.sim.scenario.connectors_as_topics`)."""
     spec, variant = resolve_protocol(protocol)
     sc = load_scenario(scenario, seed) if isinstance(scenario, str) else scenario
+    if spec.resource == "partitions":
+        sc = connectors_as_topics(sc)
     factory_spec = shard_factory if isinstance(shard_factory, str) else None
     factory = load_shard_factory(shard_factory) if isinstance(shard_factory, str) else shard_factory
     sim = spec.simulation(sc, seed, variant, shard_factory=factory,

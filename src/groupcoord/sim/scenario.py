@@ -16,6 +16,8 @@ key optional except where noted)::
     topics = { foo = 6 }         # topic name -> partitions (the metadata image)
     subscription = ["foo"]       # default: every initial topic; or
     regex = "foo|bar"            # an RE2 regex subscription
+    connectors = { a = 2 }       # Connect protocols: connector name -> task count (the
+                                 # members are workers; topics are then not used)
 
     [coordinator]
     session_timeout_ms = 45000
@@ -26,6 +28,7 @@ key optional except where noted)::
     request_timeout_ms = 5000
     commit_interval_ms = 5000    # auto-commit of owned positions; 0 disables commits
     restart_delay_ms = 1000      # a process stopped by a fatal error restarts after this
+    scheduled_rebalance_max_delay_ms = 30000  # Connect workers (KIP-415's delay "d")
 
     [network]
     latency = "uniform:1-10"     # fixed:MS | uniform:MIN-MAX | exponential:MEAN:MIN-MAX
@@ -53,6 +56,11 @@ duration_ms: revocations started in the window take ``delay_ms``), ``subscribe``
 ``network-faults`` (loss, response_loss, duplicate, reorder, duration_ms), and
 ``coordinator-failover`` (load_ms: the shard is dropped, rebuilt from its log, and serves again
 after ``load_ms``).
+
+Connect protocols (:data:`CONNECT_EVENT_KINDS`) add ``add-connector`` (connector, tasks),
+``remove-connector`` (connector) and ``update-tasks`` (connector, tasks = the new count); the
+member events above apply to workers. The built-ins ``kip415-*`` are KIP-415's scenarios
+("Deferred Resolution of Imbalance under Different Rebalancing Scenarios").
 
 "Faults stop" (invariant I5) at the scenario's *quiet time*: the end of the last disturbance
 (an event's time plus its duration). The ``[network]`` fault probabilities apply until then.
@@ -92,6 +100,19 @@ EVENT_KINDS: dict[str, dict[str, Any]] = {
                        "duration_ms": 30_000},
     "coordinator-failover": {"load_ms": 1_000},
 }
+
+#: The events of groups of Connect workers (a scenario with ``connectors``).
+CONNECT_EVENT_KINDS: dict[str, dict[str, Any]] = {
+    "add-connector": {"connector": ..., "tasks": 1},
+    "remove-connector": {"connector": ...},
+    "update-tasks": {"connector": ..., "tasks": ...},
+}
+
+#: Every kind a scenario may use.
+ALL_EVENT_KINDS: dict[str, dict[str, Any]] = {**EVENT_KINDS, **CONNECT_EVENT_KINDS}
+
+#: KIP-415's default ``scheduled.rebalance.max.delay.ms`` is 5 minutes; scenarios use less.
+DEFAULT_MAX_DELAY_MS = 30_000
 
 
 class ScenarioError(ValueError):
@@ -140,12 +161,16 @@ class Scenario:
     topics: tuple[tuple[str, int], ...] = (("foo", 6),)
     subscription: tuple[str, ...] | None = None
     regex: str | None = None
+    #: Connect protocols: connector name -> task count (empty: a group of consumers).
+    connectors: tuple[tuple[str, int], ...] = ()
     session_timeout_ms: int = 45_000
     heartbeat_interval_ms: int = 5_000
     rebalance_timeout_ms: int = 30_000
     request_timeout_ms: int = 5_000
     commit_interval_ms: int = 5_000
     restart_delay_ms: int = 1_000
+    #: Connect workers' ``scheduled.rebalance.max.delay.ms`` (KIP-415).
+    max_delay_ms: int = DEFAULT_MAX_DELAY_MS
     latency: Latency = DEFAULT_LATENCY
     faults: NetworkFaults = NO_FAULTS
     ordered: bool = True
@@ -157,6 +182,11 @@ class Scenario:
     def topics_subscribed(self) -> tuple[str, ...]:
         return self.subscription if self.subscription is not None else tuple(
             n for n, _ in self.topics)
+
+    @property
+    def resource(self) -> str:
+        """What the group shares: ``tasks`` (connectors and their tasks) or ``partitions``."""
+        return "tasks" if self.connectors else "partitions"
 
     def quiet_at_estimate(self) -> int:
         """The end of the last disturbance as planned (the initial joins included)."""
@@ -176,9 +206,11 @@ class Scenario:
 # --------------------------------------------------------------------------- parsing
 
 _TOP = {"name", "description", "end_ms", "group", "coordinator", "member", "network", "events"}
-_GROUP = {"id", "members", "join_stagger_ms", "static", "topics", "subscription", "regex"}
+_GROUP = {"id", "members", "join_stagger_ms", "static", "topics", "subscription", "regex",
+          "connectors"}
 _COORD = {"session_timeout_ms", "heartbeat_interval_ms"}
-_MEMBER = {"rebalance_timeout_ms", "request_timeout_ms", "commit_interval_ms", "restart_delay_ms"}
+_MEMBER = {"rebalance_timeout_ms", "request_timeout_ms", "commit_interval_ms", "restart_delay_ms",
+           "scheduled_rebalance_max_delay_ms"}
 _NET = {"latency", "loss", "response_loss", "duplicate", "reorder", "ordered"}
 
 
@@ -204,11 +236,11 @@ def _table(where: str, v: Any) -> Mapping[str, Any]:
 def parse_event(where: str, raw: Mapping[str, Any]) -> Event:
     raw = _table(where, raw)
     kind = raw.get("kind")
-    if kind not in EVENT_KINDS:
-        raise ScenarioError(f"{where}: kind must be one of {', '.join(sorted(EVENT_KINDS))}, "
+    if kind not in ALL_EVENT_KINDS:
+        raise ScenarioError(f"{where}: kind must be one of {', '.join(sorted(ALL_EVENT_KINDS))}, "
                             f"got {kind!r}")
     at = _int(f"{where}.at_ms", raw.get("at_ms", 0))
-    spec = EVENT_KINDS[kind]
+    spec = ALL_EVENT_KINDS[kind]
     _check_keys(f"{where} ({kind})", raw, set(spec) | {"kind", "at_ms"})
     params: dict[str, Any] = {}
     for name, default in spec.items():
@@ -221,6 +253,8 @@ def parse_event(where: str, raw: Mapping[str, Any]) -> Event:
     for name, v in params.items():
         if name.endswith("_ms") or name in ("count", "partitions"):
             params[name] = _int(f"{where}.{name}", v, 1 if name in ("count", "partitions") else 0)
+        elif name == "tasks":
+            params[name] = _int(f"{where}.{name}", v, 0)
         elif name in ("loss", "response_loss", "duplicate", "reorder"):
             if not isinstance(v, int | float) or not 0 <= v <= 1:
                 raise ScenarioError(f"{where}.{name}: expected a probability, got {v!r}")
@@ -235,7 +269,8 @@ def parse_event(where: str, raw: Mapping[str, Any]) -> Event:
             if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
                 raise ScenarioError(f"{where}.topics: expected a list of topic names")
             params[name] = tuple(v)
-        elif name in ("member", "topic", "regex") and v is not None and not isinstance(v, str):
+        elif name in ("member", "topic", "regex", "connector") and v is not None \
+                and not isinstance(v, str):
             raise ScenarioError(f"{where}.{name}: expected a string, got {v!r}")
     if kind == "subscribe" and (params["topics"] is None) == (params["regex"] is None):
         raise ScenarioError(f"{where} (subscribe): give topics or regex (exactly one)")
@@ -277,6 +312,10 @@ def parse_scenario(data: Mapping[str, Any], source: str = "") -> Scenario:
         kw["subscription"] = tuple(str(t) for t in g["subscription"])
     if "regex" in g:
         kw["regex"] = str(g["regex"])
+    if "connectors" in g:
+        connectors = _table(f"{where}: group.connectors", g["connectors"])
+        kw["connectors"] = tuple((str(c), _int(f"{where}: group.connectors.{c}", n, 0))
+                                 for c, n in connectors.items())
     if "subscription" in g and "regex" in g:
         raise ScenarioError(f"{where}: [group] takes subscription or regex, not both")
     for key in _COORD:
@@ -284,7 +323,8 @@ def parse_scenario(data: Mapping[str, Any], source: str = "") -> Scenario:
             kw[key] = _int(f"{where}: coordinator.{key}", c[key], 1)
     for key in _MEMBER:
         if key in m:
-            kw[key] = _int(f"{where}: member.{key}", m[key], 0)
+            field_name = "max_delay_ms" if key == "scheduled_rebalance_max_delay_ms" else key
+            kw[field_name] = _int(f"{where}: member.{key}", m[key], 0)
     if "latency" in n:
         lat = n["latency"]
         try:
@@ -628,7 +668,151 @@ down_ms = 5000
 """,
 }
 
+# ---- KIP-415 "Deferred Resolution of Imbalance under Different Rebalancing Scenarios": the
+# KIP's configuration (connector A with tasks AT1, AT2 - numbered 0 and 1 here -, connector B
+# with BT1), W1..W3 = c1..c3, c1 the first worker (the leader: it joins first), d = 30 s.
+_KIP415_GROUP = """
+[group]
+members = 3
+connectors = { A = 2, B = 1 }
+[member]
+scheduled_rebalance_max_delay_ms = 30000
+"""
+
+
+def _kip415(name: str, description: str, events: str, members: int = 3) -> str:
+    group = _KIP415_GROUP.replace("members = 3", f"members = {members}")
+    return f'name = "{name}"\ndescription = "{description}"\n{group}{events}'
+
+
+BUILTINS.update({
+    "kip415-worker-joins": _kip415(
+        "kip415-worker-joins", "KIP-415 worker joins: W1 runs everything; W2 and W3 join.", f"""
+[[events]]
+at_ms = {_STABLE}
+kind = "join"
+members = ["c2", "c3"]
+""", members=1),
+    "kip415-worker-leaves": _kip415(
+        "kip415-worker-leaves", "KIP-415 worker leaves: W2 leaves for good; its work waits "
+        "for the delay, then goes to W1 and W3.", f"""
+[[events]]
+at_ms = {_STABLE}
+kind = "leave"
+member = "c2"
+"""),
+    "kip415-worker-bounce": _kip415(
+        "kip415-worker-bounce", "KIP-415 worker bounces: W2 leaves and returns 10 s later, "
+        "within the delay; it gets its work back when the delay expires.", f"""
+[[events]]
+at_ms = {_STABLE}
+kind = "bounce"
+member = "c2"
+down_ms = 10000
+"""),
+    "kip415-worker-bounce-after-delay": _kip415(
+        "kip415-worker-bounce-after-delay", "W2 leaves and returns after the delay expired: "
+        "its work was reassigned to W1 and W3 in the meantime.", f"""
+[[events]]
+at_ms = {_STABLE}
+kind = "bounce"
+member = "c2"
+down_ms = 45000
+"""),
+    "kip415-leader-leaves": _kip415(
+        "kip415-leader-leaves", "KIP-415 leader leaves: W1 (the leader) leaves; the new "
+        "leader assigns at once (no delay in progress).", f"""
+[[events]]
+at_ms = {_STABLE}
+kind = "leave"
+member = "c1"
+"""),
+    "kip415-leader-bounces": _kip415(
+        "kip415-leader-bounces", "KIP-415 leader bounces: W2 bounces, then W1 (the leader) "
+        "bounces while the delay runs; the delay is honoured.", f"""
+[[events]]
+at_ms = {_STABLE}
+kind = "bounce"
+member = "c2"
+down_ms = 5000
+[[events]]
+at_ms = {_STABLE + 10000}
+kind = "bounce"
+member = "c1"
+down_ms = 10000
+"""),
+    "kip415-connector-added": _kip415(
+        "kip415-connector-added", "Connector C (3 tasks) is created under three workers.", f"""
+[[events]]
+at_ms = {_STABLE}
+kind = "add-connector"
+connector = "C"
+tasks = 3
+"""),
+    "kip415-connector-removed": _kip415(
+        "kip415-connector-removed", "Connector B is deleted, then A goes to 4 tasks.", f"""
+[[events]]
+at_ms = {_STABLE}
+kind = "remove-connector"
+connector = "B"
+[[events]]
+at_ms = {_STABLE + 20000}
+kind = "update-tasks"
+connector = "A"
+tasks = 4
+"""),
+})
+
 CASE_STUDIES = tuple(sorted(n for n in BUILTINS if n.startswith("case-study-")))
+KIP415_SCENARIOS = tuple(sorted(n for n in BUILTINS if n.startswith("kip415-")))
+
+
+def builtins_for(resource: str) -> tuple[str, ...]:
+    """The built-in scenarios a protocol sharing ``resource`` runs as written: every one for
+    Connect workers (``tasks``: a scenario with topics gets a connector per topic); for
+    consumers (``partitions``) those without connectors or connector events (the others run
+    through :func:`connectors_as_topics`)."""
+    if resource == "tasks":
+        return tuple(sorted(BUILTINS))
+    out = []
+    for name in sorted(BUILTINS):
+        sc = load_scenario(name)
+        if not sc.connectors and all(e.kind in EVENT_KINDS for e in sc.events):
+            out.append(name)
+    return tuple(out)
+
+
+def connectors_as_topics(sc: Scenario) -> Scenario:
+    """A Connect scenario for consumer protocols, so that every protocol runs every scenario
+    (the lab compares them on the same disturbances): a connector with ``n`` tasks becomes a
+    topic of ``n + 1`` partitions (the connector is a unit of work too, so both kinds of group
+    share as many resources), subscribed by every member; ``add-connector`` creates the topic,
+    ``remove-connector`` deletes it and ``update-tasks`` adds partitions (a topic cannot
+    shrink: fewer tasks change nothing). A scenario without connectors is returned as is."""
+    if not sc.connectors and not any(e.kind in CONNECT_EVENT_KINDS for e in sc.events):
+        return sc
+    sizes = {c: n + 1 for c, n in sc.connectors}
+    names = list(sizes)
+    events: list[Event] = []
+    for e in sc.events:
+        if e.kind == "add-connector":
+            c, n = str(e["connector"]), int(e["tasks"]) + 1
+            events.append(Event(e.at_ms, "create-topic", {"topic": c, "partitions": n}))
+            sizes[c] = n
+            names.append(c)
+        elif e.kind == "remove-connector":
+            events.append(Event(e.at_ms, "delete-topic", {"topic": str(e["connector"])}))
+        elif e.kind == "update-tasks":
+            c, n = str(e["connector"]), int(e["tasks"]) + 1
+            if n > sizes.get(c, 0):
+                events.append(Event(e.at_ms, "add-partitions", {"topic": c, "partitions": n}))
+                sizes[c] = n
+        else:
+            events.append(e)
+    topics = tuple((c, n + 1) for c, n in sc.connectors)
+    return replace(sc, topics=topics or sc.topics, connectors=(), regex=None,
+                   subscription=tuple(dict.fromkeys(names)) if names else sc.subscription,
+                   events=tuple(events))
 
 
 # --------------------------------------------------------------------------- random
@@ -642,10 +826,25 @@ RANDOM_KINDS: tuple[tuple[str, int], ...] = (
 )
 
 
+#: What a random scenario of Connect workers draws instead of the topic events.
+RANDOM_CONNECT_KINDS: tuple[tuple[str, int], ...] = (
+    ("crash", 2), ("leave", 2), ("bounce", 4), ("rolling-bounce", 1), ("scale-out", 2),
+    ("scale-in", 1), ("slow", 2), ("network-partition", 2), ("network-faults", 2),
+    ("coordinator-failover", 2), ("join", 1), ("add-connector", 2), ("remove-connector", 1),
+    ("update-tasks", 2),
+)
+
+
 def random_scenario(seed: int, *, max_members: int = 7, max_events: int = 5,
-                    horizon_ms: int = 120_000) -> Scenario:
-    """A random group and fault schedule drawn from ``seed`` (its own stream of it)."""
-    rng = random.Random(f"scenario:{seed}")
+                    horizon_ms: int = 120_000, resource: str = "partitions") -> Scenario:
+    """A random group and fault schedule drawn from ``seed`` (its own stream of it).
+
+    ``resource = "tasks"`` draws a group of Connect workers: connectors instead of topics and
+    connector events instead of topic and subscription events (its own stream of the seed)."""
+    if resource not in ("partitions", "tasks"):
+        raise ValueError(f"resource must be partitions or tasks, got {resource!r}")
+    connect = resource == "tasks"
+    rng = random.Random(f"scenario:{seed}" if not connect else f"scenario:{seed}:tasks")
     members = rng.randint(1, max_members)
     ntopics = rng.randint(1, 3)
     topics = tuple((f"t{i}", rng.randint(1, 12)) for i in range(ntopics))
@@ -664,7 +863,16 @@ def random_scenario(seed: int, *, max_members: int = 7, max_events: int = 5,
     deleted: list[str] = []
     next_member = members + 1
     events: list[Event] = []
-    kinds = [k for k, w in RANDOM_KINDS for _ in range(w)]
+    connectors: dict[str, int] = {}
+    max_delay = DEFAULT_MAX_DELAY_MS
+    if connect:
+        connectors = {f"k{i}": rng.randint(0, 6) for i in range(rng.randint(1, 3))}
+        max_delay = rng.choice((0, 5_000, 30_000))
+        regex = None
+        static = False  # Connect has no static membership (KIP-814, NOTES.md)
+    next_connector = len(connectors)
+    kinds = [k for k, w in (RANDOM_CONNECT_KINDS if connect else RANDOM_KINDS)
+             for _ in range(w)]
     t = rng.randint(5_000, 30_000)
     for _ in range(rng.randint(1, max_events)):
         kind = rng.choice(kinds)
@@ -721,9 +929,14 @@ def random_scenario(seed: int, *, max_members: int = 7, max_events: int = 5,
             p = {"loss": rng.choice((0.0, 0.05, 0.1)), "response_loss": rng.choice((0.0, 0.1)),
                  "duplicate": rng.choice((0.0, 0.05)), "reorder": rng.choice((0.0, 0.05)),
                  "duration_ms": rng.randint(5_000, 40_000)}
+        elif kind == "add-connector":
+            p = {"connector": f"k{next_connector}", "tasks": rng.randint(0, 8)}
+            next_connector += 1
+        elif kind in ("remove-connector", "update-tasks"):
+            p = {"connector": f"k{rng.randrange(next_connector)}", "tasks": rng.randint(0, 8)}
         else:  # coordinator-failover
             p = {"load_ms": rng.choice((100, 1_000, 3_000))}
-        spec = EVENT_KINDS[kind]
+        spec = ALL_EVENT_KINDS[kind]
         params = {k: p.get(k, v) for k, v in spec.items()}
         events.append(Event(t, kind, params))
         t += rng.randint(0, horizon_ms // max_events)
@@ -731,7 +944,8 @@ def random_scenario(seed: int, *, max_members: int = 7, max_events: int = 5,
         name="random", description=f"random scenario of seed {seed}",
         members=members, join_stagger_ms=rng.choice((0, 0, 500, 3_000)), static=static,
         topics=topics, regex=regex, latency=latency, faults=faults,
-        commit_interval_ms=rng.choice((0, 5_000)), events=tuple(events), source="random")
+        commit_interval_ms=rng.choice((0, 5_000)), events=tuple(events), source="random",
+        connectors=tuple(connectors.items()), max_delay_ms=max_delay)
 
 
 def with_overrides(sc: Scenario, **changes: Any) -> Scenario:

@@ -1,0 +1,548 @@
+"""Classic consumer groups in the simulator: real classic members against the real coordinator.
+
+Protocol ``classic`` (variants ``eager`` and ``cooperative``): each simulated process runs a
+:class:`groupcoord.client.classic_consumer.ClassicConsumerMember` (JoinGroup / SyncGroup /
+Heartbeat / LeaveGroup, the leader computing the assignment) against the classic groups of the
+real :class:`Shard` (``coordinator/classic_groups.py``), through the faulty network of
+``sim.network``. Everything protocol-independent of a group of consumer processes (process
+names and incarnations, the scenario's member events, the network plumbing, auto-commits and
+commits on revocation, slow revocations, restarts after fatal errors, the bookkeeping of what
+each process consumes, downtime and moves) is :class:`groupcoord.sim.consumer.ConsumerSimulation`,
+which this class extends with the classic protocol's requests, responses and invariants.
+
+Classic specifics. JoinGroup and SyncGroup are answered late: the driver passes each request's
+message as the shard's token, and answers the ``Result.completions`` of every coordinator call
+(requests, timers, metadata updates) once the call's records are persisted. The live state of a
+classic group is soft: a failover rebuilds the group from its last ClassicGroupMetadata record
+(Stable with the committed generation, or Empty) and members find out by their errors
+(ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, a lost JoinGroup) and rejoin, as Kafka's clients do.
+Members get the metadata image when it changes (a metadata refresh), which makes the leader (or
+a regex subscriber) rejoin.
+
+**Fencing.** A classic process is *fenced* when its commits would be refused: its member id is
+not a member of the coordinator's live group, or its generation is not the group's generation.
+A fenced process (a zombie that does not know yet) may lag behind: the generation keeps its
+commits out (I6).
+
+**Invariants checked after every step** (DESIGN.md):
+
+- **I1, coordinator view**, on each ClassicGroupMetadata record of a new generation (the
+  leader's assignment): no partition assigned twice, and no partition given to one member while
+  another member of that generation still claims to own it (the owned partitions of its
+  ConsumerProtocolSubscription, the claim of the highest generation winning as in KIP-792;
+  claims older than the previous generation are given up by their member on joining): a
+  partition moves only once its owner revoked it (eager members revoke everything before
+  joining, cooperative members revoke after SyncGroup and rejoin).
+- **I1, members' view**: when a process starts consuming a partition (after SyncGroup) or
+  becomes unfenced while consuming (a cooperative member's JoinGroup response), no other
+  unfenced process may be consuming it; an unfenced process starts consuming only what the
+  committed assignment gives its member id.
+- **I2** on each new generation's assignment: only partitions of topics the member subscribes
+  to. Completeness is I5's (the cooperative first round withholds moving partitions).
+- **I3**: the committed generation never decreases; the live generation never decreases while
+  one coordinator serves; a member's generation never goes down except after a reset
+  (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, a failover's lost generation).
+- **I4**: checkpoints and failovers rebuild the shard from its log and compare digests
+  (``sim.engine``; the classic digest is the committed view).
+- **I5**: once the faults stop, within :meth:`ClassicConsumerSimulation.i5_bound`: the group is
+  Stable, every live process is a member at the group's generation owning exactly its committed
+  assignment, the group has no other member, and together they consume every subscribed
+  partition (so the cooperative second round happened).
+- **I6**: every OffsetCommit is checked when the coordinator handles it: accepted only from a
+  member of the group at the group's generation outside CompletingRebalance (never from a
+  fenced process), and never refused with a fencing error when it is one.
+
+Not modelled: Connect's classic protocols (``connect`` protocol type), rack awareness.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.client.classic_consumer import ClassicConsumerMember
+from groupcoord.client.consumer import MemberState, TopicIdPartition
+from groupcoord.coordinator.classic_group import ClassicGroup, ClassicGroupState
+from groupcoord.coordinator.classic_messages import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from groupcoord.coordinator.messages import OffsetCommitRequest, OffsetCommitResponse
+from groupcoord.coordinator.records import ClassicGroupMetadataValue, Record, RecordType
+from groupcoord.coordinator.result import DEFERRED, Result
+from groupcoord.protocol.consumer_protocol import (
+    ConsumerProtocolError,
+    decode_assignment,
+    decode_subscription,
+)
+from groupcoord.protocol.errors import ErrorCode, error_name
+from groupcoord.sim.consumer import ConsumerSimulation, Proc, _Msg
+from groupcoord.sim.engine import Violation
+from groupcoord.sim.network import REORDER_SPIKE
+
+_E = ErrorCode
+_CLASSIC = RecordType.CLASSIC_GROUP_METADATA
+_OFFSET = RecordType.OFFSET_COMMIT
+_LEFT = (MemberState.UNJOINED, MemberState.UNSUBSCRIBED, MemberState.FATAL)
+_FENCING_CODES = frozenset({int(_E.unknown_member_id), int(_E.illegal_generation),
+                            int(_E.fenced_instance_id), int(_E.rebalance_in_progress)})
+_RETRY_BACKOFF_MAX_MS = 1_000
+_STABLE = ClassicGroupState.STABLE
+_NAMES: dict[type, str] = {JoinGroupRequest: "join", SyncGroupRequest: "sync",
+                           HeartbeatRequest: "hb", LeaveGroupRequest: "leave"}
+_STAT = {"join": "joins", "sync": "syncs", "hb": "heartbeats", "leave": "leaves"}
+
+
+def _cm(p: Proc) -> ClassicConsumerMember:
+    """The classic member of a process (``Proc.member`` is typed for the KIP-848 one)."""
+    m: Any = p.member
+    return m
+
+
+def _claims(metadata: bytes | None) -> tuple[frozenset[str], dict[str, list[int]], int]:
+    """(topics, owned partitions, generation) of a ConsumerProtocolSubscription."""
+    try:
+        s = decode_subscription(metadata or b"")
+    except ConsumerProtocolError:
+        return frozenset(), {}, -1
+    return frozenset(s.topics), s.owned_partitions, s.generation_id
+
+
+def _assigned(raw: bytes) -> dict[str, list[int]]:
+    try:
+        return decode_assignment(raw).partitions if raw else {}
+    except ConsumerProtocolError:
+        return {}
+
+
+class ClassicConsumerSimulation(ConsumerSimulation):
+    """Classic consumer groups under faults (protocol ``classic``: ``eager``, ``cooperative``)."""
+
+    protocol = "classic"
+
+    def setup(self) -> None:
+        #: The last committed value of the group, the live view's (generation, members) as
+        #: last seen (fencing changes), and the live generation per coordinator generation.
+        self.committed: ClassicGroupMetadataValue | None = None
+        self._fence_key: tuple[int, int, frozenset[str]] | None = None
+        self._live_gen = (-1, -1)
+        #: (process, incarnation) -> the coordinator generation that gave it its generation
+        #: (a failover loses the generations it had not committed: they may go down then).
+        self._adopted_under: dict[tuple[str, int], int] = {}
+        super().setup()
+        self.stats.update({"joins": 0, "syncs": 0, "leaves": 0, "rebalances": 0,
+                           "generations": 0, "partitions_revoked": 0,
+                           "i3_checks": 0})
+
+    # ================================================================== members
+
+    def new_member(self, name: str, instance_id: str | None) -> ClassicConsumerMember:
+        sc = self.scenario
+        m = ClassicConsumerMember(
+            sc.group_id, protocol=self.variant or "eager", instance_id=instance_id,
+            client_id=name, session_timeout_ms=sc.session_timeout_ms,
+            rebalance_timeout_ms=sc.rebalance_timeout_ms,
+            heartbeat_interval_ms=sc.heartbeat_interval_ms,
+            request_timeout_ms=sc.request_timeout_ms, retry_backoff_max_ms=_RETRY_BACKOFF_MAX_MS)
+        m.update_metadata(self.image.by_name.values(), self.now)
+        return m
+
+    def on_revoked(self, p: Proc, parts: Any) -> object:
+        self.stats["partitions_revoked"] += len(parts)
+        return super().on_revoked(p, parts)
+
+    def on_image_changed(self) -> None:
+        super().on_image_changed()
+        self._rebuild_holders()
+        for p in list(self.live()):
+            _cm(p).update_metadata(self.image.by_name.values(), self.now)
+            self._drive(p)
+
+    def is_fenced(self, p: Proc) -> bool:
+        g = self._classic()
+        m = _cm(p)
+        return g is None or m.member_id not in g.members or m.generation != g.generation_id
+
+    def _classic(self) -> ClassicGroup | None:
+        g = self.coord.shard.groups.get(self.gid) if self.coord.up else None
+        return g if isinstance(g, ClassicGroup) else None
+
+    def group_epoch(self) -> int:
+        g = self._classic()
+        return g.generation_id if g is not None else max(self._live_gen[1], 0)
+
+    # ================================================================== network
+
+    def _send(self, p: Proc, req: Any, cid: int) -> None:
+        self.counters["messages"] += 1
+        kind = _NAMES.get(type(req))
+        if kind is not None:
+            self.stats[_STAT[kind]] += 1
+            extra = ""
+            if isinstance(req, SyncGroupRequest) and req.assignments:
+                extra = "leader"
+            self.trace(f"{kind}>", p.name, req.generation_id
+                       if isinstance(req, SyncGroupRequest | HeartbeatRequest) else "", extra)
+        self._post(p, req, cid)
+
+    def _to_coordinator(self, msg: _Msg) -> None:
+        if not self._arrives(msg):
+            return
+        p = msg.proc
+        c = self.coord
+        req = msg.body
+        if isinstance(req, OffsetCommitRequest):
+            refusal = self._commit_refusal(req)
+            fenced = msg.gen == p.gen and p.member.member_id == req.member_id \
+                and self.is_fenced(p)
+            res = c.shard.handle(req, self.now, msg)
+            self.coordinator_result(res)
+            self._check_commit_classic(p, req, res.response, refusal, fenced)
+        else:
+            res = c.shard.handle(req, self.now, msg)
+            self.coordinator_result(res)
+            if self.full_checks:
+                self.full_check()
+        if res.response is not DEFERRED:
+            self._respond(msg, res.response, -1)
+
+    def coordinator_result(self, res: Result[Any]) -> None:
+        """Persist, then answer the requests the call completed (parked JoinGroup/SyncGroup);
+        then look for members the call fenced."""
+        super().coordinator_result(res)
+        for token, response in res.completions:
+            if isinstance(token, _Msg):
+                self._respond(token, response, -1)
+        self._check_fencing()
+
+    def _error_response(self, req: Any, code: int) -> Any:
+        if isinstance(req, JoinGroupRequest):
+            return JoinGroupResponse(code, member_id=req.member_id)
+        if isinstance(req, SyncGroupRequest):
+            return SyncGroupResponse(code)
+        if isinstance(req, HeartbeatRequest):
+            return HeartbeatResponse(code)
+        if isinstance(req, LeaveGroupRequest):
+            return LeaveGroupResponse(code)
+        return super()._error_response(req, code)
+
+    def _to_member(self, msg: _Msg) -> None:
+        if not self._deliverable(msg):
+            return
+        p = msg.proc
+        body = msg.body
+        m = _cm(p)
+        if isinstance(body, OffsetCommitResponse):
+            codes = {pr.error_code for t in body.topics for pr in t.partitions}
+            codes.discard(0)
+            if codes:
+                self.trace("commit<", p.name, m.generation,
+                           ",".join(sorted(error_name(c) for c in codes)))
+            return
+        before = m.generation
+        state_before = m.state
+        inflight = m.inflight
+        req = inflight.request if inflight is not None and inflight.correlation_id == msg.cid \
+            else None
+        accepted = m.on_response(body, self.now, msg.cid)
+        self._sync(p)  # what the response changed (lost partitions, an assignment) first
+        kind = _NAMES.get(type(req)) if req is not None else None
+        if not accepted or kind is None:
+            self.trace("resp stale", p.name, before)
+        else:
+            code = getattr(body, "error_code", 0)
+            if code:
+                self.trace(f"{kind}<", p.name, before, error_name(code))
+                if code in (_E.illegal_generation, _E.unknown_member_id):
+                    self.stats["fenced"] += 1
+            elif isinstance(body, JoinGroupResponse):
+                self.by_mid[m.member_id] = p
+                self.trace("join<", p.name, m.generation,
+                           "leader" if body.leader == m.member_id else "")
+                self._joined(p, before)
+            elif isinstance(body, SyncGroupResponse):
+                self.stats["rebalances"] += 1
+                self.trace("sync<", p.name, m.generation, self.describe_assignment(body.assignment))
+        if m.state is not state_before or m.generation != before:
+            self.dirty = True
+        self._settle(p)
+
+    def ordered(self, resources: Any) -> list[Any]:
+        """Resources in a canonical order (``sim.classic_connect``'s are connectors and tasks)."""
+        return sorted(resources, key=lambda tp: (tp[0].bytes, tp[1]))
+
+    def describe_assignment(self, raw: bytes) -> str:
+        """A SyncGroup assignment for the trace (``sim.classic_connect`` reads Connect's)."""
+        return ",".join(f"{t}:{len(ps)}" for t, ps in sorted(_assigned(raw).items())) or "-"
+
+    def _joined(self, p: Proc, before: int) -> None:
+        """A JoinGroup response adopted: client-side I3, and I1 for what a cooperative member
+        keeps consuming into the new generation (it may have become unfenced)."""
+        m = _cm(p)
+        self.stats["i3_checks"] += 1
+        key = (p.name, p.gen)
+        if before >= 0 and m.generation < before and \
+                self._adopted_under.get(key) == self.coord.generation:
+            raise Violation("I3", f"{p.name} (member {m.member_id}): generation would go from "
+                                  f"{before} down to {m.generation} without a reset")
+        self._adopted_under[key] = self.coord.generation
+        if not p.consuming or self.is_fenced(p):
+            return
+        legit = self.legit
+        gained = 0
+        for tp in self.ordered(p.consuming):
+            for q in self.consumers.get(tp, ()):
+                if q is not p and q.alive and not self.is_fenced(q):
+                    raise Violation("I1", f"{self._tp(tp)} is consumed by {q.name} (member "
+                                          f"{q.member.member_id}, generation "
+                                          f"{_cm(q).generation}) and by {p.name} (member "
+                                          f"{m.member_id}) now in generation {m.generation}")
+            if legit.get(tp) is not p:
+                if tp not in legit and tp in self.universe:
+                    gained += 1
+                legit[tp] = p
+        if gained:
+            self.set_unowned(self._unowned - gained)
+
+    def _check_fencing(self) -> None:
+        """I3 on the live generation; processes the last coordinator call removed from the
+        group stop counting as owners (downtime). A member between two generations (its
+        JoinGroup response in flight) is fenced for I1 and I6 but, still consuming and about
+        to learn its generation, keeps counting as the owner: the downtime of a cooperative
+        rebalance is the downtime of the partitions that move."""
+        g = self._classic()
+        key = None if g is None else (self.coord.generation, g.generation_id,
+                                      frozenset(g.members))
+        if key == self._fence_key:
+            return
+        self._fence_key = key
+        if g is not None:
+            gen = (self.coord.generation, g.generation_id)
+            if gen[0] == self._live_gen[0] and gen[1] < self._live_gen[1]:
+                raise Violation("I3", f"the group's generation went from {self._live_gen[1]} "
+                                      f"down to {gen[1]}")
+            self._live_gen = gen
+        legit = self.legit
+        members = g.members if g is not None else {}
+        for p in self.live():
+            if p.consuming and _cm(p).member_id not in members and any(
+                    legit.get(tp) is p for tp in p.consuming):
+                self._fenced_now(p)
+
+    # ================================================================== I6
+
+    def _commit_refusal(self, req: OffsetCommitRequest) -> int:
+        """The error a commit must get from the group as it is (0: it must be accepted)."""
+        g = self._classic()
+        if g is None or req.member_id not in g.members:
+            return int(_E.unknown_member_id)
+        iid = req.group_instance_id
+        if iid is not None and g.static_members.get(iid) != req.member_id:
+            return int(_E.fenced_instance_id)
+        if req.generation_id_or_member_epoch != g.generation_id:
+            return int(_E.illegal_generation)
+        if g.state is ClassicGroupState.COMPLETING_REBALANCE:
+            return int(_E.rebalance_in_progress)
+        return 0
+
+    def _check_commit_classic(self, p: Proc, req: OffsetCommitRequest,
+                              resp: OffsetCommitResponse, refusal: int, fenced: bool) -> None:
+        self.stats["i6_checks"] += 1
+        codes = {pr.error_code for t in resp.topics for pr in t.partitions}
+        accepted = 0 in codes
+        who = (f"{p.name} (member {req.member_id}, generation "
+               f"{req.generation_id_or_member_epoch})")
+        if (fenced or refusal) and accepted:
+            raise Violation("I6", f"a commit from {'fenced ' if fenced else ''}{who} was "
+                                  f"accepted, expected {error_name(refusal or 0)}")
+        if refusal and codes != {refusal}:
+            raise Violation("I6", f"a commit from {who} got "
+                                  f"{sorted(error_name(c) for c in codes)}, expected "
+                                  f"{error_name(refusal)}")
+        if not refusal and codes & _FENCING_CODES:
+            raise Violation("I6", f"a commit from {who}, current, was refused with "
+                                  f"{sorted(error_name(c) for c in codes)}")
+        if accepted:
+            self.stats["commits_accepted"] += 1
+        else:
+            self.stats["commits_rejected"] += 1
+            if fenced:
+                self.stats["zombie_commits_rejected"] += 1
+
+    # ================================================================== coordinator records
+
+    def on_records(self, records: list[Record]) -> bool:
+        group = False
+        for rec in records:
+            t = rec.key.type
+            if t is _OFFSET:
+                continue
+            group = True
+            if t is _CLASSIC and rec.key.group_id == self.gid:
+                self._classic_record(rec.value)  # type: ignore[arg-type]
+        return group
+
+    def _classic_record(self, v: ClassicGroupMetadataValue | None) -> None:
+        prev = self.committed
+        self.committed = v
+        if v is None:
+            self._rebuild_holders()
+            return
+        self.stats["i3_checks"] += 1
+        if prev is not None and v.generation < prev.generation:
+            raise Violation("I3", f"committed generation went from {prev.generation} down to "
+                                  f"{v.generation}")
+        if prev is None or v.generation != prev.generation:
+            self.stats["generations"] += 1
+            self._check_assignment(v)
+        self._rebuild_holders()
+
+    def _check_assignment(self, v: ClassicGroupMetadataValue) -> None:
+        """I1 (coordinator view) and I2 on a new generation's assignment."""
+        self.stats["i2_checks"] += 1
+        self.stats["i1_checks"] += 1
+        subs = {m.member_id: _claims(m.subscription) for m in v.members}
+        best: dict[tuple[str, int], tuple[int, str | None]] = {}
+        for mid in sorted(subs):
+            _, owned, gen = subs[mid]
+            if gen < v.generation - 1:
+                continue  # it missed a generation: it gives them up when it joins this one
+            for t, ps in owned.items():
+                for q in ps:
+                    prev = best.get((t, q))
+                    if prev is None or gen > prev[0]:
+                        best[(t, q)] = (gen, mid)
+                    elif gen == prev[0]:
+                        raise Violation("I1", f"{t}-{q} is claimed as owned in generation {gen} "
+                                              f"by {self._who(prev[1])} and {self._who(mid)}")
+        given: dict[tuple[str, int], str] = {}
+        for m in v.members:
+            for t, ps in _assigned(m.assignment).items():
+                if t not in subs[m.member_id][0]:
+                    raise Violation("I2", f"generation {v.generation} gives {self._who(m.member_id)}"
+                                          f" partitions of {t}, which it does not subscribe to")
+                for q in ps:
+                    if (t, q) in given:
+                        raise Violation("I1", f"generation {v.generation} assigns {t}-{q} to "
+                                              f"{self._who(given[(t, q)])} and "
+                                              f"{self._who(m.member_id)}")
+                    given[(t, q)] = m.member_id
+                    owner = best.get((t, q))
+                    if owner is not None and owner[1] not in (None, m.member_id):
+                        raise Violation("I1", f"generation {v.generation} gives {t}-{q} to "
+                                              f"{self._who(m.member_id)} while "
+                                              f"{self._who(owner[1])} still owns it (claimed in "
+                                              f"generation {owner[0]}, not revoked)")
+
+    def _rebuild_holders(self) -> None:
+        """Who holds each partition by the committed assignment (on the current image)."""
+        holder: dict[TopicIdPartition, str] = {}
+        v = self.committed
+        if v is not None:
+            by_name = self.image.by_name
+            for m in v.members:
+                for t, ps in _assigned(m.assignment).items():
+                    meta = by_name.get(t)
+                    if meta is not None:
+                        for q in ps:
+                            holder[(meta.topic_id, q)] = m.member_id
+        self.coord_holder = holder
+
+    def _check_group(self) -> None:
+        pass  # I3 on the live group runs in _check_fencing, on committed records above
+
+    # ================================================================== convergence
+
+    def _committed_of(self, g: ClassicGroup, mid: str) -> frozenset[TopicIdPartition]:
+        by_name = self.image.by_name
+        return frozenset((by_name[t].topic_id, q)
+                         for t, ps in _assigned(g.members[mid].assignment).items()
+                         if t in by_name for q in ps)
+
+    def converged(self) -> bool:
+        """The group is Stable, every live process is a member at its generation owning its
+        committed assignment, nobody else is a member, every subscribed partition is consumed."""
+        if not self.coord.up or self.network.cut or self.pending_restarts:
+            return False
+        g = self._classic()
+        live = [p for p in self.live() if p.member.state not in _LEFT]
+        if g is None or not g.members:
+            return not live
+        if g.state is not _STABLE or len(g.members) != len(live):
+            return False
+        owned: set[TopicIdPartition] = set()
+        for p in live:
+            m = _cm(p)
+            if m.state is not MemberState.STABLE or m.generation != g.generation_id or \
+                    m.member_id not in g.members or (m.inflight is not None and not isinstance(
+                        m.inflight.request, HeartbeatRequest)) or m.rejoin_pending:
+                return False
+            if self._committed_of(g, m.member_id) != m.owned:
+                return False
+            owned |= m.owned
+        return owned == self.universe
+
+    def _convergence_gap(self) -> str:
+        g = self._classic()
+        if not self.coord.up:
+            return "coordinator down"
+        if g is None:
+            return "no group"
+        parts = [f"generation {g.generation_id}, state {g.state.value}, "
+                 f"{len(g.members)} members"]
+        for p in self.live():
+            m = _cm(p)
+            parts.append(f"{p.name}/{m.member_id or '-'}: gen {m.generation} {m.state.value}"
+                         f"{' ' + m.phase.value if m.state is MemberState.JOINING else ''}, "
+                         f"owns {len(m.owned)}, member {'yes' if m.member_id in g.members else 'no'}")
+        return "; ".join(parts)
+
+    def i5_bound(self) -> int:
+        """After the quiet time: a crashed or cut-off member's session expires (S); a static
+        restart waits for it and retries every restart delay (R); the rebalance it starts
+        takes a join phase and a sync phase of at most one rebalance timeout (T) each, plus
+        the initial delay of an empty group (D) and a heartbeat interval (H) for the members
+        to hear of it; the cooperative second round as much again; a lost JoinGroup/SyncGroup
+        costs its timeout (Q + T) and a backoff (B); L is the maximal one-way latency::
+
+            bound = S + R + D + 2 * (2 * T + H) + Q + T + B + 40 * L
+        """
+        sc = self.scenario
+        lat = sc.latency.max_ms * (1 + REORDER_SPIKE)
+        t = sc.rebalance_timeout_ms
+        return int(sc.session_timeout_ms + sc.restart_delay_ms
+                   + self.config.classic_initial_rebalance_delay_ms
+                   + 2 * (2 * t + sc.heartbeat_interval_ms) + sc.request_timeout_ms + t
+                   + _RETRY_BACKOFF_MAX_MS + 40 * lat)
+
+    # ================================================================== full check
+
+    def full_check(self) -> None:
+        """At checkpoints and the end (every step with ``full_checks``): I1 on the members'
+        side over the whole state (no partition consumed by two unfenced processes) and I3
+        (the live generation is never behind the committed one)."""
+        seen: dict[TopicIdPartition, Proc] = {}
+        for p in self.live():
+            if self.is_fenced(p):
+                continue
+            for tp in self.ordered(p.consuming):
+                if tp in seen:
+                    raise Violation("I1", f"{self._tp(tp)} is consumed by {seen[tp].name} and "
+                                          f"{p.name}, neither fenced")
+                seen[tp] = p
+        g = self._classic()
+        c = self.committed
+        if g is not None and c is not None and g.generation_id < c.generation:
+            raise Violation("I3", f"live generation {g.generation_id} is behind the committed "
+                                  f"generation {c.generation}")
+
+    def protocol_summary(self) -> dict[str, Any]:
+        out = super().protocol_summary()
+        g = self._classic()
+        out["generation"] = g.generation_id if g is not None else None
+        return out

@@ -1,0 +1,642 @@
+"""Classic Connect workers in the simulator (issue #7): protocol ``classic-connect``.
+
+Variants ``eager``, ``compatible`` and ``sessioned`` (the workers' ``connect.protocol``). Each
+simulated process runs a real :class:`groupcoord.client.connect.classic_worker.ClassicConnectWorker`
+(JoinGroup / SyncGroup / Heartbeat / LeaveGroup with protocol type ``connect``; the leader runs
+the Eager or KIP-415 Incremental Cooperative assignor and sends every member's assignment)
+against the classic groups of the real :class:`Shard`, through the faulty network of
+``sim.network``.
+
+**Reuse.** :class:`ClassicConnectSimulation` is a :class:`groupcoord.sim.classic.ClassicConsumerSimulation`
+(the classic protocol: requests and parked responses, fencing by generation, I3 on the live and
+committed generations, I6 plumbing) and a :class:`groupcoord.sim.connect.ConnectSimulation` (the
+Connect work: the configuration as the universe of connectors and tasks, connector events,
+revocations without offsets, a connector per topic for the generic built-ins, random scenarios
+drawn with ``resource="tasks"``). The method resolution order puts the classic protocol first;
+this module overrides what differs from both: the member (an adapter, :class:`SimClassicWorker`,
+presents the worker to the consumer machinery), the configuration (a config topic instead of the
+coordinator's connect config request), the coordinator view read from the committed
+ClassicGroupMetadata records (Connect metadata and assignments instead of consumer ones), the
+stricter I1 on the workers' side, convergence and the I5 bound.
+
+**Slow workers.** A ``slow`` worker's herder takes ``delay_ms`` to stop revoked work, at most
+:data:`TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS` (upstream's ``task.shutdown.graceful.timeout.ms``
+default, after which the herder cancels the task and discards its output).
+
+**The config topic.** The simulation owns it (:class:`SimConfigTopic`): the snapshots it
+published, by config offset. Connector events (``add-connector``, ``remove-connector``,
+``update-tasks``) publish a new snapshot; every worker reads the topic through its own
+:class:`ConfigReader`, instantly or, with :attr:`ClassicConnectSimulation.config_read_lag_ms`
+> 0 (per worker: :meth:`ClassicConnectSimulation.config_lag_ms`), seeing a snapshot only that
+long after it was published (a leader behind a member then
+answers CONFIG_MISMATCH and the workers read to the end: the worker's business). A worker is
+woken when a snapshot becomes visible to it (upstream's config consumer calls into the herder).
+
+**Invariants after every step** (DESIGN.md):
+
+- **I1, workers' side**: when a worker starts a connector or task, no other worker in the
+  group may be running it: an unfenced one never (an owner stops its work before it moves); a
+  fenced one (the coordinator removed it, it does not know yet: a JoinGroup lost while its
+  owner waits up to the rebalance timeout plus 5 s, as upstream's) only while it may not know,
+  and never once it has not heard from the coordinator for longer than the session timeout: by
+  then it must have stopped its work, as upstream's ``WorkerCoordinator.poll`` gives the work
+  up when the coordinator stays unreachable (unlike consumers, whose zombies may lag because
+  the generation keeps their commits out, nothing in the group fences a zombie's tasks;
+  such tolerated overlaps are counted, ``zombie_overlaps``). An unfenced worker starts only
+  what the committed generation has it hold. In full at checkpoints: no item run by two
+  unfenced workers, each runs only what the committed generation gives it or is revoking, and
+  no worker silent for longer than the session timeout runs anything.
+- **I1, coordinator view**, on each committed generation: the holdings it describes (eager: the
+  assignment; cooperative: what the member reported running in its JoinGroup metadata, minus
+  what is revoked, plus what is newly assigned; a failed assignment: what it runs) are
+  disjoint, and no item is newly assigned to one member while another member of the generation
+  reports running it (an owner must stop a task, and rejoin, before it moves: KIP-415's two
+  rounds).
+- **I2** on each committed generation: only items of the configuration snapshot the assignment
+  names (its config offset); under ``eager`` without error, every item of it, once. Cooperative
+  completeness is I5's: lost work may wait for the scheduled delay (KIP-415).
+- **I3**: the classic group's generation never decreases (live and committed, from
+  ``sim.classic``); a worker's generation goes down only after a reset.
+- **I4**: checkpoints and failovers rebuild the shard from its log and compare digests.
+- **I5**: once the faults stop, within :meth:`ClassicConnectSimulation.i5_bound`: the group is
+  Stable, every live worker a member at its generation, running exactly what the committed
+  generation has it hold, with no scheduled rebalance or rejoin pending, the assignments made
+  from the latest configuration, and every configured connector and task runs.
+- **I6** is not exercised: the simulated workers commit no offsets.
+
+Not here: static membership (Connect has none: KIP-814; a ``static`` scenario's workers join
+as dynamic members), topic events (workers ignore the metadata image), ``subscribe`` events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from groupcoord.client.classic_consumer import Inflight
+from groupcoord.client.connect.classic_worker import ClassicConnectWorker, WorkerState
+from groupcoord.client.connect.listener import DEFER, Connectors, ConnectRebalanceListener, Tasks
+from groupcoord.client.connect.model import ConfigSnapshot, ConnectorsAndTasks
+from groupcoord.client.connect.protocol import (
+    CONNECT_PROTOCOL_V0,
+    ConnectProtocolError,
+    decode_assignment,
+    decode_worker_metadata,
+)
+from groupcoord.client.connect.worker import Item
+from groupcoord.client.consumer import MemberState, RebalanceListener
+from groupcoord.coordinator.classic_group import ClassicGroupState
+from groupcoord.coordinator.classic_messages import HeartbeatRequest
+from groupcoord.coordinator.connect_messages import ConnectorConfigOp
+from groupcoord.coordinator.records import ClassicGroupMetadataValue
+from groupcoord.protocol.connect_protocol import ConnectAssignment
+from groupcoord.sim.classic import ClassicConsumerSimulation
+from groupcoord.sim.connect import ConnectSimulation, config_items, show
+from groupcoord.sim.consumer import ConsumerSimulation, Proc
+from groupcoord.sim.engine import Violation
+
+_STATES = {WorkerState.UNJOINED: MemberState.UNJOINED, WorkerState.JOINING: MemberState.JOINING,
+           WorkerState.SYNCING: MemberState.JOINING, WorkerState.STABLE: MemberState.STABLE,
+           WorkerState.LEAVING: MemberState.LEAVING, WorkerState.FATAL: MemberState.FATAL}
+_LEFT = (MemberState.UNJOINED, MemberState.UNSUBSCRIBED, MemberState.FATAL)
+_RETRY_BACKOFF_MS = 100
+#: Upstream's ``task.shutdown.graceful.timeout.ms`` default: how long a herder waits for a
+#: connector or task to stop before it cancels it.
+TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS = 5_000
+
+
+def items(ct: ConnectorsAndTasks) -> frozenset[Item]:
+    """Connectors and tasks as the simulator's items (task -1: the connector itself)."""
+    return frozenset([*((c, -1) for c in ct.connectors), *ct.tasks])
+
+
+# ============================================================================ config topic
+
+
+class SimConfigTopic:
+    """The Connect config topic: every snapshot published, by config offset, and when."""
+
+    def __init__(self) -> None:
+        self.snapshots: dict[int, ConfigSnapshot] = {-1: ConfigSnapshot(-1, {})}
+        self.published_at: dict[int, int] = {-1: 0}
+        self.latest = self.snapshots[-1]
+
+    def publish(self, connectors: dict[str, int], now_ms: int) -> ConfigSnapshot:
+        snap = ConfigSnapshot(self.latest.offset + 1, dict(connectors))
+        self.snapshots[snap.offset] = snap
+        self.published_at[snap.offset] = now_ms
+        self.latest = snap
+        return snap
+
+    def visible(self, now_ms: int, lag_ms: int) -> ConfigSnapshot:
+        """The newest snapshot published at least ``lag_ms`` before ``now_ms``."""
+        snap = self.latest
+        while snap.offset >= 0 and self.published_at[snap.offset] > now_ms - lag_ms:
+            snap = self.snapshots[snap.offset - 1]
+        return snap
+
+
+class ConfigReader:
+    """One worker's view of the config topic (the worker's ``ConfigStore``): it sees a snapshot
+    ``lag_ms`` after its publication, at once when it reads to the end; never goes back."""
+
+    def __init__(self, topic: SimConfigTopic, clock: Callable[[], int], lag_ms: int) -> None:
+        self.topic = topic
+        self.clock = clock
+        self.lag_ms = lag_ms
+        self.view = topic.visible(clock(), lag_ms)
+
+    def snapshot(self) -> ConfigSnapshot:
+        seen = self.topic.visible(self.clock(), self.lag_ms)
+        if seen.offset > self.view.offset:
+            self.view = seen
+        return self.view
+
+    def read_to_end(self) -> ConfigSnapshot:
+        self.view = self.topic.latest
+        return self.view
+
+
+# ============================================================================ the member adapter
+
+
+class _WorkListener(ConnectRebalanceListener):
+    """The worker's callbacks, passed on as items to the simulation's consumer listener."""
+
+    __slots__ = ("inner",)
+
+    def __init__(self, inner: RebalanceListener) -> None:
+        self.inner = inner
+
+    def on_revoked(self, connectors: Connectors, tasks: Tasks) -> object:
+        return self.inner.on_partitions_revoked(items(ConnectorsAndTasks(connectors, tasks)))  # type: ignore[arg-type]
+
+    def on_assigned(self, connectors: Connectors, tasks: Tasks) -> None:
+        self.inner.on_partitions_assigned(items(ConnectorsAndTasks(connectors, tasks)))  # type: ignore[arg-type]
+
+    def on_lost(self, connectors: Connectors, tasks: Tasks) -> None:
+        self.inner.on_partitions_lost(items(ConnectorsAndTasks(connectors, tasks)))  # type: ignore[arg-type]
+
+
+class SimClassicWorker:
+    """A :class:`ClassicConnectWorker` seen as the member ``sim.consumer`` / ``sim.classic``
+    drive: correlation ids for its one request in flight (a stale or duplicated answer is not
+    handed to the worker), :class:`MemberState` states, ``owned`` items, timeouts counted,
+    ``subscribe`` = start. Nothing of the worker's behaviour is re-modelled."""
+
+    def __init__(self, worker: ClassicConnectWorker) -> None:
+        self.worker = worker
+        self.stats = worker.stats
+        self.stats.setdefault("timeouts", 0)
+        self.inflight: Inflight | None = None
+        self._cid = 0
+        #: When the coordinator last answered this worker (I1: a worker silent for longer
+        #: than the session timeout must have stopped its work).
+        self.last_answer_ms = 0
+        self._running: ConnectorsAndTasks | None = None
+        self._owned: frozenset[Item] = frozenset()
+
+    # -------------------------------------------------------------- views
+    @property
+    def member_id(self) -> str:
+        return self.worker.member_id
+
+    @property
+    def generation(self) -> int:
+        return self.worker.generation
+
+    @property
+    def member_epoch(self) -> int:
+        return self.worker.generation
+
+    @property
+    def state(self) -> MemberState:
+        return _STATES[self.worker.state]
+
+    @property
+    def owned(self) -> frozenset[Item]:
+        running = self.worker.running
+        if running is not self._running:
+            self._running = running
+            self._owned = items(running)
+        return self._owned
+
+    @property
+    def fatal_error(self) -> str | None:
+        return self.worker.fatal_error
+
+    @property
+    def last_correlation_id(self) -> int:
+        return self._cid
+
+    @property
+    def listener(self) -> ConnectRebalanceListener:
+        return self.worker.listener
+
+    @listener.setter
+    def listener(self, inner: RebalanceListener) -> None:
+        self.worker.listener = _WorkListener(inner)
+
+    # -------------------------------------------------------------- driving
+    def subscribe(self, topics: Any = None, *, regex: str | None = None,
+                  now_ms: int | None = None) -> None:
+        self.last_answer_ms = now_ms or 0
+        self.worker.start(now_ms or 0)
+
+    def update_metadata(self, topics: Any, now_ms: int) -> None:
+        """Workers ignore the topic metadata."""
+
+    def leave(self, now_ms: int, *, permanent: bool = False) -> None:
+        self.worker.leave(now_ms)
+
+    def complete_revocation(self, now_ms: int) -> None:
+        self.worker.complete_revocation(now_ms)
+
+    def next_deadline(self) -> int | None:
+        return self.worker.next_deadline()
+
+    def poll_request(self, now_ms: int) -> Any:
+        w = self.worker
+        if self.inflight is not None:
+            deadline = w.next_deadline()
+            if deadline is not None and now_ms >= deadline:  # the worker times it out now
+                self.inflight = None
+                self.stats["timeouts"] += 1
+        req = w.poll_request(now_ms)
+        if req is not None:
+            self._cid += 1
+            self.inflight = Inflight(self._cid, now_ms, req)
+        return req
+
+    def _current(self, cid: int | None) -> bool:
+        return self.inflight is not None and (cid is None or cid == self.inflight.correlation_id)
+
+    def on_response(self, resp: Any, now_ms: int, correlation_id: int | None = None) -> bool:
+        if not self._current(correlation_id):
+            return False
+        self.inflight = None
+        self.last_answer_ms = now_ms
+        return self.worker.on_response(resp, now_ms)
+
+    def on_request_failed(self, now_ms: int, correlation_id: int | None = None) -> bool:
+        if not self._current(correlation_id):
+            return False
+        self.inflight = None
+        return self.worker.on_request_failed(now_ms)
+
+    def __repr__(self) -> str:
+        return repr(self.worker)
+
+
+def _w(p: Proc) -> SimClassicWorker:
+    m: Any = p.member
+    return m
+
+
+# ============================================================================ decoding
+
+
+def _metadata_items(raw: bytes | None) -> frozenset[Item]:
+    """What a member reported running in its JoinGroup metadata (nothing under eager)."""
+    try:
+        return items(decode_worker_metadata(raw or b"").current)
+    except (ConnectProtocolError, ValueError):
+        return frozenset()
+
+
+def _assignment(raw: bytes) -> ConnectAssignment | None:
+    try:
+        return decode_assignment(raw) if raw else None
+    except (ConnectProtocolError, ValueError):
+        return None
+
+
+def holding(reported: frozenset[Item], a: ConnectAssignment | None) -> frozenset[Item]:
+    """What a member holds once it applied its assignment: eager, the assignment; cooperative,
+    what it reported minus the revoked, plus the new; a failed (or no) assignment: its work."""
+    if a is None or a.failed:
+        return reported
+    if a.version == CONNECT_PROTOCOL_V0:
+        return items(a.assigned)
+    return (reported - items(a.revoked)) | items(a.assigned)
+
+
+# ============================================================================ the simulation
+
+
+class ClassicConnectSimulation(ClassicConsumerSimulation, ConnectSimulation):
+    """Connect workers in classic groups under faults (``classic-connect``: eager, compatible,
+    sessioned)."""
+
+    protocol = "classic-connect"
+    #: The worker class (tests substitute a broken one).
+    classic_worker_class: type[ClassicConnectWorker] = ClassicConnectWorker
+    #: How long after its publication a worker sees a config snapshot (0: at once).
+    config_read_lag_ms = 0
+
+    def setup(self) -> None:
+        self.config_topic = SimConfigTopic()
+        #: member id -> what the committed generation has it hold.
+        self.committed_holding: dict[str, frozenset[Item]] = {}
+        #: member id -> what it reported running when it joined the committed generation (a
+        #: revoked item runs until the worker applies its assignment).
+        self.committed_reported: dict[str, frozenset[Item]] = {}
+        super().setup()
+        self.stats.update({"mismatches": 0, "i1_strict_checks": 0, "zombie_overlaps": 0})
+        for k in ("prepares", "installs", "assign_errors", "config_requests", "config_retries",
+                  "config_rejected", "commits", "commits_accepted", "commits_rejected",
+                  "zombie_commits_rejected", "i6_checks", "partitions_revoked"):
+            self.stats.pop(k, None)
+
+    def new_member(self, name: str, instance_id: str | None) -> Any:
+        """A worker seen as a member (:class:`SimClassicWorker`); Connect has no static
+        membership, so ``instance_id`` is not used."""
+        sc = self.scenario
+        reader = ConfigReader(self.config_topic, lambda: self.now, self.config_lag_ms(name))
+        return SimClassicWorker(self.classic_worker_class(
+            sc.group_id, f"http://{name}:8083/", reader, protocol=self.variant or "sessioned",
+            client_id=name, session_timeout_ms=sc.session_timeout_ms,
+            rebalance_timeout_ms=sc.rebalance_timeout_ms,
+            heartbeat_interval_ms=sc.heartbeat_interval_ms,
+            request_timeout_ms=sc.request_timeout_ms, retry_backoff_ms=_RETRY_BACKOFF_MS,
+            max_delay_ms=sc.max_delay_ms))
+
+    # ================================================================== configuration
+
+    def _configure(self, ops: tuple[ConnectorConfigOp, ...]) -> None:
+        """Publish the configuration (already updated in ``self.connectors``) to the config
+        topic; the workers see it at once or after the read lag, and are woken then."""
+        snap = self.config_topic.publish(self.connectors, self.now)
+        self.stats["config_published"] = self.stats.get("config_published", 0) + 1
+        what = ", ".join(f"{o.op} {o.connector}" + (f"={o.task_count}" if o.op != "delete"
+                                                     else "") for o in ops)
+        self.trace("config", "admin", f"offset={snap.offset}", what)
+        for p in self.live():
+            self.at(self.now + self.config_lag_ms(p.name), self._config_visible, (p, p.gen))
+
+    def config_lag_ms(self, name: str) -> int:
+        """How long after its publication worker ``name`` sees a config snapshot."""
+        return self.config_read_lag_ms
+
+    def _config_visible(self, arg: tuple[Proc, int]) -> None:
+        """A worker sees a new snapshot: its herder wakes it (a rejoin is due)."""
+        p, gen = arg
+        if p.alive and p.gen == gen:
+            self._drive(p)
+
+    # ================================================================== members
+
+    def on_coordinator_down(self) -> None:
+        """Connections reset: the one request in flight fails (``sim.consumer``'s)."""
+        ConsumerSimulation.on_coordinator_down(self)
+
+    def on_revoked(self, p: Proc, parts: Any) -> object:
+        """The worker's herder stops connectors and tasks (no offsets). A slow worker takes
+        ``delay_ms``, but at most :data:`TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS`: upstream's herder
+        gives up waiting then and cancels the task (its output is discarded)."""
+        self.trace("revoke", p.name, _w(p).generation, parts)
+        self.stats["items_revoked"] += len(parts)
+        if self.now < p.slow_until and p.slow_delay > 0:
+            self.stats["slow_revocations"] += 1
+            self.at(self.now + min(p.slow_delay, TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS),
+                    self._revocation_done, (p, p.gen))
+            return DEFER
+        return None
+
+    def _settle(self, p: Proc) -> None:
+        self._sync(p)
+        w = _w(p).worker
+        if w.state is WorkerState.FATAL:
+            self.trace("fatal", p.name, "", w.fatal_error or "")
+            self._stop(p, "exit")
+            self.stats["fatal_restarts"] += 1
+            self._restart_later(p, self.scenario.restart_delay_ms)
+            return
+        self._drive(p)
+
+    def describe_assignment(self, raw: bytes) -> str:
+        a = _assignment(raw)
+        if a is None:
+            return "-"
+        if a.failed:
+            self.stats["mismatches"] += 1
+            return f"error {a.error} offset={a.config_offset}"
+        out = f"v{a.version} +{a.assigned.size()}"
+        if a.version != CONNECT_PROTOCOL_V0:
+            out += f" -{a.revoked.size()}" + (f" delay={a.delay}" if a.delay else "")
+        return out
+
+    def ordered(self, resources: Any) -> list[Any]:
+        return sorted(resources)
+
+    # ================================================================== I1 on the workers' side
+
+    def _start_consuming(self, p: Proc, parts: Any) -> None:
+        """I1 when a worker starts items: no other worker of the group runs them, and a fenced
+        one (removed by the coordinator, not told yet) only while it may not know: it heard
+        from the coordinator within the session timeout. Then the consumer's checks (an
+        unfenced worker starts only what the coordinator has it hold) and bookkeeping."""
+        self.stats["i1_strict_checks"] += 1
+        for it in sorted(parts):
+            for q in self.consumers.get(it, ()):
+                if q is p or not q.alive:
+                    continue
+                who = (f"{q.name} (member {q.member.member_id}, generation "
+                       f"{_w(q).generation}")
+                if not self.is_fenced(q):
+                    raise Violation("I1", f"{show(it)} is run by {who}) and now also by "
+                                          f"{p.name} (member {p.member.member_id}, generation "
+                                          f"{_w(p).generation})")
+                self._check_silence(q)
+                self.stats["zombie_overlaps"] += 1
+                self.trace("zombie-overlap", q.name, _w(q).generation,
+                           f"{show(it)} also started by {p.name}")
+        super()._start_consuming(p, parts)
+
+    def _drive(self, p: Proc) -> None:
+        """Drive the worker (``sim.connect``'s), then I1 on its silence: every wake-up of a
+        worker cut off (its retries) checks that it stopped its work in time."""
+        super()._drive(p)
+        if p.alive:
+            self._check_silence(p)
+
+    def _check_silence(self, q: Proc) -> None:
+        """I1: a worker that has not heard from the coordinator for longer than the session
+        timeout must have stopped its work (the coordinator has given it away by then)."""
+        silent = self.now - _w(q).last_answer_ms
+        if q.consuming and silent > self.scenario.session_timeout_ms:
+            raise Violation("I1", f"{q.name} (member {q.member.member_id}) still runs "
+                                  f"{self.format_resource(q.consuming)} {silent} ms after the "
+                                  f"coordinator last answered it (session timeout "
+                                  f"{self.scenario.session_timeout_ms} ms)")
+
+    # ================================================================== coordinator view
+
+    def _check_assignment(self, v: ClassicGroupMetadataValue) -> None:
+        """I1 (coordinator view) and I2 on a new committed generation (module docstring)."""
+        self.stats["i1_checks"] += 1
+        self.stats["i2_checks"] += 1
+        reported = {m.member_id: _metadata_items(m.subscription) for m in v.members}
+        claimed: dict[Item, str] = {}
+        for mid in sorted(reported):
+            for it in sorted(reported[mid]):
+                claimed.setdefault(it, mid)
+        held: dict[Item, str] = {}
+        offsets: set[int] = set()
+        eager_complete = True
+        for m in v.members:
+            a = _assignment(m.assignment)
+            mine = holding(reported[m.member_id], a)
+            if a is not None and not a.failed:
+                offsets.add(a.config_offset)
+                for it in sorted(items(a.assigned)):
+                    owner = claimed.get(it)
+                    if owner is not None and owner != m.member_id and \
+                            it in reported[owner]:
+                        raise Violation("I1", f"generation {v.generation} gives {show(it)} to "
+                                              f"{self._who(m.member_id)} while "
+                                              f"{self._who(owner)} still runs it (not revoked "
+                                              f"and rejoined first)")
+            if a is None or a.failed or a.version != CONNECT_PROTOCOL_V0:
+                eager_complete = False
+            for it in sorted(mine):
+                if it in held:
+                    raise Violation("I1", f"generation {v.generation} has {show(it)} held by "
+                                          f"{self._who(held[it])} and {self._who(m.member_id)}")
+                held[it] = m.member_id
+        if len(offsets) > 1:
+            raise Violation("I2", f"generation {v.generation} mixes config offsets "
+                                  f"{sorted(offsets)}")
+        if offsets:
+            (offset,) = offsets
+            snap = self.config_topic.snapshots.get(offset)
+            if snap is None:
+                raise Violation("I2", f"generation {v.generation} assigns from config offset "
+                                      f"{offset}, never published")
+            configured = config_items(dict(snap.connectors))
+            extra = sorted(set(held) - configured)
+            if extra:
+                raise Violation("I2", f"generation {v.generation} has {show(extra[0])} held, "
+                                      f"not in the configuration at offset {offset}")
+            missing = sorted(configured - set(held))
+            if eager_complete and v.members and missing:
+                raise Violation("I2", f"eager generation {v.generation} leaves "
+                                      f"{show(missing[0])} unassigned")
+
+    def _rebuild_holders(self) -> None:
+        """Who holds each item by the committed generation (see :func:`holding`)."""
+        v = self.committed
+        holders: dict[Any, str] = {}
+        by_member: dict[str, frozenset[Item]] = {}
+        reported: dict[str, frozenset[Item]] = {}
+        if v is not None:
+            for m in v.members:
+                reported[m.member_id] = _metadata_items(m.subscription)
+                mine = holding(reported[m.member_id], _assignment(m.assignment))
+                by_member[m.member_id] = mine
+                for it in mine:
+                    holders.setdefault(it, m.member_id)
+        self.committed_holding = by_member
+        self.committed_reported = reported
+        self.coord_holder = holders
+
+    # ================================================================== convergence
+
+    def _worker_converged(self, p: Proc, generation: int) -> bool:
+        sw = _w(p)
+        w = sw.worker
+        a = w.assignment
+        if w.state is not WorkerState.STABLE or w.generation != generation or a is None \
+                or a.failed or a.delay > 0 or not a.revoked.is_empty():
+            return False
+        if sw.inflight is not None and not isinstance(sw.inflight.request, HeartbeatRequest):
+            return False
+        if a.config_offset != self.config_topic.latest.offset:
+            return False
+        d = w.next_deadline()
+        if d is not None and d <= self.now and sw.inflight is None:
+            return False  # something is due now (a rejoin, a config change)
+        return self.committed_holding.get(w.member_id) == sw.owned
+
+    def converged(self) -> bool:
+        """The group is Stable; every live worker a member at its generation, running what the
+        committed generation has it hold, nothing pending; every configured item runs."""
+        if not self.coord.up or self.network.cut or self.pending_restarts:
+            return False
+        g = self._classic()
+        live = [p for p in self.live() if p.member.state not in _LEFT]
+        if g is None or not g.members:
+            return not live
+        c = self.committed
+        if g.state is not ClassicGroupState.STABLE or len(g.members) != len(live) or \
+                c is None or c.generation != g.generation_id:
+            return False
+        for p in live:
+            if _w(p).member_id not in g.members or not self._worker_converged(p, g.generation_id):
+                return False
+        return all(it in self.legit for it in self.universe)
+
+    def _convergence_gap(self) -> str:
+        g = self._classic()
+        if not self.coord.up:
+            return "coordinator down"
+        if g is None:
+            return "no group"
+        parts = [f"generation {g.generation_id}, state {g.state.value}, {len(g.members)} "
+                 f"members, config offset {self.config_topic.latest.offset}, not running "
+                 f"{self.format_resource(frozenset(self.universe - set(self.legit)))}"]
+        for p in self.live():
+            w = _w(p).worker
+            parts.append(f"{p.name}/{w.member_id or '-'}: gen {w.generation} {w.state.value}, "
+                         f"runs {w.running.size()}, last assignment {w.assignment}, member "
+                         f"{'yes' if w.member_id in g.members else 'no'}")
+        return "; ".join(parts)
+
+    def i5_bound(self) -> int:
+        """The classic bound (``sim.classic``: a session timeout, a restart, the initial delay,
+        two rebalances of two rebalance timeouts and a heartbeat interval each, a lost request)
+        plus what Connect adds after the last change: the scheduled delay d (KIP-415's lost work
+        waits for it), then the round it triggers and its follow-up, and a CONFIG_MISMATCH round
+        (two more rebalances)::
+
+            bound = classic + d + 2 * (2 * T + H)
+        """
+        sc = self.scenario
+        return ClassicConsumerSimulation.i5_bound(self) + sc.max_delay_ms + 2 * (
+            2 * sc.rebalance_timeout_ms + sc.heartbeat_interval_ms)
+
+    # ================================================================== full check
+
+    def full_check(self) -> None:
+        """Checkpoints and the end: strict I1 over every live worker (no item run twice), an
+        unfenced worker runs only what the committed generation has it hold, and I3 (the
+        live generation is never behind the committed one)."""
+        seen: dict[Item, Proc] = {}
+        for p in self.live():
+            self._check_silence(p)
+            fenced = self.is_fenced(p)
+            if fenced:
+                continue
+            running: frozenset[Any] = p.consuming
+            for it in sorted(running):
+                if it in seen:
+                    raise Violation("I1", f"{show(it)} is run by {seen[it].name} and {p.name}, "
+                                          f"neither fenced")
+                seen[it] = p
+                if self.coord_holder.get(it) != p.member.member_id and \
+                        it not in self.committed_reported.get(p.member.member_id, ()):
+                    raise Violation("I1", f"{p.name} runs {show(it)} which the committed "
+                                          f"generation neither gives it nor is revoking")
+        g = self._classic()
+        c = self.committed
+        if g is not None and c is not None and g.generation_id < c.generation:
+            raise Violation("I3", f"live generation {g.generation_id} is behind the committed "
+                                  f"generation {c.generation}")
+
+    def protocol_summary(self) -> dict[str, Any]:
+        out = ClassicConsumerSimulation.protocol_summary(self)
+        out.pop("scheduled_delay_ms", None)  # the connect group's (sim.connect), not ours
+        out["connectors"] = len(self.connectors)
+        out["resources"] = len(self.universe)
+        out["config_offset"] = self.config_topic.latest.offset
+        return out

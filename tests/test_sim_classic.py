@@ -1,0 +1,306 @@
+"""Classic consumer groups in the simulator (issue #7): ``ClassicConsumerMember`` processes, eager
+and cooperative, against the coordinator's classic groups, under every fault of the scenarios.
+
+The broken doubles below are importable (``--shard-factory tests.test_sim_classic:HastyShard``)
+so a reported command reproduces the violation from a checkout.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from contextlib import redirect_stdout
+from functools import partial
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from groupcoord.cli import main
+from groupcoord.client.classic_consumer import (
+    ClassicConsumerMember,
+    cooperative_sticky_assignment,
+    eager_range_assignment,
+    valid_claims,
+)
+from groupcoord.coordinator.classic_messages import (
+    JoinGroupRequest,
+    SyncGroupAssignment,
+    SyncGroupRequest,
+)
+from groupcoord.coordinator.shard import Shard
+from groupcoord.coordinator.topics import TopicMetadata
+from groupcoord.protocol.consumer_protocol import (
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
+from groupcoord.sim.classic import ClassicConsumerSimulation
+from groupcoord.sim.engine import SimResult
+from groupcoord.sim.runner import simulate
+from groupcoord.sim.scenario import builtins_for, load_scenario
+
+VARIANTS = ["classic:eager", "classic:cooperative"]
+HERE = "tests.test_sim_classic"
+FOO = TopicMetadata(UUID(int=1), "foo", 3)
+#: The built-ins of consumer groups (the others are Connect's: connectors, tasks).
+CONSUMER_BUILTINS = builtins_for("partitions")
+
+
+def sub(topics: tuple[str, ...] = ("foo",), owned: dict[str, list[int]] | None = None,
+        generation: int = -1) -> Any:
+    return decode_subscription(encode_subscription(topics, owned_partitions=owned or {},
+                                                   generation_id=generation))
+
+
+def ok(r: SimResult) -> SimResult:
+    assert r.ok, r.violation.format() if r.violation else ""
+    return r
+
+
+def window(r: SimResult, kind: str) -> dict[str, Any]:
+    return next(d for d in r.disturbances if d["disturbance"] == kind)
+
+
+# ----------------------------------------------------------------------------- leader assignors
+
+
+def test_eager_leader_assigns_ranges_and_ignores_owned_partitions() -> None:
+    # Eager members revoked everything before joining: what they claim does not matter.
+    out = eager_range_assignment({"a": sub(owned={"foo": [2]}, generation=1), "b": sub()},
+                                 {"foo": FOO})
+    assert out == {"a": {"foo": [0, 1]}, "b": {"foo": [2]}}
+
+
+def test_cooperative_leader_withholds_a_moving_partition_for_the_second_round() -> None:
+    # KIP-848's case study on the uniform target: A=[0,1,2], B joins -> A=[0,1], B=[2]. The
+    # cooperative leader (KIP-429) first takes partition 2 from A without giving it to B...
+    first = cooperative_sticky_assignment(
+        {"a": sub(owned={"foo": [0, 1, 2]}, generation=1), "b": sub()}, {"foo": FOO})
+    assert first == {"a": {"foo": [0, 1]}, "b": {}}
+    # ... A revokes it and rejoins; the second round hands it to B.
+    second = cooperative_sticky_assignment(
+        {"a": sub(owned={"foo": [0, 1]}, generation=2), "b": sub()}, {"foo": FOO})
+    assert second == {"a": {"foo": [0, 1]}, "b": {"foo": [2]}}
+    # The broken variant of the tests gives it away at once.
+    assert cooperative_sticky_assignment(
+        {"a": sub(owned={"foo": [0, 1, 2]}, generation=1), "b": sub()}, {"foo": FOO},
+        withhold=False) == second
+
+
+def test_owned_claims_are_validated_by_generation() -> None:
+    # KIP-792: of two claims the newer generation wins; equal ones void each other; claims of
+    # unsubscribed topics or missing partitions are dropped.
+    subs = {"a": sub(owned={"foo": [0, 1]}, generation=3),
+            "b": sub(owned={"foo": [1, 2]}, generation=4),
+            "c": sub(owned={"foo": [2, 7]}, generation=4),
+            "d": sub(topics=("bar",), owned={"foo": [0]}, generation=9)}
+    assert valid_claims(subs, {"foo": FOO}) == {("foo", 0): "a", ("foo", 1): "b"}
+
+
+# ----------------------------------------------------------------------------- the member
+
+
+def test_member_subscription_and_offset_commit_carry_what_the_protocol_needs() -> None:
+    m = ClassicConsumerMember("g", protocol="cooperative", instance_id="i1")
+    m.update_metadata([FOO], 0)
+    m.subscribe(["foo"], now_ms=0)
+    join = m.poll_request(0)
+    assert isinstance(join, JoinGroupRequest)
+    assert join.member_id == "" and join.group_instance_id == "i1"
+    assert [p.name for p in join.protocols] == ["cooperative-sticky"]
+    assert decode_subscription(join.protocols[0].metadata).topics == ("foo",)
+    assert m.poll_request(1) is None  # one request in flight
+    assert m.commit_request({(FOO.topic_id, 0): 5}) is None  # no generation yet
+
+
+# ----------------------------------------------------------------------------- determinism
+
+
+@pytest.mark.parametrize("protocol", VARIANTS)
+def test_same_seed_same_trace(protocol: str) -> None:
+    for scenario in ("random", "rolling-bounce", "coordinator-failover"):
+        a = ok(simulate(scenario, 11, protocol, record_trace=True))
+        b = ok(simulate(scenario, 11, protocol, record_trace=True))
+        assert a.trace and a.trace_text() == b.trace_text()
+        assert json.dumps(a.summary, sort_keys=True) == json.dumps(b.summary, sort_keys=True)
+        assert a.disturbances == b.disturbances
+    traces = {simulate("random", seed, protocol, record_trace=True).trace_text()
+              for seed in range(5)}
+    assert len(traces) == 5
+
+
+def test_the_trace_is_identical_in_another_interpreter() -> None:
+    # Nothing may depend on the process: hash seeds, object ids, the order of sets.
+    code = ("from groupcoord.sim.runner import simulate; import sys; sys.stdout.write("
+            "simulate('random', 38, 'classic:cooperative', record_trace=True).trace_text())")
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True, env={"PYTHONHASHSEED": str(h)}).stdout for h in (1, 2)]
+    assert runs[0] and runs[0] == runs[1]
+
+
+# ----------------------------------------------------------------------------- scenarios
+
+
+@pytest.mark.parametrize("protocol", VARIANTS)
+@pytest.mark.parametrize("scenario", CONSUMER_BUILTINS)
+def test_every_builtin_scenario_keeps_the_invariants(scenario: str, protocol: str) -> None:
+    r = ok(simulate(scenario, 2, protocol))
+    assert r.summary["converged_at_ms"] is not None and r.summary["checkpoints"] >= 1
+    for d in r.disturbances:
+        assert d["converged"], d
+    assert r.summary["i6_checks"] > 0 or scenario == "join" or r.summary["commits"] == 0
+
+
+def test_faults_really_happen() -> None:
+    r = ok(simulate("crash", 1, "classic:eager"))
+    assert r.summary["crashed"] == 1 and r.summary["members_live"] == 3
+    # The crashed member's partitions wait for its session (45 s) to expire.
+    assert 40_000 <= window(r, "crash")["time_to_converge_ms"] <= 60_000
+    r = ok(simulate("coordinator-failover", 1, "classic:cooperative"))
+    assert r.summary["failovers"] >= 1
+    r = ok(simulate("slow-member", 1, "classic:eager"))
+    assert r.summary["slow_revocations"] >= 1
+    r = ok(simulate("static-bounce", 1, "classic:cooperative"))
+    assert r.summary["spawned"] > 3
+    r = ok(simulate("lossy-network", 1, "classic:eager"))
+    assert r.summary["network"]["lost"] > 0
+
+
+def test_cooperative_rebalances_in_two_rounds_without_stopping_the_world() -> None:
+    r = ok(simulate("case-study-member-joins", 0, "classic:cooperative", record_trace=True))
+    revokes = [line for line in r.trace if " revoke " in line]
+    assert revokes and all("commit" not in line for line in revokes)
+    # Round one revokes the moving partitions only; the new member gets them in round two.
+    e = ok(simulate("case-study-member-joins", 0, "classic:eager"))
+    assert r.summary["partitions_revoked"] < e.summary["partitions_revoked"]
+
+
+def test_eager_stops_the_world_on_every_rebalance_cooperative_does_not() -> None:
+    sc = load_scenario("rolling-bounce")
+    partitions = sum(n for _, n in sc.topics)
+    eager = ok(simulate(sc, 2, "classic:eager"))
+    coop = ok(simulate(sc, 2, "classic:cooperative"))
+    we, wc = window(eager, "rolling-bounce"), window(coop, "rolling-bounce")
+    # Eager: every partition is without an owner during each rebalance.
+    assert we["peak_unowned"] == partitions
+    # Cooperative: only the moving ones (the bounced member's).
+    assert wc["peak_unowned"] < partitions
+    assert coop.summary["partitions_revoked"] < eager.summary["partitions_revoked"]
+    assert wc["resources_moved"] < we["resources_moved"]
+
+
+# ----------------------------------------------------------------------------- random seeds
+
+SEEDS_PER_VARIANT = 500
+CHUNK = 100
+
+
+@pytest.mark.parametrize("protocol", VARIANTS)
+@pytest.mark.parametrize("first", range(0, SEEDS_PER_VARIANT, CHUNK))
+def test_random_seeds_keep_every_invariant(protocol: str, first: int) -> None:
+    failures = [r.violation.format() for seed in range(first, first + CHUNK)
+                if (r := simulate("random", seed, protocol)).violation is not None]
+    assert not failures, "\n\n".join(failures)
+
+
+# ----------------------------------------------------------------------------- broken doubles
+
+
+class HastyShard(Shard):
+    """Broken on purpose (I1): when the leader's assignment arrives, the coordinator moves the
+    first partition of each member to the next member, before its owner revoked it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        honest = self.classic._sync_group
+
+        def hasty(r: SyncGroupRequest, now: int) -> Any:
+            if len(r.assignments) > 1:
+                parts = [decode_assignment(a.assignment).partitions if a.assignment else {}
+                         for a in r.assignments]
+                firsts = [next(((t, ps[0]) for t, ps in sorted(p.items()) if ps), None)
+                          for p in parts]
+                for i, first in enumerate(firsts):
+                    if first is not None:
+                        t, q = first
+                        parts[i][t].remove(q)
+                        parts[(i + 1) % len(parts)].setdefault(t, []).append(q)
+                r = SyncGroupRequest(r.group_id, r.generation_id, r.member_id,
+                                     r.group_instance_id, r.protocol_type, r.protocol_name,
+                                     tuple(SyncGroupAssignment(a.member_id, encode_assignment(p))
+                                           for a, p in zip(r.assignments, parts, strict=True)),
+                                     r.client_id, r.client_host, r.version)
+            return honest(r, now)
+
+        self.register_handler(SyncGroupRequest, hasty)
+
+
+def test_a_coordinator_that_moves_owned_partitions_is_caught_by_i1() -> None:
+    r = simulate("scale-out", 7, "classic:cooperative", shard_factory=f"{HERE}:HastyShard")
+    assert r.violation is not None and r.violation.invariant == "I1", r.violation
+    assert "still owns it" in r.violation.message
+    assert r.violation.command == ("groupcoord simulate --scenario scale-out --protocol "
+                                   f"classic:cooperative --seed 7 --shard-factory {HERE}:HastyShard")
+    again = simulate("scale-out", 7, "classic:cooperative", shard_factory=f"{HERE}:HastyShard")
+    assert again.violation is not None and again.violation.as_json() == r.violation.as_json()
+    # The command it prints reproduces it, exit status non-zero.
+    out = io.StringIO()
+    with redirect_stdout(out):
+        rc = main(r.violation.command.split()[1:])
+    assert rc != 0 and "INVARIANT VIOLATED: I1" in out.getvalue()
+
+
+class _NoRevocationMember(ClassicConsumerMember):
+    """Broken on purpose: an eager member that joins without revoking its partitions."""
+
+    def _begin_rebalance(self) -> None:
+        self._start_join()
+
+
+class SkippingSimulation(ClassicConsumerSimulation):
+    def new_member(self, name: str, instance_id: str | None) -> ClassicConsumerMember:
+        sc = self.scenario
+        m = _NoRevocationMember(sc.group_id, protocol="eager", instance_id=instance_id,
+                                client_id=name, session_timeout_ms=sc.session_timeout_ms,
+                                rebalance_timeout_ms=sc.rebalance_timeout_ms,
+                                heartbeat_interval_ms=sc.heartbeat_interval_ms,
+                                request_timeout_ms=sc.request_timeout_ms)
+        m.update_metadata(self.image.by_name.values(), self.now)
+        return m
+
+
+def test_a_member_that_skips_revocation_is_caught_by_i1_on_the_members_side() -> None:
+    caught = [(seed, r) for seed in range(30)
+              if (r := SkippingSimulation(load_scenario("random", seed), seed, "eager").run())
+              .violation is not None]
+    assert caught, "no seed caught the member that skips its revocations"
+    seed, r = caught[0]
+    assert r.violation is not None
+    assert r.violation.invariant == "I1", r.violation.format()
+    assert "consumed by" in r.violation.message
+    again = SkippingSimulation(load_scenario("random", seed), seed, "eager").run()
+    assert again.violation is not None and again.violation.as_json() == r.violation.as_json()
+
+
+def test_the_broken_cooperative_assignor_is_caught_by_i1() -> None:
+    class Greedy(ClassicConsumerSimulation):
+        def new_member(self, name: str, instance_id: str | None) -> ClassicConsumerMember:
+            m = super().new_member(name, instance_id)
+            m.leader_assignor = partial(cooperative_sticky_assignment, withhold=False)
+            return m
+
+    r = Greedy(load_scenario("scale-out"), 3, "cooperative").run()
+    assert r.violation is not None and r.violation.invariant == "I1", r.violation
+    assert "not revoked" in r.violation.message
+
+
+def test_cli_runs_classic_protocols() -> None:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        rc = main(["simulate", "--scenario", "random", "--protocol", "classic:cooperative",
+                   "--seeds", "0-9"])
+    assert rc == 0, out.getvalue()

@@ -1,0 +1,125 @@
+"""The simulator's fast paths give the same results as the general ones (issue #7 benchmark).
+
+- The network's fault-free path draws the same latencies, keeps the same FIFO order and counts
+  the same as the general path with every fault probability at zero.
+- A superseded wake-up is no step: it runs no after-step checks and brings no checkpoint on.
+- The full check (checkpoints, the end) reports the same violation whatever the hash order.
+- The benchmark's time split accounts for the coordinator, the log and the checkpoints, and
+  puts every method it wrapped back.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from benchmarks.sim import PARTS, _time_split
+
+from groupcoord.coordinator.shard import Shard
+from groupcoord.sim.consumer import ConsumerSimulation
+from groupcoord.sim.coordinator import SimCoordinator
+from groupcoord.sim.engine import Simulation, Violation
+from groupcoord.sim.network import NO_FAULTS, Latency, Network, NetworkFaults
+from groupcoord.sim.runner import simulate
+from groupcoord.sim.scenario import Scenario
+
+
+@pytest.mark.parametrize("latency", [Latency("uniform", 1, 30), Latency("fixed", 4),
+                                     Latency("exponential", 1, 80, 9)])
+def test_fault_free_route_matches_the_general_path(latency: Latency) -> None:
+    fast = Network(random.Random(7), latency, NetworkFaults())  # zeros, not NO_FAULTS itself
+    general = Network(random.Random(7), latency, NO_FAULTS)
+    assert fast._clean
+    general._clean = False  # force the general path
+    for now in range(0, 3_000, 3):
+        ch = f"c{now % 5}>"
+        assert fast.route(now, ch, "c1", now % 2 == 0) == general.route(now, ch, "c1",
+                                                                         now % 2 == 0)
+    fast.cut.add("c1")
+    general.cut.add("c1")
+    assert fast.route(5, "x", "c1", False) == general.route(5, "x", "c1", False) == ()
+    assert fast.stats == general.stats and fast.stats["delivered"] == 1_000
+
+
+def test_setting_faults_switches_the_path() -> None:
+    net = Network(random.Random(1), Latency("uniform", 1, 10))
+    assert net._clean and net.faults is NO_FAULTS
+    net.faults = NetworkFaults(loss=1.0)
+    assert not net._clean and net.route(0, "c", "c1", False) == ()
+    net.faults = NetworkFaults()
+    assert net._clean and len(net.route(0, "c", "c1", False)) == 1
+
+
+class _Wakeups(Simulation):
+    """A protocol-less simulation: real events and superseded wake-ups, counted."""
+
+    protocol = "test"
+
+    def setup(self) -> None:
+        self.handled: list[int] = []
+        self.after_steps = 0
+        for t in range(1, 11):
+            self.at(t, self._real, t)
+            self.at(t, self._superseded, t)
+
+    def _real(self, t: int) -> None:
+        self.handled.append(t)
+
+    def _superseded(self, _: Any) -> None:
+        self.step -= 1  # what a superseded tick or timer does
+
+    def after_step(self) -> None:
+        self.after_steps += 1
+
+    def apply_member_event(self, ev: Any) -> None:
+        raise AssertionError(ev)
+
+
+def test_superseded_wakeups_are_no_steps_and_run_no_checks() -> None:
+    sim = _Wakeups(Scenario("wakeups", members=0, topics=(("foo", 2),), end_ms=20),
+                   1, checkpoint_every=4)
+    r = sim.run()
+    assert r.ok, r.violation
+    assert sim.handled == list(range(1, 11))
+    # 10 real events plus the timeline's own (faults stop, the deadline wake-up)
+    assert r.steps == sim.after_steps == 10 + 2
+    assert r.summary["checkpoints"] == r.steps // 4 + 1  # + the final one
+
+
+def test_full_check_reports_the_canonical_violation() -> None:
+    sim = ConsumerSimulation(Scenario("fc", members=3, topics=(("foo", 12),), end_ms=60_000), 4)
+    sim.start()
+    assert not sim.advance(until_ms=30_000)
+    sim.full_check()  # converged: nothing to report
+    a, b = sim.live()[0], sim.live()[1]
+    # ``a`` also consumes every partition of ``b`` (not held for it): the report names the
+    # first of them in canonical order (topic id bytes, partition), whatever order the set
+    # iterates in.
+    stolen = sorted(b.consuming, key=lambda tp: (tp[0].bytes, tp[1]))
+    assert len(stolen) >= 2
+    a.consuming = a.consuming | b.consuming
+    with pytest.raises(Violation) as e1:
+        sim.full_check()
+    with pytest.raises(Violation) as e2:
+        sim._full_check(ordered=True)
+    assert e1.value.invariant == "I1" and e1.value.message == e2.value.message
+    assert f"foo-{stolen[0][1]} " in e1.value.message and a.name in e1.value.message
+
+
+def test_time_split_covers_the_parts_and_restores_the_methods() -> None:
+    before = (Shard.handle, Shard.replay, SimCoordinator.persist,
+              ConsumerSimulation.__dict__["checkpoint"])
+    with _time_split(ConsumerSimulation) as spent:
+        r = simulate("rolling-bounce", 1)
+    assert r.ok and set(spent) == set(PARTS)
+    assert all(v > 0 for v in spent.values()), spent
+    assert (Shard.handle, Shard.replay, SimCoordinator.persist,
+            ConsumerSimulation.__dict__["checkpoint"]) == before
+
+    class Inherits(ConsumerSimulation):
+        pass
+
+    with _time_split(Inherits):
+        assert "checkpoint" in Inherits.__dict__
+    assert "checkpoint" not in Inherits.__dict__  # inherited again, not pinned
