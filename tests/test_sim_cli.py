@@ -91,4 +91,4 @@ def test_bad_arguments_exit_2_with_a_message(argv: tuple[str, ...]) -> None:
 
 def test_list() -> None:
     rc, out, _ = run("--list")
-    assert rc == 0 and "rolling-bounce" in out and "consumer[:uniform|range]" in out
+    assert rc == 0 and "rolling-bounce" in out and "consumer[:uniform|range|client]" in out

@@ -49,32 +49,53 @@ the behaviour of the Java consumer / librdkafka 2.x where the spec is silent; se
   position of every owned partition, as the Java consumer's auto-commit does (``allConsumed()``
   every ``auto.commit.interval.ms``, whether a position moved or not) and before a revocation.
 
-Not here yet (left for later tasks): the asyncio driver against ``groupcoord.server`` (it will
-own a connection, run ``poll_request`` on ``next_deadline`` and feed responses back; the
-simulator is the only driver today), the client-side assignor flow, the poll timer of
-``max.poll.interval.ms`` (the Java consumer leaves when the application stops polling) and
-OffsetFetch on assignment.
+- **Client-side assignors** (KIP-848 "Client-Side Assignor"; issue #3): a member given
+  ``local_assignors`` (:class:`~groupcoord.client.assignors.PartitionAssignor`, e.g. the
+  built-in ``uniform`` / ``range``) advertises them as ``ClientAssignors`` (on a full heartbeat
+  and whenever one's reason, version or metadata changes; never together with a server
+  assignor). The **assigner duties** are shared with the Connect worker: ShouldComputeAssignment
+  in a heartbeat response makes :meth:`ConsumerMember.poll_request` return a PrepareAssignment
+  (besides the heartbeat: a driver calls ``poll_request`` until it returns None); its answer is
+  computed (:meth:`ConsumerMember._compute_install`, the hook the Connect worker overrides) and
+  the Install returned by the next ``poll_request``. Any error of Prepare or Install (the
+  coordinator's INVALID_ASSIGNMENT, STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID: no longer the chosen
+  one; a lost or timed-out request) drops the round: the coordinator asks again in a heartbeat
+  response while a target is needed. After a successful Install the next heartbeat is sent at
+  once, to learn the new target.
+
+Not here (left for later tasks): the poll timer of ``max.poll.interval.ms`` (the Java consumer
+leaves when the application stops polling), OffsetFetch on assignment, and the assignors'
+``onAssignment`` callback.
 """
 
 from __future__ import annotations
 
 import base64
 import enum
+import logging
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 from uuid import UUID
 
+from groupcoord.client.assignors import PartitionAssignor, advertised, compute_install
 from groupcoord.coordinator.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
+    ConsumerGroupInstallAssignmentResponse,
+    ConsumerGroupPrepareAssignmentRequest,
+    ConsumerGroupPrepareAssignmentResponse,
     OffsetCommitPartition,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetCommitTopic,
     TopicPartitions,
 )
+from groupcoord.coordinator.records import ClientAssignor
 from groupcoord.protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
 
 #: A partition of a topic, by topic id.
 TopicIdPartition = tuple[UUID, int]
@@ -147,6 +168,15 @@ class Inflight:
     request: ConsumerGroupHeartbeatRequest
 
 
+@dataclass(slots=True, frozen=True)
+class AssignInflight:
+    """The PrepareAssignment or InstallAssignment in flight (consumer or Connect types)."""
+
+    correlation_id: int
+    sent_ms: int
+    request: Any
+
+
 def random_member_id() -> str:
     """A v1 member id as upstream clients make one: a random UUID, url-safe base64."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
@@ -193,11 +223,18 @@ class ConsumerMember:
         retry_backoff_ms: int = 100,
         retry_backoff_max_ms: int = 1_000,
         listener: RebalanceListener | None = None,
+        local_assignors: Sequence[PartitionAssignor] = (),
     ) -> None:
         if not group_id:
             raise ValueError("group_id must be non-empty")
         if rebalance_timeout_ms <= 0:
             raise ValueError("rebalance_timeout_ms must be > 0")
+        if local_assignors and server_assignor is not None:
+            raise ValueError("a server assignor and client-side assignors cannot be used together")
+        if len({a.name for a in local_assignors}) != len(local_assignors):
+            raise ValueError("client-side assignor names must be unique")
+        #: Client-side assignors, in preference order (``group.local.assignors``).
+        self.local_assignors: tuple[PartitionAssignor, ...] = tuple(local_assignors)
         self.group_id = group_id
         self.member_id = member_id if member_id is not None else (member_ids or random_member_id)()
         self.instance_id = instance_id
@@ -226,7 +263,12 @@ class ConsumerMember:
         #: Counters a driver may report.
         self.stats: dict[str, int] = {"heartbeats": 0, "full": 0, "timeouts": 0, "fenced": 0,
                                       "retries": 0, "revoked": 0, "assigned": 0, "lost": 0,
-                                      "ignored_responses": 0}
+                                      "ignored_responses": 0, "prepares": 0, "installs": 0,
+                                      "installed": 0, "assign_failures": 0}
+        #: The PrepareAssignment / InstallAssignment in flight (assigner duties).
+        self.assign_inflight: AssignInflight | None = None
+        self._compute_wanted = False
+        self._install: Any = None  # the Install computed, to send
 
         self._correlation = 0
         self._now = 0
@@ -243,6 +285,7 @@ class ConsumerMember:
         self._sent_regex: str | None = None
         self._sent_rebalance_timeout = -1
         self._sent_assignor: str | None = None
+        self._sent_assignors: tuple[ClientAssignor, ...] | None = None
         # The owned set grouped per topic (auto-commits), for the ``owned`` it was made of.
         self._owned_groups: tuple[tuple[UUID, tuple[int, ...]], ...] = ()
         self._owned_groups_of: Partitions = EMPTY
@@ -275,6 +318,7 @@ class ConsumerMember:
         if self.state in (MemberState.UNSUBSCRIBED, MemberState.UNJOINED, MemberState.FATAL,
                           MemberState.LEAVING):
             return
+        self._drop_assigner_duties()
         static = self.instance_id is not None and not permanent
         self._leave_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH if static else LEAVE_GROUP_MEMBER_EPOCH
         self.state = MemberState.LEAVING
@@ -286,6 +330,10 @@ class ConsumerMember:
             return
         if self.owned:
             self._start_revocation(self.owned)
+
+    def client_assignors(self) -> tuple[ClientAssignor, ...]:
+        """The ClientAssignors the heartbeat advertises (empty: none, server-side mode)."""
+        return tuple(advertised(a) for a in self.local_assignors)
 
     def complete_revocation(self, now_ms: int) -> None:
         """The application finished a revocation it deferred (see :data:`DEFER`)."""
@@ -365,6 +413,11 @@ class ConsumerMember:
     def next_deadline(self) -> int | None:
         """When :meth:`poll_request` next has something to do (a time in the past means now);
         None when nothing will happen until the application or a response acts."""
+        a = self._assign_deadline()
+        h = self._heartbeat_deadline()
+        return h if a is None else a if h is None else min(a, h)
+
+    def _heartbeat_deadline(self) -> int | None:
         s = self.state
         if s in (MemberState.UNSUBSCRIBED, MemberState.UNJOINED, MemberState.FATAL):
             return None
@@ -378,9 +431,21 @@ class ConsumerMember:
             return max(self._retry_at_ms, self._now)
         return max(self._next_heartbeat_ms, self._retry_at_ms)
 
-    def poll_request(self, now_ms: int) -> ConsumerGroupHeartbeatRequest | None:
-        """The heartbeat to send now, if one is due (it becomes the request in flight)."""
+    def poll_request(self, now_ms: int) -> Any:
+        """The next request to send now, if any: a PrepareAssignment or InstallAssignment owed
+        as the chosen assigner, else the heartbeat if one is due (it becomes the request in
+        flight). Call again until None."""
         self._now = now_ms
+        req = self._poll_assign(now_ms)
+        if req is not None:
+            return req
+        self._before_heartbeat(now_ms)
+        return self._poll_heartbeat(now_ms)
+
+    def _before_heartbeat(self, now_ms: int) -> None:
+        """A hook run before the heartbeat is considered (the Connect worker's reason bump)."""
+
+    def _poll_heartbeat(self, now_ms: int) -> ConsumerGroupHeartbeatRequest | None:
         inflight = self.inflight
         if inflight is not None and now_ms >= inflight.sent_ms + self.request_timeout_ms:
             self.stats["timeouts"] += 1
@@ -401,11 +466,13 @@ class ConsumerMember:
             return None
         return self._send(self._build(), now_ms)
 
-    def on_response(self, resp: ConsumerGroupHeartbeatResponse, now_ms: int,
-                    correlation_id: int | None = None) -> bool:
-        """Handle the response to the request in flight; False (and nothing done) for a
-        response that is not to it (a duplicate, or one to a request given up on)."""
+    def on_response(self, resp: Any, now_ms: int, correlation_id: int | None = None) -> bool:
+        """Handle the response to a request in flight (heartbeat, Prepare or Install); False
+        (and nothing done) for a response that is not to one (a duplicate, or one to a request
+        given up on)."""
         self._now = now_ms
+        if self._is_assign_response(resp):
+            return self._on_assign_response(resp, now_ms, correlation_id)
         inflight = self.inflight
         if inflight is None or (correlation_id is not None
                                 and correlation_id != inflight.correlation_id):
@@ -428,9 +495,18 @@ class ConsumerMember:
             self._fatal(code, resp.error_message)
         return True
 
-    def on_request_failed(self, now_ms: int, correlation_id: int | None = None) -> bool:
-        """The request in flight failed without an answer (connection lost): retry later
+    def on_request_failed(self, now_ms: int, correlation_id: int | None = None, *,
+                          request: object = None) -> bool:
+        """A request in flight failed without an answer (connection lost). Name it by
+        ``correlation_id`` or by ``request`` (the heartbeat when neither names the Prepare or
+        Install in flight): the assignment round is dropped, or the heartbeat is retried later
         with a full request."""
+        a = self.assign_inflight
+        if a is not None and ((correlation_id is not None and correlation_id == a.correlation_id)
+                              or (request is not None and request is a.request)):
+            self._now = now_ms
+            self._assign_failed("request failed")
+            return True
         self._now = now_ms
         inflight = self.inflight
         if inflight is None or (correlation_id is not None
@@ -441,6 +517,11 @@ class ConsumerMember:
             self._failed()
         return True
 
+    @property
+    def last_correlation_id(self) -> int:
+        """The correlation id of the request :meth:`poll_request` returned last."""
+        return self._correlation
+
     def _expects_answer(self, inflight: Inflight) -> bool:
         return inflight.request.member_epoch >= 0 and self.state not in (
             MemberState.UNJOINED, MemberState.FATAL, MemberState.LEAVING,
@@ -449,18 +530,22 @@ class ConsumerMember:
     # ------------------------------------------------------------------ internals: requests
 
     def _build(self) -> ConsumerGroupHeartbeatRequest:
-        full = self._send_full or self.state is MemberState.JOINING
         epoch = 0 if self.state is MemberState.JOINING else self.member_epoch
+        # Every request at epoch 0 is a full one: the coordinator validates it as a join (a
+        # member stays at epoch 0 until a client-side assigner installed the first target).
+        full = self._send_full or epoch == 0
         names = self.subscribed_topics
         regex = self.subscribed_regex
         sub_changed = names != self._sent_topics or regex != self._sent_regex
         send_sub = full or sub_changed
         owned = self.owned
+        assignors = self.client_assignors() if self.local_assignors else None
         last = self._last_partial
         if last is not None and not send_sub and last.member_epoch == epoch \
                 and (owned is self._sent_owned or owned == self._sent_owned) \
                 and self.rebalance_timeout_ms == self._sent_rebalance_timeout \
                 and self.server_assignor == self._sent_assignor \
+                and assignors == self._sent_assignors \
                 and last.instance_id == self.instance_id and last.client_id == self.client_id \
                 and last.client_host == self.client_host:
             return last  # nothing changed since the last partial heartbeat: the same request
@@ -487,12 +572,14 @@ class ConsumerMember:
             subscribed_topic_regex=send_regex,
             server_assignor=self.server_assignor if (full or self.server_assignor
                                                      != self._sent_assignor) else None,
+            client_assignors=assignors if full or assignors != self._sent_assignors else None,
             topic_partitions=tps,
             client_id=self.client_id, client_host=self.client_host, version=1)
         self._sent_topics = names
         self._sent_regex = regex
         self._sent_rebalance_timeout = rebalance
         self._sent_assignor = self.server_assignor
+        self._sent_assignors = assignors
         if tps is not None:
             self._sent_owned = owned
         self._send_full = False
@@ -501,7 +588,8 @@ class ConsumerMember:
         # A request that carries nothing but the member's identity and epoch is reused by the
         # next heartbeats that would carry nothing new either (requests are immutable).
         self._last_partial = req if tps is None and not send_sub and send_regex is None \
-            and req.rebalance_timeout_ms == -1 and req.server_assignor is None else None
+            and req.rebalance_timeout_ms == -1 and req.server_assignor is None \
+            and req.client_assignors is None else None
         return req
 
     def _send(self, req: ConsumerGroupHeartbeatRequest, now_ms: int) -> ConsumerGroupHeartbeatRequest:
@@ -540,6 +628,7 @@ class ConsumerMember:
         self._sent_regex = None
         self._sent_rebalance_timeout = -1
         self._sent_assignor = None
+        self._sent_assignors = None
 
     # ------------------------------------------------------------------ internals: responses
 
@@ -557,6 +646,8 @@ class ConsumerMember:
         if target is not None:
             self.target = target
         self._reconcile()
+        if resp.should_compute_assignment and not self._assigning_in_progress():
+            self._compute_wanted = True
 
     def _target_of(self, resp: ConsumerGroupHeartbeatResponse) -> Partitions | None:
         """The assignment a successful response carries (None: unchanged). A hook: the Connect
@@ -632,6 +723,7 @@ class ConsumerMember:
         self.member_epoch = 0
         self.target = None
         self._reset_sent()
+        self._drop_assigner_duties()
 
     def _failed(self) -> None:
         """A retriable error or a lost request: back off, then send a full request."""
@@ -645,13 +737,109 @@ class ConsumerMember:
         self._retry_at_ms = self._now + delay
 
     def _fatal(self, code: int, message: str | None) -> None:
+        self._drop_assigner_duties()
         self.fatal_error = (code, message)
         self._revoking = None
         self._fenced_pending = False
         self._lose_all()
         self.state = MemberState.FATAL
 
+    # ------------------------------------------------------------------ assigner duties
 
-__all__ = ["DEFER", "EMPTY", "FENCING_ERRORS", "RETRIABLE_ERRORS", "ConsumerMember", "Inflight",
+    def _prepare_request(self) -> Any:
+        """The PrepareAssignment of this member type (a hook: the Connect worker's own)."""
+        return ConsumerGroupPrepareAssignmentRequest(self.group_id, self.member_id,
+                                                     self.member_epoch)
+
+    def _is_assign_response(self, resp: object) -> bool:
+        """Whether ``resp`` answers a Prepare or an Install (a hook, as above)."""
+        return isinstance(resp, (ConsumerGroupPrepareAssignmentResponse,
+                                 ConsumerGroupInstallAssignmentResponse))
+
+    def _is_prepare(self, msg: object) -> bool:
+        return isinstance(msg, (ConsumerGroupPrepareAssignmentRequest,
+                                ConsumerGroupPrepareAssignmentResponse))
+
+    def _compute_install(self, resp: Any, now_ms: int) -> Any:
+        """The Install computed from a PrepareAssignment response (a hook: the Connect worker
+        runs its Connect assignors)."""
+        return compute_install({a.name: a for a in self.local_assignors}, resp, self.group_id,
+                               self.member_id, self.member_epoch)
+
+    def _on_installed(self, now_ms: int) -> None:
+        """The coordinator accepted the Install: heartbeat at once to learn the new target."""
+        self._next_heartbeat_ms = now_ms
+
+    def _assigning(self) -> bool:
+        return self.member_epoch >= 0 and self.state not in (
+            MemberState.JOINING, MemberState.LEAVING, MemberState.UNJOINED, MemberState.FATAL,
+            MemberState.UNSUBSCRIBED, MemberState.FENCED)
+
+    def _assigning_in_progress(self) -> bool:
+        return self._compute_wanted or self._install is not None or self.assign_inflight is not None
+
+    def _assign_deadline(self) -> int | None:
+        if self.assign_inflight is not None:
+            return self.assign_inflight.sent_ms + self.request_timeout_ms
+        if self._assigning() and (self._compute_wanted or self._install is not None):
+            return self._now
+        return None
+
+    def _poll_assign(self, now_ms: int) -> Any:
+        a = self.assign_inflight
+        if a is not None and now_ms >= a.sent_ms + self.request_timeout_ms:
+            self.stats["timeouts"] += 1
+            self._assign_failed("request timed out")
+        if self._assigning() and self.assign_inflight is None:
+            if self._install is not None:
+                return self._send_assign(self._install, now_ms)
+            if self._compute_wanted:
+                self._compute_wanted = False
+                return self._send_assign(self._prepare_request(), now_ms)
+        return None
+
+    def _send_assign(self, req: Any, now_ms: int) -> Any:
+        self._correlation += 1
+        self.assign_inflight = AssignInflight(self._correlation, now_ms, req)
+        if self._is_prepare(req):
+            self.stats["prepares"] += 1
+        else:
+            self.stats["installs"] += 1
+            self._install = None
+        return req
+
+    def _on_assign_response(self, resp: Any, now_ms: int, correlation_id: int | None) -> bool:
+        a = self.assign_inflight
+        if a is None or (correlation_id is not None and correlation_id != a.correlation_id) \
+                or self._is_prepare(a.request) != self._is_prepare(resp):
+            self.stats["ignored_responses"] += 1
+            return False
+        self.assign_inflight = None
+        if resp.error_code:
+            self._assign_failed(f"error {resp.error_code}: {resp.error_message}")
+        elif self._is_prepare(resp):
+            self._install = self._compute_install(resp, now_ms)
+        else:
+            self.stats["installed"] += 1
+            self._on_installed(now_ms)
+        return True
+
+    def _assign_failed(self, why: str) -> None:
+        """Drop the round; the coordinator asks again while a target is needed."""
+        log.info("[%s] member %s: assignment round dropped (%s)", self.group_id, self.member_id,
+                 why)
+        self.stats["assign_failures"] += 1
+        self.assign_inflight = None
+        self._install = None
+        self._compute_wanted = False
+
+    def _drop_assigner_duties(self) -> None:
+        self.assign_inflight = None
+        self._install = None
+        self._compute_wanted = False
+
+
+__all__ = ["DEFER", "EMPTY", "FENCING_ERRORS", "RETRIABLE_ERRORS", "AssignInflight",
+           "ConsumerMember", "Inflight",
            "MemberState", "Partitions", "RebalanceListener", "TopicIdPartition",
            "random_member_id", "to_partitions", "to_topic_partitions"]

@@ -9,7 +9,10 @@ a full heartbeat), and sleeps until the member's next deadline or until the appl
 Time is the event loop's monotonic clock, in milliseconds. The loop, the connection and the
 coordinator lookup are :class:`~groupcoord.client.member_driver.MemberDriver`'s, shared with the
 Connect worker's driver (``client/connect/async_worker.py``); this module adds the consumer's
-wire mapping (ConsumerGroupHeartbeat v0/v1), topic names and offsets.
+wire mapping (ConsumerGroupHeartbeat v0/v1), topic names and offsets. A consumer given
+``local_assignors`` sends them as the heartbeat's ClientAssignors tagged field and, when chosen,
+its ConsumerGroupPrepareAssignment (1000) and ConsumerGroupInstallAssignment (1001) over the same
+connection (docs/wire.md "Tagged fields on ConsumerGroupHeartbeat").
 
 The application sees partitions by topic **name**: the driver maps topic ids (the heartbeat
 speaks ids) through Metadata, refreshed when an assignment names a topic id it does not know.
@@ -28,17 +31,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
+from groupcoord.client.assignors import PartitionAssignor
 from groupcoord.client.connection import BrokerConnection, ConnectionLost, UnsupportedApi
 from groupcoord.client.consumer import ConsumerMember, Partitions, RebalanceListener
 from groupcoord.client.member_driver import MemberDriver
 from groupcoord.coordinator.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
+    ConsumerGroupInstallAssignmentRequest,
+    ConsumerGroupInstallAssignmentResponse,
+    ConsumerGroupPrepareAssignmentRequest,
+    ConsumerGroupPrepareAssignmentResponse,
     HeartbeatAssignment,
+    PreparedAssignor,
+    PreparedMember,
+    PreparedTopic,
     TopicPartitions,
 )
 from groupcoord.protocol.codec import build, request_class, to_ms
@@ -53,6 +64,8 @@ _CONSUMER_GROUP_HEARTBEAT = 68
 _METADATA = 3
 _OFFSET_COMMIT = 8
 _OFFSET_FETCH = 9
+_PREPARE_ASSIGNMENT = 1000
+_INSTALL_ASSIGNMENT = 1001
 
 
 class NamedRebalanceListener:
@@ -97,11 +110,13 @@ class AsyncConsumer(MemberDriver[ConsumerMember]):
                  server_assignor: str | None = None, rebalance_timeout_ms: int = 300_000,
                  request_timeout_ms: int = 30_000, client_id: str = "groupcoord-consumer",
                  member_id: str | None = None,
-                 reconnect_backoff_ms: int = 100, reconnect_backoff_max_ms: int = 2_000) -> None:
+                 reconnect_backoff_ms: int = 100, reconnect_backoff_max_ms: int = 2_000,
+                 local_assignors: Sequence[PartitionAssignor] = ()) -> None:
         member = ConsumerMember(
             group_id, member_id=member_id, instance_id=instance_id, rack_id=rack_id,
             rebalance_timeout_ms=rebalance_timeout_ms, server_assignor=server_assignor,
-            client_id=client_id, request_timeout_ms=request_timeout_ms, listener=_Bridge(self))
+            client_id=client_id, request_timeout_ms=request_timeout_ms, listener=_Bridge(self),
+            local_assignors=local_assignors)
         super().__init__(bootstrap, member, client_id=client_id,
                          request_timeout_ms=request_timeout_ms,
                          reconnect_backoff_ms=reconnect_backoff_ms,
@@ -177,7 +192,14 @@ class AsyncConsumer(MemberDriver[ConsumerMember]):
 
     # ------------------------------------------------------------------ the wire
 
-    async def _request(self, conn: BrokerConnection, req: ConsumerGroupHeartbeatRequest) -> Any:
+    async def _request(self, conn: BrokerConnection, req: Any) -> Any:
+        if isinstance(req, ConsumerGroupPrepareAssignmentRequest):
+            return _prepare_response(await conn.call(
+                _PREPARE_ASSIGNMENT, 0, group_id=req.group_id, member_id=req.member_id,
+                member_epoch=req.member_epoch))
+        if isinstance(req, ConsumerGroupInstallAssignmentRequest):
+            w = await conn.call(_INSTALL_ASSIGNMENT, 0, _install_values(req))
+            return ConsumerGroupInstallAssignmentResponse(int(w.error_code), w.error_message)
         resp = _heartbeat_response(await self._send_heartbeat(conn, req))
         a = resp.assignment
         if a is not None and any(tp.topic_id not in self._names for tp in a.topic_partitions):
@@ -186,6 +208,9 @@ class AsyncConsumer(MemberDriver[ConsumerMember]):
         return resp
 
     async def _on_connected(self, conn: BrokerConnection) -> None:
+        if self.member.local_assignors and not conn.supports(_PREPARE_ASSIGNMENT, 0):
+            raise UnsupportedApi("the broker does not offer ConsumerGroupPrepareAssignment (API "
+                                 "1000): client-side assignors need groupcoord serve")
         await self._refresh_metadata(conn)
 
     def _send_heartbeat(self, conn: BrokerConnection,
@@ -209,6 +234,12 @@ class AsyncConsumer(MemberDriver[ConsumerMember]):
                 for tp in req.topic_partitions]}
         if version >= 1:
             values["subscribed_topic_regex"] = req.subscribed_topic_regex
+        if req.client_assignors is not None:  # groupcoord's tagged field (docs/wire.md)
+            values["client_assignors"] = [
+                {"name": a.name, "minimum_version": a.minimum_version,
+                 "maximum_version": a.maximum_version, "reason": a.reason,
+                 "version": a.version, "metadata": bytes(a.metadata)}
+                for a in req.client_assignors]
         return conn.send(build(cls, values))
 
     async def _refresh_metadata(self, conn: BrokerConnection) -> None:
@@ -232,6 +263,37 @@ def _heartbeat_response(wire: Any) -> ConsumerGroupHeartbeatResponse:
         error_code=int(wire.error_code), error_message=wire.error_message,
         member_id=wire.member_id, member_epoch=int(wire.member_epoch),
         heartbeat_interval_ms=to_ms(wire.heartbeat_interval),
-        assignment=None if a is None else HeartbeatAssignment(tuple(
-            TopicPartitions(tp.topic_id, tuple(int(p) for p in tp.partitions))
-            for tp in a.topic_partitions)))
+        assignment=None if a is None else HeartbeatAssignment(_tps(a.topic_partitions)),
+        should_compute_assignment=bool(getattr(wire, "should_compute_assignment", False)))
+
+
+def _tps(wire: Iterable[Any]) -> tuple[TopicPartitions, ...]:
+    return tuple(TopicPartitions(tp.topic_id, tuple(int(p) for p in tp.partitions))
+                 for tp in wire)
+
+
+def _prepare_response(w: Any) -> ConsumerGroupPrepareAssignmentResponse:
+    """A ConsumerGroupPrepareAssignment v0 response (API 1000) -> the member's dataclass."""
+    return ConsumerGroupPrepareAssignmentResponse(
+        error_code=int(w.error_code), error_message=w.error_message,
+        group_epoch=int(w.group_epoch), assignor_name=w.assignor_name,
+        members=tuple(PreparedMember(
+            m.member_id, int(m.member_epoch), m.instance_id, m.rack_id,
+            tuple(m.subscribed_topic_ids),
+            PreparedAssignor(int(m.assignor.reason), int(m.assignor.metadata_version),
+                             bytes(m.assignor.metadata_bytes)),
+            _tps(m.topic_partitions)) for m in w.members),
+        topics=tuple(PreparedTopic(t.topic_id, t.topic_name, int(t.num_partitions))
+                     for t in w.topics))
+
+
+def _install_values(req: ConsumerGroupInstallAssignmentRequest) -> dict[str, Any]:
+    """The plain values of a ConsumerGroupInstallAssignment v0 request (API 1001)."""
+    return {"group_id": req.group_id, "member_id": req.member_id,
+            "member_epoch": req.member_epoch, "group_epoch": req.group_epoch, "error": req.error,
+            "members": [{"member_id": m.member_id,
+                         "topic_partitions": [{"topic_id": tp.topic_id,
+                                               "partitions": list(tp.partitions)}
+                                              for tp in m.topic_partitions],
+                         "metadata_version": m.metadata_version,
+                         "metadata_bytes": bytes(m.metadata_bytes)} for m in req.members]}

@@ -84,8 +84,7 @@ class MemberDriver(Generic[M]):
 
     def _correlation_id(self, req: Any) -> int:
         """The member's correlation id of the request ``poll_request`` just returned."""
-        assert self.member.inflight is not None
-        return self.member.inflight.correlation_id
+        return self.member.last_correlation_id
 
     def _before_start(self) -> None:
         """Called once connected, before the loop runs (e.g. to join the group)."""

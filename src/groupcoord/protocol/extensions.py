@@ -18,6 +18,15 @@ decode them, and ``codec.build`` fills them, like any upstream message.
 Extension API keys are the block 1000-1099 (:data:`EXTENSION_KEY_RANGE`), far above upstream's
 range (upstream's keys are below 100), written in each schema file and in ``docs/wire.md``.
 
+**Overrides of upstream APIs** (:func:`override_class`): a schema file whose ``apiKey`` is an
+upstream key (below the block) extends kio's class of that API with the file's *tagged* fields
+(KIP-482: a reader skips tags it does not know, so the bytes stay compatible with every client
+and broker). The file lists the upstream fields too, and they are checked against kio's class
+(same count and order, names equal up to kio's ``...Ms`` -> timedelta renaming); only the tagged
+fields are generated. The class is a subclass of kio's, so kio's field names, timedelta and
+``ErrorCode`` conversions stay as they are for the upstream fields. Used for ConsumerGroupHeartbeat
+(API 68): ClientAssignors and ShouldComputeAssignment of KIP-848's client-side assignors.
+
 What it does not do: field names are the plain snake_case of the JSON names (``ThrottleTimeMs``
 -> ``throttle_time_ms``, kept an ``int``: no timedelta conversion as kio does for upstream), and
 ``ErrorCode`` fields are plain ``int16`` (extension error codes such as INVALID_ASSIGNMENT = 1001
@@ -38,6 +47,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from kio.index import load_request_schema, load_response_schema
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
@@ -52,6 +62,8 @@ __all__ = [
     "entity_class",
     "extension_schemas",
     "load_schema_text",
+    "override_class",
+    "override_schemas",
     "parse_versions",
 ]
 
@@ -199,8 +211,15 @@ class _Builder:
         return cls
 
     def make(self, name: str, fields: Any, entity_type: Any) -> type[Any]:
+        spec_list = self.field_specs(name, fields)
+        return dataclasses.make_dataclass(name, spec_list, namespace=self._namespace(entity_type),
+                                          frozen=True, slots=True, kw_only=True)
+
+    def field_specs(self, name: str, fields: Any,
+                    tags: set[int] | None = None) -> list[tuple[str, Any, Any]]:
+        """(name, type, field) of each field of ``fields`` present at this version."""
         spec_list: list[tuple[str, Any, Any]] = []
-        tags: set[int] = set()
+        tags = set() if tags is None else tags
         for f in fields:
             if self.version not in parse_versions(f.get("versions")):
                 continue
@@ -237,8 +256,7 @@ class _Builder:
             if default is not dataclasses.MISSING:
                 kw["default"] = default
             spec_list.append((fname, py, dataclasses.field(**kw)))
-        return dataclasses.make_dataclass(name, spec_list, namespace=self._namespace(entity_type),
-                                          frozen=True, slots=True, kw_only=True)
+        return spec_list
 
 
 def entity_class(schema: MessageSchema, version: int) -> type[Any]:
@@ -261,13 +279,12 @@ def load_schema_text() -> dict[str, str]:
 
 
 @cache
-def extension_schemas() -> dict[tuple[int, str], MessageSchema]:
-    """(api key, "request" | "response") -> schema, for every bundled schema file."""
+def _bundled_schemas() -> dict[tuple[int, str], MessageSchema]:
     out: dict[tuple[int, str], MessageSchema] = {}
     lo, hi = EXTENSION_KEY_RANGE
     for fname, text in load_schema_text().items():
         s = MessageSchema.parse(text)
-        if not lo <= s.api_key <= hi:
+        if s.api_key > hi or s.api_key < 0:
             raise SchemaError(f"{fname}: API key {s.api_key} outside the extension block {lo}-{hi}")
         if fname != f"{s.name}.json":
             raise SchemaError(f"{fname}: holds {s.name}")
@@ -277,13 +294,62 @@ def extension_schemas() -> dict[tuple[int, str], MessageSchema]:
     return out
 
 
+def extension_schemas() -> dict[tuple[int, str], MessageSchema]:
+    """(api key, "request" | "response") -> schema, for every bundled extension API schema."""
+    lo, hi = EXTENSION_KEY_RANGE
+    return {k: s for k, s in _bundled_schemas().items() if lo <= k[0] <= hi}
+
+
+def override_schemas() -> dict[tuple[int, str], MessageSchema]:
+    """(api key, kind) -> schema, for every bundled file extending an upstream API."""
+    return {k: s for k, s in _bundled_schemas().items() if k[0] < EXTENSION_KEY_RANGE[0]}
+
+
 @cache
 def extension_class(api_key: int, version: int, kind: str) -> type[Any] | None:
-    """The entity class of an extension API's request or response, or None if there is none."""
+    """The entity class of an extension API's request or response, or of an upstream API a
+    schema file extends (:func:`override_class`); None if there is none."""
     schema = extension_schemas().get((api_key, kind))
-    if schema is None or version not in schema.valid_versions:
+    if schema is None:
+        return override_class(api_key, version, kind)
+    if version not in schema.valid_versions:
         return None
     return entity_class(schema, version)
+
+
+def _kio_name(name: str, kio_names: set[str]) -> str | None:
+    s = snake_case(name)
+    for candidate in (s, s.removesuffix("_ms")):
+        if candidate in kio_names:
+            return candidate
+    return None
+
+
+@cache
+def override_class(api_key: int, version: int, kind: str) -> type[Any] | None:
+    """kio's class of upstream API ``api_key`` extended with the tagged fields of our schema
+    file for it (see the module doc); None if no file extends that API at that version."""
+    schema = override_schemas().get((api_key, kind))
+    if schema is None or version not in schema.valid_versions:
+        return None
+    load = load_request_schema if kind == "request" else load_response_schema
+    base: type[Any] = load(api_key, version)
+    base_fields = dataclasses.fields(base)
+    kio_names = [f.name for f in base_fields]
+    present = [f for f in schema.fields if version in parse_versions(f.get("versions"))]
+    tagged = [f for f in present if version in parse_versions(f.get("taggedVersions"))]
+    plain = [f for f in present if f not in tagged]
+    names = [_kio_name(f["name"], set(kio_names)) for f in plain]
+    if names != kio_names:
+        raise SchemaError(f"{schema.name} v{version}: the untagged fields "
+                          f"{[f['name'] for f in plain]} are not kio's {kio_names}")
+    tags = {int(f.metadata["tag"]) for f in base_fields if "tag" in f.metadata}
+    specs = _Builder(schema, version).field_specs(schema.name, tagged, tags)
+    return dataclasses.make_dataclass(
+        base.__name__, specs, bases=(base,), frozen=True, slots=True, kw_only=True,
+        namespace={"__module__": __name__,
+                   "__doc__": f"{schema.name} v{version}: kio's class plus groupcoord's "
+                              f"tagged fields {[f['name'] for f in tagged]}."})
 
 
 def extension_versions() -> dict[int, tuple[int, int]]:

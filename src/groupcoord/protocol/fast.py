@@ -10,7 +10,9 @@ have the same response fields):
     Assignment nullable struct (int8 -1 = null, 1 = present; KIP-893) of
         TopicPartitions compact array of (TopicId uuid, Partitions compact array of int32,
         tagged fields), tagged fields;
-    tagged fields.
+    tagged fields: none, or groupcoord's ShouldComputeAssignment (tag 0, bool) when it is true
+    (``protocol/schemas/ConsumerGroupHeartbeatResponse.json``; only members that advertised
+    client-side assignors are ever told to compute, so real clients get upstream's bytes).
 
 Tests check the bytes equal kio's encoding of the same response.
 """
@@ -49,6 +51,7 @@ def consumer_group_heartbeat_response(
     heartbeat_interval_ms: int,
     assignment: Iterable[tuple[UUID, Sequence[int]]] | None,
     throttle_time_ms: int = 0,
+    should_compute_assignment: bool = False,
 ) -> bytes:
     """The body of a ConsumerGroupHeartbeat v0/v1 response."""
     parts = [_HDR.pack(throttle_time_ms, error_code), compact_nullable_string(error_message),
@@ -66,5 +69,6 @@ def consumer_group_heartbeat_response(
                 parts.append(struct.pack(f">{len(partitions)}i", *partitions))
             parts.append(b"\x00")
         parts.append(b"\x00")
-    parts.append(b"\x00")
+    # Top-level tagged fields: count, then (tag 0, size 1, true) for ShouldComputeAssignment.
+    parts.append(b"\x01\x00\x01\x01" if should_compute_assignment else b"\x00")
     return b"".join(parts)

@@ -529,8 +529,11 @@ class KafkaApis:
     # ================================================================== consumer groups
 
     def consumer_group_heartbeat(self, body: Any, ctx: RequestContext) -> Any:
+        # ClientAssignors (request) and ShouldComputeAssignment (response) are groupcoord's
+        # tagged fields on API 68 (protocol/schemas/ConsumerGroupHeartbeat*.json, docs/wire.md).
         tps = body.topic_partitions
         names = body.subscribed_topic_names
+        assignors = getattr(body, "client_assignors", None)
         req = m.ConsumerGroupHeartbeatRequest(
             group_id=body.group_id, member_id=body.member_id, member_epoch=int(body.member_epoch),
             instance_id=body.instance_id, rack_id=body.rack_id,
@@ -538,6 +541,10 @@ class KafkaApis:
             subscribed_topic_names=None if names is None else tuple(names),
             subscribed_topic_regex=getattr(body, "subscribed_topic_regex", None),
             server_assignor=body.server_assignor,
+            client_assignors=None if assignors is None else tuple(
+                m.ClientAssignor(a.name, int(a.minimum_version), int(a.maximum_version),
+                                 int(a.reason), int(a.version), bytes(a.metadata))
+                for a in assignors),
             topic_partitions=None if tps is None else tuple(
                 m.TopicPartitions(tp.topic_id, tuple(tp.partitions)) for tp in tps),
             client_id=ctx.client_id, client_host=ctx.client_host, version=ctx.api_version)
@@ -546,7 +553,8 @@ class KafkaApis:
         return fast.consumer_group_heartbeat_response(
             int(r.error_code), r.error_message, r.member_id, r.member_epoch,
             r.heartbeat_interval_ms,
-            None if a is None else [(tp.topic_id, tp.partitions) for tp in a.topic_partitions])
+            None if a is None else [(tp.topic_id, tp.partitions) for tp in a.topic_partitions],
+            should_compute_assignment=r.should_compute_assignment)
 
     def _described_tps(self, a: m.DescribedAssignment) -> dict[str, Any]:
         by_id = self.registry.image().by_id

@@ -14,8 +14,8 @@ ConnectGroupConfig ops are int8 0 = create, 1 = update, 2 = delete (any other va
 as an unknown op, which the coordinator rejects with INVALID_REQUEST); ConnectGroupDescribe splits
 its group ids by shard and answers in the request's order.
 
-Not here: ClientAssignors / ShouldComputeAssignment on ConsumerGroupHeartbeat (upstream's API 68
-has no such fields, so a consumer member cannot yet be chosen over the wire; see docs/wire.md).
+ClientAssignors / ShouldComputeAssignment on ConsumerGroupHeartbeat are tagged fields of API 68,
+mapped by ``server/apis.py`` (docs/wire.md "Tagged fields on ConsumerGroupHeartbeat").
 """
 
 from __future__ import annotations

@@ -57,6 +57,18 @@ a few one-way latencies L (the network's maximum, reorder spike included) per ro
 
 Slow revocations need no term: the quiet time already includes each ``slow`` window and its
 delay.
+
+**Variant ``client``** (issue #3, KIP-848 "Client-Side Assignor"): the members advertise a
+local ``uniform`` assignor (:class:`groupcoord.client.assignors.UniformAssignor`) instead of
+asking for a server-side one; the member the coordinator chooses sends PrepareAssignment and
+InstallAssignment through the same faulty network as its heartbeats (both are driven here:
+``poll_request`` is called until it returns None, and a failover resets them too). Its I5 bound
+adds, after the last member change, the assigner's round (its next heartbeat, two round trips,
+then the members' heartbeat: 2 H), a lost Prepare or Install given up after Q + B, and the
+coordinator's assigner deadline (the rebalance timeout T, when the chosen member was cut off
+until the quiet time)::
+
+    bound(client) = bound + T + Q + B + 2 * H + 10 * L
 """
 
 from __future__ import annotations
@@ -65,6 +77,7 @@ from collections.abc import Iterable
 from typing import Any
 from uuid import UUID
 
+from groupcoord.client.assignors import UniformAssignor
 from groupcoord.client.consumer import (
     DEFER,
     ConsumerMember,
@@ -77,6 +90,10 @@ from groupcoord.coordinator.consumer_group import ConsumerGroup
 from groupcoord.coordinator.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
+    ConsumerGroupInstallAssignmentRequest,
+    ConsumerGroupInstallAssignmentResponse,
+    ConsumerGroupPrepareAssignmentRequest,
+    ConsumerGroupPrepareAssignmentResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
     PartitionResult,
@@ -106,6 +123,8 @@ _FENCING_CODES = frozenset({int(_E.unknown_member_id), int(_E.fenced_member_epoc
 _LEFT = (MemberState.UNJOINED, MemberState.UNSUBSCRIBED, MemberState.FATAL)
 _RETRY_BACKOFF_MAX_MS = 1_000
 STATIC_LEAVE_EPOCH = -2
+#: The variant whose members compute the assignment themselves (a local uniform assignor).
+CLIENT_VARIANT = "client"
 
 
 def _held(v: ConsumerGroupCurrentMemberAssignmentValue) -> frozenset[TopicIdPartition]:
@@ -216,6 +235,8 @@ class ConsumerSimulation(Simulation):
             "zombie_commits_rejected": 0, "fatal_restarts": 0, "fenced": 0, "timeouts": 0,
             "spawned": 0, "crashed": 0, "left": 0, "slow_revocations": 0, "i1_checks": 0,
             "i2_checks": 0, "i6_checks": 0}
+        if self.variant == CLIENT_VARIANT:
+            self.stats.update({"prepares": 0, "installs": 0, "assign_errors": 0})
         sc_topics = sc.topics_subscribed() if sc.regex is None else None
         for i in range(sc.members):
             name = f"c{i + 1}"
@@ -282,11 +303,13 @@ class ConsumerSimulation(Simulation):
     def new_member(self, name: str, instance_id: str | None) -> Any:
         """The member of a new incarnation of process ``name`` (``sim.classic`` overrides it)."""
         sc = self.scenario
+        client = self.variant == CLIENT_VARIANT
         return ConsumerMember(
             sc.group_id, member_id=self.new_member_id(), instance_id=instance_id,
             rebalance_timeout_ms=sc.rebalance_timeout_ms,
-            server_assignor=self.variant or None, client_id=name,
-            request_timeout_ms=sc.request_timeout_ms, retry_backoff_max_ms=_RETRY_BACKOFF_MAX_MS)
+            server_assignor=None if client else self.variant or None, client_id=name,
+            request_timeout_ms=sc.request_timeout_ms, retry_backoff_max_ms=_RETRY_BACKOFF_MAX_MS,
+            local_assignors=(UniformAssignor(),) if client else ())
 
     def _stop(self, p: Proc, why: str) -> None:
         """The process is gone: it consumes nothing from now on."""
@@ -456,14 +479,16 @@ class ConsumerSimulation(Simulation):
         timeouts = m.stats["timeouts"]
         state_before = m.state
         req = m.poll_request(now)
+        sent = req is not None
+        while req is not None:  # besides a heartbeat, an assigner can owe a Prepare or Install
+            self._send(p, req, m.last_correlation_id)
+            req = m.poll_request(now)
         if m.state is not state_before:
             self.dirty = True
         if m.stats["timeouts"] != timeouts:
             self.stats["timeouts"] += 1
             self.trace("timeout", p.name, m.member_epoch)
-        if req is not None:
-            assert m.inflight is not None
-            self._send(p, req, m.inflight.correlation_id)
+        if sent:
             c = p.next_commit_at
             if c is not None and now >= c:
                 p.next_commit_at = now + self.scenario.commit_interval_ms
@@ -497,6 +522,13 @@ class ConsumerSimulation(Simulation):
             tps = req.topic_partitions
             self.trace("hb>", p.name, req.member_epoch,
                        "" if tps is None else ("full" if req.rebalance_timeout_ms > 0 else "owned"))
+        elif isinstance(req, ConsumerGroupPrepareAssignmentRequest):
+            self.stats["prepares"] += 1
+            self.trace("prepare>", p.name, req.member_epoch)
+        elif isinstance(req, ConsumerGroupInstallAssignmentRequest):
+            self.stats["installs"] += 1
+            self.trace("install>", p.name, req.member_epoch, f"group epoch {req.group_epoch}"
+                       + (f", error {req.error}" if req.error else ""))
         self._post(p, req, cid)
 
     def _post(self, p: Proc, req: Any, cid: int) -> None:
@@ -578,6 +610,10 @@ class ConsumerSimulation(Simulation):
                 TopicResult(t.name, tuple(PartitionResult(pp.partition_index, code)
                                           for pp in t.partitions), t.topic_id)
                 for t in req.topics), code)
+        if isinstance(req, ConsumerGroupPrepareAssignmentRequest):
+            return ConsumerGroupPrepareAssignmentResponse(error_code=code, error_message="loading")
+        if isinstance(req, ConsumerGroupInstallAssignmentRequest):
+            return ConsumerGroupInstallAssignmentResponse(error_code=code, error_message="loading")
         return ConsumerGroupHeartbeatResponse(error_code=code, error_message="loading")
 
     def _respond(self, req_msg: _Msg, resp: Any, inc: int) -> None:
@@ -626,6 +662,17 @@ class ConsumerSimulation(Simulation):
                 self.trace("commit<", p.name, m.member_epoch,
                            ",".join(sorted(error_name(c) for c in codes)))
             return
+        if m._is_assign_response(body):  # a Prepare's or Install's answer (assigner duties)
+            kind = "prepare<" if m._is_prepare(body) else "install<"
+            if not m.on_response(body, self.now, msg.cid):
+                self.trace(f"{kind} stale", p.name, m.member_epoch)
+            elif body.error_code:
+                self.stats["assign_errors"] += 1
+                self.trace(kind, p.name, m.member_epoch, error_name(body.error_code))
+            else:
+                self.trace(kind, p.name, m.member_epoch)
+            self._drive(p)
+            return
         inflight = m.inflight
         req = inflight.request if inflight is not None and inflight.correlation_id == msg.cid \
             else None
@@ -657,9 +704,10 @@ class ConsumerSimulation(Simulation):
         of it one latency later."""
         for p in list(self.live()):
             m = p.member
-            if m.inflight is not None:
-                self.at(self.now + self.network.draw(), self._connection_reset,
-                        (p, p.gen, m.inflight.correlation_id))
+            for x in (m.inflight, m.assign_inflight):  # a heartbeat, a Prepare or Install
+                if x is not None:
+                    self.at(self.now + self.network.draw(), self._connection_reset,
+                            (p, p.gen, x.correlation_id))
 
     def _connection_reset(self, arg: tuple[Proc, int, int]) -> None:
         p, gen, cid = arg
@@ -1096,8 +1144,12 @@ class ConsumerSimulation(Simulation):
         """The I5 bound of the module docstring (L includes the reorder spike)."""
         sc = self.scenario
         lat = self.scenario.latency.max_ms * (1 + REORDER_SPIKE)
-        return (sc.session_timeout_ms + sc.restart_delay_ms + sc.request_timeout_ms
-                + _RETRY_BACKOFF_MAX_MS + 3 * sc.heartbeat_interval_ms + 20 * lat)
+        bound = (sc.session_timeout_ms + sc.restart_delay_ms + sc.request_timeout_ms
+                 + _RETRY_BACKOFF_MAX_MS + 3 * sc.heartbeat_interval_ms + 20 * lat)
+        if self.variant == CLIENT_VARIANT:
+            bound += (sc.rebalance_timeout_ms + sc.request_timeout_ms + _RETRY_BACKOFF_MAX_MS
+                      + 2 * sc.heartbeat_interval_ms + 10 * lat)
+        return int(bound)
 
     # ================================================================== full check
 

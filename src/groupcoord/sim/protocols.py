@@ -2,7 +2,8 @@
 
 A protocol is a :class:`groupcoord.sim.engine.Simulation` subclass with its members and its
 invariants, plus the variants it accepts (for consumer groups: the server-side assignor).
-Registered today: ``consumer`` (KIP-848; variants ``uniform``, ``range``), ``classic``
+Registered today: ``consumer`` (KIP-848; variants ``uniform``, ``range``: the server-side
+assignor; ``client``: a client-side assignor run by a member), ``classic``
 (classic consumers: eager, cooperative), ``connect`` (Connect workers on connect groups:
 eager, cooperative) and ``classic-connect`` (Connect workers in classic groups: eager,
 compatible, sessioned); each registers itself here with :func:`register_protocol`.
@@ -59,9 +60,10 @@ def protocol_labels() -> list[str]:
 
 
 register_protocol(ProtocolSpec(
-    "consumer", ConsumerSimulation, ("uniform", "range"), "uniform",
+    "consumer", ConsumerSimulation, ("uniform", "range", "client"), "uniform",
     "KIP-848 consumer groups: ConsumerMember processes against the coordinator shard; the "
-    "variant is the server-side assignor the members ask for"))
+    "variant is the server-side assignor the members ask for, or client: the members advertise "
+    "a local uniform assignor and the chosen one computes the assignment (Prepare/Install)"))
 
 
 def _register_classic() -> None:

@@ -194,9 +194,6 @@ class AsyncConnectWorker(MemberDriver[ConnectWorker]):
     def _before_start(self) -> None:
         self.member.join(self._now())
 
-    def _correlation_id(self, req: Any) -> int:
-        return self.member.last_correlation_id
-
     async def _on_connected(self, conn: BrokerConnection) -> None:
         if not conn.supports(ApiKey.CONNECT_GROUP_HEARTBEAT, 0):
             raise UnsupportedApi("the broker does not offer ConnectGroupHeartbeat (API 1002): "

@@ -28,7 +28,10 @@ range covers every other's. Each assignor's metadata is the worker's Connect met
 and no allocation: the coordinator knows every worker's target; a changing allocation in the
 metadata would bump the group epoch at every round).
 
-**Assigner duties.** ShouldComputeAssignment in a heartbeat response makes the worker send a
+**Assigner duties.** The mechanics (when to send Prepare and Install, dropping a round on any
+error, the request in flight) are :class:`~groupcoord.client.consumer.ConsumerMember`'s, shared
+with consumer members using client-side assignors; this class supplies the Connect requests and
+the computation. ShouldComputeAssignment in a heartbeat response makes the worker send a
 Prepare; the response is adapted to the assignors' inputs (members with their current target as
 their allocation, the configuration snapshot from the response's connectors and config offset,
 generation = group epoch) and the result installed as a declarative target (each worker's
@@ -67,7 +70,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any, cast
 
 from groupcoord.client.connect.assignors import (
@@ -193,13 +195,6 @@ class _ListenerAdapter(RebalanceListener):
         self.listener.on_lost(m.connectors, m.tasks)
 
 
-@dataclass(slots=True, frozen=True)
-class _AssignInflight:
-    correlation_id: int
-    sent_ms: int
-    request: wire.ConnectGroupPrepareAssignmentRequest | wire.ConnectGroupInstallAssignmentRequest
-
-
 WorkerRequest = (wire.ConnectGroupHeartbeatRequest | wire.ConnectGroupPrepareAssignmentRequest
                  | wire.ConnectGroupInstallAssignmentRequest)
 
@@ -235,13 +230,8 @@ class ConnectWorker(ConsumerMember):
         self.group_delay_deadline_ms = 0
         #: When this worker bumps its reason (it installed a target with a delay; 0: never).
         self.reason_bump_at_ms = 0
-        self.assign_inflight: _AssignInflight | None = None
-        self.stats.update({"prepares": 0, "installs": 0, "installed": 0, "assign_failures": 0,
-                           "reason_bumps": 0})
-        self._compute_wanted = False
-        self._install: wire.ConnectGroupInstallAssignmentRequest | None = None
+        self.stats["reason_bumps"] = 0
         self._install_delay = 0
-        self._sent_assignors: tuple[ClientAssignor, ...] | None = None
         self._sent_url: str | None = None
 
     # ------------------------------------------------------------------ application API
@@ -269,31 +259,18 @@ class ConnectWorker(ConsumerMember):
                   now_ms: int | None = None) -> None:
         raise TypeError("a Connect worker does not subscribe to topics: use join()")
 
-    def leave(self, now_ms: int, *, permanent: bool = False) -> None:
-        self._drop_assigner_duties()
-        super().leave(now_ms, permanent=permanent)
-
     # ------------------------------------------------------------------ driver API
 
     def next_deadline(self) -> int | None:
-        deadlines = [d for d in (super().next_deadline(), self._assign_deadline(),
-                                 self._bump_deadline()) if d is not None]
+        deadlines = [d for d in (super().next_deadline(), self._bump_deadline())
+                     if d is not None]
         return min(deadlines) if deadlines else None
 
-    def poll_request(self, now_ms: int) -> WorkerRequest | None:  # type: ignore[override]
+    def poll_request(self, now_ms: int) -> WorkerRequest | None:
         """The next request to send now, if any (call again until None)."""
-        self._now = now_ms
-        a = self.assign_inflight
-        if a is not None and now_ms >= a.sent_ms + self.request_timeout_ms:
-            self.stats["timeouts"] += 1
-            self._assign_failed("request timed out")
-        if self._assigning() and self.assign_inflight is None:
-            if self._install is not None:
-                return self._send_assign(self._install, now_ms)
-            if self._compute_wanted:
-                self._compute_wanted = False
-                return self._send_assign(wire.ConnectGroupPrepareAssignmentRequest(
-                    self.group_id, self.member_id, self.member_epoch), now_ms)
+        return cast(WorkerRequest | None, super().poll_request(now_ms))
+
+    def _before_heartbeat(self, now_ms: int) -> None:
         bump = self._bump_deadline()
         if bump is not None and now_ms >= bump:
             self.reason = (self.reason + 1) % 128
@@ -302,49 +279,6 @@ class ConnectWorker(ConsumerMember):
             self._next_heartbeat_ms = now_ms  # expedite: the change is the point
             log.info("[%s] worker %s: scheduled delay expired, assignor reason now %d",
                      self.group_id, self.member_id, self.reason)
-        return cast(WorkerRequest | None, super().poll_request(now_ms))
-
-    def on_response(self, resp: Any, now_ms: int,
-                    correlation_id: int | None = None) -> bool:
-        """Handle the response to a request in flight (heartbeat, Prepare or Install); False
-        for one that answers nothing in flight."""
-        if isinstance(resp, (wire.ConnectGroupPrepareAssignmentResponse,
-                             wire.ConnectGroupInstallAssignmentResponse)):
-            self._now = now_ms
-            a = self.assign_inflight
-            if a is None or (correlation_id is not None and correlation_id != a.correlation_id) \
-                    or isinstance(a.request, wire.ConnectGroupPrepareAssignmentRequest) != isinstance(
-                        resp, wire.ConnectGroupPrepareAssignmentResponse):
-                self.stats["ignored_responses"] += 1
-                return False
-            self.assign_inflight = None
-            if resp.error_code:
-                self._assign_failed(f"error {resp.error_code}: {resp.error_message}")
-            elif isinstance(resp, wire.ConnectGroupPrepareAssignmentResponse):
-                self._install, self._install_delay = self._compute(resp, now_ms)
-            else:
-                self.stats["installed"] += 1
-                self.reason_bump_at_ms = now_ms + self._install_delay if self._install_delay else 0
-                self._next_heartbeat_ms = now_ms  # learn the new target at once
-            return True
-        return super().on_response(resp, now_ms, correlation_id)
-
-    def on_request_failed(self, now_ms: int, correlation_id: int | None = None, *,
-                          request: object = None) -> bool:
-        """A request in flight failed without an answer. Name it by ``correlation_id`` or by
-        ``request`` (the heartbeat when neither names the Prepare/Install in flight)."""
-        a = self.assign_inflight
-        if a is not None and ((correlation_id is not None and correlation_id == a.correlation_id)
-                              or (request is not None and request is a.request)):
-            self._now = now_ms
-            self._assign_failed("request failed")
-            return True
-        return super().on_request_failed(now_ms, correlation_id)
-
-    @property
-    def last_correlation_id(self) -> int:
-        """The correlation id of the request :meth:`poll_request` returned last."""
-        return self._correlation
 
     # ------------------------------------------------------------------ heartbeat (overrides)
 
@@ -387,7 +321,6 @@ class ConnectWorker(ConsumerMember):
 
     def _reset_sent(self) -> None:
         super()._reset_sent()
-        self._sent_assignors = None
         self._sent_url = None
 
     def _on_success(self, resp: Any, req: Any, now_ms: int) -> None:
@@ -397,20 +330,10 @@ class ConnectWorker(ConsumerMember):
             self.assignment_error = a.error
             self._read_header(a.metadata_bytes, now_ms)
         super()._on_success(cast(Any, resp), req, now_ms)
-        if resp.should_compute_assignment and not self._assigning_in_progress():
-            self._compute_wanted = True
 
     def _target_of(self, resp: Any) -> Partitions | None:
         a = resp.assignment
         return None if a is None else _parts(_from_wire(a.connectors_and_tasks))
-
-    def _transition_to_joining(self) -> None:
-        super()._transition_to_joining()
-        self._drop_assigner_duties()
-
-    def _fatal(self, code: int, message: str | None) -> None:
-        self._drop_assigner_duties()
-        super()._fatal(code, message)
 
     def _read_header(self, raw: bytes, now_ms: int) -> None:
         if not raw:
@@ -429,48 +352,33 @@ class ConnectWorker(ConsumerMember):
 
     # ------------------------------------------------------------------ assigner duties
 
-    def _assigning(self) -> bool:
-        return self.member_epoch >= 0 and self.state not in (
-            MemberState.JOINING, MemberState.LEAVING, MemberState.UNJOINED, MemberState.FATAL,
-            MemberState.UNSUBSCRIBED, MemberState.FENCED)
-
-    def _assigning_in_progress(self) -> bool:
-        return self._compute_wanted or self._install is not None or self.assign_inflight is not None
-
-    def _assign_deadline(self) -> int | None:
-        if self.assign_inflight is not None:
-            return self.assign_inflight.sent_ms + self.request_timeout_ms
-        if self._assigning() and (self._compute_wanted or self._install is not None):
-            return self._now
-        return None
-
     def _bump_deadline(self) -> int | None:
         if self.reason_bump_at_ms and self._assigning():
             return self.reason_bump_at_ms
         return None
 
-    def _send_assign(self, req: Any, now_ms: int) -> WorkerRequest:
-        self._correlation += 1
-        self.assign_inflight = _AssignInflight(self._correlation, now_ms, req)
-        if isinstance(req, wire.ConnectGroupPrepareAssignmentRequest):
-            self.stats["prepares"] += 1
-        else:
-            self.stats["installs"] += 1
-            self._install = None
-        return cast(WorkerRequest, req)
+    def _prepare_request(self) -> wire.ConnectGroupPrepareAssignmentRequest:
+        return wire.ConnectGroupPrepareAssignmentRequest(self.group_id, self.member_id,
+                                                         self.member_epoch)
 
-    def _assign_failed(self, why: str) -> None:
-        """Drop the round; the coordinator asks again while a target is needed."""
-        log.info("[%s] worker %s: assignment round dropped (%s)", self.group_id, self.member_id, why)
-        self.stats["assign_failures"] += 1
-        self.assign_inflight = None
-        self._install = None
-        self._compute_wanted = False
+    def _is_assign_response(self, resp: object) -> bool:
+        return isinstance(resp, (wire.ConnectGroupPrepareAssignmentResponse,
+                                 wire.ConnectGroupInstallAssignmentResponse))
+
+    def _is_prepare(self, msg: object) -> bool:
+        return isinstance(msg, (wire.ConnectGroupPrepareAssignmentRequest,
+                                wire.ConnectGroupPrepareAssignmentResponse))
+
+    def _compute_install(self, resp: Any, now_ms: int) -> wire.ConnectGroupInstallAssignmentRequest:
+        install, self._install_delay = self._compute(resp, now_ms)
+        return install
+
+    def _on_installed(self, now_ms: int) -> None:
+        self.reason_bump_at_ms = now_ms + self._install_delay if self._install_delay else 0
+        super()._on_installed(now_ms)  # learn the new target at once
 
     def _drop_assigner_duties(self) -> None:
-        self.assign_inflight = None
-        self._install = None
-        self._compute_wanted = False
+        super()._drop_assigner_duties()
         self.reason_bump_at_ms = 0
 
     def _compute(self, p: wire.ConnectGroupPrepareAssignmentResponse,
