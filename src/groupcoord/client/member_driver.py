@@ -22,8 +22,15 @@ whatever the group type:
   -2 for a static member), then closes the connection.
 
 Time is the event loop's monotonic clock in milliseconds. A subclass maps the member's request
-dataclasses to wire entities and the responses back (:meth:`MemberDriver._request`), and may do
-more once connected (:meth:`MemberDriver._on_connected`).
+dataclasses to wire entities and the responses back (:meth:`SansIODriver._request`), and may do
+more once connected (:meth:`SansIODriver._on_connected`).
+
+The loop itself is :class:`SansIODriver`, generic over any member that has ``poll_request``,
+``next_deadline`` and ``complete_revocation`` (:class:`SansIOMember`); how answers, failures,
+fatal errors and leaving reach the member are hooks. :class:`MemberDriver` fills them in for the
+KIP-848 members (answers matched by correlation id); the classic Connect worker's driver
+(``client/connect/async_classic_worker.py``) for a member with one request in flight, whose
+JoinGroup / SyncGroup the broker parks up to the rebalance timeout (:meth:`SansIODriver._timeout_ms`).
 
 Not here: anything group-type specific (topic names, commits: ``client/driver.py``; connectors
 and tasks: ``client/connect/async_worker.py``), several coordinators (every group of one member
@@ -36,25 +43,44 @@ import asyncio
 import contextlib
 import inspect
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from groupcoord.client.connection import BrokerConnection, ConnectionLost
 from groupcoord.client.consumer import DEFER, ConsumerMember, MemberState
 from groupcoord.protocol.client import parse_bootstrap
 from groupcoord.protocol.errors import error_name
 
-__all__ = ["DEFER", "MemberDriver"]
+__all__ = ["DEFER", "MemberDriver", "SansIODriver", "SansIOMember"]
 
+
+class SansIOMember(Protocol):
+    """What :class:`SansIODriver` needs of a member, whatever its protocol."""
+
+    @property
+    def group_id(self) -> str: ...
+
+    @property
+    def member_id(self) -> str: ...
+
+    def poll_request(self, now_ms: int) -> Any: ...
+
+    def next_deadline(self) -> int | None: ...
+
+    def complete_revocation(self, now_ms: int) -> None: ...
+
+
+N = TypeVar("N", bound=SansIOMember)
 M = TypeVar("M", bound=ConsumerMember)
 
 _FIND_COORDINATOR = 10
 
 
-class MemberDriver(Generic[M]):
+class SansIODriver(Generic[N]):
     """Drives one sans-IO member over the wire (see the module doc). Use as an async context
-    manager, or call :meth:`start` and :meth:`close`."""
+    manager, or call :meth:`start` and :meth:`close`. Subclasses implement :meth:`_request` and
+    the member hooks (:meth:`_deliver` ... :meth:`_has_left`)."""
 
-    def __init__(self, bootstrap: str, member: M, *, client_id: str,
+    def __init__(self, bootstrap: str, member: N, *, client_id: str,
                  request_timeout_ms: int = 30_000, reconnect_backoff_ms: int = 100,
                  reconnect_backoff_max_ms: int = 2_000) -> None:
         self.bootstrap = parse_bootstrap(bootstrap)
@@ -84,14 +110,38 @@ class MemberDriver(Generic[M]):
 
     def _correlation_id(self, req: Any) -> int:
         """The member's correlation id of the request ``poll_request`` just returned."""
-        return self.member.last_correlation_id
+        return 0
 
     def _before_start(self) -> None:
         """Called once connected, before the loop runs (e.g. to join the group)."""
 
+    def _timeout_ms(self, req: Any) -> int:
+        """How long the driver waits for the answer to ``req``."""
+        return self.request_timeout_ms
+
+    def _deliver(self, req: Any, resp: Any, cid: int) -> None:
+        """Hand the answer ``resp`` to ``req`` (correlation id ``cid``) to the member."""
+        raise NotImplementedError
+
+    def _failed(self, req: Any, cid: int) -> None:
+        """Tell the member that ``req`` got no answer (timeout, lost connection)."""
+        raise NotImplementedError
+
+    def _fatal_message(self) -> str | None:
+        """Why the member stopped for good, or None while it is not stopped."""
+        raise NotImplementedError
+
+    def _begin_leave(self, permanent: bool) -> None:
+        """Start leaving the group (the member revokes, then says goodbye)."""
+        raise NotImplementedError
+
+    def _has_left(self) -> bool:
+        """The member is out of the group (left, or stopped by a fatal error)."""
+        raise NotImplementedError
+
     # ------------------------------------------------------------------ lifecycle
 
-    async def __aenter__(self) -> MemberDriver[M]:
+    async def __aenter__(self) -> SansIODriver[N]:
         await self.start()
         return self
 
@@ -117,12 +167,11 @@ class MemberDriver(Generic[M]):
         """Revoke everything (the listener runs), leave the group, close the connection."""
         if self._task is None:
             return
-        if not self._task.done() and self.member.state is not MemberState.FATAL:
-            self.member.leave(self._now(), permanent=permanent)
+        if not self._task.done() and self._fatal_message() is None:
+            self._begin_leave(permanent)
             self._wake.set()
             with contextlib.suppress(asyncio.TimeoutError):
-                await self.wait_until(lambda m: m.state in (MemberState.UNJOINED,
-                                                            MemberState.FATAL), timeout_s)
+                await self.wait_until(lambda m: self._has_left(), timeout_s)
         self._task.cancel()
         with contextlib.suppress(BaseException):
             await self._task
@@ -141,11 +190,7 @@ class MemberDriver(Generic[M]):
     def member_id(self) -> str:
         return self.member.member_id
 
-    @property
-    def member_epoch(self) -> int:
-        return self.member.member_epoch
-
-    async def wait_until(self, predicate: Callable[[M], bool], timeout_s: float) -> None:
+    async def wait_until(self, predicate: Callable[[N], bool], timeout_s: float) -> None:
         """Wait until ``predicate(member)`` holds (checked after every change); raises
         asyncio.TimeoutError, or the error that stopped the driver."""
         async def waiter() -> None:
@@ -155,12 +200,6 @@ class MemberDriver(Generic[M]):
                         raise self.error
                     await self._changed.wait()
         await asyncio.wait_for(waiter(), timeout_s)
-
-    def reconciled(self) -> bool:
-        """Stable on its target: it owns what the coordinator assigned it, nothing in flight."""
-        m = self.member
-        return (m.state is MemberState.STABLE and m.target is not None and m.owned == m.target
-                and m.inflight is None)
 
     # ------------------------------------------------------------------ the loop
 
@@ -177,9 +216,9 @@ class MemberDriver(Generic[M]):
                     self._spawn(self._exchange(req, self._correlation_id(req)))
                     req = m.poll_request(now)
                 await self._notify()
-                if m.state is MemberState.FATAL:
-                    code, msg = m.fatal_error or (-1, None)
-                    self.error = RuntimeError(f"fatal group error {error_name(code)}: {msg}")
+                fatal = self._fatal_message()
+                if fatal is not None:
+                    self.error = RuntimeError(f"fatal group error {fatal}")
                     await self._notify()
                     return
                 d = m.next_deadline()
@@ -198,16 +237,16 @@ class MemberDriver(Generic[M]):
         try:
             conn = await self._connection()
             resp = await asyncio.wait_for(self._request(conn, req),
-                                          self.request_timeout_ms / 1000)
+                                          self._timeout_ms(req) / 1000)
         except (TimeoutError, ConnectionLost, OSError):
-            self.member.on_request_failed(self._now(), cid)
+            self._failed(req, cid)
             await self._drop_connection(conn)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # e.g. UnsupportedApi: the driver cannot go on
             self.error = e
         else:
-            self.member.on_response(resp, self._now(), cid)
+            self._deliver(req, resp, cid)
         self._wake.set()
         await self._notify()
 
@@ -294,3 +333,44 @@ class MemberDriver(Generic[M]):
     async def _notify(self) -> None:
         async with self._changed:
             self._changed.notify_all()
+
+
+class MemberDriver(SansIODriver[M]):
+    """The driver of a KIP-848 member (:class:`~groupcoord.client.consumer.ConsumerMember` and
+    its subclasses): answers and failures are matched by the member's correlation ids."""
+
+    async def __aenter__(self) -> MemberDriver[M]:
+        await self.start()
+        return self
+
+    @property
+    def member_epoch(self) -> int:
+        return self.member.member_epoch
+
+    def reconciled(self) -> bool:
+        """Stable on its target: it owns what the coordinator assigned it, nothing in flight."""
+        m = self.member
+        return (m.state is MemberState.STABLE and m.target is not None and m.owned == m.target
+                and m.inflight is None)
+
+    def _correlation_id(self, req: Any) -> int:
+        return self.member.last_correlation_id
+
+    def _deliver(self, req: Any, resp: Any, cid: int) -> None:
+        self.member.on_response(resp, self._now(), cid)
+
+    def _failed(self, req: Any, cid: int) -> None:
+        self.member.on_request_failed(self._now(), cid)
+
+    def _fatal_message(self) -> str | None:
+        m = self.member
+        if m.state is not MemberState.FATAL:
+            return None
+        code, msg = m.fatal_error or (-1, None)
+        return f"{error_name(code)}: {msg}"
+
+    def _begin_leave(self, permanent: bool) -> None:
+        self.member.leave(self._now(), permanent=permanent)
+
+    def _has_left(self) -> bool:
+        return self.member.state in (MemberState.UNJOINED, MemberState.FATAL)

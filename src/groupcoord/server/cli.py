@@ -25,6 +25,10 @@
   (``--bootstrap-server``, ``--json``): the connectors-and-tasks configuration of a connect
   group, changed with the ConnectGroupConfig admin request (API 1005, ``docs/wire.md``) and read
   with ConnectGroupDescribe (1006), which also says which worker runs each connector and task.
+  ``groupcoord connect connectors ...`` is the same command (:func:`add_connectors_commands`).
+  A classic Connect group keeps no configuration: its workers read the one of their config group
+  (``{group}-configs``, ``client/connect/async_classic_worker.py``); a change aimed at the
+  classic group itself fails with GROUP_ID_NOT_FOUND and a hint naming that group.
 
 CLI output goes to stdout with ``print`` (the command's product); diagnostics use logging.
 """
@@ -277,6 +281,28 @@ def _classic_assignment(raw: bytes) -> dict[str, list[int]]:
         return {}
 
 
+def _classic_connect_runs(metadata: bytes, raw: bytes) -> dict[str, Any]:
+    """What a classic Connect worker runs after its last SyncGroup: the allocation its JoinGroup
+    metadata reported (v1+; none under eager), minus the assignment's revoked items, plus the
+    newly assigned ones (the whole set under eager); plus its url. Empty if it does not decode."""
+    from groupcoord.protocol import connect_protocol as cp
+
+    try:
+        meta = cp.decode_worker_metadata(metadata)
+        a = cp.decode_assignment(raw) if raw else None
+    except cp.ConnectProtocolError:
+        return {"url": None, "connectors": [], "tasks": []}
+    connectors = list(meta.current.connectors) if meta.version > cp.CONNECT_PROTOCOL_V0 else []
+    tasks = list(meta.current.tasks) if meta.version > cp.CONNECT_PROTOCOL_V0 else []
+    if a is not None:
+        connectors = [x for x in connectors if x not in a.revoked_connectors] + [
+            x for x in a.connectors if x not in connectors]
+        tasks = [t for t in tasks if t not in a.revoked_tasks] + [
+            t for t in a.tasks if t not in tasks]
+    return {"url": meta.url, "connectors": sorted(connectors),
+            "tasks": [f"{t.connector}-{t.task}" for t in sorted(tasks)]}
+
+
 def _describe_classic(c: KafkaClient, group_id: str, group: dict[str, Any],
                       owner: dict[tuple[str, int], dict[str, Any]]) -> bool:
     """Fill ``group`` from DescribeGroups; False if no classic group has that id."""
@@ -290,6 +316,9 @@ def _describe_classic(c: KafkaClient, group_id: str, group: dict[str, Any],
                     if d.protocol_type == "consumer" else {})
         info = {"member_id": mb.member_id, "instance_id": mb.group_instance_id,
                 "client_id": mb.client_id, "client_host": mb.client_host, "assignment": assigned}
+        if d.protocol_type == "connect":  # issue #3: which classic worker runs what
+            info["connect"] = _classic_connect_runs(bytes(mb.member_metadata),
+                                                    bytes(mb.member_assignment))
         members.append(info)
         for topic, ps in assigned.items():
             for p in ps:
@@ -420,6 +449,13 @@ def _groups_describe(ns: argparse.Namespace) -> int:
             lines.append(f"Group {g['group_id']}: classic, state {g['state']}, protocol type "
                          f"{g['protocol_type'] or '-'}, assignor {_fmt(g['assignor'])}, "
                          f"{len(g['members'])} members")
+            workers = [["WORKER", "URL", "CONNECTORS", "TASKS"]] + [
+                [mb["member_id"], _fmt(mb["connect"]["url"]),
+                 ",".join(mb["connect"]["connectors"]) or "-",
+                 ",".join(mb["connect"]["tasks"]) or "-"]
+                for mb in g["members"] if "connect" in mb]
+            if len(workers) > 1:
+                lines.append(_table(workers))
         elif g.get("type") == "connect":
             lines.extend(_connect_lines(g))
         else:
@@ -490,6 +526,12 @@ def _connectors_change(ns: argparse.Namespace, op: int, verb: str) -> int:
         if ns.json:
             _emit(ns, data, "")
         print(f"error: {error_name(code)}: {r.error_message or ''}", file=sys.stderr)
+        if code == ErrorCode.group_id_not_found and "classic group" in (r.error_message or ""):
+            from groupcoord.client.connect.async_classic_worker import default_config_group
+
+            print(f"hint: classic Connect workers of {ns.group} read their connectors from the "
+                  f"connect group {default_config_group(ns.group)} (their --config-group)",
+                  file=sys.stderr)
         return 1
     what = f"connector {ns.name}" + (f" with {tasks} tasks" if op != CONFIG_DELETE else "")
     _emit(ns, data, f"{verb} {what} in group {ns.group} (config offset {int(r.config_offset)}).")
@@ -519,8 +561,9 @@ def _connectors_list(ns: argparse.Namespace) -> int:
     return 0
 
 
-@command("connectors", "create, update, delete and list the connectors of a connect group")
-def _connectors_args(p: argparse.ArgumentParser) -> None:
+def add_connectors_commands(p: argparse.ArgumentParser) -> None:
+    """The ``create|update|delete|list`` subcommands on ``p``: ``groupcoord connectors`` and its
+    alias ``groupcoord connect connectors`` (``client/connect/cli.py``) are both this."""
     sub = p.add_subparsers(dest="connectors_command", required=True)
     for name, op, verb, help_ in (("create", CONFIG_CREATE, "Created", "create a connector"),
                                   ("update", CONFIG_UPDATE, "Updated", "change its task count"),
@@ -536,3 +579,8 @@ def _connectors_args(p: argparse.ArgumentParser) -> None:
     _common(li)
     li.add_argument("--group", required=True, help="the connect group")
     li.set_defaults(func=_guard(_connectors_list))
+
+
+@command("connectors", "create, update, delete and list the connectors of a connect group")
+def _connectors_args(p: argparse.ArgumentParser) -> None:
+    add_connectors_commands(p)

@@ -19,13 +19,14 @@ It also offers the admin side a worker process needs for tests and tools:
 
 Not here: connector configuration changes (``groupcoord connectors``, or
 :class:`~groupcoord.protocol.client.KafkaClient.connect_group_config`), REST, and the classic
-(JoinGroup/SyncGroup) Connect protocol (``classic_worker.py`` has no driver).
+(JoinGroup/SyncGroup) Connect protocol (its driver is ``async_classic_worker.py``, which shares
+:class:`ListenerBridge`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from groupcoord.client.connect.assignors import DEFAULT_MAX_DELAY_MS
 from groupcoord.client.connect.listener import Connectors, ConnectRebalanceListener, Tasks
@@ -37,7 +38,7 @@ from groupcoord.client.member_driver import MemberDriver
 from groupcoord.coordinator import connect_messages as cm
 from groupcoord.protocol.versions import ApiKey
 
-__all__ = ["AsyncConnectWorker", "request_values", "response_from_wire"]
+__all__ = ["AsyncConnectWorker", "ListenerBridge", "request_values", "response_from_wire"]
 
 
 # ----------------------------------------------------------------------------- wire mapping
@@ -124,11 +125,22 @@ def response_from_wire(api_key: int, w: Any) -> Any:
 # ----------------------------------------------------------------------------- the driver
 
 
-class _Bridge(ConnectRebalanceListener):
-    """The application's listener as the worker sees it: awaitables run as driver tasks, and a
-    revocation completes when its awaitable has finished."""
+class _ListeningDriver(Protocol):
+    """What :class:`ListenerBridge` needs of a driver (both Connect worker drivers have it)."""
 
-    def __init__(self, driver: AsyncConnectWorker) -> None:
+    listener: ConnectRebalanceListener
+
+    def _revocation(self, out: Any) -> object: ...
+
+    def _call(self, out: Any) -> None: ...
+
+
+class ListenerBridge(ConnectRebalanceListener):
+    """The application's listener as the worker sees it: awaitables run as driver tasks, and a
+    revocation completes when its awaitable has finished. Shared by the new-protocol and the
+    classic worker drivers."""
+
+    def __init__(self, driver: _ListeningDriver) -> None:
         self.d = driver
 
     def on_revoked(self, connectors: Connectors, tasks: Tasks) -> object:
@@ -156,7 +168,7 @@ class AsyncConnectWorker(MemberDriver[ConnectWorker]):
                  client_id: str = "groupcoord-connect-worker",
                  reconnect_backoff_ms: int = 100, reconnect_backoff_max_ms: int = 2_000) -> None:
         worker = ConnectWorker(group_id, url=url, protocol=protocol, max_delay_ms=max_delay_ms,
-                               listener=_Bridge(self), instance_id=instance_id,
+                               listener=ListenerBridge(self), instance_id=instance_id,
                                member_id=member_id, rebalance_timeout_ms=rebalance_timeout_ms,
                                request_timeout_ms=request_timeout_ms, client_id=client_id)
         super().__init__(bootstrap, worker, client_id=client_id,

@@ -71,7 +71,8 @@ Choices and gaps:
   makes the worker rejoin after applying it; upstream does not start the new work in that case.
 - Not here: ``worker.unsync.backoff.ms`` (leaving the group when the config cannot be read in
   time: reading is instantaneous here), session keys of ``sessioned`` (KIP-507), the REST
-  forwarding the leader url serves, and the asyncio driver against ``groupcoord.server``.
+  forwarding the leader url serves. The asyncio driver against a broker is
+  :mod:`groupcoord.client.connect.async_classic_worker`.
 """
 
 from __future__ import annotations
