@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from enum import Enum, IntEnum
+from operator import attrgetter
 from typing import Any
 from uuid import UUID
 
@@ -107,6 +108,27 @@ class ConsumerGroupMember:
                 yield t, p
 
 
+_MEMBER_FIELDS = tuple(f.name for f in fields(ConsumerGroupMember))
+_member_values = attrgetter(*_MEMBER_FIELDS)
+_I_EPOCH, _I_PREVIOUS, _I_STATE, _I_ASSIGNED, _I_REVOKING = map(_MEMBER_FIELDS.index, (
+    "member_epoch", "previous_member_epoch", "state", "assigned_partitions",
+    "partitions_pending_revocation"))
+
+
+def with_current_assignment(member: ConsumerGroupMember, member_epoch: int,
+                            previous_member_epoch: int, state: MemberState,
+                            assigned: Assignment, revoking: Assignment) -> ConsumerGroupMember:
+    """``dataclasses.replace(member, ...)`` of the five current-assignment fields, in half its
+    time (reconciliation and the replay of current-assignment records build one per change)."""
+    values = list(_member_values(member))
+    values[_I_EPOCH] = member_epoch
+    values[_I_PREVIOUS] = previous_member_epoch
+    values[_I_STATE] = state
+    values[_I_ASSIGNED] = assigned
+    values[_I_REVOKING] = revoking
+    return ConsumerGroupMember(*values)
+
+
 def joining(member: ConsumerGroupMember, assigned: Assignment) -> ConsumerGroupMember:
     """A joining member as it stands for reconciliation: fresh (epoch 0), or inheriting a
     replaced static member's partitions (``assigned``)."""
@@ -160,9 +182,15 @@ class ConsumerGroup(Group):
             "static": dict(sorted(self.static_members.items())),
             "target": {mid: assignment_digest(a)
                        for mid, a in sorted(self.target_assignment.items())},
-            "owners": sorted((str(t), p, mid) for t, ps in self.owners.items()
-                             for p, mid in ps.items()),
+            "owners": self._owners_digest(),
         }
+
+    def _owners_digest(self) -> list[tuple[str, int, str]]:
+        """``sorted((str(topic_id), partition, member_id) ...)`` built per topic: one ``str``
+        of a UUID per topic, not per partition (a checkpoint digests every group twice)."""
+        return [(name, p, mid)
+                for name, ps in sorted((str(t), ps) for t, ps in self.owners.items())
+                for p, mid in sorted(ps.items())]
 
     def state(self) -> GroupState:
         if self.deleted:
@@ -261,17 +289,32 @@ class ConsumerGroup(Group):
                 del self.subscribed_regexes[rx]
 
     def _hold(self, m: ConsumerGroupMember) -> None:
+        """Record ``m`` as the owner of its partitions (assigned and pending revocation), topic
+        by topic (one lookup of the topic id per topic, not per partition)."""
         owners = self.owners
         mid = m.member_id
-        for t, p in m.owned_partitions():
-            owners.setdefault(t, {})[p] = mid
+        for held in (m.assigned_partitions, m.partitions_pending_revocation):
+            for t, ps in held.items():
+                if not ps:
+                    continue
+                by_partition = owners.get(t)
+                if by_partition is None:
+                    owners[t] = dict.fromkeys(ps, mid)
+                else:
+                    by_partition.update(dict.fromkeys(ps, mid))
 
     def _release(self, m: ConsumerGroupMember) -> None:
+        """Forget ``m`` as the owner of its partitions (those another member took over stay)."""
         owners = self.owners
         mid = m.member_id
-        for t, p in m.owned_partitions():
-            ps = owners.get(t)
-            if ps is not None and ps.get(p) == mid:
-                del ps[p]
-                if not ps:
+        for held in (m.assigned_partitions, m.partitions_pending_revocation):
+            for t, ps in held.items():
+                by_partition = owners.get(t)
+                if by_partition is None or not ps:
+                    continue
+                get = by_partition.get
+                for p in ps:
+                    if get(p) == mid:
+                        del by_partition[p]
+                if not by_partition:
                     del owners[t]

@@ -18,6 +18,13 @@ recreated topic does not inherit the old topic's offsets. Member checks (invaria
 Choice recorded here: a commit for a topic the metadata image does not know, or a partition
 beyond its count, is UNKNOWN_TOPIC_OR_PARTITION (as a Kafka broker answers); a topic id that
 does not resolve is UNKNOWN_TOPIC_ID.
+
+Hot path (issue #7: members auto-commit every owned partition every 5 s): a commit validates
+all its partitions, then appends their records as one batch (``Shard.append_batch`` with
+:func:`replay_batch`, one dispatch per request instead of one per partition). The records, their
+order and the state are those of appending each record as its partition is validated; a rebuild
+replays them one by one through :func:`replay`. Not done here: commits are not coalesced across
+requests, and every accepted partition still gets its own record (compaction keeps the newest).
 """
 
 from __future__ import annotations
@@ -37,7 +44,12 @@ from groupcoord.coordinator.messages import (
     PartitionResult,
     TopicResult,
 )
-from groupcoord.coordinator.records import OffsetCommitKey, OffsetCommitValue, offset_commit_record
+from groupcoord.coordinator.records import (
+    OffsetCommitKey,
+    OffsetCommitValue,
+    Record,
+    offset_commit_record,
+)
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
@@ -75,34 +87,64 @@ def _validate_member(shard: Shard, group_id: str, member_id: str | None, epoch: 
                                   group_instance_id=group_instance_id)
 
 
+def replay_batch(shard: Shard, records: list[Record]) -> None:
+    """Replay offset records in order: the same as :func:`replay` on each (a commit applies
+    its partitions this way, one dispatch for the whole request)."""
+    offsets = shard.offsets
+    for record in records:
+        key: OffsetCommitKey = record.key  # type: ignore[assignment]
+        value: OffsetCommitValue | None = record.value  # type: ignore[assignment]
+        if value is not None:
+            offs = offsets.get(key.group_id)
+            if offs is not None:  # what replay does for a value of a group with offsets
+                offs[(key.topic, key.partition)] = value
+                continue
+        replay(shard, key, value)  # a tombstone, or the group's first offset
+
+
 def commit(shard: Shard, r: OffsetCommitRequest, now: int) -> OffsetCommitResponse:
-    if not r.group_id:
+    """Validate a commit, then write one offset record per accepted partition. The records are
+    appended as one batch (``Shard.append_batch``) after the validation of every partition,
+    which is the same state as appending each as it is validated: the validation reads only
+    the metadata image and the group, never offsets."""
+    gid = r.group_id
+    if not gid:
         raise CoordinatorError(_E.invalid_group_id, "The group id can't be empty.")
-    _validate_member(shard, r.group_id, r.member_id, r.generation_id_or_member_epoch, True,
+    _validate_member(shard, gid, r.member_id, r.generation_id_or_member_epoch, True,
                      r.group_instance_id)
     image = shard.metadata
     expire = now + r.retention_time_ms if r.retention_time_ms > 0 else -1
     topics = []
+    records: list[Record] = []
+    ok = _E.none
     for t in r.topics:
         name = t.name
         topic = image.by_id.get(t.topic_id) if t.topic_id is not None else image.by_name.get(name)
         if t.topic_id is not None and topic is not None:
             name = topic.name
         results = []
-        for p in t.partitions:
-            if topic is None:
-                code = _E.unknown_topic_id if t.topic_id is not None else _E.unknown_topic_or_partition
-            elif not 0 <= p.partition_index < topic.num_partitions:
-                code = _E.unknown_topic_or_partition
-            elif p.committed_metadata is not None and len(p.committed_metadata) > MAX_METADATA_SIZE:
-                code = _E.offset_metadata_too_large
-            else:
-                code = _E.none
-                shard.append(offset_commit_record(r.group_id, name, p.partition_index, OffsetCommitValue(
-                    p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "",
-                    now, expire, topic.topic_id)))
-            results.append(PartitionResult(p.partition_index, code))
+        if topic is None:
+            code = _E.unknown_topic_id if t.topic_id is not None else _E.unknown_topic_or_partition
+            results = [PartitionResult(p.partition_index, code) for p in t.partitions]
+        else:
+            topic_id = topic.topic_id
+            num_partitions = topic.num_partitions
+            for p in t.partitions:
+                index = p.partition_index
+                metadata = p.committed_metadata
+                if not 0 <= index < num_partitions:
+                    code = _E.unknown_topic_or_partition
+                elif metadata is not None and len(metadata) > MAX_METADATA_SIZE:
+                    code = _E.offset_metadata_too_large
+                else:
+                    code = ok
+                    records.append(Record(OffsetCommitKey(gid, name, index), OffsetCommitValue(
+                        p.committed_offset, p.committed_leader_epoch, metadata or "", now,
+                        expire, topic_id)))
+                results.append(PartitionResult(index, code))
         topics.append(TopicResult(name, tuple(results), t.topic_id))
+    if records:
+        shard.append_batch(records, lambda batch: replay_batch(shard, batch))
     return OffsetCommitResponse(tuple(topics))
 
 

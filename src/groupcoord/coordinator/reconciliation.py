@@ -23,11 +23,15 @@ to a set of ints - a topic id to partitions for consumer groups, a connector nam
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 from uuid import UUID
 
-from groupcoord.coordinator.consumer_group import ConsumerGroupMember, MemberState
+from groupcoord.coordinator.consumer_group import (
+    ConsumerGroupMember,
+    MemberState,
+    with_current_assignment,
+)
 from groupcoord.coordinator.messages import TopicPartitions
 from groupcoord.coordinator.records import Assignment
 
@@ -91,10 +95,8 @@ def reconcile(
         owner_of, lambda revoking: owns_any(owned, revoking), _uuid_order)
     if step is None:
         return member
-    return replace(member, state=step.state, member_epoch=step.member_epoch,
-                   previous_member_epoch=step.previous_member_epoch,
-                   assigned_partitions=dict(step.assigned),
-                   partitions_pending_revocation=dict(step.pending_revocation))
+    return with_current_assignment(member, step.member_epoch, step.previous_member_epoch,
+                                   step.state, dict(step.assigned), dict(step.pending_revocation))
 
 
 def reconcile_items(

@@ -15,7 +15,9 @@ to equal bytes. Readers accept any known version and reject unknown ones with
 
 Records are values: never mutate one. They are plain slotted dataclasses rather than frozen
 ones because a frozen dataclass costs about 1 µs more per construction, which is most of a
-reload's per-record budget (issue #5: 200,000 records/s).
+reload's per-record budget (issue #5: 200,000 records/s). Encoding (issue #7: the simulator
+writes every record to its log) uses one shared packer and packs each offset commit key once
+(a bounded cache); the bytes are exactly ``msgpack.packb``'s.
 
 Choice recorded here: the spec's ConsumerGroupMemberMetadataValue lists no RebalanceTimeoutMs or
 ServerAssignor, but Kafka 4.x persists both (a reloaded member must keep its rebalance timeout
@@ -534,6 +536,30 @@ _MEMBER_TYPES = frozenset({
 
 KEY_VERSION = 0
 
+#: One packer for every encode: ``msgpack.packb`` builds a ``Packer`` per call, which is about
+#: a third of a record's encoding time (issue #7). Sharing it is safe across threads: the C
+#: packer runs under the GIL from start to end (our fields are ints, strings, bytes, lists and
+#: None: no ``default`` hook calls back into Python), resets its buffer after each ``pack``
+#: and on errors. The bytes are those of ``msgpack.packb`` (same default options).
+_pack = msgpack.Packer().pack
+
+#: Offset commit keys repeat (members commit every owned partition every few seconds): their
+#: bytes are packed once per (group, topic, partition). Bounded: cleared when full.
+_OFFSET_KEY_BYTES: dict[tuple[str, str, int], bytes] = {}
+_OFFSET_KEY_BYTES_SIZE = 65_536
+
+
+def _offset_key_bytes(group_id: str, topic: str, partition: int) -> bytes:
+    """The encoded key of an offset commit record (the bytes the generic path packs)."""
+    fields = (group_id, topic, partition)
+    k = _OFFSET_KEY_BYTES.get(fields)
+    if k is None:
+        k = _pack([int(RecordType.OFFSET_COMMIT), KEY_VERSION, group_id, topic, partition])
+        if len(_OFFSET_KEY_BYTES) >= _OFFSET_KEY_BYTES_SIZE:
+            _OFFSET_KEY_BYTES.clear()
+        _OFFSET_KEY_BYTES[fields] = k
+    return k
+
 _RECORD_TYPES: dict[int, RecordType] = {int(t): t for t in RecordType}
 
 
@@ -543,10 +569,15 @@ class Record:
     value: RecordValue | None  # None: tombstone
 
     def encode(self) -> tuple[bytes, bytes | None]:
-        k = msgpack.packb([int(self.key.type), KEY_VERSION, *self.key.fields()])
-        if self.value is None:
+        key = self.key
+        if type(key) is OffsetCommitKey and key.type is RecordType.OFFSET_COMMIT:
+            k = _offset_key_bytes(key.group_id, key.topic, key.partition)
+        else:
+            k = _pack([int(key.type), KEY_VERSION, *key.fields()])
+        value = self.value
+        if value is None:
             return k, None
-        return k, msgpack.packb([self.value.VERSION, *self.value.fields()])
+        return k, _pack([value.VERSION, *value.fields()])
 
     @staticmethod
     def decode(key: bytes, value: bytes | None) -> Record:

@@ -244,6 +244,14 @@ class Shard:
         self.replay(record)
         self._records.append(record)
 
+    def append_batch(self, records: list[Record], apply: Callable[[list[Record]], None]) -> None:
+        """Apply ``records`` with ``apply`` and hand them to the driver, as ``append`` on each
+        in order would: ``apply`` must have the effect of replaying each record in order (a
+        group type's replay of many records of one type at once: one dispatch, not one per
+        record). A rebuild replays them one by one; I4 compares the two."""
+        apply(records)
+        self._records.extend(records)
+
     def schedule(self, key: TimerKey, deadline: int, payload: Any = None) -> None:
         self.timers.schedule(key, deadline, payload)
         self._timer_changes.append(TimerChange(key, deadline))

@@ -41,10 +41,11 @@ free partitions (those of members that left, and of grown topics) are known with
 others, and the result is the same as the full read would give: the remembered output was legal
 and complete, and mappings are read-only. Anything else (copied mappings, changed topics or
 subscriptions) takes the full read. The memory is bounded (the recent outputs kept hold at most
-``memo_members`` member mappings in all; the newest output is always kept) and only affects
+``memo_members`` member mappings in all and are at most ``memo_records`` outputs, 64 by
+default; the newest output is always kept) and only affects
 speed, never results; ``UniformAssignor(memo_members=0)`` turns it off. The built-in instance is
 shared by all groups, so each group's latest output stays remembered while the other groups'
-recent outputs fit in the budget; past it, calls take the full read.
+recent outputs fit in the budgets; past them, calls take the full read.
 """
 
 from __future__ import annotations
@@ -162,6 +163,15 @@ def _is_homogeneous(subscriptions: list[frozenset[UUID]]) -> bool:
     return subscriptions.count(subscriptions[0]) == len(subscriptions)
 
 
+#: At most this many remembered outputs (the most recently made or used first). Each call walks
+#: them (recall) and rebuilds the list (remember): with many small groups sharing the built-in
+#: instance, a budget in members alone let thousands of records pile up and made every call
+#: pay for all of them (issue #7). A group evicted from the memo takes the full read, whose cost
+#: is proportional to its size, so small groups lose little; large ones are bounded by
+#: ``memo_members`` anyway (10 outputs of 10,000 members).
+MEMO_RECORDS = 64
+
+
 @dataclass(slots=True, eq=False)
 class _Record:
     """One homogeneous output of this assignor, as a later call may be handed it back."""
@@ -183,8 +193,9 @@ class UniformAssignor:
 
     name = "uniform"
 
-    def __init__(self, memo_members: int = 100_000) -> None:
+    def __init__(self, memo_members: int = 100_000, memo_records: int = MEMO_RECORDS) -> None:
         self._memo_members = memo_members
+        self._memo_records = max(1, memo_records)
         #: Newest first. Replaced as a whole (never mutated), so concurrent calls are safe.
         self._records: tuple[_Record, ...] = ()
 
@@ -291,9 +302,10 @@ class UniformAssignor:
         )
         kept = [record]
         total = len(record.mappings)
-        for older in self._records:
+        budget = self._memo_members
+        for older in self._records[:self._memo_records - 1]:
             total += len(older.mappings)
-            if total > self._memo_members:
+            if total > budget:
                 break
             kept.append(older)
         self._records = tuple(kept)
