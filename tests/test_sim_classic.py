@@ -43,6 +43,8 @@ from groupcoord.sim.engine import SimResult
 from groupcoord.sim.runner import simulate
 from groupcoord.sim.scenario import builtins_for, load_scenario
 
+from .sim_support import assert_seeds_keep_every_invariant, ok
+
 VARIANTS = ["classic:eager", "classic:cooperative"]
 HERE = "tests.test_sim_classic"
 FOO = TopicMetadata(UUID(int=1), "foo", 3)
@@ -54,11 +56,6 @@ def sub(topics: tuple[str, ...] = ("foo",), owned: dict[str, list[int]] | None =
         generation: int = -1) -> Any:
     return decode_subscription(encode_subscription(topics, owned_partitions=owned or {},
                                                    generation_id=generation))
-
-
-def ok(r: SimResult) -> SimResult:
-    assert r.ok, r.violation.format() if r.violation else ""
-    return r
 
 
 def window(r: SimResult, kind: str) -> dict[str, Any]:
@@ -202,9 +199,7 @@ CHUNK = 100
 @pytest.mark.parametrize("protocol", VARIANTS)
 @pytest.mark.parametrize("first", range(0, SEEDS_PER_VARIANT, CHUNK))
 def test_random_seeds_keep_every_invariant(protocol: str, first: int) -> None:
-    failures = [r.violation.format() for seed in range(first, first + CHUNK)
-                if (r := simulate("random", seed, protocol)).violation is not None]
-    assert not failures, "\n\n".join(failures)
+    assert_seeds_keep_every_invariant(protocol, range(first, first + CHUNK))
 
 
 # ----------------------------------------------------------------------------- broken doubles

@@ -32,11 +32,11 @@ from groupcoord.sim.classic_connect import (
     SimConfigTopic,
     holding,
 )
-from groupcoord.sim.engine import SimResult
 from groupcoord.sim.protocols import PROTOCOLS, resolve_protocol
 from groupcoord.sim.runner import simulate
 from groupcoord.sim.scenario import BUILTINS, KIP415_SCENARIOS, load_scenario
 
+from .sim_support import assert_same_seed_same_trace, assert_seeds_keep_every_invariant, ok
 from .test_sim_connect import events, window
 
 VARIANTS = ["classic-connect:eager", "classic-connect:compatible", "classic-connect:sessioned"]
@@ -44,11 +44,6 @@ COOPERATIVE = VARIANTS[1:]
 GENERIC = sorted(n for n in BUILTINS if not n.startswith("kip415-"))
 SEEDS_PER_VARIANT = 500
 CHUNK = 50
-
-
-def ok(r: SimResult) -> SimResult:
-    assert r.ok, r.violation.format() if r.violation else ""
-    return r
 
 
 def trace_of(scenario: str, protocol: str, seed: int = 1) -> list[str]:
@@ -121,11 +116,7 @@ def test_holding_follows_the_embedded_protocol() -> None:
 
 @pytest.mark.parametrize("protocol", VARIANTS)
 def test_same_seed_same_trace_different_seed_different_trace(protocol: str) -> None:
-    a = simulate("random", 11, protocol, record_trace=True)
-    b = simulate("random", 11, protocol, record_trace=True)
-    c = simulate("random", 12, protocol, record_trace=True)
-    assert a.trace and a.trace == b.trace and a.summary == b.summary
-    assert a.trace != c.trace
+    assert_same_seed_same_trace(protocol)
 
 
 # ----------------------------------------------------------------------------- built-ins
@@ -335,9 +326,4 @@ def test_a_zombie_that_could_not_know_yet_is_tolerated_and_counted() -> None:
 @pytest.mark.parametrize("protocol", VARIANTS)
 @pytest.mark.parametrize("first", range(0, SEEDS_PER_VARIANT, CHUNK))
 def test_random_seeds_keep_every_invariant(protocol: str, first: int) -> None:
-    failures = []
-    for seed in range(first, first + CHUNK):
-        r = simulate("random", seed, protocol)
-        if r.violation is not None:
-            failures.append(r.violation.format())
-    assert not failures, "\n\n".join(failures)
+    assert_seeds_keep_every_invariant(protocol, range(first, first + CHUNK))

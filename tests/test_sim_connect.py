@@ -35,6 +35,8 @@ from groupcoord.sim.scenario import (
     random_scenario,
 )
 
+from .sim_support import assert_same_seed_same_trace, assert_seeds_keep_every_invariant
+
 VARIANTS = ["connect:eager", "connect:cooperative"]
 GENERIC = sorted(n for n in BUILTINS if not n.startswith("kip415-"))
 SEEDS_PER_VARIANT = 500
@@ -165,11 +167,7 @@ def test_random_connect_scenarios_draw_connectors_and_their_events() -> None:
 
 @pytest.mark.parametrize("protocol", VARIANTS)
 def test_same_seed_same_trace_different_seed_different_trace(protocol: str) -> None:
-    a = simulate("random", 11, protocol, record_trace=True)
-    b = simulate("random", 11, protocol, record_trace=True)
-    c = simulate("random", 12, protocol, record_trace=True)
-    assert a.trace and a.trace == b.trace and a.summary == b.summary
-    assert a.trace != c.trace
+    assert_same_seed_same_trace(protocol)
 
 
 # ----------------------------------------------------------------------------- built-ins
@@ -293,9 +291,4 @@ def test_a_static_worker_waiting_for_its_first_target_keeps_its_membership() -> 
 @pytest.mark.parametrize("protocol", VARIANTS)
 @pytest.mark.parametrize("first", range(0, SEEDS_PER_VARIANT, CHUNK))
 def test_random_seeds_keep_every_invariant(protocol: str, first: int) -> None:
-    failures = []
-    for seed in range(first, first + CHUNK):
-        r = simulate("random", seed, protocol)
-        if r.violation is not None:
-            failures.append(r.violation.format())
-    assert not failures, "\n\n".join(failures)
+    assert_seeds_keep_every_invariant(protocol, range(first, first + CHUNK))

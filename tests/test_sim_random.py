@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from groupcoord.sim.runner import simulate
 from groupcoord.sim.scenario import EVENT_KINDS, random_scenario
+
+from .sim_support import assert_seeds_keep_every_invariant
 
 SEEDS_PER_PROTOCOL = 500
 CHUNK = 50
@@ -23,12 +24,7 @@ PROTOCOLS = ["consumer:uniform", "consumer:range"]
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("first", range(0, SEEDS_PER_PROTOCOL, CHUNK))
 def test_random_seeds_keep_every_invariant(protocol: str, first: int) -> None:
-    failures = []
-    for seed in range(first, first + CHUNK):
-        r = simulate("random", seed, protocol)
-        if r.violation is not None:
-            failures.append(r.violation.format())
-    assert not failures, "\n\n".join(failures)
+    assert_seeds_keep_every_invariant(protocol, range(first, first + CHUNK))
 
 
 def test_random_scenarios_cover_every_disturbance_kind() -> None:

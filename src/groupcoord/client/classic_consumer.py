@@ -53,7 +53,12 @@ What is implemented:
   member just stops (its membership stays until its session expires or it restarts under the
   same instance id), unless ``permanent`` (then LeaveGroup names its instance id, as KIP-1092's
   close with LEAVE_GROUP does).
-- **Offset commits** carry the member id, the generation id and the instance id.
+- **Offset commits** carry the member id, the generation id and the instance id (the builders
+  are :class:`groupcoord.client.offset_commits.OffsetCommits`, shared with the KIP-848 member).
+
+The request plumbing (settings, the one request in flight with its correlation id, the four
+requests) is :class:`groupcoord.client.classic_member.ClassicMember`, shared with the classic
+Connect worker.
 
 Not here: the asyncio driver over the wire (``client/driver.py`` drives the KIP-848 member),
 ``max.poll.interval.ms``, OffsetFetch, rack-aware assignment, user data of the Java sticky
@@ -65,10 +70,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from groupcoord.client.classic_member import NO_GENERATION, ClassicMember, ClassicRequest
 from groupcoord.client.consumer import (
     DEFER,
     EMPTY,
@@ -76,8 +81,8 @@ from groupcoord.client.consumer import (
     MemberState,
     Partitions,
     RebalanceListener,
-    TopicIdPartition,
 )
+from groupcoord.client.offset_commits import OffsetCommits
 from groupcoord.coordinator.assignors.base import GroupSpec, MemberSubscription
 from groupcoord.coordinator.assignors.range import RangeAssignor
 from groupcoord.coordinator.assignors.uniform import UniformAssignor
@@ -89,16 +94,10 @@ from groupcoord.coordinator.classic_messages import (
     JoinGroupRequest,
     JoinGroupResponse,
     JoinGroupResponseMember,
-    LeaveGroupMember,
     LeaveGroupRequest,
     SyncGroupAssignment,
     SyncGroupRequest,
     SyncGroupResponse,
-)
-from groupcoord.coordinator.messages import (
-    OffsetCommitPartition,
-    OffsetCommitRequest,
-    OffsetCommitTopic,
 )
 from groupcoord.coordinator.subscription import regex_matches
 from groupcoord.coordinator.topics import TopicMetadata
@@ -117,7 +116,6 @@ EAGER = "eager"
 COOPERATIVE = "cooperative"
 #: The assignor (JoinGroup protocol name) of each rebalance protocol.
 ASSIGNOR_OF = {EAGER: "range", COOPERATIVE: "cooperative-sticky"}
-NO_GENERATION = -1
 
 #: ``{topic name: partition ids}``: the assignment the leader hands each member.
 NamedAssignment = dict[str, list[int]]
@@ -125,21 +123,12 @@ NamedAssignment = dict[str, list[int]]
 LeaderAssignor = Callable[[Mapping[str, Any], Mapping[str, TopicMetadata]],
                           dict[str, NamedAssignment]]
 
-ClassicRequest = JoinGroupRequest | SyncGroupRequest | HeartbeatRequest | LeaveGroupRequest
-
 
 class Phase(enum.Enum):
     """What the member does next while it is in a rebalance (state JOINING)."""
 
     JOIN = "join"
     SYNC = "sync"
-
-
-@dataclass(slots=True, frozen=True)
-class Inflight:
-    correlation_id: int
-    sent_ms: int
-    request: ClassicRequest
 
 
 # ----------------------------------------------------------------------------- leader assignors
@@ -218,13 +207,15 @@ def cooperative_sticky_assignment(subscriptions: Mapping[str, Any],
 # ----------------------------------------------------------------------------- the member
 
 
-class ClassicConsumerMember:
+class ClassicConsumerMember(ClassicMember, OffsetCommits):
     """One classic-protocol consumer as a sans-IO state machine (see the module docstring).
 
     ``state`` reuses :class:`MemberState` of the KIP-848 member: UNSUBSCRIBED, JOINING (in a
     rebalance: ``phase`` says whether JoinGroup or SyncGroup is next), STABLE, RECONCILING (a
     revocation deferred by the listener), LEAVING, UNJOINED, FATAL. ``member_epoch`` is the
     generation id (a driver written for the KIP-848 member can trace either)."""
+
+    protocol_type = CONSUMER_PROTOCOL_TYPE
 
     def __init__(
         self,
@@ -243,21 +234,16 @@ class ClassicConsumerMember:
         listener: RebalanceListener | None = None,
         leader_assignor: LeaderAssignor | None = None,
     ) -> None:
-        if not group_id:
-            raise ValueError("group_id must be non-empty")
         if protocol not in ASSIGNOR_OF:
             raise ValueError(f"protocol must be one of {sorted(ASSIGNOR_OF)}, not {protocol!r}")
-        self.group_id = group_id
+        super().__init__(group_id, client_id=client_id, client_host=client_host,
+                         session_timeout_ms=session_timeout_ms,
+                         rebalance_timeout_ms=rebalance_timeout_ms,
+                         heartbeat_interval_ms=heartbeat_interval_ms,
+                         request_timeout_ms=request_timeout_ms, retry_backoff_ms=retry_backoff_ms,
+                         instance_id=instance_id)
         self.protocol = protocol
         self.assignor_name = ASSIGNOR_OF[protocol]
-        self.instance_id = instance_id
-        self.client_id = client_id
-        self.client_host = client_host
-        self.session_timeout_ms = session_timeout_ms
-        self.rebalance_timeout_ms = rebalance_timeout_ms
-        self.heartbeat_interval_ms = heartbeat_interval_ms
-        self.request_timeout_ms = request_timeout_ms
-        self.retry_backoff_ms = retry_backoff_ms
         self.retry_backoff_max_ms = retry_backoff_max_ms
         self.listener = listener or RebalanceListener()
         self.leader_assignor = leader_assignor or (
@@ -265,13 +251,10 @@ class ClassicConsumerMember:
 
         self.state = MemberState.UNSUBSCRIBED
         self.phase = Phase.JOIN
-        self.member_id = ""
-        self.generation = NO_GENERATION
         self.leader_id = ""
         self.owned: Partitions = EMPTY
         self.subscribed_topics: tuple[str, ...] | None = None
         self.subscribed_regex: str | None = None
-        self.inflight: Inflight | None = None
         self.fatal_error: tuple[int, str | None] | None = None
         self.stats: dict[str, int] = {"joins": 0, "syncs": 0, "heartbeats": 0, "timeouts": 0,
                                       "retries": 0, "revoked": 0, "assigned": 0, "lost": 0,
@@ -283,8 +266,6 @@ class ClassicConsumerMember:
         self._group_topics: frozenset[str] = frozenset()  # the leader's view of the group's
         #: (id, partitions) per group topic at the leader's last assignment.
         self._snapshot: dict[str, tuple[UUID, int]] = {}
-        self._correlation = 0
-        self._now = 0
         self._next_heartbeat_ms = 0
         self._retry_at_ms = 0
         self._attempts = 0
@@ -300,10 +281,6 @@ class ClassicConsumerMember:
         self._follow_up_at: int | None = None
 
     # ------------------------------------------------------------------ properties
-
-    @property
-    def member_epoch(self) -> int:
-        return self.generation
 
     @property
     def rejoin_pending(self) -> bool:
@@ -390,38 +367,16 @@ class ClassicConsumerMember:
             self._revoking = None
             self._finish_revocation(revoking)
 
-    def commit_request(self, offsets: Mapping[TopicIdPartition, int],
-                       topic_names: Mapping[UUID, str] | None = None,
-                       metadata: str = "") -> OffsetCommitRequest | None:
-        """OffsetCommit of owned partitions with the member id and generation (None when the
-        member has no generation or nothing given is owned)."""
-        if self.generation < 0 or not self.member_id or self.state in (
-                MemberState.UNSUBSCRIBED, MemberState.FATAL, MemberState.UNJOINED):
-            return None
-        names = topic_names or self._names
-        by_topic: dict[UUID, list[tuple[int, int]]] = {}
-        for tp, off in offsets.items():
-            if tp in self.owned:
-                by_topic.setdefault(tp[0], []).append((tp[1], off))
-        if not by_topic:
-            return None
-        topics = tuple(
-            OffsetCommitTopic(names.get(t, ""), tuple(OffsetCommitPartition(p, off, -1, metadata)
-                                                      for p, off in sorted(ps)), topic_id=t)
-            for t, ps in sorted(by_topic.items(), key=lambda kv: kv[0].bytes))
-        return OffsetCommitRequest(self.group_id, topics,
-                                   generation_id_or_member_epoch=self.generation,
-                                   member_id=self.member_id, group_instance_id=self.instance_id)
+    def _may_commit(self) -> bool:
+        """Commits carry the member id and the generation: none before the first JoinGroup."""
+        return self.generation >= 0 and bool(self.member_id) and self.state not in (
+            MemberState.UNSUBSCRIBED, MemberState.FATAL, MemberState.UNJOINED)
 
-    def positions_commit_request(self, position: Callable[[UUID, int], int],
-                                 partitions: Partitions | None = None,
-                                 topic_names: Mapping[UUID, str] | None = None,
-                                 metadata: str = "") -> OffsetCommitRequest | None:
-        """OffsetCommit of ``position(topic_id, partition)`` for every owned partition (the
-        auto-commit), or for the owned ones among ``partitions`` (before a revocation); the
-        same interface as the KIP-848 member's."""
-        parts = self.owned if partitions is None else partitions & self.owned
-        return self.commit_request({tp: position(*tp) for tp in parts}, topic_names, metadata)
+    def _commit_epoch(self) -> int:
+        return self.generation
+
+    def _commit_topic_names(self, topic_names: Mapping[UUID, str] | None) -> Mapping[UUID, str]:
+        return topic_names or self._names
 
     # ------------------------------------------------------------------ driver API
 
@@ -449,13 +404,11 @@ class ClassicConsumerMember:
         s = self.state
         if s is MemberState.LEAVING:  # the request in flight, if any, is abandoned
             return None if self._revoking is not None else self._send_leave(now_ms)
-        inflight = self.inflight
-        if inflight is not None and now_ms >= inflight.sent_ms + self._timeout_of(inflight.request):
+        timed_out = self._timed_out(now_ms)
+        if timed_out is not None:
             self.stats["timeouts"] += 1
-            self.inflight = None
-            self._failed(inflight.request)
-            inflight = None
-        if inflight is not None:
+            self._failed(timed_out.request)
+        if self.inflight is not None:
             return None
         s = self.state
         if s in (MemberState.UNSUBSCRIBED, MemberState.UNJOINED, MemberState.FATAL) \
@@ -476,20 +429,16 @@ class ClassicConsumerMember:
         if self.generation < 0 or not self.member_id or now_ms < self._next_heartbeat_ms:
             return None
         self.stats["heartbeats"] += 1
-        return self._send(HeartbeatRequest(self.group_id, self.generation, self.member_id,
-                                           self.instance_id, self.client_id, self.client_host),
-                          now_ms)
+        return self._send(self._heartbeat(), now_ms)
 
     def on_response(self, resp: Any, now_ms: int, correlation_id: int | None = None) -> bool:
         """Handle the answer to the request in flight; False for any other (a duplicate, an
         answer to a request given up on)."""
         self._now = now_ms
-        inflight = self.inflight
-        if inflight is None or (correlation_id is not None
-                                and correlation_id != inflight.correlation_id):
+        inflight = self._take_inflight(correlation_id)
+        if inflight is None:
             self.stats["ignored_responses"] += 1
             return False
-        self.inflight = None
         req = inflight.request
         if isinstance(req, LeaveGroupRequest) or self.state in (
                 MemberState.UNJOINED, MemberState.FATAL, MemberState.UNSUBSCRIBED,
@@ -509,11 +458,9 @@ class ClassicConsumerMember:
     def on_request_failed(self, now_ms: int, correlation_id: int | None = None) -> bool:
         """The request in flight failed without an answer (connection lost): retry later."""
         self._now = now_ms
-        inflight = self.inflight
-        if inflight is None or (correlation_id is not None
-                                and correlation_id != inflight.correlation_id):
+        inflight = self._take_inflight(correlation_id)
+        if inflight is None:
             return False
-        self.inflight = None
         self._failed(inflight.request)
         return True
 
@@ -523,11 +470,6 @@ class ClassicConsumerMember:
         if isinstance(req, JoinGroupRequest | SyncGroupRequest):
             return self.request_timeout_ms + self.rebalance_timeout_ms
         return self.request_timeout_ms
-
-    def _send(self, req: ClassicRequest, now_ms: int) -> ClassicRequest:
-        self._correlation += 1
-        self.inflight = Inflight(self._correlation, now_ms, req)
-        return req
 
     def _subscription(self) -> bytes:
         owned: dict[str, list[int]] = {}
@@ -541,11 +483,7 @@ class ClassicConsumerMember:
 
     def _join_request(self) -> JoinGroupRequest:
         self.stats["joins"] += 1
-        return JoinGroupRequest(
-            self.group_id, self.session_timeout_ms, self.member_id, CONSUMER_PROTOCOL_TYPE,
-            (JoinGroupProtocol(self.assignor_name, self._subscription()),),
-            self.rebalance_timeout_ms, self.instance_id, None, self.client_id, self.client_host,
-            version=9)
+        return self._join_group((JoinGroupProtocol(self.assignor_name, self._subscription()),))
 
     def _sync_request(self) -> SyncGroupRequest:
         self.stats["syncs"] += 1
@@ -554,9 +492,7 @@ class ClassicConsumerMember:
         assignments: tuple[SyncGroupAssignment, ...] = ()
         if jr.leader == self.member_id and not jr.skip_assignment and jr.members:
             assignments = self._assign(jr.members)
-        return SyncGroupRequest(self.group_id, self.generation, self.member_id, self.instance_id,
-                                CONSUMER_PROTOCOL_TYPE, jr.protocol_name or self.assignor_name,
-                                assignments, self.client_id, self.client_host, version=5)
+        return self._sync_group(jr.protocol_name or self.assignor_name, assignments)
 
     def _assign(self, members: tuple[JoinGroupResponseMember, ...]) -> tuple[SyncGroupAssignment, ...]:
         subs: dict[str, Any] = {}
@@ -582,9 +518,7 @@ class ClassicConsumerMember:
     def _send_leave(self, now_ms: int) -> LeaveGroupRequest | None:
         req: LeaveGroupRequest | None = None
         if self.member_id and (self.instance_id is None or self._leave_permanent):
-            req = LeaveGroupRequest(self.group_id, (LeaveGroupMember(
-                self.member_id, self.instance_id, "the consumer is being closed"),),
-                self.client_id, self.client_host, version=5)
+            req = self._leave_group("the consumer is being closed")
             self._send(req, now_ms)
         else:
             self.inflight = None

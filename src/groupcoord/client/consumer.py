@@ -47,7 +47,9 @@ the behaviour of the Java consumer / librdkafka 2.x where the spec is silent; se
   id and epoch in ``GenerationIdOrMemberEpoch`` (as librdkafka sends OffsetCommit v9), for
   partitions the member owns; :meth:`ConsumerMember.positions_commit_request` commits the
   position of every owned partition, as the Java consumer's auto-commit does (``allConsumed()``
-  every ``auto.commit.interval.ms``, whether a position moved or not) and before a revocation.
+  every ``auto.commit.interval.ms``, whether a position moved or not) and before a revocation
+  (both builders are :class:`groupcoord.client.offset_commits.OffsetCommits`, shared with the
+  classic consumer member).
 
 - **Client-side assignors** (KIP-848 "Client-Side Assignor"; issue #3): a member given
   ``local_assignors`` (:class:`~groupcoord.client.assignors.PartitionAssignor`, e.g. the
@@ -74,22 +76,24 @@ import base64
 import enum
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
-from uuid import UUID
 
 from groupcoord.client.assignors import PartitionAssignor, advertised, compute_install
+from groupcoord.client.offset_commits import (
+    EMPTY,
+    OffsetCommits,
+    Partitions,
+    TopicIdPartition,
+    group_by_topic,
+)
 from groupcoord.coordinator.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     ConsumerGroupInstallAssignmentResponse,
     ConsumerGroupPrepareAssignmentRequest,
     ConsumerGroupPrepareAssignmentResponse,
-    OffsetCommitPartition,
-    OffsetCommitRequest,
-    OffsetCommitResponse,
-    OffsetCommitTopic,
     TopicPartitions,
 )
 from groupcoord.coordinator.records import ClientAssignor
@@ -97,11 +101,6 @@ from groupcoord.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 
-#: A partition of a topic, by topic id.
-TopicIdPartition = tuple[UUID, int]
-Partitions = frozenset[TopicIdPartition]
-
-EMPTY: Partitions = frozenset()
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
@@ -188,23 +187,11 @@ def to_partitions(tps: Iterable[TopicPartitions]) -> Partitions:
 
 def to_topic_partitions(parts: Iterable[TopicIdPartition]) -> tuple[TopicPartitions, ...]:
     """The wire shape, sorted by topic id bytes then partition (canonical)."""
-    return tuple(TopicPartitions(t, ps) for t, ps in _group_by_topic(parts))
+    return tuple(TopicPartitions(t, ps) for t, ps in group_by_topic(parts))
 
 
-def _group_by_topic(parts: Iterable[TopicIdPartition]) -> tuple[tuple[UUID, tuple[int, ...]], ...]:
-    """Partitions per topic, sorted by topic id bytes then partition (canonical order)."""
-    by_topic: dict[UUID, list[int]] = {}
-    for t, p in parts:
-        ps = by_topic.get(t)
-        if ps is None:
-            by_topic[t] = [p]
-        else:
-            ps.append(p)
-    return tuple((t, tuple(sorted(ps)))
-                 for t, ps in sorted(by_topic.items(), key=lambda kv: kv[0].bytes))
 
-
-class ConsumerMember:
+class ConsumerMember(OffsetCommits):
     """One KIP-848 consumer group member as a sans-IO state machine (see the module doc)."""
 
     def __init__(
@@ -286,9 +273,6 @@ class ConsumerMember:
         self._sent_rebalance_timeout = -1
         self._sent_assignor: str | None = None
         self._sent_assignors: tuple[ClientAssignor, ...] | None = None
-        # The owned set grouped per topic (auto-commits), for the ``owned`` it was made of.
-        self._owned_groups: tuple[tuple[UUID, tuple[int, ...]], ...] = ()
-        self._owned_groups_of: Partitions = EMPTY
         self._last_partial: ConsumerGroupHeartbeatRequest | None = None
 
     # ------------------------------------------------------------------ application API
@@ -344,69 +328,12 @@ class ConsumerMember:
         self._revoking = None
         self._finish_revocation(revoking)
 
-    def commit_request(self, offsets: Mapping[TopicIdPartition, int],
-                       topic_names: Mapping[UUID, str] | None = None,
-                       metadata: str = "") -> OffsetCommitRequest | None:
-        """An OffsetCommit for the given positions of owned partitions, carrying the member
-        id and epoch (None when nothing owned is given or the member is not in a group)."""
-        if not self._may_commit():
-            return None
-        owned = self.owned
-        groups = _group_by_topic(tp for tp in offsets if tp in owned)
-        return self._offset_commit(groups, lambda t, p: offsets[(t, p)], topic_names, metadata)
-
-    def positions_commit_request(self, position: Callable[[UUID, int], int],
-                                 partitions: Partitions | None = None,
-                                 topic_names: Mapping[UUID, str] | None = None,
-                                 metadata: str = "") -> OffsetCommitRequest | None:
-        """An OffsetCommit of ``position(topic_id, partition)`` for every owned partition, as
-        the Java consumer's auto-commit sends ``allConsumed()`` (changed or not), or for the
-        owned ones among ``partitions`` (the commit before a revocation). The same request as
-        :meth:`commit_request` with those offsets; the per-topic grouping of the owned set is
-        kept between calls, so a periodic auto-commit costs one step per partition."""
-        if not self._may_commit():
-            return None
-        if partitions is None:
-            if self._owned_groups_of is not self.owned:
-                self._owned_groups = _group_by_topic(self.owned)
-                self._owned_groups_of = self.owned
-            groups = self._owned_groups
-        else:
-            groups = _group_by_topic(partitions & self.owned)
-        return self._offset_commit(groups, position, topic_names, metadata)
+    def _commit_epoch(self) -> int:
+        return self.member_epoch
 
     def _may_commit(self) -> bool:
         return self.member_epoch > 0 and self.state not in (
             MemberState.UNSUBSCRIBED, MemberState.FATAL, MemberState.UNJOINED)
-
-    def _offset_commit(self, groups: tuple[tuple[UUID, tuple[int, ...]], ...],
-                       position: Callable[[UUID, int], int],
-                       topic_names: Mapping[UUID, str] | None,
-                       metadata: str) -> OffsetCommitRequest | None:
-        if not groups:
-            return None
-        names = topic_names or {}
-        topics = tuple(
-            OffsetCommitTopic(names.get(t, ""), tuple(OffsetCommitPartition(p, position(t, p), -1,
-                                                                            metadata)
-                                                      for p in ps), topic_id=t)
-            for t, ps in groups)
-        return OffsetCommitRequest(self.group_id, topics,
-                                   generation_id_or_member_epoch=self.member_epoch,
-                                   member_id=self.member_id, group_instance_id=self.instance_id)
-
-    @staticmethod
-    def commit_errors(resp: OffsetCommitResponse) -> dict[TopicIdPartition | str, int]:
-        """The non-zero error codes of a commit response, per (topic id or name, partition)."""
-        out: dict[TopicIdPartition | str, int] = {}
-        for t in resp.topics:
-            for p in t.partitions:
-                if p.error_code:
-                    if t.topic_id is not None:
-                        out[(t.topic_id, p.partition_index)] = p.error_code
-                    else:
-                        out[f"{t.name}-{p.partition_index}"] = p.error_code
-        return out
 
     # ------------------------------------------------------------------ driver API
 

@@ -6,8 +6,13 @@ under a seeded fault schedule, with invariants I1-I6 of DESIGN.md checked after 
 - ``coordinator``: the shard with its record log, failover = rebuild from the log;
 - ``scenario``: scenarios as TOML data, the named built-ins and ``random``;
 - ``consumer``: KIP-848 consumer groups (processes running ``client.consumer.ConsumerMember``)
-  and their invariants;
-- ``protocols``: the registry behind ``--protocol`` (connect and classic come later);
+  and their invariants; its process machinery (spawning, events, the network plumbing, driving
+  members, the members' side of I1) serves every protocol below through hooks;
+- ``members``: how each member type's requests and responses are traced and answered by a
+  loading coordinator (one table per question, keyed by message type);
+- ``classic``, ``connect``, ``classic_connect``: classic consumer groups, Connect workers on
+  connect groups and in classic groups (subclasses of the consumer simulation);
+- ``protocols``: the registry behind ``--protocol``;
 - ``runner`` / ``cli``: ``simulate()`` and ``groupcoord simulate``.
 
 Usage: ``simulate("rolling-bounce", seed=7, protocol="consumer:range")`` returns a

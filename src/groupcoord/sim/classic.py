@@ -8,7 +8,8 @@ real :class:`Shard` (``coordinator/classic_groups.py``), through the faulty netw
 names and incarnations, the scenario's member events, the network plumbing, auto-commits and
 commits on revocation, slow revocations, restarts after fatal errors, the bookkeeping of what
 each process consumes, downtime and moves) is :class:`groupcoord.sim.consumer.ConsumerSimulation`,
-which this class extends with the classic protocol's requests, responses and invariants.
+which this class extends with the classic protocol's responses and invariants (how its requests
+are traced, and answered by a loading coordinator, is ``sim.members``').
 
 Classic specifics. JoinGroup and SyncGroup are answered late: the driver passes each request's
 message as the shard's token, and answers the ``Result.completions`` of every coordinator call
@@ -64,17 +65,15 @@ from groupcoord.client.consumer import MemberState, TopicIdPartition
 from groupcoord.coordinator.classic_group import ClassicGroup, ClassicGroupState
 from groupcoord.coordinator.classic_messages import (
     HeartbeatRequest,
-    HeartbeatResponse,
     JoinGroupRequest,
     JoinGroupResponse,
     LeaveGroupRequest,
-    LeaveGroupResponse,
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from groupcoord.coordinator.messages import OffsetCommitRequest, OffsetCommitResponse
+from groupcoord.coordinator.messages import OffsetCommitRequest
 from groupcoord.coordinator.records import ClassicGroupMetadataValue, Record, RecordType
-from groupcoord.coordinator.result import DEFERRED, Result
+from groupcoord.coordinator.result import Result
 from groupcoord.protocol.consumer_protocol import (
     ConsumerProtocolError,
     decode_assignment,
@@ -95,7 +94,6 @@ _RETRY_BACKOFF_MAX_MS = 1_000
 _STABLE = ClassicGroupState.STABLE
 _NAMES: dict[type, str] = {JoinGroupRequest: "join", SyncGroupRequest: "sync",
                            HeartbeatRequest: "hb", LeaveGroupRequest: "leave"}
-_STAT = {"join": "joins", "sync": "syncs", "hb": "heartbeats", "leave": "leaves"}
 
 
 def _cm(p: Proc) -> ClassicConsumerMember:
@@ -124,6 +122,9 @@ class ClassicConsumerSimulation(ConsumerSimulation):
     """Classic consumer groups under faults (protocol ``classic``: ``eager``, ``cooperative``)."""
 
     protocol = "classic"
+    revoked_stat = "partitions_revoked"
+    epoch_word = "generation"
+    fencing_codes = _FENCING_CODES
 
     def setup(self) -> None:
         #: The last committed value of the group, the live view's (generation, members) as
@@ -152,10 +153,6 @@ class ClassicConsumerSimulation(ConsumerSimulation):
         m.update_metadata(self.image.by_name.values(), self.now)
         return m
 
-    def on_revoked(self, p: Proc, parts: Any) -> object:
-        self.stats["partitions_revoked"] += len(parts)
-        return super().on_revoked(p, parts)
-
     def on_image_changed(self) -> None:
         super().on_image_changed()
         self._rebuild_holders()
@@ -178,38 +175,13 @@ class ClassicConsumerSimulation(ConsumerSimulation):
 
     # ================================================================== network
 
-    def _send(self, p: Proc, req: Any, cid: int) -> None:
-        self.counters["messages"] += 1
-        kind = _NAMES.get(type(req))
-        if kind is not None:
-            self.stats[_STAT[kind]] += 1
-            extra = ""
-            if isinstance(req, SyncGroupRequest) and req.assignments:
-                extra = "leader"
-            self.trace(f"{kind}>", p.name, req.generation_id
-                       if isinstance(req, SyncGroupRequest | HeartbeatRequest) else "", extra)
-        self._post(p, req, cid)
+    def _handle(self, msg: _Msg) -> Result[Any]:
+        """JoinGroup and SyncGroup may be parked: the message is the token the coordinator
+        completes them with (:meth:`coordinator_result`)."""
+        return self.coord.shard.handle(msg.body, self.now, msg)
 
-    def _to_coordinator(self, msg: _Msg) -> None:
-        if not self._arrives(msg):
-            return
-        p = msg.proc
-        c = self.coord
-        req = msg.body
-        if isinstance(req, OffsetCommitRequest):
-            refusal = self._commit_refusal(req)
-            fenced = msg.gen == p.gen and p.member.member_id == req.member_id \
-                and self.is_fenced(p)
-            res = c.shard.handle(req, self.now, msg)
-            self.coordinator_result(res)
-            self._check_commit_classic(p, req, res.response, refusal, fenced)
-        else:
-            res = c.shard.handle(req, self.now, msg)
-            self.coordinator_result(res)
-            if self.full_checks:
-                self.full_check()
-        if res.response is not DEFERRED:
-            self._respond(msg, res.response, -1)
+    def _incarnation(self, req: Any) -> int:
+        return -1  # classic members are fenced by their generation (:meth:`is_fenced`)
 
     def coordinator_result(self, res: Result[Any]) -> None:
         """Persist, then answer the requests the call completed (parked JoinGroup/SyncGroup);
@@ -220,30 +192,13 @@ class ClassicConsumerSimulation(ConsumerSimulation):
                 self._respond(token, response, -1)
         self._check_fencing()
 
-    def _error_response(self, req: Any, code: int) -> Any:
-        if isinstance(req, JoinGroupRequest):
-            return JoinGroupResponse(code, member_id=req.member_id)
-        if isinstance(req, SyncGroupRequest):
-            return SyncGroupResponse(code)
-        if isinstance(req, HeartbeatRequest):
-            return HeartbeatResponse(code)
-        if isinstance(req, LeaveGroupRequest):
-            return LeaveGroupResponse(code)
-        return super()._error_response(req, code)
-
-    def _to_member(self, msg: _Msg) -> None:
-        if not self._deliverable(msg):
-            return
+    def on_group_response(self, msg: _Msg) -> None:
+        """The answer to a JoinGroup, SyncGroup, Heartbeat or LeaveGroup: the member handles
+        it first (what it changed, lost partitions or an assignment, is applied at once), then
+        client-side I3 and I1 on a JoinGroup adopted (:meth:`_joined`)."""
         p = msg.proc
         body = msg.body
         m = _cm(p)
-        if isinstance(body, OffsetCommitResponse):
-            codes = {pr.error_code for t in body.topics for pr in t.partitions}
-            codes.discard(0)
-            if codes:
-                self.trace("commit<", p.name, m.generation,
-                           ",".join(sorted(error_name(c) for c in codes)))
-            return
         before = m.generation
         state_before = m.state
         inflight = m.inflight
@@ -271,10 +226,6 @@ class ClassicConsumerSimulation(ConsumerSimulation):
         if m.state is not state_before or m.generation != before:
             self.dirty = True
         self._settle(p)
-
-    def ordered(self, resources: Any) -> list[Any]:
-        """Resources in a canonical order (``sim.classic_connect``'s are connectors and tasks)."""
-        return sorted(resources, key=lambda tp: (tp[0].bytes, tp[1]))
 
     def describe_assignment(self, raw: bytes) -> str:
         """A SyncGroup assignment for the trace (``sim.classic_connect`` reads Connect's)."""
@@ -336,7 +287,7 @@ class ClassicConsumerSimulation(ConsumerSimulation):
 
     # ================================================================== I6
 
-    def _commit_refusal(self, req: OffsetCommitRequest) -> int:
+    def _expected_commit_error(self, req: OffsetCommitRequest) -> int:
         """The error a commit must get from the group as it is (0: it must be accepted)."""
         g = self._classic()
         if g is None or req.member_id not in g.members:
@@ -350,42 +301,11 @@ class ClassicConsumerSimulation(ConsumerSimulation):
             return int(_E.rebalance_in_progress)
         return 0
 
-    def _check_commit_classic(self, p: Proc, req: OffsetCommitRequest,
-                              resp: OffsetCommitResponse, refusal: int, fenced: bool) -> None:
-        self.stats["i6_checks"] += 1
-        codes = {pr.error_code for t in resp.topics for pr in t.partitions}
-        accepted = 0 in codes
-        who = (f"{p.name} (member {req.member_id}, generation "
-               f"{req.generation_id_or_member_epoch})")
-        if (fenced or refusal) and accepted:
-            raise Violation("I6", f"a commit from {'fenced ' if fenced else ''}{who} was "
-                                  f"accepted, expected {error_name(refusal or 0)}")
-        if refusal and codes != {refusal}:
-            raise Violation("I6", f"a commit from {who} got "
-                                  f"{sorted(error_name(c) for c in codes)}, expected "
-                                  f"{error_name(refusal)}")
-        if not refusal and codes & _FENCING_CODES:
-            raise Violation("I6", f"a commit from {who}, current, was refused with "
-                                  f"{sorted(error_name(c) for c in codes)}")
-        if accepted:
-            self.stats["commits_accepted"] += 1
-        else:
-            self.stats["commits_rejected"] += 1
-            if fenced:
-                self.stats["zombie_commits_rejected"] += 1
-
     # ================================================================== coordinator records
 
-    def on_records(self, records: list[Record]) -> bool:
-        group = False
-        for rec in records:
-            t = rec.key.type
-            if t is _OFFSET:
-                continue
-            group = True
-            if t is _CLASSIC and rec.key.group_id == self.gid:
-                self._classic_record(rec.value)  # type: ignore[arg-type]
-        return group
+    def on_group_record(self, rec: Record, t: RecordType) -> None:
+        if t is _CLASSIC and rec.key.group_id == self.gid:
+            self._classic_record(rec.value)  # type: ignore[arg-type]
 
     def _classic_record(self, v: ClassicGroupMetadataValue | None) -> None:
         prev = self.committed
@@ -488,19 +408,19 @@ class ClassicConsumerSimulation(ConsumerSimulation):
         return owned == self.universe
 
     def _convergence_gap(self) -> str:
-        g = self._classic()
-        if not self.coord.up:
-            return "coordinator down"
-        if g is None:
-            return "no group"
-        parts = [f"generation {g.generation_id}, state {g.state.value}, "
-                 f"{len(g.members)} members"]
+        return self.describe_gap(self._classic())
+
+    def gap_group(self, g: Any) -> str:
+        return f"generation {g.generation_id}, state {g.state.value}, {len(g.members)} members"
+
+    def gap_members(self, g: Any) -> list[str]:
+        parts = []
         for p in self.live():
             m = _cm(p)
             parts.append(f"{p.name}/{m.member_id or '-'}: gen {m.generation} {m.state.value}"
                          f"{' ' + m.phase.value if m.state is MemberState.JOINING else ''}, "
                          f"owns {len(m.owned)}, member {'yes' if m.member_id in g.members else 'no'}")
-        return "; ".join(parts)
+        return parts
 
     def i5_bound(self) -> int:
         """After the quiet time: a crashed or cut-off member's session expires (S); a static
@@ -524,22 +444,19 @@ class ClassicConsumerSimulation(ConsumerSimulation):
 
     def full_check(self) -> None:
         """At checkpoints and the end (every step with ``full_checks``): I1 on the members'
-        side over the whole state (no partition consumed by two unfenced processes) and I3
-        (the live generation is never behind the committed one)."""
-        seen: dict[TopicIdPartition, Proc] = {}
-        for p in self.live():
-            if self.is_fenced(p):
-                continue
-            for tp in self.ordered(p.consuming):
-                if tp in seen:
-                    raise Violation("I1", f"{self._tp(tp)} is consumed by {seen[tp].name} and "
-                                          f"{p.name}, neither fenced")
-                seen[tp] = p
+        side over the whole state (no partition consumed by two unfenced processes; what
+        :meth:`check_process` and :meth:`check_holding` add: ``sim.classic_connect``'s strict
+        checks of workers) and I3 (the live generation is never behind the committed one)."""
+        self.check_processes(self.ordered)
         g = self._classic()
         c = self.committed
         if g is not None and c is not None and g.generation_id < c.generation:
             raise Violation("I3", f"live generation {g.generation_id} is behind the committed "
                                   f"generation {c.generation}")
+
+    def check_holding(self, p: Proc, tp: Any) -> None:
+        """Nothing: what the coordinator holds is checked per committed generation
+        (:meth:`_check_assignment`); a process consumes its assignment once SyncGroup answered."""
 
     def protocol_summary(self) -> dict[str, Any]:
         out = super().protocol_summary()

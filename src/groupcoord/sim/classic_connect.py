@@ -73,9 +73,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from groupcoord.client.classic_consumer import Inflight
+from groupcoord.client.classic_member import Inflight
 from groupcoord.client.connect.classic_worker import ClassicConnectWorker, WorkerState
-from groupcoord.client.connect.listener import DEFER, Connectors, ConnectRebalanceListener, Tasks
+from groupcoord.client.connect.listener import Connectors, ConnectRebalanceListener, Tasks
 from groupcoord.client.connect.model import ConfigSnapshot, ConnectorsAndTasks
 from groupcoord.client.connect.protocol import (
     CONNECT_PROTOCOL_V0,
@@ -92,7 +92,7 @@ from groupcoord.coordinator.records import ClassicGroupMetadataValue
 from groupcoord.protocol.connect_protocol import ConnectAssignment
 from groupcoord.sim.classic import ClassicConsumerSimulation
 from groupcoord.sim.connect import ConnectSimulation, config_items, show
-from groupcoord.sim.consumer import ConsumerSimulation, Proc
+from groupcoord.sim.consumer import Proc
 from groupcoord.sim.engine import Violation
 
 _STATES = {WorkerState.UNJOINED: MemberState.UNJOINED, WorkerState.JOINING: MemberState.JOINING,
@@ -180,19 +180,18 @@ class _WorkListener(ConnectRebalanceListener):
 
 class SimClassicWorker:
     """A :class:`ClassicConnectWorker` seen as the member ``sim.consumer`` / ``sim.classic``
-    drive: correlation ids for its one request in flight (a stale or duplicated answer is not
-    handed to the worker), :class:`MemberState` states, ``owned`` items, timeouts counted,
-    ``subscribe`` = start. Nothing of the worker's behaviour is re-modelled."""
+    drive: :class:`MemberState` states, ``owned`` items, ``subscribe`` = start. The driver
+    interface (the request in flight with its correlation id, timeouts counted) is the
+    worker's own (:class:`groupcoord.client.classic_member.ClassicMember`). Nothing of the
+    worker's behaviour is re-modelled."""
+
+    #: A classic worker has no assigner duties (the leader's assignments ride on its
+    #: SyncGroup): nothing else is ever in flight.
+    assign_inflight = None
 
     def __init__(self, worker: ClassicConnectWorker) -> None:
         self.worker = worker
         self.stats = worker.stats
-        self.stats.setdefault("timeouts", 0)
-        self.inflight: Inflight | None = None
-        self._cid = 0
-        #: When the coordinator last answered this worker (I1: a worker silent for longer
-        #: than the session timeout must have stopped its work).
-        self.last_answer_ms = 0
         self._running: ConnectorsAndTasks | None = None
         self._owned: frozenset[Item] = frozenset()
 
@@ -227,7 +226,17 @@ class SimClassicWorker:
 
     @property
     def last_correlation_id(self) -> int:
-        return self._cid
+        return self.worker.last_correlation_id
+
+    @property
+    def inflight(self) -> Inflight | None:
+        return self.worker.inflight
+
+    @property
+    def last_answer_ms(self) -> int:
+        """When the coordinator last answered this worker (I1: a worker silent for longer
+        than the session timeout must have stopped its work)."""
+        return self.worker.last_answer_ms
 
     @property
     def listener(self) -> ConnectRebalanceListener:
@@ -240,7 +249,6 @@ class SimClassicWorker:
     # -------------------------------------------------------------- driving
     def subscribe(self, topics: Any = None, *, regex: str | None = None,
                   now_ms: int | None = None) -> None:
-        self.last_answer_ms = now_ms or 0
         self.worker.start(now_ms or 0)
 
     def update_metadata(self, topics: Any, now_ms: int) -> None:
@@ -256,33 +264,13 @@ class SimClassicWorker:
         return self.worker.next_deadline()
 
     def poll_request(self, now_ms: int) -> Any:
-        w = self.worker
-        if self.inflight is not None:
-            deadline = w.next_deadline()
-            if deadline is not None and now_ms >= deadline:  # the worker times it out now
-                self.inflight = None
-                self.stats["timeouts"] += 1
-        req = w.poll_request(now_ms)
-        if req is not None:
-            self._cid += 1
-            self.inflight = Inflight(self._cid, now_ms, req)
-        return req
-
-    def _current(self, cid: int | None) -> bool:
-        return self.inflight is not None and (cid is None or cid == self.inflight.correlation_id)
+        return self.worker.poll_request(now_ms)
 
     def on_response(self, resp: Any, now_ms: int, correlation_id: int | None = None) -> bool:
-        if not self._current(correlation_id):
-            return False
-        self.inflight = None
-        self.last_answer_ms = now_ms
-        return self.worker.on_response(resp, now_ms)
+        return self.worker.on_response(resp, now_ms, correlation_id)
 
     def on_request_failed(self, now_ms: int, correlation_id: int | None = None) -> bool:
-        if not self._current(correlation_id):
-            return False
-        self.inflight = None
-        return self.worker.on_request_failed(now_ms)
+        return self.worker.on_request_failed(now_ms, correlation_id)
 
     def __repr__(self) -> str:
         return repr(self.worker)
@@ -329,6 +317,7 @@ class ClassicConnectSimulation(ClassicConsumerSimulation, ConnectSimulation):
     sessioned)."""
 
     protocol = "classic-connect"
+    revoked_stat = "items_revoked"  # (sim.classic counts partitions)
     #: The worker class (tests substitute a broken one).
     classic_worker_class: type[ClassicConnectWorker] = ClassicConnectWorker
     #: How long after its publication a worker sees a config snapshot (0: at once).
@@ -386,33 +375,11 @@ class ClassicConnectSimulation(ClassicConsumerSimulation, ConnectSimulation):
 
     # ================================================================== members
 
-    def on_coordinator_down(self) -> None:
-        """Connections reset: the one request in flight fails (``sim.consumer``'s)."""
-        ConsumerSimulation.on_coordinator_down(self)
-
-    def on_revoked(self, p: Proc, parts: Any) -> object:
+    def slow_revocation_ms(self, p: Proc) -> int:
         """The worker's herder stops connectors and tasks (no offsets). A slow worker takes
         ``delay_ms``, but at most :data:`TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS`: upstream's herder
         gives up waiting then and cancels the task (its output is discarded)."""
-        self.trace("revoke", p.name, _w(p).generation, parts)
-        self.stats["items_revoked"] += len(parts)
-        if self.now < p.slow_until and p.slow_delay > 0:
-            self.stats["slow_revocations"] += 1
-            self.at(self.now + min(p.slow_delay, TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS),
-                    self._revocation_done, (p, p.gen))
-            return DEFER
-        return None
-
-    def _settle(self, p: Proc) -> None:
-        self._sync(p)
-        w = _w(p).worker
-        if w.state is WorkerState.FATAL:
-            self.trace("fatal", p.name, "", w.fatal_error or "")
-            self._stop(p, "exit")
-            self.stats["fatal_restarts"] += 1
-            self._restart_later(p, self.scenario.restart_delay_ms)
-            return
-        self._drive(p)
+        return min(p.slow_delay, TASK_SHUTDOWN_GRACEFUL_TIMEOUT_MS)
 
     def describe_assignment(self, raw: bytes) -> str:
         a = _assignment(raw)
@@ -425,9 +392,6 @@ class ClassicConnectSimulation(ClassicConsumerSimulation, ConnectSimulation):
         if a.version != CONNECT_PROTOCOL_V0:
             out += f" -{a.revoked.size()}" + (f" delay={a.delay}" if a.delay else "")
         return out
-
-    def ordered(self, resources: Any) -> list[Any]:
-        return sorted(resources)
 
     # ================================================================== I1 on the workers' side
 
@@ -454,7 +418,7 @@ class ClassicConnectSimulation(ClassicConsumerSimulation, ConnectSimulation):
         super()._start_consuming(p, parts)
 
     def _drive(self, p: Proc) -> None:
-        """Drive the worker (``sim.connect``'s), then I1 on its silence: every wake-up of a
+        """Drive the worker (``sim.consumer``'s), then I1 on its silence: every wake-up of a
         worker cut off (its retries) checks that it stopped its work in time."""
         super()._drive(p)
         if p.alive:
@@ -576,21 +540,19 @@ class ClassicConnectSimulation(ClassicConsumerSimulation, ConnectSimulation):
                 return False
         return all(it in self.legit for it in self.universe)
 
-    def _convergence_gap(self) -> str:
-        g = self._classic()
-        if not self.coord.up:
-            return "coordinator down"
-        if g is None:
-            return "no group"
-        parts = [f"generation {g.generation_id}, state {g.state.value}, {len(g.members)} "
-                 f"members, config offset {self.config_topic.latest.offset}, not running "
-                 f"{self.format_resource(frozenset(self.universe - set(self.legit)))}"]
+    def gap_group(self, g: Any) -> str:
+        return (f"{ClassicConsumerSimulation.gap_group(self, g)}, config offset "
+                f"{self.config_topic.latest.offset}, not running "
+                f"{self.format_resource(frozenset(self.universe - set(self.legit)))}")
+
+    def gap_members(self, g: Any) -> list[str]:
+        parts = []
         for p in self.live():
             w = _w(p).worker
             parts.append(f"{p.name}/{w.member_id or '-'}: gen {w.generation} {w.state.value}, "
                          f"runs {w.running.size()}, last assignment {w.assignment}, member "
                          f"{'yes' if w.member_id in g.members else 'no'}")
-        return "; ".join(parts)
+        return parts
 
     def i5_bound(self) -> int:
         """The classic bound (``sim.classic``: a session timeout, a restart, the initial delay,
@@ -606,32 +568,16 @@ class ClassicConnectSimulation(ClassicConsumerSimulation, ConnectSimulation):
             2 * sc.rebalance_timeout_ms + sc.heartbeat_interval_ms)
 
     # ================================================================== full check
+    # (``sim.classic``'s, with the strict checks of the workers below)
 
-    def full_check(self) -> None:
-        """Checkpoints and the end: strict I1 over every live worker (no item run twice), an
-        unfenced worker runs only what the committed generation has it hold, and I3 (the
-        live generation is never behind the committed one)."""
-        seen: dict[Item, Proc] = {}
-        for p in self.live():
-            self._check_silence(p)
-            fenced = self.is_fenced(p)
-            if fenced:
-                continue
-            running: frozenset[Any] = p.consuming
-            for it in sorted(running):
-                if it in seen:
-                    raise Violation("I1", f"{show(it)} is run by {seen[it].name} and {p.name}, "
-                                          f"neither fenced")
-                seen[it] = p
-                if self.coord_holder.get(it) != p.member.member_id and \
-                        it not in self.committed_reported.get(p.member.member_id, ()):
-                    raise Violation("I1", f"{p.name} runs {show(it)} which the committed "
-                                          f"generation neither gives it nor is revoking")
-        g = self._classic()
-        c = self.committed
-        if g is not None and c is not None and g.generation_id < c.generation:
-            raise Violation("I3", f"live generation {g.generation_id} is behind the committed "
-                                  f"generation {c.generation}")
+    def check_process(self, p: Proc) -> None:
+        self._check_silence(p)
+
+    def check_holding(self, p: Proc, tp: Any) -> None:
+        mid = p.member.member_id
+        if self.coord_holder.get(tp) != mid and tp not in self.committed_reported.get(mid, ()):
+            raise Violation("I1", f"{p.name} runs {show(tp)} which the committed generation "
+                                  f"neither gives it nor is revoking")
 
     def protocol_summary(self) -> dict[str, Any]:
         out = ClassicConsumerSimulation.protocol_summary(self)

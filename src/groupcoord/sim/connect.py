@@ -16,9 +16,12 @@ scenario's member events (join, leave, crash, bounce, rolling-bounce, scale, slo
 network-partition, coordinator-failover), the network plumbing to the coordinator, restarts,
 slow revocations, the members' I1 bookkeeping (who runs what, fencing), downtime and moves, the
 shadow of the coordinator's holdings (record by record) are all the consumer simulation's. This
-module overrides what differs: the member (a worker joins instead of subscribing), the requests
-and responses (Prepare and Install besides the heartbeat), the records shadowed (the connect
-group's current assignment records), I2, convergence and the I5 bound.
+module overrides what differs: the member (a worker joins instead of subscribing; it commits no
+offsets), the records shadowed (the connect group's current assignment records), I2,
+convergence and the I5 bound. The workers' requests and responses (heartbeats, and the
+chosen worker's Prepare and Install) are driven by the consumer simulation's code, which a
+KIP-848 consumer member with assigner duties needs as well; how each is traced and answered by a
+loading coordinator is ``sim.members``'.
 
 **Resources** are connectors and tasks: the *universe* is the simulation's configuration
 (connector -> task count) from the scenario's ``connectors`` (a scenario without connectors -
@@ -55,29 +58,21 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from groupcoord.client.connect.listener import DEFER
 from groupcoord.client.connect.worker import ConnectWorker, Item
-from groupcoord.client.consumer import MemberState, Partitions
+from groupcoord.client.consumer import MemberState
 from groupcoord.coordinator.connect_group import ConnectGroup, items_of
 from groupcoord.coordinator.connect_messages import (
     ConnectGroupConfigRequest,
     ConnectGroupConfigResponse,
-    ConnectGroupHeartbeatRequest,
-    ConnectGroupHeartbeatResponse,
-    ConnectGroupInstallAssignmentRequest,
-    ConnectGroupInstallAssignmentResponse,
-    ConnectGroupPrepareAssignmentRequest,
-    ConnectGroupPrepareAssignmentResponse,
     ConnectorConfigOp,
 )
-from groupcoord.coordinator.records import Record, RecordType
-from groupcoord.protocol.errors import ErrorCode, error_name
-from groupcoord.sim.consumer import ConsumerSimulation, Proc, _Msg
+from groupcoord.coordinator.records import RecordType
+from groupcoord.protocol.errors import error_name
+from groupcoord.sim.consumer import ConsumerSimulation
 from groupcoord.sim.engine import Violation
 from groupcoord.sim.network import REORDER_SPIKE
 from groupcoord.sim.scenario import CONNECT_EVENT_KINDS, Event, Scenario, random_scenario
 
-_E = ErrorCode
 _CURRENT = RecordType.CONNECT_GROUP_CURRENT_MEMBER_ASSIGNMENT
 _TARGET_META = RecordType.CONNECT_GROUP_TARGET_ASSIGNMENT_METADATA
 _TARGET_MEMBER = RecordType.CONNECT_GROUP_TARGET_ASSIGNMENT_MEMBER
@@ -123,6 +118,12 @@ class ConnectSimulation(ConsumerSimulation):
     """Connect workers on the new protocol under faults (protocol ``connect``)."""
 
     protocol = "connect"
+    commits_offsets = False
+    revoked_stat = "items_revoked"
+    member_word = "worker"
+    verbs = ("run", "runs")
+    current_type = _CURRENT
+    target_types = (_TARGET_META, _TARGET_MEMBER)
     #: Worker class (tests substitute a broken one).
     worker_class: type[ConnectWorker] = SimWorker
 
@@ -208,156 +209,11 @@ class ConnectSimulation(ConsumerSimulation):
         self.universe = u  # type: ignore[assignment]  # items, not partitions (see the doc)
         self.set_unowned(sum(1 for it in u if it not in self.legit))
 
-    # ================================================================== driving workers
-
-    def _drive(self, p: Proc) -> None:
-        """Send everything due (heartbeat, Prepare, Install), then schedule the next wake-up."""
-        m: Any = p.member
-        now = self.now
-        timeouts = m.stats["timeouts"]
-        state_before = m.state
-        for _ in range(4):  # at most a heartbeat and one assignment request are due at once
-            req = m.poll_request(now)
-            if req is None:
-                break
-            self._send(p, req, m.last_correlation_id)
-        if m.state is not state_before:
-            self.dirty = True
-        if m.stats["timeouts"] != timeouts:
-            self.stats["timeouts"] += 1
-            self.trace("timeout", p.name, m.member_epoch)
-        if m.owned is not p.consuming:
-            self._sync(p)
-        if p.leaving and m.state is MemberState.UNJOINED:
-            self.stats["left"] += 1
-            self._stop(p, "exit")
-            return
-        self._schedule(p)
-
-    def _send(self, p: Proc, req: Any, cid: int) -> None:
-        self.counters["messages"] += 1
-        if isinstance(req, ConnectGroupHeartbeatRequest):
-            self.stats["heartbeats"] += 1
-            ct = req.connectors_and_tasks
-            self.trace("hb>", p.name, req.member_epoch, "" if ct is None else
-                       ("full" if req.rebalance_timeout_ms > 0 else "owned"))
-        elif isinstance(req, ConnectGroupPrepareAssignmentRequest):
-            self.stats["prepares"] += 1
-            self.trace("prepare>", p.name, req.member_epoch)
-        elif isinstance(req, ConnectGroupInstallAssignmentRequest):
-            self.stats["installs"] += 1
-            self.trace("install>", p.name, req.member_epoch,
-                       f"group epoch {req.group_epoch}" + (
-                           f", delay {req.scheduled_rebalance_delay_ms} ms"
-                           if req.scheduled_rebalance_delay_ms else "")
-                       + (f", error {req.error}" if req.error else ""))
-        msg = _Msg(p, p.gen, cid, req, self.coord.generation)
-        for t in self.network.route(self.now, p.out_ch, p.name, False):
-            self.at(t, self._to_coordinator, msg)
-
-    def _error_response(self, req: Any, code: int) -> Any:
-        if isinstance(req, ConnectGroupPrepareAssignmentRequest):
-            return ConnectGroupPrepareAssignmentResponse(error_code=code, error_message="loading")
-        if isinstance(req, ConnectGroupInstallAssignmentRequest):
-            return ConnectGroupInstallAssignmentResponse(error_code=code, error_message="loading")
-        return ConnectGroupHeartbeatResponse(error_code=code, error_message="loading")
-
-    def _to_member(self, msg: _Msg) -> None:
-        p = msg.proc
-        if msg.gen != p.gen or not p.alive:
-            return
-        if p.name in self.network.cut:
-            self.network.stats["cut"] += 1
-            return
-        if msg.coord_gen != self.coord.generation:
-            return  # connection reset by the failover (the member was told)
-        body = msg.body
-        m: Any = p.member
-        if isinstance(body, ConnectGroupPrepareAssignmentResponse | ConnectGroupInstallAssignmentResponse):
-            kind = "prepare<" if isinstance(body, ConnectGroupPrepareAssignmentResponse) \
-                else "install<"
-            if not m.on_response(body, self.now, msg.cid):
-                self.trace(f"{kind} stale", p.name, m.member_epoch)
-            elif body.error_code:
-                self.stats["assign_errors"] += 1
-                self.trace(kind, p.name, m.member_epoch, error_name(body.error_code))
-            else:
-                self.trace(kind, p.name, m.member_epoch)
-            self._drive(p)
-            return
-        inflight = m.inflight
-        req = inflight.request if inflight is not None and inflight.correlation_id == msg.cid \
-            else None
-        before = m.member_epoch
-        state_before = m.state
-        if req is not None and body.error_code == 0 and req.member_epoch >= 0 \
-                and m.state not in _LEFT and m.state is not MemberState.LEAVING:
-            self._accept_success(p, req, body, msg.inc, before)
-        if not m.on_response(body, self.now, msg.cid):
-            self.trace("hb< stale", p.name, body.member_epoch)
-        else:
-            a = body.assignment
-            if body.error_code:
-                self.trace("hb<", p.name, before, error_name(body.error_code))
-                if body.error_code in (_E.fenced_member_epoch, _E.unknown_member_id):
-                    self.stats["fenced"] += 1
-            elif a is not None or body.member_epoch != before or body.should_compute_assignment:
-                ct, pend = (a.connectors_and_tasks, a.pending_connectors_and_tasks) \
-                    if a is not None else (None, None)
-                self.trace("hb<", p.name, body.member_epoch, ("" if ct is None or pend is None else
-                           f"{len(ct.connectors) + len(ct.tasks)} assigned, "
-                           f"{len(pend.connectors) + len(pend.tasks)} pending")
-                           + (" compute" if body.should_compute_assignment else ""))
-        if m.state is not state_before or m.member_epoch != before:
-            self.dirty = True
-        self._sync(p)
-        if m.state is MemberState.FATAL:
-            code = m.fatal_error[0] if m.fatal_error else 0
-            self.trace("fatal", p.name, "", error_name(code))
-            self._stop(p, "exit")
-            self.stats["fatal_restarts"] += 1
-            self._restart_later(p, self.scenario.restart_delay_ms)
-            return
-        self._drive(p)
-
-    def on_revoked(self, p: Proc, parts: Partitions) -> object:
-        """A worker stops connectors/tasks (slow workers take ``delay_ms``); no offsets."""
-        self.trace("revoke", p.name, p.member.member_epoch, parts)
-        self.stats["items_revoked"] += len(parts)
-        if self.now < p.slow_until and p.slow_delay > 0:
-            self.stats["slow_revocations"] += 1
-            self.at(self.now + p.slow_delay, self._revocation_done, (p, p.gen))
-            return DEFER
-        return None
-
-    def on_coordinator_down(self) -> None:
-        """Connections reset: every request in flight (heartbeat, Prepare, Install) fails one
-        latency later."""
-        for p in list(self.live()):
-            m: Any = p.member
-            cids = [x.correlation_id for x in (m.inflight, m.assign_inflight) if x is not None]
-            for cid in cids:
-                self.at(self.now + self.network.draw(), self._connection_reset, (p, p.gen, cid))
-
     # ================================================================== coordinator records
 
-    def on_records(self, records: list[Record]) -> bool:
-        group = False
-        for rec in records:
-            t = rec.key.type
-            if t is _OFFSET:
-                continue
-            group = True
-            self._group_records = True
-            if t is _CURRENT:
-                key: Any = rec.key
-                if key.group_id == self.gid:
-                    v = rec.value
-                    self._current_record(key.member_id, None if v is None
-                                         else _Current(v))  # type: ignore[arg-type]
-            elif t is _TARGET_META or t is _TARGET_MEMBER:
-                self._target_dirty = True
-        return group
+
+    def current_view(self, v: Any) -> Any:
+        return _Current(v)
 
     def _group(self) -> Any:
         g = self.coord.shard.groups.get(self.gid) if self.coord.up else None
@@ -413,24 +269,10 @@ class ConnectSimulation(ConsumerSimulation):
         legit = self.legit
         return all(it in legit for it in self.universe)
 
-    def _convergence_gap(self) -> str:
-        g = self._group()
-        if not self.coord.up:
-            return "coordinator down"
-        if g is None:
-            return "no group"
-        parts = [f"group epoch {g.group_epoch}, assignment epoch {g.assignment_epoch}, "
-                 f"state {g.state().value}, delay {g.scheduled_rebalance_delay_ms} ms, "
-                 f"not running {self.format_resource(self.universe - set(self.legit))}"]
-        live = {p.member.member_id: p for p in self.live() if p.member.state not in _LEFT}
-        for mid in sorted(set(g.members) | set(live)):
-            cm = g.members.get(mid)
-            p = live.get(mid)
-            mine = "-" if p is None else f"e={p.member.member_epoch} {p.member.state.value}"
-            parts.append(f"{p.name if p else '(no process)'}/{mid}: coordinator "
-                         f"{'-' if cm is None else f'e={cm.member_epoch} {cm.state.name}'}, "
-                         f"worker {mine}")
-        return "; ".join(parts)
+
+    def gap_group(self, g: Any) -> str:
+        return (f"{super().gap_group(g)}, delay {g.scheduled_rebalance_delay_ms} ms, "
+                f"not running {self.format_resource(self.universe - set(self.legit))}")
 
     def i5_bound(self) -> int:
         """The consumer bound (``sim.consumer``) plus what a Connect round adds after the last
@@ -449,38 +291,11 @@ class ConnectSimulation(ConsumerSimulation):
 
     # ================================================================== full check
 
-    def full_check(self) -> None:
-        g = self._group()
-        if g is not None:
-            holders: dict[Item, str] = {}
-            for mid in sorted(g.members):
-                m = g.members[mid]
-                if m.member_epoch > g.assignment_epoch:
-                    raise Violation("I3", f"worker {self._who(mid)} epoch {m.member_epoch} > "
-                                          f"assignment epoch {g.assignment_epoch}")
-                for it in sorted(m.held()):
-                    if it in holders:
-                        raise Violation("I1", f"{show(it)} is held by {self._who(holders[it])} "
-                                              f"and {self._who(mid)} (coordinator)")
-                    holders[it] = mid
-            if holders != self.coord_holder:
-                raise Violation("I1", "the coordinator's holdings differ from the ones its records "
-                                      "describe")
-            if g.group_epoch == g.assignment_epoch and g.members:
-                self.check_target(g)
-        seen: dict[Any, Proc] = {}
-        for p in self.live():
-            if self.is_fenced(p):
-                continue
-            running: frozenset[Any] = p.consuming
-            for it in sorted(running):
-                if it in seen:
-                    raise Violation("I1", f"{show(it)} is run by {seen[it].name} and {p.name}, "
-                                          f"neither fenced")
-                seen[it] = p
-                if self.coord_holder.get(it) != p.member.member_id:
-                    raise Violation("I1", f"{p.name} runs {show(it)} which the coordinator does "
-                                          f"not hold for it")
+    def ordered(self, resources: Iterable[Any]) -> list[Any]:
+        return sorted(resources)
+
+    def coordinator_holdings(self, m: Any) -> Iterable[Any]:
+        return m.held()
 
     # ================================================================== formatting, summary
 

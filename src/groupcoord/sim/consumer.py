@@ -58,6 +58,20 @@ a few one-way latencies L (the network's maximum, reorder spike included) per ro
 Slow revocations need no term: the quiet time already includes each ``slow`` window and its
 delay.
 
+**Shared by every protocol.** ``sim.classic``, ``sim.connect`` and ``sim.classic_connect``
+extend :class:`ConsumerSimulation`; its driving code serves their members as well (they have the
+same driver interface: ``poll_request``, ``on_response`` and ``on_request_failed`` by
+correlation id, ``next_deadline``, ``inflight`` / ``assign_inflight``), with ``sim.members``
+for how each message type is traced and answered by a loading coordinator. What differs is in
+hooks: :attr:`ConsumerSimulation.commits_offsets` (workers commit none),
+:meth:`ConsumerSimulation.on_group_response` (classic answers), :meth:`ConsumerSimulation._handle`
+(parked requests), :meth:`ConsumerSimulation.on_group_record` (the records shadowed),
+:meth:`ConsumerSimulation.slow_revocation_ms`, :meth:`ConsumerSimulation.check_holding` and
+:meth:`ConsumerSimulation.check_process` (I1 in full), :meth:`ConsumerSimulation.gap_group` and
+:meth:`ConsumerSimulation.gap_members` (an I5 violation's description), the wording of violations
+(:attr:`ConsumerSimulation.member_word`, :attr:`ConsumerSimulation.verbs`,
+:attr:`ConsumerSimulation.epoch_word`).
+
 **Variant ``client``** (issue #3, KIP-848 "Client-Side Assignor"): the members advertise a
 local ``uniform`` assignor (:class:`groupcoord.client.assignors.UniformAssignor`) instead of
 asking for a server-side one; the member the coordinator chooses sends PrepareAssignment and
@@ -73,7 +87,7 @@ until the quiet time)::
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 from uuid import UUID
 
@@ -90,24 +104,26 @@ from groupcoord.coordinator.consumer_group import ConsumerGroup
 from groupcoord.coordinator.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
-    ConsumerGroupInstallAssignmentRequest,
-    ConsumerGroupInstallAssignmentResponse,
-    ConsumerGroupPrepareAssignmentRequest,
-    ConsumerGroupPrepareAssignmentResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
-    PartitionResult,
-    TopicResult,
 )
 from groupcoord.coordinator.records import (
     ConsumerGroupCurrentMemberAssignmentValue,
-    MemberKey,
     Record,
     RecordType,
 )
+from groupcoord.coordinator.result import DEFERRED, Result
 from groupcoord.coordinator.subscription import regex_matches, subscribed_topic_ids
 from groupcoord.protocol.errors import ErrorCode, error_name
 from groupcoord.sim.engine import Simulation, Violation
+from groupcoord.sim.members import (
+    assign_response_kind,
+    describe_request,
+    fatal_reason,
+    heartbeat_detail,
+    in_flight,
+    loading_response,
+)
 from groupcoord.sim.network import REORDER_SPIKE
 from groupcoord.sim.scenario import Event
 
@@ -125,6 +141,10 @@ _RETRY_BACKOFF_MAX_MS = 1_000
 STATIC_LEAVE_EPOCH = -2
 #: The variant whose members compute the assignment themselves (a local uniform assignor).
 CLIENT_VARIANT = "client"
+
+
+def _as_is(resources: Iterable[Any]) -> Iterable[Any]:
+    return resources
 
 
 def _held(v: ConsumerGroupCurrentMemberAssignmentValue) -> frozenset[TopicIdPartition]:
@@ -195,6 +215,20 @@ class ConsumerSimulation(Simulation):
     """KIP-848 consumer groups under faults (protocol ``consumer``, variants = assignors)."""
 
     protocol = "consumer"
+    #: Whether the processes commit offsets (auto-commits, commits on revocation): Connect
+    #: workers commit none.
+    commits_offsets = True
+    #: The statistic that counts revoked resources (None: not counted).
+    revoked_stat: str | None = None
+    #: The records of the group type's current assignments and of its target.
+    current_type = _CURRENT
+    target_types: tuple[RecordType, ...] = (_TARGET_META, _TARGET_MEMBER)
+    #: How violations name a member, and what a process does with its resources.
+    member_word = "member"
+    verbs = ("consumed", "consumes")
+    epoch_word = "epoch"
+    #: The commit errors that say the committer is not (or no longer) the member it claims.
+    fencing_codes = _FENCING_CODES
 
     def setup(self) -> None:
         sc = self.scenario
@@ -289,7 +323,8 @@ class ConsumerSimulation(Simulation):
         p.tick_at = None
         p.instance_id = instance_id
         self.by_mid[p.member.member_id] = p
-        p.next_commit_at = self.now + sc.commit_interval_ms if sc.commit_interval_ms else None
+        p.next_commit_at = self.now + sc.commit_interval_ms \
+            if sc.commit_interval_ms and self.commits_offsets else None
         self.stats["spawned"] += 1
         self.trace("start", name, f"#{p.gen}", f"member {p.member.member_id}")
         if regex is not None:
@@ -516,19 +551,13 @@ class ConsumerSimulation(Simulation):
             self.at(d, self._tick, (p, p.gen))
 
     def _send(self, p: Proc, req: Any, cid: int) -> None:
+        """Count and trace a request of ``p`` (``sim.members``), then put it on the network."""
         self.counters["messages"] += 1
-        if isinstance(req, ConsumerGroupHeartbeatRequest):
-            self.stats["heartbeats"] += 1
-            tps = req.topic_partitions
-            self.trace("hb>", p.name, req.member_epoch,
-                       "" if tps is None else ("full" if req.rebalance_timeout_ms > 0 else "owned"))
-        elif isinstance(req, ConsumerGroupPrepareAssignmentRequest):
-            self.stats["prepares"] += 1
-            self.trace("prepare>", p.name, req.member_epoch)
-        elif isinstance(req, ConsumerGroupInstallAssignmentRequest):
-            self.stats["installs"] += 1
-            self.trace("install>", p.name, req.member_epoch, f"group epoch {req.group_epoch}"
-                       + (f", error {req.error}" if req.error else ""))
+        seen = describe_request(req)
+        if seen is not None:
+            stat, event, epoch, detail = seen
+            self.stats[stat] += 1
+            self.trace(event, p.name, epoch, detail)
         self._post(p, req, cid)
 
     def _post(self, p: Proc, req: Any, cid: int) -> None:
@@ -548,8 +577,7 @@ class ConsumerSimulation(Simulation):
         if msg.coord_gen != c.generation:
             return False
         if not c.up:
-            self._respond(msg, self._error_response(msg.body, _E.coordinator_load_in_progress),
-                          -1)
+            self._respond(msg, loading_response(msg.body, _E.coordinator_load_in_progress), -1)
             return False
         return True
 
@@ -566,13 +594,23 @@ class ConsumerSimulation(Simulation):
         self._send(p, req, -1)
 
     def on_revoked(self, p: Proc, parts: Partitions) -> object:
+        """The process gives up what it owned: commits the positions (when the protocol's
+        processes commit offsets); a slow one defers the end of the revocation (``DEFER``,
+        the same object for consumers and workers) by :meth:`slow_revocation_ms`."""
+        if self.revoked_stat is not None:
+            self.stats[self.revoked_stat] += len(parts)
         self.trace("revoke", p.name, p.member.member_epoch, parts)
-        self._commit(p, parts, "revoke")
+        if self.commits_offsets:
+            self._commit(p, parts, "revoke")
         if self.now < p.slow_until and p.slow_delay > 0:
             self.stats["slow_revocations"] += 1
-            self.at(self.now + p.slow_delay, self._revocation_done, (p, p.gen))
+            self.at(self.now + self.slow_revocation_ms(p), self._revocation_done, (p, p.gen))
             return DEFER
         return None
+
+    def slow_revocation_ms(self, p: Proc) -> int:
+        """How long a slow process takes to finish a revocation."""
+        return p.slow_delay
 
     def _revocation_done(self, arg: tuple[Proc, int]) -> None:
         p, gen = arg
@@ -584,37 +622,36 @@ class ConsumerSimulation(Simulation):
         self._drive(p)
 
     def _to_coordinator(self, msg: _Msg) -> None:
+        """The coordinator handles a request (I6 on a commit, every invariant after it with
+        ``full_checks``) and answers it, unless it parked it (:meth:`_handle`)."""
         if not self._arrives(msg):
             return
         p = msg.proc
-        c = self.coord
         req = msg.body
         if isinstance(req, OffsetCommitRequest):
             expected = self._expected_commit_error(req)
             fenced = msg.gen == p.gen and p.member is not None \
                 and p.member.member_id == req.member_id and self.is_fenced(p)
-            res = c.shard.handle(req, self.now)
+            res = self._handle(msg)
             self.coordinator_result(res)
             self._check_commit(p, req, res.response, expected, fenced)
         else:
-            res = c.shard.handle(req, self.now)
+            res = self._handle(msg)
             self.coordinator_result(res)
             if self.full_checks:
                 self.full_check()
-        mid = req.member_id
-        self._respond(msg, res.response, self.present.get(mid, -1))
+        if res.response is not DEFERRED:
+            self._respond(msg, res.response, self._incarnation(req))
 
-    def _error_response(self, req: Any, code: int) -> Any:
-        if isinstance(req, OffsetCommitRequest):
-            return OffsetCommitResponse(tuple(
-                TopicResult(t.name, tuple(PartitionResult(pp.partition_index, code)
-                                          for pp in t.partitions), t.topic_id)
-                for t in req.topics), code)
-        if isinstance(req, ConsumerGroupPrepareAssignmentRequest):
-            return ConsumerGroupPrepareAssignmentResponse(error_code=code, error_message="loading")
-        if isinstance(req, ConsumerGroupInstallAssignmentRequest):
-            return ConsumerGroupInstallAssignmentResponse(error_code=code, error_message="loading")
-        return ConsumerGroupHeartbeatResponse(error_code=code, error_message="loading")
+    def _handle(self, msg: _Msg) -> Result[Any]:
+        """The coordinator's call for one request (``sim.classic`` passes the message as the
+        token of a request it may park: JoinGroup, SyncGroup)."""
+        return self.coord.shard.handle(msg.body, self.now)
+
+    def _incarnation(self, req: Any) -> int:
+        """The coordinator's incarnation of the request's member, sent back with the answer
+        (I1: a process learns of its removal from it)."""
+        return self.present.get(req.member_id, -1)
 
     def _respond(self, req_msg: _Msg, resp: Any, inc: int) -> None:
         p = req_msg.proc
@@ -641,8 +678,7 @@ class ConsumerSimulation(Simulation):
         self._sync(p)
         m = p.member
         if m.state is MemberState.FATAL:
-            code = m.fatal_error[0] if m.fatal_error else 0
-            self.trace("fatal", p.name, "", error_name(code))
+            self.trace("fatal", p.name, "", fatal_reason(m.fatal_error))
             self._stop(p, "exit")
             self.stats["fatal_restarts"] += 1
             self._restart_later(p, self.scenario.restart_delay_ms)
@@ -650,6 +686,8 @@ class ConsumerSimulation(Simulation):
         self._drive(p)
 
     def _to_member(self, msg: _Msg) -> None:
+        """An answer reaches its process: a commit's is traced; an assigner's Prepare or
+        Install answer goes to the member; a group request's to :meth:`on_group_response`."""
         if not self._deliverable(msg):
             return
         p = msg.proc
@@ -662,8 +700,8 @@ class ConsumerSimulation(Simulation):
                 self.trace("commit<", p.name, m.member_epoch,
                            ",".join(sorted(error_name(c) for c in codes)))
             return
-        if m._is_assign_response(body):  # a Prepare's or Install's answer (assigner duties)
-            kind = "prepare<" if m._is_prepare(body) else "install<"
+        kind = assign_response_kind(body)
+        if kind is not None:  # a Prepare's or Install's answer (assigner duties)
             if not m.on_response(body, self.now, msg.cid):
                 self.trace(f"{kind} stale", p.name, m.member_epoch)
             elif body.error_code:
@@ -673,6 +711,14 @@ class ConsumerSimulation(Simulation):
                 self.trace(kind, p.name, m.member_epoch)
             self._drive(p)
             return
+        self.on_group_response(msg)
+
+    def on_group_response(self, msg: _Msg) -> None:
+        """The answer to a heartbeat (consumer and connect groups): client-side I1 and I3 on
+        a success, then the member handles it."""
+        p = msg.proc
+        body = msg.body
+        m = p.member
         inflight = m.inflight
         req = inflight.request if inflight is not None and inflight.correlation_id == msg.cid \
             else None
@@ -684,17 +730,14 @@ class ConsumerSimulation(Simulation):
         accepted = m.on_response(body, self.now, msg.cid)
         if not accepted:
             self.trace("hb< stale", p.name, body.member_epoch)
+        elif body.error_code:
+            self.trace("hb<", p.name, before, error_name(body.error_code))
+            if body.error_code in (_E.fenced_member_epoch, _E.unknown_member_id):
+                self.stats["fenced"] += 1
         else:
-            a = body.assignment
-            if body.error_code:
-                self.trace("hb<", p.name, before, error_name(body.error_code))
-                if body.error_code in (_E.fenced_member_epoch, _E.unknown_member_id):
-                    self.stats["fenced"] += 1
-            elif a is not None or body.member_epoch != before:
-                self.trace("hb<", p.name, body.member_epoch,
-                           "" if a is None else f"{sum(len(tp.partitions) for tp in a.topic_partitions)}"
-                           f" assigned, {sum(len(tp.partitions) for tp in a.pending_topic_partitions)}"
-                           f" pending")
+            detail = heartbeat_detail(body, before)
+            if detail is not None:
+                self.trace("hb<", p.name, body.member_epoch, detail)
         if m.state is not state_before or m.member_epoch != before:
             self.dirty = True
         self._settle(p)
@@ -703,11 +746,8 @@ class ConsumerSimulation(Simulation):
         """Connections to the old coordinator reset: members with a request in flight learn
         of it one latency later."""
         for p in list(self.live()):
-            m = p.member
-            for x in (m.inflight, m.assign_inflight):  # a heartbeat, a Prepare or Install
-                if x is not None:
-                    self.at(self.now + self.network.draw(), self._connection_reset,
-                            (p, p.gen, x.correlation_id))
+            for cid in in_flight(p.member):  # a group request; a Prepare or Install
+                self.at(self.now + self.network.draw(), self._connection_reset, (p, p.gen, cid))
 
     def _connection_reset(self, arg: tuple[Proc, int, int]) -> None:
         p, gen, cid = arg
@@ -820,15 +860,26 @@ class ConsumerSimulation(Simulation):
             if t is _OFFSET:
                 continue
             group = True
-            self._group_records = True
-            if t is _CURRENT:
-                key = rec.key
-                assert isinstance(key, MemberKey)
-                if key.group_id == self.gid:
-                    self._current_record(key.member_id, rec.value)  # type: ignore[arg-type]
-            elif t is _TARGET_META or t is _TARGET_MEMBER:
-                self._target_dirty = True
+            self.on_group_record(rec, t)
         return group
+
+    def on_group_record(self, rec: Record, t: RecordType) -> None:
+        """One record of a group: a current assignment is shadowed (:meth:`_current_record`,
+        of the group type's :attr:`current_type`, seen through :meth:`current_view`), a
+        target marks I2 due."""
+        self._group_records = True
+        if t is self.current_type:
+            key: Any = rec.key
+            if key.group_id == self.gid:
+                v = rec.value
+                self._current_record(key.member_id, None if v is None else self.current_view(v))
+        elif t in self.target_types:
+            self._target_dirty = True
+
+    def current_view(self, v: Any) -> Any:
+        """A current-assignment value as :meth:`_current_record` reads it (assigned and
+        pending partitions, member epoch)."""
+        return v
 
     def _current_record(self, mid: str, v: ConsumerGroupCurrentMemberAssignmentValue | None) -> None:
         old = self.coord_held.get(mid, frozenset())
@@ -1013,21 +1064,24 @@ class ConsumerSimulation(Simulation):
 
     def _check_commit(self, p: Proc, req: OffsetCommitRequest, resp: OffsetCommitResponse,
                       expected: int, fenced: bool) -> None:
+        """I6 on a commit handled: one from a fenced process, or one the group as it was must
+        refuse (``expected``, :meth:`_expected_commit_error`), is never accepted, and gets
+        exactly the expected error; a current one is never refused as not the member's."""
         self.stats["i6_checks"] += 1
         codes = {pr.error_code for t in resp.topics for pr in t.partitions}
         accepted = 0 in codes
-        if fenced and accepted:
-            raise Violation("I6", f"a commit from fenced {p.name} (member {req.member_id}, epoch "
-                                  f"{req.generation_id_or_member_epoch}) was accepted")
+        who = (f"{p.name} (member {req.member_id}, {self.epoch_word} "
+               f"{req.generation_id_or_member_epoch})")
+        if (fenced or expected) and accepted:
+            raise Violation("I6", f"a commit from {'fenced ' if fenced else ''}{who} was "
+                                  f"accepted, expected {error_name(expected)}")
         if expected and codes != {expected}:
-            raise Violation("I6", f"a commit from {p.name} (member {req.member_id}, epoch "
-                                  f"{req.generation_id_or_member_epoch}) got "
+            raise Violation("I6", f"a commit from {who} got "
                                   f"{sorted(error_name(c) for c in codes)}, expected "
                                   f"{error_name(expected)}")
-        if not expected and codes & _FENCING_CODES:
-            raise Violation("I6", f"a commit from {p.name} (member {req.member_id}, epoch "
-                                  f"{req.generation_id_or_member_epoch}, current) was rejected "
-                                  f"with {sorted(error_name(c) for c in codes)}")
+        if not expected and codes & self.fencing_codes:
+            raise Violation("I6", f"a commit from {who}, current, was refused with "
+                                  f"{sorted(error_name(c) for c in codes)}")
         if accepted:
             self.stats["commits_accepted"] += 1
         else:
@@ -1123,13 +1177,24 @@ class ConsumerSimulation(Simulation):
                                   f"{self._convergence_gap()}")
 
     def _convergence_gap(self) -> str:
-        g = self._group()
+        return self.describe_gap(self._group())
+
+    def describe_gap(self, g: Any) -> str:
+        """What keeps group ``g`` from convergence, for an I5 violation: the group
+        (:meth:`gap_group`), then the members (:meth:`gap_members`)."""
         if not self.coord.up:
             return "coordinator down"
         if g is None:
             return "no group"
-        parts = [f"group epoch {g.group_epoch}, assignment epoch {g.assignment_epoch}, "
-                 f"state {g.state().value}"]
+        return "; ".join([self.gap_group(g), *self.gap_members(g)])
+
+    def gap_group(self, g: Any) -> str:
+        return (f"group epoch {g.group_epoch}, assignment epoch {g.assignment_epoch}, "
+                f"state {g.state().value}")
+
+    def gap_members(self, g: Any) -> list[str]:
+        """Each member of the coordinator or live process: its epoch on either side."""
+        parts = []
         live = {p.member.member_id: p for p in self.live() if p.member.state not in _LEFT}
         for mid in sorted(set(g.members) | set(live)):
             cm = g.members.get(mid)
@@ -1137,8 +1202,8 @@ class ConsumerSimulation(Simulation):
             mine = "-" if p is None else f"e={p.member.member_epoch} {p.member.state.value}"
             parts.append(f"{p.name if p else '(no process)'}/{mid}: coordinator "
                          f"{'-' if cm is None else f'e={cm.member_epoch} {cm.state.name}'}, "
-                         f"member {mine}")
-        return "; ".join(parts)
+                         f"{self.member_word} {mine}")
+        return parts
 
     def i5_bound(self) -> int:
         """The I5 bound of the module docstring (L includes the reorder spike)."""
@@ -1165,18 +1230,17 @@ class ConsumerSimulation(Simulation):
             raise
 
     def _full_check(self, ordered: bool) -> None:
-        def order(tps: Iterable[TopicIdPartition]) -> Iterable[TopicIdPartition]:
-            return sorted(tps, key=lambda tp: (tp[0].bytes, tp[1])) if ordered else tps
-
+        order = self.ordered if ordered else _as_is
         g = self._group()
         if g is not None:
             holders: dict[TopicIdPartition, str] = {}
             for mid in sorted(g.members) if ordered else g.members:
                 m = g.members[mid]
                 if m.member_epoch > g.assignment_epoch:
-                    raise Violation("I3", f"member {self._who(mid)} epoch {m.member_epoch} > "
-                                          f"assignment epoch {g.assignment_epoch}")
-                for tp in order(m.owned_partitions()):
+                    raise Violation("I3", f"{self.member_word} {self._who(mid)} epoch "
+                                          f"{m.member_epoch} > assignment epoch "
+                                          f"{g.assignment_epoch}")
+                for tp in order(self.coordinator_holdings(m)):
                     if tp in holders:
                         raise Violation("I1", f"{self._tp(tp)} is held by {self._who(holders[tp])} "
                                               f"and {self._who(mid)} (coordinator)")
@@ -1186,18 +1250,42 @@ class ConsumerSimulation(Simulation):
                                       "describe")
             if g.group_epoch == g.assignment_epoch and g.members:
                 self.check_target(g)
-        seen: dict[TopicIdPartition, Proc] = {}
+        self.check_processes(order)
+
+    def ordered(self, resources: Iterable[Any]) -> list[Any]:
+        """Resources in a canonical order (the same in every process: no hash order)."""
+        return sorted(resources, key=lambda tp: (tp[0].bytes, tp[1]))
+
+    def coordinator_holdings(self, m: Any) -> Iterable[Any]:
+        """What the coordinator's member ``m`` holds (assigned or pending revocation)."""
+        return m.owned_partitions()
+
+    def check_processes(self, order: Callable[[Iterable[Any]], Iterable[Any]]) -> None:
+        """I1 on the processes' side over the whole state: no resource consumed by two
+        unfenced processes, each checked by :meth:`check_holding` (``order``: the order in
+        which a process's resources are checked)."""
+        seen: dict[Any, Proc] = {}
+        consumed = self.verbs[0]
         for p in self.live():
+            self.check_process(p)
             if self.is_fenced(p):
                 continue
             for tp in order(p.consuming):
                 if tp in seen:
-                    raise Violation("I1", f"{self._tp(tp)} is consumed by {seen[tp].name} and "
+                    raise Violation("I1", f"{self._tp(tp)} is {consumed} by {seen[tp].name} and "
                                           f"{p.name}, neither fenced")
                 seen[tp] = p
-                if self.coord_holder.get(tp) != p.member.member_id:
-                    raise Violation("I1", f"{p.name} consumes {self._tp(tp)} which the "
-                                          f"coordinator does not hold for it")
+                self.check_holding(p, tp)
+
+    def check_process(self, p: Proc) -> None:
+        """A check of one live process before :meth:`check_processes` looks at what it
+        consumes (``sim.classic_connect``: a worker silent for too long)."""
+
+    def check_holding(self, p: Proc, tp: Any) -> None:
+        """An unfenced process consumes only what the coordinator holds for it."""
+        if self.coord_holder.get(tp) != p.member.member_id:
+            raise Violation("I1", f"{p.name} {self.verbs[1]} {self._tp(tp)} which the "
+                                  f"coordinator does not hold for it")
 
     def checkpoint(self) -> None:
         super().checkpoint()

@@ -83,6 +83,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from groupcoord.client.classic_member import ClassicMember, ClassicRequest
 from groupcoord.client.connect.assignors import (
     DEFAULT_MAX_DELAY_MS,
     ConnectGroupAssignment,
@@ -107,12 +108,10 @@ from groupcoord.client.connect.protocol import (
 )
 from groupcoord.client.consumer import RETRIABLE_ERRORS
 from groupcoord.coordinator.classic_messages import (
-    HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupProtocol,
     JoinGroupRequest,
     JoinGroupResponse,
-    LeaveGroupMember,
     LeaveGroupRequest,
     LeaveGroupResponse,
     SyncGroupAssignment,
@@ -136,7 +135,7 @@ EAGER = ConnectProtocolCompatibility.EAGER
 #: Errors after which the member id and generation are reset and the worker joins as new.
 RESET_ERRORS = frozenset({int(_E.unknown_member_id), int(_E.illegal_generation)})
 
-Request = JoinGroupRequest | SyncGroupRequest | HeartbeatRequest | LeaveGroupRequest
+Request = ClassicRequest
 Response = JoinGroupResponse | SyncGroupResponse | HeartbeatResponse | LeaveGroupResponse
 
 
@@ -171,12 +170,6 @@ class LeaderRound:
     result: ConnectGroupAssignment
 
 
-@dataclass(slots=True, frozen=True)
-class _Inflight:
-    request: Request
-    sent_ms: int
-
-
 def _minus(a: ConnectorsAndTasks, b: ConnectorsAndTasks) -> ConnectorsAndTasks:
     bc, bt = set(b.connectors), set(b.tasks)
     if b.is_empty():
@@ -191,8 +184,13 @@ def _intersect(a: ConnectorsAndTasks, b: ConnectorsAndTasks) -> ConnectorsAndTas
                               tuple(t for t in a.tasks if t in bt))
 
 
-class ClassicConnectWorker:
-    """One Connect worker in a classic group, as a sans-IO state machine (see the module doc)."""
+class ClassicConnectWorker(ClassicMember):
+    """One Connect worker in a classic group, as a sans-IO state machine (see the module doc).
+
+    The request plumbing (settings, the request in flight with its correlation id, the four
+    requests) is :class:`groupcoord.client.classic_member.ClassicMember`'s."""
+
+    protocol_type = CONNECT_PROTOCOL_TYPE
 
     def __init__(
         self,
@@ -217,36 +215,27 @@ class ClassicConnectWorker:
         heartbeat_version: int = 4,
         leave_version: int = 5,
     ) -> None:
-        if not group_id:
-            raise ValueError("group_id must be non-empty")
         if heartbeat_interval_ms <= 0 or session_timeout_ms <= 0 or rebalance_timeout_ms <= 0:
             raise ValueError("timeouts and the heartbeat interval must be > 0")
-        self.group_id = group_id
+        super().__init__(group_id, client_id=client_id, client_host=client_host,
+                         session_timeout_ms=session_timeout_ms,
+                         rebalance_timeout_ms=rebalance_timeout_ms,
+                         heartbeat_interval_ms=heartbeat_interval_ms,
+                         request_timeout_ms=request_timeout_ms, retry_backoff_ms=retry_backoff_ms,
+                         join_version=join_version, sync_version=sync_version,
+                         heartbeat_version=heartbeat_version, leave_version=leave_version)
         self.url = url
         self.config_store = config
         self.mode = (protocol if isinstance(protocol, ConnectProtocolCompatibility)
                      else ConnectProtocolCompatibility.from_config(protocol))
         self.listener = listener or ConnectRebalanceListener()
-        self.client_id = client_id
-        self.client_host = client_host
-        self.session_timeout_ms = session_timeout_ms
-        self.rebalance_timeout_ms = rebalance_timeout_ms
-        self.heartbeat_interval_ms = heartbeat_interval_ms
-        self.request_timeout_ms = request_timeout_ms
-        self.retry_backoff_ms = retry_backoff_ms
         self.coordinator_unreachable_ms = (heartbeat_interval_ms if coordinator_unreachable_ms is None
                                            else coordinator_unreachable_ms)
-        self.join_version = join_version
-        self.sync_version = sync_version
-        self.heartbeat_version = heartbeat_version
-        self.leave_version = leave_version
         self.eager_assignor = EagerAssignor()
         self.cooperative_assignor = IncrementalCooperativeAssignor(
             max_delay_ms, honor_reported_delay=honor_reported_delay)
 
         self.state = WorkerState.UNJOINED
-        self.member_id = ""
-        self.generation = -1
         self.leader_id = ""
         #: The protocol of the last completed generation (upstream ``currentConnectProtocol``).
         self.current_protocol = self.mode
@@ -258,10 +247,9 @@ class ClassicConnectWorker:
         self.last_leader_round: LeaderRound | None = None
         self.fatal_error: str | None = None
         self.stats: dict[str, int] = {"joins": 0, "syncs": 0, "heartbeats": 0, "revoked": 0,
-                                      "assigned": 0, "lost": 0, "resets": 0, "mismatches": 0}
+                                      "assigned": 0, "lost": 0, "resets": 0, "mismatches": 0,
+                                      "timeouts": 0}
 
-        self._now = 0
-        self._inflight: _Inflight | None = None
         self._retry_at = 0
         self._next_heartbeat = 0
         self._rejoin_reason: str | None = None
@@ -325,8 +313,8 @@ class ClassicConnectWorker:
         s = self.state
         if s in (WorkerState.UNJOINED, WorkerState.FATAL):
             return None
-        if self._inflight is not None:
-            return self._inflight.sent_ms + self._timeout_of(self._inflight.request)
+        if self.inflight is not None:
+            return self.inflight.sent_ms + self._timeout_of(self.inflight.request)
         if s is WorkerState.LEAVING:
             return None if self._revoking is not None else self._now
         if s is WorkerState.JOINING:
@@ -344,13 +332,13 @@ class ClassicConnectWorker:
     def poll_request(self, now_ms: int) -> Request | None:
         """The request to send now, if any (it becomes the request in flight)."""
         self._now = now_ms
-        inflight = self._inflight
-        if inflight is not None:
-            if now_ms < inflight.sent_ms + self._timeout_of(inflight.request):
+        if self.inflight is not None:
+            timed_out = self._timed_out(now_ms)
+            if timed_out is None:
                 return None
-            log.info("[%s] %s timed out", self.member_id, type(inflight.request).__name__)
-            self._inflight = None
-            self._request_failed(inflight.request)
+            log.info("[%s] %s timed out", self.member_id, type(timed_out.request).__name__)
+            self.stats["timeouts"] += 1
+            self._request_failed(timed_out.request)
         s = self.state
         if s is WorkerState.LEAVING:
             if self._revoking is not None:
@@ -358,10 +346,7 @@ class ClassicConnectWorker:
             if not self.member_id:
                 self._left()
                 return None
-            return self._send(LeaveGroupRequest(
-                self.group_id, (LeaveGroupMember(self.member_id, None, "the worker is stopping"),),
-                client_id=self.client_id, client_host=self.client_host,
-                version=self.leave_version), now_ms)
+            return self._send(self._leave_group("the worker is stopping"), now_ms)
         if s is WorkerState.STABLE and self._revoking is None:
             if self._scheduled_rejoin is not None and now_ms >= self._scheduled_rejoin:
                 self._scheduled_rejoin = None
@@ -385,18 +370,22 @@ class ClassicConnectWorker:
             return self._send(self._sync, now_ms)
         if s is WorkerState.STABLE and now_ms >= self._next_heartbeat:
             self.stats["heartbeats"] += 1
-            return self._send(HeartbeatRequest(self.group_id, self.generation, self.member_id,
-                                               None, self.client_id, self.client_host,
-                                               self.heartbeat_version), now_ms)
+            return self._send(self._heartbeat(), now_ms)
         return None
 
-    def on_response(self, response: Response, now_ms: int) -> bool:
-        """Handle the answer to the request in flight (False: there is none, ignored)."""
+    @property
+    def last_answer_ms(self) -> int:
+        """When the coordinator last answered (or the worker started)."""
+        return self._last_answer
+
+    def on_response(self, response: Response, now_ms: int,
+                    correlation_id: int | None = None) -> bool:
+        """Handle the answer to the request in flight (False: there is none, or it is not the
+        one ``correlation_id`` names: a duplicate, an answer given up on; ignored)."""
         self._now = now_ms
-        inflight = self._inflight
+        inflight = self._take_inflight(correlation_id)
         if inflight is None:
             return False
-        self._inflight = None
         self._last_answer = now_ms
         req = inflight.request
         if isinstance(req, LeaveGroupRequest):
@@ -414,14 +403,13 @@ class ClassicConnectWorker:
             self._on_heartbeat(response)
         return True
 
-    def on_request_failed(self, now_ms: int) -> bool:
+    def on_request_failed(self, now_ms: int, correlation_id: int | None = None) -> bool:
         """The request in flight got no answer (connection lost): retry it later. When the
         coordinator has not answered for ``coordinator_unreachable_ms`` the work is given up."""
         self._now = now_ms
-        inflight = self._inflight
+        inflight = self._take_inflight(correlation_id)
         if inflight is None:
             return False
-        self._inflight = None
         self._request_failed(inflight.request)
         return True
 
@@ -431,10 +419,6 @@ class ClassicConnectWorker:
         if isinstance(request, JoinGroupRequest):  # parked up to the rebalance timeout
             return max(self.request_timeout_ms, self.rebalance_timeout_ms + 5_000)
         return self.request_timeout_ms
-
-    def _send(self, request: Request, now_ms: int) -> Request:
-        self._inflight = _Inflight(request, now_ms)
-        return request
 
     def _join_request(self) -> JoinGroupRequest:
         config = self.config_store.snapshot()
@@ -448,12 +432,7 @@ class ClassicConnectWorker:
         protocols = tuple(JoinGroupProtocol(name, meta) for name, meta in
                           join_protocols(self.url, config.offset, allocation, self.mode))
         self.stats["joins"] += 1
-        return JoinGroupRequest(
-            group_id=self.group_id, session_timeout_ms=self.session_timeout_ms,
-            member_id=self.member_id, protocol_type=CONNECT_PROTOCOL_TYPE, protocols=protocols,
-            rebalance_timeout_ms=self.rebalance_timeout_ms, group_instance_id=None,
-            reason=self._join_reason, client_id=self.client_id, client_host=self.client_host,
-            version=self.join_version)
+        return self._join_group(protocols, self._join_reason)
 
     def _prepare_join(self) -> None:
         """Upstream ``onJoinPrepare``: under the eager protocol everything is revoked first."""
@@ -490,10 +469,7 @@ class ClassicConnectWorker:
                 self._fatal(f"cannot compute the assignment: {e}")
                 return
             assignments = tuple(SyncGroupAssignment(m, raw) for m, raw in encoded.items())
-        self._sync = SyncGroupRequest(
-            self.group_id, self.generation, self.member_id, None, CONNECT_PROTOCOL_TYPE,
-            self._joined_protocol, assignments, self.client_id, self.client_host,
-            self.sync_version)
+        self._sync = self._sync_group(self._joined_protocol, assignments)
         self.state = WorkerState.SYNCING
 
     def _lead(self, r: JoinGroupResponse) -> dict[str, bytes]:
