@@ -31,10 +31,11 @@ Choices where upstream's behaviour is unspecified or does not map one to one:
 - When the leader leaves, the first remaining member in join order becomes leader.
 - Generated member ids are ``{group.instance.id or client.id}-{shard.new_member_id()}``.
 - Online migration (issue #4): JoinGroup, SyncGroup, Heartbeat and LeaveGroup for a non-empty
-  consumer (KIP-848) group are handed to ``classic_members.py``, which translates them to the
-  new protocol (the member joins the consumer group). An *empty* consumer group is converted, as
-  upstream does: its records are tombstoned and a classic group is created. The conversions of
-  non-empty groups (``migration.py``) use :meth:`ClassicGroupManager.release_for_upgrade` and
+  consumer (KIP-848) group are handed to ``classic_members.py`` (on the translation shared with
+  connect groups, ``classic_bridge.py``), which translates them to the new protocol (the member
+  joins the consumer group). An *empty* consumer group is converted, as upstream does: its
+  records are tombstoned and a classic group is created. The conversions of non-empty groups
+  (``migration.py``) use :meth:`ClassicGroupManager.release_for_upgrade` and
   :meth:`ClassicGroupManager.adopt_downgraded`. The same for a non-empty connect group: classic
   Connect workers are handed to ``classic_workers.py`` (``connect_migration.py`` converts the
   groups). Groups of any other type answer
@@ -92,6 +93,7 @@ from groupcoord.coordinator.timers import TimerKey
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
+    from groupcoord.coordinator.classic_bridge import ClassicBridge
     from groupcoord.coordinator.shard import Shard
 
 log = logging.getLogger(__name__)
@@ -297,10 +299,9 @@ class ClassicGroupManager:
         is_unknown = not r.member_id
 
         existing = self.shard.groups.get(gid)
-        if isinstance(existing, ConsumerGroup) and not existing.is_empty():
-            return self.shard.consumer.classic_members.join(existing, r)
-        if isinstance(existing, ConnectGroup) and not existing.is_empty():
-            return self.shard.connect.classic_workers.join(existing, r)  # issue #4
+        bridge = self._bridge(existing)
+        if bridge is not None and existing is not None and not existing.is_empty():
+            return bridge.join(existing, r)  # issue #4
         if existing is not None and not isinstance(existing, ClassicGroup):
             if not (isinstance(existing, ConsumerGroup) and existing.is_empty()):
                 log.info("[%s] JoinGroup refused: the group is a non-empty %s group", gid,
@@ -639,10 +640,9 @@ class ClassicGroupManager:
                 r.protocol_type is None or r.protocol_name is None):
             return SyncGroupResponse(_E.inconsistent_group_protocol)
         found = self.shard.groups.get(r.group_id)
-        if isinstance(found, ConsumerGroup):
-            return self.shard.consumer.classic_members.sync(found, r)
-        if isinstance(found, ConnectGroup):
-            return self.shard.connect.classic_workers.sync(found, r)
+        bridge = self._bridge(found)
+        if bridge is not None:
+            return bridge.sync(found, r)
         group = self._group_for_member_request(r.group_id, r.member_id, r.group_instance_id)
         if group.is_empty():
             return SyncGroupResponse(_E.unknown_member_id)
@@ -687,6 +687,15 @@ class ClassicGroupManager:
         if not group.pending_sync_members:
             self.shard.cancel((SYNC, group.group_id))
 
+    def _bridge(self, group: Group | None) -> ClassicBridge[Any, Any] | None:
+        """The translation of classic requests for the members of a new-protocol group (issue
+        #4: ``classic_bridge.py``), or None for a group of another type (or none)."""
+        if isinstance(group, ConsumerGroup):
+            return self.shard.consumer.classic_bridge
+        if isinstance(group, ConnectGroup):
+            return self.shard.connect.classic_bridge
+        return None
+
     def _group_for_member_request(self, group_id: str, member_id: str,
                                   instance_id: str | None) -> ClassicGroup:
         """The classic group of a SyncGroup / Heartbeat; UNKNOWN_MEMBER_ID (or
@@ -702,7 +711,7 @@ class ClassicGroupManager:
     def _refuse_foreign_member(self, group: Group, member_id: str,
                                instance_id: str | None) -> None:
         """A classic request for a group of a type without classic members (consumer groups
-        are handled by ``classic_members.py`` before this)."""
+        are handled by ``classic_bridge.py`` before this)."""
         raise CoordinatorError(_E.unknown_member_id,
                                f"Group {group.group_id} is a {group.group_type} group: member "
                                f"{member_id} does not use the classic protocol.")
@@ -713,10 +722,9 @@ class ClassicGroupManager:
         if not r.group_id:
             return HeartbeatResponse(_E.invalid_group_id)
         found = self.shard.groups.get(r.group_id)
-        if isinstance(found, ConsumerGroup):
-            return self.shard.consumer.classic_members.heartbeat(found, r)
-        if isinstance(found, ConnectGroup):
-            return self.shard.connect.classic_workers.heartbeat(found, r)
+        bridge = self._bridge(found)
+        if bridge is not None:
+            return bridge.heartbeat(found, r)
         group = self._group_for_member_request(r.group_id, r.member_id, r.group_instance_id)
         group.validate_member(r.member_id, r.group_instance_id)
         if r.generation_id != group.generation_id:
@@ -740,11 +748,10 @@ class ClassicGroupManager:
             raise CoordinatorError(_E.unknown_member_id, f"Group {r.group_id} not found.")
         results: list[LeaveGroupMemberResponse] = []
         if not isinstance(group, ClassicGroup):
-            if isinstance(group, ConnectGroup):
-                return self._leave_response(r, self.shard.connect.classic_workers.leave(group, r))
-            if not isinstance(group, ConsumerGroup):
+            bridge = self._bridge(group)
+            if bridge is None:
                 raise CoordinatorError(_E.unknown_member_id, f"Group {r.group_id} not found.")
-            return self._leave_response(r, self.shard.consumer.classic_members.leave(group, r))
+            return self._leave_response(r, bridge.leave(group, r))
 
         gid = group.group_id
         left: list[str] = []

@@ -33,6 +33,12 @@ translates each request to the new protocol and reconciles every member individu
 - **LeaveGroup** removes the named members (by member id, or a static member by instance id);
   when only classic members remain the group may convert back (``ConsumerGroupManager``).
 
+The request plumbing, deadlines, lookups, protocol checks and the SyncGroup / Heartbeat /
+LeaveGroup flow are the shared ``classic_bridge.ClassicBridge`` (connect groups use it too); this
+module holds what is the consumer group's: the JoinGroup translation (subscription, static
+replacement, downgrade on replacement), the ConsumerProtocolAssignment of SyncGroup, and the
+rejoin rule (the group epoch: a consumer group's target is computed at once).
+
 Errors as upstream: a member that does not use the classic protocol, or is unknown, is
 UNKNOWN_MEMBER_ID; a static member id mismatch FENCED_INSTANCE_ID; a generation other than the
 member's epoch ILLEGAL_GENERATION; a protocol type other than ``consumer``, or (SyncGroup) a
@@ -48,21 +54,14 @@ like any member) and custom classic assignors' user data (assignments are sent w
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
+from groupcoord.coordinator.classic_bridge import ClassicBridge
 from groupcoord.coordinator.classic_group import CONSUMER_PROTOCOL_TYPE
-from groupcoord.coordinator.classic_messages import (
-    JOIN_MEMBER_ID_REQUIRED_VERSION,
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    LeaveGroupMemberResponse,
-    LeaveGroupRequest,
-    SyncGroupRequest,
-    SyncGroupResponse,
-)
+from groupcoord.coordinator.classic_messages import JoinGroupRequest, JoinGroupResponse
 from groupcoord.coordinator.consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
@@ -85,8 +84,11 @@ from groupcoord.coordinator.records import (
     member_metadata_record,
     target_member_record,
 )
-from groupcoord.coordinator.timers import TimerKey
-from groupcoord.protocol.consumer_protocol import ConsumerProtocolError, decode_subscription
+from groupcoord.protocol.consumer_protocol import (
+    ConsumerProtocolError,
+    Subscription,
+    decode_subscription,
+)
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
@@ -106,100 +108,48 @@ def _err(code: ErrorCode, message: str) -> CoordinatorError:
     return CoordinatorError(code, message)
 
 
-class ClassicMembers:
+class ClassicMembers(ClassicBridge[ConsumerGroup, ConsumerGroupMember]):
     """Translation of the classic APIs for the members of consumer groups (one per shard)."""
 
-    def __init__(self, manager: ConsumerGroupManager) -> None:
-        self.manager = manager
-        self.shard = manager.shard
-        self.shard.register_timer(JOIN_TIMEOUT, self._timed_out)
-        self.shard.register_timer(SYNC_TIMEOUT, self._timed_out)
+    manager: ConsumerGroupManager
 
-    # ------------------------------------------------------------------ plumbing
+    join_timeout = JOIN_TIMEOUT
+    sync_timeout = SYNC_TIMEOUT
+    group_class = ConsumerGroup
+    protocol_type = CONSUMER_PROTOCOL_TYPE
+    noun = "member"
+    group_noun = "consumer group"
+    protocol_noun = "consumer protocol"
+    static_membership = True
+    decode_errors = (ConsumerProtocolError,)
 
-    def forget(self, group_id: str, member_id: str) -> None:
-        """A member left the group: its classic deadlines go."""
-        self.shard.cancel((JOIN_TIMEOUT, group_id, member_id))
-        self.shard.cancel((SYNC_TIMEOUT, group_id, member_id))
+    # ------------------------------------------------------------------ what differs
 
-    def _timed_out(self, key: TimerKey, payload: Any) -> None:
-        kind, gid, mid = key
-        group = self.shard.groups.get(gid)
-        if not isinstance(group, ConsumerGroup):
-            return
-        member = group.members.get(mid)
-        if member is not None and member.classic is not None:
-            log.info("[%s] classic member %s did not %s within its rebalance timeout", gid, mid,
-                     "rejoin" if kind == JOIN_TIMEOUT else "sync")
-            self.manager.fence_members(group, (member,))
+    def _rejoin_epoch(self, group: ConsumerGroup) -> int:
+        return group.group_epoch  # the target is computed by the coordinator, at once
 
-    def _schedule_session(self, group_id: str, member: ConsumerGroupMember) -> None:
-        assert member.classic is not None
-        self.manager.schedule_session(group_id, member.member_id, member.classic.session_timeout_ms)
+    def _target_items(self, group: ConsumerGroup,
+                      member: ConsumerGroupMember) -> Iterable[tuple[UUID, frozenset[int]]]:
+        return group.target_of(member.member_id).items()
 
-    def _ask_to_rejoin(self, group_id: str, member: ConsumerGroupMember) -> None:
-        key = (JOIN_TIMEOUT, group_id, member.member_id)
-        if key not in self.shard.timers:
-            self.shard.schedule(key, self.shard.now + max(member.rebalance_timeout_ms, 0))
+    def _assigned(self, member: ConsumerGroupMember) -> Mapping[UUID, frozenset[int]]:
+        return member.assigned_partitions
 
-    def _classic_member(self, group: ConsumerGroup, member_id: str,
-                        instance_id: str | None) -> ConsumerGroupMember:
-        """The classic member a SyncGroup / Heartbeat / LeaveGroup speaks for."""
-        if instance_id is None:
-            member = group.members.get(member_id)
-        else:
-            member = group.static_member(instance_id)
-            if member is not None and member.member_id != member_id:
-                raise _err(_E.fenced_instance_id,
-                           f"Static member {member_id} with instance id {instance_id} was "
-                           f"fenced by member {member.member_id}.")
-        if member is None:
-            raise _err(_E.unknown_member_id,
-                       f"Member {member_id} is not a member of group {group.group_id}.")
-        if member.classic is None:
-            raise _err(_E.unknown_member_id,
-                       f"Member {member_id} of group {group.group_id} does not use the classic "
-                       f"protocol.")
-        return member
+    def _sync_assignment(self, group: ConsumerGroup, member: ConsumerGroupMember,
+                         protocol: str) -> bytes:
+        return assignment_bytes(member, protocol, member.assigned_partitions,
+                                self.manager.metadata)
 
-    def _waiting_on_unreleased(self, group: ConsumerGroup, member: ConsumerGroupMember) -> bool:
-        """Whether every target partition the member still lacks is held by another member."""
-        for tid, ps in group.target_of(member.member_id).items():
-            mine = member.assigned_partitions.get(tid, frozenset())
-            for p in ps - mine:
-                owner = group.owner_of(tid, p)
-                if owner is None or owner == member.member_id:
-                    return False
-        return True
-
-    def _must_rejoin(self, group: ConsumerGroup, member: ConsumerGroupMember) -> bool:
-        return (member.member_epoch < group.group_epoch
-                or member.state is MemberState.UNREVOKED_PARTITIONS
-                or (member.state is MemberState.UNRELEASED_PARTITIONS
-                    and not self._waiting_on_unreleased(group, member)))
+    def _decode(self, r: JoinGroupRequest) -> Subscription:
+        return decode_subscription(r.protocols[0].metadata)
 
     # ------------------------------------------------------------------ JoinGroup
 
-    def join(self, group: ConsumerGroup, r: JoinGroupRequest) -> JoinGroupResponse:
+    def _join(self, group: ConsumerGroup, r: JoinGroupRequest, member_id: str, is_unknown: bool,
+              decoded: Any) -> JoinGroupResponse:
         gid = group.group_id
         m = self.manager
-        is_unknown = not r.member_id
-        member_id = r.member_id or self._new_member_id(group, r)
-        if len(group.members) >= m.config.consumer_max_size and member_id not in group.members \
-                and (r.group_instance_id is None
-                     or group.static_member(r.group_instance_id) is None):
-            return JoinGroupResponse(_E.group_max_size_reached, member_id=r.member_id)
-        self._check_protocols(group, r)
-        if is_unknown and r.group_instance_id is None \
-                and r.version >= JOIN_MEMBER_ID_REQUIRED_VERSION:
-            log.info("[%s] new classic member: asking it to rejoin with member id %s", gid,
-                     member_id)
-            return JoinGroupResponse(_E.member_id_required, member_id=member_id)
-        try:
-            sub = decode_subscription(r.protocols[0].metadata)
-        except ConsumerProtocolError as e:
-            log.info("[%s] JoinGroup of %s refused: %s", gid, member_id, e)
-            return JoinGroupResponse(_E.inconsistent_group_protocol, member_id=r.member_id)
+        sub: Subscription = decoded
 
         # ---- 1. find, create or replace the member
         existing: ConsumerGroupMember | None = None
@@ -250,8 +200,7 @@ class ClassicMembers:
             m._maybe_update_subscription_metadata(group, force_bump=True)
 
         # ---- 2. target assignment
-        if group.group_epoch > group.assignment_epoch:
-            m._compute_target_assignment(group, dict(group.members), dict(group.target_assignment))
+        self._request_target(group)
 
         # ---- 3. reconcile with the partitions the subscription says it owns
         current = group.members[member_id]
@@ -268,16 +217,9 @@ class ClassicMembers:
                 return downgraded
 
         # ---- 4. timers and the immediate response
-        self.shard.cancel((JOIN_TIMEOUT, gid, member_id))
-        self._schedule_session(gid, reconciled)
-        self.shard.schedule((SYNC_TIMEOUT, gid, member_id),
-                            self.shard.now + max(reconciled.rebalance_timeout_ms, 0))
-        log.info("[%s] classic member %s joined at epoch %d (%s)", gid, member_id,
-                 reconciled.member_epoch, r.reason or "no reason given")
-        return JoinGroupResponse(generation_id=reconciled.member_epoch,
-                                 protocol_type=CONSUMER_PROTOCOL_TYPE,
-                                 protocol_name=r.protocols[0].name, leader="",
-                                 member_id=member_id)
+        assert reconciled.classic is not None
+        return self._joined(gid, reconciled, reconciled.classic.session_timeout_ms,
+                            r.protocols[0].name, r.reason)
 
     def _downgrade_on_replacement(self, group: ConsumerGroup, joined: ConsumerGroupMember,
                                   subscription_changed: bool) -> JoinGroupResponse | None:
@@ -312,96 +254,6 @@ class ClassicMembers:
                                  protocol_type=CONSUMER_PROTOCOL_TYPE,
                                  protocol_name=value.protocol_name, leader="",
                                  member_id=joined.member_id)
-
-    def _new_member_id(self, group: ConsumerGroup, r: JoinGroupRequest) -> str:
-        prefix = r.group_instance_id if r.group_instance_id is not None else r.client_id
-        while True:
-            mid = f"{prefix}-{self.shard.new_member_id()}"
-            if mid not in group.members:
-                return mid
-
-    def _check_protocols(self, group: ConsumerGroup, r: JoinGroupRequest) -> None:
-        """Protocol type ``consumer``, and a protocol every classic member supports."""
-        if r.protocol_type != CONSUMER_PROTOCOL_TYPE or not r.protocols:
-            raise _err(_E.inconsistent_group_protocol,
-                       f"Group {group.group_id} is a consumer group: only the consumer protocol "
-                       f"may join it, not {r.protocol_type!r}.")
-        counts: dict[str, int] = {}
-        classic = 0
-        for mid, mb in group.members.items():
-            if mb.classic is None or mid == r.member_id:
-                continue
-            classic += 1
-            for name, _ in mb.classic.supported_protocols:
-                counts[name] = counts.get(name, 0) + 1
-        if classic and not any(counts.get(p.name, 0) == classic for p in r.protocols):
-            raise _err(_E.inconsistent_group_protocol,
-                       f"The classic members of group {group.group_id} share none of the "
-                       f"protocols {[p.name for p in r.protocols]}.")
-
-    # ------------------------------------------------------------------ SyncGroup
-
-    def sync(self, group: ConsumerGroup, r: SyncGroupRequest) -> SyncGroupResponse:
-        gid = group.group_id
-        member = self._classic_member(group, r.member_id, r.group_instance_id)
-        if r.generation_id != member.member_epoch:
-            return SyncGroupResponse(_E.illegal_generation)
-        assert member.classic is not None
-        protocol = member.classic.supported_protocols[0][0]
-        if (r.protocol_type is not None and r.protocol_type != CONSUMER_PROTOCOL_TYPE) or \
-                (r.protocol_name is not None and r.protocol_name != protocol):
-            return SyncGroupResponse(_E.inconsistent_group_protocol)
-        if group.group_epoch > member.member_epoch and \
-                member.state is not MemberState.UNREVOKED_PARTITIONS:
-            self._ask_to_rejoin(gid, member)
-            return SyncGroupResponse(_E.rebalance_in_progress)
-        self.shard.cancel((SYNC_TIMEOUT, gid, member.member_id))
-        self._schedule_session(gid, member)
-        return SyncGroupResponse(
-            protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=protocol,
-            assignment=assignment_bytes(member, protocol, member.assigned_partitions,
-                                        self.manager.metadata))
-
-    # ------------------------------------------------------------------ Heartbeat
-
-    def heartbeat(self, group: ConsumerGroup, r: HeartbeatRequest) -> HeartbeatResponse:
-        gid = group.group_id
-        member = self._classic_member(group, r.member_id, r.group_instance_id)
-        if r.generation_id != member.member_epoch:
-            return HeartbeatResponse(_E.illegal_generation)
-        self._schedule_session(gid, member)
-        if group.group_epoch > group.assignment_epoch:
-            self.manager._compute_target_assignment(group, dict(group.members),
-                                                    dict(group.target_assignment))
-        if self._must_rejoin(group, member):
-            self._ask_to_rejoin(gid, member)
-            return HeartbeatResponse(_E.rebalance_in_progress)
-        return HeartbeatResponse()
-
-    # ------------------------------------------------------------------ LeaveGroup
-
-    def leave(self, group: ConsumerGroup, r: LeaveGroupRequest) -> list[LeaveGroupMemberResponse]:
-        results: list[LeaveGroupMemberResponse] = []
-        leaving: dict[str, ConsumerGroupMember] = {}
-        for ident in r.members:
-            mid, iid = ident.member_id, ident.group_instance_id
-            try:
-                if not mid and iid is not None:  # an administrative removal by instance id
-                    member = group.static_member(iid)
-                    if member is None:
-                        raise _err(_E.unknown_member_id, f"Instance id {iid} is unknown.")
-                else:
-                    member = self._classic_member(group, mid, iid)
-            except CoordinatorError as e:
-                results.append(LeaveGroupMemberResponse(mid, iid, e.code))
-                continue
-            log.info("[%s] classic member %s left (%s)", group.group_id, member.member_id,
-                     ident.reason or "no reason given")
-            leaving[member.member_id] = member
-            results.append(LeaveGroupMemberResponse(mid, iid))
-        if leaving:
-            self.manager.fence_members(group, tuple(leaving[k] for k in sorted(leaving)))
-        return results
 
 
 __all__ = ["JOIN_TIMEOUT", "SYNC_TIMEOUT", "ClassicMembers"]

@@ -22,7 +22,8 @@ Choices where the draft leaves two readings:
   abandons everything before rejoining); task numbers are >= 0.
 - Heartbeat handling, fencing (FENCED_MEMBER_EPOCH removes the worker), the lost-response rule (a
   smaller epoch equal to the previous one is accepted when the connectors/tasks reported are a
-  subset of the assigned ones) and static membership are the consumer groups' (consumer_groups.py).
+  subset of the assigned ones) and static membership are the consumer groups': one flow,
+  ``new_protocol_groups.NewProtocolGroupManager``, serves both group types.
   A worker whose group no longer knows it gets UNKNOWN_MEMBER_ID and rejoins at epoch 0 (the
   draft's bouncing worker "may join with the last known epoch ... or even with epoch 0").
 - Group epoch bumps: a worker joins, leaves or is removed; a worker's client assignors change
@@ -69,7 +70,6 @@ from groupcoord.coordinator.client_assignment import (
     ClientAssignment,
     Snapshot,
     assignor_in,
-    check_assignors,
     check_ids,
     group_assignor,
     successor,
@@ -106,9 +106,12 @@ from groupcoord.coordinator.connect_messages import (
     DescribedConnectMember,
 )
 from groupcoord.coordinator.connect_migration import (
+    ConnectUpgrade,
     classic_to_connect,
     connect_to_classic,
+    current_assignment_value,
     downgrade_refusal,
+    member_metadata_value,
     protocol_version,
     upgrade_refusal,
 )
@@ -117,10 +120,11 @@ from groupcoord.coordinator.consumer_group import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     MemberState,
 )
-from groupcoord.coordinator.membership import resolve_member
-from groupcoord.coordinator.migration import MigrationError
+from groupcoord.coordinator.group_migration import MigrationError
+from groupcoord.coordinator.new_protocol_groups import NewProtocolGroupManager
 from groupcoord.coordinator.reconciliation import owns_any_items, reconcile_items
 from groupcoord.coordinator.records import (
+    ClassicGroupMetadataValue,
     ConnectGroupCurrentMemberAssignmentValue,
     ConnectGroupMemberMetadataValue,
     ConnectGroupTargetAssignmentMemberValue,
@@ -135,7 +139,6 @@ from groupcoord.coordinator.records import (
     connect_target_member_record,
     connect_target_metadata_record,
 )
-from groupcoord.coordinator.timers import TimerKey
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
@@ -177,8 +180,21 @@ class _ConnectClientAssignment(ClientAssignment):
         return group_assignor(m for m in group.members.values() if m.client_assignors)
 
 
-class ConnectGroupManager:
+class ConnectGroupManager(NewProtocolGroupManager[ConnectGroup, ConnectGroupMember,
+                                                  ConnectGroupHeartbeatRequest,
+                                                  ConnectGroupHeartbeatResponse]):
     """The connect group type of one shard: registers its handlers, records and timers."""
+
+    group_class = ConnectGroup
+    response_class = ConnectGroupHeartbeatResponse
+    session_kind = CONNECT_SESSION
+    metadata_record_type = RecordType.CONNECT_GROUP_METADATA
+    rebalance_kind = CONNECT_REBALANCE
+    noun = "worker"
+    group_noun = "connect group"
+    left_group = "the group"
+    keeps_departed_targets = True
+    forgets_classic_first = True
 
     def __init__(self, shard: Shard) -> None:
         self.shard = shard
@@ -194,7 +210,7 @@ class ConnectGroupManager:
         self.client = _ConnectClientAssignment(shard, CONNECT_ASSIGNMENT, self._lookup,
                                                _E.fenced_member_epoch)
         # Online migration (issue #4): classic workers inside connect groups.
-        self.classic_workers = ClassicWorkers(self)
+        self.classic_workers = self.classic_bridge = ClassicWorkers(self)
         shard.register_error_response(
             ConnectGroupHeartbeatRequest,
             lambda r, e: ConnectGroupHeartbeatResponse(error_code=e.code, error_message=e.message))
@@ -216,21 +232,6 @@ class ConnectGroupManager:
 
     # ------------------------------------------------------------------ plumbing
 
-    def append(self, record: Record) -> None:
-        self.shard.append(record)
-
-    def _lookup(self, group_id: str) -> ConnectGroup | None:
-        g = self.shard.groups.get(group_id)
-        return g if isinstance(g, ConnectGroup) else None
-
-    def _group(self, group_id: str) -> ConnectGroup | None:
-        """The connect group ``group_id``; GROUP_ID_NOT_FOUND if the id has another type."""
-        g = self.shard.groups.get(group_id)
-        if g is None or isinstance(g, ConnectGroup):
-            return g
-        raise _err(_E.group_id_not_found,
-                   f"Group {group_id} is not a connect group (it is a {g.group_type} group).")
-
     def _existing(self, group_id: str) -> ConnectGroup:
         g = self._group(group_id)
         if g is None:
@@ -240,27 +241,12 @@ class ConnectGroupManager:
     # ------------------------------------------------------------------ replay
 
     def replay(self, record: Record) -> None:
+        group: ConnectGroup | None = self._replay_group(record)
+        if group is None:
+            return
         key = record.key
         value: Any = record.value
         rtype = key.type
-        gid = key.group_id
-        groups = self.shard.groups
-        existing = groups.get(gid)
-        group = existing if isinstance(existing, ConnectGroup) else None
-        if existing is not None and group is None:
-            raise ValueError(f"connect record {rtype.name} for {existing.group_type} group {gid}")
-        if rtype is RecordType.CONNECT_GROUP_METADATA:
-            if value is None:
-                groups.pop(gid, None)
-                return
-            if group is None:
-                group = groups[gid] = ConnectGroup(gid)
-            group.group_epoch = value.epoch
-            return
-        if group is None:
-            if value is None:
-                return
-            group = groups[gid] = ConnectGroup(gid)
         if rtype is RecordType.CONNECT_GROUP_CONNECTORS_TASKS_METADATA:
             group.config = (ConnectorsConfig() if value is None
                             else ConnectorsConfig(value.config_offset, dict(value.connectors)))
@@ -311,43 +297,12 @@ class ConnectGroupManager:
 
     # ------------------------------------------------------------------ timers and lifecycle
 
-    def _session_expired(self, key: TimerKey, payload: Any) -> None:
-        _, gid, mid = key
-        group = self._lookup(gid)
-        member = None if group is None else group.members.get(mid)
-        if group is not None and member is not None:
-            log.info("[%s] worker %s session timed out", gid, mid)
-            self._fence(group, member)
-
-    def _rebalance_timed_out(self, key: TimerKey, payload: Any) -> None:
-        _, gid, mid = key
-        group = self._lookup(gid)
-        member = None if group is None else group.members.get(mid)
-        if (group is not None and member is not None
-                and member.state is MemberState.UNREVOKED_PARTITIONS
-                and member.member_epoch == payload):
-            log.info("[%s] worker %s did not revoke within its rebalance timeout", gid, mid)
-            self._fence(group, member)
-
     def on_metadata_update(self) -> None:
         """Topic metadata is no input of connect groups: nothing to do."""
 
-    def on_loaded(self) -> None:
-        """Load duties: arm session (and pending revocation) timeouts, ask for a pending target."""
-        now = self.shard.now
-        for gid in sorted(self.shard.groups):
-            group = self.shard.groups[gid]
-            if not isinstance(group, ConnectGroup):
-                continue
-            timeout = self.shard.group_config(gid).session_timeout_ms
-            for mid in sorted(group.members):
-                m = group.members[mid]
-                self.shard.schedule((CONNECT_SESSION, gid, mid), now + (
-                    timeout if m.classic is None else m.classic.session_timeout_ms))
-                if m.member_epoch >= 0 and m.state is MemberState.UNREVOKED_PARTITIONS:
-                    self.shard.schedule((CONNECT_REBALANCE, gid, mid),
-                                        now + max(m.rebalance_timeout_ms, 0), m.member_epoch)
-            self.client.request(group)
+    def _on_group_loaded(self, group: ConnectGroup) -> None:
+        """Load duties besides the timers: ask for a pending target."""
+        self.client.request(group)
 
     def delete_group(self, group: ConnectGroup) -> None:
         """Tombstones for an empty connect group, its configuration included."""
@@ -412,138 +367,92 @@ class ConnectGroupManager:
                        f"ServerAssignor {r.server_assignor} is not supported: connect groups use "
                        f"client-side assignors only.")
 
-    def _heartbeat(self, r: ConnectGroupHeartbeatRequest,
-                   now: int) -> ConnectGroupHeartbeatResponse:
-        self._validate_heartbeat(r)
-        if r.member_epoch < 0:
-            return self._leave(r)
+    def _downgrades_when_fenced(self, r: ConnectGroupHeartbeatRequest) -> bool:
+        return r.member_epoch != 0
 
-        gid = r.group_id
-        # An empty classic group converts (as upstream); a non-empty classic group of protocol
-        # type connect converts when the migration policy allows it (issue #4).
-        if r.member_epoch == 0 and not self.shard.classic.maybe_delete_empty_group(gid):
-            self._maybe_upgrade(gid)
-        group = self._group(gid)
-        if group is None and r.member_epoch != 0:
-            raise _err(_E.unknown_member_id, f"Group {gid} not found.")
-        members: Mapping[str, ConnectGroupMember] = group.members if group else {}
-        member_id = r.member_id
+    def _fenced_epoch_message(self, r: ConnectGroupHeartbeatRequest,
+                              existing: ConnectGroupMember) -> str:
+        return (f"The worker has a "
+                f"{'greater' if r.member_epoch > existing.member_epoch else 'smaller'} "
+                f"epoch ({r.member_epoch}) than the one known by the group coordinator "
+                f"({existing.member_epoch}). The worker must abandon all its connectors "
+                f"and tasks and rejoin.")
 
-        # ---- 1. find or create the worker
-        resolved = resolve_member(members, group.static_member if group else lambda _: None,
-                                  member_id, r.instance_id, r.member_epoch,
-                                  self.shard.config.consumer_max_size, gid,
-                                  noun="worker", group_noun="connect group")
-        existing: ConnectGroupMember | None = resolved.existing
-        replaced: ConnectGroupMember | None = resolved.replaced
-        if existing is not None and existing.classic is not None:
-            raise _err(_E.unknown_member_id, f"Worker {member_id} of group {gid} uses the classic "
-                                             f"protocol.")
-
-        # UNSUPPORTED_ASSIGNOR: no common assignor, or no version range overlap.
-        if r.client_assignors and group is not None:
-            check_assignors(group.members, (member_id, replaced.member_id if replaced else ""),
-                            r.client_assignors)
-
-        if existing is not None and not self._epoch_is_valid(existing, r):
-            assert group is not None
-            self._fence(group, existing, allow_downgrade=r.member_epoch != 0)
-            if r.member_epoch != 0:
-                return ConnectGroupHeartbeatResponse(
-                    error_code=_E.fenced_member_epoch,
-                    error_message=(
-                        f"The worker has a "
-                        f"{'greater' if r.member_epoch > existing.member_epoch else 'smaller'} "
-                        f"epoch ({r.member_epoch}) than the one known by the group coordinator "
-                        f"({existing.member_epoch}). The worker must abandon all its connectors "
-                        f"and tasks and rejoin."))
-            existing = None  # a rejoin at epoch 0: fenced above, joins again below
-            group = self._group(gid)
-
-        is_new = existing is None
-        if existing is not None:
-            base = existing
-        elif replaced is not None:
-            base = ConnectGroupMember(member_id, assigned=replaced.assigned, error=replaced.error,
-                                      metadata_version=replaced.metadata_version,
-                                      metadata_bytes=replaced.metadata_bytes)
-        else:
-            base = ConnectGroupMember(member_id)
-
-        # ---- 2. update the worker's metadata
-        updated = _apply_request(base, r)
-        reference = replaced if replaced is not None else (None if is_new else existing)
-        bump = is_new and replaced is None
-        if reference is not None and updated.client_assignors != reference.client_assignors:
-            bump = True
-
-        previous_target: ConnectMemberTarget | None = None
-        if replaced is not None:
-            assert group is not None
-            log.info("[%s] static worker %s with instance id %s replaces worker %s", gid,
-                     member_id, r.instance_id, replaced.member_id)
-            previous_target = group.target_assignment.get(replaced.member_id)
-            self._remove(group, replaced, keep_target=False)
-        if is_new or _metadata_value(existing) != _metadata_value(updated):
-            self.append(connect_member_metadata_record(gid, member_id, _metadata_value(updated)))
-        group = self._group(gid)
-        assert group is not None
-        if previous_target is not None:
-            self.append(connect_target_member_record(gid, member_id, _target_value(previous_target)))
-        if bump:
-            self._bump(group)
-
-        # ---- 3. target assignment: ask the chosen worker when a new one is needed
-        self.client.request(group)
-
-        # ---- 4. reconcile the worker
-        current = group.members[member_id]
-        if existing is None:
-            current = replace(current, member_epoch=0, previous_member_epoch=0,
-                              state=MemberState.STABLE, assigned=base.assigned,
-                              pending_revocation={}, error=base.error,
-                              metadata_version=base.metadata_version,
-                              metadata_bytes=base.metadata_bytes)
-        owned = None if r.connectors_and_tasks is None else from_wire(r.connectors_and_tasks)
-        fatal = self.client.fatal(group)  # no worker can compute: no reconciliation (step 5)
-        reconciled = current if fatal else self._reconcile(group, current, owned)
-        if existing is None and reconciled is current:
-            self._write_current_assignment(group, reconciled)
-
-        # ---- 5. timers and response
-        cfg = self.shard.group_config(gid)
-        self.shard.schedule((CONNECT_SESSION, gid, member_id), now + cfg.session_timeout_ms)
-        if fatal is not None:
-            return ConnectGroupHeartbeatResponse(error_code=_E.unsupported_assignor,
-                                                 error_message=fatal)
-        send = (r.connectors_and_tasks is not None or r.member_epoch == 0 or existing is None
-                or existing.assigned != reconciled.assigned
-                or existing.member_epoch != reconciled.member_epoch)
-        assignment = None
-        if send:
-            pending = {}
-            if reconciled.state is MemberState.UNRELEASED_PARTITIONS:
-                pending = minus(group.target_of(member_id).items, reconciled.assigned)
-            assignment = ConnectHeartbeatAssignment(
-                reconciled.error, to_wire(reconciled.assigned), to_wire(pending),
-                reconciled.metadata_version, reconciled.metadata_bytes)
-        return ConnectGroupHeartbeatResponse(
-            member_id=member_id, member_epoch=reconciled.member_epoch,
-            heartbeat_interval_ms=cfg.heartbeat_interval_ms, assignment=assignment,
-            should_compute_assignment=self.client.should_compute(group, member_id))
-
-    def _epoch_is_valid(self, member: ConnectGroupMember, r: ConnectGroupHeartbeatRequest) -> bool:
-        received = r.member_epoch
-        if received == member.member_epoch:
-            return True
-        if received > member.member_epoch:
-            return False
-        if received != member.previous_member_epoch or r.connectors_and_tasks is None:
+    def _reports_subset(self, member: ConnectGroupMember, r: ConnectGroupHeartbeatRequest) -> bool:
+        if r.connectors_and_tasks is None:
             return False
         for c, ts in from_wire(r.connectors_and_tasks).items():
             if not ts <= member.assigned.get(c, frozenset()):
                 return False
         return True
+
+    def _replacement(self, member_id: str,
+                     replaced: ConnectGroupMember | None) -> ConnectGroupMember:
+        if replaced is not None:
+            return ConnectGroupMember(member_id, assigned=replaced.assigned, error=replaced.error,
+                                      metadata_version=replaced.metadata_version,
+                                      metadata_bytes=replaced.metadata_bytes)
+        return ConnectGroupMember(member_id)
+
+    def _apply_request(self, m: ConnectGroupMember, r: ConnectGroupHeartbeatRequest) -> ConnectGroupMember:
+        """The worker with the request's non-null fields applied (null = unchanged)."""
+        changes: dict[str, Any] = {}
+        if r.instance_id is not None and r.instance_id != m.instance_id:
+            changes["instance_id"] = r.instance_id
+        if r.rebalance_timeout_ms > 0 and r.rebalance_timeout_ms != m.rebalance_timeout_ms:
+            changes["rebalance_timeout_ms"] = r.rebalance_timeout_ms
+        if r.client_assignors is not None and r.client_assignors != m.client_assignors:
+            changes["client_assignors"] = r.client_assignors
+        if r.url is not None and r.url != m.url:
+            changes["url"] = r.url
+        if r.client_id != m.client_id:
+            changes["client_id"] = r.client_id
+        if r.client_host != m.client_host:
+            changes["client_host"] = r.client_host
+        return replace(m, **changes) if changes else m
+
+    def _inputs_changed(self, updated: ConnectGroupMember, reference: ConnectGroupMember) -> bool:
+        # a url change bumps nothing: it is no input of the assignment
+        return updated.client_assignors != reference.client_assignors
+
+    def _handover_record(self, group: ConnectGroup, member_id: str,
+                         replaced: ConnectGroupMember) -> Record | None:
+        previous = group.target_assignment.get(replaced.member_id)
+        if previous is None:
+            return None
+        return connect_target_member_record(group.group_id, member_id, _target_value(previous))
+
+    def _metadata_value(self, m: ConnectGroupMember) -> ConnectGroupMemberMetadataValue:
+        return member_metadata_value(m)
+
+    def _member_metadata_record(self, group_id: str, m: ConnectGroupMember) -> Record:
+        return connect_member_metadata_record(group_id, m.member_id, member_metadata_value(m))
+
+    def _request_target(self, group: ConnectGroup) -> None:
+        # the chosen worker computes the target when a new one is needed
+        self.client.request(group)
+
+    def _joining(self, current: ConnectGroupMember, base: ConnectGroupMember) -> ConnectGroupMember:
+        return replace(current, member_epoch=0, previous_member_epoch=0, state=MemberState.STABLE,
+                       assigned=base.assigned, pending_revocation={}, error=base.error,
+                       metadata_version=base.metadata_version, metadata_bytes=base.metadata_bytes)
+
+    def _owned(self, r: ConnectGroupHeartbeatRequest) -> dict[str, frozenset[int]] | None:
+        return None if r.connectors_and_tasks is None else from_wire(r.connectors_and_tasks)
+
+    def _heartbeat_assignment(self, group: ConnectGroup, r: ConnectGroupHeartbeatRequest,
+                              existing: ConnectGroupMember | None,
+                              reconciled: ConnectGroupMember) -> ConnectHeartbeatAssignment | None:
+        if not (r.connectors_and_tasks is not None or r.member_epoch == 0 or existing is None
+                or existing.assigned != reconciled.assigned
+                or existing.member_epoch != reconciled.member_epoch):
+            return None
+        pending = {}
+        if reconciled.state is MemberState.UNRELEASED_PARTITIONS:
+            pending = minus(group.target_of(reconciled.member_id).items, reconciled.assigned)
+        return ConnectHeartbeatAssignment(
+            reconciled.error, to_wire(reconciled.assigned), to_wire(pending),
+            reconciled.metadata_version, reconciled.metadata_bytes)
 
     def _reconcile(self, group: ConnectGroup, member: ConnectGroupMember,
                    owned: Mapping[str, frozenset[int]] | None) -> ConnectGroupMember:
@@ -567,145 +476,52 @@ class ConnectGroupManager:
         self._write_current_assignment(group, updated)
         return updated
 
-    def _write_current_assignment(self, group: ConnectGroup, m: ConnectGroupMember) -> None:
+    def _current_assignment_record(self, group_id: str, m: ConnectGroupMember) -> Record:
+        return connect_current_assignment_record(group_id, m.member_id,
+                                                 current_assignment_value(m))
+
+    def _temporary_leave_record(self, group_id: str, member: ConnectGroupMember) -> Record:
+        return connect_current_assignment_record(
+            group_id, member.member_id, ConnectGroupCurrentMemberAssignmentValue(
+                LEAVE_GROUP_STATIC_MEMBER_EPOCH, member.member_epoch, int(member.state),
+                member.assigned, {}, member.error, member.metadata_version,
+                member.metadata_bytes))
+
+    # ------------------------------------------------------------------ remove, fence, migrate
+
+    def _removal_records(self, group: ConnectGroup, member_id: str,
+                         keep_target: bool) -> list[Record]:
         gid = group.group_id
-        self.append(connect_current_assignment_record(
-            gid, m.member_id, ConnectGroupCurrentMemberAssignmentValue(
-                m.member_epoch, m.previous_member_epoch, int(m.state), m.assigned,
-                m.pending_revocation, m.error, m.metadata_version, m.metadata_bytes)))
-        key = (CONNECT_REBALANCE, gid, m.member_id)
-        if m.state is MemberState.UNREVOKED_PARTITIONS:
-            if key not in self.shard.timers or self.shard.timers.payload(key) != m.member_epoch:
-                self.shard.schedule(key, self.shard.now + max(m.rebalance_timeout_ms, 0),
-                                    m.member_epoch)
-        else:
-            self.shard.cancel(key)
+        records = [connect_current_assignment_record(gid, member_id, None)]
+        if not keep_target and member_id in group.target_assignment:
+            records.append(connect_target_member_record(gid, member_id, None))
+        records.append(connect_member_metadata_record(gid, member_id, None))
+        return records
 
-    def _leave(self, r: ConnectGroupHeartbeatRequest) -> ConnectGroupHeartbeatResponse:
-        gid = r.group_id
-        group = self._group(gid)
-        if group is None:
-            raise _err(_E.unknown_member_id, f"Group {gid} not found.")
-        if r.instance_id is None:
-            member = group.members.get(r.member_id)
-            if member is None:
-                raise _err(_E.unknown_member_id,
-                           f"Worker {r.member_id} is not a member of group {gid}.")
-            log.info("[%s] worker %s left the group", gid, r.member_id)
-            self._fence(group, member)
-        else:
-            member = group.static_member(r.instance_id)
-            if member is None:
-                raise _err(_E.unknown_member_id, f"Instance id {r.instance_id} is unknown.")
-            if member.member_id != r.member_id:
-                raise _err(_E.fenced_instance_id,
-                           f"Static worker {r.member_id} with instance id {r.instance_id} was "
-                           f"fenced by worker {member.member_id}.")
-            if r.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                log.info("[%s] static worker %s (%s) left temporarily", gid, r.member_id,
-                         r.instance_id)
-                self.append(connect_current_assignment_record(
-                    gid, member.member_id, ConnectGroupCurrentMemberAssignmentValue(
-                        LEAVE_GROUP_STATIC_MEMBER_EPOCH, member.member_epoch, int(member.state),
-                        member.assigned, {}, member.error, member.metadata_version,
-                        member.metadata_bytes)))
-                self.shard.cancel((CONNECT_REBALANCE, gid, member.member_id))
-            else:
-                log.info("[%s] static worker %s (%s) left the group", gid, r.member_id,
-                         r.instance_id)
-                self._fence(group, member)
-        cfg = self.shard.group_config(gid)
-        return ConnectGroupHeartbeatResponse(member_id=r.member_id, member_epoch=r.member_epoch,
-                                             heartbeat_interval_ms=cfg.heartbeat_interval_ms)
-
-    def _remove(self, group: ConnectGroup, member: ConnectGroupMember, keep_target: bool) -> None:
-        gid = group.group_id
-        mid = member.member_id
-        self.client.member_removed(gid, mid)
-        self.classic_workers.forget(gid, mid)
-        self.append(connect_current_assignment_record(gid, mid, None))
-        if not keep_target and mid in group.target_assignment:
-            self.append(connect_target_member_record(gid, mid, None))
-        self.append(connect_member_metadata_record(gid, mid, None))
-        self.shard.cancel((CONNECT_SESSION, gid, mid))
-        self.shard.cancel((CONNECT_REBALANCE, gid, mid))
-
-    def _fence(self, group: ConnectGroup, member: ConnectGroupMember,
-               allow_downgrade: bool = True) -> None:
-        """Remove a worker (left, expired, fenced) and bump the group epoch; its target entry
-        stays until the next installed target."""
-        self.fence_members(group, (member,), allow_downgrade)
-
-    def fence_members(self, group: ConnectGroup, members: tuple[ConnectGroupMember, ...],
-                      allow_downgrade: bool = True) -> None:
-        """Remove workers and bump the group epoch once; or, when only classic workers remain and
-        the policy allows it (issue #4), convert the group to a classic group."""
-        leaving = {m.member_id for m in members}
-        value = None
-        if allow_downgrade and downgrade_refusal(group, leaving, self.shard.config) is None:
-            try:
-                value = connect_to_classic(group, leaving, self.shard.now)
-            except MigrationError as e:
-                log.info("[%s] cannot downgrade to a classic group: %s", group.group_id, e)
-        for m in members:
-            self._remove(group, m, keep_target=True)
-        if value is None:
-            self._bump(group)
-            self.client.request(group)
-            return
-        gid = group.group_id
-        log.info("[%s] only classic workers remain: converting to a classic group at "
-                 "generation %d", gid, value.generation)
-        for mid in sorted(group.members):
-            self._remove(group, group.members[mid], keep_target=True)
-        self.delete_group(group)
-        self.shard.classic.adopt_downgraded(gid, value, f"downgrade of connect group {gid}")
-
-    def _maybe_upgrade(self, gid: str) -> None:
-        """Convert the non-empty classic group ``gid`` (if it is one) to a connect group, or
-        refuse with GROUP_ID_NOT_FOUND (issue #4)."""
-        classic = self.shard.groups.get(gid)
-        if not isinstance(classic, ClassicGroup):
-            return
-        refusal = upgrade_refusal(classic, self.shard.config)
-        upgrade = None
-        if refusal is None:
-            try:
-                upgrade = classic_to_connect(classic)
-            except MigrationError as e:
-                refusal = f"its Connect protocol metadata or assignment is malformed ({e})"
-        if upgrade is None:
-            log.info("[%s] cannot upgrade the classic group: %s", gid, refusal)
-            raise _err(_E.group_id_not_found,
-                       f"Group {gid} is not a connect group: it cannot be upgraded because "
-                       f"{refusal}.")
-        log.info("[%s] upgrading the classic group at generation %d to a connect group "
-                 "(connectors %s at config offset %d)", gid, classic.generation_id,
-                 sorted(upgrade.connectors.items()), upgrade.config_offset)
-        self.shard.classic.release_for_upgrade(classic)
-        for rec in upgrade.records:
-            self.append(rec)
-        for m in upgrade.members:
-            assert m.classic is not None
-            self.schedule_session(gid, m.member_id, m.classic.session_timeout_ms)
-
-    # -- used by the classic workers' translation (classic_workers.py)
-
-    def schedule_session(self, group_id: str, member_id: str, timeout_ms: int) -> None:
-        self.shard.schedule((CONNECT_SESSION, group_id, member_id), self.shard.now + timeout_ms)
-
-    def fence(self, group: ConnectGroup, member: ConnectGroupMember) -> None:
-        self._fence(group, member)
-
-    def bump(self, group: ConnectGroup) -> None:
+    def _after_removal(self, group: ConnectGroup) -> None:
+        # the departed workers keep their target entries until the next installed target
         self._bump(group)
+        self.client.request(group)
 
-    def reconcile(self, group: ConnectGroup, member: ConnectGroupMember,
-                  owned: Mapping[str, frozenset[int]] | None) -> ConnectGroupMember:
-        return self._reconcile(group, member, owned)
+    def _downgrade_refusal(self, group: ConnectGroup, leaving: set[str]) -> str | None:
+        return downgrade_refusal(group, leaving, self.shard.config)
 
-    def write_current_assignment(self, group: ConnectGroup, member: ConnectGroupMember) -> None:
-        self._write_current_assignment(group, member)
+    def _to_classic(self, group: ConnectGroup, leaving: set[str]) -> ClassicGroupMetadataValue:
+        return connect_to_classic(group, leaving, self.shard.now)
+
+    def _upgrade_refusal(self, classic: ClassicGroup) -> str | None:
+        return upgrade_refusal(classic, self.shard.config)
+
+    def _convert_classic(self, classic: ClassicGroup) -> ConnectUpgrade:
+        return classic_to_connect(classic)
+
+    def _malformed(self, e: MigrationError) -> str:
+        return f"its Connect protocol metadata or assignment is malformed ({e})"
+
+    def _log_upgrade(self, classic: ClassicGroup, upgrade: ConnectUpgrade) -> None:
+        log.info("[%s] upgrading the classic group at generation %d to a connect group "
+                 "(connectors %s at config offset %d)", classic.group_id, classic.generation_id,
+                 sorted(upgrade.connectors.items()), upgrade.config_offset)
 
     def _bump(self, group: ConnectGroup) -> None:
         self.append(connect_group_epoch_record(group.group_id, group.group_epoch + 1))
@@ -862,31 +678,6 @@ class ConnectGroupManager:
                                  for n, c in sorted(g.config.connectors.items())),
                 members=members))
         return ConnectGroupDescribeResponse(tuple(out))
-
-
-def _apply_request(m: ConnectGroupMember, r: ConnectGroupHeartbeatRequest) -> ConnectGroupMember:
-    """The worker with the request's non-null fields applied (null = unchanged)."""
-    changes: dict[str, Any] = {}
-    if r.instance_id is not None and r.instance_id != m.instance_id:
-        changes["instance_id"] = r.instance_id
-    if r.rebalance_timeout_ms > 0 and r.rebalance_timeout_ms != m.rebalance_timeout_ms:
-        changes["rebalance_timeout_ms"] = r.rebalance_timeout_ms
-    if r.client_assignors is not None and r.client_assignors != m.client_assignors:
-        changes["client_assignors"] = r.client_assignors
-    if r.url is not None and r.url != m.url:
-        changes["url"] = r.url
-    if r.client_id != m.client_id:
-        changes["client_id"] = r.client_id
-    if r.client_host != m.client_host:
-        changes["client_host"] = r.client_host
-    return replace(m, **changes) if changes else m
-
-
-def _metadata_value(m: ConnectGroupMember | None) -> ConnectGroupMemberMetadataValue | None:
-    if m is None:
-        return None
-    return ConnectGroupMemberMetadataValue(m.instance_id, m.client_id, m.client_host, m.url,
-                                           m.rebalance_timeout_ms, m.client_assignors, m.classic)
 
 
 def _target_value(t: ConnectMemberTarget) -> ConnectGroupTargetAssignmentMemberValue:

@@ -11,7 +11,9 @@ direction; empty groups always convert (the managers delete an empty group of th
 
 This module is pure: it turns one group into the records (or the record value) of the other type,
 builds the Connect assignment bytes a classic worker receives, and says whether a conversion is
-allowed. ``connect_groups.py`` appends the records, moves timers and answers pending requests.
+allowed (the policy checks and the classic group value are the shared rules of
+``group_migration.py``, with :data:`CONNECT_MIGRATION`). ``connect_groups.py`` appends the
+records, moves timers and answers pending requests.
 
 Upgrade (classic -> connect), after the consumer migration (``migration.py``): every member of the
 classic group's live view becomes a worker at worker epoch = previous epoch = generation, STABLE,
@@ -52,8 +54,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from groupcoord.coordinator import group_migration as gm
 from groupcoord.coordinator.classic_group import ClassicGroup, ClassicGroupMember
-from groupcoord.coordinator.classic_messages import JoinGroupProtocol
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.connect_group import (
     ConnectGroup,
@@ -62,14 +64,8 @@ from groupcoord.coordinator.connect_group import (
     to_wire,
 )
 from groupcoord.coordinator.consumer_group import MemberState
-from groupcoord.coordinator.migration import (
-    DOWNGRADE_POLICIES,
-    UPGRADE_POLICIES,
-    MigrationError,
-    classic_metadata,
-)
+from groupcoord.coordinator.group_migration import MigrationError, classic_metadata
 from groupcoord.coordinator.records import (
-    ClassicGroupMemberMetadata,
     ClassicGroupMetadataValue,
     ConnectAssignment,
     ConnectGroupCurrentMemberAssignmentValue,
@@ -92,12 +88,19 @@ CONNECT_PROTOCOL_TYPE = cp.CONNECT_PROTOCOL_TYPE
 Item = tuple[str, int]
 
 
+#: Connect groups as the shared migration rules (``group_migration.py``) speak of them.
+CONNECT_MIGRATION = gm.MigrationKind(
+    setting="group.connect.migration.policy", config_field="connect_migration_policy",
+    protocol_type=CONNECT_PROTOCOL_TYPE, protocol_noun="Connect protocol", noun="worker",
+    new_protocol_members="workers using the new protocol")
+
+
 def upgrade_enabled(config: CoordinatorConfig) -> bool:
-    return config.connect_migration_policy in UPGRADE_POLICIES
+    return CONNECT_MIGRATION.upgrade_enabled(config)
 
 
 def downgrade_enabled(config: CoordinatorConfig) -> bool:
-    return config.connect_migration_policy in DOWNGRADE_POLICIES
+    return CONNECT_MIGRATION.downgrade_enabled(config)
 
 
 # ---------------------------------------------------------------------- Connect bytes <-> items
@@ -195,14 +198,7 @@ class ConnectUpgrade:
 
 def upgrade_refusal(group: ClassicGroup, config: CoordinatorConfig) -> str | None:
     """Why a non-empty classic group may not become a connect group (None: it may)."""
-    if not upgrade_enabled(config):
-        return (f"the online upgrade is disabled (group.connect.migration.policy="
-                f"{config.connect_migration_policy})")
-    if group.protocol_type != CONNECT_PROTOCOL_TYPE:
-        return f"it uses protocol type {group.protocol_type!r}, not the Connect protocol"
-    if len(group.members) > config.consumer_max_size:
-        return f"its {len(group.members)} members exceed group.consumer.max.size"
-    return None
+    return gm.upgrade_refusal(CONNECT_MIGRATION, group, config)
 
 
 def _metadata_for(group: ClassicGroup, m: ClassicGroupMember) -> tuple[str, bytes]:
@@ -282,49 +278,26 @@ def current_assignment_value(m: ConnectGroupMember) -> ConnectGroupCurrentMember
 def downgrade_refusal(group: ConnectGroup, leaving: set[str],
                       config: CoordinatorConfig) -> str | None:
     """Why ``group`` stays a connect group once ``leaving`` are gone (None: it converts)."""
-    remaining = len(group.members) - sum(1 for mid in leaving if mid in group.members)
-    if remaining <= 0:
-        return "it becomes empty"
-    if not group.all_classic_except(leaving):
-        return "workers using the new protocol remain"
-    if not downgrade_enabled(config):
-        return (f"the online downgrade is disabled (group.connect.migration.policy="
-                f"{config.connect_migration_policy})")
-    if remaining > config.classic_max_size:
-        return f"its {remaining} members exceed group.max.size"
-    return None
+    return gm.downgrade_refusal(CONNECT_MIGRATION, group, leaving, config)
 
 
 def connect_to_classic(group: ConnectGroup, leaving: set[str], now: int) -> ClassicGroupMetadataValue:
     """The classic group ``group`` becomes once ``leaving`` are gone (every remaining worker uses
     the classic protocol). Raises MigrationError when the workers share no protocol."""
-    live = ClassicGroup(group.group_id, now)
     remaining = [group.members[mid] for mid in sorted(group.members) if mid not in leaving]
-    for w in remaining:
-        assert w.classic is not None, f"worker {w.member_id} does not use the classic protocol"
-        live.add(ClassicGroupMember(
-            w.member_id, w.instance_id, w.client_id, w.client_host, w.rebalance_timeout_ms,
-            w.classic.session_timeout_ms, CONNECT_PROTOCOL_TYPE,
-            tuple(JoinGroupProtocol(n, meta) for n, meta in w.classic.supported_protocols)))
-    if not live.members or not any(c == len(live.members)
-                                   for c in live.supported_protocols.values()):
-        raise MigrationError("the remaining workers support no common protocol")
-    protocol = live.select_protocol()
-    leader = remaining[0]
     offset = group.config.config_offset
-    header = cp.ConnectAssignment(protocol_version(protocol), cp.NO_ERROR, leader.member_id,
-                                  leader.url, offset)
-    members = tuple(
-        ClassicGroupMemberMetadata(
-            w.member_id, w.instance_id, w.client_id, w.client_host, w.rebalance_timeout_ms,
-            w.classic.session_timeout_ms, live.members[w.member_id].metadata(protocol),
-            classic_assignment(w, protocol, offset, header))
-        for w in remaining if w.classic is not None)
-    return ClassicGroupMetadataValue(CONNECT_PROTOCOL_TYPE, group.group_epoch, protocol,
-                                     leader.member_id, now, members)
+
+    def assignment(w: ConnectGroupMember, protocol: str) -> bytes:
+        leader = remaining[0]
+        header = cp.ConnectAssignment(protocol_version(protocol), cp.NO_ERROR, leader.member_id,
+                                      leader.url, offset)
+        return classic_assignment(w, protocol, offset, header)
+
+    return gm.to_classic(CONNECT_MIGRATION, group, remaining, now, assignment)
 
 
-__all__ = ["CONNECT_PROTOCOL_TYPE", "ConnectUpgrade", "classic_assignment", "classic_to_connect",
+__all__ = ["CONNECT_MIGRATION", "CONNECT_PROTOCOL_TYPE", "ConnectUpgrade", "classic_assignment",
+           "classic_to_connect",
            "connect_to_classic", "current_assignment_value", "downgrade_enabled",
            "downgrade_refusal", "header_bytes", "header_of", "member_metadata_value",
            "owned_items", "protocol_version", "running_items", "upgrade_enabled",

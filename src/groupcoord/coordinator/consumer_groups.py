@@ -33,6 +33,11 @@ spec's diff text leaves two readings:
   members (leave, session or rebalance timeout, classic LeaveGroup) converts the group back to a
   classic group when only classic members remain and the policy allows the downgrade; a member
   fenced for a wrong epoch in a heartbeat never triggers it (it rejoins at once).
+
+The heartbeat, leave, fence, upgrade/downgrade and reconciliation-write flow is the one every
+new-protocol group type shares (``new_protocol_groups.NewProtocolGroupManager``, connect groups
+use it too); this module supplies the consumer group's records, request validation, subscription
+metadata and server-side target assignment, and what its heartbeat and describe answer.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from uuid import UUID
 from groupcoord.coordinator.assignors.base import PartitionAssignor
 from groupcoord.coordinator.classic_group import ClassicGroup
 from groupcoord.coordinator.classic_members import ClassicMembers
-from groupcoord.coordinator.client_assignment import ConsumerClientAssignment, check_assignors
+from groupcoord.coordinator.client_assignment import ConsumerClientAssignment
 from groupcoord.coordinator.config import CoordinatorConfig, GroupConfig
 from groupcoord.coordinator.consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -56,7 +61,6 @@ from groupcoord.coordinator.consumer_group import (
     MemberState,
     joining,
 )
-from groupcoord.coordinator.membership import Resolved, resolve_member
 from groupcoord.coordinator.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -70,15 +74,19 @@ from groupcoord.coordinator.messages import (
 )
 from groupcoord.coordinator.migration import (
     MigrationError,
+    Upgrade,
     classic_to_consumer,
     consumer_to_classic,
+    current_assignment_value,
     downgrade_refusal,
     member_metadata_value,
     upgrade_refusal,
 )
+from groupcoord.coordinator.new_protocol_groups import NewProtocolGroupManager
 from groupcoord.coordinator.reconciliation import reconcile
 from groupcoord.coordinator.records import (
     Assignment,
+    ClassicGroupMetadataValue,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataValue,
     MemberKey,
@@ -101,7 +109,6 @@ from groupcoord.coordinator.target_assignment import (
     preferred_server_assignor,
     target_assignment_records,
 )
-from groupcoord.coordinator.timers import TimerKey, Timers
 from groupcoord.coordinator.topics import MetadataImage, TopicMetadata
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
@@ -159,12 +166,25 @@ def _minus(a: Assignment, b: Assignment) -> dict[UUID, frozenset[int]]:
     return out
 
 
-class ConsumerGroupManager:
+class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupMember,
+                                                   ConsumerGroupHeartbeatRequest,
+                                                   ConsumerGroupHeartbeatResponse]):
     """The consumer group type of one shard: registers its handlers, records and timers."""
+
+    group_class = ConsumerGroup
+    response_class = ConsumerGroupHeartbeatResponse
+    session_kind = SESSION
+    metadata_record_type = RecordType.CONSUMER_GROUP_METADATA
+    rebalance_kind = REBALANCE
+    noun = "member"
+    group_noun = "consumer group"
+    left_group = "the consumer group"
+    keeps_departed_targets = False
+    forgets_classic_first = False
 
     def __init__(self, shard: Shard) -> None:
         self.shard = shard
-        shard.register_handler(ConsumerGroupHeartbeatRequest, self._consumer_group_heartbeat)
+        shard.register_handler(ConsumerGroupHeartbeatRequest, self._heartbeat)
         shard.register_handler(ConsumerGroupDescribeRequest, self._consumer_group_describe)
         for rtype in CONSUMER_RECORD_TYPES:
             shard.register_replayer(rtype, self.replay)
@@ -173,7 +193,7 @@ class ConsumerGroupManager:
         # Client-side assignment (issue #3): Prepare/InstallAssignment handlers, assigner deadlines.
         self.client = ConsumerClientAssignment(shard)
         # Online migration (issue #4): classic members inside consumer groups.
-        self.classic_members = ClassicMembers(self)
+        self.classic_members = self.classic_bridge = ClassicMembers(self)
 
     # ------------------------------------------------------------------ shard plumbing
 
@@ -189,63 +209,18 @@ class ConsumerGroupManager:
     def assignors(self) -> Mapping[str, PartitionAssignor]:
         return self.shard.assignors
 
-    @property
-    def timers(self) -> Timers:
-        return self.shard.timers
-
-    @property
-    def _now(self) -> int:
-        return self.shard.now
-
-    def _member_ids(self) -> str:
-        return self.shard.new_member_id()
-
-    def append(self, record: Record) -> None:
-        self.shard.append(record)
-
-    def _schedule(self, key: TimerKey, deadline: int, payload: Any = None) -> None:
-        self.shard.schedule(key, deadline, payload)
-
-    def _cancel(self, key: TimerKey) -> None:
-        self.shard.cancel(key)
-
     def group_config(self, group_id: str) -> GroupConfig:
         return self.shard.group_config(group_id)
-
-    def _group(self, group_id: str) -> ConsumerGroup | None:
-        """The consumer group ``group_id``; GROUP_ID_NOT_FOUND if the id has another type."""
-        g = self.shard.groups.get(group_id)
-        if g is None or isinstance(g, ConsumerGroup):
-            return g
-        raise _err(_E.group_id_not_found,
-                   f"Group {group_id} is not a consumer group (it is a {g.group_type} group).")
 
     # ------------------------------------------------------------------ replay
 
     def replay(self, record: Record) -> None:
+        group: ConsumerGroup | None = self._replay_group(record)
+        if group is None:
+            return
         key = record.key
         value = record.value
         rtype = key.type
-        gid = key.group_id
-        groups = self.shard.groups
-        existing = groups.get(gid)
-        group = existing if isinstance(existing, ConsumerGroup) else None
-        if existing is not None and group is None:
-            raise ValueError(f"consumer record {rtype.name} for {existing.group_type} group {gid}")
-        if rtype is RecordType.CONSUMER_GROUP_METADATA:
-            if value is None:
-                groups.pop(gid, None)
-                return
-            if group is None:
-                group = ConsumerGroup(gid)
-                groups[gid] = group
-            group.group_epoch = value.epoch  # type: ignore[union-attr]
-            return
-        if group is None:
-            if value is None:
-                return
-            group = ConsumerGroup(gid)
-            groups[gid] = group
         if rtype is RecordType.CONSUMER_GROUP_PARTITION_METADATA:
             group.subscription_metadata = (
                 {} if value is None else {t.name: t for t in value.topics})  # type: ignore[union-attr]
@@ -287,26 +262,6 @@ class ConsumerGroupManager:
 
     # ------------------------------------------------------------------ timers and lifecycle
 
-    def _session_expired(self, key: TimerKey, payload: Any) -> None:
-        _, gid, mid = key
-        found = self.shard.groups.get(gid)
-        group = found if isinstance(found, ConsumerGroup) else None
-        member = None if group is None else group.members.get(mid)
-        if group is not None and member is not None:
-            log.info("[%s] member %s session timed out", gid, mid)
-            self._fence_member(group, member)
-
-    def _rebalance_timed_out(self, key: TimerKey, payload: Any) -> None:
-        _, gid, mid = key
-        found = self.shard.groups.get(gid)
-        group = found if isinstance(found, ConsumerGroup) else None
-        member = None if group is None else group.members.get(mid)
-        if (group is not None and member is not None
-                and member.state is MemberState.UNREVOKED_PARTITIONS
-                and member.member_epoch == payload):
-            log.info("[%s] member %s did not revoke within its rebalance timeout", gid, mid)
-            self._fence_member(group, member)
-
     def on_metadata_update(self) -> None:
         """A new topic image: bump the epoch of every group whose subscribed topics changed."""
         for gid in sorted(self.shard.groups):
@@ -314,27 +269,14 @@ class ConsumerGroupManager:
             if isinstance(group, ConsumerGroup) and group.members:
                 self._maybe_update_subscription_metadata(group, force_bump=False)
 
-    def on_loaded(self) -> None:
-        """Load duties ("Fail Over"): arm session timeouts, re-check metadata and regexes,
-        compute a pending target assignment."""
-        now = self._now
-        for gid in sorted(self.shard.groups):
-            group = self.shard.groups[gid]
-            if not isinstance(group, ConsumerGroup):
-                continue
-            timeout = self.group_config(gid).session_timeout_ms
-            for mid in sorted(group.members):
-                m = group.members[mid]
-                self._schedule((SESSION, gid, mid), now + (
-                    timeout if m.classic is None else m.classic.session_timeout_ms))
-                if m.state is MemberState.UNREVOKED_PARTITIONS and m.member_epoch >= 0:
-                    self._schedule((REBALANCE, gid, mid), now + max(m.rebalance_timeout_ms, 0),
-                                   m.member_epoch)
-            if group.members:
-                self._maybe_update_subscription_metadata(group, force_bump=False)
-                if group.group_epoch > group.assignment_epoch:
-                    self._compute_target_assignment(group, dict(group.members),
-                                                    dict(group.target_assignment))
+    def _on_group_loaded(self, group: ConsumerGroup) -> None:
+        """Load duties ("Fail Over") besides the timers: re-check metadata and regexes, compute
+        a pending target assignment."""
+        if group.members:
+            self._maybe_update_subscription_metadata(group, force_bump=False)
+            if group.group_epoch > group.assignment_epoch:
+                self._compute_target_assignment(group, dict(group.members),
+                                                dict(group.target_assignment))
 
     def delete_group(self, group: ConsumerGroup) -> None:
         """Tombstones for an empty consumer group (its offsets are the shard's business)."""
@@ -346,17 +288,15 @@ class ConsumerGroupManager:
         self.append(partition_metadata_tombstone(gid))
         self.append(group_epoch_tombstone(gid))
 
-    # ------------------------------------------------------------------ handlers
+    # ------------------------------------------------------------------ heartbeat
 
     def _validate_heartbeat(self, r: ConsumerGroupHeartbeatRequest) -> None:
-        def empty(s: str | None) -> bool:
-            return s is not None and not s.strip()
-
+        # (a null InstanceId or RackId is fine; an empty or blank one is not)
         if not r.group_id or not r.group_id.strip():
             raise _err(_E.invalid_request, "GroupId can't be empty.")
-        if empty(r.instance_id):
+        if r.instance_id is not None and not r.instance_id.strip():
             raise _err(_E.invalid_request, "InstanceId can't be empty.")
-        if empty(r.rack_id):
+        if r.rack_id is not None and not r.rack_id.strip():
             raise _err(_E.invalid_request, "RackId can't be empty.")
         epoch = r.member_epoch
         if epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
@@ -404,154 +344,34 @@ class ConsumerGroupManager:
                        f"ServerAssignor {r.server_assignor} is not supported. Supported assignors: "
                        f"{', '.join(self.config.consumer_assignors)}.")
 
-    def _consumer_group_heartbeat(self, r: ConsumerGroupHeartbeatRequest,
-                                  now: int) -> ConsumerGroupHeartbeatResponse:
-        self._validate_heartbeat(r)
-        if r.member_epoch < 0:
-            return self._consumer_group_leave(r)
+    def _replaces_at_once(self, group: ConsumerGroup, member_id: str,
+                          r: ConsumerGroupHeartbeatRequest) -> ConsumerGroupMember | None:
+        # Issue #4: a static member that used the classic protocol is replaced at once.
+        assert r.instance_id is not None
+        static = group.static_member(r.instance_id)
+        if static is not None and static.classic is not None and static.member_id != member_id:
+            return static
+        return None
 
-        gid = r.group_id
-        # An empty classic group converts (as upstream): its id is free for this group. A
-        # non-empty one converts when the migration policy allows it (issue #4).
-        if r.member_epoch == 0 and not self.shard.classic.maybe_delete_empty_group(gid):
-            self._maybe_upgrade(gid)
-        group = self._group(gid)
-        if group is None and r.member_epoch != 0:
-            raise _err(_E.unknown_member_id, f"Group {gid} not found.")
-        members: Mapping[str, ConsumerGroupMember] = group.members if group else {}
-        member_id = r.member_id
-        if not member_id:  # v0 join: the coordinator names the member
-            member_id = self._member_ids()
-            while member_id in members:
-                member_id = self._member_ids()
+    def _refuses_classic(self, existing: ConsumerGroupMember,
+                         r: ConsumerGroupHeartbeatRequest) -> bool:
+        # Issue #4: a classic member joining (epoch 0) on the new protocol is fenced and rejoins.
+        return r.member_epoch != 0
 
-        # ---- 1. find or create the member
-        classic_static = (group.static_member(r.instance_id)
-                          if group is not None and r.instance_id is not None
-                          and r.member_epoch == 0 else None)
-        resolved: Resolved[ConsumerGroupMember]
-        if (classic_static is not None and classic_static.classic is not None
-                and classic_static.member_id != member_id):
-            # Issue #4: a static member that used the classic protocol is replaced at once.
-            resolved = Resolved(None, classic_static)
-        else:
-            resolved = resolve_member(members, group.static_member if group else lambda _: None,
-                                      member_id, r.instance_id, r.member_epoch,
-                                      self.config.consumer_max_size, gid,
-                                      noun="member", group_noun="consumer group")
-        existing: ConsumerGroupMember | None = resolved.existing
-        replaced: ConsumerGroupMember | None = resolved.replaced
-        if existing is not None and existing.classic is not None and r.member_epoch != 0:
-            raise _err(_E.unknown_member_id, f"Member {member_id} of group {gid} uses the "
-                                             f"classic protocol.")
+    def _downgrades_when_fenced(self, r: ConsumerGroupHeartbeatRequest) -> bool:
+        return False  # a member fenced for its epoch rejoins at once
 
-        # Client-side assignment (issue #3): UNSUPPORTED_ASSIGNOR when the member's client
-        # assignors share no name with, or no version range overlap with, the other members'.
-        if r.client_assignors and group is not None:
-            check_assignors(group.members, (member_id, replaced.member_id if replaced else ""),
-                            r.client_assignors)
+    def _fenced_epoch_message(self, r: ConsumerGroupHeartbeatRequest,
+                              existing: ConsumerGroupMember) -> str:
+        return (f"The consumer group member has a "
+                f"{'greater' if r.member_epoch > existing.member_epoch else 'smaller'} "
+                f"member epoch ({r.member_epoch}) than the one known by the group "
+                f"coordinator ({existing.member_epoch}). The member must abandon all its "
+                f"partitions and rejoin.")
 
-        if existing is not None and not self._epoch_is_valid(existing, r):
-            assert group is not None
-            self._fence_member(group, existing, allow_downgrade=False)
-            if r.member_epoch != 0:
-                return ConsumerGroupHeartbeatResponse(
-                    error_code=_E.fenced_member_epoch,
-                    error_message=(
-                        f"The consumer group member has a "
-                        f"{'greater' if r.member_epoch > existing.member_epoch else 'smaller'} "
-                        f"member epoch ({r.member_epoch}) than the one known by the group "
-                        f"coordinator ({existing.member_epoch}). The member must abandon all its "
-                        f"partitions and rejoin."))
-            existing = None  # a rejoin at epoch 0: fenced above, joins again below
-            group = self._group(gid)
-
-        is_new = existing is None
-        if existing is not None:
-            base = existing
-        elif replaced is not None:
-            base = ConsumerGroupMember(member_id, assigned_partitions=replaced.assigned_partitions)
-        else:
-            base = ConsumerGroupMember(member_id)
-
-        # ---- 2. update the member's subscription
-        updated = _apply_request(base, r)
-        reference = replaced if replaced is not None else (None if is_new else existing)
-        bump = is_new and replaced is None
-        if reference is not None and updated is not reference and (
-                updated.subscribed_topic_names != reference.subscribed_topic_names
-                or updated.subscribed_topic_regex != reference.subscribed_topic_regex
-                or updated.server_assignor != reference.server_assignor
-                # issue #3: a changed client assignor (reason, metadata, ...) asks for a rebalance
-                or updated.client_assignors != reference.client_assignors):
-            bump = True
-
-        if replaced is not None:
-            assert group is not None
-            log.info("[%s] static member %s with instance id %s replaces member %s", gid,
-                     member_id, r.instance_id, replaced.member_id)
-            previous_target = group.target_of(replaced.member_id)
-            self._remove_member_records(group, replaced)
-        else:
-            previous_target = None
-
-        if is_new or (updated is not existing and _metadata_changed(existing, updated)):
-            self.append(member_metadata_record(gid, member_id, _metadata_value(updated)))
-        group = self._group(gid)
-        assert group is not None
-
-        if replaced is not None and previous_target is not None:
-            self.append(target_member_record(gid, member_id, previous_target))
-        if bump:  # a new member or a changed subscription: the subscribed topics may differ
-            self._maybe_update_subscription_metadata(group, force_bump=True)
-
-        # ---- 3. target assignment
-        if group.group_epoch > group.assignment_epoch:
-            self._compute_target_assignment(group, dict(group.members),
-                                            dict(group.target_assignment))
-
-        # ---- 4. reconcile the member
-        current = group.members[member_id]
-        if existing is None:
-            current = joining(current, base.assigned_partitions)
-        # issue #3: a group no member can compute for does not reconcile (see step 5)
-        fatal = self.client.fatal(group)
-        reconciled = current if fatal else self._reconcile(group, current, r.topic_partitions)
-        if existing is None and reconciled is current:
-            # Persist the new member's assignment state even when reconciliation kept it.
-            self._write_current_assignment(group, reconciled)
-
-        # ---- 5. timers and response
-        cfg = self.group_config(gid)
-        self._schedule((SESSION, gid, member_id), now + cfg.session_timeout_ms)
-
-        before = existing.assigned_partitions if existing is not None else None
-        send_assignment = (r.topic_partitions is not None or r.member_epoch == 0
-                           or before != reconciled.assigned_partitions)
-        assignment = None
-        if send_assignment:
-            pending: tuple[TopicPartitions, ...] = ()
-            if reconciled.state is MemberState.UNRELEASED_PARTITIONS:
-                pending = _sorted_tps(_minus(group.target_of(member_id),
-                                             reconciled.assigned_partitions))
-            assignment = HeartbeatAssignment(_response_tps(reconciled.assigned_partitions), pending)
-        # Client-side assignment (issue #3): no member can compute the target -> the group's
-        # fatal UNSUPPORTED_ASSIGNOR; the chosen member is told to compute it.
-        if fatal is not None:
-            return ConsumerGroupHeartbeatResponse(error_code=_E.unsupported_assignor,
-                                                  error_message=fatal)
-        return ConsumerGroupHeartbeatResponse(
-            member_id=member_id, member_epoch=reconciled.member_epoch,
-            heartbeat_interval_ms=cfg.heartbeat_interval_ms, assignment=assignment,
-            should_compute_assignment=self.client.should_compute(group, member_id))
-
-    def _epoch_is_valid(self, member: ConsumerGroupMember, r: ConsumerGroupHeartbeatRequest) -> bool:
-        received = r.member_epoch
-        if received == member.member_epoch:
-            return True
-        if received > member.member_epoch:
-            return False
-        if received != member.previous_member_epoch or r.topic_partitions is None:
+    def _reports_subset(self, member: ConsumerGroupMember,
+                        r: ConsumerGroupHeartbeatRequest) -> bool:
+        if r.topic_partitions is None:
             return False
         assigned = member.assigned_partitions
         for tp in r.topic_partitions:
@@ -561,6 +381,89 @@ class ConsumerGroupManager:
             if ps is not None and not ps.issuperset(tp.partitions):
                 return False
         return True
+
+    def _replacement(self, member_id: str,
+                     replaced: ConsumerGroupMember | None) -> ConsumerGroupMember:
+        if replaced is not None:
+            return ConsumerGroupMember(member_id, assigned_partitions=replaced.assigned_partitions)
+        return ConsumerGroupMember(member_id)
+
+    def _apply_request(self, m: ConsumerGroupMember, r: ConsumerGroupHeartbeatRequest) -> ConsumerGroupMember:
+        """The member with the request's non-null fields applied (null = unchanged)."""
+        changes: dict[str, Any] = {}
+        if r.instance_id is not None and r.instance_id != m.instance_id:
+            changes["instance_id"] = r.instance_id
+        if r.rack_id is not None and r.rack_id != m.rack_id:
+            changes["rack_id"] = r.rack_id
+        if r.rebalance_timeout_ms > 0 and r.rebalance_timeout_ms != m.rebalance_timeout_ms:
+            changes["rebalance_timeout_ms"] = r.rebalance_timeout_ms
+        if r.server_assignor is not None and r.server_assignor != m.server_assignor:
+            changes["server_assignor"] = r.server_assignor
+        if r.client_assignors is not None and r.client_assignors != m.client_assignors:
+            changes["client_assignors"] = r.client_assignors
+        if r.subscribed_topic_names is not None:
+            names = tuple(sorted(set(r.subscribed_topic_names)))
+            if names != m.subscribed_topic_names:
+                changes["subscribed_topic_names"] = names
+            if r.subscribed_topic_regex is None and m.subscribed_topic_regex and names:
+                changes["subscribed_topic_regex"] = None
+        if r.subscribed_topic_regex is not None:
+            regex = r.subscribed_topic_regex or None
+            if regex != m.subscribed_topic_regex:
+                changes["subscribed_topic_regex"] = regex
+            if regex and r.subscribed_topic_names is None and m.subscribed_topic_names:
+                changes["subscribed_topic_names"] = ()
+        if r.client_id != m.client_id:
+            changes["client_id"] = r.client_id
+        if r.client_host != m.client_host:
+            changes["client_host"] = r.client_host
+        return replace(m, **changes) if changes else m
+
+    def _inputs_changed(self, updated: ConsumerGroupMember, reference: ConsumerGroupMember) -> bool:
+        return (updated.subscribed_topic_names != reference.subscribed_topic_names
+                or updated.subscribed_topic_regex != reference.subscribed_topic_regex
+                or updated.server_assignor != reference.server_assignor
+                # issue #3: a changed client assignor (reason, metadata, ...) asks for a rebalance
+                or updated.client_assignors != reference.client_assignors)
+
+    def _handover_record(self, group: ConsumerGroup, member_id: str,
+                         replaced: ConsumerGroupMember) -> Record:
+        return target_member_record(group.group_id, member_id, group.target_of(replaced.member_id))
+
+    def _metadata_value(self, m: ConsumerGroupMember) -> ConsumerGroupMemberMetadataValue:
+        return member_metadata_value(m)
+
+    def _member_metadata_record(self, group_id: str, m: ConsumerGroupMember) -> Record:
+        return member_metadata_record(group_id, m.member_id, member_metadata_value(m))
+
+    def _bump(self, group: ConsumerGroup) -> None:
+        # a new member or a changed subscription: the subscribed topics may differ too
+        self._maybe_update_subscription_metadata(group, force_bump=True)
+
+    def _request_target(self, group: ConsumerGroup) -> None:
+        if group.group_epoch > group.assignment_epoch:
+            self._compute_target_assignment(group, dict(group.members),
+                                            dict(group.target_assignment))
+
+    def _joining(self, current: ConsumerGroupMember,
+                 base: ConsumerGroupMember) -> ConsumerGroupMember:
+        return joining(current, base.assigned_partitions)
+
+    def _owned(self, r: ConsumerGroupHeartbeatRequest) -> tuple[TopicPartitions, ...] | None:
+        return r.topic_partitions
+
+    def _heartbeat_assignment(self, group: ConsumerGroup, r: ConsumerGroupHeartbeatRequest,
+                              existing: ConsumerGroupMember | None,
+                              reconciled: ConsumerGroupMember) -> HeartbeatAssignment | None:
+        before = existing.assigned_partitions if existing is not None else None
+        if not (r.topic_partitions is not None or r.member_epoch == 0
+                or before != reconciled.assigned_partitions):
+            return None
+        pending: tuple[TopicPartitions, ...] = ()
+        if reconciled.state is MemberState.UNRELEASED_PARTITIONS:
+            pending = _sorted_tps(_minus(group.target_of(reconciled.member_id),
+                                         reconciled.assigned_partitions))
+        return HeartbeatAssignment(_response_tps(reconciled.assigned_partitions), pending)
 
     def _reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember,
                    owned: tuple[TopicPartitions, ...] | None) -> ConsumerGroupMember:
@@ -572,130 +475,51 @@ class ConsumerGroupManager:
             self._write_current_assignment(group, updated)
         return updated
 
-    def _write_current_assignment(self, group: ConsumerGroup, m: ConsumerGroupMember) -> None:
+    def _current_assignment_record(self, group_id: str, m: ConsumerGroupMember) -> Record:
+        return current_assignment_record(group_id, m.member_id, current_assignment_value(m))
+
+    def _temporary_leave_record(self, group_id: str, member: ConsumerGroupMember) -> Record:
+        return current_assignment_record(
+            group_id, member.member_id, ConsumerGroupCurrentMemberAssignmentValue(
+                # Nothing is pending revocation any more: the member keeps its assigned
+                # partitions, and no rebalance timeout applies to it.
+                LEAVE_GROUP_STATIC_MEMBER_EPOCH, member.member_epoch, int(MemberState.STABLE),
+                member.assigned_partitions, {}))
+
+    # ------------------------------------------------------------------ remove, fence, migrate
+
+    def _removal_records(self, group: ConsumerGroup, member_id: str,
+                         keep_target: bool) -> list[Record]:
         gid = group.group_id
-        self.append(current_assignment_record(gid, m.member_id, ConsumerGroupCurrentMemberAssignmentValue(
-            m.member_epoch, m.previous_member_epoch, int(m.state), m.assigned_partitions,
-            m.partitions_pending_revocation)))
-        key = (REBALANCE, gid, m.member_id)
-        if m.state is MemberState.UNREVOKED_PARTITIONS:
-            # Armed once per epoch at which the member must revoke: a member that acknowledged
-            # one revocation and must revoke again at its next epoch gets a fresh deadline.
-            if key not in self.timers or self.timers.payload(key) != m.member_epoch:
-                self._schedule(key, self._now + max(m.rebalance_timeout_ms, 0), m.member_epoch)
-        else:
-            self._cancel(key)
+        records = [current_assignment_tombstone(gid, member_id)]
+        if not keep_target and member_id in group.target_assignment:
+            records.append(target_member_tombstone(gid, member_id))
+        records.append(member_metadata_tombstone(gid, member_id))
+        return records
 
-    def _consumer_group_leave(self, r: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
-        gid = r.group_id
-        group = self._group(gid)
-        if group is None:
-            raise _err(_E.unknown_member_id, f"Group {gid} not found.")
-        if r.instance_id is None:
-            member = group.members.get(r.member_id)
-            if member is None:
-                raise _err(_E.unknown_member_id,
-                           f"Member {r.member_id} is not a member of group {gid}.")
-            log.info("[%s] member %s left the consumer group", gid, r.member_id)
-            self._fence_member(group, member)
-        else:
-            member = group.static_member(r.instance_id)
-            if member is None:
-                raise _err(_E.unknown_member_id, f"Instance id {r.instance_id} is unknown.")
-            if member.member_id != r.member_id:
-                raise _err(_E.fenced_instance_id,
-                           f"Static member {r.member_id} with instance id {r.instance_id} was "
-                           f"fenced by member {member.member_id}.")
-            if r.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                log.info("[%s] static member %s (%s) left temporarily", gid, r.member_id,
-                         r.instance_id)
-                self.append(current_assignment_record(
-                    gid, member.member_id, ConsumerGroupCurrentMemberAssignmentValue(
-                        # Nothing is pending revocation any more: the member keeps its
-                        # assigned partitions, and no rebalance timeout applies to it.
-                        LEAVE_GROUP_STATIC_MEMBER_EPOCH, member.member_epoch,
-                        int(MemberState.STABLE),
-                        member.assigned_partitions, {})))
-                self._cancel((REBALANCE, gid, member.member_id))
-            else:
-                log.info("[%s] static member %s (%s) left the consumer group", gid,
-                         r.member_id, r.instance_id)
-                self._fence_member(group, member)
-        cfg = self.group_config(gid)
-        return ConsumerGroupHeartbeatResponse(member_id=r.member_id, member_epoch=r.member_epoch,
-                                              heartbeat_interval_ms=cfg.heartbeat_interval_ms)
+    def _after_removal(self, group: ConsumerGroup) -> None:
+        self._maybe_update_subscription_metadata(group, force_bump=True)
 
-    def _remove_member_records(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
-        """The member's tombstones; its timers are cancelled."""
-        gid = group.group_id
-        mid = member.member_id
-        self.client.member_removed(gid, mid)  # issue #3: an assigner that leaves is replaced
-        self.append(current_assignment_tombstone(gid, mid))
-        if mid in group.target_assignment:
-            self.append(target_member_tombstone(gid, mid))
-        self.append(member_metadata_tombstone(gid, mid))
-        self._cancel((SESSION, gid, mid))
-        self._cancel((REBALANCE, gid, mid))
-        self.classic_members.forget(gid, mid)
+    def _downgrade_refusal(self, group: ConsumerGroup, leaving: set[str]) -> str | None:
+        return downgrade_refusal(group, leaving, self.config)
 
-    def _fence_member(self, group: ConsumerGroup, member: ConsumerGroupMember,
-                      allow_downgrade: bool = True) -> None:
-        """Remove a member (left, expired, fenced) and bump the group epoch."""
-        self.fence_members(group, (member,), allow_downgrade)
+    def _to_classic(self, group: ConsumerGroup, leaving: set[str]) -> ClassicGroupMetadataValue:
+        return consumer_to_classic(group, leaving, self.metadata, self.shard.now)
 
-    def fence_members(self, group: ConsumerGroup, members: tuple[ConsumerGroupMember, ...],
-                      allow_downgrade: bool = True) -> None:
-        """Remove members and bump the group epoch once; or, when only classic members remain
-        and the policy allows it (issue #4), convert the group to a classic group."""
-        leaving = {m.member_id for m in members}
-        value = None
-        if allow_downgrade and downgrade_refusal(group, leaving, self.config) is None:
-            try:
-                value = consumer_to_classic(group, leaving, self.metadata, self._now)
-            except MigrationError as e:
-                log.info("[%s] cannot downgrade to a classic group: %s", group.group_id, e)
-        for m in members:
-            self._remove_member_records(group, m)
-        if value is None:
-            self._maybe_update_subscription_metadata(group, force_bump=True)
-            return
-        gid = group.group_id
-        log.info("[%s] only classic members remain: converting to a classic group at "
-                 "generation %d", gid, value.generation)
-        for mid in sorted(group.members):
-            self._remove_member_records(group, group.members[mid])
-        self.delete_group(group)
-        self.shard.classic.adopt_downgraded(gid, value, f"downgrade of consumer group {gid}")
+    def _upgrade_refusal(self, classic: ClassicGroup) -> str | None:
+        return upgrade_refusal(classic, self.config)
 
-    def schedule_session(self, group_id: str, member_id: str, timeout_ms: int) -> None:
-        self._schedule((SESSION, group_id, member_id), self._now + timeout_ms)
+    def _convert_classic(self, classic: ClassicGroup) -> Upgrade:
+        return classic_to_consumer(classic, self.metadata)
 
-    def _maybe_upgrade(self, gid: str) -> None:
-        """Convert the non-empty classic group ``gid`` (if it is one) to a consumer group, or
-        refuse with GROUP_ID_NOT_FOUND (issue #4)."""
-        classic = self.shard.groups.get(gid)
-        if not isinstance(classic, ClassicGroup):
-            return
-        refusal = upgrade_refusal(classic, self.config)
-        upgrade = None
-        if refusal is None:
-            try:
-                upgrade = classic_to_consumer(classic, self.metadata)
-            except MigrationError as e:
-                refusal = f"its embedded consumer protocol is malformed ({e})"
-        if upgrade is None:
-            log.info("[%s] cannot upgrade the classic group: %s", gid, refusal)
-            raise _err(_E.group_id_not_found,
-                       f"Group {gid} is not a consumer group: it cannot be upgraded because "
-                       f"{refusal}.")
-        log.info("[%s] upgrading the classic group at generation %d to a consumer group", gid,
-                 classic.generation_id)
-        self.shard.classic.release_for_upgrade(classic)
-        for rec in upgrade.records:
-            self.append(rec)
-        for m in upgrade.members:
-            assert m.classic is not None
-            self.schedule_session(gid, m.member_id, m.classic.session_timeout_ms)
+    def _malformed(self, e: MigrationError) -> str:
+        return f"its embedded consumer protocol is malformed ({e})"
+
+    def _log_upgrade(self, classic: ClassicGroup, upgrade: Upgrade) -> None:
+        log.info("[%s] upgrading the classic group at generation %d to a consumer group",
+                 classic.group_id, classic.generation_id)
+
+    # ------------------------------------------------------------------ target assignment
 
     def _maybe_update_subscription_metadata(self, group: ConsumerGroup, force_bump: bool) -> None:
         """Recompute the subscribed topics' metadata; bump the epoch when it or ``force_bump``."""
@@ -761,42 +585,3 @@ class ConsumerGroupManager:
                                or preferred_server_assignor(group.members.values(), default)),
                 members=tuple(members)))
         return ConsumerGroupDescribeResponse(tuple(out))
-
-
-def _apply_request(m: ConsumerGroupMember, r: ConsumerGroupHeartbeatRequest) -> ConsumerGroupMember:
-    """The member with the request's non-null fields applied (null = unchanged)."""
-    changes: dict[str, Any] = {}
-    if r.instance_id is not None and r.instance_id != m.instance_id:
-        changes["instance_id"] = r.instance_id
-    if r.rack_id is not None and r.rack_id != m.rack_id:
-        changes["rack_id"] = r.rack_id
-    if r.rebalance_timeout_ms > 0 and r.rebalance_timeout_ms != m.rebalance_timeout_ms:
-        changes["rebalance_timeout_ms"] = r.rebalance_timeout_ms
-    if r.server_assignor is not None and r.server_assignor != m.server_assignor:
-        changes["server_assignor"] = r.server_assignor
-    if r.client_assignors is not None and r.client_assignors != m.client_assignors:
-        changes["client_assignors"] = r.client_assignors
-    if r.subscribed_topic_names is not None:
-        names = tuple(sorted(set(r.subscribed_topic_names)))
-        if names != m.subscribed_topic_names:
-            changes["subscribed_topic_names"] = names
-        if r.subscribed_topic_regex is None and m.subscribed_topic_regex and names:
-            changes["subscribed_topic_regex"] = None
-    if r.subscribed_topic_regex is not None:
-        regex = r.subscribed_topic_regex or None
-        if regex != m.subscribed_topic_regex:
-            changes["subscribed_topic_regex"] = regex
-        if regex and r.subscribed_topic_names is None and m.subscribed_topic_names:
-            changes["subscribed_topic_names"] = ()
-    if r.client_id != m.client_id:
-        changes["client_id"] = r.client_id
-    if r.client_host != m.client_host:
-        changes["client_host"] = r.client_host
-    return replace(m, **changes) if changes else m
-
-
-def _metadata_changed(old: ConsumerGroupMember | None, new: ConsumerGroupMember) -> bool:
-    return old is None or _metadata_value(old) != _metadata_value(new)
-
-
-_metadata_value = member_metadata_value

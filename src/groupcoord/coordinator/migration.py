@@ -8,9 +8,11 @@ converted back. ``group.consumer.migration.policy`` (bidirectional, upgrade, dow
 disabled) allows either direction; empty groups always convert (handled by the managers, which
 delete an empty group of the other type).
 
-This module is pure: it turns one group into the records (or the record value) of the other
-type and says whether a conversion is allowed. The managers (``consumer_groups.py``,
-``classic_groups.py``) append them, move timers and answer pending requests.
+The policy checks and the classic group value are the shared rules of ``group_migration.py``
+(connect groups use them too), with :data:`CONSUMER_MIGRATION`. This module is pure: it turns one
+group into the records (or the record value) of the other type and says whether a conversion is
+allowed. The managers (``consumer_groups.py``, ``classic_groups.py``) append them, move timers
+and answer pending requests.
 
 Upgrade (classic -> consumer), as upstream's ``ConsumerGroup.fromClassicGroup``: every member of
 the classic group's live view becomes a consumer-group member at member epoch = previous member
@@ -37,23 +39,23 @@ version ``-1`` of the assignor metadata).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from uuid import UUID
 
-from groupcoord.coordinator.classic_group import (
-    CONSUMER_PROTOCOL_TYPE,
-    ClassicGroup,
-    ClassicGroupMember,
-)
+from groupcoord.coordinator import group_migration as gm
+from groupcoord.coordinator.classic_group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
 from groupcoord.coordinator.classic_messages import JoinGroupProtocol
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
+from groupcoord.coordinator.group_migration import (
+    DOWNGRADE_POLICIES,
+    UPGRADE_POLICIES,
+    MigrationError,
+    classic_metadata,
+)
 from groupcoord.coordinator.records import (
     Assignment,
-    ClassicGroupMemberMetadata,
     ClassicGroupMetadataValue,
-    ClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataValue,
     Record,
@@ -75,20 +77,19 @@ from groupcoord.protocol.consumer_protocol import (
     encode_assignment,
 )
 
-UPGRADE_POLICIES = frozenset({"bidirectional", "upgrade"})
-DOWNGRADE_POLICIES = frozenset({"bidirectional", "downgrade"})
-
-
-class MigrationError(ValueError):
-    """A group that cannot be converted (the reason is the message)."""
+#: Consumer groups as the shared migration rules (``group_migration.py``) speak of them.
+CONSUMER_MIGRATION = gm.MigrationKind(
+    setting="group.consumer.migration.policy", config_field="consumer_migration_policy",
+    protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_noun="consumer protocol", noun="member",
+    new_protocol_members="members using the consumer protocol")
 
 
 def upgrade_enabled(config: CoordinatorConfig) -> bool:
-    return config.consumer_migration_policy in UPGRADE_POLICIES
+    return CONSUMER_MIGRATION.upgrade_enabled(config)
 
 
 def downgrade_enabled(config: CoordinatorConfig) -> bool:
-    return config.consumer_migration_policy in DOWNGRADE_POLICIES
+    return CONSUMER_MIGRATION.downgrade_enabled(config)
 
 
 # ---------------------------------------------------------------------- conversions of values
@@ -124,11 +125,6 @@ def protocols_of(member: ConsumerGroupMember) -> tuple[JoinGroupProtocol, ...]:
     return tuple(JoinGroupProtocol(n, m) for n, m in member.classic.supported_protocols)
 
 
-def classic_metadata(session_timeout_ms: int,
-                     protocols: Iterable[JoinGroupProtocol]) -> ClassicMemberMetadata:
-    return ClassicMemberMetadata(session_timeout_ms, tuple((p.name, p.metadata) for p in protocols))
-
-
 def assignment_bytes(member: ConsumerGroupMember, protocol_name: str | None,
                      partitions: Assignment, image: MetadataImage) -> bytes:
     """``partitions`` encoded as the member's ConsumerProtocolAssignment, in the version of its
@@ -155,14 +151,7 @@ class Upgrade:
 
 def upgrade_refusal(group: ClassicGroup, config: CoordinatorConfig) -> str | None:
     """Why a non-empty classic group may not become a consumer group (None: it may)."""
-    if not upgrade_enabled(config):
-        return (f"the online upgrade is disabled (group.consumer.migration.policy="
-                f"{config.consumer_migration_policy})")
-    if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
-        return f"it uses protocol type {group.protocol_type!r}, not the consumer protocol"
-    if len(group.members) > config.consumer_max_size:
-        return f"its {len(group.members)} members exceed group.consumer.max.size"
-    return None
+    return gm.upgrade_refusal(CONSUMER_MIGRATION, group, config)
 
 
 def classic_to_consumer(group: ClassicGroup, image: MetadataImage) -> Upgrade:
@@ -223,45 +212,21 @@ def current_assignment_value(m: ConsumerGroupMember) -> ConsumerGroupCurrentMemb
 def downgrade_refusal(group: ConsumerGroup, leaving: set[str],
                       config: CoordinatorConfig) -> str | None:
     """Why ``group`` stays a consumer group once ``leaving`` are gone (None: it converts)."""
-    remaining = len(group.members) - sum(1 for mid in leaving if mid in group.members)
-    if remaining <= 0:
-        return "it becomes empty"
-    if not group.all_classic_except(leaving):
-        return "members using the consumer protocol remain"
-    if not downgrade_enabled(config):
-        return (f"the online downgrade is disabled (group.consumer.migration.policy="
-                f"{config.consumer_migration_policy})")
-    if remaining > config.classic_max_size:
-        return f"its {remaining} members exceed group.max.size"
-    return None
+    return gm.downgrade_refusal(CONSUMER_MIGRATION, group, leaving, config)
 
 
 def consumer_to_classic(group: ConsumerGroup, leaving: set[str], image: MetadataImage,
                         now: int) -> ClassicGroupMetadataValue:
     """The classic group ``group`` becomes once ``leaving`` are gone (every remaining member
     uses the classic protocol). Raises MigrationError when the members share no protocol."""
-    live = ClassicGroup(group.group_id, now)
     remaining = [group.members[mid] for mid in sorted(group.members) if mid not in leaving]
-    for m in remaining:
-        assert m.classic is not None, f"member {m.member_id} does not use the classic protocol"
-        live.add(ClassicGroupMember(m.member_id, m.instance_id, m.client_id, m.client_host,
-                                    m.rebalance_timeout_ms, m.classic.session_timeout_ms,
-                                    CONSUMER_PROTOCOL_TYPE, protocols_of(m)))
-    if not live.members or not any(c == len(live.members)
-                                   for c in live.supported_protocols.values()):
-        raise MigrationError("the remaining members support no common protocol")
-    protocol = live.select_protocol()
-    members = tuple(
-        ClassicGroupMemberMetadata(
-            m.member_id, m.instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
-            m.classic.session_timeout_ms, live.members[m.member_id].metadata(protocol),
-            assignment_bytes(m, protocol, m.assigned_partitions, image))
-        for m in remaining if m.classic is not None)
-    return ClassicGroupMetadataValue(CONSUMER_PROTOCOL_TYPE, group.group_epoch, protocol,
-                                     remaining[0].member_id, now, members)
+    return gm.to_classic(CONSUMER_MIGRATION, group, remaining, now,
+                         lambda m, protocol: assignment_bytes(m, protocol, m.assigned_partitions,
+                                                              image))
 
 
-__all__ = ["DOWNGRADE_POLICIES", "UPGRADE_POLICIES", "MigrationError", "Upgrade",
+__all__ = ["CONSUMER_MIGRATION", "DOWNGRADE_POLICIES", "UPGRADE_POLICIES", "MigrationError",
+           "Upgrade",
            "assignment_bytes", "classic_metadata", "classic_to_consumer", "consumer_to_classic",
            "current_assignment_value", "downgrade_enabled", "downgrade_refusal", "ids_to_names",
            "member_metadata_value", "names_to_ids", "protocols_of", "upgrade_enabled",
