@@ -426,11 +426,11 @@ def test_simulated_client_variant_random_seeds() -> None:
     assert not failures, "\n\n".join(failures)
 
 
-@pytest.mark.xfail(strict=True, reason="known: a duplicated epoch-0 join delivered after the "
-                   "member's first assignment fences and re-adds it while it keeps consuming "
-                   "(coordinator/consumer_groups.py _epoch_is_valid; see the p12 report)")
 @pytest.mark.parametrize("seed", [346, 360])
 def test_simulated_client_variant_duplicated_join_seeds(seed: int) -> None:
+    """Seeds where the network duplicates a member's epoch-0 join and delivers the copy after
+    the member moved to a later epoch: the copy is refused (FENCED_MEMBER_EPOCH, no change) and
+    the member, which ignores an answer to a request not in flight, keeps its partitions alone."""
     from groupcoord.sim.runner import simulate
 
     r = simulate("random", seed, "consumer:client")

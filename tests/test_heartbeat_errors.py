@@ -202,19 +202,52 @@ def test_lost_join_response_retried_join_is_accepted_without_change() -> None:
     assert len(c.records) == n and shard.state_digest() == before
 
 
-def test_rejoin_at_epoch_zero_under_known_member_id_is_fenced_and_readded() -> None:
-    """Shard docstring: a rejoin at 0 with a member id the group still has fences it first."""
+def test_stale_join_at_epoch_zero_under_known_member_id_is_fenced_without_change() -> None:
+    """A join at epoch 0 under a member id the group has at a later epoch, not the lost-response
+    case (upstream throwIfMemberEpochIsInvalid): FENCED_MEMBER_EPOCH, no records, nothing
+    changed; the member (whose own request in flight is another) goes on at its epoch."""
     shard, c = two_member_group()
+    g = shard.groups["g"]
+    a = g.members["A"]
+    assert (a.member_epoch, a.previous_member_epoch) == (2, 1)
+    before, n = shard.state_digest(), len(c.records)
+    r = c.heartbeat("A", 0)
+    assert_refused(c, r, E.fenced_member_epoch, before, n)
+    r = c.heartbeat("A", 2, owned_tps=["foo-0", "foo-1"])
+    assert r.error_code == 0 and r.member_epoch == 2
+    assert shard.groups["g"].members["A"].member_epoch == 2
+
+
+def test_stale_join_of_a_static_member_is_fenced_without_change() -> None:
+    """The same for a static member: its member id holds the instance id, so the join is the
+    member's own, but its epoch moved on (and it is not the lost-response case)."""
+    shard = Shard(metadata=image(foo=4))
+    c = Client(shard)
+    c.heartbeat("A", 0, instance_id="a")
+    c.heartbeat("B", 0)
+    c.heartbeat("A", 1, owned_tps=["foo-0", "foo-1", "foo-2", "foo-3"], instance_id="a")
+    r = c.heartbeat("A", 1, owned_tps=["foo-0", "foo-1"], instance_id="a")
+    assert r.member_epoch == 2
+    before, n = shard.state_digest(), len(c.records)
+    r = c.heartbeat("A", 0, instance_id="a")
+    assert_refused(c, r, E.fenced_member_epoch, before, n)
+    assert shard.groups["g"].static_members == {"a": "A"}
+
+
+def test_member_fenced_for_its_epoch_rejoins_at_epoch_zero_as_new() -> None:
+    """Fencing for a non-zero wrong epoch removes the member, so its rejoin at epoch 0 under the
+    same member id finds no member and joins (one more epoch bump), starting from nothing."""
+    shard, c = two_member_group()
+    r = c.heartbeat("A", 1, owned_tps=["foo-0", "foo-1", "foo-2"])
+    assert r.error_code == E.fenced_member_epoch
+    g = shard.groups["g"]
+    assert "A" not in g.members
+    epoch = g.group_epoch
     r = c.heartbeat("A", 0)
     assert r.error_code == 0
     g = shard.groups["g"]
-    assert "A" in g.members
-    # Fenced (one bump) then joined afresh (another): the epoch moved past 2 and A, starting
-    # from nothing owned, reaches the new target epoch at once with free partitions.
-    assert g.group_epoch > 2
-    assert r.member_epoch == g.group_epoch == g.assignment_epoch
-    assert g.members["A"].previous_member_epoch == 0
-    assert parts(r, shard) == names(g.target_of("A"), shard.metadata)
+    assert g.group_epoch == epoch + 1 and g.members["A"].previous_member_epoch == 0
+    assert r.member_epoch == g.members["A"].member_epoch
     assert replayed(c.records, shard.metadata).state_digest() == shard.state_digest()
 
 

@@ -4,7 +4,7 @@ network (latency, loss, lost responses, duplicates, reordering) and a schedule o
 disturbances of every kind; invariants I1-I6 are checked after every step. A failure message
 carries the command that reproduces it.
 
-Measured on the 2-core CI machine: ~15-30 ms per seed, so the 1,000 runs take ~15-30 s; they
+Measured on the 2-core CI machine: ~15-30 ms per seed, so the 1,500 runs take ~25-45 s; they
 are split in chunks so a failure points at a small range of seeds.
 """
 
@@ -18,7 +18,7 @@ from .sim_support import assert_seeds_keep_every_invariant
 
 SEEDS_PER_PROTOCOL = 500
 CHUNK = 50
-PROTOCOLS = ["consumer:uniform", "consumer:range"]
+PROTOCOLS = ["consumer:uniform", "consumer:range", "consumer:client"]
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)

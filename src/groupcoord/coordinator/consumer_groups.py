@@ -7,9 +7,12 @@ spec's diff text leaves two readings:
 
 - A heartbeat with epoch != 0 for a group that does not exist answers UNKNOWN_MEMBER_ID (as
   Kafka 4.x; librdkafka treats GROUP_ID_NOT_FOUND in a heartbeat as fatal).
-- FENCED_MEMBER_EPOCH removes the member from the group (spec, request handling step 3); a
-  member rejoining with epoch 0 under a member id the group still has is fenced and re-added
-  in the same request, unless it is the lost-response case.
+- FENCED_MEMBER_EPOCH removes the member from the group (spec, request handling step 3), so
+  the member's rejoin at epoch 0 finds no member and joins afresh. A join at epoch 0 under a
+  member id the group has at a later epoch (not the lost-response case) is a stale duplicate of
+  an earlier join: FENCED_MEMBER_EPOCH and nothing changes (as upstream); the member's answer
+  to its own request in flight stands. Only a member using the classic protocol joining on the
+  new one (issue #4 below) is fenced and re-added in the same request.
 - The lost-response case: a smaller epoch equal to the member's previous epoch is accepted
   when the owned partitions it reports are a subset of its assigned partitions.
 - SubscribedTopicNames and SubscribedTopicRegex may not both be non-empty in one request; on

@@ -7,7 +7,8 @@ that machinery once, for one group type of one shard:
 
 - the heartbeat flow: leave (epoch < 0), upgrade of a classic group (epoch 0), finding the member
   (``membership.resolve_member``), client assignors (UNSUPPORTED_ASSIGNOR), the epoch check that
-  fences a member (FENCED_MEMBER_EPOCH; the lost-response case accepted), the metadata update and
+  fences a member (FENCED_MEMBER_EPOCH; the lost-response case accepted; a stale epoch-0 join of
+  a member on the new protocol refused without change), the metadata update and
   the group epoch bump, the static replacement that hands the target over, the target assignment,
   reconciliation, the session timeout and the response;
 - leaving (-1 for good, -2 a static member's temporary leave), removing members (tombstones, timers)
@@ -298,12 +299,24 @@ class NewProtocolGroupManager(Generic[G, M, Req, Resp]):
         if existing is not None and r.member_epoch != existing.member_epoch \
                 and not self._epoch_is_valid(existing, r):
             assert group is not None
-            self._fence_member(group, existing, allow_downgrade=self._downgrades_when_fenced(r))
-            if r.member_epoch != 0:
+            if r.member_epoch == 0 and existing.classic is None:
+                # A join at epoch 0 of a member the group has on the new protocol at a later
+                # epoch (not the lost-response case): a stale duplicate of its first join, as
+                # upstream (throwIfMemberEpochIsInvalid) FENCED_MEMBER_EPOCH changing nothing.
+                # The member's request in flight is another; fencing it here would hand its
+                # partitions over while it still owns them (I1). A genuine rejoin finds no
+                # member: fencing (below, for a non-zero epoch) and leaving remove it.
                 resp: Resp = self.response_class(error_code=_E.fenced_member_epoch,
                                                  error_message=self._fenced_epoch_message(r, existing))
                 return resp
-            existing = None  # a rejoin at epoch 0: fenced above, joins again below
+            self._fence_member(group, existing, allow_downgrade=self._downgrades_when_fenced(r))
+            if r.member_epoch != 0:
+                resp = self.response_class(error_code=_E.fenced_member_epoch,
+                                           error_message=self._fenced_epoch_message(r, existing))
+                return resp
+            # a classic member joining on the new protocol (issue #4): fenced above, joins
+            # again below
+            existing = None
             group = self._group(gid)
 
         is_new = existing is None
