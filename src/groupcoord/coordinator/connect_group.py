@@ -27,9 +27,8 @@ from groupcoord.coordinator.connect_messages import (
     ConnectorTaskId,
 )
 from groupcoord.coordinator.consumer_group import GroupState, MemberState
-from groupcoord.coordinator.group import Group
+from groupcoord.coordinator.group import Group, check_member_epoch_offset_request
 from groupcoord.coordinator.records import ClassicMemberMetadata, ClientAssignor, ConnectAssignment
-from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 EMPTY: ConnectAssignment = {}
 
@@ -235,24 +234,8 @@ class ConnectGroup(Group):
                                 committing: bool, group_instance_id: str | None = None) -> None:
         """The worker epoch fences offset commits (the draft: "This epoch is the one used to
         fence the worker (e.g. offsets commit)"), with the consumer group's codes."""
-        if not member_id and epoch < 0:  # admin
-            if committing and self.members:
-                raise CoordinatorError(ErrorCode.unknown_member_id,
-                                       f"Group {group_id} has members: a commit needs a member "
-                                       f"id and epoch.")
-            return
-        member = self.members.get(member_id)
-        if member is None:
-            raise CoordinatorError(ErrorCode.unknown_member_id,
-                                   f"Member {member_id} is not a member of group {group_id}.")
-        if epoch > member.member_epoch and committing:
-            raise CoordinatorError(ErrorCode.fenced_member_epoch,
-                                   f"The worker epoch {epoch} is greater than the worker's "
-                                   f"{member.member_epoch}.")
-        if epoch != member.member_epoch:
-            raise CoordinatorError(ErrorCode.stale_member_epoch,
-                                   f"The worker epoch {epoch} is stale; the worker is at "
-                                   f"{member.member_epoch}.")
+        check_member_epoch_offset_request(self.members, group_id, member_id, epoch, committing,
+                                          'worker')
 
     def is_subscribed_to(self, topic: str) -> bool:
         return False  # workers subscribe to no topic through the group

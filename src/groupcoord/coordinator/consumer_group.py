@@ -25,10 +25,9 @@ from operator import attrgetter
 from typing import Any
 from uuid import UUID
 
-from groupcoord.coordinator.group import Group
+from groupcoord.coordinator.group import Group, check_member_epoch_offset_request
 from groupcoord.coordinator.records import Assignment, ClassicMemberMetadata, ClientAssignor
 from groupcoord.coordinator.topics import TopicMetadata
-from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 EMPTY: Mapping[UUID, frozenset[int]] = {}
 
@@ -207,24 +206,8 @@ class ConsumerGroup(Group):
 
     def validate_offset_request(self, group_id: str, member_id: str, epoch: int,
                                 committing: bool, group_instance_id: str | None = None) -> None:
-        if not member_id and epoch < 0:  # admin
-            if committing and self.members:
-                raise CoordinatorError(ErrorCode.unknown_member_id,
-                                       f"Group {group_id} has members: a commit needs a member "
-                                       f"id and epoch.")
-            return
-        member = self.members.get(member_id)
-        if member is None:
-            raise CoordinatorError(ErrorCode.unknown_member_id,
-                                   f"Member {member_id} is not a member of group {group_id}.")
-        if epoch > member.member_epoch and committing:
-            raise CoordinatorError(ErrorCode.fenced_member_epoch,
-                                   f"The member epoch {epoch} is greater than the member's "
-                                   f"{member.member_epoch}.")
-        if epoch != member.member_epoch:
-            raise CoordinatorError(ErrorCode.stale_member_epoch,
-                                   f"The member epoch {epoch} is stale; the member is at "
-                                   f"{member.member_epoch}.")
+        check_member_epoch_offset_request(self.members, group_id, member_id, epoch, committing,
+                                          'member')
 
     def is_subscribed_to(self, topic: str) -> bool:
         return bool(self.members) and topic in self.subscription_metadata

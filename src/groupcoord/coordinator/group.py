@@ -6,7 +6,10 @@ registers request handlers, record replayers and timer kinds with the shard.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+
+from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 
 class Group:
@@ -39,3 +42,29 @@ class Group:
     def digest(self) -> Any:
         """A canonical comparable view of the group (replay equivalence, I4)."""
         raise NotImplementedError
+
+
+def check_member_epoch_offset_request(members: Mapping[str, Any], group_id: str, member_id: str,
+                                      epoch: int, committing: bool, noun: str = "member") -> None:
+    """I6 for the new-protocol group types (consumer and connect groups): an admin request
+    (no member id, epoch < 0) may not commit while the group has members; otherwise the member
+    must exist (UNKNOWN_MEMBER_ID), a commit ahead of its epoch is FENCED_MEMBER_EPOCH and any
+    other epoch than its own STALE_MEMBER_EPOCH."""
+    if not member_id and epoch < 0:  # admin
+        if committing and members:
+            raise CoordinatorError(ErrorCode.unknown_member_id,
+                                   f"Group {group_id} has members: a commit needs a member "
+                                   f"id and epoch.")
+        return
+    member = members.get(member_id)
+    if member is None:
+        raise CoordinatorError(ErrorCode.unknown_member_id,
+                               f"Member {member_id} is not a member of group {group_id}.")
+    if epoch > member.member_epoch and committing:
+        raise CoordinatorError(ErrorCode.fenced_member_epoch,
+                               f"The {noun} epoch {epoch} is greater than the {noun}'s "
+                               f"{member.member_epoch}.")
+    if epoch != member.member_epoch:
+        raise CoordinatorError(ErrorCode.stale_member_epoch,
+                               f"The {noun} epoch {epoch} is stale; the {noun} is at "
+                               f"{member.member_epoch}.")
