@@ -169,3 +169,16 @@ def test_cli_dry_run(capsys: pytest.CaptureFixture[str]) -> None:
     assert "runs in" in capsys.readouterr().out
     assert main(["lab", "run", "--spec", "nope", "--out", "unused", "--dry-run"]) == 2
     assert "cannot read spec nope" in capsys.readouterr().err
+
+
+def test_a_connect_scenario_with_a_topic_workload_runs_on_topics() -> None:
+    """A Connect scenario in a consumer protocol's cell: its connectors become topics, then the
+    workload's topics x partitions apply; connector events become topic events."""
+    sc = build_scenario(_params(scenario="kip415-connector-added", workload="2x6", topics=2,
+                                partitions=6))
+    assert sc.connectors == ()
+    assert [p for _, p in sc.topics] == [6, 6]
+    kinds = [e.kind for e in sc.events]
+    assert "add-connector" not in kinds and "create-topic" in kinds
+    created = next(e for e in sc.events if e.kind == "create-topic")
+    assert created["topic"] in (sc.subscription or ())

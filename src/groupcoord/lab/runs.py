@@ -135,9 +135,8 @@ def build_scenario(params: RunParams) -> Scenario:
         changes["members"] = params.size
     if params.topics is not None and params.partitions is not None:
         # A Connect scenario for a consumer protocol: its connectors as topics first.
-        converted = connectors_as_topics(replace(sc, events=events))
-        if converted.topics != sc.topics or converted.events != events:
-            sc, events = converted, converted.events
+        sc = connectors_as_topics(replace(sc, events=events))
+        events = sc.events
         names = [n for n, _ in sc.topics][:params.topics]
         first = names[0] if names else "t"
         names += [f"{first}_{i}" for i in range(len(names) + 1, params.topics + 1)]
