@@ -88,18 +88,10 @@ def _validate_member(shard: Shard, group_id: str, member_id: str | None, epoch: 
 
 
 def replay_batch(shard: Shard, records: list[Record]) -> None:
-    """Replay offset records in order: the same as :func:`replay` on each (a commit applies
-    its partitions this way, one dispatch for the whole request)."""
-    offsets = shard.offsets
+    """Replay offset records in order: :func:`replay` on each, without the shard's dispatch by
+    record type (a commit applies its partitions this way, one dispatch for the request)."""
     for record in records:
-        key: OffsetCommitKey = record.key  # type: ignore[assignment]
-        value: OffsetCommitValue | None = record.value  # type: ignore[assignment]
-        if value is not None:
-            offs = offsets.get(key.group_id)
-            if offs is not None:  # what replay does for a value of a group with offsets
-                offs[(key.topic, key.partition)] = value
-                continue
-        replay(shard, key, value)  # a tombstone, or the group's first offset
+        replay(shard, record.key, record.value)  # type: ignore[arg-type]
 
 
 def commit(shard: Shard, r: OffsetCommitRequest, now: int) -> OffsetCommitResponse:
