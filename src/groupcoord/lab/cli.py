@@ -18,7 +18,6 @@ The default master is ``local[*]``; ``--master`` takes any Spark master URL (see
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -108,7 +107,7 @@ def _audit(ns: argparse.Namespace) -> int:
 def _rerun(ns: argparse.Namespace) -> int:
     from groupcoord.lab.runs import build_scenario, simulate_run
     from groupcoord.lab.spec import RunParams, load_spec, scenario_definition, standalone_spec
-    from groupcoord.sim.runner import format_summary
+    from groupcoord.sim.runner import print_result
     from groupcoord.sim.scenario import ScenarioError
 
     try:
@@ -127,17 +126,7 @@ def _rerun(ns: argparse.Namespace) -> int:
     except (SpecError, ScenarioError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if ns.trace:
-        text = res.trace_text()
-        if ns.trace == "-":
-            sys.stdout.write(text)
-        else:
-            Path(ns.trace).write_text(text)
-    if ns.json:
-        print(json.dumps(res.as_json(), indent=2, sort_keys=True))
-    else:
-        print(format_summary(res))
-    return 0 if res.ok else 1
+    return print_result(res, ns.trace, ns.json)
 
 
 def _report(ns: argparse.Namespace) -> int:

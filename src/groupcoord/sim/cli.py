@@ -19,12 +19,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from groupcoord.cli import command
 from groupcoord.sim.engine import CHECKPOINT_EVERY
 from groupcoord.sim.protocols import PROTOCOLS, protocol_labels
-from groupcoord.sim.runner import format_summary, parse_seeds, simulate
+from groupcoord.sim.runner import parse_seeds, print_result, simulate
 from groupcoord.sim.scenario import BUILTINS, ScenarioError, load_scenario
 
 
@@ -64,17 +63,7 @@ def _run(ns: argparse.Namespace) -> int:
         return 2
 
     if r is not None:  # one run
-        if ns.trace:
-            text = r.trace_text()
-            if ns.trace == "-":
-                sys.stdout.write(text)
-            else:
-                Path(ns.trace).write_text(text)
-        if ns.json:
-            print(json.dumps(r.as_json(), indent=2, sort_keys=True))
-        else:
-            print(format_summary(r))
-        return 0 if r.ok else 1
+        return print_result(r, ns.trace, ns.json)
 
     passed = 0
     failed: list[dict[str, object]] = []

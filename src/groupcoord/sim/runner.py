@@ -5,7 +5,10 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from groupcoord.sim.coordinator import ShardFactory, load_shard_factory
@@ -74,6 +77,22 @@ def format_summary(r: SimResult) -> str:
     if r.violation is not None:
         lines += ["", r.violation.format()]
     return "\n".join(lines)
+
+
+def print_result(r: SimResult, trace: str | None, as_json: bool) -> int:
+    """What ``groupcoord simulate`` (and ``lab rerun``) print for one run: the trace to a file
+    or stdout (``-``) if asked, then the JSON or the summary; the exit status (1: violation)."""
+    if trace:
+        text = r.trace_text()
+        if trace == "-":
+            sys.stdout.write(text)
+        else:
+            Path(trace).write_text(text)
+    if as_json:
+        print(json.dumps(r.as_json(), indent=2, sort_keys=True))
+    else:
+        print(format_summary(r))
+    return 0 if r.ok else 1
 
 
 def run_seeds(scenario: str, seeds: Iterable[int], protocol: str = "consumer",
