@@ -1,7 +1,8 @@
 """The coordinator as the simulator runs it: a real :class:`Shard` plus its record log.
 
 The driver contract of DESIGN.md "The core contract": every result's records are appended to
-the log (a :class:`MemoryLog`, stamped with the simulated time) before the response is sent.
+the log (a :class:`~groupcoord.sim.log.SimLog`: the records, encoded when read; see there why
+not the storage backend's ``MemoryLog``) before the response is sent.
 **Failover** drops the shard and rebuilds a new one from the log (``Record.decode`` +
 ``Shard.replay``), then runs its load duties (``on_loaded``). :meth:`SimCoordinator.rebuild` is
 also what the I4 checkpoints compare against the live shard (``state_digest``). A checkpoint
@@ -26,7 +27,7 @@ from groupcoord.coordinator.records import Record
 from groupcoord.coordinator.result import Result
 from groupcoord.coordinator.shard import Shard
 from groupcoord.coordinator.topics import MetadataImage
-from groupcoord.storage.memory import MemoryLog
+from groupcoord.sim.log import SimLog
 
 ShardFactory = Callable[[CoordinatorConfig, MetadataImage, MemberIdSource], Shard]
 
@@ -71,7 +72,7 @@ class SimCoordinator:
         self.factory = factory
         self.config = config
         self.member_ids = member_ids
-        self.log = MemoryLog()
+        self.log = SimLog()
         self.shard = factory(config, image, member_ids)
         self.up = True
         self.generation = 0
@@ -81,16 +82,19 @@ class SimCoordinator:
         """Append a result's records to the log (before its response goes out)."""
         records = result.records
         if records:
-            self.log.append(SHARD_ID, [r.encode() for r in records], now_ms)
+            self.log.append(records)
             self.records_written += len(records)
 
     def rebuild(self, image: MetadataImage) -> Shard:
         """A new shard replayed from the log (no load duties run yet)."""
         shard = self.factory(self.config, image, self.member_ids)
-        for key, value in self.log.read(SHARD_ID):
+        for key, value in self.log.read():
             shard.replay(Record.decode(key, value))
         return shard
 
     def compact(self, now_ms: int) -> int:
-        """Compact the log (tombstones dropped at once); returns the entries removed."""
-        return self.log.compact(SHARD_ID, now_ms, 0).removed
+        """Compact the log (tombstones dropped at once); returns the entries removed.
+
+        ``now_ms`` is the simulated time, at or after every append: with a retention of 0,
+        every tombstone that is the newest entry of its key has expired."""
+        return self.log.compact()
