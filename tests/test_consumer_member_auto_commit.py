@@ -70,6 +70,16 @@ def test_commit_before_a_revocation_takes_only_owned_partitions_among_those_give
     assert m.positions_commit_request(lambda t, p: 1, frozenset([(BAR, 9)])) is None
 
 
+def test_an_int_position_is_every_partitions_position() -> None:
+    m = joined(OWNED)
+    given = frozenset([(FOO, 3), (BAR, 7), (BAR, 9)])
+    for parts in (None, given):
+        req = m.positions_commit_request(7_000, parts, NAMES, "auto")
+        assert req is not None
+        assert req == m.positions_commit_request(lambda t, p: 7_000, parts, NAMES, "auto")
+    assert m.positions_commit_request(1, frozenset([(BAR, 9)])) is None
+
+
 def test_auto_commit_follows_the_owned_set_and_needs_a_membership() -> None:
     fresh = ConsumerMember("g", member_ids=lambda: "m1")
     fresh.subscribe(["foo"], now_ms=0)

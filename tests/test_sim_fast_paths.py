@@ -3,20 +3,24 @@
 - The network's fault-free path draws the same latencies, keeps the same FIFO order and counts
   the same as the general path with every fault probability at zero.
 - A superseded wake-up is no step: it runs no after-step checks and brings no checkpoint on.
-- The full check (checkpoints, the end) reports the same violation whatever the hash order.
+- The full check (checkpoints, the end) reports the same violation whatever the hash order,
+  and its quick pass fails in exactly the states the checks one by one fail in.
 - The benchmark's time split accounts for the coordinator, the log and the checkpoints, and
   puts every method it wrapped back.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from benchmarks.sim import PARTS, _time_split
 
 from groupcoord.coordinator.shard import Shard
+from groupcoord.sim.connect import ConnectSimulation
 from groupcoord.sim.consumer import ConsumerSimulation
 from groupcoord.sim.coordinator import SimCoordinator
 from groupcoord.sim.engine import Simulation, Violation
@@ -105,6 +109,75 @@ def test_full_check_reports_the_canonical_violation() -> None:
         sim._full_check(ordered=True)
     assert e1.value.invariant == "I1" and e1.value.message == e2.value.message
     assert f"foo-{stolen[0][1]} " in e1.value.message and a.name in e1.value.message
+
+
+def _fails(check: Callable[..., None], *args: Any) -> bool:
+    try:
+        check(*args)
+    except Violation:
+        return True
+    return False
+
+
+def _corruptions(sim: ConsumerSimulation) -> list[tuple[str, Callable[[], None]]]:
+    """Ways to break the state the full check reads (each applied to a fresh simulation)."""
+    a, b = sim.live()[0], sim.live()[1]
+    g = sim._group()
+    assert g is not None
+    mid_a, mid_b = a.member.member_id, b.member.member_id
+    tp_b = next(iter(b.consuming))
+
+    def steal() -> None:  # a also consumes what b does: two unfenced consumers
+        a.consuming = a.consuming | b.consuming
+
+    def hand_over() -> None:  # b's resource moves to a in a's view only: not held for a
+        a.consuming = a.consuming | {tp_b}
+        b.consuming = b.consuming - {tp_b}
+
+    def fence_b_steal() -> None:  # b fenced: a consuming b's resources is not held for a
+        b.inc_seen = -7
+        a.consuming = a.consuming | b.consuming
+
+    def shadow_gap() -> None:  # the shadow lost a holding the coordinator has
+        del sim.coord_holder[tp_b]
+
+    def shadow_extra() -> None:  # the shadow holds a resource the coordinator gives nobody
+        sim.coord_holder[(tp_b[0], 10_000)] = mid_b
+
+    def epoch_ahead() -> None:
+        m = g.members[mid_a]
+        g.members[mid_a] = dataclasses.replace(m, member_epoch=g.assignment_epoch + 1)
+
+    def nothing() -> None:
+        pass
+
+    return [("steal", steal), ("hand-over", hand_over), ("fenced", fence_b_steal),
+            ("shadow-gap", shadow_gap), ("shadow-extra", shadow_extra),
+            ("epoch-ahead", epoch_ahead), ("nothing", nothing)]
+
+
+@pytest.mark.parametrize("corruption", ["steal", "hand-over", "fenced", "shadow-gap",
+                                        "shadow-extra", "epoch-ahead", "nothing"])
+@pytest.mark.parametrize("protocol", ["consumer", "connect"])
+def test_quick_full_check_fails_exactly_when_the_checks_one_by_one_fail(
+        protocol: str, corruption: str) -> None:
+    cls = ConsumerSimulation if protocol == "consumer" else ConnectSimulation
+    sim = _converged(cls, Scenario("fc", members=3, topics=(("foo", 12),), end_ms=60_000))
+    dict(_corruptions(sim))[corruption]()
+    i2 = sim.stats["i2_checks"]
+    quick = _fails(sim._quick_full_check)
+    quick_i2, i2 = sim.stats["i2_checks"] - i2, sim.stats["i2_checks"]
+    slow = _fails(sim._full_check, False)
+    assert quick_i2 == sim.stats["i2_checks"] - i2  # check_target called alike
+    assert quick == slow == _fails(sim._full_check, True) == (corruption != "nothing")
+
+
+def _converged(cls: type[ConsumerSimulation], scenario: Scenario) -> ConsumerSimulation:
+    sim = cls(scenario, 4)
+    sim.start()
+    assert not sim.advance(until_ms=30_000)
+    assert sim.converged() and all(p.consuming for p in sim.live())
+    return sim
 
 
 def test_time_split_covers_the_parts_and_restores_the_methods() -> None:

@@ -340,8 +340,10 @@ class ConsumerMember(OffsetCommits):
     def next_deadline(self) -> int | None:
         """When :meth:`poll_request` next has something to do (a time in the past means now);
         None when nothing will happen until the application or a response acts."""
-        a = self._assign_deadline()
         h = self._heartbeat_deadline()
+        if self.assign_inflight is None and not self._compute_wanted and self._install is None:
+            return h  # no assigner duties: _assign_deadline() is None
+        a = self._assign_deadline()
         return h if a is None else a if h is None else min(a, h)
 
     def _heartbeat_deadline(self) -> int | None:
@@ -589,17 +591,26 @@ class ConsumerMember(OffsetCommits):
                 MemberState.FENCED, MemberState.LEAVING, MemberState.FATAL, MemberState.UNJOINED):
             return
         target = self.target
-        revoked = self.owned - target
-        if revoked:
-            self._start_revocation(revoked)
-            return
-        added = target - self.owned
-        if added:
-            self.owned = self.owned | added
-            self.stats["assigned"] += len(added)
-            self.state = MemberState.ACKNOWLEDGING
-            self.listener.on_partitions_assigned(frozenset(added))
-        elif self.owned != self._sent_owned:
+        owned = self.owned
+        if owned is not target:
+            revoked = owned - target
+            if revoked:
+                self._start_revocation(revoked)
+                return
+            added = target - owned
+            if added:
+                self.owned = owned | added
+                self.stats["assigned"] += len(added)
+                self.state = MemberState.ACKNOWLEDGING
+                self.listener.on_partitions_assigned(frozenset(added))
+                return
+            # Reconciled (owned == target): both are immutable, so the target becomes the
+            # owned set itself, and the next heartbeats' reconciliations against it (until a
+            # new target) see ``owned is target`` without comparing. Only equality of the
+            # two is read anywhere (``owned`` changes only after a new target or with
+            # ``target`` reset).
+            self.target = owned
+        if owned is not self._sent_owned and owned != self._sent_owned:
             self.state = MemberState.ACKNOWLEDGING
 
     def _start_revocation(self, revoked: Partitions) -> None:
@@ -708,7 +719,8 @@ class ConsumerMember(OffsetCommits):
     def _assign_deadline(self) -> int | None:
         if self.assign_inflight is not None:
             return self.assign_inflight.sent_ms + self.request_timeout_ms
-        if self._assigning() and (self._compute_wanted or self._install is not None):
+        # The cheap test first (a member without assigner duties owes nothing).
+        if (self._compute_wanted or self._install is not None) and self._assigning():
             return self._now
         return None
 
@@ -717,7 +729,8 @@ class ConsumerMember(OffsetCommits):
         if a is not None and now_ms >= a.sent_ms + self.request_timeout_ms:
             self.stats["timeouts"] += 1
             self._assign_failed("request timed out")
-        if self._assigning() and self.assign_inflight is None:
+        if (self._install is not None or self._compute_wanted) and self.assign_inflight is None \
+                and self._assigning():  # _assigning last: most members owe nothing
             if self._install is not None:
                 return self._send_assign(self._install, now_ms)
             if self._compute_wanted:

@@ -7,8 +7,9 @@ name, topics in the order of their id's bytes and partitions ascending (the cano
 ``to_topic_partitions``), with the member id, the epoch or generation and the instance id
 (KIP-848 "OffsetCommit API": the coordinator fences commits by them). Two builders:
 :meth:`OffsetCommits.commit_request` (given offsets) and
-:meth:`OffsetCommits.positions_commit_request` (a position function: the auto-commit of every
-owned partition, as the Java consumer's ``allConsumed()``, or the commit before a revocation).
+:meth:`OffsetCommits.positions_commit_request` (a position function, or one position for all:
+the auto-commit of every owned partition, as the Java consumer's ``allConsumed()``, or the
+commit before a revocation).
 The per-topic grouping of the owned set is kept between auto-commits, so a periodic commit
 costs one step per partition.
 
@@ -85,14 +86,16 @@ class OffsetCommits:
         groups = group_by_topic(tp for tp in offsets if tp in owned)
         return self._offset_commit(groups, lambda t, p: offsets[(t, p)], topic_names, metadata)
 
-    def positions_commit_request(self, position: Callable[[UUID, int], int],
+    def positions_commit_request(self, position: Callable[[UUID, int], int] | int,
                                  partitions: Partitions | None = None,
                                  topic_names: Mapping[UUID, str] | None = None,
                                  metadata: str = "") -> OffsetCommitRequest | None:
         """An OffsetCommit of ``position(topic_id, partition)`` for every owned partition, as
         the Java consumer's auto-commit sends ``allConsumed()`` (changed or not), or for the
         owned ones among ``partitions`` (the commit before a revocation). The same request as
-        :meth:`commit_request` with those offsets."""
+        :meth:`commit_request` with those offsets. An int ``position`` is every partition's
+        (the simulator commits its clock): the same request as ``lambda t, p: position``,
+        without a call per partition."""
         if not self._may_commit():
             return None
         if partitions is None:
@@ -104,17 +107,24 @@ class OffsetCommits:
             groups = group_by_topic(partitions & self.owned)
         return self._offset_commit(groups, position, topic_names, metadata)
 
-    def _offset_commit(self, groups: TopicGroups, position: Callable[[UUID, int], int],
+    def _offset_commit(self, groups: TopicGroups, position: Callable[[UUID, int], int] | int,
                        topic_names: Mapping[UUID, str] | None,
                        metadata: str) -> OffsetCommitRequest | None:
         if not groups:
             return None
         names = self._commit_topic_names(topic_names)
-        topics = tuple(
-            OffsetCommitTopic(names.get(t, ""), tuple(OffsetCommitPartition(p, position(t, p), -1,
-                                                                            metadata)
-                                                      for p in ps), topic_id=t)
-            for t, ps in groups)
+        if isinstance(position, int):
+            topics = tuple([
+                OffsetCommitTopic(names.get(t, ""), tuple([OffsetCommitPartition(p, position, -1,
+                                                                                 metadata)
+                                                           for p in ps]), topic_id=t)
+                for t, ps in groups])
+        else:
+            topics = tuple([
+                OffsetCommitTopic(names.get(t, ""), tuple([OffsetCommitPartition(p, position(t, p),
+                                                                                 -1, metadata)
+                                                           for p in ps]), topic_id=t)
+                for t, ps in groups])
         return OffsetCommitRequest(self.group_id, topics,
                                    generation_id_or_member_epoch=self._commit_epoch(),
                                    member_id=self.member_id, group_instance_id=self.instance_id)

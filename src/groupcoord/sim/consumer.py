@@ -147,6 +147,11 @@ def _as_is(resources: Iterable[Any]) -> Iterable[Any]:
     return resources
 
 
+def _commit_codes(resp: OffsetCommitResponse) -> set[int]:
+    """The error codes of a commit answer's partitions (0 among them: some were accepted)."""
+    return {pr.error_code for t in resp.topics for pr in t.partitions}
+
+
 def _held(v: ConsumerGroupCurrentMemberAssignmentValue) -> frozenset[TopicIdPartition]:
     return frozenset([(t, p) for a in (v.assigned_partitions, v.partitions_pending_revocation)
                       for t, ps in a.items() for p in ps])
@@ -199,16 +204,19 @@ class _Listener(RebalanceListener):
 
 
 class _Msg:
-    __slots__ = ("body", "cid", "coord_gen", "gen", "inc", "proc")
+    __slots__ = ("body", "cid", "codes", "coord_gen", "gen", "inc", "proc")
 
     def __init__(self, proc: Proc, gen: int, cid: int, body: Any, coord_gen: int,
-                 inc: int = -1) -> None:
+                 inc: int = -1, codes: set[int] | None = None) -> None:
         self.proc = proc
         self.gen = gen
         self.cid = cid
         self.body = body
         self.coord_gen = coord_gen
         self.inc = inc
+        #: A commit answer's error codes (:func:`_commit_codes`), when the simulator read them
+        #: already (I6, :meth:`ConsumerSimulation._check_commit`).
+        self.codes = codes
 
 
 class ConsumerSimulation(Simulation):
@@ -583,9 +591,8 @@ class ConsumerSimulation(Simulation):
 
     def _commit(self, p: Proc, parts: Partitions, why: str) -> None:
         m = p.member
-        now = self.now
         # Positions are the simulated time: every owned partition moved since the last commit.
-        req = m.positions_commit_request(lambda _t, _p: now, None if parts is m.owned else parts,
+        req = m.positions_commit_request(self.now, None if parts is m.owned else parts,
                                          self.topic_names, why)
         if req is None:
             return
@@ -628,20 +635,22 @@ class ConsumerSimulation(Simulation):
             return
         p = msg.proc
         req = msg.body
+        codes = None
         if isinstance(req, OffsetCommitRequest):
             expected = self._expected_commit_error(req)
             fenced = msg.gen == p.gen and p.member is not None \
                 and p.member.member_id == req.member_id and self.is_fenced(p)
             res = self._handle(msg)
             self.coordinator_result(res)
-            self._check_commit(p, req, res.response, expected, fenced)
+            codes = _commit_codes(res.response)
+            self._check_commit(p, req, codes, expected, fenced)
         else:
             res = self._handle(msg)
             self.coordinator_result(res)
             if self.full_checks:
                 self.full_check()
         if res.response is not DEFERRED:
-            self._respond(msg, res.response, self._incarnation(req))
+            self._respond(msg, res.response, self._incarnation(req), codes)
 
     def _handle(self, msg: _Msg) -> Result[Any]:
         """The coordinator's call for one request (``sim.classic`` passes the message as the
@@ -653,10 +662,10 @@ class ConsumerSimulation(Simulation):
         (I1: a process learns of its removal from it)."""
         return self.present.get(req.member_id, -1)
 
-    def _respond(self, req_msg: _Msg, resp: Any, inc: int) -> None:
+    def _respond(self, req_msg: _Msg, resp: Any, inc: int, codes: set[int] | None = None) -> None:
         p = req_msg.proc
         self.counters["messages"] += 1
-        msg = _Msg(p, req_msg.gen, req_msg.cid, resp, req_msg.coord_gen, inc)
+        msg = _Msg(p, req_msg.gen, req_msg.cid, resp, req_msg.coord_gen, inc, codes)
         ch = p.in_ch if req_msg.gen == p.gen else f"{p.name}#{req_msg.gen}<"
         for t in self.network.route(self.now, ch, p.name, True):
             self.at(t, self._to_member, msg)
@@ -694,11 +703,10 @@ class ConsumerSimulation(Simulation):
         body = msg.body
         m = p.member
         if isinstance(body, OffsetCommitResponse):
-            codes = {pr.error_code for t in body.topics for pr in t.partitions}
-            codes.discard(0)
-            if codes:
+            codes = msg.codes if msg.codes is not None else _commit_codes(body)
+            if any(codes):  # an error besides the accepted partitions' 0
                 self.trace("commit<", p.name, m.member_epoch,
-                           ",".join(sorted(error_name(c) for c in codes)))
+                           ",".join(sorted(error_name(c) for c in codes if c)))
             return
         kind = assign_response_kind(body)
         if kind is not None:  # a Prepare's or Install's answer (assigner duties)
@@ -1062,32 +1070,36 @@ class ConsumerSimulation(Simulation):
             return int(_E.stale_member_epoch)
         return 0
 
-    def _check_commit(self, p: Proc, req: OffsetCommitRequest, resp: OffsetCommitResponse,
+    def _check_commit(self, p: Proc, req: OffsetCommitRequest, codes: set[int],
                       expected: int, fenced: bool) -> None:
-        """I6 on a commit handled: one from a fenced process, or one the group as it was must
-        refuse (``expected``, :meth:`_expected_commit_error`), is never accepted, and gets
-        exactly the expected error; a current one is never refused as not the member's."""
+        """I6 on a commit handled (``codes``: its answer's, :func:`_commit_codes`): one from a
+        fenced process, or one the group as it was must refuse (``expected``,
+        :meth:`_expected_commit_error`), is never accepted, and gets exactly the expected
+        error; a current one is never refused as not the member's."""
         self.stats["i6_checks"] += 1
-        codes = {pr.error_code for t in resp.topics for pr in t.partitions}
         accepted = 0 in codes
-        who = (f"{p.name} (member {req.member_id}, {self.epoch_word} "
-               f"{req.generation_id_or_member_epoch})")
         if (fenced or expected) and accepted:
-            raise Violation("I6", f"a commit from {'fenced ' if fenced else ''}{who} was "
-                                  f"accepted, expected {error_name(expected)}")
+            raise Violation("I6", f"a commit from {'fenced ' if fenced else ''}"
+                                  f"{self._committer(p, req)} was accepted, expected "
+                                  f"{error_name(expected)}")
         if expected and codes != {expected}:
-            raise Violation("I6", f"a commit from {who} got "
+            raise Violation("I6", f"a commit from {self._committer(p, req)} got "
                                   f"{sorted(error_name(c) for c in codes)}, expected "
                                   f"{error_name(expected)}")
         if not expected and codes & self.fencing_codes:
-            raise Violation("I6", f"a commit from {who}, current, was refused with "
-                                  f"{sorted(error_name(c) for c in codes)}")
+            raise Violation("I6", f"a commit from {self._committer(p, req)}, current, was "
+                                  f"refused with {sorted(error_name(c) for c in codes)}")
         if accepted:
             self.stats["commits_accepted"] += 1
         else:
             self.stats["commits_rejected"] += 1
             if fenced:
                 self.stats["zombie_commits_rejected"] += 1
+
+    def _committer(self, p: Proc, req: OffsetCommitRequest) -> str:
+        """Who sent a commit, for an I6 violation (built only when one is raised)."""
+        return f"{p.name} (member {req.member_id}, {self.epoch_word} " \
+               f"{req.generation_id_or_member_epoch})"
 
     # ================================================================== universe, convergence
 
@@ -1221,13 +1233,59 @@ class ConsumerSimulation(Simulation):
     def full_check(self) -> None:
         """Every invariant on the whole state (checkpoints, the end, ``full_checks`` runs).
 
-        The checks run in hash order first; only when one fails do they run again in a
-        canonical order, so the violation reported is the same in every process."""
+        A quick pass (:meth:`_quick_full_check`) first finds out whether a check fails; only
+        when one does do the checks run one by one in a canonical order (:meth:`_full_check`),
+        which reports the violation, the same in every process."""
         try:
-            self._full_check(ordered=False)
+            self._quick_full_check()
         except Violation:
             self._full_check(ordered=True)
             raise
+
+    def _quick_full_check(self) -> None:
+        """The checks of :meth:`_full_check`, failing in exactly the same states (and calling
+        :meth:`check_target` and :meth:`check_process` at the same points), on whole sets in
+        hash order: a (topic id, partition) is hashed once on the coordinator's side and never
+        on the processes' side (its hash is a Python call, ``UUID.__hash__``, while
+        ``dict.fromkeys``, ``dict.update`` and comparisons of dicts and frozensets reuse the
+        hashes they store). Its violations only say that a check fails."""
+        g = self._group()
+        if g is not None:
+            holders: dict[Any, str] = {}
+            ae = g.assignment_epoch
+            for mid, m in g.members.items():
+                if m.member_epoch > ae:
+                    raise Violation("I3", "a member epoch is ahead of the assignment epoch")
+                held = list(self.coordinator_holdings(m))
+                n = len(holders)
+                holders.update(dict.fromkeys(held, mid))
+                if len(holders) != n + len(held):  # held twice, by two members or by one
+                    raise Violation("I1", "a resource is held twice (coordinator)")
+            if holders != self.coord_holder:
+                raise Violation("I1", "the coordinator's holdings differ from the ones its records "
+                                      "describe")
+            if g.group_epoch == ae and g.members:
+                self.check_target(g)
+        seen: dict[Any, Proc] = {}
+        for p in self.live():
+            self.check_process(p)
+            if self.is_fenced(p):
+                continue
+            consuming = p.consuming
+            n = len(seen)
+            seen.update(dict.fromkeys(consuming, p))
+            if len(seen) != n + len(consuming):
+                raise Violation("I1", "a resource is consumed by two processes, neither fenced")
+            if not self.holds_all(p, consuming):
+                raise Violation("I1", "a process consumes what the coordinator does not hold "
+                                      "for it")
+
+    def holds_all(self, p: Proc, resources: Partitions) -> bool:
+        """Whether :meth:`check_holding` passes for every one of ``resources`` (the quick
+        full check's): the coordinator holds each for ``p``'s member. ``coord_held`` has, for
+        each member, exactly the resources ``coord_holder`` gives it (:meth:`_current_record`
+        updates both together), so a subset test of two frozensets answers it."""
+        return resources <= self.coord_held.get(p.member.member_id, frozenset())
 
     def _full_check(self, ordered: bool) -> None:
         order = self.ordered if ordered else _as_is
