@@ -37,8 +37,26 @@ LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 
 
-def assignment_digest(a: Assignment) -> list[tuple[str, list[int]]]:
-    return sorted((str(t), sorted(ps)) for t, ps in a.items() if ps)
+#: ``str`` of topic ids by ``id()``, shared by the digests of one group (a checkpoint digests
+#: every group twice, and ``str(UUID)`` costs several times a dict lookup, ``UUID.__hash__``
+#: included). Each entry keeps its UUID alive, so an ``id`` in the memo names that UUID only.
+TopicIdStrs = dict[int, tuple[UUID, str]]
+
+
+def topic_id_str(topic_id: UUID, strs: TopicIdStrs) -> str:
+    """``str(topic_id)``, through the memo ``strs``."""
+    hit = strs.get(id(topic_id))
+    if hit is None:
+        hit = strs[id(topic_id)] = (topic_id, str(topic_id))
+    return hit[1]
+
+
+def assignment_digest(a: Assignment, strs: TopicIdStrs | None = None) -> list[tuple[str, list[int]]]:
+    """``sorted((str(t), sorted(ps)) for t, ps in a.items() if ps)``, with ``str(t)`` from the
+    memo ``strs`` when given."""
+    if strs is None:
+        return sorted((str(t), sorted(ps)) for t, ps in a.items() if ps)
+    return sorted((topic_id_str(t, strs), sorted(ps)) for t, ps in a.items() if ps)
 
 
 class MemberState(IntEnum):
@@ -88,13 +106,13 @@ class ConsumerGroupMember:
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == epoch
 
-    def digest(self) -> tuple[Any, ...]:
+    def digest(self, strs: TopicIdStrs | None = None) -> tuple[Any, ...]:
         return (self.instance_id, self.rack_id, self.client_id, self.client_host,
                 self.subscribed_topic_names, self.subscribed_topic_regex, self.server_assignor,
                 self.rebalance_timeout_ms, self.client_assignors, self.member_epoch,
                 self.previous_member_epoch, self.state.name,
-                assignment_digest(self.assigned_partitions),
-                assignment_digest(self.partitions_pending_revocation),
+                assignment_digest(self.assigned_partitions, strs),
+                assignment_digest(self.partitions_pending_revocation, strs),
                 None if self.classic is None else self.classic.to_list())
 
     def owned_partitions(self) -> Iterator[tuple[UUID, int]]:
@@ -171,25 +189,28 @@ class ConsumerGroup(Group):
         return not self.members
 
     def digest(self) -> Any:
+        strs: TopicIdStrs = {}  # str(topic id) once per topic for the whole digest
         return {
             "type": self.group_type,
             "epoch": self.group_epoch,
             "assignment_epoch": self.assignment_epoch,
             "subscription_metadata": sorted((t.name, str(t.topic_id), t.num_partitions)
                                             for t in self.subscription_metadata.values()),
-            "members": {mid: m.digest() for mid, m in sorted(self.members.items())},
+            "members": {mid: m.digest(strs) for mid, m in sorted(self.members.items())},
             "static": dict(sorted(self.static_members.items())),
-            "target": {mid: assignment_digest(a)
+            "target": {mid: assignment_digest(a, strs)
                        for mid, a in sorted(self.target_assignment.items())},
-            "owners": self._owners_digest(),
+            "owners": self._owners_digest(strs),
         }
 
-    def _owners_digest(self) -> list[tuple[str, int, str]]:
+    def _owners_digest(self, strs: TopicIdStrs | None = None) -> list[tuple[str, int, str]]:
         """``sorted((str(topic_id), partition, member_id) ...)`` built per topic: one ``str``
-        of a UUID per topic, not per partition (a checkpoint digests every group twice)."""
-        return [(name, p, mid)
-                for name, ps in sorted((str(t), ps) for t, ps in self.owners.items())
-                for p, mid in sorted(ps.items())]
+        of a UUID per topic, not per partition (a checkpoint digests every group twice), and
+        the partitions of a topic sorted as ints (unique keys: the order of the tuples)."""
+        strs = {} if strs is None else strs
+        return [(name, p, ps[p])
+                for name, ps in sorted((topic_id_str(t, strs), ps) for t, ps in self.owners.items())
+                for p in sorted(ps)]
 
     def state(self) -> GroupState:
         if self.deleted:

@@ -63,6 +63,7 @@ from groupcoord.coordinator.consumer_group import (
     ConsumerGroupMember,
     MemberState,
     joining,
+    with_current_assignment,
 )
 from groupcoord.coordinator.messages import (
     ConsumerGroupDescribeRequest,
@@ -252,16 +253,14 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
             assert isinstance(key, MemberKey)
             old = group.members.get(key.member_id) or ConsumerGroupMember(key.member_id)
             if value is None:
-                group.put_member(replace(
-                    old, member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                    previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH, state=MemberState.STABLE,
-                    assigned_partitions={}, partitions_pending_revocation={}))
+                group.put_member(with_current_assignment(
+                    old, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, MemberState.STABLE,
+                    {}, {}))
                 return
             a: ConsumerGroupCurrentMemberAssignmentValue = value  # type: ignore[assignment]
-            group.put_member(replace(
-                old, member_epoch=a.member_epoch, previous_member_epoch=a.previous_member_epoch,
-                state=MemberState(a.state), assigned_partitions=a.assigned_partitions,
-                partitions_pending_revocation=a.partitions_pending_revocation))
+            group.put_member(with_current_assignment(
+                old, a.member_epoch, a.previous_member_epoch, MemberState(a.state),
+                a.assigned_partitions, a.partitions_pending_revocation))
 
     # ------------------------------------------------------------------ timers and lifecycle
 

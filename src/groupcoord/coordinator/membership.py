@@ -34,8 +34,11 @@ class _Member(Protocol):
 M = TypeVar("M", bound=_Member)
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class Resolved(Generic[M]):
+    """What ``resolve_member`` found (built once per heartbeat: a plain slotted dataclass, half
+    the construction cost of a frozen one; never mutated)."""
+
     #: The member the request speaks for, when the group has it.
     existing: M | None
     #: The static member a joining instance replaces.

@@ -21,10 +21,12 @@ does not resolve is UNKNOWN_TOPIC_ID.
 
 Hot path (issue #7: members auto-commit every owned partition every 5 s): a commit validates
 all its partitions, then appends their records as one batch (``Shard.append_batch`` with
-:func:`replay_batch`, one dispatch per request instead of one per partition). The records, their
-order and the state are those of appending each record as its partition is validated; a rebuild
-replays them one by one through :func:`replay`. Not done here: commits are not coalesced across
-requests, and every accepted partition still gets its own record (compaction keeps the newest).
+:func:`replay_commit`, one dispatch per request instead of one per partition, and one lookup of
+the group's offsets). The records, their order and the state are those of appending each record
+as its partition is validated; a rebuild replays them one by one through :func:`replay`. The
+keys of the records and the results of accepted partitions are shared values (built once per
+partition, not once per commit). Not done here: commits are not coalesced across requests, and
+every accepted partition still gets its own record (compaction keeps the newest).
 """
 
 from __future__ import annotations
@@ -87,11 +89,36 @@ def _validate_member(shard: Shard, group_id: str, member_id: str | None, epoch: 
                                   group_instance_id=group_instance_id)
 
 
-def replay_batch(shard: Shard, records: list[Record]) -> None:
-    """Replay offset records in order: :func:`replay` on each, without the shard's dispatch by
-    record type (a commit applies its partitions this way, one dispatch for the request)."""
+def replay_commit(shard: Shard, group_id: str, records: list[Record]) -> None:
+    """Replay the records of one commit of ``group_id`` in order: the effect of :func:`replay`
+    on each, whose records are all values (no tombstone) of that one group, so the group's
+    offsets are looked up (or created) once instead of once per record."""
+    if not records:
+        return  # replaying nothing creates no offsets
+    offs = shard.offsets.get(group_id)
+    if offs is None:
+        offs = shard.offsets[group_id] = {}
     for record in records:
-        replay(shard, record.key, record.value)  # type: ignore[arg-type]
+        key: OffsetCommitKey = record.key  # type: ignore[assignment]
+        offs[(key.topic, key.partition)] = record.value  # type: ignore[assignment]
+
+
+#: A commit's keys and accepted partition results are values that nothing mutates, the same
+#: for every commit of a partition (members auto-commit every owned partition every few
+#: seconds, issue #7): each is built once and shared, like the keys ``Record.decode`` shares.
+#: ``_KEYS`` holds a group's keys of one topic by partition, bounded (cleared when full); an
+#: accepted result depends on the partition index only (below the topic's partition count).
+_KEYS: dict[tuple[str, str], dict[int, OffsetCommitKey]] = {}
+_KEYS_SIZE = 8192
+_ACCEPTED: dict[int, PartitionResult] = {}
+
+
+def _topic_keys(group_id: str, topic: str) -> dict[int, OffsetCommitKey]:
+    if len(_KEYS) >= _KEYS_SIZE:
+        _KEYS.clear()
+    keys: dict[int, OffsetCommitKey] = {}
+    _KEYS[(group_id, topic)] = keys
+    return keys
 
 
 def commit(shard: Shard, r: OffsetCommitRequest, now: int) -> OffsetCommitResponse:
@@ -121,22 +148,30 @@ def commit(shard: Shard, r: OffsetCommitRequest, now: int) -> OffsetCommitRespon
         else:
             topic_id = topic.topic_id
             num_partitions = topic.num_partitions
+            keys = _KEYS.get((gid, name))
+            if keys is None:
+                keys = _topic_keys(gid, name)
             for p in t.partitions:
                 index = p.partition_index
                 metadata = p.committed_metadata
                 if not 0 <= index < num_partitions:
-                    code = _E.unknown_topic_or_partition
+                    results.append(PartitionResult(index, _E.unknown_topic_or_partition))
                 elif metadata is not None and len(metadata) > MAX_METADATA_SIZE:
-                    code = _E.offset_metadata_too_large
+                    results.append(PartitionResult(index, _E.offset_metadata_too_large))
                 else:
-                    code = ok
-                    records.append(Record(OffsetCommitKey(gid, name, index), OffsetCommitValue(
+                    key = keys.get(index)
+                    if key is None:
+                        key = keys[index] = OffsetCommitKey(gid, name, index)
+                    records.append(Record(key, OffsetCommitValue(
                         p.committed_offset, p.committed_leader_epoch, metadata or "", now,
                         expire, topic_id)))
-                results.append(PartitionResult(index, code))
+                    accepted = _ACCEPTED.get(index)
+                    if accepted is None:
+                        accepted = _ACCEPTED[index] = PartitionResult(index, ok)
+                    results.append(accepted)
         topics.append(TopicResult(name, tuple(results), t.topic_id))
     if records:
-        shard.append_batch(records, lambda batch: replay_batch(shard, batch))
+        shard.append_batch(records, lambda batch: replay_commit(shard, gid, batch))
     return OffsetCommitResponse(tuple(topics))
 
 

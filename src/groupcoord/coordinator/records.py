@@ -570,11 +570,21 @@ class Record:
 
     def encode(self) -> tuple[bytes, bytes | None]:
         key = self.key
+        value = self.value
         if type(key) is OffsetCommitKey and key.type is RecordType.OFFSET_COMMIT:
-            k = _offset_key_bytes(key.group_id, key.topic, key.partition)
+            # Offset commits are most of the records (issue #7): the key's bytes come from the
+            # cache, the value is packed field by field (the list ``fields`` would build; the
+            # topic id's bytes are what ``UUID.bytes`` returns, without the property's call).
+            k = _OFFSET_KEY_BYTES.get((key.group_id, key.topic, key.partition))
+            if k is None:
+                k = _offset_key_bytes(key.group_id, key.topic, key.partition)
+            if type(value) is OffsetCommitValue:
+                tid = value.topic_id
+                return k, _pack([OffsetCommitValue.VERSION, value.offset, value.leader_epoch,
+                                 value.metadata, value.commit_timestamp, value.expire_timestamp,
+                                 None if tid is None else tid.int.to_bytes(16, "big")])
         else:
             k = _pack([int(key.type), KEY_VERSION, *key.fields()])
-        value = self.value
         if value is None:
             return k, None
         return k, _pack([value.VERSION, *value.fields()])
@@ -591,8 +601,14 @@ class Record:
             if value is None:
                 return Record(rkey, None)
             vf = msgpack.unpackb(value)
-            cls = VALUE_TYPES[rkey.type]
             version = vf[0]
+            if type(rkey) is OffsetCommitKey and version == OffsetCommitValue.VERSION:
+                # Most records are offsets (issue #7): built as ``from_fields`` builds them,
+                # without the lookup of the value type, the version range check (the version
+                # is the current one) and the copy of the fields.
+                return Record(rkey, OffsetCommitValue(vf[1], vf[2], vf[3], vf[4], vf[5],
+                                                      _opt_uuid(vf[6])))
+            cls = VALUE_TYPES[rkey.type]
             if version > cls.VERSION or version < 0:
                 raise RecordDecodeError(f"unknown value version {version} for {rkey.type.name}")
             return Record(rkey, cls.from_fields(version, vf[1:]))

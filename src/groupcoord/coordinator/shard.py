@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Hashable, Mapping
+from operator import itemgetter
 from typing import Any
 
 from groupcoord.coordinator import offsets as offsets_mod
@@ -75,6 +76,9 @@ Handler = Callable[[Any, int], Any]
 Replayer = Callable[[Record], None]
 TimerHandler = Callable[[TimerKey, Any], None]
 
+
+#: Sorts (key, value) items by key.
+_by_key = itemgetter(0)
 
 #: Rounds of timers scheduled by timers at the same instant that one expire_timers call fires.
 _MAX_TIMER_ROUNDS = 100
@@ -394,8 +398,9 @@ class Shard:
         and the same shard rebuilt from its log."""
         return {
             "groups": {gid: g.digest() for gid, g in sorted(self.groups.items())},
-            "offsets": {gid: sorted((k, v.offset, v.leader_epoch, v.metadata, v.commit_timestamp,
-                                     v.expire_timestamp) for k, v in offs.items())
+            # sorted by key alone: keys are unique, so this is the order of the whole tuples
+            "offsets": {gid: [(k, v.offset, v.leader_epoch, v.metadata, v.commit_timestamp,
+                               v.expire_timestamp) for k, v in sorted(offs.items(), key=_by_key)]
                         for gid, offs in sorted(self.offsets.items())},
             "configs": dict(sorted(self.group_configs.items())),
         }

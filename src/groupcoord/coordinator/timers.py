@@ -14,8 +14,12 @@ from typing import Any
 TimerKey = tuple[Any, ...]
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class TimerChange:
+    """Not frozen: one is built per heartbeat (its session deadline), and a frozen dataclass
+    pays an ``object.__setattr__`` per field (issue #7). A value all the same (equality and
+    hashing kept): never mutate one."""
+
     key: TimerKey
     deadline_ms: int | None  # None: cancelled
 
