@@ -294,16 +294,22 @@ STEPS = st.lists(st.one_of(
     st.sampled_from(["a", "b", "c"])), max_size=25)
 
 
-@settings(max_examples=150, deadline=None)
-@given(STEPS)
-def test_owners_follow_the_per_partition_rules_and_digest_as_before(
-        steps: list[ConsumerGroupMember | str]) -> None:
+def _group_after(steps: list[ConsumerGroupMember | str]) -> ConsumerGroup:
+    """A group after putting the members of ``steps`` and removing the ids among them."""
     group = ConsumerGroup("g")
     for step in steps:
         if isinstance(step, str):
             group.remove_member(step)
         else:
             group.put_member(step)
+    return group
+
+
+@settings(max_examples=150, deadline=None)
+@given(STEPS)
+def test_owners_follow_the_per_partition_rules_and_digest_as_before(
+        steps: list[ConsumerGroupMember | str]) -> None:
+    group = _group_after(steps)
     expected = _reference_owners(steps)
     assert group.owners == expected
     assert [list(ps.items()) for ps in group.owners.values()] == \
@@ -322,12 +328,7 @@ def test_the_group_digest_equals_its_plain_formulation(
         steps: list[ConsumerGroupMember | str], targets: dict[str, dict[UUID, frozenset[int]]]) -> None:
     """The digest with ``str`` of topic ids memoised (UUIDs equal but not identical included)
     equals the formulation without the memo."""
-    group = ConsumerGroup("g")
-    for step in steps:
-        if isinstance(step, str):
-            group.remove_member(step)
-        else:
-            group.put_member(step)
+    group = _group_after(steps)
     for mid, a in targets.items():  # other UUID objects of the same topic ids
         group.target_assignment[mid] = {UUID(bytes=t.bytes): ps for t, ps in a.items()}
     d = group.digest()
