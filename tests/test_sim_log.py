@@ -88,8 +88,8 @@ def test_a_read_is_a_snapshot_and_keeps_the_bytes_of_what_it_read() -> None:
 
 
 def test_compaction_compares_offset_keys_by_every_field_the_key_compares() -> None:
-    # ``SimLog.compact`` stands an offset commit key in by the tuple of these fields: a new
-    # field must be added there too.
+    # ``SimLog.compact`` indexes an offset commit key by these fields ((group, topic, type),
+    # then partition): a new field must be added there too.
     assert [(f.name, f.compare, f.hash) for f in dataclasses.fields(OffsetCommitKey)] == [
         ("group_id", True, None), ("topic", True, None), ("partition", True, None),
         ("type", True, None)]

@@ -44,8 +44,9 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from operator import attrgetter
+from typing import Any
 
-from groupcoord.coordinator.records import OffsetCommitKey, Record
+from groupcoord.coordinator.records import OffsetCommitKey, Record, RecordType
 from groupcoord.storage.log import Entry
 
 _key_of = attrgetter("key")
@@ -84,15 +85,28 @@ class SimLog:
         """Keep the newest entry of every key unless it is a tombstone; return how many
         entries were removed. Kept entries keep their order (and their bytes, if read)."""
         records = self._records
-        # Later indexes overwrite earlier ones: each key maps to its newest entry. An offset
-        # commit key (most entries) goes in as the tuple that its dataclass ``__eq__`` and
-        # ``__hash__`` compare and hash, which is the same equality without two Python-level
-        # calls per entry; no tuple equals a key object. (tests/test_sim_log.py pins the
-        # key's fields, so a new one cannot be missed here.)
-        keys = [(k.group_id, k.topic, k.partition, k.type) if type(k) is OffsetCommitKey else k
-                for k in map(_key_of, records)]
-        newest = dict(zip(keys, range(len(records)), strict=True))
-        keep = sorted(i for i in newest.values() if records[i].value is not None)
+        # Later indexes overwrite earlier ones: each key maps to its newest entry. Offset
+        # commit keys (most entries) are indexed by (group, topic, type), then partition: the
+        # equality their dataclass ``__eq__`` and ``__hash__`` compare, without two
+        # Python-level calls per entry, and without a key tuple per entry kept alive until
+        # the end (thousands of them per compaction, which the cyclic GC would scan; the
+        # (group, topic, type) tuple is freed at once). (tests/test_sim_log.py pins the key's
+        # fields, so a new one cannot be missed here.)
+        newest: dict[Any, int] = {}
+        offsets: dict[tuple[str, str, RecordType], dict[int, int]] = {}
+        for i, k in enumerate(map(_key_of, records)):
+            if type(k) is OffsetCommitKey:
+                topic = (k.group_id, k.topic, k.type)
+                parts = offsets.get(topic)
+                if parts is None:
+                    parts = offsets[topic] = {}
+                parts[k.partition] = i
+            else:
+                newest[k] = i
+        newest_ids = list(newest.values())
+        for parts in offsets.values():
+            newest_ids.extend(parts.values())
+        keep = sorted([i for i in newest_ids if records[i].value is not None])
         removed = len(records) - len(keep)
         if removed:
             encoded = self._encoded
