@@ -84,12 +84,22 @@ def _configure(server: ServerProcess, group: str, connectors: dict[str, int]) ->
 
 
 def _cli(server: ServerProcess, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-    """``groupcoord ARGS --bootstrap-server ...`` (the server's)."""
+    """``groupcoord ARGS --bootstrap-server ...`` (the server's). Blocks until the command ends
+    (seconds under load): from a coroutine use :func:`_acli`."""
     p = subprocess.run([*GROUPCOORD, *args, "--bootstrap-server", server.bootstrap],
                        capture_output=True, text=True, timeout=60)
     if ok:
         assert p.returncode == 0, (p.stdout, p.stderr)
     return p
+
+
+async def _acli(server: ServerProcess, *args: str,
+                ok: bool = True) -> subprocess.CompletedProcess[str]:
+    """:func:`_cli` off the event loop. The in-process workers, their tasks and their heartbeats
+    run on that loop: a CLI run blocking it (an interpreter start, ~3 s of CPU, far more under
+    load) starves their heartbeats past the session timeout, and the coordinator then gives
+    their work away while they still run it."""
+    return await asyncio.to_thread(_cli, server, *args, ok=ok)
 
 
 def _runtime(output: Path, worker_id: str) -> ConnectRuntime:
@@ -366,20 +376,21 @@ def test_cli_classic_worker_joins_then_leaves_on_sigint(server: ServerProcess,
             assert _classic_generation(server, group) == ("Stable", 2)
 
             # `groups describe` shows which classic worker runs what.
-            described = json.loads(_cli(server, "groups", "describe", group, "--json").stdout)
+            described = json.loads((await _acli(server, "groups", "describe", group,
+                                               "--json")).stdout)
             runs = {mb["client_id"]: set(mb["connect"]["connectors"] + mb["connect"]["tasks"])
                     for mb in described[0]["members"]}
             assert runs == {"cli": cli, "inproc": rt.running()}
-            text = _cli(server, "groups", "describe", group).stdout
+            text = (await _acli(server, "groups", "describe", group)).stdout
             assert text.splitlines()[1].split() == ["WORKER", "URL", "CONNECTORS", "TASKS"]
 
             # Issue #3's `connect connectors create`: aimed at the classic group itself it fails
             # and names the config group; on the config group, both workers pick it up.
-            p = _cli(server, "connect", "connectors", "create", "x", "--tasks", "1",
-                     "--group", group, ok=False)
+            p = await _acli(server, "connect", "connectors", "create", "x", "--tasks", "1",
+                           "--group", group, ok=False)
             assert p.returncode == 1 and default_config_group(group) in p.stderr, p.stderr
-            _cli(server, "connect", "connectors", "create", "d", "--tasks", "1",
-                 "--group", default_config_group(group))
+            await _acli(server, "connect", "connectors", "create", "d", "--tasks", "1",
+                        "--group", default_config_group(group))
             expected.update({"d", "d-0"})
 
             async def both_run_d() -> None:

@@ -511,3 +511,43 @@ def test_the_driver_catches_work_run_twice() -> None:
         [*c.workers[other].running.connectors, "A"], c.workers[other].running.tasks)
     with pytest.raises(AssertionError, match="runs on"):
         c.check()
+
+
+@pytest.mark.parametrize("defer", [False, True])
+def test_heartbeats_go_on_after_a_quick_cooperative_second_round(defer: bool) -> None:
+    """The sequence of ``test_cli_classic_worker_joins_then_leaves_on_sigint`` (the leader W1
+    runs everything; W2 joins; W1 stops the revoked items, synchronously or deferred, and
+    rejoins at once; the next generation settles): right after it, each worker has a
+    heartbeat due within the interval, and both keep their sessions well past the session
+    timeout. (That test once lost W1's session: its event loop was blocked by CLI runs; the
+    worker itself, here, keeps heartbeating.)"""
+    interval, session = 300, 10_000
+    c = ConnectCluster(KIP_CONFIG, heartbeat_interval_ms=interval, session_timeout_ms=session,
+                       rebalance_timeout_ms=session)
+    c.start("W1")
+    c.settle()
+    c.listeners["W1"].defer = defer
+    c.start("W2")
+    if defer:  # W1 learns of the rebalance by its heartbeat, leads it, defers the revocation
+        for _ in range(100):
+            if c.listeners["W1"].stopping is not None:
+                break
+            c.advance(10)
+        assert c.listeners["W1"].stopping is not None
+        c.advance(10)
+        c.listeners["W1"].defer = False
+        c.finish_revocation("W1")
+    c.settle()
+    revoke, settle = c.rounds[1:]
+    assert settle.generation == revoke.generation + 1
+    for w in c.workers.values():
+        assert w.state is WorkerState.STABLE and w.inflight is None
+        d = w.next_deadline()
+        assert d is not None and c.now < d <= c.now + interval, (w, d, c.now)
+    beats = {n: w.stats["heartbeats"] for n, w in c.workers.items()}
+    c.advance(3 * session)
+    assert c.rounds[-1] is settle  # nobody expired: no further round
+    for n, w in c.workers.items():
+        assert w.stats["resets"] == 0 and w.generation == settle.generation
+        assert w.stats["heartbeats"] - beats[n] >= 3 * session // interval - 1, n
+    c.complete()
