@@ -469,3 +469,87 @@ def test_record_type_keys_still_name_their_type() -> None:
     # The encode fast path packs the key type as an int; decode maps it back to the enum.
     r = offset_commit_record("g", "foo", 0, None)
     assert Record.decode(*r.encode()).key.type is RecordType.OFFSET_COMMIT
+
+
+# ----------------------------------------------------------------------------- Shard.replay_all
+
+
+def test_replay_all_equals_replaying_each_record() -> None:
+    """``Shard.replay_all`` (a rebuild's replay) has the effect of ``replay`` on each record in
+    order: every record type of the samples, offsets overwritten and deleted."""
+    records = [
+        *_sample_records(),
+        offset_commit_record("g", "foo", 0, OffsetCommitValue(5, -1, "", 1, -1, FOO)),
+        offset_commit_record("g", "foo", 1, OffsetCommitValue(6, -1, "m", 1, -1, FOO)),
+        offset_commit_record("g", "foo", 0, None),
+        offset_commit_record("h", "bar", 0, OffsetCommitValue(7, 3, "", 2, 9, BAR)),
+    ]
+    at_once, each = Shard(), Shard()
+    at_once.replay_all(iter(records))
+    for r in records:
+        each.replay(r)
+    assert at_once.state_digest() == each.state_digest()
+    assert at_once.offsets == each.offsets and list(at_once.offsets) == list(each.offsets)
+
+
+def test_replay_all_calls_an_overridden_replay() -> None:
+    class Counting(Shard):
+        replayed = 0
+
+        def replay(self, record: Record) -> None:
+            Counting.replayed += 1
+            super().replay(record)
+
+    records = _sample_records()
+    Counting().replay_all(records)
+    assert Counting.replayed == len(records)
+
+
+# ----------------------------------------------------------------------------- empty_instance
+
+
+def test_offset_records_built_field_by_field_are_those_of_the_constructors() -> None:
+    """``offsets.commit`` and ``Record.decode`` build offset records with ``empty_instance``
+    and set every field: valid only while both classes are plain slotted dataclasses whose
+    ``__init__`` assigns exactly these fields (a new field must be set there too)."""
+    from dataclasses import fields
+
+    assert [f.name for f in fields(Record)] == ["key", "value"]
+    assert [f.name for f in fields(OffsetCommitValue)] == [
+        "offset", "leader_epoch", "metadata", "commit_timestamp", "expire_timestamp",
+        "topic_id"]
+    for cls in (Record, OffsetCommitValue):
+        assert "__slots__" in vars(cls) and not hasattr(cls, "__post_init__")
+    shard = Shard(0, None, image(foo=3))
+    commit = OffsetCommitRequest("g", (OffsetCommitTopic("foo", (
+        OffsetCommitPartition(0, 5, 2, "meta"), OffsetCommitPartition(2, 7, -1, None)), FOO),),
+        retention_time_ms=100)
+    records = shard.handle(commit, 1_000).records
+    assert records == [
+        Record(OffsetCommitKey("g", "foo", 0), OffsetCommitValue(5, 2, "meta", 1_000, 1_100, FOO)),
+        Record(OffsetCommitKey("g", "foo", 2), OffsetCommitValue(7, -1, "", 1_000, 1_100, FOO))]
+    for r in records:
+        decoded = Record.decode(*r.encode())
+        assert decoded == r and type(decoded.value) is OffsetCommitValue
+        assert Record.decode(*r.encode()).encode() == r.encode()
+    no_topic_id = Record.decode(*offset_commit_record(
+        "g", "foo", 1, OffsetCommitValue(1, 0, "", 2, -1, None)).encode())
+    assert no_topic_id.value == OffsetCommitValue(1, 0, "", 2, -1, None)
+
+
+# ----------------------------------------------------------------------------- offsets digest
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["g", "h"]), st.text(max_size=3),
+                          st.integers(-2, 2**40), st.integers(0, 99)), max_size=60))
+def test_offsets_digest_is_sorted_by_topic_then_partition(
+        commits: list[tuple[str, str, int, int]]) -> None:
+    """The digest's offsets (two stable sorts of the keys) are in the order of ``sorted``."""
+    shard = Shard()
+    for g, t, p, off in commits:
+        shard.replay(offset_commit_record(g, t, p, OffsetCommitValue(off, -1, "m", off, -1, FOO)))
+    assert shard.state_digest()["offsets"] == {
+        gid: [(k, v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp)
+              for k, v in sorted(offs.items(), key=lambda kv: kv[0])]
+        for gid, offs in sorted(shard.offsets.items())}

@@ -50,6 +50,7 @@ from groupcoord.coordinator.records import (
     OffsetCommitKey,
     OffsetCommitValue,
     Record,
+    empty_instance,
     offset_commit_record,
 )
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
@@ -61,7 +62,10 @@ MAX_METADATA_SIZE = 4096
 _E = ErrorCode
 
 
-def replay(shard: Shard, key: OffsetCommitKey, value: OffsetCommitValue | None) -> None:
+def replay(shard: Shard, record: Record) -> None:
+    """Apply one offset commit record (a value or a tombstone) to the shard's offsets."""
+    key: OffsetCommitKey = record.key  # type: ignore[assignment]
+    value: OffsetCommitValue | None = record.value  # type: ignore[assignment]
     offs = shard.offsets.get(key.group_id)
     if value is None:
         if offs is not None:
@@ -162,9 +166,19 @@ def commit(shard: Shard, r: OffsetCommitRequest, now: int) -> OffsetCommitRespon
                     key = keys.get(index)
                     if key is None:
                         key = keys[index] = OffsetCommitKey(gid, name, index)
-                    records.append(Record(key, OffsetCommitValue(
-                        p.committed_offset, p.committed_leader_epoch, metadata or "", now,
-                        expire, topic_id)))
+                    # ``Record(key, OffsetCommitValue(...))``, built without the two dataclass
+                    # ``__init__`` calls (see ``records.empty_instance``).
+                    value = empty_instance(OffsetCommitValue)
+                    value.offset = p.committed_offset
+                    value.leader_epoch = p.committed_leader_epoch
+                    value.metadata = metadata or ""
+                    value.commit_timestamp = now
+                    value.expire_timestamp = expire
+                    value.topic_id = topic_id
+                    record = empty_instance(Record)
+                    record.key = key
+                    record.value = value
+                    records.append(record)
                     accepted = _ACCEPTED.get(index)
                     if accepted is None:
                         accepted = _ACCEPTED[index] = PartitionResult(index, ok)

@@ -562,6 +562,14 @@ def _offset_key_bytes(group_id: str, topic: str, partition: int) -> bytes:
 
 _RECORD_TYPES: dict[int, RecordType] = {int(t): t for t in RecordType}
 
+#: Builds an offset commit's ``OffsetCommitValue`` and ``Record`` (most records: members
+#: auto-commit every owned partition every few seconds, issue #7) as an empty instance whose
+#: fields are then all set. That is the object the dataclass constructor makes: both are plain
+#: slotted dataclasses whose ``__init__`` only assigns every field (no ``__post_init__``, no
+#: conversion). It costs about half of a Python-level ``__init__`` call.
+#: tests/test_coordinator_hot_paths.py pins the two classes' fields and compares the objects.
+empty_instance = object.__new__
+
 
 @dataclass(slots=True)
 class Record:
@@ -606,8 +614,20 @@ class Record:
                 # Most records are offsets (issue #7): built as ``from_fields`` builds them,
                 # without the lookup of the value type, the version range check (the version
                 # is the current one) and the copy of the fields.
-                return Record(rkey, OffsetCommitValue(vf[1], vf[2], vf[3], vf[4], vf[5],
-                                                      _opt_uuid(vf[6])))
+                # The objects are built as ``offsets.commit`` builds them (without the two
+                # dataclass ``__init__`` calls, see ``empty_instance``), and ``_opt_uuid`` is inlined.
+                offset = empty_instance(OffsetCommitValue)
+                offset.offset = vf[1]
+                offset.leader_epoch = vf[2]
+                offset.metadata = vf[3]
+                offset.commit_timestamp = vf[4]
+                offset.expire_timestamp = vf[5]
+                tid = vf[6]
+                offset.topic_id = None if tid is None else uuid_from_bytes(bytes(tid))
+                record = empty_instance(Record)
+                record.key = rkey
+                record.value = offset
+                return record
             cls = VALUE_TYPES[rkey.type]
             if version > cls.VERSION or version < 0:
                 raise RecordDecodeError(f"unknown value version {version} for {rkey.type.name}")

@@ -19,6 +19,7 @@ import importlib
 import os
 import sys
 from collections.abc import Callable
+from itertools import starmap
 from typing import Any
 
 from groupcoord.coordinator.config import CoordinatorConfig
@@ -88,8 +89,7 @@ class SimCoordinator:
     def rebuild(self, image: MetadataImage) -> Shard:
         """A new shard replayed from the log (no load duties run yet)."""
         shard = self.factory(self.config, image, self.member_ids)
-        for key, value in self.log.read():
-            shard.replay(Record.decode(key, value))
+        shard.replay_all(starmap(Record.decode, self.log.read()))
         return shard
 
     def compact(self, now_ms: int) -> int:

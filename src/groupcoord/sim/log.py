@@ -44,9 +44,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from operator import attrgetter
-from typing import Any
 
-from groupcoord.coordinator.records import OffsetCommitKey, Record, RecordType
+from groupcoord.coordinator.records import Record
 from groupcoord.storage.log import Entry
 
 _key_of = attrgetter("key")
@@ -85,28 +84,18 @@ class SimLog:
         """Keep the newest entry of every key unless it is a tombstone; return how many
         entries were removed. Kept entries keep their order (and their bytes, if read)."""
         records = self._records
-        # Later indexes overwrite earlier ones: each key maps to its newest entry. Offset
-        # commit keys (most entries) are indexed by (group, topic, type), then partition: the
-        # equality their dataclass ``__eq__`` and ``__hash__`` compare, without two
-        # Python-level calls per entry, and without a key tuple per entry kept alive until
-        # the end (thousands of them per compaction, which the cyclic GC would scan; the
-        # (group, topic, type) tuple is freed at once). (tests/test_sim_log.py pins the key's
-        # fields, so a new one cannot be missed here.)
-        newest: dict[Any, int] = {}
-        offsets: dict[tuple[str, str, RecordType], dict[int, int]] = {}
-        for i, k in enumerate(map(_key_of, records)):
-            if type(k) is OffsetCommitKey:
-                topic = (k.group_id, k.topic, k.type)
-                parts = offsets.get(topic)
-                if parts is None:
-                    parts = offsets[topic] = {}
-                parts[k.partition] = i
-            else:
-                newest[k] = i
-        newest_ids = list(newest.values())
-        for parts in offsets.values():
-            newest_ids.extend(parts.values())
-        keep = sorted([i for i in newest_ids if records[i].value is not None])
+        # Later indexes overwrite earlier ones: each key maps to its newest entry. Keys are
+        # compared in two steps because comparing every entry's key by value costs two
+        # Python-level calls (the dataclass ``__hash__`` and ``__eq__``) per entry, and most
+        # entries share their key *object* with others (the coordinator builds one key per
+        # offset commit partition and reuses it, issue #7). First by identity (``id``, all in
+        # C; every key is alive in ``records`` meanwhile, so ids are unique): the newest entry
+        # of every key object. Then by value, over those entries only, in append order: the
+        # newest entry of every equal key is the newest of its key objects' newest entries.
+        newest_of_object = dict(zip(map(id, map(_key_of, records)), range(len(records)),
+                                    strict=True))
+        newest = {records[i].key: i for i in sorted(newest_of_object.values())}
+        keep = sorted(i for i in newest.values() if records[i].value is not None)
         removed = len(records) - len(keep)
         if removed:
             encoded = self._encoded
