@@ -24,8 +24,9 @@ repeated runs, garbage collector off, see ``_harness.median_ms``):
 ``params`` carry the events, simulated time, group size and commit interval of each run, the
 CPU time of one run (``cpu_ms``, ``events_per_cpu_s``: on a shared, loaded machine the
 wall-clock figures move with the load, the CPU ones much less), and ``time_split``: the shares
-of one run's wall time spent in the coordinator, in encoding its records into the log
-(``SimCoordinator.persist``), in the I4 checkpoints (compaction, rebuild, digests, full
+of one run's wall time spent in the coordinator, in appending its records to the log
+(``SimCoordinator.persist``; ``sim.log.SimLog`` encodes a record when a rebuild first reads
+it, inside the checkpoints), in the I4 checkpoints (compaction, encoding, rebuild, digests, full
 checks) and in the simulator itself (the rest: loop, network, members, incremental checks).
 ``ceiling_events_per_s`` is the rate the run would reach if the simulator's own code took no
 time at all: the bound the coordinator, the log and the checkpoints set.
@@ -69,8 +70,8 @@ def steady(members: int, partitions: int, seconds: int) -> Scenario:
     return _group(members, partitions, end_ms=seconds * 1000, name="steady")
 
 
-#: Where a run's wall time goes (``_time_split``): the coordinator's entry points, encoding
-#: its records into the log, the I4 checkpoints (compaction, rebuild, digests, full checks),
+#: Where a run's wall time goes (``_time_split``): the coordinator's entry points, appending
+#: its records to the log, the I4 checkpoints (compaction, rebuild, digests, full checks),
 #: and the rest: the simulator itself (loop, network, members, incremental invariants).
 PARTS = ("coordinator", "log", "checkpoints")
 
