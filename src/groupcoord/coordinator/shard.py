@@ -188,19 +188,9 @@ class Shard:
         replayer(record)
 
     def replay_all(self, records: Iterable[Record]) -> None:
-        """Apply records in order, as :meth:`replay` on each (a rebuild from a log: issue #7's
-        I4 checkpoints rebuild a shard from ~1,000 records each), without one Python call of
-        ``replay`` per record. A subclass that overrides ``replay`` gets it called."""
-        if type(self).replay is not Shard.replay:
-            for record in records:
-                self.replay(record)
-            return
-        replayers = self._replayers
+        """Apply records in order, :meth:`replay` on each (a rebuild from a log)."""
         for record in records:
-            replayer = replayers.get(record.key.type)
-            if replayer is None:
-                raise ValueError(f"no replayer for record type {record.key.type!r}")
-            replayer(record)
+            self.replay(record)
 
     def expire_timers(self, now_ms: int) -> list[Result[None]]:
         """Fire every timer due at ``now_ms`` (session expiry, rebalance timeouts, ...),
