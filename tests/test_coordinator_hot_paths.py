@@ -505,11 +505,11 @@ def test_replay_all_calls_an_overridden_replay() -> None:
     assert Counting.replayed == len(records)
 
 
-# ----------------------------------------------------------------------------- empty_instance
+# ----------------------------------------------------------------------------- new_offset_record
 
 
 def test_offset_records_built_field_by_field_are_those_of_the_constructors() -> None:
-    """``offsets.commit`` and ``Record.decode`` build offset records with ``empty_instance``
+    """``offsets.commit`` and ``Record.decode`` build offset records with ``new_offset_record``
     and set every field: valid only while both classes are plain slotted dataclasses whose
     ``__init__`` assigns exactly these fields (a new field must be set there too)."""
     from dataclasses import fields

@@ -50,7 +50,7 @@ from groupcoord.coordinator.records import (
     OffsetCommitKey,
     OffsetCommitValue,
     Record,
-    empty_instance,
+    new_offset_record,
     offset_commit_record,
 )
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
@@ -66,16 +66,22 @@ def replay(shard: Shard, record: Record) -> None:
     """Apply one offset commit record (a value or a tombstone) to the shard's offsets."""
     key: OffsetCommitKey = record.key  # type: ignore[assignment]
     value: OffsetCommitValue | None = record.value  # type: ignore[assignment]
-    offs = shard.offsets.get(key.group_id)
     if value is None:
+        offs = shard.offsets.get(key.group_id)
         if offs is not None:
             offs.pop((key.topic, key.partition), None)
             if not offs:
                 del shard.offsets[key.group_id]
         return
+    _group_offsets(shard, key.group_id)[(key.topic, key.partition)] = value
+
+
+def _group_offsets(shard: Shard, group_id: str) -> dict[tuple[str, int], OffsetCommitValue]:
+    """The group's committed offsets, created empty if it has none."""
+    offs = shard.offsets.get(group_id)
     if offs is None:
-        offs = shard.offsets[key.group_id] = {}
-    offs[(key.topic, key.partition)] = value
+        offs = shard.offsets[group_id] = {}
+    return offs
 
 
 def _validate_member(shard: Shard, group_id: str, member_id: str | None, epoch: int,
@@ -99,9 +105,7 @@ def replay_commit(shard: Shard, group_id: str, records: list[Record]) -> None:
     offsets are looked up (or created) once instead of once per record."""
     if not records:
         return  # replaying nothing creates no offsets
-    offs = shard.offsets.get(group_id)
-    if offs is None:
-        offs = shard.offsets[group_id] = {}
+    offs = _group_offsets(shard, group_id)
     for record in records:
         key: OffsetCommitKey = record.key  # type: ignore[assignment]
         offs[(key.topic, key.partition)] = record.value  # type: ignore[assignment]
@@ -166,19 +170,9 @@ def commit(shard: Shard, r: OffsetCommitRequest, now: int) -> OffsetCommitRespon
                     key = keys.get(index)
                     if key is None:
                         key = keys[index] = OffsetCommitKey(gid, name, index)
-                    # ``Record(key, OffsetCommitValue(...))``, built without the two dataclass
-                    # ``__init__`` calls (see ``records.empty_instance``).
-                    value = empty_instance(OffsetCommitValue)
-                    value.offset = p.committed_offset
-                    value.leader_epoch = p.committed_leader_epoch
-                    value.metadata = metadata or ""
-                    value.commit_timestamp = now
-                    value.expire_timestamp = expire
-                    value.topic_id = topic_id
-                    record = empty_instance(Record)
-                    record.key = key
-                    record.value = value
-                    records.append(record)
+                    records.append(new_offset_record(
+                        key, p.committed_offset, p.committed_leader_epoch, metadata or "", now,
+                        expire, topic_id))
                     accepted = _ACCEPTED.get(index)
                     if accepted is None:
                         accepted = _ACCEPTED[index] = PartitionResult(index, ok)

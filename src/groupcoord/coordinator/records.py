@@ -562,13 +562,30 @@ def _offset_key_bytes(group_id: str, topic: str, partition: int) -> bytes:
 
 _RECORD_TYPES: dict[int, RecordType] = {int(t): t for t in RecordType}
 
-#: Builds an offset commit's ``OffsetCommitValue`` and ``Record`` (most records: members
-#: auto-commit every owned partition every few seconds, issue #7) as an empty instance whose
-#: fields are then all set. That is the object the dataclass constructor makes: both are plain
-#: slotted dataclasses whose ``__init__`` only assigns every field (no ``__post_init__``, no
-#: conversion). It costs about half of a Python-level ``__init__`` call.
-#: tests/test_coordinator_hot_paths.py pins the two classes' fields and compares the objects.
-empty_instance = object.__new__
+_new = object.__new__
+
+
+def new_offset_record(key: OffsetCommitKey, offset: int, leader_epoch: int, metadata: str,
+                      commit_timestamp: int, expire_timestamp: int,
+                      topic_id: UUID | None) -> Record:
+    """``Record(key, OffsetCommitValue(offset, ...))`` for the hot paths (``offsets.commit``,
+    ``Record.decode``: members auto-commit every owned partition every few seconds, issue #7),
+    built as empty instances whose fields are then all set. That is the object the dataclass
+    constructors make: both are plain slotted dataclasses whose ``__init__`` only assigns every
+    field (no ``__post_init__``, no conversion), at about half the cost of the two Python-level
+    ``__init__`` calls. tests/test_coordinator_hot_paths.py pins the two classes' fields and
+    compares the objects."""
+    value = _new(OffsetCommitValue)
+    value.offset = offset
+    value.leader_epoch = leader_epoch
+    value.metadata = metadata
+    value.commit_timestamp = commit_timestamp
+    value.expire_timestamp = expire_timestamp
+    value.topic_id = topic_id
+    record = _new(Record)
+    record.key = key
+    record.value = value
+    return record
 
 
 @dataclass(slots=True)
@@ -614,20 +631,9 @@ class Record:
                 # Most records are offsets (issue #7): built as ``from_fields`` builds them,
                 # without the lookup of the value type, the version range check (the version
                 # is the current one) and the copy of the fields.
-                # The objects are built as ``offsets.commit`` builds them (without the two
-                # dataclass ``__init__`` calls, see ``empty_instance``), and ``_opt_uuid`` is inlined.
-                offset = empty_instance(OffsetCommitValue)
-                offset.offset = vf[1]
-                offset.leader_epoch = vf[2]
-                offset.metadata = vf[3]
-                offset.commit_timestamp = vf[4]
-                offset.expire_timestamp = vf[5]
                 tid = vf[6]
-                offset.topic_id = None if tid is None else uuid_from_bytes(bytes(tid))
-                record = empty_instance(Record)
-                record.key = rkey
-                record.value = offset
-                return record
+                return new_offset_record(rkey, vf[1], vf[2], vf[3], vf[4], vf[5],
+                                         None if tid is None else uuid_from_bytes(bytes(tid)))
             cls = VALUE_TYPES[rkey.type]
             if version > cls.VERSION or version < 0:
                 raise RecordDecodeError(f"unknown value version {version} for {rkey.type.name}")
