@@ -49,11 +49,10 @@ from collections.abc import Callable
 from typing import Any
 
 from groupcoord.client.connect.assignors import DEFAULT_MAX_DELAY_MS
-from groupcoord.client.connect.async_worker import ListenerBridge
+from groupcoord.client.connect.async_worker import ListenerBridge, worker_listener
 from groupcoord.client.connect.classic_worker import ClassicConnectWorker, WorkerState
 from groupcoord.client.connect.listener import ConnectRebalanceListener
 from groupcoord.client.connect.model import ConfigSnapshot, ConnectorsAndTasks
-from groupcoord.client.connect.runtime import ConnectRuntime
 from groupcoord.client.connection import BrokerConnection, ConnectionLost, UnsupportedApi
 from groupcoord.client.member_driver import SansIODriver
 from groupcoord.coordinator import classic_messages as cm
@@ -209,9 +208,7 @@ class AsyncClassicConnectWorker(SansIODriver[ClassicConnectWorker]):
                          request_timeout_ms=request_timeout_ms,
                          reconnect_backoff_ms=reconnect_backoff_ms,
                          reconnect_backoff_max_ms=reconnect_backoff_max_ms)
-        self.listener = listener or ConnectRebalanceListener()
-        if isinstance(listener, ConnectRuntime) and not listener.worker_id:
-            listener.worker_id = client_id
+        self.listener = worker_listener(listener, client_id)
         self._current: Any = None  # the request the worker waits an answer for
         self._config_wanted = asyncio.Event()
 

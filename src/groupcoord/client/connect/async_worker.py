@@ -135,6 +135,15 @@ class _ListeningDriver(Protocol):
     def _call(self, out: Any) -> None: ...
 
 
+def worker_listener(listener: ConnectRebalanceListener | None,
+                    worker_id: str) -> ConnectRebalanceListener:
+    """The listener a worker driver calls: the given one (a plugin runtime without a worker id
+    takes ``worker_id``), or one that does nothing."""
+    if isinstance(listener, ConnectRuntime) and not listener.worker_id:
+        listener.worker_id = worker_id
+    return listener or ConnectRebalanceListener()
+
+
 class ListenerBridge(ConnectRebalanceListener):
     """The application's listener as the worker sees it: awaitables run as driver tasks, and a
     revocation completes when its awaitable has finished. Shared by the new-protocol and the
@@ -175,9 +184,7 @@ class AsyncConnectWorker(MemberDriver[ConnectWorker]):
                          request_timeout_ms=request_timeout_ms,
                          reconnect_backoff_ms=reconnect_backoff_ms,
                          reconnect_backoff_max_ms=reconnect_backoff_max_ms)
-        self.listener = listener or ConnectRebalanceListener()
-        if isinstance(listener, ConnectRuntime) and not listener.worker_id:
-            listener.worker_id = self.member_id
+        self.listener = worker_listener(listener, self.member_id)
 
     async def __aenter__(self) -> AsyncConnectWorker:
         await self.start()
