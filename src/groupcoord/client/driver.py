@@ -23,8 +23,11 @@ consumer runs its callback before acknowledging), :meth:`~AsyncConsumer.commit` 
 :meth:`~AsyncConsumer.committed` (OffsetCommit / OffsetFetch carrying the member id and epoch),
 :meth:`~AsyncConsumer.close` (revoke, then leave with epoch -1, or -2 for a static member).
 
-Not here: fetching records (any Kafka client's Fetch works beside it) and the client-side
-assignor flow (ConsumerGroupPrepareAssignment / InstallAssignment).
+Heartbeats run on the application's event loop (see ``member_driver.py``): blocking it for
+longer than the session timeout (``group.consumer.session.timeout.ms``, 45 s by default) costs
+the membership.
+
+Not here: fetching records (any Kafka client's Fetch works beside it).
 """
 
 from __future__ import annotations

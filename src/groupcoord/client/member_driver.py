@@ -21,7 +21,11 @@ whatever the group type:
 - :meth:`close` revokes everything (the listener runs), sends the leave heartbeat (epoch -1, or
   -2 for a static member), then closes the connection.
 
-Time is the event loop's monotonic clock in milliseconds. A subclass maps the member's request
+Time is the event loop's monotonic clock in milliseconds. The heartbeats run on the
+application's event loop (as aiokafka's; no heartbeat thread as in the Java clients): an
+application that blocks the loop for longer than its session timeout loses the membership while
+it still runs its partitions or tasks, which the coordinator hands to others. Blocking work
+belongs in ``asyncio.to_thread`` or another process. A subclass maps the member's request
 dataclasses to wire entities and the responses back (:meth:`SansIODriver._request`), and may do
 more once connected (:meth:`SansIODriver._on_connected`).
 
