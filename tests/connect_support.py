@@ -107,6 +107,8 @@ class Cluster:
         self.down: set[str] = set()
         #: Workers whose Prepare/Install requests are lost (an assigner that never installs).
         self.mute_assigner: set[str] = set()
+        #: Workers whose Install reaches the coordinator but whose answer is lost.
+        self.lose_install_answer: set[str] = set()
         self.requests: list[tuple[int, str, Any]] = []
         self.checks = 0
 
@@ -161,6 +163,9 @@ class Cluster:
                     if wid in self.mute_assigner and isinstance(
                             req, ConnectGroupPrepareAssignmentRequest | ConnectGroupInstallAssignmentRequest):
                         pass  # lost: the worker times the request out
+                    elif wid in self.lose_install_answer and isinstance(
+                            req, ConnectGroupInstallAssignmentRequest):
+                        self.shard.handle(req, self.now)  # applied; the answer is lost
                     else:
                         w.on_response(self.shard.handle(req, self.now).response, self.now)
                     self.check()

@@ -148,6 +148,33 @@ def test_worker_leaves_incremental_cooperative() -> None:
     assert c.describe().scheduled_rebalance_delay_ms == 0 and c.stable()
 
 
+def test_assigner_whose_install_answer_is_lost_still_triggers_the_follow_up() -> None:
+    """"Worker leaves" where W1's Install (with the delay d) is applied by the coordinator but its
+    answer is lost: W1 times the request out and drops the round, then learns the installed
+    target from a heartbeat. Its header names W1 as leader with delay d, so W1 still owns the
+    follow-up: it bumps its reason when d expires and W2's lost work is reassigned."""
+    c = three("sessioned")
+    w1 = c.workers["W1"]
+    w1.request_timeout_ms = 5_000  # the lost answer is timed out well before d expires
+    installed = w1.stats["installed"]
+    c.lose_install_answer.add("W1")
+    t0 = c.now
+    c.workers["W2"].leave(c.now)
+    c.advance(10_000)
+    c.lose_install_answer.clear()
+    assert w1.stats["installed"] == installed and w1.stats["assign_failures"] == 1
+    assert c.describe().scheduled_rebalance_delay_ms == DELAY
+    header = w1.assignment_header
+    assert header is not None and (header.leader, header.delay) == ("W1", DELAY)
+    assert c.running() == {"W1": ["AC0", "AT1"], "W2": [], "W3": ["BT1"]}
+    c.run_until(t0 + DELAY - 1)
+    assert no_one_runs(c, "AT2", "BC0") and w1.stats["reason_bumps"] == 0
+    c.advance(20_000)
+    assert w1.stats["reason_bumps"] == 1
+    assert c.running() == {"W1": ["AC0", "AT1", "AT2"], "W2": [], "W3": ["BC0", "BT1"]}
+    assert c.describe().scheduled_rebalance_delay_ms == 0 and c.stable()
+
+
 def test_worker_leaves_eager() -> None:
     """Eager has no delay: the next round deals everything round-robin over W1 and W3."""
     c = three("eager")

@@ -285,6 +285,14 @@ def test_a_static_worker_waiting_for_its_first_target_keeps_its_membership() -> 
     assert r.ok, r.violation.format() if r.violation else ""
 
 
+def test_an_assigner_whose_install_answer_is_lost_still_ends_its_delay() -> None:
+    """Found by this simulation (seed 2606): the assigner's Install with a scheduled delay was
+    applied but its answer lost; the worker never armed its delay timer, so the lost work stayed
+    unassigned in a Stable group (client/connect/worker.py arms it from the installed header)."""
+    r = simulate("random", 2606, "connect:cooperative")
+    assert r.ok, r.violation.format() if r.violation else ""
+
+
 # ----------------------------------------------------------------------------- random seeds
 
 

@@ -58,7 +58,10 @@ Incremental Cooperative on the new protocol:
   revoke-before-assign;
 - a delay > 0 is installed as ``scheduled_rebalance_delay_ms`` (the lost items stay unassigned);
   when it expires the worker that installed it bumps its client assignor's reason (int8, wrapping)
-  and heartbeats at once: the group epoch bumps and the next round reassigns the lost work.
+  and heartbeats at once: the group epoch bumps and the next round reassigns the lost work. The
+  timer is armed by the Install's answer or, when that answer is lost although the coordinator
+  applied the Install, by the installed assignment's header naming this worker as leader with a
+  delay (the coordinator schedules nothing; without this nobody would ever ask for the follow-up).
 
 Not here: the asyncio driver and wire encoding (another module), starting and stopping real
 connector/task objects (the listener's business), offset commits for source connectors,
@@ -349,6 +352,10 @@ class ConnectWorker(ConsumerMember):
             self.group_delay_deadline_ms = now_ms + header.delay if header.delay > 0 else 0
             if header.leader != self.member_id:
                 self.reason_bump_at_ms = 0  # another worker installed since: its delay now
+            elif header.delay > 0 and not self.reason_bump_at_ms:
+                # This worker's own Install was applied but its answer never came (timed out,
+                # connection lost): the installed target says the follow-up is still ours.
+                self.reason_bump_at_ms = self.group_delay_deadline_ms
 
     # ------------------------------------------------------------------ assigner duties
 
