@@ -635,12 +635,32 @@ def test_config_mismatch(assignor: str) -> None:
         assert a == ConnectAssignment(version, CONFIG_MISMATCH, "W1", "http://w1/", 9)
         assert a.failed
     assert result.allocations["W1"] == ConnectorsAndTasks(("A",))  # W1 keeps what it runs
-    # With a snapshot at 9 the same members are assigned, and the offset is the highest reported.
+    # With a snapshot at 9 the same members are assigned, and the offset is the highest reported;
+    # with a fresher one (the leader caught up past W2), the offset of that snapshot.
     ok = IncrementalCooperativeAssignor().assign("W1", members, ConfigSnapshot(9, {"A": 1}),
                                                  now_ms=0, generation=3)
     assert ok.error == NO_ERROR and ok.config_offset == 9
     fresher = EagerAssignor().assign("W1", members, ConfigSnapshot(12, {"A": 1}))
-    assert fresher.error == NO_ERROR and fresher.config_offset == 9
+    assert fresher.error == NO_ERROR and fresher.config_offset == 12
+
+
+@pytest.mark.parametrize("assignor", ["eager", "cooperative"])
+def test_an_assignment_names_the_config_offset_it_was_computed_from(assignor: str) -> None:
+    """Upstream ``ensureLeaderConfig``: a leader behind a member that takes a fresh snapshot
+    assigns from it and sends *its* offset, so that members behind it catch up before they start
+    the work. Here the fresh snapshot (12) holds connector B, which a member at the highest
+    reported offset (9) may not know: the assignment must say 12, not 9."""
+    members = {"W1": WorkerMetadata(2, "http://w1/", 5), "W2": WorkerMetadata(2, "http://w2/", 9)}
+    fresh = ConfigSnapshot(12, {"A": 1, "B": 1})
+    if assignor == "eager":
+        result = EagerAssignor().assign("W1", members, fresh)
+    else:
+        result = IncrementalCooperativeAssignor().assign("W1", members, fresh, now_ms=0,
+                                                         generation=1)
+    assert result.error == NO_ERROR and result.config_offset == 12
+    assert {a.config_offset for a in result.assignments.values()} == {12}
+    assigned = [it for a in result.assignments.values() for it in kip(a.assigned)]
+    assert sorted(assigned) == sorted(kip(ConnectorsAndTasks.of(["A", "B"], fresh.task_ids())))
 
 
 def test_assign_rejects_bad_calls() -> None:

@@ -17,15 +17,22 @@ import pytest
 
 from groupcoord.client.connect.classic_worker import ClassicConnectWorker, WorkerState
 from groupcoord.client.connect.model import CONFIG_MISMATCH, ConfigSnapshot, ConnectorsAndTasks
+from groupcoord.client.connect.protocol import (
+    ConnectProtocolCompatibility,
+    decode_assignment,
+    join_protocols,
+)
 from groupcoord.coordinator.classic_messages import (
     JoinGroupRequest,
     JoinGroupResponse,
     JoinGroupResponseMember,
+    SyncGroupRequest,
+    SyncGroupResponse,
 )
 from groupcoord.protocol.errors import ErrorCode as E
 
 from .classic_connect_support import ConfigReader, ConfigTopic, ConnectCluster, name_of, table
-from .test_connect_assignors import KIP_CONFIG, D
+from .test_connect_assignors import KIP_CONFIG, D, kip
 
 COOPERATIVE = ["compatible", "sessioned"]
 GROUP = "connect-cluster"
@@ -359,6 +366,46 @@ def test_config_mismatch_when_the_leader_is_behind(protocol: str) -> None:
     assert ok.result.error == 0 and ok.result.config_offset == 2
     assert c.workers["W1"].stats["mismatches"] == 1 and c.workers["W2"].stats["mismatches"] == 1
     c.complete()  # the new connector and its task run
+
+
+@pytest.mark.parametrize(("protocol", "selected"), [
+    ("eager", "default"), ("compatible", "compatible"), ("sessioned", "sessioned")])
+def test_a_leader_that_catches_up_assigns_with_the_offset_of_its_fresh_snapshot(
+        protocol: str, selected: str) -> None:
+    """Upstream ``ensureLeaderConfig``: the leader joined at config offset 0, a member at 1; by
+    the time it leads it has read offset 2 (connector C): it assigns from that snapshot and sends
+    offset 2, so a follower still at 1 reads the config to the end before it starts the work (an
+    assignment labelled 1 would have it start C, which its config does not hold)."""
+    topic = ConfigTopic(ConfigSnapshot(0, {"A": 1, "B": 1}))
+    leader = ClassicConnectWorker(GROUP, "http://l:8083/", ConfigReader(topic),
+                                  protocol=protocol, client_id="l")
+    leader.start(0)
+    join = leader.poll_request(0)
+    assert isinstance(join, JoinGroupRequest)
+    topic.publish(ConfigSnapshot(1, {"A": 1}))
+    follower_reader = ConfigReader(topic, lagging=True)  # stays at 1 until it reads to the end
+    follower = ClassicConnectWorker(GROUP, "http://f:8083/", follower_reader, protocol=protocol,
+                                    client_id="f")
+    follower.start(0)
+    assert isinstance(follower.poll_request(0), JoinGroupRequest)
+    topic.publish(ConfigSnapshot(2, {"A": 1, "C": 1}))
+    metadata = {"l-1": dict((p.name, p.metadata) for p in join.protocols)[selected],
+                "f-1": dict(join_protocols("http://f:8083/", 1, None,
+                                           ConnectProtocolCompatibility.from_config(protocol)))[selected]}
+    members = tuple(JoinGroupResponseMember(mid, None, raw) for mid, raw in metadata.items())
+    leader.on_response(JoinGroupResponse(0, 1, "connect", selected, "l-1", False, "l-1", members), 0)
+    sync = leader.poll_request(0)
+    assert isinstance(sync, SyncGroupRequest)
+    sent = {a.member_id: decode_assignment(a.assignment) for a in sync.assignments}
+    assert {a.config_offset for a in sent.values()} == {2} and not any(a.failed for a in sent.values())
+    assert set().union(*(kip(a.assigned) for a in sent.values())) == {"AC0", "AT1", "CC0", "CT1"}
+    # The follower, still at offset 1, catches up before it starts what it was given.
+    follower.on_response(JoinGroupResponse(0, 1, "connect", selected, "l-1", False, "f-1"), 0)
+    assert isinstance(follower.poll_request(0), SyncGroupRequest)
+    raw = next(a.assignment for a in sync.assignments if a.member_id == "f-1")
+    follower.on_response(SyncGroupResponse(0, "connect", selected, raw), 0)
+    assert follower_reader.reads_to_end == 1 and follower_reader.snapshot().offset == 2
+    assert kip(follower.running) == kip(sent["f-1"].assigned) != set()
 
 
 @pytest.mark.parametrize("protocol", COOPERATIVE)

@@ -320,6 +320,22 @@ def test_a_zombie_that_could_not_know_yet_is_tolerated_and_counted() -> None:
     assert any("zombie-overlap" in line for line in r.trace)
 
 
+# ----------------------------------------------------------------------------- regressions
+
+
+@pytest.mark.parametrize(("protocol", "seed"), [
+    *((v, seed) for v in VARIANTS for seed in (1672, 2879)),
+    ("classic-connect:eager", 1848),
+])
+def test_a_leader_that_caught_up_labels_its_assignment_with_its_snapshot(
+        protocol: str, seed: int) -> None:
+    """Found by this simulation (I2): a leader that joined behind a member took a fresher
+    snapshot than any member reported, assigned from it, but sent the highest reported offset
+    (``client/connect/assignors.py``); the generation held items the named configuration does
+    not have (a created connector's tasks), or lacked items it has (eager)."""
+    ok(simulate("random", seed, protocol))
+
+
 # ----------------------------------------------------------------------------- random seeds
 
 

@@ -66,9 +66,14 @@ Where this differs from the KIP's tables (the KIP was written before the code; w
   group as an optimisation not made).
 
 CONFIG_MISMATCH: both assignors answer error 1, with the highest reported config offset and no
-items (state untouched), when the leader's snapshot is older than a member's reported offset;
-otherwise the assignment carries the highest reported offset (upstream's ``ensureLeaderConfig``;
-a fresher snapshot is the caller's to pass).
+items (state untouched), when the leader's snapshot is older than a member's reported offset.
+Otherwise the assignment carries the offset of the snapshot it was computed from (upstream's
+``ensureLeaderConfig`` returns the offset of the fresh snapshot a lagging leader takes): the
+highest reported one when the leader's snapshot is the one it joined with, a higher one when the
+caller passed a fresher snapshot. Members behind that offset read the config to the end before
+they start the work; an assignment labelled with an older offset than its snapshot would have
+them start connectors or tasks that their config does not hold yet (found by the
+classic-connect simulation, ``sim/classic_connect.py``).
 """
 
 from __future__ import annotations
@@ -181,6 +186,7 @@ class EagerAssignor:
         max_offset = max(m.config_offset for m in members.values())
         if config.offset < max_offset:
             return _mismatch(leader_id, members, max_offset, CONNECT_PROTOCOL_V0)
+        offset = config.offset  # the snapshot assigned from (module docstring)
         ids = sorted(members)
         connectors: dict[str, list[str]] = {mid: [] for mid in ids}
         tasks: dict[str, list[ConnectorTaskId]] = {mid: [] for mid in ids}
@@ -193,13 +199,13 @@ class EagerAssignor:
                 tasks[next(member_it)].append(task)
         url = members[leader_id].url
         assignments = {
-            mid: ConnectAssignment(CONNECT_PROTOCOL_V0, NO_ERROR, leader_id, url, max_offset,
+            mid: ConnectAssignment(CONNECT_PROTOCOL_V0, NO_ERROR, leader_id, url, offset,
                                    tuple(connectors[mid]), tuple(tasks[mid]))
             for mid in ids
         }
         allocations = {mid: ConnectorsAndTasks(tuple(connectors[mid]), tuple(sorted(tasks[mid])))
                        for mid in ids}
-        return ConnectGroupAssignment(leader_id, url, max_offset, NO_ERROR, 0, assignments, allocations)
+        return ConnectGroupAssignment(leader_id, url, offset, NO_ERROR, 0, assignments, allocations)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -297,6 +303,7 @@ class IncrementalCooperativeAssignor:
         max_offset = max(m.config_offset for m in members.values())
         if config.offset < max_offset:
             return _mismatch(leader_id, members, max_offset, protocol_version)
+        offset = config.offset  # the snapshot assigned from (module docstring)
         if last_completed_generation is None:
             last_completed_generation = generation - 1
 
@@ -310,9 +317,9 @@ class IncrementalCooperativeAssignor:
         for mid in ids:
             nc, nt = new[mid]
             rc, rt = revoked.get(mid, ((), ()))
-            assignments[mid] = ConnectAssignment(protocol_version, NO_ERROR, leader_id, url, max_offset,
+            assignments[mid] = ConnectAssignment(protocol_version, NO_ERROR, leader_id, url, offset,
                                                  nc, nt, rc, rt, delay)
-        return ConnectGroupAssignment(leader_id, url, max_offset, NO_ERROR, delay, assignments, allocations)
+        return ConnectGroupAssignment(leader_id, url, offset, NO_ERROR, delay, assignments, allocations)
 
     # -- the round --------------------------------------------------------------------------
 

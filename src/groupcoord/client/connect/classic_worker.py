@@ -40,7 +40,8 @@ NOTES.md ("Connect worker reactions", KIP-814 "Connect has no static membership"
   keeps its work; the leader, and a worker whose config is behind the assignment's offset, read
   the config to the end (:meth:`ConfigStore.read_to_end`); everyone rejoins (upstream
   ``handleRebalanceCompleted``). A leader whose snapshot from the join is behind takes the
-  store's current snapshot first (upstream ``ensureLeaderConfig``).
+  store's current snapshot first (upstream ``ensureLeaderConfig``); the assignment then names
+  that snapshot's offset, which may be past every member's (they catch up before starting).
 - **Config changes**: when the worker's config view holds a different set of connectors/tasks
   than the one it joined with, it rejoins (upstream's herder requests a rebalance when it reads
   connector or task configuration changes). :meth:`ClassicConnectWorker.request_rejoin` does the
@@ -499,7 +500,8 @@ class ClassicConnectWorker(ClassicMember):
 
     def _leader_config(self, members: Mapping[str, Any]) -> ConfigSnapshot:
         """Upstream ``ensureLeaderConfig``: the snapshot of the join, or a fresher one if it is
-        behind a member (still behind: the assignor answers CONFIG_MISMATCH)."""
+        behind a member (still behind: the assignor answers CONFIG_MISMATCH). The assignors label
+        the assignment with the offset of the snapshot returned here."""
         config = self._joined_config or self.config_store.snapshot()
         max_offset = max(m.config_offset for m in members.values())
         if config.offset < max_offset:
