@@ -26,9 +26,14 @@ from groupcoord.client.classic_consumer import (
     valid_claims,
 )
 from groupcoord.coordinator.classic_messages import (
+    HeartbeatRequest,
+    HeartbeatResponse,
     JoinGroupRequest,
+    JoinGroupResponse,
+    JoinGroupResponseMember,
     SyncGroupAssignment,
     SyncGroupRequest,
+    SyncGroupResponse,
 )
 from groupcoord.coordinator.shard import Shard
 from groupcoord.coordinator.topics import TopicMetadata
@@ -38,6 +43,7 @@ from groupcoord.protocol.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
+from groupcoord.protocol.errors import ErrorCode
 from groupcoord.sim.classic import ClassicConsumerSimulation
 from groupcoord.sim.engine import SimResult
 from groupcoord.sim.runner import simulate
@@ -114,6 +120,82 @@ def test_member_subscription_and_offset_commit_carry_what_the_protocol_needs() -
     assert m.commit_request({(FOO.topic_id, 0): 5}) is None  # no generation yet
 
 
+def _joined(m: ClassicConsumerMember, generation: int, now: int, leader: str = "other",
+            others: tuple[JoinGroupResponseMember, ...] = (),
+            join: Any = None) -> SyncGroupRequest:
+    """Answer the member's JoinGroup (``join`` if already sent; ``others`` besides its own
+    metadata if it leads); return its SyncGroup."""
+    join = join or m.poll_request(now)
+    assert isinstance(join, JoinGroupRequest)
+    me = (JoinGroupResponseMember("m", "i1", join.protocols[0].metadata),)
+    assert m.on_response(JoinGroupResponse(0, generation, "consumer", "cooperative-sticky",
+                                           leader, member_id="m",
+                                           members=me + others if leader == "m" else ()),
+                         now, m.last_correlation_id)
+    sync = m.poll_request(now)
+    assert isinstance(sync, SyncGroupRequest)
+    return sync
+
+
+def _synced(m: ClassicConsumerMember, assignment: dict[str, list[int]], now: int) -> None:
+    assert m.on_response(SyncGroupResponse(0, "consumer", "cooperative-sticky",
+                                           encode_assignment(assignment)),
+                         now, m.last_correlation_id)
+
+
+def _cooperative() -> ClassicConsumerMember:
+    m = ClassicConsumerMember("g", protocol="cooperative", instance_id="i1")
+    m.update_metadata([FOO], 0)
+    m.subscribe(["foo"], now_ms=0)
+    return m
+
+
+def test_a_follow_up_round_that_withholds_again_waits_a_rebalance_timeout() -> None:
+    # Generation 5: static member s claims all of foo; the target moves foo-2 to the leader, so
+    # it is withheld. s should revoke it and rejoin; when no rebalance comes, the leader rejoins
+    # itself a heartbeat interval later (s may have restarted and claim nothing now).
+    m = _cooperative()
+    owner = JoinGroupResponseMember("s", "i2", encode_subscription(
+        ("foo",), owned_partitions={"foo": [0, 1, 2]}, generation_id=4))
+
+    def round_(generation: int, now: int, join: Any = None) -> int:
+        sync = _joined(m, generation, now, leader="m", others=(owner,), join=join)
+        given = {a.member_id: decode_assignment(a.assignment).partitions
+                 for a in sync.assignments}
+        assert given == {"m": {}, "s": {"foo": [0, 1]}}  # foo-2 withheld from m
+        _synced(m, given["m"], now + 1)
+        return now + 1
+
+    synced = round_(5, 1)
+    assert m.next_deadline() == synced + m.heartbeat_interval_ms
+    # The follow-up round finds s as it was (crashed, still a member until the coordinator
+    # removes it): asking again at once would renew its session and cancel its SyncGroup
+    # expiry, every round. The next follow-up waits a rebalance timeout more; heartbeats go on.
+    synced = round_(6, synced + m.heartbeat_interval_ms)
+    follow_up = synced + m.heartbeat_interval_ms + m.rebalance_timeout_ms
+    now = synced
+    while True:
+        due = m.next_deadline()
+        assert due is not None and due <= follow_up
+        now = due
+        req = m.poll_request(now)
+        if not isinstance(req, HeartbeatRequest):
+            break
+        assert m.on_response(HeartbeatResponse(), now, m.last_correlation_id)
+    assert isinstance(req, JoinGroupRequest) and now == follow_up
+    # Another follow-up round, the same wait; then a rebalance someone else started (a member
+    # rejoins) withholds again: its follow-up is a heartbeat interval later again.
+    synced = round_(7, now, req)
+    hb_at = synced + m.heartbeat_interval_ms
+    assert m.next_deadline() == hb_at and isinstance(m.poll_request(hb_at), HeartbeatRequest)
+    assert m._follow_up_at == hb_at + m.rebalance_timeout_ms
+    assert m.on_response(HeartbeatResponse(ErrorCode.rebalance_in_progress), hb_at,
+                         m.last_correlation_id)
+    synced = round_(8, hb_at)
+    assert m.next_deadline() == synced + m.heartbeat_interval_ms
+    assert isinstance(m.poll_request(synced + m.heartbeat_interval_ms), JoinGroupRequest)
+
+
 # ----------------------------------------------------------------------------- determinism
 
 
@@ -188,6 +270,19 @@ def test_eager_stops_the_world_on_every_rebalance_cooperative_does_not() -> None
     assert wc["peak_unowned"] < partitions
     assert coop.summary["partitions_revoked"] < eager.summary["partitions_revoked"]
     assert wc["resources_moved"] < we["resources_moved"]
+
+
+# ----------------------------------------------------------------------------- regressions
+
+
+@pytest.mark.parametrize("seed", [1581, 2050])
+def test_a_crashed_static_owner_is_removed_despite_the_leaders_follow_ups(seed: int) -> None:
+    """Found by a seed sweep: a static member crashed owning partitions the leader withheld.
+    The leader's follow-up rounds, a heartbeat interval apart, kept it a member (each join
+    phase renewed its session, each new rebalance dropped the expiry of its SyncGroup) and its
+    partitions withheld: the group never converged (client/classic_consumer.py)."""
+    r = ok(simulate("random", seed, "classic:cooperative"))
+    assert r.summary["crashed"] >= 1 and r.summary["converged_at_ms"] is not None
 
 
 # ----------------------------------------------------------------------------- random seeds

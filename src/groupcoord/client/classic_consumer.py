@@ -25,7 +25,12 @@ What is implemented:
   partitions claimed in the subscriptions are validated (the claim of the highest generation
   wins, KIP-792; equal claims of one generation void each other), the sticky target is computed
   by ``coordinator/assignors/uniform.py`` from the valid claims, and a partition that the target
-  moves away from its current owner is *withheld* from its new owner in this round. KIP-814: a
+  moves away from its current owner is *withheld* from its new owner in this round; the owner
+  revokes it and rejoins. Should no rebalance start within a heartbeat interval (a static
+  owner restarted meanwhile and claims nothing), the leader rejoins itself; if that follow-up
+  round withholds partitions again, the next one waits a rebalance timeout more, so that the
+  coordinator can first remove an owner that is gone (a crashed static member never syncs;
+  rebalances in quick succession would keep it a member). KIP-814: a
   static leader told ``skip_assignment`` computes nothing, but (unlike the Java consumer) asks
   for one more rebalance a heartbeat interval later: it cannot know what changed while it was
   away, and nobody else would notice (metadata changes are the leader's to act on). The
@@ -279,6 +284,8 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
         #: unless a rebalance came first (the follow-up round of KIP-429).
         self._withheld = False
         self._follow_up_at: int | None = None
+        #: The rebalance in progress is the leader's follow-up (until its SyncGroup answer).
+        self._following_up = False
 
     # ------------------------------------------------------------------ properties
 
@@ -424,6 +431,7 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
             return self._send(self._sync_request(), now_ms)
         follow_up = self._follow_up_at
         if follow_up is not None and now_ms >= follow_up and s is MemberState.STABLE:
+            self._following_up = True
             self._begin_rebalance()  # clears the follow-up
             return self.poll_request(now_ms)
         if self.generation < 0 or not self.member_id or now_ms < self._next_heartbeat_ms:
@@ -652,9 +660,22 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
             self.listener.on_partitions_assigned(frozenset(added))
         if self._withheld and self.leader_id == self.member_id:
             # Partitions were withheld: their owners revoke and rejoin; should none do so (a
-            # static owner that restarted meanwhile claims nothing), the leader rejoins.
-            self._follow_up_at = self._now + self.heartbeat_interval_ms
+            # static owner that restarted meanwhile claims nothing), the leader rejoins. If
+            # this round was already such a follow-up, the owner neither revoked nor came back
+            # under a new member id: it is a static member that is gone (crashed, cut off),
+            # still a member with its old claims. Asking again a heartbeat interval later
+            # would start the next join phase before the coordinator removes it (the end of
+            # each join phase renews its session, the new rebalance drops the expiry of its
+            # pending SyncGroup) and withhold its partitions again, round after round: wait a
+            # rebalance timeout, the time the coordinator gives a member to sync (the members
+            # of a group are assumed to share it), and a heartbeat interval to hear of the
+            # rebalance that the removal starts.
+            delay = self.heartbeat_interval_ms
+            if self._following_up:
+                delay += self.rebalance_timeout_ms
+            self._follow_up_at = self._now + delay
         self._withheld = False
+        self._following_up = False
         if revoked:
             # Cooperative: give the partitions up, then rejoin so they can move.
             self._revoke(revoked, "rejoin")
