@@ -27,6 +27,13 @@ def test_random_seeds_keep_every_invariant(protocol: str, first: int) -> None:
     assert_seeds_keep_every_invariant(protocol, range(first, first + CHUNK))
 
 
+@pytest.mark.parametrize("seed", [6333, 6791])
+def test_duplicated_heartbeat_with_its_first_answer_lost_regressions(seed: int) -> None:
+    """Found by the 500-2999 sweep (I5, consumer:uniform): a duplicated heartbeat's first answer,
+    the one with the assignment, was lost and the second delivered (``sim.network``)."""
+    assert_seeds_keep_every_invariant("consumer:uniform", [seed])
+
+
 def test_random_scenarios_cover_every_disturbance_kind() -> None:
     kinds = {e.kind for seed in range(SEEDS_PER_PROTOCOL) for e in random_scenario(seed).events}
     assert kinds == set(EVENT_KINDS)

@@ -101,6 +101,22 @@ def test_network_is_fifo_per_channel_and_duplicates_follow_the_original() -> Non
     assert net.stats["duplicated"] > 0
 
 
+def test_a_message_lost_on_a_fifo_channel_takes_the_one_sent_right_behind_it() -> None:
+    """TCP never delivers past a gap: what is sent on a FIFO channel at the instant a message
+    was lost on it is lost too (the two answers to a duplicated request); a message sent later,
+    or on another channel, or on an unordered network, is not."""
+    net = Network(random.Random(4), Latency("fixed", 5), NetworkFaults(response_loss=1.0))
+    assert net.route(10, "c1<", "c1", True) == ()  # lost
+    assert net.route(10, "c1<", "c1", False) == ()  # right behind it: lost with it
+    assert net.route(10, "c2<", "c2", False) == (15,)  # another channel
+    assert net.route(11, "c1<", "c1", False) == (16,)  # sent later
+    assert net.stats["lost"] == 2
+    net = Network(random.Random(4), Latency("fixed", 5), NetworkFaults(response_loss=1.0),
+                  ordered=False)
+    assert net.route(10, "c1<", "c1", True) == ()
+    assert net.route(10, "c1<", "c1", False) == (15,)
+
+
 def test_network_loss_cut_and_unordered_reordering() -> None:
     net = Network(random.Random(2), Latency("fixed", 5), NetworkFaults(loss=1.0))
     assert net.route(0, "c", "c1", False) == ()

@@ -14,7 +14,14 @@ Every message gets a one-way latency drawn from a :class:`Latency` distribution.
 
 Channels are FIFO by default, as Kafka's requests and responses travel over one TCP connection
 per client and broker: a message is never delivered before one sent earlier on the same
-channel, unless it was picked for reordering. Duplicates follow the same rule. (KIP-848 relies
+channel, unless it was picked for reordering. Duplicates follow the same rule. A message lost
+on a FIFO channel takes the ones sent right behind it (at the same instant, on the same channel)
+with it: TCP never delivers past a gap, and a member tells a lost answer from a late one only by
+its correlation id, so a gap it could see is one TCP cannot make. The case it rules out: the two
+answers to a duplicated request travel together; were the first lost and the second delivered,
+the member would take the second (same correlation id) as the answer, while only the first
+carried what the request changed (a KIP-848 heartbeat gets its assignment only when it changes:
+the member would never learn of partitions the coordinator considers it owns). (KIP-848 relies
 on that order: a member keeps one heartbeat in flight, and a heartbeat's owned partitions are
 only meaningful after the previous ones. Reordering a member's own heartbeats behind its later
 ones can make the coordinator take stale owned partitions as a revocation acknowledgement, so
@@ -109,8 +116,8 @@ NO_FAULTS = NetworkFaults()
 class Network:
     """Delivery times of messages on named channels, with faults."""
 
-    __slots__ = ("_clean", "_faults", "_last", "_lo", "_span", "cut", "latency", "ordered", "rng",
-                 "stats")
+    __slots__ = ("_clean", "_faults", "_gap", "_last", "_lo", "_span", "cut", "latency", "ordered",
+                 "rng", "stats")
 
     def __init__(self, rng: random.Random, latency: Latency, faults: NetworkFaults = NO_FAULTS,
                  ordered: bool = True) -> None:
@@ -121,6 +128,8 @@ class Network:
         self.ordered = ordered
         self.cut: set[str] = set()
         self._last: dict[str, int] = {}
+        #: Per FIFO channel, the instant a message was last lost on it (see the module docstring).
+        self._gap: dict[str, int] = {}
         self._lo = latency.min_ms
         self._span = latency.max_ms - latency.min_ms + 1
         self.stats = {"sent": 0, "delivered": 0, "lost": 0, "cut": 0, "duplicated": 0,
@@ -172,11 +181,12 @@ class Network:
             return (t,)
         f = self._faults
         rng = self.rng
-        if f.loss and rng.random() < f.loss:
+        if (f.loss and rng.random() < f.loss) or \
+                (response and f.response_loss and rng.random() < f.response_loss) or \
+                self._gap.get(channel) == now:  # behind a message just lost (FIFO only)
             stats["lost"] += 1
-            return ()
-        if response and f.response_loss and rng.random() < f.response_loss:
-            stats["lost"] += 1
+            if self.ordered:
+                self._gap[channel] = now
             return ()
         t = self._deliver_at(now, channel)
         if f.duplicate and rng.random() < f.duplicate:
@@ -205,3 +215,4 @@ class Network:
     def forget(self, channel: str) -> None:
         """A channel closed (its process died): drop its FIFO state."""
         self._last.pop(channel, None)
+        self._gap.pop(channel, None)
