@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from groupcoord.coordinator.classic_group import ClassicGroupState
+from groupcoord.coordinator.classic_groups import HEARTBEAT
 from groupcoord.coordinator.classic_messages import (
     DescribeGroupsRequest,
     JoinGroupProtocol,
@@ -372,3 +373,23 @@ def test_deferred_join_is_answered_in_a_later_result() -> None:
     [later] = shard.expire_timers(3_000)
     assert [tok for tok, _ in later.completions] == ["tok"]
     assert later.completions[0][1].generation_id == 1
+
+
+def test_a_session_renewed_by_a_join_phase_completed_at_its_old_deadline_does_not_expire() -> None:
+    """The silent leader's session expires at the instant the followers' old deadlines fall
+    due too; its removal completes the join phase, which renews every member's session: the
+    followers' old deadlines must not fire after that (they were expiring the members of the
+    new generation before their SyncGroup; sim seed 17516 of classic-connect:sessioned)."""
+    h = Harness()
+    rnd = h.form(3)
+    silent = rnd.leader
+    assert all(h.shard.timers.deadline((HEARTBEAT, "g", m)) == h.now + SESSION_MS for m in rnd.members)
+    h.advance(SESSION_MS // 2)
+    newcomer = h.join_new(client_id="c3")  # the group rebalances
+    rejoins = [h.join(m) for m in rnd.followers]
+    assert h.group().state is S.PREPARING_REBALANCE and not any(j.done for j in rejoins)
+    h.advance(SESSION_MS // 2)  # the silent leader expires; everyone else has rejoined
+    assert silent not in h.group().members
+    assert all(j.done and j.r.error_code == 0 for j in [*rejoins, newcomer])
+    assert h.group().state is S.COMPLETING_REBALANCE
+    assert set(h.group().members) == {*rnd.followers, newcomer.r.member_id}

@@ -35,3 +35,25 @@ def test_timers_scheduled_at_now_by_a_timer_fire_in_the_same_call() -> None:
     assert shard.next_deadline() == 110
     shard.expire_timers(110)
     assert fired[-1] == ("third", 110) and shard.next_deadline() is None
+
+
+def test_a_timer_rescheduled_or_cancelled_by_an_earlier_one_due_at_the_same_instant_does_not_fire(
+) -> None:
+    shard = Shard(metadata=image(foo=1))
+    fired: list[str] = []
+
+    def first(key: Any, payload: Any) -> None:
+        fired.append("first")
+        shard.schedule(("renewed", "g"), shard.now + 10)
+        shard.cancel(("cancelled", "g"))
+
+    shard.register_timer("first", first)
+    shard.register_timer("renewed", lambda key, payload: fired.append("renewed"))
+    shard.register_timer("cancelled", lambda key, payload: fired.append("cancelled"))
+    for kind in ("first", "renewed", "cancelled"):
+        shard.timers.schedule((kind, "g"), 100)
+    shard.expire_timers(100)
+    assert fired == ["first"]
+    assert shard.next_deadline() == 110
+    shard.expire_timers(110)
+    assert fired == ["first", "renewed"] and shard.next_deadline() is None

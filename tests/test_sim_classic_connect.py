@@ -336,6 +336,16 @@ def test_a_leader_that_caught_up_labels_its_assignment_with_its_snapshot(
     ok(simulate("random", seed, protocol))
 
 
+@pytest.mark.parametrize("protocol", VARIANTS)
+def test_a_session_renewed_at_its_old_deadline_does_not_expire_the_worker(protocol: str) -> None:
+    """Found by this simulation (I1, sessioned): a join phase completed by one worker's session
+    expiry renewed the others' sessions, yet a renewed one due at that same instant still fired
+    (``coordinator/shard.py`` fired a batch of due timers popped beforehand): a worker of the new
+    generation was removed before its SyncGroup, rejoined as a new member still running its
+    connector, which the leader had meanwhile given to itself."""
+    ok(simulate("random", 17516, protocol))
+
+
 # ----------------------------------------------------------------------------- random seeds
 
 

@@ -81,9 +81,9 @@ class Timers:
             self._refile(deadline, key)
         return None
 
-    def pop_due(self, now_ms: int) -> list[tuple[TimerKey, Any]]:
-        """Remove and return every timer due at ``now_ms``, in deadline order."""
-        due: list[tuple[TimerKey, Any]] = []
+    def pop_next_due(self, now_ms: int) -> tuple[TimerKey, Any] | None:
+        """Remove and return the earliest timer due at ``now_ms`` (ties: in the order they were filed),
+        or None. One at a time: what firing it schedules or cancels decides what is due next."""
         heap = self._heap
         while heap and heap[0][0] <= now_ms:
             deadline, _, key = heap[0]
@@ -91,10 +91,9 @@ class Timers:
             if t is not None and t[0] == deadline:
                 heapq.heappop(heap)
                 del self._timers[key]
-                due.append((key, t[1]))
-            else:
-                self._refile(deadline, key)
-        return due
+                return key, t[1]
+            self._refile(deadline, key)
+        return None
 
     def clear(self) -> None:
         self._timers.clear()
