@@ -293,6 +293,16 @@ def test_an_assigner_whose_install_answer_is_lost_still_ends_its_delay() -> None
     assert r.ok, r.violation.format() if r.violation else ""
 
 
+def test_a_crashed_workers_join_in_flight_as_the_faults_stop_is_waited_for() -> None:
+    """Found by this simulation (seed 19957): a restarted worker crashed 3 ms after sending its
+    join, at the quiet time; the run ended there as converged, then the join arrived at that
+    same instant (a member nobody runs, group epoch 4) and the end-of-run check saw the group
+    unsettled. The simulator's convergence now waits for a dead process's requests in flight
+    (sim/consumer.py ``settled``); the coordinator expires the ghost after its session."""
+    r = simulate("random", 19957, "connect:eager")
+    assert r.ok, r.violation.format() if r.violation else ""
+
+
 # ----------------------------------------------------------------------------- random seeds
 
 

@@ -52,6 +52,42 @@ def test_crash_is_noticed_after_the_session_timeout() -> None:
     assert w["resource_downtime_ms"] >= 2 * 40_000 and w["peak_unowned"] == 2
 
 
+GHOST_JOIN = """
+name = "ghost-join"
+description = "c2 starts and crashes before its join reaches the coordinator: as the faults stop."
+[group]
+members = 1
+connectors = { a = 2 }
+[network]
+latency = "fixed:5"
+[[events]]
+at_ms = 10000
+kind = "join"
+members = ["c2"]
+[[events]]
+at_ms = 10005
+kind = "crash"
+member = "c2"
+"""
+
+
+@pytest.mark.parametrize("protocol", ["consumer:uniform", "connect:eager", "connect:cooperative"])
+def test_a_join_still_on_its_way_when_its_process_crashed_is_waited_for(protocol: str) -> None:
+    """The join of c2 reaches the coordinator (t=10005) after c2 crashed and the faults
+    stopped: the coordinator adds a member nobody runs, which its session timeout (45 s)
+    removes. The group is not converged while a dead process's request is on its way
+    (``ConsumerSimulation.settled``): the run goes on until the ghost expired and the group
+    settled again, instead of ending at the quiet time and finding it unsettled (I5)."""
+    r = simulate(parse_scenario(tomllib.loads(GHOST_JOIN)), 1, protocol, record_trace=True)
+    assert r.ok, r.violation.format() if r.violation else ""
+    (ghost,) = [line.split()[-1] for line in r.trace if line.split()[2:4] == ["start", "c2"]]
+    expired = [int(line.split()[0]) for line in r.trace
+               if line.split()[2] == "timer" and line.split()[-1].endswith("/" + ghost)]
+    assert expired == [10_005 + 45_000]
+    assert r.summary["converged_at_ms"] > expired[0]
+    assert r.summary["members_live"] == 1
+
+
 def test_leave_and_scale_in_rebalance_at_once() -> None:
     r = run("leave")
     assert r.summary["left"] == 1

@@ -387,7 +387,7 @@ class ClassicConsumerSimulation(ConsumerSimulation):
     def converged(self) -> bool:
         """The group is Stable, every live process is a member at its generation owning its
         committed assignment, nobody else is a member, every subscribed partition is consumed."""
-        if not self.coord.up or self.network.cut or self.pending_restarts:
+        if not self.settled():
             return False
         g = self._classic()
         live = [p for p in self.live() if p.member.state not in _LEFT]

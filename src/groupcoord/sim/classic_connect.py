@@ -525,7 +525,7 @@ class ClassicConnectSimulation(ClassicConsumerSimulation, ConnectSimulation):
     def converged(self) -> bool:
         """The group is Stable; every live worker a member at its generation, running what the
         committed generation has it hold, nothing pending; every configured item runs."""
-        if not self.coord.up or self.network.cut or self.pending_restarts:
+        if not self.settled():
             return False
         g = self._classic()
         live = [p for p in self.live() if p.member.state not in _LEFT]

@@ -247,7 +247,7 @@ class ConnectSimulation(ConsumerSimulation):
     def converged(self) -> bool:
         """The target of the group epoch is reached, every live worker a member at it running
         exactly its assignment, and every configured connector and task runs."""
-        if not self.coord.up or self.network.cut or self.pending_restarts:
+        if not self.settled():
             return False
         g = self._group()
         live = [p for p in self.live() if p.member.state not in _LEFT]

@@ -36,7 +36,9 @@ and in full (:meth:`ConsumerSimulation.full_check`) at every checkpoint and at t
 - **I5**: once the faults stop (the scenario's quiet time), every live process must reach the
   target assignment within :meth:`ConsumerSimulation.i5_bound`: coordinator Stable, every live
   process a member at the group epoch owning exactly its assigned partitions, no member that is
-  not a live process.
+  not a live process, and no request of a dead process still on its way to the coordinator (it
+  would still arrive: a crashed process's join adds a member its session timeout removes), so
+  a run that ends early once converged ends settled.
 - **I6**: every OffsetCommit is checked against the coordinator's state when it is handled: an
   unknown member must get UNKNOWN_MEMBER_ID, an epoch above the member's FENCED_MEMBER_EPOCH,
   below it STALE_MEMBER_EPOCH; a commit from a fenced process must never be accepted, and one
@@ -272,6 +274,9 @@ class ConsumerSimulation(Simulation):
         self._epochs = (0, 0)
         #: Names of processes that will be restarted (bounce, fatal error).
         self.pending_restarts: set[str] = set()
+        #: Requests on their way to the coordinator (deliveries scheduled, duplicates counted)
+        #: per incarnation ``(name, gen)``: see :meth:`settled`.
+        self._requests_in_flight: dict[tuple[str, int], int] = {}
         self.stats: dict[str, int] = {
             "heartbeats": 0, "commits": 0, "commits_accepted": 0, "commits_rejected": 0,
             "zombie_commits_rejected": 0, "fatal_restarts": 0, "fenced": 0, "timeouts": 0,
@@ -571,7 +576,10 @@ class ConsumerSimulation(Simulation):
     def _post(self, p: Proc, req: Any, cid: int) -> None:
         """Put a request of ``p`` on the network, to the coordinator."""
         msg = _Msg(p, p.gen, cid, req, self.coord.generation)
+        key = (p.name, p.gen)
+        flying = self._requests_in_flight
         for t in self.network.route(self.now, p.out_ch, p.name, False):
+            flying[key] = flying.get(key, 0) + 1
             self.at(t, self._to_coordinator, msg)
 
     def _arrives(self, msg: _Msg) -> bool:
@@ -631,6 +639,14 @@ class ConsumerSimulation(Simulation):
     def _to_coordinator(self, msg: _Msg) -> None:
         """The coordinator handles a request (I6 on a commit, every invariant after it with
         ``full_checks``) and answers it, unless it parked it (:meth:`_handle`)."""
+        key = (msg.proc.name, msg.gen)
+        flying = self._requests_in_flight
+        if flying[key] > 1:
+            flying[key] -= 1
+        else:
+            del flying[key]
+            if msg.gen != msg.proc.gen or not msg.proc.alive:
+                self.dirty = True  # the last request of a dead incarnation: test convergence
         if not self._arrives(msg):
             return
         p = msg.proc
@@ -1138,11 +1154,29 @@ class ConsumerSimulation(Simulation):
         return cm.subscribed_topic_regex == m.subscribed_regex and (
             m.subscribed_topics is None or cm.subscribed_topic_names == m.subscribed_topics)
 
+    def settled(self) -> bool:
+        """Nothing is pending that will still change the group by itself: the coordinator is
+        up, nobody is cut off, no restart is due, and no request of a dead incarnation (a
+        process that crashed or exited since it sent it) is still on its way to the
+        coordinator. Such a request still arrives and is handled (the bytes were sent): a
+        join of a crashed process makes the coordinator add a member nobody runs, which only
+        its session timeout removes. Requests of live processes need no test: what they may
+        still change shows in their member's state (joining, leaving, an ack pending)."""
+        if not self.coord.up or self.network.cut or self.pending_restarts:
+            return False
+        procs = self.procs
+        for name, gen in self._requests_in_flight:
+            p = procs[name]
+            if p.gen != gen or not p.alive:
+                return False
+        return True
+
     def converged(self) -> bool:
         """Every live process is a member at the group epoch owning exactly its target, the
-        coordinator has no other member, nothing is pending. Cheap tests first; the process
-        that failed the last check is tested first (it usually still blocks)."""
-        if not self.coord.up or self.network.cut or self.pending_restarts:
+        coordinator has no other member, nothing is pending (:meth:`settled`). Cheap tests
+        first; the process that failed the last check is tested first (it usually still
+        blocks)."""
+        if not self.settled():
             return False
         g = self._group()
         if g is None or not g.members:  # an empty group converged once nobody is running
