@@ -8,11 +8,16 @@ from __future__ import annotations
 import pytest
 
 from groupcoord.coordinator.classic_group import ClassicGroupState
-from groupcoord.coordinator.classic_messages import JoinGroupResponseMember
+from groupcoord.coordinator.classic_messages import JoinGroupProtocol, JoinGroupResponseMember
+from groupcoord.protocol.consumer_protocol import encode_subscription
 
 from .test_classic_support import REBALANCE_MS, E, Harness, Round, protocols, subscription
 
 S = ClassicGroupState
+
+
+def subscription_v3(*topics: str, owned: dict[str, list[int]], generation: int) -> bytes:
+    return encode_subscription(topics, owned_partitions=owned, generation_id=generation)
 
 
 def stable_static_group(n: int = 3, version: int = 9) -> tuple[Harness, Round]:
@@ -125,6 +130,21 @@ def test_static_rejoin_changing_the_selected_protocol_rebalances() -> None:
     assert call.r.generation_id == rnd2.generation + 1 and call.r.protocol_name == "sticky"
     assert call.r.skip_assignment is False and len(call.r.members) == 1
     assert h2.group().state is S.COMPLETING_REBALANCE
+
+
+def test_static_rejoin_with_other_topics_rebalances() -> None:
+    # The former incarnation's assignment has partitions of "foo", no longer subscribed to:
+    # handed over, the member would rejoin with the same metadata forever (the leader never
+    # saw the new subscription). Same topics, other owned partitions: no rebalance (KIP-345).
+    h, rnd = stable_static_group(2)
+    f = rnd.followers[0]
+    iid = rnd.instances[f]
+    same = h.join(instance=iid, protos=(JoinGroupProtocol("range", subscription_v3(
+        "foo", owned={"foo": [0]}, generation=rnd.generation)),))
+    assert same.r.generation_id == rnd.generation and h.group().state is S.STABLE
+    other = h.join(instance=iid, protos=protocols("range", topics=("bar",)))
+    assert not other.done and h.group().state is S.PREPARING_REBALANCE
+    assert list(h.group().static_members) == list(rnd.instances.values())
 
 
 def test_static_rejoin_while_completing_rebalance_rebalances() -> None:

@@ -196,6 +196,73 @@ def test_a_follow_up_round_that_withholds_again_waits_a_rebalance_timeout() -> N
     assert isinstance(m.poll_request(synced + m.heartbeat_interval_ms), JoinGroupRequest)
 
 
+def _claim(join: Any) -> tuple[dict[str, list[int]], int]:
+    s = decode_subscription(join.protocols[0].metadata)
+    return s.owned_partitions, s.generation_id
+
+
+def test_a_generation_without_an_assignment_is_dropped_when_the_coordinator_may_have_changed() -> None:
+    # Generation 1 gives foo-0 and foo-1; generation 2 is joined, but its SyncGroup is answered
+    # REBALANCE_IN_PROGRESS: the same coordinator goes on, the member claims at generation 2.
+    def in_generation_2() -> tuple[ClassicConsumerMember, JoinGroupRequest]:
+        m = _cooperative()
+        _joined(m, 1, 0)
+        _synced(m, {"foo": [0, 1]}, 1)
+        m.request_rejoin()
+        _joined(m, 2, 2)
+        assert m.on_response(SyncGroupResponse(ErrorCode.rebalance_in_progress), 3,
+                             m.last_correlation_id)
+        join = m.poll_request(3)
+        assert isinstance(join, JoinGroupRequest) and m.generation == 2
+        assert _claim(join) == ({"foo": [0, 1]}, 2)
+        return m, join
+
+    # That JoinGroup goes unanswered (a coordinator failover resets the connection): the
+    # coordinator that takes over loads generation 1 and may form another generation 2 without
+    # this member. Its commits, claims and the missed-generation rule go by generation 1.
+    m, _ = in_generation_2()
+    assert m.on_request_failed(4, m.last_correlation_id)
+    assert m.generation == 1 and m.owned == {(FOO.topic_id, 0), (FOO.topic_id, 1)}
+    commit = m.commit_request({(FOO.topic_id, 0): 5})
+    assert commit is not None and commit.generation_id_or_member_epoch == 1
+    now = m.next_deadline()
+    assert now is not None
+    join = m.poll_request(now)
+    assert isinstance(join, JoinGroupRequest) and _claim(join) == ({"foo": [0, 1]}, 1)
+    assert m.on_response(JoinGroupResponse(0, 3, "consumer", "cooperative-sticky", "other",
+                                           member_id="m"), now, m.last_correlation_id)
+    assert m.generation == 3 and m.owned == frozenset()  # generation 2 went by: lost
+    # A coordinator error instead (a new coordinator still loading): the same.
+    m, _ = in_generation_2()
+    assert m.on_response(JoinGroupResponse(ErrorCode.coordinator_load_in_progress,
+                                           member_id="m"), 4, m.last_correlation_id)
+    assert m.generation == 1
+    # Answered by the same coordinator, generation 3 keeps the partitions (as before).
+    m, join = in_generation_2()
+    assert m.on_response(JoinGroupResponse(0, 3, "consumer", "cooperative-sticky", "other",
+                                           member_id="m"), 4, m.last_correlation_id)
+    assert m.generation == 3 and len(m.owned) == 2
+
+
+def test_an_assignment_of_topics_no_longer_subscribed_is_not_installed() -> None:
+    # A static member back with a new subscription may be handed its former incarnation's
+    # assignment: it installs nothing of it and rejoins (the Java consumer's
+    # checkAssignmentMatchedSubscription).
+    bar = TopicMetadata(UUID(int=2), "bar", 2)
+    m = ClassicConsumerMember("g", protocol="cooperative", instance_id="i1")
+    m.update_metadata([FOO, bar], 0)
+    m.subscribe(["bar"], now_ms=0)
+    _joined(m, 4, 0)
+    _synced(m, {"foo": [0, 1, 2]}, 1)
+    assert m.owned == frozenset() and m.stats["assigned"] == 0
+    join = m.poll_request(1)
+    assert isinstance(join, JoinGroupRequest)
+    assert decode_subscription(join.protocols[0].metadata).topics == ("bar",)
+    _joined(m, 5, 2, join=join)
+    _synced(m, {"bar": [0, 1]}, 3)
+    assert m.owned == {(bar.topic_id, 0), (bar.topic_id, 1)} and m.poll_request(3) is None
+
+
 # ----------------------------------------------------------------------------- determinism
 
 
@@ -273,6 +340,26 @@ def test_eager_stops_the_world_on_every_rebalance_cooperative_does_not() -> None
 
 
 # ----------------------------------------------------------------------------- regressions
+
+
+def test_a_static_owner_cut_off_by_a_failover_is_fenced_before_its_partitions_move() -> None:
+    """Found by a seed sweep (seed 20387): a static member held generation 2 from a coordinator
+    that failed over before persisting it; the one that took over formed another generation 2
+    without it (kept as a static member with a stale subscription claiming nothing), whose
+    leader gave its partitions away while it, still consuming them, was not fenced: same
+    member id, same generation number (client/classic_consumer.py: the generation it got no
+    assignment for is dropped when the coordinator may have changed)."""
+    r = ok(simulate("random", 20387, "classic:cooperative"))
+    assert r.summary["failovers"] >= 1 and r.summary["zombie_commits_rejected"] >= 1
+
+
+def test_a_static_member_back_with_other_topics_gets_a_new_assignment() -> None:
+    """Found by a seed sweep (seed 20407): a static member restarted subscribing to other topics
+    and was handed its former incarnation's assignment (partitions of a topic it no longer
+    subscribes to) without a rebalance; nobody rebalanced: the group never converged
+    (coordinator/classic_groups.py, client/classic_consumer.py)."""
+    r = ok(simulate("random", 20407, "classic:cooperative"))
+    assert r.summary["converged_at_ms"] is not None
 
 
 @pytest.mark.parametrize("seed", [1581, 2050])

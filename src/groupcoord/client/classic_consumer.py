@@ -42,7 +42,15 @@ What is implemented:
   then rejoins at once so the second round hands the revoked partitions to their new owners.
 - **Missed generations**: a cooperative member whose JoinGroup answers a generation more than
   one past its own treats its partitions as lost before joining it: the leader of the
-  generation it missed did not see them as owned and may have given them away.
+  generation it missed did not see them as owned and may have given them away. A generation
+  joined but never synced (no assignment received) is dropped for the one of the last
+  assignment when the coordinator may have changed meanwhile (a JoinGroup or SyncGroup
+  unanswered or answered with a coordinator error): the coordinator persists a generation
+  only with the leader's assignment, so one that took over may give the same number to a
+  generation formed without this member (unlike the Java consumer, which keeps it).
+- **Assignments of other topics**: an assignment naming a topic the member does not
+  subscribe to (a static member back with a new subscription) is not installed; the member
+  rejoins, as the Java consumer's ``checkAssignmentMatchedSubscription``.
 - **Heartbeat**: every ``heartbeat_interval_ms`` when stable; REBALANCE_IN_PROGRESS -> rejoin;
   ILLEGAL_GENERATION -> partitions lost (``on_partitions_lost``), generation reset, rejoin with
   the same member id; UNKNOWN_MEMBER_ID -> lost, member id and generation reset, rejoin;
@@ -286,6 +294,9 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
         self._follow_up_at: int | None = None
         #: The rebalance in progress is the leader's follow-up (until its SyncGroup answer).
         self._following_up = False
+        #: The generation of the last assignment installed (SyncGroup answered): the one the
+        #: owned partitions belong to, known to be persisted by the coordinator.
+        self._synced_generation = NO_GENERATION
 
     # ------------------------------------------------------------------ properties
 
@@ -563,6 +574,7 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
         elif code in (_E.rebalance_in_progress, _E.illegal_generation):
             self.phase = Phase.JOIN  # superseded: join again
         elif code in RETRIABLE_ERRORS:
+            self._unsynced_generation_lost()
             self._back_off()
         else:
             self._fatal(code)
@@ -582,6 +594,7 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
             self._lose_and_reset(member_id=True)
         elif code in RETRIABLE_ERRORS:
             self.phase = Phase.JOIN
+            self._unsynced_generation_lost()
             self._back_off()
         else:
             self._fatal(code)
@@ -611,6 +624,7 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
         if isinstance(req, JoinGroupRequest | SyncGroupRequest) and \
                 self.state is MemberState.JOINING:
             self.phase = Phase.JOIN
+            self._unsynced_generation_lost()
         self._back_off()
 
     # ------------------------------------------------------------------ rebalance
@@ -648,11 +662,22 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
             named = decode_assignment(raw).partitions if raw else {}
         except ConsumerProtocolError:
             named = {}
+        if not self._matches_subscription(named):
+            # The subscription changed since the member joined (a static member back with new
+            # topics gets its former incarnation's assignment without a rebalance): install
+            # nothing and rejoin with the current subscription, as the Java consumer does.
+            self.state = MemberState.STABLE
+            self._next_heartbeat_ms = self._now + self.heartbeat_interval_ms
+            self._withheld = False
+            self._following_up = False
+            self._begin_rebalance()
+            return
         assigned = frozenset((self._topics[t].topic_id, p) for t, ps in named.items()
                              if t in self._topics for p in ps)
         revoked = self.owned - assigned
         added = assigned - self.owned
         self.state = MemberState.STABLE
+        self._synced_generation = self.generation
         self._next_heartbeat_ms = self._now + self.heartbeat_interval_ms
         if added:
             self.owned = self.owned | added
@@ -682,6 +707,15 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
         elif self._rejoin_needed:
             self._rejoin_needed = False
             self._begin_rebalance()
+
+    def _matches_subscription(self, named: Mapping[str, Iterable[int]]) -> bool:
+        """Whether every topic of an assignment is one the member subscribes to now (the Java
+        consumer's ``checkAssignmentMatchedSubscription``: a regex is matched on the name)."""
+        topics = [t for t, ps in named.items() if ps]
+        if self.subscribed_regex is not None:
+            return len(regex_matches(self.subscribed_regex, topics)) == len(topics)
+        subscribed = set(self.topics())
+        return all(t in subscribed for t in topics)
 
     def _revoke(self, parts: Partitions, then: str) -> None:
         if self.state is not MemberState.LEAVING:
@@ -724,8 +758,20 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
         self._lose_all()
         self._start_join()
 
+    def _unsynced_generation_lost(self) -> None:
+        """The coordinator may have changed (an unanswered request, a coordinator error) while
+        the member holds a generation it got no assignment for: that generation is in no
+        record (the coordinator persists a generation with the leader's assignment), so a
+        coordinator that took over may give its number to a generation formed without this
+        member, whose leader saw a stale subscription (a static member is kept without
+        rejoining) and gave its partitions away. Fall back to the generation of its last
+        assignment: commits and claims carry it (older than any such generation), and a
+        JoinGroup answering a generation more than one past it loses the partitions."""
+        self.generation = self._synced_generation
+
     def _reset(self, member_id: bool) -> None:
         self.generation = NO_GENERATION
+        self._synced_generation = NO_GENERATION
         self.leader_id = ""
         self._join_response = None
         if member_id:

@@ -29,6 +29,10 @@ Choices where upstream's behaviour is unspecified or does not map one to one:
 - Protocol selection: every member votes for its most preferred protocol among those all members
   support; most votes wins and a tie goes to the smallest protocol name (upstream: hash order).
 - When the leader leaves, the first remaining member in join order becomes leader.
+- A static consumer (protocol type ``consumer``) rejoining in Stable under a new member id
+  with other subscribed topics than its former incarnation rebalances; upstream only checks
+  whether the selected protocol changes and hands it an assignment of topics it may no longer
+  subscribe to (see :meth:`ClassicGroupManager._topics_changed`).
 - Generated member ids are ``{group.instance.id or client.id}-{shard.new_member_id()}``.
 - Online migration (issue #4): JoinGroup, SyncGroup, Heartbeat and LeaveGroup for a non-empty
   consumer (KIP-848) group are handed to ``classic_members.py`` (on the translation shared with
@@ -50,10 +54,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.classic_group import (
+    CONSUMER_PROTOCOL_TYPE,
     ClassicGroup,
     ClassicGroupMember,
     ClassicGroupState,
     Waiter,
+    subscribed_topics,
 )
 from groupcoord.coordinator.classic_messages import (
     DESCRIBE_ERROR_VERSION,
@@ -449,7 +455,8 @@ class ClassicGroupManager:
         reason = f"static member {r.group_instance_id} rejoined as {new_id}"
 
         if group.state is _S.STABLE:
-            if group.protocol_name == group.select_protocol():
+            if group.protocol_name == group.select_protocol() and \
+                    not self._topics_changed(group, old, new):
                 # No rebalance: persist the new member id; the generation stays.
                 log.info("[%s] %s; the selected protocol does not change: no rebalance", gid,
                          reason)
@@ -466,13 +473,32 @@ class ClassicGroupManager:
                 self._answer_join(group, new, response)
                 return None
             self._maybe_prepare_rebalance_or_complete_join(
-                group, f"{reason} with a change of the selected protocol")
+                group, f"{reason} with a change of the selected protocol or of its topics")
         elif group.state is _S.COMPLETING_REBALANCE:
             # The leader may have computed an assignment for the old id: rebalance.
             self._prepare_rebalance(group, reason)
         else:
             self._maybe_complete_join_phase(group)
         return None
+
+    @staticmethod
+    def _topics_changed(group: ClassicGroup, old: ClassicGroupMember,
+                        new: ClassicGroupMember) -> bool:
+        """Whether a static consumer is back subscribing to other topics than its former
+        incarnation (the selected protocol's ConsumerProtocolSubscription). Upstream only
+        checks the selected protocol and hands it the former assignment: partitions of topics
+        it no longer subscribes to (an illegal assignment, I2), while the leader, which never
+        saw the new subscription, has no reason to rebalance; the member (as the Java
+        consumer) rejoins with the same metadata and is answered the same generation, without
+        end. The owned partitions and generation of the subscription are ignored: they differ
+        for every restart of a cooperative member, which must not rebalance (KIP-345)."""
+        if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            return False
+        name = group.protocol_name
+        try:
+            return subscribed_topics(old.metadata(name)) != subscribed_topics(new.metadata(name))
+        except ValueError:
+            return False  # not a readable subscription: as upstream
 
     def _answer_join(self, group: ClassicGroup, member: ClassicGroupMember,
                      response: JoinGroupResponse) -> None:
