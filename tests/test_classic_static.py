@@ -194,3 +194,13 @@ def test_static_leave_by_instance_id_rebalances() -> None:
     assert h.leave(("", rnd.instances[f])).members[0].error_code == 0
     assert h.group().state is S.PREPARING_REBALANCE
     assert rnd.instances[f] not in h.group().static_members
+
+
+def test_static_rejoin_with_an_unreadable_subscription_keeps_the_generation() -> None:
+    # Metadata that is not a ConsumerProtocolSubscription cannot tell its topics: as upstream,
+    # only the selected protocol decides, and it does not change.
+    h, rnd = stable_static_group(2)
+    iid = rnd.instances[rnd.followers[0]]
+    back = h.join(instance=iid, protos=(JoinGroupProtocol("range", b"\xff\xff not a subscription"),))
+    assert back.r.error_code == E.none and back.r.generation_id == rnd.generation
+    assert h.group().state is S.STABLE
