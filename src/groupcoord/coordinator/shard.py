@@ -82,7 +82,7 @@ _first = itemgetter(0)
 _second = itemgetter(1)
 
 #: How often one expire_timers call fires the same timer (rescheduled at the same instant).
-_MAX_TIMER_ROUNDS = 100
+_MAX_FIRINGS_PER_TIMER = 100
 
 
 class Shard:
@@ -205,7 +205,7 @@ class Shard:
         while (nxt := self.timers.pop_next_due(now_ms)) is not None:
             key, payload = nxt
             fired[key] = fired.get(key, 0) + 1
-            if fired[key] > _MAX_TIMER_ROUNDS:  # a handler rescheduling itself at now: a bug
+            if fired[key] > _MAX_FIRINGS_PER_TIMER:  # a handler rescheduling itself at now: a bug
                 log.error("timer %r keeps rescheduling itself at %d ms", key, now_ms)
                 self.timers.schedule(key, now_ms, payload)
                 break
