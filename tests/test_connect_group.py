@@ -356,6 +356,20 @@ def test_heartbeat_validation(kw: dict[str, Any], code: int) -> None:
     assert res.records == []
 
 
+def test_leave_and_heartbeat_carry_any_rebalance_timeout() -> None:
+    """As ConsumerGroupHeartbeat in Kafka 4.3: RebalanceTimeoutMs is checked on a join only
+    (where 0 is accepted and only -1 refused); a leave with 0 is accepted."""
+    shard = Shard()
+    base: dict[str, Any] = {"group_id": GROUP, "member_id": "W1", "member_epoch": 0,
+                            "rebalance_timeout_ms": 0, "client_assignors": assignors()}
+    joined = shard.handle(ConnectGroupHeartbeatRequest(**base), 0).response
+    assert joined.error_code == 0, joined.error_message
+    left = shard.handle(ConnectGroupHeartbeatRequest(
+        group_id=GROUP, member_id="W1", member_epoch=-1, rebalance_timeout_ms=0), 20).response
+    assert left.error_code == 0, left.error_message
+    assert "W1" not in shard.groups[GROUP].members
+
+
 def test_heartbeat_of_unknown_worker_or_group() -> None:
     c = Connect(Shard())
     assert c.heartbeat("W1", 3).error_code == _E.unknown_member_id  # no group

@@ -8,6 +8,7 @@ exactly one field, so a test fails for the rule it names and not for another.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from typing import Any
 
@@ -89,6 +90,17 @@ BASELINES = {
     "steady-regex-only": steady(subscribed_topic_regex="foo|bar"),
     "leave": steady(member_epoch=-1),
     "static-leave": static_leave(),
+    # Accepted as Kafka 4.3 accepts them (the KIP-848 text is stricter):
+    # RebalanceTimeoutMs is checked on a join only, and only -1 is refused there.
+    "leave-rebalance-timeout-zero": steady(member_epoch=-1, rebalance_timeout_ms=0),
+    "static-leave-rebalance-timeout-zero": static_leave(rebalance_timeout_ms=0),
+    "steady-rebalance-timeout-zero": steady(rebalance_timeout_ms=0),
+    "steady-rebalance-timeout-negative": steady(rebalance_timeout_ms=-7),
+    "join-rebalance-timeout-zero": join(rebalance_timeout_ms=0),
+    # Names and a regex together (their union), an empty name (it matches nothing).
+    "join-names-and-regex": join(subscribed_topic_regex="bar.*"),
+    "steady-names-and-regex": steady(subscribed_topic_names=("foo",), subscribed_topic_regex="bar.*"),
+    "join-empty-name": join(subscribed_topic_names=("foo", "")),
 }
 
 
@@ -128,19 +140,14 @@ CASES: list[tuple[str, ConsumerGroupHeartbeatRequest, int]] = [
     # RackId, if provided, must be non-empty.
     ("rack-id-empty", join(rack_id=""), E.invalid_request),
     ("rack-id-empty-heartbeat", steady(rack_id=""), E.invalid_request),
-    # RebalanceTimeoutMs must be larger than zero in the first heartbeat (epoch 0).
+    # RebalanceTimeoutMs must be provided (not -1) in the first heartbeat (epoch 0).
     ("rebalance-timeout-missing-on-join", join(rebalance_timeout_ms=-1), E.invalid_request),
-    ("rebalance-timeout-zero-on-join", join(rebalance_timeout_ms=0), E.invalid_request),
     # TopicPartitions must be set, and an empty list, on a join.
     ("topic-partitions-null-on-join", join(topic_partitions=None), E.invalid_request),
     ("topic-partitions-non-empty-on-join",
      join(topic_partitions=(TopicPartitions(topic_id("foo"), (0,)),)), E.invalid_request),
     # SubscribedTopicNames or SubscribedTopicRegex must be given on a join.
     ("subscription-missing-on-join", join(subscribed_topic_names=None), E.invalid_request),
-    # SubscribedTopicNames and SubscribedTopicRegex cannot be used together.
-    ("names-and-regex-on-join", join(subscribed_topic_regex="bar.*"), E.invalid_request),
-    ("names-and-regex-on-heartbeat",
-     steady(subscribed_topic_names=("foo",), subscribed_topic_regex="bar.*"), E.invalid_request),
     # SubscribedTopicRegex must be a valid (RE2) regular expression.
     ("regex-unbalanced", join(subscribed_topic_names=None, subscribed_topic_regex="(foo"),
      E.invalid_regular_expression),
@@ -204,7 +211,7 @@ def test_rule_ids_are_unique() -> None:
 
 def test_invalid_join_does_not_create_the_group() -> None:
     shard = Shard(metadata=image(foo=1))
-    res = shard.handle(join(group_id="new", rebalance_timeout_ms=0), 0)
+    res = shard.handle(join(group_id="new", rebalance_timeout_ms=-1), 0)
     assert res.response.error_code == E.invalid_request
     assert res.response.error_message
     assert res.records == [] and res.timers == []
@@ -249,3 +256,49 @@ def test_empty_topic_partitions_list_on_join_is_the_only_valid_form() -> None:
     assert bad.response.error_code == E.invalid_request and bad.records == []
     good = shard.handle(replace(join(), topic_partitions=()), 0)
     assert good.response.error_code == 0 and good.records
+
+
+def test_leave_with_rebalance_timeout_zero_frees_the_partitions_at_once() -> None:
+    """@platformatic/kafka leaves with RebalanceTimeoutMs 0: the member is gone at once and its
+    partitions go to the others, not after a session timeout (Kafka 4.3 accepts this leave)."""
+    shard = _shard()
+    c = Client(shard)
+    res = shard.handle(steady(member_epoch=-1, rebalance_timeout_ms=0), 1_000)
+    assert res.response.error_code == 0 and res.response.member_epoch == -1
+    assert "A" not in shard.groups["g"].members
+    c.now = 1_000
+    r = c.heartbeat("S", 2, instance_id="s")
+    owned_now = {(tp.topic_id, p) for tp in r.assignment.topic_partitions for p in tp.partitions}
+    assert len(owned_now) == 4  # foo-0..3 (the group subscribes to foo), all S's now
+
+
+def test_static_member_restarts_after_a_leave_with_rebalance_timeout_zero() -> None:
+    """A static member that leaves (-1) with RebalanceTimeoutMs 0 and comes back with its
+    instance id and a new member id is let in (no UNRELEASED_INSTANCE_ID)."""
+    shard = _shard()
+    left = shard.handle(static_leave(member_epoch=-1, rebalance_timeout_ms=0), 1_000)
+    assert left.response.error_code == 0
+    back = shard.handle(join(member_id="S2", instance_id="s"), 1_001)
+    assert back.response.error_code == 0, back.response.error_message
+    assert shard.groups["g"].static_member("s").member_id == "S2"
+
+
+def test_static_leave_of_v0_without_member_id_is_fenced_as_upstream() -> None:
+    """v0 lets an empty MemberId through validation on a static leave (-2); the leave then
+    finds the instance id held by another member id: FENCED_INSTANCE_ID, as Kafka answers."""
+    shard = _shard()
+    res = shard.handle(static_leave(member_id="", version=0), 1_000)
+    assert res.response.error_code == E.fenced_instance_id
+    assert res.records == []
+
+
+def test_refused_heartbeat_is_logged_at_debug(caplog: pytest.LogCaptureFixture) -> None:
+    shard = _shard()
+    with caplog.at_level(logging.DEBUG, logger="groupcoord.coordinator.shard"):
+        shard.handle(join(rebalance_timeout_ms=-1), 1_000)
+    [rec] = [r for r in caplog.records if "refused" in r.getMessage()]
+    assert rec.levelno == logging.DEBUG
+    msg = rec.getMessage()
+    for part in ("[g]", "ConsumerGroupHeartbeatRequest", "'N'", "INVALID_REQUEST",
+                 "RebalanceTimeoutMs must be provided in first request."):
+        assert part in msg, msg

@@ -317,6 +317,10 @@ class ConnectGroupManager(NewProtocolGroupManager[ConnectGroup, ConnectGroupMemb
     # ------------------------------------------------------------------ heartbeat
 
     def _validate_heartbeat(self, r: ConnectGroupHeartbeatRequest) -> None:
+        """ConnectGroupHeartbeat validation (the Connect draft, "ConnectGroupHeartbeat API"),
+        with the rules it shares with ConsumerGroupHeartbeat read as Kafka 4.3 ships them:
+        RebalanceTimeoutMs is checked on a join (epoch 0) only, where -1 ("not provided") is
+        refused; a leave (-1, -2) or a steady heartbeat carries whatever the worker sends."""
         def invalid(message: str) -> CoordinatorError:
             return _err(_E.invalid_request, message)
 
@@ -332,15 +336,13 @@ class ConnectGroupManager(NewProtocolGroupManager[ConnectGroup, ConnectGroupMemb
         if epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH and r.instance_id is None:
             raise invalid("InstanceId can't be null when MemberEpoch is -2.")
         if epoch == 0:
-            if r.rebalance_timeout_ms <= 0:
-                raise invalid("RebalanceTimeoutMs must be provided (> 0) in the first request.")
+            if r.rebalance_timeout_ms == -1:
+                raise invalid("RebalanceTimeoutMs must be provided in first request.")
             ct = r.connectors_and_tasks
             if ct is not None and (ct.connectors or ct.tasks):
                 raise invalid("ConnectorsAndTasks must be empty when (re-)joining.")
             if not r.client_assignors and r.server_assignor is None:
                 raise invalid("ClientAssignors must be set in the first request.")
-        elif r.rebalance_timeout_ms == 0 or r.rebalance_timeout_ms < -1:
-            raise invalid("RebalanceTimeoutMs must be larger than zero.")
         if r.server_assignor is not None and r.client_assignors:
             raise invalid("ServerAssignor and ClientAssignors cannot be used together.")
         if r.client_assignors is not None and not r.client_assignors and r.server_assignor is None:

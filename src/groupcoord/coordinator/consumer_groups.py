@@ -293,37 +293,48 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
     # ------------------------------------------------------------------ heartbeat
 
     def _validate_heartbeat(self, r: ConsumerGroupHeartbeatRequest) -> None:
+        """ConsumerGroupHeartbeat "Request Validation" as Kafka 4.3 ships it
+        (``GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid``), in its order
+        and with its messages, then the KIP-848 client-assignor rules Kafka never shipped.
+
+        Where the KIP-848 text is stricter than Kafka, clients are written against Kafka, so we
+        accept what Kafka accepts:
+
+        - RebalanceTimeoutMs is checked on a join (epoch 0) only, and there only -1 ("not
+          provided") is refused. A leave (-1, -2) or a steady heartbeat carries whatever the
+          client sends: @platformatic/kafka leaves with 0. A non-positive value never replaces
+          the member's timeout (``_apply_request``); a member that joined with 0 has no time to
+          revoke, as upstream.
+        - SubscribedTopicNames and SubscribedTopicRegex may both be set (the member subscribes
+          to their union) and a name may be empty (it matches no topic).
+        - MemberId is required from v1 on, and below v1 whenever the epoch is above 0 or -1.
+        """
         # (a null InstanceId or RackId is fine; an empty or blank one is not)
+        epoch = r.member_epoch
+        if (r.version >= 1 or epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH) \
+                and (not r.member_id or not r.member_id.strip()):
+            raise _err(_E.invalid_request, "MemberId can't be empty.")
         if not r.group_id or not r.group_id.strip():
             raise _err(_E.invalid_request, "GroupId can't be empty.")
         if r.instance_id is not None and not r.instance_id.strip():
             raise _err(_E.invalid_request, "InstanceId can't be empty.")
         if r.rack_id is not None and not r.rack_id.strip():
             raise _err(_E.invalid_request, "RackId can't be empty.")
-        epoch = r.member_epoch
-        if epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            raise _err(_E.invalid_request, f"MemberEpoch {epoch} is invalid.")
-        if epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH and r.instance_id is None:
-            raise _err(_E.invalid_request, "InstanceId can't be null when MemberEpoch is -2.")
-        if (epoch != 0 or r.version >= 1) and (not r.member_id or not r.member_id.strip()):
-            raise _err(_E.invalid_request, "MemberId can't be empty.")
         if epoch == 0:
-            if r.rebalance_timeout_ms <= 0:
+            if r.rebalance_timeout_ms == -1:
                 raise _err(_E.invalid_request,
-                           "RebalanceTimeoutMs must be provided (> 0) in the first request.")
+                           "RebalanceTimeoutMs must be provided in first request.")
             if r.topic_partitions is None or len(r.topic_partitions) != 0:
                 raise _err(_E.invalid_request, "TopicPartitions must be empty when (re-)joining.")
             if r.subscribed_topic_names is None and r.subscribed_topic_regex is None:
-                raise _err(_E.invalid_request, "SubscribedTopicNames or SubscribedTopicRegex "
-                                               "must be set in the first request.")
-        elif r.rebalance_timeout_ms == 0 or r.rebalance_timeout_ms < -1:
-            raise _err(_E.invalid_request, "RebalanceTimeoutMs must be larger than zero.")
-        if r.subscribed_topic_names and r.subscribed_topic_regex:
-            raise _err(_E.invalid_request,
-                       "SubscribedTopicNames and SubscribedTopicRegex cannot be used together.")
-        if r.subscribed_topic_names is not None and any(
-                not n or not n.strip() for n in r.subscribed_topic_names):
-            raise _err(_E.invalid_request, "SubscribedTopicNames can't contain empty names.")
+                raise _err(_E.invalid_request, "Either SubscribedTopicNames or "
+                                               "SubscribedTopicRegex must be non-null when "
+                                               "(re-)joining.")
+        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if r.instance_id is None:
+                raise _err(_E.invalid_request, "InstanceId can't be null.")
+        elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            raise _err(_E.invalid_request, "MemberEpoch is invalid.")
         if r.subscribed_topic_regex:
             compile_regex(r.subscribed_topic_regex)
         if r.server_assignor is not None and r.client_assignors:

@@ -67,7 +67,7 @@ from groupcoord.coordinator.records import (
 from groupcoord.coordinator.result import Result
 from groupcoord.coordinator.timers import TimerChange, TimerKey, Timers
 from groupcoord.coordinator.topics import EMPTY_IMAGE, MetadataImage
-from groupcoord.protocol.errors import CoordinatorError, ErrorCode
+from groupcoord.protocol.errors import CoordinatorError, ErrorCode, error_name
 
 log = logging.getLogger(__name__)
 
@@ -173,6 +173,7 @@ class Shard:
         try:
             response = handler(request, now_ms)
         except CoordinatorError as e:
+            _log_refusal(request, e)
             response = self._error_response(request, e)
         except PartitionAssignorError as e:
             log.error("assignor failed: %s", e)
@@ -293,6 +294,7 @@ class Shard:
         return Result(response, self._records, self._timer_changes, self._completions)
 
     def _error_response(self, request: Any, e: CoordinatorError) -> Any:
+        """The request's error response (its registered maker, else the offsets module's)."""
         make = self._error_responses.get(type(request))
         if make is not None:
             return make(request, e)
@@ -421,3 +423,12 @@ def _sorted_offset_keys(offs: Mapping[tuple[str, int], Any]) -> list[tuple[str, 
 
 
 __all__ = ["REBALANCE", "SESSION", "Result", "Shard"]
+
+
+def _log_refusal(request: Any, e: CoordinatorError) -> None:
+    """A refused request, at DEBUG: the group, the member, the API and the error (a refusal is
+    the client's business, not the operator's; DEBUG lets one follow a client that misbehaves)."""
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("[%s] %s from member %r refused: %s (%d) %s",
+                  getattr(request, "group_id", None), type(request).__name__,
+                  getattr(request, "member_id", None), error_name(e.code), e.code, e.message)
