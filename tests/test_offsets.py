@@ -132,11 +132,48 @@ def test_commit_fenced_member_epoch_for_greater_epoch() -> None:
     assert_commit_refused(c, commit_req("g", "A", 2, foo={0: 1}), E.fenced_member_epoch)
 
 
-def test_commit_stale_member_epoch_for_smaller_epoch() -> None:
-    _, c = group_with_member_at_epoch_2()
-    assert_commit_refused(c, commit_req("g", "A", 1, foo={0: 1}), E.stale_member_epoch)
-    # The current epoch works.
+def test_commit_at_an_older_epoch_is_checked_per_partition() -> None:
+    """KIP-1251 (Kafka 4.3): A got foo-0 at epoch 1 and kept it at epoch 2; foo-1 was revoked.
+    A commit at epoch 1 is accepted for foo-0 and STALE_MEMBER_EPOCH for foo-1 (A no longer
+    holds it); at epoch 0 (before A got foo-0) both are stale."""
+    shard, c = group_with_member_at_epoch_2()
+    assert shard.groups["g"].members["A"].member_epoch == 2
+    n = len(c.records)
+    r = c.handle(commit_req("g", "A", 1, foo={0: 7, 1: 8}))
+    assert r.error_code == 0, r.error_message
+    assert codes(r) == {"foo": [(0, 0), (1, E.stale_member_epoch)]}
+    assert [(rec.key.partition, rec.value.offset) for rec in offset_records(c.records[n:])] == [
+        (0, 7)]
+    r = c.handle(commit_req("g", "A", 0, foo={0: 9}))
+    assert codes(r) == {"foo": [(0, E.stale_member_epoch)]}
+    assert fetched(c.handle(OffsetFetchRequest("g"))) == {"foo": {0: 7}}
+    # The current epoch works for what A holds.
     assert c.handle(commit_req("g", "A", 2, foo={0: 1})).error_code == 0
+
+
+def test_partition_assigned_at_a_later_epoch_refuses_an_older_commit() -> None:
+    """B got foo-1 at epoch 2 (once A released it): a commit of B at epoch 1 for foo-1 is
+    STALE_MEMBER_EPOCH (a zombie's commit stays fenced), at epoch 2 it is accepted."""
+    shard, c = group_with_member_at_epoch_2()
+    c.heartbeat("B", 2, owned_tps=[])
+    b = shard.groups["g"].members["B"]
+    assert (b.member_epoch, b.assigned_partitions.get(topic_id("foo"))) == (2, frozenset({1}))
+    r = c.handle(commit_req("g", "B", 1, foo={1: 5}))
+    assert codes(r) == {"foo": [(1, E.stale_member_epoch)]}
+    r = c.handle(commit_req("g", "B", 2, foo={1: 5}))
+    assert codes(r) == {"foo": [(1, 0)]}
+
+
+def test_assignment_epochs_survive_a_rebuild_from_the_log() -> None:
+    """The current-assignment record carries the assignment epochs (KIP-1251's tagged
+    AssignmentEpochs): a shard rebuilt from the records accepts the same older commit."""
+    shard, c = group_with_member_at_epoch_2()
+    rebuilt = Shard(metadata=image(foo=2, bar=1))
+    rebuilt.replay_all(Record.decode(*rec.encode()) for rec in c.records)
+    assert rebuilt.groups["g"].members["A"].assignment_epochs == \
+        shard.groups["g"].members["A"].assignment_epochs == {topic_id("foo"): {0: 1}}
+    r = rebuilt.handle(commit_req("g", "A", 1, foo={0: 7}), 10).response
+    assert codes(r) == {"foo": [(0, 0)]}
 
 
 def test_commit_with_member_epoch_does_not_touch_membership() -> None:
@@ -246,10 +283,21 @@ def test_commit_null_metadata_is_stored_as_empty() -> None:
     assert shard.offsets["g"][("foo", 0)].metadata == ""
 
 
-def test_commit_empty_group_id_is_invalid() -> None:
+def test_commit_with_an_empty_group_id_is_accepted_as_kafka_does() -> None:
+    """Kafka's GroupCoordinatorService accepts OffsetCommit and OffsetFetch for the empty group
+    id ("for backwards compatibility"); only JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+    OffsetDelete and ConsumerGroupDescribe refuse it (INVALID_GROUP_ID)."""
     shard = Shard(metadata=image(foo=1))
     c = Client(shard)
     r = c.handle(commit_req("", foo={0: 1}))
+    assert r.error_code == 0 and codes(r) == {"foo": [(0, 0)]}
+    assert fetched(c.handle(OffsetFetchRequest(""))) == {"foo": {0: 1}}
+
+
+def test_offset_delete_with_an_empty_group_id_is_invalid_group_id() -> None:
+    shard = Shard(metadata=image(foo=1))
+    c = Client(shard)
+    r = c.handle(OffsetDeleteRequest("", (OffsetFetchTopic("foo", (0,)),)))
     assert r.error_code == E.invalid_group_id and r.error_message
     assert c.records == []
 

@@ -42,6 +42,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from groupcoord.coordinator.assignment_epochs import commit_check
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.consumer_group import MemberState
 from groupcoord.coordinator.messages import (
@@ -454,8 +455,10 @@ class ShardMachine(RuleBasedStateMachine):
             expected = _E.unknown_member_id
         elif epoch > member.member_epoch:
             expected = _E.fenced_member_epoch
-        elif epoch < member.member_epoch:
+        elif epoch < member.member_epoch and (epoch < 0 or member.classic is not None):
             expected = _E.stale_member_epoch
+        older = member is not None and 0 <= epoch < member.member_epoch \
+            and member.classic is None
         names = sorted((t.name, p) for t in self.image.by_name.values()
                        for p in range(t.num_partitions + 1))  # one beyond the last: an error
         chosen = sorted({names[k % len(names)] for k in partitions}) if names else [("foo", 0)]
@@ -467,8 +470,25 @@ class ShardMachine(RuleBasedStateMachine):
                          for n, ps in sorted(by_topic.items())),
             generation_id_or_member_epoch=epoch, member_id=member_id)
         before = self.shard.state_digest()
+        held = commit_check(member, epoch) if older else None
         resp, records = self._handle(req)
-        if expected:
+        if held is not None:
+            # I6 under KIP-1251 (Kafka 4.3): an older epoch is checked per partition: accepted
+            # where the member has held the partition since that epoch, else STALE_MEMBER_EPOCH.
+            assert resp.error_code == 0, resp.error_message
+            accepted = 0
+            for t in resp.topics:
+                meta = self.image.by_name.get(t.name)
+                for pr in t.partitions:
+                    if meta is None or pr.partition_index >= meta.num_partitions:
+                        continue
+                    want = 0 if held(meta.topic_id, pr.partition_index) else _E.stale_member_epoch
+                    assert pr.error_code == want, (
+                        f"I6: commit by {member_id!r} at epoch {epoch} for {t.name}-"
+                        f"{pr.partition_index} answered {pr.error_code}, expected {want}")
+                    accepted += pr.error_code == 0
+            assert len(records) == accepted
+        elif expected:
             # I6: a stale or fenced commit is rejected with the spec's error and writes nothing.
             assert resp.error_code == expected, (
                 f"I6: commit by {member_id!r} at epoch {epoch} answered {resp.error_code}, "

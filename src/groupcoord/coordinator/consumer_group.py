@@ -98,6 +98,9 @@ class ConsumerGroupMember:
     partitions_pending_revocation: Assignment = field(default_factory=dict)
     #: Set when the member uses the classic protocol (JoinGroup/SyncGroup/Heartbeat).
     classic: ClassicMemberMetadata | None = None
+    #: KIP-1251: the epoch at which it was given each partition it holds, for the partitions
+    #: where that differs from ``member_epoch`` (``coordinator/assignment_epochs.py``).
+    assignment_epochs: Mapping[UUID, Mapping[int, int]] = field(default_factory=dict)
 
     @property
     def uses_classic_protocol(self) -> bool:
@@ -127,17 +130,22 @@ class ConsumerGroupMember:
 
 _MEMBER_FIELDS = tuple(f.name for f in fields(ConsumerGroupMember))
 _member_values = attrgetter(*_MEMBER_FIELDS)
-_I_EPOCH, _I_PREVIOUS, _I_STATE, _I_ASSIGNED, _I_REVOKING = map(_MEMBER_FIELDS.index, (
-    "member_epoch", "previous_member_epoch", "state", "assigned_partitions",
-    "partitions_pending_revocation"))
+_I_EPOCH, _I_PREVIOUS, _I_STATE, _I_ASSIGNED, _I_REVOKING, _I_EPOCHS = map(
+    _MEMBER_FIELDS.index, ("member_epoch", "previous_member_epoch", "state", "assigned_partitions",
+                           "partitions_pending_revocation", "assignment_epochs"))
 
 
 def with_current_assignment(member: ConsumerGroupMember, member_epoch: int,
                             previous_member_epoch: int, state: MemberState,
-                            assigned: Assignment, revoking: Assignment) -> ConsumerGroupMember:
-    """``dataclasses.replace(member, ...)`` of the five current-assignment fields, in half its
-    time (reconciliation and the replay of current-assignment records build one per change)."""
+                            assigned: Assignment, revoking: Assignment,
+                            assignment_epochs: Mapping[UUID, Mapping[int, int]] | None = None,
+                            ) -> ConsumerGroupMember:
+    """``dataclasses.replace(member, ...)`` of the current-assignment fields, in half its
+    time (reconciliation and the replay of current-assignment records build one per change).
+    ``assignment_epochs`` None keeps the member's."""
     values = list(_member_values(member))
+    if assignment_epochs is not None:
+        values[_I_EPOCHS] = assignment_epochs
     values[_I_EPOCH] = member_epoch
     values[_I_PREVIOUS] = previous_member_epoch
     values[_I_STATE] = state
@@ -150,7 +158,8 @@ def joining(member: ConsumerGroupMember, assigned: Assignment) -> ConsumerGroupM
     """A joining member as it stands for reconciliation: fresh (epoch 0), or inheriting a
     replaced static member's partitions (``assigned``)."""
     return replace(member, member_epoch=0, previous_member_epoch=0, state=MemberState.STABLE,
-                   assigned_partitions=assigned, partitions_pending_revocation={})
+                   assigned_partitions=assigned, partitions_pending_revocation={},
+                   assignment_epochs={})
 
 
 class ConsumerGroup(Group):

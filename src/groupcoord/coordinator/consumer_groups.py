@@ -51,6 +51,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from groupcoord.coordinator.assignment_epochs import carried_epochs
 from groupcoord.coordinator.assignors.base import PartitionAssignor
 from groupcoord.coordinator.classic_group import ClassicGroup
 from groupcoord.coordinator.classic_members import ClassicMembers
@@ -260,7 +261,8 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
             a: ConsumerGroupCurrentMemberAssignmentValue = value  # type: ignore[assignment]
             group.put_member(with_current_assignment(
                 old, a.member_epoch, a.previous_member_epoch, MemberState(a.state),
-                a.assigned_partitions, a.partitions_pending_revocation))
+                a.assigned_partitions, a.partitions_pending_revocation,
+                a.assignment_epochs or {}))
 
     # ------------------------------------------------------------------ timers and lifecycle
 
@@ -489,15 +491,25 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
         return updated
 
     def _current_assignment_record(self, group_id: str, m: ConsumerGroupMember) -> Record:
-        return current_assignment_record(group_id, m.member_id, current_assignment_value(m))
+        value = current_assignment_value(m)
+        if m.classic is None:  # KIP-1251: the epoch at which it got each partition it holds
+            group = self.shard.groups.get(group_id)
+            old = group.members.get(m.member_id) if isinstance(group, ConsumerGroup) else None
+            value.assignment_epochs = carried_epochs(old, m) or None
+        return current_assignment_record(group_id, m.member_id, value)
 
     def _temporary_leave_record(self, group_id: str, member: ConsumerGroupMember) -> Record:
-        return current_assignment_record(
-            group_id, member.member_id, ConsumerGroupCurrentMemberAssignmentValue(
-                # Nothing is pending revocation any more: the member keeps its assigned
-                # partitions, and no rebalance timeout applies to it.
-                LEAVE_GROUP_STATIC_MEMBER_EPOCH, member.member_epoch, int(MemberState.STABLE),
-                member.assigned_partitions, {}))
+        value = ConsumerGroupCurrentMemberAssignmentValue(
+            # Nothing is pending revocation any more: the member keeps its assigned
+            # partitions, and no rebalance timeout applies to it.
+            LEAVE_GROUP_STATIC_MEMBER_EPOCH, member.member_epoch, int(MemberState.STABLE),
+            member.assigned_partitions, {})
+        if member.classic is None:
+            kept = with_current_assignment(member, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                                           member.member_epoch, MemberState.STABLE,
+                                           member.assigned_partitions, {})
+            value.assignment_epochs = carried_epochs(member, kept) or None
+        return current_assignment_record(group_id, member.member_id, value)
 
     # ------------------------------------------------------------------ remove, fence, migrate
 

@@ -6,7 +6,12 @@ recreated topic does not inherit the old topic's offsets. Member checks (invaria
 
 - A commit from a member of a consumer group carries its member epoch in
   GenerationIdOrMemberEpoch: unknown member -> UNKNOWN_MEMBER_ID; an epoch greater than the
-  member's -> FENCED_MEMBER_EPOCH; smaller -> STALE_MEMBER_EPOCH.
+  member's -> FENCED_MEMBER_EPOCH (the KIP-848 text; Kafka answers STALE_MEMBER_EPOCH);
+  smaller -> checked per partition (KIP-1251, Kafka 4.3, ``assignment_epochs.py``): accepted
+  for a partition the member has held since that epoch or earlier, STALE_MEMBER_EPOCH for the
+  others. A member using the classic protocol keeps the exact generation check.
+- The empty group id: OffsetCommit and OffsetFetch accept it as Kafka does ("for backwards
+  compatibility", GroupCoordinatorService); OffsetDelete answers INVALID_GROUP_ID.
 - An admin commit (no member id, epoch -1) is allowed only while the group has no member
   (UNKNOWN_MEMBER_ID otherwise), and creates offsets for a group that does not exist yet.
 - OffsetFetch with a member id (v9, consumer protocol) checks the member and its epoch
@@ -31,9 +36,12 @@ every accepted partition still gets its own record (compaction keeps the newest)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from groupcoord.coordinator.assignment_epochs import commit_check
+from groupcoord.coordinator.consumer_group import ConsumerGroup
 from groupcoord.coordinator.messages import (
     FetchedPartition,
     FetchedTopic,
@@ -129,16 +137,31 @@ def _topic_keys(group_id: str, topic: str) -> dict[int, OffsetCommitKey]:
     return keys
 
 
+def _older_epoch_check(shard: Shard, group_id: str,
+                       r: OffsetCommitRequest) -> Callable[[UUID | None, int], bool] | None:
+    """KIP-1251 (Kafka 4.3): a commit from a member of a consumer group (not using the classic
+    protocol) at an epoch older than its own is checked per partition
+    (``assignment_epochs.commit_check``) instead of refused as a whole; None: the usual checks."""
+    group = shard.groups.get(group_id)
+    if not isinstance(group, ConsumerGroup) or not r.member_id:
+        return None
+    member = group.members.get(r.member_id)
+    epoch = r.generation_id_or_member_epoch
+    if member is None or member.classic is not None or not 0 <= epoch < member.member_epoch:
+        return None
+    return commit_check(member, epoch)
+
+
 def commit(shard: Shard, r: OffsetCommitRequest, now: int) -> OffsetCommitResponse:
     """Validate a commit, then write one offset record per accepted partition. The records are
     appended as one batch (``Shard.append_batch``) after the validation of every partition,
     which is the same state as appending each as it is validated: the validation reads only
     the metadata image and the group, never offsets."""
     gid = r.group_id
-    if not gid:
-        raise CoordinatorError(_E.invalid_group_id, "The group id can't be empty.")
-    _validate_member(shard, gid, r.member_id, r.generation_id_or_member_epoch, True,
-                     r.group_instance_id)
+    check = _older_epoch_check(shard, gid, r)
+    if check is None:
+        _validate_member(shard, gid, r.member_id, r.generation_id_or_member_epoch, True,
+                         r.group_instance_id)
     image = shard.metadata
     expire = now + r.retention_time_ms if r.retention_time_ms > 0 else -1
     topics = []
@@ -166,6 +189,8 @@ def commit(shard: Shard, r: OffsetCommitRequest, now: int) -> OffsetCommitRespon
                     results.append(PartitionResult(index, _E.unknown_topic_or_partition))
                 elif metadata is not None and len(metadata) > MAX_METADATA_SIZE:
                     results.append(PartitionResult(index, _E.offset_metadata_too_large))
+                elif check is not None and not check(topic_id, index):
+                    results.append(PartitionResult(index, _E.stale_member_epoch))
                 else:
                     key = keys.get(index)
                     if key is None:
@@ -222,6 +247,8 @@ def fetch(shard: Shard, r: OffsetFetchRequest, now: int) -> OffsetFetchResponse:
 
 
 def delete(shard: Shard, r: OffsetDeleteRequest, now: int) -> OffsetDeleteResponse:
+    if not r.group_id:
+        raise CoordinatorError(_E.invalid_group_id, "The group id can't be empty.")
     group = shard.groups.get(r.group_id)
     offs = shard.offsets.get(r.group_id)
     if group is None and offs is None:

@@ -257,15 +257,28 @@ class ConsumerGroupCurrentMemberAssignmentValue:
     state: int
     assigned_partitions: Assignment
     partitions_pending_revocation: Assignment
+    #: KIP-1251 (Kafka 4.3's tagged ``AssignmentEpochs``): the partitions whose assignment
+    #: epoch differs from ``member_epoch``; written as a sixth field only when non-empty, so a
+    #: record without it reads (and encodes) as before: every partition at the member epoch.
+    assignment_epochs: Mapping[UUID, Mapping[int, int]] | None = None
 
     def fields(self) -> list[Any]:
-        return [self.member_epoch, self.previous_member_epoch, self.state,
-                encode_assignment(self.assigned_partitions),
-                encode_assignment(self.partitions_pending_revocation)]
+        out = [self.member_epoch, self.previous_member_epoch, self.state,
+               encode_assignment(self.assigned_partitions),
+               encode_assignment(self.partitions_pending_revocation)]
+        if self.assignment_epochs:
+            out.append([[t.bytes, sorted((p, e) for p, e in ps.items())]
+                        for t, ps in sorted(self.assignment_epochs.items(),
+                                            key=lambda kv: kv[0].bytes) if ps])
+        return out
 
     @classmethod
     def from_fields(cls, version: int, f: list[Any]) -> ConsumerGroupCurrentMemberAssignmentValue:
-        return cls(f[0], f[1], f[2], decode_assignment(f[3]), decode_assignment(f[4]))
+        epochs = None
+        if len(f) > 5 and f[5]:
+            epochs = {uuid_from_bytes(bytes(t)): {int(p): int(e) for p, e in ps}
+                      for t, ps in f[5]}
+        return cls(f[0], f[1], f[2], decode_assignment(f[3]), decode_assignment(f[4]), epochs)
 
 
 @dataclass(slots=True)

@@ -41,7 +41,9 @@ and in full (:meth:`ConsumerSimulation.full_check`) at every checkpoint and at t
   a run that ends early once converged ends settled.
 - **I6**: every OffsetCommit is checked against the coordinator's state when it is handled: an
   unknown member must get UNKNOWN_MEMBER_ID, an epoch above the member's FENCED_MEMBER_EPOCH,
-  below it STALE_MEMBER_EPOCH; a commit from a fenced process must never be accepted, and one
+  below it (KIP-1251, Kafka 4.3) per partition: accepted where the member has held the
+  partition since that epoch, STALE_MEMBER_EPOCH elsewhere (a member using the classic
+  protocol: STALE_MEMBER_EPOCH as a whole); a commit from a fenced process must never be accepted, and one
   at the member's current epoch never refused with one of those (per-partition errors such as
   UNKNOWN_TOPIC_ID for a topic deleted meanwhile are not about fencing).
 
@@ -102,6 +104,7 @@ from groupcoord.client.consumer import (
     RebalanceListener,
     TopicIdPartition,
 )
+from groupcoord.coordinator.assignment_epochs import commit_check
 from groupcoord.coordinator.consumer_group import ConsumerGroup
 from groupcoord.coordinator.messages import (
     ConsumerGroupHeartbeatRequest,
@@ -136,6 +139,9 @@ _TARGET_MEMBER = RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER
 _OFFSET = RecordType.OFFSET_COMMIT
 #: The member-level errors of a commit (I6); per-partition ones (a topic deleted meanwhile,
 #: UNKNOWN_TOPIC_ID) are not about fencing.
+#: :meth:`ConsumerSimulation._expected_commit_error`: the answer depends on each partition.
+_PER_PARTITION = -1
+
 _FENCING_CODES = frozenset({int(_E.unknown_member_id), int(_E.fenced_member_epoch),
                             int(_E.stale_member_epoch)})
 _LEFT = (MemberState.UNJOINED, MemberState.UNSUBSCRIBED, MemberState.FATAL)
@@ -654,12 +660,16 @@ class ConsumerSimulation(Simulation):
         codes = None
         if isinstance(req, OffsetCommitRequest):
             expected = self._expected_commit_error(req)
+            older = self._older_commit_expectations(req) if expected == _PER_PARTITION else None
             fenced = msg.gen == p.gen and p.member is not None \
                 and p.member.member_id == req.member_id and self.is_fenced(p)
             res = self._handle(msg)
             self.coordinator_result(res)
             codes = _commit_codes(res.response)
-            self._check_commit(p, req, codes, expected, fenced)
+            if older is not None:
+                self._check_older_commit(p, req, res.response, older, fenced)
+            else:
+                self._check_commit(p, req, codes, expected, fenced)
         else:
             res = self._handle(msg)
             self.coordinator_result(res)
@@ -1082,9 +1092,52 @@ class ConsumerSimulation(Simulation):
             return int(_E.unknown_member_id)
         if req.generation_id_or_member_epoch > m.member_epoch:
             return int(_E.fenced_member_epoch)
+        if 0 <= req.generation_id_or_member_epoch < m.member_epoch and m.classic is None:
+            return _PER_PARTITION  # KIP-1251: :meth:`_check_older_commit`
         if req.generation_id_or_member_epoch != m.member_epoch:
             return int(_E.stale_member_epoch)
         return 0
+
+    def _older_commit_expectations(self, req: OffsetCommitRequest) -> dict[tuple[str, int], int]:
+        """KIP-1251 (Kafka 4.3): what each partition of a commit at an epoch older than the
+        member's must get, from the group as it is before the commit: accepted (0) where the
+        member has held the partition since that epoch or earlier, else STALE_MEMBER_EPOCH.
+        Topics the image does not know are left to the per-partition topic checks."""
+        g = self._group()
+        assert g is not None
+        check = commit_check(g.members[req.member_id], req.generation_id_or_member_epoch)
+        image = self.coord.shard.metadata
+        out: dict[tuple[str, int], int] = {}
+        for t in req.topics:
+            topic = image.by_id.get(t.topic_id) if t.topic_id is not None \
+                else image.by_name.get(t.name)
+            if topic is None:
+                continue
+            for part in t.partitions:
+                if 0 <= part.partition_index < topic.num_partitions:
+                    ok = check(topic.topic_id, part.partition_index)
+                    out[(topic.name, part.partition_index)] = 0 if ok else int(
+                        _E.stale_member_epoch)
+        return out
+
+    def _check_older_commit(self, p: Proc, req: OffsetCommitRequest,
+                            resp: OffsetCommitResponse, expected: dict[tuple[str, int], int],
+                            fenced: bool) -> None:
+        """I6 on a commit at an epoch older than the member's (KIP-1251): each partition gets
+        exactly its expectation, and nothing of a fenced process is accepted."""
+        self.stats["i6_checks"] += 1
+        accepted = False
+        for t in resp.topics:
+            for pr in t.partitions:
+                want = expected.get((t.name, pr.partition_index))
+                if want is not None and pr.error_code != want:
+                    raise Violation("I6", f"a commit from {self._committer(p, req)} got "
+                                          f"{error_name(pr.error_code)} for {t.name}-"
+                                          f"{pr.partition_index}, expected {error_name(want)}")
+                accepted = accepted or pr.error_code == 0
+        if fenced and accepted:
+            raise Violation("I6", f"a commit from fenced {self._committer(p, req)} was accepted")
+        self.stats["commits_accepted" if accepted else "commits_rejected"] += 1
 
     def _check_commit(self, p: Proc, req: OffsetCommitRequest, codes: set[int],
                       expected: int, fenced: bool) -> None:

@@ -1,0 +1,74 @@
+"""KIP-1251 assignment epochs (Kafka 4.3): the epoch at which a member was given each partition it
+holds, and the OffsetCommit check that uses them.
+
+Before KIP-1251 a commit from a member of a consumer group had to carry exactly the member's
+epoch. A heartbeat running beside the application (the KIP-848 clients heartbeat from a
+background thread) may bump the epoch while the member still owns every partition it commits
+for, and the commit failed with STALE_MEMBER_EPOCH for nothing. Kafka 4.3 keeps, per partition,
+the epoch at which the member was assigned it, and accepts a commit whose epoch is older than
+the member's for each partition the member still holds (assigned, or pending revocation) since
+that epoch or earlier: ``assignment epoch <= commit epoch <= member epoch``. A partition that
+moved to the member later, or that it no longer holds, is STALE_MEMBER_EPOCH (a zombie's commit
+stays fenced).
+
+How it is kept: a member's ``assignment_epochs`` holds the partitions whose assignment epoch
+differs from its member epoch (a partition not listed was assigned at the member epoch: what
+upstream assumes for a record written before KIP-1251, the old, stricter rule). The
+current-assignment record carries the same map (``ConsumerGroupCurrentMemberAssignmentValue.
+assignment_epochs``, written only when non-empty, as upstream's tagged ``AssignmentEpochs``),
+so a compacted log restores it. Members using the classic protocol inside a consumer group keep
+the classic generation check (ILLEGAL_GENERATION) and get no assignment epochs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+from uuid import UUID
+
+__all__ = ["PartitionEpochs", "carried_epochs", "commit_check"]
+
+#: topic id -> partition -> the epoch at which the member was assigned the partition.
+PartitionEpochs = Mapping[UUID, Mapping[int, int]]
+
+
+def _epoch_of(member: Any, topic_id: UUID, partition: int) -> int | None:
+    """The assignment epoch of a partition ``member`` holds (None: it does not hold it)."""
+    held = (partition in member.assigned_partitions.get(topic_id, ())
+            or partition in member.partitions_pending_revocation.get(topic_id, ()))
+    if not held:
+        return None
+    epochs = member.assignment_epochs.get(topic_id)
+    if epochs is not None:
+        epoch = epochs.get(partition)
+        if epoch is not None:
+            return int(epoch)
+    return int(member.member_epoch)
+
+
+def carried_epochs(old: Any | None, new: Any) -> dict[UUID, dict[int, int]]:
+    """The assignment epochs of ``new`` (a member's next current assignment): a partition it
+    already held as ``old`` keeps its epoch, any other was assigned at ``new``'s epoch. Only
+    the partitions whose epoch differs from ``new.member_epoch`` are listed."""
+    out: dict[UUID, dict[int, int]] = {}
+    if old is None:
+        return out
+    epoch = new.member_epoch
+    for source in (new.assigned_partitions, new.partitions_pending_revocation):
+        for topic_id, partitions in source.items():
+            for p in partitions:
+                e = _epoch_of(old, topic_id, p)
+                if e is not None and e != epoch:
+                    out.setdefault(topic_id, {})[p] = e
+    return out
+
+
+def commit_check(member: Any, commit_epoch: int) -> Callable[[UUID | None, int], bool]:
+    """KIP-1251's per-partition check of a commit at ``commit_epoch``, older than the member's
+    epoch: whether the member has held the partition since ``commit_epoch`` or earlier."""
+    def check(topic_id: UUID | None, partition: int) -> bool:
+        if topic_id is None:
+            return False
+        e = _epoch_of(member, topic_id, partition)
+        return e is not None and e <= commit_epoch
+    return check
