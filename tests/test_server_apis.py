@@ -280,3 +280,72 @@ def test_fetch_waits_for_data_and_wakes_on_produce(gc_server: ServerProcess) -> 
         assert result and time.monotonic() - t0 < 2.5  # woken by the produce, not the timeout
         assert result[0].responses[0].partitions[0].high_watermark == 1
         assert len(result[0].responses[0].partitions[0].records) > 61
+
+
+def test_kafka_4_3_group_api_versions(gc_server: ServerProcess) -> None:
+    """Kafka 4.3's group surface: OffsetCommit / OffsetFetch v10 name topics by id (an unknown
+    id is UNKNOWN_TOPIC_ID); DescribeGroups v6 answers GROUP_ID_NOT_FOUND (with a message) for
+    a group that does not exist, v5 a Dead group without error; ConsumerGroupDescribe v1 carries
+    the member type (KIP-1099: 1 = consumer protocol); ListGroups v5 answers the group type."""
+    topic, group = _name("v10"), _name("g-v10")
+    with KafkaClient(gc_server.bootstrap) as c:
+        versions = {int(k.api_key): (int(k.min_version), int(k.max_version))
+                    for k in c.call(ApiKey.API_VERSIONS, 3, client_software_name="t",
+                                    client_software_version="1").api_keys}
+        assert versions[ApiKey.OFFSET_COMMIT][1] == 10 and versions[ApiKey.OFFSET_FETCH][1] == 10
+        assert versions[ApiKey.DESCRIBE_GROUPS][1] == 6
+        assert versions[ApiKey.LIST_GROUPS][1] == 5
+        assert versions[ApiKey.CONSUMER_GROUP_DESCRIBE][1] == 1
+        tid = _create(c, topic, 2)
+        unknown = uuid.uuid4()
+        r = c.call(ApiKey.OFFSET_COMMIT, 10, group_id=group, generation_id_or_member_epoch=-1,
+                   member_id="", group_instance_id=None, topics=[
+                       {"topic_id": tid, "partitions": [
+                           {"partition_index": 0, "committed_offset": 11,
+                            "committed_leader_epoch": -1, "committed_metadata": None},
+                           {"partition_index": 5, "committed_offset": 1,
+                            "committed_leader_epoch": -1, "committed_metadata": None}]},
+                       {"topic_id": unknown, "partitions": [
+                           {"partition_index": 0, "committed_offset": 1,
+                            "committed_leader_epoch": -1, "committed_metadata": None}]}])
+        assert [(t.topic_id, [int(p.error_code) for p in t.partitions]) for t in r.topics] == [
+            (tid, [E.none, E.unknown_topic_or_partition]), (unknown, [E.unknown_topic_id])]
+        r = c.call(ApiKey.OFFSET_FETCH, 10, require_stable=False, groups=[
+            {"group_id": group, "member_id": None, "member_epoch": -1,
+             "topics": [{"topic_id": tid, "partition_indexes": [0, 1]},
+                        {"topic_id": unknown, "partition_indexes": [0]}]}])
+        g = r.groups[0]
+        assert g.error_code == E.none
+        assert [(t.topic_id, [(int(p.partition_index), int(p.committed_offset), int(p.error_code))
+                              for p in t.partitions]) for t in g.topics] == [
+            (tid, [(0, 11, 0), (1, -1, 0)]), (unknown, [(0, -1, E.unknown_topic_id)])]
+        r = c.call(ApiKey.OFFSET_FETCH, 10, require_stable=False, groups=[
+            {"group_id": group, "member_id": None, "member_epoch": -1, "topics": None}])
+        assert [(t.topic_id, [int(p.committed_offset) for p in t.partitions])
+                for t in r.groups[0].topics] == [(tid, [11])]
+
+        missing = _name("nobody")
+        d6 = c.call(ApiKey.DESCRIBE_GROUPS, 6, groups=[missing, group],
+                    include_authorized_operations=False)
+        assert (d6.groups[0].error_code, d6.groups[0].group_state) == (E.group_id_not_found, "Dead")
+        assert d6.groups[0].error_message
+        assert (d6.groups[1].error_code, d6.groups[1].group_state) == (E.none, "Empty")
+        d5 = c.call(ApiKey.DESCRIBE_GROUPS, 5, groups=[missing],
+                    include_authorized_operations=False)
+        assert (d5.groups[0].error_code, d5.groups[0].group_state) == (E.none, "Dead")
+
+        member = str(uuid.uuid4())
+        hb = c.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, group_id=group + "-c", member_id=member,
+                    member_epoch=0, rebalance_timeout=30_000, subscribed_topic_names=[topic],
+                    topic_partitions=[])
+        assert hb.error_code == E.none
+        cd = c.call(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, group_ids=[group + "-c"],
+                    include_authorized_operations=False)
+        assert [(m.member_id, int(m.member_type)) for m in cd.groups[0].members] == [(member, 1)]
+        lg = c.call(ApiKey.LIST_GROUPS, 5, states_filter=[], types_filter=["consumer"])
+        assert {g.group_id: g.group_type for g in lg.groups}.get(group + "-c") == "consumer"
+        assert group not in {g.group_id for g in lg.groups}  # offsets only: a classic group
+        leave = c.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, group_id=group + "-c",
+                       member_id=member, member_epoch=-1, rebalance_timeout=0,
+                       topic_partitions=None)
+        assert leave.error_code == E.none  # a leave with RebalanceTimeoutMs 0, as Kafka accepts

@@ -89,7 +89,9 @@ def test_api_versions_advertises_exactly_the_table(gc_server: ServerProcess) -> 
     assert API_VERSIONS[ApiKey.SYNC_GROUP] == (0, 5)
     assert API_VERSIONS[ApiKey.HEARTBEAT] == (0, 4)
     assert API_VERSIONS[ApiKey.LEAVE_GROUP] == (0, 5)
-    assert API_VERSIONS[ApiKey.DESCRIBE_GROUPS] == (0, 5)
+    assert API_VERSIONS[ApiKey.DESCRIBE_GROUPS] == (0, 6)
+    assert API_VERSIONS[ApiKey.OFFSET_COMMIT] == (2, 10)
+    assert API_VERSIONS[ApiKey.OFFSET_FETCH] == (1, 10)
 
 
 def test_api_versions_unsupported_version_answers_v0_with_the_list(gc_server: ServerProcess) -> None:

@@ -15,8 +15,10 @@ Ranges and why (issue #6; NOTES.md "What real clients need from a broker"):
 - Produce 3-12, Fetch 4-16 (topic ids from v13), ListOffsets 1-7: what librdkafka, kafka-python
   and aiokafka use to really consume.
 - ConsumerGroupHeartbeat 0-1 and ConsumerGroupDescribe 0-1 (KIP-848; librdkafka needs v1).
-- OffsetCommit 2-9, OffsetFetch 1-9 (v8+ batched groups, v9 member id/epoch), OffsetDelete 0,
-  ListGroups 0-5, DeleteGroups 0-2.
+- OffsetCommit 2-10, OffsetFetch 1-10 (v8+ batched groups, v9 member id/epoch, v10 topics by
+  id: Kafka 4.1+), OffsetDelete 0, ListGroups 0-5 (v5: group types, KIP-848), DeleteGroups 0-2.
+  These are Kafka 4.3's versions of the group APIs (with JoinGroup 9, SyncGroup 5,
+  DescribeGroups 6, ConsumerGroupHeartbeat 1, ConsumerGroupDescribe 1).
 - DescribeConfigs 1-4 and IncrementalAlterConfigs 0-1 for the GROUP resource (and TOPIC / BROKER
   answered with defaults).
 - CreateTopics 2-7, DeleteTopics 1-6, CreatePartitions 0-3.
@@ -26,7 +28,8 @@ Ranges and why (issue #6; NOTES.md "What real clients need from a broker"):
   from v3), DescribeGroups 0-5. Clients cap themselves below: librdkafka JoinGroup 5 / SyncGroup
   3 / Heartbeat 3 / LeaveGroup 1; kafka-python JoinGroup 7 / SyncGroup 5 / Heartbeat 4 /
   LeaveGroup 5; aiokafka picks among JoinGroup 0/1/2/5, SyncGroup 0/1/3, Heartbeat and
-  LeaveGroup 0/1. DescribeGroups v6 (GROUP_ID_NOT_FOUND with a message) is left out for now.
+  LeaveGroup 0/1. DescribeGroups 0-6 (v6, KIP-1043: GROUP_ID_NOT_FOUND with a message for a
+  group that does not exist or is not a classic group; below v6 such a group is "Dead").
 - InitProducerId 0-5: kafka-python 3 and librdkafka make producers idempotent by default and
   ask for a producer id first. Ids only (epoch 0), no transactions; v6 (KIP-939 two-phase
   commit) is not offered.
@@ -87,14 +90,14 @@ API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.FETCH: (4, 16),
     ApiKey.LIST_OFFSETS: (1, 7),
     ApiKey.METADATA: (0, 13),
-    ApiKey.OFFSET_COMMIT: (2, 9),
-    ApiKey.OFFSET_FETCH: (1, 9),
+    ApiKey.OFFSET_COMMIT: (2, 10),
+    ApiKey.OFFSET_FETCH: (1, 10),
     ApiKey.FIND_COORDINATOR: (0, 6),
     ApiKey.JOIN_GROUP: (0, 9),
     ApiKey.HEARTBEAT: (0, 4),
     ApiKey.LEAVE_GROUP: (0, 5),
     ApiKey.SYNC_GROUP: (0, 5),
-    ApiKey.DESCRIBE_GROUPS: (0, 5),
+    ApiKey.DESCRIBE_GROUPS: (0, 6),
     ApiKey.LIST_GROUPS: (0, 5),
     ApiKey.API_VERSIONS: (0, 3),
     ApiKey.CREATE_TOPICS: (2, 7),

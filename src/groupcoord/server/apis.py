@@ -722,19 +722,21 @@ class KafkaApis:
         retention = getattr(body, "retention_time", None)
         req = m.OffsetCommitRequest(
             group_id=body.group_id,
-            topics=tuple(m.OffsetCommitTopic(t.name, tuple(
+            # v10 (KIP-848's topic ids, Kafka 4.1+) names topics by id only.
+            topics=tuple(m.OffsetCommitTopic(getattr(t, "name", ""), tuple(
                 m.OffsetCommitPartition(int(p.partition_index), int(p.committed_offset),
                                         int(getattr(p, "committed_leader_epoch", -1)),
                                         p.committed_metadata)
-                for p in t.partitions)) for t in body.topics),
+                for p in t.partitions), getattr(t, "topic_id", None)) for t in body.topics),
             generation_id_or_member_epoch=int(body.generation_id_or_member_epoch),
             member_id=body.member_id or "",
             group_instance_id=getattr(body, "group_instance_id", None),
             retention_time_ms=-1 if retention is None else to_ms(retention))
         r: m.OffsetCommitResponse = self.runtime.handle_group(body.group_id, req)
         return self._resp(ctx, throttle_time=0, topics=[
-            {"name": t.name, "partitions": [{"partition_index": p.partition_index,
-                                             "error_code": p.error_code} for p in t.partitions]}
+            {"name": t.name, "topic_id": t.topic_id,
+             "partitions": [{"partition_index": p.partition_index,
+                             "error_code": p.error_code} for p in t.partitions]}
             for t in r.topics])
 
     def _offset_fetch_group(self, group_id: str, topics: Any, member_id: str | None,
@@ -742,7 +744,8 @@ class KafkaApis:
         req = m.OffsetFetchRequest(
             group_id=group_id,
             topics=None if topics is None else tuple(
-                m.OffsetFetchTopic(t.name, tuple(int(p) for p in t.partition_indexes)) for t in topics),
+                m.OffsetFetchTopic(getattr(t, "name", ""), tuple(int(p) for p in t.partition_indexes),
+                                   getattr(t, "topic_id", None)) for t in topics),
             member_id=member_id, member_epoch=member_epoch, require_stable=require_stable)
         r: m.OffsetFetchResponse = self.runtime.handle_group(group_id, req)
         return r
@@ -750,11 +753,11 @@ class KafkaApis:
     @staticmethod
     def _fetched_topics(r: m.OffsetFetchResponse, requested: Any, per_partition_error: bool) -> list[Any]:
         if r.error_code and per_partition_error and requested is not None:
-            return [{"name": t.name, "partitions": [
+            return [{"name": t.name, "topic_id": getattr(t, "topic_id", None), "partitions": [
                 {"partition_index": p, "committed_offset": -1, "committed_leader_epoch": -1,
                  "metadata": "", "error_code": r.error_code} for p in t.partition_indexes]}
                 for t in requested]
-        return [{"name": t.name, "partitions": [
+        return [{"name": t.name, "topic_id": t.topic_id, "partitions": [
             {"partition_index": p.partition_index, "committed_offset": p.committed_offset,
              "committed_leader_epoch": p.committed_leader_epoch, "metadata": p.metadata,
              "error_code": p.error_code} for p in t.partitions]} for t in r.topics]
