@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 import random
 from collections import deque
 from collections.abc import Mapping
@@ -188,6 +189,28 @@ def test_give_up_order_topics_by_id_highest_first() -> None:
     # BAR's id sorts first: A gives up bar-2, bar-1, bar-0 before touching foo.
     assert result["A"] == {FOO: frozenset({0, 1, 2})}
     assert result["B"] == {BAR: frozenset({0, 1, 2})}
+
+
+def test_give_up_the_most_recently_added_first() -> None:
+    """With ``held_since`` (KIP-1251 assignment epochs), a member above its quota gives up the
+    partition it got last: C holds foo-2 and foo-5 since epoch 22, foo-4 since 23 (the KIP-848
+    "Online Migration" case study); a partition of its target it does not hold yet goes first;
+    ties fall back to the highest id."""
+    since = {2: 22, 5: 22, 4: 23}
+    spec = foo_spec(6, {"A": [0, 1, 3], "B": [], "C": [2, 4, 5]})
+    members = dict(spec.members)
+    members["C"] = replace(members["C"], held_since=lambda t, p: since.get(p))
+    result = fresh().assign(GroupSpec(members, spec.topics))
+    assert foo_of(result) == {"A": [0, 1], "B": [3, 4], "C": [2, 5]}
+    # foo-2 not held yet (in C's target only): it goes before foo-4.
+    since = {4: 23, 5: 22}
+    result = fresh().assign(GroupSpec(members, spec.topics))
+    assert foo_of(result) == {"A": [0, 1], "B": [2, 3], "C": [4, 5]}
+    # Every partition held since the same epoch: the highest id, as without epochs.
+    since = {2: 22, 4: 22, 5: 22}
+    result = fresh().assign(GroupSpec(members, spec.topics))
+    assert foo_of(result) == foo_of(fresh().assign(spec)) == {"A": [0, 1], "B": [3, 5],
+                                                                  "C": [2, 4]}
 
 
 def test_handout_order_by_topic_name() -> None:

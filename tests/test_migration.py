@@ -8,12 +8,9 @@ printed tables the step says why:
 - A member that leaves is tombstoned with its target assignment (as upstream's removeMember), so
   after "B leaves" the target no longer lists B although the spec's table still does.
 - The spec's last rebalance revokes the partition most recently added to C (foo-4 of
-  [foo-2, foo-5, foo-4]); the ``uniform`` assignor has no notion of "most recently added" (the
-  target is a set) and gives up the highest ids (its documented rule 3, which the KIP-848 case
-  studies in test_case_studies.py rely on: ``A=[0,1,2]`` + B -> B gets foo-2). So C gives up
-  foo-5 and B ends with [foo-3, foo-5] where the spec has [foo-3, foo-4]; every other property
-  of the step (one partition from each of A and C, revocation before reassignment, the epochs)
-  is the spec's.
+  [foo-2, foo-5, foo-4]): so does the ``uniform`` assignor, which takes from a member above its
+  quota the partitions it got last (KIP-1251 assignment epochs: C holds foo-2 and foo-5 since
+  epoch 22, foo-4 since 23), so B ends with [foo-3, foo-4] and C with [foo-2, foo-5], as printed.
 - A new member's row shows its state after its own heartbeat: B is at epoch 24 waiting for its
   partitions, where the spec prints the intermediate "epoch=0" before reconciliation.
 """
@@ -173,16 +170,16 @@ def test_online_migration_case_study() -> None:
                     "C": (23, ["foo-2", "foo-4", "foo-5"], [])},
     }
 
-    # B rejoins with the new protocol: added, group epoch 24, a new target. (Spec: C revokes
-    # foo-4 and B gets [foo-3, foo-4]; the uniform assignor gives up C's highest id, foo-5.)
+    # B rejoins with the new protocol: added, group epoch 24, a new target: C gives up foo-4,
+    # the partition it got most recently, and B gets [foo-3, foo-4].
     r = heartbeat(h, "B", 0)
     assert (r.error_code, r.member_epoch, partitions(r)) == (0, 24, [])
     assert tables(h.shard) == {
         "group": (24, ["A", "B", "C"]),
-        "target": (24, {"A": ["foo-0", "foo-1"], "B": ["foo-3", "foo-5"],
-                        "C": ["foo-2", "foo-4"]}),
+        "target": (24, {"A": ["foo-0", "foo-1"], "B": ["foo-3", "foo-4"],
+                        "C": ["foo-2", "foo-5"]}),
         "members": {"A": (23, ["foo-0", "foo-1", "foo-3"], []),
-                    "B": (24, [], ["foo-3", "foo-5"]),
+                    "B": (24, [], ["foo-3", "foo-4"]),
                     "C": (23, ["foo-2", "foo-4", "foo-5"], [])},
     }
 
@@ -195,11 +192,11 @@ def test_online_migration_case_study() -> None:
     r = classic_join(h, "C")
     assert (r.error_code, r.generation_id) == (0, 24)
     assert tables(h.shard)["members"] == {"A": (23, ["foo-0", "foo-1", "foo-3"], []),
-                                          "B": (24, [], ["foo-3", "foo-5"]),
-                                          "C": (24, ["foo-2", "foo-4"], [])}
+                                          "B": (24, [], ["foo-3", "foo-4"]),
+                                          "C": (24, ["foo-2", "foo-5"], [])}
 
     # C sends SyncGroup to collect its assignment: Stable.
-    assert synced(h, "C", 24) == [2, 4]
+    assert synced(h, "C", 24) == [2, 5]
     assert h.heartbeat("C", 24).error_code == 0
 
     # A heartbeats, confirms the revocation of foo-3, transitions to epoch 24.
@@ -208,13 +205,13 @@ def test_online_migration_case_study() -> None:
 
     # B heartbeats and gets its assignment.
     r = heartbeat(h, "B", 24, owned_tps=())
-    assert (r.member_epoch, partitions(r)) == (24, [3, 5])
+    assert (r.member_epoch, partitions(r)) == (24, [3, 4])
     assert tables(h.shard) == {
         "group": (24, ["A", "B", "C"]),
-        "target": (24, {"A": ["foo-0", "foo-1"], "B": ["foo-3", "foo-5"],
-                        "C": ["foo-2", "foo-4"]}),
-        "members": {"A": (24, ["foo-0", "foo-1"], []), "B": (24, ["foo-3", "foo-5"], []),
-                    "C": (24, ["foo-2", "foo-4"], [])},
+        "target": (24, {"A": ["foo-0", "foo-1"], "B": ["foo-3", "foo-4"],
+                        "C": ["foo-2", "foo-5"]}),
+        "members": {"A": (24, ["foo-0", "foo-1"], []), "B": (24, ["foo-3", "foo-4"], []),
+                    "C": (24, ["foo-2", "foo-5"], [])},
     }
     assert group.state().value == "Stable"
     # I4: the converted, mixed group is rebuilt from the records alone.

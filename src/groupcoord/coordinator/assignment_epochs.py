@@ -17,7 +17,9 @@ upstream assumes for a record written before KIP-1251, the old, stricter rule). 
 current-assignment record carries the same map (``ConsumerGroupCurrentMemberAssignmentValue.
 assignment_epochs``, written only when non-empty, as upstream's tagged ``AssignmentEpochs``),
 so a compacted log restores it. Members using the classic protocol inside a consumer group keep
-the classic generation check (ILLEGAL_GENERATION) and get no assignment epochs.
+their exact generation check on commits, but their assignment epochs are kept too: the uniform
+assignor takes the most recently added partitions from a member first (``held_since``; the
+KIP-848 "Online Migration" case study).
 """
 
 from __future__ import annotations
@@ -26,13 +28,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from uuid import UUID
 
-__all__ = ["PartitionEpochs", "carried_epochs", "commit_check"]
+__all__ = ["PartitionEpochs", "carried_epochs", "commit_check", "held_since"]
 
 #: topic id -> partition -> the epoch at which the member was assigned the partition.
 PartitionEpochs = Mapping[UUID, Mapping[int, int]]
 
 
-def _epoch_of(member: Any, topic_id: UUID, partition: int) -> int | None:
+def held_since(member: Any, topic_id: UUID, partition: int) -> int | None:
     """The assignment epoch of a partition ``member`` holds (None: it does not hold it)."""
     held = (partition in member.assigned_partitions.get(topic_id, ())
             or partition in member.partitions_pending_revocation.get(topic_id, ()))
@@ -57,7 +59,7 @@ def carried_epochs(old: Any | None, new: Any) -> dict[UUID, dict[int, int]]:
     for source in (new.assigned_partitions, new.partitions_pending_revocation):
         for topic_id, partitions in source.items():
             for p in partitions:
-                e = _epoch_of(old, topic_id, p)
+                e = held_since(old, topic_id, p)
                 if e is not None and e != epoch:
                     out.setdefault(topic_id, {})[p] = e
     return out
@@ -69,6 +71,6 @@ def commit_check(member: Any, commit_epoch: int) -> Callable[[UUID | None, int],
     def check(topic_id: UUID | None, partition: int) -> bool:
         if topic_id is None:
             return False
-        e = _epoch_of(member, topic_id, partition)
+        e = held_since(member, topic_id, partition)
         return e is not None and e <= commit_epoch
     return check

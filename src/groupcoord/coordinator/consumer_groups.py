@@ -492,10 +492,10 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
 
     def _current_assignment_record(self, group_id: str, m: ConsumerGroupMember) -> Record:
         value = current_assignment_value(m)
-        if m.classic is None:  # KIP-1251: the epoch at which it got each partition it holds
-            group = self.shard.groups.get(group_id)
-            old = group.members.get(m.member_id) if isinstance(group, ConsumerGroup) else None
-            value.assignment_epochs = carried_epochs(old, m) or None
+        # KIP-1251: the epoch at which it got each partition it holds
+        group = self.shard.groups.get(group_id)
+        old = group.members.get(m.member_id) if isinstance(group, ConsumerGroup) else None
+        value.assignment_epochs = carried_epochs(old, m) or None
         return current_assignment_record(group_id, m.member_id, value)
 
     def _temporary_leave_record(self, group_id: str, member: ConsumerGroupMember) -> Record:
@@ -504,11 +504,10 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
             # partitions, and no rebalance timeout applies to it.
             LEAVE_GROUP_STATIC_MEMBER_EPOCH, member.member_epoch, int(MemberState.STABLE),
             member.assigned_partitions, {})
-        if member.classic is None:
-            kept = with_current_assignment(member, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-                                           member.member_epoch, MemberState.STABLE,
-                                           member.assigned_partitions, {})
-            value.assignment_epochs = carried_epochs(member, kept) or None
+        kept = with_current_assignment(member, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                                       member.member_epoch, MemberState.STABLE,
+                                       member.assigned_partitions, {})
+        value.assignment_epochs = carried_epochs(member, kept) or None
         return current_assignment_record(group_id, member.member_id, value)
 
     # ------------------------------------------------------------------ remove, fence, migrate

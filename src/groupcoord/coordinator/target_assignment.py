@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from functools import partial
 from uuid import UUID
 
 from groupcoord.coordinator.assignors.base import (
@@ -29,6 +30,7 @@ from groupcoord.coordinator.records import (
     target_member_record,
     target_member_tombstone,
 )
+from groupcoord.coordinator.assignment_epochs import held_since
 from groupcoord.coordinator.subscription import subscribed_topic_ids
 from groupcoord.coordinator.topics import TopicMetadata
 
@@ -56,7 +58,8 @@ def group_spec(
         if ids is None:
             ids = subscribed_topic_ids(m.subscribed_topic_names, m.subscribed_topic_regex, metadata)
             cache[key] = ids
-        specs[mid] = MemberSubscription(mid, ids, targets.get(mid, {}), m.instance_id, m.rack_id)
+        specs[mid] = MemberSubscription(mid, ids, targets.get(mid, {}), m.instance_id, m.rack_id,
+                                        partial(held_since, m))
     topics = {t.topic_id: t for t in metadata.values()}
     return GroupSpec(specs, topics)
 

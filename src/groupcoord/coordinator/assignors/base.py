@@ -13,7 +13,7 @@ partitions has an empty mapping. Topics absent from a member's mapping hold no p
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 from uuid import UUID
@@ -38,6 +38,11 @@ class MemberSubscription:
     assigned_partitions: Assignment = field(default_factory=dict)
     instance_id: str | None = None
     rack_id: str | None = None
+    #: The epoch since which the member holds a partition of its *current* assignment (KIP-1251
+    #: assignment epochs), None for one it does not hold yet; None: not known. An assignor that
+    #: takes partitions from a member takes the most recently added first (the KIP-848 "Online
+    #: Migration" case study: C of [foo-2, foo-5, foo-4] gives up foo-4).
+    held_since: Callable[[UUID, int], int | None] | None = field(default=None, compare=False)
 
 
 @dataclass(slots=True, frozen=True)

@@ -15,8 +15,12 @@ Homogeneous subscriptions (every member subscribes to the same topics), ``P`` pa
 2. Quotas: every member ends with ``q`` or ``q + 1`` partitions. The ``r`` extra slots go first
    to members already holding more than ``q`` partitions (in member-id order), so as many of them
    as possible keep ``q + 1``.
-3. A member above its quota gives partitions up: its topics in topic-id order, within a topic its
-   highest partition ids first. Everything else it holds, it keeps.
+3. A member above its quota gives partitions up: its topics in topic-id order, within a topic the
+   most recently added first (``MemberSubscription.held_since``: partitions of its target it does
+   not hold yet, then those it got at the highest epoch), then the highest partition ids first.
+   Everything else it holds, it keeps. The KIP-848 "Online Migration" case study relies on that
+   order (C holding [foo-2, foo-5] since epoch 22 and foo-4 since 23 gives up foo-4); without
+   epochs (all equal) it is the highest ids, as the other case studies print.
 4. Every partition nobody keeps is handed out in (topic name, topic id, partition) order, each to
    the member holding the fewest partitions at that moment, ties broken by member id.
 
@@ -53,7 +57,7 @@ from __future__ import annotations
 import heapq
 import logging
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import compress, repeat
@@ -244,7 +248,8 @@ class UniformAssignor:
                 current = kept[i]
                 if current is None:
                     current = _by_topic(assigned[i], index)
-                kept[i] = _give_up(current, counts[i] - limit, free)
+                kept[i] = _give_up(current, counts[i] - limit, free,
+                                   members[mids[i]].held_since)
                 counts[i] = limit
 
         # Step 4: hand out the free partitions in (name, id, partition) order.
@@ -488,14 +493,20 @@ def _by_topic(assigned: Assignment, index: _TopicIndex) -> dict[_Topic, frozense
 
 
 def _give_up(
-    current: dict[_Topic, frozenset[int]], excess: int, free: dict[_Topic, set[int]]
+    current: dict[_Topic, frozenset[int]], excess: int, free: dict[_Topic, set[int]],
+    held_since: Callable[[UUID, int], int | None] | None = None,
 ) -> dict[_Topic, frozenset[int]]:
-    """Drop ``excess`` partitions (topics in id order, highest ids first) into ``free``."""
+    """Drop ``excess`` partitions (topics in id order; within a topic the most recently added,
+    then the highest ids, first) into ``free``."""
     remaining: dict[_Topic, frozenset[int]] = {}
     for topic in sorted(current, key=lambda t: t.id_rank):
         ps = current[topic]
         if excess > 0:
-            ordered = sorted(ps)
+            if held_since is None:
+                ordered = sorted(ps)
+            else:
+                tid = topic.topic_id
+                ordered = sorted(ps, key=lambda p: (_recency(held_since(tid, p)), p))
             give = min(excess, len(ordered))
             excess -= give
             cut = len(ordered) - give
@@ -504,6 +515,11 @@ def _give_up(
         if ps:
             remaining[topic] = ps
     return remaining
+
+
+def _recency(since: int | None) -> float:
+    """A partition's place in "most recently added" order (not held yet: the most recent)."""
+    return float("inf") if since is None else since
 
 
 def _drop_duplicates(
