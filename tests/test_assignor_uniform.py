@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import replace
 import random
 from collections import deque
 from collections.abc import Mapping
+from dataclasses import replace
 from uuid import UUID
 
 import pytest

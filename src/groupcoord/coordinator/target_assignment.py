@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from functools import partial
 from uuid import UUID
 
+from groupcoord.coordinator.assignment_epochs import held_since
 from groupcoord.coordinator.assignors.base import (
     GroupSpec,
     MemberSubscription,
@@ -30,7 +31,6 @@ from groupcoord.coordinator.records import (
     target_member_record,
     target_member_tombstone,
 )
-from groupcoord.coordinator.assignment_epochs import held_since
 from groupcoord.coordinator.subscription import subscribed_topic_ids
 from groupcoord.coordinator.topics import TopicMetadata
 
