@@ -1,0 +1,25 @@
+const { Kafka, logLevel } = require('kafkajs')
+;(async () => {
+  const kafka = new Kafka({ clientId: 'x', brokers: ['127.0.0.1:19092'], logLevel: logLevel.ERROR })
+  const admin = kafka.admin(); await admin.connect()
+  const topic = 'k' + Date.now()
+  await admin.createTopics({ topics: [{ topic, numPartitions: 6 }] })
+  const producer = kafka.producer(); await producer.connect()
+  for (let i = 0; i < 60; i++) await producer.send({ topic, messages: [{ key: 'k' + i, value: 'v' + i, partition: i % 6 }] })
+  const groupId = 'g' + topic
+  const c = kafka.consumer({ groupId, sessionTimeout: 10000, heartbeatInterval: 500, maxWaitTimeInMs: 200 })
+  await c.connect(); await c.subscribe({ topic, fromBeginning: true })
+  let n = 0
+  await c.run({ eachMessage: async () => { n++ } })
+  while (n < 60) await new Promise(r => setTimeout(r, 100))
+  console.log('consumed', n)
+  await c.disconnect()
+  console.log(JSON.stringify(await admin.fetchOffsets({ groupId, topics: [topic] })))
+  console.log(JSON.stringify(await admin.describeGroups([groupId])))
+  console.log(JSON.stringify(await admin.listGroups()))
+  await admin.setOffsets({ groupId, topic, partitions: [{ partition: 0, offset: '3' }] })
+  console.log(JSON.stringify(await admin.fetchOffsets({ groupId, topics: [topic] })))
+  await admin.deleteGroups([groupId])
+  try { await admin.deleteGroups([groupId]) } catch (e) { console.log('delete again', e.name, JSON.stringify(e.groups)) }
+  await producer.disconnect(); await admin.disconnect()
+})().catch(e => { console.error('ERR', e); process.exit(1) })
