@@ -211,7 +211,7 @@ class KcatMember:
     def _read_out(self) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
-            p, _, v = line.rstrip("\n").partition(" ")
+            _, _, v = line.rstrip("\n").partition(" ")
             if v:
                 self.values.append(v)
 
