@@ -580,6 +580,9 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
                                  now: int) -> ConsumerGroupDescribeResponse:
         out = []
         for gid in r.group_ids:
+            if not gid:  # as Kafka's GroupCoordinatorService: INVALID_GROUP_ID for that group
+                out.append(DescribedGroup(gid, _E.invalid_group_id, "The group id can't be empty."))
+                continue
             try:
                 group = self._group(gid)
             except CoordinatorError as e:  # a group of another type: an error for that group
