@@ -80,9 +80,10 @@ from groupcoord.protocol.consumer_protocol import (
     decode_subscription,
 )
 from groupcoord.protocol.errors import ErrorCode, error_name
-from groupcoord.sim.consumer import ConsumerSimulation, Proc, _Msg
+from groupcoord.sim.consumer import ConsumerSimulation
 from groupcoord.sim.engine import Violation
 from groupcoord.sim.network import REORDER_SPIKE
+from groupcoord.sim.process import Proc, _Msg
 
 _E = ErrorCode
 _CLASSIC = RecordType.CLASSIC_GROUP_METADATA

@@ -92,8 +92,8 @@ from groupcoord.coordinator.records import ClassicGroupMetadataValue
 from groupcoord.protocol.connect_protocol import ConnectAssignment
 from groupcoord.sim.classic import ClassicConsumerSimulation
 from groupcoord.sim.connect import ConnectSimulation, config_items, show
-from groupcoord.sim.consumer import Proc
 from groupcoord.sim.engine import Violation
+from groupcoord.sim.process import Proc
 
 _STATES = {WorkerState.UNJOINED: MemberState.UNJOINED, WorkerState.JOINING: MemberState.JOINING,
            WorkerState.SYNCING: MemberState.JOINING, WorkerState.STABLE: MemberState.STABLE,
