@@ -59,9 +59,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from groupcoord.coordinator.classic.messages import JoinGroupRequest, JoinGroupResponse
+from groupcoord.coordinator.classic.model import CONSUMER_PROTOCOL_TYPE
 from groupcoord.coordinator.classic_bridge import ClassicBridge
-from groupcoord.coordinator.classic_group import CONSUMER_PROTOCOL_TYPE
-from groupcoord.coordinator.classic_messages import JoinGroupRequest, JoinGroupResponse
 from groupcoord.coordinator.consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,

@@ -48,8 +48,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.coordinator.classic.messages import JoinGroupRequest, JoinGroupResponse
 from groupcoord.coordinator.classic_bridge import ClassicBridge
-from groupcoord.coordinator.classic_messages import JoinGroupRequest, JoinGroupResponse
 from groupcoord.coordinator.connect_group import ConnectGroup, ConnectGroupMember
 from groupcoord.coordinator.connect_migration import (
     CONNECT_PROTOCOL_TYPE,

@@ -63,7 +63,7 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.coordinator.classic_group import ClassicGroup
+from groupcoord.coordinator.classic.model import ClassicGroup
 from groupcoord.coordinator.classic_workers import ClassicWorkers
 from groupcoord.coordinator.client_assignment import (
     AssigningGroup,

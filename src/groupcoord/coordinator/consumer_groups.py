@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from groupcoord.coordinator.assignors.base import PartitionAssignor
-from groupcoord.coordinator.classic_group import ClassicGroup
+from groupcoord.coordinator.classic.model import ClassicGroup
 from groupcoord.coordinator.classic_members import ClassicMembers
 from groupcoord.coordinator.client_assignment import ConsumerClientAssignment
 from groupcoord.coordinator.config import CoordinatorConfig, GroupConfig

@@ -32,8 +32,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
+from groupcoord.coordinator.classic.model import ClassicGroup
 from groupcoord.coordinator.classic_bridge import BridgedMember
-from groupcoord.coordinator.classic_group import ClassicGroup
 from groupcoord.coordinator.client_assignment import check_assignors
 from groupcoord.coordinator.consumer_group import LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberState
 from groupcoord.coordinator.group_migration import MigrationError

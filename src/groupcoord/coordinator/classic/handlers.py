@@ -4,7 +4,7 @@ Kafka's classic group coordinator (upstream ``GroupMetadataManager`` classicGrou
 classicGroupSync / classicGroupHeartbeat / classicGroupLeave and ``ClassicGroup``), with static
 membership (KIP-345) and KIP-814 (the static leader's rejoin answered with SkipAssignment).
 
-How it runs on the shard. The model (``classic_group.py``) has a committed view, changed only by
+How it runs on the shard. The model (``classic/model.py``) has a committed view, changed only by
 replaying :class:`ClassicGroupMetadataValue` records, and a live view (rebalance state machine,
 members mid-rebalance, pending requests) that this manager changes directly, as upstream's
 in-memory ClassicGroup. A record is written when a group is created, when a generation starts
@@ -53,15 +53,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.coordinator.classic_group import (
-    CONSUMER_PROTOCOL_TYPE,
-    ClassicGroup,
-    ClassicGroupMember,
-    ClassicGroupState,
-    Waiter,
-    subscribed_topics,
-)
-from groupcoord.coordinator.classic_messages import (
+from groupcoord.coordinator.classic.messages import (
     DESCRIBE_ERROR_VERSION,
     JOIN_MEMBER_ID_REQUIRED_VERSION,
     JOIN_SKIP_ASSIGNMENT_VERSION,
@@ -82,6 +74,14 @@ from groupcoord.coordinator.classic_messages import (
     LeaveGroupResponse,
     SyncGroupRequest,
     SyncGroupResponse,
+)
+from groupcoord.coordinator.classic.model import (
+    CONSUMER_PROTOCOL_TYPE,
+    ClassicGroup,
+    ClassicGroupMember,
+    ClassicGroupState,
+    Waiter,
+    subscribed_topics,
 )
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.connect_group import ConnectGroup
