@@ -112,7 +112,7 @@ from groupcoord.coordinator.classic.messages import (
     SyncGroupResponse,
 )
 from groupcoord.coordinator.classic.model import CONSUMER_PROTOCOL_TYPE
-from groupcoord.coordinator.subscription import regex_matches
+from groupcoord.coordinator.modern.subscription import regex_matches
 from groupcoord.coordinator.topics import TopicMetadata
 from groupcoord.protocol.consumer_protocol import (
     ConsumerProtocolError,

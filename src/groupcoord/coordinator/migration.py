@@ -53,6 +53,7 @@ from groupcoord.coordinator.group_migration import (
     MigrationError,
     classic_metadata,
 )
+from groupcoord.coordinator.modern.subscription import subscribed_topics
 from groupcoord.coordinator.records import (
     Assignment,
     ClassicGroupMetadataValue,
@@ -67,7 +68,6 @@ from groupcoord.coordinator.records import (
     target_assignment_metadata_record,
     target_member_record,
 )
-from groupcoord.coordinator.subscription import subscribed_topics
 from groupcoord.coordinator.topics import MetadataImage
 from groupcoord.protocol.consumer_protocol import (
     LATEST_VERSION,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.client.consumer import MemberState
-from groupcoord.coordinator.subscription import regex_matches
+from groupcoord.coordinator.modern.subscription import regex_matches
 from groupcoord.sim.consumer_invariants import ConsumerInvariants
 from groupcoord.sim.engine import Violation
 from groupcoord.sim.network import REORDER_SPIKE

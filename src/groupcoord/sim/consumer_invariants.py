@@ -17,8 +17,8 @@ from groupcoord.coordinator.messages import (
     ConsumerGroupHeartbeatResponse,
     OffsetCommitRequest,
 )
+from groupcoord.coordinator.modern.subscription import subscribed_topic_ids
 from groupcoord.coordinator.records import ConsumerGroupCurrentMemberAssignmentValue, Record, RecordType
-from groupcoord.coordinator.subscription import subscribed_topic_ids
 from groupcoord.protocol.errors import ErrorCode, error_name
 from groupcoord.sim.engine import Simulation, Violation
 from groupcoord.sim.process import Proc

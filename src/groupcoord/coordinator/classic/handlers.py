@@ -36,7 +36,7 @@ Choices where upstream's behaviour is unspecified or does not map one to one:
 - Generated member ids are ``{group.instance.id or client.id}-{shard.new_member_id()}``.
 - Online migration (issue #4): JoinGroup, SyncGroup, Heartbeat and LeaveGroup for a non-empty
   consumer (KIP-848) group are handed to ``classic_members.py`` (on the translation shared with
-  connect groups, ``classic_bridge.py``), which translates them to the new protocol (the member
+  connect groups, ``modern/classic_bridge.py``), which translates them to the new protocol (the member
   joins the consumer group). An *empty* consumer group is converted, as upstream does: its
   records are tombstoned and a classic group is created. The conversions of non-empty groups
   (``migration.py``) use :meth:`ClassicGroupManager.release_for_upgrade` and
@@ -99,7 +99,7 @@ from groupcoord.coordinator.timers import TimerKey
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.coordinator.classic_bridge import ClassicBridge
+    from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
     from groupcoord.coordinator.shard import Shard
 
 log = logging.getLogger(__name__)
@@ -715,7 +715,7 @@ class ClassicGroupManager:
 
     def _bridge(self, group: Group | None) -> ClassicBridge[Any, Any] | None:
         """The translation of classic requests for the members of a new-protocol group (issue
-        #4: ``classic_bridge.py``), or None for a group of another type (or none)."""
+        #4: ``modern/classic_bridge.py``), or None for a group of another type (or none)."""
         if isinstance(group, ConsumerGroup):
             return self.shard.consumer.classic_bridge
         if isinstance(group, ConnectGroup):
@@ -737,7 +737,7 @@ class ClassicGroupManager:
     def _refuse_foreign_member(self, group: Group, member_id: str,
                                instance_id: str | None) -> None:
         """A classic request for a group of a type without classic members (consumer groups
-        are handled by ``classic_bridge.py`` before this)."""
+        are handled by ``modern/classic_bridge.py`` before this)."""
         raise CoordinatorError(_E.unknown_member_id,
                                f"Group {group.group_id} is a {group.group_type} group: member "
                                f"{member_id} does not use the classic protocol.")
