@@ -18,7 +18,6 @@ from groupcoord.coordinator.connect_messages import (
     ConnectGroupPrepareAssignmentRequest,
     ConnectInstalledMember,
 )
-from groupcoord.coordinator.consumer_group import ConsumerGroup
 from groupcoord.coordinator.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupInstallAssignmentRequest,
@@ -32,6 +31,7 @@ from groupcoord.coordinator.modern.client_assignment import (
     choose_assignor,
     qualifying_members,
 )
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.records import ClientAssignor
 from groupcoord.coordinator.shard import Shard
 from groupcoord.protocol.errors import INVALID_ASSIGNMENT, CoordinatorError, ErrorCode

@@ -39,7 +39,6 @@ from groupcoord.coordinator.connect_messages import (
     ConnectorsAndTasks,
     ConnectorTaskId,
 )
-from groupcoord.coordinator.consumer_group import MemberState
 from groupcoord.coordinator.messages import (
     DeleteGroupsRequest,
     ListGroupsRequest,
@@ -47,6 +46,7 @@ from groupcoord.coordinator.messages import (
     OffsetCommitRequest,
     OffsetCommitTopic,
 )
+from groupcoord.coordinator.modern.consumer.model import MemberState
 from groupcoord.coordinator.records import (
     VALUE_TYPES,
     ClientAssignor,

@@ -29,13 +29,13 @@ from groupcoord.client.assignors import (
 )
 from groupcoord.client.consumer import ConsumerMember, MemberState
 from groupcoord.coordinator import assignors as server
-from groupcoord.coordinator.consumer_group import ConsumerGroup
 from groupcoord.coordinator.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupInstallAssignmentRequest,
     ConsumerGroupPrepareAssignmentRequest,
 )
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.shard import Shard
 from groupcoord.protocol.errors import INVALID_ASSIGNMENT
 

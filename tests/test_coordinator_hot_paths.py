@@ -20,12 +20,6 @@ from hypothesis import strategies as st
 
 from groupcoord.coordinator.assignors.base import GroupSpec, MemberSubscription
 from groupcoord.coordinator.assignors.uniform import UniformAssignor
-from groupcoord.coordinator.consumer_group import (
-    ConsumerGroup,
-    ConsumerGroupMember,
-    MemberState,
-    with_current_assignment,
-)
 from groupcoord.coordinator.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -36,6 +30,12 @@ from groupcoord.coordinator.messages import (
     PartitionResult,
     TopicPartitions,
     TopicResult,
+)
+from groupcoord.coordinator.modern.consumer.model import (
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    with_current_assignment,
 )
 from groupcoord.coordinator.offsets import MAX_METADATA_SIZE, replay_commit
 from groupcoord.coordinator.records import (

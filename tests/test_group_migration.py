@@ -16,7 +16,6 @@ from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupMembe
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.connect_group import ConnectGroup, ConnectGroupMember
 from groupcoord.coordinator.connect_migration import CONNECT_MIGRATION
-from groupcoord.coordinator.consumer_group import ConsumerGroup, ConsumerGroupMember
 from groupcoord.coordinator.group_migration import (
     MigrationError,
     MigrationKind,
@@ -26,6 +25,7 @@ from groupcoord.coordinator.group_migration import (
     upgrade_refusal,
 )
 from groupcoord.coordinator.migration import CONSUMER_MIGRATION
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, ConsumerGroupMember
 from groupcoord.coordinator.records import ClassicMemberMetadata
 
 POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")

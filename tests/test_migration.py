@@ -30,8 +30,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from groupcoord.coordinator.classic.messages import JoinGroupProtocol
 from groupcoord.coordinator.classic.model import ClassicGroup
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.consumer_group import ConsumerGroup, MemberState
 from groupcoord.coordinator.messages import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, MemberState
 from groupcoord.coordinator.records import (
     ClassicGroupMemberMetadata,
     ClassicGroupMetadataValue,

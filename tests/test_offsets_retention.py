@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.connect_messages import ConnectGroupHeartbeatRequest
-from groupcoord.coordinator.consumer_group import ConsumerGroup
 from groupcoord.coordinator.messages import (
     AlterGroupConfigOp,
     AlterGroupConfigsRequest,
@@ -21,6 +20,7 @@ from groupcoord.coordinator.messages import (
     OffsetCommitTopic,
     OffsetFetchRequest,
 )
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.offsets_retention import CHECK_TIMER
 from groupcoord.coordinator.records import RecordType
 

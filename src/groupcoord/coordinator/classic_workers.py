@@ -5,7 +5,7 @@ use the classic protocol keep sending JoinGroup, SyncGroup, Heartbeat and LeaveG
 ``connect``); the coordinator translates each to the new protocol and reconciles every worker on
 its own, "relying on the new engine to do the synchronization between them", and "has to trigger
 [a rebalance] when needed by returning the REBALANCE_IN_PROGRESS error in the heartbeat response".
-The same translation as the consumer's (``classic_members.py``), for connectors and tasks:
+The same translation as the consumer's (``modern/consumer/classic_members.py``), for connectors and tasks:
 
 - **JoinGroup** updates the worker (url and config offset from the Connect worker metadata of its
   first - most preferred - protocol, the classic session timeout and protocols, the rebalance
@@ -57,9 +57,9 @@ from groupcoord.coordinator.connect_migration import (
     member_metadata_value,
     owned_items,
 )
-from groupcoord.coordinator.consumer_group import MemberState
 from groupcoord.coordinator.migration import classic_metadata
 from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
+from groupcoord.coordinator.modern.consumer.model import MemberState
 from groupcoord.coordinator.records import connect_member_metadata_record
 from groupcoord.protocol.connect_protocol import (
     ConnectProtocolError,

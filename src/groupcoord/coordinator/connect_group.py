@@ -26,8 +26,8 @@ from groupcoord.coordinator.connect_messages import (
     ConnectorsAndTasks,
     ConnectorTaskId,
 )
-from groupcoord.coordinator.consumer_group import GroupState, MemberState
 from groupcoord.coordinator.group import Group, check_member_epoch_offset_request
+from groupcoord.coordinator.modern.consumer.model import GroupState, MemberState
 from groupcoord.coordinator.records import ClassicMemberMetadata, ClientAssignor, ConnectAssignment
 
 EMPTY: ConnectAssignment = {}

@@ -105,11 +105,6 @@ from groupcoord.coordinator.connect_migration import (
     protocol_version,
     upgrade_refusal,
 )
-from groupcoord.coordinator.consumer_group import (
-    LEAVE_GROUP_MEMBER_EPOCH,
-    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-    MemberState,
-)
 from groupcoord.coordinator.group_migration import MigrationError
 from groupcoord.coordinator.modern.client_assignment import (
     AssigningGroup,
@@ -120,6 +115,11 @@ from groupcoord.coordinator.modern.client_assignment import (
     group_assignor,
     successor,
     validate_install,
+)
+from groupcoord.coordinator.modern.consumer.model import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    MemberState,
 )
 from groupcoord.coordinator.modern.group_manager import NewProtocolGroupManager
 from groupcoord.coordinator.modern.reconciliation import owns_any_items, reconcile_items

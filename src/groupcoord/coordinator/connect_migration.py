@@ -63,8 +63,8 @@ from groupcoord.coordinator.connect_group import (
     assignment_of,
     to_wire,
 )
-from groupcoord.coordinator.consumer_group import MemberState
 from groupcoord.coordinator.group_migration import MigrationError, classic_metadata
+from groupcoord.coordinator.modern.consumer.model import MemberState
 from groupcoord.coordinator.records import (
     ClassicGroupMetadataValue,
     ConnectAssignment,

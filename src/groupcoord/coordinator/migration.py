@@ -11,7 +11,7 @@ delete an empty group of the other type).
 The policy checks and the classic group value are the shared rules of ``group_migration.py``
 (connect groups use them too), with :data:`CONSUMER_MIGRATION`. This module is pure: it turns one
 group into the records (or the record value) of the other type and says whether a conversion is
-allowed. The managers (``consumer_groups.py``, ``classic/handlers.py``) append them, move timers
+allowed. The managers (``modern/consumer/handlers.py``, ``classic/handlers.py``) append them, move timers
 and answer pending requests.
 
 Upgrade (classic -> consumer), as upstream's ``ConsumerGroup.fromClassicGroup``: every member of
@@ -32,7 +32,7 @@ assignment; the current one never gives a partition to two members while a recon
 under way). The caller then starts a classic rebalance.
 
 A classic static member replacing the last new-protocol static member also downgrades
-(``classic_members.py``; ``leaving`` is then empty: the joiner already took the replaced
+(``modern/consumer/classic_members.py``; ``leaving`` is then empty: the joiner already took the replaced
 member's place). Not implemented: custom client-side assignors during a migration (the spec's
 version ``-1`` of the assignor metadata).
 """
@@ -46,13 +46,13 @@ from groupcoord.coordinator import group_migration as gm
 from groupcoord.coordinator.classic.messages import JoinGroupProtocol
 from groupcoord.coordinator.classic.model import CONSUMER_PROTOCOL_TYPE, ClassicGroup
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
 from groupcoord.coordinator.group_migration import (
     DOWNGRADE_POLICIES,
     UPGRADE_POLICIES,
     MigrationError,
     classic_metadata,
 )
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, ConsumerGroupMember, MemberState
 from groupcoord.coordinator.modern.subscription import subscribed_topics
 from groupcoord.coordinator.records import (
     Assignment,

@@ -34,8 +34,6 @@ from groupcoord.coordinator.config import (
 )
 from groupcoord.coordinator.connect_group import ConnectGroup
 from groupcoord.coordinator.connect_groups import ConnectGroupManager
-from groupcoord.coordinator.consumer_group import ConsumerGroup
-from groupcoord.coordinator.consumer_groups import REBALANCE, SESSION, ConsumerGroupManager
 from groupcoord.coordinator.group import Group
 from groupcoord.coordinator.ids import MemberIdSource, counter_member_ids
 from groupcoord.coordinator.messages import (
@@ -56,6 +54,8 @@ from groupcoord.coordinator.messages import (
     OffsetDeleteRequest,
     OffsetFetchRequest,
 )
+from groupcoord.coordinator.modern.consumer.handlers import REBALANCE, SESSION, ConsumerGroupManager
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.offsets_retention import OffsetsRetention
 from groupcoord.coordinator.records import (
     OffsetCommitKey,

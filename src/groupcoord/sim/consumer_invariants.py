@@ -11,12 +11,12 @@ from typing import Any
 from uuid import UUID
 
 from groupcoord.client.consumer import Partitions, TopicIdPartition
-from groupcoord.coordinator.consumer_group import ConsumerGroup
 from groupcoord.coordinator.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     OffsetCommitRequest,
 )
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.modern.subscription import subscribed_topic_ids
 from groupcoord.coordinator.records import ConsumerGroupCurrentMemberAssignmentValue, Record, RecordType
 from groupcoord.protocol.errors import ErrorCode, error_name

@@ -35,15 +35,15 @@ Choices where upstream's behaviour is unspecified or does not map one to one:
   subscribe to (see :meth:`ClassicGroupManager._topics_changed`).
 - Generated member ids are ``{group.instance.id or client.id}-{shard.new_member_id()}``.
 - Online migration (issue #4): JoinGroup, SyncGroup, Heartbeat and LeaveGroup for a non-empty
-  consumer (KIP-848) group are handed to ``classic_members.py`` (on the translation shared with
-  connect groups, ``modern/classic_bridge.py``), which translates them to the new protocol (the member
-  joins the consumer group). An *empty* consumer group is converted, as upstream does: its
-  records are tombstoned and a classic group is created. The conversions of non-empty groups
-  (``migration.py``) use :meth:`ClassicGroupManager.release_for_upgrade` and
+  consumer (KIP-848) group are handed to ``modern/consumer/classic_members.py`` (on the translation
+  shared with connect groups, ``modern/classic_bridge.py``), which translates them to the new
+  protocol (the member joins the consumer group). An *empty* consumer group is converted, as
+  upstream does: its records are tombstoned and a classic group is created. The conversions of
+  non-empty groups (``migration.py``) use :meth:`ClassicGroupManager.release_for_upgrade` and
   :meth:`ClassicGroupManager.adopt_downgraded`. The same for a non-empty connect group: classic
   Connect workers are handed to ``classic_workers.py`` (``connect_migration.py`` converts the
-  groups). Groups of any other type answer
-  INCONSISTENT_GROUP_PROTOCOL to JoinGroup and UNKNOWN_MEMBER_ID to the others.
+  groups). Groups of any other type answer INCONSISTENT_GROUP_PROTOCOL to JoinGroup and
+  UNKNOWN_MEMBER_ID to the others.
 """
 
 from __future__ import annotations
@@ -85,8 +85,8 @@ from groupcoord.coordinator.classic.model import (
 )
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.connect_group import ConnectGroup
-from groupcoord.coordinator.consumer_group import ConsumerGroup
 from groupcoord.coordinator.group import Group
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.records import (
     ClassicGroupMetadataValue,
     Record,

@@ -21,7 +21,7 @@ holds what the translation is for both: :class:`ClassicBridge` with
   REBALANCE_IN_PROGRESS when the member is behind, must revoke, or waits on items nobody holds)
   and LeaveGroup (named members fenced at once, in member id order).
 
-What differs stays with each group type (``classic_members.py`` for consumer groups,
+What differs stays with each group type (``modern/consumer/classic_members.py`` for consumer groups,
 ``classic_workers.py`` for connect groups): how JoinGroup metadata becomes a member and is
 reconciled, the assignment bytes of SyncGroup, which epoch a member must reach before it stops
 being asked to rejoin (the group epoch, or the epoch of an installed target), how a heartbeat
@@ -46,7 +46,7 @@ from groupcoord.coordinator.classic.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from groupcoord.coordinator.consumer_group import MemberState
+from groupcoord.coordinator.modern.consumer.model import MemberState
 from groupcoord.coordinator.records import ClassicMemberMetadata
 from groupcoord.coordinator.timers import TimerKey
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode

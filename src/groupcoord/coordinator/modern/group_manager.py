@@ -19,7 +19,7 @@ that machinery once, for one group type of one shard:
   it must revoke; fencing it when it fires), the session timeout, and the load duties (timers
   armed again, a pending target asked for).
 
-Each group type (``consumer_groups.py``, ``connect_groups.py``) supplies its records, its model,
+Each group type (``modern/consumer/handlers.py``, ``connect_groups.py``) supplies its records, its model,
 its request validation and what differs in the flow: how the request updates a member and what
 change bumps the group epoch, who computes the target (a server assignor at once, or a chosen
 member through Prepare/Install), what a response carries, and its words in errors and logs. Not
@@ -33,10 +33,10 @@ import logging
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from groupcoord.coordinator.classic.model import ClassicGroup
-from groupcoord.coordinator.consumer_group import LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberState
 from groupcoord.coordinator.group_migration import MigrationError
 from groupcoord.coordinator.modern.classic_bridge import BridgedMember
 from groupcoord.coordinator.modern.client_assignment import check_assignors
+from groupcoord.coordinator.modern.consumer.model import LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberState
 from groupcoord.coordinator.modern.membership import Resolved, resolve_member
 from groupcoord.coordinator.records import ClassicGroupMetadataValue, Record, RecordType
 from groupcoord.coordinator.timers import TimerKey

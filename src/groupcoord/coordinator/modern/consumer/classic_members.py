@@ -61,12 +61,6 @@ from uuid import UUID
 
 from groupcoord.coordinator.classic.messages import JoinGroupRequest, JoinGroupResponse
 from groupcoord.coordinator.classic.model import CONSUMER_PROTOCOL_TYPE
-from groupcoord.coordinator.consumer_group import (
-    ConsumerGroup,
-    ConsumerGroupMember,
-    MemberState,
-    joining,
-)
 from groupcoord.coordinator.messages import TopicPartitions
 from groupcoord.coordinator.migration import (
     MigrationError,
@@ -79,6 +73,12 @@ from groupcoord.coordinator.migration import (
     names_to_ids,
 )
 from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
+from groupcoord.coordinator.modern.consumer.model import (
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    joining,
+)
 from groupcoord.coordinator.records import (
     current_assignment_record,
     member_metadata_record,
@@ -92,7 +92,7 @@ from groupcoord.protocol.consumer_protocol import (
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.coordinator.consumer_groups import ConsumerGroupManager
+    from groupcoord.coordinator.modern.consumer.handlers import ConsumerGroupManager
 
 log = logging.getLogger(__name__)
 

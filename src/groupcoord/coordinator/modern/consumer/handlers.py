@@ -26,8 +26,8 @@ spec's diff text leaves two readings:
   client assignors gets its target from a chosen member (PrepareAssignment / InstallAssignment),
   not from a server assignor; a change of a member's client assignors (list, ranges, reason,
   version or metadata) bumps the group epoch.
-- Online migration (issue #4, ``migration.py``, ``classic_members.py``): a heartbeat at epoch 0
-  for a non-empty classic group of protocol type ``consumer`` converts it when
+- Online migration (issue #4, ``migration.py``, ``modern/consumer/classic_members.py``): a
+  heartbeat at epoch 0 for a non-empty classic group of protocol type ``consumer`` converts it when
   ``group.consumer.migration.policy`` allows the upgrade (else GROUP_ID_NOT_FOUND, as before);
   the conversion is written even if the joining member is then refused (e.g.
   GROUP_MAX_SIZE_REACHED): the group keeps working with its classic members. A static member
@@ -53,17 +53,7 @@ from uuid import UUID
 
 from groupcoord.coordinator.assignors.base import PartitionAssignor
 from groupcoord.coordinator.classic.model import ClassicGroup
-from groupcoord.coordinator.classic_members import ClassicMembers
 from groupcoord.coordinator.config import CoordinatorConfig, GroupConfig
-from groupcoord.coordinator.consumer_group import (
-    LEAVE_GROUP_MEMBER_EPOCH,
-    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-    ConsumerGroup,
-    ConsumerGroupMember,
-    MemberState,
-    joining,
-    with_current_assignment,
-)
 from groupcoord.coordinator.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -86,6 +76,16 @@ from groupcoord.coordinator.migration import (
     upgrade_refusal,
 )
 from groupcoord.coordinator.modern.client_assignment import ConsumerClientAssignment
+from groupcoord.coordinator.modern.consumer.classic_members import ClassicMembers
+from groupcoord.coordinator.modern.consumer.model import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    joining,
+    with_current_assignment,
+)
 from groupcoord.coordinator.modern.group_manager import NewProtocolGroupManager
 from groupcoord.coordinator.modern.reconciliation import reconcile
 from groupcoord.coordinator.modern.subscription import compile_regex, subscribed_topics
