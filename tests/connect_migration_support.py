@@ -22,7 +22,7 @@ from groupcoord.client.connect.worker import ConnectWorker
 from groupcoord.client.consumer import MemberState
 from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupState
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.connect_group import ConnectGroup, assignment_of
+from groupcoord.coordinator.modern.connect.model import ConnectGroup, assignment_of
 from groupcoord.coordinator.modern.consumer.model import GroupState
 
 from .classic_connect_support import ConfigReader, ConfigTopic, RecordingListener

@@ -11,13 +11,6 @@ from typing import Any
 
 import pytest
 
-from groupcoord.coordinator.connect_group import ConnectGroupMember
-from groupcoord.coordinator.connect_messages import (
-    ConnectGroupDescribeRequest,
-    ConnectGroupInstallAssignmentRequest,
-    ConnectGroupPrepareAssignmentRequest,
-    ConnectInstalledMember,
-)
 from groupcoord.coordinator.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupInstallAssignmentRequest,
@@ -31,6 +24,13 @@ from groupcoord.coordinator.modern.client_assignment import (
     choose_assignor,
     qualifying_members,
 )
+from groupcoord.coordinator.modern.connect.messages import (
+    ConnectGroupDescribeRequest,
+    ConnectGroupInstallAssignmentRequest,
+    ConnectGroupPrepareAssignmentRequest,
+    ConnectInstalledMember,
+)
+from groupcoord.coordinator.modern.connect.model import ConnectGroupMember
 from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.records import ClientAssignor
 from groupcoord.coordinator.shard import Shard

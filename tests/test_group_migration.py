@@ -14,7 +14,6 @@ import pytest
 from groupcoord.coordinator.classic.messages import JoinGroupProtocol
 from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupMember
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.connect_group import ConnectGroup, ConnectGroupMember
 from groupcoord.coordinator.connect_migration import CONNECT_MIGRATION
 from groupcoord.coordinator.group_migration import (
     MigrationError,
@@ -25,6 +24,7 @@ from groupcoord.coordinator.group_migration import (
     upgrade_refusal,
 )
 from groupcoord.coordinator.migration import CONSUMER_MIGRATION
+from groupcoord.coordinator.modern.connect.model import ConnectGroup, ConnectGroupMember
 from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, ConsumerGroupMember
 from groupcoord.coordinator.records import ClassicMemberMetadata
 

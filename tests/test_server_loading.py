@@ -18,10 +18,6 @@ from collections.abc import Iterator, Sequence
 import pytest
 
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.connect_messages import (
-    ConnectGroupHeartbeatRequest,
-    ConnectGroupHeartbeatResponse,
-)
 from groupcoord.coordinator.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
@@ -29,6 +25,10 @@ from groupcoord.coordinator.messages import (
     OffsetCommitRequest,
     OffsetCommitTopic,
     OffsetFetchRequest,
+)
+from groupcoord.coordinator.modern.connect.messages import (
+    ConnectGroupHeartbeatRequest,
+    ConnectGroupHeartbeatResponse,
 )
 from groupcoord.coordinator.records import OffsetCommitValue, offset_commit_record
 from groupcoord.coordinator.topics import MetadataImage, TopicMetadata

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from groupcoord.cli import main
-from groupcoord.coordinator.connect_group import ConnectGroup, ConnectGroupMember
+from groupcoord.coordinator.modern.connect.model import ConnectGroup, ConnectGroupMember
 from groupcoord.coordinator.modern.reconciliation import owns_any_items, reconcile_items
 from groupcoord.coordinator.shard import Shard
 from groupcoord.sim.protocols import PROTOCOLS, resolve_protocol

@@ -5,14 +5,14 @@ The Connect draft's "Migration To the New Protocol" (``000_31a92c0cab36e993.txt`
 protocol type ``connect``, the group is converted to a ``connect`` group whose epoch starts at the
 classic generation; when the last new-protocol worker leaves, it switches back. The classic
 workers keep working inside the connect group: their JoinGroup, SyncGroup and Heartbeat are
-translated (``classic_workers.py``). ``group.connect.migration.policy`` (ours, after
+translated (``modern/connect/classic_workers.py``). ``group.connect.migration.policy`` (ours, after
 ``group.consumer.migration.policy``: bidirectional, upgrade, downgrade, disabled) allows either
 direction; empty groups always convert (the managers delete an empty group of the other type).
 
 This module is pure: it turns one group into the records (or the record value) of the other type,
 builds the Connect assignment bytes a classic worker receives, and says whether a conversion is
 allowed (the policy checks and the classic group value are the shared rules of
-``group_migration.py``, with :data:`CONNECT_MIGRATION`). ``connect_groups.py`` appends the
+``group_migration.py``, with :data:`CONNECT_MIGRATION`). ``modern/connect/handlers.py`` appends the
 records, moves timers and answers pending requests.
 
 Upgrade (classic -> connect), after the consumer migration (``migration.py``): every member of the
@@ -57,13 +57,13 @@ from dataclasses import dataclass
 from groupcoord.coordinator import group_migration as gm
 from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupMember
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.connect_group import (
+from groupcoord.coordinator.group_migration import MigrationError, classic_metadata
+from groupcoord.coordinator.modern.connect.model import (
     ConnectGroup,
     ConnectGroupMember,
     assignment_of,
     to_wire,
 )
-from groupcoord.coordinator.group_migration import MigrationError, classic_metadata
 from groupcoord.coordinator.modern.consumer.model import MemberState
 from groupcoord.coordinator.records import (
     ClassicGroupMetadataValue,

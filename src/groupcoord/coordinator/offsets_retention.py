@@ -46,8 +46,8 @@ from groupcoord.coordinator.classic.model import (
     ClassicGroup,
     ClassicGroupState,
 )
-from groupcoord.coordinator.connect_group import ConnectGroup
 from groupcoord.coordinator.group import Group
+from groupcoord.coordinator.modern.connect.model import ConnectGroup
 from groupcoord.coordinator.records import OffsetCommitValue, offset_commit_record
 from groupcoord.coordinator.timers import TimerKey
 

@@ -32,8 +32,6 @@ from groupcoord.coordinator.config import (
     effective_group_config,
     validate_group_configs,
 )
-from groupcoord.coordinator.connect_group import ConnectGroup
-from groupcoord.coordinator.connect_groups import ConnectGroupManager
 from groupcoord.coordinator.group import Group
 from groupcoord.coordinator.ids import MemberIdSource, counter_member_ids
 from groupcoord.coordinator.messages import (
@@ -54,6 +52,8 @@ from groupcoord.coordinator.messages import (
     OffsetDeleteRequest,
     OffsetFetchRequest,
 )
+from groupcoord.coordinator.modern.connect.handlers import ConnectGroupManager
+from groupcoord.coordinator.modern.connect.model import ConnectGroup
 from groupcoord.coordinator.modern.consumer.handlers import REBALANCE, SESSION, ConsumerGroupManager
 from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.offsets_retention import OffsetsRetention

@@ -3,7 +3,7 @@
 The wire schemas are the repo's JSON message definitions (``protocol/schemas/``, API keys
 1000-1006, ``docs/wire.md``); ``protocol/extensions.py`` makes kio-shaped entities of them. Each
 handler converts the request to the coordinator's own dataclasses (``coordinator/messages.py``
-for KIP-848's client-side assignment, ``coordinator/connect_messages.py`` for the connect group
+for KIP-848's client-side assignment, ``coordinator/modern/connect/messages.py`` for the connect group
 type), runs it on the shard owning the group (``CoordinatorRuntime.handle_group``; the group's
 shard as ``partitionFor(groupId)`` says, like the consumer group APIs), and converts the answer
 back. None of these requests is deferred by the coordinator: every handler answers at once (a
@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from groupcoord.coordinator import connect_messages as cn
 from groupcoord.coordinator import messages as m
+from groupcoord.coordinator.modern.connect import messages as cn
 from groupcoord.coordinator.records import ClientAssignor
 from groupcoord.protocol.versions import ApiKey
 from groupcoord.server.runtime import CoordinatorRuntime

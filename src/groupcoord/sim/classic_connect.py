@@ -87,7 +87,7 @@ from groupcoord.client.connect.worker import Item
 from groupcoord.client.consumer import MemberState, RebalanceListener
 from groupcoord.coordinator.classic.messages import HeartbeatRequest
 from groupcoord.coordinator.classic.model import ClassicGroupState
-from groupcoord.coordinator.connect_messages import ConnectorConfigOp
+from groupcoord.coordinator.modern.connect.messages import ConnectorConfigOp
 from groupcoord.coordinator.records import ClassicGroupMetadataValue
 from groupcoord.protocol.connect_protocol import ConnectAssignment
 from groupcoord.sim.classic import ClassicConsumerSimulation

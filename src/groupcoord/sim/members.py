@@ -36,14 +36,6 @@ from groupcoord.coordinator.classic.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from groupcoord.coordinator.connect_messages import (
-    ConnectGroupHeartbeatRequest,
-    ConnectGroupHeartbeatResponse,
-    ConnectGroupInstallAssignmentRequest,
-    ConnectGroupInstallAssignmentResponse,
-    ConnectGroupPrepareAssignmentRequest,
-    ConnectGroupPrepareAssignmentResponse,
-)
 from groupcoord.coordinator.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -55,6 +47,14 @@ from groupcoord.coordinator.messages import (
     OffsetCommitResponse,
     PartitionResult,
     TopicResult,
+)
+from groupcoord.coordinator.modern.connect.messages import (
+    ConnectGroupHeartbeatRequest,
+    ConnectGroupHeartbeatResponse,
+    ConnectGroupInstallAssignmentRequest,
+    ConnectGroupInstallAssignmentResponse,
+    ConnectGroupPrepareAssignmentRequest,
+    ConnectGroupPrepareAssignmentResponse,
 )
 from groupcoord.protocol.errors import error_name
 

@@ -41,7 +41,7 @@ Choices where upstream's behaviour is unspecified or does not map one to one:
   upstream does: its records are tombstoned and a classic group is created. The conversions of
   non-empty groups (``migration.py``) use :meth:`ClassicGroupManager.release_for_upgrade` and
   :meth:`ClassicGroupManager.adopt_downgraded`. The same for a non-empty connect group: classic
-  Connect workers are handed to ``classic_workers.py`` (``connect_migration.py`` converts the
+  Connect workers are handed to ``modern/connect/classic_workers.py`` (``connect_migration.py`` converts the
   groups). Groups of any other type answer INCONSISTENT_GROUP_PROTOCOL to JoinGroup and
   UNKNOWN_MEMBER_ID to the others.
 """
@@ -84,8 +84,8 @@ from groupcoord.coordinator.classic.model import (
     subscribed_topics,
 )
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.connect_group import ConnectGroup
 from groupcoord.coordinator.group import Group
+from groupcoord.coordinator.modern.connect.model import ConnectGroup
 from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.records import (
     ClassicGroupMetadataValue,

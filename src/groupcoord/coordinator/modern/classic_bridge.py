@@ -22,7 +22,7 @@ holds what the translation is for both: :class:`ClassicBridge` with
   and LeaveGroup (named members fenced at once, in member id order).
 
 What differs stays with each group type (``modern/consumer/classic_members.py`` for consumer groups,
-``classic_workers.py`` for connect groups): how JoinGroup metadata becomes a member and is
+``modern/connect/classic_workers.py`` for connect groups): how JoinGroup metadata becomes a member and is
 reconciled, the assignment bytes of SyncGroup, which epoch a member must reach before it stops
 being asked to rejoin (the group epoch, or the epoch of an installed target), how a heartbeat
 gets a pending target computed, and whether the type has static classic members. Not here: the

@@ -5,7 +5,7 @@ ConsumerGroupInstallAssignment, "Assignment Epoch" and the TargetAssignmentMetad
 Connect draft's "Assignor Selection", "Worker Selection", "Assignment Validation" and "Assignment
 Error" (ConnectGroupPrepareAssignment / ConnectGroupInstallAssignment), for both group types:
 :class:`ClientAssignment` is the machinery a group manager owns (``modern/consumer/handlers.py``,
-``connect_groups.py``); :class:`ConsumerClientAssignment` adds the consumer group's two handlers.
+``modern/connect/handlers.py``); :class:`ConsumerClientAssignment` adds the consumer group's two handlers.
 
 Choices where the texts leave two readings (each one is tested):
 

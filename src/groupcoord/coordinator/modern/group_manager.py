@@ -19,12 +19,12 @@ that machinery once, for one group type of one shard:
   it must revoke; fencing it when it fires), the session timeout, and the load duties (timers
   armed again, a pending target asked for).
 
-Each group type (``modern/consumer/handlers.py``, ``connect_groups.py``) supplies its records, its model,
-its request validation and what differs in the flow: how the request updates a member and what
-change bumps the group epoch, who computes the target (a server assignor at once, or a chosen
-member through Prepare/Install), what a response carries, and its words in errors and logs. Not
-here: replay (record layouts differ), describe, the client-side assignment (``modern/client_assignment.py``)
-and the classic translation (``modern/classic_bridge.py``).
+Each group type (``modern/consumer/handlers.py``, ``modern/connect/handlers.py``) supplies its
+records, its model, its request validation and what differs in the flow: how the request updates a
+member and what change bumps the group epoch, who computes the target (a server assignor at once, or
+a chosen member through Prepare/Install), what a response carries, and its words in errors and logs.
+Not here: replay (record layouts differ), describe, the client-side assignment
+(``modern/client_assignment.py``) and the classic translation (``modern/classic_bridge.py``).
 """
 
 from __future__ import annotations

@@ -49,7 +49,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.classic.messages import JoinGroupRequest, JoinGroupResponse
-from groupcoord.coordinator.connect_group import ConnectGroup, ConnectGroupMember
 from groupcoord.coordinator.connect_migration import (
     CONNECT_PROTOCOL_TYPE,
     classic_assignment,
@@ -59,6 +58,7 @@ from groupcoord.coordinator.connect_migration import (
 )
 from groupcoord.coordinator.migration import classic_metadata
 from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
+from groupcoord.coordinator.modern.connect.model import ConnectGroup, ConnectGroupMember
 from groupcoord.coordinator.modern.consumer.model import MemberState
 from groupcoord.coordinator.records import connect_member_metadata_record
 from groupcoord.protocol.connect_protocol import (
@@ -69,7 +69,7 @@ from groupcoord.protocol.connect_protocol import (
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.coordinator.connect_groups import ConnectGroupManager
+    from groupcoord.coordinator.modern.connect.handlers import ConnectGroupManager
 
 log = logging.getLogger(__name__)
 

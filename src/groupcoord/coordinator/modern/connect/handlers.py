@@ -64,37 +64,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.classic.model import ClassicGroup
-from groupcoord.coordinator.classic_workers import ClassicWorkers
-from groupcoord.coordinator.connect_group import (
-    ConnectGroup,
-    ConnectGroupMember,
-    ConnectMemberTarget,
-    ConnectorsConfig,
-    from_wire,
-    minus,
-    show_item,
-    to_wire,
-    wire_items,
-)
-from groupcoord.coordinator.connect_messages import (
-    ConnectDepartedMember,
-    ConnectGroupConfigRequest,
-    ConnectGroupConfigResponse,
-    ConnectGroupDescribeRequest,
-    ConnectGroupDescribeResponse,
-    ConnectGroupHeartbeatRequest,
-    ConnectGroupHeartbeatResponse,
-    ConnectGroupInstallAssignmentRequest,
-    ConnectGroupInstallAssignmentResponse,
-    ConnectGroupPrepareAssignmentRequest,
-    ConnectGroupPrepareAssignmentResponse,
-    ConnectHeartbeatAssignment,
-    ConnectorConfig,
-    ConnectPreparedAssignor,
-    ConnectPreparedMember,
-    DescribedConnectGroup,
-    DescribedConnectMember,
-)
 from groupcoord.coordinator.connect_migration import (
     ConnectUpgrade,
     classic_to_connect,
@@ -115,6 +84,37 @@ from groupcoord.coordinator.modern.client_assignment import (
     group_assignor,
     successor,
     validate_install,
+)
+from groupcoord.coordinator.modern.connect.classic_workers import ClassicWorkers
+from groupcoord.coordinator.modern.connect.messages import (
+    ConnectDepartedMember,
+    ConnectGroupConfigRequest,
+    ConnectGroupConfigResponse,
+    ConnectGroupDescribeRequest,
+    ConnectGroupDescribeResponse,
+    ConnectGroupHeartbeatRequest,
+    ConnectGroupHeartbeatResponse,
+    ConnectGroupInstallAssignmentRequest,
+    ConnectGroupInstallAssignmentResponse,
+    ConnectGroupPrepareAssignmentRequest,
+    ConnectGroupPrepareAssignmentResponse,
+    ConnectHeartbeatAssignment,
+    ConnectorConfig,
+    ConnectPreparedAssignor,
+    ConnectPreparedMember,
+    DescribedConnectGroup,
+    DescribedConnectMember,
+)
+from groupcoord.coordinator.modern.connect.model import (
+    ConnectGroup,
+    ConnectGroupMember,
+    ConnectMemberTarget,
+    ConnectorsConfig,
+    from_wire,
+    minus,
+    show_item,
+    to_wire,
+    wire_items,
 )
 from groupcoord.coordinator.modern.consumer.model import (
     LEAVE_GROUP_MEMBER_EPOCH,
