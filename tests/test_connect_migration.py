@@ -20,12 +20,12 @@ from groupcoord.client.connect.model import ConfigSnapshot
 from groupcoord.coordinator.classic.messages import JoinGroupProtocol
 from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupMember
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.connect_migration import (
+from groupcoord.coordinator.migration.connect import (
     classic_to_connect,
     owned_items,
     running_items,
 )
-from groupcoord.coordinator.migration import MigrationError
+from groupcoord.coordinator.migration.consumer import MigrationError
 from groupcoord.coordinator.modern.connect.messages import (
     ConnectGroupConfigRequest,
     ConnectGroupHeartbeatRequest,

@@ -39,9 +39,9 @@ Choices where upstream's behaviour is unspecified or does not map one to one:
   shared with connect groups, ``modern/classic_bridge.py``), which translates them to the new
   protocol (the member joins the consumer group). An *empty* consumer group is converted, as
   upstream does: its records are tombstoned and a classic group is created. The conversions of
-  non-empty groups (``migration.py``) use :meth:`ClassicGroupManager.release_for_upgrade` and
+  non-empty groups (``migration/consumer.py``) use :meth:`ClassicGroupManager.release_for_upgrade` and
   :meth:`ClassicGroupManager.adopt_downgraded`. The same for a non-empty connect group: classic
-  Connect workers are handed to ``modern/connect/classic_workers.py`` (``connect_migration.py`` converts the
+  Connect workers are handed to ``modern/connect/classic_workers.py`` (``migration/connect.py`` converts the
   groups). Groups of any other type answer INCONSISTENT_GROUP_PROTOCOL to JoinGroup and
   UNKNOWN_MEMBER_ID to the others.
 """

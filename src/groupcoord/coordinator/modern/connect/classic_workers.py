@@ -49,14 +49,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.classic.messages import JoinGroupRequest, JoinGroupResponse
-from groupcoord.coordinator.connect_migration import (
+from groupcoord.coordinator.migration.connect import (
     CONNECT_PROTOCOL_TYPE,
     classic_assignment,
     header_of,
     member_metadata_value,
     owned_items,
 )
-from groupcoord.coordinator.migration import classic_metadata
+from groupcoord.coordinator.migration.consumer import classic_metadata
 from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
 from groupcoord.coordinator.modern.connect.model import ConnectGroup, ConnectGroupMember
 from groupcoord.coordinator.modern.consumer.model import MemberState

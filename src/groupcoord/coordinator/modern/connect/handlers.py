@@ -64,7 +64,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.classic.model import ClassicGroup
-from groupcoord.coordinator.connect_migration import (
+from groupcoord.coordinator.migration.connect import (
     ConnectUpgrade,
     classic_to_connect,
     connect_to_classic,
@@ -74,7 +74,7 @@ from groupcoord.coordinator.connect_migration import (
     protocol_version,
     upgrade_refusal,
 )
-from groupcoord.coordinator.group_migration import MigrationError
+from groupcoord.coordinator.migration.shared import MigrationError
 from groupcoord.coordinator.modern.client_assignment import (
     AssigningGroup,
     ClientAssignment,

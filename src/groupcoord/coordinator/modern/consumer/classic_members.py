@@ -62,7 +62,7 @@ from uuid import UUID
 from groupcoord.coordinator.classic.messages import JoinGroupRequest, JoinGroupResponse
 from groupcoord.coordinator.classic.model import CONSUMER_PROTOCOL_TYPE
 from groupcoord.coordinator.messages import TopicPartitions
-from groupcoord.coordinator.migration import (
+from groupcoord.coordinator.migration.consumer import (
     MigrationError,
     assignment_bytes,
     classic_metadata,

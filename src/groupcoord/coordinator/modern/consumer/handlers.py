@@ -26,7 +26,7 @@ spec's diff text leaves two readings:
   client assignors gets its target from a chosen member (PrepareAssignment / InstallAssignment),
   not from a server assignor; a change of a member's client assignors (list, ranges, reason,
   version or metadata) bumps the group epoch.
-- Online migration (issue #4, ``migration.py``, ``modern/consumer/classic_members.py``): a
+- Online migration (issue #4, ``migration/consumer.py``, ``modern/consumer/classic_members.py``): a
   heartbeat at epoch 0 for a non-empty classic group of protocol type ``consumer`` converts it when
   ``group.consumer.migration.policy`` allows the upgrade (else GROUP_ID_NOT_FOUND, as before);
   the conversion is written even if the joining member is then refused (e.g.
@@ -65,7 +65,7 @@ from groupcoord.coordinator.messages import (
     HeartbeatAssignment,
     TopicPartitions,
 )
-from groupcoord.coordinator.migration import (
+from groupcoord.coordinator.migration.consumer import (
     MigrationError,
     Upgrade,
     classic_to_consumer,

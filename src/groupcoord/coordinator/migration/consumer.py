@@ -8,7 +8,7 @@ converted back. ``group.consumer.migration.policy`` (bidirectional, upgrade, dow
 disabled) allows either direction; empty groups always convert (handled by the managers, which
 delete an empty group of the other type).
 
-The policy checks and the classic group value are the shared rules of ``group_migration.py``
+The policy checks and the classic group value are the shared rules of ``migration/shared.py``
 (connect groups use them too), with :data:`CONSUMER_MIGRATION`. This module is pure: it turns one
 group into the records (or the record value) of the other type and says whether a conversion is
 allowed. The managers (``modern/consumer/handlers.py``, ``classic/handlers.py``) append them, move timers
@@ -42,11 +42,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from uuid import UUID
 
-from groupcoord.coordinator import group_migration as gm
 from groupcoord.coordinator.classic.messages import JoinGroupProtocol
 from groupcoord.coordinator.classic.model import CONSUMER_PROTOCOL_TYPE, ClassicGroup
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.group_migration import (
+from groupcoord.coordinator.migration import shared as gm
+from groupcoord.coordinator.migration.shared import (
     DOWNGRADE_POLICIES,
     UPGRADE_POLICIES,
     MigrationError,
@@ -77,7 +77,7 @@ from groupcoord.protocol.consumer_protocol import (
     encode_assignment,
 )
 
-#: Consumer groups as the shared migration rules (``group_migration.py``) speak of them.
+#: Consumer groups as the shared migration rules (``migration/shared.py``) speak of them.
 CONSUMER_MIGRATION = gm.MigrationKind(
     setting="group.consumer.migration.policy", config_field="consumer_migration_policy",
     protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_noun="consumer protocol", noun="member",
