@@ -15,7 +15,7 @@ from groupcoord.coordinator.classic.messages import (
     SyncGroupRequest,
 )
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.messages import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.modern.consumer.messages import ConsumerGroupHeartbeatRequest
 from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.records import RecordType
 

@@ -11,14 +11,6 @@ from typing import Any
 
 import pytest
 
-from groupcoord.coordinator.messages import (
-    ConsumerGroupDescribeRequest,
-    ConsumerGroupInstallAssignmentRequest,
-    ConsumerGroupInstallAssignmentResponse,
-    ConsumerGroupPrepareAssignmentRequest,
-    ConsumerGroupPrepareAssignmentResponse,
-    InstalledMember,
-)
 from groupcoord.coordinator.modern.client_assignment import (
     check_assignors,
     choose_assignor,
@@ -31,6 +23,14 @@ from groupcoord.coordinator.modern.connect.messages import (
     ConnectInstalledMember,
 )
 from groupcoord.coordinator.modern.connect.model import ConnectGroupMember
+from groupcoord.coordinator.modern.consumer.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupInstallAssignmentRequest,
+    ConsumerGroupInstallAssignmentResponse,
+    ConsumerGroupPrepareAssignmentRequest,
+    ConsumerGroupPrepareAssignmentResponse,
+    InstalledMember,
+)
 from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.records import ClientAssignor
 from groupcoord.coordinator.shard import Shard

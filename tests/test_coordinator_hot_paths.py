@@ -21,15 +21,17 @@ from hypothesis import strategies as st
 from groupcoord.coordinator.assignors.base import GroupSpec, MemberSubscription
 from groupcoord.coordinator.assignors.uniform import UniformAssignor
 from groupcoord.coordinator.messages import (
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
     OffsetCommitPartition,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetCommitTopic,
     PartitionResult,
-    TopicPartitions,
     TopicResult,
+)
+from groupcoord.coordinator.modern.consumer.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    TopicPartitions,
 )
 from groupcoord.coordinator.modern.consumer.model import (
     ConsumerGroup,

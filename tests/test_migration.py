@@ -30,7 +30,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from groupcoord.coordinator.classic.messages import JoinGroupProtocol
 from groupcoord.coordinator.classic.model import ClassicGroup
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.messages import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.modern.consumer.messages import ConsumerGroupHeartbeatRequest
 from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, MemberState
 from groupcoord.coordinator.records import (
     ClassicGroupMemberMetadata,

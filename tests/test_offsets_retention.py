@@ -12,7 +12,6 @@ from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.messages import (
     AlterGroupConfigOp,
     AlterGroupConfigsRequest,
-    ConsumerGroupHeartbeatRequest,
     ListGroupsRequest,
     OffsetCommitPartition,
     OffsetCommitRequest,
@@ -20,6 +19,7 @@ from groupcoord.coordinator.messages import (
     OffsetFetchRequest,
 )
 from groupcoord.coordinator.modern.connect.messages import ConnectGroupHeartbeatRequest
+from groupcoord.coordinator.modern.consumer.messages import ConsumerGroupHeartbeatRequest
 from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.offsets_retention import CHECK_TIMER
 from groupcoord.coordinator.records import RecordType

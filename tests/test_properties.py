@@ -44,12 +44,14 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.messages import (
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
     DeleteGroupsRequest,
     OffsetCommitPartition,
     OffsetCommitRequest,
     OffsetCommitTopic,
+)
+from groupcoord.coordinator.modern.consumer.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
     TopicPartitions,
 )
 from groupcoord.coordinator.modern.consumer.model import MemberState

@@ -19,8 +19,6 @@ import pytest
 
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.messages import (
-    ConsumerGroupDescribeRequest,
-    ConsumerGroupHeartbeatRequest,
     OffsetCommitPartition,
     OffsetCommitRequest,
     OffsetCommitTopic,
@@ -29,6 +27,10 @@ from groupcoord.coordinator.messages import (
 from groupcoord.coordinator.modern.connect.messages import (
     ConnectGroupHeartbeatRequest,
     ConnectGroupHeartbeatResponse,
+)
+from groupcoord.coordinator.modern.consumer.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
 )
 from groupcoord.coordinator.records import OffsetCommitValue, offset_commit_record
 from groupcoord.coordinator.topics import MetadataImage, TopicMetadata

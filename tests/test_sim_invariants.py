@@ -20,10 +20,10 @@ from groupcoord.coordinator.messages import (
     OffsetCommitRequest,
     OffsetCommitResponse,
     PartitionResult,
-    TopicPartitions,
     TopicResult,
 )
 from groupcoord.coordinator.modern import reconciliation
+from groupcoord.coordinator.modern.consumer.messages import TopicPartitions
 from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, ConsumerGroupMember
 from groupcoord.coordinator.records import OffsetCommitValue, offset_commit_record
 from groupcoord.coordinator.result import Result

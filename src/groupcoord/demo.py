@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from groupcoord.coordinator.messages import ConsumerGroupHeartbeatRequest, TopicPartitions
+from groupcoord.coordinator.modern.consumer.messages import ConsumerGroupHeartbeatRequest, TopicPartitions
 from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.shard import Shard
 from groupcoord.coordinator.topics import MetadataImage, TopicMetadata

@@ -37,8 +37,6 @@ from groupcoord.coordinator.ids import MemberIdSource, counter_member_ids
 from groupcoord.coordinator.messages import (
     AlterGroupConfigsRequest,
     AlterGroupConfigsResponse,
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
     DeletableGroupResult,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
@@ -55,6 +53,10 @@ from groupcoord.coordinator.messages import (
 from groupcoord.coordinator.modern.connect.handlers import ConnectGroupManager
 from groupcoord.coordinator.modern.connect.model import ConnectGroup
 from groupcoord.coordinator.modern.consumer.handlers import REBALANCE, SESSION, ConsumerGroupManager
+from groupcoord.coordinator.modern.consumer.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.offsets_retention import OffsetsRetention
 from groupcoord.coordinator.records import (

@@ -11,10 +11,10 @@ from typing import Any
 from uuid import UUID
 
 from groupcoord.client.consumer import Partitions, TopicIdPartition
-from groupcoord.coordinator.messages import (
+from groupcoord.coordinator.messages import OffsetCommitRequest
+from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
-    OffsetCommitRequest,
 )
 from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.modern.subscription import subscribed_topic_ids

@@ -37,12 +37,6 @@ from groupcoord.coordinator.classic.messages import (
     SyncGroupResponse,
 )
 from groupcoord.coordinator.messages import (
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
-    ConsumerGroupInstallAssignmentRequest,
-    ConsumerGroupInstallAssignmentResponse,
-    ConsumerGroupPrepareAssignmentRequest,
-    ConsumerGroupPrepareAssignmentResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
     PartitionResult,
@@ -55,6 +49,14 @@ from groupcoord.coordinator.modern.connect.messages import (
     ConnectGroupInstallAssignmentResponse,
     ConnectGroupPrepareAssignmentRequest,
     ConnectGroupPrepareAssignmentResponse,
+)
+from groupcoord.coordinator.modern.consumer.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    ConsumerGroupInstallAssignmentRequest,
+    ConsumerGroupInstallAssignmentResponse,
+    ConsumerGroupPrepareAssignmentRequest,
+    ConsumerGroupPrepareAssignmentResponse,
 )
 from groupcoord.protocol.errors import error_name
 

@@ -73,7 +73,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
-from groupcoord.coordinator.messages import (
+from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupInstallAssignmentRequest,
     ConsumerGroupInstallAssignmentResponse,
     ConsumerGroupPrepareAssignmentRequest,

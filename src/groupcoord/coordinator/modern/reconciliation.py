@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 from uuid import UUID
 
-from groupcoord.coordinator.messages import TopicPartitions
+from groupcoord.coordinator.modern.consumer.messages import TopicPartitions
 from groupcoord.coordinator.modern.consumer.model import (
     ConsumerGroupMember,
     MemberState,

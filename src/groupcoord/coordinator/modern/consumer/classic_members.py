@@ -61,7 +61,6 @@ from uuid import UUID
 
 from groupcoord.coordinator.classic.messages import JoinGroupRequest, JoinGroupResponse
 from groupcoord.coordinator.classic.model import CONSUMER_PROTOCOL_TYPE
-from groupcoord.coordinator.messages import TopicPartitions
 from groupcoord.coordinator.migration.consumer import (
     MigrationError,
     assignment_bytes,
@@ -73,6 +72,7 @@ from groupcoord.coordinator.migration.consumer import (
     names_to_ids,
 )
 from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
+from groupcoord.coordinator.modern.consumer.messages import TopicPartitions
 from groupcoord.coordinator.modern.consumer.model import (
     ConsumerGroup,
     ConsumerGroupMember,

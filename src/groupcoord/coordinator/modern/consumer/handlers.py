@@ -54,17 +54,6 @@ from uuid import UUID
 from groupcoord.coordinator.assignors.base import PartitionAssignor
 from groupcoord.coordinator.classic.model import ClassicGroup
 from groupcoord.coordinator.config import CoordinatorConfig, GroupConfig
-from groupcoord.coordinator.messages import (
-    ConsumerGroupDescribeRequest,
-    ConsumerGroupDescribeResponse,
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
-    DescribedAssignment,
-    DescribedGroup,
-    DescribedMember,
-    HeartbeatAssignment,
-    TopicPartitions,
-)
 from groupcoord.coordinator.migration.consumer import (
     MigrationError,
     Upgrade,
@@ -77,6 +66,17 @@ from groupcoord.coordinator.migration.consumer import (
 )
 from groupcoord.coordinator.modern.client_assignment import ConsumerClientAssignment
 from groupcoord.coordinator.modern.consumer.classic_members import ClassicMembers
+from groupcoord.coordinator.modern.consumer.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    DescribedAssignment,
+    DescribedGroup,
+    DescribedMember,
+    HeartbeatAssignment,
+    TopicPartitions,
+)
 from groupcoord.coordinator.modern.consumer.model import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
