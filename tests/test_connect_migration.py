@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from groupcoord.client.connect.model import ConfigSnapshot
+from groupcoord.client.connect.config_snapshot import ConfigSnapshot
 from groupcoord.coordinator.classic.messages import JoinGroupProtocol
 from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupMember
 from groupcoord.coordinator.config import CoordinatorConfig
