@@ -1,4 +1,4 @@
-"""Shared fixtures: a real ``groupcoord serve`` subprocess (issue #6 tests run against one).
+"""Shared fixtures: a real ``groupcoord serve`` subprocess (the wire tests run against one).
 
 ``gc_server`` is session-scoped: one server on port 0 with a temporary data directory, started
 once, read until its ``listening on HOST:PORT`` line, and terminated at the end of the session.

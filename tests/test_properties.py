@@ -1,4 +1,4 @@
-"""Property tests (issue #2): random operation sequences on one shard, invariants I1-I4 and I6
+"""Property tests: random operation sequences on one shard, invariants I1-I4 and I6
 checked after every step (DESIGN.md "Invariants").
 
 One consumer group ``g`` on one shard, topics ``foo``, ``bar`` and ``baz`` (``baz`` absent at

@@ -1,4 +1,4 @@
-"""Offsets retention: Kafka's periodic group metadata cleanup (issue #5, ``offsets.retention.minutes``).
+"""Offsets retention: Kafka's periodic group metadata cleanup (``offsets.retention.minutes``).
 
 Modelled on Kafka's ``GroupCoordinatorShard.cleanupGroupMetadata`` /
 ``OffsetMetadataManager.cleanupExpiredOffsets`` / ``Group.offsetExpirationCondition``. Every

@@ -139,9 +139,9 @@ class Shard:
             ConsumerGroupHeartbeatRequest,
             lambda r, e: ConsumerGroupHeartbeatResponse(error_code=e.code, error_message=e.message))
         self.consumer = ConsumerGroupManager(self)
-        self.connect = ConnectGroupManager(self)  # issue #3: the connect group type
+        self.connect = ConnectGroupManager(self)  # the connect group type (the Connect draft)
         self.classic = ClassicGroupManager(self)
-        self.retention = OffsetsRetention(self)  # issue #5: offsets.retention.minutes
+        self.retention = OffsetsRetention(self)  # Kafka's offsets.retention.minutes
 
     # ================================================================== registration
 
@@ -415,7 +415,7 @@ class Shard:
 def _sorted_offset_keys(offs: Mapping[tuple[str, int], Any]) -> list[tuple[str, int]]:
     """``sorted(offs)``, as a sort by partition and then a stable sort by topic: the same order
     (topics are str, partitions int), in about half the cost of one sort comparing tuples
-    (every I4 checkpoint digests ~1,000 offsets twice, issue #7). Keys are unique, so their
+    (every I4 checkpoint digests ~1,000 offsets twice). Keys are unique, so their
     order is the order of the digest's tuples (tests/test_coordinator_hot_paths.py)."""
     keys = sorted(offs, key=_second)
     keys.sort(key=_first)

@@ -1,4 +1,4 @@
-"""``groupcoord lab``: the PySpark pipeline from the command line (issue #8 "CLI").
+"""``groupcoord lab``: the PySpark pipeline from the command line (docs/lab.md).
 
 - ``groupcoord lab run SPEC.toml --out DIR [--master URL]`` (or ``--spec quick|paper``): the
   sweep on Spark, its Parquet tables, the aggregates and the report (``DIR/report/index.html``).

@@ -1,4 +1,4 @@
-"""Classic Connect workers in the simulator (issue #7): protocol ``classic-connect``.
+"""Classic Connect workers in the simulator: protocol ``classic-connect``.
 
 Variants ``eager``, ``compatible`` and ``sessioned`` (the workers' ``connect.protocol``). Each
 simulated process runs a real :class:`groupcoord.client.connect.classic_worker.ClassicConnectWorker`

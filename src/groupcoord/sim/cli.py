@@ -1,4 +1,4 @@
-"""``groupcoord simulate``: run the deterministic simulator from the command line (issue #7 "CLI").
+"""``groupcoord simulate``: run the deterministic simulator from the command line (docs/simulator.md).
 
 - ``groupcoord simulate --scenario NAME|FILE.toml --protocol consumer[:uniform|:range]
   --seed N [--trace FILE] [--json]``: one run; prints its summary (metrics per disturbance) or,

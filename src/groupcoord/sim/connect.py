@@ -1,4 +1,4 @@
-"""Connect workers in the simulator (issue #7): protocol ``connect`` (KIP-848-style connect groups).
+"""Connect workers in the simulator: protocol ``connect`` (KIP-848-style connect groups).
 
 Protocol ``connect``, variants ``eager`` and ``cooperative``: each simulated process runs a real
 :class:`groupcoord.client.connect.worker.ConnectWorker` (ConnectGroupHeartbeat; when the

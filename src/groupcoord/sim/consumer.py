@@ -74,7 +74,7 @@ hooks: :attr:`ConsumerSimulation.commits_offsets` (workers commit none),
 (:attr:`ConsumerSimulation.member_word`, :attr:`ConsumerSimulation.verbs`,
 :attr:`ConsumerSimulation.epoch_word`).
 
-**Variant ``client``** (issue #3, KIP-848 "Client-Side Assignor"): the members advertise a
+**Variant ``client``** (KIP-848 "Client-Side Assignor"): the members advertise a
 local ``uniform`` assignor (:class:`groupcoord.client.assignors.UniformAssignor`) instead of
 asking for a server-side one; the member the coordinator chooses sends PrepareAssignment and
 InstallAssignment through the same faulty network as its heartbeats (both are driven here:

@@ -1,5 +1,5 @@
 """``groupcoord connect``: Kafka Connect workers, on the new protocol or the classic one, and the
-connectors of their groups (issue #3's CLI).
+connectors of their groups.
 
 ``groupcoord connect worker --bootstrap-server HOST:PORT --group G [--protocol
 connect|eager|compatible|sessioned] [--url URL]`` runs one worker process with the plugin runtime

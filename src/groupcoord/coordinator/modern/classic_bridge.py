@@ -1,4 +1,4 @@
-"""Classic members inside a new-protocol group: the translation both group types share (issue #4).
+"""Classic members inside a new-protocol group: the translation both group types share (online migration).
 
 KIP-848 "Supporting Online Consumer Group Upgrade" and the Connect draft's "Migration To the New
 Protocol" describe one mechanism for two group types: while a group migrates, the members that

@@ -1,4 +1,4 @@
-"""Client-side assignment: one member computes the group's target assignment (issue #3).
+"""Client-side assignment: one member computes the group's target assignment (KIP-848 "Client-Side Assignor").
 
 Implements KIP-848 "Client-Side Assignor", ConsumerGroupPrepareAssignment /
 ConsumerGroupInstallAssignment, "Assignment Epoch" and the TargetAssignmentMetadata note, and the

@@ -1,4 +1,5 @@
-"""Classic Connect workers inside a connect group (issue #4, online migration).
+"""Classic Connect workers inside a connect group (online migration, the Connect draft "Migration To the New
+Protocol").
 
 The Connect draft's "Migration To the New Protocol": while a group migrates, the workers that still
 use the classic protocol keep sending JoinGroup, SyncGroup, Heartbeat and LeaveGroup (protocol type

@@ -9,7 +9,7 @@ specs' extension fields (client assignors, ShouldComputeAssignment, pending part
 A ``None`` field in a heartbeat means "unchanged since the last heartbeat" (KIP-848).
 
 All messages are frozen slotted dataclasses except those built once or more per request on
-the simulator's hot paths (issue #7): the heartbeat request and response, and the OffsetCommit
+the simulator's hot paths (docs/benchmarks.md): the heartbeat request and response, and the OffsetCommit
 request, response and their per-topic and per-partition parts. Those are plain slotted
 dataclasses that keep equality and hashing (``unsafe_hash``, as the record keys do), because a
 frozen one pays an ``object.__setattr__`` per field on construction (a heartbeat response costs
@@ -118,7 +118,8 @@ class ConsumerGroupDescribeResponse:
 
 
 # ----------------------------------------------------------------------------- client-side assignment
-# KIP-848 ConsumerGroupPrepareAssignment / ConsumerGroupInstallAssignment (issue #3): extension
+# KIP-848 "Client-Side Assignor": ConsumerGroupPrepareAssignment / ConsumerGroupInstallAssignment,
+# extension
 # APIs upstream never shipped. Field names follow the KIP's final text (MetadataVersion,
 # MetadataBytes, RackId, TopicName in the topics' metadata).
 
