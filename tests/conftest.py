@@ -20,8 +20,7 @@ from pathlib import Path
 
 import pytest
 
-#: ``groupcoord`` as the console script runs it (``python -m groupcoord.cli`` would load the CLI
-#: module twice, as ``__main__`` and as ``groupcoord.cli``, and miss the registered commands).
+#: ``groupcoord`` as the console script runs it (its entry point, ``groupcoord.cli:main``).
 GROUPCOORD = [sys.executable, "-c", "import sys; from groupcoord.cli import main; sys.exit(main())"]
 
 FAST_GROUP_CONFIGS = [

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groupcoord.cli import command
+from groupcoord.commands import command
 from groupcoord.lab.session import DEFAULT_DRIVER_MEMORY, DEFAULT_MASTER
 from groupcoord.lab.spec import BUILTIN_SPECS, SpecError
 

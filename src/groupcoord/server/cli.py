@@ -47,7 +47,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from groupcoord.cli import command
+from groupcoord.commands import command
 from groupcoord.protocol.client import KafkaClient, KafkaClientError
 from groupcoord.protocol.errors import CoordinatorError, error_name
 from groupcoord.protocol.versions import ApiKey

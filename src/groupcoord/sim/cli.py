@@ -20,7 +20,7 @@ import argparse
 import json
 import sys
 
-from groupcoord.cli import command
+from groupcoord.commands import command
 from groupcoord.sim.engine import CHECKPOINT_EVERY
 from groupcoord.sim.protocols import PROTOCOLS, protocol_labels
 from groupcoord.sim.runner import parse_seeds, print_result, simulate
