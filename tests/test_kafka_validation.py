@@ -10,14 +10,14 @@ import logging
 
 import pytest
 
-from groupcoord.coordinator import classic_messages as cm
+from groupcoord.coordinator.classic import messages as cm
 from groupcoord.coordinator.messages import (
-    ConsumerGroupDescribeRequest,
     DeleteGroupsRequest,
     OffsetCommitPartition,
     OffsetCommitRequest,
     OffsetCommitTopic,
 )
+from groupcoord.coordinator.modern.consumer.messages import ConsumerGroupDescribeRequest
 from groupcoord.coordinator.shard import Shard
 from groupcoord.protocol.errors import ErrorCode
 

@@ -1,4 +1,4 @@
-"""Property tests (issue #2): random operation sequences on one shard, invariants I1-I4 and I6
+"""Property tests: random operation sequences on one shard, invariants I1-I4 and I6
 checked after every step (DESIGN.md "Invariants").
 
 One consumer group ``g`` on one shard, topics ``foo``, ``bar`` and ``baz`` (``baz`` absent at
@@ -42,18 +42,20 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from groupcoord.coordinator.assignment_epochs import commit_check
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.consumer_group import MemberState
 from groupcoord.coordinator.messages import (
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
     DeleteGroupsRequest,
     OffsetCommitPartition,
     OffsetCommitRequest,
     OffsetCommitTopic,
+)
+from groupcoord.coordinator.modern.consumer.assignment_epochs import commit_check
+from groupcoord.coordinator.modern.consumer.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
     TopicPartitions,
 )
+from groupcoord.coordinator.modern.consumer.model import MemberState
 from groupcoord.coordinator.records import Record
 from groupcoord.coordinator.result import Result
 from groupcoord.coordinator.shard import REBALANCE, SESSION, Shard

@@ -24,7 +24,7 @@ Choice recorded here: a commit for a topic the metadata image does not know, or 
 beyond its count, is UNKNOWN_TOPIC_OR_PARTITION (as a Kafka broker answers); a topic id that
 does not resolve is UNKNOWN_TOPIC_ID.
 
-Hot path (issue #7: members auto-commit every owned partition every 5 s): a commit validates
+Hot path (the simulator's: members auto-commit every owned partition every 5 s): a commit validates
 all its partitions, then appends their records as one batch (``Shard.append_batch`` with
 :func:`replay_commit`, one dispatch per request instead of one per partition, and one lookup of
 the group's offsets). The records, their order and the state are those of appending each record
@@ -40,8 +40,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from groupcoord.coordinator.assignment_epochs import commit_check
-from groupcoord.coordinator.consumer_group import ConsumerGroup
 from groupcoord.coordinator.messages import (
     FetchedPartition,
     FetchedTopic,
@@ -54,6 +52,8 @@ from groupcoord.coordinator.messages import (
     PartitionResult,
     TopicResult,
 )
+from groupcoord.coordinator.modern.consumer.assignment_epochs import commit_check
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.records import (
     OffsetCommitKey,
     OffsetCommitValue,
@@ -121,7 +121,7 @@ def replay_commit(shard: Shard, group_id: str, records: list[Record]) -> None:
 
 #: A commit's keys and accepted partition results are values that nothing mutates, the same
 #: for every commit of a partition (members auto-commit every owned partition every few
-#: seconds, issue #7): each is built once and shared, like the keys ``Record.decode`` shares.
+#: seconds): each is built once and shared, like the keys ``Record.decode`` shares.
 #: ``_KEYS`` holds a group's keys of one topic by partition, bounded (cleared when full); an
 #: accepted result depends on the partition index only (below the topic's partition count).
 _KEYS: dict[tuple[str, str], dict[int, OffsetCommitKey]] = {}

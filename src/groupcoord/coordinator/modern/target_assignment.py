@@ -17,13 +17,14 @@ from collections.abc import Iterable, Mapping
 from functools import partial
 from uuid import UUID
 
-from groupcoord.coordinator.assignment_epochs import held_since
 from groupcoord.coordinator.assignors.base import (
     GroupSpec,
     MemberSubscription,
     PartitionAssignor,
 )
-from groupcoord.coordinator.consumer_group import ConsumerGroup, ConsumerGroupMember
+from groupcoord.coordinator.modern.consumer.assignment_epochs import held_since
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, ConsumerGroupMember
+from groupcoord.coordinator.modern.subscription import subscribed_topic_ids
 from groupcoord.coordinator.records import (
     Assignment,
     Record,
@@ -31,7 +32,6 @@ from groupcoord.coordinator.records import (
     target_member_record,
     target_member_tombstone,
 )
-from groupcoord.coordinator.subscription import subscribed_topic_ids
 from groupcoord.coordinator.topics import TopicMetadata
 
 
