@@ -1,6 +1,6 @@
 """A coordinator shard: one coordinator partition's groups, as a pure state machine.
 
-DESIGN.md "The core contract": ``handle(request, now_ms) -> Result``; state changes only through
+docs/design.md "The core contract": ``handle(request, now_ms) -> Result``; state changes only through
 ``replay(record)`` (handlers apply each record as they produce it, through ``append``); time is
 an argument and timers are data (``expire_timers``); member ids come from an injected source.
 A shard rebuilt by replaying its log equals the live shard (``state_digest``).
