@@ -32,6 +32,7 @@ from groupcoord.coordinator.config import (
     effective_group_config,
     validate_group_configs,
 )
+from groupcoord.coordinator.context import Handler, Replayer, TimerHandler
 from groupcoord.coordinator.group import Group
 from groupcoord.coordinator.ids import MemberIdSource, counter_member_ids
 from groupcoord.coordinator.messages import (
@@ -74,10 +75,6 @@ from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 log = logging.getLogger(__name__)
 
 _E = ErrorCode
-
-Handler = Callable[[Any, int], Any]
-Replayer = Callable[[Record], None]
-TimerHandler = Callable[[TimerKey, Any], None]
 
 
 _first = itemgetter(0)
