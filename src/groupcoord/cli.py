@@ -68,7 +68,7 @@ def _run_bench(ns: argparse.Namespace) -> int:
 @command("bench", "run a benchmark family from benchmarks/ (assignors, heartbeats, ...)")
 def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", help="benchmark family: the name of a file in benchmarks/")
-    p.add_argument("--json", action="store_true", help="print DESIGN.md's JSON array")
+    p.add_argument("--json", action="store_true", help="print docs/design.md's JSON array")
     p.add_argument("--quick", action="store_true", help="small sizes, a few seconds")
     p.set_defaults(func=_run_bench)
 

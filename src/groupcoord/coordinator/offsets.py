@@ -64,13 +64,13 @@ from groupcoord.coordinator.records import (
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.coordinator.shard import Shard
+    from groupcoord.coordinator.context import ShardContext
 
 MAX_METADATA_SIZE = 4096
 _E = ErrorCode
 
 
-def replay(shard: Shard, record: Record) -> None:
+def replay(shard: ShardContext, record: Record) -> None:
     """Apply one offset commit record (a value or a tombstone) to the shard's offsets."""
     key: OffsetCommitKey = record.key  # type: ignore[assignment]
     value: OffsetCommitValue | None = record.value  # type: ignore[assignment]
@@ -84,7 +84,7 @@ def replay(shard: Shard, record: Record) -> None:
     _group_offsets(shard, key.group_id)[(key.topic, key.partition)] = value
 
 
-def _group_offsets(shard: Shard, group_id: str) -> dict[tuple[str, int], OffsetCommitValue]:
+def _group_offsets(shard: ShardContext, group_id: str) -> dict[tuple[str, int], OffsetCommitValue]:
     """The group's committed offsets, created empty if it has none."""
     offs = shard.offsets.get(group_id)
     if offs is None:
@@ -92,7 +92,7 @@ def _group_offsets(shard: Shard, group_id: str) -> dict[tuple[str, int], OffsetC
     return offs
 
 
-def _validate_member(shard: Shard, group_id: str, member_id: str | None, epoch: int,
+def _validate_member(shard: ShardContext, group_id: str, member_id: str | None, epoch: int,
                      committing: bool, group_instance_id: str | None = None) -> None:
     group = shard.groups.get(group_id)
     admin = not member_id and epoch < 0
@@ -107,7 +107,7 @@ def _validate_member(shard: Shard, group_id: str, member_id: str | None, epoch: 
                                   group_instance_id=group_instance_id)
 
 
-def replay_commit(shard: Shard, group_id: str, records: list[Record]) -> None:
+def replay_commit(shard: ShardContext, group_id: str, records: list[Record]) -> None:
     """Replay the records of one commit of ``group_id`` in order: the effect of :func:`replay`
     on each, whose records are all values (no tombstone) of that one group, so the group's
     offsets are looked up (or created) once instead of once per record."""
@@ -137,7 +137,7 @@ def _topic_keys(group_id: str, topic: str) -> dict[int, OffsetCommitKey]:
     return keys
 
 
-def _older_epoch_check(shard: Shard, group_id: str,
+def _older_epoch_check(shard: ShardContext, group_id: str,
                        r: OffsetCommitRequest) -> Callable[[UUID | None, int], bool] | None:
     """KIP-1251 (Kafka 4.3): a commit from a member of a consumer group (not using the classic
     protocol) at an epoch older than its own is checked per partition
@@ -152,7 +152,7 @@ def _older_epoch_check(shard: Shard, group_id: str,
     return commit_check(member, epoch)
 
 
-def commit(shard: Shard, r: OffsetCommitRequest, now: int) -> OffsetCommitResponse:
+def commit(shard: ShardContext, r: OffsetCommitRequest, now: int) -> OffsetCommitResponse:
     """Validate a commit, then write one offset record per accepted partition. The records are
     appended as one batch (``Shard.append_batch``) after the validation of every partition,
     which is the same state as appending each as it is validated: the validation reads only
@@ -208,7 +208,7 @@ def commit(shard: Shard, r: OffsetCommitRequest, now: int) -> OffsetCommitRespon
     return OffsetCommitResponse(tuple(topics))
 
 
-def fetch(shard: Shard, r: OffsetFetchRequest, now: int) -> OffsetFetchResponse:
+def fetch(shard: ShardContext, r: OffsetFetchRequest, now: int) -> OffsetFetchResponse:
     if r.member_id:
         _validate_member(shard, r.group_id, r.member_id, r.member_epoch, False)
     offs = shard.offsets.get(r.group_id, {})
@@ -246,7 +246,7 @@ def fetch(shard: Shard, r: OffsetFetchRequest, now: int) -> OffsetFetchResponse:
     return OffsetFetchResponse(r.group_id, tuple(topics))
 
 
-def delete(shard: Shard, r: OffsetDeleteRequest, now: int) -> OffsetDeleteResponse:
+def delete(shard: ShardContext, r: OffsetDeleteRequest, now: int) -> OffsetDeleteResponse:
     if not r.group_id:
         raise CoordinatorError(_E.invalid_group_id, "The group id can't be empty.")
     group = shard.groups.get(r.group_id)

@@ -1,6 +1,6 @@
 """A coordinator shard: one coordinator partition's groups, as a pure state machine.
 
-DESIGN.md "The core contract": ``handle(request, now_ms) -> Result``; state changes only through
+docs/design.md "The core contract": ``handle(request, now_ms) -> Result``; state changes only through
 ``replay(record)`` (handlers apply each record as they produce it, through ``append``); time is
 an argument and timers are data (``expire_timers``); member ids come from an injected source.
 A shard rebuilt by replaying its log equals the live shard (``state_digest``).
@@ -32,6 +32,7 @@ from groupcoord.coordinator.config import (
     effective_group_config,
     validate_group_configs,
 )
+from groupcoord.coordinator.context import Handler, Replayer, TimerHandler
 from groupcoord.coordinator.group import Group
 from groupcoord.coordinator.ids import MemberIdSource, counter_member_ids
 from groupcoord.coordinator.messages import (
@@ -74,10 +75,6 @@ from groupcoord.protocol.errors import CoordinatorError, ErrorCode, error_name
 log = logging.getLogger(__name__)
 
 _E = ErrorCode
-
-Handler = Callable[[Any, int], Any]
-Replayer = Callable[[Record], None]
-TimerHandler = Callable[[TimerKey, Any], None]
 
 
 _first = itemgetter(0)

@@ -1,4 +1,4 @@
-"""Timers as data (DESIGN.md "The core contract").
+"""Timers as data (docs/design.md "The core contract").
 
 The core never reads a clock: handlers schedule or cancel named deadlines, and the driver calls
 ``Shard.expire_timers(now_ms)``. Every change is also reported in ``Result.timers`` so a driver

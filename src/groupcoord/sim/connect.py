@@ -31,7 +31,7 @@ Connector events (``add-connector``, ``remove-connector``, ``update-tasks``) go 
 coordinator as the connect config admin request (``ConnectGroupConfigRequest``; workers learn
 the configuration from the coordinator); while the coordinator is loading the admin retries.
 
-**Invariants** after every step (DESIGN.md; see ``sim.consumer`` for the machinery):
+**Invariants** after every step (docs/design.md; see ``sim.consumer`` for the machinery):
 
 - **I1** coordinator view: a current assignment record never gives an item another worker still
   holds (assigned or pending revocation); workers' view: a worker starts running an item only

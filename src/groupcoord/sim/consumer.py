@@ -9,8 +9,10 @@ fatal error (UNRELEASED_INSTANCE_ID, say) is restarted after ``restart_delay_ms`
 orchestrator would. A *slow* process defers the completion of its revocations (the listener's
 ``DEFER``) by ``delay_ms``.
 
-**Invariants checked after every step** (DESIGN.md), incrementally on what the step changed,
-and in full (:meth:`ConsumerSimulation.full_check`) at every checkpoint and at the end:
+**Invariants checked after every step** (docs/design.md), incrementally on what the step changed,
+and in full (:meth:`ConsumerSimulation.full_check`) at every checkpoint and at the end
+(the checks are in ``sim/consumer_invariants.py``, I5 in ``sim/consumer_convergence.py``, the
+process model in ``sim/process.py``; this module drives the members):
 
 - **I1, coordinator view**: a shadow index of who holds each partition (assigned or pending
   revocation) is kept from the records the coordinator writes, record by record; a current

@@ -1,6 +1,6 @@
 """The simulator's record log: the records themselves, encoded only when a rebuild reads them.
 
-What the simulator needs from a log is the driver contract of DESIGN.md "The core contract"
+What the simulator needs from a log is the driver contract of docs/design.md "The core contract"
 (every result's records are in the log before its response goes out; a failover reloads the
 shard from it) and the I4 check (a shard rebuilt from the log, compacted or not, equals the
 live one). Profiling the simulator showed that writing every record through the storage backend

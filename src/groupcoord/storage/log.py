@@ -1,4 +1,4 @@
-"""The record log interface (DESIGN.md "storage/"): what a shard's state is rebuilt from.
+"""The record log interface (docs/design.md "storage/"): what a shard's state is rebuilt from.
 
 A log holds, per shard, an ordered sequence of entries ``(key, value)`` of encoded records
 (``value is None`` is a tombstone). ``append`` takes one request's records as a batch and makes

@@ -99,8 +99,8 @@ from groupcoord.coordinator.timers import TimerKey
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
+    from groupcoord.coordinator.context import ShardContext
     from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
-    from groupcoord.coordinator.shard import Shard
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ def _inconsistent(requested: str | None, current: str | None) -> bool:
 class ClassicGroupManager:
     """The classic group type of one shard: registers its handlers, record and timers."""
 
-    def __init__(self, shard: Shard) -> None:
+    def __init__(self, shard: ShardContext) -> None:
         self.shard = shard
         self._appending = False
         #: The waiter of the JoinGroup/SyncGroup being handled, and its response if the same

@@ -44,9 +44,9 @@ from groupcoord.coordinator.timers import TimerKey
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
+    from groupcoord.coordinator.context import ShardContext
     from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
     from groupcoord.coordinator.modern.client_assignment import ClientAssignment
-    from groupcoord.coordinator.shard import Shard
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ class NewProtocolGroupManager(ABC, Generic[G, M, Req, Resp]):
     #: its own timers (consumer groups): the order of the timer changes a removal reports.
     forgets_classic_first: ClassVar[bool]
 
-    shard: Shard
+    shard: ShardContext
     client: ClientAssignment
     classic_bridge: ClassicBridge[Any, Any]
 

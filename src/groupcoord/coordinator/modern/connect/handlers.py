@@ -144,7 +144,7 @@ from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from groupcoord.coordinator.shard import Shard
+    from groupcoord.coordinator.context import ShardContext
 
 log = logging.getLogger(__name__)
 
@@ -196,7 +196,7 @@ class ConnectGroupManager(NewProtocolGroupManager[ConnectGroup, ConnectGroupMemb
     keeps_departed_targets = True
     forgets_classic_first = True
 
-    def __init__(self, shard: Shard) -> None:
+    def __init__(self, shard: ShardContext) -> None:
         self.shard = shard
         shard.register_handler(ConnectGroupHeartbeatRequest, self._heartbeat)
         shard.register_handler(ConnectGroupPrepareAssignmentRequest, self._prepare)

@@ -118,7 +118,7 @@ from groupcoord.coordinator.topics import MetadataImage, TopicMetadata
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.coordinator.shard import Shard
+    from groupcoord.coordinator.context import ShardContext
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +187,7 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
     keeps_departed_targets = False
     forgets_classic_first = False
 
-    def __init__(self, shard: Shard) -> None:
+    def __init__(self, shard: ShardContext) -> None:
         self.shard = shard
         shard.register_handler(ConsumerGroupHeartbeatRequest, self._heartbeat)
         shard.register_handler(ConsumerGroupDescribeRequest, self._consumer_group_describe)
