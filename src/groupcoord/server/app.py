@@ -121,7 +121,8 @@ class KafkaServer:
                  shards: int = 1, properties: dict[str, str] | None = None,
                  advertised_host: str | None = None,
                  max_frame_size: int = MAX_FRAME_SIZE,
-                 metrics_port: int | None = None) -> None:
+                 metrics_port: int | None = None,
+                 record_log: RecordLog | None = None) -> None:
         self.host = host
         self.port = port
         self.data_dir = Path(data_dir)
@@ -144,6 +145,9 @@ class KafkaServer:
         self.runtime: CoordinatorRuntime | None = None
         self.apis: KafkaApis | None = None
         self._log: RecordLog | None = None
+        #: A record log given by the caller (kept open by :meth:`stop`: a restarted server on
+        #: the same log finds its groups again, as a broker restarted on its disk).
+        self._given_log = record_log
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -151,7 +155,7 @@ class KafkaServer:
         loop = asyncio.get_running_loop()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.registry = TopicRegistry(self.data_dir)
-        self._log = open_record_log(self.storage, self.data_dir)
+        self._log = self._given_log or open_record_log(self.storage, self.data_dir)
         self.idle_monitor = LoopIdleMonitor()
         self.idle_monitor.install(loop)
         self.runtime = CoordinatorRuntime(self._log, self.num_shards, self.config,
@@ -205,7 +209,8 @@ class KafkaServer:
         if self.idle_monitor is not None:
             self.idle_monitor.uninstall()
         if self._log is not None:
-            self._log.close()
+            if self._log is not self._given_log:
+                self._log.close()
             self._log = None
         if self.registry is not None:
             self.registry.close()
