@@ -35,7 +35,8 @@ Ranges and why (issue #6; NOTES.md "What real clients need from a broker"):
   (``protocol/extensions.py``; ``docs/wire.md``): ConsumerGroupPrepareAssignment 1000,
   ConsumerGroupInstallAssignment 1001, ConnectGroupHeartbeat 1002, ConnectGroupPrepareAssignment
   1003, ConnectGroupInstallAssignment 1004, ConnectGroupConfig 1005, ConnectGroupDescribe 1006,
-  each v0 (the specs define v0 only). Their versions here must equal the schema files'
+  each v0 (the specs define v0 only); and GroupcoordControl 1010, ours: the control plane for
+  tests (``server/control.py``, ``docs/testing.md``). Their versions here must equal the schema files'
   ``validVersions`` (tested).
 """
 
@@ -79,6 +80,8 @@ class ApiKey(IntEnum):
     CONNECT_GROUP_INSTALL_ASSIGNMENT = 1004
     CONNECT_GROUP_CONFIG = 1005
     CONNECT_GROUP_DESCRIBE = 1006
+    # the control plane for tests (docs/testing.md)
+    GROUPCOORD_CONTROL = 1010
 
 
 #: api key -> (min version, max version), inclusive.
@@ -114,6 +117,7 @@ API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.CONNECT_GROUP_INSTALL_ASSIGNMENT: (0, 0),
     ApiKey.CONNECT_GROUP_CONFIG: (0, 0),
     ApiKey.CONNECT_GROUP_DESCRIBE: (0, 0),
+    ApiKey.GROUPCOORD_CONTROL: (0, 0),
 }
 
 

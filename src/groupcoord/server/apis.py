@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
@@ -158,6 +159,9 @@ class KafkaApis:
         }
         self.extensions = ExtensionApis(runtime, self._resp)
         self.handlers.update(self.extensions.handlers)
+        #: The control plane's ``run(command, args)`` (``server/control.py``), set by the server.
+        self.control: Callable[[str, dict[str, Any]], Any] | None = None
+        self.handlers[ApiKey.GROUPCOORD_CONTROL] = self.groupcoord_control
         missing = set(API_VERSIONS) ^ set(self.handlers)
         if missing:  # the advertised table and the handlers must be the same set
             raise AssertionError(f"advertised APIs without handlers or vice versa: {missing}")
@@ -174,6 +178,23 @@ class KafkaApis:
 
     def api_versions(self, body: Any, ctx: RequestContext) -> Any:
         return self._resp(ctx, error_code=0, api_keys=api_version_entries(), throttle_time=0)
+
+    def groupcoord_control(self, body: Any, ctx: RequestContext) -> Any:
+        """GroupcoordControl (API 1010, ours): a control plane command (``server/control.py``).
+        Bad JSON, an unknown command or bad arguments: INVALID_REQUEST with a one-line message."""
+        if self.control is None:
+            return self._resp(ctx, throttle_time_ms=0, error_code=E.cluster_authorization_failed,
+                              error_message="this server has no control plane", result="null")
+        try:
+            args = json.loads(body.arguments or "{}")
+            if not isinstance(args, dict):
+                raise ValueError(f"Arguments must be a JSON object, got {body.arguments!r}")
+            result = self.control(body.command, args)
+        except ValueError as e:  # ControlError, json.JSONDecodeError
+            return self._resp(ctx, throttle_time_ms=0, error_code=E.invalid_request,
+                              error_message=str(e), result="null")
+        return self._resp(ctx, throttle_time_ms=0, error_code=0, error_message=None,
+                          result=json.dumps(result, default=str))
 
     # ================================================================== topics / metadata
 

@@ -67,6 +67,7 @@ from groupcoord.server.apis import (
     error_response_entity,
 )
 from groupcoord.server.compaction import BackgroundCompaction, CompactionConfig
+from groupcoord.server.control import ControlPlane
 from groupcoord.server.metrics import LoopIdleMonitor, MetricsServer
 from groupcoord.server.runtime import CoordinatorRuntime
 from groupcoord.server.topic_registry import TopicRegistry
@@ -145,6 +146,10 @@ class KafkaServer:
         self.runtime: CoordinatorRuntime | None = None
         self.apis: KafkaApis | None = None
         self._log: RecordLog | None = None
+        #: The control plane for tests (``server/control.py``): fault rules and actions.
+        self.control = ControlPlane(self)
+        #: This broker's node id (Metadata, FindCoordinator; fault rules by broker).
+        self.node_id = 0
         #: A record log given by the caller (kept open by :meth:`stop`: a restarted server on
         #: the same log finds its groups again, as a broker restarted on its disk).
         self._given_log = record_log
@@ -170,6 +175,7 @@ class KafkaServer:
         if advertised in ("", "0.0.0.0", "::"):
             advertised = socket.gethostname()
         self.apis = KafkaApis(self.registry, self.runtime, advertised, self.port, self.properties)
+        self.apis.control = self.control.run
         await self._server.start_serving()
         if self.metrics_port is not None:
             self.metrics_server = MetricsServer(self, self.host, self.metrics_port)
@@ -244,7 +250,19 @@ class KafkaServer:
         except DecodeError as e:
             return Close(f"malformed {api_name(key)} v{version} request: {e}")
         ctx = RequestContext(key, version, header.client_id or "", conn.client_host)
+        conn.client_id = ctx.client_id
         assert self.apis is not None
+        faults = self.control.faults
+        if faults.active:
+            entity = faults.take_error(key, version, body, ctx.client_id, self.node_id)
+            if entity is not None:
+                log.info("%s: %s v%d answered %s (injected)", conn.peer, api_name(key), version,
+                         entity)
+                return encode_response(key, version, corr, entity)
+            delay = faults.delay_ms(key, ctx.client_id, self.node_id)
+            if delay > 0:
+                return self._finish_later(self._delayed(delay, body, ctx), key, version, corr,
+                                          conn)
         try:
             result = self.apis.handle(body, ctx)
             if result is None:
@@ -257,6 +275,15 @@ class KafkaServer:
         except Exception:
             log.exception("%s: %s v%d failed", conn.peer, api_name(key), version)
             return self._internal_error(key, version, corr)
+
+    async def _delayed(self, delay_ms: int, body: Any, ctx: RequestContext) -> Any:
+        """Handle a request after an injected latency (``server/faults.py``)."""
+        await asyncio.sleep(delay_ms / 1000)
+        assert self.apis is not None
+        result = self.apis.handle(body, ctx)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
 
     def _internal_error(self, key: int, version: int, corr: int) -> bytes | Close:
         entity = error_response_entity(key, version, ErrorCode.unknown_server_error)
@@ -290,6 +317,8 @@ class Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.client_host = ""
+        #: The client id of the last request on this connection (control: drop-connections).
+        self.client_id = ""
         self.busy = False
         self.closed = False
         self.reading_paused = False

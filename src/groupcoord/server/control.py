@@ -1,0 +1,204 @@
+"""The control plane for tests: actions on a running server (docs/testing.md).
+
+One entry point, :meth:`ControlPlane.run` ``(command, arguments) -> result``, reached three
+ways: in process (``groupcoord.testing.Control`` on an embedded server), over the wire with the
+extension API GroupcoordControl (API key 1010, ``protocol/schemas/GroupcoordControl*.json``:
+a command name and a JSON object of arguments; the answer's Result is JSON), and from the
+command line (``groupcoord control COMMAND ... --bootstrap-server H:P``, which sends that
+request). The wire was chosen over a separate admin port so that a test needs nothing but the
+bootstrap servers it already has; any client able to send an extension request can use it.
+Every action is written to the server log (logger ``groupcoord.server.control``, level WARNING,
+so it shows without ``-v``) with its arguments.
+
+Commands (arguments in brackets are optional):
+
+- ``inject-error`` api, error [count=1, group, client_id, broker]: answer the next ``count``
+  requests of ``api`` with ``error`` instead of handling them (``server/faults.py``);
+- ``add-latency`` ms [api, broker, client_id]: delay matching requests by ``ms``;
+- ``clear-faults``: remove every error and latency rule;
+- ``faults``: the rules in force and how many errors were injected;
+- ``drop-connections`` client_id (or ``all: true``): close those client connections now;
+- ``expire-session`` group, member: the member's session timer fires now (a KIP-848 consumer
+  or connect member, or a classic member's heartbeat timer), as if it had stopped heartbeating
+  for its session timeout;
+- ``fail-next-append`` [count=1]: the next appends to the record log fail; the shard is
+  reloaded from its log (``server/runtime.py`` "Write before respond").
+
+Bad arguments raise :class:`ControlError` (a one-line message; the wire answers INVALID_REQUEST
+with it). The coordinator core is untouched: faults live in dispatch and around the log, and
+expiring a session moves the driver-owned timer (timers are not records; firing one goes through
+the core's ``expire_timers``, whose records are replayed like any other).
+
+Not here: holding a group's rebalance (needs a core hook), moving a group's coordinator and
+taking brokers down (the server is one broker).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from groupcoord.coordinator.classic_groups import HEARTBEAT
+from groupcoord.coordinator.connect_groups import CONNECT_SESSION
+from groupcoord.coordinator.consumer_groups import SESSION
+from groupcoord.server.faults import FailingAppendLog, FaultInjector
+
+if TYPE_CHECKING:
+    from groupcoord.server.app import KafkaServer
+
+log = logging.getLogger(__name__)
+
+__all__ = ["COMMANDS", "ControlError", "ControlPlane", "parse_error_code"]
+
+
+class ControlError(ValueError):
+    """A control command that cannot be run as given (its message says why)."""
+
+
+def parse_error_code(error: str | int) -> int:
+    """An error code by number (``16``) or Kafka name (``NOT_COORDINATOR``, any case)."""
+    if isinstance(error, int) or (isinstance(error, str) and error.strip().lstrip("-").isdigit()):
+        code = int(error)
+        try:
+            ErrorCode(code)
+        except ValueError:
+            raise ControlError(f"unknown error code {code}") from None
+        return code
+    try:
+        return int(ErrorCode[str(error).strip().lower()])
+    except KeyError:
+        raise ControlError(f"unknown error {error!r} (a Kafka error name such as "
+                           f"NOT_COORDINATOR, or a code)") from None
+
+
+def _opt_int(args: dict[str, Any], name: str) -> int | None:
+    v = args.get(name)
+    if v is None:
+        return None
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        raise ControlError(f"{name} must be an integer, got {v!r}") from None
+
+
+def _req(args: dict[str, Any], name: str) -> Any:
+    v = args.get(name)
+    if v is None or v == "":
+        raise ControlError(f"missing argument {name}")
+    return v
+
+
+class ControlPlane:
+    """The actions on one :class:`~groupcoord.server.app.KafkaServer` (module doc). Runs on the
+    server's event loop."""
+
+    def __init__(self, server: KafkaServer) -> None:
+        self.server = server
+        self.faults = FaultInjector()
+        self._commands: dict[str, Callable[[dict[str, Any]], Any]] = {
+            "inject-error": self._inject_error,
+            "add-latency": self._add_latency,
+            "clear-faults": self._clear_faults,
+            "faults": lambda args: self.faults.describe(),
+            "drop-connections": self._drop_connections,
+            "expire-session": self._expire_session,
+            "fail-next-append": self._fail_next_append,
+        }
+
+    @property
+    def commands(self) -> list[str]:
+        return sorted(self._commands)
+
+    def run(self, command: str, args: dict[str, Any] | None = None) -> Any:
+        """Run ``command`` with ``args``; its JSON-able result. ControlError on bad input."""
+        fn = self._commands.get(command)
+        if fn is None:
+            raise ControlError(f"unknown control command {command!r} (known: "
+                               f"{', '.join(self.commands)})")
+        args = dict(args or {})
+        result = fn(args)
+        log.warning("control: %s %s -> %s", command, json.dumps(args, sort_keys=True),
+                    json.dumps(result, sort_keys=True, default=str))
+        return result
+
+    # ------------------------------------------------------------------ commands
+
+    def _inject_error(self, args: dict[str, Any]) -> Any:
+        code = parse_error_code(_req(args, "error"))
+        try:
+            rule = self.faults.inject_error(
+                _req(args, "api"), code, _opt_int(args, "count") or 1,
+                group=args.get("group"), client_id=args.get("client_id"),
+                broker=_opt_int(args, "broker"))
+        except ValueError as e:
+            raise ControlError(str(e)) from None
+        return rule.describe()
+
+    def _add_latency(self, args: dict[str, Any]) -> Any:
+        ms = _opt_int(args, "ms")
+        if ms is None:
+            raise ControlError("missing argument ms")
+        try:
+            rule = self.faults.add_latency(ms, api=args.get("api"),
+                                           broker=_opt_int(args, "broker"),
+                                           client_id=args.get("client_id"))
+        except ValueError as e:
+            raise ControlError(str(e)) from None
+        return rule.describe()
+
+    def _clear_faults(self, args: dict[str, Any]) -> Any:
+        return {"removed": self.faults.clear()}
+
+    def _drop_connections(self, args: dict[str, Any]) -> Any:
+        client_id = args.get("client_id")
+        every = bool(args.get("all"))
+        if client_id is None and not every:
+            raise ControlError("drop-connections needs client_id (or all)")
+        dropped = []
+        for conn in list(self.server.connections):
+            if every or conn.client_id == client_id:
+                dropped.append(conn.peer)
+                conn.abort()
+        return {"dropped": sorted(dropped)}
+
+    def _expire_session(self, args: dict[str, Any]) -> Any:
+        group = str(_req(args, "group"))
+        member = str(_req(args, "member"))
+        runtime = self.server.runtime
+        assert runtime is not None
+        i = runtime.shard_of(group)
+        shard = runtime.shards[i]
+        if shard is None:
+            raise ControlError(f"the coordinator of group {group} is not loaded")
+        now = runtime.clock.now_ms()
+        for kind in (SESSION, CONNECT_SESSION, HEARTBEAT):
+            key = (kind, group, member)
+            if key in shard.timers:
+                # The driver moves its own timer (soft state, not a record); the core's
+                # expire_timers then does what a real expiry does.
+                shard.timers.schedule(key, now, shard.timers.payload(key))
+                runtime.expire_now()
+                return {"expired": kind}
+        raise ControlError(f"group {group} has no member {member} with a session")
+
+    def _fail_next_append(self, args: dict[str, Any]) -> Any:
+        count = _opt_int(args, "count") or 1
+        if count < 1:
+            raise ControlError(f"count must be at least 1, got {count}")
+        runtime = self.server.runtime
+        assert runtime is not None
+        failing = runtime.log
+        if not isinstance(failing, FailingAppendLog):
+            failing = FailingAppendLog(runtime.log)
+            runtime.log = failing
+        failing.fail_next += count
+        return {"pending": failing.fail_next}
+
+
+#: The commands, for the CLI's help.
+COMMANDS = ["inject-error", "add-latency", "clear-faults", "faults", "drop-connections",
+            "expire-session", "fail-next-append"]
