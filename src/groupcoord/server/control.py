@@ -85,6 +85,11 @@ def _opt_int(args: dict[str, Any], name: str) -> int | None:
         raise ControlError(f"{name} must be an integer, got {v!r}") from None
 
 
+def _count(args: dict[str, Any]) -> int:
+    count = _opt_int(args, "count")
+    return 1 if count is None else count
+
+
 def _req(args: dict[str, Any], name: str) -> Any:
     v = args.get(name)
     if v is None or v == "":
@@ -131,7 +136,7 @@ class ControlPlane:
         code = parse_error_code(_req(args, "error"))
         try:
             rule = self.faults.inject_error(
-                _req(args, "api"), code, _opt_int(args, "count") or 1,
+                _req(args, "api"), code, _count(args),
                 group=args.get("group"), client_id=args.get("client_id"),
                 broker=_opt_int(args, "broker"))
         except ValueError as e:
@@ -186,7 +191,7 @@ class ControlPlane:
         raise ControlError(f"group {group} has no member {member} with a session")
 
     def _fail_next_append(self, args: dict[str, Any]) -> Any:
-        count = _opt_int(args, "count") or 1
+        count = _count(args)
         if count < 1:
             raise ControlError(f"count must be at least 1, got {count}")
         runtime = self.server.runtime
