@@ -16,6 +16,7 @@ point once groupcoord is installed; these tests are what a user would write.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import uuid
 from typing import Any
@@ -44,8 +45,10 @@ def produce(bootstrap: str, topic: str, n: int) -> None:
     assert p.flush(30) == 0
 
 
-def confluent_app(bootstrap: str, group: str, topic: str, want: int, protocol: str) -> list[str]:
-    """Consume until ``want`` records were processed, committing after each one."""
+def confluent_app(bootstrap: str, group: str, topic: str, want: int, protocol: str,
+                  distinct: bool = False) -> list[str]:
+    """Consume until ``want`` records were processed, committing after each one (``distinct``:
+    records are named by partition and offset, not by value)."""
     from confluent_kafka import Consumer, KafkaException
 
     conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "group.id": group,
@@ -63,7 +66,7 @@ def confluent_app(bootstrap: str, group: str, topic: str, want: int, protocol: s
             m = c.poll(0.2)
             if m is None or m.error():
                 continue
-            seen.append(m.value().decode())
+            seen.append(f"{m.partition()}@{m.offset()}" if distinct else m.value().decode())
             for attempt in range(5):  # librdkafka returns coordinator errors to a sync
                 try:                      # commit: the application retries a few times
                     c.commit(message=m, asynchronous=False)
@@ -77,7 +80,8 @@ def confluent_app(bootstrap: str, group: str, topic: str, want: int, protocol: s
     return seen
 
 
-def kafka_python_app(bootstrap: str, group: str, topic: str, want: int) -> list[str]:
+def kafka_python_app(bootstrap: str, group: str, topic: str, want: int,
+                     distinct: bool = False) -> list[str]:
     from kafka import KafkaConsumer
 
     c = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
@@ -88,14 +92,16 @@ def kafka_python_app(bootstrap: str, group: str, topic: str, want: int) -> list[
     try:
         while len(set(seen)) < want and time.monotonic() < deadline:
             for records in c.poll(timeout_ms=200).values():
-                seen.extend(r.value.decode() for r in records)
+                seen.extend(f"{r.partition}@{r.offset}" if distinct else r.value.decode()
+                            for r in records)
                 c.commit()
     finally:
         c.close()
     return seen
 
 
-async def aiokafka_app(bootstrap: str, group: str, topic: str, want: int) -> list[str]:
+async def aiokafka_app(bootstrap: str, group: str, topic: str, want: int,
+                       distinct: bool = False) -> list[str]:
     from aiokafka import AIOKafkaConsumer
 
     c = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
@@ -108,7 +114,8 @@ async def aiokafka_app(bootstrap: str, group: str, topic: str, want: int) -> lis
         while len(set(seen)) < want and time.monotonic() < deadline:
             batches = await c.getmany(timeout_ms=200)
             for records in batches.values():
-                seen.extend(r.value.decode() for r in records)
+                seen.extend(f"{r.partition}@{r.offset}" if distinct else r.value.decode()
+                            for r in records)
             if batches:
                 await c.commit()
     finally:
@@ -192,3 +199,44 @@ def test_an_application_loses_nothing_under_coordinator_errors(kafka_cluster: Cl
     # ... and what it processed is committed: the group resumes at the end of each partition.
     committed = _committed(kafka_cluster, group)
     assert sum(committed.values()) == N, committed
+
+
+@pytest.mark.groupcoord(topics={TOPIC: PARTITIONS})
+@pytest.mark.parametrize("client", CLIENTS)
+def test_an_application_carries_on_across_a_broker_restart(kafka_cluster: Cluster,
+                                                           client: str) -> None:
+    """The broker goes away for a second (connections closed, port refused) once the application
+    has processed and committed the first records, and comes back with its log; the records
+    produced afterwards reach the application too."""
+    group = f"g-{client}-{uuid.uuid4().hex[:6]}"
+    b = kafka_cluster.bootstrap_servers
+    produce(b, TOPIC, N)
+    failed: list[BaseException] = []
+
+    def chaos() -> None:
+        try:
+            deadline = time.monotonic() + TIMEOUT_S
+            while sum(_committed(kafka_cluster, group).values()) < N:
+                if time.monotonic() > deadline:
+                    raise TimeoutError("the application never committed the first records")
+                time.sleep(0.1)
+            kafka_cluster.restart(down_s=1.0)
+            produce(b, TOPIC, N)  # offsets N.. of the same keys' partitions
+        except BaseException as e:
+            failed.append(e)
+
+    t = threading.Thread(target=chaos, daemon=True)
+    t.start()
+    want = 2 * N
+    if client == "confluent-consumer":
+        seen = confluent_app(b, group, TOPIC, want, "consumer", distinct=True)
+    elif client == "confluent-classic":
+        seen = confluent_app(b, group, TOPIC, want, "classic", distinct=True)
+    elif client == "kafka-python":
+        seen = kafka_python_app(b, group, TOPIC, want, distinct=True)
+    else:
+        seen = asyncio.run(aiokafka_app(b, group, TOPIC, want, distinct=True))
+    t.join(TIMEOUT_S)
+    assert not failed, failed
+    assert len(set(seen)) == want  # every record of both rounds
+    assert sum(_committed(kafka_cluster, group).values()) == want
