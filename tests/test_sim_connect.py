@@ -1,8 +1,8 @@
-"""Connect workers in the simulator (issue #7, protocol ``connect``: ``eager``, ``cooperative``).
+"""Connect workers in the simulator (protocol ``connect``: ``eager``, ``cooperative``).
 
 Real ConnectWorker processes against the real coordinator's connect groups, under the
 scenario's faults, invariants checked after every step. KIP-415's scenarios
-(``001_dbf4533782bb9548.txt``, "Deferred Resolution of Imbalance under Different Rebalancing
+("Deferred Resolution of Imbalance under Different Rebalancing
 Scenarios") are the ``kip415-*`` built-ins; the tests below check their outcome against the
 KIP's tables (W1..W3 are c1..c3; AT1, AT2, BT1 are tasks A/0, A/1, B/0 here).
 
@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from groupcoord.cli import main
-from groupcoord.coordinator.connect_group import ConnectGroup, ConnectGroupMember
-from groupcoord.coordinator.reconciliation import owns_any_items, reconcile_items
+from groupcoord.coordinator.modern.connect.model import ConnectGroup, ConnectGroupMember
+from groupcoord.coordinator.modern.reconciliation import owns_any_items, reconcile_items
 from groupcoord.coordinator.shard import Shard
 from groupcoord.sim.protocols import PROTOCOLS, resolve_protocol
 from groupcoord.sim.runner import simulate
@@ -279,7 +279,7 @@ def test_the_broken_coordinator_is_caught_on_random_seeds_too() -> None:
 
 def test_a_static_worker_waiting_for_its_first_target_keeps_its_membership() -> None:
     """Found by this simulation: a static worker still at epoch 0 (its first install lost) was
-    answered UNRELEASED_INSTANCE_ID on its own next heartbeat (coordinator/membership.py)."""
+    answered UNRELEASED_INSTANCE_ID on its own next heartbeat (coordinator/modern/membership.py)."""
     sc = replace(random_scenario(7, resource="tasks"), static=True)
     r = simulate(sc, 7, "connect:eager")
     assert r.ok, r.violation.format() if r.violation else ""

@@ -46,7 +46,7 @@ from groupcoord.client.member_driver import (
     DEFAULT_CLOSE_TIMEOUT_MS,
     MemberDriver,
 )
-from groupcoord.coordinator.messages import (
+from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     ConsumerGroupInstallAssignmentRequest,

@@ -42,9 +42,9 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from groupcoord.coordinator.classic_groups import HEARTBEAT
-from groupcoord.coordinator.connect_groups import CONNECT_SESSION
-from groupcoord.coordinator.consumer_groups import SESSION
+from groupcoord.coordinator.classic.handlers import HEARTBEAT
+from groupcoord.coordinator.modern.connect.handlers import CONNECT_SESSION
+from groupcoord.coordinator.modern.consumer.handlers import SESSION
 from groupcoord.server.faults import FailingAppendLog, FaultInjector
 
 if TYPE_CHECKING:

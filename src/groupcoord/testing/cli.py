@@ -21,7 +21,7 @@ import json
 import sys
 from typing import Any
 
-from groupcoord.cli import command
+from groupcoord.commands import command
 
 __all__: list[str] = []
 

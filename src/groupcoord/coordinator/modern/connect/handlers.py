@@ -1,12 +1,12 @@
-"""Connect groups on the new protocol: the handlers, replay and timers of the group type (issue #3).
+"""Connect groups on the new protocol: the handlers, replay and timers of the group type.
 
-Implements the Connect draft (``000_31a92c0cab36e993.txt`` and its revision ``003``): "Connect
+Implements the Connect draft (and its later revision): "Connect
 group type", "Rebalance Process", ConnectGroupHeartbeat ("Request Validation", "Request
 Handling", "Response Handling"), ConnectGroupPrepareAssignment, ConnectGroupInstallAssignment,
 "Assignment Validation", "Assignment Error", "Records" and "Triggering Rebalances", on the
 machinery of consumer groups: reconciliation is theirs (``reconciliation.reconcile_items``:
 revoke, acknowledge, then assign, never both in one response; an item goes to its new owner only
-once the old one released it), client-side assignment is the shared ``client_assignment.py``.
+once the old one released it), client-side assignment is the shared ``modern/client_assignment.py``.
 Two admin requests of ours: ConnectGroupConfig changes the connectors-and-tasks configuration
 (part of the group state), ConnectGroupDescribe describes groups; ListGroups lists them with type
 ``connect``.
@@ -50,7 +50,7 @@ Choices where the draft leaves two readings:
   says, the assignor's worker triggers the follow-up rebalance when the delay expires by
   heartbeating a changed assignor reason (or metadata), which bumps the group epoch; any other
   bump (a worker joining, a configuration change) asks for a new target too.
-- An install with a non-zero Error keeps the target (client_assignment.py) and records the error
+- An install with a non-zero Error keeps the target (modern/client_assignment.py) and records the error
   in the target metadata (describe shows it) until the next successful install.
 - The worker epoch fences offset commits as a consumer member epoch does (ConnectGroup).
 - Session timeout and heartbeat interval are the group's ``group.consumer.*`` settings (there are
@@ -63,9 +63,19 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.coordinator.classic_group import ClassicGroup
-from groupcoord.coordinator.classic_workers import ClassicWorkers
-from groupcoord.coordinator.client_assignment import (
+from groupcoord.coordinator.classic.model import ClassicGroup
+from groupcoord.coordinator.migration.connect import (
+    ConnectUpgrade,
+    classic_to_connect,
+    connect_to_classic,
+    current_assignment_value,
+    downgrade_refusal,
+    member_metadata_value,
+    protocol_version,
+    upgrade_refusal,
+)
+from groupcoord.coordinator.migration.shared import MigrationError
+from groupcoord.coordinator.modern.client_assignment import (
     AssigningGroup,
     ClientAssignment,
     Snapshot,
@@ -75,18 +85,8 @@ from groupcoord.coordinator.client_assignment import (
     successor,
     validate_install,
 )
-from groupcoord.coordinator.connect_group import (
-    ConnectGroup,
-    ConnectGroupMember,
-    ConnectMemberTarget,
-    ConnectorsConfig,
-    from_wire,
-    minus,
-    show_item,
-    to_wire,
-    wire_items,
-)
-from groupcoord.coordinator.connect_messages import (
+from groupcoord.coordinator.modern.connect.classic_workers import ClassicWorkers
+from groupcoord.coordinator.modern.connect.messages import (
     ConnectDepartedMember,
     ConnectGroupConfigRequest,
     ConnectGroupConfigResponse,
@@ -105,24 +105,24 @@ from groupcoord.coordinator.connect_messages import (
     DescribedConnectGroup,
     DescribedConnectMember,
 )
-from groupcoord.coordinator.connect_migration import (
-    ConnectUpgrade,
-    classic_to_connect,
-    connect_to_classic,
-    current_assignment_value,
-    downgrade_refusal,
-    member_metadata_value,
-    protocol_version,
-    upgrade_refusal,
+from groupcoord.coordinator.modern.connect.model import (
+    ConnectGroup,
+    ConnectGroupMember,
+    ConnectMemberTarget,
+    ConnectorsConfig,
+    from_wire,
+    minus,
+    show_item,
+    to_wire,
+    wire_items,
 )
-from groupcoord.coordinator.consumer_group import (
+from groupcoord.coordinator.modern.consumer.model import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     MemberState,
 )
-from groupcoord.coordinator.group_migration import MigrationError
-from groupcoord.coordinator.new_protocol_groups import NewProtocolGroupManager
-from groupcoord.coordinator.reconciliation import owns_any_items, reconcile_items
+from groupcoord.coordinator.modern.group_manager import NewProtocolGroupManager
+from groupcoord.coordinator.modern.reconciliation import owns_any_items, reconcile_items
 from groupcoord.coordinator.records import (
     ClassicGroupMetadataValue,
     ConnectGroupCurrentMemberAssignmentValue,
@@ -144,7 +144,7 @@ from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from groupcoord.coordinator.shard import Shard
+    from groupcoord.coordinator.context import ShardContext
 
 log = logging.getLogger(__name__)
 
@@ -173,7 +173,7 @@ def _err(code: int, message: str) -> CoordinatorError:
 
 class _ConnectClientAssignment(ClientAssignment):
     """Client-side assignment of connect groups: the assignor is chosen among the workers that
-    advertise client assignors; classic workers of a migrating group (issue #4) advertise none,
+    advertise client assignors; classic workers of a migrating group (online migration) advertise none,
     never compute and do not constrain the choice."""
 
     def assignor(self, group: AssigningGroup) -> str | None:
@@ -196,7 +196,7 @@ class ConnectGroupManager(NewProtocolGroupManager[ConnectGroup, ConnectGroupMemb
     keeps_departed_targets = True
     forgets_classic_first = True
 
-    def __init__(self, shard: Shard) -> None:
+    def __init__(self, shard: ShardContext) -> None:
         self.shard = shard
         shard.register_handler(ConnectGroupHeartbeatRequest, self._heartbeat)
         shard.register_handler(ConnectGroupPrepareAssignmentRequest, self._prepare)
@@ -209,7 +209,8 @@ class ConnectGroupManager(NewProtocolGroupManager[ConnectGroup, ConnectGroupMemb
         shard.register_timer(CONNECT_REBALANCE, self._rebalance_timed_out)
         self.client = _ConnectClientAssignment(shard, CONNECT_ASSIGNMENT, self._lookup,
                                                _E.fenced_member_epoch)
-        # Online migration (issue #4): classic workers inside connect groups.
+        # Online migration (the Connect draft "Migration To the New Protocol"): classic workers inside
+        # connect groups.
         self.classic_workers = self.classic_bridge = ClassicWorkers(self)
         shard.register_error_response(
             ConnectGroupHeartbeatRequest,
@@ -539,7 +540,7 @@ class ConnectGroupManager(NewProtocolGroupManager[ConnectGroup, ConnectGroupMemb
         members = []
         for mid in sorted(group.members):
             m = group.members[mid]
-            if m.classic is not None:  # issue #4: the Connect version and metadata it prefers
+            if m.classic is not None:  # online migration: the Connect version and metadata it prefers
                 first, meta = m.classic.supported_protocols[0]
                 prepared = ConnectPreparedAssignor(protocol_version(first), 0, meta)
             else:
