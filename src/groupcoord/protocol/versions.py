@@ -13,7 +13,9 @@ Ranges and why (docs/wire.md; NOTES.md "What real clients need from a broker"):
 - Metadata 0-13 (topic ids from v10; lookups by topic id from v12 for librdkafka's consumer).
 - FindCoordinator 0-6 (batched keys from v4).
 - Produce 3-12, Fetch 4-16 (topic ids from v13), ListOffsets 1-7: what librdkafka, kafka-python
-  and aiokafka use to really consume.
+  and aiokafka use to really consume. OffsetForLeaderEpoch 2-4: the position check clients make
+  after a leader change (kafka-python stops without it once leader epochs move, which they do
+  with several brokers).
 - ConsumerGroupHeartbeat 0-1 and ConsumerGroupDescribe 0-1 (KIP-848; librdkafka needs v1).
 - OffsetCommit 2-9, OffsetFetch 1-9 (v8+ batched groups, v9 member id/epoch), OffsetDelete 0,
   ListGroups 0-5, DeleteGroups 0-2.
@@ -51,6 +53,7 @@ class ApiKey(IntEnum):
     PRODUCE = 0
     FETCH = 1
     LIST_OFFSETS = 2
+    OFFSET_FOR_LEADER_EPOCH = 23
     METADATA = 3
     OFFSET_COMMIT = 8
     OFFSET_FETCH = 9
@@ -89,6 +92,7 @@ API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.PRODUCE: (3, 12),
     ApiKey.FETCH: (4, 16),
     ApiKey.LIST_OFFSETS: (1, 7),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
     ApiKey.METADATA: (0, 13),
     ApiKey.OFFSET_COMMIT: (2, 9),
     ApiKey.OFFSET_FETCH: (1, 9),

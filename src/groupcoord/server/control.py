@@ -22,15 +22,21 @@ Commands (arguments in brackets are optional):
   or connect member, or a classic member's heartbeat timer), as if it had stopped heartbeating
   for its session timeout;
 - ``fail-next-append`` [count=1]: the next appends to the record log fail; the shard is
-  reloaded from its log (``server/runtime.py`` "Write before respond").
+  reloaded from its log (``server/runtime.py`` "Write before respond");
+- with several brokers (``server/brokers.py``): ``move-coordinator`` group [to]: the group's
+  coordinator (its whole ``__consumer_offsets`` partition) moves to broker ``to`` (default the
+  next live one), which loads it from the log (COORDINATOR_LOAD_IN_PROGRESS meanwhile) while the
+  old one answers NOT_COORDINATOR; ``broker-down`` broker: its port refuses connections, its
+  connections close, its partitions and coordinators go to the next live broker;
+  ``broker-up`` broker: it comes back and leads what it prefers again; ``brokers`` [group]:
+  the brokers, those down, and the group's coordinator.
 
 Bad arguments raise :class:`ControlError` (a one-line message; the wire answers INVALID_REQUEST
 with it). The coordinator core is untouched: faults live in dispatch and around the log, and
 expiring a session moves the driver-owned timer (timers are not records; firing one goes through
 the core's ``expire_timers``, whose records are replayed like any other).
 
-Not here: holding a group's rebalance (needs a core hook), moving a group's coordinator and
-taking brokers down (the server is one broker).
+Not here: holding a group's rebalance (needs a core hook).
 """
 
 from __future__ import annotations
@@ -112,6 +118,10 @@ class ControlPlane:
             "drop-connections": self._drop_connections,
             "expire-session": self._expire_session,
             "fail-next-append": self._fail_next_append,
+            "move-coordinator": self._move_coordinator,
+            "broker-down": self._broker_down,
+            "broker-up": self._broker_up,
+            "brokers": self._brokers,
         }
 
     @property
@@ -190,6 +200,49 @@ class ControlPlane:
                 return {"expired": kind}
         raise ControlError(f"group {group} has no member {member} with a session")
 
+    def _move_coordinator(self, args: dict[str, Any]) -> Any:
+        group = str(_req(args, "group"))
+        try:
+            old, new = self.server.move_coordinator(group, _opt_int(args, "to"))
+        except ValueError as e:
+            raise ControlError(str(e)) from None
+        return {"group": group, "from": old, "to": new}
+
+    def _broker_down(self, args: dict[str, Any]) -> Any:
+        broker = _opt_int(args, "broker")
+        if broker is None:
+            raise ControlError("missing argument broker")
+        try:
+            return {"broker": broker, "dropped": self.server.broker_down(broker)}
+        except ValueError as e:
+            raise ControlError(str(e)) from None
+
+    def _broker_up(self, args: dict[str, Any]) -> Any:
+        broker = _opt_int(args, "broker")
+        if broker is None:
+            raise ControlError("missing argument broker")
+        try:
+            self.server.broker_up(broker)
+        except ValueError as e:
+            raise ControlError(str(e)) from None
+        return {"broker": broker}
+
+    def _brokers(self, args: dict[str, Any]) -> Any:
+        """The brokers, which are down, and (with ``group``) the group's coordinator."""
+        bs = self.server.brokerset
+        runtime = self.server.runtime
+        assert runtime is not None
+        if bs is None:
+            out: dict[str, Any] = {"brokers": [0], "down": []}
+            if args.get("group"):
+                out["coordinator"] = 0
+            return out
+        out = {"brokers": bs.ids, "down": sorted(bs.down),
+               "ports": [b.port for b in bs.brokers]}
+        if args.get("group"):
+            out["coordinator"] = bs.coordinator_of_shard(runtime.shard_of(str(args["group"])))
+        return out
+
     def _fail_next_append(self, args: dict[str, Any]) -> Any:
         count = _count(args)
         if count < 1:
@@ -206,4 +259,5 @@ class ControlPlane:
 
 #: The commands, for the CLI's help.
 COMMANDS = ["inject-error", "add-latency", "clear-faults", "faults", "drop-connections",
-            "expire-session", "fail-next-append"]
+            "expire-session", "fail-next-append", "move-coordinator", "broker-down", "broker-up",
+            "brokers"]

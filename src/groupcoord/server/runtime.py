@@ -326,6 +326,16 @@ class CoordinatorRuntime:
             self._complete(token, response)
         return True
 
+    def reload_shard(self, i: int) -> None:
+        """Load shard ``i`` again from its log (its coordinator moved to another broker, which
+        loads the groups as a Kafka coordinator loads a ``__consumer_offsets`` partition):
+        COORDINATOR_LOAD_IN_PROGRESS meanwhile, pending deferred requests NOT_COORDINATOR."""
+        self.shards[i] = None
+        self._loading.pop(i, None)
+        self._fail_deferred(i)
+        self._begin_load(i)
+        self._reschedule()
+
     # ------------------------------------------------------------------ requests
 
     def shard_of(self, group_id: str) -> int:

@@ -8,6 +8,8 @@ GroupcoordControl extension request, API 1010).
 - ``drop-connections (--client-id C | --all)``
 - ``expire-session GROUP MEMBER``
 - ``fail-next-append [--count N]``
+- ``move-coordinator GROUP [--to BROKER]``, ``broker-down BROKER``, ``broker-up BROKER``,
+  ``brokers [--group G]`` (a server with ``--brokers N``)
 
 Prints what the server did (``--json``: its JSON answer). Exit status 1 with ``error: ...`` when
 the server refuses the command (unknown API or error name, missing member, ...) or cannot be
@@ -90,3 +92,13 @@ def _control_args(p: argparse.ArgumentParser) -> None:
     c.add_argument("member", help="the member id")
     c = verb("fail-next-append", "the next record-log appends fail (the shard reloads)", "count")
     c.add_argument("--count", type=_positive, default=1)
+    c = verb("move-coordinator", "move a group's coordinator to another broker (--brokers N)",
+             "group", "to")
+    c.add_argument("group")
+    c.add_argument("--to", type=int, help="the broker (default: the next live one)")
+    c = verb("broker-down", "take a broker down (--brokers N)", "broker")
+    c.add_argument("broker", type=int)
+    c = verb("broker-up", "bring a broker back (--brokers N)", "broker")
+    c.add_argument("broker", type=int)
+    c = verb("brokers", "the brokers, those down, and a group's coordinator", "group")
+    c.add_argument("--group", help="also say this group's coordinator")

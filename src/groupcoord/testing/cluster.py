@@ -14,7 +14,9 @@ with the same record log, as a broker restarted on its disk).
 to a server in process (:attr:`Cluster.control`) or over the wire (:meth:`Control.connect`,
 the GroupcoordControl extension API, as ``groupcoord control`` does).
 
-Not here: several brokers in one process (the server is one broker, node id 0).
+``brokers=N`` serves N brokers from the one process (node ids 0..N-1, one port each;
+``server/brokers.py``): leaders and coordinators spread over them, and the control plane moves
+coordinators and takes brokers down and up.
 """
 
 from __future__ import annotations
@@ -117,6 +119,25 @@ class Control:
         """The member's session expires now; the timer kind that fired."""
         return str(self.run("expire-session", group=group, member=member)["expired"])
 
+    def move_coordinator(self, group: str, to: int | None = None) -> int:
+        """Move the group's coordinator (its ``__consumer_offsets`` partition) to broker ``to``
+        (default the next live one); the broker it moved to. Several brokers only."""
+        return int(self.run("move-coordinator", group=group, to=to)["to"])
+
+    def broker_down(self, broker: int) -> list[str]:
+        """Take a broker down (port refused, connections closed, its partitions and
+        coordinators to the next live broker); the peers dropped."""
+        out: list[str] = self.run("broker-down", broker=broker)["dropped"]
+        return out
+
+    def broker_up(self, broker: int) -> None:
+        """Bring a broker back (it leads what it prefers again)."""
+        self.run("broker-up", broker=broker)
+
+    def coordinator_of(self, group: str) -> int:
+        """The node id of the group's coordinator now."""
+        return int(self.run("brokers", group=group)["coordinator"])
+
     def fail_next_append(self, count: int = 1) -> int:
         """The next ``count`` record-log appends fail (the shard reloads); how many are
         pending."""
@@ -128,7 +149,7 @@ class Cluster:
     than the server's loop runs there."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, data_dir: str, properties: dict[str, str],
-                 host: str) -> None:
+                 host: str, brokers: int = 1, racks: list[str] | None = None) -> None:
         from groupcoord.storage.memory import MemoryLog
 
         self.loop = loop
@@ -136,13 +157,18 @@ class Cluster:
         self.properties = properties
         self.host = host
         self.port = 0
+        self.brokers = brokers
+        self.racks = racks
+        self._broker_ports: list[int] | None = None
+        self._bootstrap = ""
         self.log = MemoryLog()
         self.server: Any = None
         self.control = Control(self._run_command)
 
     @property
     def bootstrap_servers(self) -> str:
-        return f"{self.host}:{self.port}"
+        """``H:P`` of every broker, comma-separated."""
+        return self._bootstrap
 
     # ------------------------------------------------------------------ on the loop
 
@@ -151,8 +177,12 @@ class Cluster:
 
         self.server = KafkaServer(host=self.host, port=self.port, data_dir=self.data_dir,
                                   storage="memory", properties=self.properties,
-                                  record_log=self.log)
+                                  record_log=self.log, brokers=self.brokers, racks=self.racks,
+                                  broker_ports=self._broker_ports)
         _, self.port = await self.server.start()
+        if self.server.brokerset is not None:
+            self._broker_ports = [b.port for b in self.server.brokerset.brokers[1:]]
+        self._bootstrap = self.server.bootstrap_servers
 
     async def _stop(self) -> None:
         if self.server is not None:
@@ -229,12 +259,15 @@ def _properties(config: Mapping[str, str] | None) -> dict[str, str]:
 @contextlib.asynccontextmanager
 async def async_embedded_cluster(*, topics: Mapping[str, int] | None = None,
                                  config: Mapping[str, str] | None = None,
-                                 host: str = "127.0.0.1") -> AsyncIterator[Cluster]:
+                                 host: str = "127.0.0.1", brokers: int = 1,
+                                 racks: list[str] | None = None) -> AsyncIterator[Cluster]:
     """An embedded server on the running event loop (module doc); ``topics``: name ->
     partitions, created before it is yielded; ``config``: broker configs over
-    :data:`TEST_PROPERTIES`."""
+    :data:`TEST_PROPERTIES`; ``brokers``: how many brokers it serves (``server/brokers.py``),
+    with optional ``racks``."""
     data_dir = tempfile.mkdtemp(prefix="groupcoord-test-")
-    cluster = Cluster(asyncio.get_running_loop(), data_dir, _properties(config), host)
+    cluster = Cluster(asyncio.get_running_loop(), data_dir, _properties(config), host, brokers,
+                      racks)
     try:
         await cluster._start()
         for name, n in (topics or {}).items():
@@ -248,7 +281,8 @@ async def async_embedded_cluster(*, topics: Mapping[str, int] | None = None,
 @contextlib.contextmanager
 def embedded_cluster(*, topics: Mapping[str, int] | None = None,
                      config: Mapping[str, str] | None = None,
-                     host: str = "127.0.0.1") -> Iterator[Cluster]:
+                     host: str = "127.0.0.1", brokers: int = 1,
+                     racks: list[str] | None = None) -> Iterator[Cluster]:
     """An embedded server on an event loop of its own, in a daemon thread (module doc), for
     blocking clients. Same arguments as :func:`async_embedded_cluster`."""
     loop = asyncio.new_event_loop()
@@ -257,7 +291,7 @@ def embedded_cluster(*, topics: Mapping[str, int] | None = None,
     data_dir = tempfile.mkdtemp(prefix="groupcoord-test-")
 
     async def main() -> None:
-        cluster = Cluster(loop, data_dir, _properties(config), host)
+        cluster = Cluster(loop, data_dir, _properties(config), host, brokers, racks)
         try:
             await cluster._start()
             for name, n in (topics or {}).items():

@@ -8,8 +8,9 @@ Fixtures:
   any client, blocking or asyncio, can use it), stopped after it;
 - ``kafka_bootstrap``: its bootstrap servers, ``"127.0.0.1:PORT"``.
 
-The marker ``@pytest.mark.groupcoord(topics={"events": 3}, config={"key": "value"})`` declares
-the topics created before the test runs and broker configs over the test defaults.
+The marker ``@pytest.mark.groupcoord(topics={"events": 3}, config={"key": "value"},
+brokers=3)`` declares the topics created before the test runs, broker configs over the test
+defaults, and how many brokers the server has.
 
 Loading the plugin is cheap: nothing is imported from the server, and no server starts, until a
 test asks for a fixture.
@@ -28,8 +29,9 @@ if TYPE_CHECKING:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "groupcoord(topics=None, config=None): topics (name -> partitions) and broker "
-                   "configs of the embedded groupcoord server of the kafka_cluster fixture")
+        "markers", "groupcoord(topics=None, config=None, brokers=1, racks=None): topics (name -> "
+                   "partitions), broker configs and brokers of the embedded groupcoord server of "
+                   "the kafka_cluster fixture")
 
 
 @pytest.fixture
@@ -39,11 +41,12 @@ def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
 
     marker = request.node.get_closest_marker("groupcoord")
     kwargs: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
-    unknown = set(kwargs) - {"topics", "config"}
+    unknown = set(kwargs) - {"topics", "config", "brokers", "racks"}
     if unknown:
         raise pytest.UsageError(f"@pytest.mark.groupcoord: unknown arguments {sorted(unknown)} "
-                                f"(known: topics, config)")
-    with embedded_cluster(topics=kwargs.get("topics"), config=kwargs.get("config")) as cluster:
+                                f"(known: topics, config, brokers, racks)")
+    with embedded_cluster(topics=kwargs.get("topics"), config=kwargs.get("config"),
+                          brokers=kwargs.get("brokers", 1), racks=kwargs.get("racks")) as cluster:
         yield cluster
 
 
