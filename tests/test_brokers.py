@@ -250,3 +250,40 @@ def test_real_clients_lose_nothing_when_the_coordinator_moves_or_its_broker_fail
         assert len(set(seen)) == 2 * N  # every record of both rounds: nothing lost
         assert sum(_committed(cl, group).values()) == 2 * N
         assert [r for r in ctl.faults()["errors"] if r["api"] == "OFFSET_COMMIT"] == []
+
+
+# ----------------------------------------------------------------------------- our own members
+
+
+@pytest.mark.parametrize("kind", ["consumer", "connect", "classic"])
+def test_our_members_keep_their_work_when_the_coordinator_moves(kind: str) -> None:
+    from .test_member_faults import _member, _runs_everything
+
+    async def scenario() -> None:
+        async with async_embedded_cluster(topics={TOPIC: PARTITIONS}, brokers=3) as cl:
+            name = f"{kind}-{uuid.uuid4().hex[:8]}"
+            if kind == "consumer":
+                cl.create_topic(name, 4)
+            else:  # the connectors, set on the (config) group's coordinator
+                group = name if kind == "connect" else f"{name}-configs"
+
+                def configure() -> Any:
+                    with _coordinator_client(cl, group) as k:
+                        return k.connect_group_config(
+                            group, [{"op": 0, "connector": "c", "task_count": 2}])
+                assert int((await asyncio.to_thread(configure)).error_code) == 0
+            m = await _member(cl.bootstrap_servers, kind, name)
+            await _runs_everything(m)
+            stopped = m.work.stopped
+            old = cl.control.coordinator_of(name)
+            new = cl.control.move_coordinator(name)
+            assert new != old
+            async with asyncio.timeout(TIMEOUT_S):  # now talking to the new coordinator
+                while m.driver._conn is None or m.driver._conn.peer != _ports(cl)[new]:
+                    await asyncio.sleep(0.02)
+            await _runs_everything(m)
+            assert m.driver.error is None
+            await m.driver.close()
+            assert m.work.stopped >= stopped
+
+    asyncio.run(scenario())
