@@ -164,6 +164,19 @@ def test_broker_control_bad_input() -> None:
         ctl.broker_up(1)
         with pytest.raises(ControlError, match="not down"):
             ctl.broker_up(1)
+        # Broker 0 (the first listener) down and up: it serves again, and the cluster stops.
+        ctl.broker_down(0)
+        ctl.broker_up(0)
+        deadline = time.monotonic() + TIMEOUT_S
+        while True:
+            try:
+                with KafkaClient(_ports(cl)[0]) as c:
+                    assert len(c.call(ApiKey.METADATA, 12, topics=None).brokers) == 2
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
     with embedded_cluster() as cl, pytest.raises(ControlError, match="one broker"):
         cl.control.broker_down(0)
 

@@ -324,8 +324,8 @@ class KafkaServer:
     async def stop(self, grace_s: float = 2.0) -> None:
         """Stop listening, close every connection (``grace_s`` to flush what is being written,
         then abort), and close the logs."""
-        for b, listener in list(self.listeners.items()):
-            if b != 0:
+        for listener in list(self.listeners.values()):
+            if listener is not self._server:  # broker 0's first listener is closed below
                 listener.close()
         self.listeners.clear()
         if self._server is not None:
