@@ -7,7 +7,9 @@
 - The coordinator is restarted on the same port and data: the worker carries on with it (a
   connector created afterwards reaches it).
 
-In process, for all three members: ``test_member_faults.py``.
+An asyncio application with an ``AsyncConsumer``, interrupted with Ctrl-C (SIGINT) after its
+coordinator was killed, exits within the close timeout too. In process, for all three members:
+``test_member_faults.py``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 import queue
 import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -25,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from groupcoord.protocol.client import KafkaClient
+from groupcoord.protocol.versions import ApiKey
 
 from .conftest import GROUPCOORD, ServerProcess, start_server
 
@@ -148,3 +152,50 @@ def test_worker_runs_its_tasks_again_when_the_coordinator_restarts(
     w.wait_line(lambda line: line.startswith("assigned:") and "d-0" in line)
     w.proc.send_signal(signal.SIGTERM)
     assert w.proc.wait(TIMEOUT_S) == 0
+
+
+_CONSUMER_APP = """
+import asyncio, sys
+from groupcoord.client.driver import AsyncConsumer
+
+async def main() -> None:
+    async with AsyncConsumer(sys.argv[1], sys.argv[2], close_timeout_ms=1000) as c:
+        c.subscribe([sys.argv[3]])
+        print("assigned:", sorted(await c.wait_for_assignment(30)), flush=True)
+        await asyncio.Event().wait()  # runs until Ctrl-C
+
+try:
+    asyncio.run(main())
+except KeyboardInterrupt:
+    print("stopped", flush=True)
+"""
+
+
+def test_an_async_consumer_application_stops_on_ctrl_c_while_the_coordinator_is_gone(
+        tmp_path: Path, cleanup: list[Callable[[], None]]) -> None:
+    """A user's asyncio application with an AsyncConsumer, interrupted (SIGINT: asyncio.run
+    cancels the main task, ``async with`` closes the consumer) after its coordinator was
+    killed: it exits within its close timeout."""
+    server = _server(tmp_path, cleanup)
+    topic = f"t-{uuid.uuid4().hex[:8]}"
+    with KafkaClient(server.bootstrap) as c:
+        r = c.call(ApiKey.CREATE_TOPICS, 7, topics=[{"name": topic, "num_partitions": 2,
+                                                    "replication_factor": -1}], timeout=10_000)
+    assert int(r.topics[0].error_code) == 0
+    app = Worker.__new__(Worker)  # the same stdout collector around another process
+    app.proc = subprocess.Popen([sys.executable, "-c", _CONSUMER_APP, server.bootstrap,
+                                 f"g-{topic}", topic], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    app.lines, app._q = [], queue.Queue()
+    threading.Thread(target=app._read, daemon=True).start()
+    cleanup.append(app.kill)
+    app.wait_line(lambda line: line.startswith("assigned:"))
+    server.proc.send_signal(signal.SIGKILL)
+    app.proc.send_signal(signal.SIGINT)
+    try:
+        code = app.proc.wait(TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"the application did not exit; output {app.lines}") from None
+    assert code == 0, app.proc.stderr.read() if app.proc.stderr else code
+    app.wait_line(lambda line: line == "stopped")
