@@ -157,6 +157,7 @@ def test_close_is_bounded_when_the_coordinator_is_gone(tmp_path: Path, kind: str
             await m.driver.close()
         took = loop.time() - started
         assert m.work.running == set()  # the work was stopped before the leave was given up
+        assert not m.driver.leave_delivered
         assert m.work.stopped == len(m.expected)
         assert m.driver._task is None and not m.driver._tasks
         # Within the close timeout, plus the grace for cancelled tasks (a generous bound: a
@@ -188,5 +189,6 @@ def test_members_regain_their_work_when_the_coordinator_returns(tmp_path: Path,
             async with asyncio.timeout(TIMEOUT_S):
                 await m.driver.close()
             assert m.work.running == set()
+            assert m.driver.leave_delivered  # to the coordinator that returned
 
     asyncio.run(scenario())

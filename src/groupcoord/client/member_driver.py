@@ -140,6 +140,9 @@ class SansIODriver(ABC, Generic[N]):
         self._tasks: set[asyncio.Task[Any]] = set()
         self._exchanges: set[asyncio.Task[Any]] = set()
         self._closing = False
+        #: The coordinator answered this member's leave (False after a close that had to give
+        #: it up: coordinator unreachable, or close timeout expired).
+        self.leave_delivered = False
         self._loop: asyncio.AbstractEventLoop | None = None
         #: The last error that stopped the driver (a fatal group error, or an exception).
         self.error: BaseException | None = None
@@ -160,6 +163,11 @@ class SansIODriver(ABC, Generic[N]):
 
     def _before_start(self) -> None:
         """Called once connected, before the loop runs (e.g. to join the group)."""
+
+    def _is_leave(self, req: Any) -> bool:
+        """Whether ``req`` is the member's leave (its answer sets :attr:`leave_delivered`): a
+        heartbeat at a negative epoch (-1, or -2 for a static member) by default."""
+        return int(getattr(req, "member_epoch", 0)) < 0
 
     def _timeout_ms(self, req: Any) -> int:
         """How long the driver waits for the answer to ``req``."""
@@ -322,6 +330,8 @@ class SansIODriver(ABC, Generic[N]):
             self.error = e
         else:
             self._deliver(req, resp, cid)
+            if self._is_leave(req):
+                self.leave_delivered = True
             code = getattr(resp, "error_code", 0)
             if code in COORDINATOR_MOVED_ERRORS:
                 # The coordinator moved or is gone: find it again before the next request

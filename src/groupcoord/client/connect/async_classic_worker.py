@@ -261,6 +261,9 @@ class AsyncClassicConnectWorker(SansIODriver[ClassicConnectWorker]):
         self._current = req
         return 0
 
+    def _is_leave(self, req: Any) -> bool:
+        return isinstance(req, cm.LeaveGroupRequest)
+
     def _deliver(self, req: Any, resp: Any, cid: int) -> None:
         if req is self._current:  # else the worker gave it up and sent another
             self._current = None

@@ -216,7 +216,11 @@ def _run_worker(ns: argparse.Namespace) -> int:
         except asyncio.CancelledError:
             print(f"worker {name} stopped at once (second signal)", file=sys.stderr)
             return 1
-        print(f"worker {name} left {kind} {ns.group}", flush=True)
+        if not worker.leave_delivered:
+            print(f"worker {name} stopped; its leave of {kind} {ns.group} was not delivered "
+                  f"(the coordinator expires it after its session timeout)", flush=True)
+        else:
+            print(f"worker {name} left {kind} {ns.group}", flush=True)
         return code
 
     return asyncio.run(main())
