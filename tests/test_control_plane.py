@@ -4,7 +4,8 @@
 Each command changes what a client sees: an injected error reaches it instead of the
 coordinator's answer (and our member looks the coordinator up again after NOT_COORDINATOR),
 latency delays answers, dropped connections are re-established, an expired session fences the
-member, a failed append answers COORDINATOR_NOT_AVAILABLE and reloads the shard. Bad input gets
+member, a failed append answers COORDINATOR_NOT_AVAILABLE and reloads the shard, a held
+rebalance keeps the target until it is released. Bad input gets
 a one-line error.
 """
 
@@ -15,12 +16,15 @@ import json
 import subprocess
 import uuid
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 
 from groupcoord.client.consumer import MemberState
 from groupcoord.client.driver import AsyncConsumer, NamedRebalanceListener, TopicPartition
+from groupcoord.protocol.client import KafkaClient
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.versions import ApiKey
 from groupcoord.testing import Cluster, Control, ControlError, async_embedded_cluster
 
 from .conftest import GROUPCOORD
@@ -219,3 +223,43 @@ def test_the_control_cli_against_a_running_server(tmp_path: object) -> None:
         assert "control: clear-faults" in server.stderr()
     finally:
         server.stop()
+
+
+def test_a_held_rebalance_answers_heartbeats_but_keeps_the_target_until_released() -> None:
+    async def body(cluster: Cluster, c: AsyncConsumer, events: Events) -> None:
+        group = c.member.group_id
+
+        def describe() -> Any:
+            with KafkaClient(cluster.bootstrap_servers) as k:
+                [g] = k.call(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, group_ids=[group]).groups
+            return g
+
+        cluster.control.hold_rebalance(group)
+        second = AsyncConsumer(cluster.bootstrap_servers, group, client_id="app-2")
+        await second.start()
+        second.subscribe([TOPIC])
+        try:
+            # The newcomer is a member (its heartbeats answered, the group epoch moved on) ...
+            async with asyncio.timeout(TIMEOUT_S):
+                while True:
+                    g = await asyncio.to_thread(describe)
+                    if len(g.members) == 2:
+                        break
+                    await asyncio.sleep(0.05)
+            # ... but the target did not advance: the first member keeps every partition.
+            assert int(g.assignment_epoch) < int(g.group_epoch)
+            assert c.assignment() == ALL and second.assignment() == set()
+            cluster.control.release_rebalance(group)
+            async with asyncio.timeout(TIMEOUT_S):
+                while not (c.reconciled() and second.reconciled() and second.assignment()
+                           and c.assignment() | second.assignment() == ALL
+                           and not c.assignment() & second.assignment()):
+                    await asyncio.sleep(0.02)
+            g = await asyncio.to_thread(describe)
+            assert int(g.assignment_epoch) == int(g.group_epoch)
+            with pytest.raises(ControlError, match="not held"):
+                cluster.control.release_rebalance(group)
+        finally:
+            await second.close()
+
+    _with_member(body)

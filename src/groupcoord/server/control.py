@@ -32,11 +32,19 @@ Commands (arguments in brackets are optional):
   the brokers, those down, and the group's coordinator.
 
 Bad arguments raise :class:`ControlError` (a one-line message; the wire answers INVALID_REQUEST
-with it). The coordinator core is untouched: faults live in dispatch and around the log, and
-expiring a session moves the driver-owned timer (timers are not records; firing one goes through
+with it). The coordinator core is untouched but for the hold (above): faults live in dispatch and around
+the log, and expiring a session moves the driver-owned timer (timers are not records; firing one goes through
 the core's ``expire_timers``, whose records are replayed like any other).
 
-Not here: holding a group's rebalance (needs a core hook).
+- ``hold-rebalance`` group / ``release-rebalance`` group: while held, the heartbeats of the
+  group's KIP-848 consumer or connect members are answered as usual (sessions renewed, members
+  joining and leaving are recorded, the group epoch moves) but no new target assignment is
+  computed, so nobody's assignment changes; on release the next heartbeat computes it. This is a
+  record-free setting the driver gives the core (``Shard.held_groups``, as it gives the topic
+  image): the records written meanwhile are ordinary ones, so replay is unaffected.
+
+Not here: holding classic groups (JoinGroup / SyncGroup rounds) or the classic members of a
+consumer group; a target computed by a shard's load duties is not held either.
 """
 
 from __future__ import annotations
@@ -122,6 +130,8 @@ class ControlPlane:
             "broker-down": self._broker_down,
             "broker-up": self._broker_up,
             "brokers": self._brokers,
+            "hold-rebalance": lambda args: self._hold(args, True),
+            "release-rebalance": lambda args: self._hold(args, False),
         }
 
     @property
@@ -243,6 +253,15 @@ class ControlPlane:
             out["coordinator"] = bs.coordinator_of_shard(runtime.shard_of(str(args["group"])))
         return out
 
+    def _hold(self, args: dict[str, Any], hold: bool) -> Any:
+        group = str(_req(args, "group"))
+        runtime = self.server.runtime
+        assert runtime is not None
+        if not hold and group not in runtime.held_groups:
+            raise ControlError(f"the rebalance of group {group} is not held")
+        runtime.hold_rebalance(group, hold)
+        return {"group": group, "held": sorted(runtime.held_groups)}
+
     def _fail_next_append(self, args: dict[str, Any]) -> Any:
         count = _count(args)
         if count < 1:
@@ -260,4 +279,4 @@ class ControlPlane:
 #: The commands, for the CLI's help.
 COMMANDS = ["inject-error", "add-latency", "clear-faults", "faults", "drop-connections",
             "expire-session", "fail-next-append", "move-coordinator", "broker-down", "broker-up",
-            "brokers"]
+            "brokers", "hold-rebalance", "release-rebalance"]

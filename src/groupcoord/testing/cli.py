@@ -8,6 +8,7 @@ GroupcoordControl extension request, API 1010).
 - ``drop-connections (--client-id C | --all)``
 - ``expire-session GROUP MEMBER``
 - ``fail-next-append [--count N]``
+- ``hold-rebalance GROUP``, ``release-rebalance GROUP``
 - ``move-coordinator GROUP [--to BROKER]``, ``broker-down BROKER``, ``broker-up BROKER``,
   ``brokers [--group G]`` (a server with ``--brokers N``)
 
@@ -100,5 +101,9 @@ def _control_args(p: argparse.ArgumentParser) -> None:
     c.add_argument("broker", type=int)
     c = verb("broker-up", "bring a broker back (--brokers N)", "broker")
     c.add_argument("broker", type=int)
+    c = verb("hold-rebalance", "heartbeats answered, the group's target held back", "group")
+    c.add_argument("group")
+    c = verb("release-rebalance", "release a held rebalance", "group")
+    c.add_argument("group")
     c = verb("brokers", "the brokers, those down, and a group's coordinator", "group")
     c.add_argument("--group", help="also say this group's coordinator")

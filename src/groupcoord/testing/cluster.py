@@ -138,6 +138,14 @@ class Control:
         """The node id of the group's coordinator now."""
         return int(self.run("brokers", group=group)["coordinator"])
 
+    def hold_rebalance(self, group: str) -> None:
+        """Heartbeats are answered but the group's target assignment does not advance."""
+        self.run("hold-rebalance", group=group)
+
+    def release_rebalance(self, group: str) -> None:
+        """The next heartbeat computes the target held back."""
+        self.run("release-rebalance", group=group)
+
     def fail_next_append(self, count: int = 1) -> int:
         """The next ``count`` record-log appends fail (the shard reloads); how many are
         pending."""
