@@ -263,3 +263,14 @@ def test_a_held_rebalance_answers_heartbeats_but_keeps_the_target_until_released
             await second.close()
 
     _with_member(body)
+
+
+def test_restart_on_the_servers_own_loop_says_to_await_restart_async() -> None:
+    async def scenario() -> None:
+        async with async_embedded_cluster() as cluster:
+            with pytest.raises(RuntimeError, match="restart_async"):
+                cluster.restart()
+            port = cluster.port
+            await cluster.restart_async(down_s=0.1)
+            assert cluster.port == port  # back on the same port
+    asyncio.run(scenario())

@@ -254,7 +254,15 @@ class Cluster:
         await self._start()
 
     def restart(self, down_s: float = 0.0) -> None:
-        """:meth:`restart_async` from another thread (a cluster of :func:`embedded_cluster`)."""
+        """:meth:`restart_async` from another thread (a cluster of :func:`embedded_cluster`);
+        on the server's own loop, ``await restart_async()`` instead."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self.loop:
+            raise RuntimeError("Cluster.restart() would block the server's own event loop: "
+                               "await cluster.restart_async() there")
         asyncio.run_coroutine_threadsafe(self.restart_async(down_s), self.loop).result(60)
 
 
