@@ -20,6 +20,10 @@ from pathlib import Path
 
 import pytest
 
+# The plugin of groupcoord.testing (also an entry point, pytest11; listed here for a venv whose
+# install predates it). Its module name is its entry point name, so it is loaded once.
+pytest_plugins = ["groupcoord.testing.plugin"]
+
 #: ``groupcoord`` as the console script runs it (its entry point, ``groupcoord.cli:main``).
 GROUPCOORD = [sys.executable, "-c", "import sys; from groupcoord.cli import main; sys.exit(main())"]
 

@@ -43,6 +43,7 @@ EXTENSION_KEYS = {
     ApiKey.CONNECT_GROUP_INSTALL_ASSIGNMENT: "ConnectGroupInstallAssignment",
     ApiKey.CONNECT_GROUP_CONFIG: "ConnectGroupConfig",
     ApiKey.CONNECT_GROUP_DESCRIBE: "ConnectGroupDescribe",
+    ApiKey.GROUPCOORD_CONTROL: "GroupcoordControl",
 }
 
 

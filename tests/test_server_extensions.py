@@ -109,6 +109,8 @@ def test_every_extension_api_round_trips_for_every_version(gc_server: ServerProc
         ApiKey.CONNECT_GROUP_INSTALL_ASSIGNMENT: {"group_id": group, "member_id": "w",
                                                   "member_epoch": 1, "group_epoch": 1},
         ApiKey.CONNECT_GROUP_CONFIG: {"group_id": group, "ops": [{"op": 2, "connector": "nope"}]},
+        # the control plane: a command missing an argument (no fault made on the shared server)
+        ApiKey.GROUPCOORD_CONTROL: {"command": "inject-error", "arguments": '{"api": "Heartbeat"}'},
     }
     expected: dict[int, int] = {
         ApiKey.CONSUMER_GROUP_PREPARE_ASSIGNMENT: E.group_id_not_found,
@@ -116,6 +118,7 @@ def test_every_extension_api_round_trips_for_every_version(gc_server: ServerProc
         ApiKey.CONNECT_GROUP_HEARTBEAT: E.unknown_member_id,
         ApiKey.CONNECT_GROUP_PREPARE_ASSIGNMENT: E.group_id_not_found,
         ApiKey.CONNECT_GROUP_INSTALL_ASSIGNMENT: E.group_id_not_found,
+        ApiKey.GROUPCOORD_CONTROL: E.invalid_request,
     }
     with KafkaClient(gc_server.bootstrap) as c:
         for key, (lo, hi) in sorted(extension_versions().items()):

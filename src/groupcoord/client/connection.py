@@ -10,7 +10,6 @@ request with :class:`ConnectionLost`; there is no reconnection here (the driver 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import struct
 from collections.abc import Mapping
 from typing import Any
@@ -36,6 +35,8 @@ class BrokerConnection:
         self._reader = reader
         self._writer = writer
         self.client_id = client_id
+        #: ``host:port`` of the broker (for log lines).
+        self.peer = "?"
         self._corr = 0
         self._pending: dict[int, tuple[int, int, asyncio.Future[Any]]] = {}
         self._versions: dict[int, tuple[int, int]] = {}
@@ -45,14 +46,20 @@ class BrokerConnection:
     @classmethod
     async def open(cls, host: str, port: int, *, client_id: str = "groupcoord-client",
                    timeout_s: float = 10.0) -> BrokerConnection:
+        # asyncio.timeout, not asyncio.wait_for: on Python 3.11 wait_for returns (or raises) the
+        # inner result when it finished in the same loop iteration as the caller was cancelled,
+        # which loses the cancellation (CPython gh-86296, fixed by 3.12's rewrite): a refused
+        # connect then turned a driver's close() into an endless reconnection loop.
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port),
-                                                    timeout_s)
+            async with asyncio.timeout(timeout_s):
+                reader, writer = await asyncio.open_connection(host, port)
         except (TimeoutError, OSError) as e:
             raise ConnectionLost(f"cannot connect to {host}:{port}: {e!r}") from None
         conn = cls(reader, writer, client_id)
+        conn.peer = f"{host}:{port}"
         try:
-            await asyncio.wait_for(conn._negotiate(), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                await conn._negotiate()
         except BaseException:
             await conn.close()
             raise
@@ -135,11 +142,18 @@ class BrokerConnection:
             if not fut.done():
                 fut.set_exception(ConnectionLost(f"connection lost: {why!r}"))
 
-    async def close(self) -> None:
+    async def close(self, grace_s: float = 1.0) -> None:
+        """Fail what is pending and close the socket: what was written is flushed for at most
+        ``grace_s`` (a peer that stopped reading, e.g. a paused broker, would hold it forever),
+        then the socket is aborted. A cancellation of the caller is not swallowed."""
         self._fail(ConnectionLost("connection closed"))
         self._read_task.cancel()
-        with contextlib.suppress(BaseException):
-            await self._read_task
+        await asyncio.wait({self._read_task})
         self._writer.close()
-        with contextlib.suppress(Exception):
-            await self._writer.wait_closed()
+        try:
+            async with asyncio.timeout(grace_s):
+                await self._writer.wait_closed()
+        except TimeoutError:
+            self._writer.transport.abort()
+        except OSError:
+            pass

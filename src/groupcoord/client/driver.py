@@ -34,14 +34,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
 from groupcoord.client.assignors import PartitionAssignor
 from groupcoord.client.connection import BrokerConnection, ConnectionLost, UnsupportedApi
 from groupcoord.client.consumer import ConsumerMember, Partitions, RebalanceListener
-from groupcoord.client.member_driver import MemberDriver
+from groupcoord.client.member_driver import (
+    COORDINATOR_MOVED_ERRORS,
+    DEFAULT_CLOSE_TIMEOUT_MS,
+    MemberDriver,
+)
 from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -114,6 +118,7 @@ class AsyncConsumer(MemberDriver[ConsumerMember]):
                  request_timeout_ms: int = 30_000, client_id: str = "groupcoord-consumer",
                  member_id: str | None = None,
                  reconnect_backoff_ms: int = 100, reconnect_backoff_max_ms: int = 2_000,
+                 close_timeout_ms: int = DEFAULT_CLOSE_TIMEOUT_MS,
                  local_assignors: Sequence[PartitionAssignor] = ()) -> None:
         member = ConsumerMember(
             group_id, member_id=member_id, instance_id=instance_id, rack_id=rack_id,
@@ -123,7 +128,8 @@ class AsyncConsumer(MemberDriver[ConsumerMember]):
         super().__init__(bootstrap, member, client_id=client_id,
                          request_timeout_ms=request_timeout_ms,
                          reconnect_backoff_ms=reconnect_backoff_ms,
-                         reconnect_backoff_max_ms=reconnect_backoff_max_ms)
+                         reconnect_backoff_max_ms=reconnect_backoff_max_ms,
+                         close_timeout_ms=close_timeout_ms)
         self.listener = listener or NamedRebalanceListener()
         self._names: dict[UUID, str] = {}
         self._ids: dict[str, UUID] = {}
@@ -159,18 +165,21 @@ class AsyncConsumer(MemberDriver[ConsumerMember]):
         req = self.member.commit_request(by_id, self._names, metadata)
         if req is None:
             return {}
-        conn = await self._connection()
-        resp = await conn.call(_OFFSET_COMMIT, 9, group_id=req.group_id,
-                               generation_id_or_member_epoch=req.generation_id_or_member_epoch,
-                               member_id=req.member_id, group_instance_id=req.group_instance_id,
-                               topics=[{"name": t.name, "partitions": [
-                                   {"partition_index": p.partition_index,
-                                    "committed_offset": p.committed_offset,
-                                    "committed_leader_epoch": p.committed_leader_epoch,
-                                    "committed_metadata": p.committed_metadata}
-                                   for p in t.partitions]} for t in req.topics])
-        return {(t.name, int(p.partition_index)): int(p.error_code)
-                for t in resp.topics for p in t.partitions if int(p.error_code)}
+        async with self._admin_call() as conn:
+            resp = await conn.call(_OFFSET_COMMIT, 9, group_id=req.group_id,
+                generation_id_or_member_epoch=req.generation_id_or_member_epoch,
+                member_id=req.member_id, group_instance_id=req.group_instance_id,
+                topics=[{"name": t.name, "partitions": [
+                    {"partition_index": p.partition_index,
+                     "committed_offset": p.committed_offset,
+                     "committed_leader_epoch": p.committed_leader_epoch,
+                     "committed_metadata": p.committed_metadata}
+                    for p in t.partitions]} for t in req.topics])
+            errors = {(t.name, int(p.partition_index)): int(p.error_code)
+                      for t in resp.topics for p in t.partitions if int(p.error_code)}
+            if any(c in COORDINATOR_MOVED_ERRORS for c in errors.values()):
+                await self._drop_connection(conn)
+        return errors
 
     async def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """The committed offsets of ``partitions`` (-1: none), read with the member's id and
@@ -178,20 +187,37 @@ class AsyncConsumer(MemberDriver[ConsumerMember]):
         by_topic: dict[str, list[int]] = {}
         for name, p in partitions:
             by_topic.setdefault(name, []).append(p)
-        conn = await self._connection()
-        version = conn.version_for(_OFFSET_FETCH, 9, 8)
-        values: dict[str, Any] = {"groups": [{
-            "group_id": self.member.group_id,
-            "topics": [{"name": n, "partition_indexes": ps} for n, ps in by_topic.items()]}]}
-        if version >= 9:
-            values["groups"][0].update(member_id=self.member.member_id,
-                                       member_epoch=self.member.member_epoch)
-        resp = await conn.call(_OFFSET_FETCH, version, values, wanted_min=8)
-        group = resp.groups[0]
+        async with self._admin_call() as conn:
+            version = conn.version_for(_OFFSET_FETCH, 9, 8)
+            values: dict[str, Any] = {"groups": [{
+                "group_id": self.member.group_id,
+                "topics": [{"name": n, "partition_indexes": ps} for n, ps in by_topic.items()]}]}
+            if version >= 9:
+                values["groups"][0].update(member_id=self.member.member_id,
+                                           member_epoch=self.member.member_epoch)
+            resp = await conn.call(_OFFSET_FETCH, version, values, wanted_min=8)
+            group = resp.groups[0]
+            if int(group.error_code) in COORDINATOR_MOVED_ERRORS:
+                await self._drop_connection(conn)
         if int(group.error_code):
             raise RuntimeError(f"OffsetFetch failed: {ErrorCode(int(group.error_code)).name}")
         return {(t.name, int(p.partition_index)): int(p.committed_offset)
                 for t in group.topics for p in t.partitions}
+
+    @contextlib.asynccontextmanager
+    async def _admin_call(self) -> AsyncIterator[BrokerConnection]:
+        """The coordinator connection for one application request (commit, committed),
+        bounded by the request timeout: a connection that fails or times out is dropped (the
+        next request looks the coordinator up again) and the error raised (TimeoutError,
+        ConnectionLost)."""
+        conn: BrokerConnection | None = None
+        try:
+            async with asyncio.timeout(self.request_timeout_ms / 1000):
+                conn = await self._connection()
+                yield conn
+        except (TimeoutError, ConnectionLost, OSError):
+            await self._drop_connection(conn)
+            raise
 
     # ------------------------------------------------------------------ the wire
 
@@ -206,8 +232,9 @@ class AsyncConsumer(MemberDriver[ConsumerMember]):
         resp = _heartbeat_response(await self._send_heartbeat(conn, req))
         a = resp.assignment
         if a is not None and any(tp.topic_id not in self._names for tp in a.topic_partitions):
-            with contextlib.suppress(ConnectionLost, OSError, asyncio.TimeoutError):
-                await asyncio.wait_for(self._refresh_metadata(conn), self.request_timeout_ms / 1000)
+            with contextlib.suppress(ConnectionLost, OSError, TimeoutError):
+                async with asyncio.timeout(self.request_timeout_ms / 1000):
+                    await self._refresh_metadata(conn)
         return resp
 
     async def _on_connected(self, conn: BrokerConnection) -> None:

@@ -6,9 +6,11 @@ A sans-IO member (:class:`~groupcoord.client.consumer.ConsumerMember`, and its s
 it next has something to do (``next_deadline()``). :class:`MemberDriver` does the IO around it,
 whatever the group type:
 
-- finds the group coordinator (FindCoordinator, key type 0) from the bootstrap server and keeps
-  one pipelined :class:`~groupcoord.client.connection.BrokerConnection` to it; a lost
-  connection is re-established with an exponential backoff, on the next request;
+- finds the group coordinator (FindCoordinator, key type 0) from the bootstrap servers (tried
+  in turn) and keeps one pipelined :class:`~groupcoord.client.connection.BrokerConnection` to
+  it; a lost connection is re-established with an exponential backoff, on the next request, and
+  an answer NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE drops the connection so that the next
+  request looks the coordinator up again (the Java client's ``markCoordinatorUnknown``);
 - calls ``poll_request`` until it returns None (a Connect worker can owe a Prepare or an Install
   beside its heartbeat) and sends each request at once, without waiting for the answers of the
   others; each answer is fed back with the request's correlation id, a failure (timeout, lost
@@ -19,7 +21,14 @@ whatever the group type:
   member keeps reporting the revoked items as owned until then, as the Java consumer runs its
   callback before acknowledging);
 - :meth:`close` revokes everything (the listener runs), sends the leave heartbeat (epoch -1, or
-  -2 for a static member), then closes the connection.
+  -2 for a static member), waits for it to be delivered, then closes the connection; all of it
+  within the close timeout (``close_timeout_ms``, :data:`DEFAULT_CLOSE_TIMEOUT_MS`), after which
+  a leave that could not be delivered (coordinator gone or paused) is abandoned.
+
+Timeouts use ``asyncio.timeout``, never ``asyncio.wait_for``: on Python 3.11 ``wait_for``
+returns the inner result when it completed in the loop iteration the caller was cancelled in
+(CPython gh-86296), and a close that cancelled a reconnection against a refused port lost its
+cancellation that way, leaving the process retrying forever after it had revoked its work.
 
 Time is the event loop's monotonic clock in milliseconds. The heartbeats run on the
 application's event loop (as aiokafka's; no heartbeat thread as in the Java clients): an
@@ -46,6 +55,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
@@ -53,9 +63,10 @@ from typing import Any, Generic, Protocol, TypeVar
 from groupcoord.client.connection import BrokerConnection, ConnectionLost
 from groupcoord.client.consumer import DEFER, ConsumerMember, MemberState
 from groupcoord.protocol.client import parse_bootstrap
-from groupcoord.protocol.errors import error_name
+from groupcoord.protocol.errors import ErrorCode, error_name
 
-__all__ = ["DEFER", "MemberDriver", "SansIODriver", "SansIOMember"]
+__all__ = ["COORDINATOR_MOVED_ERRORS", "DEFAULT_CLOSE_TIMEOUT_MS", "DEFER", "MemberDriver",
+           "SansIODriver", "SansIOMember"]
 
 
 class SansIOMember(Protocol):
@@ -75,6 +86,25 @@ class SansIOMember(Protocol):
 
 
 N = TypeVar("N", bound=SansIOMember)
+
+log = logging.getLogger(__name__)
+
+#: How long :meth:`SansIODriver.close` may take by default (revocation, then the leave): short,
+#: so that a process told to stop while its coordinator is gone exits promptly; the member is
+#: then removed by its session timeout. Java's consumer waits at most 30 s.
+DEFAULT_CLOSE_TIMEOUT_MS = 5_000
+#: How long close() waits for its tasks to end once cancelled.
+CANCEL_GRACE_S = 1.0
+#: Errors saying the connection is not (or no longer) to the group's coordinator: the driver
+#: drops it and looks the coordinator up again (FindCoordinator) for the next request.
+COORDINATOR_MOVED_ERRORS = frozenset({int(ErrorCode.not_coordinator),
+                                      int(ErrorCode.coordinator_not_available)})
+
+
+def _peer(conn: BrokerConnection | None) -> str:
+    return "?" if conn is None else conn.peer
+
+
 M = TypeVar("M", bound=ConsumerMember)
 
 _FIND_COORDINATOR = 10
@@ -87,8 +117,16 @@ class SansIODriver(ABC, Generic[N]):
 
     def __init__(self, bootstrap: str, member: N, *, client_id: str,
                  request_timeout_ms: int = 30_000, reconnect_backoff_ms: int = 100,
-                 reconnect_backoff_max_ms: int = 2_000) -> None:
-        self.bootstrap = parse_bootstrap(bootstrap)
+                 reconnect_backoff_max_ms: int = 2_000,
+                 close_timeout_ms: int = DEFAULT_CLOSE_TIMEOUT_MS) -> None:
+        if close_timeout_ms < 0:
+            raise ValueError(f"close_timeout_ms must be at least 0, got {close_timeout_ms}")
+        #: Every bootstrap server (``H:P[,H:P...]``), tried in turn to find the coordinator.
+        self.bootstraps = [parse_bootstrap(b) for b in bootstrap.split(",") if b.strip()] \
+            or [parse_bootstrap(bootstrap)]
+        self.bootstrap = self.bootstraps[0]
+        self._next_bootstrap = 0
+        self.close_timeout_ms = close_timeout_ms
         self.member = member
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
@@ -100,6 +138,11 @@ class SansIODriver(ABC, Generic[N]):
         self._changed = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._exchanges: set[asyncio.Task[Any]] = set()
+        self._closing = False
+        #: The coordinator answered this member's leave (False after a close that had to give
+        #: it up: coordinator unreachable, or close timeout expired).
+        self.leave_delivered = False
         self._loop: asyncio.AbstractEventLoop | None = None
         #: The last error that stopped the driver (a fatal group error, or an exception).
         self.error: BaseException | None = None
@@ -120,6 +163,11 @@ class SansIODriver(ABC, Generic[N]):
 
     def _before_start(self) -> None:
         """Called once connected, before the loop runs (e.g. to join the group)."""
+
+    def _is_leave(self, req: Any) -> bool:
+        """Whether ``req`` is the member's leave (its answer sets :attr:`leave_delivered`): a
+        heartbeat at a negative epoch (-1, or -2 for a static member) by default."""
+        return int(getattr(req, "member_epoch", 0)) < 0
 
     def _timeout_ms(self, req: Any) -> int:
         """How long the driver waits for the answer to ``req``."""
@@ -174,22 +222,44 @@ class SansIODriver(ABC, Generic[N]):
         """The application changed the member: let the loop look at it now."""
         self._wake.set()
 
-    async def close(self, *, permanent: bool = False, timeout_s: float = 10.0) -> None:
-        """Revoke everything (the listener runs), leave the group, close the connection."""
+    async def close(self, *, permanent: bool = False, timeout_s: float | None = None) -> None:
+        """Revoke everything (the listener runs), leave the group, close the connection; all
+        within ``timeout_s`` (default :attr:`close_timeout_ms`), even when the coordinator is
+        unreachable: a revocation or a leave not done by then is abandoned (the coordinator
+        expires the member after its session timeout), as the Java consumer's ``close(timeout)``
+        gives up (it waits at most 30 s by default; ours is shorter, see
+        :data:`DEFAULT_CLOSE_TIMEOUT_MS`)."""
         if self._task is None:
             return
+        loop = asyncio.get_running_loop()
+        budget = self.close_timeout_ms / 1000 if timeout_s is None else timeout_s
+        deadline = loop.time() + max(0.0, budget)
+        self._closing = True
         if not self._task.done() and self._fatal_message() is None:
             self._begin_leave(permanent)
             self._wake.set()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await self.wait_until(lambda m: self._has_left(), timeout_s)
+            try:
+                async with asyncio.timeout_at(deadline):
+                    await self.wait_until(lambda m: self._has_left(), budget + 1)
+                    # the leave (and a request still in flight) answered, failed or given up
+                    while self._exchanges:
+                        await asyncio.wait(set(self._exchanges))
+            except TimeoutError:
+                log.warning("[%s] %s: close timeout (%.1f s) expired before the leave was "
+                            "delivered; abandoning it", self.member.group_id, self.member_id,
+                            budget)
+            except Exception as e:  # the driver stopped meanwhile: nothing more to deliver
+                log.info("[%s] leaving stopped: %r", self.member.group_id, e)
         self._task.cancel()
-        with contextlib.suppress(BaseException):
-            await self._task
-        for t in list(self._tasks):
+        tasks = {self._task, *self._tasks}
+        for t in tasks:
             t.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        # A task that swallows its cancellation (an application callback) must not hold the
+        # close forever: wait a bounded grace, then leave it behind.
+        _, stuck = await asyncio.wait(tasks, timeout=CANCEL_GRACE_S)
+        if stuck:
+            log.warning("[%s] %d task(s) did not stop when cancelled: %s", self.member.group_id,
+                        len(stuck), ", ".join(sorted(t.get_name() for t in stuck)))
         if self._conn is not None:
             await self._conn.close()
             self._conn = None
@@ -210,7 +280,8 @@ class SansIODriver(ABC, Generic[N]):
                     if self.error is not None:
                         raise self.error
                     await self._changed.wait()
-        await asyncio.wait_for(waiter(), timeout_s)
+        async with asyncio.timeout(timeout_s):
+            await waiter()
 
     # ------------------------------------------------------------------ the loop
 
@@ -224,7 +295,7 @@ class SansIODriver(ABC, Generic[N]):
                 now = self._now()
                 req = m.poll_request(now)
                 while req is not None:
-                    self._spawn(self._exchange(req, self._correlation_id(req)))
+                    self._spawn_exchange(self._exchange(req, self._correlation_id(req)))
                     req = m.poll_request(now)
                 await self._notify()
                 fatal = self._fatal_message()
@@ -234,8 +305,9 @@ class SansIODriver(ABC, Generic[N]):
                     return
                 d = m.next_deadline()
                 timeout = None if d is None else max(0.0, (d - self._now()) / 1000)
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), timeout)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(timeout):
+                        await self._wake.wait()
         except asyncio.CancelledError:
             raise
         except BaseException as e:  # report it to waiters, then stop
@@ -247,8 +319,8 @@ class SansIODriver(ABC, Generic[N]):
         conn: BrokerConnection | None = None
         try:
             conn = await self._connection()
-            resp = await asyncio.wait_for(self._request(conn, req),
-                                          self._timeout_ms(req) / 1000)
+            async with asyncio.timeout(self._timeout_ms(req) / 1000):
+                resp = await self._request(conn, req)
         except (TimeoutError, ConnectionLost, OSError):
             self._failed(req, cid)
             await self._drop_connection(conn)
@@ -258,22 +330,42 @@ class SansIODriver(ABC, Generic[N]):
             self.error = e
         else:
             self._deliver(req, resp, cid)
+            if self._is_leave(req):
+                self.leave_delivered = True
+            code = getattr(resp, "error_code", 0)
+            if code in COORDINATOR_MOVED_ERRORS:
+                # The coordinator moved or is gone: find it again before the next request
+                # (the Java client's markCoordinatorUnknown); the member retries after its
+                # own backoff.
+                log.info("[%s] %s from %s: looking the coordinator up again",
+                         self.member.group_id, error_name(int(code)), _peer(conn))
+                await self._drop_connection(conn)
         self._wake.set()
         await self._notify()
 
     # ------------------------------------------------------------------ the connection
 
     async def _connection(self, *, retry: bool = True) -> BrokerConnection:
+        """The coordinator connection, (re)established with an exponential backoff
+        (``reconnect_backoff_ms`` doubling up to ``reconnect_backoff_max_ms``) until it works,
+        or until this task is cancelled (a closing driver cancels it at its close timeout)."""
         backoff = self.reconnect_backoff_ms
         async with self._connect_lock:
             while self._conn is None or self._conn.closed:
                 try:
-                    conn = await self._connect()
-                    await self._on_connected(conn)
+                    async with asyncio.timeout(self.request_timeout_ms / 1000):
+                        conn = await self._connect()
+                        try:
+                            await self._on_connected(conn)
+                        except BaseException:
+                            await conn.close()
+                            raise
                     self._conn = conn
-                except (TimeoutError, ConnectionLost, OSError, RuntimeError):
+                except (TimeoutError, ConnectionLost, OSError, RuntimeError) as e:
                     if not retry:
                         raise
+                    log.debug("[%s] no coordinator connection (%r): retrying in %d ms",
+                              self.member.group_id, e, backoff)
                     await asyncio.sleep(backoff / 1000)
                     backoff = min(backoff * 2, self.reconnect_backoff_max_ms)
             return self._conn
@@ -286,8 +378,21 @@ class SansIODriver(ABC, Generic[N]):
             await conn.close()
 
     async def _connect(self) -> BrokerConnection:
-        """Bootstrap, then the group's coordinator (FindCoordinator key type 0)."""
-        host, port = self.bootstrap
+        """Bootstrap, then the group's coordinator (FindCoordinator key type 0). The bootstrap
+        servers are tried in turn, starting after the last one that failed."""
+        n = len(self.bootstraps)
+        last: BaseException | None = None
+        for i in range(n):
+            host, port = self.bootstraps[(self._next_bootstrap + i) % n]
+            try:
+                return await self._connect_via(host, port)
+            except (ConnectionLost, OSError, RuntimeError) as e:
+                last = e
+        self._next_bootstrap = (self._next_bootstrap + 1) % n
+        assert last is not None
+        raise last
+
+    async def _connect_via(self, host: str, port: int) -> BrokerConnection:
         boot: BrokerConnection | None = await BrokerConnection.open(
             host, port, client_id=self.client_id)
         assert boot is not None
@@ -319,6 +424,15 @@ class SansIODriver(ABC, Generic[N]):
         task = self._loop.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _spawn_exchange(self, coro: Any) -> None:
+        """Spawn a request exchange (close() waits for these to deliver the leave)."""
+        assert self._loop is not None
+        task = self._loop.create_task(coro)
+        self._tasks.add(task)
+        self._exchanges.add(task)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._exchanges.discard)
 
     def _call(self, out: Any) -> None:
         """Run what a listener callback returned, if it is awaitable."""

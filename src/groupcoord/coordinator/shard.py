@@ -109,6 +109,13 @@ class Shard:
         self.group_configs: dict[str, dict[str, str]] = {}
         self._group_config_cache: dict[str, GroupConfig] = {}
         self.timers = Timers()
+        #: Groups whose rebalance the driver holds (a test double's control plane,
+        #: ``server/control.py``): their heartbeats are answered as usual but no new target
+        #: assignment is computed until the hold is released. Driver configuration, like
+        #: ``metadata``: not a record, not replayed (a reloaded shard starts without holds; the
+        #: driver sets them again); the records written while held are ordinary ones, so a
+        #: rebuild from the log gives the same state.
+        self.held_groups: frozenset[str] = frozenset()
         #: The time of the request being handled (deadlines are set deep inside handlers).
         self.now = 0
         self._records: list[Record] = []

@@ -13,7 +13,9 @@ Ranges and why (docs/wire.md; NOTES.md "What real clients need from a broker"):
 - Metadata 0-13 (topic ids from v10; lookups by topic id from v12 for librdkafka's consumer).
 - FindCoordinator 0-6 (batched keys from v4).
 - Produce 3-12, Fetch 4-16 (topic ids from v13), ListOffsets 1-7: what librdkafka, kafka-python
-  and aiokafka use to really consume.
+  and aiokafka use to really consume. OffsetForLeaderEpoch 2-4: the position check clients make
+  after a leader change (kafka-python stops without it once leader epochs move, which they do
+  with several brokers).
 - ConsumerGroupHeartbeat 0-1 and ConsumerGroupDescribe 0-1 (KIP-848; librdkafka needs v1).
 - OffsetCommit 2-10, OffsetFetch 1-10 (v8+ batched groups, v9 member id/epoch, v10 topics by
   id: Kafka 4.1+), OffsetDelete 0, ListGroups 0-5 (v5: group types, KIP-848), DeleteGroups 0-2.
@@ -38,7 +40,8 @@ Ranges and why (docs/wire.md; NOTES.md "What real clients need from a broker"):
   (``protocol/extensions.py``; ``docs/wire.md``): ConsumerGroupPrepareAssignment 1000,
   ConsumerGroupInstallAssignment 1001, ConnectGroupHeartbeat 1002, ConnectGroupPrepareAssignment
   1003, ConnectGroupInstallAssignment 1004, ConnectGroupConfig 1005, ConnectGroupDescribe 1006,
-  each v0 (the specs define v0 only). Their versions here must equal the schema files'
+  each v0 (the specs define v0 only); and GroupcoordControl 1010, ours: the control plane for
+  tests (``server/control.py``, ``docs/testing.md``). Their versions here must equal the schema files'
   ``validVersions`` (tested).
 """
 
@@ -53,6 +56,7 @@ class ApiKey(IntEnum):
     PRODUCE = 0
     FETCH = 1
     LIST_OFFSETS = 2
+    OFFSET_FOR_LEADER_EPOCH = 23
     METADATA = 3
     OFFSET_COMMIT = 8
     OFFSET_FETCH = 9
@@ -82,6 +86,8 @@ class ApiKey(IntEnum):
     CONNECT_GROUP_INSTALL_ASSIGNMENT = 1004
     CONNECT_GROUP_CONFIG = 1005
     CONNECT_GROUP_DESCRIBE = 1006
+    # the control plane for tests (docs/testing.md)
+    GROUPCOORD_CONTROL = 1010
 
 
 #: api key -> (min version, max version), inclusive.
@@ -89,6 +95,7 @@ API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.PRODUCE: (3, 12),
     ApiKey.FETCH: (4, 16),
     ApiKey.LIST_OFFSETS: (1, 7),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
     ApiKey.METADATA: (0, 13),
     ApiKey.OFFSET_COMMIT: (2, 10),
     ApiKey.OFFSET_FETCH: (1, 10),
@@ -117,6 +124,7 @@ API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.CONNECT_GROUP_INSTALL_ASSIGNMENT: (0, 0),
     ApiKey.CONNECT_GROUP_CONFIG: (0, 0),
     ApiKey.CONNECT_GROUP_DESCRIBE: (0, 0),
+    ApiKey.GROUPCOORD_CONTROL: (0, 0),
 }
 
 

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
@@ -66,6 +67,7 @@ from groupcoord.protocol import fast
 from groupcoord.protocol.codec import build, encode_entity, response_class, to_ms
 from groupcoord.protocol.errors import CoordinatorError
 from groupcoord.protocol.versions import API_VERSIONS, ApiKey
+from groupcoord.server.brokers import BrokerSet
 from groupcoord.server.extension_apis import ExtensionApis
 from groupcoord.server.partition_log import InvalidRecords, ProducerStateError
 from groupcoord.server.producer_ids import ProducerIdAllocator
@@ -142,6 +144,7 @@ class KafkaApis:
             ApiKey.PRODUCE: self.produce,
             ApiKey.FETCH: self.fetch,
             ApiKey.LIST_OFFSETS: self.list_offsets,
+            ApiKey.OFFSET_FOR_LEADER_EPOCH: self.offset_for_leader_epoch,
             ApiKey.CONSUMER_GROUP_HEARTBEAT: self.consumer_group_heartbeat,
             ApiKey.CONSUMER_GROUP_DESCRIBE: self.consumer_group_describe,
             ApiKey.JOIN_GROUP: self.join_group,
@@ -160,6 +163,11 @@ class KafkaApis:
         }
         self.extensions = ExtensionApis(runtime, self._resp)
         self.handlers.update(self.extensions.handlers)
+        #: The control plane's ``run(command, args)`` (``server/control.py``), set by the server.
+        self.control: Callable[[str, dict[str, Any]], Any] | None = None
+        #: Several brokers (``server/brokers.py``), set by the server; None: one broker.
+        self.brokers: BrokerSet | None = None
+        self.handlers[ApiKey.GROUPCOORD_CONTROL] = self.groupcoord_control
         missing = set(API_VERSIONS) ^ set(self.handlers)
         if missing:  # the advertised table and the handlers must be the same set
             raise AssertionError(f"advertised APIs without handlers or vice versa: {missing}")
@@ -177,15 +185,54 @@ class KafkaApis:
     def api_versions(self, body: Any, ctx: RequestContext) -> Any:
         return self._resp(ctx, error_code=0, api_keys=api_version_entries(), throttle_time=0)
 
+    def groupcoord_control(self, body: Any, ctx: RequestContext) -> Any:
+        """GroupcoordControl (API 1010, ours): a control plane command (``server/control.py``).
+        Bad JSON, an unknown command or bad arguments: INVALID_REQUEST with a one-line message."""
+        if self.control is None:
+            return self._resp(ctx, throttle_time_ms=0, error_code=E.cluster_authorization_failed,
+                              error_message="this server has no control plane", result="null")
+        try:
+            args = json.loads(body.arguments or "{}")
+            if not isinstance(args, dict):
+                raise ValueError(f"Arguments must be a JSON object, got {body.arguments!r}")
+            result = self.control(body.command, args)
+        except ValueError as e:  # ControlError, json.JSONDecodeError
+            return self._resp(ctx, throttle_time_ms=0, error_code=E.invalid_request,
+                              error_message=str(e), result="null")
+        return self._resp(ctx, throttle_time_ms=0, error_code=0, error_message=None,
+                          result=json.dumps(result, default=str))
+
     # ================================================================== topics / metadata
 
     def _topics_changed(self) -> None:
         self.runtime.update_metadata(self.registry.image())
 
-    def _partition_entries(self, n: int) -> list[dict[str, Any]]:
-        return [{"error_code": 0, "partition_index": p, "leader_id": NODE_ID,
-                 "leader_epoch": LEADER_EPOCH, "replica_nodes": (NODE_ID,),
-                 "isr_nodes": (NODE_ID,), "offline_replicas": ()} for p in range(n)]
+    def brokers_changed(self) -> None:
+        """Leaders or coordinators changed (``server/brokers.py``): cached Metadata is stale."""
+        self._metadata_cache.clear()
+
+    def _partition_entries(self, name: str, n: int) -> list[dict[str, Any]]:
+        bs = self.brokers
+        if bs is None:
+            return [{"error_code": 0, "partition_index": p, "leader_id": NODE_ID,
+                     "leader_epoch": LEADER_EPOCH, "replica_nodes": (NODE_ID,),
+                     "isr_nodes": (NODE_ID,), "offline_replicas": ()} for p in range(n)]
+        out = []
+        for p in range(n):
+            leader = bs.leader(name, p)
+            out.append({"error_code": 0, "partition_index": p, "leader_id": leader,
+                        "leader_epoch": LEADER_EPOCH + bs.generation, "replica_nodes": (leader,),
+                        "isr_nodes": (leader,), "offline_replicas": ()})
+        return out
+
+    def _broker_entries(self) -> tuple[list[dict[str, Any]], int]:
+        """Metadata's brokers (the live ones) and controller id."""
+        bs = self.brokers
+        if bs is None:
+            return [{"node_id": NODE_ID, "host": self.host, "port": self.port, "rack": None}], \
+                NODE_ID
+        return [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+                for b in bs.live()], bs.controller()
 
     def metadata(self, body: Any, ctx: RequestContext) -> Any:
         """Metadata, answered from a cache of encoded responses while the topics do not change:
@@ -253,15 +300,16 @@ class KafkaApis:
                     out.append(self._topic_metadata(topic.name, topic.topic_id, topic.num_partitions))
         if created:
             self._topics_changed()
+        brokers, controller = self._broker_entries()
         return self._resp(
-            ctx, throttle_time=0,
-            brokers=[{"node_id": NODE_ID, "host": self.host, "port": self.port, "rack": None}],
-            cluster_id=self.registry.cluster_id, controller_id=NODE_ID, topics=out,
+            ctx, throttle_time=0, brokers=brokers,
+            cluster_id=self.registry.cluster_id, controller_id=controller, topics=out,
             cluster_authorized_operations=NO_OPS, error_code=0)
 
     def _topic_metadata(self, name: str, tid: UUID, n: int) -> dict[str, Any]:
         return {"error_code": 0, "name": name, "topic_id": tid, "is_internal": False,
-                "partitions": self._partition_entries(n), "topic_authorized_operations": NO_OPS}
+                "partitions": self._partition_entries(name, n),
+                "topic_authorized_operations": NO_OPS}
 
     def find_coordinator(self, body: Any, ctx: RequestContext) -> Any:
         def entry(key: str, key_type: int) -> dict[str, Any]:
@@ -270,6 +318,10 @@ class KafkaApis:
                         "error_code": E.invalid_request,
                         "error_message": f"Unsupported coordinator key type {key_type}: this broker "
                                          f"only coordinates groups (0)."}
+            if self.brokers is not None:  # the leader of the group's __consumer_offsets partition
+                b = self.brokers.info(self.brokers.coordinator_of_shard(self.runtime.shard_of(key)))
+                return {"key": key, "node_id": b.node_id, "host": b.host, "port": b.port,
+                        "error_code": 0, "error_message": None}
             return {"key": key, "node_id": NODE_ID, "host": self.host, "port": self.port,
                     "error_code": 0, "error_message": None}
 
@@ -494,6 +546,31 @@ class KafkaApis:
                               "partitions": parts})
         resp = self._resp(ctx, throttle_time=0, error_code=0, session_id=0, responses=responses)
         return resp, total, errors
+
+    def offset_for_leader_epoch(self, body: Any, ctx: RequestContext) -> Any:
+        """OffsetForLeaderEpoch (KIP-101 / KIP-320), which clients send to validate their
+        positions after a leader change (kafka-python refuses to go on without it once leader
+        epochs move: several brokers, ``server/brokers.py``). A partition has one replica and
+        its log is never truncated, so every epoch ends at the high watermark: the answer is the
+        requested epoch (or the current one, if the request names a later one) and the high
+        watermark, which tells the client that no record it has seen was lost."""
+        current = LEADER_EPOCH + (self.brokers.generation if self.brokers is not None else 0)
+        topics = []
+        for t in body.topics:
+            topic = self.registry.get(t.topic)
+            parts = []
+            for p in t.partitions:
+                pi = int(p.partition)
+                res: dict[str, Any] = {"error_code": 0, "partition": pi, "leader_epoch": -1,
+                                       "end_offset": -1}
+                if topic is None or not 0 <= pi < topic.num_partitions:
+                    res["error_code"] = E.unknown_topic_or_partition
+                else:
+                    res["leader_epoch"] = min(int(p.leader_epoch), current)
+                    res["end_offset"] = topic.partitions[pi].high_watermark
+                parts.append(res)
+            topics.append({"topic": t.topic, "partitions": parts})
+        return self._resp(ctx, throttle_time=0, topics=topics)
 
     def list_offsets(self, body: Any, ctx: RequestContext) -> Any:
         topics = []

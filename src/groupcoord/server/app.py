@@ -66,14 +66,21 @@ from groupcoord.server.apis import (
     api_version_entries,
     error_response_entity,
 )
+from groupcoord.server.brokers import BrokerInfo, BrokerSet
 from groupcoord.server.compaction import BackgroundCompaction, CompactionConfig
+from groupcoord.server.control import ControlPlane
 from groupcoord.server.metrics import LoopIdleMonitor, MetricsServer
+from groupcoord.server.routing import misrouted
 from groupcoord.server.runtime import CoordinatorRuntime
 from groupcoord.server.topic_registry import TopicRegistry
 from groupcoord.storage.log import RecordLog
 from groupcoord.storage.memory import MemoryLog
 
 log = logging.getLogger(__name__)
+
+#: Coordinator shards (``__consumer_offsets`` partitions) of a server with several brokers when
+#: none is given: Kafka's default ``offsets.topic.num.partitions``.
+DEFAULT_SHARDS_WITH_BROKERS = 50
 
 #: Frames queued on one connection before reading from it pauses.
 MAX_QUEUED_FRAMES = 256
@@ -118,14 +125,30 @@ def random_member_id() -> str:
 class KafkaServer:
     def __init__(self, host: str = "127.0.0.1", port: int = 9092,
                  data_dir: Path | str = "groupcoord-data", storage: str | None = None,
-                 shards: int = 1, properties: dict[str, str] | None = None,
+                 shards: int | None = None, properties: dict[str, str] | None = None,
                  advertised_host: str | None = None,
                  max_frame_size: int = MAX_FRAME_SIZE,
-                 metrics_port: int | None = None) -> None:
+                 metrics_port: int | None = None,
+                 record_log: RecordLog | None = None,
+                 brokers: int = 1, racks: list[str] | None = None,
+                 broker_ports: list[int] | None = None) -> None:
         self.host = host
         self.port = port
         self.data_dir = Path(data_dir)
         self.storage = storage or default_storage()
+        if brokers < 1:
+            raise ValueError(f"--brokers must be at least 1, got {brokers}")
+        if racks is not None and len(racks) != brokers:
+            raise ValueError(f"--racks names {len(racks)} racks for {brokers} brokers: give one "
+                             f"per broker")
+        #: Brokers served (``server/brokers.py``): one port each, node ids 0..N-1.
+        self.num_brokers = brokers
+        self.racks = racks
+        #: Ports of brokers 1..N-1 (a restart on the same ports); default: --port + node id,
+        #: or free ports with --port 0.
+        self.broker_ports = broker_ports
+        if shards is None:  # __consumer_offsets partitions: Kafka's default 50 with brokers
+            shards = 1 if brokers == 1 else DEFAULT_SHARDS_WITH_BROKERS
         if shards < 1:
             raise ValueError(f"--shards must be at least 1, got {shards}")
         self.num_shards = shards
@@ -144,6 +167,15 @@ class KafkaServer:
         self.runtime: CoordinatorRuntime | None = None
         self.apis: KafkaApis | None = None
         self._log: RecordLog | None = None
+        #: Listening sockets by broker (broker 0's is also ``_server``).
+        self.listeners: dict[int, asyncio.Server] = {}
+        #: Who leads what with several brokers (None: one broker).
+        self.brokerset: BrokerSet | None = None
+        #: The control plane for tests (``server/control.py``): fault rules and actions.
+        self.control = ControlPlane(self)
+        #: A record log given by the caller (kept open by :meth:`stop`: a restarted server on
+        #: the same log finds its groups again, as a broker restarted on its disk).
+        self._given_log = record_log
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -151,21 +183,37 @@ class KafkaServer:
         loop = asyncio.get_running_loop()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.registry = TopicRegistry(self.data_dir)
-        self._log = open_record_log(self.storage, self.data_dir)
+        self._log = self._given_log or open_record_log(self.storage, self.data_dir)
         self.idle_monitor = LoopIdleMonitor()
         self.idle_monitor.install(loop)
         self.runtime = CoordinatorRuntime(self._log, self.num_shards, self.config,
                                           self.registry.image(), random_member_id)
         self.runtime.start(loop, background=True)
-        self._server = await loop.create_server(lambda: Connection(self), self.host, self.port,
-                                                reuse_address=True, backlog=2048,
-                                                start_serving=False)
-        sock = self._server.sockets[0]
-        self.port = sock.getsockname()[1]
+        self._server = await self._listen(0, self.port, start=False)
+        self.port = self._server.sockets[0].getsockname()[1]
+        ports = [self.port]
+        for b in range(1, self.num_brokers):
+            if self.broker_ports is not None:
+                want = self.broker_ports[b - 1]
+            else:
+                want = 0 if self.port == 0 else self.port + b
+            extra = await self._listen(b, want, start=False)
+            self.listeners[b] = extra
+            ports.append(extra.sockets[0].getsockname()[1])
+        self.listeners[0] = self._server
         advertised = self.advertised_host or self.host
         if advertised in ("", "0.0.0.0", "::"):
             advertised = socket.gethostname()
         self.apis = KafkaApis(self.registry, self.runtime, advertised, self.port, self.properties)
+        self.apis.control = self.control.run
+        if self.num_brokers > 1:
+            self.brokerset = BrokerSet(
+                [BrokerInfo(b, advertised, ports[b], None if self.racks is None else self.racks[b])
+                 for b in range(self.num_brokers)], self.num_shards)
+            self.apis.brokers = self.brokerset
+        for b, listener in self.listeners.items():
+            if b != 0:
+                await listener.start_serving()
         await self._server.start_serving()
         if self.metrics_port is not None:
             self.metrics_server = MetricsServer(self, self.host, self.metrics_port)
@@ -179,9 +227,107 @@ class KafkaServer:
                  self.data_dir)
         return self.host, self.port
 
+    async def _listen(self, broker: int, port: int, *, start: bool = True) -> asyncio.Server:
+        loop = asyncio.get_running_loop()
+        return await loop.create_server(lambda: Connection(self, broker), self.host, port,
+                                        reuse_address=True, backlog=2048, start_serving=start)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``H:P`` of every broker, comma-separated (broker 0 first)."""
+        if self.brokerset is None:
+            return f"{self.host}:{self.port}"
+        return ",".join(f"{self.host}:{b.port}" for b in self.brokerset.brokers)
+
+    # ------------------------------------------------------------------ brokers (control)
+
+    def _reassign(self, before: list[int], why: str) -> list[int]:
+        """After a change of brokers or moves: reload every shard whose coordinator changed
+        (the new coordinator loads its groups from the log) and bump the leader epoch."""
+        bs = self.brokerset
+        assert bs is not None and self.runtime is not None
+        changed = bs.changed_shards(before)
+        bs.generation += 1
+        if self.apis is not None:
+            self.apis.brokers_changed()
+        for i in changed:
+            log.info("shard %d: coordinator moves from broker %d to %d (%s); loading it from "
+                     "the log", i, before[i], bs.coordinator_of_shard(i), why)
+            self.runtime.reload_shard(i)
+        return changed
+
+    def move_coordinator(self, group_id: str, to: int | None = None) -> tuple[int, int]:
+        """Move the coordinator of ``group_id`` (its whole shard) to broker ``to`` (default: the
+        next live broker); (old, new) broker."""
+        bs = self._multi()
+        assert self.runtime is not None
+        shard = self.runtime.shard_of(group_id)
+        before = bs.owners()
+        old = before[shard]
+        if to is None:
+            to = bs._first_live_from(old + 1)
+        bs.check_broker(to)
+        if to in bs.down:
+            raise ValueError(f"broker {to} is down")
+        bs.moved[shard] = to
+        self._reassign(before, f"moved, group {group_id}")
+        return old, to
+
+    def broker_down(self, broker: int) -> list[str]:
+        """Take ``broker`` down: its port refuses connections, its connections are closed, its
+        partitions and coordinators go to the next live broker. The peers dropped."""
+        bs = self._multi()
+        bs.check_broker(broker)
+        if broker in bs.down:
+            raise ValueError(f"broker {broker} is already down")
+        if len(bs.down) + 1 >= len(bs.brokers):
+            raise ValueError("the last live broker cannot be taken down")
+        before = bs.owners()
+        bs.down.add(broker)
+        listener = self.listeners.pop(broker)
+        listener.close()
+        dropped = []
+        for conn in list(self.connections):
+            if conn.broker == broker:
+                dropped.append(conn.peer)
+                conn.abort()
+        self._reassign(before, f"broker {broker} down")
+        return sorted(dropped)
+
+    def broker_up(self, broker: int) -> asyncio.Task[None]:
+        """Bring ``broker`` back: it leads its preferred partitions and coordinators again
+        now, and listens on its port again as soon as the returned task has run (the loop's
+        next iterations; a client connecting before that retries, as after a broker restart)."""
+        bs = self._multi()
+        bs.check_broker(broker)
+        if broker not in bs.down:
+            raise ValueError(f"broker {broker} is not down")
+        before = bs.owners()
+        bs.down.discard(broker)
+        self._reassign(before, f"broker {broker} up")
+
+        async def reopen() -> None:
+            try:
+                self.listeners[broker] = await self._listen(broker, bs.info(broker).port)
+            except OSError as e:
+                log.error("broker %d: cannot listen on port %d again: %s", broker,
+                          bs.info(broker).port, e)
+                raise
+
+        return asyncio.get_running_loop().create_task(reopen())
+
+    def _multi(self) -> BrokerSet:
+        if self.brokerset is None:
+            raise ValueError("this server has one broker (start it with --brokers N)")
+        return self.brokerset
+
     async def stop(self, grace_s: float = 2.0) -> None:
         """Stop listening, close every connection (``grace_s`` to flush what is being written,
         then abort), and close the logs."""
+        for listener in list(self.listeners.values()):
+            if listener is not self._server:  # broker 0's first listener is closed below
+                listener.close()
+        self.listeners.clear()
         if self._server is not None:
             self._server.close()
         for conn in list(self.connections):
@@ -205,7 +351,8 @@ class KafkaServer:
         if self.idle_monitor is not None:
             self.idle_monitor.uninstall()
         if self._log is not None:
-            self._log.close()
+            if self._log is not self._given_log:
+                self._log.close()
             self._log = None
         if self.registry is not None:
             self.registry.close()
@@ -239,7 +386,25 @@ class KafkaServer:
         except DecodeError as e:
             return Close(f"malformed {api_name(key)} v{version} request: {e}")
         ctx = RequestContext(key, version, header.client_id or "", conn.client_host)
+        conn.client_id = ctx.client_id
         assert self.apis is not None
+        faults = self.control.faults
+        if faults.active:
+            entity = faults.take_error(key, version, body, ctx.client_id, conn.broker)
+            if entity is not None:
+                log.info("%s: %s v%d answered %s (injected)", conn.peer, api_name(key), version,
+                         entity)
+                return encode_response(key, version, corr, entity)
+        if self.brokerset is not None:
+            entity = misrouted(self.brokerset, self.runtime, self.registry, key, version, body,
+                               conn.broker)
+            if entity is not None:
+                return encode_response(key, version, corr, entity)
+        if faults.active:
+            delay = faults.delay_ms(key, ctx.client_id, conn.broker)
+            if delay > 0:
+                return self._finish_later(self._delayed(delay, body, ctx), key, version, corr,
+                                          conn)
         try:
             result = self.apis.handle(body, ctx)
             if result is None:
@@ -252,6 +417,15 @@ class KafkaServer:
         except Exception:
             log.exception("%s: %s v%d failed", conn.peer, api_name(key), version)
             return self._internal_error(key, version, corr)
+
+    async def _delayed(self, delay_ms: int, body: Any, ctx: RequestContext) -> Any:
+        """Handle a request after an injected latency (``server/faults.py``)."""
+        await asyncio.sleep(delay_ms / 1000)
+        assert self.apis is not None
+        result = self.apis.handle(body, ctx)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
 
     def _internal_error(self, key: int, version: int, corr: int) -> bytes | Close:
         entity = error_response_entity(key, version, ErrorCode.unknown_server_error)
@@ -278,13 +452,17 @@ class KafkaServer:
 class Connection(asyncio.Protocol):
     """One client connection: frames in, responses out, in order."""
 
-    def __init__(self, server: KafkaServer) -> None:
+    def __init__(self, server: KafkaServer, broker: int = 0) -> None:
         self.server = server
+        #: The broker (node id) this connection reached.
+        self.broker = broker
         self.decoder = FrameDecoder(server.max_frame_size)
         self.pending: deque[bytes] = deque()
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.client_host = ""
+        #: The client id of the last request on this connection (control: drop-connections).
+        self.client_id = ""
         self.busy = False
         self.closed = False
         self.reading_paused = False

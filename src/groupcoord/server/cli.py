@@ -2,8 +2,10 @@
 ``groupcoord.cli``.
 
 - ``groupcoord serve --host H --port P --data-dir DIR [--storage sqlite|memory] [--shards N]
-  [--config key=value ...] [--metrics-port PORT]``: run the broker; prints exactly
-  ``listening on HOST:PORT`` (flushed) once it is ready (every coordinator shard loaded; the
+  [--brokers N [--racks R0,R1,...]] [--config key=value ...] [--metrics-port PORT]``: run the
+  broker (``--brokers N``: N brokers in one process, ``server/brokers.py``, and a second line
+  ``brokers: HOST:PORT,...``); prints exactly ``listening on HOST:PORT`` (flushed) once it is
+  ready (every coordinator shard loaded; the
   socket answers COORDINATOR_LOAD_IN_PROGRESS before that), then, with ``--metrics-port``,
   ``metrics on http://HOST:PORT/metrics`` (Prometheus text format; ``0`` picks a free port);
   SIGINT / SIGTERM stop it cleanly. A record log that cannot be opened or loaded (corrupt or
@@ -76,7 +78,8 @@ def _run_serve(ns: argparse.Namespace) -> int:
         server = KafkaServer(host=ns.host, port=ns.port, data_dir=Path(ns.data_dir),
                              storage=ns.storage, shards=ns.shards,
                              properties=_parse_props(ns.config), advertised_host=ns.advertised_host,
-                             metrics_port=ns.metrics_port)
+                             metrics_port=ns.metrics_port, brokers=ns.brokers,
+                             racks=None if ns.racks is None else ns.racks.split(","))
     except (CoordinatorError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -93,6 +96,8 @@ def _run_serve(ns: argparse.Namespace) -> int:
             await server.stop()
             return 1
         print(f"listening on {host}:{port}", flush=True)
+        if server.brokerset is not None:
+            print(f"brokers: {server.bootstrap_servers}", flush=True)
         if server.metrics_server is not None:
             print(f"metrics on http://{server.metrics_server.host}:{server.metrics_server.port}"
                   f"/metrics", flush=True)
@@ -115,7 +120,15 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", default="./groupcoord-data")
     p.add_argument("--storage", choices=["sqlite", "memory"], default=None,
                    help="coordinator record log (default: sqlite when available)")
-    p.add_argument("--shards", type=int, default=1, help="coordinator shards (partitions)")
+    p.add_argument("--shards", type=int, default=None,
+                   help="coordinator shards, the __consumer_offsets partitions (default 1; 50 "
+                        "with --brokers)")
+    p.add_argument("--brokers", type=int, default=1,
+                   help="brokers served by this process, node ids 0..N-1, one port each (from "
+                        "--port up; all free ports with --port 0); leaders and coordinators "
+                        "spread over them")
+    p.add_argument("--racks", default=None, metavar="R0,R1,...",
+                   help="with --brokers: each broker's rack, comma-separated")
     p.add_argument("--config", action="append", metavar="KEY=VALUE",
                    help="broker config, Kafka names (repeatable); log compaction: "
                         "log.compaction.interval.ms (default 300000, 0 = off), "

@@ -154,6 +154,9 @@ class CoordinatorRuntime:
         self._closing = False
         #: Deferred requests waiting for a completion: token -> (shard, request, future).
         self._deferred: dict[Hashable, tuple[int, Any, asyncio.Future[Any]]] = {}
+        #: Groups whose rebalance is held (control plane): given to every shard, also to a
+        #: shard loaded later (``Shard.held_groups``).
+        self.held_groups: frozenset[str] = frozenset()
         self._tokens = itertools.count(1)
 
     # ------------------------------------------------------------------ lifecycle
@@ -264,6 +267,7 @@ class CoordinatorRuntime:
         """The load duties of a replayed shard (records appended), then it serves."""
         t0 = time.perf_counter()
         shard.metadata = self.image  # topics may have changed while it was loading
+        shard.held_groups = self.held_groups
         result = shard.on_loaded(self.clock.now_ms())
         if result.records:
             try:
@@ -325,6 +329,30 @@ class CoordinatorRuntime:
         for token, response in result.completions:
             self._complete(token, response)
         return True
+
+    def hold_rebalance(self, group_id: str, hold: bool) -> None:
+        """Hold (or release) the group's rebalance: its heartbeats are answered, but no new
+        target assignment is computed while held (``Shard.held_groups``); on release the next
+        heartbeat computes it."""
+        held = set(self.held_groups)
+        if hold:
+            held.add(group_id)
+        else:
+            held.discard(group_id)
+        self.held_groups = frozenset(held)
+        for shard in self.shards:
+            if shard is not None:
+                shard.held_groups = self.held_groups
+
+    def reload_shard(self, i: int) -> None:
+        """Load shard ``i`` again from its log (its coordinator moved to another broker, which
+        loads the groups as a Kafka coordinator loads a ``__consumer_offsets`` partition):
+        COORDINATOR_LOAD_IN_PROGRESS meanwhile, pending deferred requests NOT_COORDINATOR."""
+        self.shards[i] = None
+        self._loading.pop(i, None)
+        self._fail_deferred(i)
+        self._begin_load(i)
+        self._reschedule()
 
     # ------------------------------------------------------------------ requests
 

@@ -54,7 +54,7 @@ from groupcoord.client.connect.classic_worker import ClassicConnectWorker, Worke
 from groupcoord.client.connect.config_snapshot import ConfigSnapshot
 from groupcoord.client.connect.listener import ConnectRebalanceListener
 from groupcoord.client.connection import BrokerConnection, ConnectionLost, UnsupportedApi
-from groupcoord.client.member_driver import SansIODriver
+from groupcoord.client.member_driver import DEFAULT_CLOSE_TIMEOUT_MS, SansIODriver
 from groupcoord.coordinator.classic import messages as cm
 from groupcoord.protocol.connect_protocol import ConnectorsAndTasks
 from groupcoord.protocol.errors import ErrorCode
@@ -195,7 +195,8 @@ class AsyncClassicConnectWorker(SansIODriver[ClassicConnectWorker]):
                  session_timeout_ms: int = 10_000, rebalance_timeout_ms: int = 60_000,
                  heartbeat_interval_ms: int = 3_000, request_timeout_ms: int = 40_000,
                  client_id: str = "connect-worker",
-                 reconnect_backoff_ms: int = 100, reconnect_backoff_max_ms: int = 2_000) -> None:
+                 reconnect_backoff_ms: int = 100, reconnect_backoff_max_ms: int = 2_000,
+                 close_timeout_ms: int = DEFAULT_CLOSE_TIMEOUT_MS) -> None:
         self.config_group = config_group or default_config_group(group_id)
         self.config_poll_ms = config_poll_ms
         self.config = CoordinatorConfigStore(self._want_config)
@@ -208,7 +209,8 @@ class AsyncClassicConnectWorker(SansIODriver[ClassicConnectWorker]):
         super().__init__(bootstrap, worker, client_id=client_id,
                          request_timeout_ms=request_timeout_ms,
                          reconnect_backoff_ms=reconnect_backoff_ms,
-                         reconnect_backoff_max_ms=reconnect_backoff_max_ms)
+                         reconnect_backoff_max_ms=reconnect_backoff_max_ms,
+                         close_timeout_ms=close_timeout_ms)
         self.listener = worker_listener(listener, client_id)
         self._current: Any = None  # the request the worker waits an answer for
         self._config_wanted = asyncio.Event()
@@ -259,6 +261,9 @@ class AsyncClassicConnectWorker(SansIODriver[ClassicConnectWorker]):
         self._current = req
         return 0
 
+    def _is_leave(self, req: Any) -> bool:
+        return isinstance(req, cm.LeaveGroupRequest)
+
     def _deliver(self, req: Any, resp: Any, cid: int) -> None:
         if req is self._current:  # else the worker gave it up and sent another
             self._current = None
@@ -295,11 +300,13 @@ class AsyncClassicConnectWorker(SansIODriver[ClassicConnectWorker]):
 
     async def _poll_config(self) -> None:
         while True:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._config_wanted.wait(), self.config_poll_ms / 1000)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.config_poll_ms / 1000):
+                    await self._config_wanted.wait()
             self._config_wanted.clear()
             try:
                 conn = await self._connection()
-                await asyncio.wait_for(self._fetch_config(conn), self.request_timeout_ms / 1000)
+                async with asyncio.timeout(self.request_timeout_ms / 1000):
+                    await self._fetch_config(conn)
             except (TimeoutError, ConnectionLost, OSError):
                 continue  # the next poll tries again (the member's requests reconnect)

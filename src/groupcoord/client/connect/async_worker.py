@@ -33,7 +33,7 @@ from groupcoord.client.connect.listener import Connectors, ConnectRebalanceListe
 from groupcoord.client.connect.runtime import ConnectRuntime
 from groupcoord.client.connect.worker import ConnectWorker
 from groupcoord.client.connection import BrokerConnection, UnsupportedApi
-from groupcoord.client.member_driver import MemberDriver
+from groupcoord.client.member_driver import DEFAULT_CLOSE_TIMEOUT_MS, MemberDriver
 from groupcoord.coordinator.modern.connect import messages as cm
 from groupcoord.protocol.connect_protocol import ConnectorsAndTasks
 from groupcoord.protocol.versions import ApiKey
@@ -175,7 +175,8 @@ class AsyncConnectWorker(MemberDriver[ConnectWorker]):
                  max_delay_ms: int = DEFAULT_MAX_DELAY_MS, rebalance_timeout_ms: int = 60_000,
                  request_timeout_ms: int = 30_000,
                  client_id: str = "groupcoord-connect-worker",
-                 reconnect_backoff_ms: int = 100, reconnect_backoff_max_ms: int = 2_000) -> None:
+                 reconnect_backoff_ms: int = 100, reconnect_backoff_max_ms: int = 2_000,
+                 close_timeout_ms: int = DEFAULT_CLOSE_TIMEOUT_MS) -> None:
         worker = ConnectWorker(group_id, url=url, protocol=protocol, max_delay_ms=max_delay_ms,
                                listener=ListenerBridge(self), instance_id=instance_id,
                                member_id=member_id, rebalance_timeout_ms=rebalance_timeout_ms,
@@ -183,7 +184,8 @@ class AsyncConnectWorker(MemberDriver[ConnectWorker]):
         super().__init__(bootstrap, worker, client_id=client_id,
                          request_timeout_ms=request_timeout_ms,
                          reconnect_backoff_ms=reconnect_backoff_ms,
-                         reconnect_backoff_max_ms=reconnect_backoff_max_ms)
+                         reconnect_backoff_max_ms=reconnect_backoff_max_ms,
+                         close_timeout_ms=close_timeout_ms)
         self.listener = worker_listener(listener, self.member_id)
 
     async def __aenter__(self) -> AsyncConnectWorker:

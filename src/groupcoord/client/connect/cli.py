@@ -5,7 +5,10 @@ connectors of their groups.
 connect|eager|compatible|sessioned] [--url URL]`` runs one worker process with the plugin runtime
 (:class:`~.runtime.ConnectRuntime`) as its listener, runs the connectors and tasks the group
 gives it until SIGINT or SIGTERM, then stops them, leaves the group and exits 0 (1 on a fatal
-group error or when it cannot join, 2 on bad arguments). Each assignment change is printed to
+group error or when it cannot join, 2 on bad arguments). Stopping takes at most
+``--close-timeout-ms`` (default 5 s) even when the coordinator is gone: a leave that cannot be
+delivered by then is abandoned (the coordinator expires the worker after its session timeout);
+a second signal exits at once (status 1). Each assignment change is printed to
 stdout as a line (``assigned: ...``, ``revoked: ...``, ``lost: ...``).
 
 - ``--protocol connect`` (the default): the new protocol, a member of the ``connect`` group type
@@ -57,6 +60,7 @@ from groupcoord.client.connect.listener import Connectors, Tasks
 from groupcoord.client.connect.runtime import ConnectRuntime, item_label
 from groupcoord.client.connect.worker import EAGER, INCREMENTAL_COOPERATIVE, PROTOCOLS
 from groupcoord.client.connection import ConnectionLost, UnsupportedApi
+from groupcoord.client.member_driver import DEFAULT_CLOSE_TIMEOUT_MS
 from groupcoord.commands import command
 from groupcoord.server.cli import add_connectors_commands
 
@@ -97,6 +101,16 @@ def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
             raise ValueError(f"{what} takes KEY=VALUE, got {v!r}")
         out[key] = value
     return out
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
 
 
 def _labels(connectors: Connectors, tasks: Tasks) -> str:
@@ -149,7 +163,8 @@ def _run_worker(ns: argparse.Namespace) -> int:
             max_delay_ms=ns.scheduled_rebalance_max_delay_ms,
             session_timeout_ms=ns.session_timeout_ms,
             rebalance_timeout_ms=ns.rebalance_timeout_ms,
-            heartbeat_interval_ms=ns.heartbeat_interval_ms, client_id=client_id)
+            heartbeat_interval_ms=ns.heartbeat_interval_ms, client_id=client_id,
+            close_timeout_ms=ns.close_timeout_ms)
         kind = "classic connect group"
         what = f"protocol {protocol}, connectors from connect group {worker.config_group} " \
                f"or {ns.group} once it is one"
@@ -159,6 +174,7 @@ def _run_worker(ns: argparse.Namespace) -> int:
                                     member_id=ns.member_id,
                                     max_delay_ms=ns.scheduled_rebalance_max_delay_ms,
                                     rebalance_timeout_ms=ns.rebalance_timeout_ms,
+                                    close_timeout_ms=ns.close_timeout_ms,
                                     **({"client_id": ns.client_id} if ns.client_id else {}))
         kind = "connect group"
         what = f"protocol {protocol}"
@@ -166,8 +182,16 @@ def _run_worker(ns: argparse.Namespace) -> int:
     async def main() -> int:
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
+        main_task = asyncio.current_task()
+        assert main_task is not None
+
+        def on_signal() -> None:  # the first one stops gracefully, a second one at once
+            if stop.is_set():
+                main_task.cancel()
+            stop.set()
+
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, on_signal)
         try:
             await worker.start()
         except (ConnectionLost, OSError, RuntimeError, UnsupportedApi) as e:
@@ -182,9 +206,21 @@ def _run_worker(ns: argparse.Namespace) -> int:
         if worker.error is not None:
             print(f"error: {worker.error}", file=sys.stderr)
             code = 1
-        await worker.close()
-        await runtime.stop_all()
-        print(f"worker {name} left {kind} {ns.group}", flush=True)
+        try:
+            await worker.close()
+            try:  # what the close timeout left running (a revocation cut short) stops too
+                async with asyncio.timeout(max(1.0, ns.close_timeout_ms / 1000)):
+                    await runtime.stop_all()
+            except TimeoutError:
+                print("warning: connectors or tasks did not stop in time", file=sys.stderr)
+        except asyncio.CancelledError:
+            print(f"worker {name} stopped at once (second signal)", file=sys.stderr)
+            return 1
+        if not worker.leave_delivered:
+            print(f"worker {name} stopped; its leave of {kind} {ns.group} was not delivered "
+                  f"(the coordinator expires it after its session timeout)", flush=True)
+        else:
+            print(f"worker {name} left {kind} {ns.group}", flush=True)
         return code
 
     return asyncio.run(main())
@@ -217,6 +253,9 @@ def _connect_args(p: argparse.ArgumentParser) -> None:
     w.add_argument("--scheduled-rebalance-max-delay-ms", type=int, default=DEFAULT_MAX_DELAY_MS,
                    help="KIP-415's delay before lost work is reassigned")
     w.add_argument("--rebalance-timeout-ms", type=int, default=60_000)
+    w.add_argument("--close-timeout-ms", type=_non_negative, default=DEFAULT_CLOSE_TIMEOUT_MS,
+                   help="on SIGINT/SIGTERM: how long stopping the work and delivering the leave "
+                        "may take before the leave is abandoned (a second signal exits at once)")
     w.add_argument("--connector-class", action="append", metavar="NAME=CLASS",
                    help=f"connector NAME runs class CLASS (known: {', '.join(DEMO_REGISTRY.names())})")
     w.add_argument("--default-class", default=COUNTER,

@@ -378,8 +378,9 @@ class NewProtocolGroupManager(ABC, Generic[G, M, Req, Resp]):
         if bump:  # a new member or a changed input of the assignment
             self._bump(group)
 
-        # ---- 3. target assignment
-        self._request_target(group)
+        # ---- 3. target assignment (not while the driver holds the group's rebalance)
+        if gid not in self.shard.held_groups:
+            self._request_target(group)
 
         # ---- 4. reconcile the member
         current = group.members[member_id]
