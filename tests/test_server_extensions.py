@@ -357,7 +357,12 @@ def test_connectors_cli(gc_server: ServerProcess, workers: tuple[str, Worker, Wo
     assert p.returncode == 1 and "RESOURCE_NOT_FOUND" in p.stderr
     cli(gc_server, "connectors", "update", "T", "--tasks", "2", "--group", group)
 
-    # a worker runs everything
+    # a worker runs everything; from here every CLI run heartbeats w1 first, so its session
+    # outlives CLI processes that start slowly on a loaded machine
+    def live_cli(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+        w1.heartbeat()
+        return cli(gc_server, *args, ok=ok)
+
     w1.join()
     prep = w1.c.connect_group_prepare_assignment(group, "w1", w1.epoch)
     assert [(cc.name, cc.task_count) for cc in prep.connectors] == [("S", 2), ("T", 2)]
@@ -366,39 +371,37 @@ def test_connectors_cli(gc_server: ServerProcess, workers: tuple[str, Worker, Wo
     w1.heartbeat()
     assert w1.owned == {"S", "S-0", "S-1", "T", "T-0", "T-1"}
 
-    listed = json.loads(cli(gc_server, "connectors", "list", "--group", group, "--json").stdout)
+    listed = json.loads(live_cli("connectors", "list", "--group", group, "--json").stdout)
     assert listed == [{"name": "S", "tasks": 2, "worker": "w1", "task_workers": {"0": "w1", "1": "w1"}},
                       {"name": "T", "tasks": 2, "worker": "w1", "task_workers": {"0": "w1", "1": "w1"}}]
-    text = cli(gc_server, "connectors", "list", "--group", group).stdout
+    text = live_cli("connectors", "list", "--group", group).stdout
     assert text.splitlines()[0].split() == ["CONNECTOR", "TASKS", "WORKER", "TASK-WORKERS"]
     assert "0:w1 1:w1" in text
 
-    groups = json.loads(cli(gc_server, "groups", "list", "--type", "connect", "--json").stdout)
+    groups = json.loads(live_cli("groups", "list", "--type", "connect", "--json").stdout)
     assert {g["type"] for g in groups} == {"connect"}
     assert [(g["type"], g["state"]) for g in groups if g["group_id"] == group] == [
         ("connect", "Stable")]
-    text = cli(gc_server, "groups", "list").stdout
+    text = live_cli("groups", "list").stdout
     assert [line.split()[:3] for line in text.splitlines() if line.startswith(group)] == [
         [group, "connect", "Stable"]]
-    w1.heartbeat()  # keep the session alive between CLI runs
-    described = json.loads(cli(gc_server, "groups", "describe", group, "--json").stdout)[0]
+    described = json.loads(live_cli("groups", "describe", group, "--json").stdout)[0]
     assert described["type"] == "connect" and described["state"] == "Stable"
     assert described["connectors"] == [{"name": "S", "tasks": 2}, {"name": "T", "tasks": 2}]
     [member] = described["members"]
     assert (member["member_id"], member["url"], member["member_epoch"]) == (
         "w1", "http://w1:8083", w1.epoch)
     assert member["assignment"] == {"connectors": ["S", "T"], "tasks": ["S-0", "S-1", "T-0", "T-1"]}
-    text = cli(gc_server, "groups", "describe", group).stdout
+    text = live_cli("groups", "describe", group).stdout
     assert f"Group {group}: connect, state Stable" in text
     assert "http://w1:8083" in text and "S-0,S-1,T-0,T-1" in text
 
-    out = json.loads(cli(gc_server, "connectors", "delete", "T", "--group", group, "--json").stdout)
+    out = json.loads(live_cli("connectors", "delete", "T", "--group", group, "--json").stdout)
     assert (out["connector"], out["config_offset"]) == ("T", 4)
-    w1.heartbeat()
     names = [c["name"] for c in json.loads(
-        cli(gc_server, "connectors", "list", "--group", group, "--json").stdout)]
+        live_cli("connectors", "list", "--group", group, "--json").stdout)]
     assert names == ["S"]
-    p = cli(gc_server, "connectors", "list", "--group", _name("none"), ok=False)
+    p = live_cli("connectors", "list", "--group", _name("none"), ok=False)
     assert p.returncode == 1 and "GROUP_ID_NOT_FOUND" in p.stderr
 
 
