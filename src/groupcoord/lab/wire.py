@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from groupcoord.sim.network import NO_FAULTS
 from groupcoord.sim.scenario import Scenario
 
 #: ``groupcoord`` as its console script runs it (``-m groupcoord.cli`` would import the CLI
@@ -409,9 +410,20 @@ def connectors_of(sc: Scenario) -> tuple[tuple[str, int], ...]:
     return tuple((n, max(p - 1, 1)) for n, p in sc.topics)
 
 
+def check_playable(sc: Scenario) -> None:
+    """WireError naming what of ``sc`` the wire cannot play."""
+    _actions(sc)
+
+
 def _actions(sc: Scenario) -> tuple[list[tuple[float, str, str, bool]], list[Window]]:
     """(time s, action, member, hard) in time order, with the disturbance windows. Actions:
     ``go`` (start a member), ``stop``."""
+    if sc.static:
+        raise WireError("static membership (group.static) is not played on the wire")
+    if sc.regex is not None:
+        raise WireError("regex subscriptions (group.regex) are not played on the wire")
+    if sc.faults != NO_FAULTS:
+        raise WireError("network faults ([network]) are not played on the wire")
     acts: list[tuple[float, str, str, bool]] = []
     windows: list[Window] = []
     names = [f"c{i}" for i in range(1, sc.members + 1)]

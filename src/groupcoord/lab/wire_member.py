@@ -24,9 +24,10 @@ commit in ``onJoinPrepare`` / before revoking). With ``--auto-commit-interval-ms
 revocation commit happens.
 
 SIGTERM stops the loop after the record in hand and closes the consumer (revocation callback,
-commit, leave). ``--wait-go`` makes the process import and parse first, then wait for a line
-``go`` on stdin before it creates the consumer: the harness starts processes ahead of their
-scheduled time so Python's start-up does not delay a restart.
+commit, leave). A member whose parent (the harness) dies exits at once. ``--wait-go`` makes
+the process import and parse first, then wait for a line ``go`` on stdin before it creates the
+consumer: the harness starts processes ahead of their scheduled time so Python's start-up
+does not delay a restart.
 
 The log (JSON lines, appended, line-buffered) has one line per record processed
 ``{"t": end time, "e": "rec", "tp": topic, "p": partition, "o": offset}`` and one per
@@ -40,8 +41,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import signal
 import sys
+import threading
 import time
 from typing import IO, Any
 
@@ -150,8 +153,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def _exit_with_parent() -> None:
+    """A member whose harness died exits too (no orphan consumers in a group)."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(3)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def main(argv: list[str] | None = None) -> int:
     ns = parse_args(argv)
+    _exit_with_parent()
     if ns.wait_go:
         import confluent_kafka  # noqa: F401 - pay the import before the go
 

@@ -289,7 +289,8 @@ def window_metrics(run: WireRun) -> list[dict[str, Any]]:
 
 
 def steady_lag(run: WireRun, series: Series | None = None) -> float:
-    """Mean lag (records) while the group was stable before the first disturbance: what the
+    """Median lag (records) over the second half of the stable period before the first
+    disturbance (the first half may still be catching up after the initial join): what the
     clients' fetch latency and processing keep in flight without any rebalance."""
     if len(run.windows) < 2:
         return 0.0
@@ -299,8 +300,8 @@ def steady_lag(run: WireRun, series: Series | None = None) -> float:
     if start is None or end - start < 2.0:
         return 0.0
     series = series or Series(run)
-    sel = (series.times >= start + 1.0) & (series.times < end)
-    return float(series.total_lag[sel].mean()) if sel.any() else 0.0
+    sel = (series.times >= (start + end) / 2) & (series.times < end)
+    return float(np.median(series.total_lag[sel])) if sel.any() else 0.0
 
 
 __all__ = [
