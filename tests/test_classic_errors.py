@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from groupcoord.coordinator.classic_messages import (
+from groupcoord.coordinator.classic.messages import (
     DescribeGroupsRequest,
     HeartbeatRequest,
     JoinGroupProtocol,

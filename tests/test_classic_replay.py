@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from groupcoord.coordinator.classic_group import ClassicGroupState
+from groupcoord.coordinator.classic.model import ClassicGroupState
 from groupcoord.coordinator.messages import (
     ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,

@@ -1,4 +1,4 @@
-"""Client-side assignment (client_assignment.py), for connect and consumer groups: assignor and
+"""Client-side assignment (modern/client_assignment.py), for connect and consumer groups: assignor and
 worker selection by version range, the fatal group error, the assigner's deadline and
 re-selection, the Prepare/Install request checks in the spec's order, INVALID_ASSIGNMENT,
 an assignor error, the "computed for epoch X" rule, reason/metadata bumps, static replacement and
@@ -11,11 +11,6 @@ from typing import Any
 
 import pytest
 
-from groupcoord.coordinator.client_assignment import (
-    check_assignors,
-    choose_assignor,
-    qualifying_members,
-)
 from groupcoord.coordinator.connect_group import ConnectGroupMember
 from groupcoord.coordinator.connect_messages import (
     ConnectGroupDescribeRequest,
@@ -31,6 +26,11 @@ from groupcoord.coordinator.messages import (
     ConsumerGroupPrepareAssignmentRequest,
     ConsumerGroupPrepareAssignmentResponse,
     InstalledMember,
+)
+from groupcoord.coordinator.modern.client_assignment import (
+    check_assignors,
+    choose_assignor,
+    qualifying_members,
 )
 from groupcoord.coordinator.records import ClientAssignor
 from groupcoord.coordinator.shard import Shard

@@ -17,8 +17,8 @@ from __future__ import annotations
 import pytest
 
 from groupcoord.client.connect.model import ConfigSnapshot
-from groupcoord.coordinator.classic_group import ClassicGroup, ClassicGroupMember
-from groupcoord.coordinator.classic_messages import JoinGroupProtocol
+from groupcoord.coordinator.classic.messages import JoinGroupProtocol
+from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupMember
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.connect_group import ConnectGroup
 from groupcoord.coordinator.connect_messages import (

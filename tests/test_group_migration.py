@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from groupcoord.coordinator.classic_group import ClassicGroup, ClassicGroupMember
-from groupcoord.coordinator.classic_messages import JoinGroupProtocol
+from groupcoord.coordinator.classic.messages import JoinGroupProtocol
+from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupMember
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.connect_group import ConnectGroup, ConnectGroupMember
 from groupcoord.coordinator.connect_migration import CONNECT_MIGRATION

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
-from groupcoord.coordinator.classic_messages import (
+from groupcoord.coordinator.classic.messages import (
     JoinGroupProtocol,
     JoinGroupRequest,
     JoinGroupResponse,

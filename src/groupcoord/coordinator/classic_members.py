@@ -59,9 +59,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from groupcoord.coordinator.classic_bridge import ClassicBridge
-from groupcoord.coordinator.classic_group import CONSUMER_PROTOCOL_TYPE
-from groupcoord.coordinator.classic_messages import JoinGroupRequest, JoinGroupResponse
+from groupcoord.coordinator.classic.messages import JoinGroupRequest, JoinGroupResponse
+from groupcoord.coordinator.classic.model import CONSUMER_PROTOCOL_TYPE
 from groupcoord.coordinator.consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
@@ -79,6 +78,7 @@ from groupcoord.coordinator.migration import (
     member_metadata_value,
     names_to_ids,
 )
+from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
 from groupcoord.coordinator.records import (
     current_assignment_record,
     member_metadata_record,

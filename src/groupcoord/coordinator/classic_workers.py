@@ -48,8 +48,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.coordinator.classic_bridge import ClassicBridge
-from groupcoord.coordinator.classic_messages import JoinGroupRequest, JoinGroupResponse
+from groupcoord.coordinator.classic.messages import JoinGroupRequest, JoinGroupResponse
 from groupcoord.coordinator.connect_group import ConnectGroup, ConnectGroupMember
 from groupcoord.coordinator.connect_migration import (
     CONNECT_PROTOCOL_TYPE,
@@ -60,6 +59,7 @@ from groupcoord.coordinator.connect_migration import (
 )
 from groupcoord.coordinator.consumer_group import MemberState
 from groupcoord.coordinator.migration import classic_metadata
+from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
 from groupcoord.coordinator.records import connect_member_metadata_record
 from groupcoord.protocol.connect_protocol import (
     ConnectProtocolError,

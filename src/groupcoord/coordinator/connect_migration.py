@@ -55,7 +55,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from groupcoord.coordinator import group_migration as gm
-from groupcoord.coordinator.classic_group import ClassicGroup, ClassicGroupMember
+from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupMember
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.connect_group import (
     ConnectGroup,

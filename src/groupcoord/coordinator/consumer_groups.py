@@ -22,7 +22,7 @@ spec's diff text leaves two readings:
   member's subscription differs.
 - The rebalance timeout is armed while a member is in UNREVOKED_PARTITIONS, afresh for each
   epoch at which it must revoke; when it fires, the member is fenced.
-- Client-side assignment (issue #3, ``client_assignment.py``): a group whose members all advertise
+- Client-side assignment (issue #3, ``modern/client_assignment.py``): a group whose members all advertise
   client assignors gets its target from a chosen member (PrepareAssignment / InstallAssignment),
   not from a server assignor; a change of a member's client assignors (list, ranges, reason,
   version or metadata) bumps the group epoch.
@@ -52,9 +52,8 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from groupcoord.coordinator.assignors.base import PartitionAssignor
-from groupcoord.coordinator.classic_group import ClassicGroup
+from groupcoord.coordinator.classic.model import ClassicGroup
 from groupcoord.coordinator.classic_members import ClassicMembers
-from groupcoord.coordinator.client_assignment import ConsumerClientAssignment
 from groupcoord.coordinator.config import CoordinatorConfig, GroupConfig
 from groupcoord.coordinator.consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -86,8 +85,14 @@ from groupcoord.coordinator.migration import (
     member_metadata_value,
     upgrade_refusal,
 )
-from groupcoord.coordinator.new_protocol_groups import NewProtocolGroupManager
-from groupcoord.coordinator.reconciliation import reconcile
+from groupcoord.coordinator.modern.client_assignment import ConsumerClientAssignment
+from groupcoord.coordinator.modern.group_manager import NewProtocolGroupManager
+from groupcoord.coordinator.modern.reconciliation import reconcile
+from groupcoord.coordinator.modern.subscription import compile_regex, subscribed_topics
+from groupcoord.coordinator.modern.target_assignment import (
+    preferred_server_assignor,
+    target_assignment_records,
+)
 from groupcoord.coordinator.records import (
     Assignment,
     ClassicGroupMetadataValue,
@@ -107,11 +112,6 @@ from groupcoord.coordinator.records import (
     target_assignment_metadata_tombstone,
     target_member_record,
     target_member_tombstone,
-)
-from groupcoord.coordinator.subscription import compile_regex, subscribed_topics
-from groupcoord.coordinator.target_assignment import (
-    preferred_server_assignor,
-    target_assignment_records,
 )
 from groupcoord.coordinator.topics import MetadataImage, TopicMetadata
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode

@@ -11,7 +11,7 @@ delete an empty group of the other type).
 The policy checks and the classic group value are the shared rules of ``group_migration.py``
 (connect groups use them too), with :data:`CONSUMER_MIGRATION`. This module is pure: it turns one
 group into the records (or the record value) of the other type and says whether a conversion is
-allowed. The managers (``consumer_groups.py``, ``classic_groups.py``) append them, move timers
+allowed. The managers (``consumer_groups.py``, ``classic/handlers.py``) append them, move timers
 and answer pending requests.
 
 Upgrade (classic -> consumer), as upstream's ``ConsumerGroup.fromClassicGroup``: every member of
@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from groupcoord.coordinator import group_migration as gm
-from groupcoord.coordinator.classic_group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
-from groupcoord.coordinator.classic_messages import JoinGroupProtocol
+from groupcoord.coordinator.classic.messages import JoinGroupProtocol
+from groupcoord.coordinator.classic.model import CONSUMER_PROTOCOL_TYPE, ClassicGroup
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
 from groupcoord.coordinator.group_migration import (
@@ -53,6 +53,7 @@ from groupcoord.coordinator.group_migration import (
     MigrationError,
     classic_metadata,
 )
+from groupcoord.coordinator.modern.subscription import subscribed_topics
 from groupcoord.coordinator.records import (
     Assignment,
     ClassicGroupMetadataValue,
@@ -67,7 +68,6 @@ from groupcoord.coordinator.records import (
     target_assignment_metadata_record,
     target_member_record,
 )
-from groupcoord.coordinator.subscription import subscribed_topics
 from groupcoord.coordinator.topics import MetadataImage
 from groupcoord.protocol.consumer_protocol import (
     LATEST_VERSION,

@@ -41,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.coordinator.classic_group import (
+from groupcoord.coordinator.classic.model import (
     CONSUMER_PROTOCOL_TYPE,
     ClassicGroup,
     ClassicGroupState,

@@ -22,8 +22,8 @@ from typing import Any
 from groupcoord.coordinator import offsets as offsets_mod
 from groupcoord.coordinator.assignors import ASSIGNORS
 from groupcoord.coordinator.assignors.base import PartitionAssignor, PartitionAssignorError
-from groupcoord.coordinator.classic_group import ClassicGroup
-from groupcoord.coordinator.classic_groups import ClassicGroupManager
+from groupcoord.coordinator.classic.handlers import ClassicGroupManager
+from groupcoord.coordinator.classic.model import ClassicGroup
 from groupcoord.coordinator.config import (
     GROUP_CONFIG_ALIASES,
     CoordinatorConfig,

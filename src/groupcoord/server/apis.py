@@ -58,8 +58,8 @@ from uuid import UUID
 
 from kio.schema.errors import ErrorCode
 
-from groupcoord.coordinator import classic_messages as cm
 from groupcoord.coordinator import messages as m
+from groupcoord.coordinator.classic import messages as cm
 from groupcoord.protocol import fast
 from groupcoord.protocol.codec import build, encode_entity, response_class, to_ms
 from groupcoord.protocol.errors import CoordinatorError

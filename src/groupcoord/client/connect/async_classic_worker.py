@@ -5,7 +5,7 @@ group (protocol type ``connect``, KIP-415) over the wire.
 and runs it with the loop of :class:`~groupcoord.client.member_driver.SansIODriver` (coordinator
 lookup, reconnection, deadlines, leaving on close). What it adds:
 
-- **The wire mapping** of the worker's requests (``coordinator/classic_messages.py``
+- **The wire mapping** of the worker's requests (``coordinator/classic/messages.py``
   dataclasses) to JoinGroup v9, SyncGroup v5, Heartbeat v4 and LeaveGroup v5 (the versions the
   worker asks for, capped by what the broker offers) and of the answers back
   (:func:`classic_request_values`, :func:`classic_response_from_wire`). The worker has one
@@ -55,7 +55,7 @@ from groupcoord.client.connect.listener import ConnectRebalanceListener
 from groupcoord.client.connect.model import ConfigSnapshot, ConnectorsAndTasks
 from groupcoord.client.connection import BrokerConnection, ConnectionLost, UnsupportedApi
 from groupcoord.client.member_driver import SansIODriver
-from groupcoord.coordinator import classic_messages as cm
+from groupcoord.coordinator.classic import messages as cm
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.versions import ApiKey
 

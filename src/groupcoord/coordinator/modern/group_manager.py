@@ -23,8 +23,8 @@ Each group type (``consumer_groups.py``, ``connect_groups.py``) supplies its rec
 its request validation and what differs in the flow: how the request updates a member and what
 change bumps the group epoch, who computes the target (a server assignor at once, or a chosen
 member through Prepare/Install), what a response carries, and its words in errors and logs. Not
-here: replay (record layouts differ), describe, the client-side assignment (``client_assignment.py``)
-and the classic translation (``classic_bridge.py``).
+here: replay (record layouts differ), describe, the client-side assignment (``modern/client_assignment.py``)
+and the classic translation (``modern/classic_bridge.py``).
 """
 
 from __future__ import annotations
@@ -32,19 +32,19 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from groupcoord.coordinator.classic_bridge import BridgedMember
-from groupcoord.coordinator.classic_group import ClassicGroup
-from groupcoord.coordinator.client_assignment import check_assignors
+from groupcoord.coordinator.classic.model import ClassicGroup
 from groupcoord.coordinator.consumer_group import LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberState
 from groupcoord.coordinator.group_migration import MigrationError
-from groupcoord.coordinator.membership import Resolved, resolve_member
+from groupcoord.coordinator.modern.classic_bridge import BridgedMember
+from groupcoord.coordinator.modern.client_assignment import check_assignors
+from groupcoord.coordinator.modern.membership import Resolved, resolve_member
 from groupcoord.coordinator.records import ClassicGroupMetadataValue, Record, RecordType
 from groupcoord.coordinator.timers import TimerKey
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.coordinator.classic_bridge import ClassicBridge
-    from groupcoord.coordinator.client_assignment import ClientAssignment
+    from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
+    from groupcoord.coordinator.modern.client_assignment import ClientAssignment
     from groupcoord.coordinator.shard import Shard
 
 log = logging.getLogger(__name__)

@@ -84,6 +84,7 @@ from groupcoord.coordinator.messages import (
     PreparedTopic,
     TopicPartitions,
 )
+from groupcoord.coordinator.modern.subscription import subscribed_topic_ids
 from groupcoord.coordinator.records import (
     Assignment,
     ClientAssignor,
@@ -91,7 +92,6 @@ from groupcoord.coordinator.records import (
     target_member_record,
     target_member_tombstone,
 )
-from groupcoord.coordinator.subscription import subscribed_topic_ids
 from groupcoord.coordinator.timers import TimerKey
 from groupcoord.protocol.errors import INVALID_ASSIGNMENT, CoordinatorError, ErrorCode
 

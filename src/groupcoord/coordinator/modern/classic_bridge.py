@@ -35,7 +35,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
-from groupcoord.coordinator.classic_messages import (
+from groupcoord.coordinator.classic.messages import (
     JOIN_MEMBER_ID_REQUIRED_VERSION,
     HeartbeatRequest,
     HeartbeatResponse,
