@@ -30,7 +30,8 @@ T0 = 1_000.0
 def _run(logs: dict[str, list[dict[str, Any]]], *, end: float = 20.0,
          windows: list[Window] | None = None, rate: float = 10.0,
          lifetimes: dict[str, list[tuple[float, float | None]]] | None = None,
-         resources: tuple[str, ...] = ("foo-0", "foo-1")) -> WireRun:
+         resources: tuple[str, ...] = ("foo-0", "foo-1"),
+         groups: list[list[str]] | None = None) -> WireRun:
     """Two partitions produced at ``rate`` records/s each from T0, in 0.1 s steps."""
     produced = {r: [(T0 + k / 10, int(k / 10 * rate)) for k in range(int(end * 10) + 1)]
                 for r in resources}
@@ -39,7 +40,7 @@ def _run(logs: dict[str, list[dict[str, Any]]], *, end: float = 20.0,
     return WireRun("classic:eager", "consumer", T0, T0 + end,
                    windows or [Window("initial-join", 0.0, 0.0), Window("bounce", 10.0, 12.0)],
                    produced, logs, lifetimes or {n: [(T0, None)] for n in logs},
-                   list(resources), [list(resources)], rate, T0, 10.0)
+                   list(resources), groups or [list(resources)], rate, T0, 10.0)
 
 
 def _recs(member: str, tp: str, first: int, last: int, start: float, step: float
@@ -80,6 +81,22 @@ def test_a_member_alive_but_not_yet_assigned_keeps_the_group_unconverged() -> No
     }
     run = _run(logs, lifetimes={"c1": [(T0, None)], "c2": [(T0 + 12.0, None)]})
     assert convergence(run)[1] == pytest.approx(T0 + 15.0)
+
+
+def test_a_sticky_assignment_balanced_in_total_but_not_per_topic_is_converged() -> None:
+    # cooperative-sticky keeps each member's partitions: c1 has all of foo, c2 all of bar
+    logs = {"c1": [{"t": T0 + 1.0, "e": "assign", "parts": [["foo", 0], ["foo", 1]]}],
+            "c2": [{"t": T0 + 1.5, "e": "assign", "parts": [["bar", 0], ["bar", 1]]}]}
+    run = _run(logs, resources=("foo-0", "foo-1", "bar-0", "bar-1"),
+               groups=[["foo-0", "foo-1"], ["bar-0", "bar-1"]])
+    assert convergence(run)[0] == pytest.approx(T0 + 1.5)
+    # but a member with less than its share of the total is not converged
+    logs = {"c1": [{"t": T0 + 1.0, "e": "assign", "parts": [["foo", 0], ["foo", 1],
+                                                             ["bar", 0]]}],
+            "c2": [{"t": T0 + 1.5, "e": "assign", "parts": [["bar", 1]]}]}
+    run = _run(logs, resources=("foo-0", "foo-1", "bar-0", "bar-1"),
+               groups=[["foo-0", "foo-1"], ["bar-0", "bar-1"]])
+    assert convergence(run) == [None, None]
 
 
 def test_lag_counts_produced_minus_distinct_processed_and_reprocessing_is_counted() -> None:

@@ -115,7 +115,7 @@ class WireRun:
     #: what carries records: partitions ("topic-p") or Connect tasks ("connector-n")
     resources: list[str]
     #: what the group assigns, by kind (topics; Connect: connectors, tasks): convergence asks
-    #: every live member for at least the floor of its share of each kind
+    #: every live member for at least the sum of the floors of its share of each kind
     item_groups: list[list[str]]
     #: records per second per resource; Connect: the sources' start (wall clock)
     rate: float
@@ -397,6 +397,8 @@ def _read_worker_stdout(p: _Proc) -> None:
             p.stdout_lines.append({"t": t, "e": event, "parts": items})
         elif line.startswith("worker ") and " left " in line:
             p.stdout_lines.append({"t": t, "e": "closed"})
+        elif line.startswith("worker ") and " joining " in line:
+            p.stdout_lines.append({"t": t, "e": "joining"})
 
 
 # ----------------------------------------------------------------------------- the timeline

@@ -12,9 +12,10 @@ Definitions, as the simulator's (METRICS.md), measured from the client side:
 - *ownership*: a member owns a resource from the callback that assigns it until the one that
   revokes or loses it, or until its process closes (its ``closed`` line) or is killed.
 - *converged*: every resource has exactly one live owner, every live member has had its first
-  assignment callback, and every live member owns at least the floor of its share of each kind
-  of resource (per topic; for Connect, of connectors and of tasks), which every assignor the
-  lab compares gives. A window's convergence is the first moment, not before the disturbance
+  assignment callback, and every live member owns at least the sum over the kinds of resource
+  (topics; for Connect, connectors and tasks) of the floor of its share of that kind (range
+  gives each member that much per topic; the sticky and uniform assignors balance the total,
+  which is at least as much). A window's convergence is the first moment, not before the disturbance
   ended (its ``settle``), from which that holds until the next window starts (or the run ends).
   ``time_to_converge_ms`` counts from the disturbance's start, as the simulator does.
 - *lag(t)*: records produced up to t minus distinct records processed up to t, summed over
@@ -87,12 +88,8 @@ def _converged_state(run: WireRun, t: float, owned: dict[str, set[str]],
     items = [r for g in run.item_groups for r in g]
     if any(owners.get(r, 0) != 1 for r in items):
         return False
-    for n in live:
-        mine = owned.get(n, set())
-        for g in run.item_groups:
-            if sum(1 for r in g if r in mine) < len(g) // len(live):
-                return False
-    return True
+    share = sum(len(g) // len(live) for g in run.item_groups)
+    return all(len(owned.get(n, ())) >= share for n in live)
 
 
 def _states(run: WireRun, until: float) -> list[tuple[float, bool, dict[str, set[str]]]]:
