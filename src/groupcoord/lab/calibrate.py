@@ -43,7 +43,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from groupcoord.lab.wire import WIRE_PROTOCOLS, WireError, WireRun, WireWorkload, connectors_of
-from groupcoord.sim.scenario import Scenario
+from groupcoord.sim.scenario import Event, Scenario
 
 #: The metrics compared, in table order; the checked ones come first.
 CHECKED = ("time_to_converge_ms", "converge_after_ms", "lag_peak", "lag_record_s")
@@ -122,7 +122,35 @@ def calibration_scenario(sc: Scenario, size: int | None = None,
                                "session_timeout_ms")
     if sc.session_timeout_ms > sc.rebalance_timeout_ms:
         sc = replace(sc, session_timeout_ms=sc.rebalance_timeout_ms)
-    return sc
+    return split_rolling_bounces(sc)
+
+
+def split_rolling_bounces(sc: Scenario) -> Scenario:
+    """A rolling bounce as the ``bounce`` events it is made of (same members, same times), so
+    each bounce is a window of its own on both sides: six samples of a rejoin instead of one
+    (a single rejoin's convergence depends on where the members' heartbeats fall)."""
+    if not any(e.kind == "rolling-bounce" for e in sc.events):
+        return sc
+    live = [f"c{i}" for i in range(1, sc.members + 1)]
+    created = sc.members
+    events: list[Event] = []
+    for e in sorted(sc.events, key=lambda e: e.at_ms):
+        if e.kind == "rolling-bounce":
+            order = sorted(live, key=lambda n: int(n[1:]) if n[1:].isdigit() else 0)
+            events += [Event(e.at_ms + i * int(e["interval_ms"]), "bounce",
+                             {"member": n, "down_ms": int(e["down_ms"]), "hard": e["hard"]})
+                       for i, n in enumerate(order)]
+            continue
+        events.append(e)
+        if e.kind == "scale-out":
+            for _ in range(int(e["count"])):
+                created += 1
+                live.append(f"c{created}")
+        elif e.kind == "scale-in":
+            del live[-int(e["count"]):]
+        elif e.kind in ("leave", "crash") and e["member"] in live:
+            live.remove(e["member"])
+    return replace(sc, events=tuple(events))
 
 
 # ----------------------------------------------------------------------------- the simulator

@@ -15,8 +15,9 @@ Definitions, as the simulator's (METRICS.md), measured from the client side:
   assignment callback, and every live member owns at least the sum over the kinds of resource
   (topics; for Connect, connectors and tasks) of the floor of its share of that kind (range
   gives each member that much per topic; the sticky and uniform assignors balance the total,
-  which is at least as much). A window's convergence is the first moment, not before the disturbance
-  ended (its ``settle``), from which that holds until the next window starts (or the run ends).
+  which is at least as much). A window's convergence is the first moment, not before the
+  disturbance ended (its ``settle``), from which that holds for ``HOLD_S`` (or until the run
+  ends); windows may overlap, as the simulator's do.
   ``time_to_converge_ms`` counts from the disturbance's start, as the simulator does.
 - *lag(t)*: records produced up to t minus distinct records processed up to t, summed over
   resources; ``lag_peak`` its maximum in the window, ``lag_record_s`` its integral.
@@ -30,7 +31,7 @@ Definitions, as the simulator's (METRICS.md), measured from the client side:
   before; ``task_restarts``: Connect tasks started again after a first start.
 
 Metrics of a window cover [disturbance start, convergence] (the window's close, as the
-simulator closes it), or up to the next window's start when the window never converged.
+simulator closes it), or up to the end of the run when the window never converged.
 The functions sample the run every ``SAMPLE_S`` (lag, activity and ownership are step functions
 of time; 10 ms is far below any interval they are compared at).
 
@@ -39,6 +40,7 @@ Written by hand: it is a few step functions over logs; no library computes these
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 from typing import Any
 
@@ -50,6 +52,9 @@ SAMPLE_S = 0.01
 #: Gap after a member's last record during which it still counts as active (fetch wait 50 ms
 #: plus the 100 ms poll timeout of the member's loop, with margin).
 IDLE_TOLERANCE_S = 0.25
+#: How long the group must stay converged for a window to close (a state that lasts less is a
+#: step of a rebalance, not its end).
+HOLD_S = 1.0
 
 
 # ----------------------------------------------------------------------------- ownership
@@ -131,25 +136,31 @@ def converged_now(run: WireRun) -> bool:
 
 
 def convergence(run: WireRun) -> list[float | None]:
-    """Per window, the wall-clock time it converged (None: it did not)."""
+    """Per window, the wall-clock time it converged (None: it did not): the first moment, not
+    before the disturbance ended, from which the group stays converged for ``HOLD_S`` (or to
+    the end of the run). Windows may overlap, as the simulator's do: a window closes when the
+    group next converges, whatever disturbances came meanwhile."""
     states = _states(run, run.end)
+    times = [t for t, _, _ in states]
     out: list[float | None] = []
-    for i, w in enumerate(run.windows):
-        start = run.t0 + w.at_s
+    for w in run.windows:
         settle = run.t0 + w.settle_s
-        horizon = run.t0 + run.windows[i + 1].at_s if i + 1 < len(run.windows) else run.end
-        # the state in force at the window's start, then each change inside the window
-        inside = [s for s in states if start < s[0] <= horizon]
-        before = [s for s in states if s[0] <= start]
-        seq = ([(start, before[-1][1])] if before else [(start, False)]) + [
-            (t, ok) for t, ok, _ in inside]
+        k = bisect.bisect_right(times, settle) - 1
+        seq = [(settle, states[k][1] if k >= 0 else False)] + [
+            (t, ok) for t, ok, _ in states[k + 1:]]
+        found: float | None = None
         since: float | None = None
         for t_change, ok in seq:
+            if since is not None and t_change - since >= HOLD_S:
+                found = since
+                break
             if ok and since is None:
                 since = t_change
             elif not ok:
                 since = None
-        out.append(None if since is None else max(since, settle))
+        if found is None and since is not None:
+            found = since  # converged until the end of the run
+        out.append(found)
     return out
 
 
@@ -272,9 +283,8 @@ def window_metrics(run: WireRun) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for i, w in enumerate(run.windows):
         start = run.t0 + w.at_s
-        horizon = run.t0 + run.windows[i + 1].at_s if i + 1 < len(run.windows) else run.end
         c = conv[i]
-        end = c if c is not None else horizon
+        end = c if c is not None else run.end
         row: dict[str, Any] = {
             "disturbance": w.label, "at_ms": round(w.at_s * 1000),
             "settled_ms": round(w.settle_s * 1000), "converged": c is not None,
