@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from groupcoord.lab.calibrate import CHECKED, compare, within_2x
+from groupcoord.lab.calibrate import CHECKED, compare, split_rolling_bounces, summarize, within_2x
 from groupcoord.lab.wire import Window, WireRun
 from groupcoord.lab.wire_metrics import convergence, steady_lag, window_metrics
 
@@ -174,6 +174,36 @@ def test_compare_leaves_out_the_initial_join_and_reports_every_checked_metric() 
     assert not c.checked_ok
 
 
+def test_summary_is_the_mean_over_windows_and_the_worst_lag_peak() -> None:
+    def window(at: int, ttc: int, peak: int) -> dict[str, Any]:
+        return {"disturbance": "bounce", "at_ms": at, "settled_ms": at + 3_000,
+                "time_to_converge_ms": ttc, "lag_peak": peak, "lag_record_s": 100.0}
+
+    initial = {**window(0, 0, 0), "disturbance": "initial-join", "settled_ms": 0}
+    sim = [initial, window(30_000, 8_000, 100), window(45_000, 3_256, 40)]
+    wire = [initial, window(30_000, 8_000, 120), window(45_000, 13_000, 60)]
+    comps = compare("consumer:uniform", sim, wire, steady=0.0)
+    assert [c.rows[1]["within_2x"] for c in comps] == [True, False]  # converge_after_ms
+    summary = summarize("consumer:uniform", comps)
+    assert summary is not None and summary.disturbance == "bounce x2"
+    rows = {r["metric"]: r for r in summary.rows}
+    assert rows["converge_after_ms"]["simulated"] == pytest.approx((5_000 + 256) / 2)
+    assert rows["converge_after_ms"]["measured"] == pytest.approx((5_000 + 10_000) / 2)
+    assert rows["lag_peak"]["simulated"] == 100 and rows["lag_peak"]["measured"] == 120
+    assert rows["records_processed"]["simulated"] is None  # missing in the windows
+
+
+def test_a_rolling_bounce_is_compared_as_its_bounces() -> None:
+    from groupcoord.sim.scenario import load_scenario
+
+    sc = load_scenario("rolling-bounce", 0)
+    split = split_rolling_bounces(sc)
+    [rb] = sc.events
+    assert [(e.at_ms, e.kind, e["member"], e["down_ms"]) for e in split.events] == [
+        (rb.at_ms + i * rb["interval_ms"], "bounce", f"c{i + 1}", rb["down_ms"])
+        for i in range(sc.members)]
+
+
 @pytest.mark.parametrize(("args", "field"), [
     (["--workload", "processing_ms=-1"], "processing_ms"),
     (["--workload", "bogus=1"], "bogus"),
@@ -224,6 +254,7 @@ def test_real_clients_calibration_on_a_small_case(tmp_path: Path) -> None:
     assert [r["protocol"] for r in data["results"]] == ["classic:eager", "consumer:uniform"]
     for r in data["results"]:
         assert r["error"] is None
+        assert isinstance(r["summary"]["checked_within_2x"], bool)
         [window] = r["windows"]
         assert window["disturbance"] == "bounce"
         rows = {row["metric"]: row for row in window["rows"]}

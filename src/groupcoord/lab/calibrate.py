@@ -14,17 +14,19 @@ checks it against reality. One scenario (a built-in such as ``rolling-bounce`` o
   ``records_per_s`` per partition; the metrics are computed from the clients' logs
   (``lab.wire_metrics``).
 
-For every disturbance window (the initial join left out) it prints each metric simulated vs
-measured and their ratio. The *checked* metrics are the ones the lab's findings rest on:
-``time_to_converge_ms``, ``converge_after_ms`` (time to converge after the disturbance ended:
-for a rolling bounce the scenario's own 75 s are in ``time_to_converge_ms`` on both sides),
-``lag_peak`` and ``lag_record_s``. A checked metric is *within 2x* when the larger value is at
-most twice the smaller, or both are below its floor (``FLOORS``: differences that small are
-the clients' fetch and poll granularity, not the protocol). The wire's lag includes what real
-clients always have in flight (fetch wait, the poll loop), which the model leaves out; the
-comparison subtracts that steady lag (measured while the group was stable before the first
-disturbance) times the window's length from the measured ``lag_record_s``, and the table
-shows both.
+For every disturbance window (the initial join left out) it compares each metric simulated vs
+measured, and prints per protocol the summary of the windows (each metric's mean over them,
+the lag peak's maximum; ``--windows`` prints every window too). A rolling bounce is compared
+as the bounces it is made of (:func:`split_rolling_bounces`: the same members at the same
+times, a window each). The *checked* metrics are the ones the lab's findings rest on:
+``time_to_converge_ms``, ``converge_after_ms`` (time to converge after the disturbance ended,
+i.e. after the bounced member is back), ``lag_peak`` and ``lag_record_s``. A checked metric
+is *within 2x* when the larger value is at most twice the smaller, or both are below its
+floor (``FLOORS``: differences that small are the clients' fetch and poll granularity, not
+the protocol). The wire's lag includes what real clients always have in flight (fetch wait,
+the poll loop), which the model leaves out; the comparison subtracts that steady lag
+(measured while the group was stable before the first disturbance) times the window's length
+from the measured ``lag_record_s``, and the table shows both.
 
 Exit status: 0 when the runs completed (whether or not every metric is within 2x: the table
 says which are not), 1 when a run failed (the server or a client did not start, the simulator
@@ -248,14 +250,43 @@ def compare(protocol: str, sim_windows: list[dict[str, Any]], wire_windows: list
             compared = mv
             if metric == "lag_record_s" and mv is not None:
                 compared = max(float(mv) - steady * length_s, 0.0)
-            ok = within_2x(metric, _num(sv), _num(compared)) if metric in CHECKED else None
-            ratio = (None if sv is None or compared is None or not _num(sv)
-                     else round(float(compared) / float(sv), 2))
-            c.rows.append({"metric": metric, "simulated": sv, "measured": mv,
-                           "compared": compared, "ratio": ratio,
-                           "checked": metric in CHECKED, "within_2x": ok})
+            c.rows.append(_row(metric, sv, mv, compared))
         out.append(c)
     return out
+
+
+def _row(metric: str, sv: Any, mv: Any, compared: Any) -> dict[str, Any]:
+    ok = within_2x(metric, _num(sv), _num(compared)) if metric in CHECKED else None
+    ratio = (None if sv is None or compared is None or not _num(sv)
+             else round(float(compared) / float(sv), 2))
+    return {"metric": metric, "simulated": sv, "measured": mv, "compared": compared,
+            "ratio": ratio, "checked": metric in CHECKED, "within_2x": ok}
+
+
+def summarize(protocol: str, comparisons: Sequence[Comparison]) -> Comparison | None:
+    """The windows of a run as one: every metric's mean over the windows, but ``lag_peak``'s
+    maximum (a rolling bounce's six bounces, say: the mean rejoin, the worst lag). A metric a
+    window lacks (never converged, not simulated) makes the summary's None."""
+    if not comparisons:
+        return None
+    kinds = sorted({c.disturbance for c in comparisons})
+    label = f"{kinds[0]} x{len(comparisons)}" if len(kinds) == 1 else \
+        f"{len(comparisons)} disturbances"
+    out = Comparison(protocol, label, comparisons[0].at_ms, comparisons[-1].settle_ms, {}, {},
+                     comparisons[0].steady_lag)
+    for metric in (*CHECKED, *REPORTED):
+        cells = [{r["metric"]: r for r in c.rows}[metric] for c in comparisons]
+        agg = max if metric == "lag_peak" else _mean
+        values = []
+        for key in ("simulated", "measured", "compared"):
+            vs = [x[key] for x in cells]
+            values.append(None if any(v is None for v in vs) else agg(vs))
+        out.rows.append(_row(metric, *values))
+    return out
+
+
+def _mean(values: Sequence[Any]) -> float:
+    return round(sum(float(v) for v in values) / len(values), 1)
 
 
 def _num(v: Any) -> float | None:
@@ -274,6 +305,10 @@ class ProtocolResult:
     sim_windows: list[dict[str, Any]]
     steady_lag: float
     error: str | None = None
+
+    @property
+    def summary(self) -> Comparison | None:
+        return summarize(self.protocol, self.comparisons)
 
 
 def calibrate(sc: Scenario, protocols: Sequence[str], wl: WireWorkload, *, seed: int = 1,
@@ -311,36 +346,52 @@ def _fmt(v: Any) -> str:
     return f"{v:,}" if isinstance(v, int) else str(v)
 
 
-def format_table(results: Sequence[ProtocolResult]) -> str:
+def _table(c: Comparison) -> list[str]:
+    rows = [["metric", "simulated", "measured", "ratio", "within 2x"]]
+    for row in c.rows:
+        measured = _fmt(row["measured"])
+        if row["metric"] == "lag_record_s" and row["compared"] != row["measured"]:
+            measured += f" ({_fmt(row['compared'])} beyond steady)"
+        rows.append([row["metric"], _fmt(row["simulated"]), measured, _fmt(row["ratio"]),
+                     "" if row["within_2x"] is None else _fmt(row["within_2x"])])
+    widths = [max(len(x[i]) for x in rows) for i in range(len(rows[0]))]
+    return ["  " + "  ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)).rstrip()
+            for row in rows]
+
+
+def format_table(results: Sequence[ProtocolResult], windows: bool = False) -> str:
+    """Per protocol the summary of its windows (``summarize``), and with ``windows`` every
+    window too; the last line counts the protocols whose checked metrics are within 2x."""
     lines: list[str] = []
+    summaries = []
     for r in results:
         if r.error is not None:
-            lines.append(f"{r.protocol}: wire run failed: {r.error}")
+            lines += [f"{r.protocol}: wire run failed: {r.error}", ""]
             continue
-        for c in r.comparisons:
-            lines.append(f"{r.protocol}  {c.disturbance} at {c.at_ms / 1000:g} s "
-                         f"(steady in-flight lag on the wire: {r.steady_lag:.1f} records)")
-            rows = [["metric", "simulated", "measured", "ratio", "within 2x"]]
-            for row in c.rows:
-                measured = _fmt(row["measured"])
-                if row["metric"] == "lag_record_s" and row["compared"] != row["measured"]:
-                    measured += f" ({_fmt(row['compared'])} beyond steady)"
-                rows.append([row["metric"], _fmt(row["simulated"]), measured,
-                             _fmt(row["ratio"]),
-                             "" if row["within_2x"] is None else _fmt(row["within_2x"])])
-            widths = [max(len(x[i]) for x in rows) for i in range(len(rows[0]))]
-            lines += ["  " + "  ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)
-                                       ).rstrip() for row in rows]
-            lines.append("")
-    checked = [c for r in results for c in r.comparisons]
-    ok = sum(1 for c in checked if c.checked_ok)
-    lines.append(f"checked metrics ({', '.join(CHECKED)}) within 2x in {ok} of {len(checked)} "
-                 f"windows")
+        summary = r.summary
+        if summary is None:
+            lines += [f"{r.protocol}: no disturbance to compare", ""]
+            continue
+        summaries.append(summary)
+        lines.append(f"{r.protocol}  {summary.disturbance} (steady in-flight lag on the wire: "
+                     f"{r.steady_lag:.1f} records)")
+        lines += [*_table(summary), ""]
+        if windows and len(r.comparisons) > 1:
+            for c in r.comparisons:
+                lines.append(f"  {r.protocol}  {c.disturbance} at {c.at_ms / 1000:g} s")
+                lines += ["  " + x for x in _table(c)]
+                lines.append("")
+    ok = sum(1 for c in summaries if c.checked_ok)
+    lines.append(f"checked metrics ({', '.join(CHECKED)}) within 2x for {ok} of "
+                 f"{len(summaries)} protocols")
     return "\n".join(lines)
 
 
 def as_json(results: Sequence[ProtocolResult]) -> list[dict[str, Any]]:
     return [{"protocol": r.protocol, "error": r.error, "steady_lag": round(r.steady_lag, 2),
+             "summary": None if r.summary is None else {
+                 "disturbance": r.summary.disturbance,
+                 "checked_within_2x": r.summary.checked_ok, "rows": r.summary.rows},
              "windows": [{"disturbance": c.disturbance, "at_ms": c.at_ms,
                           "checked_within_2x": c.checked_ok, "rows": c.rows}
                          for c in r.comparisons],
@@ -351,4 +402,4 @@ def as_json(results: Sequence[ProtocolResult]) -> list[dict[str, Any]]:
 __all__ = ["CHECKED", "DEFAULT_PROTOCOLS", "FLOORS", "REPORTED", "CalibrationError",
            "Comparison", "ProtocolResult", "WireError", "as_json", "calibrate",
            "calibration_scenario", "check_protocols", "compare", "format_table",
-           "parse_workload", "simulate_windows", "within_2x"]
+           "parse_workload", "simulate_windows", "summarize", "within_2x"]

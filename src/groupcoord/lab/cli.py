@@ -197,7 +197,7 @@ def _calibrate(ns: argparse.Namespace) -> int:
         print(f"scenario {sc.name} ({sc.members} members, heartbeat "
               f"{sc.heartbeat_interval_ms} ms, session timeout {sc.session_timeout_ms} ms), "
               f"workload {', '.join(f'{k}={v}' for k, v in asdict(wl).items())}")
-        print(format_table(results))
+        print(format_table(results, windows=ns.windows))
     return 1 if any(r.error for r in results) else 0
 
 
@@ -271,6 +271,8 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
     cal.add_argument("--seed", type=int, default=1, help="the simulator's seed")
     cal.add_argument("--tail-s", type=float, default=5.0, help=argparse.SUPPRESS)
     cal.add_argument("--json", action="store_true", help="print the result as JSON")
+    cal.add_argument("--windows", action="store_true",
+                     help="print every disturbance window, not only each protocol's summary")
     cal.add_argument("--quiet", action="store_true", help="no progress on stderr")
     cal.set_defaults(func=_calibrate)
 
