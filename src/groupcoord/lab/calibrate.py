@@ -165,8 +165,8 @@ def sim_workload_table(wl: WireWorkload, connect: bool) -> dict[str, Any]:
         "auto_commit_interval_ms": wl.auto_commit_interval_ms}
     if connect:
         table["task_records_per_s"] = wl.records_per_s
-        table["task_start_ms"] = wl.task_start_ms
-        table["task_stop_ms"] = wl.task_stop_ms
+        table["task_start_ms"] = round(wl.task_start_ms)
+        table["task_stop_ms"] = round(wl.task_stop_ms)
         table["auto_commit_interval_ms"] = wl.offset_flush_interval_ms
     else:
         table["records_per_s"] = wl.records_per_s

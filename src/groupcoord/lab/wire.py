@@ -17,8 +17,10 @@
 Scenario events run at their times: ``bounce`` / ``rolling-bounce`` (SIGTERM: the member
 closes, leaving the group; ``hard``: SIGKILL) and a new process with the same name after
 ``down_ms``, ``scale-out`` (new members ``c<N+1>``...), ``scale-in`` / ``leave`` (SIGTERM, no
-restart), ``crash`` (SIGKILL). Replacement processes are started ``PRESTART_S`` ahead and wait
-for a ``go`` line, so Python's start-up does not delay a restart. Other event kinds are refused
+restart), ``crash`` (SIGKILL). Every process is started ``PRESTART_S`` ahead of its time and
+waits for a ``go`` line, so Python's start-up (imports: half a second for a consumer, seconds
+for a Connect worker on a loaded machine) does not delay a join; members that start at the
+same time (a scale-out) are all started ahead. Other event kinds are refused
 (:class:`WireError`).
 
 After the last disturbance the run goes on until the group has converged (read from the logs,
@@ -502,11 +504,18 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
         time.sleep(max(t0 - time.time(), 0))
         if producer is not None:
             producer.start(t0)
-        for at, action, name, hard in acts:
-            if action == "go":
-                _sleep_until(t0 + at - PRESTART_S)
-                members.prepare(name)
-            _sleep_until(t0 + at)
+        prepared: set[int] = set()
+        for i, (at, action, name, hard) in enumerate(acts):
+            while True:  # start every process due within PRESTART_S, then wait a little
+                now = time.time()
+                for j in range(i, len(acts)):
+                    if acts[j][1] == "go" and j not in prepared and \
+                            t0 + acts[j][0] - PRESTART_S <= now:
+                        prepared.add(j)
+                        members.prepare(acts[j][2])
+                if now >= t0 + at:
+                    break
+                time.sleep(min(t0 + at - now, 0.05))
             if progress is not None:
                 progress(f"{protocol}: t={time.time() - t0:6.1f} s {action} {name}")
             if action == "go":
