@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from groupcoord.client.connect.classic_worker import ClassicConnectWorker, LeaderRound, WorkerState
 from groupcoord.client.connect.listener import DEFER, Connectors, ConnectRebalanceListener, Tasks
 from groupcoord.client.connect.model import ConfigSnapshot, ConnectorsAndTasks
-from groupcoord.coordinator.classic_group import ClassicGroup, ClassicGroupState
+from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupState
 from groupcoord.coordinator.config import CoordinatorConfig
 
 from .test_classic_support import Call, Harness

@@ -20,10 +20,10 @@ from groupcoord.client.connect.classic_worker import ClassicConnectWorker, Worke
 from groupcoord.client.connect.model import ConfigSnapshot, ConnectorsAndTasks
 from groupcoord.client.connect.worker import ConnectWorker
 from groupcoord.client.consumer import MemberState
-from groupcoord.coordinator.classic_group import ClassicGroup, ClassicGroupState
+from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupState
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.connect_group import ConnectGroup, assignment_of
-from groupcoord.coordinator.consumer_group import GroupState
+from groupcoord.coordinator.modern.connect.model import ConnectGroup, assignment_of
+from groupcoord.coordinator.modern.consumer.model import GroupState
 
 from .classic_connect_support import ConfigReader, ConfigTopic, RecordingListener
 from .test_classic_support import Call, Harness

@@ -16,7 +16,7 @@ from typing import Any
 from groupcoord.client.connect.listener import DEFER, ConnectRebalanceListener
 from groupcoord.client.connect.model import CONNECTOR_TASK, ConnectorTaskId
 from groupcoord.client.connect.worker import ConnectWorker
-from groupcoord.coordinator.connect_messages import (
+from groupcoord.coordinator.modern.connect.messages import (
     ConnectGroupConfigRequest,
     ConnectGroupConfigResponse,
     ConnectGroupDescribeRequest,

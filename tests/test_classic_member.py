@@ -23,7 +23,7 @@ from groupcoord.client.connect.classic_worker import ClassicConnectWorker
 from groupcoord.client.connect.model import ConfigSnapshot
 from groupcoord.client.connect.protocol import encode_assignment as encode_connect_assignment
 from groupcoord.client.consumer import ConsumerMember
-from groupcoord.coordinator.classic_messages import (
+from groupcoord.coordinator.classic.messages import (
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,

@@ -22,7 +22,7 @@ from groupcoord.client.connect.protocol import (
     decode_assignment,
     join_protocols,
 )
-from groupcoord.coordinator.classic_messages import (
+from groupcoord.coordinator.classic.messages import (
     JoinGroupRequest,
     JoinGroupResponse,
     JoinGroupResponseMember,

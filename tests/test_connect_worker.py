@@ -27,7 +27,7 @@ from groupcoord.client.connect.worker import (
     ConnectWorker,
 )
 from groupcoord.client.consumer import MemberState
-from groupcoord.coordinator.connect_messages import (
+from groupcoord.coordinator.modern.connect.messages import (
     ConnectGroupHeartbeatRequest,
     ConnectGroupHeartbeatResponse,
     ConnectGroupInstallAssignmentRequest,

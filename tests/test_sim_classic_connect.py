@@ -25,7 +25,7 @@ from groupcoord.cli import main
 from groupcoord.client.connect.classic_worker import ClassicConnectWorker
 from groupcoord.client.connect.model import ConnectAssignment, ConnectorTaskId
 from groupcoord.client.connect.protocol import decode_assignment, encode_assignment
-from groupcoord.coordinator.classic_messages import JoinGroupResponse
+from groupcoord.coordinator.classic.messages import JoinGroupResponse
 from groupcoord.sim.classic_connect import (
     ClassicConnectSimulation,
     ConfigReader,

@@ -3,7 +3,7 @@
 Pure and shared by both sides: the Connect workers (``client/connect/``, whose ``protocol`` and
 ``model`` modules re-export these names) and the coordinator, which reads and writes Connect
 worker metadata and assignments of classic workers during an online migration between classic
-Connect groups and connect groups (issue #4, ``coordinator/connect_migration.py``). The values
+Connect groups and connect groups (issue #4, ``coordinator/migration/connect.py``). The values
 (``ConnectorTaskId``, ``ConnectorsAndTasks``, ``ConnectAssignment``, ``WorkerMetadata``) are the
 nouns of KIP-415 "Connect protocol's format"; see ``client/connect/model.py`` for the rest.
 

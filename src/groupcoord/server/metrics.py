@@ -50,9 +50,9 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.coordinator.classic_group import ClassicGroup, ClassicGroupState
-from groupcoord.coordinator.connect_group import ConnectGroup
-from groupcoord.coordinator.consumer_group import ConsumerGroup, GroupState
+from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupState
+from groupcoord.coordinator.modern.connect.model import ConnectGroup
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, GroupState
 from groupcoord.coordinator.records import Record, RecordType
 from groupcoord.storage.log import CompactionResult
 

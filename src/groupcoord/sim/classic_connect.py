@@ -85,15 +85,15 @@ from groupcoord.client.connect.protocol import (
 )
 from groupcoord.client.connect.worker import Item
 from groupcoord.client.consumer import MemberState, RebalanceListener
-from groupcoord.coordinator.classic_group import ClassicGroupState
-from groupcoord.coordinator.classic_messages import HeartbeatRequest
-from groupcoord.coordinator.connect_messages import ConnectorConfigOp
+from groupcoord.coordinator.classic.messages import HeartbeatRequest
+from groupcoord.coordinator.classic.model import ClassicGroupState
+from groupcoord.coordinator.modern.connect.messages import ConnectorConfigOp
 from groupcoord.coordinator.records import ClassicGroupMetadataValue
 from groupcoord.protocol.connect_protocol import ConnectAssignment
 from groupcoord.sim.classic import ClassicConsumerSimulation
 from groupcoord.sim.connect import ConnectSimulation, config_items, show
-from groupcoord.sim.consumer import Proc
 from groupcoord.sim.engine import Violation
+from groupcoord.sim.process import Proc
 
 _STATES = {WorkerState.UNJOINED: MemberState.UNJOINED, WorkerState.JOINING: MemberState.JOINING,
            WorkerState.SYNCING: MemberState.JOINING, WorkerState.STABLE: MemberState.STABLE,

@@ -108,7 +108,7 @@ from groupcoord.client.connect.protocol import (
     join_protocols,
 )
 from groupcoord.client.consumer import RETRIABLE_ERRORS
-from groupcoord.coordinator.classic_messages import (
+from groupcoord.coordinator.classic.messages import (
     HeartbeatResponse,
     JoinGroupProtocol,
     JoinGroupRequest,

@@ -107,7 +107,7 @@ from groupcoord.client.consumer import (
     Partitions,
     RebalanceListener,
 )
-from groupcoord.coordinator import connect_messages as wire
+from groupcoord.coordinator.modern.connect import messages as wire
 from groupcoord.coordinator.records import ClientAssignor
 
 __all__ = [

@@ -13,18 +13,18 @@ that machinery once, for one group type of one shard:
   reconciliation, the session timeout and the response;
 - leaving (-1 for good, -2 a static member's temporary leave), removing members (tombstones, timers)
   and fencing them with one epoch bump, or the conversion back to a classic group when only
-  classic members remain and the policy allows it (``group_migration.py``);
+  classic members remain and the policy allows it (``migration/shared.py``);
 - the upgrade of a non-empty classic group on a join (GROUP_ID_NOT_FOUND when refused);
 - writing a member's current assignment with its rebalance timeout (armed once per epoch at which
   it must revoke; fencing it when it fires), the session timeout, and the load duties (timers
   armed again, a pending target asked for).
 
-Each group type (``consumer_groups.py``, ``connect_groups.py``) supplies its records, its model,
-its request validation and what differs in the flow: how the request updates a member and what
-change bumps the group epoch, who computes the target (a server assignor at once, or a chosen
-member through Prepare/Install), what a response carries, and its words in errors and logs. Not
-here: replay (record layouts differ), describe, the client-side assignment (``client_assignment.py``)
-and the classic translation (``classic_bridge.py``).
+Each group type (``modern/consumer/handlers.py``, ``modern/connect/handlers.py``) supplies its
+records, its model, its request validation and what differs in the flow: how the request updates a
+member and what change bumps the group epoch, who computes the target (a server assignor at once, or
+a chosen member through Prepare/Install), what a response carries, and its words in errors and logs.
+Not here: replay (record layouts differ), describe, the client-side assignment
+(``modern/client_assignment.py``) and the classic translation (``modern/classic_bridge.py``).
 """
 
 from __future__ import annotations
@@ -32,19 +32,19 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from groupcoord.coordinator.classic_bridge import BridgedMember
-from groupcoord.coordinator.classic_group import ClassicGroup
-from groupcoord.coordinator.client_assignment import check_assignors
-from groupcoord.coordinator.consumer_group import LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberState
-from groupcoord.coordinator.group_migration import MigrationError
-from groupcoord.coordinator.membership import Resolved, resolve_member
+from groupcoord.coordinator.classic.model import ClassicGroup
+from groupcoord.coordinator.migration.shared import MigrationError
+from groupcoord.coordinator.modern.classic_bridge import BridgedMember
+from groupcoord.coordinator.modern.client_assignment import check_assignors
+from groupcoord.coordinator.modern.consumer.model import LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberState
+from groupcoord.coordinator.modern.membership import Resolved, resolve_member
 from groupcoord.coordinator.records import ClassicGroupMetadataValue, Record, RecordType
 from groupcoord.coordinator.timers import TimerKey
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.coordinator.classic_bridge import ClassicBridge
-    from groupcoord.coordinator.client_assignment import ClientAssignment
+    from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
+    from groupcoord.coordinator.modern.client_assignment import ClientAssignment
     from groupcoord.coordinator.shard import Shard
 
 log = logging.getLogger(__name__)

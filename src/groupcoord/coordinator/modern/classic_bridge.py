@@ -21,12 +21,12 @@ holds what the translation is for both: :class:`ClassicBridge` with
   REBALANCE_IN_PROGRESS when the member is behind, must revoke, or waits on items nobody holds)
   and LeaveGroup (named members fenced at once, in member id order).
 
-What differs stays with each group type (``classic_members.py`` for consumer groups,
-``classic_workers.py`` for connect groups): how JoinGroup metadata becomes a member and is
+What differs stays with each group type (``modern/consumer/classic_members.py`` for consumer groups,
+``modern/connect/classic_workers.py`` for connect groups): how JoinGroup metadata becomes a member and is
 reconciled, the assignment bytes of SyncGroup, which epoch a member must reach before it stops
 being asked to rejoin (the group epoch, or the epoch of an installed target), how a heartbeat
 gets a pending target computed, and whether the type has static classic members. Not here: the
-conversions between group types (``migration.py``, ``connect_migration.py``).
+conversions between group types (``migration/consumer.py``, ``migration/connect.py``).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
-from groupcoord.coordinator.classic_messages import (
+from groupcoord.coordinator.classic.messages import (
     JOIN_MEMBER_ID_REQUIRED_VERSION,
     HeartbeatRequest,
     HeartbeatResponse,
@@ -46,7 +46,7 @@ from groupcoord.coordinator.classic_messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from groupcoord.coordinator.consumer_group import MemberState
+from groupcoord.coordinator.modern.consumer.model import MemberState
 from groupcoord.coordinator.records import ClassicMemberMetadata
 from groupcoord.coordinator.timers import TimerKey
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
