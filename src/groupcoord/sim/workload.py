@@ -369,7 +369,7 @@ class Processor:
                 r.progress(t, self.pos[k])
         self.t = t
         if self.flush_at is not None and t >= self.flush_at:
-            self.flush()
+            self._flush_until(t)
 
     def committable(self) -> dict[Key, float]:
         """Positions an auto-commit commits now: what was polled before the batch in progress."""
@@ -380,13 +380,21 @@ class Processor:
                 out[k] = self.batch_from[k]
         return out
 
-    def flush(self) -> None:
-        """A Connect task's offset flush: what it processed is committed."""
+    def _flush_until(self, t: float) -> None:
+        """A Connect task's offset flushes (``offset.flush.interval.ms``) up to ``t``: the
+        last one commits what was processed then (exact while it keeps up; at ``t`` in a
+        batch)."""
+        flush_at = self.flush_at
+        interval = self.model.workload_commit_interval
+        if flush_at is None or not interval:
+            return
+        last = flush_at + ((t - flush_at) // interval) * interval
         for k in self.active:
             r = self.model.resources[k]
-            r.committed = max(r.committed, self.pos[k])
-        interval = self.model.workload_commit_interval
-        self.flush_at = self.t + interval if interval else None
+            pos = min(self.pos[k], r.produced(last)) if self.stream else self.pos[k]
+            if pos > r.committed:
+                r.committed = pos
+        self.flush_at = last + interval
 
     # ---------------------------------------------------------------- poll()
 
