@@ -415,6 +415,7 @@ class Processor:
         m = self.model
         res = m.resources
         self.stream = False
+        m.changed()
         if not self.active:
             m.set_working(self, False)
             return
@@ -543,12 +544,18 @@ class Processor:
     def release(self, keys: Iterable[Key], commit: bool) -> None:
         """The group took ``keys`` back (revoked: ``commit`` what was processed; lost or
         crashed: nothing more is committed)."""
+        keys = list(keys)
+        for k in keys:
+            self.owned.discard(k)
+            self.warming.pop(k, None)
+        self.deactivate(keys, commit)
+
+    def deactivate(self, keys: Iterable[Key], commit: bool) -> None:
+        """Stop processing ``keys`` (still owned until :meth:`release`: paused)."""
         m = self.model
         m.account()
         self.advance(m.now())
         for k in keys:
-            self.owned.discard(k)
-            self.warming.pop(k, None)
             if k in self.pos:
                 pos = self.pos.pop(k)
                 self.active.remove(k)
@@ -564,6 +571,11 @@ class Processor:
         if not self.active:
             self.stream = False
             m.set_working(self, False)
+
+    def positions(self) -> dict[Key, float]:
+        """What it processed so far, per resource."""
+        self.advance(self.model.now())
+        return dict(self.pos)
 
 
 class WorkModel:
@@ -600,6 +612,8 @@ class WorkModel:
         self.lag_now = 0.0
         #: Called with the total lag whenever it is sampled (the windows' peaks).
         self.on_lag: Callable[[float], None] | None = None
+        #: Called when a processor reaches ``poll()`` (it may have recovered).
+        self.on_change: Callable[[], None] | None = None
 
     def at(self, t: int, fn: Callable[[Any], None], arg: Any) -> None:
         self._at(t, fn, arg)
@@ -615,7 +629,14 @@ class WorkModel:
         gone ones stop counting."""
         for k, rate in wanted.items():
             self.add_resource(k, rate)
-        for k in [k for k in self.resources if k not in wanted]:
+        gone = [k for k in self.resources if k not in wanted]
+        if not gone:
+            return
+        for p in self.processors.values():  # (a deleted topic: nobody processes it any more)
+            held = [k for k in gone if k in p.owned or k in p.pos]
+            if held:
+                p.release(held, commit=False)
+        for k in gone:
             r = self.resources.pop(k)
             r.progress(self.now(), r.hw)
             self._gone_lag_int += r.lag_int / 1000.0
@@ -639,6 +660,15 @@ class WorkModel:
         self._paused -= self._paused_of.pop(name, 0)
         self._working.discard(name)
         del self.processors[name]
+
+    def changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
+
+    def recovered(self) -> bool:
+        """Every processor processes all it owns and keeps up (no backlog, no batch)."""
+        return self._paused == 0 and all(p.batch is None and (p.stream or not p.active)
+                                         for p in self.processors.values())
 
     def started(self, key: Key) -> None:
         """A Connect task (task id >= 0) started: a restart if it ran before."""
