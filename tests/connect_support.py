@@ -14,7 +14,6 @@ from collections.abc import Callable
 from typing import Any
 
 from groupcoord.client.connect.listener import DEFER, ConnectRebalanceListener
-from groupcoord.client.connect.model import CONNECTOR_TASK, ConnectorTaskId
 from groupcoord.client.connect.worker import ConnectWorker
 from groupcoord.coordinator.modern.connect.messages import (
     ConnectGroupConfigRequest,
@@ -26,6 +25,7 @@ from groupcoord.coordinator.modern.connect.messages import (
     DescribedConnectGroup,
 )
 from groupcoord.coordinator.shard import Shard
+from groupcoord.protocol.connect_protocol import CONNECTOR_TASK, ConnectorTaskId
 
 from .test_connect_group import draft
 

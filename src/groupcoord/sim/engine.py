@@ -1,4 +1,4 @@
-"""The deterministic discrete-event simulator: one seeded event loop (issue #7 "Simulator").
+"""The deterministic discrete-event simulator: one seeded event loop (docs/simulator.md).
 
 Modelled on TigerBeetle's VOPR and FoundationDB's simulator: one seed reproduces a whole faulty
 run. The loop has a virtual clock and a heap of events ``(time, seq, handler, argument)``; the
@@ -41,6 +41,7 @@ import random
 import shlex
 import time
 import traceback
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -173,7 +174,7 @@ def topic_uuid(name: str, incarnation: int = 0) -> UUID:
     return UUID(int=h or 1)
 
 
-class Simulation:
+class Simulation(ABC):
     """The protocol-independent simulator (subclassed per protocol, see ``sim.protocols``)."""
 
     protocol = "?"
@@ -633,9 +634,11 @@ class Simulation:
 
     # ================================================================== protocol hooks
 
+    @abstractmethod
     def setup(self) -> None:
         raise NotImplementedError
 
+    @abstractmethod
     def apply_member_event(self, ev: Event) -> None:
         raise NotImplementedError
 
@@ -649,22 +652,22 @@ class Simulation:
         """Check what the records change; True when they change the group (not offsets)."""
         return True
 
-    def on_image_changed(self) -> None:
+    def on_image_changed(self) -> None:  # noqa: B027 (optional: nothing by default)
         pass
 
-    def on_coordinator_down(self) -> None:
+    def on_coordinator_down(self) -> None:  # noqa: B027 (optional: nothing by default)
         pass
 
-    def on_coordinator_up(self) -> None:
+    def on_coordinator_up(self) -> None:  # noqa: B027 (optional: nothing by default)
         pass
 
-    def after_step(self) -> None:
+    def after_step(self) -> None:  # noqa: B027 (optional: nothing by default)
         pass
 
-    def full_check(self) -> None:
+    def full_check(self) -> None:  # noqa: B027 (optional: nothing by default)
         pass
 
-    def check_convergence(self, final: bool) -> None:
+    def check_convergence(self, final: bool) -> None:  # noqa: B027 (optional: nothing by default)
         pass
 
     def group_epoch(self) -> int:

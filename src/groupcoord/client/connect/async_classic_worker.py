@@ -51,11 +51,12 @@ from typing import Any
 from groupcoord.client.connect.assignors import DEFAULT_MAX_DELAY_MS
 from groupcoord.client.connect.async_worker import ListenerBridge, worker_listener
 from groupcoord.client.connect.classic_worker import ClassicConnectWorker, WorkerState
+from groupcoord.client.connect.config_snapshot import ConfigSnapshot
 from groupcoord.client.connect.listener import ConnectRebalanceListener
-from groupcoord.client.connect.model import ConfigSnapshot, ConnectorsAndTasks
 from groupcoord.client.connection import BrokerConnection, ConnectionLost, UnsupportedApi
 from groupcoord.client.member_driver import SansIODriver
 from groupcoord.coordinator.classic import messages as cm
+from groupcoord.protocol.connect_protocol import ConnectorsAndTasks
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.versions import ApiKey
 

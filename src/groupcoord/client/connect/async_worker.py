@@ -30,12 +30,12 @@ from typing import Any, Protocol
 
 from groupcoord.client.connect.assignors import DEFAULT_MAX_DELAY_MS
 from groupcoord.client.connect.listener import Connectors, ConnectRebalanceListener, Tasks
-from groupcoord.client.connect.model import ConnectorsAndTasks
 from groupcoord.client.connect.runtime import ConnectRuntime
 from groupcoord.client.connect.worker import ConnectWorker
 from groupcoord.client.connection import BrokerConnection, UnsupportedApi
 from groupcoord.client.member_driver import MemberDriver
 from groupcoord.coordinator.modern.connect import messages as cm
+from groupcoord.protocol.connect_protocol import ConnectorsAndTasks
 from groupcoord.protocol.versions import ApiKey
 
 __all__ = ["AsyncConnectWorker", "ListenerBridge", "request_values", "response_from_wire"]
