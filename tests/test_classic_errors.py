@@ -15,8 +15,8 @@ from groupcoord.coordinator.classic.messages import (
     SyncGroupRequest,
 )
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.consumer_group import ConsumerGroup
-from groupcoord.coordinator.messages import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.modern.consumer.messages import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.records import RecordType
 
 from .test_classic_support import E, Harness, Round, protocols
@@ -142,7 +142,7 @@ def test_join_known_member_in_empty_group() -> None:
 
 
 def test_join_non_empty_consumer_group_needs_the_consumer_protocol() -> None:
-    """Issue #4: a classic member joins a KIP-848 group (translated, see test_migration.py)
+    """Online migration: a classic member joins a KIP-848 group (translated, see test_migration.py)
     only with protocol type "consumer"."""
     h = Harness()
     consumer_group(h)

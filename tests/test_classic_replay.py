@@ -11,12 +11,12 @@ import pytest
 
 from groupcoord.coordinator.classic.model import ClassicGroupState
 from groupcoord.coordinator.messages import (
-    ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
     OffsetCommitPartition,
     OffsetCommitRequest,
     OffsetCommitTopic,
 )
+from groupcoord.coordinator.modern.consumer.messages import ConsumerGroupHeartbeatRequest
 from groupcoord.coordinator.records import (
     ClassicGroupMemberMetadata,
     ClassicGroupMetadataValue,

@@ -11,15 +11,19 @@ from typing import Any
 
 import pytest
 
-from groupcoord.coordinator.connect_group import ConnectGroupMember
-from groupcoord.coordinator.connect_messages import (
+from groupcoord.coordinator.modern.client_assignment import (
+    check_assignors,
+    choose_assignor,
+    qualifying_members,
+)
+from groupcoord.coordinator.modern.connect.messages import (
     ConnectGroupDescribeRequest,
     ConnectGroupInstallAssignmentRequest,
     ConnectGroupPrepareAssignmentRequest,
     ConnectInstalledMember,
 )
-from groupcoord.coordinator.consumer_group import ConsumerGroup
-from groupcoord.coordinator.messages import (
+from groupcoord.coordinator.modern.connect.model import ConnectGroupMember
+from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupInstallAssignmentRequest,
     ConsumerGroupInstallAssignmentResponse,
@@ -27,11 +31,7 @@ from groupcoord.coordinator.messages import (
     ConsumerGroupPrepareAssignmentResponse,
     InstalledMember,
 )
-from groupcoord.coordinator.modern.client_assignment import (
-    check_assignors,
-    choose_assignor,
-    qualifying_members,
-)
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.records import ClientAssignor
 from groupcoord.coordinator.shard import Shard
 from groupcoord.protocol.errors import INVALID_ASSIGNMENT, CoordinatorError, ErrorCode

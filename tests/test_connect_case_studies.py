@@ -1,5 +1,5 @@
 """The Connect draft's "Case Studies", step by step, asserting its Group / Target Assignment /
-Member Assignment tables (``000_31a92c0cab36e993.txt``; ``tables`` renders them).
+Member Assignment tables (the Connect draft; ``tables`` renders them).
 
 The configuration holds AC0, AT1, AT2, BC0, BT1 (connector A with two tasks, B with one; the
 draft's "T1" is task number 0). The test plays the worker chosen to run the client-side assignor:
@@ -29,8 +29,8 @@ Where the draft and an observable table differ, the comment says why:
 
 from __future__ import annotations
 
-from groupcoord.coordinator.connect_messages import ConnectorConfig
 from groupcoord.coordinator.messages import ListGroupsRequest
+from groupcoord.coordinator.modern.connect.messages import ConnectorConfig
 from groupcoord.coordinator.shard import Shard
 from groupcoord.protocol.errors import INVALID_ASSIGNMENT, ErrorCode
 

@@ -1,5 +1,5 @@
 """Connect workers over the classic protocol (``client/connect/classic_worker.py``) against a real
-in-process shard: every KIP-415 scenario of ``001_dbf4533782bb9548.txt`` (worker joins; worker
+in-process shard: every KIP-415 scenario (worker joins; worker
 leaves; worker bounces, within the delay and after it; leader leaves; leader bounces) plus a
 connector added, in the compatible and sessioned modes; the eager mode; eager and cooperative
 workers in one group; CONFIG_MISMATCH; the error paths.
@@ -16,18 +16,20 @@ from __future__ import annotations
 import pytest
 
 from groupcoord.client.connect.classic_worker import ClassicConnectWorker, WorkerState
-from groupcoord.client.connect.model import CONFIG_MISMATCH, ConfigSnapshot, ConnectorsAndTasks
-from groupcoord.client.connect.protocol import (
-    ConnectProtocolCompatibility,
-    decode_assignment,
-    join_protocols,
-)
+from groupcoord.client.connect.config_snapshot import ConfigSnapshot
 from groupcoord.coordinator.classic.messages import (
     JoinGroupRequest,
     JoinGroupResponse,
     JoinGroupResponseMember,
     SyncGroupRequest,
     SyncGroupResponse,
+)
+from groupcoord.protocol.connect_protocol import (
+    CONFIG_MISMATCH,
+    ConnectorsAndTasks,
+    ConnectProtocolCompatibility,
+    decode_assignment,
+    join_protocols,
 )
 from groupcoord.protocol.errors import ErrorCode as E
 

@@ -1,4 +1,4 @@
-"""The connect group type (issue #3): records, heartbeat validation and handling, fencing,
+"""The connect group type (the Connect draft): records, heartbeat validation and handling, fencing,
 timeouts, static membership, the configuration request, describe / list / delete, offsets, replay
 equivalence, and a hypothesis state machine checking I1-I4 for connect groups.
 
@@ -21,9 +21,15 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from groupcoord.coordinator.connect_group import ConnectGroup
-from groupcoord.coordinator.connect_groups import CONNECT_REBALANCE, CONNECT_SESSION
-from groupcoord.coordinator.connect_messages import (
+from groupcoord.coordinator.messages import (
+    DeleteGroupsRequest,
+    ListGroupsRequest,
+    OffsetCommitPartition,
+    OffsetCommitRequest,
+    OffsetCommitTopic,
+)
+from groupcoord.coordinator.modern.connect.handlers import CONNECT_REBALANCE, CONNECT_SESSION
+from groupcoord.coordinator.modern.connect.messages import (
     CONNECTOR_TASK,
     ConnectGroupConfigRequest,
     ConnectGroupConfigResponse,
@@ -39,14 +45,8 @@ from groupcoord.coordinator.connect_messages import (
     ConnectorsAndTasks,
     ConnectorTaskId,
 )
-from groupcoord.coordinator.consumer_group import MemberState
-from groupcoord.coordinator.messages import (
-    DeleteGroupsRequest,
-    ListGroupsRequest,
-    OffsetCommitPartition,
-    OffsetCommitRequest,
-    OffsetCommitTopic,
-)
+from groupcoord.coordinator.modern.connect.model import ConnectGroup
+from groupcoord.coordinator.modern.consumer.model import MemberState
 from groupcoord.coordinator.records import (
     VALUE_TYPES,
     ClientAssignor,

@@ -1,6 +1,6 @@
-"""Online migration between classic Connect groups and connect groups (issue #4).
+"""Online migration between classic Connect groups and connect groups.
 
-The Connect draft's "Migration To the New Protocol" (``000_31a92c0cab36e993.txt``): "Upgrading to
+The Connect draft's "Migration To the New Protocol": "Upgrading to
 the new protocol or downgrading from it is possible by rolling the workers ... When the first
 worker that supports the new protocol joins the group, the group is converted from generic to
 connect. Similarly when the last worker supporting the new protocol leaves, the group switches
@@ -16,23 +16,23 @@ from __future__ import annotations
 
 import pytest
 
-from groupcoord.client.connect.model import ConfigSnapshot
+from groupcoord.client.connect.config_snapshot import ConfigSnapshot
 from groupcoord.coordinator.classic.messages import JoinGroupProtocol
 from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupMember
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.connect_group import ConnectGroup
-from groupcoord.coordinator.connect_messages import (
+from groupcoord.coordinator.migration.connect import (
+    classic_to_connect,
+    owned_items,
+    running_items,
+)
+from groupcoord.coordinator.migration.consumer import MigrationError
+from groupcoord.coordinator.modern.connect.messages import (
     ConnectGroupConfigRequest,
     ConnectGroupHeartbeatRequest,
     ConnectGroupHeartbeatResponse,
     ConnectorConfigOp,
 )
-from groupcoord.coordinator.connect_migration import (
-    classic_to_connect,
-    owned_items,
-    running_items,
-)
-from groupcoord.coordinator.migration import MigrationError
+from groupcoord.coordinator.modern.connect.model import ConnectGroup
 from groupcoord.coordinator.records import ClientAssignor, Record, RecordType
 from groupcoord.coordinator.shard import Shard
 from groupcoord.protocol import connect_protocol as cp

@@ -1,4 +1,4 @@
-"""Online migration between classic and consumer groups (issue #4; KIP-848 "Supporting Online
+"""Online migration between classic and consumer groups (KIP-848 "Supporting Online
 Consumer Group Upgrade", "Online Migration" case study, "Kafka Consumer Migration").
 
 The case study is replayed step by step with the spec's tables (``support.tables``: group epoch
@@ -30,8 +30,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from groupcoord.coordinator.classic.messages import JoinGroupProtocol
 from groupcoord.coordinator.classic.model import ClassicGroup
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.consumer_group import ConsumerGroup, MemberState
-from groupcoord.coordinator.messages import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.modern.consumer.messages import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, MemberState
 from groupcoord.coordinator.records import (
     ClassicGroupMemberMetadata,
     ClassicGroupMetadataValue,

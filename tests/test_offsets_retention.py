@@ -1,4 +1,4 @@
-"""Offsets retention (issue #5, ``offsets.retention.minutes``): Kafka's periodic cleanup of
+"""Offsets retention (``offsets.retention.minutes``): Kafka's periodic cleanup of
 expired offsets and empty groups, on a Shard in virtual time (``coordinator/offsets_retention.py``).
 
 The check is a shard timer armed by the load duties (``on_loaded``) and re-armed by every check;
@@ -9,18 +9,18 @@ tombstones go through ``Shard.append``, so a shard rebuilt from the records equa
 from __future__ import annotations
 
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.connect_messages import ConnectGroupHeartbeatRequest
-from groupcoord.coordinator.consumer_group import ConsumerGroup
 from groupcoord.coordinator.messages import (
     AlterGroupConfigOp,
     AlterGroupConfigsRequest,
-    ConsumerGroupHeartbeatRequest,
     ListGroupsRequest,
     OffsetCommitPartition,
     OffsetCommitRequest,
     OffsetCommitTopic,
     OffsetFetchRequest,
 )
+from groupcoord.coordinator.modern.connect.messages import ConnectGroupHeartbeatRequest
+from groupcoord.coordinator.modern.consumer.messages import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.offsets_retention import CHECK_TIMER
 from groupcoord.coordinator.records import RecordType
 

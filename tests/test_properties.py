@@ -1,5 +1,5 @@
-"""Property tests (issue #2): random operation sequences on one shard, invariants I1-I4 and I6
-checked after every step (DESIGN.md "Invariants").
+"""Property tests: random operation sequences on one shard, invariants I1-I4 and I6
+checked after every step (docs/design.md "Invariants").
 
 One consumer group ``g`` on one shard, topics ``foo``, ``bar`` and ``baz`` (``baz`` absent at
 first). The state machine drives up to four simulated KIP-848 clients that behave like real ones:
@@ -43,16 +43,18 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.consumer_group import MemberState
 from groupcoord.coordinator.messages import (
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
     DeleteGroupsRequest,
     OffsetCommitPartition,
     OffsetCommitRequest,
     OffsetCommitTopic,
+)
+from groupcoord.coordinator.modern.consumer.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
     TopicPartitions,
 )
+from groupcoord.coordinator.modern.consumer.model import MemberState
 from groupcoord.coordinator.records import Record
 from groupcoord.coordinator.result import Result
 from groupcoord.coordinator.shard import REBALANCE, SESSION, Shard

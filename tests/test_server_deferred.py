@@ -23,11 +23,7 @@ from groupcoord.coordinator.classic.messages import (
     SyncGroupRequest,
 )
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.messages import (
-    OffsetCommitPartition,
-    OffsetCommitRequest,
-    OffsetCommitTopic,
-)
+from groupcoord.coordinator.messages import OffsetCommitPartition, OffsetCommitRequest, OffsetCommitTopic
 from groupcoord.coordinator.topics import MetadataImage, TopicMetadata
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.runtime import CoordinatorRuntime

@@ -1,4 +1,4 @@
-"""Loading coordinator shards in the background (issue #5 "Load"), in-process.
+"""Loading coordinator shards in the background, in-process (docs/durability-and-metrics.md).
 
 ``CoordinatorRuntime.start(loop, background=True)`` (what the server does) replays each shard's
 log on a loader thread through ``storage.replay_entries``: requests for a shard still loading are
@@ -18,17 +18,19 @@ from collections.abc import Iterator, Sequence
 import pytest
 
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.connect_messages import (
-    ConnectGroupHeartbeatRequest,
-    ConnectGroupHeartbeatResponse,
-)
 from groupcoord.coordinator.messages import (
-    ConsumerGroupDescribeRequest,
-    ConsumerGroupHeartbeatRequest,
     OffsetCommitPartition,
     OffsetCommitRequest,
     OffsetCommitTopic,
     OffsetFetchRequest,
+)
+from groupcoord.coordinator.modern.connect.messages import (
+    ConnectGroupHeartbeatRequest,
+    ConnectGroupHeartbeatResponse,
+)
+from groupcoord.coordinator.modern.consumer.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
 )
 from groupcoord.coordinator.records import OffsetCommitValue, offset_commit_record
 from groupcoord.coordinator.topics import MetadataImage, TopicMetadata

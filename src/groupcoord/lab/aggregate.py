@@ -1,4 +1,4 @@
-"""Aggregation of a sweep in Spark SQL (issue #8 "Pipeline", third bullet).
+"""Aggregation of a sweep in Spark SQL (docs/lab.md).
 
 Per cell (protocol x scenario x size, and the workload and fault rate, which a spec may vary
 too): how many runs, how many kept every invariant, how many converged, and for each headline
@@ -22,6 +22,14 @@ METRICS: tuple[tuple[str, str], ...] = (
     ("resource_downtime_ms", "resource-ms"),
     ("epoch_bumps", "bumps"),
     ("messages", "messages"),
+    # the members' applications (``sim.workload``)
+    ("records_processed", "records"),
+    ("lag_peak", "records"),
+    ("lag_record_s", "record-s"),
+    ("stall_ms", "ms"),
+    ("paused_partition_s", "partition-s"),
+    ("records_reprocessed", "records"),
+    ("task_restarts", "restarts"),
 )
 PERCENTILES: tuple[tuple[str, float], ...] = (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
 GROUP_COLUMNS: tuple[str, ...] = ("protocol", "scenario", "size", "workload", "fault_rate")

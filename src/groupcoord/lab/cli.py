@@ -1,4 +1,4 @@
-"""``groupcoord lab``: the PySpark pipeline from the command line (issue #8 "CLI").
+"""``groupcoord lab``: the PySpark pipeline from the command line (docs/lab.md).
 
 - ``groupcoord lab run SPEC.toml --out DIR [--master URL]`` (or ``--spec quick|paper``): the
   sweep on Spark, its Parquet tables, the aggregates and the report (``DIR/report/index.html``).
@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groupcoord.cli import command
+from groupcoord.commands import command
 from groupcoord.lab.session import DEFAULT_DRIVER_MEMORY, DEFAULT_MASTER
 from groupcoord.lab.spec import BUILTIN_SPECS, SpecError
 
@@ -125,7 +125,7 @@ def _rerun(ns: argparse.Namespace) -> int:
             workload="rerun", topics=ns.topics, partitions=ns.partitions,
             connectors=ns.connectors, tasks=ns.tasks, fault_rate=ns.fault_rate, replicate=0,
             seed=ns.seed, events=bool(ns.trace), checkpoint_every=ns.checkpoint_every,
-            max_steps=ns.max_steps, spec_ref=ns.spec or "")
+            max_steps=ns.max_steps, spec_ref=ns.spec or "", work=ns.work)
         sc = build_scenario(params)
         res = simulate_run(params, sc)
     except (SpecError, ScenarioError, ValueError) as e:
@@ -245,6 +245,8 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
     rerun.add_argument("--fault-rate", type=float)
     rerun.add_argument("--max-steps", type=int)
     rerun.add_argument("--checkpoint-every", type=int, default=2_000)
+    rerun.add_argument("--work", metavar="JSON",
+                       help="the workload's overrides of the scenario's [workload] (JSON)")
     rerun.add_argument("--trace", metavar="FILE", help="write the full event trace ('-': stdout)")
     rerun.add_argument("--json", action="store_true", help="print the result as JSON")
     rerun.set_defaults(func=_rerun)

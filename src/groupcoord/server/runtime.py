@@ -1,4 +1,4 @@
-"""The coordinator runtime: N shards driven by one asyncio event loop (DESIGN.md "The core contract").
+"""The coordinator runtime: N shards driven by one asyncio event loop (docs/design.md "The core contract").
 
 - Groups live in shard ``partition_for(group_id, N)``, Kafka's ``partitionFor``:
   ``Utils.abs(groupId.hashCode()) % groupMetadataTopicPartitionCount`` with Java's
@@ -43,14 +43,12 @@ from groupcoord.coordinator import offsets as offsets_mod
 from groupcoord.coordinator.classic import messages as classic
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.ids import MemberIdSource
-from groupcoord.coordinator.messages import (
+from groupcoord.coordinator.messages import DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse
+from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
-    DeletableGroupResult,
-    DeleteGroupsRequest,
-    DeleteGroupsResponse,
     DescribedGroup,
 )
 from groupcoord.coordinator.records import Record

@@ -1,4 +1,4 @@
-"""Classic Connect workers in the simulator (issue #7): protocol ``classic-connect``.
+"""Classic Connect workers in the simulator: protocol ``classic-connect``.
 
 Variants ``eager``, ``compatible`` and ``sessioned`` (the workers' ``connect.protocol``). Each
 simulated process runs a real :class:`groupcoord.client.connect.classic_worker.ClassicConnectWorker`
@@ -32,7 +32,7 @@ long after it was published (a leader behind a member then
 answers CONFIG_MISMATCH and the workers read to the end: the worker's business). A worker is
 woken when a snapshot becomes visible to it (upstream's config consumer calls into the herder).
 
-**Invariants after every step** (DESIGN.md):
+**Invariants after every step** (docs/design.md):
 
 - **I1, workers' side**: when a worker starts a connector or task, no other worker in the
   group may be running it: an unfenced one never (an owner stops its work before it moves); a
@@ -75,21 +75,22 @@ from typing import Any
 
 from groupcoord.client.classic_member import Inflight
 from groupcoord.client.connect.classic_worker import ClassicConnectWorker, WorkerState
+from groupcoord.client.connect.config_snapshot import ConfigSnapshot
 from groupcoord.client.connect.listener import Connectors, ConnectRebalanceListener, Tasks
-from groupcoord.client.connect.model import ConfigSnapshot, ConnectorsAndTasks
-from groupcoord.client.connect.protocol import (
-    CONNECT_PROTOCOL_V0,
-    ConnectProtocolError,
-    decode_assignment,
-    decode_worker_metadata,
-)
 from groupcoord.client.connect.worker import Item
 from groupcoord.client.consumer import MemberState, RebalanceListener
 from groupcoord.coordinator.classic.messages import HeartbeatRequest
 from groupcoord.coordinator.classic.model import ClassicGroupState
-from groupcoord.coordinator.connect_messages import ConnectorConfigOp
+from groupcoord.coordinator.modern.connect.messages import ConnectorConfigOp
 from groupcoord.coordinator.records import ClassicGroupMetadataValue
-from groupcoord.protocol.connect_protocol import ConnectAssignment
+from groupcoord.protocol.connect_protocol import (
+    CONNECT_PROTOCOL_V0,
+    ConnectAssignment,
+    ConnectorsAndTasks,
+    ConnectProtocolError,
+    decode_assignment,
+    decode_worker_metadata,
+)
 from groupcoord.sim.classic import ClassicConsumerSimulation
 from groupcoord.sim.connect import ConnectSimulation, config_items, show
 from groupcoord.sim.engine import Violation
@@ -565,7 +566,8 @@ class ClassicConnectSimulation(ClassicConsumerSimulation, ConnectSimulation):
         """
         sc = self.scenario
         return ClassicConsumerSimulation.i5_bound(self) + sc.max_delay_ms + 2 * (
-            2 * sc.rebalance_timeout_ms + sc.heartbeat_interval_ms)
+            2 * sc.rebalance_timeout_ms + sc.heartbeat_interval_ms) + (
+            2 * self.app.reaction_bound_ms())  # two more rounds' task stops
 
     # ================================================================== full check
     # (``sim.classic``'s, with the strict checks of the workers below)

@@ -1,4 +1,4 @@
-"""Connect workers in the simulator (issue #7): protocol ``connect`` (KIP-848-style connect groups).
+"""Connect workers in the simulator: protocol ``connect`` (KIP-848-style connect groups).
 
 Protocol ``connect``, variants ``eager`` and ``cooperative``: each simulated process runs a real
 :class:`groupcoord.client.connect.worker.ConnectWorker` (ConnectGroupHeartbeat; when the
@@ -31,7 +31,7 @@ Connector events (``add-connector``, ``remove-connector``, ``update-tasks``) go 
 coordinator as the connect config admin request (``ConnectGroupConfigRequest``; workers learn
 the configuration from the coordinator); while the coordinator is loading the admin retries.
 
-**Invariants** after every step (DESIGN.md; see ``sim.consumer`` for the machinery):
+**Invariants** after every step (docs/design.md; see ``sim.consumer`` for the machinery):
 
 - **I1** coordinator view: a current assignment record never gives an item another worker still
   holds (assigned or pending revocation); workers' view: a worker starts running an item only
@@ -60,12 +60,12 @@ from typing import Any
 
 from groupcoord.client.connect.worker import ConnectWorker, Item
 from groupcoord.client.consumer import MemberState
-from groupcoord.coordinator.connect_group import ConnectGroup, items_of
-from groupcoord.coordinator.connect_messages import (
+from groupcoord.coordinator.modern.connect.messages import (
     ConnectGroupConfigRequest,
     ConnectGroupConfigResponse,
     ConnectorConfigOp,
 )
+from groupcoord.coordinator.modern.connect.model import ConnectGroup, items_of
 from groupcoord.coordinator.records import RecordType
 from groupcoord.protocol.errors import error_name
 from groupcoord.sim.consumer import ConsumerSimulation
@@ -287,7 +287,8 @@ class ConnectSimulation(ConsumerSimulation):
         lat = sc.latency.max_ms * (1 + REORDER_SPIKE)
         return int(sc.session_timeout_ms + sc.restart_delay_ms
                    + 2 * (sc.request_timeout_ms + _RETRY_BACKOFF_MAX_MS) + sc.max_delay_ms
-                   + 5 * sc.heartbeat_interval_ms + 40 * lat)
+                   + 5 * sc.heartbeat_interval_ms + 40 * lat
+                   + 3 * self.app.reaction_bound_ms())  # tasks' stops (sim.application)
 
     # ================================================================== full check
 

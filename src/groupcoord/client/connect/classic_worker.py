@@ -2,7 +2,7 @@
 LeaveGroup with protocol type ``connect``), as upstream's ``WorkerCoordinator`` and the
 rebalance part of ``DistributedHerder`` behave.
 
-Implements KIP-415 (``001_dbf4533782bb9548.txt``) "Changes to Connect's Rebalancing Process" and
+Implements KIP-415 "Changes to Connect's Rebalancing Process" and
 "Compatibility, Deprecation, and Migration Plan" on the worker's side, with the upstream facts of
 NOTES.md ("Connect worker reactions", KIP-814 "Connect has no static membership"):
 
@@ -92,21 +92,8 @@ from groupcoord.client.connect.assignors import (
     IncrementalCooperativeAssignor,
     decode_members,
 )
+from groupcoord.client.connect.config_snapshot import ConfigSnapshot
 from groupcoord.client.connect.listener import DEFER, ConnectRebalanceListener
-from groupcoord.client.connect.model import (
-    NO_ERROR,
-    ConfigSnapshot,
-    ConnectAssignment,
-    ConnectorsAndTasks,
-)
-from groupcoord.client.connect.protocol import (
-    CONNECT_PROTOCOL_TYPE,
-    CONNECT_PROTOCOL_V0,
-    ConnectProtocolCompatibility,
-    decode_assignment,
-    encode_assignment,
-    join_protocols,
-)
 from groupcoord.client.consumer import RETRIABLE_ERRORS
 from groupcoord.coordinator.classic.messages import (
     HeartbeatResponse,
@@ -118,6 +105,17 @@ from groupcoord.coordinator.classic.messages import (
     SyncGroupAssignment,
     SyncGroupRequest,
     SyncGroupResponse,
+)
+from groupcoord.protocol.connect_protocol import (
+    CONNECT_PROTOCOL_TYPE,
+    CONNECT_PROTOCOL_V0,
+    NO_ERROR,
+    ConnectAssignment,
+    ConnectorsAndTasks,
+    ConnectProtocolCompatibility,
+    decode_assignment,
+    encode_assignment,
+    join_protocols,
 )
 from groupcoord.protocol.errors import ErrorCode
 

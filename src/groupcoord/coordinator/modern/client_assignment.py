@@ -1,11 +1,11 @@
-"""Client-side assignment: one member computes the group's target assignment (issue #3).
+"""Client-side assignment: one member computes the group's target assignment (KIP-848 "Client-Side Assignor").
 
 Implements KIP-848 "Client-Side Assignor", ConsumerGroupPrepareAssignment /
 ConsumerGroupInstallAssignment, "Assignment Epoch" and the TargetAssignmentMetadata note, and the
 Connect draft's "Assignor Selection", "Worker Selection", "Assignment Validation" and "Assignment
 Error" (ConnectGroupPrepareAssignment / ConnectGroupInstallAssignment), for both group types:
-:class:`ClientAssignment` is the machinery a group manager owns (``consumer_groups.py``,
-``connect_groups.py``); :class:`ConsumerClientAssignment` adds the consumer group's two handlers.
+:class:`ClientAssignment` is the machinery a group manager owns (``modern/consumer/handlers.py``,
+``modern/connect/handlers.py``); :class:`ConsumerClientAssignment` adds the consumer group's two handlers.
 
 Choices where the texts leave two readings (each one is tested):
 
@@ -73,8 +73,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
-from groupcoord.coordinator.consumer_group import ConsumerGroup
-from groupcoord.coordinator.messages import (
+from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupInstallAssignmentRequest,
     ConsumerGroupInstallAssignmentResponse,
     ConsumerGroupPrepareAssignmentRequest,
@@ -84,6 +83,7 @@ from groupcoord.coordinator.messages import (
     PreparedTopic,
     TopicPartitions,
 )
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.modern.subscription import subscribed_topic_ids
 from groupcoord.coordinator.records import (
     Assignment,
@@ -96,7 +96,7 @@ from groupcoord.coordinator.timers import TimerKey
 from groupcoord.protocol.errors import INVALID_ASSIGNMENT, CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.coordinator.shard import Shard
+    from groupcoord.coordinator.context import ShardContext
 
 log = logging.getLogger(__name__)
 
@@ -347,7 +347,7 @@ class _Computation:
 class ClientAssignment:
     """Client-side assignment of one group type on one shard (see the module docstring)."""
 
-    def __init__(self, shard: Shard, timer_kind: str,
+    def __init__(self, shard: ShardContext, timer_kind: str,
                  lookup: Callable[[str], AssigningGroup | None], epoch_error: int) -> None:
         self.shard = shard
         self.timer_kind = timer_kind
@@ -567,7 +567,7 @@ class ConsumerClientAssignment(ClientAssignment):
     """Client-side assignment for consumer groups: KIP-848's ConsumerGroupPrepareAssignment and
     ConsumerGroupInstallAssignment handlers (STALE_MEMBER_EPOCH for a member epoch mismatch)."""
 
-    def __init__(self, shard: Shard) -> None:
+    def __init__(self, shard: ShardContext) -> None:
         super().__init__(shard, CONSUMER_ASSIGNMENT, self._consumer_group, _E.stale_member_epoch)
         shard.register_handler(ConsumerGroupPrepareAssignmentRequest, self._prepare)
         shard.register_handler(ConsumerGroupInstallAssignmentRequest, self._install)

@@ -13,39 +13,40 @@ that machinery once, for one group type of one shard:
   reconciliation, the session timeout and the response;
 - leaving (-1 for good, -2 a static member's temporary leave), removing members (tombstones, timers)
   and fencing them with one epoch bump, or the conversion back to a classic group when only
-  classic members remain and the policy allows it (``group_migration.py``);
+  classic members remain and the policy allows it (``migration/shared.py``);
 - the upgrade of a non-empty classic group on a join (GROUP_ID_NOT_FOUND when refused);
 - writing a member's current assignment with its rebalance timeout (armed once per epoch at which
   it must revoke; fencing it when it fires), the session timeout, and the load duties (timers
   armed again, a pending target asked for).
 
-Each group type (``consumer_groups.py``, ``connect_groups.py``) supplies its records, its model,
-its request validation and what differs in the flow: how the request updates a member and what
-change bumps the group epoch, who computes the target (a server assignor at once, or a chosen
-member through Prepare/Install), what a response carries, and its words in errors and logs. Not
-here: replay (record layouts differ), describe, the client-side assignment (``modern/client_assignment.py``)
-and the classic translation (``modern/classic_bridge.py``).
+Each group type (``modern/consumer/handlers.py``, ``modern/connect/handlers.py``) supplies its
+records, its model, its request validation and what differs in the flow: how the request updates a
+member and what change bumps the group epoch, who computes the target (a server assignor at once, or
+a chosen member through Prepare/Install), what a response carries, and its words in errors and logs.
+Not here: replay (record layouts differ), describe, the client-side assignment
+(``modern/client_assignment.py``) and the classic translation (``modern/classic_bridge.py``).
 """
 
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from groupcoord.coordinator.classic.model import ClassicGroup
-from groupcoord.coordinator.consumer_group import LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberState
-from groupcoord.coordinator.group_migration import MigrationError
+from groupcoord.coordinator.migration.shared import MigrationError
 from groupcoord.coordinator.modern.classic_bridge import BridgedMember
 from groupcoord.coordinator.modern.client_assignment import check_assignors
+from groupcoord.coordinator.modern.consumer.model import LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberState
 from groupcoord.coordinator.modern.membership import Resolved, resolve_member
 from groupcoord.coordinator.records import ClassicGroupMetadataValue, Record, RecordType
 from groupcoord.coordinator.timers import TimerKey
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
+    from groupcoord.coordinator.context import ShardContext
     from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
     from groupcoord.coordinator.modern.client_assignment import ClientAssignment
-    from groupcoord.coordinator.shard import Shard
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ def _err(code: int, message: str) -> CoordinatorError:
     return CoordinatorError(code, message)
 
 
-class NewProtocolGroupManager(Generic[G, M, Req, Resp]):
+class NewProtocolGroupManager(ABC, Generic[G, M, Req, Resp]):
     """One new-protocol group type of one shard: the shared heartbeat, leave, fence, upgrade
     and reconciliation-write flow (subclasses register handlers, replayers and timers)."""
 
@@ -85,7 +86,7 @@ class NewProtocolGroupManager(Generic[G, M, Req, Resp]):
     #: its own timers (consumer groups): the order of the timer changes a removal reports.
     forgets_classic_first: ClassVar[bool]
 
-    shard: Shard
+    shard: ShardContext
     client: ClientAssignment
     classic_bridge: ClassicBridge[Any, Any]
 
@@ -140,6 +141,7 @@ class NewProtocolGroupManager(Generic[G, M, Req, Resp]):
 
     # ------------------------------------------------------------------ what differs
 
+    @abstractmethod
     def _validate_heartbeat(self, r: Req) -> None:
         raise NotImplementedError
 
@@ -153,99 +155,126 @@ class NewProtocolGroupManager(Generic[G, M, Req, Resp]):
         UNKNOWN_MEMBER_ID."""
         return True
 
+    @abstractmethod
     def _downgrades_when_fenced(self, r: Any) -> bool:
         """Whether fencing a member for its epoch may convert the group to a classic group."""
         raise NotImplementedError
 
+    @abstractmethod
     def _fenced_epoch_message(self, r: Any, existing: Any) -> str:
         raise NotImplementedError
 
+    @abstractmethod
     def _reports_subset(self, member: Any, r: Any) -> bool:
         """The lost-response case: the request reports what it owns, all of it assigned."""
         raise NotImplementedError
 
+    @abstractmethod
     def _replacement(self, member_id: str, replaced: M | None) -> M:
         """A new member (inheriting a replaced static member's assignment)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _apply_request(self, member: M, r: Req) -> M:
         raise NotImplementedError
 
+    @abstractmethod
     def _inputs_changed(self, updated: M, reference: M) -> bool:
         """Whether the update changed an input of the assignment (the group epoch is bumped)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _handover_record(self, group: G, member_id: str, replaced: M) -> Record | None:
         """The target entry a replaced static member hands to ``member_id``."""
         raise NotImplementedError
 
+    @abstractmethod
     def _metadata_value(self, m: M) -> Any:
         raise NotImplementedError
 
+    @abstractmethod
     def _member_metadata_record(self, group_id: str, m: M) -> Record:
         raise NotImplementedError
 
+    @abstractmethod
     def _bump(self, group: G) -> None:
         """Bump the group epoch (a member joined, or an assignment input changed)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _request_target(self, group: G) -> None:
         """Have a target assignment computed when the group epoch is ahead of it."""
         raise NotImplementedError
 
+    @abstractmethod
     def _joining(self, current: M, base: M) -> M:
         """A joining member as it stands for reconciliation (epoch 0, ``base``'s assignment)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _owned(self, r: Req) -> Any:
         """What the request reports owning (None: not reported)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _reconcile(self, group: G, member: M, owned: Any) -> M:
         raise NotImplementedError
 
+    @abstractmethod
     def _heartbeat_assignment(self, group: G, r: Req, existing: M | None, reconciled: M) -> Any:
         """The assignment a heartbeat response carries (None: none)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _current_assignment_record(self, group_id: str, m: M) -> Record:
         raise NotImplementedError
 
+    @abstractmethod
     def _temporary_leave_record(self, group_id: str, member: M) -> Record:
         """A static member's current assignment once it left temporarily (epoch -2)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _removal_records(self, group: G, member_id: str, keep_target: bool) -> list[Record]:
         """A removed member's tombstones (its target entry's too unless ``keep_target``)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _after_removal(self, group: G) -> None:
         """Members were removed and the group stays: bump its epoch (and ask for a target)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _downgrade_refusal(self, group: G, leaving: set[str]) -> str | None:
         raise NotImplementedError
 
+    @abstractmethod
     def _to_classic(self, group: G, leaving: set[str]) -> ClassicGroupMetadataValue:
         raise NotImplementedError
 
+    @abstractmethod
     def _upgrade_refusal(self, classic: ClassicGroup) -> str | None:
         raise NotImplementedError
 
+    @abstractmethod
     def _convert_classic(self, classic: ClassicGroup) -> Any:
         """The group a classic group becomes (``.records``, ``.members``); MigrationError when
         its embedded protocol does not decode (the message says why)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _malformed(self, e: MigrationError) -> str:
         raise NotImplementedError
 
+    @abstractmethod
     def _log_upgrade(self, classic: ClassicGroup, upgrade: Any) -> None:
         raise NotImplementedError
 
+    @abstractmethod
     def _on_group_loaded(self, group: G) -> None:
         raise NotImplementedError
 
+    @abstractmethod
     def delete_group(self, group: G) -> None:
         raise NotImplementedError
 
@@ -258,7 +287,8 @@ class NewProtocolGroupManager(Generic[G, M, Req, Resp]):
 
         gid = r.group_id
         # An empty classic group converts (as upstream): its id is free for this group. A
-        # non-empty one converts when the migration policy allows it (issue #4).
+        # non-empty one converts when the migration policy allows it (KIP-848 "Supporting Online Consumer
+        # Group Upgrade").
         if r.member_epoch == 0 and not self.shard.classic.maybe_delete_empty_group(gid):
             self._maybe_upgrade(gid)
         group: Any = self._group(gid)
@@ -290,8 +320,8 @@ class NewProtocolGroupManager(Generic[G, M, Req, Resp]):
             raise _err(_E.unknown_member_id, f"{self.noun.capitalize()} {member_id} of group "
                                              f"{gid} uses the classic protocol.")
 
-        # Client-side assignment (issue #3): UNSUPPORTED_ASSIGNOR when the member's client
-        # assignors share no name with, or no version range overlap with, the other members'.
+        # Client-side assignment (KIP-848 "Client-Side Assignor"): UNSUPPORTED_ASSIGNOR when the member's
+        # client assignors share no name with, or no version range overlap with, the other members'.
         if r.client_assignors and group is not None:
             check_assignors(group.members, (member_id, replaced.member_id if replaced else ""),
                             r.client_assignors)
@@ -314,7 +344,7 @@ class NewProtocolGroupManager(Generic[G, M, Req, Resp]):
                 resp = self.response_class(error_code=_E.fenced_member_epoch,
                                            error_message=self._fenced_epoch_message(r, existing))
                 return resp
-            # a classic member joining on the new protocol (issue #4): fenced above, joins
+            # a classic member joining on the new protocol (online migration): fenced above, joins
             # again below
             existing = None
             group = self._group(gid)
@@ -355,7 +385,7 @@ class NewProtocolGroupManager(Generic[G, M, Req, Resp]):
         current = group.members[member_id]
         if existing is None:
             current = self._joining(current, base)
-        # issue #3: a group no member can compute for does not reconcile (see step 5)
+        # client-side assignment: a group no member can compute for does not reconcile (see step 5)
         fatal = self.client.fatal(group)
         reconciled = current if fatal else self._reconcile(group, current, self._owned(r))
         if existing is None and reconciled is current:
@@ -365,8 +395,8 @@ class NewProtocolGroupManager(Generic[G, M, Req, Resp]):
         # ---- 5. timers and response
         cfg = self.shard.group_config(gid)
         self.shard.schedule((self.session_kind, gid, member_id), now + cfg.session_timeout_ms)
-        # Client-side assignment (issue #3): no member can compute the target -> the group's
-        # fatal UNSUPPORTED_ASSIGNOR; the chosen member is told to compute it.
+        # Client-side assignment (KIP-848 "Client-Side Assignor"): no member can compute the target ->
+        # the group's fatal UNSUPPORTED_ASSIGNOR; the chosen member is told to compute it.
         if fatal is not None:
             resp = self.response_class(error_code=_E.unsupported_assignor, error_message=fatal)
             return resp
@@ -441,7 +471,7 @@ class NewProtocolGroupManager(Generic[G, M, Req, Resp]):
         """The member's tombstones; its timers are cancelled."""
         gid = group.group_id
         mid = member.member_id
-        self.client.member_removed(gid, mid)  # issue #3: an assigner that leaves is replaced
+        self.client.member_removed(gid, mid)  # client-side assignment: an assigner that leaves is replaced
         if self.forgets_classic_first:
             self.classic_bridge.forget(gid, mid)
         for rec in self._removal_records(group, mid, keep_target):
@@ -458,7 +488,7 @@ class NewProtocolGroupManager(Generic[G, M, Req, Resp]):
     def fence_members(self, group: Any, members: tuple[Any, ...],
                       allow_downgrade: bool = True) -> None:
         """Remove members and bump the group epoch once; or, when only classic members remain
-        and the policy allows it (issue #4), convert the group to a classic group."""
+        and the policy allows it (online migration), convert the group to a classic group."""
         leaving = {m.member_id for m in members}
         value = None
         if allow_downgrade and self._downgrade_refusal(group, leaving) is None:
@@ -484,7 +514,7 @@ class NewProtocolGroupManager(Generic[G, M, Req, Resp]):
 
     def _maybe_upgrade(self, gid: str) -> None:
         """Convert the non-empty classic group ``gid`` (if it is one) to a group of this type,
-        or refuse with GROUP_ID_NOT_FOUND (issue #4)."""
+        or refuse with GROUP_ID_NOT_FOUND (online migration)."""
         classic = self.shard.groups.get(gid)
         if not isinstance(classic, ClassicGroup):
             return

@@ -21,7 +21,7 @@ from groupcoord.coordinator.assignors.base import (
     MemberSubscription,
     PartitionAssignor,
 )
-from groupcoord.coordinator.consumer_group import ConsumerGroup, ConsumerGroupMember
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, ConsumerGroupMember
 from groupcoord.coordinator.modern.subscription import subscribed_topic_ids
 from groupcoord.coordinator.records import (
     Assignment,

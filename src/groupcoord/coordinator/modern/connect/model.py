@@ -1,4 +1,4 @@
-"""Connect groups: the in-memory model rebuilt from records (issue #3).
+"""Connect groups: the in-memory model rebuilt from records (the Connect draft).
 
 The Connect draft's data model ("Worker Group and Worker", "Target Assignment", "Current
 Assignment"): a worker group with its epoch and workers (member id, instance id, url, client
@@ -10,7 +10,7 @@ current assignment (worker epoch, previous epoch, reconciliation state, assigned
 revocation, error and metadata of its epoch). Nothing here changes except by ``Shard.replay``.
 
 Connectors and tasks are kept as a mapping connector -> task numbers where -1 is the connector
-itself (:data:`~groupcoord.coordinator.connect_messages.CONNECTOR_TASK`), so reconciliation works
+itself (:data:`~groupcoord.coordinator.modern.connect.messages.CONNECTOR_TASK`), so reconciliation works
 on them as on topic partitions. States are the consumer group's (Empty, Assigning, Reconciling,
 Stable, Dead); a group that has a configuration but no worker is Empty.
 """
@@ -21,13 +21,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from groupcoord.coordinator.connect_messages import (
+from groupcoord.coordinator.group import Group, check_member_epoch_offset_request
+from groupcoord.coordinator.modern.connect.messages import (
     CONNECTOR_TASK,
     ConnectorsAndTasks,
     ConnectorTaskId,
 )
-from groupcoord.coordinator.consumer_group import GroupState, MemberState
-from groupcoord.coordinator.group import Group, check_member_epoch_offset_request
+from groupcoord.coordinator.modern.consumer.model import GroupState, MemberState
 from groupcoord.coordinator.records import ClassicMemberMetadata, ClientAssignor, ConnectAssignment
 
 EMPTY: ConnectAssignment = {}
@@ -139,7 +139,8 @@ class ConnectGroupMember:
     client_host: str = ""
     rebalance_timeout_ms: int = -1
     client_assignors: tuple[ClientAssignor, ...] = ()
-    #: Set for a worker that uses the classic protocol (issue #4, online migration).
+    #: Set for a worker that uses the classic protocol (online migration, the Connect draft "Migration To
+    #: the New Protocol").
     classic: ClassicMemberMetadata | None = None
     # current assignment
     member_epoch: int = 0
@@ -248,7 +249,7 @@ class ConnectGroup(Group):
         return self.target_assignment.get(member_id, NO_TARGET)
 
     def all_classic_except(self, leaving: set[str]) -> bool:
-        """Whether every member but ``leaving`` uses the classic protocol (issue #4)."""
+        """Whether every member but ``leaving`` uses the classic protocol (online migration)."""
         return all(m.classic is not None for mid, m in self.members.items() if mid not in leaving)
 
     def static_member(self, instance_id: str) -> ConnectGroupMember | None:

@@ -1,4 +1,5 @@
-"""Classic members inside a consumer group (issue #4, online migration).
+"""Classic members inside a consumer group (online migration, KIP-848 "Supporting Online Consumer Group
+Upgrade").
 
 KIP-848 "Supporting Online Consumer Group Upgrade": during a migration the members that still use
 the classic protocol keep sending JoinGroup, SyncGroup, Heartbeat and LeaveGroup; the coordinator
@@ -61,14 +62,7 @@ from uuid import UUID
 
 from groupcoord.coordinator.classic.messages import JoinGroupRequest, JoinGroupResponse
 from groupcoord.coordinator.classic.model import CONSUMER_PROTOCOL_TYPE
-from groupcoord.coordinator.consumer_group import (
-    ConsumerGroup,
-    ConsumerGroupMember,
-    MemberState,
-    joining,
-)
-from groupcoord.coordinator.messages import TopicPartitions
-from groupcoord.coordinator.migration import (
+from groupcoord.coordinator.migration.consumer import (
     MigrationError,
     assignment_bytes,
     classic_metadata,
@@ -79,6 +73,13 @@ from groupcoord.coordinator.migration import (
     names_to_ids,
 )
 from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
+from groupcoord.coordinator.modern.consumer.messages import TopicPartitions
+from groupcoord.coordinator.modern.consumer.model import (
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    joining,
+)
 from groupcoord.coordinator.records import (
     current_assignment_record,
     member_metadata_record,
@@ -92,7 +93,7 @@ from groupcoord.protocol.consumer_protocol import (
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.coordinator.consumer_groups import ConsumerGroupManager
+    from groupcoord.coordinator.modern.consumer.handlers import ConsumerGroupManager
 
 log = logging.getLogger(__name__)
 
