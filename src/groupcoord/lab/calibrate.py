@@ -175,20 +175,16 @@ def sim_workload_table(wl: WireWorkload, connect: bool) -> dict[str, Any]:
 
 def simulate_windows(sc: Scenario, protocol: str, wl: WireWorkload, seed: int
                      ) -> list[dict[str, Any]]:
-    """The simulator's disturbance windows for ``sc`` with the workload (raises RuntimeError
-    when the run violated an invariant). Without a work model in the simulator the members
-    are idle and the windows have no work metrics (the table shows ``-``)."""
+    """The simulator's disturbance windows for ``sc`` with the workload as its ``[workload]``
+    (raises RuntimeError when the run violated an invariant)."""
     from groupcoord.sim.runner import simulate
+    from groupcoord.sim.scenario import with_workload
+    from groupcoord.sim.workload import parse_workload as parse_sim_workload
 
     connect = WIRE_PROTOCOLS[protocol][0] == "connect"
     if connect and not sc.connectors:
         sc = replace(sc, connectors=connectors_of(sc))
-    if "workload" in {f.name for f in fields(Scenario)}:
-        import importlib
-
-        work = importlib.import_module("groupcoord.sim.workload")
-        table = sim_workload_table(wl, connect)
-        sc = replace(sc, workload=work.parse_workload("workload", table))  # type: ignore[call-arg]
+    sc = with_workload(sc, parse_sim_workload("workload", sim_workload_table(wl, connect)))
     res = simulate(sc, seed, protocol)
     if res.violation is not None:
         raise RuntimeError(f"simulator: {res.violation.invariant}: {res.violation.message}")

@@ -19,8 +19,8 @@ Definitions, as the simulator's (METRICS.md), measured from the client side:
   disturbance ended (its ``settle``), from which that holds for ``HOLD_S`` (or until the run
   ends); windows may overlap, as the simulator's do.
   ``time_to_converge_ms`` counts from the disturbance's start, as the simulator does.
-- *lag(t)*: records produced up to t minus distinct records processed up to t, summed over
-  resources; ``lag_peak`` its maximum in the window, ``lag_record_s`` its integral.
+- *lag(t)*: records produced up to t minus the highest position processed up to t (offset + 1),
+  summed over resources; ``lag_peak`` its maximum in the window, ``lag_record_s`` its integral.
 - *busy*: a member is busy on a record from its end time minus ``processing_ms`` to its end
   time. Real clients also wait for fetches between records (``fetch.wait.max.ms``, the poll
   timeout), so a member counts as *active* until ``IDLE_TOLERANCE_S`` after its last record.
@@ -200,20 +200,23 @@ class Series:
                 produced[index[r]] = np.where(k >= 0, cum[np.clip(k, 0, None)], 0.0)
         if not run.produced and run.rate > 0:  # Connect: sources producing since source_start
             produced[:] = np.floor(np.clip(self.times - run.source_start, 0, None) * run.rate)
-        first: dict[str, list[float]] = defaultdict(list)
+        # the highest position processed (offset + 1) per resource, at the times it grows
+        highest: dict[str, tuple[list[float], list[int]]] = defaultdict(lambda: ([], []))
         seen: set[tuple[str, int]] = set()
         self.records: list[tuple[float, str, str, int, bool]] = []  # t, member, res, off, again
         for t, member, r, off in sorted(iter_records(run)):
             again = (r, off) in seen
-            if not again:
-                seen.add((r, off))
-                first[r].append(t)
+            seen.add((r, off))
+            grown, pos = highest[r]
+            if not pos or off + 1 > pos[-1]:
+                grown.append(t)
+                pos.append(off + 1)
             self.records.append((t, member, r, off, again))
         processed = np.zeros((len(res), n))
-        for r, firsts in first.items():
+        for r, (grown, pos) in highest.items():
             if r in index:
-                processed[index[r]] = np.searchsorted(np.array(firsts), self.times,
-                                                      side="right")
+                k = np.searchsorted(np.array(grown), self.times, side="right") - 1
+                processed[index[r]] = np.where(k >= 0, np.array(pos)[np.clip(k, 0, None)], 0)
         self.lag = np.clip(produced - processed, 0, None)  # (resources, samples)
         self.total_lag = self.lag.sum(axis=0)
         p = run.processing_ms / 1000
