@@ -480,7 +480,11 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
                         f"{', '.join(WIRE_PROTOCOLS)})")
     kind = WIRE_PROTOCOLS[protocol][0]
     if kind == "consumer":
-        import confluent_kafka  # noqa: F401 - fail before starting anything
+        try:
+            import confluent_kafka  # noqa: F401 - fail before starting anything
+        except ImportError:
+            raise RuntimeError("the consumer protocols need confluent-kafka on the wire "
+                               "(pip install 'groupcoord[lab]')") from None
     acts, windows = _actions(sc)
     configs = server_configs(sc, extra_server_config or {})
     workdir = Path(tempfile.mkdtemp(prefix="gc-calibrate-")) if keep_dir is None else keep_dir
