@@ -280,3 +280,14 @@ def test_real_clients_calibration_on_a_small_case(tmp_path: Path) -> None:
         produced = 6 * 10 * bounce["time_to_converge_ms"] / 1000
         assert 0 <= bounce["lag_peak"] <= produced
         assert bounce["resources_moved"] >= 1
+
+
+def test_a_consumer_protocol_without_confluent_kafka_fails_naming_the_package(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from groupcoord.lab.wire import WireWorkload, run_wire
+    from groupcoord.sim.scenario import parse_scenario
+
+    monkeypatch.setitem(sys.modules, "confluent_kafka", None)  # import raises ImportError
+    sc = parse_scenario({"name": "x", "group": {"members": 1}})
+    with pytest.raises(RuntimeError, match="confluent-kafka"):
+        run_wire(sc, "classic:eager", WireWorkload())
