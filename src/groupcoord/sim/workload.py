@@ -34,9 +34,11 @@ that keeps up: a processor's progress over an interval is computed when somethin
 (an assignment, a revocation, a commit, a metric sample). A member whose backlog is below one
 record and whose load ``rate x processing time`` is below 1 keeps up: it is in ``poll()``
 almost all the time (it reacts at once) and its positions follow the production. A member
-with a backlog processes full batches: then, and only then, each batch's end is a simulator
-event (the ``poll()`` where the member reacts to the group), so a run costs events in
-proportion to the catch-up work, not to the records. Within a batch records are taken from
+with a backlog processes batches back to back, computed batch by batch when the processor is
+asked about a time (no simulator event); a batch's end becomes an event only when something
+waits for that ``poll()`` (a revocation, a rejoin, new partitions), or for every batch when
+one could outlast ``max.poll.interval.ms``. A run costs events in proportion to the group's
+changes, not to the records. Within a batch records are taken from
 the partitions in proportion to their backlog (the fetcher's round robin over partitions with
 data, in the fluid limit). The processing time of a record is drawn once per batch from the
 workload's distribution (the run's seed): what slows one record of a batch (a slow
