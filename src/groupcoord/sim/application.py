@@ -43,6 +43,13 @@ if TYPE_CHECKING:
     from groupcoord.sim.process import Proc
 
 
+def _ordered(items: Iterable[Any]) -> list[Any]:
+    """Resources in an order that is the same in every process (Connect items hold strings,
+    whose hashes change with the interpreter's hash seed: no set order may leak into the
+    order of events or of float sums)."""
+    return sorted(items, key=repr)
+
+
 #: How long a converged run waits for its applications to catch up (at most), and how often
 #: it looks whether they did.
 RECOVERY_WAIT_MS = 60_000
@@ -155,7 +162,7 @@ class Application:
         wl = self.workload
         wanted: dict[Any, float] = {}
         if self.connect:
-            for item in sim.universe:
+            for item in _ordered(sim.universe):
                 if self._is_task(item):
                     wanted[item] = wl.task_records_per_s
         else:
@@ -164,7 +171,7 @@ class Application:
             for k in self.model.resources:
                 if isinstance(k, tuple) and k[0] in live:
                     wanted[k] = self.model.resources[k].rate * 1000.0
-            for tp in sim.universe:
+            for tp in _ordered(sim.universe):
                 if tp not in wanted:
                     wanted[tp] = wl.rate_of(names.get(tp[0], ""))
         self.model.sync_resources(wanted)
@@ -185,12 +192,12 @@ class Application:
         if not self.on:
             return
         if self.connect:
-            for item in items:
+            for item in _ordered(items):
                 if self._is_task(item):
                     self.model.processor(self._pname(p, item)).assign(
                         [item], delay_ms=self.workload.task_start_ms)
             return
-        self.model.processor(self._pname(p)).assign(list(items))
+        self.model.processor(self._pname(p)).assign(_ordered(items))
 
     def released(self, p: Proc, items: Iterable[Any]) -> None:
         if not self.on:
@@ -198,14 +205,14 @@ class Application:
         key = self._key(p)
         stopping = self._stopping.get(key, set())
         if self.connect:
-            for item in items:
+            for item in _ordered(items):
                 if self._is_task(item):
                     self.model.drop(self._pname(p, item), commit=item in stopping)
                     stopping.discard(item)
             return
         proc = self.model.processors.get(self._pname(p))
         if proc is not None:
-            proc.release(list(items), commit=False)
+            proc.release(_ordered(items), commit=False)
 
     def stopped(self, p: Proc) -> None:
         """The process is gone (crashed, exited): its applications stop."""
@@ -234,7 +241,7 @@ class Application:
             return None  # left on a poll timeout: no callback ran, nothing committed
         gen = p.gen
         if self.connect:
-            tasks = [it for it in parts if self._is_task(it)]
+            tasks = [it for it in _ordered(parts) if self._is_task(it)]
             self._stopping.setdefault(key, set()).update(tasks)
             for it in tasks:  # the task stops processing at once; stopping takes a while
                 proc = self.model.processors.get(self._pname(p, it))
@@ -253,14 +260,14 @@ class Application:
                 return
             if sim.commits_offsets:
                 sim._commit(p, parts, "revoke")
-            proc.deactivate(list(parts), commit=False)
+            proc.deactivate(_ordered(parts), commit=False)
             sim.at(sim.now + latency + slow_ms, sim._revocation_done, (p, gen))
 
         proc.next_poll()  # (brings it to now: a batch may end now)
         if not proc.busy:
             if sim.commits_offsets:
                 sim._commit(p, parts, "revoke")
-            proc.deactivate(list(parts), commit=False)
+            proc.deactivate(_ordered(parts), commit=False)
             if latency + slow_ms <= 0:
                 return None
             sim.at(sim.now + latency + slow_ms, sim._revocation_done, (p, gen))

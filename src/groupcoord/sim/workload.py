@@ -712,7 +712,7 @@ class WorkModel:
         p = self.processors.get(name)
         if p is None:
             return
-        p.release(list(p.owned), commit)
+        p.release(sorted(p.owned, key=repr), commit)
         p.poll_actions = []
         self.account()
         self._paused -= self._paused_of.pop(name, 0)
