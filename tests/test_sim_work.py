@@ -216,3 +216,18 @@ def test_bad_workload_parameters_exit_2_naming_the_field(tmp_path: Path) -> None
     assert r.returncode == 2 and "--workload.warmup_ms" in r.stderr
     r = _cli("simulate", "--scenario", "bounce", "--workload", "busy")
     assert r.returncode == 2 and "--workload" in r.stderr
+
+
+def test_work_metrics_do_not_depend_on_the_hash_seed() -> None:
+    # Connect items hold strings (hashed per interpreter): no set order may reach the order of
+    # events or of the float sums behind the metrics.
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    code = ("import json, sys; from groupcoord.sim.runner import simulate; "
+            "r = simulate('crash', 1, 'classic-connect:eager', record_trace=True); "
+            "sys.stdout.write(r.trace_text() + json.dumps(r.summary, sort_keys=True) + "
+            "json.dumps(r.disturbances, sort_keys=True))")
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True, timeout=300,
+                           env={"PYTHONHASHSEED": str(h), "PYTHONPATH": src}).stdout
+            for h in (1, 2, 3)]
+    assert runs[0] and runs[0] == runs[1] == runs[2]

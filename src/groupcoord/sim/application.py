@@ -43,6 +43,19 @@ if TYPE_CHECKING:
     from groupcoord.sim.process import Proc
 
 
+def _ordered(items: Iterable[Any]) -> list[Any]:
+    """Resources in an order that is the same in every process (Connect items hold strings,
+    whose hashes change with the interpreter's hash seed: no set order may leak into the
+    order of events or of float sums)."""
+    return sorted(items, key=repr)
+
+
+#: How long a converged run waits for its applications to catch up (at most), and how often
+#: it looks whether they did.
+RECOVERY_WAIT_MS = 60_000
+RECOVERY_RECHECK_MS = 1_000
+
+
 class PollGatedClassicConsumer(ClassicConsumerMember):
     """A classic consumer whose rejoins are joined from the application's ``poll()``.
 
@@ -107,6 +120,10 @@ class Application:
         self.model.on_change = self._changed
         #: The lag's peak since the initial join settled (the run's headline).
         self.run_lag_peak = 0.0
+        #: When the converged run first waited for its applications to catch up, and when
+        #: it looks again.
+        self._waiting_since: int | None = None
+        self._recheck_at: int | None = None
         #: Commits in flight: id(request) -> (request, positions it commits).
         self._commits: dict[int, tuple[Any, dict[Any, float]]] = {}
         #: Incarnations that left on a poll timeout: their revocation runs no callback.
@@ -145,7 +162,7 @@ class Application:
         wl = self.workload
         wanted: dict[Any, float] = {}
         if self.connect:
-            for item in sim.universe:
+            for item in _ordered(sim.universe):
                 if self._is_task(item):
                     wanted[item] = wl.task_records_per_s
         else:
@@ -154,7 +171,7 @@ class Application:
             for k in self.model.resources:
                 if isinstance(k, tuple) and k[0] in live:
                     wanted[k] = self.model.resources[k].rate * 1000.0
-            for tp in sim.universe:
+            for tp in _ordered(sim.universe):
                 if tp not in wanted:
                     wanted[tp] = wl.rate_of(names.get(tp[0], ""))
         self.model.sync_resources(wanted)
@@ -175,12 +192,12 @@ class Application:
         if not self.on:
             return
         if self.connect:
-            for item in items:
+            for item in _ordered(items):
                 if self._is_task(item):
                     self.model.processor(self._pname(p, item)).assign(
                         [item], delay_ms=self.workload.task_start_ms)
             return
-        self.model.processor(self._pname(p)).assign(list(items))
+        self.model.processor(self._pname(p)).assign(_ordered(items))
 
     def released(self, p: Proc, items: Iterable[Any]) -> None:
         if not self.on:
@@ -188,14 +205,14 @@ class Application:
         key = self._key(p)
         stopping = self._stopping.get(key, set())
         if self.connect:
-            for item in items:
+            for item in _ordered(items):
                 if self._is_task(item):
                     self.model.drop(self._pname(p, item), commit=item in stopping)
                     stopping.discard(item)
             return
         proc = self.model.processors.get(self._pname(p))
         if proc is not None:
-            proc.release(list(items), commit=False)
+            proc.release(_ordered(items), commit=False)
 
     def stopped(self, p: Proc) -> None:
         """The process is gone (crashed, exited): its applications stop."""
@@ -224,7 +241,7 @@ class Application:
             return None  # left on a poll timeout: no callback ran, nothing committed
         gen = p.gen
         if self.connect:
-            tasks = [it for it in parts if self._is_task(it)]
+            tasks = [it for it in _ordered(parts) if self._is_task(it)]
             self._stopping.setdefault(key, set()).update(tasks)
             for it in tasks:  # the task stops processing at once; stopping takes a while
                 proc = self.model.processors.get(self._pname(p, it))
@@ -243,14 +260,14 @@ class Application:
                 return
             if sim.commits_offsets:
                 sim._commit(p, parts, "revoke")
-            proc.deactivate(list(parts), commit=False)
+            proc.deactivate(_ordered(parts), commit=False)
             sim.at(sim.now + latency + slow_ms, sim._revocation_done, (p, gen))
 
         proc.next_poll()  # (brings it to now: a batch may end now)
         if not proc.busy:
             if sim.commits_offsets:
                 sim._commit(p, parts, "revoke")
-            proc.deactivate(list(parts), commit=False)
+            proc.deactivate(_ordered(parts), commit=False)
             if latency + slow_ms <= 0:
                 return None
             sim.at(sim.now + latency + slow_ms, sim._revocation_done, (p, gen))
@@ -387,10 +404,28 @@ class Application:
     def _changed(self) -> None:
         self.sim.dirty = True  # the run may end once the applications recovered
 
-    def recovered(self) -> bool:
-        """Whether the applications caught up (the run goes on until they did, or until its
-        I5 deadline: what a rebalance costs them outlasts the group's convergence)."""
-        return not self.on or self.model.recovered()
+    def may_end(self) -> bool:
+        """Whether a converged run may end: once the applications caught up (what a
+        rebalance costs them outlasts the group's convergence: a warm-up, a catch-up), or
+        :data:`RECOVERY_WAIT_MS` after the group first converged without them (members that
+        cannot keep up never catch up)."""
+        if not self.on or self.model.recovered():
+            return True
+        sim = self.sim
+        if self._waiting_since is None:
+            self._waiting_since = sim.now
+        if sim.now >= self._waiting_since + RECOVERY_WAIT_MS:
+            return True
+        if self._recheck_at is None or self._recheck_at <= sim.now:  # look again in a while
+            self._recheck_at = sim.now + RECOVERY_RECHECK_MS
+            sim.at(self._recheck_at, self._recheck, self._recheck_at)
+        return False
+
+    def _recheck(self, at: int) -> None:
+        if at != self._recheck_at:
+            self._stale()
+            return
+        self._changed()
 
     def totals(self) -> dict[str, float] | None:
         return self.model.totals() if self.on else None
