@@ -10,6 +10,11 @@
   --partitions P] [--fault-rate F] [--spec SPEC]``: one run of a sweep again, without Spark
   (the command a violation names); ``--trace FILE`` writes its trace.
 - ``groupcoord lab report DIR``: render the report again from the tables in ``DIR``.
+- ``groupcoord lab calibrate [--scenario S] [--protocol P ...] [--size N] [--workload K=V ...]
+  [--heartbeat-interval-ms MS] [--session-timeout-ms MS] [--server-config K=V ...] [--json]``:
+  the scenario in the simulator and on the wire against ``groupcoord serve`` with real
+  clients, simulated vs measured per metric (``lab.calibrate``). Exit 2 on a bad parameter, 1
+  when a run failed.
 
 The default master is ``local[*]``; ``--master`` takes any Spark master URL (see
 ``docs/lab.md`` for spark-submit on a cluster). CLI output goes to stdout with ``print``.
@@ -120,7 +125,7 @@ def _rerun(ns: argparse.Namespace) -> int:
             workload="rerun", topics=ns.topics, partitions=ns.partitions,
             connectors=ns.connectors, tasks=ns.tasks, fault_rate=ns.fault_rate, replicate=0,
             seed=ns.seed, events=bool(ns.trace), checkpoint_every=ns.checkpoint_every,
-            max_steps=ns.max_steps, spec_ref=ns.spec or "")
+            max_steps=ns.max_steps, spec_ref=ns.spec or "", work=ns.work)
         sc = build_scenario(params)
         res = simulate_run(params, sc)
     except (SpecError, ScenarioError, ValueError) as e:
@@ -134,6 +139,66 @@ def _report(ns: argparse.Namespace) -> int:
 
     print(build_report(ns.dir))
     return 0
+
+
+def _calibrate(ns: argparse.Namespace) -> int:
+    import json
+    from dataclasses import asdict
+
+    from groupcoord.lab.calibrate import (
+        DEFAULT_PROTOCOLS,
+        CalibrationError,
+        as_json,
+        calibrate,
+        calibration_scenario,
+        check_protocols,
+        format_table,
+        parse_workload,
+    )
+    from groupcoord.lab.wire import WireError, check_playable
+    from groupcoord.sim.scenario import ScenarioError, load_scenario
+
+    try:
+        protocols = check_protocols(ns.protocol or DEFAULT_PROTOCOLS)
+        wl = parse_workload(ns.workload or [])
+        extra: dict[str, str] = {}
+        for pair in ns.server_config or []:
+            key, sep, value = pair.partition("=")
+            if not sep or not key:
+                raise CalibrationError(f"--server-config takes KEY=VALUE, got {pair!r}")
+            extra[key] = value
+        for name in ("heartbeat_interval_ms", "session_timeout_ms", "seed"):
+            v = getattr(ns, name)
+            if v is not None and v < (0 if name == "seed" else 1):
+                raise CalibrationError(f"--{name.replace('_', '-')} must be at least "
+                                       f"{0 if name == 'seed' else 1}, got {v}")
+        sc = calibration_scenario(load_scenario(ns.scenario, ns.seed), ns.size,
+                                  ns.heartbeat_interval_ms, ns.session_timeout_ms)
+        check_playable(sc)
+    except (CalibrationError, ScenarioError, WireError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+    def progress(msg: str) -> None:
+        if not ns.quiet:
+            print(f"calibrate: {msg}", file=sys.stderr, flush=True)
+
+    try:
+        results = calibrate(sc, protocols, wl, seed=ns.seed, extra_server_config=extra,
+                            tail_s=ns.tail_s, progress=progress)
+    except RuntimeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    if ns.json:
+        print(json.dumps({"scenario": sc.name, "members": sc.members,
+                          "workload": asdict(wl),
+                          "results": as_json(results)}, indent=1, default=str))
+    else:
+        print(f"scenario {sc.name} ({sc.members} members, heartbeat "
+              f"{sc.heartbeat_interval_ms} ms, session timeout {sc.session_timeout_ms} ms), "
+              f"workload {', '.join(f'{k}={v}' for k, v in asdict(wl).items())}")
+        print(format_table(results, windows=ns.windows))
+    return 1 if any(r.error for r in results) else 0
 
 
 def _common_spark(p: argparse.ArgumentParser) -> None:
@@ -180,9 +245,38 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
     rerun.add_argument("--fault-rate", type=float)
     rerun.add_argument("--max-steps", type=int)
     rerun.add_argument("--checkpoint-every", type=int, default=2_000)
+    rerun.add_argument("--work", metavar="JSON",
+                       help="the workload's overrides of the scenario's [workload] (JSON)")
     rerun.add_argument("--trace", metavar="FILE", help="write the full event trace ('-': stdout)")
     rerun.add_argument("--json", action="store_true", help="print the result as JSON")
     rerun.set_defaults(func=_rerun)
+
+    cal = sub.add_parser("calibrate", help="a scenario in the simulator and on the wire with "
+                                           "real clients: simulated vs measured metrics")
+    cal.add_argument("--scenario", default="rolling-bounce",
+                     help="a built-in scenario or a scenario file (default rolling-bounce)")
+    cal.add_argument("--protocol", action="append", metavar="LABEL",
+                     help="repeatable; default: classic:eager, classic:cooperative, "
+                          "consumer:uniform, connect:cooperative, classic-connect:sessioned")
+    cal.add_argument("--size", type=int, default=None, help="initial members")
+    cal.add_argument("--workload", action="append", metavar="KEY=VALUE",
+                     help="records_per_s, processing_ms, max_poll_records, "
+                          "auto_commit_interval_ms, task_start_ms, task_stop_ms, "
+                          "offset_flush_interval_ms (repeatable)")
+    cal.add_argument("--heartbeat-interval-ms", type=int, default=None,
+                     help="the scenario's heartbeat interval, for both sides")
+    cal.add_argument("--session-timeout-ms", type=int, default=None,
+                     help="the scenario's session timeout, for both sides")
+    cal.add_argument("--server-config", action="append", metavar="KEY=VALUE",
+                     help="more broker configs for the wire (the simulator's coordinator does "
+                          "not see them: only settings it does not model)")
+    cal.add_argument("--seed", type=int, default=1, help="the simulator's seed")
+    cal.add_argument("--tail-s", type=float, default=5.0, help=argparse.SUPPRESS)
+    cal.add_argument("--json", action="store_true", help="print the result as JSON")
+    cal.add_argument("--windows", action="store_true",
+                     help="print every disturbance window, not only each protocol's summary")
+    cal.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    cal.set_defaults(func=_calibrate)
 
     report = sub.add_parser("report", help="render DIR/report again from DIR's tables")
     report.add_argument("dir")

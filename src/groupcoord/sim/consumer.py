@@ -110,6 +110,7 @@ from groupcoord.client.consumer import (
 from groupcoord.coordinator.messages import OffsetCommitRequest, OffsetCommitResponse
 from groupcoord.coordinator.result import DEFERRED, Result
 from groupcoord.protocol.errors import ErrorCode, error_name
+from groupcoord.sim.application import Application
 from groupcoord.sim.consumer_convergence import ConsumerConvergence
 from groupcoord.sim.consumer_invariants import PER_PARTITION
 from groupcoord.sim.members import (
@@ -163,6 +164,8 @@ class ConsumerSimulation(ConsumerConvergence):
     def setup(self) -> None:
         sc = self.scenario
         self.gid = sc.group_id
+        #: The members' applications (``sim.application``; nothing runs when idle).
+        self.app = Application(self)
         self.procs: dict[str, Proc] = {}
         self._names: set[str] = set()  # every name used or reserved
         self._live: list[Proc] | None = None  # live processes by index (cache)
@@ -256,6 +259,7 @@ class ConsumerSimulation(ConsumerConvergence):
         p.tick_at = None
         p.instance_id = instance_id
         self.by_mid[p.member.member_id] = p
+        self.app.spawned(p)
         p.next_commit_at = self.now + sc.commit_interval_ms \
             if sc.commit_interval_ms and self.commits_offsets else None
         self.stats["spawned"] += 1
@@ -286,6 +290,7 @@ class ConsumerSimulation(ConsumerConvergence):
         p.tick_at = None
         self._stop_consuming(p, p.consuming)
         p.consuming = frozenset()
+        self.app.stopped(p)
         self.network.forget(p.out_ch)
         self.network.forget(p.in_ch)
         self._universe_dirty = True
@@ -515,6 +520,7 @@ class ConsumerSimulation(ConsumerConvergence):
             return
         self.stats["commits"] += 1
         self.trace("commit>", p.name, req.generation_id_or_member_epoch, why)
+        self.app.commit_sent(p, req, parts, why)
         self._send(p, req, -1)
 
     def on_revoked(self, p: Proc, parts: Partitions) -> object:
@@ -524,6 +530,12 @@ class ConsumerSimulation(ConsumerConvergence):
         if self.revoked_stat is not None:
             self.stats[self.revoked_stat] += len(parts)
         self.trace("revoke", p.name, p.member.member_epoch, parts)
+        if self.app.on:  # the application's callback (``sim.application``)
+            slow = 0
+            if self.now < p.slow_until and p.slow_delay > 0:
+                self.stats["slow_revocations"] += 1
+                slow = self.slow_revocation_ms(p)
+            return self.app.revoke(p, parts, slow)
         if self.commits_offsets:
             self._commit(p, parts, "revoke")
         if self.now < p.slow_until and p.slow_delay > 0:
@@ -540,7 +552,7 @@ class ConsumerSimulation(ConsumerConvergence):
         p, gen = arg
         if p.gen != gen or not p.alive:
             return
-        self.trace("revoked", p.name, p.member.member_epoch, "slow revocation completed")
+        self.trace("revoked", p.name, p.member.member_epoch, "deferred revocation completed")
         p.member.complete_revocation(self.now)
         self._sync(p)
         self._drive(p)
@@ -573,6 +585,8 @@ class ConsumerSimulation(ConsumerConvergence):
                 self._check_older_commit(p, req, res.response, older, fenced)
             else:
                 self._check_commit(p, req, codes, expected, fenced)
+            if 0 in codes:
+                self.app.commit_handled(req, res.response)
         else:
             res = self._handle(msg)
             self.coordinator_result(res)
@@ -703,4 +717,11 @@ class ConsumerSimulation(ConsumerConvergence):
 
     def protocol_summary(self) -> dict[str, Any]:
         live = self.live()
-        return {"members_live": len(live), "processes": len(self.procs), **self.stats}
+        return {"members_live": len(live), "processes": len(self.procs), **self.stats,
+                **self.app.summary()}
+
+    def work_totals(self) -> dict[str, float] | None:
+        return self.app.totals()
+
+    def work_lag(self) -> float:
+        return self.app.model.lag_now if self.app.on else 0.0

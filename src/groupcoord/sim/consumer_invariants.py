@@ -7,7 +7,7 @@ on every offset commit, and every invariant in full at checkpoints.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from groupcoord.client.consumer import Partitions, TopicIdPartition
@@ -23,6 +23,9 @@ from groupcoord.coordinator.records import ConsumerGroupCurrentMemberAssignmentV
 from groupcoord.protocol.errors import ErrorCode, error_name
 from groupcoord.sim.engine import Simulation, Violation
 from groupcoord.sim.process import Proc
+
+if TYPE_CHECKING:
+    from groupcoord.sim.application import Application
 
 _E = ErrorCode
 _CURRENT = RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT
@@ -86,6 +89,7 @@ class ConsumerInvariants(Simulation):
     pending_restarts: set[str]
     _requests_in_flight: dict[tuple[str, int], int]
     stats: dict[str, int]
+    app: Application
 
     # ================================================================== scenario events
 
@@ -153,6 +157,7 @@ class ConsumerInvariants(Simulation):
                     lost += 1
         if lost:
             self.set_unowned(self._unowned + lost)
+        self.app.released(p, parts)
 
     def _start_consuming(self, p: Proc, parts: Iterable[TopicIdPartition]) -> None:
         fenced = self.is_fenced(p)
@@ -184,6 +189,7 @@ class ConsumerInvariants(Simulation):
             lst.append(p)
         if gained:
             self.set_unowned(self._unowned - gained)
+        self.app.assigned(p, parts)
 
     def _tp(self, tp: TopicIdPartition) -> str:
         return f"{self.topic_names.get(tp[0], str(tp[0]))}-{tp[1]}"

@@ -6,14 +6,26 @@ its counter and writes a ``beat`` line. The connector and each task also write a
 when they start and a ``stop`` line once stopped. Lines go to the JSON-lines file named by the
 ``output`` config (appended with one ``write`` per line, so several worker processes can share
 one file) and to the log at INFO; each line is ``{"t": wall-clock seconds, "worker": member id,
-"event": start|beat|stop, "item": "name" or "name-N", "count": N}``.
+"event": start|beat|record|stop, "item": "name" or "name-N", "count": N}``.
 
 :func:`read_events` reads such a file back; :func:`run_intervals` turns events into the time
 intervals during which each worker ran each item, and :func:`overlaps` lists the items two
 workers ran at the same time (what docs/design.md's I1 forbids): enough for a test, or an operator,
 to see which worker ran what and that nothing ran twice at once.
 
-Not here: any real data (no records, no topics, no offsets).
+**Work mode** (what the lab's calibration runs, ``groupcoord lab calibrate``): with
+``records.per.s`` set, a task stands for a source that produces that many records per second
+from wall-clock time ``source.start`` (seconds; default: when the task first starts), and the
+task processes them in order, ``processing.ms`` each (an ``asyncio`` sleep, so the worker's
+heartbeats go on), writing a ``record`` line per record (``count`` = the record's offset).
+Like Kafka Connect's standalone worker (``offset.storage.file.filename``), the task's position
+is kept in a file, ``<offsets.dir>/<task>``, written every ``offset.flush.interval.ms``
+(default 60000, upstream's default) and when the task stops: a task that crashes is restarted
+from the last flushed position and processes the rest again. ``task.start.ms`` and
+``task.stop.ms`` make starting and stopping a task take that long (a real connector's restore
+and flush).
+
+Not here: any real data (no topics; the records are counted, not stored).
 """
 
 from __future__ import annotations
@@ -72,25 +84,95 @@ def _emit(config: Config, worker: str, event: str, item: str, count: int = 0) ->
             f.write(json.dumps(line) + "\n")
 
 
+#: Kafka Connect's default ``offset.flush.interval.ms``.
+DEFAULT_OFFSET_FLUSH_MS = 60_000
+
+
+def _number(config: Config, key: str, default: float) -> float:
+    raw = config.get(key)
+    if raw is None:
+        return default
+    try:
+        v = float(raw)
+    except ValueError:
+        raise ValueError(f"{key} must be a number, got {raw!r}") from None
+    if v < 0:
+        raise ValueError(f"{key} must be at least 0, got {raw!r}")
+    return v
+
+
 class CounterSourceTask(Task):
-    """Counts; one ``beat`` line per ``interval.ms``."""
+    """Counts; one ``beat`` line per ``interval.ms`` (or, with ``records.per.s``, processes a
+    source's records: the module doc's work mode)."""
 
     def __init__(self) -> None:
         self.config: dict[str, str] = {}
         self.count = 0
         self.interval_s = DEFAULT_INTERVAL_MS / 1000
+        self.rate = 0.0
+        self.processing_s = 0.0
+        self.source_start = 0.0
+        self.flush_s = DEFAULT_OFFSET_FLUSH_MS / 1000
+        self.flushed_at = 0.0
 
-    def start(self, config: Config) -> None:
+    async def start(self, config: Config) -> None:
         self.config = dict(config)
         self.interval_s = int(config.get("interval.ms", DEFAULT_INTERVAL_MS)) / 1000
-        _emit(self.config, self.context.worker_id, "start", self.context.label)
+        self.rate = _number(config, "records.per.s", 0.0)
+        self.processing_s = _number(config, "processing.ms", 0.0) / 1000
+        self.flush_s = _number(config, "offset.flush.interval.ms", DEFAULT_OFFSET_FLUSH_MS) / 1000
+        self.source_start = _number(config, "source.start", time.time())
+        start_s = _number(config, "task.start.ms", 0.0) / 1000
+        if self.rate > 0:
+            self.count = self._read_offset()
+        if start_s:
+            await asyncio.sleep(start_s)
+        self.flushed_at = time.monotonic()
+        _emit(self.config, self.context.worker_id, "start", self.context.label, self.count)
+
+    def _offset_path(self) -> Path | None:
+        d = self.config.get("offsets.dir")
+        return Path(d) / self.context.label if d else None
+
+    def _read_offset(self) -> int:
+        path = self._offset_path()
+        try:
+            return int(path.read_text()) if path is not None else 0
+        except (OSError, ValueError):
+            return 0
+
+    def _flush(self) -> None:
+        path = self._offset_path()
+        if path is not None:
+            tmp = path.with_name(f"{path.name}.{id(self)}.tmp")
+            tmp.write_text(str(self.count))
+            tmp.replace(path)  # atomic: a crash leaves the old or the new position
+        self.flushed_at = time.monotonic()
 
     async def poll(self) -> None:
-        await asyncio.sleep(self.interval_s)
+        if self.rate <= 0:
+            await asyncio.sleep(self.interval_s)
+            self.count += 1
+            _emit(self.config, self.context.worker_id, "beat", self.context.label, self.count)
+            return
+        due = int((time.time() - self.source_start) * self.rate)
+        if self.count >= due:  # caught up: wait for the next record of the source
+            await asyncio.sleep(max((self.count + 1) / self.rate + self.source_start
+                                    - time.time(), 0.001))
+            return
+        if self.processing_s:
+            await asyncio.sleep(self.processing_s)
+        _emit(self.config, self.context.worker_id, "record", self.context.label, self.count)
         self.count += 1
-        _emit(self.config, self.context.worker_id, "beat", self.context.label, self.count)
+        if time.monotonic() - self.flushed_at >= self.flush_s:
+            self._flush()
 
-    def stop(self) -> None:
+    async def stop(self) -> None:
+        stop_s = _number(self.config, "task.stop.ms", 0.0) / 1000
+        if stop_s:
+            await asyncio.sleep(stop_s)
+        if self.rate > 0:
+            self._flush()
         _emit(self.config, self.context.worker_id, "stop", self.context.label, self.count)
 
 

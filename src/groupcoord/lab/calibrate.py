@@ -1,0 +1,401 @@
+"""``groupcoord lab calibrate``: the same scenario in the simulator and on the wire, side by side.
+
+The simulator's work model (``sim.workload``) says what a rebalance costs an application; this
+checks it against reality. One scenario (a built-in such as ``rolling-bounce`` or
+``scale-out``, or a file) runs twice per protocol:
+
+- in the simulator (``sim.runner.simulate``) with the workload as its ``[workload]`` table;
+- on the wire (``lab.wire``): ``groupcoord serve --storage memory`` with the scenario's
+  heartbeat interval and session timeout as its group configs (as the simulator's coordinator
+  gets them), real clients in their own processes (confluent-kafka for ``classic:eager`` =
+  ``range``, ``classic:cooperative`` = ``cooperative-sticky``, ``consumer:uniform`` =
+  ``group.protocol=consumer``; our Connect worker for ``connect:*`` and
+  ``classic-connect:*``) that sleep ``processing_ms`` per record, a producer at
+  ``records_per_s`` per partition; the metrics are computed from the clients' logs
+  (``lab.wire_metrics``).
+
+For every disturbance window (the initial join left out) it compares each metric simulated vs
+measured, and prints per protocol the summary of the windows (each metric's mean over them,
+the lag peak's maximum; ``--windows`` prints every window too). A rolling bounce is compared
+as the bounces it is made of (:func:`split_rolling_bounces`: the same members at the same
+times, a window each). The *checked* metrics are the ones the lab's findings rest on:
+``time_to_converge_ms``, ``converge_after_ms`` (time to converge after the disturbance ended,
+i.e. after the bounced member is back), ``lag_peak`` and ``lag_record_s``. A checked metric
+is *within 2x* when the larger value is at most twice the smaller, or both are below its
+floor (``FLOORS``: differences that small are the clients' fetch and poll granularity, not
+the protocol). The wire's lag includes what real clients always have in flight (fetch wait,
+the poll loop), which the model leaves out; the comparison subtracts that steady lag
+(measured while the group was stable before the first disturbance) times the window's length
+from the measured ``lag_record_s``, and the table shows both.
+
+Exit status: 0 when the runs completed (whether or not every metric is within 2x: the table
+says which are not), 1 when a run failed (the server or a client did not start, the simulator
+reported an invariant violation), 2 on a bad parameter (one line naming the field).
+
+The simulator runs the same scenario with the same timings: the session timeout is set to
+``min(session timeout, rebalance timeout)`` for both, because librdkafka refuses a
+``max.poll.interval.ms`` (the classic rebalance timeout) below ``session.timeout.ms``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from groupcoord.lab.wire import WIRE_PROTOCOLS, WireError, WireRun, WireWorkload, connectors_of
+from groupcoord.sim.scenario import Event, Scenario
+
+#: The metrics compared, in table order; the checked ones come first.
+CHECKED = ("time_to_converge_ms", "converge_after_ms", "lag_peak", "lag_record_s")
+REPORTED = ("records_processed", "stall_ms", "paused_partition_s", "records_reprocessed",
+            "task_restarts", "resources_moved")
+#: Below these both sides count as equal (ms, records, record·s).
+FLOORS: dict[str, float] = {"time_to_converge_ms": 500, "converge_after_ms": 500,
+                            "lag_peak": 50, "lag_record_s": 50}
+#: The default protocols: every client family the issue names.
+DEFAULT_PROTOCOLS = ("classic:eager", "classic:cooperative", "consumer:uniform",
+                     "connect:cooperative", "classic-connect:sessioned")
+
+#: Workload parameters the calibration takes (``--workload KEY=VALUE``), with their types.
+WORKLOAD_FIELDS: dict[str, type] = {f.name: type(f.default) for f in fields(WireWorkload)}
+
+
+class CalibrationError(ValueError):
+    """A bad parameter; the message names the field."""
+
+
+def parse_workload(pairs: Sequence[str]) -> WireWorkload:
+    """``KEY=VALUE`` pairs -> the workload; CalibrationError names a bad field."""
+    values: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        key = key.strip()
+        if not sep:
+            raise CalibrationError(f"--workload takes KEY=VALUE, got {pair!r}")
+        kind = WORKLOAD_FIELDS.get(key)
+        if kind is None:
+            raise CalibrationError(f"workload field {key!r} is unknown (known: "
+                                   f"{', '.join(WORKLOAD_FIELDS)})")
+        try:
+            v = kind(raw) if kind is not int else int(raw)
+        except ValueError:
+            raise CalibrationError(f"workload field {key} must be a number, got {raw!r}") from None
+        if not math.isfinite(float(v)) or v < 0:
+            raise CalibrationError(f"workload field {key} must be a finite number >= 0, got {raw!r}")
+        values[key] = v
+    wl = WireWorkload(**values)
+    if wl.max_poll_records < 1:
+        raise CalibrationError("workload field max_poll_records must be at least 1")
+    if wl.records_per_s <= 0:
+        raise CalibrationError("workload field records_per_s must be > 0")
+    return wl
+
+
+def check_protocols(protocols: Sequence[str]) -> list[str]:
+    for p in protocols:
+        if p not in WIRE_PROTOCOLS:
+            raise CalibrationError(f"protocol {p!r} has no wire client (known: "
+                                   f"{', '.join(WIRE_PROTOCOLS)})")
+    return list(dict.fromkeys(protocols))
+
+
+def calibration_scenario(sc: Scenario, size: int | None = None,
+                         heartbeat_interval_ms: int | None = None,
+                         session_timeout_ms: int | None = None) -> Scenario:
+    """The scenario both sides run (see the module doc for the session timeout)."""
+    from groupcoord.lab.runs import _resize_event
+
+    if size is not None:
+        if size < 1:
+            raise CalibrationError(f"size must be at least 1, got {size}")
+        if size != sc.members:  # as a sweep's cell resizes it (lab.runs.build_scenario)
+            sc = replace(sc, members=size, events=tuple(_resize_event(e, sc.members, size)
+                                                        for e in sc.events))
+    changes: dict[str, Any] = {}
+    if heartbeat_interval_ms is not None:
+        changes["heartbeat_interval_ms"] = heartbeat_interval_ms
+    if session_timeout_ms is not None:
+        changes["session_timeout_ms"] = session_timeout_ms
+    sc = replace(sc, **changes) if changes else sc
+    if sc.heartbeat_interval_ms < 1 or sc.heartbeat_interval_ms >= sc.session_timeout_ms:
+        raise CalibrationError("heartbeat_interval_ms must be at least 1 and below "
+                               "session_timeout_ms")
+    if sc.session_timeout_ms > sc.rebalance_timeout_ms:
+        sc = replace(sc, session_timeout_ms=sc.rebalance_timeout_ms)
+    return split_rolling_bounces(sc)
+
+
+def split_rolling_bounces(sc: Scenario) -> Scenario:
+    """A rolling bounce as the ``bounce`` events it is made of (same members, same times), so
+    each bounce is a window of its own on both sides: six samples of a rejoin instead of one
+    (a single rejoin's convergence depends on where the members' heartbeats fall)."""
+    if not any(e.kind == "rolling-bounce" for e in sc.events):
+        return sc
+    live = [f"c{i}" for i in range(1, sc.members + 1)]
+    created = sc.members
+    events: list[Event] = []
+    for e in sorted(sc.events, key=lambda e: e.at_ms):
+        if e.kind == "rolling-bounce":
+            order = sorted(live, key=lambda n: int(n[1:]) if n[1:].isdigit() else 0)
+            events += [Event(e.at_ms + i * int(e["interval_ms"]), "bounce",
+                             {"member": n, "down_ms": int(e["down_ms"]), "hard": e["hard"]})
+                       for i, n in enumerate(order)]
+            continue
+        events.append(e)
+        if e.kind == "scale-out":
+            for _ in range(int(e["count"])):
+                created += 1
+                live.append(f"c{created}")
+        elif e.kind == "scale-in":
+            del live[-int(e["count"]):]
+        elif e.kind in ("leave", "crash") and e["member"] in live:
+            live.remove(e["member"])
+    return replace(sc, events=tuple(events))
+
+
+# ----------------------------------------------------------------------------- the simulator
+
+
+def sim_workload_table(wl: WireWorkload, connect: bool) -> dict[str, Any]:
+    """The workload as the simulator's ``[workload]`` table (METRICS.md names)."""
+    table: dict[str, Any] = {
+        "processing_ms": wl.processing_ms, "max_poll_records": wl.max_poll_records,
+        "auto_commit_interval_ms": wl.auto_commit_interval_ms}
+    if connect:
+        table["task_records_per_s"] = wl.records_per_s
+        table["task_start_ms"] = round(wl.task_start_ms)
+        table["task_stop_ms"] = round(wl.task_stop_ms)
+        table["auto_commit_interval_ms"] = wl.offset_flush_interval_ms
+    else:
+        table["records_per_s"] = wl.records_per_s
+    return table
+
+
+def simulate_windows(sc: Scenario, protocol: str, wl: WireWorkload, seed: int
+                     ) -> list[dict[str, Any]]:
+    """The simulator's disturbance windows for ``sc`` with the workload as its ``[workload]``
+    (raises RuntimeError when the run violated an invariant)."""
+    from groupcoord.sim.runner import simulate
+    from groupcoord.sim.scenario import with_workload
+    from groupcoord.sim.workload import parse_workload as parse_sim_workload
+
+    connect = WIRE_PROTOCOLS[protocol][0] == "connect"
+    if connect and not sc.connectors:
+        sc = replace(sc, connectors=connectors_of(sc))
+    sc = with_workload(sc, parse_sim_workload("workload", sim_workload_table(wl, connect)))
+    res = simulate(sc, seed, protocol)
+    if res.violation is not None:
+        raise RuntimeError(f"simulator: {res.violation.invariant}: {res.violation.message}")
+    return [dict(d) for d in res.disturbances]
+
+
+# ----------------------------------------------------------------------------- comparison
+
+
+@dataclass(slots=True)
+class Comparison:
+    protocol: str
+    disturbance: str
+    at_ms: int
+    settle_ms: int
+    simulated: dict[str, Any]
+    measured: dict[str, Any]
+    steady_lag: float
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def checked_ok(self) -> bool:
+        return all(r["within_2x"] for r in self.rows if r["checked"])
+
+
+def within_2x(metric: str, sim: float | None, wire: float | None) -> bool | None:
+    """Whether two values are within a factor 2 of each other (or both below the floor)."""
+    if sim is None or wire is None:
+        return None
+    floor = FLOORS.get(metric, 0.0)
+    if max(sim, wire) <= floor:
+        return True
+    lo, hi = min(sim, wire), max(sim, wire)
+    return lo > 0 and hi <= 2 * lo
+
+
+def _after(d: Mapping[str, Any]) -> int | None:
+    ttc = d.get("time_to_converge_ms")
+    if ttc is None:
+        return None
+    return max(int(ttc) - (int(d["settled_ms"]) - int(d["at_ms"])), 0)
+
+
+def compare(protocol: str, sim_windows: list[dict[str, Any]], wire_windows: list[dict[str, Any]],
+            steady: float) -> list[Comparison]:
+    out: list[Comparison] = []
+    for i, w in enumerate(wire_windows):
+        if w["disturbance"] == "initial-join" or i >= len(sim_windows):
+            continue
+        s = dict(sim_windows[i])
+        m = dict(w)
+        s["converge_after_ms"] = _after(s)
+        m["converge_after_ms"] = _after(m)
+        c = Comparison(protocol, m["disturbance"], int(m["at_ms"]), int(m["settled_ms"]), s, m,
+                       steady)
+        length_s = (m["time_to_converge_ms"] or 0) / 1000
+        for metric in (*CHECKED, *REPORTED):
+            sv, mv = s.get(metric), m.get(metric)
+            compared = mv
+            if metric == "lag_record_s" and mv is not None:
+                compared = max(float(mv) - steady * length_s, 0.0)
+            c.rows.append(_row(metric, sv, mv, compared))
+        out.append(c)
+    return out
+
+
+def _row(metric: str, sv: Any, mv: Any, compared: Any) -> dict[str, Any]:
+    ok = within_2x(metric, _num(sv), _num(compared)) if metric in CHECKED else None
+    ratio = (None if sv is None or compared is None or not _num(sv)
+             else round(float(compared) / float(sv), 2))
+    return {"metric": metric, "simulated": sv, "measured": mv, "compared": compared,
+            "ratio": ratio, "checked": metric in CHECKED, "within_2x": ok}
+
+
+def summarize(protocol: str, comparisons: Sequence[Comparison]) -> Comparison | None:
+    """The windows of a run as one: every metric's mean over the windows, but ``lag_peak``'s
+    maximum (a rolling bounce's six bounces, say: the mean rejoin, the worst lag). A metric a
+    window lacks (never converged, not simulated) makes the summary's None."""
+    if not comparisons:
+        return None
+    kinds = sorted({c.disturbance for c in comparisons})
+    label = f"{kinds[0]} x{len(comparisons)}" if len(kinds) == 1 else \
+        f"{len(comparisons)} disturbances"
+    out = Comparison(protocol, label, comparisons[0].at_ms, comparisons[-1].settle_ms, {}, {},
+                     comparisons[0].steady_lag)
+    for metric in (*CHECKED, *REPORTED):
+        cells = [{r["metric"]: r for r in c.rows}[metric] for c in comparisons]
+        agg = max if metric == "lag_peak" else _mean
+        values = []
+        for key in ("simulated", "measured", "compared"):
+            vs = [x[key] for x in cells]
+            values.append(None if any(v is None for v in vs) else agg(vs))
+        out.rows.append(_row(metric, *values))
+    return out
+
+
+def _mean(values: Sequence[Any]) -> float:
+    return round(sum(float(v) for v in values) / len(values), 1)
+
+
+def _num(v: Any) -> float | None:
+    return None if v is None else float(v)
+
+
+# ----------------------------------------------------------------------------- running
+
+
+@dataclass(slots=True)
+class ProtocolResult:
+    protocol: str
+    comparisons: list[Comparison]
+    wire: WireRun | None
+    wire_windows: list[dict[str, Any]]
+    sim_windows: list[dict[str, Any]]
+    steady_lag: float
+    error: str | None = None
+
+    @property
+    def summary(self) -> Comparison | None:
+        return summarize(self.protocol, self.comparisons)
+
+
+def calibrate(sc: Scenario, protocols: Sequence[str], wl: WireWorkload, *, seed: int = 1,
+              extra_server_config: Mapping[str, str] | None = None, tail_s: float = 5.0,
+              progress: Callable[[str], None] | None = None) -> list[ProtocolResult]:
+    from groupcoord.lab.wire import run_wire
+    from groupcoord.lab.wire_metrics import Series, steady_lag, window_metrics
+
+    results: list[ProtocolResult] = []
+    for protocol in protocols:
+        sim_windows = simulate_windows(sc, protocol, wl, seed)
+        wire_sc = sc
+        try:
+            run = run_wire(wire_sc, protocol, wl, extra_server_config=dict(extra_server_config
+                                                                             or {}),
+                           tail_s=tail_s, progress=progress)
+        except (RuntimeError, OSError) as e:
+            results.append(ProtocolResult(protocol, [], None, [], sim_windows, 0.0, str(e)))
+            continue
+        wire_windows = window_metrics(run)
+        steady = steady_lag(run, Series(run))
+        results.append(ProtocolResult(protocol, compare(protocol, sim_windows, wire_windows,
+                                                        steady),
+                                      run, wire_windows, sim_windows, steady))
+    return results
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.1f}" if abs(v) < 1e6 else f"{v:,.0f}"
+    if isinstance(v, bool):
+        return "yes" if v else "NO"
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def _table(c: Comparison) -> list[str]:
+    rows = [["metric", "simulated", "measured", "ratio", "within 2x"]]
+    for row in c.rows:
+        measured = _fmt(row["measured"])
+        if row["metric"] == "lag_record_s" and row["compared"] != row["measured"]:
+            measured += f" ({_fmt(row['compared'])} beyond steady)"
+        rows.append([row["metric"], _fmt(row["simulated"]), measured, _fmt(row["ratio"]),
+                     "" if row["within_2x"] is None else _fmt(row["within_2x"])])
+    widths = [max(len(x[i]) for x in rows) for i in range(len(rows[0]))]
+    return ["  " + "  ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)).rstrip()
+            for row in rows]
+
+
+def format_table(results: Sequence[ProtocolResult], windows: bool = False) -> str:
+    """Per protocol the summary of its windows (``summarize``), and with ``windows`` every
+    window too; the last line counts the protocols whose checked metrics are within 2x."""
+    lines: list[str] = []
+    summaries = []
+    for r in results:
+        if r.error is not None:
+            lines += [f"{r.protocol}: wire run failed: {r.error}", ""]
+            continue
+        summary = r.summary
+        if summary is None:
+            lines += [f"{r.protocol}: no disturbance to compare", ""]
+            continue
+        summaries.append(summary)
+        lines.append(f"{r.protocol}  {summary.disturbance} (steady in-flight lag on the wire: "
+                     f"{r.steady_lag:.1f} records)")
+        lines += [*_table(summary), ""]
+        if windows and len(r.comparisons) > 1:
+            for c in r.comparisons:
+                lines.append(f"  {r.protocol}  {c.disturbance} at {c.at_ms / 1000:g} s")
+                lines += ["  " + x for x in _table(c)]
+                lines.append("")
+    ok = sum(1 for c in summaries if c.checked_ok)
+    lines.append(f"checked metrics ({', '.join(CHECKED)}) within 2x for {ok} of "
+                 f"{len(summaries)} protocols")
+    return "\n".join(lines)
+
+
+def as_json(results: Sequence[ProtocolResult]) -> list[dict[str, Any]]:
+    return [{"protocol": r.protocol, "error": r.error, "steady_lag": round(r.steady_lag, 2),
+             "summary": None if r.summary is None else {
+                 "disturbance": r.summary.disturbance,
+                 "checked_within_2x": r.summary.checked_ok, "rows": r.summary.rows},
+             "windows": [{"disturbance": c.disturbance, "at_ms": c.at_ms,
+                          "checked_within_2x": c.checked_ok, "rows": c.rows}
+                         for c in r.comparisons],
+             "wire_windows": r.wire_windows, "sim_windows": r.sim_windows}
+            for r in results]
+
+
+__all__ = ["CHECKED", "DEFAULT_PROTOCOLS", "FLOORS", "REPORTED", "CalibrationError",
+           "Comparison", "ProtocolResult", "WireError", "as_json", "calibrate",
+           "calibration_scenario", "check_protocols", "compare", "format_table",
+           "parse_workload", "simulate_windows", "summarize", "within_2x"]

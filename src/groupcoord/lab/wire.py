@@ -1,0 +1,666 @@
+"""A lab scenario on the wire: ``groupcoord serve`` and real clients in their own processes.
+
+:func:`run_wire` plays a simulator scenario (``sim.scenario``) in wall-clock time against a
+``groupcoord serve --port 0 --storage memory`` subprocess, with
+
+- consumers (``classic:eager``, ``classic:cooperative``, ``consumer:*``): one
+  :mod:`groupcoord.lab.wire_member` process per member (confluent-kafka, librdkafka), and a
+  producer in this process (librdkafka's own threads) that produces ``records_per_s`` records
+  per second to every partition from the scenario's start;
+- Connect workers (``connect:*``, ``classic-connect:*``): one ``groupcoord connect worker``
+  process per member running the demo ``counter`` connector's tasks in work mode (each task a
+  source of ``task_records_per_s`` records per second, ``processing_ms`` each; see
+  ``client.connect.demo``); the scenario's topics become connectors as
+  ``sim.scenario.connectors_as_topics`` does the other way round (a topic of P partitions is a
+  connector with P - 1 tasks) unless the scenario has connectors.
+
+Scenario events run at their times: ``bounce`` / ``rolling-bounce`` (SIGTERM: the member
+closes, leaving the group; ``hard``: SIGKILL) and a new process with the same name after
+``down_ms``, ``scale-out`` (new members ``c<N+1>``...), ``scale-in`` / ``leave`` (SIGTERM, no
+restart), ``crash`` (SIGKILL). Every process is started ``PRESTART_S`` ahead of its time and
+waits for a ``go`` line, so Python's start-up (imports: half a second for a consumer, seconds
+for a Connect worker on a loaded machine) does not delay a join; members that start at the
+same time (a scale-out) are all started ahead. Other event kinds are refused
+(:class:`WireError`).
+
+After the last disturbance the run goes on until the group has converged (read from the logs,
+``lab.wire_metrics``) and ``tail_s`` more, then every member closes and the server stops. The
+result (:class:`WireRun`) holds the parsed logs; ``lab.wire_metrics`` turns them into the
+lab's metrics.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from groupcoord.sim.network import NO_FAULTS
+from groupcoord.sim.scenario import Scenario
+
+#: ``groupcoord`` as its console script runs it (``-m groupcoord.cli`` would import the CLI
+#: module twice and miss the registered commands).
+GROUPCOORD = [sys.executable, "-c", "import sys; from groupcoord.cli import main; sys.exit(main())"]
+MEMBER = [sys.executable, "-m", "groupcoord.lab.wire_member"]
+#: ``groupcoord ARGS`` once a ``go`` line arrives on stdin (the CLI imported before).
+GROUPCOORD_AFTER_GO = [sys.executable, "-c",
+                       "import sys; from groupcoord.cli import build_parser, main; build_parser(); "
+                       "sys.exit(main(sys.argv[1:]) if sys.stdin.readline().strip() == 'go' "
+                       "else 0)"]
+#: How long before its time a member process is started (it then waits for ``go``).
+PRESTART_S = 3.0
+#: Wire protocols: the simulator's label -> (kind, client setting).
+WIRE_PROTOCOLS: dict[str, tuple[str, str]] = {
+    "classic:eager": ("consumer", "eager"),
+    "classic:cooperative": ("consumer", "cooperative"),
+    "consumer:uniform": ("consumer", "consumer"),
+    "connect:cooperative": ("connect", "connect"),
+    "connect:eager": ("connect", "connect-eager"),
+    "classic-connect:sessioned": ("connect", "sessioned"),
+    "classic-connect:compatible": ("connect", "compatible"),
+    "classic-connect:eager": ("connect", "eager"),
+}
+SUPPORTED_EVENTS = ("bounce", "rolling-bounce", "scale-out", "scale-in", "leave", "crash")
+
+
+class WireError(ValueError):
+    """A scenario or parameter the wire run cannot play; the message names it."""
+
+
+@dataclass(frozen=True, slots=True)
+class WireWorkload:
+    """The work the members do (the names of the lab's ``[workload]`` table)."""
+
+    records_per_s: float = 10.0
+    processing_ms: float = 10.0
+    max_poll_records: int = 500
+    auto_commit_interval_ms: int = 5_000
+    task_start_ms: float = 0.0
+    task_stop_ms: float = 0.0
+    offset_flush_interval_ms: int = 60_000
+
+
+@dataclass(slots=True)
+class Window:
+    """A disturbance on the wire: its label, start and the end of its duration (seconds since
+    the run's start)."""
+
+    label: str
+    at_s: float
+    settle_s: float
+
+
+@dataclass(slots=True)
+class WireRun:
+    protocol: str
+    kind: str  # consumer | connect
+    t0: float  # wall-clock start of the scenario
+    end: float  # wall-clock end of the run (before members closed)
+    windows: list[Window]
+    #: resource -> [(t, cumulative produced)] (consumers: "topic-p"; Connect: task labels)
+    produced: dict[str, list[tuple[float, int]]]
+    #: member name -> its log events (dicts with "t", "e", ...), in time order
+    logs: dict[str, list[dict[str, Any]]]
+    #: member name -> [(start, stop)] wall-clock lifetimes of its processes
+    lifetimes: dict[str, list[tuple[float, float | None]]]
+    #: what carries records: partitions ("topic-p") or Connect tasks ("connector-n")
+    resources: list[str]
+    #: what the group assigns, by kind (topics; Connect: connectors, tasks): convergence asks
+    #: every live member for at least the sum of the floors of its share of each kind
+    item_groups: list[list[str]]
+    #: records per second per resource; Connect: the sources' start (wall clock)
+    rate: float
+    source_start: float
+    processing_ms: float
+    server_config: dict[str, str] = field(default_factory=dict)
+    workdir: str = ""
+
+
+# ----------------------------------------------------------------------------- the server
+
+
+@dataclass
+class _Server:
+    proc: subprocess.Popen[str]
+    bootstrap: str
+    stderr_path: Path
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+def server_configs(sc: Scenario, extra: dict[str, str]) -> dict[str, str]:
+    """The broker configs that make the server run the scenario's timings, as the simulator's
+    coordinator does (``sim.engine``: the scenario's session timeout and heartbeat interval,
+    their bounds widened to include them), then ``extra``."""
+    conf = {
+        "group.consumer.session.timeout.ms": str(sc.session_timeout_ms),
+        "group.consumer.min.session.timeout.ms": str(min(sc.session_timeout_ms, 45_000)),
+        "group.consumer.max.session.timeout.ms": str(max(sc.session_timeout_ms, 60_000)),
+        "group.consumer.heartbeat.interval.ms": str(sc.heartbeat_interval_ms),
+        "group.consumer.min.heartbeat.interval.ms": str(min(sc.heartbeat_interval_ms, 5_000)),
+        "group.consumer.max.heartbeat.interval.ms": str(max(sc.heartbeat_interval_ms, 15_000)),
+        "group.min.session.timeout.ms": str(min(sc.session_timeout_ms, 6_000)),
+    }
+    conf.update(extra)
+    return conf
+
+
+def start_server(workdir: Path, configs: dict[str, str], timeout: float = 30.0) -> _Server:
+    stderr_path = workdir / "server.stderr.log"
+    cmd = [*GROUPCOORD, "serve", "--host", "127.0.0.1", "--port", "0", "--storage", "memory",
+           "--data-dir", str(workdir / "data")]
+    for k, v in configs.items():
+        cmd += ["--config", f"{k}={v}"]
+    with open(stderr_path, "w") as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    line: list[str] = []
+    reader = threading.Thread(target=lambda: line.append(proc.stdout.readline() if proc.stdout
+                                                         else ""), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if not line or not line[0].startswith("listening on "):
+        proc.kill()
+        proc.wait()
+        raise RuntimeError(f"groupcoord serve did not start: {line!r}\n"
+                           f"{stderr_path.read_text()[-2000:]}")
+    return _Server(proc, line[0].split()[-1], stderr_path)
+
+
+def create_topics(bootstrap: str, topics: tuple[tuple[str, int], ...]) -> None:
+    from groupcoord.protocol.client import KafkaClient
+    from groupcoord.protocol.versions import ApiKey
+
+    with KafkaClient(bootstrap) as c:
+        r = c.call(ApiKey.CREATE_TOPICS, 7, topics=[
+            {"name": n, "num_partitions": p, "replication_factor": -1} for n, p in topics],
+            timeout=10_000)
+    for t in r.topics:
+        if int(t.error_code) != 0:
+            raise RuntimeError(f"cannot create topic {t.name}: error {t.error_code}")
+
+
+# ----------------------------------------------------------------------------- the producer
+
+
+class _Producer:
+    """Produces ``rate`` records per second to every partition, from ``t0`` on, in ticks;
+    remembers the cumulative count per partition at each tick (the lag's "produced")."""
+
+    TICK_S = 0.02
+
+    def __init__(self, bootstrap: str, topics: tuple[tuple[str, int], ...], rate: float) -> None:
+        from confluent_kafka import Producer
+
+        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5,
+                                  "acks": 1, "enable.idempotence": False,
+                                  "log_level": 2})
+        self.parts = [(n, p) for n, count in topics for p in range(count)]
+        self.rate = rate
+        self.produced: dict[str, list[tuple[float, int]]] = {
+            f"{n}-{p}": [] for n, p in self.parts}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="lab-producer", daemon=True)
+        self.t0 = 0.0
+
+    def start(self, t0: float) -> None:
+        self.t0 = t0
+        self.thread.start()
+
+    def _run(self) -> None:
+        counts = dict.fromkeys(self.produced, 0)
+        payload = b"x" * 16
+        while not self.stop.is_set():
+            now = time.time()
+            due = int((now - self.t0) * self.rate)
+            for n, p in self.parts:
+                key = f"{n}-{p}"
+                while counts[key] < due:
+                    try:
+                        self.producer.produce(n, payload, partition=p)
+                    except BufferError:
+                        self.producer.poll(0.05)
+                        continue
+                    counts[key] += 1
+                self.produced[key].append((now, counts[key]))
+            self.producer.poll(0)
+            self.stop.wait(self.TICK_S)
+        self.producer.flush(10)
+
+
+# ----------------------------------------------------------------------------- members
+
+
+@dataclass
+class _Proc:
+    name: str
+    proc: subprocess.Popen[str]
+    started: float | None = None
+    stopped: float | None = None
+    hard: bool = False
+    stdout_lines: list[dict[str, Any]] = field(default_factory=list)
+    reader: threading.Thread | None = None
+
+
+class _Members:
+    """The member processes of one run, by name (a restart replaces the process)."""
+
+    def __init__(self, run: _RunContext) -> None:
+        self.run = run
+        self.live: dict[str, _Proc] = {}
+        self.pending: dict[str, _Proc] = {}  # started ahead, waiting for go
+        self.done: list[_Proc] = []
+
+    def prepare(self, name: str) -> None:
+        if name in self.pending:
+            return
+        self.pending[name] = self.run.spawn(name)
+
+    def go(self, name: str) -> None:
+        self.prepare(name)
+        p = self.pending.pop(name)
+        assert p.proc.stdin is not None
+        p.proc.stdin.write("go\n")
+        p.proc.stdin.flush()
+        p.started = time.time()
+        self.live[name] = p
+
+    def stop(self, name: str, hard: bool = False) -> None:
+        p = self.live.pop(name, None)
+        if p is None:
+            return
+        p.stopped = time.time()
+        p.hard = hard
+        p.proc.send_signal(signal.SIGKILL if hard else signal.SIGTERM)
+        self.done.append(p)
+
+    def names(self) -> list[str]:
+        return sorted(self.live, key=_member_order)
+
+    def close_all(self, timeout: float = 30.0) -> None:
+        for name in list(self.live):
+            self.stop(name)
+        for p in self.pending.values():
+            with contextlib.suppress(OSError, ValueError):
+                assert p.proc.stdin is not None
+                p.proc.stdin.close()
+            self.done.append(p)
+        self.pending.clear()
+        deadline = time.time() + timeout
+        for p in self.done:
+            try:
+                p.proc.wait(max(deadline - time.time(), 0.1))
+            except subprocess.TimeoutExpired:
+                p.proc.kill()
+                p.proc.wait(10)
+            if p.reader is not None:
+                p.reader.join(5)
+
+
+def _member_order(name: str) -> tuple[int, str]:
+    digits = "".join(ch for ch in name if ch.isdigit())
+    return (int(digits) if digits else 0, name)
+
+
+class _RunContext:
+    def __init__(self, protocol: str, bootstrap: str, sc: Scenario, wl: WireWorkload,
+                 workdir: Path, source_start: float) -> None:
+        self.protocol = protocol
+        self.kind, self.client = WIRE_PROTOCOLS[protocol]
+        self.bootstrap = bootstrap
+        self.sc = sc
+        self.wl = wl
+        self.workdir = workdir
+        self.source_start = source_start
+        self.logs = workdir / "logs"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        (workdir / "offsets").mkdir(exist_ok=True)
+        self.spawned = 0
+
+    def spawn(self, name: str) -> _Proc:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        err = open(self.logs / f"{name}.stderr.log", "a")  # noqa: SIM115 - the child's
+        if self.kind == "consumer":
+            sc, wl = self.sc, self.wl
+            cmd = [*MEMBER, "--bootstrap", self.bootstrap, "--group", sc.group_id,
+                   "--name", name, "--protocol", self.client,
+                   "--topics", ",".join(sc.topics_subscribed()),
+                   "--log", str(self.logs / f"{name}.jsonl"),
+                   "--max-poll-records", str(wl.max_poll_records),
+                   "--processing-ms", str(wl.processing_ms),
+                   "--auto-commit-interval-ms", str(wl.auto_commit_interval_ms),
+                   "--max-poll-interval-ms", str(sc.rebalance_timeout_ms),
+                   "--session-timeout-ms", str(sc.session_timeout_ms),
+                   "--heartbeat-interval-ms", str(sc.heartbeat_interval_ms), "--wait-go"]
+            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                    stderr=err, text=True, env=env)
+            err.close()
+            return _Proc(name, proc)
+        self.spawned += 1
+        cmd = [*GROUPCOORD_AFTER_GO, "connect", "worker", "--bootstrap-server", self.bootstrap,
+               "--group", self.sc.group_id, "--client-id", name,
+               "--scheduled-rebalance-max-delay-ms", str(self.sc.max_delay_ms),
+               "--rebalance-timeout-ms", str(self.sc.rebalance_timeout_ms),
+               "--output", str(self.workdir / "connect.jsonl")]
+        if self.client.startswith("connect"):
+            cmd += ["--protocol", "connect", "--member-id", f"{name}-{self.spawned}",
+                    "--assignor", "eager" if self.client == "connect-eager" else "cooperative"]
+        else:
+            cmd += ["--protocol", self.client,
+                    "--session-timeout-ms", str(self.sc.session_timeout_ms),
+                    "--heartbeat-interval-ms", str(self.sc.heartbeat_interval_ms)]
+        for k, v in connect_task_config(self.wl, self.source_start,
+                                        self.workdir / "offsets").items():
+            cmd += ["--config", f"{k}={v}"]
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=err, text=True, env=env)
+        err.close()
+        p = _Proc(name, proc)
+        p.reader = threading.Thread(target=_read_worker_stdout, args=(p,), daemon=True)
+        p.reader.start()
+        return p
+
+
+def connect_task_config(wl: WireWorkload, source_start: float, offsets: Path) -> dict[str, str]:
+    return {"records.per.s": repr(wl.records_per_s), "processing.ms": repr(wl.processing_ms),
+            "source.start": repr(source_start), "offsets.dir": str(offsets),
+            "offset.flush.interval.ms": str(wl.offset_flush_interval_ms),
+            "task.start.ms": repr(wl.task_start_ms), "task.stop.ms": repr(wl.task_stop_ms)}
+
+
+def _read_worker_stdout(p: _Proc) -> None:
+    """The worker prints ``assigned: a, b`` / ``revoked: ...`` / ``lost: ...`` per callback;
+    stamp each with the time it is read (the worker flushes every line)."""
+    assert p.proc.stdout is not None
+    for line in p.proc.stdout:
+        t = time.time()
+        head, sep, rest = line.rstrip("\n").partition(": ")
+        if sep and head in ("assigned", "revoked", "lost"):
+            items = [s for s in (x.strip() for x in rest.split(",")) if s]
+            event = {"assigned": "assign", "revoked": "revoke", "lost": "lost"}[head]
+            p.stdout_lines.append({"t": t, "e": event, "parts": items})
+        elif line.startswith("worker ") and " left " in line:
+            p.stdout_lines.append({"t": t, "e": "closed"})
+        elif line.startswith("worker ") and " joining " in line:
+            p.stdout_lines.append({"t": t, "e": "joining"})
+
+
+# ----------------------------------------------------------------------------- the timeline
+
+
+def connectors_of(sc: Scenario) -> tuple[tuple[str, int], ...]:
+    """The Connect form of a scenario: its connectors, or a connector with P - 1 tasks per
+    topic of P partitions (the inverse of ``connectors_as_topics``)."""
+    if sc.connectors:
+        return sc.connectors
+    return tuple((n, max(p - 1, 1)) for n, p in sc.topics)
+
+
+def check_playable(sc: Scenario) -> None:
+    """WireError naming what of ``sc`` the wire cannot play."""
+    _actions(sc)
+
+
+def _actions(sc: Scenario) -> tuple[list[tuple[float, str, str, bool]], list[Window]]:
+    """(time s, action, member, hard) in time order, with the disturbance windows. Actions:
+    ``go`` (start a member), ``stop``."""
+    if sc.static:
+        raise WireError("static membership (group.static) is not played on the wire")
+    if sc.regex is not None:
+        raise WireError("regex subscriptions (group.regex) are not played on the wire")
+    if sc.faults != NO_FAULTS:
+        raise WireError("network faults ([network]) are not played on the wire")
+    acts: list[tuple[float, str, str, bool]] = []
+    windows: list[Window] = []
+    names = [f"c{i}" for i in range(1, sc.members + 1)]
+    for i, n in enumerate(names):
+        acts.append((i * sc.join_stagger_ms / 1000, "go", n, False))
+    live = list(names)
+    created = sc.members
+    windows.append(Window("initial-join", 0.0, max(sc.members - 1, 0) * sc.join_stagger_ms
+                          / 1000))
+    for e in sorted(sc.events, key=lambda e: e.at_ms):
+        if e.kind not in SUPPORTED_EVENTS:
+            raise WireError(f"event kind {e.kind!r} is not played on the wire (supported: "
+                            f"{', '.join(SUPPORTED_EVENTS)})")
+        at = e.at_ms / 1000
+        windows.append(Window(e.kind, at, at + e.settle_ms(len(live)) / 1000))
+        if e.kind in ("bounce", "rolling-bounce"):
+            order = [str(e["member"])] if e.kind == "bounce" else sorted(live, key=_member_order)
+            step = 0.0 if e.kind == "bounce" else int(e["interval_ms"]) / 1000
+            for i, n in enumerate(order):
+                acts.append((at + i * step, "stop", n, bool(e["hard"])))
+                acts.append((at + i * step + int(e["down_ms"]) / 1000, "go", n, False))
+        elif e.kind == "scale-out":
+            for _ in range(int(e["count"])):
+                created += 1
+                live.append(f"c{created}")
+                acts.append((at, "go", f"c{created}", False))
+        elif e.kind == "scale-in":
+            for n in sorted(live, key=_member_order)[-int(e["count"]):]:
+                live.remove(n)
+                acts.append((at, "stop", n, False))
+        else:  # leave, crash
+            n = str(e["member"])
+            if n in live:
+                live.remove(n)
+            acts.append((at, "stop", n, e.kind == "crash"))
+    acts.sort(key=lambda a: (a[0], a[1] != "stop"))
+    return acts, windows
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
+             extra_server_config: dict[str, str] | None = None, tail_s: float = 5.0,
+             converge_timeout_s: float = 120.0, keep_dir: Path | None = None,
+             progress: Any = None) -> WireRun:
+    """Play ``sc`` on the wire with ``protocol``'s real clients (see the module doc)."""
+    if protocol not in WIRE_PROTOCOLS:
+        raise WireError(f"protocol {protocol!r} has no wire client (known: "
+                        f"{', '.join(WIRE_PROTOCOLS)})")
+    kind = WIRE_PROTOCOLS[protocol][0]
+    if kind == "consumer":
+        try:
+            import confluent_kafka  # noqa: F401 - fail before starting anything
+        except ImportError:
+            raise RuntimeError("the consumer protocols need confluent-kafka on the wire "
+                               "(pip install 'groupcoord[lab]')") from None
+    acts, windows = _actions(sc)
+    configs = server_configs(sc, extra_server_config or {})
+    workdir = Path(tempfile.mkdtemp(prefix="gc-calibrate-")) if keep_dir is None else keep_dir
+    workdir.mkdir(parents=True, exist_ok=True)
+    server = start_server(workdir, configs)
+    members: _Members | None = None
+    producer: _Producer | None = None
+    try:
+        if kind == "consumer":
+            create_topics(server.bootstrap, sc.topics)
+        else:
+            _create_connectors(server.bootstrap, sc, protocol, workdir)
+        t0 = time.time() + PRESTART_S
+        ctx = _RunContext(protocol, server.bootstrap, sc, wl, workdir, t0)
+        members = _Members(ctx)
+        if kind == "consumer":
+            producer = _Producer(server.bootstrap, sc.topics, wl.records_per_s)
+        for a in acts:  # the first members start ahead, like every later one
+            if a[0] <= 0 and a[1] == "go":
+                members.prepare(a[2])
+        time.sleep(max(t0 - time.time(), 0))
+        if producer is not None:
+            producer.start(t0)
+        prepared: set[int] = set()
+        for i, (at, action, name, hard) in enumerate(acts):
+            while True:  # start every process due within PRESTART_S, then wait a little
+                now = time.time()
+                for j in range(i, len(acts)):
+                    if acts[j][1] == "go" and j not in prepared and \
+                            t0 + acts[j][0] - PRESTART_S <= now:
+                        prepared.add(j)
+                        members.prepare(acts[j][2])
+                if now >= t0 + at:
+                    break
+                time.sleep(min(t0 + at - now, 0.05))
+            if progress is not None:
+                progress(f"{protocol}: t={time.time() - t0:6.1f} s {action} {name}")
+            if action == "go":
+                members.go(name)
+            else:
+                members.stop(name, hard)
+        last = max((w.settle_s for w in windows), default=0.0)
+        _sleep_until(t0 + last)
+        deadline = time.time() + converge_timeout_s
+        from groupcoord.lab.wire_metrics import converged_now
+
+        while time.time() < deadline:
+            snapshot = _collect(ctx, members, producer, t0, time.time(), windows)
+            if converged_now(snapshot):
+                break
+            time.sleep(0.5)
+        time.sleep(tail_s)
+        end = time.time()
+        members.close_all()
+        if producer is not None:
+            producer.stop.set()
+            producer.thread.join(15)
+        run = _collect(ctx, members, producer, t0, end, windows)
+        run.server_config = configs
+        run.workdir = str(workdir)
+        return run
+    finally:
+        if members is not None:
+            members.close_all()
+        if producer is not None:
+            producer.stop.set()
+        server.stop()
+        if keep_dir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _sleep_until(t: float) -> None:
+    while (d := t - time.time()) > 0:
+        time.sleep(min(d, 0.5))
+
+
+def _create_connectors(bootstrap: str, sc: Scenario, protocol: str, workdir: Path) -> list[str]:
+    group = sc.group_id if protocol.startswith("connect:") else f"{sc.group_id}-configs"
+    resources: list[str] = []
+    for name, tasks in connectors_of(sc):
+        out = subprocess.run([*GROUPCOORD, "connect", "connectors", "create", name, "--tasks",
+                              str(tasks), "--group", group, "--bootstrap-server", bootstrap],
+                             capture_output=True, text=True, timeout=60)
+        if out.returncode != 0:
+            raise RuntimeError(f"cannot create connector {name}: {out.stderr.strip()}")
+        resources += [name, *(f"{name}-{i}" for i in range(tasks))]
+    return resources
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    with contextlib.suppress(FileNotFoundError), open(path, encoding="utf-8") as f:
+        for line in f:
+            with contextlib.suppress(json.JSONDecodeError):
+                out.append(json.loads(line))
+    return out
+
+
+def _collect(ctx: _RunContext, members: _Members, producer: _Producer | None, t0: float,
+             end: float, windows: list[Window]) -> WireRun:
+    procs = [*members.done, *members.live.values()]
+    lifetimes: dict[str, list[tuple[float, float | None]]] = {}
+    killed: dict[str, list[float]] = {}
+    for p in procs:
+        if p.started is not None:
+            lifetimes.setdefault(p.name, []).append((p.started, p.stopped))
+            if p.hard and p.stopped is not None:
+                killed.setdefault(p.name, []).append(p.stopped)
+    logs: dict[str, list[dict[str, Any]]] = {}
+    if ctx.kind == "consumer":
+        for name in lifetimes:
+            logs[name] = _read_jsonl(ctx.logs / f"{name}.jsonl")
+        produced = {k: list(v) for k, v in producer.produced.items()} if producer else {}
+        resources = [f"{n}-{p}" for n, c in ctx.sc.topics for p in range(c)]
+        groups = [[f"{n}-{p}" for p in range(c)] for n, c in ctx.sc.topics]
+    else:
+        for p in procs:
+            logs.setdefault(p.name, []).extend(list(p.stdout_lines))
+        # the demo's output: worker = member id; map it to the process name by client id
+        records = _read_jsonl(ctx.workdir / "connect.jsonl")
+        by_worker = _worker_names(records, lifetimes)
+        for r in records:
+            if r.get("event") == "record":
+                name = by_worker.get(str(r.get("worker")), str(r.get("worker")))
+                logs.setdefault(name, []).append({"t": r["t"], "e": "rec", "tp": r["item"],
+                                                  "o": r["count"]})
+            elif r.get("event") in ("start", "stop") and "-" in str(r.get("item")):
+                name = by_worker.get(str(r.get("worker")), str(r.get("worker")))
+                logs.setdefault(name, []).append({"t": r["t"], "e": f"task-{r['event']}",
+                                                  "tp": r["item"]})
+        resources = [f"{n}-{i}" for n, c in connectors_of(ctx.sc) for i in range(c)]
+        groups = [[n for n, _ in connectors_of(ctx.sc)], resources]
+        produced = {}
+        for name, lines in logs.items():  # a worker's process starts owning nothing
+            lines.extend({"t": s, "e": "start"} for s, _ in lifetimes.get(name, ()))
+    for name, ts in killed.items():  # a killed process owns nothing from then on
+        logs.setdefault(name, []).extend({"t": t, "e": "closed"} for t in ts)
+    for v in logs.values():
+        v.sort(key=lambda d: d["t"])
+    return WireRun(ctx.protocol, ctx.kind, t0, end, windows, produced, logs, lifetimes,
+                   resources, groups, ctx.wl.records_per_s, ctx.source_start, ctx.wl.processing_ms)
+
+
+def _worker_names(records: list[dict[str, Any]], lifetimes: dict[str, list[tuple[float, float | None]]]
+                  ) -> dict[str, str]:
+    """Demo lines name the worker by member id: the classic worker's ids are ``CLIENT_ID-N``,
+    the new protocol's are random; map ids that start with a member's name to it, and others
+    by the process alive at the line's time (best effort)."""
+    out: dict[str, str] = {}
+    names = sorted(lifetimes, key=lambda n: -len(n))
+    for r in records:
+        w = str(r.get("worker"))
+        if w in out:
+            continue
+        for n in names:
+            if w == n or w.startswith(f"{n}-"):
+                out[w] = n
+                break
+    return out
+
+
+def iter_records(run: WireRun) -> Iterator[tuple[float, str, str, int]]:
+    """(t, member, resource, offset) of every record processed."""
+    for name, events in run.logs.items():
+        for d in events:
+            if d["e"] == "rec":
+                tp = d["tp"] if "p" not in d else f"{d['tp']}-{d['p']}"
+                yield float(d["t"]), name, tp, int(d["o"])
+
+
+__all__ = [
+    "WIRE_PROTOCOLS",
+    "Window",
+    "WireError",
+    "WireRun",
+    "WireWorkload",
+    "iter_records",
+    "run_wire",
+]

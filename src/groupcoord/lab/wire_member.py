@@ -1,0 +1,189 @@
+"""One consumer of the lab's calibration on the wire: a confluent-kafka (librdkafka) consumer
+in its own process that polls, "processes" each record by sleeping, and logs what it did.
+
+``python -m groupcoord.lab.wire_member --bootstrap HOST:PORT --group G --name c1 --protocol
+eager|cooperative|consumer --topics foo,bar --log FILE [--max-poll-records N] [--processing-ms
+X] [--auto-commit-interval-ms MS] [--max-poll-interval-ms MS] [--session-timeout-ms MS]
+[--heartbeat-interval-ms MS] [--wait-go]``
+
+The poll loop is the Java client's as ``lab calibrate`` models it: ``consume(max.poll.records)``
+returns a batch, each record takes ``processing_ms`` (a sleep, which releases the GIL, so
+librdkafka's threads keep heartbeating), then the next poll. Rebalance callbacks run inside the
+poll (librdkafka queues them for the application, as the Java client runs them in ``poll()``):
+
+- ``eager``: classic protocol, ``partition.assignment.strategy=range`` (everything revoked
+  before the JoinGroup);
+- ``cooperative``: classic protocol, ``cooperative-sticky`` (KIP-429);
+- ``consumer``: ``group.protocol=consumer`` (KIP-848; the server's assignor).
+
+Commits as the Java client does them with auto-commit: an offset is *stored* once its record is
+processed (``enable.auto.offset.store=false`` + ``store_offsets``: librdkafka's own default
+stores it when the record is handed out, before processing), stored offsets are committed every
+``auto.commit.interval.ms`` and synchronously in the revocation callback (the Java client's
+commit in ``onJoinPrepare`` / before revoking). With ``--auto-commit-interval-ms 0`` only the
+revocation commit happens.
+
+SIGTERM stops the loop after the record in hand and closes the consumer (revocation callback,
+commit, leave). A member whose parent (the harness) dies exits at once. ``--wait-go`` makes
+the process import and parse first, then wait for a line ``go`` on stdin before it creates the
+consumer: the harness starts processes ahead of their scheduled time so Python's start-up
+does not delay a restart.
+
+The log (JSON lines, appended, line-buffered) has one line per record processed
+``{"t": end time, "e": "rec", "tp": topic, "p": partition, "o": offset}`` and one per
+callback ``{"t", "e": "assign"|"revoke"|"lost", "parts": [[topic, partition], ...]}``, plus
+``start`` (consumer created), ``closing`` (SIGTERM heard) and ``closed``. Times are wall-clock
+seconds (``time.time()``), the clock the harness and the producer share.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from typing import IO, Any
+
+PROTOCOLS = ("eager", "cooperative", "consumer")
+
+
+def consumer_config(ns: argparse.Namespace) -> dict[str, Any]:
+    conf: dict[str, Any] = {
+        "bootstrap.servers": ns.bootstrap,
+        "group.id": ns.group,
+        "client.id": ns.name,
+        "auto.offset.reset": "earliest",
+        "enable.auto.offset.store": False,
+        "enable.auto.commit": ns.auto_commit_interval_ms > 0,
+        "max.poll.interval.ms": ns.max_poll_interval_ms,
+        "fetch.wait.max.ms": 50,
+        "topic.metadata.refresh.interval.ms": 5000,
+        "reconnect.backoff.ms": 50,
+        "reconnect.backoff.max.ms": 500,
+        "retry.backoff.ms": 50,
+    }
+    if ns.auto_commit_interval_ms > 0:
+        conf["auto.commit.interval.ms"] = ns.auto_commit_interval_ms
+    if ns.protocol == "consumer":
+        conf["group.protocol"] = "consumer"
+    else:
+        conf["group.protocol"] = "classic"
+        conf["partition.assignment.strategy"] = ("range" if ns.protocol == "eager"
+                                                 else "cooperative-sticky")
+        conf["session.timeout.ms"] = ns.session_timeout_ms
+        conf["heartbeat.interval.ms"] = ns.heartbeat_interval_ms
+    return conf
+
+
+class Member:
+    def __init__(self, ns: argparse.Namespace, out: IO[str]) -> None:
+        self.ns = ns
+        self.out = out
+        self.stop = False
+        self.consumer: Any = None
+
+    def log(self, event: str, **kw: Any) -> None:
+        self.out.write(json.dumps({"t": time.time(), "e": event, **kw}) + "\n")
+
+    def _parts(self, partitions: list[Any]) -> list[list[Any]]:
+        return [[p.topic, p.partition] for p in partitions]
+
+    def on_assign(self, consumer: Any, partitions: list[Any]) -> None:
+        self.log("assign", parts=self._parts(partitions))
+
+    def on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
+        self._commit()
+        self.log("revoke", parts=self._parts(partitions))
+
+    def on_lost(self, consumer: Any, partitions: list[Any]) -> None:
+        self.log("lost", parts=self._parts(partitions))
+
+    def _commit(self) -> None:
+        from confluent_kafka import KafkaException
+
+        # nothing stored to commit (_NO_OFFSET), or the group moved on: nothing to do
+        with contextlib.suppress(KafkaException):
+            self.consumer.commit(asynchronous=False)
+
+    def run(self) -> int:
+        from confluent_kafka import Consumer
+
+        self.consumer = Consumer(consumer_config(self.ns))
+        self.log("start")
+        self.consumer.subscribe(self.ns.topics.split(","), on_assign=self.on_assign,
+                                on_revoke=self.on_revoke, on_lost=self.on_lost)
+        processing_s = self.ns.processing_ms / 1000
+        while not self.stop:
+            batch = self.consumer.consume(self.ns.max_poll_records, timeout=0.1)
+            for m in batch:
+                if self.stop:
+                    break
+                if m.error() is not None:
+                    self.log("error", error=str(m.error()))
+                    continue
+                if processing_s:
+                    time.sleep(processing_s)
+                self.log("rec", tp=m.topic(), p=m.partition(), o=m.offset())
+                self.consumer.store_offsets(message=m)
+        self.log("closing")
+        self.consumer.close()
+        self.log("closed")
+        return 0
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m groupcoord.lab.wire_member")
+    p.add_argument("--bootstrap", required=True)
+    p.add_argument("--group", required=True)
+    p.add_argument("--name", required=True)
+    p.add_argument("--protocol", choices=PROTOCOLS, required=True)
+    p.add_argument("--topics", required=True, help="comma-separated")
+    p.add_argument("--log", required=True)
+    p.add_argument("--max-poll-records", type=int, default=500)
+    p.add_argument("--processing-ms", type=float, default=0.0)
+    p.add_argument("--auto-commit-interval-ms", type=int, default=5000)
+    p.add_argument("--max-poll-interval-ms", type=int, default=300_000)
+    p.add_argument("--session-timeout-ms", type=int, default=45_000)
+    p.add_argument("--heartbeat-interval-ms", type=int, default=3_000)
+    p.add_argument("--wait-go", action="store_true")
+    return p.parse_args(argv)
+
+
+def _exit_with_parent() -> None:
+    """A member whose harness died exits too (no orphan consumers in a group)."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(3)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ns = parse_args(argv)
+    _exit_with_parent()
+    if ns.wait_go:
+        import confluent_kafka  # noqa: F401 - pay the import before the go
+
+        line = sys.stdin.readline()
+        if line.strip() != "go":
+            return 0  # the harness gave up on this member
+    with open(ns.log, "a", buffering=1, encoding="utf-8") as out:
+        member = Member(ns, out)
+
+        def _stop(signum: int, frame: Any) -> None:
+            member.stop = True
+
+        signal.signal(signal.SIGTERM, _stop)
+        signal.signal(signal.SIGINT, _stop)
+        return member.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

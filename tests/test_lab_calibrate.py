@@ -1,0 +1,293 @@
+"""``groupcoord lab calibrate``: the lab's metrics from real clients' logs, the comparison with
+the simulator, bad parameters, and one small real-client calibration end to end.
+
+The metric tests build a :class:`WireRun` by hand (logs of callbacks and records, a producer's
+counts), so each definition is checked on a case whose answer is known. The end-to-end test
+runs ``groupcoord serve`` and librdkafka consumers in their own processes: it asserts that the
+comparison ran and that what was measured is sane, and that the 2x check is reported; it does
+not assert the figures (they depend on the machine's load).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from groupcoord.lab.calibrate import CHECKED, compare, split_rolling_bounces, summarize, within_2x
+from groupcoord.lab.wire import Window, WireRun
+from groupcoord.lab.wire_metrics import convergence, steady_lag, window_metrics
+from groupcoord.sim.scenario import Scenario
+
+#: Whether the simulator's members do work (``sim.workload``): the lag metrics are simulated.
+WORK_MODEL = "workload" in {f.name for f in fields(Scenario)}
+
+GROUPCOORD = [sys.executable, "-c", "import sys; from groupcoord.cli import main; sys.exit(main())"]
+
+T0 = 1_000.0
+
+
+def _run(logs: dict[str, list[dict[str, Any]]], *, end: float = 20.0,
+         windows: list[Window] | None = None, rate: float = 10.0,
+         lifetimes: dict[str, list[tuple[float, float | None]]] | None = None,
+         resources: tuple[str, ...] = ("foo-0", "foo-1"),
+         groups: list[list[str]] | None = None) -> WireRun:
+    """Two partitions produced at ``rate`` records/s each from T0, in 0.1 s steps."""
+    produced = {r: [(T0 + k / 10, int(k / 10 * rate)) for k in range(int(end * 10) + 1)]
+                for r in resources}
+    for v in logs.values():
+        v.sort(key=lambda d: d["t"])
+    return WireRun("classic:eager", "consumer", T0, T0 + end,
+                   windows or [Window("initial-join", 0.0, 0.0), Window("bounce", 10.0, 12.0)],
+                   produced, logs, lifetimes or {n: [(T0, None)] for n in logs},
+                   list(resources), groups or [list(resources)], rate, T0, 10.0)
+
+
+def _recs(member: str, tp: str, first: int, last: int, start: float, step: float
+          ) -> list[dict[str, Any]]:
+    topic, _, p = tp.rpartition("-")
+    return [{"t": T0 + start + i * step, "e": "rec", "tp": topic, "p": int(p), "o": o}
+            for i, o in enumerate(range(first, last + 1))]
+
+
+def test_convergence_is_when_every_partition_has_one_live_owner_after_the_disturbance() -> None:
+    logs = {
+        "c1": [{"t": T0 + 1.0, "e": "assign", "parts": [["foo", 0]]},
+               {"t": T0 + 10.5, "e": "revoke", "parts": [["foo", 0]]},
+               {"t": T0 + 13.0, "e": "assign", "parts": [["foo", 0]]}],
+        "c2": [{"t": T0 + 1.2, "e": "assign", "parts": [["foo", 1]]}],
+    }
+    run = _run(logs)
+    conv = convergence(run)
+    assert conv[0] == pytest.approx(T0 + 1.2)  # initial join: the second member's assignment
+    assert conv[1] == pytest.approx(T0 + 13.0)  # foo-0 unowned from 10.5 to 13
+    rows = window_metrics(run)
+    assert rows[1]["time_to_converge_ms"] == 3000
+    assert rows[1]["converged"] is True
+
+
+def test_a_window_already_converged_closes_when_the_disturbance_ends() -> None:
+    logs = {"c1": [{"t": T0 + 1.0, "e": "assign", "parts": [["foo", 0], ["foo", 1]]}]}
+    run = _run(logs, resources=("foo-0", "foo-1"))
+    assert convergence(run)[1] == pytest.approx(T0 + 12.0)  # settle at 12 s
+
+
+def test_a_member_alive_but_not_yet_assigned_keeps_the_group_unconverged() -> None:
+    logs = {
+        "c1": [{"t": T0 + 1.0, "e": "assign", "parts": [["foo", 0], ["foo", 1]]},
+               {"t": T0 + 14.0, "e": "revoke", "parts": [["foo", 1]]}],
+        "c2": [{"t": T0 + 12.0, "e": "start"},
+               {"t": T0 + 15.0, "e": "assign", "parts": [["foo", 1]]}],
+    }
+    run = _run(logs, lifetimes={"c1": [(T0, None)], "c2": [(T0 + 12.0, None)]})
+    assert convergence(run)[1] == pytest.approx(T0 + 15.0)
+
+
+def test_a_sticky_assignment_balanced_in_total_but_not_per_topic_is_converged() -> None:
+    # cooperative-sticky keeps each member's partitions: c1 has all of foo, c2 all of bar
+    logs = {"c1": [{"t": T0 + 1.0, "e": "assign", "parts": [["foo", 0], ["foo", 1]]}],
+            "c2": [{"t": T0 + 1.5, "e": "assign", "parts": [["bar", 0], ["bar", 1]]}]}
+    run = _run(logs, resources=("foo-0", "foo-1", "bar-0", "bar-1"),
+               groups=[["foo-0", "foo-1"], ["bar-0", "bar-1"]])
+    assert convergence(run)[0] == pytest.approx(T0 + 1.5)
+    # but a member with less than its share of the total is not converged
+    logs = {"c1": [{"t": T0 + 1.0, "e": "assign", "parts": [["foo", 0], ["foo", 1],
+                                                             ["bar", 0]]}],
+            "c2": [{"t": T0 + 1.5, "e": "assign", "parts": [["bar", 1]]}]}
+    run = _run(logs, resources=("foo-0", "foo-1", "bar-0", "bar-1"),
+               groups=[["foo-0", "foo-1"], ["bar-0", "bar-1"]])
+    assert convergence(run) == [None, None]
+
+
+def test_lag_counts_produced_minus_distinct_processed_and_reprocessing_is_counted() -> None:
+    # foo-0: 10 records/s, processed in time up to 10 s, then nothing until 11 s, when the
+    # backlog (records 100..109) is processed at once, and records 95..99 a second time; then
+    # nothing again until the window closes at 12 s (c1 owned everything all along).
+    recs = (_recs("c1", "foo-0", 0, 99, 0.1, 0.1) + _recs("c1", "foo-0", 95, 109, 11.0, 0.001)
+            + _recs("c1", "foo-1", 0, 199, 0.1, 0.1))
+    logs = {"c1": [{"t": T0 + 0.05, "e": "assign", "parts": [["foo", 0], ["foo", 1]]},
+                   *recs]}
+    run = _run(logs, end=20.0)
+    rows = window_metrics(run)
+    bounce = rows[1]
+    assert bounce["records_reprocessed"] == 5
+    # foo-0's lag grows from ~0 at 10 s to ~10 at 11 s, drops to 0, grows to ~10 at 12 s:
+    # peak ~10, about 2 x 5 record-s
+    assert 9 <= bounce["lag_peak"] <= 11
+    assert 8 <= bounce["lag_record_s"] <= 12
+    assert 15 + 20 <= bounce["records_processed"] <= 15 + 22  # (floating-point edges at 10 s)
+    # nobody else idle: c1 was busy with foo-1 all along, so no stall, but foo-0 was owned
+    # by an active member: not paused either (activity is per member)
+    assert bounce["stall_ms"] == 0
+
+
+def test_stall_is_time_with_lag_and_no_active_member() -> None:
+    recs = _recs("c1", "foo-0", 0, 99, 0.1, 0.1) + _recs("c1", "foo-0", 100, 149, 14.0, 0.01)
+    logs = {"c1": [{"t": T0 + 0.05, "e": "assign", "parts": [["foo", 0]]}, *recs]}
+    run = _run(logs, end=20.0, resources=("foo-0",))
+    bounce = window_metrics(run)[1]
+    # last record at 10.0 s, active until 10.25 s; lag > 0 from ~10.1 s; the window closes
+    # when the disturbance is over (12 s: the group was converged all along): stalled ~1.75 s,
+    # foo-0 owned and paused as long
+    assert 1650 <= bounce["stall_ms"] <= 1850
+    assert 1.65 <= bounce["paused_partition_s"] <= 1.85
+
+
+def test_steady_lag_is_the_median_of_the_stable_period() -> None:
+    recs = _recs("c1", "foo-0", 0, 299, 0.15, 0.1)  # every record 50 ms after its production
+    logs = {"c1": [{"t": T0 + 0.05, "e": "assign", "parts": [["foo", 0]]}, *recs]}
+    run = _run(logs, end=30.0, resources=("foo-0",),
+               windows=[Window("initial-join", 0.0, 0.0), Window("bounce", 25.0, 25.0)])
+    assert steady_lag(run) in (0.0, 1.0)
+
+
+def test_within_2x_and_its_floor() -> None:
+    assert within_2x("lag_peak", 100, 199)
+    assert not within_2x("lag_peak", 100, 201)
+    assert within_2x("lag_peak", 0, 40)  # both below the floor
+    assert not within_2x("lag_peak", 0, 400)
+    assert within_2x("time_to_converge_ms", 2000, 1000)
+    assert within_2x("lag_peak", None, 5) is None
+
+
+def test_compare_leaves_out_the_initial_join_and_reports_every_checked_metric() -> None:
+    sim = [{"disturbance": "initial-join", "at_ms": 0, "settled_ms": 0,
+            "time_to_converge_ms": 100},
+           {"disturbance": "bounce", "at_ms": 10_000, "settled_ms": 12_000,
+            "time_to_converge_ms": 3_000, "lag_peak": 100, "lag_record_s": 150.0,
+            "records_processed": 10}]
+    wire = [dict(sim[0]), {"disturbance": "bounce", "at_ms": 10_000, "settled_ms": 12_000,
+                           "time_to_converge_ms": 5_000, "lag_peak": 300,
+                           "lag_record_s": 400.0, "records_processed": 12}]
+    [c] = compare("classic:eager", sim, wire, steady=10.0)
+    rows = {r["metric"]: r for r in c.rows}
+    assert set(CHECKED) <= set(rows)
+    assert rows["converge_after_ms"]["simulated"] == 1_000
+    assert rows["converge_after_ms"]["measured"] == 3_000
+    assert rows["converge_after_ms"]["within_2x"] is False
+    assert rows["time_to_converge_ms"]["within_2x"] is True
+    assert rows["lag_peak"]["within_2x"] is False
+    # 400 record-s measured minus 10 records in flight x 5 s = 350: beyond 2 x 150
+    assert rows["lag_record_s"]["compared"] == pytest.approx(350.0)
+    assert rows["lag_record_s"]["within_2x"] is False
+    assert rows["records_processed"]["within_2x"] is None
+    assert not c.checked_ok
+
+
+def test_summary_is_the_mean_over_windows_and_the_worst_lag_peak() -> None:
+    def window(at: int, ttc: int, peak: int) -> dict[str, Any]:
+        return {"disturbance": "bounce", "at_ms": at, "settled_ms": at + 3_000,
+                "time_to_converge_ms": ttc, "lag_peak": peak, "lag_record_s": 100.0}
+
+    initial = {**window(0, 0, 0), "disturbance": "initial-join", "settled_ms": 0}
+    sim = [initial, window(30_000, 8_000, 100), window(45_000, 3_256, 40)]
+    wire = [initial, window(30_000, 8_000, 120), window(45_000, 13_000, 60)]
+    comps = compare("consumer:uniform", sim, wire, steady=0.0)
+    assert [c.rows[1]["within_2x"] for c in comps] == [True, False]  # converge_after_ms
+    summary = summarize("consumer:uniform", comps)
+    assert summary is not None and summary.disturbance == "bounce x2"
+    rows = {r["metric"]: r for r in summary.rows}
+    assert rows["converge_after_ms"]["simulated"] == pytest.approx((5_000 + 256) / 2)
+    assert rows["converge_after_ms"]["measured"] == pytest.approx((5_000 + 10_000) / 2)
+    assert rows["lag_peak"]["simulated"] == 100 and rows["lag_peak"]["measured"] == 120
+    assert rows["records_processed"]["simulated"] is None  # missing in the windows
+
+
+def test_a_rolling_bounce_is_compared_as_its_bounces() -> None:
+    from groupcoord.sim.scenario import load_scenario
+
+    sc = load_scenario("rolling-bounce", 0)
+    split = split_rolling_bounces(sc)
+    [rb] = sc.events
+    assert [(e.at_ms, e.kind, e["member"], e["down_ms"]) for e in split.events] == [
+        (rb.at_ms + i * rb["interval_ms"], "bounce", f"c{i + 1}", rb["down_ms"])
+        for i in range(sc.members)]
+
+
+@pytest.mark.parametrize(("args", "field"), [
+    (["--workload", "processing_ms=-1"], "processing_ms"),
+    (["--workload", "bogus=1"], "bogus"),
+    (["--workload", "records_per_s=x"], "records_per_s"),
+    (["--workload", "max_poll_records=0"], "max_poll_records"),
+    (["--protocol", "classic:nope"], "classic:nope"),
+    (["--size", "0"], "size"),
+    (["--heartbeat-interval-ms", "0"], "heartbeat-interval-ms"),
+    (["--scenario", "coordinator-failover"], "coordinator-failover"),
+    (["--scenario", "static-bounce"], "static"),
+    (["--server-config", "nokey"], "--server-config"),
+])
+def test_bad_parameters_exit_2_naming_the_field(args: list[str], field: str) -> None:
+    out = subprocess.run([*GROUPCOORD, "lab", "calibrate", *args], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 2, out.stderr
+    assert field in out.stderr
+    assert "Traceback" not in out.stderr
+    assert out.stderr.count("\n") == 1
+
+
+SMALL = """
+name = "calibrate-small"
+description = "Three members on foo (6 partitions); c2 bounces."
+[group]
+members = 3
+topics = { foo = 6 }
+[[events]]
+at_ms = 9000
+kind = "bounce"
+member = "c2"
+down_ms = 1500
+"""
+
+
+def test_real_clients_calibration_on_a_small_case(tmp_path: Path) -> None:
+    pytest.importorskip("confluent_kafka")
+    scenario = tmp_path / "small.toml"
+    scenario.write_text(SMALL)
+    out = subprocess.run(
+        [*GROUPCOORD, "lab", "calibrate", "--scenario", str(scenario), "--protocol",
+         "classic:eager", "--protocol", "consumer:uniform", "--heartbeat-interval-ms", "1000",
+         "--session-timeout-ms", "10000", "--workload", "records_per_s=10",
+         "--workload", "processing_ms=5", "--tail-s", "1", "--json", "--quiet"],
+        capture_output=True, text=True, timeout=230)
+    assert out.returncode == 0, out.stderr[-3000:]
+    data = json.loads(out.stdout)
+    assert [r["protocol"] for r in data["results"]] == ["classic:eager", "consumer:uniform"]
+    for r in data["results"]:
+        assert r["error"] is None
+        assert isinstance(r["summary"]["checked_within_2x"], bool)
+        [window] = r["windows"]
+        assert window["disturbance"] == "bounce"
+        rows = {row["metric"]: row for row in window["rows"]}
+        for metric in CHECKED:
+            assert rows[metric]["measured"] is not None, metric
+            if metric in ("lag_peak", "lag_record_s") and not WORK_MODEL:
+                assert rows[metric]["simulated"] is None  # idle simulated members
+                continue
+            assert rows[metric]["simulated"] is not None, metric
+            assert isinstance(rows[metric]["within_2x"], bool), metric
+        assert isinstance(window["checked_within_2x"], bool)
+        bounce = r["wire_windows"][1]
+        # sane measurements: the group converged after c2 came back, records were processed
+        # during the window, lag stayed below what the whole window produced
+        assert bounce["converged"] is True
+        assert 1_500 <= bounce["time_to_converge_ms"] <= 60_000
+        assert bounce["records_processed"] > 0
+        produced = 6 * 10 * bounce["time_to_converge_ms"] / 1000
+        assert 0 <= bounce["lag_peak"] <= produced
+        assert bounce["resources_moved"] >= 1
+
+
+def test_a_consumer_protocol_without_confluent_kafka_fails_naming_the_package(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from groupcoord.lab.wire import WireWorkload, run_wire
+    from groupcoord.sim.scenario import parse_scenario
+
+    monkeypatch.setitem(sys.modules, "confluent_kafka", None)  # import raises ImportError
+    sc = parse_scenario({"name": "x", "group": {"members": 1}})
+    with pytest.raises(RuntimeError, match="confluent-kafka"):
+        run_wire(sc, "classic:eager", WireWorkload())
