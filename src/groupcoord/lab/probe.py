@@ -99,8 +99,8 @@ def reason(text: str) -> str:
             return f"[{m.group(1)}] {m.group(2)}"
     python_causes = [ln for ln in lines if _CAUSE.match(ln) and not _WRAPPERS.search(ln)
                      and not ln.startswith(("at ", "java.lang.Thread"))]
-    for ln in python_causes:
-        if "Cannot run program" in ln or "error=" in ln:
+    for ln in python_causes:  # the executor's interpreter did not start
+        if "Cannot run program" in ln:
             return re.sub(r"^\s*(Caused by: )?", "", ln)
     # The last exception line of a Python traceback is its cause.
     py = [ln for ln in python_causes if not ln.startswith(("java.", "org.", "scala.", "py4j."))]
@@ -139,32 +139,33 @@ def check_executors(spark: SparkSession, timeout_s: float = DEFAULT_TIMEOUT_S) -
 
     def run() -> None:
         try:
-            sc.setJobGroup("groupcoord-lab-probe", "can an executor run the simulator?", True)
             result["rows"] = frame.collect()
         except BaseException as e:  # reported on the driver thread below
             result["error"] = e
 
     sc.setLogLevel("OFF")  # the executors' tracebacks of a failing probe are not for the user
-    try:
-        thread = threading.Thread(target=run, name="lab-probe", daemon=True)
-        thread.start()
-        thread.join(timeout_s)
-        if thread.is_alive():
-            sc.cancelJobGroup("groupcoord-lab-probe")
-            thread.join(30)
-            raise ProbeError(
-                f"no executor of {master} ran the probe job within {timeout_s:.0f} s: is a "
-                f"worker registered with the master, with free cores and memory for an "
-                f"executor (spark.executor.memory)? See {DOC}")
-    finally:
-        sc.setLogLevel("WARN")
-        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    thread = threading.Thread(target=run, name="lab-probe", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if thread.is_alive():
+        sc.cancelAllJobs()
+        thread.join(5)
+        raise ProbeError(
+            f"no executor of {master} ran the probe job within {timeout_s:.0f} s: is a "
+            f"worker registered with the master, with free cores and memory for an "
+            f"executor (spark.executor.memory)? See {DOC}")
     if "error" in result:
-        raise ProbeError(f"the executors of {master} cannot run the simulator: "
-                         f"{reason(str(result['error']))}. See {DOC}")
+        why = reason(str(result["error"]))
+        if "Cannot run program" in why:
+            why += (" (the executors' Python: is the archive a virtualenv packed for the nodes' "
+                    "OS and CPU, and does the Python it links to exist there? --python-prefix "
+                    "names where it lives)")
+        raise ProbeError(f"the executors of {master} cannot run the simulator: {why}. "
+                         f"See {DOC}")
     info = json.loads(result["rows"][0]["probe"])
     if info.get("errors"):
         raise ProbeError(_explain(info, master))
+    sc.setLogLevel("WARN")
     return ExecutorInfo(info["python"], info["machine"], info["system"], info["executable"],
                         info.get("groupcoord"))
 

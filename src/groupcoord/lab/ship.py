@@ -95,9 +95,12 @@ class ShippedEnv:
                 "spark.pyspark.python": self.python}
 
     def submit_args(self) -> list[str]:
-        """The same as ``spark-submit`` options."""
+        """The same as ``spark-submit`` options, for a driver in client mode on this machine
+        (spark-submit runs the driver with ``spark.pyspark.python`` unless
+        ``spark.pyspark.driver.python`` says otherwise: this interpreter)."""
         return ["--archives", f"{self.archive}#{ARCHIVE_ALIAS}",
                 "--conf", f"spark.pyspark.python={self.python}",
+                "--conf", f"spark.pyspark.driver.python={sys.executable}",
                 "--py-files", str(self.package_zip)]
 
 
