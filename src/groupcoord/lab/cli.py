@@ -94,7 +94,7 @@ def _session(ns: argparse.Namespace) -> SparkSession:
 
 
 def _run(ns: argparse.Namespace) -> int:
-    from groupcoord.lab.spec import cells, expand, load_spec
+    from groupcoord.lab.spec import cells, expand, load_spec, restrict
 
     source = ns.spec_opt or ns.spec
     if source is None:
@@ -110,6 +110,10 @@ def _run(ns: argparse.Namespace) -> int:
             from dataclasses import replace
 
             spec = replace(spec, events=True)
+        if ns.only_scenario or ns.only_size or ns.only_workload or ns.only_protocol:
+            spec = restrict(spec, scenarios=ns.only_scenario or (), sizes=ns.only_size or (),
+                            workloads=ns.only_workload or (),
+                            protocols=ns.only_protocol or ())
         runs = expand(spec)
     except (SpecError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -258,6 +262,14 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
     run.add_argument("--runs-per-task", type=int, default=None, metavar="N",
                      help="runs per Spark task (default: 4 tasks per core, at most 100 runs)")
     run.add_argument("--dry-run", action="store_true", help="expand the spec and stop")
+    run.add_argument("--scenario", dest="only_scenario", action="append", metavar="NAME",
+                     help="run only this scenario of the spec (repeatable; same seeds)")
+    run.add_argument("--size", dest="only_size", action="append", type=int, metavar="N",
+                     help="run only this size of the spec (repeatable)")
+    run.add_argument("--workload", dest="only_workload", action="append", metavar="NAME",
+                     help="run only this workload of the spec (repeatable)")
+    run.add_argument("--protocol", dest="only_protocol", action="append", metavar="LABEL",
+                     help="run only this protocol of the spec (repeatable)")
     run.add_argument("--keep-session", action="store_true", help=argparse.SUPPRESS)
     run.set_defaults(func=_run)
 
