@@ -28,7 +28,7 @@ from uuid import UUID
 
 from benchmarks._harness import Result, median_ms
 from groupcoord.coordinator.assignors import ASSIGNORS, GroupSpec, MemberSubscription
-from groupcoord.coordinator.messages import ConsumerGroupHeartbeatRequest, TopicPartitions
+from groupcoord.coordinator.modern.consumer.messages import ConsumerGroupHeartbeatRequest, TopicPartitions
 from groupcoord.coordinator.records import (
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataValue,

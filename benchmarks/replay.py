@@ -41,12 +41,10 @@ from typing import Any
 from uuid import UUID
 
 from benchmarks._harness import Result, median_ms
-from groupcoord.coordinator.messages import (
+from groupcoord.coordinator.messages import OffsetCommitPartition, OffsetCommitRequest, OffsetCommitTopic
+from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
-    OffsetCommitPartition,
-    OffsetCommitRequest,
-    OffsetCommitTopic,
     TopicPartitions,
 )
 from groupcoord.coordinator.records import Record

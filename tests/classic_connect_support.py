@@ -20,10 +20,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from groupcoord.client.connect.classic_worker import ClassicConnectWorker, LeaderRound, WorkerState
+from groupcoord.client.connect.config_snapshot import ConfigSnapshot
 from groupcoord.client.connect.listener import DEFER, Connectors, ConnectRebalanceListener, Tasks
-from groupcoord.client.connect.model import ConfigSnapshot, ConnectorsAndTasks
-from groupcoord.coordinator.classic_group import ClassicGroup, ClassicGroupState
+from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupState
 from groupcoord.coordinator.config import CoordinatorConfig
+from groupcoord.protocol.connect_protocol import ConnectorsAndTasks
 
 from .test_classic_support import Call, Harness
 from .test_connect_assignors import kip

@@ -17,13 +17,14 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.client.connect.classic_worker import ClassicConnectWorker, WorkerState
-from groupcoord.client.connect.model import ConfigSnapshot, ConnectorsAndTasks
+from groupcoord.client.connect.config_snapshot import ConfigSnapshot
 from groupcoord.client.connect.worker import ConnectWorker
 from groupcoord.client.consumer import MemberState
-from groupcoord.coordinator.classic_group import ClassicGroup, ClassicGroupState
+from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupState
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.connect_group import ConnectGroup, assignment_of
-from groupcoord.coordinator.consumer_group import GroupState
+from groupcoord.coordinator.modern.connect.model import ConnectGroup, assignment_of
+from groupcoord.coordinator.modern.consumer.model import GroupState
+from groupcoord.protocol.connect_protocol import ConnectorsAndTasks
 
 from .classic_connect_support import ConfigReader, ConfigTopic, RecordingListener
 from .test_classic_support import Call, Harness

@@ -14,9 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from groupcoord.client.connect.listener import DEFER, ConnectRebalanceListener
-from groupcoord.client.connect.model import CONNECTOR_TASK, ConnectorTaskId
 from groupcoord.client.connect.worker import ConnectWorker
-from groupcoord.coordinator.connect_messages import (
+from groupcoord.coordinator.modern.connect.messages import (
     ConnectGroupConfigRequest,
     ConnectGroupConfigResponse,
     ConnectGroupDescribeRequest,
@@ -26,6 +25,7 @@ from groupcoord.coordinator.connect_messages import (
     DescribedConnectGroup,
 )
 from groupcoord.coordinator.shard import Shard
+from groupcoord.protocol.connect_protocol import CONNECTOR_TASK, ConnectorTaskId
 
 from .test_connect_group import draft
 

@@ -6,12 +6,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from uuid import UUID
 
-from groupcoord.coordinator.consumer_group import ConsumerGroup
-from groupcoord.coordinator.messages import (
+from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     TopicPartitions,
 )
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.records import (
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataValue,

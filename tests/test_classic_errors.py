@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from groupcoord.coordinator.classic_messages import (
+from groupcoord.coordinator.classic.messages import (
     DescribeGroupsRequest,
     HeartbeatRequest,
     JoinGroupProtocol,
@@ -15,8 +15,8 @@ from groupcoord.coordinator.classic_messages import (
     SyncGroupRequest,
 )
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.consumer_group import ConsumerGroup
-from groupcoord.coordinator.messages import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.modern.consumer.messages import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.records import RecordType
 
 from .test_classic_support import E, Harness, Round, protocols

@@ -1,17 +1,17 @@
 """Classic groups: JoinGroup / SyncGroup / Heartbeat / LeaveGroup rounds, rebalances, timeouts
-(``coordinator/classic_groups.py``), with deferred responses collected from Result.completions.
+(``coordinator/classic/handlers.py``), with deferred responses collected from Result.completions.
 """
 
 from __future__ import annotations
 
-from groupcoord.coordinator.classic_group import ClassicGroupState
-from groupcoord.coordinator.classic_groups import HEARTBEAT
-from groupcoord.coordinator.classic_messages import (
+from groupcoord.coordinator.classic.handlers import HEARTBEAT
+from groupcoord.coordinator.classic.messages import (
     DescribeGroupsRequest,
     JoinGroupProtocol,
     JoinGroupRequest,
     JoinGroupResponseMember,
 )
+from groupcoord.coordinator.classic.model import ClassicGroupState
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.messages import DeleteGroupsRequest, ListGroupsRequest
 from groupcoord.coordinator.records import RecordType

@@ -20,10 +20,9 @@ import pytest
 from groupcoord.client.classic_consumer import ClassicConsumerMember
 from groupcoord.client.classic_member import ClassicMember
 from groupcoord.client.connect.classic_worker import ClassicConnectWorker
-from groupcoord.client.connect.model import ConfigSnapshot
-from groupcoord.client.connect.protocol import encode_assignment as encode_connect_assignment
+from groupcoord.client.connect.config_snapshot import ConfigSnapshot
 from groupcoord.client.consumer import ConsumerMember
-from groupcoord.coordinator.classic_messages import (
+from groupcoord.coordinator.classic.messages import (
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -33,6 +32,7 @@ from groupcoord.coordinator.classic_messages import (
 )
 from groupcoord.coordinator.topics import TopicMetadata
 from groupcoord.protocol.connect_protocol import ConnectAssignment
+from groupcoord.protocol.connect_protocol import encode_assignment as encode_connect_assignment
 from groupcoord.protocol.consumer_protocol import encode_assignment as encode_consumer_assignment
 from groupcoord.protocol.errors import ErrorCode as E
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from groupcoord.coordinator.classic_messages import JoinGroupProtocol
+from groupcoord.coordinator.classic.messages import JoinGroupProtocol
 from groupcoord.coordinator.messages import (
     OffsetCommitPartition,
     OffsetCommitRequest,

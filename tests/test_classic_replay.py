@@ -9,14 +9,14 @@ from collections.abc import Callable
 
 import pytest
 
-from groupcoord.coordinator.classic_group import ClassicGroupState
+from groupcoord.coordinator.classic.model import ClassicGroupState
 from groupcoord.coordinator.messages import (
-    ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
     OffsetCommitPartition,
     OffsetCommitRequest,
     OffsetCommitTopic,
 )
+from groupcoord.coordinator.modern.consumer.messages import ConsumerGroupHeartbeatRequest
 from groupcoord.coordinator.records import (
     ClassicGroupMemberMetadata,
     ClassicGroupMetadataValue,

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from groupcoord.coordinator.classic_group import ClassicGroupState
-from groupcoord.coordinator.classic_messages import JoinGroupProtocol, JoinGroupResponseMember
+from groupcoord.coordinator.classic.messages import JoinGroupProtocol, JoinGroupResponseMember
+from groupcoord.coordinator.classic.model import ClassicGroupState
 from groupcoord.protocol.consumer_protocol import encode_subscription
 
 from .test_classic_support import REBALANCE_MS, E, Harness, Round, protocols, subscription

@@ -23,8 +23,7 @@ from kio.schema.consumer_protocol_subscription.v3 import (
 from kio.serial import entity_writer
 from kio.static.primitive import i32
 
-from groupcoord.coordinator.classic_group import ClassicGroup, subscribed_topics
-from groupcoord.coordinator.classic_messages import (
+from groupcoord.coordinator.classic.messages import (
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupProtocol,
@@ -37,6 +36,7 @@ from groupcoord.coordinator.classic_messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from groupcoord.coordinator.classic.model import ClassicGroup, subscribed_topics
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.records import Record
 from groupcoord.coordinator.result import DEFERRED

@@ -1,4 +1,4 @@
-"""Client-side assignment (client_assignment.py), for connect and consumer groups: assignor and
+"""Client-side assignment (modern/client_assignment.py), for connect and consumer groups: assignor and
 worker selection by version range, the fatal group error, the assigner's deadline and
 re-selection, the Prepare/Install request checks in the spec's order, INVALID_ASSIGNMENT,
 an assignor error, the "computed for epoch X" rule, reason/metadata bumps, static replacement and
@@ -11,20 +11,19 @@ from typing import Any
 
 import pytest
 
-from groupcoord.coordinator.client_assignment import (
+from groupcoord.coordinator.modern.client_assignment import (
     check_assignors,
     choose_assignor,
     qualifying_members,
 )
-from groupcoord.coordinator.connect_group import ConnectGroupMember
-from groupcoord.coordinator.connect_messages import (
+from groupcoord.coordinator.modern.connect.messages import (
     ConnectGroupDescribeRequest,
     ConnectGroupInstallAssignmentRequest,
     ConnectGroupPrepareAssignmentRequest,
     ConnectInstalledMember,
 )
-from groupcoord.coordinator.consumer_group import ConsumerGroup
-from groupcoord.coordinator.messages import (
+from groupcoord.coordinator.modern.connect.model import ConnectGroupMember
+from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupInstallAssignmentRequest,
     ConsumerGroupInstallAssignmentResponse,
@@ -32,6 +31,7 @@ from groupcoord.coordinator.messages import (
     ConsumerGroupPrepareAssignmentResponse,
     InstalledMember,
 )
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.records import ClientAssignor
 from groupcoord.coordinator.shard import Shard
 from groupcoord.protocol.errors import INVALID_ASSIGNMENT, CoordinatorError, ErrorCode

@@ -29,8 +29,8 @@ Where the draft and an observable table differ, the comment says why:
 
 from __future__ import annotations
 
-from groupcoord.coordinator.connect_messages import ConnectorConfig
 from groupcoord.coordinator.messages import ListGroupsRequest
+from groupcoord.coordinator.modern.connect.messages import ConnectorConfig
 from groupcoord.coordinator.shard import Shard
 from groupcoord.protocol.errors import INVALID_ASSIGNMENT, ErrorCode
 

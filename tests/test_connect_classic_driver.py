@@ -47,7 +47,7 @@ from groupcoord.client.connect.demo import (
     read_events,
 )
 from groupcoord.client.connect.runtime import ConnectRuntime
-from groupcoord.coordinator import classic_messages as cm
+from groupcoord.coordinator.classic import messages as cm
 from groupcoord.protocol.client import KafkaClient
 from groupcoord.protocol.codec import build, request_class, to_ms
 from groupcoord.protocol.versions import ApiKey

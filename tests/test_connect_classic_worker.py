@@ -16,18 +16,20 @@ from __future__ import annotations
 import pytest
 
 from groupcoord.client.connect.classic_worker import ClassicConnectWorker, WorkerState
-from groupcoord.client.connect.model import CONFIG_MISMATCH, ConfigSnapshot, ConnectorsAndTasks
-from groupcoord.client.connect.protocol import (
-    ConnectProtocolCompatibility,
-    decode_assignment,
-    join_protocols,
-)
-from groupcoord.coordinator.classic_messages import (
+from groupcoord.client.connect.config_snapshot import ConfigSnapshot
+from groupcoord.coordinator.classic.messages import (
     JoinGroupRequest,
     JoinGroupResponse,
     JoinGroupResponseMember,
     SyncGroupRequest,
     SyncGroupResponse,
+)
+from groupcoord.protocol.connect_protocol import (
+    CONFIG_MISMATCH,
+    ConnectorsAndTasks,
+    ConnectProtocolCompatibility,
+    decode_assignment,
+    join_protocols,
 )
 from groupcoord.protocol.errors import ErrorCode as E
 

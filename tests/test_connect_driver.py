@@ -31,7 +31,6 @@ from groupcoord.client.connect.demo import (
     overlaps,
     read_events,
 )
-from groupcoord.client.connect.model import ConnectorTaskId
 from groupcoord.client.connect.runtime import (
     Connector,
     ConnectorRegistry,
@@ -39,6 +38,7 @@ from groupcoord.client.connect.runtime import (
     Task,
 )
 from groupcoord.protocol.client import KafkaClient
+from groupcoord.protocol.connect_protocol import ConnectorTaskId
 
 from .conftest import GROUPCOORD, ServerProcess
 

@@ -21,9 +21,15 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from groupcoord.coordinator.connect_group import ConnectGroup
-from groupcoord.coordinator.connect_groups import CONNECT_REBALANCE, CONNECT_SESSION
-from groupcoord.coordinator.connect_messages import (
+from groupcoord.coordinator.messages import (
+    DeleteGroupsRequest,
+    ListGroupsRequest,
+    OffsetCommitPartition,
+    OffsetCommitRequest,
+    OffsetCommitTopic,
+)
+from groupcoord.coordinator.modern.connect.handlers import CONNECT_REBALANCE, CONNECT_SESSION
+from groupcoord.coordinator.modern.connect.messages import (
     CONNECTOR_TASK,
     ConnectGroupConfigRequest,
     ConnectGroupConfigResponse,
@@ -39,14 +45,8 @@ from groupcoord.coordinator.connect_messages import (
     ConnectorsAndTasks,
     ConnectorTaskId,
 )
-from groupcoord.coordinator.consumer_group import MemberState
-from groupcoord.coordinator.messages import (
-    DeleteGroupsRequest,
-    ListGroupsRequest,
-    OffsetCommitPartition,
-    OffsetCommitRequest,
-    OffsetCommitTopic,
-)
+from groupcoord.coordinator.modern.connect.model import ConnectGroup
+from groupcoord.coordinator.modern.consumer.model import MemberState
 from groupcoord.coordinator.records import (
     VALUE_TYPES,
     ClientAssignor,

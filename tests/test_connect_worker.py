@@ -20,14 +20,13 @@ import dataclasses
 
 import pytest
 
-from groupcoord.client.connect.protocol import decode_assignment
 from groupcoord.client.connect.worker import (
     EAGER,
     INCREMENTAL_COOPERATIVE,
     ConnectWorker,
 )
 from groupcoord.client.consumer import MemberState
-from groupcoord.coordinator.connect_messages import (
+from groupcoord.coordinator.modern.connect.messages import (
     ConnectGroupHeartbeatRequest,
     ConnectGroupHeartbeatResponse,
     ConnectGroupInstallAssignmentRequest,
@@ -36,6 +35,7 @@ from groupcoord.coordinator.connect_messages import (
     ConnectorsAndTasks,
     ConnectorTaskId,
 )
+from groupcoord.protocol.connect_protocol import decode_assignment
 from groupcoord.protocol.errors import INVALID_ASSIGNMENT, ErrorCode
 
 from .connect_support import DELAY, Cluster

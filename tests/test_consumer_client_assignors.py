@@ -29,13 +29,13 @@ from groupcoord.client.assignors import (
 )
 from groupcoord.client.consumer import ConsumerMember, MemberState
 from groupcoord.coordinator import assignors as server
-from groupcoord.coordinator.consumer_group import ConsumerGroup
-from groupcoord.coordinator.messages import (
+from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupInstallAssignmentRequest,
     ConsumerGroupPrepareAssignmentRequest,
 )
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.shard import Shard
 from groupcoord.protocol.errors import INVALID_ASSIGNMENT
 
@@ -180,7 +180,7 @@ def test_local_assignors_are_advertised_on_full_heartbeats_and_when_they_change(
     assert join.client_assignors == (advertised(a), advertised(RangeAssignor()))
     assert [(c.name, c.minimum_version, c.maximum_version) for c in join.client_assignors] == [
         ("uniform", 0, 0), ("range", 0, 0)]
-    from groupcoord.coordinator.messages import ConsumerGroupHeartbeatResponse
+    from groupcoord.coordinator.modern.consumer.messages import ConsumerGroupHeartbeatResponse
     m.on_response(ConsumerGroupHeartbeatResponse(member_id="m1", member_epoch=1,
                                                  heartbeat_interval_ms=1000), 0)
     partial = m.poll_request(1000)

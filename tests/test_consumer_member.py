@@ -16,7 +16,7 @@ from groupcoord.client.consumer import (
     RebalanceListener,
     to_topic_partitions,
 )
-from groupcoord.coordinator.messages import (
+from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     HeartbeatAssignment,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from uuid import UUID
 
 from groupcoord.client.consumer import ConsumerMember, MemberState, to_topic_partitions
-from groupcoord.coordinator.messages import (
+from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     HeartbeatAssignment,

@@ -20,22 +20,24 @@ from hypothesis import strategies as st
 
 from groupcoord.coordinator.assignors.base import GroupSpec, MemberSubscription
 from groupcoord.coordinator.assignors.uniform import UniformAssignor
-from groupcoord.coordinator.consumer_group import (
-    ConsumerGroup,
-    ConsumerGroupMember,
-    MemberState,
-    with_current_assignment,
-)
 from groupcoord.coordinator.messages import (
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
     OffsetCommitPartition,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetCommitTopic,
     PartitionResult,
-    TopicPartitions,
     TopicResult,
+)
+from groupcoord.coordinator.modern.consumer.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    TopicPartitions,
+)
+from groupcoord.coordinator.modern.consumer.model import (
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    with_current_assignment,
 )
 from groupcoord.coordinator.offsets import MAX_METADATA_SIZE, replay_commit
 from groupcoord.coordinator.records import (

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from kio.serial import entity_reader, entity_writer
 
-from groupcoord.coordinator import connect_messages as cn
-from groupcoord.coordinator import messages as m
+from groupcoord.coordinator.modern.connect import messages as cn
+from groupcoord.coordinator.modern.consumer import messages as m
 from groupcoord.protocol.codec import build, request_class, response_class
 from groupcoord.protocol.extensions import (
     EXTENSION_KEY_RANGE,

@@ -15,9 +15,7 @@ from groupcoord.coordinator.config import (
 from groupcoord.coordinator.messages import (
     AlterGroupConfigOp,
     AlterGroupConfigsRequest,
-    ConsumerGroupDescribeRequest,
     DeleteGroupsRequest,
-    DescribedGroup,
     DescribeGroupConfigsRequest,
     ListGroupsRequest,
     OffsetCommitPartition,
@@ -26,6 +24,7 @@ from groupcoord.coordinator.messages import (
     OffsetFetchRequest,
     OffsetFetchTopic,
 )
+from groupcoord.coordinator.modern.consumer.messages import ConsumerGroupDescribeRequest, DescribedGroup
 from groupcoord.coordinator.records import OffsetCommitKey, RecordType
 from groupcoord.coordinator.shard import Shard
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode

@@ -1,4 +1,4 @@
-"""The migration rules both new-protocol group types share (``group_migration.py``).
+"""The migration rules both new-protocol group types share (``migration/shared.py``).
 
 KIP-848 "Supporting Online Consumer Group Upgrade": ``group.consumer.migration.policy`` is one of
 bidirectional, upgrade, downgrade, disabled, and allows the upgrade (classic -> consumer) and the
@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import pytest
 
-from groupcoord.coordinator.classic_group import ClassicGroup, ClassicGroupMember
-from groupcoord.coordinator.classic_messages import JoinGroupProtocol
+from groupcoord.coordinator.classic.messages import JoinGroupProtocol
+from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupMember
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.connect_group import ConnectGroup, ConnectGroupMember
-from groupcoord.coordinator.connect_migration import CONNECT_MIGRATION
-from groupcoord.coordinator.consumer_group import ConsumerGroup, ConsumerGroupMember
-from groupcoord.coordinator.group_migration import (
+from groupcoord.coordinator.migration.connect import CONNECT_MIGRATION
+from groupcoord.coordinator.migration.consumer import CONSUMER_MIGRATION
+from groupcoord.coordinator.migration.shared import (
     MigrationError,
     MigrationKind,
     classic_metadata,
@@ -25,7 +24,8 @@ from groupcoord.coordinator.group_migration import (
     to_classic,
     upgrade_refusal,
 )
-from groupcoord.coordinator.migration import CONSUMER_MIGRATION
+from groupcoord.coordinator.modern.connect.model import ConnectGroup, ConnectGroupMember
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, ConsumerGroupMember
 from groupcoord.coordinator.records import ClassicMemberMetadata
 
 POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")

@@ -12,9 +12,8 @@ from uuid import UUID
 
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.ids import counter_member_ids
-from groupcoord.coordinator.messages import (
-    AlterGroupConfigOp,
-    AlterGroupConfigsRequest,
+from groupcoord.coordinator.messages import AlterGroupConfigOp, AlterGroupConfigsRequest
+from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupHeartbeatResponse,
     HeartbeatAssignment,
 )

@@ -15,10 +15,7 @@ import pytest
 
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.ids import counter_member_ids
-from groupcoord.coordinator.messages import (
-    ConsumerGroupHeartbeatRequest,
-    TopicPartitions,
-)
+from groupcoord.coordinator.modern.consumer.messages import ConsumerGroupHeartbeatRequest, TopicPartitions
 from groupcoord.coordinator.records import ClientAssignor
 from groupcoord.coordinator.shard import Shard
 from groupcoord.protocol.errors import ErrorCode

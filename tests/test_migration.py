@@ -27,11 +27,11 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from groupcoord.coordinator.classic_group import ClassicGroup
-from groupcoord.coordinator.classic_messages import JoinGroupProtocol
+from groupcoord.coordinator.classic.messages import JoinGroupProtocol
+from groupcoord.coordinator.classic.model import ClassicGroup
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.consumer_group import ConsumerGroup, MemberState
-from groupcoord.coordinator.messages import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.modern.consumer.messages import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, MemberState
 from groupcoord.coordinator.records import (
     ClassicGroupMemberMetadata,
     ClassicGroupMetadataValue,

@@ -9,18 +9,18 @@ tombstones go through ``Shard.append``, so a shard rebuilt from the records equa
 from __future__ import annotations
 
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.connect_messages import ConnectGroupHeartbeatRequest
-from groupcoord.coordinator.consumer_group import ConsumerGroup
 from groupcoord.coordinator.messages import (
     AlterGroupConfigOp,
     AlterGroupConfigsRequest,
-    ConsumerGroupHeartbeatRequest,
     ListGroupsRequest,
     OffsetCommitPartition,
     OffsetCommitRequest,
     OffsetCommitTopic,
     OffsetFetchRequest,
 )
+from groupcoord.coordinator.modern.connect.messages import ConnectGroupHeartbeatRequest
+from groupcoord.coordinator.modern.consumer.messages import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.offsets_retention import CHECK_TIMER
 from groupcoord.coordinator.records import RecordType
 

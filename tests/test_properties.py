@@ -43,16 +43,18 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.consumer_group import MemberState
 from groupcoord.coordinator.messages import (
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
     DeleteGroupsRequest,
     OffsetCommitPartition,
     OffsetCommitRequest,
     OffsetCommitTopic,
+)
+from groupcoord.coordinator.modern.consumer.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
     TopicPartitions,
 )
+from groupcoord.coordinator.modern.consumer.model import MemberState
 from groupcoord.coordinator.records import Record
 from groupcoord.coordinator.result import Result
 from groupcoord.coordinator.shard import REBALANCE, SESSION, Shard

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
-from groupcoord.coordinator.classic_messages import (
+from groupcoord.coordinator.classic.messages import (
     JoinGroupProtocol,
     JoinGroupRequest,
     JoinGroupResponse,
@@ -23,11 +23,7 @@ from groupcoord.coordinator.classic_messages import (
     SyncGroupRequest,
 )
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.messages import (
-    OffsetCommitPartition,
-    OffsetCommitRequest,
-    OffsetCommitTopic,
-)
+from groupcoord.coordinator.messages import OffsetCommitPartition, OffsetCommitRequest, OffsetCommitTopic
 from groupcoord.coordinator.topics import MetadataImage, TopicMetadata
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.runtime import CoordinatorRuntime

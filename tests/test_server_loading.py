@@ -18,17 +18,19 @@ from collections.abc import Iterator, Sequence
 import pytest
 
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.connect_messages import (
-    ConnectGroupHeartbeatRequest,
-    ConnectGroupHeartbeatResponse,
-)
 from groupcoord.coordinator.messages import (
-    ConsumerGroupDescribeRequest,
-    ConsumerGroupHeartbeatRequest,
     OffsetCommitPartition,
     OffsetCommitRequest,
     OffsetCommitTopic,
     OffsetFetchRequest,
+)
+from groupcoord.coordinator.modern.connect.messages import (
+    ConnectGroupHeartbeatRequest,
+    ConnectGroupHeartbeatResponse,
+)
+from groupcoord.coordinator.modern.consumer.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
 )
 from groupcoord.coordinator.records import OffsetCommitValue, offset_commit_record
 from groupcoord.coordinator.topics import MetadataImage, TopicMetadata

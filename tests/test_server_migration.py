@@ -15,7 +15,7 @@ the group ends with the expected type (``groupcoord groups describe --json``).
 The same rolling upgrade and downgrade with static members (group.instance.id carried over from
 the replaced member) found that a classic static member replacing the last new-protocol member
 left the group a consumer group of classic members only; it now converts at once, without a
-rebalance (``classic_members.py``, regression in ``tests/test_migration.py``).
+rebalance (``modern/consumer/classic_members.py``, regression in ``tests/test_migration.py``).
 
 aiokafka works in a mixed group, with one upstream-equivalent stall on the downgrade: when the
 last consumer-protocol member leaves before a lagging classic member heard of the previous epoch

@@ -9,10 +9,10 @@ import uuid
 from collections.abc import Iterator, Sequence
 
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.messages import (
+from groupcoord.coordinator.messages import ListGroupsRequest
+from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
-    ListGroupsRequest,
 )
 from groupcoord.coordinator.topics import MetadataImage, TopicMetadata
 from groupcoord.protocol.errors import ErrorCode

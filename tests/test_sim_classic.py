@@ -25,7 +25,7 @@ from groupcoord.client.classic_consumer import (
     eager_range_assignment,
     valid_claims,
 )
-from groupcoord.coordinator.classic_messages import (
+from groupcoord.coordinator.classic.messages import (
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -357,7 +357,7 @@ def test_a_static_member_back_with_other_topics_gets_a_new_assignment() -> None:
     """Found by a seed sweep (seed 20407): a static member restarted subscribing to other topics
     and was handed its former incarnation's assignment (partitions of a topic it no longer
     subscribes to) without a rebalance; nobody rebalanced: the group never converged
-    (coordinator/classic_groups.py, client/classic_consumer.py)."""
+    (coordinator/classic/handlers.py, client/classic_consumer.py)."""
     r = ok(simulate("random", 20407, "classic:cooperative"))
     assert r.summary["converged_at_ms"] is not None
 

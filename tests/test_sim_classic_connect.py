@@ -23,9 +23,13 @@ import pytest
 
 from groupcoord.cli import main
 from groupcoord.client.connect.classic_worker import ClassicConnectWorker
-from groupcoord.client.connect.model import ConnectAssignment, ConnectorTaskId
-from groupcoord.client.connect.protocol import decode_assignment, encode_assignment
-from groupcoord.coordinator.classic_messages import JoinGroupResponse
+from groupcoord.coordinator.classic.messages import JoinGroupResponse
+from groupcoord.protocol.connect_protocol import (
+    ConnectAssignment,
+    ConnectorTaskId,
+    decode_assignment,
+    encode_assignment,
+)
 from groupcoord.sim.classic_connect import (
     ClassicConnectSimulation,
     ConfigReader,

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from groupcoord.cli import main
-from groupcoord.coordinator.connect_group import ConnectGroup, ConnectGroupMember
-from groupcoord.coordinator.reconciliation import owns_any_items, reconcile_items
+from groupcoord.coordinator.modern.connect.model import ConnectGroup, ConnectGroupMember
+from groupcoord.coordinator.modern.reconciliation import owns_any_items, reconcile_items
 from groupcoord.coordinator.shard import Shard
 from groupcoord.sim.protocols import PROTOCOLS, resolve_protocol
 from groupcoord.sim.runner import simulate
@@ -279,7 +279,7 @@ def test_the_broken_coordinator_is_caught_on_random_seeds_too() -> None:
 
 def test_a_static_worker_waiting_for_its_first_target_keeps_its_membership() -> None:
     """Found by this simulation: a static worker still at epoch 0 (its first install lost) was
-    answered UNRELEASED_INSTANCE_ID on its own next heartbeat (coordinator/membership.py)."""
+    answered UNRELEASED_INSTANCE_ID on its own next heartbeat (coordinator/modern/membership.py)."""
     sc = replace(random_scenario(7, resource="tasks"), static=True)
     r = simulate(sc, 7, "connect:eager")
     assert r.ok, r.violation.format() if r.violation else ""

@@ -15,16 +15,16 @@ from typing import Any
 import pytest
 
 from groupcoord.cli import main
-from groupcoord.coordinator import reconciliation
 from groupcoord.coordinator.assignors import ASSIGNORS, GroupAssignment, GroupSpec
-from groupcoord.coordinator.consumer_group import ConsumerGroup, ConsumerGroupMember
 from groupcoord.coordinator.messages import (
     OffsetCommitRequest,
     OffsetCommitResponse,
     PartitionResult,
-    TopicPartitions,
     TopicResult,
 )
+from groupcoord.coordinator.modern import reconciliation
+from groupcoord.coordinator.modern.consumer.messages import TopicPartitions
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, ConsumerGroupMember
 from groupcoord.coordinator.records import OffsetCommitValue, offset_commit_record
 from groupcoord.coordinator.result import Result
 from groupcoord.coordinator.shard import Shard

@@ -18,9 +18,9 @@ import pytest
 
 from groupcoord.client.connect.classic_worker import ClassicConnectWorker
 from groupcoord.client.consumer import ConsumerMember
-from groupcoord.coordinator import classic_messages as classic
-from groupcoord.coordinator import connect_messages as connect
 from groupcoord.coordinator import messages as consumer
+from groupcoord.coordinator.classic import messages as classic
+from groupcoord.coordinator.modern.connect import messages as connect
 from groupcoord.protocol.errors import ErrorCode as E
 from groupcoord.sim.members import (
     assign_response_kind,

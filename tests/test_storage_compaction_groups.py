@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from groupcoord.coordinator.classic_group import ClassicGroup
+from groupcoord.coordinator.classic.model import ClassicGroup
 from groupcoord.coordinator.messages import (
     DeleteGroupsRequest,
     OffsetCommitPartition,

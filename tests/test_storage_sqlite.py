@@ -19,12 +19,14 @@ import pytest
 from groupcoord.coordinator.messages import (
     AlterGroupConfigOp,
     AlterGroupConfigsRequest,
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
     DeleteGroupsRequest,
     OffsetCommitPartition,
     OffsetCommitRequest,
     OffsetCommitTopic,
+)
+from groupcoord.coordinator.modern.consumer.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
     TopicPartitions,
 )
 from groupcoord.coordinator.records import Record, group_epoch_record

@@ -10,8 +10,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from groupcoord.coordinator.consumer_group import ConsumerGroup
-from groupcoord.coordinator.messages import ConsumerGroupHeartbeatRequest, TopicPartitions
+from groupcoord.coordinator.modern.consumer.messages import ConsumerGroupHeartbeatRequest, TopicPartitions
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.shard import Shard
 from groupcoord.coordinator.topics import MetadataImage, TopicMetadata
 

@@ -35,7 +35,7 @@ from typing import Protocol, runtime_checkable
 from uuid import UUID
 
 from groupcoord.coordinator import assignors as server
-from groupcoord.coordinator.messages import (
+from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupInstallAssignmentRequest,
     ConsumerGroupPrepareAssignmentResponse,
     InstalledMember,

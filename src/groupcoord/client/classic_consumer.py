@@ -99,8 +99,7 @@ from groupcoord.client.offset_commits import OffsetCommits
 from groupcoord.coordinator.assignors.base import GroupSpec, MemberSubscription
 from groupcoord.coordinator.assignors.range import RangeAssignor
 from groupcoord.coordinator.assignors.uniform import UniformAssignor
-from groupcoord.coordinator.classic_group import CONSUMER_PROTOCOL_TYPE
-from groupcoord.coordinator.classic_messages import (
+from groupcoord.coordinator.classic.messages import (
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupProtocol,
@@ -112,7 +111,8 @@ from groupcoord.coordinator.classic_messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from groupcoord.coordinator.subscription import regex_matches
+from groupcoord.coordinator.classic.model import CONSUMER_PROTOCOL_TYPE
+from groupcoord.coordinator.modern.subscription import regex_matches
 from groupcoord.coordinator.topics import TopicMetadata
 from groupcoord.protocol.consumer_protocol import (
     ConsumerProtocolError,

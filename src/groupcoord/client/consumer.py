@@ -88,7 +88,7 @@ from groupcoord.client.offset_commits import (
     TopicIdPartition,
     group_by_topic,
 )
-from groupcoord.coordinator.messages import (
+from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     ConsumerGroupInstallAssignmentResponse,

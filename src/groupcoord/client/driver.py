@@ -42,7 +42,7 @@ from groupcoord.client.assignors import PartitionAssignor
 from groupcoord.client.connection import BrokerConnection, ConnectionLost, UnsupportedApi
 from groupcoord.client.consumer import ConsumerMember, Partitions, RebalanceListener
 from groupcoord.client.member_driver import MemberDriver
-from groupcoord.coordinator.messages import (
+from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     ConsumerGroupInstallAssignmentRequest,

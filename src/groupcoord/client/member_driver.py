@@ -46,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -79,7 +80,7 @@ M = TypeVar("M", bound=ConsumerMember)
 _FIND_COORDINATOR = 10
 
 
-class SansIODriver(Generic[N]):
+class SansIODriver(ABC, Generic[N]):
     """Drives one sans-IO member over the wire (see the module doc). Use as an async context
     manager, or call :meth:`start` and :meth:`close`. Subclasses implement :meth:`_request` and
     the member hooks (:meth:`_deliver` ... :meth:`_has_left`)."""
@@ -105,6 +106,7 @@ class SansIODriver(Generic[N]):
 
     # ------------------------------------------------------------------ subclass hooks
 
+    @abstractmethod
     async def _request(self, conn: BrokerConnection, req: Any) -> Any:
         """Send the member's request ``req`` over ``conn``; the member's response object."""
         raise NotImplementedError
@@ -123,22 +125,27 @@ class SansIODriver(Generic[N]):
         """How long the driver waits for the answer to ``req``."""
         return self.request_timeout_ms
 
+    @abstractmethod
     def _deliver(self, req: Any, resp: Any, cid: int) -> None:
         """Hand the answer ``resp`` to ``req`` (correlation id ``cid``) to the member."""
         raise NotImplementedError
 
+    @abstractmethod
     def _failed(self, req: Any, cid: int) -> None:
         """Tell the member that ``req`` got no answer (timeout, lost connection)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _fatal_message(self) -> str | None:
         """Why the member stopped for good, or None while it is not stopped."""
         raise NotImplementedError
 
+    @abstractmethod
     def _begin_leave(self, permanent: bool) -> None:
         """Start leaving the group (the member revokes, then says goodbye)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _has_left(self) -> bool:
         """The member is out of the group (left, or stopped by a fatal error)."""
         raise NotImplementedError

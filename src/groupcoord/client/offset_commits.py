@@ -19,6 +19,7 @@ OffsetFetch, retries of a failed commit.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from uuid import UUID
 
@@ -51,7 +52,7 @@ def group_by_topic(parts: Iterable[TopicIdPartition]) -> TopicGroups:
                  for t, ps in sorted(by_topic.items(), key=lambda kv: kv[0].bytes))
 
 
-class OffsetCommits:
+class OffsetCommits(ABC):
     """The commit builders of a member (see the module doc). The member provides ``group_id``,
     ``member_id``, ``instance_id``, ``owned``, :meth:`_may_commit` and :meth:`_commit_epoch`."""
 
@@ -63,10 +64,12 @@ class OffsetCommits:
     _owned_groups: TopicGroups = ()
     _owned_groups_of: Partitions = EMPTY
 
+    @abstractmethod
     def _may_commit(self) -> bool:
         """Whether the member is in a group it can commit in (else the builders give None)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _commit_epoch(self) -> int:
         """The member epoch (KIP-848) or generation (classic) a commit carries."""
         raise NotImplementedError

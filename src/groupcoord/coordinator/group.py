@@ -6,13 +6,14 @@ registers request handlers, record replayers and timer kinds with the shard.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any
 
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 
-class Group:
+class Group(ABC):
     """Base of the group models kept in ``Shard.groups``."""
 
     __slots__ = ()
@@ -22,12 +23,15 @@ class Group:
 
     group_id: str
 
+    @abstractmethod
     def state_name(self) -> str:
         raise NotImplementedError
 
+    @abstractmethod
     def is_empty(self) -> bool:
         raise NotImplementedError
 
+    @abstractmethod
     def validate_offset_request(self, group_id: str, member_id: str, epoch: int,
                                 committing: bool, group_instance_id: str | None = None) -> None:
         """Raise the spec's error when a commit (or a fetch) by ``member_id`` at
@@ -35,10 +39,12 @@ class Group:
         must be refused (invariant I6)."""
         raise NotImplementedError
 
+    @abstractmethod
     def is_subscribed_to(self, topic: str) -> bool:
         """Whether OffsetDelete must refuse the topic (GROUP_SUBSCRIBED_TO_TOPIC)."""
         raise NotImplementedError
 
+    @abstractmethod
     def digest(self) -> Any:
         """A canonical comparable view of the group (replay equivalence, I4)."""
         raise NotImplementedError

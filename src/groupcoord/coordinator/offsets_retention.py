@@ -41,13 +41,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.coordinator.classic_group import (
+from groupcoord.coordinator.classic.model import (
     CONSUMER_PROTOCOL_TYPE,
     ClassicGroup,
     ClassicGroupState,
 )
-from groupcoord.coordinator.connect_group import ConnectGroup
 from groupcoord.coordinator.group import Group
+from groupcoord.coordinator.modern.connect.model import ConnectGroup
 from groupcoord.coordinator.records import OffsetCommitValue, offset_commit_record
 from groupcoord.coordinator.timers import TimerKey
 

@@ -22,8 +22,8 @@ from typing import Any
 from groupcoord.coordinator import offsets as offsets_mod
 from groupcoord.coordinator.assignors import ASSIGNORS
 from groupcoord.coordinator.assignors.base import PartitionAssignor, PartitionAssignorError
-from groupcoord.coordinator.classic_group import ClassicGroup
-from groupcoord.coordinator.classic_groups import ClassicGroupManager
+from groupcoord.coordinator.classic.handlers import ClassicGroupManager
+from groupcoord.coordinator.classic.model import ClassicGroup
 from groupcoord.coordinator.config import (
     GROUP_CONFIG_ALIASES,
     CoordinatorConfig,
@@ -32,17 +32,11 @@ from groupcoord.coordinator.config import (
     effective_group_config,
     validate_group_configs,
 )
-from groupcoord.coordinator.connect_group import ConnectGroup
-from groupcoord.coordinator.connect_groups import ConnectGroupManager
-from groupcoord.coordinator.consumer_group import ConsumerGroup
-from groupcoord.coordinator.consumer_groups import REBALANCE, SESSION, ConsumerGroupManager
 from groupcoord.coordinator.group import Group
 from groupcoord.coordinator.ids import MemberIdSource, counter_member_ids
 from groupcoord.coordinator.messages import (
     AlterGroupConfigsRequest,
     AlterGroupConfigsResponse,
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
     DeletableGroupResult,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
@@ -56,6 +50,14 @@ from groupcoord.coordinator.messages import (
     OffsetDeleteRequest,
     OffsetFetchRequest,
 )
+from groupcoord.coordinator.modern.connect.handlers import ConnectGroupManager
+from groupcoord.coordinator.modern.connect.model import ConnectGroup
+from groupcoord.coordinator.modern.consumer.handlers import REBALANCE, SESSION, ConsumerGroupManager
+from groupcoord.coordinator.modern.consumer.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.offsets_retention import OffsetsRetention
 from groupcoord.coordinator.records import (
     OffsetCommitKey,

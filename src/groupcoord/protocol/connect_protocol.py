@@ -1,11 +1,18 @@
 """The Connect embedded protocol: worker metadata and assignments as values and bytes (KIP-415).
 
-Pure and shared by both sides: the Connect workers (``client/connect/``, whose ``protocol`` and
-``model`` modules re-export these names) and the coordinator, which reads and writes Connect
-worker metadata and assignments of classic workers during an online migration between classic
-Connect groups and connect groups (issue #4, ``coordinator/connect_migration.py``). The values
-(``ConnectorTaskId``, ``ConnectorsAndTasks``, ``ConnectAssignment``, ``WorkerMetadata``) are the
-nouns of KIP-415 "Connect protocol's format"; see ``client/connect/model.py`` for the rest.
+Pure and shared by both sides: the Connect workers (``client/connect/``) and the coordinator,
+which reads and writes Connect worker metadata and assignments of classic workers during an
+online migration between classic Connect groups and connect groups (the Connect draft "Migration
+To the New Protocol", ``coordinator/migration/connect.py``). The values (``ConnectorTaskId``,
+``ConnectorsAndTasks``, ``ConnectAssignment``, ``WorkerMetadata``) are the nouns of KIP-415
+"Connect protocol's format"; the configuration a leader assigns from is
+``client/connect/config_snapshot.py``.
+
+- ``ConnectorTaskId`` is a ``NamedTuple`` rather than a dataclass: the assignors hash and compare
+  tens of thousands of them per round, and tuple hashing/ordering run in C. Its order is
+  upstream's ``ConnectorTaskId.compareTo`` (connector name, then task number).
+- A task id of ``-1`` on the wire denotes the connector itself (upstream ``CONNECTOR_TASK``); in
+  these values connectors and tasks are kept apart, as upstream's ``Assignment`` keeps them.
 
 Implements KIP-415 "Public Interfaces / Connect protocol's format" (``001_dbf4533782bb9548.txt``)
 with the upstream facts of ``specs/README.md`` and the schemas of upstream's

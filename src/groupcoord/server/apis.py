@@ -58,8 +58,10 @@ from uuid import UUID
 
 from kio.schema.errors import ErrorCode
 
-from groupcoord.coordinator import classic_messages as cm
 from groupcoord.coordinator import messages as m
+from groupcoord.coordinator.classic import messages as cm
+from groupcoord.coordinator.modern.consumer import messages as cgm
+from groupcoord.coordinator.records import ClientAssignor
 from groupcoord.protocol import fast
 from groupcoord.protocol.codec import build, encode_entity, response_class, to_ms
 from groupcoord.protocol.errors import CoordinatorError
@@ -534,7 +536,7 @@ class KafkaApis:
         tps = body.topic_partitions
         names = body.subscribed_topic_names
         assignors = getattr(body, "client_assignors", None)
-        req = m.ConsumerGroupHeartbeatRequest(
+        req = cgm.ConsumerGroupHeartbeatRequest(
             group_id=body.group_id, member_id=body.member_id, member_epoch=int(body.member_epoch),
             instance_id=body.instance_id, rack_id=body.rack_id,
             rebalance_timeout_ms=to_ms(body.rebalance_timeout),
@@ -542,13 +544,13 @@ class KafkaApis:
             subscribed_topic_regex=getattr(body, "subscribed_topic_regex", None),
             server_assignor=body.server_assignor,
             client_assignors=None if assignors is None else tuple(
-                m.ClientAssignor(a.name, int(a.minimum_version), int(a.maximum_version),
-                                 int(a.reason), int(a.version), bytes(a.metadata))
+                ClientAssignor(a.name, int(a.minimum_version), int(a.maximum_version),
+                               int(a.reason), int(a.version), bytes(a.metadata))
                 for a in assignors),
             topic_partitions=None if tps is None else tuple(
-                m.TopicPartitions(tp.topic_id, tuple(tp.partitions)) for tp in tps),
+                cgm.TopicPartitions(tp.topic_id, tuple(tp.partitions)) for tp in tps),
             client_id=ctx.client_id, client_host=ctx.client_host, version=ctx.api_version)
-        r: m.ConsumerGroupHeartbeatResponse = self.runtime.handle_group(body.group_id, req)
+        r: cgm.ConsumerGroupHeartbeatResponse = self.runtime.handle_group(body.group_id, req)
         a = r.assignment
         return fast.consumer_group_heartbeat_response(
             int(r.error_code), r.error_message, r.member_id, r.member_epoch,
@@ -556,7 +558,7 @@ class KafkaApis:
             None if a is None else [(tp.topic_id, tp.partitions) for tp in a.topic_partitions],
             should_compute_assignment=r.should_compute_assignment)
 
-    def _described_tps(self, a: m.DescribedAssignment) -> dict[str, Any]:
+    def _described_tps(self, a: cgm.DescribedAssignment) -> dict[str, Any]:
         by_id = self.registry.image().by_id
         out = []
         for tp in a.topic_partitions:
@@ -567,10 +569,11 @@ class KafkaApis:
 
     def consumer_group_describe(self, body: Any, ctx: RequestContext) -> Any:
         ids = list(body.group_ids)
-        found: dict[str, m.DescribedGroup] = {}
+        found: dict[str, cgm.DescribedGroup] = {}
         for shard, gids in self.runtime.group_ids_by_shard(ids).items():
-            r: m.ConsumerGroupDescribeResponse = self.runtime.handle(
-                shard, m.ConsumerGroupDescribeRequest(tuple(gids), bool(body.include_authorized_operations)))
+            r: cgm.ConsumerGroupDescribeResponse = self.runtime.handle(
+                shard,
+                cgm.ConsumerGroupDescribeRequest(tuple(gids), bool(body.include_authorized_operations)))
             for g in r.groups:
                 found[g.group_id] = g
         groups: list[dict[str, Any]] = []

@@ -3,7 +3,7 @@
 The wire schemas are the repo's JSON message definitions (``protocol/schemas/``, API keys
 1000-1006, ``docs/wire.md``); ``protocol/extensions.py`` makes kio-shaped entities of them. Each
 handler converts the request to the coordinator's own dataclasses (``coordinator/messages.py``
-for KIP-848's client-side assignment, ``coordinator/connect_messages.py`` for the connect group
+for KIP-848's client-side assignment, ``coordinator/modern/connect/messages.py`` for the connect group
 type), runs it on the shard owning the group (``CoordinatorRuntime.handle_group``; the group's
 shard as ``partitionFor(groupId)`` says, like the consumer group APIs), and converts the answer
 back. None of these requests is deferred by the coordinator: every handler answers at once (a
@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from groupcoord.coordinator import connect_messages as cn
-from groupcoord.coordinator import messages as m
+from groupcoord.coordinator.modern.connect import messages as cn
+from groupcoord.coordinator.modern.consumer import messages as cgm
 from groupcoord.coordinator.records import ClientAssignor
 from groupcoord.protocol.versions import ApiKey
 from groupcoord.server.runtime import CoordinatorRuntime
@@ -47,12 +47,12 @@ def cat_from_wire(w: Any) -> cn.ConnectorsAndTasks:
                                  tuple(cn.ConnectorTaskId(t.connector, int(t.task)) for t in w.tasks))
 
 
-def _tps_to_wire(tps: Iterable[m.TopicPartitions]) -> list[dict[str, Any]]:
+def _tps_to_wire(tps: Iterable[cgm.TopicPartitions]) -> list[dict[str, Any]]:
     return [{"topic_id": tp.topic_id, "partitions": tuple(tp.partitions)} for tp in tps]
 
 
-def _tps_from_wire(tps: Iterable[Any]) -> tuple[m.TopicPartitions, ...]:
-    return tuple(m.TopicPartitions(tp.topic_id, tuple(int(p) for p in tp.partitions)) for tp in tps)
+def _tps_from_wire(tps: Iterable[Any]) -> tuple[cgm.TopicPartitions, ...]:
+    return tuple(cgm.TopicPartitions(tp.topic_id, tuple(int(p) for p in tp.partitions)) for tp in tps)
 
 
 def _assignor_to_wire(a: ClientAssignor) -> dict[str, Any]:
@@ -80,8 +80,8 @@ class ExtensionApis:
     # ================================================================== KIP-848 client-side assignment
 
     def consumer_group_prepare_assignment(self, body: Any, ctx: Any) -> Any:
-        r: m.ConsumerGroupPrepareAssignmentResponse = self.runtime.handle_group(
-            body.group_id, m.ConsumerGroupPrepareAssignmentRequest(
+        r: cgm.ConsumerGroupPrepareAssignmentResponse = self.runtime.handle_group(
+            body.group_id, cgm.ConsumerGroupPrepareAssignmentRequest(
                 body.group_id, body.member_id, int(body.member_epoch)))
         return self._resp(
             ctx, throttle_time_ms=0, error_code=r.error_code, error_message=r.error_message,
@@ -98,13 +98,13 @@ class ExtensionApis:
                      "num_partitions": t.num_partitions} for t in r.topics])
 
     def consumer_group_install_assignment(self, body: Any, ctx: Any) -> Any:
-        req = m.ConsumerGroupInstallAssignmentRequest(
+        req = cgm.ConsumerGroupInstallAssignmentRequest(
             group_id=body.group_id, member_id=body.member_id, member_epoch=int(body.member_epoch),
             group_epoch=int(body.group_epoch), error=int(body.error),
-            members=tuple(m.InstalledMember(mb.member_id, _tps_from_wire(mb.topic_partitions),
+            members=tuple(cgm.InstalledMember(mb.member_id, _tps_from_wire(mb.topic_partitions),
                                             int(mb.metadata_version), bytes(mb.metadata_bytes))
                           for mb in body.members))
-        r: m.ConsumerGroupInstallAssignmentResponse = self.runtime.handle_group(body.group_id, req)
+        r: cgm.ConsumerGroupInstallAssignmentResponse = self.runtime.handle_group(body.group_id, req)
         return self._resp(ctx, throttle_time_ms=0, error_code=r.error_code,
                           error_message=r.error_message)
 

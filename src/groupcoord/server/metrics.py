@@ -47,17 +47,15 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
+from typing import Any, Protocol
 
-from groupcoord.coordinator.classic_group import ClassicGroup, ClassicGroupState
-from groupcoord.coordinator.connect_group import ConnectGroup
-from groupcoord.coordinator.consumer_group import ConsumerGroup, GroupState
+from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupState
+from groupcoord.coordinator.modern.connect.model import ConnectGroup
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, GroupState
 from groupcoord.coordinator.records import Record, RecordType
+from groupcoord.coordinator.shard import Shard
 from groupcoord.storage.log import CompactionResult
-
-if TYPE_CHECKING:
-    from groupcoord.server.app import KafkaServer
 
 log = logging.getLogger(__name__)
 
@@ -263,7 +261,36 @@ def _states(enum_values: Iterable[str], counts: dict[str, int]) -> Iterator[tupl
         yield {"state": s}, counts.get(s, 0)
 
 
-def render(server: KafkaServer) -> str:
+class _Runtime(Protocol):
+    """What :func:`render` reads of the coordinator runtime (``server/runtime.py``)."""
+
+    @property
+    def metrics(self) -> CoordinatorMetrics: ...
+    @property
+    def shards(self) -> Sequence[Shard | None]: ...
+    @property
+    def pending_deferred(self) -> int: ...
+    def is_loading(self, i: int) -> bool: ...
+
+
+class _Connection(Protocol):
+    @property
+    def pending(self) -> Sized: ...
+
+
+class MetricsSource(Protocol):
+    """What :func:`render` reads of the broker (``server/app.py``'s ``KafkaServer``), named here so
+    that the metrics do not import the module that serves them."""
+
+    @property
+    def runtime(self) -> _Runtime | None: ...
+    @property
+    def connections(self) -> Iterable[_Connection]: ...
+    @property
+    def idle_monitor(self) -> LoopIdleMonitor | None: ...
+
+
+def render(server: MetricsSource) -> str:
     """The metrics of ``server`` now, in Prometheus text format."""
     rt = server.runtime
     metrics = rt.metrics if rt is not None else CoordinatorMetrics()
@@ -352,7 +379,7 @@ def render(server: KafkaServer) -> str:
 class MetricsServer:
     """``GET /metrics`` over HTTP/1.0 on the broker's event loop (any path answers)."""
 
-    def __init__(self, server: KafkaServer, host: str, port: int) -> None:
+    def __init__(self, server: MetricsSource, host: str, port: int) -> None:
         self.server = server
         self.host = host
         self.port = port
@@ -398,4 +425,5 @@ class MetricsServer:
                 await writer.wait_closed()
 
 
-__all__ = ["CoordinatorMetrics", "LoopIdleMonitor", "MetricsServer", "WindowedRate", "render"]
+__all__ = ["CoordinatorMetrics", "LoopIdleMonitor", "MetricsServer", "MetricsSource", "WindowedRate",
+           "render"]

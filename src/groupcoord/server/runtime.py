@@ -39,18 +39,16 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from typing import Any
 
-from groupcoord.coordinator import classic_messages as classic
 from groupcoord.coordinator import offsets as offsets_mod
+from groupcoord.coordinator.classic import messages as classic
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.ids import MemberIdSource
-from groupcoord.coordinator.messages import (
+from groupcoord.coordinator.messages import DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse
+from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
-    DeletableGroupResult,
-    DeleteGroupsRequest,
-    DeleteGroupsResponse,
     DescribedGroup,
 )
 from groupcoord.coordinator.records import Record

@@ -3,7 +3,7 @@
 Protocol ``classic`` (variants ``eager`` and ``cooperative``): each simulated process runs a
 :class:`groupcoord.client.classic_consumer.ClassicConsumerMember` (JoinGroup / SyncGroup /
 Heartbeat / LeaveGroup, the leader computing the assignment) against the classic groups of the
-real :class:`Shard` (``coordinator/classic_groups.py``), through the faulty network of
+real :class:`Shard` (``coordinator/classic/handlers.py``), through the faulty network of
 ``sim.network``. Everything protocol-independent of a group of consumer processes (process
 names and incarnations, the scenario's member events, the network plumbing, auto-commits and
 commits on revocation, slow revocations, restarts after fatal errors, the bookkeeping of what
@@ -62,8 +62,7 @@ from typing import Any
 
 from groupcoord.client.classic_consumer import ClassicConsumerMember
 from groupcoord.client.consumer import MemberState, TopicIdPartition
-from groupcoord.coordinator.classic_group import ClassicGroup, ClassicGroupState
-from groupcoord.coordinator.classic_messages import (
+from groupcoord.coordinator.classic.messages import (
     HeartbeatRequest,
     JoinGroupRequest,
     JoinGroupResponse,
@@ -71,6 +70,7 @@ from groupcoord.coordinator.classic_messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupState
 from groupcoord.coordinator.messages import OffsetCommitRequest
 from groupcoord.coordinator.records import ClassicGroupMetadataValue, Record, RecordType
 from groupcoord.coordinator.result import Result
@@ -80,9 +80,10 @@ from groupcoord.protocol.consumer_protocol import (
     decode_subscription,
 )
 from groupcoord.protocol.errors import ErrorCode, error_name
-from groupcoord.sim.consumer import ConsumerSimulation, Proc, _Msg
+from groupcoord.sim.consumer import ConsumerSimulation
 from groupcoord.sim.engine import Violation
 from groupcoord.sim.network import REORDER_SPIKE
+from groupcoord.sim.process import Proc, _Msg
 
 _E = ErrorCode
 _CLASSIC = RecordType.CLASSIC_GROUP_METADATA

@@ -75,25 +75,26 @@ from typing import Any
 
 from groupcoord.client.classic_member import Inflight
 from groupcoord.client.connect.classic_worker import ClassicConnectWorker, WorkerState
+from groupcoord.client.connect.config_snapshot import ConfigSnapshot
 from groupcoord.client.connect.listener import Connectors, ConnectRebalanceListener, Tasks
-from groupcoord.client.connect.model import ConfigSnapshot, ConnectorsAndTasks
-from groupcoord.client.connect.protocol import (
+from groupcoord.client.connect.worker import Item
+from groupcoord.client.consumer import MemberState, RebalanceListener
+from groupcoord.coordinator.classic.messages import HeartbeatRequest
+from groupcoord.coordinator.classic.model import ClassicGroupState
+from groupcoord.coordinator.modern.connect.messages import ConnectorConfigOp
+from groupcoord.coordinator.records import ClassicGroupMetadataValue
+from groupcoord.protocol.connect_protocol import (
     CONNECT_PROTOCOL_V0,
+    ConnectAssignment,
+    ConnectorsAndTasks,
     ConnectProtocolError,
     decode_assignment,
     decode_worker_metadata,
 )
-from groupcoord.client.connect.worker import Item
-from groupcoord.client.consumer import MemberState, RebalanceListener
-from groupcoord.coordinator.classic_group import ClassicGroupState
-from groupcoord.coordinator.classic_messages import HeartbeatRequest
-from groupcoord.coordinator.connect_messages import ConnectorConfigOp
-from groupcoord.coordinator.records import ClassicGroupMetadataValue
-from groupcoord.protocol.connect_protocol import ConnectAssignment
 from groupcoord.sim.classic import ClassicConsumerSimulation
 from groupcoord.sim.connect import ConnectSimulation, config_items, show
-from groupcoord.sim.consumer import Proc
 from groupcoord.sim.engine import Violation
+from groupcoord.sim.process import Proc
 
 _STATES = {WorkerState.UNJOINED: MemberState.UNJOINED, WorkerState.JOINING: MemberState.JOINING,
            WorkerState.SYNCING: MemberState.JOINING, WorkerState.STABLE: MemberState.STABLE,

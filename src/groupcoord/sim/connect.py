@@ -60,12 +60,12 @@ from typing import Any
 
 from groupcoord.client.connect.worker import ConnectWorker, Item
 from groupcoord.client.consumer import MemberState
-from groupcoord.coordinator.connect_group import ConnectGroup, items_of
-from groupcoord.coordinator.connect_messages import (
+from groupcoord.coordinator.modern.connect.messages import (
     ConnectGroupConfigRequest,
     ConnectGroupConfigResponse,
     ConnectorConfigOp,
 )
+from groupcoord.coordinator.modern.connect.model import ConnectGroup, items_of
 from groupcoord.coordinator.records import RecordType
 from groupcoord.protocol.errors import error_name
 from groupcoord.sim.consumer import ConsumerSimulation

@@ -39,6 +39,7 @@ import heapq
 import random
 import time
 import traceback
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -166,7 +167,7 @@ def topic_uuid(name: str, incarnation: int = 0) -> UUID:
     return UUID(int=h or 1)
 
 
-class Simulation:
+class Simulation(ABC):
     """The protocol-independent simulator (subclassed per protocol, see ``sim.protocols``)."""
 
     protocol = "?"
@@ -612,9 +613,11 @@ class Simulation:
 
     # ================================================================== protocol hooks
 
+    @abstractmethod
     def setup(self) -> None:
         raise NotImplementedError
 
+    @abstractmethod
     def apply_member_event(self, ev: Event) -> None:
         raise NotImplementedError
 
@@ -628,22 +631,22 @@ class Simulation:
         """Check what the records change; True when they change the group (not offsets)."""
         return True
 
-    def on_image_changed(self) -> None:
+    def on_image_changed(self) -> None:  # noqa: B027 (optional: nothing by default)
         pass
 
-    def on_coordinator_down(self) -> None:
+    def on_coordinator_down(self) -> None:  # noqa: B027 (optional: nothing by default)
         pass
 
-    def on_coordinator_up(self) -> None:
+    def on_coordinator_up(self) -> None:  # noqa: B027 (optional: nothing by default)
         pass
 
-    def after_step(self) -> None:
+    def after_step(self) -> None:  # noqa: B027 (optional: nothing by default)
         pass
 
-    def full_check(self) -> None:
+    def full_check(self) -> None:  # noqa: B027 (optional: nothing by default)
         pass
 
-    def check_convergence(self, final: bool) -> None:
+    def check_convergence(self, final: bool) -> None:  # noqa: B027 (optional: nothing by default)
         pass
 
     def group_epoch(self) -> int:

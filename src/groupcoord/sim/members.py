@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from groupcoord.coordinator.classic_messages import (
+from groupcoord.coordinator.classic.messages import (
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -36,7 +36,13 @@ from groupcoord.coordinator.classic_messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from groupcoord.coordinator.connect_messages import (
+from groupcoord.coordinator.messages import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    PartitionResult,
+    TopicResult,
+)
+from groupcoord.coordinator.modern.connect.messages import (
     ConnectGroupHeartbeatRequest,
     ConnectGroupHeartbeatResponse,
     ConnectGroupInstallAssignmentRequest,
@@ -44,17 +50,13 @@ from groupcoord.coordinator.connect_messages import (
     ConnectGroupPrepareAssignmentRequest,
     ConnectGroupPrepareAssignmentResponse,
 )
-from groupcoord.coordinator.messages import (
+from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     ConsumerGroupInstallAssignmentRequest,
     ConsumerGroupInstallAssignmentResponse,
     ConsumerGroupPrepareAssignmentRequest,
     ConsumerGroupPrepareAssignmentResponse,
-    OffsetCommitRequest,
-    OffsetCommitResponse,
-    PartitionResult,
-    TopicResult,
 )
 from groupcoord.protocol.errors import error_name
 

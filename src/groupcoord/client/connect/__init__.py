@@ -19,35 +19,33 @@ from groupcoord.client.connect.assignors import (
     CooperativeLeaderState,
     EagerAssignor,
     IncrementalCooperativeAssignor,
+    apply_assignment,
     decode_members,
     revoking_backoff_ms,
 )
+from groupcoord.client.connect.config_snapshot import ConfigSnapshot
 from groupcoord.client.connect.listener import DEFER, ConnectRebalanceListener
-from groupcoord.client.connect.model import (
+from groupcoord.client.connect.worker import ConnectWorker
+from groupcoord.protocol.connect_protocol import (
     CONFIG_MISMATCH,
-    CONNECTOR_TASK,
-    NO_ERROR,
-    ConfigSnapshot,
-    ConnectAssignment,
-    ConnectorsAndTasks,
-    ConnectorTaskId,
-    WorkerMetadata,
-    apply_assignment,
-)
-from groupcoord.client.connect.protocol import (
     CONNECT_PROTOCOL_TYPE,
     CONNECT_PROTOCOL_V0,
     CONNECT_PROTOCOL_V1,
     CONNECT_PROTOCOL_V2,
+    CONNECTOR_TASK,
+    NO_ERROR,
+    ConnectAssignment,
+    ConnectorsAndTasks,
+    ConnectorTaskId,
     ConnectProtocolCompatibility,
     ConnectProtocolError,
+    WorkerMetadata,
     decode_assignment,
     decode_worker_metadata,
     encode_assignment,
     encode_worker_metadata,
     join_protocols,
 )
-from groupcoord.client.connect.worker import ConnectWorker
 
 __all__ = [
     "CONFIG_MISMATCH",

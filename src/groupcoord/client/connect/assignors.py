@@ -87,18 +87,16 @@ from dataclasses import dataclass, field
 from itertools import cycle
 from typing import TypeVar
 
-from groupcoord.client.connect.model import (
+from groupcoord.client.connect.config_snapshot import ConfigSnapshot
+from groupcoord.protocol.connect_protocol import (
     CONFIG_MISMATCH,
+    CONNECT_PROTOCOL_V0,
+    CONNECT_PROTOCOL_V2,
     NO_ERROR,
-    ConfigSnapshot,
     ConnectAssignment,
     ConnectorsAndTasks,
     ConnectorTaskId,
     WorkerMetadata,
-)
-from groupcoord.client.connect.protocol import (
-    CONNECT_PROTOCOL_V0,
-    CONNECT_PROTOCOL_V2,
     decode_worker_metadata,
     encode_assignment,
 )
@@ -109,6 +107,7 @@ __all__ = [
     "CooperativeLeaderState",
     "EagerAssignor",
     "IncrementalCooperativeAssignor",
+    "apply_assignment",
     "decode_members",
     "revoking_backoff_ms",
 ]
@@ -616,3 +615,21 @@ def _level_fill(loads: list[_Load], sets: list[set[_T]], items: list[_T]) -> Non
             targets[k].add(items[i])
             sizes[k] += 1
             i += 1
+
+
+def apply_assignment(current: ConnectorsAndTasks, assignment: ConnectAssignment) -> ConnectorsAndTasks:
+    """What a worker runs after receiving ``assignment`` while running ``current``.
+
+    Upstream ``WorkerCoordinator.onJoinComplete``: under the cooperative protocols (version >= 1)
+    the worker stops the revoked items and adds the new ones to what it keeps; a failed assignment
+    (e.g. CONFIG_MISMATCH) carries nothing, so the worker keeps its work. Under the eager protocol
+    (version 0) the worker released everything before joining, so the assignment is the whole set.
+    """
+    if assignment.version == 0:
+        return ConnectorsAndTasks.of(assignment.connectors, assignment.tasks)
+    revoked_c = set(assignment.revoked_connectors)
+    revoked_t = set(assignment.revoked_tasks)
+    return ConnectorsAndTasks.of(
+        [c for c in current.connectors if c not in revoked_c] + list(assignment.connectors),
+        [t for t in current.tasks if t not in revoked_t] + list(assignment.tasks),
+    )

@@ -5,7 +5,7 @@ group (protocol type ``connect``, KIP-415) over the wire.
 and runs it with the loop of :class:`~groupcoord.client.member_driver.SansIODriver` (coordinator
 lookup, reconnection, deadlines, leaving on close). What it adds:
 
-- **The wire mapping** of the worker's requests (``coordinator/classic_messages.py``
+- **The wire mapping** of the worker's requests (``coordinator/classic/messages.py``
   dataclasses) to JoinGroup v9, SyncGroup v5, Heartbeat v4 and LeaveGroup v5 (the versions the
   worker asks for, capped by what the broker offers) and of the answers back
   (:func:`classic_request_values`, :func:`classic_response_from_wire`). The worker has one
@@ -22,7 +22,7 @@ lookup, reconnection, deadlines, leaving on close). What it adds:
   configuration of a classic Connect cluster lives in a *config group*: a connect group that only
   holds configuration, by default ``{group}-configs`` (:func:`default_config_group`, after
   Connect's ``config.storage.topic``). Once the worker's own group is a connect group (the
-  online upgrade of ``coordinator/connect_migration.py`` converted it when a new-protocol worker
+  online upgrade of ``coordinator/migration/connect.py`` converted it when a new-protocol worker
   joined) the store reads that group's configuration instead: the coordinator derives it from
   what the classic workers run at the config offset they reported, so the offsets carry on, and
   later changes go to the group the new-protocol workers read too (after a downgrade back to a
@@ -51,11 +51,12 @@ from typing import Any
 from groupcoord.client.connect.assignors import DEFAULT_MAX_DELAY_MS
 from groupcoord.client.connect.async_worker import ListenerBridge, worker_listener
 from groupcoord.client.connect.classic_worker import ClassicConnectWorker, WorkerState
+from groupcoord.client.connect.config_snapshot import ConfigSnapshot
 from groupcoord.client.connect.listener import ConnectRebalanceListener
-from groupcoord.client.connect.model import ConfigSnapshot, ConnectorsAndTasks
 from groupcoord.client.connection import BrokerConnection, ConnectionLost, UnsupportedApi
 from groupcoord.client.member_driver import SansIODriver
-from groupcoord.coordinator import classic_messages as cm
+from groupcoord.coordinator.classic import messages as cm
+from groupcoord.protocol.connect_protocol import ConnectorsAndTasks
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.versions import ApiKey
 

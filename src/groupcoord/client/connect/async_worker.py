@@ -3,7 +3,7 @@
 :class:`AsyncConnectWorker` owns a :class:`~.worker.ConnectWorker` and runs it with the loop of
 :class:`~groupcoord.client.member_driver.MemberDriver` (coordinator lookup, reconnection,
 pipelined requests, deadlines, leaving on :meth:`~.MemberDriver.close`). What it adds is the
-wire mapping of the worker's requests (``coordinator/connect_messages.py`` dataclasses) to the
+wire mapping of the worker's requests (``coordinator/modern/connect/messages.py`` dataclasses) to the
 extension APIs of ``docs/wire.md`` and of their responses back:
 
 - ConnectGroupHeartbeat (API 1002 v0), ConnectGroupPrepareAssignment (1003 v0) and
@@ -30,12 +30,12 @@ from typing import Any, Protocol
 
 from groupcoord.client.connect.assignors import DEFAULT_MAX_DELAY_MS
 from groupcoord.client.connect.listener import Connectors, ConnectRebalanceListener, Tasks
-from groupcoord.client.connect.model import ConnectorsAndTasks
 from groupcoord.client.connect.runtime import ConnectRuntime
 from groupcoord.client.connect.worker import ConnectWorker
 from groupcoord.client.connection import BrokerConnection, UnsupportedApi
 from groupcoord.client.member_driver import MemberDriver
-from groupcoord.coordinator import connect_messages as cm
+from groupcoord.coordinator.modern.connect import messages as cm
+from groupcoord.protocol.connect_protocol import ConnectorsAndTasks
 from groupcoord.protocol.versions import ApiKey
 
 __all__ = ["AsyncConnectWorker", "ListenerBridge", "request_values", "response_from_wire"]

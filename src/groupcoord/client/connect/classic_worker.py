@@ -92,23 +92,10 @@ from groupcoord.client.connect.assignors import (
     IncrementalCooperativeAssignor,
     decode_members,
 )
+from groupcoord.client.connect.config_snapshot import ConfigSnapshot
 from groupcoord.client.connect.listener import DEFER, ConnectRebalanceListener
-from groupcoord.client.connect.model import (
-    NO_ERROR,
-    ConfigSnapshot,
-    ConnectAssignment,
-    ConnectorsAndTasks,
-)
-from groupcoord.client.connect.protocol import (
-    CONNECT_PROTOCOL_TYPE,
-    CONNECT_PROTOCOL_V0,
-    ConnectProtocolCompatibility,
-    decode_assignment,
-    encode_assignment,
-    join_protocols,
-)
 from groupcoord.client.consumer import RETRIABLE_ERRORS
-from groupcoord.coordinator.classic_messages import (
+from groupcoord.coordinator.classic.messages import (
     HeartbeatResponse,
     JoinGroupProtocol,
     JoinGroupRequest,
@@ -118,6 +105,17 @@ from groupcoord.coordinator.classic_messages import (
     SyncGroupAssignment,
     SyncGroupRequest,
     SyncGroupResponse,
+)
+from groupcoord.protocol.connect_protocol import (
+    CONNECT_PROTOCOL_TYPE,
+    CONNECT_PROTOCOL_V0,
+    NO_ERROR,
+    ConnectAssignment,
+    ConnectorsAndTasks,
+    ConnectProtocolCompatibility,
+    decode_assignment,
+    encode_assignment,
+    join_protocols,
 )
 from groupcoord.protocol.errors import ErrorCode
 

@@ -16,8 +16,8 @@ return to finish stopping the revoked work later (the worker then waits for its
 
 from __future__ import annotations
 
-from groupcoord.client.connect.model import ConnectorTaskId
 from groupcoord.client.consumer import DEFER
+from groupcoord.protocol.connect_protocol import ConnectorTaskId
 
 __all__ = ["DEFER", "ConnectRebalanceListener", "Connectors", "Tasks"]
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from groupcoord.client.connect.listener import Connectors, ConnectRebalanceListener, Tasks
-from groupcoord.client.connect.model import ConnectorTaskId
+from groupcoord.protocol.connect_protocol import ConnectorTaskId
 
 __all__ = [
     "ConnectRuntime",

@@ -82,33 +82,31 @@ from groupcoord.client.connect.assignors import (
     EagerAssignor,
     IncrementalCooperativeAssignor,
 )
+from groupcoord.client.connect.config_snapshot import ConfigSnapshot
 from groupcoord.client.connect.listener import ConnectRebalanceListener
-from groupcoord.client.connect.model import (
-    CONNECTOR_TASK,
-    NO_ERROR,
-    ConfigSnapshot,
-    ConnectAssignment,
-    ConnectorsAndTasks,
-    ConnectorTaskId,
-    WorkerMetadata,
-)
-from groupcoord.client.connect.protocol import (
-    CONNECT_PROTOCOL_V0,
-    CONNECT_PROTOCOL_V1,
-    CONNECT_PROTOCOL_V2,
-    ConnectProtocolError,
-    decode_assignment,
-    encode_assignment,
-    encode_worker_metadata,
-)
 from groupcoord.client.consumer import (
     ConsumerMember,
     MemberState,
     Partitions,
     RebalanceListener,
 )
-from groupcoord.coordinator import connect_messages as wire
+from groupcoord.coordinator.modern.connect import messages as wire
 from groupcoord.coordinator.records import ClientAssignor
+from groupcoord.protocol.connect_protocol import (
+    CONNECT_PROTOCOL_V0,
+    CONNECT_PROTOCOL_V1,
+    CONNECT_PROTOCOL_V2,
+    CONNECTOR_TASK,
+    NO_ERROR,
+    ConnectAssignment,
+    ConnectorsAndTasks,
+    ConnectorTaskId,
+    ConnectProtocolError,
+    WorkerMetadata,
+    decode_assignment,
+    encode_assignment,
+    encode_worker_metadata,
+)
 
 __all__ = [
     "EAGER",

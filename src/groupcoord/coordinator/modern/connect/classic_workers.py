@@ -5,7 +5,7 @@ use the classic protocol keep sending JoinGroup, SyncGroup, Heartbeat and LeaveG
 ``connect``); the coordinator translates each to the new protocol and reconciles every worker on
 its own, "relying on the new engine to do the synchronization between them", and "has to trigger
 [a rebalance] when needed by returning the REBALANCE_IN_PROGRESS error in the heartbeat response".
-The same translation as the consumer's (``classic_members.py``), for connectors and tasks:
+The same translation as the consumer's (``modern/consumer/classic_members.py``), for connectors and tasks:
 
 - **JoinGroup** updates the worker (url and config offset from the Connect worker metadata of its
   first - most preferred - protocol, the classic session timeout and protocols, the rebalance
@@ -48,18 +48,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.coordinator.classic_bridge import ClassicBridge
-from groupcoord.coordinator.classic_messages import JoinGroupRequest, JoinGroupResponse
-from groupcoord.coordinator.connect_group import ConnectGroup, ConnectGroupMember
-from groupcoord.coordinator.connect_migration import (
+from groupcoord.coordinator.classic.messages import JoinGroupRequest, JoinGroupResponse
+from groupcoord.coordinator.migration.connect import (
     CONNECT_PROTOCOL_TYPE,
     classic_assignment,
     header_of,
     member_metadata_value,
     owned_items,
 )
-from groupcoord.coordinator.consumer_group import MemberState
-from groupcoord.coordinator.migration import classic_metadata
+from groupcoord.coordinator.migration.consumer import classic_metadata
+from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
+from groupcoord.coordinator.modern.connect.model import ConnectGroup, ConnectGroupMember
+from groupcoord.coordinator.modern.consumer.model import MemberState
 from groupcoord.coordinator.records import connect_member_metadata_record
 from groupcoord.protocol.connect_protocol import (
     ConnectProtocolError,
@@ -69,7 +69,7 @@ from groupcoord.protocol.connect_protocol import (
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.coordinator.connect_groups import ConnectGroupManager
+    from groupcoord.coordinator.modern.connect.handlers import ConnectGroupManager
 
 log = logging.getLogger(__name__)
 

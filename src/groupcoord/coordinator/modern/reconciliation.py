@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 from uuid import UUID
 
-from groupcoord.coordinator.consumer_group import (
+from groupcoord.coordinator.modern.consumer.messages import TopicPartitions
+from groupcoord.coordinator.modern.consumer.model import (
     ConsumerGroupMember,
     MemberState,
     with_current_assignment,
 )
-from groupcoord.coordinator.messages import TopicPartitions
 from groupcoord.coordinator.records import Assignment
 
 K = TypeVar("K")

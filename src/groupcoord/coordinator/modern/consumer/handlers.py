@@ -22,12 +22,12 @@ spec's diff text leaves two readings:
   member's subscription differs.
 - The rebalance timeout is armed while a member is in UNREVOKED_PARTITIONS, afresh for each
   epoch at which it must revoke; when it fires, the member is fenced.
-- Client-side assignment (issue #3, ``client_assignment.py``): a group whose members all advertise
+- Client-side assignment (issue #3, ``modern/client_assignment.py``): a group whose members all advertise
   client assignors gets its target from a chosen member (PrepareAssignment / InstallAssignment),
   not from a server assignor; a change of a member's client assignors (list, ranges, reason,
   version or metadata) bumps the group epoch.
-- Online migration (issue #4, ``migration.py``, ``classic_members.py``): a heartbeat at epoch 0
-  for a non-empty classic group of protocol type ``consumer`` converts it when
+- Online migration (issue #4, ``migration/consumer.py``, ``modern/consumer/classic_members.py``): a
+  heartbeat at epoch 0 for a non-empty classic group of protocol type ``consumer`` converts it when
   ``group.consumer.migration.policy`` allows the upgrade (else GROUP_ID_NOT_FOUND, as before);
   the conversion is written even if the joining member is then refused (e.g.
   GROUP_MAX_SIZE_REACHED): the group keeps working with its classic members. A static member
@@ -52,20 +52,21 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from groupcoord.coordinator.assignors.base import PartitionAssignor
-from groupcoord.coordinator.classic_group import ClassicGroup
-from groupcoord.coordinator.classic_members import ClassicMembers
-from groupcoord.coordinator.client_assignment import ConsumerClientAssignment
+from groupcoord.coordinator.classic.model import ClassicGroup
 from groupcoord.coordinator.config import CoordinatorConfig, GroupConfig
-from groupcoord.coordinator.consumer_group import (
-    LEAVE_GROUP_MEMBER_EPOCH,
-    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-    ConsumerGroup,
-    ConsumerGroupMember,
-    MemberState,
-    joining,
-    with_current_assignment,
+from groupcoord.coordinator.migration.consumer import (
+    MigrationError,
+    Upgrade,
+    classic_to_consumer,
+    consumer_to_classic,
+    current_assignment_value,
+    downgrade_refusal,
+    member_metadata_value,
+    upgrade_refusal,
 )
-from groupcoord.coordinator.messages import (
+from groupcoord.coordinator.modern.client_assignment import ConsumerClientAssignment
+from groupcoord.coordinator.modern.consumer.classic_members import ClassicMembers
+from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatRequest,
@@ -76,18 +77,22 @@ from groupcoord.coordinator.messages import (
     HeartbeatAssignment,
     TopicPartitions,
 )
-from groupcoord.coordinator.migration import (
-    MigrationError,
-    Upgrade,
-    classic_to_consumer,
-    consumer_to_classic,
-    current_assignment_value,
-    downgrade_refusal,
-    member_metadata_value,
-    upgrade_refusal,
+from groupcoord.coordinator.modern.consumer.model import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    joining,
+    with_current_assignment,
 )
-from groupcoord.coordinator.new_protocol_groups import NewProtocolGroupManager
-from groupcoord.coordinator.reconciliation import reconcile
+from groupcoord.coordinator.modern.group_manager import NewProtocolGroupManager
+from groupcoord.coordinator.modern.reconciliation import reconcile
+from groupcoord.coordinator.modern.subscription import compile_regex, subscribed_topics
+from groupcoord.coordinator.modern.target_assignment import (
+    preferred_server_assignor,
+    target_assignment_records,
+)
 from groupcoord.coordinator.records import (
     Assignment,
     ClassicGroupMetadataValue,
@@ -107,11 +112,6 @@ from groupcoord.coordinator.records import (
     target_assignment_metadata_tombstone,
     target_member_record,
     target_member_tombstone,
-)
-from groupcoord.coordinator.subscription import compile_regex, subscribed_topics
-from groupcoord.coordinator.target_assignment import (
-    preferred_server_assignor,
-    target_assignment_records,
 )
 from groupcoord.coordinator.topics import MetadataImage, TopicMetadata
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode

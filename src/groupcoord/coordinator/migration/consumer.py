@@ -8,10 +8,10 @@ converted back. ``group.consumer.migration.policy`` (bidirectional, upgrade, dow
 disabled) allows either direction; empty groups always convert (handled by the managers, which
 delete an empty group of the other type).
 
-The policy checks and the classic group value are the shared rules of ``group_migration.py``
+The policy checks and the classic group value are the shared rules of ``migration/shared.py``
 (connect groups use them too), with :data:`CONSUMER_MIGRATION`. This module is pure: it turns one
 group into the records (or the record value) of the other type and says whether a conversion is
-allowed. The managers (``consumer_groups.py``, ``classic_groups.py``) append them, move timers
+allowed. The managers (``modern/consumer/handlers.py``, ``classic/handlers.py``) append them, move timers
 and answer pending requests.
 
 Upgrade (classic -> consumer), as upstream's ``ConsumerGroup.fromClassicGroup``: every member of
@@ -32,7 +32,7 @@ assignment; the current one never gives a partition to two members while a recon
 under way). The caller then starts a classic rebalance.
 
 A classic static member replacing the last new-protocol static member also downgrades
-(``classic_members.py``; ``leaving`` is then empty: the joiner already took the replaced
+(``modern/consumer/classic_members.py``; ``leaving`` is then empty: the joiner already took the replaced
 member's place). Not implemented: custom client-side assignors during a migration (the spec's
 version ``-1`` of the assignor metadata).
 """
@@ -42,17 +42,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from uuid import UUID
 
-from groupcoord.coordinator import group_migration as gm
-from groupcoord.coordinator.classic_group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
-from groupcoord.coordinator.classic_messages import JoinGroupProtocol
+from groupcoord.coordinator.classic.messages import JoinGroupProtocol
+from groupcoord.coordinator.classic.model import CONSUMER_PROTOCOL_TYPE, ClassicGroup
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
-from groupcoord.coordinator.group_migration import (
+from groupcoord.coordinator.migration import shared as gm
+from groupcoord.coordinator.migration.shared import (
     DOWNGRADE_POLICIES,
     UPGRADE_POLICIES,
     MigrationError,
     classic_metadata,
 )
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, ConsumerGroupMember, MemberState
+from groupcoord.coordinator.modern.subscription import subscribed_topics
 from groupcoord.coordinator.records import (
     Assignment,
     ClassicGroupMetadataValue,
@@ -67,7 +68,6 @@ from groupcoord.coordinator.records import (
     target_assignment_metadata_record,
     target_member_record,
 )
-from groupcoord.coordinator.subscription import subscribed_topics
 from groupcoord.coordinator.topics import MetadataImage
 from groupcoord.protocol.consumer_protocol import (
     LATEST_VERSION,
@@ -77,7 +77,7 @@ from groupcoord.protocol.consumer_protocol import (
     encode_assignment,
 )
 
-#: Consumer groups as the shared migration rules (``group_migration.py``) speak of them.
+#: Consumer groups as the shared migration rules (``migration/shared.py``) speak of them.
 CONSUMER_MIGRATION = gm.MigrationKind(
     setting="group.consumer.migration.policy", config_field="consumer_migration_policy",
     protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_noun="consumer protocol", noun="member",

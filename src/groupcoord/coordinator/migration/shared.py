@@ -17,7 +17,7 @@ the two conversions share, parametrised by a :class:`MigrationKind`:
   as it last joined and the assignment its group type encodes for it.
 
 Not here: decoding the embedded protocols and building the new-protocol group's records
-(``migration.py`` for consumer groups, ``connect_migration.py`` for connect groups), nor applying
+(``migration/consumer.py`` for consumer groups, ``migration/connect.py`` for connect groups), nor applying
 anything (the managers do). Pure: no IO, no clock.
 """
 
@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from groupcoord.coordinator.classic_group import ClassicGroup, ClassicGroupMember
-from groupcoord.coordinator.classic_messages import JoinGroupProtocol
+from groupcoord.coordinator.classic.messages import JoinGroupProtocol
+from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupMember
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.records import (
     ClassicGroupMemberMetadata,

@@ -4,7 +4,7 @@ Kafka's classic group coordinator (upstream ``GroupMetadataManager`` classicGrou
 classicGroupSync / classicGroupHeartbeat / classicGroupLeave and ``ClassicGroup``), with static
 membership (KIP-345) and KIP-814 (the static leader's rejoin answered with SkipAssignment).
 
-How it runs on the shard. The model (``classic_group.py``) has a committed view, changed only by
+How it runs on the shard. The model (``classic/model.py``) has a committed view, changed only by
 replaying :class:`ClassicGroupMetadataValue` records, and a live view (rebalance state machine,
 members mid-rebalance, pending requests) that this manager changes directly, as upstream's
 in-memory ClassicGroup. A record is written when a group is created, when a generation starts
@@ -35,15 +35,15 @@ Choices where upstream's behaviour is unspecified or does not map one to one:
   subscribe to (see :meth:`ClassicGroupManager._topics_changed`).
 - Generated member ids are ``{group.instance.id or client.id}-{shard.new_member_id()}``.
 - Online migration (issue #4): JoinGroup, SyncGroup, Heartbeat and LeaveGroup for a non-empty
-  consumer (KIP-848) group are handed to ``classic_members.py`` (on the translation shared with
-  connect groups, ``classic_bridge.py``), which translates them to the new protocol (the member
-  joins the consumer group). An *empty* consumer group is converted, as upstream does: its
-  records are tombstoned and a classic group is created. The conversions of non-empty groups
-  (``migration.py``) use :meth:`ClassicGroupManager.release_for_upgrade` and
+  consumer (KIP-848) group are handed to ``modern/consumer/classic_members.py`` (on the translation
+  shared with connect groups, ``modern/classic_bridge.py``), which translates them to the new
+  protocol (the member joins the consumer group). An *empty* consumer group is converted, as
+  upstream does: its records are tombstoned and a classic group is created. The conversions of
+  non-empty groups (``migration/consumer.py``) use :meth:`ClassicGroupManager.release_for_upgrade` and
   :meth:`ClassicGroupManager.adopt_downgraded`. The same for a non-empty connect group: classic
-  Connect workers are handed to ``classic_workers.py`` (``connect_migration.py`` converts the
-  groups). Groups of any other type answer
-  INCONSISTENT_GROUP_PROTOCOL to JoinGroup and UNKNOWN_MEMBER_ID to the others.
+  Connect workers are handed to ``modern/connect/classic_workers.py`` (``migration/connect.py`` converts the
+  groups). Groups of any other type answer INCONSISTENT_GROUP_PROTOCOL to JoinGroup and
+  UNKNOWN_MEMBER_ID to the others.
 """
 
 from __future__ import annotations
@@ -53,15 +53,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.coordinator.classic_group import (
-    CONSUMER_PROTOCOL_TYPE,
-    ClassicGroup,
-    ClassicGroupMember,
-    ClassicGroupState,
-    Waiter,
-    subscribed_topics,
-)
-from groupcoord.coordinator.classic_messages import (
+from groupcoord.coordinator.classic.messages import (
     DESCRIBE_ERROR_VERSION,
     JOIN_MEMBER_ID_REQUIRED_VERSION,
     JOIN_SKIP_ASSIGNMENT_VERSION,
@@ -83,10 +75,18 @@ from groupcoord.coordinator.classic_messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from groupcoord.coordinator.classic.model import (
+    CONSUMER_PROTOCOL_TYPE,
+    ClassicGroup,
+    ClassicGroupMember,
+    ClassicGroupState,
+    Waiter,
+    subscribed_topics,
+)
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.connect_group import ConnectGroup
-from groupcoord.coordinator.consumer_group import ConsumerGroup
 from groupcoord.coordinator.group import Group
+from groupcoord.coordinator.modern.connect.model import ConnectGroup
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.records import (
     ClassicGroupMetadataValue,
     Record,
@@ -99,7 +99,7 @@ from groupcoord.coordinator.timers import TimerKey
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.coordinator.classic_bridge import ClassicBridge
+    from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
     from groupcoord.coordinator.shard import Shard
 
 log = logging.getLogger(__name__)
@@ -715,7 +715,7 @@ class ClassicGroupManager:
 
     def _bridge(self, group: Group | None) -> ClassicBridge[Any, Any] | None:
         """The translation of classic requests for the members of a new-protocol group (issue
-        #4: ``classic_bridge.py``), or None for a group of another type (or none)."""
+        #4: ``modern/classic_bridge.py``), or None for a group of another type (or none)."""
         if isinstance(group, ConsumerGroup):
             return self.shard.consumer.classic_bridge
         if isinstance(group, ConnectGroup):
@@ -737,7 +737,7 @@ class ClassicGroupManager:
     def _refuse_foreign_member(self, group: Group, member_id: str,
                                instance_id: str | None) -> None:
         """A classic request for a group of a type without classic members (consumer groups
-        are handled by ``classic_bridge.py`` before this)."""
+        are handled by ``modern/classic_bridge.py`` before this)."""
         raise CoordinatorError(_E.unknown_member_id,
                                f"Group {group.group_id} is a {group.group_type} group: member "
                                f"{member_id} does not use the classic protocol.")

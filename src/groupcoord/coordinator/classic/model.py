@@ -11,7 +11,7 @@ Modelled on Kafka's ``ClassicGroup`` / ``ClassicGroupMember``. A classic group h
   CompletingRebalance, Stable), members joining or leaving mid-rebalance, every protocol each
   member supports, pending JoinGroup / SyncGroup requests (``Waiter``), members that were sent
   MEMBER_ID_REQUIRED, members that still owe a SyncGroup. As upstream, this is soft state: the
-  manager (``classic_groups.py``) changes it directly, it is rebuilt from the committed view on
+  manager (``classic/handlers.py``) changes it directly, it is rebuilt from the committed view on
   load (Stable with the committed members, or Empty), and clients retry what was pending.
 
 Replaying a record of the group outside the manager's own appends (a log load) rebuilds the live
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from groupcoord.coordinator.classic_messages import JoinGroupProtocol, JoinGroupResponseMember
+from groupcoord.coordinator.classic.messages import JoinGroupProtocol, JoinGroupResponseMember
 from groupcoord.coordinator.group import Group
 from groupcoord.coordinator.records import ClassicGroupMemberMetadata, ClassicGroupMetadataValue
 from groupcoord.protocol.consumer_protocol import decode_subscription

@@ -6,7 +6,7 @@ Handling", "Response Handling"), ConnectGroupPrepareAssignment, ConnectGroupInst
 "Assignment Validation", "Assignment Error", "Records" and "Triggering Rebalances", on the
 machinery of consumer groups: reconciliation is theirs (``reconciliation.reconcile_items``:
 revoke, acknowledge, then assign, never both in one response; an item goes to its new owner only
-once the old one released it), client-side assignment is the shared ``client_assignment.py``.
+once the old one released it), client-side assignment is the shared ``modern/client_assignment.py``.
 Two admin requests of ours: ConnectGroupConfig changes the connectors-and-tasks configuration
 (part of the group state), ConnectGroupDescribe describes groups; ListGroups lists them with type
 ``connect``.
@@ -50,7 +50,7 @@ Choices where the draft leaves two readings:
   says, the assignor's worker triggers the follow-up rebalance when the delay expires by
   heartbeating a changed assignor reason (or metadata), which bumps the group epoch; any other
   bump (a worker joining, a configuration change) asks for a new target too.
-- An install with a non-zero Error keeps the target (client_assignment.py) and records the error
+- An install with a non-zero Error keeps the target (modern/client_assignment.py) and records the error
   in the target metadata (describe shows it) until the next successful install.
 - The worker epoch fences offset commits as a consumer member epoch does (ConnectGroup).
 - Session timeout and heartbeat interval are the group's ``group.consumer.*`` settings (there are
@@ -63,9 +63,19 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.coordinator.classic_group import ClassicGroup
-from groupcoord.coordinator.classic_workers import ClassicWorkers
-from groupcoord.coordinator.client_assignment import (
+from groupcoord.coordinator.classic.model import ClassicGroup
+from groupcoord.coordinator.migration.connect import (
+    ConnectUpgrade,
+    classic_to_connect,
+    connect_to_classic,
+    current_assignment_value,
+    downgrade_refusal,
+    member_metadata_value,
+    protocol_version,
+    upgrade_refusal,
+)
+from groupcoord.coordinator.migration.shared import MigrationError
+from groupcoord.coordinator.modern.client_assignment import (
     AssigningGroup,
     ClientAssignment,
     Snapshot,
@@ -75,18 +85,8 @@ from groupcoord.coordinator.client_assignment import (
     successor,
     validate_install,
 )
-from groupcoord.coordinator.connect_group import (
-    ConnectGroup,
-    ConnectGroupMember,
-    ConnectMemberTarget,
-    ConnectorsConfig,
-    from_wire,
-    minus,
-    show_item,
-    to_wire,
-    wire_items,
-)
-from groupcoord.coordinator.connect_messages import (
+from groupcoord.coordinator.modern.connect.classic_workers import ClassicWorkers
+from groupcoord.coordinator.modern.connect.messages import (
     ConnectDepartedMember,
     ConnectGroupConfigRequest,
     ConnectGroupConfigResponse,
@@ -105,24 +105,24 @@ from groupcoord.coordinator.connect_messages import (
     DescribedConnectGroup,
     DescribedConnectMember,
 )
-from groupcoord.coordinator.connect_migration import (
-    ConnectUpgrade,
-    classic_to_connect,
-    connect_to_classic,
-    current_assignment_value,
-    downgrade_refusal,
-    member_metadata_value,
-    protocol_version,
-    upgrade_refusal,
+from groupcoord.coordinator.modern.connect.model import (
+    ConnectGroup,
+    ConnectGroupMember,
+    ConnectMemberTarget,
+    ConnectorsConfig,
+    from_wire,
+    minus,
+    show_item,
+    to_wire,
+    wire_items,
 )
-from groupcoord.coordinator.consumer_group import (
+from groupcoord.coordinator.modern.consumer.model import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     MemberState,
 )
-from groupcoord.coordinator.group_migration import MigrationError
-from groupcoord.coordinator.new_protocol_groups import NewProtocolGroupManager
-from groupcoord.coordinator.reconciliation import owns_any_items, reconcile_items
+from groupcoord.coordinator.modern.group_manager import NewProtocolGroupManager
+from groupcoord.coordinator.modern.reconciliation import owns_any_items, reconcile_items
 from groupcoord.coordinator.records import (
     ClassicGroupMetadataValue,
     ConnectGroupCurrentMemberAssignmentValue,

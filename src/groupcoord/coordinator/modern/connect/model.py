@@ -10,7 +10,7 @@ current assignment (worker epoch, previous epoch, reconciliation state, assigned
 revocation, error and metadata of its epoch). Nothing here changes except by ``Shard.replay``.
 
 Connectors and tasks are kept as a mapping connector -> task numbers where -1 is the connector
-itself (:data:`~groupcoord.coordinator.connect_messages.CONNECTOR_TASK`), so reconciliation works
+itself (:data:`~groupcoord.coordinator.modern.connect.messages.CONNECTOR_TASK`), so reconciliation works
 on them as on topic partitions. States are the consumer group's (Empty, Assigning, Reconciling,
 Stable, Dead); a group that has a configuration but no worker is Empty.
 """
@@ -21,13 +21,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from groupcoord.coordinator.connect_messages import (
+from groupcoord.coordinator.group import Group, check_member_epoch_offset_request
+from groupcoord.coordinator.modern.connect.messages import (
     CONNECTOR_TASK,
     ConnectorsAndTasks,
     ConnectorTaskId,
 )
-from groupcoord.coordinator.consumer_group import GroupState, MemberState
-from groupcoord.coordinator.group import Group, check_member_epoch_offset_request
+from groupcoord.coordinator.modern.consumer.model import GroupState, MemberState
 from groupcoord.coordinator.records import ClassicMemberMetadata, ClientAssignor, ConnectAssignment
 
 EMPTY: ConnectAssignment = {}

@@ -14,7 +14,7 @@ APIs exists upstream; field names are the snake_case of the draft's schemas. Cho
   ``GroupHeartbeat``: it has no TopicPartitions field, so the revision's rule "TopicPartitions and
   ConnectorsAndTasks cannot be used together" holds by construction.
 - ``scheduled_rebalance_delay_ms`` in the install is an extension field for KIP-415's deferred
-  resolution (see ``connect_groups.py``): when > 0 the target may leave items unassigned.
+  resolution (see ``modern/connect/handlers.py``): when > 0 the target may leave items unassigned.
 - The Prepare response also carries the configuration snapshot (connectors and task counts, config
   offset) - workers learn the configuration from the coordinator - and ``departed_members``: the
   target entries of workers that left since the last installed target (the "lost" work of KIP-415).

@@ -21,21 +21,22 @@ holds what the translation is for both: :class:`ClassicBridge` with
   REBALANCE_IN_PROGRESS when the member is behind, must revoke, or waits on items nobody holds)
   and LeaveGroup (named members fenced at once, in member id order).
 
-What differs stays with each group type (``classic_members.py`` for consumer groups,
-``classic_workers.py`` for connect groups): how JoinGroup metadata becomes a member and is
+What differs stays with each group type (``modern/consumer/classic_members.py`` for consumer groups,
+``modern/connect/classic_workers.py`` for connect groups): how JoinGroup metadata becomes a member and is
 reconciled, the assignment bytes of SyncGroup, which epoch a member must reach before it stops
 being asked to rejoin (the group epoch, or the epoch of an installed target), how a heartbeat
 gets a pending target computed, and whether the type has static classic members. Not here: the
-conversions between group types (``migration.py``, ``connect_migration.py``).
+conversions between group types (``migration/consumer.py``, ``migration/connect.py``).
 """
 
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
-from groupcoord.coordinator.classic_messages import (
+from groupcoord.coordinator.classic.messages import (
     JOIN_MEMBER_ID_REQUIRED_VERSION,
     HeartbeatRequest,
     HeartbeatResponse,
@@ -46,7 +47,7 @@ from groupcoord.coordinator.classic_messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from groupcoord.coordinator.consumer_group import MemberState
+from groupcoord.coordinator.modern.consumer.model import MemberState
 from groupcoord.coordinator.records import ClassicMemberMetadata
 from groupcoord.coordinator.timers import TimerKey
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
@@ -105,7 +106,7 @@ class BridgedManager(Protocol):
     def _request_target(self, group: Any) -> None: ...
 
 
-class ClassicBridge(Generic[G, M]):
+class ClassicBridge(ABC, Generic[G, M]):
     """The classic APIs for the members of one new-protocol group type (one per shard)."""
 
     #: Timer kinds of the rejoin and sync deadlines (keys ``(kind, group id, member id)``).
@@ -134,14 +135,17 @@ class ClassicBridge(Generic[G, M]):
 
     # ------------------------------------------------------------------ what differs
 
+    @abstractmethod
     def _rejoin_epoch(self, group: G) -> int:
         """The epoch a member must have reached not to be asked to rejoin."""
         raise NotImplementedError
 
+    @abstractmethod
     def _target_items(self, group: G, member: M) -> Iterable[tuple[Any, frozenset[int]]]:
         """The member's target assignment, as (topic or connector, numbers)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _assigned(self, member: M) -> Mapping[Any, frozenset[int]]:
         raise NotImplementedError
 
@@ -150,15 +154,18 @@ class ClassicBridge(Generic[G, M]):
         own heartbeat does)."""
         self.manager._request_target(group)
 
+    @abstractmethod
     def _sync_assignment(self, group: G, member: M, protocol: str) -> bytes:
         """The member's assignment as SyncGroup returns it, for its protocol ``protocol``."""
         raise NotImplementedError
 
+    @abstractmethod
     def _decode(self, r: JoinGroupRequest) -> Any:
         """The JoinGroup's metadata (of its first protocol) decoded; raises one of
         :attr:`decode_errors` when it does not decode."""
         raise NotImplementedError
 
+    @abstractmethod
     def _join(self, group: G, r: JoinGroupRequest, member_id: str, is_unknown: bool,
               decoded: Any) -> JoinGroupResponse:
         """Find, create or replace the member, update and reconcile it (the checks passed);

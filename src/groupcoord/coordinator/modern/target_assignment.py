@@ -21,7 +21,8 @@ from groupcoord.coordinator.assignors.base import (
     MemberSubscription,
     PartitionAssignor,
 )
-from groupcoord.coordinator.consumer_group import ConsumerGroup, ConsumerGroupMember
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, ConsumerGroupMember
+from groupcoord.coordinator.modern.subscription import subscribed_topic_ids
 from groupcoord.coordinator.records import (
     Assignment,
     Record,
@@ -29,7 +30,6 @@ from groupcoord.coordinator.records import (
     target_member_record,
     target_member_tombstone,
 )
-from groupcoord.coordinator.subscription import subscribed_topic_ids
 from groupcoord.coordinator.topics import TopicMetadata
 
 

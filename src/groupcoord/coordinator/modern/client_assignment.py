@@ -4,8 +4,8 @@ Implements KIP-848 "Client-Side Assignor", ConsumerGroupPrepareAssignment /
 ConsumerGroupInstallAssignment, "Assignment Epoch" and the TargetAssignmentMetadata note, and the
 Connect draft's "Assignor Selection", "Worker Selection", "Assignment Validation" and "Assignment
 Error" (ConnectGroupPrepareAssignment / ConnectGroupInstallAssignment), for both group types:
-:class:`ClientAssignment` is the machinery a group manager owns (``consumer_groups.py``,
-``connect_groups.py``); :class:`ConsumerClientAssignment` adds the consumer group's two handlers.
+:class:`ClientAssignment` is the machinery a group manager owns (``modern/consumer/handlers.py``,
+``modern/connect/handlers.py``); :class:`ConsumerClientAssignment` adds the consumer group's two handlers.
 
 Choices where the texts leave two readings (each one is tested):
 
@@ -73,8 +73,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
-from groupcoord.coordinator.consumer_group import ConsumerGroup
-from groupcoord.coordinator.messages import (
+from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupInstallAssignmentRequest,
     ConsumerGroupInstallAssignmentResponse,
     ConsumerGroupPrepareAssignmentRequest,
@@ -84,6 +83,8 @@ from groupcoord.coordinator.messages import (
     PreparedTopic,
     TopicPartitions,
 )
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
+from groupcoord.coordinator.modern.subscription import subscribed_topic_ids
 from groupcoord.coordinator.records import (
     Assignment,
     ClientAssignor,
@@ -91,7 +92,6 @@ from groupcoord.coordinator.records import (
     target_member_record,
     target_member_tombstone,
 )
-from groupcoord.coordinator.subscription import subscribed_topic_ids
 from groupcoord.coordinator.timers import TimerKey
 from groupcoord.protocol.errors import INVALID_ASSIGNMENT, CoordinatorError, ErrorCode
 

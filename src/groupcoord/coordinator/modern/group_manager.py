@@ -13,38 +13,39 @@ that machinery once, for one group type of one shard:
   reconciliation, the session timeout and the response;
 - leaving (-1 for good, -2 a static member's temporary leave), removing members (tombstones, timers)
   and fencing them with one epoch bump, or the conversion back to a classic group when only
-  classic members remain and the policy allows it (``group_migration.py``);
+  classic members remain and the policy allows it (``migration/shared.py``);
 - the upgrade of a non-empty classic group on a join (GROUP_ID_NOT_FOUND when refused);
 - writing a member's current assignment with its rebalance timeout (armed once per epoch at which
   it must revoke; fencing it when it fires), the session timeout, and the load duties (timers
   armed again, a pending target asked for).
 
-Each group type (``consumer_groups.py``, ``connect_groups.py``) supplies its records, its model,
-its request validation and what differs in the flow: how the request updates a member and what
-change bumps the group epoch, who computes the target (a server assignor at once, or a chosen
-member through Prepare/Install), what a response carries, and its words in errors and logs. Not
-here: replay (record layouts differ), describe, the client-side assignment (``client_assignment.py``)
-and the classic translation (``classic_bridge.py``).
+Each group type (``modern/consumer/handlers.py``, ``modern/connect/handlers.py``) supplies its
+records, its model, its request validation and what differs in the flow: how the request updates a
+member and what change bumps the group epoch, who computes the target (a server assignor at once, or
+a chosen member through Prepare/Install), what a response carries, and its words in errors and logs.
+Not here: replay (record layouts differ), describe, the client-side assignment
+(``modern/client_assignment.py``) and the classic translation (``modern/classic_bridge.py``).
 """
 
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from groupcoord.coordinator.classic_bridge import BridgedMember
-from groupcoord.coordinator.classic_group import ClassicGroup
-from groupcoord.coordinator.client_assignment import check_assignors
-from groupcoord.coordinator.consumer_group import LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberState
-from groupcoord.coordinator.group_migration import MigrationError
-from groupcoord.coordinator.membership import Resolved, resolve_member
+from groupcoord.coordinator.classic.model import ClassicGroup
+from groupcoord.coordinator.migration.shared import MigrationError
+from groupcoord.coordinator.modern.classic_bridge import BridgedMember
+from groupcoord.coordinator.modern.client_assignment import check_assignors
+from groupcoord.coordinator.modern.consumer.model import LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberState
+from groupcoord.coordinator.modern.membership import Resolved, resolve_member
 from groupcoord.coordinator.records import ClassicGroupMetadataValue, Record, RecordType
 from groupcoord.coordinator.timers import TimerKey
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.coordinator.classic_bridge import ClassicBridge
-    from groupcoord.coordinator.client_assignment import ClientAssignment
+    from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
+    from groupcoord.coordinator.modern.client_assignment import ClientAssignment
     from groupcoord.coordinator.shard import Shard
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,7 @@ def _err(code: int, message: str) -> CoordinatorError:
     return CoordinatorError(code, message)
 
 
-class NewProtocolGroupManager(Generic[G, M, Req, Resp]):
+class NewProtocolGroupManager(ABC, Generic[G, M, Req, Resp]):
     """One new-protocol group type of one shard: the shared heartbeat, leave, fence, upgrade
     and reconciliation-write flow (subclasses register handlers, replayers and timers)."""
 
@@ -140,6 +141,7 @@ class NewProtocolGroupManager(Generic[G, M, Req, Resp]):
 
     # ------------------------------------------------------------------ what differs
 
+    @abstractmethod
     def _validate_heartbeat(self, r: Req) -> None:
         raise NotImplementedError
 
@@ -153,99 +155,126 @@ class NewProtocolGroupManager(Generic[G, M, Req, Resp]):
         UNKNOWN_MEMBER_ID."""
         return True
 
+    @abstractmethod
     def _downgrades_when_fenced(self, r: Any) -> bool:
         """Whether fencing a member for its epoch may convert the group to a classic group."""
         raise NotImplementedError
 
+    @abstractmethod
     def _fenced_epoch_message(self, r: Any, existing: Any) -> str:
         raise NotImplementedError
 
+    @abstractmethod
     def _reports_subset(self, member: Any, r: Any) -> bool:
         """The lost-response case: the request reports what it owns, all of it assigned."""
         raise NotImplementedError
 
+    @abstractmethod
     def _replacement(self, member_id: str, replaced: M | None) -> M:
         """A new member (inheriting a replaced static member's assignment)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _apply_request(self, member: M, r: Req) -> M:
         raise NotImplementedError
 
+    @abstractmethod
     def _inputs_changed(self, updated: M, reference: M) -> bool:
         """Whether the update changed an input of the assignment (the group epoch is bumped)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _handover_record(self, group: G, member_id: str, replaced: M) -> Record | None:
         """The target entry a replaced static member hands to ``member_id``."""
         raise NotImplementedError
 
+    @abstractmethod
     def _metadata_value(self, m: M) -> Any:
         raise NotImplementedError
 
+    @abstractmethod
     def _member_metadata_record(self, group_id: str, m: M) -> Record:
         raise NotImplementedError
 
+    @abstractmethod
     def _bump(self, group: G) -> None:
         """Bump the group epoch (a member joined, or an assignment input changed)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _request_target(self, group: G) -> None:
         """Have a target assignment computed when the group epoch is ahead of it."""
         raise NotImplementedError
 
+    @abstractmethod
     def _joining(self, current: M, base: M) -> M:
         """A joining member as it stands for reconciliation (epoch 0, ``base``'s assignment)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _owned(self, r: Req) -> Any:
         """What the request reports owning (None: not reported)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _reconcile(self, group: G, member: M, owned: Any) -> M:
         raise NotImplementedError
 
+    @abstractmethod
     def _heartbeat_assignment(self, group: G, r: Req, existing: M | None, reconciled: M) -> Any:
         """The assignment a heartbeat response carries (None: none)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _current_assignment_record(self, group_id: str, m: M) -> Record:
         raise NotImplementedError
 
+    @abstractmethod
     def _temporary_leave_record(self, group_id: str, member: M) -> Record:
         """A static member's current assignment once it left temporarily (epoch -2)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _removal_records(self, group: G, member_id: str, keep_target: bool) -> list[Record]:
         """A removed member's tombstones (its target entry's too unless ``keep_target``)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _after_removal(self, group: G) -> None:
         """Members were removed and the group stays: bump its epoch (and ask for a target)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _downgrade_refusal(self, group: G, leaving: set[str]) -> str | None:
         raise NotImplementedError
 
+    @abstractmethod
     def _to_classic(self, group: G, leaving: set[str]) -> ClassicGroupMetadataValue:
         raise NotImplementedError
 
+    @abstractmethod
     def _upgrade_refusal(self, classic: ClassicGroup) -> str | None:
         raise NotImplementedError
 
+    @abstractmethod
     def _convert_classic(self, classic: ClassicGroup) -> Any:
         """The group a classic group becomes (``.records``, ``.members``); MigrationError when
         its embedded protocol does not decode (the message says why)."""
         raise NotImplementedError
 
+    @abstractmethod
     def _malformed(self, e: MigrationError) -> str:
         raise NotImplementedError
 
+    @abstractmethod
     def _log_upgrade(self, classic: ClassicGroup, upgrade: Any) -> None:
         raise NotImplementedError
 
+    @abstractmethod
     def _on_group_loaded(self, group: G) -> None:
         raise NotImplementedError
 
+    @abstractmethod
     def delete_group(self, group: G) -> None:
         raise NotImplementedError
 

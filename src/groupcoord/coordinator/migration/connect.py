@@ -5,17 +5,17 @@ The Connect draft's "Migration To the New Protocol" (``000_31a92c0cab36e993.txt`
 protocol type ``connect``, the group is converted to a ``connect`` group whose epoch starts at the
 classic generation; when the last new-protocol worker leaves, it switches back. The classic
 workers keep working inside the connect group: their JoinGroup, SyncGroup and Heartbeat are
-translated (``classic_workers.py``). ``group.connect.migration.policy`` (ours, after
+translated (``modern/connect/classic_workers.py``). ``group.connect.migration.policy`` (ours, after
 ``group.consumer.migration.policy``: bidirectional, upgrade, downgrade, disabled) allows either
 direction; empty groups always convert (the managers delete an empty group of the other type).
 
 This module is pure: it turns one group into the records (or the record value) of the other type,
 builds the Connect assignment bytes a classic worker receives, and says whether a conversion is
 allowed (the policy checks and the classic group value are the shared rules of
-``group_migration.py``, with :data:`CONNECT_MIGRATION`). ``connect_groups.py`` appends the
+``migration/shared.py``, with :data:`CONNECT_MIGRATION`). ``modern/connect/handlers.py`` appends the
 records, moves timers and answers pending requests.
 
-Upgrade (classic -> connect), after the consumer migration (``migration.py``): every member of the
+Upgrade (classic -> connect), after the consumer migration (``migration/consumer.py``): every member of the
 classic group's live view becomes a worker at worker epoch = previous epoch = generation, STABLE,
 with its classic metadata (session timeout, Connect protocols), url from its Connect worker
 metadata for the selected protocol (else its first), and as assigned connectors and tasks what it
@@ -54,17 +54,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from groupcoord.coordinator import group_migration as gm
-from groupcoord.coordinator.classic_group import ClassicGroup, ClassicGroupMember
+from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupMember
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.connect_group import (
+from groupcoord.coordinator.migration import shared as gm
+from groupcoord.coordinator.migration.shared import MigrationError, classic_metadata
+from groupcoord.coordinator.modern.connect.model import (
     ConnectGroup,
     ConnectGroupMember,
     assignment_of,
     to_wire,
 )
-from groupcoord.coordinator.consumer_group import MemberState
-from groupcoord.coordinator.group_migration import MigrationError, classic_metadata
+from groupcoord.coordinator.modern.consumer.model import MemberState
 from groupcoord.coordinator.records import (
     ClassicGroupMetadataValue,
     ConnectAssignment,
@@ -88,7 +88,7 @@ CONNECT_PROTOCOL_TYPE = cp.CONNECT_PROTOCOL_TYPE
 Item = tuple[str, int]
 
 
-#: Connect groups as the shared migration rules (``group_migration.py``) speak of them.
+#: Connect groups as the shared migration rules (``migration/shared.py``) speak of them.
 CONNECT_MIGRATION = gm.MigrationKind(
     setting="group.connect.migration.policy", config_field="connect_migration_policy",
     protocol_type=CONNECT_PROTOCOL_TYPE, protocol_noun="Connect protocol", noun="worker",

@@ -59,17 +59,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from groupcoord.coordinator.classic_bridge import ClassicBridge
-from groupcoord.coordinator.classic_group import CONSUMER_PROTOCOL_TYPE
-from groupcoord.coordinator.classic_messages import JoinGroupRequest, JoinGroupResponse
-from groupcoord.coordinator.consumer_group import (
-    ConsumerGroup,
-    ConsumerGroupMember,
-    MemberState,
-    joining,
-)
-from groupcoord.coordinator.messages import TopicPartitions
-from groupcoord.coordinator.migration import (
+from groupcoord.coordinator.classic.messages import JoinGroupRequest, JoinGroupResponse
+from groupcoord.coordinator.classic.model import CONSUMER_PROTOCOL_TYPE
+from groupcoord.coordinator.migration.consumer import (
     MigrationError,
     assignment_bytes,
     classic_metadata,
@@ -78,6 +70,14 @@ from groupcoord.coordinator.migration import (
     downgrade_refusal,
     member_metadata_value,
     names_to_ids,
+)
+from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
+from groupcoord.coordinator.modern.consumer.messages import TopicPartitions
+from groupcoord.coordinator.modern.consumer.model import (
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    joining,
 )
 from groupcoord.coordinator.records import (
     current_assignment_record,
@@ -92,7 +92,7 @@ from groupcoord.protocol.consumer_protocol import (
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.coordinator.consumer_groups import ConsumerGroupManager
+    from groupcoord.coordinator.modern.consumer.handlers import ConsumerGroupManager
 
 log = logging.getLogger(__name__)
 
