@@ -124,3 +124,18 @@ def test_report_opens_with_findings_and_model_limits(tmp_path: Path) -> None:
     eager, coop = styles["classic:eager"]["color"], styles["classic:cooperative"]["color"]
     assert eager != coop and eager[2] > eager[0] and coop[2] > coop[0]
     assert styles["consumer:uniform"]["color"][0] > styles["consumer:uniform"]["color"][2]
+
+
+def test_a_swept_parameter_read_from_the_workloads_overrides() -> None:
+    rows = []
+    for ms, (a, b) in {0.5: (1, 5), 8: (9, 5)}.items():
+        work = json.dumps({"processing_ms": {"dist": "exponential", "mean": ms},
+                           "records_per_s": 10})
+        for seed in range(2):
+            rows.append({**_run("consumer:uniform", 8, seed, stall_ms=a), "work": work,
+                         "workload": f"p{ms}"})
+            rows.append({**_run("classic:eager", 8, seed, stall_ms=b), "work": work,
+                         "workload": f"p{ms}"})
+    (cross,) = [f for f in findings(rows) if f.kind == "crossover"]
+    assert cross.numbers["parameter"] == "processing_ms"
+    assert cross.numbers["flips"] == [(0.5, 8.0, "classic:eager")]

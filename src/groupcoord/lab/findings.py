@@ -24,6 +24,7 @@ Only runs that kept every invariant count. Plain Python over row dicts (no Spark
 
 from __future__ import annotations
 
+import json
 import math
 import shlex
 import statistics
@@ -114,6 +115,41 @@ def present_metrics(rows: Sequence[Mapping[str, Any]]) -> list[Metric]:
     for m in CATALOG:
         if any(r.get(m.column) is not None for r in rows):
             out.append(m)
+    return out
+
+
+def work_value(row: Mapping[str, Any], key: str) -> float | None:
+    """A workload parameter of a run: its own column, else the workload's overrides (the
+    ``work`` column, JSON). A distribution counts as its mean (``uniform``: the middle)."""
+    v = row.get(key)
+    if v is None and row.get("work"):
+        try:
+            v = json.loads(str(row["work"])).get(key)
+        except (ValueError, AttributeError):
+            v = None
+    if isinstance(v, Mapping):
+        if "mean" in v:
+            v = v["mean"]
+        elif "min" in v and "max" in v:
+            v = (float(v["min"]) + float(v["max"])) / 2
+        else:
+            v = None
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    return float(v)
+
+
+def with_work_parameters(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The rows with each of :data:`SWEEP_PARAMETERS` as a column (from ``work``)."""
+    out = []
+    for r in rows:
+        d = dict(r)
+        for key in SWEEP_PARAMETERS:
+            if d.get(key) is None:
+                v = work_value(r, key)
+                if v is not None:
+                    d[key] = v
+        out.append(d)
     return out
 
 
@@ -274,7 +310,7 @@ def _crossover(rows: list[dict[str, Any]], m: Metric, x_col: str, size: int, a: 
 def findings(runs: Sequence[Mapping[str, Any]], spec: str = "SPEC",
              limit: int = MAX_FINDINGS) -> list[Finding]:
     """The findings of a sweep's ``runs`` rows (see the module docstring)."""
-    rows = [dict(r) for r in runs if r.get("ok")]
+    rows = with_work_parameters(r for r in runs if r.get("ok"))
     panels: dict[tuple[str, str, float | None], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         panels[(str(r["scenario"]), str(r.get("workload")), r.get("fault_rate"))].append(r)

@@ -29,7 +29,15 @@ from pathlib import Path
 from typing import Any
 
 from groupcoord.lab.aggregate import METRICS
-from groupcoord.lab.findings import CATALOG, Finding, Metric, family, findings, sweep_parameter
+from groupcoord.lab.findings import (
+    CATALOG,
+    Finding,
+    Metric,
+    family,
+    findings,
+    sweep_parameter,
+    with_work_parameters,
+)
 
 log = logging.getLogger(__name__)
 
@@ -535,7 +543,7 @@ def _crossover_charts(runs: Sequence[dict[str, Any]], rdir: Path,
                       styles: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
     """A crossover chart per (scenario, fault rate) whose runs sweep a parameter."""
     groups: dict[tuple[str, float | None], list[dict[str, Any]]] = defaultdict(list)
-    for r in runs:
+    for r in with_work_parameters(runs):
         if r.get("ok"):
             groups[(str(r["scenario"]), r.get("fault_rate"))].append(r)
     out = []
