@@ -10,9 +10,10 @@ One master and one worker start once for the module (``spark_cluster``: pyspark'
 - an archive the executors cannot run stops before the sweep with one line naming the cause
   and docs/lab.md, no traceback.
 
-Each ``lab`` command runs in a subprocess: it starts its own driver JVM (the test session's
-``local[2]`` one cannot change master). Timeouts are generous: a loaded 2-core machine takes
-about a minute per command.
+Each command runs in a subprocess: it starts its own driver JVM (the test session's
+``local[2]`` one cannot change master). The three drivers run side by side on the cluster (one
+core each), since most of their time is JVM starts, executor launches and waits. Timeouts are
+generous: a loaded 2-core machine takes about two minutes per command.
 """
 
 from __future__ import annotations
@@ -58,7 +59,9 @@ seeds = 1
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
-    c = start_cluster(tmp_path_factory.mktemp("spark-cluster"))
+    # Three slots so the module's three drivers run side by side (each asks for one core
+    # and a small executor): most of a lab command's time is JVM starts and waits, not CPU.
+    c = start_cluster(tmp_path_factory.mktemp("spark-cluster"), cores=3, memory="3g")
     try:
         yield c
     finally:
@@ -81,9 +84,68 @@ def driver_env(work: Path) -> dict[str, str]:
     return env
 
 
-def run(cmd: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True,
-                          timeout=COMMAND_TIMEOUT_S, check=False)
+#: Settings of every driver here: one core and a small executor each, no UI.
+SMALL = ["--conf", "spark.ui.enabled=false", "--conf", "spark.cores.max=1",
+         "--conf", "spark.executor.memory=768m"]
+
+
+class Command:
+    """A command started in the background; :meth:`result` waits for it."""
+
+    def __init__(self, cmd: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.cmd = cmd
+        self.proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self._done: subprocess.CompletedProcess[str] | None = None
+
+    def result(self) -> subprocess.CompletedProcess[str]:
+        if self._done is None:
+            try:
+                out, err = self.proc.communicate(timeout=COMMAND_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                out, err = self.proc.communicate()
+            self._done = subprocess.CompletedProcess(self.cmd, self.proc.returncode, out, err)
+        return self._done
+
+
+@pytest.fixture(scope="module")
+def commands(cluster: SparkCluster, work: Path) -> Iterator[dict[str, Any]]:
+    """``lab pack`` first (it packs the archive the others reuse), then three drivers at once
+    on the cluster: ``lab run``, ``spark-submit`` with the options ``lab pack`` printed, and
+    ``lab run`` with an archive the executors cannot run."""
+    env = driver_env(work)
+    pack = subprocess.run([*GROUPCOORD, "lab", "pack"], env=env, cwd=work, text=True,
+                          capture_output=True, timeout=COMMAND_TIMEOUT_S, check=False)
+    options = next((ln.removeprefix("spark-submit options: ")
+                    for ln in pack.stdout.splitlines()
+                    if ln.startswith("spark-submit options: ")), "")
+    import groupcoord.lab.submit as submit
+
+    bogus = work / "not-a-venv"
+    bogus.mkdir()
+    (bogus / "README").write_text("no bin/python in here\n")
+    archive = work / "not-a-venv.tar.gz"
+    subprocess.run(["tar", "czf", str(archive), "-C", str(bogus), "README"], check=True)
+    spec = str(work / "spec.toml")
+    started = {
+        "run": Command([*GROUPCOORD, "lab", "run", spec, "--master", cluster.master_url,
+                        "--out", str(work / "out-run"), *SMALL], env, work),
+        "submit": Command([str(spark_home() / "bin" / "spark-submit"), "--master",
+                           cluster.master_url, *shlex.split(options), *SMALL, submit.__file__,
+                           "run", spec, "--out", str(work / "out-submit")],
+                          {**env, "SPARK_HOME": str(spark_home())}, work),
+        "bad": Command([*GROUPCOORD, "lab", "run", spec, "--master", cluster.master_url,
+                        "--out", str(work / "out-bad"), "--archive", str(archive), *SMALL],
+                       env, work),
+    }
+    try:
+        yield {"pack": pack, **started}
+    finally:
+        for c in started.values():
+            if c.proc.poll() is None:
+                c.proc.kill()
+                c.proc.communicate()
 
 
 def expected_rows() -> dict[str, dict[str, Any]]:
@@ -105,61 +167,47 @@ def check_tables(out: Path) -> None:
     assert (out / "report" / "index.html").exists()
 
 
-def test_lab_run_ships_the_environment_to_the_executors(cluster: SparkCluster,
+def test_lab_pack_packs_the_executors_environment(commands: dict[str, Any],
+                                                  work: Path) -> None:
+    pack = commands["pack"]
+    assert pack.returncode == 0, pack.stderr
+    assert "packed in" in pack.stdout and "pyarrow==" in pack.stdout
+    assert "--archives" in pack.stdout and "#environment" in pack.stdout
+    assert len(list((work / "cache").glob("env-*.tar.gz"))) == 1
+
+
+def test_lab_run_ships_the_environment_to_the_executors(commands: dict[str, Any],
+                                                         cluster: SparkCluster,
                                                          work: Path) -> None:
-    out = work / "out-run"
-    proc = run([*GROUPCOORD, "lab", "run", str(work / "spec.toml"), "--master",
-                cluster.master_url, "--out", str(out), "--conf", "spark.ui.enabled=false"],
-               driver_env(work), work)
+    proc = commands["run"].result()
     assert proc.returncode == 0, proc.stdout + proc.stderr[-5000:] + cluster.log_tail()
-    # The executors ran the packed environment's interpreter and the shipped package zip,
-    # not this virtualenv (the worker's environment has neither).
-    assert "executors' environment" in proc.stderr and "packed" in proc.stderr
+    # The archive lab pack made is reused, and the executors ran its interpreter and the
+    # shipped package zip, not this virtualenv (the worker's environment has neither).
+    assert "executors' environment" in proc.stderr and "cached" in proc.stderr
     assert "/environment/bin/python" in proc.stderr
     assert ".zip/groupcoord/__init__.py" in proc.stderr
     assert "2 runs, 0 violations" in proc.stdout
-    check_tables(out)
-    archives = list((work / "cache").glob("env-*.tar.gz"))
-    assert len(archives) == 1
+    check_tables(work / "out-run")
+    assert len(list((work / "cache").glob("env-*.tar.gz"))) == 1
 
 
-def test_spark_submit_with_the_packed_environment(cluster: SparkCluster, work: Path) -> None:
-    env = driver_env(work)
-    pack = run([*GROUPCOORD, "lab", "pack"], env, work)
-    assert pack.returncode == 0, pack.stderr
-    options = next(ln for ln in pack.stdout.splitlines()
-                   if ln.startswith("spark-submit options: "))
-    import groupcoord.lab.submit as submit
-
-    out = work / "out-submit"
-    env["SPARK_HOME"] = str(spark_home())
-    cmd = [str(spark_home() / "bin" / "spark-submit"), "--master", cluster.master_url,
-           *shlex.split(options.removeprefix("spark-submit options: ")),
-           "--conf", "spark.ui.enabled=false", submit.__file__, "run", str(work / "spec.toml"),
-           "--out", str(out)]
-    proc = run(cmd, env, work)
+def test_spark_submit_with_the_packed_environment(commands: dict[str, Any],
+                                                  work: Path) -> None:
+    proc = commands["submit"].result()
     assert proc.returncode == 0, proc.stdout + proc.stderr[-5000:]
     # spark-submit's Python driver writes its stderr to spark-submit's stdout.
     assert "/environment/bin/python" in proc.stdout + proc.stderr
     assert "2 runs, 0 violations" in proc.stdout
-    check_tables(out)
+    check_tables(work / "out-submit")
 
 
-def test_an_archive_executors_cannot_run_stops_with_one_line(cluster: SparkCluster,
+def test_an_archive_executors_cannot_run_stops_with_one_line(commands: dict[str, Any],
                                                              work: Path) -> None:
-    bogus = work / "not-a-venv"
-    bogus.mkdir()
-    (bogus / "README").write_text("no bin/python in here\n")
-    archive = work / "not-a-venv.tar.gz"
-    subprocess.run(["tar", "czf", str(archive), "-C", str(bogus), "README"], check=True)
-    out = work / "out-bad"
-    proc = run([*GROUPCOORD, "lab", "run", str(work / "spec.toml"), "--master",
-                cluster.master_url, "--out", str(out), "--archive", str(archive),
-                "--conf", "spark.ui.enabled=false"], driver_env(work), work)
+    proc = commands["bad"].result()
     assert proc.returncode == 2, proc.stdout + proc.stderr
     errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1, proc.stderr
     assert 'Cannot run program "./environment/bin/python"' in errors[0]
     assert 'docs/lab.md "On a cluster"' in errors[0]
     assert "Traceback" not in proc.stderr and "\tat " not in proc.stderr
-    assert not (out / "runs").exists()  # stopped before the sweep
+    assert not (work / "out-bad" / "runs").exists()  # stopped before the sweep
