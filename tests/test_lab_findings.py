@@ -139,3 +139,22 @@ def test_a_swept_parameter_read_from_the_workloads_overrides() -> None:
     (cross,) = [f for f in findings(rows) if f.kind == "crossover"]
     assert cross.numbers["parameter"] == "processing_ms"
     assert cross.numbers["flips"] == [(0.5, 8.0, "classic:eager")]
+
+
+def test_findings_are_grouped_by_the_specs_grids() -> None:
+    pytest.importorskip("matplotlib")
+    from groupcoord.lab.report import grid_findings
+
+    rows = [_run(p, size, s, resource_downtime_ms=v * size)
+            for p, v in (("classic:eager", 9), ("consumer:uniform", 2))
+            for size in (10, 1000) for s in range(2)]
+    grid = {"protocols": ["classic:eager", "consumer:uniform"], "scenarios": ["bounce"],
+            "workloads": ["4x8"], "fault_rates": [0.0]}
+    meta = {"spec": "paper", "grids": [
+        {**grid, "name": "small", "description": "10 members", "sizes": [10]},
+        {**grid, "name": "large", "description": "", "sizes": [1000]}]}
+    groups = grid_findings(meta, rows)
+    assert [t for t, _ in groups] == ["small: 10 members", "large"]
+    assert [f.numbers["size"] for f in groups[0][1]] == [10]
+    assert [f.numbers["size"] for f in groups[1][1]] == [1000]
+    assert grid_findings({"spec": "x"}, rows)[0][0] == ""

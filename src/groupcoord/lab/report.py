@@ -421,7 +421,7 @@ def build_report(out_dir: str | Path) -> Path:
                                        r["protocol"], -1 if r.get("size") is None else r["size"]))
         violations = read_rows(out / "violations") or []
         runs = read_runs(out / "runs")
-        found = findings(runs, str(meta.get("spec") or meta.get("name") or "SPEC"))
+        found = grid_findings(meta, runs)
         html_parts.append(_sweep_html(meta, aggregates, violations, rdir, runs, found))
         md_parts.append(_sweep_md(meta, aggregates, violations, runs, found))
 
@@ -459,14 +459,39 @@ def _panels(aggregates: Sequence[dict[str, Any]]) -> dict[tuple[str, str, float 
     return panels
 
 
-def _findings_html(found: Sequence[Finding], runs: Sequence[dict[str, Any]]) -> str:
-    parts = ["<h2>Findings</h2>"]
-    if not found:
-        parts.append("<p>No metric differs between protocols in these runs.</p>")
-    else:
-        parts.append("<p>Generated from the runs (medians over the seeds that kept every "
-                     "invariant; protocols compared on the same seeds). Each names the command "
-                     "that reruns its cells.</p><ol>")
+def _in_grid(r: dict[str, Any], g: dict[str, Any]) -> bool:
+    return (r["protocol"] in g["protocols"] and r["scenario"] in g["scenarios"]
+            and r.get("size") in g["sizes"] and r.get("workload") in g["workloads"]
+            and r.get("fault_rate") in g["fault_rates"])
+
+
+def grid_findings(meta: dict[str, Any],
+                  runs: Sequence[dict[str, Any]]) -> list[tuple[str, list[Finding]]]:
+    """Findings per question: one group per grid of the spec (its runs only), or one group
+    of every run for a spec without grids."""
+    spec = str(meta.get("spec") or meta.get("name") or "SPEC")
+    grids = meta.get("grids") or []
+    if not grids:
+        return [("", findings(runs, spec))]
+    out = []
+    for g in grids:
+        title = f"{g['name']}: {g['description']}" if g.get("description") else g["name"]
+        out.append((title, findings([r for r in runs if _in_grid(r, g)], spec)))
+    return out
+
+
+def _findings_html(groups: Sequence[tuple[str, Sequence[Finding]]],
+                   runs: Sequence[dict[str, Any]]) -> str:
+    parts = ["<h2>Findings</h2>", "<p>Generated from the runs (medians over the seeds that kept "
+             "every invariant; protocols compared on the same seeds). Each names the command "
+             "that reruns its cells.</p>"]
+    for title, found in groups:
+        if title:
+            parts.append(f"<h3>{html.escape(title)}</h3>")
+        if not found:
+            parts.append("<p>No metric differs between protocols in these runs.</p>")
+            continue
+        parts.append("<ol>")
         for f in found:
             parts.append(f"<li>{html.escape(f.text)}<br><code>{html.escape(f.command)}"
                          f"</code></li>")
@@ -479,7 +504,8 @@ def _findings_html(found: Sequence[Finding], runs: Sequence[dict[str, Any]]) -> 
 
 def _sweep_html(meta: dict[str, Any], aggregates: list[dict[str, Any]],
                 violations: list[dict[str, Any]], rdir: Path,
-                runs: Sequence[dict[str, Any]] = (), found: Sequence[Finding] = ()) -> str:
+                runs: Sequence[dict[str, Any]] = (),
+                found: Sequence[tuple[str, Sequence[Finding]]] = ()) -> str:
     parts = [f"<p>{html.escape(str(meta.get('description') or ''))}</p>",
              "<p>spec <code>{}</code>: {} runs in {} cells; protocols {}; Spark {} on "
              "<code>{}</code>; simulations took {:.1f} s.</p>".format(
@@ -564,13 +590,17 @@ def _crossover_charts(runs: Sequence[dict[str, Any]], rdir: Path,
 
 def _sweep_md(meta: dict[str, Any], aggregates: list[dict[str, Any]],
               violations: list[dict[str, Any]], runs: Sequence[dict[str, Any]] = (),
-              found: Sequence[Finding] = ()) -> str:
+              found: Sequence[tuple[str, Sequence[Finding]]] = ()) -> str:
     lines = [f"Spec `{meta.get('spec')}`: {meta.get('runs')} runs in {meta.get('cells')} "
              f"cells; protocols {', '.join(meta.get('protocols', []))}.", "", "## Findings", ""]
-    if not found:
-        lines.append("No metric differs between protocols in these runs.")
-    for i, f in enumerate(found, 1):
-        lines.append(f"{i}. {f.text}  \n   `{f.command}`")
+    for title, group in found:
+        if title:
+            lines += [f"### {title}", ""]
+        if not group:
+            lines.append("No metric differs between protocols in these runs.")
+        for i, f in enumerate(group, 1):
+            lines.append(f"{i}. {f.text}  \n   `{f.command}`")
+        lines.append("")
     lines += ["", "## What the model leaves out", ""]
     lines += [f"- {t}" for t in model_limits(runs)]
     lines += ["", f"## Invariant violations: {len(violations)}", ""]
