@@ -1,21 +1,37 @@
+# Every target creates the virtualenv and installs the project on first use (and again when
+# pyproject.toml changes): `make serve` and `make test` are all a fresh checkout needs.
 VENV ?= .venv
+PYTHON ?= python3
 PY := $(VENV)/bin/python
+INSTALLED := $(VENV)/.installed
 
-.PHONY: install test lint typecheck bench serve
+.PHONY: install serve test lint typecheck bench
 
-install:
-	python3 -m venv $(VENV)
-	$(PY) -m pip install -e '.[dev]'
+$(INSTALLED): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
 
-test:
-	$(PY) -m pytest
+install: $(INSTALLED)
 
-lint:
+# The coordinator on 127.0.0.1:9092 (extra options: make serve ARGS='--port 0 --storage memory').
+serve: $(INSTALLED)
+	$(VENV)/bin/groupcoord serve $(ARGS)
+
+# The whole suite (a subset: make test ARGS='tests/test_offsets.py -x'); pytest's exit status 5
+# (no test collected) is a failure with its own message.
+test: $(INSTALLED)
+	$(PY) -m pytest $(ARGS); status=$$?; \
+	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; fi; \
+	exit $$status
+
+lint: $(INSTALLED)
 	$(VENV)/bin/ruff check src tests benchmarks
 
-typecheck:
+typecheck: $(INSTALLED)
 	$(VENV)/bin/mypy
 
-bench:
-	$(PY) -m groupcoord.cli bench assignors
-	$(PY) -m groupcoord.cli bench heartbeats
+bench: $(INSTALLED)
+	$(VENV)/bin/groupcoord bench assignors
+	$(VENV)/bin/groupcoord bench heartbeats

@@ -1,4 +1,4 @@
-"""Shared benchmark plumbing: timing by median of repeated runs, results as DESIGN.md's JSON.
+"""Shared benchmark plumbing: timing by median of repeated runs, results as docs/design.md's JSON.
 
 Each benchmark module in this folder exposes ``run(quick: bool = False) -> list[Result]``;
 ``groupcoord bench NAME [--json]`` imports ``benchmarks/NAME.py`` and prints the results.

@@ -1,4 +1,4 @@
-"""Server-side assignor benchmarks (DESIGN.md "Benchmarks"; performance targets of issue #2).
+"""Server-side assignor benchmarks (docs/design.md "Benchmarks"; targets in docs/benchmarks.md).
 
 Every figure is the median wall time of one ``assign()`` call on a prepared spec (building the
 spec is untimed). Homogeneous subscriptions, ``T`` topics sharing the partitions evenly, client

@@ -1,4 +1,4 @@
-"""Connect assignor benchmarks (issue #3 "Benchmark": <= 50 ms for the Incremental Cooperative
+"""Connect assignor benchmarks (target: <= 50 ms for the Incremental Cooperative
 round computed when one worker joins a balanced group of 100 workers, 1,000 connectors x 10 tasks).
 
 Every figure is the median wall time of one leader round on prepared inputs (untimed: building the
@@ -7,7 +7,7 @@ members' metadata, restoring the leader's state before each run). Worker ids are
 
 - ``cooperative.join``: ``workers - 1`` workers balanced by the assignor itself (two rounds), one
   more joins with nothing; the leader computes the round that revokes the new worker's share
-  (params: ``revoked``). This is the issue's target;
+  (params: ``revoked``). This is the target;
 - ``cooperative.followup``: the round after it, where the revoked items go to the new worker
   (params: ``assigned``);
 - ``cooperative.full``: every worker joins empty, everything is new;

@@ -1,4 +1,4 @@
-"""Heartbeat benchmarks (DESIGN.md "Benchmarks"; performance target of issue #2: >= 50,000
+"""Heartbeat benchmarks (docs/design.md "Benchmarks"; target: >= 50,000
 steady heartbeats per second on one shard).
 
 A stable consumer group of ``members`` members (``topics`` topics of equal size, ``partitions``

@@ -1,4 +1,4 @@
-"""Lab benchmark (issue #8 "Benchmark"): simulation runs per second on Spark local[2], side by
+"""Lab benchmark (docs/lab.md): simulation runs per second on Spark local[2], side by
 side with the same runs on a 2-process ``multiprocessing`` pool without Spark.
 
 The runs are the first N (2,000; quick: 40) of a fixed sweep (crash, bounce, scale-out and leave
@@ -11,7 +11,7 @@ and hand back every nested result:
   and counted);
 - ``lab.pool.runs=N``: ``Pool(2).map(run_one, runs)`` with the same chunk size, results pickled
   back to the parent;
-- ``lab.spark_vs_pool.runs=N``: Spark's rate over the pool's (issue target: >= 0.75 at 2,000).
+- ``lab.spark_vs_pool.runs=N``: Spark's rate over the pool's (target: >= 0.75 at 2,000).
 
 Both sides are warmed up first (Spark's Python workers started and their imports done, the
 pool's processes started with ``groupcoord.lab.runs`` imported), so the figures are steady-state

@@ -1,4 +1,4 @@
-"""Record log benchmarks (issue #5; DESIGN.md "Benchmarks"): reload and append rates.
+"""Record log benchmarks (docs/design.md "Benchmarks"): reload and append rates.
 
 Two scripted workloads drive a real :class:`Shard` (untimed): 40 consumer groups on shared
 topics (20 topics x 16 partitions, two per group, up to 12 members); members join and leave,
@@ -11,7 +11,7 @@ the batch sizes are in the params.
 
 - ``replay.sqlite.reload`` (per_s): records per second from an open SQLite log into a fresh
   shard: read + ``Record.decode`` + ``Shard.replay`` through ``storage.replay_entries`` (the
-  loader's path). Target (issue #5): >= 200,000/s. ``...workload=churn`` for the churn log.
+  loader's path). Target: >= 200,000/s. ``...workload=churn`` for the churn log.
 - its breakdown: ``replay.sqlite.read`` (rows only), ``replay.decode`` (decode only),
   ``replay.apply`` (``Shard.replay`` of records decoded beforehand); ``replay.memory.reload``;
 - ``replay.sqlite.open`` (ms): opening the log, including the quick check of every page;
@@ -19,7 +19,7 @@ the batch sizes are in the params.
   ``replay.sqlite.reload.compacted`` (ms), and ``replay.sqlite.append.during_compaction.p99``
   (ms): append latency while a compaction runs on another thread (max and median in params);
 - ``replay.sqlite.append.durability=D`` (per_s): records per second appended one batch per
-  transaction, for each durability setting. Target (issue #5): >= 20,000/s with the default
+  transaction, for each durability setting. Target: >= 20,000/s with the default
   (``normal``). ``full`` fsyncs every batch, so it runs on fewer batches.
 
 Times are medians of repeated runs with the garbage collector off (``_harness.median_ms``).

@@ -1,4 +1,4 @@
-"""Server benchmarks over loopback (issue #6 "Benchmarks"; DESIGN.md "Benchmarks").
+"""Server benchmarks over loopback (docs/design.md "Benchmarks").
 
 ``heartbeats``: a real ``groupcoord serve`` subprocess (memory record log: steady-state
 heartbeats write no records, so the log kind does not matter), ``members`` consumer-protocol

@@ -1,4 +1,4 @@
-"""Simulator benchmarks (issue #7 "Benchmark": ``groupcoord bench sim [--json]``).
+"""Simulator benchmarks (``groupcoord bench sim [--json]``; docs/simulator.md).
 
 Every run is a full simulation: the real :class:`Shard` and real ``ConsumerMember`` processes,
 the simulated network, every invariant checked after every step, I4 checkpoints (every 2,000
@@ -7,7 +7,7 @@ repeated runs, garbage collector off, see ``_harness.median_ms``):
 
 - ``sim.events_per_s.scenario=steady.members=50.partitions=1000`` (per_s): simulated events
   per wall second of a stable group (10 minutes of heartbeats and auto-commits every 5 s).
-  Target (issue #7): >= 100,000/s.
+  Target: >= 100,000/s.
 - ``sim.events_per_s.scenario=rolling-bounce...`` and ``sim.events_per_s.scenario=random``
   (per_s): the same over the rolling bounce below, and over random scenarios (seeds 0-99).
 - ``sim.rolling_bounce.members=50.partitions=1000`` (ms): wall time of a rolling bounce: a
@@ -15,7 +15,7 @@ repeated runs, garbage collector off, see ``_harness.median_ms``):
   one after the other (10 s apart, 3 s down: 100 rebalances), simulated from the first bounce
   (t = 60 s, the group settled) until the group converged again (~500 s of simulated time).
   The run up to the bounce (joins, a minute of heartbeats and commits) is not timed; its
-  ``params`` carry the whole run's wall time (``whole_run_ms``). Target (issue #7):
+  ``params`` carry the whole run's wall time (``whole_run_ms``). Target:
   <= 2,000 ms. ``...static=true...``: the same group with static membership (no rebalance).
 - ``sim.coordinator_share.scenario=...`` (ratio): the part of that wall time spent inside the
   coordinator's entry points (``Shard.handle``, ``expire_timers``, ``on_loaded``,

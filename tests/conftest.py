@@ -1,4 +1,4 @@
-"""Shared fixtures: a real ``groupcoord serve`` subprocess (issue #6 tests run against one).
+"""Shared fixtures: a real ``groupcoord serve`` subprocess (the wire tests run against one).
 
 ``gc_server`` is session-scoped: one server on port 0 with a temporary data directory, started
 once, read until its ``listening on HOST:PORT`` line, and terminated at the end of the session.
@@ -20,8 +20,7 @@ from pathlib import Path
 
 import pytest
 
-#: ``groupcoord`` as the console script runs it (``python -m groupcoord.cli`` would load the CLI
-#: module twice, as ``__main__`` and as ``groupcoord.cli``, and miss the registered commands).
+#: ``groupcoord`` as the console script runs it (its entry point, ``groupcoord.cli:main``).
 GROUPCOORD = [sys.executable, "-c", "import sys; from groupcoord.cli import main; sys.exit(main())"]
 
 FAST_GROUP_CONFIGS = [

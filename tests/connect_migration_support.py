@@ -1,6 +1,6 @@
 """Test support: classic Connect workers (``ClassicConnectWorker``) and new-protocol workers
 (``ConnectWorker``) of one group on one real in-process shard, driven deterministically - the
-driver of the online migration tests (issue #4).
+driver of the online migration tests.
 
 :class:`MixedCluster` owns a :class:`~tests.test_classic_support.Harness` (shard, clock, tokens,
 deferred completions, the record log for replay). :meth:`MixedCluster.pump` sends whatever any

@@ -1,4 +1,4 @@
-"""The heartbeat benchmark module runs (quick sizes) and reports DESIGN.md-shaped results.
+"""The heartbeat benchmark module runs (quick sizes) and reports docs/design.md-shaped results.
 
 No timing assertions: speed is measured by the benchmarks, never by tests.
 """

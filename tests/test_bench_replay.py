@@ -1,4 +1,4 @@
-"""The replay benchmark runs (quick) and reports DESIGN.md's result shape; no timing asserted."""
+"""The replay benchmark runs (quick) and reports docs/design.md's result shape; no timing asserted."""
 
 from __future__ import annotations
 

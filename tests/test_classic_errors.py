@@ -142,7 +142,7 @@ def test_join_known_member_in_empty_group() -> None:
 
 
 def test_join_non_empty_consumer_group_needs_the_consumer_protocol() -> None:
-    """Issue #4: a classic member joins a KIP-848 group (translated, see test_migration.py)
+    """Online migration: a classic member joins a KIP-848 group (translated, see test_migration.py)
     only with protocol type "consumer"."""
     h = Harness()
     consumer_group(h)

@@ -1,6 +1,6 @@
 """The asyncio driver of our KIP-848 consumer member against a real ``groupcoord serve``
-(issue #7: "so Python users can also run it against the server: subscribe, reconcile,
-rebalance listener, commit")."""
+(so Python users can also run it against the server: subscribe, reconcile, rebalance
+listener, commit)."""
 
 from __future__ import annotations
 

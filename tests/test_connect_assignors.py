@@ -1,5 +1,5 @@
 """Connect assignors: Eager round-robin; Incremental Cooperative through every KIP-415 scenario of
-``001_dbf4533782bb9548.txt`` (worker joins, leaves, bounces; leader leaves, bounces), driven round
+KIP-415 (worker joins, leaves, bounces; leader leaves, bounces), driven round
 by round as a group would drive it; load-balancing revocations and their backoff, CONFIG_MISMATCH,
 duplicated and deleted items; invariants I1/I2 as properties.
 

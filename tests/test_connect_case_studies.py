@@ -1,5 +1,5 @@
 """The Connect draft's "Case Studies", step by step, asserting its Group / Target Assignment /
-Member Assignment tables (``000_31a92c0cab36e993.txt``; ``tables`` renders them).
+Member Assignment tables (the Connect draft; ``tables`` renders them).
 
 The configuration holds AC0, AT1, AT2, BC0, BT1 (connector A with two tasks, B with one; the
 draft's "T1" is task number 0). The test plays the worker chosen to run the client-side assignor:

@@ -1,9 +1,9 @@
-"""Classic-protocol Connect workers over the wire (issue #3's ``--protocol eager|compatible|
-sessioned``): ``AsyncClassicConnectWorker`` + the plugin runtime + the demo connector against a
-real ``groupcoord serve``, the online upgrade to the ``connect`` group type with new-protocol
+"""Classic-protocol Connect workers over the wire (``groupcoord connect worker --protocol
+eager|compatible|sessioned``): ``AsyncClassicConnectWorker`` + the plugin runtime + the demo connector
+against a real ``groupcoord serve``, the online upgrade to the ``connect`` group type with new-protocol
 workers, and ``groupcoord connect worker --protocol sessioned`` as a process.
 
-What KIP-415 (``001_dbf4533782bb9548.txt``) and DESIGN.md I1 ask of the workers' side: every
+What KIP-415 and docs/design.md I1 ask of the workers' side: every
 configured connector and task runs on exactly one worker once the group is stable; a worker that
 leaves has its work reassigned once ``scheduled.rebalance.max.delay.ms`` has passed (sessioned /
 compatible), or at once (eager, which stops everything and starts the round over); nothing ever
@@ -390,7 +390,7 @@ def test_cli_classic_worker_joins_then_leaves_on_sigint(server: ServerProcess,
             text = (await _acli(server, "groups", "describe", group)).stdout
             assert text.splitlines()[1].split() == ["WORKER", "URL", "CONNECTORS", "TASKS"]
 
-            # Issue #3's `connect connectors create`: aimed at the classic group itself it fails
+            # `groupcoord connect connectors create`: aimed at the classic group itself it fails
             # and names the config group; on the config group, both workers pick it up.
             p = await _acli(server, "connect", "connectors", "create", "x", "--tasks", "1",
                            "--group", group, ok=False)

@@ -1,5 +1,5 @@
 """Connect workers over the classic protocol (``client/connect/classic_worker.py``) against a real
-in-process shard: every KIP-415 scenario of ``001_dbf4533782bb9548.txt`` (worker joins; worker
+in-process shard: every KIP-415 scenario (worker joins; worker
 leaves; worker bounces, within the delay and after it; leader leaves; leader bounces) plus a
 connector added, in the compatible and sessioned modes; the eager mode; eager and cooperative
 workers in one group; CONFIG_MISMATCH; the error paths.

@@ -1,7 +1,7 @@
-"""Connect workers over the wire (issue #3): ``AsyncConnectWorker`` + the plugin runtime + the
+"""Connect workers over the wire (the Connect draft): ``AsyncConnectWorker`` + the plugin runtime + the
 demo connector against a real ``groupcoord serve``, and the ``groupcoord connect worker`` CLI.
 
-What the Connect draft (``000_31a92c0cab36e993.txt``, "Rebalance Process") and DESIGN.md I1 ask
+What the Connect draft ("Rebalance Process") and docs/design.md I1 ask
 of the workers' side: connectors and tasks are the unit of assignment, every configured one runs
 on exactly one worker once the group is stable, and a worker stops what is revoked before it
 acknowledges, so no connector or task ever runs on two workers at once. The demo connector's

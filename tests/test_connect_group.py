@@ -1,4 +1,4 @@
-"""The connect group type (issue #3): records, heartbeat validation and handling, fencing,
+"""The connect group type (the Connect draft): records, heartbeat validation and handling, fencing,
 timeouts, static membership, the configuration request, describe / list / delete, offsets, replay
 equivalence, and a hypothesis state machine checking I1-I4 for connect groups.
 

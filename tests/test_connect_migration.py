@@ -1,6 +1,6 @@
-"""Online migration between classic Connect groups and connect groups (issue #4).
+"""Online migration between classic Connect groups and connect groups.
 
-The Connect draft's "Migration To the New Protocol" (``000_31a92c0cab36e993.txt``): "Upgrading to
+The Connect draft's "Migration To the New Protocol": "Upgrading to
 the new protocol or downgrading from it is possible by rolling the workers ... When the first
 worker that supports the new protocol joins the group, the group is converted from generic to
 connect. Similarly when the last worker supporting the new protocol leaves, the group switches

@@ -1,7 +1,7 @@
 """The sans-IO Connect worker on the new protocol (``client/connect/worker.py``), driven against
 a real in-process shard (``connect_support.Cluster``).
 
-The KIP-415 scenarios of ``001_dbf4533782bb9548.txt`` ("Deferred Resolution of Imbalance under
+The KIP-415 scenarios ("Deferred Resolution of Imbalance under
 Different Rebalancing Scenarios": worker joins, leaves, bounces; leader leaves, bounces) plus
 connectors added and removed, with the Incremental Cooperative (``sessioned``) and Eager
 assignors. The configuration is the KIP's: AC0, AT1, AT2, BC0, BT1. After every request the

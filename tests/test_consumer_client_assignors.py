@@ -1,4 +1,5 @@
-"""Client-side assignors on our consumer member (issue #3: ``group.local.assignors``), driven
+"""Client-side assignors on our consumer member (KIP-848 "Client-Side Assignor":
+``group.local.assignors``), driven
 in-process against a real shard.
 
 KIP-848 "Client-Side Assignor": members advertise their client assignors; the coordinator picks

@@ -1,5 +1,5 @@
-"""Client-side assignors over the wire (issue #3): two AsyncConsumers with a local assignor
-against a real ``groupcoord serve`` (ClientAssignors / ShouldComputeAssignment as tagged fields
+"""Client-side assignors over the wire (KIP-848 "Client-Side Assignor"): two AsyncConsumers with a local
+assignor against a real ``groupcoord serve`` (ClientAssignors / ShouldComputeAssignment as tagged fields
 on ConsumerGroupHeartbeat, ConsumerGroupPrepareAssignment 1000, ConsumerGroupInstallAssignment
 1001), then a real confluent-kafka consumer joining the same group: it never sends the tagged
 fields, the group falls back to its server-side assignor, and everyone still gets a disjoint

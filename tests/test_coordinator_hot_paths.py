@@ -1,4 +1,4 @@
-"""The coordinator's hot paths made faster for the simulator's targets (issue #7) keep their
+"""The coordinator's hot paths made faster for the simulator's targets (docs/benchmarks.md) keep their
 behaviour: the log's bytes, the order and effect of offset records, the owners index and its
 digest, the uniform assignor's results, and the value semantics of the per-partition messages.
 
@@ -443,7 +443,7 @@ def test_per_partition_messages_keep_value_equality_and_hashing() -> None:
 
 
 def test_hot_request_and_response_messages_keep_value_equality_hashing_and_pickling() -> None:
-    """The per-request messages (and timer changes) made plain slotted dataclasses (issue #7)
+    """The per-request messages (and timer changes) made plain slotted dataclasses (hot paths)
     are the values they were as frozen ones: equal by fields, hashable, picklable."""
     samples: list[tuple[Any, Any, Any]] = [
         (ConsumerGroupHeartbeatRequest("g", "m", 3, topic_partitions=(TopicPartitions(FOO, (1,)),)),

@@ -1,4 +1,4 @@
-"""The audit job on a data directory written by a real server (issue #8 "Tests that must exist").
+"""The audit job on a data directory written by a real server (docs/lab.md).
 
 A ``groupcoord serve --storage sqlite`` subprocess gets a topic, a consumer group where member A
 joins, B joins (A gives up half its partitions), A commits offsets and leaves, a second group

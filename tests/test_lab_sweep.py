@@ -1,4 +1,4 @@
-"""A small sweep on local[2], end to end (issue #8 "Tests that must exist").
+"""A small sweep on local[2], end to end (docs/lab.md).
 
 One sweep (2 scenarios x 2 sizes x 2 fault rates x 2 seeds x every protocol, traces on) runs
 once for the module; the tests check its Parquet tables (schema, row counts), its aggregates

@@ -1,4 +1,4 @@
-"""Online migration between classic and consumer groups (issue #4; KIP-848 "Supporting Online
+"""Online migration between classic and consumer groups (KIP-848 "Supporting Online
 Consumer Group Upgrade", "Online Migration" case study, "Kafka Consumer Migration").
 
 The case study is replayed step by step with the spec's tables (``support.tables``: group epoch

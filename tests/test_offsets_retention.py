@@ -1,4 +1,4 @@
-"""Offsets retention (issue #5, ``offsets.retention.minutes``): Kafka's periodic cleanup of
+"""Offsets retention (``offsets.retention.minutes``): Kafka's periodic cleanup of
 expired offsets and empty groups, on a Shard in virtual time (``coordinator/offsets_retention.py``).
 
 The check is a shard timer armed by the load duties (``on_loaded``) and re-armed by every check;

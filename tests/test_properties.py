@@ -1,5 +1,5 @@
-"""Property tests (issue #2): random operation sequences on one shard, invariants I1-I4 and I6
-checked after every step (DESIGN.md "Invariants").
+"""Property tests: random operation sequences on one shard, invariants I1-I4 and I6
+checked after every step (docs/design.md "Invariants").
 
 One consumer group ``g`` on one shard, topics ``foo``, ``bar`` and ``baz`` (``baz`` absent at
 first). The state machine drives up to four simulated KIP-848 clients that behave like real ones:

@@ -1,4 +1,4 @@
-"""Classic groups over the wire against a real ``groupcoord serve`` (issues #4 and #6).
+"""Classic groups over the wire against a real ``groupcoord serve``.
 
 Real clients from PyPI: kafka-python 3.0.12 (range, cooperative-sticky, static membership, offset
 commits), aiokafka 0.14.0 (a group of two consumes and commits), confluent-kafka with
@@ -500,7 +500,7 @@ def test_every_advertised_version_round_trips(server: ServerProcess, k: int) -> 
 
 
 def test_classic_member_joins_a_consumer_protocol_group(server: ServerProcess) -> None:
-    """Online migration (issue #4): a classic JoinGroup into a non-empty consumer group is
+    """Online migration: a classic JoinGroup into a non-empty consumer group is
     translated (MEMBER_ID_REQUIRED, then an immediate answer at the member's epoch); its
     SyncGroup returns a ConsumerProtocolAssignment; both members keep working."""
     topic, group = _name("mixed"), _name("mixed")

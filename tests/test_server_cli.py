@@ -1,4 +1,4 @@
-"""``groupcoord topics ...`` and ``groupcoord groups ...`` against a real server (issue #6 "CLI")."""
+"""``groupcoord topics ...`` and ``groupcoord groups ...`` against a real server."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """confluent-kafka (librdkafka 2.16) against ``groupcoord serve`` with ``group.protocol=consumer``.
 
-Issue #6 "Tests that must exist": three consumers on a 12-partition topic get disjoint shares
+What real clients must see: three consumers on a 12-partition topic get disjoint shares
 covering all 12; when one leaves the other two take over; a regex subscription picks up a topic
 created later; partitions added to a topic get assigned; messages produced with librdkafka's
 Producer are consumed and their committed offsets read back through OffsetFetch.

@@ -1,5 +1,5 @@
-"""Kill -9 in the middle of a stream of joins, heartbeats and offset commits (issue #5, "Tests
-that must exist"): nothing acknowledged is lost.
+"""Kill -9 in the middle of a stream of joins, heartbeats and offset commits
+(docs/durability-and-metrics.md): nothing acknowledged is lost.
 
 A real ``groupcoord serve`` process (sqlite record log, default durability, 3 shards) serves a
 client thread that drives members of three consumer groups over one connection, one request at

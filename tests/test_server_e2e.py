@@ -1,4 +1,4 @@
-"""End to end, nothing lost (issue #6): 10,000 messages produced, consumed by a consumer-protocol
+"""End to end, nothing lost: 10,000 messages produced, consumed by a consumer-protocol
 group that loses a member and gains another mid-way while committing; every message is
 consumed, the committed offsets reach the end of every partition, and a restart of the server
 keeps them."""

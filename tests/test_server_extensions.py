@@ -1,5 +1,5 @@
 """The extension APIs, InitProducerId and the connectors CLI against a real ``groupcoord serve``
-(issues #3 and #6).
+(docs/wire.md).
 
 - ApiVersions lists the extension keys (1000-1006) and InitProducerId with the table's ranges;
   an unknown version of an extension API, or an unused key of the block, gets UNSUPPORTED_VERSION.

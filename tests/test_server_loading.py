@@ -1,4 +1,4 @@
-"""Loading coordinator shards in the background (issue #5 "Load"), in-process.
+"""Loading coordinator shards in the background, in-process (docs/durability-and-metrics.md).
 
 ``CoordinatorRuntime.start(loop, background=True)`` (what the server does) replays each shard's
 log on a loader thread through ``storage.replay_entries``: requests for a shard still loading are

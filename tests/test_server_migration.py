@@ -1,4 +1,5 @@
-"""Mixed groups with real Kafka clients over the wire, through online migration (issues #4, #6).
+"""Mixed groups with real Kafka clients over the wire, through online migration (KIP-848 "Supporting
+Online Consumer Group Upgrade").
 
 KIP-848 "Supporting Online Consumer Group Upgrade" end to end against a real ``groupcoord serve``:
 classic consumers from PyPI (kafka-python 3.0.12 with the range and cooperative-sticky assignors,

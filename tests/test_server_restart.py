@@ -1,4 +1,4 @@
-"""A restarted server keeps topics, partition data and the coordinator's state (issue #6).
+"""A restarted server keeps topics, partition data and the coordinator's state.
 
 The server is stopped with SIGTERM (a clean stop, exit code 0) and started again on the same
 data directory: topic ids, partition data (Fetch), log end offsets (ListOffsets) and committed

@@ -1,4 +1,4 @@
-"""The record log seen from ``groupcoord serve`` (issue #5 at the server level; metrics of #6).
+"""The record log seen from ``groupcoord serve``, and its metrics (docs/durability-and-metrics.md).
 
 - A corrupt database at start-up (garbage, a truncated file, a row that does not decode) makes
   ``serve`` exit with status 1 and the LogError message, naming the file, on stderr; no

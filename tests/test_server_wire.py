@@ -1,4 +1,4 @@
-"""Wire-level tests against a real ``groupcoord serve`` (issue #6 "Server", "Bad input", "Fuzz").
+"""Wire-level tests against a real ``groupcoord serve``: the server, bad input, fuzzing.
 
 ApiVersions advertises exactly the implemented table; unknown APIs and versions get
 UNSUPPORTED_VERSION; malformed, oversized and random frames close only their own connection and
@@ -81,7 +81,7 @@ def test_api_versions_advertises_exactly_the_table(gc_server: ServerProcess) -> 
         assert r.error_code == ErrorCode.none
         got = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in r.api_keys}
         assert got == {int(k): v for k, v in API_VERSIONS.items()}
-    # what the issue asks for
+    # what real clients need (docs/wire.md)
     assert API_VERSIONS[ApiKey.CONSUMER_GROUP_HEARTBEAT] == (0, 1)
     assert API_VERSIONS[ApiKey.METADATA] == (0, 13)
     assert API_VERSIONS[ApiKey.FIND_COORDINATOR] == (0, 6)

@@ -1,4 +1,4 @@
-"""Classic consumer groups in the simulator (issue #7): ``ClassicConsumerMember`` processes, eager
+"""Classic consumer groups in the simulator: ``ClassicConsumerMember`` processes, eager
 and cooperative, against the coordinator's classic groups, under every fault of the scenarios.
 
 The broken doubles below are importable (``--shard-factory tests.test_sim_classic:HastyShard``)

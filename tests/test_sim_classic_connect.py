@@ -1,9 +1,9 @@
-"""Classic Connect workers in the simulator (issue #7, protocol ``classic-connect``: ``eager``,
+"""Classic Connect workers in the simulator (protocol ``classic-connect``: ``eager``,
 ``compatible``, ``sessioned``).
 
 Real ``ClassicConnectWorker`` processes (JoinGroup/SyncGroup, the leader runs the Connect
 assignor) against the coordinator's classic groups, under the scenario's faults, invariants
-checked after every step. KIP-415's scenarios (``001_dbf4533782bb9548.txt``, "Deferred
+checked after every step. KIP-415's scenarios ("Deferred
 Resolution of Imbalance under Different Rebalancing Scenarios") are the ``kip415-*`` built-ins
 (W1..W3 are c1..c3; AT1, AT2, BT1 are tasks A/0, A/1, B/0 here).
 

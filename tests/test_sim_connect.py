@@ -1,8 +1,8 @@
-"""Connect workers in the simulator (issue #7, protocol ``connect``: ``eager``, ``cooperative``).
+"""Connect workers in the simulator (protocol ``connect``: ``eager``, ``cooperative``).
 
 Real ConnectWorker processes against the real coordinator's connect groups, under the
 scenario's faults, invariants checked after every step. KIP-415's scenarios
-(``001_dbf4533782bb9548.txt``, "Deferred Resolution of Imbalance under Different Rebalancing
+("Deferred Resolution of Imbalance under Different Rebalancing
 Scenarios") are the ``kip415-*`` built-ins; the tests below check their outcome against the
 KIP's tables (W1..W3 are c1..c3; AT1, AT2, BT1 are tasks A/0, A/1, B/0 here).
 

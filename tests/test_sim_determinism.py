@@ -1,4 +1,4 @@
-"""Determinism of the simulator (issue #7): the same seed gives the same trace, byte for byte;
+"""Determinism of the simulator (docs/simulator.md): the same seed gives the same trace, byte for byte;
 different seeds give different traces."""
 
 from __future__ import annotations

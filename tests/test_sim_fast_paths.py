@@ -1,4 +1,4 @@
-"""The simulator's fast paths give the same results as the general ones (issue #7 benchmark).
+"""The simulator's fast paths give the same results as the general ones (docs/benchmarks.md).
 
 - The network's fault-free path draws the same latencies, keeps the same FIFO order and counts
   the same as the general path with every fault probability at zero.

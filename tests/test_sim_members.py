@@ -1,7 +1,7 @@
 """The simulator's shared member machinery (``sim/members.py`` and the driving code of
 ``sim/consumer.py`` that every protocol uses).
 
-DESIGN.md: a coordinator that is still loading answers every request with
+docs/design.md: a coordinator that is still loading answers every request with
 COORDINATOR_LOAD_IN_PROGRESS, in the request's own response type (the member retries); a
 failover resets the connections, so every request in flight (a heartbeat, a JoinGroup, an
 assigner's Prepare or Install) fails. Every protocol variant drives its members through the

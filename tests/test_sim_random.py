@@ -1,5 +1,5 @@
-"""Random scenarios in CI (issue #7: "500 random seeds per protocol in CI without a
-violation"). Each seed draws its own group, topics, membership (static or not, names or regex),
+"""Random scenarios in CI (docs/simulator.md: 500 random seeds per protocol in CI without a
+violation). Each seed draws its own group, topics, membership (static or not, names or regex),
 network (latency, loss, lost responses, duplicates, reordering) and a schedule of up to five
 disturbances of every kind; invariants I1-I6 are checked after every step. A failure message
 carries the command that reproduces it.

@@ -1,5 +1,5 @@
-"""Replay equivalence (I4) after compaction for classic and connect groups (issue #5 "Tests that
-must exist"; the consumer group cases are in ``test_storage_sqlite.py``).
+"""Replay equivalence (I4) after compaction for classic and connect groups (the consumer
+group cases are in ``test_storage_sqlite.py``).
 
 Each group type is driven through its own requests on a Shard; every result's records are
 appended to a record log as one batch (stamped with the request time), as the server does. At

@@ -1,5 +1,5 @@
-"""The record log (issue #5): the contract on both backends, the SQLite backend's durability,
-schema and corruption handling, compaction, and replay equivalence (I4) after compaction."""
+"""The record log (docs/durability-and-metrics.md): the contract on both backends, the SQLite backend's
+durability, schema and corruption handling, compaction, and replay equivalence (I4) after compaction."""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""The ``groupcoord`` command line (DESIGN.md "Layers": cli on top of everything).
+"""The ``groupcoord`` command line (docs/design.md "Layers": cli on top of everything).
+
+Run as ``groupcoord``, ``python -m groupcoord`` or ``python -m groupcoord.cli``: the sub-commands
+register in :mod:`groupcoord.commands`, one registry whichever way this module was loaded (run
+as ``__main__``, it is a second copy of ``groupcoord.cli``, which the layers' CLI modules never
+import).
 
 Subcommands:
 - ``demo``: run a coordinator shard in-process with members joining, reconciling and leaving,
@@ -14,28 +19,13 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from groupcoord.commands import COMMANDS, command
+
 log = logging.getLogger("groupcoord")
-
-Command = Callable[[argparse.Namespace], int]
-_COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Command, str]] = {}
-
-
-def command(name: str, help: str) -> Callable[[Callable[[argparse.ArgumentParser], None]],
-                                               Callable[[argparse.ArgumentParser], None]]:
-    """Register a subcommand: decorate the function that adds its arguments; it must set
-    ``func`` through ``parser.set_defaults(func=...)``."""
-
-    AddArgs = Callable[[argparse.ArgumentParser], None]
-
-    def deco(add_args: AddArgs) -> AddArgs:
-        _COMMANDS[name] = (add_args, lambda ns: int(ns.func(ns)), help)
-        return add_args
-
-    return deco
 
 
 # ------------------------------------------------------------------------------ bench
@@ -78,7 +68,7 @@ def _run_bench(ns: argparse.Namespace) -> int:
 @command("bench", "run a benchmark family from benchmarks/ (assignors, heartbeats, ...)")
 def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", help="benchmark family: the name of a file in benchmarks/")
-    p.add_argument("--json", action="store_true", help="print DESIGN.md's JSON array")
+    p.add_argument("--json", action="store_true", help="print docs/design.md's JSON array")
     p.add_argument("--quick", action="store_true", help="small sizes, a few seconds")
     p.set_defaults(func=_run_bench)
 
@@ -121,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      description="A Kafka-compatible group coordinator.")
     parser.add_argument("-v", "--verbose", action="count", default=0)
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, (add_args, _, help_text) in sorted(_COMMANDS.items()):
+    for name, (add_args, _, help_text) in sorted(COMMANDS.items()):
         add_args(sub.add_parser(name, help=help_text, description=help_text))
     return parser
 
@@ -132,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING - 10 * min(ns.verbose, 2),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        return _COMMANDS[ns.command][1](ns)
+        return COMMANDS[ns.command][1](ns)
     except BrokenPipeError:  # output piped into a reader that stopped (``| head``): not an error
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes stdout

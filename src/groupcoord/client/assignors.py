@@ -1,7 +1,7 @@
 """Client-side partition assignors for consumer group members (KIP-848 "Client-Side Assignor").
 
-Implements the consumer's ``PartitionAssignor`` interface of KIP-848's "Consumer API" Javadoc
-(``specs/002_``): a unique ``name``, a supported metadata version range (``minimum_version``,
+Implements the consumer's ``PartitionAssignor`` interface of KIP-848's "Consumer API" Javadoc:
+a unique ``name``, a supported metadata version range (``minimum_version``,
 ``maximum_version``), the ``metadata()`` the member advertises with it (reason, version, bytes),
 and ``assign(group) -> Assignment`` (an error, and per member its partitions, metadata version
 and bytes). A :class:`~groupcoord.client.consumer.ConsumerMember` given ``local_assignors``

@@ -51,7 +51,7 @@ the behaviour of the Java consumer / librdkafka 2.x where the spec is silent; se
   (both builders are :class:`groupcoord.client.offset_commits.OffsetCommits`, shared with the
   classic consumer member).
 
-- **Client-side assignors** (KIP-848 "Client-Side Assignor"; issue #3): a member given
+- **Client-side assignors** (KIP-848 "Client-Side Assignor"): a member given
   ``local_assignors`` (:class:`~groupcoord.client.assignors.PartitionAssignor`, e.g. the
   built-in ``uniform`` / ``range``) advertises them as ``ClientAssignors`` (on a full heartbeat
   and whenever one's reason, version or metadata changes; never together with a server

@@ -1,0 +1,4 @@
+"""The coordinator core: a pure, deterministic state machine (docs/design.md "The core contract").
+The frame (``shard``, ``records``, ``offsets``, ``config``, ``timers``, ...) is at this level; the
+group types are in ``classic/`` and ``modern/`` (``modern/consumer/``, ``modern/connect/``), the
+server-side assignors in ``assignors/``, online migration in ``migration/``."""

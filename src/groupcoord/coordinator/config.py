@@ -39,7 +39,7 @@ class CoordinatorConfig:
     consumer_max_size: int = INT32_MAX
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     consumer_migration_policy: str = "bidirectional"
-    #: ``group.connect.migration.policy`` (issue #4, ours: upstream has no connect group type):
+    #: ``group.connect.migration.policy`` (the Connect draft; ours: upstream has no connect group type):
     #: online migration between classic groups of protocol type ``connect`` and connect groups,
     #: with the consumer policy's values (bidirectional, upgrade, downgrade, disabled).
     connect_migration_policy: str = "bidirectional"

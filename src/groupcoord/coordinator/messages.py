@@ -5,14 +5,11 @@ AlterGroupConfigs: plain typed objects of our own (the consumer group's own are 
 the classic protocol's in ``classic/messages.py``).
 
 The wire edge (``protocol/``, ``server/``) converts Kafka messages to and from these. Field names
-are the snake_case of the final upstream schemas (ConsumerGroupHeartbeat v0/v1 = API key 68,
-ConsumerGroupDescribe v0/v1 = 69, OffsetCommit/OffsetFetch v9, ListGroups v5, ...) plus the
-specs' extension fields (client assignors, ShouldComputeAssignment, pending partitions).
-A ``None`` field in a heartbeat means "unchanged since the last heartbeat" (KIP-848).
+are the snake_case of the final upstream schemas (OffsetCommit/OffsetFetch v9, ListGroups v5, ...).
 
-All messages are frozen slotted dataclasses except those built once or more per request on
-the simulator's hot paths (issue #7): the heartbeat request and response, and the OffsetCommit
-request, response and their per-topic and per-partition parts. Those are plain slotted
+All messages are frozen slotted dataclasses except those built once or more per request on the
+simulator's hot paths (docs/benchmarks.md): the consumer group's heartbeat request and response,
+and the OffsetCommit request, response and their per-topic and per-partition parts. Those are plain slotted
 dataclasses that keep equality and hashing (``unsafe_hash``, as the record keys do), because a
 frozen one pays an ``object.__setattr__`` per field on construction (a heartbeat response costs
 about 2.7 times as many instructions frozen). Never mutate a message.
@@ -68,7 +65,7 @@ class DeleteGroupsResponse:
 
 # The messages of OffsetCommit are built once per commit, topic or committed partition on each
 # side (members auto-commit every owned partition every 5 s: ~240,000 partitions a 10-minute
-# steady simulation, issue #7). A frozen dataclass costs ~0.6 us per construction of a
+# steady simulation). A frozen dataclass costs ~0.6 us per construction of a
 # partition (``object.__setattr__`` per field) against ~0.2 us for a plain slotted one, so they
 # are plain slotted dataclasses that keep equality and hashing (``unsafe_hash``, as the record
 # keys do): values all the same, never mutate one.

@@ -19,7 +19,7 @@ Choice recorded here: a commit for a topic the metadata image does not know, or 
 beyond its count, is UNKNOWN_TOPIC_OR_PARTITION (as a Kafka broker answers); a topic id that
 does not resolve is UNKNOWN_TOPIC_ID.
 
-Hot path (issue #7: members auto-commit every owned partition every 5 s): a commit validates
+Hot path (the simulator's: members auto-commit every owned partition every 5 s): a commit validates
 all its partitions, then appends their records as one batch (``Shard.append_batch`` with
 :func:`replay_commit`, one dispatch per request instead of one per partition, and one lookup of
 the group's offsets). The records, their order and the state are those of appending each record
@@ -56,13 +56,13 @@ from groupcoord.coordinator.records import (
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.coordinator.shard import Shard
+    from groupcoord.coordinator.context import ShardContext
 
 MAX_METADATA_SIZE = 4096
 _E = ErrorCode
 
 
-def replay(shard: Shard, record: Record) -> None:
+def replay(shard: ShardContext, record: Record) -> None:
     """Apply one offset commit record (a value or a tombstone) to the shard's offsets."""
     key: OffsetCommitKey = record.key  # type: ignore[assignment]
     value: OffsetCommitValue | None = record.value  # type: ignore[assignment]
@@ -76,7 +76,7 @@ def replay(shard: Shard, record: Record) -> None:
     _group_offsets(shard, key.group_id)[(key.topic, key.partition)] = value
 
 
-def _group_offsets(shard: Shard, group_id: str) -> dict[tuple[str, int], OffsetCommitValue]:
+def _group_offsets(shard: ShardContext, group_id: str) -> dict[tuple[str, int], OffsetCommitValue]:
     """The group's committed offsets, created empty if it has none."""
     offs = shard.offsets.get(group_id)
     if offs is None:
@@ -84,7 +84,7 @@ def _group_offsets(shard: Shard, group_id: str) -> dict[tuple[str, int], OffsetC
     return offs
 
 
-def _validate_member(shard: Shard, group_id: str, member_id: str | None, epoch: int,
+def _validate_member(shard: ShardContext, group_id: str, member_id: str | None, epoch: int,
                      committing: bool, group_instance_id: str | None = None) -> None:
     group = shard.groups.get(group_id)
     admin = not member_id and epoch < 0
@@ -99,7 +99,7 @@ def _validate_member(shard: Shard, group_id: str, member_id: str | None, epoch: 
                                   group_instance_id=group_instance_id)
 
 
-def replay_commit(shard: Shard, group_id: str, records: list[Record]) -> None:
+def replay_commit(shard: ShardContext, group_id: str, records: list[Record]) -> None:
     """Replay the records of one commit of ``group_id`` in order: the effect of :func:`replay`
     on each, whose records are all values (no tombstone) of that one group, so the group's
     offsets are looked up (or created) once instead of once per record."""
@@ -113,7 +113,7 @@ def replay_commit(shard: Shard, group_id: str, records: list[Record]) -> None:
 
 #: A commit's keys and accepted partition results are values that nothing mutates, the same
 #: for every commit of a partition (members auto-commit every owned partition every few
-#: seconds, issue #7): each is built once and shared, like the keys ``Record.decode`` shares.
+#: seconds): each is built once and shared, like the keys ``Record.decode`` shares.
 #: ``_KEYS`` holds a group's keys of one topic by partition, bounded (cleared when full); an
 #: accepted result depends on the partition index only (below the topic's partition count).
 _KEYS: dict[tuple[str, str], dict[int, OffsetCommitKey]] = {}
@@ -129,7 +129,7 @@ def _topic_keys(group_id: str, topic: str) -> dict[int, OffsetCommitKey]:
     return keys
 
 
-def commit(shard: Shard, r: OffsetCommitRequest, now: int) -> OffsetCommitResponse:
+def commit(shard: ShardContext, r: OffsetCommitRequest, now: int) -> OffsetCommitResponse:
     """Validate a commit, then write one offset record per accepted partition. The records are
     appended as one batch (``Shard.append_batch``) after the validation of every partition,
     which is the same state as appending each as it is validated: the validation reads only
@@ -183,7 +183,7 @@ def commit(shard: Shard, r: OffsetCommitRequest, now: int) -> OffsetCommitRespon
     return OffsetCommitResponse(tuple(topics))
 
 
-def fetch(shard: Shard, r: OffsetFetchRequest, now: int) -> OffsetFetchResponse:
+def fetch(shard: ShardContext, r: OffsetFetchRequest, now: int) -> OffsetFetchResponse:
     if r.member_id:
         _validate_member(shard, r.group_id, r.member_id, r.member_epoch, False)
     offs = shard.offsets.get(r.group_id, {})
@@ -221,7 +221,7 @@ def fetch(shard: Shard, r: OffsetFetchRequest, now: int) -> OffsetFetchResponse:
     return OffsetFetchResponse(r.group_id, tuple(topics))
 
 
-def delete(shard: Shard, r: OffsetDeleteRequest, now: int) -> OffsetDeleteResponse:
+def delete(shard: ShardContext, r: OffsetDeleteRequest, now: int) -> OffsetDeleteResponse:
     group = shard.groups.get(r.group_id)
     offs = shard.offsets.get(r.group_id)
     if group is None and offs is None:

@@ -1,4 +1,4 @@
-"""Offsets retention: Kafka's periodic group metadata cleanup (issue #5, ``offsets.retention.minutes``).
+"""Offsets retention: Kafka's periodic group metadata cleanup (``offsets.retention.minutes``).
 
 Modelled on Kafka's ``GroupCoordinatorShard.cleanupGroupMetadata`` /
 ``OffsetMetadataManager.cleanupExpiredOffsets`` / ``Group.offsetExpirationCondition``. Every
@@ -52,7 +52,7 @@ from groupcoord.coordinator.records import OffsetCommitValue, offset_commit_reco
 from groupcoord.coordinator.timers import TimerKey
 
 if TYPE_CHECKING:
-    from groupcoord.coordinator.shard import Shard
+    from groupcoord.coordinator.context import ShardContext
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ class CleanupResult:
 class OffsetsRetention:
     """The periodic offsets retention check of one shard (module docstring)."""
 
-    def __init__(self, shard: Shard) -> None:
+    def __init__(self, shard: ShardContext) -> None:
         self.shard = shard
         shard.register_timer(OFFSETS_RETENTION, self._on_timer)
 

@@ -15,7 +15,7 @@ to equal bytes. Readers accept any known version and reject unknown ones with
 
 Records are values: never mutate one. They are plain slotted dataclasses rather than frozen
 ones because a frozen dataclass costs about 1 µs more per construction, which is most of a
-reload's per-record budget (issue #5: 200,000 records/s). Encoding (issue #7: the simulator
+reload's per-record budget (docs/benchmarks.md: 200,000 records/s). Encoding (the simulator
 writes every record to its log) uses one shared packer and packs each offset commit key once
 (a bounded cache); the bytes are exactly ``msgpack.packb``'s.
 
@@ -54,7 +54,8 @@ class RecordType(IntEnum):
     CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
     GROUP_CONFIGURATION = 9
-    # Connect groups (issue #3): the draft leaves the key numbers open; ours are a block of their own.
+    # Connect groups (the Connect draft): the draft leaves the key numbers open; ours are a block of their
+    # own.
     CONNECT_GROUP_METADATA = 32
     CONNECT_GROUP_CONNECTORS_TASKS_METADATA = 33
     CONNECT_GROUP_MEMBER_METADATA = 34
@@ -173,7 +174,7 @@ class ClientAssignor:
 @dataclass(slots=True, frozen=True)
 class ClassicMemberMetadata:
     """What a consumer group keeps of a member that uses the classic protocol (upstream's
-    ConsumerGroupMemberMetadataValue.ClassicMemberMetadata, issue #4 online migration): its
+    ConsumerGroupMemberMetadataValue.ClassicMemberMetadata, online migration): its
     session timeout and every (protocol name, metadata) it supports, in its order of
     preference."""
 
@@ -190,7 +191,7 @@ class ClassicMemberMetadata:
 
 @dataclass(slots=True)
 class ConsumerGroupMemberMetadataValue:
-    """A member's metadata. ``classic_member`` (issue #4) is set for a member that uses the
+    """A member's metadata. ``classic_member`` (online migration) is set for a member that uses the
     classic protocol inside a consumer group; it is written as an optional trailing field only
     when set, so values without it encode exactly as before and older readers ignore it."""
 
@@ -347,7 +348,7 @@ class ClassicGroupMetadataValue:
 
 
 # --------------------------------------------------------------------------- connect group values
-# The Connect draft's ConnectWorkerGroup* records (issue #3). A connect assignment maps a connector
+# The Connect draft's ConnectWorkerGroup* records. A connect assignment maps a connector
 # name to task numbers, -1 standing for the connector itself (upstream's CONNECTOR_TASK); it
 # encodes as ``[[connector, [tasks...]], ...]`` sorted by connector then task.
 
@@ -397,7 +398,7 @@ class ConnectGroupConnectorsTasksMetadataValue:
 @dataclass(slots=True)
 class ConnectGroupMemberMetadataValue:
     """ConnectWorkerGroupMemberMetadataValue: a worker (url, instance id, client assignors).
-    ``classic_member`` (issue #4) is set for a worker that uses the classic protocol inside a
+    ``classic_member`` (online migration) is set for a worker that uses the classic protocol inside a
     connect group (its session timeout and Connect protocols); an optional trailing field written
     only when set, as on the consumer member's value."""
 
@@ -537,7 +538,7 @@ _MEMBER_TYPES = frozenset({
 KEY_VERSION = 0
 
 #: One packer for every encode: ``msgpack.packb`` builds a ``Packer`` per call, which is about
-#: a third of a record's encoding time (issue #7). Sharing it is safe across threads: the C
+#: a third of a record's encoding time (the simulator's hot path). Sharing it is safe across threads: the C
 #: packer runs under the GIL from start to end (our fields are ints, strings, bytes, lists and
 #: None: no ``default`` hook calls back into Python), resets its buffer after each ``pack``
 #: and on errors. The bytes are those of ``msgpack.packb`` (same default options).
@@ -569,7 +570,7 @@ def new_offset_record(key: OffsetCommitKey, offset: int, leader_epoch: int, meta
                       commit_timestamp: int, expire_timestamp: int,
                       topic_id: UUID | None) -> Record:
     """``Record(key, OffsetCommitValue(offset, ...))`` for the hot paths (``offsets.commit``,
-    ``Record.decode``: members auto-commit every owned partition every few seconds, issue #7),
+    ``Record.decode``: members auto-commit every owned partition every few seconds),
     built as empty instances whose fields are then all set. That is the object the dataclass
     constructors make: both are plain slotted dataclasses whose ``__init__`` only assigns every
     field (no ``__post_init__``, no conversion), at about half the cost of the two Python-level
@@ -597,7 +598,7 @@ class Record:
         key = self.key
         value = self.value
         if type(key) is OffsetCommitKey and key.type is RecordType.OFFSET_COMMIT:
-            # Offset commits are most of the records (issue #7): the key's bytes come from the
+            # Offset commits are most of the records (auto-commits): the key's bytes come from the
             # cache, the value is packed field by field (the list ``fields`` would build; the
             # topic id's bytes are what ``UUID.bytes`` returns, without the property's call).
             k = _OFFSET_KEY_BYTES.get((key.group_id, key.topic, key.partition))
@@ -628,7 +629,7 @@ class Record:
             vf = msgpack.unpackb(value)
             version = vf[0]
             if type(rkey) is OffsetCommitKey and version == OffsetCommitValue.VERSION:
-                # Most records are offsets (issue #7): built as ``from_fields`` builds them,
+                # Most records are offsets (auto-commits): built as ``from_fields`` builds them,
                 # without the lookup of the value type, the version range check (the version
                 # is the current one) and the copy of the fields.
                 tid = vf[6]

@@ -1,6 +1,6 @@
 """A coordinator shard: one coordinator partition's groups, as a pure state machine.
 
-DESIGN.md "The core contract": ``handle(request, now_ms) -> Result``; state changes only through
+docs/design.md "The core contract": ``handle(request, now_ms) -> Result``; state changes only through
 ``replay(record)`` (handlers apply each record as they produce it, through ``append``); time is
 an argument and timers are data (``expire_timers``); member ids come from an injected source.
 A shard rebuilt by replaying its log equals the live shard (``state_digest``).
@@ -32,6 +32,7 @@ from groupcoord.coordinator.config import (
     effective_group_config,
     validate_group_configs,
 )
+from groupcoord.coordinator.context import Handler, Replayer, TimerHandler
 from groupcoord.coordinator.group import Group
 from groupcoord.coordinator.ids import MemberIdSource, counter_member_ids
 from groupcoord.coordinator.messages import (
@@ -74,10 +75,6 @@ from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 log = logging.getLogger(__name__)
 
 _E = ErrorCode
-
-Handler = Callable[[Any, int], Any]
-Replayer = Callable[[Record], None]
-TimerHandler = Callable[[TimerKey, Any], None]
 
 
 _first = itemgetter(0)
@@ -139,9 +136,9 @@ class Shard:
             ConsumerGroupHeartbeatRequest,
             lambda r, e: ConsumerGroupHeartbeatResponse(error_code=e.code, error_message=e.message))
         self.consumer = ConsumerGroupManager(self)
-        self.connect = ConnectGroupManager(self)  # issue #3: the connect group type
+        self.connect = ConnectGroupManager(self)  # the connect group type (the Connect draft)
         self.classic = ClassicGroupManager(self)
-        self.retention = OffsetsRetention(self)  # issue #5: offsets.retention.minutes
+        self.retention = OffsetsRetention(self)  # Kafka's offsets.retention.minutes
 
     # ================================================================== registration
 
@@ -415,7 +412,7 @@ class Shard:
 def _sorted_offset_keys(offs: Mapping[tuple[str, int], Any]) -> list[tuple[str, int]]:
     """``sorted(offs)``, as a sort by partition and then a stable sort by topic: the same order
     (topics are str, partitions int), in about half the cost of one sort comparing tuples
-    (every I4 checkpoint digests ~1,000 offsets twice, issue #7). Keys are unique, so their
+    (every I4 checkpoint digests ~1,000 offsets twice). Keys are unique, so their
     order is the order of the digest's tuples (tests/test_coordinator_hot_paths.py)."""
     keys = sorted(offs, key=_second)
     keys.sort(key=_first)

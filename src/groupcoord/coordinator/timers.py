@@ -1,4 +1,4 @@
-"""Timers as data (DESIGN.md "The core contract").
+"""Timers as data (docs/design.md "The core contract").
 
 The core never reads a clock: handlers schedule or cancel named deadlines, and the driver calls
 ``Shard.expire_timers(now_ms)``. Every change is also reported in ``Result.timers`` so a driver
@@ -17,7 +17,7 @@ TimerKey = tuple[Any, ...]
 @dataclass(slots=True, unsafe_hash=True)
 class TimerChange:
     """Not frozen: one is built per heartbeat (its session deadline), and a frozen dataclass
-    pays an ``object.__setattr__`` per field (issue #7). A value all the same (equality and
+    pays an ``object.__setattr__`` per field (the simulator's hot path). A value all the same (equality and
     hashing kept): never mutate one."""
 
     key: TimerKey

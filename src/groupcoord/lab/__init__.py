@@ -1,6 +1,6 @@
-"""The lab (issue #8): a PySpark pipeline measuring what each rebalance protocol costs.
+"""The lab (docs/lab.md): a PySpark pipeline measuring what each rebalance protocol costs.
 
-``lab/`` drives ``sim/`` (DESIGN.md "Layers"): a sweep spec (``spec``) expands into runs, each
+``lab/`` drives ``sim/`` (docs/design.md "Layers"): a sweep spec (``spec``) expands into runs, each
 run is one call of the real simulator on a Spark executor (``runs``, ``sweep``), the results
 become Parquet tables aggregated with Spark SQL (``aggregate``) and a report (``report``).
 ``audit`` reads a real coordinator's record log the same way. ``cli`` is ``groupcoord lab``;

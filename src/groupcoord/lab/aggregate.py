@@ -1,4 +1,4 @@
-"""Aggregation of a sweep in Spark SQL (issue #8 "Pipeline", third bullet).
+"""Aggregation of a sweep in Spark SQL (docs/lab.md).
 
 Per cell (protocol x scenario x size, and the workload and fault rate, which a spec may vary
 too): how many runs, how many kept every invariant, how many converged, and for each headline

@@ -1,4 +1,4 @@
-"""The audit job: what a real coordinator's record log says about its groups (issue #8).
+"""The audit job: what a real coordinator's record log says about its groups (docs/lab.md).
 
 ``groupcoord lab audit DATA_DIR --out DIR`` reads the record log of a ``groupcoord serve
 --storage sqlite`` data directory and computes, per group: rebalances (group epoch bumps; a

@@ -1,4 +1,4 @@
-"""``groupcoord lab``: the PySpark pipeline from the command line (issue #8 "CLI").
+"""``groupcoord lab``: the PySpark pipeline from the command line (docs/lab.md).
 
 - ``groupcoord lab run SPEC.toml --out DIR [--master URL]`` (or ``--spec quick|paper``): the
   sweep on Spark, its Parquet tables, the aggregates and the report (``DIR/report/index.html``).
@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groupcoord.cli import command
+from groupcoord.commands import command
 from groupcoord.lab.session import DEFAULT_DRIVER_MEMORY, DEFAULT_MASTER
 from groupcoord.lab.spec import BUILTIN_SPECS, SpecError
 

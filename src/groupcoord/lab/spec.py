@@ -1,4 +1,4 @@
-"""Sweep specs: which simulations the lab runs (issue #8 "Pipeline", first bullet).
+"""Sweep specs: which simulations the lab runs (docs/lab.md).
 
 A spec is TOML (read with ``tomllib``). Every key is optional except ``scenarios``::
 

@@ -1,4 +1,4 @@
-"""The sweep job: runs on Spark executors, Parquet tables, aggregates, report (issue #8).
+"""The sweep job: runs on Spark executors, Parquet tables, aggregates, report (docs/lab.md).
 
 :func:`run_sweep` expands a spec (``lab.spec``) into a DataFrame of runs, one row per run,
 spread over tasks (at least 4 per core, at most 100 runs each) in a hashed order, so that heavy

@@ -14,7 +14,7 @@ To the New Protocol", ``coordinator/migration/connect.py``). The values (``Conne
 - A task id of ``-1`` on the wire denotes the connector itself (upstream ``CONNECTOR_TASK``); in
   these values connectors and tasks are kept apart, as upstream's ``Assignment`` keeps them.
 
-Implements KIP-415 "Public Interfaces / Connect protocol's format" (``001_dbf4533782bb9548.txt``)
+Implements KIP-415 "Public Interfaces / Connect protocol's format"
 with the upstream facts of ``specs/README.md`` and the schemas of upstream's
 ``ConnectProtocol`` / ``IncrementalCooperativeConnectProtocol``, byte for byte:
 

@@ -7,7 +7,7 @@ version listed here has a kio schema, or for the extension APIs a schema file of
 OffsetFetch/ListOffsets at v1, CreateTopics at v2, DeleteTopics and DescribeConfigs at v1: older
 versions cannot be decoded and are not offered).
 
-Ranges and why (issue #6; NOTES.md "What real clients need from a broker"):
+Ranges and why (docs/wire.md; NOTES.md "What real clients need from a broker"):
 
 - ApiVersions 0-3: librdkafka sends v3 and falls back to v0 on UNSUPPORTED_VERSION.
 - Metadata 0-13 (topic ids from v10; lookups by topic id from v12 for librdkafka's consumer).
@@ -21,7 +21,7 @@ Ranges and why (issue #6; NOTES.md "What real clients need from a broker"):
   answered with defaults).
 - CreateTopics 2-7, DeleteTopics 1-6, CreatePartitions 0-3.
 
-- Classic groups (issue #4): JoinGroup 0-9 (MEMBER_ID_REQUIRED from v4, static membership
+- Classic groups: JoinGroup 0-9 (MEMBER_ID_REQUIRED from v4, static membership
   from v5, KIP-814 SkipAssignment from v9), SyncGroup 0-5, Heartbeat 0-4, LeaveGroup 0-5 (batch
   from v3), DescribeGroups 0-5. Clients cap themselves below: librdkafka JoinGroup 5 / SyncGroup
   3 / Heartbeat 3 / LeaveGroup 1; kafka-python JoinGroup 7 / SyncGroup 5 / Heartbeat 4 /
@@ -31,7 +31,7 @@ Ranges and why (issue #6; NOTES.md "What real clients need from a broker"):
   ask for a producer id first. Ids only (epoch 0), no transactions; v6 (KIP-939 two-phase
   commit) is not offered.
 
-- Extension APIs (issues #3 and #6), API keys 1000-1099, schemas in ``protocol/schemas/*.json``
+- Extension APIs (ours), API keys 1000-1099, schemas in ``protocol/schemas/*.json``
   (``protocol/extensions.py``; ``docs/wire.md``): ConsumerGroupPrepareAssignment 1000,
   ConsumerGroupInstallAssignment 1001, ConnectGroupHeartbeat 1002, ConnectGroupPrepareAssignment
   1003, ConnectGroupInstallAssignment 1004, ConnectGroupConfig 1005, ConnectGroupDescribe 1006,

@@ -1,4 +1,4 @@
-"""The asyncio Kafka wire server (DESIGN.md "Layers": server/ drives the coordinator core).
+"""The asyncio Kafka wire server (docs/design.md "Layers": server/ drives the coordinator core).
 
 - ``app``: TCP server, connections, per-connection request pipeline, dispatch, bad input;
 - ``apis``: one handler per Kafka API (kio entities in and out);

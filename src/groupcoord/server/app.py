@@ -1,4 +1,4 @@
-"""The asyncio Kafka server: connections, request pipelines, dispatch (issue #6 "Server").
+"""The asyncio Kafka server: connections, request pipelines, dispatch (docs/wire.md).
 
 Per connection, requests are handled one at a time in arrival order and answered in that order
 (Kafka mutes a channel while one of its requests is in flight; clients may still pipeline: the
@@ -7,7 +7,7 @@ handled in one go and the responses leave in one write; a Fetch that waits for d
 connection's later requests until it is answered. Reading pauses when too many frames are
 queued or the peer does not read its responses (transport flow control).
 
-Bad input never stops the server (issue #6 "Bad input"):
+Bad input never stops the server:
 
 - a frame whose size is negative or above ``max_frame_size`` (100 MiB), or whose header or body
   cannot be decoded, closes that connection, with the reason logged;
@@ -19,9 +19,9 @@ Bad input never stops the server (issue #6 "Bad input"):
 - a handler failing with an unexpected exception is logged and answered UNKNOWN_SERVER_ERROR
   when the response schema has a top-level error code, else the connection is closed.
 
-Start-up (issue #5): the coordinator shards load in the background (``CoordinatorRuntime``);
-the socket serves at once (COORDINATOR_LOAD_IN_PROGRESS for the groups of a shard still loading)
-and :meth:`KafkaServer.start` returns once every shard is loaded, so ``serve`` prints
+Start-up (docs/durability-and-metrics.md): the coordinator shards load in the background
+(``CoordinatorRuntime``); the socket serves at once (COORDINATOR_LOAD_IN_PROGRESS for the groups of a
+shard still loading) and :meth:`KafkaServer.start` returns once every shard is loaded, so ``serve`` prints
 ``listening on`` when the broker is ready; a shard that cannot be loaded (bad data on disk)
 makes ``start`` raise the LogError. Then the background log compaction starts
 (``server/compaction.py``); ``metrics_port`` serves the Prometheus metrics

@@ -1,4 +1,5 @@
-"""CLI subcommands of the server layer (issue #6 "CLI"), registered with ``groupcoord.cli``.
+"""CLI subcommands of the server layer (``serve``, ``groups``, ``topics``), registered with
+``groupcoord.cli``.
 
 - ``groupcoord serve --host H --port P --data-dir DIR [--storage sqlite|memory] [--shards N]
   [--config key=value ...] [--metrics-port PORT]``: run the broker; prints exactly
@@ -16,9 +17,9 @@
   itself (groupcoord is a single node that coordinates every group). ``groups describe`` asks
   ConsumerGroupDescribe first and DescribeGroups for a group that is not a consumer group
   (classic groups, and groups with committed offsets only, listed as Empty classic groups).
-  A consumer group is ``"type": "consumer"``; during an online migration (issue #4) each member
+  A consumer group is ``"type": "consumer"``; during an online migration each member
   says which protocol it uses (``"protocol": "classic"`` or ``"consumer"``).
-  A connect group (issue #3) is described with ConnectGroupDescribe: its workers with url,
+  A connect group (the Connect draft) is described with ConnectGroupDescribe: its workers with url,
   epoch, state, the connectors and tasks each runs and its target.
 - ``groupcoord connectors create NAME --tasks N --group G``, ``connectors update NAME --tasks N
   --group G``, ``connectors delete NAME --group G``, ``connectors list --group G``
@@ -46,7 +47,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from groupcoord.cli import command
+from groupcoord.commands import command
 from groupcoord.protocol.client import KafkaClient, KafkaClientError
 from groupcoord.protocol.errors import CoordinatorError, error_name
 from groupcoord.protocol.versions import ApiKey
@@ -316,7 +317,7 @@ def _describe_classic(c: KafkaClient, group_id: str, group: dict[str, Any],
                     if d.protocol_type == "consumer" else {})
         info = {"member_id": mb.member_id, "instance_id": mb.group_instance_id,
                 "client_id": mb.client_id, "client_host": mb.client_host, "assignment": assigned}
-        if d.protocol_type == "connect":  # issue #3: which classic worker runs what
+        if d.protocol_type == "connect":  # classic Connect workers: which one runs what
             info["connect"] = _classic_connect_runs(bytes(mb.member_metadata),
                                                     bytes(mb.member_assignment))
         members.append(info)

@@ -1,4 +1,4 @@
-"""Background compaction of the coordinator's record log (issue #5 "Compaction").
+"""Background compaction of the coordinator's record log (docs/durability-and-metrics.md).
 
 Every ``log.compaction.interval.ms`` (default 5 minutes; ``0`` turns it off) the server compacts
 each shard's log with ``RecordLog.compact(shard, now, tombstone_retention)``: the newest entry of

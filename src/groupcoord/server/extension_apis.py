@@ -1,4 +1,4 @@
-"""Handlers of the extension APIs (issues #3 and #6): wire entities in, coordinator messages out.
+"""Handlers of the extension APIs (docs/wire.md): wire entities in, coordinator messages out.
 
 The wire schemas are the repo's JSON message definitions (``protocol/schemas/``, API keys
 1000-1006, ``docs/wire.md``); ``protocol/extensions.py`` makes kio-shaped entities of them. Each

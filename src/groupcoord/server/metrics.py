@@ -1,4 +1,4 @@
-"""Broker metrics in Prometheus text format (issue #6 "Metrics"; KIP-848 "Broker Metrics").
+"""Broker metrics in Prometheus text format (KIP-848 "Broker Metrics"; docs/durability-and-metrics.md).
 
 Served on ``groupcoord serve --metrics-port PORT`` at ``/metrics`` (any path answers) by a tiny
 HTTP/1.0 server on the broker's own event loop, so a scrape reads the shards consistently

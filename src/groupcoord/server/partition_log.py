@@ -1,4 +1,4 @@
-"""Partition data: record batches stored as clients send them (the data plane of issue #6).
+"""Partition data: record batches stored as clients send them (the broker's data plane, docs/wire.md).
 
 File format (one file per partition, ``<data-dir>/topics/<topic-id-hex>/<partition>.log``): the
 record batches (message format v2, KIP-98) back to back, byte for byte as the producer sent

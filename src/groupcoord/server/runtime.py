@@ -1,4 +1,4 @@
-"""The coordinator runtime: N shards driven by one asyncio event loop (DESIGN.md "The core contract").
+"""The coordinator runtime: N shards driven by one asyncio event loop (docs/design.md "The core contract").
 
 - Groups live in shard ``partition_for(group_id, N)``, Kafka's ``partitionFor``:
   ``Utils.abs(groupId.hashCode()) % groupMetadataTopicPartitionCount`` with Java's

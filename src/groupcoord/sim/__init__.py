@@ -1,5 +1,5 @@
-"""The deterministic simulator (issue #7): the real coordinator core and real sans-IO members
-under a seeded fault schedule, with invariants I1-I6 of DESIGN.md checked after every step.
+"""The deterministic simulator (docs/simulator.md): the real coordinator core and real sans-IO members
+under a seeded fault schedule, with invariants I1-I6 of docs/design.md checked after every step.
 
 - ``engine``: the seeded event loop, trace, metrics per disturbance, I4 checkpoints;
 - ``network``: latency, loss, lost responses, duplication, reordering, partitions;

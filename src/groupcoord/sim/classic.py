@@ -25,7 +25,7 @@ not a member of the coordinator's live group, or its generation is not the group
 A fenced process (a zombie that does not know yet) may lag behind: the generation keeps its
 commits out (I6).
 
-**Invariants checked after every step** (DESIGN.md):
+**Invariants checked after every step** (docs/design.md):
 
 - **I1, coordinator view**, on each ClassicGroupMetadata record of a new generation (the
   leader's assignment): no partition assigned twice, and no partition given to one member while

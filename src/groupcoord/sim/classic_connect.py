@@ -1,4 +1,4 @@
-"""Classic Connect workers in the simulator (issue #7): protocol ``classic-connect``.
+"""Classic Connect workers in the simulator: protocol ``classic-connect``.
 
 Variants ``eager``, ``compatible`` and ``sessioned`` (the workers' ``connect.protocol``). Each
 simulated process runs a real :class:`groupcoord.client.connect.classic_worker.ClassicConnectWorker`
@@ -32,7 +32,7 @@ long after it was published (a leader behind a member then
 answers CONFIG_MISMATCH and the workers read to the end: the worker's business). A worker is
 woken when a snapshot becomes visible to it (upstream's config consumer calls into the herder).
 
-**Invariants after every step** (DESIGN.md):
+**Invariants after every step** (docs/design.md):
 
 - **I1, workers' side**: when a worker starts a connector or task, no other worker in the
   group may be running it: an unfenced one never (an owner stops its work before it moves); a

@@ -1,4 +1,4 @@
-"""``groupcoord simulate``: run the deterministic simulator from the command line (issue #7 "CLI").
+"""``groupcoord simulate``: run the deterministic simulator from the command line (docs/simulator.md).
 
 - ``groupcoord simulate --scenario NAME|FILE.toml --protocol consumer[:uniform|:range]
   --seed N [--trace FILE] [--json]``: one run; prints its summary (metrics per disturbance) or,
@@ -20,7 +20,7 @@ import argparse
 import json
 import sys
 
-from groupcoord.cli import command
+from groupcoord.commands import command
 from groupcoord.sim.engine import CHECKPOINT_EVERY
 from groupcoord.sim.protocols import PROTOCOLS, protocol_labels
 from groupcoord.sim.runner import parse_seeds, print_result, simulate

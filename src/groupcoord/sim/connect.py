@@ -1,4 +1,4 @@
-"""Connect workers in the simulator (issue #7): protocol ``connect`` (KIP-848-style connect groups).
+"""Connect workers in the simulator: protocol ``connect`` (KIP-848-style connect groups).
 
 Protocol ``connect``, variants ``eager`` and ``cooperative``: each simulated process runs a real
 :class:`groupcoord.client.connect.worker.ConnectWorker` (ConnectGroupHeartbeat; when the
@@ -31,7 +31,7 @@ Connector events (``add-connector``, ``remove-connector``, ``update-tasks``) go 
 coordinator as the connect config admin request (``ConnectGroupConfigRequest``; workers learn
 the configuration from the coordinator); while the coordinator is loading the admin retries.
 
-**Invariants** after every step (DESIGN.md; see ``sim.consumer`` for the machinery):
+**Invariants** after every step (docs/design.md; see ``sim.consumer`` for the machinery):
 
 - **I1** coordinator view: a current assignment record never gives an item another worker still
   holds (assigned or pending revocation); workers' view: a worker starts running an item only

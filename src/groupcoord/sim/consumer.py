@@ -9,8 +9,10 @@ fatal error (UNRELEASED_INSTANCE_ID, say) is restarted after ``restart_delay_ms`
 orchestrator would. A *slow* process defers the completion of its revocations (the listener's
 ``DEFER``) by ``delay_ms``.
 
-**Invariants checked after every step** (DESIGN.md), incrementally on what the step changed,
-and in full (:meth:`ConsumerSimulation.full_check`) at every checkpoint and at the end:
+**Invariants checked after every step** (docs/design.md), incrementally on what the step changed,
+and in full (:meth:`ConsumerSimulation.full_check`) at every checkpoint and at the end
+(the checks are in ``sim/consumer_invariants.py``, I5 in ``sim/consumer_convergence.py``, the
+process model in ``sim/process.py``; this module drives the members):
 
 - **I1, coordinator view**: a shadow index of who holds each partition (assigned or pending
   revocation) is kept from the records the coordinator writes, record by record; a current
@@ -74,7 +76,7 @@ hooks: :attr:`ConsumerSimulation.commits_offsets` (workers commit none),
 (:attr:`ConsumerSimulation.member_word`, :attr:`ConsumerSimulation.verbs`,
 :attr:`ConsumerSimulation.epoch_word`).
 
-**Variant ``client``** (issue #3, KIP-848 "Client-Side Assignor"): the members advertise a
+**Variant ``client``** (KIP-848 "Client-Side Assignor"): the members advertise a
 local ``uniform`` assignor (:class:`groupcoord.client.assignors.UniformAssignor`) instead of
 asking for a server-side one; the member the coordinator chooses sends PrepareAssignment and
 InstallAssignment through the same faulty network as its heartbeats (both are driven here:

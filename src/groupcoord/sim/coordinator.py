@@ -1,6 +1,6 @@
 """The coordinator as the simulator runs it: a real :class:`Shard` plus its record log.
 
-The driver contract of DESIGN.md "The core contract": every result's records are appended to
+The driver contract of docs/design.md "The core contract": every result's records are appended to
 the log (a :class:`~groupcoord.sim.log.SimLog`: the records, encoded when read; see there why
 not the storage backend's ``MemoryLog``) before the response is sent.
 **Failover** drops the shard and rebuilds a new one from the log (``Record.decode`` +

@@ -1,4 +1,4 @@
-"""The deterministic discrete-event simulator: one seeded event loop (issue #7 "Simulator").
+"""The deterministic discrete-event simulator: one seeded event loop (docs/simulator.md).
 
 Modelled on TigerBeetle's VOPR and FoundationDB's simulator: one seed reproduces a whole faulty
 run. The loop has a virtual clock and a heap of events ``(time, seq, handler, argument)``; the

@@ -1,9 +1,9 @@
 """The simulator's record log: the records themselves, encoded only when a rebuild reads them.
 
-What the simulator needs from a log is the driver contract of DESIGN.md "The core contract"
+What the simulator needs from a log is the driver contract of docs/design.md "The core contract"
 (every result's records are in the log before its response goes out; a failover reloads the
 shard from it) and the I4 check (a shard rebuilt from the log, compacted or not, equals the
-live one). Issue #7 measured that writing every record through the storage backend
+live one). Profiling the simulator showed that writing every record through the storage backend
 (:class:`~groupcoord.storage.memory.MemoryLog`) cost a fifth of a steady run: each record was
 encoded (``Record.encode``) and validated on append, although most of them (offset commits,
 ~20 a member every 5 s) are superseded by the next commit of their partition and compacted
@@ -88,7 +88,7 @@ class SimLog:
         # compared in two steps because comparing every entry's key by value costs two
         # Python-level calls (the dataclass ``__hash__`` and ``__eq__``) per entry, and most
         # entries share their key *object* with others (the coordinator builds one key per
-        # offset commit partition and reuses it, issue #7). First by identity (``id``, all in
+        # offset commit partition and reuses it). First by identity (``id``, all in
         # C; every key is alive in ``records`` meanwhile, so ids are unique): the newest entry
         # of every key object. Then by value, over those entries only, in append order: the
         # newest entry of every equal key is the newest of its key objects' newest entries.

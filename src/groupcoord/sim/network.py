@@ -1,4 +1,4 @@
-"""The simulated network between members and the coordinator (issue #7 "Simulator").
+"""The simulated network between members and the coordinator (docs/simulator.md).
 
 Every message gets a one-way latency drawn from a :class:`Latency` distribution. Faults:
 

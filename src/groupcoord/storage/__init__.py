@@ -1,4 +1,4 @@
-"""Record logs (DESIGN.md "storage/"): ``memory`` for tests and simulation, ``sqlite`` (the
+"""Record logs (docs/design.md "storage/"): ``memory`` for tests and simulation, ``sqlite`` (the
 embedded default) for a server. See ``storage/log.py`` for the contract."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The record log interface (DESIGN.md "storage/"): what a shard's state is rebuilt from.
+"""The record log interface (docs/design.md "storage/"): what a shard's state is rebuilt from.
 
 A log holds, per shard, an ordered sequence of entries ``(key, value)`` of encoded records
 (``value is None`` is a tombstone). ``append`` takes one request's records as a batch and makes
@@ -12,7 +12,7 @@ and an **append time** in ms: ``append(shard, batch, now_ms)`` stamps the batch 
 caller's ``now_ms`` (drivers pass their clock, so a simulation stays deterministic); without
 it the wall clock is used. The append time is only used to age tombstones during compaction.
 
-Compaction (issue #5, KIP-848 "Fail Over": the coordinator log is a compacted log) keeps the
+Compaction (KIP-848 "Fail Over": the coordinator log is a compacted log) keeps the
 newest entry of every key and drops a tombstone once it is the newest entry of its key and was
 appended at least ``tombstone_retention_ms`` before ``now_ms``. Kept entries keep their offsets
 and order, so the compacted log is a subsequence of the original: replaying it gives the same

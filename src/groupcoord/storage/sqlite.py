@@ -1,4 +1,4 @@
-"""The SQLite record log: the embedded default backend (issue #5; contract in ``storage/log.py``).
+"""The SQLite record log: the embedded default backend (contract in ``storage/log.py``).
 
 One database file per data directory, ``<data_dir>/groupcoord.db``, in WAL mode. Each shard has
 its own table ``log_<shard>(log_offset INTEGER PRIMARY KEY AUTOINCREMENT, key BLOB, value BLOB,

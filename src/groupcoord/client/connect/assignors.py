@@ -1,6 +1,6 @@
 """The Connect leader's assignors: Eager and Incremental Cooperative (KIP-415), pure and sans-IO.
 
-Implements KIP-415 (``001_dbf4533782bb9548.txt``) "Deferred Resolution of Imbalance under Different
+Implements KIP-415 "Deferred Resolution of Imbalance under Different
 Rebalancing Scenarios" (worker joins, leaves, bounces; leader leaves, bounces) and the
 ``scheduled.rebalance.max.delay.ms`` property, with the behaviour of upstream Kafka Connect's
 ``IncrementalCooperativeAssignor`` (3.x+, with successive-revoking-rounds backoff) and

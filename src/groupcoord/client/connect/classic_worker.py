@@ -2,7 +2,7 @@
 LeaveGroup with protocol type ``connect``), as upstream's ``WorkerCoordinator`` and the
 rebalance part of ``DistributedHerder`` behave.
 
-Implements KIP-415 (``001_dbf4533782bb9548.txt``) "Changes to Connect's Rebalancing Process" and
+Implements KIP-415 "Changes to Connect's Rebalancing Process" and
 "Compatibility, Deprecation, and Migration Plan" on the worker's side, with the upstream facts of
 NOTES.md ("Connect worker reactions", KIP-814 "Connect has no static membership"):
 

@@ -1,5 +1,5 @@
 """``groupcoord connect``: Kafka Connect workers, on the new protocol or the classic one, and the
-connectors of their groups (issue #3's CLI).
+connectors of their groups.
 
 ``groupcoord connect worker --bootstrap-server HOST:PORT --group G [--protocol
 connect|eager|compatible|sessioned] [--url URL]`` runs one worker process with the plugin runtime
@@ -49,7 +49,6 @@ import sys
 from collections.abc import Coroutine
 from typing import Any
 
-from groupcoord.cli import command
 from groupcoord.client.connect.assignors import DEFAULT_MAX_DELAY_MS
 from groupcoord.client.connect.async_classic_worker import AsyncClassicConnectWorker
 from groupcoord.client.connect.async_worker import AsyncConnectWorker
@@ -58,6 +57,7 @@ from groupcoord.client.connect.listener import Connectors, Tasks
 from groupcoord.client.connect.runtime import ConnectRuntime, item_label
 from groupcoord.client.connect.worker import EAGER, INCREMENTAL_COOPERATIVE, PROTOCOLS
 from groupcoord.client.connection import ConnectionLost, UnsupportedApi
+from groupcoord.commands import command
 from groupcoord.server.cli import add_connectors_commands
 
 __all__ = ["CONNECT", "COOPERATIVE", "resolve_protocol"]

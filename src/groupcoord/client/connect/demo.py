@@ -10,7 +10,7 @@ one file) and to the log at INFO; each line is ``{"t": wall-clock seconds, "work
 
 :func:`read_events` reads such a file back; :func:`run_intervals` turns events into the time
 intervals during which each worker ran each item, and :func:`overlaps` lists the items two
-workers ran at the same time (what DESIGN.md's I1 forbids): enough for a test, or an operator,
+workers ran at the same time (what docs/design.md's I1 forbids): enough for a test, or an operator,
 to see which worker ran what and that nothing ran twice at once.
 
 Not here: any real data (no records, no topics, no offsets).

@@ -15,7 +15,7 @@ A reduced form of upstream Kafka Connect's plugin API (``Connector`` / ``Task`` 
   ``on_lost`` name. Every callback returns a coroutine: the asyncio driver
   (:class:`~.async_worker.AsyncConnectWorker`) runs it, and for a revocation acknowledges only
   when it has finished, so a connector or task is stopped before the group may give it to
-  another worker (DESIGN.md I1 on the workers' side). Starts and stops run one at a time in the
+  another worker (docs/design.md I1 on the workers' side). Starts and stops run one at a time in the
   order of the callbacks. :attr:`ConnectRuntime.events` records what this worker started and
   stopped, and when (wall clock), for tests and logs.
 

@@ -1,6 +1,6 @@
 """A sans-IO Kafka Connect worker on the new protocol: the client side of a ``connect`` group.
 
-Implements the worker of the Connect draft (``000_31a92c0cab36e993.txt``, revision ``003``):
+Implements the worker of the Connect draft (and its later revision):
 ConnectGroupHeartbeat membership, the "Rebalance Process" (revoke, acknowledge, then assign),
 fencing, leaving, and the client-side assignment it runs when the coordinator chooses it
 (ConnectGroupPrepareAssignment, the Eager or KIP-415 Incremental Cooperative assignor of

@@ -166,8 +166,8 @@ def _is_homogeneous(subscriptions: list[frozenset[UUID]]) -> bool:
 #: At most this many remembered outputs (the most recently made or used first). Each call walks
 #: them (recall) and rebuilds the list (remember): with many small groups sharing the built-in
 #: instance, a budget in members alone let thousands of records pile up and made every call
-#: pay for all of them (issue #7). A group evicted from the memo takes the full read, whose cost
-#: is proportional to its size, so small groups lose little; large ones are bounded by
+#: pay for all of them (found by the simulator's benchmark). A group evicted from the memo takes the full
+#: read, whose cost is proportional to its size, so small groups lose little; large ones are bounded by
 #: ``memo_members`` anyway (10 outputs of 10,000 members).
 MEMO_RECORDS = 64
 

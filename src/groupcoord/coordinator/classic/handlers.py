@@ -34,10 +34,10 @@ Choices where upstream's behaviour is unspecified or does not map one to one:
   whether the selected protocol changes and hands it an assignment of topics it may no longer
   subscribe to (see :meth:`ClassicGroupManager._topics_changed`).
 - Generated member ids are ``{group.instance.id or client.id}-{shard.new_member_id()}``.
-- Online migration (issue #4): JoinGroup, SyncGroup, Heartbeat and LeaveGroup for a non-empty
-  consumer (KIP-848) group are handed to ``modern/consumer/classic_members.py`` (on the translation
-  shared with connect groups, ``modern/classic_bridge.py``), which translates them to the new
-  protocol (the member joins the consumer group). An *empty* consumer group is converted, as
+- Online migration (KIP-848 "Supporting Online Consumer Group Upgrade"): JoinGroup, SyncGroup, Heartbeat and
+  LeaveGroup for a non-empty consumer (KIP-848) group are handed to ``modern/consumer/classic_members.py``
+  (on the translation shared with connect groups, ``modern/classic_bridge.py``), which translates them to
+  the new protocol (the member joins the consumer group). An *empty* consumer group is converted, as
   upstream does: its records are tombstoned and a classic group is created. The conversions of
   non-empty groups (``migration/consumer.py``) use :meth:`ClassicGroupManager.release_for_upgrade` and
   :meth:`ClassicGroupManager.adopt_downgraded`. The same for a non-empty connect group: classic
@@ -99,8 +99,8 @@ from groupcoord.coordinator.timers import TimerKey
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
+    from groupcoord.coordinator.context import ShardContext
     from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
-    from groupcoord.coordinator.shard import Shard
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ def _inconsistent(requested: str | None, current: str | None) -> bool:
 class ClassicGroupManager:
     """The classic group type of one shard: registers its handlers, record and timers."""
 
-    def __init__(self, shard: Shard) -> None:
+    def __init__(self, shard: ShardContext) -> None:
         self.shard = shard
         self._appending = False
         #: The waiter of the JoinGroup/SyncGroup being handled, and its response if the same
@@ -251,7 +251,7 @@ class ClassicGroupManager:
     # ------------------------------------------------------------------ online migration
 
     def release_for_upgrade(self, group: ClassicGroup) -> None:
-        """The classic group is about to become a consumer group (issue #4): pending JoinGroup
+        """The classic group is about to become a consumer group (online migration): pending JoinGroup
         and SyncGroup requests are answered REBALANCE_IN_PROGRESS (the members rejoin the
         consumer group) and the group's classic timers are cancelled. The caller tombstones it."""
         gid = group.group_id
@@ -271,7 +271,7 @@ class ClassicGroupManager:
 
     def adopt_downgraded(self, group_id: str, value: ClassicGroupMetadataValue,
                          reason: str, rebalance: bool = True) -> None:
-        """A consumer group became this classic group (issue #4; its records are already
+        """A consumer group became this classic group (online migration; its records are already
         tombstoned): persist it, arm the members' sessions and start a rebalance so the members
         rejoin under the classic protocol (upstream's prepareRebalance after a downgrade).
         ``rebalance=False``: the group stays Stable with the persisted assignments (a classic
@@ -307,7 +307,7 @@ class ClassicGroupManager:
         existing = self.shard.groups.get(gid)
         bridge = self._bridge(existing)
         if bridge is not None and existing is not None and not existing.is_empty():
-            return bridge.join(existing, r)  # issue #4
+            return bridge.join(existing, r)  # a classic member joins a new-protocol group
         if existing is not None and not isinstance(existing, ClassicGroup):
             if not (isinstance(existing, ConsumerGroup) and existing.is_empty()):
                 log.info("[%s] JoinGroup refused: the group is a non-empty %s group", gid,
@@ -714,8 +714,8 @@ class ClassicGroupManager:
             self.shard.cancel((SYNC, group.group_id))
 
     def _bridge(self, group: Group | None) -> ClassicBridge[Any, Any] | None:
-        """The translation of classic requests for the members of a new-protocol group (issue
-        #4: ``modern/classic_bridge.py``), or None for a group of another type (or none)."""
+        """The translation of classic requests for the members of a new-protocol group (online
+        migration: ``modern/classic_bridge.py``), or None for a group of another type (or none)."""
         if isinstance(group, ConsumerGroup):
             return self.shard.consumer.classic_bridge
         if isinstance(group, ConnectGroup):

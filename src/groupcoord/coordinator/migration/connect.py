@@ -1,7 +1,7 @@
-"""Online migration between classic Connect groups and connect groups (issue #4).
+"""Online migration between classic Connect groups and connect groups.
 
-The Connect draft's "Migration To the New Protocol" (``000_31a92c0cab36e993.txt``, revision
-``003``): when the first worker using the new protocol joins a (non-empty) classic group of
+The Connect draft's "Migration To the New Protocol" (and its later
+revision): when the first worker using the new protocol joins a (non-empty) classic group of
 protocol type ``connect``, the group is converted to a ``connect`` group whose epoch starts at the
 classic generation; when the last new-protocol worker leaves, it switches back. The classic
 workers keep working inside the connect group: their JoinGroup, SyncGroup and Heartbeat are

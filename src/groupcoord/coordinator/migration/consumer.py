@@ -1,4 +1,5 @@
-"""Online migration between classic consumer groups and consumer groups (issue #4).
+"""Online migration between classic consumer groups and consumer groups (KIP-848 "Supporting Online Consumer
+Group Upgrade").
 
 KIP-848 "Supporting Online Consumer Group Upgrade" and "Kafka Consumer Migration": when the first
 member using the new protocol joins a classic group of protocol type ``consumer``, the group is

@@ -1,4 +1,4 @@
-"""Classic members inside a new-protocol group: the translation both group types share (issue #4).
+"""Classic members inside a new-protocol group: the translation both group types share (online migration).
 
 KIP-848 "Supporting Online Consumer Group Upgrade" and the Connect draft's "Migration To the New
 Protocol" describe one mechanism for two group types: while a group migrates, the members that
@@ -53,7 +53,7 @@ from groupcoord.coordinator.timers import TimerKey
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.coordinator.shard import Shard
+    from groupcoord.coordinator.context import ShardContext
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class BridgedManager(Protocol):
     """What the translation asks of the new-protocol group manager."""
 
     @property
-    def shard(self) -> Shard: ...
+    def shard(self) -> ShardContext: ...
     def schedule_session(self, group_id: str, member_id: str, timeout_ms: int) -> None: ...
     def fence_members(self, group: Any, members: tuple[Any, ...],
                       allow_downgrade: bool = True) -> None: ...

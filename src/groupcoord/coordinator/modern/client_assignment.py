@@ -1,4 +1,4 @@
-"""Client-side assignment: one member computes the group's target assignment (issue #3).
+"""Client-side assignment: one member computes the group's target assignment (KIP-848 "Client-Side Assignor").
 
 Implements KIP-848 "Client-Side Assignor", ConsumerGroupPrepareAssignment /
 ConsumerGroupInstallAssignment, "Assignment Epoch" and the TargetAssignmentMetadata note, and the
@@ -96,7 +96,7 @@ from groupcoord.coordinator.timers import TimerKey
 from groupcoord.protocol.errors import INVALID_ASSIGNMENT, CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.coordinator.shard import Shard
+    from groupcoord.coordinator.context import ShardContext
 
 log = logging.getLogger(__name__)
 
@@ -347,7 +347,7 @@ class _Computation:
 class ClientAssignment:
     """Client-side assignment of one group type on one shard (see the module docstring)."""
 
-    def __init__(self, shard: Shard, timer_kind: str,
+    def __init__(self, shard: ShardContext, timer_kind: str,
                  lookup: Callable[[str], AssigningGroup | None], epoch_error: int) -> None:
         self.shard = shard
         self.timer_kind = timer_kind
@@ -567,7 +567,7 @@ class ConsumerClientAssignment(ClientAssignment):
     """Client-side assignment for consumer groups: KIP-848's ConsumerGroupPrepareAssignment and
     ConsumerGroupInstallAssignment handlers (STALE_MEMBER_EPOCH for a member epoch mismatch)."""
 
-    def __init__(self, shard: Shard) -> None:
+    def __init__(self, shard: ShardContext) -> None:
         super().__init__(shard, CONSUMER_ASSIGNMENT, self._consumer_group, _E.stale_member_epoch)
         shard.register_handler(ConsumerGroupPrepareAssignmentRequest, self._prepare)
         shard.register_handler(ConsumerGroupInstallAssignmentRequest, self._install)

@@ -44,9 +44,9 @@ from groupcoord.coordinator.timers import TimerKey
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
+    from groupcoord.coordinator.context import ShardContext
     from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
     from groupcoord.coordinator.modern.client_assignment import ClientAssignment
-    from groupcoord.coordinator.shard import Shard
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ class NewProtocolGroupManager(ABC, Generic[G, M, Req, Resp]):
     #: its own timers (consumer groups): the order of the timer changes a removal reports.
     forgets_classic_first: ClassVar[bool]
 
-    shard: Shard
+    shard: ShardContext
     client: ClientAssignment
     classic_bridge: ClassicBridge[Any, Any]
 
@@ -287,7 +287,8 @@ class NewProtocolGroupManager(ABC, Generic[G, M, Req, Resp]):
 
         gid = r.group_id
         # An empty classic group converts (as upstream): its id is free for this group. A
-        # non-empty one converts when the migration policy allows it (issue #4).
+        # non-empty one converts when the migration policy allows it (KIP-848 "Supporting Online Consumer
+        # Group Upgrade").
         if r.member_epoch == 0 and not self.shard.classic.maybe_delete_empty_group(gid):
             self._maybe_upgrade(gid)
         group: Any = self._group(gid)
@@ -319,8 +320,8 @@ class NewProtocolGroupManager(ABC, Generic[G, M, Req, Resp]):
             raise _err(_E.unknown_member_id, f"{self.noun.capitalize()} {member_id} of group "
                                              f"{gid} uses the classic protocol.")
 
-        # Client-side assignment (issue #3): UNSUPPORTED_ASSIGNOR when the member's client
-        # assignors share no name with, or no version range overlap with, the other members'.
+        # Client-side assignment (KIP-848 "Client-Side Assignor"): UNSUPPORTED_ASSIGNOR when the member's
+        # client assignors share no name with, or no version range overlap with, the other members'.
         if r.client_assignors and group is not None:
             check_assignors(group.members, (member_id, replaced.member_id if replaced else ""),
                             r.client_assignors)
@@ -343,7 +344,7 @@ class NewProtocolGroupManager(ABC, Generic[G, M, Req, Resp]):
                 resp = self.response_class(error_code=_E.fenced_member_epoch,
                                            error_message=self._fenced_epoch_message(r, existing))
                 return resp
-            # a classic member joining on the new protocol (issue #4): fenced above, joins
+            # a classic member joining on the new protocol (online migration): fenced above, joins
             # again below
             existing = None
             group = self._group(gid)
@@ -384,7 +385,7 @@ class NewProtocolGroupManager(ABC, Generic[G, M, Req, Resp]):
         current = group.members[member_id]
         if existing is None:
             current = self._joining(current, base)
-        # issue #3: a group no member can compute for does not reconcile (see step 5)
+        # client-side assignment: a group no member can compute for does not reconcile (see step 5)
         fatal = self.client.fatal(group)
         reconciled = current if fatal else self._reconcile(group, current, self._owned(r))
         if existing is None and reconciled is current:
@@ -394,8 +395,8 @@ class NewProtocolGroupManager(ABC, Generic[G, M, Req, Resp]):
         # ---- 5. timers and response
         cfg = self.shard.group_config(gid)
         self.shard.schedule((self.session_kind, gid, member_id), now + cfg.session_timeout_ms)
-        # Client-side assignment (issue #3): no member can compute the target -> the group's
-        # fatal UNSUPPORTED_ASSIGNOR; the chosen member is told to compute it.
+        # Client-side assignment (KIP-848 "Client-Side Assignor"): no member can compute the target ->
+        # the group's fatal UNSUPPORTED_ASSIGNOR; the chosen member is told to compute it.
         if fatal is not None:
             resp = self.response_class(error_code=_E.unsupported_assignor, error_message=fatal)
             return resp
@@ -470,7 +471,7 @@ class NewProtocolGroupManager(ABC, Generic[G, M, Req, Resp]):
         """The member's tombstones; its timers are cancelled."""
         gid = group.group_id
         mid = member.member_id
-        self.client.member_removed(gid, mid)  # issue #3: an assigner that leaves is replaced
+        self.client.member_removed(gid, mid)  # client-side assignment: an assigner that leaves is replaced
         if self.forgets_classic_first:
             self.classic_bridge.forget(gid, mid)
         for rec in self._removal_records(group, mid, keep_target):
@@ -487,7 +488,7 @@ class NewProtocolGroupManager(ABC, Generic[G, M, Req, Resp]):
     def fence_members(self, group: Any, members: tuple[Any, ...],
                       allow_downgrade: bool = True) -> None:
         """Remove members and bump the group epoch once; or, when only classic members remain
-        and the policy allows it (issue #4), convert the group to a classic group."""
+        and the policy allows it (online migration), convert the group to a classic group."""
         leaving = {m.member_id for m in members}
         value = None
         if allow_downgrade and self._downgrade_refusal(group, leaving) is None:
@@ -513,7 +514,7 @@ class NewProtocolGroupManager(ABC, Generic[G, M, Req, Resp]):
 
     def _maybe_upgrade(self, gid: str) -> None:
         """Convert the non-empty classic group ``gid`` (if it is one) to a group of this type,
-        or refuse with GROUP_ID_NOT_FOUND (issue #4)."""
+        or refuse with GROUP_ID_NOT_FOUND (online migration)."""
         classic = self.shard.groups.get(gid)
         if not isinstance(classic, ClassicGroup):
             return

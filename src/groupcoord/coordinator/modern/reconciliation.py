@@ -13,7 +13,7 @@ CurrentAssignmentBuilder (states STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTIT
 - A member in UNREVOKED_PARTITIONS that acknowledges the revocation (its owned partitions no
   longer include them) advances to min(epoch + 1, target epoch) and reconciles again.
 
-The algorithm is generic over the unit of assignment (issue #3; the Connect draft's "Member Epoch -
+The algorithm is generic over the unit of assignment (the Connect draft's "Member Epoch -
 Reconciliation of the group" is the same three phases): an assignment is a mapping from a *key*
 to a set of ints - a topic id to partitions for consumer groups, a connector name to task numbers
 (-1 standing for the connector itself) for connect groups. :func:`reconcile_items` holds it;

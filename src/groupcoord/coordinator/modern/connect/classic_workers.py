@@ -1,4 +1,5 @@
-"""Classic Connect workers inside a connect group (issue #4, online migration).
+"""Classic Connect workers inside a connect group (online migration, the Connect draft "Migration To the New
+Protocol").
 
 The Connect draft's "Migration To the New Protocol": while a group migrates, the workers that still
 use the classic protocol keep sending JoinGroup, SyncGroup, Heartbeat and LeaveGroup (protocol type
@@ -69,7 +70,7 @@ from groupcoord.protocol.connect_protocol import (
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.coordinator.modern.connect.handlers import ConnectGroupManager
+    from groupcoord.coordinator.modern.group_manager import NewProtocolGroupManager
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ SYNC_TIMEOUT = "connect-classic-sync"
 class ClassicWorkers(ClassicBridge[ConnectGroup, ConnectGroupMember]):
     """Translation of the classic APIs for the workers of connect groups (one per shard)."""
 
-    manager: ConnectGroupManager
+    manager: NewProtocolGroupManager[ConnectGroup, ConnectGroupMember, Any, Any]
 
     join_timeout = JOIN_TIMEOUT
     sync_timeout = SYNC_TIMEOUT

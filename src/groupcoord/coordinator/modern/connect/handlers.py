@@ -1,6 +1,6 @@
-"""Connect groups on the new protocol: the handlers, replay and timers of the group type (issue #3).
+"""Connect groups on the new protocol: the handlers, replay and timers of the group type.
 
-Implements the Connect draft (``000_31a92c0cab36e993.txt`` and its revision ``003``): "Connect
+Implements the Connect draft (and its later revision): "Connect
 group type", "Rebalance Process", ConnectGroupHeartbeat ("Request Validation", "Request
 Handling", "Response Handling"), ConnectGroupPrepareAssignment, ConnectGroupInstallAssignment,
 "Assignment Validation", "Assignment Error", "Records" and "Triggering Rebalances", on the
@@ -144,7 +144,7 @@ from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from groupcoord.coordinator.shard import Shard
+    from groupcoord.coordinator.context import ShardContext
 
 log = logging.getLogger(__name__)
 
@@ -173,7 +173,7 @@ def _err(code: int, message: str) -> CoordinatorError:
 
 class _ConnectClientAssignment(ClientAssignment):
     """Client-side assignment of connect groups: the assignor is chosen among the workers that
-    advertise client assignors; classic workers of a migrating group (issue #4) advertise none,
+    advertise client assignors; classic workers of a migrating group (online migration) advertise none,
     never compute and do not constrain the choice."""
 
     def assignor(self, group: AssigningGroup) -> str | None:
@@ -196,7 +196,7 @@ class ConnectGroupManager(NewProtocolGroupManager[ConnectGroup, ConnectGroupMemb
     keeps_departed_targets = True
     forgets_classic_first = True
 
-    def __init__(self, shard: Shard) -> None:
+    def __init__(self, shard: ShardContext) -> None:
         self.shard = shard
         shard.register_handler(ConnectGroupHeartbeatRequest, self._heartbeat)
         shard.register_handler(ConnectGroupPrepareAssignmentRequest, self._prepare)
@@ -209,7 +209,8 @@ class ConnectGroupManager(NewProtocolGroupManager[ConnectGroup, ConnectGroupMemb
         shard.register_timer(CONNECT_REBALANCE, self._rebalance_timed_out)
         self.client = _ConnectClientAssignment(shard, CONNECT_ASSIGNMENT, self._lookup,
                                                _E.fenced_member_epoch)
-        # Online migration (issue #4): classic workers inside connect groups.
+        # Online migration (the Connect draft "Migration To the New Protocol"): classic workers inside
+        # connect groups.
         self.classic_workers = self.classic_bridge = ClassicWorkers(self)
         shard.register_error_response(
             ConnectGroupHeartbeatRequest,
@@ -539,7 +540,7 @@ class ConnectGroupManager(NewProtocolGroupManager[ConnectGroup, ConnectGroupMemb
         members = []
         for mid in sorted(group.members):
             m = group.members[mid]
-            if m.classic is not None:  # issue #4: the Connect version and metadata it prefers
+            if m.classic is not None:  # online migration: the Connect version and metadata it prefers
                 first, meta = m.classic.supported_protocols[0]
                 prepared = ConnectPreparedAssignor(protocol_version(first), 0, meta)
             else:

@@ -1,4 +1,4 @@
-"""Requests and responses of the connect group type (issue #3): plain typed objects of our own.
+"""Requests and responses of the connect group type (the Connect draft): plain typed objects of our own.
 
 The Connect draft's ConnectGroupHeartbeat, ConnectGroupPrepareAssignment and
 ConnectGroupInstallAssignment, plus two admin requests of ours: ConnectGroupConfig (create a

@@ -1,4 +1,4 @@
-"""Connect groups: the in-memory model rebuilt from records (issue #3).
+"""Connect groups: the in-memory model rebuilt from records (the Connect draft).
 
 The Connect draft's data model ("Worker Group and Worker", "Target Assignment", "Current
 Assignment"): a worker group with its epoch and workers (member id, instance id, url, client
@@ -139,7 +139,8 @@ class ConnectGroupMember:
     client_host: str = ""
     rebalance_timeout_ms: int = -1
     client_assignors: tuple[ClientAssignor, ...] = ()
-    #: Set for a worker that uses the classic protocol (issue #4, online migration).
+    #: Set for a worker that uses the classic protocol (online migration, the Connect draft "Migration To
+    #: the New Protocol").
     classic: ClassicMemberMetadata | None = None
     # current assignment
     member_epoch: int = 0
@@ -248,7 +249,7 @@ class ConnectGroup(Group):
         return self.target_assignment.get(member_id, NO_TARGET)
 
     def all_classic_except(self, leaving: set[str]) -> bool:
-        """Whether every member but ``leaving`` uses the classic protocol (issue #4)."""
+        """Whether every member but ``leaving`` uses the classic protocol (online migration)."""
         return all(m.classic is not None for mid, m in self.members.items() if mid not in leaving)
 
     def static_member(self, instance_id: str) -> ConnectGroupMember | None:

@@ -1,4 +1,5 @@
-"""Classic members inside a consumer group (issue #4, online migration).
+"""Classic members inside a consumer group (online migration, KIP-848 "Supporting Online Consumer Group
+Upgrade").
 
 KIP-848 "Supporting Online Consumer Group Upgrade": during a migration the members that still use
 the classic protocol keep sending JoinGroup, SyncGroup, Heartbeat and LeaveGroup; the coordinator

@@ -12,7 +12,7 @@ spec's diff text leaves two readings:
   member id the group has at a later epoch (not the lost-response case) is a stale duplicate of
   an earlier join: FENCED_MEMBER_EPOCH and nothing changes (as upstream); the member's answer
   to its own request in flight stands. Only a member using the classic protocol joining on the
-  new one (issue #4 below) is fenced and re-added in the same request.
+  new one (online migration, below) is fenced and re-added in the same request.
 - The lost-response case: a smaller epoch equal to the member's previous epoch is accepted
   when the owned partitions it reports are a subset of its assigned partitions.
 - SubscribedTopicNames and SubscribedTopicRegex may not both be non-empty in one request; on
@@ -22,11 +22,11 @@ spec's diff text leaves two readings:
   member's subscription differs.
 - The rebalance timeout is armed while a member is in UNREVOKED_PARTITIONS, afresh for each
   epoch at which it must revoke; when it fires, the member is fenced.
-- Client-side assignment (issue #3, ``modern/client_assignment.py``): a group whose members all advertise
-  client assignors gets its target from a chosen member (PrepareAssignment / InstallAssignment),
-  not from a server assignor; a change of a member's client assignors (list, ranges, reason,
-  version or metadata) bumps the group epoch.
-- Online migration (issue #4, ``migration/consumer.py``, ``modern/consumer/classic_members.py``): a
+- Client-side assignment (KIP-848 "Client-Side Assignor", ``modern/client_assignment.py``): a group whose
+  members all advertise client assignors gets its target from a chosen member (PrepareAssignment /
+  InstallAssignment), not from a server assignor; a change of a member's client assignors (list, ranges,
+  reason, version or metadata) bumps the group epoch.
+- Online migration (KIP-848, ``migration/consumer.py``, ``modern/consumer/classic_members.py``): a
   heartbeat at epoch 0 for a non-empty classic group of protocol type ``consumer`` converts it when
   ``group.consumer.migration.policy`` allows the upgrade (else GROUP_ID_NOT_FOUND, as before);
   the conversion is written even if the joining member is then refused (e.g.
@@ -117,7 +117,7 @@ from groupcoord.coordinator.topics import MetadataImage, TopicMetadata
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.coordinator.shard import Shard
+    from groupcoord.coordinator.context import ShardContext
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +186,7 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
     keeps_departed_targets = False
     forgets_classic_first = False
 
-    def __init__(self, shard: Shard) -> None:
+    def __init__(self, shard: ShardContext) -> None:
         self.shard = shard
         shard.register_handler(ConsumerGroupHeartbeatRequest, self._heartbeat)
         shard.register_handler(ConsumerGroupDescribeRequest, self._consumer_group_describe)
@@ -194,9 +194,11 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
             shard.register_replayer(rtype, self.replay)
         shard.register_timer(SESSION, self._session_expired)
         shard.register_timer(REBALANCE, self._rebalance_timed_out)
-        # Client-side assignment (issue #3): Prepare/InstallAssignment handlers, assigner deadlines.
+        # Client-side assignment (KIP-848 "Client-Side Assignor"): Prepare/InstallAssignment handlers,
+        # assigner deadlines.
         self.client = ConsumerClientAssignment(shard)
-        # Online migration (issue #4): classic members inside consumer groups.
+        # Online migration (KIP-848 "Supporting Online Consumer Group Upgrade"): classic members inside
+        # consumer groups.
         self.classic_members = self.classic_bridge = ClassicMembers(self)
 
     # ------------------------------------------------------------------ shard plumbing
@@ -283,7 +285,7 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
     def delete_group(self, group: ConsumerGroup) -> None:
         """Tombstones for an empty consumer group (its offsets are the shard's business)."""
         gid = group.group_id
-        self.client.forget(gid)  # issue #3: drop the group's client-side assignment soft state
+        self.client.forget(gid)  # drop the group's client-side assignment soft state
         for mid in sorted(group.target_assignment):
             self.append(target_member_tombstone(gid, mid))
         self.append(target_assignment_metadata_tombstone(gid))
@@ -348,7 +350,7 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
 
     def _replaces_at_once(self, group: ConsumerGroup, member_id: str,
                           r: ConsumerGroupHeartbeatRequest) -> ConsumerGroupMember | None:
-        # Issue #4: a static member that used the classic protocol is replaced at once.
+        # Online migration: a static member that used the classic protocol is replaced at once.
         assert r.instance_id is not None
         static = group.static_member(r.instance_id)
         if static is not None and static.classic is not None and static.member_id != member_id:
@@ -357,7 +359,7 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
 
     def _refuses_classic(self, existing: ConsumerGroupMember,
                          r: ConsumerGroupHeartbeatRequest) -> bool:
-        # Issue #4: a classic member joining (epoch 0) on the new protocol is fenced and rejoins.
+        # Online migration: a classic member joining (epoch 0) on the new protocol is fenced and rejoins.
         return r.member_epoch != 0
 
     def _downgrades_when_fenced(self, r: ConsumerGroupHeartbeatRequest) -> bool:
@@ -425,7 +427,8 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
         return (updated.subscribed_topic_names != reference.subscribed_topic_names
                 or updated.subscribed_topic_regex != reference.subscribed_topic_regex
                 or updated.server_assignor != reference.server_assignor
-                # issue #3: a changed client assignor (reason, metadata, ...) asks for a rebalance
+                # client-side assignment: a changed client assignor (reason, metadata, ...) asks for a
+                # rebalance
                 or updated.client_assignors != reference.client_assignors)
 
     def _handover_record(self, group: ConsumerGroup, member_id: str,
@@ -540,8 +543,8 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
     def _compute_target_assignment(self, group: ConsumerGroup,
                                    members: dict[str, ConsumerGroupMember],
                                    previous: dict[str, Assignment]) -> None:
-        # Client-side assignment (issue #3): a group whose members all advertise a common client
-        # assignor asks a chosen member for its target instead of running a server assignor.
+        # Client-side assignment (KIP-848 "Client-Side Assignor"): a group whose members all advertise a
+        # common client assignor asks a chosen member for its target instead of running a server assignor.
         if self.client.assignor(group) is not None:
             self.client.request(group)
             return
@@ -578,11 +581,11 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
                     subscribed_topic_regex=m.subscribed_topic_regex,
                     assignment=DescribedAssignment(_sorted_tps(m.assigned_partitions)),
                     target_assignment=DescribedAssignment(_sorted_tps(group.target_of(mid))),
-                    member_type=0 if m.classic is not None else 1))  # issue #4: 0 = classic
+                    member_type=0 if m.classic is not None else 1))  # 0 = classic (online migration)
             out.append(DescribedGroup(
                 gid, group_state=group.state().value, group_epoch=group.group_epoch,
                 assignment_epoch=group.assignment_epoch,
-                # issue #3: the client-side assignor when the group uses one
+                # the client-side assignor when the group uses one
                 assignor_name=(self.client.assignor(group)
                                or preferred_server_assignor(group.members.values(), default)),
                 members=tuple(members)))

@@ -2,18 +2,11 @@
 ConsumerGroupDescribe, and the client-side assignment's ConsumerGroupPrepareAssignment and
 ConsumerGroupInstallAssignment, as the coordinator core sees them.
 
-The wire edge (``protocol/``, ``server/``) converts Kafka messages to and from these. Field names
-are the snake_case of the final upstream schemas (ConsumerGroupHeartbeat v0/v1 = API key 68,
-ConsumerGroupDescribe v0/v1 = 69, OffsetCommit/OffsetFetch v9, ListGroups v5, ...) plus the
-specs' extension fields (client assignors, ShouldComputeAssignment, pending partitions).
-A ``None`` field in a heartbeat means "unchanged since the last heartbeat" (KIP-848).
-
-All messages are frozen slotted dataclasses except those built once or more per request on
-the simulator's hot paths (issue #7): the heartbeat request and response, and the OffsetCommit
-request, response and their per-topic and per-partition parts. Those are plain slotted
-dataclasses that keep equality and hashing (``unsafe_hash``, as the record keys do), because a
-frozen one pays an ``object.__setattr__`` per field on construction (a heartbeat response costs
-about 2.7 times as many instructions frozen). Never mutate a message.
+Field names are the snake_case of the final upstream schemas (ConsumerGroupHeartbeat v0/v1 = API
+key 68, ConsumerGroupDescribe v0/v1 = 69) plus the KIP's extension fields (client assignors,
+ShouldComputeAssignment, pending partitions). A ``None`` field in a heartbeat means "unchanged
+since the last heartbeat" (KIP-848). The heartbeat request and response are plain slotted
+dataclasses, not frozen ones, for the reason ``coordinator/messages.py`` gives: never mutate one.
 """
 
 from __future__ import annotations
@@ -118,7 +111,8 @@ class ConsumerGroupDescribeResponse:
 
 
 # ----------------------------------------------------------------------------- client-side assignment
-# KIP-848 ConsumerGroupPrepareAssignment / ConsumerGroupInstallAssignment (issue #3): extension
+# KIP-848 "Client-Side Assignor": ConsumerGroupPrepareAssignment / ConsumerGroupInstallAssignment,
+# extension
 # APIs upstream never shipped. Field names follow the KIP's final text (MetadataVersion,
 # MetadataBytes, RackId, TopicName in the topics' metadata).
 

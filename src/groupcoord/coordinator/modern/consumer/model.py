@@ -9,10 +9,10 @@ Nothing here is changed except by ``Shard.replay``.
 Group states (upstream names): Empty (no member), Assigning (group epoch > assignment epoch),
 Reconciling (some member not yet STABLE at the assignment epoch), Stable, Dead (deleted).
 
-Online migration (issue #4): a member may use the classic protocol inside a consumer group; it
-then carries :class:`ClassicMemberMetadata` (session timeout, supported protocols), persisted in
-its member metadata record. The group counts its classic members so conversions can ask whether
-every member (but one) uses the classic protocol.
+Online migration (KIP-848 "Supporting Online Consumer Group Upgrade"): a member may use the classic protocol
+inside a consumer group; it then carries :class:`ClassicMemberMetadata` (session timeout, supported
+protocols), persisted in its member metadata record. The group counts its classic members so conversions can
+ask whether every member (but one) uses the classic protocol.
 """
 
 from __future__ import annotations

@@ -1,0 +1,29 @@
+"""The registry of ``groupcoord`` sub-commands: each layer's CLI module registers its own with
+:func:`command`, and :mod:`groupcoord.cli` builds the parser from :data:`COMMANDS`.
+
+A module of its own so that there is one registry however the CLI is started: ``python -m
+groupcoord.cli`` runs ``cli.py`` as ``__main__``, a second copy of ``groupcoord.cli``; commands
+registered on that copy's globals were invisible to the other.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+Command = Callable[[argparse.Namespace], int]
+COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Command, str]] = {}
+
+
+def command(name: str, help: str) -> Callable[[Callable[[argparse.ArgumentParser], None]],
+                                               Callable[[argparse.ArgumentParser], None]]:
+    """Register a subcommand: decorate the function that adds its arguments; it must set
+    ``func`` through ``parser.set_defaults(func=...)``."""
+
+    AddArgs = Callable[[argparse.ArgumentParser], None]
+
+    def deco(add_args: AddArgs) -> AddArgs:
+        COMMANDS[name] = (add_args, lambda ns: int(ns.func(ns)), help)
+        return add_args
+
+    return deco
