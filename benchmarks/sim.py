@@ -47,27 +47,30 @@ from groupcoord.sim.engine import SimResult, Simulation
 from groupcoord.sim.protocols import resolve_protocol
 from groupcoord.sim.runner import simulate
 from groupcoord.sim.scenario import Event, Scenario
+from groupcoord.sim.workload import DEFAULT_WORKLOAD, IDLE, Workload
 
 
 def _group(members: int, partitions: int, static: bool = False, events: tuple[Event, ...] = (),
-           end_ms: int | None = None, name: str = "bench") -> Scenario:
+           end_ms: int | None = None, name: str = "bench",
+           workload: Workload = IDLE) -> Scenario:
     half = partitions // 2
     return Scenario(name, f"{members} members on {partitions} partitions", members=members,
                     static=static, topics=(("t0", half), ("t1", partitions - half)),
-                    events=events, end_ms=end_ms, source=name)
+                    events=events, end_ms=end_ms, source=name, workload=workload)
 
 
 BOUNCE_AT_MS = 60_000
 
 
-def rolling_bounce(members: int, partitions: int, static: bool = False) -> Scenario:
+def rolling_bounce(members: int, partitions: int, static: bool = False,
+                   workload: Workload = IDLE) -> Scenario:
     ev = Event(BOUNCE_AT_MS, "rolling-bounce",
                {"interval_ms": 10_000, "down_ms": 3_000, "hard": False})
-    return _group(members, partitions, static, (ev,), name="rolling-bounce")
+    return _group(members, partitions, static, (ev,), name="rolling-bounce", workload=workload)
 
 
-def steady(members: int, partitions: int, seconds: int) -> Scenario:
-    return _group(members, partitions, end_ms=seconds * 1000, name="steady")
+def steady(members: int, partitions: int, seconds: int, workload: Workload = IDLE) -> Scenario:
+    return _group(members, partitions, end_ms=seconds * 1000, name="steady", workload=workload)
 
 
 #: Where a run's wall time goes (``_time_split``): the coordinator's entry points, appending
@@ -199,22 +202,45 @@ def run(quick: bool = False) -> list[Result]:
             "whole_run_ms": round(whole_ms, 1),
             "rebalances": r.disturbances[-1].get("group_epoch_bumps", 0)}))
 
+    # The same with members that do work (``sim.workload``'s default: 50 records/s per
+    # partition, 0.5 ms per record, batches of up to 500 records)
+    work = {**base, "workload": DEFAULT_WORKLOAD.describe()}
+    sc = steady(members, partitions, 120 if quick else 600, DEFAULT_WORKLOAD)
+    rs, _ = _measure(f"steady.{size}.work=default", _runner(sc), repeat,
+                     {**work, "scenario": "steady"})
+    results += rs
+    sc_rb = rolling_bounce(members, partitions, workload=DEFAULT_WORKLOAD)
+    rs, whole_ms = _measure(f"rolling-bounce.{size}.work=default", _runner(sc_rb), repeat,
+                            {**work, "scenario": "rolling-bounce", "static": False})
+    results += rs
+    ms, r = bounce_ms(sc_rb, repeat)
+    results.append(Result(f"sim.rolling_bounce.{size}.work=default", ms, "ms", {
+        **work, "scenario": "rolling-bounce", "events": r.steps, "sim_time_ms": r.sim_time_ms,
+        "bounce_from_ms": BOUNCE_AT_MS, "whole_run_ms": round(whole_ms, 1),
+        "rebalances": r.disturbances[-1].get("group_epoch_bumps", 0)}))
+
     totals: dict[str, int] = {"events": 0, "sim_time_ms": 0}
 
-    def random_runs() -> None:
-        totals["events"] = totals["sim_time_ms"] = 0
-        for seed in seeds:
-            r = simulate("random", seed)
-            assert r.ok, r.violation.format() if r.violation else seed
-            totals["events"] += r.steps
-            totals["sim_time_ms"] += r.sim_time_ms
+    def random_runs(workload: Workload | None) -> Callable[[], None]:
+        def go() -> None:
+            totals["events"] = totals["sim_time_ms"] = 0
+            for seed in seeds:
+                r = simulate("random", seed, workload=workload)
+                assert r.ok, r.violation.format() if r.violation else seed
+                totals["events"] += r.steps
+                totals["sim_time_ms"] += r.sim_time_ms
+        return go
 
-    ms = median_ms(random_runs, repeat=repeat)
-    results.append(Result("sim.events_per_s.scenario=random", totals["events"] / (ms / 1000.0),
-                          "per_s", {"scenario": "random", "seeds": len(seeds),
-                                    "events": totals["events"],
-                                    "sim_time_ms": totals["sim_time_ms"],
-                                    "ms_per_seed": ms / len(seeds)}))
+    # idle members (today's figure), then each seed's own drawn workload
+    for label, wl in (("random", IDLE), ("random.work=drawn", None)):
+        ms = median_ms(random_runs(wl), repeat=repeat)
+        results.append(Result(f"sim.events_per_s.scenario={label}",
+                              totals["events"] / (ms / 1000.0), "per_s",
+                              {"scenario": "random", "seeds": len(seeds),
+                               "workload": "idle" if wl is not None else "drawn from the seed",
+                               "events": totals["events"],
+                               "sim_time_ms": totals["sim_time_ms"],
+                               "ms_per_seed": ms / len(seeds)}))
     return results
 
 

@@ -18,9 +18,10 @@ import pytest
 
 from groupcoord.client.connect.classic_worker import ClassicConnectWorker
 from groupcoord.client.consumer import ConsumerMember
-from groupcoord.coordinator import messages as consumer
+from groupcoord.coordinator import messages as shared
 from groupcoord.coordinator.classic import messages as classic
 from groupcoord.coordinator.modern.connect import messages as connect
+from groupcoord.coordinator.modern.consumer import messages as consumer
 from groupcoord.protocol.errors import ErrorCode as E
 from groupcoord.sim.members import (
     assign_response_kind,
@@ -85,12 +86,12 @@ def test_an_install_is_traced_with_its_epoch_delay_and_error() -> None:
 
 
 def test_a_commit_refused_while_loading_names_every_partition() -> None:
-    req = consumer.OffsetCommitRequest("g", (consumer.OffsetCommitTopic(
-        "t", (consumer.OffsetCommitPartition(0, 5), consumer.OffsetCommitPartition(3, 8)),
+    req = shared.OffsetCommitRequest("g", (shared.OffsetCommitTopic(
+        "t", (shared.OffsetCommitPartition(0, 5), shared.OffsetCommitPartition(3, 8)),
         topic_id=T),), generation_id_or_member_epoch=2, member_id="m")
     assert describe_request(req) is None  # traced by the commit itself
     resp = loading_response(req, LOADING)
-    assert isinstance(resp, consumer.OffsetCommitResponse)
+    assert isinstance(resp, shared.OffsetCommitResponse)
     assert [(p.partition_index, p.error_code) for t in resp.topics for p in t.partitions] == [
         (0, LOADING), (3, LOADING)]
 

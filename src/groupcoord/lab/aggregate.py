@@ -25,6 +25,14 @@ METRICS: tuple[tuple[str, str], ...] = (
     ("resource_downtime_ms", "resource-ms"),
     ("epoch_bumps", "bumps"),
     ("messages", "messages"),
+    # the members' applications (``sim.workload``)
+    ("records_processed", "records"),
+    ("lag_peak", "records"),
+    ("lag_record_s", "record-s"),
+    ("stall_ms", "ms"),
+    ("paused_partition_s", "partition-s"),
+    ("records_reprocessed", "records"),
+    ("task_restarts", "restarts"),
 )
 PERCENTILES: tuple[tuple[str, float], ...] = (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
 GROUP_COLUMNS: tuple[str, ...] = ("protocol", "scenario", "size", "workload", "fault_rate")

@@ -185,7 +185,7 @@ def _rerun(ns: argparse.Namespace) -> int:
             workload="rerun", topics=ns.topics, partitions=ns.partitions,
             connectors=ns.connectors, tasks=ns.tasks, fault_rate=ns.fault_rate, replicate=0,
             seed=ns.seed, events=bool(ns.trace), checkpoint_every=ns.checkpoint_every,
-            max_steps=ns.max_steps, spec_ref=ns.spec or "")
+            max_steps=ns.max_steps, spec_ref=ns.spec or "", work=ns.work)
         sc = build_scenario(params)
         res = simulate_run(params, sc)
     except (SpecError, ScenarioError, ValueError) as e:
@@ -292,6 +292,8 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
     rerun.add_argument("--fault-rate", type=float)
     rerun.add_argument("--max-steps", type=int)
     rerun.add_argument("--checkpoint-every", type=int, default=2_000)
+    rerun.add_argument("--work", metavar="JSON",
+                       help="the workload's overrides of the scenario's [workload] (JSON)")
     rerun.add_argument("--trace", metavar="FILE", help="write the full event trace ('-': stdout)")
     rerun.add_argument("--json", action="store_true", help="print the result as JSON")
     rerun.set_defaults(func=_rerun)

@@ -43,10 +43,13 @@ from groupcoord.sim.runner import simulate
 from groupcoord.sim.scenario import (
     Event,
     Scenario,
+    ScenarioError,
     connectors_as_topics,
     load_scenario,
     parse_scenario,
+    with_workload,
 )
+from groupcoord.sim.workload import WORK_METRICS, WorkloadError, parse_workload
 
 INITIAL = "initial-join"
 
@@ -57,6 +60,10 @@ RUN_METRICS: tuple[tuple[str, str], ...] = (
     ("resources_moved", "long"), ("resource_downtime_ms", "long"), ("epoch_bumps", "long"),
     ("messages", "long"), ("records_written", "long"), ("peak_unowned", "long"),
     ("disturbance_count", "int"),
+    # the members' applications (``sim.workload``; null when the workload is idle)
+    ("work_model", "str"), ("records_processed", "long"), ("lag_peak", "long"),
+    ("lag_record_s", "double"), ("stall_ms", "long"), ("paused_partition_s", "double"),
+    ("records_reprocessed", "long"), ("task_restarts", "long"),
     ("total_moved", "long"), ("total_downtime_ms", "long"), ("group_epoch", "long"),
     ("total_messages", "long"), ("total_records", "long"), ("failovers", "long"),
     ("steps", "long"), ("sim_time_ms", "long"), ("wall_ms", "double"), ("summary_json", "str"),
@@ -68,6 +75,9 @@ DISTURBANCE_FIELDS: tuple[tuple[str, str], ...] = (
     ("converged", "bool"), ("time_to_converge_ms", "long"), ("peak_unowned", "long"),
     ("group_epoch_bumps", "long"), ("resources_moved", "long"),
     ("resource_downtime_ms", "long"), ("messages", "long"), ("records_written", "long"),
+    ("records_processed", "long"), ("lag_peak", "long"), ("lag_record_s", "double"),
+    ("stall_ms", "long"), ("paused_partition_s", "double"), ("records_reprocessed", "long"),
+    ("task_restarts", "long"),
 )
 
 #: Columns of an ``events`` row (one trace line) after the run's keys.
@@ -155,7 +165,15 @@ def build_scenario(params: RunParams) -> Scenario:
         changes["faults"] = NetworkFaults(loss=r, response_loss=r, duplicate=r, reorder=r)
     if events is not sc.events:
         changes["events"] = events
-    return replace(sc, **changes) if changes else sc
+    sc = replace(sc, **changes) if changes else sc
+    if params.work is not None:
+        try:
+            wl = parse_workload(f"workload {params.workload}", json.loads(params.work),
+                                base=sc.workload)
+        except WorkloadError as e:
+            raise ScenarioError(str(e)) from None
+        sc = with_workload(sc, wl)
+    return sc
 
 
 def repro_command(params: RunParams) -> str:
@@ -176,6 +194,8 @@ def repro_command(params: RunParams) -> str:
         parts += ["--max-steps", str(params.max_steps)]
     if params.checkpoint_every != 2_000:
         parts += ["--checkpoint-every", str(params.checkpoint_every)]
+    if params.work is not None:
+        parts += ["--work", params.work]
     return " ".join(shlex.quote(p) for p in parts)
 
 
@@ -183,7 +203,7 @@ def needs_lab_rerun(params: RunParams) -> bool:
     """False when ``groupcoord simulate`` alone reproduces the run (no cell override)."""
     return (params.scenario_def is not None and not params.scenario.endswith(".toml")) or any(
         v is not None for v in (params.size, params.topics, params.connectors,
-                                params.fault_rate, params.max_steps)) or (
+                                params.fault_rate, params.max_steps, params.work)) or (
         params.checkpoint_every != 2_000)
 
 
@@ -199,6 +219,35 @@ def simulate_run(params: RunParams, scenario: Scenario | None = None) -> SimResu
 
 def _int(v: Any) -> int | None:
     return None if v is None else int(v)
+
+
+def _work_value(name: str, v: Any) -> int | float | None:
+    if v is None:
+        return None
+    if name in ("lag_record_s", "paused_partition_s"):
+        return round(float(v), 3)
+    return round(float(v))
+
+
+def _work_head(summary: dict[str, Any], initial: dict[str, Any] | None,
+               measured: list[dict[str, Any]]) -> dict[str, int | float | None]:
+    """The headline application metrics of a run (null when the workload is idle): what
+    happened after the initial join settled, until the run ended (the group converged and the
+    applications caught up, or the I5 deadline): the run's totals minus the initial-join
+    window's, and the lag's peak since then. A scenario without disturbances reports its
+    initial-join window."""
+    work = summary.get("work")
+    if work is None:
+        return dict.fromkeys(WORK_METRICS)
+    if initial is None or (measured and measured[0] is initial):
+        return {k: _work_value(k, initial.get(k)) if initial else None for k in WORK_METRICS}
+    out: dict[str, int | float | None] = {}
+    for k in WORK_METRICS:
+        if k == "lag_peak":
+            out[k] = round(float(work.get("lag_peak_after_initial", 0.0)))
+        else:
+            out[k] = _work_value(k, float(work[k]) - float(initial.get(k) or 0))
+    return out
 
 
 def _parse_trace_line(line: str) -> tuple[int, int, str, str]:
@@ -248,6 +297,8 @@ def summarize(params: RunParams, sc: Scenario, res: SimResult, wall_ms: float) -
         "records_written": head["records_written"],
         "peak_unowned": max((int(w["peak_unowned"]) for w in measured), default=0),
         "disturbance_count": len(rest),
+        "work_model": str(s.get("workload", "idle")),
+        **_work_head(s, initial, measured),
         "total_moved": totals["resources_moved"],
         "total_downtime_ms": totals["resource_downtime_ms"],
         "group_epoch": totals["group_epoch_bumps"], "total_messages": totals["messages"],
@@ -261,7 +312,8 @@ def summarize(params: RunParams, sc: Scenario, res: SimResult, wall_ms: float) -
          "time_to_converge_ms": _int(w["time_to_converge_ms"]),
          "peak_unowned": int(w["peak_unowned"]),
          **{k: _int(w.get(k)) for k in ("group_epoch_bumps", "resources_moved",
-                                         "resource_downtime_ms", "messages", "records_written")}}
+                                         "resource_downtime_ms", "messages", "records_written")},
+         **{k: _work_value(k, w.get(k)) for k in WORK_METRICS}}
         for i, w in enumerate(windows)]
     events = []
     for i, line in enumerate(res.trace):

@@ -37,7 +37,7 @@ PARAM_FIELDS: tuple[tuple[str, str], ...] = (
     ("scenario_def", "str"), ("size", "int"), ("workload", "str"), ("topics", "int"),
     ("partitions", "int"), ("connectors", "int"), ("tasks", "int"), ("fault_rate", "double"),
     ("replicate", "int"), ("seed", "long"), ("events", "bool"), ("checkpoint_every", "int"),
-    ("max_steps", "long"), ("spec_ref", "str"),
+    ("max_steps", "long"), ("spec_ref", "str"), ("work", "str"),
 )
 
 _NOT_NULL = {"run_id", "sweep", "protocol", "scenario", "workload", "replicate", "seed", "events",

@@ -22,6 +22,10 @@ A spec is TOML (read with ``tomllib``). Every key is optional except ``scenarios
     name = "8x4"
     connectors = 8              # connectors x tasks: for connect protocols
     tasks = 4
+    [[workloads]]
+    name = "slow-batches"       # what the applications do (``sim.workload``), over the
+    processing_ms = { dist = "exponential", mean = 5 }   # scenario's [workload]; with or
+    max_poll_records = 100      # without topics x partitions; {idle = true}: no work
 
     [scenario.my-scenario]      # scenarios defined inline: the simulator's scenario format
     description = "c1 (the first member) leaves"
@@ -64,6 +68,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from groupcoord.sim.workload import Workload as SimWorkload
+from groupcoord.sim.workload import WorkloadError, parse_workload
+
 #: How the lab names "keep what the scenario says" in sizes and fault rates.
 SCENARIO_DEFAULT = "scenario"
 
@@ -82,6 +89,9 @@ class Workload:
     partitions: int | None = None
     connectors: int | None = None
     tasks: int | None = None
+    #: What the members' applications do, over the scenario's ``[workload]`` (canonical JSON
+    #: of the overriding keys, ``sim.workload``; None: the scenario's own).
+    work: str | None = None
 
     @property
     def kind(self) -> str:
@@ -136,6 +146,8 @@ class RunParams:
     max_steps: int | None = None
     #: How the reproduce command names the spec (for inline scenarios): a built-in or a path.
     spec_ref: str = ""
+    #: The workload's overrides of the scenario's ``[workload]`` (JSON; None: none).
+    work: str | None = None
 
     def as_row(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in PARAM_COLUMNS}
@@ -217,6 +229,8 @@ _TOP = {"name", "description", "protocols", "scenarios", "sizes", "fault_rates",
 _GRID = {"name", "description", "protocols", "scenarios", "sizes", "fault_rates", "seeds",
          "workloads"}
 _WORKLOAD = {"name", "topics", "partitions", "connectors", "tasks"}
+#: The work keys a workload may set (``sim.workload.Workload``'s fields).
+_WORK = {f for f in SimWorkload.__dataclass_fields__}
 
 
 def _pos_int(where: str, v: Any, minimum: int = 1) -> int:
@@ -236,10 +250,18 @@ def _list(where: str, v: Any) -> list[Any]:
 def _workload(where: str, raw: Any) -> Workload:
     if not isinstance(raw, Mapping):
         raise SpecError(f"{where}: expected a table")
-    unknown = sorted(set(raw) - _WORKLOAD)
+    unknown = sorted(set(raw) - _WORKLOAD - _WORK)
     if unknown:
         raise SpecError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: "
-                        f"{', '.join(sorted(_WORKLOAD))}")
+                        f"{', '.join(sorted(_WORKLOAD | _WORK))}")
+    work_keys = {k: raw[k] for k in sorted(raw) if k in _WORK}
+    work = None
+    if work_keys:
+        try:
+            parse_workload(where, work_keys)
+        except WorkloadError as e:
+            raise SpecError(str(e)) from None
+        work = json.dumps(work_keys, sort_keys=True, separators=(",", ":"))
     dims = {k: _pos_int(f"{where}.{k}", raw[k]) for k in ("topics", "partitions", "connectors",
                                                           "tasks") if k in raw}
     has_topics = "topics" in dims or "partitions" in dims
@@ -257,9 +279,11 @@ def _workload(where: str, raw: Any) -> Workload:
         default = f"{dims['connectors']}x{dims['tasks']}c"
     else:
         default = SCENARIO_DEFAULT
+    if work is not None and "name" not in raw:
+        raise SpecError(f"{where}: a workload that sets work parameters needs a name")
     name = str(raw.get("name", default))
     return Workload(name, dims.get("topics"), dims.get("partitions"), dims.get("connectors"),
-                    dims.get("tasks"))
+                    dims.get("tasks"), work)
 
 
 def _sizes(where: str, raw: Any) -> tuple[int | None, ...]:
@@ -448,6 +472,8 @@ def derive_run_id(protocol: str, seed: int, scenario: str, size: int | None,
     """A stable id of a run (16 hex digits): its cell and its seed."""
     parts = [protocol, seed, scenario, size, workload.topics, workload.partitions,
              workload.connectors, workload.tasks, fault_rate]
+    if workload.work is not None:
+        parts.append(workload.work)
     return _stable_hash(parts).hex()
 
 
@@ -492,7 +518,8 @@ def expand(spec: SweepSpec) -> list[RunParams]:
                                 connectors=wl.connectors, tasks=wl.tasks, fault_rate=rate,
                                 replicate=rep, seed=seed, events=spec.events,
                                 checkpoint_every=spec.checkpoint_every,
-                                max_steps=spec.max_steps, spec_ref=spec.source or spec.name))
+                                max_steps=spec.max_steps, spec_ref=spec.source or spec.name,
+                                work=wl.work))
     if not runs:
         raise SpecError(f"{spec.source or spec.name}: the sweep has no runs (no workload fits "
                         f"the protocols {', '.join(protocols)})")

@@ -80,6 +80,7 @@ from groupcoord.protocol.consumer_protocol import (
     decode_subscription,
 )
 from groupcoord.protocol.errors import ErrorCode, error_name
+from groupcoord.sim.application import PollGatedClassicConsumer
 from groupcoord.sim.consumer import ConsumerSimulation
 from groupcoord.sim.engine import Violation
 from groupcoord.sim.network import REORDER_SPIKE
@@ -145,7 +146,7 @@ class ClassicConsumerSimulation(ConsumerSimulation):
 
     def new_member(self, name: str, instance_id: str | None) -> ClassicConsumerMember:
         sc = self.scenario
-        m = ClassicConsumerMember(
+        m = PollGatedClassicConsumer(
             sc.group_id, protocol=self.variant or "eager", instance_id=instance_id,
             client_id=name, session_timeout_ms=sc.session_timeout_ms,
             rebalance_timeout_ms=sc.rebalance_timeout_ms,
@@ -158,7 +159,7 @@ class ClassicConsumerSimulation(ConsumerSimulation):
         super().on_image_changed()
         self._rebuild_holders()
         for p in list(self.live()):
-            _cm(p).update_metadata(self.image.by_name.values(), self.now)
+            _cm(p).update_metadata(self.app.classic_view(p), self.now)
             self._drive(p)
 
     def is_fenced(self, p: Proc) -> bool:
@@ -439,7 +440,15 @@ class ClassicConsumerSimulation(ConsumerSimulation):
         return int(sc.session_timeout_ms + sc.restart_delay_ms
                    + self.config.classic_initial_rebalance_delay_ms
                    + 2 * (2 * t + sc.heartbeat_interval_ms) + sc.request_timeout_ms + t
-                   + _RETRY_BACKOFF_MAX_MS + 40 * lat)
+                   + _RETRY_BACKOFF_MAX_MS + 40 * lat + self.work_bound_ms())
+
+    def work_bound_ms(self) -> int:
+        """What working members add (``sim.application``): each of the two rounds waits for
+        the members' next ``poll()`` and a revocation's commit, and a member learns of new
+        partitions at its next metadata refresh (``metadata.max.age.ms``)."""
+        if not self.app.on:
+            return 0
+        return 4 * self.app.reaction_bound_ms() + self.scenario.workload.metadata_max_age_ms
 
     # ================================================================== full check
 

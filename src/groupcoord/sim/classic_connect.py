@@ -566,7 +566,8 @@ class ClassicConnectSimulation(ClassicConsumerSimulation, ConnectSimulation):
         """
         sc = self.scenario
         return ClassicConsumerSimulation.i5_bound(self) + sc.max_delay_ms + 2 * (
-            2 * sc.rebalance_timeout_ms + sc.heartbeat_interval_ms)
+            2 * sc.rebalance_timeout_ms + sc.heartbeat_interval_ms) + (
+            2 * self.app.reaction_bound_ms())  # two more rounds' task stops
 
     # ================================================================== full check
     # (``sim.classic``'s, with the strict checks of the workers below)

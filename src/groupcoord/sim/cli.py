@@ -25,6 +25,7 @@ from groupcoord.sim.engine import CHECKPOINT_EVERY
 from groupcoord.sim.protocols import PROTOCOLS, protocol_labels
 from groupcoord.sim.runner import parse_seeds, print_result, simulate
 from groupcoord.sim.scenario import BUILTINS, ScenarioError, load_scenario
+from groupcoord.sim.workload import IDLE, Workload, WorkloadError, parse_workload
 
 
 def _list() -> int:
@@ -37,6 +38,20 @@ def _list() -> int:
     for spec in sorted(PROTOCOLS.values(), key=lambda s: s.name):
         print(f"  {spec.name}[:{'|'.join(spec.variants)}]  {spec.description}")
     return 0
+
+
+def _workload(text: str) -> Workload:
+    """``--workload``: ``idle`` or a JSON table of workload keys (over the default)."""
+    if text == "idle":
+        return IDLE
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        raise ValueError(f"--workload: expected 'idle' or a JSON table, got {text!r}") from None
+    try:
+        return parse_workload("--workload", raw)
+    except WorkloadError as e:
+        raise ValueError(str(e)) from None
 
 
 def _run(ns: argparse.Namespace) -> int:
@@ -53,7 +68,8 @@ def _run(ns: argparse.Namespace) -> int:
         if ns.scenario != "random":
             load_scenario(ns.scenario)  # fail early on a bad file
         kw = {"shard_factory": ns.shard_factory, "checkpoint_every": ns.checkpoint_every,
-              "full_checks": ns.full_checks}
+              "full_checks": ns.full_checks,
+              "workload": None if ns.workload is None else _workload(ns.workload)}
         if ns.seeds is None:
             r = simulate(ns.scenario, ns.seed, ns.protocol, record_trace=bool(ns.trace), **kw)
         else:
@@ -103,5 +119,9 @@ def _simulate_args(p: argparse.ArgumentParser) -> None:
                         f"{CHECKPOINT_EVERY})")
     p.add_argument("--full-checks", action="store_true",
                    help="also check every invariant on the whole state after every request")
+    p.add_argument("--workload", metavar="idle|JSON",
+                   help="what the members' applications do, over the scenario's [workload]: "
+                        "'idle' (no work), or a JSON table such as "
+                        "'{\"processing_ms\": 5}' (see sim/workload.py)")
     p.add_argument("--list", action="store_true", help="list the scenarios and protocols")
     p.set_defaults(func=_run)

@@ -287,7 +287,8 @@ class ConnectSimulation(ConsumerSimulation):
         lat = sc.latency.max_ms * (1 + REORDER_SPIKE)
         return int(sc.session_timeout_ms + sc.restart_delay_ms
                    + 2 * (sc.request_timeout_ms + _RETRY_BACKOFF_MAX_MS) + sc.max_delay_ms
-                   + 5 * sc.heartbeat_interval_ms + 40 * lat)
+                   + 5 * sc.heartbeat_interval_ms + 40 * lat
+                   + 3 * self.app.reaction_bound_ms())  # tasks' stops (sim.application)
 
     # ================================================================== full check
 

@@ -107,6 +107,7 @@ from groupcoord.client.consumer import (
 from groupcoord.coordinator.messages import OffsetCommitRequest, OffsetCommitResponse
 from groupcoord.coordinator.result import DEFERRED, Result
 from groupcoord.protocol.errors import ErrorCode, error_name
+from groupcoord.sim.application import Application
 from groupcoord.sim.consumer_convergence import ConsumerConvergence
 from groupcoord.sim.members import (
     assign_response_kind,
@@ -159,6 +160,8 @@ class ConsumerSimulation(ConsumerConvergence):
     def setup(self) -> None:
         sc = self.scenario
         self.gid = sc.group_id
+        #: The members' applications (``sim.application``; nothing runs when idle).
+        self.app = Application(self)
         self.procs: dict[str, Proc] = {}
         self._names: set[str] = set()  # every name used or reserved
         self._live: list[Proc] | None = None  # live processes by index (cache)
@@ -252,6 +255,7 @@ class ConsumerSimulation(ConsumerConvergence):
         p.tick_at = None
         p.instance_id = instance_id
         self.by_mid[p.member.member_id] = p
+        self.app.spawned(p)
         p.next_commit_at = self.now + sc.commit_interval_ms \
             if sc.commit_interval_ms and self.commits_offsets else None
         self.stats["spawned"] += 1
@@ -282,6 +286,7 @@ class ConsumerSimulation(ConsumerConvergence):
         p.tick_at = None
         self._stop_consuming(p, p.consuming)
         p.consuming = frozenset()
+        self.app.stopped(p)
         self.network.forget(p.out_ch)
         self.network.forget(p.in_ch)
         self._universe_dirty = True
@@ -511,6 +516,7 @@ class ConsumerSimulation(ConsumerConvergence):
             return
         self.stats["commits"] += 1
         self.trace("commit>", p.name, req.generation_id_or_member_epoch, why)
+        self.app.commit_sent(p, req, parts, why)
         self._send(p, req, -1)
 
     def on_revoked(self, p: Proc, parts: Partitions) -> object:
@@ -520,6 +526,12 @@ class ConsumerSimulation(ConsumerConvergence):
         if self.revoked_stat is not None:
             self.stats[self.revoked_stat] += len(parts)
         self.trace("revoke", p.name, p.member.member_epoch, parts)
+        if self.app.on:  # the application's callback (``sim.application``)
+            slow = 0
+            if self.now < p.slow_until and p.slow_delay > 0:
+                self.stats["slow_revocations"] += 1
+                slow = self.slow_revocation_ms(p)
+            return self.app.revoke(p, parts, slow)
         if self.commits_offsets:
             self._commit(p, parts, "revoke")
         if self.now < p.slow_until and p.slow_delay > 0:
@@ -565,6 +577,8 @@ class ConsumerSimulation(ConsumerConvergence):
             self.coordinator_result(res)
             codes = _commit_codes(res.response)
             self._check_commit(p, req, codes, expected, fenced)
+            if 0 in codes:
+                self.app.commit_handled(req, res.response)
         else:
             res = self._handle(msg)
             self.coordinator_result(res)
@@ -695,4 +709,11 @@ class ConsumerSimulation(ConsumerConvergence):
 
     def protocol_summary(self) -> dict[str, Any]:
         live = self.live()
-        return {"members_live": len(live), "processes": len(self.procs), **self.stats}
+        return {"members_live": len(live), "processes": len(self.procs), **self.stats,
+                **self.app.summary()}
+
+    def work_totals(self) -> dict[str, float] | None:
+        return self.app.totals()
+
+    def work_lag(self) -> float:
+        return self.app.model.lag_now if self.app.on else 0.0

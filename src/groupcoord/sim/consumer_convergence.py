@@ -26,6 +26,7 @@ class ConsumerConvergence(ConsumerInvariants):
             return
         if self._universe_dirty:
             self._recompute_universe()
+            self.app.universe_changed()
         if self._group_records:
             self._group_records = False
             self._check_group()
@@ -34,8 +35,9 @@ class ConsumerConvergence(ConsumerInvariants):
             if self.converged():
                 self.note_converged()
                 if self.now >= self.quiet_at and self.end_at is not None and \
-                        self.now >= (self.scenario.end_ms or 0):
-                    self.end_at = self.now  # converged after the faults stopped: done
+                        self.now >= (self.scenario.end_ms or 0) and self.app.recovered():
+                    # converged after the faults stopped, the applications caught up: done
+                    self.end_at = self.now
             else:
                 self.converged_at = None
 
@@ -183,4 +185,7 @@ class ConsumerConvergence(ConsumerInvariants):
         if self.variant == CLIENT_VARIANT:
             bound += (sc.rebalance_timeout_ms + sc.request_timeout_ms + _RETRY_BACKOFF_MAX_MS
                       + 2 * sc.heartbeat_interval_ms + 10 * lat)
+        # a working member answers a rebalance when its application next polls
+        # (``sim.application``): a revocation, its acknowledgement, the next owner's start
+        bound += 3 * self.app.reaction_bound_ms()
         return int(bound)

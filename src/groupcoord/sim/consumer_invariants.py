@@ -7,7 +7,7 @@ on every offset commit, and every invariant in full at checkpoints.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from groupcoord.client.consumer import Partitions, TopicIdPartition
@@ -22,6 +22,9 @@ from groupcoord.coordinator.records import ConsumerGroupCurrentMemberAssignmentV
 from groupcoord.protocol.errors import ErrorCode, error_name
 from groupcoord.sim.engine import Simulation, Violation
 from groupcoord.sim.process import Proc
+
+if TYPE_CHECKING:
+    from groupcoord.sim.application import Application
 
 _E = ErrorCode
 _CURRENT = RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT
@@ -83,6 +86,7 @@ class ConsumerInvariants(Simulation):
     pending_restarts: set[str]
     _requests_in_flight: dict[tuple[str, int], int]
     stats: dict[str, int]
+    app: Application
 
     # ================================================================== scenario events
 
@@ -150,6 +154,7 @@ class ConsumerInvariants(Simulation):
                     lost += 1
         if lost:
             self.set_unowned(self._unowned + lost)
+        self.app.released(p, parts)
 
     def _start_consuming(self, p: Proc, parts: Iterable[TopicIdPartition]) -> None:
         fenced = self.is_fenced(p)
@@ -181,6 +186,7 @@ class ConsumerInvariants(Simulation):
             lst.append(p)
         if gained:
             self.set_unowned(self._unowned - gained)
+        self.app.assigned(p, parts)
 
     def _tp(self, tp: TopicIdPartition) -> str:
         return f"{self.topic_names.get(tp[0], str(tp[0]))}-{tp[1]}"

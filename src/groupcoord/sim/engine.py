@@ -36,7 +36,9 @@ messages and records written during the window.
 from __future__ import annotations
 
 import heapq
+import json
 import random
+import shlex
 import time
 import traceback
 from abc import ABC, abstractmethod
@@ -53,7 +55,8 @@ from groupcoord.coordinator.result import Result
 from groupcoord.coordinator.topics import MetadataImage, TopicMetadata
 from groupcoord.sim.coordinator import ShardFactory, SimCoordinator, default_shard_factory
 from groupcoord.sim.network import NO_FAULTS, Network, NetworkFaults
-from groupcoord.sim.scenario import Event, Scenario
+from groupcoord.sim.scenario import BUILTINS, Event, Scenario, random_workload
+from groupcoord.sim.workload import DEFAULT_WORKLOAD, window_metrics
 
 #: How many trace lines a violation report shows.
 TRACE_TAIL = 40
@@ -111,7 +114,11 @@ class Window:
     epoch0: int
     peak_unowned: int = 0
     converged_ms: int | None = None
-    end: dict[str, int] = field(default_factory=dict)
+    end: dict[str, Any] = field(default_factory=dict)
+    #: The application's cumulative metrics at the start (``sim.workload``; None: idle) and
+    #: the peak of the lag during the window.
+    work0: dict[str, float] | None = None
+    lag_peak: float = 0.0
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"disturbance": self.label, "at_ms": self.start_ms,
@@ -517,6 +524,9 @@ class Simulation(ABC):
         w = Window(label, start, settle, self.counters["messages"], self.coord.records_written,
                    self.counters["moved"], self.downtime(), self.group_epoch(),
                    peak_unowned=self._unowned)
+        w.work0 = self.work_totals()
+        if w.work0 is not None:
+            w.lag_peak = self.work_lag()
         self.windows.append(w)
         self._open.append(w)
         self.converged_at = None
@@ -555,6 +565,10 @@ class Simulation(ABC):
                  "resource_downtime_ms": self.downtime() - w.downtime0,
                  "messages": self.counters["messages"] - w.messages0,
                  "records_written": self.coord.records_written - w.records0}
+        if w.work0 is not None:
+            end = self.work_totals()
+            if end is not None:
+                w.end.update(window_metrics(w.work0, end, max(w.lag_peak, self.work_lag())))
 
     def _close_windows(self, final: bool) -> None:
         for w in self._open:
@@ -589,6 +603,13 @@ class Simulation(ABC):
                f"--seed {self.seed}")
         if self.shard_factory_spec:
             cmd += f" --shard-factory {self.shard_factory_spec}"
+        wl = self.scenario.workload
+        src = self.scenario.source
+        default = random_workload(self.seed) if src == "random" else (
+            DEFAULT_WORKLOAD if src in BUILTINS else wl)
+        if wl != default:  # a workload given to simulate()
+            cmd += " --workload " + shlex.quote(
+                "idle" if wl.idle else json.dumps(wl.as_table(), sort_keys=True))
         return cmd
 
     def protocol_label(self) -> str:
@@ -657,6 +678,15 @@ class Simulation(ABC):
 
     def protocol_summary(self) -> dict[str, Any]:
         return {}
+
+    def work_totals(self) -> dict[str, float] | None:
+        """The members' applications' cumulative metrics now (``sim.workload``; None: no
+        work model)."""
+        return None
+
+    def work_lag(self) -> float:
+        """The applications' total lag now (records)."""
+        return 0.0
 
 
 def _first_difference(a: Any, b: Any, path: str = "") -> str:

@@ -14,18 +14,22 @@ from typing import Any
 from groupcoord.sim.coordinator import ShardFactory, load_shard_factory
 from groupcoord.sim.engine import CHECKPOINT_EVERY, SimResult
 from groupcoord.sim.protocols import resolve_protocol
-from groupcoord.sim.scenario import Scenario, connectors_as_topics, load_scenario
+from groupcoord.sim.scenario import Scenario, connectors_as_topics, load_scenario, with_workload
+from groupcoord.sim.workload import Workload
 
 
 def simulate(scenario: str | Scenario, seed: int = 0, protocol: str = "consumer", *,
              shard_factory: ShardFactory | str | None = None, record_trace: bool = False,
              checkpoint_every: int = CHECKPOINT_EVERY, full_checks: bool = False,
-             max_steps: int | None = None) -> SimResult:
+             max_steps: int | None = None, workload: Workload | None = None) -> SimResult:
     """Run one scenario (a name, a TOML path, ``random``, or a :class:`Scenario`); a Connect
     scenario run by a consumer protocol has its connectors as topics
-    (:func:`~groupcoord.sim.scenario.connectors_as_topics`)."""
+    (:func:`~groupcoord.sim.scenario.connectors_as_topics`). ``workload`` replaces the
+    scenario's (``sim.workload``; ``IDLE``: members that do no work)."""
     spec, variant = resolve_protocol(protocol)
     sc = load_scenario(scenario, seed) if isinstance(scenario, str) else scenario
+    if workload is not None:
+        sc = with_workload(sc, workload)
     if spec.resource == "partitions":
         sc = connectors_as_topics(sc)
     factory_spec = shard_factory if isinstance(shard_factory, str) else None
@@ -65,6 +69,8 @@ def format_summary(r: SimResult) -> str:
                  "members_live", "processes", "heartbeats", "commits", "commits_accepted",
                  "commits_rejected", "zombie_commits_rejected", "fenced", "timeouts",
                  "fatal_restarts", "slow_revocations") if k in s),
+             f"  workload {s.get('workload', 'idle')}" + ("" if "work" not in s else ": " + ", ".join(
+                 f"{k} {v:g}" for k, v in sorted(s["work"].items()))),
              "", f"  {'disturbance':<22} {'at ms':>8} {'converge ms':>11} {'bumps':>5} "
                  f"{'moved':>5} {'downtime ms':>11} {'peak':>4} {'msgs':>6} {'records':>7}"]
     for d in r.disturbances:

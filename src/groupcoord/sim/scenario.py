@@ -38,6 +38,14 @@ key optional except where noted)::
     reorder = 0.0
     ordered = true               # FIFO channels (TCP); false lets reorder break FIFO
 
+    [workload]                   # what the members' applications do (sim/workload.py);
+    records_per_s = 50           # default: this working workload; idle = true: no work
+    processing_ms = 0.5          # or { dist = "exponential", mean = 0.5 } (the run's seed)
+    max_poll_records = 500       # also: topic_rates, task_records_per_s, max_poll_interval_ms
+                                 # (= the rebalance timeout), auto_commit_interval_ms,
+                                 # commit_latency_ms, warmup_ms, task_start_ms, task_stop_ms,
+                                 # metadata_max_age_ms
+
     [[events]]
     at_ms = 30000
     kind = "crash"               # see EVENT_KINDS
@@ -76,6 +84,14 @@ from pathlib import Path
 from typing import Any
 
 from groupcoord.sim.network import NO_FAULTS, Latency, NetworkFaults
+from groupcoord.sim.workload import (
+    DEFAULT_WORKLOAD,
+    IDLE,
+    Dist,
+    Workload,
+    WorkloadError,
+    parse_workload,
+)
 
 DEFAULT_LATENCY = Latency()
 
@@ -176,6 +192,8 @@ class Scenario:
     ordered: bool = True
     events: tuple[Event, ...] = ()
     end_ms: int | None = None
+    #: What the members' applications do (``sim.workload``): real work unless ``idle``.
+    workload: Workload = DEFAULT_WORKLOAD
     #: Where it came from: a built-in name, "random", or a file path (for the repro command).
     source: str = ""
 
@@ -205,7 +223,8 @@ class Scenario:
 
 # --------------------------------------------------------------------------- parsing
 
-_TOP = {"name", "description", "end_ms", "group", "coordinator", "member", "network", "events"}
+_TOP = {"name", "description", "end_ms", "group", "coordinator", "member", "network", "events",
+        "workload"}
 _GROUP = {"id", "members", "join_stagger_ms", "static", "topics", "subscription", "regex",
           "connectors"}
 _COORD = {"session_timeout_ms", "heartbeat_interval_ms"}
@@ -349,6 +368,11 @@ def parse_scenario(data: Mapping[str, Any], source: str = "") -> Scenario:
     kw["events"] = tuple(sorted((parse_event(f"{where}: events[{i}]", e)
                                  for i, e in enumerate(raw_events)), key=lambda e: e.at_ms))
     sc = Scenario(**kw)
+    if "workload" in data:
+        try:
+            sc = with_workload(sc, parse_workload(f"{where}: workload", data["workload"]))
+        except WorkloadError as e:
+            raise ScenarioError(str(e)) from None
     if sc.heartbeat_interval_ms >= sc.session_timeout_ms:
         raise ScenarioError(f"{where}: heartbeat_interval_ms must be < session_timeout_ms")
     return sc
@@ -945,8 +969,40 @@ def random_scenario(seed: int, *, max_members: int = 7, max_events: int = 5,
         members=members, join_stagger_ms=rng.choice((0, 0, 500, 3_000)), static=static,
         topics=topics, regex=regex, latency=latency, faults=faults,
         commit_interval_ms=rng.choice((0, 5_000)), events=tuple(events), source="random",
-        connectors=tuple(connectors.items()), max_delay_ms=max_delay)
+        connectors=tuple(connectors.items()), max_delay_ms=max_delay,
+        workload=random_workload(seed))
 
 
 def with_overrides(sc: Scenario, **changes: Any) -> Scenario:
     return replace(sc, **changes)
+
+
+def with_workload(sc: Scenario, wl: Workload) -> Scenario:
+    """The scenario with another workload; a workload's ``max_poll_interval_ms`` is the
+    members' rebalance timeout (the Java consumer sends ``max.poll.interval.ms`` as it)."""
+    changes: dict[str, Any] = {"workload": wl}
+    if wl.max_poll_interval_ms is not None:
+        changes["rebalance_timeout_ms"] = wl.max_poll_interval_ms
+    if wl.auto_commit_interval_ms is not None:
+        changes["commit_interval_ms"] = wl.auto_commit_interval_ms
+    return replace(sc, **changes)
+
+
+def random_workload(seed: int) -> Workload:
+    """A workload drawn from ``seed`` (its own stream): idle a quarter of the time, else
+    rates, processing times, batch sizes, commit latencies, warm-ups, task start and stop
+    times and metadata refreshes that keep a batch well within the rebalance timeout."""
+    rng = random.Random(f"workload:{seed}")
+    if rng.random() < 0.25:
+        return IDLE
+    mean = rng.choice((0.0, 0.2, 1.0, 3.0))
+    kind = rng.choice(("fixed", "exponential", "uniform"))
+    dist = Dist("uniform", mean, 0.0, 2 * mean) if kind == "uniform" else Dist(kind, mean)
+    return Workload(records_per_s=rng.choice((0.0, 10.0, 100.0, 400.0)),
+                    task_records_per_s=rng.choice((0.0, 10.0, 100.0)),
+                    max_poll_records=rng.choice((10, 100, 500)), processing_ms=dist,
+                    commit_latency_ms=rng.choice((0, 5, 50)),
+                    warmup_ms=rng.choice((0, 0, 2_000)),
+                    task_start_ms=rng.choice((0, 500, 2_000)),
+                    task_stop_ms=rng.choice((0, 500, 2_000)),
+                    metadata_max_age_ms=rng.choice((0, 10_000, 60_000)))

@@ -1,0 +1,416 @@
+"""The application around each simulated member: the glue between ``sim.workload`` (the work
+model: poll loops, batches, commits, metrics) and the simulations of every protocol.
+
+:class:`Application` is one per simulation (``sim.application`` of
+:class:`groupcoord.sim.consumer.ConsumerSimulation`); the simulation calls it where the
+application meets the group protocol:
+
+- what a process owns changed (:meth:`Application.assigned`, :meth:`Application.released`):
+  a consumer process is one :class:`~groupcoord.sim.workload.Processor` (its poll loop), a
+  Connect worker one per task (a task's thread; connectors do no record work);
+- a revocation callback (:meth:`Application.revoke`): consumers run it in ``poll()``, after
+  the batch in progress, commit synchronously what they processed (``commit_latency_ms``)
+  and then let the member go on (``DEFER`` until then: the member keeps heartbeating, a
+  classic eager member sends its JoinGroup only then, a KIP-848 member acknowledges only
+  then); Connect workers stop the revoked tasks (``task_stop_ms``);
+- a classic consumer's rejoin (:class:`PollGatedClassicConsumer`): asked by the heartbeat
+  thread, joined from ``poll()``;
+- offset commits (:meth:`Application.commit_sent`, :meth:`Application.commit_handled`): what a
+  commit carries is what the process had polled (auto-commit) or processed (revocation), and
+  it counts once the coordinator accepted it;
+- ``max.poll.interval.ms``: a batch that outlasts it makes the member leave the group (no
+  revocation callback, nothing committed) and rejoin as a new incarnation when the batch ends;
+- classic members' metadata (:meth:`Application.classic_view`): partitions added to a topic
+  are seen at the member's next metadata refresh (``metadata.max.age.ms`` after its start, then
+  every such period; topics created or deleted are seen at once);
+- the metrics of each disturbance window (:meth:`Application.totals`, the lag's peak).
+
+With an ``idle`` workload nothing here runs: the members behave as they always did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from groupcoord.client.classic_consumer import ClassicConsumerMember
+from groupcoord.client.consumer import DEFER, MemberState
+from groupcoord.coordinator.topics import TopicMetadata
+from groupcoord.sim.workload import Processor, WorkModel
+
+if TYPE_CHECKING:
+    from groupcoord.sim.consumer import ConsumerSimulation
+    from groupcoord.sim.process import Proc
+
+
+class PollGatedClassicConsumer(ClassicConsumerMember):
+    """A classic consumer whose rejoins are joined from the application's ``poll()``.
+
+    The Java consumer's heartbeat thread only marks a rejoin as needed (REBALANCE_IN_PROGRESS,
+    a metadata or subscription change); ``ConsumerCoordinator.poll`` runs ``onJoinPrepare`` and
+    sends the JoinGroup when the application next calls ``poll()``. Meanwhile the member stays
+    Stable and keeps heartbeating. ``poll_gate(member)`` answers True when the application is
+    in ``poll()`` now, else arranges for :meth:`rejoin_at_poll` to be called at its next one.
+    Rejoins the member starts itself while handling a rebalance (a cooperative member after
+    its revocation, a lost generation) are not gated: they happen inside ``poll()`` already or
+    on errors the coordinator answered."""
+
+    poll_gate: Callable[[PollGatedClassicConsumer], bool] | None = None
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self._gated = False
+
+    @property
+    def rejoin_pending(self) -> bool:
+        return self._gated or self._rejoin_needed
+
+    def request_rejoin(self) -> None:
+        gate = self.poll_gate
+        if gate is not None and self.state is MemberState.STABLE:
+            if self._gated:
+                return
+            if not gate(self):
+                self._gated = True
+                return
+        super().request_rejoin()
+
+    def rejoin_at_poll(self) -> None:
+        """The application is in ``poll()``: the rejoin it was asked for happens now."""
+        if not self._gated:
+            return
+        self._gated = False
+        if self.state is MemberState.STABLE:
+            super().request_rejoin()
+        elif self.state in (MemberState.JOINING, MemberState.RECONCILING):
+            self._rejoin_needed = True
+
+
+class Application:
+    """The applications of one simulation (see the module docstring)."""
+
+    def __init__(self, sim: ConsumerSimulation) -> None:
+        self.sim = sim
+        sc = sim.scenario
+        wl = sc.workload
+        self.on = not wl.idle
+        self.connect = not sim.commits_offsets
+        self.workload = wl
+        interval = wl.auto_commit_interval_ms if wl.auto_commit_interval_ms is not None \
+            else sc.commit_interval_ms
+        self.model = WorkModel(wl, sim.seed, lambda: sim.now, sim.at, self._stale,
+                               max_poll_interval_ms=sc.rebalance_timeout_ms,
+                               commit_interval_ms=interval, connect=self.connect)
+        if not self.connect:
+            self.model.on_poll_timeout = self._poll_timeout
+        self.model.on_lag = self._lag
+        self.model.on_change = self._changed
+        #: The lag's peak since the initial join settled (the run's headline).
+        self.run_lag_peak = 0.0
+        #: Commits in flight: id(request) -> (request, positions it commits).
+        self._commits: dict[int, tuple[Any, dict[Any, float]]] = {}
+        #: Incarnations that left on a poll timeout: their revocation runs no callback.
+        self._timed_out: set[tuple[str, int]] = set()
+        #: Incarnations revoking (Connect: their tasks' offsets are flushed when they stop).
+        self._stopping: dict[tuple[str, int], set[Any]] = {}
+        #: Classic members: the topic partitions each incarnation saw at its last refresh,
+        #: and when it started (refreshes come every metadata.max.age.ms after it).
+        self._seen: dict[tuple[str, int], dict[Any, int]] = {}
+        self._started_at: dict[tuple[str, int], int] = {}
+        self._refresh_at: dict[tuple[str, int], int] = {}
+
+    def _stale(self) -> None:
+        self.sim.step -= 1  # a superseded wake-up: not an event of the simulation
+
+    # ---------------------------------------------------------------- names
+
+    @staticmethod
+    def _key(p: Proc) -> tuple[str, int]:
+        return (p.name, p.gen)
+
+    def _pname(self, p: Proc, item: Any = None) -> str:
+        return f"{p.name}#{p.gen}" if item is None else f"{p.name}#{p.gen}/{item[0]}/{item[1]}"
+
+    def _is_task(self, item: Any) -> bool:
+        return self.connect and isinstance(item, tuple) and item[1] >= 0
+
+    # ---------------------------------------------------------------- resources
+
+    def universe_changed(self) -> None:
+        """The group's resources changed: new ones start producing now (a partition is
+        tracked from when the group first subscribes to it until its topic is gone)."""
+        if not self.on:
+            return
+        sim = self.sim
+        wl = self.workload
+        wanted: dict[Any, float] = {}
+        if self.connect:
+            for item in sim.universe:
+                if self._is_task(item):
+                    wanted[item] = wl.task_records_per_s
+        else:
+            names = sim.topic_names
+            live = {t.topic_id for t in sim.image.by_name.values()}
+            for k in self.model.resources:
+                if isinstance(k, tuple) and k[0] in live:
+                    wanted[k] = self.model.resources[k].rate * 1000.0
+            for tp in sim.universe:
+                if tp not in wanted:
+                    wanted[tp] = wl.rate_of(names.get(tp[0], ""))
+        self.model.sync_resources(wanted)
+
+    def spawned(self, p: Proc) -> None:
+        """A new incarnation of ``p`` started: a classic consumer's rejoins go through its
+        application's ``poll()``."""
+        if not self.on:
+            return
+        m = p.member
+        if isinstance(m, PollGatedClassicConsumer):
+            m.poll_gate = self.poll_gate(p)
+            self.classic_spawned(p)
+
+    # ---------------------------------------------------------------- ownership
+
+    def assigned(self, p: Proc, items: Iterable[Any]) -> None:
+        if not self.on:
+            return
+        if self.connect:
+            for item in items:
+                if self._is_task(item):
+                    self.model.processor(self._pname(p, item)).assign(
+                        [item], delay_ms=self.workload.task_start_ms)
+            return
+        self.model.processor(self._pname(p)).assign(list(items))
+
+    def released(self, p: Proc, items: Iterable[Any]) -> None:
+        if not self.on:
+            return
+        key = self._key(p)
+        stopping = self._stopping.get(key, set())
+        if self.connect:
+            for item in items:
+                if self._is_task(item):
+                    self.model.drop(self._pname(p, item), commit=item in stopping)
+                    stopping.discard(item)
+            return
+        proc = self.model.processors.get(self._pname(p))
+        if proc is not None:
+            proc.release(list(items), commit=False)
+
+    def stopped(self, p: Proc) -> None:
+        """The process is gone (crashed, exited): its applications stop."""
+        if not self.on:
+            return
+        key = self._key(p)
+        if self.connect:
+            prefix = self._pname(p) + "/"
+            for name in [n for n in self.model.processors if n.startswith(prefix)]:
+                self.model.drop(name, commit=False)
+        else:
+            self.model.drop(self._pname(p), commit=False)
+        self._stopping.pop(key, None)
+        self._timed_out.discard(key)
+        self._seen.pop(key, None)
+        self._refresh_at.pop(key, None)
+
+    # ---------------------------------------------------------------- revocations
+
+    def revoke(self, p: Proc, parts: frozenset[Any], slow_ms: int) -> object:
+        """The revocation callback (see the module docstring); ``slow_ms``: a ``slow``
+        scenario event's extra time. Returns ``DEFER`` while the callback has not finished."""
+        sim = self.sim
+        key = self._key(p)
+        if key in self._timed_out:
+            return None  # left on a poll timeout: no callback ran, nothing committed
+        gen = p.gen
+        if self.connect:
+            tasks = [it for it in parts if self._is_task(it)]
+            self._stopping.setdefault(key, set()).update(tasks)
+            for it in tasks:  # the task stops processing at once; stopping takes a while
+                proc = self.model.processors.get(self._pname(p, it))
+                if proc is not None:
+                    proc.deactivate([it], commit=True)
+            delay = (self.workload.task_stop_ms if tasks else 0) + slow_ms
+            if delay <= 0:
+                return None
+            sim.at(sim.now + delay, sim._revocation_done, (p, gen))
+            return DEFER
+        proc = self.model.processor(self._pname(p))
+        latency = self.workload.commit_latency_ms if sim.commits_offsets else 0
+
+        def in_poll() -> None:
+            if p.gen != gen or not p.alive:
+                return
+            if sim.commits_offsets:
+                sim._commit(p, parts, "revoke")
+            proc.deactivate(list(parts), commit=False)
+            sim.at(sim.now + latency + slow_ms, sim._revocation_done, (p, gen))
+
+        proc.next_poll()  # (brings it to now: a batch may end now)
+        if not proc.busy:
+            if sim.commits_offsets:
+                sim._commit(p, parts, "revoke")
+            proc.deactivate(list(parts), commit=False)
+            if latency + slow_ms <= 0:
+                return None
+            sim.at(sim.now + latency + slow_ms, sim._revocation_done, (p, gen))
+            return DEFER
+        sim.trace("busy", p.name, p.member.member_epoch,
+                  f"revocation at poll, {proc.next_poll() - sim.now} ms")
+        proc.at_poll(in_poll)
+        return DEFER
+
+    def poll_gate(self, p: Proc) -> Callable[[PollGatedClassicConsumer], bool]:
+        """The gate of a classic consumer's rejoins (:class:`PollGatedClassicConsumer`)."""
+        sim = self.sim
+        gen = p.gen
+
+        def gate(member: PollGatedClassicConsumer) -> bool:
+            proc = self.model.processors.get(self._pname(p))
+            if proc is None:
+                return True
+            wait = proc.next_poll() - sim.now  # (brings it to now: a batch may end now)
+            if not proc.busy:
+                return True
+            member._gated = True
+
+            def at_poll() -> None:
+                if p.gen != gen or not p.alive or p.member is not member:
+                    return
+                member.rejoin_at_poll()
+                sim._sync(p)
+                sim._drive(p)
+
+            sim.trace("busy", p.name, member.generation, f"rejoin at poll, {wait} ms")
+            proc.at_poll(at_poll)
+            return False
+        return gate
+
+    def _poll_timeout(self, proc: Processor, batch_end: int) -> None:
+        sim = self.sim
+        name, _, gen = proc.name.partition("#")
+        p = sim.procs.get(name)
+        if p is None or str(p.gen) != gen or not p.alive or p.leaving:
+            return
+        sim.trace("poll-timeout", p.name, p.member.member_epoch,
+                  f"batch until {batch_end} > max.poll.interval.ms: leaves the group")
+        sim.stats["poll_timeouts"] = sim.stats.get("poll_timeouts", 0) + 1
+        self._timed_out.add(self._key(p))
+        sim.leave(p, permanent=False)
+        sim._restart_later(p, max(batch_end - sim.now, 0))
+
+    # ---------------------------------------------------------------- commits
+
+    def commit_sent(self, p: Proc, req: Any, parts: Iterable[Any], why: str) -> None:
+        if not self.on:
+            return
+        proc = self.model.processors.get(self._pname(p))
+        if proc is None:
+            return
+        positions = proc.committable() if why != "revoke" else proc.positions()
+        self._commits[id(req)] = (req, {k: positions[k] for k in parts if k in positions})
+
+    def commit_handled(self, req: Any, response: Any) -> None:
+        """The coordinator answered a commit: the partitions it accepted are committed."""
+        entry = self._commits.get(id(req))
+        if entry is None or entry[0] is not req:
+            return
+        positions = entry[1]
+        resources = self.model.resources
+        for t in response.topics:
+            for pr in t.partitions:
+                if pr.error_code == 0:
+                    k = (t.topic_id, pr.partition_index)
+                    r = resources.get(k)
+                    pos = positions.get(k)
+                    if r is not None and pos is not None and pos > r.committed:
+                        r.committed = pos
+
+    # ---------------------------------------------------------------- classic metadata
+
+    def classic_spawned(self, p: Proc) -> None:
+        key = self._key(p)
+        self._started_at[key] = self.sim.now
+        self._seen[key] = {t.topic_id: t.num_partitions for t in self.sim.image.by_name.values()}
+
+    def classic_view(self, p: Proc) -> list[TopicMetadata]:
+        """The topics a classic member sees now: partitions added since its last metadata
+        refresh are not seen yet (its next refresh is scheduled)."""
+        image = self.sim.image
+        age = self.workload.metadata_max_age_ms
+        if not self.on or age <= 0:
+            return list(image.by_name.values())
+        key = self._key(p)
+        seen = self._seen.setdefault(key, {})
+        out = []
+        stale = False
+        for t in image.by_name.values():
+            n = seen.get(t.topic_id)
+            if n is not None and n < t.num_partitions:
+                out.append(TopicMetadata(t.topic_id, t.name, n))
+                stale = True
+            else:
+                out.append(t)
+                seen[t.topic_id] = t.num_partitions
+        if stale and key not in self._refresh_at:
+            start = self._started_at.get(key, 0)
+            now = self.sim.now
+            at = start + ((now - start) // age + 1) * age
+            self._refresh_at[key] = at
+            self.sim.at(at, self._refresh, (p, p.gen))
+        return out
+
+    def _refresh(self, arg: tuple[Proc, int]) -> None:
+        p, gen = arg
+        sim = self.sim
+        key = (p.name, gen)
+        if p.gen != gen or not p.alive or self._refresh_at.get(key) != sim.now:
+            return
+        del self._refresh_at[key]
+        self._seen[key] = {t.topic_id: t.num_partitions for t in sim.image.by_name.values()}
+        sim.trace("md-refresh", p.name, "", "metadata.max.age.ms")
+        m: Any = p.member
+        m.update_metadata(sim.image.by_name.values(), sim.now)
+        sim._drive(p)
+
+    # ---------------------------------------------------------------- metrics
+
+    def _lag(self, lag: float) -> None:
+        initial = False
+        for w in self.sim._open:
+            if lag > w.lag_peak:
+                w.lag_peak = lag
+            initial = initial or w.label == "initial-join"
+        if not initial and lag > self.run_lag_peak and self.sim.windows:
+            self.run_lag_peak = lag
+
+    def _changed(self) -> None:
+        self.sim.dirty = True  # the run may end once the applications recovered
+
+    def recovered(self) -> bool:
+        """Whether the applications caught up (the run goes on until they did, or until its
+        I5 deadline: what a rebalance costs them outlasts the group's convergence)."""
+        return not self.on or self.model.recovered()
+
+    def totals(self) -> dict[str, float] | None:
+        return self.model.totals() if self.on else None
+
+    def reaction_bound_ms(self) -> int:
+        """How much later than an idle member a working one may answer a rebalance, per
+        round: its batch (at most ``max.poll.interval.ms``, when it leaves the group), the
+        revocation's commit, a Connect task's stop."""
+        if not self.on:
+            return 0
+        wl = self.workload
+        return int(self.sim.scenario.rebalance_timeout_ms + wl.commit_latency_ms
+                   + wl.task_stop_ms + wl.task_start_ms)
+
+    def summary(self) -> dict[str, Any]:
+        if not self.on:
+            return {"workload": "idle"}
+        t = self.model.totals()
+        return {"workload": self.workload.describe(),
+                "work": {k: round(v, 3) for k, v in t.items()}
+                | {"lag_now": round(self.model.lag_now, 3),
+                   "lag_peak_after_initial": round(self.run_lag_peak, 3),
+                   "poll_timeouts": self.model.poll_timeouts}}

@@ -1,0 +1,760 @@
+"""Members that do work: the application model of the lab (poll loop, processing, commits).
+
+The simulator's members are the real sans-IO clients; this module adds what an application
+does between two calls into them, so that a rebalance costs what it costs a real application:
+records arrive on every partition (or Connect task) at a rate, the application polls a batch
+of at most ``max_poll_records``, processes it record by record, and polls again. The group
+protocol sees the application only through ``poll()``, as the Java clients do:
+
+- **classic consumers** (``ConsumerCoordinator``): the rebalance is joined from ``poll()``. A
+  member in the middle of a batch joins when the batch is done, so it holds the whole group's
+  JoinGroup barrier; eager members revoke everything in ``onJoinPrepare`` (auto-commit first,
+  synchronously) before the JoinGroup; cooperative ones keep processing what they own,
+  revoke only what moves once SyncGroup answered (at the next ``poll()``) and rejoin. The
+  heartbeat thread keeps heartbeating meanwhile. A batch that outlasts
+  ``max.poll.interval.ms`` makes the heartbeat thread leave the group ("consumer poll timeout
+  has expired"); the member rejoins at its next ``poll()``. Classic members learn of new
+  partitions at their metadata refresh (``metadata.max.age.ms``);
+- **KIP-848 consumers** (``AsyncKafkaConsumer``): a background thread heartbeats; the
+  revocation callback runs in the application's ``poll()``, and the acknowledging heartbeat
+  goes out right after it; newly assigned partitions are fetched from the next ``poll()``;
+- **Connect workers** (``DistributedHerder``): the herder's thread runs the group protocol,
+  tasks run on their own threads; stopping a task takes ``task_stop_ms`` (eager workers stop
+  every task before rejoining, KIP-415 workers only the revoked ones), starting one
+  ``task_start_ms``.
+
+Commits: an auto-commit every ``auto_commit_interval_ms`` commits what was polled before the
+batch in progress; a revocation commits synchronously (``commit_latency_ms``) what was
+processed. What was processed but not committed when a resource moves is processed again by
+its next owner (it starts from the committed position). Connect tasks commit their offsets
+every ``auto_commit_interval_ms`` (``offset.flush.interval.ms``) and when they stop.
+
+**Rates between state changes.** No simulator event per record, nor per poll of a member
+that keeps up: a processor's progress over an interval is computed when something changes
+(an assignment, a revocation, a commit, a metric sample). A member whose backlog is below one
+record and whose load ``rate x processing time`` is below 1 keeps up: it is in ``poll()``
+almost all the time (it reacts at once) and its positions follow the production. A member
+with a backlog processes full batches: then, and only then, each batch's end is a simulator
+event (the ``poll()`` where the member reacts to the group), so a run costs events in
+proportion to the catch-up work, not to the records. Within a batch records are taken from
+the partitions in proportion to their backlog (the fetcher's round robin over partitions with
+data, in the fluid limit). The processing time of a record is drawn once per batch from the
+workload's distribution (the run's seed): what slows one record of a batch (a slow
+downstream, a pause) usually slows its neighbours.
+
+Metrics (:class:`WorkModel`): records processed (a reprocessed record counts again); lag =
+produced - highest position processed, summed over resources (its peak and its integral,
+record-seconds: exact for linear segments, the trapezoid rule otherwise); stall time (no
+processor had anything to process while lag existed); paused resource-seconds (owned but
+not processing: waiting for the next poll, warm-up or task start, a revocation's commit or a
+task's stop); records processed twice; Connect task restarts. The contract of names is
+``/work/tools/METRICS.md`` and ``docs/lab.md``.
+
+Not modelled: fetch latency and ``fetch.max.wait.ms`` (a member that keeps up reacts at once),
+per-partition ``max.partition.fetch.bytes``, pause()/resume(), producers' batching (production
+is a constant rate per resource), state stores' restore volume (``warmup_ms`` is a fixed time
+per newly assigned partition; a process keeps the state of every partition it processed
+during its life).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+Key = Hashable
+Scheduler = Callable[[int, Callable[[Any], None], Any], None]
+
+
+class WorkloadError(ValueError):
+    """A workload that cannot be run; the message names the field."""
+
+
+# ============================================================================ parameters
+
+
+@dataclass(slots=True, frozen=True)
+class Dist:
+    """A processing time per record (ms): ``fixed``, ``exponential`` (mean), ``uniform``
+    (min, max) or ``lognormal`` (mean, sigma of the underlying normal)."""
+
+    kind: str = "fixed"
+    mean: float = 0.5
+    low: float = 0.0
+    high: float = 0.0
+    sigma: float = 1.0
+
+    def draw(self, rng: random.Random) -> float:
+        k = self.kind
+        if k == "fixed":
+            return self.mean
+        if k == "exponential":
+            return rng.expovariate(1.0 / self.mean) if self.mean > 0 else 0.0
+        if k == "uniform":
+            return rng.uniform(self.low, self.high)
+        # lognormal with the given mean: mu = ln(mean) - sigma^2 / 2
+        if self.mean <= 0:
+            return 0.0
+        return rng.lognormvariate(math.log(self.mean) - self.sigma ** 2 / 2, self.sigma)
+
+    @property
+    def average(self) -> float:
+        return (self.low + self.high) / 2 if self.kind == "uniform" else self.mean
+
+    @property
+    def bounded_max(self) -> float | None:
+        """The largest value a draw can take (None: unbounded)."""
+        if self.kind == "fixed":
+            return self.mean
+        if self.kind == "uniform":
+            return self.high
+        return None
+
+    def describe(self) -> str:
+        if self.kind == "fixed":
+            return f"{self.mean:g}"
+        if self.kind == "uniform":
+            return f"uniform:{self.low:g}-{self.high:g}"
+        if self.kind == "lognormal":
+            return f"lognormal:{self.mean:g}:{self.sigma:g}"
+        return f"exponential:{self.mean:g}"
+
+
+@dataclass(slots=True, frozen=True)
+class Workload:
+    """What the application does (names follow the Java clients' configs where one exists).
+
+    ``max_poll_interval_ms`` None: the scenario's rebalance timeout (the Java consumer sends
+    ``max.poll.interval.ms`` as its rebalance timeout, so the two are one setting);
+    ``auto_commit_interval_ms`` None: the scenario's ``commit_interval_ms``."""
+
+    idle: bool = False
+    records_per_s: float = 50.0
+    topic_rates: tuple[tuple[str, float], ...] = ()
+    task_records_per_s: float = 50.0
+    max_poll_records: int = 500
+    max_poll_interval_ms: int | None = None
+    processing_ms: Dist = field(default_factory=Dist)
+    auto_commit_interval_ms: int | None = None
+    commit_latency_ms: int = 5
+    warmup_ms: int = 0
+    task_start_ms: int = 1_000
+    task_stop_ms: int = 1_000
+    metadata_max_age_ms: int = 300_000
+
+    def rate_of(self, topic: str) -> float:
+        for t, r in self.topic_rates:
+            if t == topic:
+                return r
+        return self.records_per_s
+
+    def describe(self) -> str:
+        if self.idle:
+            return "idle"
+        return (f"{self.records_per_s:g} rec/s, {self.processing_ms.describe()} ms/rec, "
+                f"max.poll.records {self.max_poll_records}")
+
+    def as_table(self) -> dict[str, Any]:
+        """The workload as a TOML-like table (what :func:`parse_workload` reads back)."""
+        if self.idle:
+            return {"idle": True}
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.name == "idle" or v is None:
+                continue
+            if f.name == "topic_rates":
+                if v:
+                    out[f.name] = dict(v)
+            elif f.name == "processing_ms":
+                d: Dist = v
+                out[f.name] = d.mean if d.kind == "fixed" else {
+                    k: x for k, x in (("dist", d.kind), ("mean", d.mean), ("min", d.low),
+                                      ("max", d.high), ("sigma", d.sigma))
+                    if k == "dist" or ((k in ("min", "max")) == (d.kind == "uniform")
+                                       and (k != "sigma" or d.kind == "lognormal"))}
+            else:
+                out[f.name] = v
+        return out
+
+
+IDLE = Workload(idle=True)
+DEFAULT_WORKLOAD = Workload()
+
+_KEYS = {f.name for f in fields(Workload)}
+_INTS = {"max_poll_records": 1, "max_poll_interval_ms": 1, "auto_commit_interval_ms": 0,
+         "commit_latency_ms": 0, "warmup_ms": 0, "task_start_ms": 0, "task_stop_ms": 0,
+         "metadata_max_age_ms": 0}
+_DISTS = ("fixed", "exponential", "uniform", "lognormal")
+
+
+def _number(where: str, v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float) or v < 0 or v != v \
+            or v == float("inf"):
+        raise WorkloadError(f"{where}: expected a number >= 0, got {v!r}")
+    return float(v)
+
+
+def _dist(where: str, v: Any) -> Dist:
+    if not isinstance(v, Mapping):
+        return Dist("fixed", _number(where, v))
+    unknown = sorted(set(v) - {"dist", "mean", "min", "max", "sigma"})
+    if unknown:
+        raise WorkloadError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: dist, "
+                            f"mean, min, max, sigma")
+    kind = v.get("dist", "fixed")
+    if kind not in _DISTS:
+        raise WorkloadError(f"{where}.dist: expected one of {', '.join(_DISTS)}, got {kind!r}")
+    if kind == "uniform":
+        if "min" not in v or "max" not in v:
+            raise WorkloadError(f"{where}: a uniform distribution needs min and max")
+        lo, hi = _number(f"{where}.min", v["min"]), _number(f"{where}.max", v["max"])
+        if hi < lo:
+            raise WorkloadError(f"{where}.max: must be >= min ({lo:g}), got {hi:g}")
+        return Dist("uniform", (lo + hi) / 2, lo, hi)
+    if "mean" not in v:
+        raise WorkloadError(f"{where}: a {kind} distribution needs mean")
+    sigma = _number(f"{where}.sigma", v.get("sigma", 1.0))
+    return Dist(kind, _number(f"{where}.mean", v["mean"]), sigma=sigma)
+
+
+def parse_workload(where: str, raw: Any, base: Workload = DEFAULT_WORKLOAD) -> Workload:
+    """A ``[workload]`` table over ``base`` (a sweep's overrides go over the scenario's);
+    :class:`WorkloadError` names the field. ``idle = true`` alone means no work at all;
+    ``idle = false`` with other keys starts from the default working workload."""
+    if not isinstance(raw, Mapping):
+        raise WorkloadError(f"{where}: expected a table")
+    unknown = sorted(set(raw) - _KEYS)
+    if unknown:
+        raise WorkloadError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: "
+                            f"{', '.join(sorted(_KEYS))}")
+    if "idle" in raw:
+        if not isinstance(raw["idle"], bool):
+            raise WorkloadError(f"{where}.idle: expected true or false, got {raw['idle']!r}")
+        if raw["idle"]:
+            if len(raw) > 1:
+                raise WorkloadError(f"{where}.idle: an idle workload takes no other key, got "
+                                    f"{', '.join(sorted(set(raw) - {'idle'}))}")
+            return IDLE
+    if base.idle:
+        base = DEFAULT_WORKLOAD
+    changes: dict[str, Any] = {}
+    for key, v in raw.items():
+        at = f"{where}.{key}"
+        if key == "idle":
+            continue
+        if key in _INTS:
+            if isinstance(v, bool) or not isinstance(v, int) or v < _INTS[key]:
+                raise WorkloadError(f"{at}: expected an integer >= {_INTS[key]}, got {v!r}")
+            changes[key] = v
+        elif key in ("records_per_s", "task_records_per_s"):
+            changes[key] = _number(at, v)
+        elif key == "topic_rates":
+            if not isinstance(v, Mapping):
+                raise WorkloadError(f"{at}: expected a table of topic = records/s")
+            changes[key] = tuple(sorted((str(t), _number(f"{at}.{t}", r)) for t, r in v.items()))
+        elif key == "processing_ms":
+            changes[key] = _dist(at, v)
+    return replace(base, **changes)
+
+
+# ============================================================================ state
+
+
+class Resource:
+    """One partition or Connect task: production, the highest position processed, the
+    committed position, and the integral of its lag."""
+
+    __slots__ = ("committed", "hw", "key", "lag", "lag_int", "rate", "t", "t0")
+
+    def __init__(self, key: Key, rate_per_s: float, t0: int) -> None:
+        self.key = key
+        self.rate = rate_per_s / 1000.0  # records per ms
+        self.t0 = t0
+        self.hw = 0.0
+        self.committed = 0.0
+        self.t = float(t0)
+        self.lag = 0.0
+        self.lag_int = 0.0  # record-ms
+
+    def produced(self, t: float) -> float:
+        return self.rate * (t - self.t0) if t > self.t0 else 0.0
+
+    def progress(self, t: float, pos: float) -> None:
+        """The resource at time ``t`` with a consumer at ``pos`` (lag integral up to t)."""
+        if pos > self.hw:
+            self.hw = pos
+        lag = self.produced(t) - self.hw
+        if lag < 0:
+            lag = 0.0
+        dt = t - self.t
+        if dt > 0:
+            self.lag_int += (self.lag + lag) * dt / 2
+            self.t = t
+        self.lag = lag
+
+
+class Processor:
+    """One application thread: a consumer's poll loop, or a Connect task's.
+
+    ``owned``: what the group gave it (paused until active); ``active``: what it fetches from,
+    with its position per resource. ``at_poll`` actions run at its next ``poll()``."""
+
+    __slots__ = ("active", "batch", "batch_end", "batch_from", "batch_id", "batch_start",
+                 "flush_at", "model", "name", "owned", "poll_actions", "pos", "recent",
+                 "stream", "t", "warming")
+
+    def __init__(self, model: WorkModel, name: str) -> None:
+        self.model = model
+        self.name = name
+        self.owned: set[Key] = set()
+        self.active: list[Key] = []
+        self.pos: dict[Key, float] = {}
+        self.warming: dict[Key, int] = {}
+        #: Resources whose state this process holds (no warm-up when one comes back).
+        self.recent: set[Key] = set()
+        self.t = float(model.now())
+        self.batch: dict[Key, float] | None = None  # records taken per resource
+        self.batch_from: dict[Key, float] = {}
+        self.batch_start = 0.0
+        self.batch_end = 0.0
+        self.batch_id = 0
+        self.stream = False
+        self.poll_actions: list[Callable[[], None]] = []
+        self.flush_at: float | None = None
+
+    # ---------------------------------------------------------------- progress
+
+    @property
+    def busy(self) -> bool:
+        """In the middle of a batch (not in ``poll()``)."""
+        return self.batch is not None
+
+    def next_poll(self) -> int:
+        """When the application next calls ``poll()`` (now when it is in it)."""
+        now = self.model.now()
+        self.advance(now)
+        return math.ceil(self.batch_end) if self.batch is not None else now
+
+    def advance(self, t: float) -> None:
+        if t <= self.t and (self.batch is None or self.batch_end > t):
+            return  # (a batch that takes no time ends at once)
+        m = self.model
+        res = m.resources
+        if self.batch is not None:
+            span = self.batch_end - self.batch_start
+            end = min(t, self.batch_end)
+            frac = 1.0 if span <= 0 else (end - self.batch_start) / span
+            for k, take in self.batch.items():
+                r = res[k]
+                new = self.batch_from[k] + take * frac
+                m.processed += new - self.pos[k]
+                self.pos[k] = new
+                r.progress(end, new)
+            self.t = end
+            if end >= self.batch_end:  # done: in poll() until the boundary event runs
+                self.batch = None
+            if t <= end:
+                return
+        if self.stream:
+            for k in self.active:
+                r = res[k]
+                new = r.produced(t)
+                if new > self.pos[k]:
+                    m.processed += new - self.pos[k]
+                    self.pos[k] = new
+                r.progress(t, self.pos[k])
+        self.t = t
+        if self.flush_at is not None and t >= self.flush_at:
+            self._flush_until(t)
+
+    def committable(self) -> dict[Key, float]:
+        """Positions an auto-commit commits now: what was polled before the batch in progress."""
+        self.advance(self.model.now())
+        out = dict(self.pos)
+        if self.batch is not None:
+            for k in self.batch:
+                out[k] = self.batch_from[k]
+        return out
+
+    def _flush_until(self, t: float) -> None:
+        """A Connect task's offset flushes (``offset.flush.interval.ms``) up to ``t``: the
+        last one commits what was processed then (exact while it keeps up; at ``t`` in a
+        batch)."""
+        flush_at = self.flush_at
+        interval = self.model.workload_commit_interval
+        if flush_at is None or not interval:
+            return
+        last = flush_at + ((t - flush_at) // interval) * interval
+        for k in self.active:
+            r = self.model.resources[k]
+            pos = min(self.pos[k], r.produced(last)) if self.stream else self.pos[k]
+            if pos > r.committed:
+                r.committed = pos
+        self.flush_at = last + interval
+
+    # ---------------------------------------------------------------- poll()
+
+    def poll(self) -> None:
+        """The application calls ``poll()``: pending actions first (revocations, joins,
+        new partitions), then the next batch, or it waits for records."""
+        m = self.model
+        now = m.now()
+        self.advance(now)
+        if self.batch is not None:
+            return  # still busy: the boundary event calls poll() again
+        actions, self.poll_actions = self.poll_actions, []
+        for act in actions:
+            act()
+        self._next_batch(now)
+
+    def _next_batch(self, now: int) -> None:
+        m = self.model
+        res = m.resources
+        self.stream = False
+        m.changed()
+        if not self.active:
+            m.set_working(self, False)
+            return
+        rate = 0.0
+        backlog: dict[Key, float] = {}
+        total = 0.0
+        for k in self.active:
+            r = res[k]
+            rate += r.rate
+            b = r.produced(now) - self.pos[k]
+            if b > 0:
+                backlog[k] = b
+                total += b
+        wl = m.workload
+        mean = wl.processing_ms.average
+        m.set_working(self, rate > 0 or total > 0)
+        if total < 1.0:
+            if rate <= 0:
+                return  # nothing will come
+            if rate * mean < 1.0:
+                self.stream = True  # keeps up: in poll() whenever a record comes
+                return
+            # overloaded, but not a record yet: wait for one
+            self.batch_id += 1
+            m.at(now + max(1, math.ceil((1.0 - total) / rate)), self._boundary, self.batch_id)
+            return
+        n = min(float(wl.max_poll_records), total)
+        s = wl.processing_ms.draw(m.rng)
+        self.batch = {k: n * b / total for k, b in backlog.items()}
+        self.batch_from = {k: self.pos[k] for k in backlog}
+        self.batch_start = float(now)
+        self.batch_end = now + n * s
+        self.batch_id += 1
+        end = max(math.ceil(self.batch_end), now)
+        m.at(end, self._boundary, self.batch_id)
+        limit = m.max_poll_interval_ms
+        if m.on_poll_timeout is not None and self.batch_end - now > limit:
+            m.at(now + limit, self._overrun, self.batch_id)
+
+    def _boundary(self, batch_id: int) -> None:
+        if batch_id != self.batch_id or self.model.processors.get(self.name) is not self:
+            self.model.stale()
+            return
+        self.advance(self.model.now())
+        self.batch = None
+        self.poll()
+
+    def _overrun(self, batch_id: int) -> None:
+        m = self.model
+        if batch_id != self.batch_id or self.batch is None or m.processors.get(self.name) \
+                is not self or m.on_poll_timeout is None:
+            m.stale()
+            return
+        m.poll_timeouts += 1
+        m.on_poll_timeout(self, math.ceil(self.batch_end))
+
+    def at_poll(self, action: Callable[[], None]) -> None:
+        """Run ``action`` at the next ``poll()`` (now when the application is in it)."""
+        self.advance(self.model.now())
+        if self.batch is None:
+            action()
+            self._next_batch(self.model.now())
+        else:
+            self.poll_actions.append(action)
+
+    # ---------------------------------------------------------------- ownership
+
+    def assign(self, keys: Iterable[Key], delay_ms: int = 0) -> None:
+        """The group gave it ``keys``: it processes them from its next ``poll()``, after
+        ``delay_ms`` (a Connect task's start) or the workload's warm-up for a resource it
+        never held."""
+        keys = [k for k in keys if k not in self.owned]
+        if not keys:
+            return
+        m = self.model
+        m.account()
+        for k in keys:
+            self.owned.add(k)
+        m.recount(self)
+
+        def start() -> None:
+            now = m.now()
+            for k in keys:
+                if k not in self.owned or k in self.pos or k in self.warming:
+                    continue
+                wait = delay_ms or (0 if k in self.recent else m.workload.warmup_ms)
+                if wait > 0:
+                    self.warming[k] = now + wait
+                    m.at(now + wait, self._warm, k)
+                else:
+                    self._activate(k)
+
+        self.at_poll(start)
+
+    def _warm(self, k: Key) -> None:
+        if self.warming.get(k) != self.model.now() or \
+                self.model.processors.get(self.name) is not self:
+            self.model.stale()
+            return
+        del self.warming[k]
+        if k in self.owned:
+            self._activate(k)
+            if self.batch is None:
+                self._next_batch(self.model.now())
+
+    def _activate(self, k: Key) -> None:
+        m = self.model
+        r = m.resources.get(k)
+        if r is None:
+            return
+        m.account()
+        m.sample_lag()
+        self.advance(m.now())
+        self.pos[k] = r.committed
+        if r.hw > r.committed:
+            m.reprocessed += r.hw - r.committed
+        r.progress(m.now(), r.committed)
+        self.active.append(k)
+        self.active.sort(key=repr)
+        self.recent.add(k)
+        m.started(k)
+        m.recount(self)
+        if self.flush_at is None and m.connect and m.workload_commit_interval:
+            self.flush_at = m.now() + m.workload_commit_interval
+
+    def release(self, keys: Iterable[Key], commit: bool) -> None:
+        """The group took ``keys`` back (revoked: ``commit`` what was processed; lost or
+        crashed: nothing more is committed)."""
+        keys = list(keys)
+        for k in keys:
+            self.owned.discard(k)
+            self.warming.pop(k, None)
+        self.deactivate(keys, commit)
+
+    def deactivate(self, keys: Iterable[Key], commit: bool) -> None:
+        """Stop processing ``keys`` (still owned until :meth:`release`: paused)."""
+        m = self.model
+        m.account()
+        self.advance(m.now())
+        for k in keys:
+            if k in self.pos:
+                pos = self.pos.pop(k)
+                self.active.remove(k)
+                r = m.resources.get(k)
+                if r is not None:
+                    r.progress(m.now(), pos)
+                    if commit:
+                        r.committed = max(r.committed, pos)
+                if self.batch is not None and k in self.batch:
+                    del self.batch[k]
+                    del self.batch_from[k]
+        m.recount(self)
+        if not self.active:
+            self.stream = False
+            m.set_working(self, False)
+
+    def positions(self) -> dict[Key, float]:
+        """What it processed so far, per resource."""
+        self.advance(self.model.now())
+        return dict(self.pos)
+
+
+class WorkModel:
+    """The work of one simulation: resources, processors (one per process incarnation, or
+    per Connect task) and the metrics (see the module docstring)."""
+
+    def __init__(self, workload: Workload, seed: int, now: Callable[[], int], at: Scheduler,
+                 stale: Callable[[], None], *, max_poll_interval_ms: int,
+                 commit_interval_ms: int, connect: bool = False) -> None:
+        self.workload = workload
+        self.rng = random.Random(f"work:{seed}")
+        self.now = now
+        self._at = at
+        self.stale = stale
+        self.connect = connect
+        self.max_poll_interval_ms = max_poll_interval_ms
+        self.workload_commit_interval = commit_interval_ms
+        #: Called when a batch outlasts ``max.poll.interval.ms``: (processor, its batch end).
+        self.on_poll_timeout: Callable[[Processor, int], None] | None = None
+        self.resources: dict[Key, Resource] = {}
+        self.processors: dict[str, Processor] = {}
+        self.processed = 0.0
+        self.reprocessed = 0.0
+        self.task_restarts = 0
+        self.poll_timeouts = 0
+        self._started: set[Key] = set()
+        self._working: set[str] = set()
+        self._paused = 0
+        self._paused_of: dict[str, int] = {}
+        self._paused_int = 0.0  # resource-ms
+        self._stall_int = 0.0
+        self._t = float(now())
+        self._gone_lag_int = 0.0  # record-s of resources that no longer exist
+        self.lag_now = 0.0
+        #: Called with the total lag whenever it is sampled (the windows' peaks).
+        self.on_lag: Callable[[float], None] | None = None
+        #: Called when a processor reaches ``poll()`` (it may have recovered).
+        self.on_change: Callable[[], None] | None = None
+
+    def at(self, t: int, fn: Callable[[Any], None], arg: Any) -> None:
+        self._at(t, fn, arg)
+
+    # ---------------------------------------------------------------- resources
+
+    def add_resource(self, key: Key, rate_per_s: float) -> None:
+        if key not in self.resources:
+            self.resources[key] = Resource(key, rate_per_s, self.now())
+
+    def sync_resources(self, wanted: Mapping[Key, float]) -> None:
+        """The resources that exist now (with their rates): new ones start producing now;
+        gone ones stop counting."""
+        for k, rate in wanted.items():
+            self.add_resource(k, rate)
+        gone = [k for k in self.resources if k not in wanted]
+        if not gone:
+            return
+        for p in self.processors.values():  # (a deleted topic: nobody processes it any more)
+            held = [k for k in gone if k in p.owned or k in p.pos]
+            if held:
+                p.release(held, commit=False)
+        for k in gone:
+            r = self.resources.pop(k)
+            r.progress(self.now(), r.hw)
+            self._gone_lag_int += r.lag_int / 1000.0
+
+    # ---------------------------------------------------------------- processors
+
+    def processor(self, name: str) -> Processor:
+        p = self.processors.get(name)
+        if p is None:
+            p = self.processors[name] = Processor(self, name)
+        return p
+
+    def drop(self, name: str, commit: bool) -> None:
+        """The processor is gone (crash, exit, a task stopped)."""
+        p = self.processors.get(name)
+        if p is None:
+            return
+        p.release(list(p.owned), commit)
+        p.poll_actions = []
+        self.account()
+        self._paused -= self._paused_of.pop(name, 0)
+        self._working.discard(name)
+        del self.processors[name]
+
+    def changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
+
+    def recovered(self) -> bool:
+        """Every processor processes all it owns and keeps up (no backlog, no batch)."""
+        return self._paused == 0 and all(p.batch is None and (p.stream or not p.active)
+                                         for p in self.processors.values())
+
+    def started(self, key: Key) -> None:
+        """A Connect task (task id >= 0) started: a restart if it ran before."""
+        if not self.connect or not isinstance(key, tuple) or len(key) != 2 or key[1] < 0:
+            return
+        if key in self._started:
+            self.task_restarts += 1
+        self._started.add(key)
+
+    # ---------------------------------------------------------------- accounting
+
+    def account(self) -> None:
+        """Integrate paused resources and stall time up to now."""
+        now = float(self.now())
+        dt = now - self._t
+        if dt > 0:
+            self._paused_int += self._paused * dt
+            if not self._working and any(r.rate > 0 for r in self.resources.values()):
+                self._stall_int += dt
+            self._t = now
+
+    def recount(self, p: Processor) -> None:
+        n = len(p.owned) - len(p.active)
+        old = self._paused_of.get(p.name, 0)
+        if n != old:
+            self._paused += n - old
+            self._paused_of[p.name] = n
+
+    def set_working(self, p: Processor, working: bool) -> None:
+        if working == (p.name in self._working):
+            return
+        self.account()
+        if working:
+            self._working.add(p.name)
+        else:
+            self._working.discard(p.name)
+
+    def settle(self) -> float:
+        """Every processor and resource brought to now; the total lag now."""
+        now = self.now()
+        for p in self.processors.values():
+            p.advance(now)
+        lag = 0.0
+        for r in self.resources.values():
+            if r.t < now:
+                r.progress(now, r.hw)
+            lag += r.lag
+        self.account()
+        self.lag_now = lag
+        if self.on_lag is not None:
+            self.on_lag(lag)
+        return lag
+
+    def sample_lag(self) -> float:
+        return self.settle()
+
+    def totals(self) -> dict[str, float]:
+        """Cumulative metrics now (windows subtract the values at their start)."""
+        self.settle()
+        return {"records_processed": self.processed,
+                "lag_record_s": sum(r.lag_int for r in self.resources.values()) / 1000.0
+                + self._gone_lag_int,
+                "stall_ms": self._stall_int,
+                "paused_partition_s": self._paused_int / 1000.0,
+                "records_reprocessed": self.reprocessed,
+                "task_restarts": float(self.task_restarts)}
+
+
+#: The work metrics of a disturbance window and a run (``lab.runs``'s columns).
+WORK_METRICS: tuple[str, ...] = ("records_processed", "lag_peak", "lag_record_s", "stall_ms",
+                                 "paused_partition_s", "records_reprocessed", "task_restarts")
+
+
+def window_metrics(start: Mapping[str, float], end: Mapping[str, float],
+                   lag_peak: float) -> dict[str, int | float]:
+    """What a window reports: the difference of the cumulative metrics, and its lag peak."""
+    out: dict[str, int | float] = {}
+    for k in WORK_METRICS:
+        if k == "lag_peak":
+            out[k] = round(lag_peak)
+        elif k in ("lag_record_s", "paused_partition_s"):
+            out[k] = round(end[k] - start[k], 3)
+        else:
+            out[k] = round(end[k] - start[k])
+    return out
+
+
+__all__ = ["DEFAULT_WORKLOAD", "IDLE", "WORK_METRICS", "Dist", "Processor", "Resource",
+           "WorkModel", "Workload", "WorkloadError", "parse_workload", "window_metrics"]

@@ -1,0 +1,259 @@
+"""The work model's parts one by one (``sim/workload.py``), on a bare event loop."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from groupcoord.sim.workload import (
+    DEFAULT_WORKLOAD,
+    IDLE,
+    Dist,
+    Workload,
+    WorkloadError,
+    WorkModel,
+    parse_workload,
+)
+
+
+class Loop:
+    """A minimal event loop: what the simulator gives the work model."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.heap: list[tuple[int, int, Callable[[Any], None], Any]] = []
+        self.seq = 0
+        self.stale = 0
+
+    def at(self, t: int, fn: Callable[[Any], None], arg: Any) -> None:
+        self.seq += 1
+        heapq.heappush(self.heap, (t, self.seq, fn, arg))
+
+    def run_until(self, t: int) -> None:
+        while self.heap and self.heap[0][0] <= t:
+            when, _, fn, arg = heapq.heappop(self.heap)
+            self.now = when
+            fn(arg)
+        self.now = t
+
+    def model(self, wl: Workload, **kw: Any) -> WorkModel:
+        def stale() -> None:
+            self.stale += 1
+        kw.setdefault("max_poll_interval_ms", 300_000)
+        kw.setdefault("commit_interval_ms", 5_000)
+        return WorkModel(wl, 7, lambda: self.now, self.at, stale, **kw)
+
+
+def fixed(records_per_s: float = 100.0, ms: float = 1.0, **kw: Any) -> Workload:
+    return Workload(records_per_s=records_per_s, processing_ms=Dist("fixed", ms), **kw)
+
+
+# ----------------------------------------------------------------------------- parameters
+
+
+def test_parse_defaults_idle_and_overrides() -> None:
+    assert parse_workload("w", {}) == DEFAULT_WORKLOAD
+    assert parse_workload("w", {"idle": True}) is IDLE
+    wl = parse_workload("w", {"records_per_s": 10, "processing_ms": {"dist": "exponential",
+                                                                     "mean": 2},
+                              "topic_rates": {"foo": 5}, "max_poll_records": 50})
+    assert wl.records_per_s == 10 and wl.processing_ms == Dist("exponential", 2.0)
+    assert wl.rate_of("foo") == 5 and wl.rate_of("bar") == 10 and wl.max_poll_records == 50
+    # a sweep's override goes over the scenario's workload; over idle it starts from default
+    assert parse_workload("s", {"warmup_ms": 7}, base=wl).records_per_s == 10
+    assert parse_workload("s", {"warmup_ms": 7}, base=IDLE).records_per_s == 50
+    assert parse_workload("w", wl.as_table()) == wl
+    assert parse_workload("w", IDLE.as_table()) is IDLE
+
+
+@pytest.mark.parametrize(("raw", "field"), [
+    ({"records_per_s": -1}, "w.records_per_s"),
+    ({"records_per_s": "fast"}, "w.records_per_s"),
+    ({"max_poll_records": 0}, "w.max_poll_records"),
+    ({"max_poll_interval_ms": 1.5}, "w.max_poll_interval_ms"),
+    ({"processing_ms": {"dist": "zipf", "mean": 1}}, "w.processing_ms.dist"),
+    ({"processing_ms": {"dist": "exponential"}}, "w.processing_ms"),
+    ({"processing_ms": {"dist": "uniform", "min": 3, "max": 1}}, "w.processing_ms.max"),
+    ({"topic_rates": {"foo": -2}}, "w.topic_rates.foo"),
+    ({"idle": "yes"}, "w.idle"),
+    ({"idle": True, "warmup_ms": 5}, "w.idle"),
+    ({"warm_up_ms": 5}, "unknown key(s) warm_up_ms"),
+])
+def test_bad_parameters_name_the_field(raw: dict[str, Any], field: str) -> None:
+    with pytest.raises(WorkloadError, match=None) as e:
+        parse_workload("w", raw)
+    assert field in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_distributions_draw_from_the_seed() -> None:
+    import random
+    for d in (Dist("exponential", 2.0), Dist("uniform", 2.0, 1.0, 3.0),
+              Dist("lognormal", 2.0, sigma=0.5)):
+        a = [d.draw(random.Random(1)) for _ in range(3)]
+        b = [d.draw(random.Random(1)) for _ in range(3)]
+        assert a == b
+        xs = [d.draw(random.Random(i)) for i in range(4000)]
+        assert abs(sum(xs) / len(xs) - 2.0) < 0.15  # the mean is the parameter
+    assert Dist("uniform", 2.0, 1.0, 3.0).bounded_max == 3.0
+    assert Dist("exponential", 2.0).bounded_max is None
+
+
+# ----------------------------------------------------------------------------- processing
+
+
+def test_a_member_that_keeps_up_is_in_poll_and_follows_production() -> None:
+    loop = Loop()
+    m = loop.model(fixed(100, 1.0))  # load 0.1
+    m.add_resource("p0", 100)
+    p = m.processor("c1")
+    p.assign(["p0"])
+    loop.run_until(10_000)
+    assert p.next_poll() == 10_000  # reacts at once
+    m.settle()
+    assert m.processed == pytest.approx(1000)  # 100 rec/s for 10 s
+    assert m.lag_now == pytest.approx(0)
+    assert not loop.heap  # no event per record, nor per poll
+
+
+def test_a_busy_member_reacts_at_the_end_of_its_batch() -> None:
+    loop = Loop()
+    m = loop.model(fixed(100, 2.0, max_poll_records=500))
+    m.add_resource("p0", 100)
+    loop.run_until(20_000)  # 2,000 records wait before anyone processes
+    p = m.processor("c1")
+    p.assign(["p0"])  # a full batch of 500 records at 2 ms: busy until 21,000
+    loop.run_until(20_400)
+    assert p.busy and p.next_poll() == 21_000
+    ran: list[int] = []
+    p.at_poll(lambda: ran.append(loop.now))
+    loop.run_until(21_500)
+    assert ran == [21_000]
+
+
+def test_catch_up_then_streaming_events_scale_with_the_backlog() -> None:
+    loop = Loop()
+    m = loop.model(fixed(100, 1.0))
+    m.add_resource("p0", 100)
+    loop.run_until(10_000)  # 1,000 behind
+    p = m.processor("c1")
+    p.assign(["p0"])
+    events = 0
+    while loop.heap:
+        loop.run_until(loop.heap[0][0])
+        events += 1
+    assert events < 10  # 500 + 500 + 100 + 10 + 1: a few batches, then it keeps up
+    assert p.stream
+    loop.run_until(60_000)
+    m.settle()
+    assert m.lag_now == pytest.approx(0) and m.processed == pytest.approx(6000)
+
+
+def test_records_processed_twice_are_processed_minus_committed_at_a_move() -> None:
+    loop = Loop()
+    m = loop.model(fixed(100, 1.0))
+    m.add_resource("p0", 100)
+    a = m.processor("a")
+    a.assign(["p0"])
+    loop.run_until(3_000)
+    r = m.resources["p0"]
+    r.committed = a.committable()["p0"]  # an auto-commit accepted at 3 s: 300
+    loop.run_until(7_000)
+    processed = a.committable()["p0"]  # 700
+    m.drop("a", commit=False)  # a crash: nothing more committed
+    b = m.processor("b")
+    b.assign(["p0"])
+    assert m.reprocessed == pytest.approx(processed - 300)
+    assert b.pos["p0"] == pytest.approx(300)
+    # a graceful move (revocation commit) reprocesses nothing
+    loop.run_until(9_000)
+    b.release(["p0"], commit=True)
+    c = m.processor("c")
+    before = m.reprocessed
+    c.assign(["p0"])
+    assert m.reprocessed == before
+
+
+def test_warm_up_delays_processing_not_ownership() -> None:
+    loop = Loop()
+    m = loop.model(fixed(100, 1.0, warmup_ms=4_000))
+    m.add_resource("p0", 100)
+    p = m.processor("c1")
+    p.assign(["p0"])
+    assert p.owned == {"p0"} and not p.active  # owned at once, paused
+    loop.run_until(3_999)
+    m.settle()
+    assert m.processed == 0
+    loop.run_until(30_000)
+    t = m.totals()
+    assert m.lag_now == pytest.approx(0) and t["records_processed"] == pytest.approx(3000)
+    assert t["paused_partition_s"] == pytest.approx(4.0)
+    # back on the same process: its state is local, no warm-up
+    p.release(["p0"], commit=True)
+    p.assign(["p0"])
+    assert p.active == ["p0"]
+
+
+def test_lag_stall_and_paused_integrals() -> None:
+    loop = Loop()
+    m = loop.model(fixed(100, 0.0))
+    m.add_resource("p0", 100)
+    loop.run_until(10_000)  # nobody processes: stall 10 s, lag 1,000, 5,000 record-s
+    t = m.totals()
+    assert t["stall_ms"] == pytest.approx(10_000)
+    assert t["lag_record_s"] == pytest.approx(5_000)
+    assert m.lag_now == pytest.approx(1_000)
+    p = m.processor("c1")
+    p.assign(["p0"])  # instant processing: the backlog is gone at once
+    loop.run_until(20_000)
+    t = m.totals()
+    assert t["stall_ms"] == pytest.approx(10_000) and t["lag_record_s"] == pytest.approx(5_000)
+    assert t["paused_partition_s"] == 0
+
+
+def test_a_batch_longer_than_max_poll_interval_times_out() -> None:
+    loop = Loop()
+    m = loop.model(fixed(100, 10.0, max_poll_records=500), max_poll_interval_ms=3_000)
+    seen: list[tuple[int, int]] = []
+    m.on_poll_timeout = lambda p, end: seen.append((loop.now, end))
+    m.add_resource("p0", 100)
+    loop.run_until(10_000)
+    p = m.processor("c1")
+    p.assign(["p0"])  # 500 records x 10 ms = 5 s > 3 s
+    loop.run_until(16_000)
+    assert seen == [(13_000, 15_000)] and m.poll_timeouts == 1
+
+
+def test_connect_task_restarts_and_flushes() -> None:
+    loop = Loop()
+    m = loop.model(fixed(100, 0.0), connect=True, commit_interval_ms=1_000)
+    m.add_resource(("k", 0), 100)
+    a = m.processor("w1/k/0")
+    a.assign([("k", 0)], delay_ms=500)  # task start
+    loop.run_until(2_600)
+    m.settle()
+    assert m.resources[("k", 0)].committed == pytest.approx(250)  # flushed at 1.5 s, 2.5 s
+    m.drop("w1/k/0", commit=True)  # stopped: offsets committed
+    b = m.processor("w2/k/0")
+    b.assign([("k", 0)], delay_ms=500)
+    loop.run_until(4_000)
+    assert m.task_restarts == 1 and m.reprocessed == 0
+
+
+def test_same_seed_same_draws() -> None:
+    def run() -> list[float]:
+        loop = Loop()
+        m = loop.model(Workload(records_per_s=100, processing_ms=Dist("exponential", 3.0)))
+        m.add_resource("p0", 100)
+        loop.run_until(20_000)
+        p = m.processor("c1")
+        p.assign(["p0"])
+        ends = []
+        while loop.heap and len(ends) < 20:
+            loop.run_until(loop.heap[0][0])
+            ends.append(p.batch_end)
+        return ends
+    assert run() == run()
