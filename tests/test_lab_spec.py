@@ -49,8 +49,8 @@ def test_builtin_specs_expand() -> None:
     # connector workloads pair with Connect protocols, topic workloads with consumer ones
     from groupcoord.lab.spec import is_connect_protocol
 
-    assert {r.workload for r in runs if not is_connect_protocol(r.protocol)} == {"4x250",
-                                                                                "scenario"}
+    assert {r.workload for r in runs if not is_connect_protocol(r.protocol)} == {
+        "4x250", "light", *(f"4x8-p{ms}ms" for ms in ("0.5", "2", "5", "10", "20"))}
     assert {r.workload for r in runs if is_connect_protocol(r.protocol)} == {"16x8c"}
     assert {p for p in labels if is_connect_protocol(p)} == {
         label for label in labels if label.split(":")[0] in ("connect", "classic-connect")}
@@ -261,7 +261,15 @@ def test_cli_runs_a_findings_command(capsys: pytest.CaptureFixture[str]) -> None
 def test_paper_spec_asks_the_seeds_questions() -> None:
     spec = load_spec("paper")
     names = {g.name for g in spec.grids}
-    assert {"kip415", "consumers", "consumers-1000", "anchor"} <= names
+    assert {"kip415", "consumers", "consumers-1000", "rolling", "crossover", "anchor"} <= names
+    # the crossover grid sweeps the processing time per record, on the same seeds
+    cross = [r for r in expand(spec) if r.scenario == "scale-out" and r.size == 8
+             and r.protocol == "classic:eager"]
+    from groupcoord.lab.findings import work_value
+
+    assert sorted({work_value(r.as_row(), "processing_ms") for r in cross}) == [
+        0.5, 2, 5, 10, 20]
+    assert len({r.seed for r in cross}) == 3
     sizes = {z for g in spec.grids for z in g.sizes}
     assert {10, 1000} <= sizes
     anchor = build_scenario(next(r for r in expand(spec) if r.scenario == "grow-by-900"))

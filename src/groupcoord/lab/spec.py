@@ -598,8 +598,10 @@ tasks = 5
 name = "paper"
 description = '''The seeds' questions, one grid each: KIP-415's scenarios under eager and \
 incremental cooperative Connect rebalancing; classic eager vs cooperative vs KIP-848 for \
-10 to 1,000 consumers; and the field's anchor, 10 consumers while a topic grows by 900 \
-partitions.'''
+10 to 1,000 consumers; the processing time at which each protocol starts to win (crossover); \
+and the field's anchor, 10 consumers while a topic grows by 900 partitions. Members do work \
+at rates that keep them below saturation at every size: a rebalance, not an overload, is what \
+builds the lag.'''
 seeds = 5
 fault_rates = [0.0]
 
@@ -607,11 +609,52 @@ fault_rates = [0.0]
 name = "16x8c"
 connectors = 16
 tasks = 8
+task_records_per_s = 10
 
 [[workloads]]
 name = "4x250"
 topics = 4
 partitions = 250
+records_per_s = 2
+
+[[workloads]]
+name = "light"
+records_per_s = 2
+
+[[workloads]]
+name = "4x8-p0.5ms"
+topics = 4
+partitions = 8
+records_per_s = 10
+processing_ms = 0.5
+
+[[workloads]]
+name = "4x8-p2ms"
+topics = 4
+partitions = 8
+records_per_s = 10
+processing_ms = 2
+
+[[workloads]]
+name = "4x8-p5ms"
+topics = 4
+partitions = 8
+records_per_s = 10
+processing_ms = 5
+
+[[workloads]]
+name = "4x8-p10ms"
+topics = 4
+partitions = 8
+records_per_s = 10
+processing_ms = 10
+
+[[workloads]]
+name = "4x8-p20ms"
+topics = 4
+partitions = 8
+records_per_s = 10
+processing_ms = 20
 
 [[grid]]
 name = "kip415"
@@ -652,6 +695,17 @@ workloads = ["4x250"]
 seeds = 3
 
 [[grid]]
+name = "crossover"
+description = '''the processing time per record (a batch is up to 500 records) at which each \
+protocol starts to win: 8 consumers on 4 x 8 partitions at 10 records/s each, 0.5 to 20 ms \
+per record (20 ms: 80 % busy)'''
+protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
+scenarios = ["rolling-bounce", "scale-out", "crash"]
+sizes = [8]
+workloads = ["4x8-p0.5ms", "4x8-p2ms", "4x8-p5ms", "4x8-p10ms", "4x8-p20ms"]
+seeds = 3
+
+[[grid]]
 name = "anchor"
 description = '''10 consumers, a topic grows by 900 partitions (librdkafka's docs: about 5 s \
 with the consumer protocol, about 103 s classic, which waits for the 5-minute metadata \
@@ -659,7 +713,7 @@ refresh)'''
 protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
 scenarios = ["grow-by-900"]
 sizes = [10]
-workloads = ["scenario"]
+workloads = ["light"]
 
 [scenario.grow-by-900]
 description = "Ten consumers on foo (100 partitions); foo grows to 1,000 partitions."
