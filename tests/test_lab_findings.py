@@ -60,7 +60,7 @@ def test_work_model_metrics_come_first_and_scale_across_sizes() -> None:
 def test_crossover_over_a_swept_parameter_across_workloads() -> None:
     """One workload per processing time; the winner changes between 2 and 5 ms."""
     rows = []
-    for ms, (a, b) in {1: (10, 20), 2: (10, 15), 5: (30, 15), 10: (60, 20)}.items():
+    for ms, (a, b) in {1: (10, 30), 2: (10, 25), 5: (40, 15), 10: (70, 20)}.items():
         for seed in range(2):
             rows.append({**_run("consumer:uniform", 10, seed, lag_peak=a), "processing_ms": ms,
                          "workload": f"p{ms}"})
@@ -70,8 +70,11 @@ def test_crossover_over_a_swept_parameter_across_workloads() -> None:
     cross = [f for f in findings(rows) if f.kind == "crossover"]
     assert len(cross) == 1
     assert cross[0].numbers["flips"] == [(2.0, 5.0, "classic:cooperative")]
-    assert "classic:cooperative overtakes consumer:uniform on peak consumer lag between " \
-           "processing_ms = 2 and 5" in cross[0].text
+    assert ("peak consumer lag against processing_ms: the lowest changes from "
+            "consumer:uniform to classic:cooperative between 2 and 5") in cross[0].text
+    assert "10: classic:cooperative 20 records" in cross[0].text
+    # no ranking per workload where a parameter is swept across them
+    assert [f.kind for f in findings(rows)] == ["crossover"]
 
 
 def test_higher_is_better_metrics_rank_the_other_way() -> None:
@@ -128,7 +131,7 @@ def test_report_opens_with_findings_and_model_limits(tmp_path: Path) -> None:
 
 def test_a_swept_parameter_read_from_the_workloads_overrides() -> None:
     rows = []
-    for ms, (a, b) in {0.5: (1, 5), 8: (9, 5)}.items():
+    for ms, (a, b) in {0.5: (1000, 5000), 8: (9000, 5000)}.items():
         work = json.dumps({"processing_ms": {"dist": "exponential", "mean": ms},
                            "records_per_s": 10})
         for seed in range(2):
@@ -146,7 +149,7 @@ def test_findings_are_grouped_by_the_specs_grids() -> None:
     from groupcoord.lab.report import grid_findings
 
     rows = [_run(p, size, s, resource_downtime_ms=v * size)
-            for p, v in (("classic:eager", 9), ("consumer:uniform", 2))
+            for p, v in (("classic:eager", 9000), ("consumer:uniform", 2000))
             for size in (10, 1000) for s in range(2)]
     grid = {"protocols": ["classic:eager", "consumer:uniform"], "scenarios": ["bounce"],
             "workloads": ["4x8"], "fault_rates": [0.0]}
@@ -158,3 +161,12 @@ def test_findings_are_grouped_by_the_specs_grids() -> None:
     assert [f.numbers["size"] for f in groups[0][1]] == [10]
     assert [f.numbers["size"] for f in groups[1][1]] == [1000]
     assert grid_findings({"spec": "x"}, rows)[0][0] == ""
+
+
+def test_differences_below_a_metrics_floor_are_ties() -> None:
+    rows = [_run(p, 10, s, stall_ms=v, lag_peak=w) for s in range(3)
+            for p, v, w in (("classic:eager", 23, 900), ("consumer:uniform", 0, 100))]
+    found = findings(rows)
+    assert [f.numbers["metric"] for f in found] == ["lag_peak"]  # a 23 ms stall is noise
+    only = findings(rows, metrics=["stall_ms"])
+    assert only == []

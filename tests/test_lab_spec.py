@@ -244,6 +244,7 @@ def test_restrict_keeps_the_same_runs_of_the_cells_asked_for() -> None:
     ('[[grid]]\nscenarios = ["crash"]\nsizes = [0]', r"grid\[0\]: sizes: expected an integer"),
     ('[[grid]]\nprotocols = ["all"]', r"grid\[0\]: scenarios is required"),
     ("grid = 3", "grid must be a non-empty array of tables"),
+    ('[[grid]]\nscenarios = ["crash"]\nmetrics = ["nope"]', "metrics: unknown nope"),
 ])
 def test_bad_grids_name_the_field(grid: str, message: str) -> None:
     with pytest.raises(SpecError, match=message):

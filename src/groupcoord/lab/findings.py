@@ -15,9 +15,13 @@ Per panel (scenario, workload, fault rate) and per metric, at the panel's larges
   the ratio, and the paired count;
 - *scaling*, when the panel has several sizes: how those two protocols' medians grow from the
   smallest size to the largest;
-- *crossover*, when a numeric sweep parameter varies within the panel (a column of
-  :data:`SWEEP_PARAMETERS`, e.g. the processing time per record): for the two protocols, the
-  value from which the other one wins (the paired median difference changes sign).
+- *crossover*, when a numeric sweep parameter (:data:`SWEEP_PARAMETERS`, e.g. the processing
+  time per record, from a column or the workload's ``work`` overrides) varies across the runs
+  of a scenario: per value the protocol with the best median, and the values between which
+  the winner changes (instead of a ranking per workload).
+
+Differences below a metric's ``floor`` are ties (no sentence); a grid may name the metrics its
+question is about (``metrics = ["convergence_ms", "lag_peak"]``).
 
 Only runs that kept every invariant count. Plain Python over row dicts (no Spark, no pandas).
 """
@@ -44,6 +48,9 @@ class Metric:
     unit: str
     scale: float = 1.0
     lower_is_better: bool = True
+    #: The smallest difference (in the column's own unit) worth a sentence: below it two
+    #: protocols tie (a 20 ms stall is a heartbeat's jitter, not a finding).
+    floor: float = 0.0
 
     def fmt(self, raw: float | None) -> str:
         if raw is None:
@@ -54,18 +61,20 @@ class Metric:
 #: Every metric the lab reports, in the order findings and charts take them (the application's
 #: view first: what a user of the group sees; then the coordinator's).
 CATALOG: tuple[Metric, ...] = (
-    Metric("stall_ms", "stall time (whole group processing nothing)", "s", 1000.0),
-    Metric("lag_peak", "peak consumer lag", "records"),
-    Metric("lag_record_s", "lag integral", "record·s"),
+    Metric("stall_ms", "stall time (whole group processing nothing)", "s", 1000.0,
+           floor=250.0),
+    Metric("lag_peak", "peak consumer lag", "records", floor=10.0),
+    Metric("lag_record_s", "lag integral", "record·s", floor=100.0),
     Metric("paused_partition_s", "paused partition time (owned, not processing)",
-           "partition·s"),
-    Metric("records_reprocessed", "records processed twice", "records"),
-    Metric("task_restarts", "task restarts", "restarts"),
+           "partition·s", floor=1.0),
+    Metric("records_reprocessed", "records processed twice", "records", floor=10.0),
+    Metric("task_restarts", "task restarts", "restarts", floor=1.0),
     Metric("resource_downtime_ms", "resource downtime (no active owner)", "resource·s",
-           1000.0),
-    Metric("convergence_ms", "time to converge", "s", 1000.0),
-    Metric("resources_moved", "resources moved", "resources"),
-    Metric("records_processed", "records processed", "records", lower_is_better=False),
+           1000.0, floor=1000.0),
+    Metric("convergence_ms", "time to converge", "s", 1000.0, floor=250.0),
+    Metric("resources_moved", "resources moved", "resources", floor=1.0),
+    Metric("records_processed", "records processed", "records", lower_is_better=False,
+           floor=100.0),
 )
 BY_COLUMN: dict[str, Metric] = {m.column: m for m in CATALOG}
 
@@ -227,9 +236,9 @@ def _ranking(rows: list[dict[str, Any]], m: Metric, size: int, label: str, spec:
     sign = 1 if m.lower_is_better else -1
     order = sorted(med, key=lambda p: (sign * med[p], p))
     best, worst = order[0], order[-1]
-    if med[best] == med[worst]:
+    if abs(med[worst] - med[best]) < max(m.floor, 1e-12):
         return []
-    tied = [p for p in order if med[p] == med[best]]
+    tied = [p for p in order if abs(med[p] - med[best]) < max(m.floor, 1e-12)]
     diffs = _paired(at, m.column, best, worst)
     wins = sum(1 for d in diffs if sign * d < 0)
     ratio = (med[worst] / med[best]) if med[best] else math.inf
@@ -272,78 +281,117 @@ def _scaling(rows: list[dict[str, Any]], m: Metric, sizes: list[int], protocols:
                                                           protocols), numbers)]
 
 
-def _crossover(rows: list[dict[str, Any]], m: Metric, x_col: str, size: int, a: str, b: str,
-               label: str, spec: str, scenario: str, workload: str | None) -> list[Finding]:
-    at = [r for r in rows if _size(r) == size]
-    xs = sorted({float(r[x_col]) for r in at if r.get(x_col) is not None})
+def _crossover(rows: list[dict[str, Any]], m: Metric, x_col: str, size: int, label: str,
+               spec: str, scenario: str) -> list[Finding]:
+    """The winner curve over a swept parameter: per value, the protocol with the best median
+    (every protocol of a value runs on the same seeds), and where the winner changes."""
+    at = [r for r in rows if _size(r) == size and r.get(x_col) is not None]
+    xs = sorted({float(r[x_col]) for r in at})
     sign = 1 if m.lower_is_better else -1
-    winners: list[tuple[float, str | None, float]] = []
+    curve: list[tuple[float, str, float, dict[str, float]]] = []
     for x in xs:
-        diffs = _paired([r for r in at if r.get(x_col) is not None and float(r[x_col]) == x],
-                        m.column, a, b)
-        if not diffs:
+        med: dict[str, float] = {}
+        for p in sorted({str(r["protocol"]) for r in at}):
+            v = _median(r.get(m.column) for r in at if r["protocol"] == p
+                        and float(r[x_col]) == x)
+            if v is not None:
+                med[p] = v
+        if len(med) < 2:
             continue
-        d = statistics.median(diffs)
-        winners.append((x, None if d == 0 else (a if sign * d < 0 else b), d))
-    decided = [(x, w) for x, w, _ in winners if w is not None]
-    if len(decided) < 2:
+        best = min(med, key=lambda p: (sign * med[p], p))
+        if max(med.values()) - min(med.values()) < m.floor:
+            best = "tie"
+        curve.append((x, best, med.get(best, min(med.values())), med))
+    if len(curve) < 2 or all(w == "tie" for _, w, _, _ in curve):
         return []
-    flips = [(decided[i - 1][0], decided[i][0], decided[i][1]) for i in range(1, len(decided))
-             if decided[i][1] != decided[i - 1][1]]
-    curve = ", ".join(f"{_num(x)}: {'tie' if w is None else w}" for x, w, _ in winners)
-    if not flips:
-        text = (f"{label}, {size} members: {decided[0][1]} has the lower {m.label} than "
-                f"{b if decided[0][1] == a else a} at every {x_col} swept "
-                f"({_num(xs[0])} to {_num(xs[-1])}); no crossover.")
+    flips = [(curve[i - 1][0], curve[i][0], curve[i - 1][1], curve[i][1])
+             for i in range(1, len(curve)) if curve[i][1] != curve[i - 1][1]]
+    points = "; ".join(f"{_num(x)}: {w}" + ("" if w == "tie" else f" {m.fmt(v)}")
+                       for x, w, v, _ in curve)
+    word = "lowest" if m.lower_is_better else "highest"
+    if flips:
+        changes = ", ".join(f"from {a} to {b} between {_num(lo)} and {_num(hi)}"
+                            for lo, hi, a, b in flips)
+        text = (f"{label}, {size} members, {m.label} against {x_col}: the {word} changes "
+                f"{changes} ({points}).")
     else:
-        lo, hi, w = flips[0]
-        loser = b if w == a else a
-        text = (f"{label}, {size} members: {w} overtakes {loser} on {m.label} between "
-                f"{x_col} = {_num(lo)} and {_num(hi)} (paired median winner per {x_col}: "
-                f"{curve}).")
-    return [Finding("crossover", scenario, text, reproduce(spec, scenario, size, workload,
-                                                           (a, b)),
-                    {"metric": m.column, "parameter": x_col, "curve": winners,
-                     "flips": flips})]
+        text = (f"{label}, {size} members, {m.label} against {x_col}: {curve[0][1]} has the "
+                f"{word} at every value swept, no crossover ({points}).")
+    protocols = sorted({p for _, _, _, med in curve for p in med})
+    return [Finding("crossover", scenario, text,
+                    reproduce(spec, scenario, size, None, protocols),
+                    {"metric": m.column, "parameter": x_col,
+                     "curve": [(x, w, med) for x, w, _, med in curve],
+                     "flips": [(lo, hi, b) for lo, hi, _, b in flips]})]
 
 
 def findings(runs: Sequence[Mapping[str, Any]], spec: str = "SPEC",
-             limit: int = MAX_FINDINGS) -> list[Finding]:
-    """The findings of a sweep's ``runs`` rows (see the module docstring)."""
+             limit: int = MAX_FINDINGS, metrics: Sequence[str] = ()) -> list[Finding]:
+    """The findings of a sweep's ``runs`` rows (see the module docstring); ``metrics``: the
+    columns to report (default: the first :data:`METRICS_PER_PANEL` that differ)."""
     rows = with_work_parameters(r for r in runs if r.get("ok"))
+    out: list[Finding] = []
+    # A parameter swept across the workloads of a scenario (one workload per processing
+    # time): one crossover curve per metric instead of a ranking per workload.
+    groups: dict[tuple[str, float | None], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        groups[(str(r["scenario"]), r.get("fault_rate"))].append(r)
+    multi_fr = len({k[1] for k in groups}) > 1
+    swept: set[tuple[str, float | None]] = set()
+    for (scenario, rate), grow in sorted(groups.items(),
+                                         key=lambda kv: (kv[0][0], kv[0][1] or 0.0)):
+        x_col = sweep_parameter(grow)
+        if x_col is None:
+            continue
+        swept.add((scenario, rate))
+        label = _panel_label(scenario, "", rate, False, multi_fr)
+        for m in _chosen(grow, metrics):
+            out += _crossover(grow, m, x_col, max(_size(r) for r in grow), label, spec,
+                              scenario)
     panels: dict[tuple[str, str, float | None], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
-        panels[(str(r["scenario"]), str(r.get("workload")), r.get("fault_rate"))].append(r)
+        if (str(r["scenario"]), r.get("fault_rate")) not in swept:
+            panels[(str(r["scenario"]), str(r.get("workload")), r.get("fault_rate"))].append(r)
     multi_wl = len({k[1] for k in panels}) > 1
-    multi_fr = len({k[2] for k in panels}) > 1
-    out: list[Finding] = []
-    crossed: set[tuple[str, float | None]] = set()
     for key in sorted(panels, key=lambda k: (k[0], k[1], -1.0 if k[2] is None else k[2])):
         prow = panels[key]
         scenario, workload, rate = key
         label = _panel_label(scenario, workload, rate, multi_wl, multi_fr)
         wl = workload if multi_wl else None
         sizes = sorted({_size(r) for r in prow})
-        metrics = [m for m in present_metrics(prow) if _varies(prow, m.column)]
-        # A sweep parameter varies within the panel, or across the workloads of the
-        # scenario (one workload per processing time, say): crossover curves over it.
-        group = [r for r in rows if r["scenario"] == scenario and r.get("fault_rate") == rate]
-        x_col = sweep_parameter(group)
-        for m in metrics[:METRICS_PER_PANEL]:
+        for m in _chosen(prow, metrics):
             rank = _ranking(prow, m, sizes[-1], label, spec, scenario, wl)
             out += rank
-            if not rank:
-                continue
-            pair = [rank[0].numbers["best"], rank[0].numbers["worst"]]
-            if len(sizes) > 1:
+            if rank and len(sizes) > 1:
+                pair = [rank[0].numbers["best"], rank[0].numbers["worst"]]
                 out += _scaling(prow, m, sizes, pair, label, spec, scenario, wl)
-            if x_col is not None and (scenario, rate) not in crossed:
-                xlabel = _panel_label(scenario, "", rate, False, multi_fr)
-                out += _crossover(group, m, x_col, sizes[-1], pair[0], pair[1], xlabel, spec,
-                                  scenario, None)
-        if x_col is not None:
-            crossed.add((scenario, rate))
+    order = {"crossover": 1}
+    out.sort(key=lambda f: order.get(f.kind, 0))  # stable: per scenario, crossovers last
     return out[:limit]
+
+
+def _chosen(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str]) -> list[Metric]:
+    """The metrics to report on these rows: those asked for, else the first that differ
+    between protocols by more than their floor."""
+    if metrics:
+        return [BY_COLUMN[c] for c in metrics if c in BY_COLUMN
+                and any(r.get(c) is not None for r in rows)]
+    return [m for m in present_metrics(rows) if _differs(rows, m)][:METRICS_PER_PANEL]
+
+
+def _differs(rows: Sequence[Mapping[str, Any]], m: Metric) -> bool:
+    """Whether some cell's protocols differ in median by at least the metric's floor."""
+    cells: dict[tuple[Any, ...], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        v = r.get(m.column)
+        if v is not None:
+            key = (_size(r), r.get("workload"), r.get("fault_rate"))
+            cells[key][str(r["protocol"])].append(float(v))
+    for by_p in cells.values():
+        meds = [statistics.median(v) for v in by_p.values()]
+        if len(meds) > 1 and max(meds) - min(meds) >= m.floor:
+            return True
+    return False
 
 
 __all__ = ["BY_COLUMN", "CATALOG", "SWEEP_PARAMETERS", "Finding", "Metric", "family",

@@ -476,7 +476,8 @@ def grid_findings(meta: dict[str, Any],
     out = []
     for g in grids:
         title = f"{g['name']}: {g['description']}" if g.get("description") else g["name"]
-        out.append((title, findings([r for r in runs if _in_grid(r, g)], spec)))
+        out.append((title, findings([r for r in runs if _in_grid(r, g)], spec,
+                                    metrics=g.get("metrics") or ())))
     return out
 
 

@@ -178,6 +178,8 @@ class Grid:
     fault_rates: tuple[float | None, ...]
     seeds: int
     description: str = ""
+    #: The metrics the question is about (the report's findings for this grid), or all.
+    metrics: tuple[str, ...] = ()
 
 
 @dataclass(slots=True, frozen=True)
@@ -227,7 +229,7 @@ class SweepSpec:
 _TOP = {"name", "description", "protocols", "scenarios", "sizes", "fault_rates", "seeds", "salt",
         "events", "checkpoint_every", "max_steps", "workloads", "scenario", "grid"}
 _GRID = {"name", "description", "protocols", "scenarios", "sizes", "fault_rates", "seeds",
-         "workloads"}
+         "workloads", "metrics"}
 _WORKLOAD = {"name", "topics", "partitions", "connectors", "tasks"}
 #: The work keys a workload may set (``sim.workload.Workload``'s fields).
 _WORK = {f for f in SimWorkload.__dataclass_fields__}
@@ -306,6 +308,18 @@ def _rates(where: str, raw: Any) -> tuple[float | None, ...]:
     return tuple(dict.fromkeys(rates))
 
 
+def _metrics(where: str, raw: Any) -> tuple[str, ...]:
+    from groupcoord.lab.findings import BY_COLUMN
+
+    if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
+        raise SpecError(f"{where}: metrics: expected an array of metric names")
+    unknown = [v for v in raw if v not in BY_COLUMN]
+    if unknown:
+        raise SpecError(f"{where}: metrics: unknown {', '.join(unknown)}; known: "
+                        f"{', '.join(BY_COLUMN)}")
+    return tuple(raw)
+
+
 def _grid_workloads(where: str, raw: Any, defined: tuple[Workload, ...]) -> tuple[Workload, ...]:
     """A grid's workloads: names of the spec's ``[[workloads]]`` (``scenario``: the
     scenario's own topics or connectors)."""
@@ -368,7 +382,8 @@ def parse_spec(data: Mapping[str, Any], source: str = "") -> SweepSpec:
                        else workloads),
             fault_rates=(_rates(gw, g["fault_rates"]) if "fault_rates" in g
                          else tuple(dict.fromkeys(rates))),
-            seeds=_pos_int(f"{gw}: seeds", g["seeds"]) if "seeds" in g else seeds))
+            seeds=_pos_int(f"{gw}: seeds", g["seeds"]) if "seeds" in g else seeds,
+            metrics=_metrics(gw, g.get("metrics", []))))
     if grids:
         scenarios = tuple(dict.fromkeys(sc for gr in grids for sc in gr.scenarios))
     else:
@@ -714,6 +729,7 @@ protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
 scenarios = ["grow-by-900"]
 sizes = [10]
 workloads = ["light"]
+metrics = ["convergence_ms", "lag_peak"]
 
 [scenario.grow-by-900]
 description = "Ten consumers on foo (100 partitions); foo grows to 1,000 partitions."

@@ -243,7 +243,8 @@ def grid_meta(spec: SweepSpec) -> list[dict[str, Any]]:
         out.append({"name": g.name, "description": g.description,
                     "protocols": one.resolved_protocols(), "scenarios": list(g.scenarios),
                     "sizes": list(g.sizes), "workloads": [w.name for w in g.workloads],
-                    "fault_rates": list(g.fault_rates), "seeds": g.seeds})
+                    "fault_rates": list(g.fault_rates), "seeds": g.seeds,
+                    "metrics": list(g.metrics)})
     return out
 
 
