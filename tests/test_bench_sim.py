@@ -28,6 +28,13 @@ def test_quick_run_shape() -> None:
         f"sim.coordinator_share.scenario=rolling-bounce.static=true.{size}",
         f"sim.rolling_bounce.static=true.{size}",
         "sim.events_per_s.scenario=random",
+        # the same with members that do work (sim/workload.py)
+        f"sim.events_per_s.scenario=steady.{size}.work=default",
+        f"sim.coordinator_share.scenario=steady.{size}.work=default",
+        f"sim.events_per_s.scenario=rolling-bounce.{size}.work=default",
+        f"sim.coordinator_share.scenario=rolling-bounce.{size}.work=default",
+        f"sim.rolling_bounce.{size}.work=default",
+        "sim.events_per_s.scenario=random.work=drawn",
     }
     for r in results:
         assert isinstance(r.value, float) and math.isfinite(r.value) and r.value > 0, r
@@ -39,3 +46,5 @@ def test_quick_run_shape() -> None:
     assert 0 < by_name[f"sim.coordinator_share.scenario=steady.{size}"].value < 1
     assert by_name[f"sim.rolling_bounce.{size}"].params["members"] == 10
     assert by_name["sim.events_per_s.scenario=random"].params["seeds"] == 10
+    assert by_name[f"sim.rolling_bounce.{size}"].params.get("workload") is None  # idle
+    assert "rec/s" in by_name[f"sim.rolling_bounce.{size}.work=default"].params["workload"]
