@@ -170,3 +170,20 @@ def test_differences_below_a_metrics_floor_are_ties() -> None:
     assert [f.numbers["metric"] for f in found] == ["lag_peak"]  # a 23 ms stall is noise
     only = findings(rows, metrics=["stall_ms"])
     assert only == []
+
+
+def test_a_scenarios_runs_outside_the_sweep_still_rank() -> None:
+    """crash swept over processing time at 8 members, and crash on another workload at 10:
+    the first give a crossover, the second still a ranking."""
+    rows = []
+    for ms, (a, b) in {1: (10, 40), 5: (60, 20)}.items():
+        for seed in range(2):
+            rows.append({**_run("consumer:uniform", 8, seed, lag_peak=a), "processing_ms": ms,
+                         "workload": f"p{ms}"})
+            rows.append({**_run("classic:eager", 8, seed, lag_peak=b), "processing_ms": ms,
+                         "workload": f"p{ms}"})
+    for seed in range(2):
+        rows.append({**_run("consumer:uniform", 10, seed, lag_peak=100), "workload": "big"})
+        rows.append({**_run("classic:eager", 10, seed, lag_peak=500), "workload": "big"})
+    kinds = sorted((f.kind, f.numbers.get("size")) for f in findings(rows))
+    assert kinds == [("crossover", None), ("ranking", 10)]

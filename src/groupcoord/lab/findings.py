@@ -337,20 +337,22 @@ def findings(runs: Sequence[Mapping[str, Any]], spec: str = "SPEC",
     for r in rows:
         groups[(str(r["scenario"]), r.get("fault_rate"))].append(r)
     multi_fr = len({k[1] for k in groups}) > 1
-    swept: set[tuple[str, float | None]] = set()
+    swept: dict[tuple[str, float | None], str] = {}
     for (scenario, rate), grow in sorted(groups.items(),
                                          key=lambda kv: (kv[0][0], kv[0][1] or 0.0)):
         x_col = sweep_parameter(grow)
         if x_col is None:
             continue
-        swept.add((scenario, rate))
+        swept[(scenario, rate)] = x_col
         label = _panel_label(scenario, "", rate, False, multi_fr)
-        for m in _chosen(grow, metrics):
-            out += _crossover(grow, m, x_col, max(_size(r) for r in grow), label, spec,
+        with_x = [r for r in grow if r.get(x_col) is not None]
+        for m in chosen_metrics(with_x, metrics):
+            out += _crossover(with_x, m, x_col, max(_size(r) for r in with_x), label, spec,
                               scenario)
     panels: dict[tuple[str, str, float | None], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
-        if (str(r["scenario"]), r.get("fault_rate")) not in swept:
+        x_col = swept.get((str(r["scenario"]), r.get("fault_rate")))
+        if x_col is None or r.get(x_col) is None:  # runs of a swept parameter: crossovers
             panels[(str(r["scenario"]), str(r.get("workload")), r.get("fault_rate"))].append(r)
     multi_wl = len({k[1] for k in panels}) > 1
     for key in sorted(panels, key=lambda k: (k[0], k[1], -1.0 if k[2] is None else k[2])):
@@ -359,7 +361,7 @@ def findings(runs: Sequence[Mapping[str, Any]], spec: str = "SPEC",
         label = _panel_label(scenario, workload, rate, multi_wl, multi_fr)
         wl = workload if multi_wl else None
         sizes = sorted({_size(r) for r in prow})
-        for m in _chosen(prow, metrics):
+        for m in chosen_metrics(prow, metrics):
             rank = _ranking(prow, m, sizes[-1], label, spec, scenario, wl)
             out += rank
             if rank and len(sizes) > 1:
@@ -370,7 +372,7 @@ def findings(runs: Sequence[Mapping[str, Any]], spec: str = "SPEC",
     return out[:limit]
 
 
-def _chosen(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str]) -> list[Metric]:
+def chosen_metrics(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str] = ()) -> list[Metric]:
     """The metrics to report on these rows: those asked for, else the first that differ
     between protocols by more than their floor."""
     if metrics:
@@ -394,5 +396,6 @@ def _differs(rows: Sequence[Mapping[str, Any]], m: Metric) -> bool:
     return False
 
 
-__all__ = ["BY_COLUMN", "CATALOG", "SWEEP_PARAMETERS", "Finding", "Metric", "family",
+__all__ = ["BY_COLUMN", "CATALOG", "SWEEP_PARAMETERS", "Finding", "Metric", "chosen_metrics",
+           "family",
            "findings", "present_metrics", "reproduce", "sweep_parameter"]

@@ -33,6 +33,7 @@ from groupcoord.lab.findings import (
     CATALOG,
     Finding,
     Metric,
+    chosen_metrics,
     family,
     findings,
     sweep_parameter,
@@ -579,13 +580,12 @@ def _crossover_charts(runs: Sequence[dict[str, Any]], rdir: Path,
         x_col = sweep_parameter(rows)
         if x_col is None:
             continue
-        metrics = [m for m in CATALOG if any(r.get(m.column) is not None for r in rows)]
-        if not metrics:
-            continue
-        title = scenario if rate is None else f"{scenario}, faults {rate:g}"
-        name = f"crossover__{_slug(scenario, rate)}.png"
-        if plot_crossover(rows, x_col, metrics[0], title, rdir / name, styles):
-            out.append((title, name))
+        with_x = [r for r in rows if r.get(x_col) is not None]
+        title = scenario if not rate else f"{scenario}, faults {rate:g}"
+        for m in chosen_metrics(with_x):
+            name = f"crossover__{_slug(scenario, rate, m.column)}.png"
+            if plot_crossover(with_x, x_col, m, title, rdir / name, styles):
+                out.append((f"{title}: {m.label}", name))
     return out
 
 

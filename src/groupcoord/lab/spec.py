@@ -702,10 +702,10 @@ seeds = 2
 [[grid]]
 name = "rolling"
 description = '''a rolling bounce of every consumer, 15 s apart (it lasts members x 15 s: up to \
-100 members)'''
+60 members)'''
 protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
 scenarios = ["rolling-bounce"]
-sizes = [10, 30, 100]
+sizes = [10, 30, 60]
 workloads = ["4x250"]
 seeds = 3
 
