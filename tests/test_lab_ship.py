@@ -107,3 +107,11 @@ def test_reason_finds_the_cause_in_sparks_error() -> None:
               "ModuleNotFoundError: No module named 'pyarrow'\n\n"
               "\tat org.apache.spark.api.python.BasePythonRunner...\n")
     assert probe.reason(python) == "ModuleNotFoundError: No module named 'pyarrow'"
+
+
+def test_reason_names_a_python_version_mismatch() -> None:
+    text = ("pyspark.errors.exceptions.base.PySparkRuntimeError: [PYTHON_VERSION_MISMATCH] "
+            "Python in worker has different version (3, 12) than that in driver 3.11, PySpark "
+            "cannot run with different minor versions.\n\tat org.apache.spark.api.python...")
+    assert probe.reason(text).startswith("[PYTHON_VERSION_MISMATCH] Python in worker has "
+                                         "different version (3, 12)")
