@@ -2,8 +2,9 @@
 side with the same runs on a 2-process ``multiprocessing`` pool without Spark.
 
 The runs are the first N (2,000; quick: 40) of a fixed sweep (crash, bounce, scale-out and leave
-at 3 and 6 members, with and without 2 % network faults, every protocol of the simulator), in
-run-id order so that cells are mixed. Both sides run ``groupcoord.lab.runs.run_one`` once per run
+at 3 and 6 members, with and without 2 % network faults, every protocol of the simulator; the
+members do the scenarios' default work, ``sim/workload.py``), in run-id order so that cells are
+mixed. Both sides run ``groupcoord.lab.runs.run_one`` once per run
 and hand back every nested result:
 
 - ``lab.spark.runs=N``: ``lab.sweep.simulate_frame`` on a local[2] session (the job that a sweep

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -134,22 +135,42 @@ def test_a_busy_member_reacts_at_the_end_of_its_batch() -> None:
     assert ran == [21_000]
 
 
-def test_catch_up_then_streaming_events_scale_with_the_backlog() -> None:
+def test_catch_up_is_computed_when_asked_without_events() -> None:
     loop = Loop()
     m = loop.model(fixed(100, 1.0))
     m.add_resource("p0", 100)
     loop.run_until(10_000)  # 1,000 behind
     p = m.processor("c1")
     p.assign(["p0"])
-    events = 0
-    while loop.heap:
-        loop.run_until(loop.heap[0][0])
-        events += 1
-    assert events < 10  # 500 + 500 + 100 + 10 + 1: a few batches, then it keeps up
-    assert p.stream
+    assert p.busy and not loop.heap  # batches of 500, 500, 100, 10, 1: no event for them
+    loop.run_until(12_000)
+    m.settle()
+    assert p.stream and not p.busy  # caught up: it keeps up from then on
+    assert m.lag_now == pytest.approx(0) and m.processed == pytest.approx(1200)
     loop.run_until(60_000)
     m.settle()
     assert m.lag_now == pytest.approx(0) and m.processed == pytest.approx(6000)
+
+
+def test_an_overloaded_member_works_through_full_batches_lazily() -> None:
+    loop = Loop()
+    m = loop.model(fixed(100, 20.0))  # load 2: it never catches up
+    m.add_resource("p0", 100)
+    p = m.processor("c1")
+    p.assign(["p0"])
+    loop.run_until(100_000)
+    m.settle()
+    assert not loop.heap and not p.stream
+    # it processes 50 records/s from the first record on, the lag grows by 50/s
+    assert m.processed == pytest.approx(5000, abs=20)
+    assert m.lag_now == pytest.approx(5000, abs=20)
+    assert p.busy and p.batch_end - p.batch_start == pytest.approx(10_000)  # 500 x 20 ms
+    end = math.ceil(p.batch_end)
+    ran: list[int] = []
+    p.at_poll(lambda: ran.append(loop.now))  # now its poll() is awaited: one event
+    assert len(loop.heap) == 1
+    loop.run_until(120_000)
+    assert ran == [end]
 
 
 def test_records_processed_twice_are_processed_minus_committed_at_a_move() -> None:

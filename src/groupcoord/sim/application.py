@@ -43,6 +43,12 @@ if TYPE_CHECKING:
     from groupcoord.sim.process import Proc
 
 
+#: How long a converged run waits for its applications to catch up (at most), and how often
+#: it looks whether they did.
+RECOVERY_WAIT_MS = 60_000
+RECOVERY_RECHECK_MS = 1_000
+
+
 class PollGatedClassicConsumer(ClassicConsumerMember):
     """A classic consumer whose rejoins are joined from the application's ``poll()``.
 
@@ -107,6 +113,10 @@ class Application:
         self.model.on_change = self._changed
         #: The lag's peak since the initial join settled (the run's headline).
         self.run_lag_peak = 0.0
+        #: When the converged run first waited for its applications to catch up, and when
+        #: it looks again.
+        self._waiting_since: int | None = None
+        self._recheck_at: int | None = None
         #: Commits in flight: id(request) -> (request, positions it commits).
         self._commits: dict[int, tuple[Any, dict[Any, float]]] = {}
         #: Incarnations that left on a poll timeout: their revocation runs no callback.
@@ -387,10 +397,28 @@ class Application:
     def _changed(self) -> None:
         self.sim.dirty = True  # the run may end once the applications recovered
 
-    def recovered(self) -> bool:
-        """Whether the applications caught up (the run goes on until they did, or until its
-        I5 deadline: what a rebalance costs them outlasts the group's convergence)."""
-        return not self.on or self.model.recovered()
+    def may_end(self) -> bool:
+        """Whether a converged run may end: once the applications caught up (what a
+        rebalance costs them outlasts the group's convergence: a warm-up, a catch-up), or
+        :data:`RECOVERY_WAIT_MS` after the group first converged without them (members that
+        cannot keep up never catch up)."""
+        if not self.on or self.model.recovered():
+            return True
+        sim = self.sim
+        if self._waiting_since is None:
+            self._waiting_since = sim.now
+        if sim.now >= self._waiting_since + RECOVERY_WAIT_MS:
+            return True
+        if self._recheck_at is None or self._recheck_at <= sim.now:  # look again in a while
+            self._recheck_at = sim.now + RECOVERY_RECHECK_MS
+            sim.at(self._recheck_at, self._recheck, self._recheck_at)
+        return False
+
+    def _recheck(self, at: int) -> None:
+        if at != self._recheck_at:
+            self._stale()
+            return
+        self._changed()
 
     def totals(self) -> dict[str, float] | None:
         return self.model.totals() if self.on else None

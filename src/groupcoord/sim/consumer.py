@@ -548,7 +548,7 @@ class ConsumerSimulation(ConsumerConvergence):
         p, gen = arg
         if p.gen != gen or not p.alive:
             return
-        self.trace("revoked", p.name, p.member.member_epoch, "slow revocation completed")
+        self.trace("revoked", p.name, p.member.member_epoch, "deferred revocation completed")
         p.member.complete_revocation(self.now)
         self._sync(p)
         self._drive(p)

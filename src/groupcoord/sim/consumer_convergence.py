@@ -35,7 +35,7 @@ class ConsumerConvergence(ConsumerInvariants):
             if self.converged():
                 self.note_converged()
                 if self.now >= self.quiet_at and self.end_at is not None and \
-                        self.now >= (self.scenario.end_ms or 0) and self.app.recovered():
+                        self.now >= (self.scenario.end_ms or 0) and self.app.may_end():
                     # converged after the faults stopped, the applications caught up: done
                     self.end_at = self.now
             else:

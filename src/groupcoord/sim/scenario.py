@@ -995,12 +995,12 @@ def random_workload(seed: int) -> Workload:
     rng = random.Random(f"workload:{seed}")
     if rng.random() < 0.25:
         return IDLE
-    mean = rng.choice((0.0, 0.2, 1.0, 3.0))
+    mean = rng.choice((0.0, 0.1, 0.5, 2.0))
     kind = rng.choice(("fixed", "exponential", "uniform"))
     dist = Dist("uniform", mean, 0.0, 2 * mean) if kind == "uniform" else Dist(kind, mean)
-    return Workload(records_per_s=rng.choice((0.0, 10.0, 100.0, 400.0)),
+    return Workload(records_per_s=rng.choice((0.0, 10.0, 50.0, 200.0)),
                     task_records_per_s=rng.choice((0.0, 10.0, 100.0)),
-                    max_poll_records=rng.choice((10, 100, 500)), processing_ms=dist,
+                    max_poll_records=rng.choice((50, 100, 500)), processing_ms=dist,
                     commit_latency_ms=rng.choice((0, 5, 50)),
                     warmup_ms=rng.choice((0, 0, 2_000)),
                     task_start_ms=rng.choice((0, 500, 2_000)),

@@ -34,9 +34,11 @@ that keeps up: a processor's progress over an interval is computed when somethin
 (an assignment, a revocation, a commit, a metric sample). A member whose backlog is below one
 record and whose load ``rate x processing time`` is below 1 keeps up: it is in ``poll()``
 almost all the time (it reacts at once) and its positions follow the production. A member
-with a backlog processes full batches: then, and only then, each batch's end is a simulator
-event (the ``poll()`` where the member reacts to the group), so a run costs events in
-proportion to the catch-up work, not to the records. Within a batch records are taken from
+with a backlog processes batches back to back, computed batch by batch when the processor is
+asked about a time (no simulator event); a batch's end becomes an event only when something
+waits for that ``poll()`` (a revocation, a rejoin, new partitions), or for every batch when
+one could outlast ``max.poll.interval.ms``. A run costs events in proportion to the group's
+changes, not to the records. Within a batch records are taken from
 the partitions in proportion to their backlog (the fetcher's round robin over partitions with
 data, in the fluid limit). The processing time of a record is drawn once per batch from the
 workload's distribution (the run's seed): what slows one record of a batch (a slow
@@ -304,8 +306,8 @@ class Processor:
     with its position per resource. ``at_poll`` actions run at its next ``poll()``."""
 
     __slots__ = ("active", "batch", "batch_end", "batch_from", "batch_id", "batch_start",
-                 "flush_at", "model", "name", "owned", "poll_actions", "pos", "recent",
-                 "stream", "t", "warming")
+                 "boundary_for", "flush_at", "lazy", "model", "name", "owned", "poll_actions",
+                 "pos", "recent", "stream", "t", "warming")
 
     def __init__(self, model: WorkModel, name: str) -> None:
         self.model = model
@@ -323,6 +325,9 @@ class Processor:
         self.batch_end = 0.0
         self.batch_id = 0
         self.stream = False
+        #: Overloaded: batches follow each other without simulator events (see advance).
+        self.lazy = False
+        self.boundary_for = -1
         self.poll_actions: list[Callable[[], None]] = []
         self.flush_at: float | None = None
 
@@ -344,7 +349,15 @@ class Processor:
             return  # (a batch that takes no time ends at once)
         m = self.model
         res = m.resources
-        if self.batch is not None:
+        while True:
+            if self.batch is None:
+                # an overloaded member goes from one full batch to the next without events
+                # (``lazy``) until something waits for its next poll()
+                if not (self.lazy and self.active and not self.poll_actions and t > self.t):
+                    break
+                if not self._start_lazy(self.t, t):
+                    break
+            assert self.batch is not None
             span = self.batch_end - self.batch_start
             end = min(t, self.batch_end)
             frac = 1.0 if span <= 0 else (end - self.batch_start) / span
@@ -355,8 +368,9 @@ class Processor:
                 self.pos[k] = new
                 r.progress(end, new)
             self.t = end
-            if end >= self.batch_end:  # done: in poll() until the boundary event runs
-                self.batch = None
+            if end < self.batch_end:
+                return
+            self.batch = None  # done: in poll()
             if t <= end:
                 return
         if self.stream:
@@ -370,6 +384,37 @@ class Processor:
         self.t = t
         if self.flush_at is not None and t >= self.flush_at:
             self._flush_until(t)
+
+    def _start_lazy(self, t0: float, t: float) -> bool:
+        """The next batch at the poll() at ``t0`` when it starts before ``t`` (False: none:
+        the member caught up and keeps up from ``t0``, or waits for a record beyond ``t``)."""
+        backlog, total, rate = self._backlog(t0)
+        if total < 1.0:
+            if rate <= 0 or rate * self.model.workload.processing_ms.average < 1.0:
+                self.lazy = False
+                self.stream = True  # caught up: it keeps up from t0 on
+                self.model.changed()
+                return False
+            t0 += (1.0 - total) / rate  # overloaded: the next record
+            if t0 >= t:
+                return False
+            backlog, total, rate = self._backlog(t0)
+        self._start_batch(t0, backlog, total, schedule=False)
+        return True
+
+    def _backlog(self, t: float) -> tuple[dict[Key, float], float, float]:
+        res = self.model.resources
+        rate = 0.0
+        backlog: dict[Key, float] = {}
+        total = 0.0
+        for k in self.active:
+            r = res[k]
+            rate += r.rate
+            b = r.produced(t) - self.pos[k]
+            if b > 0:
+                backlog[k] = b
+                total += b
+        return backlog, total, rate
 
     def committable(self) -> dict[Key, float]:
         """Positions an auto-commit commits now: what was polled before the batch in progress."""
@@ -413,47 +458,51 @@ class Processor:
 
     def _next_batch(self, now: int) -> None:
         m = self.model
-        res = m.resources
         self.stream = False
+        self.lazy = False
         m.changed()
         if not self.active:
             m.set_working(self, False)
             return
-        rate = 0.0
-        backlog: dict[Key, float] = {}
-        total = 0.0
-        for k in self.active:
-            r = res[k]
-            rate += r.rate
-            b = r.produced(now) - self.pos[k]
-            if b > 0:
-                backlog[k] = b
-                total += b
+        backlog, total, rate = self._backlog(now)
         wl = m.workload
         mean = wl.processing_ms.average
         m.set_working(self, rate > 0 or total > 0)
         if total < 1.0:
             if rate <= 0:
-                return  # nothing will come
+                self.stream = True  # nothing will come: it keeps up
+                return
             if rate * mean < 1.0:
                 self.stream = True  # keeps up: in poll() whenever a record comes
                 return
-            # overloaded, but not a record yet: wait for one
-            self.batch_id += 1
-            m.at(now + max(1, math.ceil((1.0 - total) / rate)), self._boundary, self.batch_id)
+        # batches follow each other without events, computed when needed (``lazy``), unless
+        # one could outlast max.poll.interval.ms: then each batch's end is an event
+        self.lazy = not m.overrun_possible
+        if total < 1.0:
+            if not self.lazy:
+                self.batch_id += 1
+                m.at(now + max(1, math.ceil((1.0 - total) / rate)), self._boundary,
+                     self.batch_id)
             return
+        self._start_batch(float(now), backlog, total, schedule=not self.lazy)
+
+    def _start_batch(self, t0: float, backlog: dict[Key, float], total: float,
+                     schedule: bool) -> None:
+        m = self.model
+        wl = m.workload
         n = min(float(wl.max_poll_records), total)
         s = wl.processing_ms.draw(m.rng)
         self.batch = {k: n * b / total for k, b in backlog.items()}
         self.batch_from = {k: self.pos[k] for k in backlog}
-        self.batch_start = float(now)
-        self.batch_end = now + n * s
+        self.batch_start = t0
+        self.batch_end = t0 + n * s
         self.batch_id += 1
-        end = max(math.ceil(self.batch_end), now)
-        m.at(end, self._boundary, self.batch_id)
+        now = m.now()
+        if schedule:
+            m.at(max(math.ceil(self.batch_end), now), self._boundary, self.batch_id)
         limit = m.max_poll_interval_ms
-        if m.on_poll_timeout is not None and self.batch_end - now > limit:
-            m.at(now + limit, self._overrun, self.batch_id)
+        if m.on_poll_timeout is not None and self.batch_end - t0 > limit:
+            m.at(max(math.ceil(t0 + limit), now), self._overrun, self.batch_id)
 
     def _boundary(self, batch_id: int) -> None:
         if batch_id != self.batch_id or self.model.processors.get(self.name) is not self:
@@ -474,12 +523,16 @@ class Processor:
 
     def at_poll(self, action: Callable[[], None]) -> None:
         """Run ``action`` at the next ``poll()`` (now when the application is in it)."""
-        self.advance(self.model.now())
+        m = self.model
+        self.advance(m.now())
         if self.batch is None:
             action()
-            self._next_batch(self.model.now())
-        else:
-            self.poll_actions.append(action)
+            self._next_batch(m.now())
+            return
+        self.poll_actions.append(action)
+        if self.lazy and self.boundary_for != self.batch_id:  # its poll() is now awaited
+            self.boundary_for = self.batch_id
+            m.at(max(math.ceil(self.batch_end), m.now()), self._boundary, self.batch_id)
 
     # ---------------------------------------------------------------- ownership
 
@@ -592,6 +645,11 @@ class WorkModel:
         self.stale = stale
         self.connect = connect
         self.max_poll_interval_ms = max_poll_interval_ms
+        d = workload.processing_ms
+        longest = d.bounded_max if d.bounded_max is not None else 20 * d.average
+        #: Whether a batch may outlast max.poll.interval.ms (an unbounded distribution: 20
+        #: times its mean, e^-20 for an exponential).
+        self.overrun_possible = workload.max_poll_records * longest > max_poll_interval_ms
         self.workload_commit_interval = commit_interval_ms
         #: Called when a batch outlasts ``max.poll.interval.ms``: (processor, its batch end).
         self.on_poll_timeout: Callable[[Processor, int], None] | None = None
@@ -667,8 +725,14 @@ class WorkModel:
 
     def recovered(self) -> bool:
         """Every processor processes all it owns and keeps up (no backlog, no batch)."""
-        return self._paused == 0 and all(p.batch is None and (p.stream or not p.active)
-                                         for p in self.processors.values())
+        if self._paused:
+            return False
+        now = self.now()
+        for p in self.processors.values():
+            p.advance(now)
+            if p.batch is not None or not (p.stream or not p.active):
+                return False
+        return True
 
     def started(self, key: Key) -> None:
         """A Connect task (task id >= 0) started: a restart if it ran before."""
