@@ -26,6 +26,7 @@ from groupcoord.lab.spec import (
     expand,
     load_spec,
     parse_spec,
+    restrict,
 )
 from groupcoord.sim.protocols import protocol_labels
 
@@ -43,12 +44,13 @@ def test_builtin_specs_expand() -> None:
     assert {r.protocol for r in quick} == set(labels)
     paper = load_spec("paper")
     assert set(paper.scenarios) >= {"crash", "rolling-bounce", "kip415-leader-leaves",
-                                    "case-study-member-joins", "case-study-static-bounce"}
+                                    "kip415-worker-bounce", "grow-by-900"}
     runs = expand(paper)
     # connector workloads pair with Connect protocols, topic workloads with consumer ones
     from groupcoord.lab.spec import is_connect_protocol
 
-    assert {r.workload for r in runs if not is_connect_protocol(r.protocol)} == {"4x32"}
+    assert {r.workload for r in runs if not is_connect_protocol(r.protocol)} == {
+        "4x250", "light", *(f"4x8-p{ms}ms" for ms in ("0.5", "2", "5", "10", "20"))}
     assert {r.workload for r in runs if is_connect_protocol(r.protocol)} == {"16x8c"}
     assert {p for p in labels if is_connect_protocol(p)} == {
         label for label in labels if label.split(":")[0] in ("connect", "classic-connect")}
@@ -182,3 +184,96 @@ def test_a_connect_scenario_with_a_topic_workload_runs_on_topics() -> None:
     assert "add-connector" not in kinds and "create-topic" in kinds
     created = next(e for e in sc.events if e.kind == "create-topic")
     assert created["topic"] in (sc.subscription or ())
+
+
+GRIDS = """
+name = "grids"
+seeds = 2
+[[workloads]]
+name = "2x6"
+topics = 2
+partitions = 6
+[[workloads]]
+name = "2x3c"
+connectors = 2
+tasks = 3
+[[grid]]
+name = "a"
+protocols = ["classic:eager", "consumer:uniform"]
+scenarios = ["crash", "bounce"]
+sizes = [3, 5]
+workloads = ["2x6"]
+[[grid]]
+name = "b"
+protocols = ["connect:eager", "classic:eager"]
+scenarios = ["crash"]
+sizes = [3]
+workloads = ["2x3c", "2x6"]
+seeds = 3
+"""
+
+
+def test_grids_expand_to_their_union_and_share_runs() -> None:
+    spec = parse_spec(tomllib.loads(GRIDS), "grids.toml")
+    runs = expand(spec)
+    # a: 2 protocols x 2 scenarios x 2 sizes x 2 seeds = 16; b: connect:eager on 2x3c and
+    # classic:eager on 2x6, 3 seeds each = 6, of which classic:eager crash size 3 seeds 0-1
+    # are a's runs (same cell, same seeds): 4 new.
+    assert len(runs) == 16 + 4
+    assert len({r.run_id for r in runs}) == len(runs)
+    assert spec.resolved_protocols() == ["classic:eager", "consumer:uniform", "connect:eager"]
+    assert spec.scenarios == ("crash", "bounce")
+
+
+def test_restrict_keeps_the_same_runs_of_the_cells_asked_for() -> None:
+    spec = parse_spec(tomllib.loads(GRIDS), "grids.toml")
+    full = {r.run_id: r for r in expand(spec)}
+    cut = expand(restrict(spec, scenarios=["crash"], sizes=[3], protocols=["classic:eager"]))
+    assert cut and all(r.run_id in full and full[r.run_id] == r for r in cut)
+    assert {(r.scenario, r.size, r.protocol) for r in cut} == {("crash", 3, "classic:eager")}
+    assert len(cut) == 3  # the 3 seeds of grid b, which include grid a's 2
+    with pytest.raises(SpecError, match="--size 7: not in the spec"):
+        restrict(spec, sizes=[7])
+    with pytest.raises(SpecError, match="no cell"):
+        restrict(spec, scenarios=["bounce"], protocols=["connect:eager"])
+
+
+@pytest.mark.parametrize(("grid", "message"), [
+    ('[[grid]]\nscenarios = ["crash"]\nbogus = 1', r"grid\[0\]: unknown key\(s\) bogus"),
+    ('[[grid]]\nscenarios = ["crash"]\nworkloads = ["nope"]', "unknown workload 'nope'"),
+    ('[[grid]]\nscenarios = ["crash"]\nsizes = [0]', r"grid\[0\]: sizes: expected an integer"),
+    ('[[grid]]\nprotocols = ["all"]', r"grid\[0\]: scenarios is required"),
+    ("grid = 3", "grid must be a non-empty array of tables"),
+    ('[[grid]]\nscenarios = ["crash"]\nmetrics = ["nope"]', "metrics: unknown nope"),
+])
+def test_bad_grids_name_the_field(grid: str, message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        parse_spec(tomllib.loads(grid), "g.toml")
+
+
+def test_cli_runs_a_findings_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["lab", "run", "--spec", "paper", "--scenario", "grow-by-900", "--protocol",
+                 "classic:eager", "--out", "unused", "--dry-run"]) == 0
+    assert "sweep paper: 5 runs in 1 cells (classic:eager)" in capsys.readouterr().out
+    assert main(["lab", "run", "--spec", "paper", "--size", "7", "--out", "u", "--dry-run"]) == 2
+    assert "--size 7: not in the spec" in capsys.readouterr().err
+
+
+def test_paper_spec_asks_the_seeds_questions() -> None:
+    spec = load_spec("paper")
+    names = {g.name for g in spec.grids}
+    assert {"kip415", "consumers", "consumers-1000", "rolling", "crossover", "anchor"} <= names
+    # the crossover grid sweeps the processing time per record, on the same seeds
+    cross = [r for r in expand(spec) if r.scenario == "scale-out" and r.size == 8
+             and r.protocol == "classic:eager"]
+    from groupcoord.lab.findings import work_value
+
+    assert sorted({work_value(r.as_row(), "processing_ms") for r in cross}) == [
+        0.5, 2, 5, 10, 20]
+    assert len({r.seed for r in cross}) == 3
+    sizes = {z for g in spec.grids for z in g.sizes}
+    assert {10, 1000} <= sizes
+    anchor = build_scenario(next(r for r in expand(spec) if r.scenario == "grow-by-900"))
+    assert anchor.members == 10 and anchor.topics == (("foo", 100),)
+    grow = next(e for e in anchor.events if e.kind == "add-partitions")
+    assert grow["partitions"] == 1000

@@ -15,14 +15,21 @@
   the scenario in the simulator and on the wire against ``groupcoord serve`` with real
   clients, simulated vs measured per metric (``lab.calibrate``). Exit 2 on a bad parameter, 1
   when a run failed.
+- ``groupcoord lab pack``: pack (or find in the cache) the executors' environment archive and
+  the package zip (``lab.ship``) and print the ``spark-submit`` options that ship them.
 
-The default master is ``local[*]``; ``--master`` takes any Spark master URL (see
-``docs/lab.md`` for spark-submit on a cluster). CLI output goes to stdout with ``print``.
+The default master is ``local[*]``; ``--master`` takes any Spark master URL. With a master
+that is not local, ``run`` and ``audit`` ship the executors' environment themselves (the
+driver's virtualenv packed, or ``--archive``; ``--no-ship`` to rely on the nodes' Python) and
+check with a probe job that an executor can run the simulator before starting; when it cannot,
+they print one line saying why and exit 2 (``docs/lab.md`` "On a cluster"). CLI output goes
+to stdout with ``print``.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,15 +39,67 @@ from groupcoord.lab.session import DEFAULT_DRIVER_MEMORY, DEFAULT_MASTER
 from groupcoord.lab.spec import BUILTIN_SPECS, SpecError
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
     from groupcoord.lab.sweep import Progress
+
+#: How long the probe job may wait for an executor (``lab.probe``).
+DEFAULT_PROBE_TIMEOUT_S = 180.0
 
 
 def _progress(p: Progress) -> None:
     print(f"lab: {p.format()}", file=sys.stderr, flush=True)
 
 
+class _CannotRun(Exception):
+    """The session cannot run the lab's executors; the message is printed as is."""
+
+
+def _conf(pairs: list[str] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise _CannotRun(f"--conf {pair!r}: expected KEY=VALUE")
+        out[key.strip()] = value
+    return out
+
+
+def _session(ns: argparse.Namespace) -> SparkSession:
+    """The Spark session of ``run`` / ``audit``: with a master that is not local, the
+    executors' environment shipped (unless ``--no-ship`` or spark-submit already has its
+    options) and an executor probed. :class:`_CannotRun` when either fails."""
+    from groupcoord.lab.probe import ProbeError, check_executors, describe
+    from groupcoord.lab.session import is_local, make_session, under_spark_submit
+    from groupcoord.lab.ship import ShipError, ship
+
+    conf = _conf(ns.conf)
+    shipped = None
+    remote = ns.master is not None and not is_local(ns.master)
+    if remote and not ns.no_ship and not under_spark_submit():
+        try:
+            shipped = ship(Path(ns.env_cache) if ns.env_cache else None, ns.python_prefix,
+                           Path(ns.archive) if ns.archive else None)
+        except ShipError as e:
+            raise _CannotRun(str(e)) from None
+        how = "packed" if shipped.packed else ("given" if ns.archive else "cached")
+        size = shipped.archive.stat().st_size / 1e6
+        print(f"lab: executors' environment {shipped.archive} ({size:.0f} MB, {how}, "
+              f"{shipped.pack_s:.1f} s) and {shipped.package_zip.name}", file=sys.stderr,
+              flush=True)
+    spark = make_session(ns.master, driver_memory=ns.driver_memory, conf=conf, ship=shipped)
+    if not is_local(str(spark.sparkContext.master)) and not ns.no_probe:
+        try:
+            info = check_executors(spark, ns.probe_timeout)
+        except ProbeError as e:
+            spark.stop()
+            raise _CannotRun(str(e)) from None
+        print(f"lab: {describe(info)}", file=sys.stderr, flush=True)
+    return spark
+
+
 def _run(ns: argparse.Namespace) -> int:
-    from groupcoord.lab.spec import cells, expand, load_spec
+    from groupcoord.lab.spec import cells, expand, load_spec, restrict
 
     source = ns.spec_opt or ns.spec
     if source is None:
@@ -56,6 +115,10 @@ def _run(ns: argparse.Namespace) -> int:
             from dataclasses import replace
 
             spec = replace(spec, events=True)
+        if ns.only_scenario or ns.only_size or ns.only_workload or ns.only_protocol:
+            spec = restrict(spec, scenarios=ns.only_scenario or (), sizes=ns.only_size or (),
+                            workloads=ns.only_workload or (),
+                            protocols=ns.only_protocol or ())
         runs = expand(spec)
     except (SpecError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -64,10 +127,13 @@ def _run(ns: argparse.Namespace) -> int:
           f"({', '.join(spec.resolved_protocols())})")
     if ns.dry_run:
         return 0
-    from groupcoord.lab.session import make_session
     from groupcoord.lab.sweep import run_sweep
 
-    spark = make_session(ns.master, driver_memory=ns.driver_memory)
+    try:
+        spark = _session(ns)
+    except _CannotRun as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     try:
         outcome = run_sweep(spark, spec, ns.out, per_task=ns.runs_per_task, progress=_progress)
     finally:
@@ -84,14 +150,13 @@ def _run(ns: argparse.Namespace) -> int:
 
 def _audit(ns: argparse.Namespace) -> int:
     from groupcoord.lab.audit import AuditError, read_log, run_audit
-    from groupcoord.lab.session import make_session
 
     try:
         read_log(ns.data_dir)  # fail before starting Spark
-    except AuditError as e:
+        spark = _session(ns)
+    except (AuditError, _CannotRun) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    spark = make_session(ns.master, driver_memory=ns.driver_memory)
     try:
         outcome = run_audit(spark, ns.data_dir, ns.out)
     finally:
@@ -199,6 +264,30 @@ def _calibrate(ns: argparse.Namespace) -> int:
               f"workload {', '.join(f'{k}={v}' for k, v in asdict(wl).items())}")
         print(format_table(results, windows=ns.windows))
     return 1 if any(r.error for r in results) else 0
+def _pack(ns: argparse.Namespace) -> int:
+    from groupcoord.lab.ship import ShipError, ship
+
+    try:
+        shipped = ship(Path(ns.env_cache) if ns.env_cache else None, ns.python_prefix)
+    except ShipError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    size = shipped.archive.stat().st_size / 1e6
+    print(f"environment {shipped.archive} ({size:.0f} MB, "
+          f"{'packed' if shipped.packed else 'cached'} in {shipped.pack_s:.1f} s): "
+          f"{', '.join(shipped.distributions)}")
+    print(f"package {shipped.package_zip}")
+    print("spark-submit options: " + " ".join(shlex.quote(a) for a in shipped.submit_args()))
+    return 0
+
+
+def _shipping(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--env-cache", metavar="DIR",
+                   help="where packed environments are cached (default $GROUPCOORD_LAB_CACHE, "
+                        "else ~/.cache/groupcoord/lab)")
+    p.add_argument("--python-prefix", metavar="DIR",
+                   help="where Python lives on the nodes, if not where it does here "
+                        "(venv-pack's --python-prefix)")
 
 
 def _common_spark(p: argparse.ArgumentParser) -> None:
@@ -207,6 +296,19 @@ def _common_spark(p: argparse.ArgumentParser) -> None:
     p.add_argument("--driver-memory", default=DEFAULT_DRIVER_MEMORY,
                    help=f"Spark driver memory (default {DEFAULT_DRIVER_MEMORY}; local mode runs "
                         f"the executors in the driver)")
+    p.add_argument("--conf", action="append", metavar="KEY=VALUE",
+                   help="a Spark setting (repeatable), e.g. spark.executor.memory=2g")
+    p.add_argument("--archive", metavar="FILE",
+                   help="a packed environment for the executors (default with a master that is "
+                        "not local: the driver's virtualenv, packed and cached)")
+    p.add_argument("--no-ship", action="store_true",
+                   help="ship nothing: the executors' own Python has groupcoord and its "
+                        "dependencies")
+    p.add_argument("--no-probe", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--probe-timeout", type=float, default=DEFAULT_PROBE_TIMEOUT_S, metavar="S",
+                   help="how long an executor may take to run the check job before the "
+                        f"sweep (default {DEFAULT_PROBE_TIMEOUT_S:.0f} s)")
+    _shipping(p)
 
 
 @command("lab", "the PySpark lab: sweeps of simulations, Parquet tables, report, log audit")
@@ -223,6 +325,14 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
     run.add_argument("--runs-per-task", type=int, default=None, metavar="N",
                      help="runs per Spark task (default: 4 tasks per core, at most 100 runs)")
     run.add_argument("--dry-run", action="store_true", help="expand the spec and stop")
+    run.add_argument("--scenario", dest="only_scenario", action="append", metavar="NAME",
+                     help="run only this scenario of the spec (repeatable; same seeds)")
+    run.add_argument("--size", dest="only_size", action="append", type=int, metavar="N",
+                     help="run only this size of the spec (repeatable)")
+    run.add_argument("--workload", dest="only_workload", action="append", metavar="NAME",
+                     help="run only this workload of the spec (repeatable)")
+    run.add_argument("--protocol", dest="only_protocol", action="append", metavar="LABEL",
+                     help="run only this protocol of the spec (repeatable)")
     run.add_argument("--keep-session", action="store_true", help=argparse.SUPPRESS)
     run.set_defaults(func=_run)
 
@@ -281,3 +391,7 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
     report = sub.add_parser("report", help="render DIR/report again from DIR's tables")
     report.add_argument("dir")
     report.set_defaults(func=_report)
+
+    pack = sub.add_parser("pack", help="pack the executors' environment (for spark-submit)")
+    _shipping(pack)
+    pack.set_defaults(func=_pack)

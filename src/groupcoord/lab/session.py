@@ -3,8 +3,10 @@
 Local masters (``local``, ``local[N]``, ``local[*]``) get the settings that work on a small
 machine (see shared NOTES "PySpark on this machine"): loopback addresses, no UI, a modest
 driver heap (1 g), few shuffle partitions, and the executors' Python set to the driver's own
-interpreter, so they import the same installed ``groupcoord``. Other masters get only what the
-caller passes: on a cluster the package travels with ``spark-submit`` (``docs/lab.md``).
+interpreter, so they import the same installed ``groupcoord``. Other masters get what the
+caller passes, and with ``ship`` (``lab.ship``) the executors' environment: the packed archive
+through ``spark.archives``, run as ``./environment/bin/python``, and the package zip through
+``addPyFile`` (``docs/lab.md`` "On a cluster").
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from groupcoord.lab.ship import ShippedEnv
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +56,12 @@ def under_spark_submit() -> bool:
 
 def make_session(master: str | None = None, *, app_name: str = "groupcoord-lab",
                  driver_memory: str = DEFAULT_DRIVER_MEMORY,
-                 conf: Mapping[str, str] | None = None) -> SparkSession:
+                 conf: Mapping[str, str] | None = None,
+                 ship: ShippedEnv | None = None) -> SparkSession:
     """Start (or reuse) a Spark session for the lab. ``master=None``: the one ``spark-submit``
-    was given, else ``local[*]``."""
+    was given, else ``local[*]``. ``ship``: the environment archive and package zip the
+    executors run (PySpark reads the executors' interpreter from ``PYSPARK_PYTHON`` when the
+    context starts, so it is set for that moment)."""
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name)
@@ -81,10 +88,24 @@ def make_session(master: str | None = None, *, app_name: str = "groupcoord-lab",
             "spark.sql.shuffle.partitions": str(max(cores, 1)),
             "spark.default.parallelism": str(max(cores, 1)),
         })
+    if ship is not None:
+        settings.update(ship.spark_conf())
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    saved = os.environ.get("PYSPARK_PYTHON")
+    if ship is not None:
+        os.environ["PYSPARK_PYTHON"] = ship.python
+    try:
+        spark = builder.getOrCreate()
+    finally:
+        if ship is not None:
+            if saved is None:
+                os.environ.pop("PYSPARK_PYTHON", None)
+            else:
+                os.environ["PYSPARK_PYTHON"] = saved
+    if ship is not None:
+        spark.sparkContext.addPyFile(str(ship.package_zip))
     spark.sparkContext.setLogLevel("WARN")
     log.info("spark %s on %s (default parallelism %d)", spark.version,
              spark.sparkContext.master, spark.sparkContext.defaultParallelism)

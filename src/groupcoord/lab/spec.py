@@ -64,7 +64,7 @@ import json
 import math
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +166,23 @@ PARAM_COLUMNS: tuple[str, ...] = tuple(RunParams.__dataclass_fields__)
 
 
 @dataclass(slots=True, frozen=True)
+class Grid:
+    """One grid of a spec with several (``[[grid]]``): its own protocols, scenarios, sizes,
+    workloads, fault rates and seeds (each inherited from the spec's top level when absent)."""
+
+    name: str
+    scenarios: tuple[str, ...]
+    protocols: tuple[str, ...]
+    sizes: tuple[int | None, ...]
+    workloads: tuple[Workload, ...]
+    fault_rates: tuple[float | None, ...]
+    seeds: int
+    description: str = ""
+    #: The metrics the question is about (the report's findings for this grid), or all.
+    metrics: tuple[str, ...] = ()
+
+
+@dataclass(slots=True, frozen=True)
 class SweepSpec:
     name: str
     scenarios: tuple[str, ...]
@@ -183,13 +200,18 @@ class SweepSpec:
     inline: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: Where the spec came from: a built-in name or a file path.
     source: str = ""
+    #: Several grids (``[[grid]]``): the sweep is their union; empty: the top level is the grid.
+    grids: tuple[Grid, ...] = ()
 
     def resolved_protocols(self) -> list[str]:
-        """``all`` expanded to the simulator's registry; every label checked against it."""
+        """``all`` expanded to the simulator's registry; every label checked against it (of
+        every grid, in order, when the spec has grids)."""
         from groupcoord.sim.protocols import protocol_labels, resolve_protocol
 
         out: list[str] = []
-        for p in self.protocols:
+        wanted = ([p for g in self.grids for p in g.protocols] if self.grids
+                  else list(self.protocols))
+        for p in wanted:
             labels = protocol_labels() if p == "all" else [p]
             for label in labels:
                 try:
@@ -205,7 +227,9 @@ class SweepSpec:
 # --------------------------------------------------------------------------- parsing
 
 _TOP = {"name", "description", "protocols", "scenarios", "sizes", "fault_rates", "seeds", "salt",
-        "events", "checkpoint_every", "max_steps", "workloads", "scenario"}
+        "events", "checkpoint_every", "max_steps", "workloads", "scenario", "grid"}
+_GRID = {"name", "description", "protocols", "scenarios", "sizes", "fault_rates", "seeds",
+         "workloads", "metrics"}
 _WORKLOAD = {"name", "topics", "partitions", "connectors", "tasks"}
 #: The work keys a workload may set (``sim.workload.Workload``'s fields).
 _WORK = {f for f in SimWorkload.__dataclass_fields__}
@@ -264,23 +288,16 @@ def _workload(where: str, raw: Any) -> Workload:
                     dims.get("tasks"), work)
 
 
-def parse_spec(data: Mapping[str, Any], source: str = "") -> SweepSpec:
-    """A :class:`SweepSpec` from a parsed TOML table; :class:`SpecError` names the field."""
-    where = source or "spec"
-    unknown = sorted(set(data) - _TOP)
-    if unknown:
-        raise SpecError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: "
-                        f"{', '.join(sorted(_TOP))}")
-    if "scenarios" not in data:
-        raise SpecError(f"{where}: scenarios is required")
-    scenarios = tuple(str(s) for s in _list(f"{where}: scenarios", data["scenarios"]))
-    protocols = tuple(str(p) for p in _list(f"{where}: protocols", data.get("protocols", "all")))
-
+def _sizes(where: str, raw: Any) -> tuple[int | None, ...]:
     sizes: list[int | None] = []
-    for v in _list(f"{where}: sizes", data.get("sizes", SCENARIO_DEFAULT)):
+    for v in _list(f"{where}: sizes", raw):
         sizes.append(None if v == SCENARIO_DEFAULT else _pos_int(f"{where}: sizes", v))
+    return tuple(dict.fromkeys(sizes))
+
+
+def _rates(where: str, raw: Any) -> tuple[float | None, ...]:
     rates: list[float | None] = []
-    for v in _list(f"{where}: fault_rates", data.get("fault_rates", SCENARIO_DEFAULT)):
+    for v in _list(f"{where}: fault_rates", raw):
         if v == SCENARIO_DEFAULT:
             rates.append(None)
         elif isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 1:
@@ -288,6 +305,50 @@ def parse_spec(data: Mapping[str, Any], source: str = "") -> SweepSpec:
         else:
             raise SpecError(f"{where}: fault_rates: expected probabilities in [0, 1] or "
                             f"{SCENARIO_DEFAULT!r}, got {v!r}")
+    return tuple(dict.fromkeys(rates))
+
+
+def _metrics(where: str, raw: Any) -> tuple[str, ...]:
+    from groupcoord.lab.findings import BY_COLUMN
+
+    if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
+        raise SpecError(f"{where}: metrics: expected an array of metric names")
+    unknown = [v for v in raw if v not in BY_COLUMN]
+    if unknown:
+        raise SpecError(f"{where}: metrics: unknown {', '.join(unknown)}; known: "
+                        f"{', '.join(BY_COLUMN)}")
+    return tuple(raw)
+
+
+def _grid_workloads(where: str, raw: Any, defined: tuple[Workload, ...]) -> tuple[Workload, ...]:
+    """A grid's workloads: names of the spec's ``[[workloads]]`` (``scenario``: the
+    scenario's own topics or connectors)."""
+    by_name = {SCENARIO_DEFAULT: SCENARIO_WORKLOAD, **{w.name: w for w in defined}}
+    out = []
+    for v in _list(f"{where}: workloads", raw):
+        if v not in by_name:
+            raise SpecError(f"{where}: workloads: unknown workload {v!r}; the spec defines "
+                            f"{', '.join(by_name)}")
+        out.append(by_name[v])
+    return tuple(out)
+
+
+def parse_spec(data: Mapping[str, Any], source: str = "") -> SweepSpec:
+    """A :class:`SweepSpec` from a parsed TOML table; :class:`SpecError` names the field."""
+    where = source or "spec"
+    unknown = sorted(set(data) - _TOP)
+    if unknown:
+        raise SpecError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: "
+                        f"{', '.join(sorted(_TOP))}")
+    raw_grids = data.get("grid")
+    if raw_grids is not None and (not isinstance(raw_grids, list) or not raw_grids
+                                  or not all(isinstance(g, Mapping) for g in raw_grids)):
+        raise SpecError(f"{where}: grid must be a non-empty array of tables ([[grid]])")
+    if "scenarios" not in data and not raw_grids:
+        raise SpecError(f"{where}: scenarios is required")
+    protocols = tuple(str(p) for p in _list(f"{where}: protocols", data.get("protocols", "all")))
+    sizes = _sizes(where, data.get("sizes", SCENARIO_DEFAULT))
+    rates = _rates(where, data.get("fault_rates", SCENARIO_DEFAULT))
     raw_workloads = data.get("workloads")
     if raw_workloads is None:
         workloads: tuple[Workload, ...] = (SCENARIO_WORKLOAD,)
@@ -300,6 +361,33 @@ def parse_spec(data: Mapping[str, Any], source: str = "") -> SweepSpec:
         names = [w.name for w in workloads]
         if len(set(names)) != len(names):
             raise SpecError(f"{where}: workload names must be unique, got {names}")
+    seeds = _pos_int(f"{where}: seeds", data.get("seeds", 3))
+    grids: list[Grid] = []
+    for i, g in enumerate(raw_grids or []):
+        gw = f"{where}: grid[{i}]"
+        unknown = sorted(set(g) - _GRID)
+        if unknown:
+            raise SpecError(f"{gw}: unknown key(s) {', '.join(unknown)}; allowed: "
+                            f"{', '.join(sorted(_GRID))}")
+        if "scenarios" not in g and "scenarios" not in data:
+            raise SpecError(f"{gw}: scenarios is required (here or at the top level)")
+        grids.append(Grid(
+            name=str(g.get("name", f"grid{i}")), description=str(g.get("description", "")),
+            scenarios=tuple(str(x) for x in _list(f"{gw}: scenarios",
+                                                   g.get("scenarios", data.get("scenarios")))),
+            protocols=(tuple(str(x) for x in _list(f"{gw}: protocols", g["protocols"]))
+                       if "protocols" in g else protocols),
+            sizes=_sizes(gw, g["sizes"]) if "sizes" in g else tuple(dict.fromkeys(sizes)),
+            workloads=(_grid_workloads(gw, g["workloads"], workloads) if "workloads" in g
+                       else workloads),
+            fault_rates=(_rates(gw, g["fault_rates"]) if "fault_rates" in g
+                         else tuple(dict.fromkeys(rates))),
+            seeds=_pos_int(f"{gw}: seeds", g["seeds"]) if "seeds" in g else seeds,
+            metrics=_metrics(gw, g.get("metrics", []))))
+    if grids:
+        scenarios = tuple(dict.fromkeys(sc for gr in grids for sc in gr.scenarios))
+    else:
+        scenarios = tuple(str(x) for x in _list(f"{where}: scenarios", data["scenarios"]))
     inline_raw = data.get("scenario", {})
     if not isinstance(inline_raw, Mapping):
         raise SpecError(f"{where}: [scenario.NAME] tables define inline scenarios")
@@ -313,13 +401,12 @@ def parse_spec(data: Mapping[str, Any], source: str = "") -> SweepSpec:
         name=str(data.get("name", Path(source).stem if source else "sweep")),
         description=str(data.get("description", "")),
         scenarios=scenarios, protocols=protocols, sizes=tuple(dict.fromkeys(sizes)),
-        workloads=workloads, fault_rates=tuple(dict.fromkeys(rates)),
-        seeds=_pos_int(f"{where}: seeds", data.get("seeds", 3)),
+        workloads=workloads, fault_rates=tuple(dict.fromkeys(rates)), seeds=seeds,
         salt=str(data.get("salt", "")), events=bool(data.get("events", False)),
         checkpoint_every=_pos_int(f"{where}: checkpoint_every",
                                   data.get("checkpoint_every", 2_000)),
         max_steps=_pos_int(f"{where}: max_steps", max_steps, 0) or None,
-        inline=inline, source=source)
+        inline=inline, source=source, grids=tuple(grids))
     # Fail on the driver, before any executor runs: every scenario must load.
     for sc in spec.scenarios:
         scenario_definition(spec, sc)
@@ -406,10 +493,29 @@ def derive_run_id(protocol: str, seed: int, scenario: str, size: int | None,
 
 
 def expand(spec: SweepSpec) -> list[RunParams]:
-    """Every run of the sweep, in a stable order (cell by cell, replicate by replicate)."""
+    """Every run of the sweep, in a stable order (cell by cell, replicate by replicate; grid
+    by grid, a run two grids share counted once)."""
+    if spec.grids:
+        runs: list[RunParams] = []
+        seen: set[str] = set()
+        for g in spec.grids:
+            sub = replace(spec, grids=(), scenarios=g.scenarios, protocols=g.protocols,
+                          sizes=g.sizes, workloads=g.workloads, fault_rates=g.fault_rates,
+                          seeds=g.seeds)
+            try:
+                part = expand(sub)
+            except SpecError:
+                continue  # a grid whose workloads fit none of its protocols
+            for r in part:
+                if r.run_id not in seen:
+                    seen.add(r.run_id)
+                    runs.append(r)
+        if not runs:
+            raise SpecError(f"{spec.source or spec.name}: the sweep has no runs")
+        return runs
     protocols = spec.resolved_protocols()
     defs = {sc: scenario_definition(spec, sc) for sc in spec.scenarios}
-    runs: list[RunParams] = []
+    runs = []
     for protocol in protocols:
         for scenario in spec.scenarios:
             for size in spec.sizes:
@@ -433,6 +539,43 @@ def expand(spec: SweepSpec) -> list[RunParams]:
         raise SpecError(f"{spec.source or spec.name}: the sweep has no runs (no workload fits "
                         f"the protocols {', '.join(protocols)})")
     return runs
+
+
+def restrict(spec: SweepSpec, *, scenarios: Sequence[str] = (), sizes: Sequence[int] = (),
+             workloads: Sequence[str] = (), protocols: Sequence[str] = ()) -> SweepSpec:
+    """The spec cut down to these scenarios, sizes, workloads and protocols (each empty: all
+    of them). Seeds depend on the cell, not on the rest of the sweep, so the runs left are
+    exactly the spec's runs of those cells (the command a finding names)."""
+    where = spec.source or spec.name
+
+    def check(kind: str, wanted: Sequence[Any], have: Sequence[Any]) -> None:
+        missing = [w for w in wanted if w not in have]
+        if missing:
+            raise SpecError(f"{where}: --{kind} {', '.join(map(str, missing))}: not in the "
+                            f"spec (it has {', '.join(map(str, have))})")
+
+    grids = spec.grids or (Grid(spec.name, spec.scenarios, spec.protocols, spec.sizes,
+                                spec.workloads, spec.fault_rates, spec.seeds),)
+    check("scenario", scenarios, [s for g in grids for s in g.scenarios])
+    check("size", sizes, [z for g in grids for z in g.sizes])
+    check("workload", workloads, [w.name for g in grids for w in g.workloads])
+    labels = spec.resolved_protocols()
+    check("protocol", protocols, labels)
+    out: list[Grid] = []
+    for g in grids:
+        gp = (tuple(p for p in protocols if p in replace(spec, grids=(g,)).resolved_protocols())
+              if protocols else g.protocols)
+        cut = replace(g, scenarios=tuple(s for s in g.scenarios if not scenarios or s in scenarios),
+                      sizes=tuple(z for z in g.sizes if not sizes or z in sizes),
+                      workloads=tuple(w for w in g.workloads
+                                      if not workloads or w.name in workloads),
+                      protocols=gp)
+        if cut.scenarios and cut.sizes and cut.workloads and cut.protocols:
+            out.append(cut)
+    if not out:
+        raise SpecError(f"{where}: no cell of the spec has all of the values asked for")
+    return replace(spec, grids=tuple(out),
+                   scenarios=tuple(dict.fromkeys(s for g in out for s in g.scenarios)))
 
 
 def cells(runs: Sequence[RunParams]) -> int:
@@ -468,28 +611,130 @@ tasks = 5
 """,
     "paper": """
 name = "paper"
-description = '''KIP-415's scenarios and the specs' case studies across every protocol \
-the simulator supports, at growing cluster sizes, with and without network faults.'''
-protocols = ["all"]
-scenarios = ["kip415-worker-joins", "kip415-worker-leaves", "kip415-worker-bounce",
-             "kip415-worker-bounce-after-delay", "kip415-leader-leaves", "kip415-leader-bounces",
-             "kip415-connector-added", "kip415-connector-removed",
-             "leave", "crash", "bounce", "rolling-bounce", "scale-out", "scale-in",
-             "static-bounce", "coordinator-failover",
-             "case-study-member-joins", "case-study-c-joins", "case-study-member-failure",
-             "case-study-partition-added", "case-study-static-bounce"]
-sizes = [4, 8, 16, 32]
-fault_rates = [0.0, 0.01]
+description = '''The seeds' questions, one grid each: KIP-415's scenarios under eager and \
+incremental cooperative Connect rebalancing; classic eager vs cooperative vs KIP-848 for \
+10 to 1,000 consumers; the processing time at which each protocol starts to win (crossover); \
+and the field's anchor, 10 consumers while a topic grows by 900 partitions. Members do work \
+at rates that keep them below saturation at every size: a rebalance, not an overload, is what \
+builds the lag.'''
 seeds = 5
-
-[[workloads]]
-name = "4x32"
-topics = 4
-partitions = 32
+fault_rates = [0.0]
 
 [[workloads]]
 name = "16x8c"
 connectors = 16
 tasks = 8
+task_records_per_s = 10
+
+[[workloads]]
+name = "4x250"
+topics = 4
+partitions = 250
+records_per_s = 2
+
+[[workloads]]
+name = "light"
+records_per_s = 2
+
+[[workloads]]
+name = "4x8-p0.5ms"
+topics = 4
+partitions = 8
+records_per_s = 10
+processing_ms = 0.5
+
+[[workloads]]
+name = "4x8-p2ms"
+topics = 4
+partitions = 8
+records_per_s = 10
+processing_ms = 2
+
+[[workloads]]
+name = "4x8-p5ms"
+topics = 4
+partitions = 8
+records_per_s = 10
+processing_ms = 5
+
+[[workloads]]
+name = "4x8-p10ms"
+topics = 4
+partitions = 8
+records_per_s = 10
+processing_ms = 10
+
+[[workloads]]
+name = "4x8-p20ms"
+topics = 4
+partitions = 8
+records_per_s = 10
+processing_ms = 20
+
+[[grid]]
+name = "kip415"
+description = "KIP-415's scenarios: eager vs incremental cooperative Connect rebalancing"
+protocols = ["connect:eager", "connect:cooperative", "classic-connect:eager",
+             "classic-connect:sessioned"]
+scenarios = ["kip415-worker-joins", "kip415-worker-leaves", "kip415-worker-bounce",
+             "kip415-worker-bounce-after-delay", "kip415-leader-leaves", "kip415-leader-bounces",
+             "kip415-connector-added", "kip415-connector-removed"]
+sizes = [3, 6, 12]
+workloads = ["16x8c"]
+
+[[grid]]
+name = "consumers"
+description = "classic eager vs cooperative vs KIP-848, 10 to 100 consumers"
+protocols = ["classic:eager", "classic:cooperative", "consumer:uniform", "consumer:range"]
+scenarios = ["crash", "bounce", "scale-out", "partition-added"]
+sizes = [10, 30, 100]
+workloads = ["4x250"]
+
+[[grid]]
+name = "consumers-1000"
+description = '''classic eager vs cooperative vs KIP-848 at 300 and 1,000 consumers (fewer \
+seeds; partition-added left out: at 1,000 members one run takes minutes)'''
+protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
+scenarios = ["crash", "bounce", "scale-out"]
+sizes = [300, 1000]
+workloads = ["4x250"]
+seeds = 2
+
+[[grid]]
+name = "rolling"
+description = '''a rolling bounce of every consumer, 15 s apart (it lasts members x 15 s, each \
+bounce a rebalance: up to 30 members)'''
+protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
+scenarios = ["rolling-bounce"]
+sizes = [10, 20, 30]
+workloads = ["4x250"]
+seeds = 3
+
+[[grid]]
+name = "crossover"
+description = '''the processing time per record (a batch is up to 500 records) at which each \
+protocol starts to win: 8 consumers on 4 x 8 partitions at 10 records/s each, 0.5 to 20 ms \
+per record (20 ms: 80 % busy)'''
+protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
+scenarios = ["rolling-bounce", "scale-out", "crash"]
+sizes = [8]
+workloads = ["4x8-p0.5ms", "4x8-p2ms", "4x8-p5ms", "4x8-p10ms", "4x8-p20ms"]
+seeds = 3
+
+[[grid]]
+name = "anchor"
+description = '''10 consumers, a topic grows by 900 partitions (librdkafka's docs: about 5 s \
+with the consumer protocol, about 103 s classic, which waits for the 5-minute metadata \
+refresh)'''
+protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
+scenarios = ["grow-by-900"]
+sizes = [10]
+workloads = ["light"]
+metrics = ["convergence_ms", "lag_peak"]
+
+[scenario.grow-by-900]
+description = "Ten consumers on foo (100 partitions); foo grows to 1,000 partitions."
+group = { members = 10, topics = { foo = 100 } }
+events = [{ at_ms = 30000, kind = "add-partitions", topic = "foo", partitions = 1000 }]
 """,
 }

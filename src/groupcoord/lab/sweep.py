@@ -233,6 +233,21 @@ class SweepOutcome:
     report: Path | None = None
 
 
+def grid_meta(spec: SweepSpec) -> list[dict[str, Any]]:
+    """The spec's grids as ``sweep.json`` records them (the report's findings per question)."""
+    from dataclasses import replace
+
+    out = []
+    for g in spec.grids:
+        one = replace(spec, grids=(g,))
+        out.append({"name": g.name, "description": g.description,
+                    "protocols": one.resolved_protocols(), "scenarios": list(g.scenarios),
+                    "sizes": list(g.sizes), "workloads": [w.name for w in g.workloads],
+                    "fault_rates": list(g.fault_rates), "seeds": g.seeds,
+                    "metrics": list(g.metrics)})
+    return out
+
+
 def run_sweep(spark: SparkSession, spec: SweepSpec, out_dir: str | Path, *,
               per_task: int | None = None, progress: ProgressCallback | None = log_progress,
               report: bool = True) -> SweepOutcome:
@@ -267,7 +282,8 @@ def run_sweep(spark: SparkSession, spec: SweepSpec, out_dir: str | Path, *,
             "sizes": list(spec.sizes), "workloads": [asdict(w) for w in spec.workloads],
             "fault_rates": list(spec.fault_rates), "seeds": spec.seeds, "events": spec.events,
             "violations": len(violations), "sim_s": round(sim_s, 3),
-            "master": spark.sparkContext.master, "spark": spark.version}
+            "master": spark.sparkContext.master, "spark": spark.version,
+            "grids": grid_meta(spec)}
     (out / "sweep.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     if report:
         from groupcoord.lab.report import build_report
