@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import inspect
 import logging
 import socket
@@ -77,6 +78,9 @@ from groupcoord.storage.log import RecordLog
 from groupcoord.storage.memory import MemoryLog
 
 log = logging.getLogger(__name__)
+
+#: How long a restarting broker tries a port that is still held (see ``Server._listen``).
+BIND_RETRY_S = 10.0
 
 #: Coordinator shards (``__consumer_offsets`` partitions) of a server with several brokers when
 #: none is given: Kafka's default ``offsets.topic.num.partitions``.
@@ -189,14 +193,15 @@ class KafkaServer:
         self.runtime = CoordinatorRuntime(self._log, self.num_shards, self.config,
                                           self.registry.image(), random_member_id)
         self.runtime.start(loop, background=True)
+        requested = self.port
         self._server = await self._listen(0, self.port, start=False)
         self.port = self._server.sockets[0].getsockname()[1]
         ports = [self.port]
         for b in range(1, self.num_brokers):
             if self.broker_ports is not None:
                 want = self.broker_ports[b - 1]
-            else:
-                want = 0 if self.port == 0 else self.port + b
+            else:  # port 0: a free port for every broker; else the ports after the first
+                want = 0 if requested == 0 else requested + b
             extra = await self._listen(b, want, start=False)
             self.listeners[b] = extra
             ports.append(extra.sockets[0].getsockname()[1])
@@ -228,9 +233,21 @@ class KafkaServer:
         return self.host, self.port
 
     async def _listen(self, broker: int, port: int, *, start: bool = True) -> asyncio.Server:
+        """Listen for ``broker`` on ``port`` (0: a free one). A given port still held a moment
+        after a restart is tried again for up to ``BIND_RETRY_S``: a client that kept retrying
+        the port while nothing listened may hold it briefly (a loopback connection to a free
+        port of the ephemeral range can connect to itself, until the client drops it)."""
         loop = asyncio.get_running_loop()
-        return await loop.create_server(lambda: Connection(self, broker), self.host, port,
-                                        reuse_address=True, backlog=2048, start_serving=start)
+        deadline = loop.time() + BIND_RETRY_S
+        while True:
+            try:
+                return await loop.create_server(lambda: Connection(self, broker), self.host, port,
+                                                reuse_address=True, backlog=2048,
+                                                start_serving=start)
+            except OSError as e:
+                if port == 0 or e.errno != errno.EADDRINUSE or loop.time() >= deadline:
+                    raise
+                await asyncio.sleep(0.05)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -274,8 +291,14 @@ class KafkaServer:
         return old, to
 
     def broker_down(self, broker: int) -> list[str]:
-        """Take ``broker`` down: its port refuses connections, its connections are closed, its
-        partitions and coordinators go to the next live broker. The peers dropped."""
+        """Take ``broker`` down: its connections are closed, and so is every connection made to
+        it until it comes back; its partitions and coordinators go to the next live broker. The
+        peers dropped.
+
+        The port stays bound while the broker is down (a client connecting is closed at once, as
+        a Kafka client sees a broker that is shutting down): were it released, a client retrying
+        it could take it (an outgoing connection to a free loopback port of the ephemeral range
+        can connect to itself) and the broker could not come back on its port."""
         bs = self._multi()
         bs.check_broker(broker)
         if broker in bs.down:
@@ -284,8 +307,6 @@ class KafkaServer:
             raise ValueError("the last live broker cannot be taken down")
         before = bs.owners()
         bs.down.add(broker)
-        listener = self.listeners.pop(broker)
-        listener.close()
         dropped = []
         for conn in list(self.connections):
             if conn.broker == broker:
@@ -294,10 +315,12 @@ class KafkaServer:
         self._reassign(before, f"broker {broker} down")
         return sorted(dropped)
 
-    def broker_up(self, broker: int) -> asyncio.Task[None]:
-        """Bring ``broker`` back: it leads its preferred partitions and coordinators again
-        now, and listens on its port again as soon as the returned task has run (the loop's
-        next iterations; a client connecting before that retries, as after a broker restart)."""
+    def broker_is_down(self, broker: int) -> bool:
+        return self.brokerset is not None and broker in self.brokerset.down
+
+    def broker_up(self, broker: int) -> None:
+        """Bring ``broker`` back: it leads its preferred partitions and coordinators again and
+        serves the connections made to its port from now on."""
         bs = self._multi()
         bs.check_broker(broker)
         if broker not in bs.down:
@@ -305,16 +328,6 @@ class KafkaServer:
         before = bs.owners()
         bs.down.discard(broker)
         self._reassign(before, f"broker {broker} up")
-
-        async def reopen() -> None:
-            try:
-                self.listeners[broker] = await self._listen(broker, bs.info(broker).port)
-            except OSError as e:
-                log.error("broker %d: cannot listen on port %d again: %s", broker,
-                          bs.info(broker).port, e)
-                raise
-
-        return asyncio.get_running_loop().create_task(reopen())
 
     def _multi(self) -> BrokerSet:
         if self.brokerset is None:
@@ -480,6 +493,11 @@ class Connection(asyncio.Protocol):
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.server.broker_is_down(self.broker):
+            log.debug("connection from %s to broker %d, which is down: closed", self.peer,
+                      self.broker)
+            transport.abort()
+            return
         self.server.connections.add(self)
         log.debug("connection from %s", self.peer)
 

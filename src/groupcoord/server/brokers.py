@@ -50,7 +50,7 @@ class BrokerSet:
 
     brokers: list[BrokerInfo]
     num_shards: int
-    #: Brokers taken down (connections refused).
+    #: Brokers taken down (connections to them closed at once; their ports stay bound).
     down: set[int] = field(default_factory=set)
     #: Shards whose coordinator was moved: shard -> broker.
     moved: dict[int, int] = field(default_factory=dict)

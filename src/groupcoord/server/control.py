@@ -26,8 +26,9 @@ Commands (arguments in brackets are optional):
 - with several brokers (``server/brokers.py``): ``move-coordinator`` group [to]: the group's
   coordinator (its whole ``__consumer_offsets`` partition) moves to broker ``to`` (default the
   next live one), which loads it from the log (COORDINATOR_LOAD_IN_PROGRESS meanwhile) while the
-  old one answers NOT_COORDINATOR; ``broker-down`` broker: its port refuses connections, its
-  connections close, its partitions and coordinators go to the next live broker;
+  old one answers NOT_COORDINATOR; ``broker-down`` broker: its
+  connections close, so does every new one (its port stays bound), its partitions and
+  coordinators go to the next live broker;
   ``broker-up`` broker: it comes back and leads what it prefers again; ``brokers`` [group]:
   the brokers, those down, and the group's coordinator.
 

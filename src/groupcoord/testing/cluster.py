@@ -125,7 +125,7 @@ class Control:
         return int(self.run("move-coordinator", group=group, to=to)["to"])
 
     def broker_down(self, broker: int) -> list[str]:
-        """Take a broker down (port refused, connections closed, its partitions and
+        """Take a broker down (connections closed, new ones closed at once, its partitions and
         coordinators to the next live broker); the peers dropped."""
         out: list[str] = self.run("broker-down", broker=broker)["dropped"]
         return out
@@ -246,7 +246,7 @@ class Cluster:
         return self._on_loop(lambda: {t.name: t.num_partitions for t in self.server.registry})
 
     async def restart_async(self, down_s: float = 0.0) -> None:
-        """(On the server's loop.) The broker goes away (connections closed, port refused),
+        """(On the server's loop.) The broker goes away (connections closed, new ones closed at once),
         stays down ``down_s``, and comes back on the same port with the same record log."""
         await self._stop()
         if down_s > 0:
