@@ -27,3 +27,19 @@ def command(name: str, help: str) -> Callable[[Callable[[argparse.ArgumentParser
         return add_args
 
     return deco
+
+
+def int_at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse ``type`` for an integer option of at least ``minimum``: a bad value is one
+    line naming the option (argparse adds it), never a traceback."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse

@@ -24,7 +24,7 @@ import json
 import sys
 from typing import Any
 
-from groupcoord.commands import command
+from groupcoord.commands import command, int_at_least
 
 __all__: list[str] = []
 
@@ -47,14 +47,7 @@ def _run(ns: argparse.Namespace) -> int:
     return 0
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+_positive = int_at_least(1)
 
 
 @command("control", "the control plane of a running server, for tests (faults, sessions)")

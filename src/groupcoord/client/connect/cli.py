@@ -61,7 +61,7 @@ from groupcoord.client.connect.runtime import ConnectRuntime, item_label
 from groupcoord.client.connect.worker import EAGER, INCREMENTAL_COOPERATIVE, PROTOCOLS
 from groupcoord.client.connection import ConnectionLost, UnsupportedApi
 from groupcoord.client.member_driver import DEFAULT_CLOSE_TIMEOUT_MS
-from groupcoord.commands import command
+from groupcoord.commands import command, int_at_least
 from groupcoord.server.cli import add_connectors_commands
 
 __all__ = ["CONNECT", "COOPERATIVE", "resolve_protocol"]
@@ -103,14 +103,7 @@ def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
     return out
 
 
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
-    return value
+_non_negative = int_at_least(0)
 
 
 def _labels(connectors: Connectors, tasks: Tasks) -> str:
