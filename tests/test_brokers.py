@@ -15,6 +15,8 @@
 from __future__ import annotations
 
 import asyncio
+import errno
+import socket
 import subprocess
 import threading
 import time
@@ -179,6 +181,27 @@ def test_broker_control_bad_input() -> None:
                 time.sleep(0.05)
     with embedded_cluster() as cl, pytest.raises(ControlError, match="one broker"):
         cl.control.broker_down(0)
+
+
+def test_a_broker_taken_down_keeps_its_port_and_closes_connections_as_they_come() -> None:
+    """A down broker's port stays bound (nothing else can take it, so the broker comes back on
+    it) and a connection to it is accepted and closed at once; once up, it serves again."""
+    with embedded_cluster(brokers=2) as cl:
+        host, _, port = _ports(cl)[1].rpartition(":")
+        cl.control.broker_down(1)
+        with socket.socket() as s, pytest.raises(OSError) as bound:
+            s.bind((host, int(port)))
+        assert bound.value.errno == errno.EADDRINUSE
+        with socket.create_connection((host, int(port)), timeout=10) as c:
+            c.settimeout(10)
+            try:
+                data = c.recv(1)
+            except ConnectionResetError:  # closed by an abort
+                data = b""
+            assert data == b""  # closed by the broker, nothing sent
+        cl.control.broker_up(1)
+        with KafkaClient(_ports(cl)[1]) as kc:
+            assert len(kc.call(ApiKey.METADATA, 12, topics=None).brokers) == 2
 
 
 def test_serve_with_brokers_and_racks(tmp_path: Any) -> None:
