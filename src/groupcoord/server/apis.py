@@ -112,6 +112,11 @@ class RequestContext:
     api_version: int
     client_id: str
     client_host: str
+    #: The authenticated principal ("User:NAME"); "User:ANONYMOUS" on a listener without SASL or
+    #: client certificates, as Kafka's default principal builder names it.
+    principal: str = "User:ANONYMOUS"
+    #: The name of the listener the request came in on (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL).
+    listener: str = "PLAINTEXT"
 
 
 Handler = Callable[[Any, RequestContext], Any]

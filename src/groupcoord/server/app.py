@@ -398,7 +398,8 @@ class KafkaServer:
             body = decode_request_body(cls, buf, header.size)
         except DecodeError as e:
             return Close(f"malformed {api_name(key)} v{version} request: {e}")
-        ctx = RequestContext(key, version, header.client_id or "", conn.client_host)
+        ctx = RequestContext(key, version, header.client_id or "", conn.client_host,
+                             conn.principal, conn.listener)
         conn.client_id = ctx.client_id
         assert self.apis is not None
         faults = self.control.faults
@@ -474,6 +475,9 @@ class Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.client_host = ""
+        #: Who the client is (set by authentication) and the listener it came in on.
+        self.principal = "User:ANONYMOUS"
+        self.listener = "PLAINTEXT"
         #: The client id of the last request on this connection (control: drop-connections).
         self.client_id = ""
         self.busy = False
