@@ -73,6 +73,7 @@ from groupcoord.server.partition_log import InvalidRecords, ProducerStateError
 from groupcoord.server.producer_ids import ProducerIdAllocator
 from groupcoord.server.runtime import CoordinatorRuntime
 from groupcoord.server.topic_registry import TopicRegistry, validate_topic_name
+from groupcoord.storage.log import LogError
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +131,8 @@ class KafkaApis:
                  host: str, port: int, broker_configs: dict[str, str] | None = None,
                  producer_ids: ProducerIdAllocator | None = None) -> None:
         self.registry = registry
-        self.producer_ids = producer_ids or ProducerIdAllocator(registry.data_dir)
+        self.producer_ids = producer_ids or ProducerIdAllocator(
+            registry.data_dir, persist=not registry.in_memory)
         self.runtime = runtime
         self.host = host
         self.port = port
@@ -444,7 +446,7 @@ class KafkaApis:
                         res.update(error_code=E.corrupt_message, error_message=str(e))
                     except ProducerStateError as e:
                         res.update(error_code=e.code, error_message=str(e))
-                    except OSError as e:
+                    except (OSError, LogError) as e:
                         log.error("produce to %s-%d failed: %s", td.name, pd.index, e)
                         res.update(error_code=E.kafka_storage_error, error_message=str(e))
                 parts.append(res)
@@ -534,18 +536,23 @@ class KafkaApis:
                     parts.append(res)
                     continue
                 plog = topic.partitions[pi]
-                hw = plog.high_watermark
-                res.update(high_watermark=hw, last_stable_offset=hw,
-                           log_start_offset=plog.log_start_offset)
-                offset = int(fp.fetch_offset)
-                if offset < plog.log_start_offset or offset > hw:
-                    res["error_code"] = E.offset_out_of_range
+                try:
+                    hw = plog.high_watermark
+                    res.update(high_watermark=hw, last_stable_offset=hw,
+                               log_start_offset=plog.log_start_offset)
+                    offset = int(fp.fetch_offset)
+                    if offset < plog.log_start_offset or offset > hw:
+                        res["error_code"] = E.offset_out_of_range
+                        errors = True
+                    elif offset < hw:
+                        budget = min(int(fp.partition_max_bytes), max(max_bytes - total, 0))
+                        data = plog.read(offset, budget) if (budget > 0 or total == 0) else b""
+                        res["records"] = data
+                        total += len(data)
+                except (OSError, LogError) as e:  # unreadable partition file
+                    log.error("fetch from %s-%d failed: %s", topic.name, pi, e)
+                    res["error_code"] = E.kafka_storage_error
                     errors = True
-                elif offset < hw:
-                    budget = min(int(fp.partition_max_bytes), max(max_bytes - total, 0))
-                    data = plog.read(offset, budget) if (budget > 0 or total == 0) else b""
-                    res["records"] = data
-                    total += len(data)
                 parts.append(res)
             responses.append({"topic": getattr(ft, "topic", ""), "topic_id": getattr(ft, "topic_id", None),
                               "partitions": parts})
