@@ -69,15 +69,18 @@ class OpenFiles:
     def __len__(self) -> int:
         return len(self._fds)
 
-    def fd(self, path: str, create: bool = False) -> int:
+    def fd(self, path: str, create: bool = False, exclusive: bool = False) -> int:
         """A descriptor of ``path`` opened read-write in append mode; with ``create`` the file
-        and its directory are made if missing (else FileNotFoundError). Valid until the next
-        call (which may close it): use it at once."""
+        and its directory are made if missing (else FileNotFoundError); with ``exclusive`` too,
+        FileExistsError if the file is there. Valid until the next call (which may close it):
+        use it at once."""
         fd = self._fds.get(path)
         if fd is not None:
+            if exclusive:
+                raise FileExistsError(path)
             self._fds.move_to_end(path)
             return fd
-        fd = self._open(path, create)
+        fd = self._open(path, create, exclusive)
         self._fds[path] = fd
         self.opens += 1
         while len(self._fds) > self.max_open:
@@ -85,8 +88,9 @@ class OpenFiles:
             os.close(old)
         return fd
 
-    def _open(self, path: str, create: bool) -> int:
-        flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
+    def _open(self, path: str, create: bool, exclusive: bool) -> int:
+        flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0) \
+            | (os.O_EXCL if create and exclusive else 0)
         for attempt in range(3):
             try:
                 return os.open(path, flags, 0o644)

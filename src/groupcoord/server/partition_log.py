@@ -167,12 +167,14 @@ class PartitionLog:
     for every partition file present; otherwise the first access calls it).
     """
 
-    __slots__ = ("_bases", "_files", "_hw", "_lasts", "_loaded", "_max_ts", "_mem", "_positions",
-                 "_producers", "_size", "_sizes", "_spath", "log_start_offset", "path")
+    __slots__ = ("_bases", "_files", "_fresh", "_hw", "_lasts", "_loaded", "_max_ts", "_mem",
+                 "_positions", "_producers", "_size", "_sizes", "_spath", "log_start_offset")
 
-    def __init__(self, path: Path, files: OpenFiles | None = None, *,
-                 in_memory: bool = False) -> None:
-        self.path = path
+    def __init__(self, path: Path | str, files: OpenFiles | None = None, *,
+                 in_memory: bool = False, fresh: bool = False) -> None:
+        """``fresh``: the caller knows no file was there (the registry, for partitions without
+        a file at start-up or created since): no look-up until the first append, which creates
+        the file exclusively — and, should one have appeared after all, recovers it first."""
         self._spath = str(path)
         self._files = files if files is not None else _DEFAULT_FILES
         self._mem: bytearray | None = bytearray() if in_memory else None
@@ -185,7 +187,12 @@ class PartitionLog:
         self.log_start_offset = 0
         self._hw = 0
         self._size = 0
-        self._loaded = in_memory
+        self._fresh = fresh and not in_memory
+        self._loaded = in_memory or fresh
+
+    @property
+    def path(self) -> Path:
+        return Path(self._spath)
 
     @property
     def high_watermark(self) -> int:
@@ -351,6 +358,7 @@ class PartitionLog:
             raise ProducerStateError(OUT_OF_ORDER_SEQUENCE_NUMBER,
                                      "a produce request mixes stored and new batches")
         buf = bytearray(data)
+        first_position = self._size
         first = self._hw
         next_offset = first
         pos = 0
@@ -365,7 +373,9 @@ class PartitionLog:
         if self._mem is not None:
             self._mem += buf
         else:
-            fd = self._files.fd(self._spath, create=True)
+            fd = self._fd_for_append()
+            if self._size != first_position:  # a file found where none was expected
+                return self.append(data)
             try:
                 written = os.write(fd, buf)
             except OSError:
@@ -381,6 +391,18 @@ class PartitionLog:
                 self._remember(b, e[0])
         self._size += len(buf)
         return first
+
+    def _fd_for_append(self) -> int:
+        if not self._fresh:
+            return self._files.fd(self._spath, create=True)
+        self._fresh = False
+        try:
+            return self._files.fd(self._spath, create=True, exclusive=True)
+        except FileExistsError:
+            log.warning("%s: a partition file appeared where none was: recovering it",
+                        self._spath)
+            self.recover()
+            return self._files.fd(self._spath, create=True)
 
     def read(self, offset: int, max_bytes: int) -> bytes:
         """Batches from the one holding ``offset`` on, at least one, then up to ``max_bytes``."""

@@ -121,7 +121,7 @@ class Topic:
 
 class TopicRegistry:
     def __init__(self, data_dir: Path, *, in_memory: bool = False,
-                 max_open_files: int | None = None) -> None:
+                 max_open_files: int | None = None, recover: bool = True) -> None:
         self.data_dir = data_dir
         #: ``--storage memory``: topics and partition data in memory only; nothing is read
         #: from or written to ``data_dir``.
@@ -135,21 +135,21 @@ class TopicRegistry:
         #: Bumped on every change: what caches of topic-derived answers key on.
         self.generation = 0
         self._image: MetadataImage | None = None
-        self._load()
+        self._load(recover)
 
     # ------------------------------------------------------------------ persistence
 
     def _new_topic(self, tid: UUID, name: str, count: int, configs: dict[str, str]) -> Topic:
-        tdir = self._topics_dir / tid.hex
+        tdir = str(self._topics_dir / tid.hex)
         files = self.files
         in_memory = self.in_memory
 
-        def make(p: int) -> PartitionLog:
-            return PartitionLog(tdir / f"{p}.log", files, in_memory=in_memory)
+        def make(p: int) -> PartitionLog:  # files present at start-up are recovered by recover()
+            return PartitionLog(f"{tdir}/{p}.log", files, in_memory=in_memory, fresh=True)
 
         return Topic(tid, name, Partitions(make, count), configs)
 
-    def _load(self) -> None:
+    def _load(self, recover: bool) -> None:
         if self.in_memory:
             self.cluster_id = _new_cluster_id()
             self._changed()
@@ -170,18 +170,20 @@ class TopicRegistry:
             topic = self._new_topic(tid, name, count, configs)
             self.topics[topic.name] = topic
             self.by_id[tid] = topic
-        files = self.recover()
+        files = self.recover() if recover else 0
         log.info("loaded %d topics from %s (%d partition files checked)", len(self.topics),
                  self._meta, files)
 
-    def recover(self, *, cut_damage: bool = False) -> int:
+    def recover(self, *, cut_damage: bool = False,
+                report: Callable[[Path, int, str], None] | None = None) -> int:
         """Kafka's log recovery for every partition file present (``PartitionLog.recover``):
         each is indexed and its batches checked (header, offsets, CRC-32C) at start-up, so
         damage is found before the first request and not when a consumer reaches it; a torn
         tail is cut with a warning; damage before the tail raises
         :class:`PartitionLogCorrupt` (``serve`` stops with its one line) unless ``cut_damage``.
         The cost is one read of the stored data; partitions without a file (never written)
-        cost nothing. Returns the number of files checked."""
+        cost nothing. ``report(file, byte, problem)`` is called for each cut. Returns the number
+        of files checked."""
         checked = 0
         for topic in self.topics.values():
             tdir = self._topics_dir / topic.topic_id.hex
@@ -199,10 +201,12 @@ class TopicRegistry:
                                 p, topic.num_partitions, topic.name)
                     continue
                 try:
-                    topic.partitions[p].recover(cut_damage=cut_damage)
+                    cut = topic.partitions[p].recover(cut_damage=cut_damage)
                 except PartitionLogCorrupt as e:
                     e.data_dir = self.data_dir
                     raise
+                if cut is not None and report is not None:
+                    report(tdir / fname, *cut)
                 checked += 1
         return checked
 
