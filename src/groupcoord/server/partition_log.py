@@ -222,10 +222,22 @@ class PartitionLog:
         offset. A problem followed by a valid batch raises :class:`PartitionLogCorrupt` and
         changes nothing — unless ``cut_damage`` (the ``recover-partitions`` command): then the
         bytes from the damage on are first copied to ``<file>.damaged-<byte>`` and the file is
-        cut there. Returns (byte, problem) of what was cut, or None.
+        cut there. Returns (byte, problem) of what was cut, or None. On any error the index stays
+        unloaded (the next access tries again): an unreadable file never looks like an empty
+        partition.
         """
-        self._loaded = True
         self._reset()
+        self._fresh = False
+        try:
+            cut = self._recover(cut_damage)
+        except BaseException:
+            self._reset()
+            self._loaded = False
+            raise
+        self._loaded = True
+        return cut
+
+    def _recover(self, cut_damage: bool) -> tuple[int, str] | None:
         if self._mem is not None:
             return None
         try:
