@@ -1,5 +1,6 @@
 """``groupcoord recover-partitions --data-dir DIR``: what to run when ``serve`` refuses to start
-on a damaged partition file (``partition_log.py``, docs/wire.md "Partition data").
+on a damaged partition file (``partition_log.py``, docs/durability-and-metrics.md "Partition
+data").
 
 ``serve`` checks every partition file at start-up (Kafka's log recovery: headers, offsets,
 CRC-32C): a torn tail is cut with a warning, but a damaged batch with valid batches after it

@@ -1,4 +1,5 @@
-"""Partition data: record batches stored as clients send them (the broker's data plane, docs/wire.md).
+"""Partition data: record batches stored as clients send them (the broker's data plane,
+docs/wire.md; the storage: docs/durability-and-metrics.md "Partition data").
 
 File format (one file per partition, ``<data-dir>/topics/<topic-id-hex>/<partition>.log``): the
 record batches (message format v2, KIP-98) back to back, byte for byte as the producer sent
@@ -6,8 +7,38 @@ them, except the 8-byte ``baseOffset`` (rewritten to the offset the broker assig
 4-byte ``partitionLeaderEpoch`` (set to 0, the only leader epoch of our single node). Neither is
 covered by the batch CRC, exactly as in Kafka's own log segments, which this file is: a Kafka
 segment reader can read it. Offsets are assigned per partition, ``lastOffsetDelta + 1`` per
-batch. On open the file is scanned to rebuild the in-memory index (base offset, last offset,
-position, size, max timestamp per batch); a torn batch at the tail (crash mid-write) is cut off.
+batch.
+
+**No descriptor per partition** (a 100,000-partition topic under ``ulimit -n 1024``):
+
+- a partition's file is created by its first append (``O_CREAT | O_EXCL``: should a file be
+  there after all, it is recovered first, never overwritten); an empty partition has no file;
+- descriptors come from :class:`~groupcoord.server.partition_files.OpenFiles`, a bounded LRU
+  shared by all partitions (``groupcoord.partition.max.open.files``); a closed one is reopened
+  on the next use — appends are single ``os.write`` calls on ``O_APPEND`` descriptors and reads
+  ``os.pread`` at indexed positions, so closing one loses nothing;
+- the in-memory index (base offset, last offset, position, size, max timestamp per batch) is
+  built by :meth:`PartitionLog.recover`.
+
+**Log recovery, and when it runs** (Kafka's ``LogLoader`` / ``LogSegment.recover``): the topic
+registry recovers every partition file present at start-up, before the server listens
+(``TopicRegistry.recover``), so damage is found then and not when a consumer reaches it —
+Kafka skips recovery after a clean shutdown; we check every time, at the cost of reading the
+stored data once (partitions never written have no file and cost nothing). Every batch's header,
+base offset (it must follow the previous batch) and CRC-32C are checked. A problem with no valid
+batch after it is a torn tail — an incomplete last batch, or a last batch with a bad CRC or
+header — and is cut off with a WARNING naming the file, byte and offset, as Kafka's recovery
+truncates a segment. A problem followed by a valid batch is damage, not a torn write: cutting
+there would silently drop acknowledged records, so :class:`PartitionLogCorrupt` is raised (one
+line naming file, byte, offset and problem, and the recovery command), nothing is changed, and
+``serve`` stops. ``groupcoord recover-partitions`` (``partition_cli.py``) cuts at the damage,
+keeping the cut bytes in ``<file>.damaged-<byte>``. A :class:`PartitionLog` used without that
+start-up pass (or a file unreadable at start-up) is recovered on first access; its error
+then reaches Produce and Fetch, which answer KAFKA_STORAGE_ERROR, and the index stays unloaded
+(the next access tries again): an unreadable file is never taken for an empty partition.
+
+With ``in_memory`` (``--storage memory``) the batches are kept in a bytearray and nothing
+touches the disk.
 
 Batch header (offsets within a batch): baseOffset int64 @0, batchLength int32 @8 (bytes after
 this field), partitionLeaderEpoch int32 @12, magic int8 @16, crc uint32 @17 (CRC-32C of bytes
@@ -16,7 +47,8 @@ maxTimestamp int64 @35, producerId int64 @43, producerEpoch int16 @51, baseSeque
 recordCount int32 @57, records @61.
 
 Writes go to the OS with ``os.write`` (no fsync): data survives a process restart, not a power
-loss. Compressed batches are stored compressed (never decoded).
+loss; a write that fails is cut back off the file. Compressed batches are stored compressed
+(never decoded).
 
 **Idempotent producers** (KIP-98, as Kafka's ``ProducerStateManager`` does for one partition):
 a batch with a producer id >= 0 is checked against that producer's state — the latest producer
@@ -148,11 +180,12 @@ class PartitionLogCorrupt(LogError):
 
     def __str__(self) -> str:
         where = f"--data-dir {self.data_dir}" if self.data_dir is not None else "--data-dir DIR"
+        keep = f"keep offsets 0..{self.offset - 1}" if self.offset > 0 else "keep nothing"
         return (f"{self.path}: damaged record batch at byte {self.position} (offset "
                 f"{self.offset}): {self.problem}; valid batches follow at byte "
-                f"{self.next_valid}, so this is not a torn write and nothing was cut. To keep "
-                f"offsets 0..{self.offset - 1} and set the rest aside, run `groupcoord "
-                f"recover-partitions {where}` (docs/wire.md, \"Partition data\")")
+                f"{self.next_valid}, so this is not a torn write and nothing was cut. To "
+                f"{keep} and set the rest aside, run `groupcoord "
+                f"recover-partitions {where}` (docs/durability-and-metrics.md, \"Partition data\")")
 
 
 _READ_ALL_LIMIT = 8 << 20  # files up to this size are read with one pread, larger ones mapped

@@ -10,7 +10,21 @@ Upstream semantics kept (CreateTopics / DeleteTopics / CreatePartitions, KIP-516
 
 Persistence: ``<data-dir>/topics.json`` (``{"cluster_id": str, "topics": [{"name", "id",
 "partitions", "configs"}]}``), rewritten atomically (temp file + rename) on each change, and
-one :class:`PartitionLog` file per partition under ``<data-dir>/topics/<id-hex>/``.
+one :class:`PartitionLog` file per partition written to, under ``<data-dir>/topics/<id-hex>/``
+(docs/durability-and-metrics.md "Partition data").
+
+Scale: a topic's partitions are a :class:`Partitions` sequence that makes a partition's log on
+first use, so creating or describing a 100,000-partition topic touches no file and allocates no
+per-partition object; the logs share one bounded cache of descriptors (``self.files``). At
+start-up, :meth:`TopicRegistry.recover` runs Kafka's log recovery on every partition file
+present (``partition_log.py``: a torn tail is cut, damage before it stops the start).
+
+All or nothing: a change whose ``topics.json`` cannot be written (disk full, no descriptor
+left) is undone in memory and answered KAFKA_STORAGE_ERROR naming the file and the reason;
+since partition files are only made by appends, a failed create leaves nothing on disk.
+
+``in_memory`` (``--storage memory``): the same without the data directory — topics and
+partition data live in memory, nothing is read or written.
 """
 
 from __future__ import annotations
