@@ -66,6 +66,7 @@ from groupcoord.coordinator.records import ClientAssignor
 from groupcoord.protocol import fast
 from groupcoord.protocol.codec import build, encode_entity, response_class, to_ms
 from groupcoord.protocol.errors import CoordinatorError
+from groupcoord.protocol.fast import UniformPartitions, metadata_response
 from groupcoord.protocol.versions import API_VERSIONS, ApiKey
 from groupcoord.server.brokers import BrokerSet
 from groupcoord.server.extension_apis import ExtensionApis
@@ -218,12 +219,10 @@ class KafkaApis:
         """Leaders or coordinators changed (``server/brokers.py``): cached Metadata is stale."""
         self._metadata_cache.clear()
 
-    def _partition_entries(self, name: str, n: int) -> list[dict[str, Any]]:
+    def _partition_entries(self, name: str, n: int) -> Sequence[dict[str, Any]]:
         bs = self.brokers
-        if bs is None:
-            return [{"error_code": 0, "partition_index": p, "leader_id": NODE_ID,
-                     "leader_epoch": LEADER_EPOCH, "replica_nodes": (NODE_ID,),
-                     "isr_nodes": (NODE_ID,), "offline_replicas": ()} for p in range(n)]
+        if bs is None:  # one broker leads all: encoded without a dict each (protocol/fast.py)
+            return UniformPartitions(n, NODE_ID, LEADER_EPOCH)
         out = []
         for p in range(n):
             leader = bs.leader(name, p)
@@ -255,14 +254,19 @@ class KafkaApis:
         if cached is not None:
             self._metadata_cache.move_to_end(key)
             return cached
-        raw = encode_entity(self._metadata(body, ctx))
+        topics, rest = self._metadata(body, ctx)
+        # the topics array by hand (protocol/fast.py): kio takes seconds for 100,000 partitions
+        raw = metadata_response(ctx.api_version, encode_entity(self._resp(ctx, topics=(), **rest)),
+                                topics) or encode_entity(self._resp(ctx, topics=topics, **rest))
         if self.registry.generation == key[-1]:  # nothing was auto-created meanwhile
             self._metadata_cache[key] = raw
             if len(self._metadata_cache) > METADATA_CACHE_SIZE:
                 self._metadata_cache.popitem(last=False)
         return raw
 
-    def _metadata(self, body: Any, ctx: RequestContext) -> Any:
+    def _metadata(self, body: Any,
+                  ctx: RequestContext) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """The response's topics, and its other fields."""
         v = ctx.api_version
         requested = body.topics
         all_topics = requested is None or (v == 0 and not requested)
@@ -308,10 +312,9 @@ class KafkaApis:
         if created:
             self._topics_changed()
         brokers, controller = self._broker_entries()
-        return self._resp(
-            ctx, throttle_time=0, brokers=brokers,
-            cluster_id=self.registry.cluster_id, controller_id=controller, topics=out,
-            cluster_authorized_operations=NO_OPS, error_code=0)
+        return out, dict(throttle_time=0, brokers=brokers, cluster_id=self.registry.cluster_id,
+                         controller_id=controller, cluster_authorized_operations=NO_OPS,
+                         error_code=0)
 
     def _topic_metadata(self, name: str, tid: UUID, n: int) -> dict[str, Any]:
         return {"error_code": 0, "name": name, "topic_id": tid, "is_internal": False,
