@@ -97,7 +97,7 @@ class UniformPartitions(Sequence[dict[str, Any]]):
     them all, no error): the dicts ``build`` takes, made on demand, and encoded by
     :func:`metadata_response` without making them."""
 
-    __slots__ = ("size", "isr", "leader_epoch", "leader_id", "replicas")
+    __slots__ = ("isr", "leader_epoch", "leader_id", "replicas", "size")
 
     def __init__(self, size: int, leader_id: int, leader_epoch: int) -> None:
         self.size = size
