@@ -290,3 +290,50 @@ def test_memory_storage_writes_nothing_to_the_data_dir(tmp_path: Path) -> None:
     finally:
         assert server.stop() == 0
     assert sorted(os.listdir(data)) == []
+
+
+def test_an_unreadable_partition_file_is_a_storage_error_not_a_crash(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A descriptor that cannot be (re)opened — EIO, out of descriptors — answers Produce and
+    Fetch of that partition with KAFKA_STORAGE_ERROR; the other partitions are served."""
+    async def run() -> None:
+        server = KafkaServer(port=0, data_dir=tmp_path / "data", storage="memory",
+                             record_log=MemoryLog())
+        await server.start()
+        try:
+            bootstrap = f"127.0.0.1:{server.port}"
+            await asyncio.to_thread(_in_thread, bootstrap, lambda c: create(c, {"t": 2}))
+            await asyncio.to_thread(_in_thread, bootstrap, lambda c: produce(c, {"t": [0, 1]}))
+            assert server.registry is not None
+            files = server.registry.files
+            files.close_all()
+            real_fd = files.fd
+
+            def failing_fd(path: str, create: bool = False, exclusive: bool = False) -> int:
+                if path.endswith("/0.log"):
+                    raise OSError(errno.EIO, "Input/output error")
+                return real_fd(path, create, exclusive)
+
+            monkeypatch.setattr(files, "fd", failing_fd)
+
+            def fetch(c: KafkaClient) -> list[int]:
+                f = c.call(ApiKey.FETCH, 12, replica_id=-1, max_wait=0, min_bytes=1, topics=[
+                    {"topic": "t", "partitions": [
+                        {"partition": p, "fetch_offset": 0, "partition_max_bytes": 1 << 20}
+                        for p in (0, 1)]}])
+                return [int(p.error_code) for p in f.responses[0].partitions]
+
+            def produce_codes(c: KafkaClient) -> list[int]:
+                r = c.call(ApiKey.PRODUCE, 9, transactional_id=None, acks=1, timeout_ms=10_000,
+                           topic_data=[{"name": "t", "partition_data": [
+                               {"index": p, "records": batch(1)} for p in (0, 1)]}])
+                return [int(p.error_code) for p in r.responses[0].partition_responses]
+
+            assert await asyncio.to_thread(_in_thread, bootstrap, fetch) == [56, 0]
+            assert await asyncio.to_thread(_in_thread, bootstrap, produce_codes) == [56, 0]
+            monkeypatch.undo()
+            assert await asyncio.to_thread(_in_thread, bootstrap, fetch) == [0, 0]
+        finally:
+            await server.stop()
+
+    asyncio.run(run())
