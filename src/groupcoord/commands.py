@@ -12,6 +12,11 @@ import argparse
 from collections.abc import Callable
 
 Command = Callable[[argparse.Namespace], int]
+
+
+class UsageError(Exception):
+    """Bad command-line input found after parsing: ``groupcoord`` prints ``error: MESSAGE``
+    (one line) and exits with status 2, as argparse does for what it checks itself."""
 COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Command, str]] = {}
 
 
