@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from groupcoord.commands import COMMANDS, UsageError, command
+from groupcoord.commands import COMMANDS, UsageError, command, int_between
 
 log = logging.getLogger("groupcoord")
 
@@ -56,7 +56,7 @@ def _run_bench(ns: argparse.Namespace) -> int:
     path = bdir / f"{ns.name}.py"
     if not path.exists():
         names = sorted(p.stem for p in bdir.glob("*.py") if not p.stem.startswith("_"))
-        print(f"unknown benchmark {ns.name!r}; available: {', '.join(names)}", file=sys.stderr)
+        print(f"error: unknown benchmark {ns.name!r}; available: {', '.join(names)}", file=sys.stderr)
         return 2
     sys.path.insert(0, str(bdir.parent))
     spec = importlib.util.spec_from_file_location(f"benchmarks.{ns.name}", path)
@@ -93,8 +93,8 @@ def _run_demo(ns: argparse.Namespace) -> int:
 
 @command("demo", "run a coordinator in-process: members join, reconcile, leave")
 def _demo_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--members", type=int, default=3)
-    p.add_argument("--partitions", type=int, default=6)
+    p.add_argument("--members", type=int_between(1, 1000), default=3)
+    p.add_argument("--partitions", type=int_between(1, 100_000), default=6)
     p.add_argument("--assignor", default="uniform", choices=["uniform", "range"])
     p.set_defaults(func=_run_demo)
 

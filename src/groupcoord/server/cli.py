@@ -56,7 +56,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from groupcoord.commands import UsageError, command, int_at_least
+from groupcoord.commands import UsageError, bootstrap_servers, command, int_at_least
 from groupcoord.protocol.client import KafkaClient, KafkaClientError
 from groupcoord.protocol.errors import CoordinatorError, error_name
 from groupcoord.protocol.versions import ApiKey
@@ -164,11 +164,15 @@ def _run_serve(ns: argparse.Namespace) -> int:
 def _start_error(e: BaseException, ns: argparse.Namespace) -> str:
     """One line for a failed start (an OSError's text can span lines or lack the address)."""
     import errno
+    import os
+    import socket
 
+    if isinstance(e, socket.gaierror):
+        return f"cannot resolve --host {ns.host}: {e.strerror or e}"
     if isinstance(e, OSError) and e.errno == errno.EADDRINUSE:
         return f"{ns.host}:{ns.port} is in use (another server on that port?)"
     if isinstance(e, OSError) and e.errno in (errno.EADDRNOTAVAIL, errno.EACCES):
-        return f"cannot listen on {ns.host}:{ns.port}: {e.strerror or e}"
+        return f"cannot listen on {ns.host}:{ns.port}: {os.strerror(e.errno).lower()}"
     text = " ".join(str(e).split())
     return text or type(e).__name__
 
@@ -238,7 +242,7 @@ def _guard(fn: Any) -> Any:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--bootstrap-server", default="127.0.0.1:9092")
+    p.add_argument("--bootstrap-server", type=bootstrap_servers, default="127.0.0.1:9092")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
