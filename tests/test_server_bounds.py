@@ -109,6 +109,50 @@ class Member:
         self.client.close()
 
 
+class ClassicMember:
+    """A classic group member (JoinGroup, SyncGroup, Heartbeat v4+) over one connection: the
+    group's only member, so its leader; it keeps its generation while nothing changes."""
+
+    def __init__(self, srv: ServerProcess, topic: str) -> None:
+        self.client = KafkaClient(srv.bootstrap, client_id="bounds-classic")
+        self.group = f"cg-{uuid.uuid4().hex[:8]}"
+        meta = struct.pack(">hih", 0, 1, len(topic)) + topic.encode() + struct.pack(">i", -1)
+        member_id = ""
+        for _ in range(2):  # v4+: the first join answers MEMBER_ID_REQUIRED with the id
+            r = self.client.send(self._req(ApiKey.JOIN_GROUP, 9, group_id=self.group,
+                                           session_timeout=10_000, rebalance_timeout=10_000,
+                                           member_id=member_id, group_instance_id=None,
+                                           protocol_type="consumer", protocols=[
+                                               {"name": "range", "metadata": meta}]))
+            member_id = r.member_id
+            if int(r.error_code) == 0:
+                break
+        assert int(r.error_code) == 0 and r.leader == member_id, r
+        self.member_id, self.generation = member_id, int(r.generation_id)
+        s = self.client.send(self._req(ApiKey.SYNC_GROUP, 5, group_id=self.group,
+                                       generation_id=self.generation, member_id=member_id,
+                                       group_instance_id=None, protocol_type="consumer",
+                                       protocol_name="range", assignments=[
+                                           {"member_id": member_id, "assignment": b"a"}]))
+        assert int(s.error_code) == 0, s
+
+    @staticmethod
+    def _req(key: int, version: int, **kw: object) -> object:
+        cls = request_class(key, version)
+        assert cls is not None
+        return build(cls, **kw)
+
+    def heartbeat(self) -> int:
+        """The heartbeat's error code (0: still a member of its generation)."""
+        hb = self.client.send(self._req(ApiKey.HEARTBEAT, 4, group_id=self.group,
+                                        generation_id=self.generation, member_id=self.member_id,
+                                        group_instance_id=None))
+        return int(hb.error_code)  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        self.client.close()
+
+
 def _rss_peak_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -119,8 +163,10 @@ def _rss_peak_kib(pid: int) -> int:
 def test_connections_past_max_connections_are_closed_while_a_member_keeps_its_epoch(
         tmp_path: Path) -> None:
     limit, flood = 6, 40
-    with server(tmp_path, f"max.connections={limit}") as srv:
-        member = Member(srv, f"t-{uuid.uuid4().hex[:8]}")
+    with server(tmp_path, f"max.connections={limit}", "group.initial.rebalance.delay.ms=0") as srv:
+        topic = f"t-{uuid.uuid4().hex[:8]}"
+        member = Member(srv, topic)
+        classic = ClassicMember(srv, topic)
         try:
             epoch = member.epoch
             sockets = []
@@ -132,12 +178,14 @@ def test_connections_past_max_connections_are_closed_while_a_member_keeps_its_ep
                     answered += 1
                 else:
                     refused += 1
-                if i % 5 == 0:  # the member heartbeats through the flood, in its epoch
+                if i % 5 == 0:  # the members heartbeat through the flood, in their generation
                     assert member.heartbeat() == epoch
-            # the member's connection counts: at most limit - 1 of the flood got in
-            assert answered <= limit - 1
-            assert refused >= flood - (limit - 1)
+                    assert classic.heartbeat() == 0
+            # the members' connections count: at most limit - 2 of the flood got in
+            assert answered <= limit - 2
+            assert refused >= flood - (limit - 2)
             assert member.heartbeat() == epoch
+            assert classic.heartbeat() == 0
             for s in sockets:
                 s.close()
             # the slots come back once the flood is gone
@@ -149,8 +197,10 @@ def test_connections_past_max_connections_are_closed_while_a_member_keeps_its_ep
                 assert time.monotonic() < deadline, "no connection accepted after the flood"
                 time.sleep(0.1)
             assert member.heartbeat() == epoch
+            assert classic.heartbeat() == 0
         finally:
             member.close()
+            classic.close()
         assert f"max.connections={limit} reached" in srv.stderr()
 
 
