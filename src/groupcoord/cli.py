@@ -9,6 +9,14 @@ Subcommands:
 - ``demo``: run a coordinator shard in-process with members joining, reconciling and leaving,
   printing the group's tables as KIP-848's case studies do.
 - ``bench NAME [--json] [--quick]``: run ``benchmarks/NAME.py`` from the source tree.
+
+Errors (every subcommand): one line on stderr, never a traceback. Exit status **2** for bad
+usage (an unknown option or value, found by argparse or later: ``UsageError``, a bad
+``--config`` key), **1** for a failure at run time (a server not reachable, a port in use, bad
+data on disk, a Kafka error code), 0 for success. argparse's own errors are one line too
+(:class:`OneLineParser`, with a pointer to ``--help`` instead of the usage text). An exception
+no command expected is reported as ``error: internal error: ...`` with status 1; ``-vv`` logs
+its traceback.
 """
 
 from __future__ import annotations
@@ -21,9 +29,9 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from groupcoord.commands import COMMANDS, command
+from groupcoord.commands import COMMANDS, UsageError, command, int_between
 
 log = logging.getLogger("groupcoord")
 
@@ -48,7 +56,7 @@ def _run_bench(ns: argparse.Namespace) -> int:
     path = bdir / f"{ns.name}.py"
     if not path.exists():
         names = sorted(p.stem for p in bdir.glob("*.py") if not p.stem.startswith("_"))
-        print(f"unknown benchmark {ns.name!r}; available: {', '.join(names)}", file=sys.stderr)
+        print(f"error: unknown benchmark {ns.name!r}; available: {', '.join(names)}", file=sys.stderr)
         return 2
     sys.path.insert(0, str(bdir.parent))
     spec = importlib.util.spec_from_file_location(f"benchmarks.{ns.name}", path)
@@ -85,8 +93,8 @@ def _run_demo(ns: argparse.Namespace) -> int:
 
 @command("demo", "run a coordinator in-process: members join, reconcile, leave")
 def _demo_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--members", type=int, default=3)
-    p.add_argument("--partitions", type=int, default=6)
+    p.add_argument("--members", type=int_between(1, 1000), default=3)
+    p.add_argument("--partitions", type=int_between(1, 100_000), default=6)
     p.add_argument("--assignor", default="uniform", choices=["uniform", "range"])
     p.set_defaults(func=_run_demo)
 
@@ -106,9 +114,18 @@ def _load_optional_commands() -> None:
                 raise
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``groupcoord serve: error: ... (see groupcoord serve
+    --help)``, exit status 2. Subparsers are of this class too (argparse gives them their
+    parent's class)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     _load_optional_commands()
-    parser = argparse.ArgumentParser(prog="groupcoord",
+    parser = OneLineParser(prog="groupcoord",
                                      description="A Kafka-compatible group coordinator.")
     parser.add_argument("-v", "--verbose", action="count", default=0)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -128,6 +145,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes stdout
         return 0
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # the last resort: one line, the traceback only with -vv
+        log.debug("internal error", exc_info=True)
+        first = str(e).splitlines()[0] if str(e) else ""
+        print(f"error: internal error: {type(e).__name__}: {first} (run with -vv for the "
+              f"traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

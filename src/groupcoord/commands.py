@@ -12,6 +12,11 @@ import argparse
 from collections.abc import Callable
 
 Command = Callable[[argparse.Namespace], int]
+
+
+class UsageError(Exception):
+    """Bad command-line input found after parsing: ``groupcoord`` prints ``error: MESSAGE``
+    (one line) and exits with status 2, as argparse does for what it checks itself."""
 COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Command, str]] = {}
 
 
@@ -40,6 +45,41 @@ def int_at_least(minimum: int) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def bootstrap_servers(text: str) -> str:
+    """An argparse ``type`` for ``--bootstrap-server``: ``HOST:PORT[,HOST:PORT...]`` with
+    ports 1..65535, checked before anything connects (bad usage: exit status 2)."""
+    for entry in text.split(","):
+        host, sep, port = entry.strip().rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) <= 65535:
+            raise argparse.ArgumentTypeError(f"expected HOST:PORT[,HOST:PORT...] with a port in "
+                                             f"1..65535, got {text!r}")
+    return text
+
+
+def output_dir(text: str) -> str:
+    """An argparse ``type`` for a directory to write into: refused if it exists and is not a
+    directory (found before any work starts)."""
+    import os
+
+    if not text or (os.path.exists(text) and not os.path.isdir(text)):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a directory")
+    return text
+
+
+def int_between(minimum: int, maximum: int) -> Callable[[str], int]:
+    """:func:`int_at_least` with an upper bound too (a size that would exhaust memory or run
+    for ever is refused in one line, not attempted)."""
+    at_least = int_at_least(minimum)
+
+    def parse(text: str) -> int:
+        value = at_least(text)
+        if value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum}, got {value}")
         return value
 
     return parse

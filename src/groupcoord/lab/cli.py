@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groupcoord.commands import command
+from groupcoord.commands import command, output_dir
 from groupcoord.lab.session import DEFAULT_DRIVER_MEMORY, DEFAULT_MASTER
 from groupcoord.lab.spec import BUILTIN_SPECS, SpecError
 
@@ -221,6 +221,7 @@ def _calibrate(ns: argparse.Namespace) -> int:
         parse_workload,
     )
     from groupcoord.lab.wire import WireError, check_playable
+    from groupcoord.server.settings import check_properties
     from groupcoord.sim.scenario import ScenarioError, load_scenario
 
     try:
@@ -232,6 +233,7 @@ def _calibrate(ns: argparse.Namespace) -> int:
             if not sep or not key:
                 raise CalibrationError(f"--server-config takes KEY=VALUE, got {pair!r}")
             extra[key] = value
+        check_properties(extra)  # the server's own check: an unknown key is one line here
         for name in ("heartbeat_interval_ms", "session_timeout_ms", "seed"):
             v = getattr(ns, name)
             if v is not None and v < (0 if name == "seed" else 1):
@@ -319,7 +321,8 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
     run.add_argument("spec", nargs="?", help="a sweep spec (.toml) or a built-in name")
     run.add_argument("--spec", dest="spec_opt", metavar="NAME",
                      help=f"a built-in spec ({', '.join(sorted(BUILTIN_SPECS))}) or a file")
-    run.add_argument("--out", required=True, help="output directory (tables and report)")
+    run.add_argument("--out", type=output_dir, required=True,
+                     help="output directory (tables and report)")
     _common_spark(run)
     run.add_argument("--events", action="store_true", help="also write every run's trace")
     run.add_argument("--runs-per-task", type=int, default=None, metavar="N",
@@ -338,7 +341,8 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
 
     audit = sub.add_parser("audit", help="audit the record log of a groupcoord serve data dir")
     audit.add_argument("data_dir", help="the server's --data-dir (sqlite storage)")
-    audit.add_argument("--out", required=True, help="output directory (tables and report)")
+    audit.add_argument("--out", type=output_dir, required=True,
+                       help="output directory (tables and report)")
     _common_spark(audit)
     audit.set_defaults(func=_audit)
 

@@ -2,8 +2,13 @@
 
 Kafka's ``NetworkReceive`` reads the 4-byte size, rejects a negative size and one above
 ``socket.request.max.bytes`` (``InvalidReceiveException``), and closes the connection. We do the
-same with :data:`MAX_FRAME_SIZE` (100 MiB, Kafka's default is the same order of magnitude).
-The decoder is sans-IO: feed it bytes, take out complete frames.
+same with :data:`MAX_FRAME_SIZE` (100 MiB, Kafka's default) or the server's
+``socket.request.max.bytes``. The decoder is sans-IO: feed it bytes, take out complete frames.
+
+Memory: nothing is allocated by announced size. The buffer holds the bytes that arrived and
+not yet complete frames (:attr:`FrameDecoder.buffered`), so a peer that announces a large frame
+and sends it slowly makes us hold only what it sent (``server/limits.py`` bounds the total over
+all connections); a completed frame is copied out once and the buffer is released when empty.
 """
 
 from __future__ import annotations
@@ -60,10 +65,13 @@ class FrameDecoder:
                 pos += 4
             if end - pos < need:
                 break
-            frames.append(bytes(buf[pos:pos + need]))
+            with memoryview(buf) as view:  # one copy of the frame, not two
+                frames.append(bytes(view[pos:pos + need]))
             pos += need
             need = -1
-        if pos:
+        if pos == end:
+            self._buf = bytearray()  # give a large frame's buffer back at once
+        elif pos:
             del buf[:pos]
         self._need = need
         return frames

@@ -9,8 +9,8 @@ queued or the peer does not read its responses (transport flow control).
 
 Bad input never stops the server:
 
-- a frame whose size is negative or above ``max_frame_size`` (100 MiB), or whose header or body
-  cannot be decoded, closes that connection, with the reason logged;
+- a frame whose size is negative or above ``socket.request.max.bytes`` (100 MiB), or whose
+  header or body cannot be decoded, closes that connection, with the reason logged;
 - an API key or version outside :data:`API_VERSIONS` gets UNSUPPORTED_VERSION: ApiVersions is
   answered as v0 with the supported list (as Kafka does, so the client can retry with a version
   we have); another API known to kio is answered in its own response schema when that schema
@@ -18,6 +18,12 @@ Bad input never stops the server:
   can parse without a schema);
 - a handler failing with an unexpected exception is logged and answered UNKNOWN_SERVER_ERROR
   when the response schema has a top-level error code, else the connection is closed.
+
+Bounded resources (``server/limits.py``): ``max.connections``, ``max.connections.per.ip``
+(+ overrides) close a connection past them at once; ``connections.max.idle.ms`` closes idle
+connections; ``queued.max.request.bytes`` bounds the bytes of requests received and not yet
+handled over all connections (the connection holding the most is closed past it). The
+``--config`` keys are checked by ``server/settings.py`` when the server is built.
 
 Start-up (docs/durability-and-metrics.md): the coordinator shards load in the background
 (``CoordinatorRuntime``); the socket serves at once (COORDINATOR_LOAD_IN_PROGRESS for the groups of a
@@ -37,6 +43,7 @@ import inspect
 import logging
 import socket
 import struct
+import time
 import uuid
 from collections import deque
 from collections.abc import Awaitable
@@ -70,10 +77,12 @@ from groupcoord.server.apis import (
 from groupcoord.server.brokers import BrokerInfo, BrokerSet
 from groupcoord.server.compaction import BackgroundCompaction, CompactionConfig
 from groupcoord.server.control import ControlPlane
+from groupcoord.server.limits import ConnectionQuotas, Limits, QueuedBytes, normalise_ip
 from groupcoord.server.metrics import LoopIdleMonitor, MetricsServer
 from groupcoord.server.partition_files import max_open_files_from
 from groupcoord.server.routing import misrouted
 from groupcoord.server.runtime import CoordinatorRuntime
+from groupcoord.server.settings import check_properties
 from groupcoord.server.topic_registry import TopicRegistry
 from groupcoord.storage.log import RecordLog
 from groupcoord.storage.memory import MemoryLog
@@ -109,8 +118,9 @@ def default_storage() -> str:
     return "sqlite"
 
 
-def open_record_log(kind: str, data_dir: Path) -> RecordLog:
-    """The coordinator's record log: ``memory`` or anything ``storage.open_log`` knows."""
+def open_record_log(kind: str, data_dir: Path, durability: str | None = None) -> RecordLog:
+    """The coordinator's record log: ``memory`` or anything ``storage.open_log`` knows, with
+    its ``durability`` (``storage/sqlite.py``; None: the backend's default)."""
     if kind == "memory":
         return MemoryLog()
     try:
@@ -118,7 +128,8 @@ def open_record_log(kind: str, data_dir: Path) -> RecordLog:
     except ImportError:
         raise ValueError(f"storage {kind!r} is not available in this build (no storage.open_log); "
                          f"use --storage memory") from None
-    opened: RecordLog = open_log(kind, data_dir)
+    opened: RecordLog = (open_log(kind, data_dir) if durability is None
+                         else open_log(kind, data_dir, durability=durability))
     return opened
 
 
@@ -136,11 +147,26 @@ class KafkaServer:
                  metrics_port: int | None = None,
                  record_log: RecordLog | None = None,
                  brokers: int = 1, racks: list[str] | None = None,
-                 broker_ports: list[int] | None = None) -> None:
+                 broker_ports: list[int] | None = None,
+                 durability: str | None = None) -> None:
         self.host = host
+        if not 0 <= port <= 65535:
+            raise ValueError(f"--port must be within 0..65535, got {port}")
         self.port = port
         self.data_dir = Path(data_dir)
         self.storage = storage or default_storage()
+        if durability is not None and self.storage == "memory":
+            raise ValueError("--durability applies to the sqlite record log, not --storage memory")
+        #: The record log's durability (``storage/sqlite.py``; None: its default, normal).
+        self.durability = durability
+        self.properties = dict(properties or {})
+        for warning in check_properties(self.properties):  # ConfigError: one line
+            log.warning("%s", warning)
+        self.limits = Limits.from_properties(self.properties)
+        self.quotas = ConnectionQuotas(self.limits)
+        #: Bytes of requests received and not yet handled, every connection together.
+        self.queued = QueuedBytes(self.limits.queued_max_request_bytes)
+        self._idle_timer: asyncio.TimerHandle | None = None
         if brokers < 1:
             raise ValueError(f"--brokers must be at least 1, got {brokers}")
         if racks is not None and len(racks) != brokers:
@@ -152,14 +178,16 @@ class KafkaServer:
         #: Ports of brokers 1..N-1 (a restart on the same ports); default: --port + node id,
         #: or free ports with --port 0.
         self.broker_ports = broker_ports
+        if shards is None and "offsets.topic.num.partitions" in self.properties:
+            shards = int(self.properties["offsets.topic.num.partitions"])
         if shards is None:  # __consumer_offsets partitions: Kafka's default 50 with brokers
             shards = 1 if brokers == 1 else DEFAULT_SHARDS_WITH_BROKERS
         if shards < 1:
             raise ValueError(f"--shards must be at least 1, got {shards}")
         self.num_shards = shards
-        self.properties = dict(properties or {})
         self.advertised_host = advertised_host
-        self.max_frame_size = max_frame_size
+        self.max_frame_size = (self.limits.max_request_bytes
+                               if "socket.request.max.bytes" in self.properties else max_frame_size)
         self.config = CoordinatorConfig.from_properties(self.properties)
         self.compaction_config = CompactionConfig.from_properties(self.properties)
         self.max_open_files = max_open_files_from(self.properties)
@@ -194,7 +222,8 @@ class KafkaServer:
             self.data_dir.mkdir(parents=True, exist_ok=True)
         self.registry = TopicRegistry(self.data_dir, in_memory=in_memory,
                                       max_open_files=self.max_open_files)
-        self._log = self._given_log or open_record_log(self.storage, self.data_dir)
+        self._log = self._given_log or open_record_log(self.storage, self.data_dir,
+                                                       self.durability)
         self.idle_monitor = LoopIdleMonitor()
         self.idle_monitor.install(loop)
         self.runtime = CoordinatorRuntime(self._log, self.num_shards, self.config,
@@ -227,6 +256,8 @@ class KafkaServer:
             if b != 0:
                 await listener.start_serving()
         await self._server.start_serving()
+        if self.limits.idle_ms >= 0:
+            self._idle_timer = loop.call_later(self.limits.sweep_s, self._sweep_idle)
         if self.metrics_port is not None:
             self.metrics_server = MetricsServer(self, self.host, self.metrics_port)
             await self.metrics_server.start()
@@ -255,6 +286,33 @@ class KafkaServer:
                 if port == 0 or e.errno != errno.EADDRINUSE or loop.time() >= deadline:
                     raise
                 await asyncio.sleep(0.05)
+
+    def _sweep_idle(self) -> None:
+        """Close the connections idle for longer than ``connections.max.idle.ms``."""
+        limit_s = self.limits.idle_ms / 1000
+        now = time.monotonic()
+        for conn in list(self.connections):
+            if not conn.busy and not conn.pending and now - conn.last_active > limit_s:
+                log.info("closing connection from %s: idle for more than "
+                         "connections.max.idle.ms=%d", conn.peer, self.limits.idle_ms)
+                conn.close("idle")
+        self._idle_timer = asyncio.get_running_loop().call_later(self.limits.sweep_s,
+                                                                 self._sweep_idle)
+
+    def relieve_memory(self) -> None:
+        """While the requests received and not handled hold more than
+        ``queued.max.request.bytes``, close the connection holding the most of them."""
+        queued = self.queued
+        while queued.over:
+            holders = [c for c in self.connections if not c.closed and c.held > 0]
+            if not holders:
+                return
+            worst = max(holders, key=lambda c: c.held)
+            log.warning("closing connection from %s: its unhandled requests hold %d bytes, the "
+                        "most of any connection, and all together hold %d, over "
+                        "queued.max.request.bytes=%d", worst.peer, worst.held, queued.held,
+                        queued.limit)
+            worst.close("over queued.max.request.bytes")
 
     @property
     def bootstrap_servers(self) -> str:
@@ -344,6 +402,9 @@ class KafkaServer:
     async def stop(self, grace_s: float = 2.0) -> None:
         """Stop listening, close every connection (``grace_s`` to flush what is being written,
         then abort), and close the logs."""
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
         for listener in list(self.listeners.values()):
             if listener is not self._server:  # broker 0's first listener is closed below
                 listener.close()
@@ -482,6 +543,8 @@ class Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.client_host = ""
+        #: ``client_host`` as the connection quotas count it (an IPv4-mapped address as IPv4).
+        self.client_ip = ""
         #: Who the client is (set by authentication) and the listener it came in on.
         self.principal = "User:ANONYMOUS"
         self.listener = "PLAINTEXT"
@@ -489,6 +552,14 @@ class Connection(asyncio.Protocol):
         self.client_id = ""
         self.busy = False
         self.closed = False
+        #: Counted in the server's connection quotas (released when the connection is lost).
+        self.admitted = False
+        #: Bytes of the frames in ``pending`` and of this connection's share of the server's
+        #: queued request bytes (``pending_bytes`` + the decoder's incomplete frame).
+        self.pending_bytes = 0
+        self.held = 0
+        #: ``time.monotonic()`` of the last bytes received or answer sent (idle connections).
+        self.last_active = time.monotonic()
         self.reading_paused = False
         self.writing_paused = False
         self._task: asyncio.Future[Any] | None = None
@@ -509,15 +580,25 @@ class Connection(asyncio.Protocol):
                       self.broker)
             transport.abort()
             return
+        self.client_ip = normalise_ip(self.client_host)
+        refused = self.server.quotas.admit(self.client_ip)
+        if refused is not None:
+            self.closed = True
+            transport.abort()
+            return
+        self.admitted = True
         self.server.connections.add(self)
         log.debug("connection from %s", self.peer)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.server.connections.discard(self)
+        if self.admitted:
+            self.admitted = False
+            self.server.quotas.release(self.client_ip)
         if self._task is not None and not self._task.done():
             self._task.cancel()
-        self.pending.clear()
+        self._drop_buffers()
         log.debug("connection from %s closed", self.peer)
 
     def pause_writing(self) -> None:
@@ -527,24 +608,39 @@ class Connection(asyncio.Protocol):
         self.writing_paused = False
         self._run()
 
+    def _drop_buffers(self) -> None:
+        """Forget the requests received and not handled (and give their bytes back)."""
+        self.pending.clear()
+        self.pending_bytes = 0
+        if self.decoder.buffered:
+            self.decoder = FrameDecoder(self.server.max_frame_size)
+        self.server.queued.held -= self.held
+        self.held = 0
+
+    def _account(self) -> None:
+        held = self.decoder.buffered + self.pending_bytes
+        self.server.queued.held += held - self.held
+        self.held = held
+
     def close(self, reason: str) -> None:
         if self.closed:
             return
         self.closed = True
-        self.pending.clear()
+        self._drop_buffers()
         if self.transport is not None:
             self.transport.close()
         log.debug("closing connection from %s: %s", self.peer, reason)
 
     def abort(self) -> None:
         self.closed = True
-        self.pending.clear()
+        self._drop_buffers()
         if self.transport is not None:
             self.transport.abort()
 
     def data_received(self, data: bytes) -> None:
         if self.closed:
             return
+        self.last_active = time.monotonic()
         try:
             frames = self.decoder.feed(data)
         except FrameError as e:
@@ -553,7 +649,12 @@ class Connection(asyncio.Protocol):
             return
         if frames:
             self.pending.extend(frames)
+            self.pending_bytes += sum(map(len, frames))
             self._run()
+        else:
+            self._account()
+        if self.server.queued.over:
+            self.server.relieve_memory()
 
     def _run(self) -> None:
         transport = self.transport
@@ -562,7 +663,9 @@ class Connection(asyncio.Protocol):
         out: list[bytes] = []
         dispatch = self.server.dispatch
         while self.pending and not self.busy and not self.closed and not self.writing_paused:
-            outcome = dispatch(self.pending.popleft(), self)
+            request = self.pending.popleft()
+            self.pending_bytes -= len(request)
+            outcome = dispatch(request, self)
             if outcome is None:
                 continue
             if isinstance(outcome, bytes):
@@ -581,6 +684,8 @@ class Connection(asyncio.Protocol):
             break
         if out:
             transport.write(out[0] if len(out) == 1 else b"".join(out))
+        if not self.closed:
+            self._account()
         if len(self.pending) > MAX_QUEUED_FRAMES and not self.reading_paused:
             self.reading_paused = True
             transport.pause_reading()
@@ -605,4 +710,5 @@ class Connection(asyncio.Protocol):
             return
         if outcome is not None and self.transport is not None:
             self.transport.write(outcome)
+        self.last_active = time.monotonic()
         self._run()

@@ -13,6 +13,13 @@
   naming the file, on stderr: ``error: cannot start: ...``, no traceback. Log compaction:
   ``--config log.compaction.interval.ms=N`` (default 300000, 0 = off) and
   ``--config log.cleaner.delete.retention.ms=N`` (how long tombstones are kept, default 24 h).
+  ``--config`` keys are Kafka's broker config names, checked at start (``server/settings.py``,
+  docs/configuration.md): an unknown key or a bad value exits with status 2 and one line naming
+  it (and the closest known key); Kafka configs without effect here are accepted with a warning.
+  ``--durability normal|full|off``: the sqlite record log's durability (``storage/sqlite.py``).
+  Every start-up error is one line on stderr: status 2 for bad usage (a port outside 0..65535,
+  bad ``--racks``/``--brokers``, a ``--data-dir`` that is not a directory), 1 for a failure
+  (a port in use, a data directory that cannot be written, bad data in it).
 - ``groupcoord topics create|list|add-partitions|delete`` and ``groupcoord groups list|describe``
   (``--bootstrap-server``, ``--json``): thin Kafka-protocol clients over our own codec, shaped
   after ``kafka-topics.sh`` / ``kafka-consumer-groups.sh``. They talk to the bootstrap broker
@@ -49,7 +56,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from groupcoord.commands import command
+from groupcoord.commands import UsageError, bootstrap_servers, command, int_at_least
 from groupcoord.protocol.client import KafkaClient, KafkaClientError
 from groupcoord.protocol.errors import CoordinatorError, error_name
 from groupcoord.protocol.versions import ApiKey
@@ -62,7 +69,7 @@ def _parse_props(items: list[str] | None) -> dict[str, str]:
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise SystemExit(f"--config expects key=value, got {item!r}")
+            raise UsageError(f"--config expects key=value, got {item!r}")
         props[key.strip()] = value.strip()
     return props
 
@@ -70,19 +77,62 @@ def _parse_props(items: list[str] | None) -> dict[str, str]:
 # ------------------------------------------------------------------------------ serve
 
 
+def _port(text: str) -> int:
+    """An argparse ``type``: a TCP port, 0..65535 (0: a free one)."""
+    value = int_at_least(0)(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"must be within 0..65535, got {value}")
+    return value
+
+
+def _racks(text: str) -> list[str]:
+    racks = [r.strip() for r in text.split(",")]
+    if any(not r for r in racks):
+        raise argparse.ArgumentTypeError(f"expected one non-empty rack name per broker, "
+                                         f"comma-separated, got {text!r}")
+    return racks
+
+
+def _check_data_dir(path: Path) -> str | None:
+    """Why ``path`` cannot be the data directory (created if missing), else None."""
+    if path.exists() and not path.is_dir():
+        return f"--data-dir {path} is not a directory"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # a parent is a file
+        return f"--data-dir {path}: a parent of it is not a directory"
+    except OSError as e:
+        return f"--data-dir {path}: cannot create it: {e.strerror or e}"
+    probe = path / ".groupcoord-write-test"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        return f"--data-dir {path} is not writable: {e.strerror or e}"
+    return None
+
+
 def _run_serve(ns: argparse.Namespace) -> int:
     from groupcoord.server.app import KafkaServer
     from groupcoord.storage.log import LogError
 
+    data_dir = Path(ns.data_dir)
+    if data_dir.exists() and not data_dir.is_dir():
+        print(f"error: --data-dir {data_dir} is not a directory", file=sys.stderr)
+        return 2
     try:
-        server = KafkaServer(host=ns.host, port=ns.port, data_dir=Path(ns.data_dir),
+        server = KafkaServer(host=ns.host, port=ns.port, data_dir=data_dir,
                              storage=ns.storage, shards=ns.shards,
                              properties=_parse_props(ns.config), advertised_host=ns.advertised_host,
                              metrics_port=ns.metrics_port, brokers=ns.brokers,
-                             racks=None if ns.racks is None else ns.racks.split(","))
+                             racks=ns.racks, durability=ns.durability)
     except (CoordinatorError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    problem = _check_data_dir(data_dir)
+    if problem is not None:
+        print(f"error: cannot start: {problem}", file=sys.stderr)
+        return 1
 
     async def main() -> int:
         loop = asyncio.get_running_loop()
@@ -92,7 +142,7 @@ def _run_serve(ns: argparse.Namespace) -> int:
         try:
             host, port = await server.start()
         except (OSError, LogError, ValueError) as e:
-            print(f"error: cannot start: {e}", file=sys.stderr)
+            print(f"error: cannot start: {_start_error(e, ns)}", file=sys.stderr)
             await server.stop()
             return 1
         print(f"listening on {host}:{port}", flush=True)
@@ -111,29 +161,50 @@ def _run_serve(ns: argparse.Namespace) -> int:
     return asyncio.run(main())
 
 
+def _start_error(e: BaseException, ns: argparse.Namespace) -> str:
+    """One line for a failed start (an OSError's text can span lines or lack the address)."""
+    import errno
+    import os
+    import socket
+
+    if isinstance(e, socket.gaierror):
+        return f"cannot resolve --host {ns.host}: {e.strerror or e}"
+    if isinstance(e, OSError) and e.errno == errno.EADDRINUSE:
+        return f"{ns.host}:{ns.port} is in use (another server on that port?)"
+    if isinstance(e, OSError) and e.errno in (errno.EADDRNOTAVAIL, errno.EACCES):
+        return f"cannot listen on {ns.host}:{ns.port}: {os.strerror(e.errno).lower()}"
+    text = " ".join(str(e).split())
+    return text or type(e).__name__
+
+
 @command("serve", "run the Kafka-protocol broker with the group coordinator")
 def _serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=9092, help="0 picks a free port")
+    p.add_argument("--port", type=_port, default=9092, help="0 picks a free port")
     p.add_argument("--advertised-host", default=None,
                    help="host name given to clients in Metadata/FindCoordinator (default: --host)")
     p.add_argument("--data-dir", default="./groupcoord-data")
     p.add_argument("--storage", choices=["sqlite", "memory"], default=None,
                    help="coordinator record log (default: sqlite when available)")
-    p.add_argument("--shards", type=int, default=None,
+    p.add_argument("--durability", choices=["normal", "full", "off"], default=None,
+                   help="the sqlite record log's durability (docs/durability-and-metrics.md): "
+                        "normal (default; survives a process crash), full (an fsync per "
+                        "write; survives an OS crash), off (tests)")
+    p.add_argument("--shards", type=int_at_least(1), default=None,
                    help="coordinator shards, the __consumer_offsets partitions (default 1; 50 "
                         "with --brokers)")
-    p.add_argument("--brokers", type=int, default=1,
+    p.add_argument("--brokers", type=int_at_least(1), default=1,
                    help="brokers served by this process, node ids 0..N-1, one port each (from "
                         "--port up; all free ports with --port 0); leaders and coordinators "
                         "spread over them")
-    p.add_argument("--racks", default=None, metavar="R0,R1,...",
+    p.add_argument("--racks", type=_racks, default=None, metavar="R0,R1,...",
                    help="with --brokers: each broker's rack, comma-separated")
     p.add_argument("--config", action="append", metavar="KEY=VALUE",
-                   help="broker config, Kafka names (repeatable); log compaction: "
-                        "log.compaction.interval.ms (default 300000, 0 = off), "
-                        "log.cleaner.delete.retention.ms (tombstones, default 86400000)")
-    p.add_argument("--metrics-port", type=int, default=None,
+                   help="broker config, Kafka names (repeatable), the keys and their defaults "
+                        "in docs/configuration.md; e.g. max.connections, "
+                        "connections.max.idle.ms, log.compaction.interval.ms; an unknown key "
+                        "is refused")
+    p.add_argument("--metrics-port", type=_port, default=None,
                    help="serve Prometheus metrics on this port (0 picks a free port)")
     p.set_defaults(func=_run_serve)
 
@@ -171,7 +242,7 @@ def _guard(fn: Any) -> Any:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--bootstrap-server", default="127.0.0.1:9092")
+    p.add_argument("--bootstrap-server", type=bootstrap_servers, default="127.0.0.1:9092")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 

@@ -40,7 +40,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import overload
+from typing import Any, overload
 from uuid import UUID
 
 from groupcoord.coordinator.topics import MetadataImage, TopicMetadata
@@ -133,6 +133,45 @@ class Topic:
         return len(self.partitions)
 
 
+class TopicsFileError(ValueError):
+    """``topics.json`` cannot be read; the message names the file and what is wrong."""
+
+
+def read_topics_json(path: Path) -> dict[str, Any]:
+    """The content of ``topics.json``, checked: a :class:`TopicsFileError` naming the file
+    and the first problem (not JSON, no ``cluster_id``, a topic without a name, a valid id or
+    a partition count) instead of a KeyError deep in the load."""
+    def bad(why: str) -> TopicsFileError:
+        return TopicsFileError(f"{path}: {why} (restore it from a backup, or move the data "
+                               f"directory away to start empty)")
+    try:
+        raw = json.loads(path.read_text())
+    except OSError as e:
+        raise TopicsFileError(f"{path}: cannot read it: {e.strerror or e}") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise bad(f"not valid JSON: {e}") from None
+    if not isinstance(raw, dict):
+        raise bad("not a JSON object")
+    if not isinstance(raw.get("cluster_id"), str) or not raw["cluster_id"]:
+        raise bad("no cluster_id")
+    topics = raw.setdefault("topics", [])
+    if not isinstance(topics, list):
+        raise bad("'topics' is not a list")
+    for i, t in enumerate(topics):
+        if not isinstance(t, dict) or not isinstance(t.get("name"), str):
+            raise bad(f"topic #{i} has no name")
+        try:
+            UUID(str(t.get("id")))
+        except ValueError:
+            raise bad(f"topic {t['name']!r} has no valid id") from None
+        n = t.get("partitions")
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise bad(f"topic {t['name']!r} has no valid partition count")
+        if not isinstance(t.get("configs", {}), dict):
+            raise bad(f"topic {t['name']!r}: 'configs' is not an object")
+    return raw
+
+
 class TopicRegistry:
     def __init__(self, data_dir: Path, *, in_memory: bool = False,
                  max_open_files: int | None = None, recover: bool = True) -> None:
@@ -173,15 +212,12 @@ class TopicRegistry:
             self.cluster_id = _new_cluster_id()
             self.save()
             return
-        try:
-            raw = json.loads(self._meta.read_text())
-            self.cluster_id = raw["cluster_id"]
-            entries = [(UUID(t["id"]), str(t["name"]), int(t["partitions"]),
-                        dict(t.get("configs", {}))) for t in raw.get("topics", [])]
-        except (ValueError, KeyError, TypeError, AttributeError) as e:
-            raise ValueError(f"{self._meta}: not a topics file ({type(e).__name__}: {e})") from None
-        for tid, name, count, configs in entries:
-            topic = self._new_topic(tid, name, count, configs)
+        raw = read_topics_json(self._meta)
+        self.cluster_id = raw["cluster_id"]
+        for t in raw["topics"]:
+            tid = UUID(t["id"])
+            topic = self._new_topic(tid, str(t["name"]), int(t["partitions"]),
+                                    dict(t.get("configs", {})))
             self.topics[topic.name] = topic
             self.by_id[tid] = topic
         files = self.recover() if recover else 0

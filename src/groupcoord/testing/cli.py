@@ -24,7 +24,7 @@ import json
 import sys
 from typing import Any
 
-from groupcoord.commands import command, int_at_least
+from groupcoord.commands import bootstrap_servers, command, int_at_least
 
 __all__: list[str] = []
 
@@ -56,7 +56,7 @@ def _control_args(p: argparse.ArgumentParser) -> None:
 
     def verb(name: str, help_text: str, *names: str) -> argparse.ArgumentParser:
         c = sub.add_parser(name, help=help_text, description=help_text)
-        c.add_argument("--bootstrap-server", default="127.0.0.1:9092")
+        c.add_argument("--bootstrap-server", type=bootstrap_servers, default="127.0.0.1:9092")
         c.add_argument("--json", action="store_true", help="print the server's JSON answer")
         c.set_defaults(func=_run, arg_names=list(names))
         return c

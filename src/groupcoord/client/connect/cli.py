@@ -61,7 +61,7 @@ from groupcoord.client.connect.runtime import ConnectRuntime, item_label
 from groupcoord.client.connect.worker import EAGER, INCREMENTAL_COOPERATIVE, PROTOCOLS
 from groupcoord.client.connection import ConnectionLost, UnsupportedApi
 from groupcoord.client.member_driver import DEFAULT_CLOSE_TIMEOUT_MS
-from groupcoord.commands import command, int_at_least
+from groupcoord.commands import bootstrap_servers, command, int_at_least
 from groupcoord.server.cli import add_connectors_commands
 
 __all__ = ["CONNECT", "COOPERATIVE", "resolve_protocol"]
@@ -223,7 +223,7 @@ def _run_worker(ns: argparse.Namespace) -> int:
 def _connect_args(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="connect_command", required=True)
     w = sub.add_parser("worker", help="run a worker until Ctrl-C (then it leaves the group)")
-    w.add_argument("--bootstrap-server", default="127.0.0.1:9092")
+    w.add_argument("--bootstrap-server", type=bootstrap_servers, default="127.0.0.1:9092")
     w.add_argument("--group", required=True, help="the worker group")
     w.add_argument("--url", default=None, help="the REST url advertised (default "
                                                "http://HOSTNAME:8083)")
