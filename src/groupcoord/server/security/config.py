@@ -59,6 +59,14 @@ class ServerSecurity:
                 self.mechanisms[spec.name] = check_mechanisms(
                     setting(props, spec.name, "sasl.enabled.mechanisms", DEFAULT_MECHANISMS)
                     or "", spec.name)
+        delay = props.get("connection.failed.authentication.delay.ms", "100")
+        try:
+            self.fail_delay_s = int(delay) / 1000
+        except ValueError:
+            raise ValueError(f"connection.failed.authentication.delay.ms must be an integer, got "
+                             f"{delay!r}") from None
+        if self.fail_delay_s < 0:
+            raise ValueError("connection.failed.authentication.delay.ms must be at least 0")
         #: The users' SCRAM credentials; set by the server when it starts (data directory).
         self.store: CredentialStore | None = None
 
@@ -95,7 +103,8 @@ class ServerSecurity:
         SASL session that must complete first (SASL_*)."""
         if spec.sasl:
             assert self.store is not None
-            session = SaslSession(conn, self.mechanisms[spec.name], self.store, conn.handler)
+            session = SaslSession(conn, self.mechanisms[spec.name], self.store, conn.handler,
+                                  self.fail_delay_s)
             conn.handler = session.dispatch
         elif spec.tls:
             conn.principal = peer_principal(transport) or ANONYMOUS

@@ -18,8 +18,11 @@ SASL_AUTHENTICATION_FAILED with a message and closes the connection after the re
 makes the principal ``User:<name>`` and the connection is served as any other from then on
 (where SaslHandshake / SaslAuthenticate get ILLEGAL_SASL_STATE, ``server/security/apis.py``).
 SaslAuthenticate v1+ answers a session lifetime of 0: KIP-368 re-authentication is not offered
-(clients never re-authenticate; sessions last as long as the connection). Kafka's
-``connection.failed.authentication.delay.ms`` is not applied (failures are answered at once).
+(clients never re-authenticate; sessions last as long as the connection). As Kafka's
+``connection.failed.authentication.delay.ms`` (default 100), the close after a failed
+authentication waits that long after the response (reading stops, further frames are dropped):
+it slows password guessing, and a client reads the error before it sees the close (kafka-python
+over TLS otherwise may see only "socket disconnected").
 
 Mechanisms:
 
@@ -179,8 +182,9 @@ class SaslSession:
     then hands the connection to the server's dispatch (module doc)."""
 
     def __init__(self, conn: Connection, mechanisms: list[str], store: CredentialStore,
-                 then: Callable[[bytes, Connection], Outcome]) -> None:
+                 then: Callable[[bytes, Connection], Outcome], fail_delay_s: float = 0.1) -> None:
         self.conn = conn
+        self.fail_delay_s = fail_delay_s
         self.mechanisms = mechanisms
         self.store = store
         self.then = then
@@ -221,6 +225,20 @@ class SaslSession:
             log.warning("%s: SASL failed unexpectedly: %s: %s", conn.peer, type(e).__name__, e)
             return self._close("SASL failed unexpectedly")
 
+    def _fail(self, reason: str, response: bytes = b"") -> Outcome:
+        """Answer ``response`` now and close after the failed-authentication delay."""
+        conn = self.conn
+        if self.fail_delay_s <= 0 or conn.transport is None:
+            return self._close(reason, response)
+        import asyncio
+
+        conn.handler = _discard
+        self.state = "failed"
+        conn.transport.pause_reading()
+        asyncio.get_running_loop().call_later(self.fail_delay_s, conn.close, reason)
+        log.warning("closing connection from %s: %s", conn.peer, reason)
+        return response or None
+
     def _response(self, key: int, version: int, corr: int, **fields: Any) -> bytes:
         cls = response_class(key, version)
         assert cls is not None
@@ -257,7 +275,7 @@ class SaslSession:
             resp = self._response(ApiKey.SASL_AUTHENTICATE, version, corr,
                                   error_code=ErrorCode.sasl_authentication_failed,
                                   error_message=str(e), auth_bytes=b"")
-            return self._close(f"SASL authentication failed: {e}", resp)
+            return self._fail(f"SASL authentication failed: {e}", resp)
         return self._response(ApiKey.SASL_AUTHENTICATE, version, corr, error_code=0,
                               error_message=None, auth_bytes=challenge)
 
@@ -265,5 +283,10 @@ class SaslSession:
         try:
             challenge, _ = self._step(buf)
         except AuthenticationFailed as e:
-            return self._close(f"SASL authentication failed: {e}")
+            return self._fail(f"SASL authentication failed: {e}")
         return frame(challenge)
+
+
+def _discard(buf: bytes, conn: Connection) -> None:
+    """Frames after a failed authentication, until the delayed close: dropped."""
+    return None
