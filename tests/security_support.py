@@ -90,10 +90,12 @@ class SecureServer:
 
 
 def add_user(data_dir: Path, name: str, password: str, *mechanisms: str) -> None:
-    cmd = [*GROUPCOORD, "users", "add", name, "--password", password, "--data-dir", str(data_dir)]
-    for m in mechanisms:
-        cmd += ["--mechanism", m]
-    subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=60)
+    """As ``groupcoord users add`` does (in process: a CLI start costs seconds here)."""
+    from groupcoord.server.security.credentials import MECHANISMS, CredentialStore
+
+    store = CredentialStore(data_dir)
+    for m in mechanisms or MECHANISMS:
+        store.add(name, m, password)
 
 
 def start_secure_server(data_dir: Path, listeners: list[str], *extra: str,

@@ -62,7 +62,11 @@ class SecurityApis:
                                         "authentication", auth_bytes=b"")
 
     def describe_user_scram_credentials(self, body: Any, ctx: Any) -> Any:
-        known = self.store.users()
+        try:
+            known = self.store.users()
+        except CredentialError as e:  # the file was damaged under a running server
+            return self._resp(ctx, throttle_time=0, error_code=E.unknown_server_error,
+                              error_message=str(e), results=())
         names = [u.name for u in body.users] if body.users else list(known)
         results = []
         for name in dict.fromkeys(names):
@@ -82,7 +86,13 @@ class SecurityApis:
         return self._resp(ctx, throttle_time=0, error_code=0, error_message=None, results=results)
 
     def alter_user_scram_credentials(self, body: Any, ctx: Any) -> Any:
-        known = self.store.users()
+        try:
+            known = self.store.users()
+        except CredentialError as e:  # the file was damaged under a running server
+            users = dict.fromkeys(str(x.name) for x in (*body.deletions, *body.upsertions))
+            return self._resp(ctx, throttle_time=0, results=[
+                {"user": u, "error_code": E.unknown_server_error, "error_message": str(e)}
+                for u in users])
         errors: dict[str, tuple[ErrorCode, str]] = {}
         order: list[str] = []
         seen: set[tuple[str, int]] = set()

@@ -21,7 +21,8 @@ replaced atomically (written to a temporary file, fsynced, renamed, directory fs
 exclusive ``flock`` of ``scram-credentials.lock``, so that ``groupcoord users add`` and a
 running server (AlterUserScramCredentials) do not lose each other's changes; the server reads the
 file again when it changed on disk (a user added offline is known at once). With
-``persist=False`` (``--storage memory``) nothing is written.
+``persist=False`` (``--storage memory``) the file, if there is one, is read once at start and
+nothing is written: changes (AlterUserScramCredentials) live in memory until the server stops.
 
 Limits as Kafka's: iterations 4096..16384 (``ScramMechanism.minIterations`` /
 ``maxIterations``); a salt of at least 12 bytes (scramp's minimum; Kafka's clients generate
@@ -160,8 +161,23 @@ class CredentialStore:
         self.path = Path(data_dir) / FILE_NAME if data_dir is not None else None
         self._users: Users = {}
         self._stamp: tuple[int, int, int] | None = None
-        if self.persist:
-            self._reload()
+        if self.path is not None:  # in memory too: the users already on disk, read once
+            self._read()
+
+    def _read(self) -> None:
+        assert self.path is not None
+        stamp = self._file_stamp()
+        if stamp is None:
+            self._users, self._stamp = {}, None
+            return
+        try:
+            raw = json.loads(self.path.read_text())
+            users = {name: {m: ScramCredential.from_json(c) for m, c in mechs.items()}
+                     for name, mechs in raw["users"].items()}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            raise CredentialError(f"{self.path}: cannot read the SCRAM credentials: "
+                                  f"{type(e).__name__}: {e}") from None
+        self._users, self._stamp = users, stamp
 
     # ------------------------------------------------------------------ disk
 
@@ -175,23 +191,9 @@ class CredentialStore:
 
     def _reload(self) -> None:
         """Read the file if it changed since we last read or wrote it."""
-        if not self.persist:
+        if not self.persist or self._file_stamp() == self._stamp:
             return
-        assert self.path is not None
-        stamp = self._file_stamp()
-        if stamp == self._stamp:
-            return
-        if stamp is None:
-            self._users, self._stamp = {}, None
-            return
-        try:
-            raw = json.loads(self.path.read_text())
-            users = {name: {m: ScramCredential.from_json(c) for m, c in mechs.items()}
-                     for name, mechs in raw["users"].items()}
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-            raise CredentialError(f"{self.path}: cannot read the SCRAM credentials: "
-                                  f"{type(e).__name__}: {e}") from None
-        self._users, self._stamp = users, stamp
+        self._read()
 
     def _write(self) -> None:
         assert self.path is not None
