@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from groupcoord.protocol.client import KafkaClient
+from groupcoord.protocol.client import KafkaClient, KafkaClientError
 from groupcoord.protocol.versions import ApiKey
 from tests.security_support import Certs, SecureServer, add_user, make_certs, start_secure_server
 
@@ -271,3 +271,29 @@ def test_aiokafka_wrong_password(secure: SecureServer, certs: Certs, listener: s
     assert "Authentication failed" in str(info.value) or isinstance(
         info.value, aiokafka.errors.KafkaConnectionError), info.value
     _alive(secure)
+
+
+def test_confluent_admin_scram_credentials(secure: SecureServer, certs: Certs) -> None:
+    """AdminClient.alter_user_scram_credentials / describe_user_scram_credentials, then the new
+    user authenticates; deleting it ends that."""
+    ck = pytest.importorskip("confluent_kafka")
+    from confluent_kafka import admin
+
+    a = admin.AdminClient(_ck_conf(secure, certs, "SASL_SSL", "SCRAM-SHA-512", PASSWORD))
+    up = admin.UserScramCredentialUpsertion(
+        "zoe", admin.ScramCredentialInfo(admin.ScramMechanism.SCRAM_SHA_256, 8192), b"zoe-pw")
+    futs = a.alter_user_scram_credentials([up], request_timeout=TIMEOUT_S)
+    futs["zoe"].result(TIMEOUT_S)
+    described = a.describe_user_scram_credentials(["zoe"], request_timeout=TIMEOUT_S)
+    infos = described["zoe"].result(TIMEOUT_S).scram_credential_infos
+    assert [(i.mechanism, i.iterations) for i in infos] == [(admin.ScramMechanism.SCRAM_SHA_256,
+                                                              8192)]
+    with KafkaClient(secure.bootstrap("SASL_PLAINTEXT"), sasl=("PLAIN", "zoe", "zoe-pw")) as c:
+        assert c.api_versions()
+    missing = a.describe_user_scram_credentials(["nobody"], request_timeout=TIMEOUT_S)
+    with pytest.raises(ck.KafkaException, match="does not exist"):
+        missing["nobody"].result(TIMEOUT_S)
+    rm = admin.UserScramCredentialDeletion("zoe", admin.ScramMechanism.SCRAM_SHA_256)
+    a.alter_user_scram_credentials([rm], request_timeout=TIMEOUT_S)["zoe"].result(TIMEOUT_S)
+    with pytest.raises(KafkaClientError, match="SASL_AUTHENTICATION_FAILED"):
+        KafkaClient(secure.bootstrap("SASL_PLAINTEXT"), sasl=("PLAIN", "zoe", "zoe-pw"))
