@@ -200,3 +200,14 @@ def test_several_brokers_advertise_each_listener(tmp_path: Path) -> None:
     err = srv.server.stderr()
     assert "warning: listener PLAINTEXT on 0.0.0.0:" in err
     assert "warning: listener SASL_PLAINTEXT" not in err
+
+
+def test_control_lists_connections_with_listener_and_principal() -> None:
+    from groupcoord.testing import embedded_cluster
+
+    with embedded_cluster() as cluster, KafkaClient(cluster.bootstrap_servers,
+                                                    client_id="who") as c:
+        c.api_versions()
+        [conn] = [x for x in cluster.control.connections() if x["client_id"] == "who"]
+        assert (conn["listener"], conn["principal"], conn["broker"]) == (
+            "PLAINTEXT", "User:ANONYMOUS", 0)
