@@ -211,3 +211,19 @@ def test_control_lists_connections_with_listener_and_principal() -> None:
         [conn] = [x for x in cluster.control.connections() if x["client_id"] == "who"]
         assert (conn["listener"], conn["principal"], conn["broker"]) == (
             "PLAINTEXT", "User:ANONYMOUS", 0)
+
+
+def test_config_keys_cover_what_the_layer_reads() -> None:
+    """Every ``props`` key the security modules read is in CONFIG_KEYS (for the unknown-key
+    check of ``serve --config``)."""
+    import re
+
+    from groupcoord.server.security import config, listeners, sasl, tls
+
+    read = set()
+    for mod in (config, listeners, sasl, tls):
+        text = Path(mod.__file__ or "").read_text()
+        read |= set(re.findall(r'(?:get\(|setting\(props, [a-z.]+, )"((?:ssl|sasl|listener|'
+                               r'listeners|advertised|connection)[a-z.]*)"', text))
+        read |= set(re.findall(r'props\.get\("([a-z.]+)"', text))
+    assert read == config.CONFIG_KEYS, read ^ config.CONFIG_KEYS

@@ -26,9 +26,19 @@ from groupcoord.server.security.tls import peer_principal, server_context
 if TYPE_CHECKING:
     from groupcoord.server.app import Connection
 
-__all__ = ["ServerSecurity"]
+__all__ = ["CONFIG_KEYS", "CONFIG_PREFIXES", "ServerSecurity"]
 
 ANONYMOUS = "User:ANONYMOUS"
+
+#: The ``--config`` keys this layer reads (for a check of unknown keys), and the prefix of
+#: per-listener overrides (``listener.name.<name>.<key>``).
+CONFIG_KEYS = frozenset({
+    "listeners", "advertised.listeners", "listener.security.protocol.map",
+    "ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.certificate.chain",
+    "ssl.keystore.key", "ssl.key.password", "ssl.truststore.location", "ssl.truststore.type",
+    "ssl.truststore.certificates", "ssl.client.auth", "ssl.enabled.protocols",
+    "sasl.enabled.mechanisms", "connection.failed.authentication.delay.ms"})
+CONFIG_PREFIXES = ("listener.name.",)
 
 
 class ServerSecurity:
