@@ -227,3 +227,31 @@ def test_config_keys_cover_what_the_layer_reads() -> None:
                                r'listeners|advertised|connection)[a-z.]*)"', text))
         read |= set(re.findall(r'props\.get\("([a-z.]+)"', text))
     assert read == config.CONFIG_KEYS, read ^ config.CONFIG_KEYS
+
+
+def test_required_client_certificate_and_pem_text_settings(tmp_path: Path, certs: Certs) -> None:
+    """ssl.client.auth=required: a client without a certificate is refused, one with a
+    certificate is User:<its DN>; the key and chain given as PEM text (Kafka's form of
+    ssl.keystore.certificate.chain / ssl.keystore.key / ssl.truststore.certificates)."""
+    import ssl
+
+    srv = start_secure_server(
+        tmp_path / "data", ["SSL://127.0.0.1:0"],
+        "--config", f"ssl.keystore.certificate.chain={certs.server_cert.read_text()}",
+        "--config", f"ssl.keystore.key={certs.server_key.read_text()}",
+        "--config", f"ssl.truststore.certificates={certs.ca.read_text()}",
+        "--config", "ssl.client.auth=required")
+    try:
+        ctx = ssl.create_default_context(cafile=str(certs.ca))
+        with pytest.raises((KafkaClientError, OSError)), \
+                KafkaClient(srv.bootstrap("SSL"), ssl_context=ctx) as c:
+            c.api_versions()
+        ctx.load_cert_chain(str(certs.client_cert), str(certs.client_key))
+        with KafkaClient(srv.bootstrap("SSL"), ssl_context=ctx, client_id="mtls") as c:
+            c.api_versions()
+            r = c.call(ApiKey.GROUPCOORD_CONTROL, 0, command="connections", arguments="{}")
+            [conn] = [x for x in json.loads(r.result)["connections"] if x["client_id"] == "mtls"]
+            assert conn["principal"] == f"User:{certs.client_dn}"
+    finally:
+        srv.server.stop()
+    assert "Traceback" not in srv.server.stderr()
