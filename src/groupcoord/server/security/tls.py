@@ -21,7 +21,9 @@ or ``ssl.truststore.certificates`` (PEM text or a path). ``ssl.enabled.protocols
 The principal of an SSL connection with a verified client certificate is ``User:`` followed by
 the certificate's subject distinguished name in RFC 2253 form (``CN=alice,OU=eng,O=Example``,
 most specific first), as Kafka's default principal builder gives it (``ssl.principal.mapping.rules``
-is not supported: DEFAULT only); without a client certificate it is ``User:ANONYMOUS``.
+is not supported: DEFAULT only); without a client certificate it is ``User:ANONYMOUS``. An
+attribute without an RFC 2253 keyword (``emailAddress``...) is written with Python's attribute
+name, where Java writes its OID and the DER value in hex.
 """
 
 from __future__ import annotations
