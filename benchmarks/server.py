@@ -19,6 +19,13 @@ non-empty share (each consumer's ``assignment()`` is read from the polling threa
 with librdkafka's own mock cluster (``test.mock.num.brokers=1``) running the same clients
 (``peer.librdkafka-mock...``).
 
+``--security tls-scram`` (``groupcoord bench server --security tls-scram``, or ``both`` for the
+two side by side): the same heartbeats on a SASL_SSL listener, every connection TLS (a throwaway
+CA and server certificate, ``groupcoord.testing.certs``) authenticated with SCRAM-SHA-512
+before it pipelines (``docs/security.md``); figures named ``heartbeats.tls-scram.*`` beside the
+plaintext ``heartbeats.*``. The connections are made before the timing starts: the figure is
+the cost of TLS on every frame, not of the handshakes.
+
 The client side is a small hand-written pipeline over non-blocking sockets (requests encoded
 once, correlation ids patched in place) so it is not the bottleneck; client and server share
 the machine's cores.
@@ -29,6 +36,7 @@ from __future__ import annotations
 import os
 import selectors
 import socket
+import ssl
 import statistics
 import struct
 import subprocess
@@ -37,7 +45,8 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,10 +67,15 @@ class _Server:
     proc: subprocess.Popen[str]
     host: str
     port: int
+    #: KafkaClient options for the listener (TLS context, SASL credentials), or none.
+    client_kw: dict[str, Any] = field(default_factory=dict)
 
     @property
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
+
+    def client(self, **kw: Any) -> KafkaClient:
+        return KafkaClient(self.bootstrap, **kw, **self.client_kw)
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -72,17 +86,39 @@ class _Server:
             self.proc.wait()
 
 
-def _start_server(data_dir: Path, *extra: str) -> _Server:
-    cmd = [*_CMD, "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", str(data_dir),
-           *extra]
+#: The benchmark user of ``--security tls-scram``.
+_USER, _PASSWORD, _MECHANISM = "bench", "bench-secret", "SCRAM-SHA-512"
+
+
+def _secure_args(data_dir: Path) -> tuple[list[str], dict[str, Any]]:
+    """serve arguments for a SASL_SSL listener (certificates and a SCRAM user made in
+    ``data_dir``) and the KafkaClient options to reach it."""
+    from groupcoord.server.security.credentials import CredentialStore
+    from groupcoord.testing.certs import make_certs
+
+    certs = make_certs(data_dir / "certs")
+    CredentialStore(data_dir).add(_USER, _MECHANISM, _PASSWORD)
+    args = ["--listener", "SASL_SSL://127.0.0.1:0",
+            "--config", f"ssl.keystore.location={certs.server}",
+            "--config", f"sasl.enabled.mechanisms={_MECHANISM}"]
+    ctx = ssl.create_default_context(cafile=str(certs.ca))
+    return args, {"ssl_context": ctx, "sasl": (_MECHANISM, _USER, _PASSWORD)}
+
+
+def _start_server(data_dir: Path, *extra: str, secure: bool = False) -> _Server:
+    listen = ["--host", "127.0.0.1", "--port", "0"]
+    client_kw: dict[str, Any] = {}
+    if secure:
+        listen, client_kw = _secure_args(data_dir)
+    cmd = [*_CMD, "serve", *listen, "--data-dir", str(data_dir), *extra]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()
     if not line.startswith("listening on "):
         proc.kill()
         raise RuntimeError(f"server did not start: {line!r}")
-    host, _, port = line.split()[-1].rpartition(":")
-    return _Server(proc, host, int(port))
+    host, _, port = line.split()[-1].rpartition("://")[2].rpartition(":")
+    return _Server(proc, host, int(port), client_kw)
 
 
 # ------------------------------------------------------------------------------ heartbeats
@@ -108,11 +144,11 @@ def _hb_request(m: _Member, full: bool, topic: str, rebalance_ms: int = 300_000)
                  topic_partitions=tps)
 
 
-def _join_and_converge(bootstrap: str, members: list[_Member], topic: str,
+def _join_and_converge(server: _Server, members: list[_Member], topic: str,
                        timeout: float = 300.0) -> int:
     """Join every member and heartbeat until all are stable; returns the rounds it took."""
     rounds = 0
-    with KafkaClient(bootstrap, client_id="bench-join", timeout=60) as c:
+    with server.client(client_id="bench-join", timeout=60) as c:
         deadline = time.monotonic() + timeout
         while True:
             rounds += 1
@@ -143,14 +179,14 @@ def _steady_frames(members: list[_Member], topic: str) -> list[bytearray]:
     return [bytearray(encode_request(_hb_request(m, False, topic), 0, "bench")) for m in members]
 
 
-def _pipeline(host: str, port: int, frames_per_conn: list[list[bytearray]], window: int,
-              seconds: float) -> tuple[int, list[float]]:
-    """Send heartbeats for ``seconds``: per connection, ``window`` in flight at a time."""
+def _pipeline(connect: Callable[[], socket.socket], frames_per_conn: list[list[bytearray]],
+              window: int, seconds: float) -> tuple[int, list[float]]:
+    """Send heartbeats for ``seconds``: per connection, ``window`` in flight at a time.
+    ``connect`` gives a connected socket, plain or TLS (authenticated already)."""
     sel = selectors.DefaultSelector()
     conns = []
     for frames in frames_per_conn:
-        s = socket.create_connection((host, port))
-        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        s = connect()
         s.setblocking(False)
         conns.append({"sock": s, "frames": frames, "next": 0, "corr": 0, "buf": bytearray(),
                       "outstanding": 0, "sent_at": 0.0, "out": b""})
@@ -184,7 +220,10 @@ def _pipeline(host: str, port: int, frames_per_conn: list[list[bytearray]], wind
             s = c["sock"]
             try:
                 data = s.recv(1 << 20)
-            except BlockingIOError:
+                # TLS: records already decrypted do not wake the selector again
+                while isinstance(s, ssl.SSLSocket) and s.pending():
+                    data += s.recv(s.pending())
+            except (BlockingIOError, ssl.SSLWantReadError):
                 continue
             if not data:
                 raise RuntimeError("server closed a benchmark connection")
@@ -215,20 +254,34 @@ def _pipeline(host: str, port: int, frames_per_conn: list[list[bytearray]], wind
     return done, latencies
 
 
+def _connector(server: _Server) -> Callable[[], socket.socket]:
+    def connect() -> socket.socket:
+        if server.client_kw:  # TLS + SCRAM: the authenticated socket of a KafkaClient
+            c = server.client(client_id="bench")
+            sock: socket.socket = c._sock
+            return sock
+        s = socket.create_connection((server.host, server.port))
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return s
+    return connect
+
+
 def bench_heartbeats(members: int, groups: int, partitions: int, connections: int, window: int,
-                     seconds: float, repeat: int) -> list[Result]:
+                     seconds: float, repeat: int, security: str = "plaintext") -> list[Result]:
+    """``security``: ``plaintext`` or ``tls-scram`` (module doc)."""
     with tempfile.TemporaryDirectory(prefix="gc-bench-") as tmp:
         server = _start_server(Path(tmp), "--storage", "memory", "--shards", "4",
                                "--config", "group.consumer.session.timeout.ms=60000",
-                               "--config", "group.consumer.max.session.timeout.ms=120000")
+                               "--config", "group.consumer.max.session.timeout.ms=120000",
+                               secure=security == "tls-scram")
         try:
             topic = "bench-topic"
-            with KafkaClient(server.bootstrap) as c:
+            with server.client() as c:
                 c.call(ApiKey.CREATE_TOPICS, 7, topics=[
                     {"name": topic, "num_partitions": partitions, "replication_factor": 1}])
             ms = [_Member(f"bench-group-{i % groups}", str(uuid.uuid4())) for i in range(members)]
             t0 = time.perf_counter()
-            rounds = _join_and_converge(server.bootstrap, ms, topic)
+            rounds = _join_and_converge(server, ms, topic)
             join_ms = (time.perf_counter() - t0) * 1000
             frames = _steady_frames(ms, topic)
             per_conn = [frames[i::connections] for i in range(connections)]
@@ -236,7 +289,7 @@ def bench_heartbeats(members: int, groups: int, partitions: int, connections: in
             for _ in range(repeat):
                 cpu0 = _cpu_seconds(server.proc.pid)
                 t = time.perf_counter()
-                done, lat = _pipeline(server.host, server.port, per_conn, window, seconds)
+                done, lat = _pipeline(_connector(server), per_conn, window, seconds)
                 elapsed = time.perf_counter() - t
                 cpu1 = _cpu_seconds(server.proc.pid)
                 rates.append(done / elapsed)
@@ -249,16 +302,17 @@ def bench_heartbeats(members: int, groups: int, partitions: int, connections: in
             server.stop()
     params = {"members": members, "groups": groups, "partitions": partitions,
               "connections": connections, "window": window, "seconds": seconds,
-              "repeat": repeat, "cpus": os.cpu_count()}
+              "repeat": repeat, "cpus": os.cpu_count(), "security": security}
     suffix = f"members={members}.groups={groups}"
+    family = "heartbeats" if security == "plaintext" else f"heartbeats.{security}"
     results = [
-        Result(f"heartbeats.steady.{suffix}", statistics.median(rates), "per_s", params),
-        Result(f"heartbeats.steady.p99.{suffix}", statistics.median(p99s), "ms", params),
-        Result(f"heartbeats.steady.p50.{suffix}", statistics.median(p50s), "ms", params),
-        Result(f"heartbeats.join_and_converge.{suffix}", join_ms, "ms", {**params, "rounds": rounds}),
+        Result(f"{family}.steady.{suffix}", statistics.median(rates), "per_s", params),
+        Result(f"{family}.steady.p99.{suffix}", statistics.median(p99s), "ms", params),
+        Result(f"{family}.steady.p50.{suffix}", statistics.median(p50s), "ms", params),
+        Result(f"{family}.join_and_converge.{suffix}", join_ms, "ms", {**params, "rounds": rounds}),
     ]
     if per_cpu:  # throughput per second of server CPU: less sensitive to a busy machine
-        results.append(Result(f"heartbeats.steady.per_server_cpu_second.{suffix}",
+        results.append(Result(f"{family}.steady.per_server_cpu_second.{suffix}",
                               statistics.median(per_cpu), "per_s", params))
     return results
 
@@ -388,12 +442,26 @@ def bench_convergence(consumers: int, partitions: int, repeat: int, quiet_s: flo
 # ------------------------------------------------------------------------------ entry point
 
 
-def run(quick: bool = False) -> list[Result]:
-    if quick:
-        return bench_heartbeats(members=200, groups=2, partitions=200, connections=4, window=32,
-                                seconds=1.0, repeat=3)
-    results = bench_heartbeats(members=1000, groups=10, partitions=1000, connections=8, window=64,
-                               seconds=3.0, repeat=3)
+#: ``--security`` choices of this benchmark (``groupcoord bench server --security ...``).
+SECURITY = ("plaintext", "tls-scram", "both")
+
+
+def run(quick: bool = False, security: str = "plaintext") -> list[Result]:
+    """``security``: heartbeats over ``plaintext`` (default), ``tls-scram`` (SASL_SSL with
+    SCRAM-SHA-512; the convergence benchmark is not run), or ``both`` side by side."""
+    if security not in SECURITY:
+        raise ValueError(f"--security must be one of {', '.join(SECURITY)}, got {security!r}")
+    kinds = ["plaintext", "tls-scram"] if security == "both" else [security]
+    results: list[Result] = []
+    for kind in kinds:
+        if quick:
+            results += bench_heartbeats(members=200, groups=2, partitions=200, connections=4,
+                                        window=32, seconds=1.0, repeat=3, security=kind)
+        else:
+            results += bench_heartbeats(members=1000, groups=10, partitions=1000, connections=8,
+                                        window=64, seconds=3.0, repeat=3, security=kind)
+    if quick or security == "tls-scram":
+        return results
     try:
         results += bench_convergence(consumers=50, partitions=500, repeat=3)
     except Exception as e:  # a peer problem must not lose the heartbeat figures

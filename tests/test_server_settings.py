@@ -54,11 +54,20 @@ def test_kafka_configs_without_effect_are_accepted_with_a_warning() -> None:
                         "log.retention.hours, num.io.threads"]
 
 
-def test_security_configs_are_known_before_their_behaviour_lands() -> None:
-    for key in ("listeners", "ssl.keystore.location", "sasl.enabled.mechanisms", "super.users",
-                "allow.everyone.if.no.acl.found", "listener.name.sasl_ssl.plain.sasl.jaas.config"):
-        warnings = check_properties({key: "true" if key.startswith("allow") else "x"})
-        assert len(warnings) == 1 and key in warnings[0] and "not in effect" in warnings[0]
+def test_security_configs_are_registered_and_take_effect_without_a_warning() -> None:
+    """Every key the security layer reads is registered (an unknown-key check would refuse it
+    otherwise) and accepted without a warning; Kafka's security keys it does not read are
+    accepted with the "without effect" warning."""
+    from groupcoord.server.security.config import CONFIG_KEYS, CONFIG_PREFIXES
+
+    assert set(SETTINGS) >= CONFIG_KEYS
+    for key in (*CONFIG_KEYS, "super.users", "listener.name.sasl_ssl.plain.sasl.jaas.config"):
+        assert key in SETTINGS or key.startswith(CONFIG_PREFIXES)
+        assert check_properties({key: "100" if key.endswith(".ms") else "x"}) == []
+    assert check_properties({"allow.everyone.if.no.acl.found": "true"}) == []
+    warnings = check_properties({"ssl.keystore.password": "pw", "security.inter.broker.protocol":
+                                 "SSL"})
+    assert len(warnings) == 1 and "ssl.keystore.password" in warnings[0]
     assert check_properties({}) == []
 
 
@@ -73,7 +82,7 @@ def test_every_key_the_server_reads_is_registered() -> None:
                  "group.initial.rebalance.delay.ms"]:
         assert name in SETTINGS, name
     assert check_properties({s.name: s.default for s in SETTINGS.values()
-                             if s.owner != "pending" and s.default}) == []
+                             if s.default}) == []
 
 
 def test_limits_from_properties() -> None:

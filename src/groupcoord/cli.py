@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
 import json
 import logging
 import os
@@ -64,7 +65,18 @@ def _run_bench(ns: argparse.Namespace) -> int:
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
-    results = module.run(quick=ns.quick)
+    kw = {}
+    if ns.security is not None:  # only benchmarks that take it (``bench server``)
+        if "security" not in inspect.signature(module.run).parameters:
+            print(f"benchmark {ns.name} has no --security option", file=sys.stderr)
+            return 2
+        choices = getattr(module, "SECURITY", ())
+        if ns.security not in choices:
+            print(f"error: --security must be one of {', '.join(choices)}, got {ns.security!r}",
+                  file=sys.stderr)
+            return 2
+        kw["security"] = ns.security
+    results = module.run(quick=ns.quick, **kw)
     if ns.json:
         print(json.dumps([r.as_json() for r in results], indent=2))
     else:
@@ -78,6 +90,9 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", help="benchmark family: the name of a file in benchmarks/")
     p.add_argument("--json", action="store_true", help="print docs/design.md's JSON array")
     p.add_argument("--quick", action="store_true", help="small sizes, a few seconds")
+    p.add_argument("--security", default=None,
+                   help="bench server: plaintext (default), tls-scram (SASL_SSL, SCRAM-SHA-512) "
+                        "or both")
     p.set_defaults(func=_run_bench)
 
 

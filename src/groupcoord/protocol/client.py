@@ -16,6 +16,7 @@ returning the response entity.
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -42,16 +43,30 @@ def parse_bootstrap(bootstrap: str) -> tuple[str, int]:
 
 class KafkaClient:
     def __init__(self, bootstrap: str, client_id: str = "groupcoord-cli",
-                 timeout: float = 10.0) -> None:
+                 timeout: float = 10.0, ssl_context: ssl.SSLContext | None = None,
+                 sasl: tuple[str, str, str] | None = None) -> None:
+        """``ssl_context``: connect with TLS (SSL, SASL_SSL listeners); ``sasl``: (mechanism,
+        user, password) to authenticate with first (SaslHandshake v1 + SaslAuthenticate)."""
         host, port = parse_bootstrap(bootstrap)
         self.client_id = client_id
         try:
-            self._sock = socket.create_connection((host, port), timeout=timeout)
+            sock = socket.create_connection((host, port), timeout=timeout)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if ssl_context is not None:
+                sock = ssl_context.wrap_socket(sock, server_hostname=host)
         except OSError as e:
             raise KafkaClientError(f"cannot connect to {host}:{port}: {e}") from None
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock = sock
         self._corr = 0
         self._versions: dict[int, tuple[int, int]] | None = None
+        if sasl is not None:
+            from groupcoord.protocol.sasl_client import authenticate
+
+            try:
+                authenticate(self, *sasl)
+            except BaseException:
+                self._sock.close()
+                raise
 
     def __enter__(self) -> KafkaClient:
         return self

@@ -36,6 +36,10 @@ Ranges and why (docs/wire.md; NOTES.md "What real clients need from a broker"):
   ask for a producer id first. Ids only (epoch 0), no transactions; v6 (KIP-939 two-phase
   commit) is not offered.
 
+- Security (``server/security/``): SaslHandshake 0-1 (v0: the tokens follow as bare frames),
+  SaslAuthenticate 0-2 (every version kio has), DescribeUserScramCredentials 0 and
+  AlterUserScramCredentials 0 (KIP-554).
+
 - Extension APIs (ours), API keys 1000-1099, schemas in ``protocol/schemas/*.json``
   (``protocol/extensions.py``; ``docs/wire.md``): ConsumerGroupPrepareAssignment 1000,
   ConsumerGroupInstallAssignment 1001, ConnectGroupHeartbeat 1002, ConnectGroupPrepareAssignment
@@ -78,6 +82,11 @@ class ApiKey(IntEnum):
     OFFSET_DELETE = 47
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
+    # security (server/security/)
+    SASL_HANDSHAKE = 17
+    SASL_AUTHENTICATE = 36
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
     # extension APIs of the specs (protocol/schemas/*.json)
     CONSUMER_GROUP_PREPARE_ASSIGNMENT = 1000
     CONSUMER_GROUP_INSTALL_ASSIGNMENT = 1001
@@ -117,6 +126,10 @@ API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
+    ApiKey.SASL_HANDSHAKE: (0, 1),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.CONSUMER_GROUP_PREPARE_ASSIGNMENT: (0, 0),
     ApiKey.CONSUMER_GROUP_INSTALL_ASSIGNMENT: (0, 0),
     ApiKey.CONNECT_GROUP_HEARTBEAT: (0, 0),

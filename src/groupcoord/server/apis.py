@@ -73,6 +73,8 @@ from groupcoord.server.extension_apis import ExtensionApis
 from groupcoord.server.partition_log import InvalidRecords, ProducerStateError
 from groupcoord.server.producer_ids import ProducerIdAllocator
 from groupcoord.server.runtime import CoordinatorRuntime
+from groupcoord.server.security.apis import SecurityApis
+from groupcoord.server.security.credentials import CredentialStore
 from groupcoord.server.topic_registry import TopicRegistry, validate_topic_name
 from groupcoord.storage.log import LogError
 
@@ -130,7 +132,8 @@ class KafkaApis:
 
     def __init__(self, registry: TopicRegistry, runtime: CoordinatorRuntime,
                  host: str, port: int, broker_configs: dict[str, str] | None = None,
-                 producer_ids: ProducerIdAllocator | None = None) -> None:
+                 producer_ids: ProducerIdAllocator | None = None,
+                 credentials: CredentialStore | None = None) -> None:
         self.registry = registry
         self.producer_ids = producer_ids or ProducerIdAllocator(
             registry.data_dir, persist=not registry.in_memory)
@@ -171,6 +174,13 @@ class KafkaApis:
         }
         self.extensions = ExtensionApis(runtime, self._resp)
         self.handlers.update(self.extensions.handlers)
+        #: SASL after authentication, SCRAM credentials (``server/security/apis.py``).
+        self.security = SecurityApis(credentials or CredentialStore(None, persist=False), self._resp)
+        self.handlers.update(self.security.handlers)
+        #: Advertised (host, port) per listener name and node id, set by the server: a client is
+        #: told the addresses of the listener it connected on. Empty: ``host``/``port`` (and
+        #: the brokers' own) for every listener.
+        self.endpoints: dict[str, dict[int, tuple[str, int]]] = {}
         #: The control plane's ``run(command, args)`` (``server/control.py``), set by the server.
         self.control: Callable[[str, dict[str, Any]], Any] | None = None
         #: Several brokers (``server/brokers.py``), set by the server; None: one broker.
@@ -231,21 +241,29 @@ class KafkaApis:
                         "isr_nodes": (leader,), "offline_replicas": ()})
         return out
 
-    def _broker_entries(self) -> tuple[list[dict[str, Any]], int]:
-        """Metadata's brokers (the live ones) and controller id."""
+    def _address(self, node_id: int, listener: str, host: str, port: int) -> tuple[str, int]:
+        """The address of ``node_id`` on ``listener`` (default: ``host``, ``port``)."""
+        return self.endpoints.get(listener, {}).get(node_id, (host, port))
+
+    def _broker_entries(self, listener: str = "PLAINTEXT") -> tuple[list[dict[str, Any]], int]:
+        """Metadata's brokers (the live ones, at their address on ``listener``) and controller
+        id."""
         bs = self.brokers
         if bs is None:
-            return [{"node_id": NODE_ID, "host": self.host, "port": self.port, "rack": None}], \
-                NODE_ID
-        return [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
-                for b in bs.live()], bs.controller()
+            host, port = self._address(NODE_ID, listener, self.host, self.port)
+            return [{"node_id": NODE_ID, "host": host, "port": port, "rack": None}], NODE_ID
+        out = []
+        for b in bs.live():
+            host, port = self._address(b.node_id, listener, b.host, b.port)
+            out.append({"node_id": b.node_id, "host": host, "port": port, "rack": b.rack})
+        return out, bs.controller()
 
     def metadata(self, body: Any, ctx: RequestContext) -> Any:
         """Metadata, answered from a cache of encoded responses while the topics do not change:
         librdkafka refreshes metadata often (every consumer, on every assignment change), and a
         response for hundreds of partitions is costly to encode in Python."""
         requested = body.topics
-        key = (ctx.api_version,
+        key = (ctx.api_version, ctx.listener,
                None if requested is None else tuple(
                    (getattr(t, "name", None), getattr(t, "topic_id", None)) for t in requested),
                self.auto_create and bool(getattr(body, "allow_auto_topic_creation", True)),
@@ -311,7 +329,7 @@ class KafkaApis:
                     out.append(self._topic_metadata(topic.name, topic.topic_id, topic.num_partitions))
         if created:
             self._topics_changed()
-        brokers, controller = self._broker_entries()
+        brokers, controller = self._broker_entries(ctx.listener)
         return out, dict(throttle_time=0, brokers=brokers, cluster_id=self.registry.cluster_id,
                          controller_id=controller, cluster_authorized_operations=NO_OPS,
                          error_code=0)
@@ -330,9 +348,11 @@ class KafkaApis:
                                          f"only coordinates groups (0)."}
             if self.brokers is not None:  # the leader of the group's __consumer_offsets partition
                 b = self.brokers.info(self.brokers.coordinator_of_shard(self.runtime.shard_of(key)))
-                return {"key": key, "node_id": b.node_id, "host": b.host, "port": b.port,
+                host, port = self._address(b.node_id, ctx.listener, b.host, b.port)
+                return {"key": key, "node_id": b.node_id, "host": host, "port": port,
                         "error_code": 0, "error_message": None}
-            return {"key": key, "node_id": NODE_ID, "host": self.host, "port": self.port,
+            host, port = self._address(NODE_ID, ctx.listener, self.host, self.port)
+            return {"key": key, "node_id": NODE_ID, "host": host, "port": port,
                     "error_code": 0, "error_message": None}
 
         key_type = int(getattr(body, "key_type", 0))

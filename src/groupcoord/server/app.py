@@ -46,7 +46,7 @@ import struct
 import time
 import uuid
 from collections import deque
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,6 +82,9 @@ from groupcoord.server.metrics import LoopIdleMonitor, MetricsServer
 from groupcoord.server.partition_files import max_open_files_from
 from groupcoord.server.routing import misrouted
 from groupcoord.server.runtime import CoordinatorRuntime
+from groupcoord.server.security.config import ServerSecurity
+from groupcoord.server.security.credentials import CredentialStore
+from groupcoord.server.security.listeners import ListenerSpec
 from groupcoord.server.settings import check_properties
 from groupcoord.server.topic_registry import TopicRegistry
 from groupcoord.storage.log import RecordLog
@@ -102,9 +105,11 @@ MAX_QUEUED_FRAMES = 256
 
 @dataclass(slots=True, frozen=True)
 class Close:
-    """Dispatch outcome: close the connection (after the responses already produced)."""
+    """Dispatch outcome: close the connection (after the responses already produced, then
+    ``response`` if any: a SASL failure is answered before the close)."""
 
     reason: str
+    response: bytes = b""
 
 
 Outcome = bytes | Close | Awaitable["bytes | Close | None"] | None
@@ -148,11 +153,16 @@ class KafkaServer:
                  record_log: RecordLog | None = None,
                  brokers: int = 1, racks: list[str] | None = None,
                  broker_ports: list[int] | None = None,
-                 durability: str | None = None) -> None:
-        self.host = host
+                 durability: str | None = None,
+                 listeners: list[str] | None = None) -> None:
         if not 0 <= port <= 65535:
             raise ValueError(f"--port must be within 0..65535, got {port}")
-        self.port = port
+        #: Listeners, TLS and SASL (``server/security/``): ``listeners`` (``NAME://HOST:PORT``)
+        #: or ``listeners=`` in ``properties``, else PLAINTEXT on ``host``:``port``.
+        self.security = ServerSecurity(dict(properties or {}), listeners, host, port,
+                                       advertised_host)
+        self.host = self.security.first.host or "0.0.0.0"
+        self.port = self.security.first.port
         self.data_dir = Path(data_dir)
         self.storage = storage or default_storage()
         if durability is not None and self.storage == "memory":
@@ -203,6 +213,8 @@ class KafkaServer:
         self._log: RecordLog | None = None
         #: Listening sockets by broker (broker 0's is also ``_server``).
         self.listeners: dict[int, asyncio.Server] = {}
+        #: The listening sockets of the other listeners (``--listener``), every broker's.
+        self._more_servers: list[asyncio.Server] = []
         #: Who leads what with several brokers (None: one broker).
         self.brokerset: BrokerSet | None = None
         #: The control plane for tests (``server/control.py``): fault rules and actions.
@@ -229,23 +241,34 @@ class KafkaServer:
         self.runtime = CoordinatorRuntime(self._log, self.num_shards, self.config,
                                           self.registry.image(), random_member_id)
         self.runtime.start(loop, background=True)
-        requested = self.port
-        self._server = await self._listen(0, self.port, start=False)
-        self.port = self._server.sockets[0].getsockname()[1]
-        ports = [self.port]
-        for b in range(1, self.num_brokers):
-            if self.broker_ports is not None:
-                want = self.broker_ports[b - 1]
-            else:  # port 0: a free port for every broker; else the ports after the first
-                want = 0 if requested == 0 else requested + b
-            extra = await self._listen(b, want, start=False)
-            self.listeners[b] = extra
-            ports.append(extra.sockets[0].getsockname()[1])
-        self.listeners[0] = self._server
-        advertised = self.advertised_host or self.host
-        if advertised in ("", "0.0.0.0", "::"):
-            advertised = socket.gethostname()
-        self.apis = KafkaApis(self.registry, self.runtime, advertised, self.port, self.properties)
+        self.security.store = CredentialStore(self.data_dir, persist=self.storage != "memory")
+        #: Bound port per listener name, one per broker.
+        self.bound: dict[str, list[int]] = {}
+        endpoints: dict[str, dict[int, tuple[str, int]]] = {}
+        for spec in self.security.listeners:
+            ports = self.bound[spec.name] = []
+            for b in range(self.num_brokers):
+                if b == 0:
+                    want = spec.port
+                elif self.broker_ports is not None and spec is self.security.first:
+                    want = self.broker_ports[b - 1]
+                else:  # port 0: a free port for every broker; else the ports after the first
+                    want = 0 if spec.port == 0 else spec.port + b
+                srv = await self._listen(b, want, start=False, spec=spec)
+                ports.append(srv.sockets[0].getsockname()[1])
+                if spec is self.security.first:
+                    self.listeners[b] = srv
+                else:
+                    self._more_servers.append(srv)
+                endpoints.setdefault(spec.name, {})[b] = self.security.advertised_address(
+                    spec, b, ports[-1])
+        self._server = self.listeners[0]
+        ports = self.bound[self.security.first.name]
+        self.port = ports[0]
+        advertised, _ = endpoints[self.security.first.name][0]
+        self.apis = KafkaApis(self.registry, self.runtime, advertised, self.port, self.properties,
+                              credentials=self.security.store)
+        self.apis.endpoints = endpoints
         self.apis.control = self.control.run
         if self.num_brokers > 1:
             self.brokerset = BrokerSet(
@@ -255,6 +278,8 @@ class KafkaServer:
         for b, listener in self.listeners.items():
             if b != 0:
                 await listener.start_serving()
+        for srv in self._more_servers:
+            await srv.start_serving()
         await self._server.start_serving()
         if self.limits.idle_ms >= 0:
             self._idle_timer = loop.call_later(self.limits.sweep_s, self._sweep_idle)
@@ -270,18 +295,22 @@ class KafkaServer:
                  self.data_dir)
         return self.host, self.port
 
-    async def _listen(self, broker: int, port: int, *, start: bool = True) -> asyncio.Server:
+    async def _listen(self, broker: int, port: int, *, start: bool = True,
+                      spec: ListenerSpec | None = None) -> asyncio.Server:
         """Listen for ``broker`` on ``port`` (0: a free one). A given port still held a moment
         after a restart is tried again for up to ``BIND_RETRY_S``: a client that kept retrying
         the port while nothing listened may hold it briefly (a loopback connection to a free
         port of the ephemeral range can connect to itself, until the client drops it)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + BIND_RETRY_S
+        listener = spec or self.security.first
         while True:
             try:
-                return await loop.create_server(lambda: Connection(self, broker), self.host, port,
+                return await loop.create_server(lambda: Connection(self, broker, listener),
+                                                listener.host or None, port,
                                                 reuse_address=True, backlog=2048,
-                                                start_serving=start)
+                                                start_serving=start,
+                                                ssl=self.security.ssl.get(listener.name))
             except OSError as e:
                 if port == 0 or e.errno != errno.EADDRINUSE or loop.time() >= deadline:
                     raise
@@ -409,6 +438,9 @@ class KafkaServer:
             if listener is not self._server:  # broker 0's first listener is closed below
                 listener.close()
         self.listeners.clear()
+        for srv in self._more_servers:
+            srv.close()
+        self._more_servers.clear()
         if self._server is not None:
             self._server.close()
         for conn in list(self.connections):
@@ -534,8 +566,10 @@ class KafkaServer:
 class Connection(asyncio.Protocol):
     """One client connection: frames in, responses out, in order."""
 
-    def __init__(self, server: KafkaServer, broker: int = 0) -> None:
+    def __init__(self, server: KafkaServer, broker: int = 0,
+                 spec: ListenerSpec | None = None) -> None:
         self.server = server
+        self.spec = spec
         #: The broker (node id) this connection reached.
         self.broker = broker
         self.decoder = FrameDecoder(server.max_frame_size)
@@ -547,7 +581,10 @@ class Connection(asyncio.Protocol):
         self.client_ip = ""
         #: Who the client is (set by authentication) and the listener it came in on.
         self.principal = "User:ANONYMOUS"
-        self.listener = "PLAINTEXT"
+        self.listener = "PLAINTEXT" if spec is None else spec.name
+        #: Handles each request frame: the server's dispatch, or a SASL session's until the
+        #: client has authenticated (``server/security/sasl.py``).
+        self.handler: Callable[[bytes, Connection], Outcome] = server.dispatch
         #: The client id of the last request on this connection (control: drop-connections).
         self.client_id = ""
         self.busy = False
@@ -588,6 +625,8 @@ class Connection(asyncio.Protocol):
             return
         self.admitted = True
         self.server.connections.add(self)
+        if self.spec is not None:
+            self.server.security.on_connect(self, transport, self.spec)
         log.debug("connection from %s", self.peer)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -661,17 +700,18 @@ class Connection(asyncio.Protocol):
         if transport is None:
             return
         out: list[bytes] = []
-        dispatch = self.server.dispatch
         while self.pending and not self.busy and not self.closed and not self.writing_paused:
             request = self.pending.popleft()
             self.pending_bytes -= len(request)
-            outcome = dispatch(request, self)
+            outcome = self.handler(request, self)
             if outcome is None:
                 continue
             if isinstance(outcome, bytes):
                 out.append(outcome)
                 continue
             if isinstance(outcome, Close):
+                if outcome.response:
+                    out.append(outcome.response)
                 if out:
                     transport.write(b"".join(out))
                     out = []
@@ -705,6 +745,8 @@ class Connection(asyncio.Protocol):
             return
         outcome = task.result()
         if isinstance(outcome, Close):
+            if outcome.response and self.transport is not None:
+                self.transport.write(outcome.response)
             log.warning("closing connection from %s: %s", self.peer, outcome.reason)
             self.close(outcome.reason)
             return

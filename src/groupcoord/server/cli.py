@@ -2,15 +2,20 @@
 ``groupcoord.cli``.
 
 - ``groupcoord serve --host H --port P --data-dir DIR [--storage sqlite|memory] [--shards N]
-  [--brokers N [--racks R0,R1,...]] [--config key=value ...] [--metrics-port PORT]``: run the
+  [--brokers N [--racks R0,R1,...]] [--listener NAME://HOST:PORT ...] [--config key=value ...]
+  [--metrics-port PORT]``: run the
   broker (``--brokers N``: N brokers in one process, ``server/brokers.py``, and a second line
   ``brokers: HOST:PORT,...``); prints exactly ``listening on HOST:PORT`` (flushed) once it is
   ready (every coordinator shard loaded; the
   socket answers COORDINATOR_LOAD_IN_PROGRESS before that), then, with ``--metrics-port``,
   ``metrics on http://HOST:PORT/metrics`` (Prometheus text format; ``0`` picks a free port);
-  SIGINT / SIGTERM stop it cleanly. A record log that cannot be opened or loaded (corrupt or
-  truncated database, a row that does not decode) exits with status 1 and the LogError message,
-  naming the file, on stderr: ``error: cannot start: ...``, no traceback. Log compaction:
+  SIGINT / SIGTERM stop it cleanly. With listeners (``--listener``, repeatable, or ``--config
+  listeners=...``; ``server/security/``, docs/security.md) it prints one ``listening on
+  NAME://HOST:PORT`` line per listener instead, and a ``warning:`` line on stderr for each
+  listener open beyond loopback without authentication. A record log that cannot be opened or
+  loaded (corrupt or truncated database, a row that does not decode) exits with status 1 and
+  the LogError message, naming the file, on stderr: ``error: cannot start: ...``, no
+  traceback. Log compaction:
   ``--config log.compaction.interval.ms=N`` (default 300000, 0 = off) and
   ``--config log.cleaner.delete.retention.ms=N`` (how long tombstones are kept, default 24 h).
   ``--config`` keys are Kafka's broker config names, checked at start (``server/settings.py``,
@@ -120,8 +125,13 @@ def _run_serve(ns: argparse.Namespace) -> int:
     if data_dir.exists() and not data_dir.is_dir():
         print(f"error: --data-dir {data_dir} is not a directory", file=sys.stderr)
         return 2
+    if ns.listener and ns.port is not None:
+        print("error: give either --listener or --port (--host/--port make the PLAINTEXT "
+              "listener when no --listener is given)", file=sys.stderr)
+        return 2
     try:
-        server = KafkaServer(host=ns.host, port=ns.port, data_dir=data_dir,
+        server = KafkaServer(host=ns.host, port=9092 if ns.port is None else ns.port,
+                             data_dir=data_dir, listeners=ns.listener,
                              storage=ns.storage, shards=ns.shards,
                              properties=_parse_props(ns.config), advertised_host=ns.advertised_host,
                              metrics_port=ns.metrics_port, brokers=ns.brokers,
@@ -145,7 +155,13 @@ def _run_serve(ns: argparse.Namespace) -> int:
             print(f"error: cannot start: {_start_error(e, ns)}", file=sys.stderr)
             await server.stop()
             return 1
-        print(f"listening on {host}:{port}", flush=True)
+        for warning in server.security.warnings():
+            print(warning, file=sys.stderr, flush=True)
+        if ns.listener or server.properties.get("listeners"):  # one line per listener
+            for spec in server.security.listeners:
+                print(f"listening on {spec.url(server.bound[spec.name][0])}", flush=True)
+        else:
+            print(f"listening on {host}:{port}", flush=True)
         if server.brokerset is not None:
             print(f"brokers: {server.bootstrap_servers}", flush=True)
         if server.metrics_server is not None:
@@ -180,7 +196,13 @@ def _start_error(e: BaseException, ns: argparse.Namespace) -> str:
 @command("serve", "run the Kafka-protocol broker with the group coordinator")
 def _serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=_port, default=9092, help="0 picks a free port")
+    p.add_argument("--port", type=_port, default=None,
+                   help="port of the PLAINTEXT listener on --host (default 9092; 0 picks a free "
+                        "port) when no --listener is given")
+    p.add_argument("--listener", action="append", metavar="NAME://HOST:PORT",
+                   help="a listener (repeatable), Kafka's names: PLAINTEXT, SSL, SASL_PLAINTEXT, "
+                        "SASL_SSL (or a name of listener.security.protocol.map); port 0 picks a "
+                        "free port; replaces --host/--port (docs/security.md)")
     p.add_argument("--advertised-host", default=None,
                    help="host name given to clients in Metadata/FindCoordinator (default: --host)")
     p.add_argument("--data-dir", default="./groupcoord-data")
@@ -669,3 +691,8 @@ def add_connectors_commands(p: argparse.ArgumentParser) -> None:
 @command("connectors", "create, update, delete and list the connectors of a connect group")
 def _connectors_args(p: argparse.ArgumentParser) -> None:
     add_connectors_commands(p)
+
+
+# ------------------------------------------------------------------------------ users
+
+from groupcoord.server.security import cli as _security_cli  # noqa: E402, F401  (``users``)

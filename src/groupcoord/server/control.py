@@ -18,6 +18,8 @@ Commands (arguments in brackets are optional):
 - ``clear-faults``: remove every error and latency rule;
 - ``faults``: the rules in force and how many errors were injected;
 - ``drop-connections`` client_id (or ``all: true``): close those client connections now;
+- ``connections``: the open connections, each with its listener and principal
+  (``server/security/``);
 - ``expire-session`` group, member: the member's session timer fires now (a KIP-848 consumer
   or connect member, or a classic member's heartbeat timer), as if it had stopped heartbeating
   for its session timeout;
@@ -125,6 +127,7 @@ class ControlPlane:
             "clear-faults": self._clear_faults,
             "faults": lambda args: self.faults.describe(),
             "drop-connections": self._drop_connections,
+            "connections": self._connections,
             "expire-session": self._expire_session,
             "fail-next-append": self._fail_next_append,
             "move-coordinator": self._move_coordinator,
@@ -190,6 +193,13 @@ class ControlPlane:
                 dropped.append(conn.peer)
                 conn.abort()
         return {"dropped": sorted(dropped)}
+
+    def _connections(self, args: dict[str, Any]) -> Any:
+        """The open connections: peer, broker, listener, principal, last client id."""
+        return {"connections": sorted(
+            ({"peer": c.peer, "broker": c.broker, "listener": c.listener,
+              "principal": c.principal, "client_id": c.client_id}
+             for c in self.server.connections), key=lambda c: str(c["peer"]))}
 
     def _expire_session(self, args: dict[str, Any]) -> Any:
         group = str(_req(args, "group"))

@@ -8,9 +8,6 @@ A key is one of:
   that owns the behaviour (``coordinator/config.py``, ``server/compaction.py``,
   ``server/limits.py``, ``server/apis.py``). The owners may check more (a value relative to
   another one).
-- **pending**: a name of Kafka's security configuration (listeners, TLS, SASL, ACLs) that the
-  security work gives its behaviour to. Accepted, with a warning that it has no effect yet, so a
-  configuration written for a build that has it still starts.
 - **ignored**: a Kafka broker config that makes no sense here (replication, KRaft, Kafka's own
   log segments, thread pools). **Accepted with one warning listing them**, not refused: a
   ``server.properties`` written for Kafka then starts, and the warning says what was not applied.
@@ -49,7 +46,7 @@ class Setting:
     kind: str
     #: Kafka's default (ours where we differ; the docs say so), as Kafka writes it.
     default: str
-    #: Where its behaviour lives; ``"pending"`` for the security keys (module doc).
+    #: Where its behaviour lives.
     owner: str
     minimum: int | None = None
     maximum: int | None = None
@@ -99,34 +96,35 @@ _add("connections.max.idle.ms", "int", "600000", "limits", -1)
 _add("socket.request.max.bytes", "int", "104857600", "limits", 1)
 _add("queued.max.request.bytes", "int", "104857600", "limits", -1)
 
-# -- security: behaviour lands with the security work (listeners, TLS, SASL, ACLs); accepted now
-#    so that a configuration naming them is not refused.
+# -- security (server/security/, docs/security.md and docs/acls.md): listeners, TLS, SASL, ACLs
 for _name, _kind, _default in (
-        ("listeners", "list", "PLAINTEXT://:9092"),
+        ("listeners", "list", "PLAINTEXT://127.0.0.1:9092"),
         ("advertised.listeners", "list", ""),
         ("listener.security.protocol.map", "list", ""),
-        ("security.inter.broker.protocol", "str", "PLAINTEXT"),
-        ("ssl.keystore.location", "str", ""), ("ssl.keystore.password", "str", ""),
-        ("ssl.keystore.type", "str", "JKS"), ("ssl.key.password", "str", ""),
+        ("ssl.keystore.location", "str", ""), ("ssl.keystore.type", "str", "PEM"),
+        ("ssl.key.password", "str", ""),
         ("ssl.keystore.certificate.chain", "str", ""), ("ssl.keystore.key", "str", ""),
-        ("ssl.truststore.location", "str", ""), ("ssl.truststore.password", "str", ""),
-        ("ssl.truststore.type", "str", "JKS"), ("ssl.truststore.certificates", "str", ""),
+        ("ssl.truststore.location", "str", ""), ("ssl.truststore.type", "str", "PEM"),
+        ("ssl.truststore.certificates", "str", ""),
         ("ssl.client.auth", "str", "none"), ("ssl.enabled.protocols", "list", "TLSv1.2,TLSv1.3"),
-        ("ssl.protocol", "str", "TLSv1.3"), ("ssl.cipher.suites", "list", ""),
-        ("ssl.endpoint.identification.algorithm", "str", "https"),
-        ("sasl.enabled.mechanisms", "list", "GSSAPI"),
-        ("sasl.mechanism.inter.broker.protocol", "str", "GSSAPI"),
-        ("connections.max.reauth.ms", "int", "0"),
-        ("super.users", "str", ""), ("allow.everyone.if.no.acl.found", "bool", "false"),
-        ("authorizer.class.name", "str", ""), ("principal.builder.class", "str", "")):
-    _add(_name, _kind, _default, "pending")
+        ("sasl.enabled.mechanisms", "list", "SCRAM-SHA-256,SCRAM-SHA-512"),
+        ("connection.failed.authentication.delay.ms", "int", "100"),
+        ("super.users", "str", ""), ("allow.everyone.if.no.acl.found", "bool", "")):
+    _add(_name, _kind, _default, "security")
 
-#: Kafka's per-listener overrides (``listener.name.sasl_ssl.ssl.keystore.location``): accepted
-#: like the security keys (pending).
-PENDING_PREFIXES = ("listener.name.",)
+#: Kafka's per-listener overrides (``listener.name.sasl_ssl.ssl.keystore.location``), read by
+#: ``server/security/config.py``.
+SECURITY_PREFIXES = ("listener.name.",)
 
-#: Kafka broker configs with no meaning here: accepted with one warning (module doc).
+#: Kafka broker configs with no meaning here: accepted with one warning (module doc). The
+#: security ones among them: inter-broker settings (there is no other broker), JKS passwords (PEM
+#: only), pluggable classes, KIP-368 re-authentication (a session lasts as long as its
+#: connection), ciphers and TLS versions beyond ``ssl.enabled.protocols``.
 KAFKA_IGNORED = frozenset({
+    "security.inter.broker.protocol", "sasl.mechanism.inter.broker.protocol",
+    "ssl.keystore.password", "ssl.truststore.password", "ssl.protocol", "ssl.cipher.suites",
+    "ssl.endpoint.identification.algorithm", "connections.max.reauth.ms",
+    "authorizer.class.name", "principal.builder.class",
     "broker.id", "node.id", "process.roles", "controller.quorum.voters",
     "controller.quorum.bootstrap.servers", "controller.listener.names",
     "inter.broker.listener.name", "zookeeper.connect", "zookeeper.connection.timeout.ms",
@@ -187,15 +185,12 @@ def check_properties(props: Mapping[str, str]) -> list[str]:
     """Refuse an unknown key or a bad value (:class:`ConfigError`, one line); return one line
     of warning per kind of key accepted without effect (module doc), empty if none."""
     ignored: list[str] = []
-    pending: list[str] = []
     for name, raw in props.items():
         s = SETTINGS.get(name)
         if s is not None:
             _check_value(s, raw)
-            if s.owner == "pending":
-                pending.append(name)
-        elif name.startswith(PENDING_PREFIXES):
-            pending.append(name)
+        elif name.startswith(SECURITY_PREFIXES):
+            pass
         elif name in KAFKA_IGNORED:
             ignored.append(name)
         else:
@@ -204,9 +199,6 @@ def check_properties(props: Mapping[str, str]) -> list[str]:
     if ignored:
         warnings.append(f"Kafka broker configs without effect here, ignored: "
                         f"{', '.join(sorted(ignored))}")
-    if pending:
-        warnings.append(f"security configs not in effect in this build (listeners, TLS, SASL "
-                        f"and ACLs are not implemented here yet): {', '.join(sorted(pending))}")
     return warnings
 
 

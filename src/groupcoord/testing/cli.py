@@ -5,7 +5,7 @@ GroupcoordControl extension request, API 1010).
 - ``inject-error API ERROR [--count N] [--group G] [--client-id C] [--broker B]``
 - ``add-latency MS [--api API] [--broker B] [--client-id C]``
 - ``clear-faults``, ``faults``
-- ``drop-connections (--client-id C | --all)``
+- ``drop-connections (--client-id C | --all)``, ``connections``
 - ``expire-session GROUP MEMBER``
 - ``fail-next-append [--count N]``
 - ``hold-rebalance GROUP``, ``release-rebalance GROUP``
@@ -81,6 +81,7 @@ def _control_args(p: argparse.ArgumentParser) -> None:
     g = c.add_mutually_exclusive_group(required=True)
     g.add_argument("--client-id", dest="client_id")
     g.add_argument("--all", action="store_true", help="every client connection")
+    verb("connections", "the open connections, their listener and principal")
     c = verb("expire-session", "a member's session expires now", "group", "member")
     c.add_argument("group")
     c.add_argument("member", help="the member id")

@@ -115,6 +115,12 @@ class Control:
                                   all=True if every else None)["dropped"]
         return out
 
+    def connections(self) -> list[dict[str, Any]]:
+        """The open connections: peer, broker, listener, principal (docs/security.md), client
+        id."""
+        out: list[dict[str, Any]] = self.run("connections")["connections"]
+        return out
+
     def expire_session(self, group: str, member: str) -> str:
         """The member's session expires now; the timer kind that fired."""
         return str(self.run("expire-session", group=group, member=member)["expired"])

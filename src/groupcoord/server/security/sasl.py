@@ -1,0 +1,292 @@
+"""SASL authentication on the SASL_PLAINTEXT and SASL_SSL listeners, as Kafka's
+``SaslServerAuthenticator`` runs it.
+
+A connection starts in the handshake state: only ApiVersions and SaslHandshake (v0, v1) are
+accepted; any other request closes the connection (Kafka: "Unexpected Kafka request ... during
+SASL handshake"). SaslHandshake names a mechanism of ``sasl.enabled.mechanisms`` (default
+``SCRAM-SHA-256,SCRAM-SHA-512``; PLAIN must be enabled explicitly; GSSAPI and OAUTHBEARER are
+not served); another gets UNSUPPORTED_SASL_MECHANISM with the enabled list and the connection is
+closed after the response. Then:
+
+- after SaslHandshake v1 the client sends SaslAuthenticate requests (v0-v2) carrying the
+  mechanism's tokens; anything else closes the connection;
+- after SaslHandshake v0 the tokens come as bare size-prefixed frames and are answered the same
+  way (Kafka's pre-KIP-152 form); a failure there just closes the connection.
+
+A failed authentication (unknown user, wrong password or proof, a malformed token) answers
+SASL_AUTHENTICATION_FAILED with a message and closes the connection after the response. Success
+makes the principal ``User:<name>`` and the connection is served as any other from then on
+(where SaslHandshake / SaslAuthenticate get ILLEGAL_SASL_STATE, ``server/security/apis.py``).
+SaslAuthenticate v1+ answers a session lifetime of 0: KIP-368 re-authentication is not offered
+(clients never re-authenticate; sessions last as long as the connection). As Kafka's
+``connection.failed.authentication.delay.ms`` (default 100), the close after a failed
+authentication waits that long after the response (reading stops, further frames are dropped):
+it slows password guessing, and a client reads the error before it sees the close (kafka-python
+over TLS otherwise may see only "socket disconnected").
+
+Mechanisms:
+
+- PLAIN (RFC 4616): ``[authzid] NUL authcid NUL password``, checked against the user's SCRAM
+  credentials (``server/security/credentials.py``); an authzid other than the user is refused,
+  as Kafka's ``PlainSaslServer`` does.
+- SCRAM-SHA-256 / SCRAM-SHA-512 (RFC 5802, RFC 7677) with ``scramp``'s ``ScramServer`` (a
+  maintained implementation of both sides; no channel binding, as Kafka). An authzid (``a=``) in
+  the GS2 header must be the user itself, as Kafka checks.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from groupcoord.protocol.codec import (
+    DecodeError,
+    build,
+    decode_request_body,
+    encode_response,
+    parse_request_header,
+    parse_request_prefix,
+    request_class,
+    response_class,
+)
+from groupcoord.protocol.framing import frame
+from groupcoord.protocol.versions import ApiKey, api_name, is_supported
+from groupcoord.server.security.credentials import MECHANISMS, CredentialStore
+
+if TYPE_CHECKING:
+    from groupcoord.server.app import Close, Connection, Outcome
+
+log = logging.getLogger(__name__)
+
+__all__ = ["DEFAULT_MECHANISMS", "SUPPORTED_MECHANISMS", "AuthenticationFailed", "SaslSession",
+           "check_mechanisms"]
+
+SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+DEFAULT_MECHANISMS = "SCRAM-SHA-256,SCRAM-SHA-512"
+
+
+class AuthenticationFailed(Exception):
+    """The client did not authenticate; the message goes to the client."""
+
+
+def check_mechanisms(value: str, listener: str) -> list[str]:
+    """``sasl.enabled.mechanisms`` as a list; a one-line ValueError for one we do not serve."""
+    mechs = [m.strip().upper() for m in value.split(",") if m.strip()]
+    if not mechs:
+        raise ValueError(f"listener {listener}: sasl.enabled.mechanisms is empty")
+    for m in mechs:
+        if m not in SUPPORTED_MECHANISMS:
+            raise ValueError(f"listener {listener}: SASL mechanism {m} is not supported (use "
+                             f"{', '.join(SUPPORTED_MECHANISMS)})")
+    return mechs
+
+
+class _Plain:
+    def __init__(self, store: CredentialStore) -> None:
+        self.store = store
+        self.user: str | None = None
+
+    def step(self, token: bytes) -> tuple[bytes, bool]:
+        parts = token.split(b"\x00")
+        if len(parts) != 3:
+            raise AuthenticationFailed(f"Invalid SASL/PLAIN response: expected 3 tokens, got "
+                                       f"{len(parts)}")
+        try:
+            authzid, user = parts[0].decode(), parts[1].decode()
+        except UnicodeDecodeError:
+            raise AuthenticationFailed("Invalid SASL/PLAIN response: not UTF-8") from None
+        if not user:
+            raise AuthenticationFailed("Authentication failed: username not specified")
+        if not parts[2]:
+            raise AuthenticationFailed("Authentication failed: password not specified")
+        if authzid and authzid != user:
+            raise AuthenticationFailed("Authentication failed: Client requested an authorization "
+                                       "id that is different from username")
+        if not self.store.check_plain(user, parts[2]):
+            raise AuthenticationFailed("Authentication failed: Invalid username or password")
+        self.user = user
+        return b"", True
+
+
+def _unescape_saslname(s: str) -> str:
+    return s.replace("=2C", ",").replace("=3D", "=")
+
+
+class _Scram:
+    def __init__(self, store: CredentialStore, mechanism: str) -> None:
+        import scramp
+
+        self.mechanism = mechanism
+        self.store = store
+        self.user: str | None = None
+        self._exc = scramp.ScramException
+        self._server = scramp.ScramMechanism(mechanism).make_server(self._lookup)
+        self._first = True
+
+    def _lookup(self, user: str) -> tuple[bytes, bytes, bytes, int] | None:
+        cred = self.store.get(user, self.mechanism)
+        if cred is None:
+            return None
+        return cred.salt, cred.stored_key, cred.server_key, cred.iterations
+
+    def step(self, token: bytes) -> tuple[bytes, bool]:
+        try:
+            text = token.decode()
+        except UnicodeDecodeError:
+            raise AuthenticationFailed(f"Authentication failed: invalid {self.mechanism} message "
+                                       f"(not UTF-8)") from None
+        try:
+            if self._first:
+                self._first = False
+                gs2 = text.split(",", 2)
+                self._server.set_client_first(text)
+                if len(gs2) == 3 and gs2[1].startswith("a=") and \
+                        _unescape_saslname(gs2[1][2:]) != self._user_of_first():
+                    raise AuthenticationFailed("Authentication failed: authorization id "
+                                                   "differs from the user name")
+                return self._server.get_server_first().encode(), False
+            self._server.set_client_final(text)
+            final = self._server.get_server_final()
+            self.user = self._user_of_first()
+            return final.encode(), True
+        except self._exc as e:
+            if "Unknown user" in str(e):
+                raise AuthenticationFailed("Authentication failed: Invalid user credentials") from None
+            if "keys don't match" in str(e):
+                raise AuthenticationFailed(f"Authentication failed during authentication due to "
+                                           f"invalid credentials with SASL mechanism "
+                                           f"{self.mechanism}") from None
+            raise AuthenticationFailed(f"Authentication failed: invalid {self.mechanism} "
+                                       f"message: {e}") from None
+
+    def _user_of_first(self) -> str:
+        bare = self._server.client_first_bare
+        for attr in bare.split(","):
+            if attr.startswith("n="):
+                return _unescape_saslname(attr[2:])
+        return ""
+
+
+def _mechanism(name: str, store: CredentialStore) -> _Plain | _Scram:
+    if name == "PLAIN":
+        return _Plain(store)
+    assert name in MECHANISMS
+    return _Scram(store, name)
+
+
+class SaslSession:
+    """One connection's authentication: its ``dispatch`` handles the frames until it is done,
+    then hands the connection to the server's dispatch (module doc)."""
+
+    def __init__(self, conn: Connection, mechanisms: list[str], store: CredentialStore,
+                 then: Callable[[bytes, Connection], Outcome], fail_delay_s: float = 0.1) -> None:
+        self.conn = conn
+        self.fail_delay_s = fail_delay_s
+        self.mechanisms = mechanisms
+        self.store = store
+        self.then = then
+        self.state = "handshake"  # -> authenticate | legacy -> done
+        self.mech: _Plain | _Scram | None = None
+
+    def _close(self, reason: str, response: bytes = b"") -> Close:
+        from groupcoord.server.app import Close
+
+        return Close(reason, response)
+
+    def dispatch(self, buf: bytes, conn: Connection) -> Outcome:
+        try:
+            if self.state == "legacy":
+                return self._legacy_token(buf)
+            try:
+                key, version, corr = parse_request_prefix(buf)
+            except DecodeError as e:
+                return self._close(f"SASL: {e}")
+            if self.state == "handshake" and key == ApiKey.API_VERSIONS:
+                return self.then(buf, conn)
+            expected = (ApiKey.SASL_HANDSHAKE,) if self.state == "handshake" else \
+                (ApiKey.SASL_AUTHENTICATE,)
+            if key not in expected or not is_supported(key, version):
+                return self._close(f"unexpected {api_name(key)} v{version} request during SASL "
+                                   f"{'handshake' if self.state == 'handshake' else 'authentication'}")
+            cls = request_class(key, version)
+            assert cls is not None
+            try:
+                header = parse_request_header(buf, cls.__flexible__)
+                body = decode_request_body(cls, buf, header.size)
+            except DecodeError as e:
+                return self._close(f"malformed {api_name(key)} v{version} request: {e}")
+            if key == ApiKey.SASL_HANDSHAKE:
+                return self._handshake(body, version, corr)
+            return self._authenticate(body, version, corr)
+        except Exception as e:  # a bug must not stop the server: close this connection only
+            log.warning("%s: SASL failed unexpectedly: %s: %s", conn.peer, type(e).__name__, e)
+            return self._close("SASL failed unexpectedly")
+
+    def _fail(self, reason: str, response: bytes = b"") -> Outcome:
+        """Answer ``response`` now and close after the failed-authentication delay."""
+        conn = self.conn
+        if self.fail_delay_s <= 0 or conn.transport is None:
+            return self._close(reason, response)
+        import asyncio
+
+        conn.handler = _discard
+        self.state = "failed"
+        conn.transport.pause_reading()
+        asyncio.get_running_loop().call_later(self.fail_delay_s, conn.close, reason)
+        log.warning("closing connection from %s: %s", conn.peer, reason)
+        return response or None
+
+    def _response(self, key: int, version: int, corr: int, **fields: Any) -> bytes:
+        cls = response_class(key, version)
+        assert cls is not None
+        return encode_response(key, version, corr, build(cls, **fields))
+
+    def _handshake(self, body: Any, version: int, corr: int) -> Outcome:
+        name = str(body.mechanism).upper()
+        if name not in self.mechanisms:
+            resp = self._response(ApiKey.SASL_HANDSHAKE, version, corr,
+                                  error_code=ErrorCode.unsupported_sasl_mechanism,
+                                  mechanisms=self.mechanisms)
+            return self._close(f"unsupported SASL mechanism {body.mechanism!r}", resp)
+        self.mech = _mechanism(name, self.store)
+        self.state = "authenticate" if version >= 1 else "legacy"
+        return self._response(ApiKey.SASL_HANDSHAKE, version, corr, error_code=0,
+                              mechanisms=self.mechanisms)
+
+    def _step(self, token: bytes) -> tuple[bytes, bool]:
+        assert self.mech is not None
+        challenge, done = self.mech.step(token)
+        if done:
+            assert self.mech.user is not None
+            self.conn.principal = f"User:{self.mech.user}"
+            self.state = "done"
+            self.conn.handler = self.then
+            log.debug("%s: authenticated as %s (%s)", self.conn.peer, self.conn.principal,
+                      type(self.mech).__name__)
+        return challenge, done
+
+    def _authenticate(self, body: Any, version: int, corr: int) -> Outcome:
+        try:
+            challenge, _ = self._step(bytes(body.auth_bytes))
+        except AuthenticationFailed as e:
+            resp = self._response(ApiKey.SASL_AUTHENTICATE, version, corr,
+                                  error_code=ErrorCode.sasl_authentication_failed,
+                                  error_message=str(e), auth_bytes=b"")
+            return self._fail(f"SASL authentication failed: {e}", resp)
+        return self._response(ApiKey.SASL_AUTHENTICATE, version, corr, error_code=0,
+                              error_message=None, auth_bytes=challenge)
+
+    def _legacy_token(self, buf: bytes) -> Outcome:
+        try:
+            challenge, _ = self._step(buf)
+        except AuthenticationFailed as e:
+            return self._fail(f"SASL authentication failed: {e}")
+        return frame(challenge)
+
+
+def _discard(buf: bytes, conn: Connection) -> None:
+    """Frames after a failed authentication, until the delayed close: dropped."""
+    return None

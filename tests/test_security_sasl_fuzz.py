@@ -1,0 +1,110 @@
+"""SaslSession (``server/security/sasl.py``) fed arbitrary frames: every outcome is a response,
+nothing, or a close; no exception reaches the session's last-resort handler (bad input is a
+protocol answer, not a caught bug); the principal is set only by a completed authentication."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from groupcoord.protocol.codec import build, encode_request, request_class
+from groupcoord.protocol.versions import ApiKey
+from groupcoord.server.app import Close
+from groupcoord.server.security.credentials import CredentialStore
+from groupcoord.server.security.sasl import SaslSession
+
+STORE = CredentialStore(None, persist=False)
+STORE.add("alice", "SCRAM-SHA-256", "alice-secret")
+
+
+class FakeConn:
+    peer = "fuzz:1"
+    principal = "User:ANONYMOUS"
+    transport = None
+
+    def __init__(self) -> None:
+        self.handler: Any = None
+
+
+def _after(buf: bytes, conn: Any) -> bytes:
+    return b"served"
+
+
+def _frame_body(frame: bytes) -> bytes:
+    return frame[4:]  # encode_request gives a size-prefixed frame; dispatch gets the payload
+
+
+def _request(key: int, version: int, **kw: Any) -> bytes:
+    cls = request_class(key, version)
+    assert cls is not None
+    return _frame_body(encode_request(build(cls, **kw), 1, "fuzz"))
+
+
+_parts = st.lists(st.one_of(st.binary(max_size=20), st.sampled_from(
+    [b"alice", b"alice-secret", b"", b"\xff\xfe"])), min_size=1, max_size=4)
+_attrs = st.lists(st.one_of(
+    st.sampled_from(["n", "y", "p=tls-unique", "", "a=alice", "n=alice", "n=al=ZZ", "r=abc",
+                     "c=biws", "p=AAAA", "s=QSXCR+Q6sek8bf92", "i=4096", "m=x", "e=x", "=", "x"]),
+    st.text(max_size=12)), min_size=1, max_size=7)
+tokens = st.one_of(
+    st.binary(max_size=200),
+    _parts.map(b"\x00".join),  # PLAIN-shaped: authzid NUL user NUL password, more or less
+    _attrs.map(lambda a: ",".join(a).encode(errors="surrogatepass")),  # SCRAM-shaped
+)
+frames = st.one_of(
+    st.binary(max_size=300),
+    st.builds(lambda m: _request(ApiKey.SASL_HANDSHAKE, 1, mechanism=m),
+              st.sampled_from(["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", ""])),
+    st.builds(lambda t: _request(ApiKey.SASL_AUTHENTICATE, 2, auth_bytes=t), tokens),
+    st.builds(lambda t: _request(ApiKey.SASL_HANDSHAKE, 0, mechanism="SCRAM-SHA-256"),
+              st.none()),
+    tokens,  # bare tokens (after a v0 handshake)
+)
+
+
+class _Unexpected(logging.Handler):
+    """Counts the session's "failed unexpectedly" warnings (a bug caught by its last resort)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "unexpectedly" in record.getMessage():
+            self.seen.append(record.getMessage())
+
+
+UNEXPECTED = _Unexpected()
+logging.getLogger("groupcoord.server.security.sasl").addHandler(UNEXPECTED)
+
+
+_mechanisms = st.sampled_from(["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+sessions = st.one_of(
+    st.lists(frames, min_size=1, max_size=6),  # anything
+    st.tuples(_mechanisms, st.lists(tokens, min_size=1, max_size=3)).map(  # v1 handshake, tokens
+        lambda mt: [_request(ApiKey.SASL_HANDSHAKE, 1, mechanism=mt[0])]
+        + [_request(ApiKey.SASL_AUTHENTICATE, 2, auth_bytes=t) for t in mt[1]]),
+    st.tuples(_mechanisms, st.lists(tokens, min_size=1, max_size=3)).map(  # v0, bare tokens
+        lambda mt: [_request(ApiKey.SASL_HANDSHAKE, 0, mechanism=mt[0]), *mt[1]]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(sessions)
+def test_arbitrary_frames_never_raise(seq: list[bytes]) -> None:
+    UNEXPECTED.seen.clear()
+    conn = FakeConn()
+    session = SaslSession(conn, ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"],  # type: ignore[arg-type]
+                          STORE, _after, fail_delay_s=0)
+    conn.handler = session.dispatch
+    for f in seq:
+        out = conn.handler(f, conn)
+        assert out is None or isinstance(out, bytes | Close)
+        if isinstance(out, Close):
+            break
+    assert not UNEXPECTED.seen, UNEXPECTED.seen
+    if conn.principal != "User:ANONYMOUS":  # only a real authentication sets it
+        assert conn.principal == "User:alice" and session.state == "done"
