@@ -73,6 +73,8 @@ from groupcoord.server.control import ControlPlane
 from groupcoord.server.metrics import LoopIdleMonitor, MetricsServer
 from groupcoord.server.routing import misrouted
 from groupcoord.server.runtime import CoordinatorRuntime
+from groupcoord.server.security.acls import AclStore
+from groupcoord.server.security.authorizer import Authorizer
 from groupcoord.server.topic_registry import TopicRegistry
 from groupcoord.storage.log import RecordLog
 from groupcoord.storage.memory import MemoryLog
@@ -170,6 +172,8 @@ class KafkaServer:
         self.registry: TopicRegistry | None = None
         self.runtime: CoordinatorRuntime | None = None
         self.apis: KafkaApis | None = None
+        #: Who may do what (``server/security/``), made by :meth:`start`.
+        self.authorizer: Authorizer | None = None
         self._log: RecordLog | None = None
         #: Listening sockets by broker (broker 0's is also ``_server``).
         self.listeners: dict[int, asyncio.Server] = {}
@@ -187,6 +191,13 @@ class KafkaServer:
         loop = asyncio.get_running_loop()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.registry = TopicRegistry(self.data_dir)
+        # ACLs (docs/acls.md): acls.json in the data directory; in memory with --storage memory.
+        acls = AclStore() if self.storage == "memory" else AclStore.in_dir(self.data_dir)
+        self.authorizer = Authorizer.from_properties(acls, self.properties,
+                                                     self.security_listeners)
+        log.info("authorization: %d ACLs, allow.everyone.if.no.acl.found=%s, super.users=%s",
+                 len(acls), str(self.authorizer.allow_everyone_if_no_acl).lower(),
+                 ";".join(sorted(self.authorizer.super_users)) or "(none)")
         self._log = self._given_log or open_record_log(self.storage, self.data_dir)
         self.idle_monitor = LoopIdleMonitor()
         self.idle_monitor.install(loop)
@@ -211,6 +222,7 @@ class KafkaServer:
             advertised = socket.gethostname()
         self.apis = KafkaApis(self.registry, self.runtime, advertised, self.port, self.properties)
         self.apis.control = self.control.run
+        self.apis.authorizer = self.authorizer
         if self.num_brokers > 1:
             self.brokerset = BrokerSet(
                 [BrokerInfo(b, advertised, ports[b], None if self.racks is None else self.racks[b])
@@ -248,6 +260,13 @@ class KafkaServer:
                 if port == 0 or e.errno != errno.EADDRINUSE or loop.time() >= deadline:
                     raise
                 await asyncio.sleep(0.05)
+
+    @property
+    def security_listeners(self) -> list[tuple[str, str]]:
+        """(security protocol, bind host) of each listener: what the default of
+        ``allow.everyone.if.no.acl.found`` is decided from (``server/security/authorizer.py``).
+        One PLAINTEXT listener on ``--host`` until listeners with authentication exist."""
+        return [("PLAINTEXT", self.host)]
 
     @property
     def bootstrap_servers(self) -> str:
