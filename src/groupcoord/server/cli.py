@@ -53,6 +53,7 @@ from groupcoord.commands import command
 from groupcoord.protocol.client import KafkaClient, KafkaClientError
 from groupcoord.protocol.errors import CoordinatorError, error_name
 from groupcoord.protocol.versions import ApiKey
+from groupcoord.server.security import cli as _acls_cli  # noqa: F401 - registers ``acls``
 
 log = logging.getLogger(__name__)
 
