@@ -122,3 +122,17 @@ def test_bad_acl_state_and_settings_are_one_line(tmp_path: Path,
     assert r.returncode == 1 and r.stderr.strip() == (
         "error: cannot start: allow.everyone.if.no.acl.found must be true or false, "
         "got 'maybe'"), r.stderr
+
+
+def test_a_server_bound_beyond_loopback_warns_and_refuses_what_no_acl_allows(
+        tmp_path: Path) -> None:
+    """Without the property, a server on 0.0.0.0 has allow.everyone.if.no.acl.found=false:
+    it says so on start, and an ANONYMOUS client may not join a group until an ACL allows it."""
+    server = start_server(tmp_path / "data", "--host", "0.0.0.0", "--storage", "memory")
+    try:
+        assert ("PLAINTEXT listener on 0.0.0.0 (not loopback) has no authentication"
+                in server.stderr())
+        with KafkaClient(f"127.0.0.1:{server.port}") as c:
+            assert join(c, "g").error_code == E.group_authorization_failed
+    finally:
+        server.stop()

@@ -74,7 +74,7 @@ from groupcoord.server.metrics import LoopIdleMonitor, MetricsServer
 from groupcoord.server.routing import misrouted
 from groupcoord.server.runtime import CoordinatorRuntime
 from groupcoord.server.security.acls import AclStore
-from groupcoord.server.security.authorizer import Authorizer
+from groupcoord.server.security.authorizer import Authorizer, exposure_warning
 from groupcoord.server.topic_registry import TopicRegistry
 from groupcoord.storage.log import RecordLog
 from groupcoord.storage.memory import MemoryLog
@@ -198,6 +198,10 @@ class KafkaServer:
         log.info("authorization: %d ACLs, allow.everyone.if.no.acl.found=%s, super.users=%s",
                  len(acls), str(self.authorizer.allow_everyone_if_no_acl).lower(),
                  ";".join(sorted(self.authorizer.super_users)) or "(none)")
+        warning = exposure_warning(self.security_listeners,
+                                   self.authorizer.allow_everyone_if_no_acl)
+        if warning:
+            log.warning("%s", warning)
         self._log = self._given_log or open_record_log(self.storage, self.data_dir)
         self.idle_monitor = LoopIdleMonitor()
         self.idle_monitor.install(loop)
