@@ -147,6 +147,8 @@ class Authorizer:
                   resource_type: ResourceType, name: str) -> bool:
         if principal in self.super_users:
             return True
+        if not self.store:  # no ACLs at all (the hot path of a server without any)
+            return self.allow_everyone_if_no_acl
         acls = self.store.for_resource(resource_type, name)
         if not acls:
             return self.allow_everyone_if_no_acl
