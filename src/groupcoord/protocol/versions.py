@@ -24,6 +24,8 @@ Ranges and why (docs/wire.md; NOTES.md "What real clients need from a broker"):
 - DescribeConfigs 1-4 and IncrementalAlterConfigs 0-1 for the GROUP resource (and TOPIC / BROKER
   answered with defaults).
 - CreateTopics 2-7, DeleteTopics 1-6, CreatePartitions 0-3.
+- DescribeAcls, CreateAcls, DeleteAcls 1-3 (``server/security/acl_apis.py``; kio has no v0,
+  which only pre-2.0 clients send: librdkafka and kafka-python pick v1).
 
 - Classic groups: JoinGroup 0-9 (MEMBER_ID_REQUIRED from v4, static membership
   from v5, KIP-814 SkipAssignment from v9), SyncGroup 0-5, Heartbeat 0-4, LeaveGroup 0-5 (batch
@@ -75,6 +77,9 @@ class ApiKey(IntEnum):
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
     INIT_PRODUCER_ID = 22
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
@@ -119,6 +124,9 @@ API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.CREATE_TOPICS: (2, 7),
     ApiKey.DELETE_TOPICS: (1, 6),
     ApiKey.INIT_PRODUCER_ID: (0, 5),
+    ApiKey.DESCRIBE_ACLS: (1, 3),
+    ApiKey.CREATE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DELETE_GROUPS: (0, 2),

@@ -43,6 +43,12 @@ Upstream behaviour kept (Kafka's ``KafkaApis`` and the protocol guide):
 - DescribeConfigs / IncrementalAlterConfigs: resource type GROUP is 16 in the KIP-848 text and
   32 in Apache Kafka's ``ConfigResource.Type`` (16 is CLIENT_METRICS there); both are served as
   GROUP and answered with the type the client sent.
+- Authorization (docs/acls.md has the table of what each API requires): every handler asks
+  ``self.authorizer`` (``server/security/authorizer.py``) about ``ctx.principal`` from
+  ``ctx.client_host`` before it changes or shows anything, as Kafka's ``KafkaApis`` does; the
+  APIs about one group named by ``group_id`` are checked in :meth:`KafkaApis.handle` from
+  :data:`GROUP_API_ACLS`. A refused request, or the refused part of one, reaches no coordinator
+  and writes no record.
 """
 
 from __future__ import annotations
@@ -73,7 +79,10 @@ from groupcoord.server.extension_apis import ExtensionApis
 from groupcoord.server.partition_log import InvalidRecords, ProducerStateError
 from groupcoord.server.producer_ids import ProducerIdAllocator
 from groupcoord.server.runtime import CoordinatorRuntime
+from groupcoord.server.security.acl_apis import AclApis
+from groupcoord.server.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from groupcoord.server.security.apis import SecurityApis
+from groupcoord.server.security.authorizer import Authorizer
 from groupcoord.server.security.credentials import CredentialStore
 from groupcoord.server.topic_registry import TopicRegistry, validate_topic_name
 from groupcoord.storage.log import LogError
@@ -125,6 +134,27 @@ class RequestContext:
 
 Handler = Callable[[Any, RequestContext], Any]
 
+Op = AclOperation
+RT = ResourceType
+
+#: The APIs about one group named by the request's ``group_id``, and the operation on that
+#: GROUP each requires (Kafka's ``KafkaApis``; KIP-848 "ACLs"). The extension APIs are member
+#: actions like a heartbeat (READ), except ConnectGroupConfig, which changes the connectors
+#: of the group (ALTER, our choice: docs/acls.md).
+GROUP_API_ACLS: dict[int, AclOperation] = {
+    ApiKey.JOIN_GROUP: Op.READ,
+    ApiKey.SYNC_GROUP: Op.READ,
+    ApiKey.HEARTBEAT: Op.READ,
+    ApiKey.LEAVE_GROUP: Op.READ,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: Op.READ,
+    ApiKey.CONSUMER_GROUP_PREPARE_ASSIGNMENT: Op.READ,
+    ApiKey.CONSUMER_GROUP_INSTALL_ASSIGNMENT: Op.READ,
+    ApiKey.CONNECT_GROUP_HEARTBEAT: Op.READ,
+    ApiKey.CONNECT_GROUP_PREPARE_ASSIGNMENT: Op.READ,
+    ApiKey.CONNECT_GROUP_INSTALL_ASSIGNMENT: Op.READ,
+    ApiKey.CONNECT_GROUP_CONFIG: Op.ALTER,
+}
+
 
 class KafkaApis:
     """The handlers. ``handle`` returns a kio response, None (no response: acks=0), or an
@@ -172,15 +202,23 @@ class KafkaApis:
             ApiKey.INCREMENTAL_ALTER_CONFIGS: self.incremental_alter_configs,
             ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
         }
-        self.extensions = ExtensionApis(runtime, self._resp)
+        #: Who may do what (``server/security/``); the server sets the real one. This default,
+        #: with no ACLs and allow.everyone.if.no.acl.found, allows everything.
+        self.authorizer = Authorizer()
+        self.extensions = ExtensionApis(
+            runtime, self._resp,
+            describable=lambda ctx, g: self._allowed(ctx, Op.DESCRIBE, RT.GROUP, g))
         self.handlers.update(self.extensions.handlers)
         #: SASL after authentication, SCRAM credentials (``server/security/apis.py``).
         self.security = SecurityApis(credentials or CredentialStore(None, persist=False), self._resp)
         self.handlers.update(self.security.handlers)
+        self.handlers[ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS] = self._describe_scram
+        self.handlers[ApiKey.ALTER_USER_SCRAM_CREDENTIALS] = self._alter_scram
         #: Advertised (host, port) per listener name and node id, set by the server: a client is
         #: told the addresses of the listener it connected on. Empty: ``host``/``port`` (and
         #: the brokers' own) for every listener.
         self.endpoints: dict[str, dict[int, tuple[str, int]]] = {}
+        self.handlers.update(AclApis(lambda: self.authorizer, self._resp).handlers)
         #: The control plane's ``run(command, args)`` (``server/control.py``), set by the server.
         self.control: Callable[[str, dict[str, Any]], Any] | None = None
         #: Several brokers (``server/brokers.py``), set by the server; None: one broker.
@@ -191,7 +229,63 @@ class KafkaApis:
             raise AssertionError(f"advertised APIs without handlers or vice versa: {missing}")
 
     def handle(self, body: Any, ctx: RequestContext) -> Any:
+        op = GROUP_API_ACLS.get(ctx.api_key)
+        if op is not None:
+            refused = self._refuse_group_api(body, ctx, op)
+            if refused is not None:
+                return refused
         return self.handlers[ctx.api_key](body, ctx)
+
+    # ================================================================== authorization
+
+    def _allowed(self, ctx: RequestContext, op: AclOperation, rtype: ResourceType,
+                 name: str) -> bool:
+        return self.authorizer.authorize(ctx.principal, ctx.client_host, op, rtype, name)
+
+    def _cluster_allowed(self, ctx: RequestContext, op: AclOperation) -> bool:
+        return self._allowed(ctx, op, RT.CLUSTER, CLUSTER_NAME)
+
+    def _describe_scram(self, body: Any, ctx: RequestContext) -> Any:
+        """DescribeUserScramCredentials needs DESCRIBE on the CLUSTER (Kafka's ``KafkaApis``)."""
+        if not self._cluster_allowed(ctx, Op.DESCRIBE):
+            return self._resp(ctx, throttle_time=0, error_code=E.cluster_authorization_failed,
+                              error_message="Not authorized to describe SCRAM credentials "
+                                            "(DESCRIBE on the CLUSTER).", results=())
+        return self.security.describe_user_scram_credentials(body, ctx)
+
+    def _alter_scram(self, body: Any, ctx: RequestContext) -> Any:
+        """AlterUserScramCredentials needs ALTER on the CLUSTER (Kafka's ``KafkaApis``); refused,
+        every user named gets CLUSTER_AUTHORIZATION_FAILED and nothing changes."""
+        if not self._cluster_allowed(ctx, Op.ALTER):
+            users = dict.fromkeys(str(x.name) for x in (*body.deletions, *body.upsertions))
+            return self._resp(ctx, throttle_time=0, results=[
+                {"user": u, "error_code": E.cluster_authorization_failed,
+                 "error_message": "Not authorized to alter SCRAM credentials (ALTER on the "
+                                  "CLUSTER)."} for u in users])
+        return self.security.alter_user_scram_credentials(body, ctx)
+
+    def _refuse_group_api(self, body: Any, ctx: RequestContext, op: AclOperation) -> Any | None:
+        """The answer to a one-group request the principal may not make (GROUP_AUTHORIZATION_
+        FAILED), or None. ConsumerGroupHeartbeat also needs DESCRIBE on every topic it names
+        (Kafka 4's ``KafkaApis``: TOPIC_AUTHORIZATION_FAILED naming the topics)."""
+        code, message = 0, None
+        if not self._allowed(ctx, op, RT.GROUP, body.group_id):
+            code = E.group_authorization_failed
+            message = f"Not authorized to {op.name} the group {body.group_id!r}."
+        elif ctx.api_key == ApiKey.CONSUMER_GROUP_HEARTBEAT and body.subscribed_topic_names:
+            denied = sorted({t for t in body.subscribed_topic_names
+                             if not self._allowed(ctx, Op.DESCRIBE, RT.TOPIC, t)})
+            if denied:
+                code = E.topic_authorization_failed
+                message = f"Not authorized to describe the topics {denied}."
+        if not code:
+            return None
+        if ctx.api_key == ApiKey.CONSUMER_GROUP_HEARTBEAT:
+            return fast.consumer_group_heartbeat_response(int(code), message, None, 0, 0, None)
+        if ctx.api_key == ApiKey.LEAVE_GROUP and ctx.api_version >= cm.LEAVE_BATCH_VERSION:
+            return self._resp(ctx, throttle_time=0, error_code=code, members=())
+        return self._resp(ctx, throttle_time=0, throttle_time_ms=0, error_code=code,
+                          error_message=message)
 
     def _resp(self, ctx: RequestContext, values: dict[str, Any] | None = None, **kw: Any) -> Any:
         cls = response_class(ctx.api_key, ctx.api_version)
@@ -205,7 +299,13 @@ class KafkaApis:
 
     def groupcoord_control(self, body: Any, ctx: RequestContext) -> Any:
         """GroupcoordControl (API 1010, ours): a control plane command (``server/control.py``).
-        Bad JSON, an unknown command or bad arguments: INVALID_REQUEST with a one-line message."""
+        Bad JSON, an unknown command or bad arguments: INVALID_REQUEST with a one-line message.
+        Requires CLUSTER_ACTION on the CLUSTER (what Kafka asks of broker-to-broker requests: the
+        control plane injects faults and moves brokers, docs/acls.md)."""
+        if not self._cluster_allowed(ctx, Op.CLUSTER_ACTION):
+            return self._resp(ctx, throttle_time_ms=0, error_code=E.cluster_authorization_failed,
+                              error_message="Not authorized: the control plane requires "
+                                            "CLUSTER_ACTION on the CLUSTER.", result="null")
         if self.control is None:
             return self._resp(ctx, throttle_time_ms=0, error_code=E.cluster_authorization_failed,
                               error_message="this server has no control plane", result="null")
@@ -267,6 +367,9 @@ class KafkaApis:
                None if requested is None else tuple(
                    (getattr(t, "name", None), getattr(t, "topic_id", None)) for t in requested),
                self.auto_create and bool(getattr(body, "allow_auto_topic_creation", True)),
+               ctx.principal, ctx.client_host, self.authorizer.store.generation,
+               bool(getattr(body, "include_topic_authorized_operations", False)),
+               bool(getattr(body, "include_cluster_authorized_operations", False)),
                self.registry.generation)
         cached = self._metadata_cache.get(key)
         if cached is not None:
@@ -291,10 +394,24 @@ class KafkaApis:
         allow_auto = bool(getattr(body, "allow_auto_topic_creation", True))
         out: list[dict[str, Any]] = []
         created = False
-        if all_topics:
-            wanted: Sequence[Any] = [t for t in self.registry]
+        topic_ops = bool(getattr(body, "include_topic_authorized_operations", False))
+
+        def described(name: str, tid: UUID, n: int) -> dict[str, Any]:
+            md = self._topic_metadata(name, tid, n)
+            if topic_ops:
+                md["topic_authorized_operations"] = self.authorizer.authorized_operations(
+                    ctx.principal, ctx.client_host, RT.TOPIC, name)
+            return md
+
+        def refused(name: str | None, tid: UUID | None) -> dict[str, Any]:
+            return {"error_code": E.topic_authorization_failed, "name": name, "topic_id": tid,
+                    "partitions": ()}
+
+        if all_topics:  # the topics the principal may not describe are left out, as Kafka
+            wanted: Sequence[Any] = [t for t in self.registry
+                                     if self._allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.name)]
             for t in wanted:
-                out.append(self._topic_metadata(t.name, t.topic_id, t.num_partitions))
+                out.append(described(t.name, t.topic_id, t.num_partitions))
         else:
             for req in requested:
                 name = getattr(req, "name", None)
@@ -304,13 +421,21 @@ class KafkaApis:
                     if topic is None:
                         out.append({"error_code": E.unknown_topic_id, "name": None, "topic_id": tid,
                                     "partitions": ()})
+                    elif not self._allowed(ctx, Op.DESCRIBE, RT.TOPIC, topic.name):
+                        out.append(refused(None, tid))
                     else:
-                        out.append(self._topic_metadata(topic.name, topic.topic_id,
-                                                        topic.num_partitions))
+                        out.append(described(topic.name, topic.topic_id, topic.num_partitions))
                     continue
                 name = name or ""
+                if not self._allowed(ctx, Op.DESCRIBE, RT.TOPIC, name):
+                    out.append(refused(name, None))
+                    continue
                 topic = self.registry.get(name)
                 if topic is None and self.auto_create and allow_auto:
+                    if not (self._cluster_allowed(ctx, Op.CREATE)
+                            or self._allowed(ctx, Op.CREATE, RT.TOPIC, name)):
+                        out.append(refused(name, None))
+                        continue
                     try:
                         topic = self.registry.create(name, self.default_partitions)
                         created = True
@@ -326,12 +451,16 @@ class KafkaApis:
                         code = ErrorCode(e.code)
                     out.append({"error_code": code, "name": name, "topic_id": None, "partitions": ()})
                 else:
-                    out.append(self._topic_metadata(topic.name, topic.topic_id, topic.num_partitions))
+                    out.append(described(topic.name, topic.topic_id, topic.num_partitions))
         if created:
             self._topics_changed()
         brokers, controller = self._broker_entries(ctx.listener)
+        cluster_ops = NO_OPS
+        if getattr(body, "include_cluster_authorized_operations", False):
+            cluster_ops = self.authorizer.authorized_operations(
+                ctx.principal, ctx.client_host, RT.CLUSTER, CLUSTER_NAME)
         return out, dict(throttle_time=0, brokers=brokers, cluster_id=self.registry.cluster_id,
-                         controller_id=controller, cluster_authorized_operations=NO_OPS,
+                         controller_id=controller, cluster_authorized_operations=cluster_ops,
                          error_code=0)
 
     def _topic_metadata(self, name: str, tid: UUID, n: int) -> dict[str, Any]:
@@ -346,6 +475,10 @@ class KafkaApis:
                         "error_code": E.invalid_request,
                         "error_message": f"Unsupported coordinator key type {key_type}: this broker "
                                          f"only coordinates groups (0)."}
+            if not self._allowed(ctx, Op.DESCRIBE, RT.GROUP, key):
+                return {"key": key, "node_id": -1, "host": "", "port": -1,
+                        "error_code": E.group_authorization_failed,
+                        "error_message": f"Not authorized to describe the group {key!r}."}
             if self.brokers is not None:  # the leader of the group's __consumer_offsets partition
                 b = self.brokers.info(self.brokers.coordinator_of_shard(self.runtime.shard_of(key)))
                 host, port = self._address(b.node_id, ctx.listener, b.host, b.port)
@@ -376,6 +509,11 @@ class KafkaApis:
                     raise CoordinatorError(E.invalid_request,
                                            f"Create topics request from client contains multiple "
                                            f"entries for topic {t.name}.")
+                if not (self._cluster_allowed(ctx, Op.CREATE)
+                        or self._allowed(ctx, Op.CREATE, RT.TOPIC, t.name)):
+                    raise CoordinatorError(E.topic_authorization_failed,
+                                           "Not authorized to create the topic (CREATE on the "
+                                           "CLUSTER or the TOPIC).")
                 count = int(t.num_partitions)
                 if t.assignments:
                     if count != -1:
@@ -415,6 +553,9 @@ class KafkaApis:
                         raise CoordinatorError(E.unknown_topic_id, f"Topic id {tid} does not exist.")
                     name = topic.name
                     res["name"] = name
+                if not self._allowed(ctx, Op.DELETE, RT.TOPIC, name or ""):
+                    raise CoordinatorError(E.topic_authorization_failed,
+                                           "Not authorized to delete the topic.")
                 topic = self.registry.delete(name or "")
                 res["topic_id"] = topic.topic_id
                 changed = True
@@ -431,6 +572,9 @@ class KafkaApis:
         for t in body.topics:
             res: dict[str, Any] = {"name": t.name, "error_code": 0, "error_message": None}
             try:
+                if not self._allowed(ctx, Op.ALTER, RT.TOPIC, t.name):
+                    raise CoordinatorError(E.topic_authorization_failed,
+                                           "Not authorized to alter the topic.")
                 self.registry.add_partitions(t.name, int(t.count), bool(body.validate_only))
                 changed = changed or not body.validate_only
             except CoordinatorError as e:
@@ -448,6 +592,7 @@ class KafkaApis:
         appended = False
         for td in body.topic_data:
             parts = []
+            writable = self._allowed(ctx, Op.WRITE, RT.TOPIC, td.name)
             for pd in td.partition_data:
                 res: dict[str, Any] = {"index": pd.index, "error_code": 0, "base_offset": -1,
                                        "log_append_time": -1, "log_start_offset": -1,
@@ -458,6 +603,8 @@ class KafkaApis:
                 elif body.transactional_id is not None:
                     res.update(error_code=E.transactional_id_authorization_failed,
                                error_message="Transactions are not supported by this broker.")
+                elif not writable:
+                    res["error_code"] = E.topic_authorization_failed
                 elif plog is None:
                     res["error_code"] = E.unknown_topic_or_partition
                 else:
@@ -483,6 +630,12 @@ class KafkaApis:
     def init_producer_id(self, body: Any, ctx: RequestContext) -> Any:
         if body.transactional_id is not None:
             return self._resp(ctx, throttle_time=0, error_code=E.transactional_id_authorization_failed,
+                              producer_id=-1, producer_epoch=-1)
+        # KIP-679: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic.
+        if not (self._cluster_allowed(ctx, Op.IDEMPOTENT_WRITE)
+                or self.authorizer.authorize_any(ctx.principal, ctx.client_host, Op.WRITE,
+                                                 RT.TOPIC)):
+            return self._resp(ctx, throttle_time=0, error_code=E.cluster_authorization_failed,
                               producer_id=-1, producer_epoch=-1)
         try:
             pid = self.producer_ids.allocate()
@@ -543,9 +696,11 @@ class KafkaApis:
             if v >= 13:
                 topic = self.registry.by_id.get(ft.topic_id)
                 unknown = E.unknown_topic_id
+                readable = topic is None or self._allowed(ctx, Op.READ, RT.TOPIC, topic.name)
             else:
                 topic = self.registry.get(ft.topic)
                 unknown = E.unknown_topic_or_partition
+                readable = self._allowed(ctx, Op.READ, RT.TOPIC, ft.topic)
             parts = []
             for fp in ft.partitions:
                 pi = int(fp.partition)
@@ -553,6 +708,11 @@ class KafkaApis:
                                        "high_watermark": -1, "last_stable_offset": -1,
                                        "log_start_offset": -1, "aborted_transactions": (),
                                        "preferred_read_replica": -1, "records": b""}
+                if not readable:
+                    res["error_code"] = E.topic_authorization_failed
+                    errors = True
+                    parts.append(res)
+                    continue
                 if topic is None or not 0 <= pi < topic.num_partitions:
                     res["error_code"] = unknown if topic is None else E.unknown_topic_or_partition
                     errors = True
@@ -593,12 +753,15 @@ class KafkaApis:
         topics = []
         for t in body.topics:
             topic = self.registry.get(t.topic)
+            describable = self._allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.topic)
             parts = []
             for p in t.partitions:
                 pi = int(p.partition)
                 res: dict[str, Any] = {"error_code": 0, "partition": pi, "leader_epoch": -1,
                                        "end_offset": -1}
-                if topic is None or not 0 <= pi < topic.num_partitions:
+                if not describable:
+                    res["error_code"] = E.topic_authorization_failed
+                elif topic is None or not 0 <= pi < topic.num_partitions:
                     res["error_code"] = E.unknown_topic_or_partition
                 else:
                     res["leader_epoch"] = min(int(p.leader_epoch), current)
@@ -612,10 +775,15 @@ class KafkaApis:
         for t in body.topics:
             parts = []
             topic = self.registry.get(t.name)
+            describable = self._allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.name)
             for p in t.partitions:
                 pi = int(p.partition_index)
                 res: dict[str, Any] = {"partition_index": pi, "error_code": 0, "timestamp": -1,
                                        "offset": -1, "leader_epoch": LEADER_EPOCH}
+                if not describable:
+                    res["error_code"] = E.topic_authorization_failed
+                    parts.append(res)
+                    continue
                 if topic is None or not 0 <= pi < topic.num_partitions:
                     res["error_code"] = E.unknown_topic_or_partition
                     parts.append(res)
@@ -681,13 +849,19 @@ class KafkaApis:
 
     def consumer_group_describe(self, body: Any, ctx: RequestContext) -> Any:
         ids = list(body.group_ids)
+        include_ops = bool(body.include_authorized_operations)
         found: dict[str, cgm.DescribedGroup] = {}
-        for shard, gids in self.runtime.group_ids_by_shard(ids).items():
+        for gid in ids:
+            if not self._allowed(ctx, Op.DESCRIBE, RT.GROUP, gid):
+                found[gid] = cgm.DescribedGroup(
+                    gid, error_code=E.group_authorization_failed,
+                    error_message=f"Not authorized to describe the group {gid!r}.")
+        for shard, gids in self.runtime.group_ids_by_shard(
+                [g for g in ids if g not in found]).items():
             r: cgm.ConsumerGroupDescribeResponse = self.runtime.handle(
-                shard,
-                cgm.ConsumerGroupDescribeRequest(tuple(gids), bool(body.include_authorized_operations)))
+                shard, cgm.ConsumerGroupDescribeRequest(tuple(gids), include_ops))
             for g in r.groups:
-                found[g.group_id] = g
+                found[g.group_id] = self._hide_undescribable_topics(g, ctx)
         groups: list[dict[str, Any]] = []
         for gid in ids:
             g = found[gid]
@@ -695,7 +869,8 @@ class KafkaApis:
                 "error_code": g.error_code, "error_message": g.error_message, "group_id": gid,
                 "group_state": g.group_state, "group_epoch": g.group_epoch,
                 "assignment_epoch": g.assignment_epoch, "assignor_name": g.assignor_name,
-                "authorized_operations": g.authorized_operations,
+                "authorized_operations": self._group_ops(ctx, gid, include_ops and not g.error_code,
+                                                         g.authorized_operations),
                 "members": [{
                     "member_id": mb.member_id, "instance_id": mb.instance_id, "rack_id": mb.rack_id,
                     "member_epoch": mb.member_epoch, "client_id": mb.client_id,
@@ -707,6 +882,35 @@ class KafkaApis:
                     "member_type": mb.member_type} for mb in g.members]})
         return self._resp(ctx, throttle_time=0, groups=groups)
 
+    def _group_ops(self, ctx: RequestContext, group_id: str, include: bool, given: int) -> int:
+        """A described group's ``authorized_operations``: the principal's, when asked for."""
+        if not include:
+            return given
+        return self.authorizer.authorized_operations(ctx.principal, ctx.client_host, RT.GROUP,
+                                                     group_id)
+
+    def _hide_undescribable_topics(self, g: cgm.DescribedGroup,
+                                   ctx: RequestContext) -> cgm.DescribedGroup:
+        """A described consumer group whose members subscribe to or are assigned topics the
+        principal may not describe is answered TOPIC_AUTHORIZATION_FAILED instead (Kafka 4's
+        ``KafkaApis.handleConsumerGroupDescribe``: describing the group must not reveal them)."""
+        if g.error_code:
+            return g
+        by_id = self.registry.image().by_id
+        names: set[str] = set()
+        for mb in g.members:
+            names.update(mb.subscribed_topic_names)
+            for a in (mb.assignment, mb.target_assignment):
+                for tp in a.topic_partitions:
+                    meta = by_id.get(tp.topic_id)
+                    if meta is not None:
+                        names.add(meta.name)
+        if all(self._allowed(ctx, Op.DESCRIBE, RT.TOPIC, n) for n in names):
+            return g
+        return cgm.DescribedGroup(g.group_id, error_code=E.topic_authorization_failed,
+                                  error_message="The group has subscribed or assigned topics "
+                                                "which are not authorized.")
+
     def list_groups(self, body: Any, ctx: RequestContext) -> Any:
         req = m.ListGroupsRequest(tuple(getattr(body, "states_filter", ()) or ()),
                                   tuple(getattr(body, "types_filter", ()) or ()))
@@ -717,6 +921,8 @@ class KafkaApis:
             if r.error_code and not error:
                 error = r.error_code
             listed.extend(r.groups)
+        if not self._cluster_allowed(ctx, Op.DESCRIBE):  # only the groups it may describe
+            listed = [g for g in listed if self._allowed(ctx, Op.DESCRIBE, RT.GROUP, g.group_id)]
         listed.sort(key=lambda g: g.group_id)
         return self._resp(ctx, throttle_time=0, error_code=error, groups=[
             {"group_id": g.group_id, "protocol_type": g.protocol_type, "group_state": g.group_state,
@@ -725,7 +931,11 @@ class KafkaApis:
     def delete_groups(self, body: Any, ctx: RequestContext) -> Any:
         ids = list(body.groups_names)
         found: dict[str, m.DeletableGroupResult] = {}
-        for shard, gids in self.runtime.group_ids_by_shard(ids).items():
+        for gid in ids:
+            if not self._allowed(ctx, Op.DELETE, RT.GROUP, gid):
+                found[gid] = m.DeletableGroupResult(gid, E.group_authorization_failed)
+        for shard, gids in self.runtime.group_ids_by_shard(
+                [g for g in ids if g not in found]).items():
             r: m.DeleteGroupsResponse = self.runtime.handle(shard, m.DeleteGroupsRequest(tuple(gids)))
             for res in r.results:
                 found[res.group_id] = res
@@ -816,7 +1026,13 @@ class KafkaApis:
         ids = list(body.groups)
         include_ops = bool(getattr(body, "include_authorized_operations", False))
         found: dict[str, cm.DescribedClassicGroup] = {}
-        for shard, gids in self.runtime.group_ids_by_shard(ids).items():
+        for gid in ids:
+            if not self._allowed(ctx, Op.DESCRIBE, RT.GROUP, gid):
+                found[gid] = cm.DescribedClassicGroup(
+                    gid, error_code=E.group_authorization_failed,
+                    error_message=f"Not authorized to describe the group {gid!r}.")
+        for shard, gids in self.runtime.group_ids_by_shard(
+                [g for g in ids if g not in found]).items():
             r: cm.DescribeGroupsResponse = self.runtime.handle(shard, cm.DescribeGroupsRequest(
                 tuple(gids), include_ops, ctx.client_id, ctx.client_host, ctx.api_version))
             for g in r.groups:
@@ -824,7 +1040,9 @@ class KafkaApis:
         return self._resp(ctx, throttle_time=0, groups=[{
             "error_code": g.error_code, "error_message": g.error_message, "group_id": gid,
             "group_state": g.group_state, "protocol_type": g.protocol_type,
-            "protocol_data": g.protocol_data, "authorized_operations": g.authorized_operations,
+            "protocol_data": g.protocol_data,
+            "authorized_operations": self._group_ops(ctx, gid, include_ops and not g.error_code,
+                                                     g.authorized_operations),
             "members": [{"member_id": mb.member_id, "group_instance_id": mb.group_instance_id,
                          "client_id": mb.client_id, "client_host": mb.client_host,
                          "member_metadata": mb.member_metadata,
@@ -833,7 +1051,45 @@ class KafkaApis:
 
     # ================================================================== offsets
 
+    def _topic_name(self, t: Any) -> str | None:
+        """The name of a request's topic given by name or (v10+ of the offset APIs) by id;
+        None for an id of no topic."""
+        name: str | None = getattr(t, "name", None)
+        tid = getattr(t, "topic_id", None)
+        if not name and tid is not None and tid.int != 0:
+            topic = self.registry.by_id.get(tid)
+            return None if topic is None else topic.name
+        return name or ""
+
+    def _split_topics(self, ctx: RequestContext, op: AclOperation,
+                      topics: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+        """(allowed, refused) topics of a request for ``op`` on each TOPIC; a topic id of no
+        topic is left to the coordinator, which answers it."""
+        allowed: list[Any] = []
+        refused: list[Any] = []
+        for t in topics:
+            name = self._topic_name(t)
+            (refused if name is not None and not self._allowed(ctx, op, RT.TOPIC, name)
+             else allowed).append(t)
+        return allowed, refused
+
+    @staticmethod
+    def _refused_partitions(topics: Sequence[Any], code: int) -> list[dict[str, Any]]:
+        return [{"name": getattr(t, "name", ""), "topic_id": getattr(t, "topic_id", None),
+                 "partitions": [{"partition_index": p.partition_index, "error_code": code}
+                                for p in t.partitions]} for t in topics]
+
     def offset_commit(self, body: Any, ctx: RequestContext) -> Any:
+        """OffsetCommit: READ on the GROUP (else GROUP_AUTHORIZATION_FAILED for every
+        partition) and READ on each TOPIC (else TOPIC_AUTHORIZATION_FAILED for its partitions;
+        the other topics are committed), as Kafka."""
+        if not self._allowed(ctx, Op.READ, RT.GROUP, body.group_id):
+            return self._resp(ctx, throttle_time=0, topics=self._refused_partitions(
+                body.topics, E.group_authorization_failed))
+        topics, refused = self._split_topics(ctx, Op.READ, body.topics)
+        denied = self._refused_partitions(refused, E.topic_authorization_failed)
+        if refused and not topics:
+            return self._resp(ctx, throttle_time=0, topics=denied)
         retention = getattr(body, "retention_time", None)
         req = m.OffsetCommitRequest(
             group_id=body.group_id,
@@ -842,20 +1098,35 @@ class KafkaApis:
                 m.OffsetCommitPartition(int(p.partition_index), int(p.committed_offset),
                                         int(getattr(p, "committed_leader_epoch", -1)),
                                         p.committed_metadata)
-                for p in t.partitions), getattr(t, "topic_id", None)) for t in body.topics),
+                for p in t.partitions), getattr(t, "topic_id", None)) for t in topics),
             generation_id_or_member_epoch=int(body.generation_id_or_member_epoch),
             member_id=body.member_id or "",
             group_instance_id=getattr(body, "group_instance_id", None),
             retention_time_ms=-1 if retention is None else to_ms(retention))
         r: m.OffsetCommitResponse = self.runtime.handle_group(body.group_id, req)
-        return self._resp(ctx, throttle_time=0, topics=[
+        return self._resp(ctx, throttle_time=0, topics=denied + [
             {"name": t.name, "topic_id": t.topic_id,
              "partitions": [{"partition_index": p.partition_index,
                              "error_code": p.error_code} for p in t.partitions]}
             for t in r.topics])
 
-    def _offset_fetch_group(self, group_id: str, topics: Any, member_id: str | None,
-                            member_epoch: int, require_stable: bool) -> m.OffsetFetchResponse:
+    def _offset_fetch_group(self, ctx: RequestContext, group_id: str, topics: Any,
+                            member_id: str | None, member_epoch: int,
+                            require_stable: bool) -> m.OffsetFetchResponse:
+        """One group's offsets: DESCRIBE on the GROUP (else GROUP_AUTHORIZATION_FAILED) and on
+        each TOPIC, as Kafka: a topic asked for by name and not describable gets
+        TOPIC_AUTHORIZATION_FAILED for its partitions; when all are asked for, such topics are
+        left out."""
+        if not self._allowed(ctx, Op.DESCRIBE, RT.GROUP, group_id):
+            return m.OffsetFetchResponse(group_id, error_code=E.group_authorization_failed)
+        refused: list[Any] = []
+        if topics is not None:
+            topics, refused = self._split_topics(ctx, Op.DESCRIBE, topics)
+        denied = tuple(m.FetchedTopic(getattr(t, "name", ""), tuple(
+            m.FetchedPartition(int(p), error_code=E.topic_authorization_failed)
+            for p in t.partition_indexes), getattr(t, "topic_id", None)) for t in refused)
+        if refused and not topics:
+            return m.OffsetFetchResponse(group_id, denied)
         req = m.OffsetFetchRequest(
             group_id=group_id,
             topics=None if topics is None else tuple(
@@ -863,6 +1134,13 @@ class KafkaApis:
                                    getattr(t, "topic_id", None)) for t in topics),
             member_id=member_id, member_epoch=member_epoch, require_stable=require_stable)
         r: m.OffsetFetchResponse = self.runtime.handle_group(group_id, req)
+        if topics is None:
+            kept = tuple(t for t in r.topics if self._allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.name))
+            if len(kept) != len(r.topics):
+                r = m.OffsetFetchResponse(r.group_id, kept, r.error_code, r.error_message)
+        elif denied:
+            r = m.OffsetFetchResponse(r.group_id, r.topics + denied, r.error_code,
+                                      r.error_message)
         return r
 
     @staticmethod
@@ -883,26 +1161,53 @@ class KafkaApis:
         if v >= 8:
             groups = []
             for g in body.groups:
-                r = self._offset_fetch_group(g.group_id, g.topics, getattr(g, "member_id", None),
+                r = self._offset_fetch_group(ctx, g.group_id, g.topics,
+                                             getattr(g, "member_id", None),
                                              int(getattr(g, "member_epoch", -1)), stable)
                 groups.append({"group_id": g.group_id, "error_code": r.error_code,
                                "topics": self._fetched_topics(r, g.topics, False)})
             return self._resp(ctx, throttle_time=0, groups=groups)
-        r = self._offset_fetch_group(body.group_id, body.topics, None, -1, stable)
+        r = self._offset_fetch_group(ctx, body.group_id, body.topics, None, -1, stable)
         return self._resp(ctx, throttle_time=0, error_code=r.error_code,
                           topics=self._fetched_topics(r, body.topics, v < 2))
 
     def offset_delete(self, body: Any, ctx: RequestContext) -> Any:
+        """OffsetDelete: DELETE on the GROUP (else GROUP_AUTHORIZATION_FAILED, nothing
+        deleted) and READ on each TOPIC (else TOPIC_AUTHORIZATION_FAILED for its partitions)."""
+        if not self._allowed(ctx, Op.DELETE, RT.GROUP, body.group_id):
+            return self._resp(ctx, error_code=E.group_authorization_failed, throttle_time=0,
+                              topics=())
+        topics, refused = self._split_topics(ctx, Op.READ, body.topics)
+        denied = self._refused_partitions(refused, E.topic_authorization_failed)
+        if refused and not topics:
+            return self._resp(ctx, error_code=0, throttle_time=0, topics=denied)
         req = m.OffsetDeleteRequest(body.group_id, tuple(
             m.OffsetFetchTopic(t.name, tuple(int(p.partition_index) for p in t.partitions))
-            for t in body.topics))
+            for t in topics))
         r: m.OffsetDeleteResponse = self.runtime.handle_group(body.group_id, req)
-        return self._resp(ctx, error_code=r.error_code, throttle_time=0, topics=[
+        return self._resp(ctx, error_code=r.error_code, throttle_time=0, topics=denied + [
             {"name": t.name, "partitions": [{"partition_index": p.partition_index,
                                              "error_code": p.error_code} for p in t.partitions]}
             for t in r.topics])
 
     # ================================================================== configs
+
+    def _config_refusal(self, ctx: RequestContext, rtype: int, name: str,
+                        op: AclOperation) -> dict[str, Any] | None:
+        """The error of a config resource the principal may not describe / alter (``op`` on
+        the GROUP, TOPIC, or the CLUSTER for a BROKER), or None."""
+        if rtype in GROUP_RESOURCE_TYPES:
+            target, code = (RT.GROUP, name), E.group_authorization_failed
+        elif rtype == RESOURCE_TOPIC:
+            target, code = (RT.TOPIC, name), E.topic_authorization_failed
+        elif rtype == RESOURCE_BROKER:
+            target, code = (RT.CLUSTER, CLUSTER_NAME), E.cluster_authorization_failed
+        else:
+            return None
+        if self._allowed(ctx, op, *target):
+            return None
+        return {"error_code": code, "error_message": f"Not authorized: {op.name} is required on "
+                                                     f"the {target[0].name}."}
 
     def describe_configs(self, body: Any, ctx: RequestContext) -> Any:
         results = []
@@ -912,7 +1217,10 @@ class KafkaApis:
             keys = None if res.configuration_keys is None else list(res.configuration_keys)
             out: dict[str, Any] = {"error_code": 0, "error_message": None, "resource_type": rtype,
                                    "resource_name": name, "configs": ()}
-            if rtype in GROUP_RESOURCE_TYPES:
+            refused = self._config_refusal(ctx, rtype, name, Op.DESCRIBE_CONFIGS)
+            if refused is not None:
+                out.update(refused)
+            elif rtype in GROUP_RESOURCE_TYPES:
                 r: m.DescribeGroupConfigsResponse = self.runtime.handle_group(
                     name, m.DescribeGroupConfigsRequest(name, tuple(keys) if keys else None))
                 out.update(error_code=r.error_code, error_message=r.error_message, configs=[
@@ -951,7 +1259,10 @@ class KafkaApis:
             name = res.resource_name
             out: dict[str, Any] = {"error_code": 0, "error_message": None, "resource_type": rtype,
                                    "resource_name": name}
-            if rtype in GROUP_RESOURCE_TYPES:
+            refused = self._config_refusal(ctx, rtype, name, Op.ALTER_CONFIGS)
+            if refused is not None:
+                out.update(refused)
+            elif rtype in GROUP_RESOURCE_TYPES:
                 req = m.AlterGroupConfigsRequest(name, tuple(
                     m.AlterGroupConfigOp(c.name, ops.get(int(c.config_operation), "?"), c.value)
                     for c in res.configs), bool(body.validate_only))

@@ -82,6 +82,8 @@ from groupcoord.server.metrics import LoopIdleMonitor, MetricsServer
 from groupcoord.server.partition_files import max_open_files_from
 from groupcoord.server.routing import misrouted
 from groupcoord.server.runtime import CoordinatorRuntime
+from groupcoord.server.security.acls import AclStore
+from groupcoord.server.security.authorizer import Authorizer, exposure_warning
 from groupcoord.server.security.config import ServerSecurity
 from groupcoord.server.security.credentials import CredentialStore
 from groupcoord.server.security.listeners import ListenerSpec
@@ -210,6 +212,8 @@ class KafkaServer:
         self.registry: TopicRegistry | None = None
         self.runtime: CoordinatorRuntime | None = None
         self.apis: KafkaApis | None = None
+        #: Who may do what (``server/security/``), made by :meth:`start`.
+        self.authorizer: Authorizer | None = None
         self._log: RecordLog | None = None
         #: Listening sockets by broker (broker 0's is also ``_server``).
         self.listeners: dict[int, asyncio.Server] = {}
@@ -236,6 +240,17 @@ class KafkaServer:
                                       max_open_files=self.max_open_files)
         self._log = self._given_log or open_record_log(self.storage, self.data_dir,
                                                        self.durability)
+        # ACLs (docs/acls.md): acls.json in the data directory; in memory with --storage memory.
+        acls = AclStore() if self.storage == "memory" else AclStore.in_dir(self.data_dir)
+        self.authorizer = Authorizer.from_properties(acls, self.properties,
+                                                     self.security_listeners)
+        log.info("authorization: %d ACLs, allow.everyone.if.no.acl.found=%s, super.users=%s",
+                 len(acls), str(self.authorizer.allow_everyone_if_no_acl).lower(),
+                 ";".join(sorted(self.authorizer.super_users)) or "(none)")
+        warning = exposure_warning(self.security_listeners,
+                                   self.authorizer.allow_everyone_if_no_acl)
+        if warning:
+            log.warning("%s", warning)
         self.idle_monitor = LoopIdleMonitor()
         self.idle_monitor.install(loop)
         self.runtime = CoordinatorRuntime(self._log, self.num_shards, self.config,
@@ -270,6 +285,7 @@ class KafkaServer:
                               credentials=self.security.store)
         self.apis.endpoints = endpoints
         self.apis.control = self.control.run
+        self.apis.authorizer = self.authorizer
         if self.num_brokers > 1:
             self.brokerset = BrokerSet(
                 [BrokerInfo(b, advertised, ports[b], None if self.racks is None else self.racks[b])
@@ -342,6 +358,13 @@ class KafkaServer:
                         "queued.max.request.bytes=%d", worst.peer, worst.held, queued.held,
                         queued.limit)
             worst.close("over queued.max.request.bytes")
+
+    @property
+    def security_listeners(self) -> list[tuple[str, str]]:
+        """(security protocol, bind host) of each listener: what the default of
+        ``allow.everyone.if.no.acl.found`` is decided from (``server/security/authorizer.py``).
+        """
+        return [(spec.protocol, spec.host) for spec in self.security.listeners]
 
     @property
     def bootstrap_servers(self) -> str:

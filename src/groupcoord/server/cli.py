@@ -65,6 +65,7 @@ from groupcoord.commands import UsageError, bootstrap_servers, command, int_at_l
 from groupcoord.protocol.client import KafkaClient, KafkaClientError
 from groupcoord.protocol.errors import CoordinatorError, error_name
 from groupcoord.protocol.versions import ApiKey
+from groupcoord.server.security import acls_cli as _acls_cli  # noqa: F401 - registers ``acls``
 
 log = logging.getLogger(__name__)
 
@@ -695,4 +696,4 @@ def _connectors_args(p: argparse.ArgumentParser) -> None:
 
 # ------------------------------------------------------------------------------ users
 
-from groupcoord.server.security import cli as _security_cli  # noqa: E402, F401  (``users``)
+from groupcoord.server.security import users_cli as _users_cli  # noqa: E402, F401  (``users``)

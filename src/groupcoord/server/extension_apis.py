@@ -34,6 +34,8 @@ __all__ = ["CONFIG_OPS", "ExtensionApis", "cat_from_wire", "cat_to_wire"]
 #: ConnectGroupConfig's Op values.
 CONFIG_OPS: dict[int, str] = {0: "create", 1: "update", 2: "delete"}
 
+GROUP_AUTHORIZATION_FAILED = 30
+
 Respond = Callable[..., Any]  # (ctx, **fields) -> a response entity of the request's version
 
 
@@ -64,9 +66,13 @@ def _assignor_to_wire(a: ClientAssignor) -> dict[str, Any]:
 class ExtensionApis:
     """The extension handlers; ``handlers`` maps API key -> handler(body, ctx)."""
 
-    def __init__(self, runtime: CoordinatorRuntime, respond: Respond) -> None:
+    def __init__(self, runtime: CoordinatorRuntime, respond: Respond,
+                 describable: Callable[[Any, str], bool] | None = None) -> None:
         self.runtime = runtime
         self._resp = respond
+        #: ``(ctx, group_id) -> bool``: may the request's principal describe the group
+        #: (ConnectGroupDescribe answers GROUP_AUTHORIZATION_FAILED for a group it may not).
+        self.describable = describable
         self.handlers: dict[int, Callable[[Any, Any], Any]] = {
             ApiKey.CONSUMER_GROUP_PREPARE_ASSIGNMENT: self.consumer_group_prepare_assignment,
             ApiKey.CONSUMER_GROUP_INSTALL_ASSIGNMENT: self.consumer_group_install_assignment,
@@ -179,13 +185,18 @@ class ExtensionApis:
 
     def connect_group_describe(self, body: Any, ctx: Any) -> Any:
         ids = list(body.group_ids)
+        refused = {g for g in ids if self.describable is not None and not self.describable(ctx, g)}
         found: dict[str, cn.DescribedConnectGroup] = {}
-        for shard, gids in self.runtime.group_ids_by_shard(ids).items():
+        for shard, gids in self.runtime.group_ids_by_shard(
+                [g for g in ids if g not in refused]).items():
             r: cn.ConnectGroupDescribeResponse = self.runtime.handle(
                 shard, cn.ConnectGroupDescribeRequest(tuple(gids)))
             for g in r.groups:
                 found[g.group_id] = g
-        return self._resp(ctx, throttle_time_ms=0, groups=[_described(found[gid]) for gid in ids])
+        return self._resp(ctx, throttle_time_ms=0, groups=[
+            {"error_code": GROUP_AUTHORIZATION_FAILED, "group_id": gid,
+             "error_message": "Not authorized to describe the group."}
+            if gid in refused else _described(found[gid]) for gid in ids])
 
 
 def _described(g: cn.DescribedConnectGroup) -> dict[str, Any]:
