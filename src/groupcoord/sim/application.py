@@ -21,8 +21,9 @@ application meets the group protocol:
 - ``max.poll.interval.ms``: a batch that outlasts it makes the member leave the group (no
   revocation callback, nothing committed) and rejoin as a new incarnation when the batch ends;
 - classic members' metadata (:meth:`Application.classic_view`): partitions added to a topic
-  are seen at the member's next metadata refresh (``metadata.max.age.ms`` after its start, then
-  every such period; topics created or deleted are seen at once);
+  are seen at the member's next metadata refresh (every ``metadata.max.age.ms``, the first one
+  at a phase drawn per incarnation from the run's seed uniformly within the period; topics
+  created or deleted are seen at once);
 - the metrics of each disturbance window (:meth:`Application.totals`, the lag's peak).
 
 With an ``idle`` workload nothing here runs: the members behave as they always did.
@@ -30,6 +31,7 @@ With an ``idle`` workload nothing here runs: the members behave as they always d
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -134,6 +136,8 @@ class Application:
         #: and when it started (refreshes come every metadata.max.age.ms after it).
         self._seen: dict[tuple[str, int], dict[Any, int]] = {}
         self._started_at: dict[tuple[str, int], int] = {}
+        #: Its own stream of the seed: the phase of each classic incarnation's refreshes.
+        self._md_rng = random.Random(f"metadata:{sim.seed}")
         self._refresh_at: dict[tuple[str, int], int] = {}
 
     def _stale(self) -> None:
@@ -347,7 +351,12 @@ class Application:
 
     def classic_spawned(self, p: Proc) -> None:
         key = self._key(p)
-        self._started_at[key] = self.sim.now
+        # The refresh timer's phase: a real client refreshes metadata every
+        # metadata.max.age.ms since its last refresh, and anything may have refreshed it
+        # (start-up, a leader change, a produce error), so where the period falls relative to
+        # a topic's growth is uniform: the first refresh comes within one period of the start.
+        age = self.workload.metadata_max_age_ms
+        self._started_at[key] = self.sim.now + (self._md_rng.randrange(age) if age > 0 else 0)
         self._seen[key] = {t.topic_id: t.num_partitions for t in self.sim.image.by_name.values()}
 
     def classic_view(self, p: Proc) -> list[TopicMetadata]:
@@ -370,9 +379,9 @@ class Application:
                 out.append(t)
                 seen[t.topic_id] = t.num_partitions
         if stale and key not in self._refresh_at:
-            start = self._started_at.get(key, 0)
+            first = self._started_at.get(key, 0)
             now = self.sim.now
-            at = start + ((now - start) // age + 1) * age
+            at = first if now < first else first + ((now - first) // age + 1) * age
             self._refresh_at[key] = at
             self.sim.at(at, self._refresh, (p, p.gen))
         return out

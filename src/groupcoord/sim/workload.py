@@ -52,8 +52,16 @@ not processing: waiting for the next poll, warm-up or task start, a revocation's
 task's stop); records processed twice; Connect task restarts. The contract of names is
 ``/work/tools/METRICS.md`` and ``docs/lab.md``.
 
-Not modelled: fetch latency and ``fetch.max.wait.ms`` (a member that keeps up reacts at once),
-per-partition ``max.partition.fetch.bytes``, pause()/resume(), producers' batching (production
+**Records in flight** (``fetch_latency_ms``, default 100 ms): a record can be polled only
+that long after it was produced (the producer's send, the leader's append, the consumer's
+fetch round trip and ``fetch.max.wait.ms``, the poll loop's timeout), so a member that keeps
+up holds ``rate x fetch_latency_ms`` records per partition in flight, as real clients do
+(librdkafka with ``fetch.wait.max.ms`` 50 and a 100 ms poll loop held 110-125 ms of
+production in the calibration runs); a ``poll()`` at ``t`` returns what was produced up to
+``t - fetch_latency_ms``. A member that keeps up still reacts to a rebalance at once (its
+``poll()`` returns within the latency; that difference is below the model's resolution).
+
+Not modelled: per-partition ``max.partition.fetch.bytes``, pause()/resume(), producers' batching (production
 is a constant rate per resource), state stores' restore volume (``warmup_ms`` is a fixed time
 per newly assigned partition; a process keeps the state of every partition it processed
 during its life).
@@ -146,6 +154,7 @@ class Workload:
     task_start_ms: int = 1_000
     task_stop_ms: int = 1_000
     metadata_max_age_ms: int = 300_000
+    fetch_latency_ms: int = 100
 
     def rate_of(self, topic: str) -> float:
         for t, r in self.topic_rates:
@@ -189,7 +198,7 @@ DEFAULT_WORKLOAD = Workload()
 _KEYS = {f.name for f in fields(Workload)}
 _INTS = {"max_poll_records": 1, "max_poll_interval_ms": 1, "auto_commit_interval_ms": 0,
          "commit_latency_ms": 0, "warmup_ms": 0, "task_start_ms": 0, "task_stop_ms": 0,
-         "metadata_max_age_ms": 0}
+         "metadata_max_age_ms": 0, "fetch_latency_ms": 0}
 _DISTS = ("fixed", "exponential", "uniform", "lognormal")
 
 
@@ -374,9 +383,10 @@ class Processor:
             if t <= end:
                 return
         if self.stream:
+            fetched = t - m.fetch_latency_ms
             for k in self.active:
                 r = res[k]
-                new = r.produced(t)
+                new = r.produced(fetched)
                 if new > self.pos[k]:
                     m.processed += new - self.pos[k]
                     self.pos[k] = new
@@ -407,10 +417,11 @@ class Processor:
         rate = 0.0
         backlog: dict[Key, float] = {}
         total = 0.0
+        fetched = t - self.model.fetch_latency_ms  # what a poll() at t can return
         for k in self.active:
             r = res[k]
             rate += r.rate
-            b = r.produced(t) - self.pos[k]
+            b = r.produced(fetched) - self.pos[k]
             if b > 0:
                 backlog[k] = b
                 total += b
@@ -436,7 +447,8 @@ class Processor:
         last = flush_at + ((t - flush_at) // interval) * interval
         for k in self.active:
             r = self.model.resources[k]
-            pos = min(self.pos[k], r.produced(last)) if self.stream else self.pos[k]
+            pos = min(self.pos[k], r.produced(last - self.model.fetch_latency_ms)) \
+                if self.stream else self.pos[k]
             if pos > r.committed:
                 r.committed = pos
         self.flush_at = last + interval
@@ -651,6 +663,8 @@ class WorkModel:
         #: times its mean, e^-20 for an exponential).
         self.overrun_possible = workload.max_poll_records * longest > max_poll_interval_ms
         self.workload_commit_interval = commit_interval_ms
+        #: How long after its production a record can be polled (see the module docstring).
+        self.fetch_latency_ms = float(workload.fetch_latency_ms)
         #: Called when a batch outlasts ``max.poll.interval.ms``: (processor, its batch end).
         self.on_poll_timeout: Callable[[Processor, int], None] | None = None
         self.resources: dict[Key, Resource] = {}
