@@ -299,3 +299,20 @@ def test_records_in_flight_fetch_latency() -> None:
         assert m.processed == pytest.approx(2 * 100 * (10_000 - latency) / 1000)
     assert lags[0] == pytest.approx(0.0)
     assert lags[200] == pytest.approx(2 * 100 * 0.2)  # 20 records per partition in flight
+
+
+def test_an_overloaded_member_waits_for_its_first_fetchable_record_without_spinning() -> None:
+    """Records become pollable ``fetch_latency_ms`` after production starts: an overloaded
+    member given partitions waits for that in one step (it stepped 1/rate at a time, an
+    empty batch each, thousands of them per partition set)."""
+    loop = Loop()
+    m = loop.model(fixed(1_000, 1.0, fetch_latency_ms=100))  # 10 partitions: 10x overloaded
+    keys = [f"p{i}" for i in range(10)]
+    for k in keys:
+        m.add_resource(k, 1_000)
+    p = m.processor("p")
+    p.assign(keys)
+    loop.run_until(150)
+    p.positions()
+    assert p.batch_id <= 3
+    assert m.processed > 0  # it started on the first records once they were fetchable

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from groupcoord.client.classic_consumer import ClassicConsumerMember
 from groupcoord.client.consumer import DEFER, MemberState
 from groupcoord.coordinator.topics import TopicMetadata
-from groupcoord.sim.workload import Processor, WorkModel
+from groupcoord.sim.workload import Processor, WorkModel, order_key
 
 if TYPE_CHECKING:
     from groupcoord.sim.consumer import ConsumerSimulation
@@ -49,7 +49,7 @@ def _ordered(items: Iterable[Any]) -> list[Any]:
     """Resources in an order that is the same in every process (Connect items hold strings,
     whose hashes change with the interpreter's hash seed: no set order may leak into the
     order of events or of float sums)."""
-    return sorted(items, key=repr)
+    return sorted(items, key=order_key)
 
 
 #: How long a converged run waits for its applications to catch up (at most), and how often
