@@ -254,7 +254,7 @@ def test_bad_grids_name_the_field(grid: str, message: str) -> None:
 def test_cli_runs_a_findings_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["lab", "run", "--spec", "paper", "--scenario", "grow-by-900", "--protocol",
                  "classic:eager", "--out", "unused", "--dry-run"]) == 0
-    assert "sweep paper: 5 runs in 1 cells (classic:eager)" in capsys.readouterr().out
+    assert "sweep paper: 21 runs in 1 cells (classic:eager)" in capsys.readouterr().out
     assert main(["lab", "run", "--spec", "paper", "--size", "7", "--out", "u", "--dry-run"]) == 2
     assert "--size 7: not in the spec" in capsys.readouterr().err
 
