@@ -12,6 +12,8 @@ key optional except where noted)::
     id = "g"
     members = 3                  # initial members c1..cN, joining from t=0
     join_stagger_ms = 0          # c(i) joins at (i-1) * stagger
+    start_spread_ms = 0          # ... plus an offset drawn from [0, spread) with the seed
+                                 # (the lab and lab calibrate: the heartbeat interval)
     static = false               # static membership (instance id = member name)
     topics = { foo = 6 }         # topic name -> partitions (the metadata image)
     subscription = ["foo"]       # default: every initial topic; or
