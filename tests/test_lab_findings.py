@@ -223,3 +223,13 @@ def test_crossover_names_tied_winners_and_each_members_load() -> None:
     assert "10 ms (40% busy)" in cross.text
     assert "classic:cooperative and consumer:uniform have the lowest at every value" \
         in cross.text
+
+
+def test_a_steep_fall_keeps_its_ratio() -> None:
+    rows = []
+    for size, (a, b) in ((3, (1000, 40_000)), (12, (900, 2_000))):
+        for seed in range(2):
+            rows.append(_run("consumer:uniform", size, seed, lag_peak=a))
+            rows.append(_run("classic:eager", size, seed, lag_peak=b))
+    (scaling,) = [f for f in findings(rows) if f.kind == "scaling"]
+    assert "classic:eager from 40,000 records to 2,000 records (0.05x)" in scaling.text

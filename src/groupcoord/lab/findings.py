@@ -272,7 +272,8 @@ def _scaling(rows: list[dict[str, Any]], m: Metric, sizes: list[int], protocols:
         if a is None or b is None:
             continue
         changed = changed or abs(b - a) > 0.1 * max(abs(a), abs(b))
-        growth = f" ({b / a:.1f}x)" if a else ""
+        growth = "" if not a else f" ({b / a:.1f}x)" if b / a >= 0.1 or b == 0 \
+            else f" ({b / a:.2g}x)"  # (a fall to 5 %: 0.05x, not 0.0x)
         bits.append(f"{p} from {m.fmt(a)} to {m.fmt(b)}{growth}")
         numbers[p] = (a, b)
     if not bits or not changed:

@@ -112,6 +112,11 @@ def model_limits(runs: Sequence[dict[str, Any]]) -> list[str]:
             "members, clients' per-request processing time (on the wire these move phases by "
             "tens of milliseconds and decide races the model settles by its latencies).")
         items.append(
+            "A partition new to the group is consumed from its first record (as with "
+            "auto.offset.reset=earliest). With the clients' default, latest, what was produced "
+            "to it before its first fetch is skipped instead: the lag a classic group builds "
+            "on partitions it has not seen yet would then be records never processed.")
+        items.append(
             "Checked against real clients (groupcoord lab calibrate, docs/lab.md 'Calibration "
             "against real clients'): at 6 members, rolling bounce and scale-out, the classic and "
             "KIP-848 consumers' convergence and lag agree within 2x of librdkafka's, medians "
