@@ -347,7 +347,7 @@ class ProtocolResult:
 
 
 def calibrate(sc: Scenario, protocols: Sequence[str], wl: WireWorkload, *, seed: int = 1,
-              seeds: int = 5, repeat: int = 1,
+              seeds: int = 21, repeat: int = 1,
               extra_server_config: Mapping[str, str] | None = None, tail_s: float = 5.0,
               progress: Callable[[str], None] | None = None) -> list[ProtocolResult]:
     """Per protocol: the simulator over seeds ``seed .. seed + seeds - 1`` and ``repeat``

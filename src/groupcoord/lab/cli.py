@@ -383,8 +383,8 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
     cal.add_argument("--seed", type=int, default=1,
                      help="the first seed (the simulator's seeds and the wire runs' start "
                           "offsets count up from it)")
-    cal.add_argument("--seeds", type=int_at_least(1), default=5,
-                     help="simulated seeds; each metric is their median (default 5)")
+    cal.add_argument("--seeds", type=int_at_least(1), default=21,
+                     help="simulated seeds; each metric is their median (default 21)")
     cal.add_argument("--repeat", type=int_at_least(1), default=1,
                      help="wire runs; each metric is their median (default 1)")
     cal.add_argument("--tail-s", type=float, default=5.0, help=argparse.SUPPRESS)
