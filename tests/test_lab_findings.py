@@ -72,8 +72,9 @@ def test_crossover_over_a_swept_parameter_across_workloads() -> None:
     cross = [f for f in findings(rows) if f.kind == "crossover"]
     assert len(cross) == 1
     assert cross[0].numbers["flips"] == [(2.0, 5.0, "classic:cooperative")]
-    assert ("peak consumer lag against the processing time per record: the lowest changes "
-            "from consumer:uniform to classic:cooperative between 2 and 5 ms") in cross[0].text
+    assert ("peak consumer lag against the processing time per record: at 1 ms "
+            "consumer:uniform has the lowest; classic:cooperative has the lowest from 5 ms on "
+            "(the change comes between 2 and 5 ms)") in cross[0].text
     assert "10 ms: classic:cooperative 20 records, consumer:uniform 70 records" in cross[0].text
     # no ranking per workload where a parameter is swept across them
     assert [f.kind for f in findings(rows)] == ["crossover"]

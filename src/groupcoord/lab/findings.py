@@ -318,11 +318,20 @@ def _crossover(rows: list[dict[str, Any]], m: Metric, x_col: str, size: int, lab
                                                          key=lambda kv: (sign * kv[1], kv[0])))
         for x, w, _, med in curve)
     word = "lowest" if m.lower_is_better else "highest"
+
+    def who(w: str) -> str:
+        if w == "tie":
+            return "no protocol differs by more than the metric's floor"
+        return f"{w} {'have' if ' and ' in w else 'has'} the {word}"
+
     if flips:
-        changes = ", ".join(f"from {a} to {b} between {_num(lo)} and {_num(hi)}{x_unit}"
-                            for lo, hi, a, b in flips)
-        text = (f"{label}, {size} members, {m.label} against {x_name}: the {word} changes "
-                f"{changes} (medians: {points}).")
+        x0, w0 = curve[0][0], curve[0][1]
+        changes = "; ".join(
+            f"{who(b)} from {_num(hi)}{x_unit}{busy.get(hi, '')} on (the change comes "
+            f"between {_num(lo)} and {_num(hi)}{x_unit})" for lo, hi, _, b in flips)
+        text = (f"{label}, {size} members, {m.label} against {x_name}: at "
+                f"{_num(x0)}{x_unit}{busy.get(x0, '')} {who(w0)}; {changes} (medians: "
+                f"{points}).")
     else:
         verb = "have" if " and " in curve[0][1] else "has"
         text = (f"{label}, {size} members, {m.label} against {x_name}: {curve[0][1]} {verb} the "
