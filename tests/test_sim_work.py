@@ -261,3 +261,31 @@ def test_members_start_at_offsets_drawn_from_the_seed() -> None:
     assert starts[1] != starts[2]
     flat = simulate(sc, 1, "consumer:uniform", record_trace=True, start_spread_ms=0)
     assert {int(p[0]) for p in _lines(flat, "start")} == {0}
+
+
+@pytest.mark.parametrize("protocol", ["consumer:uniform", "classic:eager", "connect:cooperative"])
+def test_a_process_sends_nothing_until_its_startup_is_over(protocol: str) -> None:
+    """``startup_ms``: each new process's first request comes after a start-up drawn from the
+    seed within half to one and a half times it (a Connect worker reading its config topic);
+    with 0 it goes at once."""
+    sc = load_scenario("scale-out")
+    slow = Workload(startup_ms=2_000)
+    r = simulate(sc, 3, protocol, record_trace=True, workload=slow)
+    assert r.ok, r.violation and r.violation.format()
+    firsts = {}
+    for line in r.trace:
+        parts = line.split()
+        if len(parts) > 3 and parts[2] == "start" and parts[3] not in firsts:
+            firsts[parts[3]] = [int(parts[0]), None]
+        if len(parts) > 3 and parts[2] in ("hb>", "join>") and parts[3] in firsts \
+                and firsts[parts[3]][1] is None:
+            firsts[parts[3]][1] = int(parts[0])
+    delays = [sent - started for started, sent in firsts.values() if sent is not None]
+    assert len(delays) == 6
+    assert all(1_000 <= d < 3_000 + 50 for d in delays), delays
+    assert len(set(delays)) > 1  # drawn per process
+    again = simulate(sc, 3, protocol, record_trace=True, workload=slow)
+    assert again.trace_text() == r.trace_text()
+    at_once = simulate(sc, 3, protocol, record_trace=True, workload=Workload())
+    first = next(line.split() for line in at_once.trace if " hb> " in line or " join> " in line)
+    assert int(first[0]) == 0

@@ -168,6 +168,13 @@ def split_rolling_bounces(sc: Scenario) -> Scenario:
 # ----------------------------------------------------------------------------- the simulator
 
 
+#: The simulator's start-up of a Connect worker (``startup_ms``, drawn per process within
+#: half to one and a half times this): our worker joined its group 2-3 s after its ``go``
+#: on the wire (a scale-out run kept with ``run_wire(keep_dir=...)``, 2026-11-26), the
+#: consumers within milliseconds (their processes start ahead; creating the client is quick).
+CONNECT_WORKER_STARTUP_MS = 2_500
+
+
 def sim_workload_table(wl: WireWorkload, connect: bool) -> dict[str, Any]:
     """The workload as the simulator's ``[workload]`` table (METRICS.md names)."""
     table: dict[str, Any] = {
@@ -178,6 +185,7 @@ def sim_workload_table(wl: WireWorkload, connect: bool) -> dict[str, Any]:
         table["task_start_ms"] = round(wl.task_start_ms)
         table["task_stop_ms"] = round(wl.task_stop_ms)
         table["auto_commit_interval_ms"] = wl.offset_flush_interval_ms
+        table["startup_ms"] = CONNECT_WORKER_STARTUP_MS
     else:
         table["records_per_s"] = wl.records_per_s
     return table

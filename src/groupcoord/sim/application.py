@@ -138,6 +138,7 @@ class Application:
         self._started_at: dict[tuple[str, int], int] = {}
         #: Its own stream of the seed: the phase of each classic incarnation's refreshes.
         self._md_rng = random.Random(f"metadata:{sim.seed}")
+        self._startup_rng = random.Random(f"startup:{sim.seed}")
         self._refresh_at: dict[tuple[str, int], int] = {}
 
     def _stale(self) -> None:
@@ -439,6 +440,16 @@ class Application:
     def totals(self) -> dict[str, float] | None:
         return self.model.totals() if self.on else None
 
+    def startup_ms(self) -> int:
+        """How long a new process takes before its first request: drawn per process from
+        the run's seed, uniformly within half to one and a half times ``startup_ms`` (three
+        processes started together do not come up together: each then joins on its own and
+        the group rebalances for each, as on the wire)."""
+        if not self.on or self.workload.startup_ms <= 0:
+            return 0
+        su = self.workload.startup_ms
+        return su // 2 + self._startup_rng.randrange(su)
+
     def reaction_bound_ms(self) -> int:
         """How much later than an idle member a working one may answer a rebalance, per
         round: its batch (at most ``max.poll.interval.ms``, when it leaves the group), the
@@ -447,7 +458,7 @@ class Application:
             return 0
         wl = self.workload
         return int(self.sim.scenario.rebalance_timeout_ms + wl.commit_latency_ms
-                   + wl.task_stop_ms + wl.task_start_ms)
+                   + wl.task_stop_ms + wl.task_start_ms + wl.startup_ms)
 
     def summary(self) -> dict[str, Any]:
         if not self.on:

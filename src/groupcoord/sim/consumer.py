@@ -268,6 +268,7 @@ class ConsumerSimulation(ConsumerConvergence):
         else:
             p.member.subscribe(topics or (), now_ms=self.now)
         self._universe_dirty = True
+        p.ready_at = self.now + self.app.startup_ms()
         self._drive(p)
         return p
 
@@ -437,6 +438,11 @@ class ConsumerSimulation(ConsumerConvergence):
         as a consumer's poll loop does), and schedule its next wake-up."""
         m = p.member
         now = self.now
+        if now < p.ready_at:  # still starting: its first request goes once it is up
+            if p.tick_at != p.ready_at:
+                p.tick_at = p.ready_at
+                self.at(p.ready_at, self._tick, (p, p.gen))
+            return
         timeouts = m.stats["timeouts"]
         state_before = m.state
         req = m.poll_request(now)

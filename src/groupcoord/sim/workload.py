@@ -166,6 +166,10 @@ class Workload:
     task_stop_ms: int = 1_000
     metadata_max_age_ms: int = 300_000
     fetch_latency_ms: int = 100
+    #: From a process's start to its first request to the coordinator (a JVM starting, a
+    #: Connect worker reading its config topic), drawn per process uniformly within half to
+    #: one and a half times this: 0, the process is up at once.
+    startup_ms: int = 0
 
     def rate_of(self, topic: str) -> float:
         for t, r in self.topic_rates:
@@ -209,7 +213,8 @@ DEFAULT_WORKLOAD = Workload()
 _KEYS = {f.name for f in fields(Workload)}
 _INTS = {"max_poll_records": 1, "max_poll_interval_ms": 1, "auto_commit_interval_ms": 0,
          "commit_latency_ms": 0, "warmup_ms": 0, "task_start_ms": 0, "task_stop_ms": 0,
-         "metadata_max_age_ms": 0, "fetch_latency_ms": 0}
+         "metadata_max_age_ms": 0, "fetch_latency_ms": 0,
+         "startup_ms": 0}
 _DISTS = ("fixed", "exponential", "uniform", "lognormal")
 
 
