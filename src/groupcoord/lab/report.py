@@ -121,8 +121,9 @@ def model_limits(runs: Sequence[dict[str, Any]]) -> list[str]:
             "against real clients'): at 6 members, rolling bounce and scale-out, medians "
             "against medians, the cooperative and KIP-848 consumers' convergence and lag are "
             "within 2x of librdkafka's, classic eager's too but for two near misses; Connect "
-            "workers are not: a worker's start-up (seconds on the wire) is not modelled, and a "
-            "Connect scale-out converges in about 5 s simulated against about 24 s measured.")
+            "workers only partly: with their start-up modelled (2.5 s, which the lab's runs "
+            "leave at 0) a Connect scale-out converges in about 12 s simulated against 17-24 s "
+            "measured, and Connect rolling bounces differ by 2-3x.")
     else:
         items.append(
             "Members are idle: no poll loop and no processing time, so an eager member rejoins "
