@@ -108,9 +108,10 @@ def model_limits(runs: Sequence[dict[str, Any]]) -> list[str]:
             "interval, so each seed puts their heartbeats elsewhere relative to a disturbance; "
             "a classic member refreshes metadata at a phase drawn within metadata.max.age.ms, "
             "and the classic leader assigns from its own metadata (as the Java consumer's "
-            "does). Not modelled: the time a process takes to start, CPU contention between "
-            "members, clients' per-request processing time (on the wire these move phases by "
-            "tens of milliseconds and decide races the model settles by its latencies).")
+            "does). A process starts at once unless the workload sets startup_ms (the built-in "
+            "specs do not). Not modelled: CPU contention between members, clients' "
+            "per-request processing time (on the wire these move phases by tens of "
+            "milliseconds and decide races the model settles by its latencies).")
         items.append(
             "A partition new to the group is consumed from its first record (as with "
             "auto.offset.reset=earliest). With the clients' default, latest, what was produced "
