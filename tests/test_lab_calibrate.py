@@ -19,10 +19,18 @@ from typing import Any
 
 import pytest
 
-from groupcoord.lab.calibrate import CHECKED, compare, split_rolling_bounces, summarize, within_2x
-from groupcoord.lab.wire import Window, WireRun
+from groupcoord.lab.calibrate import (
+    CHECKED,
+    calibration_scenario,
+    compare,
+    median_windows,
+    split_rolling_bounces,
+    summarize,
+    within_2x,
+)
+from groupcoord.lab.wire import Window, WireRun, _actions
 from groupcoord.lab.wire_metrics import convergence, steady_lag, window_metrics
-from groupcoord.sim.scenario import Scenario
+from groupcoord.sim.scenario import Scenario, load_scenario, start_offsets_ms
 
 #: Whether the simulator's members do work (``sim.workload``): the lag metrics are simulated.
 WORK_MODEL = "workload" in {f.name for f in fields(Scenario)}
@@ -172,11 +180,41 @@ def test_compare_leaves_out_the_initial_join_and_reports_every_checked_metric() 
     assert rows["converge_after_ms"]["within_2x"] is False
     assert rows["time_to_converge_ms"]["within_2x"] is True
     assert rows["lag_peak"]["within_2x"] is False
-    # 400 record-s measured minus 10 records in flight x 5 s = 350: beyond 2 x 150
-    assert rows["lag_record_s"]["compared"] == pytest.approx(350.0)
+    # compared as measured: the model holds records in flight too (fetch_latency_ms)
+    assert rows["lag_record_s"]["compared"] == pytest.approx(400.0)
     assert rows["lag_record_s"]["within_2x"] is False
     assert rows["records_processed"]["within_2x"] is None
     assert not c.checked_ok
+
+
+def test_windows_of_several_runs_are_their_medians() -> None:
+    def run(ttc: int | None, peak: int) -> list[dict[str, Any]]:
+        return [{"disturbance": "initial-join", "at_ms": 0, "settled_ms": 0,
+                 "time_to_converge_ms": 100, "lag_peak": 0, "lag_record_s": 0.0},
+                {"disturbance": "scale-out", "at_ms": 30_000, "settled_ms": 30_000,
+                 "time_to_converge_ms": ttc, "lag_peak": peak, "lag_record_s": peak * 2.0}]
+    med = median_windows([run(5_000, 100), run(10_000, 300), run(16_000, 200)])
+    assert med[1]["time_to_converge_ms"] == 10_000
+    assert med[1]["lag_peak"] == 200
+    assert med[1]["lag_record_s"] == pytest.approx(400.0)
+    assert med[1]["runs"] == 3
+    # a run that never converged counts as the longest; most of them: no median
+    assert median_windows([run(5_000, 1), run(None, 1), run(9_000, 1)])[1][
+        "time_to_converge_ms"] == 9_000
+    assert median_windows([run(5_000, 1), run(None, 1), run(None, 1)])[1][
+        "time_to_converge_ms"] is None
+
+
+def test_calibration_scenario_spreads_the_members_over_a_heartbeat_interval() -> None:
+    sc = calibration_scenario(load_scenario("scale-out"), heartbeat_interval_ms=3_000)
+    assert sc.start_spread_ms == 3_000
+    offsets = start_offsets_ms(sc, 1)
+    assert all(0 <= o < 3_000 for o in offsets) and len(set(offsets)) == len(offsets)
+    assert offsets == start_offsets_ms(sc, 1) != start_offsets_ms(sc, 2)
+    # the wire starts the initial members at the simulator's offsets for the same seed
+    acts, _ = _actions(sc, 1)
+    assert sorted(a[0] for a in acts if a[1] == "go")[:sc.members] == sorted(
+        o / 1000 for o in offsets)
 
 
 def test_summary_is_the_mean_over_windows_and_the_worst_lag_peak() -> None:

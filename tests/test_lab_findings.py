@@ -30,7 +30,9 @@ def test_ranking_is_paired_by_seed_with_its_numbers_and_command() -> None:
     assert f.kind == "ranking"
     assert f.numbers["best"] == "classic:cooperative" and f.numbers["worst"] == "classic:eager"
     assert (f.numbers["paired_wins"], f.numbers["pairs"]) == (3, 4)  # the failed run is out
-    assert "median 2 resource·s against 9 resource·s for classic:eager (4.5x)" in f.text
+    # the seeds' range beside a median whose runs spread (cooperative's 2 s to 10 s)
+    assert ("median 2 resource·s (2 to 10 over 4 seeds) against 9 resource·s for "
+            "classic:eager (4.5x)") in f.text
     assert "lower in 3 of 4 seeds" in f.text
     assert f.command == "groupcoord lab run --spec paper --scenario bounce --size 10 --out DIR"
 
@@ -70,9 +72,10 @@ def test_crossover_over_a_swept_parameter_across_workloads() -> None:
     cross = [f for f in findings(rows) if f.kind == "crossover"]
     assert len(cross) == 1
     assert cross[0].numbers["flips"] == [(2.0, 5.0, "classic:cooperative")]
-    assert ("peak consumer lag against processing_ms: the lowest changes from "
-            "consumer:uniform to classic:cooperative between 2 and 5") in cross[0].text
-    assert "10: classic:cooperative 20 records" in cross[0].text
+    assert ("peak consumer lag against the processing time per record: at 1 ms "
+            "consumer:uniform has the lowest; classic:cooperative has the lowest from 5 ms on "
+            "(the change comes between 2 and 5 ms)") in cross[0].text
+    assert "10 ms: classic:cooperative 20 records, consumer:uniform 70 records" in cross[0].text
     # no ranking per workload where a parameter is swept across them
     assert [f.kind for f in findings(rows)] == ["crossover"]
 
@@ -187,3 +190,47 @@ def test_a_scenarios_runs_outside_the_sweep_still_rank() -> None:
         rows.append({**_run("classic:eager", 10, seed, lag_peak=500), "workload": "big"})
     kinds = sorted((f.kind, f.numbers.get("size")) for f in findings(rows))
     assert kinds == [("crossover", None), ("ranking", 10)]
+
+
+def test_scaling_says_what_the_size_does_to_each_members_load() -> None:
+    """A size sweep over a fixed topic workload divides the same production among more
+    members: the sentence says so (lag that falls with members is the load falling)."""
+    rows = []
+    work = json.dumps({"records_per_s": 2})
+    for size, (a, b) in ((10, (900, 3000)), (100, (100, 2000))):
+        for seed in range(3):
+            for p, v in (("consumer:uniform", a), ("classic:eager", b)):
+                rows.append({**_run(p, size, seed, lag_peak=v), "topics": 4,
+                             "partitions": 250, "work": work})
+    scaling = [f for f in findings(rows) if f.kind == "scaling"]
+    assert scaling
+    assert ("The group's production is 2,000 records/s at both sizes, so each member's share "
+            "falls from 200 to 20 records/s.") in scaling[0].text
+
+
+def test_crossover_names_tied_winners_and_each_members_load() -> None:
+    rows = []
+    for ms, (a, b, c) in {0.5: (0, 0, 900), 10: (0, 0, 600)}.items():
+        work = json.dumps({"processing_ms": ms, "records_per_s": 10})
+        for seed in range(2):
+            for p, v in (("consumer:uniform", a), ("classic:cooperative", b),
+                         ("classic:eager", c)):
+                rows.append({**_run(p, 8, seed, stall_ms=v), "work": work, "topics": 4,
+                             "partitions": 8, "workload": f"p{ms}"})
+    (cross,) = [f for f in findings(rows) if f.kind == "crossover"]
+    # two protocols at 0 s share the place; the load per member is 40 records/s x ms
+    assert "0.5 ms (2% busy): classic:cooperative 0 s, consumer:uniform 0 s, classic:eager" \
+        in cross.text
+    assert "10 ms (40% busy)" in cross.text
+    assert "classic:cooperative and consumer:uniform have the lowest at every value" \
+        in cross.text
+
+
+def test_a_steep_fall_keeps_its_ratio() -> None:
+    rows = []
+    for size, (a, b) in ((3, (1000, 40_000)), (12, (900, 2_000))):
+        for seed in range(2):
+            rows.append(_run("consumer:uniform", size, seed, lag_peak=a))
+            rows.append(_run("classic:eager", size, seed, lag_peak=b))
+    (scaling,) = [f for f in findings(rows) if f.kind == "scaling"]
+    assert "classic:eager from 40,000 records to 2,000 records (0.05x)" in scaling.text

@@ -254,7 +254,7 @@ def test_bad_grids_name_the_field(grid: str, message: str) -> None:
 def test_cli_runs_a_findings_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["lab", "run", "--spec", "paper", "--scenario", "grow-by-900", "--protocol",
                  "classic:eager", "--out", "unused", "--dry-run"]) == 0
-    assert "sweep paper: 5 runs in 1 cells (classic:eager)" in capsys.readouterr().out
+    assert "sweep paper: 21 runs in 1 cells (classic:eager)" in capsys.readouterr().out
     assert main(["lab", "run", "--spec", "paper", "--size", "7", "--out", "u", "--dry-run"]) == 2
     assert "--size 7: not in the spec" in capsys.readouterr().err
 
@@ -277,3 +277,23 @@ def test_paper_spec_asks_the_seeds_questions() -> None:
     assert anchor.members == 10 and anchor.topics == (("foo", 100),)
     grow = next(e for e in anchor.events if e.kind == "add-partitions")
     assert grow["partitions"] == 1000
+
+
+def test_the_labs_members_start_across_a_heartbeat_interval() -> None:
+    """Every lab run spreads its initial members' starts over one heartbeat interval (drawn
+    from the run's seed); a scenario that says its own spread keeps it; the violation's
+    reproduce command carries it."""
+    sc = build_scenario(_params())
+    assert sc.start_spread_ms == sc.heartbeat_interval_ms == 5_000
+    own = build_scenario(_params(
+        scenario="own", scenario_def='{"name": "own", "group": {"start_spread_ms": 0}}'))
+    assert own.start_spread_ms == 0
+    from groupcoord.sim.runner import simulate
+
+    r = simulate(sc, 7, "consumer:uniform", record_trace=True)
+    starts = sorted(int(line.split()[0]) for line in r.trace if line.split()[2] == "start")
+    assert len(set(starts)) == sc.members and starts[0] >= 0 and starts[-1] < 5_000
+    from groupcoord.sim.protocols import resolve_protocol
+
+    spec, variant = resolve_protocol("consumer:uniform")
+    assert "--start-spread-ms 5000" in spec.simulation(sc, 7, variant).reproduce_command()

@@ -19,6 +19,7 @@ from groupcoord.sim.scenario import (
     load_scenario,
     parse_scenario,
     random_scenario,
+    start_offsets_ms,
 )
 from groupcoord.sim.workload import DEFAULT_WORKLOAD, IDLE, Dist, Workload
 
@@ -39,13 +40,14 @@ def _window(r: Any, kind: str) -> dict[str, Any]:
 def busy_group(ms_per_record: float, joins_at: int = 40_000) -> Scenario:
     """Two consumers on two partitions, each with more records than it can process (a full
     batch of 500 records in flight all the time when ``ms_per_record`` is 10: 5 s), then a
-    third member joins."""
+    third member joins. Records can be polled as soon as produced (no fetch latency), so the
+    first member is busy from its first poll, while the initial join still rebalances."""
     return Scenario("busy", members=2, topics=(("foo", 2),), session_timeout_ms=45_000,
                     heartbeat_interval_ms=3_000, rebalance_timeout_ms=60_000,
                     events=(Event(joins_at, "join", {"members": ("c3",), "count": 1}),),
                     workload=Workload(records_per_s=200, max_poll_records=500,
                                       processing_ms=Dist("fixed", ms_per_record),
-                                      commit_latency_ms=5),
+                                      commit_latency_ms=5, fetch_latency_ms=0),
                     source="busy")
 
 
@@ -147,11 +149,20 @@ def test_classic_members_see_new_partitions_at_their_metadata_refresh() -> None:
                   events=(Event(30_000, "add-partitions", {"topic": "foo",
                                                            "partitions": 30}),),
                   workload=Workload(metadata_max_age_ms=100_000), source="grow")
-    classic = _window(simulate(sc, 1, "classic:cooperative"), "add-partitions")
     kip848 = _window(simulate(sc, 1, "consumer:uniform"), "add-partitions")
-    # refreshes at 100 s after each member's start: 70 s after the growth
-    assert classic["time_to_converge_ms"] >= 70_000
     assert kip848["time_to_converge_ms"] < 10_000
+    # each incarnation refreshes every 100 s at a phase drawn from the seed: the growth is
+    # seen within one period, at a point that differs from seed to seed (it was 70 s after
+    # the growth in every seed when refreshes were counted from the members' start)
+    firsts = []
+    for seed in range(1, 7):
+        r = simulate(sc, seed, "classic:cooperative", record_trace=True)
+        refreshes = [int(p[0]) for p in _lines(r, "md-refresh")]
+        assert refreshes and all(30_000 <= t < 130_000 for t in refreshes)
+        firsts.append(refreshes[0] - 30_000)
+        # not before a member saw the new partitions
+        assert _window(r, "add-partitions")["time_to_converge_ms"] >= firsts[-1]
+    assert len(set(firsts)) == len(firsts)
     at_once = _window(simulate(sc, 1, "classic:cooperative",
                                workload=Workload(metadata_max_age_ms=0)), "add-partitions")
     assert at_once["time_to_converge_ms"] < 20_000
@@ -231,3 +242,50 @@ def test_work_metrics_do_not_depend_on_the_hash_seed() -> None:
                            env={"PYTHONHASHSEED": str(h), "PYTHONPATH": src}).stdout
             for h in (1, 2, 3)]
     assert runs[0] and runs[0] == runs[1] == runs[2]
+
+
+def test_members_start_at_offsets_drawn_from_the_seed() -> None:
+    """``start_spread_ms``: the initial members start at offsets drawn from the seed (the
+    phases of their heartbeats), the same in every run of a seed; 0 (the default of
+    ``groupcoord simulate``) starts them all at once."""
+    sc = parse_scenario({"name": "spread", "group": {"members": 4, "start_spread_ms": 5_000}})
+    assert sc.start_spread_ms == 5_000
+    starts = {}
+    for seed in (1, 2):
+        r = simulate(sc, seed, "consumer:uniform", record_trace=True)
+        starts[seed] = sorted(int(p[0]) for p in _lines(r, "start"))
+        assert starts[seed] == sorted(start_offsets_ms(sc, seed))
+        assert all(0 <= t < 5_000 for t in starts[seed]) and len(set(starts[seed])) == 4
+        again = simulate(sc, seed, "consumer:uniform", record_trace=True)
+        assert again.trace_text() == r.trace_text()
+    assert starts[1] != starts[2]
+    flat = simulate(sc, 1, "consumer:uniform", record_trace=True, start_spread_ms=0)
+    assert {int(p[0]) for p in _lines(flat, "start")} == {0}
+
+
+@pytest.mark.parametrize("protocol", ["consumer:uniform", "classic:eager", "connect:cooperative"])
+def test_a_process_sends_nothing_until_its_startup_is_over(protocol: str) -> None:
+    """``startup_ms``: each new process's first request comes after a start-up drawn from the
+    seed within half to one and a half times it (a Connect worker reading its config topic);
+    with 0 it goes at once."""
+    sc = load_scenario("scale-out")
+    slow = Workload(startup_ms=2_000)
+    r = simulate(sc, 3, protocol, record_trace=True, workload=slow)
+    assert r.ok, r.violation and r.violation.format()
+    firsts = {}
+    for line in r.trace:
+        parts = line.split()
+        if len(parts) > 3 and parts[2] == "start" and parts[3] not in firsts:
+            firsts[parts[3]] = [int(parts[0]), None]
+        if len(parts) > 3 and parts[2] in ("hb>", "join>") and parts[3] in firsts \
+                and firsts[parts[3]][1] is None:
+            firsts[parts[3]][1] = int(parts[0])
+    delays = [sent - started for started, sent in firsts.values() if sent is not None]
+    assert len(delays) == 6
+    assert all(1_000 <= d < 3_000 + 50 for d in delays), delays
+    assert len(set(delays)) > 1  # drawn per process
+    again = simulate(sc, 3, protocol, record_trace=True, workload=slow)
+    assert again.trace_text() == r.trace_text()
+    at_once = simulate(sc, 3, protocol, record_trace=True, workload=Workload())
+    first = next(line.split() for line in at_once.trace if " hb> " in line or " join> " in line)
+    assert int(first[0]) == 0

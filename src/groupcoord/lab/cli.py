@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groupcoord.commands import command, output_dir
+from groupcoord.commands import command, int_at_least, output_dir
 from groupcoord.lab.session import DEFAULT_DRIVER_MEMORY, DEFAULT_MASTER
 from groupcoord.lab.spec import BUILTIN_SPECS, SpecError
 
@@ -251,8 +251,8 @@ def _calibrate(ns: argparse.Namespace) -> int:
             print(f"calibrate: {msg}", file=sys.stderr, flush=True)
 
     try:
-        results = calibrate(sc, protocols, wl, seed=ns.seed, extra_server_config=extra,
-                            tail_s=ns.tail_s, progress=progress)
+        results = calibrate(sc, protocols, wl, seed=ns.seed, seeds=ns.seeds, repeat=ns.repeat,
+                            extra_server_config=extra, tail_s=ns.tail_s, progress=progress)
     except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -384,7 +384,13 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
     cal.add_argument("--server-config", action="append", metavar="KEY=VALUE",
                      help="more broker configs for the wire (the simulator's coordinator does "
                           "not see them: only settings it does not model)")
-    cal.add_argument("--seed", type=int, default=1, help="the simulator's seed")
+    cal.add_argument("--seed", type=int, default=1,
+                     help="the first seed (the simulator's seeds and the wire runs' start "
+                          "offsets count up from it)")
+    cal.add_argument("--seeds", type=int_at_least(1), default=21,
+                     help="simulated seeds; each metric is their median (default 21)")
+    cal.add_argument("--repeat", type=int_at_least(1), default=1,
+                     help="wire runs; each metric is their median (default 1)")
     cal.add_argument("--tail-s", type=float, default=5.0, help=argparse.SUPPRESS)
     cal.add_argument("--json", action="store_true", help="print the result as JSON")
     cal.add_argument("--windows", action="store_true",

@@ -250,7 +250,8 @@ def _ranking(rows: list[dict[str, Any]], m: Metric, size: int, label: str, spec:
            f"{', '.join(tied[:-1])} and {tied[-1]} have")
     others = ", ".join(f"{p} {m.fmt(med[p])}" for p in order[len(tied):-1])
     text = (f"{label}, {size} members: {who} the {word} {m.label}, median "
-            f"{m.fmt(med[best])} against {m.fmt(med[worst])} for {worst}{ratio_text}; paired "
+            f"{m.fmt(med[best])}{_spread(at, m, best)} against {m.fmt(med[worst])}"
+            f"{_spread(at, m, worst)} for {worst}{ratio_text}; paired "
             f"by seed, {best} is {'lower' if m.lower_is_better else 'higher'} in {wins} of "
             f"{len(diffs)} seeds." + (f" In between: {others}." if others else ""))
     return [Finding("ranking", scenario, text,
@@ -271,12 +272,14 @@ def _scaling(rows: list[dict[str, Any]], m: Metric, sizes: list[int], protocols:
         if a is None or b is None:
             continue
         changed = changed or abs(b - a) > 0.1 * max(abs(a), abs(b))
-        growth = f" ({b / a:.1f}x)" if a else ""
+        growth = "" if not a else f" ({b / a:.1f}x)" if b / a >= 0.1 or b == 0 \
+            else f" ({b / a:.2g}x)"  # (a fall to 5 %: 0.05x, not 0.0x)
         bits.append(f"{p} from {m.fmt(a)} to {m.fmt(b)}{growth}")
         numbers[p] = (a, b)
     if not bits or not changed:
         return []
     text = f"{label}, {lo} → {hi} members: {m.label} goes " + "; ".join(bits) + "."
+    text += _load_note(rows, lo, hi)
     return [Finding("scaling", scenario, text, reproduce(spec, scenario, None, workload,
                                                           protocols), numbers)]
 
@@ -298,31 +301,129 @@ def _crossover(rows: list[dict[str, Any]], m: Metric, x_col: str, size: int, lab
                 med[p] = v
         if len(med) < 2:
             continue
-        best = min(med, key=lambda p: (sign * med[p], p))
-        if max(med.values()) - min(med.values()) < m.floor:
-            best = "tie"
-        curve.append((x, best, med.get(best, min(med.values())), med))
+        top = min(med, key=lambda p: (sign * med[p], p))
+        # protocols within the floor of the best share the place (a 0 s stall and another)
+        tied = sorted(p for p in med if abs(med[p] - med[top]) < max(m.floor, 1e-12))
+        best = "tie" if len(tied) == len(med) else " and ".join(tied)
+        curve.append((x, best, med[top], med))
     if len(curve) < 2 or all(w == "tie" for _, w, _, _ in curve):
         return []
     flips = [(curve[i - 1][0], curve[i][0], curve[i - 1][1], curve[i][1])
              for i in range(1, len(curve)) if curve[i][1] != curve[i - 1][1]]
-    points = "; ".join(f"{_num(x)}: {w}" + ("" if w == "tie" else f" {m.fmt(v)}")
-                       for x, w, v, _ in curve)
+    x_name, x_unit = _X_NAMES.get(x_col, (x_col, ""))
+    busy = _busy(at, x_col)
+    points = "; ".join(
+        f"{_num(x)}{x_unit}{busy.get(x, '')}: " + ("tie, " if w == "tie" else "")
+        + ", ".join(f"{p} {m.fmt(v)}" for p, v in sorted(med.items(),
+                                                         key=lambda kv: (sign * kv[1], kv[0])))
+        for x, w, _, med in curve)
     word = "lowest" if m.lower_is_better else "highest"
+
+    def who(w: str) -> str:
+        if w == "tie":
+            return "no protocol differs by more than the metric's floor"
+        return f"{w} {'have' if ' and ' in w else 'has'} the {word}"
+
     if flips:
-        changes = ", ".join(f"from {a} to {b} between {_num(lo)} and {_num(hi)}"
-                            for lo, hi, a, b in flips)
-        text = (f"{label}, {size} members, {m.label} against {x_col}: the {word} changes "
-                f"{changes} ({points}).")
+        x0, w0 = curve[0][0], curve[0][1]
+        changes = "; ".join(
+            f"{who(b)} from {_num(hi)}{x_unit}{busy.get(hi, '')} on (the change comes "
+            f"between {_num(lo)} and {_num(hi)}{x_unit})" for lo, hi, _, b in flips)
+        text = (f"{label}, {size} members, {m.label} against {x_name}: at "
+                f"{_num(x0)}{x_unit}{busy.get(x0, '')} {who(w0)}; {changes} (medians: "
+                f"{points}).")
     else:
-        text = (f"{label}, {size} members, {m.label} against {x_col}: {curve[0][1]} has the "
-                f"{word} at every value swept, no crossover ({points}).")
+        verb = "have" if " and " in curve[0][1] else "has"
+        text = (f"{label}, {size} members, {m.label} against {x_name}: {curve[0][1]} {verb} the "
+                f"{word} at every value swept, no crossover (medians: {points}).")
     protocols = sorted({p for _, _, _, med in curve for p in med})
     return [Finding("crossover", scenario, text,
                     reproduce(spec, scenario, size, None, protocols),
                     {"metric": m.column, "parameter": x_col,
                      "curve": [(x, w, med) for x, w, _, med in curve],
                      "flips": [(lo, hi, b) for lo, hi, _, b in flips]})]
+
+
+#: How a swept parameter reads in a sentence: its name, and its unit after a value.
+_X_NAMES: dict[str, tuple[str, str]] = {
+    "processing_ms": ("the processing time per record", " ms"),
+    "records_per_s": ("the production rate per partition", " records/s"),
+    "max_poll_records": ("max.poll.records", ""),
+    "commit_latency_ms": ("the commit latency", " ms"),
+    "warmup_ms": ("the warm-up per partition", " ms"),
+    "task_start_ms": ("the task start time", " ms"),
+    "metadata_max_age_ms": ("metadata.max.age.ms", " ms"),
+}
+
+#: The work model's default production (records/s per partition and per Connect task) when
+#: a run's workload does not override it (``sim.workload.Workload``).
+_DEFAULT_RATE = 50.0
+_DEFAULT_PROCESSING_MS = 0.5
+
+
+def production(row: Mapping[str, Any]) -> float | None:
+    """The group's production (records/s) in a run: topics x partitions (or connectors x
+    tasks) x the rate per partition (or task); None when the run does not say its resources."""
+    if row.get("topics") is not None and row.get("partitions") is not None:
+        rate = work_value(row, "records_per_s")
+        return float(row["topics"]) * float(row["partitions"]) * (
+            _DEFAULT_RATE if rate is None else rate)
+    if row.get("connectors") is not None and row.get("tasks") is not None:
+        rate = work_value(row, "task_records_per_s")
+        return float(row["connectors"]) * float(row["tasks"]) * (
+            _DEFAULT_RATE if rate is None else rate)
+    return None
+
+
+def _spread(rows: Sequence[Mapping[str, Any]], m: Metric, protocol: str) -> str:
+    """`` (lo to hi over N seeds)`` of a protocol's runs when they differ by more than the
+    metric's floor (a median of a wide distribution is one number of many: the anchor's
+    classic runs wait anywhere within a metadata refresh period)."""
+    vals = sorted(float(r[m.column]) for r in rows
+                  if r["protocol"] == protocol and r.get(m.column) is not None)
+    if len(vals) < 3 or vals[-1] - vals[0] <= max(m.floor, 0.1 * abs(vals[-1])):
+        return ""
+    return f" ({_num(vals[0] / m.scale)} to {_num(vals[-1] / m.scale)} over {len(vals)} seeds)"
+
+
+def _load_note(rows: Sequence[Mapping[str, Any]], lo: int, hi: int) -> str:
+    """What a size sweep does to each member's load: when the group's production is the
+    same at both sizes, each member's share falls with the size (a metric that falls with
+    members then says less about the protocol than about the load)."""
+    prod = {}
+    for size in (lo, hi):
+        ps = {production(r) for r in rows if _size(r) == size}
+        if len(ps) != 1 or None in ps:
+            return ""
+        prod[size] = ps.pop()
+    a, b = prod[lo], prod[hi]
+    if a is None or b is None or not lo or not hi:
+        return ""
+    if a == b:
+        return (f" The group's production is {_num(a)} records/s at both sizes, so each "
+                f"member's share falls from {_num(a / lo)} to {_num(b / hi)} records/s.")
+    return (f" Production grows from {_num(a)} to {_num(b)} records/s: per member "
+            f"{_num(a / lo)} → {_num(b / hi)} records/s.")
+
+
+def _busy(rows: Sequence[Mapping[str, Any]], x_col: str) -> dict[float, str]:
+    """For a swept processing time: `` (N % busy)`` per value, each member's share of the
+    production times the time per record (what makes a poll loop hold a rebalance)."""
+    if x_col not in ("processing_ms", "records_per_s"):
+        return {}
+    out: dict[float, str] = {}
+    for x in {float(r[x_col]) for r in rows if r.get(x_col) is not None}:
+        at = [r for r in rows if r.get(x_col) is not None and float(r[x_col]) == x]
+        loads = set()
+        for r in at:
+            prod, size = production(r), _size(r)
+            ms = work_value(r, "processing_ms")
+            if prod is None or not size:
+                continue
+            loads.add(prod / size * (_DEFAULT_PROCESSING_MS if ms is None else ms) / 1000)
+        if len(loads) == 1:
+            out[x] = f" ({loads.pop():.0%} busy)"
+    return out
 
 
 def findings(runs: Sequence[Mapping[str, Any]], spec: str = "SPEC",

@@ -103,7 +103,28 @@ def model_limits(runs: Sequence[dict[str, Any]]) -> list[str]:
             "Members do work as the work model describes it (production rate, poll loop, "
             "processing time per record, commits, warm-up), as rates between state changes: "
             "no per-record variation beyond the drawn processing time, no back-pressure from "
-            "brokers, no fetch latency or fetch sizes.")
+            "brokers, no fetch sizes; a record can be polled a fixed fetch latency (100 ms) "
+            "after it was produced. Members start at offsets drawn across one heartbeat "
+            "interval, so each seed puts their heartbeats elsewhere relative to a disturbance; "
+            "a classic member refreshes metadata at a phase drawn within metadata.max.age.ms, "
+            "and the classic leader assigns from its own metadata (as the Java consumer's "
+            "does). A process starts at once unless the workload sets startup_ms (the built-in "
+            "specs do not). Not modelled: CPU contention between members, clients' "
+            "per-request processing time (on the wire these move phases by tens of "
+            "milliseconds and decide races the model settles by its latencies).")
+        items.append(
+            "A partition new to the group is consumed from its first record (as with "
+            "auto.offset.reset=earliest). With the clients' default, latest, what was produced "
+            "to it before its first fetch is skipped instead: the lag a classic group builds "
+            "on partitions it has not seen yet would then be records never processed.")
+        items.append(
+            "Checked against real clients (groupcoord lab calibrate, docs/lab.md 'Calibration "
+            "against real clients'): at 6 members, rolling bounce and scale-out, medians "
+            "against medians, the cooperative and KIP-848 consumers' convergence and lag are "
+            "within 2x of librdkafka's, classic eager's too but for two near misses; Connect "
+            "workers only partly: with their start-up modelled (2.5 s, which the lab's runs "
+            "leave at 0) a Connect scale-out converges in about 12 s simulated against 17-24 s "
+            "measured, and Connect rolling bounces differ by 2-3x.")
     else:
         items.append(
             "Members are idle: no poll loop and no processing time, so an eager member rejoins "

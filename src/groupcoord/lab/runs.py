@@ -173,6 +173,8 @@ def build_scenario(params: RunParams) -> Scenario:
         except WorkloadError as e:
             raise ScenarioError(str(e)) from None
         sc = with_workload(sc, wl)
+    if sc.start_spread_ms is None:  # members start at phases drawn from the seed
+        sc = replace(sc, start_spread_ms=sc.heartbeat_interval_ms)
     return sc
 
 

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from groupcoord.sim.network import NO_FAULTS
-from groupcoord.sim.scenario import Scenario
+from groupcoord.sim.scenario import Scenario, start_offsets_ms
 
 #: ``groupcoord`` as its console script runs it (``-m groupcoord.cli`` would import the CLI
 #: module twice and miss the registered commands).
@@ -419,9 +419,11 @@ def check_playable(sc: Scenario) -> None:
     _actions(sc)
 
 
-def _actions(sc: Scenario) -> tuple[list[tuple[float, str, str, bool]], list[Window]]:
+def _actions(sc: Scenario, seed: int = 0
+             ) -> tuple[list[tuple[float, str, str, bool]], list[Window]]:
     """(time s, action, member, hard) in time order, with the disturbance windows. Actions:
-    ``go`` (start a member), ``stop``."""
+    ``go`` (start a member), ``stop``. The initial members start when the simulator starts
+    them with the same seed (``sim.scenario.start_offsets_ms``: the same phases)."""
     if sc.static:
         raise WireError("static membership (group.static) is not played on the wire")
     if sc.regex is not None:
@@ -431,12 +433,12 @@ def _actions(sc: Scenario) -> tuple[list[tuple[float, str, str, bool]], list[Win
     acts: list[tuple[float, str, str, bool]] = []
     windows: list[Window] = []
     names = [f"c{i}" for i in range(1, sc.members + 1)]
-    for i, n in enumerate(names):
-        acts.append((i * sc.join_stagger_ms / 1000, "go", n, False))
+    for n, at_ms in zip(names, start_offsets_ms(sc, seed), strict=True):
+        acts.append((at_ms / 1000, "go", n, False))
     live = list(names)
     created = sc.members
-    windows.append(Window("initial-join", 0.0, max(sc.members - 1, 0) * sc.join_stagger_ms
-                          / 1000))
+    windows.append(Window("initial-join", 0.0, (max(sc.members - 1, 0) * sc.join_stagger_ms
+                                                 + (sc.start_spread_ms or 0)) / 1000))
     for e in sorted(sc.events, key=lambda e: e.at_ms):
         if e.kind not in SUPPORTED_EVENTS:
             raise WireError(f"event kind {e.kind!r} is not played on the wire (supported: "
@@ -473,8 +475,9 @@ def _actions(sc: Scenario) -> tuple[list[tuple[float, str, str, bool]], list[Win
 def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
              extra_server_config: dict[str, str] | None = None, tail_s: float = 5.0,
              converge_timeout_s: float = 120.0, keep_dir: Path | None = None,
-             progress: Any = None) -> WireRun:
-    """Play ``sc`` on the wire with ``protocol``'s real clients (see the module doc)."""
+             progress: Any = None, seed: int = 0) -> WireRun:
+    """Play ``sc`` on the wire with ``protocol``'s real clients (see the module doc);
+    ``seed`` draws the initial members' start offsets as the simulator does."""
     if protocol not in WIRE_PROTOCOLS:
         raise WireError(f"protocol {protocol!r} has no wire client (known: "
                         f"{', '.join(WIRE_PROTOCOLS)})")
@@ -485,7 +488,7 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
         except ImportError:
             raise RuntimeError("the consumer protocols need confluent-kafka on the wire "
                                "(pip install 'groupcoord[lab]')") from None
-    acts, windows = _actions(sc)
+    acts, windows = _actions(sc, seed)
     configs = server_configs(sc, extra_server_config or {})
     workdir = Path(tempfile.mkdtemp(prefix="gc-calibrate-")) if keep_dir is None else keep_dir
     workdir.mkdir(parents=True, exist_ok=True)

@@ -21,8 +21,9 @@ application meets the group protocol:
 - ``max.poll.interval.ms``: a batch that outlasts it makes the member leave the group (no
   revocation callback, nothing committed) and rejoin as a new incarnation when the batch ends;
 - classic members' metadata (:meth:`Application.classic_view`): partitions added to a topic
-  are seen at the member's next metadata refresh (``metadata.max.age.ms`` after its start, then
-  every such period; topics created or deleted are seen at once);
+  are seen at the member's next metadata refresh (every ``metadata.max.age.ms``, the first one
+  at a phase drawn per incarnation from the run's seed uniformly within the period; topics
+  created or deleted are seen at once);
 - the metrics of each disturbance window (:meth:`Application.totals`, the lag's peak).
 
 With an ``idle`` workload nothing here runs: the members behave as they always did.
@@ -30,13 +31,14 @@ With an ``idle`` workload nothing here runs: the members behave as they always d
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.client.classic_consumer import ClassicConsumerMember
 from groupcoord.client.consumer import DEFER, MemberState
 from groupcoord.coordinator.topics import TopicMetadata
-from groupcoord.sim.workload import Processor, WorkModel
+from groupcoord.sim.workload import Processor, WorkModel, order_key
 
 if TYPE_CHECKING:
     from groupcoord.sim.consumer import ConsumerSimulation
@@ -47,7 +49,7 @@ def _ordered(items: Iterable[Any]) -> list[Any]:
     """Resources in an order that is the same in every process (Connect items hold strings,
     whose hashes change with the interpreter's hash seed: no set order may leak into the
     order of events or of float sums)."""
-    return sorted(items, key=repr)
+    return sorted(items, key=order_key)
 
 
 #: How long a converged run waits for its applications to catch up (at most), and how often
@@ -134,6 +136,9 @@ class Application:
         #: and when it started (refreshes come every metadata.max.age.ms after it).
         self._seen: dict[tuple[str, int], dict[Any, int]] = {}
         self._started_at: dict[tuple[str, int], int] = {}
+        #: Its own stream of the seed: the phase of each classic incarnation's refreshes.
+        self._md_rng = random.Random(f"metadata:{sim.seed}")
+        self._startup_rng = random.Random(f"startup:{sim.seed}")
         self._refresh_at: dict[tuple[str, int], int] = {}
 
     def _stale(self) -> None:
@@ -347,7 +352,12 @@ class Application:
 
     def classic_spawned(self, p: Proc) -> None:
         key = self._key(p)
-        self._started_at[key] = self.sim.now
+        # The refresh timer's phase: a real client refreshes metadata every
+        # metadata.max.age.ms since its last refresh, and anything may have refreshed it
+        # (start-up, a leader change, a produce error), so where the period falls relative to
+        # a topic's growth is uniform: the first refresh comes within one period of the start.
+        age = self.workload.metadata_max_age_ms
+        self._started_at[key] = self.sim.now + (self._md_rng.randrange(age) if age > 0 else 0)
         self._seen[key] = {t.topic_id: t.num_partitions for t in self.sim.image.by_name.values()}
 
     def classic_view(self, p: Proc) -> list[TopicMetadata]:
@@ -370,9 +380,9 @@ class Application:
                 out.append(t)
                 seen[t.topic_id] = t.num_partitions
         if stale and key not in self._refresh_at:
-            start = self._started_at.get(key, 0)
+            first = self._started_at.get(key, 0)
             now = self.sim.now
-            at = start + ((now - start) // age + 1) * age
+            at = first if now < first else first + ((now - first) // age + 1) * age
             self._refresh_at[key] = at
             self.sim.at(at, self._refresh, (p, p.gen))
         return out
@@ -430,6 +440,16 @@ class Application:
     def totals(self) -> dict[str, float] | None:
         return self.model.totals() if self.on else None
 
+    def startup_ms(self) -> int:
+        """How long a new process takes before its first request: drawn per process from
+        the run's seed, uniformly within half to one and a half times ``startup_ms`` (three
+        processes started together do not come up together: each then joins on its own and
+        the group rebalances for each, as on the wire)."""
+        if not self.on or self.workload.startup_ms <= 0:
+            return 0
+        su = self.workload.startup_ms
+        return su // 2 + self._startup_rng.randrange(su)
+
     def reaction_bound_ms(self) -> int:
         """How much later than an idle member a working one may answer a rebalance, per
         round: its batch (at most ``max.poll.interval.ms``, when it leaves the group), the
@@ -438,7 +458,7 @@ class Application:
             return 0
         wl = self.workload
         return int(self.sim.scenario.rebalance_timeout_ms + wl.commit_latency_ms
-                   + wl.task_stop_ms + wl.task_start_ms)
+                   + wl.task_stop_ms + wl.task_start_ms + wl.startup_ms)
 
     def summary(self) -> dict[str, Any]:
         if not self.on:

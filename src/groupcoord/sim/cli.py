@@ -20,7 +20,7 @@ import argparse
 import json
 import sys
 
-from groupcoord.commands import command
+from groupcoord.commands import command, int_at_least
 from groupcoord.sim.engine import CHECKPOINT_EVERY
 from groupcoord.sim.protocols import PROTOCOLS, protocol_labels
 from groupcoord.sim.runner import parse_seeds, print_result, simulate
@@ -69,7 +69,8 @@ def _run(ns: argparse.Namespace) -> int:
             load_scenario(ns.scenario)  # fail early on a bad file
         kw = {"shard_factory": ns.shard_factory, "checkpoint_every": ns.checkpoint_every,
               "full_checks": ns.full_checks,
-              "workload": None if ns.workload is None else _workload(ns.workload)}
+              "workload": None if ns.workload is None else _workload(ns.workload),
+              "start_spread_ms": ns.start_spread_ms}
         if ns.seeds is None:
             r = simulate(ns.scenario, ns.seed, ns.protocol, record_trace=bool(ns.trace), **kw)
         else:
@@ -123,5 +124,8 @@ def _simulate_args(p: argparse.ArgumentParser) -> None:
                    help="what the members' applications do, over the scenario's [workload]: "
                         "'idle' (no work), or a JSON table such as "
                         "'{\"processing_ms\": 5}' (see sim/workload.py)")
+    p.add_argument("--start-spread-ms", type=int_at_least(0), metavar="MS",
+                   help="initial members start at an offset drawn from [0, MS) with the seed "
+                        "(the lab uses the heartbeat interval; default: the scenario's, 0)")
     p.add_argument("--list", action="store_true", help="list the scenarios and protocols")
     p.set_defaults(func=_run)

@@ -122,7 +122,7 @@ from groupcoord.sim.members import (
     loading_response,
 )
 from groupcoord.sim.process import _LEFT, _RETRY_BACKOFF_MAX_MS, CLIENT_VARIANT, Proc, _Msg
-from groupcoord.sim.scenario import Event
+from groupcoord.sim.scenario import Event, start_offsets_ms
 
 _E = ErrorCode
 
@@ -208,9 +208,8 @@ class ConsumerSimulation(ConsumerConvergence):
         if self.variant == CLIENT_VARIANT:
             self.stats.update({"prepares": 0, "installs": 0, "assign_errors": 0})
         sc_topics = sc.topics_subscribed() if sc.regex is None else None
-        for i in range(sc.members):
-            name = f"c{i + 1}"
-            self.at(i * sc.join_stagger_ms, self._spawn_event, (name, sc_topics, sc.regex))
+        for i, at in enumerate(start_offsets_ms(sc, self.seed)):
+            self.at(at, self._spawn_event, (f"c{i + 1}", sc_topics, sc.regex))
         self.arm_timer()
 
     # ================================================================== processes
@@ -269,6 +268,7 @@ class ConsumerSimulation(ConsumerConvergence):
         else:
             p.member.subscribe(topics or (), now_ms=self.now)
         self._universe_dirty = True
+        p.ready_at = self.now + self.app.startup_ms()
         self._drive(p)
         return p
 
@@ -438,6 +438,11 @@ class ConsumerSimulation(ConsumerConvergence):
         as a consumer's poll loop does), and schedule its next wake-up."""
         m = p.member
         now = self.now
+        if now < p.ready_at:  # still starting: its first request goes once it is up
+            if p.tick_at != p.ready_at:
+                p.tick_at = p.ready_at
+                self.at(p.ready_at, self._tick, (p, p.gen))
+            return
         timeouts = m.stats["timeouts"]
         state_before = m.state
         req = m.poll_request(now)

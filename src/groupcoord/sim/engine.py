@@ -346,7 +346,8 @@ class Simulation(ABC):
 
     def _schedule_timeline(self) -> None:
         sc = self.scenario
-        self.open_window("initial-join", 0, max(sc.members - 1, 0) * sc.join_stagger_ms)
+        self.open_window("initial-join", 0, max(sc.members - 1, 0) * sc.join_stagger_ms
+                         + (sc.start_spread_ms or 0))
         for ev in sc.events:
             self.at(ev.at_ms, self._apply_event, ev)
         self.at(self.quiet_at, self._faults_stop)
@@ -610,6 +611,8 @@ class Simulation(ABC):
         if wl != default:  # a workload given to simulate()
             cmd += " --workload " + shlex.quote(
                 "idle" if wl.idle else json.dumps(wl.as_table(), sort_keys=True))
+        if self.scenario.start_spread_ms:
+            cmd += f" --start-spread-ms {self.scenario.start_spread_ms}"
         return cmd
 
     def protocol_label(self) -> str:

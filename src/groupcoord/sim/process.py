@@ -18,8 +18,8 @@ class Proc:
     """A simulated consumer process (one name, successive incarnations)."""
 
     __slots__ = ("alive", "consuming", "gen", "in_ch", "inc_seen", "index", "instance_id",
-                 "leaving", "member", "name", "next_commit_at", "out_ch", "regex", "slow_delay",
-                 "slow_until", "tick_at", "topics")
+                 "leaving", "member", "name", "next_commit_at", "out_ch", "ready_at", "regex",
+                 "slow_delay", "slow_until", "tick_at", "topics")
 
     def __init__(self, name: str, index: int, member: ConsumerMember) -> None:
         self.name = name
@@ -41,6 +41,9 @@ class Proc:
         self.slow_delay = 0
         self.leaving = False
         self.out_ch = self.in_ch = ""  # network channel names of the current incarnation
+        #: Before this time the incarnation is still starting (the workload's ``startup_ms``):
+        #: it sends nothing.
+        self.ready_at = 0
 
 
 class _Msg:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +22,19 @@ from groupcoord.sim.workload import Workload
 def simulate(scenario: str | Scenario, seed: int = 0, protocol: str = "consumer", *,
              shard_factory: ShardFactory | str | None = None, record_trace: bool = False,
              checkpoint_every: int = CHECKPOINT_EVERY, full_checks: bool = False,
-             max_steps: int | None = None, workload: Workload | None = None) -> SimResult:
+             max_steps: int | None = None, workload: Workload | None = None,
+             start_spread_ms: int | None = None) -> SimResult:
     """Run one scenario (a name, a TOML path, ``random``, or a :class:`Scenario`); a Connect
     scenario run by a consumer protocol has its connectors as topics
     (:func:`~groupcoord.sim.scenario.connectors_as_topics`). ``workload`` replaces the
-    scenario's (``sim.workload``; ``IDLE``: members that do no work)."""
+    scenario's (``sim.workload``; ``IDLE``: members that do no work); ``start_spread_ms``
+    the scenario's (:func:`~groupcoord.sim.scenario.start_offsets_ms`)."""
     spec, variant = resolve_protocol(protocol)
     sc = load_scenario(scenario, seed) if isinstance(scenario, str) else scenario
     if workload is not None:
         sc = with_workload(sc, workload)
+    if start_spread_ms is not None:
+        sc = replace(sc, start_spread_ms=start_spread_ms)
     if spec.resource == "partitions":
         sc = connectors_as_topics(sc)
     factory_spec = shard_factory if isinstance(shard_factory, str) else None

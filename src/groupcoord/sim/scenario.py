@@ -12,6 +12,8 @@ key optional except where noted)::
     id = "g"
     members = 3                  # initial members c1..cN, joining from t=0
     join_stagger_ms = 0          # c(i) joins at (i-1) * stagger
+    start_spread_ms = 0          # ... plus an offset drawn from [0, spread) with the seed
+                                 # (the lab and lab calibrate: the heartbeat interval)
     static = false               # static membership (instance id = member name)
     topics = { foo = 6 }         # topic name -> partitions (the metadata image)
     subscription = ["foo"]       # default: every initial topic; or
@@ -173,6 +175,12 @@ class Scenario:
     group_id: str = "g"
     members: int = 3
     join_stagger_ms: int = 0
+    #: Initial members start at their stagger plus an offset drawn uniformly from
+    #: ``[0, start_spread_ms)`` with the run's seed (:func:`start_offsets_ms`), so the
+    #: members' heartbeat and metadata-refresh phases differ from run to run as real
+    #: processes' do. None: 0 for ``groupcoord simulate``; the lab and ``lab calibrate``
+    #: use the heartbeat interval (``lab.runs.build_scenario``).
+    start_spread_ms: int | None = None
     static: bool = False
     topics: tuple[tuple[str, int], ...] = (("foo", 6),)
     subscription: tuple[str, ...] | None = None
@@ -209,7 +217,7 @@ class Scenario:
     def quiet_at_estimate(self) -> int:
         """The end of the last disturbance as planned (the initial joins included)."""
         members = self.members
-        end = max(self.members - 1, 0) * self.join_stagger_ms
+        end = max(self.members - 1, 0) * self.join_stagger_ms + (self.start_spread_ms or 0)
         for e in sorted(self.events, key=lambda e: e.at_ms):
             if e.kind == "scale-out":
                 members += int(e["count"])
@@ -225,7 +233,7 @@ class Scenario:
 
 _TOP = {"name", "description", "end_ms", "group", "coordinator", "member", "network", "events",
         "workload"}
-_GROUP = {"id", "members", "join_stagger_ms", "static", "topics", "subscription", "regex",
+_GROUP = {"id", "members", "join_stagger_ms", "start_spread_ms", "static", "topics", "subscription", "regex",
           "connectors"}
 _COORD = {"session_timeout_ms", "heartbeat_interval_ms"}
 _MEMBER = {"rebalance_timeout_ms", "request_timeout_ms", "commit_interval_ms", "restart_delay_ms",
@@ -321,6 +329,8 @@ def parse_scenario(data: Mapping[str, Any], source: str = "") -> Scenario:
         kw["members"] = _int(f"{where}: group.members", g["members"])
     if "join_stagger_ms" in g:
         kw["join_stagger_ms"] = _int(f"{where}: group.join_stagger_ms", g["join_stagger_ms"])
+    if "start_spread_ms" in g:
+        kw["start_spread_ms"] = _int(f"{where}: group.start_spread_ms", g["start_spread_ms"])
     if "static" in g:
         kw["static"] = bool(g["static"])
     if "topics" in g:
@@ -376,6 +386,23 @@ def parse_scenario(data: Mapping[str, Any], source: str = "") -> Scenario:
     if sc.heartbeat_interval_ms >= sc.session_timeout_ms:
         raise ScenarioError(f"{where}: heartbeat_interval_ms must be < session_timeout_ms")
     return sc
+
+
+def start_offsets_ms(sc: Scenario, seed: int) -> list[int]:
+    """When each initial member starts (ms): ``c(i)`` at ``(i-1) * join_stagger_ms`` plus an
+    offset drawn uniformly from ``[0, start_spread_ms)`` (its own stream of the seed: the
+    simulator and the wire harness draw the same offsets for the same seed).
+
+    Real processes never start in the same millisecond: where they start sets the phase of
+    their heartbeats (and of a classic member's metadata refresh), and a disturbance lands
+    between them wherever it does. With every member at 0 the simulator would put every
+    heartbeat of every run in the same place relative to the scenario's events and take one
+    branch of each race deterministically; drawn offsets make runs over several seeds a
+    distribution to compare with repeated real runs."""
+    spread = sc.start_spread_ms or 0
+    rng = random.Random(f"start:{seed}")
+    return [i * sc.join_stagger_ms + (rng.randrange(spread) if spread > 0 else 0)
+            for i in range(sc.members)]
 
 
 def load_scenario(name_or_path: str, seed: int = 0) -> Scenario:

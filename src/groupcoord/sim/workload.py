@@ -52,8 +52,16 @@ not processing: waiting for the next poll, warm-up or task start, a revocation's
 task's stop); records processed twice; Connect task restarts. The contract of names is
 ``/work/tools/METRICS.md`` and ``docs/lab.md``.
 
-Not modelled: fetch latency and ``fetch.max.wait.ms`` (a member that keeps up reacts at once),
-per-partition ``max.partition.fetch.bytes``, pause()/resume(), producers' batching (production
+**Records in flight** (``fetch_latency_ms``, default 100 ms): a record can be polled only
+that long after it was produced (the producer's send, the leader's append, the consumer's
+fetch round trip and ``fetch.max.wait.ms``, the poll loop's timeout), so a member that keeps
+up holds ``rate x fetch_latency_ms`` records per partition in flight, as real clients do
+(librdkafka with ``fetch.wait.max.ms`` 50 and a 100 ms poll loop held 110-125 ms of
+production in the calibration runs); a ``poll()`` at ``t`` returns what was produced up to
+``t - fetch_latency_ms``. A member that keeps up still reacts to a rebalance at once (its
+``poll()`` returns within the latency; that difference is below the model's resolution).
+
+Not modelled: per-partition ``max.partition.fetch.bytes``, pause()/resume(), producers' batching (production
 is a constant rate per resource), state stores' restore volume (``warmup_ms`` is a fixed time
 per newly assigned partition; a process keeps the state of every partition it processed
 during its life).
@@ -61,6 +69,8 @@ during its life).
 
 from __future__ import annotations
 
+import bisect
+import functools
 import math
 import random
 from collections.abc import Callable, Hashable, Iterable, Mapping
@@ -69,6 +79,15 @@ from typing import Any
 
 Key = Hashable
 Scheduler = Callable[[int, Callable[[Any], None], Any], None]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def order_key(key: Hashable) -> str:
+    """A resource's place in every ordering the model makes: its repr, the same in every
+    process (sets of resources must not leak their hash order into events or float sums).
+    Cached: a topic partition's repr formats its topic id, and the model orders resources
+    at every activation."""
+    return repr(key)
 
 
 class WorkloadError(ValueError):
@@ -146,6 +165,11 @@ class Workload:
     task_start_ms: int = 1_000
     task_stop_ms: int = 1_000
     metadata_max_age_ms: int = 300_000
+    fetch_latency_ms: int = 100
+    #: From a process's start to its first request to the coordinator (a JVM starting, a
+    #: Connect worker reading its config topic), drawn per process uniformly within half to
+    #: one and a half times this: 0, the process is up at once.
+    startup_ms: int = 0
 
     def rate_of(self, topic: str) -> float:
         for t, r in self.topic_rates:
@@ -189,7 +213,8 @@ DEFAULT_WORKLOAD = Workload()
 _KEYS = {f.name for f in fields(Workload)}
 _INTS = {"max_poll_records": 1, "max_poll_interval_ms": 1, "auto_commit_interval_ms": 0,
          "commit_latency_ms": 0, "warmup_ms": 0, "task_start_ms": 0, "task_stop_ms": 0,
-         "metadata_max_age_ms": 0}
+         "metadata_max_age_ms": 0, "fetch_latency_ms": 0,
+         "startup_ms": 0}
 _DISTS = ("fixed", "exponential", "uniform", "lognormal")
 
 
@@ -305,16 +330,23 @@ class Processor:
     ``owned``: what the group gave it (paused until active); ``active``: what it fetches from,
     with its position per resource. ``at_poll`` actions run at its next ``poll()``."""
 
-    __slots__ = ("active", "batch", "batch_end", "batch_from", "batch_id", "batch_start",
-                 "boundary_for", "flush_at", "lazy", "model", "name", "owned", "poll_actions",
-                 "pos", "recent", "stream", "t", "warming")
+    __slots__ = ("_ares", "_bitems", "_p", "active", "batch", "batch_end", "batch_from",
+                 "batch_id", "batch_start", "boundary_for", "flush_at", "lazy", "model", "name",
+                 "owned", "poll_actions", "recent", "stream", "t", "warming")
 
     def __init__(self, model: WorkModel, name: str) -> None:
         self.model = model
         self.name = name
         self.owned: set[Key] = set()
         self.active: list[Key] = []
-        self.pos: dict[Key, float] = {}
+        #: The Resource of each key of ``active``, in the same order, and the batch in
+        #: progress as [key, resource, position at its start, records taken]: the loops that
+        #: run per batch and per advance read these, not dicts keyed by topic partitions
+        #: (whose topic-id hashes cost more than the arithmetic).
+        self._ares: list[Resource] = []
+        self._bitems: list[tuple[Key, Resource, float, float]] = []
+        #: Its position per active resource, keyed by the Resource (see ``pos``).
+        self._p: dict[Resource, float] = {}
         self.warming: dict[Key, int] = {}
         #: Resources whose state this process holds (no warm-up when one comes back).
         self.recent: set[Key] = set()
@@ -348,7 +380,6 @@ class Processor:
         if t <= self.t and (self.batch is None or self.batch_end > t):
             return  # (a batch that takes no time ends at once)
         m = self.model
-        res = m.resources
         while True:
             if self.batch is None:
                 # an overloaded member goes from one full batch to the next without events
@@ -361,11 +392,11 @@ class Processor:
             span = self.batch_end - self.batch_start
             end = min(t, self.batch_end)
             frac = 1.0 if span <= 0 else (end - self.batch_start) / span
-            for k, take in self.batch.items():
-                r = res[k]
-                new = self.batch_from[k] + take * frac
-                m.processed += new - self.pos[k]
-                self.pos[k] = new
+            pos = self._p
+            for _, r, start, take in self._bitems:
+                new = start + take * frac
+                m.processed += new - pos[r]
+                pos[r] = new
                 r.progress(end, new)
             self.t = end
             if end < self.batch_end:
@@ -374,13 +405,15 @@ class Processor:
             if t <= end:
                 return
         if self.stream:
-            for k in self.active:
-                r = res[k]
-                new = r.produced(t)
-                if new > self.pos[k]:
-                    m.processed += new - self.pos[k]
-                    self.pos[k] = new
-                r.progress(t, self.pos[k])
+            fetched = t - m.fetch_latency_ms
+            pos = self._p
+            for r in self._ares:
+                new = r.rate * (fetched - r.t0) if fetched > r.t0 else 0.0  # r.produced
+                old = pos[r]
+                if new > old:
+                    m.processed += new - old
+                    pos[r] = old = new
+                r.progress(t, old)
         self.t = t
         if self.flush_at is not None and t >= self.flush_at:
             self._flush_until(t)
@@ -395,31 +428,55 @@ class Processor:
                 self.stream = True  # caught up: it keeps up from t0 on
                 self.model.changed()
                 return False
-            t0 += (1.0 - total) / rate  # overloaded: the next record
+            t0 += self._wait(t0, total)  # overloaded: the next record
             if t0 >= t:
                 return False
             backlog, total, rate = self._backlog(t0)
         self._start_batch(t0, backlog, total, schedule=False)
         return True
 
-    def _backlog(self, t: float) -> tuple[dict[Key, float], float, float]:
-        res = self.model.resources
+    def _wait(self, t: float, total: float) -> float:
+        """How long from ``t`` until a whole record can be polled, given ``total`` < 1 now:
+        the resources already past the fetch horizon fill the gap at their rate; one whose
+        first record is not fetchable yet starts to count ``fetch_latency_ms`` after its
+        production started (then the caller looks again). Never more than needed, so no
+        record waits; never a step smaller than the time to the next such change, so a member
+        that has just been given partitions does not spin."""
+        fetched = t - self.model.fetch_latency_ms
+        flowing = 0.0
+        wait = math.inf
+        for r in self._ares:
+            if r.rate <= 0:
+                continue
+            if fetched > r.t0:
+                flowing += r.rate
+            else:
+                wait = min(wait, r.t0 - fetched)
+        if flowing > 0:
+            wait = min(wait, (1.0 - total) / flowing)
+        return wait if wait > 0 else 1.0
+
+    def _backlog(self, t: float) -> tuple[list[tuple[Key, Resource, float]], float, float]:
+        """(key, resource, records to process) of the active resources with a backlog at
+        ``t``, their total, and the active resources' production rate."""
         rate = 0.0
-        backlog: dict[Key, float] = {}
+        backlog: list[tuple[Key, Resource, float]] = []
         total = 0.0
-        for k in self.active:
-            r = res[k]
-            rate += r.rate
-            b = r.produced(t) - self.pos[k]
+        fetched = t - self.model.fetch_latency_ms  # what a poll() at t can return
+        pos = self._p
+        for k, r in zip(self.active, self._ares, strict=True):
+            rr = r.rate
+            rate += rr
+            b = (rr * (fetched - r.t0) if fetched > r.t0 else 0.0) - pos[r]  # r.produced
             if b > 0:
-                backlog[k] = b
+                backlog.append((k, r, b))
                 total += b
         return backlog, total, rate
 
     def committable(self) -> dict[Key, float]:
         """Positions an auto-commit commits now: what was polled before the batch in progress."""
         self.advance(self.model.now())
-        out = dict(self.pos)
+        out = self.pos
         if self.batch is not None:
             for k in self.batch:
                 out[k] = self.batch_from[k]
@@ -434,9 +491,9 @@ class Processor:
         if flush_at is None or not interval:
             return
         last = flush_at + ((t - flush_at) // interval) * interval
-        for k in self.active:
-            r = self.model.resources[k]
-            pos = min(self.pos[k], r.produced(last)) if self.stream else self.pos[k]
+        for r in self._ares:
+            pos = min(self._p[r], r.produced(last - self.model.fetch_latency_ms)) \
+                if self.stream else self._p[r]
             if pos > r.committed:
                 r.committed = pos
         self.flush_at = last + interval
@@ -481,19 +538,22 @@ class Processor:
         if total < 1.0:
             if not self.lazy:
                 self.batch_id += 1
-                m.at(now + max(1, math.ceil((1.0 - total) / rate)), self._boundary,
+                m.at(now + max(1, math.ceil(self._wait(now, total))), self._boundary,
                      self.batch_id)
             return
         self._start_batch(float(now), backlog, total, schedule=not self.lazy)
 
-    def _start_batch(self, t0: float, backlog: dict[Key, float], total: float,
+    def _start_batch(self, t0: float, backlog: list[tuple[Key, Resource, float]], total: float,
                      schedule: bool) -> None:
         m = self.model
         wl = m.workload
         n = min(float(wl.max_poll_records), total)
         s = wl.processing_ms.draw(m.rng)
-        self.batch = {k: n * b / total for k, b in backlog.items()}
-        self.batch_from = {k: self.pos[k] for k in backlog}
+        pos = self._p
+        items = [(k, r, pos[r], n * b / total) for k, r, b in backlog]
+        self._bitems = items
+        self.batch = {k: take for k, _, _, take in items}
+        self.batch_from = {k: start for k, _, start, _ in items}
         self.batch_start = t0
         self.batch_end = t0 + n * s
         self.batch_id += 1
@@ -552,7 +612,7 @@ class Processor:
         def start() -> None:
             now = m.now()
             for k in keys:
-                if k not in self.owned or k in self.pos or k in self.warming:
+                if k not in self.owned or k in self.active or k in self.warming:
                     continue
                 wait = delay_ms or (0 if k in self.recent else m.workload.warmup_ms)
                 if wait > 0:
@@ -582,12 +642,13 @@ class Processor:
         m.account()
         m.sample_lag()
         self.advance(m.now())
-        self.pos[k] = r.committed
+        self._p[r] = r.committed
         if r.hw > r.committed:
             m.reprocessed += r.hw - r.committed
         r.progress(m.now(), r.committed)
-        self.active.append(k)
-        self.active.sort(key=repr)
+        i = bisect.bisect(self.active, order_key(k), key=order_key)
+        self.active.insert(i, k)
+        self._ares.insert(i, r)
         self.recent.add(k)
         m.started(k)
         m.recount(self)
@@ -609,26 +670,33 @@ class Processor:
         m.account()
         self.advance(m.now())
         for k in keys:
-            if k in self.pos:
-                pos = self.pos.pop(k)
-                self.active.remove(k)
-                r = m.resources.get(k)
-                if r is not None:
+            if k in self.active:
+                i = self.active.index(k)
+                del self.active[i]
+                r = self._ares.pop(i)
+                pos = self._p.pop(r)
+                if m.resources.get(k) is r:
                     r.progress(m.now(), pos)
                     if commit:
                         r.committed = max(r.committed, pos)
                 if self.batch is not None and k in self.batch:
                     del self.batch[k]
                     del self.batch_from[k]
+                    self._bitems = [it for it in self._bitems if it[0] != k]
         m.recount(self)
         if not self.active:
             self.stream = False
             m.set_working(self, False)
 
+    @property
+    def pos(self) -> dict[Key, float]:
+        """Its position per active resource (as of its last advance)."""
+        return {r.key: v for r, v in self._p.items()}
+
     def positions(self) -> dict[Key, float]:
         """What it processed so far, per resource."""
         self.advance(self.model.now())
-        return dict(self.pos)
+        return self.pos
 
 
 class WorkModel:
@@ -651,6 +719,8 @@ class WorkModel:
         #: times its mean, e^-20 for an exponential).
         self.overrun_possible = workload.max_poll_records * longest > max_poll_interval_ms
         self.workload_commit_interval = commit_interval_ms
+        #: How long after its production a record can be polled (see the module docstring).
+        self.fetch_latency_ms = float(workload.fetch_latency_ms)
         #: Called when a batch outlasts ``max.poll.interval.ms``: (processor, its batch end).
         self.on_poll_timeout: Callable[[Processor, int], None] | None = None
         self.resources: dict[Key, Resource] = {}
@@ -668,6 +738,7 @@ class WorkModel:
         self._t = float(now())
         self._gone_lag_int = 0.0  # record-s of resources that no longer exist
         self.lag_now = 0.0
+        self._sampled_at: int | None = None
         #: Called with the total lag whenever it is sampled (the windows' peaks).
         self.on_lag: Callable[[float], None] | None = None
         #: Called when a processor reaches ``poll()`` (it may have recovered).
@@ -691,7 +762,8 @@ class WorkModel:
         if not gone:
             return
         for p in self.processors.values():  # (a deleted topic: nobody processes it any more)
-            held = [k for k in gone if k in p.owned or k in p.pos]
+            active = set(p.active)
+            held = [k for k in gone if k in p.owned or k in active]
             if held:
                 p.release(held, commit=False)
         for k in gone:
@@ -712,7 +784,7 @@ class WorkModel:
         p = self.processors.get(name)
         if p is None:
             return
-        p.release(sorted(p.owned, key=repr), commit)
+        p.release(sorted(p.owned, key=order_key), commit)
         p.poll_actions = []
         self.account()
         self._paused -= self._paused_of.pop(name, 0)
@@ -787,6 +859,13 @@ class WorkModel:
         return lag
 
     def sample_lag(self) -> float:
+        """The lag now, for its peak (sampled where it may stop growing). At one instant the
+        lag can only fall (processing), never rise, so one sample per instant is enough: an
+        assignment of many partitions samples once, not once per partition."""
+        now = self.now()
+        if self._sampled_at == now:
+            return self.lag_now
+        self._sampled_at = now
         return self.settle()
 
     def totals(self) -> dict[str, float]:
