@@ -8,7 +8,7 @@ import).
 Subcommands:
 - ``demo``: run a coordinator shard in-process with members joining, reconciling and leaving,
   printing the group's tables as KIP-848's case studies do.
-- ``bench NAME [--json] [--quick]``: run ``benchmarks/NAME.py`` from the source tree.
+- ``bench NAME [--json] [--quick] [--set KEY=VALUE ...]``: run ``benchmarks/NAME.py`` from the source tree.
 """
 
 from __future__ import annotations
@@ -56,7 +56,17 @@ def _run_bench(ns: argparse.Namespace) -> int:
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
-    results = module.run(quick=ns.quick)
+    sizes: dict[str, str] = {}
+    for item in ns.set or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            print(f"--set expects KEY=VALUE, got {item!r}", file=sys.stderr)
+            return 2
+        sizes[key] = value
+    if sizes and "sizes" not in module.run.__code__.co_varnames:
+        print(f"benchmark {ns.name!r} takes no --set options", file=sys.stderr)
+        return 2
+    results = module.run(quick=ns.quick, **sizes)
     if ns.json:
         print(json.dumps([r.as_json() for r in results], indent=2))
     else:
@@ -70,6 +80,8 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", help="benchmark family: the name of a file in benchmarks/")
     p.add_argument("--json", action="store_true", help="print docs/design.md's JSON array")
     p.add_argument("--quick", action="store_true", help="small sizes, a few seconds")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="a size for benchmarks that take them (bench scale: members=1000,10000)")
     p.set_defaults(func=_run_bench)
 
 
