@@ -11,6 +11,8 @@ that behaves as the consumer protocol's clients do ("ConsumerGroupHeartbeat API"
   right away that reports what it now owns (``TopicPartitions``), as the clients do;
 - UNKNOWN_MEMBER_ID or FENCED_MEMBER_EPOCH: it drops its partitions and joins again at epoch 0
   (counted: in a healthy run these are zero);
+- with ``eager`` set, it heartbeats again as soon as its response arrives (the join storm's
+  "as fast as they can"; the server benchmark's join loop did the same);
 - ``restart(i)``: the member leaves (epoch -1) and a fresh member (new id) joins in its place.
 
 Requests are encoded by hand (the ConsumerGroupHeartbeat v1 request layout of the upstream
@@ -209,6 +211,10 @@ class LoadGenerator:
         self._seq = 0
         self.stats = Stats()
         self.recording = False
+        self.recording_since = 0.0  # latencies of requests sent from then on
+        #: Members heartbeat again as soon as a response arrives (one request in flight per
+        #: member) instead of at the interval: a join storm "as fast as they can".
+        self.eager = False
         #: Called with (member, now) whenever a member's owned assignment or epoch changes.
         self.on_change: Callable[[Member, float], None] | None = None
 
@@ -290,7 +296,7 @@ class LoadGenerator:
         m.inflight = False
         st = self.stats
         st.heartbeats += 1
-        if self.recording:
+        if self.recording and sent >= self.recording_since:
             st.latencies.append(now - sent)
         if m.leaving and not left:  # restarted while a heartbeat was in flight: leave now
             self.schedule(m, now)
@@ -328,7 +334,7 @@ class LoadGenerator:
             changed = True
         if changed and self.on_change:
             self.on_change(m, now)
-        self.schedule(m, now if m.ack else now + m.interval_s)
+        self.schedule(m, now if (m.ack or self.eager) else now + m.interval_s)
 
     def _read(self, c: _Conn, now: float) -> None:
         try:

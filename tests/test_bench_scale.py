@@ -8,10 +8,13 @@ measured by the benchmarks, never by tests).
 
 from __future__ import annotations
 
+import json
 import uuid
+from pathlib import Path
 
 from benchmarks._harness import Result
 from benchmarks._loadgen import encode_heartbeat, parse_heartbeat_response
+from benchmarks._plot_scale import main as plot_main
 from benchmarks.scale import run
 
 from groupcoord.protocol import fast
@@ -61,9 +64,14 @@ def test_response_parser_reads_the_servers_encoding() -> None:
     assert r.error_code == 25 and r.assignment is None
 
 
-def test_tiny_scale_run_shape() -> None:
+def test_tiny_scale_run_shape_and_plot(tmp_path: Path) -> None:
     results = run(quick=True, members="6", partitions="12", topics="1,3", waves="1",
                   steady_s="0.5")
+    data = tmp_path / "scale.json"
+    data.write_text(json.dumps([r.as_json() for r in results]))
+    assert plot_main([str(data), str(tmp_path / "scale.png")]) == 0
+    assert (tmp_path / "scale.png").stat().st_size > 0
+    assert plot_main([str(tmp_path / "missing.json"), str(tmp_path / "x.png")]) == 2
     assert results and all(isinstance(r, Result) for r in results)
     names = {r.name for r in results}
     assert len(names) == len(results)
