@@ -309,6 +309,71 @@ def bench_case(members: int, partitions: int, topics: int, *, interval_ms: int =
     return results
 
 
+# ------------------------------------------------------------------------------ memory
+
+
+def coordinator_memory(members: int, partitions: int, topics: int,
+                       assignment_interval_ms: int = 1000) -> tuple[int, int]:
+    """Bytes (tracemalloc) the coordinator's state takes for a converged group, in process:
+    a shard (no record log kept: the driver drops the records) before the group and after
+    every member joined and reconciled; (bytes, target bytes = 2 KB per member + 200 B per
+    partition). The coordinator's own state, unlike the server's RSS, which also holds the
+    memory record log, the topics and the allocator's high water."""
+    import gc
+    import tracemalloc
+    import uuid as _uuid
+
+    from groupcoord.coordinator.config import CoordinatorConfig
+    from groupcoord.coordinator.modern.consumer.messages import (
+        ConsumerGroupHeartbeatRequest,
+        TopicPartitions,
+    )
+    from groupcoord.coordinator.shard import Shard
+    from groupcoord.coordinator.topics import MetadataImage, TopicMetadata
+
+    per = partitions // topics
+    names = tuple(f"mem-{k}" for k in range(topics))
+    image = MetadataImage.of(TopicMetadata(_uuid.UUID(int=k + 1), n, per)
+                             for k, n in enumerate(names))
+    shard = Shard(config=CoordinatorConfig(consumer_assignment_interval_ms=assignment_interval_ms),
+                  metadata=image)
+    ids = [str(_uuid.UUID(int=(1 << 100) + i)) for i in range(members)]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        now = 1_000_000
+        epochs = dict.fromkeys(ids, 0)
+        owned: dict[str, tuple[TopicPartitions, ...]] = dict.fromkeys(ids, ())
+        for mid in ids:
+            shard.handle(ConsumerGroupHeartbeatRequest(
+                "mem-g", mid, 0, rebalance_timeout_ms=300_000, subscribed_topic_names=names,
+                topic_partitions=()), now)
+        for _ in range(20):  # heartbeat rounds (one interval apart) until nothing changes
+            now += max(assignment_interval_ms, 1)
+            changed = False
+            for mid in ids:
+                r = shard.handle(ConsumerGroupHeartbeatRequest(
+                    "mem-g", mid, epochs[mid], topic_partitions=owned[mid]), now).response
+                if r.member_epoch != epochs[mid]:
+                    epochs[mid] = r.member_epoch
+                    changed = True
+                if r.assignment is not None:
+                    tps = tuple(TopicPartitions(t.topic_id, tuple(t.partitions))
+                                for t in r.assignment.topic_partitions)
+                    if tps != owned[mid]:
+                        owned[mid] = tps
+                        changed = True
+            if not changed:
+                break
+        del r, owned, epochs
+        gc.collect()
+        used = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    return used, 2048 * members + 200 * per * topics
+
+
 # ------------------------------------------------------------------------------ entry point
 
 
@@ -342,4 +407,12 @@ def run(quick: bool = False, **sizes: Any) -> list[Result]:
         if partitions % topics or partitions < topics:
             continue
         results += bench_case(members, partitions, topics, **common)  # type: ignore[arg-type]
+        used, budget = coordinator_memory(members, partitions, topics,
+                                          common["assignment_interval_ms"])  # type: ignore[arg-type]
+        results.append(Result(
+            f"scale.memory.{f'members={members}.partitions={partitions}.topics={topics}'}",
+            used / budget, "ratio",
+            {"members": members, "partitions": partitions, "topics": topics,
+             "coordinator_mb": round(used / 2**20, 2), "budget_mb": round(budget / 2**20, 2),
+             "bytes_per_member": round(used / members)}))
     return results
