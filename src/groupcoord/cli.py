@@ -109,7 +109,8 @@ def _demo_args(p: argparse.ArgumentParser) -> None:
 def _load_optional_commands() -> None:
     """Subcommands living with their layer register themselves on import."""
     for module in ("groupcoord.server.cli", "groupcoord.sim.cli", "groupcoord.lab.cli",
-                   "groupcoord.client.connect.cli", "groupcoord.testing.cli"):
+                   "groupcoord.client.connect.cli", "groupcoord.testing.cli",
+                   "groupcoord.server.partition_cli"):
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as e:

@@ -66,6 +66,7 @@ from groupcoord.coordinator.records import ClientAssignor
 from groupcoord.protocol import fast
 from groupcoord.protocol.codec import build, encode_entity, response_class, to_ms
 from groupcoord.protocol.errors import CoordinatorError
+from groupcoord.protocol.fast import UniformPartitions, metadata_response
 from groupcoord.protocol.versions import API_VERSIONS, ApiKey
 from groupcoord.server.brokers import BrokerSet
 from groupcoord.server.extension_apis import ExtensionApis
@@ -73,6 +74,7 @@ from groupcoord.server.partition_log import InvalidRecords, ProducerStateError
 from groupcoord.server.producer_ids import ProducerIdAllocator
 from groupcoord.server.runtime import CoordinatorRuntime
 from groupcoord.server.topic_registry import TopicRegistry, validate_topic_name
+from groupcoord.storage.log import LogError
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +132,8 @@ class KafkaApis:
                  host: str, port: int, broker_configs: dict[str, str] | None = None,
                  producer_ids: ProducerIdAllocator | None = None) -> None:
         self.registry = registry
-        self.producer_ids = producer_ids or ProducerIdAllocator(registry.data_dir)
+        self.producer_ids = producer_ids or ProducerIdAllocator(
+            registry.data_dir, persist=not registry.in_memory)
         self.runtime = runtime
         self.host = host
         self.port = port
@@ -216,12 +219,10 @@ class KafkaApis:
         """Leaders or coordinators changed (``server/brokers.py``): cached Metadata is stale."""
         self._metadata_cache.clear()
 
-    def _partition_entries(self, name: str, n: int) -> list[dict[str, Any]]:
+    def _partition_entries(self, name: str, n: int) -> Sequence[dict[str, Any]]:
         bs = self.brokers
-        if bs is None:
-            return [{"error_code": 0, "partition_index": p, "leader_id": NODE_ID,
-                     "leader_epoch": LEADER_EPOCH, "replica_nodes": (NODE_ID,),
-                     "isr_nodes": (NODE_ID,), "offline_replicas": ()} for p in range(n)]
+        if bs is None:  # one broker leads all: encoded without a dict each (protocol/fast.py)
+            return UniformPartitions(n, NODE_ID, LEADER_EPOCH)
         out = []
         for p in range(n):
             leader = bs.leader(name, p)
@@ -253,14 +254,19 @@ class KafkaApis:
         if cached is not None:
             self._metadata_cache.move_to_end(key)
             return cached
-        raw = encode_entity(self._metadata(body, ctx))
+        topics, rest = self._metadata(body, ctx)
+        # the topics array by hand (protocol/fast.py): kio takes seconds for 100,000 partitions
+        raw = metadata_response(ctx.api_version, encode_entity(self._resp(ctx, topics=(), **rest)),
+                                topics) or encode_entity(self._resp(ctx, topics=topics, **rest))
         if self.registry.generation == key[-1]:  # nothing was auto-created meanwhile
             self._metadata_cache[key] = raw
             if len(self._metadata_cache) > METADATA_CACHE_SIZE:
                 self._metadata_cache.popitem(last=False)
         return raw
 
-    def _metadata(self, body: Any, ctx: RequestContext) -> Any:
+    def _metadata(self, body: Any,
+                  ctx: RequestContext) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """The response's topics, and its other fields."""
         v = ctx.api_version
         requested = body.topics
         all_topics = requested is None or (v == 0 and not requested)
@@ -306,10 +312,9 @@ class KafkaApis:
         if created:
             self._topics_changed()
         brokers, controller = self._broker_entries()
-        return self._resp(
-            ctx, throttle_time=0, brokers=brokers,
-            cluster_id=self.registry.cluster_id, controller_id=controller, topics=out,
-            cluster_authorized_operations=NO_OPS, error_code=0)
+        return out, dict(throttle_time=0, brokers=brokers, cluster_id=self.registry.cluster_id,
+                         controller_id=controller, cluster_authorized_operations=NO_OPS,
+                         error_code=0)
 
     def _topic_metadata(self, name: str, tid: UUID, n: int) -> dict[str, Any]:
         return {"error_code": 0, "name": name, "topic_id": tid, "is_internal": False,
@@ -444,7 +449,7 @@ class KafkaApis:
                         res.update(error_code=E.corrupt_message, error_message=str(e))
                     except ProducerStateError as e:
                         res.update(error_code=e.code, error_message=str(e))
-                    except OSError as e:
+                    except (OSError, LogError) as e:
                         log.error("produce to %s-%d failed: %s", td.name, pd.index, e)
                         res.update(error_code=E.kafka_storage_error, error_message=str(e))
                 parts.append(res)
@@ -534,18 +539,23 @@ class KafkaApis:
                     parts.append(res)
                     continue
                 plog = topic.partitions[pi]
-                hw = plog.high_watermark
-                res.update(high_watermark=hw, last_stable_offset=hw,
-                           log_start_offset=plog.log_start_offset)
-                offset = int(fp.fetch_offset)
-                if offset < plog.log_start_offset or offset > hw:
-                    res["error_code"] = E.offset_out_of_range
+                try:
+                    hw = plog.high_watermark
+                    res.update(high_watermark=hw, last_stable_offset=hw,
+                               log_start_offset=plog.log_start_offset)
+                    offset = int(fp.fetch_offset)
+                    if offset < plog.log_start_offset or offset > hw:
+                        res["error_code"] = E.offset_out_of_range
+                        errors = True
+                    elif offset < hw:
+                        budget = min(int(fp.partition_max_bytes), max(max_bytes - total, 0))
+                        data = plog.read(offset, budget) if (budget > 0 or total == 0) else b""
+                        res["records"] = data
+                        total += len(data)
+                except (OSError, LogError) as e:  # unreadable partition file
+                    log.error("fetch from %s-%d failed: %s", topic.name, pi, e)
+                    res["error_code"] = E.kafka_storage_error
                     errors = True
-                elif offset < hw:
-                    budget = min(int(fp.partition_max_bytes), max(max_bytes - total, 0))
-                    data = plog.read(offset, budget) if (budget > 0 or total == 0) else b""
-                    res["records"] = data
-                    total += len(data)
                 parts.append(res)
             responses.append({"topic": getattr(ft, "topic", ""), "topic_id": getattr(ft, "topic_id", None),
                               "partitions": parts})

@@ -71,6 +71,7 @@ from groupcoord.server.brokers import BrokerInfo, BrokerSet
 from groupcoord.server.compaction import BackgroundCompaction, CompactionConfig
 from groupcoord.server.control import ControlPlane
 from groupcoord.server.metrics import LoopIdleMonitor, MetricsServer
+from groupcoord.server.partition_files import max_open_files_from
 from groupcoord.server.routing import misrouted
 from groupcoord.server.runtime import CoordinatorRuntime
 from groupcoord.server.topic_registry import TopicRegistry
@@ -161,6 +162,7 @@ class KafkaServer:
         self.max_frame_size = max_frame_size
         self.config = CoordinatorConfig.from_properties(self.properties)
         self.compaction_config = CompactionConfig.from_properties(self.properties)
+        self.max_open_files = max_open_files_from(self.properties)
         self.metrics_port = metrics_port
         self.metrics_server: MetricsServer | None = None
         self.idle_monitor: LoopIdleMonitor | None = None
@@ -185,8 +187,13 @@ class KafkaServer:
 
     async def start(self) -> tuple[str, int]:
         loop = asyncio.get_running_loop()
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.registry = TopicRegistry(self.data_dir)
+        # ``--storage memory`` keeps topics and their data in memory too; a record log given by
+        # the caller stands for a disk the server restarts on, so topics stay in the data dir.
+        in_memory = self.storage == "memory" and self._given_log is None
+        if not in_memory:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.registry = TopicRegistry(self.data_dir, in_memory=in_memory,
+                                      max_open_files=self.max_open_files)
         self._log = self._given_log or open_record_log(self.storage, self.data_dir)
         self.idle_monitor = LoopIdleMonitor()
         self.idle_monitor.install(loop)

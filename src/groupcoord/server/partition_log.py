@@ -1,4 +1,5 @@
-"""Partition data: record batches stored as clients send them (the broker's data plane, docs/wire.md).
+"""Partition data: record batches stored as clients send them (the broker's data plane,
+docs/wire.md; the storage: docs/durability-and-metrics.md "Partition data").
 
 File format (one file per partition, ``<data-dir>/topics/<topic-id-hex>/<partition>.log``): the
 record batches (message format v2, KIP-98) back to back, byte for byte as the producer sent
@@ -6,8 +7,38 @@ them, except the 8-byte ``baseOffset`` (rewritten to the offset the broker assig
 4-byte ``partitionLeaderEpoch`` (set to 0, the only leader epoch of our single node). Neither is
 covered by the batch CRC, exactly as in Kafka's own log segments, which this file is: a Kafka
 segment reader can read it. Offsets are assigned per partition, ``lastOffsetDelta + 1`` per
-batch. On open the file is scanned to rebuild the in-memory index (base offset, last offset,
-position, size, max timestamp per batch); a torn batch at the tail (crash mid-write) is cut off.
+batch.
+
+**No descriptor per partition** (a 100,000-partition topic under ``ulimit -n 1024``):
+
+- a partition's file is created by its first append (``O_CREAT | O_EXCL``: should a file be
+  there after all, it is recovered first, never overwritten); an empty partition has no file;
+- descriptors come from :class:`~groupcoord.server.partition_files.OpenFiles`, a bounded LRU
+  shared by all partitions (``groupcoord.partition.max.open.files``); a closed one is reopened
+  on the next use — appends are single ``os.write`` calls on ``O_APPEND`` descriptors and reads
+  ``os.pread`` at indexed positions, so closing one loses nothing;
+- the in-memory index (base offset, last offset, position, size, max timestamp per batch) is
+  built by :meth:`PartitionLog.recover`.
+
+**Log recovery, and when it runs** (Kafka's ``LogLoader`` / ``LogSegment.recover``): the topic
+registry recovers every partition file present at start-up, before the server listens
+(``TopicRegistry.recover``), so damage is found then and not when a consumer reaches it —
+Kafka skips recovery after a clean shutdown; we check every time, at the cost of reading the
+stored data once (partitions never written have no file and cost nothing). Every batch's header,
+base offset (it must follow the previous batch) and CRC-32C are checked. A problem with no valid
+batch after it is a torn tail — an incomplete last batch, or a last batch with a bad CRC or
+header — and is cut off with a WARNING naming the file, byte and offset, as Kafka's recovery
+truncates a segment. A problem followed by a valid batch is damage, not a torn write: cutting
+there would silently drop acknowledged records, so :class:`PartitionLogCorrupt` is raised (one
+line naming file, byte, offset and problem, and the recovery command), nothing is changed, and
+``serve`` stops. ``groupcoord recover-partitions`` (``partition_cli.py``) cuts at the damage,
+keeping the cut bytes in ``<file>.damaged-<byte>``. A :class:`PartitionLog` used without that
+start-up pass (or a file unreadable at start-up) is recovered on first access; its error
+then reaches Produce and Fetch, which answer KAFKA_STORAGE_ERROR, and the index stays unloaded
+(the next access tries again): an unreadable file is never taken for an empty partition.
+
+With ``in_memory`` (``--storage memory``) the batches are kept in a bytearray and nothing
+touches the disk.
 
 Batch header (offsets within a batch): baseOffset int64 @0, batchLength int32 @8 (bytes after
 this field), partitionLeaderEpoch int32 @12, magic int8 @16, crc uint32 @17 (CRC-32C of bytes
@@ -16,7 +47,8 @@ maxTimestamp int64 @35, producerId int64 @43, producerEpoch int16 @51, baseSeque
 recordCount int32 @57, records @61.
 
 Writes go to the OS with ``os.write`` (no fsync): data survives a process restart, not a power
-loss. Compressed batches are stored compressed (never decoded).
+loss; a write that fails is cut back off the file. Compressed batches are stored compressed
+(never decoded).
 
 **Idempotent producers** (KIP-98, as Kafka's ``ProducerStateManager`` does for one partition):
 a batch with a producer id >= 0 is checked against that producer's state — the latest producer
@@ -34,12 +66,16 @@ from __future__ import annotations
 import bisect
 import collections
 import logging
+import mmap
 import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 import crc32c
+
+from groupcoord.server.partition_files import OpenFiles
+from groupcoord.storage.log import LogError
 
 log = logging.getLogger(__name__)
 
@@ -126,13 +162,55 @@ def parse_batches(data: bytes, verify_crc: bool = True) -> list[BatchInfo]:
     return out
 
 
-class PartitionLog:
-    """One partition's batches on disk with an in-memory index."""
+class PartitionLogCorrupt(LogError):
+    """A partition file damaged before its tail: a batch that fails its checks with valid
+    batches after it (so not a torn write). Nothing is changed; the message is one line naming
+    the file, the byte position and offset, what is wrong, and how to recover."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, position: int, offset: int, problem: str,
+                 next_valid: int) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self.position = position
+        self.offset = offset
+        self.problem = problem
+        self.next_valid = next_valid
+        #: Set by the topic registry: the data directory, for the recovery command.
+        self.data_dir: Path | None = None
+        super().__init__()
+
+    def __str__(self) -> str:
+        where = f"--data-dir {self.data_dir}" if self.data_dir is not None else "--data-dir DIR"
+        keep = f"keep offsets 0..{self.offset - 1}" if self.offset > 0 else "keep nothing"
+        return (f"{self.path}: damaged record batch at byte {self.position} (offset "
+                f"{self.offset}): {self.problem}; valid batches follow at byte "
+                f"{self.next_valid}, so this is not a torn write and nothing was cut. To "
+                f"{keep} and set the rest aside, run `groupcoord "
+                f"recover-partitions {where}` (docs/durability-and-metrics.md, \"Partition data\")")
+
+
+_READ_ALL_LIMIT = 8 << 20  # files up to this size are read with one pread, larger ones mapped
+
+
+class PartitionLog:
+    """One partition's batches, on disk (``path``) or in memory, with an in-memory index.
+
+    Nothing is touched on construction: the file is created by the first append (an empty
+    partition has no file) and opened through ``files``, the shared bounded cache of
+    descriptors. The index is built by :meth:`recover` (the topic registry calls it at start-up
+    for every partition file present; otherwise the first access calls it).
+    """
+
+    __slots__ = ("_bases", "_files", "_fresh", "_hw", "_lasts", "_loaded", "_max_ts", "_mem",
+                 "_positions", "_producers", "_size", "_sizes", "_spath", "log_start_offset")
+
+    def __init__(self, path: Path | str, files: OpenFiles | None = None, *,
+                 in_memory: bool = False, fresh: bool = False) -> None:
+        """``fresh``: the caller knows no file was there (the registry, for partitions without
+        a file at start-up or created since): no look-up until the first append, which creates
+        the file exclusively — and, should one have appeared after all, recovers it first."""
+        self._spath = str(path)
+        self._files = files if files is not None else _DEFAULT_FILES
+        self._mem: bytearray | None = bytearray() if in_memory else None
         self._bases: list[int] = []
         self._lasts: list[int] = []
         self._positions: list[int] = []
@@ -140,31 +218,131 @@ class PartitionLog:
         self._max_ts: list[int] = []
         self._producers: dict[int, _ProducerState] = {}
         self.log_start_offset = 0
-        self.high_watermark = 0
+        self._hw = 0
         self._size = 0
-        self._load()
+        self._fresh = fresh and not in_memory
+        self._loaded = in_memory or fresh
 
-    def _load(self) -> None:
-        size = os.fstat(self._fd).st_size
+    @property
+    def path(self) -> Path:
+        return Path(self._spath)
+
+    @property
+    def high_watermark(self) -> int:
+        if not self._loaded:
+            self.recover()
+        return self._hw
+
+    @property
+    def size_bytes(self) -> int:
+        if not self._loaded:
+            self.recover()
+        return self._size
+
+    def _reset(self) -> None:
+        for lst in (self._bases, self._lasts, self._positions, self._sizes, self._max_ts):
+            lst.clear()
+        self._producers.clear()
+        self._hw = 0
+        self._size = 0
+
+    def recover(self, *, cut_damage: bool = False) -> tuple[int, str] | None:
+        """Kafka's log recovery for this file: index every batch, checking its header, that its
+        base offset follows the previous batch, and its CRC-32C.
+
+        A problem with no valid batch after it is a torn tail (a crash mid-write, or a last batch
+        with a bad CRC or header): it is cut off and logged at WARNING naming the file, byte and
+        offset. A problem followed by a valid batch raises :class:`PartitionLogCorrupt` and
+        changes nothing — unless ``cut_damage`` (the ``recover-partitions`` command): then the
+        bytes from the damage on are first copied to ``<file>.damaged-<byte>`` and the file is
+        cut there. Returns (byte, problem) of what was cut, or None. On any error the index stays
+        unloaded (the next access tries again): an unreadable file never looks like an empty
+        partition.
+        """
+        self._reset()
+        self._fresh = False
+        try:
+            cut = self._recover(cut_damage)
+        except BaseException:
+            self._reset()
+            self._loaded = False
+            raise
+        self._loaded = True
+        return cut
+
+    def _recover(self, cut_damage: bool) -> tuple[int, str] | None:
+        if self._mem is not None:
+            return None
+        try:
+            fd = self._files.fd(self._spath)
+        except FileNotFoundError:
+            return None
+        size = os.fstat(fd).st_size
+        if size == 0:
+            return None
+        if size <= _READ_ALL_LIMIT:
+            data: bytes | mmap.mmap = os.pread(fd, size, 0)
+        else:
+            data = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
+        try:
+            with memoryview(data) as view:
+                end, problem = self._scan(data, view, size)
+                if problem is None:
+                    self._size = end
+                    return None
+                follow = _next_valid_batch(data, view, end + 1, size)
+                if follow is not None and not cut_damage:
+                    raise PartitionLogCorrupt(self.path, end, self._hw, problem, follow)
+                if follow is not None:
+                    aside = f"{self._spath}.damaged-{end}"
+                    with open(aside, "wb") as f:
+                        f.write(view[end:size])
+                        f.flush()
+                        os.fsync(f.fileno())
+                    log.warning("%s: cut at byte %d (offset %d): %s; the %d bytes from there "
+                                "are kept in %s", self.path, end, self._hw, problem, size - end,
+                                aside)
+                else:
+                    log.warning("%s: log recovery: truncating a torn tail of %d bytes at byte %d "
+                                "(offset %d): %s", self.path, size - end, end, self._hw, problem)
+        finally:
+            if isinstance(data, mmap.mmap):
+                data.close()
+        fd = self._files.fd(self._spath)
+        os.ftruncate(fd, end)
+        self._size = end
+        return end, problem
+
+    def _scan(self, data: bytes | mmap.mmap, view: memoryview, size: int) -> tuple[int, str | None]:
+        """Index the valid batches from the start; (end of the last valid one, the problem of
+        the batch there or None)."""
         pos = 0
-        while pos + BATCH_HEADER_SIZE <= size:
-            head = os.pread(self._fd, BATCH_HEADER_SIZE, pos)
-            (base, length, _e, magic, _crc, _a, last_delta, _bt, max_ts) = _HEAD.unpack_from(head)
+        while pos < size:
+            if size - pos < BATCH_HEADER_SIZE:
+                return pos, f"incomplete batch header ({size - pos} of {BATCH_HEADER_SIZE} bytes)"
+            (base, length, _e, magic, crc, _a, last_delta, _bt, max_ts) = _HEAD.unpack_from(data, pos)
             total = length + 12
-            if magic != 2 or total < BATCH_HEADER_SIZE or pos + total > size or base != self.high_watermark:
-                break
-            pid, pepoch, base_seq = _PRODUCER.unpack_from(head, 43)
+            if magic != 2:
+                return pos, f"magic byte {magic}, not 2 (not a v2 record batch)"
+            if total < BATCH_HEADER_SIZE:
+                return pos, f"batch length {length} is shorter than a batch header"
+            if pos + total > size:
+                return pos, f"incomplete batch ({total} bytes announced, {size - pos} present)"
+            if last_delta < 0:
+                return pos, f"negative lastOffsetDelta {last_delta}"
+            if base != self._hw:
+                return pos, f"base offset {base} where {self._hw} follows the previous batch"
+            actual = crc32c.crc32c(view[pos + 21:pos + total])
+            if actual != crc:
+                return pos, f"CRC-32C {actual:#010x} does not match the stored {crc:#010x}"
+            pid, pepoch, base_seq = _PRODUCER.unpack_from(data, pos + 43)
             if pid >= 0:
-                (count,) = struct.unpack_from(">i", head, 57)
+                (count,) = struct.unpack_from(">i", data, pos + 57)
                 self._remember(BatchInfo(total, last_delta, max_ts, count, pid, pepoch,
                                          base_seq), base)
             self._index(base, base + last_delta, pos, total, max_ts)
             pos += total
-        if pos != size:
-            log.warning("%s: cutting %d bytes of a torn or invalid tail at byte %d",
-                        self.path, size - pos, pos)
-            os.ftruncate(self._fd, pos)
-        self._size = pos
+        return pos, None
 
     def _index(self, base: int, last: int, pos: int, size: int, max_ts: int) -> None:
         self._bases.append(base)
@@ -172,7 +350,7 @@ class PartitionLog:
         self._positions.append(pos)
         self._sizes.append(size)
         self._max_ts.append(max_ts)
-        self.high_watermark = last + 1
+        self._hw = last + 1
 
     def _remember(self, b: BatchInfo, base_offset: int) -> None:
         state = self._producers.get(b.producer_id)
@@ -212,6 +390,8 @@ class PartitionLog:
         """Append produced batches (validated first); returns the base offset assigned (for a
         retried idempotent batch already stored, the offset it was stored at)."""
         batches = parse_batches(data)
+        if not self._loaded:
+            self.recover()
         pending: dict[int, tuple[int, int]] = {}
         duplicates = [None if b.producer_id < 0 else self._check_producer(b, pending)
                       for b in batches]
@@ -223,7 +403,8 @@ class PartitionLog:
             raise ProducerStateError(OUT_OF_ORDER_SEQUENCE_NUMBER,
                                      "a produce request mixes stored and new batches")
         buf = bytearray(data)
-        first = self.high_watermark
+        first_position = self._size
+        first = self._hw
         next_offset = first
         pos = 0
         entries = []
@@ -234,10 +415,20 @@ class PartitionLog:
                             b.length, b.max_timestamp))
             next_offset += b.last_offset_delta + 1
             pos += b.length
-        written = os.write(self._fd, bytes(buf))
-        if written != len(buf):  # pragma: no cover - disk full
-            os.ftruncate(self._fd, self._size)
-            raise OSError(f"short write to {self.path}: {written} of {len(buf)} bytes")
+        if self._mem is not None:
+            self._mem += buf
+        else:
+            fd = self._fd_for_append()
+            if self._size != first_position:  # a file found where none was expected
+                return self.append(data)
+            try:
+                written = os.write(fd, buf)
+            except OSError:
+                os.ftruncate(fd, self._size)
+                raise
+            if written != len(buf):  # pragma: no cover - disk full
+                os.ftruncate(fd, self._size)
+                raise OSError(f"short write to {self.path}: {written} of {len(buf)} bytes")
         for e in entries:
             self._index(*e)
         for b, e in zip(batches, entries, strict=True):
@@ -246,8 +437,22 @@ class PartitionLog:
         self._size += len(buf)
         return first
 
+    def _fd_for_append(self) -> int:
+        if not self._fresh:
+            return self._files.fd(self._spath, create=True)
+        self._fresh = False
+        try:
+            return self._files.fd(self._spath, create=True, exclusive=True)
+        except FileExistsError:
+            log.warning("%s: a partition file appeared where none was: recovering it",
+                        self._spath)
+            self.recover()
+            return self._files.fd(self._spath, create=True)
+
     def read(self, offset: int, max_bytes: int) -> bytes:
         """Batches from the one holding ``offset`` on, at least one, then up to ``max_bytes``."""
+        if not self._loaded:
+            self.recover()
         i = bisect.bisect_left(self._lasts, offset)
         if i >= len(self._lasts):
             return b""
@@ -257,7 +462,9 @@ class PartitionLog:
         while j < len(self._sizes) and total + self._sizes[j] <= max_bytes:
             total += self._sizes[j]
             j += 1
-        return os.pread(self._fd, total, start)
+        if self._mem is not None:
+            return bytes(self._mem[start:start + total])
+        return os.pread(self._files.fd(self._spath), total, start)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first batch whose max timestamp is >= ``timestamp``.
@@ -265,18 +472,47 @@ class PartitionLog:
         Batch granularity: the base offset of that batch (Kafka finds the exact record; a
         consumer seeking by time then skips the few earlier records of the batch itself).
         """
+        if not self._loaded:
+            self.recover()
         for base, ts in zip(self._bases, self._max_ts, strict=True):
             if ts >= timestamp:
                 return base, ts
         return None
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
+        if not self._loaded:
+            self.recover()
         if not self._max_ts:
             return None
         best = max(range(len(self._max_ts)), key=lambda k: (self._max_ts[k], -k))
         return self._lasts[best], self._max_ts[best]
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        """Close this partition's descriptor if the cache holds one (it is reopened on use)."""
+        if self._mem is None:
+            self._files.close(self._spath)
+
+
+def _next_valid_batch(data: bytes | mmap.mmap, view: memoryview, start: int,
+                      size: int) -> int | None:
+    """The byte position of the first valid-looking batch at or after ``start`` (magic 2, a
+    length that fits, a matching CRC-32C), or None: what tells damage in the middle of a file
+    from a torn tail."""
+    i = start + 16
+    while True:
+        i = data.find(b"\x02", i)
+        if i < 0:
+            return None
+        q = i - 16
+        if q + BATCH_HEADER_SIZE > size:
+            return None
+        (length,) = struct.unpack_from(">i", data, q + 8)
+        total = length + 12
+        if total >= BATCH_HEADER_SIZE and q + total <= size:
+            (crc,) = struct.unpack_from(">I", data, q + 17)
+            if crc32c.crc32c(view[q + 21:q + total]) == crc:
+                return q
+        i += 1
+
+
+_DEFAULT_FILES = OpenFiles()

@@ -26,12 +26,14 @@ FILE_NAME = "producer-ids"
 
 
 class ProducerIdAllocator:
-    def __init__(self, data_dir: Path, block_size: int = BLOCK_SIZE) -> None:
+    def __init__(self, data_dir: Path, block_size: int = BLOCK_SIZE, persist: bool = True) -> None:
         if block_size < 1:
             raise ValueError("block_size must be positive")
         self.path = Path(data_dir) / FILE_NAME
         self.block_size = block_size
-        self._next = self._read()
+        #: False (``--storage memory``): ids from 0, nothing read or written.
+        self.persist = persist
+        self._next = self._read() if persist else 0
         self._limit = self._next  # nothing reserved by this process yet
 
     def _read(self) -> int:
@@ -48,6 +50,8 @@ class ProducerIdAllocator:
         return value
 
     def _reserve(self, limit: int) -> None:
+        if not self.persist:
+            return
         tmp = self.path.with_suffix(".tmp")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)

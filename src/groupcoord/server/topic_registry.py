@@ -10,26 +10,43 @@ Upstream semantics kept (CreateTopics / DeleteTopics / CreatePartitions, KIP-516
 
 Persistence: ``<data-dir>/topics.json`` (``{"cluster_id": str, "topics": [{"name", "id",
 "partitions", "configs"}]}``), rewritten atomically (temp file + rename) on each change, and
-one :class:`PartitionLog` file per partition under ``<data-dir>/topics/<id-hex>/``.
+one :class:`PartitionLog` file per partition written to, under ``<data-dir>/topics/<id-hex>/``
+(docs/durability-and-metrics.md "Partition data").
+
+Scale: a topic's partitions are a :class:`Partitions` sequence that makes a partition's log on
+first use, so creating or describing a 100,000-partition topic touches no file and allocates no
+per-partition object; the logs share one bounded cache of descriptors (``self.files``). At
+start-up, :meth:`TopicRegistry.recover` runs Kafka's log recovery on every partition file
+present (``partition_log.py``: a torn tail is cut, damage before it stops the start).
+
+All or nothing: a change whose ``topics.json`` cannot be written (disk full, no descriptor
+left) is undone in memory and answered KAFKA_STORAGE_ERROR naming the file and the reason;
+since partition files are only made by appends, a failed create leaves nothing on disk.
+
+``in_memory`` (``--storage memory``): the same without the data directory — topics and
+partition data live in memory, nothing is read or written.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import logging
 import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import overload
 from uuid import UUID
 
 from groupcoord.coordinator.topics import MetadataImage, TopicMetadata
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
-from groupcoord.server.partition_log import PartitionLog
+from groupcoord.server.partition_files import OpenFiles
+from groupcoord.server.partition_log import PartitionLog, PartitionLogCorrupt
 
 log = logging.getLogger(__name__)
 
@@ -61,11 +78,54 @@ def new_topic_id() -> UUID:
             return tid
 
 
+class Partitions(Sequence[PartitionLog]):
+    """A topic's partition logs, made on first use: a 100,000-partition topic costs an int until
+    its partitions are produced to or read (``partition_log.py``: no file, no descriptor, no
+    index for an empty partition)."""
+
+    __slots__ = ("_count", "_logs", "_make")
+
+    def __init__(self, make: Callable[[int], PartitionLog], count: int) -> None:
+        self._make = make
+        self._count = count
+        self._logs: dict[int, PartitionLog] = {}
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> PartitionLog: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[PartitionLog]: ...
+
+    def __getitem__(self, index: int | slice) -> PartitionLog | Sequence[PartitionLog]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._count))]
+        if index < 0:
+            index += self._count
+        if not 0 <= index < self._count:
+            raise IndexError(index)
+        plog = self._logs.get(index)
+        if plog is None:
+            plog = self._logs[index] = self._make(index)
+        return plog
+
+    def resize(self, count: int) -> None:
+        self._count = count
+        for i in [i for i in self._logs if i >= count]:
+            self._logs.pop(i).close()
+
+    def opened(self) -> list[PartitionLog]:
+        """The partition logs made so far (the others have no state)."""
+        return list(self._logs.values())
+
+
 @dataclass(slots=True)
 class Topic:
     topic_id: UUID
     name: str
-    partitions: list[PartitionLog]
+    partitions: Partitions
     configs: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -74,54 +134,120 @@ class Topic:
 
 
 class TopicRegistry:
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *, in_memory: bool = False,
+                 max_open_files: int | None = None, recover: bool = True) -> None:
         self.data_dir = data_dir
+        #: ``--storage memory``: topics and partition data in memory only; nothing is read
+        #: from or written to ``data_dir``.
+        self.in_memory = in_memory
         self._meta = data_dir / "topics.json"
         self._topics_dir = data_dir / "topics"
+        self.files = OpenFiles(max_open_files)
         self.topics: dict[str, Topic] = {}
         self.by_id: dict[UUID, Topic] = {}
         self.cluster_id = ""
         #: Bumped on every change: what caches of topic-derived answers key on.
         self.generation = 0
         self._image: MetadataImage | None = None
-        self._load()
+        self._load(recover)
 
     # ------------------------------------------------------------------ persistence
 
-    def _load(self) -> None:
+    def _new_topic(self, tid: UUID, name: str, count: int, configs: dict[str, str]) -> Topic:
+        tdir = str(self._topics_dir / tid.hex)
+        files = self.files
+        in_memory = self.in_memory
+
+        def make(p: int) -> PartitionLog:  # files present at start-up are recovered by recover()
+            return PartitionLog(f"{tdir}/{p}.log", files, in_memory=in_memory, fresh=True)
+
+        return Topic(tid, name, Partitions(make, count), configs)
+
+    def _load(self, recover: bool) -> None:
+        if self.in_memory:
+            self.cluster_id = _new_cluster_id()
+            self._changed()
+            return
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if not self._meta.exists():
-            self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            self.cluster_id = _new_cluster_id()
             self.save()
             return
-        raw = json.loads(self._meta.read_text())
-        self.cluster_id = raw["cluster_id"]
-        for t in raw.get("topics", []):
-            tid = UUID(t["id"])
-            topic = Topic(tid, t["name"], [], dict(t.get("configs", {})))
-            for p in range(int(t["partitions"])):
-                topic.partitions.append(PartitionLog(self._partition_path(tid, p)))
+        try:
+            raw = json.loads(self._meta.read_text())
+            self.cluster_id = raw["cluster_id"]
+            entries = [(UUID(t["id"]), str(t["name"]), int(t["partitions"]),
+                        dict(t.get("configs", {}))) for t in raw.get("topics", [])]
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise ValueError(f"{self._meta}: not a topics file ({type(e).__name__}: {e})") from None
+        for tid, name, count, configs in entries:
+            topic = self._new_topic(tid, name, count, configs)
             self.topics[topic.name] = topic
             self.by_id[tid] = topic
-        log.info("loaded %d topics from %s", len(self.topics), self._meta)
+        files = self.recover() if recover else 0
+        log.info("loaded %d topics from %s (%d partition files checked)", len(self.topics),
+                 self._meta, files)
+
+    def recover(self, *, cut_damage: bool = False,
+                report: Callable[[Path, int, str], None] | None = None) -> int:
+        """Kafka's log recovery for every partition file present (``PartitionLog.recover``):
+        each is indexed and its batches checked (header, offsets, CRC-32C) at start-up, so
+        damage is found before the first request and not when a consumer reaches it; a torn
+        tail is cut with a warning; damage before the tail raises
+        :class:`PartitionLogCorrupt` (``serve`` stops with its one line) unless ``cut_damage``.
+        The cost is one read of the stored data; partitions without a file (never written)
+        cost nothing. ``report(file, byte, problem)`` is called for each cut. Returns the number
+        of files checked."""
+        checked = 0
+        for topic in self.topics.values():
+            tdir = self._topics_dir / topic.topic_id.hex
+            try:
+                names = os.listdir(tdir)
+            except FileNotFoundError:
+                continue
+            for fname in names:
+                stem, _dot, ext = fname.partition(".")
+                if ext != "log" or not stem.isdigit():
+                    continue
+                p = int(stem)
+                if p >= topic.num_partitions:
+                    log.warning("%s: partition %d beyond the %d of topic %s: ignored", tdir / fname,
+                                p, topic.num_partitions, topic.name)
+                    continue
+                try:
+                    cut = topic.partitions[p].recover(cut_damage=cut_damage)
+                except PartitionLogCorrupt as e:
+                    e.data_dir = self.data_dir
+                    raise
+                if cut is not None and report is not None:
+                    report(tdir / fname, *cut)
+                checked += 1
+        return checked
 
     def save(self) -> None:
-        data = {"cluster_id": self.cluster_id,
-                "topics": [{"name": t.name, "id": str(t.topic_id), "partitions": t.num_partitions,
-                            "configs": t.configs} for t in sorted(self.topics.values(),
-                                                                   key=lambda t: t.name)]}
-        tmp = self._meta.with_suffix(".json.tmp")
-        with open(tmp, "w") as f:
-            json.dump(data, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self._meta)
+        """Write ``topics.json`` (atomically: a temporary file renamed over it); an OSError
+        leaves the previous file in place and no temporary file behind."""
+        if not self.in_memory:
+            data = {"cluster_id": self.cluster_id,
+                    "topics": [{"name": t.name, "id": str(t.topic_id),
+                                "partitions": t.num_partitions, "configs": t.configs}
+                               for t in sorted(self.topics.values(), key=lambda t: t.name)]}
+            tmp = self._meta.with_suffix(".json.tmp")
+            try:
+                with open(tmp, "w") as f:
+                    json.dump(data, f, indent=1)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, self._meta)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+        self._changed()
+
+    def _changed(self) -> None:
         self._image = None
         self.generation += 1
-
-    def _partition_path(self, tid: UUID, partition: int) -> Path:
-        return self._topics_dir / tid.hex / f"{partition}.log"
-
     # ------------------------------------------------------------------ queries
 
     def image(self) -> MetadataImage:
@@ -160,13 +286,17 @@ class TopicRegistry:
                                    f"Replication factor must be 1 (or -1 for the default) on this "
                                    f"single-node broker, got {replication_factor}.")
         tid = new_topic_id()
-        topic = Topic(tid, name, [], dict(configs or {}))
+        topic = self._new_topic(tid, name, num_partitions, dict(configs or {}))
         if validate_only:
             return topic
-        topic.partitions = [PartitionLog(self._partition_path(tid, p)) for p in range(num_partitions)]
         self.topics[name] = topic
         self.by_id[tid] = topic
-        self.save()
+        try:
+            self.save()
+        except OSError as e:  # all or nothing: the topic is not there
+            del self.topics[name]
+            del self.by_id[tid]
+            raise _storage_error(f"Cannot create topic '{name}'", self._meta, e) from None
         log.info("created topic %s (%s) with %d partitions", name, tid, num_partitions)
         return topic
 
@@ -177,10 +307,16 @@ class TopicRegistry:
                                    f"Topic '{name}' does not exist.")
         del self.topics[name]
         del self.by_id[topic.topic_id]
-        self.save()
-        for p in topic.partitions:
+        try:
+            self.save()
+        except OSError as e:  # the topic stays, data included
+            self.topics[name] = topic
+            self.by_id[topic.topic_id] = topic
+            raise _storage_error(f"Cannot delete topic '{name}'", self._meta, e) from None
+        for p in topic.partitions.opened():
             p.close()
-        shutil.rmtree(self._topics_dir / topic.topic_id.hex, ignore_errors=True)
+        if not self.in_memory:  # what is left (a failed removal) is ignored at start-up
+            shutil.rmtree(self._topics_dir / topic.topic_id.hex, ignore_errors=True)
         log.info("deleted topic %s (%s)", name, topic.topic_id)
         return topic
 
@@ -201,13 +337,27 @@ class TopicRegistry:
                                    f"Number of partitions must be at most {MAX_PARTITIONS}.")
         if validate_only:
             return topic
-        for p in range(topic.num_partitions, count):
-            topic.partitions.append(PartitionLog(self._partition_path(topic.topic_id, p)))
-        self.save()
+        before = topic.num_partitions
+        topic.partitions.resize(count)
+        try:
+            self.save()
+        except OSError as e:
+            topic.partitions.resize(before)
+            raise _storage_error(f"Cannot add partitions to topic '{name}'", self._meta,
+                                 e) from None
         log.info("topic %s now has %d partitions", name, count)
         return topic
 
     def close(self) -> None:
-        for t in self.topics.values():
-            for p in t.partitions:
-                p.close()
+        self.files.close_all()
+
+
+def _new_cluster_id() -> str:
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _storage_error(what: str, path: Path, e: OSError) -> CoordinatorError:
+    """KAFKA_STORAGE_ERROR for a change that could not be written (nothing was changed)."""
+    log.error("%s: cannot write %s: %s", what, path, e)
+    return CoordinatorError(ErrorCode.kafka_storage_error,
+                            f"{what}: cannot write {path}: {e.strerror or e}; nothing was changed.")
