@@ -84,8 +84,10 @@ def test_tiny_scale_run_shape_and_plot(tmp_path: Path) -> None:
     for r in storms:
         assert r.value > 0 and r.unit == "ms"
         assert r.params["target_assignments"] >= 1  # read from the server's metric
-        assert r.params["rejoins"] == 0 and r.params["errors"] == {}
+        assert r.params["converged"] and r.params["rejoins"] == 0 and r.params["errors"] == {}
         assert r.params["server_cpu_s"] > 0 and r.params["peak_rss_mb"] > 0
+    memory = [r for r in results if r.name.startswith("scale.memory.")]
+    assert len(memory) == 2 and all(r.params["coordinator_mb"] > 0 for r in memory)
     for r in results:
         assert set(r.as_json()) == {"name", "value", "unit", "params"}
         if r.name.startswith("scale.churn.moved"):
