@@ -1,7 +1,7 @@
 """Log-log plot of ``groupcoord bench scale --json`` output (docs/benchmarks.md "Scale").
 
     groupcoord bench scale --json > scale.json
-    python benchmarks/_plot_scale.py scale.json docs/scale.png
+    python benchmarks/_plot_scale.py scale.json docs/scale.png ["a title: machine, date"]
 
 Three panels against the number of partitions, one line per member count (and topic layout):
 the join storm's time to converge, the server CPU seconds it took, and the steady state's
@@ -32,8 +32,8 @@ def series(results: list[dict[str, Any]], prefix: str,
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python benchmarks/_plot_scale.py SCALE.json OUT.png", file=sys.stderr)
+    if len(argv) not in (2, 3):
+        print("usage: python benchmarks/_plot_scale.py SCALE.json OUT.png [TITLE]", file=sys.stderr)
         return 2
     try:
         results = json.loads(Path(argv[0]).read_text())
@@ -51,8 +51,9 @@ def main(argv: list[str]) -> int:
     fig, axes = plt.subplots(1, len(panels), figsize=(15, 4.5))
     for ax, (prefix, value, title, scale) in zip(axes, panels, strict=True):
         for label, points in series(results, prefix, value).items():
+            points = [(x, y) for x, y in points if y > 0]  # nothing measured: no point
             xs = [x for x, _ in points]
-            ys = [max(y * scale, 1e-4) for _, y in points]
+            ys = [y * scale for _, y in points]
             ax.plot(xs, ys, marker="o", label=label)
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -60,6 +61,8 @@ def main(argv: list[str]) -> int:
         ax.set_title(title)
         ax.grid(True, which="both", alpha=0.3)
     axes[0].legend(fontsize="small")
+    if len(argv) == 3:
+        fig.suptitle(argv[2])
     fig.tight_layout()
     fig.savefig(argv[1], dpi=110)
     return 0
