@@ -337,6 +337,8 @@ def test_metrics_scrape(metrics_server: tuple[ServerProcess, str]) -> None:
                for s in ("assigning", "reconciling", "stable"))
     assert busy == 1 and m[k + 'consumer_group_count{state="dead"}'] == 0
     assert m[k + "consumer_group_rebalance_count"] == 5  # 3 joins, 1 join + 1 leave
+    # a target computed by each join's heartbeat (3 + 1); none after the leave (no heartbeat)
+    assert m["groupcoord_consumer_group_target_assignment_count"] == 4
     assert 0 < m[k + "consumer_group_rebalance_rate"] <= 5
     assert m[k + "event_queue_size"] == 0
     assert 0.0 <= m[k + "thread_idle_ratio_min"] <= m[k + "thread_idle_ratio_avg"] <= 1.0

@@ -8,7 +8,8 @@ import).
 Subcommands:
 - ``demo``: run a coordinator shard in-process with members joining, reconciling and leaving,
   printing the group's tables as KIP-848's case studies do.
-- ``bench NAME [--json] [--quick]``: run ``benchmarks/NAME.py`` from the source tree.
+- ``bench NAME [--json] [--quick] [--set KEY=VALUE ...] [--security S]``: run
+  ``benchmarks/NAME.py`` from the source tree.
 
 Errors (every subcommand): one line on stderr, never a traceback. Exit status **2** for bad
 usage (an unknown option or value, found by argparse or later: ``UsageError``, a bad
@@ -68,7 +69,7 @@ def _run_bench(ns: argparse.Namespace) -> int:
     kw = {}
     if ns.security is not None:  # only benchmarks that take it (``bench server``)
         if "security" not in inspect.signature(module.run).parameters:
-            print(f"benchmark {ns.name} has no --security option", file=sys.stderr)
+            print(f"error: benchmark {ns.name} has no --security option", file=sys.stderr)
             return 2
         choices = getattr(module, "SECURITY", ())
         if ns.security not in choices:
@@ -76,7 +77,17 @@ def _run_bench(ns: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
         kw["security"] = ns.security
-    results = module.run(quick=ns.quick, **kw)
+    sizes: dict[str, str] = {}
+    for item in ns.set or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            print(f"error: --set expects KEY=VALUE, got {item!r}", file=sys.stderr)
+            return 2
+        sizes[key] = value
+    if sizes and "sizes" not in module.run.__code__.co_varnames:
+        print(f"error: benchmark {ns.name!r} takes no --set options", file=sys.stderr)
+        return 2
+    results = module.run(quick=ns.quick, **kw, **sizes)
     if ns.json:
         print(json.dumps([r.as_json() for r in results], indent=2))
     else:
@@ -93,6 +104,8 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--security", default=None,
                    help="bench server: plaintext (default), tls-scram (SASL_SSL, SCRAM-SHA-512) "
                         "or both")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="a size for benchmarks that take them (bench scale: members=1000,10000)")
     p.set_defaults(func=_run_bench)
 
 

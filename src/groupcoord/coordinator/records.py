@@ -228,13 +228,19 @@ class ConsumerGroupMemberMetadataValue:
 class ConsumerGroupTargetAssignmentMetadataValue:
     VERSION: ClassVar[int] = 0
     assignment_epoch: int
+    #: Kafka 4.3's ``AssignmentTimestampMs``: when the target was computed (assignment
+    #: batching, ``group.consumer.assignment.interval.ms``); written as a second field only
+    #: when set, so a record without it reads (and encodes) as before (0: not recorded).
+    assignment_timestamp_ms: int = 0
 
     def fields(self) -> list[Any]:
+        if self.assignment_timestamp_ms:
+            return [self.assignment_epoch, self.assignment_timestamp_ms]
         return [self.assignment_epoch]
 
     @classmethod
     def from_fields(cls, version: int, f: list[Any]) -> ConsumerGroupTargetAssignmentMetadataValue:
-        return cls(f[0])
+        return cls(f[0], int(f[1]) if len(f) > 1 else 0)
 
 
 @dataclass(slots=True)
@@ -707,9 +713,9 @@ def member_metadata_tombstone(group_id: str, member_id: str) -> Record:
     return Record(MemberKey(RecordType.CONSUMER_GROUP_MEMBER_METADATA, group_id, member_id), None)
 
 
-def target_assignment_metadata_record(group_id: str, epoch: int) -> Record:
+def target_assignment_metadata_record(group_id: str, epoch: int, timestamp_ms: int = 0) -> Record:
     return Record(GroupKey(RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, group_id),
-                  ConsumerGroupTargetAssignmentMetadataValue(epoch))
+                  ConsumerGroupTargetAssignmentMetadataValue(epoch, timestamp_ms))
 
 
 def target_assignment_metadata_tombstone(group_id: str) -> Record:

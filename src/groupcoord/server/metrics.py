@@ -32,8 +32,9 @@ as underscores, tags as labels), so dashboards made for Kafka's new coordinator 
 =====================================================  =========================================
 
 Extensions of ours carry the ``groupcoord_`` prefix: connect groups by state, connect group
-rebalances, deferred requests (classic JoinGroup / SyncGroup waiting), log compaction runs,
-entries removed and the duration of the last run.
+rebalances, consumer group target assignments computed (one target assignment metadata record
+each; ``bench scale`` reads it), deferred requests (classic JoinGroup / SyncGroup waiting),
+log compaction runs, entries removed and the duration of the last run.
 
 The idle ratio is measured by wrapping the selector's ``select`` of the running loop (the only
 place an asyncio loop blocks): time inside ``select`` is idle, the rest busy. A loop without a
@@ -98,6 +99,7 @@ class CoordinatorMetrics:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.consumer_rebalances = 0
         self.connect_rebalances = 0
+        self.consumer_targets = 0
         self.consumer_rebalance_rate = WindowedRate(clock=clock)
         self.loads = 0
         self.load_time_sum_ms = 0.0
@@ -118,6 +120,8 @@ class CoordinatorMetrics:
                 self.consumer_rebalance_rate.record()
             elif t is RecordType.CONNECT_GROUP_METADATA:
                 self.connect_rebalances += 1
+            elif t is RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA:
+                self.consumer_targets += 1
 
     def loaded(self, ms: float) -> None:
         self.loads += 1
@@ -359,6 +363,9 @@ def render(server: MetricsSource) -> str:
     e.metric(OURS + "connect_group_rebalance_count", "counter",
              "Connect group rebalances (group epoch bumps) since start.",
              metrics.connect_rebalances)
+    e.metric(OURS + "consumer_group_target_assignment_count", "counter",
+             "Consumer group target assignments computed since start.",
+             metrics.consumer_targets)
     e.metric(OURS + "deferred_requests", "gauge",
              "Requests answered later (classic JoinGroup / SyncGroup) still waiting.",
              rt.pending_deferred if rt is not None else 0)

@@ -178,8 +178,16 @@ def choose_assignor(lists: Sequence[Sequence[ClientAssignor]]) -> str | None:
 
 
 def group_assignor(members: Iterable[AssigningMember]) -> str | None:
-    """The group's client-side assignor, or ``None`` (a member advertises none, or none is common)."""
-    return choose_assignor([m.client_assignors for m in members])
+    """The group's client-side assignor, or ``None`` (a member advertises none, or none is common).
+
+    Stops at the first member that advertises none: a heartbeat of a large group on server-side
+    assignors asks this once, and must not read every member to learn it."""
+    lists = []
+    for m in members:
+        if not m.client_assignors:
+            return None
+        lists.append(m.client_assignors)
+    return choose_assignor(lists)
 
 
 def _range(a: ClientAssignor) -> str:

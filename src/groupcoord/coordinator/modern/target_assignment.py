@@ -70,8 +70,10 @@ def target_assignment_records(
     previous_targets: Mapping[str, Assignment],
     epoch: int,
     assignor: PartitionAssignor,
+    timestamp_ms: int = 0,
 ) -> tuple[dict[str, Assignment], list[Record]]:
-    """New target assignment of ``members`` and the delta records that persist it."""
+    """New target assignment of ``members`` and the delta records that persist it
+    (``timestamp_ms``: when it was computed, for assignment batching; 0 not recorded)."""
     spec = group_spec(members, previous_targets, group.subscription_metadata)
     result = assignor.assign(spec)
     records: list[Record] = []
@@ -85,7 +87,7 @@ def target_assignment_records(
     for mid in sorted(group.target_assignment):
         if mid not in result:
             records.append(target_member_tombstone(gid, mid))
-    records.append(target_assignment_metadata_record(gid, epoch))
+    records.append(target_assignment_metadata_record(gid, epoch, timestamp_ms))
     return result, records
 
 

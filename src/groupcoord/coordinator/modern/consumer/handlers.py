@@ -233,6 +233,8 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
                 {} if value is None else {t.name: t for t in value.topics})  # type: ignore[union-attr]
         elif rtype is RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA:
             group.assignment_epoch = 0 if value is None else value.assignment_epoch  # type: ignore[union-attr]
+            group.assignment_timestamp_ms = (
+                0 if value is None else value.assignment_timestamp_ms)  # type: ignore[union-attr]
         elif rtype is RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER:
             assert isinstance(key, MemberKey)
             if value is None:
@@ -459,9 +461,23 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
         self._maybe_update_subscription_metadata(group, force_bump=True)
 
     def _request_target(self, group: ConsumerGroup) -> None:
-        if group.group_epoch > group.assignment_epoch:
-            self._compute_target_assignment(group, dict(group.members),
-                                            dict(group.target_assignment))
+        """KIP-848 "Target Assignment": a heartbeat that finds the group epoch ahead of the
+        target computes a new one, at most once per ``group.consumer.assignment.interval.ms``
+        (Kafka 4.3's assignment batching, GroupMetadataManager's maybeUpdateTargetAssignment):
+        within the interval the heartbeat goes on with the current target, and a later
+        heartbeat of any member computes the target for every epoch bump since. A join storm
+        of N members then costs one assignor run per interval instead of N. The first target
+        of a group (none recorded) is computed at once; so is every target of a group using a
+        client-side assignor (the chosen member computes it)."""
+        if group.group_epoch <= group.assignment_epoch:
+            return
+        interval = self.config.consumer_assignment_interval_ms
+        if (interval > 0 and group.assignment_timestamp_ms > 0
+                and self.shard.now < group.assignment_timestamp_ms + interval
+                and self.client.assignor(group) is None):
+            return
+        self._compute_target_assignment(group, dict(group.members),
+                                        dict(group.target_assignment))
 
     def _joining(self, current: ConsumerGroupMember,
                  base: ConsumerGroupMember) -> ConsumerGroupMember:
@@ -574,8 +590,10 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
         default = self.config.consumer_assignors[0]
         name = preferred_server_assignor(members.values(), default)
         assignor = self.assignors[name]
+        # The computation's time only when batching uses it: records stay as they were at 0.
+        now = self.shard.now if self.config.consumer_assignment_interval_ms > 0 else 0
         _, records = target_assignment_records(group, members, previous, group.group_epoch,
-                                               assignor)
+                                               assignor, now)
         for rec in records:
             self.append(rec)
 

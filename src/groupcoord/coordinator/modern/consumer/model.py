@@ -168,7 +168,8 @@ class ConsumerGroup(Group):
     group_type = "consumer"
     protocol_type = "consumer"
 
-    __slots__ = ("assignment_epoch", "classic_members", "deleted", "group_epoch", "group_id",
+    __slots__ = ("assignment_epoch", "assignment_timestamp_ms", "classic_members", "deleted",
+                 "group_epoch", "group_id",
                  "members", "owners", "static_members", "subscribed_names",
                  "subscribed_regexes", "subscription_metadata", "target_assignment")
 
@@ -179,6 +180,8 @@ class ConsumerGroup(Group):
         self.static_members: dict[str, str] = {}  # instance id -> member id
         self.subscription_metadata: dict[str, TopicMetadata] = {}  # topic name -> metadata
         self.assignment_epoch = 0
+        #: When the target was last computed (0: not recorded); assignment batching.
+        self.assignment_timestamp_ms = 0
         self.target_assignment: dict[str, Assignment] = {}
         #: topic id -> partition -> member id currently holding it (assigned or revoking).
         self.owners: dict[UUID, dict[int, str]] = {}
