@@ -93,11 +93,29 @@ _USER, _PASSWORD, _MECHANISM = "bench", "bench-secret", "SCRAM-SHA-512"
 def _secure_args(data_dir: Path) -> tuple[list[str], dict[str, Any]]:
     """serve arguments for a SASL_SSL listener (certificates and a SCRAM user made in
     ``data_dir``) and the KafkaClient options to reach it."""
+    from groupcoord.server.security.acls import (
+        AccessControlEntry,
+        AclBinding,
+        AclOperation,
+        AclStore,
+        PatternType,
+        PermissionType,
+        ResourcePattern,
+        ResourceType,
+    )
     from groupcoord.server.security.credentials import CredentialStore
     from groupcoord.testing.certs import make_certs
 
     certs = make_certs(data_dir / "certs")
     CredentialStore(data_dir).add(_USER, _MECHANISM, _PASSWORD)
+    # A server with authentication denies what no ACL allows (docs/acls.md): the bench user is
+    # granted everything on every group, topic and the cluster, so each heartbeat goes through
+    # the authorizer as it would in a deployment with ACLs (a super user would skip it).
+    allow = AccessControlEntry(f"User:{_USER}", "*", AclOperation.ALL, PermissionType.ALLOW)
+    AclStore.in_dir(data_dir).add(
+        AclBinding(ResourcePattern(rtype, name, PatternType.LITERAL), allow)
+        for rtype, name in ((ResourceType.GROUP, "*"), (ResourceType.TOPIC, "*"),
+                            (ResourceType.CLUSTER, "kafka-cluster")))
     args = ["--listener", "SASL_SSL://127.0.0.1:0",
             "--config", f"ssl.keystore.location={certs.server}",
             "--config", f"sasl.enabled.mechanisms={_MECHANISM}"]

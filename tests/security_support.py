@@ -36,8 +36,14 @@ def add_user(data_dir: Path, name: str, password: str, *mechanisms: str) -> None
 
 
 def start_secure_server(data_dir: Path, listeners: list[str], *extra: str,
-                        timeout: float = 30.0) -> SecureServer:
-    """``groupcoord serve`` with ``--listener`` each; returns once every listener is up."""
+                        timeout: float = 30.0, open_acls: bool = True) -> SecureServer:
+    """``groupcoord serve`` with ``--listener`` each; returns once every listener is up.
+
+    ``open_acls``: these are tests of authentication, so every principal may do everything
+    (``allow.everyone.if.no.acl.found=true``); a server with authenticating listeners denies
+    by default what no ACL allows (docs/acls.md), which the ACL tests exercise."""
+    if open_acls and not any("allow.everyone.if.no.acl.found" in x for x in extra):
+        extra = (*extra, "--config", "allow.everyone.if.no.acl.found=true")
     data_dir.mkdir(parents=True, exist_ok=True)
     stderr_path = data_dir.parent / f"{data_dir.name}.stderr.log"
     err = open(stderr_path, "a")  # noqa: SIM115 - owned by the child for its lifetime

@@ -119,9 +119,9 @@ def test_bad_acl_state_and_settings_are_one_line(tmp_path: Path,
     (tmp_path / "acls.json").unlink()
     r = subprocess.run([*base, "--config", "allow.everyone.if.no.acl.found=maybe"],
                        capture_output=True, text=True, timeout=60)
-    assert r.returncode == 1 and r.stderr.strip() == (
-        "error: cannot start: allow.everyone.if.no.acl.found must be true or false, "
-        "got 'maybe'"), r.stderr
+    # a bad value is bad usage (the --config registry, docs/configuration.md): status 2
+    assert r.returncode == 2 and r.stderr.strip() == (
+        "error: config allow.everyone.if.no.acl.found must be true or false, got 'maybe'"), r.stderr
 
 
 def test_a_server_bound_beyond_loopback_warns_and_refuses_what_no_acl_allows(

@@ -29,4 +29,4 @@ def test_security_option_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().err == ("error: --security must be one of plaintext, tls-scram, "
                                        "both, got 'kerberos'\n")
     assert main(["bench", "heartbeats", "--security", "tls-scram"]) == 2
-    assert capsys.readouterr().err == "benchmark heartbeats has no --security option\n"
+    assert capsys.readouterr().err == "error: benchmark heartbeats has no --security option\n"

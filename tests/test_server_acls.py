@@ -388,10 +388,17 @@ def test_acls_survive_a_restart(tmp_path: Path) -> None:
             s.client("bob") as bob:
         assert join(alice, group).error_code == E.member_id_required
         assert join(bob, group).error_code == E.group_authorization_failed
-    # --storage memory keeps them in memory only.
+    # --storage memory keeps them in memory only: it reads the data directory's ACLs once
+    # (as the SCRAM credentials) and writes nothing.
     with thread_server(tmp_path / "mem", storage="memory") as s, s.client("admin") as admin:
         grant(admin, RT.GROUP, group, "User:alice", Op.READ)
     assert not (tmp_path / "mem" / "acls.json").exists()
+    before = (tmp_path / "data" / "acls.json").read_bytes()
+    with thread_server(tmp_path / "data", storage="memory") as s, s.client("bob") as bob, \
+            s.client("admin") as admin:
+        assert join(bob, group).error_code == E.group_authorization_failed
+        grant(admin, RT.GROUP, "other", "User:bob", Op.READ)
+    assert (tmp_path / "data" / "acls.json").read_bytes() == before
 
 
 def test_loopback_plaintext_default_allows_and_non_loopback_refuses(tmp_path: Path) -> None:

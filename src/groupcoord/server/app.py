@@ -240,8 +240,9 @@ class KafkaServer:
                                       max_open_files=self.max_open_files)
         self._log = self._given_log or open_record_log(self.storage, self.data_dir,
                                                        self.durability)
-        # ACLs (docs/acls.md): acls.json in the data directory; in memory with --storage memory.
-        acls = AclStore() if self.storage == "memory" else AclStore.in_dir(self.data_dir)
+        # ACLs (docs/acls.md): acls.json in the data directory; --storage memory reads it once
+        # and writes nothing (as the SCRAM credentials).
+        acls = AclStore.in_dir(self.data_dir, persist=self.storage != "memory")
         self.authorizer = Authorizer.from_properties(acls, self.properties,
                                                      self.security_listeners)
         log.info("authorization: %d ACLs, allow.everyone.if.no.acl.found=%s, super.users=%s",

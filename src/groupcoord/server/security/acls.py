@@ -229,10 +229,13 @@ class AclBindingFilter:
 
 
 class AclStore:
-    """The bindings, in memory, saved to ``path`` after each change when a path is given."""
+    """The bindings, in memory, read from ``path`` when given and saved to it after each
+    change unless ``persist`` is false (``--storage memory``: the ACLs a data directory holds
+    are read once at start and nothing is written, as the SCRAM credentials are)."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, *, persist: bool = True) -> None:
         self.path = path
+        self.persist = persist
         self._bindings: dict[AclBinding, None] = {}
         #: Bumped on every change (caches of authorization decisions key on it).
         self.generation = 0
@@ -242,8 +245,8 @@ class AclStore:
             self._load(path)
 
     @classmethod
-    def in_dir(cls, data_dir: Path) -> AclStore:
-        return cls(data_dir / ACL_FILE)
+    def in_dir(cls, data_dir: Path, *, persist: bool = True) -> AclStore:
+        return cls(data_dir / ACL_FILE, persist=persist)
 
     def _load(self, path: Path) -> None:
         try:
@@ -259,7 +262,7 @@ class AclStore:
         self._reindex()
 
     def _save(self) -> None:
-        if self.path is None:
+        if self.path is None or not self.persist:
             return
         tmp = self.path.with_suffix(".json.tmp")
         with open(tmp, "w") as f:
