@@ -50,13 +50,18 @@ def main(argv: list[str]) -> int:
               ("scale.steady.cpu_share", "value", "steady state: share of one core", 1.0)]
     fig, axes = plt.subplots(1, len(panels), figsize=(15, 4.5))
     for ax, (prefix, value, title, scale) in zip(axes, panels, strict=True):
+        drawn = 0
         for label, points in series(results, prefix, value).items():
             points = [(x, y) for x, y in points if y > 0]  # nothing measured: no point
             xs = [x for x, _ in points]
             ys = [y * scale for _, y in points]
             ax.plot(xs, ys, marker="o", label=label)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+            drawn += len(points)
+        if drawn:  # a log axis with no positive value makes matplotlib's ticker fail
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+        else:
+            ax.text(0.5, 0.5, "nothing measured", ha="center", transform=ax.transAxes)
         ax.set_xlabel("partitions")
         ax.set_title(title)
         ax.grid(True, which="both", alpha=0.3)

@@ -93,3 +93,22 @@ def test_tiny_scale_run_shape_and_plot(tmp_path: Path) -> None:
         if r.name.startswith("scale.churn.moved"):
             # one member of six restarted: its two partitions at least found a new owner
             assert r.value >= 2 and r.params["restarted_per_wave"] == 1
+
+
+def test_plot_of_a_run_that_measured_nothing(tmp_path: Path) -> None:
+    """A tiny run can measure 0 (no CPU share, a storm under a millisecond): the plot still
+    comes out (a log axis without a positive value made matplotlib fail)."""
+    import json
+    import subprocess
+    import sys
+
+    results = [{"name": "scale.storm.members=10", "value": 0.0,
+                "params": {"members": 10, "topics": 1, "partitions": 10, "server_cpu_s": 0.0}},
+               {"name": "scale.steady.cpu_share.members=10", "value": 0.0,
+                "params": {"members": 10, "topics": 1, "partitions": 10}}]
+    (tmp_path / "s.json").write_text(json.dumps(results))
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "_plot_scale.py"
+    r = subprocess.run([sys.executable, str(script), str(tmp_path / "s.json"),
+                        str(tmp_path / "o.png")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (tmp_path / "o.png").stat().st_size > 0
