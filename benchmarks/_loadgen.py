@@ -37,6 +37,8 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from groupcoord.protocol.fast import compact_nullable_string, uvarint
+
 HB_API_KEY = 68
 HB_VERSION = 1
 UNKNOWN_MEMBER_ID = 25
@@ -46,22 +48,6 @@ _HDR = struct.Struct(">hhi")
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 _RESP_HEAD = struct.Struct(">iih")  # correlation id, (tagged fields byte skipped), throttle, error
-
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _compact_str(s: str | None) -> bytes:
-    if s is None:
-        return b"\x00"
-    b = s.encode()
-    return _uvarint(len(b) + 1) + b
 
 
 def _read_uvarint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
@@ -85,24 +71,24 @@ def encode_heartbeat(group: str, member_id: str, epoch: int, *, client_id: str =
     (patched in place at offset 8 before sending)."""
     cid = client_id.encode()
     parts = [_HDR.pack(HB_API_KEY, HB_VERSION, 0), _I16.pack(len(cid)), cid, b"\x00",
-             _compact_str(group), _compact_str(member_id), _I32.pack(epoch),
+             compact_nullable_string(group), compact_nullable_string(member_id), _I32.pack(epoch),
              b"\x00", b"\x00",  # instance id, rack id: null
              _I32.pack(rebalance_timeout_ms)]
     if topics is None:
         parts.append(b"\x00")
     else:
-        parts.append(_uvarint(len(topics) + 1))
-        parts.extend(_compact_str(t) for t in topics)
+        parts.append(uvarint(len(topics) + 1))
+        parts.extend(compact_nullable_string(t) for t in topics)
     parts.append(b"\x00")  # subscribed topic regex: null
     parts.append(b"\x00")  # server assignor: null
     if owned is None:
         parts.append(b"\x00")
     else:
-        parts.append(_uvarint(len(owned) + 1))
+        parts.append(uvarint(len(owned) + 1))
         for tid in sorted(owned):
             ps = owned[tid]
             parts.append(tid.bytes)
-            parts.append(_uvarint(len(ps) + 1))
+            parts.append(uvarint(len(ps) + 1))
             if ps:
                 parts.append(struct.pack(f">{len(ps)}i", *ps))
             parts.append(b"\x00")
