@@ -21,8 +21,10 @@ serve: $(INSTALLED)
 
 # The whole suite (a subset: make test ARGS='tests/test_offsets.py -x'); pytest's exit status 5
 # (no test collected) is a failure with its own message.
+# Two workers, whole files per worker (pytest-xdist): most of the suite waits on subprocesses
+# and sockets, and serially it outgrew CI's 20 minutes on this machine's 2 cores.
 test: $(INSTALLED)
-	$(PY) -m pytest $(ARGS); status=$$?; \
+	$(PY) -m pytest -n 2 --dist loadfile $(ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; fi; \
 	exit $$status
 
