@@ -4,6 +4,7 @@ from scratch, over random sequences of group changes."""
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 from uuid import UUID
 
@@ -125,3 +126,40 @@ def test_preferred_server_assignor_counts_named_assignors_only() -> None:
     assert preferred_server_assignor(ms[1:2] + ms[3:], "range") == "uniform"
     assert preferred_server_assignor(ms[3:], "uniform") == "uniform"  # none named: the default
     assert preferred_server_assignor([ms[0], ms[1]], "x") == "range"  # a tie: by name
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(70, 130), st.lists(st.sampled_from(["rotate", "join", "leave", "touch", "none"]),
+                                      min_size=1, max_size=6), st.randoms(use_true_random=False))
+def test_reused_input_in_another_member_order(n: int, ops: list[str], rnd: random.Random) -> None:
+    """Many members listed in another order than last time (the by-member-id branch)."""
+    group = ConsumerGroup("g")
+    group.subscription_metadata = {"foo": TopicMetadata(TOPICS["foo"], "foo", 300)}
+    for i in range(n):
+        group.put_member(ConsumerGroupMember(f"m{i}", subscribed_topic_names=("foo",)))
+    assignor = UniformAssignor()
+    _, records = target_assignment_records(group, dict(group.members), {}, 1, assignor)
+    _apply(group, records)
+    for epoch, op in enumerate(ops, start=2):
+        mids = list(group.members)
+        if op == "rotate":  # the group's dict in another order
+            group.members = {mid: group.members[mid] for mid in mids[1:] + mids[:1]}
+        elif op == "join":
+            group.put_member(ConsumerGroupMember(f"j{epoch}", subscribed_topic_names=("foo",)))
+        elif op == "leave":
+            group.remove_member(rnd.choice(mids))
+        elif op == "touch":  # new member objects, equal content
+            for mid in rnd.sample(mids, min(len(mids), 20)):
+                group.put_member(replace(group.members[mid]))
+        reuse = group.assignor_input
+        assert isinstance(reuse, AssignorInput)
+        _same_spec(group, reuse)
+        scratch = ConsumerGroup("g")
+        scratch.subscription_metadata = group.subscription_metadata
+        scratch.target_assignment = dict(group.target_assignment)
+        _, want = target_assignment_records(scratch, dict(group.members),
+                                            dict(group.target_assignment), epoch, UniformAssignor())
+        _, got = target_assignment_records(group, dict(group.members),
+                                           dict(group.target_assignment), epoch, assignor)
+        assert got == want
+        _apply(group, got)

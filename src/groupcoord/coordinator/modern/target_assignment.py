@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import compress, repeat
-from operator import attrgetter, is_not, or_
+from operator import and_, attrgetter, is_, is_not
 from uuid import UUID
 
 from groupcoord.coordinator.assignors.base import (
@@ -58,16 +58,22 @@ class AssignorInput:
     ``MemberSubscription`` is built again only when its member object or its target mapping is
     not the very object it was built from (members are frozen dataclasses, mappings read-only by
     contract, so the same object means the same input), or when the subscription metadata
-    changed. Between two target computations a few members change, so the input costs a few
-    C-level passes over the members instead of one Python-level build per member (KIP-848
-    "Target Assignment": upstream's TargetAssignmentBuilder likewise takes the existing members
-    and only the updated ones).
+    changed. Between two target computations a few members change, and the group lists its
+    members in the same order (new ones last), so the input costs a few C-level passes of
+    pointer comparisons instead of one Python-level build per member (KIP-848 "Target
+    Assignment": upstream's TargetAssignmentBuilder likewise takes the existing members and
+    only the updated ones).
     """
 
     metadata: Mapping[str, TopicMetadata] = field(default_factory=dict)
     topics: dict[UUID, TopicMetadata] = field(default_factory=dict)
-    members: dict[str, ConsumerGroupMember] = field(default_factory=dict)
-    targets: dict[str, Assignment] = field(default_factory=dict)
+    #: The last call's member ids, and aligned with them the member objects, target mappings
+    #: and ``MemberSubscription`` built.
+    mids: list[str] = field(default_factory=list)
+    members: list[ConsumerGroupMember] = field(default_factory=list)
+    targets: list[Assignment] = field(default_factory=list)
+    subscriptions: list[MemberSubscription] = field(default_factory=list)
+    #: The last call's ``GroupSpec.members`` (read-only: assignors do not mutate their input).
     specs: dict[str, MemberSubscription] = field(default_factory=dict)
     #: (topic names, regex) -> topic ids, against ``metadata``.
     topic_ids: dict[tuple[tuple[str, ...], str | None], frozenset[UUID]] = field(default_factory=dict)
@@ -91,30 +97,60 @@ def group_spec(
         reuse.metadata = dict(metadata)
         reuse.topics = {t.topic_id: t for t in metadata.values()}
         reuse.topic_ids = {}
+        reuse.mids, reuse.members, reuse.targets, reuse.subscriptions = [], [], [], []
         reuse.specs = {}
-        reuse.members = {}
-        reuse.targets = {}
     mids = list(members)
     objs = list(members.values())
     assigned = list(map(targets.get, mids, repeat(EMPTY)))
-    specs = list(map(reuse.specs.get, mids))
-    stale = compress(range(len(mids)), map(
-        or_, map(is_not, map(reuse.members.get, mids), objs),
-        map(is_not, map(reuse.targets.get, mids), assigned)))
+    # Members listed as last time, same objects: kept by position (pointer comparisons).
+    same = list(map(and_, map(is_, objs, reuse.members), map(is_, assigned, reuse.targets)))
+    k = same.index(False) if False in same else len(same)
+    if mids[:k] != reuse.mids[:k]:
+        k = 0
+    subscriptions: list[MemberSubscription] = reuse.subscriptions[:k]
+    tail = range(k, len(mids))
+    if len(tail) > 64:  # another order: by member id
+        before = {mid: (m, t, sub) for mid, m, t, sub in zip(
+            reuse.mids, reuse.members, reuse.targets, reuse.subscriptions, strict=True)}
+    else:
+        before = {}
     cache = reuse.topic_ids
-    for i in stale:
+    for i in tail:
+        mid = mids[i]
         m = objs[i]
+        a = assigned[i]
+        old = before.get(mid) if before else _find(reuse, mid, k)
+        if old is not None and old[0] is m and old[1] is a:
+            subscriptions.append(old[2])
+            continue
         key = (m.subscribed_topic_names, m.subscribed_topic_regex)
         ids = cache.get(key)
         if ids is None:
             ids = subscribed_topic_ids(m.subscribed_topic_names, m.subscribed_topic_regex, metadata)
             cache[key] = ids
-        specs[i] = MemberSubscription(mids[i], ids, assigned[i], m.instance_id, m.rack_id,
-                                      partial(held_since, m))
-    reuse.members = dict(zip(mids, objs, strict=True))
-    reuse.targets = dict(zip(mids, assigned, strict=True))
-    reuse.specs = dict(zip(mids, specs, strict=True))  # type: ignore[arg-type]
-    return GroupSpec(dict(reuse.specs), reuse.topics)
+        subscriptions.append(MemberSubscription(mid, ids, a, m.instance_id, m.rack_id,
+                                                partial(held_since, m)))
+    if k == len(reuse.mids) and reuse.specs:
+        # The members of last time, then new ones: the last spec plus them.
+        specs = dict(reuse.specs)
+        for i in tail:
+            specs[mids[i]] = subscriptions[i]
+    else:
+        specs = dict(zip(mids, subscriptions, strict=True))
+    reuse.mids, reuse.members, reuse.targets = mids, objs, assigned
+    reuse.subscriptions = subscriptions
+    reuse.specs = specs
+    return GroupSpec(specs, reuse.topics)
+
+
+def _find(reuse: AssignorInput, mid: str, start: int
+          ) -> tuple[ConsumerGroupMember, Assignment, MemberSubscription] | None:
+    """The previous call's member ``mid`` (at or after position ``start``), or None."""
+    try:
+        j = reuse.mids.index(mid, start)
+    except ValueError:
+        return None
+    return reuse.members[j], reuse.targets[j], reuse.subscriptions[j]
 
 
 def target_assignment_records(
