@@ -188,6 +188,19 @@ def apply_targets(group: ConsumerGroup, records: list[Record]) -> None:
             group.target_assignment[mid] = value.partitions  # type: ignore[union-attr]
 
 
+def moved_by(group: ConsumerGroup, records: list[Record]) -> int:
+    """Partitions of ``group``'s target that the target records give to another member."""
+    n = 0
+    for rec in records:
+        mid = getattr(rec.key, "member_id", None)
+        if mid is None:
+            continue
+        new = {} if rec.value is None else rec.value.partitions  # type: ignore[union-attr]
+        for tid, ps in group.target_assignment.get(mid, {}).items():
+            n += len(ps - new.get(tid, frozenset()))
+    return n
+
+
 def target_group(sc: Scenario, assignor: PartitionAssignor) -> tuple[ConsumerGroup, str]:
     """A group of ``members - 1`` members with their computed target; the id of one more."""
     topics = make_topics(sc.topics, sc.partitions)
@@ -220,7 +233,8 @@ def _target_results(make: Callable[[], PartitionAssignor], sc: Scenario,
     ms = median_ms(lambda: out.append(compute_target(group, assignor, 2)), repeat=repeat,
                    setup=before_join)
     results = [Result(f"target.join.{sc.suffix}", ms, "ms",
-                      sc.params(scenario="target.join", records=len(out[-1])))]
+                      sc.params(scenario="target.join", records=len(out[-1]),
+                                moved=moved_by(group, out[-1])))]
 
     loaded_group: list[ConsumerGroup] = []
     fresh: list[PartitionAssignor] = []
