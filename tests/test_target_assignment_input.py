@@ -114,6 +114,8 @@ def test_reused_input_equals_input_built_from_scratch(ops: list[tuple[str, int]]
                                                dict(group.target_assignment), epoch, assignor)
             assert got == want
             _apply(group, got)
+            # every member has a target, and only members (leavers' targets are tombstoned)
+            assert group.target_assignment.keys() == group.members.keys()
 
 
 def test_preferred_server_assignor_counts_named_assignors_only() -> None:

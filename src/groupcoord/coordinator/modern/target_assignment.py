@@ -109,17 +109,17 @@ def group_spec(
         k = 0
     subscriptions: list[MemberSubscription] = reuse.subscriptions[:k]
     tail = range(k, len(mids))
+    before: dict[str, tuple[ConsumerGroupMember, Assignment, MemberSubscription]] | None = None
     if len(tail) > 64:  # another order: by member id
         before = {mid: (m, t, sub) for mid, m, t, sub in zip(
-            reuse.mids, reuse.members, reuse.targets, reuse.subscriptions, strict=True)}
-    else:
-        before = {}
+            reuse.mids[k:], reuse.members[k:], reuse.targets[k:], reuse.subscriptions[k:],
+            strict=True)}
     cache = reuse.topic_ids
     for i in tail:
         mid = mids[i]
         m = objs[i]
         a = assigned[i]
-        old = before.get(mid) if before else _find(reuse, mid, k)
+        old = _find(reuse, mid, k) if before is None else before.get(mid)
         if old is not None and old[0] is m and old[1] is a:
             subscriptions.append(old[2])
             continue
@@ -172,15 +172,17 @@ def target_assignment_records(
     gid = group.group_id
     old_targets = group.target_assignment
     mids = list(result)
+    olds = list(map(old_targets.get, mids))
     # Assignors hand unchanged members their input mapping back: identity first, in C.
-    maybe = compress(mids, map(is_not, map(old_targets.get, mids), result.values()))
+    maybe = compress(mids, map(is_not, olds, result.values()))
     for mid in sorted(maybe):
         new = result[mid]
         old = old_targets.get(mid)
         if old is None or _normalised(old) != _normalised(new):
             records.append(target_member_record(gid, mid, new))
-    for mid in sorted(old_targets.keys() - result.keys()):
-        records.append(target_member_tombstone(gid, mid))
+    if len(old_targets) != len(mids) - olds.count(None):  # targets of members no longer here
+        for mid in sorted(old_targets.keys() - result.keys()):
+            records.append(target_member_tombstone(gid, mid))
     records.append(target_assignment_metadata_record(gid, epoch, timestamp_ms))
     return result, records
 
