@@ -159,9 +159,10 @@ def _subscribed_topics(spec: GroupSpec, topic_ids: Iterable[UUID]) -> dict[UUID,
         meta = spec.topics.get(tid)
         if meta is not None and meta.num_partitions > 0:
             found[tid] = _Topic(tid, meta.name, meta.num_partitions)
-    for rank, t in enumerate(sorted(found.values(), key=lambda t: (t.name, t.topic_id))):
+    # UUIDs order as their ``int`` (which compares in C; ``UUID.__lt__`` is Python code).
+    for rank, t in enumerate(sorted(found.values(), key=lambda t: (t.name, t.topic_id.int))):
         t.handout_rank = rank
-    for rank, t in enumerate(sorted(found.values(), key=lambda t: t.topic_id)):
+    for rank, t in enumerate(sorted(found.values(), key=lambda t: t.topic_id.int)):
         t.id_rank = rank
         t.all_partitions = _partition_range(t.num_partitions)
     return found
