@@ -23,6 +23,9 @@ delta records, on a ``ConsumerGroup`` model (no shard, no records replayed throu
   computation (its records applied as replay applies them), then one member joins; each timed
   run is preceded (untimed) by that previous computation, so the coordinator's and the
   assignor's reusable state is what it is between two epochs;
+- ``target.join_reconciling``: ``target.join`` where a tenth of the members were replaced by
+  new member objects since the previous computation (their epoch bumped, as reconciliation does
+  during a join storm), their subscriptions and targets unchanged;
 - ``target.join_loaded``: the same group as just loaded: every member object and target mapping
   rebuilt (mappings decoded from their record encoding), a new assignor: the first computation
   after a load.
@@ -235,6 +238,16 @@ def _target_results(make: Callable[[], PartitionAssignor], sc: Scenario,
     results = [Result(f"target.join.{sc.suffix}", ms, "ms",
                       sc.params(scenario="target.join", records=len(out[-1]),
                                 moved=moved_by(group, out[-1])))]
+
+    def before_join_reconciling() -> None:  # and a tenth of the members reconciled meanwhile
+        before_join()
+        for m in list(group.members.values())[::10]:
+            group.put_member(replace(m, member_epoch=m.member_epoch + 1))
+
+    ms = median_ms(lambda: compute_target(group, assignor, 2), repeat=repeat,
+                   setup=before_join_reconciling)
+    results.append(Result(f"target.join_reconciling.{sc.suffix}", ms, "ms",
+                          sc.params(scenario="target.join_reconciling")))
 
     loaded_group: list[ConsumerGroup] = []
     fresh: list[PartitionAssignor] = []

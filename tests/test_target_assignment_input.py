@@ -26,7 +26,7 @@ TOPICS = {name: UUID(int=k + 1) for k, name in enumerate(["foo", "bar", "baz"])}
 SUBSCRIPTIONS = [("foo",), ("foo", "bar"), ("bar", "baz"), ("foo", "bar", "baz"), ()]
 
 OPS = st.lists(st.tuples(
-    st.sampled_from(["join", "leave", "resubscribe", "regex", "copy_member", "rack", "grow",
+    st.sampled_from(["join", "leave", "resubscribe", "regex", "copy_member", "reconcile", "rack", "grow",
                      "add_topic", "compute", "reset_target", "copy_target", "copy_metadata"]),
     st.integers(0, 1000)), min_size=1, max_size=25)
 
@@ -81,6 +81,11 @@ def test_reused_input_equals_input_built_from_scratch(ops: list[tuple[str, int]]
             group.put_member(replace(group.members[mid], subscribed_topic_regex="ba.*"))
         elif op == "copy_member":  # an equal member, another object
             group.put_member(replace(group.members[mid]))
+        elif op == "reconcile":  # another member object: its current assignment and epoch
+            m = group.members[mid]
+            group.put_member(replace(m, member_epoch=m.member_epoch + 1 + k % 3,
+                                     assigned_partitions=group.target_assignment.get(mid, {}),
+                                     assignment_epochs={}))
         elif op == "rack":
             group.put_member(replace(group.members[mid], rack_id=f"r{k % 3}"))
         elif op == "grow":

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import compress, repeat
-from operator import and_, attrgetter, is_, is_not
+from operator import and_, attrgetter, eq, is_, is_not, not_
 from uuid import UUID
 
 from groupcoord.coordinator.assignors.base import (
@@ -75,6 +75,9 @@ class AssignorInput:
     subscriptions: list[MemberSubscription] = field(default_factory=list)
     #: The last call's ``GroupSpec.members`` (read-only: assignors do not mutate their input).
     specs: dict[str, MemberSubscription] = field(default_factory=dict)
+    #: The members of the latest call, where the ``held_since`` of its subscriptions looks
+    #: (a spec is used right after it is built).
+    latest: Mapping[str, ConsumerGroupMember] = field(default_factory=dict)
     #: (topic names, regex) -> topic ids, against ``metadata``.
     topic_ids: dict[tuple[tuple[str, ...], str | None], frozenset[UUID]] = field(default_factory=dict)
 
@@ -102,38 +105,48 @@ def group_spec(
     mids = list(members)
     objs = list(members.values())
     assigned = list(map(targets.get, mids, repeat(EMPTY)))
-    # Members listed as last time, same objects: kept by position (pointer comparisons).
-    same = list(map(and_, map(is_, objs, reuse.members), map(is_, assigned, reuse.targets)))
-    k = same.index(False) if False in same else len(same)
-    if mids[:k] != reuse.mids[:k]:
-        k = 0
-    subscriptions: list[MemberSubscription] = reuse.subscriptions[:k]
-    tail = range(k, len(mids))
+    reuse.latest = members
+    # Position by position against last time (pointer comparisons): the same member id with
+    # the same target mapping keeps its MemberSubscription when the member object is the same,
+    # or another one with the same subscription, instance and rack (reconciliation replaces
+    # member objects all the time; held_since looks the member up when called).
+    aligned = mids[:len(reuse.mids)] == reuse.mids  # the ids of last time, in their places
+    same = list(map(and_, map(is_, assigned, reuse.targets), map(is_, objs, reuse.members)))
+    same_mid = [True] * len(same) if aligned else list(map(eq, mids, reuse.mids))
+    if not aligned:
+        same = list(map(and_, same, same_mid))
+    subscriptions = reuse.subscriptions[:len(mids)]
+    subscriptions += repeat(None, len(mids) - len(subscriptions))  # type: ignore[arg-type]
+    todo = [*compress(range(len(same)), map(not_, same))] if False in same else []
+    todo += range(len(same), len(mids))
     before: dict[str, tuple[ConsumerGroupMember, Assignment, MemberSubscription]] | None = None
-    if len(tail) > 64:  # another order: by member id
+    if len(todo) > 8:  # one dict rather than a scan per member
         before = {mid: (m, t, sub) for mid, m, t, sub in zip(
-            reuse.mids[k:], reuse.members[k:], reuse.targets[k:], reuse.subscriptions[k:],
-            strict=True)}
+            reuse.mids, reuse.members, reuse.targets, reuse.subscriptions, strict=True)}
     cache = reuse.topic_ids
-    for i in tail:
+    for i in todo:
         mid = mids[i]
         m = objs[i]
         a = assigned[i]
-        old = _find(reuse, mid, k) if before is None else before.get(mid)
-        if old is not None and old[0] is m and old[1] is a:
-            subscriptions.append(old[2])
+        if i < len(same_mid) and same_mid[i]:
+            old: tuple[ConsumerGroupMember, Assignment, MemberSubscription] | None = (
+                reuse.members[i], reuse.targets[i], reuse.subscriptions[i])
+        else:
+            old = _find(reuse, mid) if before is None else before.get(mid)
+        if old is not None and old[1] is a and _same_subscriber(old[0], m):
+            subscriptions[i] = old[2]
             continue
         key = (m.subscribed_topic_names, m.subscribed_topic_regex)
         ids = cache.get(key)
         if ids is None:
             ids = subscribed_topic_ids(m.subscribed_topic_names, m.subscribed_topic_regex, metadata)
             cache[key] = ids
-        subscriptions.append(MemberSubscription(mid, ids, a, m.instance_id, m.rack_id,
-                                                partial(held_since, m)))
-    if k == len(reuse.mids) and reuse.specs:
-        # The members of last time, then new ones: the last spec plus them.
+        subscriptions[i] = MemberSubscription(mid, ids, a, m.instance_id, m.rack_id,
+                                              partial(_held_since_latest, reuse, mid))
+    if aligned and reuse.specs:
+        # The member ids of last time in the same places, then new ones: the last spec, updated.
         specs = dict(reuse.specs)
-        for i in tail:
+        for i in todo:
             specs[mids[i]] = subscriptions[i]
     else:
         specs = dict(zip(mids, subscriptions, strict=True))
@@ -143,11 +156,24 @@ def group_spec(
     return GroupSpec(specs, reuse.topics)
 
 
-def _find(reuse: AssignorInput, mid: str, start: int
+def _same_subscriber(old: ConsumerGroupMember, new: ConsumerGroupMember) -> bool:
+    """Whether two member objects give the same ``MemberSubscription`` (but ``held_since``)."""
+    return old is new or (old.subscribed_topic_names == new.subscribed_topic_names
+                          and old.subscribed_topic_regex == new.subscribed_topic_regex
+                          and old.instance_id == new.instance_id and old.rack_id == new.rack_id)
+
+
+def _held_since_latest(reuse: AssignorInput, member_id: str, topic_id: UUID,
+                       partition: int) -> int | None:
+    """``held_since`` of the member as given to the latest :func:`group_spec` call."""
+    return held_since(reuse.latest[member_id], topic_id, partition)
+
+
+def _find(reuse: AssignorInput, mid: str
           ) -> tuple[ConsumerGroupMember, Assignment, MemberSubscription] | None:
-    """The previous call's member ``mid`` (at or after position ``start``), or None."""
+    """The previous call's member ``mid``, or None."""
     try:
-        j = reuse.mids.index(mid, start)
+        j = reuse.mids.index(mid)
     except ValueError:
         return None
     return reuse.members[j], reuse.targets[j], reuse.subscriptions[j]
