@@ -14,6 +14,22 @@ style member ids (base64 of random UUIDs, so id order differs from creation orde
 - ``hetero_full`` / ``hetero_join`` (uniform only): heterogeneous subscriptions, each member
   subscribing to a random 5 to 20 of 50 topics.
 
+``target.*`` time the coordinator's whole target computation (KIP-848 "Target Assignment", the
+server-side branch of the consumer handlers' ``_compute_target_assignment``): choosing the
+assignor, building its input from the group's members and target, the uniform assignor, and the
+delta records, on a ``ConsumerGroup`` model (no shard, no records replayed through one):
+
+- ``target.join``: ``members - 1`` members whose target was computed by the previous
+  computation (its records applied as replay applies them), then one member joins; each timed
+  run is preceded (untimed) by that previous computation, so the coordinator's and the
+  assignor's reusable state is what it is between two epochs;
+- ``target.join_reconciling``: ``target.join`` where a tenth of the members were replaced by
+  new member objects since the previous computation (their epoch bumped, as reconciliation does
+  during a join storm), their subscriptions and targets unchanged;
+- ``target.join_loaded``: the same group as just loaded: every member object and target mapping
+  rebuilt (mappings decoded from their record encoding), a new assignor: the first computation
+  after a load.
+
 kafka-python 3.0.12's client-side ``StickyPartitionAssignor`` (KIP-54) runs on the same inputs in
 the same run (``peer.kafka-python.sticky...``): subscriptions are handed to it already decoded
 (``StickyAssignorUserData`` objects with generation 1), so only its algorithm is timed. Join
@@ -25,7 +41,7 @@ from __future__ import annotations
 import random
 from base64 import urlsafe_b64encode
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from uuid import UUID
 
@@ -38,6 +54,12 @@ from groupcoord.coordinator.assignors import (
     RangeAssignor,
     UniformAssignor,
 )
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, ConsumerGroupMember
+from groupcoord.coordinator.modern.target_assignment import (
+    preferred_server_assignor,
+    target_assignment_records,
+)
+from groupcoord.coordinator.records import Record, decode_assignment, encode_assignment
 from groupcoord.coordinator.topics import TopicMetadata
 
 PEER = "kafka-python 3.0.12"
@@ -140,6 +162,112 @@ def moved(spec: GroupSpec, result: Mapping[str, Mapping[UUID, frozenset[int]]]) 
         for mid, m in spec.members.items()
         for tid, ps in m.assigned_partitions.items()
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# The coordinator's target computation
+# ---------------------------------------------------------------------------------------------
+
+
+def compute_target(group: ConsumerGroup, assignor: PartitionAssignor, epoch: int) -> list[Record]:
+    """The server-side branch of the consumer handlers' target computation, as they call it."""
+    members = dict(group.members)
+    previous = dict(group.target_assignment)
+    preferred_server_assignor(members.values(), assignor.name)
+    _, records = target_assignment_records(group, members, previous, epoch, assignor)
+    return records
+
+
+def apply_targets(group: ConsumerGroup, records: list[Record]) -> None:
+    """Apply target records to ``group`` as the consumer handlers' replay does."""
+    for rec in records:
+        value = rec.value
+        mid = getattr(rec.key, "member_id", None)
+        if mid is None:
+            group.assignment_epoch = value.assignment_epoch  # type: ignore[union-attr]
+        elif value is None:
+            group.target_assignment.pop(mid, None)
+        else:
+            group.target_assignment[mid] = value.partitions  # type: ignore[union-attr]
+
+
+def moved_by(group: ConsumerGroup, records: list[Record]) -> int:
+    """Partitions of ``group``'s target that the target records give to another member."""
+    n = 0
+    for rec in records:
+        mid = getattr(rec.key, "member_id", None)
+        if mid is None:
+            continue
+        new = {} if rec.value is None else rec.value.partitions  # type: ignore[union-attr]
+        for tid, ps in group.target_assignment.get(mid, {}).items():
+            n += len(ps - new.get(tid, frozenset()))
+    return n
+
+
+def target_group(sc: Scenario, assignor: PartitionAssignor) -> tuple[ConsumerGroup, str]:
+    """A group of ``members - 1`` members with their computed target; the id of one more."""
+    topics = make_topics(sc.topics, sc.partitions)
+    group = ConsumerGroup("bench")
+    group.subscription_metadata = {t.name: t for t in topics.values()}
+    names = tuple(sorted(group.subscription_metadata))
+    ids = make_member_ids(sc.members)
+    for mid in ids[:-1]:
+        group.put_member(ConsumerGroupMember(mid, subscribed_topic_names=names,
+                                             server_assignor=assignor.name))
+    group.group_epoch = 1
+    apply_targets(group, compute_target(group, assignor, 1))
+    return group, ids[-1]
+
+
+def _target_results(make: Callable[[], PartitionAssignor], sc: Scenario,
+                    repeat: int) -> list[Result]:
+    assignor = make()
+    group, joining = target_group(sc, assignor)
+    names = next(iter(group.members.values())).subscribed_topic_names
+    newcomer = ConsumerGroupMember(joining, subscribed_topic_names=names,
+                                   server_assignor=assignor.name)
+
+    def before_join() -> None:  # the previous epoch's computation, then the member joins
+        group.remove_member(joining)
+        compute_target(group, assignor, 1)
+        group.put_member(newcomer)
+
+    out: list[list[Record]] = []
+    ms = median_ms(lambda: out.append(compute_target(group, assignor, 2)), repeat=repeat,
+                   setup=before_join)
+    results = [Result(f"target.join.{sc.suffix}", ms, "ms",
+                      sc.params(scenario="target.join", records=len(out[-1]),
+                                moved=moved_by(group, out[-1])))]
+
+    def before_join_reconciling() -> None:  # and a tenth of the members reconciled meanwhile
+        before_join()
+        for m in list(group.members.values())[::10]:
+            group.put_member(replace(m, member_epoch=m.member_epoch + 1))
+
+    ms = median_ms(lambda: compute_target(group, assignor, 2), repeat=repeat,
+                   setup=before_join_reconciling)
+    results.append(Result(f"target.join_reconciling.{sc.suffix}", ms, "ms",
+                          sc.params(scenario="target.join_reconciling")))
+
+    loaded_group: list[ConsumerGroup] = []
+    fresh: list[PartitionAssignor] = []
+
+    def load() -> None:  # every member object and mapping rebuilt, a new assignor
+        g = ConsumerGroup("bench")
+        g.subscription_metadata = dict(group.subscription_metadata)
+        for m in group.members.values():
+            g.put_member(replace(m))
+        for mid, a in group.target_assignment.items():
+            g.target_assignment[mid] = decode_assignment(encode_assignment(a))
+        g.group_epoch, g.assignment_epoch = 2, 1
+        loaded_group[:] = [g]
+        fresh[:] = [make()]
+
+    ms = median_ms(lambda: compute_target(loaded_group[0], fresh[0], 2), repeat=repeat,
+                   setup=load)
+    results.append(Result(f"target.join_loaded.{sc.suffix}", ms, "ms",
+                          sc.params(scenario="target.join_loaded")))
+    return results
 
 
 # ---------------------------------------------------------------------------------------------
@@ -253,6 +381,8 @@ def run(quick: bool = False) -> list[Result]:
     results.append(Result(f"uniform.hetero_join.{hetero.suffix}", ms, "ms",
                           hetero.params(scenario="hetero_join", moved=moved(spec, out))))
     results += _assignor_results("range", RangeAssignor, main, big, repeat)
+    for sc in (main, big):
+        results += _target_results(UniformAssignor, sc, repeat)
 
     # kafka-python's sticky assignor on the same inputs.
     for scenario, spec in (("full", full_spec(main)), ("join", join_spec(main, UniformAssignor()))):

@@ -602,3 +602,58 @@ def test_heterogeneous_member_without_topics(nmembers: int) -> None:
     result = fresh().assign(spec_of({FOO: ("foo", 4)}, subs, {}))
     assert result["idle"] == {}
     check_legal(spec_of({FOO: ("foo", 4)}, subs, {}), result)
+
+
+BIG_EVENTS = st.lists(
+    st.tuples(st.sampled_from(["join", "join_many", "leave", "reset", "copy", "shuffle", "rotate",
+                               "grow", "same"]),
+              st.integers(0, 10_000)),
+    min_size=1, max_size=8,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(BIG_EVENTS, st.integers(60, 140), st.integers(0, 400), st.randoms(use_true_random=False))
+def test_memo_path_equals_full_read_in_any_member_order(
+        events: list[tuple[str, int]], nmembers: int, nparts: int, rnd: random.Random) -> None:
+    """The memo certifies members by position while the input lists them as its output did,
+    and by member id after that (one by one for a few members, in bulk for many): any order,
+    any change, the same result as the full read."""
+    memo = UniformAssignor()
+    sizes = {FOO: nparts, BAR: 7}
+    names = dict(TOPIC_POOL)
+    current: dict[str, Mapping[UUID, frozenset[int]]] = {f"m{i}": {} for i in range(nmembers)}
+    counter = nmembers
+    for event, k in events:
+        mids = list(current)
+        if event == "join":
+            current[f"n{counter}"] = {}
+            counter += 1
+        elif event == "join_many":
+            for _ in range(1 + k % 80):
+                current[f"n{counter}"] = {}
+                counter += 1
+        elif event == "leave" and len(current) > 1:
+            del current[mids[k % len(mids)]]
+        elif event == "reset":
+            current[mids[k % len(mids)]] = {}
+        elif event == "copy":
+            current[mids[k % len(mids)]] = dict(current[mids[k % len(mids)]])
+        elif event == "shuffle":
+            rnd.shuffle(mids)
+            current = {mid: current[mid] for mid in mids}
+        elif event == "rotate":  # the first member moved last: everything shifts by one
+            current = {mid: current[mid] for mid in mids[1:] + mids[:1]}
+        elif event == "grow":
+            sizes[FOO] += 1 + k % 5
+        subs = frozenset(sizes)
+        topics = {t: TopicMetadata(t, names[t], n) for t, n in sizes.items()}
+        spec = GroupSpec({mid: MemberSubscription(mid, subs, a) for mid, a in current.items()},
+                         topics)
+        result = memo.assign(spec)
+        check_legal(spec, result)
+        assert normal(result) == normal(fresh().assign(copy.deepcopy(spec)))
+        for mid, a in current.items():  # unchanged members get their input mapping back
+            if normal({mid: result[mid]}) == normal({mid: a}):
+                assert result[mid] is a or not a
+        current = dict(result)

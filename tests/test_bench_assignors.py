@@ -27,6 +27,9 @@ def test_quick_run_shape() -> None:
         f"range.join.{suffix}",
         f"peer.kafka-python.sticky.full.{suffix}",
         f"peer.kafka-python.sticky.join.{suffix}",
+        f"target.join.{suffix}",
+        f"target.join_loaded.{suffix}",
+        "target.join.members=50.partitions=500",
     ):
         assert expected in names
     for r in results:
@@ -40,3 +43,6 @@ def test_quick_run_shape() -> None:
         assert set(json) == {"name", "value", "unit", "params"}
         if ".join." in r.name:
             assert r.params["moved"] >= 0
+        if r.name.startswith("target.join."):
+            # one member joins a balanced group: it gets its share, taken from others
+            assert r.params["records"] >= 2 and r.params["moved"] > 0

@@ -44,7 +44,12 @@ mapping object, partition counts, topic sizes). When every member's ``assigned_p
 free partitions (those of members that left, and of grown topics) are known without reading the
 others, and the result is the same as the full read would give: the remembered output was legal
 and complete, and mappings are read-only. Anything else (copied mappings, changed topics or
-subscriptions) takes the full read. The memory is bounded (the recent outputs kept hold at most
+subscriptions) takes the full read. A coordinator lists a group's members in the same order
+from one computation to the next (new members last), so the check goes by position first: the
+members that come in the output's order with its mappings are certified by pointer comparisons
+alone, the rest by member id; the result starts from a copy of the remembered output. Between
+two epochs of a 10,000-member group this touches no member's mapping and looks up no member id
+but the few that changed. The memory is bounded (the recent outputs kept hold at most
 ``memo_members`` member mappings in all and are at most ``memo_records`` outputs, 64 by
 default; the newest output is always kept) and only affects
 speed, never results; ``UniformAssignor(memo_members=0)`` turns it off. The built-in instance is
@@ -61,7 +66,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import compress, repeat
-from operator import attrgetter, is_, is_not, not_
+from operator import attrgetter, eq, is_, is_not, ne
 from uuid import UUID
 
 from groupcoord.coordinator.assignors.base import (
@@ -154,9 +159,10 @@ def _subscribed_topics(spec: GroupSpec, topic_ids: Iterable[UUID]) -> dict[UUID,
         meta = spec.topics.get(tid)
         if meta is not None and meta.num_partitions > 0:
             found[tid] = _Topic(tid, meta.name, meta.num_partitions)
-    for rank, t in enumerate(sorted(found.values(), key=lambda t: (t.name, t.topic_id))):
+    # UUIDs order as their ``int`` (which compares in C; ``UUID.__lt__`` is Python code).
+    for rank, t in enumerate(sorted(found.values(), key=lambda t: (t.name, t.topic_id.int))):
         t.handout_rank = rank
-    for rank, t in enumerate(sorted(found.values(), key=lambda t: t.topic_id)):
+    for rank, t in enumerate(sorted(found.values(), key=lambda t: t.topic_id.int)):
         t.id_rank = rank
         t.all_partitions = _partition_range(t.num_partitions)
     return found
@@ -185,11 +191,23 @@ class _Record:
     sizes: dict[UUID, int]
     #: Member id -> the mapping object returned (read-only by contract).
     mappings: dict[str, Assignment]
-    #: Member id -> number of partitions in that mapping.
-    counts: dict[str, int]
+    #: The member ids in the order of the input, and aligned with them the mapping objects
+    #: returned and their partition counts: a later input listing the same members in the same
+    #: order (what a coordinator passes between two epochs) is compared position by position,
+    #: by identity, without a lookup per member.
+    mids: list[str]
+    assigned: list[Assignment]
+    counts: list[int]
     #: Some members this output gave a new mapping: a cheap first test that an input is this
     #: output rather than the one it was computed from (they share the unchanged mappings).
     changed: tuple[str, ...] = ()
+    #: Member id -> count, built when first needed (an input in another order).
+    counts_by_mid: dict[str, int] | None = None
+
+    def count_of(self) -> dict[str, int]:
+        if self.counts_by_mid is None:
+            self.counts_by_mid = dict(zip(self.mids, self.counts, strict=True))
+        return self.counts_by_mid
 
 
 class UniformAssignor:
@@ -231,13 +249,19 @@ class UniformAssignor:
         # partitions nobody keeps.
         kept: list[dict[_Topic, frozenset[int]] | None] = [None] * num_members
         recalled = self._recall(mids, assigned, members, subscribed, topics, index)
+        base: Mapping[str, Assignment] | None = None
+        leavers: list[str] = []
+        uncertified: list[int] = []
         if recalled is not None:
-            counts, free = recalled
+            counts, free, base, leavers, uncertified = recalled
+            changed: set[int] = set()  # members with nothing stay as they are unless they receive
         else:
             counts, free = _read_all(mids, assigned, topics, index, kept)
+            changed = set(compress(range(num_members), map(is_not, kept, repeat(None))))
 
         # Steps 2 and 3: quotas; members above theirs give partitions up.
-        over = sorted((mids[i], i) for i in compress(range(num_members), map(quota.__lt__, counts)))
+        off_quota = list(compress(range(num_members), map(ne, repeat(quota), counts)))
+        over = sorted((mids[i], i) for i in off_quota if counts[i] > quota)
         for _, i in over:
             if extras > 0:
                 extras -= 1
@@ -251,6 +275,7 @@ class UniformAssignor:
                 kept[i] = _give_up(current, counts[i] - limit, free,
                                    members[mids[i]].held_since)
                 counts[i] = limit
+                changed.add(i)
 
         # Step 4: hand out the free partitions in (name, id, partition) order.
         free_topic: list[_Topic] = []
@@ -260,14 +285,23 @@ class UniformAssignor:
             if ps:
                 free_part.extend(sorted(ps))
                 free_topic.extend(repeat(topic, len(ps)))
-        receivers = _handout_order(mids, counts, quota, extras, len(free_part))
+        receivers = _handout_order(mids, counts, quota, extras, len(free_part),
+                                   [i for i in off_quota if counts[i] < quota])
         received: dict[int, list[int]] = {}
         for slot, i in enumerate(receivers):
             received.setdefault(i, []).append(slot)
+        changed.update(received)
 
         # The result: members without change get their input mapping back.
-        result: GroupAssignment = dict(zip(mids, assigned, strict=True))
-        changed = set(received).union(compress(range(num_members), map(is_not, kept, repeat(None))))
+        if base is None:
+            result: GroupAssignment = dict(zip(mids, assigned, strict=True))
+        else:  # the remembered output, of which only a few members differ
+            result = dict(base)
+            for mid in leavers:
+                del result[mid]
+            for i in uncertified:
+                result[mids[i]] = assigned[i]
+        out_assigned = assigned.copy()
         for i in sorted(changed):
             current = kept[i]
             if current is None:
@@ -281,10 +315,11 @@ class UniformAssignor:
                 for topic, new in grouped.items():
                     prev = current.get(topic)
                     current[topic] = frozenset(new) if prev is None else prev.union(new)
-            result[mids[i]] = (
+            out_assigned[i] = result[mids[i]] = (
                 {t.topic_id: ps for t, ps in current.items()} if current else EMPTY_ASSIGNMENT
             )
-        self._remember(subscribed, topics, result, mids, counts, [mids[i] for i in changed])
+        self._remember(subscribed, topics, result, mids, out_assigned, counts,
+                       [mids[i] for i in changed])
         return result
 
     def _remember(
@@ -293,6 +328,7 @@ class UniformAssignor:
         topics: dict[UUID, _Topic],
         result: GroupAssignment,
         mids: list[str],
+        assigned: list[Assignment],
         counts: list[int],
         changed: list[str],
     ) -> None:
@@ -302,7 +338,9 @@ class UniformAssignor:
             subscription=subscribed,
             sizes={tid: t.num_partitions for tid, t in topics.items()},
             mappings=dict(result),
-            counts=dict(zip(mids, counts, strict=True)),
+            mids=mids,
+            assigned=assigned,
+            counts=counts,
             changed=tuple(sorted(changed)[:_PRECHECK]),
         )
         kept = [record]
@@ -323,7 +361,7 @@ class UniformAssignor:
         subscribed: frozenset[UUID],
         topics: dict[UUID, _Topic],
         index: _TopicIndex,
-    ) -> tuple[list[int], dict[_Topic, set[int]]] | None:
+    ) -> _Recalled | None:
         """Counts and free partitions from a remembered output, when the input is (by identity)
         that output minus leavers plus members with nothing; else None (read everything)."""
         first = next(compress(range(len(assigned)), assigned), None)
@@ -352,6 +390,15 @@ def _not_contradicting(record: _Record, mid: str, members: Mapping[str, MemberSu
     return not mapping or mapping is record.mappings[mid]
 
 
+#: What a remembered output gives a call: counts, free partitions, the output itself (member
+#: id -> mapping), the members of it that left, and the input positions it does not certify
+#: (members with nothing: joined, or their target reset).
+_Recalled = tuple[list[int], dict[_Topic, set[int]], Mapping[str, Assignment], list[str], list[int]]
+
+#: Up to this many members out of the output's order are checked one by one; more, in bulk.
+_FEW = 64
+
+
 def _recall_from(
     record: _Record,
     mids: list[str],
@@ -360,17 +407,40 @@ def _recall_from(
     subscribed: frozenset[UUID],
     topics: dict[UUID, _Topic],
     index: _TopicIndex,
-) -> tuple[list[int], dict[_Topic, set[int]]] | None:
+) -> _Recalled | None:
     if record.subscription is not subscribed and record.subscription != subscribed:
         return None
     if record.sizes.keys() != topics.keys():
         return None
-    certified = list(map(is_, map(record.mappings.get, mids), assigned))
-    counts = list(map(record.counts.get, mids, repeat(0)))
-    for i in compress(range(len(mids)), map(not_, certified)):
-        if assigned[i]:
-            return None  # a mapping this output did not give: read everything
-        counts[i] = 0
+    # Members listed in the same order as in the output and handed its mappings are certified
+    # by position (pointer comparisons only); the others by member id.
+    same = list(map(is_, assigned, record.assigned))
+    k = same.index(False) if False in same else len(same)
+    if mids[:k] != record.mids[:k]:
+        k = 0
+    counts = record.counts[:k]
+    mappings = record.mappings
+    uncertified: list[int] = []
+    if len(mids) - k <= _FEW:
+        for i in range(k, len(mids)):
+            a = assigned[i]
+            if mappings.get(mids[i]) is a:
+                counts.append(sum(map(len, a.values())))
+            elif a:
+                return None  # a mapping this output did not give: read everything
+            else:
+                counts.append(0)
+                uncertified.append(i)
+    else:
+        tail_mids = mids[k:]
+        tail_assigned = assigned[k:]
+        certified = list(map(is_, map(mappings.get, tail_mids), tail_assigned))
+        counts += map(record.count_of().get, tail_mids, repeat(0))
+        for j in compress(range(len(tail_mids)), map(eq, repeat(False), certified)):
+            if tail_assigned[j]:
+                return None
+            counts[k + j] = 0
+            uncertified.append(k + j)
     free: dict[_Topic, set[int]] = {}
     for tid, old_size in record.sizes.items():
         topic = topics[tid]
@@ -378,17 +448,22 @@ def _recall_from(
             return None
         if topic.num_partitions > old_size:
             free[topic] = set(range(old_size, topic.num_partitions))
-    if certified.count(True) != len(record.mappings):
-        # Members that left (or whose target was reset): their partitions are free.
-        for mid, mapping in record.mappings.items():
+    leavers: list[str] = []
+    if len(mids) - len(uncertified) != len(mappings):
+        # Members that left (or whose target was reset): their partitions are free. Those
+        # certified by position are neither.
+        for mid in record.mids[k:]:
+            mapping = mappings[mid]
             member = members.get(mid)
+            if member is None:
+                leavers.append(mid)
             if mapping and (member is None or member.assigned_partitions is not mapping):
                 for key, ps in mapping.items():
                     held = index.get(key)
                     if held is None:  # pragma: no cover - records hold valid keys only
                         return None
                     free.setdefault(held, set()).update(ps)
-    return counts, free
+    return counts, free, mappings, leavers, uncertified
 
 
 def _read_all(
@@ -554,7 +629,8 @@ def _drop_duplicates(
 
 
 def _handout_order(
-    mids: list[str], counts: list[int], quota: int, extras: int, num_free: int
+    mids: list[str], counts: list[int], quota: int, extras: int, num_free: int,
+    needy: list[int],
 ) -> list[int]:
     """Receivers (member positions) of the free partitions, one per free partition, in order.
 
@@ -567,7 +643,6 @@ def _handout_order(
     order: list[int] = []
     if num_free == 0:
         return order
-    needy = compress(range(len(mids)), map(quota.__gt__, counts))
     deficit = sorted((counts[i], mids[i], i) for i in needy)
     active: list[tuple[str, int]] = []
     j = 0
@@ -584,7 +659,8 @@ def _handout_order(
     for _, _, i in deficit:
         counts[i] = quota
     if extras > 0 and len(order) < num_free:
-        at_quota = ((mids[i], i) for i in compress(range(len(mids)), map(quota.__eq__, counts)))
+        at_quota = ((mids[i], i)
+                    for i in compress(range(len(mids)), map(eq, repeat(quota), counts)))
         for _, i in heapq.nsmallest(min(extras, num_free - len(order)), at_quota):
             order.append(i)
             counts[i] = quota + 1

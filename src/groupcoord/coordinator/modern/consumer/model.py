@@ -168,7 +168,8 @@ class ConsumerGroup(Group):
     group_type = "consumer"
     protocol_type = "consumer"
 
-    __slots__ = ("assignment_epoch", "assignment_timestamp_ms", "classic_members", "deleted",
+    __slots__ = ("assignment_epoch", "assignment_timestamp_ms", "assignor_input", "classic_members",
+                 "deleted",
                  "group_epoch", "group_id",
                  "members", "owners", "static_members", "subscribed_names",
                  "subscribed_regexes", "subscription_metadata", "target_assignment")
@@ -191,6 +192,9 @@ class ConsumerGroup(Group):
         self.deleted = False
         #: How many members use the classic protocol (derived from members).
         self.classic_members = 0
+        #: Soft state of the target computation (``modern/target_assignment.py``
+        #: ``AssignorInput``): never replayed, not in the digest.
+        self.assignor_input: object = None
 
     # ------------------------------------------------------------------ queries
 
