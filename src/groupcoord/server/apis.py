@@ -764,8 +764,12 @@ class KafkaApis:
                 elif topic is None or not 0 <= pi < topic.num_partitions:
                     res["error_code"] = E.unknown_topic_or_partition
                 else:
-                    res["leader_epoch"] = min(int(p.leader_epoch), current)
-                    res["end_offset"] = topic.partitions[pi].high_watermark
+                    try:
+                        res["end_offset"] = topic.partitions[pi].high_watermark
+                        res["leader_epoch"] = min(int(p.leader_epoch), current)
+                    except (OSError, LogError) as e:  # unreadable or damaged partition file
+                        log.error("offset for leader epoch of %s-%d failed: %s", t.topic, pi, e)
+                        res["error_code"] = E.kafka_storage_error
                 parts.append(res)
             topics.append({"topic": t.topic, "partitions": parts})
         return self._resp(ctx, throttle_time=0, topics=topics)
@@ -790,20 +794,24 @@ class KafkaApis:
                     continue
                 plog = topic.partitions[pi]
                 ts = int(p.timestamp)
-                if ts == -1:  # LATEST
-                    res["offset"] = plog.high_watermark
-                elif ts == -2:  # EARLIEST
-                    res["offset"] = plog.log_start_offset
-                elif ts == -3:  # MAX_TIMESTAMP (v7+)
-                    found = plog.max_timestamp_offset()
-                    if found is not None:
-                        res["offset"], res["timestamp"] = found
-                elif ts >= 0:
-                    found = plog.offset_for_timestamp(ts)
-                    if found is not None:
-                        res["offset"], res["timestamp"] = found
-                else:
-                    res["error_code"] = E.invalid_request
+                try:
+                    if ts == -1:  # LATEST
+                        res["offset"] = plog.high_watermark
+                    elif ts == -2:  # EARLIEST
+                        res["offset"] = plog.log_start_offset
+                    elif ts == -3:  # MAX_TIMESTAMP (v7+)
+                        found = plog.max_timestamp_offset()
+                        if found is not None:
+                            res["offset"], res["timestamp"] = found
+                    elif ts >= 0:
+                        found = plog.offset_for_timestamp(ts)
+                        if found is not None:
+                            res["offset"], res["timestamp"] = found
+                    else:
+                        res["error_code"] = E.invalid_request
+                except (OSError, LogError) as e:  # unreadable or damaged partition file
+                    log.error("list offsets of %s-%d failed: %s", topic.name, pi, e)
+                    res.update(error_code=E.kafka_storage_error, offset=-1, timestamp=-1)
                 parts.append(res)
             topics.append({"name": t.name, "partitions": parts})
         return self._resp(ctx, throttle_time=0, topics=topics)
