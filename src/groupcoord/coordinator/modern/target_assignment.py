@@ -47,8 +47,10 @@ def group_spec(
     members: Mapping[str, ConsumerGroupMember],
     targets: Mapping[str, Assignment],
     metadata: Mapping[str, TopicMetadata],
+    resolved: Mapping[str, frozenset[str]] | None = None,
 ) -> GroupSpec:
-    """The assignor's input; subscriptions resolved to ids once per distinct subscription."""
+    """The assignor's input; subscriptions resolved to ids once per distinct subscription (a
+    regex to the topics of the group's recorded resolution ``resolved``, ``subscription.py``)."""
     cache: dict[tuple[tuple[str, ...], str | None], frozenset[UUID]] = {}
     specs: dict[str, MemberSubscription] = {}
     for mid in sorted(members):
@@ -56,7 +58,8 @@ def group_spec(
         key = (m.subscribed_topic_names, m.subscribed_topic_regex)
         ids = cache.get(key)
         if ids is None:
-            ids = subscribed_topic_ids(m.subscribed_topic_names, m.subscribed_topic_regex, metadata)
+            ids = subscribed_topic_ids(m.subscribed_topic_names, m.subscribed_topic_regex, metadata,
+                                       resolved)
             cache[key] = ids
         specs[mid] = MemberSubscription(mid, ids, targets.get(mid, {}), m.instance_id, m.rack_id,
                                         partial(held_since, m))
@@ -74,7 +77,8 @@ def target_assignment_records(
 ) -> tuple[dict[str, Assignment], list[Record]]:
     """New target assignment of ``members`` and the delta records that persist it
     (``timestamp_ms``: when it was computed, for assignment batching; 0 not recorded)."""
-    spec = group_spec(members, previous_targets, group.subscription_metadata)
+    spec = group_spec(members, previous_targets, group.subscription_metadata,
+                      group.resolved_regexes)
     result = assignor.assign(spec)
     records: list[Record] = []
     gid = group.group_id
