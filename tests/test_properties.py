@@ -608,12 +608,16 @@ class ShardMachine(RuleBasedStateMachine):
             f"I2: target for non-members {set(g.target_assignment) - set(g.members)}")
         if not g.members or g.group_epoch != g.assignment_epoch:
             return
+        # A regex covers the topics of the group's recorded resolution (made by a heartbeat, as
+        # Kafka's: a topic created since is covered from the next one on), all of them matches.
+        for rx, resolved in g.resolved_regexes.items():
+            assert all(re2.fullmatch(rx, n) is not None for n in resolved), (rx, resolved)
         subscribers: dict[str, set[str]] = {}
         for mid, m in g.members.items():
             for name in self.image.by_name:
                 if name in m.subscribed_topic_names or (
                         m.subscribed_topic_regex
-                        and re2.fullmatch(m.subscribed_topic_regex, name) is not None):
+                        and name in g.resolved_regexes.get(m.subscribed_topic_regex, ())):
                     subscribers.setdefault(name, set()).add(mid)
         expected = {(self.image.by_name[n].topic_id, p)
                     for n in subscribers for p in range(self.image.by_name[n].num_partitions)}

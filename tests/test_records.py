@@ -30,6 +30,7 @@ from groupcoord.coordinator.records import (
     ConsumerGroupMemberMetadataValue,
     ConsumerGroupMetadataValue,
     ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupRegularExpressionValue,
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataValue,
     GroupConfigurationValue,
@@ -40,6 +41,7 @@ from groupcoord.coordinator.records import (
     Record,
     RecordDecodeError,
     RecordType,
+    RegexKey,
     connect_connectors_tasks_record,
     connect_current_assignment_record,
     connect_target_member_record,
@@ -105,6 +107,9 @@ VALUES: dict[RecordType, st.SearchStrategy[Any]] = {
     RecordType.CONNECT_GROUP_TARGET_ASSIGNMENT_MEMBER: st.builds(
         ConnectGroupTargetAssignmentMemberValue, connect_assignments, st.integers(0, 32767),
         st.integers(0, 32767), st.binary(max_size=16)),
+    RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION: st.builds(
+        ConsumerGroupRegularExpressionValue,
+        st.lists(ids, unique=True, max_size=4).map(lambda ts: tuple(sorted(ts))), int64),
     RecordType.CONNECT_GROUP_CURRENT_MEMBER_ASSIGNMENT: st.builds(
         ConnectGroupCurrentMemberAssignmentValue, int32, int32, st.integers(0, 3),
         connect_assignments, connect_assignments, st.integers(0, 32767), st.integers(0, 32767),
@@ -126,6 +131,8 @@ def keys(rtype: RecordType) -> st.SearchStrategy[Any]:
         return st.builds(OffsetCommitKey, ids, ids, st.integers(0, 2**31 - 1))
     if rtype in MEMBER_TYPES:
         return st.builds(MemberKey, st.just(rtype), ids, ids)
+    if rtype is RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION:
+        return st.builds(RegexKey, ids, texts)
     return st.builds(GroupKey, st.just(rtype), ids)
 
 

@@ -45,6 +45,11 @@ class CoordinatorConfig:
     #: heartbeat interval for their second target, which the tests, the simulator's traces
     #: and the client drivers' settle times do not expect yet (``bench scale`` sets 1000).
     consumer_assignment_interval_ms: int = 0
+    #: ``group.consumer.regex.refresh.interval.ms`` (Kafka 4.1+, at least 10 s): a group's
+    #: regular expressions are resolved again by the first heartbeat this long after their last
+    #: resolution, even if no topic was created: what picks up a change of ACLs
+    #: (``modern/consumer/handlers.py``, "Regular expressions").
+    consumer_regex_refresh_interval_ms: int = 600_000
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     consumer_migration_policy: str = "bidirectional"
     #: ``group.connect.migration.policy`` (the Connect draft; ours: upstream has no connect group type):
@@ -76,6 +81,9 @@ class CoordinatorConfig:
             raise _config_error(
                 "group.consumer.heartbeat.interval.ms must be lower than "
                 "group.consumer.session.timeout.ms")
+        if self.consumer_regex_refresh_interval_ms < MIN_REGEX_REFRESH_INTERVAL_MS:
+            raise _config_error(f"group.consumer.regex.refresh.interval.ms must be at least "
+                                f"{MIN_REGEX_REFRESH_INTERVAL_MS}")
         if not self.consumer_assignors:
             raise _config_error("group.consumer.assignors must name at least one assignor")
         if self.consumer_max_size < 1:
@@ -131,6 +139,8 @@ class CoordinatorConfig:
 
 
 MIGRATION_POLICIES = frozenset({"bidirectional", "upgrade", "downgrade", "disabled"})
+#: Kafka's lower bound of ``group.consumer.regex.refresh.interval.ms``.
+MIN_REGEX_REFRESH_INTERVAL_MS = 10_000
 
 BROKER_NAMES: dict[str, str] = {
     "group.consumer.session.timeout.ms": "consumer_session_timeout_ms",
@@ -141,6 +151,7 @@ BROKER_NAMES: dict[str, str] = {
     "group.consumer.max.heartbeat.interval.ms": "consumer_max_heartbeat_interval_ms",
     "group.consumer.max.size": "consumer_max_size",
     "group.consumer.assignment.interval.ms": "consumer_assignment_interval_ms",
+    "group.consumer.regex.refresh.interval.ms": "consumer_regex_refresh_interval_ms",
     "group.consumer.assignors": "consumer_assignors",
     "group.consumer.migration.policy": "consumer_migration_policy",
     "group.connect.migration.policy": "connect_migration_policy",

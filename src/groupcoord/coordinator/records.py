@@ -4,7 +4,8 @@ Every state change of a shard is a record: a typed key plus a value, or a tombst
 None``) that deletes the key. Handlers produce records and apply them through ``replay``; loading
 a shard is replaying its log. Keys carry a record type (the spec's key version numbers: 3 group
 metadata, 4 partition metadata, 5 member metadata, 6 target assignment metadata, 7 target
-assignment member, 8 current member assignment; 1 offset commit; 9 group configuration) so a
+assignment member, 8 current member assignment; 1 offset commit; 9 group configuration; 16 a
+resolved regular expression, Kafka 4's number) so a
 compacted log keeps the newest record per key.
 
 Binary form (versioned): key = msgpack ``[type, key_version, *key_fields]``; value = msgpack
@@ -54,6 +55,10 @@ class RecordType(IntEnum):
     CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
     GROUP_CONFIGURATION = 9
+    #: A group's resolution of one subscribed regular expression (Kafka 4's
+    #: ConsumerGroupRegularExpressionKey, type 16: the topics it matched that the principal of
+    #: the resolving heartbeat may DESCRIBE).
+    CONSUMER_GROUP_REGULAR_EXPRESSION = 16
     # Connect groups (the Connect draft): the draft leaves the key numbers open; ours are a block of their
     # own.
     CONNECT_GROUP_METADATA = 32
@@ -122,7 +127,19 @@ class OffsetCommitKey:
         return [self.group_id, self.topic, self.partition]
 
 
-RecordKey = GroupKey | MemberKey | OffsetCommitKey
+@dataclass(slots=True, unsafe_hash=True)
+class RegexKey:
+    """Key of a group's resolved regular expression (one per subscribed regex)."""
+
+    group_id: str
+    regex: str
+    type: RecordType = RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION
+
+    def fields(self) -> list[Any]:
+        return [self.group_id, self.regex]
+
+
+RecordKey = GroupKey | MemberKey | OffsetCommitKey | RegexKey
 
 # --------------------------------------------------------------------------- values
 
@@ -254,6 +271,24 @@ class ConsumerGroupTargetAssignmentMemberValue:
     @classmethod
     def from_fields(cls, version: int, f: list[Any]) -> ConsumerGroupTargetAssignmentMemberValue:
         return cls(decode_assignment(f[0]))
+
+
+@dataclass(slots=True)
+class ConsumerGroupRegularExpressionValue:
+    """What a subscribed regular expression resolved to (Kafka's
+    ConsumerGroupRegularExpressionValue without its metadata-image version, which has no
+    counterpart here): the topic names, sorted, and when it was resolved."""
+
+    VERSION: ClassVar[int] = 0
+    topic_names: tuple[str, ...]
+    timestamp_ms: int
+
+    def fields(self) -> list[Any]:
+        return [list(self.topic_names), self.timestamp_ms]
+
+    @classmethod
+    def from_fields(cls, version: int, f: list[Any]) -> ConsumerGroupRegularExpressionValue:
+        return cls(tuple(f[0]), f[1])
 
 
 @dataclass(slots=True)
@@ -525,6 +560,7 @@ RecordValue = (
     | ConnectGroupTargetAssignmentMemberValue
     | ConnectGroupCurrentMemberAssignmentValue
     | ClassicGroupMetadataValue
+    | ConsumerGroupRegularExpressionValue
 )
 
 VALUE_TYPES: dict[RecordType, Any] = {
@@ -543,6 +579,7 @@ VALUE_TYPES: dict[RecordType, Any] = {
     RecordType.CONNECT_GROUP_TARGET_ASSIGNMENT_MEMBER: ConnectGroupTargetAssignmentMemberValue,
     RecordType.CONNECT_GROUP_CURRENT_MEMBER_ASSIGNMENT: ConnectGroupCurrentMemberAssignmentValue,
     RecordType.CLASSIC_GROUP_METADATA: ClassicGroupMetadataValue,
+    RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION: ConsumerGroupRegularExpressionValue,
 }
 
 _MEMBER_TYPES = frozenset({
@@ -680,6 +717,8 @@ def _decode_key(key: bytes) -> RecordKey:
         return OffsetCommitKey(kf[2], kf[3], kf[4])
     if rtype in _MEMBER_TYPES:
         return MemberKey(rtype, kf[2], kf[3])
+    if rtype is RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION:
+        return RegexKey(kf[2], kf[3])
     return GroupKey(rtype, kf[2])
 
 
@@ -689,6 +728,15 @@ def _decode_key(key: bytes) -> RecordKey:
 def group_epoch_record(group_id: str, epoch: int) -> Record:
     return Record(GroupKey(RecordType.CONSUMER_GROUP_METADATA, group_id),
                   ConsumerGroupMetadataValue(epoch))
+
+
+def regex_record(group_id: str, regex: str, topics: frozenset[str], timestamp_ms: int) -> Record:
+    return Record(RegexKey(group_id, regex),
+                  ConsumerGroupRegularExpressionValue(tuple(sorted(topics)), timestamp_ms))
+
+
+def regex_tombstone(group_id: str, regex: str) -> Record:
+    return Record(RegexKey(group_id, regex), None)
 
 
 def group_epoch_tombstone(group_id: str) -> Record:

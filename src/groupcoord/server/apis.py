@@ -68,6 +68,7 @@ from kio.schema.errors import ErrorCode
 from groupcoord.coordinator import messages as m
 from groupcoord.coordinator.classic import messages as cm
 from groupcoord.coordinator.modern.consumer import messages as cgm
+from groupcoord.coordinator.modern.subscription import TopicFilter
 from groupcoord.coordinator.records import ClientAssignor
 from groupcoord.protocol import fast
 from groupcoord.protocol.codec import build, encode_entity, response_class, to_ms
@@ -496,6 +497,12 @@ class KafkaApis:
         return self._resp(ctx, throttle_time=0, **{k: v for k, v in e.items() if k != "key"})
 
     def create_topics(self, body: Any, ctx: RequestContext) -> Any:
+        """CreateTopics: CREATE on the CLUSTER or the TOPIC. A created topic's configs (every
+        effective config, sorted by name), partition count and replication factor (v5+) are
+        answered only to a principal with DESCRIBE_CONFIGS on the topic; to another the topic
+        is created (error code 0, its id) but ``topic_config_error_code`` is
+        TOPIC_AUTHORIZATION_FAILED and those fields stay empty / -1, as Kafka's
+        ``ControllerApis.createTopics`` and ``ReplicationControlManager.createTopic`` answer."""
         results = []
         names = [t.name for t in body.topics]
         validate_only = bool(getattr(body, "validate_only", False))
@@ -526,9 +533,12 @@ class KafkaApis:
                 configs = {c.name: c.value for c in t.configs if c.value is not None}
                 topic = self.registry.create(t.name, count, int(t.replication_factor), configs,
                                              validate_only)
-                res.update(topic_id=topic.topic_id,
-                           num_partitions=count if count != -1 else 1,
-                           replication_factor=1)
+                res["topic_id"] = topic.topic_id
+                if self._allowed(ctx, Op.DESCRIBE_CONFIGS, RT.TOPIC, t.name):
+                    res.update(num_partitions=topic.num_partitions, replication_factor=1,
+                               configs=_created_topic_configs(topic.configs))
+                else:
+                    res["topic_config_error_code"] = E.topic_authorization_failed
                 changed = changed or not validate_only
             except CoordinatorError as e:
                 res.update(error_code=e.code, error_message=e.message)
@@ -552,10 +562,14 @@ class KafkaApis:
                     if topic is None:
                         raise CoordinatorError(E.unknown_topic_id, f"Topic id {tid} does not exist.")
                     name = topic.name
-                    res["name"] = name
+                    # a topic named by id: its name only to whoever may describe it (Kafka's
+                    # ControllerApis.deleteTopics), else the refusal would reveal it
+                    if self._allowed(ctx, Op.DESCRIBE, RT.TOPIC, name):
+                        res["name"] = name
                 if not self._allowed(ctx, Op.DELETE, RT.TOPIC, name or ""):
                     raise CoordinatorError(E.topic_authorization_failed,
                                            "Not authorized to delete the topic.")
+                res["name"] = name
                 topic = self.registry.delete(name or "")
                 res["topic_id"] = topic.topic_id
                 changed = True
@@ -692,6 +706,14 @@ class KafkaApis:
         total = 0
         errors = False
         responses = []
+        # A fetch with a replica id >= 0 is a follower's (Kafka's FetchRequest.isFromFollower):
+        # CLUSTER_ACTION on the CLUSTER instead of READ on each topic, else every partition
+        # TOPIC_AUTHORIZATION_FAILED (KafkaApis.handleFetchRequest). It is then served as a
+        # consumer's: this broker has no followers.
+        replica = (getattr(getattr(body, "replica_state", None), "replica_id", -1) if v >= 15
+                   else getattr(body, "replica_id", -1))
+        follower = int(replica) >= 0
+        replicable = follower and self._cluster_allowed(ctx, Op.CLUSTER_ACTION)
         for ft in body.topics:
             if v >= 13:
                 topic = self.registry.by_id.get(ft.topic_id)
@@ -701,6 +723,8 @@ class KafkaApis:
                 topic = self.registry.get(ft.topic)
                 unknown = E.unknown_topic_or_partition
                 readable = self._allowed(ctx, Op.READ, RT.TOPIC, ft.topic)
+            if follower:
+                readable = replicable
             parts = []
             for fp in ft.partitions:
                 pi = int(fp.partition)
@@ -764,8 +788,12 @@ class KafkaApis:
                 elif topic is None or not 0 <= pi < topic.num_partitions:
                     res["error_code"] = E.unknown_topic_or_partition
                 else:
-                    res["leader_epoch"] = min(int(p.leader_epoch), current)
-                    res["end_offset"] = topic.partitions[pi].high_watermark
+                    try:
+                        res["end_offset"] = topic.partitions[pi].high_watermark
+                        res["leader_epoch"] = min(int(p.leader_epoch), current)
+                    except (OSError, LogError) as e:  # unreadable or damaged partition file
+                        log.error("offset for leader epoch of %s-%d failed: %s", t.topic, pi, e)
+                        res["error_code"] = E.kafka_storage_error
                 parts.append(res)
             topics.append({"topic": t.topic, "partitions": parts})
         return self._resp(ctx, throttle_time=0, topics=topics)
@@ -790,20 +818,24 @@ class KafkaApis:
                     continue
                 plog = topic.partitions[pi]
                 ts = int(p.timestamp)
-                if ts == -1:  # LATEST
-                    res["offset"] = plog.high_watermark
-                elif ts == -2:  # EARLIEST
-                    res["offset"] = plog.log_start_offset
-                elif ts == -3:  # MAX_TIMESTAMP (v7+)
-                    found = plog.max_timestamp_offset()
-                    if found is not None:
-                        res["offset"], res["timestamp"] = found
-                elif ts >= 0:
-                    found = plog.offset_for_timestamp(ts)
-                    if found is not None:
-                        res["offset"], res["timestamp"] = found
-                else:
-                    res["error_code"] = E.invalid_request
+                try:
+                    if ts == -1:  # LATEST
+                        res["offset"] = plog.high_watermark
+                    elif ts == -2:  # EARLIEST
+                        res["offset"] = plog.log_start_offset
+                    elif ts == -3:  # MAX_TIMESTAMP (v7+)
+                        found = plog.max_timestamp_offset()
+                        if found is not None:
+                            res["offset"], res["timestamp"] = found
+                    elif ts >= 0:
+                        found = plog.offset_for_timestamp(ts)
+                        if found is not None:
+                            res["offset"], res["timestamp"] = found
+                    else:
+                        res["error_code"] = E.invalid_request
+                except (OSError, LogError) as e:  # unreadable or damaged partition file
+                    log.error("list offsets of %s-%d failed: %s", topic.name, pi, e)
+                    res.update(error_code=E.kafka_storage_error, offset=-1, timestamp=-1)
                 parts.append(res)
             topics.append({"name": t.name, "partitions": parts})
         return self._resp(ctx, throttle_time=0, topics=topics)
@@ -829,7 +861,8 @@ class KafkaApis:
                 for a in assignors),
             topic_partitions=None if tps is None else tuple(
                 cgm.TopicPartitions(tp.topic_id, tuple(tp.partitions)) for tp in tps),
-            client_id=ctx.client_id, client_host=ctx.client_host, version=ctx.api_version)
+            client_id=ctx.client_id, client_host=ctx.client_host, version=ctx.api_version,
+            describable_topics=self._describable_topics(ctx))
         r: cgm.ConsumerGroupHeartbeatResponse = self.runtime.handle_group(body.group_id, req)
         a = r.assignment
         return fast.consumer_group_heartbeat_response(
@@ -837,6 +870,15 @@ class KafkaApis:
             r.heartbeat_interval_ms,
             None if a is None else [(tp.topic_id, tp.partitions) for tp in a.topic_partitions],
             should_compute_assignment=r.should_compute_assignment)
+
+    def _describable_topics(self, ctx: RequestContext) -> TopicFilter:
+        """The topics of the given ones ``ctx``'s principal may DESCRIBE: what a regex
+        subscription may resolve to (Kafka's ``filterTopicDescribeAuthorizedTopics``; the
+        coordinator calls it only when it resolves the group's regexes)."""
+        authorize = self.authorizer.authorize
+        principal, host = ctx.principal, ctx.client_host
+        return lambda names: [n for n in names
+                              if authorize(principal, host, Op.DESCRIBE, RT.TOPIC, n)]
 
     def _described_tps(self, a: cgm.DescribedAssignment) -> dict[str, Any]:
         by_id = self.registry.image().by_id
@@ -1290,6 +1332,15 @@ class KafkaApis:
                            error_message=f"Altering resource type {rtype} is not supported.")
             responses.append(out)
         return self._resp(ctx, throttle_time=0, responses=responses)
+
+
+def _created_topic_configs(configs: dict[str, str]) -> list[dict[str, Any]]:
+    """The configs of a new topic in CreateTopics' response (v5+): the defaults, overridden
+    by the request's (``DescribeConfigs``' sources), sorted by name."""
+    entries = {k: (val, SOURCE_DEFAULT) for k, (val, _typ) in TOPIC_DEFAULTS.items()}
+    entries.update((k, (val, SOURCE_DYNAMIC_TOPIC)) for k, val in configs.items())
+    return [{"name": k, "value": entries[k][0], "read_only": False,
+             "config_source": entries[k][1], "is_sensitive": False} for k in sorted(entries)]
 
 
 def _config_entry(name: str, value: str | None, source: int, is_default: bool,

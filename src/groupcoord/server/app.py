@@ -492,7 +492,8 @@ class KafkaServer:
                 self._log.close()
             self._log = None
         if self.registry is not None:
-            self.registry.close()
+            # last: the clean-shutdown marker (no partition file is read at the next start)
+            self.registry.close(clean=True)
         log.info("stopped")
 
     # ------------------------------------------------------------------ dispatch

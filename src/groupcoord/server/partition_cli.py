@@ -2,10 +2,13 @@
 on a damaged partition file (``partition_log.py``, docs/durability-and-metrics.md "Partition
 data").
 
-``serve`` checks every partition file at start-up (Kafka's log recovery: headers, offsets,
-CRC-32C): a torn tail is cut with a warning, but a damaged batch with valid batches after it
-stops the server with one line naming the file, the byte and the offset, because cutting there
-would drop acknowledged records. This command, run with the server stopped, makes that choice
+``serve`` checks every partition file at start-up after an unclean stop (Kafka's log
+recovery: headers, offsets, CRC-32C; after a clean shutdown each file on first use instead): a
+torn tail is cut with a warning, but a damaged batch with valid batches after it stops the
+server with one line naming the file, the byte and the offset (found on first use: that
+partition answers KAFKA_STORAGE_ERROR), because cutting there would drop acknowledged records.
+This command reads every file whatever the clean-shutdown marker says, and leaves the marker as
+it is. This command, run with the server stopped, makes that choice
 explicit: each damaged file is cut at its first damaged batch, the bytes from there on are first
 copied to ``<file>.damaged-<byte>`` (nothing is deleted; Kafka's operators would move the bad
 segment aside the same way), and each cut is printed on a line. Exit status 0; 2 with a one-line

@@ -20,11 +20,14 @@ batch.
 - the in-memory index (base offset, last offset, position, size, max timestamp per batch) is
   built by :meth:`PartitionLog.recover`.
 
-**Log recovery, and when it runs** (Kafka's ``LogLoader`` / ``LogSegment.recover``): the topic
-registry recovers every partition file present at start-up, before the server listens
-(``TopicRegistry.recover``), so damage is found then and not when a consumer reaches it —
-Kafka skips recovery after a clean shutdown; we check every time, at the cost of reading the
-stored data once (partitions never written have no file and cost nothing). Every batch's header,
+**Log recovery, and when it runs** (Kafka's ``LogLoader`` / ``LogSegment.recover``): after an
+unclean stop (a crash, SIGKILL, a power loss) the topic registry recovers every partition file
+present at start-up, before the server listens (``TopicRegistry.recover``), so damage is found
+then and not when a consumer reaches it, at the cost of reading the stored data once
+(partitions never written have no file and cost nothing). After a clean shutdown it reads no
+file at start-up, as Kafka's ``LogManager`` skips recovery when the log directory holds its
+clean-shutdown marker (``TopicRegistry``, ``.kafka_cleanshutdown``): each file is then
+recovered, with the same checks, on first use (:meth:`PartitionLog.expect_file`). Every batch's header,
 base offset (it must follow the previous batch) and CRC-32C are checked. A problem with no valid
 batch after it is a torn tail — an incomplete last batch, or a last batch with a bad CRC or
 header — and is cut off with a WARNING naming the file, byte and offset, as Kafka's recovery
@@ -226,6 +229,15 @@ class PartitionLog:
     @property
     def path(self) -> Path:
         return Path(self._spath)
+
+    def expect_file(self) -> None:
+        """A file of this partition is there but was not read (start-up after a clean
+        shutdown): the index is built by :meth:`recover` on first use, whose errors then reach
+        the caller (Produce, Fetch, ListOffsets: KAFKA_STORAGE_ERROR) with the index left
+        unloaded — never an empty partition."""
+        if self._mem is None:
+            self._fresh = False
+            self._loaded = False
 
     @property
     def high_watermark(self) -> int:
@@ -429,6 +441,7 @@ class PartitionLog:
             if written != len(buf):  # pragma: no cover - disk full
                 os.ftruncate(fd, self._size)
                 raise OSError(f"short write to {self.path}: {written} of {len(buf)} bytes")
+            self._files.dirty.add(self._spath)
         for e in entries:
             self._index(*e)
         for b, e in zip(batches, entries, strict=True):

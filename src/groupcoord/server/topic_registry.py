@@ -19,6 +19,18 @@ per-partition object; the logs share one bounded cache of descriptors (``self.fi
 start-up, :meth:`TopicRegistry.recover` runs Kafka's log recovery on every partition file
 present (``partition_log.py``: a torn tail is cut, damage before it stops the start).
 
+Clean shutdown (Kafka's ``LogManager``: ``.kafka_cleanshutdown`` in each log directory):
+``close(clean=True)`` (``serve``'s orderly stop) fsyncs every partition file appended to since
+start-up, closes them and writes ``<data-dir>/.kafka_cleanshutdown`` last, fsynced.
+At start-up a marker that is there is deleted first (fsynced away, so a crash from then on
+means recovery at the next start) and no partition file is read: each is recovered, with the
+same checks, on its first use (``PartitionLog.expect_file``). No marker (a crash, SIGKILL, a
+power loss before the marker reached the disk) means full recovery as before. Like Kafka, the
+marker is trusted: a file changed after a clean stop is found damaged only when first used,
+and that partition answers KAFKA_STORAGE_ERROR (never an empty log) until
+``groupcoord recover-partitions`` (which reads every file whatever the marker says, and leaves
+the marker as it is) or a restored copy fixes it.
+
 All or nothing: a change whose ``topics.json`` cannot be written (disk full, no descriptor
 left) is undone in memory and answered KAFKA_STORAGE_ERROR naming the file and the reason;
 since partition files are only made by appends, a failed create leaves nothing on disk.
@@ -53,6 +65,8 @@ log = logging.getLogger(__name__)
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_NAME_LENGTH = 249
 MAX_PARTITIONS = 100_000
+#: Kafka's name for the marker of a clean shutdown (``LogLoader.CleanShutdownFileName``).
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
 
 def validate_topic_name(name: str) -> None:
@@ -188,6 +202,10 @@ class TopicRegistry:
         #: Bumped on every change: what caches of topic-derived answers key on.
         self.generation = 0
         self._image: MetadataImage | None = None
+        #: Partition files read and checked at start-up (0 after a clean shutdown).
+        self.files_recovered = 0
+        #: Whether start-up found the clean-shutdown marker (and so read no partition file).
+        self.clean_start = False
         self._load(recover)
 
     # ------------------------------------------------------------------ persistence
@@ -208,6 +226,8 @@ class TopicRegistry:
             self._changed()
             return
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        # The marker goes first, whatever follows: a crash from now on means recovery.
+        self.clean_start = recover and self._take_clean_shutdown_marker()
         if not self._meta.exists():
             self.cluster_id = _new_cluster_id()
             self.save()
@@ -220,21 +240,37 @@ class TopicRegistry:
                                     dict(t.get("configs", {})))
             self.topics[topic.name] = topic
             self.by_id[tid] = topic
-        files = self.recover() if recover else 0
+        if self.clean_start:
+            present = 0
+            for topic, p, _path in self._partition_files():
+                topic.partitions[p].expect_file()
+                present += 1
+            log.info("loaded %d topics from %s (clean shutdown: %d partition files not read, "
+                     "each is checked on first use)", len(self.topics), self._meta, present)
+            return
+        files = self.files_recovered = self.recover() if recover else 0
         log.info("loaded %d topics from %s (%d partition files checked)", len(self.topics),
                  self._meta, files)
 
-    def recover(self, *, cut_damage: bool = False,
-                report: Callable[[Path, int, str], None] | None = None) -> int:
-        """Kafka's log recovery for every partition file present (``PartitionLog.recover``):
-        each is indexed and its batches checked (header, offsets, CRC-32C) at start-up, so
-        damage is found before the first request and not when a consumer reaches it; a torn
-        tail is cut with a warning; damage before the tail raises
-        :class:`PartitionLogCorrupt` (``serve`` stops with its one line) unless ``cut_damage``.
-        The cost is one read of the stored data; partitions without a file (never written)
-        cost nothing. ``report(file, byte, problem)`` is called for each cut. Returns the number
-        of files checked."""
-        checked = 0
+    @property
+    def clean_shutdown_marker(self) -> Path:
+        return self.data_dir / CLEAN_SHUTDOWN_FILE
+
+    def _take_clean_shutdown_marker(self) -> bool:
+        """Whether the last stop was clean; the marker is deleted (and the deletion fsynced)
+        before anything is written, so a crash from now on means recovery at the next start.
+        An OSError (the marker cannot be deleted) stops the start: trusting a marker that
+        would outlive a crash could skip a needed recovery."""
+        marker = self.clean_shutdown_marker
+        if not marker.exists():
+            return False
+        marker.unlink()
+        _fsync_dir(self.data_dir)
+        return True
+
+    def _partition_files(self) -> Iterator[tuple[Topic, int, Path]]:
+        """(topic, partition, path) of every partition file present (a directory listing; no
+        file is opened). A file beyond the topic's partition count is logged and skipped."""
         for topic in self.topics.values():
             tdir = self._topics_dir / topic.topic_id.hex
             try:
@@ -250,14 +286,28 @@ class TopicRegistry:
                     log.warning("%s: partition %d beyond the %d of topic %s: ignored", tdir / fname,
                                 p, topic.num_partitions, topic.name)
                     continue
-                try:
-                    cut = topic.partitions[p].recover(cut_damage=cut_damage)
-                except PartitionLogCorrupt as e:
-                    e.data_dir = self.data_dir
-                    raise
-                if cut is not None and report is not None:
-                    report(tdir / fname, *cut)
-                checked += 1
+                yield topic, p, tdir / fname
+
+    def recover(self, *, cut_damage: bool = False,
+                report: Callable[[Path, int, str], None] | None = None) -> int:
+        """Kafka's log recovery for every partition file present (``PartitionLog.recover``):
+        each is indexed and its batches checked (header, offsets, CRC-32C) at start-up, so
+        damage is found before the first request and not when a consumer reaches it; a torn
+        tail is cut with a warning; damage before the tail raises
+        :class:`PartitionLogCorrupt` (``serve`` stops with its one line) unless ``cut_damage``.
+        The cost is one read of the stored data; partitions without a file (never written)
+        cost nothing. ``report(file, byte, problem)`` is called for each cut. Returns the number
+        of files checked."""
+        checked = 0
+        for topic, p, path in self._partition_files():
+            try:
+                cut = topic.partitions[p].recover(cut_damage=cut_damage)
+            except PartitionLogCorrupt as e:
+                e.data_dir = self.data_dir
+                raise
+            if cut is not None and report is not None:
+                report(path, *cut)
+            checked += 1
         return checked
 
     def save(self) -> None:
@@ -384,8 +434,44 @@ class TopicRegistry:
         log.info("topic %s now has %d partitions", name, count)
         return topic
 
-    def close(self) -> None:
-        self.files.close_all()
+    def close(self, *, clean: bool = False) -> None:
+        """Close every partition file. ``clean`` (an orderly stop, after the last append):
+        first fsync every file appended to since start-up, then write the clean-shutdown
+        marker last, so the next start reads no partition file (Kafka's
+        ``LogManager.shutdown`` flushes every log, then writes the marker). An error is
+        logged and leaves no marker: the next start then recovers every file, as after a
+        crash."""
+        if not clean or self.in_memory:
+            self.files.close_all()
+            return
+        marker = self.clean_shutdown_marker
+        try:
+            # every partition file's data on disk before the marker says so
+            flushed = self.files.sync()
+            self.files.close_all()
+            fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            _fsync_dir(self.data_dir)
+        except OSError as e:
+            self.files.close_all()
+            log.error("cannot write the clean-shutdown marker %s: %s (the next start checks "
+                      "every partition file)", marker, e)
+            with contextlib.suppress(OSError):
+                marker.unlink()
+            return
+        log.info("partition files closed (%d flushed); clean-shutdown marker written: %s",
+                 flushed, marker)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _new_cluster_id() -> str:

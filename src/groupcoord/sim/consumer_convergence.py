@@ -79,6 +79,18 @@ class ConsumerConvergence(ConsumerInvariants):
         return cm.subscribed_topic_regex == m.subscribed_regex and (
             m.subscribed_topics is None or cm.subscribed_topic_names == m.subscribed_topics)
 
+    def _regexes_resolved(self, g: Any) -> bool:
+        """No regex resolution is pending: every subscribed regex's recorded resolution holds
+        every topic of the image it matches (the simulation has no authorizer). A topic created
+        since the last resolution is resolved by a member's next heartbeat (as Kafka's regex
+        refresh), which the group is still waiting for."""
+        names = self.image.by_name
+        for rx in g.subscribed_regexes:
+            resolved = g.resolved_regexes.get(rx)
+            if resolved is None or any(n not in resolved for n in regex_matches(rx, names)):
+                return False
+        return True
+
     def settled(self) -> bool:
         """Nothing is pending that will still change the group by itself: the coordinator is
         up, nobody is cut off, no restart is due, and no request of a dead incarnation (a
@@ -125,6 +137,8 @@ class ConsumerConvergence(ConsumerInvariants):
                 return False
         self._blocker = None
         if n != len(members):
+            return False
+        if g.subscribed_regexes and not self._regexes_resolved(g):
             return False
         for p in self.live():
             m = p.member

@@ -341,7 +341,7 @@ class ConsumerInvariants(Simulation):
             key = (m.subscribed_topic_names, m.subscribed_topic_regex)
             ids = ids_of.get(key)
             if ids is None:
-                ids = ids_of[key] = subscribed_topic_ids(*key, meta)
+                ids = ids_of[key] = subscribed_topic_ids(*key, meta, g.resolved_regexes)
             subs[mid] = ids
             subscribed_topics |= ids
         assigned: dict[UUID, set[int]] = {}

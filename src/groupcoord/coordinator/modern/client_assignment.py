@@ -614,7 +614,8 @@ class ConsumerClientAssignment(ClientAssignment):
         scopes: dict[str, frozenset[Any]] = {}
         for mid in sorted(group.members):
             m = group.members[mid]
-            ids = subscribed_topic_ids(m.subscribed_topic_names, m.subscribed_topic_regex, metadata)
+            ids = subscribed_topic_ids(m.subscribed_topic_names, m.subscribed_topic_regex, metadata,
+                                       group.resolved_regexes)
             scopes[mid] = ids
             a = assignor_in(m.client_assignors, name)
             assert a is not None

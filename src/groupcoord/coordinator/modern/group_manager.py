@@ -201,6 +201,12 @@ class NewProtocolGroupManager(ABC, Generic[G, M, Req, Resp]):
         """Bump the group epoch (a member joined, or an assignment input changed)."""
         raise NotImplementedError
 
+    def _refresh_subscriptions(self, group: G, r: Req, now: int) -> bool:
+        """Resolve again what the group's subscriptions cover, with this heartbeat's context;
+        True if that changed (the group epoch is then bumped). Consumer groups resolve their
+        regular expressions here; by default nothing."""
+        return False
+
     @abstractmethod
     def _request_target(self, group: G) -> None:
         """Have a target assignment computed when the group epoch is ahead of it."""
@@ -375,6 +381,8 @@ class NewProtocolGroupManager(ABC, Generic[G, M, Req, Resp]):
         assert group is not None
         if handover is not None:
             self.append(handover)
+        if self._refresh_subscriptions(group, r, now):  # what the subscriptions resolve to
+            bump = True
         if bump:  # a new member or a changed input of the assignment
             self._bump(group)
 

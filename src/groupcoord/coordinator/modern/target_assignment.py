@@ -66,6 +66,8 @@ class AssignorInput:
     """
 
     metadata: Mapping[str, TopicMetadata] = field(default_factory=dict)
+    #: The group's regex resolutions the input was built with (a change rebuilds every member).
+    resolved: dict[str, frozenset[str]] = field(default_factory=dict)
     topics: dict[UUID, TopicMetadata] = field(default_factory=dict)
     #: The last call's member ids, and aligned with them the member objects, target mappings
     #: and ``MemberSubscription`` built.
@@ -86,9 +88,11 @@ def group_spec(
     members: Mapping[str, ConsumerGroupMember],
     targets: Mapping[str, Assignment],
     metadata: Mapping[str, TopicMetadata],
+    resolved: Mapping[str, frozenset[str]] | None = None,
     reuse: AssignorInput | None = None,
 ) -> GroupSpec:
-    """The assignor's input; subscriptions resolved to ids once per distinct subscription.
+    """The assignor's input; subscriptions resolved to ids once per distinct subscription (a
+    regex to the topics of the group's recorded resolution ``resolved``, ``subscription.py``).
 
     ``reuse``: the group's :class:`AssignorInput`, updated in place; members whose object and
     target mapping are those of the previous call keep their ``MemberSubscription``. The result
@@ -96,8 +100,11 @@ def group_spec(
     do not depend on it)."""
     if reuse is None:
         reuse = AssignorInput()
-    if reuse.metadata is not metadata and reuse.metadata != metadata:
+    resolved = resolved or {}
+    if (reuse.metadata is not metadata and reuse.metadata != metadata) or (
+            reuse.resolved != resolved):
         reuse.metadata = dict(metadata)
+        reuse.resolved = dict(resolved)
         reuse.topics = {t.topic_id: t for t in metadata.values()}
         reuse.topic_ids = {}
         reuse.mids, reuse.members, reuse.targets, reuse.subscriptions = [], [], [], []
@@ -139,7 +146,8 @@ def group_spec(
         key = (m.subscribed_topic_names, m.subscribed_topic_regex)
         ids = cache.get(key)
         if ids is None:
-            ids = subscribed_topic_ids(m.subscribed_topic_names, m.subscribed_topic_regex, metadata)
+            ids = subscribed_topic_ids(m.subscribed_topic_names, m.subscribed_topic_regex, metadata,
+                                       resolved)
             cache[key] = ids
         subscriptions[i] = MemberSubscription(mid, ids, a, m.instance_id, m.rack_id,
                                               partial(_held_since_latest, reuse, mid))
@@ -192,7 +200,8 @@ def target_assignment_records(
     reuse = group.assignor_input
     if not isinstance(reuse, AssignorInput):
         reuse = group.assignor_input = AssignorInput()
-    spec = group_spec(members, previous_targets, group.subscription_metadata, reuse)
+    spec = group_spec(members, previous_targets, group.subscription_metadata,
+                      group.resolved_regexes, reuse)
     result = assignor.assign(spec)
     records: list[Record] = []
     gid = group.group_id

@@ -26,6 +26,20 @@ spec's diff text leaves two readings:
   members all advertise client assignors gets its target from a chosen member (PrepareAssignment /
   InstallAssignment), not from a server assignor; a change of a member's client assignors (list, ranges,
   reason, version or metadata) bumps the group epoch.
+- Regular expressions (KIP-848 "Regex Based Subscription", as Kafka 4 resolves them:
+  ``GroupMetadataManager.maybeUpdateRegularExpressions`` / ``refreshRegularExpressions``): a
+  group's regexes are resolved together, by a heartbeat of one of its members, with that
+  heartbeat's principal: a regex covers the matching topics that principal may DESCRIBE
+  (``subscription.resolve_regexes``). The resolution is recorded (ConsumerGroupRegularExpression,
+  one record per regex, a tombstone once no member subscribes to it) and the group epoch is
+  bumped when it changes. A heartbeat resolves again when a member brings a regex the group has
+  not resolved, when topics were created since the last resolution, when
+  ``group.consumer.regex.refresh.interval.ms`` (default 10 minutes) has passed since it, and
+  after a load (fail-over). So a change of ACLs alone reaches a group at its next resolution,
+  as in Kafka. Kafka resolves on an executor and never twice within 10 s; ours resolves in the
+  heartbeat itself and has no such floor: the triggers above are rare, and the first heartbeat
+  after a new topic picks it up. A regex that resolves to nothing (nothing matches, or nothing
+  the principal may describe) is no error: the member gets an empty assignment.
 - Online migration (KIP-848, ``migration/consumer.py``, ``modern/consumer/classic_members.py``): a
   heartbeat at epoch 0 for a non-empty classic group of protocol type ``consumer`` converts it when
   ``group.consumer.migration.policy`` allows the upgrade (else GROUP_ID_NOT_FOUND, as before);
@@ -89,7 +103,11 @@ from groupcoord.coordinator.modern.consumer.model import (
 )
 from groupcoord.coordinator.modern.group_manager import NewProtocolGroupManager
 from groupcoord.coordinator.modern.reconciliation import reconcile
-from groupcoord.coordinator.modern.subscription import compile_regex, subscribed_topics
+from groupcoord.coordinator.modern.subscription import (
+    compile_regex,
+    resolve_regexes,
+    subscribed_topics,
+)
 from groupcoord.coordinator.modern.target_assignment import (
     preferred_server_assignor,
     target_assignment_records,
@@ -99,9 +117,11 @@ from groupcoord.coordinator.records import (
     ClassicGroupMetadataValue,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataValue,
+    ConsumerGroupRegularExpressionValue,
     MemberKey,
     Record,
     RecordType,
+    RegexKey,
     current_assignment_record,
     current_assignment_tombstone,
     group_epoch_record,
@@ -110,6 +130,8 @@ from groupcoord.coordinator.records import (
     member_metadata_tombstone,
     partition_metadata_record,
     partition_metadata_tombstone,
+    regex_record,
+    regex_tombstone,
     target_assignment_metadata_tombstone,
     target_member_record,
     target_member_tombstone,
@@ -134,6 +156,7 @@ CONSUMER_RECORD_TYPES = (
     RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
     RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
     RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+    RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION,
 )
 
 
@@ -201,6 +224,11 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
         # Online migration (KIP-848 "Supporting Online Consumer Group Upgrade"): classic members inside
         # consumer groups.
         self.classic_members = self.classic_bridge = ClassicMembers(self)
+        # Regular expressions (module docstring), soft state as Kafka's: bumped when a topic
+        # image brings new names; per group, (that count, time) of its last resolution.
+        self._new_topics_seen = 0
+        self._topic_names: frozenset[str] = frozenset()
+        self._regexes_resolved: dict[str, tuple[int, int]] = {}
 
     # ------------------------------------------------------------------ shard plumbing
 
@@ -228,7 +256,14 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
         key = record.key
         value = record.value
         rtype = key.type
-        if rtype is RecordType.CONSUMER_GROUP_PARTITION_METADATA:
+        if rtype is RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION:
+            assert isinstance(key, RegexKey)
+            if value is None:
+                group.resolved_regexes.pop(key.regex, None)
+            else:
+                assert isinstance(value, ConsumerGroupRegularExpressionValue)
+                group.resolved_regexes[key.regex] = frozenset(value.topic_names)
+        elif rtype is RecordType.CONSUMER_GROUP_PARTITION_METADATA:
             group.subscription_metadata = (
                 {} if value is None else {t.name: t for t in value.topics})  # type: ignore[union-attr]
         elif rtype is RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA:
@@ -272,6 +307,10 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
 
     def on_metadata_update(self) -> None:
         """A new topic image: bump the epoch of every group whose subscribed topics changed."""
+        names = self.metadata.by_name.keys()
+        if not names <= self._topic_names:  # new topics: regexes are resolved again
+            self._new_topics_seen += 1
+        self._topic_names = frozenset(names)
         for gid in sorted(self.shard.groups):
             group = self.shard.groups[gid]
             if isinstance(group, ConsumerGroup) and group.members:
@@ -294,6 +333,9 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
             self.append(target_member_tombstone(gid, mid))
         self.append(target_assignment_metadata_tombstone(gid))
         self.append(partition_metadata_tombstone(gid))
+        for rx in sorted(group.resolved_regexes):
+            self.append(regex_tombstone(gid, rx))
+        self._regexes_resolved.pop(gid, None)
         self.append(group_epoch_tombstone(gid))
 
     # ------------------------------------------------------------------ heartbeat
@@ -564,12 +606,46 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
 
     # ------------------------------------------------------------------ target assignment
 
+    def _refresh_subscriptions(self, group: ConsumerGroup, r: ConsumerGroupHeartbeatRequest,
+                               now: int) -> bool:
+        """Resolve the group's regular expressions with this heartbeat's principal when they
+        are due (module docstring, "Regular expressions"); True if a resolution changed."""
+        regexes = group.subscribed_regexes
+        if not regexes:
+            return False
+        gid = group.group_id
+        last = self._regexes_resolved.get(gid)
+        if (last is not None and last[0] == self._new_topics_seen
+                and now <= last[1] + self.config.consumer_regex_refresh_interval_ms
+                and all(rx in group.resolved_regexes for rx in regexes)):
+            return False
+        resolved = resolve_regexes(sorted(regexes), self.metadata, r.describable_topics)
+        self._regexes_resolved[gid] = (self._new_topics_seen, now)
+        changed = False
+        for rx in sorted(resolved):
+            if group.resolved_regexes.get(rx) != resolved[rx]:
+                self.append(regex_record(gid, rx, resolved[rx], now))
+                log.info("[%s] regular expression %r resolved for member %s to %d topics", gid,
+                         rx, r.member_id, len(resolved[rx]))
+                changed = True
+        return changed
+
     def _maybe_update_subscription_metadata(self, group: ConsumerGroup, force_bump: bool) -> None:
-        """Recompute the subscribed topics' metadata; bump the epoch when it or ``force_bump``."""
+        """Recompute the subscribed topics' metadata (a regex: its recorded resolution); bump the
+        epoch when it or ``force_bump``. Resolutions of regexes no member subscribes to any
+        more are deleted."""
+        gid = group.group_id
+        for rx in sorted(group.resolved_regexes):
+            if rx not in group.subscribed_regexes:
+                self.append(regex_tombstone(gid, rx))
         metadata: dict[str, TopicMetadata] = subscribed_topics(
             group.subscribed_names, None, self.metadata)
+        by_name = self.metadata.by_name
         for rx in sorted(group.subscribed_regexes):
-            metadata.update(subscribed_topics((), rx, self.metadata))
+            for n in group.resolved_regexes.get(rx, ()):
+                t = by_name.get(n)
+                if t is not None:
+                    metadata[n] = t
         bump = force_bump
         if metadata != group.subscription_metadata:
             self.append(partition_metadata_record(group.group_id, metadata))

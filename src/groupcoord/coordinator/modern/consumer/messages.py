@@ -11,9 +11,10 @@ dataclasses, not frozen ones, for the reason ``coordinator/messages.py`` gives: 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from uuid import UUID
 
+from groupcoord.coordinator.modern.subscription import TopicFilter
 from groupcoord.coordinator.records import ClientAssignor
 
 # ----------------------------------------------------------------------------- heartbeat
@@ -43,6 +44,12 @@ class ConsumerGroupHeartbeatRequest:
     client_host: str = ""
     #: API version: v0 lets the coordinator generate the member id, v1 has the client send one.
     version: int = 1
+    #: Which topics the request's principal may DESCRIBE (``subscription.TopicFilter``: the
+    #: server's authorizer, as Kafka passes the request context to its regex resolution);
+    #: None: no authorizer, a regex resolves to every topic it matches. Not part of the
+    #: request's identity (not compared or hashed).
+    describable_topics: TopicFilter | None = field(default=None, compare=False, hash=False,
+                                                   repr=False)
 
 
 @dataclass(slots=True, frozen=True)

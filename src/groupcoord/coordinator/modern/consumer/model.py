@@ -171,7 +171,7 @@ class ConsumerGroup(Group):
     __slots__ = ("assignment_epoch", "assignment_timestamp_ms", "assignor_input", "classic_members",
                  "deleted",
                  "group_epoch", "group_id",
-                 "members", "owners", "static_members", "subscribed_names",
+                 "members", "owners", "resolved_regexes", "static_members", "subscribed_names",
                  "subscribed_regexes", "subscription_metadata", "target_assignment")
 
     def __init__(self, group_id: str) -> None:
@@ -189,6 +189,8 @@ class ConsumerGroup(Group):
         #: How many members subscribe to each topic name / each regex (derived from members).
         self.subscribed_names: Counter[str] = Counter()
         self.subscribed_regexes: Counter[str] = Counter()
+        #: What each subscribed regex resolved to (topic names; ``subscription.py``), as recorded.
+        self.resolved_regexes: dict[str, frozenset[str]] = {}
         self.deleted = False
         #: How many members use the classic protocol (derived from members).
         self.classic_members = 0
@@ -206,7 +208,7 @@ class ConsumerGroup(Group):
 
     def digest(self) -> Any:
         strs: TopicIdStrs = {}  # str(topic id) once per topic for the whole digest
-        return {
+        d = {
             "type": self.group_type,
             "epoch": self.group_epoch,
             "assignment_epoch": self.assignment_epoch,
@@ -218,6 +220,9 @@ class ConsumerGroup(Group):
                        for mid, a in sorted(self.target_assignment.items())},
             "owners": self._owners_digest(strs),
         }
+        if self.resolved_regexes:
+            d["regexes"] = sorted((rx, sorted(ts)) for rx, ts in self.resolved_regexes.items())
+        return d
 
     def _owners_digest(self, strs: TopicIdStrs | None = None) -> list[tuple[str, int, str]]:
         """``sorted((str(topic_id), partition, member_id) ...)`` built per topic: one ``str``
