@@ -44,7 +44,7 @@ def _apply(group: ConsumerGroup, records: list[Record]) -> None:
 
 def _same_spec(group: ConsumerGroup, reuse: AssignorInput) -> None:
     members, targets = dict(group.members), dict(group.target_assignment)
-    got = group_spec(members, targets, group.subscription_metadata, reuse)
+    got = group_spec(members, targets, group.subscription_metadata, reuse=reuse)
     want = group_spec(members, targets, group.subscription_metadata)
     assert got.members == want.members  # held_since is left out of the comparison: below
     assert got.topics == want.topics
