@@ -329,3 +329,79 @@ def test_a_consumer_protocol_without_confluent_kafka_fails_naming_the_package(
     sc = parse_scenario({"name": "x", "group": {"members": 1}})
     with pytest.raises(RuntimeError, match="confluent-kafka"):
         run_wire(sc, "classic:eager", WireWorkload())
+
+
+# ----------------------------------------------------------------------------- the harness
+
+
+class _FakeStdin:
+    def __init__(self, proc: _FakeWorker) -> None:
+        self.proc = proc
+        self.written: list[tuple[str, bool]] = []
+
+    def write(self, text: str) -> None:  # what was written, and whether the worker was ready
+        assert self.proc.ready is not None
+        self.written.append((text, self.proc.ready.is_set()))
+
+    def flush(self) -> None:
+        pass
+
+
+class _FakeWorker:
+    """What the harness sees of a Connect worker process: stdin, and stdout lines."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.stdout = iter(lines)
+        self.stdin = _FakeStdin(self)
+        self.ready: Any = None
+
+
+def test_a_connect_worker_that_is_still_importing_goes_once_it_says_ready() -> None:
+    """A worker process started ahead of its time may still be importing when its time comes
+    (three workers started together took 8-9 s on the loaded machine): ``go`` waits for its
+    ``ready`` line, so it does not join late by the rest of its imports, and says how late it
+    went."""
+    import threading
+    import time
+
+    from groupcoord.lab.wire import _Members, _Proc, _read_worker_stdout
+
+    fake = _FakeWorker(["ready\n", "assigned: foo, foo-0\n"])
+    proc = _Proc("c1", fake, ready=threading.Event())  # type: ignore[arg-type]
+    fake.ready = proc.ready
+
+    class _Run:
+        def spawn(self, name: str) -> _Proc:
+            return proc
+
+    members = _Members(_Run())  # type: ignore[arg-type]
+    members.prepare("c1")
+    reader = threading.Timer(0.3, _read_worker_stdout, args=(proc,))
+    reader.start()
+    began = time.time()
+    late = members.go("c1")
+    reader.join()
+    assert fake.stdin.written == [("go\n", True)]
+    assert late > 0 and late <= time.time() - began + 0.01
+    # the ready line is no ownership event; the callbacks after it are
+    assert [d["e"] for d in proc.stdout_lines] == ["assign"]
+
+
+def test_wire_connect_workers_get_the_simulators_member_ids(tmp_path: Path) -> None:
+    """The new protocol's workers on the wire get the member ids the simulator gives its
+    workers for the same seed, in the same start order: the coordinator chooses the worker
+    that computes assignments (and its successor when it leaves) by member id order."""
+    import itertools
+
+    from groupcoord.lab.wire import WireWorkload, _RunContext
+    from groupcoord.sim.engine import member_ids
+    from groupcoord.sim.runner import simulate
+
+    sc = calibration_scenario(load_scenario("scale-out"))
+    res = simulate(sc, 7, "connect:cooperative", record_trace=True)
+    started = [line.split("member ")[1].strip() for line in res.trace
+               if line.split()[2:3] == ["start"]]
+    assert len(started) == 6
+    assert list(itertools.islice(member_ids(7), 6)) == started
+    ctx = _RunContext("connect:cooperative", "127.0.0.1:1", sc, WireWorkload(), tmp_path, 0.0, 7)
+    assert list(itertools.islice(ctx.member_ids, 6)) == started
