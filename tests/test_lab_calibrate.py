@@ -405,3 +405,30 @@ def test_wire_connect_workers_get_the_simulators_member_ids(tmp_path: Path) -> N
     assert list(itertools.islice(member_ids(7), 6)) == started
     ctx = _RunContext("connect:cooperative", "127.0.0.1:1", sc, WireWorkload(), tmp_path, 0.0, 7)
     assert list(itertools.islice(ctx.member_ids, 6)) == started
+
+
+def test_simulated_connect_workers_join_as_fast_as_ours_on_the_wire() -> None:
+    """The calibration's simulated Connect workers send their first heartbeat 0.15-0.45 s after
+    their process starts, as our worker does on the wire once the harness waits for its
+    imports (it was 1.25-3.75 s while the harness made workers join late)."""
+    from groupcoord.lab.calibrate import sim_workload_table
+    from groupcoord.lab.wire import WireWorkload
+    from groupcoord.sim.runner import simulate
+    from groupcoord.sim.scenario import with_workload
+    from groupcoord.sim.workload import parse_workload as parse_sim_workload
+
+    sc = calibration_scenario(load_scenario("scale-out"))
+    sc = with_workload(sc, parse_sim_workload("workload",
+                                              sim_workload_table(WireWorkload(), True)))
+    delays = []
+    for seed in (1, 2, 3):
+        res = simulate(sc, seed, "connect:cooperative", record_trace=True)
+        started: dict[str, int] = {}
+        for line in res.trace:
+            t, _step, event, *rest = line.split()
+            if event == "start" and int(t) >= 30_000:
+                started[rest[0]] = int(t)
+            elif event == "hb>" and rest and rest[0] in started:
+                delays.append(int(t) - started.pop(rest[0]))
+    assert len(delays) == 9
+    assert all(150 <= d < 450 for d in delays), delays
