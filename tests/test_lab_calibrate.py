@@ -432,3 +432,20 @@ def test_simulated_connect_workers_join_as_fast_as_ours_on_the_wire() -> None:
                 delays.append(int(t) - started.pop(rest[0]))
     assert len(delays) == 9
     assert all(150 <= d < 450 for d in delays), delays
+
+
+def test_a_member_that_went_late_extends_its_disturbance_and_the_window_waits_for_it() -> None:
+    """A scale-out whose new worker went 4 s late (still importing): its window lasts until the
+    worker started, so it does not close at once on the old members (converged without it)."""
+    from groupcoord.lab.wire import extend_windows
+
+    windows = [Window("initial-join", 0.0, 5.0), Window("scale-out", 10.0, 10.0),
+               Window("bounce", 30.0, 33.0)]
+    extend_windows(windows, 10.0, 14.0)
+    assert [(w.at_s, w.settle_s) for w in windows] == [(0.0, 5.0), (10.0, 14.0), (30.0, 33.0)]
+    logs = {"c1": [{"t": T0 + 1.0, "e": "assign", "parts": ["foo-0", "foo-1"]},
+                   {"t": T0 + 14.5, "e": "revoke", "parts": ["foo-1"]}],
+            "c2": [{"t": T0 + 15.0, "e": "assign", "parts": ["foo-1"]}]}
+    run = _run(logs, end=30.0, windows=windows[:2],
+               lifetimes={"c1": [(T0, None)], "c2": [(T0 + 14.0, None)]})
+    assert convergence(run)[1] == T0 + 15.0

@@ -562,9 +562,11 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
                 progress(f"{protocol}: t={time.time() - t0:6.1f} s {action} {name}")
             if action == "go":
                 late = members.go(name)
-                if late > 0.05 and progress is not None:
-                    progress(f"{protocol}: {name} was not ready at its time: went {late:.1f} s "
-                             f"late")
+                if late > 0.05:
+                    extend_windows(windows, at, time.time() - t0)
+                    if progress is not None:
+                        progress(f"{protocol}: {name} was not ready at its time: went "
+                                 f"{late:.1f} s late")
             else:
                 members.stop(name, hard)
         last = max((w.settle_s for w in windows), default=0.0)
@@ -595,6 +597,16 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
         server.stop()
         if keep_dir is None:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def extend_windows(windows: list[Window], at_s: float, started_s: float) -> None:
+    """A member due at ``at_s`` started only at ``started_s`` (it was still importing): the
+    disturbances it is part of last until then, so that no window closes on a group that the
+    member has not joined yet (a scale-out's window would otherwise close at once, converged
+    without the new members)."""
+    for w in windows:
+        if w.at_s <= at_s <= w.settle_s and started_s > w.settle_s:
+            w.settle_s = started_s
 
 
 def _sleep_until(t: float) -> None:
