@@ -355,6 +355,9 @@ class _FakeWorker:
         self.stdin = _FakeStdin(self)
         self.ready: Any = None
 
+    def poll(self) -> int | None:
+        return None  # still running
+
 
 def test_a_connect_worker_that_is_still_importing_goes_once_it_says_ready() -> None:
     """A worker process started ahead of its time may still be importing when its time comes

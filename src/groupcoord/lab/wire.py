@@ -296,7 +296,9 @@ class _Members:
         p = self.pending.pop(name)
         if p.ready is not None and not p.ready.is_set():  # still importing: its time is now
             began = time.time()
-            p.ready.wait(READY_TIMEOUT_S)
+            while not p.ready.wait(0.2) and p.proc.poll() is None \
+                    and time.time() - began < READY_TIMEOUT_S:
+                pass  # (a process that died before it was ready goes at once: it fails)
             p.late_s = time.time() - began
         assert p.proc.stdin is not None
         p.proc.stdin.write("go\n")
