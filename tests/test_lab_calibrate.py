@@ -329,3 +329,126 @@ def test_a_consumer_protocol_without_confluent_kafka_fails_naming_the_package(
     sc = parse_scenario({"name": "x", "group": {"members": 1}})
     with pytest.raises(RuntimeError, match="confluent-kafka"):
         run_wire(sc, "classic:eager", WireWorkload())
+
+
+# ----------------------------------------------------------------------------- the harness
+
+
+class _FakeStdin:
+    def __init__(self, proc: _FakeWorker) -> None:
+        self.proc = proc
+        self.written: list[tuple[str, bool]] = []
+
+    def write(self, text: str) -> None:  # what was written, and whether the worker was ready
+        assert self.proc.ready is not None
+        self.written.append((text, self.proc.ready.is_set()))
+
+    def flush(self) -> None:
+        pass
+
+
+class _FakeWorker:
+    """What the harness sees of a Connect worker process: stdin, and stdout lines."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.stdout = iter(lines)
+        self.stdin = _FakeStdin(self)
+        self.ready: Any = None
+
+    def poll(self) -> int | None:
+        return None  # still running
+
+
+def test_a_connect_worker_that_is_still_importing_goes_once_it_says_ready() -> None:
+    """A worker process started ahead of its time may still be importing when its time comes
+    (three workers started together took 8-9 s on the loaded machine): ``go`` waits for its
+    ``ready`` line, so it does not join late by the rest of its imports, and says how late it
+    went."""
+    import threading
+    import time
+
+    from groupcoord.lab.wire import _Members, _Proc, _read_worker_stdout
+
+    fake = _FakeWorker(["ready\n", "assigned: foo, foo-0\n"])
+    proc = _Proc("c1", fake, ready=threading.Event())  # type: ignore[arg-type]
+    fake.ready = proc.ready
+
+    class _Run:
+        def spawn(self, name: str) -> _Proc:
+            return proc
+
+    members = _Members(_Run())  # type: ignore[arg-type]
+    members.prepare("c1")
+    reader = threading.Timer(0.3, _read_worker_stdout, args=(proc,))
+    reader.start()
+    began = time.time()
+    late = members.go("c1")
+    reader.join()
+    assert fake.stdin.written == [("go\n", True)]
+    assert late > 0 and late <= time.time() - began + 0.01
+    # the ready line is no ownership event; the callbacks after it are
+    assert [d["e"] for d in proc.stdout_lines] == ["assign"]
+
+
+def test_wire_connect_workers_get_the_simulators_member_ids(tmp_path: Path) -> None:
+    """The new protocol's workers on the wire get the member ids the simulator gives its
+    workers for the same seed, in the same start order: the coordinator chooses the worker
+    that computes assignments (and its successor when it leaves) by member id order."""
+    import itertools
+
+    from groupcoord.lab.wire import WireWorkload, _RunContext
+    from groupcoord.sim.engine import member_ids
+    from groupcoord.sim.runner import simulate
+
+    sc = calibration_scenario(load_scenario("scale-out"))
+    res = simulate(sc, 7, "connect:cooperative", record_trace=True)
+    started = [line.split("member ")[1].strip() for line in res.trace
+               if line.split()[2:3] == ["start"]]
+    assert len(started) == 6
+    assert list(itertools.islice(member_ids(7), 6)) == started
+    ctx = _RunContext("connect:cooperative", "127.0.0.1:1", sc, WireWorkload(), tmp_path, 0.0, 7)
+    assert list(itertools.islice(ctx.member_ids, 6)) == started
+
+
+def test_simulated_connect_workers_join_as_fast_as_ours_on_the_wire() -> None:
+    """The calibration's simulated Connect workers send their first heartbeat 0.15-0.45 s after
+    their process starts, as our worker does on the wire once the harness waits for its
+    imports (it was 1.25-3.75 s while the harness made workers join late)."""
+    from groupcoord.lab.calibrate import sim_workload_table
+    from groupcoord.lab.wire import WireWorkload
+    from groupcoord.sim.runner import simulate
+    from groupcoord.sim.scenario import with_workload
+    from groupcoord.sim.workload import parse_workload as parse_sim_workload
+
+    sc = calibration_scenario(load_scenario("scale-out"))
+    sc = with_workload(sc, parse_sim_workload("workload",
+                                              sim_workload_table(WireWorkload(), True)))
+    delays = []
+    for seed in (1, 2, 3):
+        res = simulate(sc, seed, "connect:cooperative", record_trace=True)
+        started: dict[str, int] = {}
+        for line in res.trace:
+            t, _step, event, *rest = line.split()
+            if event == "start" and int(t) >= 30_000:
+                started[rest[0]] = int(t)
+            elif event == "hb>" and rest and rest[0] in started:
+                delays.append(int(t) - started.pop(rest[0]))
+    assert len(delays) == 9
+    assert all(150 <= d < 450 for d in delays), delays
+
+
+def test_a_member_that_went_late_extends_its_disturbance_and_the_window_waits_for_it() -> None:
+    """A scale-out whose new worker went 4 s late (still importing): its window lasts until the
+    worker started, so it does not close at once on the old members (converged without it)."""
+    from groupcoord.lab.wire import extend_windows
+
+    windows = [Window("initial-join", 0.0, 5.0), Window("scale-out", 10.0, 10.0),
+               Window("bounce", 30.0, 33.0)]
+    extend_windows(windows, 10.0, 14.0)
+    assert [(w.at_s, w.settle_s) for w in windows] == [(0.0, 5.0), (10.0, 14.0), (30.0, 33.0)]
+    logs = {"c1": [{"t": T0 + 1.0, "e": "assign", "parts": ["foo-0", "foo-1"]},
+                   {"t": T0 + 14.5, "e": "revoke", "parts": ["foo-1"]}],
+            "c2": [{"t": T0 + 15.0, "e": "assign", "parts": ["foo-1"]}]}
+    run = _run(logs, end=30.0, windows=windows[:2],
+               lifetimes={"c1": [(T0, None)], "c2": [(T0 + 14.0, None)]})
+    assert convergence(run)[1] == T0 + 15.0

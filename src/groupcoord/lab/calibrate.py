@@ -169,10 +169,12 @@ def split_rolling_bounces(sc: Scenario) -> Scenario:
 
 
 #: The simulator's start-up of a Connect worker (``startup_ms``, drawn per process within
-#: half to one and a half times this): our worker joined its group 2-3 s after its ``go``
-#: on the wire (a scale-out run kept with ``run_wire(keep_dir=...)``, 2026-11-26), the
-#: consumers within milliseconds (their processes start ahead; creating the client is quick).
-CONNECT_WORKER_STARTUP_MS = 2_500
+#: half to one and a half times this): our worker sends its first heartbeat 0.2-0.45 s after
+#: its ``go`` on the wire (asyncio's start, the connection, FindCoordinator; rolling-bounce and
+#: scale-out runs on the loaded machine, 2026-11-26), the consumers within milliseconds.
+#: (2.5 s until the harness waited for a worker's imports: workers still importing at their
+#: time joined seconds late, which the model was then made to copy.)
+CONNECT_WORKER_STARTUP_MS = 300
 
 
 def sim_workload_table(wl: WireWorkload, connect: bool) -> dict[str, Any]:

@@ -17,11 +17,13 @@
 Scenario events run at their times: ``bounce`` / ``rolling-bounce`` (SIGTERM: the member
 closes, leaving the group; ``hard``: SIGKILL) and a new process with the same name after
 ``down_ms``, ``scale-out`` (new members ``c<N+1>``...), ``scale-in`` / ``leave`` (SIGTERM, no
-restart), ``crash`` (SIGKILL). Every process is started ``PRESTART_S`` ahead of its time and
-waits for a ``go`` line, so Python's start-up (imports: half a second for a consumer, seconds
-for a Connect worker on a loaded machine) does not delay a join; members that start at the
-same time (a scale-out) are all started ahead. Other event kinds are refused
-(:class:`WireError`).
+restart), ``crash`` (SIGKILL). Every process is started ahead of its time (``PRESTART_S``, a
+Connect worker ``CONNECT_PRESTART_S``) and waits for a ``go`` line, so Python's start-up
+(imports: half a second for a consumer, 1.6 s of CPU for a Connect worker, 8-9 s for three
+started together on the loaded machine) does not delay a join; members that start at the same
+time (a scale-out) are all started ahead. A Connect worker says ``ready`` once its imports are
+done; one that is not ready at its time goes when it is (the progress says how late). Other
+event kinds are refused (:class:`WireError`).
 
 After the last disturbance the run goes on until the group has converged (read from the logs,
 ``lab.wire_metrics``) and ``tail_s`` more, then every member closes and the server stops. The
@@ -46,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from groupcoord.sim.engine import member_ids
 from groupcoord.sim.network import NO_FAULTS
 from groupcoord.sim.scenario import Scenario, start_offsets_ms
 
@@ -53,13 +56,21 @@ from groupcoord.sim.scenario import Scenario, start_offsets_ms
 #: module twice and miss the registered commands).
 GROUPCOORD = [sys.executable, "-c", "import sys; from groupcoord.cli import main; sys.exit(main())"]
 MEMBER = [sys.executable, "-m", "groupcoord.lab.wire_member"]
-#: ``groupcoord ARGS`` once a ``go`` line arrives on stdin (the CLI imported before).
+#: ``groupcoord ARGS`` once a ``go`` line arrives on stdin (the CLI imported before; a
+#: ``ready`` line on stdout says the imports are done).
 GROUPCOORD_AFTER_GO = [sys.executable, "-c",
                        "import sys; from groupcoord.cli import build_parser, main; build_parser(); "
+                       "print('ready', flush=True); "
                        "sys.exit(main(sys.argv[1:]) if sys.stdin.readline().strip() == 'go' "
                        "else 0)"]
-#: How long before its time a member process is started (it then waits for ``go``).
+#: How long before its time a consumer process is started (it then waits for ``go``).
 PRESTART_S = 3.0
+#: The same for a Connect worker process: importing the CLI takes 1.6 s of CPU, and three
+#: workers started together on the loaded 2-core machine were ready only 8-9 s later (with
+#: 3 s ahead they joined 6-8 s after their time: the harness's delay, not the protocol's).
+CONNECT_PRESTART_S = 15.0
+#: How long ``go`` waits for a Connect worker that is not ready yet (then it goes anyway).
+READY_TIMEOUT_S = 60.0
 #: Wire protocols: the simulator's label -> (kind, client setting).
 WIRE_PROTOCOLS: dict[str, tuple[str, str]] = {
     "classic:eager": ("consumer", "eager"),
@@ -258,6 +269,11 @@ class _Proc:
     hard: bool = False
     stdout_lines: list[dict[str, Any]] = field(default_factory=list)
     reader: threading.Thread | None = None
+    #: Set once the process has imported what it runs (Connect workers say ``ready``;
+    #: None: the process does not say, a consumer's imports are quick).
+    ready: threading.Event | None = None
+    #: How long its ``go`` waited for it to be ready (seconds).
+    late_s: float = 0.0
 
 
 class _Members:
@@ -274,14 +290,22 @@ class _Members:
             return
         self.pending[name] = self.run.spawn(name)
 
-    def go(self, name: str) -> None:
+    def go(self, name: str) -> float:
+        """Start ``name`` now; how late it went (waiting for it to be ready), seconds."""
         self.prepare(name)
         p = self.pending.pop(name)
+        if p.ready is not None and not p.ready.is_set():  # still importing: its time is now
+            began = time.time()
+            while not p.ready.wait(0.2) and p.proc.poll() is None \
+                    and time.time() - began < READY_TIMEOUT_S:
+                pass  # (a process that died before it was ready goes at once: it fails)
+            p.late_s = time.time() - began
         assert p.proc.stdin is not None
         p.proc.stdin.write("go\n")
         p.proc.stdin.flush()
         p.started = time.time()
         self.live[name] = p
+        return p.late_s
 
     def stop(self, name: str, hard: bool = False) -> None:
         p = self.live.pop(name, None)
@@ -322,7 +346,7 @@ def _member_order(name: str) -> tuple[int, str]:
 
 class _RunContext:
     def __init__(self, protocol: str, bootstrap: str, sc: Scenario, wl: WireWorkload,
-                 workdir: Path, source_start: float) -> None:
+                 workdir: Path, source_start: float, seed: int = 0) -> None:
         self.protocol = protocol
         self.kind, self.client = WIRE_PROTOCOLS[protocol]
         self.bootstrap = bootstrap
@@ -333,7 +357,13 @@ class _RunContext:
         self.logs = workdir / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
         (workdir / "offsets").mkdir(exist_ok=True)
-        self.spawned = 0
+        #: Member ids of the new protocol's workers, in start order: the simulator's for the
+        #: same seed (``sim.engine.member_ids``), so that the coordinator chooses the same
+        #: worker to compute assignments, and the same one after it, as in the simulator (with
+        #: ids in name order the chosen worker's successor was always the next to bounce in a
+        #: rolling bounce); and which process each id is (the demo's lines name the id).
+        self.member_ids = member_ids(seed)
+        self.names_by_id: dict[str, str] = {}
 
     def spawn(self, name: str) -> _Proc:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -354,14 +384,15 @@ class _RunContext:
                                     stderr=err, text=True, env=env)
             err.close()
             return _Proc(name, proc)
-        self.spawned += 1
         cmd = [*GROUPCOORD_AFTER_GO, "connect", "worker", "--bootstrap-server", self.bootstrap,
                "--group", self.sc.group_id, "--client-id", name,
                "--scheduled-rebalance-max-delay-ms", str(self.sc.max_delay_ms),
                "--rebalance-timeout-ms", str(self.sc.rebalance_timeout_ms),
                "--output", str(self.workdir / "connect.jsonl")]
         if self.client.startswith("connect"):
-            cmd += ["--protocol", "connect", "--member-id", f"{name}-{self.spawned}",
+            member_id = next(self.member_ids)
+            self.names_by_id[member_id] = name
+            cmd += ["--protocol", "connect", "--member-id", member_id,
                     "--assignor", "eager" if self.client == "connect-eager" else "cooperative"]
         else:
             cmd += ["--protocol", self.client,
@@ -373,7 +404,7 @@ class _RunContext:
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=err, text=True, env=env)
         err.close()
-        p = _Proc(name, proc)
+        p = _Proc(name, proc, ready=threading.Event())
         p.reader = threading.Thread(target=_read_worker_stdout, args=(p,), daemon=True)
         p.reader.start()
         return p
@@ -388,10 +419,14 @@ def connect_task_config(wl: WireWorkload, source_start: float, offsets: Path) ->
 
 def _read_worker_stdout(p: _Proc) -> None:
     """The worker prints ``assigned: a, b`` / ``revoked: ...`` / ``lost: ...`` per callback;
-    stamp each with the time it is read (the worker flushes every line)."""
+    stamp each with the time it is read (the worker flushes every line). ``ready`` (before
+    ``go``) sets the process's ready event."""
     assert p.proc.stdout is not None
     for line in p.proc.stdout:
         t = time.time()
+        if line.strip() == "ready" and p.ready is not None:
+            p.ready.set()
+            continue
         head, sep, rest = line.rstrip("\n").partition(": ")
         if sep and head in ("assigned", "revoked", "lost"):
             items = [s for s in (x.strip() for x in rest.split(",")) if s]
@@ -500,24 +535,26 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
             create_topics(server.bootstrap, sc.topics)
         else:
             _create_connectors(server.bootstrap, sc, protocol, workdir)
-        t0 = time.time() + PRESTART_S
-        ctx = _RunContext(protocol, server.bootstrap, sc, wl, workdir, t0)
+        prestart = CONNECT_PRESTART_S if kind == "connect" else PRESTART_S
+        t0 = time.time() + prestart
+        ctx = _RunContext(protocol, server.bootstrap, sc, wl, workdir, t0, seed)
         members = _Members(ctx)
         if kind == "consumer":
             producer = _Producer(server.bootstrap, sc.topics, wl.records_per_s)
-        for a in acts:  # the first members start ahead, like every later one
-            if a[0] <= 0 and a[1] == "go":
+        prepared: set[int] = set()
+        for j, a in enumerate(acts):  # the first members start ahead, like every later one
+            if a[1] == "go" and a[0] < prestart:  # (their drawn start offsets included)
+                prepared.add(j)
                 members.prepare(a[2])
         time.sleep(max(t0 - time.time(), 0))
         if producer is not None:
             producer.start(t0)
-        prepared: set[int] = set()
         for i, (at, action, name, hard) in enumerate(acts):
-            while True:  # start every process due within PRESTART_S, then wait a little
+            while True:  # start every process due within `prestart`, then wait a little
                 now = time.time()
                 for j in range(i, len(acts)):
                     if acts[j][1] == "go" and j not in prepared and \
-                            t0 + acts[j][0] - PRESTART_S <= now:
+                            t0 + acts[j][0] - prestart <= now:
                         prepared.add(j)
                         members.prepare(acts[j][2])
                 if now >= t0 + at:
@@ -526,7 +563,12 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
             if progress is not None:
                 progress(f"{protocol}: t={time.time() - t0:6.1f} s {action} {name}")
             if action == "go":
-                members.go(name)
+                late = members.go(name)
+                if late > 0.05:
+                    extend_windows(windows, at, time.time() - t0)
+                    if progress is not None:
+                        progress(f"{protocol}: {name} was not ready at its time: went "
+                                 f"{late:.1f} s late")
             else:
                 members.stop(name, hard)
         last = max((w.settle_s for w in windows), default=0.0)
@@ -557,6 +599,16 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
         server.stop()
         if keep_dir is None:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def extend_windows(windows: list[Window], at_s: float, started_s: float) -> None:
+    """A member due at ``at_s`` started only at ``started_s`` (it was still importing): the
+    disturbances it is part of last until then, so that no window closes on a group that the
+    member has not joined yet (a scale-out's window would otherwise close at once, converged
+    without the new members)."""
+    for w in windows:
+        if w.at_s <= at_s <= w.settle_s and started_s > w.settle_s:
+            w.settle_s = started_s
 
 
 def _sleep_until(t: float) -> None:
@@ -608,7 +660,7 @@ def _collect(ctx: _RunContext, members: _Members, producer: _Producer | None, t0
             logs.setdefault(p.name, []).extend(list(p.stdout_lines))
         # the demo's output: worker = member id; map it to the process name by client id
         records = _read_jsonl(ctx.workdir / "connect.jsonl")
-        by_worker = _worker_names(records, lifetimes)
+        by_worker = {**_worker_names(records, lifetimes), **ctx.names_by_id}
         for r in records:
             if r.get("event") == "record":
                 name = by_worker.get(str(r.get("worker")), str(r.get("worker")))
@@ -633,9 +685,9 @@ def _collect(ctx: _RunContext, members: _Members, producer: _Producer | None, t0
 
 def _worker_names(records: list[dict[str, Any]], lifetimes: dict[str, list[tuple[float, float | None]]]
                   ) -> dict[str, str]:
-    """Demo lines name the worker by member id: the classic worker's ids are ``CLIENT_ID-N``,
-    the new protocol's are random; map ids that start with a member's name to it, and others
-    by the process alive at the line's time (best effort)."""
+    """Demo lines name the worker by member id: the classic worker's ids are ``CLIENT_ID-N``;
+    map ids that start with a member's name to it (the new protocol's ids are the harness's
+    own choice, ``_RunContext.names_by_id``)."""
     out: dict[str, str] = {}
     names = sorted(lifetimes, key=lambda n: -len(n))
     for r in records:

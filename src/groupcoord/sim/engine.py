@@ -43,7 +43,7 @@ import time
 import traceback
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,6 +66,23 @@ CHECKPOINT_EVERY = 2_000
 LIVELOCK_EVENTS = 100_000
 
 Handler = Callable[[Any], None]
+
+
+def _draw_member_id(rng: random.Random) -> str:
+    return uuid_member_id(rng.getrandbits(128).to_bytes(16, "big"))
+
+
+def member_ids(seed: int) -> Iterator[str]:
+    """The member ids a simulation with ``seed`` gives its members (where the protocol's
+    members choose their own: KIP-848 consumers, Connect workers on the new protocol), in the
+    order it starts them. ``lab calibrate``'s wire runs give their processes the same ids, so
+    that what depends on the ids' order (the worker the coordinator chooses to compute a
+    Connect assignment, and the one after it when it leaves) is paired with the simulator's."""
+    master = random.Random(seed)
+    master.getrandbits(64)  # the network's stream
+    rng = random.Random(master.getrandbits(64))
+    while True:
+        yield _draw_member_id(rng)
 
 
 class Violation(Exception):
@@ -192,7 +209,7 @@ class Simulation(ABC):
         self.full_checks = full_checks
         master = random.Random(seed)
         self.net_rng = random.Random(master.getrandbits(64))
-        self.id_rng = random.Random(master.getrandbits(64))
+        self.id_rng = random.Random(master.getrandbits(64))  # see member_ids()
         self.choice_rng = random.Random(master.getrandbits(64))
 
         self.now = 0
@@ -442,7 +459,7 @@ class Simulation(ABC):
     # ================================================================== coordinator
 
     def new_member_id(self) -> str:
-        return uuid_member_id(self.id_rng.getrandbits(128).to_bytes(16, "big"))
+        return _draw_member_id(self.id_rng)
 
     def coordinator_result(self, res: Result[Any]) -> None:
         """Persist a result, check what its records changed, re-arm the coordinator timer."""
