@@ -65,7 +65,6 @@ from groupcoord.commands import UsageError, bootstrap_servers, command, int_at_l
 from groupcoord.protocol.client import KafkaClient, KafkaClientError
 from groupcoord.protocol.errors import CoordinatorError, error_name
 from groupcoord.protocol.versions import ApiKey
-from groupcoord.server.security import acls_cli as _acls_cli  # noqa: F401 - registers ``acls``
 
 log = logging.getLogger(__name__)
 
@@ -692,8 +691,3 @@ def add_connectors_commands(p: argparse.ArgumentParser) -> None:
 @command("connectors", "create, update, delete and list the connectors of a connect group")
 def _connectors_args(p: argparse.ArgumentParser) -> None:
     add_connectors_commands(p)
-
-
-# ------------------------------------------------------------------------------ users
-
-from groupcoord.server.security import users_cli as _users_cli  # noqa: E402, F401  (``users``)
