@@ -264,15 +264,6 @@ def test_decision_matches_the_reference(acls: list[AclBinding], principal: str, 
         acls, supers, allow_everyone, principal, host, op, rtype, name)
 
 
-def test_exposure_warning_only_beyond_loopback() -> None:
-    from groupcoord.server.security.authorizer import exposure_warning
-
-    assert exposure_warning([("PLAINTEXT", "127.0.0.1")], True) is None
-    assert exposure_warning([("SASL_SSL", "0.0.0.0")], False) is None
-    w = exposure_warning([("PLAINTEXT", "0.0.0.0")], False)
-    assert w is not None and "0.0.0.0" in w and "allow.everyone.if.no.acl.found=false" in w
-
-
 # ------------------------------------------------------------------ remembered decisions
 
 

@@ -85,7 +85,7 @@ from groupcoord.server.partition_files import max_open_files_from
 from groupcoord.server.routing import misrouted
 from groupcoord.server.runtime import CoordinatorRuntime
 from groupcoord.server.security.acls import AclStore
-from groupcoord.server.security.authorizer import Authorizer, exposure_warning
+from groupcoord.server.security.authorizer import Authorizer
 from groupcoord.server.security.config import ServerSecurity
 from groupcoord.server.security.credentials import CredentialStore
 from groupcoord.server.security.listeners import ListenerSpec
@@ -260,10 +260,6 @@ class KafkaServer:
         log.info("authorization: %d ACLs, allow.everyone.if.no.acl.found=%s, super.users=%s",
                  len(acls), str(self.authorizer.allow_everyone_if_no_acl).lower(),
                  ";".join(sorted(self.authorizer.super_users)) or "(none)")
-        warning = exposure_warning(self.security_listeners,
-                                   self.authorizer.allow_everyone_if_no_acl)
-        if warning:
-            log.warning("%s", warning)
         self.idle_monitor = LoopIdleMonitor()
         self.idle_monitor.install(loop)
         self.runtime = CoordinatorRuntime(self._log, self.num_shards, self.config,
@@ -291,6 +287,9 @@ class KafkaServer:
                 endpoints.setdefault(spec.name, {})[b] = self.security.advertised_address(
                     spec, b, ports[-1])
         self._server = self.listeners[0]
+        for warning in self.security.warnings(self.authorizer.allow_everyone_if_no_acl,
+                                              self.bound):
+            log.warning("%s", warning)
         ports = self.bound[self.security.first.name]
         self.port = ports[0]
         advertised, _ = endpoints[self.security.first.name][0]

@@ -44,7 +44,7 @@ from groupcoord.server.security.acls import (
 )
 
 __all__ = ["IMPLIES_DESCRIBE", "IMPLIES_DESCRIBE_CONFIGS", "SUPPORTED_OPERATIONS", "Authorizer",
-           "default_allow_everyone", "entry_decision", "exposure_warning", "parse_super_users"]
+           "default_allow_everyone", "entry_decision", "parse_super_users"]
 
 Op = AclOperation
 
@@ -106,21 +106,6 @@ def default_allow_everyone(listeners: Iterable[tuple[str, str]]) -> bool:
     ls = list(listeners)
     return bool(ls) and all(proto.upper() == "PLAINTEXT" and _is_loopback(host)
                             for proto, host in ls)
-
-
-def exposure_warning(listeners: Iterable[tuple[str, str]], allow_everyone: bool) -> str | None:
-    """The start-up warning for PLAINTEXT listeners on a non-loopback address: anyone who
-    reaches them is ``User:ANONYMOUS``, with what that means under the ACLs."""
-    exposed = [host for proto, host in listeners
-               if proto.upper() == "PLAINTEXT" and not _is_loopback(host)]
-    if not exposed:
-        return None
-    what = ("allow.everyone.if.no.acl.found=true: every client may do anything no ACL names"
-            if allow_everyone else
-            "allow.everyone.if.no.acl.found=false: they may do only what ACLs allow "
-            "User:ANONYMOUS")
-    return (f"PLAINTEXT listener on {', '.join(exposed)} (not loopback) has no authentication: "
-            f"every client there is User:ANONYMOUS; {what}")
 
 
 @dataclass
