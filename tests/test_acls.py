@@ -264,10 +264,63 @@ def test_decision_matches_the_reference(acls: list[AclBinding], principal: str, 
         acls, supers, allow_everyone, principal, host, op, rtype, name)
 
 
-def test_exposure_warning_only_beyond_loopback() -> None:
-    from groupcoord.server.security.authorizer import exposure_warning
+# ------------------------------------------------------------------ remembered decisions
 
-    assert exposure_warning([("PLAINTEXT", "127.0.0.1")], True) is None
-    assert exposure_warning([("SASL_SSL", "0.0.0.0")], False) is None
-    w = exposure_warning([("PLAINTEXT", "0.0.0.0")], False)
-    assert w is not None and "0.0.0.0" in w and "allow.everyone.if.no.acl.found=false" in w
+
+def test_a_remembered_decision_follows_every_change_of_the_acls() -> None:
+    """Decisions are cached per ACL store generation: an ACL added or removed, and
+    allow.everyone.if.no.acl.found changed, decide the very next question."""
+    a = authz(acl(RT.TOPIC, "other", "User:x", Op.READ))  # some ACL: the cached path
+
+    def ask() -> bool:
+        return ok(a, "User:alice", Op.READ, RT.GROUP, "g")
+
+    assert not ask() and not ask()  # no ACL on g, allow.everyone false
+    a.store.add([acl(RT.GROUP, "g", "User:alice", Op.READ)])
+    assert ask() and ask()
+    a.store.add([acl(RT.GROUP, "g", "User:alice", Op.READ, DENY, host=HOST)])
+    assert not ask()
+    a.store.remove([AclBindingFilter(permission=DENY)])
+    assert ask()
+    a.store.remove([AclBindingFilter(resource_type=RT.GROUP)])
+    assert not ask()
+    a.allow_everyone_if_no_acl = True
+    assert ask()
+    a.store = AclStore()  # another store (no ACLs at all)
+    a.allow_everyone_if_no_acl = False
+    assert not ask()
+
+
+def test_the_decision_cache_is_bounded() -> None:
+    a = authz(acl(RT.GROUP, "g-", "User:alice", Op.READ, pattern=PT.PREFIXED))
+    a.CACHE_SIZE = 50  # type: ignore[misc]
+    for i in range(500):
+        assert ok(a, "User:alice", Op.READ, RT.GROUP, f"g-{i}")
+        assert not ok(a, "User:alice", Op.READ, RT.GROUP, f"h-{i}")
+        assert len(a._cache) <= 50
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), bindings), min_size=1, max_size=12),
+       st.sampled_from(["User:a", "User:b"]), st.sampled_from(OPS[1:]),
+       st.sampled_from(["a", "ab", "b", "*"]))
+def test_cached_decisions_match_the_reference_after_each_change(
+        changes: list[tuple[bool, AclBinding]], principal: str, op: Op, name: str) -> None:
+    """ACLs added and removed one at a time; after each change every question is answered
+    as the reference answers it over the bindings then stored (asked twice: the second
+    answer comes from the cache)."""
+    a = authz()
+    for add, b in changes:
+        if add:
+            a.store.add([b])
+        else:
+            a.store.remove([AclBindingFilter(b.pattern.resource_type, b.pattern.name,
+                                             b.pattern.pattern_type, b.entry.principal,
+                                             b.entry.host, b.entry.operation,
+                                             b.entry.permission)])
+        stored = list(a.store)
+        for rtype in (RT.TOPIC, RT.GROUP):
+            for host in ("1.1.1.1", "2.2.2.2"):
+                want = reference(stored, set(), False, principal, host, op, rtype, name)
+                assert a.authorize(principal, host, op, rtype, name) == want
+                assert a.authorize(principal, host, op, rtype, name) == want

@@ -88,10 +88,21 @@ def test_warning_for_a_listener_beyond_loopback_without_authentication(certs: Ce
                           "MTLS://0.0.0.0:4"], "127.0.0.1", 0)
     warnings = sec.warnings()
     assert len(warnings) == 2
-    assert warnings[0].startswith("warning: listener PLAINTEXT on 0.0.0.0:1 accepts clients")
-    assert warnings[1].startswith("warning: listener SSL on 10.1.2.3:2")
+    assert warnings[0].startswith("listener PLAINTEXT on 0.0.0.0:1 accepts clients from the "
+                                  "network without authentication: its clients are "
+                                  "User:ANONYMOUS; use SASL_SSL, or SSL with "
+                                  "ssl.client.auth=required")
+    assert warnings[1].startswith("listener SSL on 10.1.2.3:2")
+    assert "without a certificate are User:ANONYMOUS" in warnings[1]
     assert ServerSecurity({}, None, "127.0.0.1", 9092).warnings() == []
     assert len(ServerSecurity({}, None, "0.0.0.0", 9092).warnings()) == 1
+    # with the bound port and what anonymous clients may do, and what to do about it
+    open_, closed = (sec.warnings(allow, {"PLAINTEXT": [9092]}) for allow in (True, False))
+    assert open_[0].startswith("listener PLAINTEXT on 0.0.0.0:9092 ")
+    assert "allow.everyone.if.no.acl.found=true, may do anything no ACL names" in open_[0]
+    assert open_[0].endswith("or set allow.everyone.if.no.acl.found=false and grant ACLs")
+    assert "may do only what ACLs allow User:ANONYMOUS" in closed[0]
+    assert "allow.everyone" not in closed[0].split(";")[1]
 
 
 def test_subject_dn_is_rfc2253() -> None:
@@ -198,8 +209,14 @@ def test_several_brokers_advertise_each_listener(tmp_path: Path) -> None:
     finally:
         srv.server.stop()
     err = srv.server.stderr()
-    assert "warning: listener PLAINTEXT on 0.0.0.0:" in err
-    assert "warning: listener SASL_PLAINTEXT" not in err
+    exposed = [ln for ln in err.splitlines() if "without authentication" in ln
+               or "ANONYMOUS" in ln]
+    assert len(exposed) == 1, err  # one line, not one from authentication and one from ACLs
+    port = srv.addresses["PLAINTEXT"][1]
+    assert f"WARNING groupcoord.server.app: listener PLAINTEXT on 0.0.0.0:{port} " in exposed[0]
+    # start_secure_server sets allow.everyone.if.no.acl.found=true: said, with what to do
+    assert "with allow.everyone.if.no.acl.found=true, may do anything no ACL names" in exposed[0]
+    assert "use SASL_SSL, or SSL with ssl.client.auth=required" in exposed[0]
 
 
 def test_control_lists_connections_with_listener_and_principal() -> None:
@@ -255,3 +272,31 @@ def test_required_client_certificate_and_pem_text_settings(tmp_path: Path, certs
     finally:
         srv.server.stop()
     assert "Traceback" not in srv.server.stderr()
+
+
+def test_serve_beyond_loopback_without_authentication_warns_once(tmp_path: Path) -> None:
+    """``serve --host 0.0.0.0``: one line naming the listener with its port, who its clients
+    are, what they may do (allow.everyone.if.no.acl.found defaults to false beyond loopback)
+    and what to do; there were two (one from authentication, one from authorization)."""
+    import subprocess
+
+    from tests.conftest import GROUPCOORD
+
+    p = subprocess.Popen([*GROUPCOORD, "serve", "--host", "0.0.0.0", "--port", "0",
+                          "--data-dir", str(tmp_path / "d"), "--storage", "memory"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout is not None
+        line = p.stdout.readline()
+        assert line.startswith("listening on 0.0.0.0:"), line
+        port = line.strip().rpartition(":")[2]
+    finally:
+        p.terminate()
+        _, err = p.communicate(timeout=60)
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].endswith(
+        f"WARNING groupcoord.server.app: listener PLAINTEXT on 0.0.0.0:{port} accepts clients "
+        f"from the network without authentication: its clients are User:ANONYMOUS and may do "
+        f"only what ACLs allow User:ANONYMOUS; use SASL_SSL, or SSL with "
+        f"ssl.client.auth=required"), lines[0]

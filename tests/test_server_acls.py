@@ -432,3 +432,34 @@ def test_scram_credential_apis_need_the_cluster(srv: ThreadServer) -> None:
         assert [(x.user, x.error_code) for x in r.results] == [("mallory", 0)]
         r = bob.call(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, users=None)  # ALTER implies DESCRIBE
         assert r.error_code == 0 and "mallory" in [x.user for x in r.results]
+
+
+def test_an_acl_change_decides_the_next_heartbeat_on_the_same_connection(
+        srv: ThreadServer) -> None:
+    """Authorization decisions are remembered (the same question on every heartbeat), for one
+    generation of the ACLs: a READ removed refuses the member's next heartbeat, granted again
+    it is accepted again."""
+    group, topic = _name("cg"), _name("t")
+    with srv.client("admin") as admin, srv.client("alice") as alice:
+        create_topic(admin, topic)
+        grant(admin, RT.GROUP, group, "User:alice", Op.READ)
+        grant(admin, RT.TOPIC, topic, "User:alice", Op.DESCRIBE)
+        r = cg_heartbeat(alice, group, [topic])
+        assert r.error_code == E.none, r
+
+        def steady() -> Any:
+            return alice.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, group_id=group,
+                              member_id=r.member_id, member_epoch=r.member_epoch)
+
+        for _ in range(3):
+            assert steady().error_code == E.none
+        d = admin.call(ApiKey.DELETE_ACLS, 3, filters=[{
+            "resource_type_filter": int(RT.GROUP), "resource_name_filter": group,
+            "pattern_type_filter": int(PatternType.LITERAL), "principal_filter": "User:alice",
+            "host_filter": None, "operation": int(Op.READ), "permission_type": int(ALLOW)}])
+        assert len(d.filter_results[0].matching_acls) == 1
+        assert steady().error_code == E.group_authorization_failed
+        grant(admin, RT.GROUP, group, "User:alice", Op.READ)
+        assert steady().error_code == E.none
+        grant(admin, RT.GROUP, group, "User:alice", Op.READ, DENY)
+        assert steady().error_code == E.group_authorization_failed

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.messages import ListGroupsRequest
@@ -106,6 +106,79 @@ def test_sessions_expire_on_the_wall_clock_and_groups_spread_over_shards() -> No
             for g in groups:
                 d = rt.handle_group(g, ConsumerGroupDescribeRequest((g,)))
                 assert d.groups[0].members == (), g
+        finally:
+            rt.stop()
+
+    asyncio.run(main())
+
+
+async def _wait_until(cond: Callable[[], bool], timeout: float = 20.0) -> bool:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        if cond():
+            return True
+        await asyncio.sleep(0.02)
+    return False
+
+
+def _members(rt: CoordinatorRuntime, group: str) -> tuple[str, ...]:
+    d = rt.handle_group(group, ConsumerGroupDescribeRequest((group,)))
+    return tuple(m.member_id for m in d.groups[0].members)
+
+
+def test_a_timer_set_before_the_armed_wake_up_fires_on_time() -> None:
+    """The runtime keeps one wake-up at the earliest deadline of all shards; a session shorter
+    than every other (a group's own session timeout) must move it earlier."""
+    from groupcoord.coordinator.messages import AlterGroupConfigOp, AlterGroupConfigsRequest
+
+    async def main() -> None:
+        rt = CoordinatorRuntime(MemoryLog(), 1, _config(session_ms=30_000), IMAGE,
+                                lambda: str(uuid.uuid4()))
+        rt.start(asyncio.get_running_loop())
+        try:
+            assert rt.handle_group("slow", _join("slow", "s")).error_code == 0
+            armed = rt._timer_at
+            assert armed is not None  # the slow member's session, 30 s away
+            r = rt.handle_group("fast", AlterGroupConfigsRequest("fast", (AlterGroupConfigOp(
+                "group.consumer.session.timeout.ms", "set", "200"),)))
+            assert r.error_code == 0, r
+            assert rt.handle_group("fast", _join("fast", "f")).error_code == 0
+            assert rt._timer_at is not None and rt._timer_at < armed
+            assert await _wait_until(lambda: _members(rt, "fast") == ())
+            assert _members(rt, "slow") == ("s",)
+        finally:
+            rt.stop()
+
+    asyncio.run(main())
+
+
+def test_renewed_sessions_do_not_ask_the_shard_for_its_next_deadline() -> None:
+    """A heartbeat renews its member's session, later than the armed wake-up: nothing to
+    re-arm, and the shard's timer heap is not walked (it was, on every heartbeat: a tenth of
+    the server's time per heartbeat)."""
+    async def main() -> None:
+        rt = CoordinatorRuntime(MemoryLog(), 1, _config(session_ms=30_000), IMAGE,
+                                lambda: str(uuid.uuid4()))
+        rt.start(asyncio.get_running_loop())
+        try:
+            assert rt.handle_group("g", _join("g", "m")).error_code == 0
+            armed = rt._timer_at
+            shard = rt.shards[0]
+            assert shard is not None and armed is not None
+            asked = []
+            real = shard.next_deadline
+
+            def counting() -> int | None:
+                asked.append(1)
+                return real()
+
+            shard.next_deadline = counting  # type: ignore[method-assign]
+            hb = ConsumerGroupHeartbeatRequest("g", "m", 1)
+            for _ in range(200):  # no await: the armed wake-up cannot fire meanwhile
+                r = rt.handle_group("g", hb)
+                assert r.error_code == 0 and r.member_epoch == 1, r
+            assert asked == [] and rt._timer_at == armed
         finally:
             rt.stop()
 

@@ -3,7 +3,11 @@
 Run as ``groupcoord``, ``python -m groupcoord`` or ``python -m groupcoord.cli``: the sub-commands
 register in :mod:`groupcoord.commands`, one registry whichever way this module was loaded (run
 as ``__main__``, it is a second copy of ``groupcoord.cli``, which the layers' CLI modules never
-import).
+import). Start-up imports only what the command run needs: :data:`SUBCOMMANDS` lists every
+subcommand with its module and help line, so ``groupcoord --help`` imports no command module
+and ``groupcoord serve ...`` only the server's (not the simulator, the lab or the Connect
+worker); kio is loaded without the hypothesis strategies it registers when hypothesis is
+installed (:func:`_hide_hypothesis_from_kio`).
 
 Subcommands:
 - ``demo``: run a coordinator shard in-process with members joining, reconciling and leaving,
@@ -29,7 +33,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -130,16 +134,75 @@ def _demo_args(p: argparse.ArgumentParser) -> None:
 # ------------------------------------------------------------------------------ main
 
 
-def _load_optional_commands() -> None:
-    """Subcommands living with their layer register themselves on import."""
-    for module in ("groupcoord.server.cli", "groupcoord.sim.cli", "groupcoord.lab.cli",
-                   "groupcoord.client.connect.cli", "groupcoord.testing.cli",
-                   "groupcoord.server.partition_cli"):
+#: Every subcommand: the module whose import registers it (None: this module) and its help
+#: line, so that ``groupcoord --help`` imports no command module and a command imports only
+#: its own (:func:`main`). tests/test_cli_entry_points.py checks it against what the modules
+#: register.
+SUBCOMMANDS: dict[str, tuple[str | None, str]] = {
+    "acls": ("groupcoord.server.security.acls_cli",
+             "add, list and remove ACLs (like kafka-acls), online or in a data directory"),
+    "bench": (None, "run a benchmark family from benchmarks/ (assignors, heartbeats, ...)"),
+    "connect": ("groupcoord.client.connect.cli",
+                "Kafka Connect: run a worker (new or classic protocol), manage connectors"),
+    "connectors": ("groupcoord.server.cli",
+                   "create, update, delete and list the connectors of a connect group"),
+    "control": ("groupcoord.testing.cli",
+                "the control plane of a running server, for tests (faults, sessions)"),
+    "demo": (None, "run a coordinator in-process: members join, reconcile, leave"),
+    "groups": ("groupcoord.server.cli",
+               "list and describe consumer groups (like kafka-consumer-groups)"),
+    "lab": ("groupcoord.lab.cli",
+            "the PySpark lab: sweeps of simulations, Parquet tables, report, log audit"),
+    "recover-partitions": ("groupcoord.server.partition_cli",
+                           "cut damaged partition files at the damage (serve stopped)"),
+    "serve": ("groupcoord.server.cli", "run the Kafka-protocol broker with the group coordinator"),
+    "simulate": ("groupcoord.sim.cli",
+                 "run the deterministic simulator: real coordinator, real members, faults"),
+    "topics": ("groupcoord.server.cli",
+               "create, list, delete topics and add partitions (like kafka-topics)"),
+    "users": ("groupcoord.server.security.users_cli",
+              "add, list, remove SCRAM users of a data directory (offline)"),
+}
+
+
+def _load_optional_commands(names: Collection[str] | None = None) -> None:
+    """Subcommands living with their layer register themselves on import: the modules of
+    ``names`` (None: of every subcommand)."""
+    modules = {SUBCOMMANDS[n][0] for n in (SUBCOMMANDS if names is None else names)}
+    for module in sorted(m for m in modules if m is not None):
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as e:
             if e.name != module:
                 raise
+
+
+def _hide_hypothesis_from_kio() -> None:
+    """Import kio's phantom types with hypothesis hidden. When hypothesis is importable (a
+    development install), kio imports ``hypothesis.strategies`` as it loads to register
+    strategies for its types (``kio.static._phantom``): more than a third of a second of
+    every command's start-up, for strategies the command line never draws from. Nothing if
+    either is loaded already (a test process keeps kio's strategies)."""
+    if "kio.static._phantom" in sys.modules or "hypothesis" in sys.modules:
+        return
+    sys.modules["hypothesis"] = None  # type: ignore[assignment]  # import hypothesis fails
+    try:
+        importlib.import_module("kio.static._phantom")
+    except ImportError:
+        pass
+    finally:
+        del sys.modules["hypothesis"]
+
+
+def _command_named(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names: its first word that is not an option (the options before
+    the subcommand, ``-v`` and ``-h``, take no value); None if none is named."""
+    for arg in argv:
+        if arg == "--":
+            return None
+        if not arg.startswith("-"):
+            return arg
+    return None
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -151,20 +214,35 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    _load_optional_commands()
+def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser with every subcommand and its arguments; with ``commands``
+    (names from :data:`SUBCOMMANDS`), only those with their arguments, every other listed by
+    name and help (as ``groupcoord --help`` shows them) without importing its module."""
+    if commands is None or commands:
+        _hide_hypothesis_from_kio()
+        _load_optional_commands(commands)
     parser = OneLineParser(prog="groupcoord",
                                      description="A Kafka-compatible group coordinator.")
     parser.add_argument("-v", "--verbose", action="count", default=0)
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, (add_args, _, help_text) in sorted(COMMANDS.items()):
-        add_args(sub.add_parser(name, help=help_text, description=help_text))
+    names = SUBCOMMANDS.keys() | COMMANDS.keys() if commands is None else SUBCOMMANDS.keys()
+    for name in sorted(names):
+        if commands is None or name in commands:
+            add_args, _, help_text = COMMANDS[name]
+            add_args(sub.add_parser(name, help=help_text, description=help_text))
+        else:
+            help_text = SUBCOMMANDS[name][1]
+            sub.add_parser(name, help=help_text, description=help_text)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    ns: Any = parser.parse_args(argv)
+    args = sys.argv[1:] if argv is None else list(argv)
+    # Only the named subcommand's module is imported (none for ``--help``); a name that is
+    # not in SUBCOMMANDS gets the whole parser (its "invalid choice" lists every command).
+    named = _command_named(args)
+    parser = build_parser(() if named is None else [named] if named in SUBCOMMANDS else None)
+    ns: Any = parser.parse_args(args)
     logging.basicConfig(level=logging.WARNING - 10 * min(ns.verbose, 2),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

@@ -59,13 +59,20 @@ __all__ = [
     "encode_response",
     "parse_request_header",
     "request_class",
+    "request_client_id",
     "response_class",
+    "response_frame",
 ]
 
 E = TypeVar("E")
 
 _PREFIX = struct.Struct(">hhih")
+_PREFIX_KVC = struct.Struct(">hhi")
+_I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
+#: A response frame's size and correlation id, then (``_V1``) the header's empty tagged fields.
+_RESPONSE_V0 = struct.Struct(">ii")
+_RESPONSE_V1 = struct.Struct(">iib")
 _UTC = datetime.UTC
 
 
@@ -151,9 +158,18 @@ def parse_request_prefix(buf: bytes) -> tuple[int, int, int]:
 
 def parse_request_header(buf: bytes, flexible: bool) -> RequestHeader:
     """Parse a request header v1 (``flexible=False``) or v2 (``flexible=True``)."""
+    client_id, size = request_client_id(buf, flexible)
+    key, version, corr = _PREFIX_KVC.unpack_from(buf, 0)
+    return RequestHeader(key, version, corr, client_id, size)
+
+
+def request_client_id(buf: bytes, flexible: bool) -> tuple[str | None, int]:
+    """The client id of a request frame and the offset where its body starts (after the
+    header's tagged fields when ``flexible``): :func:`parse_request_header` without building
+    a :class:`RequestHeader` (the server's per-request path). DecodeError if malformed."""
     if len(buf) < _PREFIX.size:
         raise DecodeError(f"request of {len(buf)} bytes is shorter than a request header")
-    key, version, corr, n = _PREFIX.unpack_from(buf, 0)
+    n = _I16.unpack_from(buf, 8)[0]
     pos = _PREFIX.size
     client_id: str | None
     if n < 0:
@@ -170,7 +186,7 @@ def parse_request_header(buf: bytes, flexible: bool) -> RequestHeader:
         pos += n
     if flexible:
         if pos < len(buf) and buf[pos] == 0:  # the usual case: no tagged fields
-            return RequestHeader(key, version, corr, client_id, pos + 1)
+            return client_id, pos + 1
         count, pos = _read_uvarint(buf, pos)
         for _ in range(count):
             _, pos = _read_uvarint(buf, pos)
@@ -178,7 +194,7 @@ def parse_request_header(buf: bytes, flexible: bool) -> RequestHeader:
             pos += size
             if pos > len(buf):
                 raise DecodeError("truncated tagged field in request header")
-    return RequestHeader(key, version, corr, client_id, pos)
+    return client_id, pos
 
 
 _READERS: dict[type[Any], Callable[[bytes, int], tuple[Any, int]]] = {}
@@ -224,10 +240,16 @@ def encode_response(api_key: int, version: int, correlation_id: int, body: Any) 
 
 
 def encode_raw_response(api_key: int, version: int, correlation_id: int, body: bytes) -> bytes:
-    header = _I32.pack(correlation_id)
-    if response_header_version(api_key, version) == 1:
-        header += b"\x00"
-    return frame(header + body)
+    return response_frame(correlation_id, body, response_header_version(api_key, version) == 1)
+
+
+def response_frame(correlation_id: int, body: bytes, header_v1: bool) -> bytes:
+    """A whole response frame of an encoded ``body``: size, response header v1 (with its
+    empty tagged fields) when ``header_v1``, else v0; :func:`encode_raw_response` with the
+    header version known (the server's per-request path)."""
+    if header_v1:
+        return _RESPONSE_V1.pack(len(body) + 5, correlation_id, 0) + body
+    return _RESPONSE_V0.pack(len(body) + 4, correlation_id) + body
 
 
 # ------------------------------------------------------------------------------ client side

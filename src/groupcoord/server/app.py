@@ -61,10 +61,12 @@ from groupcoord.protocol.codec import (
     decode_request_body,
     encode_raw_response,
     encode_response,
-    parse_request_header,
     parse_request_prefix,
     request_class,
+    request_client_id,
     response_class,
+    response_frame,
+    response_header_version,
 )
 from groupcoord.protocol.framing import MAX_FRAME_SIZE, FrameDecoder, FrameError, frame
 from groupcoord.protocol.versions import ApiKey, api_name, is_supported
@@ -83,7 +85,7 @@ from groupcoord.server.partition_files import max_open_files_from
 from groupcoord.server.routing import misrouted
 from groupcoord.server.runtime import CoordinatorRuntime
 from groupcoord.server.security.acls import AclStore
-from groupcoord.server.security.authorizer import Authorizer, exposure_warning
+from groupcoord.server.security.authorizer import Authorizer
 from groupcoord.server.security.config import ServerSecurity
 from groupcoord.server.security.credentials import CredentialStore
 from groupcoord.server.security.listeners import ListenerSpec
@@ -143,6 +145,14 @@ def open_record_log(kind: str, data_dir: Path, durability: str | None = None) ->
 def random_member_id() -> str:
     """Kafka's v0 member ids: a random UUID in Kafka's base64 text form."""
     return uuid_member_id(uuid.uuid4().bytes)
+
+
+def _route(key: int, version: int) -> tuple[Any, bool, bool]:
+    """What dispatch needs of a supported (key, version): its request class, whether the
+    request header is v2 (flexible), whether the response header is v1."""
+    cls = request_class(key, version)
+    assert cls is not None
+    return cls, bool(cls.__flexible__), response_header_version(key, version) == 1
 
 
 class KafkaServer:
@@ -226,6 +236,8 @@ class KafkaServer:
         #: A record log given by the caller (kept open by :meth:`stop`: a restarted server on
         #: the same log finds its groups again, as a broker restarted on its disk).
         self._given_log = record_log
+        #: :func:`_route` of each supported (API key, version) seen, looked up once.
+        self._routes: dict[tuple[int, int], tuple[Any, bool, bool]] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -248,10 +260,6 @@ class KafkaServer:
         log.info("authorization: %d ACLs, allow.everyone.if.no.acl.found=%s, super.users=%s",
                  len(acls), str(self.authorizer.allow_everyone_if_no_acl).lower(),
                  ";".join(sorted(self.authorizer.super_users)) or "(none)")
-        warning = exposure_warning(self.security_listeners,
-                                   self.authorizer.allow_everyone_if_no_acl)
-        if warning:
-            log.warning("%s", warning)
         self.idle_monitor = LoopIdleMonitor()
         self.idle_monitor.install(loop)
         self.runtime = CoordinatorRuntime(self._log, self.num_shards, self.config,
@@ -279,6 +287,9 @@ class KafkaServer:
                 endpoints.setdefault(spec.name, {})[b] = self.security.advertised_address(
                     spec, b, ports[-1])
         self._server = self.listeners[0]
+        for warning in self.security.warnings(self.authorizer.allow_everyone_if_no_acl,
+                                              self.bound):
+            log.warning("%s", warning)
         ports = self.bound[self.security.first.name]
         self.port = ports[0]
         advertised, _ = endpoints[self.security.first.name][0]
@@ -504,27 +515,18 @@ class KafkaServer:
             key, version, corr = parse_request_prefix(buf)
         except DecodeError as e:
             return Close(str(e))
-        if not is_supported(key, version):
-            log.info("%s: unsupported %s v%d (correlation id %d)", conn.peer, api_name(key),
-                     version, corr)
-            if key == ApiKey.API_VERSIONS:
-                cls = response_class(ApiKey.API_VERSIONS, 0)
-                assert cls is not None
-                return encode_response(ApiKey.API_VERSIONS, 0, corr, build(
-                    cls, error_code=ErrorCode.unsupported_version, api_keys=api_version_entries()))
-            entity = error_response_entity(key, version, ErrorCode.unsupported_version)
-            if entity is None:
-                return frame(struct.pack(">ih", corr, ErrorCode.unsupported_version.value))
-            return encode_response(key, version, corr, entity)
-        cls = request_class(key, version)
-        assert cls is not None
+        route = self._routes.get((key, version))
+        if route is None:
+            if not is_supported(key, version):
+                return self._unsupported(key, version, corr, conn)
+            route = self._routes[key, version] = _route(key, version)
+        cls, flexible, header_v1 = route
         try:
-            header = parse_request_header(buf, cls.__flexible__)
-            body = decode_request_body(cls, buf, header.size)
+            client_id, offset = request_client_id(buf, flexible)
+            body = decode_request_body(cls, buf, offset)
         except DecodeError as e:
             return Close(f"malformed {api_name(key)} v{version} request: {e}")
-        ctx = RequestContext(key, version, header.client_id or "", conn.client_host,
-                             conn.principal, conn.listener)
+        ctx = conn.context(key, version, client_id or "")
         conn.client_id = ctx.client_id
         assert self.apis is not None
         faults = self.control.faults
@@ -549,13 +551,27 @@ class KafkaServer:
             if result is None:
                 return None
             if isinstance(result, bytes):  # a body encoded by the handler itself
-                return encode_raw_response(key, version, corr, result)
+                return response_frame(corr, result, header_v1)
             if inspect.isawaitable(result):
                 return self._finish_later(result, key, version, corr, conn)
             return encode_response(key, version, corr, result)
         except Exception:
             log.exception("%s: %s v%d failed", conn.peer, api_name(key), version)
             return self._internal_error(key, version, corr)
+
+    def _unsupported(self, key: int, version: int, corr: int, conn: Connection) -> bytes:
+        """The answer to an API key or version outside :data:`API_VERSIONS` (module doc)."""
+        log.info("%s: unsupported %s v%d (correlation id %d)", conn.peer, api_name(key),
+                 version, corr)
+        if key == ApiKey.API_VERSIONS:
+            cls = response_class(ApiKey.API_VERSIONS, 0)
+            assert cls is not None
+            return encode_response(ApiKey.API_VERSIONS, 0, corr, build(
+                cls, error_code=ErrorCode.unsupported_version, api_keys=api_version_entries()))
+        entity = error_response_entity(key, version, ErrorCode.unsupported_version)
+        if entity is None:
+            return frame(struct.pack(">ih", corr, ErrorCode.unsupported_version.value))
+        return encode_response(key, version, corr, entity)
 
     async def _delayed(self, delay_ms: int, body: Any, ctx: RequestContext) -> Any:
         """Handle a request after an injected latency (``server/faults.py``)."""
@@ -625,6 +641,19 @@ class Connection(asyncio.Protocol):
         self.reading_paused = False
         self.writing_paused = False
         self._task: asyncio.Future[Any] | None = None
+        #: The context of the last request (:meth:`context`).
+        self._ctx: RequestContext | None = None
+
+    def context(self, api_key: int, api_version: int, client_id: str) -> RequestContext:
+        """The RequestContext of a request on this connection: the last one again when it is
+        the same (a client sends the same API, version and client id over and over; the
+        context is immutable, so requests can share it)."""
+        ctx = self._ctx
+        if (ctx is None or ctx.api_key != api_key or ctx.api_version != api_version
+                or ctx.client_id != client_id or ctx.principal != self.principal):
+            ctx = self._ctx = RequestContext(api_key, api_version, client_id, self.client_host,
+                                             self.principal, self.listener)
+        return ctx
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)

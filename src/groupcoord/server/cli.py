@@ -11,8 +11,9 @@
   ``metrics on http://HOST:PORT/metrics`` (Prometheus text format; ``0`` picks a free port);
   SIGINT / SIGTERM stop it cleanly. With listeners (``--listener``, repeatable, or ``--config
   listeners=...``; ``server/security/``, docs/security.md) it prints one ``listening on
-  NAME://HOST:PORT`` line per listener instead, and a ``warning:`` line on stderr for each
-  listener open beyond loopback without authentication. A record log that cannot be opened or
+  NAME://HOST:PORT`` line per listener instead; a listener open beyond loopback without
+  authentication is one WARNING log line on stderr (naming it, what its anonymous clients may
+  do under ``allow.everyone.if.no.acl.found``, and what to do). A record log that cannot be opened or
   loaded (corrupt or truncated database, a row that does not decode) exits with status 1 and
   the LogError message, naming the file, on stderr: ``error: cannot start: ...``, no
   traceback. Log compaction:
@@ -65,7 +66,6 @@ from groupcoord.commands import UsageError, bootstrap_servers, command, int_at_l
 from groupcoord.protocol.client import KafkaClient, KafkaClientError
 from groupcoord.protocol.errors import CoordinatorError, error_name
 from groupcoord.protocol.versions import ApiKey
-from groupcoord.server.security import acls_cli as _acls_cli  # noqa: F401 - registers ``acls``
 
 log = logging.getLogger(__name__)
 
@@ -156,8 +156,6 @@ def _run_serve(ns: argparse.Namespace) -> int:
             print(f"error: cannot start: {_start_error(e, ns)}", file=sys.stderr)
             await server.stop()
             return 1
-        for warning in server.security.warnings():
-            print(warning, file=sys.stderr, flush=True)
         if ns.listener or server.properties.get("listeners"):  # one line per listener
             for spec in server.security.listeners:
                 print(f"listening on {spec.url(server.bound[spec.name][0])}", flush=True)
@@ -692,8 +690,3 @@ def add_connectors_commands(p: argparse.ArgumentParser) -> None:
 @command("connectors", "create, update, delete and list the connectors of a connect group")
 def _connectors_args(p: argparse.ArgumentParser) -> None:
     add_connectors_commands(p)
-
-
-# ------------------------------------------------------------------------------ users
-
-from groupcoord.server.security import users_cli as _users_cli  # noqa: E402, F401  (``users``)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from groupcoord.server.security.acls import (
     WILDCARD,
@@ -43,7 +44,7 @@ from groupcoord.server.security.acls import (
 )
 
 __all__ = ["IMPLIES_DESCRIBE", "IMPLIES_DESCRIBE_CONFIGS", "SUPPORTED_OPERATIONS", "Authorizer",
-           "default_allow_everyone", "entry_decision", "exposure_warning", "parse_super_users"]
+           "default_allow_everyone", "entry_decision", "parse_super_users"]
 
 Op = AclOperation
 
@@ -107,21 +108,6 @@ def default_allow_everyone(listeners: Iterable[tuple[str, str]]) -> bool:
                             for proto, host in ls)
 
 
-def exposure_warning(listeners: Iterable[tuple[str, str]], allow_everyone: bool) -> str | None:
-    """The start-up warning for PLAINTEXT listeners on a non-loopback address: anyone who
-    reaches them is ``User:ANONYMOUS``, with what that means under the ACLs."""
-    exposed = [host for proto, host in listeners
-               if proto.upper() == "PLAINTEXT" and not _is_loopback(host)]
-    if not exposed:
-        return None
-    what = ("allow.everyone.if.no.acl.found=true: every client may do anything no ACL names"
-            if allow_everyone else
-            "allow.everyone.if.no.acl.found=false: they may do only what ACLs allow "
-            "User:ANONYMOUS")
-    return (f"PLAINTEXT listener on {', '.join(exposed)} (not loopback) has no authentication: "
-            f"every client there is User:ANONYMOUS; {what}")
-
-
 @dataclass
 class Authorizer:
     store: AclStore = field(default_factory=AclStore)
@@ -143,12 +129,42 @@ class Authorizer:
             raise ValueError(f"allow.everyone.if.no.acl.found must be true or false, got {raw!r}")
         return cls(store, parse_super_users(properties.get("super.users")), allow)
 
+    #: Decisions remembered (:meth:`authorize`); past it the cache starts again empty.
+    CACHE_SIZE: ClassVar[int] = 1 << 16
+
+    def __post_init__(self) -> None:
+        #: (principal, host, op, resource type, name) -> decision, valid for ``_cached_for``.
+        self._cache: dict[tuple[str, str, AclOperation, ResourceType, str], bool] = {}
+        self._cached_for: tuple[AclStore, int, bool] | None = None
+
     def authorize(self, principal: str, host: str, op: AclOperation,
                   resource_type: ResourceType, name: str) -> bool:
+        """The decision (module doc). A decision is a function of the request's principal,
+        host, operation and resource and of the ACLs and settings, so it is remembered: a
+        client heartbeating its group asks the same question on every request. The cache
+        holds for one generation of the ACL store (every change bumps it) and one
+        ``allow.everyone.if.no.acl.found``: an ACL added or removed decides the next request."""
         if principal in self.super_users:
             return True
-        if not self.store:  # no ACLs at all (the hot path of a server without any)
+        store = self.store
+        if not store:  # no ACLs at all (the hot path of a server without any)
             return self.allow_everyone_if_no_acl
+        stamp = self._cached_for
+        if (stamp is None or stamp[1] != store.generation or stamp[0] is not store
+                or stamp[2] != self.allow_everyone_if_no_acl):
+            self._cache.clear()
+            self._cached_for = (store, store.generation, self.allow_everyone_if_no_acl)
+        key = (principal, host, op, resource_type, name)
+        decision = self._cache.get(key)
+        if decision is None:
+            if len(self._cache) >= self.CACHE_SIZE:
+                self._cache.clear()
+            decision = self._cache[key] = self._decide(principal, host, op, resource_type, name)
+        return decision
+
+    def _decide(self, principal: str, host: str, op: AclOperation,
+                resource_type: ResourceType, name: str) -> bool:
+        """:meth:`authorize` with ACLs in the store, not cached."""
         acls = self.store.for_resource(resource_type, name)
         if not acls:
             return self.allow_everyone_if_no_acl

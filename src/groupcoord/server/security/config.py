@@ -87,12 +87,32 @@ class ServerSecurity:
     def authenticates(self, spec: ListenerSpec) -> bool:
         return spec.sasl or self.client_auth.get(spec.name) == "required"
 
-    def warnings(self) -> list[str]:
-        """One line per listener open beyond loopback without authentication."""
-        return [f"warning: listener {s.name} on {s.host or '0.0.0.0'}:{s.port} accepts clients "
-                f"from the network without authentication (use SASL_SSL, or SSL with "
-                f"ssl.client.auth=required)"
-                for s in self.listeners if not is_loopback(s.host) and not self.authenticates(s)]
+    def warnings(self, allow_everyone: bool | None = None,
+                 bound: dict[str, list[int]] | None = None) -> list[str]:
+        """One line per listener open beyond loopback without authentication: the listener
+        (with its ``bound`` port when given), who its clients are, what they may do with
+        ``allow_everyone`` (``allow.everyone.if.no.acl.found``; None: not said) and what to do.
+        The server logs them once it listens (``KafkaServer.start``)."""
+        out = []
+        for s in self.listeners:
+            if is_loopback(s.host) or self.authenticates(s):
+                continue
+            port = bound[s.name][0] if bound and bound.get(s.name) else s.port
+            who = ("its clients are User:ANONYMOUS" if not s.tls else
+                   "its clients without a certificate are User:ANONYMOUS")
+            if allow_everyone is None:
+                may, fix = "", ""
+            elif allow_everyone:
+                may = (" and, with allow.everyone.if.no.acl.found=true, may do anything no ACL "
+                       "names")
+                fix = ", or set allow.everyone.if.no.acl.found=false and grant ACLs"
+            else:
+                may = " and may do only what ACLs allow User:ANONYMOUS"
+                fix = ""
+            out.append(f"listener {s.name} on {s.host or '0.0.0.0'}:{port} accepts clients from "
+                       f"the network without authentication: {who}{may}; use SASL_SSL, or SSL "
+                       f"with ssl.client.auth=required{fix}")
+        return out
 
     def advertised_address(self, spec: ListenerSpec, broker: int, bound_port: int) -> tuple[str, int]:
         """Where clients of ``spec`` are told broker ``broker`` is."""
