@@ -330,9 +330,9 @@ class Processor:
     ``owned``: what the group gave it (paused until active); ``active``: what it fetches from,
     with its position per resource. ``at_poll`` actions run at its next ``poll()``."""
 
-    __slots__ = ("_ares", "_bitems", "_p", "active", "batch", "batch_end", "batch_from",
-                 "batch_id", "batch_start", "boundary_for", "flush_at", "lazy", "model", "name",
-                 "owned", "poll_actions", "recent", "stream", "t", "warming")
+    __slots__ = ("_ares", "_bitems", "_p", "active", "batch", "batch_end", "batch_id",
+                 "batch_start", "boundary_for", "flush_at", "lazy", "model", "name", "owned",
+                 "poll_actions", "recent", "stream", "t", "warming")
 
     def __init__(self, model: WorkModel, name: str) -> None:
         self.model = model
@@ -351,8 +351,10 @@ class Processor:
         #: Resources whose state this process holds (no warm-up when one comes back).
         self.recent: set[Key] = set()
         self.t = float(model.now())
-        self.batch: dict[Key, float] | None = None  # records taken per resource
-        self.batch_from: dict[Key, float] = {}
+        #: The batch in progress (None: in ``poll()``): its ``_bitems``, the same list (no
+        #: dicts keyed by topic partitions per batch: their topic-id hashes cost more than
+        #: the batch's arithmetic when a member at saturation runs small batches).
+        self.batch: list[tuple[Key, Resource, float, float]] | None = None
         self.batch_start = 0.0
         self.batch_end = 0.0
         self.batch_id = 0
@@ -393,11 +395,24 @@ class Processor:
             end = min(t, self.batch_end)
             frac = 1.0 if span <= 0 else (end - self.batch_start) / span
             pos = self._p
+            processed = m.processed
             for _, r, start, take in self._bitems:
                 new = start + take * frac
-                m.processed += new - pos[r]
+                processed += new - pos[r]
                 pos[r] = new
-                r.progress(end, new)
+                # r.progress(end, new), inlined (the same operations in the same order): at
+                # saturation a member runs thousands of small batches over every partition
+                if new > r.hw:
+                    r.hw = new
+                lag = (r.rate * (end - r.t0) if end > r.t0 else 0.0) - r.hw
+                if lag < 0:
+                    lag = 0.0
+                dt = end - r.t
+                if dt > 0:
+                    r.lag_int += (r.lag + lag) * dt / 2
+                    r.t = end
+                r.lag = lag
+            m.processed = processed
             self.t = end
             if end < self.batch_end:
                 return
@@ -478,8 +493,8 @@ class Processor:
         self.advance(self.model.now())
         out = self.pos
         if self.batch is not None:
-            for k in self.batch:
-                out[k] = self.batch_from[k]
+            for k, _, start, _ in self.batch:
+                out[k] = start
         return out
 
     def _flush_until(self, t: float) -> None:
@@ -551,9 +566,7 @@ class Processor:
         s = wl.processing_ms.draw(m.rng)
         pos = self._p
         items = [(k, r, pos[r], n * b / total) for k, r, b in backlog]
-        self._bitems = items
-        self.batch = {k: take for k, _, _, take in items}
-        self.batch_from = {k: start for k, _, start, _ in items}
+        self._bitems = self.batch = items
         self.batch_start = t0
         self.batch_end = t0 + n * s
         self.batch_id += 1
@@ -669,20 +682,20 @@ class Processor:
         m = self.model
         m.account()
         self.advance(m.now())
+        gone: set[Resource] = set()
         for k in keys:
             if k in self.active:
                 i = self.active.index(k)
                 del self.active[i]
                 r = self._ares.pop(i)
+                gone.add(r)
                 pos = self._p.pop(r)
                 if m.resources.get(k) is r:
                     r.progress(m.now(), pos)
                     if commit:
                         r.committed = max(r.committed, pos)
-                if self.batch is not None and k in self.batch:
-                    del self.batch[k]
-                    del self.batch_from[k]
-                    self._bitems = [it for it in self._bitems if it[0] != k]
+        if gone and self.batch is not None:  # (out of the batch in progress too)
+            self._bitems = self.batch = [it for it in self.batch if it[1] not in gone]
         m.recount(self)
         if not self.active:
             self.stream = False

@@ -51,26 +51,55 @@ def held_since(member: Any, topic_id: UUID, partition: int) -> int | None:
 def carried_epochs(old: Any | None, new: Any) -> dict[UUID, dict[int, int]]:
     """The assignment epochs of ``new`` (a member's next current assignment): a partition it
     already held as ``old`` keeps its epoch, any other was assigned at ``new``'s epoch. Only
-    the partitions whose epoch differs from ``new.member_epoch`` are listed."""
+    the partitions whose epoch differs from ``new.member_epoch`` are listed.
+
+    (:func:`held_since` per partition, with ``old``'s maps read once per topic: a topic id's
+    hash is a Python call, and every heartbeat that changes an assignment runs this over
+    every partition the member holds.)"""
     out: dict[UUID, dict[int, int]] = {}
     if old is None:
         return out
     epoch = new.member_epoch
+    old_epoch = int(old.member_epoch)
+    old_assigned = old.assigned_partitions
+    old_pending = old.partitions_pending_revocation
+    old_epochs = old.assignment_epochs
     for source in (new.assigned_partitions, new.partitions_pending_revocation):
         for topic_id, partitions in source.items():
+            assigned = old_assigned.get(topic_id, ())
+            pending = old_pending.get(topic_id, ())
+            if not assigned and not pending:
+                continue
+            epochs = old_epochs.get(topic_id)
+            listed: dict[int, int] | None = out.get(topic_id)
             for p in partitions:
-                e = held_since(old, topic_id, p)
-                if e is not None and e != epoch:
-                    out.setdefault(topic_id, {})[p] = e
+                if p in assigned or p in pending:
+                    e = epochs.get(p) if epochs is not None else None
+                    e = old_epoch if e is None else int(e)
+                    if e != epoch:
+                        if listed is None:
+                            listed = out[topic_id] = {}
+                        listed[p] = e
     return out
 
 
 def commit_check(member: Any, commit_epoch: int) -> Callable[[UUID | None, int], bool]:
     """KIP-1251's per-partition check of a commit at ``commit_epoch``, older than the member's
-    epoch: whether the member has held the partition since ``commit_epoch`` or earlier."""
+    epoch: whether the member has held the partition since ``commit_epoch`` or earlier
+    (:func:`held_since`; the member's maps of the last topic asked are kept, as a commit's
+    partitions come topic by topic)."""
+    last: list[Any] = [None, (), (), None]  # topic id, assigned, pending, epochs
+
     def check(topic_id: UUID | None, partition: int) -> bool:
         if topic_id is None:
             return False
-        e = held_since(member, topic_id, partition)
-        return e is not None and e <= commit_epoch
+        if last[0] is not topic_id:
+            last[:] = [topic_id, member.assigned_partitions.get(topic_id, ()),
+                       member.partitions_pending_revocation.get(topic_id, ()),
+                       member.assignment_epochs.get(topic_id)]
+        _, assigned, pending, epochs = last
+        if partition not in assigned and partition not in pending:
+            return False
+        e = epochs.get(partition) if epochs is not None else None
+        return (int(member.member_epoch) if e is None else int(e)) <= commit_epoch
     return check
