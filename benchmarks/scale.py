@@ -53,8 +53,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._harness import Result
-from benchmarks._loadgen import LoadGenerator
+from benchmarks._loadgen import LoadGenerator, parse_describe_response
 from groupcoord.protocol.client import KafkaClient
+from groupcoord.protocol.codec import build, request_class
 from groupcoord.protocol.versions import ApiKey
 
 _CMD = [sys.executable, "-c", "import sys; from groupcoord.cli import main; sys.exit(main())"]
@@ -157,18 +158,20 @@ def _client_converged(lg: LoadGenerator, total_partitions: int) -> int | None:
 
 def _describe_ok(bootstrap: str, group: str, epoch: int) -> bool:
     """The coordinator's view: group epoch = assignment epoch = ``epoch`` = every member's, and
-    every member's assignment is its target."""
+    every member's assignment is its target (the response read by hand,
+    ``_loadgen.parse_describe_response``)."""
     with KafkaClient(bootstrap, client_id="scale-describe", timeout=120) as c:
-        r = c.call(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, group_ids=[group])
-    g = r.groups[0]
-    if int(g.error_code) != 0 or g.group_epoch != epoch or g.assignment_epoch != epoch:
+        version = c.version_for(ApiKey.CONSUMER_GROUP_DESCRIBE, 1)
+        cls = request_class(ApiKey.CONSUMER_GROUP_DESCRIBE, version)
+        assert cls is not None
+        handle = c.send_request(build(cls, group_ids=[group], include_authorized_operations=False))
+        corr, groups = parse_describe_response(c.recv_frame(), version)
+    if corr != handle[0]:
+        raise RuntimeError(f"describe: correlation id {corr} != {handle[0]}")
+    g = groups[0]
+    if g.error_code != 0 or g.group_epoch != epoch or g.assignment_epoch != epoch:
         return False
-
-    def tps(a: Any) -> set[tuple[Any, int]]:
-        return {(t.topic_id, int(p)) for t in a.topic_partitions for p in t.partitions}
-
-    return all(m.member_epoch == epoch and tps(m.assignment) == tps(m.target_assignment)
-               for m in g.members)
+    return all(m.member_epoch == epoch and m.assignment == m.target for m in g.members)
 
 
 def _converge(lg: LoadGenerator, bootstrap: str, group: str, total: int,

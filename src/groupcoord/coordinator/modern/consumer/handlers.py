@@ -141,9 +141,13 @@ def _err(code: ErrorCode, message: str) -> CoordinatorError:
     return CoordinatorError(code, message)
 
 
+def _topic_order(kv: tuple[UUID, frozenset[int]]) -> int:
+    return kv[0].int  # the order of the topic ids' bytes (big-endian), without building them
+
+
 def _sorted_tps(a: Assignment) -> tuple[TopicPartitions, ...]:
     return tuple(TopicPartitions(t, tuple(sorted(ps)))
-                 for t, ps in sorted(a.items(), key=lambda kv: kv[0].bytes) if ps)
+                 for t, ps in sorted(a.items(), key=_topic_order) if ps)
 
 
 #: Assignment mappings are never mutated and are shared until a member's assignment changes,
@@ -504,7 +508,8 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
         epoch = group.assignment_epoch
         if member.member_epoch < 0 or member.is_reconciled_to(epoch):
             return member
-        updated = reconcile(member, epoch, group.target_of(member.member_id), group.owner_of, owned)
+        updated = reconcile(member, epoch, group.target_of(member.member_id), group.owner_of, owned,
+                            group.owners.get)
         if updated is not member:
             self._write_current_assignment(group, updated)
         return updated
