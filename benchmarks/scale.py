@@ -335,8 +335,10 @@ def coordinator_memory(members: int, partitions: int, topics: int,
     from groupcoord.coordinator.config import CoordinatorConfig
     from groupcoord.coordinator.modern.consumer.messages import (
         ConsumerGroupHeartbeatRequest,
+        ConsumerGroupHeartbeatResponse,
         TopicPartitions,
     )
+    from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, GroupState
     from groupcoord.coordinator.shard import Shard
     from groupcoord.coordinator.topics import MetadataImage, TopicMetadata
 
@@ -354,28 +356,42 @@ def coordinator_memory(members: int, partitions: int, topics: int,
         now = 1_000_000
         epochs = dict.fromkeys(ids, 0)
         owned: dict[str, tuple[TopicPartitions, ...]] = dict.fromkeys(ids, ())
+
+        def take(mid: str, r: ConsumerGroupHeartbeatResponse) -> bool:
+            """The member takes its response (epoch, assignment); whether anything changed."""
+            if r.error_code:
+                raise RuntimeError(f"coordinator_memory: member {mid}: error {r.error_code} "
+                                   f"({r.error_message})")
+            changed = r.member_epoch != epochs[mid]
+            epochs[mid] = r.member_epoch
+            if r.assignment is not None:
+                tps = tuple(TopicPartitions(t.topic_id, tuple(t.partitions))
+                            for t in r.assignment.topic_partitions)
+                if tps != owned[mid]:
+                    owned[mid] = tps
+                    changed = True
+            return changed
+
         for mid in ids:
-            shard.handle(ConsumerGroupHeartbeatRequest(
+            take(mid, shard.handle(ConsumerGroupHeartbeatRequest(
                 "mem-g", mid, 0, rebalance_timeout_ms=300_000, subscribed_topic_names=names,
-                topic_partitions=()), now)
-        for _ in range(20):  # heartbeat rounds (one interval apart) until nothing changes
+                topic_partitions=()), now).response)
+        for _ in range(50):  # heartbeat rounds (one interval apart) until the group is stable
             now += max(assignment_interval_ms, 1)
             changed = False
             for mid in ids:
                 r = shard.handle(ConsumerGroupHeartbeatRequest(
                     "mem-g", mid, epochs[mid], topic_partitions=owned[mid]), now).response
-                if r.member_epoch != epochs[mid]:
-                    epochs[mid] = r.member_epoch
-                    changed = True
-                if r.assignment is not None:
-                    tps = tuple(TopicPartitions(t.topic_id, tuple(t.partitions))
-                                for t in r.assignment.topic_partitions)
-                    if tps != owned[mid]:
-                        owned[mid] = tps
-                        changed = True
-            if not changed:
+                changed = take(mid, r) or changed
+            group = shard.groups["mem-g"]
+            if not changed and isinstance(group, ConsumerGroup) \
+                    and group.state() is GroupState.STABLE:
                 break
-        del r, owned, epochs
+        else:
+            raise RuntimeError("coordinator_memory: the group did not converge")
+        owned.clear()  # the simulated clients' state is not the coordinator's
+        epochs.clear()
+        del r, group
         gc.collect()
         used = tracemalloc.get_traced_memory()[0] - base
     finally:

@@ -219,3 +219,24 @@ def test_replacing_members_keeps_derived_state_as_a_rebuild(seed: int) -> None:
                                       assigned_partitions=_assignment(rng, pool, 0.1))
         group.put_member(new)
         assert _derived(group) == _derived(_rebuilt(group))
+
+
+def test_a_reconciled_member_shares_its_targets_sets() -> None:
+    """Memory per assigned partition: a member that reaches its target holds the target's
+    sets (one copy of the partitions between target and current assignment), and a member
+    that keeps what it had keeps its own set."""
+    t, u = TOPICS[0], TOPICS[1]
+    target = {t: frozenset({0, 1, 2}), u: frozenset({5})}
+    group = ConsumerGroup("g")
+    member = ConsumerGroupMember("m", member_epoch=1, assigned_partitions={t: frozenset({0})})
+    group.put_member(member)
+    step = reconcile(member, 2, target, group.owner_of, None, group.owners.get)
+    assert step.state is MemberState.STABLE and step.member_epoch == 2
+    assert step.assigned_partitions == target
+    assert all(step.assigned_partitions[k] is target[k] for k in target)
+    same = {t: frozenset({0}), u: frozenset({9})}
+    keeps = ConsumerGroupMember("k", member_epoch=1, assigned_partitions=same)
+    kept = reconcile(keeps, 2, {t: frozenset({0}), u: frozenset({9, 10})}, group.owner_of,
+                     None, group.owners.get)
+    assert kept.state is MemberState.STABLE
+    assert kept.assigned_partitions[t] is same[t] and kept.assigned_partitions[u] == {9, 10}

@@ -172,6 +172,12 @@ def _next(
         tgt = target.get(key, empty)
         cur = current.get(key, empty)
         kept = cur & tgt
+        # Share the sets already held (the member's or its target's) where equal: a converged
+        # member then holds its target's set, not a copy (memory per assigned partition).
+        if len(kept) == len(cur):
+            kept = cur
+        elif len(kept) == len(tgt):
+            kept = tgt
         revoking = cur - kept
         wanted = tgt - kept
         if wanted:
@@ -205,7 +211,9 @@ def _next(
         return _with(state, old_epoch, old_previous, current, revoking_now,
                      MemberState.UNREVOKED_PARTITIONS, member_epoch, new_assigned, new_revoking)
     for key, ids in pending_assign.items():
-        new_assigned[key] = new_assigned.get(key, empty) | ids
+        merged = new_assigned.get(key, empty) | ids
+        tgt = target.get(key, empty)
+        new_assigned[key] = tgt if len(merged) == len(tgt) else merged  # within the target
     new_state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
     return _with(state, old_epoch, old_previous, current, revoking_now, new_state, target_epoch,
                  new_assigned, {})

@@ -151,18 +151,22 @@ def _sorted_tps(a: Assignment) -> tuple[TopicPartitions, ...]:
 
 
 #: Assignment mappings are never mutated and are shared until a member's assignment changes,
-#: so a full heartbeat's response body is built once per mapping object (id + identity check).
-_TPS_CACHE: dict[int, tuple[Assignment, tuple[TopicPartitions, ...]]] = {}
+#: so a full heartbeat's response body is built once per mapping: one entry per member
+#: ((group id, member id) -> (mapping, body)), replaced when the member's mapping changes and
+#: dropped when it leaves. Keyed by member, not by mapping, so the cache never keeps a
+#: replaced mapping alive (a storm's first member once held all 100,000 partitions).
+_TPS_CACHE: dict[tuple[str, str], tuple[Assignment, tuple[TopicPartitions, ...]]] = {}
 
 
-def _response_tps(a: Assignment) -> tuple[TopicPartitions, ...]:
-    hit = _TPS_CACHE.get(id(a))
+def _response_tps(group_id: str, member_id: str, a: Assignment) -> tuple[TopicPartitions, ...]:
+    key = (group_id, member_id)
+    hit = _TPS_CACHE.get(key)
     if hit is not None and hit[0] is a:
         return hit[1]
     tps = _sorted_tps(a)
-    if len(_TPS_CACHE) >= 100_000:
+    if hit is None and len(_TPS_CACHE) >= 100_000:
         _TPS_CACHE.clear()
-    _TPS_CACHE[id(a)] = (a, tps)
+    _TPS_CACHE[key] = (a, tps)
     return tps
 
 
@@ -501,7 +505,9 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
         if reconciled.state is MemberState.UNRELEASED_PARTITIONS:
             pending = _sorted_tps(_minus(group.target_of(reconciled.member_id),
                                          reconciled.assigned_partitions))
-        return HeartbeatAssignment(_response_tps(reconciled.assigned_partitions), pending)
+        return HeartbeatAssignment(
+            _response_tps(group.group_id, reconciled.member_id, reconciled.assigned_partitions),
+            pending)
 
     def _reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember,
                    owned: tuple[TopicPartitions, ...] | None) -> ConsumerGroupMember:
@@ -539,6 +545,7 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
     def _removal_records(self, group: ConsumerGroup, member_id: str,
                          keep_target: bool) -> list[Record]:
         gid = group.group_id
+        _TPS_CACHE.pop((gid, member_id), None)
         records = [current_assignment_tombstone(gid, member_id)]
         if not keep_target and member_id in group.target_assignment:
             records.append(target_member_tombstone(gid, member_id))
