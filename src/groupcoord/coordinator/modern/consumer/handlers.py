@@ -497,9 +497,24 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
     def _heartbeat_assignment(self, group: ConsumerGroup, r: ConsumerGroupHeartbeatRequest,
                               existing: ConsumerGroupMember | None,
                               reconciled: ConsumerGroupMember) -> HeartbeatAssignment | None:
+        """The response's assignment, as Kafka's ``GroupMetadataManager.consumerGroupHeartbeat``
+        decides: on a join (epoch 0), on a *full* request (RebalanceTimeoutMs, a subscription
+        (names or regex) and TopicPartitions all set: what a client sends after an error), or
+        when the member's assigned partitions changed; otherwise none (null). A heartbeat that
+        only reports what the member owns (an acknowledgement) gets none when nothing changed:
+        the member already has it (a join storm's acknowledgements would otherwise carry every
+        member's partitions back once more). One addition to Kafka's rule: a request at the
+        member's previous epoch (the lost-response case, accepted when its owned partitions are
+        a subset of its assignment) gets the assignment too, full or not: the member evidently
+        missed the response that moved it on (Kafka's clients resend a full request then, which
+        gets it anyway)."""
         before = existing.assigned_partitions if existing is not None else None
-        if not (r.topic_partitions is not None or r.member_epoch == 0
-                or before != reconciled.assigned_partitions):
+        full = (r.member_epoch == 0
+                or (existing is not None and r.member_epoch != existing.member_epoch)
+                or (r.rebalance_timeout_ms != -1 and r.topic_partitions is not None
+                    and (r.subscribed_topic_names is not None
+                         or r.subscribed_topic_regex is not None)))
+        if not (full or before != reconciled.assigned_partitions):
             return None
         pending: tuple[TopicPartitions, ...] = ()
         if reconciled.state is MemberState.UNRELEASED_PARTITIONS:
