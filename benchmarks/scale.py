@@ -53,8 +53,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._harness import Result
-from benchmarks._loadgen import LoadGenerator
+from benchmarks._loadgen import LoadGenerator, parse_describe_response
 from groupcoord.protocol.client import KafkaClient
+from groupcoord.protocol.codec import build, request_class
 from groupcoord.protocol.versions import ApiKey
 
 _CMD = [sys.executable, "-c", "import sys; from groupcoord.cli import main; sys.exit(main())"]
@@ -157,18 +158,20 @@ def _client_converged(lg: LoadGenerator, total_partitions: int) -> int | None:
 
 def _describe_ok(bootstrap: str, group: str, epoch: int) -> bool:
     """The coordinator's view: group epoch = assignment epoch = ``epoch`` = every member's, and
-    every member's assignment is its target."""
+    every member's assignment is its target (the response read by hand,
+    ``_loadgen.parse_describe_response``)."""
     with KafkaClient(bootstrap, client_id="scale-describe", timeout=120) as c:
-        r = c.call(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, group_ids=[group])
-    g = r.groups[0]
-    if int(g.error_code) != 0 or g.group_epoch != epoch or g.assignment_epoch != epoch:
+        version = c.version_for(ApiKey.CONSUMER_GROUP_DESCRIBE, 1)
+        cls = request_class(ApiKey.CONSUMER_GROUP_DESCRIBE, version)
+        assert cls is not None
+        handle = c.send_request(build(cls, group_ids=[group], include_authorized_operations=False))
+        corr, groups = parse_describe_response(c.recv_frame(), version)
+    if corr != handle[0]:
+        raise RuntimeError(f"describe: correlation id {corr} != {handle[0]}")
+    g = groups[0]
+    if g.error_code != 0 or g.group_epoch != epoch or g.assignment_epoch != epoch:
         return False
-
-    def tps(a: Any) -> set[tuple[Any, int]]:
-        return {(t.topic_id, int(p)) for t in a.topic_partitions for p in t.partitions}
-
-    return all(m.member_epoch == epoch and tps(m.assignment) == tps(m.target_assignment)
-               for m in g.members)
+    return all(m.member_epoch == epoch and m.assignment == m.target for m in g.members)
 
 
 def _converge(lg: LoadGenerator, bootstrap: str, group: str, total: int,
@@ -332,8 +335,10 @@ def coordinator_memory(members: int, partitions: int, topics: int,
     from groupcoord.coordinator.config import CoordinatorConfig
     from groupcoord.coordinator.modern.consumer.messages import (
         ConsumerGroupHeartbeatRequest,
+        ConsumerGroupHeartbeatResponse,
         TopicPartitions,
     )
+    from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, GroupState
     from groupcoord.coordinator.shard import Shard
     from groupcoord.coordinator.topics import MetadataImage, TopicMetadata
 
@@ -351,28 +356,42 @@ def coordinator_memory(members: int, partitions: int, topics: int,
         now = 1_000_000
         epochs = dict.fromkeys(ids, 0)
         owned: dict[str, tuple[TopicPartitions, ...]] = dict.fromkeys(ids, ())
+
+        def take(mid: str, r: ConsumerGroupHeartbeatResponse) -> bool:
+            """The member takes its response (epoch, assignment); whether anything changed."""
+            if r.error_code:
+                raise RuntimeError(f"coordinator_memory: member {mid}: error {r.error_code} "
+                                   f"({r.error_message})")
+            changed = r.member_epoch != epochs[mid]
+            epochs[mid] = r.member_epoch
+            if r.assignment is not None:
+                tps = tuple(TopicPartitions(t.topic_id, tuple(t.partitions))
+                            for t in r.assignment.topic_partitions)
+                if tps != owned[mid]:
+                    owned[mid] = tps
+                    changed = True
+            return changed
+
         for mid in ids:
-            shard.handle(ConsumerGroupHeartbeatRequest(
+            take(mid, shard.handle(ConsumerGroupHeartbeatRequest(
                 "mem-g", mid, 0, rebalance_timeout_ms=300_000, subscribed_topic_names=names,
-                topic_partitions=()), now)
-        for _ in range(20):  # heartbeat rounds (one interval apart) until nothing changes
+                topic_partitions=()), now).response)
+        for _ in range(50):  # heartbeat rounds (one interval apart) until the group is stable
             now += max(assignment_interval_ms, 1)
             changed = False
             for mid in ids:
                 r = shard.handle(ConsumerGroupHeartbeatRequest(
                     "mem-g", mid, epochs[mid], topic_partitions=owned[mid]), now).response
-                if r.member_epoch != epochs[mid]:
-                    epochs[mid] = r.member_epoch
-                    changed = True
-                if r.assignment is not None:
-                    tps = tuple(TopicPartitions(t.topic_id, tuple(t.partitions))
-                                for t in r.assignment.topic_partitions)
-                    if tps != owned[mid]:
-                        owned[mid] = tps
-                        changed = True
-            if not changed:
+                changed = take(mid, r) or changed
+            group = shard.groups["mem-g"]
+            if not changed and isinstance(group, ConsumerGroup) \
+                    and group.state() is GroupState.STABLE:
                 break
-        del r, owned, epochs
+        else:
+            raise RuntimeError("coordinator_memory: the group did not converge")
+        owned.clear()  # the simulated clients' state is not the coordinator's
+        epochs.clear()
+        del r, group
         gc.collect()
         used = tracemalloc.get_traced_memory()[0] - base
     finally:

@@ -13,10 +13,16 @@ import uuid
 from pathlib import Path
 
 from benchmarks._harness import Result
-from benchmarks._loadgen import encode_heartbeat, parse_heartbeat_response
+from benchmarks._loadgen import encode_heartbeat, parse_describe_response, parse_heartbeat_response
 from benchmarks._plot_scale import main as plot_main
 from benchmarks.scale import run
 
+from groupcoord.coordinator.modern.consumer.messages import (
+    DescribedAssignment,
+    DescribedGroup,
+    DescribedMember,
+    TopicPartitions,
+)
 from groupcoord.protocol import fast
 from groupcoord.protocol.codec import decode_request_body, parse_request_header, request_class
 from groupcoord.protocol.versions import ApiKey
@@ -62,6 +68,28 @@ def test_response_parser_reads_the_servers_encoding() -> None:
     err = fast.consumer_group_heartbeat_response(25, "Unknown member.", None, 0, 0, None)
     r = parse_heartbeat_response((1).to_bytes(4, "big") + b"\x00" + err)
     assert r.error_code == 25 and r.assignment is None
+
+
+def test_describe_parser_reads_the_servers_encoding() -> None:
+    t1, t2 = uuid.uuid4(), uuid.uuid4()
+    a = DescribedAssignment((TopicPartitions(t1, (0, 5)), TopicPartitions(t2, ())))
+    b = DescribedAssignment((TopicPartitions(t2, (1,)),))
+    groups = [DescribedGroup("missing", 69, "Group missing not found."),
+              DescribedGroup("g", group_state="Stable", group_epoch=4, assignment_epoch=3,
+                             assignor_name="uniform", members=(
+                  DescribedMember("m-1", "i-1", None, 3, "c", "/h", ("x", "y"), None, a, a),
+                  DescribedMember("m-2", None, "r", 2, "c", "/h", (), "x.*", b,
+                                  DescribedAssignment(()), member_type=0)))]
+    for version in (0, 1):
+        body = fast.consumer_group_describe_response(version, groups, [0, 0],
+                                                     fast.DescribedTopics(lambda _: "t"))
+        corr, got = parse_describe_response((7).to_bytes(4, "big") + b"\x00" + body, version)
+        assert corr == 7 and [g.error_code for g in got] == [69, 0]
+        g = got[1]
+        assert (g.group_id, g.group_epoch, g.assignment_epoch) == ("g", 4, 3)
+        assert [(m.member_id, m.member_epoch) for m in g.members] == [("m-1", 3), ("m-2", 2)]
+        assert g.members[0].assignment == g.members[0].target == {(t1, 0), (t1, 5)}
+        assert g.members[1].assignment == {(t2, 1)} and g.members[1].target == frozenset()
 
 
 def test_tiny_scale_run_shape_and_plot(tmp_path: Path) -> None:

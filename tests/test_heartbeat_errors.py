@@ -488,9 +488,26 @@ def test_assignment_sent_on_join() -> None:
 
 
 def test_assignment_sent_on_full_request_even_if_unchanged() -> None:
+    """A full request (rebalance timeout, subscription and owned partitions: what a client sends
+    after an error) gets the assignment, as Kafka answers it; names or a regex both count."""
     shard, c = two_member_group()
-    r = c.heartbeat("A", 2, owned_tps=["foo-0", "foo-1"])
+    r = c.heartbeat("A", 2, owned_tps=["foo-0", "foo-1"], topics=("foo",),
+                    rebalance_timeout_ms=30_000)
     assert r.assignment is not None and parts(r, shard) == ["foo-0", "foo-1"]
+    r = c.heartbeat("B", 2, owned_tps=["foo-2", "foo-3"], subscribed_topic_regex="fo+",
+                    rebalance_timeout_ms=30_000)
+    assert r.assignment is not None and parts(r, shard) == ["foo-2", "foo-3"]
+
+
+def test_assignment_omitted_on_unchanged_acknowledgement() -> None:
+    """Owned partitions alone (an acknowledgement, or a partial request) are not a full request:
+    no assignment when it did not change (Kafka's rule), nor with a subscription but no
+    rebalance timeout, nor with a rebalance timeout but no subscription."""
+    _, c = two_member_group()
+    assert c.heartbeat("A", 2, owned_tps=["foo-0", "foo-1"]).assignment is None
+    assert c.heartbeat("A", 2, owned_tps=["foo-0", "foo-1"], topics=("foo",)).assignment is None
+    assert c.heartbeat("A", 2, owned_tps=["foo-0", "foo-1"],
+                       rebalance_timeout_ms=30_000).assignment is None
 
 
 def test_assignment_omitted_on_partial_request_when_unchanged() -> None:

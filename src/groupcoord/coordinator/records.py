@@ -72,8 +72,12 @@ class RecordType(IntEnum):
 # --------------------------------------------------------------------------- helpers
 
 
+def _by_topic_id(kv: tuple[UUID, Any]) -> int:
+    return kv[0].int  # the order of the ids' bytes (big-endian), without building them per key
+
+
 def encode_assignment(a: Assignment) -> list[list[Any]]:
-    return [[t.bytes, sorted(ps)] for t, ps in sorted(a.items(), key=lambda kv: kv[0].bytes) if ps]
+    return [[t.bytes, sorted(ps)] for t, ps in sorted(a.items(), key=_by_topic_id) if ps]
 
 
 @lru_cache(maxsize=65536)

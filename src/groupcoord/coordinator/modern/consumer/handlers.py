@@ -164,24 +164,32 @@ def _err(code: ErrorCode, message: str) -> CoordinatorError:
     return CoordinatorError(code, message)
 
 
+def _topic_order(kv: tuple[UUID, frozenset[int]]) -> int:
+    return kv[0].int  # the order of the topic ids' bytes (big-endian), without building them
+
+
 def _sorted_tps(a: Assignment) -> tuple[TopicPartitions, ...]:
     return tuple(TopicPartitions(t, tuple(sorted(ps)))
-                 for t, ps in sorted(a.items(), key=lambda kv: kv[0].bytes) if ps)
+                 for t, ps in sorted(a.items(), key=_topic_order) if ps)
 
 
 #: Assignment mappings are never mutated and are shared until a member's assignment changes,
-#: so a full heartbeat's response body is built once per mapping object (id + identity check).
-_TPS_CACHE: dict[int, tuple[Assignment, tuple[TopicPartitions, ...]]] = {}
+#: so a full heartbeat's response body is built once per mapping: one entry per member
+#: ((group id, member id) -> (mapping, body)), replaced when the member's mapping changes and
+#: dropped when it leaves. Keyed by member, not by mapping, so the cache never keeps a
+#: replaced mapping alive (a storm's first member once held all 100,000 partitions).
+_TPS_CACHE: dict[tuple[str, str], tuple[Assignment, tuple[TopicPartitions, ...]]] = {}
 
 
-def _response_tps(a: Assignment) -> tuple[TopicPartitions, ...]:
-    hit = _TPS_CACHE.get(id(a))
+def _response_tps(group_id: str, member_id: str, a: Assignment) -> tuple[TopicPartitions, ...]:
+    key = (group_id, member_id)
+    hit = _TPS_CACHE.get(key)
     if hit is not None and hit[0] is a:
         return hit[1]
     tps = _sorted_tps(a)
-    if len(_TPS_CACHE) >= 100_000:
+    if hit is None and len(_TPS_CACHE) >= 100_000:
         _TPS_CACHE.clear()
-    _TPS_CACHE[id(a)] = (a, tps)
+    _TPS_CACHE[key] = (a, tps)
     return tps
 
 
@@ -531,22 +539,40 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
     def _heartbeat_assignment(self, group: ConsumerGroup, r: ConsumerGroupHeartbeatRequest,
                               existing: ConsumerGroupMember | None,
                               reconciled: ConsumerGroupMember) -> HeartbeatAssignment | None:
+        """The response's assignment, as Kafka's ``GroupMetadataManager.consumerGroupHeartbeat``
+        decides: on a join (epoch 0), on a *full* request (RebalanceTimeoutMs, a subscription
+        (names or regex) and TopicPartitions all set: what a client sends after an error), or
+        when the member's assigned partitions changed; otherwise none (null). A heartbeat that
+        only reports what the member owns (an acknowledgement) gets none when nothing changed:
+        the member already has it (a join storm's acknowledgements would otherwise carry every
+        member's partitions back once more). One addition to Kafka's rule: a request at the
+        member's previous epoch (the lost-response case, accepted when its owned partitions are
+        a subset of its assignment) gets the assignment too, full or not: the member evidently
+        missed the response that moved it on (Kafka's clients resend a full request then, which
+        gets it anyway)."""
         before = existing.assigned_partitions if existing is not None else None
-        if not (r.topic_partitions is not None or r.member_epoch == 0
-                or before != reconciled.assigned_partitions):
+        full = (r.member_epoch == 0
+                or (existing is not None and r.member_epoch != existing.member_epoch)
+                or (r.rebalance_timeout_ms != -1 and r.topic_partitions is not None
+                    and (r.subscribed_topic_names is not None
+                         or r.subscribed_topic_regex is not None)))
+        if not (full or before != reconciled.assigned_partitions):
             return None
         pending: tuple[TopicPartitions, ...] = ()
         if reconciled.state is MemberState.UNRELEASED_PARTITIONS:
             pending = _sorted_tps(_minus(group.target_of(reconciled.member_id),
                                          reconciled.assigned_partitions))
-        return HeartbeatAssignment(_response_tps(reconciled.assigned_partitions), pending)
+        return HeartbeatAssignment(
+            _response_tps(group.group_id, reconciled.member_id, reconciled.assigned_partitions),
+            pending)
 
     def _reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember,
                    owned: tuple[TopicPartitions, ...] | None) -> ConsumerGroupMember:
         epoch = group.assignment_epoch
         if member.member_epoch < 0 or member.is_reconciled_to(epoch):
             return member
-        updated = reconcile(member, epoch, group.target_of(member.member_id), group.owner_of, owned)
+        updated = reconcile(member, epoch, group.target_of(member.member_id), group.owner_of, owned,
+                            group.owners.get)
         if updated is not member:
             self._write_current_assignment(group, updated)
         return updated
@@ -576,6 +602,7 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
     def _removal_records(self, group: ConsumerGroup, member_id: str,
                          keep_target: bool) -> list[Record]:
         gid = group.group_id
+        _TPS_CACHE.pop((gid, member_id), None)
         records = [current_assignment_tombstone(gid, member_id)]
         if not keep_target and member_id in group.target_assignment:
             records.append(target_member_tombstone(gid, member_id))

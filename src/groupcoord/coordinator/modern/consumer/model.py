@@ -274,10 +274,25 @@ class ConsumerGroup(Group):
     # ------------------------------------------------------------------ replay helpers
 
     def put_member(self, member: ConsumerGroupMember) -> None:
+        """Add or replace a member, keeping the derived state (owners, subscription counts,
+        static and classic members) in step. What a replacement leaves as it was is not
+        touched: a member-metadata record keeps the assignment mappings (the same objects), a
+        current-assignment record the subscription, so neither pays for the other's part
+        (a member holding 100,000 partitions, a subscription to 100 topics)."""
         old = self.members.get(member.member_id)
+        same_holding = same_subscription = False
         if old is not None:
-            self._release(old)
-            self._unsubscribe(old)
+            same_holding = (old.assigned_partitions is member.assigned_partitions
+                            and old.partitions_pending_revocation
+                            is member.partitions_pending_revocation)
+            same_subscription = (old.subscribed_topic_names == member.subscribed_topic_names
+                                 and old.subscribed_topic_regex == member.subscribed_topic_regex)
+            if not same_holding:
+                self._release(old)
+            if old.classic is not None:
+                self.classic_members -= 1
+            if not same_subscription:
+                self._unsubscribe(old)
             if old.instance_id is not None and self.static_members.get(old.instance_id) == old.member_id:
                 del self.static_members[old.instance_id]
         self.members[member.member_id] = member
@@ -285,23 +300,25 @@ class ConsumerGroup(Group):
             self.static_members[member.instance_id] = member.member_id
         if member.classic is not None:
             self.classic_members += 1
-        self._hold(member)
-        self.subscribed_names.update(member.subscribed_topic_names)
-        if member.subscribed_topic_regex:
-            self.subscribed_regexes[member.subscribed_topic_regex] += 1
+        if not same_holding:
+            self._hold(member)
+        if not same_subscription:
+            self.subscribed_names.update(member.subscribed_topic_names)
+            if member.subscribed_topic_regex:
+                self.subscribed_regexes[member.subscribed_topic_regex] += 1
 
     def remove_member(self, member_id: str) -> None:
         old = self.members.pop(member_id, None)
         if old is None:
             return
         self._release(old)
+        if old.classic is not None:
+            self.classic_members -= 1
         self._unsubscribe(old)
         if old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:
             del self.static_members[old.instance_id]
 
     def _unsubscribe(self, m: ConsumerGroupMember) -> None:
-        if m.classic is not None:
-            self.classic_members -= 1
         names = self.subscribed_names
         for n in m.subscribed_topic_names:
             names[n] -= 1
