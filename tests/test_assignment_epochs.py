@@ -47,7 +47,9 @@ def _carried_by_definition(old: Any, new: Any) -> dict[UUID, dict[int, int]]:
     return out
 
 
-def test_carried_epochs_are_held_since_per_partition_in_the_same_order() -> None:
+def test_carried_epochs_are_held_since_per_partition() -> None:
+    """Equal to the per-partition definition (the order of the mappings is not kept: the
+    current-assignment record writes them sorted)."""
     rng = random.Random(7)
     for _ in range(300):
         old = _member(rng, rng.randrange(1, 9))
@@ -55,7 +57,6 @@ def test_carried_epochs_are_held_since_per_partition_in_the_same_order() -> None
         got = carried_epochs(old, new)
         want = _carried_by_definition(old, new)
         assert got == want
-        assert [(t, list(m)) for t, m in got.items()] == [(t, list(m)) for t, m in want.items()]
     assert carried_epochs(None, _member(rng, 3)) == {}
 
 
