@@ -160,14 +160,19 @@ def _fetch_codes(c: KafkaClient, partitions: int) -> list[tuple[int, int]]:
     return [(int(p.error_code), int(p.high_watermark)) for p in r.responses[0].partitions]
 
 
+def _create_topic(c: KafkaClient) -> None:
+    """Topic ``t`` of 2 partitions."""
+    r = c.call(ApiKey.CREATE_TOPICS, 7, topics=[
+        {"name": "t", "num_partitions": 2, "replication_factor": -1}])
+    assert r.topics[0].error_code == E.none
+
+
 def test_serve_skips_recovery_after_sigterm_and_recovers_after_sigkill(tmp_path: Path) -> None:
     data = tmp_path / "data"
     server = start_server(data)
     try:
         with KafkaClient(server.bootstrap) as c:
-            r = c.call(ApiKey.CREATE_TOPICS, 7, topics=[
-                {"name": "t", "num_partitions": 2, "replication_factor": -1}])
-            assert r.topics[0].error_code == E.none
+            _create_topic(c)
             _produce(c, 2)
     finally:
         assert server.stop() == 0  # SIGTERM: an orderly stop
@@ -205,9 +210,7 @@ def test_serve_answers_storage_error_for_a_file_damaged_after_a_clean_stop(
     server = start_server(data)
     try:
         with KafkaClient(server.bootstrap) as c:
-            r = c.call(ApiKey.CREATE_TOPICS, 7, topics=[
-                {"name": "t", "num_partitions": 2, "replication_factor": -1}])
-            assert r.topics[0].error_code == E.none
+            _create_topic(c)
             for _ in range(3):
                 _produce(c, 2)
     finally:
