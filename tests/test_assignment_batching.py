@@ -64,3 +64,78 @@ def test_timestamp_survives_encoding_and_old_records_read_as_unrecorded() -> Non
     # without a timestamp the bytes are what they were before batching
     assert v == target_assignment_metadata_record("g", 4, 0).encode()[1]
     assert len(v or b"") < len(rec.encode()[1] or b"")
+
+
+def test_interval_counts_from_the_end_of_the_computation() -> None:
+    """Kafka's TargetAssignmentBuilder stamps the time the assignor finished: the next target
+    waits the interval from the end of the last computation, not from the heartbeat that
+    started it (under load targets would otherwise be computed back to back)."""
+    shard = Shard(config=CoordinatorConfig(consumer_assignment_interval_ms=1000),
+                  metadata=image(foo=6))
+    c = Client(shard, now=10_000)
+    shard.finish_clock = lambda: c.now + 400  # every computation takes 400 ms of the driver's clock
+    c.heartbeat("a", 0)
+    group = shard.groups["g"]
+    assert _targets(c) == [1] and group.assignment_timestamp_ms == 10_400  # the end, recorded
+    c.now += 100
+    r = c.heartbeat("b", 0)
+    assert r.error_code == 0 and group.group_epoch == 2
+    c.now = 11_000  # an interval after the start, not after the end: still waiting
+    r = c.heartbeat("b", r.member_epoch)
+    assert r.error_code == 0
+    assert _targets(c) == [1] and group.assignment_epoch == 1
+    c.now = 11_400  # an interval after the end
+    r = c.heartbeat("b", r.member_epoch)
+    assert r.error_code == 0
+    assert _targets(c) == [1, 2] and group.assignment_timestamp_ms == 11_800
+
+
+def test_finish_clock_never_stamps_before_the_event() -> None:
+    shard = Shard(config=CoordinatorConfig(consumer_assignment_interval_ms=1000),
+                  metadata=image(foo=6))
+    c = Client(shard, now=10_000)
+    shard.finish_clock = lambda: 9_000  # a clock behind the event's time
+    c.heartbeat("a", 0)
+    assert shard.groups["g"].assignment_timestamp_ms == 10_000
+
+
+def test_the_runtime_stamps_with_its_clock() -> None:
+    """The server's shards stamp a computation's end with a reading of the runtime's clock
+    taken after the assignor ran, later than the heartbeat's time."""
+    import asyncio
+    import uuid
+
+    from groupcoord.coordinator.modern.consumer.messages import ConsumerGroupHeartbeatRequest
+    from groupcoord.server.runtime import Clock, CoordinatorRuntime
+    from groupcoord.storage.memory import MemoryLog
+
+    class Ticking(Clock):
+        """Every reading 1 s after the previous one."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.t = 1_000_000
+
+        def now_ms(self) -> int:
+            self.t += 1000
+            return self.t
+
+    async def main() -> None:
+        clock = Ticking()
+        rt = CoordinatorRuntime(MemoryLog(), 1,
+                                CoordinatorConfig(consumer_assignment_interval_ms=1000),
+                                image(foo=6), lambda: str(uuid.uuid4()), clock)
+        rt.start(asyncio.get_running_loop())
+        try:
+            before = clock.t
+            r = rt.handle_group("g", ConsumerGroupHeartbeatRequest(
+                "g", "m", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("foo",),
+                topic_partitions=()))
+            assert r.error_code == 0
+            group = rt.shards[0].groups["g"]  # type: ignore[union-attr]
+            # the heartbeat's time is the first reading (before + 1000); the stamp a later one
+            assert group.assignment_timestamp_ms >= before + 2000  # type: ignore[union-attr]
+        finally:
+            rt.stop()
+
+    asyncio.run(main())

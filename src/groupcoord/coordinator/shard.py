@@ -118,6 +118,14 @@ class Shard:
         self.held_groups: frozenset[str] = frozenset()
         #: The time of the request being handled (deadlines are set deep inside handlers).
         self.now = 0
+        #: The driver's clock (milliseconds, the clock ``now`` comes from), read only through
+        #: :meth:`finished_at` to stamp the end of a target assignment computation: Kafka's
+        #: ``TargetAssignmentBuilder`` records the time the assignor finished, and assignment
+        #: batching counts ``group.consumer.assignment.interval.ms`` from there. Driver
+        #: configuration, like ``metadata``: None (the simulator, tests) means computing takes
+        #: no time, the end is the event's time. The stamp is written in the record, so replay
+        #: never reads it.
+        self.finish_clock: Callable[[], int] | None = None
         self._records: list[Record] = []
         self._timer_changes: list[TimerChange] = []
         self._completions: list[tuple[Hashable, Any]] = []
@@ -288,6 +296,12 @@ class Shard:
     def token(self) -> Hashable | None:
         """The driver's token of the request being handled."""
         return self._token
+
+    def finished_at(self) -> int:
+        """The time at which work of the current event finishes (:attr:`finish_clock`; never
+        before the event's time)."""
+        clock = self.finish_clock
+        return self.now if clock is None else max(self.now, clock())
 
     def _begin(self, now_ms: int) -> None:
         self._records = []

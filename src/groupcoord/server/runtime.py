@@ -269,6 +269,7 @@ class CoordinatorRuntime:
         t0 = time.perf_counter()
         shard.metadata = self.image  # topics may have changed while it was loading
         shard.held_groups = self.held_groups
+        shard.finish_clock = self.clock.now_ms  # stamps the end of target computations
         result = shard.on_loaded(self.clock.now_ms())
         if result.records:
             try:

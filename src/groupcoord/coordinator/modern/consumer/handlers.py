@@ -118,6 +118,7 @@ from groupcoord.coordinator.records import (
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataValue,
     ConsumerGroupRegularExpressionValue,
+    ConsumerGroupTargetAssignmentMetadataValue,
     MemberKey,
     Record,
     RecordType,
@@ -132,6 +133,7 @@ from groupcoord.coordinator.records import (
     partition_metadata_tombstone,
     regex_record,
     regex_tombstone,
+    target_assignment_metadata_record,
     target_assignment_metadata_tombstone,
     target_member_record,
     target_member_tombstone,
@@ -513,7 +515,9 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
     def _request_target(self, group: ConsumerGroup) -> None:
         """KIP-848 "Target Assignment": a heartbeat that finds the group epoch ahead of the
         target computes a new one, at most once per ``group.consumer.assignment.interval.ms``
-        (Kafka 4.3's assignment batching, GroupMetadataManager's maybeUpdateTargetAssignment):
+        counted from the end of the last computation (Kafka 4.3's assignment batching,
+        GroupMetadataManager's maybeUpdateTargetAssignment; the end is the time
+        TargetAssignmentBuilder stamps, :meth:`Shard.finished_at` here):
         within the interval the heartbeat goes on with the current target, and a later
         heartbeat of any member computes the target for every epoch bump since. A join storm
         of N members then costs one assignor run per interval instead of N. The first target
@@ -693,10 +697,18 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
         default = self.config.consumer_assignors[0]
         name = preferred_server_assignor(members.values(), default)
         assignor = self.assignors[name]
-        # The computation's time only when batching uses it: records stay as they were at 0.
-        now = self.shard.now if self.config.consumer_assignment_interval_ms > 0 else 0
+        batching = self.config.consumer_assignment_interval_ms > 0
         _, records = target_assignment_records(group, members, previous, group.group_epoch,
-                                               assignor, now)
+                                               assignor, self.shard.now if batching else 0)
+        if batching and records:
+            # Kafka's TargetAssignmentBuilder stamps the time the computation *finished*, and
+            # the next one waits the interval from there (the runtime's clock; the event's time
+            # where computing takes no time). Without batching records stay as they were (0).
+            last = records[-1]
+            if last.key.type is RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA \
+                    and isinstance(last.value, ConsumerGroupTargetAssignmentMetadataValue):
+                records[-1] = target_assignment_metadata_record(
+                    group.group_id, last.value.assignment_epoch, self.shard.finished_at())
         for rec in records:
             self.append(rec)
 
