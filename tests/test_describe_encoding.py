@@ -1,7 +1,8 @@
 """The hand-written ConsumerGroupDescribe response encoder (``protocol/fast.py``) writes the bytes
 kio writes for the same response, in both versions: errors, null and non-null optional
 strings, regex subscriptions, classic members (MemberType 0), topics the server does not know
-(an empty name), empty assignments, large partition lists and authorized operations."""
+(an empty name), empty assignments, large partition lists, members sharing a subscription
+list or holding their target, and authorized operations."""
 
 from __future__ import annotations
 
@@ -36,6 +37,9 @@ def _groups() -> list[DescribedGroup]:
         DescribedMember("m-1", None, None, 5, "client-a", "/127.0.0.1", ("foo", "bär"), None, a, t),
         DescribedMember("m-2" * 60, "instance", "rack-1", -2, "", "", (), "f.*",
                         DescribedAssignment(()), DescribedAssignment(()), member_type=0),
+        # a converged member: the same subscription list as m-1 and its target the very
+        # object of its assignment (the encoder writes shared parts once and copies them)
+        DescribedMember("m-3", None, None, 5, "client-a", "/127.0.0.1", ("foo", "bär"), None, a, a),
     )
     return [
         DescribedGroup("g", group_state="Reconciling", group_epoch=7, assignment_epoch=6,

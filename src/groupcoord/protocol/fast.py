@@ -279,19 +279,29 @@ def consumer_group_describe_response(version: int, groups: Sequence[Any],
     value to write for each."""
     s = compact_nullable_string
     i32 = _I32.pack
+    # Members of a group mostly share their subscription and (converged) hold their target:
+    # each distinct topic-name list and each assignment object is encoded once.
+    names_cache: dict[tuple[str, ...], bytes] = {}
     out = [i32(throttle_time_ms), uvarint(len(groups) + 1)]
     for g, ops in zip(groups, authorized_operations, strict=True):
         out += [_I16.pack(int(g.error_code)), s(g.error_message), s(g.group_id), s(g.group_state),
                 _TAIL.pack(g.group_epoch, g.assignment_epoch), s(g.assignor_name),
                 uvarint(len(g.members) + 1)]
         for m in g.members:
+            names = m.subscribed_topic_names
+            encoded_names = names_cache.get(names)
+            if encoded_names is None:
+                encoded_names = names_cache[names] = b"".join(
+                    [uvarint(len(names) + 1), *map(s, names)])
             out += [s(m.member_id), s(m.instance_id), s(m.rack_id), i32(m.member_epoch),
-                    s(m.client_id), s(m.client_host),
-                    uvarint(len(m.subscribed_topic_names) + 1)]
-            out.extend(s(n) for n in m.subscribed_topic_names)
-            out.append(s(m.subscribed_topic_regex))
+                    s(m.client_id), s(m.client_host), encoded_names,
+                    s(m.subscribed_topic_regex)]
+            start = len(out)
             _described_assignment(m.assignment.topic_partitions, topics, out)
-            _described_assignment(m.target_assignment.topic_partitions, topics, out)
+            if m.target_assignment.topic_partitions is m.assignment.topic_partitions:
+                out.extend(out[start:])
+            else:
+                _described_assignment(m.target_assignment.topic_partitions, topics, out)
             if version >= 1:
                 out.append(struct.pack(">b", m.member_type))
             out.append(b"\x00")

@@ -195,6 +195,14 @@ def _response_tps(group_id: str, member_id: str, a: Assignment) -> tuple[TopicPa
     return tps
 
 
+def _same_assignment(a: Assignment, b: Assignment) -> bool:
+    """Whether two assignments hold the same partitions (empty topics ignored): equal mappings
+    compare set by set, and a converged member shares its target's sets, so this is cheap."""
+    if a is b or a == b:
+        return True
+    return {t: ps for t, ps in a.items() if ps} == {t: ps for t, ps in b.items() if ps}
+
+
 def _minus(a: Assignment, b: Assignment) -> dict[UUID, frozenset[int]]:
     out = {}
     for t, ps in a.items():
@@ -732,13 +740,18 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
             members = []
             for mid in sorted(group.members):
                 m = group.members[mid]
+                # The assignment as the member's heartbeat responses built it (cached per
+                # member); a converged member's target is the same, described once.
+                assigned = DescribedAssignment(_response_tps(gid, mid, m.assigned_partitions))
+                target = group.target_of(mid)
                 members.append(DescribedMember(
                     member_id=mid, instance_id=m.instance_id, rack_id=m.rack_id,
                     member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
                     subscribed_topic_names=m.subscribed_topic_names,
                     subscribed_topic_regex=m.subscribed_topic_regex,
-                    assignment=DescribedAssignment(_sorted_tps(m.assigned_partitions)),
-                    target_assignment=DescribedAssignment(_sorted_tps(group.target_of(mid))),
+                    assignment=assigned,
+                    target_assignment=(assigned if _same_assignment(target, m.assigned_partitions)
+                                       else DescribedAssignment(_sorted_tps(target))),
                     member_type=0 if m.classic is not None else 1))  # 0 = classic (online migration)
             out.append(DescribedGroup(
                 gid, group_state=group.state().value, group_epoch=group.group_epoch,
