@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import attrgetter, eq
 from typing import Any, Generic, TypeVar
 from uuid import UUID
 
@@ -80,10 +82,9 @@ def owns_any_items(owned: Mapping[K, Collection[int]] | None,
     return False
 
 
-def _uuid_order(u: UUID) -> int:
-    """Topic ids in the order of their bytes (big-endian: the order of ``UUID.int``, an
-    attribute, where ``UUID.bytes`` builds the bytes on every call)."""
-    return u.int
+#: Topic ids in the order of their bytes (big-endian: the order of ``UUID.int``, an attribute,
+#: where ``UUID.bytes`` builds the bytes on every call), read without a Python call.
+_uuid_order: Callable[[UUID], int] = attrgetter("int")
 
 
 def reconcile(
@@ -185,12 +186,20 @@ def _next(
             if holders_of is not None:
                 held = holders_of(key)
                 if held:
-                    get = held.get
-                    free = frozenset(i for i in wanted
-                                     if (h := get(i)) is None or h == mid or i in mine)
-                    if len(free) != len(wanted):
-                        unreleased = True
-                    wanted = free
+                    # Free: held by nobody, by this member, or revoked by it now. Set
+                    # operations and C-level maps, not a Python test per item: a member
+                    # waiting for a few hundred partitions asks again at every heartbeat.
+                    taken = held.keys() & wanted
+                    if taken:
+                        ts = list(taken)
+                        free = wanted - taken
+                        free = free.union(
+                            compress(ts, map(eq, map(held.__getitem__, ts), repeat(mid))))
+                        if mine:
+                            free |= taken & mine
+                        if len(free) != len(wanted):
+                            unreleased = True
+                        wanted = free
             else:
                 free_items = []
                 for i in sorted(wanted):
