@@ -120,7 +120,10 @@ def _check_data_dir(path: Path) -> str | None:
 
 def _run_serve(ns: argparse.Namespace) -> int:
     from groupcoord.server.app import KafkaServer
+    from groupcoord.server.gc_tuning import tune_for_server
     from groupcoord.storage.log import LogError
+
+    tune_for_server()  # this process is the server: collect cycles less often
 
     data_dir = Path(ns.data_dir)
     if data_dir.exists() and not data_dir.is_dir():
