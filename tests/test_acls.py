@@ -324,3 +324,23 @@ def test_cached_decisions_match_the_reference_after_each_change(
                 want = reference(stored, set(), False, principal, host, op, rtype, name)
                 assert a.authorize(principal, host, op, rtype, name) == want
                 assert a.authorize(principal, host, op, rtype, name) == want
+
+
+@pytest.mark.parametrize("allow_everyone", [True, False])
+def test_denied_names_agree_with_authorize_name_by_name(allow_everyone: bool) -> None:
+    """``Authorizer.denied`` (a heartbeat's DESCRIBE check of its whole subscription) refuses
+    exactly the names ``authorize`` refuses one by one: with ACLs, without any (one decision
+    for all), and for a super user."""
+    names = ["a", "b", "secret", "c", "secret-2"]
+    with_acls = authz(acl(RT.TOPIC, "secret", "User:*", Op.DESCRIBE, DENY, PT.PREFIXED),
+                      acl(RT.TOPIC, "a", "User:alice", Op.DESCRIBE),
+                      allow_everyone=allow_everyone, super_users=frozenset({"User:root"}))
+    without = authz(allow_everyone=allow_everyone, super_users=frozenset({"User:root"}))
+    for a in (with_acls, without):
+        for principal in ("User:alice", "User:bob", "User:root"):
+            expected = [n for n in names if not ok(a, principal, Op.DESCRIBE, RT.TOPIC, n)]
+            assert a.denied(principal, HOST, Op.DESCRIBE, RT.TOPIC, names) == expected
+    assert with_acls.denied("User:alice", HOST, Op.DESCRIBE, RT.TOPIC, names) == \
+        (["secret", "secret-2"] if allow_everyone else ["b", "secret", "c", "secret-2"])
+    assert without.denied("User:bob", HOST, Op.DESCRIBE, RT.TOPIC, names) == \
+        ([] if allow_everyone else names)

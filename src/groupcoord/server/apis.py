@@ -274,8 +274,9 @@ class KafkaApis:
             code = E.group_authorization_failed
             message = f"Not authorized to {op.name} the group {body.group_id!r}."
         elif ctx.api_key == ApiKey.CONSUMER_GROUP_HEARTBEAT and body.subscribed_topic_names:
-            denied = sorted({t for t in body.subscribed_topic_names
-                             if not self._allowed(ctx, Op.DESCRIBE, RT.TOPIC, t)})
+            denied = sorted(set(self.authorizer.denied(
+                ctx.principal, ctx.client_host, Op.DESCRIBE, RT.TOPIC,
+                body.subscribed_topic_names)))
             if denied:
                 code = E.topic_authorization_failed
                 message = f"Not authorized to describe the topics {denied}."
