@@ -39,11 +39,12 @@ class CoordinatorConfig:
     consumer_max_size: int = INT32_MAX
     #: ``group.consumer.assignment.interval.ms`` (Kafka 4.3's assignment batching): a heartbeat
     #: that finds the group epoch ahead of the target computes a new target only when this long
-    #: has passed since the last one was computed; the heartbeats in between reconcile members
-    #: towards the current target. 0 computes at every epoch bump (Kafka before 4.3). Kafka
-    #: 4.3 defaults to 1000; ours stays 0 for now: with 1000, groups of a few members wait a
-    #: heartbeat interval for their second target, which the tests, the simulator's traces
-    #: and the client drivers' settle times do not expect yet (``bench scale`` sets 1000).
+    #: has passed since the last computation finished (Kafka stamps its end); the heartbeats in
+    #: between reconcile members towards the current target. 0 computes at every epoch bump
+    #: (Kafka before 4.3). Kafka 4.3 defaults to 1000; ours stays 0 for now: with 1000, groups
+    #: of a few members wait a heartbeat interval for their second target, which the tests,
+    #: the simulator's traces and the client drivers' settle times do not expect yet (``bench
+    #: scale`` sets 1000).
     consumer_assignment_interval_ms: int = 0
     #: ``group.consumer.regex.refresh.interval.ms`` (Kafka 4.1+, at least 10 s): a group's
     #: regular expressions are resolved again by the first heartbeat this long after their last
