@@ -548,12 +548,19 @@ class KafkaApis:
         return self._resp(ctx, throttle_time=0, topics=results)
 
     def delete_topics(self, body: Any, ctx: RequestContext) -> Any:
+        """DeleteTopics, authorized as Kafka's ``ControllerApis.deleteTopics``: DELETE on the
+        CLUSTER allows every topic; otherwise a topic named by name that the principal may not
+        DESCRIBE is TOPIC_AUTHORIZATION_FAILED whether or not it exists, one it may describe
+        but that does not exist is UNKNOWN_TOPIC_OR_PARTITION, and an existing one needs
+        DELETE on it. A topic named by id: an unknown id is UNKNOWN_TOPIC_ID, and a refusal
+        names the topic only to whoever may describe it."""
         if ctx.api_version >= 6:
             wanted = [(t.name, t.topic_id) for t in body.topics]
         else:
             wanted = [(n, None) for n in body.topic_names]
         results = []
         changed = False
+        cluster = self._cluster_allowed(ctx, Op.DELETE)
         for name, tid in wanted:
             res: dict[str, Any] = {"name": name, "topic_id": tid, "error_code": 0, "error_message": None}
             try:
@@ -564,9 +571,15 @@ class KafkaApis:
                     name = topic.name
                     # a topic named by id: its name only to whoever may describe it (Kafka's
                     # ControllerApis.deleteTopics), else the refusal would reveal it
-                    if self._allowed(ctx, Op.DESCRIBE, RT.TOPIC, name):
+                    if cluster or self._allowed(ctx, Op.DESCRIBE, RT.TOPIC, name):
                         res["name"] = name
-                if not self._allowed(ctx, Op.DELETE, RT.TOPIC, name or ""):
+                elif not cluster and not self._allowed(ctx, Op.DESCRIBE, RT.TOPIC, name or ""):
+                    raise CoordinatorError(E.topic_authorization_failed,
+                                           "Not authorized to describe the topic.")
+                elif self.registry.get(name or "") is None:
+                    raise CoordinatorError(E.unknown_topic_or_partition,
+                                           f"Topic '{name}' does not exist.")
+                if not cluster and not self._allowed(ctx, Op.DELETE, RT.TOPIC, name or ""):
                     raise CoordinatorError(E.topic_authorization_failed,
                                            "Not authorized to delete the topic.")
                 res["name"] = name
@@ -772,12 +785,18 @@ class KafkaApis:
         epochs move: several brokers, ``server/brokers.py``). A partition has one replica and
         its log is never truncated, so every epoch ends at the high watermark: the answer is the
         requested epoch (or the current one, if the request names a later one) and the high
-        watermark, which tells the client that no record it has seen was lost."""
+        watermark, which tells the client that no record it has seen was lost.
+
+        Authorized as Kafka's ``KafkaApis.handleOffsetForLeaderEpochRequest``: CLUSTER_ACTION on
+        the CLUSTER (what a follower broker has) allows every topic, else each topic needs
+        DESCRIBE (what KIP-320 lets a consumer use). Kafka does not look at the replica id
+        here: a request with a replica id >= 0 and DESCRIBE on the topic is answered too."""
         current = LEADER_EPOCH + (self.brokers.generation if self.brokers is not None else 0)
         topics = []
+        cluster = self._cluster_allowed(ctx, Op.CLUSTER_ACTION)
         for t in body.topics:
             topic = self.registry.get(t.topic)
-            describable = self._allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.topic)
+            describable = cluster or self._allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.topic)
             parts = []
             for p in t.partitions:
                 pi = int(p.partition)
