@@ -91,6 +91,19 @@ def test_delete_topics_by_id_with_delete_on_the_cluster_names_the_topic(
         assert [(x.name, int(x.error_code)) for x in r.responses] == [(topic, E.none)]
 
 
+def test_delete_topics_with_neither_or_both_name_and_id_is_an_invalid_request(
+        srv: ThreadServer) -> None:
+    topic = _name("del-bad")
+    with srv.client("admin") as admin:
+        tid = create_topic(admin, topic)
+        r = admin.call(ApiKey.DELETE_TOPICS, 6, timeout=5_000, topics=[
+            {"name": None, "topic_id": uuid.UUID(int=0)}, {"name": topic, "topic_id": tid}])
+        assert [(int(x.error_code), x.error_message) for x in r.responses] == [
+            (E.invalid_request, "Neither topic name nor id were specified."),
+            (E.invalid_request, "You may not specify both topic name and topic id.")]
+        assert topic in _topics(admin)
+
+
 def test_delete_topics_with_a_real_admin_client(srv: ThreadServer) -> None:
     """confluent-kafka's AdminClient sees the same errors (librdkafka's DeleteTopics)."""
     from confluent_kafka import KafkaError, KafkaException

@@ -553,7 +553,8 @@ class KafkaApis:
         DESCRIBE is TOPIC_AUTHORIZATION_FAILED whether or not it exists, one it may describe
         but that does not exist is UNKNOWN_TOPIC_OR_PARTITION, and an existing one needs
         DELETE on it. A topic named by id: an unknown id is UNKNOWN_TOPIC_ID, and a refusal
-        names the topic only to whoever may describe it."""
+        names the topic only to whoever may describe it. A topic with neither a name nor an id,
+        or with both, is INVALID_REQUEST (as Kafka's controller answers)."""
         if ctx.api_version >= 6:
             wanted = [(t.name, t.topic_id) for t in body.topics]
         else:
@@ -564,7 +565,12 @@ class KafkaApis:
         for name, tid in wanted:
             res: dict[str, Any] = {"name": name, "topic_id": tid, "error_code": 0, "error_message": None}
             try:
-                if not name and tid is not None and tid.int != 0:
+                by_id = tid is not None and tid.int != 0
+                if (name is None) != by_id:
+                    raise CoordinatorError(E.invalid_request, (
+                        "You may not specify both topic name and topic id." if by_id else
+                        "Neither topic name nor id were specified."))
+                if by_id:
                     topic = self.registry.by_id.get(tid)
                     if topic is None:
                         raise CoordinatorError(E.unknown_topic_id, f"Topic id {tid} does not exist.")
