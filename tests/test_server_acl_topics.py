@@ -164,3 +164,34 @@ def test_offset_for_leader_epoch_needs_describe_or_cluster_action(srv: ThreadSer
         for replica_id in (1, -1):
             assert _epochs(alice, replica_id, topic, missing) == {
                 topic: (E.none, 0), missing: (E.unknown_topic_or_partition, -1)}
+
+
+def test_the_regex_topic_filter_is_built_once_per_client_and_follows_the_authorizer() -> None:
+    """The topic filter every ConsumerGroupHeartbeat carries (what a regex may resolve to) is
+    one per principal and host, not one per request; a replaced authorizer gets new ones."""
+    from types import SimpleNamespace
+
+    from groupcoord.server.apis import KafkaApis, RequestContext
+
+    class Only:
+        def __init__(self, allowed: set[tuple[str, str]]) -> None:
+            self.allowed = allowed
+
+        def authorize(self, principal: str, host: str, op: Op, rtype: RT, name: str) -> bool:
+            assert (op, rtype) == (Op.DESCRIBE, RT.TOPIC)
+            return (principal, name) in self.allowed
+
+    apis: Any = SimpleNamespace(authorizer=Only({("User:alice", "a"), ("User:bob", "b")}),
+                                _topic_filters={})
+
+    def ctx(principal: str) -> RequestContext:
+        return RequestContext(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, "c", "127.0.0.1", principal)
+
+    alice = KafkaApis._describable_topics(apis, ctx("User:alice"))
+    assert KafkaApis._describable_topics(apis, ctx("User:alice")) is alice
+    assert list(alice(["a", "b", "c"])) == ["a"]
+    bob = KafkaApis._describable_topics(apis, ctx("User:bob"))
+    assert list(bob(["a", "b", "c"])) == ["b"]
+    apis.authorizer = Only({("User:alice", "c")})
+    again = KafkaApis._describable_topics(apis, ctx("User:alice"))
+    assert again is not alice and list(again(["a", "b", "c"])) == ["c"]

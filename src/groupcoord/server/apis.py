@@ -58,7 +58,7 @@ import contextlib
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -206,6 +206,9 @@ class KafkaApis:
         #: Who may do what (``server/security/``); the server sets the real one. This default,
         #: with no ACLs and allow.everyone.if.no.acl.found, allows everything.
         self.authorizer = Authorizer()
+        #: (principal, host) -> (the authorizer it asks, its topic filter): one filter per
+        #: client rather than one closure built on every ConsumerGroupHeartbeat.
+        self._topic_filters: dict[tuple[str, str], tuple[Authorizer, TopicFilter]] = {}
         self.extensions = ExtensionApis(
             runtime, self._resp,
             describable=lambda ctx, g: self._allowed(ctx, Op.DESCRIBE, RT.GROUP, g))
@@ -899,11 +902,24 @@ class KafkaApis:
     def _describable_topics(self, ctx: RequestContext) -> TopicFilter:
         """The topics of the given ones ``ctx``'s principal may DESCRIBE: what a regex
         subscription may resolve to (Kafka's ``filterTopicDescribeAuthorizedTopics``; the
-        coordinator calls it only when it resolves the group's regexes)."""
-        authorize = self.authorizer.authorize
-        principal, host = ctx.principal, ctx.client_host
-        return lambda names: [n for n in names
-                              if authorize(principal, host, Op.DESCRIBE, RT.TOPIC, n)]
+        coordinator calls it only when it resolves the group's regexes). Built once per
+        principal and host, and again when the server replaces its authorizer: every
+        heartbeat carries it (the authorizer's own cache follows ACL changes)."""
+        key = (ctx.principal, ctx.client_host)
+        authorizer = self.authorizer
+        cached = self._topic_filters.get(key)
+        if cached is not None and cached[0] is authorizer:
+            return cached[1]
+        authorize = authorizer.authorize
+        principal, host = key
+
+        def describable(names: Collection[str]) -> list[str]:
+            return [n for n in names if authorize(principal, host, Op.DESCRIBE, RT.TOPIC, n)]
+
+        if len(self._topic_filters) >= 4096:  # many short-lived clients: start over
+            self._topic_filters.clear()
+        self._topic_filters[key] = (authorizer, describable)
+        return describable
 
     def consumer_group_describe(self, body: Any, ctx: RequestContext) -> Any:
         """ConsumerGroupDescribe, its response encoded by ``protocol/fast.py`` (kio's generic
