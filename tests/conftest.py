@@ -61,8 +61,9 @@ class ServerProcess:
         return self.stderr_path.read_text(errors="replace")
 
 
-def start_server(data_dir: Path, *extra: str, timeout: float = 20.0) -> ServerProcess:
-    """Start ``groupcoord serve --port 0`` on ``data_dir``; return once it listens."""
+def start_server(data_dir: Path, *extra: str, timeout: float = 60.0) -> ServerProcess:
+    """Start ``groupcoord serve --port 0`` on ``data_dir``; return once it listens (within
+    ``timeout``: generous, a start-up on a loaded 2-core machine takes many seconds)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     stderr_path = data_dir.parent / f"{data_dir.name}.stderr.log"
     err = open(stderr_path, "a")  # noqa: SIM115 - owned by the child for its lifetime

@@ -19,6 +19,7 @@ import asyncio
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -67,17 +68,34 @@ def confluent_app(bootstrap: str, group: str, topic: str, want: int, protocol: s
             if m is None or m.error():
                 continue
             seen.append(f"{m.partition()}@{m.offset()}" if distinct else m.value().decode())
-            for attempt in range(5):  # librdkafka returns coordinator errors to a sync
-                try:                      # commit: the application retries a few times
+            while True:  # librdkafka returns coordinator errors (and, across a broker
+                try:     # restart, transport errors) to a sync commit: the application retries
                     c.commit(message=m, asynchronous=False)
                     break
                 except KafkaException as e:
-                    if e.args[0].fatal() or attempt == 4:
+                    if e.args[0].fatal() or time.monotonic() > deadline:
                         raise
                     time.sleep(0.1)
     finally:
         c.close()
     return seen
+
+
+def commit_retrying(commit: Callable[[], object], deadline: float) -> None:
+    """kafka-python's sync commit, retried after a retriable error until ``deadline``: across a
+    broker restart, kafka-python 3.0.12's coordinator lookup lets a refused connection escape
+    the commit (KafkaConnectionError, retriable) instead of retrying it; an application that
+    carries on retries it."""
+    from kafka.errors import KafkaError
+
+    while True:
+        try:
+            commit()
+            return
+        except KafkaError as e:
+            if not e.retriable or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def kafka_python_app(bootstrap: str, group: str, topic: str, want: int,
@@ -94,7 +112,7 @@ def kafka_python_app(bootstrap: str, group: str, topic: str, want: int,
             for records in c.poll(timeout_ms=200).values():
                 seen.extend(f"{r.partition}@{r.offset}" if distinct else r.value.decode()
                             for r in records)
-                c.commit()
+                commit_retrying(c.commit, deadline)
     finally:
         c.close()
     return seen

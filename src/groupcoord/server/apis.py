@@ -58,7 +58,7 @@ import contextlib
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -206,6 +206,9 @@ class KafkaApis:
         #: Who may do what (``server/security/``); the server sets the real one. This default,
         #: with no ACLs and allow.everyone.if.no.acl.found, allows everything.
         self.authorizer = Authorizer()
+        #: (principal, host) -> (the authorizer it asks, its topic filter): one filter per
+        #: client rather than one closure built on every ConsumerGroupHeartbeat.
+        self._topic_filters: dict[tuple[str, str], tuple[Authorizer, TopicFilter]] = {}
         self.extensions = ExtensionApis(
             runtime, self._resp,
             describable=lambda ctx, g: self._allowed(ctx, Op.DESCRIBE, RT.GROUP, g))
@@ -549,25 +552,44 @@ class KafkaApis:
         return self._resp(ctx, throttle_time=0, topics=results)
 
     def delete_topics(self, body: Any, ctx: RequestContext) -> Any:
+        """DeleteTopics, authorized as Kafka's ``ControllerApis.deleteTopics``: DELETE on the
+        CLUSTER allows every topic; otherwise a topic named by name that the principal may not
+        DESCRIBE is TOPIC_AUTHORIZATION_FAILED whether or not it exists, one it may describe
+        but that does not exist is UNKNOWN_TOPIC_OR_PARTITION, and an existing one needs
+        DELETE on it. A topic named by id: an unknown id is UNKNOWN_TOPIC_ID, and a refusal
+        names the topic only to whoever may describe it. A topic with neither a name nor an id,
+        or with both, is INVALID_REQUEST (as Kafka's controller answers)."""
         if ctx.api_version >= 6:
             wanted = [(t.name, t.topic_id) for t in body.topics]
         else:
             wanted = [(n, None) for n in body.topic_names]
         results = []
         changed = False
+        cluster = self._cluster_allowed(ctx, Op.DELETE)
         for name, tid in wanted:
             res: dict[str, Any] = {"name": name, "topic_id": tid, "error_code": 0, "error_message": None}
             try:
-                if not name and tid is not None and tid.int != 0:
+                by_id = tid is not None and tid.int != 0
+                if (name is None) != by_id:
+                    raise CoordinatorError(E.invalid_request, (
+                        "You may not specify both topic name and topic id." if by_id else
+                        "Neither topic name nor id were specified."))
+                if by_id:
                     topic = self.registry.by_id.get(tid)
                     if topic is None:
                         raise CoordinatorError(E.unknown_topic_id, f"Topic id {tid} does not exist.")
                     name = topic.name
                     # a topic named by id: its name only to whoever may describe it (Kafka's
                     # ControllerApis.deleteTopics), else the refusal would reveal it
-                    if self._allowed(ctx, Op.DESCRIBE, RT.TOPIC, name):
+                    if cluster or self._allowed(ctx, Op.DESCRIBE, RT.TOPIC, name):
                         res["name"] = name
-                if not self._allowed(ctx, Op.DELETE, RT.TOPIC, name or ""):
+                elif not cluster and not self._allowed(ctx, Op.DESCRIBE, RT.TOPIC, name or ""):
+                    raise CoordinatorError(E.topic_authorization_failed,
+                                           "Not authorized to describe the topic.")
+                elif self.registry.get(name or "") is None:
+                    raise CoordinatorError(E.unknown_topic_or_partition,
+                                           f"Topic '{name}' does not exist.")
+                if not cluster and not self._allowed(ctx, Op.DELETE, RT.TOPIC, name or ""):
                     raise CoordinatorError(E.topic_authorization_failed,
                                            "Not authorized to delete the topic.")
                 res["name"] = name
@@ -773,12 +795,18 @@ class KafkaApis:
         epochs move: several brokers, ``server/brokers.py``). A partition has one replica and
         its log is never truncated, so every epoch ends at the high watermark: the answer is the
         requested epoch (or the current one, if the request names a later one) and the high
-        watermark, which tells the client that no record it has seen was lost."""
+        watermark, which tells the client that no record it has seen was lost.
+
+        Authorized as Kafka's ``KafkaApis.handleOffsetForLeaderEpochRequest``: CLUSTER_ACTION on
+        the CLUSTER (what a follower broker has) allows every topic, else each topic needs
+        DESCRIBE (what KIP-320 lets a consumer use). Kafka does not look at the replica id
+        here: a request with a replica id >= 0 and DESCRIBE on the topic is answered too."""
         current = LEADER_EPOCH + (self.brokers.generation if self.brokers is not None else 0)
         topics = []
+        cluster = self._cluster_allowed(ctx, Op.CLUSTER_ACTION)
         for t in body.topics:
             topic = self.registry.get(t.topic)
-            describable = self._allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.topic)
+            describable = cluster or self._allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.topic)
             parts = []
             for p in t.partitions:
                 pi = int(p.partition)
@@ -875,11 +903,24 @@ class KafkaApis:
     def _describable_topics(self, ctx: RequestContext) -> TopicFilter:
         """The topics of the given ones ``ctx``'s principal may DESCRIBE: what a regex
         subscription may resolve to (Kafka's ``filterTopicDescribeAuthorizedTopics``; the
-        coordinator calls it only when it resolves the group's regexes)."""
-        authorize = self.authorizer.authorize
-        principal, host = ctx.principal, ctx.client_host
-        return lambda names: [n for n in names
-                              if authorize(principal, host, Op.DESCRIBE, RT.TOPIC, n)]
+        coordinator calls it only when it resolves the group's regexes). Built once per
+        principal and host, and again when the server replaces its authorizer: every
+        heartbeat carries it (the authorizer's own cache follows ACL changes)."""
+        key = (ctx.principal, ctx.client_host)
+        authorizer = self.authorizer
+        cached = self._topic_filters.get(key)
+        if cached is not None and cached[0] is authorizer:
+            return cached[1]
+        authorize = authorizer.authorize
+        principal, host = key
+
+        def describable(names: Collection[str]) -> list[str]:
+            return [n for n in names if authorize(principal, host, Op.DESCRIBE, RT.TOPIC, n)]
+
+        if len(self._topic_filters) >= 4096:  # many short-lived clients: start over
+            self._topic_filters.clear()
+        self._topic_filters[key] = (authorizer, describable)
+        return describable
 
     def consumer_group_describe(self, body: Any, ctx: RequestContext) -> Any:
         """ConsumerGroupDescribe, its response encoded by ``protocol/fast.py`` (kio's generic
