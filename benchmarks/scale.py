@@ -458,12 +458,17 @@ def run(quick: bool = False, **sizes: Any) -> list[Result]:
         if partitions % topics or partitions < topics:
             continue
         results += bench_case(members, partitions, topics, **common)  # type: ignore[arg-type]
+        sites: list[tuple[str, int, int]] = []
         used, budget = coordinator_memory(members, partitions, topics,
-                                          common["assignment_interval_ms"])  # type: ignore[arg-type]
+                                          common["assignment_interval_ms"],  # type: ignore[arg-type]
+                                          sites=sites)
         results.append(Result(
             f"scale.memory.{f'members={members}.partitions={partitions}.topics={topics}'}",
             used / budget, "ratio",
             {"members": members, "partitions": partitions, "topics": topics,
              "coordinator_mb": round(used / 2**20, 2), "budget_mb": round(budget / 2**20, 2),
-             "bytes_per_member": round(used / members)}))
+             "bytes_per_member": round(used / members),
+             # where the bytes were allocated: the largest sites (path from the package down)
+             "top_sites_mb": [(f"{f.rpartition('/src/')[2] or f}:{line}", round(size / 2**20, 2))
+                              for f, line, size in sites[:8]]}))
     return results
