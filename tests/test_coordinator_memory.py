@@ -4,8 +4,9 @@
 - a member that reaches its target holds the target's mapping itself, and an empty pending
   revocation or empty carried epochs is the one shared empty mapping; the same after the
   group is read back from its records (a log load);
-- members subscribing alike hold one tuple of topic names, though every request and every
-  decoded record brings its own;
+- members subscribing alike hold one tuple of topic names (and one client id or host when
+  equal), though every request and every decoded record brings its own; a session timer's
+  key names the group and the member by the strings the group holds;
 - the uniform assignor gives every member holding partition p alone of some topic the same
   ``{p}`` set, whatever the topic;
 - the in-process measurement counts what the coordinator keeps of a request (the member id)
@@ -83,10 +84,13 @@ def _converged_shard(members: int, topics: int, per_topic: int
             if round_ == 0:
                 req = ConsumerGroupHeartbeatRequest(
                     _fresh("g"), _fresh(mid), 0, rebalance_timeout_ms=60_000,
-                    subscribed_topic_names=tuple(map(_fresh, names)), topic_partitions=())
+                    subscribed_topic_names=tuple(map(_fresh, names)), topic_partitions=(),
+                    client_id=_fresh("rdkafka"), client_host=_fresh("/10.0.0.1"))
             else:
                 req = ConsumerGroupHeartbeatRequest(_fresh("g"), _fresh(mid), epochs[mid],
-                                                    topic_partitions=owned[mid])
+                                                    topic_partitions=owned[mid],
+                                                    client_id=_fresh("rdkafka"),
+                                                    client_host=_fresh("/10.0.0.1"))
             res = shard.handle(req, now)
             records += res.records
             r = res.response
@@ -104,8 +108,8 @@ def _converged_shard(members: int, topics: int, per_topic: int
 
 
 def _assert_shared(group: ConsumerGroup) -> None:
-    tuples = {id(m.subscribed_topic_names) for m in group.members.values()}
-    assert len(tuples) == 1
+    for attr in ("subscribed_topic_names", "client_id", "client_host"):
+        assert len({id(getattr(m, attr)) for m in group.members.values()}) == 1, attr
     for mid, m in group.members.items():
         assert m.is_reconciled_to(group.assignment_epoch)
         assert m.assigned_partitions is group.target_of(mid), mid
@@ -119,6 +123,10 @@ def test_a_converged_group_shares_mappings_and_subscriptions_also_after_a_load()
     shard, group, records = _converged_shard(members=6, topics=3, per_topic=4)
     assert all(m.assigned_partitions for m in group.members.values())
     _assert_shared(group)
+    # the session timers name the group and the member by the strings the group holds
+    keys = [k for k in shard.timers._timers if k[1] == "g"]
+    assert len(keys) == len(group.members)
+    assert all(k[1] is group.group_id and k[2] is group.members[k[2]].member_id for k in keys)
     loaded = Shard(metadata=shard.metadata)
     for rec in records:
         loaded.replay(Record.decode(*rec.encode()))  # decoded: mappings and tuples of its own

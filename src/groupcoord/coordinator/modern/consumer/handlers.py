@@ -274,10 +274,13 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
             v: ConsumerGroupMemberMetadataValue = value  # type: ignore[assignment]
             existing = group.members.get(key.member_id)
             old = existing or ConsumerGroupMember(key.member_id)
+            share = group.shared
             group.put_member(replace(
-                old, instance_id=v.instance_id, rack_id=v.rack_id, client_id=v.client_id,
-                client_host=v.client_host,
-                subscribed_topic_names=group.shared_names(v.subscribed_topic_names, existing),
+                old, instance_id=v.instance_id, rack_id=v.rack_id,
+                client_id=share(v.client_id, "client_id", existing),
+                client_host=share(v.client_host, "client_host", existing),
+                subscribed_topic_names=share(v.subscribed_topic_names, "subscribed_topic_names",
+                                             existing),
                 subscribed_topic_regex=v.subscribed_topic_regex, server_assignor=v.server_assignor,
                 rebalance_timeout_ms=v.rebalance_timeout_ms, client_assignors=v.client_assignors,
                 classic=v.classic_member))
