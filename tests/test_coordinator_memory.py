@@ -37,6 +37,7 @@ from groupcoord.coordinator.modern.consumer.model import (
 from groupcoord.coordinator.modern.reconciliation import reconcile
 from groupcoord.coordinator.records import Record
 from groupcoord.coordinator.shard import Shard
+from groupcoord.coordinator.timers import Timers
 from groupcoord.coordinator.topics import MetadataImage, TopicMetadata
 
 T, U = UUID(int=1), UUID(int=2)
@@ -163,3 +164,19 @@ def test_the_memory_measurement_counts_what_the_coordinator_keeps_of_requests() 
     member_id = str(UUID(int=1))
     assert from_requests >= 30 * (sys.getsizeof(member_id) + sys.getsizeof(f"consumer-g-{30}"))
     assert any("coordinator" in f for f, _, _ in sites)
+
+
+def test_a_timer_without_payload_is_stored_as_its_deadline() -> None:
+    timers = Timers()
+    timers.schedule(("session", "g", "a"), 50)
+    timers.schedule(("rebalance", "g", "a"), 40, 7)
+    timers.schedule(("session", "g", "b"), 30, None)
+    assert type(timers._timers[("session", "g", "a")]) is int  # no (deadline, None) tuple
+    assert timers.deadline(("session", "g", "a")) == 50 and timers.payload(("session", "g", "a")) is None
+    assert timers.deadline(("rebalance", "g", "a")) == 40 and timers.payload(("rebalance", "g", "a")) == 7
+    timers.schedule(("session", "g", "b"), 60, "p")  # later, now with a payload
+    timers.schedule(("rebalance", "g", "a"), 20)  # earlier, payload dropped
+    assert timers.next_deadline() == 20
+    due = [timers.pop_next_due(100) for _ in range(4)]
+    assert due == [(("rebalance", "g", "a"), None), (("session", "g", "a"), None),
+                   (("session", "g", "b"), "p"), None]
