@@ -322,12 +322,23 @@ def bench_case(members: int, partitions: int, topics: int, *, interval_ms: int =
 
 
 def coordinator_memory(members: int, partitions: int, topics: int,
-                       assignment_interval_ms: int = 1000) -> tuple[int, int]:
+                       assignment_interval_ms: int = 1000,
+                       sites: list[tuple[str, int, int]] | None = None) -> tuple[int, int]:
     """Bytes (tracemalloc) the coordinator's state takes for a converged group, in process:
     a shard (no record log kept: the driver drops the records) before the group and after
     every member joined and reconciled; (bytes, target bytes = 2 KB per member + 200 B per
     partition). The coordinator's own state, unlike the server's RSS, which also holds the
-    memory record log, the topics and the allocator's high water."""
+    memory record log, the topics and the allocator's high water.
+
+    Counted: everything the shard allocates and still holds for the group (members, targets,
+    the partition owners, timers, the assignor's remembered output and input, caches). The
+    requests are built as the wire would decode them: every string in a request (member id,
+    topic names, client id and host) a fresh object, so what the coordinator keeps of a
+    request is counted as the server would pay for it. Not counted: the topic metadata image
+    (the broker's, built before), the record log, the interpreter's free lists.
+
+    ``sites``: when a list, filled with where the counted bytes were allocated (file, line,
+    bytes), largest first: the profile of what holds the memory."""
     import gc
     import tracemalloc
     import uuid as _uuid
@@ -348,11 +359,16 @@ def coordinator_memory(members: int, partitions: int, topics: int,
                              for k, n in enumerate(names))
     shard = Shard(config=CoordinatorConfig(consumer_assignment_interval_ms=assignment_interval_ms),
                   metadata=image)
-    ids = [str(_uuid.UUID(int=(1 << 100) + i)) for i in range(members)]
+    def fresh(text: str) -> str:
+        """A new ``str`` equal to ``text``, as a decoded request holds."""
+        return text.encode().decode()
+
     gc.collect()
     tracemalloc.start()
     try:
         base = tracemalloc.get_traced_memory()[0]
+        ids = [str(_uuid.UUID(int=(1 << 100) + i)) for i in range(members)]
+        client_ids = {mid: f"consumer-mem-g-{i + 1}" for i, mid in enumerate(ids)}
         now = 1_000_000
         epochs = dict.fromkeys(ids, 0)
         owned: dict[str, tuple[TopicPartitions, ...]] = dict.fromkeys(ids, ())
@@ -374,14 +390,17 @@ def coordinator_memory(members: int, partitions: int, topics: int,
 
         for mid in ids:
             take(mid, shard.handle(ConsumerGroupHeartbeatRequest(
-                "mem-g", mid, 0, rebalance_timeout_ms=300_000, subscribed_topic_names=names,
-                topic_partitions=()), now).response)
+                fresh("mem-g"), fresh(mid), 0, rebalance_timeout_ms=300_000,
+                subscribed_topic_names=tuple(map(fresh, names)), topic_partitions=(),
+                client_id=fresh(client_ids[mid]), client_host=fresh("/127.0.0.1")), now).response)
         for _ in range(50):  # heartbeat rounds (one interval apart) until the group is stable
             now += max(assignment_interval_ms, 1)
             changed = False
             for mid in ids:
                 r = shard.handle(ConsumerGroupHeartbeatRequest(
-                    "mem-g", mid, epochs[mid], topic_partitions=owned[mid]), now).response
+                    fresh("mem-g"), fresh(mid), epochs[mid], topic_partitions=owned[mid],
+                    client_id=fresh(client_ids[mid]), client_host=fresh("/127.0.0.1")),
+                    now).response
                 changed = take(mid, r) or changed
             group = shard.groups["mem-g"]
             if not changed and isinstance(group, ConsumerGroup) \
@@ -391,9 +410,16 @@ def coordinator_memory(members: int, partitions: int, topics: int,
             raise RuntimeError("coordinator_memory: the group did not converge")
         owned.clear()  # the simulated clients' state is not the coordinator's
         epochs.clear()
+        client_ids.clear()
+        del ids
         del r, group
         gc.collect()
         used = tracemalloc.get_traced_memory()[0] - base
+        if sites is not None:
+            snapshot = tracemalloc.take_snapshot().filter_traces(
+                [tracemalloc.Filter(False, tracemalloc.__file__)])
+            sites.extend((st.traceback[0].filename, st.traceback[0].lineno, st.size)
+                         for st in snapshot.statistics("lineno"))
     finally:
         tracemalloc.stop()
     return used, 2048 * members + 200 * per * topics
@@ -432,12 +458,17 @@ def run(quick: bool = False, **sizes: Any) -> list[Result]:
         if partitions % topics or partitions < topics:
             continue
         results += bench_case(members, partitions, topics, **common)  # type: ignore[arg-type]
+        sites: list[tuple[str, int, int]] = []
         used, budget = coordinator_memory(members, partitions, topics,
-                                          common["assignment_interval_ms"])  # type: ignore[arg-type]
+                                          common["assignment_interval_ms"],  # type: ignore[arg-type]
+                                          sites=sites)
         results.append(Result(
             f"scale.memory.{f'members={members}.partitions={partitions}.topics={topics}'}",
             used / budget, "ratio",
             {"members": members, "partitions": partitions, "topics": topics,
              "coordinator_mb": round(used / 2**20, 2), "budget_mb": round(budget / 2**20, 2),
-             "bytes_per_member": round(used / members)}))
+             "bytes_per_member": round(used / members),
+             # where the bytes were allocated: the largest sites (path from the package down)
+             "top_sites_mb": [(f"{f.rpartition('/src/')[2] or f}:{line}", round(size / 2**20, 2))
+                              for f, line, size in sites[:8]]}))
     return results

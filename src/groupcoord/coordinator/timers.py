@@ -24,20 +24,29 @@ class TimerChange:
     deadline_ms: int | None  # None: cancelled
 
 
+def _split(t: int | tuple[int, Any]) -> tuple[int, Any]:
+    """(deadline, payload) of a stored timer."""
+    return (t, None) if type(t) is int else t  # type: ignore[return-value]
+
+
 class Timers:
-    """Named deadlines with a payload; a heap with lazy deletion for expiry order."""
+    """Named deadlines with a payload; a heap with lazy deletion for expiry order.
+
+    A timer without payload (every member's session timer) is stored as its bare deadline,
+    one with a payload as (deadline, payload): a tuple less per member (memory per member)."""
 
     __slots__ = ("_heap", "_seq", "_timers")
 
     def __init__(self) -> None:
-        self._timers: dict[TimerKey, tuple[int, Any]] = {}
+        self._timers: dict[TimerKey, int | tuple[int, Any]] = {}
         self._heap: list[tuple[int, int, TimerKey]] = []
         self._seq = 0
 
     def schedule(self, key: TimerKey, deadline_ms: int, payload: Any = None) -> None:
         previous = self._timers.get(key)
-        self._timers[key] = (deadline_ms, payload)
-        if previous is not None and previous[0] <= deadline_ms:
+        self._timers[key] = deadline_ms if payload is None else (deadline_ms, payload)
+        if previous is not None and (
+                previous if type(previous) is int else previous[0]) <= deadline_ms:  # type: ignore[index]
             # A deadline pushed later (a session renewed by a heartbeat): the existing heap
             # entry comes up first and is re-filed then, so the heap does not grow.
             return
@@ -51,11 +60,11 @@ class Timers:
 
     def deadline(self, key: TimerKey) -> int | None:
         t = self._timers.get(key)
-        return None if t is None else t[0]
+        return None if t is None else _split(t)[0]
 
     def payload(self, key: TimerKey) -> Any:
         t = self._timers.get(key)
-        return None if t is None else t[1]
+        return None if t is None else _split(t)[1]
 
     def __len__(self) -> int:
         return len(self._timers)
@@ -67,16 +76,16 @@ class Timers:
         """Pop the heap's top entry; re-file it at its key's later deadline if it moved."""
         heapq.heappop(self._heap)
         t = self._timers.get(key)
-        if t is not None and t[0] > deadline:
+        if t is not None and (later := _split(t)[0]) > deadline:
             self._seq += 1
-            heapq.heappush(self._heap, (t[0], self._seq, key))
+            heapq.heappush(self._heap, (later, self._seq, key))
 
     def next_deadline(self) -> int | None:
         heap = self._heap
         while heap:
             deadline, _, key = heap[0]
             t = self._timers.get(key)
-            if t is not None and t[0] == deadline:
+            if t is not None and _split(t)[0] == deadline:
                 return deadline
             self._refile(deadline, key)
         return None
@@ -88,10 +97,10 @@ class Timers:
         while heap and heap[0][0] <= now_ms:
             deadline, _, key = heap[0]
             t = self._timers.get(key)
-            if t is not None and t[0] == deadline:
+            if t is not None and (found := _split(t))[0] == deadline:
                 heapq.heappop(heap)
                 del self._timers[key]
-                return key, t[1]
+                return key, found[1]
             self._refile(deadline, key)
         return None
 
@@ -100,6 +109,6 @@ class Timers:
         self._heap.clear()
 
     def _compact(self) -> None:
-        self._heap = [(d, i, k) for i, (k, (d, _)) in enumerate(self._timers.items())]
+        self._heap = [(_split(t)[0], i, k) for i, (k, t) in enumerate(self._timers.items())]
         heapq.heapify(self._heap)
         self._seq = len(self._heap)

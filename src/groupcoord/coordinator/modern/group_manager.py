@@ -403,7 +403,9 @@ class NewProtocolGroupManager(ABC, Generic[G, M, Req, Resp]):
 
         # ---- 5. timers and response
         cfg = self.shard.group_config(gid)
-        self.shard.schedule((self.session_kind, gid, member_id), now + cfg.session_timeout_ms)
+        # the group's and the member's own strings in the key, not the request's (memory)
+        self.shard.schedule((self.session_kind, group.group_id, reconciled.member_id),
+                            now + cfg.session_timeout_ms)
         # Client-side assignment (KIP-848 "Client-Side Assignor"): no member can compute the target ->
         # the group's fatal UNSUPPORTED_ASSIGNOR; the chosen member is told to compute it.
         if fatal is not None:

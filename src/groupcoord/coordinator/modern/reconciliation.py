@@ -31,6 +31,7 @@ from uuid import UUID
 
 from groupcoord.coordinator.modern.consumer.messages import TopicPartitions
 from groupcoord.coordinator.modern.consumer.model import (
+    EMPTY,
     ConsumerGroupMember,
     MemberState,
     with_current_assignment,
@@ -103,7 +104,26 @@ def reconcile(
     if step is None:
         return member
     return with_current_assignment(member, step.member_epoch, step.previous_member_epoch,
-                                   step.state, dict(step.assigned), dict(step.pending_revocation))
+                                   step.state, shared_mapping(step.assigned, target),
+                                   shared_mapping(step.pending_revocation, EMPTY))
+
+
+def shared_mapping(a: Mapping[K, frozenset[int]], like: Mapping[K, frozenset[int]]
+                   ) -> Mapping[K, frozenset[int]]:
+    """``a`` as the member keeps it: ``like`` itself when ``a`` holds the very sets of ``like``
+    (a converged member's assignment is its target mapping, not a copy: memory per member;
+    an empty one is the shared empty mapping), else a fresh dict. Mappings are never mutated
+    (``Assignment`` is read-only by contract), so sharing one changes nothing else."""
+    if not a:
+        return EMPTY  # type: ignore[return-value]
+    if len(a) == len(like):
+        get = like.get
+        for key, ps in a.items():
+            if get(key) is not ps:
+                break
+        else:
+            return like
+    return dict(a)
 
 
 def reconcile_items(

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import partial
 from itertools import compress, repeat
 from operator import and_, attrgetter, eq, is_, is_not, not_
 from uuid import UUID
@@ -150,7 +149,7 @@ def group_spec(
                                        resolved)
             cache[key] = ids
         subscriptions[i] = MemberSubscription(mid, ids, a, m.instance_id, m.rack_id,
-                                              partial(_held_since_latest, reuse, mid))
+                                              _HeldSince(reuse, mid))
     if aligned and reuse.specs:
         # The member ids of last time in the same places, then new ones: the last spec, updated.
         specs = dict(reuse.specs)
@@ -171,10 +170,19 @@ def _same_subscriber(old: ConsumerGroupMember, new: ConsumerGroupMember) -> bool
                           and old.instance_id == new.instance_id and old.rack_id == new.rack_id)
 
 
-def _held_since_latest(reuse: AssignorInput, member_id: str, topic_id: UUID,
-                       partition: int) -> int | None:
-    """``held_since`` of the member as given to the latest :func:`group_spec` call."""
-    return held_since(reuse.latest[member_id], topic_id, partition)
+class _HeldSince:
+    """``held_since`` of the member as given to the latest :func:`group_spec` call: one kept
+    per member in its ``MemberSubscription``, so a two-slot object (about 56 bytes) rather
+    than a ``functools.partial`` (its object, argument tuple and keyword dict: about 200)."""
+
+    __slots__ = ("member_id", "reuse")
+
+    def __init__(self, reuse: AssignorInput, member_id: str) -> None:
+        self.reuse = reuse
+        self.member_id = member_id
+
+    def __call__(self, topic_id: UUID, partition: int) -> int | None:
+        return held_since(self.reuse.latest[self.member_id], topic_id, partition)
 
 
 def _find(reuse: AssignorInput, mid: str

@@ -93,8 +93,10 @@ from groupcoord.coordinator.modern.consumer.messages import (
     TopicPartitions,
 )
 from groupcoord.coordinator.modern.consumer.model import (
+    EMPTY,
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    NO_EPOCHS,
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
@@ -173,26 +175,6 @@ def _topic_order(kv: tuple[UUID, frozenset[int]]) -> int:
 def _sorted_tps(a: Assignment) -> tuple[TopicPartitions, ...]:
     return tuple(TopicPartitions(t, tuple(sorted(ps)))
                  for t, ps in sorted(a.items(), key=_topic_order) if ps)
-
-
-#: Assignment mappings are never mutated and are shared until a member's assignment changes,
-#: so a full heartbeat's response body is built once per mapping: one entry per member
-#: ((group id, member id) -> (mapping, body)), replaced when the member's mapping changes and
-#: dropped when it leaves. Keyed by member, not by mapping, so the cache never keeps a
-#: replaced mapping alive (a storm's first member once held all 100,000 partitions).
-_TPS_CACHE: dict[tuple[str, str], tuple[Assignment, tuple[TopicPartitions, ...]]] = {}
-
-
-def _response_tps(group_id: str, member_id: str, a: Assignment) -> tuple[TopicPartitions, ...]:
-    key = (group_id, member_id)
-    hit = _TPS_CACHE.get(key)
-    if hit is not None and hit[0] is a:
-        return hit[1]
-    tps = _sorted_tps(a)
-    if hit is None and len(_TPS_CACHE) >= 100_000:
-        _TPS_CACHE.clear()
-    _TPS_CACHE[key] = (a, tps)
-    return tps
 
 
 def _same_assignment(a: Assignment, b: Assignment) -> bool:
@@ -300,10 +282,15 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
                 group.remove_member(key.member_id)
                 return
             v: ConsumerGroupMemberMetadataValue = value  # type: ignore[assignment]
-            old = group.members.get(key.member_id) or ConsumerGroupMember(key.member_id)
+            existing = group.members.get(key.member_id)
+            old = existing or ConsumerGroupMember(key.member_id)
+            share = group.shared
             group.put_member(replace(
-                old, instance_id=v.instance_id, rack_id=v.rack_id, client_id=v.client_id,
-                client_host=v.client_host, subscribed_topic_names=v.subscribed_topic_names,
+                old, instance_id=v.instance_id, rack_id=v.rack_id,
+                client_id=share(v.client_id, "client_id", existing),
+                client_host=share(v.client_host, "client_host", existing),
+                subscribed_topic_names=share(v.subscribed_topic_names, "subscribed_topic_names",
+                                             existing),
                 subscribed_topic_regex=v.subscribed_topic_regex, server_assignor=v.server_assignor,
                 rebalance_timeout_ms=v.rebalance_timeout_ms, client_assignors=v.client_assignors,
                 classic=v.classic_member))
@@ -313,13 +300,20 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
             if value is None:
                 group.put_member(with_current_assignment(
                     old, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, MemberState.STABLE,
-                    {}, {}))
+                    EMPTY, EMPTY))
                 return
             a: ConsumerGroupCurrentMemberAssignmentValue = value  # type: ignore[assignment]
+            assigned = a.assigned_partitions
+            target = group.target_assignment.get(key.member_id)
+            if not assigned:
+                assigned = EMPTY
+            elif target is not None and assigned is not target and assigned == target:
+                # a converged member read back from the log: its target's mapping, not a copy
+                assigned = target
             group.put_member(with_current_assignment(
                 old, a.member_epoch, a.previous_member_epoch, MemberState(a.state),
-                a.assigned_partitions, a.partitions_pending_revocation,
-                a.assignment_epochs or {}))
+                assigned, a.partitions_pending_revocation or EMPTY,
+                a.assignment_epochs or NO_EPOCHS))
 
     # ------------------------------------------------------------------ timers and lifecycle
 
@@ -575,7 +569,7 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
             pending = _sorted_tps(_minus(group.target_of(reconciled.member_id),
                                          reconciled.assigned_partitions))
         return HeartbeatAssignment(
-            _response_tps(group.group_id, reconciled.member_id, reconciled.assigned_partitions),
+            _sorted_tps(reconciled.assigned_partitions),
             pending)
 
     def _reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember,
@@ -614,7 +608,6 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
     def _removal_records(self, group: ConsumerGroup, member_id: str,
                          keep_target: bool) -> list[Record]:
         gid = group.group_id
-        _TPS_CACHE.pop((gid, member_id), None)
         records = [current_assignment_tombstone(gid, member_id)]
         if not keep_target and member_id in group.target_assignment:
             records.append(target_member_tombstone(gid, member_id))
@@ -740,9 +733,8 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
             members = []
             for mid in sorted(group.members):
                 m = group.members[mid]
-                # The assignment as the member's heartbeat responses built it (cached per
-                # member); a converged member's target is the same, described once.
-                assigned = DescribedAssignment(_response_tps(gid, mid, m.assigned_partitions))
+                # A converged member's target is its assignment, described once.
+                assigned = DescribedAssignment(_sorted_tps(m.assigned_partitions))
                 target = group.target_of(mid)
                 members.append(DescribedMember(
                     member_id=mid, instance_id=m.instance_id, rack_id=m.rack_id,
