@@ -66,7 +66,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import compress, repeat
-from operator import attrgetter, eq, is_, is_not, ne
+from operator import attrgetter, eq, is_, is_not, ne, not_
 from uuid import UUID
 
 from groupcoord.coordinator.assignors.base import (
@@ -76,6 +76,7 @@ from groupcoord.coordinator.assignors.base import (
     GroupSpec,
     MemberSubscription,
 )
+from groupcoord.coordinator.assignors.target_index import TargetIndex
 
 log = logging.getLogger(__name__)
 
@@ -249,6 +250,8 @@ class UniformAssignor:
         # partitions nobody keeps.
         kept: list[dict[_Topic, frozenset[int]] | None] = [None] * num_members
         recalled = self._recall(mids, assigned, members, subscribed, topics, index)
+        if recalled is None and spec.target_index is not None:
+            recalled = _index_read(spec.target_index, mids, assigned, members, topics, index)
         base: Mapping[str, Assignment] | None = None
         leavers: list[str] = []
         uncertified: list[int] = []
@@ -376,8 +379,10 @@ class UniformAssignor:
                 continue
             recalled = _recall_from(record, mids, assigned, members, subscribed, topics, index)
             if recalled is not None:
-                # Keep the record that served (the least recently used goes first when full).
-                self._records = (record, *(r for r in records if r is not record))
+                # The output of this call supersedes the record that served: it is dropped, so
+                # that the mappings it alone still holds (the previous generation of the
+                # group's target) are not kept alive.
+                self._records = tuple(r for r in records if r is not record)
                 return recalled
         return None
 
@@ -463,6 +468,69 @@ def _recall_from(
                     if held is None:  # pragma: no cover - records hold valid keys only
                         return None
                     free.setdefault(held, set()).update(ps)
+    return counts, free, mappings, leavers, uncertified
+
+
+def _index_read(
+    ix: TargetIndex,
+    mids: list[str],
+    assigned: list[Assignment],
+    members: Mapping[str, MemberSubscription],
+    topics: dict[UUID, _Topic],
+    index: _TopicIndex,
+) -> _Recalled | None:
+    """Counts and free partitions from the group's inverted target (``GroupSpec.target_index``)
+    when every member's input is (by identity) the index's mapping of it, or is empty; else
+    None (read everything).
+
+    The result is what :func:`_read_all` would find: the index is the exact inversion of its
+    mappings (``consistent``: no partition claimed twice, no empty sets), every topic it holds
+    is subscribed and within its partition count, so every certified mapping is clean and its
+    count is the index's. The partitions of the index's members that are not certified (they
+    left, or their input is empty) are free, as are those nobody holds."""
+    if not ix.consistent():
+        return None
+    owned = ix.owned
+    for tid in owned:
+        topic = topics.get(tid)
+        if topic is None or len(ix.owners[tid]) > topic.num_partitions:
+            return None
+    mappings = ix.mappings
+    same = list(map(is_, assigned, map(mappings.get, mids)))
+    counts = list(map(ix.counts.get, mids, repeat(0)))
+    uncertified: list[int] = []
+    released: list[str] = []
+    indexed = len(mids)  # members of the spec that the index holds a mapping of
+    if False in same:
+        for i in compress(range(len(mids)), map(not_, same)):
+            if assigned[i]:
+                return None  # a mapping the index does not hold: read everything
+            counts[i] = 0
+            uncertified.append(i)
+            previous = mappings.get(mids[i])
+            if previous is None:
+                indexed -= 1
+            elif previous:
+                released.append(mids[i])
+    leavers: list[str] = []
+    if len(mappings) != indexed:
+        leavers = [mid for mid in mappings if mid not in members]
+        released += leavers
+    free: dict[_Topic, set[int]] = {}
+    for mid in released:
+        for key, ps in mappings[mid].items():
+            held = index.get(key)
+            if held is None:  # pragma: no cover - checked above: every indexed topic is known
+                return None
+            free.setdefault(held, set()).update(ps)
+    for tid, topic in topics.items():
+        n = topic.num_partitions
+        if owned.get(tid, 0) == n:
+            continue
+        row = ix.owners.get(tid, ())
+        nobody = free.setdefault(topic, set())
+        nobody.update(compress(range(len(row)), map(is_, row, repeat(None))))
+        nobody.update(range(len(row), n))
     return counts, free, mappings, leavers, uncertified
 
 
