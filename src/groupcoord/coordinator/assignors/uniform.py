@@ -91,9 +91,18 @@ _assigned_of = attrgetter("assigned_partitions")
 
 
 @lru_cache(maxsize=256)
-def _partition_range(num_partitions: int) -> frozenset[int]:
-    """``frozenset(range(n))``, cached: topic sizes repeat across calls and groups."""
-    return frozenset(range(num_partitions))
+def _partition_ids(num_partitions: int) -> tuple[int, ...]:
+    """``tuple(range(n))``, cached: topic sizes repeat across calls and groups, and target
+    sets made of these share their int objects (a cached frozenset would cost its table too:
+    4 MB at 100,000 partitions)."""
+    return tuple(range(num_partitions))
+
+
+def _compact(partitions: Iterable[int]) -> frozenset[int]:
+    """A frozenset of ``partitions`` with the smallest table CPython gives it. A set built
+    element by element (from a list, or by ``union``) keeps the table it grew, up to twice the
+    size of one made from a set; target partition sets live as long as the target."""
+    return frozenset(set(partitions))
 
 
 @dataclass(slots=True, eq=False)
@@ -107,7 +116,8 @@ class _Topic:
     handout_rank: int = 0
     #: Position in topic-id order: the order in which over-quota members give topics up.
     id_rank: int = 0
-    all_partitions: frozenset[int] = field(default_factory=frozenset)
+    #: ``0 .. num_partitions - 1`` (shared int objects).
+    all_partitions: tuple[int, ...] = ()
     #: Scratch of one call: partitions some member keeps.
     owned: set[int] = field(default_factory=set)
 
@@ -165,7 +175,7 @@ def _subscribed_topics(spec: GroupSpec, topic_ids: Iterable[UUID]) -> dict[UUID,
         t.handout_rank = rank
     for rank, t in enumerate(sorted(found.values(), key=lambda t: t.topic_id.int)):
         t.id_rank = rank
-        t.all_partitions = _partition_range(t.num_partitions)
+        t.all_partitions = _partition_ids(t.num_partitions)
     return found
 
 
@@ -317,7 +327,7 @@ class UniformAssignor:
                 current = dict(current)
                 for topic, new in grouped.items():
                     prev = current.get(topic)
-                    current[topic] = frozenset(new) if prev is None else prev.union(new)
+                    current[topic] = _compact(new if prev is None else prev.union(new))
             out_assigned[i] = result[mids[i]] = (
                 {t.topic_id: ps for t, ps in current.items()} if current else EMPTY_ASSIGNMENT
             )
@@ -527,8 +537,11 @@ def _index_read(
         n = topic.num_partitions
         if owned.get(tid, 0) == n:
             continue
-        row = ix.owners.get(tid, ())
+        row = ix.owners.get(tid)
         nobody = free.setdefault(topic, set())
+        if row is None:  # the partition ids of the shared ``all_partitions``, not new ints
+            nobody.update(topic.all_partitions)
+            continue
         nobody.update(compress(range(len(row)), map(is_, row, repeat(None))))
         nobody.update(range(len(row), n))
     return counts, free, mappings, leavers, uncertified
@@ -591,7 +604,8 @@ def _read_all(
     free: dict[_Topic, set[int]] = {}
     for topic in topics.values():
         if len(topic.owned) != topic.num_partitions:
-            free[topic] = set(topic.all_partitions - topic.owned)
+            free[topic] = set(topic.all_partitions)
+            free[topic] -= topic.owned
         topic.owned = set()
     return counts, free
 
@@ -607,7 +621,7 @@ def _clean(
     count = 0
     for key, ps in assigned.items():
         topic = index.get(key)
-        if topic is None or not ps or not ps <= topic.all_partitions:
+        if topic is None or not ps or min(ps) < 0 or max(ps) >= topic.num_partitions:
             break
         count += len(ps)
     else:
@@ -618,7 +632,8 @@ def _clean(
         topic = index.get(key)
         if topic is None or not ps:
             continue
-        valid = frozenset(ps & topic.all_partitions)
+        n = topic.num_partitions
+        valid = frozenset(p for p in ps if 0 <= p < n)
         if valid:
             cleaned[topic] = valid
             count += len(valid)
@@ -654,7 +669,7 @@ def _give_up(
             excess -= give
             cut = len(ordered) - give
             free.setdefault(topic, set()).update(ordered[cut:])
-            ps = frozenset(ordered[:cut])
+            ps = _compact(ordered[:cut])
         if ps:
             remaining[topic] = ps
     return remaining
