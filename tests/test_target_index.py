@@ -245,3 +245,48 @@ def test_group_replay_keeps_the_index_and_a_loaded_group_uses_it(
     loaded.remove_target("m0")
     assert "m0" not in loaded.target_index.mappings
     assert loaded.target_index.inverse() == inversion(loaded.target_assignment)
+
+
+@settings(max_examples=200, deadline=None)
+@given(EVENTS, st.integers(1, 6), st.integers(0, 14))
+def test_reused_member_objects_equal_full_read(events: list[tuple[str, int]], nmembers: int,
+                                               nparts: int) -> None:
+    """Members handed back as the same ``MemberSubscription`` objects while their target and
+    subscription are unchanged (what the coordinator's assignor input does): the assignor reads
+    only the others, and the result is the full read's."""
+    memo = UniformAssignor()
+    names = dict(TOPIC_POOL)
+    sizes = {FOO: nparts, BAR: 3}
+    subs = frozenset(sizes)
+    objs: dict[str, MemberSubscription] = {f"m{i}": MemberSubscription(f"m{i}", subs)
+                                           for i in range(nmembers)}
+    counter = nmembers
+    for event, k in events:
+        mids = sorted(objs)
+        mid = mids[k % len(mids)]
+        if event == "join":
+            objs[f"m{counter}"] = MemberSubscription(f"m{counter}", subs)
+            counter += 1
+        elif event == "leave" and len(objs) > 1:
+            del objs[mid]
+        elif event == "grow":
+            sizes[[FOO, BAR][k % 2]] += 1 + k % 3
+        elif event == "reset":
+            objs[mid] = MemberSubscription(mid, subs)
+        elif event == "copy":  # the same member, its target copied
+            objs[mid] = MemberSubscription(mid, subs, dict(objs[mid].assigned_partitions))
+        elif event == "add_topic":
+            sizes.setdefault(BAZ, 1 + k % 5)
+        if frozenset(sizes) != subs:  # a new subscription: every member gets a new object
+            subs = frozenset(sizes)
+            objs = {m: MemberSubscription(m, subs, o.assigned_partitions) for m, o in objs.items()}
+        topics = {t: TopicMetadata(t, names[t], n) for t, n in sizes.items()}
+        spec = GroupSpec(dict(objs), topics)
+        copied = GroupSpec({m: MemberSubscription(m, subs, copy.deepcopy(dict(o.assigned_partitions)))
+                            for m, o in objs.items()}, topics)
+        result = memo.assign(spec)
+        check_legal(spec, result)
+        assert normal(result) == normal(UniformAssignor(memo_members=0).assign(copied))
+        for m, a in result.items():  # new objects only for members whose target changed
+            if a is not objs[m].assigned_partitions:
+                objs[m] = MemberSubscription(m, subs, a)

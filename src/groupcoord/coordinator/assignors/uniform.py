@@ -214,6 +214,16 @@ class _Record:
     changed: tuple[str, ...] = ()
     #: Member id -> count, built when first needed (an input in another order).
     counts_by_mid: dict[str, int] | None = None
+    #: Aligned with ``mids``: the input's member objects whose mapping the output returned as
+    #: it was (None for the others): the same object later has the same subscription and
+    #: mapping, so a later call need not read it (``_recall_inputs``).
+    objs: list[MemberSubscription | None] = field(default_factory=list)
+    #: A position of ``objs`` that is not None (-1: none).
+    probe: int = -1
+    #: The output's quota, and the positions whose count is not the quota (they hold one
+    #: more); every other member holds exactly the quota.
+    off: list[int] = field(default_factory=list)
+    quota: int = 0
 
     def count_of(self) -> dict[str, int]:
         if self.counts_by_mid is None:
@@ -236,44 +246,88 @@ class UniformAssignor:
         members = spec.members
         if not members:
             return {}
-        subscriptions = list(map(_subscription_of, members.values()))
+        values = list(members.values())
+        known = self._recall_inputs(values)
+        if known is not None:
+            return self._assign_homogeneous(spec, known[0], values, known[1], known[2])
+        subscriptions = list(map(_subscription_of, values))
         if _is_homogeneous(subscriptions):
-            return self._assign_homogeneous(spec, subscriptions[0])
+            return self._assign_homogeneous(spec, subscriptions[0], values)
         return _assign_heterogeneous(spec)
+
+    def _recall_inputs(
+        self, values: list[MemberSubscription]
+    ) -> tuple[frozenset[UUID], list[Assignment], tuple[_Record, list[int]]] | None:
+        """The subscription (homogeneous) and the mappings of ``values`` when most of them are
+        the very member objects a remembered output was computed from and left unchanged: their
+        subscription is that output's and their mapping the one it returned. Only the other
+        members are read (a coordinator builds a new object for a member whose target or
+        subscription changed); they are returned with the record. None: read every member."""
+        for record in self._records:
+            objs = record.objs
+            k = record.probe
+            if k < 0 or k >= len(values) or objs[k] is not values[k]:
+                continue
+            subscribed = record.subscription
+            assigned = record.assigned[:len(values)]
+            same = list(map(is_, values, objs))
+            others = [*compress(range(len(same)), map(not_, same))] if False in same else []
+            others += range(len(same), len(values))
+            if len(others) > _FEW:
+                return None
+            assigned += repeat(EMPTY_ASSIGNMENT, len(values) - len(assigned))
+            for i in others:
+                m = values[i]
+                subs = m.subscribed_topic_ids
+                if subs is not subscribed and subs != subscribed:
+                    return None
+                assigned[i] = m.assigned_partitions
+            return subscribed, assigned, (record, others)
+        return None
 
     # ----------------------------------------------------------------------------------------
     # Homogeneous subscriptions
     # ----------------------------------------------------------------------------------------
 
-    def _assign_homogeneous(self, spec: GroupSpec, subscribed: frozenset[UUID]) -> GroupAssignment:
+    def _assign_homogeneous(self, spec: GroupSpec, subscribed: frozenset[UUID],
+                            values: list[MemberSubscription],
+                            assigned: list[Assignment] | None = None,
+                            known: tuple[_Record, list[int]] | None = None) -> GroupAssignment:
         members = spec.members
         topics = _subscribed_topics(spec, subscribed)
         if not topics:
             return dict.fromkeys(members, EMPTY_ASSIGNMENT)
         index = _TopicIndex(topics, spec.topics)
         mids = list(members)
-        assigned = list(map(_assigned_of, members.values()))
+        if assigned is None:
+            assigned = list(map(_assigned_of, values))
         num_members = len(mids)
         quota, extras = divmod(sum(t.num_partitions for t in topics.values()), num_members)
 
         # Step 1: counts, cleaned mappings (kept[i] None = the input mapping as is) and the
         # partitions nobody keeps.
         kept: list[dict[_Topic, frozenset[int]] | None] = [None] * num_members
-        recalled = self._recall(mids, assigned, members, subscribed, topics, index)
+        recalled = self._recall(mids, assigned, members, subscribed, topics, index, known)
         if recalled is None and spec.target_index is not None:
             recalled = _index_read(spec.target_index, mids, assigned, members, topics, index)
         base: Mapping[str, Assignment] | None = None
         leavers: list[str] = []
         uncertified: list[int] = []
+        hint: list[int] | None = None
         if recalled is not None:
-            counts, free, base, leavers, uncertified = recalled
+            counts, free, base, leavers, uncertified, hint, hint_quota = recalled
+            if hint_quota != quota:
+                hint = None
             changed: set[int] = set()  # members with nothing stay as they are unless they receive
         else:
             counts, free = _read_all(mids, assigned, topics, index, kept)
             changed = set(compress(range(num_members), map(is_not, kept, repeat(None))))
 
         # Steps 2 and 3: quotas; members above theirs give partitions up.
-        off_quota = list(compress(range(num_members), map(ne, repeat(quota), counts)))
+        if hint is None:
+            off_quota = list(compress(range(num_members), map(ne, repeat(quota), counts)))
+        else:  # the others hold the remembered output's quota, which is this one
+            off_quota = [i for i in hint if counts[i] != quota]
         over = sorted((mids[i], i) for i in off_quota if counts[i] > quota)
         for _, i in over:
             if extras > 0:
@@ -331,8 +385,9 @@ class UniformAssignor:
             out_assigned[i] = result[mids[i]] = (
                 {t.topic_id: ps for t, ps in current.items()} if current else EMPTY_ASSIGNMENT
             )
-        self._remember(subscribed, topics, result, mids, out_assigned, counts,
-                       [mids[i] for i in changed])
+        off = [i for i in sorted({*off_quota, *received}) if counts[i] != quota]
+        self._remember(subscribed, topics, result, mids, out_assigned, counts, changed, values,
+                       off, quota)
         return result
 
     def _remember(
@@ -343,10 +398,17 @@ class UniformAssignor:
         mids: list[str],
         assigned: list[Assignment],
         counts: list[int],
-        changed: list[str],
+        changed: set[int],
+        values: list[MemberSubscription],
+        off: list[int],
+        quota: int,
     ) -> None:
         if self._memo_members <= 0:
             return
+        objs: list[MemberSubscription | None] = []
+        objs += values
+        for i in changed:  # their objects hold the input mapping, not the output's
+            objs[i] = None
         record = _Record(
             subscription=subscribed,
             sizes={tid: t.num_partitions for tid, t in topics.items()},
@@ -354,7 +416,11 @@ class UniformAssignor:
             mids=mids,
             assigned=assigned,
             counts=counts,
-            changed=tuple(sorted(changed)[:_PRECHECK]),
+            changed=tuple(sorted(mids[i] for i in changed)[:_PRECHECK]),
+            objs=objs,
+            probe=next(compress(range(len(objs)), map(is_not, objs, repeat(None))), -1),
+            off=off,
+            quota=quota,
         )
         kept = [record]
         total = len(record.mappings)
@@ -374,13 +440,23 @@ class UniformAssignor:
         subscribed: frozenset[UUID],
         topics: dict[UUID, _Topic],
         index: _TopicIndex,
+        known: tuple[_Record, list[int]] | None = None,
     ) -> _Recalled | None:
         """Counts and free partitions from a remembered output, when the input is (by identity)
-        that output minus leavers plus members with nothing; else None (read everything)."""
+        that output minus leavers plus members with nothing; else None (read everything).
+        ``known``: a record and the only positions where ``assigned`` may differ from its
+        output (``_recall_inputs``), tried first."""
+        records = self._records
+        if known is not None and known[0] in records:
+            record, others = known
+            recalled = _recall_from(record, mids, assigned, members, subscribed, topics, index,
+                                    others)
+            if recalled is not None:
+                self._records = tuple(r for r in records if r is not record)
+                return recalled
         first = next(compress(range(len(assigned)), assigned), None)
         if first is None:
             return None
-        records = self._records
         for record in records:
             # Outputs share unchanged mappings, so several records may match one member.
             if record.mappings.get(mids[first]) is not assigned[first]:
@@ -407,8 +483,10 @@ def _not_contradicting(record: _Record, mid: str, members: Mapping[str, MemberSu
 
 #: What a remembered output gives a call: counts, free partitions, the output itself (member
 #: id -> mapping), the members of it that left, and the input positions it does not certify
-#: (members with nothing: joined, or their target reset).
-_Recalled = tuple[list[int], dict[_Topic, set[int]], Mapping[str, Assignment], list[str], list[int]]
+#: (members with nothing: joined, or their target reset); then, when known, the positions
+#: whose count may differ from the output's quota, and that quota.
+_Recalled = tuple[list[int], dict[_Topic, set[int]], Mapping[str, Assignment], list[str], list[int],
+                  list[int] | None, int]
 
 #: Up to this many members out of the output's order are checked one by one; more, in bulk.
 _FEW = 64
@@ -422,21 +500,44 @@ def _recall_from(
     subscribed: frozenset[UUID],
     topics: dict[UUID, _Topic],
     index: _TopicIndex,
+    others: list[int] | None = None,
 ) -> _Recalled | None:
     if record.subscription is not subscribed and record.subscription != subscribed:
         return None
     if record.sizes.keys() != topics.keys():
         return None
-    # Members listed in the same order as in the output and handed its mappings are certified
-    # by position (pointer comparisons only); the others by member id.
-    same = list(map(is_, assigned, record.assigned))
-    k = same.index(False) if False in same else len(same)
-    if mids[:k] != record.mids[:k]:
-        k = 0
-    counts = record.counts[:k]
     mappings = record.mappings
     uncertified: list[int] = []
-    if len(mids) - k <= _FEW:
+    hint: list[int] | None = None
+    if others is not None and mids[:len(record.mids)] == record.mids[:len(mids)]:
+        # ``assigned`` is the output's, position by position, but at ``others`` (ascending).
+        counts = record.counts[:len(mids)]
+        counts += repeat(0, len(mids) - len(counts))
+        out = record.assigned
+        for i in others:
+            a = assigned[i]
+            if i < len(out) and a is out[i]:
+                continue
+            if mappings.get(mids[i]) is a:
+                counts[i] = sum(map(len, a.values()))
+            elif a:
+                return None  # a mapping this output did not give: read everything
+            else:
+                counts[i] = 0
+                uncertified.append(i)
+        k = others[0] if others else len(mids)
+        hint = sorted({*(i for i in record.off if i < len(mids)), *others})
+    else:
+        # Members listed in the same order as in the output and handed its mappings are
+        # certified by position (pointer comparisons only); the others by member id.
+        same = list(map(is_, assigned, record.assigned))
+        k = same.index(False) if False in same else len(same)
+        if mids[:k] != record.mids[:k]:
+            k = 0
+        counts = record.counts[:k]
+    if hint is not None:
+        pass
+    elif len(mids) - k <= _FEW:
         for i in range(k, len(mids)):
             a = assigned[i]
             if mappings.get(mids[i]) is a:
@@ -478,7 +579,7 @@ def _recall_from(
                     if held is None:  # pragma: no cover - records hold valid keys only
                         return None
                     free.setdefault(held, set()).update(ps)
-    return counts, free, mappings, leavers, uncertified
+    return counts, free, mappings, leavers, uncertified, hint, record.quota
 
 
 def _index_read(
@@ -544,7 +645,7 @@ def _index_read(
             continue
         nobody.update(compress(range(len(row)), map(is_, row, repeat(None))))
         nobody.update(range(len(row), n))
-    return counts, free, mappings, leavers, uncertified
+    return counts, free, mappings, leavers, uncertified, None, 0
 
 
 def _read_all(
