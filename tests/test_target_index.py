@@ -43,7 +43,8 @@ def check_index(ix: TargetIndex, mappings: dict[str, Assignment]) -> None:
     assert ix.pairs == sum(ix.counts.values())
     inverse = ix.inverse()
     assert ix.entries == sum(map(len, inverse.values()))
-    assert ix.owned == {t: len(row) for t, row in inverse.items()}
+    assert {ix.topic_ids[k]: n for k, n in ix.owned.items()} == {
+        t: len(row) for t, row in inverse.items()}
     assert all(row and row[-1] is not None for row in ix.owners.values())  # no trailing None
     for t, row in inverse.items():  # every entry is true, even when the target is not valid
         for p, m in row.items():
@@ -99,7 +100,7 @@ def test_a_partition_moved_before_its_old_owner_drops_it() -> None:
     assert ix.inverse() == {FOO: {0: "A", 1: "B", 2: "B"}}
     ix.remove("B")
     assert ix.inverse() == {FOO: {0: "A"}}
-    assert ix.owners == {FOO: ["A"]}  # trailing partitions nobody holds are trimmed
+    assert ix.owners == {FOO.int: ["A"]}  # trailing partitions nobody holds are trimmed
 
 
 # ---------------------------------------------------------------------------------------------

@@ -602,9 +602,9 @@ def _index_read(
     if not ix.consistent():
         return None
     owned = ix.owned
-    for tid in owned:
+    for tid, key in ix.by_topic_id().items():
         topic = topics.get(tid)
-        if topic is None or len(ix.owners[tid]) > topic.num_partitions:
+        if topic is None or len(ix.owners[key]) > topic.num_partitions:
             return None
     mappings = ix.mappings
     same = list(map(is_, assigned, map(mappings.get, mids)))
@@ -629,16 +629,17 @@ def _index_read(
         released += leavers
     free: dict[_Topic, set[int]] = {}
     for mid in released:
-        for key, ps in mappings[mid].items():
-            held = index.get(key)
+        for tid_key, ps in mappings[mid].items():
+            held = index.get(tid_key)
             if held is None:  # pragma: no cover - checked above: every indexed topic is known
                 return None
             free.setdefault(held, set()).update(ps)
     for tid, topic in topics.items():
         n = topic.num_partitions
-        if owned.get(tid, 0) == n:
+        key = tid.int
+        if owned.get(key, 0) == n:
             continue
-        row = ix.owners.get(tid)
+        row = ix.owners.get(key)
         nobody = free.setdefault(topic, set())
         if row is None:  # the partition ids of the shared ``all_partitions``, not new ints
             nobody.update(topic.all_partitions)
