@@ -32,8 +32,9 @@ delta records, on a ``ConsumerGroup`` model (no shard, no records replayed throu
   new member objects since the previous computation (their epoch bumped, as reconciliation does
   during a join storm), their subscriptions and targets unchanged;
 - ``target.join_loaded``: the same group as just loaded: every member object and target mapping
-  rebuilt (mappings decoded from their record encoding), a new assignor: the first computation
-  after a load.
+  rebuilt (mappings decoded from their record encoding, applied as replay applies them, so the
+  group's inverted target is rebuilt too), a new assignor: the first computation after a
+  load.
 
 kafka-python 3.0.12's client-side ``StickyPartitionAssignor`` (KIP-54) runs on the same inputs in
 the same run (``peer.kafka-python.sticky...``): subscriptions are handed to it already decoded
