@@ -291,3 +291,40 @@ def test_reused_member_objects_equal_full_read(events: list[tuple[str, int]], nm
         for m, a in result.items():  # new objects only for members whose target changed
             if a is not objs[m].assigned_partitions:
                 objs[m] = MemberSubscription(m, subs, a)
+
+
+def test_no_second_generation_of_targets_kept() -> None:
+    """After a computation whose records were applied, neither the coordinator's assignor input
+    nor the uniform assignor's memo holds a target mapping the group no longer has (the
+    previous generation of target sets)."""
+    from groupcoord.coordinator.modern.target_assignment import AssignorInput
+
+    group = ConsumerGroup("g")
+    group.subscription_metadata = {"foo": TopicMetadata(FOO, "foo", 60)}
+    assignor = UniformAssignor()
+
+    def compute(epoch: int) -> None:
+        _, records = target_assignment_records(group, dict(group.members),
+                                               dict(group.target_assignment), epoch, assignor)
+        for rec in records:
+            mid = getattr(rec.key, "member_id", None)
+            if mid is not None:
+                if rec.value is None:
+                    group.remove_target(mid)
+                else:
+                    group.set_target(mid, rec.value.partitions)  # type: ignore[union-attr]
+
+    for i in range(4):
+        group.put_member(ConsumerGroupMember(f"m{i}", subscribed_topic_names=("foo",)))
+    compute(1)
+    for epoch in range(2, 6):  # members join: every earlier member gives partitions up
+        group.put_member(ConsumerGroupMember(f"j{epoch}", subscribed_topic_names=("foo",)))
+        compute(epoch)
+        live = {id(a) for a in group.target_assignment.values()}
+        reuse = group.assignor_input
+        assert isinstance(reuse, AssignorInput)
+        kept = {id(a) for a in reuse.targets if a}
+        kept |= {id(s.assigned_partitions) for s in reuse.subscriptions if s.assigned_partitions}
+        kept |= {id(a) for r in assignor._records for a in r.mappings.values() if a}
+        kept |= {id(a) for r in assignor._records for a in r.assigned if a}
+        assert kept <= live

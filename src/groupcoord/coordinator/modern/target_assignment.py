@@ -167,24 +167,31 @@ def group_spec(
     return GroupSpec(specs, reuse.topics, target_index)
 
 
-def advance(reuse: AssignorInput, result: Mapping[str, Assignment]) -> None:
+def advance(reuse: AssignorInput, result: Mapping[str, Assignment],
+            changed: list[str] | None = None) -> None:
     """After the assignor returned ``result`` for the last :func:`group_spec`: remember its
     mappings as the members' targets, so that ``reuse`` holds the target generation the
     records carry (the same objects, once replayed) and not the previous one, which would stay
     alive with it. Members whose mapping changed get a new ``MemberSubscription``; a later
     input that does not hold those mappings (records not applied) rebuilds them, as any
-    change does."""
+    change does. ``changed``: the members whose mapping may have changed (all: None)."""
     targets = reuse.targets
-    changed = [*compress(range(len(targets)),
-                         map(is_not, map(result.get, reuse.mids, targets), targets))]
-    if not changed:
+    if changed is None:
+        positions = [*compress(range(len(targets)),
+                               map(is_not, map(result.get, reuse.mids, targets), targets))]
+    elif len(changed) <= 8:
+        positions = [reuse.mids.index(mid) for mid in changed if mid in reuse.specs]
+    else:
+        where = {mid: i for i, mid in enumerate(reuse.mids)}
+        positions = [where[mid] for mid in changed if mid in where]
+    if not positions:
         return
     specs = reuse.specs
     subscriptions = reuse.subscriptions
-    for i in changed:
+    for i in positions:
         mid = reuse.mids[i]
         new = result.get(mid)
-        if new is None:
+        if new is None or new is targets[i]:
             continue
         targets[i] = new
         sub = subscriptions[i]
@@ -231,14 +238,17 @@ def target_assignment_records(
     spec = group_spec(members, previous_targets, group.subscription_metadata,
                       group.resolved_regexes, reuse, group.target_index)
     result = assignor.assign(spec)
-    advance(reuse, result)
     records: list[Record] = []
     gid = group.group_id
     old_targets = group.target_assignment
     mids = list(result)
     olds = list(map(old_targets.get, mids))
     # Assignors hand unchanged members their input mapping back: identity first, in C.
-    maybe = compress(mids, map(is_not, olds, result.values()))
+    maybe = [*compress(mids, map(is_not, olds, result.values()))]
+    # The input's targets are the group's (the callers pass a copy of them): the members
+    # whose mapping changed are those. Were they not, a member left out keeps its old input
+    # in ``reuse``, which the next call rebuilds (``reuse`` is checked by identity).
+    advance(reuse, result, maybe)
     for mid in sorted(maybe):
         new = result[mid]
         old = old_targets.get(mid)
