@@ -179,10 +179,10 @@ def advance(reuse: AssignorInput, result: Mapping[str, Assignment],
     if changed is None:
         positions = [*compress(range(len(targets)),
                                map(is_not, map(result.get, reuse.mids, targets), targets))]
-    elif len(changed) <= 8:
+    elif len(changed) <= 16:  # a scan in C each
         positions = [reuse.mids.index(mid) for mid in changed if mid in reuse.specs]
     else:
-        where = {mid: i for i, mid in enumerate(reuse.mids)}
+        where = dict(zip(reuse.mids, range(len(reuse.mids))))
         positions = [where[mid] for mid in changed if mid in where]
     if not positions:
         return
