@@ -182,7 +182,7 @@ def advance(reuse: AssignorInput, result: Mapping[str, Assignment],
     elif len(changed) <= 16:  # a scan in C each
         positions = [reuse.mids.index(mid) for mid in changed if mid in reuse.specs]
     else:
-        where = dict(zip(reuse.mids, range(len(reuse.mids))))
+        where = dict(zip(reuse.mids, range(len(reuse.mids)), strict=True))
         positions = [where[mid] for mid in changed if mid in where]
     if not positions:
         return
