@@ -328,3 +328,16 @@ def test_no_second_generation_of_targets_kept() -> None:
         kept |= {id(a) for r in assignor._records for a in r.mappings.values() if a}
         kept |= {id(a) for r in assignor._records for a in r.assigned if a}
         assert kept <= live
+
+
+def test_one_partition_sets_are_shared() -> None:
+    """Members holding one partition of each of several topics share one set per partition id
+    (memory: 100 topics x 1,000 partitions over 10,000 members is 100,000 such sets)."""
+    topics = {FOO: TopicMetadata(FOO, "foo", 2), BAR: TopicMetadata(BAR, "bar", 2)}
+    subs = frozenset(topics)
+    result = UniformAssignor().assign(GroupSpec(
+        {m: MemberSubscription(m, subs) for m in ("A", "B")}, topics))
+    assert normal(result) == {"A": {BAR: frozenset({0}), FOO: frozenset({0})},
+                              "B": {BAR: frozenset({1}), FOO: frozenset({1})}}
+    assert result["A"][FOO] is result["A"][BAR]
+    assert result["B"][FOO] is result["B"][BAR]
