@@ -54,7 +54,18 @@ but the few that changed. The memory is bounded (the recent outputs kept hold at
 default; the newest output is always kept) and only affects
 speed, never results; ``UniformAssignor(memo_members=0)`` turns it off. The built-in instance is
 shared by all groups, so each group's latest output stays remembered while the other groups'
-recent outputs fit in the budgets; past them, calls take the full read.
+recent outputs fit in the budgets; past them, calls take the full read. An output that served
+a later call is dropped (the later output supersedes it), so the memo does not keep the
+previous generation of a group's target sets alive. Members handed back as the very
+``MemberSubscription`` objects an output was computed from, and whose mapping it returned
+unchanged, are not read at all (frozen objects: same object, same subscription and mapping).
+
+The group's inverted target (``GroupSpec.target_index``, kept by the coordinator's replay;
+``target_index.py``) serves the calls the memo does not recognise (after a load, copied
+mappings): members whose input *is* the index's mapping are counted from the index, the free
+partitions are its empty slots and the targets of members that left, and only the members
+above their quota are read. Used only while the index is the exact inversion; the result is
+the full read's.
 """
 
 from __future__ import annotations
