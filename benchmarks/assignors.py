@@ -7,10 +7,15 @@ style member ids (base64 of random UUIDs, so id order differs from creation orde
 - ``full``: every member joins at once, nothing assigned yet;
 - ``join``: a group of ``members - 1`` balanced by the same assignor, fed back its own output
   objects (what a coordinator that keeps the returned mappings passes), and one new member with
-  nothing;
+  nothing; each run is preceded (untimed) by the previous epoch's computation (the balanced
+  members alone), as in a coordinator;
 - ``join_copied``: the same input with every mapping copied into a new dict, so the uniform
-  assignor cannot recognise its own output and reads every mapping (its cold path; also what a
-  coordinator that rebuilds mappings, e.g. from replayed records, passes);
+  assignor cannot recognise its own output (what a coordinator that rebuilds mappings from
+  replayed records passes: the first rebalance after a load), with the inverted target of the
+  copies (``GroupSpec.target_index``, built untimed: replay keeps it in a coordinator, as
+  Kafka's JMH builds it in setup);
+- ``join_read_all``: ``join_copied`` without the inverted target: the assignor reads every
+  mapping;
 - ``hetero_full`` / ``hetero_join`` (uniform only): heterogeneous subscriptions, each member
   subscribing to a random 5 to 20 of 50 topics.
 
@@ -27,8 +32,9 @@ delta records, on a ``ConsumerGroup`` model (no shard, no records replayed throu
   new member objects since the previous computation (their epoch bumped, as reconciliation does
   during a join storm), their subscriptions and targets unchanged;
 - ``target.join_loaded``: the same group as just loaded: every member object and target mapping
-  rebuilt (mappings decoded from their record encoding), a new assignor: the first computation
-  after a load.
+  rebuilt (mappings decoded from their record encoding, applied as replay applies them, so the
+  group's inverted target is rebuilt too), a new assignor: the first computation after a
+  load.
 
 kafka-python 3.0.12's client-side ``StickyPartitionAssignor`` (KIP-54) runs on the same inputs in
 the same run (``peer.kafka-python.sticky...``): subscriptions are handed to it already decoded
@@ -54,6 +60,7 @@ from groupcoord.coordinator.assignors import (
     RangeAssignor,
     UniformAssignor,
 )
+from groupcoord.coordinator.assignors.target_index import TargetIndex
 from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, ConsumerGroupMember
 from groupcoord.coordinator.modern.target_assignment import (
     preferred_server_assignor,
@@ -110,14 +117,22 @@ def full_spec(sc: Scenario) -> GroupSpec:
 def join_spec(sc: Scenario, assignor: PartitionAssignor) -> GroupSpec:
     """``members - 1`` members balanced by ``assignor`` (its output objects fed back as they
     are); one more member joins with nothing."""
+    return join_specs(sc, assignor)[1]
+
+
+def join_specs(sc: Scenario, assignor: PartitionAssignor) -> tuple[GroupSpec, GroupSpec]:
+    """The previous epoch (``members - 1`` members balanced by ``assignor``, holding its output
+    objects) and ``join_spec`` (the same and one more member with nothing), both carrying the
+    inverted target of the balanced members (as a coordinator's replay keeps it)."""
     topics = make_topics(sc.topics, sc.partitions)
     subs = frozenset(topics)
     ids = make_member_ids(sc.members)
     base = GroupSpec({mid: MemberSubscription(mid, subs) for mid in ids[:-1]}, topics)
     balanced = assignor.assign(base)
     members = {mid: MemberSubscription(mid, subs, balanced[mid]) for mid in ids[:-1]}
+    previous = indexed(GroupSpec(dict(members), topics))
     members[ids[-1]] = MemberSubscription(ids[-1], subs)
-    return GroupSpec(members, topics)
+    return previous, GroupSpec(members, topics, previous.target_index)
 
 
 def hetero_spec(sc: Scenario, seed: int = 3) -> GroupSpec:
@@ -155,6 +170,15 @@ def copied(spec: GroupSpec) -> GroupSpec:
     )
 
 
+def indexed(spec: GroupSpec) -> GroupSpec:
+    """``spec`` with the inverted target of its members' mappings (built untimed, as replay
+    keeps it in the coordinator and as Kafka's JMH builds it in setup)."""
+    ix = TargetIndex()
+    for mid, m in spec.members.items():
+        ix.put(mid, m.assigned_partitions)
+    return GroupSpec(spec.members, spec.topics, ix)
+
+
 def moved(spec: GroupSpec, result: Mapping[str, Mapping[UUID, frozenset[int]]]) -> int:
     """Previously assigned partitions that the result gives to another member (or nobody)."""
     return sum(
@@ -186,9 +210,9 @@ def apply_targets(group: ConsumerGroup, records: list[Record]) -> None:
         if mid is None:
             group.assignment_epoch = value.assignment_epoch  # type: ignore[union-attr]
         elif value is None:
-            group.target_assignment.pop(mid, None)
+            group.remove_target(mid)
         else:
-            group.target_assignment[mid] = value.partitions  # type: ignore[union-attr]
+            group.set_target(mid, value.partitions)  # type: ignore[union-attr]
 
 
 def moved_by(group: ConsumerGroup, records: list[Record]) -> int:
@@ -257,8 +281,8 @@ def _target_results(make: Callable[[], PartitionAssignor], sc: Scenario,
         g.subscription_metadata = dict(group.subscription_metadata)
         for m in group.members.values():
             g.put_member(replace(m))
-        for mid, a in group.target_assignment.items():
-            g.target_assignment[mid] = decode_assignment(encode_assignment(a))
+        for mid, a in group.target_assignment.items():  # as replay applies the records
+            g.set_target(mid, decode_assignment(encode_assignment(a)))
         g.group_epoch, g.assignment_epoch = 2, 1
         loaded_group[:] = [g]
         fresh[:] = [make()]
@@ -341,20 +365,38 @@ def _time(make: Callable[[], PartitionAssignor], spec: GroupSpec, repeat: int,
     return ms, out[-1]
 
 
+def _time_after(assignor: PartitionAssignor, previous: GroupSpec, spec: GroupSpec,
+                repeat: int) -> tuple[float, GroupAssignment]:
+    """Median ms of ``assign(spec)``, each run preceded (untimed) by ``assign(previous)``."""
+    out: list[GroupAssignment] = []
+
+    def setup() -> None:
+        out.clear()
+        assignor.assign(previous)
+
+    ms = median_ms(lambda: out.append(assignor.assign(spec)), repeat=repeat, setup=setup)
+    return ms, out[-1]
+
+
 def _assignor_results(label: str, make: Callable[[], PartitionAssignor], main: Scenario,
                       big: Scenario, repeat: int) -> list[Result]:
     results: list[Result] = []
     ms, _ = _time(make, full_spec(main), repeat)
     results.append(Result(f"{label}.full.{main.suffix}", ms, "ms", main.params(scenario="full")))
     for sc in (main, big):
-        assignor = make()  # primed by building the spec: it has seen the balanced group
-        spec = join_spec(sc, assignor)
-        ms, out = _time(make, spec, repeat, assignor)
+        assignor = make()
+        previous, spec = join_specs(sc, assignor)
+        # Each run preceded (untimed) by the previous epoch's computation, as in a coordinator.
+        ms, out = _time_after(assignor, previous, spec, repeat)
         results.append(Result(f"{label}.join.{sc.suffix}", ms, "ms",
                               sc.params(scenario="join", moved=moved(spec, out))))
-        ms, _ = _time(make, copied(spec), repeat)
+        rebuilt = copied(spec)
+        ms, _ = _time(make, indexed(rebuilt), repeat)
         results.append(Result(f"{label}.join_copied.{sc.suffix}", ms, "ms",
                               sc.params(scenario="join_copied")))
+        ms, _ = _time(make, rebuilt, repeat)
+        results.append(Result(f"{label}.join_read_all.{sc.suffix}", ms, "ms",
+                              sc.params(scenario="join_read_all")))
     ms, _ = _time(make, full_spec(big), max(3, repeat // 2))
     results.append(Result(f"{label}.full.{big.suffix}", ms, "ms", big.params(scenario="full")))
     return results

@@ -21,6 +21,7 @@ def test_quick_run_shape() -> None:
         f"uniform.full.{suffix}",
         f"uniform.join.{suffix}",
         f"uniform.join_copied.{suffix}",
+        f"uniform.join_read_all.{suffix}",
         "uniform.join.members=50.partitions=500",
         "uniform.full.members=50.partitions=500",
         f"range.full.{suffix}",

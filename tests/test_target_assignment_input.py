@@ -37,9 +37,9 @@ def _apply(group: ConsumerGroup, records: list[Record]) -> None:
         if mid is None:
             group.assignment_epoch = rec.value.assignment_epoch  # type: ignore[union-attr]
         elif rec.value is None:
-            group.target_assignment.pop(mid, None)
+            group.remove_target(mid)
         else:
-            group.target_assignment[mid] = rec.value.partitions  # type: ignore[union-attr]
+            group.set_target(mid, rec.value.partitions)  # type: ignore[union-attr]
 
 
 def _same_spec(group: ConsumerGroup, reuse: AssignorInput) -> None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from groupcoord.client.consumer import Partitions, TopicIdPartition
+from groupcoord.coordinator.assignors.target_index import inversion
 from groupcoord.coordinator.messages import OffsetCommitRequest, OffsetCommitResponse
 from groupcoord.coordinator.modern.consumer.assignment_epochs import commit_check
 from groupcoord.coordinator.modern.consumer.messages import (
@@ -376,6 +377,15 @@ class ConsumerInvariants(Simulation):
                 q = min(set(range(n)) - have)
                 raise Violation("I2", f"the target at epoch {g.assignment_epoch} leaves "
                                       f"{self._tp((t, q))} unassigned")
+        # The inverted target the assignor reads (kept by replay, rebuilt by a failover's).
+        expected = inversion(g.target_assignment)
+        ix = g.target_index
+        if ix.consistent() != (expected is not None) or (
+                expected is not None and ix.inverse() != expected) or (
+                ix.mappings.keys() != g.target_assignment.keys()) or any(
+                a is not ix.mappings[mid] for mid, a in g.target_assignment.items()):
+            raise Violation("I2", f"the inverted target at epoch {g.assignment_epoch} is not "
+                                  f"the inversion of the target assignment")
 
     # ================================================================== I6
 

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 from uuid import UUID
 
 from groupcoord.coordinator.topics import TopicMetadata
+
+if TYPE_CHECKING:
+    from groupcoord.coordinator.assignors.target_index import TargetIndex
 
 Assignment = Mapping[UUID, frozenset[int]]
 EMPTY_ASSIGNMENT: Assignment = {}
@@ -55,6 +58,11 @@ class GroupSpec:
 
     members: Mapping[str, MemberSubscription]
     topics: Mapping[UUID, TopicMetadata]
+    #: The group's target assignment inverted (partition -> member), kept by replay, when the
+    #: coordinator has one (upstream's ``GroupSpecImpl`` carries the same map). An assignor may
+    #: use it for the members whose ``assigned_partitions`` *is* the index's mapping (by
+    #: identity) and must read the others; None: read every member.
+    target_index: TargetIndex | None = field(default=None, compare=False)
 
     def is_homogeneous(self) -> bool:
         """True when every member subscribes to the same set of topics."""

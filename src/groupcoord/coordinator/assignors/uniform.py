@@ -54,7 +54,18 @@ but the few that changed. The memory is bounded (the recent outputs kept hold at
 default; the newest output is always kept) and only affects
 speed, never results; ``UniformAssignor(memo_members=0)`` turns it off. The built-in instance is
 shared by all groups, so each group's latest output stays remembered while the other groups'
-recent outputs fit in the budgets; past them, calls take the full read.
+recent outputs fit in the budgets; past them, calls take the full read. An output that served
+a later call is dropped (the later output supersedes it), so the memo does not keep the
+previous generation of a group's target sets alive. Members handed back as the very
+``MemberSubscription`` objects an output was computed from, and whose mapping it returned
+unchanged, are not read at all (frozen objects: same object, same subscription and mapping).
+
+The group's inverted target (``GroupSpec.target_index``, kept by the coordinator's replay;
+``target_index.py``) serves the calls the memo does not recognise (after a load, copied
+mappings): members whose input *is* the index's mapping are counted from the index, the free
+partitions are its empty slots and the targets of members that left, and only the members
+above their quota are read. Used only while the index is the exact inversion; the result is
+the full read's.
 """
 
 from __future__ import annotations
@@ -66,7 +77,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import compress, repeat
-from operator import attrgetter, eq, is_, is_not, ne
+from operator import attrgetter, eq, is_, is_not, ne, not_
 from uuid import UUID
 
 from groupcoord.coordinator.assignors.base import (
@@ -76,6 +87,7 @@ from groupcoord.coordinator.assignors.base import (
     GroupSpec,
     MemberSubscription,
 )
+from groupcoord.coordinator.assignors.target_index import TargetIndex
 
 log = logging.getLogger(__name__)
 
@@ -90,9 +102,36 @@ _assigned_of = attrgetter("assigned_partitions")
 
 
 @lru_cache(maxsize=256)
-def _partition_range(num_partitions: int) -> frozenset[int]:
-    """``frozenset(range(n))``, cached: topic sizes repeat across calls and groups."""
-    return frozenset(range(num_partitions))
+def _partition_ids(num_partitions: int) -> tuple[int, ...]:
+    """``tuple(range(n))``, cached: topic sizes repeat across calls and groups, and target
+    sets made of these share their int objects (a cached frozenset would cost its table too:
+    4 MB at 100,000 partitions)."""
+    return tuple(range(num_partitions))
+
+
+def _compact(partitions: Iterable[int]) -> frozenset[int]:
+    """A frozenset of ``partitions`` with the smallest table CPython gives it. A set built
+    element by element (from a list, or by ``union``) keeps the table it grew, up to twice the
+    size of one made from a set; target partition sets live as long as the target. A single
+    partition is the shared ``_single`` set: with many topics most members hold one partition
+    of each (10,000 members on 100 topics x 1,000 partitions: 100,000 one-element sets of 216
+    bytes each, or 1,000 shared ones)."""
+    ps = set(partitions)
+    if len(ps) == 1:
+        (p,) = ps
+        single = _SINGLES.get(p)
+        if single is None:
+            single = frozenset(ps)
+            if 0 <= p < _MAX_SINGLE:
+                _SINGLES[p] = single
+        return single
+    return frozenset(ps)
+
+
+#: Partition ids below this get a shared one-element set (``_compact``), kept for the life of
+#: the process (one per partition id in use: at most 216 bytes times ``_MAX_SINGLE``).
+_MAX_SINGLE = 1 << 16
+_SINGLES: dict[int, frozenset[int]] = {}
 
 
 @dataclass(slots=True, eq=False)
@@ -106,7 +145,8 @@ class _Topic:
     handout_rank: int = 0
     #: Position in topic-id order: the order in which over-quota members give topics up.
     id_rank: int = 0
-    all_partitions: frozenset[int] = field(default_factory=frozenset)
+    #: ``0 .. num_partitions - 1`` (shared int objects).
+    all_partitions: tuple[int, ...] = ()
     #: Scratch of one call: partitions some member keeps.
     owned: set[int] = field(default_factory=set)
 
@@ -164,7 +204,7 @@ def _subscribed_topics(spec: GroupSpec, topic_ids: Iterable[UUID]) -> dict[UUID,
         t.handout_rank = rank
     for rank, t in enumerate(sorted(found.values(), key=lambda t: t.topic_id.int)):
         t.id_rank = rank
-        t.all_partitions = _partition_range(t.num_partitions)
+        t.all_partitions = _partition_ids(t.num_partitions)
     return found
 
 
@@ -203,6 +243,16 @@ class _Record:
     changed: tuple[str, ...] = ()
     #: Member id -> count, built when first needed (an input in another order).
     counts_by_mid: dict[str, int] | None = None
+    #: Aligned with ``mids``: the input's member objects whose mapping the output returned as
+    #: it was (None for the others): the same object later has the same subscription and
+    #: mapping, so a later call need not read it (``_recall_inputs``).
+    objs: list[MemberSubscription | None] = field(default_factory=list)
+    #: A position of ``objs`` that is not None (-1: none).
+    probe: int = -1
+    #: The output's quota, and the positions whose count is not the quota (they hold one
+    #: more); every other member holds exactly the quota.
+    off: list[int] = field(default_factory=list)
+    quota: int = 0
 
     def count_of(self) -> dict[str, int]:
         if self.counts_by_mid is None:
@@ -225,42 +275,88 @@ class UniformAssignor:
         members = spec.members
         if not members:
             return {}
-        subscriptions = list(map(_subscription_of, members.values()))
+        values = list(members.values())
+        known = self._recall_inputs(values)
+        if known is not None:
+            return self._assign_homogeneous(spec, known[0], values, known[1], known[2])
+        subscriptions = list(map(_subscription_of, values))
         if _is_homogeneous(subscriptions):
-            return self._assign_homogeneous(spec, subscriptions[0])
+            return self._assign_homogeneous(spec, subscriptions[0], values)
         return _assign_heterogeneous(spec)
+
+    def _recall_inputs(
+        self, values: list[MemberSubscription]
+    ) -> tuple[frozenset[UUID], list[Assignment], tuple[_Record, list[int]]] | None:
+        """The subscription (homogeneous) and the mappings of ``values`` when most of them are
+        the very member objects a remembered output was computed from and left unchanged: their
+        subscription is that output's and their mapping the one it returned. Only the other
+        members are read (a coordinator builds a new object for a member whose target or
+        subscription changed); they are returned with the record. None: read every member."""
+        for record in self._records:
+            objs = record.objs
+            k = record.probe
+            if k < 0 or k >= len(values) or objs[k] is not values[k]:
+                continue
+            subscribed = record.subscription
+            assigned = record.assigned[:len(values)]
+            same = list(map(is_, values, objs))
+            others = [*compress(range(len(same)), map(not_, same))] if False in same else []
+            others += range(len(same), len(values))
+            if len(others) > _FEW:
+                return None
+            assigned += repeat(EMPTY_ASSIGNMENT, len(values) - len(assigned))
+            for i in others:
+                m = values[i]
+                subs = m.subscribed_topic_ids
+                if subs is not subscribed and subs != subscribed:
+                    return None
+                assigned[i] = m.assigned_partitions
+            return subscribed, assigned, (record, others)
+        return None
 
     # ----------------------------------------------------------------------------------------
     # Homogeneous subscriptions
     # ----------------------------------------------------------------------------------------
 
-    def _assign_homogeneous(self, spec: GroupSpec, subscribed: frozenset[UUID]) -> GroupAssignment:
+    def _assign_homogeneous(self, spec: GroupSpec, subscribed: frozenset[UUID],
+                            values: list[MemberSubscription],
+                            assigned: list[Assignment] | None = None,
+                            known: tuple[_Record, list[int]] | None = None) -> GroupAssignment:
         members = spec.members
         topics = _subscribed_topics(spec, subscribed)
         if not topics:
             return dict.fromkeys(members, EMPTY_ASSIGNMENT)
         index = _TopicIndex(topics, spec.topics)
         mids = list(members)
-        assigned = list(map(_assigned_of, members.values()))
+        if assigned is None:
+            assigned = list(map(_assigned_of, values))
         num_members = len(mids)
         quota, extras = divmod(sum(t.num_partitions for t in topics.values()), num_members)
 
         # Step 1: counts, cleaned mappings (kept[i] None = the input mapping as is) and the
         # partitions nobody keeps.
         kept: list[dict[_Topic, frozenset[int]] | None] = [None] * num_members
-        recalled = self._recall(mids, assigned, members, subscribed, topics, index)
+        recalled = self._recall(mids, assigned, members, subscribed, topics, index, known)
+        if recalled is None and spec.target_index is not None:
+            recalled = _index_read(spec.target_index, mids, assigned, members, topics, index)
         base: Mapping[str, Assignment] | None = None
         leavers: list[str] = []
         uncertified: list[int] = []
+        hint: list[int] | None = None
         if recalled is not None:
-            counts, free, base, leavers, uncertified = recalled
+            counts, free, base, leavers, uncertified, hint, hint_quota = recalled
+            if hint_quota != quota:
+                hint = None
             changed: set[int] = set()  # members with nothing stay as they are unless they receive
         else:
             counts, free = _read_all(mids, assigned, topics, index, kept)
             changed = set(compress(range(num_members), map(is_not, kept, repeat(None))))
 
         # Steps 2 and 3: quotas; members above theirs give partitions up.
-        off_quota = list(compress(range(num_members), map(ne, repeat(quota), counts)))
+        if hint is None:
+            off_quota = list(compress(range(num_members), map(ne, repeat(quota), counts)))
+        else:  # the others hold the remembered output's quota, which is this one
+            off_quota = [i for i in hint if counts[i] != quota]
         over = sorted((mids[i], i) for i in off_quota if counts[i] > quota)
         for _, i in over:
             if extras > 0:
@@ -302,7 +398,6 @@ class UniformAssignor:
             for i in uncertified:
                 result[mids[i]] = assigned[i]
         out_assigned = assigned.copy()
-        singles: dict[int, frozenset[int]] = {}  # one {p} per partition number, any topic
         for i in sorted(changed):
             current = kept[i]
             if current is None:
@@ -315,23 +410,13 @@ class UniformAssignor:
                 current = dict(current)
                 for topic, new in grouped.items():
                     prev = current.get(topic)
-                    if prev is not None:
-                        current[topic] = prev.union(new)
-                    elif len(new) == 1:
-                        # One set per partition number, shared by every topic's member holding
-                        # that partition alone (frozensets are values): 10,000 members over 100
-                        # topics hold 100,000 of these, 216 bytes each when not shared.
-                        one = singles.get(new[0])
-                        if one is None:
-                            one = singles[new[0]] = frozenset(new)
-                        current[topic] = one
-                    else:
-                        current[topic] = frozenset(new)
+                    current[topic] = _compact(new if prev is None else prev.union(new))
             out_assigned[i] = result[mids[i]] = (
                 {t.topic_id: ps for t, ps in current.items()} if current else EMPTY_ASSIGNMENT
             )
-        self._remember(subscribed, topics, result, mids, out_assigned, counts,
-                       [mids[i] for i in changed])
+        off = [i for i in sorted({*off_quota, *received}) if counts[i] != quota]
+        self._remember(subscribed, topics, result, mids, out_assigned, counts, changed, values,
+                       off, quota)
         return result
 
     def _remember(
@@ -342,10 +427,17 @@ class UniformAssignor:
         mids: list[str],
         assigned: list[Assignment],
         counts: list[int],
-        changed: list[str],
+        changed: set[int],
+        values: list[MemberSubscription],
+        off: list[int],
+        quota: int,
     ) -> None:
         if self._memo_members <= 0:
             return
+        objs: list[MemberSubscription | None] = []
+        objs += values
+        for i in changed:  # their objects hold the input mapping, not the output's
+            objs[i] = None
         record = _Record(
             subscription=subscribed,
             sizes={tid: t.num_partitions for tid, t in topics.items()},
@@ -353,7 +445,11 @@ class UniformAssignor:
             mids=mids,
             assigned=assigned,
             counts=counts,
-            changed=tuple(sorted(changed)[:_PRECHECK]),
+            changed=tuple(sorted(mids[i] for i in changed)[:_PRECHECK]),
+            objs=objs,
+            probe=next(compress(range(len(objs)), map(is_not, objs, repeat(None))), -1),
+            off=off,
+            quota=quota,
         )
         kept = [record]
         total = len(record.mappings)
@@ -373,13 +469,23 @@ class UniformAssignor:
         subscribed: frozenset[UUID],
         topics: dict[UUID, _Topic],
         index: _TopicIndex,
+        known: tuple[_Record, list[int]] | None = None,
     ) -> _Recalled | None:
         """Counts and free partitions from a remembered output, when the input is (by identity)
-        that output minus leavers plus members with nothing; else None (read everything)."""
+        that output minus leavers plus members with nothing; else None (read everything).
+        ``known``: a record and the only positions where ``assigned`` may differ from its
+        output (``_recall_inputs``), tried first."""
+        records = self._records
+        if known is not None and known[0] in records:
+            record, others = known
+            recalled = _recall_from(record, mids, assigned, members, subscribed, topics, index,
+                                    others)
+            if recalled is not None:
+                self._records = tuple(r for r in records if r is not record)
+                return recalled
         first = next(compress(range(len(assigned)), assigned), None)
         if first is None:
             return None
-        records = self._records
         for record in records:
             # Outputs share unchanged mappings, so several records may match one member.
             if record.mappings.get(mids[first]) is not assigned[first]:
@@ -388,8 +494,10 @@ class UniformAssignor:
                 continue
             recalled = _recall_from(record, mids, assigned, members, subscribed, topics, index)
             if recalled is not None:
-                # Keep the record that served (the least recently used goes first when full).
-                self._records = (record, *(r for r in records if r is not record))
+                # The output of this call supersedes the record that served: it is dropped, so
+                # that the mappings it alone still holds (the previous generation of the
+                # group's target) are not kept alive.
+                self._records = tuple(r for r in records if r is not record)
                 return recalled
         return None
 
@@ -404,8 +512,10 @@ def _not_contradicting(record: _Record, mid: str, members: Mapping[str, MemberSu
 
 #: What a remembered output gives a call: counts, free partitions, the output itself (member
 #: id -> mapping), the members of it that left, and the input positions it does not certify
-#: (members with nothing: joined, or their target reset).
-_Recalled = tuple[list[int], dict[_Topic, set[int]], Mapping[str, Assignment], list[str], list[int]]
+#: (members with nothing: joined, or their target reset); then, when known, the positions
+#: whose count may differ from the output's quota, and that quota.
+_Recalled = tuple[list[int], dict[_Topic, set[int]], Mapping[str, Assignment], list[str], list[int],
+                  list[int] | None, int]
 
 #: Up to this many members out of the output's order are checked one by one; more, in bulk.
 _FEW = 64
@@ -419,21 +529,44 @@ def _recall_from(
     subscribed: frozenset[UUID],
     topics: dict[UUID, _Topic],
     index: _TopicIndex,
+    others: list[int] | None = None,
 ) -> _Recalled | None:
     if record.subscription is not subscribed and record.subscription != subscribed:
         return None
     if record.sizes.keys() != topics.keys():
         return None
-    # Members listed in the same order as in the output and handed its mappings are certified
-    # by position (pointer comparisons only); the others by member id.
-    same = list(map(is_, assigned, record.assigned))
-    k = same.index(False) if False in same else len(same)
-    if mids[:k] != record.mids[:k]:
-        k = 0
-    counts = record.counts[:k]
     mappings = record.mappings
     uncertified: list[int] = []
-    if len(mids) - k <= _FEW:
+    hint: list[int] | None = None
+    if others is not None and mids[:len(record.mids)] == record.mids[:len(mids)]:
+        # ``assigned`` is the output's, position by position, but at ``others`` (ascending).
+        counts = record.counts[:len(mids)]
+        counts += repeat(0, len(mids) - len(counts))
+        out = record.assigned
+        for i in others:
+            a = assigned[i]
+            if i < len(out) and a is out[i]:
+                continue
+            if mappings.get(mids[i]) is a:
+                counts[i] = sum(map(len, a.values()))
+            elif a:
+                return None  # a mapping this output did not give: read everything
+            else:
+                counts[i] = 0
+                uncertified.append(i)
+        k = others[0] if others else len(mids)
+        hint = sorted({*(i for i in record.off if i < len(mids)), *others})
+    else:
+        # Members listed in the same order as in the output and handed its mappings are
+        # certified by position (pointer comparisons only); the others by member id.
+        same = list(map(is_, assigned, record.assigned))
+        k = same.index(False) if False in same else len(same)
+        if mids[:k] != record.mids[:k]:
+            k = 0
+        counts = record.counts[:k]
+    if hint is not None:
+        pass
+    elif len(mids) - k <= _FEW:
         for i in range(k, len(mids)):
             a = assigned[i]
             if mappings.get(mids[i]) is a:
@@ -475,7 +608,74 @@ def _recall_from(
                     if held is None:  # pragma: no cover - records hold valid keys only
                         return None
                     free.setdefault(held, set()).update(ps)
-    return counts, free, mappings, leavers, uncertified
+    return counts, free, mappings, leavers, uncertified, hint, record.quota
+
+
+def _index_read(
+    ix: TargetIndex,
+    mids: list[str],
+    assigned: list[Assignment],
+    members: Mapping[str, MemberSubscription],
+    topics: dict[UUID, _Topic],
+    index: _TopicIndex,
+) -> _Recalled | None:
+    """Counts and free partitions from the group's inverted target (``GroupSpec.target_index``)
+    when every member's input is (by identity) the index's mapping of it, or is empty; else
+    None (read everything).
+
+    The result is what :func:`_read_all` would find: the index is the exact inversion of its
+    mappings (``consistent``: no partition claimed twice, no empty sets), every topic it holds
+    is subscribed and within its partition count, so every certified mapping is clean and its
+    count is the index's. The partitions of the index's members that are not certified (they
+    left, or their input is empty) are free, as are those nobody holds."""
+    if not ix.consistent():
+        return None
+    owned = ix.owned
+    for tid, key in ix.by_topic_id().items():
+        topic = topics.get(tid)
+        if topic is None or len(ix.owners[key]) > topic.num_partitions:
+            return None
+    mappings = ix.mappings
+    same = list(map(is_, assigned, map(mappings.get, mids)))
+    counts = list(map(ix.counts.get, mids, repeat(0)))
+    uncertified: list[int] = []
+    released: list[str] = []
+    indexed = len(mids)  # members of the spec that the index holds a mapping of
+    if False in same:
+        for i in compress(range(len(mids)), map(not_, same)):
+            if assigned[i]:
+                return None  # a mapping the index does not hold: read everything
+            counts[i] = 0
+            uncertified.append(i)
+            previous = mappings.get(mids[i])
+            if previous is None:
+                indexed -= 1
+            elif previous:
+                released.append(mids[i])
+    leavers: list[str] = []
+    if len(mappings) != indexed:
+        leavers = [mid for mid in mappings if mid not in members]
+        released += leavers
+    free: dict[_Topic, set[int]] = {}
+    for mid in released:
+        for tid_key, ps in mappings[mid].items():
+            held = index.get(tid_key)
+            if held is None:  # pragma: no cover - checked above: every indexed topic is known
+                return None
+            free.setdefault(held, set()).update(ps)
+    for tid, topic in topics.items():
+        n = topic.num_partitions
+        key = tid.int
+        if owned.get(key, 0) == n:
+            continue
+        row = ix.owners.get(key)
+        nobody = free.setdefault(topic, set())
+        if row is None:  # the partition ids of the shared ``all_partitions``, not new ints
+            nobody.update(topic.all_partitions)
+            continue
+        nobody.update(compress(range(len(row)), map(is_, row, repeat(None))))
+        nobody.update(range(len(row), n))
+    return counts, free, mappings, leavers, uncertified, None, 0
 
 
 def _read_all(
@@ -535,7 +735,8 @@ def _read_all(
     free: dict[_Topic, set[int]] = {}
     for topic in topics.values():
         if len(topic.owned) != topic.num_partitions:
-            free[topic] = set(topic.all_partitions - topic.owned)
+            free[topic] = set(topic.all_partitions)
+            free[topic] -= topic.owned
         topic.owned = set()
     return counts, free
 
@@ -551,7 +752,7 @@ def _clean(
     count = 0
     for key, ps in assigned.items():
         topic = index.get(key)
-        if topic is None or not ps or not ps <= topic.all_partitions:
+        if topic is None or not ps or min(ps) < 0 or max(ps) >= topic.num_partitions:
             break
         count += len(ps)
     else:
@@ -562,7 +763,8 @@ def _clean(
         topic = index.get(key)
         if topic is None or not ps:
             continue
-        valid = frozenset(ps & topic.all_partitions)
+        n = topic.num_partitions
+        valid = frozenset(p for p in ps if 0 <= p < n)
         if valid:
             cleaned[topic] = valid
             count += len(valid)
@@ -598,7 +800,7 @@ def _give_up(
             excess -= give
             cut = len(ordered) - give
             free.setdefault(topic, set()).update(ordered[cut:])
-            ps = frozenset(ordered[:cut])
+            ps = _compact(ordered[:cut])
         if ps:
             remaining[topic] = ps
     return remaining
@@ -755,7 +957,7 @@ def _assign_heterogeneous(spec: GroupSpec) -> GroupAssignment:
     for mid, m in members.items():
         i = positions[mid]
         out = {
-            ordered_topics[k].topic_id: frozenset(ps) for k, ps in sorted(held[i].items()) if ps
+            ordered_topics[k].topic_id: _compact(ps) for k, ps in sorted(held[i].items()) if ps
         }
         prev = m.assigned_partitions
         result[mid] = prev if prev == out else (out or EMPTY_ASSIGNMENT)

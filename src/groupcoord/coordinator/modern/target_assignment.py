@@ -24,6 +24,7 @@ from groupcoord.coordinator.assignors.base import (
     MemberSubscription,
     PartitionAssignor,
 )
+from groupcoord.coordinator.assignors.target_index import TargetIndex
 from groupcoord.coordinator.modern.consumer.assignment_epochs import held_since
 from groupcoord.coordinator.modern.consumer.model import EMPTY, ConsumerGroup, ConsumerGroupMember
 from groupcoord.coordinator.modern.subscription import subscribed_topic_ids
@@ -89,6 +90,7 @@ def group_spec(
     metadata: Mapping[str, TopicMetadata],
     resolved: Mapping[str, frozenset[str]] | None = None,
     reuse: AssignorInput | None = None,
+    target_index: TargetIndex | None = None,
 ) -> GroupSpec:
     """The assignor's input; subscriptions resolved to ids once per distinct subscription (a
     regex to the topics of the group's recorded resolution ``resolved``, ``subscription.py``).
@@ -96,7 +98,8 @@ def group_spec(
     ``reuse``: the group's :class:`AssignorInput`, updated in place; members whose object and
     target mapping are those of the previous call keep their ``MemberSubscription``. The result
     is the same as without it. Members are listed in ``members``' order (the assignors' results
-    do not depend on it)."""
+    do not depend on it). ``target_index``: the group's inverted target, handed to the
+    assignor as it is (it uses it only for members whose target is the index's mapping)."""
     if reuse is None:
         reuse = AssignorInput()
     resolved = resolved or {}
@@ -160,7 +163,39 @@ def group_spec(
     reuse.mids, reuse.members, reuse.targets = mids, objs, assigned
     reuse.subscriptions = subscriptions
     reuse.specs = specs
-    return GroupSpec(specs, reuse.topics)
+    return GroupSpec(specs, reuse.topics, target_index)
+
+
+def advance(reuse: AssignorInput, result: Mapping[str, Assignment],
+            changed: list[str] | None = None) -> None:
+    """After the assignor returned ``result`` for the last :func:`group_spec`: remember its
+    mappings as the members' targets, so that ``reuse`` holds the target generation the
+    records carry (the same objects, once replayed) and not the previous one, which would stay
+    alive with it. Members whose mapping changed get a new ``MemberSubscription``; a later
+    input that does not hold those mappings (records not applied) rebuilds them, as any
+    change does. ``changed``: the members whose mapping may have changed (all: None)."""
+    targets = reuse.targets
+    if changed is None:
+        positions = [*compress(range(len(targets)),
+                               map(is_not, map(result.get, reuse.mids, targets), targets))]
+    elif len(changed) <= 4:  # a scan in C each (of strings: slower than one dict)
+        positions = [reuse.mids.index(mid) for mid in changed if mid in reuse.specs]
+    else:
+        where = dict(zip(reuse.mids, range(len(reuse.mids)), strict=True))
+        positions = [where[mid] for mid in changed if mid in where]
+    if not positions:
+        return
+    specs = reuse.specs
+    subscriptions = reuse.subscriptions
+    for i in positions:
+        mid = reuse.mids[i]
+        new = result.get(mid)
+        if new is None or new is targets[i]:
+            continue
+        targets[i] = new
+        sub = subscriptions[i]
+        subscriptions[i] = specs[mid] = MemberSubscription(
+            mid, sub.subscribed_topic_ids, new, sub.instance_id, sub.rack_id, sub.held_since)
 
 
 def _same_subscriber(old: ConsumerGroupMember, new: ConsumerGroupMember) -> bool:
@@ -209,7 +244,7 @@ def target_assignment_records(
     if not isinstance(reuse, AssignorInput):
         reuse = group.assignor_input = AssignorInput()
     spec = group_spec(members, previous_targets, group.subscription_metadata,
-                      group.resolved_regexes, reuse)
+                      group.resolved_regexes, reuse, group.target_index)
     result = assignor.assign(spec)
     records: list[Record] = []
     gid = group.group_id
@@ -217,7 +252,11 @@ def target_assignment_records(
     mids = list(result)
     olds = list(map(old_targets.get, mids))
     # Assignors hand unchanged members their input mapping back: identity first, in C.
-    maybe = compress(mids, map(is_not, olds, result.values()))
+    maybe = [*compress(mids, map(is_not, olds, result.values()))]
+    # The input's targets are the group's (the callers pass a copy of them): the members
+    # whose mapping changed are those. Were they not, a member left out keeps its old input
+    # in ``reuse``, which the next call rebuilds (``reuse`` is checked by identity).
+    advance(reuse, result, maybe)
     for mid in sorted(maybe):
         new = result[mid]
         old = old_targets.get(mid)

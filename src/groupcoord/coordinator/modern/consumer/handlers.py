@@ -273,9 +273,9 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
         elif rtype is RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER:
             assert isinstance(key, MemberKey)
             if value is None:
-                group.target_assignment.pop(key.member_id, None)
+                group.remove_target(key.member_id)
             else:
-                group.target_assignment[key.member_id] = value.partitions  # type: ignore[union-attr]
+                group.set_target(key.member_id, value.partitions)  # type: ignore[union-attr]
         elif rtype is RecordType.CONSUMER_GROUP_MEMBER_METADATA:
             assert isinstance(key, MemberKey)
             if value is None:

@@ -25,6 +25,7 @@ from operator import attrgetter
 from typing import Any
 from uuid import UUID
 
+from groupcoord.coordinator.assignors.target_index import TargetIndex
 from groupcoord.coordinator.group import Group, check_member_epoch_offset_request
 from groupcoord.coordinator.records import Assignment, ClassicMemberMetadata, ClientAssignor
 from groupcoord.coordinator.topics import TopicMetadata
@@ -180,7 +181,8 @@ class ConsumerGroup(Group):
                  "deleted",
                  "group_epoch", "group_id",
                  "members", "owners", "resolved_regexes", "static_members", "subscribed_names",
-                 "subscribed_regexes", "subscription_metadata", "target_assignment")
+                 "subscribed_regexes", "subscription_metadata", "target_assignment",
+                 "target_index")
 
     def __init__(self, group_id: str) -> None:
         self.group_id = group_id
@@ -192,6 +194,9 @@ class ConsumerGroup(Group):
         #: When the target was last computed (0: not recorded); assignment batching.
         self.assignment_timestamp_ms = 0
         self.target_assignment: dict[str, Assignment] = {}
+        #: ``target_assignment`` inverted (partition -> member), kept by ``set_target``: what
+        #: the server-side assignor reads instead of every member's target.
+        self.target_index = TargetIndex()
         #: topic id -> partition -> member id currently holding it (assigned or revoking).
         self.owners: dict[UUID, dict[int, str]] = {}
         #: How many members subscribe to each topic name / each regex (derived from members).
@@ -297,6 +302,16 @@ class ConsumerGroup(Group):
             if theirs == value:
                 return theirs
         return value
+
+    def set_target(self, member_id: str, partitions: Assignment) -> None:
+        """A target-member record: ``member_id``'s target partitions (the index follows)."""
+        self.target_assignment[member_id] = partitions
+        self.target_index.put(member_id, partitions)
+
+    def remove_target(self, member_id: str) -> None:
+        """A target-member tombstone."""
+        self.target_assignment.pop(member_id, None)
+        self.target_index.remove(member_id)
 
     def put_member(self, member: ConsumerGroupMember) -> None:
         """Add or replace a member, keeping the derived state (owners, subscription counts,
