@@ -21,6 +21,7 @@ import pytest
 
 from groupcoord.lab.calibrate import (
     CHECKED,
+    calibrate,
     calibration_scenario,
     compare,
     median_windows,
@@ -452,3 +453,63 @@ def test_a_member_that_went_late_extends_its_disturbance_and_the_window_waits_fo
     run = _run(logs, end=30.0, windows=windows[:2],
                lifetimes={"c1": [(T0, None)], "c2": [(T0 + 14.0, None)]})
     assert convergence(run)[1] == T0 + 15.0
+
+
+class _FakeConsumer:
+    """confluent-kafka's Consumer as far as the poll loop uses it: ``consume(n, timeout)``
+    waits until it has ``n`` records or the timeout passed (librdkafka), ``poll`` until one."""
+
+    def __init__(self, queued: list[str]) -> None:
+        self.queued = list(queued)
+        self.calls: list[tuple[str, int, float]] = []
+
+    def poll(self, timeout: float) -> str | None:
+        self.calls.append(("poll", 1, timeout))
+        return self.queued.pop(0) if self.queued else None
+
+    def consume(self, num_messages: int, timeout: float) -> list[str]:
+        self.calls.append(("consume", num_messages, timeout))
+        out, self.queued = self.queued[:num_messages], self.queued[num_messages:]
+        return out
+
+
+def test_the_wire_consumer_polls_as_the_java_client_returning_what_is_there_at_once() -> None:
+    """Java's ``poll(timeout)`` returns as soon as records are fetched (up to
+    max.poll.records); it never waits for a full batch, as librdkafka's ``consume(n, timeout)``
+    does: the member waits for the first record only, then takes what else is there without
+    waiting."""
+    from groupcoord.lab.wire_member import Member, parse_args
+
+    ns = parse_args(["--bootstrap", "x:1", "--group", "g", "--name", "c1", "--protocol", "eager",
+                     "--topics", "foo", "--log", "-", "--max-poll-records", "3"])
+    member = Member(ns, out=None)  # type: ignore[arg-type]
+    fake = _FakeConsumer(["r1", "r2", "r3", "r4"])
+    member.consumer = fake
+    assert member.poll(0.1) == ["r1", "r2", "r3"]  # at most max.poll.records
+    assert fake.calls == [("poll", 1, 0.1), ("consume", 2, 0)]  # the rest: no waiting
+    assert member.poll(0.1) == ["r4"]
+    assert member.poll(0.1) == []  # nothing there: waited the timeout for a first record
+    assert [c for c in fake.calls if c[0] == "consume" and c[2] > 0] == []
+
+
+def test_keep_puts_every_wire_run_in_its_own_directory(monkeypatch: pytest.MonkeyPatch,
+                                                       tmp_path: Path) -> None:
+    """``lab calibrate --keep DIR``: run r of protocol P keeps its logs in DIR/P/r."""
+    import groupcoord.lab.wire as wire
+    from groupcoord.lab.wire import WireWorkload
+
+    kept: list[Path | None] = []
+
+    def fake_run_wire(*args: Any, keep_dir: Path | None = None, **kw: Any) -> Any:
+        kept.append(keep_dir)
+        raise RuntimeError("no wire here")
+
+    monkeypatch.setattr(wire, "run_wire", fake_run_wire)
+    sc = load_scenario("scale-out", 1)
+    [result] = calibrate(sc, ["classic:eager"], WireWorkload(), seeds=1, repeat=2,
+                         keep=tmp_path)
+    assert result.error == "no wire here"
+    assert kept == [tmp_path / "classic-eager" / "1"]  # the first failure stops the protocol
+    kept.clear()
+    calibrate(sc, ["classic:eager"], WireWorkload(), seeds=1, repeat=1)
+    assert kept == [None]  # by default the run's directory is removed

@@ -50,6 +50,7 @@ import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any
 
 from groupcoord.lab.wire import WIRE_PROTOCOLS, WireError, WireRun, WireWorkload, connectors_of
@@ -359,9 +360,12 @@ class ProtocolResult:
 def calibrate(sc: Scenario, protocols: Sequence[str], wl: WireWorkload, *, seed: int = 1,
               seeds: int = 21, repeat: int = 1,
               extra_server_config: Mapping[str, str] | None = None, tail_s: float = 5.0,
-              progress: Callable[[str], None] | None = None) -> list[ProtocolResult]:
+              progress: Callable[[str], None] | None = None,
+              keep: Path | None = None) -> list[ProtocolResult]:
     """Per protocol: the simulator over seeds ``seed .. seed + seeds - 1`` and ``repeat``
-    wire runs (run ``r`` with the start offsets of seed ``seed + r``), medians compared."""
+    wire runs (run ``r`` with the start offsets of seed ``seed + r``), medians compared.
+    ``keep``: every wire run's directory (server and member logs) is kept under
+    ``keep/<protocol>/<r>`` instead of removed."""
     from groupcoord.lab.wire import run_wire
     from groupcoord.lab.wire_metrics import Series, steady_lag, window_metrics
 
@@ -381,7 +385,9 @@ def calibrate(sc: Scenario, protocols: Sequence[str], wl: WireWorkload, *, seed:
             try:
                 run = run_wire(sc, protocol, wl, extra_server_config=dict(extra_server_config
                                                                           or {}),
-                               tail_s=tail_s, progress=progress, seed=seed + r)
+                               tail_s=tail_s, progress=progress, seed=seed + r,
+                               keep_dir=None if keep is None else
+                               keep / protocol.replace(":", "-") / str(r + 1))
             except (RuntimeError, OSError) as e:
                 error = str(e)
                 break

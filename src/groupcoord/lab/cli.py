@@ -252,7 +252,8 @@ def _calibrate(ns: argparse.Namespace) -> int:
 
     try:
         results = calibrate(sc, protocols, wl, seed=ns.seed, seeds=ns.seeds, repeat=ns.repeat,
-                            extra_server_config=extra, tail_s=ns.tail_s, progress=progress)
+                            extra_server_config=extra, tail_s=ns.tail_s, progress=progress,
+                            keep=Path(ns.keep) if ns.keep else None)
     except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -392,6 +393,8 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
     cal.add_argument("--repeat", type=int_at_least(1), default=1,
                      help="wire runs; each metric is their median (default 1)")
     cal.add_argument("--tail-s", type=float, default=5.0, help=argparse.SUPPRESS)
+    cal.add_argument("--keep", metavar="DIR", default=None,
+                     help="keep every wire run's logs (server, members) under DIR/PROTOCOL/RUN")
     cal.add_argument("--json", action="store_true", help="print the result as JSON")
     cal.add_argument("--windows", action="store_true",
                      help="print every disturbance window, not only each protocol's summary")
