@@ -513,3 +513,38 @@ def test_keep_puts_every_wire_run_in_its_own_directory(monkeypatch: pytest.Monke
     kept.clear()
     calibrate(sc, ["classic:eager"], WireWorkload(), seeds=1, repeat=1)
     assert kept == [None]  # by default the run's directory is removed
+
+
+def test_the_wire_runs_are_checked_against_their_paired_seeds(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Wire run r starts its members at seed + r's offsets (the same heartbeat phases): its
+    median is checked against the median of those seeds; the median over every simulated
+    seed is reported beside it."""
+    import groupcoord.lab.calibrate as cal
+    import groupcoord.lab.wire as wire
+    import groupcoord.lab.wire_metrics as wm
+    from groupcoord.lab.wire import WireWorkload
+
+    def windows(ttc: int) -> list[dict[str, Any]]:
+        return [{"disturbance": "initial-join", "at_ms": 0, "settled_ms": 0,
+                 "time_to_converge_ms": 100, "lag_peak": 0, "lag_record_s": 0.0},
+                {"disturbance": "scale-out", "at_ms": 30_000, "settled_ms": 30_000,
+                 "time_to_converge_ms": ttc, "lag_peak": 10, "lag_record_s": 10.0}]
+
+    # seeds 1-3 (the wire runs' phases) converge in 0.3-1 s, the other 18 in 4.5 s
+    sim_ttc = {1: 1_000, 2: 600, 3: 300, **{s: 4_500 for s in range(4, 22)}}
+    monkeypatch.setattr(cal, "simulate_windows",
+                        lambda sc, protocol, wl, seed: windows(sim_ttc[seed]))
+    runs = iter([1_200, 900, 300])
+    monkeypatch.setattr(wire, "run_wire", lambda *a, **kw: next(runs))
+    monkeypatch.setattr(wm, "window_metrics", lambda ttc: windows(ttc))
+    monkeypatch.setattr(wm, "Series", lambda run: None)
+    monkeypatch.setattr(wm, "steady_lag", lambda run, series: 0.0)
+    [r] = calibrate(load_scenario("scale-out", 1), ["classic:eager"], WireWorkload(),
+                    seed=1, seeds=21, repeat=3)
+    rows = {row["metric"]: row for row in r.summary.rows}  # type: ignore[union-attr]
+    ttc = rows["time_to_converge_ms"]
+    assert (ttc["simulated"], ttc["measured"], ttc["simulated_all_seeds"]) == (600, 900, 4_500)
+    assert ttc["within_2x"] is True  # 900 against the same phases' 600, not 4,500
+    assert len(r.sim_runs) == 21
+    assert "simulated, all seeds" in cal.format_table([r])

@@ -389,7 +389,8 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
                      help="the first seed (the simulator's seeds and the wire runs' start "
                           "offsets count up from it)")
     cal.add_argument("--seeds", type=int_at_least(1), default=21,
-                     help="simulated seeds; each metric is their median (default 21)")
+                     help="simulated seeds (default 21): the wire runs are checked against the "
+                          "median of their paired seeds, the median of all is printed beside")
     cal.add_argument("--repeat", type=int_at_least(1), default=1,
                      help="wire runs; each metric is their median (default 1)")
     cal.add_argument("--tail-s", type=float, default=5.0, help=argparse.SUPPRESS)
