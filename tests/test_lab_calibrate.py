@@ -21,6 +21,7 @@ import pytest
 
 from groupcoord.lab.calibrate import (
     CHECKED,
+    calibrate,
     calibration_scenario,
     compare,
     median_windows,
@@ -454,3 +455,98 @@ def test_a_member_that_went_late_extends_its_disturbance_and_the_window_waits_fo
     run = _run(logs, end=30.0, windows=windows[:2],
                lifetimes={"c1": [(T0, None)], "c2": [(T0 + 14.0, None)]})
     assert convergence(run)[1] == T0 + 15.0
+
+
+class _FakeConsumer:
+    """confluent-kafka's Consumer as far as the poll loop uses it: ``consume(n, timeout)``
+    waits until it has ``n`` records or the timeout passed (librdkafka), ``poll`` until one."""
+
+    def __init__(self, queued: list[str]) -> None:
+        self.queued = list(queued)
+        self.calls: list[tuple[str, int, float]] = []
+
+    def poll(self, timeout: float) -> str | None:
+        self.calls.append(("poll", 1, timeout))
+        return self.queued.pop(0) if self.queued else None
+
+    def consume(self, num_messages: int, timeout: float) -> list[str]:
+        self.calls.append(("consume", num_messages, timeout))
+        out, self.queued = self.queued[:num_messages], self.queued[num_messages:]
+        return out
+
+
+def test_the_wire_consumer_polls_as_the_java_client_returning_what_is_there_at_once() -> None:
+    """Java's ``poll(timeout)`` returns as soon as records are fetched (up to
+    max.poll.records); it never waits for a full batch, as librdkafka's ``consume(n, timeout)``
+    does: the member waits for the first record only, then takes what else is there without
+    waiting."""
+    from groupcoord.lab.wire_member import Member, parse_args
+
+    ns = parse_args(["--bootstrap", "x:1", "--group", "g", "--name", "c1", "--protocol", "eager",
+                     "--topics", "foo", "--log", "-", "--max-poll-records", "3"])
+    member = Member(ns, out=None)  # type: ignore[arg-type]
+    fake = _FakeConsumer(["r1", "r2", "r3", "r4"])
+    member.consumer = fake
+    assert member.poll(0.1) == ["r1", "r2", "r3"]  # at most max.poll.records
+    assert fake.calls == [("poll", 1, 0.1), ("consume", 2, 0)]  # the rest: no waiting
+    assert member.poll(0.1) == ["r4"]
+    assert member.poll(0.1) == []  # nothing there: waited the timeout for a first record
+    assert [c for c in fake.calls if c[0] == "consume" and c[2] > 0] == []
+
+
+def test_keep_puts_every_wire_run_in_its_own_directory(monkeypatch: pytest.MonkeyPatch,
+                                                       tmp_path: Path) -> None:
+    """``lab calibrate --keep DIR``: run r of protocol P keeps its logs in DIR/P/r."""
+    import groupcoord.lab.wire as wire
+    from groupcoord.lab.wire import WireWorkload
+
+    kept: list[Path | None] = []
+
+    def fake_run_wire(*args: Any, keep_dir: Path | None = None, **kw: Any) -> Any:
+        kept.append(keep_dir)
+        raise RuntimeError("no wire here")
+
+    monkeypatch.setattr(wire, "run_wire", fake_run_wire)
+    sc = load_scenario("scale-out", 1)
+    [result] = calibrate(sc, ["classic:eager"], WireWorkload(), seeds=1, repeat=2,
+                         keep=tmp_path)
+    assert result.error == "no wire here"
+    assert kept == [tmp_path / "classic-eager" / "1"]  # the first failure stops the protocol
+    kept.clear()
+    calibrate(sc, ["classic:eager"], WireWorkload(), seeds=1, repeat=1)
+    assert kept == [None]  # by default the run's directory is removed
+
+
+def test_the_wire_runs_are_checked_against_their_paired_seeds(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Wire run r starts its members at seed + r's offsets (the same heartbeat phases): its
+    median is checked against the median of those seeds; the median over every simulated
+    seed is reported beside it."""
+    import groupcoord.lab.calibrate as cal
+    import groupcoord.lab.wire as wire
+    import groupcoord.lab.wire_metrics as wm
+    from groupcoord.lab.wire import WireWorkload
+
+    def windows(ttc: int) -> list[dict[str, Any]]:
+        return [{"disturbance": "initial-join", "at_ms": 0, "settled_ms": 0,
+                 "time_to_converge_ms": 100, "lag_peak": 0, "lag_record_s": 0.0},
+                {"disturbance": "scale-out", "at_ms": 30_000, "settled_ms": 30_000,
+                 "time_to_converge_ms": ttc, "lag_peak": 10, "lag_record_s": 10.0}]
+
+    # seeds 1-3 (the wire runs' phases) converge in 0.3-1 s, the other 18 in 4.5 s
+    sim_ttc = {1: 1_000, 2: 600, 3: 300, **{s: 4_500 for s in range(4, 22)}}
+    monkeypatch.setattr(cal, "simulate_windows",
+                        lambda sc, protocol, wl, seed: windows(sim_ttc[seed]))
+    runs = iter([1_200, 900, 300])
+    monkeypatch.setattr(wire, "run_wire", lambda *a, **kw: next(runs))
+    monkeypatch.setattr(wm, "window_metrics", lambda ttc: windows(ttc))
+    monkeypatch.setattr(wm, "Series", lambda run: None)
+    monkeypatch.setattr(wm, "steady_lag", lambda run, series: 0.0)
+    [r] = calibrate(load_scenario("scale-out", 1), ["classic:eager"], WireWorkload(),
+                    seed=1, seeds=21, repeat=3)
+    rows = {row["metric"]: row for row in r.summary.rows}  # type: ignore[union-attr]
+    ttc = rows["time_to_converge_ms"]
+    assert (ttc["simulated"], ttc["measured"], ttc["simulated_all_seeds"]) == (600, 900, 4_500)
+    assert ttc["within_2x"] is True  # 900 against the same phases' 600, not 4,500
+    assert len(r.sim_runs) == 21
+    assert "simulated, all seeds" in cal.format_table([r])

@@ -301,6 +301,22 @@ def test_records_in_flight_fetch_latency() -> None:
     assert lags[200] == pytest.approx(2 * 100 * 0.2)  # 20 records per partition in flight
 
 
+def test_the_default_records_in_flight_are_the_calibrated_java_poll_loops() -> None:
+    """By default a member that keeps up holds what ``lab calibrate``'s consumers held when
+    polling as the Java client does (returning what is fetched at once): 5-9 records at 120
+    records/s over 12 partitions, i.e. well under the 12 that a 100 ms latency gives (100 ms
+    came from a harness whose poll waited its whole timeout to fill a batch)."""
+    loop = Loop()
+    wl = Workload(records_per_s=10.0, processing_ms=Dist("fixed", 0.0))
+    m = loop.model(wl)
+    keys = [f"p{i}" for i in range(12)]
+    for k in keys:
+        m.add_resource(k, 10.0)
+    m.processor("p").assign(keys)
+    loop.run_until(10_000)
+    assert 5 <= m.settle() <= 9
+
+
 def test_an_overloaded_member_waits_for_its_first_fetchable_record_without_spinning() -> None:
     """Records become pollable ``fetch_latency_ms`` after production starts: an overloaded
     member given partitions waits for that in one step (it stepped 1/rate at a time, an

@@ -252,7 +252,8 @@ def _calibrate(ns: argparse.Namespace) -> int:
 
     try:
         results = calibrate(sc, protocols, wl, seed=ns.seed, seeds=ns.seeds, repeat=ns.repeat,
-                            extra_server_config=extra, tail_s=ns.tail_s, progress=progress)
+                            extra_server_config=extra, tail_s=ns.tail_s, progress=progress,
+                            keep=Path(ns.keep) if ns.keep else None)
     except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -388,10 +389,13 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
                      help="the first seed (the simulator's seeds and the wire runs' start "
                           "offsets count up from it)")
     cal.add_argument("--seeds", type=int_at_least(1), default=21,
-                     help="simulated seeds; each metric is their median (default 21)")
+                     help="simulated seeds (default 21): the wire runs are checked against the "
+                          "median of their paired seeds, the median of all is printed beside")
     cal.add_argument("--repeat", type=int_at_least(1), default=1,
                      help="wire runs; each metric is their median (default 1)")
     cal.add_argument("--tail-s", type=float, default=5.0, help=argparse.SUPPRESS)
+    cal.add_argument("--keep", metavar="DIR", default=None,
+                     help="keep every wire run's logs (server, members) under DIR/PROTOCOL/RUN")
     cal.add_argument("--json", action="store_true", help="print the result as JSON")
     cal.add_argument("--windows", action="store_true",
                      help="print every disturbance window, not only each protocol's summary")

@@ -174,10 +174,11 @@ def server_configs(sc: Scenario, extra: dict[str, str]) -> dict[str, str]:
     return conf
 
 
-def start_server(workdir: Path, configs: dict[str, str], timeout: float = 30.0) -> _Server:
+def start_server(workdir: Path, configs: dict[str, str], timeout: float = 30.0,
+                 verbose: bool = False) -> _Server:
     stderr_path = workdir / "server.stderr.log"
-    cmd = [*GROUPCOORD, "serve", "--host", "127.0.0.1", "--port", "0", "--storage", "memory",
-           "--data-dir", str(workdir / "data")]
+    cmd = [*GROUPCOORD, *(["-v"] if verbose else []), "serve", "--host", "127.0.0.1",
+           "--port", "0", "--storage", "memory", "--data-dir", str(workdir / "data")]
     for k, v in configs.items():
         cmd += ["--config", f"{k}={v}"]
     with open(stderr_path, "w") as err:
@@ -346,8 +347,11 @@ def _member_order(name: str) -> tuple[int, str]:
 
 class _RunContext:
     def __init__(self, protocol: str, bootstrap: str, sc: Scenario, wl: WireWorkload,
-                 workdir: Path, source_start: float, seed: int = 0) -> None:
+                 workdir: Path, source_start: float, seed: int = 0,
+                 verbose: bool = False) -> None:
         self.protocol = protocol
+        #: Connect workers log at INFO (their stderr log: joins, rounds, requests)
+        self.verbose = verbose
         self.kind, self.client = WIRE_PROTOCOLS[protocol]
         self.bootstrap = bootstrap
         self.sc = sc
@@ -384,8 +388,8 @@ class _RunContext:
                                     stderr=err, text=True, env=env)
             err.close()
             return _Proc(name, proc)
-        cmd = [*GROUPCOORD_AFTER_GO, "connect", "worker", "--bootstrap-server", self.bootstrap,
-               "--group", self.sc.group_id, "--client-id", name,
+        cmd = [*GROUPCOORD_AFTER_GO, *(["-v"] if self.verbose else []), "connect", "worker",
+               "--bootstrap-server", self.bootstrap, "--group", self.sc.group_id, "--client-id", name,
                "--scheduled-rebalance-max-delay-ms", str(self.sc.max_delay_ms),
                "--rebalance-timeout-ms", str(self.sc.rebalance_timeout_ms),
                "--output", str(self.workdir / "connect.jsonl")]
@@ -527,7 +531,7 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
     configs = server_configs(sc, extra_server_config or {})
     workdir = Path(tempfile.mkdtemp(prefix="gc-calibrate-")) if keep_dir is None else keep_dir
     workdir.mkdir(parents=True, exist_ok=True)
-    server = start_server(workdir, configs)
+    server = start_server(workdir, configs, verbose=keep_dir is not None)
     members: _Members | None = None
     producer: _Producer | None = None
     try:
@@ -537,7 +541,8 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
             _create_connectors(server.bootstrap, sc, protocol, workdir)
         prestart = CONNECT_PRESTART_S if kind == "connect" else PRESTART_S
         t0 = time.time() + prestart
-        ctx = _RunContext(protocol, server.bootstrap, sc, wl, workdir, t0, seed)
+        ctx = _RunContext(protocol, server.bootstrap, sc, wl, workdir, t0, seed,
+                          verbose=keep_dir is not None)
         members = _Members(ctx)
         if kind == "consumer":
             producer = _Producer(server.bootstrap, sc.topics, wl.records_per_s)

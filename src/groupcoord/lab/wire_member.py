@@ -6,9 +6,10 @@ eager|cooperative|consumer --topics foo,bar --log FILE [--max-poll-records N] [-
 X] [--auto-commit-interval-ms MS] [--max-poll-interval-ms MS] [--session-timeout-ms MS]
 [--heartbeat-interval-ms MS] [--wait-go]``
 
-The poll loop is the Java client's as ``lab calibrate`` models it: ``consume(max.poll.records)``
-returns a batch, each record takes ``processing_ms`` (a sleep, which releases the GIL, so
-librdkafka's threads keep heartbeating), then the next poll. Rebalance callbacks run inside the
+The poll loop is the Java client's as ``lab calibrate`` models it: a poll returns as soon as a
+record is there, with what else is fetched, up to ``max.poll.records`` (:meth:`Member.poll`),
+each record takes ``processing_ms`` (a sleep, which releases the GIL, so librdkafka's threads
+keep heartbeating), then the next poll. Rebalance callbacks run inside the
 poll (librdkafka queues them for the application, as the Java client runs them in ``poll()``):
 
 - ``eager``: classic protocol, ``partition.assignment.strategy=range`` (everything revoked
@@ -109,6 +110,20 @@ class Member:
         with contextlib.suppress(KafkaException):
             self.consumer.commit(asynchronous=False)
 
+    def poll(self, timeout_s: float) -> list[Any]:
+        """The Java client's ``poll(timeout)``: waits until a record is there (at most
+        ``timeout_s``), then returns it with what else is already fetched, up to
+        ``max.poll.records``. librdkafka's ``consume(n, timeout)`` instead waits until it has
+        ``n`` records or the timeout passed: at this lab's rates (tens of records a second per
+        member, ``max.poll.records`` 500) every poll would wait the whole timeout, holding that
+        much more production in flight than the Java client the simulator models."""
+        first = self.consumer.poll(timeout_s)
+        if first is None:
+            return []
+        if self.ns.max_poll_records <= 1:
+            return [first]
+        return [first, *self.consumer.consume(self.ns.max_poll_records - 1, timeout=0)]
+
     def run(self) -> int:
         from confluent_kafka import Consumer
 
@@ -118,7 +133,7 @@ class Member:
                                 on_revoke=self.on_revoke, on_lost=self.on_lost)
         processing_s = self.ns.processing_ms / 1000
         while not self.stop:
-            batch = self.consumer.consume(self.ns.max_poll_records, timeout=0.1)
+            batch = self.poll(0.1)
             for m in batch:
                 if self.stop:
                     break

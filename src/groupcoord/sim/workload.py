@@ -52,14 +52,16 @@ not processing: waiting for the next poll, warm-up or task start, a revocation's
 task's stop); records processed twice; Connect task restarts. The contract of names is
 ``/work/tools/METRICS.md`` and ``docs/lab.md``.
 
-**Records in flight** (``fetch_latency_ms``, default 100 ms): a record can be polled only
-that long after it was produced (the producer's send, the leader's append, the consumer's
-fetch round trip and ``fetch.max.wait.ms``, the poll loop's timeout), so a member that keeps
-up holds ``rate x fetch_latency_ms`` records per partition in flight, as real clients do
-(librdkafka with ``fetch.wait.max.ms`` 50 and a 100 ms poll loop held 110-125 ms of
-production in the calibration runs); a ``poll()`` at ``t`` returns what was produced up to
-``t - fetch_latency_ms``. A member that keeps up still reacts to a rebalance at once (its
-``poll()`` returns within the latency; that difference is below the model's resolution).
+**Records in flight** (``fetch_latency_ms``, default 50 ms): a record can be polled only
+that long after it was produced (the producer's linger and send, the leader's append, the
+consumer's fetch round trip), so a member that keeps up holds ``rate x fetch_latency_ms``
+records per partition in flight, as real clients do (in the calibration runs, consumers
+polling as the Java client does, returning what is fetched at once, held 5-9 records at
+120 records/s: 40-75 ms of production, their own processing included; 100 ms until then
+came from a harness whose poll waited its 100 ms timeout to fill a batch); a ``poll()`` at
+``t`` returns what was produced up to ``t - fetch_latency_ms``. A member that keeps up
+still reacts to a rebalance at once (its ``poll()`` returns within the latency; that
+difference is below the model's resolution).
 
 Not modelled: per-partition ``max.partition.fetch.bytes``, pause()/resume(), producers' batching (production
 is a constant rate per resource), state stores' restore volume (``warmup_ms`` is a fixed time
@@ -165,7 +167,7 @@ class Workload:
     task_start_ms: int = 1_000
     task_stop_ms: int = 1_000
     metadata_max_age_ms: int = 300_000
-    fetch_latency_ms: int = 100
+    fetch_latency_ms: int = 50
     #: From a process's start to its first request to the coordinator (a JVM starting, a
     #: Connect worker reading its config topic), drawn per process uniformly within half to
     #: one and a half times this: 0, the process is up at once.

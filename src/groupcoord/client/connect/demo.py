@@ -77,7 +77,8 @@ class DemoEvent:
 
 def _emit(config: Config, worker: str, event: str, item: str, count: int = 0) -> None:
     line = {"t": time.time(), "worker": worker, "event": event, "item": item, "count": count}
-    log.info("demo: worker %s %s %s (count %d)", worker, event, item, count)
+    log.log(logging.DEBUG if event == "record" else logging.INFO,  # a line per record: debug
+            "demo: worker %s %s %s (count %d)", worker, event, item, count)
     path = config.get("output")
     if path:
         with open(path, "a", encoding="utf-8") as f:
