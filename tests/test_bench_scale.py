@@ -105,7 +105,7 @@ def test_tiny_scale_run_shape_and_plot(tmp_path: Path) -> None:
     assert len(names) == len(results)
     for topics in (1, 3):
         suffix = f"members=6.partitions=12.topics={topics}"
-        assert {f"scale.storm.{suffix}", f"scale.storm.memory_vs_budget.{suffix}",
+        assert {f"scale.storm.{suffix}", f"scale.storm.rss_growth_vs_budget.{suffix}",
                 f"scale.steady.cpu_share.{suffix}", f"scale.steady.p99.{suffix}",
                 f"scale.churn.converge.{suffix}", f"scale.churn.moved.{suffix}"} <= names
     storms = [r for r in results if r.name.startswith("scale.storm.members")]
