@@ -410,6 +410,32 @@ EVENTS = st.lists(
 )
 
 
+def apply_event(event: str, k: int, current: dict[str, Mapping[UUID, frozenset[int]]],
+                sizes: dict[UUID, int], counter: int) -> int:
+    """One event of ``EVENTS`` applied to the members' current targets and the topics' sizes
+    (a member that leaves keeps its target wherever the caller keeps one); returns the next
+    member number."""
+    if event == "join":
+        current[f"m{counter}"] = {}
+        return counter + 1
+    if event == "leave" and len(current) > 1:
+        del current[sorted(current)[k % len(current)]]
+    elif event in ("grow", "shrink"):
+        tid = [FOO, BAR][k % 2]
+        step = 1 + k % 3
+        sizes[tid] = sizes[tid] + step if event == "grow" else max(0, sizes[tid] - step)
+    elif event == "reset":
+        current[sorted(current)[k % len(current)]] = {}
+    elif event == "copy":
+        mid = sorted(current)[k % len(current)]
+        current[mid] = dict(current[mid])
+    elif event == "add_topic":
+        sizes.setdefault(BAZ, 1 + k % 5)
+    elif event == "drop_topic" and len(sizes) > 1:
+        sizes.pop(BAZ, None)
+    return counter
+
+
 @settings(max_examples=200, deadline=None)
 @given(EVENTS, st.integers(1, 5), st.integers(0, 12))
 def test_memo_path_equals_full_read(events: list[tuple[str, int]], nmembers: int,
@@ -421,27 +447,7 @@ def test_memo_path_equals_full_read(events: list[tuple[str, int]], nmembers: int
     current: dict[str, Mapping[UUID, frozenset[int]]] = {mid: {} for mid in mids}
     counter = nmembers
     for event, k in events:
-        if event == "join":
-            mid = f"m{counter}"
-            counter += 1
-            current[mid] = {}
-        elif event == "leave" and len(current) > 1:
-            del current[sorted(current)[k % len(current)]]
-        elif event == "grow":
-            tid = [FOO, BAR][k % 2]
-            sizes[tid] += 1 + k % 3
-        elif event == "shrink":
-            tid = [FOO, BAR][k % 2]
-            sizes[tid] = max(0, sizes[tid] - 1 - k % 3)
-        elif event == "reset":
-            current[sorted(current)[k % len(current)]] = {}
-        elif event == "copy":
-            mid = sorted(current)[k % len(current)]
-            current[mid] = dict(current[mid])
-        elif event == "add_topic":
-            sizes.setdefault(BAZ, 1 + k % 5)
-        elif event == "drop_topic" and len(sizes) > 1:
-            sizes.pop(BAZ, None)
+        counter = apply_event(event, k, current, sizes, counter)
         subs = frozenset(sizes)
         topics = {t: TopicMetadata(t, names[t], n) for t, n in sizes.items()}
         spec = GroupSpec(

@@ -23,7 +23,17 @@ from groupcoord.coordinator.modern.target_assignment import target_assignment_re
 from groupcoord.coordinator.records import decode_assignment, encode_assignment
 from groupcoord.coordinator.topics import TopicMetadata
 
-from .test_assignor_uniform import BAR, BAZ, EVENTS, FOO, TOPIC_POOL, check_legal, normal, oracle
+from .test_assignor_uniform import (
+    BAR,
+    BAZ,
+    EVENTS,
+    FOO,
+    TOPIC_POOL,
+    apply_event,
+    check_legal,
+    normal,
+    oracle,
+)
 
 Assignment = Mapping[UUID, frozenset[int]]
 
@@ -124,27 +134,7 @@ def test_index_path_equals_full_read(events: list[tuple[str, int]], nmembers: in
     ix = TargetIndex()
     counter = nmembers
     for event, k in events:
-        if event == "join":
-            mid = f"m{counter}"
-            counter += 1
-            current[mid] = {}
-        elif event == "leave" and len(current) > 1:
-            del current[sorted(current)[k % len(current)]]  # its target stays in the index
-        elif event == "grow":
-            tid = [FOO, BAR][k % 2]
-            sizes[tid] += 1 + k % 3
-        elif event == "shrink":
-            tid = [FOO, BAR][k % 2]
-            sizes[tid] = max(0, sizes[tid] - 1 - k % 3)
-        elif event == "reset":
-            current[sorted(current)[k % len(current)]] = {}
-        elif event == "copy":
-            mid = sorted(current)[k % len(current)]
-            current[mid] = dict(current[mid])
-        elif event == "add_topic":
-            sizes.setdefault(BAZ, 1 + k % 5)
-        elif event == "drop_topic" and len(sizes) > 1:
-            sizes.pop(BAZ, None)
+        counter = apply_event(event, k, current, sizes, counter)  # a leaver's target stays
         if rebuilt:
             current = {mid: decode_assignment(encode_assignment(a)) for mid, a in current.items()}
             ix = TargetIndex()
