@@ -104,6 +104,40 @@ def test_delete_topics_with_neither_or_both_name_and_id_is_an_invalid_request(
         assert topic in _topics(admin)
 
 
+def test_duplicate_topics_are_answered_once_and_left_alone(srv: ThreadServer) -> None:
+    """Kafka's controller (``ControllerApis.deleteTopics`` / ``createPartitions``): a name or
+    an id given twice is answered once, INVALID_REQUEST "Duplicate topic name." / "Duplicate
+    topic id.", and that topic is neither deleted nor grown; the other topics are served."""
+    prefix = _name("dup")
+    twice, once, grown = f"{prefix}-twice", f"{prefix}-once", f"{prefix}-grown"
+    with srv.client("admin") as admin:
+        tid = create_topic(admin, twice)
+        create_topic(admin, once)
+        create_topic(admin, grown)
+        r = admin.call(ApiKey.DELETE_TOPICS, 6, timeout=5_000, topics=[
+            {"name": twice, "topic_id": None}, {"name": once, "topic_id": None},
+            {"name": twice, "topic_id": None}])
+        assert sorted((str(x.name), int(x.error_code), x.error_message) for x in r.responses) == [
+            (once, E.none, None), (twice, E.invalid_request, "Duplicate topic name.")]
+        r = admin.call(ApiKey.DELETE_TOPICS, 6, timeout=5_000, topics=[
+            {"name": None, "topic_id": tid}, {"name": None, "topic_id": tid}])
+        assert [(x.name, x.topic_id, int(x.error_code), x.error_message) for x in r.responses] == [
+            (None, tid, E.invalid_request, "Duplicate topic id.")]
+        r = admin.call(ApiKey.DELETE_TOPICS, 3, timeout=5_000, topic_names=[twice, twice])
+        assert [(str(x.name), int(x.error_code)) for x in r.responses] == [
+            (twice, E.invalid_request)]
+        assert twice in _topics(admin) and once not in _topics(admin)
+        r = admin.call(ApiKey.CREATE_PARTITIONS, 3, timeout_ms=5_000, validate_only=False,
+                       topics=[{"name": grown, "count": 4, "assignments": None},
+                               {"name": twice, "count": 3, "assignments": None},
+                               {"name": grown, "count": 5, "assignments": None}])
+        assert sorted((str(x.name), int(x.error_code), x.error_message) for x in r.results) == [
+            (grown, E.invalid_request, "Duplicate topic name."), (twice, E.none, None)]
+        counts = {str(t.name): len(t.partitions)
+                  for t in admin.call(ApiKey.METADATA, 12, topics=None).topics}
+        assert counts[grown] == 2 and counts[twice] == 3
+
+
 def test_delete_topics_with_a_real_admin_client(srv: ThreadServer) -> None:
     """confluent-kafka's AdminClient sees the same errors (librdkafka's DeleteTopics)."""
     from confluent_kafka import KafkaError, KafkaException

@@ -57,7 +57,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -558,11 +558,15 @@ class KafkaApis:
         but that does not exist is UNKNOWN_TOPIC_OR_PARTITION, and an existing one needs
         DELETE on it. A topic named by id: an unknown id is UNKNOWN_TOPIC_ID, and a refusal
         names the topic only to whoever may describe it. A topic with neither a name nor an id,
-        or with both, is INVALID_REQUEST (as Kafka's controller answers)."""
+        or with both, is INVALID_REQUEST (as Kafka's controller answers), and so is a name or
+        an id given twice: answered once ("Duplicate topic name." / "Duplicate topic id."),
+        that topic left as it is. (Kafka shuffles its answers; these keep the request's order.)"""
         if ctx.api_version >= 6:
             wanted = [(t.name, t.topic_id) for t in body.topics]
         else:
             wanted = [(n, None) for n in body.topic_names]
+        given = Counter((name, tid) if tid is not None and tid.int != 0 else (name, None)
+                        for name, tid in wanted if (name is None) != (tid is None or tid.int == 0))
         results = []
         changed = False
         cluster = self._cluster_allowed(ctx, Op.DELETE)
@@ -570,6 +574,14 @@ class KafkaApis:
             res: dict[str, Any] = {"name": name, "topic_id": tid, "error_code": 0, "error_message": None}
             try:
                 by_id = tid is not None and tid.int != 0
+                key = (name, tid if by_id else None)
+                count = given.get(key, 0)
+                if count > 1:
+                    given[key] = 0  # answered once
+                    raise CoordinatorError(E.invalid_request, "Duplicate topic id." if by_id
+                                           else "Duplicate topic name.")
+                if count == 0 and key in given:
+                    continue  # a duplicate already answered
                 if (name is None) != by_id:
                     raise CoordinatorError(E.invalid_request, (
                         "You may not specify both topic name and topic id." if by_id else
@@ -604,11 +616,21 @@ class KafkaApis:
         return self._resp(ctx, throttle_time=0, responses=results)
 
     def create_partitions(self, body: Any, ctx: RequestContext) -> Any:
+        """CreatePartitions: ALTER on the topic. A name given twice is answered once with
+        INVALID_REQUEST "Duplicate topic name." and that topic is not grown (Kafka's
+        ``ControllerApis.createPartitions``)."""
         results = []
         changed = False
+        given = Counter(t.name for t in body.topics)
         for t in body.topics:
             res: dict[str, Any] = {"name": t.name, "error_code": 0, "error_message": None}
+            count = given[t.name]
+            if count == 0:
+                continue  # a duplicate already answered
             try:
+                if count > 1:
+                    given[t.name] = 0
+                    raise CoordinatorError(E.invalid_request, "Duplicate topic name.")
                 if not self._allowed(ctx, Op.ALTER, RT.TOPIC, t.name):
                     raise CoordinatorError(E.topic_authorization_failed,
                                            "Not authorized to alter the topic.")
