@@ -16,7 +16,7 @@ closed after the response. Then:
 A failed authentication (unknown user, wrong password or proof, a malformed token) answers
 SASL_AUTHENTICATION_FAILED with a message and closes the connection after the response. Success
 makes the principal ``User:<name>`` and the connection is served as any other from then on
-(where SaslHandshake / SaslAuthenticate get ILLEGAL_SASL_STATE, ``server/security/apis.py``).
+(where SaslHandshake / SaslAuthenticate get ILLEGAL_SASL_STATE, ``server/apis/authentication.py``).
 SaslAuthenticate v1+ answers a session lifetime of 0: KIP-368 re-authentication is not offered
 (clients never re-authenticate; sessions last as long as the connection). As Kafka's
 ``connection.failed.authentication.delay.ms`` (default 100), the close after a failed
