@@ -43,11 +43,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from groupcoord.lab.wire_metrics import converged_now
+from groupcoord.lab.wire_run import Window, WireRun, iter_records
 from groupcoord.sim.engine import member_ids
 from groupcoord.sim.network import NO_FAULTS
 from groupcoord.sim.scenario import Scenario, start_offsets_ms
@@ -100,42 +101,6 @@ class WireWorkload:
     task_start_ms: float = 0.0
     task_stop_ms: float = 0.0
     offset_flush_interval_ms: int = 60_000
-
-
-@dataclass(slots=True)
-class Window:
-    """A disturbance on the wire: its label, start and the end of its duration (seconds since
-    the run's start)."""
-
-    label: str
-    at_s: float
-    settle_s: float
-
-
-@dataclass(slots=True)
-class WireRun:
-    protocol: str
-    kind: str  # consumer | connect
-    t0: float  # wall-clock start of the scenario
-    end: float  # wall-clock end of the run (before members closed)
-    windows: list[Window]
-    #: resource -> [(t, cumulative produced)] (consumers: "topic-p"; Connect: task labels)
-    produced: dict[str, list[tuple[float, int]]]
-    #: member name -> its log events (dicts with "t", "e", ...), in time order
-    logs: dict[str, list[dict[str, Any]]]
-    #: member name -> [(start, stop)] wall-clock lifetimes of its processes
-    lifetimes: dict[str, list[tuple[float, float | None]]]
-    #: what carries records: partitions ("topic-p") or Connect tasks ("connector-n")
-    resources: list[str]
-    #: what the group assigns, by kind (topics; Connect: connectors, tasks): convergence asks
-    #: every live member for at least the sum of the floors of its share of each kind
-    item_groups: list[list[str]]
-    #: records per second per resource; Connect: the sources' start (wall clock)
-    rate: float
-    source_start: float
-    processing_ms: float
-    server_config: dict[str, str] = field(default_factory=dict)
-    workdir: str = ""
 
 
 # ----------------------------------------------------------------------------- the server
@@ -579,8 +544,6 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
         last = max((w.settle_s for w in windows), default=0.0)
         _sleep_until(t0 + last)
         deadline = time.time() + converge_timeout_s
-        from groupcoord.lab.wire_metrics import converged_now
-
         while time.time() < deadline:
             snapshot = _collect(ctx, members, producer, t0, time.time(), windows)
             if converged_now(snapshot):
@@ -704,15 +667,6 @@ def _worker_names(records: list[dict[str, Any]], lifetimes: dict[str, list[tuple
                 out[w] = n
                 break
     return out
-
-
-def iter_records(run: WireRun) -> Iterator[tuple[float, str, str, int]]:
-    """(t, member, resource, offset) of every record processed."""
-    for name, events in run.logs.items():
-        for d in events:
-            if d["e"] == "rec":
-                tp = d["tp"] if "p" not in d else f"{d['tp']}-{d['p']}"
-                yield float(d["t"]), name, tp, int(d["o"])
 
 
 __all__ = [
