@@ -54,22 +54,42 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Collection
+from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
 from groupcoord.coordinator.classic.handlers import HEARTBEAT
 from groupcoord.coordinator.modern.connect.handlers import CONNECT_SESSION
 from groupcoord.coordinator.modern.consumer.handlers import SESSION
+from groupcoord.server.brokers import BrokerSet
+from groupcoord.server.connection import ServedConnection
 from groupcoord.server.faults import FailingAppendLog, FaultInjector
-
-if TYPE_CHECKING:
-    from groupcoord.server.app import KafkaServer
+from groupcoord.server.runtime import CoordinatorRuntime
 
 log = logging.getLogger(__name__)
 
 __all__ = ["COMMANDS", "ControlError", "ControlPlane", "parse_error_code"]
+
+
+class ControlledServer(Protocol):
+    """What the control plane reads and calls of its server (``server/app.py``'s
+    ``KafkaServer``)."""
+
+    @property
+    def connections(self) -> Collection[ServedConnection]: ...
+
+    @property
+    def runtime(self) -> CoordinatorRuntime | None: ...
+
+    @property
+    def brokerset(self) -> BrokerSet | None: ...
+
+    def move_coordinator(self, group_id: str, to: int | None = None) -> tuple[int, int]: ...
+
+    def broker_down(self, broker: int) -> list[str]: ...
+
+    def broker_up(self, broker: int) -> None: ...
 
 
 class ControlError(ValueError):
@@ -118,7 +138,7 @@ class ControlPlane:
     """The actions on one :class:`~groupcoord.server.app.KafkaServer` (module doc). Runs on the
     server's event loop."""
 
-    def __init__(self, server: KafkaServer) -> None:
+    def __init__(self, server: ControlledServer) -> None:
         self.server = server
         self.faults = FaultInjector()
         self._commands: dict[str, Callable[[dict[str, Any]], Any]] = {
