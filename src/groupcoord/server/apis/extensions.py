@@ -1,5 +1,10 @@
 """Handlers of the extension APIs (docs/wire.md): wire entities in, coordinator messages out.
 
+The APIs: ConsumerGroupPrepareAssignment and ConsumerGroupInstallAssignment (KIP-848's
+client-side assignment); ConnectGroupHeartbeat, ConnectGroupPrepareAssignment,
+ConnectGroupInstallAssignment, ConnectGroupConfig and ConnectGroupDescribe (the Connect draft);
+GroupcoordControl (ours, the control plane).
+
 The wire schemas are the repo's JSON message definitions (``protocol/schemas/``, API keys
 1000-1006, ``docs/wire.md``); ``protocol/extensions.py`` makes kio-shaped entities of them. Each
 handler converts the request to the coordinator's own dataclasses (``coordinator/messages.py``
@@ -213,7 +218,7 @@ class ExtensionApis(ApiFamily):
             if not isinstance(args, dict):
                 raise ValueError(f"Arguments must be a JSON object, got {body.arguments!r}")
             result = control(body.command, args)
-        except ValueError as e:  # ControlError, json.JSONDecodeError
+        except ValueError as e:  # InvalidControlCommand, json.JSONDecodeError
             return self._resp(ctx, throttle_time_ms=0, error_code=E.invalid_request,
                               error_message=str(e), result="null")
         return self._resp(ctx, throttle_time_ms=0, error_code=0, error_message=None,
