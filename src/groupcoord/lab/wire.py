@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from groupcoord.lab.wire_metrics import converged_now
-from groupcoord.lab.wire_run import Window, WireRun, iter_records
+from groupcoord.lab.wire_run import WireRun, WireWindow, iter_records
 from groupcoord.sim.engine import member_ids
 from groupcoord.sim.network import NO_FAULTS
 from groupcoord.sim.scenario import Scenario, start_offsets_ms
@@ -424,7 +424,7 @@ def check_playable(sc: Scenario) -> None:
 
 
 def _actions(sc: Scenario, seed: int = 0
-             ) -> tuple[list[tuple[float, str, str, bool]], list[Window]]:
+             ) -> tuple[list[tuple[float, str, str, bool]], list[WireWindow]]:
     """(time s, action, member, hard) in time order, with the disturbance windows. Actions:
     ``go`` (start a member), ``stop``. The initial members start when the simulator starts
     them with the same seed (``sim.scenario.start_offsets_ms``: the same phases)."""
@@ -435,20 +435,20 @@ def _actions(sc: Scenario, seed: int = 0
     if sc.faults != NO_FAULTS:
         raise WireError("network faults ([network]) are not played on the wire")
     acts: list[tuple[float, str, str, bool]] = []
-    windows: list[Window] = []
+    windows: list[WireWindow] = []
     names = [f"c{i}" for i in range(1, sc.members + 1)]
     for n, at_ms in zip(names, start_offsets_ms(sc, seed), strict=True):
         acts.append((at_ms / 1000, "go", n, False))
     live = list(names)
     created = sc.members
-    windows.append(Window("initial-join", 0.0, (max(sc.members - 1, 0) * sc.join_stagger_ms
+    windows.append(WireWindow("initial-join", 0.0, (max(sc.members - 1, 0) * sc.join_stagger_ms
                                                  + (sc.start_spread_ms or 0)) / 1000))
     for e in sorted(sc.events, key=lambda e: e.at_ms):
         if e.kind not in SUPPORTED_EVENTS:
             raise WireError(f"event kind {e.kind!r} is not played on the wire (supported: "
                             f"{', '.join(SUPPORTED_EVENTS)})")
         at = e.at_ms / 1000
-        windows.append(Window(e.kind, at, at + e.settle_ms(len(live)) / 1000))
+        windows.append(WireWindow(e.kind, at, at + e.settle_ms(len(live)) / 1000))
         if e.kind in ("bounce", "rolling-bounce"):
             order = [str(e["member"])] if e.kind == "bounce" else sorted(live, key=_member_order)
             step = 0.0 if e.kind == "bounce" else int(e["interval_ms"]) / 1000
@@ -569,7 +569,7 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def extend_windows(windows: list[Window], at_s: float, started_s: float) -> None:
+def extend_windows(windows: list[WireWindow], at_s: float, started_s: float) -> None:
     """A member due at ``at_s`` started only at ``started_s`` (it was still importing): the
     disturbances it is part of last until then, so that no window closes on a group that the
     member has not joined yet (a scale-out's window would otherwise close at once, converged
@@ -607,7 +607,7 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def _collect(ctx: _RunContext, members: _Members, producer: _Producer | None, t0: float,
-             end: float, windows: list[Window]) -> WireRun:
+             end: float, windows: list[WireWindow]) -> WireRun:
     procs = [*members.done, *members.live.values()]
     lifetimes: dict[str, list[tuple[float, float | None]]] = {}
     killed: dict[str, list[float]] = {}
@@ -671,9 +671,9 @@ def _worker_names(records: list[dict[str, Any]], lifetimes: dict[str, list[tuple
 
 __all__ = [
     "WIRE_PROTOCOLS",
-    "Window",
     "WireError",
     "WireRun",
+    "WireWindow",
     "WireWorkload",
     "iter_records",
     "run_wire",

@@ -8,11 +8,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Window", "WireRun", "iter_records"]
+__all__ = ["WireRun", "WireWindow", "iter_records"]
 
 
 @dataclass(slots=True)
-class Window:
+class WireWindow:
     """A disturbance on the wire: its label, start and the end of its duration (seconds since
     the run's start)."""
 
@@ -27,7 +27,7 @@ class WireRun:
     kind: str  # consumer | connect
     t0: float  # wall-clock start of the scenario
     end: float  # wall-clock end of the run (before members closed)
-    windows: list[Window]
+    windows: list[WireWindow]
     #: resource -> [(t, cumulative produced)] (consumers: "topic-p"; Connect: task labels)
     produced: dict[str, list[tuple[float, int]]]
     #: member name -> its log events (dicts with "t", "e", ...), in time order

@@ -37,7 +37,7 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from groupcoord.client.classic_consumer import ClassicConsumerMember
-from groupcoord.client.consumer import DEFER, MemberState, Partitions
+from groupcoord.client.consumer import DEFER, ClientMemberState, Partitions
 from groupcoord.coordinator.topics import MetadataImage, TopicMetadata
 from groupcoord.sim.engine import Handler, Window
 from groupcoord.sim.process import Proc
@@ -82,7 +82,7 @@ class PollGatedClassicConsumer(ClassicConsumerMember):
 
     def request_rejoin(self) -> None:
         gate = self.poll_gate
-        if gate is not None and self.state is MemberState.STABLE:
+        if gate is not None and self.state is ClientMemberState.STABLE:
             if self._gated:
                 return
             if not gate(self):
@@ -95,9 +95,9 @@ class PollGatedClassicConsumer(ClassicConsumerMember):
         if not self._gated:
             return
         self._gated = False
-        if self.state is MemberState.STABLE:
+        if self.state is ClientMemberState.STABLE:
             super().request_rejoin()
-        elif self.state in (MemberState.JOINING, MemberState.RECONCILING):
+        elif self.state in (ClientMemberState.JOINING, ClientMemberState.RECONCILING):
             self._rejoin_needed = True
 
 
