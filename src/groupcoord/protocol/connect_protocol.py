@@ -76,6 +76,7 @@ __all__ = [
     "WorkerMetadata",
     "decode_assignment",
     "decode_worker_metadata",
+    "default_config_group",
     "encode_assignment",
     "encode_worker_metadata",
     "join_protocols",
@@ -89,6 +90,14 @@ CONFIG_MISMATCH = 1
 
 #: The task number that denotes "the connector itself" in a wire assignment.
 CONNECTOR_TASK = -1
+
+
+def default_config_group(group_id: str) -> str:
+    """The connect group holding the connectors configuration of classic group ``group_id``
+    (groupcoord's convention, after Connect's ``config.storage.topic``; not part of KIP-415's
+    format): the classic Connect workers read it (``client/connect/async_classic_worker.py``)
+    and ``groupcoord connectors`` names it in its hint (``server/cli.py``)."""
+    return f"{group_id}-configs"
 
 
 class ConnectorTaskId(NamedTuple):
