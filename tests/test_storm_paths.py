@@ -27,9 +27,9 @@ from groupcoord.coordinator.modern.consumer.messages import TopicPartitions
 from groupcoord.coordinator.modern.consumer.model import (
     ConsumerGroup,
     ConsumerGroupMember,
-    MemberState,
     with_current_assignment,
 )
+from groupcoord.coordinator.modern.member import MemberState
 from groupcoord.coordinator.modern.reconciliation import reconcile, reconcile_items
 from groupcoord.coordinator.records import ClassicMemberMetadata
 

@@ -53,7 +53,8 @@ from typing import Any, Protocol
 
 from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupState
 from groupcoord.coordinator.modern.connect.model import ConnectGroup
-from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, GroupState
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
+from groupcoord.coordinator.modern.group import GroupState
 from groupcoord.coordinator.records import Record, RecordType
 from groupcoord.coordinator.shard import Shard
 from groupcoord.storage.log import CompactionResult

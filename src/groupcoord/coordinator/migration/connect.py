@@ -64,7 +64,7 @@ from groupcoord.coordinator.modern.connect.model import (
     assignment_of,
     to_wire,
 )
-from groupcoord.coordinator.modern.consumer.model import MemberState
+from groupcoord.coordinator.modern.member import MemberState
 from groupcoord.coordinator.records import (
     ClassicGroupMetadataValue,
     ConnectAssignment,

@@ -53,7 +53,8 @@ from groupcoord.coordinator.migration.shared import (
     MigrationError,
     classic_metadata,
 )
-from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, ConsumerGroupMember, MemberState
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, ConsumerGroupMember
+from groupcoord.coordinator.modern.member import MemberState
 from groupcoord.coordinator.modern.subscription import subscribed_topics
 from groupcoord.coordinator.records import (
     Assignment,

@@ -47,7 +47,7 @@ from groupcoord.coordinator.classic.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from groupcoord.coordinator.modern.consumer.model import MemberState
+from groupcoord.coordinator.modern.member import MemberState
 from groupcoord.coordinator.records import ClassicMemberMetadata
 from groupcoord.coordinator.timers import TimerKey
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode

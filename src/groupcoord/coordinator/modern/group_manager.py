@@ -37,7 +37,7 @@ from groupcoord.coordinator.classic.model import ClassicGroup
 from groupcoord.coordinator.migration.shared import MigrationError
 from groupcoord.coordinator.modern.classic_bridge import BridgedMember
 from groupcoord.coordinator.modern.client_assignment import check_assignors
-from groupcoord.coordinator.modern.consumer.model import LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberState
+from groupcoord.coordinator.modern.member import LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberState
 from groupcoord.coordinator.modern.membership import Resolved, resolve_member
 from groupcoord.coordinator.records import ClassicGroupMetadataValue, Record, RecordType
 from groupcoord.coordinator.timers import TimerKey

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from groupcoord.coordinator.modern.consumer.model import LEAVE_GROUP_STATIC_MEMBER_EPOCH
+from groupcoord.coordinator.modern.member import LEAVE_GROUP_STATIC_MEMBER_EPOCH
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 

@@ -30,12 +30,8 @@ from typing import Any, Generic, TypeVar
 from uuid import UUID
 
 from groupcoord.coordinator.modern.consumer.messages import TopicPartitions
-from groupcoord.coordinator.modern.consumer.model import (
-    EMPTY,
-    ConsumerGroupMember,
-    MemberState,
-    with_current_assignment,
-)
+from groupcoord.coordinator.modern.consumer.model import EMPTY, ConsumerGroupMember, with_current_assignment
+from groupcoord.coordinator.modern.member import MemberState
 from groupcoord.coordinator.records import Assignment
 
 K = TypeVar("K")

@@ -60,7 +60,7 @@ from groupcoord.coordinator.migration.connect import (
 from groupcoord.coordinator.migration.consumer import classic_metadata
 from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
 from groupcoord.coordinator.modern.connect.model import ConnectGroup, ConnectGroupMember
-from groupcoord.coordinator.modern.consumer.model import MemberState
+from groupcoord.coordinator.modern.member import MemberState
 from groupcoord.coordinator.records import connect_member_metadata_record
 from groupcoord.protocol.connect_protocol import (
     ConnectProtocolError,

@@ -116,12 +116,12 @@ from groupcoord.coordinator.modern.connect.model import (
     to_wire,
     wire_items,
 )
-from groupcoord.coordinator.modern.consumer.model import (
+from groupcoord.coordinator.modern.group_manager import NewProtocolGroupManager
+from groupcoord.coordinator.modern.member import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     MemberState,
 )
-from groupcoord.coordinator.modern.group_manager import NewProtocolGroupManager
 from groupcoord.coordinator.modern.reconciliation import owns_any_items, reconcile_items
 from groupcoord.coordinator.records import (
     ClassicGroupMetadataValue,

@@ -27,7 +27,8 @@ from groupcoord.coordinator.modern.connect.messages import (
     ConnectorsAndTasks,
     ConnectorTaskId,
 )
-from groupcoord.coordinator.modern.consumer.model import GroupState, MemberState
+from groupcoord.coordinator.modern.group import GroupState
+from groupcoord.coordinator.modern.member import MemberState
 from groupcoord.coordinator.records import ClassicMemberMetadata, ClientAssignor, ConnectAssignment
 
 EMPTY: ConnectAssignment = {}

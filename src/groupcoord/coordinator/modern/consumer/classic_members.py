@@ -74,12 +74,8 @@ from groupcoord.coordinator.migration.consumer import (
 )
 from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
 from groupcoord.coordinator.modern.consumer.messages import TopicPartitions
-from groupcoord.coordinator.modern.consumer.model import (
-    ConsumerGroup,
-    ConsumerGroupMember,
-    MemberState,
-    joining,
-)
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, ConsumerGroupMember, joining
+from groupcoord.coordinator.modern.member import MemberState
 from groupcoord.coordinator.records import (
     current_assignment_record,
     member_metadata_record,

@@ -94,16 +94,18 @@ from groupcoord.coordinator.modern.consumer.messages import (
 )
 from groupcoord.coordinator.modern.consumer.model import (
     EMPTY,
-    LEAVE_GROUP_MEMBER_EPOCH,
-    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     NO_EPOCHS,
     ConsumerGroup,
     ConsumerGroupMember,
-    MemberState,
     joining,
     with_current_assignment,
 )
 from groupcoord.coordinator.modern.group_manager import NewProtocolGroupManager
+from groupcoord.coordinator.modern.member import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    MemberState,
+)
 from groupcoord.coordinator.modern.reconciliation import reconcile
 from groupcoord.coordinator.modern.subscription import (
     compile_regex,

@@ -20,13 +20,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
-from enum import Enum, IntEnum
 from operator import attrgetter
 from typing import Any
 from uuid import UUID
 
 from groupcoord.coordinator.assignors.target_index import TargetIndex
 from groupcoord.coordinator.group import Group, check_member_epoch_offset_request
+from groupcoord.coordinator.modern.group import GroupState
+from groupcoord.coordinator.modern.member import MemberState
 from groupcoord.coordinator.records import Assignment, ClassicMemberMetadata, ClientAssignor
 from groupcoord.coordinator.topics import TopicMetadata
 
@@ -39,12 +40,6 @@ NO_EPOCHS: Mapping[UUID, Mapping[int, int]] = EMPTY  # type: ignore[assignment]
 
 def _empty() -> Mapping[UUID, Any]:
     return EMPTY
-
-#: Member epoch sent by a member leaving the group for good.
-LEAVE_GROUP_MEMBER_EPOCH = -1
-#: Member epoch of a static member that left temporarily (it keeps its assignment).
-LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
-
 
 #: ``str`` of topic ids by ``id()``, shared by the digests of one group (a checkpoint digests
 #: every group twice, and ``str(UUID)`` costs several times a dict lookup, ``UUID.__hash__``
@@ -66,23 +61,6 @@ def assignment_digest(a: Assignment, strs: TopicIdStrs | None = None) -> list[tu
     if strs is None:
         return sorted((str(t), sorted(ps)) for t, ps in a.items() if ps)
     return sorted((topic_id_str(t, strs), sorted(ps)) for t, ps in a.items() if ps)
-
-
-class MemberState(IntEnum):
-    """Reconciliation state of a member (upstream CurrentAssignmentBuilder)."""
-
-    STABLE = 0
-    UNREVOKED_PARTITIONS = 1
-    UNRELEASED_PARTITIONS = 2
-    UNKNOWN = 3
-
-
-class GroupState(Enum):
-    EMPTY = "Empty"
-    ASSIGNING = "Assigning"
-    RECONCILING = "Reconciling"
-    STABLE = "Stable"
-    DEAD = "Dead"
 
 
 @dataclass(slots=True, frozen=True)
