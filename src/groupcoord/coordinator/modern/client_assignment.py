@@ -70,7 +70,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from groupcoord.coordinator.modern.consumer.messages import (
@@ -84,6 +84,8 @@ from groupcoord.coordinator.modern.consumer.messages import (
     TopicPartitions,
 )
 from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
+from groupcoord.coordinator.modern.group import ModernGroup
+from groupcoord.coordinator.modern.member import ModernGroupMember
 from groupcoord.coordinator.modern.subscription import subscribed_topic_ids
 from groupcoord.coordinator.records import (
     Assignment,
@@ -108,43 +110,6 @@ CONSUMER_ASSIGNMENT = "consumer-assignment"
 _SHOWN = 5
 
 Item = Hashable
-
-
-class AssigningMember(Protocol):
-    """What client-side assignment reads of a member (consumer and connect members alike)."""
-
-    @property
-    def member_id(self) -> str: ...
-
-    @property
-    def member_epoch(self) -> int: ...
-
-    @property
-    def instance_id(self) -> str | None: ...
-
-    @property
-    def rebalance_timeout_ms(self) -> int: ...
-
-    @property
-    def client_assignors(self) -> tuple[ClientAssignor, ...]: ...
-
-
-class AssigningGroup(Protocol):
-    """What client-side assignment reads of a group."""
-
-    @property
-    def group_id(self) -> str: ...
-
-    @property
-    def group_epoch(self) -> int: ...
-
-    @property
-    def assignment_epoch(self) -> int: ...
-
-    @property
-    def members(self) -> Mapping[str, AssigningMember]: ...
-
-    def static_member(self, instance_id: str) -> AssigningMember | None: ...
 
 
 # ============================================================================ assignor choice
@@ -177,7 +142,7 @@ def choose_assignor(lists: Sequence[Sequence[ClientAssignor]]) -> str | None:
     return min(common, key=lambda n: (rank[n], n))
 
 
-def group_assignor(members: Iterable[AssigningMember]) -> str | None:
+def group_assignor(members: Iterable[ModernGroupMember]) -> str | None:
     """The group's client-side assignor, or ``None`` (a member advertises none, or none is common).
 
     Stops at the first member that advertises none: a heartbeat of a large group on server-side
@@ -198,7 +163,7 @@ def _unsupported(message: str) -> CoordinatorError:
     return CoordinatorError(_E.unsupported_assignor, message)
 
 
-def check_assignors(members: Mapping[str, AssigningMember], exclude: Iterable[str],
+def check_assignors(members: Mapping[str, ModernGroupMember], exclude: Iterable[str],
                     assignors: Sequence[ClientAssignor]) -> None:
     """UNSUPPORTED_ASSIGNOR for a member setting ``assignors`` in a group of ``members``
     (``exclude``: the member itself and a static member it replaces)."""
@@ -226,7 +191,7 @@ def check_assignors(members: Mapping[str, AssigningMember], exclude: Iterable[st
                 f"the range {_range(theirs)} of member {m.member_id}.")
 
 
-def qualifying_members(members: Mapping[str, AssigningMember], name: str) -> list[str]:
+def qualifying_members(members: Mapping[str, ModernGroupMember], name: str) -> list[str]:
     """Members (epoch >= 0) whose range for ``name`` covers every member's, sorted by id."""
     ranges = [(mid, assignor_in(m.client_assignors, name)) for mid, m in members.items()]
     known = [(mid, a) for mid, a in ranges if a is not None]
@@ -238,7 +203,7 @@ def qualifying_members(members: Mapping[str, AssigningMember], name: str) -> lis
                   and a.minimum_version <= lo and a.maximum_version >= hi)
 
 
-def _no_candidate(members: Mapping[str, AssigningMember], name: str) -> str:
+def _no_candidate(members: Mapping[str, ModernGroupMember], name: str) -> str:
     ranges = []
     for mid in sorted(members):
         m = members[mid]
@@ -311,7 +276,7 @@ def validate_install(snapshot: Snapshot, proposed: Sequence[tuple[str, Sequence[
                        f"assigned: {_listed(missing, show)}.")
 
 
-def successor(group: AssigningGroup, snapshot: Snapshot, member_id: str) -> str | None:
+def successor(group: ModernGroup[Any], snapshot: Snapshot, member_id: str) -> str | None:
     """The current member that takes a snapshot member's target: the same id, or the static
     member that replaced it since; ``None`` if it left."""
     if member_id in group.members:
@@ -356,7 +321,7 @@ class ClientAssignment:
     """Client-side assignment of one group type on one shard (see the module docstring)."""
 
     def __init__(self, shard: ShardContext, timer_kind: str,
-                 lookup: Callable[[str], AssigningGroup | None], epoch_error: int) -> None:
+                 lookup: Callable[[str], ModernGroup[Any] | None], epoch_error: int) -> None:
         self.shard = shard
         self.timer_kind = timer_kind
         self._lookup = lookup
@@ -366,7 +331,7 @@ class ClientAssignment:
 
     # ------------------------------------------------------------------ queries
 
-    def assignor(self, group: AssigningGroup) -> str | None:
+    def assignor(self, group: ModernGroup[Any]) -> str | None:
         return group_assignor(group.members.values())
 
     def pending(self, group_id: str) -> bool:
@@ -378,7 +343,7 @@ class ClientAssignment:
         c = self._computations.get(group_id)
         return c.assigner if c is not None and c.pending else None
 
-    def fatal(self, group: AssigningGroup) -> str | None:
+    def fatal(self, group: ModernGroup[Any]) -> str | None:
         """The message of the group's fatal error (no member can compute), or ``None``."""
         c = self._computations.get(group.group_id)
         return c.fatal if c is not None and c.pending else None
@@ -388,7 +353,7 @@ class ClientAssignment:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def request(self, group: AssigningGroup) -> None:
+    def request(self, group: ModernGroup[Any]) -> None:
         """A new target is needed if the group epoch is ahead: make sure a member is chosen."""
         gid = group.group_id
         c = self._computations.get(gid)
@@ -444,7 +409,7 @@ class ClientAssignment:
         if c is not None and c.assigner == member_id:
             self._switch(group_id, c, None)
 
-    def should_compute(self, group: AssigningGroup, member_id: str) -> bool:
+    def should_compute(self, group: ModernGroup[Any], member_id: str) -> bool:
         """ShouldComputeAssignment for ``member_id``'s heartbeat response; arms the deadline."""
         c = self._computations.get(group.group_id)
         if c is None or not c.pending or c.assigner != member_id or c.fatal is not None:
@@ -496,8 +461,8 @@ class ClientAssignment:
 
     # ------------------------------------------------------------------ Prepare / Install
 
-    def check_request(self, group: AssigningGroup, member_id: str,
-                      member_epoch: int) -> AssigningMember:
+    def check_request(self, group: ModernGroup[Any], member_id: str,
+                      member_epoch: int) -> ModernGroupMember:
         """Steps 2-4 of PrepareAssignment / InstallAssignment (the group was found)."""
         gid = group.group_id
         member = group.members.get(member_id)
@@ -520,11 +485,11 @@ class ClientAssignment:
                                    f"assignment of group {gid}.")
         return member
 
-    def remember(self, group: AssigningGroup, snapshot: Snapshot) -> None:
+    def remember(self, group: ModernGroup[Any], snapshot: Snapshot) -> None:
         self.should_compute(group, snapshot.member_id)  # a Prepare before the notice arms it too
         self._computations[group.group_id].snapshot = snapshot
 
-    def snapshot_for_install(self, group: AssigningGroup, member_id: str,
+    def snapshot_for_install(self, group: ModernGroup[Any], member_id: str,
                              group_epoch: int) -> Snapshot:
         c = self._computations.get(group.group_id)
         s = None if c is None else c.snapshot
@@ -536,7 +501,7 @@ class ClientAssignment:
                            f"last PrepareAssignment handed out epoch {s.group_epoch}.")
         return s
 
-    def installed(self, group: AssigningGroup) -> None:
+    def installed(self, group: ModernGroup[Any]) -> None:
         """A target was installed: done, unless the group has moved on (then ask again)."""
         c = self._computations.get(group.group_id)
         if c is None:
@@ -545,7 +510,7 @@ class ClientAssignment:
         if group.group_epoch > group.assignment_epoch:
             self.request(group)
 
-    def failed(self, group: AssigningGroup, snapshot: Snapshot) -> None:
+    def failed(self, group: ModernGroup[Any], snapshot: Snapshot) -> None:
         """The assignor reported an error for the snapshot's epoch: keep the target."""
         c = self._computations.get(group.group_id)
         if c is None:

@@ -35,9 +35,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from groupcoord.coordinator.classic.model import ClassicGroup
 from groupcoord.coordinator.migration.shared import MigrationError
-from groupcoord.coordinator.modern.classic_bridge import BridgedMember
 from groupcoord.coordinator.modern.client_assignment import check_assignors
-from groupcoord.coordinator.modern.member import LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberState
+from groupcoord.coordinator.modern.group import ModernGroup
+from groupcoord.coordinator.modern.member import (
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    MemberState,
+    ModernGroupMember,
+)
 from groupcoord.coordinator.modern.membership import Resolved, resolve_member
 from groupcoord.coordinator.records import ClassicGroupMetadataValue, Record, RecordType
 from groupcoord.coordinator.timers import TimerKey
@@ -52,8 +56,8 @@ log = logging.getLogger(__name__)
 
 _E = ErrorCode
 
-G = TypeVar("G")  # the group model
-M = TypeVar("M", bound=BridgedMember)  # its member
+G = TypeVar("G", bound=ModernGroup[Any])  # the group model
+M = TypeVar("M", bound=ModernGroupMember)  # its member
 Req = TypeVar("Req")  # its heartbeat request
 Resp = TypeVar("Resp")  # its heartbeat response
 

@@ -76,7 +76,6 @@ from groupcoord.coordinator.migration.connect import (
 )
 from groupcoord.coordinator.migration.shared import MigrationError
 from groupcoord.coordinator.modern.client_assignment import (
-    AssigningGroup,
     ClientAssignment,
     Snapshot,
     assignor_in,
@@ -116,6 +115,7 @@ from groupcoord.coordinator.modern.connect.model import (
     to_wire,
     wire_items,
 )
+from groupcoord.coordinator.modern.group import ModernGroup
 from groupcoord.coordinator.modern.group_manager import NewProtocolGroupManager
 from groupcoord.coordinator.modern.member import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -176,7 +176,7 @@ class _ConnectClientAssignment(ClientAssignment):
     advertise client assignors; classic workers of a migrating group (online migration) advertise none,
     never compute and do not constrain the choice."""
 
-    def assignor(self, group: AssigningGroup) -> str | None:
+    def assignor(self, group: ModernGroup[Any]) -> str | None:
         return group_assignor(m for m in group.members.values() if m.client_assignors)
 
 

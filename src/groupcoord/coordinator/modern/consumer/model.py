@@ -6,8 +6,8 @@ metadata, the target assignment and its epoch, each member's current assignment 
 previous epoch, reconciliation state, assigned partitions, partitions pending revocation).
 Nothing here is changed except by ``Shard.replay``.
 
-Group states (upstream names): Empty (no member), Assigning (group epoch > assignment epoch),
-Reconciling (some member not yet STABLE at the assignment epoch), Stable, Dead (deleted).
+The group and member bases, the group states and the members' reconciliation states are every
+new-protocol group's (``modern/group.py``, ``modern/member.py``).
 
 Online migration (KIP-848 "Supporting Online Consumer Group Upgrade"): a member may use the classic protocol
 inside a consumer group; it then carries :class:`ClassicMemberMetadata` (session timeout, supported
@@ -25,9 +25,9 @@ from typing import Any
 from uuid import UUID
 
 from groupcoord.coordinator.assignors.target_index import TargetIndex
-from groupcoord.coordinator.group import Group, check_member_epoch_offset_request
-from groupcoord.coordinator.modern.group import GroupState
-from groupcoord.coordinator.modern.member import MemberState
+from groupcoord.coordinator.group import check_member_epoch_offset_request
+from groupcoord.coordinator.modern.group import ModernGroup
+from groupcoord.coordinator.modern.member import MemberState, ModernGroupMember
 from groupcoord.coordinator.records import Assignment, ClassicMemberMetadata, ClientAssignor
 from groupcoord.coordinator.topics import TopicMetadata
 
@@ -64,7 +64,7 @@ def assignment_digest(a: Assignment, strs: TopicIdStrs | None = None) -> list[tu
 
 
 @dataclass(slots=True, frozen=True)
-class ConsumerGroupMember:
+class ConsumerGroupMember(ModernGroupMember):
     """One member: its subscription (member metadata) and its current assignment."""
 
     member_id: str
@@ -88,13 +88,6 @@ class ConsumerGroupMember:
     #: KIP-1251: the epoch at which it was given each partition it holds, for the partitions
     #: where that differs from ``member_epoch`` (``modern/consumer/assignment_epochs.py``).
     assignment_epochs: Mapping[UUID, Mapping[int, int]] = field(default_factory=_empty)
-
-    @property
-    def uses_classic_protocol(self) -> bool:
-        return self.classic is not None
-
-    def is_reconciled_to(self, epoch: int) -> bool:
-        return self.state is MemberState.STABLE and self.member_epoch == epoch
 
     def digest(self, strs: TopicIdStrs | None = None) -> tuple[Any, ...]:
         return (self.instance_id, self.rack_id, self.client_id, self.client_host,
@@ -149,26 +142,19 @@ def joining(member: ConsumerGroupMember, assigned: Assignment) -> ConsumerGroupM
                    assignment_epochs=NO_EPOCHS)
 
 
-class ConsumerGroup(Group):
+class ConsumerGroup(ModernGroup[ConsumerGroupMember]):
     """A consumer group's state. Mutated only by the shard's replay of records."""
 
     group_type = "consumer"
     protocol_type = "consumer"
 
-    __slots__ = ("assignment_epoch", "assignment_timestamp_ms", "assignor_input", "classic_members",
-                 "deleted",
-                 "group_epoch", "group_id",
-                 "members", "owners", "resolved_regexes", "static_members", "subscribed_names",
-                 "subscribed_regexes", "subscription_metadata", "target_assignment",
-                 "target_index")
+    __slots__ = ("assignment_timestamp_ms", "assignor_input", "classic_members", "owners",
+                 "resolved_regexes", "subscribed_names", "subscribed_regexes",
+                 "subscription_metadata", "target_assignment", "target_index")
 
     def __init__(self, group_id: str) -> None:
-        self.group_id = group_id
-        self.group_epoch = 0
-        self.members: dict[str, ConsumerGroupMember] = {}
-        self.static_members: dict[str, str] = {}  # instance id -> member id
+        super().__init__(group_id)
         self.subscription_metadata: dict[str, TopicMetadata] = {}  # topic name -> metadata
-        self.assignment_epoch = 0
         #: When the target was last computed (0: not recorded); assignment batching.
         self.assignment_timestamp_ms = 0
         self.target_assignment: dict[str, Assignment] = {}
@@ -182,7 +168,6 @@ class ConsumerGroup(Group):
         self.subscribed_regexes: Counter[str] = Counter()
         #: What each subscribed regex resolved to (topic names; ``subscription.py``), as recorded.
         self.resolved_regexes: dict[str, frozenset[str]] = {}
-        self.deleted = False
         #: How many members use the classic protocol (derived from members).
         self.classic_members = 0
         #: Soft state of the target computation (``modern/target_assignment.py``
@@ -190,12 +175,6 @@ class ConsumerGroup(Group):
         self.assignor_input: object = None
 
     # ------------------------------------------------------------------ queries
-
-    def state_name(self) -> str:
-        return self.state().value
-
-    def is_empty(self) -> bool:
-        return not self.members
 
     def digest(self) -> Any:
         strs: TopicIdStrs = {}  # str(topic id) once per topic for the whole digest
@@ -224,19 +203,6 @@ class ConsumerGroup(Group):
                 for name, ps in sorted((topic_id_str(t, strs), ps) for t, ps in self.owners.items())
                 for p in sorted(ps)]
 
-    def state(self) -> GroupState:
-        if self.deleted:
-            return GroupState.DEAD
-        if not self.members:
-            return GroupState.EMPTY
-        if self.group_epoch > self.assignment_epoch:
-            return GroupState.ASSIGNING
-        epoch = self.assignment_epoch
-        for m in self.members.values():
-            if not m.is_reconciled_to(epoch):
-                return GroupState.RECONCILING
-        return GroupState.STABLE
-
     def validate_offset_request(self, group_id: str, member_id: str, epoch: int,
                                 committing: bool, group_instance_id: str | None = None) -> None:
         check_member_epoch_offset_request(self.members, group_id, member_id, epoch, committing,
@@ -257,10 +223,6 @@ class ConsumerGroup(Group):
         inside = [self.members[mid] for mid in member_ids if mid in self.members]
         classic_inside = sum(1 for m in inside if m.classic is not None)
         return self.classic_members - classic_inside == len(self.members) - len(inside)
-
-    def static_member(self, instance_id: str) -> ConsumerGroupMember | None:
-        mid = self.static_members.get(instance_id)
-        return None if mid is None else self.members.get(mid)
 
     # ------------------------------------------------------------------ replay helpers
 
