@@ -174,6 +174,9 @@ class ConnectGroup(ModernGroup[ConnectGroupMember]):
 
     group_type = "connect"
     protocol_type = "connect"
+    #: Its connector configuration is durable configuration, not soft state (DeleteGroups
+    #: removes it).
+    deleted_by_offsets_retention = False
 
     __slots__ = ("assignment_error", "config", "owners", "scheduled_rebalance_delay_ms",
                  "target_assignment")

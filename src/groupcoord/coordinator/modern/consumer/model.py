@@ -25,7 +25,8 @@ from typing import Any
 from uuid import UUID
 
 from groupcoord.coordinator.assignors.target_index import TargetIndex
-from groupcoord.coordinator.group import check_member_epoch_offset_request
+from groupcoord.coordinator.group import PartitionCheck, check_member_epoch_offset_request
+from groupcoord.coordinator.modern.consumer.assignment_epochs import commit_check
 from groupcoord.coordinator.modern.group import ModernGroup
 from groupcoord.coordinator.modern.member import MemberState, ModernGroupMember
 from groupcoord.coordinator.records import Assignment, ClassicMemberMetadata, ClientAssignor
@@ -147,6 +148,7 @@ class ConsumerGroup(ModernGroup[ConsumerGroupMember]):
 
     group_type = "consumer"
     protocol_type = "consumer"
+    converted_to_classic_when_empty = True
 
     __slots__ = ("assignment_timestamp_ms", "assignor_input", "classic_members", "owners",
                  "resolved_regexes", "subscribed_names", "subscribed_regexes",
@@ -207,6 +209,15 @@ class ConsumerGroup(ModernGroup[ConsumerGroupMember]):
                                 committing: bool, group_instance_id: str | None = None) -> None:
         check_member_epoch_offset_request(self.members, group_id, member_id, epoch, committing,
                                           'member')
+
+    def older_epoch_commit_check(self, member_id: str, epoch: int) -> PartitionCheck | None:
+        """A commit from a member not using the classic protocol at an epoch older than its own
+        is checked per partition (``assignment_epochs.commit_check``) instead of refused as a
+        whole."""
+        member = self.members.get(member_id)
+        if member is None or member.classic is not None or not 0 <= epoch < member.member_epoch:
+            return None
+        return commit_check(member, epoch)
 
     def is_subscribed_to(self, topic: str) -> bool:
         return bool(self.members) and topic in self.subscription_metadata
