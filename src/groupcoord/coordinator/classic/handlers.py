@@ -34,16 +34,17 @@ Choices where upstream's behaviour is unspecified or does not map one to one:
   whether the selected protocol changes and hands it an assignment of topics it may no longer
   subscribe to (see :meth:`ClassicGroupManager._topics_changed`).
 - Generated member ids are ``{group.instance.id or client.id}-{shard.new_member_id()}``.
-- Online migration (KIP-848 "Supporting Online Consumer Group Upgrade"): JoinGroup, SyncGroup, Heartbeat and
-  LeaveGroup for a non-empty consumer (KIP-848) group are handed to ``modern/consumer/classic_members.py``
-  (on the translation shared with connect groups, ``modern/classic_bridge.py``), which translates them to
-  the new protocol (the member joins the consumer group). An *empty* consumer group is converted, as
-  upstream does: its records are tombstoned and a classic group is created. The conversions of
-  non-empty groups (``migration/consumer.py``) use :meth:`ClassicGroupManager.release_for_upgrade` and
+- Online migration (KIP-848 "Supporting Online Consumer Group Upgrade"): JoinGroup, SyncGroup,
+  Heartbeat and LeaveGroup for a non-empty consumer (KIP-848) group are handed to
+  ``modern/consumer/classic_members.py`` (on the translation shared with connect groups,
+  ``modern/classic_bridge.py``), which translates them to the new protocol (the member joins the
+  consumer group). An *empty* consumer group is converted, as upstream does: its records are
+  tombstoned and a classic group is created. The conversions of non-empty groups
+  (``modern/consumer/migration.py``) use :meth:`ClassicGroupManager.release_for_upgrade` and
   :meth:`ClassicGroupManager.adopt_downgraded`. The same for a non-empty connect group: classic
-  Connect workers are handed to ``modern/connect/classic_workers.py`` (``migration/connect.py`` converts the
-  groups). Groups of any other type answer INCONSISTENT_GROUP_PROTOCOL to JoinGroup and
-  UNKNOWN_MEMBER_ID to the others.
+  Connect workers are handed to ``modern/connect/classic_workers.py``
+  (``modern/connect/migration.py`` converts the groups). Groups of any other type answer
+  INCONSISTENT_GROUP_PROTOCOL to JoinGroup and UNKNOWN_MEMBER_ID to the others.
 """
 
 from __future__ import annotations

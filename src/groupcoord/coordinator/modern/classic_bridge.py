@@ -26,7 +26,7 @@ What differs stays with each group type (``modern/consumer/classic_members.py`` 
 reconciled, the assignment bytes of SyncGroup, which epoch a member must reach before it stops
 being asked to rejoin (the group epoch, or the epoch of an installed target), how a heartbeat
 gets a pending target computed, and whether the type has static classic members. Not here: the
-conversions between group types (``migration/consumer.py``, ``migration/connect.py``).
+conversions between group types (``modern/consumer/migration.py``, ``modern/connect/migration.py``).
 """
 
 from __future__ import annotations

@@ -64,17 +64,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.classic.model import ClassicGroup
-from groupcoord.coordinator.migration.connect import (
-    ConnectUpgrade,
-    classic_to_connect,
-    connect_to_classic,
-    current_assignment_value,
-    downgrade_refusal,
-    member_metadata_value,
-    protocol_version,
-    upgrade_refusal,
-)
-from groupcoord.coordinator.migration.shared import MigrationError
 from groupcoord.coordinator.modern.client_assignment import (
     ClientAssignment,
     Snapshot,
@@ -104,6 +93,16 @@ from groupcoord.coordinator.modern.connect.messages import (
     DescribedConnectGroup,
     DescribedConnectMember,
 )
+from groupcoord.coordinator.modern.connect.migration import (
+    ConnectUpgrade,
+    classic_to_connect,
+    connect_to_classic,
+    current_assignment_value,
+    downgrade_refusal,
+    member_metadata_value,
+    protocol_version,
+    upgrade_refusal,
+)
 from groupcoord.coordinator.modern.connect.model import (
     ConnectGroup,
     ConnectGroupMember,
@@ -122,6 +121,7 @@ from groupcoord.coordinator.modern.member import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     MemberState,
 )
+from groupcoord.coordinator.modern.migration import MigrationError
 from groupcoord.coordinator.modern.reconciliation import owns_any_items, reconcile_items
 from groupcoord.coordinator.records import (
     ClassicGroupMetadataValue,

@@ -62,7 +62,9 @@ from uuid import UUID
 
 from groupcoord.coordinator.classic.messages import JoinGroupRequest, JoinGroupResponse
 from groupcoord.coordinator.classic.model import CONSUMER_PROTOCOL_TYPE
-from groupcoord.coordinator.migration.consumer import (
+from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
+from groupcoord.coordinator.modern.consumer.messages import TopicPartitions
+from groupcoord.coordinator.modern.consumer.migration import (
     MigrationError,
     assignment_bytes,
     classic_metadata,
@@ -72,8 +74,6 @@ from groupcoord.coordinator.migration.consumer import (
     member_metadata_value,
     names_to_ids,
 )
-from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
-from groupcoord.coordinator.modern.consumer.messages import TopicPartitions
 from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, ConsumerGroupMember, joining
 from groupcoord.coordinator.modern.member import MemberState
 from groupcoord.coordinator.records import (

@@ -40,7 +40,7 @@ spec's diff text leaves two readings:
   heartbeat itself and has no such floor: the triggers above are rare, and the first heartbeat
   after a new topic picks it up. A regex that resolves to nothing (nothing matches, or nothing
   the principal may describe) is no error: the member gets an empty assignment.
-- Online migration (KIP-848, ``migration/consumer.py``, ``modern/consumer/classic_members.py``): a
+- Online migration (KIP-848, ``modern/consumer/migration.py``, ``modern/consumer/classic_members.py``): a
   heartbeat at epoch 0 for a non-empty classic group of protocol type ``consumer`` converts it when
   ``group.consumer.migration.policy`` allows the upgrade (else GROUP_ID_NOT_FOUND, as before);
   the conversion is written even if the joining member is then refused (e.g.
@@ -68,19 +68,9 @@ from uuid import UUID
 from groupcoord.coordinator.assignors.base import PartitionAssignor
 from groupcoord.coordinator.classic.model import ClassicGroup
 from groupcoord.coordinator.config import CoordinatorConfig, GroupConfig
-from groupcoord.coordinator.migration.consumer import (
-    MigrationError,
-    Upgrade,
-    classic_to_consumer,
-    consumer_to_classic,
-    current_assignment_value,
-    downgrade_refusal,
-    member_metadata_value,
-    upgrade_refusal,
-)
-from groupcoord.coordinator.modern.client_assignment import ConsumerClientAssignment
 from groupcoord.coordinator.modern.consumer.assignment_epochs import carried_epochs
 from groupcoord.coordinator.modern.consumer.classic_members import ClassicMembers
+from groupcoord.coordinator.modern.consumer.client_assignment import ConsumerClientAssignment
 from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -92,6 +82,16 @@ from groupcoord.coordinator.modern.consumer.messages import (
     HeartbeatAssignment,
     TopicPartitions,
 )
+from groupcoord.coordinator.modern.consumer.migration import (
+    MigrationError,
+    Upgrade,
+    classic_to_consumer,
+    consumer_to_classic,
+    current_assignment_value,
+    downgrade_refusal,
+    member_metadata_value,
+    upgrade_refusal,
+)
 from groupcoord.coordinator.modern.consumer.model import (
     EMPTY,
     NO_EPOCHS,
@@ -100,21 +100,21 @@ from groupcoord.coordinator.modern.consumer.model import (
     joining,
     with_current_assignment,
 )
+from groupcoord.coordinator.modern.consumer.reconciliation import reconcile
+from groupcoord.coordinator.modern.consumer.target_assignment import (
+    preferred_server_assignor,
+    target_assignment_records,
+)
 from groupcoord.coordinator.modern.group_manager import NewProtocolGroupManager
 from groupcoord.coordinator.modern.member import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     MemberState,
 )
-from groupcoord.coordinator.modern.reconciliation import reconcile
 from groupcoord.coordinator.modern.subscription import (
     compile_regex,
     resolve_regexes,
     subscribed_topics,
-)
-from groupcoord.coordinator.modern.target_assignment import (
-    preferred_server_assignor,
-    target_assignment_records,
 )
 from groupcoord.coordinator.records import (
     Assignment,

@@ -172,7 +172,7 @@ class ConsumerGroup(ModernGroup[ConsumerGroupMember]):
         self.resolved_regexes: dict[str, frozenset[str]] = {}
         #: How many members use the classic protocol (derived from members).
         self.classic_members = 0
-        #: Soft state of the target computation (``modern/target_assignment.py``
+        #: Soft state of the target computation (``modern/consumer/target_assignment.py``
         #: ``AssignorInput``): never replayed, not in the digest.
         self.assignor_input: object = None
 

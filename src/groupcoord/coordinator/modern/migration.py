@@ -17,8 +17,8 @@ the two conversions share, parametrised by a :class:`MigrationKind`:
   as it last joined and the assignment its group type encodes for it.
 
 Not here: decoding the embedded protocols and building the new-protocol group's records
-(``migration/consumer.py`` for consumer groups, ``migration/connect.py`` for connect groups), nor applying
-anything (the managers do). Pure: no IO, no clock.
+(``modern/consumer/migration.py`` for consumer groups, ``modern/connect/migration.py`` for
+connect groups), nor applying anything (the managers do). Pure: no IO, no clock.
 """
 
 from __future__ import annotations
