@@ -15,17 +15,19 @@ spec's diff text leaves two readings:
   new one (online migration, below) is fenced and re-added in the same request.
 - The lost-response case: a smaller epoch equal to the member's previous epoch is accepted
   when the owned partitions it reports are a subset of its assigned partitions.
-- SubscribedTopicNames and SubscribedTopicRegex may not both be non-empty in one request; on
-  a join (epoch 0) at least one of them must be given.
+- SubscribedTopicNames and SubscribedTopicRegex may both be set in one request (the member
+  subscribes to their union, as Kafka 4.3 accepts; see ``_validate_heartbeat``), and a name may
+  be empty (it matches no topic); on a join (epoch 0) at least one of them must be non-null.
 - A static member replaced by a new member id (after a temporary leave, epoch -2) hands its
   current and target assignment to the new id without a group epoch bump, unless the new
   member's subscription differs.
 - The rebalance timeout is armed while a member is in UNREVOKED_PARTITIONS, afresh for each
   epoch at which it must revoke; when it fires, the member is fenced.
-- Client-side assignment (KIP-848 "Client-Side Assignor", ``modern/client_assignment.py``): a group whose
-  members all advertise client assignors gets its target from a chosen member (PrepareAssignment /
-  InstallAssignment), not from a server assignor; a change of a member's client assignors (list, ranges,
-  reason, version or metadata) bumps the group epoch.
+- Client-side assignment (KIP-848 "Client-Side Assignor", ``modern/client_assignment.py`` and
+  ``modern/consumer/client_assignment.py``): a group whose members all advertise client
+  assignors gets its target from a chosen member (PrepareAssignment / InstallAssignment), not
+  from a server assignor; a change of a member's client assignors (list, ranges, reason, version
+  or metadata) bumps the group epoch.
 - Regular expressions (KIP-848 "Regex Based Subscription", as Kafka 4 resolves them:
   ``GroupMetadataManager.maybeUpdateRegularExpressions`` / ``refreshRegularExpressions``): a
   group's regexes are resolved together, by a heartbeat of one of its members, with that
@@ -52,9 +54,9 @@ spec's diff text leaves two readings:
   fenced for a wrong epoch in a heartbeat never triggers it (it rejoins at once).
 
 The heartbeat, leave, fence, upgrade/downgrade and reconciliation-write flow is the one every
-new-protocol group type shares (``new_protocol_groups.NewProtocolGroupManager``, connect groups
-use it too); this module supplies the consumer group's records, request validation, subscription
-metadata and server-side target assignment, and what its heartbeat and describe answer.
+new-protocol group type shares (``modern/group_manager.py``'s ``NewProtocolGroupManager``,
+connect groups use it too); this module supplies the consumer group's records, request validation,
+subscription metadata and server-side target assignment, and what its heartbeat and describe answer.
 """
 
 from __future__ import annotations
