@@ -5,10 +5,13 @@ docs/design.md "The core contract": ``handle(request, now_ms) -> Result``; state
 an argument and timers are data (``expire_timers``); member ids come from an injected source.
 A shard rebuilt by replaying its log equals the live shard (``state_digest``).
 
-The shard is the frame; each group type is a manager (``consumer_groups.ConsumerGroupManager``,
-...) that registers its request handlers, the record types it replays and its timer kinds. The
-shard itself handles what all group types share: offsets, ListGroups, DeleteGroups and the
-dynamic group configurations. All group types share one group id space (``groups``).
+The shard is the frame; each group type is a manager (``modern/consumer/handlers.py``'s
+``ConsumerGroupManager``, ``modern/connect/handlers.py``'s ``ConnectGroupManager``,
+``classic/handlers.py``'s ``ClassicGroupManager``) that registers its request handlers, the
+record types it replays and its timer kinds. The shard itself handles what all group types
+share: offsets, ListGroups, DeleteGroups and the dynamic group configurations. All group types
+share one group id space (``groups``); the shard reaches a group's manager by its
+``group_type`` (``group_types``).
 """
 
 from __future__ import annotations
