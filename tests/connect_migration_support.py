@@ -23,7 +23,7 @@ from groupcoord.client.consumer import ClientMemberState
 from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupState
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.modern.connect.model import ConnectGroup, assignment_of
-from groupcoord.coordinator.modern.consumer.model import GroupState
+from groupcoord.coordinator.modern.group import GroupState
 from groupcoord.protocol.connect_protocol import ConnectorsAndTasks
 
 from .classic_connect_support import ConfigReader, ConfigTopic, RecordingListener

@@ -3,7 +3,7 @@
 Pure and shared by both sides: the Connect workers (``client/connect/``) and the coordinator,
 which reads and writes Connect worker metadata and assignments of classic workers during an
 online migration between classic Connect groups and connect groups (the Connect draft "Migration
-To the New Protocol", ``coordinator/migration/connect.py``). The values (``ConnectorTaskId``,
+To the New Protocol", ``coordinator/modern/connect/migration.py``). The values (``ConnectorTaskId``,
 ``ConnectorsAndTasks``, ``ConnectAssignment``, ``WorkerMetadata``) are the nouns of KIP-415
 "Connect protocol's format"; the configuration a leader assigns from is
 ``client/connect/config_snapshot.py``.

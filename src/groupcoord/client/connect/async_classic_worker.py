@@ -22,7 +22,7 @@ lookup, reconnection, deadlines, leaving on close). What it adds:
   configuration of a classic Connect cluster lives in a *config group*: a connect group that only
   holds configuration, by default ``{group}-configs`` (:func:`default_config_group`, after
   Connect's ``config.storage.topic``). Once the worker's own group is a connect group (the
-  online upgrade of ``coordinator/migration/connect.py`` converted it when a new-protocol worker
+  online upgrade of ``coordinator/modern/connect/migration.py`` converted it when a new-protocol worker
   joined) the store reads that group's configuration instead: the coordinator derives it from
   what the classic workers run at the config offset they reported, so the offsets carry on, and
   later changes go to the group the new-protocol workers read too (after a downgrade back to a

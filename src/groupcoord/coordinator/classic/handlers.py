@@ -34,16 +34,17 @@ Choices where upstream's behaviour is unspecified or does not map one to one:
   whether the selected protocol changes and hands it an assignment of topics it may no longer
   subscribe to (see :meth:`ClassicGroupManager._topics_changed`).
 - Generated member ids are ``{group.instance.id or client.id}-{shard.new_member_id()}``.
-- Online migration (KIP-848 "Supporting Online Consumer Group Upgrade"): JoinGroup, SyncGroup, Heartbeat and
-  LeaveGroup for a non-empty consumer (KIP-848) group are handed to ``modern/consumer/classic_members.py``
-  (on the translation shared with connect groups, ``modern/classic_bridge.py``), which translates them to
-  the new protocol (the member joins the consumer group). An *empty* consumer group is converted, as
-  upstream does: its records are tombstoned and a classic group is created. The conversions of
-  non-empty groups (``migration/consumer.py``) use :meth:`ClassicGroupManager.release_for_upgrade` and
+- Online migration (KIP-848 "Supporting Online Consumer Group Upgrade"): JoinGroup, SyncGroup,
+  Heartbeat and LeaveGroup for a non-empty consumer (KIP-848) group are handed to
+  ``modern/consumer/classic_members.py`` (on the translation shared with connect groups,
+  ``modern/classic_bridge.py``), which translates them to the new protocol (the member joins the
+  consumer group). An *empty* consumer group is converted, as upstream does: its records are
+  tombstoned and a classic group is created. The conversions of non-empty groups
+  (``modern/consumer/migration.py``) use :meth:`ClassicGroupManager.release_for_upgrade` and
   :meth:`ClassicGroupManager.adopt_downgraded`. The same for a non-empty connect group: classic
-  Connect workers are handed to ``modern/connect/classic_workers.py`` (``migration/connect.py`` converts the
-  groups). Groups of any other type answer INCONSISTENT_GROUP_PROTOCOL to JoinGroup and
-  UNKNOWN_MEMBER_ID to the others.
+  Connect workers are handed to ``modern/connect/classic_workers.py``
+  (``modern/connect/migration.py`` converts the groups). Groups of any other type answer
+  INCONSISTENT_GROUP_PROTOCOL to JoinGroup and UNKNOWN_MEMBER_ID to the others.
 """
 
 from __future__ import annotations
@@ -85,8 +86,6 @@ from groupcoord.coordinator.classic.model import (
 )
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.group import Group
-from groupcoord.coordinator.modern.connect.model import ConnectGroup
-from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.records import (
     ClassicGroupMetadataValue,
     Record,
@@ -124,6 +123,9 @@ def _inconsistent(requested: str | None, current: str | None) -> bool:
 
 class ClassicGroupManager:
     """The classic group type of one shard: registers its handlers, record and timers."""
+
+    #: Classic members speak the classic protocol natively: no translation (``GroupType``).
+    classic_bridge = None
 
     def __init__(self, shard: ShardContext) -> None:
         self.shard = shard
@@ -309,14 +311,15 @@ class ClassicGroupManager:
         if bridge is not None and existing is not None and not existing.is_empty():
             return bridge.join(existing, r)  # a classic member joins a new-protocol group
         if existing is not None and not isinstance(existing, ClassicGroup):
-            if not (isinstance(existing, ConsumerGroup) and existing.is_empty()):
+            if not (existing.converted_to_classic_when_empty and existing.is_empty()):
                 log.info("[%s] JoinGroup refused: the group is a non-empty %s group", gid,
                          existing.group_type)
                 return JoinGroupResponse(_E.inconsistent_group_protocol, member_id="")
             if not is_unknown:
                 return JoinGroupResponse(_E.unknown_member_id, member_id=r.member_id)
-            log.info("[%s] converting the empty consumer group to a classic group", gid)
-            self.shard.consumer.delete_group(existing)
+            log.info("[%s] converting the empty %s group to a classic group", gid,
+                     existing.group_type)
+            self.shard.group_types[existing.group_type].delete_group(existing)
             existing = None
         if existing is None:
             if not is_unknown:
@@ -716,11 +719,9 @@ class ClassicGroupManager:
     def _bridge(self, group: Group | None) -> ClassicBridge[Any, Any] | None:
         """The translation of classic requests for the members of a new-protocol group (online
         migration: ``modern/classic_bridge.py``), or None for a group of another type (or none)."""
-        if isinstance(group, ConsumerGroup):
-            return self.shard.consumer.classic_bridge
-        if isinstance(group, ConnectGroup):
-            return self.shard.connect.classic_bridge
-        return None
+        manager = None if group is None else self.shard.group_types.get(group.group_type)
+        bridge: ClassicBridge[Any, Any] | None = None if manager is None else manager.classic_bridge
+        return bridge
 
     def _group_for_member_request(self, group_id: str, member_id: str,
                                   instance_id: str | None) -> ClassicGroup:
