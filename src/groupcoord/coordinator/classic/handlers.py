@@ -32,7 +32,7 @@ Choices where upstream's behaviour is unspecified or does not map one to one:
 - A static consumer (protocol type ``consumer``) rejoining in Stable under a new member id
   with other subscribed topics than its former incarnation rebalances; upstream only checks
   whether the selected protocol changes and hands it an assignment of topics it may no longer
-  subscribe to (see :meth:`ClassicGroupManager._topics_changed`).
+  subscribe to (see :func:`static_subscription_changed`).
 - Generated member ids are ``{group.instance.id or client.id}-{shard.new_member_id()}``.
 - Online migration (KIP-848 "Supporting Online Consumer Group Upgrade"): JoinGroup, SyncGroup,
   Heartbeat and LeaveGroup for a non-empty consumer (KIP-848) group are handed to
@@ -121,6 +121,64 @@ def _inconsistent(requested: str | None, current: str | None) -> bool:
     return requested is not None and current is not None and requested != current
 
 
+def static_subscription_changed(group: ClassicGroup, old: ClassicGroupMember,
+                                new: ClassicGroupMember) -> bool:
+    """Whether a static consumer is back subscribing to other topics than its former
+    incarnation (the selected protocol's ConsumerProtocolSubscription). Upstream only
+    checks the selected protocol and hands it the former assignment: partitions of topics
+    it no longer subscribes to (an illegal assignment, I2), while the leader, which never
+    saw the new subscription, has no reason to rebalance; the member (as the Java
+    consumer) rejoins with the same metadata and is answered the same generation, without
+    end. The owned partitions and generation of the subscription are ignored: they differ
+    for every restart of a cooperative member, which must not rebalance (KIP-345)."""
+    if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+        return False
+    name = group.protocol_name
+    try:
+        return subscribed_topics(old.metadata(name)) != subscribed_topics(new.metadata(name))
+    except ValueError:
+        return False  # not a readable subscription: as upstream
+
+
+def leave_response(r: LeaveGroupRequest,
+                   results: list[LeaveGroupMemberResponse]) -> LeaveGroupResponse:
+    error: int = _E.none
+    if r.version < LEAVE_BATCH_VERSION and results:
+        error = results[0].error_code
+    return LeaveGroupResponse(error, tuple(results))
+
+
+def describe_groups(shard: ShardContext, r: DescribeGroupsRequest) -> DescribeGroupsResponse:
+    """DescribeGroups: each classic group as it stands; a group with offsets only is an empty
+    classic group; any other group id is answered GROUP_ID_NOT_FOUND (v6+) or Dead."""
+    out = []
+    for gid in r.group_ids:
+        group = shard.groups.get(gid)
+        if isinstance(group, ClassicGroup):
+            stable = group.state is _S.STABLE
+            members = tuple(
+                DescribedClassicMember(
+                    m.member_id, m.instance_id, m.client_id, m.client_host,
+                    m.metadata(group.protocol_name) if stable else b"", m.assignment)
+                for m in group.members.values())
+            out.append(DescribedClassicGroup(
+                gid, group_state=group.state.value, protocol_type=group.protocol_type,
+                protocol_data=(group.protocol_name or "") if stable else "",
+                members=members))
+        elif group is None and gid in shard.offsets:
+            # Offsets only (a consumer without group management): an empty classic group.
+            out.append(DescribedClassicGroup(gid, group_state=_S.EMPTY.value))
+        else:
+            message = (f"Group {gid} not found." if group is None
+                       else f"Group {gid} is not a classic group.")
+            if r.version >= DESCRIBE_ERROR_VERSION:
+                out.append(DescribedClassicGroup(gid, _E.group_id_not_found, message,
+                                                 _S.DEAD.value))
+            else:
+                out.append(DescribedClassicGroup(gid, group_state=_S.DEAD.value))
+    return DescribeGroupsResponse(tuple(out))
+
+
 class ClassicGroupManager:
     """The classic group type of one shard: registers its handlers, record and timers."""
 
@@ -138,7 +196,7 @@ class ClassicGroupManager:
         shard.register_handler(SyncGroupRequest, self._sync_group)
         shard.register_handler(HeartbeatRequest, self._heartbeat)
         shard.register_handler(LeaveGroupRequest, self._leave_group)
-        shard.register_handler(DescribeGroupsRequest, self._describe_groups)
+        shard.register_handler(DescribeGroupsRequest, lambda r, now: describe_groups(shard, r))
         shard.register_replayer(RecordType.CLASSIC_GROUP_METADATA, self.replay)
         shard.register_timer(HEARTBEAT, self._heartbeat_expired)
         shard.register_timer(JOIN, self._join_timer)
@@ -459,7 +517,7 @@ class ClassicGroupManager:
 
         if group.state is _S.STABLE:
             if group.protocol_name == group.select_protocol() and \
-                    not self._topics_changed(group, old, new):
+                    not static_subscription_changed(group, old, new):
                 # No rebalance: persist the new member id; the generation stays.
                 log.info("[%s] %s; the selected protocol does not change: no rebalance", gid,
                          reason)
@@ -483,25 +541,6 @@ class ClassicGroupManager:
         else:
             self._maybe_complete_join_phase(group)
         return None
-
-    @staticmethod
-    def _topics_changed(group: ClassicGroup, old: ClassicGroupMember,
-                        new: ClassicGroupMember) -> bool:
-        """Whether a static consumer is back subscribing to other topics than its former
-        incarnation (the selected protocol's ConsumerProtocolSubscription). Upstream only
-        checks the selected protocol and hands it the former assignment: partitions of topics
-        it no longer subscribes to (an illegal assignment, I2), while the leader, which never
-        saw the new subscription, has no reason to rebalance; the member (as the Java
-        consumer) rejoins with the same metadata and is answered the same generation, without
-        end. The owned partitions and generation of the subscription are ignored: they differ
-        for every restart of a cooperative member, which must not rebalance (KIP-345)."""
-        if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
-            return False
-        name = group.protocol_name
-        try:
-            return subscribed_topics(old.metadata(name)) != subscribed_topics(new.metadata(name))
-        except ValueError:
-            return False  # not a readable subscription: as upstream
 
     def _answer_join(self, group: ClassicGroup, member: ClassicGroupMember,
                      response: JoinGroupResponse) -> None:
@@ -778,7 +817,7 @@ class ClassicGroupManager:
             bridge = self._bridge(group)
             if bridge is None:
                 raise CoordinatorError(_E.unknown_member_id, f"Group {r.group_id} not found.")
-            return self._leave_response(r, bridge.leave(group, r))
+            return leave_response(r, bridge.leave(group, r))
 
         gid = group.group_id
         left: list[str] = []
@@ -815,42 +854,4 @@ class ClassicGroupManager:
                 self._maybe_prepare_rebalance_or_complete_join(group, f"members {left} left")
             elif group.state is _S.PREPARING_REBALANCE:
                 self._maybe_complete_join_phase(group)
-        return self._leave_response(r, results)
-
-    @staticmethod
-    def _leave_response(r: LeaveGroupRequest,
-                        results: list[LeaveGroupMemberResponse]) -> LeaveGroupResponse:
-        error: int = _E.none
-        if r.version < LEAVE_BATCH_VERSION and results:
-            error = results[0].error_code
-        return LeaveGroupResponse(error, tuple(results))
-
-    # ------------------------------------------------------------------ DescribeGroups
-
-    def _describe_groups(self, r: DescribeGroupsRequest, now: int) -> DescribeGroupsResponse:
-        out = []
-        for gid in r.group_ids:
-            group = self.shard.groups.get(gid)
-            if isinstance(group, ClassicGroup):
-                stable = group.state is _S.STABLE
-                members = tuple(
-                    DescribedClassicMember(
-                        m.member_id, m.instance_id, m.client_id, m.client_host,
-                        m.metadata(group.protocol_name) if stable else b"", m.assignment)
-                    for m in group.members.values())
-                out.append(DescribedClassicGroup(
-                    gid, group_state=group.state.value, protocol_type=group.protocol_type,
-                    protocol_data=(group.protocol_name or "") if stable else "",
-                    members=members))
-            elif group is None and gid in self.shard.offsets:
-                # Offsets only (a consumer without group management): an empty classic group.
-                out.append(DescribedClassicGroup(gid, group_state=_S.EMPTY.value))
-            else:
-                message = (f"Group {gid} not found." if group is None
-                           else f"Group {gid} is not a classic group.")
-                if r.version >= DESCRIBE_ERROR_VERSION:
-                    out.append(DescribedClassicGroup(gid, _E.group_id_not_found, message,
-                                                     _S.DEAD.value))
-                else:
-                    out.append(DescribedClassicGroup(gid, group_state=_S.DEAD.value))
-        return DescribeGroupsResponse(tuple(out))
+        return leave_response(r, results)
