@@ -38,7 +38,8 @@ batch (every byte it announces is there) that fails its CRC-32C, base offset or 
 a torn write cannot produce one, and cutting it would silently drop acknowledged records (Kafka's
 ``LogSegment.recover`` truncates at any invalid batch; here we refuse, so that an operator
 decides). Damage raises :class:`PartitionLogCorrupt` (one line naming file, byte, offset and
-problem, and the recovery command), nothing is changed, and ``serve`` stops. ``groupcoord recover-partitions`` (``partition_cli.py``) cuts at the damage,
+problem, and the recovery command), nothing is changed, and ``serve`` stops. ``groupcoord
+recover-partitions`` (``partition_cli.py``) cuts at the damage,
 keeping the cut bytes in ``<file>.damaged-<byte>``. A :class:`PartitionLog` used without that
 start-up pass (or a file unreadable at start-up) is recovered on first access; its error
 then reaches Produce and Fetch, which answer KAFKA_STORAGE_ERROR, and the index stays unloaded
@@ -272,7 +273,8 @@ class PartitionLog:
         magic byte is wrong, with no valid batch after it) is cut off and logged at WARNING
         naming the file, byte and offset. A problem followed by a valid batch, or a complete last
         batch that fails its checks (bad CRC-32C, base offset or offset delta: not a torn write),
-        raises :class:`PartitionLogCorrupt` and changes nothing — unless ``cut_damage`` (the ``recover-partitions`` command): then the
+        raises :class:`PartitionLogCorrupt` and changes nothing — unless ``cut_damage`` (the
+        ``recover-partitions`` command): then the
         bytes from the damage on are first copied to ``<file>.damaged-<byte>`` and the file is
         cut there. Returns (byte, problem) of what was cut, or None. On any error the index stays
         unloaded (the next access tries again): an unreadable file never looks like an empty
