@@ -89,6 +89,7 @@ from groupcoord.server.security.authorizer import Authorizer
 from groupcoord.server.security.config import ServerSecurity
 from groupcoord.server.security.credentials import CredentialStore
 from groupcoord.server.security.listeners import ListenerSpec
+from groupcoord.server.security.tls_transport import CLOSE_GRACE_S, TlsProtocol
 from groupcoord.server.settings import check_properties
 from groupcoord.server.topic_registry import TopicRegistry
 from groupcoord.storage.log import RecordLog
@@ -332,13 +333,17 @@ class KafkaServer:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + BIND_RETRY_S
         listener = spec or self.security.first
+        tls = self.security.ssl.get(listener.name)
+        # TLS listeners: our own TLS over memory BIOs, a bounded memory cost per connection
+        # (server/security/tls_transport.py says why not asyncio's ssl=)
+        factory: Callable[[], asyncio.BaseProtocol] = (
+            (lambda: Connection(self, broker, listener)) if tls is None else
+            (lambda: TlsProtocol(tls, Connection(self, broker, listener))))
         while True:
             try:
-                return await loop.create_server(lambda: Connection(self, broker, listener),
-                                                listener.host or None, port,
+                return await loop.create_server(factory, listener.host or None, port,
                                                 reuse_address=True, backlog=2048,
-                                                start_serving=start,
-                                                ssl=self.security.ssl.get(listener.name))
+                                                start_serving=start)
             except OSError as e:
                 if port == 0 or e.errno != errno.EADDRINUSE or loop.time() >= deadline:
                     raise
@@ -720,8 +725,12 @@ class Connection(asyncio.Protocol):
             return
         self.closed = True
         self._drop_buffers()
-        if self.transport is not None:
-            self.transport.close()
+        transport = self.transport
+        if transport is not None:
+            transport.close()
+            if transport.get_write_buffer_size():
+                # a peer that does not read what is left cannot keep the connection open
+                asyncio.get_running_loop().call_later(CLOSE_GRACE_S, transport.abort)
         log.debug("closing connection from %s: %s", self.peer, reason)
 
     def abort(self) -> None:
