@@ -51,44 +51,53 @@ class TlsTransport(asyncio.Transport):
 
     def __init__(self, proto: TlsProtocol) -> None:
         super().__init__()
-        self._proto = proto
+        #: None once the connection is lost: the application keeps its transport, and that
+        #: reference must not keep the protocol (and OpenSSL's state) alive in a cycle that
+        #: only the cyclic collector would free (the server runs it rarely, gc_tuning.py).
+        self._proto: TlsProtocol | None = proto
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return self._proto.extra_info(name, default)
+        return default if self._proto is None else self._proto.extra_info(name, default)
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        self._proto.write(bytes(data))
+        if self._proto is not None:
+            self._proto.write(bytes(data))
 
     def writelines(self, list_of_data: Any) -> None:
-        self._proto.write(b"".join(list_of_data))
+        if self._proto is not None:
+            self._proto.write(b"".join(list_of_data))
 
     def can_write_eof(self) -> bool:
         return False
 
     def close(self) -> None:
-        self._proto.close()
+        if self._proto is not None:
+            self._proto.close()
 
     def abort(self) -> None:
-        self._proto.abort()
+        if self._proto is not None:
+            self._proto.abort()
 
     def is_closing(self) -> bool:
-        return self._proto.closing
+        return self._proto is None or self._proto.closing
 
     def pause_reading(self) -> None:
-        self._proto.pause_reading()
+        if self._proto is not None:
+            self._proto.pause_reading()
 
     def resume_reading(self) -> None:
-        self._proto.resume_reading()
+        if self._proto is not None:
+            self._proto.resume_reading()
 
     def is_reading(self) -> bool:
-        return not self._proto.reading_paused
+        return self._proto is not None and not self._proto.reading_paused
 
     def get_write_buffer_size(self) -> int:
-        raw = self._proto.raw
+        raw = None if self._proto is None else self._proto.raw
         return 0 if raw is None else raw.get_write_buffer_size()
 
     def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
-        raw = self._proto.raw
+        raw = None if self._proto is None else self._proto.raw
         if raw is not None:
             raw.set_write_buffer_limits(high, low)
 
@@ -148,6 +157,7 @@ class TlsProtocol(asyncio.BufferedProtocol):
             self.handshaken = False
             self.app.connection_lost(exc)
         self.raw = None
+        self.transport._proto = None  # no cycle left (TlsTransport)
 
     def pause_writing(self) -> None:
         if self.handshaken:
@@ -284,7 +294,8 @@ class TlsProtocol(asyncio.BufferedProtocol):
         self._cancel_timer()
         if self.raw is not None and not self._lost:
             self.raw.close()
-            if not self._lost:  # bytes still queued: a peer that does not read is cut off
+            if not self._lost and self.raw.get_write_buffer_size():
+                # bytes still queued: a peer that does not read them is cut off
                 self._timer = asyncio.get_running_loop().call_later(CLOSE_GRACE_S, self.abort)
 
     def _cancel_timer(self) -> None:
