@@ -87,6 +87,33 @@ def test_port_in_use(tmp_path: Path) -> None:
     one_line(p, 1, f"127.0.0.1:{port} is in use")
 
 
+def test_a_listener_port_in_use_names_the_listener(tmp_path: Path) -> None:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        p = subprocess.run([*GROUPCOORD, "serve", "--storage", "memory",
+                            "--listener", "PLAINTEXT://127.0.0.1:0",
+                            "--listener", f"SASL_PLAINTEXT://127.0.0.1:{port}"],
+                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    one_line(p, 1, f"cannot start: SASL_PLAINTEXT://127.0.0.1:{port} is in use")
+
+
+def test_storage_memory_makes_no_data_directory(tmp_path: Path) -> None:
+    """``--storage memory`` writes nothing: not even the default ./groupcoord-data."""
+    proc = subprocess.Popen([*GROUPCOORD, "serve", "--port", "0", "--storage", "memory"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=tmp_path)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith("listening on ")
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("args, needle", [
     (["--racks", "a,b"], "--racks names 2 racks for 1 brokers"),
     (["--brokers", "2", "--racks", "a,,"], "--racks"),
@@ -99,6 +126,9 @@ def test_port_in_use(tmp_path: Path) -> None:
     (["--storage", "memory", "--durability", "full"], "--durability"),
     (["--durability", "fast"], "--durability: invalid choice"),
     (["--metrics-port", "99999"], "--metrics-port: must be within 0..65535"),
+    # as Kafka refuses to start: a principal needs its type
+    (["--config", "super.users=User:admin;bob"], "super.users: 'bob' is not a principal"),
+    (["--config", "group.consumer.assignors=bogus"], "unknown assignor 'bogus'"),
 ])
 def test_bad_serve_usage(tmp_path: Path, args: list[str], needle: str) -> None:
     one_line(serve(tmp_path, "--data-dir", "d", *args), 2, needle)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import Any
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -59,6 +60,27 @@ def bootstrap_servers(text: str) -> str:
             raise argparse.ArgumentTypeError(f"expected HOST:PORT[,HOST:PORT...] with a port in "
                                              f"1..65535, got {text!r}")
     return text
+
+
+def command_config(text: str) -> dict[str, Any]:
+    """An argparse ``type`` for ``--command-config FILE``: a Kafka client properties file (as
+    ``kafka-acls.sh --command-config``) read into the protocol client's security options
+    (``protocol/client_config.py``); a file that cannot be used is bad usage (status 2)."""
+    from groupcoord.protocol.client_config import ClientConfigError, client_options, read_properties
+
+    try:
+        return client_options(read_properties(text), source=text)
+    except ClientConfigError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def add_command_config(p: argparse.ArgumentParser) -> None:
+    """``--command-config FILE`` for a command that talks to a server (SSL, SASL_PLAINTEXT,
+    SASL_SSL listeners, docs/security.md)."""
+    p.add_argument("--command-config", type=command_config, default={}, metavar="FILE",
+                   help="client properties for a secured listener, as Kafka's tools take them: "
+                        "security.protocol, sasl.mechanism, sasl.jaas.config (or "
+                        "sasl.username/sasl.password), ssl.truststore.location (PEM)...")
 
 
 def output_dir(text: str) -> str:

@@ -53,6 +53,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from groupcoord.coordinator.assignors import ASSIGNORS
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.ids import uuid_member_id
 from groupcoord.protocol.codec import (
@@ -85,7 +86,7 @@ from groupcoord.server.partition_files import max_open_files_from
 from groupcoord.server.routing import misrouted
 from groupcoord.server.runtime import CoordinatorRuntime
 from groupcoord.server.security.acls import AclStore
-from groupcoord.server.security.authorizer import Authorizer
+from groupcoord.server.security.authorizer import Authorizer, parse_super_users
 from groupcoord.server.security.config import ServerSecurity
 from groupcoord.server.security.credentials import CredentialStore
 from groupcoord.server.security.listeners import ListenerSpec
@@ -185,6 +186,8 @@ class KafkaServer:
         self.properties = dict(properties or {})
         for warning in check_properties(self.properties):  # ConfigError: one line
             log.warning("%s", warning)
+        # values only read by start() are checked now: a bad one is a config error (status 2)
+        parse_super_users(self.properties.get("super.users"))
         self.limits = Limits.from_properties(self.properties)
         self.quotas = ConnectionQuotas(self.limits)
         #: Bytes of requests received and not yet handled, every connection together.
@@ -212,6 +215,11 @@ class KafkaServer:
         self.max_frame_size = (self.limits.max_request_bytes
                                if "socket.request.max.bytes" in self.properties else max_frame_size)
         self.config = CoordinatorConfig.from_properties(self.properties)
+        unknown = [n for n in self.config.consumer_assignors if n not in ASSIGNORS]
+        if unknown:
+            raise ValueError(f"config group.consumer.assignors: unknown assignor "
+                             f"{unknown[0]!r} (known: {', '.join(ASSIGNORS)}, or their Kafka "
+                             f"class names)")
         self.compaction_config = CompactionConfig.from_properties(self.properties)
         self.max_open_files = max_open_files_from(self.properties)
         self.metrics_port = metrics_port
@@ -346,6 +354,8 @@ class KafkaServer:
                                                 start_serving=start)
             except OSError as e:
                 if port == 0 or e.errno != errno.EADDRINUSE or loop.time() >= deadline:
+                    # the address tried, for the one-line start error (server/cli.py)
+                    e.filename = listener.url(port)
                     raise
                 await asyncio.sleep(0.05)
 
