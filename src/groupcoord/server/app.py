@@ -765,6 +765,10 @@ class Connection(asyncio.Protocol):
         if frames:
             self.pending.extend(frames)
             self.pending_bytes += sum(map(len, frames))
+            if self.busy and self._ctx is not None and self._ctx.api_key == ApiKey.FETCH \
+                    and self.server.apis is not None:
+                # a long-poll Fetch would hold these for up to its MaxWaitMs (apis.fetch_now)
+                self.server.apis.fetch_now(self._ctx)
             self._run()
         else:
             self._account()
