@@ -220,3 +220,49 @@ def test_usage_errors_are_status_2_and_failures_status_1() -> None:
     assert status == 1 and err.startswith("error: ")
     status, err = _run_main(["demo", "--partitions", "99999999999"])
     assert status == 2 and "at most" in err
+
+
+# ------------------------------------------------------------------ a newcomer's first commands
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == f"groupcoord {version('groupcoord')}"
+
+
+def test_a_missing_extra_is_named_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """``lab run`` without pyspark installed: which extra to install, not an internal error."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyspark", None)  # import pyspark fails as if missing
+    for name in [m for m in sys.modules if m.startswith("pyspark.")]:
+        monkeypatch.delitem(sys.modules, name)
+    assert main(["lab", "run", "--spec", "quick", "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert err == ("error: this command needs pyspark, which comes with the 'lab' extra: "
+                   "pip install 'groupcoord[lab]'\n")
+
+
+def test_an_unknown_config_key_is_explained_without_pointing_at_docs(tmp_path: Path) -> None:
+    line = one_line(serve(tmp_path, "--data-dir", "d", "--config", "bogus.key=1"), 2,
+                    "unknown config 'bogus.key'", "Kafka's broker config names")
+    assert "docs/" not in line
+
+
+def test_bench_without_the_source_tree_says_so(monkeypatch: pytest.MonkeyPatch,
+                                               tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """From an installed wheel (no benchmarks/ beside the package): one line, status 1."""
+    import groupcoord.cli as cli
+
+    monkeypatch.setattr(cli, "__file__", str(tmp_path / "site-packages" / "groupcoord" /
+                                                "cli.py"))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "testing"])
+    assert "benchmarks are not installed with the package" in str(exc.value.code)

@@ -195,7 +195,7 @@ class PartitionLogCorrupt(LogError):
                 f"{self.offset}): {self.problem}; {why}, so this is not a torn write and "
                 f"nothing was cut. To "
                 f"{keep} and set the rest aside, run `groupcoord "
-                f"recover-partitions {where}` (docs/durability-and-metrics.md, \"Partition data\")")
+                f"recover-partitions {where}` with the server stopped")
 
 
 _READ_ALL_LIMIT = 8 << 20  # files up to this size are read with one pread, larger ones mapped
