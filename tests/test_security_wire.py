@@ -278,6 +278,40 @@ def test_sasl_apis_after_authentication_or_without_sasl_are_illegal(secure: Secu
             assert _metadata(c).brokers  # still served
 
 
+def test_large_records_round_trip_over_tls(secure: SecureServer, certs: Certs) -> None:
+    """Responses far larger than a TLS record and than a write slice of the TLS transport
+    (server/security/tls_transport.py) arrive whole: 8 MB produced and fetched back on SSL."""
+    import hashlib
+    import time
+
+    ck = pytest.importorskip("confluent_kafka")
+    tls = {"bootstrap.servers": secure.bootstrap("SSL"), "security.protocol": "SSL",
+           "ssl.ca.location": str(certs.ca)}
+    topic = "tls-large"
+    with KafkaClient(secure.bootstrap("PLAINTEXT")) as c:
+        r = c.call(ApiKey.CREATE_TOPICS, 7, topics=[{"name": topic, "num_partitions": 1,
+                                                    "replication_factor": -1}], timeout=10_000)
+        assert int(r.topics[0].error_code) in (0, int(ErrorCode.topic_already_exists))
+    values = [hashlib.sha256(str(i).encode()).digest() * (512 * 1024 // 32) for i in range(16)]
+    p = ck.Producer({**tls, "linger.ms": 50})
+    for v in values:
+        p.produce(topic, value=v)
+    assert p.flush(60) == 0
+    c = ck.Consumer({**tls, "group.id": "tls-large", "auto.offset.reset": "earliest",
+                     "fetch.max.bytes": 16 << 20, "max.partition.fetch.bytes": 16 << 20})
+    try:
+        c.assign([ck.TopicPartition(topic, 0, 0)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(got) < len(values) and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                got.append(m.value())
+        assert got == values
+    finally:
+        c.close()
+
+
 def test_ssl_client_certificate_principal(secure: SecureServer, certs: Certs) -> None:
     """SSL: User:<subject DN, RFC 2253> with a verified client certificate, else ANONYMOUS;
     SASL_SSL: the SASL user even with a certificate."""

@@ -42,6 +42,8 @@ HANDSHAKE_TIMEOUT_S = 60.0
 CLOSE_GRACE_S = 5.0
 #: Plaintext read from OpenSSL per call: one TLS record's worth.
 _RECORD = 16 * 1024
+#: Plaintext encrypted per step of a write (four TLS records).
+_WRITE_SLICE = 64 * 1024
 #: The receive buffer every TLS connection of the process reads the socket into.
 _SHARED_RECV = memoryview(bytearray(64 * 1024))
 
@@ -227,15 +229,19 @@ class TlsProtocol(asyncio.BufferedProtocol):
     # -------------------------------------------------------------- the application's side
 
     def write(self, data: bytes) -> None:
+        """Encrypt ``data`` a slice at a time, each moved to the socket's transport at once: the
+        outgoing BIO never holds more than a slice (a memory BIO keeps the largest size it ever
+        held, so a 50 MB Fetch response written whole would stay allocated)."""
         if self.closing or not data:
             return
+        view = memoryview(data)
         try:
-            self._ssl.write(data)
+            for i in range(0, len(view), _WRITE_SLICE):
+                self._ssl.write(view[i:i + _WRITE_SLICE])
+                self._flush()
         except ssl.SSLError as e:
             log.debug("%s: TLS write failed: %s", self._peer(), e)
             self.abort()
-            return
-        self._flush()
 
     def close(self) -> None:
         """close_notify after what is pending, then the socket is closed (module doc)."""
