@@ -1,7 +1,7 @@
 """Failed authentication closes the connection after ``connection.failed.authentication.delay.ms``
 on every listener (docs/security.md), so that failed logins cannot hold ``max.connections``
 slots: 60 wrong-password SCRAM logins over SASL_SSL and SASL_PLAINTEXT, and 60 TLS handshakes
-without the required client certificate, against ``max.connections=40``, leave no connection
+without the required client certificate or with an untrusted one, against ``max.connections=40``, leave no connection
 and no descriptor behind, and a valid user is served at once after them.
 
 Driven with the project's own client (``protocol/client.py``, ``protocol/sasl_client.py``) over
@@ -17,6 +17,7 @@ import ssl
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -110,13 +111,19 @@ def test_failed_scram_logins_leave_no_connection_and_a_valid_user_gets_in(
         assert c.api_versions()  # served at once: no slot is held by the failed logins
 
 
-def test_failed_client_certificate_handshakes_leave_no_connection(secure: SecureServer,
-                                                                  certs: Certs) -> None:
+@pytest.mark.parametrize("client_cert", ["none", "untrusted"])
+def test_failed_client_certificate_handshakes_leave_no_connection(
+        secure: SecureServer, certs: Certs, tmp_path: Path, client_cert: str) -> None:
+    """No client certificate, or one signed by a CA the server does not trust."""
+    ctx = _tls(certs)
+    if client_cert == "untrusted":
+        other = make_certs(tmp_path / "other-ca")
+        ctx.load_cert_chain(str(other.client_cert), str(other.client_key))
     baseline = _fds(secure)
     for _ in range(ATTEMPTS):
         # TLS 1.3: the client learns of the refusal when it reads
         with pytest.raises((KafkaClientError, OSError)):
-            c = KafkaClient(secure.bootstrap("SSL"), ssl_context=_tls(certs))
+            c = KafkaClient(secure.bootstrap("SSL"), ssl_context=ctx)
             try:
                 c.api_versions()
             finally:
