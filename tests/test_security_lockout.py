@@ -1,8 +1,9 @@
 """Failed authentication closes the connection after ``connection.failed.authentication.delay.ms``
 on every listener (docs/security.md), so that failed logins cannot hold ``max.connections``
 slots: 60 wrong-password SCRAM logins over SASL_SSL and SASL_PLAINTEXT, and 60 TLS handshakes
-without the required client certificate or with an untrusted one, against ``max.connections=40``, leave no connection
-and no descriptor behind, and a valid user is served at once after them.
+without the required client certificate or with an untrusted one, against
+``max.connections=40``, leave no connection and no descriptor behind, and a valid user is
+served at once after them.
 
 Driven with the project's own client (``protocol/client.py``, ``protocol/sasl_client.py``) over
 real sockets; the server is a ``groupcoord serve`` subprocess whose open descriptors are read
