@@ -158,3 +158,30 @@ def test_a_tls_client_that_never_reads_is_closed_after_the_delay(secure: SecureS
     finally:
         for s in socks:
             s.close()
+
+
+def test_tls_connections_count_from_the_accept(secure: SecureServer, certs: Certs) -> None:
+    """As Kafka counts them: a TLS connection takes its ``max.connections`` slot when it is
+    accepted, not when its handshake completes, so clients that never start a handshake
+    cannot hold descriptors beyond the limit; a new client is refused at once while they fill
+    it, and served once they are gone."""
+    baseline = _fds(secure)
+    stalled = [socket.create_connection(secure.addresses["SSL"]) for _ in range(39)]
+    try:
+        deadline = time.monotonic() + 20
+        while len([c for c in _connections(secure) if c["listener"] == "SSL"]) < 39:
+            assert time.monotonic() < deadline, _connections(secure)
+            time.sleep(0.1)
+        # the control connection above is gone: this one takes the 40th and last slot
+        stalled.append(socket.create_connection(secure.addresses["SSL"]))
+        time.sleep(0.3)
+        with pytest.raises(KafkaClientError):
+            with KafkaClient(secure.bootstrap("SSL"),
+                             ssl_context=_tls(certs, client_cert=True)) as c:
+                c.api_versions()
+    finally:
+        for s in stalled:
+            s.close()
+    _assert_settled(secure, baseline)
+    with KafkaClient(secure.bootstrap("SSL"), ssl_context=_tls(certs, client_cert=True)) as c:
+        assert c.api_versions()

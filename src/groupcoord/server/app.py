@@ -90,7 +90,7 @@ from groupcoord.server.security.authorizer import Authorizer, parse_super_users
 from groupcoord.server.security.config import ServerSecurity
 from groupcoord.server.security.credentials import CredentialStore
 from groupcoord.server.security.listeners import ListenerSpec
-from groupcoord.server.security.tls_transport import CLOSE_GRACE_S, TlsProtocol
+from groupcoord.server.security.tls_transport import CLOSE_GRACE_S, TlsProtocol, TlsTransport
 from groupcoord.server.settings import check_properties
 from groupcoord.server.topic_registry import TopicRegistry
 from groupcoord.storage.log import RecordLog
@@ -344,9 +344,13 @@ class KafkaServer:
         tls = self.security.ssl.get(listener.name)
         # TLS listeners: our own TLS over memory BIOs, a bounded memory cost per connection
         # (server/security/tls_transport.py says why not asyncio's ssl=)
+        def tls_connection() -> TlsProtocol:
+            assert tls is not None
+            conn = Connection(self, broker, listener)
+            return TlsProtocol(tls, conn, on_secure=conn.secured)
+
         factory: Callable[[], asyncio.BaseProtocol] = (
-            (lambda: Connection(self, broker, listener)) if tls is None else
-            (lambda: TlsProtocol(tls, Connection(self, broker, listener))))
+            (lambda: Connection(self, broker, listener)) if tls is None else tls_connection)
         while True:
             try:
                 return await loop.create_server(factory, listener.host or None, port,
@@ -694,9 +698,17 @@ class Connection(asyncio.Protocol):
             return
         self.admitted = True
         self.server.connections.add(self)
-        if self.spec is not None:
+        if self.spec is not None and not isinstance(transport, TlsTransport):
             self.server.security.on_connect(self, transport, self.spec)
         log.debug("connection from %s", self.peer)
+
+    def secured(self) -> None:
+        """The TLS handshake of this connection is complete (``TlsProtocol``): its principal
+        (client certificate) or SASL session. A TLS connection is admitted, and counted in
+        ``max.connections``, from the TCP accept on, as Kafka counts it, not from the end of
+        its handshake: clients that never complete one cannot exceed the limit."""
+        if self.spec is not None and self.transport is not None and not self.closed:
+            self.server.security.on_connect(self, self.transport, self.spec)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True

@@ -20,7 +20,9 @@ never waits for the peer to answer, so a connection whose peer is gone or does n
 closed (the application's close also aborts the socket after a grace period, ``Connection``).
 The handshake has ``HANDSHAKE_TIMEOUT_S`` to complete (asyncio's default); a failed handshake (a
 bad or missing client certificate with ``ssl.client.auth=required``, a plaintext client) sends
-OpenSSL's alert and closes the socket; the application never sees that connection.
+OpenSSL's alert and closes the socket. The application knows the connection from the TCP accept
+on (it counts it in its connection quotas, as Kafka does) but gets no data before the handshake
+is complete.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import asyncio
 import contextlib
 import logging
 import ssl
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["CLOSE_GRACE_S", "HANDSHAKE_TIMEOUT_S", "TlsProtocol", "TlsTransport"]
@@ -106,12 +109,17 @@ class TlsTransport(asyncio.Transport):
 
 class TlsProtocol(asyncio.BufferedProtocol):
     """One TLS connection: the socket's protocol, wrapping the application's ``app`` (module
-    doc). ``app.connection_made`` is called once the handshake is complete, with a
-    :class:`TlsTransport`."""
+    doc). ``app.connection_made`` is called at once with a :class:`TlsTransport` (so that the
+    application counts the connection from the TCP accept on, as Kafka's connection quotas do),
+    ``on_secure`` once the handshake is complete, and ``app.connection_lost`` when the socket
+    is gone; the application receives no data before the handshake is complete."""
 
     def __init__(self, context: ssl.SSLContext, app: asyncio.Protocol,
+                 on_secure: Callable[[], object] | None = None,
                  handshake_timeout_s: float = HANDSHAKE_TIMEOUT_S) -> None:
         self.app = app
+        self._on_secure = on_secure
+        self._app_made = False
         self._incoming = ssl.MemoryBIO()
         self._outgoing = ssl.MemoryBIO()
         self._ssl = context.wrap_bio(self._incoming, self._outgoing, server_side=True)
@@ -131,6 +139,8 @@ class TlsProtocol(asyncio.BufferedProtocol):
         self.raw = transport
         self._timer = asyncio.get_running_loop().call_later(self._handshake_timeout_s,
                                                             self._handshake_timed_out)
+        self._app_made = True
+        self.app.connection_made(self.transport)  # may close it at once (quotas)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return _SHARED_RECV
@@ -155,18 +165,19 @@ class TlsProtocol(asyncio.BufferedProtocol):
         self._cancel_timer()
         self._lost = True
         self.closing = True
-        if self.handshaken:
-            self.handshaken = False
+        self.handshaken = False
+        if self._app_made:
+            self._app_made = False
             self.app.connection_lost(exc)
         self.raw = None
         self.transport._proto = None  # no cycle left (TlsTransport)
 
     def pause_writing(self) -> None:
-        if self.handshaken:
+        if self._app_made:
             self.app.pause_writing()
 
     def resume_writing(self) -> None:
-        if self.handshaken:
+        if self._app_made:
             self.app.resume_writing()
 
     # -------------------------------------------------------------- TLS
@@ -184,8 +195,11 @@ class TlsProtocol(asyncio.BufferedProtocol):
             return
         self._flush()
         self._cancel_timer()
+        if self.closing:  # closed by the application meanwhile (quotas, a broker down)
+            return
         self.handshaken = True
-        self.app.connection_made(self.transport)
+        if self._on_secure is not None:
+            self._on_secure()
 
     def _handshake_timed_out(self) -> None:
         self._timer = None
