@@ -175,10 +175,9 @@ def test_tls_connections_count_from_the_accept(secure: SecureServer, certs: Cert
         # the control connection above is gone: this one takes the 40th and last slot
         stalled.append(socket.create_connection(secure.addresses["SSL"]))
         time.sleep(0.3)
-        with pytest.raises(KafkaClientError):
-            with KafkaClient(secure.bootstrap("SSL"),
-                             ssl_context=_tls(certs, client_cert=True)) as c:
-                c.api_versions()
+        with pytest.raises(KafkaClientError), KafkaClient(
+                secure.bootstrap("SSL"), ssl_context=_tls(certs, client_cert=True)) as c:
+            c.api_versions()
     finally:
         for s in stalled:
             s.close()
