@@ -9,8 +9,8 @@ TLS connections that buffer is most of the server's memory (measured: 278 KiB of
 connection, and a second wave of connections after the first closed added 57 % more, the freed
 256 KiB blocks fragmenting the heap: ``groupcoord bench connections``). No public setting makes
 it smaller. Here the socket is read into one receive buffer shared by every connection of the
-event loop (asyncio reads into it and calls :meth:`TlsProtocol.buffer_updated` at once, which
-copies the bytes into the connection's incoming BIO before any other connection reads), and
+event loop's thread (asyncio reads into it and calls :meth:`TlsProtocol.buffer_updated` at once,
+which copies the bytes into the connection's incoming BIO before any other connection reads), and
 decrypted data is read one TLS record (16 KiB) at a time: an idle connection holds only
 OpenSSL's session state and its two memory BIOs (docs/security.md "Memory per connection").
 
@@ -31,6 +31,7 @@ import asyncio
 import contextlib
 import logging
 import ssl
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -47,8 +48,18 @@ CLOSE_GRACE_S = 5.0
 _RECORD = 16 * 1024
 #: Plaintext encrypted per step of a write (four TLS records).
 _WRITE_SLICE = 64 * 1024
-#: The receive buffer every TLS connection of the process reads the socket into.
-_SHARED_RECV = memoryview(bytearray(64 * 1024))
+#: The receive buffer the TLS connections of an event loop read their sockets into: one per
+#: thread (an event loop runs in one thread; several loops, e.g. embedded test servers, may run
+#: at once in one process, and a socket read releases the GIL).
+_RECV_SIZE = 64 * 1024
+_local = threading.local()
+
+
+def _recv_buffer() -> memoryview:
+    buf: memoryview | None = getattr(_local, "buf", None)
+    if buf is None:
+        buf = _local.buf = memoryview(bytearray(_RECV_SIZE))
+    return buf
 
 
 class TlsTransport(asyncio.Transport):
@@ -143,10 +154,10 @@ class TlsProtocol(asyncio.BufferedProtocol):
         self.app.connection_made(self.transport)  # may close it at once (quotas)
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        return _SHARED_RECV
+        return _recv_buffer()
 
     def buffer_updated(self, nbytes: int) -> None:
-        self._incoming.write(_SHARED_RECV[:nbytes])
+        self._incoming.write(_recv_buffer()[:nbytes])
         if self.closing:
             return
         if not self.handshaken:
