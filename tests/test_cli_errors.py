@@ -87,6 +87,33 @@ def test_port_in_use(tmp_path: Path) -> None:
     one_line(p, 1, f"127.0.0.1:{port} is in use")
 
 
+def test_a_listener_port_in_use_names_the_listener(tmp_path: Path) -> None:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        p = subprocess.run([*GROUPCOORD, "serve", "--storage", "memory",
+                            "--listener", "PLAINTEXT://127.0.0.1:0",
+                            "--listener", f"SASL_PLAINTEXT://127.0.0.1:{port}"],
+                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    one_line(p, 1, f"cannot start: SASL_PLAINTEXT://127.0.0.1:{port} is in use")
+
+
+def test_storage_memory_makes_no_data_directory(tmp_path: Path) -> None:
+    """``--storage memory`` writes nothing: not even the default ./groupcoord-data."""
+    proc = subprocess.Popen([*GROUPCOORD, "serve", "--port", "0", "--storage", "memory"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=tmp_path)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith("listening on ")
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("args, needle", [
     (["--racks", "a,b"], "--racks names 2 racks for 1 brokers"),
     (["--brokers", "2", "--racks", "a,,"], "--racks"),
@@ -99,6 +126,9 @@ def test_port_in_use(tmp_path: Path) -> None:
     (["--storage", "memory", "--durability", "full"], "--durability"),
     (["--durability", "fast"], "--durability: invalid choice"),
     (["--metrics-port", "99999"], "--metrics-port: must be within 0..65535"),
+    # as Kafka refuses to start: a principal needs its type
+    (["--config", "super.users=User:admin;bob"], "super.users: 'bob' is not a principal"),
+    (["--config", "group.consumer.assignors=bogus"], "unknown assignor 'bogus'"),
 ])
 def test_bad_serve_usage(tmp_path: Path, args: list[str], needle: str) -> None:
     one_line(serve(tmp_path, "--data-dir", "d", *args), 2, needle)
@@ -190,3 +220,49 @@ def test_usage_errors_are_status_2_and_failures_status_1() -> None:
     assert status == 1 and err.startswith("error: ")
     status, err = _run_main(["demo", "--partitions", "99999999999"])
     assert status == 2 and "at most" in err
+
+
+# ------------------------------------------------------------------ a newcomer's first commands
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == f"groupcoord {version('groupcoord')}"
+
+
+def test_a_missing_extra_is_named_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """``lab run`` without pyspark installed: which extra to install, not an internal error."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyspark", None)  # import pyspark fails as if missing
+    for name in [m for m in sys.modules if m.startswith("pyspark.")]:
+        monkeypatch.delitem(sys.modules, name)
+    assert main(["lab", "run", "--spec", "quick", "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert err == ("error: this command needs pyspark, which comes with the 'lab' extra: "
+                   "pip install 'groupcoord[lab]'\n")
+
+
+def test_an_unknown_config_key_is_explained_without_pointing_at_docs(tmp_path: Path) -> None:
+    line = one_line(serve(tmp_path, "--data-dir", "d", "--config", "bogus.key=1"), 2,
+                    "unknown config 'bogus.key'", "Kafka's broker config names")
+    assert "docs/" not in line
+
+
+def test_bench_without_the_source_tree_says_so(monkeypatch: pytest.MonkeyPatch,
+                                               tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """From an installed wheel (no benchmarks/ beside the package): one line, status 1."""
+    import groupcoord.cli as cli
+
+    monkeypatch.setattr(cli, "__file__", str(tmp_path / "site-packages" / "groupcoord" /
+                                                "cli.py"))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "testing"])
+    assert "benchmarks are not installed with the package" in str(exc.value.code)

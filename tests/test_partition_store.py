@@ -3,9 +3,10 @@
 
 - an empty partition has no file; files are made by the first append and their descriptors are
   bounded by the LRU (``groupcoord.partition.max.open.files``), never one per partition;
-- Kafka's log recovery at start-up: a torn tail (incomplete last batch, a last batch with a bad
-  CRC or header) is cut and logged at WARNING naming the file and the byte; damage followed by
-  valid batches is refused with one line naming file, byte, offset and problem, and nothing is
+- Kafka's log recovery at start-up: a torn tail (a prefix of the last batch: an incomplete header
+  or batch, an unreadable header) is cut and logged at WARNING naming the file and the byte;
+  damage followed by valid batches, and a complete last batch with a bad CRC, base offset or
+  offset delta, are refused with one line naming file, byte, offset and problem, and nothing is
   changed; ``recover-partitions`` cuts there and keeps the rest aside;
 - CreateTopics, DeleteTopics and CreatePartitions are all or nothing when ``topics.json``
   cannot be written (KAFKA_STORAGE_ERROR, nothing left behind);
@@ -153,8 +154,7 @@ def _flip(path: Path, pos: int) -> None:
     path.write_bytes(bytes(data))
 
 
-@pytest.mark.parametrize("damage", ["incomplete-header", "incomplete-batch", "crc", "magic",
-                                    "length"])
+@pytest.mark.parametrize("damage", ["incomplete-header", "incomplete-batch", "magic", "length"])
 def test_a_torn_tail_is_cut_and_logged(tmp_path: Path, damage: str,
                                        caplog: pytest.LogCaptureFixture) -> None:
     path, starts = _stored(tmp_path)
@@ -166,9 +166,6 @@ def test_a_torn_tail_is_cut_and_logged(tmp_path: Path, damage: str,
     elif damage == "incomplete-batch":
         with open(path, "r+b") as f:
             f.truncate(path.stat().st_size - 3)
-        cut_at = last
-    elif damage == "crc":
-        _flip(path, path.stat().st_size - 1)  # the last record byte of the last batch
         cut_at = last
     elif damage == "magic":
         _flip(path, last + 16)
@@ -207,6 +204,38 @@ def test_damage_before_the_tail_is_refused_and_nothing_changes(tmp_path: Path,
             "base-offset": "base offset"}[damage] in msg
     assert f"recover-partitions --data-dir {tmp_path}" in msg
     assert path.read_bytes() == before  # nothing was cut
+
+
+@pytest.mark.parametrize("damage", ["crc", "base-offset"])
+def test_a_complete_last_batch_that_fails_its_checks_is_damage_not_a_torn_tail(
+        tmp_path: Path, damage: str) -> None:
+    """A torn write leaves a prefix of a batch; a last batch with every announced byte present
+    and a bad CRC (or base offset) holds acknowledged records: refused, nothing cut, and
+    ``recover-partitions`` sets it aside like damage mid-file."""
+    from groupcoord.cli import main
+
+    path, starts = _stored(tmp_path)
+    last = starts[-1]
+    _flip(path, path.stat().st_size - 1 if damage == "crc" else last + 7)
+    before = path.read_bytes()
+    with pytest.raises(PartitionLogCorrupt) as exc:
+        TopicRegistry(tmp_path)
+    msg = str(exc.value)
+    assert "\n" not in msg
+    assert f"at byte {last} (offset 6)" in msg and "it is the last batch and complete" in msg
+    assert {"crc": "CRC-32C", "base-offset": "base offset"}[damage] in msg
+    assert path.read_bytes() == before  # nothing was cut
+    plog = PartitionLog(path, OpenFiles(4))  # first access without the start-up pass: refused
+    with pytest.raises(PartitionLogCorrupt):
+        plog.read(0, 100)
+    assert path.read_bytes() == before
+    assert main(["recover-partitions", "--data-dir", str(tmp_path)]) == 0
+    assert path.read_bytes() == before[:last]
+    assert Path(f"{path}.damaged-{last}").read_bytes() == before[last:]
+    reg = TopicRegistry(tmp_path)
+    plog2 = reg.partition("t", 0)
+    assert plog2 is not None and plog2.high_watermark == 6
+    reg.close()
 
 
 def test_recover_partitions_cuts_at_the_damage_and_keeps_the_rest_aside(tmp_path: Path) -> None:

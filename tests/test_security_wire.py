@@ -214,6 +214,59 @@ def test_sasl_handshake_v0_then_bare_tokens(secure: SecureServer) -> None:
         assert frame is not None and decode_response(ApiKey.METADATA, 12, frame)[0] == 2
 
 
+def _scram_with_authzid(c: KafkaClient, mechanism: str, authzid: str, user: str,
+                        password: str) -> tuple[int, str | None]:
+    """SCRAM (RFC 5802) by hand, with an authorization id in the GS2 header (scramp's client
+    never sends one): the (error code, message) of the server's answer to the client-final, or
+    to the client-first if that is refused."""
+    import base64
+    import hashlib
+    import hmac
+
+    h = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}[mechanism]
+    assert c.call(ApiKey.SASL_HANDSHAKE, 1, mechanism=mechanism).error_code == 0
+    gs2 = f"n,a={authzid},"
+    bare = f"n={user},r=clientnonce0123456789"
+    r = c.call(ApiKey.SASL_AUTHENTICATE, 2, auth_bytes=(gs2 + bare).encode())
+    if r.error_code:
+        return int(r.error_code), r.error_message
+    server_first = bytes(r.auth_bytes).decode()
+    attrs = dict(kv.split("=", 1) for kv in server_first.split(","))
+    salted = hashlib.pbkdf2_hmac(h, password.encode(), base64.b64decode(attrs["s"]),
+                                 int(attrs["i"]))
+    client_key = hmac.new(salted, b"Client Key", h).digest()
+    stored_key = hashlib.new(h, client_key).digest()
+    without_proof = f"c={base64.b64encode(gs2.encode()).decode()},r={attrs['r']}"
+    auth_message = f"{bare},{server_first},{without_proof}".encode()
+    signature = hmac.new(stored_key, auth_message, h).digest()
+    proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature, strict=True)))
+    r = c.call(ApiKey.SASL_AUTHENTICATE, 2,
+               auth_bytes=f"{without_proof},p={proof.decode()}".encode())
+    if r.error_code == 0:  # the server's signature, as a client checks it
+        server_key = hmac.new(salted, b"Server Key", h).digest()
+        expected = base64.b64encode(hmac.new(server_key, auth_message, h).digest()).decode()
+        assert bytes(r.auth_bytes).decode() == f"v={expected}"
+    return int(r.error_code), r.error_message
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_scram_authzid_equal_to_the_user_is_accepted_another_refused(
+        secure: SecureServer, mechanism: str) -> None:
+    """As Kafka's ScramSaslServer: ``n,a=alice,`` with user alice logs in as User:alice; an
+    authorization id naming someone else is refused."""
+    with KafkaClient(secure.bootstrap("SASL_PLAINTEXT"), client_id=f"authzid-{mechanism}") as c:
+        assert _scram_with_authzid(c, mechanism, "alice", "alice", "alice-secret") == (0, None)
+        assert _metadata(c).cluster_id
+        assert _principal_of(secure, c) == ("SASL_PLAINTEXT", "User:alice")
+    with KafkaClient(secure.bootstrap("SASL_PLAINTEXT")) as c:
+        code, message = _scram_with_authzid(c, mechanism, "bob", "alice", "alice-secret")
+        assert code == ErrorCode.sasl_authentication_failed
+        assert message is not None and "authorization id that is different" in message
+    with KafkaClient(secure.bootstrap("SASL_PLAINTEXT")) as c:  # the right authzid, wrong password
+        code, _ = _scram_with_authzid(c, mechanism, "alice", "alice", "wrong")
+        assert code == ErrorCode.sasl_authentication_failed
+
+
 def test_sasl_apis_after_authentication_or_without_sasl_are_illegal(secure: SecureServer) -> None:
     for bootstrap, sasl in ((secure.bootstrap("PLAINTEXT"), None),
                             (secure.bootstrap("SASL_PLAINTEXT"), ("PLAIN", "alice", "alice-secret"))):
@@ -223,6 +276,40 @@ def test_sasl_apis_after_authentication_or_without_sasl_are_illegal(secure: Secu
             r = c.call(ApiKey.SASL_AUTHENTICATE, 2, auth_bytes=b"x")
             assert r.error_code == ErrorCode.illegal_sasl_state and r.error_message
             assert _metadata(c).brokers  # still served
+
+
+def test_large_records_round_trip_over_tls(secure: SecureServer, certs: Certs) -> None:
+    """Responses far larger than a TLS record and than a write slice of the TLS transport
+    (server/security/tls_transport.py) arrive whole: 8 MB produced and fetched back on SSL."""
+    import hashlib
+    import time
+
+    ck = pytest.importorskip("confluent_kafka")
+    tls = {"bootstrap.servers": secure.bootstrap("SSL"), "security.protocol": "SSL",
+           "ssl.ca.location": str(certs.ca)}
+    topic = "tls-large"
+    with KafkaClient(secure.bootstrap("PLAINTEXT")) as c:
+        r = c.call(ApiKey.CREATE_TOPICS, 7, topics=[{"name": topic, "num_partitions": 1,
+                                                    "replication_factor": -1}], timeout=10_000)
+        assert int(r.topics[0].error_code) in (0, int(ErrorCode.topic_already_exists))
+    values = [hashlib.sha256(str(i).encode()).digest() * (512 * 1024 // 32) for i in range(16)]
+    p = ck.Producer({**tls, "linger.ms": 50})
+    for v in values:
+        p.produce(topic, value=v)
+    assert p.flush(60) == 0
+    c = ck.Consumer({**tls, "group.id": "tls-large", "auto.offset.reset": "earliest",
+                     "fetch.max.bytes": 16 << 20, "max.partition.fetch.bytes": 16 << 20})
+    try:
+        c.assign([ck.TopicPartition(topic, 0, 0)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(got) < len(values) and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                got.append(m.value())
+        assert got == values
+    finally:
+        c.close()
 
 
 def test_ssl_client_certificate_principal(secure: SecureServer, certs: Certs) -> None:

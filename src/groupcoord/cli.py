@@ -21,7 +21,9 @@ usage (an unknown option or value, found by argparse or later: ``UsageError``, a
 data on disk, a Kafka error code), 0 for success. argparse's own errors are one line too
 (:class:`OneLineParser`, with a pointer to ``--help`` instead of the usage text). An exception
 no command expected is reported as ``error: internal error: ...`` with status 1; ``-vv`` logs
-its traceback.
+its traceback. A module of an optional extra that is not installed (``lab run`` without
+pyspark) is one line naming the extra to install (:data:`EXTRA_MODULES`), status 1.
+``groupcoord --version`` prints the installed version.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ def _benchmarks_dir() -> Path:
     cwd = Path.cwd() / "benchmarks"
     if (cwd / "_harness.py").exists():
         return cwd
-    raise SystemExit("benchmarks/ not found: run from a source checkout of groupcoord")
+    raise SystemExit("error: the benchmarks are not installed with the package: run groupcoord "
+                     "bench from a source checkout (benchmarks/ next to src/)")
 
 
 def _run_bench(ns: argparse.Namespace) -> int:
@@ -214,6 +217,17 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+def _version() -> str:
+    """The installed distribution's version (the package metadata; a source tree run without
+    installing has none)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("groupcoord")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
 def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
     """The command line's parser with every subcommand and its arguments; with ``commands``
     (names from :data:`SUBCOMMANDS`), only those with their arguments, every other listed by
@@ -224,6 +238,7 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
     parser = OneLineParser(prog="groupcoord",
                                      description="A Kafka-compatible group coordinator.")
     parser.add_argument("-v", "--verbose", action="count", default=0)
+    parser.add_argument("--version", action="version", version=f"groupcoord {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     names = SUBCOMMANDS.keys() | COMMANDS.keys() if commands is None else SUBCOMMANDS.keys()
     for name in sorted(names):
@@ -256,12 +271,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
-    except Exception as e:  # the last resort: one line, the traceback only with -vv
-        log.debug("internal error", exc_info=True)
-        first = str(e).splitlines()[0] if str(e) else ""
-        print(f"error: internal error: {type(e).__name__}: {first} (run with -vv for the "
-              f"traceback)", file=sys.stderr)
+    except ModuleNotFoundError as e:
+        hint = _missing_extra(e)
+        if hint is None:
+            return _internal_error(e)
+        print(f"error: {hint}", file=sys.stderr)
         return 1
+    except Exception as e:  # the last resort: one line, the traceback only with -vv
+        return _internal_error(e)
+
+
+def _internal_error(e: BaseException) -> int:
+    log.debug("internal error", exc_info=True)
+    first = str(e).splitlines()[0] if str(e) else ""
+    print(f"error: internal error: {type(e).__name__}: {first} (run with -vv for the "
+          f"traceback)", file=sys.stderr)
+    return 1
+
+
+#: Modules of the optional extras (pyproject.toml): the extra that installs each.
+EXTRA_MODULES = {"pyspark": "lab", "pyarrow": "lab", "pandas": "lab", "matplotlib": "lab",
+                 "venv_pack": "lab", "confluent_kafka": "lab"}
+
+
+def _missing_extra(e: ModuleNotFoundError) -> str | None:
+    """One line naming the extra to install when ``e`` is a module of one, else None."""
+    module = (e.name or "").split(".")[0]
+    extra = EXTRA_MODULES.get(module)
+    if extra is None:
+        return None
+    return (f"this command needs {module}, which comes with the '{extra}' extra: "
+            f"pip install 'groupcoord[{extra}]'")
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from groupcoord.coordinator.assignors import ASSIGNORS
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.ids import uuid_member_id
 from groupcoord.protocol.codec import (
@@ -85,10 +86,11 @@ from groupcoord.server.partition_files import max_open_files_from
 from groupcoord.server.routing import misrouted
 from groupcoord.server.runtime import CoordinatorRuntime
 from groupcoord.server.security.acls import AclStore
-from groupcoord.server.security.authorizer import Authorizer
+from groupcoord.server.security.authorizer import Authorizer, parse_super_users
 from groupcoord.server.security.config import ServerSecurity
 from groupcoord.server.security.credentials import CredentialStore
 from groupcoord.server.security.listeners import ListenerSpec
+from groupcoord.server.security.tls_transport import CLOSE_GRACE_S, TlsProtocol, TlsTransport
 from groupcoord.server.settings import check_properties
 from groupcoord.server.topic_registry import TopicRegistry
 from groupcoord.storage.log import RecordLog
@@ -172,6 +174,8 @@ class KafkaServer:
         self.properties = dict(properties or {})
         for warning in check_properties(self.properties):  # ConfigError: one line
             log.warning("%s", warning)
+        # values only read by start() are checked now: a bad one is a config error (status 2)
+        parse_super_users(self.properties.get("super.users"))
         self.limits = Limits.from_properties(self.properties)
         self.quotas = ConnectionQuotas(self.limits)
         #: Bytes of requests received and not yet handled, every connection together.
@@ -199,6 +203,11 @@ class KafkaServer:
         self.max_frame_size = (self.limits.max_request_bytes
                                if "socket.request.max.bytes" in self.properties else max_frame_size)
         self.config = CoordinatorConfig.from_properties(self.properties)
+        unknown = [n for n in self.config.consumer_assignors if n not in ASSIGNORS]
+        if unknown:
+            raise ValueError(f"config group.consumer.assignors: unknown assignor "
+                             f"{unknown[0]!r} (known: {', '.join(ASSIGNORS)}, or their Kafka "
+                             f"class names)")
         self.compaction_config = CompactionConfig.from_properties(self.properties)
         self.max_open_files = max_open_files_from(self.properties)
         self.metrics_port = metrics_port
@@ -320,15 +329,25 @@ class KafkaServer:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + BIND_RETRY_S
         listener = spec or self.security.first
+        tls = self.security.ssl.get(listener.name)
+        # TLS listeners: our own TLS over memory BIOs, a bounded memory cost per connection
+        # (server/security/tls_transport.py says why not asyncio's ssl=)
+        def tls_connection() -> TlsProtocol:
+            assert tls is not None
+            conn = Connection(self, broker, listener)
+            return TlsProtocol(tls, conn, on_secure=conn.secured)
+
+        factory: Callable[[], asyncio.BaseProtocol] = (
+            (lambda: Connection(self, broker, listener)) if tls is None else tls_connection)
         while True:
             try:
-                return await loop.create_server(lambda: Connection(self, broker, listener),
-                                                listener.host or None, port,
+                return await loop.create_server(factory, listener.host or None, port,
                                                 reuse_address=True, backlog=2048,
-                                                start_serving=start,
-                                                ssl=self.security.ssl.get(listener.name))
+                                                start_serving=start)
             except OSError as e:
                 if port == 0 or e.errno != errno.EADDRINUSE or loop.time() >= deadline:
+                    # the address tried, for the one-line start error (server/cli.py)
+                    e.filename = listener.url(port)
                     raise
                 await asyncio.sleep(0.05)
 
@@ -667,9 +686,17 @@ class Connection(asyncio.Protocol):
             return
         self.admitted = True
         self.server.connections.add(self)
-        if self.spec is not None:
+        if self.spec is not None and not isinstance(transport, TlsTransport):
             self.server.security.on_connect(self, transport, self.spec)
         log.debug("connection from %s", self.peer)
+
+    def secured(self) -> None:
+        """The TLS handshake of this connection is complete (``TlsProtocol``): its principal
+        (client certificate) or SASL session. A TLS connection is admitted, and counted in
+        ``max.connections``, from the TCP accept on, as Kafka counts it, not from the end of
+        its handshake: clients that never complete one cannot exceed the limit."""
+        if self.spec is not None and self.transport is not None and not self.closed:
+            self.server.security.on_connect(self, self.transport, self.spec)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -680,6 +707,9 @@ class Connection(asyncio.Protocol):
         if self._task is not None and not self._task.done():
             self._task.cancel()
         self._drop_buffers()
+        # a SASL session refers back to this connection: no cycle for the rarely run cyclic
+        # collector to find (gc_tuning.py), the memory goes back at once
+        self.handler = self.server.dispatch
         log.debug("connection from %s closed", self.peer)
 
     def pause_writing(self) -> None:
@@ -708,8 +738,12 @@ class Connection(asyncio.Protocol):
             return
         self.closed = True
         self._drop_buffers()
-        if self.transport is not None:
-            self.transport.close()
+        transport = self.transport
+        if transport is not None:
+            transport.close()
+            if transport.get_write_buffer_size():
+                # a peer that does not read what is left cannot keep the connection open
+                asyncio.get_running_loop().call_later(CLOSE_GRACE_S, transport.abort)
         log.debug("closing connection from %s: %s", self.peer, reason)
 
     def abort(self) -> None:
@@ -731,6 +765,10 @@ class Connection(asyncio.Protocol):
         if frames:
             self.pending.extend(frames)
             self.pending_bytes += sum(map(len, frames))
+            if self.busy and self._ctx is not None and self._ctx.api_key == ApiKey.FETCH \
+                    and self.server.apis is not None:
+                # a long-poll Fetch would hold these for up to its MaxWaitMs (apis.fetch_now)
+                self.server.apis.fetch_now(self._ctx)
             self._run()
         else:
             self._account()

@@ -62,8 +62,14 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from groupcoord.commands import UsageError, bootstrap_servers, command, int_at_least
+from groupcoord.commands import (
+    UsageError,
+    bootstrap_servers,
+    command,
+    int_at_least,
+)
 from groupcoord.protocol.client import KafkaClient, KafkaClientError
+from groupcoord.protocol.client_config import add_command_config
 from groupcoord.protocol.errors import CoordinatorError, error_name
 from groupcoord.protocol.versions import ApiKey
 
@@ -143,7 +149,9 @@ def _run_serve(ns: argparse.Namespace) -> int:
     except (CoordinatorError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    problem = _check_data_dir(data_dir)
+    # --storage memory writes nothing: no data directory is made (one that exists is read for
+    # its SCRAM users and ACLs)
+    problem = None if server.storage == "memory" else _check_data_dir(data_dir)
     if problem is not None:
         print(f"error: cannot start: {problem}", file=sys.stderr)
         return 1
@@ -187,10 +195,13 @@ def _start_error(e: BaseException, ns: argparse.Namespace) -> str:
 
     if isinstance(e, socket.gaierror):
         return f"cannot resolve --host {ns.host}: {e.strerror or e}"
+    # the listener's own address (KafkaServer._listen sets it), else --host/--port
+    where = (e.filename if isinstance(e, OSError) and isinstance(e.filename, str)
+             else f"{ns.host}:{ns.port}")
     if isinstance(e, OSError) and e.errno == errno.EADDRINUSE:
-        return f"{ns.host}:{ns.port} is in use (another server on that port?)"
+        return f"{where} is in use (another server on that port?)"
     if isinstance(e, OSError) and e.errno in (errno.EADDRNOTAVAIL, errno.EACCES):
-        return f"cannot listen on {ns.host}:{ns.port}: {os.strerror(e.errno).lower()}"
+        return f"cannot listen on {where}: {os.strerror(e.errno).lower()}"
     text = " ".join(str(e).split())
     return text or type(e).__name__
 
@@ -237,7 +248,7 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
 
 
 def _client(ns: argparse.Namespace) -> KafkaClient:
-    return KafkaClient(ns.bootstrap_server)
+    return KafkaClient(ns.bootstrap_server, **ns.command_config)
 
 
 def _emit(ns: argparse.Namespace, data: Any, text: str) -> None:
@@ -267,6 +278,7 @@ def _guard(fn: Any) -> Any:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bootstrap-server", type=bootstrap_servers, default="127.0.0.1:9092")
+    add_command_config(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 

@@ -17,7 +17,8 @@ Commands (arguments in brackets are optional):
 - ``add-latency`` ms [api, broker, client_id]: delay matching requests by ``ms``;
 - ``clear-faults``: remove every error and latency rule;
 - ``faults``: the rules in force and how many errors were injected;
-- ``drop-connections`` client_id (or ``all: true``): close those client connections now;
+- ``drop-connections`` client_id (or ``all: true``): close those client connections now (once
+  this answer is written: with ``all`` the asking connection is closed too, after its answer);
 - ``connections``: the open connections, each with its listener and principal
   (``server/security/``);
 - ``expire-session`` group, member: the member's session timer fires now (a KIP-848 consumer
@@ -52,6 +53,7 @@ consumer group; a target computed by a shard's load duties is not held either.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Callable, Collection
@@ -208,10 +210,13 @@ class ControlPlane:
         if client_id is None and not every:
             raise InvalidControlCommand("drop-connections needs client_id (or all)")
         dropped = []
+        loop = asyncio.get_running_loop()
         for conn in list(self.server.connections):
             if every or conn.client_id == client_id:
                 dropped.append(conn.peer)
-                conn.abort()
+                # once this answer is written: with ``all`` the connection that asked is one of
+                # them, and its client gets the answer before the close
+                loop.call_soon(conn.abort)
         return {"dropped": sorted(dropped)}
 
     def _connections(self, args: dict[str, Any]) -> Any:

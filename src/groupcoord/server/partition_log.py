@@ -28,13 +28,18 @@ then and not when a consumer reaches it, at the cost of reading the stored data 
 file at start-up, as Kafka's ``LogManager`` skips recovery when the log directory holds its
 clean-shutdown marker (``TopicRegistry``, ``.kafka_cleanshutdown``): each file is then
 recovered, with the same checks, on first use (:meth:`PartitionLog.expect_file`). Every batch's header,
-base offset (it must follow the previous batch) and CRC-32C are checked. A problem with no valid
-batch after it is a torn tail — an incomplete last batch, or a last batch with a bad CRC or
-header — and is cut off with a WARNING naming the file, byte and offset, as Kafka's recovery
-truncates a segment. A problem followed by a valid batch is damage, not a torn write: cutting
-there would silently drop acknowledged records, so :class:`PartitionLogCorrupt` is raised (one
-line naming file, byte, offset and problem, and the recovery command), nothing is changed, and
-``serve`` stops. ``groupcoord recover-partitions`` (``partition_cli.py``) cuts at the damage,
+base offset (it must follow the previous batch) and CRC-32C are checked. A torn write is a
+*prefix* of a batch (the write a crash interrupted is the last one, and ``os.write`` writes a
+batch's bytes in order): an incomplete header, a header that cannot be read (magic byte), or
+fewer bytes than the batch announces. Such a tail with no valid batch after it is cut off with a
+WARNING naming the file, byte and offset, as Kafka's recovery truncates a segment. Anything else
+is damage, not a torn write: a problem followed by a valid batch, and also a *complete* last
+batch (every byte it announces is there) that fails its CRC-32C, base offset or offset delta —
+a torn write cannot produce one, and cutting it would silently drop acknowledged records (Kafka's
+``LogSegment.recover`` truncates at any invalid batch; here we refuse, so that an operator
+decides). Damage raises :class:`PartitionLogCorrupt` (one line naming file, byte, offset and
+problem, and the recovery command), nothing is changed, and ``serve`` stops. ``groupcoord
+recover-partitions`` (``partition_cli.py``) cuts at the damage,
 keeping the cut bytes in ``<file>.damaged-<byte>``. A :class:`PartitionLog` used without that
 start-up pass (or a file unreadable at start-up) is recovered on first access; its error
 then reaches Produce and Fetch, which answer KAFKA_STORAGE_ERROR, and the index stays unloaded
@@ -171,7 +176,7 @@ class PartitionLogCorrupt(LogError):
     the file, the byte position and offset, what is wrong, and how to recover."""
 
     def __init__(self, path: Path, position: int, offset: int, problem: str,
-                 next_valid: int) -> None:
+                 next_valid: int | None) -> None:
         self.path = path
         self.position = position
         self.offset = offset
@@ -184,11 +189,13 @@ class PartitionLogCorrupt(LogError):
     def __str__(self) -> str:
         where = f"--data-dir {self.data_dir}" if self.data_dir is not None else "--data-dir DIR"
         keep = f"keep offsets 0..{self.offset - 1}" if self.offset > 0 else "keep nothing"
+        why = ("it is the last batch and complete" if self.next_valid is None else
+               f"valid batches follow at byte {self.next_valid}")
         return (f"{self.path}: damaged record batch at byte {self.position} (offset "
-                f"{self.offset}): {self.problem}; valid batches follow at byte "
-                f"{self.next_valid}, so this is not a torn write and nothing was cut. To "
+                f"{self.offset}): {self.problem}; {why}, so this is not a torn write and "
+                f"nothing was cut. To "
                 f"{keep} and set the rest aside, run `groupcoord "
-                f"recover-partitions {where}` (docs/durability-and-metrics.md, \"Partition data\")")
+                f"recover-partitions {where}` with the server stopped")
 
 
 _READ_ALL_LIMIT = 8 << 20  # files up to this size are read with one pread, larger ones mapped
@@ -262,10 +269,12 @@ class PartitionLog:
         """Kafka's log recovery for this file: index every batch, checking its header, that its
         base offset follows the previous batch, and its CRC-32C.
 
-        A problem with no valid batch after it is a torn tail (a crash mid-write, or a last batch
-        with a bad CRC or header): it is cut off and logged at WARNING naming the file, byte and
-        offset. A problem followed by a valid batch raises :class:`PartitionLogCorrupt` and
-        changes nothing — unless ``cut_damage`` (the ``recover-partitions`` command): then the
+        A torn tail (a prefix of a batch: an incomplete header or batch, or a header whose
+        magic byte is wrong, with no valid batch after it) is cut off and logged at WARNING
+        naming the file, byte and offset. A problem followed by a valid batch, or a complete last
+        batch that fails its checks (bad CRC-32C, base offset or offset delta: not a torn write),
+        raises :class:`PartitionLogCorrupt` and changes nothing — unless ``cut_damage`` (the
+        ``recover-partitions`` command): then the
         bytes from the damage on are first copied to ``<file>.damaged-<byte>`` and the file is
         cut there. Returns (byte, problem) of what was cut, or None. On any error the index stays
         unloaded (the next access tries again): an unreadable file never looks like an empty
@@ -298,14 +307,15 @@ class PartitionLog:
             data = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
         try:
             with memoryview(data) as view:
-                end, problem = self._scan(data, view, size)
+                end, problem, complete = self._scan(data, view, size)
                 if problem is None:
                     self._size = end
                     return None
                 follow = _next_valid_batch(data, view, end + 1, size)
-                if follow is not None and not cut_damage:
+                damaged = follow is not None or complete
+                if damaged and not cut_damage:
                     raise PartitionLogCorrupt(self.path, end, self._hw, problem, follow)
-                if follow is not None:
+                if damaged:
                     aside = f"{self._spath}.damaged-{end}"
                     with open(aside, "wb") as f:
                         f.write(view[end:size])
@@ -325,28 +335,33 @@ class PartitionLog:
         self._size = end
         return end, problem
 
-    def _scan(self, data: bytes | mmap.mmap, view: memoryview, size: int) -> tuple[int, str | None]:
+    def _scan(self, data: bytes | mmap.mmap, view: memoryview,
+              size: int) -> tuple[int, str | None, bool]:
         """Index the valid batches from the start; (end of the last valid one, the problem of
-        the batch there or None)."""
+        the batch there or None, whether that batch is complete: every byte its header
+        announces is present, so it is not the prefix a torn write leaves)."""
         pos = 0
         while pos < size:
             if size - pos < BATCH_HEADER_SIZE:
-                return pos, f"incomplete batch header ({size - pos} of {BATCH_HEADER_SIZE} bytes)"
+                return (pos, f"incomplete batch header ({size - pos} of {BATCH_HEADER_SIZE} "
+                        f"bytes)", False)
             (base, length, _e, magic, crc, _a, last_delta, _bt, max_ts) = _HEAD.unpack_from(data, pos)
             total = length + 12
             if magic != 2:
-                return pos, f"magic byte {magic}, not 2 (not a v2 record batch)"
+                return pos, f"magic byte {magic}, not 2 (not a v2 record batch)", False
             if total < BATCH_HEADER_SIZE:
-                return pos, f"batch length {length} is shorter than a batch header"
+                return pos, f"batch length {length} is shorter than a batch header", False
             if pos + total > size:
-                return pos, f"incomplete batch ({total} bytes announced, {size - pos} present)"
+                return (pos, f"incomplete batch ({total} bytes announced, {size - pos} present)",
+                        False)
             if last_delta < 0:
-                return pos, f"negative lastOffsetDelta {last_delta}"
+                return pos, f"negative lastOffsetDelta {last_delta}", True
             if base != self._hw:
-                return pos, f"base offset {base} where {self._hw} follows the previous batch"
+                return pos, f"base offset {base} where {self._hw} follows the previous batch", True
             actual = crc32c.crc32c(view[pos + 21:pos + total])
             if actual != crc:
-                return pos, f"CRC-32C {actual:#010x} does not match the stored {crc:#010x}"
+                return (pos, f"CRC-32C {actual:#010x} does not match the stored {crc:#010x}",
+                        True)
             pid, pepoch, base_seq = _PRODUCER.unpack_from(data, pos + 43)
             if pid >= 0:
                 (count,) = struct.unpack_from(">i", data, pos + 57)
@@ -354,7 +369,7 @@ class PartitionLog:
                                          base_seq), base)
             self._index(base, base + last_delta, pos, total, max_ts)
             pos += total
-        return pos, None
+        return pos, None, False
 
     def _index(self, base: int, last: int, pos: int, size: int, max_ts: int) -> None:
         self._bases.append(base)

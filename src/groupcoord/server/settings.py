@@ -164,7 +164,13 @@ def _suggest(name: str) -> str:
     close = difflib.get_close_matches(name, known_names(), n=1, cutoff=0.6)
     if close:
         return f"; did you mean {close[0]!r}?"
-    return "; the known keys are listed in docs/configuration.md"
+    group = name.split(".")[0] + "."
+    same = [k for k in known_names() if k.startswith(group)]
+    if same and len(same) <= 12:
+        return f"; the known {group}* keys: {', '.join(same)}"
+    prefixes = sorted({k.split(".")[0] for k in SETTINGS})
+    return (f"; groupcoord takes Kafka's broker config names (beginning "
+            f"{', '.join(p + '.' for p in prefixes)})")
 
 
 def _check_value(s: Setting, raw: str) -> None:

@@ -25,6 +25,7 @@ import sys
 from typing import Any
 
 from groupcoord.commands import bootstrap_servers, command, int_at_least
+from groupcoord.protocol.client_config import add_command_config
 
 __all__: list[str] = []
 
@@ -36,7 +37,8 @@ def _run(ns: argparse.Namespace) -> int:
     args: dict[str, Any] = {k: getattr(ns, k) for k in ns.arg_names}
     args = {k: v for k, v in args.items() if v is not None and v is not False}
     try:
-        result = Control.connect(ns.bootstrap_server).run(ns.control_command, **args)
+        result = Control.connect(ns.bootstrap_server, security=ns.command_config).run(
+            ns.control_command, **args)
     except (ControlError, KafkaClientError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -57,6 +59,7 @@ def _control_args(p: argparse.ArgumentParser) -> None:
     def verb(name: str, help_text: str, *names: str) -> argparse.ArgumentParser:
         c = sub.add_parser(name, help=help_text, description=help_text)
         c.add_argument("--bootstrap-server", type=bootstrap_servers, default="127.0.0.1:9092")
+        add_command_config(c)
         c.add_argument("--json", action="store_true", help="print the server's JSON answer")
         c.set_defaults(func=_run, arg_names=list(names))
         return c

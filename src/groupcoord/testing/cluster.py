@@ -62,14 +62,16 @@ class Control:
 
     @classmethod
     def connect(cls, bootstrap: str, *, client_id: str = "groupcoord-control",
-                timeout_s: float = 10.0) -> Control:
+                timeout_s: float = 10.0, security: dict[str, Any] | None = None) -> Control:
         """A control plane over the wire (GroupcoordControl, API 1010): each command opens a
-        connection to ``bootstrap`` (``H:P``)."""
+        connection to ``bootstrap`` (``H:P``); ``security``: the protocol client's
+        ``ssl_context`` / ``sasl`` for a secured listener (``protocol/client_config.py``)."""
         from groupcoord.protocol.client import KafkaClient
         from groupcoord.protocol.versions import ApiKey
 
         def invoke(command: str, args: dict[str, Any]) -> Any:
-            with KafkaClient(bootstrap, client_id=client_id, timeout=timeout_s) as c:
+            with KafkaClient(bootstrap, client_id=client_id, timeout=timeout_s,
+                             **(security or {})) as c:
                 r = c.call(ApiKey.GROUPCOORD_CONTROL, 0, command=command,
                            arguments=json.dumps(args))
             if int(r.error_code):

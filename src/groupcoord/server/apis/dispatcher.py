@@ -93,6 +93,10 @@ class KafkaApis:
         metadata = self.families[MetadataApis]
         assert isinstance(metadata, MetadataApis)
         self._metadata = metadata
+        produce_fetch = self.families[ProduceFetchApis]
+        assert isinstance(produce_fetch, ProduceFetchApis)
+        #: Answer the connection's waiting Fetch now (``ProduceFetchApis.fetch_now``).
+        self.fetch_now = produce_fetch.fetch_now
 
     def handle(self, body: Any, ctx: RequestContext) -> Any:
         op = GROUP_API_ACLS.get(ctx.api_key)

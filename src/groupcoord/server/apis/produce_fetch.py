@@ -42,6 +42,8 @@ class ProduceFetchApis(ApiFamily):
         super().__init__(broker)
         self.producer_ids = broker.producer_ids
         self._data_waiters: list[asyncio.Future[None]] = []
+        #: Fetches waiting for data, by ``id`` of their request's context (:meth:`fetch_now`).
+        self._waiting_fetches: dict[int, asyncio.Future[None]] = {}
         self.handlers = {
             ApiKey.PRODUCE: self.produce,
             ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
@@ -127,26 +129,47 @@ class ProduceFetchApis(ApiFamily):
             return resp
         return self._fetch_wait(body, ctx, max_wait)
 
+    def fetch_now(self, ctx: RequestContext) -> None:
+        """The connection of the Fetch waiting with ``ctx`` has another request queued behind
+        it: answer that Fetch now with what there is (nothing), as its MaxWaitMs allows (an
+        upper bound). Requests on a connection are answered in order, so a long-poll Fetch
+        would hold the next one for up to MaxWaitMs: librdkafka sends FindCoordinator on the
+        connection it fetches on, and after NOT_COORDINATOR on an OffsetCommit with one broker
+        its coordinator look-up answered 500 ms late (fetch.wait.max.ms) kept failing the
+        retried commit (docs/testing.md, "What each client does"). Kafka holds the request
+        behind the Fetch; answering the Fetch early is the difference."""
+        fut = self._waiting_fetches.get(id(ctx))
+        if fut is not None and not fut.done():
+            fut.set_result(None)
+
     async def _fetch_wait(self, body: Any, ctx: RequestContext, max_wait_ms: int) -> Any:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_ms / 1000.0
-        while True:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                break
-            fut: asyncio.Future[None] = loop.create_future()
-            self._data_waiters.append(fut)
-            try:
-                await asyncio.wait_for(fut, remaining)
-            except TimeoutError:
-                break
-            finally:
-                if not fut.done() or fut.cancelled():
-                    with contextlib.suppress(ValueError):
-                        self._data_waiters.remove(fut)
-            resp, total, errors = self._fetch_once(body, ctx)
-            if total > 0 or errors:
-                return resp
+        now: asyncio.Future[None] = loop.create_future()
+        self._waiting_fetches[id(ctx)] = now
+        try:
+            while True:
+                remaining = deadline - loop.time()
+                if remaining <= 0 or now.done():
+                    break
+                fut: asyncio.Future[None] = loop.create_future()
+                self._data_waiters.append(fut)
+                try:
+                    await asyncio.wait_for(asyncio.wait((fut, now),
+                                                        return_when=asyncio.FIRST_COMPLETED),
+                                           remaining)
+                except TimeoutError:
+                    break
+                finally:
+                    if not fut.done() or fut.cancelled():
+                        with contextlib.suppress(ValueError):
+                            self._data_waiters.remove(fut)
+                resp, total, errors = self._fetch_once(body, ctx)
+                if total > 0 or errors:
+                    return resp
+        finally:
+            if self._waiting_fetches.get(id(ctx)) is now:
+                del self._waiting_fetches[id(ctx)]
         return self._fetch_once(body, ctx)[0]
 
     def _fetch_once(self, body: Any, ctx: RequestContext) -> tuple[Any, int, bool]:

@@ -44,6 +44,7 @@ from typing import Any
 
 from groupcoord.commands import command
 from groupcoord.protocol.client import KafkaClient, KafkaClientError
+from groupcoord.protocol.client_config import add_command_config
 from groupcoord.protocol.errors import error_name
 from groupcoord.protocol.versions import ApiKey
 from groupcoord.server.security.acls import (
@@ -192,7 +193,7 @@ def _add(ns: argparse.Namespace) -> list[AclBinding]:
         with _offline(Path(ns.data_dir)) as store:
             store.add(bindings)
         return bindings
-    with KafkaClient(ns.bootstrap_server, client_id=ns.client_id) as c:
+    with KafkaClient(ns.bootstrap_server, client_id=ns.client_id, **ns.command_config) as c:
         r = c.call(ApiKey.CREATE_ACLS, 3, creations=[_wire(b) for b in bindings])
     for res in r.results:
         _check(int(res.error_code), res.error_message)
@@ -207,7 +208,7 @@ def _list(ns: argparse.Namespace) -> list[AclBinding]:
             for f in filters:
                 found.update(dict.fromkeys(store.describe(f)))
         return sorted(found)
-    with KafkaClient(ns.bootstrap_server, client_id=ns.client_id) as c:
+    with KafkaClient(ns.bootstrap_server, client_id=ns.client_id, **ns.command_config) as c:
         for f in filters:
             r = c.call(ApiKey.DESCRIBE_ACLS, 3, _wire_filter(f))
             _check(int(r.error_code), r.error_message)
@@ -223,7 +224,7 @@ def _remove(ns: argparse.Namespace) -> list[AclBinding]:
     if ns.data_dir:
         with _offline(Path(ns.data_dir)) as store:
             return sorted({b for ms in store.remove(filters) for b in ms})
-    with KafkaClient(ns.bootstrap_server, client_id=ns.client_id) as c:
+    with KafkaClient(ns.bootstrap_server, client_id=ns.client_id, **ns.command_config) as c:
         r = c.call(ApiKey.DELETE_ACLS, 3, filters=[_wire_filter(f) for f in filters])
     gone: set[AclBinding] = set()
     for fr in r.filter_results:
@@ -278,6 +279,7 @@ def _acls_args(p: argparse.ArgumentParser) -> None:
     where.add_argument("--data-dir", default=None,
                        help="a stopped server's data directory (acls.json), instead")
     p.add_argument("--client-id", default="groupcoord-cli")
+    add_command_config(p)
     p.add_argument("--topic", action="append", metavar="NAME")
     p.add_argument("--group", action="append", metavar="NAME")
     p.add_argument("--transactional-id", action="append", metavar="ID")

@@ -87,8 +87,21 @@ def entry_decision(e: AccessControlEntry, principal: str, host: str,
 
 
 def parse_super_users(value: str | None) -> frozenset[str]:
-    """``super.users``: principals separated by ``;`` (blanks around each ignored)."""
-    return frozenset(p.strip() for p in (value or "").split(";") if p.strip())
+    """``super.users``: principals separated by ``;`` (blanks around each ignored). Each must
+    be ``Type:Name`` as Kafka's ``SecurityUtils.parseKafkaPrincipal`` requires (Kafka refuses
+    to start otherwise): a one-line ValueError for an entry without a principal type, such as
+    ``bob``, which would never match anyone."""
+    out = []
+    for entry in (value or "").split(";"):
+        p = entry.strip()
+        if not p:
+            continue
+        kind, sep, name = p.partition(":")
+        if not sep or not kind.strip() or not name.strip():
+            raise ValueError(f"config super.users: {p!r} is not a principal: expected "
+                             f"principalType:principalName, e.g. User:{name or kind or p}")
+        out.append(p)
+    return frozenset(out)
 
 
 def _is_loopback(host: str) -> bool:

@@ -31,7 +31,9 @@ Mechanisms:
   as Kafka's ``PlainSaslServer`` does.
 - SCRAM-SHA-256 / SCRAM-SHA-512 (RFC 5802, RFC 7677) with ``scramp``'s ``ScramServer`` (a
   maintained implementation of both sides; no channel binding, as Kafka). An authzid (``a=``) in
-  the GS2 header must be the user itself, as Kafka checks.
+  the GS2 header equal to the user name is accepted and any other refused, as Kafka's
+  ``ScramSaslServer`` does (``_Scram._first_with_authzid``: scramp itself refuses every
+  authzid).
 """
 
 from __future__ import annotations
@@ -139,11 +141,9 @@ class _Scram:
             if self._first:
                 self._first = False
                 gs2 = text.split(",", 2)
+                if len(gs2) == 3 and gs2[1]:
+                    return self._first_with_authzid(gs2), False
                 self._server.set_client_first(text)
-                if len(gs2) == 3 and gs2[1].startswith("a=") and \
-                        _unescape_saslname(gs2[1][2:]) != self._user_of_first():
-                    raise AuthenticationFailed("Authentication failed: authorization id "
-                                                   "differs from the user name")
                 return self._server.get_server_first().encode(), False
             self._server.set_client_final(text)
             final = self._server.get_server_final()
@@ -159,12 +159,39 @@ class _Scram:
             raise AuthenticationFailed(f"Authentication failed: invalid {self.mechanism} "
                                        f"message: {e}") from None
 
+    def _first_with_authzid(self, gs2: list[str]) -> bytes:
+        """A client-first message whose GS2 header carries an authorization id (``n,a=alice,``).
+        Kafka's ``ScramSaslServer`` accepts it when it equals the user name and refuses any
+        other; scramp refuses every authzid, so it is checked here, scramp is given the message
+        without it, and the channel-binding input it checks in the client-final (``c=``, the
+        base64 of the GS2 header as the client sent it) is the header with the authzid."""
+        if not gs2[1].startswith("a="):
+            raise AuthenticationFailed(f"Authentication failed: invalid {self.mechanism} "
+                                       f"message: a GS2 header of the form n,a=authzid,")
+        self._server.set_client_first(f"{gs2[0]},,{gs2[2]}")
+        if _unescape_saslname(gs2[1][2:]) != self._user_of_first():
+            raise AuthenticationFailed("Authentication failed: Client requested an "
+                                       "authorization id that is different from username")
+        self._server.gs2_header = _Gs2Header(f"{gs2[0]},{gs2[1]},".encode())
+        return self._server.get_server_first().encode()
+
     def _user_of_first(self) -> str:
         bare = self._server.client_first_bare
         for attr in bare.split(","):
             if attr.startswith("n="):
                 return _unescape_saslname(attr[2:])
         return ""
+
+
+class _Gs2Header:
+    """The GS2 header as the client sent it, for scramp's channel-binding check (``c=`` of
+    the client-final is its base64; no channel binding is offered, so nothing is appended)."""
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+
+    def make_cbind_input(self, cb: object) -> bytes:
+        return self.raw
 
 
 def _mechanism(name: str, store: CredentialStore) -> _Plain | _Scram:
