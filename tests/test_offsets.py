@@ -218,6 +218,43 @@ def test_admin_commit_refused_when_group_has_members() -> None:
     assert_commit_refused(c, commit_req("g", foo={0: 7}), E.unknown_member_id)
 
 
+def test_simple_consumer_commit_with_its_member_id_on_empty_group_allowed() -> None:
+    """Kafka 4.3's ``ConsumerGroup.validateOffsetCommit``: a negative epoch commits while the
+    group has no member, whatever member id comes with it (librdkafka's simple consumer sends
+    its client-generated id with epoch -1 after a manual ``assign()``). Membership untouched."""
+    shard, c = group_with_member()
+    c.heartbeat("A", -1)
+    assert shard.groups["g"].members == {}
+    before = shard.state_digest()["groups"]
+    r = c.handle(commit_req("g", "client-generated-id", -1, foo={0: 7, 1: 8}))
+    assert r.error_code == 0, r.error_message
+    assert codes(r) == {"foo": [(0, 0), (1, 0)]}
+    assert fetched(c.handle(OffsetFetchRequest("g"))) == {"foo": {0: 7, 1: 8}}
+    assert shard.state_digest()["groups"] == before
+
+
+def test_simple_consumer_commit_with_its_member_id_on_nonexistent_group_allowed() -> None:
+    """Kafka 4.3's ``OffsetMetadataManager.validateOffsetCommit``: a group that does not exist
+    takes a commit at a negative epoch, member id or not (Kafka creates a simple group; here
+    the offsets stand alone and no group is created)."""
+    shard = Shard(metadata=image(foo=1))
+    c = Client(shard)
+    r = c.handle(commit_req("simple", "client-generated-id", -1, foo={0: 4}))
+    assert r.error_code == 0 and codes(r) == {"foo": [(0, 0)]}
+    assert "simple" not in shard.groups
+    assert fetched(c.handle(OffsetFetchRequest("simple"))) == {"foo": {0: 4}}
+
+
+def test_simple_consumer_commit_refused_while_the_group_has_members() -> None:
+    """The empty-group exception only: with members, an unknown member id at epoch -1 is
+    UNKNOWN_MEMBER_ID and a member's own id at epoch -1 is STALE_MEMBER_EPOCH (Kafka 4.3's
+    ``ConsumerGroup.validateOffsetCommit`` then ``validateMemberEpoch``)."""
+    _, c = group_with_member()
+    assert_commit_refused(c, commit_req("g", "client-generated-id", -1, foo={0: 7}),
+                          E.unknown_member_id)
+    assert_commit_refused(c, commit_req("g", "A", -1, foo={0: 7}), E.stale_member_epoch)
+
+
 def test_commit_unknown_topic_or_partition() -> None:
     _, c = group_with_member()
     n = len(c.records)

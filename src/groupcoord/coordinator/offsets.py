@@ -95,11 +95,14 @@ def _group_offsets(shard: ShardContext, group_id: str) -> dict[tuple[str, int], 
 def _validate_member(shard: ShardContext, group_id: str, member_id: str | None, epoch: int,
                      committing: bool, group_instance_id: str | None = None) -> None:
     group = shard.groups.get(group_id)
-    admin = not member_id and epoch < 0
     if group is None:
-        if admin or not committing:
+        if epoch < 0 or not committing:
             # A fetch for a group that does not exist (never created, or deleted) is answered
-            # with -1 offsets and no error, member id or not (Kafka's fetchOffsets).
+            # with -1 offsets and no error, member id or not (Kafka's fetchOffsets). A commit
+            # at a negative epoch is accepted whatever member id it carries: Kafka 4.3's
+            # ``OffsetMetadataManager.validateOffsetCommit`` takes it for the admin client or
+            # a consumer without group management and creates a simple group (here: offsets
+            # with no group).
             return
         raise CoordinatorError(_E.unknown_member_id,
                                f"Group {group_id} has no member {member_id!r}.")
