@@ -527,7 +527,7 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
         client-side assignor (the chosen member computes it)."""
         if group.group_epoch <= group.assignment_epoch:
             return
-        interval = self.config.consumer_assignment_interval_ms
+        interval = self.shard.group_config(group.group_id).assignment_interval_ms
         if (interval > 0 and group.assignment_timestamp_ms > 0
                 and self.shard.now < group.assignment_timestamp_ms + interval
                 and self.client.assignor(group) is None):
@@ -698,7 +698,7 @@ class ConsumerGroupManager(NewProtocolGroupManager[ConsumerGroup, ConsumerGroupM
         default = self.config.consumer_assignors[0]
         name = preferred_server_assignor(members.values(), default)
         assignor = self.assignors[name]
-        batching = self.config.consumer_assignment_interval_ms > 0
+        batching = self.shard.group_config(group.group_id).assignment_interval_ms > 0
         _, records = target_assignment_records(group, members, previous, group.group_epoch,
                                                assignor, self.shard.now if batching else 0)
         if batching and records:
