@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conformance.librdkafka import Row, classify, markdown, parse_output, summary_line
+from tests.conformance.librdkafka import (
+    Row,
+    classify,
+    markdown,
+    parse_output,
+    rows_of,
+    summary_line,
+)
 from tests.conformance.suite import CASES, KNOWN_FAILURES, select
 
 GRN, RED, MAG, CLR = "\x1b[32m", "\x1b[31m", "\x1b[35m", "\x1b[0m"
@@ -86,3 +93,20 @@ def test_subsets() -> None:
         select("full", ["9999"])
     # every known failure belongs to a test of the list
     assert {k[:4] for k in KNOWN_FAILURES} <= {c.number for c in CASES}
+
+
+def test_local_tests_and_other_scenarios_are_left_out() -> None:
+    """``TESTS=0045`` reports every 0045 test: the mock ones (``-L`` filters them) and those of
+    the ``noautocreate`` scenario (skipped silently in the default one) are no rows."""
+    text = "\n".join([
+        "[0045_subscribe_update_mock  /  0.000s] WARN: SKIPPING TEST: Filtered due to negative "
+        "test flags",
+        "[0045_subscribe_update      /  1.000s] Creating topic",
+        "| 0045_subscribe_update_topic_remove       |    SKIPPED |   0.000s | ",
+        "| 0045_subscribe_update_mock               |    SKIPPED |   0.000s | Filtered due to "
+        "negative test flags",
+        "| 0045_subscribe_update                    |     PASSED |  20.600s | ",
+    ])
+    rows = rows_of(text, "classic", "plaintext")
+    assert [(r.test, r.result, r.seconds) for r in rows] == [
+        ("0045_subscribe_update", "passed", 20.6)]

@@ -194,13 +194,16 @@ def _security_args(security: str, certs_dir: Path, data_dir: Path) -> list[str]:
 
 
 @contextlib.contextmanager
-def serve(security: str, work: Path, certs_dir: Path, log: Path) -> Iterator[Server]:
+def serve(security: str, work: Path, certs_dir: Path, log: Path,
+          auto_create: bool = True) -> Iterator[Server]:
     """A fresh ``groupcoord serve`` (memory storage) for one test; stopped on exit."""
     data_dir = work / "data"
     data_dir.mkdir(parents=True)
     cmd = [sys.executable, "-m", "groupcoord", "serve", "--storage", "memory",
            "--data-dir", str(data_dir), *_security_args(security, certs_dir, data_dir)]
     for c in SERVER_CONFIGS:
+        if c.startswith("auto.create.topics.enable=") and not auto_create:
+            c = "auto.create.topics.enable=false"
         cmd += ["--config", c]
     with log.open("w") as err:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True,
@@ -259,6 +262,12 @@ def parse_output(text: str) -> tuple[dict[str, tuple[str, float, str]], dict[str
     return results, open_subtest
 
 
+def ran(text: str, name: str) -> bool:
+    """Whether the runner started ``name`` (it prints the test's own lines, ``[name / Ns]``),
+    as opposed to skipping it silently (another scenario)."""
+    return re.search(rf"^\[{re.escape(name)}\s*/", ANSI.sub("", text), re.MULTILINE) is not None
+
+
 def skip_reason(text: str, name: str) -> str:
     for raw in text.splitlines():
         line = ANSI.sub("", raw)
@@ -285,13 +294,37 @@ def classify(name: str, state: str, fail: str, subtest: str | None) -> tuple[str
     return "failed", f"{where}{fail}"
 
 
+def is_local(name: str) -> bool:
+    """A test of librdkafka's mock cluster or a local one (``-L`` leaves it out: it talks to no
+    server); librdkafka names them ``..._mock`` and ``..._local``."""
+    return name.endswith(("_mock", "_local")) or "_mock_" in name
+
+
+def rows_of(text: str, protocol: str, security: str) -> list[Row]:
+    """The table's rows for one run's output: every test the runner reports, except the local
+    ones (``-L``) and those of another scenario (skipped silently, never started)."""
+    results, open_subtest = parse_output(text)
+    rows = []
+    for name, (state, seconds, fail) in sorted(results.items()):
+        if state == "SKIPPED" and (is_local(name) or (not fail and not ran(text, name))):
+            continue
+        result, reason = classify(name, state, fail, open_subtest.get(name))
+        if result == "skipped" and not reason:
+            reason = skip_reason(text, name)
+        rows.append(Row(name, protocol, security, result, seconds, reason))
+    return rows
+
+
 def run_case(case: Case, protocol: str, security: str, tests_dir: Path, out_dir: Path,
-             certs_dir: Path, timeout: float) -> list[Row]:
-    work = out_dir / f"{case.number}-{protocol}-{security}"
+             certs_dir: Path, timeout: float, scenario: str = "default") -> list[Row]:
+    """The rows of one run of the test runner on ``case`` (its tests of ``scenario``: those of
+    another scenario and the local ones are skipped by the runner and left out here)."""
+    work = out_dir / f"{case.number}-{protocol}-{security}-{scenario}"
     work.mkdir(parents=True)
     started = time.monotonic()
     try:
-        with serve(security, work, certs_dir, work / "server.log") as server:
+        with serve(security, work, certs_dir, work / "server.log",
+                   auto_create=scenario != "noautocreate") as server:
             conf = work / "test.conf"
             conf.write_text(client_conf(server.bootstrap, security, certs_dir))
             libs = [str(tests_dir.parent / "src"), str(tests_dir.parent / "src-cpp")]
@@ -306,7 +339,8 @@ def run_case(case: Case, protocol: str, security: str, tests_dir: Path, out_dir:
             log = work / "test-runner.log"
             try:
                 with log.open("w") as out:
-                    done = subprocess.run([str(tests_dir / "test-runner"), "-L", "-E"],
+                    done = subprocess.run([str(tests_dir / "test-runner"), "-L", "-E",
+                                           "-s", scenario],
                                           cwd=work, env=env, stdout=out,
                                           stderr=subprocess.STDOUT, timeout=timeout,
                                           check=False)
@@ -317,18 +351,13 @@ def run_case(case: Case, protocol: str, security: str, tests_dir: Path, out_dir:
         return [Row(case.number, protocol, security, "error", time.monotonic() - started,
                     str(e))]
     text = log.read_text(errors="replace")
-    results, open_subtest = parse_output(text)
+    results, _ = parse_output(text)
     elapsed = time.monotonic() - started
     if not results:
         why = (f"timed out after {timeout:.0f} s" if status is None
                else f"no summary (exit status {status})")
         return [Row(case.number, protocol, security, "error", elapsed, f"{why}; see {log}")]
-    rows = []
-    for name, (state, seconds, fail) in sorted(results.items()):
-        result, reason = classify(name, state, fail, open_subtest.get(name))
-        if result == "skipped" and not reason:
-            reason = skip_reason(text, name)
-        rows.append(Row(name, protocol, security, result, seconds, reason))
+    rows = rows_of(text, protocol, security)
     if status is None:
         rows.append(Row(case.number, protocol, security, "error", elapsed,
                         f"timed out after {timeout:.0f} s; see {log}"))
@@ -403,6 +432,9 @@ def main(argv: list[str] | None = None) -> int:
             for protocol in protocols:
                 got = run_case(case, protocol, security, tests_dir, out_dir, certs_dir,
                                ns.timeout)
+                if case.noautocreate:
+                    got += run_case(case, protocol, security, tests_dir, out_dir, certs_dir,
+                                    ns.timeout, scenario="noautocreate")
                 for r in got:
                     print(f"{r.test:<45} {r.protocol:<9} {r.security:<9} {r.result} "
                           f"({r.seconds:.1f} s)", flush=True)

@@ -36,6 +36,9 @@ class Case:
     #: In CI's subset (``--subset ci``): short tests covering the simple consumer's commit,
     #: subscriptions and a rebalance.
     ci: bool = False
+    #: Also run librdkafka's ``noautocreate`` scenario (``-s noautocreate``) against a server
+    #: with ``auto.create.topics.enable=false``: the number's tests written for it.
+    noautocreate: bool = False
 
 
 CASES: tuple[Case, ...] = (
@@ -47,7 +50,7 @@ CASES: tuple[Case, ...] = (
     Case("0033", "regex subscription", ci=True),
     Case("0040", "event-based IO with a consumer group"),
     Case("0045", "subscription updates: new topics, removed topics, partition changes, "
-                 "regex resubscription", ci=True),
+                 "regex resubscription", ci=True, noautocreate=True),
     Case("0050", "subscribe() to more topics"),
     Case("0051", "assign() more partitions; the simple consumer's commit", ci=True),
     Case("0056", "balanced group consumer, multi-threaded"),
