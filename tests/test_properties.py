@@ -453,9 +453,7 @@ class ShardMachine(RuleBasedStateMachine):
         if epoch < 0 and (group is None or not group.members):
             pass  # Kafka's ConsumerGroup.validateOffsetCommit: a negative epoch commits to an
             # empty group (or none), whatever member id it carries (a simple consumer's)
-        elif not member_id and epoch < 0:
-            expected = _E.unknown_member_id
-        elif member is None:
+        elif (not member_id and epoch < 0) or member is None:
             expected = _E.unknown_member_id
         elif epoch > member.member_epoch:
             expected = _E.fenced_member_epoch

@@ -199,7 +199,7 @@ def serve(security: str, work: Path, certs_dir: Path, log: Path,
     """A fresh ``groupcoord serve`` (memory storage) for one test; stopped on exit."""
     data_dir = work / "data"
     data_dir.mkdir(parents=True)
-    cmd = [sys.executable, "-m", "groupcoord", "serve", "--storage", "memory",
+    cmd = [sys.executable, "-m", "groupcoord", "-v", "serve", "--storage", "memory",
            "--data-dir", str(data_dir), *_security_args(security, certs_dir, data_dir)]
     for c in SERVER_CONFIGS:
         if c.startswith("auto.create.topics.enable=") and not auto_create:
