@@ -110,3 +110,25 @@ def test_local_tests_and_other_scenarios_are_left_out() -> None:
     rows = rows_of(text, "classic", "plaintext")
     assert [(r.test, r.result, r.seconds) for r in rows] == [
         ("0045_subscribe_update", "passed", 20.6)]
+
+
+def test_an_aborted_run_is_read_from_each_tests_own_lines() -> None:
+    """A failing test makes the runner abort before its summary: each test's end line says."""
+    text = "\n".join([
+        "[0045_resubscribe_with_regex /  0.000s] [ do_test_resubscribe_with_regex:704: "
+        "Resubscribe with Regex ]",
+        "[0045_resubscribe_with_regex / 18.204s] TEST FAILURE",
+        '### Test "0045_resubscribe_with_regex (do_test_resubscribe_with_regex:704: Resubscribe '
+        'with Regex)" failed at 0045-subscribe_update.c:40:await_assignment() at now: ###',
+        "Test assertion failed: expected assignment of 2 partitions, got 10",
+        "[0045_subscribe_update       / 26.220s] ================= Test 0045_subscribe_update "
+        "PASSED =================",
+        "test-runner: test.c:7706: test_fail0: Assertion `0' failed.",
+    ])
+    rows = rows_of(text, "consumer", "plaintext")
+    assert [(r.test, r.result, r.seconds) for r in rows] == [
+        ("0045_resubscribe_with_regex", "failed", 18.204),
+        ("0045_subscribe_update", "passed", 26.22)]
+    assert rows[0].reason == ("in sub-test do_test_resubscribe_with_regex:704: Resubscribe with "
+                              "Regex: Test assertion failed: expected assignment of 2 "
+                              "partitions, got 10")

@@ -240,13 +240,27 @@ def parse_output(text: str) -> tuple[dict[str, tuple[str, float, str]], dict[str
     summary, and ``{test name: sub-test}`` for a test whose last started sub-test did not pass
     (where a failing test stopped)."""
     results: dict[str, tuple[str, float, str]] = {}
+    # A failing test makes the runner abort (SIGABRT) before its summary: its own lines say
+    # how each test ended (``Test NAME PASSED`` or ``TEST FAILURE`` and the ``### Test`` text).
+    ended: dict[str, tuple[str, float, str]] = {}
     open_subtest: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = ANSI.sub("", raw).rstrip()
+    lines = [ANSI.sub("", raw).rstrip() for raw in text.splitlines()]
+    for i, line in enumerate(lines):
         m = SUMMARY.match(line)
         if m:
             results[m.group(1)] = (m.group(2), float(m.group(3)), m.group(4).strip(" |"))
             continue
+        end = re.match(r"^\[(\d{4}_\w+)\s*/\s*([\d.]+)s\]\s*(?:=+ Test \S+ (PASSED) =+|"
+                       r"(TEST FAILURE))$", line)
+        if end:
+            message = ""
+            for follow in lines[i + 1:i + 6]:
+                if follow.startswith(f'### Test "{end.group(1)}'):
+                    j = lines.index(follow, i + 1)
+                    message = lines[j + 1] if j + 1 < len(lines) else ""
+                    break
+            ended[end.group(1)] = ("PASSED" if end.group(3) else "FAILED",
+                                   float(end.group(2)), message)
         test = re.match(r"^\[(\d{4}_\w+)\s*/\s*[\d.]+s\]\s*(.*)$", line)
         if not test:
             continue
@@ -259,6 +273,8 @@ def parse_output(text: str) -> tuple[dict[str, tuple[str, float, str]], dict[str
         started = SUBTEST_START.search(rest)
         if started and ": SKIP: " not in started.group(1):
             open_subtest[name] = started.group(1)
+    for name, outcome in ended.items():
+        results.setdefault(name, outcome)
     return results, open_subtest
 
 
@@ -432,9 +448,6 @@ def main(argv: list[str] | None = None) -> int:
             for protocol in protocols:
                 got = run_case(case, protocol, security, tests_dir, out_dir, certs_dir,
                                ns.timeout)
-                if case.noautocreate:
-                    got += run_case(case, protocol, security, tests_dir, out_dir, certs_dir,
-                                    ns.timeout, scenario="noautocreate")
                 for r in got:
                     print(f"{r.test:<45} {r.protocol:<9} {r.security:<9} {r.result} "
                           f"({r.seconds:.1f} s)", flush=True)
