@@ -184,3 +184,21 @@ def test_the_runtime_stamps_with_its_clock() -> None:
             rt.stop()
 
     asyncio.run(main())
+
+
+def test_a_group_every_member_left_computes_its_next_target_at_once() -> None:
+    """A target that holds no member (every member left) is no batch to wait for: the next
+    join is assigned at once even within the interval (librdkafka's 0045
+    ``resubscribe_with_regex``: unsubscribe, then subscribe again at once)."""
+    shard = Shard(config=CoordinatorConfig(consumer_assignment_interval_ms=1000),
+                  metadata=image(foo=2))
+    c = Client(shard, now=10_000)
+    r = c.heartbeat("a", 0)
+    assert _targets(c) == [1]
+    c.now += 10
+    c.heartbeat("a", -1)  # the last member leaves
+    assert shard.groups["g"].target_assignment == {}
+    c.now += 10
+    r = c.heartbeat("a", 0)  # within the interval of the last computation
+    assert r.error_code == 0 and r.member_epoch == shard.groups["g"].group_epoch
+    assert r.assignment is not None and len(r.assignment.topic_partitions[0].partitions) == 2

@@ -496,6 +496,13 @@ def test_assignment_sent_on_full_request_even_if_unchanged() -> None:
     assert r.assignment is not None and parts(r, shard) == ["foo-0", "foo-1"]
     r = c.heartbeat("B", 2, owned_tps=["foo-2", "foo-3"], subscribed_topic_regex="fo+",
                     rebalance_timeout_ms=30_000)
+    # the regex is resolved off the heartbeat path: B's subscription covers nothing until then
+    assert r.assignment is not None and parts(r, shard) == []
+    c.advance(0)  # the resolution (fo+ covers foo): B's target is foo-2 and foo-3 again
+    r = c.heartbeat("B", r.member_epoch, owned_tps=[], subscribed_topic_regex="fo+",
+                    rebalance_timeout_ms=30_000)
+    r = c.heartbeat("B", r.member_epoch, owned_tps=[], subscribed_topic_regex="fo+",
+                    rebalance_timeout_ms=30_000)
     assert r.assignment is not None and parts(r, shard) == ["foo-2", "foo-3"]
 
 
@@ -727,18 +734,23 @@ def test_regex_subscription_picks_up_topic_created_later() -> None:
     shard = Shard(metadata=image(foo=1, other=1))
     c = Client(shard)
     r = c.heartbeat("A", 0, subscribed_topic_regex="foo.*")
+    c.advance(0)  # the resolution runs off the heartbeat path
+    r = c.heartbeat("A", r.member_epoch)
     assert parts(r, shard) == ["foo-0"]
     res = shard.update_metadata(image(foo=1, other=1, foo2=2), c.now)
     g = shard.groups["g"]
-    assert res.records == [] and g.group_epoch == 1
-    r = c.heartbeat("A", 1)
-    assert g.group_epoch == 2 and sorted(g.subscription_metadata) == ["foo", "foo2"]
-    assert r.member_epoch == 2
+    assert res.records == [] and g.group_epoch == 2
+    r = c.heartbeat("A", 2)
+    c.advance(0)
+    r = c.heartbeat("A", r.member_epoch)
+    assert g.group_epoch == 3 and sorted(g.subscription_metadata) == ["foo", "foo2"]
+    assert r.member_epoch == 3
     assert parts(r, shard) == ["foo-0", "foo2-0", "foo2-1"]
     # A topic the regex does not match changes nothing.
     shard.update_metadata(image(foo=1, other=1, foo2=2, bar=3), c.now)
-    r = c.heartbeat("A", 2)
-    assert r.error_code == 0 and g.group_epoch == 2
+    r = c.heartbeat("A", 3)
+    c.advance(0)
+    assert r.error_code == 0 and g.group_epoch == 3
 
 
 def test_recreated_topic_bumps_epoch_and_revokes_old_id() -> None:
