@@ -39,6 +39,12 @@ class Group(ABC):
         must be refused (invariant I6)."""
         raise NotImplementedError
 
+    def validate_offset_delete(self) -> None:
+        """Raise the error of an OffsetDelete the group refuses as a whole; by default none
+        (Kafka's ``ConsumerGroup.validateOffsetDelete``: the subscribed topics are refused per
+        partition, ``is_subscribed_to``)."""
+        return
+
     @abstractmethod
     def is_subscribed_to(self, topic: str) -> bool:
         """Whether OffsetDelete must refuse the topic (GROUP_SUBSCRIBED_TO_TOPIC)."""

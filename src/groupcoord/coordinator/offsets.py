@@ -256,6 +256,8 @@ def delete(shard: ShardContext, r: OffsetDeleteRequest, now: int) -> OffsetDelet
     offs = shard.offsets.get(r.group_id)
     if group is None and offs is None:
         raise CoordinatorError(_E.group_id_not_found, f"Group {r.group_id} not found.")
+    if group is not None:
+        group.validate_offset_delete()
     topics = []
     for t in r.topics:
         name = t.name
