@@ -331,6 +331,33 @@ def test_static_temporary_leave_keeps_member_and_epoch() -> None:
     assert names(g.members["A1"].assigned_partitions, shard.metadata) == ["foo-0", "foo-1"]
 
 
+def test_static_member_gone_past_its_session_timeout_is_removed() -> None:
+    """KIP-848 "Static Membership": a static member that left temporarily (epoch -2) keeps its
+    place only for its session timeout; if it does not return, the session expires, the member
+    and its instance id are removed and its partitions go to the others. The leave does not
+    renew the session (Kafka's ``consumerGroupStaticMemberGroupLeave`` only writes the -2
+    epoch): it runs out 45 s after S's last heartbeat before the leave."""
+    shard = Shard(metadata=image(foo=2), config=CoordinatorConfig(
+        consumer_session_timeout_ms=45_000, consumer_assignment_interval_ms=0))
+    c = Client(shard)
+    c.heartbeat("S", 0, instance_id="s")
+    b = c.heartbeat("B", 0)
+    c.now += 1_000
+    assert c.heartbeat("S", -2, instance_id="s").error_code == 0
+    g = shard.groups["g"]
+    for _ in range(8):  # B keeps its session; S's runs out at 45,000 (its join at 0)
+        c.advance(5_000)
+        b = c.heartbeat("B", b.member_epoch)
+        assert b.error_code == 0
+        assert "S" in g.members and g.members["S"].member_epoch == -2  # not yet
+    c.advance(3_999)
+    assert "S" in g.members
+    c.advance(1)
+    assert "S" not in g.members and "s" not in g.static_members
+    b = c.heartbeat("B", b.member_epoch)
+    assert names(g.target_assignment["B"], shard.metadata) == ["foo-0", "foo-1"]
+
+
 # ----------------------------------------------------------------------------- max size
 
 
