@@ -237,3 +237,33 @@ def test_refresh_interval_below_kafkas_minimum_is_refused() -> None:
     assert "group.consumer.regex.refresh.interval.ms must be at least 10000" in e.value.message
     cfg = CoordinatorConfig.from_properties({"group.consumer.regex.refresh.interval.ms": "10000"})
     assert cfg.consumer_regex_refresh_interval_ms == 10_000
+
+
+def test_a_failover_resolves_the_regexes_again() -> None:
+    """After a coordinator failover (a shard rebuilt from the log, ``Shard.on_loaded``) the
+    group's regexes are resolved again by the first heartbeat, although no topic was created
+    and the refresh interval has not passed: what the old coordinator knew of its last
+    resolution is soft state, as in Kafka (the module docstring's "after a load"). Here the
+    principal's ACLs changed before the failover; the new coordinator applies them."""
+    shard = _shard(orders=2, orders_eu=1)
+    c = Client(shard)
+    acl = Acl("orders")
+    r = _join(c, "A", "orders.*", acl)
+    assert _parts(r, shard) == ["orders-0", "orders-1"]
+    acl.topics = {"orders", "orders_eu"}  # DESCRIBE on orders_eu granted
+    r = c.heartbeat("A", r.member_epoch, describable_topics=acl)
+    c.advance(0)
+    assert len(acl.asked) == 1  # not due on the old coordinator
+    rebuilt = _shard(orders=2, orders_eu=1)
+    rebuilt.replay_all(Record.decode(*rec.encode()) for rec in c.records)
+    rebuilt.on_loaded(c.now)
+    c2 = Client(rebuilt, now=c.now)
+    assert rebuilt.groups["g"].resolved_regexes == {"orders.*": frozenset({"orders"})}
+    r = c2.heartbeat("A", r.member_epoch, describable_topics=acl)
+    assert r.error_code == 0
+    c2.advance(0)
+    assert len(acl.asked) == 2
+    assert rebuilt.groups["g"].resolved_regexes == {"orders.*": frozenset({"orders",
+                                                                          "orders_eu"})}
+    assert names(rebuilt.groups["g"].target_assignment["A"], rebuilt.metadata) == [
+        "orders-0", "orders-1", "orders_eu-0"]
