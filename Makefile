@@ -5,7 +5,7 @@ PYTHON ?= python3
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
-.PHONY: install serve test lint typecheck bench
+.PHONY: install serve test lint typecheck bench conformance
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,3 +37,11 @@ typecheck: $(INSTALLED)
 bench: $(INSTALLED)
 	$(VENV)/bin/groupcoord bench assignors
 	$(VENV)/bin/groupcoord bench heartbeats
+
+# librdkafka's own test suite against groupcoord (tests/conformance/librdkafka.py, docs/clients.md):
+# librdkafka's source comes from the npm registry (npm pack) and is built once, cached in
+# ~/.cache/groupcoord/conformance; each test of the curated list (tests/conformance/suite.py) runs
+# on a fresh server, both group protocols, plaintext and a SASL_SSL subset. CI's subset:
+# make conformance ARGS='--subset ci'.
+conformance: $(INSTALLED)
+	$(PY) tests/conformance/librdkafka.py $(ARGS)

@@ -288,9 +288,12 @@ def bench_heartbeats(members: int, groups: int, partitions: int, connections: in
                      seconds: float, repeat: int, security: str = "plaintext") -> list[Result]:
     """``security``: ``plaintext`` or ``tls-scram`` (module doc)."""
     with tempfile.TemporaryDirectory(prefix="gc-bench-") as tmp:
+        # The join loop takes a round without change for convergence: every join must reach
+        # the next target at once (no assignment interval; Kafka 4.3's default is 1000 ms).
         server = _start_server(Path(tmp), "--storage", "memory", "--shards", "4",
                                "--config", "group.consumer.session.timeout.ms=60000",
                                "--config", "group.consumer.max.session.timeout.ms=120000",
+                               "--config", "group.consumer.assignment.interval.ms=0",
                                secure=security == "tls-scram")
         try:
             topic = "bench-topic"

@@ -4,7 +4,10 @@ time of the last computation is persisted in the target assignment metadata reco
 
 from __future__ import annotations
 
+import pytest
+
 from groupcoord.coordinator.config import CoordinatorConfig
+from groupcoord.coordinator.messages import AlterGroupConfigOp, AlterGroupConfigsRequest
 from groupcoord.coordinator.records import (
     ConsumerGroupTargetAssignmentMetadataValue,
     Record,
@@ -12,6 +15,7 @@ from groupcoord.coordinator.records import (
     target_assignment_metadata_record,
 )
 from groupcoord.coordinator.shard import Shard
+from groupcoord.protocol.errors import CoordinatorError
 from tests.support import Client, image
 
 
@@ -40,8 +44,44 @@ def test_joins_within_the_interval_share_one_target_computation() -> None:
     assert r.member_epoch == 3  # b is at the new target (its partitions come once a revokes)
 
 
+def test_default_interval_is_kafka_43s_1000_ms() -> None:
+    """KIP-1263 (Kafka 4.3): ``group.consumer.assignment.interval.ms`` defaults to 1000, so a
+    shard with the default configuration batches the joins of one second."""
+    shard = Shard(metadata=image(foo=6))
+    assert shard.config.consumer_assignment_interval_ms == 1000
+    c = Client(shard, now=10_000)
+    epochs = {}
+    for m in "abc":
+        c.now += 100
+        epochs[m] = c.heartbeat(m, 0).member_epoch
+    assert _targets(c) == [1]  # b and c wait for the interval
+    c.now = 11_100  # one interval after the first target (computed at 10,100)
+    r = c.heartbeat("b", epochs["b"])
+    assert r.error_code == 0, r.error_message
+    assert _targets(c) == [1, 3]
+
+
+def test_group_config_overrides_the_interval() -> None:
+    """The group config ``consumer.assignment.interval.ms`` (KIP-1263) set to 0 on one group
+    makes it compute at every bump while another group keeps the broker's 1000 ms."""
+    shard = Shard(metadata=image(foo=6))
+    c = Client(shard, now=10_000)
+    r = c.handle(AlterGroupConfigsRequest(
+        "fast", (AlterGroupConfigOp("consumer.assignment.interval.ms", "set", "0"),)))
+    assert r.error_code == 0, r.error_message
+    assert shard.group_config("fast").assignment_interval_ms == 0
+    assert shard.group_config("g").assignment_interval_ms == 1000
+    for m in "abc":
+        c.now += 100
+        c.heartbeat(m, 0, group_id="fast")
+        c.heartbeat(m + "2", 0)
+    assert (shard.groups["fast"].group_epoch, shard.groups["fast"].assignment_epoch) == (3, 3)
+    assert (shard.groups["g"].group_epoch, shard.groups["g"].assignment_epoch) == (3, 1)
+
+
 def test_interval_zero_computes_at_every_bump() -> None:
-    shard = Shard(metadata=image(foo=6))  # the default: 0
+    shard = Shard(config=CoordinatorConfig(consumer_assignment_interval_ms=0),
+                  metadata=image(foo=6))
     c = Client(shard, now=10_000)
     for i, m in enumerate("abc"):
         c.now += 100 * i
@@ -53,6 +93,11 @@ def test_interval_zero_computes_at_every_bump() -> None:
 def test_config_name_and_bad_value() -> None:
     cfg = CoordinatorConfig.from_properties({"group.consumer.assignment.interval.ms": "250"})
     assert cfg.consumer_assignment_interval_ms == 250
+    # 0 turns batching off (Kafka before 4.3); below 0 is INVALID_CONFIG
+    cfg = CoordinatorConfig.from_properties({"group.consumer.assignment.interval.ms": "0"})
+    assert cfg.consumer_assignment_interval_ms == 0
+    with pytest.raises(CoordinatorError, match="at least 0"):
+        CoordinatorConfig.from_properties({"group.consumer.assignment.interval.ms": "-1"})
 
 
 def test_timestamp_survives_encoding_and_old_records_read_as_unrecorded() -> None:
@@ -139,3 +184,21 @@ def test_the_runtime_stamps_with_its_clock() -> None:
             rt.stop()
 
     asyncio.run(main())
+
+
+def test_a_group_every_member_left_computes_its_next_target_at_once() -> None:
+    """A target that holds no member (every member left) is no batch to wait for: the next
+    join is assigned at once even within the interval (librdkafka's 0045
+    ``resubscribe_with_regex``: unsubscribe, then subscribe again at once)."""
+    shard = Shard(config=CoordinatorConfig(consumer_assignment_interval_ms=1000),
+                  metadata=image(foo=2))
+    c = Client(shard, now=10_000)
+    r = c.heartbeat("a", 0)
+    assert _targets(c) == [1]
+    c.now += 10
+    c.heartbeat("a", -1)  # the last member leaves
+    assert shard.groups["g"].target_assignment == {}
+    c.now += 10
+    r = c.heartbeat("a", 0)  # within the interval of the last computation
+    assert r.error_code == 0 and r.member_epoch == shard.groups["g"].group_epoch
+    assert r.assignment is not None and len(r.assignment.topic_partitions[0].partitions) == 2

@@ -193,3 +193,34 @@ def test_no_commit_outside_a_group_and_a_classic_member_names_topics_itself() ->
     assert kip848.commit_request({(FOO.topic_id, 0): 1}) is None  # not in the group yet
     req = _stable_classic(owned).commit_request({(FOO.topic_id, 0): 1})  # no names given
     assert req is not None and req.topics[0].name == "foo"  # from the member's metadata
+
+
+# ----------------------------------------------------------------------------- KIP-814
+
+
+@pytest.mark.parametrize("skip", [False, True], ids=["leader-assigns", "skip-assignment"])
+def test_a_static_leader_told_to_skip_the_assignment_computes_none_and_rejoins(skip: bool) -> None:
+    """KIP-814 on the client side: a static leader whose JoinGroup answer says
+    ``SkipAssignment`` sends a SyncGroup without assignments (the group keeps the one it has)
+    and, as this client documents, asks for one more rebalance within a heartbeat interval
+    (it cannot know what changed while it was away); a leader not told so assigns every
+    member and then just heartbeats."""
+    from groupcoord.coordinator.classic.messages import JoinGroupResponseMember
+    from groupcoord.protocol.consumer_protocol import encode_subscription
+
+    m = _consumer()
+    m.poll_request(0)
+    members = tuple(JoinGroupResponseMember(mid, iid, encode_subscription(["foo"]))
+                    for mid, iid in (("m", "i1"), ("o", "i2")))
+    m.on_response(JoinGroupResponse(E.none, 4, "consumer", "range", "m", skip_assignment=skip,
+                                    member_id="m", members=members), 1, m.last_correlation_id)
+    sync = m.poll_request(1)
+    assert isinstance(sync, SyncGroupRequest) and sync.generation_id == 4
+    assert (sync.assignments == ()) is skip
+    if not skip:
+        assert sorted(a.member_id for a in sync.assignments) == ["m", "o"]
+    assert m.on_response(SyncGroupResponse(assignment=encode_consumer_assignment({"foo": [0, 1]})),
+                         2, m.last_correlation_id)
+    sent = [m.poll_request(t) for t in range(3, 3 + m.heartbeat_interval_ms + 1, 50)]
+    kinds = [type(r).__name__ for r in sent if r is not None]
+    assert ("JoinGroupRequest" in kinds) is skip, kinds

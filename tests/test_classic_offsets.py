@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from groupcoord.coordinator.classic import messages as cm
 from groupcoord.coordinator.classic.messages import JoinGroupProtocol
 from groupcoord.coordinator.messages import (
     OffsetCommitPartition,
@@ -133,12 +134,31 @@ def test_is_subscribed_to_reads_every_member_subscription() -> None:
     assert g.is_subscribed_to("bar")
 
 
-def test_undecodable_subscription_is_not_subscribed() -> None:
+def test_undecodable_subscription_counts_as_subscribed() -> None:
+    """Kafka's ``ClassicGroup.isSubscribedToTopic``: topics that cannot be known (a
+    subscription that does not decode) count as subscribed in a consumer-protocol group, so
+    OffsetDelete keeps their offsets (GROUP_SUBSCRIBED_TO_TOPIC)."""
     h = harness()
     h.join_new(client_id="ok", protos=(JoinGroupProtocol("range", subscription("foo")),))
-    assert h.group().is_subscribed_to("foo")
+    assert h.group().is_subscribed_to("foo") and not h.group().is_subscribed_to("bar")
     h.join_new(client_id="bad", protos=(JoinGroupProtocol("range", b"\x00\x00\xff"),))
-    assert not h.group().is_subscribed_to("foo")  # one undecodable subscription: unknown
+    assert h.group().is_subscribed_to("foo") and h.group().is_subscribed_to("bar")
+
+
+def test_offset_delete_of_a_non_empty_non_consumer_group_is_non_empty_group() -> None:
+    """Kafka's ``ClassicGroup.validateOffsetDelete``: a classic group with members whose
+    protocol type is not "consumer" (here Connect's) refuses OffsetDelete as a whole; once
+    empty, its offsets can be deleted."""
+    h = harness()
+    h.send(OffsetCommitRequest("g", (OffsetCommitTopic("foo", (OffsetCommitPartition(0, 5),)),)))
+    m = h.join_new(protocol_type="connect", protos=protocols("sessioned"))
+    r = h.send(OffsetDeleteRequest("g", (OffsetFetchTopic("foo", (0,)),))).r
+    assert r.error_code == E.non_empty_group and r.error_message
+    assert fetch(h) == 5
+    h.advance_until(lambda: m.done)
+    h.send(cm.LeaveGroupRequest("g", (cm.LeaveGroupMember(m.r.member_id),)))
+    r = h.send(OffsetDeleteRequest("g", (OffsetFetchTopic("foo", (0,)),))).r
+    assert r.error_code == 0 and fetch(h) == -1
 
 
 def test_non_consumer_protocol_type_is_not_subscribed() -> None:

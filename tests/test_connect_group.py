@@ -943,3 +943,28 @@ ConnectMachine.TestCase.settings = settings(
     max_examples=150, stateful_step_count=40, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 TestConnectProperties = ConnectMachine.TestCase
+
+
+def test_group_config_overrides_apply_to_a_connect_group() -> None:
+    """The group configs (``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms``
+    in Kafka's spelling, IncrementalAlterConfigs on the GROUP resource) apply to a connect
+    group as to a consumer group: its workers are told the group's heartbeat interval and a
+    silent worker expires after the group's session timeout, not the broker's."""
+    from groupcoord.coordinator.messages import AlterGroupConfigOp, AlterGroupConfigsRequest
+
+    shard = Shard()
+    c = Connect(shard)
+    r = c.handle(AlterGroupConfigsRequest(GROUP, (
+        AlterGroupConfigOp("consumer.session.timeout.ms", "set", "50000"),
+        AlterGroupConfigOp("consumer.heartbeat.interval.ms", "set", "7000"))))
+    assert r.error_code == 0, r.error_message
+    w1 = c.heartbeat("W1", 0)
+    assert w1.error_code == 0 and w1.heartbeat_interval_ms == 7000
+    w2 = c.heartbeat("W2", 0)
+    for _ in range(9):  # W2 keeps its session; W1 says nothing for 45 s: still in (50 s)
+        c.advance(5_000)
+        w2 = c.heartbeat("W2", w2.member_epoch)
+        assert w2.error_code == 0 and w2.heartbeat_interval_ms == 7000
+    assert "W1" in shard.groups[GROUP].members
+    c.advance(5_000)
+    assert "W1" not in shard.groups[GROUP].members

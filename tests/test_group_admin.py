@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from groupcoord.coordinator.config import (
+    ASSIGNMENT_INTERVAL,
     HEARTBEAT_INTERVAL,
     SESSION_TIMEOUT,
     CoordinatorConfig,
@@ -287,7 +288,8 @@ def test_delete_group_keeps_group_configs() -> None:
 def test_describe_group_configs_defaults() -> None:
     shard = Shard(metadata=image(foo=1))
     c = Client(shard)
-    assert configs(c, "g") == {HEARTBEAT_INTERVAL: ("5000", True), SESSION_TIMEOUT: ("45000", True)}
+    assert configs(c, "g") == {ASSIGNMENT_INTERVAL: ("1000", True),
+                               HEARTBEAT_INTERVAL: ("5000", True), SESSION_TIMEOUT: ("45000", True)}
 
 
 def test_alter_group_config_set_and_delete() -> None:
@@ -297,15 +299,18 @@ def test_alter_group_config_set_and_delete() -> None:
     assert r.error_code == 0 and r.error_message is None
     recs = [rec for rec in c.records if rec.key.type is RecordType.GROUP_CONFIGURATION]
     assert len(recs) == 1
-    assert configs(c, "g") == {HEARTBEAT_INTERVAL: ("6000", False), SESSION_TIMEOUT: ("50000", False)}
+    assert configs(c, "g", (HEARTBEAT_INTERVAL, SESSION_TIMEOUT)) == {
+        HEARTBEAT_INTERVAL: ("6000", False), SESSION_TIMEOUT: ("50000", False)}
     assert shard.group_config("g").session_timeout_ms == 50_000
 
     r = alter(c, "g", (SESSION_TIMEOUT, "delete", None))
     assert r.error_code == 0
-    assert configs(c, "g") == {HEARTBEAT_INTERVAL: ("6000", False), SESSION_TIMEOUT: ("45000", True)}
+    assert configs(c, "g", (HEARTBEAT_INTERVAL, SESSION_TIMEOUT)) == {
+        HEARTBEAT_INTERVAL: ("6000", False), SESSION_TIMEOUT: ("45000", True)}
     r = alter(c, "g", (HEARTBEAT_INTERVAL, "delete", None))
     assert r.error_code == 0
-    assert configs(c, "g") == {HEARTBEAT_INTERVAL: ("5000", True), SESSION_TIMEOUT: ("45000", True)}
+    assert configs(c, "g", (HEARTBEAT_INTERVAL, SESSION_TIMEOUT)) == {
+        HEARTBEAT_INTERVAL: ("5000", True), SESSION_TIMEOUT: ("45000", True)}
     # The last delete leaves no override: a tombstone.
     last = [rec for rec in c.records if rec.key.type is RecordType.GROUP_CONFIGURATION][-1]
     assert last.value is None
@@ -330,11 +335,12 @@ def test_alter_group_config_unchanged_writes_nothing() -> None:
 @pytest.mark.parametrize(("kafka_name", "spec_name"), [
     ("consumer.session.timeout.ms", SESSION_TIMEOUT),
     ("consumer.heartbeat.interval.ms", HEARTBEAT_INTERVAL),
+    ("consumer.assignment.interval.ms", ASSIGNMENT_INTERVAL),
 ])
 def test_both_config_spellings(kafka_name: str, spec_name: str) -> None:
     shard = Shard(metadata=image(foo=1))
     c = Client(shard)
-    value = "50000" if spec_name == SESSION_TIMEOUT else "7000"
+    value = {SESSION_TIMEOUT: "50000", HEARTBEAT_INTERVAL: "7000"}.get(spec_name, "250")
     assert alter(c, "g", (kafka_name, "set", value)).error_code == 0
     # Stored under the spec's name; described under the name asked for (a Kafka admin client
     # looks its key up in the answer).
@@ -353,15 +359,17 @@ def test_both_config_spellings(kafka_name: str, spec_name: str) -> None:
     (HEARTBEAT_INTERVAL, "abc"),     # not an integer
     (SESSION_TIMEOUT, ""),           # empty
     ("consumer.session.timeout.ms", "1"),
+    ("consumer.assignment.interval.ms", "-1"),  # KIP-1263: at least 0
 ], ids=["session-low", "session-high", "interval-low", "interval-high", "not-int", "empty",
-        "kafka-spelling-low"])
+        "kafka-spelling-low", "assignment-interval-negative"])
 def test_alter_group_config_out_of_bounds_is_invalid_config(name: str, value: str) -> None:
     shard = Shard(metadata=image(foo=1))
     c = Client(shard)
     before = shard.state_digest()
     r = alter(c, "g", (name, "set", value))
     assert r.error_code == E.invalid_config
-    canonical = SESSION_TIMEOUT if "session" in name else HEARTBEAT_INTERVAL
+    canonical = (SESSION_TIMEOUT if "session" in name else
+                 ASSIGNMENT_INTERVAL if "assignment" in name else HEARTBEAT_INTERVAL)
     assert r.error_message and canonical in r.error_message
     assert c.records == [] and shard.state_digest() == before
 

@@ -331,6 +331,33 @@ def test_static_temporary_leave_keeps_member_and_epoch() -> None:
     assert names(g.members["A1"].assigned_partitions, shard.metadata) == ["foo-0", "foo-1"]
 
 
+def test_static_member_gone_past_its_session_timeout_is_removed() -> None:
+    """KIP-848 "Static Membership": a static member that left temporarily (epoch -2) keeps its
+    place only for its session timeout; if it does not return, the session expires, the member
+    and its instance id are removed and its partitions go to the others. The leave does not
+    renew the session (Kafka's ``consumerGroupStaticMemberGroupLeave`` only writes the -2
+    epoch): it runs out 45 s after S's last heartbeat before the leave."""
+    shard = Shard(metadata=image(foo=2), config=CoordinatorConfig(
+        consumer_session_timeout_ms=45_000, consumer_assignment_interval_ms=0))
+    c = Client(shard)
+    c.heartbeat("S", 0, instance_id="s")
+    b = c.heartbeat("B", 0)
+    c.now += 1_000
+    assert c.heartbeat("S", -2, instance_id="s").error_code == 0
+    g = shard.groups["g"]
+    for _ in range(8):  # B keeps its session; S's runs out at 45,000 (its join at 0)
+        c.advance(5_000)
+        b = c.heartbeat("B", b.member_epoch)
+        assert b.error_code == 0
+        assert "S" in g.members and g.members["S"].member_epoch == -2  # not yet
+    c.advance(3_999)
+    assert "S" in g.members
+    c.advance(1)
+    assert "S" not in g.members and "s" not in g.static_members
+    b = c.heartbeat("B", b.member_epoch)
+    assert names(g.target_assignment["B"], shard.metadata) == ["foo-0", "foo-1"]
+
+
 # ----------------------------------------------------------------------------- max size
 
 
@@ -495,6 +522,13 @@ def test_assignment_sent_on_full_request_even_if_unchanged() -> None:
                     rebalance_timeout_ms=30_000)
     assert r.assignment is not None and parts(r, shard) == ["foo-0", "foo-1"]
     r = c.heartbeat("B", 2, owned_tps=["foo-2", "foo-3"], subscribed_topic_regex="fo+",
+                    rebalance_timeout_ms=30_000)
+    # the regex is resolved off the heartbeat path: B's subscription covers nothing until then
+    assert r.assignment is not None and parts(r, shard) == []
+    c.advance(0)  # the resolution (fo+ covers foo): B's target is foo-2 and foo-3 again
+    r = c.heartbeat("B", r.member_epoch, owned_tps=[], subscribed_topic_regex="fo+",
+                    rebalance_timeout_ms=30_000)
+    r = c.heartbeat("B", r.member_epoch, owned_tps=[], subscribed_topic_regex="fo+",
                     rebalance_timeout_ms=30_000)
     assert r.assignment is not None and parts(r, shard) == ["foo-2", "foo-3"]
 
@@ -727,18 +761,23 @@ def test_regex_subscription_picks_up_topic_created_later() -> None:
     shard = Shard(metadata=image(foo=1, other=1))
     c = Client(shard)
     r = c.heartbeat("A", 0, subscribed_topic_regex="foo.*")
+    c.advance(0)  # the resolution runs off the heartbeat path
+    r = c.heartbeat("A", r.member_epoch)
     assert parts(r, shard) == ["foo-0"]
     res = shard.update_metadata(image(foo=1, other=1, foo2=2), c.now)
     g = shard.groups["g"]
-    assert res.records == [] and g.group_epoch == 1
-    r = c.heartbeat("A", 1)
-    assert g.group_epoch == 2 and sorted(g.subscription_metadata) == ["foo", "foo2"]
-    assert r.member_epoch == 2
+    assert res.records == [] and g.group_epoch == 2
+    r = c.heartbeat("A", 2)
+    c.advance(0)
+    r = c.heartbeat("A", r.member_epoch)
+    assert g.group_epoch == 3 and sorted(g.subscription_metadata) == ["foo", "foo2"]
+    assert r.member_epoch == 3
     assert parts(r, shard) == ["foo-0", "foo2-0", "foo2-1"]
     # A topic the regex does not match changes nothing.
     shard.update_metadata(image(foo=1, other=1, foo2=2, bar=3), c.now)
-    r = c.heartbeat("A", 2)
-    assert r.error_code == 0 and g.group_epoch == 2
+    r = c.heartbeat("A", 3)
+    c.advance(0)
+    assert r.error_code == 0 and g.group_epoch == 3
 
 
 def test_recreated_topic_bumps_epoch_and_revokes_old_id() -> None:

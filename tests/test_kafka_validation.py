@@ -65,5 +65,5 @@ def test_a_refused_offset_request_is_logged_at_debug(caplog: pytest.LogCaptureFi
         shard.handle(commit, 0)
     [rec] = [r for r in caplog.records if "refused" in r.getMessage()]
     assert rec.levelno == logging.DEBUG
-    for part in ("[g]", "OffsetCommitRequest", "'ghost'", "UNKNOWN_MEMBER_ID"):
+    for part in ("[g]", "OffsetCommitRequest", "'ghost'", "GROUP_ID_NOT_FOUND"):
         assert part in rec.getMessage(), rec.getMessage()

@@ -4,6 +4,7 @@ invariant I6), one test per error code and rule of ``coordinator/offsets.py``'s 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from uuid import UUID
 
 from groupcoord.coordinator.messages import (
@@ -183,15 +184,31 @@ def test_commit_with_member_epoch_does_not_touch_membership() -> None:
     assert shard.state_digest()["groups"] == before
 
 
-def test_member_commit_on_nonexistent_group_is_unknown_member() -> None:
-    """A commit with a member id and epoch for a group that does not exist (e.g. deleted):
-    UNKNOWN_MEMBER_ID (offsets.py; OffsetCommit v9 lists it), nothing created."""
+def test_member_commit_on_nonexistent_group_is_group_id_not_found() -> None:
+    """Kafka's ``OffsetMetadataManager.validateOffsetCommit``: a commit with a member epoch
+    (>= 0) for a group that does not exist (e.g. deleted) is GROUP_ID_NOT_FOUND from
+    OffsetCommit v9 on, ILLEGAL_GENERATION before; nothing is created."""
     shard = Shard(metadata=image(foo=1))
     c = Client(shard)
     r = c.handle(commit_req("gone", "A", 3, foo={0: 1}))
-    assert r.error_code == E.unknown_member_id and r.error_message
-    assert codes(r) == {"foo": [(0, E.unknown_member_id)]}
+    assert r.error_code == E.group_id_not_found and r.error_message
+    assert codes(r) == {"foo": [(0, E.group_id_not_found)]}
+    old = replace(commit_req("gone", "A", 3, foo={0: 1}), api_version=8)
+    r = c.handle(old)
+    assert r.error_code == E.illegal_generation and codes(r) == {"foo": [(0, E.illegal_generation)]}
     assert c.records == [] and shard.offsets == {} and shard.groups == {}
+
+
+def test_consumer_protocol_member_commit_below_v9_is_unsupported_version() -> None:
+    """Kafka's ``ConsumerGroup.validateOffsetCommit``: a member of the consumer protocol commits
+    with OffsetCommit v9 or later (the version that carries a member epoch); v8 is
+    UNSUPPORTED_VERSION, v9 is accepted; an unknown member stays UNKNOWN_MEMBER_ID."""
+    _, c = group_with_member()
+    assert_commit_refused(c, replace(commit_req("g", "A", 1, foo={0: 1}), api_version=8),
+                          E.unsupported_version)
+    assert_commit_refused(c, replace(commit_req("g", "Z", 1, foo={0: 1}), api_version=8),
+                          E.unknown_member_id)
+    assert c.handle(replace(commit_req("g", "A", 1, foo={0: 1}), api_version=9)).error_code == 0
 
 
 def test_admin_commit_on_nonexistent_group_creates_offsets() -> None:
@@ -216,6 +233,43 @@ def test_admin_commit_on_empty_group_allowed() -> None:
 def test_admin_commit_refused_when_group_has_members() -> None:
     _, c = group_with_member()
     assert_commit_refused(c, commit_req("g", foo={0: 7}), E.unknown_member_id)
+
+
+def test_simple_consumer_commit_with_its_member_id_on_empty_group_allowed() -> None:
+    """Kafka 4.3's ``ConsumerGroup.validateOffsetCommit``: a negative epoch commits while the
+    group has no member, whatever member id comes with it (librdkafka's simple consumer sends
+    its client-generated id with epoch -1 after a manual ``assign()``). Membership untouched."""
+    shard, c = group_with_member()
+    c.heartbeat("A", -1)
+    assert shard.groups["g"].members == {}
+    before = shard.state_digest()["groups"]
+    r = c.handle(commit_req("g", "client-generated-id", -1, foo={0: 7, 1: 8}))
+    assert r.error_code == 0, r.error_message
+    assert codes(r) == {"foo": [(0, 0), (1, 0)]}
+    assert fetched(c.handle(OffsetFetchRequest("g"))) == {"foo": {0: 7, 1: 8}}
+    assert shard.state_digest()["groups"] == before
+
+
+def test_simple_consumer_commit_with_its_member_id_on_nonexistent_group_allowed() -> None:
+    """Kafka 4.3's ``OffsetMetadataManager.validateOffsetCommit``: a group that does not exist
+    takes a commit at a negative epoch, member id or not (Kafka creates a simple group; here
+    the offsets stand alone and no group is created)."""
+    shard = Shard(metadata=image(foo=1))
+    c = Client(shard)
+    r = c.handle(commit_req("simple", "client-generated-id", -1, foo={0: 4}))
+    assert r.error_code == 0 and codes(r) == {"foo": [(0, 0)]}
+    assert "simple" not in shard.groups
+    assert fetched(c.handle(OffsetFetchRequest("simple"))) == {"foo": {0: 4}}
+
+
+def test_simple_consumer_commit_refused_while_the_group_has_members() -> None:
+    """The empty-group exception only: with members, an unknown member id at epoch -1 is
+    UNKNOWN_MEMBER_ID and a member's own id at epoch -1 is STALE_MEMBER_EPOCH (Kafka 4.3's
+    ``ConsumerGroup.validateOffsetCommit`` then ``validateMemberEpoch``)."""
+    _, c = group_with_member()
+    assert_commit_refused(c, commit_req("g", "client-generated-id", -1, foo={0: 7}),
+                          E.unknown_member_id)
+    assert_commit_refused(c, commit_req("g", "A", -1, foo={0: 7}), E.stale_member_epoch)
 
 
 def test_commit_unknown_topic_or_partition() -> None:

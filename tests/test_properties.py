@@ -450,10 +450,12 @@ class ShardMachine(RuleBasedStateMachine):
         group = self._group()
         member = self._member(member_id)
         expected: int = 0
-        if not member_id and epoch < 0:
-            if group is not None and group.members:
-                expected = _E.unknown_member_id
-        elif member is None:
+        if epoch < 0 and (group is None or not group.members):
+            pass  # Kafka's ConsumerGroup.validateOffsetCommit: a negative epoch commits to an
+            # empty group (or none), whatever member id it carries (a simple consumer's)
+        elif group is None:  # a member's commit to a group that does not exist (v10)
+            expected = _E.group_id_not_found
+        elif (not member_id and epoch < 0) or member is None:
             expected = _E.unknown_member_id
         elif epoch > member.member_epoch:
             expected = _E.fenced_member_epoch

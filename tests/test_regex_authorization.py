@@ -10,7 +10,11 @@ maybeUpdateRegularExpressions`` / ``refreshRegularExpressions`` /
 - it is resolved again by a heartbeat when topics were created, when
   ``group.consumer.regex.refresh.interval.ms`` has passed (what picks up a change of ACLs), and
   after a load; otherwise it stands (a change of ACLs alone changes nothing before that);
-- it is the group's, made with the principal of the heartbeat that resolved it (Kafka's too).
+- it is the group's, made with the principal of the heartbeat that resolved it (Kafka's too);
+- it is off the heartbeat path (Kafka resolves on an executor): the heartbeat schedules it and
+  goes on with what is recorded; the timer (fired by ``Client.advance(0)``, as the server's
+  runtime fires it at once) records it and bumps the epoch; the next heartbeat brings the
+  regex's partitions.
 """
 
 from __future__ import annotations
@@ -68,11 +72,39 @@ def _regex_records(records: list[Record]) -> list[tuple[str, tuple[str, ...] | N
     return out
 
 
+def _join(c: Client, member: str, regex: str, acl: Acl | None = None
+          ) -> ConsumerGroupHeartbeatResponse:
+    """``member`` joins subscribing to ``regex``; the resolution runs (the timer); the next
+    heartbeat's response, which carries the regex's partitions."""
+    r = c.heartbeat(member, 0, subscribed_topic_regex=regex, describable_topics=acl)
+    assert r.error_code == 0, r
+    c.advance(0)
+    return c.heartbeat(member, r.member_epoch, describable_topics=acl)
+
+
+def test_the_resolution_is_off_the_heartbeat_path() -> None:
+    """The heartbeat that brings a regex new to the group resolves nothing itself (Kafka's
+    ``maybeUpdateRegularExpressions`` hands it to an executor): a member subscribing to the
+    regex and a literal topic is assigned the literal topic first, the regex's topics after
+    the resolution (librdkafka's test 0045 ``resubscribe_with_regex`` expects exactly that)."""
+    shard = _shard(orders=2, orders_eu=1, payments=1)
+    c = Client(shard)
+    r = c.heartbeat("A", 0, topics=["payments"], subscribed_topic_regex="orders.*")
+    assert _parts(r, shard) == ["payments-0"]
+    assert shard.groups["g"].resolved_regexes == {} and _regex_records(c.records) == []
+    epoch = shard.groups["g"].group_epoch
+    c.advance(0)  # the resolution's timer, due at the heartbeat's time
+    assert _regex_records(c.records) == [("orders.*", ("orders", "orders_eu"))]
+    assert shard.groups["g"].group_epoch == epoch + 1
+    r = c.heartbeat("A", r.member_epoch)
+    assert _parts(r, shard) == ["orders-0", "orders-1", "orders_eu-0", "payments-0"]
+
+
 def test_a_regex_covers_only_the_topics_the_principal_may_describe() -> None:
     shard = _shard(orders=2, orders_eu=3, payments=1)
     c = Client(shard)
     acl = Acl("orders", "payments")
-    r = c.heartbeat("A", 0, subscribed_topic_regex="orders.*", describable_topics=acl)
+    r = _join(c, "A", "orders.*", acl)
     assert _parts(r, shard) == ["orders-0", "orders-1"]  # not orders_eu's partitions
     assert acl.asked == [["orders", "orders_eu"]]  # the matches, each asked once
     g = shard.groups["g"]
@@ -81,6 +113,7 @@ def test_a_regex_covers_only_the_topics_the_principal_may_describe() -> None:
     assert _regex_records(c.records) == [("orders.*", ("orders",))]
     # the same member, told nothing new: nothing is resolved again
     r = c.heartbeat("A", r.member_epoch)
+    c.advance(0)
     assert r.error_code == 0 and len(acl.asked) == 1
 
 
@@ -89,11 +122,14 @@ def test_nothing_describable_is_no_error_but_an_empty_assignment() -> None:
     c = Client(shard)
     r = c.heartbeat("A", 0, subscribed_topic_regex="orders.*", describable_topics=Acl())
     assert r.error_code == 0 and r.member_epoch == 1 and _parts(r, shard) == []
+    c.advance(0)
+    r = c.heartbeat("A", r.member_epoch)
+    assert r.error_code == 0 and r.assignment is None  # still nothing: no new assignment
     g = shard.groups["g"]
     assert g.resolved_regexes == {"orders.*": frozenset()} and g.subscription_metadata == {}
     # without an authorizer (None) every match stands
     c2 = Client(_shard(orders=2, orders_eu=1), group_id="g2")
-    r = c2.heartbeat("A", 0, subscribed_topic_regex="orders.*")
+    r = _join(c2, "A", "orders.*")
     assert _parts(r, c2.shard) == ["orders-0", "orders-1", "orders_eu-0"]
 
 
@@ -101,14 +137,17 @@ def test_a_change_of_acls_reaches_the_group_at_the_next_refresh_interval() -> No
     shard = _shard(orders=2, orders_eu=2)
     c = Client(shard)
     acl = Acl("orders")
-    r = c.heartbeat("A", 0, subscribed_topic_regex="orders.*", describable_topics=acl)
+    r = _join(c, "A", "orders.*", acl)
     assert _parts(r, shard) == ["orders-0", "orders-1"]
     epoch = shard.groups["g"].group_epoch
     acl.topics = {"orders_eu"}  # DESCRIBE on orders revoked, on orders_eu granted
     c.now += INTERVAL  # not yet past the interval: the resolution stands
     r = c.heartbeat("A", r.member_epoch, describable_topics=acl)
+    c.advance(0)
     assert r.error_code == 0 and shard.groups["g"].group_epoch == epoch and len(acl.asked) == 1
     c.now += 1
+    r = c.heartbeat("A", r.member_epoch, describable_topics=acl)
+    c.advance(0)
     r = c.heartbeat("A", r.member_epoch, describable_topics=acl)
     g = shard.groups["g"]
     assert len(acl.asked) == 2 and g.group_epoch == epoch + 1
@@ -126,25 +165,27 @@ def test_a_new_topic_is_resolved_by_the_next_heartbeat_with_its_principal() -> N
     shard = _shard(orders=1, other=1)
     c = Client(shard)
     acl = Acl("orders", "orders_us")
-    r = c.heartbeat("A", 0, subscribed_topic_regex="orders.*", describable_topics=acl)
+    r = _join(c, "A", "orders.*", acl)
     assert _parts(r, shard) == ["orders-0"]
     res = shard.update_metadata(image(orders=1, other=1, orders_eu=2, orders_us=2), c.now)
     g = shard.groups["g"]
-    assert res.records == [] and g.group_epoch == 1  # not resolved yet: nothing changes
-    r = c.heartbeat("A", 1, describable_topics=acl)
-    assert g.group_epoch == 2 and r.member_epoch == 2
+    assert res.records == [] and g.group_epoch == 2  # not resolved yet: nothing changes
+    r = c.heartbeat("A", 2, describable_topics=acl)
+    c.advance(0)
+    r = c.heartbeat("A", r.member_epoch, describable_topics=acl)
+    assert g.group_epoch == 3 and r.member_epoch == 3
     assert _parts(r, shard) == ["orders-0", "orders_us-0", "orders_us-1"]  # not orders_eu
     # a deleted topic leaves at once (the resolution covers existing topics only)
     shard.update_metadata(image(orders=1, other=1, orders_eu=2), c.now)
-    assert sorted(g.subscription_metadata) == ["orders"] and g.group_epoch == 3
+    assert sorted(g.subscription_metadata) == ["orders"] and g.group_epoch == 4
 
 
 def test_the_resolution_is_recorded_replayed_and_deleted_with_its_last_subscriber() -> None:
     shard = _shard(orders=2, orders_eu=1, payments=1)
     c = Client(shard)
     acl = Acl("orders", "payments")
-    c.heartbeat("A", 0, subscribed_topic_regex="orders.*", describable_topics=acl)
-    rb = c.heartbeat("B", 0, subscribed_topic_regex="pay.*", describable_topics=acl)
+    _join(c, "A", "orders.*", acl)
+    rb = _join(c, "B", "pay.*", acl)
     assert rb.error_code == 0
     for rec in c.records:  # the binary form round-trips
         if rec.key.type is RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION:
@@ -171,13 +212,15 @@ def test_the_resolution_is_the_groups_made_with_the_resolving_heartbeats_princip
     resolution triggered by B's heartbeat (the refresh interval) replaces it."""
     shard = _shard(orders=2)
     c = Client(shard)
-    r = c.heartbeat("A", 0, subscribed_topic_regex="orders.*", describable_topics=Acl("orders"))
+    r = _join(c, "A", "orders.*", Acl("orders"))
     nobody = Acl()
     rb = c.heartbeat("B", 0, subscribed_topic_regex="orders.*", describable_topics=nobody)
+    c.advance(0)
     assert rb.error_code == 0 and nobody.asked == []  # resolved already: not asked
     assert shard.groups["g"].resolved_regexes == {"orders.*": frozenset({"orders"})}
     c.now += INTERVAL + 1
     rb = c.heartbeat("B", rb.member_epoch, describable_topics=nobody)
+    c.advance(0)
     assert nobody.asked == [["orders"]]
     assert shard.groups["g"].resolved_regexes == {"orders.*": frozenset()}
     assert r.error_code == 0
@@ -194,3 +237,33 @@ def test_refresh_interval_below_kafkas_minimum_is_refused() -> None:
     assert "group.consumer.regex.refresh.interval.ms must be at least 10000" in e.value.message
     cfg = CoordinatorConfig.from_properties({"group.consumer.regex.refresh.interval.ms": "10000"})
     assert cfg.consumer_regex_refresh_interval_ms == 10_000
+
+
+def test_a_failover_resolves_the_regexes_again() -> None:
+    """After a coordinator failover (a shard rebuilt from the log, ``Shard.on_loaded``) the
+    group's regexes are resolved again by the first heartbeat, although no topic was created
+    and the refresh interval has not passed: what the old coordinator knew of its last
+    resolution is soft state, as in Kafka (the module docstring's "after a load"). Here the
+    principal's ACLs changed before the failover; the new coordinator applies them."""
+    shard = _shard(orders=2, orders_eu=1)
+    c = Client(shard)
+    acl = Acl("orders")
+    r = _join(c, "A", "orders.*", acl)
+    assert _parts(r, shard) == ["orders-0", "orders-1"]
+    acl.topics = {"orders", "orders_eu"}  # DESCRIBE on orders_eu granted
+    r = c.heartbeat("A", r.member_epoch, describable_topics=acl)
+    c.advance(0)
+    assert len(acl.asked) == 1  # not due on the old coordinator
+    rebuilt = _shard(orders=2, orders_eu=1)
+    rebuilt.replay_all(Record.decode(*rec.encode()) for rec in c.records)
+    rebuilt.on_loaded(c.now)
+    c2 = Client(rebuilt, now=c.now)
+    assert rebuilt.groups["g"].resolved_regexes == {"orders.*": frozenset({"orders"})}
+    r = c2.heartbeat("A", r.member_epoch, describable_topics=acl)
+    assert r.error_code == 0
+    c2.advance(0)
+    assert len(acl.asked) == 2
+    assert rebuilt.groups["g"].resolved_regexes == {"orders.*": frozenset({"orders",
+                                                                          "orders_eu"})}
+    assert names(rebuilt.groups["g"].target_assignment["A"], rebuilt.metadata) == [
+        "orders-0", "orders-1", "orders_eu-0"]

@@ -58,13 +58,15 @@ def _assigned(r: Any) -> dict[uuid.UUID, list[int]]:
 
 
 def _settle(c: KafkaClient, group: str, member: str, regex: str) -> dict[uuid.UUID, list[int]]:
-    """Heartbeat until the assignment stops changing (a lone member gets it at once; polled
-    for robustness)."""
+    """Heartbeat until the assignment stops changing. The regex is resolved off the heartbeat
+    path (as Kafka does): the join's answer covers none of its topics, a later heartbeat's
+    does; the heartbeats are spaced so that the resolution has run in between."""
     r = _regex_heartbeat(c, group, member, 0, regex)
     got = _assigned(r)
     epoch = r.member_epoch
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
+        time.sleep(0.2)
         r = _regex_heartbeat(c, group, member, epoch, None)
         now = _assigned(r) if r.assignment is not None else got
         if now == got and r.member_epoch == epoch:

@@ -227,6 +227,17 @@ def test_group_configs_find_coordinator_and_connect_groups(srv: ThreadServer) ->
         for key in (ApiKey.CONSUMER_GROUP_PREPARE_ASSIGNMENT, ApiKey.CONNECT_GROUP_PREPARE_ASSIGNMENT):
             r = bob.call(key, 0, group_id=group, member_id="m", member_epoch=1)
             assert r.error_code == E.group_authorization_failed
+        # InstallAssignment needs READ on the group too, on both group types (KIP-848 and the
+        # Connect draft: "Required ACL: Read Group").
+        for key, extra in ((ApiKey.CONSUMER_GROUP_INSTALL_ASSIGNMENT, {}),
+                           (ApiKey.CONNECT_GROUP_INSTALL_ASSIGNMENT,
+                            {"scheduled_rebalance_delay_ms": 0})):
+            r = bob.call(key, 0, group_id=group, member_id="m", member_epoch=1, group_epoch=1,
+                         error=0, members=[], **extra)
+            assert r.error_code == E.group_authorization_failed, key
+            r = admin.call(key, 0, group_id=group, member_id="m", member_epoch=1, group_epoch=1,
+                           error=0, members=[], **extra)  # allowed: the group's own answer
+            assert r.error_code not in (E.none, E.group_authorization_failed), key
 
 
 # ------------------------------------------------------------------ topics and data

@@ -221,6 +221,20 @@ def test_group_configs_describe_and_alter(gc_server: ServerProcess) -> None:
             values = {x.name: x.value for x in res.configs}
             assert values["group.consumer.session.timeout.ms"] == str(5000 + resource_type)
             assert values["group.consumer.heartbeat.interval.ms"] == "500"  # broker default
+            # KIP-1263's interval: the server's setting (0 in the tests' servers), then the
+            # group's own through consumer.assignment.interval.ms
+            assert values["group.consumer.assignment.interval.ms"] == (
+                "0" if resource_type == 16 else "250")  # the first round's alter below
+            r = c.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, validate_only=False, resources=[{
+                "resource_type": resource_type, "resource_name": group, "configs": [
+                    {"name": "consumer.assignment.interval.ms", "config_operation": 0,
+                     "value": "250"}]}])
+            assert r.responses[0].error_code == E.none, r
+            d = c.call(ApiKey.DESCRIBE_CONFIGS, 4, resources=[
+                {"resource_type": resource_type, "resource_name": group,
+                 "configuration_keys": ["consumer.assignment.interval.ms"]}])
+            assert {x.name: x.value for x in d.results[0].configs} == {
+                "consumer.assignment.interval.ms": "250"}
         bad = c.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, validate_only=False, resources=[{
             "resource_type": 16, "resource_name": group, "configs": [
                 {"name": "no.such.config", "config_operation": 0, "value": "1"}]}])
@@ -234,6 +248,8 @@ def test_group_configs_describe_and_alter(gc_server: ServerProcess) -> None:
         assert d.results[0].error_code == E.none
         assert "cleanup.policy" in {x.name for x in d.results[0].configs}
         assert d.results[1].error_code == E.none
+        broker = {x.name: x.value for x in d.results[1].configs}
+        assert broker["group.consumer.assignment.interval.ms"] == "0"  # --config of the tests
         assert d.results[2].error_code == E.unknown_topic_or_partition
 
 

@@ -180,3 +180,30 @@ def test_produced_messages_are_consumed_and_committed(gc_server: ServerProcess) 
         got = {(t.name, int(p.partition_index)): int(p.committed_offset)
                for t in r.groups[0].topics for p in t.partitions}
         assert got == {(topic, p): n // 4 for p in range(4)}
+
+
+@pytest.mark.parametrize("with_a_member_before", [False, True], ids=["new-group", "emptied-group"])
+def test_simple_consumer_assign_then_commit(gc_server: ServerProcess,
+                                            with_a_member_before: bool) -> None:
+    """librdkafka's simple consumer (``group.protocol=consumer``, manual ``assign()``, no
+    subscription) commits with its client-generated member id and epoch -1: Kafka 4.3's
+    ``ConsumerGroup.validateOffsetCommit`` accepts that while the group has no member, and so
+    must we, to a group never seen and to a consumer group whose members have all left."""
+    topic, group = _name("simple"), _name("g-simple")
+    create_topic(gc_server, topic, 2)
+    if with_a_member_before:
+        with consumers(gc_server, group, 1) as cs:
+            cs[0].subscribe([topic])
+            poll_until(cs, lambda: assignment(cs[0]) == {(topic, 0), (topic, 1)})
+    c = consumer(gc_server, group)
+    try:
+        c.assign([ck.TopicPartition(topic, 0, 0), ck.TopicPartition(topic, 1, 0)])
+        c.poll(0.1)
+        done = c.commit(offsets=[ck.TopicPartition(topic, 0, 5), ck.TopicPartition(topic, 1, 9)],
+                        asynchronous=False)
+        assert [(tp.partition, tp.offset, tp.error) for tp in done] == [(0, 5, None),
+                                                                        (1, 9, None)]
+        got = c.committed([ck.TopicPartition(topic, 0), ck.TopicPartition(topic, 1)], timeout=10)
+        assert [(tp.partition, tp.offset) for tp in got] == [(0, 5), (1, 9)]
+    finally:
+        c.close()

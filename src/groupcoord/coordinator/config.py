@@ -37,15 +37,13 @@ class CoordinatorConfig:
     consumer_min_heartbeat_interval_ms: int = 5_000
     consumer_max_heartbeat_interval_ms: int = 15_000
     consumer_max_size: int = INT32_MAX
-    #: ``group.consumer.assignment.interval.ms`` (Kafka 4.3's assignment batching): a heartbeat
-    #: that finds the group epoch ahead of the target computes a new target only when this long
-    #: has passed since the last computation finished (Kafka stamps its end); the heartbeats in
-    #: between reconcile members towards the current target. 0 computes at every epoch bump
-    #: (Kafka before 4.3). Kafka 4.3 defaults to 1000; ours stays 0 for now: with 1000, groups
-    #: of a few members wait a heartbeat interval for their second target, which the tests,
-    #: the simulator's traces and the client drivers' settle times do not expect yet (``bench
-    #: scale`` sets 1000).
-    consumer_assignment_interval_ms: int = 0
+    #: ``group.consumer.assignment.interval.ms`` (Kafka 4.3's assignment batching, KIP-1263):
+    #: a heartbeat that finds the group epoch ahead of the target computes a new target only
+    #: when this long has passed since the last computation finished (Kafka stamps its end);
+    #: the heartbeats in between reconcile members towards the current target. 0 computes at
+    #: every epoch bump (Kafka before 4.3). Kafka 4.3's default, 1000; a group overrides it with
+    #: the group config ``consumer.assignment.interval.ms``.
+    consumer_assignment_interval_ms: int = 1_000
     #: ``group.consumer.regex.refresh.interval.ms`` (Kafka 4.1+, at least 10 s): a group's
     #: regular expressions are resolved again by the first heartbeat this long after their last
     #: resolution, even if no topic was created: what picks up a change of ACLs
@@ -116,7 +114,9 @@ class CoordinatorConfig:
                 continue
             kind = types[attr]
             if kind in ("int", int):
-                kwargs[attr] = _parse_int(name, raw, minimum=1)
+                # 0 is a legal assignment interval (a target at every epoch bump)
+                kwargs[attr] = _parse_int(
+                    name, raw, minimum=0 if attr == "consumer_assignment_interval_ms" else 1)
             elif attr == "consumer_assignors":
                 names = tuple(_short_assignor_name(s) for s in raw.split(",") if s.strip())
                 kwargs[attr] = names
@@ -191,21 +191,27 @@ def _parse_int(name: str, raw: str, minimum: int | None = None,
 
 SESSION_TIMEOUT = "group.consumer.session.timeout.ms"
 HEARTBEAT_INTERVAL = "group.consumer.heartbeat.interval.ms"
+ASSIGNMENT_INTERVAL = "group.consumer.assignment.interval.ms"
 
 GROUP_CONFIG_ALIASES: dict[str, str] = {
     SESSION_TIMEOUT: SESSION_TIMEOUT,
     HEARTBEAT_INTERVAL: HEARTBEAT_INTERVAL,
+    ASSIGNMENT_INTERVAL: ASSIGNMENT_INTERVAL,
     "consumer.session.timeout.ms": SESSION_TIMEOUT,
     "consumer.heartbeat.interval.ms": HEARTBEAT_INTERVAL,
+    # KIP-1263's group config (Kafka 4.3): the group's own assignment interval.
+    "consumer.assignment.interval.ms": ASSIGNMENT_INTERVAL,
 }
 
 
 @dataclass(slots=True, frozen=True)
 class GroupConfig:
-    """The effective session timeout and heartbeat interval of one group."""
+    """The effective session timeout, heartbeat interval and assignment interval of one
+    group (its overrides, else the broker's settings)."""
 
     session_timeout_ms: int
     heartbeat_interval_ms: int
+    assignment_interval_ms: int = 0
 
 
 def canonical_group_config_name(name: str) -> str:
@@ -224,6 +230,8 @@ def validate_group_configs(broker: CoordinatorConfig, configs: Mapping[str, str]
         if canonical == SESSION_TIMEOUT:
             v = _parse_int(canonical, raw, broker.consumer_min_session_timeout_ms,
                            broker.consumer_max_session_timeout_ms)
+        elif canonical == ASSIGNMENT_INTERVAL:
+            v = _parse_int(canonical, raw, 0)
         else:
             v = _parse_int(canonical, raw, broker.consumer_min_heartbeat_interval_ms,
                            broker.consumer_max_heartbeat_interval_ms)
@@ -237,7 +245,9 @@ def validate_group_configs(broker: CoordinatorConfig, configs: Mapping[str, str]
 def effective_group_config(broker: CoordinatorConfig, overrides: Mapping[str, str]) -> GroupConfig:
     session = overrides.get(SESSION_TIMEOUT)
     interval = overrides.get(HEARTBEAT_INTERVAL)
+    assignment = overrides.get(ASSIGNMENT_INTERVAL)
     return GroupConfig(
         int(session) if session is not None else broker.consumer_session_timeout_ms,
         int(interval) if interval is not None else broker.consumer_heartbeat_interval_ms,
+        int(assignment) if assignment is not None else broker.consumer_assignment_interval_ms,
     )

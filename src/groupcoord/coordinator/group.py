@@ -65,6 +65,17 @@ class Group(ABC):
         must be refused (invariant I6)."""
         raise NotImplementedError
 
+    def validate_offset_commit_version(self, member_id: str, epoch: int, api_version: int) -> None:
+        """Raise the error of an OffsetCommit whose version the member may not use; by default
+        none (consumer groups: a member of the consumer protocol commits with v9 or later)."""
+        return
+
+    def validate_offset_delete(self) -> None:
+        """Raise the error of an OffsetDelete the group refuses as a whole; by default none
+        (Kafka's ``ConsumerGroup.validateOffsetDelete``: the subscribed topics are refused per
+        partition, ``is_subscribed_to``)."""
+        return
+
     @abstractmethod
     def is_subscribed_to(self, topic: str) -> bool:
         """Whether OffsetDelete must refuse the topic (GROUP_SUBSCRIBED_TO_TOPIC)."""
@@ -90,10 +101,16 @@ class Group(ABC):
 
 def check_member_epoch_offset_request(members: Mapping[str, Any], group_id: str, member_id: str,
                                       epoch: int, committing: bool, noun: str = "member") -> None:
-    """I6 for the new-protocol group types (consumer and connect groups): an admin request
-    (no member id, epoch < 0) may not commit while the group has members; otherwise the member
-    must exist (UNKNOWN_MEMBER_ID), a commit ahead of its epoch is FENCED_MEMBER_EPOCH and any
-    other epoch than its own STALE_MEMBER_EPOCH."""
+    """I6 for the new-protocol group types (consumer and connect groups), as Kafka 4.3's
+    ``ConsumerGroup.validateOffsetCommit`` and ``validateOffsetFetch`` rule: a commit at a
+    negative epoch is accepted while the group has no member, whatever member id it carries
+    (the admin client, or a consumer without group management: librdkafka's simple consumer
+    sends its client-generated member id with epoch -1 after a manual ``assign()``); a fetch
+    with no member id and a negative epoch is always accepted. Otherwise the member must exist
+    (UNKNOWN_MEMBER_ID), a commit ahead of its epoch is FENCED_MEMBER_EPOCH and any other epoch
+    than its own STALE_MEMBER_EPOCH."""
+    if committing and epoch < 0 and not members:
+        return  # admin client or a consumer without group management, to an empty group
     if not member_id and epoch < 0:  # admin
         if committing and members:
             raise CoordinatorError(ErrorCode.unknown_member_id,

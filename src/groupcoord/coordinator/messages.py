@@ -95,6 +95,8 @@ class OffsetCommitRequest:
     member_id: str = ""
     group_instance_id: str | None = None
     retention_time_ms: int = -1
+    #: The request's version (some answers depend on it, as in Kafka); the latest by default.
+    api_version: int = 10
 
 
 @dataclass(slots=True, unsafe_hash=True)

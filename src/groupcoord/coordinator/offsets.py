@@ -12,13 +12,21 @@ recreated topic does not inherit the old topic's offsets. Member checks (invaria
   others. A member using the classic protocol keeps the exact generation check.
 - The empty group id: OffsetCommit and OffsetFetch accept it as Kafka does ("for backwards
   compatibility", GroupCoordinatorService); OffsetDelete answers INVALID_GROUP_ID.
-- An admin commit (no member id, epoch -1) is allowed only while the group has no member
-  (UNKNOWN_MEMBER_ID otherwise), and creates offsets for a group that does not exist yet.
+- A commit at a negative epoch (the admin client, or a consumer without group management:
+  librdkafka's simple consumer sends its own member id with -1) is allowed while the group
+  has no member (UNKNOWN_MEMBER_ID otherwise, or STALE_MEMBER_EPOCH for a member's own id),
+  and creates offsets for a group that does not exist yet (Kafka's
+  ``ConsumerGroup.validateOffsetCommit`` and ``OffsetMetadataManager.validateOffsetCommit``).
+- A commit at an epoch >= 0 for a group that does not exist: GROUP_ID_NOT_FOUND from v9 on,
+  ILLEGAL_GENERATION before; a consumer-protocol member's commit below v9: UNSUPPORTED_VERSION
+  (the same two methods).
 - OffsetFetch with a member id (v9, consumer protocol) checks the member and its epoch
   (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH); without one it is an admin read. A fetch for a
   group that does not exist answers -1 offsets without error, with or without a member id.
 - OffsetDelete refuses partitions of topics the group is subscribed to
-  (GROUP_SUBSCRIBED_TO_TOPIC) and answers GROUP_ID_NOT_FOUND for an unknown group.
+  (GROUP_SUBSCRIBED_TO_TOPIC), answers GROUP_ID_NOT_FOUND for an unknown group and
+  NON_EMPTY_GROUP for a classic group with members that does not use the consumer protocol
+  type (Kafka's ``ClassicGroup.validateOffsetDelete``).
 
 Choice recorded here: a commit for a topic the metadata image does not know, or a partition
 beyond its count, is UNKNOWN_TOPIC_OR_PARTITION (as a Kafka broker answers); a topic id that
@@ -91,16 +99,27 @@ def _group_offsets(shard: ShardContext, group_id: str) -> dict[tuple[str, int], 
 
 
 def _validate_member(shard: ShardContext, group_id: str, member_id: str | None, epoch: int,
-                     committing: bool, group_instance_id: str | None = None) -> None:
+                     committing: bool, group_instance_id: str | None = None,
+                     api_version: int = 10) -> None:
     group = shard.groups.get(group_id)
-    admin = not member_id and epoch < 0
     if group is None:
-        if admin or not committing:
+        if epoch < 0 or not committing:
             # A fetch for a group that does not exist (never created, or deleted) is answered
-            # with -1 offsets and no error, member id or not (Kafka's fetchOffsets).
+            # with -1 offsets and no error, member id or not (Kafka's fetchOffsets). A commit
+            # at a negative epoch is accepted whatever member id it carries: Kafka 4.3's
+            # ``OffsetMetadataManager.validateOffsetCommit`` takes it for the admin client or
+            # a consumer without group management and creates a simple group (here: offsets
+            # with no group).
             return
-        raise CoordinatorError(_E.unknown_member_id,
-                               f"Group {group_id} has no member {member_id!r}.")
+        # Kafka's OffsetMetadataManager.validateOffsetCommit: a member's commit (epoch >= 0)
+        # to a group that does not exist is GROUP_ID_NOT_FOUND from version 9 on (both group
+        # protocols understand it), ILLEGAL_GENERATION before (what older clients expect).
+        if api_version >= 9:
+            raise CoordinatorError(_E.group_id_not_found, f"Group {group_id} not found.")
+        raise CoordinatorError(_E.illegal_generation,
+                               f"Group {group_id} has no generation {epoch}.")
+    if committing:
+        group.validate_offset_commit_version(member_id or "", epoch, api_version)
     group.validate_offset_request(group_id, member_id or "", epoch, committing,
                                   group_instance_id=group_instance_id)
 
@@ -155,7 +174,7 @@ def commit(shard: ShardContext, r: OffsetCommitRequest, now: int) -> OffsetCommi
     check = _older_epoch_check(shard, gid, r)
     if check is None:
         _validate_member(shard, gid, r.member_id, r.generation_id_or_member_epoch, True,
-                         r.group_instance_id)
+                         r.group_instance_id, r.api_version)
     image = shard.metadata
     expire = now + r.retention_time_ms if r.retention_time_ms > 0 else -1
     topics = []
@@ -247,6 +266,8 @@ def delete(shard: ShardContext, r: OffsetDeleteRequest, now: int) -> OffsetDelet
     offs = shard.offsets.get(r.group_id)
     if group is None and offs is None:
         raise CoordinatorError(_E.group_id_not_found, f"Group {r.group_id} not found.")
+    if group is not None:
+        group.validate_offset_delete()
     topics = []
     for t in r.topics:
         name = t.name

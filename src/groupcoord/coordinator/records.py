@@ -409,6 +409,19 @@ class ClassicGroupMetadataValue:
 # The Connect draft's ConnectWorkerGroup* records. A connect assignment maps a connector
 # name to task numbers, -1 standing for the connector itself (upstream's CONNECTOR_TASK); it
 # encodes as ``[[connector, [tasks...]], ...]`` sorted by connector then task.
+#
+# Two deviations from the draft's "Records", by choice:
+# - The draft persists these records in a ``__worker_offsets`` compacted topic; here they go to
+#   the shard's one log with the consumer and classic groups' records. Groups of every type
+#   share one id space and one coordinator per group id (``group.py``), so a second log would
+#   need a second routing of the same ids for nothing: each record type has its own key type
+#   here, which is all compaction needs (the draft's own reason for dedicated key types).
+# - The draft stores the target assignment "in a single record"; here it is N+1 records, one
+#   per worker (ConnectGroupTargetAssignmentMemberValue) and one with the assignment epoch
+#   (ConnectGroupTargetAssignmentMetadataValue), written after the members: KIP-848's layout
+#   for consumer groups, written by the same ``modern/target_assignment.py``. One record would
+#   be bounded by the maximum batch size (the draft splits the group metadata into several
+#   records for that reason) and would be rewritten whole when one worker's part changes.
 
 ConnectAssignment = Mapping[str, frozenset[int]]
 

@@ -386,7 +386,8 @@ class Shard:
         overrides = self.group_configs.get(r.group_id, {})
         eff = self.group_config(r.group_id)
         values = {"group.consumer.session.timeout.ms": str(eff.session_timeout_ms),
-                  "group.consumer.heartbeat.interval.ms": str(eff.heartbeat_interval_ms)}
+                  "group.consumer.heartbeat.interval.ms": str(eff.heartbeat_interval_ms),
+                  "group.consumer.assignment.interval.ms": str(eff.assignment_interval_ms)}
         if r.names is None:
             wanted = [(n, n) for n in sorted(values)]
         else:

@@ -69,7 +69,7 @@ _add("group.consumer.min.heartbeat.interval.ms", "int", "5000", "coordinator", 1
 _add("group.consumer.max.heartbeat.interval.ms", "int", "15000", "coordinator", 1)
 _add("group.consumer.max.size", "int", str(INT32_MAX), "coordinator", 1)
 _add("group.consumer.assignors", "list", "uniform,range", "coordinator")
-_add("group.consumer.assignment.interval.ms", "int", "0", "coordinator", 0)
+_add("group.consumer.assignment.interval.ms", "int", "1000", "coordinator", 0)
 _add("group.consumer.regex.refresh.interval.ms", "int", "600000", "coordinator", 10_000)
 _add("group.consumer.migration.policy", "str", "bidirectional", "coordinator")
 _add("group.connect.migration.policy", "str", "bidirectional", "coordinator")

@@ -334,8 +334,12 @@ class ConsumerInvariants(Simulation):
         by_id = {t.topic_id: t for t in meta.values()}
         subscribed_topics: set[UUID] = set()
         subs: dict[str, frozenset[UUID]] = {}
-        if self._sub_ids[0] is not meta:  # the coordinator replaces it, never mutates it
-            self._sub_ids = (meta, {})
+        # Cached per subscription metadata (the coordinator replaces it, never mutates it) and
+        # per regex resolution: a regex resolved off the heartbeat path changes what a member
+        # subscribes to without necessarily changing the metadata.
+        cached = self._sub_ids[0]
+        if cached is None or cached[0] is not meta or cached[1] != g.resolved_regexes:
+            self._sub_ids = ((meta, dict(g.resolved_regexes)), {})
         ids_of = self._sub_ids[1]
         for mid in sorted(g.members):
             m = g.members[mid]

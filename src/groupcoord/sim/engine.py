@@ -233,7 +233,9 @@ class Simulation(ABC):
             consumer_max_session_timeout_ms=max(scenario.session_timeout_ms, 60_000),
             consumer_heartbeat_interval_ms=scenario.heartbeat_interval_ms,
             consumer_min_heartbeat_interval_ms=min(scenario.heartbeat_interval_ms, 5_000),
-            consumer_max_heartbeat_interval_ms=max(scenario.heartbeat_interval_ms, 15_000))
+            consumer_max_heartbeat_interval_ms=max(scenario.heartbeat_interval_ms, 15_000),
+            # the simulator's own choice, not the coordinator's default (Kafka 4.3's 1000 ms)
+            consumer_assignment_interval_ms=0)
         self.coord = SimCoordinator(shard_factory or default_shard_factory, self.config,
                                     self.image, self.new_member_id)
         self._timer_at: int | None = None

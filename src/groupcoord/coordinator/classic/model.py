@@ -264,10 +264,21 @@ class ClassicGroup(Group):
             raise CoordinatorError(_E.rebalance_in_progress,
                                    f"Group {group_id} is completing a rebalance.")
 
+    def validate_offset_delete(self) -> None:
+        """Kafka's ``ClassicGroup.validateOffsetDelete``: a group with members (Stable,
+        PreparingRebalance, CompletingRebalance) that does not use the consumer protocol
+        type cannot tell which topics it consumes: NON_EMPTY_GROUP for the whole request."""
+        if self.state is not _S.EMPTY and self.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            raise CoordinatorError(_E.non_empty_group,
+                                   f"Group {self.group_id} is not empty and does not use the "
+                                   f"consumer protocol type.")
+
     def is_subscribed_to(self, topic: str) -> bool:
         """Whether a member's ConsumerProtocolSubscription names ``topic`` (protocol type
         "consumer" only; the selected protocol's metadata, else each member's first protocol).
-        False when some subscription cannot be decoded."""
+        When some subscription cannot be decoded the topics are unknown and, as Kafka's
+        ``ClassicGroup.isSubscribedToTopic`` answers, every topic counts as subscribed (the
+        offsets are kept)."""
         if self.protocol_type != CONSUMER_PROTOCOL_TYPE:
             return False
         topics: set[str] = set()
@@ -279,7 +290,7 @@ class ClassicGroup(Group):
                 topics |= subscribed_topics(raw)
         except ValueError as e:
             log.warning("[%s] cannot decode a consumer subscription: %s", self.group_id, e)
-            return False
+            return True
         return topic in topics
 
     # ------------------------------------------------------------------ queries

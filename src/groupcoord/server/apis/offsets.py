@@ -76,7 +76,8 @@ class OffsetApis(ApiFamily):
             generation_id_or_member_epoch=int(body.generation_id_or_member_epoch),
             member_id=body.member_id or "",
             group_instance_id=getattr(body, "group_instance_id", None),
-            retention_time_ms=-1 if retention is None else to_ms(retention))
+            retention_time_ms=-1 if retention is None else to_ms(retention),
+            api_version=ctx.api_version)
         r: m.OffsetCommitResponse = self.runtime.handle_group(body.group_id, req)
         return self._resp(ctx, throttle_time=0, topics=denied + [
             {"name": t.name, "topic_id": t.topic_id,

@@ -31,6 +31,7 @@ from groupcoord.coordinator.modern.group import ModernGroup
 from groupcoord.coordinator.modern.member import MemberState, ModernGroupMember
 from groupcoord.coordinator.records import Assignment, ClassicMemberMetadata, ClientAssignor
 from groupcoord.coordinator.topics import TopicMetadata
+from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
 #: The empty assignment, shared: a member with nothing assigned, pending revocation or carried
 #: (KIP-1251 assignment epochs) holds this one object rather than an empty dict of its own
@@ -209,6 +210,19 @@ class ConsumerGroup(ModernGroup[ConsumerGroupMember]):
                                 committing: bool, group_instance_id: str | None = None) -> None:
         check_member_epoch_offset_request(self.members, group_id, member_id, epoch, committing,
                                           'member')
+
+    def validate_offset_commit_version(self, member_id: str, epoch: int, api_version: int) -> None:
+        """Kafka's ``ConsumerGroup.validateOffsetCommit``: a member of the consumer protocol
+        commits with OffsetCommit v9 or later (the member epoch's version); a member that joined
+        with the classic protocol, and a commit at a negative epoch to an empty group, may use
+        any version."""
+        if api_version >= 9 or not member_id:
+            return
+        member = self.members.get(member_id)
+        if member is not None and member.classic is None and not (epoch < 0 and not self.members):
+            raise CoordinatorError(ErrorCode.unsupported_version,
+                                   "OffsetCommit version 9 or above must be used by members "
+                                   "using the consumer group protocol.")
 
     def older_epoch_commit_check(self, member_id: str, epoch: int) -> PartitionCheck | None:
         """A commit from a member not using the classic protocol at an epoch older than its own
