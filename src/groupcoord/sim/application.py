@@ -32,13 +32,13 @@ With an ``idle`` workload nothing here runs: the members behave as they always d
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.client.classic_consumer import ClassicConsumerMember
 from groupcoord.client.consumer import DEFER, MemberState
 from groupcoord.coordinator.topics import TopicMetadata
-from groupcoord.sim.workload import Processor, WorkModel, order_key
+from groupcoord.sim.workload import Processor, Resource, WorkModel, order_key
 
 if TYPE_CHECKING:
     from groupcoord.sim.consumer import ConsumerSimulation
@@ -126,8 +126,9 @@ class Application:
         #: it looks again.
         self._waiting_since: int | None = None
         self._recheck_at: int | None = None
-        #: Commits in flight: id(request) -> (request, positions it commits).
-        self._commits: dict[int, tuple[Any, dict[Any, float]]] = {}
+        #: Commits in flight: id(request) -> (request, {partition: (resource, the position it
+        #: commits)}).
+        self._commits: dict[int, tuple[Any, dict[Any, tuple[Resource, float]]]] = {}
         #: Incarnations that left on a poll timeout: their revocation runs no callback.
         self._timed_out: set[tuple[str, int]] = set()
         #: Incarnations revoking (Connect: their tasks' offsets are flushed when they stop).
@@ -140,6 +141,10 @@ class Application:
         self._md_rng = random.Random(f"metadata:{sim.seed}")
         self._startup_rng = random.Random(f"startup:{sim.seed}")
         self._refresh_at: dict[tuple[str, int], int] = {}
+        #: The universe and metadata image the resources were last synced with (the
+        #: simulation keeps the same objects while they do not change: a process starting or
+        #: stopping marks the universe for recomputation, which usually finds it unchanged).
+        self._synced: tuple[object, object] = (None, None)
 
     def _stale(self) -> None:
         self.sim.step -= 1  # a superseded wake-up: not an event of the simulation
@@ -164,6 +169,9 @@ class Application:
         if not self.on:
             return
         sim = self.sim
+        if sim.universe is self._synced[0] and sim.image is self._synced[1]:
+            return  # the same universe and topics as at the last sync: nothing to change
+        self._synced = (sim.universe, sim.image)
         wl = self.workload
         wanted: dict[Any, float] = {}
         if self.connect:
@@ -323,14 +331,13 @@ class Application:
 
     # ---------------------------------------------------------------- commits
 
-    def commit_sent(self, p: Proc, req: Any, parts: Iterable[Any], why: str) -> None:
+    def commit_sent(self, p: Proc, req: Any, parts: Collection[Any], why: str) -> None:
         if not self.on:
             return
         proc = self.model.processors.get(self._pname(p))
         if proc is None:
             return
-        positions = proc.committable() if why != "revoke" else proc.positions()
-        self._commits[id(req)] = (req, {k: positions[k] for k in parts if k in positions})
+        self._commits[id(req)] = (req, proc.commit_positions(parts, polled=why != "revoke"))
 
     def commit_handled(self, req: Any, response: Any) -> None:
         """The coordinator answered a commit: the partitions it accepted are committed."""
@@ -338,15 +345,15 @@ class Application:
         if entry is None or entry[0] is not req:
             return
         positions = entry[1]
-        resources = self.model.resources
         for t in response.topics:
+            tid = t.topic_id
             for pr in t.partitions:
                 if pr.error_code == 0:
-                    k = (t.topic_id, pr.partition_index)
-                    r = resources.get(k)
-                    pos = positions.get(k)
-                    if r is not None and pos is not None and pos > r.committed:
-                        r.committed = pos
+                    rp = positions.get((tid, pr.partition_index))
+                    if rp is not None:
+                        r, pos = rp
+                        if not r.gone and pos > r.committed:  # (a deleted topic's: gone)
+                            r.committed = pos
 
     # ---------------------------------------------------------------- classic metadata
 

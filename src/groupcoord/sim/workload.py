@@ -75,7 +75,7 @@ import bisect
 import functools
 import math
 import random
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Container, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -297,10 +297,12 @@ class Resource:
     """One partition or Connect task: production, the highest position processed, the
     committed position, and the integral of its lag."""
 
-    __slots__ = ("committed", "hw", "key", "lag", "lag_int", "rate", "t", "t0")
+    __slots__ = ("committed", "gone", "hw", "key", "lag", "lag_int", "rate", "t", "t0")
 
     def __init__(self, key: Key, rate_per_s: float, t0: int) -> None:
         self.key = key
+        #: No longer one of the model's resources (its topic was deleted).
+        self.gone = False
         self.rate = rate_per_s / 1000.0  # records per ms
         self.t0 = t0
         self.hw = 0.0
@@ -430,7 +432,18 @@ class Processor:
                 if new > old:
                     m.processed += new - old
                     pos[r] = old = new
-                r.progress(t, old)
+                # r.progress(t, old), inlined (the same operations in the same order): every
+                # lag sample brings each member that keeps up to now, partition by partition
+                if old > r.hw:
+                    r.hw = old
+                lag = (r.rate * (t - r.t0) if t > r.t0 else 0.0) - r.hw
+                if lag < 0:
+                    lag = 0.0
+                dt = t - r.t
+                if dt > 0:
+                    r.lag_int += (r.lag + lag) * dt / 2
+                    r.t = t
+                r.lag = lag
         self.t = t
         if self.flush_at is not None and t >= self.flush_at:
             self._flush_until(t)
@@ -497,6 +510,24 @@ class Processor:
         if self.batch is not None:
             for k, _, start, _ in self.batch:
                 out[k] = start
+        return out
+
+    def commit_positions(self, keys: Container[Key], polled: bool) -> dict[Key, tuple[Resource,
+                                                                                  float]]:
+        """What a commit of ``keys`` carries, per active resource among them, with the
+        resource: what was polled before the batch in progress (``polled``: an auto-commit,
+        as :meth:`committable`) or what was processed (a revocation's, as :meth:`positions`).
+        One lookup per resource in ``keys`` (topic partitions hash their topic id in Python;
+        a commit of every owned partition every auto-commit interval made these lookups a
+        large part of a working run)."""
+        self.advance(self.model.now())
+        starts = {r: start for _, r, start, _ in self.batch} \
+            if polled and self.batch is not None else None
+        out: dict[Key, tuple[Resource, float]] = {}
+        for r, v in self._p.items():
+            k = r.key
+            if k in keys:
+                out[k] = (r, v if starts is None else starts.get(r, v))
         return out
 
     def _flush_until(self, t: float) -> None:
@@ -783,6 +814,7 @@ class WorkModel:
                 p.release(held, commit=False)
         for k in gone:
             r = self.resources.pop(k)
+            r.gone = True
             r.progress(self.now(), r.hw)
             self._gone_lag_int += r.lag_int / 1000.0
 
@@ -865,7 +897,14 @@ class WorkModel:
         lag = 0.0
         for r in self.resources.values():
             if r.t < now:
-                r.progress(now, r.hw)
+                # r.progress(now, r.hw), inlined (the same operations in the same order):
+                # a sample visits every resource of the group
+                rl = (r.rate * (now - r.t0) if now > r.t0 else 0.0) - r.hw
+                if rl < 0:
+                    rl = 0.0
+                r.lag_int += (r.lag + rl) * (now - r.t) / 2
+                r.t = now
+                r.lag = rl
             lag += r.lag
         self.account()
         self.lag_now = lag
