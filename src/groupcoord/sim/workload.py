@@ -426,24 +426,29 @@ class Processor:
         if self.stream:
             fetched = t - m.fetch_latency_ms
             pos = self._p
+            processed = m.processed
             for r in self._ares:
-                new = r.rate * (fetched - r.t0) if fetched > r.t0 else 0.0  # r.produced
+                rate = r.rate
+                t0 = r.t0
+                new = rate * (fetched - t0) if fetched > t0 else 0.0  # r.produced
                 old = pos[r]
                 if new > old:
-                    m.processed += new - old
+                    processed += new - old
                     pos[r] = old = new
                 # r.progress(t, old), inlined (the same operations in the same order): every
                 # lag sample brings each member that keeps up to now, partition by partition
-                if old > r.hw:
-                    r.hw = old
-                lag = (r.rate * (t - r.t0) if t > r.t0 else 0.0) - r.hw
+                hw = r.hw
+                if old > hw:
+                    r.hw = hw = old
+                lag = (rate * (t - t0) if t > t0 else 0.0) - hw
                 if lag < 0:
                     lag = 0.0
-                dt = t - r.t
-                if dt > 0:
-                    r.lag_int += (r.lag + lag) * dt / 2
+                rt = r.t
+                if t > rt:  # (dt > 0: two distinct floats never subtract to 0)
+                    r.lag_int += (r.lag + lag) * (t - rt) / 2
                     r.t = t
                 r.lag = lag
+            m.processed = processed
         self.t = t
         if self.flush_at is not None and t >= self.flush_at:
             self._flush_until(t)
@@ -896,16 +901,20 @@ class WorkModel:
             p.advance(now)
         lag = 0.0
         for r in self.resources.values():
-            if r.t < now:
+            rt = r.t
+            if rt < now:
                 # r.progress(now, r.hw), inlined (the same operations in the same order):
                 # a sample visits every resource of the group
-                rl = (r.rate * (now - r.t0) if now > r.t0 else 0.0) - r.hw
+                t0 = r.t0
+                rl = (r.rate * (now - t0) if now > t0 else 0.0) - r.hw
                 if rl < 0:
                     rl = 0.0
-                r.lag_int += (r.lag + rl) * (now - r.t) / 2
+                r.lag_int += (r.lag + rl) * (now - rt) / 2
                 r.t = now
                 r.lag = rl
-            lag += r.lag
+                lag += rl
+            else:
+                lag += r.lag
         self.account()
         self.lag_now = lag
         if self.on_lag is not None:
