@@ -89,6 +89,7 @@ class ConsumerInvariants(Simulation):
     _epochs: tuple[int, int]
     pending_restarts: set[str]
     _requests_in_flight: dict[tuple[str, int], int]
+    _dead_in_flight: int
     stats: dict[str, int]
     app: Application
 
