@@ -126,9 +126,8 @@ class Application:
         #: it looks again.
         self._waiting_since: int | None = None
         self._recheck_at: int | None = None
-        #: Commits in flight: id(request) -> (request, {partition: (resource, the position it
-        #: commits)}).
-        self._commits: dict[int, tuple[Any, dict[Any, tuple[Resource, float]]]] = {}
+        #: Commits in flight: id(request) -> (request, the position it commits per resource).
+        self._commits: dict[int, tuple[Any, dict[Resource, float]]] = {}
         #: Incarnations that left on a poll timeout: their revocation runs no callback.
         self._timed_out: set[tuple[str, int]] = set()
         #: Incarnations revoking (Connect: their tasks' offsets are flushed when they stop).
@@ -345,14 +344,15 @@ class Application:
         if entry is None or entry[0] is not req:
             return
         positions = entry[1]
+        resources = self.model.resources
         for t in response.topics:
             tid = t.topic_id
             for pr in t.partitions:
                 if pr.error_code == 0:
-                    rp = positions.get((tid, pr.partition_index))
-                    if rp is not None:
-                        r, pos = rp
-                        if not r.gone and pos > r.committed:  # (a deleted topic's: gone)
+                    r = resources.get((tid, pr.partition_index))
+                    if r is not None:
+                        pos = positions.get(r)
+                        if pos is not None and pos > r.committed:
                             r.committed = pos
 
     # ---------------------------------------------------------------- classic metadata

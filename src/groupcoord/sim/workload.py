@@ -297,12 +297,10 @@ class Resource:
     """One partition or Connect task: production, the highest position processed, the
     committed position, and the integral of its lag."""
 
-    __slots__ = ("committed", "gone", "hw", "key", "lag", "lag_int", "rate", "t", "t0")
+    __slots__ = ("committed", "hw", "key", "lag", "lag_int", "rate", "t", "t0")
 
     def __init__(self, key: Key, rate_per_s: float, t0: int) -> None:
         self.key = key
-        #: No longer one of the model's resources (its topic was deleted).
-        self.gone = False
         self.rate = rate_per_s / 1000.0  # records per ms
         self.t0 = t0
         self.hw = 0.0
@@ -334,9 +332,9 @@ class Processor:
     ``owned``: what the group gave it (paused until active); ``active``: what it fetches from,
     with its position per resource. ``at_poll`` actions run at its next ``poll()``."""
 
-    __slots__ = ("_ares", "_bitems", "_p", "active", "batch", "batch_end", "batch_id",
-                 "batch_start", "boundary_for", "flush_at", "lazy", "model", "name", "owned",
-                 "poll_actions", "recent", "stream", "t", "warming")
+    __slots__ = ("_ares", "_bitems", "_commit_memo", "_p", "_p_version", "active", "batch",
+                 "batch_end", "batch_id", "batch_start", "boundary_for", "flush_at", "lazy",
+                 "model", "name", "owned", "poll_actions", "recent", "stream", "t", "warming")
 
     def __init__(self, model: WorkModel, name: str) -> None:
         self.model = model
@@ -349,8 +347,12 @@ class Processor:
         #: (whose topic-id hashes cost more than the arithmetic).
         self._ares: list[Resource] = []
         self._bitems: list[tuple[Key, Resource, float, float]] = []
-        #: Its position per active resource, keyed by the Resource (see ``pos``).
+        #: Its position per active resource, keyed by the Resource (see ``pos``), a count of
+        #: the changes of its keys, and the last commit's selection of them
+        #: (:meth:`commit_positions`).
         self._p: dict[Resource, float] = {}
+        self._p_version = 0
+        self._commit_memo: tuple[Container[Key], int, list[Resource]] | None = None
         self.warming: dict[Key, int] = {}
         #: Resources whose state this process holds (no warm-up when one comes back).
         self.recent: set[Key] = set()
@@ -517,23 +519,26 @@ class Processor:
                 out[k] = start
         return out
 
-    def commit_positions(self, keys: Container[Key], polled: bool) -> dict[Key, tuple[Resource,
-                                                                                  float]]:
-        """What a commit of ``keys`` carries, per active resource among them, with the
-        resource: what was polled before the batch in progress (``polled``: an auto-commit,
-        as :meth:`committable`) or what was processed (a revocation's, as :meth:`positions`).
-        One lookup per resource in ``keys`` (topic partitions hash their topic id in Python;
-        a commit of every owned partition every auto-commit interval made these lookups a
-        large part of a working run)."""
+    def commit_positions(self, keys: Container[Key], polled: bool) -> dict[Resource, float]:
+        """What a commit of ``keys`` carries, per active resource among them: what was polled
+        before the batch in progress (``polled``: an auto-commit, as :meth:`committable`) or
+        what was processed (a revocation's, as :meth:`positions`). Keyed by the resource, and
+        which active resources ``keys`` selects is kept while neither changes (an auto-commit
+        names the same owned set every interval): topic partitions hash their topic id in
+        Python, and lookups per partition per commit were a large part of a working run."""
         self.advance(self.model.now())
-        starts = {r: start for _, r, start, _ in self.batch} \
-            if polled and self.batch is not None else None
-        out: dict[Key, tuple[Resource, float]] = {}
-        for r, v in self._p.items():
-            k = r.key
-            if k in keys:
-                out[k] = (r, v if starts is None else starts.get(r, v))
-        return out
+        memo = self._commit_memo
+        if memo is not None and memo[0] is keys and memo[1] == self._p_version:
+            chosen = memo[2]
+        else:
+            chosen = [r for r in self._p if r.key in keys]
+            if isinstance(keys, frozenset):  # (kept only for a set that cannot change)
+                self._commit_memo = (keys, self._p_version, chosen)
+        pos = self._p
+        if polled and self.batch is not None:
+            starts = {r: start for _, r, start, _ in self.batch}
+            return {r: starts.get(r, pos[r]) for r in chosen}
+        return {r: pos[r] for r in chosen}
 
     def _flush_until(self, t: float) -> None:
         """A Connect task's offset flushes (``offset.flush.interval.ms``) up to ``t``: the
@@ -694,6 +699,7 @@ class Processor:
         m.sample_lag()
         self.advance(m.now())
         self._p[r] = r.committed
+        self._p_version += 1
         if r.hw > r.committed:
             m.reprocessed += r.hw - r.committed
         r.progress(m.now(), r.committed)
@@ -728,6 +734,7 @@ class Processor:
                 r = self._ares.pop(i)
                 gone.add(r)
                 pos = self._p.pop(r)
+                self._p_version += 1
                 if m.resources.get(k) is r:
                     r.progress(m.now(), pos)
                     if commit:
@@ -819,7 +826,6 @@ class WorkModel:
                 p.release(held, commit=False)
         for k in gone:
             r = self.resources.pop(k)
-            r.gone = True
             r.progress(self.now(), r.hw)
             self._gone_lag_int += r.lag_int / 1000.0
 
