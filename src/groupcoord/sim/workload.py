@@ -667,8 +667,10 @@ class Processor:
 
         def start() -> None:
             now = m.now()
+            resources = m.resources
+            active = self._p  # (k is active when its resource is: no scan of the key list)
             for k in keys:
-                if k not in self.owned or k in self.active or k in self.warming:
+                if k not in self.owned or resources.get(k) in active or k in self.warming:
                     continue
                 wait = delay_ms or (0 if k in self.recent else m.workload.warmup_ms)
                 if wait > 0:
@@ -727,18 +729,27 @@ class Processor:
         m.account()
         self.advance(m.now())
         gone: set[Resource] = set()
+        resources = m.resources
         for k in keys:
-            if k in self.active:
+            # ``active`` and ``_ares`` are parallel: find the resource by identity (a key's
+            # topic id compares in Python); a key whose resource the model no longer has is
+            # looked for in the key list
+            r0 = resources.get(k)
+            if r0 is not None and r0 in self._p:
+                i = self._ares.index(r0)
+            elif k in self.active:
                 i = self.active.index(k)
-                del self.active[i]
-                r = self._ares.pop(i)
-                gone.add(r)
-                pos = self._p.pop(r)
-                self._p_version += 1
-                if m.resources.get(k) is r:
-                    r.progress(m.now(), pos)
-                    if commit:
-                        r.committed = max(r.committed, pos)
+            else:
+                continue
+            del self.active[i]
+            r = self._ares.pop(i)
+            gone.add(r)
+            pos = self._p.pop(r)
+            self._p_version += 1
+            if r0 is r:  # (the model's resource of k)
+                r.progress(m.now(), pos)
+                if commit:
+                    r.committed = max(r.committed, pos)
         if gone and self.batch is not None:  # (out of the batch in progress too)
             self._bitems = self.batch = [it for it in self.batch if it[1] not in gone]
         m.recount(self)
