@@ -32,7 +32,7 @@ With an ``idle`` workload nothing here runs: the members behave as they always d
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any, Protocol
 from uuid import UUID
 
@@ -42,7 +42,7 @@ from groupcoord.coordinator.topics import MetadataImage, TopicMetadata
 from groupcoord.sim.engine import Handler, Window
 from groupcoord.sim.process import Proc
 from groupcoord.sim.scenario import Scenario
-from groupcoord.sim.workload import Processor, WorkModel, order_key
+from groupcoord.sim.workload import Processor, Resource, WorkModel, order_key
 
 
 def _ordered(items: Iterable[Any]) -> list[Any]:
@@ -163,8 +163,8 @@ class Application:
         #: it looks again.
         self._waiting_since: int | None = None
         self._recheck_at: int | None = None
-        #: Commits in flight: id(request) -> (request, positions it commits).
-        self._commits: dict[int, tuple[Any, dict[Any, float]]] = {}
+        #: Commits in flight: id(request) -> (request, the position it commits per resource).
+        self._commits: dict[int, tuple[Any, dict[Resource, float]]] = {}
         #: Incarnations that left on a poll timeout: their revocation runs no callback.
         self._timed_out: set[tuple[str, int]] = set()
         #: Incarnations revoking (Connect: their tasks' offsets are flushed when they stop).
@@ -177,6 +177,10 @@ class Application:
         self._md_rng = random.Random(f"metadata:{sim.seed}")
         self._startup_rng = random.Random(f"startup:{sim.seed}")
         self._refresh_at: dict[tuple[str, int], int] = {}
+        #: The universe and metadata image the resources were last synced with (the
+        #: simulation keeps the same objects while they do not change: a process starting or
+        #: stopping marks the universe for recomputation, which usually finds it unchanged).
+        self._synced: tuple[object, object] = (None, None)
 
     def _stale(self) -> None:
         self.sim.step -= 1  # a superseded wake-up: not an event of the simulation
@@ -201,6 +205,9 @@ class Application:
         if not self.on:
             return
         sim = self.sim
+        if sim.universe is self._synced[0] and sim.image is self._synced[1]:
+            return  # the same universe and topics as at the last sync: nothing to change
+        self._synced = (sim.universe, sim.image)
         wl = self.workload
         wanted: dict[Any, float] = {}
         if self.connect:
@@ -360,14 +367,13 @@ class Application:
 
     # ---------------------------------------------------------------- commits
 
-    def commit_sent(self, p: Proc, req: Any, parts: Iterable[Any], why: str) -> None:
+    def commit_sent(self, p: Proc, req: Any, parts: Collection[Any], why: str) -> None:
         if not self.on:
             return
         proc = self.model.processors.get(self._pname(p))
         if proc is None:
             return
-        positions = proc.committable() if why != "revoke" else proc.positions()
-        self._commits[id(req)] = (req, {k: positions[k] for k in parts if k in positions})
+        self._commits[id(req)] = (req, proc.commit_positions(parts, polled=why != "revoke"))
 
     def commit_handled(self, req: Any, response: Any) -> None:
         """The coordinator answered a commit: the partitions it accepted are committed."""
@@ -377,13 +383,14 @@ class Application:
         positions = entry[1]
         resources = self.model.resources
         for t in response.topics:
+            tid = t.topic_id
             for pr in t.partitions:
                 if pr.error_code == 0:
-                    k = (t.topic_id, pr.partition_index)
-                    r = resources.get(k)
-                    pos = positions.get(k)
-                    if r is not None and pos is not None and pos > r.committed:
-                        r.committed = pos
+                    r = resources.get((tid, pr.partition_index))
+                    if r is not None:
+                        pos = positions.get(r)
+                        if pos is not None and pos > r.committed:
+                            r.committed = pos
 
     # ---------------------------------------------------------------- classic metadata
 

@@ -132,7 +132,8 @@ class ClassicConsumerSimulation(ConsumerSimulation):
         #: The last committed value of the group, the live view's (generation, members) as
         #: last seen (fencing changes), and the live generation per coordinator generation.
         self.committed: ClassicGroupMetadataValue | None = None
-        self._fence_key: tuple[int, int, frozenset[str]] | None = None
+        self._fence_key: tuple[int, int] | None = None
+        self._fence_members: frozenset[str] = frozenset()
         self._live_gen = (-1, -1)
         #: (process, incarnation) -> the coordinator generation that gave it its generation
         #: (a failover loses the generations it had not committed: they may go down then).
@@ -269,11 +270,12 @@ class ClassicConsumerSimulation(ConsumerSimulation):
         to learn its generation, keeps counting as the owner: the downtime of a cooperative
         rebalance is the downtime of the partitions that move."""
         g = self._classic()
-        key = None if g is None else (self.coord.generation, g.generation_id,
-                                      frozenset(g.members))
-        if key == self._fence_key:
+        key = None if g is None else (self.coord.generation, g.generation_id)
+        # (the members compared with the last ones' set in place: no set built per call)
+        if key == self._fence_key and (g is None or g.members.keys() == self._fence_members):
             return
         self._fence_key = key
+        self._fence_members = frozenset(g.members) if g is not None else frozenset()
         if g is not None:
             gen = (self.coord.generation, g.generation_id)
             if gen[0] == self._live_gen[0] and gen[1] < self._live_gen[1]:
@@ -392,10 +394,12 @@ class ClassicConsumerSimulation(ConsumerSimulation):
         if not self.settled():
             return False
         g = self._classic()
+        if g is not None and g.members and g.state is not _STABLE:
+            return False  # (the cheap test first: a rebalance in progress)
         live = [p for p in self.live() if p.member.state not in _LEFT]
         if g is None or not g.members:
             return not live
-        if g.state is not _STABLE or len(g.members) != len(live):
+        if len(g.members) != len(live):
             return False
         owned: set[TopicIdPartition] = set()
         for p in live:

@@ -200,6 +200,10 @@ class ConsumerSimulation(ConsumerConvergence):
         #: Requests on their way to the coordinator (deliveries scheduled, duplicates counted)
         #: per incarnation ``(name, gen)``: see :meth:`settled`.
         self._requests_in_flight: dict[tuple[str, int], int] = {}
+        #: How many of those incarnations are dead (stopped or restarted since): kept as the
+        #: keys come and go and as processes stop, so that :meth:`settled` reads one number
+        #: instead of every request in flight after every step.
+        self._dead_in_flight = 0
         self.stats: dict[str, int] = {
             "heartbeats": 0, "commits": 0, "commits_accepted": 0, "commits_rejected": 0,
             "zombie_commits_rejected": 0, "fatal_restarts": 0, "fenced": 0, "timeouts": 0,
@@ -286,6 +290,8 @@ class ConsumerSimulation(ConsumerConvergence):
     def _stop(self, p: Proc, why: str) -> None:
         """The process is gone: it consumes nothing from now on."""
         p.alive = False
+        if (p.name, p.gen) in self._requests_in_flight:
+            self._dead_in_flight += 1
         self._live = None
         p.tick_at = None
         self._stop_consuming(p, p.consuming)
@@ -498,7 +504,10 @@ class ConsumerSimulation(ConsumerConvergence):
         key = (p.name, p.gen)
         flying = self._requests_in_flight
         for t in self.network.route(self.now, p.out_ch, p.name, False):
-            flying[key] = flying.get(key, 0) + 1
+            n = flying.get(key, 0)
+            if not n and not p.alive:
+                self._dead_in_flight += 1
+            flying[key] = n + 1
             self.at(t, self._to_coordinator, msg)
 
     def _arrives(self, msg: _Msg) -> bool:
@@ -572,6 +581,7 @@ class ConsumerSimulation(ConsumerConvergence):
         else:
             del flying[key]
             if msg.gen != msg.proc.gen or not msg.proc.alive:
+                self._dead_in_flight -= 1
                 self.dirty = True  # the last request of a dead incarnation: test convergence
         if not self._arrives(msg):
             return

@@ -101,12 +101,7 @@ class ConsumerConvergence(ConsumerInvariants):
         still change shows in their member's state (joining, leaving, an ack pending)."""
         if not self.coord.up or self.network.cut or self.pending_restarts:
             return False
-        procs = self.procs
-        for name, gen in self._requests_in_flight:
-            p = procs[name]
-            if p.gen != gen or not p.alive:
-                return False
-        return True
+        return not self._dead_in_flight  # (kept by ``sim.consumer`` as requests come and go)
 
     def converged(self) -> bool:
         """Every live process is a member at the group epoch owning exactly its target, the

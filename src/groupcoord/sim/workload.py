@@ -75,7 +75,7 @@ import bisect
 import functools
 import math
 import random
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Container, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -332,9 +332,9 @@ class Processor:
     ``owned``: what the group gave it (paused until active); ``active``: what it fetches from,
     with its position per resource. ``at_poll`` actions run at its next ``poll()``."""
 
-    __slots__ = ("_ares", "_bitems", "_p", "active", "batch", "batch_end", "batch_id",
-                 "batch_start", "boundary_for", "flush_at", "lazy", "model", "name", "owned",
-                 "poll_actions", "recent", "stream", "t", "warming")
+    __slots__ = ("_ares", "_bitems", "_commit_memo", "_p", "_p_version", "active", "batch",
+                 "batch_end", "batch_id", "batch_start", "boundary_for", "flush_at", "lazy",
+                 "model", "name", "owned", "poll_actions", "recent", "stream", "t", "warming")
 
     def __init__(self, model: WorkModel, name: str) -> None:
         self.model = model
@@ -347,8 +347,12 @@ class Processor:
         #: (whose topic-id hashes cost more than the arithmetic).
         self._ares: list[Resource] = []
         self._bitems: list[tuple[Key, Resource, float, float]] = []
-        #: Its position per active resource, keyed by the Resource (see ``pos``).
+        #: Its position per active resource, keyed by the Resource (see ``pos``), a count of
+        #: the changes of its keys, and the last commit's selection of them
+        #: (:meth:`commit_positions`).
         self._p: dict[Resource, float] = {}
+        self._p_version = 0
+        self._commit_memo: tuple[Container[Key], int, list[Resource]] | None = None
         self.warming: dict[Key, int] = {}
         #: Resources whose state this process holds (no warm-up when one comes back).
         self.recent: set[Key] = set()
@@ -424,13 +428,29 @@ class Processor:
         if self.stream:
             fetched = t - m.fetch_latency_ms
             pos = self._p
+            processed = m.processed
             for r in self._ares:
-                new = r.rate * (fetched - r.t0) if fetched > r.t0 else 0.0  # r.produced
+                rate = r.rate
+                t0 = r.t0
+                new = rate * (fetched - t0) if fetched > t0 else 0.0  # r.produced
                 old = pos[r]
                 if new > old:
-                    m.processed += new - old
+                    processed += new - old
                     pos[r] = old = new
-                r.progress(t, old)
+                # r.progress(t, old), inlined (the same operations in the same order): every
+                # lag sample brings each member that keeps up to now, partition by partition
+                hw = r.hw
+                if old > hw:
+                    r.hw = hw = old
+                lag = (rate * (t - t0) if t > t0 else 0.0) - hw
+                if lag < 0:
+                    lag = 0.0
+                rt = r.t
+                if t > rt:  # (dt > 0: two distinct floats never subtract to 0)
+                    r.lag_int += (r.lag + lag) * (t - rt) / 2
+                    r.t = t
+                r.lag = lag
+            m.processed = processed
         self.t = t
         if self.flush_at is not None and t >= self.flush_at:
             self._flush_until(t)
@@ -498,6 +518,27 @@ class Processor:
             for k, _, start, _ in self.batch:
                 out[k] = start
         return out
+
+    def commit_positions(self, keys: Container[Key], polled: bool) -> dict[Resource, float]:
+        """What a commit of ``keys`` carries, per active resource among them: what was polled
+        before the batch in progress (``polled``: an auto-commit, as :meth:`committable`) or
+        what was processed (a revocation's, as :meth:`positions`). Keyed by the resource, and
+        which active resources ``keys`` selects is kept while neither changes (an auto-commit
+        names the same owned set every interval): topic partitions hash their topic id in
+        Python, and lookups per partition per commit were a large part of a working run."""
+        self.advance(self.model.now())
+        memo = self._commit_memo
+        if memo is not None and memo[0] is keys and memo[1] == self._p_version:
+            chosen = memo[2]
+        else:
+            chosen = [r for r in self._p if r.key in keys]
+            if isinstance(keys, frozenset):  # (kept only for a set that cannot change)
+                self._commit_memo = (keys, self._p_version, chosen)
+        pos = self._p
+        if polled and self.batch is not None:
+            starts = {r: start for _, r, start, _ in self.batch}
+            return {r: starts.get(r, pos[r]) for r in chosen}
+        return {r: pos[r] for r in chosen}
 
     def _flush_until(self, t: float) -> None:
         """A Connect task's offset flushes (``offset.flush.interval.ms``) up to ``t``: the
@@ -626,8 +667,10 @@ class Processor:
 
         def start() -> None:
             now = m.now()
+            resources = m.resources
+            active = self._p  # (k is active when its resource is: no scan of the key list)
             for k in keys:
-                if k not in self.owned or k in self.active or k in self.warming:
+                if k not in self.owned or resources.get(k) in active or k in self.warming:
                     continue
                 wait = delay_ms or (0 if k in self.recent else m.workload.warmup_ms)
                 if wait > 0:
@@ -658,6 +701,7 @@ class Processor:
         m.sample_lag()
         self.advance(m.now())
         self._p[r] = r.committed
+        self._p_version += 1
         if r.hw > r.committed:
             m.reprocessed += r.hw - r.committed
         r.progress(m.now(), r.committed)
@@ -685,17 +729,27 @@ class Processor:
         m.account()
         self.advance(m.now())
         gone: set[Resource] = set()
+        resources = m.resources
         for k in keys:
-            if k in self.active:
+            # ``active`` and ``_ares`` are parallel: find the resource by identity (a key's
+            # topic id compares in Python); a key whose resource the model no longer has is
+            # looked for in the key list
+            r0 = resources.get(k)
+            if r0 is not None and r0 in self._p:
+                i = self._ares.index(r0)
+            elif k in self.active:
                 i = self.active.index(k)
-                del self.active[i]
-                r = self._ares.pop(i)
-                gone.add(r)
-                pos = self._p.pop(r)
-                if m.resources.get(k) is r:
-                    r.progress(m.now(), pos)
-                    if commit:
-                        r.committed = max(r.committed, pos)
+            else:
+                continue
+            del self.active[i]
+            r = self._ares.pop(i)
+            gone.add(r)
+            pos = self._p.pop(r)
+            self._p_version += 1
+            if r0 is r:  # (the model's resource of k)
+                r.progress(m.now(), pos)
+                if commit:
+                    r.committed = max(r.committed, pos)
         if gone and self.batch is not None:  # (out of the batch in progress too)
             self._bitems = self.batch = [it for it in self.batch if it[1] not in gone]
         m.recount(self)
@@ -864,9 +918,20 @@ class WorkModel:
             p.advance(now)
         lag = 0.0
         for r in self.resources.values():
-            if r.t < now:
-                r.progress(now, r.hw)
-            lag += r.lag
+            rt = r.t
+            if rt < now:
+                # r.progress(now, r.hw), inlined (the same operations in the same order):
+                # a sample visits every resource of the group
+                t0 = r.t0
+                rl = (r.rate * (now - t0) if now > t0 else 0.0) - r.hw
+                if rl < 0:
+                    rl = 0.0
+                r.lag_int += (r.lag + rl) * (now - rt) / 2
+                r.t = now
+                r.lag = rl
+                lag += rl
+            else:
+                lag += r.lag
         self.account()
         self.lag_now = lag
         if self.on_lag is not None:

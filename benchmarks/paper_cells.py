@@ -1,0 +1,125 @@
+"""CPU seconds of the paper spec's runs without Spark, per grid, with a fingerprint of each
+run's rows: the before/after of a simulator change on the lab's real workload.
+
+Every run of ``lab run --spec paper`` (or, with ``--first-seed``, every cell's first seed: 219
+runs) goes through ``lab.runs.run_one`` in a process pool, largest groups first; the output
+JSON has per run its grid, CPU seconds (``time.process_time`` around ``run_one``), steps and a
+digest of its rows in every table (``wall_ms`` left out), and per grid the CPU total. Two
+trees side by side, same time (each from its own ``src``)::
+
+    PYTHONPATH=/tmp/ref/src .venv/bin/python -m benchmarks.paper_cells /tmp/ref.json --first-seed &
+    .venv/bin/python -m benchmarks.paper_cells /tmp/new.json --first-seed
+    .venv/bin/python -m benchmarks.paper_cells --compare /tmp/ref.json /tmp/new.json
+
+``--compare`` prints the CPU per grid of both and the runs whose rows differ (exit 1 if any).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from multiprocessing import Pool
+from typing import Any
+
+from groupcoord.lab.spec import RunParams, expand, load_spec
+
+
+def grid_of(r: RunParams) -> str:
+    """The paper spec's grid of a run (its workloads and sizes tell them apart)."""
+    if r.workload == "16x8c":
+        return "kip415"
+    if r.scenario == "grow-by-900":
+        return "anchor"
+    if r.workload.startswith("4x8-"):
+        return "crossover"
+    if r.size in (300, 1000):
+        return "consumers-1000"
+    if r.scenario == "rolling-bounce":
+        return "rolling"
+    return "consumers"
+
+
+def _runs(first_seed: bool) -> list[RunParams]:
+    runs = expand(load_spec("paper"))
+    return [r for r in runs if r.replicate == 0] if first_seed else runs
+
+
+def _one(arg: tuple[int, bool]) -> tuple[int, float, int, str]:
+    from groupcoord.lab.runs import flatten, run_one
+
+    i, first_seed = arg
+    r = _runs(first_seed)[i]
+    c0 = time.process_time()
+    res = run_one(r)
+    cpu = time.process_time() - c0
+    tables = flatten(res)
+    for rows in tables.values():
+        for row in rows:
+            row.pop("wall_ms", None)
+    digest = hashlib.sha256(json.dumps(tables, sort_keys=True, default=str).encode()).hexdigest()
+    return i, cpu, int(res["steps"] or 0), digest
+
+
+def measure(out: str, first_seed: bool, jobs: int) -> dict[str, Any]:
+    import groupcoord
+
+    runs = _runs(first_seed)
+    order = sorted(range(len(runs)), key=lambda i: -(runs[i].size or 0))
+    w0 = time.perf_counter()
+    found: dict[str, dict[str, Any]] = {}
+    with Pool(jobs) as pool:
+        for i, cpu, steps, digest in pool.imap_unordered(_one, [(i, first_seed) for i in order]):
+            r = runs[i]
+            found[r.run_id] = {"grid": grid_of(r), "cpu_s": round(cpu, 3), "steps": steps,
+                               "rows": digest, "run": f"{r.scenario}/{r.protocol}/{r.size}/"
+                                                     f"{r.workload}/{r.replicate}"}
+    grids: dict[str, float] = {}
+    for v in found.values():
+        grids[v["grid"]] = round(grids.get(v["grid"], 0.0) + v["cpu_s"], 1)
+    result = {"groupcoord": groupcoord.__file__, "wall_s": round(time.perf_counter() - w0, 1),
+              "cpu_s": round(sum(v["cpu_s"] for v in found.values()), 1), "grids": grids,
+              "runs": found}
+    with open(out, "w") as f:
+        json.dump(result, f, indent=0, sort_keys=True)
+    return result
+
+
+def compare(a_path: str, b_path: str) -> int:
+    with open(a_path) as f:
+        a = json.load(f)
+    with open(b_path) as f:
+        b = json.load(f)
+    for g in sorted(set(a["grids"]) | set(b["grids"])):
+        x, y = a["grids"].get(g, 0.0), b["grids"].get(g, 0.0)
+        print(f"{g:<16} {x:8.1f} s {y:8.1f} s  {(y / x - 1) * 100 if x else 0:+.0f} %")
+    print(f"{'total':<16} {a['cpu_s']:8.1f} s {b['cpu_s']:8.1f} s")
+    differ = [k for k in a["runs"] if k in b["runs"] and a["runs"][k]["rows"] != b["runs"][k]["rows"]]
+    missing = set(a["runs"]) ^ set(b["runs"])
+    for k in differ:
+        print(f"rows differ: {a['runs'][k]['run']}")
+    print(f"{len(set(a['runs']) & set(b['runs']))} runs compared, {len(differ)} differ, "
+          f"{len(missing)} in one file only")
+    return 1 if differ or missing else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.paper_cells")
+    p.add_argument("out", nargs="?")
+    p.add_argument("--first-seed", action="store_true", help="every cell's first seed only")
+    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--compare", nargs=2, metavar=("A", "B"))
+    ns = p.parse_args(argv)
+    if ns.compare:
+        return compare(*ns.compare)
+    if not ns.out:
+        p.error("give the output file (or --compare A B)")
+    res = measure(ns.out, ns.first_seed, ns.jobs)
+    print(json.dumps({k: res[k] for k in ("groupcoord", "wall_s", "cpu_s", "grids")}))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - manual runs
+    sys.exit(main())
