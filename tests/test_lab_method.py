@@ -12,7 +12,15 @@ from typing import Any
 
 import pytest
 
-from groupcoord.lab.runs import build_scenario, flatten, run_one, warmup_for
+from groupcoord.lab.runs import (
+    build_scenario,
+    flatten,
+    run_control,
+    run_one,
+    simulate_run,
+    simulate_with_control,
+    warmup_for,
+)
 from groupcoord.lab.spec import PARAM_COLUMNS, RunParams, expand, load_spec, restrict
 
 #: The headline costs (excess over the control).
@@ -234,3 +242,21 @@ def test_900_partitions_converge_in_about_a_heartbeat_under_kip848() -> None:
         assert row["convergence_ms"] <= 2 * 5_000 + 1_000  # a heartbeat or two
     for row in rows["classic:eager"]:
         assert 10_000 < row["convergence_ms"] <= 300_000 + 30_000
+
+
+# --------------------------------------------------------------------------- the control
+
+
+@pytest.mark.parametrize(("protocol", "scenario", "size"), [
+    ("classic:eager", "crash", 4), ("consumer:uniform", "rolling-bounce", 3),
+    ("connect:cooperative", "kip415-worker-bounce", None)])
+def test_the_forked_control_is_the_control_simulated_from_the_start(
+        protocol: str, scenario: str, size: int | None) -> None:
+    """``run_one`` forks the control from the run just before the first event; simulating
+    the control from the start gives the same figures (the control is the run up to there)."""
+    p = _params(protocol, scenario, size=size)
+    sc = build_scenario(p)
+    res, forked = simulate_with_control(p, sc)
+    again = simulate_run(p, sc)
+    assert again.disturbances == res.disturbances
+    assert forked is not None and forked == run_control(p, sc, again)

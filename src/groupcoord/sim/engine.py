@@ -58,7 +58,7 @@ import traceback
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -671,6 +671,14 @@ class Simulation(ABC):
         disturbance windows' figures, in order (a window whose event never came is left out)."""
         self.control = True
         self.start()
+        return self.finish_control(ends)
+
+    def finish_control(self, ends: list[int]) -> list[dict[str, Any]]:
+        """:meth:`run_control` from where the simulation stands (before the first event: a
+        copy of a disturbed run taken there, ``control`` set, is its control)."""
+        self.control = True
+        if ends and (self.scenario.end_ms or 0) < max(ends):  # run at least until the last
+            self.scenario = replace(self.scenario, end_ms=max(ends))
         for t in sorted(set(ends)):
             self.advance(until_ms=t)
             if self._over:
