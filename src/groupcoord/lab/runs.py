@@ -339,14 +339,6 @@ def repro_command(params: RunParams) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
-def needs_lab_rerun(params: RunParams) -> bool:
-    """False when ``groupcoord simulate`` alone reproduces the run (no cell override)."""
-    return (params.scenario_def is not None and not params.scenario.endswith(".toml")) or any(
-        v is not None for v in (params.size, params.topics, params.connectors,
-                                params.fault_rate, params.max_steps, params.work)) or (
-        params.checkpoint_every != 2_000)
-
-
 # --------------------------------------------------------------------------- one run
 
 
@@ -547,7 +539,9 @@ def summarize(params: RunParams, sc: Scenario, res: SimResult, wall_ms: float,
     v = res.violation
     command = None
     if v is not None:
-        command = repro_command(params) if needs_lab_rerun(params) else v.command
+        # ``lab rerun``, never ``groupcoord simulate``: a lab run's scenario has the field's
+        # settings and a warm-up that the simulator's own command does not apply
+        command = repro_command(params)
     row: dict[str, Any] = params.as_row()
     row.update({
         "members": sc.members, "total_topics": len(sc.topics),
