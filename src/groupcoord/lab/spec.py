@@ -49,8 +49,13 @@ at every size; ``scale-in`` is capped at ``size - 1``), members named in events 
 after the new size. A topic workload replaces the topics:
 the scenario's topic names first, then ``<first topic>_<i>``, each with ``partitions``
 partitions; partition counts of ``add-partitions`` and ``create-topic`` events scale by the
-same factor. A fault rate sets the base probability of loss, response loss, duplication and
-reordering until the faults stop.
+same factor. A connector workload likewise keeps the scenario's connector names first (its
+``remove-connector`` and ``update-tasks`` events name them), then ``connector-<i>``, each with
+``tasks`` tasks; the task counts of ``update-tasks`` and ``add-connector`` events scale by the
+same factor (the connector's own, a new one's by the first's). An event that changes nothing
+in a run is counted (``lab.runs``' ``noop_events``); the paper spec's cells have none. A
+fault rate sets the base probability of loss, response loss, duplication and reordering
+until the faults stop.
 
 Built-in specs: ``quick`` (a few minutes of CPU at most: under 2 minutes on 2 cores) and
 ``paper`` (the KIP-415 scenarios and the specs' case studies, across every protocol the
