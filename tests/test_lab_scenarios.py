@@ -16,18 +16,23 @@ from groupcoord.lab.spec import RunParams, expand, load_spec, restrict
 
 
 def _smallest_cells() -> list[RunParams]:
-    """Replicate 0 of every scenario of every grid of the paper spec, for the grid's first
-    protocol (one per protocol family: the grids are per family), at its smallest size and
-    its first workload."""
+    """Replicate 0 of every scenario of the paper spec under each grid's first protocol (the
+    grids are per protocol family) and first workload, at the smallest size that runs it:
+    a scenario that two grids run with the same protocol and the same kind of workload (topics
+    or connectors, renamed alike) is run once, at the smaller size (consumers-1000's cells at
+    300 members take seconds each; the consumers grid runs the same scenarios at 10)."""
     spec = load_spec("paper")
-    out: dict[tuple[str, str], RunParams] = {}
+    out: dict[tuple[str, str, str], RunParams] = {}
     for g in spec.grids:
         size = min(z for z in g.sizes if z is not None)
         cut = restrict(spec, scenarios=list(g.scenarios), sizes=[size],
                        workloads=[g.workloads[0].name], protocols=[g.protocols[0]])
         for r in expand(cut):
-            if r.replicate == 0 and r.protocol == g.protocols[0] and r.size == size:
-                out.setdefault((g.name, r.scenario), r)
+            if r.replicate != 0 or r.protocol != g.protocols[0] or r.size != size:
+                continue
+            key = (r.scenario, r.protocol, g.workloads[0].kind)
+            if key not in out or (r.size or 0) < (out[key].size or 0):
+                out[key] = r
     return list(out.values())
 
 
@@ -138,3 +143,30 @@ def test_the_bounce_after_the_delay_returns_after_the_runs_delay_expired(protoco
                   if e["event"] == "assigned" and e["detail"].split()[0] != who
                   and leave + sc.max_delay_ms <= e["time_ms"] < back]
     assert reassigned, "the others took the bounced worker's work before it returned"
+
+
+def test_the_large_and_field_cost_grids_can_answer_their_questions() -> None:
+    """consumers-1000 has at least 3 seeds and more partitions than members at every size (a
+    member a scale-out adds gets work); field-costs' members restore state for what they gain
+    and, after a backlog, spend 10 s or more in one poll while busy most of the time."""
+    spec = load_spec("paper")
+    grids = {g.name: g for g in spec.grids}
+    big = grids["consumers-1000"]
+    assert big.seeds >= 3 and big.question and big.metrics
+    for wl in big.workloads:
+        assert wl.topics is not None and wl.partitions is not None
+        assert wl.topics * wl.partitions > max(z for z in big.sizes if z is not None)
+    field = grids["field-costs"]
+    assert field.question and "lag_record_s" in field.metrics
+    assert set(field.scenarios) == {"bounce", "scale-out", "rolling-bounce"}
+    (wl,) = field.workloads
+    (size,) = field.sizes
+    r = next(x for x in expand(restrict(spec, scenarios=["bounce"], workloads=[wl.name]))
+             if x.size == size)
+    sc = build_scenario(r)
+    work = sc.workload
+    assert work.warmup_ms >= 1_000
+    assert work.max_poll_records * work.processing_ms.average >= 10_000
+    produced = sum(p * work.rate_of(t) for t, p in sc.topics)  # records per second
+    busy = produced * work.processing_ms.average / 1000.0 / sc.members
+    assert 0.5 <= busy < 1.0
