@@ -119,6 +119,8 @@ class ConnectSimulation(ConsumerSimulation):
 
     protocol = "connect"
     commits_offsets = False
+    #: KIP-415's "time until balanced" (``balanced_since``).
+    track_balance = True
     revoked_stat = "items_revoked"
     member_word = "worker"
     verbs = ("run", "runs")
@@ -173,10 +175,10 @@ class ConnectSimulation(ConsumerSimulation):
                 self.connectors[c] = ev["tasks"]
                 self._configure((ConnectorConfigOp("update", c, ev["tasks"]),))
             else:
-                self.trace("skip", "", "", f"{k} {c}: nothing to change")
+                self.noop("", f"{k} {c}: nothing to change")
             self._universe_dirty = True
         elif k == "subscribe":
-            self.trace("skip", "", "", "subscribe: workers do not subscribe")
+            self.noop("", "subscribe: workers do not subscribe")
         else:
             super().apply_member_event(ev)
 
