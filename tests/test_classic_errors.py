@@ -15,10 +15,16 @@ from groupcoord.coordinator.classic.messages import (
     SyncGroupRequest,
 )
 from groupcoord.coordinator.config import CoordinatorConfig
+from groupcoord.coordinator.messages import (
+    OffsetCommitPartition,
+    OffsetCommitRequest,
+    OffsetCommitTopic,
+)
 from groupcoord.coordinator.modern.consumer.messages import ConsumerGroupHeartbeatRequest
 from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.records import RecordType
 
+from .support import image
 from .test_classic_support import E, Harness, Round, protocols
 
 
@@ -453,3 +459,27 @@ def test_requests_carry_their_version_and_client() -> None:
     h = Harness()
     call = h.send(SyncGroupRequest("g", 0, "m", version=0, client_id="c", client_host="/h"))
     assert call.r.error_code == E.unknown_member_id
+
+
+# ----------------------------------------------------------------------------- OffsetCommit
+
+
+def test_commit_of_a_classic_member_of_a_consumer_group_at_another_generation() -> None:
+    """Upstream: ConsumerGroup.validateOffsetCommit (validateMemberEpoch). A member that joined a
+    consumer group with the classic protocol commits with its generation: any other than its
+    member epoch is ILLEGAL_GENERATION (what a classic client rejoins on), not the consumer
+    protocol's STALE_MEMBER_EPOCH; its own generation commits."""
+    h = Harness(metadata=image(foo=1))
+    consumer_group(h)
+    j = h.join_new()
+    mid, generation = j.r.member_id, j.r.generation_id
+    assert j.r.error_code == 0 and h.shard.groups["g"].members[mid].classic is not None
+
+    def commit(epoch: int) -> int:
+        r = h.send(OffsetCommitRequest("g", (OffsetCommitTopic("foo", (OffsetCommitPartition(0, 5),)),),
+                                       epoch, mid, api_version=8)).r
+        return int(r.topics[0].partitions[0].error_code)
+
+    assert commit(generation + 1) == E.illegal_generation
+    assert commit(generation - 1) == E.illegal_generation
+    assert commit(generation) == 0
