@@ -128,9 +128,13 @@ def test_commit_unknown_member_id() -> None:
     assert_commit_refused(c, commit_req("g", "Z", 1, foo={0: 1}), E.unknown_member_id)
 
 
-def test_commit_fenced_member_epoch_for_greater_epoch() -> None:
+def test_commit_ahead_of_the_member_epoch_is_stale_member_epoch() -> None:
+    """Kafka's ``ConsumerGroup.validateMemberEpoch`` (via ``validateOffsetCommit``): an epoch
+    ahead of the member's is STALE_MEMBER_EPOCH, as any other epoch than its own; the KIP-848
+    text's FENCED_MEMBER_EPOCH is not what Kafka answers (nor what its consumer expects from
+    an OffsetCommit)."""
     _, c = group_with_member()
-    assert_commit_refused(c, commit_req("g", "A", 2, foo={0: 1}), E.fenced_member_epoch)
+    assert_commit_refused(c, commit_req("g", "A", 2, foo={0: 1}), E.stale_member_epoch)
 
 
 def test_commit_at_an_older_epoch_is_checked_per_partition() -> None:

@@ -457,10 +457,10 @@ class ShardMachine(RuleBasedStateMachine):
             expected = _E.group_id_not_found
         elif (not member_id and epoch < 0) or member is None:
             expected = _E.unknown_member_id
-        elif epoch > member.member_epoch:
-            expected = _E.fenced_member_epoch
-        elif epoch < member.member_epoch and (epoch < 0 or member.classic is not None):
-            expected = _E.stale_member_epoch
+        elif epoch != member.member_epoch and member.classic is not None:
+            expected = _E.illegal_generation  # Kafka's ConsumerGroup.validateMemberEpoch
+        elif epoch > member.member_epoch or epoch < 0 <= member.member_epoch:
+            expected = _E.stale_member_epoch  # ahead too, as Kafka (not FENCED_MEMBER_EPOCH)
         older = member is not None and 0 <= epoch < member.member_epoch \
             and member.classic is None
         names = sorted((t.name, p) for t in self.image.by_name.values()

@@ -178,7 +178,7 @@ def test_offsets_commit_fetch_delete_and_delete_groups(gc_server: ServerProcess)
         assert hb.error_code == E.none and hb.member_epoch >= 1
         assert _commit(c, 9, group, topic, {0: 8}) == [E.unknown_member_id]  # admin, group busy
         assert _commit(c, 9, group, topic, {0: 8}, hb.member_id, hb.member_epoch + 1) == [
-            E.fenced_member_epoch]
+            E.stale_member_epoch]  # ahead of the member: Kafka's ConsumerGroup.validateMemberEpoch
         assert _commit(c, 9, group, topic, {0: 8}, hb.member_id, hb.member_epoch) == [E.none]
         r = c.call(ApiKey.OFFSET_FETCH, 9, groups=[{"group_id": group, "member_id": hb.member_id,
                                                     "member_epoch": hb.member_epoch, "topics": None}])

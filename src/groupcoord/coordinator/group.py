@@ -100,15 +100,21 @@ class Group(ABC):
 
 
 def check_member_epoch_offset_request(members: Mapping[str, Any], group_id: str, member_id: str,
-                                      epoch: int, committing: bool, noun: str = "member") -> None:
+                                      epoch: int, committing: bool, noun: str = "member",
+                                      *, kafka_epochs: bool = False) -> None:
     """I6 for the new-protocol group types (consumer and connect groups), as Kafka 4.3's
     ``ConsumerGroup.validateOffsetCommit`` and ``validateOffsetFetch`` rule: a commit at a
     negative epoch is accepted while the group has no member, whatever member id it carries
     (the admin client, or a consumer without group management: librdkafka's simple consumer
     sends its client-generated member id with epoch -1 after a manual ``assign()``); a fetch
     with no member id and a negative epoch is always accepted. Otherwise the member must exist
-    (UNKNOWN_MEMBER_ID), a commit ahead of its epoch is FENCED_MEMBER_EPOCH and any other epoch
-    than its own STALE_MEMBER_EPOCH."""
+    (UNKNOWN_MEMBER_ID), a commit ahead of its epoch is FENCED_MEMBER_EPOCH (the KIP-848 text
+    and the Connect draft) and any other epoch than its own STALE_MEMBER_EPOCH.
+
+    ``kafka_epochs`` (consumer groups): as Kafka's ``ConsumerGroup.validateMemberEpoch`` instead,
+    any other epoch than the member's is STALE_MEMBER_EPOCH, ahead of it too, and
+    ILLEGAL_GENERATION for a member using the classic protocol (its client knows no other
+    error: a classic consumer rejoins on ILLEGAL_GENERATION)."""
     if committing and epoch < 0 and not members:
         return  # admin client or a consumer without group management, to an empty group
     if not member_id and epoch < 0:  # admin
@@ -121,7 +127,12 @@ def check_member_epoch_offset_request(members: Mapping[str, Any], group_id: str,
     if member is None:
         raise CoordinatorError(ErrorCode.unknown_member_id,
                                f"Member {member_id} is not a member of group {group_id}.")
-    if epoch > member.member_epoch and committing:
+    if kafka_epochs and epoch != member.member_epoch and \
+            getattr(member, "classic", None) is not None:
+        raise CoordinatorError(ErrorCode.illegal_generation,
+                               f"The received generation id {epoch} does not match the "
+                               f"{noun}'s {member.member_epoch}.")
+    if epoch > member.member_epoch and committing and not kafka_epochs:
         raise CoordinatorError(ErrorCode.fenced_member_epoch,
                                f"The {noun} epoch {epoch} is greater than the {noun}'s "
                                f"{member.member_epoch}.")

@@ -6,10 +6,12 @@ recreated topic does not inherit the old topic's offsets. Member checks (invaria
 
 - A commit from a member of a consumer group carries its member epoch in
   GenerationIdOrMemberEpoch: unknown member -> UNKNOWN_MEMBER_ID; an epoch greater than the
-  member's -> FENCED_MEMBER_EPOCH (the KIP-848 text; Kafka answers STALE_MEMBER_EPOCH);
+  member's -> STALE_MEMBER_EPOCH as Kafka's ``ConsumerGroup.validateMemberEpoch`` answers (the
+  KIP-848 text says FENCED_MEMBER_EPOCH; a connect group keeps it, as the Connect draft);
   smaller -> checked per partition (KIP-1251, Kafka 4.3, ``assignment_epochs.py``): accepted
   for a partition the member has held since that epoch or earlier, STALE_MEMBER_EPOCH for the
-  others. A member using the classic protocol keeps the exact generation check.
+  others. A member using the classic protocol keeps the exact generation check, and a
+  mismatch is ILLEGAL_GENERATION (Kafka's ``validateMemberEpoch``).
 - The empty group id: OffsetCommit and OffsetFetch accept it as Kafka does ("for backwards
   compatibility", GroupCoordinatorService); OffsetDelete answers INVALID_GROUP_ID.
 - A commit at a negative epoch (the admin client, or a consumer without group management:

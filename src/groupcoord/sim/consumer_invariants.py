@@ -40,7 +40,7 @@ _OFFSET = RecordType.OFFSET_COMMIT
 #: The member-level errors of a commit (I6); per-partition ones (a topic deleted meanwhile,
 #: UNKNOWN_TOPIC_ID) are not about fencing.
 _FENCING_CODES = frozenset({int(_E.unknown_member_id), int(_E.fenced_member_epoch),
-                            int(_E.stale_member_epoch)})
+                            int(_E.stale_member_epoch), int(_E.illegal_generation)})
 STATIC_LEAVE_EPOCH = -2
 #: :meth:`ConsumerInvariants._expected_commit_error`: the answer depends on each partition.
 PER_PARTITION = -1
@@ -438,9 +438,11 @@ class ConsumerInvariants(Simulation):
         m = g.members.get(req.member_id) if g is not None else None
         if m is None:
             return int(_E.unknown_member_id)
+        if req.generation_id_or_member_epoch != m.member_epoch and m.classic is not None:
+            return int(_E.illegal_generation)  # Kafka's ConsumerGroup.validateMemberEpoch
         if req.generation_id_or_member_epoch > m.member_epoch:
-            return int(_E.fenced_member_epoch)
-        if 0 <= req.generation_id_or_member_epoch < m.member_epoch and m.classic is None:
+            return int(_E.stale_member_epoch)  # ahead: as Kafka, not the KIP-848 text's FENCED
+        if 0 <= req.generation_id_or_member_epoch < m.member_epoch:
             return PER_PARTITION  # KIP-1251: :meth:`_check_older_commit`
         if req.generation_id_or_member_epoch != m.member_epoch:
             return int(_E.stale_member_epoch)

@@ -82,15 +82,16 @@ import heapq
 import logging
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import cycle
-from typing import TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
 from groupcoord.client.connect.config_snapshot import ConfigSnapshot
 from groupcoord.protocol.connect_protocol import (
     CONFIG_MISMATCH,
     CONNECT_PROTOCOL_V0,
+    CONNECT_PROTOCOL_V1,
     CONNECT_PROTOCOL_V2,
     NO_ERROR,
     ConnectAssignment,
@@ -103,12 +104,18 @@ from groupcoord.protocol.connect_protocol import (
 
 __all__ = [
     "DEFAULT_MAX_DELAY_MS",
+    "EAGER",
+    "INCREMENTAL_COOPERATIVE",
+    "ConnectAssignor",
     "ConnectGroupAssignment",
     "CooperativeLeaderState",
     "EagerAssignor",
     "IncrementalCooperativeAssignor",
     "apply_assignment",
+    "assignor_names",
+    "create_assignor",
     "decode_members",
+    "register_assignor",
     "revoking_backoff_ms",
 ]
 
@@ -171,16 +178,100 @@ def _mismatch(
 
 
 # ---------------------------------------------------------------------------------------------
+# The Connect draft's ConnectAssignor interface and the registry of assignors by name
+# ---------------------------------------------------------------------------------------------
+
+#: The built-in assignors' names (the client assignor names a worker advertises).
+EAGER = "eager"
+INCREMENTAL_COOPERATIVE = "incremental-cooperative"
+
+
+@runtime_checkable
+class ConnectAssignor(Protocol):
+    """The Connect draft's ``ConnectAssignor`` ("Client Side Assignor": Connect keeps its own
+    assignor interface and extends it): ``name``, ``assign`` and ``onAssignment``.
+
+    ``name`` is the client assignor name the worker advertises, with the Connect protocol
+    versions ``minimum_version`` .. ``maximum_version`` it supports (the coordinator picks an
+    assignor every worker supports, the draft's "Assignor Selection"). ``assign`` runs on the
+    worker the coordinator chose: ``members`` carry each worker's metadata, its allocation being
+    its current target; it returns one :class:`~.model.ConnectAssignment` per member and what
+    each then runs. ``on_assignment`` is called on every worker with each assignment it
+    receives (the draft's Rebalance Process, step 2b), before the listener's ``on_assigned``.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def minimum_version(self) -> int: ...
+
+    @property
+    def maximum_version(self) -> int: ...
+
+    def assign(self, leader_id: str, members: Mapping[str, WorkerMetadata],
+               config: ConfigSnapshot, *, now_ms: int, generation: int,
+               last_completed_generation: int | None = None,
+               protocol_version: int = CONNECT_PROTOCOL_V2) -> ConnectGroupAssignment: ...
+
+    def on_assignment(self, assignment: ConnectAssignment, generation: int) -> None: ...
+
+
+#: name -> factory(max_delay_ms) of an assignor (``scheduled.rebalance.max.delay.ms``; an
+#: assignor without deferred resolution ignores it).
+_REGISTRY: dict[str, Callable[[int], ConnectAssignor]] = {}
+
+
+def register_assignor(name: str, factory: Callable[[int], ConnectAssignor]) -> None:
+    """Make an assignor available by ``name`` to workers (``ConnectWorker(assignors=[name])``).
+    ``factory(max_delay_ms)`` builds one instance per worker (an assignor may keep state
+    between the rounds it computes). A name is registered once."""
+    if not name:
+        raise ValueError("an assignor needs a non-empty name")
+    if name in _REGISTRY:
+        raise ValueError(f"an assignor named {name!r} is already registered")
+    _REGISTRY[name] = factory
+
+
+def assignor_names() -> tuple[str, ...]:
+    """The registered assignor names, sorted."""
+    return tuple(sorted(_REGISTRY))
+
+
+def create_assignor(name: str, max_delay_ms: int = 0) -> ConnectAssignor:
+    """A new instance of the assignor registered as ``name``; ValueError naming the known ones
+    otherwise."""
+    factory = _REGISTRY.get(name)
+    if factory is None:
+        raise ValueError(f"unknown Connect assignor {name!r} (known: {', '.join(assignor_names())})")
+    assignor = factory(max_delay_ms)
+    if assignor.name != name:
+        raise ValueError(f"the assignor registered as {name!r} calls itself {assignor.name!r}")
+    return assignor
+
+
+# ---------------------------------------------------------------------------------------------
 # Eager
 # ---------------------------------------------------------------------------------------------
 
 
 class EagerAssignor:
-    """Upstream ``EagerAssignor``: round-robin of sorted connectors, then their tasks (stateless)."""
+    """Upstream ``EagerAssignor``: round-robin of sorted connectors, then their tasks (stateless).
+    A :class:`ConnectAssignor` named ``eager``, Connect protocol version 0."""
+
+    name = EAGER
+    minimum_version = CONNECT_PROTOCOL_V0
+    maximum_version = CONNECT_PROTOCOL_V0
+
+    def on_assignment(self, assignment: ConnectAssignment, generation: int) -> None:
+        """Nothing to remember: every eager assignment is complete."""
 
     def assign(
-        self, leader_id: str, members: Mapping[str, WorkerMetadata], config: ConfigSnapshot
+        self, leader_id: str, members: Mapping[str, WorkerMetadata], config: ConfigSnapshot,
+        *, now_ms: int = 0, generation: int = 0, last_completed_generation: int | None = None,
+        protocol_version: int = CONNECT_PROTOCOL_V0,
     ) -> ConnectGroupAssignment:
+        """One round (the time, generation and version do not matter to the eager assignor)."""
         _check_members(leader_id, members)
         max_offset = max(m.config_offset for m in members.values())
         if config.offset < max_offset:
@@ -265,16 +356,29 @@ class IncrementalCooperativeAssignor:
     """Upstream ``IncrementalCooperativeAssignor`` (see the module docstring).
 
     One instance per worker: it keeps its leader state between the rounds this worker leads.
+    A :class:`ConnectAssignor` named ``incremental-cooperative``, Connect protocol versions 1 ..
+    ``maximum_version`` (2, ``sessioned``; 1 for ``compatible``).
     """
 
+    name = INCREMENTAL_COOPERATIVE
+    minimum_version = CONNECT_PROTOCOL_V1
+
     def __init__(
-        self, max_delay_ms: int = DEFAULT_MAX_DELAY_MS, *, honor_reported_delay: bool = False
+        self, max_delay_ms: int = DEFAULT_MAX_DELAY_MS, *, honor_reported_delay: bool = False,
+        maximum_version: int = CONNECT_PROTOCOL_V2,
     ) -> None:
         if max_delay_ms < 0:
             raise ValueError(f"scheduled.rebalance.max.delay.ms must be >= 0, got {max_delay_ms}")
+        if not CONNECT_PROTOCOL_V1 <= maximum_version <= CONNECT_PROTOCOL_V2:
+            raise ValueError(f"the incremental cooperative assignor speaks Connect protocol 1 or 2, "
+                             f"got {maximum_version}")
         self.max_delay_ms = max_delay_ms
         self.honor_reported_delay = honor_reported_delay
+        self.maximum_version = maximum_version
         self.state = CooperativeLeaderState()
+
+    def on_assignment(self, assignment: ConnectAssignment, generation: int) -> None:
+        """Nothing: the leader state is the computing worker's (``state``), not the receivers'."""
 
     # -- public -----------------------------------------------------------------------------
 
@@ -633,3 +737,7 @@ def apply_assignment(current: ConnectorsAndTasks, assignment: ConnectAssignment)
         [c for c in current.connectors if c not in revoked_c] + list(assignment.connectors),
         [t for t in current.tasks if t not in revoked_t] + list(assignment.tasks),
     )
+
+
+register_assignor(EAGER, lambda max_delay_ms: EagerAssignor())
+register_assignor(INCREMENTAL_COOPERATIVE, IncrementalCooperativeAssignor)

@@ -25,10 +25,10 @@ Not here: connector configuration changes (``groupcoord connectors``, or
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
-from groupcoord.client.connect.assignors import DEFAULT_MAX_DELAY_MS
+from groupcoord.client.connect.assignors import DEFAULT_MAX_DELAY_MS, ConnectAssignor
 from groupcoord.client.connect.listener import Connectors, ConnectRebalanceListener, Tasks
 from groupcoord.client.connect.runtime import ConnectRuntime
 from groupcoord.client.connect.worker import ConnectWorker
@@ -176,8 +176,10 @@ class AsyncConnectWorker(MemberDriver[ConnectWorker]):
                  request_timeout_ms: int = 30_000,
                  client_id: str = "groupcoord-connect-worker",
                  reconnect_backoff_ms: int = 100, reconnect_backoff_max_ms: int = 2_000,
-                 close_timeout_ms: int = DEFAULT_CLOSE_TIMEOUT_MS) -> None:
+                 close_timeout_ms: int = DEFAULT_CLOSE_TIMEOUT_MS,
+                 assignors: Sequence[str | ConnectAssignor] | None = None) -> None:
         worker = ConnectWorker(group_id, url=url, protocol=protocol, max_delay_ms=max_delay_ms,
+                               assignors=assignors,
                                listener=ListenerBridge(self), instance_id=instance_id,
                                member_id=member_id, rebalance_timeout_ms=rebalance_timeout_ms,
                                request_timeout_ms=request_timeout_ms, client_id=client_id)

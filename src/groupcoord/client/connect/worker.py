@@ -18,7 +18,15 @@ and the assigner duties. A driver runs it like the consumer member: ``poll_reque
 (call until it returns None: besides the heartbeat a Prepare or Install may be due), send,
 ``on_response`` / ``on_request_failed``, wake at ``next_deadline()``.
 
-**Client assignors advertised** (``protocol``, after Connect's ``connect.protocol``): ``eager``
+**Pluggable assignors** (the Connect draft's ``ConnectAssignor``: name, assign, onAssignment;
+:class:`~.assignors.ConnectAssignor`). ``assignors`` takes names from the registry of
+:mod:`.assignors` (:func:`~.assignors.register_assignor`) or instances, in preference order;
+each is advertised with its own version range. The chosen worker runs the assignor the Prepare
+names; the built-in Incremental Cooperative one gets its leader-state handling below, any other
+one round on the members with their current target as allocation. Every worker calls its
+assignor's ``on_assignment`` with newly assigned work before the listener's ``on_assigned``.
+
+**Client assignors advertised by default** (``protocol``, after Connect's ``connect.protocol``): ``eager``
 advertises ``eager`` [0-0]; ``compatible`` advertises ``incremental-cooperative`` [1-1] then
 ``eager`` [0-0]; ``sessioned`` ``incremental-cooperative`` [1-2] then ``eager``. The coordinator
 uses an assignor every worker supports (so one eager-only worker makes the group eager, as a
@@ -72,15 +80,18 @@ CONFIG_MISMATCH (the assigner's snapshot is the coordinator's; it cannot lag a w
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, cast
 
 from groupcoord.client.connect.assignors import (
     DEFAULT_MAX_DELAY_MS,
+    EAGER,
+    INCREMENTAL_COOPERATIVE,
+    ConnectAssignor,
     ConnectGroupAssignment,
     CooperativeLeaderState,
-    EagerAssignor,
     IncrementalCooperativeAssignor,
+    create_assignor,
 )
 from groupcoord.client.connect.config_snapshot import ConfigSnapshot
 from groupcoord.client.connect.listener import ConnectRebalanceListener
@@ -121,10 +132,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-#: Client assignor names.
-EAGER = "eager"
-INCREMENTAL_COOPERATIVE = "incremental-cooperative"
 
 #: ``protocol`` -> the client assignors advertised, in preference order: (name, min, max).
 PROTOCOLS: dict[str, tuple[tuple[str, int, int], ...]] = {
@@ -178,10 +185,13 @@ def _items(parts: Partitions) -> frozenset[Item]:
 
 
 class _ListenerAdapter(RebalanceListener):
-    """The consumer's partition callbacks, as the worker's connector/task callbacks."""
+    """The consumer's partition callbacks, as the worker's connector/task callbacks;
+    ``before_assigned`` runs first on newly assigned work (the assignor's ``on_assignment``)."""
 
-    def __init__(self, listener: ConnectRebalanceListener) -> None:
+    def __init__(self, listener: ConnectRebalanceListener,
+                 before_assigned: Callable[[ConnectorsAndTasks], None] | None = None) -> None:
         self.listener = listener
+        self.before_assigned = before_assigned
 
     def on_partitions_revoked(self, partitions: Partitions) -> object:
         m = to_model(_items(partitions))
@@ -189,6 +199,8 @@ class _ListenerAdapter(RebalanceListener):
 
     def on_partitions_assigned(self, partitions: Partitions) -> None:
         m = to_model(_items(partitions))
+        if self.before_assigned is not None:
+            self.before_assigned(m)
         self.listener.on_assigned(m.connectors, m.tasks)
 
     def on_partitions_lost(self, partitions: Partitions) -> None:
@@ -211,17 +223,19 @@ class ConnectWorker(ConsumerMember):
         protocol: str = "sessioned",
         max_delay_ms: int = DEFAULT_MAX_DELAY_MS,
         listener: ConnectRebalanceListener | None = None,
+        assignors: Sequence[str | ConnectAssignor] | None = None,
         **kw: Any,
     ) -> None:
         if protocol not in PROTOCOLS:
             raise ValueError(f"protocol must be one of {sorted(PROTOCOLS)}, got {protocol!r}")
         kw.setdefault("client_id", "groupcoord-connect-worker")
         self.connect_listener = listener or ConnectRebalanceListener()
-        super().__init__(group_id, listener=_ListenerAdapter(self.connect_listener), **kw)
+        super().__init__(group_id, listener=_ListenerAdapter(self.connect_listener,
+                                                             self._on_assignment), **kw)
         self.url = url
         self.protocol = protocol
-        self.cooperative = IncrementalCooperativeAssignor(max_delay_ms)
-        self.eager = EagerAssignor()
+        #: The client assignors (the Connect draft's ``ConnectAssignor``), in preference order.
+        self.assignors = self._build_assignors(protocol, max_delay_ms, assignors)
         #: The reason of the advertised assignors (bumped when a scheduled delay expires).
         self.reason = 0
         #: From the last assignment received: the Connect assignment header (leader, delay...).
@@ -242,11 +256,70 @@ class ConnectWorker(ConsumerMember):
         """The connectors and tasks this worker runs now."""
         return to_model(_items(self.owned))
 
+    @staticmethod
+    def _build_assignors(protocol: str, max_delay_ms: int,
+                         given: Sequence[str | ConnectAssignor] | None) -> tuple[ConnectAssignor, ...]:
+        """The worker's assignors: ``given`` (names from the registry of :mod:`.assignors`, or
+        instances), else the built-in ones ``protocol`` advertises."""
+        if given is None:
+            built: list[ConnectAssignor] = []
+            for name, _lo, hi in PROTOCOLS[protocol]:
+                if name == INCREMENTAL_COOPERATIVE:
+                    built.append(IncrementalCooperativeAssignor(max_delay_ms, maximum_version=hi))
+                else:
+                    built.append(create_assignor(name, max_delay_ms))
+            return tuple(built)
+        out = tuple(create_assignor(a, max_delay_ms) if isinstance(a, str) else a for a in given)
+        if not out:
+            raise ValueError("a worker needs at least one assignor")
+        for a in out:
+            if not isinstance(a, ConnectAssignor):
+                raise ValueError(f"{a!r} is not a ConnectAssignor (name, assign, on_assignment)")
+        names = [a.name for a in out]
+        if len(set(names)) != len(names):
+            raise ValueError(f"assignor names must be unique, got {names}")
+        for a in out:
+            if not 0 <= a.minimum_version <= a.maximum_version:
+                raise ValueError(f"assignor {a.name!r}: bad version range "
+                                 f"{a.minimum_version}..{a.maximum_version}")
+        return out
+
+    def assignor(self, name: str) -> ConnectAssignor | None:
+        """This worker's assignor named ``name``, if it has one."""
+        return next((a for a in self.assignors if a.name == name), None)
+
+    @property
+    def cooperative(self) -> IncrementalCooperativeAssignor | None:
+        """The built-in Incremental Cooperative assignor, if this worker has it."""
+        a = self.assignor(INCREMENTAL_COOPERATIVE)
+        return a if isinstance(a, IncrementalCooperativeAssignor) else None
+
     def client_assignors(self) -> tuple[ClientAssignor, ...]:
-        version_meta = {v: encode_worker_metadata(WorkerMetadata(v, self.url, -1, None))
-                        for v in (CONNECT_PROTOCOL_V0, CONNECT_PROTOCOL_V1, CONNECT_PROTOCOL_V2)}
-        return tuple(ClientAssignor(name, lo, hi, self.reason, hi, version_meta[hi])
-                     for name, lo, hi in PROTOCOLS[self.protocol])
+        """The assignors advertised: each with its version range, and as metadata the worker's
+        Connect metadata at its highest version (protocol versions above 2 are written as 2)."""
+        def meta(version: int) -> bytes:
+            v = min(max(version, CONNECT_PROTOCOL_V0), CONNECT_PROTOCOL_V2)
+            return encode_worker_metadata(WorkerMetadata(v, self.url, -1, None))
+        return tuple(ClientAssignor(a.name, a.minimum_version, a.maximum_version, self.reason,
+                                    a.maximum_version, meta(a.maximum_version))
+                     for a in self.assignors)
+
+    def _on_assignment(self, work: ConnectorsAndTasks) -> None:
+        """The draft's Rebalance Process step 2b: ``ConnectAssignor.onAssignment`` with the newly
+        assigned work (and the last assignment header: leader, config offset, delay), before the
+        listener. The assignor called is the first of this worker's whose version range holds
+        the assignment's version (the heartbeat does not name the group's assignor)."""
+        h = self.assignment_header
+        version = h.version if h is not None else CONNECT_PROTOCOL_V0
+        a = next((x for x in self.assignors
+                  if x.minimum_version <= version <= x.maximum_version), None)
+        if a is None:
+            return
+        assignment = ConnectAssignment(
+            version, self.assignment_error, h.leader if h else "", h.leader_url if h else "",
+            h.config_offset if h else -1, work.connectors, work.tasks,
+            delay=h.delay if h else 0)
+        a.on_assignment(assignment, self.member_epoch)
 
     def join(self, now_ms: int | None = None) -> None:
         """Join the group (at epoch 0); nothing if already a member or joining."""
@@ -396,16 +469,15 @@ class ConnectWorker(ConsumerMember):
             self.group_id, self.member_id, self.member_epoch, p.group_epoch)
         if self.member_id not in targets:
             return replace_error(install), 0
-        if p.assignor_name == EAGER:
-            members = {mid: WorkerMetadata(CONNECT_PROTOCOL_V0, urls[mid], p.config_offset)
-                       for mid in targets}
-            result = self.eager.assign(self.member_id, members, config)
-        elif p.assignor_name == INCREMENTAL_COOPERATIVE:
-            result = self._cooperative(p, config, targets, urls, now_ms)
-        else:
+        assignor = self.assignor(p.assignor_name)
+        if assignor is None:
             log.warning("[%s] worker %s: unknown assignor %r", self.group_id, self.member_id,
                         p.assignor_name)
             return replace_error(install), 0
+        if isinstance(assignor, IncrementalCooperativeAssignor):
+            result = self._cooperative(p, config, targets, urls, now_ms, assignor)
+        else:
+            result = self._plugged(p, config, targets, urls, now_ms, assignor)
         if result.error != NO_ERROR:
             return replace_error(install), 0
         members_out = tuple(
@@ -418,13 +490,28 @@ class ConnectWorker(ConsumerMember):
             self.group_id, self.member_id, self.member_epoch, p.group_epoch, 0, members_out,
             scheduled_rebalance_delay_ms=result.delay), result.delay
 
+    def _plugged(self, p: wire.ConnectGroupPrepareAssignmentResponse, config: ConfigSnapshot,
+                 targets: dict[str, ConnectorsAndTasks], urls: dict[str, str], now_ms: int,
+                 assignor: ConnectAssignor) -> ConnectGroupAssignment:
+        """Any other assignor (eager, or one plugged in): one round on the members with their
+        current target as their allocation, at the lowest version the members use within the
+        assignor's range."""
+        version = min(max(assignor.minimum_version, min(m.assignor.version for m in p.members)),
+                      assignor.maximum_version)
+        members = {mid: WorkerMetadata(version, urls[mid], p.config_offset, ConnectAssignment(
+            version, NO_ERROR, self.member_id, urls[self.member_id], p.config_offset,
+            a.connectors, a.tasks)) for mid, a in targets.items()}
+        return assignor.assign(self.member_id, members, config, now_ms=now_ms,
+                               generation=p.group_epoch,
+                               last_completed_generation=p.assignment_epoch,
+                               protocol_version=version)
+
     def _cooperative(self, p: wire.ConnectGroupPrepareAssignmentResponse, config: ConfigSnapshot,
                      targets: dict[str, ConnectorsAndTasks], urls: dict[str, str],
-                     now_ms: int) -> ConnectGroupAssignment:
+                     now_ms: int, assignor: IncrementalCooperativeAssignor) -> ConnectGroupAssignment:
         version = max(CONNECT_PROTOCOL_V1, min(m.assignor.version for m in p.members))
-        assignor = self.cooperative
         if assignor.state.previous_generation != p.assignment_epoch:
-            assignor.state = self._seed(p, config, targets, now_ms)
+            assignor.state = self._seed(p, config, targets, now_ms, assignor)
 
         def members_of(allocs: dict[str, ConnectorsAndTasks]) -> dict[str, WorkerMetadata]:
             return {mid: WorkerMetadata(version, urls[mid], p.config_offset, ConnectAssignment(
@@ -446,7 +533,8 @@ class ConnectWorker(ConsumerMember):
         return result
 
     def _seed(self, p: wire.ConnectGroupPrepareAssignmentResponse, config: ConfigSnapshot,
-              targets: dict[str, ConnectorsAndTasks], now_ms: int) -> CooperativeLeaderState:
+              targets: dict[str, ConnectorsAndTasks], now_ms: int,
+              assignor: IncrementalCooperativeAssignor) -> CooperativeLeaderState:
         """The leader state of an assigner that did not compute the installed target."""
         connectors: set[str] = set()
         tasks: set[ConnectorTaskId] = set()
@@ -454,7 +542,7 @@ class ConnectWorker(ConsumerMember):
                                        for d in p.departed_members)]:
             connectors.update(t.connectors)
             tasks.update(t.tasks)
-        deadline = max(self.group_delay_deadline_ms, self.cooperative.state.scheduled_rebalance_ms)
+        deadline = max(self.group_delay_deadline_ms, assignor.state.scheduled_rebalance_ms)
         scheduled = deadline if deadline > now_ms else 0
         if scheduled:  # a delay runs: unassigned configured work is lost work, not new
             connectors |= set(config.connectors)

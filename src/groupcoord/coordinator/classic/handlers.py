@@ -45,6 +45,18 @@ Choices where upstream's behaviour is unspecified or does not map one to one:
   Connect workers are handed to ``modern/connect/classic_workers.py``
   (``modern/connect/migration.py`` converts the groups). Groups of any other type answer
   INCONSISTENT_GROUP_PROTOCOL to JoinGroup and UNKNOWN_MEMBER_ID to the others.
+
+What a client may send and what it gets back was audited against Kafka's ``group-coordinator``
+(``GroupCoordinatorService`` joinGroup / syncGroup / heartbeat / leaveGroup / describeGroups and
+``GroupMetadataManager`` classicGroupJoin / classicGroupSync / classicGroupHeartbeat /
+classicGroupLeave / describeGroups, read at 4.0); the rules and their tests are in
+docs/clients.md ("Request validation"). Where we answer otherwise, on purpose:
+
+- DescribeGroups v6 answers GROUP_ID_NOT_FOUND (with a message) for a group that does not exist
+  or is not a classic group, as DescribeGroups v6 (KIP-1043) specifies; the 4.0 code describes
+  such a group as Dead without an error, which is what we answer below v6.
+- Kafka answers a Heartbeat NONE while the coordinator is loading (COORDINATOR_LOAD_IN_PROGRESS);
+  a shard here serves no request before its load is done, so that case does not arise.
 """
 
 from __future__ import annotations
@@ -810,14 +822,19 @@ class ClassicGroupManager:
         if not r.group_id:
             return LeaveGroupResponse(_E.invalid_group_id)
         group = self.shard.groups.get(r.group_id)
-        if group is None:
-            raise CoordinatorError(_E.unknown_member_id, f"Group {r.group_id} not found.")
-        results: list[LeaveGroupMemberResponse] = []
+        bridge = None if group is None or isinstance(group, ClassicGroup) else self._bridge(group)
+        if group is None or (bridge is None and not isinstance(group, ClassicGroup)):
+            # Kafka's GroupCoordinatorService.leaveGroup: a group that is not found answers
+            # each member UNKNOWN_MEMBER_ID with no top-level error (v3+; before, the top
+            # level carries the member's error).
+            log.debug("[%s] LeaveGroup: group not found", r.group_id)
+            return leave_response(r, [LeaveGroupMemberResponse(m.member_id, m.group_instance_id,
+                                                               _E.unknown_member_id)
+                                      for m in r.members])
         if not isinstance(group, ClassicGroup):
-            bridge = self._bridge(group)
-            if bridge is None:
-                raise CoordinatorError(_E.unknown_member_id, f"Group {r.group_id} not found.")
+            assert bridge is not None
             return leave_response(r, bridge.leave(group, r))
+        results: list[LeaveGroupMemberResponse] = []
 
         gid = group.group_id
         left: list[str] = []

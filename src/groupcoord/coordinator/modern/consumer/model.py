@@ -208,8 +208,12 @@ class ConsumerGroup(ModernGroup[ConsumerGroupMember]):
 
     def validate_offset_request(self, group_id: str, member_id: str, epoch: int,
                                 committing: bool, group_instance_id: str | None = None) -> None:
+        """Kafka's ``ConsumerGroup.validateOffsetCommit`` / ``validateOffsetFetch``: another epoch
+        than the member's is STALE_MEMBER_EPOCH (also one ahead of it, where the KIP-848 text
+        says FENCED_MEMBER_EPOCH), ILLEGAL_GENERATION for a member using the classic
+        protocol."""
         check_member_epoch_offset_request(self.members, group_id, member_id, epoch, committing,
-                                          'member')
+                                          'member', kafka_epochs=True)
 
     def validate_offset_commit_version(self, member_id: str, epoch: int, api_version: int) -> None:
         """Kafka's ``ConsumerGroup.validateOffsetCommit``: a member of the consumer protocol
