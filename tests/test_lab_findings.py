@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from groupcoord.lab.findings import BY_COLUMN, findings, present_metrics, sweep_parameter
 
@@ -89,49 +86,6 @@ def test_higher_is_better_metrics_rank_the_other_way() -> None:
     assert f.numbers["best"] == "consumer:uniform" and "the most records processed" in f.text
 
 
-def test_report_opens_with_findings_and_model_limits(tmp_path: Path) -> None:
-    pytest.importorskip("pyarrow")
-    pytest.importorskip("matplotlib")
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from groupcoord.lab.aggregate import aggregate_columns
-    from groupcoord.lab.report import build_report, protocol_styles
-
-    rows = [_run(p, size, s, run_id=f"{p}{size}{s}", members=size,
-                 resource_downtime_ms=(9000 if p == "classic:eager" else 2000) * size,
-                 convergence_ms=1000)
-            for p in ("classic:eager", "consumer:uniform") for size in (3, 6) for s in range(2)]
-    (tmp_path / "runs").mkdir()
-    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "runs" / "part-0.parquet")
-    aggs = []
-    for p in ("classic:eager", "consumer:uniform"):
-        for size in (3, 6):
-            a = dict.fromkeys(aggregate_columns())
-            a.update({"protocol": p, "scenario": "bounce", "size": size, "workload": "4x8",
-                      "fault_rate": 0.0, "runs": 2, "ok_runs": 2, "violations": 0,
-                      "converged_runs": 2, "members": float(size)})
-            v = (9000 if p == "classic:eager" else 2000) * size
-            a.update({"resource_downtime_ms_p50": v, "resource_downtime_ms_p95": v,
-                      "convergence_ms_p50": 1000.0, "convergence_ms_p95": 1000.0})
-            aggs.append(a)
-    (tmp_path / "aggregates").mkdir()
-    pq.write_table(pa.Table.from_pylist(aggs), tmp_path / "aggregates" / "part-0.parquet")
-    (tmp_path / "sweep.json").write_text(json.dumps({"name": "t", "spec": "t.toml", "runs": 8,
-                                                     "cells": 4, "protocols": []}))
-    index = build_report(tmp_path).read_text()
-    md = (tmp_path / "report" / "summary.md").read_text()
-    assert index.index("<h2>Findings</h2>") < index.index("<h2>Invariant violations")
-    assert "consumer:uniform has the least resource downtime" in index
-    assert "groupcoord lab run --spec t.toml --scenario bounce --size 6 --out DIR" in md
-    assert "## What the model leaves out" in md and "Members are idle" in md
-    styles = protocol_styles(["classic:eager", "classic:cooperative", "consumer:uniform"])
-    # a family shares a hue (blue for classic), its variants differ in shade
-    eager, coop = styles["classic:eager"]["color"], styles["classic:cooperative"]["color"]
-    assert eager != coop and eager[2] > eager[0] and coop[2] > coop[0]
-    assert styles["consumer:uniform"]["color"][0] > styles["consumer:uniform"]["color"][2]
-
-
 def test_a_swept_parameter_read_from_the_workloads_overrides() -> None:
     rows = []
     for ms, (a, b) in {0.5: (1000, 5000), 8: (9000, 5000)}.items():
@@ -145,25 +99,6 @@ def test_a_swept_parameter_read_from_the_workloads_overrides() -> None:
     (cross,) = [f for f in findings(rows) if f.kind == "crossover"]
     assert cross.numbers["parameter"] == "processing_ms"
     assert cross.numbers["flips"] == [(0.5, 8.0, "classic:eager")]
-
-
-def test_findings_are_grouped_by_the_specs_grids() -> None:
-    pytest.importorskip("matplotlib")
-    from groupcoord.lab.report import grid_findings
-
-    rows = [_run(p, size, s, resource_downtime_ms=v * size)
-            for p, v in (("classic:eager", 9000), ("consumer:uniform", 2000))
-            for size in (10, 1000) for s in range(2)]
-    grid = {"protocols": ["classic:eager", "consumer:uniform"], "scenarios": ["bounce"],
-            "workloads": ["4x8"], "fault_rates": [0.0]}
-    meta = {"spec": "paper", "grids": [
-        {**grid, "name": "small", "description": "10 members", "sizes": [10]},
-        {**grid, "name": "large", "description": "", "sizes": [1000]}]}
-    groups = grid_findings(meta, rows)
-    assert [t for t, _ in groups] == ["small: 10 members", "large"]
-    assert [f.numbers["size"] for f in groups[0][1]] == [10]
-    assert [f.numbers["size"] for f in groups[1][1]] == [1000]
-    assert grid_findings({"spec": "x"}, rows)[0][0] == ""
 
 
 def test_differences_below_a_metrics_floor_are_ties() -> None:

@@ -68,11 +68,13 @@ CATALOG: tuple[Metric, ...] = (
     Metric("paused_partition_s", "paused partition time (owned, not processing)",
            "partition·s", floor=1.0),
     Metric("records_reprocessed", "records processed twice", "records", floor=10.0),
-    Metric("task_restarts", "task restarts", "restarts", floor=1.0),
+    Metric("task_restarts", "task restarts", "", floor=1.0),
+    Metric("task_downtime_task_s", "task downtime (tasks not running)", "task·s", floor=1.0),
+    Metric("time_to_balance_ms", "time until balanced", "s", 1000.0, floor=250.0),
     Metric("resource_downtime_ms", "resource downtime (no active owner)", "resource·s",
            1000.0, floor=1000.0),
     Metric("convergence_ms", "time to converge", "s", 1000.0, floor=250.0),
-    Metric("resources_moved", "resources moved", "resources", floor=1.0),
+    Metric("resources_moved", "partitions or tasks moved", "", floor=1.0),
     Metric("records_processed", "records processed", "records", lower_is_better=False,
            floor=100.0),
 )
@@ -111,6 +113,12 @@ def _num(v: float) -> str:
     if a >= 1:
         return f"{v:.2f}".rstrip("0").rstrip(".")
     return f"{v:.3g}"
+
+
+def number(v: float) -> str:
+    """A metric's value as the report prints it: three significant digits, thousands
+    separated, no exponent."""
+    return _num(v)
 
 
 def family(protocol: str) -> str:
@@ -310,7 +318,7 @@ def _crossover(rows: list[dict[str, Any]], m: Metric, x_col: str, size: int, lab
         return []
     flips = [(curve[i - 1][0], curve[i][0], curve[i - 1][1], curve[i][1])
              for i in range(1, len(curve)) if curve[i][1] != curve[i - 1][1]]
-    x_name, x_unit = _X_NAMES.get(x_col, (x_col, ""))
+    x_name, x_unit = X_NAMES.get(x_col, (x_col, ""))
     busy = _busy(at, x_col)
     points = "; ".join(
         f"{_num(x)}{x_unit}{busy.get(x, '')}: " + ("tie, " if w == "tie" else "")
@@ -345,7 +353,7 @@ def _crossover(rows: list[dict[str, Any]], m: Metric, x_col: str, size: int, lab
 
 
 #: How a swept parameter reads in a sentence: its name, and its unit after a value.
-_X_NAMES: dict[str, tuple[str, str]] = {
+X_NAMES: dict[str, tuple[str, str]] = {
     "processing_ms": ("the processing time per record", " ms"),
     "records_per_s": ("the production rate per partition", " records/s"),
     "max_poll_records": ("max.poll.records", ""),
@@ -497,6 +505,18 @@ def _differs(rows: Sequence[Mapping[str, Any]], m: Metric) -> bool:
     return False
 
 
-__all__ = ["BY_COLUMN", "CATALOG", "SWEEP_PARAMETERS", "Finding", "Metric", "chosen_metrics",
-           "family",
-           "findings", "present_metrics", "reproduce", "sweep_parameter"]
+__all__ = [
+    "BY_COLUMN",
+    "CATALOG",
+    "SWEEP_PARAMETERS",
+    "X_NAMES",
+    "Finding",
+    "Metric",
+    "chosen_metrics",
+    "family",
+    "findings",
+    "number",
+    "present_metrics",
+    "reproduce",
+    "sweep_parameter",
+]

@@ -1,0 +1,379 @@
+"""Verdict tables: the report's first page, one table per grid of a sweep (docs/lab.md "The
+report").
+
+A grid asks one question and names the metrics that answer it (:func:`question_metrics`):
+KIP-415's question (eager against incremental cooperative Connect rebalancing) is answered by
+task restarts, task downtime, time until balanced and stall; the consumer protocols' question
+(classic eager against cooperative against KIP-848) by stall, excess lag (peak and
+record·seconds), time to converge, partitions moved and records processed twice. A spec's grid
+may name its own (``metrics = [...]``).
+
+Rows are scenario x size x workload (the load), columns the grid's protocols; a cell holds the
+median over the seeds of the protocol's runs that kept every invariant and caught up before
+their first disturbance.
+
+**Which differences count** (:func:`beats`). Protocols of a cell run on the same seeds, but a
+handful of seeds cannot carry a paired test at 5 %: a sign test over 3 seeds cannot go below
+12.5 %. The lab uses *separated ranges* instead: protocol A is better than B on a metric when
+A's worst value over the seeds is better than B's best by more than the metric's floor (the
+smallest difference worth a word, ``findings.CATALOG``). If the two protocols did not differ,
+the 2n values of n seeds each would be exchangeable and the chance that A's n fall all below
+B's n is 1 / C(2n, n): 1 in 20 with 3 seeds, 1 in 252 with 5. With fewer than
+:data:`MIN_SEEDS` seeds nothing is marked.
+
+**Marks**. The protocol with the best median is *best* when it is better (as above) than every
+other protocol; the protocols it is not better than share the place with it (*tied best*);
+when that is every protocol the row is a tie (no mark).
+
+**Claims** (:func:`claims`): at most :data:`MAX_CLAIMS` sentences for the whole page, each one
+difference that passed the test, with the ``lab run`` command that reruns its cell.
+
+Plain Python over row dicts (no Spark, no pandas), as ``lab.findings``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from groupcoord.lab.findings import (
+    BY_COLUMN,
+    Metric,
+    family,
+    reproduce,
+    sweep_parameter,
+    with_work_parameters,
+)
+
+#: KIP-415's question: what an eager or an incremental cooperative Connect rebalance costs
+#: the tasks (the KIP's own measures), and whether the whole group stops.
+KIP415_METRICS: tuple[str, ...] = ("task_restarts", "task_downtime_task_s", "time_to_balance_ms",
+                                   "stall_ms")
+#: The consumer protocols' question: what a rebalance costs the consuming application.
+CONSUMER_METRICS: tuple[str, ...] = ("stall_ms", "lag_peak", "lag_record_s", "convergence_ms",
+                                     "resources_moved", "records_reprocessed")
+#: Fewer seeds than this: no mark (two seeds each separate by chance one time in six).
+MIN_SEEDS = 3
+#: Sentences on the first page, all grids together.
+MAX_CLAIMS = 12
+
+_CONNECT_FAMILIES = {"connect", "classic-connect"}
+#: Between the ends of a range (an en dash: a hyphen would read as a minus sign).
+DASH = "\u2013"
+
+
+def question_metrics(grid: Mapping[str, Any], rows: Sequence[Mapping[str, Any]] = ()
+                     ) -> list[Metric]:
+    """The metrics that answer a grid's question: those the grid names, else KIP-415's for a
+    grid of Connect protocols and the consumers' otherwise; only those the rows have (a
+    column the runs do not carry is left out rather than shown empty)."""
+    named = [c for c in grid.get("metrics") or () if c in BY_COLUMN]
+    if not named:
+        protocols = list(grid.get("protocols") or {str(r["protocol"]) for r in rows})
+        connect = bool(protocols) and all(family(p) in _CONNECT_FAMILIES for p in protocols)
+        named = list(KIP415_METRICS if connect else CONSUMER_METRICS)
+    if not rows:
+        return [BY_COLUMN[c] for c in named]
+    return [BY_COLUMN[c] for c in named if any(r.get(c) is not None for r in rows)]
+
+
+def usable(r: Mapping[str, Any]) -> bool:
+    """A run that counts: it kept every invariant and caught up before its first disturbance
+    (a run without the ``caught_up`` column counts as caught up)."""
+    return bool(r.get("ok")) and r.get("caught_up") is not False
+
+
+def separation_chance(n: int) -> float:
+    """The chance that n values of one protocol all fall below n of another when both come
+    from the same distribution: 1 / C(2n, n)."""
+    return 1.0 / math.comb(2 * n, n) if n > 0 else 1.0
+
+
+def beats(a: Sequence[float], b: Sequence[float], m: Metric, min_seeds: int = MIN_SEEDS) -> bool:
+    """Whether values ``a`` are better than ``b`` beyond the seeds' spread: each has at least
+    ``min_seeds`` values, and a's worst is better than b's best by more than the floor."""
+    if len(a) < min_seeds or len(b) < min_seeds:
+        return False
+    if m.lower_is_better:
+        return min(b) - max(a) > m.floor
+    return min(a) - max(b) > m.floor
+
+
+@dataclass(slots=True)
+class Cell:
+    """One protocol's values (per seed) of one metric in one row."""
+
+    values: dict[int, float]
+    mark: str = ""  # best | tied | "" (a tie of all, or no test)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values.values())
+
+    @property
+    def low(self) -> float:
+        return min(self.values.values())
+
+    @property
+    def high(self) -> float:
+        return max(self.values.values())
+
+
+@dataclass(slots=True)
+class MetricVerdict:
+    metric: Metric
+    cells: dict[str, Cell]
+    #: best | tied | tie | few seeds | one protocol
+    verdict: str
+    best: tuple[str, ...] = ()
+    #: The protocols the best one is better than (beyond the spread).
+    beaten: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class VerdictRow:
+    scenario: str
+    size: int
+    workload: str
+    fault_rate: float | None
+    seeds: int
+    metrics: list[MetricVerdict] = field(default_factory=list)
+    #: The swept parameter's value when the grid sweeps one across its workloads.
+    x: float | None = None
+
+
+@dataclass(slots=True)
+class GridVerdict:
+    name: str
+    question: str
+    protocols: list[str]
+    metrics: list[Metric]
+    rows: list[VerdictRow]
+    runs: int
+    #: Runs left out: invariant violated, never caught up.
+    violated: int
+    not_caught_up: int
+    seeds: int
+    parameter: str | None = None
+    spec: str = "SPEC"
+
+
+def natural_key(text: str) -> tuple[Any, ...]:
+    """Sort key that orders numbers inside names as numbers (p0.5, p2, p5, p10, p20)."""
+    out: list[Any] = []
+    for i, part in enumerate(re.split(r"(\d+(?:\.\d+)?)", text)):
+        out.append((0, float(part), "") if i % 2 else (1, 0.0, part))
+    return tuple(out)
+
+
+def judge(cells: dict[str, Cell], m: Metric, min_seeds: int = MIN_SEEDS) -> MetricVerdict:
+    """The marks of one row and metric (see the module docstring)."""
+    if len(cells) < 2:
+        return MetricVerdict(m, cells, "one protocol")
+    sign = 1 if m.lower_is_better else -1
+    order = sorted(cells, key=lambda p: (sign * cells[p].median, p))
+    top = order[0]
+    if min(len(c.values) for c in cells.values()) < min_seeds:
+        return MetricVerdict(m, cells, "few seeds")
+    vals = {p: list(c.values.values()) for p, c in cells.items()}
+    beaten = tuple(p for p in order[1:] if beats(vals[top], vals[p], m, min_seeds))
+    best = tuple(p for p in order if p not in beaten)
+    if not beaten:
+        return MetricVerdict(m, cells, "tie", best)
+    for p in best:
+        cells[p].mark = "best" if len(best) == 1 else "tied"
+    return MetricVerdict(m, cells, "best" if len(best) == 1 else "tied", best, beaten)
+
+
+def _size(r: Mapping[str, Any]) -> int:
+    s = r.get("size")
+    return int(s if s is not None else r.get("members") or 0)
+
+
+def _in_grid(r: Mapping[str, Any], g: Mapping[str, Any]) -> bool:
+    def has(key: str, value: Any) -> bool:
+        allowed = g.get(key)
+        return allowed is None or value in allowed
+
+    return (has("protocols", r["protocol"]) and has("scenarios", r["scenario"])
+            and has("sizes", r.get("size")) and has("workloads", r.get("workload"))
+            and has("fault_rates", r.get("fault_rate")))
+
+
+def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
+                 spec: str = "SPEC", min_seeds: int = MIN_SEEDS) -> GridVerdict:
+    """The verdict table of one grid (``sweep.json``'s record of it) over a sweep's runs."""
+    mine = [dict(r) for r in with_work_parameters(r for r in runs if _in_grid(r, grid))]
+    good = [r for r in mine if usable(r)]
+    metrics = question_metrics(grid, good or mine)
+    protocols = [p for p in grid.get("protocols") or sorted({str(r["protocol"]) for r in mine})
+                 if any(r["protocol"] == p for r in mine)]
+    param = sweep_parameter(good)
+    by_row: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for r in good:
+        by_row[(str(r["scenario"]), _size(r), str(r.get("workload")), r.get("fault_rate"))
+               ].append(r)
+    scen_order = {s: i for i, s in enumerate(grid.get("scenarios") or ())}
+
+    def row_key(k: tuple[Any, ...]) -> tuple[Any, ...]:
+        x = _x_of(by_row[k], param)
+        return (scen_order.get(k[0], len(scen_order)), k[0], k[1],
+                x if x is not None else -1.0, natural_key(k[2]),
+                -1.0 if k[3] is None else k[3])
+
+    rows = []
+    for key in sorted(by_row, key=row_key):
+        rs = by_row[key]
+        vr = VerdictRow(key[0], key[1], key[2], key[3], len({r.get("seed") for r in rs}),
+                        x=_x_of(rs, param))
+        for m in metrics:
+            cells: dict[str, Cell] = {}
+            for p in protocols:
+                vals = {int(r.get("seed") or 0): float(r[m.column]) for r in rs
+                        if r["protocol"] == p and r.get(m.column) is not None}
+                if vals:
+                    cells[p] = Cell(vals)
+            vr.metrics.append(judge(cells, m, min_seeds))
+        rows.append(vr)
+    title = str(grid.get("description") or "")
+    return GridVerdict(str(grid.get("name") or ""), title, protocols, metrics, rows, len(mine),
+                       sum(1 for r in mine if not r.get("ok")),
+                       sum(1 for r in mine if r.get("ok") and r.get("caught_up") is False),
+                       int(grid.get("seeds") or len({r.get("seed") for r in mine})),
+                       param, spec)
+
+
+def _x_of(rows: Sequence[Mapping[str, Any]], param: str | None) -> float | None:
+    if param is None:
+        return None
+    xs = {float(r[param]) for r in rows if r.get(param) is not None}
+    return xs.pop() if len(xs) == 1 else None
+
+
+def grid_verdicts(meta: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]
+                  ) -> list[GridVerdict]:
+    """One verdict table per grid of ``sweep.json`` (one for the whole sweep without grids)."""
+    spec = str(meta.get("spec") or meta.get("name") or "SPEC")
+    grids = list(meta.get("grids") or [])
+    if not grids:
+        # a spec without grids: one question per kind of group, each with its metrics
+        name = str(meta.get("name") or "sweep")
+        present = list(meta.get("protocols") or sorted({str(r["protocol"]) for r in runs}))
+        kinds = (("Connect", [p for p in present if family(p) in _CONNECT_FAMILIES]),
+                 ("consumers", [p for p in present if family(p) not in _CONNECT_FAMILIES]))
+        grids = [{"name": f"{name}: {kind}" if all(ps for _, ps in kinds) else name,
+                  "description": meta.get("description"), "protocols": ps,
+                  "seeds": meta.get("seeds")} for kind, ps in kinds if ps]
+    return [grid_verdict(g, runs, spec) for g in grids]
+
+
+# --------------------------------------------------------------------------- claims
+
+
+def member_word(scenario: str, protocols: Sequence[str]) -> str:
+    connect = bool(protocols) and all(family(p) in _CONNECT_FAMILIES for p in protocols)
+    return "workers" if connect else "members"
+
+
+@dataclass(slots=True)
+class Claim:
+    grid: str
+    text: str
+    command: str
+    metric: str
+    scenario: str
+    size: int
+    best: str
+    worse: str
+
+
+def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
+    m = mv.metric
+    best = mv.best[0]
+    # the protocol furthest from the best among those it beats
+    sign = 1 if m.lower_is_better else -1
+    worse = max(mv.beaten, key=lambda p: (sign * mv.cells[p].median, p))
+    b, w = mv.cells[best], mv.cells[worse]
+    where = f"{row.scenario}, {row.size} {member_word(row.scenario, g.protocols)}"
+    if g.parameter is not None and row.x is not None:
+        where += f", {row.workload}"
+    n = min(len(b.values), len(w.values))
+    who = best if len(mv.best) == 1 else " and ".join(mv.best)
+    verb = "has" if len(mv.best) == 1 else "have"
+    text = (f"{where}: {who} {verb} the {'lowest' if m.lower_is_better else 'highest'} "
+            f"{short_label(m)}, {m.fmt(b.median)} (range {m.fmt(b.low)}{DASH}{m.fmt(b.high)}) "
+            f"against {m.fmt(w.median)} ({m.fmt(w.low)}{DASH}{m.fmt(w.high)}) for {worse}, "
+            f"medians of {n} seeds.")
+    cmd = reproduce(g.spec, row.scenario, row.size, row.workload, [*mv.best, worse])
+    return Claim(g.name, text, cmd, m.column, row.scenario, row.size, best, worse)
+
+
+def _strength(mv: MetricVerdict) -> float:
+    m = mv.metric
+    b = mv.cells[mv.best[0]].median
+    sign = 1 if m.lower_is_better else -1
+    w = max((mv.cells[p].median for p in mv.beaten), key=lambda v: sign * v)
+    lo, hi = sorted((abs(b), abs(w)))
+    return (hi + m.floor) / (lo + m.floor)
+
+
+def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS) -> list[Claim]:
+    """At most ``limit`` sentences for the page: per grid and question metric, the marked
+    difference at the grid's largest size (then the largest ratio), taken grid by grid in
+    turn, metrics in the question's order."""
+    per_grid: list[list[Claim]] = []
+    for g in verdicts:
+        found = []
+        for i in range(len(g.metrics)):
+            cands = [(row, row.metrics[i]) for row in g.rows
+                     if row.metrics[i].verdict in ("best", "tied") and row.metrics[i].beaten]
+            if not cands:
+                continue
+            row, mv = max(cands, key=lambda c: (c[0].size, _strength(c[1])))
+            found.append(_claim(g, row, mv))
+        per_grid.append(found)
+    out: list[Claim] = []
+    depth = 0
+    while len(out) < limit and any(depth < len(f) for f in per_grid):
+        for found in per_grid:
+            if depth < len(found) and len(out) < limit:
+                out.append(found[depth])
+        depth += 1
+    order = {g.name: i for i, g in enumerate(verdicts)}
+    out.sort(key=lambda c: order.get(c.grid, 0))
+    return out
+
+
+# --------------------------------------------------------------------------- labels
+
+
+#: Short column titles for the tables (the catalog's labels are sentences).
+SHORT: dict[str, str] = {
+    "stall_ms": "stall",
+    "lag_peak": "excess lag peak",
+    "lag_record_s": "excess lag",
+    "convergence_ms": "time to converge",
+    "resources_moved": "partitions moved",
+    "records_reprocessed": "records processed twice",
+    "task_restarts": "task restarts",
+    "task_downtime_task_s": "task downtime",
+    "time_to_balance_ms": "time until balanced",
+    "paused_partition_s": "paused partition time",
+    "resource_downtime_ms": "resource downtime",
+    "records_processed": "records processed",
+}
+
+
+def short_label(m: Metric) -> str:
+    return SHORT.get(m.column, m.label)
+
+
+__all__ = ["CONSUMER_METRICS", "DASH", "KIP415_METRICS", "MAX_CLAIMS", "MIN_SEEDS", "Cell", "Claim",
+           "GridVerdict", "MetricVerdict", "VerdictRow", "beats", "claims", "grid_verdict",
+           "grid_verdicts", "judge", "natural_key", "question_metrics", "separation_chance",
+           "short_label", "usable"]

@@ -1,0 +1,176 @@
+"""Verdict tables and claims (``lab.verdict``): which differences count, marks, ties, row
+order, the question's metrics, and the claims' numbers and commands."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from groupcoord.lab.findings import BY_COLUMN
+from groupcoord.lab.verdict import (
+    CONSUMER_METRICS,
+    KIP415_METRICS,
+    MAX_CLAIMS,
+    Cell,
+    beats,
+    claims,
+    grid_verdict,
+    grid_verdicts,
+    judge,
+    natural_key,
+    question_metrics,
+    separation_chance,
+)
+
+STALL = BY_COLUMN["stall_ms"]  # floor 250 ms
+LAG = BY_COLUMN["lag_peak"]  # floor 10 records
+
+
+def _run(protocol: str, seed: int, scenario: str = "crash", size: int = 10,
+         workload: str = "4x250", **metrics: Any) -> dict[str, Any]:
+    return {"protocol": protocol, "scenario": scenario, "size": size, "workload": workload,
+            "fault_rate": 0.0, "seed": seed, "ok": True, "caught_up": True, **metrics}
+
+
+def test_separated_ranges_beyond_the_floor_count_and_nothing_else() -> None:
+    assert beats([0, 100, 200], [1000, 1200, 5000], STALL)
+    # separated, but by less than the floor (a heartbeat's jitter)
+    assert not beats([0, 100, 200], [300, 1200, 5000], STALL)
+    # overlapping ranges, even with a much lower median
+    assert not beats([0, 0, 3000], [2000, 2500, 9000], STALL)
+    # two seeds each never count (by chance one time in six)
+    assert not beats([0, 0], [9000, 9000], STALL)
+    # higher is better: the other way round
+    processed = BY_COLUMN["records_processed"]
+    assert beats([5000, 5200, 5300], [1000, 1100, 1200], processed)
+    assert not beats([1000, 1100, 1200], [5000, 5200, 5300], processed)
+
+
+def test_the_chance_of_a_separation_without_a_difference() -> None:
+    assert separation_chance(3) == 1 / 20
+    assert separation_chance(5) == 1 / 252
+    assert math.isclose(separation_chance(21), 1 / math.comb(42, 21))
+
+
+values = st.lists(st.floats(min_value=0, max_value=1e6, allow_nan=False), min_size=3,
+                  max_size=8)
+
+
+@given(values, values)
+def test_beats_is_never_both_ways_and_never_against_itself(a: list[float], b: list[float]
+                                                           ) -> None:
+    assert not (beats(a, b, LAG) and beats(b, a, LAG))
+    assert not beats(a, list(a), LAG)
+
+
+@given(values, st.floats(min_value=0, max_value=1e6, allow_nan=False))
+def test_a_shift_beyond_the_spread_and_floor_always_counts(a: list[float], gap: float) -> None:
+    shifted = [v + (max(a) - min(a)) + LAG.floor + 1 + gap for v in a]
+    assert beats(a, shifted, LAG)
+
+
+def test_marks_best_tied_and_tie() -> None:
+    def cells(**by_p: list[float]) -> dict[str, Cell]:
+        return {p.replace("_", ":"): Cell(dict(enumerate(v))) for p, v in by_p.items()}
+
+    one = judge(cells(a_x=[0, 0, 0], b_x=[5000, 6000, 7000], c_x=[9000, 9000, 9500]), STALL)
+    assert (one.verdict, one.best, one.beaten) == ("best", ("a:x",), ("b:x", "c:x"))
+    assert one.cells["a:x"].mark == "best" and one.cells["b:x"].mark == ""
+    # b's range reaches into a's: they share the place
+    two = judge(cells(a_x=[0, 0, 3000], b_x=[2000, 2500, 2600], c_x=[9000, 9000, 9500]), STALL)
+    assert two.verdict == "tied" and set(two.best) == {"a:x", "b:x"}
+    assert two.cells["b:x"].mark == "tied" and two.cells["c:x"].mark == ""
+    none = judge(cells(a_x=[0, 0, 100], b_x=[0, 200, 0]), STALL)
+    assert none.verdict == "tie" and not any(c.mark for c in none.cells.values())
+    few = judge(cells(a_x=[0, 0], b_x=[9000, 9000]), STALL)
+    assert few.verdict == "few seeds" and not any(c.mark for c in few.cells.values())
+
+
+def test_rows_follow_the_numbers_in_workload_names() -> None:
+    names = ["4x8-p10ms", "4x8-p0.5ms", "4x8-p20ms", "4x8-p2ms", "4x8-p5ms"]
+    assert sorted(names, key=natural_key) == ["4x8-p0.5ms", "4x8-p2ms", "4x8-p5ms",
+                                              "4x8-p10ms", "4x8-p20ms"]
+    rows = [{**_run(p, s, workload=f"4x8-p{ms:g}ms", lag_peak=10 * s),
+             "work": json.dumps({"processing_ms": ms})}
+            for ms in (10, 0.5, 20, 2, 5) for p in ("classic:eager", "consumer:uniform")
+            for s in range(3)]
+    g = grid_verdict({"name": "crossover", "metrics": ["lag_peak"]}, rows)
+    assert g.parameter == "processing_ms"
+    assert [r.x for r in g.rows] == [0.5, 2, 5, 10, 20]
+
+
+def test_each_question_has_its_metrics_and_runs_that_never_caught_up_are_left_out() -> None:
+    connect = {"name": "kip415", "protocols": ["connect:eager", "connect:cooperative"]}
+    assert [m.column for m in question_metrics(connect)] == list(KIP415_METRICS)
+    consumers = {"name": "c", "protocols": ["classic:eager", "consumer:uniform"]}
+    assert [m.column for m in question_metrics(consumers)] == list(CONSUMER_METRICS)
+    assert [m.column for m in question_metrics({**consumers, "metrics": ["lag_peak"]})] == [
+        "lag_peak"]
+    rows = [_run(p, s, task_restarts=r, stall_ms=0)
+            for p, r in (("connect:eager", 40), ("connect:cooperative", 4)) for s in range(5)]
+    rows.append({**_run("connect:eager", 9, task_restarts=1, stall_ms=0), "caught_up": False})
+    rows.append({**_run("connect:eager", 8, task_restarts=1, stall_ms=0), "ok": False})
+    g = grid_verdict(connect, rows)
+    # the runs carry two of KIP-415's four metrics: only those are shown
+    assert [m.column for m in g.metrics] == ["task_restarts", "stall_ms"]
+    assert (g.runs, g.violated, g.not_caught_up) == (12, 1, 1)
+    restarts, stall = g.rows[0].metrics
+    assert restarts.verdict == "best" and restarts.best == ("connect:cooperative",)
+    assert len(restarts.cells["connect:eager"].values) == 5  # the two left-out runs are out
+    assert stall.verdict == "tie"
+
+
+def test_no_disturbance_no_claim() -> None:
+    """A scenario whose events move nothing: zero excess everywhere, every row a tie, no
+    sentence."""
+    rows = [_run(p, s, scenario="no-op", size=n, stall_ms=0, lag_peak=0, lag_record_s=0.0,
+                 convergence_ms=0, resources_moved=0, records_reprocessed=0)
+            for p in ("classic:eager", "classic:cooperative", "consumer:uniform")
+            for s in range(5) for n in (10, 30)]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [{"name": "c", "seeds": 5}]}, rows)
+    assert {mv.verdict for r in g.rows for mv in r.metrics} == {"tie"}
+    assert claims([g]) == []
+
+
+def test_claims_carry_their_numbers_and_the_command_of_their_cell() -> None:
+    rows = []
+    for size, eager in ((10, 8000), (30, 12000)):
+        for s in range(5):
+            rows.append(_run("classic:eager", s, size=size, stall_ms=eager + 100 * s,
+                             lag_peak=500))
+            rows.append(_run("consumer:uniform", s, size=size, stall_ms=10 * s, lag_peak=505))
+    (g,) = grid_verdicts({"spec": "paper", "grids": [
+        {"name": "consumers", "protocols": ["classic:eager", "consumer:uniform"],
+         "seeds": 5}]}, rows)
+    (c,) = claims([g])  # lag differs by less than its floor: no claim
+    assert c.metric == "stall_ms" and c.size == 30  # the largest size
+    assert c.best == "consumer:uniform" and c.worse == "classic:eager"
+    assert c.text == ("crash, 30 members: consumer:uniform has the lowest stall, 0.02 s (range 0 s"
+            "\u20130.04 s) against 12.2 s (12 s\u201312.4 s) for classic:eager, medians of "
+            "5 seeds.")
+    assert c.command == ("groupcoord lab run --spec paper --scenario crash --size 30 "
+                         "--workload 4x250 --protocol consumer:uniform --protocol "
+                         "classic:eager --out DIR")
+
+
+def test_at_most_a_dozen_claims_shared_between_grids() -> None:
+    rows = []
+    grids = []
+    for k in range(6):
+        scen = f"s{k}"
+        grids.append({"name": f"g{k}", "scenarios": [scen], "seeds": 3,
+                      "protocols": ["classic:eager", "consumer:uniform"]})
+        for s in range(3):
+            for p, v in (("classic:eager", 50_000), ("consumer:uniform", 0)):
+                rows.append(_run(p, s, scenario=scen, stall_ms=v, lag_peak=v,
+                                 lag_record_s=float(v), convergence_ms=v, resources_moved=v,
+                                 records_reprocessed=v))
+    verdicts = grid_verdicts({"spec": "x", "grids": grids}, rows)
+    found = claims(verdicts)
+    assert len(found) == MAX_CLAIMS
+    assert {c.grid for c in found} == {f"g{k}" for k in range(6)}  # every grid has its turn
+    assert [c.grid for c in found] == sorted(c.grid for c in found)  # in the grids' order
