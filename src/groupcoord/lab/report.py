@@ -111,8 +111,9 @@ def _v(m: Metric, raw: float) -> str:
     return number(raw / m.scale)
 
 
-def _unit(m: Metric) -> str:
-    return f"{short_label(m)} ({m.unit})" if m.unit else short_label(m)
+def _unit(m: Metric, excess: bool = False) -> str:
+    name = short_label(m, excess)
+    return f"{name} ({m.unit})" if m.unit else name
 
 
 def _range(m: Metric, c: Any) -> str:
@@ -190,7 +191,7 @@ def verdict_html(g: GridVerdict) -> str:
     parts = [f"<h2>{html.escape(g.name)}</h2>"]
     if g.question:
         parts.append(f"<p class='q'>{html.escape(g.question)}</p>")
-    mets = ", ".join(_unit(m) for m in g.metrics)
+    mets = ", ".join(_unit(m, g.excess) for m in g.metrics)
     extra = ""
     if g.violated or g.not_caught_up:
         extra = (f"; left out: {g.violated} with a violation, {g.not_caught_up} never caught "
@@ -201,8 +202,9 @@ def verdict_html(g: GridVerdict) -> str:
         parts.append("<p>No run of this grid counts.</p>")
         return "\n".join(parts)
     head = "".join(f"<th>{html.escape(p)}</th>" for p in g.protocols)
-    parts.append("<table class='verdict'><thead><tr><th>scenario</th><th>size</th>"
-                 f"<th>load</th><th>metric</th>{head}<th>verdict</th></tr></thead><tbody>")
+    parts.append("<table class='verdict'><thead><tr><th class='l'>scenario</th>"
+                 "<th class='l'>size</th><th class='l'>load</th><th class='l'>metric</th>"
+                 f"{head}<th class='l'>verdict</th></tr></thead><tbody>")
     for i, row in enumerate(g.rows):
         scen, size, load = _row_head(g, row)
         n = len(row.metrics)
@@ -212,7 +214,7 @@ def verdict_html(g: GridVerdict) -> str:
             if j == 0:
                 tds += [f"<td rowspan='{n}' class='l'>{html.escape(x)}</td>"
                         for x in (scen, size, load)]
-            tds.append(f"<td class='l m'>{html.escape(_unit(mv.metric))}</td>")
+            tds.append(f"<td class='l m'>{html.escape(_unit(mv.metric, g.excess))}</td>")
             for p in g.protocols:
                 c = mv.cells.get(p)
                 if c is None:
@@ -232,7 +234,7 @@ def verdict_md(g: GridVerdict) -> str:
     lines = [f"### {g.name}", ""]
     if g.question:
         lines += [g.question, ""]
-    lines += [f"Metrics: {', '.join(_unit(m) for m in g.metrics)}. {g.seeds} seeds per cell; "
+    lines += [f"Metrics: {', '.join(_unit(m, g.excess) for m in g.metrics)}. {g.seeds} seeds per cell; "
               f"{g.runs:,} runs; left out: {g.violated} with a violation, {g.not_caught_up} "
               "never caught up.", ""]
     if not g.rows:
@@ -253,7 +255,7 @@ def verdict_md(g: GridVerdict) -> str:
                 rng = _range(mv.metric, c)
                 rng = f" ({rng})" if rng else ""
                 vals.append(f"{_mark(c.mark)}{_v(mv.metric, c.median)}{rng}")
-            lines.append("| " + " | ".join([*lead, _unit(mv.metric), *vals,
+            lines.append("| " + " | ".join([*lead, _unit(mv.metric, g.excess), *vals,
                                              _verdict_word(mv)]) + " |")
     return "\n".join(lines)
 
@@ -405,7 +407,7 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
             ax.set_xticks(xs, [f"{v:g}" for v in xs])
             ax.minorticks_off()
             ax.set_xlabel(axis[1])
-        ax.set_title(short_label(m), fontsize=10)
+        ax.set_title(short_label(m, g.excess), fontsize=10)
         ax.set_ylabel(m.unit or short_label(m))
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
@@ -472,7 +474,7 @@ def worst_html(g: GridVerdict, runs: Sequence[dict[str, Any]]) -> str:
         return ""
     head = "".join(f"<th>{html.escape(t)}</th>" for t in
                    ("scenario", "size", "load", "protocol", "runs", "left out",
-                    *(_unit(m) for m in g.metrics)))
+                    *(_unit(m, g.excess) for m in g.metrics)))
     body = "".join("<tr>" + "".join(f"<td{' class=l' if i < 4 else ''}>{html.escape(v)}</td>"
                                     for i, v in enumerate(r)) + "</tr>" for r in rows)
     return (f"<h3>{html.escape(g.name)}</h3><table class='worst'><thead><tr>{head}</tr>"
@@ -484,7 +486,7 @@ def worst_md(g: GridVerdict, runs: Sequence[dict[str, Any]]) -> str:
     if not rows:
         return ""
     titles = ["scenario", "size", "load", "protocol", "runs", "left out",
-              *(_unit(m) for m in g.metrics)]
+              *(_unit(m, g.excess) for m in g.metrics)]
     lines = [f"### {g.name}", "", "| " + " | ".join(titles) + " |",
              "|---|---|---|---|" + "---:|" * (len(titles) - 4)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
@@ -548,7 +550,7 @@ _CSS = """
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; max-width: 1360px; }
 table { border-collapse: collapse; font-size: 0.8em; margin: 0.8em 0; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.45em; text-align: right; vertical-align: top; }
-th { background: #f0f0f0; } td.l { text-align: left; }
+th { background: #f0f0f0; } td.l, th.l { text-align: left; }
 td.best { background: #d9f2d9; font-weight: bold; } td.tied { background: #eef8ee; }
 td.v { color: #555; } td.m { white-space: nowrap; } small { color: #777; }
 tr.odd td { border-top: 1px solid #ccc; } tr.even td[rowspan] { background: #fafafa; }

@@ -161,6 +161,8 @@ class GridVerdict:
     seeds: int
     parameter: str | None = None
     spec: str = "SPEC"
+    #: The runs carry paired controls: lag is the excess over the control's.
+    excess: bool = False
 
 
 def natural_key(text: str) -> tuple[Any, ...]:
@@ -245,7 +247,7 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
                        sum(1 for r in mine if not r.get("ok")),
                        sum(1 for r in mine if r.get("ok") and r.get("caught_up") is False),
                        int(grid.get("seeds") or len({r.get("seed") for r in mine})),
-                       param, spec)
+                       param, spec, any(r.get("control_lag_peak") is not None for r in mine))
 
 
 def _x_of(rows: Sequence[Mapping[str, Any]], param: str | None) -> float | None:
@@ -306,7 +308,7 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
     who = best if len(mv.best) == 1 else " and ".join(mv.best)
     verb = "has" if len(mv.best) == 1 else "have"
     text = (f"{where}: {who} {verb} the {'lowest' if m.lower_is_better else 'highest'} "
-            f"{short_label(m)}, {m.fmt(b.median)} (range {m.fmt(b.low)}{DASH}{m.fmt(b.high)}) "
+            f"{short_label(m, g.excess)}, {m.fmt(b.median)} (range {m.fmt(b.low)}{DASH}{m.fmt(b.high)}) "
             f"against {m.fmt(w.median)} ({m.fmt(w.low)}{DASH}{m.fmt(w.high)}) for {worse}, "
             f"medians of {n} seeds.")
     cmd = reproduce(g.spec, row.scenario, row.size, row.workload, [*mv.best, worse])
@@ -355,8 +357,8 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS) -> list[Cla
 #: Short column titles for the tables (the catalog's labels are sentences).
 SHORT: dict[str, str] = {
     "stall_ms": "stall",
-    "lag_peak": "excess lag peak",
-    "lag_record_s": "excess lag",
+    "lag_peak": "lag peak",
+    "lag_record_s": "lag",
     "convergence_ms": "time to converge",
     "resources_moved": "partitions moved",
     "records_reprocessed": "records processed twice",
@@ -369,8 +371,15 @@ SHORT: dict[str, str] = {
 }
 
 
-def short_label(m: Metric) -> str:
-    return SHORT.get(m.column, m.label)
+#: Metrics that are the excess over a paired control when the runs carry controls.
+EXCESS = frozenset({"lag_peak", "lag_record_s"})
+
+
+def short_label(m: Metric, excess: bool = False) -> str:
+    """The metric's name in a table or a sentence (``excess``: the runs measured it against
+    a paired control, and the name says so)."""
+    name = SHORT.get(m.column, m.label)
+    return f"excess {name}" if excess and m.column in EXCESS else name
 
 
 __all__ = ["CONSUMER_METRICS", "DASH", "KIP415_METRICS", "MAX_CLAIMS", "MIN_SEEDS", "Cell", "Claim",
