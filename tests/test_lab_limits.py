@@ -11,7 +11,9 @@ from typing import Any
 from groupcoord.lab.limits import (
     CALIBRATION_FILE,
     calibration_items,
+    calibration_rows,
     load_calibration,
+    merged_calibration,
     model_limits,
     save_calibration,
     settings_table,
@@ -118,3 +120,35 @@ def test_settings_are_listed_from_the_runs_grouping_equal_protocols() -> None:
                     ("heartbeat.interval.ms", ["3,000", ""]),
                     ("session.timeout.ms", ["45,000", ""])]
     assert settings_table([{"protocol": "x"}]) == ([], [])
+
+
+def test_saved_calibration_replaces_its_rows_and_keeps_the_others(tmp_path: Path) -> None:
+    """``lab calibrate --save``: a command's summary per protocol becomes a row (its checked
+    verdict, each metric simulated and measured); rows of the same scenario and protocol are
+    replaced, the others kept, and the report's section reads the result."""
+    from groupcoord.lab.calibrate import CHECKED, ProtocolResult, compare
+
+    def window(ttc: int, lag: int) -> dict[str, Any]:
+        return {"disturbance": "bounce", "at_ms": 30_000, "settled_ms": 33_000,
+                "time_to_converge_ms": ttc, "lag_peak": lag, "lag_record_s": 2.0 * lag,
+                "records_processed": 100, "stall_ms": 0, "paused_partition_s": 0.0,
+                "records_reprocessed": 0, "task_restarts": 0, "resources_moved": 2}
+
+    good = ProtocolResult("classic:eager", compare("classic:eager", [window(9000, 100)],
+                                                   [window(8000, 120)], 5.0),
+                          None, [], [], 5.0)
+    bad = ProtocolResult("consumer:uniform", compare("consumer:uniform", [window(9000, 100)],
+                                                     [window(9000, 900)], 5.0),
+                         None, [], [], 5.0)
+    rows = calibration_rows([good, bad], "bounce")
+    assert [(r["protocol"], r["within_2x"]) for r in rows] == [("classic:eager", True),
+                                                                ("consumer:uniform", False)]
+    assert rows[1]["metrics"]["lag_peak"] == {"simulated": 100, "measured": 900}
+    data = merged_calibration(CAL, rows, {"members": 4}, CHECKED, "2031-02-03")
+    assert data["measured"] == "2031-02-03"
+    assert [(r["scenario"], r["protocol"]) for r in data["rows"]] == [
+        ("bounce", "classic:eager"), ("bounce", "consumer:uniform")]  # both replaced
+    path = save_calibration(data, tmp_path / "cal.json")
+    text = "\n".join(calibration_items(load_calibration(path)))
+    assert "on 2031-02-03" in text and "1 of 2 rows within 2x" in text
+    assert "lag peak 100 simulated against 900 records measured" in text

@@ -50,6 +50,44 @@ def save_calibration(data: Mapping[str, Any], path: Path | None = None) -> Path:
     return p
 
 
+def calibration_rows(results: Sequence[Any], scenario: str, condition: str = ""
+                     ) -> list[dict[str, Any]]:
+    """The rows :func:`save_calibration` stores for one ``lab calibrate`` command: per
+    protocol its summary over the windows (``lab.calibrate.ProtocolResult.summary``), each
+    metric simulated (its paired seeds), measured, and simulated over all seeds."""
+    out = []
+    for r in results:
+        s = r.summary
+        if r.error or s is None:
+            continue
+        metrics = {}
+        for row in s.rows:
+            d = {"simulated": row["simulated"], "measured": row["measured"]}
+            if row.get("simulated_all_seeds") not in (None, row["simulated"]):
+                d["simulated_all_seeds"] = row["simulated_all_seeds"]
+            metrics[row["metric"]] = d
+        out.append({"scenario": scenario, "protocol": r.protocol, "condition": condition,
+                    "metrics": metrics, "within_2x": bool(s.checked_ok)})
+    return out
+
+
+def merged_calibration(old: Mapping[str, Any] | None, rows: Sequence[Mapping[str, Any]],
+                       setup: Mapping[str, Any], checked: Sequence[str], measured: str
+                       ) -> dict[str, Any]:
+    """The calibration results with ``rows`` in place of the old rows of the same scenario,
+    protocol and condition (the other rows kept: another scenario or protocol measured
+    earlier), dated ``measured``."""
+    keep = [r for r in (old or {}).get("rows", [])
+            if not any((r.get("scenario"), r.get("protocol"), r.get("condition", "")) ==
+                       (n["scenario"], n["protocol"], n.get("condition", "")) for n in rows)]
+    out = dict(old or {})
+    out.update({"measured": measured, "setup": {**(old or {}).get("setup", {}), **setup},
+                "checked": list(checked), "rows": [*keep, *rows],
+                "source": "groupcoord lab calibrate --save"})
+    out.setdefault("tolerance", "within 2x, or both below a floor")
+    return out
+
+
 _CAL_NAMES = {"converge_after_ms": ("time to converge after the disturbance", "ms"),
               "time_to_converge_ms": ("time to converge", "ms"),
               "lag_peak": ("lag peak", "records"), "lag_record_s": ("lag", "record·s")}
@@ -254,5 +292,6 @@ def settings_table(runs: Iterable[Mapping[str, Any]]) -> tuple[list[list[str]],
     return cols, rows
 
 
-__all__ = ["CALIBRATION_FILE", "calibration_items", "cell_scenarios", "load_calibration",
-           "model_limits", "save_calibration", "settings_table"]
+__all__ = ["CALIBRATION_FILE", "calibration_items", "calibration_rows", "cell_scenarios",
+           "load_calibration", "merged_calibration", "model_limits", "save_calibration",
+           "settings_table"]
