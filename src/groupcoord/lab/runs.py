@@ -8,28 +8,58 @@ metrics) with three nested parts, ``disturbances`` (one row per disturbance wind
 simulator measured), ``events`` (the trace, when the spec asks for it) and ``violation`` (or
 None). :func:`flatten` splits a result into the rows of the four tables.
 
-**Summary metrics of a run** (columns of ``runs``). The simulator measures each disturbance
-in a window from its start until the group converges again (``sim.engine``). The *headline*
-metrics are those of the scenario's disturbances, the initial join left out:
+**The method: a disturbance's cost is its excess over a paired control.** A run's scenario
+has its group at the field's client settings (``sim.settings``; what the scenario or the
+workload sets itself stays) and its events shifted after a warm-up sized from the workload
+(:func:`warmup_for`: the members' starts and the protocol's initial rounds, then the backlog
+of that time drained with the group's spare capacity, plus a margin), so that the initial join
+and its catch-up are over when the first disturbance comes. Each run has a *control*: the same
+cell and seed with every event reduced to a marker (``sim.engine``), identical to the run up
+to the first disturbance (the same random draws), so an event that moves nothing costs exactly
+zero. The simulator measures each disturbance in a window from its start until the group has
+converged again and the applications have caught up (``sim.engine``); the control takes its
+figures over the same time spans.
 
-- ``convergence_ms``: the longest time to converge of those windows (null if one did not
-  converge: ``converged`` is then false);
-- ``resources_moved``, ``resource_downtime_ms`` (resource-milliseconds without an active
-  owner) and ``epoch_bumps`` (group epoch bumps): the run's totals minus what the initial-join
-  window counted, i.e. everything after the group first settled (none of them grows while the
-  group is stable, and overlapping windows are not counted twice);
-- ``messages`` and ``records_written``: summed over those windows (steady-state heartbeats
-  and commits after convergence left out; windows that overlap count their overlap twice);
-- ``peak_unowned``: the most resources without an owner at once in those windows.
+Columns of ``runs`` (after the parameters), the *costs* first: each the run's figure minus
+its control's over the same window, summed over the disturbance windows (windows that overlap
+count their overlap twice), the initial join left out:
 
-A scenario without disturbances (``join``, say) reports its initial-join window instead.
-``total_*`` columns are the whole run's figures. ``wall_ms`` is the only column that is not a
-function of the run's parameters.
+- ``stall_ms`` (no member processing while records wait), ``lag_record_s`` (the lag's
+  integral), ``paused_partition_s`` (resources owned but not processing),
+  ``records_reprocessed``, ``task_restarts`` (Connect), ``resources_moved``,
+  ``resource_downtime_ms`` (resource-milliseconds without an active owner);
+- ``lag_peak``: the highest excess peak of the windows (a peak does not add up over windows;
+  with one disturbance window, as in most scenarios, the same thing);
+- ``task_downtime_task_s`` (Connect protocols, else null): connector and task seconds not
+  running, i.e. ``resource_downtime_ms`` / 1000 plus ``paused_partition_s``.
+
+Not costs: ``convergence_ms`` (the longest window's time until the group converged; null if
+one did not: ``converged`` false); ``time_to_balance_ms`` (Connect protocols: from the first
+disturbance until the assignment became balanced and stayed so, connectors and tasks each
+spread within one per worker; null if it never did); ``warmup_ms`` (when the first
+disturbance came); ``caught_up`` (whether the group had converged and its applications caught
+up by then: a run that had not is no evidence of a disturbance's cost); ``control_lag_peak``
+and ``control_lag_record_s`` (the control's own lag over the same windows: the records always
+in flight); ``settings_json`` (the run's effective client settings under Kafka's config
+names). The work columns are null when the workload is idle; the costs are null when a run
+has no control (a violation). A scenario without disturbances has no cost (zeros) and
+reports its initial join's convergence.
+
+Raw figures of the disturbance windows: ``epoch_bumps``, ``messages``, ``records_written``,
+``records_processed`` (summed over the windows), ``peak_unowned`` (their maximum),
+``disturbance_count``. ``total_*`` columns are the whole run's figures. ``wall_ms`` (the run
+and its control) is the only column that is not a function of the run's parameters.
+
+``disturbances`` rows: one per window with the window's own figures; for the disturbance
+windows the cost columns hold the window's excess over its control, with ``control_lag_peak``,
+``control_lag_record_s`` and ``task_downtime_task_s`` beside them (the initial-join row keeps
+its raw figures and has no control). ``closed_ms``: when the window took its figures.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import shlex
 import time
@@ -37,9 +67,9 @@ from dataclasses import replace
 from typing import Any
 
 from groupcoord.lab.spec import SCENARIO_DEFAULT, RunParams, is_connect_protocol, scale
-from groupcoord.sim.engine import SimResult
+from groupcoord.sim.engine import INITIAL_JOIN, SimResult
 from groupcoord.sim.network import NetworkFaults
-from groupcoord.sim.runner import simulate
+from groupcoord.sim.runner import build_simulation
 from groupcoord.sim.scenario import (
     Event,
     Scenario,
@@ -49,9 +79,10 @@ from groupcoord.sim.scenario import (
     parse_scenario,
     with_workload,
 )
+from groupcoord.sim.settings import effective_settings, family, with_field_settings
 from groupcoord.sim.workload import WORK_METRICS, WorkloadError, parse_workload
 
-INITIAL = "initial-join"
+INITIAL = INITIAL_JOIN
 
 #: Metric columns of a ``runs`` row (after the parameters), in order, with their kinds.
 RUN_METRICS: tuple[tuple[str, str], ...] = (
@@ -64,6 +95,10 @@ RUN_METRICS: tuple[tuple[str, str], ...] = (
     ("work_model", "str"), ("records_processed", "long"), ("lag_peak", "long"),
     ("lag_record_s", "double"), ("stall_ms", "long"), ("paused_partition_s", "double"),
     ("records_reprocessed", "long"), ("task_restarts", "long"),
+    # the method (see the module docstring)
+    ("warmup_ms", "long"), ("caught_up", "bool"), ("control_lag_peak", "long"),
+    ("control_lag_record_s", "double"), ("task_downtime_task_s", "double"),
+    ("time_to_balance_ms", "long"), ("settings_json", "str"),
     ("total_moved", "long"), ("total_downtime_ms", "long"), ("group_epoch", "long"),
     ("total_messages", "long"), ("total_records", "long"), ("failovers", "long"),
     ("steps", "long"), ("sim_time_ms", "long"), ("wall_ms", "double"), ("summary_json", "str"),
@@ -72,12 +107,14 @@ RUN_METRICS: tuple[tuple[str, str], ...] = (
 #: Columns of a ``disturbances`` row after the run's keys.
 DISTURBANCE_FIELDS: tuple[tuple[str, str], ...] = (
     ("window", "int"), ("disturbance", "str"), ("at_ms", "long"), ("settled_ms", "long"),
+    ("closed_ms", "long"),
     ("converged", "bool"), ("time_to_converge_ms", "long"), ("peak_unowned", "long"),
     ("group_epoch_bumps", "long"), ("resources_moved", "long"),
     ("resource_downtime_ms", "long"), ("messages", "long"), ("records_written", "long"),
     ("records_processed", "long"), ("lag_peak", "long"), ("lag_record_s", "double"),
     ("stall_ms", "long"), ("paused_partition_s", "double"), ("records_reprocessed", "long"),
-    ("task_restarts", "long"),
+    ("task_restarts", "long"), ("control_lag_peak", "long"), ("control_lag_record_s", "double"),
+    ("task_downtime_task_s", "double"),
 )
 
 #: Columns of an ``events`` row (one trace line) after the run's keys.
@@ -131,13 +168,113 @@ def _retopic_event(ev: Event, factors: dict[str, float], default: float) -> Even
     return ev
 
 
-def build_scenario(params: RunParams) -> Scenario:
+#: Settings a scenario table sets itself (``[section] key`` -> the Scenario or workload field):
+#: the lab keeps them instead of the field's (``sim.settings``).
+_OWN_SETTINGS: dict[tuple[str, str], str] = {
+    ("coordinator", "session_timeout_ms"): "session_timeout_ms",
+    ("coordinator", "heartbeat_interval_ms"): "heartbeat_interval_ms",
+    ("coordinator", "assignment_interval_ms"): "assignment_interval_ms",
+    ("member", "rebalance_timeout_ms"): "rebalance_timeout_ms",
+    ("member", "scheduled_rebalance_max_delay_ms"): "max_delay_ms",
+    ("workload", "max_poll_interval_ms"): "rebalance_timeout_ms",
+    ("workload", "metadata_max_age_ms"): "metadata_max_age_ms",
+}
+
+#: The longest warm-up (a group that cannot drain its start-up backlog: ``caught_up`` false).
+MAX_WARMUP_MS = 600_000
+#: What the group's initial join takes beyond its members' starts, per protocol family: the
+#: classic coordinator's ``group.initial.rebalance.delay.ms`` (3 s) and a join/sync round per
+#: heartbeat; KIP-848's reconciliation over heartbeats; Connect's rounds and task starts.
+_JOIN_HEARTBEATS = {"classic": 2, "consumer": 3, "connect": 3}
+
+
+def own_settings(params: RunParams) -> set[str]:
+    """The settings the run's scenario (inline or file) or its workload sets itself."""
+    keep: set[str] = set()
+    if params.scenario_def is not None:
+        table = json.loads(params.scenario_def)
+        for (section, key), name in _OWN_SETTINGS.items():
+            sub = table.get(section)
+            if isinstance(sub, dict) and key in sub:
+                keep.add(name)
+    if params.work is not None:
+        for (section, key), name in _OWN_SETTINGS.items():
+            if section == "workload" and key in json.loads(params.work):
+                keep.add(name)
+    return keep
+
+
+def warmup_for(sc: Scenario, protocol: str) -> int:
+    """How long after the start the group has joined and drained what piled up meanwhile,
+    from the workload: the members' starts (stagger, spread, start-up), the protocol's initial
+    rounds (:data:`_JOIN_HEARTBEATS` heartbeats, the classic initial rebalance delay, the
+    assignment interval, task starts, the state warm-up), then the backlog of that time
+    processed with what the group can do beyond the production (members x 1/processing time
+    for consumers, tasks x 1/processing time for Connect), plus half of that and two
+    heartbeats as a margin, in whole seconds. A group that cannot keep up gets
+    :data:`MAX_WARMUP_MS` (and will not have caught up)."""
+    fam = family(protocol)
+    wl = sc.workload
+    hb = sc.heartbeat_interval_ms
+    join = (max(sc.members - 1, 0) * sc.join_stagger_ms + (sc.start_spread_ms or 0)
+            + 1.5 * wl.startup_ms + _JOIN_HEARTBEATS[fam] * hb)
+    if fam == "classic":
+        join += 3_000
+    elif fam == "consumer":
+        join += sc.assignment_interval_ms
+    else:
+        join += wl.task_start_ms
+    join += wl.warmup_ms
+    drain = 0.0
+    if not wl.idle:
+        if fam == "connect":
+            tasks = sum(n for _, n in sc.connectors)
+            rate = tasks * wl.task_records_per_s / 1000.0  # records per ms
+            workers = tasks
+        else:
+            topics = connectors_as_topics(sc).topics if sc.connectors else sc.topics
+            subscribed = set(sc.topics_subscribed()) if sc.subscription else None
+            rate = sum(p * wl.rate_of(t) for t, p in topics
+                       if subscribed is None or t in subscribed) / 1000.0
+            workers = sc.members
+        mean = wl.processing_ms.average
+        spare = math.inf if mean <= 0 else workers / mean - rate
+        if spare <= 0:
+            return MAX_WARMUP_MS
+        drain = rate * join / spare
+    total = 1.5 * (join + drain) + 2 * hb
+    return min(MAX_WARMUP_MS, math.ceil(total / 1000.0) * 1000)
+
+
+def with_warmup(sc: Scenario, warmup_ms: int) -> Scenario:
+    """The scenario with its events shifted so that the first comes at ``warmup_ms`` (their
+    spacing kept; ``end_ms`` shifted with them)."""
+    if not sc.events:
+        return sc
+    delta = warmup_ms - min(e.at_ms for e in sc.events)
+    if delta == 0:
+        return sc
+    events = tuple(replace(e, at_ms=e.at_ms + delta) for e in sc.events)
+    end = None if sc.end_ms is None else max(0, sc.end_ms + delta)
+    return replace(sc, events=events, end_ms=end)
+
+
+def build_scenario(params: RunParams, warmup_ms: int | None = None) -> Scenario:
     """The scenario of a run: the named one (inline, file, built-in or drawn from the seed)
-    changed by the cell's size, workload and fault rate (see ``lab.spec``)."""
+    changed by the cell's size, workload and fault rate (see ``lab.spec``), its group at the
+    field's settings for the protocol (``sim.settings``; what the scenario or the workload
+    sets itself stays), and its events shifted after the warm-up (:func:`warmup_for`, or
+    ``warmup_ms``)."""
+    sc = _cell_scenario(params)
+    return with_warmup(sc, warmup_for(sc, params.protocol) if warmup_ms is None else warmup_ms)
+
+
+def _cell_scenario(params: RunParams) -> Scenario:
     if params.scenario_def is not None:
         sc = parse_scenario(json.loads(params.scenario_def), source=params.scenario)
     else:
         sc = load_scenario(params.scenario, params.seed)
+    sc = with_field_settings(sc, params.protocol, own_settings(params))
     changes: dict[str, Any] = {}
     events = sc.events
     if params.size is not None and params.size != sc.members:
@@ -215,8 +352,29 @@ def needs_lab_rerun(params: RunParams) -> bool:
 def simulate_run(params: RunParams, scenario: Scenario | None = None) -> SimResult:
     """Run the simulator on the cell's scenario with the run's seed."""
     sc = scenario if scenario is not None else build_scenario(params)
-    return simulate(sc, params.seed, params.protocol, record_trace=params.events,
-                    checkpoint_every=params.checkpoint_every, max_steps=params.max_steps)
+    sim = build_simulation(sc, params.seed, params.protocol, record_trace=params.events,
+                           checkpoint_every=params.checkpoint_every)
+    return sim.run(max_steps=params.max_steps)
+
+
+def window_ends(res: SimResult) -> list[int]:
+    """When each disturbance window of a run took its figures (the group converged and the
+    applications caught up, or the run's end)."""
+    return [res.sim_time_ms if w.get("closed_ms") is None else int(w["closed_ms"])
+            for w in res.disturbances if w["disturbance"] != INITIAL]
+
+
+def run_control(params: RunParams, sc: Scenario, res: SimResult) -> list[dict[str, Any]] | None:
+    """The paired control of a run: the same scenario and seed with its events reduced to
+    markers (``sim.engine``), its windows closed when the run's closed; the control's window
+    figures, in order (None: the run has no disturbance window, or a violation)."""
+    ends = window_ends(res)
+    if not ends or res.violation is not None:
+        return None
+    csc = replace(sc, end_ms=max(sc.end_ms or 0, max(ends)))
+    sim = build_simulation(csc, params.seed, params.protocol,
+                           checkpoint_every=params.checkpoint_every)
+    return sim.run_control(ends)
 
 
 def _int(v: Any) -> int | None:
@@ -226,30 +384,41 @@ def _int(v: Any) -> int | None:
 def _work_value(name: str, v: Any) -> int | float | None:
     if v is None:
         return None
-    if name in ("lag_record_s", "paused_partition_s"):
+    if name in ("lag_record_s", "paused_partition_s", "task_downtime_task_s"):
         return round(float(v), 3)
     return round(float(v))
 
 
-def _work_head(summary: dict[str, Any], initial: dict[str, Any] | None,
-               measured: list[dict[str, Any]]) -> dict[str, int | float | None]:
-    """The headline application metrics of a run (null when the workload is idle): what
-    happened after the initial join settled, until the run ended (the group converged and the
-    applications caught up, or the I5 deadline): the run's totals minus the initial-join
-    window's, and the lag's peak since then. A scenario without disturbances reports its
-    initial-join window."""
-    work = summary.get("work")
-    if work is None:
-        return dict.fromkeys(WORK_METRICS)
-    if initial is None or (measured and measured[0] is initial):
-        return {k: _work_value(k, initial.get(k)) if initial else None for k in WORK_METRICS}
-    out: dict[str, int | float | None] = {}
-    for k in WORK_METRICS:
-        if k == "lag_peak":
-            out[k] = round(float(work.get("lag_peak_after_initial", 0.0)))
-        else:
-            out[k] = _work_value(k, float(work[k]) - float(initial.get(k) or 0))
+#: The costs of a disturbance: a window's figure minus its control's over the same span.
+COST_METRICS: tuple[str, ...] = ("lag_peak", "lag_record_s", "stall_ms", "paused_partition_s",
+                                 "records_reprocessed", "task_restarts", "resources_moved",
+                                 "resource_downtime_ms")
+
+
+def window_excess(window: dict[str, Any], control: dict[str, Any] | None,
+                  connect: bool) -> dict[str, Any]:
+    """A disturbance window's costs as the excess over its control (None: no control), the
+    control's lag, and the task downtime (Connect: connector and task seconds without an
+    owner or not running, i.e. resource downtime plus paused time)."""
+    out: dict[str, Any] = {}
+    for k in COST_METRICS:
+        d = window.get(k)
+        c = None if control is None else control.get(k)
+        out[k] = None if d is None or c is None else _work_value(k, float(d) - float(c))
+    out["control_lag_peak"] = None if control is None else _int(control.get("lag_peak"))
+    out["control_lag_record_s"] = None if control is None else _work_value(
+        "lag_record_s", control.get("lag_record_s"))
+    down = out["resource_downtime_ms"]
+    paused = out["paused_partition_s"]
+    out["task_downtime_task_s"] = None if not connect or down is None else _work_value(
+        "task_downtime_task_s", down / 1000.0 + (paused or 0.0))
     return out
+
+
+def _sum(values: list[Any]) -> Any:
+    if any(v is None for v in values):
+        return None
+    return sum(values)
 
 
 def _parse_trace_line(line: str) -> tuple[int, int, str, str]:
@@ -262,27 +431,46 @@ def _parse_trace_line(line: str) -> tuple[int, int, str, str]:
     return int(t), int(step), event, detail
 
 
-def summarize(params: RunParams, sc: Scenario, res: SimResult, wall_ms: float) -> dict[str, Any]:
-    """The nested result of one run (see the module docstring)."""
+def summarize(params: RunParams, sc: Scenario, res: SimResult, wall_ms: float,
+              control: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The nested result of one run (see the module docstring); ``control``: the paired
+    control's disturbance windows (:func:`run_control`)."""
     s = res.summary
     windows = res.disturbances
     initial = next((w for w in windows if w["disturbance"] == INITIAL), None)
     rest = [w for w in windows if w["disturbance"] != INITIAL]
-    totals = {"resources_moved": int(s["resources_moved"]),
-              "resource_downtime_ms": int(s["resource_downtime_ms"]),
-              "group_epoch_bumps": int(s["group_epoch"]), "messages": int(s["messages"]),
-              "records_written": int(s["records_written"])}
-    if rest:
-        head = {k: v - int((initial or {}).get(k, 0)) for k, v in totals.items()}
-        for k in ("messages", "records_written"):  # the windows only: no steady-state traffic
-            head[k] = sum(int(w.get(k, 0)) for w in rest)
-        measured = rest
-    else:
-        w0 = initial or {}
-        head = {k: int(w0.get(k, 0)) for k in totals}
-        measured = [w0] if initial is not None else []
+    connect = family(params.protocol) == "connect"
+    measured = rest if rest else ([initial] if initial is not None else [])
     converged = bool(measured) and all(w["converged"] for w in measured)
     convergence = (max(int(w["time_to_converge_ms"]) for w in measured) if converged else None)
+    idle = s.get("work") is None
+    costs = []
+    for i, w in enumerate(rest):
+        c = control[i] if control is not None and i < len(control) else None
+        costs.append(window_excess(w, c, connect))
+    head: dict[str, Any] = {}
+    for k in (*COST_METRICS, "control_lag_record_s", "task_downtime_task_s"):
+        values = [c[k] for c in costs]
+        if k == "lag_peak":  # a peak does not add up: the highest excess of the windows
+            head[k] = None if any(v is None for v in values) else max(values, default=0)
+        else:
+            total = _sum(values)
+            head[k] = _work_value(k, total) if total is not None else None
+    head["control_lag_peak"] = (None if any(c["control_lag_peak"] is None for c in costs)
+                                else max((c["control_lag_peak"] for c in costs), default=0))
+    if idle:  # no application: no work metrics
+        for k in (*WORK_METRICS, "control_lag_peak", "control_lag_record_s"):
+            head[k] = None
+    if not connect:
+        head["task_downtime_task_s"] = None
+    elif idle and head.get("resource_downtime_ms") is not None:
+        head["task_downtime_task_s"] = _work_value("task_downtime_task_s",
+                                                   head["resource_downtime_ms"] / 1000.0)
+    first_at = min((int(w["at_ms"]) for w in rest), default=None)
+    balanced = s.get("balanced_since_ms")
+    time_to_balance = None
+    if connect and balanced is not None and first_at is not None:
+        time_to_balance = max(0, int(balanced) - first_at)
     v = res.violation
     command = None
     if v is not None:
@@ -295,28 +483,53 @@ def summarize(params: RunParams, sc: Scenario, res: SimResult, wall_ms: float) -
         "converged": converged, "convergence_ms": convergence,
         "resources_moved": head["resources_moved"],
         "resource_downtime_ms": head["resource_downtime_ms"],
-        "epoch_bumps": head["group_epoch_bumps"], "messages": head["messages"],
-        "records_written": head["records_written"],
-        "peak_unowned": max((int(w["peak_unowned"]) for w in measured), default=0),
+        "epoch_bumps": sum(int(w.get("group_epoch_bumps") or 0) for w in rest),
+        "messages": sum(int(w.get("messages") or 0) for w in rest),
+        "records_written": sum(int(w.get("records_written") or 0) for w in rest),
+        "peak_unowned": max((int(w["peak_unowned"]) for w in rest), default=0),
         "disturbance_count": len(rest),
         "work_model": str(s.get("workload", "idle")),
-        **_work_head(s, initial, measured),
-        "total_moved": totals["resources_moved"],
-        "total_downtime_ms": totals["resource_downtime_ms"],
-        "group_epoch": totals["group_epoch_bumps"], "total_messages": totals["messages"],
-        "total_records": totals["records_written"], "failovers": int(s.get("failovers", 0)),
+        "records_processed": None if idle else sum(int(w.get("records_processed") or 0)
+                                                   for w in rest),
+        **{k: head[k] for k in ("lag_peak", "lag_record_s", "stall_ms", "paused_partition_s",
+                                "records_reprocessed", "task_restarts")},
+        "warmup_ms": first_at, "caught_up": s.get("caught_up"),
+        "control_lag_peak": head["control_lag_peak"],
+        "control_lag_record_s": head["control_lag_record_s"],
+        "task_downtime_task_s": head["task_downtime_task_s"],
+        "time_to_balance_ms": time_to_balance,
+        "settings_json": json.dumps(effective_settings(sc, params.protocol), sort_keys=True),
+        "total_moved": int(s["resources_moved"]),
+        "total_downtime_ms": int(s["resource_downtime_ms"]),
+        "group_epoch": int(s["group_epoch"]), "total_messages": int(s["messages"]),
+        "total_records": int(s["records_written"]), "failovers": int(s.get("failovers", 0)),
         "steps": res.steps, "sim_time_ms": res.sim_time_ms, "wall_ms": wall_ms,
         "summary_json": json.dumps(s, sort_keys=True, default=str),
     })
-    row["disturbance_rows"] = [
-        {"window": i, "disturbance": w["disturbance"], "at_ms": int(w["at_ms"]),
-         "settled_ms": int(w["settled_ms"]), "converged": bool(w["converged"]),
-         "time_to_converge_ms": _int(w["time_to_converge_ms"]),
-         "peak_unowned": int(w["peak_unowned"]),
-         **{k: _int(w.get(k)) for k in ("group_epoch_bumps", "resources_moved",
-                                         "resource_downtime_ms", "messages", "records_written")},
-         **{k: _work_value(k, w.get(k)) for k in WORK_METRICS}}
-        for i, w in enumerate(windows)]
+    rows = []
+    j = 0
+    for i, w in enumerate(windows):
+        d = {"window": i, "disturbance": w["disturbance"], "at_ms": int(w["at_ms"]),
+             "settled_ms": int(w["settled_ms"]), "closed_ms": _int(w.get("closed_ms")),
+             "converged": bool(w["converged"]),
+             "time_to_converge_ms": _int(w["time_to_converge_ms"]),
+             "peak_unowned": int(w["peak_unowned"]),
+             **{k: _int(w.get(k)) for k in ("group_epoch_bumps", "resources_moved",
+                                             "resource_downtime_ms", "messages",
+                                             "records_written")},
+             **{k: _work_value(k, w.get(k)) for k in WORK_METRICS},
+             "control_lag_peak": None, "control_lag_record_s": None,
+             "task_downtime_task_s": None}
+        if w["disturbance"] != INITIAL:
+            cost = costs[j]
+            j += 1
+            for k, val in cost.items():
+                if k in ("resources_moved", "resource_downtime_ms") or not idle:
+                    d[k] = val
+            if not connect:
+                d["task_downtime_task_s"] = None
+        rows.append(d)
+    row["disturbance_rows"] = rows
     events = []
     for i, line in enumerate(res.trace):
         t, step, event, detail = _parse_trace_line(line)
@@ -328,16 +541,18 @@ def summarize(params: RunParams, sc: Scenario, res: SimResult, wall_ms: float) -
     return row
 
 
-def run_one(params: RunParams) -> dict[str, Any]:
-    """Simulate one run and return its nested result (never raises on a violation; a scenario
-    that cannot run at all is reported as a violation ``setup`` with the error)."""
+def run_one(params: RunParams, warmup_ms: int | None = None) -> dict[str, Any]:
+    """Simulate one run and its paired control and return its nested result (never raises
+    on a violation; a scenario that cannot run at all is reported as a violation ``setup``
+    with the error). ``warmup_ms`` replaces the warm-up :func:`warmup_for` sizes."""
     t0 = time.perf_counter()
     try:
-        sc = build_scenario(params)
+        sc = build_scenario(params, warmup_ms)
         res = simulate_run(params, sc)
+        control = run_control(params, sc, res)
     except Exception as e:  # a crash of the simulator itself is a finding, not a lost run
         return failed_result(params, e, (time.perf_counter() - t0) * 1000.0)
-    return summarize(params, sc, res, (time.perf_counter() - t0) * 1000.0)
+    return summarize(params, sc, res, (time.perf_counter() - t0) * 1000.0, control)
 
 
 def failed_result(params: RunParams, error: BaseException, wall_ms: float) -> dict[str, Any]:

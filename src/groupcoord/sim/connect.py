@@ -119,6 +119,8 @@ class ConnectSimulation(ConsumerSimulation):
 
     protocol = "connect"
     commits_offsets = False
+    #: KIP-415's "time until balanced" (``balanced_since``).
+    track_balance = True
     revoked_stat = "items_revoked"
     member_word = "worker"
     verbs = ("run", "runs")

@@ -728,5 +728,31 @@ class ConsumerSimulation(ConsumerConvergence):
     def work_totals(self) -> dict[str, float] | None:
         return self.app.totals()
 
+    def work_recovered(self) -> bool:
+        return not self.app.on or self.app.model.recovered()
+
+    def assignment_balanced(self) -> bool:
+        """Every resource has an owner and the live members' counts differ by at most one
+        (Connect: connectors and tasks counted apart, as KIP-415's assignor spreads each)."""
+        if self._unowned:
+            return False
+        live = self.live()
+        if not live:
+            return True
+        counts = {p.name: [0, 0] for p in live}
+        universe = self.universe
+        for key, p in self.legit.items():
+            if key not in universe:
+                continue
+            c = counts.get(p.name)
+            if c is None:
+                return False  # owned by a process that is gone
+            c[1 if key[1] >= 0 else 0] += 1
+        for kind in (0, 1):
+            values = [c[kind] for c in counts.values()]
+            if max(values) - min(values) > 1:
+                return False
+        return True
+
     def work_lag(self) -> float:
         return self.app.model.lag_now if self.app.on else 0.0

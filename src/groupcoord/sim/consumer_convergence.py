@@ -39,7 +39,7 @@ class ConsumerConvergence(ConsumerInvariants):
                     # converged after the faults stopped, the applications caught up: done
                     self.end_at = self.now
             else:
-                self.converged_at = None
+                self.note_unconverged()
 
 
     # ================================================================== universe, convergence
@@ -195,7 +195,8 @@ class ConsumerConvergence(ConsumerInvariants):
         sc = self.scenario
         lat = self.scenario.latency.max_ms * (1 + REORDER_SPIKE)
         bound = (sc.session_timeout_ms + sc.restart_delay_ms + sc.request_timeout_ms
-                 + _RETRY_BACKOFF_MAX_MS + 3 * sc.heartbeat_interval_ms + 20 * lat)
+                 + _RETRY_BACKOFF_MAX_MS + 3 * sc.heartbeat_interval_ms + 20 * lat
+                 + sc.assignment_interval_ms)
         if self.variant == CLIENT_VARIANT:
             bound += (sc.rebalance_timeout_ms + sc.request_timeout_ms + _RETRY_BACKOFF_MAX_MS
                       + 2 * sc.heartbeat_interval_ms + 10 * lat)

@@ -27,10 +27,24 @@ exception escaping a step (the coordinator, a member or the simulator crashing) 
 same way, as invariant ``crash``.
 
 **Metrics per disturbance.** Every scenario event opens a window at its time; the window
-closes when the group next converges after the disturbance ended (or when the run ends). A
-window reports the time to converge, group epoch bumps, resources moved, resource downtime
-(time a resource had no active owner, summed over resources), the peak of unowned resources,
-messages and records written during the window.
+closes when the group next converges after the disturbance ended and the members'
+applications have caught up (what a rebalance costs them outlasts the convergence: task
+starts, a backlog), or when the run ends; its time to converge is the group's. Its figures
+are taken at the end of that millisecond (after every event of that instant, so that a
+control run, below, can take its own at the same point). A window reports the time to
+converge, group epoch bumps, resources moved, resource downtime (time a resource had no active
+owner, summed over resources), the peak of unowned resources, messages and records written
+during the window.
+
+**Paired control** (the lab's method, ``lab.runs``). A simulation with ``control`` set runs the
+same scenario and seed with every event reduced to a marker: the marker takes the event's step
+and opens its window as the event would, and does nothing else, so up to the first disturbance
+the control is the disturbed run step for step (the same random draws, the same heap order)
+and an event that moves nothing leaves both runs identical. :meth:`Simulation.run_control`
+closes the control's windows at the times the disturbed run's closed: the disturbance's cost
+is then the difference of the two runs over the same time spans. ``caught_up`` says whether
+the group had converged and its applications caught up when the first event came;
+``balanced_since`` (protocols that track it) when the assignment last became balanced.
 """
 
 from __future__ import annotations
@@ -64,6 +78,10 @@ TRACE_TAIL = 40
 CHECKPOINT_EVERY = 2_000
 #: More events than this at one simulated instant is a livelock (reported as I5).
 LIVELOCK_EVENTS = 100_000
+#: The label of the window of the group's initial join (not a disturbance).
+INITIAL_JOIN = "initial-join"
+#: How often a window whose group converged looks again whether the applications caught up.
+RECOVERY_RECHECK_MS = 1_000
 
 Handler = Callable[[Any], None]
 
@@ -131,6 +149,8 @@ class Window:
     epoch0: int
     peak_unowned: int = 0
     converged_ms: int | None = None
+    #: When its figures were taken (None: still open).
+    closed_ms: int | None = None
     end: dict[str, Any] = field(default_factory=dict)
     #: The application's cumulative metrics at the start (``sim.workload``; None: idle) and
     #: the peak of the lag during the window.
@@ -143,7 +163,8 @@ class Window:
                                "converged": self.converged_ms is not None,
                                "time_to_converge_ms": None if self.converged_ms is None
                                else self.converged_ms - self.start_ms,
-                               "peak_unowned": self.peak_unowned}
+                               "peak_unowned": self.peak_unowned,
+                               "closed_ms": self.closed_ms}
         out.update(self.end)
         return out
 
@@ -233,7 +254,8 @@ class Simulation(ABC):
             consumer_max_session_timeout_ms=max(scenario.session_timeout_ms, 60_000),
             consumer_heartbeat_interval_ms=scenario.heartbeat_interval_ms,
             consumer_min_heartbeat_interval_ms=min(scenario.heartbeat_interval_ms, 5_000),
-            consumer_max_heartbeat_interval_ms=max(scenario.heartbeat_interval_ms, 15_000))
+            consumer_max_heartbeat_interval_ms=max(scenario.heartbeat_interval_ms, 15_000),
+            consumer_assignment_interval_ms=scenario.assignment_interval_ms)
         self.coord = SimCoordinator(shard_factory or default_shard_factory, self.config,
                                     self.image, self.new_member_id)
         self._timer_at: int | None = None
@@ -251,6 +273,16 @@ class Simulation(ABC):
         self._violation: ViolationReport | None = None
         self._over = False
         self._wall = 0.0
+        #: A paired control (see the module docstring): events are markers.
+        self.control = False
+        #: Windows converged at the current instant, closed once it is over.
+        self._closing: list[Window] = []
+        #: Whether the group had converged and the applications caught up at the first
+        #: scenario event (None: no event yet).
+        self.caught_up: bool | None = None
+        #: Since when the assignment is balanced (None: not balanced, or not tracked).
+        self.balanced_since: int | None = None
+        self._recovery_check: int | None = None
 
     # ================================================================== loop
 
@@ -337,6 +369,8 @@ class Simulation(ABC):
                 return True
             t, _, handler, arg = pop(heap)
             if self.end_at is not None and t > self.end_at:
+                if self._closing:
+                    self._close_pending()
                 self.now = self.end_at
                 break
             if t == self.now:
@@ -346,6 +380,8 @@ class Simulation(ABC):
                                           f"t={t} ms without time advancing")
             else:
                 same_time = 0
+                if self._closing:  # the instant of their convergence is over
+                    self._close_pending()
             self.now = t
             step = self.step = self.step + 1
             handler(arg)
@@ -363,7 +399,7 @@ class Simulation(ABC):
 
     def _schedule_timeline(self) -> None:
         sc = self.scenario
-        self.open_window("initial-join", 0, max(sc.members - 1, 0) * sc.join_stagger_ms
+        self.open_window(INITIAL_JOIN, 0, max(sc.members - 1, 0) * sc.join_stagger_ms
                          + (sc.start_spread_ms or 0))
         for ev in sc.events:
             self.at(ev.at_ms, self._apply_event, ev)
@@ -371,8 +407,13 @@ class Simulation(ABC):
 
     def _apply_event(self, ev: Event) -> None:
         live = self.live_count()
+        if self.caught_up is None:
+            self.caught_up = self.is_caught_up()
         self.quiet_at = max(self.quiet_at, ev.at_ms + ev.duration_ms(live))
         self.open_window(ev.kind, self.now, ev.at_ms + ev.settle_ms(live))
+        if self.control:  # a marker: the window, nothing else
+            self.dirty = True
+            return
         k = ev.kind
         if k == "network-partition":
             names = self.resolve_members(ev["members"])
@@ -568,16 +609,84 @@ class Simulation(ABC):
         now = self.now
         if self.converged_at is None:
             self.converged_at = now
-        still = []
-        for w in self._open:
-            if now >= w.settle_ms:
-                w.converged_ms = now
-                self._close(w)
+        if self.track_balance:
+            if self.assignment_balanced():
+                if self.balanced_since is None:
+                    self.balanced_since = now
             else:
-                still.append(w)
+                self.balanced_since = None
+        still = []
+        control = self.control
+        recovered: bool | None = None
+        for w in self._open:
+            if now >= w.settle_ms and not (control and w.label != INITIAL_JOIN):
+                if w.converged_ms is None:
+                    w.converged_ms = now
+                if recovered is None:
+                    recovered = self.work_recovered()
+                if recovered:
+                    self._closing.append(w)
+                    continue
+            still.append(w)
         self._open = still
+        if recovered is False:
+            self._await_recovery()
+
+    def note_unconverged(self) -> None:
+        """Called after a step that found the group not converged."""
+        self.converged_at = None
+        self.balanced_since = None
+        for w in self._open:  # converged, then disturbed again before the work caught up
+            w.converged_ms = None
+
+    def _await_recovery(self) -> None:
+        """Look again in :data:`RECOVERY_RECHECK_MS` whether the applications caught up (a
+        lazily computed catch-up is no event of its own)."""
+        at = self._recovery_check
+        if at is None or at <= self.now:
+            at = self._recovery_check = self.now + RECOVERY_RECHECK_MS
+            self.at(at, self._recheck_recovery, at)
+
+    def _recheck_recovery(self, at: int) -> None:
+        if at != self._recovery_check:
+            self.step -= 1  # superseded: not an event of the simulation
+            return
+        self._recovery_check = None
+        self.dirty = True
+
+    def _close_pending(self) -> None:
+        for w in self._closing:
+            self._close(w)
+        self._closing = []
+
+    def is_caught_up(self) -> bool:
+        """The group converged (its initial join over) and the applications caught up."""
+        return self.converged_at is not None and not any(
+            w.label == INITIAL_JOIN for w in (*self._open, *self._closing)) \
+            and self.work_recovered()
+
+    def run_control(self, ends: list[int]) -> list[dict[str, Any]]:
+        """Run a control (``control`` set before) and close its i-th disturbance window at
+        ``ends[i]`` (the end of that millisecond, as the disturbed run closed its own); the
+        disturbance windows' figures, in order (a window whose event never came is left out)."""
+        self.control = True
+        self.start()
+        for t in sorted(set(ends)):
+            self.advance(until_ms=t)
+            if self._over:
+                break
+            self._close_pending()
+            self.now = t  # nothing happens until the next event: the figures as of t
+            dist = [w for w in self.windows if w.label != INITIAL_JOIN]
+            for i, w in enumerate(dist):
+                if i < len(ends) and ends[i] == t and w in self._open:
+                    self._open.remove(w)
+                    self._close(w)
+        self._close_windows(final=True)
+        return [w.as_json() for w in self.windows if w.label != INITIAL_JOIN]
 
     def _close(self, w: Window) -> None:
+        w.closed_ms = self.now
         w.end = {"group_epoch_bumps": self.group_epoch() - w.epoch0,
                  "resources_moved": self.counters["moved"] - w.moved0,
                  "resource_downtime_ms": self.downtime() - w.downtime0,
@@ -589,6 +698,7 @@ class Simulation(ABC):
                 w.end.update(window_metrics(w.work0, end, max(w.lag_peak, self.work_lag())))
 
     def _close_windows(self, final: bool) -> None:
+        self._close_pending()
         for w in self._open:
             self._close(w)
         self._open = []
@@ -613,7 +723,18 @@ class Simulation(ABC):
                 "metadata_updates": self.counters["metadata_updates"],
                 "resources_moved": self.counters["moved"],
                 "resource_downtime_ms": self.downtime(),
-                "group_epoch": self.group_epoch(), **self.protocol_summary()}
+                "group_epoch": self.group_epoch(), **self._method_summary(),
+                **self.protocol_summary()}
+
+    def _method_summary(self) -> dict[str, Any]:
+        """What the lab's method reads (``lab.runs``): whether the group had caught up at the
+        first event, since when the assignment is balanced."""
+        out: dict[str, Any] = {}
+        if self.caught_up is not None:
+            out["caught_up"] = self.caught_up
+        if self.track_balance:
+            out["balanced_since_ms"] = self.balanced_since
+        return out
 
     def reproduce_command(self) -> str:
         src = self.scenario.source or self.scenario.name
@@ -692,6 +813,17 @@ class Simulation(ABC):
 
     def group_epoch(self) -> int:
         return 0
+
+    #: Whether :meth:`assignment_balanced` is tracked (``balanced_since``).
+    track_balance = False
+
+    def assignment_balanced(self) -> bool:
+        """Whether the converged group's assignment is balanced."""
+        return True
+
+    def work_recovered(self) -> bool:
+        """Whether the applications caught up (no backlog beyond the records in flight)."""
+        return True
 
     def i5_bound(self) -> int:
         return 0

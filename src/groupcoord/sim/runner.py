@@ -13,10 +13,31 @@ from pathlib import Path
 from typing import Any
 
 from groupcoord.sim.coordinator import ShardFactory, load_shard_factory
-from groupcoord.sim.engine import CHECKPOINT_EVERY, SimResult
+from groupcoord.sim.engine import CHECKPOINT_EVERY, SimResult, Simulation
 from groupcoord.sim.protocols import resolve_protocol
 from groupcoord.sim.scenario import Scenario, connectors_as_topics, load_scenario, with_workload
 from groupcoord.sim.workload import Workload
+
+
+def build_simulation(scenario: str | Scenario, seed: int = 0, protocol: str = "consumer", *,
+                     shard_factory: ShardFactory | str | None = None,
+                     record_trace: bool = False, checkpoint_every: int = CHECKPOINT_EVERY,
+                     full_checks: bool = False, workload: Workload | None = None,
+                     start_spread_ms: int | None = None) -> Simulation:
+    """The simulation :func:`simulate` runs (not started)."""
+    spec, variant = resolve_protocol(protocol)
+    sc = load_scenario(scenario, seed) if isinstance(scenario, str) else scenario
+    if workload is not None:
+        sc = with_workload(sc, workload)
+    if start_spread_ms is not None:
+        sc = replace(sc, start_spread_ms=start_spread_ms)
+    if spec.resource == "partitions":
+        sc = connectors_as_topics(sc)
+    factory_spec = shard_factory if isinstance(shard_factory, str) else None
+    factory = load_shard_factory(shard_factory) if isinstance(shard_factory, str) else shard_factory
+    return spec.simulation(sc, seed, variant, shard_factory=factory,
+                           shard_factory_spec=factory_spec, record_trace=record_trace,
+                           checkpoint_every=checkpoint_every, full_checks=full_checks)
 
 
 def simulate(scenario: str | Scenario, seed: int = 0, protocol: str = "consumer", *,
@@ -29,19 +50,10 @@ def simulate(scenario: str | Scenario, seed: int = 0, protocol: str = "consumer"
     (:func:`~groupcoord.sim.scenario.connectors_as_topics`). ``workload`` replaces the
     scenario's (``sim.workload``; ``IDLE``: members that do no work); ``start_spread_ms``
     the scenario's (:func:`~groupcoord.sim.scenario.start_offsets_ms`)."""
-    spec, variant = resolve_protocol(protocol)
-    sc = load_scenario(scenario, seed) if isinstance(scenario, str) else scenario
-    if workload is not None:
-        sc = with_workload(sc, workload)
-    if start_spread_ms is not None:
-        sc = replace(sc, start_spread_ms=start_spread_ms)
-    if spec.resource == "partitions":
-        sc = connectors_as_topics(sc)
-    factory_spec = shard_factory if isinstance(shard_factory, str) else None
-    factory = load_shard_factory(shard_factory) if isinstance(shard_factory, str) else shard_factory
-    sim = spec.simulation(sc, seed, variant, shard_factory=factory,
-                          shard_factory_spec=factory_spec, record_trace=record_trace,
-                          checkpoint_every=checkpoint_every, full_checks=full_checks)
+    sim = build_simulation(scenario, seed, protocol, shard_factory=shard_factory,
+                           record_trace=record_trace, checkpoint_every=checkpoint_every,
+                           full_checks=full_checks, workload=workload,
+                           start_spread_ms=start_spread_ms)
     return sim.run(max_steps=max_steps)
 
 

@@ -1,0 +1,102 @@
+"""The field's client settings: each protocol's members at the defaults of the shipped clients.
+
+The simulator's own scenario defaults (``sim.scenario``: heartbeat 5 s, rebalance timeout
+30 s, ``scheduled.rebalance.max.delay.ms`` 30 s) are timings its tests were written against;
+a comparison of protocols needs each protocol at the settings its users run. Per protocol
+family (Kafka config names; the Java clients, librdkafka and Kafka 4.3's broker agree):
+
+- classic consumers (``ConsumerConfig``): ``heartbeat.interval.ms`` 3 s,
+  ``session.timeout.ms`` 45 s, ``max.poll.interval.ms`` 5 min (sent as the rebalance timeout),
+  ``metadata.max.age.ms`` 5 min;
+- KIP-848 consumers: the broker's ``group.consumer.heartbeat.interval.ms`` 5 s and
+  ``group.consumer.session.timeout.ms`` 45 s, ``group.consumer.assignment.interval.ms`` 1 s
+  (Kafka 4.3's assignment batching), ``max.poll.interval.ms`` 5 min;
+- Connect workers (``DistributedConfig``; the same on the Connect draft's group type):
+  ``heartbeat.interval.ms`` 3 s, ``session.timeout.ms`` 10 s, ``rebalance.timeout.ms`` 60 s,
+  ``scheduled.rebalance.max.delay.ms`` 5 min (KIP-415).
+
+:func:`with_field_settings` puts a scenario's group at these settings (the lab does so for
+every run unless the scenario sets them itself); :func:`effective_settings` names what a
+scenario's run used, under the Kafka names, for the lab's ``settings_json`` column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import replace
+from typing import Any
+
+from groupcoord.sim.scenario import Scenario
+
+#: Scenario fields (``sim.scenario.Scenario``, ``workload.metadata_max_age_ms``) per protocol
+#: family at the field's defaults.
+FIELD_SETTINGS: dict[str, dict[str, int]] = {
+    "classic": {"heartbeat_interval_ms": 3_000, "session_timeout_ms": 45_000,
+                "rebalance_timeout_ms": 300_000, "metadata_max_age_ms": 300_000},
+    "consumer": {"heartbeat_interval_ms": 5_000, "session_timeout_ms": 45_000,
+                 "rebalance_timeout_ms": 300_000, "assignment_interval_ms": 1_000,
+                 "metadata_max_age_ms": 300_000},
+    "connect": {"heartbeat_interval_ms": 3_000, "session_timeout_ms": 10_000,
+                "rebalance_timeout_ms": 60_000, "max_delay_ms": 300_000},
+}
+
+
+def family(protocol: str) -> str:
+    """``classic``, ``consumer`` or ``connect`` (Connect workers on either group type)."""
+    name = protocol.partition(":")[0]
+    if "connect" in name:
+        return "connect"
+    return "classic" if name == "classic" else "consumer"
+
+
+def with_field_settings(sc: Scenario, protocol: str, keep: Collection[str] = ()) -> Scenario:
+    """The scenario with its group at the field's settings for ``protocol``; the fields in
+    ``keep`` (set by the scenario itself, or swept by a grid) stay as they are."""
+    changes: dict[str, Any] = {}
+    wl_changes: dict[str, Any] = {}
+    for name, value in FIELD_SETTINGS[family(protocol)].items():
+        if name in keep:
+            continue
+        if name == "metadata_max_age_ms":
+            if not sc.workload.idle:
+                wl_changes[name] = value
+        else:
+            changes[name] = value
+    if wl_changes:
+        changes["workload"] = replace(sc.workload, **wl_changes)
+    return replace(sc, **changes) if changes else sc
+
+
+def effective_settings(sc: Scenario, protocol: str) -> dict[str, int]:
+    """The settings a run of ``sc`` under ``protocol`` uses, under Kafka's config names."""
+    wl = sc.workload
+    fam = family(protocol)
+    out: dict[str, int]
+    if fam == "connect":
+        out = {"heartbeat.interval.ms": sc.heartbeat_interval_ms,
+               "session.timeout.ms": sc.session_timeout_ms,
+               "rebalance.timeout.ms": sc.rebalance_timeout_ms,
+               "scheduled.rebalance.max.delay.ms": sc.max_delay_ms,
+               "offset.flush.interval.ms": (wl.auto_commit_interval_ms
+                                            if wl.auto_commit_interval_ms is not None
+                                            else sc.commit_interval_ms)}
+    else:
+        out = {"heartbeat.interval.ms" if fam == "classic"
+               else "group.consumer.heartbeat.interval.ms": sc.heartbeat_interval_ms,
+               "session.timeout.ms" if fam == "classic"
+               else "group.consumer.session.timeout.ms": sc.session_timeout_ms,
+               "max.poll.interval.ms": sc.rebalance_timeout_ms,
+               "auto.commit.interval.ms": (wl.auto_commit_interval_ms
+                                           if wl.auto_commit_interval_ms is not None
+                                           else sc.commit_interval_ms)}
+        if fam == "classic":
+            out["metadata.max.age.ms"] = wl.metadata_max_age_ms
+        else:
+            out["group.consumer.assignment.interval.ms"] = sc.assignment_interval_ms
+        if not wl.idle:
+            out["max.poll.records"] = wl.max_poll_records
+    out["request.timeout.ms"] = sc.request_timeout_ms
+    return dict(sorted(out.items()))
+
+
+__all__ = ["FIELD_SETTINGS", "effective_settings", "family", "with_field_settings"]
