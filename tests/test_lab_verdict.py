@@ -174,3 +174,28 @@ def test_at_most_a_dozen_claims_shared_between_grids() -> None:
     assert len(found) == MAX_CLAIMS
     assert {c.grid for c in found} == {f"g{k}" for k in range(6)}  # every grid has its turn
     assert [c.grid for c in found] == sorted(c.grid for c in found)  # in the grids' order
+
+
+def test_kip415s_delay_is_named_where_it_explains_the_wait() -> None:
+    """Incremental cooperative Connect balances a departed worker's tasks only after
+    scheduled.rebalance.max.delay.ms, by design: the claim says so, with the runs' value."""
+    settings = json.dumps({"scheduled.rebalance.max.delay.ms": 300_000})
+    rows = [{**_run(p, s, scenario="kip415-worker-leaves", time_to_balance_ms=v + s),
+             "settings_json": settings}
+            for p, v in (("connect:eager", 12_000), ("connect:cooperative", 305_000))
+            for s in range(5)]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [
+        {"name": "kip415", "protocols": ["connect:eager", "connect:cooperative"],
+         "metrics": ["time_to_balance_ms"], "seeds": 5}]}, rows)
+    (c,) = claims([g])
+    assert c.best == "connect:eager" and c.worse == "connect:cooperative"
+    assert c.text.endswith("By design: KIP-415 holds a departed worker's tasks for "
+                           "scheduled.rebalance.max.delay.ms (300,000 ms here) in case it "
+                           "comes back.")
+    # a wait shorter than the delay is not explained by it
+    short = [{**r, "time_to_balance_ms": r["time_to_balance_ms"] - 250_000}
+             if r["protocol"] == "connect:cooperative" else r for r in rows]
+    (g2,) = grid_verdicts({"spec": "paper", "grids": [
+        {"name": "kip415", "protocols": ["connect:eager", "connect:cooperative"],
+         "metrics": ["time_to_balance_ms"], "seeds": 5}]}, short)
+    assert "By design" not in claims([g2])[0].text

@@ -212,8 +212,8 @@ def verdict_html(g: GridVerdict) -> str:
         for j, mv in enumerate(row.metrics):
             tds = []
             if j == 0:
-                tds += [f"<td rowspan='{n}' class='l'>{html.escape(x)}</td>"
-                        for x in (scen, size, load)]
+                tds += [f"<td rowspan='{n}' class='l{' n' if k == 1 else ''}'>"
+                        f"{html.escape(x)}</td>" for k, x in enumerate((scen, size, load))]
             tds.append(f"<td class='l m'>{html.escape(_unit(mv.metric, g.excess))}</td>")
             for p in g.protocols:
                 c = mv.cells.get(p)
@@ -552,7 +552,8 @@ table { border-collapse: collapse; font-size: 0.8em; margin: 0.8em 0; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.45em; text-align: right; vertical-align: top; }
 th { background: #f0f0f0; } td.l, th.l { text-align: left; }
 td.best { background: #d9f2d9; font-weight: bold; } td.tied { background: #eef8ee; }
-td.v { color: #555; } td.m { white-space: nowrap; } small { color: #777; }
+td.v { color: #555; white-space: nowrap; } td.m, td.n { white-space: nowrap; }
+small { color: #777; white-space: nowrap; }
 tr.odd td { border-top: 1px solid #ccc; } tr.even td[rowspan] { background: #fafafa; }
 p.q { font-style: italic; } .claims li { margin-bottom: 0.5em; }
 code { background: #f6f6f6; padding: 0.1em 0.3em; font-size: 0.9em; }

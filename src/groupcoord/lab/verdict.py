@@ -33,6 +33,7 @@ Plain Python over row dicts (no Spark, no pandas), as ``lab.findings``.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import statistics
@@ -163,6 +164,8 @@ class GridVerdict:
     spec: str = "SPEC"
     #: The runs carry paired controls: lag is the excess over the control's.
     excess: bool = False
+    #: Per protocol, the settings of its runs (``settings_json``; one run's, parsed).
+    settings: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def natural_key(text: str) -> tuple[Any, ...]:
@@ -247,7 +250,23 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
                        sum(1 for r in mine if not r.get("ok")),
                        sum(1 for r in mine if r.get("ok") and r.get("caught_up") is False),
                        int(grid.get("seeds") or len({r.get("seed") for r in mine})),
-                       param, spec, any(r.get("control_lag_peak") is not None for r in mine))
+                       param, spec, any(r.get("control_lag_peak") is not None for r in mine),
+                       _settings_of(mine))
+
+
+def _settings_of(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        p = str(r["protocol"])
+        if p in out or not r.get("settings_json"):
+            continue
+        try:
+            d = json.loads(str(r["settings_json"]))
+        except ValueError:
+            continue
+        if isinstance(d, dict):
+            out[p] = d
+    return out
 
 
 def _x_of(rows: Sequence[Mapping[str, Any]], param: str | None) -> float | None:
@@ -311,8 +330,27 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
             f"{short_label(m, g.excess)}, {m.fmt(b.median)} (range {m.fmt(b.low)}{DASH}{m.fmt(b.high)}) "
             f"against {m.fmt(w.median)} ({m.fmt(w.low)}{DASH}{m.fmt(w.high)}) for {worse}, "
             f"medians of {n} seeds.")
+    text += _by_design(g, m, worse, w.median)
     cmd = reproduce(g.spec, row.scenario, row.size, row.workload, [*mv.best, worse])
     return Claim(g.name, text, cmd, m.column, row.scenario, row.size, best, worse)
+
+
+#: KIP-415's delay: an incremental cooperative Connect group waits this long before it hands a
+#: departed worker's tasks to the others.
+DELAY_SETTING = "scheduled.rebalance.max.delay.ms"
+
+
+def _by_design(g: GridVerdict, m: Metric, worse: str, value: float) -> str:
+    """What the reader must know when an incremental cooperative Connect protocol is the
+    slower one to balance and took at least its delay: KIP-415 waits, by design."""
+    if (m.column != "time_to_balance_ms" or family(worse) not in _CONNECT_FAMILIES
+            or worse.endswith(":eager")):
+        return ""
+    delay = g.settings.get(worse, {}).get(DELAY_SETTING)
+    if not isinstance(delay, int | float) or value < 0.9 * delay:
+        return ""
+    return (f" By design: KIP-415 holds a departed worker's tasks for {DELAY_SETTING} "
+            f"({int(delay):,} ms here) in case it comes back.")
 
 
 def _strength(mv: MetricVerdict) -> float:
