@@ -152,3 +152,17 @@ def test_saved_calibration_replaces_its_rows_and_keeps_the_others(tmp_path: Path
     text = "\n".join(calibration_items(load_calibration(path)))
     assert "on 2031-02-03" in text and "1 of 2 rows within 2x" in text
     assert "lag peak 100 simulated against 900 records measured" in text
+
+
+def test_the_calibrations_other_timings_are_said() -> None:
+    cal = {**CAL, "setup": {**CAL["setup"], "heartbeat_interval_ms": 5000,
+                            "scheduled_rebalance_max_delay_ms": 30000}}
+    runs = [{**r, "settings_json": json.dumps({"heartbeat.interval.ms": 3000,
+                                               "scheduled.rebalance.max.delay.ms": 300000})}
+            for r in _rows()]
+    text = "\n".join(model_limits(runs, cal))
+    assert ("The calibration ran at other timings than these runs (heartbeat.interval.ms 5,000 "
+            "ms there, 3,000 ms here; scheduled.rebalance.max.delay.ms 30,000 ms there, "
+            "300,000 ms here)") in text
+    same = [{**r, "settings_json": json.dumps({"heartbeat.interval.ms": 5000})} for r in _rows()]
+    assert "other timings" not in "\n".join(model_limits(same, cal))

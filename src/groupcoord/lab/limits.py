@@ -245,7 +245,43 @@ def model_limits(runs: Sequence[Mapping[str, Any]],
             "each, until the faults stop); real networks also have correlated and bursty "
             "faults and pauses.")
     items += calibration_items(cal)
+    note = _calibration_settings_note(runs, cal)
+    if note:
+        items.append(note)
     return items
+
+
+#: The calibration's timings and the client settings they correspond to.
+_CAL_SETTINGS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("heartbeat_interval_ms", ("heartbeat.interval.ms", "group.consumer.heartbeat.interval.ms")),
+    ("session_timeout_ms", ("session.timeout.ms", "group.consumer.session.timeout.ms")),
+    ("rebalance_timeout_ms", ("rebalance.timeout.ms", "max.poll.interval.ms")),
+    ("scheduled_rebalance_max_delay_ms", ("scheduled.rebalance.max.delay.ms",)),
+)
+
+
+def _calibration_settings_note(runs: Sequence[Mapping[str, Any]],
+                               cal: Mapping[str, Any] | None) -> str:
+    """Where the calibration's timings differ from the settings these runs used: the
+    calibration checks the model's mechanics at its own settings, not at these."""
+    setup = (cal or {}).get("setup") or {}
+    used: dict[str, set[Any]] = defaultdict(set)
+    for r in runs:
+        for k, v in _settings(r).items():
+            used[k].add(v)
+    diffs = []
+    for key, names in _CAL_SETTINGS:
+        if key not in setup:
+            continue
+        ours = sorted({v for n in names for v in used.get(n, ())
+                       if isinstance(v, int | float)})
+        if ours and ours != [setup[key]]:
+            diffs.append(f"{' / '.join(n for n in names if n in used)} "
+                         f"{_n(setup[key])} ms there, {', '.join(_n(v) for v in ours)} ms here")
+    if not diffs:
+        return ""
+    return ("The calibration ran at other timings than these runs (" + "; ".join(diffs)
+            + "): it checks the model's mechanics against real clients, not these settings.")
 
 
 # --------------------------------------------------------------------------- settings
