@@ -199,3 +199,33 @@ def test_kip415s_delay_is_named_where_it_explains_the_wait() -> None:
         {"name": "kip415", "protocols": ["connect:eager", "connect:cooperative"],
          "metrics": ["time_to_balance_ms"], "seeds": 5}]}, short)
     assert "By design" not in claims([g2])[0].text
+
+
+cells_values = st.lists(st.integers(min_value=0, max_value=20_000), min_size=3, max_size=3)
+
+
+@given(st.lists(st.tuples(cells_values, cells_values, cells_values), min_size=1, max_size=4))
+def test_no_mark_or_claim_rests_on_a_difference_within_the_seeds_spread(
+        rows_values: list[tuple[list[int], list[int], list[int]]]) -> None:
+    """Whatever the values: every mark and every claim compares ranges separated by more than
+    the metric's floor, and no claim names a protocol that is not marked."""
+    protocols = ("classic:eager", "classic:cooperative", "consumer:uniform")
+    rows = [_run(p, s, size=10 + i, stall_ms=vals[k][s])
+            for i, vals in enumerate(rows_values) for k, p in enumerate(protocols)
+            for s in range(3)]
+    (g,) = grid_verdicts({"spec": "x", "grids": [
+        {"name": "g", "protocols": list(protocols), "metrics": ["stall_ms"], "seeds": 3}]}, rows)
+    for row in g.rows:
+        (mv,) = row.metrics
+        if mv.verdict == "best":
+            (b,) = mv.best
+            for p in protocols:
+                if p != b:
+                    assert mv.cells[p].low - mv.cells[b].high > STALL.floor
+        for p in mv.beaten:
+            assert all(mv.cells[p].low - mv.cells[b].high > STALL.floor for b in mv.best[:1])
+    for c in claims([g]):
+        row = next(r for r in g.rows if r.size == c.size)
+        (mv,) = row.metrics
+        assert c.best in mv.best and c.worse in mv.beaten
+        assert mv.cells[c.worse].low - mv.cells[c.best].high > STALL.floor
