@@ -229,3 +229,24 @@ def test_no_mark_or_claim_rests_on_a_difference_within_the_seeds_spread(
         (mv,) = row.metrics
         assert c.best in mv.best and c.worse in mv.beaten
         assert mv.cells[c.worse].low - mv.cells[c.best].high > STALL.floor
+
+
+def test_a_swept_parameter_gives_one_sentence_where_the_winner_changes() -> None:
+    """Processing time swept across workloads: consumer:uniform's stall is lowest at 0.5 and
+    2 ms, classic:eager's at 20 ms, none separates at 5 ms: one sentence, values in order."""
+    stalls = {0.5: (9000, 0), 2: (9000, 100), 5: (3000, 3100), 20: (0, 9000)}
+    rows = [{**_run(p, s, scenario="rolling-bounce", size=8, workload=f"4x8-p{ms:g}ms",
+                    stall_ms=v[k] + 10 * s),
+             "work": json.dumps({"processing_ms": ms})}
+            for ms, v in stalls.items()
+            for k, p in enumerate(("classic:eager", "consumer:uniform")) for s in range(3)]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [
+        {"name": "crossover", "protocols": ["classic:eager", "consumer:uniform"],
+         "metrics": ["stall_ms"], "seeds": 3}]}, rows)
+    (c,) = claims([g])
+    assert c.text == ("rolling-bounce, 8 members, stall against the processing time per "
+                      "record: the lowest (separated from every other protocol) is "
+                      "consumer:uniform at 0.5, 2 ms; no protocol separates at 5 ms; "
+                      "classic:eager at 20 ms.")
+    assert c.command == ("groupcoord lab run --spec paper --scenario rolling-bounce --size 8 "
+                         "--protocol classic:eager --protocol consumer:uniform --out DIR")

@@ -44,8 +44,10 @@ from typing import Any
 
 from groupcoord.lab.findings import (
     BY_COLUMN,
+    X_NAMES,
     Metric,
     family,
+    number,
     reproduce,
     sweep_parameter,
     with_work_parameters,
@@ -362,14 +364,50 @@ def _strength(mv: MetricVerdict) -> float:
     return (hi + m.floor) / (lo + m.floor)
 
 
+def _crossovers(g: GridVerdict) -> list[Claim]:
+    """Per scenario and metric of a grid that sweeps a parameter: the marked best at each
+    value swept, when it is not the same protocol at every value (where the winner changes)."""
+    x_name, x_unit = X_NAMES.get(g.parameter or "", (g.parameter or "", ""))
+    out = []
+    by_scenario: dict[tuple[str, int], list[VerdictRow]] = defaultdict(list)
+    for row in g.rows:
+        if row.x is not None:
+            by_scenario[(row.scenario, row.size)].append(row)
+    for (scenario, size), rows in by_scenario.items():
+        rows = sorted(rows, key=lambda r: r.x or 0.0)
+        for i, m in enumerate(g.metrics):
+            winners = [(r.x, r.metrics[i].best[0] if r.metrics[i].verdict == "best" else None)
+                       for r in rows]
+            named = {w for _, w in winners if w is not None}
+            if len(named) < 2:
+                continue
+            parts = []
+            for w in dict.fromkeys(w for _, w in winners):
+                xs = ", ".join(number(x or 0.0) for x, v in winners if v == w)
+                parts.append(f"{w} at {xs}{x_unit}" if w else f"no protocol separates at "
+                             f"{xs}{x_unit}")
+            text = (f"{scenario}, {size} {member_word(scenario, g.protocols)}, "
+                    f"{short_label(m, g.excess)} against {x_name}: the lowest"
+                    if m.lower_is_better else
+                    f"{scenario}, {size} {member_word(scenario, g.protocols)}, "
+                    f"{short_label(m, g.excess)} against {x_name}: the highest")
+            text += " (separated from every other protocol) is " + "; ".join(parts) + "."
+            cmd = reproduce(g.spec, scenario, size, None, g.protocols)
+            out.append(Claim(g.name, text, cmd, m.column, scenario, size,
+                             next(iter(sorted(named))), ""))
+    return out
+
+
 def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS) -> list[Claim]:
     """At most ``limit`` sentences for the page: per grid and question metric, the marked
     difference at the grid's largest size (then the largest ratio), taken grid by grid in
     turn, metrics in the question's order."""
     per_grid: list[list[Claim]] = []
     for g in verdicts:
-        found = []
+        found = _crossovers(g) if g.parameter is not None else []
         for i in range(len(g.metrics)):
+            if any(c.metric == g.metrics[i].column for c in found):
+                continue  # the crossover says it for every value swept
             cands = [(row, row.metrics[i]) for row in g.rows
                      if row.metrics[i].verdict in ("best", "tied") and row.metrics[i].beaten]
             if not cands:
