@@ -155,6 +155,11 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
             + f". = marks the protocols the best one does not separate from (tied best); "
             f"'tie': no protocol separates; with fewer than {MIN_SEEDS} seeds nothing is "
             "marked.")
+    negative = any(c.median < 0 for g in verdicts for row in g.rows for mv in row.metrics
+                   for c in mv.cells.values())
+    if negative and _has_controls(runs):
+        what += (" A negative number: the disturbed run had less of it than its control over "
+                 "the same windows.")
     total = sum(g.runs for g in verdicts)
     bad = sum(g.violated for g in verdicts)
     late = sum(g.not_caught_up for g in verdicts)
