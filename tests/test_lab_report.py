@@ -125,7 +125,8 @@ def _runs(tmp_path: Path) -> None:
     (tmp_path / "sweep.json").write_text(json.dumps({
         "name": "t", "spec": "paper", "runs": len(rows), "cells": 10, "sim_s": 1.0,
         "grids": [
-            {**grid, "name": "kip415", "description": "KIP-415's question",
+            {**grid, "name": "kip415", "description": "16 connectors x 8 tasks",
+             "question": "How many tasks restart when a worker joins?",
              "protocols": ["connect:eager", "connect:cooperative"],
              "scenarios": ["kip415-worker-joins"], "sizes": [3, 6], "workloads": ["16x8c"]},
             {**grid, "name": "crossover", "description": "processing time",
@@ -142,6 +143,9 @@ def test_the_first_page_is_a_verdict_table_per_grid_then_claims(tmp_path: Path) 
              "<h2>What the model leaves out</h2>", "<h2>Invariant violations", "<h2>Charts</h2>"]
     assert [index.index(h) for h in order] == sorted(index.index(h) for h in order)
     assert "minus its paired control" in index  # the runs carry controls
+    # each grid says its question, then its setup
+    assert index.index("<p class='q'>How many tasks restart when a worker joins?</p>") \
+        < index.index("<p>16 connectors x 8 tasks</p>") < index.index("<h2>crossover</h2>")
     # which test, said on the page, with its chance for 5 seeds
     assert "ranges are separated" in index and "5 seeds: 1 in 252" in index
     assert "1 that never caught up" not in index and "3 that never caught up" not in index

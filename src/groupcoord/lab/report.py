@@ -196,6 +196,8 @@ def verdict_html(g: GridVerdict) -> str:
     parts = [f"<h2>{html.escape(g.name)}</h2>"]
     if g.question:
         parts.append(f"<p class='q'>{html.escape(g.question)}</p>")
+    if g.description and g.description != g.question:
+        parts.append(f"<p>{html.escape(g.description)}</p>")
     mets = ", ".join(_unit(m, g.excess) for m in g.metrics)
     extra = ""
     if g.violated or g.not_caught_up:
@@ -238,7 +240,9 @@ def verdict_html(g: GridVerdict) -> str:
 def verdict_md(g: GridVerdict) -> str:
     lines = [f"### {g.name}", ""]
     if g.question:
-        lines += [g.question, ""]
+        lines += [f"*{g.question}*", ""]
+    if g.description and g.description != g.question:
+        lines += [g.description, ""]
     lines += [f"Metrics: {', '.join(_unit(m, g.excess) for m in g.metrics)}. {g.seeds} seeds per cell; "
               f"{g.runs:,} runs; left out: {g.violated} with a violation, {g.not_caught_up} "
               "never caught up.", ""]

@@ -252,7 +252,7 @@ def grid_meta(spec: SweepSpec) -> list[dict[str, Any]]:
                     "protocols": one.resolved_protocols(), "scenarios": list(g.scenarios),
                     "sizes": list(g.sizes), "workloads": [w.name for w in g.workloads],
                     "fault_rates": list(g.fault_rates), "seeds": g.seeds,
-                    "metrics": list(g.metrics)})
+                    "metrics": list(g.metrics), "question": getattr(g, "question", "")})
     return out
 
 

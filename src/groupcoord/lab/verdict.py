@@ -168,6 +168,8 @@ class GridVerdict:
     excess: bool = False
     #: Per protocol, the settings of its runs (``settings_json``; one run's, parsed).
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The grid's setup in words (the spec's description), beside its question.
+    description: str = ""
 
 
 def natural_key(text: str) -> tuple[Any, ...]:
@@ -247,13 +249,13 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
                     cells[p] = Cell(vals)
             vr.metrics.append(judge(cells, m, min_seeds))
         rows.append(vr)
-    title = str(grid.get("description") or "")
+    title = str(grid.get("question") or grid.get("description") or "")
     return GridVerdict(str(grid.get("name") or ""), title, protocols, metrics, rows, len(mine),
                        sum(1 for r in mine if not r.get("ok")),
                        sum(1 for r in mine if r.get("ok") and r.get("caught_up") is False),
                        int(grid.get("seeds") or len({r.get("seed") for r in mine})),
                        param, spec, any(r.get("control_lag_peak") is not None for r in mine),
-                       _settings_of(mine))
+                       _settings_of(mine), str(grid.get("description") or ""))
 
 
 def _settings_of(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
