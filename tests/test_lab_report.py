@@ -148,6 +148,7 @@ def test_the_first_page_is_a_verdict_table_per_grid_then_claims(tmp_path: Path) 
         < index.index("<p>16 connectors x 8 tasks</p>") < index.index("<h2>crossover</h2>")
     # which test, said on the page, with its chance for 5 seeds
     assert "ranges are separated" in index and "5 seeds: 1 in 252" in index
+    assert "sign test" not in index  # no grid with 10 seeds or more
     assert "1 that never caught up" not in index and "3 that never caught up" not in index
     assert "6 that never caught up" in index  # seed 4 of every crossover cell
     # KIP-415's metrics, cooperative marked best on restarts, stall a tie

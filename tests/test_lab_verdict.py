@@ -24,6 +24,8 @@ from groupcoord.lab.verdict import (
     natural_key,
     question_metrics,
     separation_chance,
+    sign_needed,
+    sign_test,
 )
 
 STALL = BY_COLUMN["stall_ms"]  # floor 250 ms
@@ -207,8 +209,9 @@ cells_values = st.lists(st.integers(min_value=0, max_value=20_000), min_size=3, 
 @given(st.lists(st.tuples(cells_values, cells_values, cells_values), min_size=1, max_size=4))
 def test_no_mark_or_claim_rests_on_a_difference_within_the_seeds_spread(
         rows_values: list[tuple[list[int], list[int], list[int]]]) -> None:
-    """Whatever the values: every mark and every claim compares ranges separated by more than
-    the metric's floor, and no claim names a protocol that is not marked."""
+    """Whatever the values (3 seeds: no sign test), every mark and every claim compares
+    ranges separated by more than the metric's floor, and no claim names a protocol that is
+    not marked."""
     protocols = ("classic:eager", "classic:cooperative", "consumer:uniform")
     rows = [_run(p, s, size=10 + i, stall_ms=vals[k][s])
             for i, vals in enumerate(rows_values) for k, p in enumerate(protocols)
@@ -250,3 +253,26 @@ def test_a_swept_parameter_gives_one_sentence_where_the_winner_changes() -> None
                       "classic:eager at 20 ms.")
     assert c.command == ("groupcoord lab run --spec paper --scenario rolling-bounce --size 8 "
                          "--protocol classic:eager --protocol consumer:uniform --out DIR")
+
+
+def test_with_many_seeds_a_paired_sign_test_marks_what_one_touching_seed_would_hide() -> None:
+    """The anchor: 21 seeds, the consumer protocol converges in about 5 s, classic waits for
+    a metadata refresh drawn anywhere in 300 s; in one seed the refresh fell right after the
+    growth (3 s). The ranges touch, the sign test (20 of 21 by more than the floor) marks."""
+    conv = BY_COLUMN["convergence_ms"]
+    fast = {s: 4000.0 + 50 * s for s in range(21)}
+    slow = {s: 20_000.0 + 13_000 * s for s in range(21)}
+    slow[0] = 3000.0
+    assert not beats(list(fast.values()), list(slow.values()), conv)
+    assert sign_test(fast, slow, conv) == 22 / 2 ** 21  # 20 or 21 of 21
+    verdict = judge({"consumer:uniform": Cell(fast), "classic:eager": Cell(slow)}, conv)
+    assert verdict.verdict == "best" and verdict.best == ("consumer:uniform",)
+    # the same with 5 seeds: too few for the test; the ranges touch, no mark
+    few = judge({"consumer:uniform": Cell({s: fast[s] for s in range(5)}),
+                 "classic:eager": Cell({s: slow[s] for s in range(5)})}, conv)
+    assert few.verdict == "tie"
+    assert sign_test({s: fast[s] for s in range(5)}, {s: slow[s] for s in range(5)}, conv) == 1.0
+    assert (sign_needed(21), sign_needed(10), sign_needed(5)) == (17, 10, None)
+    # seeds in favour by less than the floor do not count
+    near = {s: v + 100 for s, v in fast.items()}
+    assert sign_test(fast, near, conv) == 1.0

@@ -39,6 +39,8 @@ from groupcoord.lab.limits import model_limits, settings_table
 from groupcoord.lab.verdict import (
     DASH,
     MIN_SEEDS,
+    SIGN_ALPHA,
+    SIGN_MIN_SEEDS,
     Claim,
     GridVerdict,
     MetricVerdict,
@@ -48,6 +50,7 @@ from groupcoord.lab.verdict import (
     member_word,
     separation_chance,
     short_label,
+    sign_needed,
     usable,
 )
 
@@ -146,12 +149,20 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
     seeds = sorted({g.seeds for g in verdicts if g.seeds})
     chance = "; ".join(f"{n} seeds: 1 in {round(1 / separation_chance(n)):,}"
                        for n in seeds if n >= MIN_SEEDS)
+    many = [n for n in seeds if n >= SIGN_MIN_SEEDS]
+    sign = ""
+    if many:
+        need = "; ".join(f"{sign_needed(n)} of {n}" for n in many)
+        sign = (f". With {SIGN_MIN_SEEDS} seeds or more, a paired sign test may mark a "
+                "difference too: the best is better by more than the floor in enough seeds "
+                f"for a one-sided p of at most {SIGN_ALPHA:.0%} ({need})")
     test = ("Cells show the median over the seeds and, below it, the range. Protocols of a "
             "cell run on the same seeds. A protocol is marked ★ best when its worst seed is "
             "better than every other protocol's best seed by more than the metric's floor "
             f"({floors}): the ranges are separated. If two protocols did not differ, n seeds "
             "each would separate that way by chance once in C(2n, n)"
             + (f" ({chance})" if chance else "")
+            + sign
             + f". = marks the protocols the best one does not separate from (tied best); "
             f"'tie': no protocol separates; with fewer than {MIN_SEEDS} seeds nothing is "
             "marked.")

@@ -19,7 +19,11 @@ A's worst value over the seeds is better than B's best by more than the metric's
 smallest difference worth a word, ``findings.CATALOG``). If the two protocols did not differ,
 the 2n values of n seeds each would be exchangeable and the chance that A's n fall all below
 B's n is 1 / C(2n, n): 1 in 20 with 3 seeds, 1 in 252 with 5. With fewer than
-:data:`MIN_SEEDS` seeds nothing is marked.
+:data:`MIN_SEEDS` seeds nothing is marked. From :data:`SIGN_MIN_SEEDS` seeds on, a paired sign
+test may mark a difference too (:func:`sign_test`: A better than B by more than the floor in
+enough seeds for a one-sided p of at most :data:`SIGN_ALPHA`; 17 of 21), so that one seed of a
+wide distribution (a classic member's metadata refresh that happened to fall right after the
+change) does not hide what the other twenty show.
 
 **Marks**. The protocol with the best median is *best* when it is better (as above) than every
 other protocol; the protocols it is not better than share the place with it (*tied best*);
@@ -62,6 +66,11 @@ CONSUMER_METRICS: tuple[str, ...] = ("stall_ms", "lag_peak", "lag_record_s", "co
                                      "resources_moved", "records_reprocessed")
 #: Fewer seeds than this: no mark (two seeds each separate by chance one time in six).
 MIN_SEEDS = 3
+#: From this many seeds on, a paired sign test can mark a difference too (the anchor's 21
+#: seeds: a wide distribution whose ranges may touch in one seed of many).
+SIGN_MIN_SEEDS = 10
+#: The sign test's one-sided level.
+SIGN_ALPHA = 0.01
 #: Sentences on the first page, all grids together.
 MAX_CLAIMS = 12
 
@@ -105,6 +114,29 @@ def beats(a: Sequence[float], b: Sequence[float], m: Metric, min_seeds: int = MI
     if m.lower_is_better:
         return min(b) - max(a) > m.floor
     return min(a) - max(b) > m.floor
+
+
+def sign_test(a: Mapping[int, float], b: Mapping[int, float], m: Metric,
+              min_seeds: int = SIGN_MIN_SEEDS) -> float:
+    """The one-sided p-value of a sign test that ``a`` is better than ``b``, paired by seed:
+    a seed counts for ``a`` only when ``a`` is better by more than the metric's floor; 1.0
+    with fewer than ``min_seeds`` shared seeds (too few for the test to mean anything)."""
+    shared = sorted(set(a) & set(b))
+    n = len(shared)
+    if n < min_seeds:
+        return 1.0
+    sign = 1 if m.lower_is_better else -1
+    k = sum(1 for s in shared if sign * (b[s] - a[s]) > m.floor)
+    return sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n
+
+
+def sign_needed(n: int, alpha: float = SIGN_ALPHA) -> int | None:
+    """The fewest of ``n`` seeds in favour for the sign test to reach ``alpha`` (None: it
+    cannot)."""
+    for k in range(n + 1):
+        if sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n <= alpha:
+            return k
+    return None
 
 
 @dataclass(slots=True)
@@ -190,7 +222,8 @@ def judge(cells: dict[str, Cell], m: Metric, min_seeds: int = MIN_SEEDS) -> Metr
     if min(len(c.values) for c in cells.values()) < min_seeds:
         return MetricVerdict(m, cells, "few seeds")
     vals = {p: list(c.values.values()) for p, c in cells.items()}
-    beaten = tuple(p for p in order[1:] if beats(vals[top], vals[p], m, min_seeds))
+    beaten = tuple(p for p in order[1:] if beats(vals[top], vals[p], m, min_seeds)
+                   or sign_test(cells[top].values, cells[p].values, m) <= SIGN_ALPHA)
     best = tuple(p for p in order if p not in beaten)
     if not beaten:
         return MetricVerdict(m, cells, "tie", best)
@@ -463,4 +496,4 @@ def short_label(m: Metric, excess: bool = False) -> str:
 __all__ = ["CONSUMER_METRICS", "DASH", "KIP415_METRICS", "MAX_CLAIMS", "MIN_SEEDS", "Cell", "Claim",
            "GridVerdict", "MetricVerdict", "VerdictRow", "beats", "claims", "grid_verdict",
            "grid_verdicts", "judge", "natural_key", "question_metrics", "separation_chance",
-           "short_label", "usable"]
+           "short_label", "sign_needed", "sign_test", "usable"]
