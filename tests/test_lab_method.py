@@ -12,8 +12,18 @@ from typing import Any
 
 import pytest
 
-from groupcoord.lab.runs import build_scenario, flatten, run_one, warmup_for
+from groupcoord.lab.runs import (
+    build_scenario,
+    flatten,
+    run_control,
+    run_one,
+    simulate_run,
+    simulate_with_control,
+    warmup_for,
+    window_ends,
+)
 from groupcoord.lab.spec import PARAM_COLUMNS, RunParams, expand, load_spec, restrict
+from groupcoord.sim.runner import build_simulation
 
 #: The headline costs (excess over the control).
 COSTS = ("stall_ms", "lag_peak", "lag_record_s", "paused_partition_s", "records_reprocessed",
@@ -234,3 +244,51 @@ def test_900_partitions_converge_in_about_a_heartbeat_under_kip848() -> None:
         assert row["convergence_ms"] <= 2 * 5_000 + 1_000  # a heartbeat or two
     for row in rows["classic:eager"]:
         assert 10_000 < row["convergence_ms"] <= 300_000 + 30_000
+
+
+# --------------------------------------------------------------------------- the control
+
+
+@pytest.mark.parametrize(("protocol", "scenario", "size"), [
+    ("classic:eager", "crash", 4), ("consumer:uniform", "rolling-bounce", 3),
+    ("connect:cooperative", "kip415-worker-bounce", None)])
+def test_the_forked_control_is_the_control_simulated_from_the_start(
+        protocol: str, scenario: str, size: int | None) -> None:
+    """``run_one`` forks the control from the run just before the first event; simulating
+    the control from the start gives the same figures (the control is the run up to there)."""
+    p = _params(protocol, scenario, size=size)
+    sc = build_scenario(p)
+    res, forked = simulate_with_control(p, sc)
+    again = simulate_run(p, sc)
+    assert again.disturbances == res.disturbances
+    control = run_control(p, sc, again)
+    assert forked is not None and control is not None
+    # (not ``messages``: a control skips the heartbeats after its fixed point, from wherever
+    # it first looked)
+    figures = ("lag_peak", "lag_record_s", "stall_ms", "paused_partition_s", "resources_moved",
+               "records_reprocessed", "task_restarts", "resource_downtime_ms", "closed_ms")
+    assert [{k: w[k] for k in figures} for w in forked] == [{k: w[k] for k in figures}
+                                                            for w in control]
+
+
+@pytest.mark.parametrize(("protocol", "scenario", "size"), [
+    ("classic:eager", "crash", 4), ("consumer:uniform", "rolling-bounce", 3),
+    ("connect:cooperative", "kip415-worker-leaves", None)])
+def test_a_control_at_its_fixed_point_skips_ahead_without_changing_a_figure(
+        protocol: str, scenario: str, size: int | None) -> None:
+    """A control that reached its fixed point jumps to its window ends; simulating every
+    heartbeat and commit up to there instead gives the same window figures."""
+    p = _params(protocol, scenario, size=size)
+    sc = build_scenario(p)
+    ends = window_ends(simulate_run(p, sc))
+    figures = []
+    for fast in (True, False):
+        sim = build_simulation(sc, p.seed, p.protocol, checkpoint_every=1 << 62)
+        sim.fast_forward = fast
+        sim.control = True
+        sim.start()
+        figures.append(sim.finish_control(ends))
+    costs = ("lag_peak", "lag_record_s", "stall_ms", "paused_partition_s", "records_reprocessed",
+             "task_restarts", "resources_moved", "resource_downtime_ms", "records_processed")
+    assert [{k: w[k] for k in costs} for w in figures[0]] == [
+        {k: w[k] for k in costs} for w in figures[1]]

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import shlex
 import time
@@ -338,14 +339,6 @@ def repro_command(params: RunParams) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
-def needs_lab_rerun(params: RunParams) -> bool:
-    """False when ``groupcoord simulate`` alone reproduces the run (no cell override)."""
-    return (params.scenario_def is not None and not params.scenario.endswith(".toml")) or any(
-        v is not None for v in (params.size, params.topics, params.connectors,
-                                params.fault_rate, params.max_steps, params.work)) or (
-        params.checkpoint_every != 2_000)
-
-
 # --------------------------------------------------------------------------- one run
 
 
@@ -372,9 +365,81 @@ def run_control(params: RunParams, sc: Scenario, res: SimResult) -> list[dict[st
     if not ends or res.violation is not None:
         return None
     csc = replace(sc, end_ms=max(sc.end_ms or 0, max(ends)))
-    sim = build_simulation(csc, params.seed, params.protocol,
-                           checkpoint_every=params.checkpoint_every)
+    # No I4 checkpoints: a control never fails over (failovers are events), and a checkpoint
+    # only compacts the log and compares a rebuilt shard, so leaving them out changes nothing
+    # the members see; the disturbed run has checked the same steps already.
+    sim = build_simulation(csc, params.seed, params.protocol, checkpoint_every=1 << 62)
     return sim.run_control(ends)
+
+
+def _read_all(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        b = os.read(fd, 1 << 16)
+        if not b:
+            return b"".join(chunks)
+        chunks.append(b)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def simulate_with_control(params: RunParams, sc: Scenario) -> tuple[SimResult,
+                                                                    list[dict[str, Any]] | None]:
+    """The run and its paired control, the control forked from the run just before the first
+    event: up to there the two are one simulation, computed once (the control's reduction of
+    the events to markers starts at the fork). Without ``os.fork`` (or events), the control
+    is simulated from the start (:func:`run_control`: the same figures)."""
+    first = min((e.at_ms for e in sc.events), default=None)
+    if first is None or first <= 0 or not hasattr(os, "fork"):
+        res = simulate_run(params, sc)
+        return res, run_control(params, sc, res)
+    sim = build_simulation(sc, params.seed, params.protocol, record_trace=params.events,
+                           checkpoint_every=params.checkpoint_every)
+    sim.start()
+    if sim.advance(until_ms=first - 1, max_steps=params.max_steps):
+        return sim.result(), None  # over before the first event (a violation, max_steps)
+    ends_r, ends_w = os.pipe()
+    out_r, out_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the control
+        status = 0
+        try:
+            os.close(ends_w)
+            os.close(out_r)
+            spans: list[int] = json.loads(_read_all(ends_r))
+            os.close(ends_r)
+            sim.checkpoint_every = sim._next_checkpoint = 1 << 62  # see run_control
+            windows = sim.finish_control(spans) if spans else None
+            _write_all(out_w, json.dumps({"windows": windows}).encode())
+        except BaseException as e:  # reported to the parent, which raises it
+            _write_all(out_w, json.dumps({"error": f"{type(e).__name__}: {e}"}).encode())
+            status = 1
+        finally:
+            os._exit(status)
+    os.close(ends_r)
+    os.close(out_w)
+    ends: list[int] = []  # none: the control stops at once
+    try:
+        sim.advance(max_steps=params.max_steps)
+        res = sim.result()
+        if res.violation is None:
+            ends = window_ends(res)
+    finally:
+        try:
+            _write_all(ends_w, json.dumps(ends).encode())
+        finally:
+            os.close(ends_w)
+            reply = _read_all(out_r)
+            os.close(out_r)
+            os.waitpid(pid, 0)
+    got = json.loads(reply or b"{}")
+    if "error" in got:
+        raise RuntimeError(f"the paired control failed: {got['error']}")
+    return res, got.get("windows")
 
 
 def _int(v: Any) -> int | None:
@@ -474,7 +539,9 @@ def summarize(params: RunParams, sc: Scenario, res: SimResult, wall_ms: float,
     v = res.violation
     command = None
     if v is not None:
-        command = repro_command(params) if needs_lab_rerun(params) else v.command
+        # ``lab rerun``, never ``groupcoord simulate``: a lab run's scenario has the field's
+        # settings and a warm-up that the simulator's own command does not apply
+        command = repro_command(params)
     row: dict[str, Any] = params.as_row()
     row.update({
         "members": sc.members, "total_topics": len(sc.topics),
@@ -548,8 +615,7 @@ def run_one(params: RunParams, warmup_ms: int | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
     try:
         sc = build_scenario(params, warmup_ms)
-        res = simulate_run(params, sc)
-        control = run_control(params, sc, res)
+        res, control = simulate_with_control(params, sc)
     except Exception as e:  # a crash of the simulator itself is a finding, not a lost run
         return failed_result(params, e, (time.perf_counter() - t0) * 1000.0)
     return summarize(params, sc, res, (time.perf_counter() - t0) * 1000.0, control)

@@ -180,6 +180,8 @@ class Grid:
     description: str = ""
     #: The metrics the question is about (the report's findings for this grid), or all.
     metrics: tuple[str, ...] = ()
+    #: The question the grid answers, in one sentence.
+    question: str = ""
 
 
 @dataclass(slots=True, frozen=True)
@@ -229,7 +231,14 @@ class SweepSpec:
 _TOP = {"name", "description", "protocols", "scenarios", "sizes", "fault_rates", "seeds", "salt",
         "events", "checkpoint_every", "max_steps", "workloads", "scenario", "grid"}
 _GRID = {"name", "description", "protocols", "scenarios", "sizes", "fault_rates", "seeds",
-         "workloads", "metrics"}
+         "workloads", "metrics", "question"}
+
+#: The metrics a grid may name (``lab.runs``'s columns): the costs of a disturbance (excess
+#: over the paired control) and the times that are not costs.
+METRICS: tuple[str, ...] = (
+    "stall_ms", "lag_peak", "lag_record_s", "paused_partition_s", "records_reprocessed",
+    "task_restarts", "task_downtime_task_s", "resources_moved", "resource_downtime_ms",
+    "convergence_ms", "time_to_balance_ms", "records_processed")
 _WORKLOAD = {"name", "topics", "partitions", "connectors", "tasks"}
 #: The work keys a workload may set (``sim.workload.Workload``'s fields).
 _WORK = {f for f in SimWorkload.__dataclass_fields__}
@@ -309,14 +318,12 @@ def _rates(where: str, raw: Any) -> tuple[float | None, ...]:
 
 
 def _metrics(where: str, raw: Any) -> tuple[str, ...]:
-    from groupcoord.lab.findings import BY_COLUMN
-
     if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
         raise SpecError(f"{where}: metrics: expected an array of metric names")
-    unknown = [v for v in raw if v not in BY_COLUMN]
+    unknown = [v for v in raw if v not in METRICS]
     if unknown:
         raise SpecError(f"{where}: metrics: unknown {', '.join(unknown)}; known: "
-                        f"{', '.join(BY_COLUMN)}")
+                        f"{', '.join(METRICS)}")
     return tuple(raw)
 
 
@@ -383,7 +390,8 @@ def parse_spec(data: Mapping[str, Any], source: str = "") -> SweepSpec:
             fault_rates=(_rates(gw, g["fault_rates"]) if "fault_rates" in g
                          else tuple(dict.fromkeys(rates))),
             seeds=_pos_int(f"{gw}: seeds", g["seeds"]) if "seeds" in g else seeds,
-            metrics=_metrics(gw, g.get("metrics", []))))
+            metrics=_metrics(gw, g.get("metrics", [])),
+            question=str(g.get("question", ""))))
     if grids:
         scenarios = tuple(dict.fromkeys(sc for gr in grids for sc in gr.scenarios))
     else:
@@ -683,6 +691,9 @@ scenarios = ["kip415-worker-joins", "kip415-worker-leaves", "kip415-worker-bounc
              "kip415-connector-added", "kip415-connector-removed"]
 sizes = [3, 6, 12]
 workloads = ["16x8c"]
+question = "How many tasks does each Connect protocol stop and restart, for how long, and how \
+soon is the work balanced again, when a worker joins, leaves or bounces?"
+metrics = ["task_restarts", "task_downtime_task_s", "time_to_balance_ms", "stall_ms"]
 
 [[grid]]
 name = "consumers"
@@ -691,6 +702,9 @@ protocols = ["classic:eager", "classic:cooperative", "consumer:uniform", "consum
 scenarios = ["crash", "bounce", "scale-out", "partition-added"]
 sizes = [10, 30, 100]
 workloads = ["4x250"]
+question = "What does a member change cost the consumers' applications under each protocol?"
+metrics = ["stall_ms", "lag_peak", "lag_record_s", "convergence_ms", "resources_moved",
+           "records_reprocessed"]
 
 [[grid]]
 name = "consumers-1000"
@@ -701,6 +715,9 @@ scenarios = ["crash", "bounce", "scale-out"]
 sizes = [300, 1000]
 workloads = ["4x250"]
 seeds = 2
+question = "Does the ranking of the consumer protocols hold at 300 and 1,000 members?"
+metrics = ["stall_ms", "lag_peak", "lag_record_s", "convergence_ms", "resources_moved",
+           "records_reprocessed"]
 
 [[grid]]
 name = "rolling"
@@ -711,6 +728,9 @@ scenarios = ["rolling-bounce"]
 sizes = [10, 20, 30]
 workloads = ["4x250"]
 seeds = 3
+question = "Does the group keep processing while its members restart one after another?"
+metrics = ["stall_ms", "lag_peak", "lag_record_s", "convergence_ms", "resources_moved",
+           "records_reprocessed"]
 
 [[grid]]
 name = "crossover"
@@ -722,6 +742,7 @@ scenarios = ["rolling-bounce", "scale-out", "crash"]
 sizes = [8]
 workloads = ["4x8-p0.5ms", "4x8-p2ms", "4x8-p5ms", "4x8-p10ms", "4x8-p20ms"]
 seeds = 3
+question = "From which processing time per record on does each protocol cost the least lag?"
 metrics = ["lag_record_s", "lag_peak", "stall_ms"]
 
 [[grid]]
@@ -736,6 +757,7 @@ scenarios = ["grow-by-900"]
 sizes = [10]
 workloads = ["light"]
 seeds = 21
+question = "How long until 10 consumers process a topic that grew by 900 partitions?"
 metrics = ["convergence_ms", "lag_peak"]
 
 [scenario.grow-by-900]

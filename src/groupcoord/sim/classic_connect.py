@@ -427,13 +427,25 @@ class ClassicConnectSimulation(ClassicConsumerSimulation, ConnectSimulation):
 
     def _check_silence(self, q: Proc) -> None:
         """I1: a worker that has not heard from the coordinator for longer than the session
-        timeout must have stopped its work (the coordinator has given it away by then)."""
+        timeout must have stopped its work (the coordinator has given it away by then).
+
+        In a rebalance (a JoinGroup or SyncGroup to send or in flight) the coordinator holds a
+        joining member until the rebalance timeout, not the session timeout, and the worker
+        learns that its request was lost only when the request times out (the request timeout
+        plus the rebalance timeout, as the Java client's JoinGroup); upstream's
+        ``WorkerCoordinator`` keeps its work meanwhile. With Connect's defaults (session 10 s,
+        rebalance timeout 60 s) that is longer than the session timeout, so the bound adds
+        it."""
+        sc = self.scenario
+        bound = sc.session_timeout_ms
+        if _w(q).worker.state in (WorkerState.JOINING, WorkerState.SYNCING):
+            bound += sc.request_timeout_ms + sc.rebalance_timeout_ms
         silent = self.now - _w(q).last_answer_ms
-        if q.consuming and silent > self.scenario.session_timeout_ms:
+        if q.consuming and silent > bound:
             raise Violation("I1", f"{q.name} (member {q.member.member_id}) still runs "
                                   f"{self.format_resource(q.consuming)} {silent} ms after the "
                                   f"coordinator last answered it (session timeout "
-                                  f"{self.scenario.session_timeout_ms} ms)")
+                                  f"{sc.session_timeout_ms} ms, bound {bound} ms)")
 
     # ================================================================== coordinator view
 
