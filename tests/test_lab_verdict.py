@@ -151,8 +151,8 @@ def test_claims_carry_their_numbers_and_the_command_of_their_cell() -> None:
     (c,) = claims([g])  # lag differs by less than its floor: no claim
     assert c.metric == "stall_ms" and c.size == 30  # the largest size
     assert c.best == "consumer:uniform" and c.worse == "classic:eager"
-    assert c.text == ("crash, 30 members: consumer:uniform has the lowest stall, 0.02 s (range 0 s"
-            "\u20130.04 s) against 12.2 s (12 s\u201312.4 s) for classic:eager, medians of "
+    assert c.text == ("crash, 30 members: consumer:uniform has the lowest stall, 0.02 s (range 0"
+            "\u20130.04 s) against 12.2 s (12\u201312.4 s) for classic:eager, medians of "
             "5 seeds.")
     assert c.command == ("groupcoord lab run --spec paper --scenario crash --size 30 "
                          "--workload 4x250 --protocol consumer:uniform --protocol "
@@ -248,9 +248,8 @@ def test_a_swept_parameter_gives_one_sentence_where_the_winner_changes() -> None
          "metrics": ["stall_ms"], "seeds": 3}]}, rows)
     (c,) = claims([g])
     assert c.text == ("rolling-bounce, 8 members, stall against the processing time per "
-                      "record: the lowest (separated from every other protocol) is "
-                      "consumer:uniform at 0.5, 2 ms; no protocol separates at 5 ms; "
-                      "classic:eager at 20 ms.")
+                      "record, the protocol with the lowest (separated from the others): "
+                      "consumer:uniform at 0.5, 2 ms; none at 5 ms; classic:eager at 20 ms.")
     assert c.command == ("groupcoord lab run --spec paper --scenario rolling-bounce --size 8 "
                          "--protocol classic:eager --protocol consumer:uniform --out DIR")
 

@@ -364,9 +364,8 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
     who = best if len(mv.best) == 1 else " and ".join(mv.best)
     verb = "has" if len(mv.best) == 1 else "have"
     text = (f"{where}: {who} {verb} the {'lowest' if m.lower_is_better else 'highest'} "
-            f"{short_label(m, g.excess)}, {m.fmt(b.median)} (range {m.fmt(b.low)}{DASH}{m.fmt(b.high)}) "
-            f"against {m.fmt(w.median)} ({m.fmt(w.low)}{DASH}{m.fmt(w.high)}) for {worse}, "
-            f"medians of {n} seeds.")
+            f"{short_label(m, g.excess)}, {m.fmt(b.median)}{_range(m, b, 'range ')} against "
+            f"{m.fmt(w.median)}{_range(m, w)} for {worse}, medians of {n} seeds.")
     text += _by_design(g, m, worse, w.median)
     cmd = reproduce(g.spec, row.scenario, row.size, row.workload, [*mv.best, worse])
     return Claim(g.name, text, cmd, m.column, row.scenario, row.size, best, worse)
@@ -388,6 +387,14 @@ def _by_design(g: GridVerdict, m: Metric, worse: str, value: float) -> str:
         return ""
     return (f" By design: KIP-415 holds a departed worker's tasks for {DELAY_SETTING} "
             f"({int(delay):,} ms here) in case it comes back.")
+
+
+def _range(m: Metric, c: Cell, lead: str = "") -> str:
+    """`` (lo-hi unit)`` of a cell's seeds, nothing when they print the same."""
+    lo, hi = number(c.low / m.scale), number(c.high / m.scale)
+    if lo == hi:
+        return ""
+    return f" ({lead}{lo}{DASH}{hi}{' ' + m.unit if m.unit else ''})"
 
 
 def _strength(mv: MetricVerdict) -> float:
@@ -419,14 +426,11 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
             parts = []
             for w in dict.fromkeys(w for _, w in winners):
                 xs = ", ".join(number(x or 0.0) for x, v in winners if v == w)
-                parts.append(f"{w} at {xs}{x_unit}" if w else f"no protocol separates at "
-                             f"{xs}{x_unit}")
+                parts.append(f"{w or 'none'} at {xs}{x_unit}")
+            word = "lowest" if m.lower_is_better else "highest"
             text = (f"{scenario}, {size} {member_word(scenario, g.protocols)}, "
-                    f"{short_label(m, g.excess)} against {x_name}: the lowest"
-                    if m.lower_is_better else
-                    f"{scenario}, {size} {member_word(scenario, g.protocols)}, "
-                    f"{short_label(m, g.excess)} against {x_name}: the highest")
-            text += " (separated from every other protocol) is " + "; ".join(parts) + "."
+                    f"{short_label(m, g.excess)} against {x_name}, the protocol with the "
+                    f"{word} (separated from the others): " + "; ".join(parts) + ".")
             cmd = reproduce(g.spec, scenario, size, None, g.protocols)
             out.append(Claim(g.name, text, cmd, m.column, scenario, size,
                              next(iter(sorted(named))), ""))
