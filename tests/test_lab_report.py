@@ -156,7 +156,7 @@ def test_the_first_page_is_a_verdict_table_per_grid_then_claims(tmp_path: Path) 
     assert "task restarts" in kip and "task downtime (task·s)" in kip
     assert "time until balanced (s)" in kip
     line = next(x for x in kip.splitlines() if x.startswith("| kip415-worker-joins | 6 workers"))
-    assert "★ 24 | ★ connect:cooperative |" in line and "252 (240\u2013264)" in line
+    assert "★ 24 | ★ best |" in line and "252 (240\u2013264)" in line
     # workloads in numeric order of the swept processing time
     cross = md[md.index("### crossover"):md.index("## What the tables show")]
     loads = [x.split("|")[3].strip() for x in cross.splitlines()

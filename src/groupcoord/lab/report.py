@@ -184,10 +184,11 @@ def _mark(cell_mark: str) -> str:
 
 
 def _verdict_word(mv: MetricVerdict) -> str:
+    """The row's verdict in a word (the cells carry the marks: who is best, who is tied)."""
     if mv.verdict == "best":
-        return f"★ {mv.best[0]}"
+        return "\u2605 best"
     if mv.verdict == "tied":
-        return "= " + ", ".join(mv.best)
+        return f"= {len(mv.best)} tied"
     if mv.verdict == "few seeds":
         return f"< {MIN_SEEDS} seeds"
     if mv.verdict == "one protocol":
