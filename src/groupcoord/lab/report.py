@@ -371,7 +371,8 @@ def _chart_groups(g: GridVerdict) -> dict[tuple[Any, ...], list[VerdictRow]]:
 
 def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path,
               styles: dict[str, dict[str, Any]]) -> list[str]:
-    """One panel per question metric that is not zero everywhere: the median over seeds
+    """One panel per question metric that goes beyond its floor somewhere (a panel of zeros,
+    or of differences too small to mean anything, is left out): the median over seeds
     (line, or a bar for one point) and the seeds' range (band, or each seed a dot), against
     the grid's size or swept parameter with the values swept as ticks. Returns the metrics
     drawn (none: no file)."""
@@ -381,7 +382,7 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
     panels = []
     for i, m in enumerate(g.metrics):
         vals = [v for r in rows for c in r.metrics[i].cells.values() for v in c.values.values()]
-        if vals and any(v != 0 for v in vals):
+        if vals and any(abs(v) > m.floor for v in vals):  # else: zero, or noise below it
             panels.append((i, m))
     if not panels:
         return []
@@ -686,14 +687,15 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
     styles = protocol_styles([p for g in verdicts for p in g.protocols])
     parts.append("<h2>Charts</h2><p>Per grid and scenario, each metric of the grid's question "
                  "against the grid's size or swept parameter (ticks at the values run); a "
-                 "metric that is zero for every protocol has no panel. Colours are protocol "
+                 "metric that stays within its floor (zero, or a difference too small to count) "
+                 "for every protocol has no panel. Colours are protocol "
                  "families (classic blue, KIP-848 consumer orange, connect green, classic "
                  "Connect purple); a family's variants are shades and line styles.</p>")
     for g in verdicts:
         for t, name in grid_charts(g, rdir, styles):
             if name is None:
-                parts.append(f"<h3>{html.escape(t)}</h3><p>Every metric is zero for every "
-                             "protocol.</p>")
+                parts.append(f"<h3>{html.escape(t)}</h3><p>Every metric stays within its "
+                             "floor for every protocol (nothing to draw).</p>")
             else:
                 parts.append(f"<h3>{html.escape(t)}</h3><img src='{html.escape(name)}' "
                              f"alt='{html.escape(t)}'>")
