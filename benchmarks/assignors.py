@@ -62,7 +62,7 @@ from groupcoord.coordinator.assignors import (
 )
 from groupcoord.coordinator.assignors.target_index import TargetIndex
 from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, ConsumerGroupMember
-from groupcoord.coordinator.modern.target_assignment import (
+from groupcoord.coordinator.modern.consumer.target_assignment import (
     preferred_server_assignor,
     target_assignment_records,
 )

@@ -351,7 +351,8 @@ def coordinator_memory(members: int, partitions: int, topics: int,
         ConsumerGroupHeartbeatResponse,
         TopicPartitions,
     )
-    from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, GroupState
+    from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
+    from groupcoord.coordinator.modern.group import GroupState
     from groupcoord.coordinator.shard import Shard
     from groupcoord.coordinator.topics import MetadataImage, TopicMetadata
 

@@ -19,11 +19,11 @@ from typing import Any
 from groupcoord.client.connect.classic_worker import ClassicConnectWorker, WorkerState
 from groupcoord.client.connect.config_snapshot import ConfigSnapshot
 from groupcoord.client.connect.worker import ConnectWorker
-from groupcoord.client.consumer import MemberState
+from groupcoord.client.consumer import ClientMemberState
 from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupState
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.modern.connect.model import ConnectGroup, assignment_of
-from groupcoord.coordinator.modern.consumer.model import GroupState
+from groupcoord.coordinator.modern.group import GroupState
 from groupcoord.protocol.connect_protocol import ConnectorsAndTasks
 
 from .classic_connect_support import ConfigReader, ConfigTopic, RecordingListener
@@ -88,7 +88,7 @@ class MixedCluster:
             assert self.classic[name].state is WorkerState.UNJOINED
             del self.classic[name]
         else:
-            assert self.new[name].state in (MemberState.UNJOINED, MemberState.UNSUBSCRIBED), \
+            assert self.new[name].state in (ClientMemberState.UNJOINED, ClientMemberState.UNSUBSCRIBED), \
                 self.new[name].state
             del self.new[name]
         assert not self.listeners[name].connectors and not self.listeners[name].tasks

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from groupcoord.client.consumer import MemberState
+from groupcoord.client.consumer import ClientMemberState
 from groupcoord.client.driver import AsyncConsumer, NamedRebalanceListener, TopicPartition
 from groupcoord.protocol.client import KafkaClient
 from groupcoord.protocol.versions import ApiKey
@@ -48,7 +48,7 @@ async def _settled(consumers: list[AsyncConsumer], expected: set[TopicPartition]
             owned = [c.assignment() for c in consumers]
             union = set().union(*owned)
             if union == expected and sum(map(len, owned)) == len(expected) and all(
-                    c.member.state is MemberState.STABLE and c.member.owned == c.member.target
+                    c.member.state is ClientMemberState.STABLE and c.member.owned == c.member.target
                     for c in consumers) and len({c.member_epoch for c in consumers}) == 1:
                 return
             await asyncio.sleep(0.02)
@@ -152,7 +152,7 @@ def test_reconnects_after_a_server_restart(tmp_path: pytest.TempPathFactory) -> 
         c._wake.set()
         await c.wait_until(lambda m: c._conn is not old_conn and m.inflight is None
                            and m.stats["heartbeats"] >= beats + 2
-                           and m.state is MemberState.STABLE, TIMEOUT_S)
+                           and m.state is ClientMemberState.STABLE, TIMEOUT_S)
         assert (c.member_id, c.member_epoch) == (mid, epoch)
         assert c.assignment() == got
         await c.close()

@@ -46,7 +46,7 @@ from groupcoord.coordinator.modern.connect.messages import (
     ConnectorTaskId,
 )
 from groupcoord.coordinator.modern.connect.model import ConnectGroup
-from groupcoord.coordinator.modern.consumer.model import MemberState
+from groupcoord.coordinator.modern.member import MemberState
 from groupcoord.coordinator.records import (
     VALUE_TYPES,
     ClientAssignor,

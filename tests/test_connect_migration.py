@@ -20,19 +20,19 @@ from groupcoord.client.connect.config_snapshot import ConfigSnapshot
 from groupcoord.coordinator.classic.messages import JoinGroupProtocol
 from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupMember
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.migration.connect import (
-    classic_to_connect,
-    owned_items,
-    running_items,
-)
-from groupcoord.coordinator.migration.consumer import MigrationError
 from groupcoord.coordinator.modern.connect.messages import (
     ConnectGroupConfigRequest,
     ConnectGroupHeartbeatRequest,
     ConnectGroupHeartbeatResponse,
     ConnectorConfigOp,
 )
+from groupcoord.coordinator.modern.connect.migration import (
+    classic_to_connect,
+    owned_items,
+    running_items,
+)
 from groupcoord.coordinator.modern.connect.model import ConnectGroup
+from groupcoord.coordinator.modern.consumer.migration import MigrationError
 from groupcoord.coordinator.records import ClientAssignor, Record, RecordType
 from groupcoord.coordinator.shard import Shard
 from groupcoord.protocol import connect_protocol as cp

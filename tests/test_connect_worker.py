@@ -25,7 +25,7 @@ from groupcoord.client.connect.worker import (
     INCREMENTAL_COOPERATIVE,
     ConnectWorker,
 )
-from groupcoord.client.consumer import MemberState
+from groupcoord.client.consumer import ClientMemberState
 from groupcoord.coordinator.modern.connect.messages import (
     ConnectGroupHeartbeatRequest,
     ConnectGroupHeartbeatResponse,
@@ -337,7 +337,7 @@ def test_fencing_loses_everything_and_rejoins_at_epoch_0(code: int) -> None:
     assert w3.poll_request(c.now + 5_000) is not None  # a heartbeat in flight
     assert w3.on_response(ConnectGroupHeartbeatResponse(error_code=code), c.now + 5_000)
     assert c.runners["W3"].events[-1] == ("lost", ["BT1"])
-    assert w3.state is MemberState.JOINING and w3.member_epoch == 0 and w3.running.is_empty()
+    assert w3.state is ClientMemberState.JOINING and w3.member_epoch == 0 and w3.running.is_empty()
     req = w3.poll_request(c.now + 6_000)
     assert isinstance(req, ConnectGroupHeartbeatRequest)
     assert req.member_id == "W3" and req.member_epoch == 0
@@ -374,7 +374,7 @@ def test_fatal_error_stops_the_worker() -> None:
     assert w.poll_request(0) is not None  # acknowledges the assignment at once
     w.on_response(ConnectGroupHeartbeatResponse(error_code=_E.unsupported_assignor,
                                                 error_message="no common range"), 1)
-    assert w.state is MemberState.FATAL and w.fatal_error == (_E.unsupported_assignor,
+    assert w.state is ClientMemberState.FATAL and w.fatal_error == (_E.unsupported_assignor,
                                                               "no common range")
     assert w.running.is_empty() and w.poll_request(10_000) is None and w.next_deadline() is None
 
@@ -386,7 +386,7 @@ def test_leave_revokes_then_sends_epoch_minus_1() -> None:
     assert c.runners["W3"].events[-1] == ("revoked", ["BT1"])
     last = [r for _, wid, r in c.requests if wid == "W3"][-1]
     assert isinstance(last, ConnectGroupHeartbeatRequest) and last.member_epoch == -1
-    assert c.workers["W3"].state is MemberState.UNJOINED
+    assert c.workers["W3"].state is ClientMemberState.UNJOINED
 
 
 def test_static_worker_restart_takes_its_work_over_without_a_delay() -> None:
@@ -422,7 +422,7 @@ def test_deferred_revocation_keeps_the_work_until_it_completes() -> None:
     c.runners["W1"].defer = True
     c.start("W2")
     c.advance(10_000)
-    assert c.runners["W1"].stopping and w1.state is MemberState.RECONCILING
+    assert c.runners["W1"].stopping and w1.state is ClientMemberState.RECONCILING
     assert c.running() == {"W1": ["AC0", "AT1", "AT2", "BC0", "BT1"], "W2": []}
     c.runners["W1"].complete()
     c.advance(10_000)

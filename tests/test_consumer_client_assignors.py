@@ -19,16 +19,16 @@ from typing import Any
 import pytest
 
 from groupcoord.client.assignors import (
-    Assignment,
     AssignmentSpec,
     AssignorMetadata,
+    ClientSideAssignment,
+    ClientSideAssignor,
+    ClientSideRangeAssignor,
+    ClientSideUniformAssignor,
     MemberAssignment,
-    PartitionAssignor,
-    RangeAssignor,
-    UniformAssignor,
     advertised,
 )
-from groupcoord.client.consumer import ConsumerMember, MemberState
+from groupcoord.client.consumer import ClientMemberState, ConsumerMember
 from groupcoord.coordinator import assignors as server
 from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupDescribeRequest,
@@ -45,7 +45,7 @@ from .support import image, topic_id
 STEP_MS = 100
 
 
-class Ranged(UniformAssignor):
+class Ranged(ClientSideUniformAssignor):
     """The uniform assignor advertised with a given version range."""
 
     def __init__(self, lo: int, hi: int) -> None:
@@ -54,21 +54,21 @@ class Ranged(UniformAssignor):
         self.maximum_version = hi
 
 
-class Dropping(UniformAssignor):
+class Dropping(ClientSideUniformAssignor):
     """A bad local assignor: leaves the highest partition of every topic unassigned."""
 
-    def assign(self, group: AssignmentSpec) -> Assignment:
+    def assign(self, group: AssignmentSpec) -> ClientSideAssignment:
         good = super().assign(group)
         drop = {(t, max(ps)) for a in good.members.values() for t, ps in a.partitions.items()
                 if ps}
         drop = {(t, p) for t, p in drop if p == group.topics[t].num_partitions - 1}
-        return Assignment({mid: MemberAssignment({t: frozenset(p for p in ps if (t, p) not in drop)
+        return ClientSideAssignment({mid: MemberAssignment({t: frozenset(p for p in ps if (t, p) not in drop)
                                                   for t, ps in a.partitions.items()})
                            for mid, a in good.members.items()})
 
 
-class Raising(UniformAssignor):
-    def assign(self, group: AssignmentSpec) -> Assignment:
+class Raising(ClientSideUniformAssignor):
+    def assign(self, group: AssignmentSpec) -> ClientSideAssignment:
         raise RuntimeError("the application's assignor failed")
 
 
@@ -86,7 +86,7 @@ class Group:
         self.sent: list[tuple[str, Any]] = []
         self.answers: list[tuple[str, Any]] = []
 
-    def join(self, mid: str, *assignors: PartitionAssignor, **kw: Any) -> ConsumerMember:
+    def join(self, mid: str, *assignors: ClientSideAssignor, **kw: Any) -> ConsumerMember:
         kw.setdefault("rebalance_timeout_ms", 10_000)
         m = ConsumerMember("g", member_id=mid, local_assignors=assignors, **kw)
         self.members[mid] = m
@@ -144,7 +144,7 @@ class Group:
         g = self.group
         owned = self.owned()
         return (g.group_epoch == g.assignment_epoch
-                and all(m.state is MemberState.STABLE and m.owned == m.target
+                and all(m.state is ClientMemberState.STABLE and m.owned == m.target
                         and m.member_epoch == g.group_epoch for m in self.members.values())
                 and set().union(*owned.values()) == self.all_partitions())
 
@@ -172,13 +172,13 @@ def sizes(owned: dict[str, frozenset[Any]]) -> list[int]:
 
 
 def test_local_assignors_are_advertised_on_full_heartbeats_and_when_they_change() -> None:
-    a = UniformAssignor()
-    m = ConsumerMember("g", member_id="m1", local_assignors=[a, RangeAssignor()])
+    a = ClientSideUniformAssignor()
+    m = ConsumerMember("g", member_id="m1", local_assignors=[a, ClientSideRangeAssignor()])
     m.subscribe(["foo"], now_ms=0)
     join = m.poll_request(0)
     assert isinstance(join, ConsumerGroupHeartbeatRequest)
     assert join.server_assignor is None
-    assert join.client_assignors == (advertised(a), advertised(RangeAssignor()))
+    assert join.client_assignors == (advertised(a), advertised(ClientSideRangeAssignor()))
     assert [(c.name, c.minimum_version, c.maximum_version) for c in join.client_assignors] == [
         ("uniform", 0, 0), ("range", 0, 0)]
     from groupcoord.coordinator.modern.consumer.messages import ConsumerGroupHeartbeatResponse
@@ -196,9 +196,9 @@ def test_local_assignors_are_advertised_on_full_heartbeats_and_when_they_change(
 
 def test_server_and_client_assignors_cannot_be_used_together() -> None:
     with pytest.raises(ValueError, match="together"):
-        ConsumerMember("g", server_assignor="range", local_assignors=[UniformAssignor()])
+        ConsumerMember("g", server_assignor="range", local_assignors=[ClientSideUniformAssignor()])
     with pytest.raises(ValueError, match="unique"):
-        ConsumerMember("g", local_assignors=[UniformAssignor(), UniformAssignor()])
+        ConsumerMember("g", local_assignors=[ClientSideUniformAssignor(), ClientSideUniformAssignor()])
 
 
 # ============================================================================ end to end
@@ -208,7 +208,7 @@ def test_server_and_client_assignors_cannot_be_used_together() -> None:
 def test_members_with_the_local_uniform_assignor_reach_the_servers_target(n: int) -> None:
     c = Group(foo=7, bar=5)
     for i in range(n):
-        c.join(f"m{i}", UniformAssignor())
+        c.join(f"m{i}", ClientSideUniformAssignor())
     c.run(20_000)
     assert c.converged()
     owned = c.owned()
@@ -225,7 +225,7 @@ def test_members_with_the_local_uniform_assignor_reach_the_servers_target(n: int
 def test_the_local_range_assignor_co_partitions() -> None:
     c = Group(foo=6, bar=6)
     for i in range(3):
-        c.join(f"m{i}", RangeAssignor())
+        c.join(f"m{i}", ClientSideRangeAssignor())
     c.run(20_000)
     assert c.converged()
     for m in c.members.values():
@@ -238,11 +238,11 @@ def test_the_local_range_assignor_co_partitions() -> None:
 
 def test_a_member_joining_later_gets_its_share_computed_by_the_assigner() -> None:
     c = Group(foo=8)
-    c.join("m1", UniformAssignor())
+    c.join("m1", ClientSideUniformAssignor())
     c.run(10_000)
     assert c.converged() and sizes(c.owned()) == [8]
     installs = len(c.computers())
-    c.join("m2", UniformAssignor())
+    c.join("m2", ClientSideUniformAssignor())
     c.run(20_000)
     assert c.converged() and sizes(c.owned()) == [4, 4]
     assert c.computers()[installs:] and set(c.computers()[installs:]) == {"m1"}  # kept
@@ -271,7 +271,7 @@ def test_the_member_whose_range_covers_every_other_computes_a15_b34_c24() -> Non
 def test_the_assigner_leaving_passes_the_computation_on() -> None:
     c = Group(foo=6)
     for mid in ("m1", "m2", "m3"):
-        c.join(mid, UniformAssignor())
+        c.join(mid, ClientSideUniformAssignor())
     c.run(20_000)
     assert c.converged()
     (first,) = set(c.computers())
@@ -286,10 +286,10 @@ def test_the_assigner_leaving_passes_the_computation_on() -> None:
 
 def test_an_assigner_that_never_installs_is_replaced_after_its_rebalance_timeout() -> None:
     c = Group(foo=6)
-    c.join("m1", UniformAssignor())
+    c.join("m1", ClientSideUniformAssignor())
     c.run(10_000)
     c.mute.add("m1")  # from now on m1's Prepare and Install are lost
-    c.join("m2", UniformAssignor())
+    c.join("m2", ClientSideUniformAssignor())
     c.run(5_000)
     assert c.group.group_epoch > c.group.assignment_epoch  # m1 is stuck
     assert "m2" not in c.computers()
@@ -314,9 +314,9 @@ def test_invalid_assignment_from_a_bad_local_assignor_keeps_the_target() -> None
                and getattr(r, "error_code", 0) == INVALID_ASSIGNMENT]
     assert invalid and "foo-3" in (invalid[0].error_message or "")
     assert c.group.assignment_epoch == 0 and not bad.owned  # nothing installed
-    assert bad.stats["assign_failures"] >= 1 and bad.state is MemberState.STABLE
+    assert bad.stats["assign_failures"] >= 1 and bad.state is ClientMemberState.STABLE
     # A good member joins; the bad one leaves: the good one computes, everything is assigned.
-    c.join("B", UniformAssignor())
+    c.join("B", ClientSideUniformAssignor())
     c.run(2_000)
     bad.leave(c.now)
     c.run(1_000)
@@ -327,14 +327,14 @@ def test_invalid_assignment_from_a_bad_local_assignor_keeps_the_target() -> None
 
 def test_an_assignor_error_keeps_the_target_until_the_next_epoch_bump() -> None:
     c = Group(foo=4)
-    good = UniformAssignor()
+    good = ClientSideUniformAssignor()
     c.join("m1", good)
     c.run(10_000)
     assert c.converged()
     epoch = c.group.assignment_epoch
     # m1's assignor now fails; m2 joins (with an assignor of the same name that works).
     c.members["m1"].local_assignors = (Raising(),)
-    c.join("m2", UniformAssignor())
+    c.join("m2", ClientSideUniformAssignor())
     c.run(10_000)
     errors = [r for mid, r in c.sent if isinstance(r, ConsumerGroupInstallAssignmentRequest)
               and r.error]
@@ -342,7 +342,7 @@ def test_an_assignor_error_keeps_the_target_until_the_next_epoch_bump() -> None:
     assert c.group.assignment_epoch == epoch  # the target was kept
     assert sizes(c.owned()) == [0, 4]
     # m1's assignor recovers and bumps its reason: the group epoch bumps, m1 computes again.
-    fixed = UniformAssignor(reason=1)
+    fixed = ClientSideUniformAssignor(reason=1)
     c.members["m1"].local_assignors = (fixed,)
     bumped = c.group.group_epoch
     c.run(20_000)
@@ -352,7 +352,7 @@ def test_an_assignor_error_keeps_the_target_until_the_next_epoch_bump() -> None:
 
 def test_a_reason_change_bumps_the_group_epoch_and_asks_for_a_new_assignment() -> None:
     c = Group(foo=4)
-    a1, a2 = UniformAssignor(), UniformAssignor()
+    a1, a2 = ClientSideUniformAssignor(), ClientSideUniformAssignor()
     c.join("m1", a1)
     c.join("m2", a2)
     c.run(20_000)
@@ -370,7 +370,7 @@ def test_prepare_and_install_round_trip_through_the_member_api() -> None:
     """poll_request returns the Prepare beside the heartbeat, then the Install; a response
     for nothing in flight is ignored."""
     c = Group(foo=2)
-    m = c.join("m1", UniformAssignor())
+    m = c.join("m1", ClientSideUniformAssignor())
     c.pump()
     kinds = [type(r).__name__ for mid, r in c.sent]
     assert kinds[:3] == ["ConsumerGroupHeartbeatRequest", "ConsumerGroupPrepareAssignmentRequest",
@@ -382,7 +382,7 @@ def test_prepare_and_install_round_trip_through_the_member_api() -> None:
 
 
 def test_metadata_of_a_custom_assignor_reaches_the_assigner() -> None:
-    class Tagged(UniformAssignor):
+    class Tagged(ClientSideUniformAssignor):
         def __init__(self, tag: bytes) -> None:
             super().__init__()
             self.tag = tag

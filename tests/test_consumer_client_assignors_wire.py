@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from groupcoord.client.assignors import RangeAssignor
-from groupcoord.client.consumer import MemberState
+from groupcoord.client.assignors import ClientSideRangeAssignor
+from groupcoord.client.consumer import ClientMemberState
 from groupcoord.client.driver import AsyncConsumer, TopicPartition
 
 from .conftest import ServerProcess
@@ -31,7 +31,7 @@ async def _shares(consumers: list[AsyncConsumer], expected: set[TopicPartition])
             owned = [c.assignment() for c in consumers]
             if all(owned) and set().union(*owned) == expected \
                     and sum(map(len, owned)) == len(expected) \
-                    and all(c.member.state is MemberState.STABLE and c.member.owned == c.member.target
+                    and all(c.member.state is ClientMemberState.STABLE and c.member.owned == c.member.target
                             for c in consumers):
                 return
             await asyncio.sleep(0.02)
@@ -46,7 +46,7 @@ def test_two_async_consumers_compute_their_assignment(gc_server: ServerProcess) 
     every = {(t, p) for t in (a_topic, b_topic) for p in range(4)}
 
     async def scenario() -> None:
-        cs = [AsyncConsumer(gc_server.bootstrap, group, local_assignors=[RangeAssignor()],
+        cs = [AsyncConsumer(gc_server.bootstrap, group, local_assignors=[ClientSideRangeAssignor()],
                             rebalance_timeout_ms=10_000) for _ in range(2)]
         for c in cs:
             await c.start()
@@ -90,7 +90,7 @@ def test_a_confluent_consumer_in_the_same_group_still_works(gc_server: ServerPro
         return {(tp.topic, tp.partition) for tp in real.assignment()}
 
     async def scenario() -> None:
-        cs = [AsyncConsumer(gc_server.bootstrap, group, local_assignors=[RangeAssignor()],
+        cs = [AsyncConsumer(gc_server.bootstrap, group, local_assignors=[ClientSideRangeAssignor()],
                             rebalance_timeout_ms=10_000) for _ in range(2)]
         for c in cs:
             await c.start()

@@ -10,8 +10,8 @@ import pytest
 
 from groupcoord.client.consumer import (
     DEFER,
+    ClientMemberState,
     ConsumerMember,
-    MemberState,
     Partitions,
     RebalanceListener,
     to_topic_partitions,
@@ -91,7 +91,7 @@ def joined(owned: tuple[int, ...] = (0, 1, 2), **kw: object) -> tuple[ConsumerMe
 
 def test_join_is_a_full_request_at_epoch_0_with_a_client_generated_member_id() -> None:
     m, _ = member(instance_id="i1", rack_id="r1", server_assignor="range")
-    assert m.state is MemberState.JOINING
+    assert m.state is ClientMemberState.JOINING
     assert m.next_deadline() == 0
     req = send(m, 0)
     assert req == ConsumerGroupHeartbeatRequest(
@@ -113,13 +113,13 @@ def test_assignment_is_reconciled_then_acknowledged_at_once_then_heartbeats_are_
     assert m.on_response(ok(1, 0, 1, 2), 10)
     assert rec.calls == [("assigned", tps(0, 1, 2))]
     assert m.owned == tps(0, 1, 2) and m.member_epoch == 1
-    assert m.state is MemberState.ACKNOWLEDGING
+    assert m.state is ClientMemberState.ACKNOWLEDGING
     ack = send(m, 10)  # immediately
     assert ack.member_epoch == 1 and ack.topic_partitions == to_topic_partitions(tps(0, 1, 2))
     assert ack.subscribed_topic_names is None and ack.rebalance_timeout_ms == -1
     assert ack.rack_id is None and ack.server_assignor is None
     m.on_response(ok(1, assignment=False), 20)
-    assert m.state is MemberState.STABLE
+    assert m.state is ClientMemberState.STABLE
     assert m.next_deadline() == 5_020  # the interval of the last response
     assert m.poll_request(5_019) is None
     hb = send(m, 5_020)
@@ -152,13 +152,13 @@ def test_a_deferred_revocation_keeps_the_partitions_owned_until_it_completes() -
     send(m, 5_020)
     m.on_response(ok(1, 0), 5_030)
     assert rec.calls == [("revoked", tps(1, 2))]
-    assert m.owned == tps(0, 1, 2) and m.state is MemberState.RECONCILING
+    assert m.owned == tps(0, 1, 2) and m.state is ClientMemberState.RECONCILING
     assert m.poll_request(5_031) is None  # nothing to acknowledge yet: wait for the interval
     hb = send(m, 10_030)
     assert hb.topic_partitions is None  # still owns them: unchanged
     m.on_response(ok(1, 0, assignment=False), 10_040)
     m.complete_revocation(12_000)
-    assert m.owned == tps(0) and m.state is MemberState.ACKNOWLEDGING
+    assert m.owned == tps(0) and m.state is ClientMemberState.ACKNOWLEDGING
     ack = send(m, 12_000)
     assert ack.topic_partitions == to_topic_partitions(tps(0))
 
@@ -182,7 +182,7 @@ def test_fencing_loses_everything_and_rejoins_at_epoch_0_with_the_same_member_id
     m.on_response(err(code), 5_030)
     assert rec.calls == [("lost", tps(0, 1, 2))]
     assert m.owned == frozenset() and m.member_epoch == 0
-    assert m.state is MemberState.JOINING
+    assert m.state is ClientMemberState.JOINING
     req = send(m, 5_030)
     assert req.member_epoch == 0 and req.member_id == "m1" and req.topic_partitions == ()
     assert req.subscribed_topic_names == ("foo",) and req.rebalance_timeout_ms == 30_000
@@ -194,7 +194,7 @@ def test_fenced_during_a_deferred_revocation_rejoins_once_it_completed() -> None
     m.on_response(ok(1, 0), 5_030)  # revoke 1, 2 (deferred)
     send(m, 10_030)
     m.on_response(err(E.fenced_member_epoch), 10_040)
-    assert m.state is MemberState.FENCED
+    assert m.state is ClientMemberState.FENCED
     assert m.poll_request(20_000) is None
     m.complete_revocation(40_000)
     assert rec.calls == [("revoked", tps(1, 2)), ("lost", tps(0))]
@@ -244,7 +244,7 @@ def test_fatal_errors_stop_the_member(code: int) -> None:
     m, rec = joined(instance_id="i1")
     send(m, 5_020)
     m.on_response(err(code), 5_030)
-    assert m.state is MemberState.FATAL and m.fatal_error is not None
+    assert m.state is ClientMemberState.FATAL and m.fatal_error is not None
     assert m.fatal_error[0] == code
     assert rec.calls == [("lost", tps(0, 1, 2))]
     assert m.poll_request(100_000) is None and m.next_deadline() is None
@@ -256,7 +256,7 @@ def test_dynamic_member_leaves_with_epoch_minus_1_after_revoking() -> None:
     assert rec.calls == [("revoked", tps(0, 1, 2))]
     req = send(m, 6_000)
     assert req.member_epoch == -1 and req.member_id == "m1"
-    assert m.state is MemberState.UNJOINED and m.owned == frozenset()
+    assert m.state is ClientMemberState.UNJOINED and m.owned == frozenset()
     assert m.poll_request(60_000) is None
 
 

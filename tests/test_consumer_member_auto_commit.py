@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from groupcoord.client.consumer import ConsumerMember, MemberState, to_topic_partitions
+from groupcoord.client.consumer import ClientMemberState, ConsumerMember, to_topic_partitions
 from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -40,7 +40,7 @@ def joined(parts: frozenset[tuple[UUID, int]]) -> ConsumerMember:
     m.on_response(ok(1, parts), 10)
     assert m.poll_request(10) is not None  # the acknowledgement
     m.on_response(ok(1), 20)
-    assert m.state is MemberState.STABLE and m.owned == parts
+    assert m.state is ClientMemberState.STABLE and m.owned == parts
     return m
 
 

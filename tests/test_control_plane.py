@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from groupcoord.client.consumer import MemberState
+from groupcoord.client.consumer import ClientMemberState
 from groupcoord.client.driver import AsyncConsumer, NamedRebalanceListener, TopicPartition
 from groupcoord.protocol.client import KafkaClient
 from groupcoord.protocol.errors import ErrorCode
@@ -162,7 +162,7 @@ def test_a_failed_append_answers_coordinator_not_available_and_reloads_the_shard
         assert runtime.append_failures == 1
         await _until(lambda: runtime.loads > loads)  # reloaded from its log
         # The commit was not kept; the member (its state was in the log) carries on.
-        await _until(lambda: c.reconciled() and c.member.state is MemberState.STABLE)
+        await _until(lambda: c.reconciled() and c.member.state is ClientMemberState.STABLE)
         assert await c.committed([(TOPIC, 2)]) == {(TOPIC, 2): -1}
         assert await c.commit({(TOPIC, 2): 12}) == {}
         assert await c.committed([(TOPIC, 2)]) == {(TOPIC, 2): 12}

@@ -36,9 +36,9 @@ from groupcoord.coordinator.modern.consumer.messages import (
 from groupcoord.coordinator.modern.consumer.model import (
     ConsumerGroup,
     ConsumerGroupMember,
-    MemberState,
     with_current_assignment,
 )
+from groupcoord.coordinator.modern.member import MemberState
 from groupcoord.coordinator.offsets import MAX_METADATA_SIZE, replay_commit
 from groupcoord.coordinator.records import (
     KEY_VERSION,

@@ -26,15 +26,10 @@ from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     TopicPartitions,
 )
-from groupcoord.coordinator.modern.consumer.model import (
-    EMPTY,
-    NO_EPOCHS,
-    ConsumerGroup,
-    ConsumerGroupMember,
-    GroupState,
-    MemberState,
-)
-from groupcoord.coordinator.modern.reconciliation import reconcile
+from groupcoord.coordinator.modern.consumer.model import EMPTY, NO_EPOCHS, ConsumerGroup, ConsumerGroupMember
+from groupcoord.coordinator.modern.consumer.reconciliation import reconcile
+from groupcoord.coordinator.modern.group import GroupState
+from groupcoord.coordinator.modern.member import MemberState
 from groupcoord.coordinator.records import Record
 from groupcoord.coordinator.shard import Shard
 from groupcoord.coordinator.timers import Timers

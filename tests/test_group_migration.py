@@ -1,4 +1,4 @@
-"""The migration rules both new-protocol group types share (``migration/shared.py``).
+"""The migration rules both new-protocol group types share (``modern/migration.py``).
 
 KIP-848 "Supporting Online Consumer Group Upgrade": ``group.consumer.migration.policy`` is one of
 bidirectional, upgrade, downgrade, disabled, and allows the upgrade (classic -> consumer) and the
@@ -14,9 +14,11 @@ import pytest
 from groupcoord.coordinator.classic.messages import JoinGroupProtocol
 from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupMember
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.migration.connect import CONNECT_MIGRATION
-from groupcoord.coordinator.migration.consumer import CONSUMER_MIGRATION
-from groupcoord.coordinator.migration.shared import (
+from groupcoord.coordinator.modern.connect.migration import CONNECT_MIGRATION
+from groupcoord.coordinator.modern.connect.model import ConnectGroup, ConnectGroupMember
+from groupcoord.coordinator.modern.consumer.migration import CONSUMER_MIGRATION
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, ConsumerGroupMember
+from groupcoord.coordinator.modern.migration import (
     MigrationError,
     MigrationKind,
     classic_metadata,
@@ -24,8 +26,6 @@ from groupcoord.coordinator.migration.shared import (
     to_classic,
     upgrade_refusal,
 )
-from groupcoord.coordinator.modern.connect.model import ConnectGroup, ConnectGroupMember
-from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, ConsumerGroupMember
 from groupcoord.coordinator.records import ClassicMemberMetadata
 
 POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")

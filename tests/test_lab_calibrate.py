@@ -29,7 +29,7 @@ from groupcoord.lab.calibrate import (
     summarize,
     within_2x,
 )
-from groupcoord.lab.wire import Window, WireRun, _actions
+from groupcoord.lab.wire import WireRun, WireWindow, _actions
 from groupcoord.lab.wire_metrics import convergence, steady_lag, window_metrics
 from groupcoord.sim.scenario import Scenario, load_scenario, start_offsets_ms
 
@@ -42,7 +42,7 @@ T0 = 1_000.0
 
 
 def _run(logs: dict[str, list[dict[str, Any]]], *, end: float = 20.0,
-         windows: list[Window] | None = None, rate: float = 10.0,
+         windows: list[WireWindow] | None = None, rate: float = 10.0,
          lifetimes: dict[str, list[tuple[float, float | None]]] | None = None,
          resources: tuple[str, ...] = ("foo-0", "foo-1"),
          groups: list[list[str]] | None = None) -> WireRun:
@@ -52,7 +52,7 @@ def _run(logs: dict[str, list[dict[str, Any]]], *, end: float = 20.0,
     for v in logs.values():
         v.sort(key=lambda d: d["t"])
     return WireRun("classic:eager", "consumer", T0, T0 + end,
-                   windows or [Window("initial-join", 0.0, 0.0), Window("bounce", 10.0, 12.0)],
+                   windows or [WireWindow("initial-join", 0.0, 0.0), WireWindow("bounce", 10.0, 12.0)],
                    produced, logs, lifetimes or {n: [(T0, None)] for n in logs},
                    list(resources), groups or [list(resources)], rate, T0, 10.0)
 
@@ -151,7 +151,7 @@ def test_steady_lag_is_the_median_of_the_stable_period() -> None:
     recs = _recs("c1", "foo-0", 0, 299, 0.15, 0.1)  # every record 50 ms after its production
     logs = {"c1": [{"t": T0 + 0.05, "e": "assign", "parts": [["foo", 0]]}, *recs]}
     run = _run(logs, end=30.0, resources=("foo-0",),
-               windows=[Window("initial-join", 0.0, 0.0), Window("bounce", 25.0, 25.0)])
+               windows=[WireWindow("initial-join", 0.0, 0.0), WireWindow("bounce", 25.0, 25.0)])
     assert steady_lag(run) in (0.0, 1.0)
 
 
@@ -445,8 +445,8 @@ def test_a_member_that_went_late_extends_its_disturbance_and_the_window_waits_fo
     worker started, so it does not close at once on the old members (converged without it)."""
     from groupcoord.lab.wire import extend_windows
 
-    windows = [Window("initial-join", 0.0, 5.0), Window("scale-out", 10.0, 10.0),
-               Window("bounce", 30.0, 33.0)]
+    windows = [WireWindow("initial-join", 0.0, 5.0), WireWindow("scale-out", 10.0, 10.0),
+               WireWindow("bounce", 30.0, 33.0)]
     extend_windows(windows, 10.0, 14.0)
     assert [(w.at_s, w.settle_s) for w in windows] == [(0.0, 5.0), (10.0, 14.0), (30.0, 33.0)]
     logs = {"c1": [{"t": T0 + 1.0, "e": "assign", "parts": ["foo-0", "foo-1"]},

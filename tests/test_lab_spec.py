@@ -18,9 +18,9 @@ from groupcoord.lab.runs import (
 from groupcoord.lab.spec import (
     BUILTIN_SPECS,
     PARAM_COLUMNS,
+    LabWorkload,
     RunParams,
     SpecError,
-    Workload,
     cells,
     derive_seed,
     expand,
@@ -67,7 +67,7 @@ def test_seeds_are_stable_and_shared_by_protocols() -> None:
     for r in a:
         by_cell.setdefault((r.scenario, r.size, r.replicate), set()).add(r.seed)
     assert all(len(seeds) == 1 for seeds in by_cell.values())  # paired across protocols
-    wl = Workload("scenario")
+    wl = LabWorkload("scenario")
     seed = derive_seed("", "crash", 3, wl, None, 0)
     assert seed == derive_seed("", "crash", 3, wl, None, 0)
     assert seed != derive_seed("salt", "crash", 3, wl, None, 0)

@@ -28,7 +28,8 @@ from groupcoord.coordinator.classic.messages import JoinGroupProtocol
 from groupcoord.coordinator.classic.model import ClassicGroup
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.modern.consumer.messages import ConsumerGroupHeartbeatRequest
-from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, MemberState
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
+from groupcoord.coordinator.modern.member import MemberState
 from groupcoord.coordinator.records import (
     ClassicGroupMemberMetadata,
     ClassicGroupMetadataValue,

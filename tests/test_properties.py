@@ -55,7 +55,7 @@ from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupHeartbeatResponse,
     TopicPartitions,
 )
-from groupcoord.coordinator.modern.consumer.model import MemberState
+from groupcoord.coordinator.modern.member import MemberState
 from groupcoord.coordinator.records import Record
 from groupcoord.coordinator.result import Result
 from groupcoord.coordinator.shard import REBALANCE, SESSION, Shard

@@ -205,7 +205,8 @@ def test_the_regex_topic_filter_is_built_once_per_client_and_follows_the_authori
     one per principal and host, not one per request; a replaced authorizer gets new ones."""
     from types import SimpleNamespace
 
-    from groupcoord.server.apis import KafkaApis, RequestContext
+    from groupcoord.server.apis import RequestContext
+    from groupcoord.server.apis.groups import GroupApis
 
     class Only:
         def __init__(self, allowed: set[tuple[str, str]]) -> None:
@@ -221,11 +222,11 @@ def test_the_regex_topic_filter_is_built_once_per_client_and_follows_the_authori
     def ctx(principal: str) -> RequestContext:
         return RequestContext(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, "c", "127.0.0.1", principal)
 
-    alice = KafkaApis._describable_topics(apis, ctx("User:alice"))
-    assert KafkaApis._describable_topics(apis, ctx("User:alice")) is alice
+    alice = GroupApis._describable_topics(apis, ctx("User:alice"))
+    assert GroupApis._describable_topics(apis, ctx("User:alice")) is alice
     assert list(alice(["a", "b", "c"])) == ["a"]
-    bob = KafkaApis._describable_topics(apis, ctx("User:bob"))
+    bob = GroupApis._describable_topics(apis, ctx("User:bob"))
     assert list(bob(["a", "b", "c"])) == ["b"]
     apis.authorizer = Only({("User:alice", "c")})
-    again = KafkaApis._describable_topics(apis, ctx("User:alice"))
+    again = GroupApis._describable_topics(apis, ctx("User:alice"))
     assert again is not alice and list(again(["a", "b", "c"])) == ["c"]

@@ -22,7 +22,7 @@ from groupcoord.coordinator.messages import (
     PartitionResult,
     TopicResult,
 )
-from groupcoord.coordinator.modern import reconciliation
+from groupcoord.coordinator.modern.consumer import reconciliation
 from groupcoord.coordinator.modern.consumer.messages import TopicPartitions
 from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, ConsumerGroupMember
 from groupcoord.coordinator.records import OffsetCommitValue, offset_commit_record

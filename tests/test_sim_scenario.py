@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 import tomllib
+from importlib import resources
 
 import pytest
 
@@ -25,6 +27,20 @@ def test_the_issue_names_every_builtin() -> None:
     for name in BUILTINS:
         sc = load_scenario(name)
         assert sc.name == name and sc.description and sc.source == name
+
+
+def test_the_builtins_are_the_toml_files_the_package_ships() -> None:
+    """Each built-in is ``sim/scenarios/NAME.toml``, package data read through
+    importlib.resources (so an installed wheel has them), and loading the file by its path
+    gives the same scenario as loading it by name."""
+    folder = resources.files("groupcoord.sim") / "scenarios"
+    files = {f.name.removesuffix(".toml"): f for f in folder.iterdir() if f.name.endswith(".toml")}
+    assert set(files) == set(BUILTINS) and len(files) >= len(REQUIRED) - 1
+    for name, f in files.items():
+        assert f.read_text(encoding="utf-8") == BUILTINS[name]
+        with resources.as_file(f) as path:
+            by_path = load_scenario(str(path))
+        assert dataclasses.replace(by_path, source=name) == load_scenario(name)
 
 
 def test_full_scenario_file() -> None:

@@ -27,10 +27,11 @@ from groupcoord.coordinator.modern.consumer.messages import TopicPartitions
 from groupcoord.coordinator.modern.consumer.model import (
     ConsumerGroup,
     ConsumerGroupMember,
-    MemberState,
     with_current_assignment,
 )
-from groupcoord.coordinator.modern.reconciliation import reconcile, reconcile_items
+from groupcoord.coordinator.modern.consumer.reconciliation import reconcile
+from groupcoord.coordinator.modern.member import MemberState
+from groupcoord.coordinator.modern.reconciliation import reconcile_items
 from groupcoord.coordinator.records import ClassicMemberMetadata
 
 TOPICS = [UUID(int=(k + 1) << 64 | (7 - k)) for k in range(4)]

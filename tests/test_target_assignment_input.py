@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from groupcoord.coordinator.assignors import RangeAssignor, UniformAssignor
 from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, ConsumerGroupMember
-from groupcoord.coordinator.modern.target_assignment import (
+from groupcoord.coordinator.modern.consumer.target_assignment import (
     AssignorInput,
     group_spec,
     preferred_server_assignor,

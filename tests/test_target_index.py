@@ -19,7 +19,7 @@ from groupcoord.coordinator.assignors.target_index import (
     inversion,
 )
 from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, ConsumerGroupMember
-from groupcoord.coordinator.modern.target_assignment import target_assignment_records
+from groupcoord.coordinator.modern.consumer.target_assignment import target_assignment_records
 from groupcoord.coordinator.records import decode_assignment, encode_assignment
 from groupcoord.coordinator.topics import TopicMetadata
 
@@ -287,7 +287,7 @@ def test_no_second_generation_of_targets_kept() -> None:
     """After a computation whose records were applied, neither the coordinator's assignor input
     nor the uniform assignor's memo holds a target mapping the group no longer has (the
     previous generation of target sets)."""
-    from groupcoord.coordinator.modern.target_assignment import AssignorInput
+    from groupcoord.coordinator.modern.consumer.target_assignment import AssignorInput
 
     group = ConsumerGroup("g")
     group.subscription_metadata = {"foo": TopicMetadata(FOO, "foo", 60)}

@@ -20,7 +20,7 @@ GROUP = "demo-group"
 
 
 @dataclass
-class _Member:
+class _DemoMember:
     member_id: str
     epoch: int = 0
     owned: dict[uuid.UUID, tuple[int, ...]] = field(default_factory=dict)
@@ -56,7 +56,7 @@ def print_tables(shard: Shard, group_id: str = GROUP) -> None:
               f"partitions={_fmt(shard, dict(m.assigned_partitions))}{revoking}")
 
 
-def _heartbeat(shard: Shard, m: _Member, now: int, assignor: str, join: bool = False) -> None:
+def _heartbeat(shard: Shard, m: _DemoMember, now: int, assignor: str, join: bool = False) -> None:
     req = ConsumerGroupHeartbeatRequest(
         group_id=GROUP, member_id=m.member_id, member_epoch=m.epoch,
         rebalance_timeout_ms=30_000 if join else -1,
@@ -75,7 +75,7 @@ def _heartbeat(shard: Shard, m: _Member, now: int, assignor: str, join: bool = F
         m.owned = {tp.topic_id: tp.partitions for tp in resp.assignment.topic_partitions}
 
 
-def _converge(shard: Shard, members: list[_Member], now: int, assignor: str) -> int:
+def _converge(shard: Shard, members: list[_DemoMember], now: int, assignor: str) -> int:
     for _ in range(20):
         if _group(shard).state().value == "Stable":
             return now
@@ -88,10 +88,10 @@ def _converge(shard: Shard, members: list[_Member], now: int, assignor: str) -> 
 def run_demo(members: int = 3, partitions: int = 6, assignor: str = "uniform") -> None:
     image = MetadataImage.of([TopicMetadata(uuid.UUID(int=0xE7E27), TOPIC, partitions)])
     shard = Shard(metadata=image)
-    live: list[_Member] = []
+    live: list[_DemoMember] = []
     now = 0
     for i in range(members):
-        m = _Member(chr(ord("A") + i) if members <= 26 else f"member-{i}")
+        m = _DemoMember(chr(ord("A") + i) if members <= 26 else f"member-{i}")
         live.append(m)
         print(f"\n{m.member_id} joins the group")
         _heartbeat(shard, m, now, assignor, join=True)

@@ -3,28 +3,32 @@
 Implements the consumer's ``PartitionAssignor`` interface of KIP-848's "Consumer API" Javadoc:
 a unique ``name``, a supported metadata version range (``minimum_version``,
 ``maximum_version``), the ``metadata()`` the member advertises with it (reason, version, bytes),
-and ``assign(group) -> Assignment`` (an error, and per member its partitions, metadata version
-and bytes). A :class:`~groupcoord.client.consumer.ConsumerMember` given ``local_assignors``
-advertises them in its heartbeat (``ClientAssignors``); when the coordinator chooses it
-(``ShouldComputeAssignment``) it sends ConsumerGroupPrepareAssignment, runs the group's assignor
-(:func:`compute_install`) and sends ConsumerGroupInstallAssignment.
+and ``assign(group) -> Assignment`` (:class:`ClientSideAssignment`: an error, and per member
+its partitions, metadata version and bytes). A :class:`~groupcoord.client.consumer.ConsumerMember`
+given ``local_assignors`` advertises them in its heartbeat (``ClientAssignors``); when the
+coordinator chooses it (``ShouldComputeAssignment``) it sends ConsumerGroupPrepareAssignment, runs
+the group's assignor (:func:`compute_install`) and sends ConsumerGroupInstallAssignment.
 
-Built in: :class:`UniformAssignor` and :class:`RangeAssignor` run the coordinator's server-side
-``uniform`` and ``range`` assignors (``coordinator/assignors/``) on the member, so a group can
-move its assignment computation to a client without changing the result; their names are
-``uniform`` and ``range`` with version range [0-0] (the coordinator only matches client
-assignors against client assignors, so the names do not clash with its server-side ones).
+Built in: :class:`ClientSideUniformAssignor` and :class:`ClientSideRangeAssignor` run the
+coordinator's server-side ``uniform`` and ``range`` assignors (``coordinator/assignors/``) on the
+member, so a group can move its assignment computation to a client without changing the result;
+their names are ``uniform`` and ``range`` with version range [0-0] (the coordinator only matches
+client assignors against client assignors, so the names do not clash with its server-side ones).
 
 The group an assignor sees is the PrepareAssignment response (:class:`AssignmentSpec`: group
 epoch, members with subscribed topic ids, their reason/metadata for the selected assignor and
 their current target partitions; topics with name and partition count). A raised exception or a
-non-zero ``Assignment.error`` is reported in the Install's Error field: the coordinator keeps the
+non-zero ``ClientSideAssignment.error`` is reported in the Install's Error field: the coordinator keeps the
 current target for that epoch.
 
 Not here: ``onAssignment`` callbacks (the member does not learn which assignor installed its
 target), KIP-268 metadata-version negotiation beyond picking the highest version every member
 supports (:func:`common_version`), and assignors that keep state across rounds (the built-ins
 read stickiness from the current targets, as the server-side ones do).
+
+The classes are named ``ClientSide...`` (KIP-848 calls the interface ``PartitionAssignor`` on
+both sides): the coordinator's server-side ``PartitionAssignor``, ``UniformAssignor`` and
+``RangeAssignor`` (``coordinator/assignors/``) are other classes, with another interface.
 """
 
 from __future__ import annotations
@@ -48,14 +52,14 @@ from groupcoord.coordinator.topics import TopicMetadata
 
 __all__ = [
     "ASSIGNOR_ERROR",
-    "Assignment",
     "AssignmentSpec",
     "AssignorMetadata",
+    "ClientSideAssignment",
+    "ClientSideAssignor",
+    "ClientSideRangeAssignor",
+    "ClientSideUniformAssignor",
     "MemberAssignment",
-    "PartitionAssignor",
-    "RangeAssignor",
     "ServerAssignorAdapter",
-    "UniformAssignor",
     "advertised",
     "common_version",
     "compute_install",
@@ -100,7 +104,7 @@ class MemberAssignment:
 
 
 @dataclass(slots=True, frozen=True)
-class Assignment:
+class ClientSideAssignment:
     """An assignor's result (KIP-848 ``PartitionAssignor.Assignment``): ``error`` non-zero means
     no assignment (the coordinator keeps the current target)."""
 
@@ -109,7 +113,7 @@ class Assignment:
 
 
 @runtime_checkable
-class PartitionAssignor(Protocol):
+class ClientSideAssignor(Protocol):
     """KIP-848's client-side ``PartitionAssignor``."""
 
     @property
@@ -123,10 +127,10 @@ class PartitionAssignor(Protocol):
 
     def metadata(self) -> AssignorMetadata: ...
 
-    def assign(self, group: AssignmentSpec) -> Assignment: ...
+    def assign(self, group: AssignmentSpec) -> ClientSideAssignment: ...
 
 
-def advertised(assignor: PartitionAssignor) -> ClientAssignor:
+def advertised(assignor: ClientSideAssignor) -> ClientAssignor:
     """The heartbeat's ClientAssignors entry of ``assignor``."""
     md = assignor.metadata()
     return ClientAssignor(assignor.name, assignor.minimum_version, assignor.maximum_version,
@@ -160,7 +164,7 @@ class ServerAssignorAdapter:
     def metadata(self) -> AssignorMetadata:
         return AssignorMetadata(self.reason, self.maximum_version, b"")
 
-    def assign(self, group: AssignmentSpec) -> Assignment:
+    def assign(self, group: AssignmentSpec) -> ClientSideAssignment:
         members = {
             mid: server.MemberSubscription(
                 mid, frozenset(m.subscribed_topic_ids),
@@ -172,18 +176,18 @@ class ServerAssignorAdapter:
         try:
             result = self._assignor.assign(server.GroupSpec(members, topics))
         except server.PartitionAssignorError:
-            return Assignment(error=ASSIGNOR_ERROR)
-        return Assignment({mid: MemberAssignment(dict(a)) for mid, a in result.items()})
+            return ClientSideAssignment(error=ASSIGNOR_ERROR)
+        return ClientSideAssignment({mid: MemberAssignment(dict(a)) for mid, a in result.items()})
 
 
-class UniformAssignor(ServerAssignorAdapter):
+class ClientSideUniformAssignor(ServerAssignorAdapter):
     """The ``uniform`` assignor, computed on the member."""
 
     def __init__(self, *, reason: int = 0) -> None:
         super().__init__(server.UniformAssignor(), reason=reason)
 
 
-class RangeAssignor(ServerAssignorAdapter):
+class ClientSideRangeAssignor(ServerAssignorAdapter):
     """The ``range`` assignor, computed on the member."""
 
     def __init__(self, *, reason: int = 0) -> None:
@@ -195,7 +199,7 @@ def _tps(partitions: Mapping[UUID, frozenset[int]]) -> tuple[TopicPartitions, ..
                  for t, ps in sorted(partitions.items(), key=lambda kv: kv[0].bytes) if ps)
 
 
-def compute_install(assignors: Mapping[str, PartitionAssignor],
+def compute_install(assignors: Mapping[str, ClientSideAssignor],
                     p: ConsumerGroupPrepareAssignmentResponse, group_id: str, member_id: str,
                     member_epoch: int) -> ConsumerGroupInstallAssignmentRequest:
     """Run the group's assignor (``p.assignor_name``) on a PrepareAssignment response: the

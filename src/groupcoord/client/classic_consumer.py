@@ -91,7 +91,7 @@ from groupcoord.client.consumer import (
     DEFER,
     EMPTY,
     RETRIABLE_ERRORS,
-    MemberState,
+    ClientMemberState,
     Partitions,
     RebalanceListener,
 )
@@ -262,7 +262,7 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
         self.leader_assignor = leader_assignor or (
             eager_range_assignment if protocol == EAGER else cooperative_sticky_assignment)
 
-        self.state = MemberState.UNSUBSCRIBED
+        self.state = ClientMemberState.UNSUBSCRIBED
         self.phase = Phase.JOIN
         self.leader_id = ""
         self.owned: Partitions = EMPTY
@@ -324,10 +324,10 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
         before = self.topics()
         self.subscribed_topics = None if topics is None else tuple(sorted(set(topics)))
         self.subscribed_regex = regex
-        if self.state in (MemberState.UNSUBSCRIBED, MemberState.UNJOINED):
+        if self.state in (ClientMemberState.UNSUBSCRIBED, ClientMemberState.UNJOINED):
             self._start_join()
             self._retry_at_ms = 0
-        elif self.state is not MemberState.FATAL and self.topics() != before:
+        elif self.state is not ClientMemberState.FATAL and self.topics() != before:
             self.request_rejoin()
 
     def update_metadata(self, topics: Iterable[TopicMetadata], now_ms: int) -> None:
@@ -343,8 +343,8 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
         self._topics = {t.name: t for t in topics}
         for t in self._topics.values():
             self._names[t.topic_id] = t.name
-        if self.state in (MemberState.UNSUBSCRIBED, MemberState.UNJOINED, MemberState.FATAL,
-                          MemberState.LEAVING):
+        if self.state in (ClientMemberState.UNSUBSCRIBED, ClientMemberState.UNJOINED, ClientMemberState.FATAL,
+                          ClientMemberState.LEAVING):
             return
         leader = self.generation >= 0 and self.leader_id == self.member_id
         after = self.topics()
@@ -354,19 +354,19 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
 
     def request_rejoin(self) -> None:
         """Rebalance: rejoin now, or after the rebalance in progress."""
-        if self.state in (MemberState.JOINING, MemberState.RECONCILING):
+        if self.state in (ClientMemberState.JOINING, ClientMemberState.RECONCILING):
             self._rejoin_needed = True
-        elif self.state is MemberState.STABLE:
+        elif self.state is ClientMemberState.STABLE:
             self._begin_rebalance()
 
     def leave(self, now_ms: int, *, permanent: bool = False) -> None:
         """Close: revoke everything, then LeaveGroup (a dynamic member, or ``permanent``)."""
         self._now = now_ms
-        if self.state in (MemberState.UNSUBSCRIBED, MemberState.UNJOINED, MemberState.FATAL,
-                          MemberState.LEAVING):
+        if self.state in (ClientMemberState.UNSUBSCRIBED, ClientMemberState.UNJOINED, ClientMemberState.FATAL,
+                          ClientMemberState.LEAVING):
             return
         self._leave_permanent = permanent
-        self.state = MemberState.LEAVING
+        self.state = ClientMemberState.LEAVING
         if self._revoking is not None:
             self._after_revoke = "leave"
             return
@@ -388,7 +388,7 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
     def _may_commit(self) -> bool:
         """Commits carry the member id and the generation: none before the first JoinGroup."""
         return self.generation >= 0 and bool(self.member_id) and self.state not in (
-            MemberState.UNSUBSCRIBED, MemberState.FATAL, MemberState.UNJOINED)
+            ClientMemberState.UNSUBSCRIBED, ClientMemberState.FATAL, ClientMemberState.UNJOINED)
 
     def _commit_epoch(self) -> int:
         return self.generation
@@ -401,18 +401,18 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
     def next_deadline(self) -> int | None:
         """When :meth:`poll_request` next has something to do (None: nothing until a call)."""
         s = self.state
-        if s in (MemberState.UNSUBSCRIBED, MemberState.UNJOINED, MemberState.FATAL):
+        if s in (ClientMemberState.UNSUBSCRIBED, ClientMemberState.UNJOINED, ClientMemberState.FATAL):
             return None
-        if s is MemberState.LEAVING:
+        if s is ClientMemberState.LEAVING:
             return None if self._revoking is not None else self._now
         if self.inflight is not None:
             return self.inflight.sent_ms + self._timeout_of(self.inflight.request)
-        if s is MemberState.JOINING:
+        if s is ClientMemberState.JOINING:
             return max(self._retry_at_ms, self._now)
         if self.generation < 0 or not self.member_id:
             return None  # revoking before a join: nothing to send until it completes
         due = max(self._next_heartbeat_ms, self._retry_at_ms)
-        if self._follow_up_at is not None and s is MemberState.STABLE:
+        if self._follow_up_at is not None and s is ClientMemberState.STABLE:
             due = min(due, self._follow_up_at)
         return due
 
@@ -420,7 +420,7 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
         """The request to send now, if one is due (it becomes the request in flight)."""
         self._now = now_ms
         s = self.state
-        if s is MemberState.LEAVING:  # the request in flight, if any, is abandoned
+        if s is ClientMemberState.LEAVING:  # the request in flight, if any, is abandoned
             return None if self._revoking is not None else self._send_leave(now_ms)
         timed_out = self._timed_out(now_ms)
         if timed_out is not None:
@@ -429,10 +429,10 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
         if self.inflight is not None:
             return None
         s = self.state
-        if s in (MemberState.UNSUBSCRIBED, MemberState.UNJOINED, MemberState.FATAL) \
+        if s in (ClientMemberState.UNSUBSCRIBED, ClientMemberState.UNJOINED, ClientMemberState.FATAL) \
                 or now_ms < self._retry_at_ms:
             return None
-        if s is MemberState.JOINING:
+        if s is ClientMemberState.JOINING:
             if self.phase is Phase.JOIN:
                 gone = self._unsubscribed_owned()
                 if gone:  # the subscription changed during the rebalance
@@ -441,7 +441,7 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
                 return self._send(self._join_request(), now_ms)
             return self._send(self._sync_request(), now_ms)
         follow_up = self._follow_up_at
-        if follow_up is not None and now_ms >= follow_up and s is MemberState.STABLE:
+        if follow_up is not None and now_ms >= follow_up and s is ClientMemberState.STABLE:
             self._following_up = True
             self._begin_rebalance()  # clears the follow-up
             return self.poll_request(now_ms)
@@ -460,8 +460,8 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
             return False
         req = inflight.request
         if isinstance(req, LeaveGroupRequest) or self.state in (
-                MemberState.UNJOINED, MemberState.FATAL, MemberState.UNSUBSCRIBED,
-                MemberState.LEAVING):
+                ClientMemberState.UNJOINED, ClientMemberState.FATAL, ClientMemberState.UNSUBSCRIBED,
+                ClientMemberState.LEAVING):
             return True
         if isinstance(req, JoinGroupRequest):
             assert isinstance(resp, JoinGroupResponse)
@@ -541,7 +541,7 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
             self._send(req, now_ms)
         else:
             self.inflight = None
-        self.state = MemberState.UNJOINED
+        self.state = ClientMemberState.UNJOINED
         self._reset(member_id=True)
         return req
 
@@ -622,7 +622,7 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
         """A lost answer or a timeout: back off; a join or sync starts the join again."""
         self.stats["retries"] += 1
         if isinstance(req, JoinGroupRequest | SyncGroupRequest) and \
-                self.state is MemberState.JOINING:
+                self.state is ClientMemberState.JOINING:
             self.phase = Phase.JOIN
             self._unsynced_generation_lost()
         self._back_off()
@@ -630,7 +630,7 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
     # ------------------------------------------------------------------ rebalance
 
     def _start_join(self) -> None:
-        self.state = MemberState.JOINING
+        self.state = ClientMemberState.JOINING
         self.phase = Phase.JOIN
         self._rejoin_needed = False
         self._follow_up_at = None
@@ -666,7 +666,7 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
             # The subscription changed since the member joined (a static member back with new
             # topics gets its former incarnation's assignment without a rebalance): install
             # nothing and rejoin with the current subscription, as the Java consumer does.
-            self.state = MemberState.STABLE
+            self.state = ClientMemberState.STABLE
             self._next_heartbeat_ms = self._now + self.heartbeat_interval_ms
             self._withheld = False
             self._following_up = False
@@ -676,7 +676,7 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
                              if t in self._topics for p in ps)
         revoked = self.owned - assigned
         added = assigned - self.owned
-        self.state = MemberState.STABLE
+        self.state = ClientMemberState.STABLE
         self._synced_generation = self.generation
         self._next_heartbeat_ms = self._now + self.heartbeat_interval_ms
         if added:
@@ -718,8 +718,8 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
         return all(t in subscribed for t in topics)
 
     def _revoke(self, parts: Partitions, then: str) -> None:
-        if self.state is not MemberState.LEAVING:
-            self.state = MemberState.RECONCILING
+        if self.state is not ClientMemberState.LEAVING:
+            self.state = ClientMemberState.RECONCILING
         self._after_revoke = then
         self._revoking = parts
         if self.listener.on_partitions_revoked(frozenset(parts)) is DEFER:
@@ -731,7 +731,7 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
         self.owned = self.owned - parts
         self.stats["revoked"] += len(parts)
         then, self._after_revoke = self._after_revoke, None
-        if self.state is MemberState.LEAVING:
+        if self.state is ClientMemberState.LEAVING:
             if self._lost_pending:
                 self._lost_pending = False
                 self._lose_all()
@@ -744,10 +744,10 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
             self._start_join()
             return
         if then in ("join", "rejoin") or self._rejoin_needed:
-            self.state = MemberState.STABLE
+            self.state = ClientMemberState.STABLE
             self._begin_rebalance()
         else:
-            self.state = MemberState.STABLE
+            self.state = ClientMemberState.STABLE
 
     def _lose_and_reset(self, member_id: bool) -> None:
         """ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID: the partitions are lost; rejoin."""
@@ -795,7 +795,7 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
         self._revoking = None
         self._lost_pending = False
         self._lose_all()
-        self.state = MemberState.FATAL
+        self.state = ClientMemberState.FATAL
 
 
 __all__ = ["ASSIGNOR_OF", "COOPERATIVE", "EAGER", "ClassicConsumerMember", "Phase",

@@ -52,7 +52,7 @@ the behaviour of the Java consumer / librdkafka 2.x where the spec is silent; se
   classic consumer member).
 
 - **Client-side assignors** (KIP-848 "Client-Side Assignor"): a member given
-  ``local_assignors`` (:class:`~groupcoord.client.assignors.PartitionAssignor`, e.g. the
+  ``local_assignors`` (:class:`~groupcoord.client.assignors.ClientSideAssignor`, e.g. the
   built-in ``uniform`` / ``range``) advertises them as ``ClientAssignors`` (on a full heartbeat
   and whenever one's reason, version or metadata changes; never together with a server
   assignor). The **assigner duties** are shared with the Connect worker: ShouldComputeAssignment
@@ -80,7 +80,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from groupcoord.client.assignors import PartitionAssignor, advertised, compute_install
+from groupcoord.client.assignors import ClientSideAssignor, advertised, compute_install
 from groupcoord.client.offset_commits import (
     EMPTY,
     OffsetCommits,
@@ -146,8 +146,10 @@ class RebalanceListener:
         return None
 
 
-class MemberState(enum.Enum):
-    """Where the member stands (after the Java consumer's ``MemberState``)."""
+class ClientMemberState(enum.Enum):
+    """Where the member stands, as the member itself sees it (after the Java consumer's
+    ``MemberState``; the coordinator's view of a member's reconciliation is another enum,
+    ``coordinator/modern/consumer/model.py``'s ``MemberState``)."""
 
     UNSUBSCRIBED = "unsubscribed"    #: never subscribed: nothing to send
     JOINING = "joining"              #: the next request is a full join at epoch 0
@@ -161,7 +163,7 @@ class MemberState(enum.Enum):
 
 
 @dataclass(slots=True, frozen=True)
-class Inflight:
+class HeartbeatInflight:
     correlation_id: int
     sent_ms: int
     request: ConsumerGroupHeartbeatRequest
@@ -210,7 +212,7 @@ class ConsumerMember(OffsetCommits):
         retry_backoff_ms: int = 100,
         retry_backoff_max_ms: int = 1_000,
         listener: RebalanceListener | None = None,
-        local_assignors: Sequence[PartitionAssignor] = (),
+        local_assignors: Sequence[ClientSideAssignor] = (),
     ) -> None:
         if not group_id:
             raise ValueError("group_id must be non-empty")
@@ -221,7 +223,7 @@ class ConsumerMember(OffsetCommits):
         if len({a.name for a in local_assignors}) != len(local_assignors):
             raise ValueError("client-side assignor names must be unique")
         #: Client-side assignors, in preference order (``group.local.assignors``).
-        self.local_assignors: tuple[PartitionAssignor, ...] = tuple(local_assignors)
+        self.local_assignors: tuple[ClientSideAssignor, ...] = tuple(local_assignors)
         self.group_id = group_id
         self.member_id = member_id if member_id is not None else (member_ids or random_member_id)()
         self.instance_id = instance_id
@@ -235,7 +237,7 @@ class ConsumerMember(OffsetCommits):
         self.retry_backoff_max_ms = retry_backoff_max_ms
         self.listener = listener or RebalanceListener()
 
-        self.state = MemberState.UNSUBSCRIBED
+        self.state = ClientMemberState.UNSUBSCRIBED
         self.member_epoch = 0
         #: Partitions the member owns (consumes) right now.
         self.owned: Partitions = EMPTY
@@ -245,7 +247,7 @@ class ConsumerMember(OffsetCommits):
         self.heartbeat_interval_ms = 0
         self.subscribed_topics: tuple[str, ...] | None = None
         self.subscribed_regex: str | None = None
-        self.inflight: Inflight | None = None
+        self.inflight: HeartbeatInflight | None = None
         self.fatal_error: tuple[int, str | None] | None = None
         #: Counters a driver may report.
         self.stats: dict[str, int] = {"heartbeats": 0, "full": 0, "timeouts": 0, "fenced": 0,
@@ -289,23 +291,23 @@ class ConsumerMember(OffsetCommits):
             self._now = now_ms
         self.subscribed_topics = None if topics is None else tuple(sorted(set(topics)))
         self.subscribed_regex = regex
-        if self.state in (MemberState.UNSUBSCRIBED, MemberState.UNJOINED):
+        if self.state in (ClientMemberState.UNSUBSCRIBED, ClientMemberState.UNJOINED):
             self._transition_to_joining()
             self._retry_at_ms = 0
-        elif self.state is not MemberState.FATAL:
+        elif self.state is not ClientMemberState.FATAL:
             self._next_heartbeat_ms = self._now  # expedite (librdkafka)
 
     def leave(self, now_ms: int, *, permanent: bool = False) -> None:
         """Leave the group: revoke everything (the listener runs), then send epoch -1, or -2
         for a static member unless ``permanent``."""
         self._now = now_ms
-        if self.state in (MemberState.UNSUBSCRIBED, MemberState.UNJOINED, MemberState.FATAL,
-                          MemberState.LEAVING):
+        if self.state in (ClientMemberState.UNSUBSCRIBED, ClientMemberState.UNJOINED, ClientMemberState.FATAL,
+                          ClientMemberState.LEAVING):
             return
         self._drop_assigner_duties()
         static = self.instance_id is not None and not permanent
         self._leave_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH if static else LEAVE_GROUP_MEMBER_EPOCH
-        self.state = MemberState.LEAVING
+        self.state = ClientMemberState.LEAVING
         if self._revoking is not None:
             return  # the rest is revoked, and the leave sent, once this revocation completes
         if self._fenced_pending:
@@ -333,7 +335,7 @@ class ConsumerMember(OffsetCommits):
 
     def _may_commit(self) -> bool:
         return self.member_epoch > 0 and self.state not in (
-            MemberState.UNSUBSCRIBED, MemberState.FATAL, MemberState.UNJOINED)
+            ClientMemberState.UNSUBSCRIBED, ClientMemberState.FATAL, ClientMemberState.UNJOINED)
 
     # ------------------------------------------------------------------ driver API
 
@@ -348,15 +350,15 @@ class ConsumerMember(OffsetCommits):
 
     def _heartbeat_deadline(self) -> int | None:
         s = self.state
-        if s in (MemberState.UNSUBSCRIBED, MemberState.UNJOINED, MemberState.FATAL):
+        if s in (ClientMemberState.UNSUBSCRIBED, ClientMemberState.UNJOINED, ClientMemberState.FATAL):
             return None
-        if s is MemberState.LEAVING:
+        if s is ClientMemberState.LEAVING:
             return None if self._revoking is not None else self._now
         if self.inflight is not None:
             return self.inflight.sent_ms + self.request_timeout_ms
-        if s is MemberState.FENCED:
+        if s is ClientMemberState.FENCED:
             return None
-        if s in (MemberState.JOINING, MemberState.ACKNOWLEDGING):
+        if s in (ClientMemberState.JOINING, ClientMemberState.ACKNOWLEDGING):
             return max(self._retry_at_ms, self._now)
         return max(self._next_heartbeat_ms, self._retry_at_ms)
 
@@ -383,14 +385,14 @@ class ConsumerMember(OffsetCommits):
                 self._failed()
             inflight = None
         s = self.state
-        if s is MemberState.LEAVING:
+        if s is ClientMemberState.LEAVING:
             if self._revoking is not None:
                 return None
             return self._send_leave(now_ms)
-        if s in (MemberState.UNSUBSCRIBED, MemberState.UNJOINED, MemberState.FATAL,
-                 MemberState.FENCED) or inflight is not None or now_ms < self._retry_at_ms:
+        if s in (ClientMemberState.UNSUBSCRIBED, ClientMemberState.UNJOINED, ClientMemberState.FATAL,
+                 ClientMemberState.FENCED) or inflight is not None or now_ms < self._retry_at_ms:
             return None
-        if s not in (MemberState.JOINING, MemberState.ACKNOWLEDGING) \
+        if s not in (ClientMemberState.JOINING, ClientMemberState.ACKNOWLEDGING) \
                 and now_ms < self._next_heartbeat_ms:
             return None
         return self._send(self._build(), now_ms)
@@ -409,8 +411,8 @@ class ConsumerMember(OffsetCommits):
             return False
         self.inflight = None
         req = inflight.request
-        if req.member_epoch < 0 or self.state in (MemberState.UNJOINED, MemberState.FATAL,
-                                                  MemberState.UNSUBSCRIBED, MemberState.LEAVING):
+        if req.member_epoch < 0 or self.state in (ClientMemberState.UNJOINED, ClientMemberState.FATAL,
+                                                  ClientMemberState.UNSUBSCRIBED, ClientMemberState.LEAVING):
             return True  # a leave's answer, or an answer after we left: nothing to do
         code = resp.error_code
         if code == 0:
@@ -451,15 +453,15 @@ class ConsumerMember(OffsetCommits):
         """The correlation id of the request :meth:`poll_request` returned last."""
         return self._correlation
 
-    def _expects_answer(self, inflight: Inflight) -> bool:
+    def _expects_answer(self, inflight: HeartbeatInflight) -> bool:
         return inflight.request.member_epoch >= 0 and self.state not in (
-            MemberState.UNJOINED, MemberState.FATAL, MemberState.LEAVING,
-            MemberState.UNSUBSCRIBED)
+            ClientMemberState.UNJOINED, ClientMemberState.FATAL, ClientMemberState.LEAVING,
+            ClientMemberState.UNSUBSCRIBED)
 
     # ------------------------------------------------------------------ internals: requests
 
     def _build(self) -> ConsumerGroupHeartbeatRequest:
-        epoch = 0 if self.state is MemberState.JOINING else self.member_epoch
+        epoch = 0 if self.state is ClientMemberState.JOINING else self.member_epoch
         # Every request at epoch 0 is a full one: the coordinator validates it as a join (a
         # member stays at epoch 0 until a client-side assigner installed the first target).
         full = self._send_full or epoch == 0
@@ -523,10 +525,11 @@ class ConsumerMember(OffsetCommits):
 
     def _send(self, req: ConsumerGroupHeartbeatRequest, now_ms: int) -> ConsumerGroupHeartbeatRequest:
         self._correlation += 1
-        self.inflight = Inflight(self._correlation, now_ms, req)
+        self.inflight = HeartbeatInflight(self._correlation, now_ms, req)
         self.stats["heartbeats"] += 1
-        if self.state is MemberState.ACKNOWLEDGING:
-            self.state = MemberState.RECONCILING if self._revoking is not None else MemberState.STABLE
+        if self.state is ClientMemberState.ACKNOWLEDGING:
+            self.state = (ClientMemberState.RECONCILING if self._revoking is not None
+                          else ClientMemberState.STABLE)
         return req
 
     def _leave_request(self, epoch: int) -> ConsumerGroupHeartbeatRequest:
@@ -539,13 +542,13 @@ class ConsumerMember(OffsetCommits):
     def _send_leave(self, now_ms: int) -> ConsumerGroupHeartbeatRequest:
         epoch = self._leave_epoch if self._leave_epoch is not None else LEAVE_GROUP_MEMBER_EPOCH
         req = self._leave_request(epoch)
-        self.state = MemberState.UNJOINED
+        self.state = ClientMemberState.UNJOINED
         self.member_epoch = epoch
         self.target = None
         self._leave_epoch = None
         self._reset_sent()
         self._correlation += 1
-        self.inflight = Inflight(self._correlation, now_ms, req)
+        self.inflight = HeartbeatInflight(self._correlation, now_ms, req)
         self.stats["heartbeats"] += 1
         return req
 
@@ -569,8 +572,8 @@ class ConsumerMember(OffsetCommits):
             self.heartbeat_interval_ms = resp.heartbeat_interval_ms
         self._next_heartbeat_ms = now_ms + self.heartbeat_interval_ms
         self.member_epoch = resp.member_epoch
-        if self.state is MemberState.JOINING:
-            self.state = MemberState.STABLE
+        if self.state is ClientMemberState.JOINING:
+            self.state = ClientMemberState.STABLE
         target = self._target_of(resp)
         if target is not None:
             self.target = target
@@ -588,7 +591,8 @@ class ConsumerMember(OffsetCommits):
     def _reconcile(self) -> None:
         """One reconciliation step towards ``target``: a revocation, or else an assignment."""
         if self._revoking is not None or self.target is None or self.state in (
-                MemberState.FENCED, MemberState.LEAVING, MemberState.FATAL, MemberState.UNJOINED):
+                ClientMemberState.FENCED, ClientMemberState.LEAVING, ClientMemberState.FATAL,
+                ClientMemberState.UNJOINED):
             return
         target = self.target
         owned = self.owned
@@ -601,7 +605,7 @@ class ConsumerMember(OffsetCommits):
             if added:
                 self.owned = owned | added
                 self.stats["assigned"] += len(added)
-                self.state = MemberState.ACKNOWLEDGING
+                self.state = ClientMemberState.ACKNOWLEDGING
                 self.listener.on_partitions_assigned(frozenset(added))
                 return
             # Reconciled (owned == target): both are immutable, so the target becomes the
@@ -611,11 +615,11 @@ class ConsumerMember(OffsetCommits):
             # ``target`` reset).
             self.target = owned
         if owned is not self._sent_owned and owned != self._sent_owned:
-            self.state = MemberState.ACKNOWLEDGING
+            self.state = ClientMemberState.ACKNOWLEDGING
 
     def _start_revocation(self, revoked: Partitions) -> None:
-        if self.state is not MemberState.LEAVING:
-            self.state = MemberState.RECONCILING
+        if self.state is not ClientMemberState.LEAVING:
+            self.state = ClientMemberState.RECONCILING
         if self.listener.on_partitions_revoked(frozenset(revoked)) is DEFER:
             self._revoking = revoked
             return
@@ -624,7 +628,7 @@ class ConsumerMember(OffsetCommits):
     def _finish_revocation(self, revoked: Partitions) -> None:
         self.owned = self.owned - revoked
         self.stats["revoked"] += len(revoked)
-        if self.state is MemberState.LEAVING:
+        if self.state is ClientMemberState.LEAVING:
             if self._fenced_pending:
                 self._fenced_pending = False
                 self._lose_all()
@@ -635,7 +639,7 @@ class ConsumerMember(OffsetCommits):
             self._fenced_pending = False
             self._fenced(backoff=False)
             return
-        self.state = MemberState.ACKNOWLEDGING
+        self.state = ClientMemberState.ACKNOWLEDGING
         self._reconcile()  # the assignment, if any, is a separate step after the revocation
 
     def _lose_all(self) -> None:
@@ -649,7 +653,7 @@ class ConsumerMember(OffsetCommits):
     def _fenced(self, backoff: bool) -> None:
         if self._revoking is not None:
             self._fenced_pending = True  # rejoin once the application finished revoking
-            self.state = MemberState.FENCED
+            self.state = ClientMemberState.FENCED
             return
         self._lose_all()
         self._transition_to_joining()
@@ -657,7 +661,7 @@ class ConsumerMember(OffsetCommits):
             self._back_off()
 
     def _transition_to_joining(self) -> None:
-        self.state = MemberState.JOINING
+        self.state = ClientMemberState.JOINING
         self.member_epoch = 0
         self.target = None
         self._reset_sent()
@@ -680,7 +684,7 @@ class ConsumerMember(OffsetCommits):
         self._revoking = None
         self._fenced_pending = False
         self._lose_all()
-        self.state = MemberState.FATAL
+        self.state = ClientMemberState.FATAL
 
     # ------------------------------------------------------------------ assigner duties
 
@@ -710,8 +714,8 @@ class ConsumerMember(OffsetCommits):
 
     def _assigning(self) -> bool:
         return self.member_epoch >= 0 and self.state not in (
-            MemberState.JOINING, MemberState.LEAVING, MemberState.UNJOINED, MemberState.FATAL,
-            MemberState.UNSUBSCRIBED, MemberState.FENCED)
+            ClientMemberState.JOINING, ClientMemberState.LEAVING, ClientMemberState.UNJOINED,
+            ClientMemberState.FATAL, ClientMemberState.UNSUBSCRIBED, ClientMemberState.FENCED)
 
     def _assigning_in_progress(self) -> bool:
         return self._compute_wanted or self._install is not None or self.assign_inflight is not None
@@ -779,7 +783,19 @@ class ConsumerMember(OffsetCommits):
         self._compute_wanted = False
 
 
-__all__ = ["DEFER", "EMPTY", "FENCING_ERRORS", "RETRIABLE_ERRORS", "AssignInflight",
-           "ConsumerMember", "Inflight",
-           "MemberState", "Partitions", "RebalanceListener", "TopicIdPartition",
-           "random_member_id", "to_partitions", "to_topic_partitions"]
+__all__ = [
+    "DEFER",
+    "EMPTY",
+    "FENCING_ERRORS",
+    "RETRIABLE_ERRORS",
+    "AssignInflight",
+    "ClientMemberState",
+    "ConsumerMember",
+    "HeartbeatInflight",
+    "Partitions",
+    "RebalanceListener",
+    "TopicIdPartition",
+    "random_member_id",
+    "to_partitions",
+    "to_topic_partitions",
+]

@@ -38,7 +38,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
-from groupcoord.client.assignors import PartitionAssignor
+from groupcoord.client.assignors import ClientSideAssignor
 from groupcoord.client.connection import BrokerConnection, ConnectionLost, UnsupportedApi
 from groupcoord.client.consumer import ConsumerMember, Partitions, RebalanceListener
 from groupcoord.client.member_driver import (
@@ -119,7 +119,7 @@ class AsyncConsumer(MemberDriver[ConsumerMember]):
                  member_id: str | None = None,
                  reconnect_backoff_ms: int = 100, reconnect_backoff_max_ms: int = 2_000,
                  close_timeout_ms: int = DEFAULT_CLOSE_TIMEOUT_MS,
-                 local_assignors: Sequence[PartitionAssignor] = ()) -> None:
+                 local_assignors: Sequence[ClientSideAssignor] = ()) -> None:
         member = ConsumerMember(
             group_id, member_id=member_id, instance_id=instance_id, rack_id=rack_id,
             rebalance_timeout_ms=rebalance_timeout_ms, server_assignor=server_assignor,

@@ -61,7 +61,7 @@ from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
 from groupcoord.client.connection import BrokerConnection, ConnectionLost
-from groupcoord.client.consumer import DEFER, ConsumerMember, MemberState
+from groupcoord.client.consumer import DEFER, ClientMemberState, ConsumerMember
 from groupcoord.protocol.client import parse_bootstrap
 from groupcoord.protocol.errors import ErrorCode, error_name
 
@@ -475,7 +475,7 @@ class MemberDriver(SansIODriver[M]):
     def reconciled(self) -> bool:
         """Stable on its target: it owns what the coordinator assigned it, nothing in flight."""
         m = self.member
-        return (m.state is MemberState.STABLE and m.target is not None and m.owned == m.target
+        return (m.state is ClientMemberState.STABLE and m.target is not None and m.owned == m.target
                 and m.inflight is None)
 
     def _correlation_id(self, req: Any) -> int:
@@ -489,7 +489,7 @@ class MemberDriver(SansIODriver[M]):
 
     def _fatal_message(self) -> str | None:
         m = self.member
-        if m.state is not MemberState.FATAL:
+        if m.state is not ClientMemberState.FATAL:
             return None
         code, msg = m.fatal_error or (-1, None)
         return f"{error_name(code)}: {msg}"
@@ -498,4 +498,4 @@ class MemberDriver(SansIODriver[M]):
         self.member.leave(self._now(), permanent=permanent)
 
     def _has_left(self) -> bool:
-        return self.member.state in (MemberState.UNJOINED, MemberState.FATAL)
+        return self.member.state in (ClientMemberState.UNJOINED, ClientMemberState.FATAL)

@@ -8,7 +8,7 @@ timers and read the shard's groups, offsets, configuration and topic image throu
 below the group types: ``shard.py`` imports the managers, and nothing imports ``shard.py`` back,
 not even for types. The managers speak to one another (a migration hands a group from one type
 to the other) through the two narrow protocols :class:`ClassicGroups` and
-:class:`NewProtocolGroups`.
+:class:`GroupType`.
 """
 
 from __future__ import annotations
@@ -39,10 +39,11 @@ class ClassicGroups(Protocol):
                          reason: str, rebalance: bool = True) -> None: ...
 
 
-class NewProtocolGroups(Protocol):
-    """What the classic group manager asks of a new-protocol group type's manager: delete an
+class GroupType(Protocol):
+    """What the shard and the other group types ask of any group type's manager: delete an
     empty group of that type, and the translation of classic requests for its members (a
-    ``modern.classic_bridge.ClassicBridge``)."""
+    ``modern.classic_bridge.ClassicBridge`` for a new-protocol group type with classic members,
+    online migration; None for classic groups, whose members speak it natively)."""
 
     @property
     def classic_bridge(self) -> Any: ...
@@ -74,11 +75,15 @@ class ShardContext(Protocol):
     @property
     def token(self) -> Hashable | None: ...
     @property
-    def consumer(self) -> NewProtocolGroups: ...
+    def consumer(self) -> GroupType: ...
     @property
-    def connect(self) -> NewProtocolGroups: ...
+    def connect(self) -> GroupType: ...
     @property
     def classic(self) -> ClassicGroups: ...
+    @property
+    def group_types(self) -> Mapping[str, GroupType]:
+        """Every group type's manager by its ``Group.group_type``."""
+        ...
 
     def register_handler(self, request_type: type, handler: Handler) -> None: ...
     def register_replayer(self, record_type: RecordType, replayer: Replayer) -> None: ...

@@ -2,15 +2,35 @@
 
 Each group type (consumer, classic, connect) keeps its own model and its own manager that
 registers request handlers, record replayers and timer kinds with the shard.
+
+What the shard, the offsets and their retention ask of a group whatever its type is a method or
+a class attribute of :class:`Group` (its state, emptiness, offset checks and expiration
+condition, whether retention may delete it); the shard reaches a group's manager by
+``group_type`` (``Shard.group_types``). The one ``isinstance`` left per lookup is a manager
+finding a group of its own type: all types share one id space, so an id may name a group of
+another type, which is then not its group.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+from uuid import UUID
 
+from groupcoord.coordinator.records import OffsetCommitValue
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
+
+#: An offset expiration condition (Kafka's ``OffsetExpirationCondition``): the time an offset's
+#: retention is counted from.
+BaseTimestamp = Callable[[OffsetCommitValue], int]
+#: A commit's per-partition check (topic id, partition) -> accepted.
+PartitionCheck = Callable[[UUID | None, int], bool]
+
+
+def commit_timestamp(value: OffsetCommitValue) -> int:
+    """The expiration condition of most groups: an offset's retention runs from its commit."""
+    return value.commit_timestamp
 
 
 class Group(ABC):
@@ -20,6 +40,12 @@ class Group(ABC):
 
     group_type: str = ""
     protocol_type: str = ""
+    #: Whether the offsets retention deletes the group once it is empty and all its offsets
+    #: expired (``offsets_retention.py``; connect groups keep their connector configuration).
+    deleted_by_offsets_retention: ClassVar[bool] = True
+    #: Whether a classic JoinGroup converts the group to a classic group while it is empty
+    #: (consumer groups, as upstream; the other types answer INCONSISTENT_GROUP_PROTOCOL).
+    converted_to_classic_when_empty: ClassVar[bool] = False
 
     group_id: str
 
@@ -43,6 +69,18 @@ class Group(ABC):
     def is_subscribed_to(self, topic: str) -> bool:
         """Whether OffsetDelete must refuse the topic (GROUP_SUBSCRIBED_TO_TOPIC)."""
         raise NotImplementedError
+
+    def offset_expiration_base(self) -> BaseTimestamp | None:
+        """The group's offset expiration condition (Kafka's ``offsetExpirationCondition``):
+        the timestamp each offset's retention runs from, or None when none of its offsets may
+        expire now. By default an offset's own commit timestamp."""
+        return commit_timestamp
+
+    def older_epoch_commit_check(self, member_id: str, epoch: int) -> PartitionCheck | None:
+        """KIP-1251 (Kafka 4.3): the per-partition check of a commit by ``member_id`` at an
+        epoch older than its own, for the group types that have one (consumer groups); None:
+        the commit is validated as a whole (:meth:`validate_offset_request`)."""
+        return None
 
     @abstractmethod
     def digest(self) -> Any:

@@ -1,7 +1,9 @@
 """Member ids: drawn from a source the driver injects (the core draws no randomness).
 
-Upstream (v0) member ids are random UUIDs; the server injects :func:`random_member_ids`, the
-simulator a seeded source, tests a counter. The default of a shard is deterministic.
+Upstream (v0) member ids are random UUIDs; the server injects ``server/app.py``'s
+``random_member_id`` (a random UUID in Kafka's textual form, :func:`uuid_member_id`), the
+simulator a seeded source, tests a counter (:func:`counter_member_ids`, also a shard's
+deterministic default).
 """
 
 from __future__ import annotations

@@ -36,10 +36,10 @@ every accepted partition still gets its own record (compaction keeps the newest)
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from groupcoord.coordinator.group import PartitionCheck
 from groupcoord.coordinator.messages import (
     FetchedPartition,
     FetchedTopic,
@@ -52,8 +52,6 @@ from groupcoord.coordinator.messages import (
     PartitionResult,
     TopicResult,
 )
-from groupcoord.coordinator.modern.consumer.assignment_epochs import commit_check
-from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.records import (
     OffsetCommitKey,
     OffsetCommitValue,
@@ -138,18 +136,14 @@ def _topic_keys(group_id: str, topic: str) -> dict[int, OffsetCommitKey]:
 
 
 def _older_epoch_check(shard: ShardContext, group_id: str,
-                       r: OffsetCommitRequest) -> Callable[[UUID | None, int], bool] | None:
+                       r: OffsetCommitRequest) -> PartitionCheck | None:
     """KIP-1251 (Kafka 4.3): a commit from a member of a consumer group (not using the classic
     protocol) at an epoch older than its own is checked per partition
-    (``assignment_epochs.commit_check``) instead of refused as a whole; None: the usual checks."""
+    (``Group.older_epoch_commit_check``) instead of refused as a whole; None: the usual checks."""
     group = shard.groups.get(group_id)
-    if not isinstance(group, ConsumerGroup) or not r.member_id:
+    if group is None or not r.member_id:
         return None
-    member = group.members.get(r.member_id)
-    epoch = r.generation_id_or_member_epoch
-    if member is None or member.classic is not None or not 0 <= epoch < member.member_epoch:
-        return None
-    return commit_check(member, epoch)
+    return group.older_epoch_commit_check(r.member_id, r.generation_id_or_member_epoch)
 
 
 def commit(shard: ShardContext, r: OffsetCommitRequest, now: int) -> OffsetCommitResponse:

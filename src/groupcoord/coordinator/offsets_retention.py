@@ -37,17 +37,10 @@ it), groups and partitions are visited in sorted order, nothing reads a clock.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.coordinator.classic.model import (
-    CONSUMER_PROTOCOL_TYPE,
-    ClassicGroup,
-    ClassicGroupState,
-)
-from groupcoord.coordinator.group import Group
-from groupcoord.coordinator.modern.connect.model import ConnectGroup
+from groupcoord.coordinator.group import BaseTimestamp, Group, commit_timestamp
 from groupcoord.coordinator.records import OffsetCommitValue, offset_commit_record
 from groupcoord.coordinator.timers import TimerKey
 
@@ -60,30 +53,13 @@ log = logging.getLogger(__name__)
 OFFSETS_RETENTION = "offsets-retention"
 CHECK_TIMER: TimerKey = (OFFSETS_RETENTION,)
 
-#: An expiration condition: the time an offset's retention is counted from.
-BaseTimestamp = Callable[[OffsetCommitValue], int]
-
-
-def _commit_timestamp(v: OffsetCommitValue) -> int:
-    return v.commit_timestamp
-
-
 def expiration_base(group: Group | None) -> BaseTimestamp | None:
     """The group's expiration condition (Kafka's ``offsetExpirationCondition``): the timestamp
-    each offset's retention runs from, or ``None`` when none of its offsets may expire now."""
+    each offset's retention runs from, or ``None`` when none of its offsets may expire now
+    (``Group.offset_expiration_base``; offsets without a group: their commit timestamps)."""
     if group is None:
-        return _commit_timestamp
-    if isinstance(group, ClassicGroup):
-        if not group.protocol_type:
-            return _commit_timestamp
-        if group.state is ClassicGroupState.EMPTY:
-            became_empty = group.current_state_timestamp
-            return lambda v: became_empty
-        if (group.protocol_type == CONSUMER_PROTOCOL_TYPE
-                and group.state is ClassicGroupState.STABLE):
-            return _commit_timestamp
-        return None
-    return _commit_timestamp  # consumer and connect groups
+        return commit_timestamp
+    return group.offset_expiration_base()
 
 
 def is_expired(value: OffsetCommitValue, base: BaseTimestamp, now_ms: int,
@@ -132,7 +108,7 @@ class OffsetsRetention:
             group = shard.groups.get(gid)
             all_expired = self._expire_offsets(gid, group, now, retention, expired)
             if (all_expired and group is not None and group.is_empty()
-                    and not isinstance(group, ConnectGroup)):
+                    and group.deleted_by_offsets_retention):
                 shard.delete_group(gid)
                 deleted.append(gid)
         if expired or deleted:

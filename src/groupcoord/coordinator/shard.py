@@ -5,10 +5,13 @@ docs/design.md "The core contract": ``handle(request, now_ms) -> Result``; state
 an argument and timers are data (``expire_timers``); member ids come from an injected source.
 A shard rebuilt by replaying its log equals the live shard (``state_digest``).
 
-The shard is the frame; each group type is a manager (``consumer_groups.ConsumerGroupManager``,
-...) that registers its request handlers, the record types it replays and its timer kinds. The
-shard itself handles what all group types share: offsets, ListGroups, DeleteGroups and the
-dynamic group configurations. All group types share one group id space (``groups``).
+The shard is the frame; each group type is a manager (``modern/consumer/handlers.py``'s
+``ConsumerGroupManager``, ``modern/connect/handlers.py``'s ``ConnectGroupManager``,
+``classic/handlers.py``'s ``ClassicGroupManager``) that registers its request handlers, the
+record types it replays and its timer kinds. The shard itself handles what all group types
+share: offsets, ListGroups, DeleteGroups and the dynamic group configurations. All group types
+share one group id space (``groups``); the shard reaches a group's manager by its
+``group_type`` (``group_types``).
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ from groupcoord.coordinator import offsets as offsets_mod
 from groupcoord.coordinator.assignors import ASSIGNORS
 from groupcoord.coordinator.assignors.base import PartitionAssignor, PartitionAssignorError
 from groupcoord.coordinator.classic.handlers import ClassicGroupManager
-from groupcoord.coordinator.classic.model import ClassicGroup
 from groupcoord.coordinator.config import (
     GROUP_CONFIG_ALIASES,
     CoordinatorConfig,
@@ -32,7 +34,7 @@ from groupcoord.coordinator.config import (
     effective_group_config,
     validate_group_configs,
 )
-from groupcoord.coordinator.context import Handler, Replayer, TimerHandler
+from groupcoord.coordinator.context import GroupType, Handler, Replayer, TimerHandler
 from groupcoord.coordinator.group import Group
 from groupcoord.coordinator.ids import MemberIdSource, counter_member_ids
 from groupcoord.coordinator.messages import (
@@ -52,13 +54,11 @@ from groupcoord.coordinator.messages import (
     OffsetFetchRequest,
 )
 from groupcoord.coordinator.modern.connect.handlers import ConnectGroupManager
-from groupcoord.coordinator.modern.connect.model import ConnectGroup
 from groupcoord.coordinator.modern.consumer.handlers import REBALANCE, SESSION, ConsumerGroupManager
 from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
-from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.offsets_retention import OffsetsRetention
 from groupcoord.coordinator.records import (
     OffsetCommitKey,
@@ -153,6 +153,10 @@ class Shard:
         self.consumer = ConsumerGroupManager(self)
         self.connect = ConnectGroupManager(self)  # the connect group type (the Connect draft)
         self.classic = ClassicGroupManager(self)
+        #: Every group type's manager by ``Group.group_type`` (what the shard asks of a group
+        #: whatever its type: ``delete_group``).
+        self.group_types: dict[str, GroupType] = {
+            "consumer": self.consumer, "connect": self.connect, "classic": self.classic}
         self.retention = OffsetsRetention(self)  # Kafka's offsets.retention.minutes
 
     # ================================================================== registration
@@ -371,12 +375,9 @@ class Shard:
         for (topic, partition) in sorted(self.offsets.get(gid, {})):
             self.append(Record(OffsetCommitKey(gid, topic, partition), None))
         group = self.groups.get(gid)
-        if isinstance(group, ConsumerGroup):
-            self.consumer.delete_group(group)
-        elif isinstance(group, ConnectGroup):
-            self.connect.delete_group(group)
-        elif isinstance(group, ClassicGroup):
-            self.classic.delete_group(group)
+        manager = None if group is None else self.group_types.get(group.group_type)
+        if manager is not None:
+            manager.delete_group(group)
 
     # ================================================================== group configs
 

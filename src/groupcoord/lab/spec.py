@@ -80,9 +80,10 @@ class SpecError(ValueError):
 
 
 @dataclass(slots=True, frozen=True)
-class Workload:
-    """What the group works on: topics x partitions, or connectors x tasks (None: the
-    scenario's own)."""
+class LabWorkload:
+    """A named workload of a lab spec: what the group works on, topics x partitions or
+    connectors x tasks (None: the scenario's own), and what its applications do (``work``, over
+    the simulator's ``sim.workload.Workload``, which this is not)."""
 
     name: str
     topics: int | None = None
@@ -108,7 +109,7 @@ class Workload:
         return self.kind == "scenario" or (self.kind == "connectors") == connect
 
 
-SCENARIO_WORKLOAD = Workload(SCENARIO_DEFAULT)
+SCENARIO_WORKLOAD = LabWorkload(SCENARIO_DEFAULT)
 
 
 def is_connect_protocol(label: str) -> bool:
@@ -174,7 +175,7 @@ class Grid:
     scenarios: tuple[str, ...]
     protocols: tuple[str, ...]
     sizes: tuple[int | None, ...]
-    workloads: tuple[Workload, ...]
+    workloads: tuple[LabWorkload, ...]
     fault_rates: tuple[float | None, ...]
     seeds: int
     description: str = ""
@@ -190,7 +191,7 @@ class SweepSpec:
     scenarios: tuple[str, ...]
     protocols: tuple[str, ...] = ("all",)
     sizes: tuple[int | None, ...] = (None,)
-    workloads: tuple[Workload, ...] = (SCENARIO_WORKLOAD,)
+    workloads: tuple[LabWorkload, ...] = (SCENARIO_WORKLOAD,)
     fault_rates: tuple[float | None, ...] = (None,)
     seeds: int = 3
     salt: str = ""
@@ -258,7 +259,7 @@ def _list(where: str, v: Any) -> list[Any]:
     return v
 
 
-def _workload(where: str, raw: Any) -> Workload:
+def _workload(where: str, raw: Any) -> LabWorkload:
     if not isinstance(raw, Mapping):
         raise SpecError(f"{where}: expected a table")
     unknown = sorted(set(raw) - _WORKLOAD - _WORK)
@@ -293,7 +294,7 @@ def _workload(where: str, raw: Any) -> Workload:
     if work is not None and "name" not in raw:
         raise SpecError(f"{where}: a workload that sets work parameters needs a name")
     name = str(raw.get("name", default))
-    return Workload(name, dims.get("topics"), dims.get("partitions"), dims.get("connectors"),
+    return LabWorkload(name, dims.get("topics"), dims.get("partitions"), dims.get("connectors"),
                     dims.get("tasks"), work)
 
 
@@ -327,7 +328,7 @@ def _metrics(where: str, raw: Any) -> tuple[str, ...]:
     return tuple(raw)
 
 
-def _grid_workloads(where: str, raw: Any, defined: tuple[Workload, ...]) -> tuple[Workload, ...]:
+def _grid_workloads(where: str, raw: Any, defined: tuple[LabWorkload, ...]) -> tuple[LabWorkload, ...]:
     """A grid's workloads: names of the spec's ``[[workloads]]`` (``scenario``: the
     scenario's own topics or connectors)."""
     by_name = {SCENARIO_DEFAULT: SCENARIO_WORKLOAD, **{w.name: w for w in defined}}
@@ -358,7 +359,7 @@ def parse_spec(data: Mapping[str, Any], source: str = "") -> SweepSpec:
     rates = _rates(where, data.get("fault_rates", SCENARIO_DEFAULT))
     raw_workloads = data.get("workloads")
     if raw_workloads is None:
-        workloads: tuple[Workload, ...] = (SCENARIO_WORKLOAD,)
+        workloads: tuple[LabWorkload, ...] = (SCENARIO_WORKLOAD,)
     else:
         if not isinstance(raw_workloads, list) or not raw_workloads:
             raise SpecError(f"{where}: workloads must be a non-empty array of tables "
@@ -482,7 +483,7 @@ def _stable_hash(parts: Sequence[Any], size: int = 8) -> bytes:
     return hashlib.blake2b(text.encode(), digest_size=size).digest()
 
 
-def derive_seed(salt: str, scenario: str, size: int | None, workload: Workload,
+def derive_seed(salt: str, scenario: str, size: int | None, workload: LabWorkload,
                 fault_rate: float | None, replicate: int) -> int:
     """The seed of a run: a stable 63-bit hash of its cell without the protocol."""
     parts = [salt, scenario, size, workload.topics, workload.partitions, workload.connectors,
@@ -491,7 +492,7 @@ def derive_seed(salt: str, scenario: str, size: int | None, workload: Workload,
 
 
 def derive_run_id(protocol: str, seed: int, scenario: str, size: int | None,
-                  workload: Workload, fault_rate: float | None) -> str:
+                  workload: LabWorkload, fault_rate: float | None) -> str:
     """A stable id of a run (16 hex digits): its cell and its seed."""
     parts = [protocol, seed, scenario, size, workload.topics, workload.partitions,
              workload.connectors, workload.tasks, fault_rate]

@@ -43,11 +43,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from groupcoord.lab.wire_metrics import converged_now
+from groupcoord.lab.wire_run import WireRun, WireWindow, iter_records
 from groupcoord.sim.engine import member_ids
 from groupcoord.sim.network import NO_FAULTS
 from groupcoord.sim.scenario import Scenario, start_offsets_ms
@@ -100,42 +101,6 @@ class WireWorkload:
     task_start_ms: float = 0.0
     task_stop_ms: float = 0.0
     offset_flush_interval_ms: int = 60_000
-
-
-@dataclass(slots=True)
-class Window:
-    """A disturbance on the wire: its label, start and the end of its duration (seconds since
-    the run's start)."""
-
-    label: str
-    at_s: float
-    settle_s: float
-
-
-@dataclass(slots=True)
-class WireRun:
-    protocol: str
-    kind: str  # consumer | connect
-    t0: float  # wall-clock start of the scenario
-    end: float  # wall-clock end of the run (before members closed)
-    windows: list[Window]
-    #: resource -> [(t, cumulative produced)] (consumers: "topic-p"; Connect: task labels)
-    produced: dict[str, list[tuple[float, int]]]
-    #: member name -> its log events (dicts with "t", "e", ...), in time order
-    logs: dict[str, list[dict[str, Any]]]
-    #: member name -> [(start, stop)] wall-clock lifetimes of its processes
-    lifetimes: dict[str, list[tuple[float, float | None]]]
-    #: what carries records: partitions ("topic-p") or Connect tasks ("connector-n")
-    resources: list[str]
-    #: what the group assigns, by kind (topics; Connect: connectors, tasks): convergence asks
-    #: every live member for at least the sum of the floors of its share of each kind
-    item_groups: list[list[str]]
-    #: records per second per resource; Connect: the sources' start (wall clock)
-    rate: float
-    source_start: float
-    processing_ms: float
-    server_config: dict[str, str] = field(default_factory=dict)
-    workdir: str = ""
 
 
 # ----------------------------------------------------------------------------- the server
@@ -459,7 +424,7 @@ def check_playable(sc: Scenario) -> None:
 
 
 def _actions(sc: Scenario, seed: int = 0
-             ) -> tuple[list[tuple[float, str, str, bool]], list[Window]]:
+             ) -> tuple[list[tuple[float, str, str, bool]], list[WireWindow]]:
     """(time s, action, member, hard) in time order, with the disturbance windows. Actions:
     ``go`` (start a member), ``stop``. The initial members start when the simulator starts
     them with the same seed (``sim.scenario.start_offsets_ms``: the same phases)."""
@@ -470,20 +435,20 @@ def _actions(sc: Scenario, seed: int = 0
     if sc.faults != NO_FAULTS:
         raise WireError("network faults ([network]) are not played on the wire")
     acts: list[tuple[float, str, str, bool]] = []
-    windows: list[Window] = []
+    windows: list[WireWindow] = []
     names = [f"c{i}" for i in range(1, sc.members + 1)]
     for n, at_ms in zip(names, start_offsets_ms(sc, seed), strict=True):
         acts.append((at_ms / 1000, "go", n, False))
     live = list(names)
     created = sc.members
-    windows.append(Window("initial-join", 0.0, (max(sc.members - 1, 0) * sc.join_stagger_ms
+    windows.append(WireWindow("initial-join", 0.0, (max(sc.members - 1, 0) * sc.join_stagger_ms
                                                  + (sc.start_spread_ms or 0)) / 1000))
     for e in sorted(sc.events, key=lambda e: e.at_ms):
         if e.kind not in SUPPORTED_EVENTS:
             raise WireError(f"event kind {e.kind!r} is not played on the wire (supported: "
                             f"{', '.join(SUPPORTED_EVENTS)})")
         at = e.at_ms / 1000
-        windows.append(Window(e.kind, at, at + e.settle_ms(len(live)) / 1000))
+        windows.append(WireWindow(e.kind, at, at + e.settle_ms(len(live)) / 1000))
         if e.kind in ("bounce", "rolling-bounce"):
             order = [str(e["member"])] if e.kind == "bounce" else sorted(live, key=_member_order)
             step = 0.0 if e.kind == "bounce" else int(e["interval_ms"]) / 1000
@@ -579,8 +544,6 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
         last = max((w.settle_s for w in windows), default=0.0)
         _sleep_until(t0 + last)
         deadline = time.time() + converge_timeout_s
-        from groupcoord.lab.wire_metrics import converged_now
-
         while time.time() < deadline:
             snapshot = _collect(ctx, members, producer, t0, time.time(), windows)
             if converged_now(snapshot):
@@ -606,7 +569,7 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def extend_windows(windows: list[Window], at_s: float, started_s: float) -> None:
+def extend_windows(windows: list[WireWindow], at_s: float, started_s: float) -> None:
     """A member due at ``at_s`` started only at ``started_s`` (it was still importing): the
     disturbances it is part of last until then, so that no window closes on a group that the
     member has not joined yet (a scale-out's window would otherwise close at once, converged
@@ -644,7 +607,7 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def _collect(ctx: _RunContext, members: _Members, producer: _Producer | None, t0: float,
-             end: float, windows: list[Window]) -> WireRun:
+             end: float, windows: list[WireWindow]) -> WireRun:
     procs = [*members.done, *members.live.values()]
     lifetimes: dict[str, list[tuple[float, float | None]]] = {}
     killed: dict[str, list[float]] = {}
@@ -706,20 +669,11 @@ def _worker_names(records: list[dict[str, Any]], lifetimes: dict[str, list[tuple
     return out
 
 
-def iter_records(run: WireRun) -> Iterator[tuple[float, str, str, int]]:
-    """(t, member, resource, offset) of every record processed."""
-    for name, events in run.logs.items():
-        for d in events:
-            if d["e"] == "rec":
-                tp = d["tp"] if "p" not in d else f"{d['tp']}-{d['p']}"
-                yield float(d["t"]), name, tp, int(d["o"])
-
-
 __all__ = [
     "WIRE_PROTOCOLS",
-    "Window",
     "WireError",
     "WireRun",
+    "WireWindow",
     "WireWorkload",
     "iter_records",
     "run_wire",

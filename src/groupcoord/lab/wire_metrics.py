@@ -1,6 +1,6 @@
 """The lab's metrics (docs/lab.md "Metrics") computed from what real clients logged.
 
-Input: a :class:`~groupcoord.lab.wire.WireRun` — per member the records it processed (end
+Input: a :class:`~groupcoord.lab.wire_run.WireRun` — per member the records it processed (end
 time, resource, offset) and its rebalance callbacks, per resource what was produced when, the
 members' process lifetimes and the disturbance windows. Output: one dict per window with the
 simulator's names (``time_to_converge_ms``, ``records_processed``, ``lag_peak``,
@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from groupcoord.lab.wire import WireRun, iter_records
+from groupcoord.lab.wire_run import WireRun, iter_records
 
 SAMPLE_S = 0.01
 #: Gap after a member's last record during which it still counts as active (fetch wait 50 ms

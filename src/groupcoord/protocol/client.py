@@ -24,13 +24,11 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from groupcoord.protocol.codec import build, decode_response, encode_request, request_class
+from groupcoord.protocol.errors import KafkaClientError
+from groupcoord.protocol.sasl_client import authenticate
 from groupcoord.protocol.versions import ApiKey
 
 __all__ = ["KafkaClient", "KafkaClientError", "parse_bootstrap"]
-
-
-class KafkaClientError(Exception):
-    pass
 
 
 def parse_bootstrap(bootstrap: str) -> tuple[str, int]:
@@ -60,8 +58,6 @@ class KafkaClient:
         self._corr = 0
         self._versions: dict[int, tuple[int, int]] | None = None
         if sasl is not None:
-            from groupcoord.protocol.sasl_client import authenticate
-
             try:
                 authenticate(self, *sasl)
             except BaseException:

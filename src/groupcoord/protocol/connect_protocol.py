@@ -3,7 +3,7 @@
 Pure and shared by both sides: the Connect workers (``client/connect/``) and the coordinator,
 which reads and writes Connect worker metadata and assignments of classic workers during an
 online migration between classic Connect groups and connect groups (the Connect draft "Migration
-To the New Protocol", ``coordinator/migration/connect.py``). The values (``ConnectorTaskId``,
+To the New Protocol", ``coordinator/modern/connect/migration.py``). The values (``ConnectorTaskId``,
 ``ConnectorsAndTasks``, ``ConnectAssignment``, ``WorkerMetadata``) are the nouns of KIP-415
 "Connect protocol's format"; the configuration a leader assigns from is
 ``client/connect/config_snapshot.py``.
@@ -76,6 +76,7 @@ __all__ = [
     "WorkerMetadata",
     "decode_assignment",
     "decode_worker_metadata",
+    "default_config_group",
     "encode_assignment",
     "encode_worker_metadata",
     "join_protocols",
@@ -89,6 +90,14 @@ CONFIG_MISMATCH = 1
 
 #: The task number that denotes "the connector itself" in a wire assignment.
 CONNECTOR_TASK = -1
+
+
+def default_config_group(group_id: str) -> str:
+    """The connect group holding the connectors configuration of classic group ``group_id``
+    (groupcoord's convention, after Connect's ``config.storage.topic``; not part of KIP-415's
+    format): the classic Connect workers read it (``client/connect/async_classic_worker.py``)
+    and ``groupcoord connectors`` names it in its hint (``server/cli.py``)."""
+    return f"{group_id}-configs"
 
 
 class ConnectorTaskId(NamedTuple):

@@ -2,6 +2,8 @@
 
 Error codes come from upstream's list (``kio.schema.errors.ErrorCode``). The core raises
 :class:`CoordinatorError` carrying a code and a message; the wire edge turns it into a response.
+The protocol's own client (``protocol/client.py``, ``protocol/sasl_client.py``) raises
+:class:`KafkaClientError`.
 Extension codes for APIs that upstream never shipped (the specs' client-side assignment flow)
 live above upstream's range, in :data:`EXTENSION_CODES`.
 """
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-__all__ = ["INVALID_ASSIGNMENT", "CoordinatorError", "ErrorCode", "error_name"]
+__all__ = ["INVALID_ASSIGNMENT", "CoordinatorError", "ErrorCode", "KafkaClientError", "error_name"]
 
 #: InstallAssignment was given an assignment that is not valid for the metadata it was computed
 #: from (KIP-848 "ConsumerGroupInstallAssignment API"). Not an upstream code: upstream never
@@ -42,3 +44,7 @@ class CoordinatorError(Exception):
     def name(self) -> str:
         return error_name(self.code)
 
+
+class KafkaClientError(Exception):
+    """A request of the protocol's client failed: no connection, a broken or unexpected
+    response, a refused authentication."""

@@ -5,20 +5,23 @@ server's signature)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from groupcoord.protocol.errors import error_name
+from groupcoord.protocol.errors import KafkaClientError, error_name
 from groupcoord.protocol.versions import ApiKey
 
-if TYPE_CHECKING:
-    from groupcoord.protocol.client import KafkaClient
-
-__all__ = ["authenticate"]
+__all__ = ["RequestCaller", "authenticate"]
 
 
-def _step(client: KafkaClient, token: bytes) -> bytes:
-    from groupcoord.protocol.client import KafkaClientError
+class RequestCaller(Protocol):
+    """What authentication needs of a client: one request at the best common version, built
+    from plain values (:meth:`KafkaClient.call <groupcoord.protocol.client.KafkaClient.call>`)."""
 
+    def call(self, api_key: int, wanted_max: int, values: Any = None, wanted_min: int = 0,
+             **kw: Any) -> Any: ...
+
+
+def _step(client: RequestCaller, token: bytes) -> bytes:
     r = client.call(ApiKey.SASL_AUTHENTICATE, 2, auth_bytes=token)
     if int(r.error_code):
         raise KafkaClientError(f"authentication failed: {error_name(int(r.error_code))}: "
@@ -26,10 +29,8 @@ def _step(client: KafkaClient, token: bytes) -> bytes:
     return bytes(r.auth_bytes)
 
 
-def authenticate(client: KafkaClient, mechanism: str, user: str, password: str) -> None:
+def authenticate(client: RequestCaller, mechanism: str, user: str, password: str) -> None:
     """Authenticate ``client``'s connection; KafkaClientError if the broker refuses."""
-    from groupcoord.protocol.client import KafkaClientError
-
     mechanism = mechanism.upper()
     r = client.call(ApiKey.SASL_HANDSHAKE, 1, mechanism=mechanism)
     if int(r.error_code):

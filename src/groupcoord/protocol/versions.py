@@ -24,7 +24,7 @@ Ranges and why (docs/wire.md; NOTES.md "What real clients need from a broker"):
 - DescribeConfigs 1-4 and IncrementalAlterConfigs 0-1 for the GROUP resource (and TOPIC / BROKER
   answered with defaults).
 - CreateTopics 2-7, DeleteTopics 1-6, CreatePartitions 0-3.
-- DescribeAcls, CreateAcls, DeleteAcls 1-3 (``server/security/acl_apis.py``; kio has no v0,
+- DescribeAcls, CreateAcls, DeleteAcls 1-3 (``server/apis/acls.py``; kio has no v0,
   which only pre-2.0 clients send: librdkafka and kafka-python pick v1).
 
 - Classic groups: JoinGroup 0-9 (MEMBER_ID_REQUIRED from v4, static membership

@@ -47,7 +47,6 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +77,7 @@ from groupcoord.server.apis import (
 )
 from groupcoord.server.brokers import BrokerInfo, BrokerSet
 from groupcoord.server.compaction import BackgroundCompaction, CompactionConfig
+from groupcoord.server.connection import Close, Outcome
 from groupcoord.server.control import ControlPlane
 from groupcoord.server.limits import ConnectionQuotas, Limits, QueuedBytes, normalise_ip
 from groupcoord.server.metrics import LoopIdleMonitor, MetricsServer
@@ -105,18 +105,6 @@ DEFAULT_SHARDS_WITH_BROKERS = 50
 
 #: Frames queued on one connection before reading from it pauses.
 MAX_QUEUED_FRAMES = 256
-
-
-@dataclass(slots=True, frozen=True)
-class Close:
-    """Dispatch outcome: close the connection (after the responses already produced, then
-    ``response`` if any: a SASL failure is answered before the close)."""
-
-    reason: str
-    response: bytes = b""
-
-
-Outcome = bytes | Close | Awaitable["bytes | Close | None"] | None
 
 
 def default_storage() -> str:

@@ -43,7 +43,7 @@
   with ConnectGroupDescribe (1006), which also says which worker runs each connector and task.
   ``groupcoord connect connectors ...`` is the same command (:func:`add_connectors_commands`).
   A classic Connect group keeps no configuration: its workers read the one of their config group
-  (``{group}-configs``, ``client/connect/async_classic_worker.py``); a change aimed at the
+  (``{group}-configs``, ``protocol/connect_protocol.py``'s ``default_config_group``); a change aimed at the
   classic group itself fails with GROUP_ID_NOT_FOUND and a hint naming that group.
 
 CLI output goes to stdout with ``print`` (the command's product); diagnostics use logging.
@@ -636,7 +636,7 @@ def _connectors_change(ns: argparse.Namespace, op: int, verb: str) -> int:
             _emit(ns, data, "")
         print(f"error: {error_name(code)}: {r.error_message or ''}", file=sys.stderr)
         if code == ErrorCode.group_id_not_found and "classic group" in (r.error_message or ""):
-            from groupcoord.client.connect.async_classic_worker import default_config_group
+            from groupcoord.protocol.connect_protocol import default_config_group
 
             print(f"hint: classic Connect workers of {ns.group} read their connectors from the "
                   f"connect group {default_config_group(ns.group)} (their --config-group)",

@@ -34,7 +34,7 @@ Commands (arguments in brackets are optional):
   ``broker-up`` broker: it comes back and leads what it prefers again; ``brokers`` [group]:
   the brokers, those down, and the group's coordinator.
 
-Bad arguments raise :class:`ControlError` (a one-line message; the wire answers INVALID_REQUEST
+Bad arguments raise :class:`InvalidControlCommand` (a one-line message; the wire answers INVALID_REQUEST
 with it). The coordinator core is untouched but for the hold (above): faults live in dispatch and around
 the log, and expiring a session moves the driver-owned timer (timers are not records; firing one goes through
 the core's ``expire_timers``, whose records are replayed like any other).
@@ -54,25 +54,45 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Collection
+from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
 from groupcoord.coordinator.classic.handlers import HEARTBEAT
 from groupcoord.coordinator.modern.connect.handlers import CONNECT_SESSION
 from groupcoord.coordinator.modern.consumer.handlers import SESSION
+from groupcoord.server.brokers import BrokerSet
+from groupcoord.server.connection import ServedConnection
 from groupcoord.server.faults import FailingAppendLog, FaultInjector
-
-if TYPE_CHECKING:
-    from groupcoord.server.app import KafkaServer
+from groupcoord.server.runtime import CoordinatorRuntime
 
 log = logging.getLogger(__name__)
 
-__all__ = ["COMMANDS", "ControlError", "ControlPlane", "parse_error_code"]
+__all__ = ["COMMANDS", "ControlPlane", "InvalidControlCommand", "parse_error_code"]
 
 
-class ControlError(ValueError):
+class ControlledServer(Protocol):
+    """What the control plane reads and calls of its server (``server/app.py``'s
+    ``KafkaServer``)."""
+
+    @property
+    def connections(self) -> Collection[ServedConnection]: ...
+
+    @property
+    def runtime(self) -> CoordinatorRuntime | None: ...
+
+    @property
+    def brokerset(self) -> BrokerSet | None: ...
+
+    def move_coordinator(self, group_id: str, to: int | None = None) -> tuple[int, int]: ...
+
+    def broker_down(self, broker: int) -> list[str]: ...
+
+    def broker_up(self, broker: int) -> None: ...
+
+
+class InvalidControlCommand(ValueError):
     """A control command that cannot be run as given (its message says why)."""
 
 
@@ -83,12 +103,12 @@ def parse_error_code(error: str | int) -> int:
         try:
             ErrorCode(code)
         except ValueError:
-            raise ControlError(f"unknown error code {code}") from None
+            raise InvalidControlCommand(f"unknown error code {code}") from None
         return code
     try:
         return int(ErrorCode[str(error).strip().lower()])
     except KeyError:
-        raise ControlError(f"unknown error {error!r} (a Kafka error name such as "
+        raise InvalidControlCommand(f"unknown error {error!r} (a Kafka error name such as "
                            f"NOT_COORDINATOR, or a code)") from None
 
 
@@ -99,7 +119,7 @@ def _opt_int(args: dict[str, Any], name: str) -> int | None:
     try:
         return int(v)
     except (TypeError, ValueError):
-        raise ControlError(f"{name} must be an integer, got {v!r}") from None
+        raise InvalidControlCommand(f"{name} must be an integer, got {v!r}") from None
 
 
 def _count(args: dict[str, Any]) -> int:
@@ -110,7 +130,7 @@ def _count(args: dict[str, Any]) -> int:
 def _req(args: dict[str, Any], name: str) -> Any:
     v = args.get(name)
     if v is None or v == "":
-        raise ControlError(f"missing argument {name}")
+        raise InvalidControlCommand(f"missing argument {name}")
     return v
 
 
@@ -118,7 +138,7 @@ class ControlPlane:
     """The actions on one :class:`~groupcoord.server.app.KafkaServer` (module doc). Runs on the
     server's event loop."""
 
-    def __init__(self, server: KafkaServer) -> None:
+    def __init__(self, server: ControlledServer) -> None:
         self.server = server
         self.faults = FaultInjector()
         self._commands: dict[str, Callable[[dict[str, Any]], Any]] = {
@@ -143,10 +163,10 @@ class ControlPlane:
         return sorted(self._commands)
 
     def run(self, command: str, args: dict[str, Any] | None = None) -> Any:
-        """Run ``command`` with ``args``; its JSON-able result. ControlError on bad input."""
+        """Run ``command`` with ``args``; its JSON-able result. InvalidControlCommand on bad input."""
         fn = self._commands.get(command)
         if fn is None:
-            raise ControlError(f"unknown control command {command!r} (known: "
+            raise InvalidControlCommand(f"unknown control command {command!r} (known: "
                                f"{', '.join(self.commands)})")
         args = dict(args or {})
         result = fn(args)
@@ -164,19 +184,19 @@ class ControlPlane:
                 group=args.get("group"), client_id=args.get("client_id"),
                 broker=_opt_int(args, "broker"))
         except ValueError as e:
-            raise ControlError(str(e)) from None
+            raise InvalidControlCommand(str(e)) from None
         return rule.describe()
 
     def _add_latency(self, args: dict[str, Any]) -> Any:
         ms = _opt_int(args, "ms")
         if ms is None:
-            raise ControlError("missing argument ms")
+            raise InvalidControlCommand("missing argument ms")
         try:
             rule = self.faults.add_latency(ms, api=args.get("api"),
                                            broker=_opt_int(args, "broker"),
                                            client_id=args.get("client_id"))
         except ValueError as e:
-            raise ControlError(str(e)) from None
+            raise InvalidControlCommand(str(e)) from None
         return rule.describe()
 
     def _clear_faults(self, args: dict[str, Any]) -> Any:
@@ -186,7 +206,7 @@ class ControlPlane:
         client_id = args.get("client_id")
         every = bool(args.get("all"))
         if client_id is None and not every:
-            raise ControlError("drop-connections needs client_id (or all)")
+            raise InvalidControlCommand("drop-connections needs client_id (or all)")
         dropped = []
         for conn in list(self.server.connections):
             if every or conn.client_id == client_id:
@@ -209,7 +229,7 @@ class ControlPlane:
         i = runtime.shard_of(group)
         shard = runtime.shards[i]
         if shard is None:
-            raise ControlError(f"the coordinator of group {group} is not loaded")
+            raise InvalidControlCommand(f"the coordinator of group {group} is not loaded")
         now = runtime.clock.now_ms()
         for kind in (SESSION, CONNECT_SESSION, HEARTBEAT):
             key = (kind, group, member)
@@ -219,33 +239,33 @@ class ControlPlane:
                 shard.timers.schedule(key, now, shard.timers.payload(key))
                 runtime.expire_now()
                 return {"expired": kind}
-        raise ControlError(f"group {group} has no member {member} with a session")
+        raise InvalidControlCommand(f"group {group} has no member {member} with a session")
 
     def _move_coordinator(self, args: dict[str, Any]) -> Any:
         group = str(_req(args, "group"))
         try:
             old, new = self.server.move_coordinator(group, _opt_int(args, "to"))
         except ValueError as e:
-            raise ControlError(str(e)) from None
+            raise InvalidControlCommand(str(e)) from None
         return {"group": group, "from": old, "to": new}
 
     def _broker_down(self, args: dict[str, Any]) -> Any:
         broker = _opt_int(args, "broker")
         if broker is None:
-            raise ControlError("missing argument broker")
+            raise InvalidControlCommand("missing argument broker")
         try:
             return {"broker": broker, "dropped": self.server.broker_down(broker)}
         except ValueError as e:
-            raise ControlError(str(e)) from None
+            raise InvalidControlCommand(str(e)) from None
 
     def _broker_up(self, args: dict[str, Any]) -> Any:
         broker = _opt_int(args, "broker")
         if broker is None:
-            raise ControlError("missing argument broker")
+            raise InvalidControlCommand("missing argument broker")
         try:
             self.server.broker_up(broker)
         except ValueError as e:
-            raise ControlError(str(e)) from None
+            raise InvalidControlCommand(str(e)) from None
         return {"broker": broker}
 
     def _brokers(self, args: dict[str, Any]) -> Any:
@@ -269,14 +289,14 @@ class ControlPlane:
         runtime = self.server.runtime
         assert runtime is not None
         if not hold and group not in runtime.held_groups:
-            raise ControlError(f"the rebalance of group {group} is not held")
+            raise InvalidControlCommand(f"the rebalance of group {group} is not held")
         runtime.hold_rebalance(group, hold)
         return {"group": group, "held": sorted(runtime.held_groups)}
 
     def _fail_next_append(self, args: dict[str, Any]) -> Any:
         count = _count(args)
         if count < 1:
-            raise ControlError(f"count must be at least 1, got {count}")
+            raise InvalidControlCommand(f"count must be at least 1, got {count}")
         runtime = self.server.runtime
         assert runtime is not None
         failing = runtime.log

@@ -51,9 +51,8 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from typing import Any, Protocol
 
-from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupState
-from groupcoord.coordinator.modern.connect.model import ConnectGroup
-from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, GroupState
+from groupcoord.coordinator.classic.model import ClassicGroupState
+from groupcoord.coordinator.modern.group import GroupState
 from groupcoord.coordinator.records import Record, RecordType
 from groupcoord.coordinator.shard import Shard
 from groupcoord.storage.log import CompactionResult
@@ -302,6 +301,7 @@ def render(server: MetricsSource) -> str:
     consumer: dict[str, int] = {}
     classic: dict[str, int] = {}
     connect: dict[str, int] = {}
+    by_state = {"consumer": consumer, "classic": classic, "connect": connect}
     partitions = {"loading": 0, "active": 0, "failed": 0}
     if rt is not None:
         for i, shard in enumerate(rt.shards):
@@ -315,15 +315,10 @@ def render(server: MetricsSource) -> str:
                 continue
             for group in shard.groups.values():
                 by_type[group.group_type] = by_type.get(group.group_type, 0) + 1
-                if isinstance(group, ConsumerGroup):
-                    s = group.state().value.lower()
-                    consumer[s] = consumer.get(s, 0) + 1
-                elif isinstance(group, ClassicGroup):
-                    s = group.state.value.lower()
-                    classic[s] = classic.get(s, 0) + 1
-                elif isinstance(group, ConnectGroup):
-                    s = group.state().value.lower()
-                    connect[s] = connect.get(s, 0) + 1
+                states = by_state.get(group.group_type)
+                if states is not None:
+                    s = group.state_name().lower()
+                    states[s] = states.get(s, 0) + 1
             bare = sum(1 for gid in shard.offsets if gid not in shard.groups)
             by_type["classic"] += bare
             classic["empty"] = classic.get("empty", 0) + bare

@@ -6,7 +6,7 @@ A key is one of:
 - **used**: it changes what the broker does; its value is checked here (an integer where an
   integer is meant, within its bounds; a boolean is ``true`` or ``false``) and read by the module
   that owns the behaviour (``coordinator/config.py``, ``server/compaction.py``,
-  ``server/limits.py``, ``server/apis.py``). The owners may check more (a value relative to
+  ``server/limits.py``, ``server/apis/``). The owners may check more (a value relative to
   another one).
 - **ignored**: a Kafka broker config that makes no sense here (replication, KRaft, Kafka's own
   log segments, thread pools). **Accepted with one warning listing them**, not refused: a
@@ -83,7 +83,7 @@ _add("offsets.topic.num.partitions", "int", "50", "server/app.py (--shards)", 1)
 # -- record log compaction (server/compaction.py)
 _add("log.compaction.interval.ms", "int", "300000", "compaction", 0)
 _add("log.cleaner.delete.retention.ms", "int", "86400000", "compaction", -1)
-# -- topics (server/apis.py)
+# -- topics (server/apis/metadata.py, server/apis/topics.py)
 _add("auto.create.topics.enable", "bool", "false", "apis")
 _add("num.partitions", "int", "1", "apis", 1)
 # -- partition data (server/partition_files.py): a groupcoord setting, Kafka has none; its

@@ -33,16 +33,16 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
+from uuid import UUID
 
 from groupcoord.client.classic_consumer import ClassicConsumerMember
-from groupcoord.client.consumer import DEFER, MemberState
-from groupcoord.coordinator.topics import TopicMetadata
+from groupcoord.client.consumer import DEFER, ClientMemberState, Partitions
+from groupcoord.coordinator.topics import MetadataImage, TopicMetadata
+from groupcoord.sim.engine import Handler, Window
+from groupcoord.sim.process import Proc
+from groupcoord.sim.scenario import Scenario
 from groupcoord.sim.workload import Processor, WorkModel, order_key
-
-if TYPE_CHECKING:
-    from groupcoord.sim.consumer import ConsumerSimulation
-    from groupcoord.sim.process import Proc
 
 
 def _ordered(items: Iterable[Any]) -> list[Any]:
@@ -82,7 +82,7 @@ class PollGatedClassicConsumer(ClassicConsumerMember):
 
     def request_rejoin(self) -> None:
         gate = self.poll_gate
-        if gate is not None and self.state is MemberState.STABLE:
+        if gate is not None and self.state is ClientMemberState.STABLE:
             if self._gated:
                 return
             if not gate(self):
@@ -95,16 +95,53 @@ class PollGatedClassicConsumer(ClassicConsumerMember):
         if not self._gated:
             return
         self._gated = False
-        if self.state is MemberState.STABLE:
+        if self.state is ClientMemberState.STABLE:
             super().request_rejoin()
-        elif self.state in (MemberState.JOINING, MemberState.RECONCILING):
+        elif self.state in (ClientMemberState.JOINING, ClientMemberState.RECONCILING):
             self._rejoin_needed = True
+
+
+class ApplicationHost(Protocol):
+    """The simulation as its applications see it: what :class:`Application` reads and calls of
+    :class:`~groupcoord.sim.consumer.ConsumerSimulation` (and its classic and Connect
+    subclasses), which builds it with itself."""
+
+    now: int
+    step: int
+    dirty: bool
+    seed: int
+    scenario: Scenario
+    image: MetadataImage
+    topic_names: dict[UUID, str]
+    windows: list[Window]
+    _open: list[Window]
+    stats: dict[str, int]
+    universe: frozenset[Any]
+    procs: dict[str, Proc]
+    commits_offsets: bool
+
+    def at(self, t: int, handler: Handler, arg: Any = None) -> None: ...
+
+    def trace(self, event: str, member: str = "", epochs: str | int = "",
+              resource: Any = "") -> None: ...
+
+    def leave(self, p: Proc, permanent: bool) -> None: ...
+
+    def _commit(self, p: Proc, parts: Partitions, why: str) -> None: ...
+
+    def _drive(self, p: Proc) -> None: ...
+
+    def _restart_later(self, p: Proc, delay_ms: int) -> None: ...
+
+    def _sync(self, p: Proc) -> None: ...
+
+    def _revocation_done(self, arg: tuple[Proc, int]) -> None: ...
 
 
 class Application:
     """The applications of one simulation (see the module docstring)."""
 
-    def __init__(self, sim: ConsumerSimulation) -> None:
+    def __init__(self, sim: ApplicationHost) -> None:
         self.sim = sim
         sc = sim.scenario
         wl = sc.workload

@@ -61,7 +61,7 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.client.classic_consumer import ClassicConsumerMember
-from groupcoord.client.consumer import MemberState, TopicIdPartition
+from groupcoord.client.consumer import ClientMemberState, TopicIdPartition
 from groupcoord.coordinator.classic.messages import (
     HeartbeatRequest,
     JoinGroupRequest,
@@ -89,7 +89,7 @@ from groupcoord.sim.process import Proc, _Msg
 _E = ErrorCode
 _CLASSIC = RecordType.CLASSIC_GROUP_METADATA
 _OFFSET = RecordType.OFFSET_COMMIT
-_LEFT = (MemberState.UNJOINED, MemberState.UNSUBSCRIBED, MemberState.FATAL)
+_LEFT = (ClientMemberState.UNJOINED, ClientMemberState.UNSUBSCRIBED, ClientMemberState.FATAL)
 _FENCING_CODES = frozenset({int(_E.unknown_member_id), int(_E.illegal_generation),
                             int(_E.fenced_instance_id), int(_E.rebalance_in_progress)})
 _RETRY_BACKOFF_MAX_MS = 1_000
@@ -400,7 +400,7 @@ class ClassicConsumerSimulation(ConsumerSimulation):
         owned: set[TopicIdPartition] = set()
         for p in live:
             m = _cm(p)
-            if m.state is not MemberState.STABLE or m.generation != g.generation_id or \
+            if m.state is not ClientMemberState.STABLE or m.generation != g.generation_id or \
                     m.member_id not in g.members or (m.inflight is not None and not isinstance(
                         m.inflight.request, HeartbeatRequest)) or m.rejoin_pending:
                 return False
@@ -420,7 +420,7 @@ class ClassicConsumerSimulation(ConsumerSimulation):
         for p in self.live():
             m = _cm(p)
             parts.append(f"{p.name}/{m.member_id or '-'}: gen {m.generation} {m.state.value}"
-                         f"{' ' + m.phase.value if m.state is MemberState.JOINING else ''}, "
+                         f"{' ' + m.phase.value if m.state is ClientMemberState.JOINING else ''}, "
                          f"owns {len(m.owned)}, member {'yes' if m.member_id in g.members else 'no'}")
         return parts
 

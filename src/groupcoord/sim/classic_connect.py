@@ -78,7 +78,7 @@ from groupcoord.client.connect.classic_worker import ClassicConnectWorker, Worke
 from groupcoord.client.connect.config_snapshot import ConfigSnapshot
 from groupcoord.client.connect.listener import Connectors, ConnectRebalanceListener, Tasks
 from groupcoord.client.connect.worker import Item
-from groupcoord.client.consumer import MemberState, RebalanceListener
+from groupcoord.client.consumer import ClientMemberState, RebalanceListener
 from groupcoord.coordinator.classic.messages import HeartbeatRequest
 from groupcoord.coordinator.classic.model import ClassicGroupState
 from groupcoord.coordinator.modern.connect.messages import ConnectorConfigOp
@@ -96,10 +96,10 @@ from groupcoord.sim.connect import ConnectSimulation, config_items, show
 from groupcoord.sim.engine import Violation
 from groupcoord.sim.process import Proc
 
-_STATES = {WorkerState.UNJOINED: MemberState.UNJOINED, WorkerState.JOINING: MemberState.JOINING,
-           WorkerState.SYNCING: MemberState.JOINING, WorkerState.STABLE: MemberState.STABLE,
-           WorkerState.LEAVING: MemberState.LEAVING, WorkerState.FATAL: MemberState.FATAL}
-_LEFT = (MemberState.UNJOINED, MemberState.UNSUBSCRIBED, MemberState.FATAL)
+_STATES = {WorkerState.UNJOINED: ClientMemberState.UNJOINED, WorkerState.JOINING: ClientMemberState.JOINING,
+           WorkerState.SYNCING: ClientMemberState.JOINING, WorkerState.STABLE: ClientMemberState.STABLE,
+           WorkerState.LEAVING: ClientMemberState.LEAVING, WorkerState.FATAL: ClientMemberState.FATAL}
+_LEFT = (ClientMemberState.UNJOINED, ClientMemberState.UNSUBSCRIBED, ClientMemberState.FATAL)
 _RETRY_BACKOFF_MS = 100
 #: Upstream's ``task.shutdown.graceful.timeout.ms`` default: how long a herder waits for a
 #: connector or task to stop before it cancels it.
@@ -210,7 +210,7 @@ class SimClassicWorker:
         return self.worker.generation
 
     @property
-    def state(self) -> MemberState:
+    def state(self) -> ClientMemberState:
         return _STATES[self.worker.state]
 
     @property

@@ -59,7 +59,7 @@ from dataclasses import replace
 from typing import Any
 
 from groupcoord.client.connect.worker import ConnectWorker, Item
-from groupcoord.client.consumer import MemberState
+from groupcoord.client.consumer import ClientMemberState
 from groupcoord.coordinator.modern.connect.messages import (
     ConnectGroupConfigRequest,
     ConnectGroupConfigResponse,
@@ -77,7 +77,7 @@ _CURRENT = RecordType.CONNECT_GROUP_CURRENT_MEMBER_ASSIGNMENT
 _TARGET_META = RecordType.CONNECT_GROUP_TARGET_ASSIGNMENT_METADATA
 _TARGET_MEMBER = RecordType.CONNECT_GROUP_TARGET_ASSIGNMENT_MEMBER
 _OFFSET = RecordType.OFFSET_COMMIT
-_LEFT = (MemberState.UNJOINED, MemberState.UNSUBSCRIBED, MemberState.FATAL)
+_LEFT = (ClientMemberState.UNJOINED, ClientMemberState.UNSUBSCRIBED, ClientMemberState.FATAL)
 _RETRY_BACKOFF_MAX_MS = 1_000
 #: How long the admin waits before retrying a config request the coordinator could not take.
 ADMIN_RETRY_MS = 200
@@ -262,7 +262,7 @@ class ConnectSimulation(ConsumerSimulation):
         for p in live:
             m: Any = p.member
             cm = g.members.get(m.member_id)
-            if cm is None or m.state is not MemberState.STABLE or m.member_epoch != epoch \
+            if cm is None or m.state is not ClientMemberState.STABLE or m.member_epoch != epoch \
                     or not cm.is_reconciled_to(epoch) or cm.pending_revocation \
                     or m.assign_inflight is not None or self.is_fenced(p):
                 return False

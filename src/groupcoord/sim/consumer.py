@@ -80,7 +80,7 @@ hooks: :attr:`ConsumerSimulation.commits_offsets` (workers commit none),
 :attr:`ConsumerSimulation.epoch_word`).
 
 **Variant ``client``** (KIP-848 "Client-Side Assignor"): the members advertise a
-local ``uniform`` assignor (:class:`groupcoord.client.assignors.UniformAssignor`) instead of
+local ``uniform`` assignor (:class:`groupcoord.client.assignors.ClientSideUniformAssignor`) instead of
 asking for a server-side one; the member the coordinator chooses sends PrepareAssignment and
 InstallAssignment through the same faulty network as its heartbeats (both are driven here:
 ``poll_request`` is called until it returns None, and a failover resets them too). Its I5 bound
@@ -98,11 +98,11 @@ from collections.abc import Iterable
 from typing import Any
 from uuid import UUID
 
-from groupcoord.client.assignors import UniformAssignor
+from groupcoord.client.assignors import ClientSideUniformAssignor
 from groupcoord.client.consumer import (
     DEFER,
+    ClientMemberState,
     ConsumerMember,
-    MemberState,
     Partitions,
     RebalanceListener,
     TopicIdPartition,
@@ -281,7 +281,7 @@ class ConsumerSimulation(ConsumerConvergence):
             rebalance_timeout_ms=sc.rebalance_timeout_ms,
             server_assignor=None if client else self.variant or None, client_id=name,
             request_timeout_ms=sc.request_timeout_ms, retry_backoff_max_ms=_RETRY_BACKOFF_MAX_MS,
-            local_assignors=(UniformAssignor(),) if client else ())
+            local_assignors=(ClientSideUniformAssignor(),) if client else ())
 
     def _stop(self, p: Proc, why: str) -> None:
         """The process is gone: it consumes nothing from now on."""
@@ -463,7 +463,7 @@ class ConsumerSimulation(ConsumerConvergence):
                     self._commit(p, p.consuming, "auto")
         if m.owned is not p.consuming:
             self._sync(p)
-        if p.leaving and m.state is MemberState.UNJOINED:
+        if p.leaving and m.state is ClientMemberState.UNJOINED:
             self.stats["left"] += 1
             self._stop(p, "exit")
             return
@@ -634,7 +634,7 @@ class ConsumerSimulation(ConsumerConvergence):
         by a fatal error exits and restarts later (as an orchestrator would); else drive it."""
         self._sync(p)
         m = p.member
-        if m.state is MemberState.FATAL:
+        if m.state is ClientMemberState.FATAL:
             self.trace("fatal", p.name, "", fatal_reason(m.fatal_error))
             self._stop(p, "exit")
             self.stats["fatal_restarts"] += 1
@@ -681,7 +681,7 @@ class ConsumerSimulation(ConsumerConvergence):
         before = m.member_epoch
         state_before = m.state
         if req is not None and body.error_code == 0 and req.member_epoch >= 0 \
-                and m.state not in _LEFT and m.state is not MemberState.LEAVING:
+                and m.state not in _LEFT and m.state is not ClientMemberState.LEAVING:
             self._accept_success(p, req, body, msg.inc, before)
         accepted = m.on_response(body, self.now, msg.cid)
         if not accepted:

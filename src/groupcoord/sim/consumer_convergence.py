@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from groupcoord.client.consumer import MemberState
+from groupcoord.client.consumer import ClientMemberState
 from groupcoord.coordinator.modern.subscription import regex_matches
 from groupcoord.sim.consumer_invariants import ConsumerInvariants
 from groupcoord.sim.engine import Violation
@@ -70,7 +70,7 @@ class ConsumerConvergence(ConsumerInvariants):
 
     def _proc_converged(self, p: Proc, members: dict[str, Any], epoch: int) -> bool:
         m = p.member
-        if m.state is not MemberState.STABLE or m.member_epoch != epoch:
+        if m.state is not ClientMemberState.STABLE or m.member_epoch != epoch:
             return False
         cm = members.get(m.member_id)
         if cm is None or not cm.is_reconciled_to(epoch) or cm.partitions_pending_revocation:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from groupcoord.client.consumer import ConsumerMember, MemberState, Partitions
+from groupcoord.client.consumer import ClientMemberState, ConsumerMember, Partitions
 
-_LEFT = (MemberState.UNJOINED, MemberState.UNSUBSCRIBED, MemberState.FATAL)
+_LEFT = (ClientMemberState.UNJOINED, ClientMemberState.UNSUBSCRIBED, ClientMemberState.FATAL)
 _RETRY_BACKOFF_MAX_MS = 1_000
 #: The variant whose members compute the assignment themselves (a local uniform assignor).
 CLIENT_VARIANT = "client"

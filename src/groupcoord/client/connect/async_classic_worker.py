@@ -22,7 +22,7 @@ lookup, reconnection, deadlines, leaving on close). What it adds:
   configuration of a classic Connect cluster lives in a *config group*: a connect group that only
   holds configuration, by default ``{group}-configs`` (:func:`default_config_group`, after
   Connect's ``config.storage.topic``). Once the worker's own group is a connect group (the
-  online upgrade of ``coordinator/migration/connect.py`` converted it when a new-protocol worker
+  online upgrade of ``coordinator/modern/connect/migration.py`` converted it when a new-protocol worker
   joined) the store reads that group's configuration instead: the coordinator derives it from
   what the classic workers run at the config offset they reported, so the offsets carry on, and
   later changes go to the group the new-protocol workers read too (after a downgrade back to a
@@ -56,7 +56,7 @@ from groupcoord.client.connect.listener import ConnectRebalanceListener
 from groupcoord.client.connection import BrokerConnection, ConnectionLost, UnsupportedApi
 from groupcoord.client.member_driver import DEFAULT_CLOSE_TIMEOUT_MS, SansIODriver
 from groupcoord.coordinator.classic import messages as cm
-from groupcoord.protocol.connect_protocol import ConnectorsAndTasks
+from groupcoord.protocol.connect_protocol import ConnectorsAndTasks, default_config_group
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.versions import ApiKey
 
@@ -74,11 +74,6 @@ JOIN_TIMEOUT_MARGIN_MS = 5_000
 
 #: The configuration before any was read (upstream: an empty config topic, offset -1).
 NO_CONFIG = ConfigSnapshot(-1)
-
-
-def default_config_group(group_id: str) -> str:
-    """The connect group holding the connectors configuration of classic group ``group_id``."""
-    return f"{group_id}-configs"
 
 
 # ----------------------------------------------------------------------------- wire mapping

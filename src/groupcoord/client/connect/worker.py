@@ -85,8 +85,8 @@ from groupcoord.client.connect.assignors import (
 from groupcoord.client.connect.config_snapshot import ConfigSnapshot
 from groupcoord.client.connect.listener import ConnectRebalanceListener
 from groupcoord.client.consumer import (
+    ClientMemberState,
     ConsumerMember,
-    MemberState,
     Partitions,
     RebalanceListener,
 )
@@ -252,7 +252,7 @@ class ConnectWorker(ConsumerMember):
         """Join the group (at epoch 0); nothing if already a member or joining."""
         if now_ms is not None:
             self._now = now_ms
-        if self.state in (MemberState.UNSUBSCRIBED, MemberState.UNJOINED):
+        if self.state in (ClientMemberState.UNSUBSCRIBED, ClientMemberState.UNJOINED):
             self._transition_to_joining()
             self._retry_at_ms = 0
 
@@ -284,7 +284,7 @@ class ConnectWorker(ConsumerMember):
     # ------------------------------------------------------------------ heartbeat (overrides)
 
     def _build(self) -> wire.ConnectGroupHeartbeatRequest:  # type: ignore[override]
-        epoch = 0 if self.state is MemberState.JOINING else self.member_epoch
+        epoch = 0 if self.state is ClientMemberState.JOINING else self.member_epoch
         # Every request at epoch 0 is a full one: the coordinator validates it as a join.
         full = self._send_full or epoch == 0
         owned = self.owned

@@ -15,15 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 from uuid import UUID
 
+from groupcoord.coordinator.assignors.target_index import Assignment, TargetIndex
 from groupcoord.coordinator.topics import TopicMetadata
 
-if TYPE_CHECKING:
-    from groupcoord.coordinator.assignors.target_index import TargetIndex
-
-Assignment = Mapping[UUID, frozenset[int]]
 EMPTY_ASSIGNMENT: Assignment = {}
 
 

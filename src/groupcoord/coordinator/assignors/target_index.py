@@ -34,7 +34,10 @@ from collections.abc import Set as AbstractSet
 from itertools import repeat
 from uuid import UUID
 
-from groupcoord.coordinator.assignors.base import Assignment
+#: A member's partitions (topic id -> partition ids), as assignors take and return them
+#: (``assignors.base`` imports it from here: the index, which ``GroupSpec`` carries, depends on
+#: no other module of the assignors).
+Assignment = Mapping[UUID, frozenset[int]]
 
 __all__ = ["MAX_INDEXED_PARTITION", "TargetIndex", "inversion"]
 

@@ -32,18 +32,19 @@ Choices where upstream's behaviour is unspecified or does not map one to one:
 - A static consumer (protocol type ``consumer``) rejoining in Stable under a new member id
   with other subscribed topics than its former incarnation rebalances; upstream only checks
   whether the selected protocol changes and hands it an assignment of topics it may no longer
-  subscribe to (see :meth:`ClassicGroupManager._topics_changed`).
+  subscribe to (see :func:`static_subscription_changed`).
 - Generated member ids are ``{group.instance.id or client.id}-{shard.new_member_id()}``.
-- Online migration (KIP-848 "Supporting Online Consumer Group Upgrade"): JoinGroup, SyncGroup, Heartbeat and
-  LeaveGroup for a non-empty consumer (KIP-848) group are handed to ``modern/consumer/classic_members.py``
-  (on the translation shared with connect groups, ``modern/classic_bridge.py``), which translates them to
-  the new protocol (the member joins the consumer group). An *empty* consumer group is converted, as
-  upstream does: its records are tombstoned and a classic group is created. The conversions of
-  non-empty groups (``migration/consumer.py``) use :meth:`ClassicGroupManager.release_for_upgrade` and
+- Online migration (KIP-848 "Supporting Online Consumer Group Upgrade"): JoinGroup, SyncGroup,
+  Heartbeat and LeaveGroup for a non-empty consumer (KIP-848) group are handed to
+  ``modern/consumer/classic_members.py`` (on the translation shared with connect groups,
+  ``modern/classic_bridge.py``), which translates them to the new protocol (the member joins the
+  consumer group). An *empty* consumer group is converted, as upstream does: its records are
+  tombstoned and a classic group is created. The conversions of non-empty groups
+  (``modern/consumer/migration.py``) use :meth:`ClassicGroupManager.release_for_upgrade` and
   :meth:`ClassicGroupManager.adopt_downgraded`. The same for a non-empty connect group: classic
-  Connect workers are handed to ``modern/connect/classic_workers.py`` (``migration/connect.py`` converts the
-  groups). Groups of any other type answer INCONSISTENT_GROUP_PROTOCOL to JoinGroup and
-  UNKNOWN_MEMBER_ID to the others.
+  Connect workers are handed to ``modern/connect/classic_workers.py``
+  (``modern/connect/migration.py`` converts the groups). Groups of any other type answer
+  INCONSISTENT_GROUP_PROTOCOL to JoinGroup and UNKNOWN_MEMBER_ID to the others.
 """
 
 from __future__ import annotations
@@ -85,8 +86,6 @@ from groupcoord.coordinator.classic.model import (
 )
 from groupcoord.coordinator.config import CoordinatorConfig
 from groupcoord.coordinator.group import Group
-from groupcoord.coordinator.modern.connect.model import ConnectGroup
-from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
 from groupcoord.coordinator.records import (
     ClassicGroupMetadataValue,
     Record,
@@ -122,8 +121,69 @@ def _inconsistent(requested: str | None, current: str | None) -> bool:
     return requested is not None and current is not None and requested != current
 
 
+def static_subscription_changed(group: ClassicGroup, old: ClassicGroupMember,
+                                new: ClassicGroupMember) -> bool:
+    """Whether a static consumer is back subscribing to other topics than its former
+    incarnation (the selected protocol's ConsumerProtocolSubscription). Upstream only
+    checks the selected protocol and hands it the former assignment: partitions of topics
+    it no longer subscribes to (an illegal assignment, I2), while the leader, which never
+    saw the new subscription, has no reason to rebalance; the member (as the Java
+    consumer) rejoins with the same metadata and is answered the same generation, without
+    end. The owned partitions and generation of the subscription are ignored: they differ
+    for every restart of a cooperative member, which must not rebalance (KIP-345)."""
+    if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+        return False
+    name = group.protocol_name
+    try:
+        return subscribed_topics(old.metadata(name)) != subscribed_topics(new.metadata(name))
+    except ValueError:
+        return False  # not a readable subscription: as upstream
+
+
+def leave_response(r: LeaveGroupRequest,
+                   results: list[LeaveGroupMemberResponse]) -> LeaveGroupResponse:
+    error: int = _E.none
+    if r.version < LEAVE_BATCH_VERSION and results:
+        error = results[0].error_code
+    return LeaveGroupResponse(error, tuple(results))
+
+
+def describe_groups(shard: ShardContext, r: DescribeGroupsRequest) -> DescribeGroupsResponse:
+    """DescribeGroups: each classic group as it stands; a group with offsets only is an empty
+    classic group; any other group id is answered GROUP_ID_NOT_FOUND (v6+) or Dead."""
+    out = []
+    for gid in r.group_ids:
+        group = shard.groups.get(gid)
+        if isinstance(group, ClassicGroup):
+            stable = group.state is _S.STABLE
+            members = tuple(
+                DescribedClassicMember(
+                    m.member_id, m.instance_id, m.client_id, m.client_host,
+                    m.metadata(group.protocol_name) if stable else b"", m.assignment)
+                for m in group.members.values())
+            out.append(DescribedClassicGroup(
+                gid, group_state=group.state.value, protocol_type=group.protocol_type,
+                protocol_data=(group.protocol_name or "") if stable else "",
+                members=members))
+        elif group is None and gid in shard.offsets:
+            # Offsets only (a consumer without group management): an empty classic group.
+            out.append(DescribedClassicGroup(gid, group_state=_S.EMPTY.value))
+        else:
+            message = (f"Group {gid} not found." if group is None
+                       else f"Group {gid} is not a classic group.")
+            if r.version >= DESCRIBE_ERROR_VERSION:
+                out.append(DescribedClassicGroup(gid, _E.group_id_not_found, message,
+                                                 _S.DEAD.value))
+            else:
+                out.append(DescribedClassicGroup(gid, group_state=_S.DEAD.value))
+    return DescribeGroupsResponse(tuple(out))
+
+
 class ClassicGroupManager:
     """The classic group type of one shard: registers its handlers, record and timers."""
+
+    #: Classic members speak the classic protocol natively: no translation (``GroupType``).
+    classic_bridge = None
 
     def __init__(self, shard: ShardContext) -> None:
         self.shard = shard
@@ -136,7 +196,7 @@ class ClassicGroupManager:
         shard.register_handler(SyncGroupRequest, self._sync_group)
         shard.register_handler(HeartbeatRequest, self._heartbeat)
         shard.register_handler(LeaveGroupRequest, self._leave_group)
-        shard.register_handler(DescribeGroupsRequest, self._describe_groups)
+        shard.register_handler(DescribeGroupsRequest, lambda r, now: describe_groups(shard, r))
         shard.register_replayer(RecordType.CLASSIC_GROUP_METADATA, self.replay)
         shard.register_timer(HEARTBEAT, self._heartbeat_expired)
         shard.register_timer(JOIN, self._join_timer)
@@ -309,14 +369,15 @@ class ClassicGroupManager:
         if bridge is not None and existing is not None and not existing.is_empty():
             return bridge.join(existing, r)  # a classic member joins a new-protocol group
         if existing is not None and not isinstance(existing, ClassicGroup):
-            if not (isinstance(existing, ConsumerGroup) and existing.is_empty()):
+            if not (existing.converted_to_classic_when_empty and existing.is_empty()):
                 log.info("[%s] JoinGroup refused: the group is a non-empty %s group", gid,
                          existing.group_type)
                 return JoinGroupResponse(_E.inconsistent_group_protocol, member_id="")
             if not is_unknown:
                 return JoinGroupResponse(_E.unknown_member_id, member_id=r.member_id)
-            log.info("[%s] converting the empty consumer group to a classic group", gid)
-            self.shard.consumer.delete_group(existing)
+            log.info("[%s] converting the empty %s group to a classic group", gid,
+                     existing.group_type)
+            self.shard.group_types[existing.group_type].delete_group(existing)
             existing = None
         if existing is None:
             if not is_unknown:
@@ -456,7 +517,7 @@ class ClassicGroupManager:
 
         if group.state is _S.STABLE:
             if group.protocol_name == group.select_protocol() and \
-                    not self._topics_changed(group, old, new):
+                    not static_subscription_changed(group, old, new):
                 # No rebalance: persist the new member id; the generation stays.
                 log.info("[%s] %s; the selected protocol does not change: no rebalance", gid,
                          reason)
@@ -480,25 +541,6 @@ class ClassicGroupManager:
         else:
             self._maybe_complete_join_phase(group)
         return None
-
-    @staticmethod
-    def _topics_changed(group: ClassicGroup, old: ClassicGroupMember,
-                        new: ClassicGroupMember) -> bool:
-        """Whether a static consumer is back subscribing to other topics than its former
-        incarnation (the selected protocol's ConsumerProtocolSubscription). Upstream only
-        checks the selected protocol and hands it the former assignment: partitions of topics
-        it no longer subscribes to (an illegal assignment, I2), while the leader, which never
-        saw the new subscription, has no reason to rebalance; the member (as the Java
-        consumer) rejoins with the same metadata and is answered the same generation, without
-        end. The owned partitions and generation of the subscription are ignored: they differ
-        for every restart of a cooperative member, which must not rebalance (KIP-345)."""
-        if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
-            return False
-        name = group.protocol_name
-        try:
-            return subscribed_topics(old.metadata(name)) != subscribed_topics(new.metadata(name))
-        except ValueError:
-            return False  # not a readable subscription: as upstream
 
     def _answer_join(self, group: ClassicGroup, member: ClassicGroupMember,
                      response: JoinGroupResponse) -> None:
@@ -716,11 +758,9 @@ class ClassicGroupManager:
     def _bridge(self, group: Group | None) -> ClassicBridge[Any, Any] | None:
         """The translation of classic requests for the members of a new-protocol group (online
         migration: ``modern/classic_bridge.py``), or None for a group of another type (or none)."""
-        if isinstance(group, ConsumerGroup):
-            return self.shard.consumer.classic_bridge
-        if isinstance(group, ConnectGroup):
-            return self.shard.connect.classic_bridge
-        return None
+        manager = None if group is None else self.shard.group_types.get(group.group_type)
+        bridge: ClassicBridge[Any, Any] | None = None if manager is None else manager.classic_bridge
+        return bridge
 
     def _group_for_member_request(self, group_id: str, member_id: str,
                                   instance_id: str | None) -> ClassicGroup:
@@ -777,7 +817,7 @@ class ClassicGroupManager:
             bridge = self._bridge(group)
             if bridge is None:
                 raise CoordinatorError(_E.unknown_member_id, f"Group {r.group_id} not found.")
-            return self._leave_response(r, bridge.leave(group, r))
+            return leave_response(r, bridge.leave(group, r))
 
         gid = group.group_id
         left: list[str] = []
@@ -814,42 +854,4 @@ class ClassicGroupManager:
                 self._maybe_prepare_rebalance_or_complete_join(group, f"members {left} left")
             elif group.state is _S.PREPARING_REBALANCE:
                 self._maybe_complete_join_phase(group)
-        return self._leave_response(r, results)
-
-    @staticmethod
-    def _leave_response(r: LeaveGroupRequest,
-                        results: list[LeaveGroupMemberResponse]) -> LeaveGroupResponse:
-        error: int = _E.none
-        if r.version < LEAVE_BATCH_VERSION and results:
-            error = results[0].error_code
-        return LeaveGroupResponse(error, tuple(results))
-
-    # ------------------------------------------------------------------ DescribeGroups
-
-    def _describe_groups(self, r: DescribeGroupsRequest, now: int) -> DescribeGroupsResponse:
-        out = []
-        for gid in r.group_ids:
-            group = self.shard.groups.get(gid)
-            if isinstance(group, ClassicGroup):
-                stable = group.state is _S.STABLE
-                members = tuple(
-                    DescribedClassicMember(
-                        m.member_id, m.instance_id, m.client_id, m.client_host,
-                        m.metadata(group.protocol_name) if stable else b"", m.assignment)
-                    for m in group.members.values())
-                out.append(DescribedClassicGroup(
-                    gid, group_state=group.state.value, protocol_type=group.protocol_type,
-                    protocol_data=(group.protocol_name or "") if stable else "",
-                    members=members))
-            elif group is None and gid in self.shard.offsets:
-                # Offsets only (a consumer without group management): an empty classic group.
-                out.append(DescribedClassicGroup(gid, group_state=_S.EMPTY.value))
-            else:
-                message = (f"Group {gid} not found." if group is None
-                           else f"Group {gid} is not a classic group.")
-                if r.version >= DESCRIBE_ERROR_VERSION:
-                    out.append(DescribedClassicGroup(gid, _E.group_id_not_found, message,
-                                                     _S.DEAD.value))
-                else:
-                    out.append(DescribedClassicGroup(gid, group_state=_S.DEAD.value))
-        return DescribeGroupsResponse(tuple(out))
+        return leave_response(r, results)

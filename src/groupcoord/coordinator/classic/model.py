@@ -28,7 +28,7 @@ from enum import Enum
 from typing import Any
 
 from groupcoord.coordinator.classic.messages import JoinGroupProtocol, JoinGroupResponseMember
-from groupcoord.coordinator.group import Group
+from groupcoord.coordinator.group import BaseTimestamp, Group, commit_timestamp
 from groupcoord.coordinator.records import ClassicGroupMemberMetadata, ClassicGroupMetadataValue
 from groupcoord.protocol.consumer_protocol import decode_subscription
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
@@ -212,6 +212,19 @@ class ClassicGroup(Group):
 
     def state_name(self) -> str:
         return self.state.value
+
+    def offset_expiration_base(self) -> BaseTimestamp | None:
+        """Kafka's ``ClassicGroup.offsetExpirationCondition``: offsets of a group without a
+        protocol type, or of a Stable consumer group, from their commit timestamps; of an Empty
+        group, from the time it became empty; in a rebalance, none."""
+        if not self.protocol_type:
+            return commit_timestamp
+        if self.state is _S.EMPTY:
+            became_empty = self.current_state_timestamp
+            return lambda v: became_empty
+        if self.protocol_type == CONSUMER_PROTOCOL_TYPE and self.state is _S.STABLE:
+            return commit_timestamp
+        return None
 
     def is_empty(self) -> bool:
         return self.state is _S.EMPTY

@@ -26,7 +26,7 @@ What differs stays with each group type (``modern/consumer/classic_members.py`` 
 reconciled, the assignment bytes of SyncGroup, which epoch a member must reach before it stops
 being asked to rejoin (the group epoch, or the epoch of an installed target), how a heartbeat
 gets a pending target computed, and whether the type has static classic members. Not here: the
-conversions between group types (``migration/consumer.py``, ``migration/connect.py``).
+conversions between group types (``modern/consumer/migration.py``, ``modern/connect/migration.py``).
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ from groupcoord.coordinator.classic.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from groupcoord.coordinator.modern.consumer.model import MemberState
-from groupcoord.coordinator.records import ClassicMemberMetadata
+from groupcoord.coordinator.modern.group import ModernGroup
+from groupcoord.coordinator.modern.member import MemberState, ModernGroupMember
 from groupcoord.coordinator.timers import TimerKey
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
@@ -60,39 +60,8 @@ log = logging.getLogger(__name__)
 _E = ErrorCode
 
 
-class BridgedMember(Protocol):
-    """What the translation reads of a member of a new-protocol group."""
-
-    @property
-    def member_id(self) -> str: ...
-    @property
-    def member_epoch(self) -> int: ...
-    @property
-    def state(self) -> MemberState: ...
-    @property
-    def rebalance_timeout_ms(self) -> int: ...
-    @property
-    def classic(self) -> ClassicMemberMetadata | None: ...
-
-
-M = TypeVar("M", bound=BridgedMember)
-M_co = TypeVar("M_co", bound=BridgedMember, covariant=True)
-
-
-class BridgedGroup(Protocol[M_co]):
-    """What the translation reads of a new-protocol group."""
-
-    group_id: str
-    group_epoch: int
-    assignment_epoch: int
-
-    @property
-    def members(self) -> Mapping[str, M_co]: ...
-    def static_member(self, instance_id: str, /) -> M_co | None: ...
-    def owner_of(self, key: Any, item: int, /) -> str | None: ...
-
-
-G = TypeVar("G", bound=BridgedGroup[Any])
+M = TypeVar("M", bound=ModernGroupMember)
+G = TypeVar("G", bound=ModernGroup[Any])
 
 
 class BridgedManager(Protocol):
@@ -368,4 +337,4 @@ class ClassicBridge(ABC, Generic[G, M]):
         return results
 
 
-__all__ = ["BridgedGroup", "BridgedManager", "BridgedMember", "ClassicBridge"]
+__all__ = ["BridgedManager", "ClassicBridge"]

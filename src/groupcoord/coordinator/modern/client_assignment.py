@@ -5,7 +5,8 @@ ConsumerGroupInstallAssignment, "Assignment Epoch" and the TargetAssignmentMetad
 Connect draft's "Assignor Selection", "Worker Selection", "Assignment Validation" and "Assignment
 Error" (ConnectGroupPrepareAssignment / ConnectGroupInstallAssignment), for both group types:
 :class:`ClientAssignment` is the machinery a group manager owns (``modern/consumer/handlers.py``,
-``modern/connect/handlers.py``); :class:`ConsumerClientAssignment` adds the consumer group's two handlers.
+``modern/connect/handlers.py``); each type adds its two handlers (``modern/consumer/client_assignment.py``,
+``modern/connect/handlers.py``).
 
 Choices where the texts leave two readings (each one is tested):
 
@@ -70,27 +71,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
-from uuid import UUID
+from typing import TYPE_CHECKING, Any
 
-from groupcoord.coordinator.modern.consumer.messages import (
-    ConsumerGroupInstallAssignmentRequest,
-    ConsumerGroupInstallAssignmentResponse,
-    ConsumerGroupPrepareAssignmentRequest,
-    ConsumerGroupPrepareAssignmentResponse,
-    PreparedAssignor,
-    PreparedMember,
-    PreparedTopic,
-    TopicPartitions,
-)
-from groupcoord.coordinator.modern.consumer.model import ConsumerGroup
-from groupcoord.coordinator.modern.subscription import subscribed_topic_ids
+from groupcoord.coordinator.modern.group import ModernGroup
+from groupcoord.coordinator.modern.member import ModernGroupMember
 from groupcoord.coordinator.records import (
-    Assignment,
     ClientAssignor,
-    target_assignment_metadata_record,
-    target_member_record,
-    target_member_tombstone,
 )
 from groupcoord.coordinator.timers import TimerKey
 from groupcoord.protocol.errors import INVALID_ASSIGNMENT, CoordinatorError, ErrorCode
@@ -102,49 +88,10 @@ log = logging.getLogger(__name__)
 
 _E = ErrorCode
 
-#: Timer kind of the consumer groups' assigner deadlines.
-CONSUMER_ASSIGNMENT = "consumer-assignment"
 #: How many offending items an INVALID_ASSIGNMENT message names.
 _SHOWN = 5
 
 Item = Hashable
-
-
-class AssigningMember(Protocol):
-    """What client-side assignment reads of a member (consumer and connect members alike)."""
-
-    @property
-    def member_id(self) -> str: ...
-
-    @property
-    def member_epoch(self) -> int: ...
-
-    @property
-    def instance_id(self) -> str | None: ...
-
-    @property
-    def rebalance_timeout_ms(self) -> int: ...
-
-    @property
-    def client_assignors(self) -> tuple[ClientAssignor, ...]: ...
-
-
-class AssigningGroup(Protocol):
-    """What client-side assignment reads of a group."""
-
-    @property
-    def group_id(self) -> str: ...
-
-    @property
-    def group_epoch(self) -> int: ...
-
-    @property
-    def assignment_epoch(self) -> int: ...
-
-    @property
-    def members(self) -> Mapping[str, AssigningMember]: ...
-
-    def static_member(self, instance_id: str) -> AssigningMember | None: ...
 
 
 # ============================================================================ assignor choice
@@ -177,7 +124,7 @@ def choose_assignor(lists: Sequence[Sequence[ClientAssignor]]) -> str | None:
     return min(common, key=lambda n: (rank[n], n))
 
 
-def group_assignor(members: Iterable[AssigningMember]) -> str | None:
+def group_assignor(members: Iterable[ModernGroupMember]) -> str | None:
     """The group's client-side assignor, or ``None`` (a member advertises none, or none is common).
 
     Stops at the first member that advertises none: a heartbeat of a large group on server-side
@@ -198,7 +145,7 @@ def _unsupported(message: str) -> CoordinatorError:
     return CoordinatorError(_E.unsupported_assignor, message)
 
 
-def check_assignors(members: Mapping[str, AssigningMember], exclude: Iterable[str],
+def check_assignors(members: Mapping[str, ModernGroupMember], exclude: Iterable[str],
                     assignors: Sequence[ClientAssignor]) -> None:
     """UNSUPPORTED_ASSIGNOR for a member setting ``assignors`` in a group of ``members``
     (``exclude``: the member itself and a static member it replaces)."""
@@ -226,7 +173,7 @@ def check_assignors(members: Mapping[str, AssigningMember], exclude: Iterable[st
                 f"the range {_range(theirs)} of member {m.member_id}.")
 
 
-def qualifying_members(members: Mapping[str, AssigningMember], name: str) -> list[str]:
+def qualifying_members(members: Mapping[str, ModernGroupMember], name: str) -> list[str]:
     """Members (epoch >= 0) whose range for ``name`` covers every member's, sorted by id."""
     ranges = [(mid, assignor_in(m.client_assignors, name)) for mid, m in members.items()]
     known = [(mid, a) for mid, a in ranges if a is not None]
@@ -238,7 +185,7 @@ def qualifying_members(members: Mapping[str, AssigningMember], name: str) -> lis
                   and a.minimum_version <= lo and a.maximum_version >= hi)
 
 
-def _no_candidate(members: Mapping[str, AssigningMember], name: str) -> str:
+def _no_candidate(members: Mapping[str, ModernGroupMember], name: str) -> str:
     ranges = []
     for mid in sorted(members):
         m = members[mid]
@@ -311,7 +258,7 @@ def validate_install(snapshot: Snapshot, proposed: Sequence[tuple[str, Sequence[
                        f"assigned: {_listed(missing, show)}.")
 
 
-def successor(group: AssigningGroup, snapshot: Snapshot, member_id: str) -> str | None:
+def successor(group: ModernGroup[Any], snapshot: Snapshot, member_id: str) -> str | None:
     """The current member that takes a snapshot member's target: the same id, or the static
     member that replaced it since; ``None`` if it left."""
     if member_id in group.members:
@@ -356,7 +303,7 @@ class ClientAssignment:
     """Client-side assignment of one group type on one shard (see the module docstring)."""
 
     def __init__(self, shard: ShardContext, timer_kind: str,
-                 lookup: Callable[[str], AssigningGroup | None], epoch_error: int) -> None:
+                 lookup: Callable[[str], ModernGroup[Any] | None], epoch_error: int) -> None:
         self.shard = shard
         self.timer_kind = timer_kind
         self._lookup = lookup
@@ -366,7 +313,7 @@ class ClientAssignment:
 
     # ------------------------------------------------------------------ queries
 
-    def assignor(self, group: AssigningGroup) -> str | None:
+    def assignor(self, group: ModernGroup[Any]) -> str | None:
         return group_assignor(group.members.values())
 
     def pending(self, group_id: str) -> bool:
@@ -378,7 +325,7 @@ class ClientAssignment:
         c = self._computations.get(group_id)
         return c.assigner if c is not None and c.pending else None
 
-    def fatal(self, group: AssigningGroup) -> str | None:
+    def fatal(self, group: ModernGroup[Any]) -> str | None:
         """The message of the group's fatal error (no member can compute), or ``None``."""
         c = self._computations.get(group.group_id)
         return c.fatal if c is not None and c.pending else None
@@ -388,7 +335,7 @@ class ClientAssignment:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def request(self, group: AssigningGroup) -> None:
+    def request(self, group: ModernGroup[Any]) -> None:
         """A new target is needed if the group epoch is ahead: make sure a member is chosen."""
         gid = group.group_id
         c = self._computations.get(gid)
@@ -444,7 +391,7 @@ class ClientAssignment:
         if c is not None and c.assigner == member_id:
             self._switch(group_id, c, None)
 
-    def should_compute(self, group: AssigningGroup, member_id: str) -> bool:
+    def should_compute(self, group: ModernGroup[Any], member_id: str) -> bool:
         """ShouldComputeAssignment for ``member_id``'s heartbeat response; arms the deadline."""
         c = self._computations.get(group.group_id)
         if c is None or not c.pending or c.assigner != member_id or c.fatal is not None:
@@ -496,8 +443,8 @@ class ClientAssignment:
 
     # ------------------------------------------------------------------ Prepare / Install
 
-    def check_request(self, group: AssigningGroup, member_id: str,
-                      member_epoch: int) -> AssigningMember:
+    def check_request(self, group: ModernGroup[Any], member_id: str,
+                      member_epoch: int) -> ModernGroupMember:
         """Steps 2-4 of PrepareAssignment / InstallAssignment (the group was found)."""
         gid = group.group_id
         member = group.members.get(member_id)
@@ -520,11 +467,11 @@ class ClientAssignment:
                                    f"assignment of group {gid}.")
         return member
 
-    def remember(self, group: AssigningGroup, snapshot: Snapshot) -> None:
+    def remember(self, group: ModernGroup[Any], snapshot: Snapshot) -> None:
         self.should_compute(group, snapshot.member_id)  # a Prepare before the notice arms it too
         self._computations[group.group_id].snapshot = snapshot
 
-    def snapshot_for_install(self, group: AssigningGroup, member_id: str,
+    def snapshot_for_install(self, group: ModernGroup[Any], member_id: str,
                              group_epoch: int) -> Snapshot:
         c = self._computations.get(group.group_id)
         s = None if c is None else c.snapshot
@@ -536,7 +483,7 @@ class ClientAssignment:
                            f"last PrepareAssignment handed out epoch {s.group_epoch}.")
         return s
 
-    def installed(self, group: AssigningGroup) -> None:
+    def installed(self, group: ModernGroup[Any]) -> None:
         """A target was installed: done, unless the group has moved on (then ask again)."""
         c = self._computations.get(group.group_id)
         if c is None:
@@ -545,7 +492,7 @@ class ClientAssignment:
         if group.group_epoch > group.assignment_epoch:
             self.request(group)
 
-    def failed(self, group: AssigningGroup, snapshot: Snapshot) -> None:
+    def failed(self, group: ModernGroup[Any], snapshot: Snapshot) -> None:
         """The assignor reported an error for the snapshot's epoch: keep the target."""
         c = self._computations.get(group.group_id)
         if c is None:
@@ -553,126 +500,3 @@ class ClientAssignment:
         c.failed_epoch = snapshot.group_epoch
         self._stop(group.group_id, c)
         self.request(group)
-
-
-# ============================================================================ consumer groups
-
-
-def _tps(a: Assignment) -> tuple[TopicPartitions, ...]:
-    return tuple(TopicPartitions(t, tuple(sorted(ps)))
-                 for t, ps in sorted(a.items(), key=lambda kv: kv[0].bytes) if ps)
-
-
-def _assignment(tps: Iterable[TopicPartitions]) -> dict[UUID, frozenset[int]]:
-    out: dict[UUID, frozenset[int]] = {}
-    for tp in tps:
-        if tp.partitions:
-            out[tp.topic_id] = out.get(tp.topic_id, frozenset()) | frozenset(tp.partitions)
-    return out
-
-
-class ConsumerClientAssignment(ClientAssignment):
-    """Client-side assignment for consumer groups: KIP-848's ConsumerGroupPrepareAssignment and
-    ConsumerGroupInstallAssignment handlers (STALE_MEMBER_EPOCH for a member epoch mismatch)."""
-
-    def __init__(self, shard: ShardContext) -> None:
-        super().__init__(shard, CONSUMER_ASSIGNMENT, self._consumer_group, _E.stale_member_epoch)
-        shard.register_handler(ConsumerGroupPrepareAssignmentRequest, self._prepare)
-        shard.register_handler(ConsumerGroupInstallAssignmentRequest, self._install)
-        shard.register_error_response(
-            ConsumerGroupPrepareAssignmentRequest,
-            lambda r, e: ConsumerGroupPrepareAssignmentResponse(error_code=e.code,
-                                                                error_message=e.message))
-        shard.register_error_response(
-            ConsumerGroupInstallAssignmentRequest,
-            lambda r, e: ConsumerGroupInstallAssignmentResponse(error_code=e.code,
-                                                                error_message=e.message))
-
-    def _consumer_group(self, group_id: str) -> ConsumerGroup | None:
-        g = self.shard.groups.get(group_id)
-        return g if isinstance(g, ConsumerGroup) else None
-
-    def _existing(self, group_id: str) -> ConsumerGroup:
-        g = self.shard.groups.get(group_id)
-        if g is None:
-            raise CoordinatorError(_E.group_id_not_found, f"Group {group_id} not found.")
-        if not isinstance(g, ConsumerGroup):
-            raise CoordinatorError(_E.group_id_not_found,
-                                   f"Group {group_id} is not a consumer group (it is a "
-                                   f"{g.group_type} group).")
-        return g
-
-    def _prepare(self, r: ConsumerGroupPrepareAssignmentRequest,
-                 now: int) -> ConsumerGroupPrepareAssignmentResponse:
-        check_ids(r.group_id, r.member_id, r.member_epoch)
-        group = self._existing(r.group_id)
-        self.check_request(group, r.member_id, r.member_epoch)
-        name = self.assignor(group)
-        assert name is not None  # a computation is outstanding only in client mode
-        metadata = group.subscription_metadata
-        members = []
-        scopes: dict[str, frozenset[Any]] = {}
-        for mid in sorted(group.members):
-            m = group.members[mid]
-            ids = subscribed_topic_ids(m.subscribed_topic_names, m.subscribed_topic_regex, metadata,
-                                       group.resolved_regexes)
-            scopes[mid] = ids
-            a = assignor_in(m.client_assignors, name)
-            assert a is not None
-            members.append(PreparedMember(
-                mid, m.member_epoch, m.instance_id, m.rack_id,
-                tuple(sorted(ids, key=lambda u: u.bytes)),
-                PreparedAssignor(a.reason, a.version, a.metadata), _tps(group.target_of(mid))))
-        topics = tuple(PreparedTopic(t.topic_id, t.name, t.num_partitions)
-                       for _, t in sorted(metadata.items()))
-        items = frozenset((t.topic_id, p) for t in metadata.values()
-                          for p in range(t.num_partitions))
-        self.remember(group, Snapshot(
-            r.member_id, group.group_epoch, name,
-            {mid: m.instance_id for mid, m in group.members.items()}, items, scopes,
-            scope_of=lambda item: item[0]))
-        return ConsumerGroupPrepareAssignmentResponse(
-            group_epoch=group.group_epoch, assignor_name=name, members=tuple(members),
-            topics=topics)
-
-    def _install(self, r: ConsumerGroupInstallAssignmentRequest,
-                 now: int) -> ConsumerGroupInstallAssignmentResponse:
-        check_ids(r.group_id, r.member_id, r.member_epoch)
-        group = self._existing(r.group_id)
-        self.check_request(group, r.member_id, r.member_epoch)
-        snapshot = self.snapshot_for_install(group, r.member_id, r.group_epoch)
-        gid = group.group_id
-        if r.error:
-            log.warning("[%s] member %s's assignor failed with error %d at epoch %d; the target "
-                        "assignment is kept", gid, r.member_id, r.error, snapshot.group_epoch)
-            self.failed(group, snapshot)
-            return ConsumerGroupInstallAssignmentResponse()
-        names = {t.topic_id: t.name for t in group.subscription_metadata.values()}
-
-        def show(item: tuple[UUID, int]) -> str:
-            return f"{names.get(item[0], str(item[0]))}-{item[1]}"
-
-        validate_install(
-            snapshot,
-            [(m.member_id, [(tp.topic_id, p) for tp in m.topic_partitions for p in tp.partitions])
-             for m in r.members],
-            allow_unassigned=False, show=show)
-        listed = {m.member_id: m for m in r.members}
-        targets: dict[str, dict[UUID, frozenset[int]]] = {}
-        for mid in sorted(snapshot.members):
-            to = successor(group, snapshot, mid)
-            if to is not None:
-                im = listed.get(mid)
-                targets[to] = _assignment(im.topic_partitions) if im is not None else {}
-        for mid in sorted(group.target_assignment):
-            if mid not in targets:
-                self.shard.append(target_member_tombstone(gid, mid))
-        for mid in sorted(targets):
-            old = group.target_assignment.get(mid)
-            if old is None or {t: ps for t, ps in old.items() if ps} != targets[mid]:
-                self.shard.append(target_member_record(gid, mid, targets[mid]))
-        self.shard.append(target_assignment_metadata_record(gid, snapshot.group_epoch))
-        log.info("[%s] member %s installed the target assignment of epoch %d", gid, r.member_id,
-                 snapshot.group_epoch)
-        self.installed(group)
-        return ConsumerGroupInstallAssignmentResponse()

@@ -13,7 +13,7 @@ that machinery once, for one group type of one shard:
   reconciliation, the session timeout and the response;
 - leaving (-1 for good, -2 a static member's temporary leave), removing members (tombstones, timers)
   and fencing them with one epoch bump, or the conversion back to a classic group when only
-  classic members remain and the policy allows it (``migration/shared.py``);
+  classic members remain and the policy allows it (``modern/migration.py``);
 - the upgrade of a non-empty classic group on a join (GROUP_ID_NOT_FOUND when refused);
 - writing a member's current assignment with its rebalance timeout (armed once per epoch at which
   it must revoke; fencing it when it fires), the session timeout, and the load duties (timers
@@ -34,11 +34,15 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from groupcoord.coordinator.classic.model import ClassicGroup
-from groupcoord.coordinator.migration.shared import MigrationError
-from groupcoord.coordinator.modern.classic_bridge import BridgedMember
 from groupcoord.coordinator.modern.client_assignment import check_assignors
-from groupcoord.coordinator.modern.consumer.model import LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberState
+from groupcoord.coordinator.modern.group import ModernGroup
+from groupcoord.coordinator.modern.member import (
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    MemberState,
+    ModernGroupMember,
+)
 from groupcoord.coordinator.modern.membership import Resolved, resolve_member
+from groupcoord.coordinator.modern.migration import MigrationError
 from groupcoord.coordinator.records import ClassicGroupMetadataValue, Record, RecordType
 from groupcoord.coordinator.timers import TimerKey
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
@@ -52,8 +56,8 @@ log = logging.getLogger(__name__)
 
 _E = ErrorCode
 
-G = TypeVar("G")  # the group model
-M = TypeVar("M", bound=BridgedMember)  # its member
+G = TypeVar("G", bound=ModernGroup[Any])  # the group model
+M = TypeVar("M", bound=ModernGroupMember)  # its member
 Req = TypeVar("Req")  # its heartbeat request
 Resp = TypeVar("Resp")  # its heartbeat response
 

@@ -17,21 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, TypeVar
 
-from groupcoord.coordinator.modern.consumer.model import LEAVE_GROUP_STATIC_MEMBER_EPOCH
+from groupcoord.coordinator.modern.member import LEAVE_GROUP_STATIC_MEMBER_EPOCH, ModernGroupMember
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
 
-
-class _Member(Protocol):
-    @property
-    def member_id(self) -> str: ...
-
-    @property
-    def member_epoch(self) -> int: ...
-
-
-M = TypeVar("M", bound=_Member)
+M = TypeVar("M", bound=ModernGroupMember)
 
 
 @dataclass(slots=True)

@@ -17,26 +17,20 @@ The algorithm is generic over the unit of assignment (the Connect draft's "Membe
 Reconciliation of the group" is the same three phases): an assignment is a mapping from a *key*
 to a set of ints - a topic id to partitions for consumer groups, a connector name to task numbers
 (-1 standing for the connector itself) for connect groups. :func:`reconcile_items` holds it;
-:func:`reconcile` is the consumer member's view of it, unchanged in behaviour.
+each group type has its member's view of it (``modern/consumer/reconciliation.py``,
+``modern/connect/handlers.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from itertools import compress, repeat
-from operator import attrgetter, eq
+from operator import eq
 from typing import Any, Generic, TypeVar
 from uuid import UUID
 
-from groupcoord.coordinator.modern.consumer.messages import TopicPartitions
-from groupcoord.coordinator.modern.consumer.model import (
-    EMPTY,
-    ConsumerGroupMember,
-    MemberState,
-    with_current_assignment,
-)
-from groupcoord.coordinator.records import Assignment
+from groupcoord.coordinator.modern.member import MemberState
 
 K = TypeVar("K")
 
@@ -57,20 +51,6 @@ class Reconciled(Generic[K]):
     pending_revocation: Mapping[K, frozenset[int]]
 
 
-def owns_any(owned: Sequence[TopicPartitions] | None, partitions: Assignment) -> bool:
-    """Whether the member's reported owned partitions include any of ``partitions``.
-
-    ``owned is None`` (not reported) counts as still owning them.
-    """
-    if owned is None:
-        return True
-    for tp in owned:
-        revoking = partitions.get(tp.topic_id)
-        if revoking and any(p in revoking for p in tp.partitions):
-            return True
-    return False
-
-
 def owns_any_items(owned: Mapping[K, Collection[int]] | None,
                    items: Mapping[K, frozenset[int]]) -> bool:
     """:func:`owns_any` for an owned set given as a mapping (``None``: not reported)."""
@@ -81,49 +61,6 @@ def owns_any_items(owned: Mapping[K, Collection[int]] | None,
         if revoking and any(i in revoking for i in ids):
             return True
     return False
-
-
-#: Topic ids in the order of their bytes (big-endian: the order of ``UUID.int``, an attribute,
-#: where ``UUID.bytes`` builds the bytes on every call), read without a Python call.
-_uuid_order: Callable[[UUID], int] = attrgetter("int")
-
-
-def reconcile(
-    member: ConsumerGroupMember,
-    target_epoch: int,
-    target: Assignment,
-    owner_of: OwnerOf,
-    owned: Sequence[TopicPartitions] | None,
-    holders_of: HoldersOf | None = None,
-) -> ConsumerGroupMember:
-    """The consumer member's next current assignment (the same object when nothing changes)."""
-    step = reconcile_items(
-        member.member_id, member.state, member.member_epoch, member.previous_member_epoch,
-        member.assigned_partitions, member.partitions_pending_revocation, target_epoch, target,
-        owner_of, lambda revoking: owns_any(owned, revoking), _uuid_order, holders_of)
-    if step is None:
-        return member
-    return with_current_assignment(member, step.member_epoch, step.previous_member_epoch,
-                                   step.state, shared_mapping(step.assigned, target),
-                                   shared_mapping(step.pending_revocation, EMPTY))
-
-
-def shared_mapping(a: Mapping[K, frozenset[int]], like: Mapping[K, frozenset[int]]
-                   ) -> Mapping[K, frozenset[int]]:
-    """``a`` as the member keeps it: ``like`` itself when ``a`` holds the very sets of ``like``
-    (a converged member's assignment is its target mapping, not a copy: memory per member;
-    an empty one is the shared empty mapping), else a fresh dict. Mappings are never mutated
-    (``Assignment`` is read-only by contract), so sharing one changes nothing else."""
-    if not a:
-        return EMPTY  # type: ignore[return-value]
-    if len(a) == len(like):
-        get = like.get
-        for key, ps in a.items():
-            if get(key) is not ps:
-                break
-        else:
-            return like
-    return dict(a)
 
 
 def reconcile_items(

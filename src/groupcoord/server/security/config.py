@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import socket
 import ssl
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from groupcoord.server.connection import ServedConnection
 from groupcoord.server.security.credentials import CredentialStore
 from groupcoord.server.security.listeners import (
     ListenerSpec,
@@ -22,9 +23,6 @@ from groupcoord.server.security.listeners import (
 )
 from groupcoord.server.security.sasl import DEFAULT_MECHANISMS, SaslSession, check_mechanisms
 from groupcoord.server.security.tls import peer_principal, server_context
-
-if TYPE_CHECKING:
-    from groupcoord.server.app import Connection
 
 __all__ = ["CONFIG_KEYS", "CONFIG_PREFIXES", "ServerSecurity"]
 
@@ -128,7 +126,7 @@ class ServerSecurity:
             host = socket.gethostname()
         return host, port
 
-    def on_connect(self, conn: Connection, transport: Any, spec: ListenerSpec) -> None:
+    def on_connect(self, conn: ServedConnection, transport: Any, spec: ListenerSpec) -> None:
         """A new connection on ``spec``: its principal from a client certificate (SSL), or a
         SASL session that must complete first (SASL_*)."""
         if spec.sasl:

@@ -16,7 +16,7 @@ closed after the response. Then:
 A failed authentication (unknown user, wrong password or proof, a malformed token) answers
 SASL_AUTHENTICATION_FAILED with a message and closes the connection after the response. Success
 makes the principal ``User:<name>`` and the connection is served as any other from then on
-(where SaslHandshake / SaslAuthenticate get ILLEGAL_SASL_STATE, ``server/security/apis.py``).
+(where SaslHandshake / SaslAuthenticate get ILLEGAL_SASL_STATE, ``server/apis/authentication.py``).
 SaslAuthenticate v1+ answers a session lifetime of 0: KIP-368 re-authentication is not offered
 (clients never re-authenticate; sessions last as long as the connection). As Kafka's
 ``connection.failed.authentication.delay.ms`` (default 100), the close after a failed
@@ -37,8 +37,7 @@ Mechanisms:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -54,10 +53,8 @@ from groupcoord.protocol.codec import (
 )
 from groupcoord.protocol.framing import frame
 from groupcoord.protocol.versions import ApiKey, api_name, is_supported
+from groupcoord.server.connection import Close, FrameHandler, Outcome, ServedConnection
 from groupcoord.server.security.credentials import MECHANISMS, CredentialStore
-
-if TYPE_CHECKING:
-    from groupcoord.server.app import Close, Connection, Outcome
 
 log = logging.getLogger(__name__)
 
@@ -181,8 +178,8 @@ class SaslSession:
     """One connection's authentication: its ``dispatch`` handles the frames until it is done,
     then hands the connection to the server's dispatch (module doc)."""
 
-    def __init__(self, conn: Connection, mechanisms: list[str], store: CredentialStore,
-                 then: Callable[[bytes, Connection], Outcome], fail_delay_s: float = 0.1) -> None:
+    def __init__(self, conn: ServedConnection, mechanisms: list[str], store: CredentialStore,
+                 then: FrameHandler, fail_delay_s: float = 0.1) -> None:
         self.conn = conn
         self.fail_delay_s = fail_delay_s
         self.mechanisms = mechanisms
@@ -192,11 +189,9 @@ class SaslSession:
         self.mech: _Plain | _Scram | None = None
 
     def _close(self, reason: str, response: bytes = b"") -> Close:
-        from groupcoord.server.app import Close
-
         return Close(reason, response)
 
-    def dispatch(self, buf: bytes, conn: Connection) -> Outcome:
+    def dispatch(self, buf: bytes, conn: ServedConnection) -> Outcome:
         try:
             if self.state == "legacy":
                 return self._legacy_token(buf)
@@ -287,6 +282,6 @@ class SaslSession:
         return frame(challenge)
 
 
-def _discard(buf: bytes, conn: Connection) -> None:
+def _discard(buf: bytes, conn: ServedConnection) -> None:
     """Frames after a failed authentication, until the delayed close: dropped."""
     return None

@@ -50,17 +50,17 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.classic.messages import JoinGroupRequest, JoinGroupResponse
-from groupcoord.coordinator.migration.connect import (
+from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
+from groupcoord.coordinator.modern.connect.migration import (
     CONNECT_PROTOCOL_TYPE,
     classic_assignment,
     header_of,
     member_metadata_value,
     owned_items,
 )
-from groupcoord.coordinator.migration.consumer import classic_metadata
-from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
 from groupcoord.coordinator.modern.connect.model import ConnectGroup, ConnectGroupMember
-from groupcoord.coordinator.modern.consumer.model import MemberState
+from groupcoord.coordinator.modern.member import MemberState
+from groupcoord.coordinator.modern.migration import classic_metadata
 from groupcoord.coordinator.records import connect_member_metadata_record
 from groupcoord.protocol.connect_protocol import (
     ConnectProtocolError,

@@ -16,14 +16,17 @@ Choices where the draft leaves two readings:
 - MemberId must be non-empty (the draft's validation list; the worker keeps it across rejoins, as
   with ConsumerGroupHeartbeat v1). MemberEpoch >= -2: -1 leaves, -2 is a static worker's temporary
   leave as in KIP-848 (the draft says >= -1 but keeps KIP-848's static membership).
-- A join (epoch 0) needs RebalanceTimeoutMs > 0 and ClientAssignors: connect groups compute their
-  assignment on a worker and there is no server-side connect assignor, so a ServerAssignor is
-  UNSUPPORTED_ASSIGNOR. ConnectorsAndTasks must be null or empty on a join (a fenced worker
-  abandons everything before rejoining); task numbers are >= 0.
+- A join (epoch 0) must provide RebalanceTimeoutMs: -1 ("not provided") is INVALID_REQUEST, any
+  other value is accepted, as Kafka 4.3 accepts it in a ConsumerGroupHeartbeat (a non-positive one
+  never replaces the worker's timeout: a worker that joined with 0 has no time to revoke). It must
+  provide ClientAssignors too (INVALID_REQUEST without them or a ServerAssignor): connect groups
+  compute their assignment on a worker and there is no server-side connect assignor, so a
+  ServerAssignor is UNSUPPORTED_ASSIGNOR. ConnectorsAndTasks must be null or empty on a join (a
+  fenced worker abandons everything before rejoining); task numbers are >= 0.
 - Heartbeat handling, fencing (FENCED_MEMBER_EPOCH removes the worker), the lost-response rule (a
   smaller epoch equal to the previous one is accepted when the connectors/tasks reported are a
   subset of the assigned ones) and static membership are the consumer groups': one flow,
-  ``new_protocol_groups.NewProtocolGroupManager``, serves both group types.
+  ``modern/group_manager.py``'s ``NewProtocolGroupManager``, serves both group types.
   A worker whose group no longer knows it gets UNKNOWN_MEMBER_ID and rejoins at epoch 0 (the
   draft's bouncing worker "may join with the last known epoch ... or even with epoch 0").
 - Group epoch bumps: a worker joins, leaves or is removed; a worker's client assignors change
@@ -50,8 +53,8 @@ Choices where the draft leaves two readings:
   says, the assignor's worker triggers the follow-up rebalance when the delay expires by
   heartbeating a changed assignor reason (or metadata), which bumps the group epoch; any other
   bump (a worker joining, a configuration change) asks for a new target too.
-- An install with a non-zero Error keeps the target (modern/client_assignment.py) and records the error
-  in the target metadata (describe shows it) until the next successful install.
+- An install with a non-zero Error keeps the target (``modern/client_assignment.py``) and records
+  the error in the target metadata (describe shows it) until the next successful install.
 - The worker epoch fences offset commits as a consumer member epoch does (ConnectGroup).
 - Session timeout and heartbeat interval are the group's ``group.consumer.*`` settings (there are
   no connect-specific ones yet); the group size cap is ``group.consumer.max.size``.
@@ -64,19 +67,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.classic.model import ClassicGroup
-from groupcoord.coordinator.migration.connect import (
-    ConnectUpgrade,
-    classic_to_connect,
-    connect_to_classic,
-    current_assignment_value,
-    downgrade_refusal,
-    member_metadata_value,
-    protocol_version,
-    upgrade_refusal,
-)
-from groupcoord.coordinator.migration.shared import MigrationError
 from groupcoord.coordinator.modern.client_assignment import (
-    AssigningGroup,
     ClientAssignment,
     Snapshot,
     assignor_in,
@@ -105,6 +96,16 @@ from groupcoord.coordinator.modern.connect.messages import (
     DescribedConnectGroup,
     DescribedConnectMember,
 )
+from groupcoord.coordinator.modern.connect.migration import (
+    ConnectUpgrade,
+    classic_to_connect,
+    connect_to_classic,
+    current_assignment_value,
+    downgrade_refusal,
+    member_metadata_value,
+    protocol_version,
+    upgrade_refusal,
+)
 from groupcoord.coordinator.modern.connect.model import (
     ConnectGroup,
     ConnectGroupMember,
@@ -116,12 +117,14 @@ from groupcoord.coordinator.modern.connect.model import (
     to_wire,
     wire_items,
 )
-from groupcoord.coordinator.modern.consumer.model import (
+from groupcoord.coordinator.modern.group import ModernGroup
+from groupcoord.coordinator.modern.group_manager import NewProtocolGroupManager
+from groupcoord.coordinator.modern.member import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     MemberState,
 )
-from groupcoord.coordinator.modern.group_manager import NewProtocolGroupManager
+from groupcoord.coordinator.modern.migration import MigrationError
 from groupcoord.coordinator.modern.reconciliation import owns_any_items, reconcile_items
 from groupcoord.coordinator.records import (
     ClassicGroupMetadataValue,
@@ -176,7 +179,7 @@ class _ConnectClientAssignment(ClientAssignment):
     advertise client assignors; classic workers of a migrating group (online migration) advertise none,
     never compute and do not constrain the choice."""
 
-    def assignor(self, group: AssigningGroup) -> str | None:
+    def assignor(self, group: ModernGroup[Any]) -> str | None:
         return group_assignor(m for m in group.members.values() if m.client_assignors)
 
 

@@ -21,13 +21,14 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from groupcoord.coordinator.group import Group, check_member_epoch_offset_request
+from groupcoord.coordinator.group import check_member_epoch_offset_request
 from groupcoord.coordinator.modern.connect.messages import (
     CONNECTOR_TASK,
     ConnectorsAndTasks,
     ConnectorTaskId,
 )
-from groupcoord.coordinator.modern.consumer.model import GroupState, MemberState
+from groupcoord.coordinator.modern.group import ModernGroup
+from groupcoord.coordinator.modern.member import MemberState, ModernGroupMember
 from groupcoord.coordinator.records import ClassicMemberMetadata, ClientAssignor, ConnectAssignment
 
 EMPTY: ConnectAssignment = {}
@@ -129,7 +130,7 @@ NO_TARGET = ConnectMemberTarget()
 
 
 @dataclass(slots=True, frozen=True)
-class ConnectGroupMember:
+class ConnectGroupMember(ModernGroupMember):
     """One worker: its metadata (member metadata record) and current assignment."""
 
     member_id: str
@@ -152,9 +153,6 @@ class ConnectGroupMember:
     metadata_version: int = 0
     metadata_bytes: bytes = b""
 
-    def is_reconciled_to(self, epoch: int) -> bool:
-        return self.state is MemberState.STABLE and self.member_epoch == epoch
-
     def held(self) -> Iterator[Item]:
         """Every connector and task the coordinator considers held by this worker."""
         yield from items_of(self.assigned)
@@ -171,50 +169,29 @@ class ConnectGroupMember:
 # ----------------------------------------------------------------------------- the group
 
 
-class ConnectGroup(Group):
+class ConnectGroup(ModernGroup[ConnectGroupMember]):
     """A connect (worker) group's state. Mutated only by the shard's replay of records."""
 
     group_type = "connect"
     protocol_type = "connect"
+    #: Its connector configuration is durable configuration, not soft state (DeleteGroups
+    #: removes it).
+    deleted_by_offsets_retention = False
 
-    __slots__ = ("assignment_epoch", "assignment_error", "config", "deleted", "group_epoch",
-                 "group_id", "members", "owners", "scheduled_rebalance_delay_ms",
-                 "static_members", "target_assignment")
+    __slots__ = ("assignment_error", "config", "owners", "scheduled_rebalance_delay_ms",
+                 "target_assignment")
 
     def __init__(self, group_id: str) -> None:
-        self.group_id = group_id
-        self.group_epoch = 0
-        self.members: dict[str, ConnectGroupMember] = {}
-        self.static_members: dict[str, str] = {}  # instance id -> member id
+        super().__init__(group_id)
         self.config = ConnectorsConfig()
-        self.assignment_epoch = 0
         self.assignment_error = 0
         self.scheduled_rebalance_delay_ms = 0
         #: member id -> target entry; may hold workers that left since the last install.
         self.target_assignment: dict[str, ConnectMemberTarget] = {}
         #: connector -> task number -> member id holding it (assigned or revoking).
         self.owners: dict[str, dict[int, str]] = {}
-        self.deleted = False
 
     # ------------------------------------------------------------------ queries
-
-    def state(self) -> GroupState:
-        if self.deleted:
-            return GroupState.DEAD
-        if not self.members:
-            return GroupState.EMPTY
-        if self.group_epoch > self.assignment_epoch:
-            return GroupState.ASSIGNING
-        for m in self.members.values():
-            if not m.is_reconciled_to(self.assignment_epoch):
-                return GroupState.RECONCILING
-        return GroupState.STABLE
-
-    def state_name(self) -> str:
-        return self.state().value
-
-    def is_empty(self) -> bool:
-        return not self.members
 
     def digest(self) -> Any:
         return {
@@ -251,10 +228,6 @@ class ConnectGroup(Group):
     def all_classic_except(self, leaving: set[str]) -> bool:
         """Whether every member but ``leaving`` uses the classic protocol (online migration)."""
         return all(m.classic is not None for mid, m in self.members.items() if mid not in leaving)
-
-    def static_member(self, instance_id: str) -> ConnectGroupMember | None:
-        mid = self.static_members.get(instance_id)
-        return None if mid is None else self.members.get(mid)
 
     # ------------------------------------------------------------------ replay helpers
 

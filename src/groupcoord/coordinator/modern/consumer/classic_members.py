@@ -57,12 +57,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from uuid import UUID
 
 from groupcoord.coordinator.classic.messages import JoinGroupRequest, JoinGroupResponse
 from groupcoord.coordinator.classic.model import CONSUMER_PROTOCOL_TYPE
-from groupcoord.coordinator.migration.consumer import (
+from groupcoord.coordinator.config import CoordinatorConfig
+from groupcoord.coordinator.modern.classic_bridge import BridgedManager, ClassicBridge
+from groupcoord.coordinator.modern.consumer.messages import TopicPartitions
+from groupcoord.coordinator.modern.consumer.migration import (
     MigrationError,
     assignment_bytes,
     classic_metadata,
@@ -72,28 +75,21 @@ from groupcoord.coordinator.migration.consumer import (
     member_metadata_value,
     names_to_ids,
 )
-from groupcoord.coordinator.modern.classic_bridge import ClassicBridge
-from groupcoord.coordinator.modern.consumer.messages import TopicPartitions
-from groupcoord.coordinator.modern.consumer.model import (
-    ConsumerGroup,
-    ConsumerGroupMember,
-    MemberState,
-    joining,
-)
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, ConsumerGroupMember, joining
+from groupcoord.coordinator.modern.member import MemberState
 from groupcoord.coordinator.records import (
+    Record,
     current_assignment_record,
     member_metadata_record,
     target_member_record,
 )
+from groupcoord.coordinator.topics import MetadataImage
 from groupcoord.protocol.consumer_protocol import (
     ConsumerProtocolError,
     Subscription,
     decode_subscription,
 )
 from groupcoord.protocol.errors import CoordinatorError, ErrorCode
-
-if TYPE_CHECKING:
-    from groupcoord.coordinator.modern.consumer.handlers import ConsumerGroupManager
 
 log = logging.getLogger(__name__)
 
@@ -109,10 +105,29 @@ def _err(code: ErrorCode, message: str) -> CoordinatorError:
     return CoordinatorError(code, message)
 
 
+class ConsumerGroups(BridgedManager, Protocol):
+    """What the translation asks of the consumer group manager (``handlers.ConsumerGroupManager``,
+    which builds it: typed by what it uses, the translation does not import the manager back)."""
+
+    @property
+    def config(self) -> CoordinatorConfig: ...
+    @property
+    def metadata(self) -> MetadataImage: ...
+    def append(self, record: Record) -> None: ...
+    def delete_group(self, group: ConsumerGroup) -> None: ...
+    def _remove_member_records(self, group: Any, member: Any, keep_target: bool = False) -> None: ...
+    def _maybe_update_subscription_metadata(self, group: ConsumerGroup, force_bump: bool) -> None: ...
+    def _reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember,
+                   owned: tuple[TopicPartitions, ...] | None) -> ConsumerGroupMember: ...
+
+
 class ClassicMembers(ClassicBridge[ConsumerGroup, ConsumerGroupMember]):
     """Translation of the classic APIs for the members of consumer groups (one per shard)."""
 
-    manager: ConsumerGroupManager
+    manager: ConsumerGroups
+
+    def __init__(self, manager: ConsumerGroups) -> None:
+        super().__init__(manager)
 
     join_timeout = JOIN_TIMEOUT
     sync_timeout = SYNC_TIMEOUT

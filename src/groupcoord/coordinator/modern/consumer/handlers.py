@@ -15,17 +15,19 @@ spec's diff text leaves two readings:
   new one (online migration, below) is fenced and re-added in the same request.
 - The lost-response case: a smaller epoch equal to the member's previous epoch is accepted
   when the owned partitions it reports are a subset of its assigned partitions.
-- SubscribedTopicNames and SubscribedTopicRegex may not both be non-empty in one request; on
-  a join (epoch 0) at least one of them must be given.
+- SubscribedTopicNames and SubscribedTopicRegex may both be set in one request (the member
+  subscribes to their union, as Kafka 4.3 accepts; see ``_validate_heartbeat``), and a name may
+  be empty (it matches no topic); on a join (epoch 0) at least one of them must be non-null.
 - A static member replaced by a new member id (after a temporary leave, epoch -2) hands its
   current and target assignment to the new id without a group epoch bump, unless the new
   member's subscription differs.
 - The rebalance timeout is armed while a member is in UNREVOKED_PARTITIONS, afresh for each
   epoch at which it must revoke; when it fires, the member is fenced.
-- Client-side assignment (KIP-848 "Client-Side Assignor", ``modern/client_assignment.py``): a group whose
-  members all advertise client assignors gets its target from a chosen member (PrepareAssignment /
-  InstallAssignment), not from a server assignor; a change of a member's client assignors (list, ranges,
-  reason, version or metadata) bumps the group epoch.
+- Client-side assignment (KIP-848 "Client-Side Assignor", ``modern/client_assignment.py`` and
+  ``modern/consumer/client_assignment.py``): a group whose members all advertise client
+  assignors gets its target from a chosen member (PrepareAssignment / InstallAssignment), not
+  from a server assignor; a change of a member's client assignors (list, ranges, reason, version
+  or metadata) bumps the group epoch.
 - Regular expressions (KIP-848 "Regex Based Subscription", as Kafka 4 resolves them:
   ``GroupMetadataManager.maybeUpdateRegularExpressions`` / ``refreshRegularExpressions``): a
   group's regexes are resolved together, by a heartbeat of one of its members, with that
@@ -40,7 +42,7 @@ spec's diff text leaves two readings:
   heartbeat itself and has no such floor: the triggers above are rare, and the first heartbeat
   after a new topic picks it up. A regex that resolves to nothing (nothing matches, or nothing
   the principal may describe) is no error: the member gets an empty assignment.
-- Online migration (KIP-848, ``migration/consumer.py``, ``modern/consumer/classic_members.py``): a
+- Online migration (KIP-848, ``modern/consumer/migration.py``, ``modern/consumer/classic_members.py``): a
   heartbeat at epoch 0 for a non-empty classic group of protocol type ``consumer`` converts it when
   ``group.consumer.migration.policy`` allows the upgrade (else GROUP_ID_NOT_FOUND, as before);
   the conversion is written even if the joining member is then refused (e.g.
@@ -52,9 +54,9 @@ spec's diff text leaves two readings:
   fenced for a wrong epoch in a heartbeat never triggers it (it rejoins at once).
 
 The heartbeat, leave, fence, upgrade/downgrade and reconciliation-write flow is the one every
-new-protocol group type shares (``new_protocol_groups.NewProtocolGroupManager``, connect groups
-use it too); this module supplies the consumer group's records, request validation, subscription
-metadata and server-side target assignment, and what its heartbeat and describe answer.
+new-protocol group type shares (``modern/group_manager.py``'s ``NewProtocolGroupManager``,
+connect groups use it too); this module supplies the consumer group's records, request validation,
+subscription metadata and server-side target assignment, and what its heartbeat and describe answer.
 """
 
 from __future__ import annotations
@@ -68,19 +70,9 @@ from uuid import UUID
 from groupcoord.coordinator.assignors.base import PartitionAssignor
 from groupcoord.coordinator.classic.model import ClassicGroup
 from groupcoord.coordinator.config import CoordinatorConfig, GroupConfig
-from groupcoord.coordinator.migration.consumer import (
-    MigrationError,
-    Upgrade,
-    classic_to_consumer,
-    consumer_to_classic,
-    current_assignment_value,
-    downgrade_refusal,
-    member_metadata_value,
-    upgrade_refusal,
-)
-from groupcoord.coordinator.modern.client_assignment import ConsumerClientAssignment
 from groupcoord.coordinator.modern.consumer.assignment_epochs import carried_epochs
 from groupcoord.coordinator.modern.consumer.classic_members import ClassicMembers
+from groupcoord.coordinator.modern.consumer.client_assignment import ConsumerClientAssignment
 from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -92,27 +84,39 @@ from groupcoord.coordinator.modern.consumer.messages import (
     HeartbeatAssignment,
     TopicPartitions,
 )
+from groupcoord.coordinator.modern.consumer.migration import (
+    MigrationError,
+    Upgrade,
+    classic_to_consumer,
+    consumer_to_classic,
+    current_assignment_value,
+    downgrade_refusal,
+    member_metadata_value,
+    upgrade_refusal,
+)
 from groupcoord.coordinator.modern.consumer.model import (
     EMPTY,
-    LEAVE_GROUP_MEMBER_EPOCH,
-    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     NO_EPOCHS,
     ConsumerGroup,
     ConsumerGroupMember,
-    MemberState,
     joining,
     with_current_assignment,
 )
+from groupcoord.coordinator.modern.consumer.reconciliation import reconcile
+from groupcoord.coordinator.modern.consumer.target_assignment import (
+    preferred_server_assignor,
+    target_assignment_records,
+)
 from groupcoord.coordinator.modern.group_manager import NewProtocolGroupManager
-from groupcoord.coordinator.modern.reconciliation import reconcile
+from groupcoord.coordinator.modern.member import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    MemberState,
+)
 from groupcoord.coordinator.modern.subscription import (
     compile_regex,
     resolve_regexes,
     subscribed_topics,
-)
-from groupcoord.coordinator.modern.target_assignment import (
-    preferred_server_assignor,
-    target_assignment_records,
 )
 from groupcoord.coordinator.records import (
     Assignment,

@@ -6,8 +6,8 @@ metadata, the target assignment and its epoch, each member's current assignment 
 previous epoch, reconciliation state, assigned partitions, partitions pending revocation).
 Nothing here is changed except by ``Shard.replay``.
 
-Group states (upstream names): Empty (no member), Assigning (group epoch > assignment epoch),
-Reconciling (some member not yet STABLE at the assignment epoch), Stable, Dead (deleted).
+The group and member bases, the group states and the members' reconciliation states are every
+new-protocol group's (``modern/group.py``, ``modern/member.py``).
 
 Online migration (KIP-848 "Supporting Online Consumer Group Upgrade"): a member may use the classic protocol
 inside a consumer group; it then carries :class:`ClassicMemberMetadata` (session timeout, supported
@@ -20,13 +20,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
-from enum import Enum, IntEnum
 from operator import attrgetter
 from typing import Any
 from uuid import UUID
 
 from groupcoord.coordinator.assignors.target_index import TargetIndex
-from groupcoord.coordinator.group import Group, check_member_epoch_offset_request
+from groupcoord.coordinator.group import PartitionCheck, check_member_epoch_offset_request
+from groupcoord.coordinator.modern.consumer.assignment_epochs import commit_check
+from groupcoord.coordinator.modern.group import ModernGroup
+from groupcoord.coordinator.modern.member import MemberState, ModernGroupMember
 from groupcoord.coordinator.records import Assignment, ClassicMemberMetadata, ClientAssignor
 from groupcoord.coordinator.topics import TopicMetadata
 
@@ -39,12 +41,6 @@ NO_EPOCHS: Mapping[UUID, Mapping[int, int]] = EMPTY  # type: ignore[assignment]
 
 def _empty() -> Mapping[UUID, Any]:
     return EMPTY
-
-#: Member epoch sent by a member leaving the group for good.
-LEAVE_GROUP_MEMBER_EPOCH = -1
-#: Member epoch of a static member that left temporarily (it keeps its assignment).
-LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
-
 
 #: ``str`` of topic ids by ``id()``, shared by the digests of one group (a checkpoint digests
 #: every group twice, and ``str(UUID)`` costs several times a dict lookup, ``UUID.__hash__``
@@ -68,25 +64,8 @@ def assignment_digest(a: Assignment, strs: TopicIdStrs | None = None) -> list[tu
     return sorted((topic_id_str(t, strs), sorted(ps)) for t, ps in a.items() if ps)
 
 
-class MemberState(IntEnum):
-    """Reconciliation state of a member (upstream CurrentAssignmentBuilder)."""
-
-    STABLE = 0
-    UNREVOKED_PARTITIONS = 1
-    UNRELEASED_PARTITIONS = 2
-    UNKNOWN = 3
-
-
-class GroupState(Enum):
-    EMPTY = "Empty"
-    ASSIGNING = "Assigning"
-    RECONCILING = "Reconciling"
-    STABLE = "Stable"
-    DEAD = "Dead"
-
-
 @dataclass(slots=True, frozen=True)
-class ConsumerGroupMember:
+class ConsumerGroupMember(ModernGroupMember):
     """One member: its subscription (member metadata) and its current assignment."""
 
     member_id: str
@@ -110,13 +89,6 @@ class ConsumerGroupMember:
     #: KIP-1251: the epoch at which it was given each partition it holds, for the partitions
     #: where that differs from ``member_epoch`` (``modern/consumer/assignment_epochs.py``).
     assignment_epochs: Mapping[UUID, Mapping[int, int]] = field(default_factory=_empty)
-
-    @property
-    def uses_classic_protocol(self) -> bool:
-        return self.classic is not None
-
-    def is_reconciled_to(self, epoch: int) -> bool:
-        return self.state is MemberState.STABLE and self.member_epoch == epoch
 
     def digest(self, strs: TopicIdStrs | None = None) -> tuple[Any, ...]:
         return (self.instance_id, self.rack_id, self.client_id, self.client_host,
@@ -171,26 +143,20 @@ def joining(member: ConsumerGroupMember, assigned: Assignment) -> ConsumerGroupM
                    assignment_epochs=NO_EPOCHS)
 
 
-class ConsumerGroup(Group):
+class ConsumerGroup(ModernGroup[ConsumerGroupMember]):
     """A consumer group's state. Mutated only by the shard's replay of records."""
 
     group_type = "consumer"
     protocol_type = "consumer"
+    converted_to_classic_when_empty = True
 
-    __slots__ = ("assignment_epoch", "assignment_timestamp_ms", "assignor_input", "classic_members",
-                 "deleted",
-                 "group_epoch", "group_id",
-                 "members", "owners", "resolved_regexes", "static_members", "subscribed_names",
-                 "subscribed_regexes", "subscription_metadata", "target_assignment",
-                 "target_index")
+    __slots__ = ("assignment_timestamp_ms", "assignor_input", "classic_members", "owners",
+                 "resolved_regexes", "subscribed_names", "subscribed_regexes",
+                 "subscription_metadata", "target_assignment", "target_index")
 
     def __init__(self, group_id: str) -> None:
-        self.group_id = group_id
-        self.group_epoch = 0
-        self.members: dict[str, ConsumerGroupMember] = {}
-        self.static_members: dict[str, str] = {}  # instance id -> member id
+        super().__init__(group_id)
         self.subscription_metadata: dict[str, TopicMetadata] = {}  # topic name -> metadata
-        self.assignment_epoch = 0
         #: When the target was last computed (0: not recorded); assignment batching.
         self.assignment_timestamp_ms = 0
         self.target_assignment: dict[str, Assignment] = {}
@@ -204,20 +170,13 @@ class ConsumerGroup(Group):
         self.subscribed_regexes: Counter[str] = Counter()
         #: What each subscribed regex resolved to (topic names; ``subscription.py``), as recorded.
         self.resolved_regexes: dict[str, frozenset[str]] = {}
-        self.deleted = False
         #: How many members use the classic protocol (derived from members).
         self.classic_members = 0
-        #: Soft state of the target computation (``modern/target_assignment.py``
+        #: Soft state of the target computation (``modern/consumer/target_assignment.py``
         #: ``AssignorInput``): never replayed, not in the digest.
         self.assignor_input: object = None
 
     # ------------------------------------------------------------------ queries
-
-    def state_name(self) -> str:
-        return self.state().value
-
-    def is_empty(self) -> bool:
-        return not self.members
 
     def digest(self) -> Any:
         strs: TopicIdStrs = {}  # str(topic id) once per topic for the whole digest
@@ -246,23 +205,19 @@ class ConsumerGroup(Group):
                 for name, ps in sorted((topic_id_str(t, strs), ps) for t, ps in self.owners.items())
                 for p in sorted(ps)]
 
-    def state(self) -> GroupState:
-        if self.deleted:
-            return GroupState.DEAD
-        if not self.members:
-            return GroupState.EMPTY
-        if self.group_epoch > self.assignment_epoch:
-            return GroupState.ASSIGNING
-        epoch = self.assignment_epoch
-        for m in self.members.values():
-            if not m.is_reconciled_to(epoch):
-                return GroupState.RECONCILING
-        return GroupState.STABLE
-
     def validate_offset_request(self, group_id: str, member_id: str, epoch: int,
                                 committing: bool, group_instance_id: str | None = None) -> None:
         check_member_epoch_offset_request(self.members, group_id, member_id, epoch, committing,
                                           'member')
+
+    def older_epoch_commit_check(self, member_id: str, epoch: int) -> PartitionCheck | None:
+        """A commit from a member not using the classic protocol at an epoch older than its own
+        is checked per partition (``assignment_epochs.commit_check``) instead of refused as a
+        whole."""
+        member = self.members.get(member_id)
+        if member is None or member.classic is not None or not 0 <= epoch < member.member_epoch:
+            return None
+        return commit_check(member, epoch)
 
     def is_subscribed_to(self, topic: str) -> bool:
         return bool(self.members) and topic in self.subscription_metadata
@@ -279,10 +234,6 @@ class ConsumerGroup(Group):
         inside = [self.members[mid] for mid in member_ids if mid in self.members]
         classic_inside = sum(1 for m in inside if m.classic is not None)
         return self.classic_members - classic_inside == len(self.members) - len(inside)
-
-    def static_member(self, instance_id: str) -> ConsumerGroupMember | None:
-        mid = self.static_members.get(instance_id)
-        return None if mid is None else self.members.get(mid)
 
     # ------------------------------------------------------------------ replay helpers
 

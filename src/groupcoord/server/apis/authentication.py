@@ -15,17 +15,17 @@ Kafka's rules for the SCRAM APIs:
   any error has none of its alterations applied; the others are applied together (one write).
   An upsertion carries the salted password; the server keeps StoredKey and ServerKey only.
 
-Which principals may call them (Kafka: Describe / Alter on the CLUSTER) is the ACL layer's.
+Which principals may call them: DESCRIBE / ALTER on the CLUSTER, as Kafka's ``KafkaApis``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from groupcoord.protocol.versions import ApiKey
+from groupcoord.server.apis.family import ApiFamily, BrokerState, Op, RequestContext
 from groupcoord.server.security.credentials import (
     MECHANISM_BY_TYPE,
     MECHANISMS,
@@ -36,22 +36,42 @@ from groupcoord.server.security.credentials import (
     credential_from_salted_password,
 )
 
-__all__ = ["SecurityApis"]
+__all__ = ["AuthenticationApis"]
 
 E = ErrorCode
-Respond = Callable[..., Any]
 
 
-class SecurityApis:
-    def __init__(self, store: CredentialStore, resp: Respond) -> None:
-        self.store = store
-        self._resp = resp
-        self.handlers: dict[int, Callable[[Any, Any], Any]] = {
+class AuthenticationApis(ApiFamily):
+    """SaslHandshake, SaslAuthenticate (after authentication), the SCRAM credential APIs."""
+
+    def __init__(self, broker: BrokerState) -> None:
+        super().__init__(broker)
+        self.store: CredentialStore = broker.credentials
+        self.handlers = {
             ApiKey.SASL_HANDSHAKE: self.sasl_handshake,
             ApiKey.SASL_AUTHENTICATE: self.sasl_authenticate,
-            ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: self.describe_user_scram_credentials,
-            ApiKey.ALTER_USER_SCRAM_CREDENTIALS: self.alter_user_scram_credentials,
+            ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: self._describe_scram,
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS: self._alter_scram,
         }
+
+    def _describe_scram(self, body: Any, ctx: RequestContext) -> Any:
+        """DescribeUserScramCredentials needs DESCRIBE on the CLUSTER (Kafka's ``KafkaApis``)."""
+        if not self._cluster_allowed(ctx, Op.DESCRIBE):
+            return self._resp(ctx, throttle_time=0, error_code=E.cluster_authorization_failed,
+                              error_message="Not authorized to describe SCRAM credentials "
+                                            "(DESCRIBE on the CLUSTER).", results=())
+        return self.describe_user_scram_credentials(body, ctx)
+
+    def _alter_scram(self, body: Any, ctx: RequestContext) -> Any:
+        """AlterUserScramCredentials needs ALTER on the CLUSTER (Kafka's ``KafkaApis``); refused,
+        every user named gets CLUSTER_AUTHORIZATION_FAILED and nothing changes."""
+        if not self._cluster_allowed(ctx, Op.ALTER):
+            users = dict.fromkeys(str(x.name) for x in (*body.deletions, *body.upsertions))
+            return self._resp(ctx, throttle_time=0, results=[
+                {"user": u, "error_code": E.cluster_authorization_failed,
+                 "error_message": "Not authorized to alter SCRAM credentials (ALTER on the "
+                                  "CLUSTER)."} for u in users])
+        return self.alter_user_scram_credentials(body, ctx)
 
     def sasl_handshake(self, body: Any, ctx: Any) -> Any:
         return self._resp(ctx, error_code=E.illegal_sasl_state, mechanisms=())

@@ -12,19 +12,19 @@ direction; empty groups always convert (the managers delete an empty group of th
 This module is pure: it turns one group into the records (or the record value) of the other type,
 builds the Connect assignment bytes a classic worker receives, and says whether a conversion is
 allowed (the policy checks and the classic group value are the shared rules of
-``migration/shared.py``, with :data:`CONNECT_MIGRATION`). ``modern/connect/handlers.py`` appends the
+``modern/migration.py``, with :data:`CONNECT_MIGRATION`). ``modern/connect/handlers.py`` appends the
 records, moves timers and answers pending requests.
 
-Upgrade (classic -> connect), after the consumer migration (``migration/consumer.py``): every member of the
-classic group's live view becomes a worker at worker epoch = previous epoch = generation, STABLE,
-with its classic metadata (session timeout, Connect protocols), url from its Connect worker
-metadata for the selected protocol (else its first), and as assigned connectors and tasks what it
-runs: for the eager protocol (v0) its assignment; for the cooperative ones (v1/v2) the allocation
-of its metadata minus the assignment's revoked items plus the assignment's newly assigned ones
-(what ``ClassicConnectWorker`` and upstream's herder run after a SyncGroup). An item claimed by two
-members stays with the first (by member id), so invariant I1 holds. The target is that same
-assignment at epoch = generation, each entry's metadata the Connect assignment header of the
-classic generation (leader, leader url, config offset; no delay).
+Upgrade (classic -> connect), after the consumer migration (``modern/consumer/migration.py``): every
+member of the classic group's live view becomes a worker at worker epoch = previous epoch =
+generation, STABLE, with its classic metadata (session timeout, Connect protocols), url from its
+Connect worker metadata for the selected protocol (else its first), and as assigned connectors and
+tasks what it runs: for the eager protocol (v0) its assignment; for the cooperative ones (v1/v2) the
+allocation of its metadata minus the assignment's revoked items plus the assignment's newly assigned
+ones (what ``ClassicConnectWorker`` and upstream's herder run after a SyncGroup). An item claimed by
+two members stays with the first (by member id), so invariant I1 holds. The target is that same
+assignment at epoch = generation, each entry's metadata the Connect assignment header of the classic
+generation (leader, leader url, config offset; no delay).
 
 **The connectors-and-tasks configuration of the converted group.** The draft says nothing (a
 classic group keeps no configuration: the workers read it from the config topic). We take it from
@@ -56,15 +56,15 @@ from dataclasses import dataclass
 
 from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupMember
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.migration import shared as gm
-from groupcoord.coordinator.migration.shared import MigrationError, classic_metadata
+from groupcoord.coordinator.modern import migration as gm
 from groupcoord.coordinator.modern.connect.model import (
     ConnectGroup,
     ConnectGroupMember,
     assignment_of,
     to_wire,
 )
-from groupcoord.coordinator.modern.consumer.model import MemberState
+from groupcoord.coordinator.modern.member import MemberState
+from groupcoord.coordinator.modern.migration import MigrationError, classic_metadata
 from groupcoord.coordinator.records import (
     ClassicGroupMetadataValue,
     ConnectAssignment,
@@ -88,7 +88,7 @@ CONNECT_PROTOCOL_TYPE = cp.CONNECT_PROTOCOL_TYPE
 Item = tuple[str, int]
 
 
-#: Connect groups as the shared migration rules (``migration/shared.py``) speak of them.
+#: Connect groups as the shared migration rules (``modern/migration.py``) speak of them.
 CONNECT_MIGRATION = gm.MigrationKind(
     setting="group.connect.migration.policy", config_field="connect_migration_policy",
     protocol_type=CONNECT_PROTOCOL_TYPE, protocol_noun="Connect protocol", noun="worker",

@@ -23,15 +23,14 @@ left as it was.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from enum import IntEnum
 from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
 
 from groupcoord.protocol.versions import ApiKey
+from groupcoord.server.apis.family import ApiFamily, BrokerState
 from groupcoord.server.security.acls import (
-    CLUSTER_NAME,
     AccessControlEntry,
     AclBinding,
     AclBindingFilter,
@@ -43,13 +42,11 @@ from groupcoord.server.security.acls import (
     ResourceType,
     validate_binding,
 )
-from groupcoord.server.security.authorizer import Authorizer
 
 __all__ = ["AclApis", "binding_from_wire", "filter_from_wire"]
 
 log = logging.getLogger(__name__)
 E = ErrorCode
-Respond = Callable[..., Any]
 _E = TypeVar("_E", bound=IntEnum)
 
 
@@ -82,21 +79,16 @@ def _acl_fields(b: AclBinding) -> dict[str, Any]:
             "operation": int(b.entry.operation), "permission_type": int(b.entry.permission)}
 
 
-class AclApis:
+class AclApis(ApiFamily):
     """The three handlers; ``handlers`` maps API key -> handler(body, ctx)."""
 
-    def __init__(self, authorizer: Callable[[], Authorizer], respond: Respond) -> None:
-        self._authorizer = authorizer
-        self._resp = respond
-        self.handlers: dict[int, Callable[[Any, Any], Any]] = {
+    def __init__(self, broker: BrokerState) -> None:
+        super().__init__(broker)
+        self.handlers = {
             ApiKey.CREATE_ACLS: self.create_acls,
             ApiKey.DESCRIBE_ACLS: self.describe_acls,
             ApiKey.DELETE_ACLS: self.delete_acls,
         }
-
-    def _cluster_allowed(self, ctx: Any, op: AclOperation) -> bool:
-        return self._authorizer().authorize(ctx.principal, ctx.client_host, op,
-                                            ResourceType.CLUSTER, CLUSTER_NAME)
 
     def create_acls(self, body: Any, ctx: Any) -> Any:
         if not self._cluster_allowed(ctx, AclOperation.ALTER):
@@ -116,7 +108,7 @@ class AclApis:
             valid.append(b)
             results.append({"error_code": 0, "error_message": None})
         try:
-            self._authorizer().store.add(valid)
+            self.authorizer.store.add(valid)
         except OSError as e:
             log.error("cannot save ACLs: %s", e)
             results = [r if r["error_code"] else
@@ -136,7 +128,7 @@ class AclApis:
             return self._resp(ctx, throttle_time=0, error_code=E.invalid_request,
                               error_message=str(e), resources=())
         by_pattern: dict[ResourcePattern, list[AclBinding]] = {}
-        for b in sorted(self._authorizer().store.describe(f)):
+        for b in sorted(self.authorizer.store.describe(f)):
             by_pattern.setdefault(b.pattern, []).append(b)
         return self._resp(ctx, throttle_time=0, error_code=0, error_message=None, resources=[
             {"resource_type": int(p.resource_type), "resource_name": p.name,
@@ -162,7 +154,7 @@ class AclApis:
                 errors.append(str(e))
         good = [f for f in filters if f is not None]
         try:
-            matched = iter(self._authorizer().store.remove(good))
+            matched = iter(self.authorizer.store.remove(good))
         except OSError as e:
             log.error("cannot save ACLs: %s", e)
             return self._resp(ctx, throttle_time=0, filter_results=[

@@ -1,5 +1,10 @@
 """Handlers of the extension APIs (docs/wire.md): wire entities in, coordinator messages out.
 
+The APIs: ConsumerGroupPrepareAssignment and ConsumerGroupInstallAssignment (KIP-848's
+client-side assignment); ConnectGroupHeartbeat, ConnectGroupPrepareAssignment,
+ConnectGroupInstallAssignment, ConnectGroupConfig and ConnectGroupDescribe (the Connect draft);
+GroupcoordControl (ours, the control plane).
+
 The wire schemas are the repo's JSON message definitions (``protocol/schemas/``, API keys
 1000-1006, ``docs/wire.md``); ``protocol/extensions.py`` makes kio-shaped entities of them. Each
 handler converts the request to the coordinator's own dataclasses (``coordinator/messages.py``
@@ -8,6 +13,7 @@ type), runs it on the shard owning the group (``CoordinatorRuntime.handle_group`
 shard as ``partitionFor(groupId)`` says, like the consumer group APIs), and converts the answer
 back. None of these requests is deferred by the coordinator: every handler answers at once (a
 shard still loading answers COORDINATOR_LOAD_IN_PROGRESS through the runtime).
+GroupcoordControl (API 1010) runs a command of the server's control plane (``server/control.py``).
 
 Wire choices (the schema files say the same): a connector-task is ``{Connector, Task}``;
 ConnectGroupConfig ops are int8 0 = create, 1 = update, 2 = delete (any other value is passed on
@@ -15,19 +21,20 @@ as an unknown op, which the coordinator rejects with INVALID_REQUEST); ConnectGr
 its group ids by shard and answers in the request's order.
 
 ClientAssignors / ShouldComputeAssignment on ConsumerGroupHeartbeat are tagged fields of API 68,
-mapped by ``server/apis.py`` (docs/wire.md "Tagged fields on ConsumerGroupHeartbeat").
+mapped by ``server/apis/groups.py`` (docs/wire.md "Tagged fields on ConsumerGroupHeartbeat").
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import json
+from collections.abc import Iterable
 from typing import Any
 
 from groupcoord.coordinator.modern.connect import messages as cn
 from groupcoord.coordinator.modern.consumer import messages as cgm
 from groupcoord.coordinator.records import ClientAssignor
 from groupcoord.protocol.versions import ApiKey
-from groupcoord.server.runtime import CoordinatorRuntime
+from groupcoord.server.apis.family import RT, ApiFamily, BrokerState, E, Op, RequestContext
 
 __all__ = ["CONFIG_OPS", "ExtensionApis", "cat_from_wire", "cat_to_wire"]
 
@@ -36,7 +43,6 @@ CONFIG_OPS: dict[int, str] = {0: "create", 1: "update", 2: "delete"}
 
 GROUP_AUTHORIZATION_FAILED = 30
 
-Respond = Callable[..., Any]  # (ctx, **fields) -> a response entity of the request's version
 
 
 def cat_to_wire(c: cn.ConnectorsAndTasks) -> dict[str, Any]:
@@ -63,17 +69,12 @@ def _assignor_to_wire(a: ClientAssignor) -> dict[str, Any]:
             "metadata": bytes(a.metadata)}
 
 
-class ExtensionApis:
+class ExtensionApis(ApiFamily):
     """The extension handlers; ``handlers`` maps API key -> handler(body, ctx)."""
 
-    def __init__(self, runtime: CoordinatorRuntime, respond: Respond,
-                 describable: Callable[[Any, str], bool] | None = None) -> None:
-        self.runtime = runtime
-        self._resp = respond
-        #: ``(ctx, group_id) -> bool``: may the request's principal describe the group
-        #: (ConnectGroupDescribe answers GROUP_AUTHORIZATION_FAILED for a group it may not).
-        self.describable = describable
-        self.handlers: dict[int, Callable[[Any, Any], Any]] = {
+    def __init__(self, broker: BrokerState) -> None:
+        super().__init__(broker)
+        self.handlers = {
             ApiKey.CONSUMER_GROUP_PREPARE_ASSIGNMENT: self.consumer_group_prepare_assignment,
             ApiKey.CONSUMER_GROUP_INSTALL_ASSIGNMENT: self.consumer_group_install_assignment,
             ApiKey.CONNECT_GROUP_HEARTBEAT: self.connect_group_heartbeat,
@@ -81,6 +82,7 @@ class ExtensionApis:
             ApiKey.CONNECT_GROUP_INSTALL_ASSIGNMENT: self.connect_group_install_assignment,
             ApiKey.CONNECT_GROUP_CONFIG: self.connect_group_config,
             ApiKey.CONNECT_GROUP_DESCRIBE: self.connect_group_describe,
+            ApiKey.GROUPCOORD_CONTROL: self.groupcoord_control,
         }
 
     # ================================================================== KIP-848 client-side assignment
@@ -185,7 +187,7 @@ class ExtensionApis:
 
     def connect_group_describe(self, body: Any, ctx: Any) -> Any:
         ids = list(body.group_ids)
-        refused = {g for g in ids if self.describable is not None and not self.describable(ctx, g)}
+        refused = {g for g in ids if not self._allowed(ctx, Op.DESCRIBE, RT.GROUP, g)}
         found: dict[str, cn.DescribedConnectGroup] = {}
         for shard, gids in self.runtime.group_ids_by_shard(
                 [g for g in ids if g not in refused]).items():
@@ -197,6 +199,30 @@ class ExtensionApis:
             {"error_code": GROUP_AUTHORIZATION_FAILED, "group_id": gid,
              "error_message": "Not authorized to describe the group."}
             if gid in refused else _described(found[gid]) for gid in ids])
+
+    def groupcoord_control(self, body: Any, ctx: RequestContext) -> Any:
+        """GroupcoordControl (API 1010, ours): a control plane command (``server/control.py``).
+        Bad JSON, an unknown command or bad arguments: INVALID_REQUEST with a one-line message.
+        Requires CLUSTER_ACTION on the CLUSTER (what Kafka asks of broker-to-broker requests: the
+        control plane injects faults and moves brokers, docs/acls.md)."""
+        if not self._cluster_allowed(ctx, Op.CLUSTER_ACTION):
+            return self._resp(ctx, throttle_time_ms=0, error_code=E.cluster_authorization_failed,
+                              error_message="Not authorized: the control plane requires "
+                                            "CLUSTER_ACTION on the CLUSTER.", result="null")
+        control = self.broker.control
+        if control is None:
+            return self._resp(ctx, throttle_time_ms=0, error_code=E.cluster_authorization_failed,
+                              error_message="this server has no control plane", result="null")
+        try:
+            args = json.loads(body.arguments or "{}")
+            if not isinstance(args, dict):
+                raise ValueError(f"Arguments must be a JSON object, got {body.arguments!r}")
+            result = control(body.command, args)
+        except ValueError as e:  # InvalidControlCommand, json.JSONDecodeError
+            return self._resp(ctx, throttle_time_ms=0, error_code=E.invalid_request,
+                              error_message=str(e), result="null")
+        return self._resp(ctx, throttle_time_ms=0, error_code=0, error_message=None,
+                          result=json.dumps(result, default=str))
 
 
 def _described(g: cn.DescribedConnectGroup) -> dict[str, Any]:

@@ -9,7 +9,7 @@ converted back. ``group.consumer.migration.policy`` (bidirectional, upgrade, dow
 disabled) allows either direction; empty groups always convert (handled by the managers, which
 delete an empty group of the other type).
 
-The policy checks and the classic group value are the shared rules of ``migration/shared.py``
+The policy checks and the classic group value are the shared rules of ``modern/migration.py``
 (connect groups use them too), with :data:`CONSUMER_MIGRATION`. This module is pure: it turns one
 group into the records (or the record value) of the other type and says whether a conversion is
 allowed. The managers (``modern/consumer/handlers.py``, ``classic/handlers.py``) append them, move timers
@@ -46,14 +46,15 @@ from uuid import UUID
 from groupcoord.coordinator.classic.messages import JoinGroupProtocol
 from groupcoord.coordinator.classic.model import CONSUMER_PROTOCOL_TYPE, ClassicGroup
 from groupcoord.coordinator.config import CoordinatorConfig
-from groupcoord.coordinator.migration import shared as gm
-from groupcoord.coordinator.migration.shared import (
+from groupcoord.coordinator.modern import migration as gm
+from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, ConsumerGroupMember
+from groupcoord.coordinator.modern.member import MemberState
+from groupcoord.coordinator.modern.migration import (
     DOWNGRADE_POLICIES,
     UPGRADE_POLICIES,
     MigrationError,
     classic_metadata,
 )
-from groupcoord.coordinator.modern.consumer.model import ConsumerGroup, ConsumerGroupMember, MemberState
 from groupcoord.coordinator.modern.subscription import subscribed_topics
 from groupcoord.coordinator.records import (
     Assignment,
@@ -78,7 +79,7 @@ from groupcoord.protocol.consumer_protocol import (
     encode_assignment,
 )
 
-#: Consumer groups as the shared migration rules (``migration/shared.py``) speak of them.
+#: Consumer groups as the shared migration rules (``modern/migration.py``) speak of them.
 CONSUMER_MIGRATION = gm.MigrationKind(
     setting="group.consumer.migration.policy", config_field="consumer_migration_policy",
     protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_noun="consumer protocol", noun="member",

@@ -17,19 +17,21 @@ the two conversions share, parametrised by a :class:`MigrationKind`:
   as it last joined and the assignment its group type encodes for it.
 
 Not here: decoding the embedded protocols and building the new-protocol group's records
-(``migration/consumer.py`` for consumer groups, ``migration/connect.py`` for connect groups), nor applying
-anything (the managers do). Pure: no IO, no clock.
+(``modern/consumer/migration.py`` for consumer groups, ``modern/connect/migration.py`` for
+connect groups), nor applying anything (the managers do). Pure: no IO, no clock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, TypeVar
 
 from groupcoord.coordinator.classic.messages import JoinGroupProtocol
 from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupMember
 from groupcoord.coordinator.config import CoordinatorConfig
+from groupcoord.coordinator.modern.group import ModernGroup
+from groupcoord.coordinator.modern.member import ModernGroupMember
 from groupcoord.coordinator.records import (
     ClassicGroupMemberMetadata,
     ClassicGroupMetadataValue,
@@ -69,31 +71,7 @@ class MigrationKind:
         return self.policy(config) in DOWNGRADE_POLICIES
 
 
-class _NewProtocolGroup(Protocol):
-    group_id: str
-    group_epoch: int
-
-    @property
-    def members(self) -> Mapping[str, _ClassicCapable]: ...
-    def all_classic_except(self, leaving: set[str], /) -> bool: ...
-
-
-class _ClassicCapable(Protocol):
-    @property
-    def member_id(self) -> str: ...
-    @property
-    def instance_id(self) -> str | None: ...
-    @property
-    def client_id(self) -> str: ...
-    @property
-    def client_host(self) -> str: ...
-    @property
-    def rebalance_timeout_ms(self) -> int: ...
-    @property
-    def classic(self) -> ClassicMemberMetadata | None: ...
-
-
-M = TypeVar("M", bound=_ClassicCapable)
+M = TypeVar("M", bound=ModernGroupMember)
 
 
 def classic_metadata(session_timeout_ms: int,
@@ -113,7 +91,7 @@ def upgrade_refusal(kind: MigrationKind, group: ClassicGroup, config: Coordinato
     return None
 
 
-def downgrade_refusal(kind: MigrationKind, group: _NewProtocolGroup, leaving: set[str],
+def downgrade_refusal(kind: MigrationKind, group: ModernGroup[Any], leaving: set[str],
                       config: CoordinatorConfig) -> str | None:
     """Why ``group`` stays a group of ``kind`` once ``leaving`` are gone (None: it converts)."""
     remaining = len(group.members) - sum(1 for mid in leaving if mid in group.members)
@@ -128,7 +106,7 @@ def downgrade_refusal(kind: MigrationKind, group: _NewProtocolGroup, leaving: se
     return None
 
 
-def to_classic(kind: MigrationKind, group: _NewProtocolGroup, remaining: list[M], now: int,
+def to_classic(kind: MigrationKind, group: ModernGroup[Any], remaining: list[M], now: int,
                assignment: Callable[[M, str], bytes]) -> ClassicGroupMetadataValue:
     """The classic group ``group`` becomes with ``remaining`` (its members that stay, by member
     id, every one using the classic protocol); ``assignment(member, protocol)`` encodes a

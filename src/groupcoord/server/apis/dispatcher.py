@@ -1,0 +1,144 @@
+"""The Kafka API edge's dispatcher: API key -> the handler of the family that serves it (the
+shape of kfake / Kafka's ``KafkaApis``).
+
+Handlers take kio entities and return kio entities; a handler may also return the encoded
+response body as ``bytes`` (the ConsumerGroupHeartbeat response, encoded by
+``protocol/fast.py`` on the hot path), None (no response: Produce with acks=0), or an awaitable
+of the response (a Fetch waiting for data, a JoinGroup or SyncGroup the coordinator answers
+later).
+
+The families, one module each under ``server/apis/`` (:data:`FAMILIES`): ``authentication``
+(SaslHandshake, SaslAuthenticate, the SCRAM credential APIs), ``versions`` (ApiVersions),
+``metadata`` (Metadata, FindCoordinator), ``topics`` (CreateTopics, DeleteTopics,
+CreatePartitions), ``produce_fetch`` (Produce, InitProducerId, Fetch, ListOffsets,
+OffsetForLeaderEpoch), ``groups`` (consumer and classic group APIs, DescribeGroups, ListGroups,
+DeleteGroups), ``offsets`` (OffsetCommit, OffsetFetch, OffsetDelete), ``configs``
+(DescribeConfigs, IncrementalAlterConfigs), ``acls`` (CreateAcls, DescribeAcls, DeleteAcls) and
+``extensions`` (the extension APIs of the specs, API keys 1000+, docs/wire.md). Adding a family
+is a module with an :class:`ApiFamily` subclass and one line in :data:`FAMILIES`.
+
+Authorization (docs/acls.md has the table of what each API requires): every handler asks the
+authorizer (``server/security/authorizer.py``) about ``ctx.principal`` from ``ctx.client_host``
+before it changes or shows anything, as Kafka's ``KafkaApis`` does; the APIs about one group
+named by ``group_id`` are checked in :meth:`KafkaApis.handle` from :data:`GROUP_API_ACLS`. A
+refused request, or the refused part of one, reaches no coordinator and writes no record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from groupcoord.protocol.versions import API_VERSIONS
+from groupcoord.server.apis.acls import AclApis
+from groupcoord.server.apis.authentication import AuthenticationApis
+from groupcoord.server.apis.configs import ConfigApis
+from groupcoord.server.apis.extensions import ExtensionApis
+from groupcoord.server.apis.family import ApiFamily, BrokerState, Handler, RequestContext
+from groupcoord.server.apis.groups import GROUP_API_ACLS, GroupApis
+from groupcoord.server.apis.metadata import MetadataApis
+from groupcoord.server.apis.offsets import OffsetApis
+from groupcoord.server.apis.produce_fetch import ProduceFetchApis
+from groupcoord.server.apis.topics import TopicApis
+from groupcoord.server.apis.versions import VersionsApis
+from groupcoord.server.brokers import BrokerSet
+from groupcoord.server.producer_ids import ProducerIdAllocator
+from groupcoord.server.runtime import CoordinatorRuntime
+from groupcoord.server.security.authorizer import Authorizer
+from groupcoord.server.security.credentials import CredentialStore
+from groupcoord.server.topic_registry import TopicRegistry
+
+#: Every API family, each serving the API keys of its ``handlers``.
+FAMILIES: tuple[type[ApiFamily], ...] = (
+    AuthenticationApis,
+    VersionsApis,
+    MetadataApis,
+    TopicApis,
+    ProduceFetchApis,
+    GroupApis,
+    OffsetApis,
+    ConfigApis,
+    AclApis,
+    ExtensionApis,
+)
+
+AwaitableResponse = Awaitable[Any]
+
+
+class KafkaApis:
+    """The dispatcher. ``handle`` returns a kio response, None (no response: acks=0), or an
+    awaitable of one (a Fetch waiting for data). The server sets ``authorizer``, ``endpoints``,
+    ``control`` and ``brokers`` after construction; the families read them from the shared
+    :class:`BrokerState`."""
+
+    def __init__(self, registry: TopicRegistry, runtime: CoordinatorRuntime,
+                 host: str, port: int, broker_configs: dict[str, str] | None = None,
+                 producer_ids: ProducerIdAllocator | None = None,
+                 credentials: CredentialStore | None = None) -> None:
+        self.broker = BrokerState(registry, runtime, host, port, broker_configs, producer_ids,
+                                  credentials)
+        self.families = {family: family(self.broker) for family in FAMILIES}
+        self.handlers: dict[int, Handler] = {}
+        for family in self.families.values():
+            twice = set(self.handlers) & set(family.handlers)
+            if twice:
+                raise AssertionError(f"API keys served by two families: {sorted(twice)}")
+            self.handlers.update(family.handlers)
+        missing = set(API_VERSIONS) ^ set(self.handlers)
+        if missing:  # the advertised table and the handlers must be the same set
+            raise AssertionError(f"advertised APIs without handlers or vice versa: {missing}")
+        groups = self.families[GroupApis]
+        assert isinstance(groups, GroupApis)
+        self._refuse_group_api = groups.refuse_group_api
+        metadata = self.families[MetadataApis]
+        assert isinstance(metadata, MetadataApis)
+        self._metadata = metadata
+
+    def handle(self, body: Any, ctx: RequestContext) -> Any:
+        op = GROUP_API_ACLS.get(ctx.api_key)
+        if op is not None:
+            refused = self._refuse_group_api(body, ctx, op)
+            if refused is not None:
+                return refused
+        return self.handlers[ctx.api_key](body, ctx)
+
+    def brokers_changed(self) -> None:
+        """Leaders or coordinators changed (``server/brokers.py``): cached Metadata is stale."""
+        self._metadata.brokers_changed()
+
+    @property
+    def authorizer(self) -> Authorizer:
+        """Who may do what (``server/security/``); the server sets the real one. The default,
+        with no ACLs and allow.everyone.if.no.acl.found, allows everything."""
+        return self.broker.authorizer
+
+    @authorizer.setter
+    def authorizer(self, authorizer: Authorizer) -> None:
+        self.broker.authorizer = authorizer
+
+    @property
+    def endpoints(self) -> dict[str, dict[int, tuple[str, int]]]:
+        """Advertised (host, port) per listener name and node id, set by the server."""
+        return self.broker.endpoints
+
+    @endpoints.setter
+    def endpoints(self, endpoints: dict[str, dict[int, tuple[str, int]]]) -> None:
+        self.broker.endpoints = endpoints
+
+    @property
+    def control(self) -> Callable[[str, dict[str, Any]], Any] | None:
+        """The control plane's ``run(command, args)`` (``server/control.py``), set by the server."""
+        return self.broker.control
+
+    @control.setter
+    def control(self, control: Callable[[str, dict[str, Any]], Any] | None) -> None:
+        self.broker.control = control
+
+    @property
+    def brokers(self) -> BrokerSet | None:
+        """Several brokers (``server/brokers.py``), set by the server; None: one broker."""
+        return self.broker.brokers
+
+    @brokers.setter
+    def brokers(self, brokers: BrokerSet | None) -> None:
+        self.broker.brokers = brokers

@@ -1,0 +1,119 @@
+"""What every API family of the Kafka API edge shares: the request's context, the broker's
+state the handlers see, and :class:`ApiFamily`, the base of a family.
+
+A family (``server/apis/metadata.py``, ``groups.py``, ...) is a class built from the
+:class:`BrokerState` whose ``handlers`` maps each API key it serves to a handler
+``(body, ctx) -> response``; the dispatcher (``server/apis/dispatcher.py``) joins the families'
+tables. Adding a family is a module with such a class and one line in the dispatcher's
+``FAMILIES``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from groupcoord.protocol.codec import build, response_class
+from groupcoord.server.brokers import BrokerSet
+from groupcoord.server.producer_ids import ProducerIdAllocator
+from groupcoord.server.runtime import CoordinatorRuntime
+from groupcoord.server.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from groupcoord.server.security.authorizer import Authorizer
+from groupcoord.server.security.credentials import CredentialStore
+from groupcoord.server.topic_registry import TopicRegistry
+
+E = ErrorCode
+Op = AclOperation
+RT = ResourceType
+NO_OPS = -(2**31)  # authorized operations not requested
+NODE_ID = 0
+LEADER_EPOCH = 0
+
+
+@dataclass(slots=True, frozen=True)
+class RequestContext:
+    api_key: int
+    api_version: int
+    client_id: str
+    client_host: str
+    #: The authenticated principal ("User:NAME"); "User:ANONYMOUS" on a listener without SASL or
+    #: client certificates, as Kafka's default principal builder names it.
+    principal: str = "User:ANONYMOUS"
+    #: The name of the listener the request came in on (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL).
+    listener: str = "PLAINTEXT"
+
+
+Handler = Callable[[Any, RequestContext], Any]
+
+
+class BrokerState:
+    """The broker as its API handlers see it: the topics, the coordinator runtime, the
+    advertised address and configs, and what the server sets after construction (the
+    authorizer, the listeners' endpoints, the control plane, the broker set)."""
+
+    def __init__(self, registry: TopicRegistry, runtime: CoordinatorRuntime,
+                 host: str, port: int, broker_configs: dict[str, str] | None = None,
+                 producer_ids: ProducerIdAllocator | None = None,
+                 credentials: CredentialStore | None = None) -> None:
+        self.registry = registry
+        self.producer_ids = producer_ids or ProducerIdAllocator(
+            registry.data_dir, persist=not registry.in_memory)
+        self.runtime = runtime
+        self.host = host
+        self.port = port
+        self.broker_configs = dict(broker_configs or {})
+        self.auto_create = self.broker_configs.get("auto.create.topics.enable", "false").lower() == "true"
+        self.default_partitions = int(self.broker_configs.get("num.partitions", "1"))
+        #: SCRAM credentials (``server/apis/authentication.py``).
+        self.credentials = credentials or CredentialStore(None, persist=False)
+        #: Who may do what (``server/security/``); the server sets the real one. This default,
+        #: with no ACLs and allow.everyone.if.no.acl.found, allows everything.
+        self.authorizer = Authorizer()
+        #: Advertised (host, port) per listener name and node id, set by the server: a client is
+        #: told the addresses of the listener it connected on. Empty: ``host``/``port`` (and
+        #: the brokers' own) for every listener.
+        self.endpoints: dict[str, dict[int, tuple[str, int]]] = {}
+        #: The control plane's ``run(command, args)`` (``server/control.py``), set by the server.
+        self.control: Callable[[str, dict[str, Any]], Any] | None = None
+        #: Several brokers (``server/brokers.py``), set by the server; None: one broker.
+        self.brokers: BrokerSet | None = None
+
+
+class ApiFamily:
+    """The base of an API family: ``handlers`` (API key -> handler), the :class:`BrokerState`,
+    and the checks and response building every handler uses. ``authorizer``, ``brokers``,
+    ``endpoints`` and ``control`` are read from the broker state on each use: the server sets
+    them after the families are built."""
+
+    def __init__(self, broker: BrokerState) -> None:
+        self.broker = broker
+        self.registry = broker.registry
+        self.runtime = broker.runtime
+        self.handlers: dict[int, Handler] = {}
+
+    @property
+    def authorizer(self) -> Authorizer:
+        return self.broker.authorizer
+
+    @property
+    def brokers(self) -> BrokerSet | None:
+        return self.broker.brokers
+
+    def _allowed(self, ctx: RequestContext, op: AclOperation, rtype: ResourceType,
+                 name: str) -> bool:
+        return self.broker.authorizer.authorize(ctx.principal, ctx.client_host, op, rtype, name)
+
+    def _cluster_allowed(self, ctx: RequestContext, op: AclOperation) -> bool:
+        return self._allowed(ctx, op, RT.CLUSTER, CLUSTER_NAME)
+
+    def _resp(self, ctx: RequestContext, values: dict[str, Any] | None = None, **kw: Any) -> Any:
+        cls = response_class(ctx.api_key, ctx.api_version)
+        assert cls is not None
+        return build(cls, values, **kw)
+
+    def _topics_changed(self) -> None:
+        """The topics changed: the coordinator's shards get the new topic image."""
+        self.runtime.update_metadata(self.registry.image())

@@ -1,0 +1,297 @@
+"""The data plane: Produce, InitProducerId, Fetch, ListOffsets, OffsetForLeaderEpoch, on the
+partition logs of the :class:`TopicRegistry`.
+
+Upstream behaviour kept (Kafka's ``KafkaApis`` and the protocol guide):
+
+- Produce with ``acks=0`` gets no response at all. Batches must be message format v2 with a good
+  CRC (CORRUPT_MESSAGE otherwise).
+- Fetch: sessionless only (KIP-227): a full request gets session id 0, so the client keeps
+  sending full requests; an incremental one gets FETCH_SESSION_ID_NOT_FOUND. The response waits
+  up to MaxWaitMs for MinBytes, woken by produces. Read committed = read uncommitted (no
+  transactions).
+- InitProducerId (KIP-98; what an idempotent producer, the default of kafka-python 3 and
+  librdkafka, asks first): a new producer id at epoch 0 from :class:`ProducerIdAllocator` (blocks
+  reserved in the data directory, never re-issued after a restart), whatever id and epoch a v3+
+  request carries (Kafka also gives a non-transactional producer a fresh id). A transactional id
+  gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED: this broker has no transaction coordinator (and
+  FindCoordinator for transactions is INVALID_REQUEST). Produce stores idempotent batches as
+  sent (producer id, epoch and sequence stay in the batch header); sequences are not checked, so
+  a batch retried after a lost response is stored twice (Kafka would detect the duplicate).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from groupcoord.protocol.codec import to_ms
+from groupcoord.protocol.versions import ApiKey
+from groupcoord.server.apis.family import LEADER_EPOCH, RT, ApiFamily, BrokerState, E, Op, RequestContext
+from groupcoord.server.partition_log import InvalidRecords, ProducerStateError
+from groupcoord.storage.log import LogError
+
+log = logging.getLogger(__name__)
+
+
+class ProduceFetchApis(ApiFamily):
+    """Produce and the APIs that read the partition logs; a produce wakes the waiting fetches."""
+
+    def __init__(self, broker: BrokerState) -> None:
+        super().__init__(broker)
+        self.producer_ids = broker.producer_ids
+        self._data_waiters: list[asyncio.Future[None]] = []
+        self.handlers = {
+            ApiKey.PRODUCE: self.produce,
+            ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
+            ApiKey.FETCH: self.fetch,
+            ApiKey.LIST_OFFSETS: self.list_offsets,
+            ApiKey.OFFSET_FOR_LEADER_EPOCH: self.offset_for_leader_epoch,
+        }
+
+    def produce(self, body: Any, ctx: RequestContext) -> Any:
+        acks = int(body.acks)
+        responses = []
+        appended = False
+        for td in body.topic_data:
+            parts = []
+            writable = self._allowed(ctx, Op.WRITE, RT.TOPIC, td.name)
+            for pd in td.partition_data:
+                res: dict[str, Any] = {"index": pd.index, "error_code": 0, "base_offset": -1,
+                                       "log_append_time": -1, "log_start_offset": -1,
+                                       "record_errors": (), "error_message": None}
+                plog = self.registry.partition(td.name, int(pd.index))
+                if acks not in (-1, 0, 1):
+                    res["error_code"] = E.invalid_required_acks
+                elif body.transactional_id is not None:
+                    res.update(error_code=E.transactional_id_authorization_failed,
+                               error_message="Transactions are not supported by this broker.")
+                elif not writable:
+                    res["error_code"] = E.topic_authorization_failed
+                elif plog is None:
+                    res["error_code"] = E.unknown_topic_or_partition
+                else:
+                    try:
+                        res["base_offset"] = plog.append(bytes(pd.records or b""))
+                        res["log_start_offset"] = plog.log_start_offset
+                        appended = True
+                    except InvalidRecords as e:
+                        res.update(error_code=E.corrupt_message, error_message=str(e))
+                    except ProducerStateError as e:
+                        res.update(error_code=e.code, error_message=str(e))
+                    except (OSError, LogError) as e:
+                        log.error("produce to %s-%d failed: %s", td.name, pd.index, e)
+                        res.update(error_code=E.kafka_storage_error, error_message=str(e))
+                parts.append(res)
+            responses.append({"name": td.name, "partition_responses": parts})
+        if appended:
+            self._wake_fetchers()
+        if acks == 0:
+            return None
+        return self._resp(ctx, responses=responses, throttle_time=0)
+
+    def init_producer_id(self, body: Any, ctx: RequestContext) -> Any:
+        if body.transactional_id is not None:
+            return self._resp(ctx, throttle_time=0, error_code=E.transactional_id_authorization_failed,
+                              producer_id=-1, producer_epoch=-1)
+        # KIP-679: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic.
+        if not (self._cluster_allowed(ctx, Op.IDEMPOTENT_WRITE)
+                or self.authorizer.authorize_any(ctx.principal, ctx.client_host, Op.WRITE,
+                                                 RT.TOPIC)):
+            return self._resp(ctx, throttle_time=0, error_code=E.cluster_authorization_failed,
+                              producer_id=-1, producer_epoch=-1)
+        try:
+            pid = self.producer_ids.allocate()
+        except OSError as e:
+            log.error("cannot reserve producer ids: %s", e)
+            return self._resp(ctx, throttle_time=0, error_code=E.kafka_storage_error,
+                              producer_id=-1, producer_epoch=-1)
+        return self._resp(ctx, throttle_time=0, error_code=0, producer_id=pid, producer_epoch=0)
+
+    def _wake_fetchers(self) -> None:
+        waiters, self._data_waiters = self._data_waiters, []
+        for f in waiters:
+            if not f.done():
+                f.set_result(None)
+
+    def fetch(self, body: Any, ctx: RequestContext) -> Any:
+        v = ctx.api_version
+        if v >= 7 and int(body.session_epoch) > 0:
+            return self._resp(ctx, throttle_time=0, error_code=E.fetch_session_id_not_found,
+                              session_id=0, responses=())
+        resp, total, errors = self._fetch_once(body, ctx)
+        max_wait = to_ms(body.max_wait)
+        # Kafka answers once MinBytes are there; we answer as soon as any data (or an error) is.
+        if total > 0 or errors or int(body.min_bytes) <= 0 or max_wait <= 0:
+            return resp
+        return self._fetch_wait(body, ctx, max_wait)
+
+    async def _fetch_wait(self, body: Any, ctx: RequestContext, max_wait_ms: int) -> Any:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max_wait_ms / 1000.0
+        while True:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            fut: asyncio.Future[None] = loop.create_future()
+            self._data_waiters.append(fut)
+            try:
+                await asyncio.wait_for(fut, remaining)
+            except TimeoutError:
+                break
+            finally:
+                if not fut.done() or fut.cancelled():
+                    with contextlib.suppress(ValueError):
+                        self._data_waiters.remove(fut)
+            resp, total, errors = self._fetch_once(body, ctx)
+            if total > 0 or errors:
+                return resp
+        return self._fetch_once(body, ctx)[0]
+
+    def _fetch_once(self, body: Any, ctx: RequestContext) -> tuple[Any, int, bool]:
+        """(response, bytes of records, whether some partition has an error)."""
+        v = ctx.api_version
+        max_bytes = int(getattr(body, "max_bytes", 2**31 - 1))
+        total = 0
+        errors = False
+        responses = []
+        # A fetch with a replica id >= 0 is a follower's (Kafka's FetchRequest.isFromFollower):
+        # CLUSTER_ACTION on the CLUSTER instead of READ on each topic, else every partition
+        # TOPIC_AUTHORIZATION_FAILED (KafkaApis.handleFetchRequest). It is then served as a
+        # consumer's: this broker has no followers.
+        replica = (getattr(getattr(body, "replica_state", None), "replica_id", -1) if v >= 15
+                   else getattr(body, "replica_id", -1))
+        follower = int(replica) >= 0
+        replicable = follower and self._cluster_allowed(ctx, Op.CLUSTER_ACTION)
+        for ft in body.topics:
+            if v >= 13:
+                topic = self.registry.by_id.get(ft.topic_id)
+                unknown = E.unknown_topic_id
+                readable = topic is None or self._allowed(ctx, Op.READ, RT.TOPIC, topic.name)
+            else:
+                topic = self.registry.get(ft.topic)
+                unknown = E.unknown_topic_or_partition
+                readable = self._allowed(ctx, Op.READ, RT.TOPIC, ft.topic)
+            if follower:
+                readable = replicable
+            parts = []
+            for fp in ft.partitions:
+                pi = int(fp.partition)
+                res: dict[str, Any] = {"partition_index": pi, "error_code": 0,
+                                       "high_watermark": -1, "last_stable_offset": -1,
+                                       "log_start_offset": -1, "aborted_transactions": (),
+                                       "preferred_read_replica": -1, "records": b""}
+                if not readable:
+                    res["error_code"] = E.topic_authorization_failed
+                    errors = True
+                    parts.append(res)
+                    continue
+                if topic is None or not 0 <= pi < topic.num_partitions:
+                    res["error_code"] = unknown if topic is None else E.unknown_topic_or_partition
+                    errors = True
+                    parts.append(res)
+                    continue
+                plog = topic.partitions[pi]
+                try:
+                    hw = plog.high_watermark
+                    res.update(high_watermark=hw, last_stable_offset=hw,
+                               log_start_offset=plog.log_start_offset)
+                    offset = int(fp.fetch_offset)
+                    if offset < plog.log_start_offset or offset > hw:
+                        res["error_code"] = E.offset_out_of_range
+                        errors = True
+                    elif offset < hw:
+                        budget = min(int(fp.partition_max_bytes), max(max_bytes - total, 0))
+                        data = plog.read(offset, budget) if (budget > 0 or total == 0) else b""
+                        res["records"] = data
+                        total += len(data)
+                except (OSError, LogError) as e:  # unreadable partition file
+                    log.error("fetch from %s-%d failed: %s", topic.name, pi, e)
+                    res["error_code"] = E.kafka_storage_error
+                    errors = True
+                parts.append(res)
+            responses.append({"topic": getattr(ft, "topic", ""), "topic_id": getattr(ft, "topic_id", None),
+                              "partitions": parts})
+        resp = self._resp(ctx, throttle_time=0, error_code=0, session_id=0, responses=responses)
+        return resp, total, errors
+
+    def offset_for_leader_epoch(self, body: Any, ctx: RequestContext) -> Any:
+        """OffsetForLeaderEpoch (KIP-101 / KIP-320), which clients send to validate their
+        positions after a leader change (kafka-python refuses to go on without it once leader
+        epochs move: several brokers, ``server/brokers.py``). A partition has one replica and
+        its log is never truncated, so every epoch ends at the high watermark: the answer is the
+        requested epoch (or the current one, if the request names a later one) and the high
+        watermark, which tells the client that no record it has seen was lost.
+
+        Authorized as Kafka's ``KafkaApis.handleOffsetForLeaderEpochRequest``: CLUSTER_ACTION on
+        the CLUSTER (what a follower broker has) allows every topic, else each topic needs
+        DESCRIBE (what KIP-320 lets a consumer use). Kafka does not look at the replica id
+        here: a request with a replica id >= 0 and DESCRIBE on the topic is answered too."""
+        current = LEADER_EPOCH + (self.brokers.generation if self.brokers is not None else 0)
+        topics = []
+        cluster = self._cluster_allowed(ctx, Op.CLUSTER_ACTION)
+        for t in body.topics:
+            topic = self.registry.get(t.topic)
+            describable = cluster or self._allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.topic)
+            parts = []
+            for p in t.partitions:
+                pi = int(p.partition)
+                res: dict[str, Any] = {"error_code": 0, "partition": pi, "leader_epoch": -1,
+                                       "end_offset": -1}
+                if not describable:
+                    res["error_code"] = E.topic_authorization_failed
+                elif topic is None or not 0 <= pi < topic.num_partitions:
+                    res["error_code"] = E.unknown_topic_or_partition
+                else:
+                    try:
+                        res["end_offset"] = topic.partitions[pi].high_watermark
+                        res["leader_epoch"] = min(int(p.leader_epoch), current)
+                    except (OSError, LogError) as e:  # unreadable or damaged partition file
+                        log.error("offset for leader epoch of %s-%d failed: %s", t.topic, pi, e)
+                        res["error_code"] = E.kafka_storage_error
+                parts.append(res)
+            topics.append({"topic": t.topic, "partitions": parts})
+        return self._resp(ctx, throttle_time=0, topics=topics)
+
+    def list_offsets(self, body: Any, ctx: RequestContext) -> Any:
+        topics = []
+        for t in body.topics:
+            parts = []
+            topic = self.registry.get(t.name)
+            describable = self._allowed(ctx, Op.DESCRIBE, RT.TOPIC, t.name)
+            for p in t.partitions:
+                pi = int(p.partition_index)
+                res: dict[str, Any] = {"partition_index": pi, "error_code": 0, "timestamp": -1,
+                                       "offset": -1, "leader_epoch": LEADER_EPOCH}
+                if not describable:
+                    res["error_code"] = E.topic_authorization_failed
+                    parts.append(res)
+                    continue
+                if topic is None or not 0 <= pi < topic.num_partitions:
+                    res["error_code"] = E.unknown_topic_or_partition
+                    parts.append(res)
+                    continue
+                plog = topic.partitions[pi]
+                ts = int(p.timestamp)
+                try:
+                    if ts == -1:  # LATEST
+                        res["offset"] = plog.high_watermark
+                    elif ts == -2:  # EARLIEST
+                        res["offset"] = plog.log_start_offset
+                    elif ts == -3:  # MAX_TIMESTAMP (v7+)
+                        found = plog.max_timestamp_offset()
+                        if found is not None:
+                            res["offset"], res["timestamp"] = found
+                    elif ts >= 0:
+                        found = plog.offset_for_timestamp(ts)
+                        if found is not None:
+                            res["offset"], res["timestamp"] = found
+                    else:
+                        res["error_code"] = E.invalid_request
+                except (OSError, LogError) as e:  # unreadable or damaged partition file
+                    log.error("list offsets of %s-%d failed: %s", topic.name, pi, e)
+                    res.update(error_code=E.kafka_storage_error, offset=-1, timestamp=-1)
+                parts.append(res)
+            topics.append({"name": t.name, "partitions": parts})
+        return self._resp(ctx, throttle_time=0, topics=topics)

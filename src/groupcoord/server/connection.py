@@ -1,0 +1,52 @@
+"""A client connection as the layers around the request pipeline see it: what a frame handler
+returns (:data:`Outcome`, :class:`Close`), the frame handler's type, and the connection's
+attributes that authentication (``server/security/``) and the control plane
+(``server/control.py``) read and set. ``server/app.py``'s ``Connection`` is the one
+implementation; these live below it so that those layers need not import the server."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+__all__ = ["Close", "FrameHandler", "Outcome", "ServedConnection"]
+
+
+@dataclass(slots=True, frozen=True)
+class Close:
+    """Dispatch outcome: close the connection (after the responses already produced, then
+    ``response`` if any: a SASL failure is answered before the close)."""
+
+    reason: str
+    response: bytes = b""
+
+
+Outcome = bytes | Close | Awaitable["bytes | Close | None"] | None
+
+#: Handles one request frame of a connection (the frame, the connection): the server's
+#: dispatch, or a SASL session's until the client has authenticated. The connection is typed
+#: ``Any`` here: the server's dispatch takes its own connection class, a SASL session any
+#: :class:`ServedConnection`.
+FrameHandler = Callable[[bytes, Any], Outcome]
+
+
+class ServedConnection(Protocol):
+    """A client connection: who it is, where it came in, how to answer and close it."""
+
+    #: "host:port" of the client.
+    peer: str
+    #: The authenticated principal ("User:NAME"), set by authentication.
+    principal: str
+    #: The client id of the last request (control: drop-connections).
+    client_id: str
+    #: The listener it came in on, and the broker (node id) it reached.
+    listener: str
+    broker: int
+    transport: asyncio.Transport | None
+    handler: FrameHandler
+
+    def close(self, reason: str) -> None: ...
+
+    def abort(self) -> None: ...
