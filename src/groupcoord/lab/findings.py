@@ -98,6 +98,26 @@ def family(protocol: str) -> str:
     return protocol.partition(":")[0]
 
 
+#: What each protocol family is, in the field's words (the report's first page and the charts'
+#: legend say it). ``connect`` is this project's connect group type (the Connect draft), which
+#: Apache Kafka does not ship: Connect as shipped runs its workers in classic groups
+#: (``classic-connect``).
+FAMILY_NAMES: dict[str, str] = {
+    "classic": "classic consumer group protocol (JoinGroup/SyncGroup, the leader assigns)",
+    "consumer": "KIP-848 consumer group protocol (the coordinator assigns; variant: its "
+                "server-side assignor)",
+    "classic-connect": "Connect as shipped (classic group protocol)",
+    "connect": "Connect on the connect group type (this project's, not in Apache Kafka)",
+}
+#: Families Apache Kafka ships; the verdict tables rank these against each other only.
+SHIPPED_FAMILIES = frozenset({"classic", "consumer", "classic-connect"})
+
+
+def shipped(protocol: str) -> bool:
+    """Whether Apache Kafka ships the protocol (the connect group type it does not)."""
+    return family(protocol) in SHIPPED_FAMILIES
+
+
 def work_value(row: Mapping[str, Any], key: str) -> float | None:
     """A workload parameter of a run: its own column, else the workload's overrides (the
     ``work`` column, JSON). A distribution counts as its mean (``uniform``: the middle)."""
@@ -167,5 +187,19 @@ X_NAMES: dict[str, tuple[str, str]] = {
     "metadata_max_age_ms": ("metadata.max.age.ms", " ms"),
 }
 
-__all__ = ["BY_COLUMN", "CATALOG", "SWEEP_PARAMETERS", "X_NAMES", "Metric", "family", "number",
-           "reproduce", "sweep_parameter", "with_work_parameters", "work_value"]
+__all__ = [
+    "BY_COLUMN",
+    "CATALOG",
+    "FAMILY_NAMES",
+    "SHIPPED_FAMILIES",
+    "SWEEP_PARAMETERS",
+    "X_NAMES",
+    "Metric",
+    "family",
+    "number",
+    "reproduce",
+    "shipped",
+    "sweep_parameter",
+    "with_work_parameters",
+    "work_value",
+]

@@ -99,8 +99,11 @@ def _n(v: Any) -> str:
     return f"{int(v):,}"
 
 
-def calibration_items(cal: Mapping[str, Any] | None) -> list[str]:
-    """The calibration's part of the section: when, what, how many rows agree, which miss."""
+def calibration_items(cal: Mapping[str, Any] | None, gaps: Sequence[float] | None = None
+                      ) -> list[str]:
+    """The calibration's part of the section: when, what, how many rows agree, which miss;
+    with ``gaps`` (the ratio between the best and the beaten protocol of each ★ mark) how many
+    of the marks are narrower than the calibration's 2x tolerance."""
     if not cal:
         return ["No calibration against real clients is recorded with this package "
                 "(groupcoord lab calibrate --save writes one)."]
@@ -120,6 +123,15 @@ def calibration_items(cal: Mapping[str, Any] | None) -> list[str]:
             f"{len(ok)} of {len(rows)} rows within 2x on every checked metric ("
             + ", ".join(_CAL_NAMES.get(c, (c, ""))[0] for c in checked)
             + f"; {cal.get('tolerance', 'within 2x')}).")
+    head += (f" That check ran at {setup.get('members', '?')} members and its own timings "
+             "(below, where they differ from these runs'), not at the settings of the tables "
+             "above, so it vouches for the model's mechanics, not for these numbers")
+    if gaps:
+        narrow = sum(1 for x in gaps if x < 2.0)
+        head += (f"; and a factor of 2 is wider than {narrow:,} of the {len(gaps):,} marked "
+                 "differences (best against the closest beaten protocol), so those could flip "
+                 "within the calibration's tolerance")
+    head += "."
     items = [head]
     for r in rows:
         if r.get("within_2x"):
@@ -188,7 +200,8 @@ def _dist(d: Any) -> str:
 
 def model_limits(runs: Sequence[Mapping[str, Any]],
                  calibration: Mapping[str, Any] | None = None,
-                 scenarios: Sequence[tuple[str, Any]] | None = None) -> list[str]:
+                 scenarios: Sequence[tuple[str, Any]] | None = None,
+                 gaps: Sequence[float] | None = None) -> list[str]:
     """The items of "What the model leaves out", filled from the runs' configuration and the
     calibration (``calibration=None``: the package's file)."""
     from groupcoord.lab.findings import family
@@ -244,7 +257,7 @@ def model_limits(runs: Sequence[Mapping[str, Any]],
             f"per message {_values(faults)} (loss, response loss, duplication, reordering "
             "each, until the faults stop); real networks also have correlated and bursty "
             "faults and pauses.")
-    items += calibration_items(cal)
+    items += calibration_items(cal, gaps)
     note = _calibration_settings_note(runs, cal)
     if note:
         items.append(note)

@@ -34,11 +34,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from groupcoord.lab.findings import X_NAMES, Metric, family, number
+from groupcoord.lab.findings import FAMILY_NAMES, X_NAMES, Metric, family, number
 from groupcoord.lab.limits import model_limits, settings_table
+from groupcoord.lab.mechanism import Load, mechanisms, row_loads
 from groupcoord.lab.verdict import (
+    CLAIM_MIN_SEEDS,
     DASH,
     MIN_SEEDS,
+    RELATIVE_FLOOR,
     SIGN_ALPHA,
     SIGN_MIN_SEEDS,
     Claim,
@@ -46,8 +49,10 @@ from groupcoord.lab.verdict import (
     MetricVerdict,
     VerdictRow,
     claims,
+    comparisons,
     grid_verdicts,
     member_word,
+    ranked,
     separation_chance,
     short_label,
     sign_needed,
@@ -165,7 +170,21 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
             + sign
             + f". = marks the protocols the best one does not separate from (tied best); "
             f"'tie': no protocol separates; with fewer than {MIN_SEEDS} seeds nothing is "
-            "marked.")
+            f"marked. Beside each floor, a difference under {RELATIVE_FLOOR:.0%} of the larger "
+            "value does not count either (3 s on a 140 s time to converge). Where a "
+            "protocol's seeds fall into distinct outcomes (sorted, one gap wider than the "
+            "floor, than twice the spread on either side of it and than half the larger of "
+            "its ends: outcomes a factor of 2 or more apart) the cell shows each "
+            "outcome, 'a (k of n) | b (m of n)', and a row whose best overlaps another only "
+            "through such a split is 'split', neither best nor tied.")
+    cmp = comparisons(verdicts)
+    if cmp.pairs:
+        test += (f" Multiple comparisons: the tables test {cmp.pairs:,} pairs of protocols in "
+                 f"{cmp.rows:,} row-metrics; if no protocol differed from any other, about "
+                 f"{cmp.expected:.1f} of them would still be marked by chance. The sentences "
+                 f"below rest only on cells with at least {CLAIM_MIN_SEEDS} seeds per "
+                 f"protocol ({cmp.claim_pairs:,} pairs, about {cmp.claim_expected:.1f} "
+                 "chance marks among them).")
     negative = any(c.median < 0 for g in verdicts for row in g.rows for mv in row.metrics
                    for c in mv.cells.values())
     if negative and _has_controls(runs):
@@ -176,7 +195,20 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
     late = sum(g.not_caught_up for g in verdicts)
     left = (f"{total:,} runs in these grids; left out: {bad:,} that violated an invariant "
             f"(listed below), {late:,} that never caught up before their first disturbance.")
-    return [what, test, left]
+    return [what, test, left, protocol_text(verdicts)]
+
+
+def protocol_text(verdicts: Sequence[GridVerdict]) -> str:
+    """What each protocol family in the tables is (``findings.FAMILY_NAMES``)."""
+    fams = dict.fromkeys(family(p) for g in verdicts for p in g.protocols)
+    names = "; ".join(f"{f}:* is {FAMILY_NAMES[f]}" for f in fams if f in FAMILY_NAMES)
+    if not names:
+        return ""
+    text = f"Protocols: {names}."
+    if "connect" in fams:
+        text += (" Only protocols Apache Kafka ships are ranked (★, =, the sentences); the "
+                 "connect group type's columns stand apart, unmarked.")
+    return text
 
 
 def _mark(cell_mark: str) -> str:
@@ -189,6 +221,8 @@ def _verdict_word(mv: MetricVerdict) -> str:
         return "\u2605 best"
     if mv.verdict == "tied":
         return f"= {len(mv.best)} tied"
+    if mv.verdict == "split":
+        return "split seeds"
     if mv.verdict == "few seeds":
         return f"< {MIN_SEEDS} seeds"
     if mv.verdict == "one protocol":
@@ -196,15 +230,36 @@ def _verdict_word(mv: MetricVerdict) -> str:
     return "tie"
 
 
-def _row_head(g: GridVerdict, row: VerdictRow) -> tuple[str, str, str]:
+def _row_head(g: GridVerdict, row: VerdictRow,
+              loads: dict[tuple[Any, ...], Load] | None = None) -> tuple[str, str, str]:
     size = f"{row.size} {member_word(row.scenario, g.protocols)}"
     load = row.workload
     if row.fault_rate:
         load += f", {row.fault_rate:.0%} faults"
+    ld = (loads or {}).get((row.scenario, row.size, row.workload, row.fault_rate))
+    if ld is not None:
+        load += f": {ld.text()}"
     return row.scenario, size, load
 
 
-def verdict_html(g: GridVerdict) -> str:
+def _columns(g: GridVerdict) -> tuple[list[str], list[str]]:
+    """The grid's protocols: those ranked, then those shown apart (unmarked)."""
+    rank = ranked(g.protocols)
+    return rank, [p for p in g.protocols if p not in rank]
+
+
+def _cell_text(m: Metric, c: Any) -> tuple[str, str]:
+    """A cell's value and its second line: the median and range, or each outcome when the
+    seeds split."""
+    if c.split:
+        n = len(c.values)
+        return (" | ".join(_v(m, statistics.median(o)) for o in c.outcomes),
+                " | ".join(f"{len(o)} of {n}" for o in c.outcomes))
+    return _v(m, c.median), _range(m, c)
+
+
+def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load] | None = None,
+                 why: Sequence[str] = ()) -> str:
     parts = [f"<h2>{html.escape(g.name)}</h2>"]
     if g.question:
         parts.append(f"<p class='q'>{html.escape(g.question)}</p>")
@@ -220,12 +275,21 @@ def verdict_html(g: GridVerdict) -> str:
     if not g.rows:
         parts.append("<p>No run of this grid counts.</p>")
         return "\n".join(parts)
-    head = "".join(f"<th>{html.escape(p)}</th>" for p in g.protocols)
-    parts.append("<table class='verdict'><thead><tr><th class='l'>scenario</th>"
+    rank, apart = _columns(g)
+    cols = [*rank, *apart]
+    head = "".join(f"<th{' class=apart' if p in apart else ''}>{html.escape(p)}</th>"
+                   for p in cols)
+    group = ""
+    if apart:
+        group = ("<tr><th colspan='4'></th>"
+                 f"<th colspan='{len(rank)}'>Apache Kafka's protocols (ranked)</th>"
+                 f"<th colspan='{len(apart)}' class='apart'>this project's connect group "
+                 "type (not in Apache Kafka; not ranked)</th><th></th></tr>")
+    parts.append(f"<table class='verdict'><thead>{group}<tr><th class='l'>scenario</th>"
                  "<th class='l'>size</th><th class='l'>load</th><th class='l'>metric</th>"
                  f"{head}<th class='l'>verdict</th></tr></thead><tbody>")
     for i, row in enumerate(g.rows):
-        scen, size, load = _row_head(g, row)
+        scen, size, load = _row_head(g, row, loads)
         n = len(row.metrics)
         cls = "odd" if i % 2 else "even"
         for j, mv in enumerate(row.metrics):
@@ -234,22 +298,27 @@ def verdict_html(g: GridVerdict) -> str:
                 tds += [f"<td rowspan='{n}' class='l{' n' if k == 1 else ''}'>"
                         f"{html.escape(x)}</td>" for k, x in enumerate((scen, size, load))]
             tds.append(f"<td class='l m'>{html.escape(_unit(mv.metric, g.excess))}</td>")
-            for p in g.protocols:
+            for p in cols:
                 c = mv.cells.get(p)
                 if c is None:
                     tds.append("<td>-</td>")
                     continue
-                rng = _range(mv.metric, c)
-                rng = f"<br><small>{rng}</small>" if rng else ""
-                tds.append(f"<td class='{c.mark}'>{_mark(c.mark)}{_v(mv.metric, c.median)}"
-                           f"{rng}</td>")
+                val, rng = _cell_text(mv.metric, c)
+                rng = f"<br><small>{html.escape(rng)}</small>" if rng else ""
+                cls = " ".join(x for x in (c.mark, "split" if c.split else "",
+                                           "apart" if p in apart else "") if x)
+                tds.append(f"<td class='{cls}'>{_mark(c.mark)}{html.escape(val)}{rng}</td>")
             tds.append(f"<td class='l v'>{html.escape(_verdict_word(mv))}</td>")
             parts.append(f"<tr class='{cls}'>" + "".join(tds) + "</tr>")
     parts.append("</tbody></table>")
+    if why:
+        parts.append("<p><b>Why</b> (computed from these runs):</p><ul class='why'>"
+                     + "".join(f"<li>{html.escape(t)}</li>" for t in why) + "</ul>")
     return "\n".join(parts)
 
 
-def verdict_md(g: GridVerdict) -> str:
+def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load] | None = None,
+               why: Sequence[str] = ()) -> str:
     lines = [f"### {g.name}", ""]
     if g.question:
         lines += [f"*{g.question}*", ""]
@@ -260,24 +329,29 @@ def verdict_md(g: GridVerdict) -> str:
               "never caught up.", ""]
     if not g.rows:
         return "\n".join([*lines, "No run of this grid counts."])
-    lines.append("| scenario | size | load | metric | " + " | ".join(g.protocols)
+    rank, apart = _columns(g)
+    cols = [*rank, *apart]
+    lines.append("| scenario | size | load | metric | "
+                 + " | ".join(p + (" (not ranked)" if p in apart else "") for p in cols)
                  + " | verdict |")
-    lines.append("|---|---|---|---|" + "---:|" * len(g.protocols) + "---|")
+    lines.append("|---|---|---|---|" + "---:|" * len(cols) + "---|")
     for row in g.rows:
-        scen, size, load = _row_head(g, row)
+        scen, size, load = _row_head(g, row, loads)
         for j, mv in enumerate(row.metrics):
             lead = [scen, size, load] if j == 0 else ["", "", ""]
             vals = []
-            for p in g.protocols:
+            for p in cols:
                 c = mv.cells.get(p)
                 if c is None:
                     vals.append("-")
                     continue
-                rng = _range(mv.metric, c)
+                val, rng = _cell_text(mv.metric, c)
                 rng = f" ({rng})" if rng else ""
-                vals.append(f"{_mark(c.mark)}{_v(mv.metric, c.median)}{rng}")
+                vals.append(f"{_mark(c.mark)}{val}{rng}".replace("|", "\\|"))
             lines.append("| " + " | ".join([*lead, _unit(mv.metric, g.excess), *vals,
                                              _verdict_word(mv)]) + " |")
+    if why:
+        lines += ["", "Why (computed from these runs):", ""] + [f"- {t}" for t in why]
     return "\n".join(lines)
 
 
@@ -325,6 +399,13 @@ _MARKERS = ("o", "s", "^", "D", "v", "P")
 LOG_X_SPAN = 20.0
 
 
+#: The families in a chart's legend (short forms of ``findings.FAMILY_NAMES``).
+LEGEND_FAMILIES: dict[str, str] = {
+    "classic": "classic consumer groups", "consumer": "KIP-848 consumer groups",
+    "classic-connect": "Connect as shipped (classic groups)",
+    "connect": "connect group type (this project's, not in Kafka)"}
+
+
 def protocol_styles(protocols: Sequence[str]) -> dict[str, dict[str, Any]]:
     """A colour per protocol, consistent across every chart of a report: the family's colour
     map (classic blue, consumer orange, connect green, classic-connect purple), one shade per
@@ -339,7 +420,8 @@ def protocol_styles(protocols: Sequence[str]) -> dict[str, dict[str, Any]]:
         cmap = colormaps[FAMILY_COLORMAPS.get(fam, _OTHER_COLORMAP)]
         n = len(members)
         for i, p in enumerate(members):
-            shade = 0.85 - (0.45 * i / (n - 1) if n > 1 else 0.0)
+            # dark to mid shades only: a light shade on white (a faint eager line) is unreadable
+            shade = 0.9 - (0.25 * i / (n - 1) if n > 1 else 0.0)
             out[p] = {"color": cmap(shade), "linestyle": _STYLES[i % len(_STYLES)],
                       "marker": _MARKERS[i % len(_MARKERS)]}
     return out
@@ -408,10 +490,18 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
             xs_all: set[float] = set()
             for p in g.protocols:
                 pts = []
+                seeds: list[tuple[float, float]] = []
                 for r in rows:
                     c = r.metrics[i].cells.get(p)
                     x = r.x if axis[0] == "x" else float(r.size)
-                    if c is not None and x is not None:
+                    if c is None or x is None:
+                        continue
+                    if c.split:
+                        # distinct outcomes: each seed a dot, no median line or band through
+                        # values no seed had
+                        seeds += [(x, v / m.scale) for v in c.values.values()]
+                        pts.append((x, math.nan, math.nan, math.nan))
+                    else:
                         pts.append((x, c.median / m.scale, c.low / m.scale, c.high / m.scale))
                 if not pts:
                     continue
@@ -420,9 +510,13 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 st = styles.get(p, {})
                 ax.plot([x for x, *_ in pts], [y for _, y, _, _ in pts], label=p,
                         color=st.get("color"), linestyle=st.get("linestyle", "-"),
-                        marker=st.get("marker", "o"))
+                        marker=st.get("marker", "o"), linewidth=2)
                 ax.fill_between([x for x, *_ in pts], [lo for *_, lo, _ in pts],
                                 [hi for *_, hi in pts], alpha=0.12, color=st.get("color"))
+                if seeds:
+                    ax.scatter([x for x, _ in seeds], [y for _, y in seeds], s=22,
+                               color=st.get("color"), edgecolors="black", linewidths=0.4,
+                               marker=st.get("marker", "o"), zorder=3)
             xs = sorted(xs_all)
             if xs and xs[0] > 0 and xs[-1] / xs[0] > LOG_X_SPAN:
                 ax.set_xscale("log")
@@ -438,7 +532,11 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
     handles, labels = axes[0].get_legend_handles_labels()
     if handles:
         what = ("median over seeds (bar), each seed (dot)" if axis is None else
-                "median over seeds (line), range over seeds (band)")
+                "median over seeds (line), range over seeds (band); where a protocol's seeds "
+                "split into distinct outcomes, each seed a dot")
+        fams = dict.fromkeys(family(p) for p in g.protocols)
+        what += "\n" + "; ".join(f"{f}: {LEGEND_FAMILIES[f]}" for f in fams
+                                  if f in LEGEND_FAMILIES)
         fig.legend(handles, labels, loc="outside lower center", ncols=min(5, len(labels)),
                    fontsize=8, title=what, title_fontsize=8)
     fig.suptitle(title)
@@ -447,16 +545,32 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
 
 
 def grid_charts(g: GridVerdict, rdir: Path, styles: dict[str, dict[str, Any]]
-                ) -> list[tuple[str, str | None]]:
-    """The figures of a grid: ``(title, file)``, file None when every metric is zero."""
-    out: list[tuple[str, str | None]] = []
+                ) -> list[tuple[str, str | None, str]]:
+    """The figures of a grid: ``(title, file, why not)``, file None when every metric stays
+    within its floor, and then why: each metric's largest value over protocols and seeds."""
+    out: list[tuple[str, str | None, str]] = []
     for (scenario, wl, rate), rows in _chart_groups(g).items():
         title = f"{g.name}: {scenario}" + (f", {wl}" if wl else "") + (
             f", {rate:.0%} faults" if rate else "")
         name = f"{_slug(g.name, scenario, wl, rate)}.png"
         drawn = plot_grid(g, rows, title, rdir / name, styles)
-        out.append((title, name if drawn else None))
+        out.append((title, name if drawn else None, "" if drawn else nothing_drawn(g, rows)))
     return out
+
+
+def nothing_drawn(g: GridVerdict, rows: Sequence[VerdictRow]) -> str:
+    """Why a scenario has no chart: the largest value of each metric, every one within the
+    metric's floor."""
+    parts = []
+    for i, m in enumerate(g.metrics):
+        vals = [abs(v) for r in rows for c in r.metrics[i].cells.values()
+                for v in c.values.values()]
+        if vals:
+            parts.append(f"{short_label(m, g.excess)} at most {m.fmt(max(vals))} (floor "
+                         f"{m.fmt(m.floor)})")
+    return ("Nothing to draw: in every run of this scenario, for every protocol, "
+            + "; ".join(parts) + ". The disturbance cost nothing any metric counts: check "
+            "that the scenario's events change the group (the runs' events with --events).")
 
 
 # --------------------------------------------------------------------------- worst seeds
@@ -638,7 +752,8 @@ def _claims_html(found: Sequence[Claim]) -> str:
                 "test above.</p>")
     items = "".join(f"<li>{html.escape(c.text)}<br><code>{html.escape(c.command)}</code></li>"
                     for c in found)
-    return ("<h2>What the tables show</h2><p>Each sentence is one marked difference; its "
+    return ("<h2>What the tables show</h2><p>Each sentence is one marked difference in a cell "
+            f"of at least {CLAIM_MIN_SEEDS} seeds per protocol, in the grid's own metrics; its "
             "command reruns that cell with the same seeds, hence the same rows.</p>"
             f"<ol class='claims'>{items}</ol>")
 
@@ -666,6 +781,31 @@ def _violations_html(violations: Sequence[dict[str, Any]]) -> str:
     return "\n".join(parts)
 
 
+def grid_runs(g: GridVerdict, runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs of a grid's rows (its scenarios, sizes, workloads and protocols)."""
+    keys = {(r.scenario, r.size, r.workload) for r in g.rows}
+    return [r for r in runs if r.get("protocol") in g.protocols
+            and (r.get("scenario"), int(r.get("size") or r.get("members") or 0),
+                 r.get("workload")) in keys]
+
+
+def star_gaps(verdicts: Sequence[GridVerdict]) -> list[float]:
+    """Per ★ or = mark, the ratio of the beaten protocol's median to the best's (larger over
+    smaller magnitude; the closest beaten protocol)."""
+    out = []
+    for g in verdicts:
+        for row in g.rows:
+            for mv in row.metrics:
+                if not mv.best or not mv.beaten:
+                    continue
+                b = abs(mv.cells[mv.best[0]].median)
+                for p in mv.beaten[:1]:
+                    w = abs(mv.cells[p].median)
+                    lo, hi = sorted((b, w))
+                    out.append(hi / lo if lo else math.inf)
+    return out
+
+
 def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequence[Claim],
                 violations: list[dict[str, Any]], rdir: Path,
                 runs: Sequence[dict[str, Any]]) -> str:
@@ -676,12 +816,15 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
                  html.escape(str(meta.get("spark"))), html.escape(str(meta.get("master"))),
                  float(meta.get("sim_s") or 0.0))]
     parts.append("<h2>How to read the tables</h2>")
-    parts += [f"<p>{html.escape(t)}</p>" for t in method_text(runs, verdicts)]
-    parts += [verdict_html(g) for g in verdicts]
+    parts += [f"<p>{html.escape(t)}</p>" for t in method_text(runs, verdicts) if t]
+    loads = row_loads(runs)
+    parts += [verdict_html(g, loads, mechanisms(g.protocols, g.settings, grid_runs(g, runs)))
+              for g in verdicts]
     parts.append(_claims_html(found))
     parts.append(settings_html(runs))
     parts.append("<h2>What the model leaves out</h2><ul>")
-    parts += [f"<li>{html.escape(t)}</li>" for t in model_limits(runs)]
+    parts += [f"<li>{html.escape(t)}</li>" for t in model_limits(runs,
+                                                                    gaps=star_gaps(verdicts))]
     parts.append("</ul>")
     parts.append(_violations_html(violations))
     styles = protocol_styles([p for g in verdicts for p in g.protocols])
@@ -689,13 +832,15 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
                  "against the grid's size or swept parameter (ticks at the values run); a "
                  "metric that stays within its floor (zero, or a difference too small to count) "
                  "for every protocol has no panel. Colours are protocol "
-                 "families (classic blue, KIP-848 consumer orange, connect green, classic "
-                 "Connect purple); a family's variants are shades and line styles.</p>")
+                 "families (classic consumer groups blue, KIP-848 consumer groups orange, "
+                 "Connect as shipped (classic groups) purple, this project's connect group "
+                 "type green); a family's variants are shades and line styles. Where a "
+                 "protocol's seeds split into distinct outcomes its seeds are dots, with no "
+                 "line or band through values no seed had.</p>")
     for g in verdicts:
-        for t, name in grid_charts(g, rdir, styles):
+        for t, name, why in grid_charts(g, rdir, styles):
             if name is None:
-                parts.append(f"<h3>{html.escape(t)}</h3><p>Every metric stays within its "
-                             "floor for every protocol (nothing to draw).</p>")
+                parts.append(f"<h3>{html.escape(t)}</h3><p>{html.escape(why)}</p>")
             else:
                 parts.append(f"<h3>{html.escape(t)}</h3><img src='{html.escape(name)}' "
                              f"alt='{html.escape(t)}'>")
@@ -712,17 +857,20 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
     lines = [f"Spec `{meta.get('spec')}`: {meta.get('runs')} runs in {meta.get('cells')} "
              "cells.", "", "## How to read the tables", ""]
     for t in method_text(runs, verdicts):
-        lines += [t, ""]
+        if t:
+            lines += [t, ""]
     lines += ["## Verdicts", ""]
+    loads = row_loads(runs)
     for g in verdicts:
-        lines += [verdict_md(g), ""]
+        lines += [verdict_md(g, loads, mechanisms(g.protocols, g.settings, grid_runs(g, runs))),
+                  ""]
     lines += ["## What the tables show", ""]
     if not found:
         lines.append("No difference between protocols passes the test above.")
     for i, c in enumerate(found, 1):
         lines.append(f"{i}. {c.text}  \n   `{c.command}`")
     lines += ["", settings_md(runs), "", "## What the model leaves out", ""]
-    lines += [f"- {t}" for t in model_limits(runs)]
+    lines += [f"- {t}" for t in model_limits(runs, gaps=star_gaps(verdicts))]
     lines += ["", f"## Invariant violations: {len(violations)}", ""]
     if not violations:
         lines.append("None: every run kept every invariant.")

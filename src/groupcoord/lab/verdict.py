@@ -15,8 +15,10 @@ their first disturbance.
 **Which differences count** (:func:`beats`). Protocols of a cell run on the same seeds, but a
 handful of seeds cannot carry a paired test at 5 %: a sign test over 3 seeds cannot go below
 12.5 %. The lab uses *separated ranges* instead: protocol A is better than B on a metric when
-A's worst value over the seeds is better than B's best by more than the metric's floor (the
-smallest difference worth a word, ``findings.CATALOG``). If the two protocols did not differ,
+A's worst value over the seeds is better than B's best by more than the metric's floor
+(:func:`threshold`: the larger of the catalog's absolute floor, the smallest difference worth a
+word, and :data:`RELATIVE_FLOOR` of the values compared: 3 s on a 140 s time to converge, or
+88 against 90 partitions moved, is no difference). If the two protocols did not differ,
 the 2n values of n seeds each would be exchangeable and the chance that A's n fall all below
 B's n is 1 / C(2n, n): 1 in 20 with 3 seeds, 1 in 252 with 5. With fewer than
 :data:`MIN_SEEDS` seeds nothing is marked. From :data:`SIGN_MIN_SEEDS` seeds on, a paired sign
@@ -25,12 +27,22 @@ enough seeds for a one-sided p of at most :data:`SIGN_ALPHA`; 17 of 21), so that
 wide distribution (a classic member's metadata refresh that happened to fall right after the
 change) does not hide what the other twenty show.
 
-**Marks**. The protocol with the best median is *best* when it is better (as above) than every
-other protocol; the protocols it is not better than share the place with it (*tied best*);
-when that is every protocol the row is a tie (no mark).
+**Distinct outcomes** (:func:`modes`). Where a protocol's seeds fall into separate outcomes
+(a leader's departure balances in 2 s, anyone else's in 300 s) its median and range describe
+none of them: the cell shows each outcome and its seeds, and a row where the best protocol's
+range overlaps another's only through such a split is *split*: neither best nor tied.
+
+**Marks**. Only protocols Apache Kafka ships are ranked (``findings.shipped``): the connect
+group type (this project's) is shown beside them, unmarked. The protocol with the best median
+is *best* when it is better (as above) than every other ranked protocol; the protocols it is
+not better than share the place with it (*tied best*); when that is every protocol the row is
+a tie (no mark).
 
 **Claims** (:func:`claims`): at most :data:`MAX_CLAIMS` sentences for the whole page, each one
-difference that passed the test, with the ``lab run`` command that reruns its cell.
+difference that passed the test in a cell of at least :data:`CLAIM_MIN_SEEDS` seeds (so that
+across the hundreds of pairs a page tests, chance separations are about one: see
+:func:`comparisons`), with the ``lab run`` command that reruns its cell. A sentence that names
+several protocols gives each one's own numbers.
 
 Plain Python over row dicts (no Spark, no pandas), as ``lab.findings``.
 """
@@ -53,6 +65,7 @@ from groupcoord.lab.findings import (
     family,
     number,
     reproduce,
+    shipped,
     sweep_parameter,
     with_work_parameters,
 )
@@ -73,6 +86,13 @@ SIGN_MIN_SEEDS = 10
 SIGN_ALPHA = 0.01
 #: Sentences on the first page, all grids together.
 MAX_CLAIMS = 12
+#: A claim rests on a cell with at least this many seeds per protocol: separated ranges then
+#: happen by chance once in 252 pairs (with 3 seeds once in 20: across ~1,000 pairs tested on
+#: a page, dozens of chance marks).
+CLAIM_MIN_SEEDS = 5
+#: Besides the catalog's absolute floor: a difference smaller than this share of the larger
+#: value compared is no difference.
+RELATIVE_FLOOR = 0.05
 
 _CONNECT_FAMILIES = {"connect", "classic-connect"}
 #: Between the ends of a range (an en dash: a hyphen would read as a minus sign).
@@ -106,14 +126,41 @@ def separation_chance(n: int) -> float:
     return 1.0 / math.comb(2 * n, n) if n > 0 else 1.0
 
 
+def threshold(m: Metric, x: float, y: float) -> float:
+    """The smallest difference between ``x`` and ``y`` that counts: the metric's absolute
+    floor or :data:`RELATIVE_FLOOR` of the larger magnitude, whichever is larger."""
+    return max(m.floor, RELATIVE_FLOOR * max(abs(x), abs(y)))
+
+
 def beats(a: Sequence[float], b: Sequence[float], m: Metric, min_seeds: int = MIN_SEEDS) -> bool:
     """Whether values ``a`` are better than ``b`` beyond the seeds' spread: each has at least
-    ``min_seeds`` values, and a's worst is better than b's best by more than the floor."""
+    ``min_seeds`` values, and a's worst is better than b's best by more than
+    :func:`threshold`."""
     if len(a) < min_seeds or len(b) < min_seeds:
         return False
     if m.lower_is_better:
-        return min(b) - max(a) > m.floor
-    return min(a) - max(b) > m.floor
+        return min(b) - max(a) > threshold(m, min(b), max(a))
+    return min(a) - max(b) > threshold(m, min(a), max(b))
+
+
+def modes(values: Sequence[float], m: Metric) -> list[list[float]]:
+    """The seeds' distinct outcomes: sorted, the values split at their widest gap between
+    neighbours when that gap counts as a difference (:func:`threshold`), is more than twice
+    as wide as either side's own spread and at least half the larger of its two ends (the
+    outcomes differ by a factor of 2 or more: 2 s against 300 s, not 32 against 36
+    partitions); otherwise one outcome. At least 3 values (two seeds that differ are just two
+    seeds)."""
+    v = sorted(values)
+    if len(v) < 3:
+        return [v]
+    i = max(range(len(v) - 1), key=lambda k: (v[k + 1] - v[k], -k))
+    lo, hi = v[:i + 1], v[i + 1:]
+    gap = hi[0] - lo[-1]
+    spread = max(lo[-1] - lo[0], hi[-1] - hi[0])
+    if (gap > threshold(m, lo[-1], hi[0]) and gap > 2 * spread
+            and gap >= 0.5 * max(abs(lo[-1]), abs(hi[0]))):
+        return [lo, hi]
+    return [v]
 
 
 def sign_test(a: Mapping[int, float], b: Mapping[int, float], m: Metric,
@@ -126,7 +173,7 @@ def sign_test(a: Mapping[int, float], b: Mapping[int, float], m: Metric,
     if n < min_seeds:
         return 1.0
     sign = 1 if m.lower_is_better else -1
-    k = sum(1 for s in shared if sign * (b[s] - a[s]) > m.floor)
+    k = sum(1 for s in shared if sign * (b[s] - a[s]) > threshold(m, a[s], b[s]))
     return sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n
 
 
@@ -145,6 +192,12 @@ class Cell:
 
     values: dict[int, float]
     mark: str = ""  # best | tied | "" (a tie of all, or no test)
+    #: The seeds' distinct outcomes (:func:`modes`), low to high; one entry: no split.
+    outcomes: list[list[float]] = field(default_factory=list)
+
+    @property
+    def split(self) -> bool:
+        return len(self.outcomes) > 1
 
     @property
     def median(self) -> float:
@@ -163,7 +216,7 @@ class Cell:
 class MetricVerdict:
     metric: Metric
     cells: dict[str, Cell]
-    #: best | tied | tie | few seeds | one protocol
+    #: best | tied | tie | split | few seeds | one protocol
     verdict: str
     best: tuple[str, ...] = ()
     #: The protocols the best one is better than (beyond the spread).
@@ -212,19 +265,33 @@ def natural_key(text: str) -> tuple[Any, ...]:
     return tuple(out)
 
 
+def ranked(protocols: Iterable[str]) -> list[str]:
+    """The protocols a row ranks: those Apache Kafka ships, when there are two; else all."""
+    ps = list(protocols)
+    ship = [p for p in ps if shipped(p)]
+    return ship if len(ship) >= 2 else ps
+
+
 def judge(cells: dict[str, Cell], m: Metric, min_seeds: int = MIN_SEEDS) -> MetricVerdict:
     """The marks of one row and metric (see the module docstring)."""
-    if len(cells) < 2:
+    for c in cells.values():
+        c.outcomes = modes(list(c.values.values()), m)
+    pool = ranked(cells)
+    if len(pool) < 2:
         return MetricVerdict(m, cells, "one protocol")
     sign = 1 if m.lower_is_better else -1
-    order = sorted(cells, key=lambda p: (sign * cells[p].median, p))
+    order = sorted(pool, key=lambda p: (sign * cells[p].median, p))
     top = order[0]
-    if min(len(c.values) for c in cells.values()) < min_seeds:
+    if min(len(cells[p].values) for p in pool) < min_seeds:
         return MetricVerdict(m, cells, "few seeds")
-    vals = {p: list(c.values.values()) for p, c in cells.items()}
+    vals = {p: list(cells[p].values.values()) for p in pool}
     beaten = tuple(p for p in order[1:] if beats(vals[top], vals[p], m, min_seeds)
                    or sign_test(cells[top].values, cells[p].values, m) <= SIGN_ALPHA)
     best = tuple(p for p in order if p not in beaten)
+    if len(best) > 1 and any(cells[p].split for p in best):
+        # the best's range overlaps another's, and one of them has distinct outcomes: the
+        # overlap is the split's, not a tie (nor a best)
+        return MetricVerdict(m, cells, "split", (), beaten)
     if not beaten:
         return MetricVerdict(m, cells, "tie", best)
     for p in best:
@@ -360,12 +427,16 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
     where = f"{row.scenario}, {row.size} {member_word(row.scenario, g.protocols)}"
     if g.parameter is not None and row.x is not None:
         where += f", {row.workload}"
-    n = min(len(b.values), len(w.values))
-    who = best if len(mv.best) == 1 else " and ".join(mv.best)
-    verb = "has" if len(mv.best) == 1 else "have"
-    text = (f"{where}: {who} {verb} the {'lowest' if m.lower_is_better else 'highest'} "
-            f"{short_label(m, g.excess)}, {m.fmt(b.median)}{_range(m, b, 'range ')} against "
-            f"{m.fmt(w.median)}{_range(m, w)} for {worse}, medians of {n} seeds.")
+    n = min(len(mv.cells[p].values) for p in (*mv.best, worse))
+    word = "lowest" if m.lower_is_better else "highest"
+    if len(mv.best) == 1:
+        lead = (f"{best} has the {word} {short_label(m, g.excess)}, "
+                f"{_quote(m, b, 'range ')}")
+    else:
+        each = [f"{p} {_quote(m, mv.cells[p])}" for p in mv.best]
+        lead = (f"{' and '.join(mv.best)} share the {word} {short_label(m, g.excess)} "
+                f"({'; '.join(each)})")
+    text = (f"{where}: {lead} against {_quote(m, w)} for {worse}, medians of {n} seeds.")
     text += _by_design(g, m, worse, w.median)
     cmd = reproduce(g.spec, row.scenario, row.size, row.workload, [*mv.best, worse])
     return Claim(g.name, text, cmd, m.column, row.scenario, row.size, best, worse)
@@ -387,6 +458,14 @@ def _by_design(g: GridVerdict, m: Metric, worse: str, value: float) -> str:
         return ""
     return (f" By design: KIP-415 holds a departed worker's tasks for {DELAY_SETTING} "
             f"({int(delay):,} ms here) in case it comes back.")
+
+
+def _quote(m: Metric, c: Cell, lead: str = "") -> str:
+    """A cell's median and range, or its outcomes when its seeds split."""
+    if c.split:
+        return " | ".join(f"{m.fmt(statistics.median(o))} ({len(o)} of {len(c.values)} seeds)"
+                          for o in c.outcomes)
+    return f"{m.fmt(c.median)}{_range(m, c, lead)}"
 
 
 def _range(m: Metric, c: Cell, lead: str = "") -> str:
@@ -417,11 +496,15 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
             by_scenario[(row.scenario, row.size)].append(row)
     for (scenario, size), rows in by_scenario.items():
         rows = sorted(rows, key=lambda r: r.x or 0.0)
+        if min(r.seeds for r in rows) < CLAIM_MIN_SEEDS:
+            continue
         for i, m in enumerate(g.metrics):
             winners = [(r.x, r.metrics[i].best[0] if r.metrics[i].verdict == "best" else None)
                        for r in rows]
             named = {w for _, w in winners if w is not None}
-            if len(named) < 2:
+            # the grid's own metric (its question's first) is answered at every value swept;
+            # the others only where the winner changes
+            if not named or (i > 0 and len(named) < 2):
                 continue
             parts = []
             for w in dict.fromkeys(w for _, w in winners):
@@ -437,6 +520,53 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
     return out
 
 
+def claimable(mv: MetricVerdict, min_seeds: int = CLAIM_MIN_SEEDS) -> bool:
+    """Whether a marked difference may carry a sentence: every protocol it names has at least
+    ``min_seeds`` seeds (separated ranges; from :data:`SIGN_MIN_SEEDS` on the sign test too)."""
+    named = (*mv.best, *mv.beaten)
+    return bool(named) and all(len(mv.cells[p].values) >= min_seeds for p in named)
+
+
+@dataclass(slots=True, frozen=True)
+class Comparisons:
+    """How many pairs the tables test, and how many would separate by chance alone."""
+
+    rows: int
+    pairs: int
+    expected: float
+    claim_pairs: int
+    claim_expected: float
+
+
+def comparisons(verdicts: Sequence[GridVerdict]) -> Comparisons:
+    """Every (row, metric, pair of ranked protocols) tested with separated ranges, and the
+    expected number of chance marks if no protocol differed from any other: the sum of
+    1 / C(2n, n) over the pairs (n the fewer seeds of the two); the same over the pairs in
+    cells a claim may rest on (:data:`CLAIM_MIN_SEEDS`)."""
+    rows = pairs = claim_pairs = 0
+    expected = claim_expected = 0.0
+    for g in verdicts:
+        for row in g.rows:
+            for mv in row.metrics:
+                pool = ranked(mv.cells)
+                if len(pool) < 2:
+                    continue
+                rows += 1
+                for i, a in enumerate(pool):
+                    for b in pool[i + 1:]:
+                        n = min(len(mv.cells[a].values), len(mv.cells[b].values))
+                        if n < MIN_SEEDS:
+                            continue
+                        # either of the two may come out better: twice the one-sided chance
+                        p = 2 * separation_chance(n)
+                        pairs += 1
+                        expected += p
+                        if n >= CLAIM_MIN_SEEDS:
+                            claim_pairs += 1
+                            claim_expected += p
+    return Comparisons(rows, pairs, expected, claim_pairs, claim_expected)
+
+
 def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS) -> list[Claim]:
     """At most ``limit`` sentences for the page: per grid and question metric, the marked
     difference at the grid's largest size (then the largest ratio), taken grid by grid in
@@ -444,11 +574,16 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS) -> list[Cla
     per_grid: list[list[Claim]] = []
     for g in verdicts:
         found = _crossovers(g) if g.parameter is not None else []
+        if g.parameter is not None:
+            # a grid that sweeps a parameter asks where the winner changes: its crossovers
+            per_grid.append(found)
+            continue
         for i in range(len(g.metrics)):
             if any(c.metric == g.metrics[i].column for c in found):
                 continue  # the crossover says it for every value swept
             cands = [(row, row.metrics[i]) for row in g.rows
-                     if row.metrics[i].verdict in ("best", "tied") and row.metrics[i].beaten]
+                     if row.metrics[i].verdict in ("best", "tied") and row.metrics[i].beaten
+                     and claimable(row.metrics[i])]
             if not cands:
                 continue
             row, mv = max(cands, key=lambda c: (c[0].size, _strength(c[1])))
@@ -497,7 +632,9 @@ def short_label(m: Metric, excess: bool = False) -> str:
     return f"excess {name}" if excess and m.column in EXCESS else name
 
 
-__all__ = ["CONSUMER_METRICS", "DASH", "KIP415_METRICS", "MAX_CLAIMS", "MIN_SEEDS", "Cell", "Claim",
-           "GridVerdict", "MetricVerdict", "VerdictRow", "beats", "claims", "grid_verdict",
-           "grid_verdicts", "judge", "natural_key", "question_metrics", "separation_chance",
-           "short_label", "sign_needed", "sign_test", "usable"]
+__all__ = ["CLAIM_MIN_SEEDS", "CONSUMER_METRICS", "DASH", "KIP415_METRICS", "MAX_CLAIMS",
+           "MIN_SEEDS", "RELATIVE_FLOOR", "Cell", "Claim", "Comparisons", "GridVerdict",
+           "MetricVerdict", "VerdictRow", "beats", "claimable", "claims", "comparisons",
+           "grid_verdict", "grid_verdicts", "judge", "modes", "natural_key", "question_metrics",
+           "ranked", "separation_chance", "short_label", "sign_needed", "sign_test",
+           "threshold", "usable"]

@@ -1,0 +1,175 @@
+"""Why a verdict table came out as it did: the load per member of each row, and one line per
+grid and scenario on the mechanism, computed from the runs' own columns and workload (docs/lab.md
+"The report").
+
+- :func:`member_load`: what one member of a consumer row carries: records per second (the
+  production rate per partition times the partitions over the members), the share of its time
+  spent processing, and the records a poll returns (the rate times the fetch latency: what is in
+  flight when it polls). Where a grid's sizes change and its partitions stay fixed, this is what
+  changes with the size.
+- :func:`mechanisms`: per scenario of a consumer grid, the downtime per moved partition
+  (resource downtime over partitions moved, the median over the runs) beside each protocol's
+  heartbeat interval from the runs' settings: an eager group rejoins at once, so its gap per
+  partition is short, while a cooperative member learns its second round, and a KIP-848 member
+  its target, at its next heartbeat. Plus, once per grid, how long a poll takes: where it is
+  short, no member is caught inside a long poll when the rebalance starts, which is where eager
+  loses in the field (KIP-429's motivation: the whole group waits for the slowest member's
+  batch).
+
+Plain Python over row dicts.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from groupcoord.lab.findings import family, number
+from groupcoord.sim.workload import Workload
+
+_WORK_MODEL = re.compile(r"([\d.]+) rec/s, ([\d.]+) ms/rec")
+#: The lab's fetch latency (a run's column does not carry it: ``sim.workload.Workload``'s).
+DEFAULT_FETCH_MS = float(Workload().fetch_latency_ms)
+#: Heartbeat settings per family, as the runs' ``settings_json`` names them.
+HEARTBEAT_KEYS: dict[str, tuple[str, ...]] = {
+    "classic": ("heartbeat.interval.ms",),
+    "consumer": ("group.consumer.heartbeat.interval.ms", "heartbeat.interval.ms"),
+}
+#: Session timeout settings per family (a crashed member's partitions wait for it).
+SESSION_KEYS: dict[str, tuple[str, ...]] = {
+    "classic": ("session.timeout.ms",),
+    "consumer": ("group.consumer.session.timeout.ms", "session.timeout.ms"),
+}
+
+
+@dataclass(slots=True, frozen=True)
+class Load:
+    """One member's load in a consumer row."""
+
+    records_per_s: float
+    busy: float
+    per_poll: float
+    batch_ms: float
+
+    def text(self) -> str:
+        return f"{number(self.records_per_s)} rec/s, {self.busy:.1%} busy per member"
+
+
+def member_load(run: Mapping[str, Any], fetch_ms: float = DEFAULT_FETCH_MS) -> Load | None:
+    """A consumer run's load per member (None for Connect, idle or unknown workloads)."""
+    if family(str(run.get("protocol"))).endswith("connect"):
+        return None
+    found = _WORK_MODEL.search(str(run.get("work_model") or ""))
+    parts = run.get("total_partitions") or run.get("partitions")
+    members = run.get("members") or run.get("size")
+    if not found or not parts or not members:
+        return None
+    rate = float(found.group(1)) * float(parts) / float(members)
+    proc = float(found.group(2))
+    per_poll = rate * fetch_ms / 1000.0
+    return Load(rate, rate * proc / 1000.0, per_poll, per_poll * proc)
+
+
+def row_loads(runs: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, ...], Load]:
+    """Per verdict row (scenario, size, workload, fault rate) the load per member of its
+    first run that has one."""
+    out: dict[tuple[Any, ...], Load] = {}
+    for r in runs:
+        key = (str(r.get("scenario")), int(r.get("size") or r.get("members") or 0),
+               str(r.get("workload")), r.get("fault_rate"))
+        if key not in out:
+            ld = member_load(r)
+            if ld is not None:
+                out[key] = ld
+    return out
+
+
+def _heartbeat(settings: Mapping[str, Any], protocol: str,
+               keys: Mapping[str, tuple[str, ...]] = HEARTBEAT_KEYS) -> float | None:
+    for k in keys.get(family(protocol), ()):
+        v = settings.get(k)
+        if isinstance(v, int | float):
+            return float(v)
+    return None
+
+
+def _ms(v: float) -> str:
+    return f"{number(v / 1000.0)} s" if v >= 1000 else f"{number(v)} ms"
+
+
+def downtime_per_move(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Per protocol, the median over its runs (those that moved something) of resource
+    downtime over resources moved, in ms."""
+    per: dict[str, list[float]] = defaultdict(list)
+    for r in runs:
+        moved, down = r.get("resources_moved"), r.get("resource_downtime_ms")
+        if moved and down is not None:
+            per[str(r["protocol"])].append(float(down) / float(moved))
+    return {p: statistics.median(v) for p, v in per.items()}
+
+
+def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any]],
+               runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per scenario of a consumer grid (see the module docstring); nothing for a
+    Connect grid or runs without moves."""
+    if not protocols or any(family(p).endswith("connect") for p in protocols):
+        return []
+    by_scenario: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in runs:
+        if r.get("protocol") in protocols and r.get("ok"):
+            by_scenario[str(r["scenario"])].append(r)
+    lines = []
+    for scenario, rs in by_scenario.items():
+        per = downtime_per_move(rs)
+        if not per:
+            continue
+        parts = []
+        by_beat = []
+        for p in protocols:
+            if p not in per:
+                continue
+            hb = _heartbeat(settings.get(p, {}), p)
+            st = _heartbeat(settings.get(p, {}), p, SESSION_KEYS)
+            beat = ""
+            if hb and 0.5 * hb <= per[p] <= 1.5 * hb:
+                beat = f" (about one {_ms(hb)} heartbeat)"
+                by_beat.append(p)
+            elif st and 0.7 * st <= per[p] <= 1.3 * st:
+                beat = f" (about the {_ms(st)} session timeout)"
+            parts.append(f"{p} {_ms(per[p])}{beat}")
+        line = (f"{scenario}: downtime per moved partition (resource downtime over partitions "
+                f"moved, median over the runs): " + ", ".join(parts) + ".")
+        eager = [p for p in per if p.endswith(":eager")]
+        rest = [p for p in per if not p.endswith(":eager")]
+        if (eager and rest and by_beat
+                and max(per[p] for p in eager) < min(per[p] for p in rest)):
+            line += (" Eager revokes every partition, but the whole group rejoins at once, so "
+                     "each waits only that long; a cooperative member learns its second round, "
+                     "and a KIP-848 member its new target, at its next heartbeat.")
+        lines.append(line)
+    loads = [ld for r in runs if r.get("protocol") in protocols
+             for ld in (member_load(r),) if ld is not None]
+    beats = [hb for p in protocols for hb in (_heartbeat(settings.get(p, {}), p),) if hb]
+    if loads:
+        polls = sorted({ld.per_poll for ld in loads})
+        batch = max(ld.batch_ms for ld in loads)
+        lines.append(
+            f"Polls: a member gets {number(polls[0])}"
+            + (f" to {number(polls[-1])}" if number(polls[-1]) != number(polls[0]) else "")
+            + f" records per poll (its records/s times the {number(DEFAULT_FETCH_MS)} ms in "
+            f"flight) and processes them in at most {_ms(batch)}")
+        if beats and batch < min(beats):
+            lines[-1] += (", under a heartbeat, so no member is busy inside a long poll when a "
+                          "rebalance starts: the case where eager loses in the field (the "
+                          "whole group waits for the slowest member's batch) does not arise "
+                          "here.")
+        else:
+            lines[-1] += "."
+    return lines
+
+
+__all__ = ["Load", "downtime_per_move", "mechanisms", "member_load", "row_loads"]
