@@ -688,6 +688,7 @@ table { border-collapse: collapse; font-size: 0.8em; margin: 0.8em 0; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.45em; text-align: right; vertical-align: top; }
 th { background: #f0f0f0; } td.l, th.l { text-align: left; }
 td.best { background: #d9f2d9; font-weight: bold; } td.tied { background: #eef8ee; }
+td.split { background: #fff4dc; } td.apart, th.apart { background: #f4f4f8; color: #555; }
 td.v { color: #555; white-space: nowrap; } td.m, td.n { white-space: nowrap; }
 small { color: #777; white-space: nowrap; }
 tr.odd td { border-top: 1px solid #ccc; } tr.even td[rowspan] { background: #fafafa; }
