@@ -156,3 +156,24 @@ def test_page_one_names_the_families_and_split_seeds_are_dots(tmp_path: Any) -> 
     # nothing to draw says why, with each metric's largest value
     why = nothing_drawn(g, g.rows)
     assert "task restarts at most 0" in why and f"floor {tb.fmt(tb.floor)}" in why
+
+
+def test_a_connect_grid_says_restarts_per_rebalance_and_what_each_outcome_took() -> None:
+    delay = {"scheduled.rebalance.max.delay.ms": 300_000}
+    runs = []
+    for s, (t, bumps) in enumerate([(302_000, 2), (2_200, 1), (1_900, 1), (303_000, 2),
+                                    (302_500, 2)]):
+        base = {"scenario": "kip415-worker-leaves", "size": 3, "seed": s, "ok": True,
+                "connectors": 16, "tasks": 8}
+        runs.append({**base, "protocol": "classic-connect:eager", "task_restarts": 128,
+                     "epoch_bumps": 1, "time_to_balance_ms": 2_900 + s})
+        runs.append({**base, "protocol": "classic-connect:sessioned",
+                     "task_restarts": 11 * bumps, "epoch_bumps": bumps,
+                     "time_to_balance_ms": t})
+    ps = ["classic-connect:eager", "classic-connect:sessioned"]
+    (line,) = mechanisms(ps, {p: delay for p in ps}, runs)
+    assert "of the group's 128 tasks: classic-connect:eager 128 (100% of them), " \
+        "classic-connect:sessioned 11 (9% of them)" in line
+    assert ("At 3 workers classic-connect:sessioned's seeds split: 2 of 5 balanced in 2.05 s "
+            "after 1 rebalance(s), 3 in 302 s after 2, waiting "
+            "scheduled.rebalance.max.delay.ms (300,000 ms).") in line

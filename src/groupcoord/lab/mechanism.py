@@ -112,11 +112,78 @@ def downtime_per_move(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     return {p: statistics.median(v) for p, v in per.items()}
 
 
+def connect_mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any]],
+                       runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per scenario of a Connect grid: task restarts per rebalance (restarts over the group
+    epoch's bumps) against the group's tasks (connectors x tasks), the median over the runs;
+    and where a protocol's time until balanced splits into outcomes (``verdict.modes``), how
+    many rebalances each outcome took and whether the slow one waited KIP-415's delay."""
+    from groupcoord.lab.findings import BY_COLUMN
+    from groupcoord.lab.verdict import DELAY_SETTING, modes
+
+    tb = BY_COLUMN["time_to_balance_ms"]
+    by_scenario: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in runs:
+        if r.get("protocol") in protocols and r.get("ok"):
+            by_scenario[str(r["scenario"])].append(r)
+    lines = []
+    for scenario, rs in by_scenario.items():
+        parts = []
+        total = 0
+        for p in protocols:
+            mine = [r for r in rs if r["protocol"] == p and r.get("epoch_bumps")
+                    and r.get("task_restarts") is not None]
+            if not mine:
+                continue
+            total = int((mine[0].get("connectors") or 0) * (mine[0].get("tasks") or 0))
+            per = statistics.median(float(r["task_restarts"]) / float(r["epoch_bumps"])
+                                    for r in mine)
+            share = f" ({per / total:.0%} of them)" if total else ""
+            parts.append(f"{p} {number(per)}{share}")
+        if not parts:
+            continue
+        line = (f"{scenario}: task restarts per rebalance (restarts over rebalances, median "
+                f"over the runs), of the group's {total:,} tasks: " + ", ".join(parts) + ".")
+        for p in protocols:
+            by_size: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
+            for r in rs:
+                if r["protocol"] == p and r.get("time_to_balance_ms") is not None:
+                    by_size[int(r.get("size") or 0)].append(r)
+            for size, cell in sorted(by_size.items()):
+                outs = modes([float(r["time_to_balance_ms"]) for r in cell], tb)
+                if len(outs) < 2:
+                    continue
+                cut = outs[0][-1]
+                fast = [r for r in cell if float(r["time_to_balance_ms"]) <= cut]
+                slow = [r for r in cell if float(r["time_to_balance_ms"]) > cut]
+
+                def bumps(xs: Sequence[Mapping[str, Any]]) -> str:
+                    vals = sorted({int(x.get("epoch_bumps") or 0) for x in xs})
+                    return "/".join(str(v) for v in vals)
+
+                delay = settings.get(p, {}).get(DELAY_SETTING)
+                waited = ""
+                if isinstance(delay, int | float) and min(
+                        float(r["time_to_balance_ms"]) for r in slow) >= 0.9 * delay:
+                    waited = f", waiting {DELAY_SETTING} ({int(delay):,} ms)"
+                t_fast = statistics.median(float(r["time_to_balance_ms"]) for r in fast)
+                t_slow = statistics.median(float(r["time_to_balance_ms"]) for r in slow)
+                line += (f" At {size} workers {p}'s seeds split: {len(fast)} of {len(cell)} "
+                         f"balanced in {_ms(t_fast)} after {bumps(fast)} rebalance(s), "
+                         f"{len(slow)} in {_ms(t_slow)} after {bumps(slow)}{waited}.")
+        lines.append(line)
+    return lines
+
+
 def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any]],
                runs: Sequence[Mapping[str, Any]]) -> list[str]:
-    """One line per scenario of a consumer grid (see the module docstring); nothing for a
-    Connect grid or runs without moves."""
-    if not protocols or any(family(p).endswith("connect") for p in protocols):
+    """One line per scenario of the grid (see the module docstring; a Connect grid:
+    :func:`connect_mechanisms`); nothing for runs without moves."""
+    if not protocols:
+        return []
+    if all(family(p).endswith("connect") for p in protocols):
+        return connect_mechanisms(protocols, settings, runs)
+    if any(family(p).endswith("connect") for p in protocols):
         return []
     by_scenario: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for r in runs:
@@ -172,4 +239,5 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
     return lines
 
 
-__all__ = ["Load", "downtime_per_move", "mechanisms", "member_load", "row_loads"]
+__all__ = ["Load", "connect_mechanisms", "downtime_per_move", "mechanisms", "member_load",
+           "row_loads"]
