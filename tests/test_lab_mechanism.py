@@ -177,3 +177,15 @@ def test_a_connect_grid_says_restarts_per_rebalance_and_what_each_outcome_took()
     assert ("At 3 workers classic-connect:sessioned's seeds split: 2 of 5 balanced in 2.05 s "
             "after 1 rebalance(s), 3 in 302 s after 2, waiting "
             "scheduled.rebalance.max.delay.ms (300,000 ms).") in line
+
+
+def test_grids_below_five_seeds_are_named_as_carrying_no_sentence() -> None:
+    from groupcoord.lab.report import too_few_for_claims
+
+    rows = [{"protocol": p, "scenario": "rolling-bounce", "size": 10, "workload": "4x250",
+             "fault_rate": 0.0, "seed": s, "ok": True, "caught_up": True,
+             "stall_ms": v + s}
+            for s in range(3) for p, v in (("classic:eager", 9000), ("consumer:uniform", 0))]
+    (g,) = grid_verdicts({"spec": "x", "grids": [{"name": "rolling", "seeds": 3,
+                                                   "metrics": ["stall_ms"]}]}, rows)
+    assert too_few_for_claims([g]).startswith("No sentence from rolling (3 seeds)")

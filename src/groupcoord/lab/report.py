@@ -747,16 +747,30 @@ def build_report(out_dir: str | Path) -> Path:
     return index
 
 
-def _claims_html(found: Sequence[Claim]) -> str:
+def too_few_for_claims(verdicts: Sequence[GridVerdict]) -> str:
+    """The grids that cannot carry a sentence: fewer than ``CLAIM_MIN_SEEDS`` seeds per
+    cell."""
+    few = [f"{g.name} ({g.seeds} seeds)" for g in verdicts
+           if g.rows and g.seeds < CLAIM_MIN_SEEDS]
+    if not few:
+        return ""
+    return (f"No sentence from {', '.join(few)}: fewer than {CLAIM_MIN_SEEDS} seeds per cell, "
+            "where separated ranges happen by chance too often across this many pairs; their "
+            "tables above still mark what separates.")
+
+
+def _claims_html(found: Sequence[Claim], verdicts: Sequence[GridVerdict] = ()) -> str:
+    few = too_few_for_claims(verdicts)
+    few_html = f"<p>{html.escape(few)}</p>" if few else ""
     if not found:
         return ("<h2>What the tables show</h2><p>No difference between protocols passes the "
-                "test above.</p>")
+                f"test above.</p>{few_html}")
     items = "".join(f"<li>{html.escape(c.text)}<br><code>{html.escape(c.command)}</code></li>"
                     for c in found)
     return ("<h2>What the tables show</h2><p>Each sentence is one marked difference in a cell "
             f"of at least {CLAIM_MIN_SEEDS} seeds per protocol, in the grid's own metrics; its "
             "command reruns that cell with the same seeds, hence the same rows.</p>"
-            f"<ol class='claims'>{items}</ol>")
+            f"<ol class='claims'>{items}</ol>{few_html}")
 
 
 def _violations_html(violations: Sequence[dict[str, Any]]) -> str:
@@ -821,7 +835,7 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
     loads = row_loads(runs)
     parts += [verdict_html(g, loads, mechanisms(g.protocols, g.settings, grid_runs(g, runs)))
               for g in verdicts]
-    parts.append(_claims_html(found))
+    parts.append(_claims_html(found, verdicts))
     parts.append(settings_html(runs))
     parts.append("<h2>What the model leaves out</h2><ul>")
     parts += [f"<li>{html.escape(t)}</li>" for t in model_limits(runs,
@@ -870,6 +884,9 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
         lines.append("No difference between protocols passes the test above.")
     for i, c in enumerate(found, 1):
         lines.append(f"{i}. {c.text}  \n   `{c.command}`")
+    few = too_few_for_claims(verdicts)
+    if few:
+        lines += ["", few]
     lines += ["", settings_md(runs), "", "## What the model leaves out", ""]
     lines += [f"- {t}" for t in model_limits(runs, gaps=star_gaps(verdicts))]
     lines += ["", f"## Invariant violations: {len(violations)}", ""]
