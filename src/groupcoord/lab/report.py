@@ -514,9 +514,9 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 ax.fill_between([x for x, *_ in pts], [lo for *_, lo, _ in pts],
                                 [hi for *_, hi in pts], alpha=0.12, color=st.get("color"))
                 if seeds:
-                    ax.scatter([x for x, _ in seeds], [y for _, y in seeds], s=22,
+                    ax.scatter([x for x, _ in seeds], [y for _, y in seeds], s=40,
                                color=st.get("color"), edgecolors="black", linewidths=0.4,
-                               marker=st.get("marker", "o"), zorder=3)
+                               marker=st.get("marker", "o"), zorder=4)
             xs = sorted(xs_all)
             if xs and xs[0] > 0 and xs[-1] / xs[0] > LOG_X_SPAN:
                 ax.set_xscale("log")
