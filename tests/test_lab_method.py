@@ -80,15 +80,16 @@ def test_an_event_that_moves_nothing_costs_exactly_nothing(protocol: str) -> Non
 
 
 @pytest.mark.parametrize("protocol", CONNECT)
-def test_kip415_connector_removed_moves_nothing_under_a_connector_workload(protocol: str) -> None:
-    """The paper's kip415-connector-removed under its 16 x 8 workload deletes connector B and
-    resizes A, neither of which exists there (the workload's connectors are connector-0..15):
-    both events are no-ops, and every protocol's cost is exactly zero."""
+def test_kip415_connector_removed_changes_the_connectors_under_a_connector_workload(
+        protocol: str) -> None:
+    """The paper's kip415-connector-removed under a connector workload deletes connector B and
+    resizes A, which the workload keeps (its own connectors first, then connector-<i>): no
+    event is a no-op, and deleting B's tasks stops them under every protocol."""
     row = run_one(_params(protocol, "kip415-connector-removed", connectors=4, tasks=3,
                           workload="4x3c"))
     assert row["ok"] and row["caught_up"] and row["disturbance_count"] == 2
-    assert all(row[k] == 0 for k in COSTS), {k: row[k] for k in COSTS}
-    assert row["task_downtime_task_s"] == 0.0 and row["time_to_balance_ms"] == 0
+    assert row["noop_events"] == 0
+    assert row["task_downtime_task_s"] > 0 and row["resource_downtime_ms"] > 0
 
 
 @pytest.mark.parametrize("protocol", ("classic:eager", "consumer:uniform", "connect:eager"))

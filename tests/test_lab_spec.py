@@ -50,7 +50,8 @@ def test_builtin_specs_expand() -> None:
     from groupcoord.lab.spec import is_connect_protocol
 
     assert {r.workload for r in runs if not is_connect_protocol(r.protocol)} == {
-        "4x250", "light", *(f"4x8-p{ms}ms" for ms in ("0.5", "2", "5", "10", "20"))}
+        "4x250", "4x1000", "field-costs", "light",
+        *(f"4x8-p{ms}ms" for ms in ("0.5", "2", "5", "10", "20"))}
     assert {r.workload for r in runs if is_connect_protocol(r.protocol)} == {"16x8c"}
     assert {p for p in labels if is_connect_protocol(p)} == {
         label for label in labels if label.split(":")[0] in ("connect", "classic-connect")}

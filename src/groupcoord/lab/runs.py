@@ -40,10 +40,15 @@ spread within one per worker; null if it never did); ``warmup_ms`` (when the fir
 disturbance came); ``caught_up`` (whether the group had converged and its applications caught
 up by then: a run that had not is no evidence of a disturbance's cost); ``control_lag_peak``
 and ``control_lag_record_s`` (the control's own lag over the same windows: the records always
-in flight); ``settings_json`` (the run's effective client settings under Kafka's config
-names). The work columns are null when the workload is idle; the costs are null when a run
-has no control (a violation). A scenario without disturbances has no cost (zeros) and
-reports its initial join's convergence.
+in flight); ``noop_events`` (scenario events that changed nothing in the run: a member
+not running, a connector or topic that does not exist or is already as asked; the lab's
+scenarios must have none: a run with any did not do what its scenario's name says);
+``event_targets`` (JSON: for each event that names a member, ``at_ms``, ``kind``, the
+``member`` it hit and the group's ``leader`` at that moment, ``sim.consumer``'s
+``leader()``: the check behind ``@leader`` scenarios); ``settings_json`` (the run's
+effective client settings under Kafka's config names). The work columns are null when the
+workload is idle; the costs are null when a run has no control (a violation). A scenario
+without disturbances has no cost (zeros) and reports its initial join's convergence.
 
 Raw figures of the disturbance windows: ``epoch_bumps``, ``messages``, ``records_written``,
 ``records_processed`` (summed over the windows), ``peak_unowned`` (their maximum),
@@ -99,7 +104,8 @@ RUN_METRICS: tuple[tuple[str, str], ...] = (
     # the method (see the module docstring)
     ("warmup_ms", "long"), ("caught_up", "bool"), ("control_lag_peak", "long"),
     ("control_lag_record_s", "double"), ("task_downtime_task_s", "double"),
-    ("time_to_balance_ms", "long"), ("settings_json", "str"),
+    ("time_to_balance_ms", "long"), ("noop_events", "int"), ("event_targets", "str"),
+    ("settings_json", "str"),
     ("total_moved", "long"), ("total_downtime_ms", "long"), ("group_epoch", "long"),
     ("total_messages", "long"), ("total_records", "long"), ("failovers", "long"),
     ("steps", "long"), ("sim_time_ms", "long"), ("wall_ms", "double"), ("summary_json", "str"),
@@ -166,6 +172,18 @@ def _retopic_event(ev: Event, factors: dict[str, float], default: float) -> Even
     if ev.kind == "create-topic":
         return replace(ev, params={**ev.params, "partitions": scale(int(ev["partitions"]),
                                                                      default)})
+    return ev
+
+
+def _retask_event(ev: Event, factors: dict[str, float], default: float) -> Event:
+    """A connector event in a cell whose connectors have ``tasks`` tasks each: the task count
+    it asks for scaled by the connector's own factor (a new connector by the first's), as
+    partition counts are; at least one task."""
+    if ev.kind == "update-tasks":
+        f = factors.get(ev["connector"], default)
+        return replace(ev, params={**ev.params, "tasks": scale(int(ev["tasks"]), f)})
+    if ev.kind == "add-connector":
+        return replace(ev, params={**ev.params, "tasks": scale(int(ev["tasks"]), default)})
     return ev
 
 
@@ -295,9 +313,16 @@ def _cell_scenario(params: RunParams) -> Scenario:
         if sc.subscription is not None and first in sc.subscription:
             extra = tuple(n for n in names if n not in sc.subscription and n.startswith(first))
             changes["subscription"] = (*sc.subscription, *extra)
-    if params.connectors is not None or params.tasks is not None:
-        changes["connectors"] = tuple((f"connector-{i}", params.tasks)
-                                      for i in range(params.connectors or 0))
+    if params.connectors is not None and params.tasks is not None:
+        # The scenario's connectors first (its events name them), then connector-<i>.
+        own = dict(sc.connectors)
+        names = list(own)[:params.connectors]
+        names += [f"connector-{i}" for i in range(len(names), params.connectors)]
+        changes["connectors"] = tuple((n, params.tasks) for n in names)
+        factors = {n: params.tasks / t for n, t in own.items() if t > 0}
+        default = params.tasks / next(iter(own.values())) if own and next(
+            iter(own.values())) > 0 else 1.0
+        events = tuple(_retask_event(e, factors, default) for e in events)
     if params.fault_rate is not None:
         r = params.fault_rate
         changes["faults"] = NetworkFaults(loss=r, response_loss=r, duplicate=r, reorder=r)
@@ -565,6 +590,8 @@ def summarize(params: RunParams, sc: Scenario, res: SimResult, wall_ms: float,
         "control_lag_record_s": head["control_lag_record_s"],
         "task_downtime_task_s": head["task_downtime_task_s"],
         "time_to_balance_ms": time_to_balance,
+        "noop_events": int(s.get("noop_events", 0)),
+        "event_targets": json.dumps(s.get("event_targets", []), sort_keys=True),
         "settings_json": json.dumps(effective_settings(sc, params.protocol), sort_keys=True),
         "total_moved": int(s["resources_moved"]),
         "total_downtime_ms": int(s["resource_downtime_ms"]),

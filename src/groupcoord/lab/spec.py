@@ -49,8 +49,13 @@ at every size; ``scale-in`` is capped at ``size - 1``), members named in events 
 after the new size. A topic workload replaces the topics:
 the scenario's topic names first, then ``<first topic>_<i>``, each with ``partitions``
 partitions; partition counts of ``add-partitions`` and ``create-topic`` events scale by the
-same factor. A fault rate sets the base probability of loss, response loss, duplication and
-reordering until the faults stop.
+same factor. A connector workload likewise keeps the scenario's connector names first (its
+``remove-connector`` and ``update-tasks`` events name them), then ``connector-<i>``, each with
+``tasks`` tasks; the task counts of ``update-tasks`` and ``add-connector`` events scale by the
+same factor (the connector's own, a new one's by the first's). An event that changes nothing
+in a run is counted (``lab.runs``' ``noop_events``); the paper spec's cells have none. A
+fault rate sets the base probability of loss, response loss, duplication and reordering
+until the faults stop.
 
 Built-in specs: ``quick`` (a few minutes of CPU at most: under 2 minutes on 2 cores) and
 ``paper`` (the KIP-415 scenarios and the specs' case studies, across every protocol the
@@ -623,7 +628,8 @@ name = "paper"
 description = '''The seeds' questions, one grid each: KIP-415's scenarios under eager and \
 incremental cooperative Connect rebalancing; classic eager vs cooperative vs KIP-848 for \
 10 to 1,000 consumers; the processing time at which each protocol starts to win (crossover); \
-and the field's anchor, 10 consumers while a topic grows by 900 partitions. Members do work \
+the field's anchor, 10 consumers while a topic grows by 900 partitions; and the costs the \
+field pays (state restore, long polls after a backlog). Members do work \
 at rates that keep them below saturation at every size: a rebalance, not an overload, is what \
 builds the lag.'''
 seeds = 5
@@ -642,6 +648,26 @@ partitions = 250
 # 1,600 records/s at 0.5 ms each: 80 % of one member, so the first member up, alone with every
 # partition until the others join (start phases are drawn), is busy but not saturated.
 records_per_s = 1.6
+
+[[workloads]]
+name = "4x1000"
+topics = 4
+partitions = 1000
+# the 4x250 group's 1,600 records/s over four times the partitions: more partitions than
+# members at 1,000 members, so a member that joins gets some
+records_per_s = 0.4
+
+[[workloads]]
+name = "field-costs"
+topics = 4
+partitions = 25
+# 350 records/s at 20 ms each over 10 members: 70 % busy in steady state, so a backlog drains
+# slowly in batches of up to 500 records (a 10 s poll) and a rebalance finds members busy in
+# poll; each newly assigned partition first restores its state for 2 s
+records_per_s = 3.5
+processing_ms = 20
+max_poll_records = 500
+warmup_ms = 2000
 
 [[workloads]]
 name = "light"
@@ -709,13 +735,15 @@ metrics = ["stall_ms", "lag_peak", "lag_record_s", "convergence_ms", "resources_
 
 [[grid]]
 name = "consumers-1000"
-description = '''classic eager vs cooperative vs KIP-848 at 300 and 1,000 consumers (fewer \
-seeds; partition-added left out: at 1,000 members one run takes minutes)'''
+description = '''classic eager vs cooperative vs KIP-848 at 300 and 1,000 consumers on 4 x \
+1,000 partitions (more partitions than members, so the member a scale-out adds gets work: on \
+1,000 partitions at 1,000 members cooperative and KIP-848 moved nothing; partition-added \
+left out: at 1,000 members one run takes minutes)'''
 protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
 scenarios = ["crash", "bounce", "scale-out"]
 sizes = [300, 1000]
-workloads = ["4x250"]
-seeds = 2
+workloads = ["4x1000"]
+seeds = 3
 question = "Does the ranking of the consumer protocols hold at 300 and 1,000 members?"
 metrics = ["stall_ms", "lag_peak", "lag_record_s", "convergence_ms", "resources_moved",
            "records_reprocessed"]
@@ -745,6 +773,22 @@ workloads = ["4x8-p0.5ms", "4x8-p2ms", "4x8-p5ms", "4x8-p10ms", "4x8-p20ms"]
 seeds = 3
 question = "From which processing time per record on does each protocol cost the least lag?"
 metrics = ["lag_record_s", "lag_peak", "stall_ms"]
+
+[[grid]]
+name = "field-costs"
+description = '''the costs the field pays: 10 consumers on 4 x 25 partitions at 3.5 \
+records/s each, 20 ms per record (70 % busy), up to 500 records a poll (a 10 s poll after a \
+backlog, so a member is busy in poll when a rebalance comes) and 2 s of state restore per \
+newly assigned partition (the other grids' polls return a few records and nothing warms up)'''
+protocols = ["classic:eager", "classic:cooperative", "consumer:uniform", "consumer:range"]
+scenarios = ["bounce", "scale-out", "rolling-bounce"]
+sizes = [10]
+workloads = ["field-costs"]
+seeds = 3
+question = "When members restore state for the partitions they gain and process long batches \
+after a backlog, what does a member change cost each protocol's applications?"
+metrics = ["lag_record_s", "lag_peak", "stall_ms", "paused_partition_s", "convergence_ms", \
+           "resources_moved", "records_reprocessed"]
 
 [[grid]]
 name = "anchor"

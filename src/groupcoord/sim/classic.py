@@ -233,6 +233,18 @@ class ClassicConsumerSimulation(ConsumerSimulation):
         """A SyncGroup assignment for the trace (``sim.classic_connect`` reads Connect's)."""
         return ",".join(f"{t}:{len(ps)}" for t, ps in sorted(_assigned(raw).items())) or "-"
 
+    def leader(self) -> Proc | None:
+        """The classic group's leader at the coordinator (the member whose JoinGroup response
+        names it leader and who computes the assignment), if it is running; while the
+        coordinator is down or the group has none, what :meth:`ConsumerSimulation.leader`
+        falls back to."""
+        g = self.coord.shard.groups.get(self.gid) if self.coord.up else None
+        lid = getattr(g, "leader_id", None)
+        p = self.by_mid.get(lid) if lid else None
+        if p is not None and p.alive and not p.leaving and p.member.member_id == lid:
+            return p
+        return super().leader()
+
     def _joined(self, p: Proc, before: int) -> None:
         """A JoinGroup response adopted: client-side I3, and I1 for what a cooperative member
         keeps consuming into the new generation (it may have become unfenced)."""

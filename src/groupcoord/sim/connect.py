@@ -175,10 +175,10 @@ class ConnectSimulation(ConsumerSimulation):
                 self.connectors[c] = ev["tasks"]
                 self._configure((ConnectorConfigOp("update", c, ev["tasks"]),))
             else:
-                self.trace("skip", "", "", f"{k} {c}: nothing to change")
+                self.noop("", f"{k} {c}: nothing to change")
             self._universe_dirty = True
         elif k == "subscribe":
-            self.trace("skip", "", "", "subscribe: workers do not subscribe")
+            self.noop("", "subscribe: workers do not subscribe")
         else:
             super().apply_member_event(ev)
 

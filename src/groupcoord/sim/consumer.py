@@ -170,6 +170,8 @@ class ConsumerSimulation(ConsumerConvergence):
         self._names: set[str] = set()  # every name used or reserved
         self._live: list[Proc] | None = None  # live processes by index (cache)
         self.by_mid: dict[str, Proc] = {}
+        #: The member last asked to compute the assignment (name, member id): :meth:`leader`.
+        self._assigner: tuple[str, str] | None = None
         self._next_index = 1
         # Shadow of the coordinator (from its records): holder per partition, holdings per
         # member, incarnations (removals) per member id, presence.
@@ -328,10 +330,35 @@ class ConsumerSimulation(ConsumerConvergence):
 
     # ================================================================== scenario events
 
+    def leader(self) -> Proc | None:
+        """The member a scenario's ``@leader`` names, at this moment. Consumer and connect
+        groups have no leader in the classic sense; with a client-side assignor (the Connect
+        draft, KIP-848's ShouldComputeAssignment) it is the running member the coordinator
+        last chose to compute the assignment. Otherwise (KIP-848 with a server-side assignor:
+        nobody leads) it is the running member that started first, so the event is still
+        well defined. ``sim.classic`` answers with the classic group's leader."""
+        if self._assigner is not None:
+            name, mid = self._assigner
+            p = self.procs.get(name)
+            if p is not None and p.alive and not p.leaving and p.member.member_id == mid:
+                return p
+        live = self.live()
+        return live[0] if live else None
+
+    def follower(self) -> Proc | None:
+        """The member a scenario's ``@follower`` names: the first running member (in start
+        order) that is not :meth:`leader`."""
+        lead = self.leader()
+        return next((p for p in self.live() if p is not lead), None)
+
     def resolve_members(self, names: Iterable[str]) -> list[str]:
         out: list[str] = []
         for n in names:
-            if n in ("any", "*", "all"):
+            if n in ("@leader", "@follower"):
+                who = self.leader() if n == "@leader" else self.follower()
+                if who is not None and who.name not in out:
+                    out.append(who.name)
+            elif n in ("any", "*", "all"):
                 live = [p.name for p in self.live() if p.name not in out]
                 if n == "any":
                     if live:
@@ -343,11 +370,14 @@ class ConsumerSimulation(ConsumerConvergence):
         return sorted(out)
 
     def _one(self, ev: Event) -> Proc | None:
+        lead = self.leader()
         names = self.resolve_members([ev["member"]])
         p = self.procs.get(names[0]) if names else None
         if p is None or not p.alive:
-            self.trace("skip", names[0] if names else "", "", f"{ev.kind}: not running")
+            self.noop(names[0] if names else "", f"{ev.kind} {ev['member']}: not running")
             return None
+        self.event_targets.append({"at_ms": self.now, "kind": ev.kind, "member": p.name,
+                                   "leader": None if lead is None else lead.name})
         return p
 
     def apply_member_event(self, ev: Event) -> None:
@@ -691,6 +721,8 @@ class ConsumerSimulation(ConsumerConvergence):
             if body.error_code in (_E.fenced_member_epoch, _E.unknown_member_id):
                 self.stats["fenced"] += 1
         else:
+            if getattr(body, "should_compute_assignment", False):
+                self._assigner = (p.name, m.member_id)  # chosen to compute (see leader())
             detail = heartbeat_detail(body, before)
             if detail is not None:
                 self.trace("hb<", p.name, body.member_epoch, detail)

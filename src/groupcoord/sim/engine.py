@@ -287,6 +287,12 @@ class Simulation(ABC):
         #: Since when the assignment is balanced (None: not balanced, or not tracked).
         self.balanced_since: int | None = None
         self._recovery_check: int | None = None
+        #: Scenario events that changed nothing (a member not running, a connector or topic
+        #: that does not exist or already is as asked): the lab refuses a run with any.
+        self.noop_events = 0
+        #: Which member each event that names one hit, and who led the group at that moment
+        #: (``@leader`` events: the two are the same).
+        self.event_targets: list[dict[str, Any]] = []
 
     # ================================================================== loop
 
@@ -299,6 +305,11 @@ class Simulation(ABC):
         """One trace line: time, step, event, member, epochs (an int is a member epoch) and
         resource (text, or partitions formatted when the trace is written)."""
         self._trace.append((self.now, self.step, event, member, epochs, resource))
+
+    def noop(self, member: str, detail: str) -> None:
+        """A scenario event that changes nothing: traced as ``skip`` and counted."""
+        self.noop_events += 1
+        self.trace("skip", member, "", detail)
 
     def run(self, max_steps: int | None = None) -> SimResult:
         """Run the scenario to its end; never raises on a violation (see the result)."""
@@ -438,19 +449,25 @@ class Simulation(ABC):
         elif k == "add-partitions":
             t = self.image.topic(ev["topic"])
             if t is None:
-                self.trace("add-parts", "", "", f"{ev['topic']}: no such topic")
+                self.noop("", f"add-partitions {ev['topic']}: no such topic")
             elif ev["partitions"] > t.num_partitions:
                 self.set_image(self.image.with_topic(TopicMetadata(t.topic_id, t.name,
                                                                    ev["partitions"])),
                                f"{t.name} {t.num_partitions}->{ev['partitions']} partitions")
+            else:
+                self.noop("", f"add-partitions {t.name}: has {t.num_partitions} already")
         elif k == "create-topic":
             if self.image.topic(ev["topic"]) is None:
                 self.set_image(self.image.with_topic(self._new_topic(ev["topic"],
                                                                      ev["partitions"])),
                                f"created {ev['topic']} ({ev['partitions']} partitions)")
+            else:
+                self.noop("", f"create-topic {ev['topic']}: exists")
         elif k == "delete-topic":
             if self.image.topic(ev["topic"]) is not None:
                 self.set_image(self.image.without_topic(ev["topic"]), f"deleted {ev['topic']}")
+            else:
+                self.noop("", f"delete-topic {ev['topic']}: no such topic")
         else:
             self.apply_member_event(ev)
         self.dirty = True
@@ -760,12 +777,15 @@ class Simulation(ABC):
 
     def _method_summary(self) -> dict[str, Any]:
         """What the lab's method reads (``lab.runs``): whether the group had caught up at the
-        first event, since when the assignment is balanced."""
+        first event, since when the assignment is balanced, how many events changed nothing,
+        and which member each event that names one hit (with the leader at that moment)."""
         out: dict[str, Any] = {}
         if self.caught_up is not None:
             out["caught_up"] = self.caught_up
         if self.track_balance:
             out["balanced_since_ms"] = self.balanced_since
+        out["noop_events"] = self.noop_events
+        out["event_targets"] = list(self.event_targets)
         return out
 
     def reproduce_command(self) -> str:

@@ -53,14 +53,16 @@ key optional except where noted)::
     [[events]]
     at_ms = 30000
     kind = "crash"               # see EVENT_KINDS
-    member = "c2"                # a name, or "any" (drawn from the live members)
+    member = "c2"                # a name, "any" (drawn from the live members), "@leader"
+                                 # (the group's leader at the event's time) or "@follower"
 
 Event kinds (:data:`EVENT_KINDS`, parameters and defaults): ``join`` (members or count),
 ``leave`` (member; a permanent leave, epoch -1), ``crash`` (member: no leave), ``bounce``
 (member, down_ms; a graceful close, epoch -2 for a static member, then a new process with a new
-member id and the same instance id; ``hard = true`` crashes instead), ``rolling-bounce``
-(interval_ms, down_ms, hard; every live member in name order), ``scale-out`` (count),
-``scale-in`` (count: the newest members leave), ``slow`` (member or "all", delay_ms,
+member id and the same instance id; ``hard = true`` crashes instead; ``after_delay_ms``: down
+for the group's ``scheduled.rebalance.max.delay.ms`` plus this margin instead of ``down_ms``),
+``rolling-bounce`` (interval_ms, down_ms, hard; every live member in name order), ``scale-out``
+(count), ``scale-in`` (count: the newest members leave), ``slow`` (member or "all", delay_ms,
 duration_ms: revocations started in the window take ``delay_ms``), ``subscribe`` (member or
 "all"; topics or regex), ``add-partitions`` (topic, partitions = the new count),
 ``create-topic`` (topic, partitions; a deleted topic comes back under a new topic id),
@@ -107,7 +109,7 @@ EVENT_KINDS: dict[str, dict[str, Any]] = {
     "join": {"members": None, "count": 1},
     "leave": {"member": ...},
     "crash": {"member": ...},
-    "bounce": {"member": ..., "down_ms": 5_000, "hard": False},
+    "bounce": {"member": ..., "down_ms": 5_000, "hard": False, "after_delay_ms": None},
     "rolling-bounce": {"interval_ms": 10_000, "down_ms": 3_000, "hard": False},
     "scale-out": {"count": 1},
     "scale-in": {"count": 1},
@@ -284,6 +286,8 @@ def parse_event(where: str, raw: Mapping[str, Any]) -> Event:
         else:
             params[name] = default
     for name, v in params.items():
+        if name == "after_delay_ms" and v is None:
+            continue
         if name.endswith("_ms") or name in ("count", "partitions"):
             params[name] = _int(f"{where}.{name}", v, 1 if name in ("count", "partitions") else 0)
         elif name == "tasks":
@@ -392,7 +396,22 @@ def parse_scenario(data: Mapping[str, Any], source: str = "") -> Scenario:
             raise ScenarioError(str(e)) from None
     if sc.heartbeat_interval_ms >= sc.session_timeout_ms:
         raise ScenarioError(f"{where}: heartbeat_interval_ms must be < session_timeout_ms")
-    return sc
+    return with_delay_timings(sc)
+
+
+def with_delay_timings(sc: Scenario) -> Scenario:
+    """The scenario with every ``bounce`` that gives ``after_delay_ms`` down for the group's
+    ``scheduled.rebalance.max.delay.ms`` (KIP-415's delay) plus that margin: a worker that
+    returns after the delay expired does so whatever the delay is. Called again whenever the
+    delay changes (``sim.settings.with_field_settings``)."""
+    if not any(e.kind == "bounce" and e.params.get("after_delay_ms") is not None
+               for e in sc.events):
+        return sc
+    events = tuple(
+        replace(e, params={**e.params, "down_ms": sc.max_delay_ms + int(e["after_delay_ms"])})
+        if e.kind == "bounce" and e.params.get("after_delay_ms") is not None else e
+        for e in sc.events)
+    return replace(sc, events=events)
 
 
 def start_offsets_ms(sc: Scenario, seed: int) -> list[int]:

@@ -26,7 +26,7 @@ from collections.abc import Collection
 from dataclasses import replace
 from typing import Any
 
-from groupcoord.sim.scenario import Scenario
+from groupcoord.sim.scenario import Scenario, with_delay_timings
 
 #: Scenario fields (``sim.scenario.Scenario``, ``workload.metadata_max_age_ms``) per protocol
 #: family at the field's defaults.
@@ -64,7 +64,8 @@ def with_field_settings(sc: Scenario, protocol: str, keep: Collection[str] = ())
             changes[name] = value
     if wl_changes:
         changes["workload"] = replace(sc.workload, **wl_changes)
-    return replace(sc, **changes) if changes else sc
+    # a bounce timed after KIP-415's delay follows the delay (``sim.scenario``)
+    return with_delay_timings(replace(sc, **changes)) if changes else sc
 
 
 def effective_settings(sc: Scenario, protocol: str) -> dict[str, int]:
