@@ -422,3 +422,11 @@ def test_a_swept_grid_answers_with_its_own_metric_at_every_value() -> None:
     found = claims([g])
     assert [c.metric for c in found] == ["lag_record_s", "lag_peak"]
     assert found[0].text.endswith("classic:eager at 0.5 ms; none at 20 ms.")
+
+
+def test_a_run_whose_event_changed_nothing_is_left_out_and_counted() -> None:
+    rows = [_run(p, s, scenario="kip415-connector-removed", size=3, workload="16x8c",
+                 task_restarts=0, noop_events=1)
+            for p in ("classic-connect:eager", "classic-connect:sessioned") for s in range(5)]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [{"name": "kip415", "seeds": 5}]}, rows)
+    assert g.rows == [] and g.noop == 10 and claims([g]) == []

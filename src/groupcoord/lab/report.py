@@ -193,8 +193,10 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
     total = sum(g.runs for g in verdicts)
     bad = sum(g.violated for g in verdicts)
     late = sum(g.not_caught_up for g in verdicts)
+    noop = sum(g.noop for g in verdicts)
     left = (f"{total:,} runs in these grids; left out: {bad:,} that violated an invariant "
-            f"(listed below), {late:,} that never caught up before their first disturbance.")
+            f"(listed below), {late:,} that never caught up before their first disturbance, "
+            f"{noop:,} with a scenario event that changed nothing (noop_events).")
     return [what, test, left, protocol_text(verdicts)]
 
 
@@ -267,9 +269,9 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load] | None = Non
         parts.append(f"<p>{html.escape(g.description)}</p>")
     mets = ", ".join(_unit(m, g.excess) for m in g.metrics)
     extra = ""
-    if g.violated or g.not_caught_up:
+    if g.violated or g.not_caught_up or g.noop:
         extra = (f"; left out: {g.violated} with a violation, {g.not_caught_up} never caught "
-                 f"up")
+                 f"up, {g.noop} with an event that changed nothing")
     parts.append(f"<p>Metrics: {html.escape(mets)}. {g.seeds} seeds per cell; {g.runs:,} runs"
                  f"{html.escape(extra)}.</p>")
     if not g.rows:

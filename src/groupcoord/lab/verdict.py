@@ -115,9 +115,12 @@ def question_metrics(grid: Mapping[str, Any], rows: Sequence[Mapping[str, Any]] 
 
 
 def usable(r: Mapping[str, Any]) -> bool:
-    """A run that counts: it kept every invariant and caught up before its first disturbance
-    (a run without the ``caught_up`` column counts as caught up)."""
-    return bool(r.get("ok")) and r.get("caught_up") is not False
+    """A run that counts: it kept every invariant, caught up before its first disturbance (a
+    run without the ``caught_up`` column counts as caught up) and every event of its scenario
+    changed something (``noop_events``: an event naming a connector or member the run does not
+    have measures nothing, and its zeros would read as a tie)."""
+    return (bool(r.get("ok")) and r.get("caught_up") is not False
+            and not r.get("noop_events"))
 
 
 def separation_chance(n: int) -> float:
@@ -255,6 +258,8 @@ class GridVerdict:
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: The grid's setup in words (the spec's description), beside its question.
     description: str = ""
+    #: Runs left out because an event of their scenario changed nothing.
+    noop: int = 0
 
 
 def natural_key(text: str) -> tuple[Any, ...]:
@@ -355,7 +360,9 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
                        sum(1 for r in mine if r.get("ok") and r.get("caught_up") is False),
                        int(grid.get("seeds") or len({r.get("seed") for r in mine})),
                        param, spec, any(r.get("control_lag_peak") is not None for r in mine),
-                       _settings_of(mine), str(grid.get("description") or ""))
+                       _settings_of(mine), str(grid.get("description") or ""),
+                       sum(1 for r in mine if r.get("ok") and r.get("caught_up") is not False
+                           and r.get("noop_events")))
 
 
 def _settings_of(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
