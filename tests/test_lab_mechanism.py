@@ -167,16 +167,19 @@ def test_a_connect_grid_says_restarts_per_rebalance_and_what_each_outcome_took()
                 "connectors": 16, "tasks": 8}
         runs.append({**base, "protocol": "classic-connect:eager", "task_restarts": 128,
                      "epoch_bumps": 1, "time_to_balance_ms": 2_900 + s})
+        leader = "c2" if t < 10_000 else "c1"
         runs.append({**base, "protocol": "classic-connect:sessioned",
                      "task_restarts": 11 * bumps, "epoch_bumps": bumps,
-                     "time_to_balance_ms": t})
+                     "time_to_balance_ms": t, "event_targets": json.dumps(
+                         [{"at_ms": 26000, "kind": "leave", "leader": leader, "member": "c2"}])})
     ps = ["classic-connect:eager", "classic-connect:sessioned"]
     (line,) = mechanisms(ps, {p: delay for p in ps}, runs)
     assert "of the group's 128 tasks: classic-connect:eager 128 (100% of them), " \
         "classic-connect:sessioned 11 (9% of them)" in line
     assert ("At 3 workers classic-connect:sessioned's seeds split: 2 of 5 balanced in 2.05 s "
             "after 1 rebalance(s), 3 in 302 s after 2, waiting "
-            "scheduled.rebalance.max.delay.ms (300,000 ms).") in line
+            "scheduled.rebalance.max.delay.ms (300,000 ms); the event hit the group's leader "
+            "in 2 of the 2 fast seeds and 0 of the 3 slow ones.") in line
 
 
 def test_grids_below_five_seeds_are_named_as_carrying_no_sentence() -> None:

@@ -21,6 +21,7 @@ Plain Python over row dicts.
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 from collections import defaultdict
@@ -112,6 +113,25 @@ def downtime_per_move(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     return {p: statistics.median(v) for p, v in per.items()}
 
 
+def leader_hits(runs: Sequence[Mapping[str, Any]]) -> int | None:
+    """How many of the runs had an event hit the group's leader of that moment (the runs'
+    ``event_targets``: each event's member and who led); None when a run does not say."""
+    n = 0
+    for r in runs:
+        raw = r.get("event_targets")
+        if not raw:
+            return None
+        try:
+            events = json.loads(str(raw))
+        except ValueError:
+            return None
+        if not isinstance(events, list) or not events:
+            return None
+        n += any(isinstance(e, dict) and e.get("member") and e.get("member") == e.get("leader")
+                 for e in events)
+    return n
+
+
 def connect_mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any]],
                        runs: Sequence[Mapping[str, Any]]) -> list[str]:
     """Per scenario of a Connect grid: task restarts per rebalance (restarts over the group
@@ -170,7 +190,12 @@ def connect_mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[
                 t_slow = statistics.median(float(r["time_to_balance_ms"]) for r in slow)
                 line += (f" At {size} workers {p}'s seeds split: {len(fast)} of {len(cell)} "
                          f"balanced in {_ms(t_fast)} after {bumps(fast)} rebalance(s), "
-                         f"{len(slow)} in {_ms(t_slow)} after {bumps(slow)}{waited}.")
+                         f"{len(slow)} in {_ms(t_slow)} after {bumps(slow)}{waited}")
+                hf, hs = leader_hits(fast), leader_hits(slow)
+                if hf is not None and hs is not None:
+                    line += (f"; the event hit the group's leader in {hf} of the "
+                             f"{len(fast)} fast seeds and {hs} of the {len(slow)} slow ones")
+                line += "."
         lines.append(line)
     return lines
 
