@@ -69,7 +69,8 @@ def test_the_reason_is_computed_from_the_runs_downtime_and_moves() -> None:
     assert "consumer:uniform 5 s (about one 5 s heartbeat)" in scale
     assert "next heartbeat" in scale
     # 160 records/s per member x 50 ms in flight = 8 records, 4 ms to process: no long poll
-    assert polls.startswith("Polls: a member gets 8 records per poll")
+    assert polls.startswith("Polls: a member gets 8 records per poll when caught up")
+    assert "a full poll after a backlog (max.poll.records) takes 250 ms" in polls
     assert "does not arise here" in polls
     # a crash's partitions wait for the session timeout: no heartbeat story
     crash = [{**r, "scenario": "crash", "resource_downtime_ms": r["resources_moved"] * 44_000}
@@ -84,6 +85,11 @@ def test_long_polls_are_not_called_quick() -> None:
                  work_model="40 rec/s, 2000 ms/rec, max.poll.records 500")]
     (_, polls) = mechanisms(["classic:eager"], SETTINGS, runs)
     assert "does not arise" not in polls
+    # 20 ms a record, 500 a poll: 10 s after a backlog, beyond the 3 s heartbeat
+    runs = [_run("classic:eager", 0, resources_moved=10, resource_downtime_ms=100,
+                 work_model="3.5 rec/s, 20 ms/rec, max.poll.records 500")]
+    (_, polls) = mechanisms(["classic:eager"], SETTINGS, runs)
+    assert "takes 10 s, longer than a 3 s heartbeat" in polls and "does not arise" not in polls
 
 
 def test_the_calibration_caveat_counts_the_marks_narrower_than_its_tolerance() -> None:

@@ -32,7 +32,7 @@ from typing import Any
 from groupcoord.lab.findings import family, number
 from groupcoord.sim.workload import Workload
 
-_WORK_MODEL = re.compile(r"([\d.]+) rec/s, ([\d.]+) ms/rec")
+_WORK_MODEL = re.compile(r"([\d.]+) rec/s, ([\d.]+) ms/rec(?:, max.poll.records (\d+))?")
 #: The lab's fetch latency (a run's column does not carry it: ``sim.workload.Workload``'s).
 DEFAULT_FETCH_MS = float(Workload().fetch_latency_ms)
 #: Heartbeat settings per family, as the runs' ``settings_json`` names them.
@@ -55,6 +55,8 @@ class Load:
     busy: float
     per_poll: float
     batch_ms: float
+    #: A full poll's processing time (max.poll.records records: a poll after a backlog).
+    full_batch_ms: float = 0.0
 
     def text(self) -> str:
         return f"{number(self.records_per_s)} rec/s, {self.busy:.1%} busy per member"
@@ -72,7 +74,8 @@ def member_load(run: Mapping[str, Any], fetch_ms: float = DEFAULT_FETCH_MS) -> L
     rate = float(found.group(1)) * float(parts) / float(members)
     proc = float(found.group(2))
     per_poll = rate * fetch_ms / 1000.0
-    return Load(rate, rate * proc / 1000.0, per_poll, per_poll * proc)
+    full = float(found.group(3)) * proc if found.group(3) else 0.0
+    return Load(rate, rate * proc / 1000.0, per_poll, per_poll * proc, full)
 
 
 def row_loads(runs: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, ...], Load]:
@@ -249,16 +252,23 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
     if loads:
         polls = sorted({ld.per_poll for ld in loads})
         batch = max(ld.batch_ms for ld in loads)
+        full = max(ld.full_batch_ms for ld in loads)
         lines.append(
             f"Polls: a member gets {number(polls[0])}"
             + (f" to {number(polls[-1])}" if number(polls[-1]) != number(polls[0]) else "")
-            + f" records per poll (its records/s times the {number(DEFAULT_FETCH_MS)} ms in "
-            f"flight) and processes them in at most {_ms(batch)}")
-        if beats and batch < min(beats):
+            + f" records per poll when caught up (its records/s times the "
+            f"{number(DEFAULT_FETCH_MS)} ms in flight) and processes them in at most "
+            f"{_ms(batch)}; a full poll after a backlog (max.poll.records) takes {_ms(full)}")
+        if beats and max(batch, full) < min(beats):
             lines[-1] += (", under a heartbeat, so no member is busy inside a long poll when a "
                           "rebalance starts: the case where eager loses in the field (the "
                           "whole group waits for the slowest member's batch) does not arise "
                           "here.")
+        elif beats:
+            lines[-1] += (f", longer than a {_ms(min(beats))} heartbeat: after a backlog a "
+                          "member is busy inside a long poll when a rebalance starts, the case "
+                          "where eager loses in the field (the whole group waits for the "
+                          "slowest member's batch).")
         else:
             lines[-1] += "."
     return lines
