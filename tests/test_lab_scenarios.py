@@ -170,3 +170,18 @@ def test_the_large_and_field_cost_grids_can_answer_their_questions() -> None:
     produced = sum(p * work.rate_of(t) for t, p in sc.topics)  # records per second
     busy = produced * work.processing_ms.average / 1000.0 / sc.members
     assert 0.5 <= busy < 1.0
+
+
+def test_a_kip848_group_has_no_leader_so_leader_names_the_first_member_started() -> None:
+    """KIP-848 with a server-side assignor: nobody leads; ``@leader`` names the running member
+    whose process started first (documented in ``sim.consumer``), read here from the trace."""
+    base = restrict(load_spec("paper"), scenarios=["bounce"], sizes=[10],
+                    protocols=["consumer:uniform"], workloads=["4x250"])
+    p = replace(expand(base)[0], scenario="leader-leaves", events=True, scenario_def=json.dumps({
+        "name": "leader-leaves", "group": {"members": 4, "topics": {"foo": 8}},
+        "events": [{"at_ms": 30000, "kind": "leave", "member": "@leader"}]}))
+    row = run_one(p)
+    assert row["ok"] and row["noop_events"] == 0
+    (target,) = json.loads(row["event_targets"])
+    first = next(e["detail"].split()[0] for e in row["event_rows"] if e["event"] == "start")
+    assert target["member"] == target["leader"] == first
