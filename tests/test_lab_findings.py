@@ -1,236 +1,70 @@
-"""Findings generated from runs (``lab.findings``) and the report's presentation of them."""
+"""The lab's metric catalog and its shared helpers (``lab.findings``): workload parameters read
+from a run, the swept parameter, the reproduce command."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
-import pytest
+from groupcoord.lab.findings import (
+    BY_COLUMN,
+    CATALOG,
+    number,
+    reproduce,
+    sweep_parameter,
+    with_work_parameters,
+    work_value,
+)
 
-from groupcoord.lab.findings import BY_COLUMN, findings, present_metrics, sweep_parameter
 
-
-def _run(protocol: str, size: int, seed: int, **metrics: Any) -> dict[str, Any]:
+def _run(protocol: str, seed: int, **extra: Any) -> dict[str, Any]:
     return {"protocol": protocol, "scenario": "bounce", "workload": "4x8", "fault_rate": 0.0,
-            "size": size, "seed": seed, "ok": True, **metrics}
+            "size": 8, "seed": seed, "ok": True, **extra}
 
 
-def test_ranking_is_paired_by_seed_with_its_numbers_and_command() -> None:
-    rows = []
-    for seed in range(4):
-        rows.append(_run("classic:eager", 10, seed, resource_downtime_ms=9000 + seed))
-        # cooperative is lower in 3 of 4 seeds, but not in seed 3
-        rows.append(_run("classic:cooperative", 10, seed,
-                         resource_downtime_ms=2000 if seed < 3 else 9999))
-    rows.append({**_run("classic:cooperative", 10, 9, resource_downtime_ms=1), "ok": False})
-    found = findings(rows, "paper")
-    assert len(found) == 1
-    f = found[0]
-    assert f.kind == "ranking"
-    assert f.numbers["best"] == "classic:cooperative" and f.numbers["worst"] == "classic:eager"
-    assert (f.numbers["paired_wins"], f.numbers["pairs"]) == (3, 4)  # the failed run is out
-    # the seeds' range beside a median whose runs spread (cooperative's 2 s to 10 s)
-    assert ("median 2 resource·s (2 to 10 over 4 seeds) against 9 resource·s for "
-            "classic:eager (4.5x)") in f.text
-    assert "lower in 3 of 4 seeds" in f.text
-    assert f.command == "groupcoord lab run --spec paper --scenario bounce --size 10 --out DIR"
+def test_every_metric_has_a_unit_a_direction_and_a_floor() -> None:
+    assert len(BY_COLUMN) == len(CATALOG)
+    for m in CATALOG:
+        assert m.floor > 0, m.column
+    # the question metrics of both grids are in the catalog
+    for column in ("task_restarts", "task_downtime_task_s", "time_to_balance_ms", "stall_ms",
+                   "lag_peak", "lag_record_s", "convergence_ms", "resources_moved",
+                   "records_reprocessed"):
+        assert column in BY_COLUMN
+    assert not BY_COLUMN["records_processed"].lower_is_better
+    assert BY_COLUMN["stall_ms"].fmt(1500) == "1.5 s"
+    assert BY_COLUMN["task_downtime_task_s"].fmt(12.34) == "12.3 task·s"
+    assert BY_COLUMN["resource_downtime_ms"].fmt(123_456_789) == "123,457 resource·s"
 
 
-def test_metrics_that_do_not_differ_give_no_finding() -> None:
-    rows = [_run(p, 10, s, resources_moved=4, convergence_ms=100)
-            for p in ("consumer:uniform", "consumer:range") for s in range(2)]
-    assert findings(rows) == []
-
-
-def test_work_model_metrics_come_first_and_scale_across_sizes() -> None:
-    rows = []
-    for size, stall in ((10, (1000, 5000)), (100, (1500, 60000))):
-        for seed in range(3):
-            rows.append(_run("consumer:uniform", size, seed, stall_ms=stall[0],
-                             resource_downtime_ms=5))
-            rows.append(_run("classic:eager", size, seed, stall_ms=stall[1],
-                             resource_downtime_ms=5))
-    assert [m.column for m in present_metrics(rows)] == ["stall_ms", "resource_downtime_ms"]
-    found = findings(rows)
-    kinds = [(f.kind, f.numbers["metric"]) for f in found]
-    assert kinds == [("ranking", "stall_ms"), ("scaling", "stall_ms")]
-    assert "classic:eager from 5 s to 60 s (12.0x)" in found[1].text
-    assert "--protocol consumer:uniform --protocol classic:eager" in found[1].command
-
-
-def test_crossover_over_a_swept_parameter_across_workloads() -> None:
-    """One workload per processing time; the winner changes between 2 and 5 ms."""
-    rows = []
-    for ms, (a, b) in {1: (10, 30), 2: (10, 25), 5: (40, 15), 10: (70, 20)}.items():
-        for seed in range(2):
-            rows.append({**_run("consumer:uniform", 10, seed, lag_peak=a), "processing_ms": ms,
-                         "workload": f"p{ms}"})
-            rows.append({**_run("classic:cooperative", 10, seed, lag_peak=b),
-                         "processing_ms": ms, "workload": f"p{ms}"})
-    assert sweep_parameter(rows) == "processing_ms"
-    cross = [f for f in findings(rows) if f.kind == "crossover"]
-    assert len(cross) == 1
-    assert cross[0].numbers["flips"] == [(2.0, 5.0, "classic:cooperative")]
-    assert ("peak consumer lag against the processing time per record: at 1 ms "
-            "consumer:uniform has the lowest; classic:cooperative has the lowest from 5 ms on "
-            "(the change comes between 2 and 5 ms)") in cross[0].text
-    assert "10 ms: classic:cooperative 20 records, consumer:uniform 70 records" in cross[0].text
-    # no ranking per workload where a parameter is swept across them
-    assert [f.kind for f in findings(rows)] == ["crossover"]
-
-
-def test_higher_is_better_metrics_rank_the_other_way() -> None:
-    m = BY_COLUMN["records_processed"]
-    assert not m.lower_is_better
-    rows = [_run(p, 10, s, records_processed=v) for s in range(2)
-            for p, v in (("consumer:uniform", 1000), ("classic:eager", 800))]
-    (f,) = findings(rows)
-    assert f.numbers["best"] == "consumer:uniform" and "the most records processed" in f.text
-
-
-def test_report_opens_with_findings_and_model_limits(tmp_path: Path) -> None:
-    pytest.importorskip("pyarrow")
-    pytest.importorskip("matplotlib")
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from groupcoord.lab.aggregate import aggregate_columns
-    from groupcoord.lab.report import build_report, protocol_styles
-
-    rows = [_run(p, size, s, run_id=f"{p}{size}{s}", members=size,
-                 resource_downtime_ms=(9000 if p == "classic:eager" else 2000) * size,
-                 convergence_ms=1000)
-            for p in ("classic:eager", "consumer:uniform") for size in (3, 6) for s in range(2)]
-    (tmp_path / "runs").mkdir()
-    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "runs" / "part-0.parquet")
-    aggs = []
-    for p in ("classic:eager", "consumer:uniform"):
-        for size in (3, 6):
-            a = dict.fromkeys(aggregate_columns())
-            a.update({"protocol": p, "scenario": "bounce", "size": size, "workload": "4x8",
-                      "fault_rate": 0.0, "runs": 2, "ok_runs": 2, "violations": 0,
-                      "converged_runs": 2, "members": float(size)})
-            v = (9000 if p == "classic:eager" else 2000) * size
-            a.update({"resource_downtime_ms_p50": v, "resource_downtime_ms_p95": v,
-                      "convergence_ms_p50": 1000.0, "convergence_ms_p95": 1000.0})
-            aggs.append(a)
-    (tmp_path / "aggregates").mkdir()
-    pq.write_table(pa.Table.from_pylist(aggs), tmp_path / "aggregates" / "part-0.parquet")
-    (tmp_path / "sweep.json").write_text(json.dumps({"name": "t", "spec": "t.toml", "runs": 8,
-                                                     "cells": 4, "protocols": []}))
-    index = build_report(tmp_path).read_text()
-    md = (tmp_path / "report" / "summary.md").read_text()
-    assert index.index("<h2>Findings</h2>") < index.index("<h2>Invariant violations")
-    assert "consumer:uniform has the least resource downtime" in index
-    assert "groupcoord lab run --spec t.toml --scenario bounce --size 6 --out DIR" in md
-    assert "## What the model leaves out" in md and "Members are idle" in md
-    styles = protocol_styles(["classic:eager", "classic:cooperative", "consumer:uniform"])
-    # a family shares a hue (blue for classic), its variants differ in shade
-    eager, coop = styles["classic:eager"]["color"], styles["classic:cooperative"]["color"]
-    assert eager != coop and eager[2] > eager[0] and coop[2] > coop[0]
-    assert styles["consumer:uniform"]["color"][0] > styles["consumer:uniform"]["color"][2]
+def test_numbers_print_three_significant_digits_without_exponent() -> None:
+    assert [number(v) for v in (0, 0.000123, 0.5, 2.25, 12.34, 123.4, 1_234_567)] == [
+        "0", "0.000123", "0.5", "2.25", "12.3", "123", "1,234,567"]
 
 
 def test_a_swept_parameter_read_from_the_workloads_overrides() -> None:
     rows = []
-    for ms, (a, b) in {0.5: (1000, 5000), 8: (9000, 5000)}.items():
+    for ms in (0.5, 8):
         work = json.dumps({"processing_ms": {"dist": "exponential", "mean": ms},
                            "records_per_s": 10})
-        for seed in range(2):
-            rows.append({**_run("consumer:uniform", 8, seed, stall_ms=a), "work": work,
-                         "workload": f"p{ms}"})
-            rows.append({**_run("classic:eager", 8, seed, stall_ms=b), "work": work,
-                         "workload": f"p{ms}"})
-    (cross,) = [f for f in findings(rows) if f.kind == "crossover"]
-    assert cross.numbers["parameter"] == "processing_ms"
-    assert cross.numbers["flips"] == [(0.5, 8.0, "classic:eager")]
+        rows += [_run(p, s, work=work, workload=f"p{ms}")
+                 for p in ("consumer:uniform", "classic:eager") for s in range(2)]
+    assert work_value(rows[0], "processing_ms") == 0.5  # a distribution: its mean
+    assert work_value({"work": json.dumps({"processing_ms": {"min": 2, "max": 4}})},
+                      "processing_ms") == 3.0
+    assert work_value({"processing_ms": 7.0}, "processing_ms") == 7.0  # a column first
+    assert work_value({"work": "{not json"}, "processing_ms") is None
+    with_x = with_work_parameters(rows)
+    # records_per_s is the same everywhere: the processing time is what the grid sweeps
+    assert sweep_parameter(with_x) == "processing_ms"
+    assert sorted({r["processing_ms"] for r in with_x}) == [0.5, 8.0]
+    assert sweep_parameter(with_work_parameters(rows[:4])) is None
 
 
-def test_findings_are_grouped_by_the_specs_grids() -> None:
-    pytest.importorskip("matplotlib")
-    from groupcoord.lab.report import grid_findings
-
-    rows = [_run(p, size, s, resource_downtime_ms=v * size)
-            for p, v in (("classic:eager", 9000), ("consumer:uniform", 2000))
-            for size in (10, 1000) for s in range(2)]
-    grid = {"protocols": ["classic:eager", "consumer:uniform"], "scenarios": ["bounce"],
-            "workloads": ["4x8"], "fault_rates": [0.0]}
-    meta = {"spec": "paper", "grids": [
-        {**grid, "name": "small", "description": "10 members", "sizes": [10]},
-        {**grid, "name": "large", "description": "", "sizes": [1000]}]}
-    groups = grid_findings(meta, rows)
-    assert [t for t, _ in groups] == ["small: 10 members", "large"]
-    assert [f.numbers["size"] for f in groups[0][1]] == [10]
-    assert [f.numbers["size"] for f in groups[1][1]] == [1000]
-    assert grid_findings({"spec": "x"}, rows)[0][0] == ""
-
-
-def test_differences_below_a_metrics_floor_are_ties() -> None:
-    rows = [_run(p, 10, s, stall_ms=v, lag_peak=w) for s in range(3)
-            for p, v, w in (("classic:eager", 23, 900), ("consumer:uniform", 0, 100))]
-    found = findings(rows)
-    assert [f.numbers["metric"] for f in found] == ["lag_peak"]  # a 23 ms stall is noise
-    only = findings(rows, metrics=["stall_ms"])
-    assert only == []
-
-
-def test_a_scenarios_runs_outside_the_sweep_still_rank() -> None:
-    """crash swept over processing time at 8 members, and crash on another workload at 10:
-    the first give a crossover, the second still a ranking."""
-    rows = []
-    for ms, (a, b) in {1: (10, 40), 5: (60, 20)}.items():
-        for seed in range(2):
-            rows.append({**_run("consumer:uniform", 8, seed, lag_peak=a), "processing_ms": ms,
-                         "workload": f"p{ms}"})
-            rows.append({**_run("classic:eager", 8, seed, lag_peak=b), "processing_ms": ms,
-                         "workload": f"p{ms}"})
-    for seed in range(2):
-        rows.append({**_run("consumer:uniform", 10, seed, lag_peak=100), "workload": "big"})
-        rows.append({**_run("classic:eager", 10, seed, lag_peak=500), "workload": "big"})
-    kinds = sorted((f.kind, f.numbers.get("size")) for f in findings(rows))
-    assert kinds == [("crossover", None), ("ranking", 10)]
-
-
-def test_scaling_says_what_the_size_does_to_each_members_load() -> None:
-    """A size sweep over a fixed topic workload divides the same production among more
-    members: the sentence says so (lag that falls with members is the load falling)."""
-    rows = []
-    work = json.dumps({"records_per_s": 2})
-    for size, (a, b) in ((10, (900, 3000)), (100, (100, 2000))):
-        for seed in range(3):
-            for p, v in (("consumer:uniform", a), ("classic:eager", b)):
-                rows.append({**_run(p, size, seed, lag_peak=v), "topics": 4,
-                             "partitions": 250, "work": work})
-    scaling = [f for f in findings(rows) if f.kind == "scaling"]
-    assert scaling
-    assert ("The group's production is 2,000 records/s at both sizes, so each member's share "
-            "falls from 200 to 20 records/s.") in scaling[0].text
-
-
-def test_crossover_names_tied_winners_and_each_members_load() -> None:
-    rows = []
-    for ms, (a, b, c) in {0.5: (0, 0, 900), 10: (0, 0, 600)}.items():
-        work = json.dumps({"processing_ms": ms, "records_per_s": 10})
-        for seed in range(2):
-            for p, v in (("consumer:uniform", a), ("classic:cooperative", b),
-                         ("classic:eager", c)):
-                rows.append({**_run(p, 8, seed, stall_ms=v), "work": work, "topics": 4,
-                             "partitions": 8, "workload": f"p{ms}"})
-    (cross,) = [f for f in findings(rows) if f.kind == "crossover"]
-    # two protocols at 0 s share the place; the load per member is 40 records/s x ms
-    assert "0.5 ms (2% busy): classic:cooperative 0 s, consumer:uniform 0 s, classic:eager" \
-        in cross.text
-    assert "10 ms (40% busy)" in cross.text
-    assert "classic:cooperative and consumer:uniform have the lowest at every value" \
-        in cross.text
-
-
-def test_a_steep_fall_keeps_its_ratio() -> None:
-    rows = []
-    for size, (a, b) in ((3, (1000, 40_000)), (12, (900, 2_000))):
-        for seed in range(2):
-            rows.append(_run("consumer:uniform", size, seed, lag_peak=a))
-            rows.append(_run("classic:eager", size, seed, lag_peak=b))
-    (scaling,) = [f for f in findings(rows) if f.kind == "scaling"]
-    assert "classic:eager from 40,000 records to 2,000 records (0.05x)" in scaling.text
+def test_the_reproduce_command_names_the_cells() -> None:
+    assert reproduce("paper", "crash", 30, "4x250", ["consumer:uniform", "classic:eager"]) == (
+        "groupcoord lab run --spec paper --scenario crash --size 30 --workload 4x250 "
+        "--protocol consumer:uniform --protocol classic:eager --out DIR")
+    # a spec file with a space in its path stays one argument
+    assert reproduce("my spec.toml", "crash").startswith(
+        "groupcoord lab run --spec 'my spec.toml' --scenario crash")

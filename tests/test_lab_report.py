@@ -48,8 +48,8 @@ def test_report_lists_violations_with_their_commands(tmp_path: Path) -> None:
     assert "Invariant violations: <span class='bad'>1</span>" in index
     assert cmd in index and "p0 &lt;held&gt; twice" in index  # escaped
     assert "consumer:range" in index  # the partition value, URI-decoded
-    assert sorted(p.name for p in (tmp_path / "report").glob("*.png")) == [
-        "crash__scenario__0.0.png", "overview.png"]
+    # no runs table: no verdict rows, no charts
+    assert list((tmp_path / "report").glob("*.png")) == []
     md = (tmp_path / "report" / "summary.md").read_text()
     assert f"reproduce with: `{cmd}`" in md and "**I1**" in md
 
@@ -91,3 +91,127 @@ def test_group_metrics_follow_the_records() -> None:
     m2 = group_metrics(again)
     assert (m2["rebalances"], m2["group_epoch"], m2["deleted"]) == (4, 1, False)
     assert [e["epoch"] for e in epoch_rows(again)] == [1, 2, 3, 1]
+
+
+def _runs(tmp_path: Path) -> None:
+    """A two-grid sweep's runs: KIP-415 (Connect) where cooperative restarts fewer tasks,
+    consumers where every metric but stall is zero; settings as the runs record them."""
+    rows = []
+    for seed in range(5):
+        for p, restarts in (("connect:eager", 40 + seed), ("connect:cooperative", 4)):
+            for size in (3, 6):
+                rows.append({
+                    "run_id": f"{p}{size}{seed}", "protocol": p, "scenario": "kip415-worker-joins",
+                    "size": size, "workload": "16x8c", "fault_rate": 0.0, "seed": seed,
+                    "ok": True, "caught_up": True, "task_restarts": restarts * size,
+                    "stall_ms": 0, "task_downtime_task_s": 2.0 * restarts,
+                    "time_to_balance_ms": 5000, "control_lag_peak": 3,
+                    "settings_json": json.dumps({"heartbeat.interval.ms": 3000,
+                                                 "scheduled.rebalance.max.delay.ms": 300000})})
+        for p, stall in (("classic:eager", 9000 + seed), ("consumer:uniform", 0)):
+            for ms in (20, 0.5, 5):
+                rows.append({
+                    "run_id": f"{p}{ms}{seed}", "protocol": p, "scenario": "rolling-bounce",
+                    "size": 8, "workload": f"4x8-p{ms:g}ms", "fault_rate": 0.0, "seed": seed,
+                    "ok": True, "caught_up": seed != 4, "stall_ms": stall, "lag_peak": 0,
+                    "lag_record_s": 0.0, "convergence_ms": 0, "resources_moved": 0,
+                    "records_reprocessed": 0, "control_lag_peak": 3,
+                    "work": json.dumps({"processing_ms": ms}),
+                    "settings_json": json.dumps({"heartbeat.interval.ms": 3000 if p.startswith(
+                        "classic") else 5000, "max.poll.records": 500})})
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    _write(tmp_path / "runs", [{k: r.get(k) for k in keys} for r in rows])
+    grid = {"fault_rates": [0.0], "seeds": 5}
+    (tmp_path / "sweep.json").write_text(json.dumps({
+        "name": "t", "spec": "paper", "runs": len(rows), "cells": 10, "sim_s": 1.0,
+        "grids": [
+            {**grid, "name": "kip415", "description": "16 connectors x 8 tasks",
+             "question": "How many tasks restart when a worker joins?",
+             "protocols": ["connect:eager", "connect:cooperative"],
+             "scenarios": ["kip415-worker-joins"], "sizes": [3, 6], "workloads": ["16x8c"]},
+            {**grid, "name": "crossover", "description": "processing time",
+             "protocols": ["classic:eager", "consumer:uniform"], "scenarios": ["rolling-bounce"],
+             "sizes": [8], "workloads": ["4x8-p0.5ms", "4x8-p5ms", "4x8-p20ms"]}]}))
+
+
+def test_the_first_page_is_a_verdict_table_per_grid_then_claims(tmp_path: Path) -> None:
+    _runs(tmp_path)
+    index = build_report(tmp_path).read_text()
+    md = (tmp_path / "report" / "summary.md").read_text()
+    order = ["<h2>How to read the tables</h2>", "<h2>kip415</h2>", "<h2>crossover</h2>",
+             "<h2>What the tables show</h2>", "<h2>Settings</h2>",
+             "<h2>What the model leaves out</h2>", "<h2>Invariant violations", "<h2>Charts</h2>"]
+    assert [index.index(h) for h in order] == sorted(index.index(h) for h in order)
+    assert "minus its paired control" in index  # the runs carry controls
+    # each grid says its question, then its setup
+    assert index.index("<p class='q'>How many tasks restart when a worker joins?</p>") \
+        < index.index("<p>16 connectors x 8 tasks</p>") < index.index("<h2>crossover</h2>")
+    # which test, said on the page, with its chance for 5 seeds
+    assert "ranges are separated" in index and "5 seeds: 1 in 252" in index
+    assert "sign test" not in index  # no grid with 10 seeds or more
+    assert "1 that never caught up" not in index and "3 that never caught up" not in index
+    assert "6 that never caught up" in index  # seed 4 of every crossover cell
+    # KIP-415's metrics, cooperative marked best on restarts, stall a tie
+    kip = md[md.index("### kip415"):md.index("### crossover")]
+    assert "task restarts" in kip and "task downtime (task·s)" in kip
+    assert "time until balanced (s)" in kip
+    line = next(x for x in kip.splitlines() if x.startswith("| kip415-worker-joins | 6 workers"))
+    assert "★ 24 | ★ best |" in line and "252 (240\u2013264)" in line
+    # workloads in numeric order of the swept processing time
+    cross = md[md.index("### crossover"):md.index("## What the tables show")]
+    loads = [x.split("|")[3].strip() for x in cross.splitlines()
+             if x.startswith("| rolling-bounce")]
+    assert loads == ["4x8-p0.5ms", "4x8-p5ms", "4x8-p20ms"]
+    # claims with their commands
+    claims_md = md[md.index("## What the tables show"):md.index("## Settings")]
+    assert ("groupcoord lab run --spec paper --scenario kip415-worker-joins --size 6 "
+            "--workload 16x8c --protocol connect:cooperative --protocol connect:eager "
+            "--out DIR") in claims_md
+    assert claims_md.count("`groupcoord lab run") <= 12
+    # settings read from the runs: classic consumers 3 s, KIP-848 5 s
+    assert "| `heartbeat.interval.ms` |" in md and "| `scheduled.rebalance.max.delay.ms` |" in md
+    settings = md[md.index("## Settings"):md.index("## What the model")]
+    assert "classic:eager" in settings and "3,000" in settings and "5,000" in settings
+    assert "300,000" in settings
+
+
+def test_charts_label_the_swept_values_and_leave_out_zero_metrics(tmp_path: Path) -> None:
+    from groupcoord.lab.report import grid_charts, protocol_styles
+    from groupcoord.lab.verdict import grid_verdicts
+
+    _runs(tmp_path)
+    build_report(tmp_path)
+    rdir = tmp_path / "report"
+    index = (rdir / "index.html").read_text()
+    pngs = sorted(p.name for p in rdir.glob("*.png"))
+    assert pngs == ["crossover__rolling-bounce__x__0.0.png",
+                    "kip415__kip415-worker-joins__16x8c__0.0.png"]
+    for name in pngs:
+        assert f"src='{name}'" in index
+    import pyarrow.dataset as ds
+
+    runs = ds.dataset(str(tmp_path / "runs"), format="parquet").to_table().to_pylist()
+    meta = json.loads((tmp_path / "sweep.json").read_text())
+    kip, cross = grid_verdicts(meta, runs)
+    styles = protocol_styles(kip.protocols + cross.protocols)
+    from matplotlib.figure import Figure
+
+    drawn: list[Any] = []
+    real_savefig = Figure.savefig
+
+    def keep(fig: Any, path: Any, **kw: Any) -> None:
+        drawn.append(fig)
+        real_savefig(fig, path, **kw)
+
+    Figure.savefig = keep  # type: ignore[method-assign]
+    try:
+        grid_charts(cross, tmp_path, styles)
+    finally:
+        Figure.savefig = real_savefig  # type: ignore[method-assign]
+    (fig,) = drawn
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    # only stall differs from zero: one panel, its x ticks the swept values in order
+    assert [ax.get_title() for ax in axes] == ["stall"]
+    assert [t.get_text() for t in axes[0].get_xticklabels()] == ["0.5", "5", "20"]
+    assert axes[0].get_xlabel() == "the processing time per record (ms)"
+    assert axes[0].get_ylabel() == "s"

@@ -11,10 +11,11 @@
   (the command a violation names); ``--trace FILE`` writes its trace.
 - ``groupcoord lab report DIR``: render the report again from the tables in ``DIR``.
 - ``groupcoord lab calibrate [--scenario S] [--protocol P ...] [--size N] [--workload K=V ...]
-  [--heartbeat-interval-ms MS] [--session-timeout-ms MS] [--server-config K=V ...] [--json]``:
-  the scenario in the simulator and on the wire against ``groupcoord serve`` with real
-  clients, simulated vs measured per metric (``lab.calibrate``). Exit 2 on a bad parameter, 1
-  when a run failed.
+  [--heartbeat-interval-ms MS] [--session-timeout-ms MS] [--server-config K=V ...] [--json]
+  [--save [FILE]]``: the scenario in the simulator and on the wire against ``groupcoord serve``
+  with real clients, simulated vs measured per metric (``lab.calibrate``); ``--save`` stores
+  the results where the report's "What the model leaves out" reads them (``lab.limits``).
+  Exit 2 on a bad parameter, 1 when a run failed.
 - ``groupcoord lab pack``: pack (or find in the cache) the executors' environment archive and
   the package zip (``lab.ship``) and print the ``spark-submit`` options that ship them.
 
@@ -266,6 +267,29 @@ def _calibrate(ns: argparse.Namespace) -> int:
               f"{sc.heartbeat_interval_ms} ms, session timeout {sc.session_timeout_ms} ms), "
               f"workload {', '.join(f'{k}={v}' for k, v in asdict(wl).items())}")
         print(format_table(results, windows=ns.windows))
+    if ns.save is not None:
+        import datetime
+
+        from groupcoord.lab.calibrate import CHECKED, FLOORS
+        from groupcoord.lab.limits import (
+            CALIBRATION_FILE,
+            calibration_rows,
+            load_calibration,
+            merged_calibration,
+            save_calibration,
+        )
+
+        path = Path(ns.save) if ns.save else CALIBRATION_FILE
+        setup = {"members": sc.members, "heartbeat_interval_ms": sc.heartbeat_interval_ms,
+                 "session_timeout_ms": sc.session_timeout_ms, "wire_runs": ns.repeat,
+                 "compared_with": "the paired simulated seeds", **asdict(wl)}
+        data = merged_calibration(
+            load_calibration(path) if path.exists() else None,
+            calibration_rows(results, sc.name), setup, CHECKED,
+            datetime.datetime.now(datetime.UTC).date().isoformat())
+        data["tolerance"] = "within 2x, or both below a floor (" + ", ".join(
+            f"{k} {v:g}" for k, v in FLOORS.items()) + ")"
+        print(f"calibration results saved to {save_calibration(data, path)}", file=sys.stderr)
     return 1 if any(r.error for r in results) else 0
 def _pack(ns: argparse.Namespace) -> int:
     from groupcoord.lab.ship import ShipError, ship
@@ -400,6 +424,10 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
     cal.add_argument("--windows", action="store_true",
                      help="print every disturbance window, not only each protocol's summary")
     cal.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    cal.add_argument("--save", nargs="?", const="", default=None, metavar="FILE",
+                     help="store the results where the lab's report reads them (default: the "
+                          "package's lab/data/calibration.json): rows of the same scenario and "
+                          "protocol are replaced, others kept")
     cal.set_defaults(func=_calibrate)
 
     report = sub.add_parser("report", help="render DIR/report again from DIR's tables")

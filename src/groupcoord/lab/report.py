@@ -1,16 +1,22 @@
-"""The lab's report: ``DIR/report/index.html``, ``DIR/report/summary.md`` and PNG plots.
+"""The lab's report: ``DIR/report/index.html``, ``DIR/report/summary.md`` and PNG charts.
 
 Rendered on the driver from the Parquet tables in ``DIR`` (read with pyarrow, no Spark), so
-``groupcoord lab report DIR`` can render it again at any time. Sections, each present when its
-tables are:
+``groupcoord lab report DIR`` can render it again at any time. The first page is what a reader
+needs to weigh the protocols (docs/lab.md "The report"):
 
-- the sweep (``sweep.json``, ``aggregates/``, ``violations/``): for every scenario (and
-  workload and fault rate, when the spec varies them) one figure comparing the protocols, with
-  resource downtime and time to converge against the cluster size (p50 as a line, the band up
-  to p95); an overview figure of the p50 downtime per scenario at the largest size; the
-  summary table; every violation with the command that reproduces it;
-- the audit of a real coordinator (``audit/``): the table per group and a figure of the group
-  epoch over time.
+- what a cell's number is and which differences count (``lab.verdict``), and how many runs were
+  left out (an invariant violated, never caught up before the first disturbance);
+- a **verdict table per grid** (``lab.verdict``): rows scenario x size x load, columns the
+  grid's protocols, for each metric of the grid's question the median over the seeds with its
+  range, the best marked, ties shown as ties;
+- at most a dozen **claims**, each with the ``lab run`` command that reruns its cell;
+- the **settings** the runs used (``settings_json``) and **what the model leaves out**, both
+  generated (``lab.limits``).
+
+Then the invariant violations with their commands, the charts per grid (the question's metrics
+against the grid's size or swept parameter, in numeric order and humane units; a metric that is
+zero everywhere gets no panel), and a table of every cell's worst seed. An audit of a real
+coordinator (``audit/``) adds its own section.
 
 Plots use matplotlib's object API with the Agg canvas (no display, no pyplot state).
 """
@@ -28,32 +34,33 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from groupcoord.lab.aggregate import METRICS
-from groupcoord.lab.findings import (
-    CATALOG,
-    Finding,
-    Metric,
-    chosen_metrics,
-    family,
-    findings,
-    sweep_parameter,
-    with_work_parameters,
+from groupcoord.lab.findings import FAMILY_NAMES, X_NAMES, Metric, family, number
+from groupcoord.lab.limits import model_limits, settings_table
+from groupcoord.lab.mechanism import Load, mechanisms, row_loads
+from groupcoord.lab.verdict import (
+    CLAIM_MIN_SEEDS,
+    DASH,
+    MIN_SEEDS,
+    RELATIVE_FLOOR,
+    SIGN_ALPHA,
+    SIGN_MIN_SEEDS,
+    Claim,
+    GridVerdict,
+    MetricVerdict,
+    VerdictRow,
+    claims,
+    comparisons,
+    grid_verdicts,
+    member_word,
+    ranked,
+    separation_chance,
+    short_label,
+    sign_needed,
+    usable,
 )
 
 log = logging.getLogger(__name__)
 
-#: Summary table columns: (title, aggregate column, format).
-SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("runs", "runs", "d"), ("violations", "violations", "d"),
-    ("converge p50 ms", "convergence_ms_p50", ".0f"),
-    ("converge p95 ms", "convergence_ms_p95", ".0f"),
-    ("converge p99 ms", "convergence_ms_p99", ".0f"),
-    ("downtime p50 res·ms", "resource_downtime_ms_p50", ".0f"),
-    ("downtime p95 res·ms", "resource_downtime_ms_p95", ".0f"),
-    ("downtime p99 res·ms", "resource_downtime_ms_p99", ".0f"),
-    ("moved p50", "resources_moved_p50", ".1f"), ("moved p95", "resources_moved_p95", ".1f"),
-    ("epoch bumps p50", "epoch_bumps_p50", ".1f"), ("messages p50", "messages_p50", ".0f"),
-)
 AUDIT_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("group", "group_id", "s"), ("type", "group_type", "s"), ("records", "records", "d"),
     ("span s", "span_s", ".1f"), ("epoch", "group_epoch", "d"),
@@ -66,10 +73,10 @@ AUDIT_COLUMNS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+
 def read_rows(path: Path) -> list[dict[str, Any]] | None:
     """The rows of a Parquet table (a directory, partitioned the hive way or not); None if it
-    does not exist, [] if it has no files (Spark writes no file for an empty partitioned
-    table)."""
+    does not exist, [] if it has no rows."""
     if not path.exists():
         return None
     import pyarrow.dataset as ds
@@ -82,69 +89,14 @@ def read_rows(path: Path) -> list[dict[str, Any]] | None:
 
 
 def read_runs(path: Path) -> list[dict[str, Any]]:
-    """The ``runs`` table without its bulky text columns (the simulator's summary and the
-    scenario definitions), for findings and crossover charts."""
+    """The ``runs`` table without the simulator's bulky summary (``summary_json``)."""
     if not path.exists() or not any(path.rglob("*.parquet")):
         return []
     import pyarrow.dataset as ds
 
     dataset = ds.dataset(str(path), format="parquet", partitioning="hive")
-    cols = [c for c in dataset.schema.names if c not in ("summary_json", "scenario_def")]
+    cols = [c for c in dataset.schema.names if c != "summary_json"]
     return list(dataset.to_table(columns=cols).to_pylist())
-
-
-def model_limits(runs: Sequence[dict[str, Any]]) -> list[str]:
-    """What the simulation leaves out, as the reader must know it to weigh the findings (the
-    first item depends on whether the runs carry the work model's metrics)."""
-    has_work = any(r.get("records_processed") is not None for r in runs)
-    items = []
-    if has_work:
-        items.append(
-            "Members do work as the work model describes it (production rate, poll loop, "
-            "processing time per record, commits, warm-up), as rates between state changes: "
-            "no per-record variation beyond the drawn processing time, no back-pressure from "
-            "brokers, no fetch sizes; a record can be polled a fixed fetch latency (100 ms) "
-            "after it was produced. Members start at offsets drawn across one heartbeat "
-            "interval, so each seed puts their heartbeats elsewhere relative to a disturbance; "
-            "a classic member refreshes metadata at a phase drawn within metadata.max.age.ms, "
-            "and the classic leader assigns from its own metadata (as the Java consumer's "
-            "does). A process starts at once unless the workload sets startup_ms (the built-in "
-            "specs do not). Not modelled: CPU contention between members, clients' "
-            "per-request processing time (on the wire these move phases by tens of "
-            "milliseconds and decide races the model settles by its latencies).")
-        items.append(
-            "A partition new to the group is consumed from its first record (as with "
-            "auto.offset.reset=earliest). With the clients' default, latest, what was produced "
-            "to it before its first fetch is skipped instead: the lag a classic group builds "
-            "on partitions it has not seen yet would then be records never processed.")
-        items.append(
-            "Checked against real clients (groupcoord lab calibrate, docs/lab.md 'Calibration "
-            "against real clients'): at 6 members, rolling bounce and scale-out, medians "
-            "against medians, the cooperative and KIP-848 consumers' convergence and lag are "
-            "within 2x of librdkafka's, classic eager's too but for two near misses; Connect "
-            "workers only partly: with their start-up modelled (2.5 s, which the lab's runs "
-            "leave at 0) a Connect scale-out converges in about 12 s simulated against 17-24 s "
-            "measured, and Connect rolling bounces differ by 2-3x.")
-    else:
-        items.append(
-            "Members are idle: no poll loop and no processing time, so an eager member rejoins "
-            "the moment it hears of a rebalance and eager's stop-the-world barrier costs "
-            "little; the incremental protocols pay a heartbeat interval or KIP-415's delay per "
-            "move. Read downtime and convergence with that in mind: they are the "
-            "coordination's cost, not the application's.")
-    items += [
-        "The coordinator and the assignors compute in zero simulated time: only network "
-        "latency, timers and the members' own delays take time (upstream's assignors take "
-        "milliseconds at 10,000 members).",
-        "One coordinator shard and no brokers: no partition leadership changes, no log "
-        "appends' latency beyond the simulated network, no client-side metadata fetches "
-        "except as the scenario's events model them.",
-        "The network is the scenario's latency distribution and fault rates; real networks "
-        "have correlated and bursty faults, garbage-collection pauses and CPU contention.",
-        "Numbers are medians over a few seeds per cell (paired across protocols): small "
-        "differences between protocols may be within the seeds' spread (p95 in the tables).",
-    ]
-    return items
 
 
 def _fmt(v: Any, spec: str) -> str:
@@ -162,29 +114,281 @@ def _slug(*parts: Any) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")
 
 
-def _cell_label(row: dict[str, Any]) -> str:
-    size = row.get("size")
-    return "scenario" if size is None else str(size)
+def _v(m: Metric, raw: float) -> str:
+    """A value in the metric's unit, without the unit (the table's header has it)."""
+    return number(raw / m.scale)
 
 
-def _panel_key(row: dict[str, Any]) -> tuple[str, str, float | None]:
-    return (str(row["scenario"]), str(row["workload"]), row.get("fault_rate"))
+def _unit(m: Metric, excess: bool = False) -> str:
+    name = short_label(m, excess)
+    return f"{name} ({m.unit})" if m.unit else name
 
 
-def _panel_title(key: tuple[str, str, float | None], multi_wl: bool, multi_fr: bool) -> str:
-    scenario, workload, rate = key
-    bits = [scenario]
-    if multi_wl:
-        bits.append(f"workload {workload}")
-    if multi_fr:
-        bits.append("faults as scenario" if rate is None else f"faults {rate:g}")
-    return ", ".join(bits)
+def _range(m: Metric, c: Any) -> str:
+    """``lo-hi`` (an en dash) of a cell's seeds, empty when they print the same."""
+    lo, hi = _v(m, c.low), _v(m, c.high)
+    return "" if lo == hi else f"{lo}{DASH}{hi}"
 
 
-# --------------------------------------------------------------------------- plots
+# --------------------------------------------------------------------------- first page
+
+
+def _has_controls(runs: Sequence[dict[str, Any]]) -> bool:
+    return any(r.get("control_lag_peak") is not None for r in runs)
+
+
+def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict]) -> list[str]:
+    """What a number in the tables is, which differences count, which runs were left out."""
+    if _has_controls(runs):
+        what = ("Each number is what the disturbance cost: the run's value minus its paired "
+                "control's (the same cell and seed with the scenario's disturbances removed), "
+                "summed over the disturbance windows; time to converge and time until balanced "
+                "are times, not differences. The group's start-up and initial catch-up are not "
+                "counted: disturbances start once it has caught up.")
+    else:
+        what = ("Each number is measured in the scenario's disturbance windows, the initial "
+                "join left out. These runs carry no paired control: lag includes the records "
+                "always in flight and any catch-up still under way.")
+    floors = ", ".join(f"{short_label(m)} {m.fmt(m.floor)}" for m in
+                       dict.fromkeys(m for g in verdicts for m in g.metrics))
+    seeds = sorted({g.seeds for g in verdicts if g.seeds})
+    chance = "; ".join(f"{n} seeds: 1 in {round(1 / separation_chance(n)):,}"
+                       for n in seeds if n >= MIN_SEEDS)
+    many = [n for n in seeds if n >= SIGN_MIN_SEEDS]
+    sign = ""
+    if many:
+        need = "; ".join(f"{sign_needed(n)} of {n}" for n in many)
+        sign = (f". With {SIGN_MIN_SEEDS} seeds or more, a paired sign test may mark a "
+                "difference too: the best is better by more than the floor in enough seeds "
+                f"for a one-sided p of at most {SIGN_ALPHA:.0%} ({need})")
+    test = ("Cells show the median over the seeds and, below it, the range. Protocols of a "
+            "cell run on the same seeds. A protocol is marked ★ best when its worst seed is "
+            "better than every other protocol's best seed by more than the metric's floor "
+            f"({floors}): the ranges are separated. If two protocols did not differ, n seeds "
+            "each would separate that way by chance once in C(2n, n)"
+            + (f" ({chance})" if chance else "")
+            + sign
+            + f". = marks the protocols the best one does not separate from (tied best); "
+            f"'tie': no protocol separates; with fewer than {MIN_SEEDS} seeds nothing is "
+            f"marked. Beside each floor, a difference under {RELATIVE_FLOOR:.0%} of the larger "
+            "value does not count either (3 s on a 140 s time to converge). Where a "
+            "protocol's seeds fall into distinct outcomes (sorted, one gap wider than the "
+            "floor, than twice the spread on either side of it and than half the larger of "
+            "its ends: outcomes a factor of 2 or more apart) the cell shows each "
+            "outcome, 'a (k of n) | b (m of n)', and a row whose best overlaps another only "
+            "through such a split is 'split', neither best nor tied.")
+    cmp = comparisons(verdicts)
+    if cmp.pairs:
+        test += (f" Multiple comparisons: the tables test {cmp.pairs:,} pairs of protocols in "
+                 f"{cmp.rows:,} row-metrics; if no protocol differed from any other, about "
+                 f"{cmp.expected:.1f} of them would still be marked by chance. The sentences "
+                 f"below rest only on cells with at least {CLAIM_MIN_SEEDS} seeds per "
+                 f"protocol ({cmp.claim_pairs:,} pairs, about {cmp.claim_expected:.1f} "
+                 "chance marks among them).")
+    negative = any(c.median < 0 for g in verdicts for row in g.rows for mv in row.metrics
+                   for c in mv.cells.values())
+    if negative and _has_controls(runs):
+        what += (" A negative number: the disturbed run had less of it than its control over "
+                 "the same windows.")
+    total = sum(g.runs for g in verdicts)
+    bad = sum(g.violated for g in verdicts)
+    late = sum(g.not_caught_up for g in verdicts)
+    noop = sum(g.noop for g in verdicts)
+    left = (f"{total:,} runs in these grids; left out: {bad:,} that violated an invariant "
+            f"(listed below), {late:,} that never caught up before their first disturbance, "
+            f"{noop:,} with a scenario event that changed nothing (noop_events).")
+    return [what, test, left, protocol_text(verdicts)]
+
+
+def protocol_text(verdicts: Sequence[GridVerdict]) -> str:
+    """What each protocol family in the tables is (``findings.FAMILY_NAMES``)."""
+    fams = dict.fromkeys(family(p) for g in verdicts for p in g.protocols)
+    names = "; ".join(f"{f}:* is {FAMILY_NAMES[f]}" for f in fams if f in FAMILY_NAMES)
+    if not names:
+        return ""
+    text = f"Protocols: {names}."
+    if "connect" in fams:
+        text += (" Only protocols Apache Kafka ships are ranked (★, =, the sentences); the "
+                 "connect group type's columns stand apart, unmarked.")
+    return text
+
+
+def _mark(cell_mark: str) -> str:
+    return {"best": "★ ", "tied": "= "}.get(cell_mark, "")
+
+
+def _verdict_word(mv: MetricVerdict) -> str:
+    """The row's verdict in a word (the cells carry the marks: who is best, who is tied)."""
+    if mv.verdict == "best":
+        return "\u2605 best"
+    if mv.verdict == "tied":
+        return f"= {len(mv.best)} tied"
+    if mv.verdict == "split":
+        return "split seeds"
+    if mv.verdict == "few seeds":
+        return f"< {MIN_SEEDS} seeds"
+    if mv.verdict == "one protocol":
+        return ""
+    return "tie"
+
+
+def _row_head(g: GridVerdict, row: VerdictRow,
+              loads: dict[tuple[Any, ...], Load] | None = None) -> tuple[str, str, str]:
+    size = f"{row.size} {member_word(row.scenario, g.protocols)}"
+    load = row.workload
+    if row.fault_rate:
+        load += f", {row.fault_rate:.0%} faults"
+    ld = (loads or {}).get((row.scenario, row.size, row.workload, row.fault_rate))
+    if ld is not None:
+        load += f": {ld.text()}"
+    return row.scenario, size, load
+
+
+def _columns(g: GridVerdict) -> tuple[list[str], list[str]]:
+    """The grid's protocols: those ranked, then those shown apart (unmarked)."""
+    rank = ranked(g.protocols)
+    return rank, [p for p in g.protocols if p not in rank]
+
+
+def _cell_text(m: Metric, c: Any) -> tuple[str, str]:
+    """A cell's value and its second line: the median and range, or each outcome when the
+    seeds split."""
+    if c.split:
+        n = len(c.values)
+        return (" | ".join(_v(m, statistics.median(o)) for o in c.outcomes),
+                " | ".join(f"{len(o)} of {n}" for o in c.outcomes))
+    return _v(m, c.median), _range(m, c)
+
+
+def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load] | None = None,
+                 why: Sequence[str] = ()) -> str:
+    parts = [f"<h2>{html.escape(g.name)}</h2>"]
+    if g.question:
+        parts.append(f"<p class='q'>{html.escape(g.question)}</p>")
+    if g.description and g.description != g.question:
+        parts.append(f"<p>{html.escape(g.description)}</p>")
+    mets = ", ".join(_unit(m, g.excess) for m in g.metrics)
+    extra = ""
+    if g.violated or g.not_caught_up or g.noop:
+        extra = (f"; left out: {g.violated} with a violation, {g.not_caught_up} never caught "
+                 f"up, {g.noop} with an event that changed nothing")
+    parts.append(f"<p>Metrics: {html.escape(mets)}. {g.seeds} seeds per cell; {g.runs:,} runs"
+                 f"{html.escape(extra)}.</p>")
+    if not g.rows:
+        parts.append("<p>No run of this grid counts.</p>")
+        return "\n".join(parts)
+    rank, apart = _columns(g)
+    cols = [*rank, *apart]
+    head = "".join(f"<th{' class=apart' if p in apart else ''}>{html.escape(p)}</th>"
+                   for p in cols)
+    group = ""
+    if apart:
+        group = ("<tr><th colspan='4'></th>"
+                 f"<th colspan='{len(rank)}'>Apache Kafka's protocols (ranked)</th>"
+                 f"<th colspan='{len(apart)}' class='apart'>this project's connect group "
+                 "type (not in Apache Kafka; not ranked)</th><th></th></tr>")
+    parts.append(f"<table class='verdict'><thead>{group}<tr><th class='l'>scenario</th>"
+                 "<th class='l'>size</th><th class='l'>load</th><th class='l'>metric</th>"
+                 f"{head}<th class='l'>verdict</th></tr></thead><tbody>")
+    for i, row in enumerate(g.rows):
+        scen, size, load = _row_head(g, row, loads)
+        n = len(row.metrics)
+        cls = "odd" if i % 2 else "even"
+        for j, mv in enumerate(row.metrics):
+            tds = []
+            if j == 0:
+                tds += [f"<td rowspan='{n}' class='l{' n' if k == 1 else ''}'>"
+                        f"{html.escape(x)}</td>" for k, x in enumerate((scen, size, load))]
+            tds.append(f"<td class='l m'>{html.escape(_unit(mv.metric, g.excess))}</td>")
+            for p in cols:
+                c = mv.cells.get(p)
+                if c is None:
+                    tds.append("<td>-</td>")
+                    continue
+                val, rng = _cell_text(mv.metric, c)
+                rng = f"<br><small>{html.escape(rng)}</small>" if rng else ""
+                cls = " ".join(x for x in (c.mark, "split" if c.split else "",
+                                           "apart" if p in apart else "") if x)
+                tds.append(f"<td class='{cls}'>{_mark(c.mark)}{html.escape(val)}{rng}</td>")
+            tds.append(f"<td class='l v'>{html.escape(_verdict_word(mv))}</td>")
+            parts.append(f"<tr class='{cls}'>" + "".join(tds) + "</tr>")
+    parts.append("</tbody></table>")
+    if why:
+        parts.append("<p><b>Why</b> (computed from these runs):</p><ul class='why'>"
+                     + "".join(f"<li>{html.escape(t)}</li>" for t in why) + "</ul>")
+    return "\n".join(parts)
+
+
+def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load] | None = None,
+               why: Sequence[str] = ()) -> str:
+    lines = [f"### {g.name}", ""]
+    if g.question:
+        lines += [f"*{g.question}*", ""]
+    if g.description and g.description != g.question:
+        lines += [g.description, ""]
+    lines += [f"Metrics: {', '.join(_unit(m, g.excess) for m in g.metrics)}. {g.seeds} seeds per cell; "
+              f"{g.runs:,} runs; left out: {g.violated} with a violation, {g.not_caught_up} "
+              "never caught up.", ""]
+    if not g.rows:
+        return "\n".join([*lines, "No run of this grid counts."])
+    rank, apart = _columns(g)
+    cols = [*rank, *apart]
+    lines.append("| scenario | size | load | metric | "
+                 + " | ".join(p + (" (not ranked)" if p in apart else "") for p in cols)
+                 + " | verdict |")
+    lines.append("|---|---|---|---|" + "---:|" * len(cols) + "---|")
+    for row in g.rows:
+        scen, size, load = _row_head(g, row, loads)
+        for j, mv in enumerate(row.metrics):
+            lead = [scen, size, load] if j == 0 else ["", "", ""]
+            vals = []
+            for p in cols:
+                c = mv.cells.get(p)
+                if c is None:
+                    vals.append("-")
+                    continue
+                val, rng = _cell_text(mv.metric, c)
+                rng = f" ({rng})" if rng else ""
+                vals.append(f"{_mark(c.mark)}{val}{rng}".replace("|", "\\|"))
+            lines.append("| " + " | ".join([*lead, _unit(mv.metric, g.excess), *vals,
+                                             _verdict_word(mv)]) + " |")
+    if why:
+        lines += ["", "Why (computed from these runs):", ""] + [f"- {t}" for t in why]
+    return "\n".join(lines)
+
+
+def settings_html(runs: Sequence[dict[str, Any]]) -> str:
+    cols, rows = settings_table(runs)
+    if not rows:
+        return ("<h2>Settings</h2><p>These runs do not record their settings (no "
+                "<code>settings_json</code> column).</p>")
+    head = "".join(f"<th>{html.escape(', '.join(ps))}</th>" for ps in cols)
+    body = "".join("<tr><td class='l'><code>" + html.escape(k) + "</code></td>"
+                   + "".join(f"<td>{html.escape(v)}</td>" for v in vals) + "</tr>"
+                   for k, vals in rows)
+    return ("<h2>Settings</h2><p>Every setting the runs used, read from the runs "
+            "(<code>settings_json</code>); several values: each was used by some runs (a grid "
+            "sweeps it or a workload sets it).</p>"
+            f"<table class='settings'><thead><tr><th>setting</th>{head}</tr></thead>"
+            f"<tbody>{body}</tbody></table>")
+
+
+def settings_md(runs: Sequence[dict[str, Any]]) -> str:
+    cols, rows = settings_table(runs)
+    if not rows:
+        return "## Settings\n\nThese runs do not record their settings (no `settings_json`)."
+    lines = ["## Settings", "", "Every setting the runs used, read from `settings_json`.", "",
+             "| setting | " + " | ".join(", ".join(ps) for ps in cols) + " |",
+             "|---|" + "---:|" * len(cols)]
+    lines += ["| `" + k + "` | " + " | ".join(vals) + " |" for k, vals in rows]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- charts
 
 #: Violations listed in the report (all of them are in the violations table).
 MAX_VIOLATIONS_SHOWN = 200
+
 
 #: One colour map per protocol family; a family's variants are shades of it (and line styles).
 FAMILY_COLORMAPS: dict[str, str] = {"classic": "Blues", "consumer": "Oranges",
@@ -195,6 +399,13 @@ _MARKERS = ("o", "s", "^", "D", "v", "P")
 #: Sizes spanning more than this factor get a logarithmic x-axis (10 to 1,000 members);
 #: otherwise every scale is linear.
 LOG_X_SPAN = 20.0
+
+
+#: The families in a chart's legend (short forms of ``findings.FAMILY_NAMES``).
+LEGEND_FAMILIES: dict[str, str] = {
+    "classic": "classic consumer groups", "consumer": "KIP-848 consumer groups",
+    "classic-connect": "Connect as shipped (classic groups)",
+    "connect": "connect group type (this project's, not in Kafka)"}
 
 
 def protocol_styles(protocols: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -211,149 +422,213 @@ def protocol_styles(protocols: Sequence[str]) -> dict[str, dict[str, Any]]:
         cmap = colormaps[FAMILY_COLORMAPS.get(fam, _OTHER_COLORMAP)]
         n = len(members)
         for i, p in enumerate(members):
-            shade = 0.85 - (0.45 * i / (n - 1) if n > 1 else 0.0)
+            # dark to mid shades only: a light shade on white (a faint eager line) is unreadable
+            shade = 0.9 - (0.25 * i / (n - 1) if n > 1 else 0.0)
             out[p] = {"color": cmap(shade), "linestyle": _STYLES[i % len(_STYLES)],
                       "marker": _MARKERS[i % len(_MARKERS)]}
     return out
 
 
-def _x(row: dict[str, Any]) -> float:
-    size = row.get("size")
-    return float(size if size is not None else row.get("members") or 0)
 
 
-def _panel_metrics(rows: Sequence[dict[str, Any]]) -> list[Metric]:
-    return [m for m in CATALOG if any(r.get(f"{m.column}_p50") is not None for r in rows)]
+def _axis(g: GridVerdict) -> tuple[str, str] | None:
+    """The x axis of a grid's charts: ``("x", label)`` for a swept parameter, ``("size",
+    label)`` for several sizes, None for one point per protocol."""
+    if g.parameter is not None:
+        name, unit = X_NAMES.get(g.parameter, (g.parameter, ""))
+        return "x", f"{name}{f' ({unit.strip()})' if unit.strip() else ''}"
+    sizes = {r.size for r in g.rows}
+    if len(sizes) > 1:
+        return "size", member_word("", g.protocols)
+    return None
 
 
-def _set_x(ax: Any, xs: Sequence[float], label: str) -> None:
-    xs = sorted(set(xs))
-    if xs and xs[0] > 0 and xs[-1] / xs[0] > LOG_X_SPAN:
-        ax.set_xscale("log")
-    ax.set_xticks(xs, [f"{v:g}" for v in xs])
-    ax.minorticks_off()
-    ax.set_xlabel(label)
+def _chart_groups(g: GridVerdict) -> dict[tuple[Any, ...], list[VerdictRow]]:
+    """The rows of one figure: per scenario and fault rate, and per workload unless the
+    workloads are the swept parameter's values."""
+    out: dict[tuple[Any, ...], list[VerdictRow]] = defaultdict(list)
+    for r in g.rows:
+        wl = None if g.parameter is not None else r.workload
+        out[(r.scenario, wl, r.fault_rate)].append(r)
+    return out
 
 
-def plot_panel(rows: Sequence[dict[str, Any]], title: str, path: Path,
-               styles: dict[str, dict[str, Any]] | None = None) -> list[str]:
-    """One panel per metric the aggregates have, against cluster size, one line per protocol
-    (p50, band to p95); linear y from zero. Returns the metrics plotted."""
+def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path,
+              styles: dict[str, dict[str, Any]]) -> list[str]:
+    """One panel per question metric that goes beyond its floor somewhere (a panel of zeros,
+    or of differences too small to mean anything, is left out): the median over seeds
+    (line, or a bar for one point) and the seeds' range (band, or each seed a dot), against
+    the grid's size or swept parameter with the values swept as ticks. Returns the metrics
+    drawn (none: no file)."""
     from matplotlib.figure import Figure
 
-    metrics = _panel_metrics(rows)
-    styles = styles or protocol_styles([str(r["protocol"]) for r in rows])
-    ncols = min(3, max(1, len(metrics)))
-    nrows = max(1, math.ceil(len(metrics) / ncols))
-    fig = Figure(figsize=(4.6 * ncols, 3.6 * nrows + 0.6), dpi=100, layout="constrained")
+    axis = _axis(g)
+    panels = []
+    for i, m in enumerate(g.metrics):
+        vals = [v for r in rows for c in r.metrics[i].cells.values() for v in c.values.values()]
+        if vals and any(abs(v) > m.floor for v in vals):  # else: zero, or noise below it
+            panels.append((i, m))
+    if not panels:
+        return []
+    ncols = min(3, len(panels))
+    nrows = math.ceil(len(panels) / ncols)
+    fig = Figure(figsize=(4.4 * ncols, 3.3 * nrows + 0.9), dpi=100, layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-    by_protocol: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in rows:
-        by_protocol[str(r["protocol"])].append(r)
-    for ax, m in zip(axes, metrics, strict=False):
-        for protocol in sorted(by_protocol):
-            pts = [p for p in sorted(by_protocol[protocol], key=_x)
-                   if p.get(f"{m.column}_p50") is not None]
-            if not pts:
-                continue
-            xs = [_x(p) for p in pts]
-            p50 = [p[f"{m.column}_p50"] / m.scale for p in pts]
-            p95 = [(p.get(f"{m.column}_p95") or p[f"{m.column}_p50"]) / m.scale for p in pts]
-            st = styles.get(protocol, {})
-            ax.plot(xs, p50, label=protocol, color=st.get("color"),
-                    linestyle=st.get("linestyle", "-"), marker=st.get("marker", "o"))
-            ax.fill_between(xs, p50, p95, alpha=0.12, color=st.get("color"))
-        ax.set_title(m.label, fontsize=10)
-        ax.set_ylabel(m.unit)
+    for ax, (i, m) in zip(axes, panels, strict=False):
+        if axis is None:
+            for k, p in enumerate(g.protocols):
+                cells = [r.metrics[i].cells[p] for r in rows if p in r.metrics[i].cells]
+                ys = [v / m.scale for c in cells for v in c.values.values()]
+                if not ys:
+                    continue
+                st = styles.get(p, {})
+                ax.bar(k, statistics.median(ys), 0.6, color=st.get("color"), alpha=0.5)
+                jitter = [k + 0.25 * ((j % 7) - 3) / 3 for j in range(len(ys))]
+                ax.scatter(jitter, ys, s=10, color=st.get("color"), edgecolors="black",
+                           linewidths=0.3, zorder=3, label=p)
+            ax.set_xticks(range(len(g.protocols)), g.protocols, rotation=20, ha="right",
+                          fontsize=8)
+        else:
+            xs_all: set[float] = set()
+            for p in g.protocols:
+                pts = []
+                seeds: list[tuple[float, float]] = []
+                for r in rows:
+                    c = r.metrics[i].cells.get(p)
+                    x = r.x if axis[0] == "x" else float(r.size)
+                    if c is None or x is None:
+                        continue
+                    if c.split:
+                        # distinct outcomes: each seed a dot, no median line or band through
+                        # values no seed had
+                        seeds += [(x, v / m.scale) for v in c.values.values()]
+                        pts.append((x, math.nan, math.nan, math.nan))
+                    else:
+                        pts.append((x, c.median / m.scale, c.low / m.scale, c.high / m.scale))
+                if not pts:
+                    continue
+                pts.sort()
+                xs_all.update(x for x, *_ in pts)
+                st = styles.get(p, {})
+                ax.plot([x for x, *_ in pts], [y for _, y, _, _ in pts], label=p,
+                        color=st.get("color"), linestyle=st.get("linestyle", "-"),
+                        marker=st.get("marker", "o"), linewidth=2)
+                ax.fill_between([x for x, *_ in pts], [lo for *_, lo, _ in pts],
+                                [hi for *_, hi in pts], alpha=0.12, color=st.get("color"))
+                if seeds:
+                    ax.scatter([x for x, _ in seeds], [y for _, y in seeds], s=40,
+                               color=st.get("color"), edgecolors="black", linewidths=0.4,
+                               marker=st.get("marker", "o"), zorder=4)
+            xs = sorted(xs_all)
+            if xs and xs[0] > 0 and xs[-1] / xs[0] > LOG_X_SPAN:
+                ax.set_xscale("log")
+            ax.set_xticks(xs, [f"{v:g}" for v in xs])
+            ax.minorticks_off()
+            ax.set_xlabel(axis[1])
+        ax.set_title(short_label(m, g.excess), fontsize=10)
+        ax.set_ylabel(m.unit or short_label(m))
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
-        _set_x(ax, [_x(r) for r in rows], "members")
-    for ax in axes[len(metrics):]:
+    for ax in axes[len(panels):]:
         ax.set_visible(False)
     handles, labels = axes[0].get_legend_handles_labels()
     if handles:
+        what = ("median over seeds (bar), each seed (dot)" if axis is None else
+                "median over seeds (line), range over seeds (band); where a protocol's seeds "
+                "split into distinct outcomes, each seed a dot")
+        fams = dict.fromkeys(family(p) for p in g.protocols)
+        what += "\n" + "; ".join(f"{f}: {LEGEND_FAMILIES[f]}" for f in fams
+                                  if f in LEGEND_FAMILIES)
         fig.legend(handles, labels, loc="outside lower center", ncols=min(5, len(labels)),
-                   fontsize=8, title="median over seeds (line), to p95 (band)",
-                   title_fontsize=8)
+                   fontsize=8, title=what, title_fontsize=8)
     fig.suptitle(title)
     fig.savefig(path)
-    return [m.column for m in metrics]
+    return [m.column for _, m in panels]
 
 
-def plot_overview(rows: Sequence[dict[str, Any]], path: Path,
-                  styles: dict[str, dict[str, Any]] | None = None,
-                  metric: Metric | None = None) -> bool:
-    """The headline metric's p50 per scenario and protocol at each scenario's largest size
-    (linear scale; bars coloured by protocol family)."""
-    from matplotlib.figure import Figure
-
-    metrics = _panel_metrics(rows)
-    m = metric or (metrics[0] if metrics else None)
-    if m is None:
-        return False
-    col = f"{m.column}_p50"
-    largest: dict[str, float] = {}
-    for r in rows:
-        largest[r["scenario"]] = max(largest.get(r["scenario"], 0.0), _x(r))
-    picked: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for r in rows:
-        if _x(r) == largest[r["scenario"]] and r.get(col) is not None:
-            picked[(r["scenario"], r["protocol"])].append(r[col] / m.scale)
-    if not picked:
-        return False
-    scenarios = sorted({s for s, _ in picked}, reverse=True)  # top to bottom: a to z
-    protocols = sorted({p for _, p in picked})
-    styles = styles or protocol_styles(protocols)
-    fig = Figure(figsize=(9, max(3.5, 0.22 * len(scenarios) * len(protocols) + 1.5)), dpi=100,
-                 layout="constrained")
-    ax = fig.subplots()
-    height = 0.8 / max(1, len(protocols))
-    for i, protocol in enumerate(protocols):
-        ys = [j + ((len(protocols) - 1) / 2 - i) * height for j in range(len(scenarios))]
-        xs = [statistics.fmean(picked[(s, protocol)]) if picked.get((s, protocol)) else 0.0
-              for s in scenarios]
-        ax.barh(ys, xs, height, label=protocol, color=styles.get(protocol, {}).get("color"))
-    ax.set_yticks(range(len(scenarios)), scenarios)
-    ax.set_xlabel(f"median {m.label} ({m.unit})")
-    ax.set_title(f"{m.label[:1].upper()}{m.label[1:]} per scenario at its largest size")
-    ax.grid(True, axis="x", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.savefig(path)
-    return True
+def grid_charts(g: GridVerdict, rdir: Path, styles: dict[str, dict[str, Any]]
+                ) -> list[tuple[str, str | None, str]]:
+    """The figures of a grid: ``(title, file, why not)``, file None when every metric stays
+    within its floor, and then why: each metric's largest value over protocols and seeds."""
+    out: list[tuple[str, str | None, str]] = []
+    for (scenario, wl, rate), rows in _chart_groups(g).items():
+        title = f"{g.name}: {scenario}" + (f", {wl}" if wl else "") + (
+            f", {rate:.0%} faults" if rate else "")
+        name = f"{_slug(g.name, scenario, wl, rate)}.png"
+        drawn = plot_grid(g, rows, title, rdir / name, styles)
+        out.append((title, name if drawn else None, "" if drawn else nothing_drawn(g, rows)))
+    return out
 
 
-def plot_crossover(runs: Sequence[dict[str, Any]], x_col: str, m: Metric, title: str,
-                   path: Path, styles: dict[str, dict[str, Any]]) -> bool:
-    """A metric against a swept parameter (processing time, say) at the largest size, one line
-    per protocol (median over seeds): where the lines cross, the winner changes."""
-    from matplotlib.figure import Figure
+def nothing_drawn(g: GridVerdict, rows: Sequence[VerdictRow]) -> str:
+    """Why a scenario has no chart: the largest value of each metric, every one within the
+    metric's floor."""
+    parts = []
+    for i, m in enumerate(g.metrics):
+        vals = [abs(v) for r in rows for c in r.metrics[i].cells.values()
+                for v in c.values.values()]
+        if vals:
+            parts.append(f"{short_label(m, g.excess)} at most {m.fmt(max(vals))} (floor "
+                         f"{m.fmt(m.floor)})")
+    return ("Nothing to draw: in every run of this scenario, for every protocol, "
+            + "; ".join(parts) + ". The disturbance cost nothing any metric counts: check "
+            "that the scenario's events change the group (the runs' events with --events).")
 
-    size = max((_x(r) for r in runs), default=0.0)
-    pts: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+
+# --------------------------------------------------------------------------- worst seeds
+
+
+def worst_rows(g: GridVerdict, runs: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """Per row and protocol of a grid: runs, runs left out, and each metric's worst seed."""
+    counts: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0, 0])
     for r in runs:
-        if _x(r) == size and r.get(x_col) is not None and r.get(m.column) is not None:
-            pts[str(r["protocol"])][float(r[x_col])].append(float(r[m.column]) / m.scale)
-    if not pts:
-        return False
-    fig = Figure(figsize=(6.5, 4), dpi=100, layout="constrained")
-    ax = fig.subplots()
-    for protocol in sorted(pts):
-        xs = sorted(pts[protocol])
-        st = styles.get(protocol, {})
-        ax.plot(xs, [statistics.median(pts[protocol][x]) for x in xs], label=protocol,
-                color=st.get("color"), linestyle=st.get("linestyle", "-"),
-                marker=st.get("marker", "o"))
-    xs_all = sorted({x for d in pts.values() for x in d})
-    if xs_all and xs_all[0] > 0 and xs_all[-1] / xs_all[0] > LOG_X_SPAN:
-        ax.set_xscale("log")
-    ax.set_xlabel(x_col)
-    ax.set_ylabel(m.unit)
-    ax.set_ylim(bottom=0)
-    ax.set_title(f"{title}: {m.label}, {size:g} members", fontsize=10)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.savefig(path)
-    return True
+        k = (r.get("scenario"), r.get("size"), r.get("workload"), r.get("fault_rate"),
+             r.get("protocol"))
+        counts[k][0] += 1
+        counts[k][1] += 0 if usable(r) else 1
+    out = []
+    for row in g.rows:
+        scen, size, load = _row_head(g, row)
+        for p in g.protocols:
+            total, left = counts.get((row.scenario, row.size, row.workload, row.fault_rate, p),
+                                     [0, 0])
+            if not total:
+                continue
+            cells = []
+            for mv in row.metrics:
+                c = mv.cells.get(p)
+                if c is None:
+                    cells.append("-")
+                else:
+                    worst = c.high if mv.metric.lower_is_better else c.low
+                    cells.append(_v(mv.metric, worst))
+            out.append([scen, size, load, p, str(total), str(left), *cells])
+    return out
+
+
+def worst_html(g: GridVerdict, runs: Sequence[dict[str, Any]]) -> str:
+    rows = worst_rows(g, runs)
+    if not rows:
+        return ""
+    head = "".join(f"<th>{html.escape(t)}</th>" for t in
+                   ("scenario", "size", "load", "protocol", "runs", "left out",
+                    *(_unit(m, g.excess) for m in g.metrics)))
+    body = "".join("<tr>" + "".join(f"<td{' class=l' if i < 4 else ''}>{html.escape(v)}</td>"
+                                    for i, v in enumerate(r)) + "</tr>" for r in rows)
+    return (f"<h3>{html.escape(g.name)}</h3><table class='worst'><thead><tr>{head}</tr>"
+            f"</thead><tbody>{body}</tbody></table>")
+
+
+def worst_md(g: GridVerdict, runs: Sequence[dict[str, Any]]) -> str:
+    rows = worst_rows(g, runs)
+    if not rows:
+        return ""
+    titles = ["scenario", "size", "load", "protocol", "runs", "left out",
+              *(_unit(m, g.excess) for m in g.metrics)]
+    lines = [f"### {g.name}", "", "| " + " | ".join(titles) + " |",
+             "|---|---|---|---|" + "---:|" * (len(titles) - 4)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
 
 
 def plot_audit(epochs: Sequence[dict[str, Any]], path: Path, top: int = 10) -> bool:
@@ -408,15 +683,19 @@ def _md_table(rows: Sequence[dict[str, Any]], lead: Sequence[tuple[str, str, str
     return "\n".join(lines)
 
 
-_LEAD = (("protocol", "protocol", "s"), ("scenario", "scenario", "s"), ("size", "size", "s"),
-         ("workload", "workload", "s"), ("fault rate", "fault_rate", "s"))
 
 _CSS = """
-body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
-table { border-collapse: collapse; font-size: 0.85em; margin: 1em 0; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: right; }
-th { background: #f0f0f0; } td:nth-child(-n+5) { text-align: left; }
-code { background: #f6f6f6; padding: 0.1em 0.3em; }
+body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; max-width: 1360px; }
+table { border-collapse: collapse; font-size: 0.8em; margin: 0.8em 0; }
+th, td { border: 1px solid #ccc; padding: 0.2em 0.45em; text-align: right; vertical-align: top; }
+th { background: #f0f0f0; } td.l, th.l { text-align: left; }
+td.best { background: #d9f2d9; font-weight: bold; } td.tied { background: #eef8ee; }
+td.split { background: #fff4dc; } td.apart, th.apart { background: #f4f4f8; color: #555; }
+td.v { color: #555; white-space: nowrap; } td.m, td.n { white-space: nowrap; }
+small { color: #777; white-space: nowrap; }
+tr.odd td { border-top: 1px solid #ccc; } tr.even td[rowspan] { background: #fafafa; }
+p.q { font-style: italic; } .claims li { margin-bottom: 0.5em; }
+code { background: #f6f6f6; padding: 0.1em 0.3em; font-size: 0.9em; }
 img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
 .bad { color: #a00; }
 """
@@ -435,17 +714,14 @@ def build_report(out_dir: str | Path) -> Path:
 
     meta_path = out / "sweep.json"
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else None
-    aggregates = read_rows(out / "aggregates")
-    if meta is not None and aggregates is not None:
+    if meta is not None:
         title = f"groupcoord lab: {meta.get('name')}"
-        aggregates.sort(key=lambda r: (r["scenario"], r["workload"],
-                                       -1.0 if r.get("fault_rate") is None else r["fault_rate"],
-                                       r["protocol"], -1 if r.get("size") is None else r["size"]))
         violations = read_rows(out / "violations") or []
         runs = read_runs(out / "runs")
-        found = grid_findings(meta, runs)
-        html_parts.append(_sweep_html(meta, aggregates, violations, rdir, runs, found))
-        md_parts.append(_sweep_md(meta, aggregates, violations, runs, found))
+        verdicts = grid_verdicts(meta, runs)
+        found = claims(verdicts)
+        html_parts.append(_sweep_html(meta, verdicts, found, violations, rdir, runs))
+        md_parts.append(_sweep_md(meta, verdicts, found, violations, runs))
 
     audit_groups = read_rows(out / "audit" / "groups")
     if audit_groups is not None:
@@ -473,158 +749,148 @@ def build_report(out_dir: str | Path) -> Path:
     return index
 
 
-def _panels(aggregates: Sequence[dict[str, Any]]) -> dict[tuple[str, str, float | None],
-                                                          list[dict[str, Any]]]:
-    panels: dict[tuple[str, str, float | None], list[dict[str, Any]]] = defaultdict(list)
-    for r in aggregates:
-        panels[_panel_key(r)].append(r)
-    return panels
+def too_few_for_claims(verdicts: Sequence[GridVerdict]) -> str:
+    """The grids that cannot carry a sentence: fewer than ``CLAIM_MIN_SEEDS`` seeds per
+    cell."""
+    few = [f"{g.name} ({g.seeds} seeds)" for g in verdicts
+           if g.rows and g.seeds < CLAIM_MIN_SEEDS]
+    if not few:
+        return ""
+    return (f"No sentence from {', '.join(few)}: fewer than {CLAIM_MIN_SEEDS} seeds per cell, "
+            "where separated ranges happen by chance too often across this many pairs; their "
+            "tables above still mark what separates.")
 
 
-def _in_grid(r: dict[str, Any], g: dict[str, Any]) -> bool:
-    return (r["protocol"] in g["protocols"] and r["scenario"] in g["scenarios"]
-            and r.get("size") in g["sizes"] and r.get("workload") in g["workloads"]
-            and r.get("fault_rate") in g["fault_rates"])
+def _claims_html(found: Sequence[Claim], verdicts: Sequence[GridVerdict] = ()) -> str:
+    few = too_few_for_claims(verdicts)
+    few_html = f"<p>{html.escape(few)}</p>" if few else ""
+    if not found:
+        return ("<h2>What the tables show</h2><p>No difference between protocols passes the "
+                f"test above.</p>{few_html}")
+    items = "".join(f"<li>{html.escape(c.text)}<br><code>{html.escape(c.command)}</code></li>"
+                    for c in found)
+    return ("<h2>What the tables show</h2><p>Each sentence is one marked difference in a cell "
+            f"of at least {CLAIM_MIN_SEEDS} seeds per protocol, in the grid's own metrics; its "
+            "command reruns that cell with the same seeds, hence the same rows.</p>"
+            f"<ol class='claims'>{items}</ol>{few_html}")
 
 
-def grid_findings(meta: dict[str, Any],
-                  runs: Sequence[dict[str, Any]]) -> list[tuple[str, list[Finding]]]:
-    """Findings per question: one group per grid of the spec (its runs only), or one group
-    of every run for a spec without grids."""
-    spec = str(meta.get("spec") or meta.get("name") or "SPEC")
-    grids = meta.get("grids") or []
-    if not grids:
-        return [("", findings(runs, spec))]
-    out = []
-    for g in grids:
-        title = f"{g['name']}: {g['description']}" if g.get("description") else g["name"]
-        out.append((title, findings([r for r in runs if _in_grid(r, g)], spec,
-                                    metrics=g.get("metrics") or ())))
-    return out
-
-
-def _findings_html(groups: Sequence[tuple[str, Sequence[Finding]]],
-                   runs: Sequence[dict[str, Any]]) -> str:
-    parts = ["<h2>Findings</h2>", "<p>Generated from the runs (medians over the seeds that kept "
-             "every invariant; protocols compared on the same seeds). Each names the command "
-             "that reruns its cells.</p>"]
-    for title, found in groups:
-        if title:
-            parts.append(f"<h3>{html.escape(title)}</h3>")
-        if not found:
-            parts.append("<p>No metric differs between protocols in these runs.</p>")
-            continue
-        parts.append("<ol>")
-        for f in found:
-            parts.append(f"<li>{html.escape(f.text)}<br><code>{html.escape(f.command)}"
-                         f"</code></li>")
-        parts.append("</ol>")
-    parts.append("<h2>What the model leaves out</h2><ul>")
-    parts += [f"<li>{html.escape(t)}</li>" for t in model_limits(runs)]
-    parts.append("</ul>")
-    return "\n".join(parts)
-
-
-def _sweep_html(meta: dict[str, Any], aggregates: list[dict[str, Any]],
-                violations: list[dict[str, Any]], rdir: Path,
-                runs: Sequence[dict[str, Any]] = (),
-                found: Sequence[tuple[str, Sequence[Finding]]] = ()) -> str:
-    parts = [f"<p>{html.escape(str(meta.get('description') or ''))}</p>",
-             "<p>spec <code>{}</code>: {} runs in {} cells; protocols {}; Spark {} on "
-             "<code>{}</code>; simulations took {:.1f} s.</p>".format(
-                 html.escape(str(meta.get("spec"))), meta.get("runs"), meta.get("cells"),
-                 html.escape(", ".join(meta.get("protocols", []))),
-                 html.escape(str(meta.get("spark"))), html.escape(str(meta.get("master"))),
-                 float(meta.get("sim_s") or 0.0))]
-    parts.append(_findings_html(found, runs))
+def _violations_html(violations: Sequence[dict[str, Any]]) -> str:
     n_bad = len(violations)
-    parts.append(f"<h2>Invariant violations: <span class='{'bad' if n_bad else ''}'>{n_bad}"
-                 f"</span></h2>")
+    parts = [f"<h2>Invariant violations: <span class='{'bad' if n_bad else ''}'>{n_bad}"
+             f"</span></h2>"]
     if violations:
         parts.append("<table><thead><tr><th>protocol</th><th>scenario</th><th>size</th>"
                      "<th>seed</th><th>invariant</th><th>message</th><th>reproduce with</th>"
                      "</tr></thead><tbody>")
         shown = sorted(violations, key=lambda v: (v["protocol"], v["scenario"], v["run_id"]))
         for v in shown[:MAX_VIOLATIONS_SHOWN]:
-            parts.append("<tr>" + "".join(f"<td>{html.escape(_fmt(v.get(c), 's'))}</td>" for c in
+            parts.append("<tr>" + "".join(f"<td class='l'>{html.escape(_fmt(v.get(c), 's'))}"
+                                          f"</td>" for c in
                                           ("protocol", "scenario", "size", "seed", "invariant",
                                            "message"))
-                         + f"<td><code>{html.escape(str(v['command']))}</code></td></tr>")
+                         + f"<td class='l'><code>{html.escape(str(v['command']))}</code></td>"
+                           "</tr>")
         parts.append("</tbody></table>")
         if n_bad > MAX_VIOLATIONS_SHOWN:
             parts.append(f"<p>... and {n_bad - MAX_VIOLATIONS_SHOWN} more in "
                          f"<code>violations/</code>.</p>")
-    panels = _panels(aggregates)
-    multi_wl = len({k[1] for k in panels}) > 1
-    multi_fr = len({k[2] for k in panels}) > 1
-    styles = protocol_styles([str(r["protocol"]) for r in aggregates])
-    parts.append("<h2>Protocols compared</h2><p>One chart per metric, against the cluster "
-                 "size: the line is the median over seeds, the band reaches the 95th "
-                 "percentile. Colours are protocol families (classic blue, KIP-848 consumer "
-                 "orange, connect green, classic Connect purple); a family's variants are "
-                 "shades and line styles.</p>")
-    if plot_overview(aggregates, rdir / "overview.png", styles):
-        parts.append("<img src='overview.png' alt='headline metric per scenario'>")
-    for key in sorted(panels, key=lambda k: (k[0], k[1], -1.0 if k[2] is None else k[2])):
-        title = _panel_title(key, multi_wl, multi_fr)
-        name = f"{_slug(*key)}.png"
-        plot_panel(panels[key], title, rdir / name, styles)
-        parts.append(f"<h3>{html.escape(title)}</h3><img src='{html.escape(name)}' "
-                     f"alt='{html.escape(title)}'>")
-    crossed = _crossover_charts(runs, rdir, styles)
-    if crossed:
-        parts.append("<h2>Crossover curves</h2><p>The headline metric against the swept "
-                     "parameter at the largest size (median over seeds): where lines cross, "
-                     "the protocol that costs least changes.</p>")
-        parts += [f"<h3>{html.escape(t)}</h3><img src='{html.escape(n)}' alt='{html.escape(t)}'>"
-                  for t, n in crossed]
-    parts.append("<h2>Summary</h2><p>Percentiles over the runs that kept every invariant; "
-                 "downtime in resource-milliseconds.</p>")
-    parts.append(_html_table(aggregates, _LEAD, SUMMARY_COLUMNS))
-    units = ", ".join(f"{m} ({u})" for m, u in METRICS)
-    parts.append(f"<p>Every metric ({html.escape(units)}, and the work model's when present) "
-                 f"with p50/p95/p99 and mean is in <code>aggregates/</code>; the runs in "
-                 f"<code>runs/</code>.</p>")
     return "\n".join(parts)
 
 
-def _crossover_charts(runs: Sequence[dict[str, Any]], rdir: Path,
-                      styles: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
-    """A crossover chart per (scenario, fault rate) whose runs sweep a parameter."""
-    groups: dict[tuple[str, float | None], list[dict[str, Any]]] = defaultdict(list)
-    for r in with_work_parameters(runs):
-        if r.get("ok"):
-            groups[(str(r["scenario"]), r.get("fault_rate"))].append(r)
+def grid_runs(g: GridVerdict, runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs of a grid's rows (its scenarios, sizes, workloads and protocols)."""
+    keys = {(r.scenario, r.size, r.workload) for r in g.rows}
+    return [r for r in runs if r.get("protocol") in g.protocols
+            and (r.get("scenario"), int(r.get("size") or r.get("members") or 0),
+                 r.get("workload")) in keys]
+
+
+def star_gaps(verdicts: Sequence[GridVerdict]) -> list[float]:
+    """Per ★ or = mark, the ratio of the beaten protocol's median to the best's (larger over
+    smaller magnitude; the closest beaten protocol)."""
     out = []
-    for (scenario, rate), rows in sorted(groups.items(), key=lambda kv: (kv[0][0],
-                                                                         kv[0][1] or 0.0)):
-        x_col = sweep_parameter(rows)
-        if x_col is None:
-            continue
-        with_x = [r for r in rows if r.get(x_col) is not None]
-        title = scenario if not rate else f"{scenario}, faults {rate:g}"
-        for m in chosen_metrics(with_x):
-            name = f"crossover__{_slug(scenario, rate, m.column)}.png"
-            if plot_crossover(with_x, x_col, m, title, rdir / name, styles):
-                out.append((f"{title}: {m.label}", name))
+    for g in verdicts:
+        for row in g.rows:
+            for mv in row.metrics:
+                if not mv.best or not mv.beaten:
+                    continue
+                b = abs(mv.cells[mv.best[0]].median)
+                for p in mv.beaten[:1]:
+                    w = abs(mv.cells[p].median)
+                    lo, hi = sorted((b, w))
+                    out.append(hi / lo if lo else math.inf)
     return out
 
 
-def _sweep_md(meta: dict[str, Any], aggregates: list[dict[str, Any]],
-              violations: list[dict[str, Any]], runs: Sequence[dict[str, Any]] = (),
-              found: Sequence[tuple[str, Sequence[Finding]]] = ()) -> str:
+def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequence[Claim],
+                violations: list[dict[str, Any]], rdir: Path,
+                runs: Sequence[dict[str, Any]]) -> str:
+    parts = [f"<p>{html.escape(str(meta.get('description') or ''))}</p>",
+             "<p>spec <code>{}</code>: {} runs in {} cells; Spark {} on <code>{}</code>; "
+             "simulations took {:.1f} s.</p>".format(
+                 html.escape(str(meta.get("spec"))), meta.get("runs"), meta.get("cells"),
+                 html.escape(str(meta.get("spark"))), html.escape(str(meta.get("master"))),
+                 float(meta.get("sim_s") or 0.0))]
+    parts.append("<h2>How to read the tables</h2>")
+    parts += [f"<p>{html.escape(t)}</p>" for t in method_text(runs, verdicts) if t]
+    loads = row_loads(runs)
+    parts += [verdict_html(g, loads, mechanisms(g.protocols, g.settings, grid_runs(g, runs)))
+              for g in verdicts]
+    parts.append(_claims_html(found, verdicts))
+    parts.append(settings_html(runs))
+    parts.append("<h2>What the model leaves out</h2><ul>")
+    parts += [f"<li>{html.escape(t)}</li>" for t in model_limits(runs,
+                                                                    gaps=star_gaps(verdicts))]
+    parts.append("</ul>")
+    parts.append(_violations_html(violations))
+    styles = protocol_styles([p for g in verdicts for p in g.protocols])
+    parts.append("<h2>Charts</h2><p>Per grid and scenario, each metric of the grid's question "
+                 "against the grid's size or swept parameter (ticks at the values run); a "
+                 "metric that stays within its floor (zero, or a difference too small to count) "
+                 "for every protocol has no panel. Colours are protocol "
+                 "families (classic consumer groups blue, KIP-848 consumer groups orange, "
+                 "Connect as shipped (classic groups) purple, this project's connect group "
+                 "type green); a family's variants are shades and line styles. Where a "
+                 "protocol's seeds split into distinct outcomes its seeds are dots, with no "
+                 "line or band through values no seed had.</p>")
+    for g in verdicts:
+        for t, name, why in grid_charts(g, rdir, styles):
+            if name is None:
+                parts.append(f"<h3>{html.escape(t)}</h3><p>{html.escape(why)}</p>")
+            else:
+                parts.append(f"<h3>{html.escape(t)}</h3><img src='{html.escape(name)}' "
+                             f"alt='{html.escape(t)}'>")
+    parts.append("<h2>Worst seed per cell</h2><p>Runs per cell, runs left out, and each "
+                 "metric's worst seed (the tables above show medians and ranges). Every metric "
+                 "with p50/p95/p99 and mean is in <code>aggregates/</code>, every run in "
+                 "<code>runs/</code>.</p>")
+    parts += [worst_html(g, runs) for g in verdicts]
+    return "\n".join(parts)
+
+
+def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequence[Claim],
+              violations: list[dict[str, Any]], runs: Sequence[dict[str, Any]]) -> str:
     lines = [f"Spec `{meta.get('spec')}`: {meta.get('runs')} runs in {meta.get('cells')} "
-             f"cells; protocols {', '.join(meta.get('protocols', []))}.", "", "## Findings", ""]
-    for title, group in found:
-        if title:
-            lines += [f"### {title}", ""]
-        if not group:
-            lines.append("No metric differs between protocols in these runs.")
-        for i, f in enumerate(group, 1):
-            lines.append(f"{i}. {f.text}  \n   `{f.command}`")
-        lines.append("")
-    lines += ["", "## What the model leaves out", ""]
-    lines += [f"- {t}" for t in model_limits(runs)]
+             "cells.", "", "## How to read the tables", ""]
+    for t in method_text(runs, verdicts):
+        if t:
+            lines += [t, ""]
+    lines += ["## Verdicts", ""]
+    loads = row_loads(runs)
+    for g in verdicts:
+        lines += [verdict_md(g, loads, mechanisms(g.protocols, g.settings, grid_runs(g, runs))),
+                  ""]
+    lines += ["## What the tables show", ""]
+    if not found:
+        lines.append("No difference between protocols passes the test above.")
+    for i, c in enumerate(found, 1):
+        lines.append(f"{i}. {c.text}  \n   `{c.command}`")
+    few = too_few_for_claims(verdicts)
+    if few:
+        lines += ["", few]
+    lines += ["", settings_md(runs), "", "## What the model leaves out", ""]
+    lines += [f"- {t}" for t in model_limits(runs, gaps=star_gaps(verdicts))]
     lines += ["", f"## Invariant violations: {len(violations)}", ""]
     if not violations:
         lines.append("None: every run kept every invariant.")
@@ -635,9 +901,11 @@ def _sweep_md(meta: dict[str, Any], aggregates: list[dict[str, Any]],
                      f"  reproduce with: `{v['command']}`")
     if len(violations) > MAX_VIOLATIONS_SHOWN:
         lines.append(f"- ... and {len(violations) - MAX_VIOLATIONS_SHOWN} more in `violations/`")
-    lines += ["", "## Summary", "",
-              "Percentiles over the runs that kept every invariant; downtime in "
-              "resource-milliseconds.", "", _md_table(aggregates, _LEAD, SUMMARY_COLUMNS)]
+    lines += ["", "## Worst seed per cell", ""]
+    for g in verdicts:
+        t = worst_md(g, runs)
+        if t:
+            lines += [t, ""]
     return "\n".join(lines)
 
 

@@ -12,6 +12,7 @@ table partitioned by protocol and scenario, one file per partition::
     DIR/disturbances/...                                       one row per disturbance window
     DIR/events/...                                             trace lines (spec: events = true)
     DIR/violations/...                                         invariant, message, trace, command
+                                                               (an empty table: one file, no rows)
     DIR/aggregates/part-*.parquet                              Spark SQL, ``lab.aggregate``
     DIR/sweep.json                                             the spec and the job's figures
     DIR/report/index.html, summary.md, *.png                   ``lab.report``
@@ -192,7 +193,14 @@ def simulate_frame(spark: SparkSession, runs: list[RunParams], *,
 
 
 def write_table(df: DataFrame, path: Path, sort: tuple[str, ...]) -> None:
-    """Parquet partitioned by protocol and scenario, one file per partition, rows sorted."""
+    """Parquet partitioned by protocol and scenario, one file per partition, rows sorted.
+
+    An empty table is written as one Parquet file with the table's schema and no rows (the
+    partition columns as ordinary columns): partitioned, Spark would write no file at all, and
+    ``spark.read.parquet`` of that directory fails with UNABLE_TO_INFER_SCHEMA."""
+    if df.isEmpty():
+        df.coalesce(1).write.mode("overwrite").parquet(str(path))
+        return
     (df.repartition(*PARTITION_COLUMNS).sortWithinPartitions(*sort)
        .write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(str(path)))
 
@@ -244,7 +252,7 @@ def grid_meta(spec: SweepSpec) -> list[dict[str, Any]]:
                     "protocols": one.resolved_protocols(), "scenarios": list(g.scenarios),
                     "sizes": list(g.sizes), "workloads": [w.name for w in g.workloads],
                     "fault_rates": list(g.fault_rates), "seeds": g.seeds,
-                    "metrics": list(g.metrics)})
+                    "metrics": list(g.metrics), "question": getattr(g, "question", "")})
     return out
 
 

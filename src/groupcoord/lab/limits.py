@@ -1,0 +1,346 @@
+"""What the model leaves out, and the settings a sweep ran with: the report's sections generated
+from the runs' configuration and the latest calibration against real clients (docs/lab.md
+"The report", "Calibration against real clients").
+
+- :func:`settings_table`: every setting of the runs (the ``settings_json`` column, the runs'
+  effective settings under Kafka's config names), per protocol, with every value the runs used;
+- :func:`model_limits`: the section's items, each filled from the configuration of the runs'
+  cells (their scenarios rebuilt as ``lab.runs.build_scenario`` builds them: workload,
+  network, timers) and from :func:`load_calibration`;
+- :func:`load_calibration` / :func:`save_calibration`: the latest calibration results, data the
+  package ships (``lab/data/calibration.json``, written by ``groupcoord lab calibrate --save``).
+
+Nothing here holds a number of the model: a figure the page prints comes from a run's
+configuration or from the calibration file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+CALIBRATION_FILE = Path(__file__).with_name("data") / "calibration.json"
+
+
+# --------------------------------------------------------------------------- calibration
+
+
+def load_calibration(path: Path | None = None) -> dict[str, Any] | None:
+    """The latest calibration results (None when the file is missing or unreadable)."""
+    p = path or CALIBRATION_FILE
+    try:
+        data = json.loads(p.read_text())
+    except (OSError, ValueError) as e:
+        log.warning("calibration results %s: %s", p, e)
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def save_calibration(data: Mapping[str, Any], path: Path | None = None) -> Path:
+    """Write calibration results where :func:`load_calibration` reads them."""
+    p = path or CALIBRATION_FILE
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    return p
+
+
+def calibration_rows(results: Sequence[Any], scenario: str, condition: str = ""
+                     ) -> list[dict[str, Any]]:
+    """The rows :func:`save_calibration` stores for one ``lab calibrate`` command: per
+    protocol its summary over the windows (``lab.calibrate.ProtocolResult.summary``), each
+    metric simulated (its paired seeds), measured, and simulated over all seeds."""
+    out = []
+    for r in results:
+        s = r.summary
+        if r.error or s is None:
+            continue
+        metrics = {}
+        for row in s.rows:
+            d = {"simulated": row["simulated"], "measured": row["measured"]}
+            if row.get("simulated_all_seeds") not in (None, row["simulated"]):
+                d["simulated_all_seeds"] = row["simulated_all_seeds"]
+            metrics[row["metric"]] = d
+        out.append({"scenario": scenario, "protocol": r.protocol, "condition": condition,
+                    "metrics": metrics, "within_2x": bool(s.checked_ok)})
+    return out
+
+
+def merged_calibration(old: Mapping[str, Any] | None, rows: Sequence[Mapping[str, Any]],
+                       setup: Mapping[str, Any], checked: Sequence[str], measured: str
+                       ) -> dict[str, Any]:
+    """The calibration results with ``rows`` in place of the old rows of the same scenario,
+    protocol and condition (the other rows kept: another scenario or protocol measured
+    earlier), dated ``measured``."""
+    keep = [r for r in (old or {}).get("rows", [])
+            if not any((r.get("scenario"), r.get("protocol"), r.get("condition", "")) ==
+                       (n["scenario"], n["protocol"], n.get("condition", "")) for n in rows)]
+    out = dict(old or {})
+    out.update({"measured": measured, "setup": {**(old or {}).get("setup", {}), **setup},
+                "checked": list(checked), "rows": [*keep, *rows],
+                "source": "groupcoord lab calibrate --save"})
+    out.setdefault("tolerance", "within 2x, or both below a floor")
+    return out
+
+
+_CAL_NAMES = {"converge_after_ms": ("time to converge after the disturbance", "ms"),
+              "time_to_converge_ms": ("time to converge", "ms"),
+              "lag_peak": ("lag peak", "records"), "lag_record_s": ("lag", "record·s")}
+
+
+def _n(v: Any) -> str:
+    if isinstance(v, float) and not v.is_integer():
+        return f"{v:,.1f}"
+    return f"{int(v):,}"
+
+
+def calibration_items(cal: Mapping[str, Any] | None, gaps: Sequence[float] | None = None
+                      ) -> list[str]:
+    """The calibration's part of the section: when, what, how many rows agree, which miss;
+    with ``gaps`` (the ratio between the best and the beaten protocol of each ★ mark) how many
+    of the marks are narrower than the calibration's 2x tolerance."""
+    if not cal:
+        return ["No calibration against real clients is recorded with this package "
+                "(groupcoord lab calibrate --save writes one)."]
+    rows = list(cal.get("rows") or [])
+    setup = cal.get("setup") or {}
+    checked = list(cal.get("checked") or [])
+    ok = [r for r in rows if r.get("within_2x")]
+    scen = ", ".join(setup.get("scenarios") or sorted({str(r.get("scenario")) for r in rows}))
+    protos = sorted({str(r.get("protocol")) for r in rows})
+    head = (f"Checked against real clients on {cal.get('measured', '?')} (groupcoord lab "
+            f"calibrate): {scen} at {setup.get('members', '?')} members, "
+            f"{setup.get('records_per_s', '?')} records/s per partition, "
+            f"{setup.get('processing_ms', '?')} ms per record, heartbeat "
+            f"{_n(setup.get('heartbeat_interval_ms', 0))} ms, "
+            f"{setup.get('wire_runs', '?')} wire runs per row against "
+            f"{setup.get('compared_with', 'the simulation')}; protocols {', '.join(protos)}. "
+            f"{len(ok)} of {len(rows)} rows within 2x on every checked metric ("
+            + ", ".join(_CAL_NAMES.get(c, (c, ""))[0] for c in checked)
+            + f"; {cal.get('tolerance', 'within 2x')}).")
+    head += (f" That check ran at {setup.get('members', '?')} members and its own timings "
+             "(below, where they differ from these runs'), not at the settings of the tables "
+             "above, so it vouches for the model's mechanics, not for these numbers")
+    if gaps:
+        narrow = sum(1 for x in gaps if x < 2.0)
+        head += (f"; and a factor of 2 is wider than {narrow:,} of the {len(gaps):,} marked "
+                 "differences (best against the closest beaten protocol), so those could flip "
+                 "within the calibration's tolerance")
+    head += "."
+    items = [head]
+    for r in rows:
+        if r.get("within_2x"):
+            continue
+        misses = []
+        for c in checked:
+            v = (r.get("metrics") or {}).get(c) or {}
+            s, m = v.get("simulated"), v.get("measured")
+            if s is None or m is None:
+                continue
+            lo, hi = sorted((float(s), float(m)))
+            if lo == 0 or hi / lo > 2:
+                name, unit = _CAL_NAMES.get(c, (c, ""))
+                misses.append(f"{name} {_n(s)} simulated against {_n(m)} {unit} measured")
+        cond = f", {r['condition']}" if r.get("condition") else ""
+        why = f" ({r['why']})" if r.get("why") else ""
+        again = [str(o.get("condition") or "as first measured") for o in rows
+                 if o is not r and o.get("within_2x") and o.get("protocol") == r.get("protocol")
+                 and o.get("scenario") == r.get("scenario")]
+        passed = f"; within 2x when measured again ({'; '.join(again)})" if again else ""
+        items.append(f"Outside 2x: {r.get('protocol')} in {r.get('scenario')}{cond}: "
+                     + "; ".join(misses) + why + passed + ".")
+    return items
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+def cell_scenarios(runs: Iterable[Mapping[str, Any]]) -> list[Any]:
+    """The scenario of each distinct cell of the runs, as the lab built it (one per cell);
+    a row that cannot be rebuilt (a table written by another version) is skipped."""
+    from groupcoord.lab.runs import build_scenario
+    from groupcoord.lab.spec import PARAM_COLUMNS, RunParams
+
+    seen: set[tuple[Any, ...]] = set()
+    out = []
+    for r in runs:
+        key = (r.get("scenario"), r.get("size"), r.get("workload"), r.get("fault_rate"),
+               r.get("protocol"))
+        if key in seen or not all(c in r for c in PARAM_COLUMNS):
+            continue
+        seen.add(key)
+        try:
+            out.append((str(r.get("protocol")), build_scenario(RunParams.from_row(r))))
+        except Exception as e:  # a scenario of another version: the section says less
+            log.debug("scenario of %s: %s", key, e)
+    return out
+
+
+def _values(vals: Iterable[Any], unit: str = "") -> str:
+    """``50 ms`` or ``0.5, 2, 5 ms``: every value used, in numeric order."""
+    uniq = sorted({v for v in vals if v is not None}, key=lambda v: (str(type(v)), v))
+    if not uniq:
+        return "?"
+    text = ", ".join(_n(v) if isinstance(v, int | float) else str(v) for v in uniq)
+    return f"{text} {unit}".rstrip()
+
+
+def _dist(d: Any) -> str:
+    if d.kind == "fixed":
+        return f"{d.mean:g}"
+    if d.kind == "uniform":
+        return f"uniform {d.low:g}-{d.high:g}"
+    return f"{d.kind} mean {d.mean:g}"
+
+
+def model_limits(runs: Sequence[Mapping[str, Any]],
+                 calibration: Mapping[str, Any] | None = None,
+                 scenarios: Sequence[tuple[str, Any]] | None = None,
+                 gaps: Sequence[float] | None = None) -> list[str]:
+    """The items of "What the model leaves out", filled from the runs' configuration and the
+    calibration (``calibration=None``: the package's file)."""
+    from groupcoord.lab.findings import family
+
+    cells = list(scenarios) if scenarios is not None else cell_scenarios(runs)
+    cal = calibration if calibration is not None else load_calibration()
+    work = [sc for _, sc in cells if not sc.workload.idle]
+    consumers = [sc for p, sc in cells if not family(p).endswith("connect")]
+    connect = [sc for p, sc in cells if family(p).endswith("connect")]
+    items: list[str] = []
+    if work:
+        wl = [sc.workload for sc in work]
+        items.append(
+            "Members do work as rates between state changes: a record can be polled "
+            f"{_values((w.fetch_latency_ms for w in wl), 'ms')} after it was produced (each "
+            "member holds that much of its production in flight), processing takes "
+            f"{_values({_dist(w.processing_ms) for w in wl}, 'ms')} per record, in batches of "
+            f"up to {_values((w.max_poll_records for w in wl), 'records')}; a synchronous "
+            f"commit takes {_values((w.commit_latency_ms for w in wl), 'ms')}; a newly "
+            f"assigned partition warms up {_values((w.warmup_ms for w in wl), 'ms')}"
+            + (f"; a Connect task takes {_values((w.task_start_ms for w in wl), 'ms')} to "
+               f"start and {_values((w.task_stop_ms for w in wl), 'ms')} to stop"
+               if connect else "")
+            + f"; a process starts {_values((w.startup_ms for w in wl), 'ms')} after its "
+            "time. Not modelled: producers' batching, fetch sizes, back-pressure from brokers, "
+            "state restore volumes, per-record variation beyond the drawn processing time.")
+        if consumers:
+            items.append(
+                "A classic member sees a topic's new partitions at its next metadata refresh "
+                f"(metadata.max.age.ms {_values((sc.workload.metadata_max_age_ms for sc in consumers), 'ms')}"
+                "), whose phase is drawn per member from the seed. A partition new to the "
+                "group is consumed from its first record (auto.offset.reset=earliest); with "
+                "latest, what was produced before the first fetch would be skipped, not lag.")
+    elif cells:
+        items.append(
+            "Members are idle: no poll loop and no processing time, so an eager member rejoins "
+            "the moment it hears of a rebalance; downtime and convergence are the "
+            "coordination's cost, not the application's.")
+    if cells:
+        spreads = {sc.start_spread_ms or 0 for _, sc in cells}
+        items.append(
+            "Timing: initial members start at offsets drawn from the seed across "
+            f"{_values(spreads, 'ms')}, so each seed puts heartbeats elsewhere relative to a "
+            "disturbance; the coordinator and the assignors compute in zero simulated time; "
+            "one coordinator shard and no brokers (no leadership changes, no append latency "
+            "beyond the network's); members' CPU contention and per-request processing time "
+            "are not modelled.")
+        lat = {sc.latency.describe().replace(":", " ", 1) for _, sc in cells}
+        faults = {f"{max(f.loss, f.response_loss, f.duplicate, f.reorder):.0%}"
+                  for f in (sc.faults for _, sc in cells)}
+        items.append(
+            f"Network: one-way latency per message {_values(lat)} ms; fault probability "
+            f"per message {_values(faults)} (loss, response loss, duplication, reordering "
+            "each, until the faults stop); real networks also have correlated and bursty "
+            "faults and pauses.")
+    items += calibration_items(cal, gaps)
+    note = _calibration_settings_note(runs, cal)
+    if note:
+        items.append(note)
+    return items
+
+
+#: The calibration's timings and the client settings they correspond to.
+_CAL_SETTINGS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("heartbeat_interval_ms", ("heartbeat.interval.ms", "group.consumer.heartbeat.interval.ms")),
+    ("session_timeout_ms", ("session.timeout.ms", "group.consumer.session.timeout.ms")),
+    ("rebalance_timeout_ms", ("rebalance.timeout.ms", "max.poll.interval.ms")),
+    ("scheduled_rebalance_max_delay_ms", ("scheduled.rebalance.max.delay.ms",)),
+)
+
+
+def _calibration_settings_note(runs: Sequence[Mapping[str, Any]],
+                               cal: Mapping[str, Any] | None) -> str:
+    """Where the calibration's timings differ from the settings these runs used: the
+    calibration checks the model's mechanics at its own settings, not at these."""
+    setup = (cal or {}).get("setup") or {}
+    used: dict[str, set[Any]] = defaultdict(set)
+    for r in runs:
+        for k, v in _settings(r).items():
+            used[k].add(v)
+    diffs = []
+    for key, names in _CAL_SETTINGS:
+        if key not in setup:
+            continue
+        ours = sorted({v for n in names for v in used.get(n, ())
+                       if isinstance(v, int | float)})
+        if ours and ours != [setup[key]]:
+            diffs.append(f"{' / '.join(n for n in names if n in used)} "
+                         f"{_n(setup[key])} ms there, {', '.join(_n(v) for v in ours)} ms here")
+    if not diffs:
+        return ""
+    return ("The calibration ran at other timings than these runs (" + "; ".join(diffs)
+            + "): it checks the model's mechanics against real clients, not these settings.")
+
+
+# --------------------------------------------------------------------------- settings
+
+
+def _settings(r: Mapping[str, Any]) -> dict[str, Any]:
+    raw = r.get("settings_json")
+    if not raw:
+        return {}
+    try:
+        d = json.loads(str(raw))
+    except ValueError:
+        return {}
+    return d if isinstance(d, dict) else {}
+
+
+def settings_table(runs: Iterable[Mapping[str, Any]]) -> tuple[list[list[str]],
+                                                               list[tuple[str, list[str]]]]:
+    """Every setting the runs used, from ``settings_json``: ``(column groups, rows)``; a
+    column is the protocols whose settings and values are the same, a row ``(setting,
+    [value per column])`` (several values: each one used, in order; blank: not a setting of
+    those protocols)."""
+    by_p: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for r in runs:
+        for k, v in _settings(r).items():
+            by_p[str(r["protocol"])][str(k)].add(json.dumps(v, sort_keys=True))
+    if not by_p:
+        return [], []
+
+    def show(vals: set[str]) -> str:
+        parsed = [json.loads(v) for v in vals]
+        nums = sorted(v for v in parsed if isinstance(v, int | float) and not isinstance(v, bool))
+        rest = sorted(str(v) for v in parsed if not (isinstance(v, int | float)
+                                                     and not isinstance(v, bool)))
+        return ", ".join([_n(v) if isinstance(v, int | float) else str(v) for v in nums] + rest)
+
+    shown = {p: {k: show(v) for k, v in s.items()} for p, s in by_p.items()}
+    groups: dict[str, list[str]] = defaultdict(list)
+    for p in sorted(shown):
+        groups[json.dumps(shown[p], sort_keys=True)].append(p)
+    cols = list(groups.values())
+    names = sorted({k for s in shown.values() for k in s})
+    rows = [(k, [shown[ps[0]].get(k, "") for ps in cols]) for k in names]
+    return cols, rows
+
+
+__all__ = ["CALIBRATION_FILE", "calibration_items", "calibration_rows", "cell_scenarios",
+           "load_calibration", "merged_calibration", "model_limits", "save_calibration",
+           "settings_table"]

@@ -1,0 +1,278 @@
+"""Why a verdict table came out as it did: the load per member of each row, and one line per
+grid and scenario on the mechanism, computed from the runs' own columns and workload (docs/lab.md
+"The report").
+
+- :func:`member_load`: what one member of a consumer row carries: records per second (the
+  production rate per partition times the partitions over the members), the share of its time
+  spent processing, and the records a poll returns (the rate times the fetch latency: what is in
+  flight when it polls). Where a grid's sizes change and its partitions stay fixed, this is what
+  changes with the size.
+- :func:`mechanisms`: per scenario of a consumer grid, the downtime per moved partition
+  (resource downtime over partitions moved, the median over the runs) beside each protocol's
+  heartbeat interval from the runs' settings: an eager group rejoins at once, so its gap per
+  partition is short, while a cooperative member learns its second round, and a KIP-848 member
+  its target, at its next heartbeat. Plus, once per grid, how long a poll takes: where it is
+  short, no member is caught inside a long poll when the rebalance starts, which is where eager
+  loses in the field (KIP-429's motivation: the whole group waits for the slowest member's
+  batch).
+
+Plain Python over row dicts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from groupcoord.lab.findings import family, number
+from groupcoord.sim.workload import Workload
+
+_WORK_MODEL = re.compile(r"([\d.]+) rec/s, ([\d.]+) ms/rec(?:, max.poll.records (\d+))?")
+#: The lab's fetch latency (a run's column does not carry it: ``sim.workload.Workload``'s).
+DEFAULT_FETCH_MS = float(Workload().fetch_latency_ms)
+#: Heartbeat settings per family, as the runs' ``settings_json`` names them.
+HEARTBEAT_KEYS: dict[str, tuple[str, ...]] = {
+    "classic": ("heartbeat.interval.ms",),
+    "consumer": ("group.consumer.heartbeat.interval.ms", "heartbeat.interval.ms"),
+}
+#: Session timeout settings per family (a crashed member's partitions wait for it).
+SESSION_KEYS: dict[str, tuple[str, ...]] = {
+    "classic": ("session.timeout.ms",),
+    "consumer": ("group.consumer.session.timeout.ms", "session.timeout.ms"),
+}
+
+
+@dataclass(slots=True, frozen=True)
+class Load:
+    """One member's load in a consumer row."""
+
+    records_per_s: float
+    busy: float
+    per_poll: float
+    batch_ms: float
+    #: A full poll's processing time (max.poll.records records: a poll after a backlog).
+    full_batch_ms: float = 0.0
+
+    def text(self) -> str:
+        return f"{number(self.records_per_s)} rec/s, {self.busy:.1%} busy per member"
+
+
+def member_load(run: Mapping[str, Any], fetch_ms: float = DEFAULT_FETCH_MS) -> Load | None:
+    """A consumer run's load per member (None for Connect, idle or unknown workloads)."""
+    if family(str(run.get("protocol"))).endswith("connect"):
+        return None
+    found = _WORK_MODEL.search(str(run.get("work_model") or ""))
+    parts = run.get("total_partitions") or run.get("partitions")
+    members = run.get("members") or run.get("size")
+    if not found or not parts or not members:
+        return None
+    rate = float(found.group(1)) * float(parts) / float(members)
+    proc = float(found.group(2))
+    per_poll = rate * fetch_ms / 1000.0
+    full = float(found.group(3)) * proc if found.group(3) else 0.0
+    return Load(rate, rate * proc / 1000.0, per_poll, per_poll * proc, full)
+
+
+def row_loads(runs: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, ...], Load]:
+    """Per verdict row (scenario, size, workload, fault rate) the load per member of its
+    first run that has one."""
+    out: dict[tuple[Any, ...], Load] = {}
+    for r in runs:
+        key = (str(r.get("scenario")), int(r.get("size") or r.get("members") or 0),
+               str(r.get("workload")), r.get("fault_rate"))
+        if key not in out:
+            ld = member_load(r)
+            if ld is not None:
+                out[key] = ld
+    return out
+
+
+def _heartbeat(settings: Mapping[str, Any], protocol: str,
+               keys: Mapping[str, tuple[str, ...]] = HEARTBEAT_KEYS) -> float | None:
+    for k in keys.get(family(protocol), ()):
+        v = settings.get(k)
+        if isinstance(v, int | float):
+            return float(v)
+    return None
+
+
+def _ms(v: float) -> str:
+    return f"{number(v / 1000.0)} s" if v >= 1000 else f"{number(v)} ms"
+
+
+def downtime_per_move(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Per protocol, the median over its runs (those that moved something) of resource
+    downtime over resources moved, in ms."""
+    per: dict[str, list[float]] = defaultdict(list)
+    for r in runs:
+        moved, down = r.get("resources_moved"), r.get("resource_downtime_ms")
+        if moved and down is not None:
+            per[str(r["protocol"])].append(float(down) / float(moved))
+    return {p: statistics.median(v) for p, v in per.items()}
+
+
+def leader_hits(runs: Sequence[Mapping[str, Any]]) -> int | None:
+    """How many of the runs had an event hit the group's leader of that moment (the runs'
+    ``event_targets``: each event's member and who led); None when a run does not say."""
+    n = 0
+    for r in runs:
+        raw = r.get("event_targets")
+        if not raw:
+            return None
+        try:
+            events = json.loads(str(raw))
+        except ValueError:
+            return None
+        if not isinstance(events, list) or not events:
+            return None
+        n += any(isinstance(e, dict) and e.get("member") and e.get("member") == e.get("leader")
+                 for e in events)
+    return n
+
+
+def connect_mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any]],
+                       runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per scenario of a Connect grid: task restarts per rebalance (restarts over the group
+    epoch's bumps) against the group's tasks (connectors x tasks), the median over the runs;
+    and where a protocol's time until balanced splits into outcomes (``verdict.modes``), how
+    many rebalances each outcome took and whether the slow one waited KIP-415's delay."""
+    from groupcoord.lab.findings import BY_COLUMN
+    from groupcoord.lab.verdict import DELAY_SETTING, modes
+
+    tb = BY_COLUMN["time_to_balance_ms"]
+    by_scenario: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in runs:
+        if r.get("protocol") in protocols and r.get("ok"):
+            by_scenario[str(r["scenario"])].append(r)
+    lines = []
+    for scenario, rs in by_scenario.items():
+        parts = []
+        total = 0
+        for p in protocols:
+            mine = [r for r in rs if r["protocol"] == p and r.get("epoch_bumps")
+                    and r.get("task_restarts") is not None]
+            if not mine:
+                continue
+            total = int((mine[0].get("connectors") or 0) * (mine[0].get("tasks") or 0))
+            per = statistics.median(float(r["task_restarts"]) / float(r["epoch_bumps"])
+                                    for r in mine)
+            share = f" ({per / total:.0%} of them)" if total else ""
+            parts.append(f"{p} {number(per)}{share}")
+        if not parts:
+            continue
+        line = (f"{scenario}: task restarts per rebalance (restarts over rebalances, median "
+                f"over the runs), of the group's {total:,} tasks: " + ", ".join(parts) + ".")
+        for p in protocols:
+            by_size: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
+            for r in rs:
+                if r["protocol"] == p and r.get("time_to_balance_ms") is not None:
+                    by_size[int(r.get("size") or 0)].append(r)
+            for size, cell in sorted(by_size.items()):
+                outs = modes([float(r["time_to_balance_ms"]) for r in cell], tb)
+                if len(outs) < 2:
+                    continue
+                cut = outs[0][-1]
+                fast = [r for r in cell if float(r["time_to_balance_ms"]) <= cut]
+                slow = [r for r in cell if float(r["time_to_balance_ms"]) > cut]
+
+                def bumps(xs: Sequence[Mapping[str, Any]]) -> str:
+                    vals = sorted({int(x.get("epoch_bumps") or 0) for x in xs})
+                    return "/".join(str(v) for v in vals)
+
+                delay = settings.get(p, {}).get(DELAY_SETTING)
+                waited = ""
+                if isinstance(delay, int | float) and min(
+                        float(r["time_to_balance_ms"]) for r in slow) >= 0.9 * delay:
+                    waited = f", waiting {DELAY_SETTING} ({int(delay):,} ms)"
+                t_fast = statistics.median(float(r["time_to_balance_ms"]) for r in fast)
+                t_slow = statistics.median(float(r["time_to_balance_ms"]) for r in slow)
+                line += (f" At {size} workers {p}'s seeds split: {len(fast)} of {len(cell)} "
+                         f"balanced in {_ms(t_fast)} after {bumps(fast)} rebalance(s), "
+                         f"{len(slow)} in {_ms(t_slow)} after {bumps(slow)}{waited}")
+                hf, hs = leader_hits(fast), leader_hits(slow)
+                if hf is not None and hs is not None:
+                    line += (f"; the event hit the group's leader in {hf} of the "
+                             f"{len(fast)} fast seeds and {hs} of the {len(slow)} slow ones")
+                line += "."
+        lines.append(line)
+    return lines
+
+
+def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any]],
+               runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per scenario of the grid (see the module docstring; a Connect grid:
+    :func:`connect_mechanisms`); nothing for runs without moves."""
+    if not protocols:
+        return []
+    if all(family(p).endswith("connect") for p in protocols):
+        return connect_mechanisms(protocols, settings, runs)
+    if any(family(p).endswith("connect") for p in protocols):
+        return []
+    by_scenario: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in runs:
+        if r.get("protocol") in protocols and r.get("ok"):
+            by_scenario[str(r["scenario"])].append(r)
+    lines = []
+    for scenario, rs in by_scenario.items():
+        per = downtime_per_move(rs)
+        if not per:
+            continue
+        parts = []
+        by_beat = []
+        for p in protocols:
+            if p not in per:
+                continue
+            hb = _heartbeat(settings.get(p, {}), p)
+            st = _heartbeat(settings.get(p, {}), p, SESSION_KEYS)
+            beat = ""
+            if hb and 0.5 * hb <= per[p] <= 1.5 * hb:
+                beat = f" (about one {_ms(hb)} heartbeat)"
+                by_beat.append(p)
+            elif st and 0.7 * st <= per[p] <= 1.3 * st:
+                beat = f" (about the {_ms(st)} session timeout)"
+            parts.append(f"{p} {_ms(per[p])}{beat}")
+        line = (f"{scenario}: downtime per moved partition (resource downtime over partitions "
+                f"moved, median over the runs): " + ", ".join(parts) + ".")
+        eager = [p for p in per if p.endswith(":eager")]
+        rest = [p for p in per if not p.endswith(":eager")]
+        if (eager and rest and by_beat
+                and max(per[p] for p in eager) < min(per[p] for p in rest)):
+            line += (" Eager revokes every partition, but the whole group rejoins at once, so "
+                     "each waits only that long; a cooperative member learns its second round, "
+                     "and a KIP-848 member its new target, at its next heartbeat.")
+        lines.append(line)
+    loads = [ld for r in runs if r.get("protocol") in protocols
+             for ld in (member_load(r),) if ld is not None]
+    beats = [hb for p in protocols for hb in (_heartbeat(settings.get(p, {}), p),) if hb]
+    if loads:
+        polls = sorted({ld.per_poll for ld in loads})
+        batch = max(ld.batch_ms for ld in loads)
+        full = max(ld.full_batch_ms for ld in loads)
+        lines.append(
+            f"Polls: a member gets {number(polls[0])}"
+            + (f" to {number(polls[-1])}" if number(polls[-1]) != number(polls[0]) else "")
+            + f" records per poll when caught up (its records/s times the "
+            f"{number(DEFAULT_FETCH_MS)} ms in flight) and processes them in at most "
+            f"{_ms(batch)}; a full poll after a backlog (max.poll.records) takes {_ms(full)}")
+        if beats and max(batch, full) < min(beats):
+            lines[-1] += (", under a heartbeat, so no member is busy inside a long poll when a "
+                          "rebalance starts: the case where eager loses in the field (the "
+                          "whole group waits for the slowest member's batch) does not arise "
+                          "here.")
+        elif beats:
+            lines[-1] += (f", longer than a {_ms(min(beats))} heartbeat: after a backlog a "
+                          "member is busy inside a long poll when a rebalance starts, the case "
+                          "where eager loses in the field (the whole group waits for the "
+                          "slowest member's batch).")
+        else:
+            lines[-1] += "."
+    return lines
+
+
+__all__ = ["Load", "connect_mechanisms", "downtime_per_move", "mechanisms", "member_load",
+           "row_loads"]

@@ -1,0 +1,647 @@
+"""Verdict tables: the report's first page, one table per grid of a sweep (docs/lab.md "The
+report").
+
+A grid asks one question and names the metrics that answer it (:func:`question_metrics`):
+KIP-415's question (eager against incremental cooperative Connect rebalancing) is answered by
+task restarts, task downtime, time until balanced and stall; the consumer protocols' question
+(classic eager against cooperative against KIP-848) by stall, excess lag (peak and
+record·seconds), time to converge, partitions moved and records processed twice. A spec's grid
+may name its own (``metrics = [...]``).
+
+Rows are scenario x size x workload (the load), columns the grid's protocols; a cell holds the
+median over the seeds of the protocol's runs that kept every invariant and caught up before
+their first disturbance.
+
+**Which differences count** (:func:`beats`). Protocols of a cell run on the same seeds, but a
+handful of seeds cannot carry a paired test at 5 %: a sign test over 3 seeds cannot go below
+12.5 %. The lab uses *separated ranges* instead: protocol A is better than B on a metric when
+A's worst value over the seeds is better than B's best by more than the metric's floor
+(:func:`threshold`: the larger of the catalog's absolute floor, the smallest difference worth a
+word, and :data:`RELATIVE_FLOOR` of the values compared: 3 s on a 140 s time to converge, or
+88 against 90 partitions moved, is no difference). If the two protocols did not differ,
+the 2n values of n seeds each would be exchangeable and the chance that A's n fall all below
+B's n is 1 / C(2n, n): 1 in 20 with 3 seeds, 1 in 252 with 5. With fewer than
+:data:`MIN_SEEDS` seeds nothing is marked. From :data:`SIGN_MIN_SEEDS` seeds on, a paired sign
+test may mark a difference too (:func:`sign_test`: A better than B by more than the floor in
+enough seeds for a one-sided p of at most :data:`SIGN_ALPHA`; 17 of 21), so that one seed of a
+wide distribution (a classic member's metadata refresh that happened to fall right after the
+change) does not hide what the other twenty show.
+
+**Distinct outcomes** (:func:`modes`). Where a protocol's seeds fall into separate outcomes
+(a leader's departure balances in 2 s, anyone else's in 300 s) its median and range describe
+none of them: the cell shows each outcome and its seeds, and a row where the best protocol's
+range overlaps another's only through such a split is *split*: neither best nor tied.
+
+**Marks**. Only protocols Apache Kafka ships are ranked (``findings.shipped``): the connect
+group type (this project's) is shown beside them, unmarked. The protocol with the best median
+is *best* when it is better (as above) than every other ranked protocol; the protocols it is
+not better than share the place with it (*tied best*); when that is every protocol the row is
+a tie (no mark).
+
+**Claims** (:func:`claims`): at most :data:`MAX_CLAIMS` sentences for the whole page, each one
+difference that passed the test in a cell of at least :data:`CLAIM_MIN_SEEDS` seeds (so that
+across the hundreds of pairs a page tests, chance separations are about one: see
+:func:`comparisons`), with the ``lab run`` command that reruns its cell. A sentence that names
+several protocols gives each one's own numbers.
+
+Plain Python over row dicts (no Spark, no pandas), as ``lab.findings``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from groupcoord.lab.findings import (
+    BY_COLUMN,
+    X_NAMES,
+    Metric,
+    family,
+    number,
+    reproduce,
+    shipped,
+    sweep_parameter,
+    with_work_parameters,
+)
+
+#: KIP-415's question: what an eager or an incremental cooperative Connect rebalance costs
+#: the tasks (the KIP's own measures), and whether the whole group stops.
+KIP415_METRICS: tuple[str, ...] = ("task_restarts", "task_downtime_task_s", "time_to_balance_ms",
+                                   "stall_ms")
+#: The consumer protocols' question: what a rebalance costs the consuming application.
+CONSUMER_METRICS: tuple[str, ...] = ("stall_ms", "lag_peak", "lag_record_s", "convergence_ms",
+                                     "resources_moved", "records_reprocessed")
+#: Fewer seeds than this: no mark (two seeds each separate by chance one time in six).
+MIN_SEEDS = 3
+#: From this many seeds on, a paired sign test can mark a difference too (the anchor's 21
+#: seeds: a wide distribution whose ranges may touch in one seed of many).
+SIGN_MIN_SEEDS = 10
+#: The sign test's one-sided level.
+SIGN_ALPHA = 0.01
+#: Sentences on the first page, all grids together.
+MAX_CLAIMS = 12
+#: A claim rests on a cell with at least this many seeds per protocol: separated ranges then
+#: happen by chance once in 252 pairs (with 3 seeds once in 20: across ~1,000 pairs tested on
+#: a page, dozens of chance marks).
+CLAIM_MIN_SEEDS = 5
+#: Besides the catalog's absolute floor: a difference smaller than this share of the larger
+#: value compared is no difference.
+RELATIVE_FLOOR = 0.05
+
+_CONNECT_FAMILIES = {"connect", "classic-connect"}
+#: Between the ends of a range (an en dash: a hyphen would read as a minus sign).
+DASH = "\u2013"
+
+
+def question_metrics(grid: Mapping[str, Any], rows: Sequence[Mapping[str, Any]] = ()
+                     ) -> list[Metric]:
+    """The metrics that answer a grid's question: those the grid names, else KIP-415's for a
+    grid of Connect protocols and the consumers' otherwise; only those the rows have (a
+    column the runs do not carry is left out rather than shown empty)."""
+    named = [c for c in grid.get("metrics") or () if c in BY_COLUMN]
+    if not named:
+        protocols = list(grid.get("protocols") or {str(r["protocol"]) for r in rows})
+        connect = bool(protocols) and all(family(p) in _CONNECT_FAMILIES for p in protocols)
+        named = list(KIP415_METRICS if connect else CONSUMER_METRICS)
+    if not rows:
+        return [BY_COLUMN[c] for c in named]
+    return [BY_COLUMN[c] for c in named if any(r.get(c) is not None for r in rows)]
+
+
+def usable(r: Mapping[str, Any]) -> bool:
+    """A run that counts: it kept every invariant, caught up before its first disturbance (a
+    run without the ``caught_up`` column counts as caught up) and every event of its scenario
+    changed something (``noop_events``: an event naming a connector or member the run does not
+    have measures nothing, and its zeros would read as a tie)."""
+    return (bool(r.get("ok")) and r.get("caught_up") is not False
+            and not r.get("noop_events"))
+
+
+def separation_chance(n: int) -> float:
+    """The chance that n values of one protocol all fall below n of another when both come
+    from the same distribution: 1 / C(2n, n)."""
+    return 1.0 / math.comb(2 * n, n) if n > 0 else 1.0
+
+
+def threshold(m: Metric, x: float, y: float) -> float:
+    """The smallest difference between ``x`` and ``y`` that counts: the metric's absolute
+    floor or :data:`RELATIVE_FLOOR` of the larger magnitude, whichever is larger."""
+    return max(m.floor, RELATIVE_FLOOR * max(abs(x), abs(y)))
+
+
+def beats(a: Sequence[float], b: Sequence[float], m: Metric, min_seeds: int = MIN_SEEDS) -> bool:
+    """Whether values ``a`` are better than ``b`` beyond the seeds' spread: each has at least
+    ``min_seeds`` values, and a's worst is better than b's best by more than
+    :func:`threshold`."""
+    if len(a) < min_seeds or len(b) < min_seeds:
+        return False
+    if m.lower_is_better:
+        return min(b) - max(a) > threshold(m, min(b), max(a))
+    return min(a) - max(b) > threshold(m, min(a), max(b))
+
+
+def modes(values: Sequence[float], m: Metric) -> list[list[float]]:
+    """The seeds' distinct outcomes: sorted, the values split at their widest gap between
+    neighbours when that gap counts as a difference (:func:`threshold`), is more than twice
+    as wide as either side's own spread and at least half the larger of its two ends (the
+    outcomes differ by a factor of 2 or more: 2 s against 300 s, not 32 against 36
+    partitions); otherwise one outcome. At least 3 values (two seeds that differ are just two
+    seeds)."""
+    v = sorted(values)
+    if len(v) < 3:
+        return [v]
+    i = max(range(len(v) - 1), key=lambda k: (v[k + 1] - v[k], -k))
+    lo, hi = v[:i + 1], v[i + 1:]
+    gap = hi[0] - lo[-1]
+    spread = max(lo[-1] - lo[0], hi[-1] - hi[0])
+    if (gap > threshold(m, lo[-1], hi[0]) and gap > 2 * spread
+            and gap >= 0.5 * max(abs(lo[-1]), abs(hi[0]))):
+        return [lo, hi]
+    return [v]
+
+
+def sign_test(a: Mapping[int, float], b: Mapping[int, float], m: Metric,
+              min_seeds: int = SIGN_MIN_SEEDS) -> float:
+    """The one-sided p-value of a sign test that ``a`` is better than ``b``, paired by seed:
+    a seed counts for ``a`` only when ``a`` is better by more than the metric's floor; 1.0
+    with fewer than ``min_seeds`` shared seeds (too few for the test to mean anything)."""
+    shared = sorted(set(a) & set(b))
+    n = len(shared)
+    if n < min_seeds:
+        return 1.0
+    sign = 1 if m.lower_is_better else -1
+    k = sum(1 for s in shared if sign * (b[s] - a[s]) > threshold(m, a[s], b[s]))
+    return sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n
+
+
+def sign_needed(n: int, alpha: float = SIGN_ALPHA) -> int | None:
+    """The fewest of ``n`` seeds in favour for the sign test to reach ``alpha`` (None: it
+    cannot)."""
+    for k in range(n + 1):
+        if sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n <= alpha:
+            return k
+    return None
+
+
+@dataclass(slots=True)
+class Cell:
+    """One protocol's values (per seed) of one metric in one row."""
+
+    values: dict[int, float]
+    mark: str = ""  # best | tied | "" (a tie of all, or no test)
+    #: The seeds' distinct outcomes (:func:`modes`), low to high; one entry: no split.
+    outcomes: list[list[float]] = field(default_factory=list)
+
+    @property
+    def split(self) -> bool:
+        return len(self.outcomes) > 1
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values.values())
+
+    @property
+    def low(self) -> float:
+        return min(self.values.values())
+
+    @property
+    def high(self) -> float:
+        return max(self.values.values())
+
+
+@dataclass(slots=True)
+class MetricVerdict:
+    metric: Metric
+    cells: dict[str, Cell]
+    #: best | tied | tie | split | few seeds | one protocol
+    verdict: str
+    best: tuple[str, ...] = ()
+    #: The protocols the best one is better than (beyond the spread).
+    beaten: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class VerdictRow:
+    scenario: str
+    size: int
+    workload: str
+    fault_rate: float | None
+    seeds: int
+    metrics: list[MetricVerdict] = field(default_factory=list)
+    #: The swept parameter's value when the grid sweeps one across its workloads.
+    x: float | None = None
+
+
+@dataclass(slots=True)
+class GridVerdict:
+    name: str
+    question: str
+    protocols: list[str]
+    metrics: list[Metric]
+    rows: list[VerdictRow]
+    runs: int
+    #: Runs left out: invariant violated, never caught up.
+    violated: int
+    not_caught_up: int
+    seeds: int
+    parameter: str | None = None
+    spec: str = "SPEC"
+    #: The runs carry paired controls: lag is the excess over the control's.
+    excess: bool = False
+    #: Per protocol, the settings of its runs (``settings_json``; one run's, parsed).
+    settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The grid's setup in words (the spec's description), beside its question.
+    description: str = ""
+    #: Runs left out because an event of their scenario changed nothing.
+    noop: int = 0
+
+
+def natural_key(text: str) -> tuple[Any, ...]:
+    """Sort key that orders numbers inside names as numbers (p0.5, p2, p5, p10, p20)."""
+    out: list[Any] = []
+    for i, part in enumerate(re.split(r"(\d+(?:\.\d+)?)", text)):
+        out.append((0, float(part), "") if i % 2 else (1, 0.0, part))
+    return tuple(out)
+
+
+def ranked(protocols: Iterable[str]) -> list[str]:
+    """The protocols a row ranks: those Apache Kafka ships, when there are two; else all."""
+    ps = list(protocols)
+    ship = [p for p in ps if shipped(p)]
+    return ship if len(ship) >= 2 else ps
+
+
+def judge(cells: dict[str, Cell], m: Metric, min_seeds: int = MIN_SEEDS) -> MetricVerdict:
+    """The marks of one row and metric (see the module docstring)."""
+    for c in cells.values():
+        c.outcomes = modes(list(c.values.values()), m)
+    pool = ranked(cells)
+    if len(pool) < 2:
+        return MetricVerdict(m, cells, "one protocol")
+    sign = 1 if m.lower_is_better else -1
+    order = sorted(pool, key=lambda p: (sign * cells[p].median, p))
+    top = order[0]
+    if min(len(cells[p].values) for p in pool) < min_seeds:
+        return MetricVerdict(m, cells, "few seeds")
+    vals = {p: list(cells[p].values.values()) for p in pool}
+    beaten = tuple(p for p in order[1:] if beats(vals[top], vals[p], m, min_seeds)
+                   or sign_test(cells[top].values, cells[p].values, m) <= SIGN_ALPHA)
+    best = tuple(p for p in order if p not in beaten)
+    if len(best) > 1 and any(cells[p].split for p in best):
+        # the best's range overlaps another's, and one of them has distinct outcomes: the
+        # overlap is the split's, not a tie (nor a best)
+        return MetricVerdict(m, cells, "split", (), beaten)
+    if not beaten:
+        return MetricVerdict(m, cells, "tie", best)
+    for p in best:
+        cells[p].mark = "best" if len(best) == 1 else "tied"
+    return MetricVerdict(m, cells, "best" if len(best) == 1 else "tied", best, beaten)
+
+
+def _size(r: Mapping[str, Any]) -> int:
+    s = r.get("size")
+    return int(s if s is not None else r.get("members") or 0)
+
+
+def _in_grid(r: Mapping[str, Any], g: Mapping[str, Any]) -> bool:
+    def has(key: str, value: Any) -> bool:
+        allowed = g.get(key)
+        return allowed is None or value in allowed
+
+    return (has("protocols", r["protocol"]) and has("scenarios", r["scenario"])
+            and has("sizes", r.get("size")) and has("workloads", r.get("workload"))
+            and has("fault_rates", r.get("fault_rate")))
+
+
+def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
+                 spec: str = "SPEC", min_seeds: int = MIN_SEEDS) -> GridVerdict:
+    """The verdict table of one grid (``sweep.json``'s record of it) over a sweep's runs."""
+    mine = [dict(r) for r in with_work_parameters(r for r in runs if _in_grid(r, grid))]
+    good = [r for r in mine if usable(r)]
+    metrics = question_metrics(grid, good or mine)
+    protocols = [p for p in grid.get("protocols") or sorted({str(r["protocol"]) for r in mine})
+                 if any(r["protocol"] == p for r in mine)]
+    param = sweep_parameter(good)
+    by_row: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for r in good:
+        by_row[(str(r["scenario"]), _size(r), str(r.get("workload")), r.get("fault_rate"))
+               ].append(r)
+    scen_order = {s: i for i, s in enumerate(grid.get("scenarios") or ())}
+
+    def row_key(k: tuple[Any, ...]) -> tuple[Any, ...]:
+        x = _x_of(by_row[k], param)
+        return (scen_order.get(k[0], len(scen_order)), k[0], k[1],
+                x if x is not None else -1.0, natural_key(k[2]),
+                -1.0 if k[3] is None else k[3])
+
+    rows = []
+    for key in sorted(by_row, key=row_key):
+        rs = by_row[key]
+        vr = VerdictRow(key[0], key[1], key[2], key[3], len({r.get("seed") for r in rs}),
+                        x=_x_of(rs, param))
+        for m in metrics:
+            cells: dict[str, Cell] = {}
+            for p in protocols:
+                vals = {int(r.get("seed") or 0): float(r[m.column]) for r in rs
+                        if r["protocol"] == p and r.get(m.column) is not None}
+                if vals:
+                    cells[p] = Cell(vals)
+            vr.metrics.append(judge(cells, m, min_seeds))
+        rows.append(vr)
+    title = str(grid.get("question") or grid.get("description") or "")
+    return GridVerdict(str(grid.get("name") or ""), title, protocols, metrics, rows, len(mine),
+                       sum(1 for r in mine if not r.get("ok")),
+                       sum(1 for r in mine if r.get("ok") and r.get("caught_up") is False),
+                       int(grid.get("seeds") or len({r.get("seed") for r in mine})),
+                       param, spec, any(r.get("control_lag_peak") is not None for r in mine),
+                       _settings_of(mine), str(grid.get("description") or ""),
+                       sum(1 for r in mine if r.get("ok") and r.get("caught_up") is not False
+                           and r.get("noop_events")))
+
+
+def _settings_of(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        p = str(r["protocol"])
+        if p in out or not r.get("settings_json"):
+            continue
+        try:
+            d = json.loads(str(r["settings_json"]))
+        except ValueError:
+            continue
+        if isinstance(d, dict):
+            out[p] = d
+    return out
+
+
+def _x_of(rows: Sequence[Mapping[str, Any]], param: str | None) -> float | None:
+    if param is None:
+        return None
+    xs = {float(r[param]) for r in rows if r.get(param) is not None}
+    return xs.pop() if len(xs) == 1 else None
+
+
+def grid_verdicts(meta: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]
+                  ) -> list[GridVerdict]:
+    """One verdict table per grid of ``sweep.json`` (one for the whole sweep without grids)."""
+    spec = str(meta.get("spec") or meta.get("name") or "SPEC")
+    grids = list(meta.get("grids") or [])
+    if not grids:
+        # a spec without grids: one question per kind of group, each with its metrics
+        name = str(meta.get("name") or "sweep")
+        present = list(meta.get("protocols") or sorted({str(r["protocol"]) for r in runs}))
+        kinds = (("Connect", [p for p in present if family(p) in _CONNECT_FAMILIES]),
+                 ("consumers", [p for p in present if family(p) not in _CONNECT_FAMILIES]))
+        grids = [{"name": f"{name}: {kind}" if all(ps for _, ps in kinds) else name,
+                  "description": meta.get("description"), "protocols": ps,
+                  "seeds": meta.get("seeds")} for kind, ps in kinds if ps]
+    return [grid_verdict(g, runs, spec) for g in grids]
+
+
+# --------------------------------------------------------------------------- claims
+
+
+def member_word(scenario: str, protocols: Sequence[str]) -> str:
+    connect = bool(protocols) and all(family(p) in _CONNECT_FAMILIES for p in protocols)
+    return "workers" if connect else "members"
+
+
+@dataclass(slots=True)
+class Claim:
+    grid: str
+    text: str
+    command: str
+    metric: str
+    scenario: str
+    size: int
+    best: str
+    worse: str
+
+
+def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
+    m = mv.metric
+    best = mv.best[0]
+    # the protocol furthest from the best among those it beats
+    sign = 1 if m.lower_is_better else -1
+    worse = max(mv.beaten, key=lambda p: (sign * mv.cells[p].median, p))
+    b, w = mv.cells[best], mv.cells[worse]
+    where = f"{row.scenario}, {row.size} {member_word(row.scenario, g.protocols)}"
+    if g.parameter is not None and row.x is not None:
+        where += f", {row.workload}"
+    n = min(len(mv.cells[p].values) for p in (*mv.best, worse))
+    word = "lowest" if m.lower_is_better else "highest"
+    if len(mv.best) == 1:
+        lead = (f"{best} has the {word} {short_label(m, g.excess)}, "
+                f"{_quote(m, b, 'range ')}")
+    else:
+        each = [f"{p} {_quote(m, mv.cells[p])}" for p in mv.best]
+        lead = (f"{' and '.join(mv.best)} share the {word} {short_label(m, g.excess)} "
+                f"({'; '.join(each)})")
+    text = (f"{where}: {lead} against {_quote(m, w)} for {worse}, medians of {n} seeds.")
+    text += _by_design(g, m, worse, w.median)
+    cmd = reproduce(g.spec, row.scenario, row.size, row.workload, [*mv.best, worse])
+    return Claim(g.name, text, cmd, m.column, row.scenario, row.size, best, worse)
+
+
+#: KIP-415's delay: an incremental cooperative Connect group waits this long before it hands a
+#: departed worker's tasks to the others.
+DELAY_SETTING = "scheduled.rebalance.max.delay.ms"
+
+
+def _by_design(g: GridVerdict, m: Metric, worse: str, value: float) -> str:
+    """What the reader must know when an incremental cooperative Connect protocol is the
+    slower one to balance and took at least its delay: KIP-415 waits, by design."""
+    if (m.column != "time_to_balance_ms" or family(worse) not in _CONNECT_FAMILIES
+            or worse.endswith(":eager")):
+        return ""
+    delay = g.settings.get(worse, {}).get(DELAY_SETTING)
+    if not isinstance(delay, int | float) or value < 0.9 * delay:
+        return ""
+    return (f" By design: KIP-415 holds a departed worker's tasks for {DELAY_SETTING} "
+            f"({int(delay):,} ms here) in case it comes back.")
+
+
+def _quote(m: Metric, c: Cell, lead: str = "") -> str:
+    """A cell's median and range, or its outcomes when its seeds split."""
+    if c.split:
+        return " | ".join(f"{m.fmt(statistics.median(o))} ({len(o)} of {len(c.values)} seeds)"
+                          for o in c.outcomes)
+    return f"{m.fmt(c.median)}{_range(m, c, lead)}"
+
+
+def _range(m: Metric, c: Cell, lead: str = "") -> str:
+    """`` (lo-hi unit)`` of a cell's seeds, nothing when they print the same."""
+    lo, hi = number(c.low / m.scale), number(c.high / m.scale)
+    if lo == hi:
+        return ""
+    return f" ({lead}{lo}{DASH}{hi}{' ' + m.unit if m.unit else ''})"
+
+
+def _strength(mv: MetricVerdict) -> float:
+    m = mv.metric
+    b = mv.cells[mv.best[0]].median
+    sign = 1 if m.lower_is_better else -1
+    w = max((mv.cells[p].median for p in mv.beaten), key=lambda v: sign * v)
+    lo, hi = sorted((abs(b), abs(w)))
+    return (hi + m.floor) / (lo + m.floor)
+
+
+def _crossovers(g: GridVerdict) -> list[Claim]:
+    """Per scenario and metric of a grid that sweeps a parameter: the marked best at each
+    value swept, when it is not the same protocol at every value (where the winner changes)."""
+    x_name, x_unit = X_NAMES.get(g.parameter or "", (g.parameter or "", ""))
+    out = []
+    by_scenario: dict[tuple[str, int], list[VerdictRow]] = defaultdict(list)
+    for row in g.rows:
+        if row.x is not None:
+            by_scenario[(row.scenario, row.size)].append(row)
+    for (scenario, size), rows in by_scenario.items():
+        rows = sorted(rows, key=lambda r: r.x or 0.0)
+        if min(r.seeds for r in rows) < CLAIM_MIN_SEEDS:
+            continue
+        for i, m in enumerate(g.metrics):
+            winners = [(r.x, r.metrics[i].best[0] if r.metrics[i].verdict == "best" else None)
+                       for r in rows]
+            named = {w for _, w in winners if w is not None}
+            # the grid's own metric (its question's first) is answered at every value swept;
+            # the others only where the winner changes
+            if not named or (i > 0 and len(named) < 2):
+                continue
+            parts = []
+            for w in dict.fromkeys(w for _, w in winners):
+                xs = ", ".join(number(x or 0.0) for x, v in winners if v == w)
+                parts.append(f"{w or 'none'} at {xs}{x_unit}")
+            word = "lowest" if m.lower_is_better else "highest"
+            text = (f"{scenario}, {size} {member_word(scenario, g.protocols)}, "
+                    f"{short_label(m, g.excess)} against {x_name}, the protocol with the "
+                    f"{word} (separated from the others): " + "; ".join(parts) + ".")
+            cmd = reproduce(g.spec, scenario, size, None, g.protocols)
+            out.append(Claim(g.name, text, cmd, m.column, scenario, size,
+                             next(iter(sorted(named))), ""))
+    return out
+
+
+def claimable(mv: MetricVerdict, min_seeds: int = CLAIM_MIN_SEEDS) -> bool:
+    """Whether a marked difference may carry a sentence: every protocol it names has at least
+    ``min_seeds`` seeds (separated ranges; from :data:`SIGN_MIN_SEEDS` on the sign test too)."""
+    named = (*mv.best, *mv.beaten)
+    return bool(named) and all(len(mv.cells[p].values) >= min_seeds for p in named)
+
+
+@dataclass(slots=True, frozen=True)
+class Comparisons:
+    """How many pairs the tables test, and how many would separate by chance alone."""
+
+    rows: int
+    pairs: int
+    expected: float
+    claim_pairs: int
+    claim_expected: float
+
+
+def comparisons(verdicts: Sequence[GridVerdict]) -> Comparisons:
+    """Every (row, metric, pair of ranked protocols) tested with separated ranges, and the
+    expected number of chance marks if no protocol differed from any other: the sum of
+    1 / C(2n, n) over the pairs (n the fewer seeds of the two); the same over the pairs in
+    cells a claim may rest on (:data:`CLAIM_MIN_SEEDS`)."""
+    rows = pairs = claim_pairs = 0
+    expected = claim_expected = 0.0
+    for g in verdicts:
+        for row in g.rows:
+            for mv in row.metrics:
+                pool = ranked(mv.cells)
+                if len(pool) < 2:
+                    continue
+                rows += 1
+                for i, a in enumerate(pool):
+                    for b in pool[i + 1:]:
+                        n = min(len(mv.cells[a].values), len(mv.cells[b].values))
+                        if n < MIN_SEEDS:
+                            continue
+                        # either of the two may come out better: twice the one-sided chance
+                        p = 2 * separation_chance(n)
+                        pairs += 1
+                        expected += p
+                        if n >= CLAIM_MIN_SEEDS:
+                            claim_pairs += 1
+                            claim_expected += p
+    return Comparisons(rows, pairs, expected, claim_pairs, claim_expected)
+
+
+def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS) -> list[Claim]:
+    """At most ``limit`` sentences for the page: per grid and question metric, the marked
+    difference at the grid's largest size (then the largest ratio), taken grid by grid in
+    turn, metrics in the question's order."""
+    per_grid: list[list[Claim]] = []
+    for g in verdicts:
+        found = _crossovers(g) if g.parameter is not None else []
+        if g.parameter is not None:
+            # a grid that sweeps a parameter asks where the winner changes: its crossovers
+            per_grid.append(found)
+            continue
+        for i in range(len(g.metrics)):
+            if any(c.metric == g.metrics[i].column for c in found):
+                continue  # the crossover says it for every value swept
+            cands = [(row, row.metrics[i]) for row in g.rows
+                     if row.metrics[i].verdict in ("best", "tied") and row.metrics[i].beaten
+                     and claimable(row.metrics[i])]
+            if not cands:
+                continue
+            row, mv = max(cands, key=lambda c: (c[0].size, _strength(c[1])))
+            found.append(_claim(g, row, mv))
+        per_grid.append(found)
+    out: list[Claim] = []
+    depth = 0
+    while len(out) < limit and any(depth < len(f) for f in per_grid):
+        for found in per_grid:
+            if depth < len(found) and len(out) < limit:
+                out.append(found[depth])
+        depth += 1
+    order = {g.name: i for i, g in enumerate(verdicts)}
+    out.sort(key=lambda c: order.get(c.grid, 0))
+    return out
+
+
+# --------------------------------------------------------------------------- labels
+
+
+#: Short column titles for the tables (the catalog's labels are sentences).
+SHORT: dict[str, str] = {
+    "stall_ms": "stall",
+    "lag_peak": "lag peak",
+    "lag_record_s": "lag",
+    "convergence_ms": "time to converge",
+    "resources_moved": "partitions moved",
+    "records_reprocessed": "records processed twice",
+    "task_restarts": "task restarts",
+    "task_downtime_task_s": "task downtime",
+    "time_to_balance_ms": "time until balanced",
+    "paused_partition_s": "paused partition time",
+    "resource_downtime_ms": "resource downtime",
+    "records_processed": "records processed",
+}
+
+
+#: Metrics that are the excess over a paired control when the runs carry controls.
+EXCESS = frozenset({"lag_peak", "lag_record_s"})
+
+
+def short_label(m: Metric, excess: bool = False) -> str:
+    """The metric's name in a table or a sentence (``excess``: the runs measured it against
+    a paired control, and the name says so)."""
+    name = SHORT.get(m.column, m.label)
+    return f"excess {name}" if excess and m.column in EXCESS else name
+
+
+__all__ = ["CLAIM_MIN_SEEDS", "CONSUMER_METRICS", "DASH", "KIP415_METRICS", "MAX_CLAIMS",
+           "MIN_SEEDS", "RELATIVE_FLOOR", "Cell", "Claim", "Comparisons", "GridVerdict",
+           "MetricVerdict", "VerdictRow", "beats", "claimable", "claims", "comparisons",
+           "grid_verdict", "grid_verdicts", "judge", "modes", "natural_key", "question_metrics",
+           "ranked", "separation_chance", "short_label", "sign_needed", "sign_test",
+           "threshold", "usable"]

@@ -1,0 +1,168 @@
+"""The report's generated sections (``lab.limits``): what the model leaves out, from the runs'
+configuration and the calibration results the package ships; the settings, from the runs."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from groupcoord.lab.limits import (
+    CALIBRATION_FILE,
+    calibration_items,
+    calibration_rows,
+    load_calibration,
+    merged_calibration,
+    model_limits,
+    save_calibration,
+    settings_table,
+)
+from groupcoord.lab.spec import expand, parse_spec
+from groupcoord.sim.workload import Workload
+
+SPEC = """
+name = "limits"
+scenarios = ["crash"]
+protocols = ["classic:eager", "connect:eager"]
+sizes = [3]
+seeds = 1
+
+[[workloads]]
+name = "slow-fetch"
+topics = 2
+partitions = 4
+fetch_latency_ms = 80
+processing_ms = 2
+
+[[workloads]]
+name = "tasks"
+connectors = 2
+tasks = 3
+task_start_ms = 2500
+"""
+
+
+def _rows(spec: str = SPEC) -> list[dict[str, Any]]:
+    return [{**p.as_row(), "ok": True} for p in expand(parse_spec(tomllib.loads(spec), "t"))]
+
+
+CAL = {"measured": "2031-01-02", "setup": {"members": 4, "scenarios": ["bounce"],
+                                           "records_per_s": 7, "processing_ms": 3,
+                                           "heartbeat_interval_ms": 3000, "wire_runs": 2},
+       "checked": ["lag_peak"], "tolerance": "within 2x",
+       "rows": [{"scenario": "bounce", "protocol": "classic:eager", "within_2x": True,
+                 "metrics": {"lag_peak": {"simulated": 10, "measured": 12}}},
+                {"scenario": "bounce", "protocol": "consumer:uniform", "within_2x": False,
+                 "why": "a race", "metrics": {"lag_peak": {"simulated": 100, "measured": 10}}}]}
+
+
+def test_the_model_limits_come_from_the_runs_configuration() -> None:
+    items = model_limits(_rows(), CAL)
+    text = "\n".join(items)
+    # the workloads' own settings (the consumers'), and the work model's defaults for what a
+    # workload leaves alone (the Connect workers')
+    default = Workload()
+    assert f"polled {default.fetch_latency_ms}, 80 ms after it was produced" in text
+    assert f"processing takes {default.processing_ms.mean:g}, 2 ms per record" in text
+    assert f"up to {Workload().max_poll_records} records" in text
+    assert "2,500 ms to start" in text
+    assert f"metadata.max.age.ms {Workload().metadata_max_age_ms:,} ms" in text
+    assert "latency per message uniform 1-10 ms" in text
+    # the calibration's date, counts and misses, from the data
+    assert "Checked against real clients on 2031-01-02" in text
+    assert "1 of 2 rows within 2x" in text
+    assert ("Outside 2x: consumer:uniform in bounce: lag peak 100 simulated against 10 "
+            "records measured (a race).") in text
+    assert "100 ms" not in text  # no fetch latency typed by hand
+
+
+def test_the_default_fetch_latency_is_the_work_models() -> None:
+    spec = SPEC.replace("fetch_latency_ms = 80\n", "")
+    assert "fetch_latency_ms" not in spec
+    text = "\n".join(model_limits(_rows(spec), CAL))
+    assert f"polled {Workload().fetch_latency_ms} ms after" in text
+    assert f"{Workload().fetch_latency_ms}, " not in text
+
+
+def test_the_shipped_calibration_is_read_and_counted() -> None:
+    cal = load_calibration()
+    assert cal is not None and cal["rows"], CALIBRATION_FILE
+    head = calibration_items(cal)[0]
+    ok = sum(1 for r in cal["rows"] if r["within_2x"])
+    assert f"{ok} of {len(cal['rows'])} rows within 2x" in head
+    assert f"on {cal['measured']}" in head
+    misses = [i for i in calibration_items(cal) if i.startswith("Outside 2x")]
+    assert len(misses) == len(cal["rows"]) - ok
+
+
+def test_calibration_results_round_trip(tmp_path: Path) -> None:
+    path = save_calibration(CAL, tmp_path / "cal.json")
+    assert load_calibration(path) == CAL
+    (tmp_path / "bad.json").write_text("{not json")
+    assert load_calibration(tmp_path / "bad.json") is None
+    assert "No calibration" in calibration_items(None)[0]
+
+
+def test_settings_are_listed_from_the_runs_grouping_equal_protocols() -> None:
+    def run(p: str, **s: Any) -> dict[str, Any]:
+        return {"protocol": p, "settings_json": json.dumps(s)}
+
+    runs = [run("classic:eager", **{"heartbeat.interval.ms": 3000, "session.timeout.ms": 45000}),
+            run("classic:cooperative", **{"heartbeat.interval.ms": 3000,
+                                          "session.timeout.ms": 45000}),
+            run("consumer:uniform", **{"group.consumer.heartbeat.interval.ms": 5000}),
+            run("consumer:uniform", **{"group.consumer.heartbeat.interval.ms": 15000}),
+            {"protocol": "consumer:range", "settings_json": None}]
+    cols, rows = settings_table(runs)
+    assert cols == [["classic:cooperative", "classic:eager"], ["consumer:uniform"]]
+    assert rows == [("group.consumer.heartbeat.interval.ms", ["", "5,000, 15,000"]),
+                    ("heartbeat.interval.ms", ["3,000", ""]),
+                    ("session.timeout.ms", ["45,000", ""])]
+    assert settings_table([{"protocol": "x"}]) == ([], [])
+
+
+def test_saved_calibration_replaces_its_rows_and_keeps_the_others(tmp_path: Path) -> None:
+    """``lab calibrate --save``: a command's summary per protocol becomes a row (its checked
+    verdict, each metric simulated and measured); rows of the same scenario and protocol are
+    replaced, the others kept, and the report's section reads the result."""
+    from groupcoord.lab.calibrate import CHECKED, ProtocolResult, compare
+
+    def window(ttc: int, lag: int) -> dict[str, Any]:
+        return {"disturbance": "bounce", "at_ms": 30_000, "settled_ms": 33_000,
+                "time_to_converge_ms": ttc, "lag_peak": lag, "lag_record_s": 2.0 * lag,
+                "records_processed": 100, "stall_ms": 0, "paused_partition_s": 0.0,
+                "records_reprocessed": 0, "task_restarts": 0, "resources_moved": 2}
+
+    good = ProtocolResult("classic:eager", compare("classic:eager", [window(9000, 100)],
+                                                   [window(8000, 120)], 5.0),
+                          None, [], [], 5.0)
+    bad = ProtocolResult("consumer:uniform", compare("consumer:uniform", [window(9000, 100)],
+                                                     [window(9000, 900)], 5.0),
+                         None, [], [], 5.0)
+    rows = calibration_rows([good, bad], "bounce")
+    assert [(r["protocol"], r["within_2x"]) for r in rows] == [("classic:eager", True),
+                                                                ("consumer:uniform", False)]
+    assert rows[1]["metrics"]["lag_peak"] == {"simulated": 100, "measured": 900}
+    data = merged_calibration(CAL, rows, {"members": 4}, CHECKED, "2031-02-03")
+    assert data["measured"] == "2031-02-03"
+    assert [(r["scenario"], r["protocol"]) for r in data["rows"]] == [
+        ("bounce", "classic:eager"), ("bounce", "consumer:uniform")]  # both replaced
+    path = save_calibration(data, tmp_path / "cal.json")
+    text = "\n".join(calibration_items(load_calibration(path)))
+    assert "on 2031-02-03" in text and "1 of 2 rows within 2x" in text
+    assert "lag peak 100 simulated against 900 records measured" in text
+
+
+def test_the_calibrations_other_timings_are_said() -> None:
+    cal = {**CAL, "setup": {**CAL["setup"], "heartbeat_interval_ms": 5000,
+                            "scheduled_rebalance_max_delay_ms": 30000}}
+    runs = [{**r, "settings_json": json.dumps({"heartbeat.interval.ms": 3000,
+                                               "scheduled.rebalance.max.delay.ms": 300000})}
+            for r in _rows()]
+    text = "\n".join(model_limits(runs, cal))
+    assert ("The calibration ran at other timings than these runs (heartbeat.interval.ms 5,000 "
+            "ms there, 3,000 ms here; scheduled.rebalance.max.delay.ms 30,000 ms there, "
+            "300,000 ms here)") in text
+    same = [{**r, "settings_json": json.dumps({"heartbeat.interval.ms": 5000})} for r in _rows()]
+    assert "other timings" not in "\n".join(model_limits(same, cal))

@@ -1,0 +1,200 @@
+"""The report's reasons beside its verdicts (lab.mechanism) and the page-side fixes of the
+review's round 1 (labels, split cells drawn as seeds, why a chart is missing, the calibration's
+caveat)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from groupcoord.lab.findings import BY_COLUMN
+from groupcoord.lab.limits import calibration_items
+from groupcoord.lab.mechanism import DEFAULT_FETCH_MS, mechanisms, member_load, row_loads
+from groupcoord.lab.verdict import grid_verdicts
+
+SETTINGS = {"classic:eager": {"heartbeat.interval.ms": 3000, "session.timeout.ms": 45000},
+            "classic:cooperative": {"heartbeat.interval.ms": 3000,
+                                    "session.timeout.ms": 45000},
+            "consumer:uniform": {"group.consumer.heartbeat.interval.ms": 5000,
+                                 "group.consumer.session.timeout.ms": 45000}}
+
+
+def _run(protocol: str, seed: int, size: int = 10, **cols: Any) -> dict[str, Any]:
+    return {"protocol": protocol, "scenario": "scale-out", "size": size, "members": size,
+            "workload": "4x250", "fault_rate": 0.0, "seed": seed, "ok": True,
+            "caught_up": True, "total_partitions": 1000,
+            "work_model": "1.6 rec/s, 0.5 ms/rec, max.poll.records 500", **cols}
+
+
+@given(st.integers(min_value=1, max_value=1000), st.floats(min_value=0.1, max_value=100),
+       st.floats(min_value=0.1, max_value=50))
+def test_the_load_per_member_is_the_partitions_rate_over_the_members(
+        members: int, rate: float, proc: float) -> None:
+    ld = member_load({"protocol": "classic:eager", "members": members,
+                      "total_partitions": 1000,
+                      "work_model": f"{rate} rec/s, {proc} ms/rec, max.poll.records 500"})
+    assert ld is not None
+    per = float(f"{rate}") * 1000 / members
+    assert abs(ld.records_per_s - per) < 1e-6 * per
+    assert abs(ld.busy - per * float(f"{proc}") / 1000) < 1e-6 * max(1.0, ld.busy)
+    assert abs(ld.per_poll - per * DEFAULT_FETCH_MS / 1000) < 1e-6 * max(1.0, ld.per_poll)
+    assert member_load({"protocol": "classic-connect:eager", "members": 3}) is None
+
+
+def test_load_changes_with_the_size_where_partitions_stay_fixed() -> None:
+    loads = row_loads([_run("classic:eager", 0, size=10), _run("classic:eager", 0, size=100)])
+    ten, hundred = loads[("scale-out", 10, "4x250", 0.0)], loads[("scale-out", 100, "4x250", 0.0)]
+    assert ten.text() == "160 rec/s, 8.0% busy per member"
+    assert hundred.text() == "16 rec/s, 0.8% busy per member"
+
+
+def test_the_reason_is_computed_from_the_runs_downtime_and_moves() -> None:
+    """Eager moves 1,000 partitions for 41 s of downtime (41 ms each); cooperative 230 for
+    698 s (3.03 s each: one 3 s heartbeat); KIP-848 200 for 1,000 s (5 s: one heartbeat)."""
+    runs = [_run("classic:eager", s, resources_moved=1000, resource_downtime_ms=40_900)
+            for s in range(3)]
+    runs += [_run("classic:cooperative", s, resources_moved=230, resource_downtime_ms=698_000)
+             for s in range(3)]
+    runs += [_run("consumer:uniform", s, resources_moved=200, resource_downtime_ms=1_000_000)
+             for s in range(3)]
+    lines = mechanisms(["classic:eager", "classic:cooperative", "consumer:uniform"], SETTINGS,
+                       runs)
+    scale, polls = lines
+    assert scale.startswith("scale-out: downtime per moved partition")
+    assert "classic:eager 40.9 ms" in scale
+    assert "classic:cooperative 3.03 s (about one 3 s heartbeat)" in scale
+    assert "consumer:uniform 5 s (about one 5 s heartbeat)" in scale
+    assert "next heartbeat" in scale
+    # 160 records/s per member x 50 ms in flight = 8 records, 4 ms to process: no long poll
+    assert polls.startswith("Polls: a member gets 8 records per poll when caught up")
+    assert "a full poll after a backlog (max.poll.records) takes 250 ms" in polls
+    assert "does not arise here" in polls
+    # a crash's partitions wait for the session timeout: no heartbeat story
+    crash = [{**r, "scenario": "crash", "resource_downtime_ms": r["resources_moved"] * 44_000}
+             for r in runs if r["protocol"] != "classic:eager"]
+    (line, _) = mechanisms(["classic:cooperative", "consumer:uniform"], SETTINGS, crash)
+    assert "about the 45 s session timeout" in line and "next heartbeat" not in line
+    assert mechanisms(["classic-connect:eager"], {}, runs) == []
+
+
+def test_long_polls_are_not_called_quick() -> None:
+    runs = [_run("classic:eager", 0, resources_moved=10, resource_downtime_ms=100,
+                 work_model="40 rec/s, 2000 ms/rec, max.poll.records 500")]
+    (_, polls) = mechanisms(["classic:eager"], SETTINGS, runs)
+    assert "does not arise" not in polls
+    # 20 ms a record, 500 a poll: 10 s after a backlog, beyond the 3 s heartbeat
+    runs = [_run("classic:eager", 0, resources_moved=10, resource_downtime_ms=100,
+                 work_model="3.5 rec/s, 20 ms/rec, max.poll.records 500")]
+    (_, polls) = mechanisms(["classic:eager"], SETTINGS, runs)
+    assert "takes 10 s, longer than a 3 s heartbeat" in polls and "does not arise" not in polls
+
+
+def test_the_calibration_caveat_counts_the_marks_narrower_than_its_tolerance() -> None:
+    cal = {"measured": "2026-11-26", "setup": {"members": 6, "heartbeat_interval_ms": 5000},
+           "checked": ["stall_ms"], "rows": [{"protocol": "classic:eager", "within_2x": True,
+                                               "scenario": "rolling-bounce"}]}
+    (head,) = calibration_items(cal, gaps=[1.2, 1.5, 3.0, 40.0])
+    assert "at 6 members" in head and "not at the settings of the tables above" in head
+    assert "wider than 2 of the 4 marked differences" in head
+
+
+def test_page_one_names_the_families_and_split_seeds_are_dots(tmp_path: Any) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from groupcoord.lab.report import build_report, grid_charts, nothing_drawn, protocol_styles
+
+    tb = BY_COLUMN["time_to_balance_ms"]
+    rows = []
+    sessioned = [302_000, 2_600, 1_900, 303_000, 302_000]
+    for size in (3, 6):
+        for s in range(5):
+            for p, v in (("classic-connect:eager", 2_900 + s), ("classic-connect:sessioned",
+                                                                  sessioned[s]),
+                         ("connect:cooperative", 5_000)):
+                rows.append({"run_id": f"{p}{size}{s}", "protocol": p,
+                             "scenario": "kip415-leader-leaves", "size": size,
+                             "workload": "16x8c", "fault_rate": 0.0, "seed": s, "ok": True,
+                             "caught_up": True, "time_to_balance_ms": v, "task_restarts": 0,
+                             "settings_json": json.dumps({"heartbeat.interval.ms": 3000})})
+    (tmp_path / "runs").mkdir()
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "runs" / "part-0.parquet")
+    meta = {"name": "t", "spec": "paper", "runs": len(rows), "cells": 6, "grids": [
+        {"name": "kip415", "seeds": 5, "metrics": ["time_to_balance_ms", "task_restarts"],
+         "protocols": ["classic-connect:eager", "classic-connect:sessioned",
+                       "connect:cooperative"]}]}
+    (tmp_path / "sweep.json").write_text(json.dumps(meta))
+    index = build_report(tmp_path).read_text()
+    assert "classic-connect:* is Connect as shipped (classic group protocol)" in index
+    assert ("connect:* is Connect on the connect group type (this project&#x27;s, not in "
+            "Apache Kafka)") in index
+    assert "not in Apache Kafka; not ranked" in index
+    assert "2.25 | 302" in index and "2 of 5 | 3 of 5" in index  # each outcome, its seeds
+    assert "split seeds" in index
+
+    (g,) = grid_verdicts(meta, rows)
+    from matplotlib.figure import Figure
+
+    drawn: list[Any] = []
+    real = Figure.savefig
+
+    def keep(fig: Any, path: Any, **kw: Any) -> None:
+        drawn.append(fig)
+        real(fig, path, **kw)
+
+    Figure.savefig = keep  # type: ignore[method-assign]
+    try:
+        grid_charts(g, tmp_path, protocol_styles(g.protocols))
+    finally:
+        Figure.savefig = real  # type: ignore[method-assign]
+    (fig,) = drawn
+    (ax,) = [a for a in fig.axes if a.get_visible()]  # restarts are all 0: no panel
+    # sessioned: 10 seeds drawn as dots (2 sizes x 5), no band through values no seed had
+    dots = [c for c in ax.collections if c.get_offsets().shape[0] == 10]
+    assert len(dots) == 1
+    ys = sorted(float(y) for _, y in dots[0].get_offsets())
+    assert ys[:4] == [1.9, 1.9, 2.6, 2.6] and ys[-1] == 303.0
+    assert "KIP-848" not in fig.legends[0].get_title().get_text()
+    assert "Connect as shipped" in fig.legends[0].get_title().get_text()
+    # nothing to draw says why, with each metric's largest value
+    why = nothing_drawn(g, g.rows)
+    assert "task restarts at most 0" in why and f"floor {tb.fmt(tb.floor)}" in why
+
+
+def test_a_connect_grid_says_restarts_per_rebalance_and_what_each_outcome_took() -> None:
+    delay = {"scheduled.rebalance.max.delay.ms": 300_000}
+    runs = []
+    for s, (t, bumps) in enumerate([(302_000, 2), (2_200, 1), (1_900, 1), (303_000, 2),
+                                    (302_500, 2)]):
+        base = {"scenario": "kip415-worker-leaves", "size": 3, "seed": s, "ok": True,
+                "connectors": 16, "tasks": 8}
+        runs.append({**base, "protocol": "classic-connect:eager", "task_restarts": 128,
+                     "epoch_bumps": 1, "time_to_balance_ms": 2_900 + s})
+        leader = "c2" if t < 10_000 else "c1"
+        runs.append({**base, "protocol": "classic-connect:sessioned",
+                     "task_restarts": 11 * bumps, "epoch_bumps": bumps,
+                     "time_to_balance_ms": t, "event_targets": json.dumps(
+                         [{"at_ms": 26000, "kind": "leave", "leader": leader, "member": "c2"}])})
+    ps = ["classic-connect:eager", "classic-connect:sessioned"]
+    (line,) = mechanisms(ps, {p: delay for p in ps}, runs)
+    assert "of the group's 128 tasks: classic-connect:eager 128 (100% of them), " \
+        "classic-connect:sessioned 11 (9% of them)" in line
+    assert ("At 3 workers classic-connect:sessioned's seeds split: 2 of 5 balanced in 2.05 s "
+            "after 1 rebalance(s), 3 in 302 s after 2, waiting "
+            "scheduled.rebalance.max.delay.ms (300,000 ms); the event hit the group's leader "
+            "in 2 of the 2 fast seeds and 0 of the 3 slow ones.") in line
+
+
+def test_grids_below_five_seeds_are_named_as_carrying_no_sentence() -> None:
+    from groupcoord.lab.report import too_few_for_claims
+
+    rows = [{"protocol": p, "scenario": "rolling-bounce", "size": 10, "workload": "4x250",
+             "fault_rate": 0.0, "seed": s, "ok": True, "caught_up": True,
+             "stall_ms": v + s}
+            for s in range(3) for p, v in (("classic:eager", 9000), ("consumer:uniform", 0))]
+    (g,) = grid_verdicts({"spec": "x", "grids": [{"name": "rolling", "seeds": 3,
+                                                   "metrics": ["stall_ms"]}]}, rows)
+    assert too_few_for_claims([g]).startswith("No sentence from rolling (3 seeds)")
