@@ -11,10 +11,12 @@ from ``/proc``."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import ssl
+import struct
 import sys
 import time
 from collections.abc import Iterator
@@ -183,4 +185,26 @@ def test_tls_connections_count_from_the_accept(secure: SecureServer, certs: Cert
             s.close()
     _assert_settled(secure, baseline)
     with KafkaClient(secure.bootstrap("SSL"), ssl_context=_tls(certs, client_cert=True)) as c:
+        assert c.api_versions()
+
+
+@pytest.mark.parametrize("listener", ["SASL_PLAINTEXT", "SASL_SSL"])
+def test_a_frame_above_the_sasl_limit_before_authentication_closes_the_connection(
+        secure: SecureServer, certs: Certs, listener: str) -> None:
+    """Kafka's ``sasl.server.max.receive.size`` (512 KiB): a client that has not authenticated
+    announces a larger frame and the connection is closed at once, without the server buffering
+    it (it was held up to ``socket.request.max.bytes``, 100 MiB); a valid user is served after."""
+    baseline = _fds(secure)
+    host, port = secure.bootstrap(listener).rsplit(":", 1)
+    raw = socket.create_connection((host, int(port)), timeout=20)
+    sock = _tls(certs).wrap_socket(raw, server_hostname=host) if listener == "SASL_SSL" else raw
+    with sock:
+        sock.sendall(struct.pack(">i", 524_289) + b"\0" * 4096)
+        # closed by the server, nothing answered (a reset: the client's bytes were unread)
+        with contextlib.suppress(ConnectionResetError, ssl.SSLError):
+            assert sock.recv(1) == b""
+    _assert_settled(secure, baseline)
+    ctx = _tls(certs) if listener == "SASL_SSL" else None
+    with KafkaClient(secure.bootstrap(listener), ssl_context=ctx,
+                     sasl=("SCRAM-SHA-512", "alice", "alice-secret")) as c:
         assert c.api_versions()

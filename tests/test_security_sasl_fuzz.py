@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,7 +15,7 @@ from groupcoord.protocol.codec import build, encode_request, request_class
 from groupcoord.protocol.versions import ApiKey
 from groupcoord.server.app import Close
 from groupcoord.server.security.credentials import CredentialStore
-from groupcoord.server.security.sasl import SaslSession
+from groupcoord.server.security.sasl import SASL_MAX_RECEIVE_SIZE, SCRAM_MAX_USERNAME, SaslSession
 
 STORE = CredentialStore(None, persist=False)
 STORE.add("alice", "SCRAM-SHA-256", "alice-secret")
@@ -27,6 +28,10 @@ class FakeConn:
 
     def __init__(self) -> None:
         self.handler: Any = None
+        self.frame_limit: int | None = None
+
+    def limit_frames(self, max_frame_size: int | None) -> None:
+        self.frame_limit = max_frame_size
 
 
 def _after(buf: bytes, conn: Any) -> bytes:
@@ -108,3 +113,32 @@ def test_arbitrary_frames_never_raise(seq: list[bytes]) -> None:
     assert not UNEXPECTED.seen, UNEXPECTED.seen
     if conn.principal != "User:ANONYMOUS":  # only a real authentication sets it
         assert conn.principal == "User:alice" and session.state == "done"
+
+
+def test_frames_are_limited_until_the_client_has_authenticated() -> None:
+    """Kafka's ``sasl.server.max.receive.size``: until authentication completes a request frame
+    may hold at most 512 KiB; after it the listener's own limit applies again."""
+    conn = FakeConn()
+    session = SaslSession(conn, ["PLAIN"], STORE, _after, fail_delay_s=0)  # type: ignore[arg-type]
+    assert conn.frame_limit == SASL_MAX_RECEIVE_SIZE == 524_288
+    session.dispatch(_request(ApiKey.SASL_HANDSHAKE, 1, mechanism="PLAIN"), conn)
+    assert conn.frame_limit == SASL_MAX_RECEIVE_SIZE
+    out = session.dispatch(_request(ApiKey.SASL_AUTHENTICATE, 2,
+                                    auth_bytes=b"\x00alice\x00alice-secret"), conn)
+    assert isinstance(out, bytes) and session.state == "done"
+    assert conn.principal == "User:alice" and conn.frame_limit is None
+
+
+@pytest.mark.parametrize("length", [SCRAM_MAX_USERNAME + 1, 200_000])
+def test_a_scram_user_name_longer_than_the_bound_is_refused(length: int) -> None:
+    """A SCRAM client-first message whose user name is longer than 1,024 characters is refused
+    with SASL_AUTHENTICATION_FAILED naming the length, before SASLprep runs on it."""
+    conn = FakeConn()
+    session = SaslSession(conn, ["SCRAM-SHA-512"], STORE, _after,  # type: ignore[arg-type]
+                          fail_delay_s=0)
+    session.dispatch(_request(ApiKey.SASL_HANDSHAKE, 1, mechanism="SCRAM-SHA-512"), conn)
+    first = f"n,,n={'a' * length},r=abcdefghijklmnop".encode()
+    out = session.dispatch(_request(ApiKey.SASL_AUTHENTICATE, 2, auth_bytes=first), conn)
+    assert isinstance(out, Close)
+    assert f"a user name of {length} characters" in out.reason
+    assert conn.principal == "User:ANONYMOUS"

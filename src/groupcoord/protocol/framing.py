@@ -46,6 +46,12 @@ class FrameDecoder:
     def buffered(self) -> int:
         return len(self._buf)
 
+    def limit(self, max_frame_size: int) -> None:
+        """The largest frame from now on (a SASL listener's smaller limit until the client has
+        authenticated, ``server/security/sasl.py``); a frame whose size was already read is
+        checked against it when the next size is read."""
+        self._max = max_frame_size
+
     def feed(self, data: bytes) -> list[bytes]:
         buf = self._buf
         buf += data

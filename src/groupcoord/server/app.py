@@ -690,6 +690,10 @@ class Connection(asyncio.Protocol):
             self.server.security.on_connect(self, transport, self.spec)
         log.debug("connection from %s", self.peer)
 
+    def limit_frames(self, max_frame_size: int | None) -> None:
+        self.decoder.limit(self.server.max_frame_size if max_frame_size is None
+                           else min(max_frame_size, self.server.max_frame_size))
+
     def secured(self) -> None:
         """The TLS handshake of this connection is complete (``TlsProtocol``): its principal
         (client certificate) or SASL session. A TLS connection is admitted, and counted in

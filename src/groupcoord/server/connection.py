@@ -49,4 +49,8 @@ class ServedConnection(Protocol):
 
     def close(self, reason: str) -> None: ...
 
+    def limit_frames(self, max_frame_size: int | None) -> None:
+        """The largest request frame the connection takes from now on; None: the server's
+        ``socket.request.max.bytes``."""
+
     def abort(self) -> None: ...

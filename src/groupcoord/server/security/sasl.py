@@ -34,6 +34,15 @@ Mechanisms:
   the GS2 header equal to the user name is accepted and any other refused, as Kafka's
   ``ScramSaslServer`` does (``_Scram._first_with_authzid``: scramp itself refuses every
   authzid).
+
+Before authentication completes, a request frame may hold at most
+:data:`SASL_MAX_RECEIVE_SIZE` bytes (Kafka's ``sasl.server.max.receive.size``, 512 KiB): a
+larger one closes the connection, as Kafka's ``SaslServerAuthenticator`` refuses it; after
+authentication the listener's ``socket.request.max.bytes`` applies again. A SCRAM user name
+longer than :data:`SCRAM_MAX_USERNAME` characters is refused before SASLprep: scramp's SASLprep
+costs a few microseconds per character on the event loop (a megabyte-long name stalled every
+connection for seconds). Kafka's ``ScramSaslServer`` has no such bound; user names that long do
+not exist in practice.
 """
 
 from __future__ import annotations
@@ -65,6 +74,10 @@ __all__ = ["DEFAULT_MECHANISMS", "SUPPORTED_MECHANISMS", "AuthenticationFailed",
 
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 DEFAULT_MECHANISMS = "SCRAM-SHA-256,SCRAM-SHA-512"
+#: The largest request frame before authentication (Kafka's sasl.server.max.receive.size).
+SASL_MAX_RECEIVE_SIZE = 524_288
+#: The longest SCRAM user name, in characters (module doc).
+SCRAM_MAX_USERNAME = 1_024
 
 
 class AuthenticationFailed(Exception):
@@ -110,6 +123,19 @@ class _Plain:
         return b"", True
 
 
+def _check_username_length(client_first: str, mechanism: str) -> None:
+    """Refuse a client-first message whose user name (``n=``) is longer than
+    :data:`SCRAM_MAX_USERNAME` characters, before scramp runs SASLprep on it (module doc)."""
+    at = client_first.find("n=")
+    if at < 0:
+        return  # malformed: scramp says what is wrong
+    end = client_first.find(",", at)
+    length = (len(client_first) if end < 0 else end) - at - 2
+    if length > SCRAM_MAX_USERNAME:
+        raise AuthenticationFailed(f"Authentication failed: invalid {mechanism} message: a user "
+                                   f"name of {length} characters (at most {SCRAM_MAX_USERNAME})")
+
+
 def _unescape_saslname(s: str) -> str:
     return s.replace("=2C", ",").replace("=3D", "=")
 
@@ -140,6 +166,7 @@ class _Scram:
         try:
             if self._first:
                 self._first = False
+                _check_username_length(text, self.mechanism)
                 gs2 = text.split(",", 2)
                 if len(gs2) == 3 and gs2[1]:
                     return self._first_with_authzid(gs2), False
@@ -214,6 +241,7 @@ class SaslSession:
         self.then = then
         self.state = "handshake"  # -> authenticate | legacy -> done
         self.mech: _Plain | _Scram | None = None
+        conn.limit_frames(SASL_MAX_RECEIVE_SIZE)
 
     def _close(self, reason: str, response: bytes = b"") -> Close:
         return Close(reason, response)
@@ -286,6 +314,7 @@ class SaslSession:
             self.conn.principal = f"User:{self.mech.user}"
             self.state = "done"
             self.conn.handler = self.then
+            self.conn.limit_frames(None)
             log.debug("%s: authenticated as %s (%s)", self.conn.peer, self.conn.principal,
                       type(self.mech).__name__)
         return challenge, done
