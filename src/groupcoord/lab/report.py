@@ -165,13 +165,14 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
             "cell run on the same seeds. A protocol is marked ★ best when its worst seed is "
             "better than every other protocol's best seed by more than the metric's floor "
             f"({floors}): the ranges are separated. If two protocols did not differ, n seeds "
-            "each would separate that way by chance once in C(2n, n)"
+            "each would separate that way in a given direction by chance once in C(2n, n)"
             + (f" ({chance})" if chance else "")
+            + "; the best is picked after the fact, so in either direction twice as often"
             + sign
             + f". = marks the protocols the best one does not separate from (tied best); "
             f"'tie': no protocol separates; with fewer than {MIN_SEEDS} seeds nothing is "
             f"marked. Beside each floor, a difference under {RELATIVE_FLOOR:.0%} of the larger "
-            "value does not count either (3 s on a 140 s time to converge). Where a "
+            "value does not count either (7 s on a 140 s time to converge). Where a "
             "protocol's seeds fall into distinct outcomes (sorted, one gap wider than the "
             "floor, than twice the spread on either side of it and than half the larger of "
             "its ends: outcomes a factor of 2 or more apart) the cell shows each "

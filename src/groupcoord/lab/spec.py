@@ -777,9 +777,11 @@ metrics = ["lag_record_s", "lag_peak", "stall_ms"]
 [[grid]]
 name = "field-costs"
 description = '''the costs the field pays: 10 consumers on 4 x 25 partitions at 3.5 \
-records/s each, 20 ms per record (70 % busy), up to 500 records a poll (a 10 s poll after a \
-backlog, so a member is busy in poll when a rebalance comes) and 2 s of state restore per \
-newly assigned partition (the other grids' polls return a few records and nothing warms up)'''
+records/s each, 20 ms per record (70 % busy), up to 500 records a poll (a 10 s poll once a \
+backlog has built: in the rolling bounce a rebalance finds members working one off; in a single \
+bounce or scale-out the members are caught up when it starts, so their polls are short) and 2 s \
+of state restore per newly assigned partition (the other grids' polls return a few records and \
+nothing warms up)'''
 protocols = ["classic:eager", "classic:cooperative", "consumer:uniform", "consumer:range"]
 scenarios = ["bounce", "scale-out", "rolling-bounce"]
 sizes = [10]

@@ -17,7 +17,7 @@ handful of seeds cannot carry a paired test at 5 %: a sign test over 3 seeds can
 12.5 %. The lab uses *separated ranges* instead: protocol A is better than B on a metric when
 A's worst value over the seeds is better than B's best by more than the metric's floor
 (:func:`threshold`: the larger of the catalog's absolute floor, the smallest difference worth a
-word, and :data:`RELATIVE_FLOOR` of the values compared: 3 s on a 140 s time to converge, or
+word, and :data:`RELATIVE_FLOOR` of the values compared: 7 s on a 140 s time to converge, or
 88 against 90 partitions moved, is no difference). If the two protocols did not differ,
 the 2n values of n seeds each would be exchangeable and the chance that A's n fall all below
 B's n is 1 / C(2n, n): 1 in 20 with 3 seeds, 1 in 252 with 5. With fewer than
