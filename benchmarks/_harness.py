@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import statistics
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,3 +41,14 @@ def median_ms(fn: Callable[[], object], repeat: int = 5, setup: Callable[[], obj
         finally:
             gc.enable()
     return statistics.median(samples)
+
+
+def stop_process(proc: subprocess.Popen[Any], timeout_s: float = 10.0) -> None:
+    """Stop a server the benchmark started: SIGTERM, then SIGKILL if it has not exited within
+    ``timeout_s``."""
+    proc.terminate()
+    try:
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

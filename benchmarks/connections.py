@@ -34,7 +34,7 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks._harness import Result
+from benchmarks._harness import Result, stop_process
 from groupcoord.protocol.client import KafkaClient
 
 _CMD = [sys.executable, "-c", "import sys; from groupcoord.cli import main; sys.exit(main())"]
@@ -85,12 +85,7 @@ class _Server:
         return count
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc)
         self.err.close()
 
 

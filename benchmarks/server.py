@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks._harness import Result
+from benchmarks._harness import Result, stop_process
 from groupcoord.protocol.client import KafkaClient
 from groupcoord.protocol.codec import build, encode_request, request_class
 from groupcoord.protocol.versions import ApiKey
@@ -78,12 +78,7 @@ class _Server:
         return KafkaClient(self.bootstrap, **kw, **self.client_kw)
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc)
 
 
 #: The benchmark user of ``--security tls-scram``.
