@@ -28,10 +28,13 @@ from groupcoord.coordinator.assignors.base import PartitionAssignor, PartitionAs
 from groupcoord.coordinator.classic.handlers import ClassicGroupManager
 from groupcoord.coordinator.config import (
     GROUP_CONFIG_ALIASES,
+    SHARE_GROUP_CONFIGS,
     CoordinatorConfig,
     GroupConfig,
+    ShareGroupConfig,
     canonical_group_config_name,
     effective_group_config,
+    effective_share_group_config,
     validate_group_configs,
 )
 from groupcoord.coordinator.context import GroupType, Handler, Replayer, TimerHandler
@@ -108,6 +111,7 @@ class Shard:
         self.offsets: dict[str, dict[tuple[str, int], OffsetCommitValue]] = {}
         self.group_configs: dict[str, dict[str, str]] = {}
         self._group_config_cache: dict[str, GroupConfig] = {}
+        self._share_config_cache: dict[str, ShareGroupConfig] = {}
         self.timers = Timers()
         #: Groups whose rebalance the driver holds (a test double's control plane,
         #: ``server/control.py``): their heartbeats are answered as usual but no new target
@@ -266,6 +270,17 @@ class Shard:
             self._group_config_cache[group_id] = cfg
         return cfg
 
+    def share_group_config(self, group_id: str) -> ShareGroupConfig:
+        """The share settings of ``group_id`` (KIP-932 "Configuration"): its group configs, else
+        the broker's. What share partitions read per group (lock duration, delivery count
+        limit, auto offset reset, isolation level); the share group type reads its session
+        timeout, heartbeat and assignment intervals here."""
+        cfg = self._share_config_cache.get(group_id)
+        if cfg is None:
+            cfg = effective_share_group_config(self.config, self.group_configs.get(group_id, {}))
+            self._share_config_cache[group_id] = cfg
+        return cfg
+
     def new_member_id(self) -> str:
         return self._member_ids()
 
@@ -329,6 +344,7 @@ class Shard:
     def _replay_group_configuration(self, record: Record) -> None:
         gid = record.key.group_id
         self._group_config_cache.pop(gid, None)
+        self._share_config_cache.pop(gid, None)
         if record.value is None:
             self.group_configs.pop(gid, None)
         else:
@@ -385,9 +401,15 @@ class Shard:
                                 now: int) -> DescribeGroupConfigsResponse:
         overrides = self.group_configs.get(r.group_id, {})
         eff = self.group_config(r.group_id)
+        share = self.share_group_config(r.group_id)
         values = {"group.consumer.session.timeout.ms": str(eff.session_timeout_ms),
                   "group.consumer.heartbeat.interval.ms": str(eff.heartbeat_interval_ms),
-                  "group.consumer.assignment.interval.ms": str(eff.assignment_interval_ms)}
+                  "group.consumer.assignment.interval.ms": str(eff.assignment_interval_ms),
+                  **dict(zip(SHARE_GROUP_CONFIGS, (
+                      str(share.session_timeout_ms), str(share.heartbeat_interval_ms),
+                      str(share.record_lock_duration_ms), str(share.delivery_count_limit),
+                      share.auto_offset_reset, share.isolation_level,
+                      str(share.assignment_interval_ms)), strict=True))}
         if r.names is None:
             wanted = [(n, n) for n in sorted(values)]
         else:
