@@ -7,7 +7,8 @@ A shard rebuilt by replaying its log equals the live shard (``state_digest``).
 
 The shard is the frame; each group type is a manager (``modern/consumer/handlers.py``'s
 ``ConsumerGroupManager``, ``modern/connect/handlers.py``'s ``ConnectGroupManager``,
-``classic/handlers.py``'s ``ClassicGroupManager``) that registers its request handlers, the
+``classic/handlers.py``'s ``ClassicGroupManager``, ``modern/share/handlers.py``'s
+``ShareGroupManager`` for KIP-932 share groups) that registers its request handlers, the
 record types it replays and its timer kinds. The shard itself handles what all group types
 share: offsets, ListGroups, DeleteGroups and the dynamic group configurations. All group types
 share one group id space (``groups``); the shard reaches a group's manager by its
@@ -62,6 +63,7 @@ from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
+from groupcoord.coordinator.modern.share.handlers import ShareGroupManager
 from groupcoord.coordinator.offsets_retention import OffsetsRetention
 from groupcoord.coordinator.records import (
     OffsetCommitKey,
@@ -157,10 +159,12 @@ class Shard:
         self.consumer = ConsumerGroupManager(self)
         self.connect = ConnectGroupManager(self)  # the connect group type (the Connect draft)
         self.classic = ClassicGroupManager(self)
+        self.share = ShareGroupManager(self)  # share groups (KIP-932)
         #: Every group type's manager by ``Group.group_type`` (what the shard asks of a group
         #: whatever its type: ``delete_group``).
         self.group_types: dict[str, GroupType] = {
-            "consumer": self.consumer, "connect": self.connect, "classic": self.classic}
+            "consumer": self.consumer, "connect": self.connect, "classic": self.classic,
+            "share": self.share}
         self.retention = OffsetsRetention(self)  # Kafka's offsets.retention.minutes
 
     # ================================================================== registration
@@ -252,6 +256,7 @@ class Shard:
         self.metadata = image
         self.consumer.on_metadata_update()
         self.connect.on_metadata_update()
+        self.share.on_metadata_update()
         return self._result(None)
 
     def on_loaded(self, now_ms: int) -> Result[None]:
@@ -260,6 +265,7 @@ class Shard:
         self.consumer.on_loaded()
         self.connect.on_loaded()
         self.classic.on_loaded()
+        self.share.on_loaded()
         self.retention.on_loaded()
         return self._result(None)
 
