@@ -167,3 +167,52 @@ def test_a_consumer_group_id_is_not_a_share_group(gc_server: ServerProcess) -> N
         assert c.assignment()
     finally:
         c.close()
+
+
+def test_groups_list_and_describe_show_a_share_group(gc_server: ServerProcess) -> None:
+    """``groupcoord groups list --type share`` and ``groups describe`` for a share group whose
+    three members (share heartbeats over the wire) share a two-partition topic."""
+    import json
+    import subprocess
+
+    from .conftest import GROUPCOORD
+
+    topic = _topic(gc_server, 2)
+    group = f"sg-{uuid.uuid4().hex[:8]}"
+    with KafkaClient(gc_server.bootstrap) as c:
+        for mid in ("m-a", "m-b", "m-c"):
+            r = c.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=group, member_id=mid,
+                       member_epoch=0, subscribed_topic_names=[topic])
+            assert int(r.error_code) == 0, r
+        epochs = {}
+        for mid in ("m-a", "m-b", "m-c"):  # everyone catches up with the last target
+            d = _describe(gc_server, group)
+            epoch = {m.member_id: m.member_epoch for m in d.members}[mid]
+            r = c.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=group, member_id=mid,
+                       member_epoch=epoch)
+            assert int(r.error_code) == 0, r
+            epochs[mid] = int(r.member_epoch)
+
+    def run(*args: str) -> Any:
+        cmd = [*GROUPCOORD, *args[:2], "--bootstrap-server", gc_server.bootstrap, *args[2:],
+               "--json"]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)
+
+    listed = run("groups", "list", "--type", "share")
+    assert {"group_id": group, "type": "share", "state": "Stable",
+            "protocol_type": "share"} in listed
+    assert all(g["type"] == "share" for g in listed)
+    [g] = run("groups", "describe", group)
+    assert (g["type"], g["state"], g["assignor"], g["group_epoch"]) == ("share", "Stable",
+                                                                       "simple", 3)
+    assert sorted(m["member_id"] for m in g["members"]) == ["m-a", "m-b", "m-c"]
+    assert all(m["member_epoch"] == 3 for m in g["members"]), g
+    shared = {p["partition"]: p["members"] for p in g["partitions"] if p["topic"] == topic}
+    assert sorted(shared) == [0, 1] and sorted(len(ms) for ms in shared.values()) == [1, 2]
+    assert sorted(m for ms in shared.values() for m in ms) == ["m-a", "m-b", "m-c"]
+    with KafkaClient(gc_server.bootstrap) as c:
+        for mid in epochs:
+            c.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=group, member_id=mid,
+                   member_epoch=-1)
