@@ -216,3 +216,52 @@ def test_groups_list_and_describe_show_a_share_group(gc_server: ServerProcess) -
         for mid in epochs:
             c.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=group, member_id=mid,
                    member_epoch=-1)
+
+
+def test_a_share_group_survives_a_server_restart(tmp_path: Any) -> None:
+    """Share group records are replayed on load: after a restart the group, its epochs, members
+    and assignments are back, a member goes on heartbeating at its epoch, and its session
+    timeout is armed again (a member that never returns expires)."""
+    from .conftest import start_server
+
+    data = tmp_path / "data"
+    server = start_server(data)
+    try:
+        topic = _topic(server, 3)
+        group = f"sg-{uuid.uuid4().hex[:8]}"
+        with KafkaClient(server.bootstrap) as c:
+            for mid in ("m-a", "m-b"):
+                r = c.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=group, member_id=mid,
+                           member_epoch=0, subscribed_topic_names=[topic])
+                assert int(r.error_code) == 0, r
+            r = c.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=group, member_id="m-a",
+                       member_epoch=1)
+            assert int(r.member_epoch) == 2, r
+        before = _describe(server, group)
+    finally:
+        server.stop()
+    server = start_server(data)
+    try:
+        after = _describe(server, group)
+        assert int(after.error_code) == 0, after
+        assert (after.group_state, after.group_epoch, after.assignment_epoch) == (
+            before.group_state, before.group_epoch, before.assignment_epoch)
+        assert after.members == before.members
+        with KafkaClient(server.bootstrap) as c:
+            r = c.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=group, member_id="m-a",
+                       member_epoch=2)
+            assert (int(r.error_code), int(r.member_epoch), r.assignment) == (0, 2, None), r
+            sent = []
+            deadline = time.monotonic() + SETTLE_S  # m-b's session (10 s) runs out
+            while time.monotonic() < deadline and sent[-1:] != [[(0, 1, 2)]]:
+                r = c.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=group, member_id="m-a",
+                           member_epoch=int(r.member_epoch))
+                assert int(r.error_code) == 0, r
+                if r.assignment is not None:
+                    sent.append([tuple(tp.partitions) for tp in r.assignment.topic_partitions])
+                time.sleep(0.5)
+            # m-b expired: m-a was sent the whole topic, once
+            assert sent == [[(0, 1, 2)]], sent
+            assert [m.member_id for m in _describe(server, group).members] == ["m-a"]
+    finally:
+        server.stop()
