@@ -205,6 +205,9 @@ def test_epochs_are_fenced_and_the_lost_response_accepted() -> None:
     # the response of that heartbeat was lost: A comes again at 1, accepted
     r = c.share("A", 1)
     assert r.error_code == 0 and r.member_epoch == 2
+    # ... and is sent its assignment again (it missed the response that moved it)
+    assert names(r.assignment, shard.metadata) == held(shard, "A") == ["foo-0"]
+    assert c.share("A", 2).assignment is None
     r = c.share("A", 7)
     assert r.error_code == E.fenced_member_epoch and r.error_message
     # the fenced member is gone (its rejoin starts afresh), the group epoch moved on

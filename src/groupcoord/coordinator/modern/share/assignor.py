@@ -33,6 +33,7 @@ within one, stickiness) and makes every result reproducible from the inputs alon
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping
 from uuid import UUID
 
@@ -56,19 +57,30 @@ def assign(subscriptions: Mapping[str, frozenset[UUID]], partitions: Mapping[UUI
     members = sorted(subscriptions)
     if not members:
         return {}
-    eligible: dict[str, list[Partition]] = {
-        m: sorted(((t, p) for t in subscriptions[m] for p in range(partitions.get(t, 0))),
-                  key=_key)
-        for m in members}
+    # each distinct subscription's partitions once, in (topic id, partition) order
+    by_subscription: dict[frozenset[UUID], list[Partition]] = {}
+    for topics in subscriptions.values():
+        if topics not in by_subscription:
+            by_subscription[topics] = [(t, p) for t in sorted(topics, key=_int)
+                                       for p in range(partitions.get(t, 0))]
+    eligible = {m: by_subscription[subscriptions[m]] for m in members}
     owned: dict[str, list[Partition]] = {
-        m: sorted(((t, p) for t, ps in current.get(m, {}).items() for p in ps), key=_key)
+        m: [(t, p) for t, ps in sorted(current.get(m, {}).items(), key=_first_int)
+            for p in sorted(ps)]
         for m in members}
-    first = subscriptions[members[0]]
-    if all(subscriptions[m] == first for m in members):
+    if len(by_subscription) == 1:
         result = _homogeneous(members, eligible[members[0]], owned)
     else:
-        result = _heterogeneous(members, eligible, owned)
+        result = _heterogeneous(members, subscriptions, partitions, owned)
     return {m: _as_assignment(result[m]) for m in members}
+
+
+def _int(t: UUID) -> int:
+    return t.int
+
+
+def _first_int(item: tuple[UUID, object]) -> int:
+    return item[0].int
 
 
 def _as_assignment(tps: list[Partition]) -> dict[UUID, frozenset[int]]:
@@ -107,12 +119,14 @@ def _homogeneous(members: list[str], targets: list[Partition],
                     taken.add(tp)
                     over += 1
                     break
-        # 2. the rest, one by one, to the member holding the fewest
+        # 2. the rest, one by one, to the member holding the fewest (a heap of (count, id))
+        heap = [(len(result[m]), m) for m in members]
+        heapq.heapify(heap)
         for tp in targets:
             if tp not in taken:
-                m = min(members, key=lambda x: (len(result[x]), x))
+                count, m = heapq.heappop(heap)
                 result[m].append(tp)
-                taken.add(tp)
+                heapq.heappush(heap, (count + 1, m))
         return result
     # more members than partitions: one partition per member, members spread over partitions
     base, extra = divmod(n_members, n_parts)
@@ -131,38 +145,61 @@ def _homogeneous(members: list[str], targets: list[Partition],
                 break
         else:
             waiting.append(m)
-    order = {tp: i for i, tp in enumerate(targets)}
+    # the others join the partition with the fewest members (a heap of (members, order))
+    fewest = [(holders[tp], i) for i, tp in enumerate(targets)]
+    heapq.heapify(fewest)
     for m in waiting:
-        tp = min(targets, key=lambda x: (holders[x], order[x]))
-        holders[tp] += 1
-        result[m].append(tp)
+        count, i = heapq.heappop(fewest)
+        result[m].append(targets[i])
+        heapq.heappush(fewest, (count + 1, i))
     return result
 
 
-def _heterogeneous(members: list[str], eligible: Mapping[str, list[Partition]],
+def _heterogeneous(members: list[str], subscriptions: Mapping[str, frozenset[UUID]],
+                   partitions: Mapping[UUID, int],
                    owned: Mapping[str, list[Partition]]) -> dict[str, list[Partition]]:
     result: dict[str, list[Partition]] = {m: [] for m in members}
-    takers: dict[Partition, list[str]] = {}
-    for m in members:
-        for tp in eligible[m]:
-            takers.setdefault(tp, []).append(m)
+    load = dict.fromkeys(members, 0)
+    subscribers: dict[UUID, list[str]] = {}
+    for m in members:  # sorted: each topic's subscribers in member id order
+        for t in subscriptions[m]:
+            if partitions.get(t, 0) > 0:
+                subscribers.setdefault(t, []).append(m)
     owners: dict[Partition, list[str]] = {}
     for m in members:
-        for tp in owned[m]:
-            if tp in takers and m in takers[tp]:
-                owners.setdefault(tp, []).append(m)
+        for t, p in owned[m]:
+            if t in subscriptions[m] and p < partitions.get(t, 0):
+                owners.setdefault((t, p), []).append(m)
     holders: dict[Partition, int] = {}
-    for tp in sorted(takers, key=lambda x: (len(takers[x]), _key(x))):
-        least = min(takers[tp], key=lambda x: (len(result[x]), x))
-        keep = [m for m in owners.get(tp, ()) if len(result[m]) <= len(result[least])]
-        m = min(keep, key=lambda x: (len(result[x]), x)) if keep else least
-        result[m].append(tp)
-        holders[tp] = 1
+    # topics with the fewest possible takers first; each partition to one member
+    for t in sorted(subscribers, key=lambda x: (len(subscribers[x]), x.int)):
+        heap = [(load[m], m) for m in subscribers[t]]
+        heapq.heapify(heap)
+        for p in range(partitions[t]):
+            while heap[0][0] != load[heap[0][1]]:  # stale: loads only grow
+                heapq.heapreplace(heap, (load[heap[0][1]], heap[0][1]))
+            least_load, least = heap[0]
+            keep = [o for o in owners.get((t, p), ()) if load[o] <= least_load]
+            m = min(keep, key=lambda x: (load[x], x)) if keep else least
+            result[m].append((t, p))
+            load[m] += 1
+            if m == least:  # one entry per subscriber; another's is corrected when on top
+                heapq.heapreplace(heap, (load[m], m))
+            holders[(t, p)] = 1
+    # then every member still without a partition joins one it may take: one it had, else
+    # the one with the fewest members
     for m in members:
-        if result[m] or not eligible[m]:
+        if result[m]:
             continue
-        mine = [tp for tp in owned[m] if tp in takers and m in takers[tp]]
-        tp = mine[0] if mine else min(eligible[m], key=lambda x: (holders[x], _key(x)))
+        mine = [tp for tp in owned[m] if m in owners.get(tp, ())]
+        if mine:
+            tp = mine[0]
+        else:
+            mine = [(t, p) for t in sorted(subscriptions[m], key=_int)
+                    for p in range(partitions.get(t, 0))]
+            if not mine:
+                continue
+            tp = min(mine, key=lambda x: (holders[x], _key(x)))
         holders[tp] += 1
         result[m].append(tp)
     for m in members:

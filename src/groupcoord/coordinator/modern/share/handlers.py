@@ -36,7 +36,10 @@ ShareGroupHeartbeat, modelled on Kafka 4.x's ``GroupMetadataManager.shareGroupHe
   so a partition may be with several members and nothing needs to be released first. Its state
   is always STABLE.
 - **Response**: member id, member epoch, the group's ``share.heartbeat.interval.ms``, and the
-  assignment on a join (epoch 0) or when the member's partitions changed (null otherwise).
+  assignment on a join (epoch 0) or when the member's partitions changed (null otherwise), as
+  Kafka decides; one addition, as this coordinator's consumer groups make: a request at the
+  member's previous epoch (the lost-response case) gets it too, the member having missed the
+  response that moved it on.
 - **Leave** (epoch -1) and **session timeout** (``share.session.timeout.ms``, a timer per member,
   as data): the member's records are tombstoned and the group epoch bumped. A leave for a group
   that is not there (or not a share group) is GROUP_ID_NOT_FOUND, for a member it does not have
@@ -304,7 +307,8 @@ class ShareGroupManager:
         self.shard.schedule((SHARE_SESSION, group.group_id, reconciled.member_id),
                             now + cfg.session_timeout_ms)
         before = EMPTY if existing is None else existing.assigned_partitions
-        send = r.member_epoch == 0 or not _same(before, reconciled.assigned_partitions)
+        send = (r.member_epoch in (0, existing_previous(existing))
+                or not _same(before, reconciled.assigned_partitions))
         return ShareGroupHeartbeatResponse(
             member_id=mid, member_epoch=reconciled.member_epoch,
             heartbeat_interval_ms=cfg.heartbeat_interval_ms,
@@ -449,6 +453,14 @@ class ShareGroupManager:
                     m.subscribed_topic_names, m.assigned_partitions)
                     for _, m in sorted(g.members.items()))))
         return ShareGroupDescribeResponse(tuple(out))
+
+
+def existing_previous(m: ShareGroupMember | None) -> int | None:
+    """The previous epoch of a member that has moved on since it (the lost-response case: a
+    request at it missed the response that moved the member), else None."""
+    if m is None or m.previous_member_epoch == m.member_epoch:
+        return None
+    return m.previous_member_epoch
 
 
 def _metadata(m: ShareGroupMember) -> ShareGroupMemberMetadataValue:
