@@ -309,3 +309,22 @@ def test_loading_rearms_sessions() -> None:
     rebuilt.on_loaded(100)
     assert [r.records for r in rebuilt.expire_timers(100 + 45_000)]
     assert not group(rebuilt).members
+
+
+def test_offsets_retention_keeps_an_empty_share_group_and_offsets_refuse_it() -> None:
+    """The periodic offsets cleanup never deletes a share group (it has no offsets; its
+    share-partition state is durable), and OffsetDelete refuses it as Kafka does."""
+    from groupcoord.coordinator.messages import OffsetDeleteRequest, OffsetFetchTopic
+
+    config = CoordinatorConfig(share_assignment_interval_ms=0, offsets_retention_ms=60_000,
+                               offsets_retention_check_interval_ms=10_000)
+    shard = Shard(config=config, metadata=image(foo=1))
+    c = ShareClient(shard)
+    c.share("A", 0)
+    c.share("A", -1)
+    c.records.extend(shard.on_loaded(c.now).records)
+    c.advance(10 * 60_000)
+    assert group(shard).state_name() == "Empty"
+    r = c.handle(OffsetDeleteRequest("g", (OffsetFetchTopic("foo", (0,)),)))
+    assert r.error_code == E.group_id_not_found
+    check_replay(shard, c)
