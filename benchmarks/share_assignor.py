@@ -2,7 +2,8 @@
 ``simple`` share assignor): the median wall time of one ``assign()`` call on prepared inputs,
 and of the coordinator's whole join heartbeat (``share.join``: a ShareGroupHeartbeat at epoch 0
 into a group of ``members - 1`` settled members, the target computed and written as records,
-on a ``Shard``; each run on a fresh copy of the shard rebuilt from the same records, untimed).
+on a ``Shard``; each run on a fresh copy of the shard rebuilt from the same records, untimed;
+the settled group is built with its rebalance held during the joins, then one target).
 
 Scenarios (``members`` share ``partitions`` spread evenly over ``topics`` topics):
 
@@ -83,9 +84,15 @@ def _join_result(members: int, partitions: int, topics: int, repeat: int) -> Res
     config = CoordinatorConfig(share_assignment_interval_ms=0, share_max_size=members + 1)
     base = Shard(config=config, metadata=image)
     records: list[Record] = []
-    for m in _members(members - 1):
+    ids = _members(members - 1)
+    base.held_groups = frozenset({"g"})  # the joins without a target each; then one target
+    for m in ids:
         records += base.handle(ShareGroupHeartbeatRequest("g", m, 0, subscribed_topic_names=names),
                                0).records
+    base.held_groups = frozenset()
+    settle = ShareGroupHeartbeatRequest("g", ids[0], 0, subscribed_topic_names=names)
+    records += base.handle(settle, 0).records
+    assert base.groups["g"].assignment_epoch == members - 1  # type: ignore[attr-defined]
     shards: list[Shard] = []
 
     def fresh() -> None:
