@@ -328,3 +328,19 @@ def test_offsets_retention_keeps_an_empty_share_group_and_offsets_refuse_it() ->
     r = c.handle(OffsetDeleteRequest("g", (OffsetFetchTopic("foo", (0,)),)))
     assert r.error_code == E.group_id_not_found
     check_replay(shard, c)
+
+
+def test_topics_changed_while_unloaded_bump_the_epoch_on_load() -> None:
+    shard, c = shard_with(foo=1)
+    c.share("A", 0)
+    grown = MetadataImage.of([topic("foo", 3)])
+    rebuilt = Shard(config=shard.config, metadata=grown)
+    rebuilt.replay_all(c.records)
+    loaded = rebuilt.on_loaded(c.now).records
+    assert group(rebuilt).group_epoch == 2 and loaded
+    r = rebuilt.handle(ShareGroupHeartbeatRequest("g", "A", 1), c.now).response
+    assert r.member_epoch == 2 and names(r.assignment, grown) == ["foo-0", "foo-1", "foo-2"]
+    # an unchanged image bumps nothing
+    again = Shard(config=shard.config, metadata=shard.metadata)
+    again.replay_all(c.records)
+    assert not again.on_loaded(c.now).records and group(again).group_epoch == 1

@@ -24,8 +24,9 @@ ShareGroupHeartbeat, modelled on Kafka 4.x's ``GroupMetadataManager.shareGroupHe
 - **Group epoch**: bumped when a member joins, leaves or is removed, when a member's subscribed
   topic names change, and when the metadata of the group's subscribed topics changes (a topic
   created, deleted, recreated, partitions added): the epoch record carries a hash of that
-  metadata (Kafka 4.1+'s ``MetadataHash``), compared on each heartbeat that changes a
-  subscription and on every new topic image.
+  metadata (Kafka 4.1+'s ``MetadataHash``), computed when a subscription changes, compared on
+  every new topic image and when the shard is loaded (not on every heartbeat: a heartbeat costs
+  no walk over the group's members).
 - **Target assignment**: a heartbeat that finds the group epoch ahead of the assignment epoch
   computes the target with the share assignor (``assignor.py``, Kafka's ``simple``), at most
   once per ``share.assignment.interval.ms`` counted from the last computation (KIP-1263 batching,
@@ -290,9 +291,8 @@ class ShareGroupManager:
                 bump = True
         group = self._group(gid)
         assert group is not None
-        hashed = self.metadata_hash(group)
-        if bump or hashed != group.metadata_hash:
-            self._bump(group, hashed)
+        if bump:  # the subscriptions changed: their metadata's hash too, perhaps
+            self._bump(group, self.metadata_hash(group))
 
         # ---- 2. the target assignment
         if gid not in self.shard.held_groups:
@@ -413,7 +413,8 @@ class ShareGroupManager:
                     self._bump(group, hashed)
 
     def on_loaded(self) -> None:
-        """Load duties: a session timeout for every member."""
+        """Load duties: a session timeout for every member, and an epoch bump for a group
+        whose subscribed topics changed while the shard was not loaded."""
         now = self.shard.now
         for gid in sorted(self.shard.groups):
             group = self.shard.groups[gid]
@@ -422,6 +423,10 @@ class ShareGroupManager:
             timeout = self.shard.share_group_config(gid).session_timeout_ms
             for mid in sorted(group.members):
                 self.shard.schedule((SHARE_SESSION, gid, mid), now + timeout)
+            if group.members:
+                hashed = self.metadata_hash(group)
+                if hashed != group.metadata_hash:
+                    self._bump(group, hashed)
 
     def delete_group(self, group: ShareGroup) -> None:
         """Tombstones for an empty share group. Its share-partition state is the share
