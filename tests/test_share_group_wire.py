@@ -265,3 +265,36 @@ def test_a_share_group_survives_a_server_restart(tmp_path: Any) -> None:
             assert [m.member_id for m in _describe(server, group).members] == ["m-a"]
     finally:
         server.stop()
+
+
+def test_share_heartbeats_go_to_the_groups_coordinator_of_several_brokers() -> None:
+    """With several brokers, a ShareGroupHeartbeat at a broker that is not the group's
+    coordinator is NOT_COORDINATOR (librdkafka then looks the coordinator up again), and at the
+    coordinator it joins; a share consumer finds its way there by itself."""
+    from groupcoord.testing import embedded_cluster
+
+    with embedded_cluster(topics={"shared": 2}, brokers=3) as cl:
+        addrs = cl.bootstrap_servers.split(",")
+        group = f"sg-{uuid.uuid4().hex[:8]}"
+        home = cl.control.coordinator_of(group)
+        with KafkaClient(addrs[(home + 1) % 3]) as c:
+            r = c.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=group, member_id="m",
+                       member_epoch=0, subscribed_topic_names=["shared"])
+            assert int(r.error_code) == int(ck.KafkaError.NOT_COORDINATOR)
+        sc = ShareConsumer({"bootstrap.servers": addrs[(home + 2) % 3], "group.id": group})
+        try:
+            sc.subscribe(["shared"])
+            deadline = time.monotonic() + SETTLE_S
+            members: list[Any] = []
+            while time.monotonic() < deadline and not members:
+                sc.poll(0.2)
+                with KafkaClient(addrs[home]) as c:
+                    d = c.call(ApiKey.SHARE_GROUP_DESCRIBE, 1, group_ids=[group],
+                               include_authorized_operations=False).groups[0]
+                if not d.error_code and d.members and d.members[0].member_epoch > 0:
+                    members = list(d.members)
+            assert len(members) == 1
+            assert sorted(p for tp in members[0].assignment.topic_partitions
+                          for p in tp.partitions) == [0, 1]
+        finally:
+            sc.close()
