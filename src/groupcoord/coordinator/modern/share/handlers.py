@@ -432,8 +432,10 @@ class ShareGroupManager:
         """Tombstones for an empty share group. Its share-partition state is the share
         partitions' business (KIP-932's DeleteShareGroupState)."""
         gid = group.group_id
-        for mid in sorted(group.members):
-            self._fence(group, group.members[mid])
+        for mid in sorted(group.members):  # none: only an empty group is deleted
+            self.append(share_current_assignment_record(gid, mid, None))
+            self.append(share_member_metadata_record(gid, mid, None))
+            self.shard.cancel((SHARE_SESSION, gid, mid))
         for mid in sorted(group.target):
             self.append(share_target_member_record(gid, mid, None))
         self.append(share_target_metadata_record(gid, None))
