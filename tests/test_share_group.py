@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from groupcoord.coordinator.classic.messages import JoinGroupProtocol, JoinGroupRequest
 from groupcoord.coordinator.config import CoordinatorConfig
@@ -344,3 +346,23 @@ def test_topics_changed_while_unloaded_bump_the_epoch_on_load() -> None:
     again = Shard(config=shard.config, metadata=shard.metadata)
     again.replay_all(c.records)
     assert not again.on_loaded(c.now).records and group(again).group_epoch == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(
+    st.sampled_from(["g", "", "cg"]), st.sampled_from(["A", "B", ""]),
+    st.integers(-3, 6), st.none() | st.sampled_from(["", "r1"]),
+    st.none() | st.lists(st.sampled_from(["foo", "bar", "", "nope"]), max_size=3).map(tuple)),
+    max_size=25))
+def test_any_heartbeat_gets_a_response_never_an_exception(beats) -> None:
+    """Bad input gets the protocol's error code: random ShareGroupHeartbeats (empty ids, any
+    epoch, empty racks, odd subscriptions, a consumer group's id) never raise, and what they
+    leave replays to the same state."""
+    shard, c = shard_with(foo=2, bar=1)
+    c.heartbeat("C", 0, group_id="cg")
+    for gid, mid, epoch, rack, topics in beats:
+        r = c.handle(ShareGroupHeartbeatRequest(gid, mid, epoch, rack_id=rack,
+                                                subscribed_topic_names=topics))
+        assert isinstance(r, ShareGroupHeartbeatResponse)
+        assert r.error_code == 0 or r.error_message
+    check_replay(shard, c)
