@@ -298,3 +298,35 @@ def test_share_heartbeats_go_to_the_groups_coordinator_of_several_brokers() -> N
                           for p in tp.partitions) == [0, 1]
         finally:
             sc.close()
+
+
+def test_share_group_metrics(tmp_path: Any) -> None:
+    """``--metrics-port``: share groups by type and state, and their rebalances (epoch bumps)."""
+    from .conftest import start_server
+    from .test_server_storage import _scrape
+
+    server = start_server(tmp_path / "data", "--metrics-port", "0")
+    assert server.proc.stdout is not None
+    url = server.proc.stdout.readline().split()[-1]
+    k = "kafka_server_group_coordinator_metrics_"
+    try:
+        m = _scrape(url)
+        assert m[k + 'group_count{protocol="share"}'] == 0
+        assert m[k + "share_group_rebalance_count"] == 0
+        topic = _topic(server, 2)
+        with KafkaClient(server.bootstrap) as c:
+            for gid, mid in (("sg-1", "a"), ("sg-1", "b"), ("sg-2", "c")):
+                r = c.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=gid, member_id=mid,
+                           member_epoch=0, subscribed_topic_names=[topic])
+                assert int(r.error_code) == 0, r
+            r = c.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id="sg-2", member_id="c",
+                       member_epoch=-1)
+            assert int(r.error_code) == 0, r
+        m = _scrape(url)
+        assert m[k + 'group_count{protocol="share"}'] == 2
+        assert m[k + 'share_group_count{state="stable"}'] == 1
+        assert m[k + 'share_group_count{state="empty"}'] == 1
+        assert m[k + "share_group_rebalance_count"] == 4  # three joins and a leave
+        assert 0 < m[k + "share_group_rebalance_rate"] <= 4
+    finally:
+        server.stop()
