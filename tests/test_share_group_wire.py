@@ -330,3 +330,43 @@ def test_share_group_metrics(tmp_path: Any) -> None:
         assert 0 < m[k + "share_group_rebalance_rate"] <= 4
     finally:
         server.stop()
+
+
+def _settle(server: ServerProcess, group: str, consumers: list[tuple[Any, _Acks]],
+            names: list[str]) -> Any:
+    """Poll until the coordinator's view and every client's acknowledged assignment agree."""
+    deadline = time.monotonic() + SETTLE_S
+    d = None
+    while time.monotonic() < deadline:
+        for sc, _ in consumers:
+            sc.poll(0.1)
+        d = _describe(server, group)
+        if (int(d.error_code) == 0 and len(d.members) == len(consumers)
+                and all(m.member_epoch == d.assignment_epoch == d.group_epoch for m in d.members)
+                and _by_client(d) == {n: sorted(_partitions(a.last))
+                                      for n, (_, a) in zip(names, consumers, strict=True)}):
+            return d
+    raise AssertionError(f"not settled: {d}")
+
+
+def test_a_share_consumer_that_closes_hands_its_partition_over(gc_server: ServerProcess) -> None:
+    """Three ShareConsumers on two partitions: one closes (a leave heartbeat), the two left
+    each acknowledge one partition; the group's epoch moved on by the leave."""
+    topic = _topic(gc_server, 2)
+    group = f"sg-{uuid.uuid4().hex[:8]}"
+    names = [f"churn-{i}" for i in range(3)]
+    consumers = [_share_consumer(gc_server, group, n) for n in names]
+    try:
+        for sc, _ in consumers:
+            sc.subscribe([topic])
+        d = _settle(gc_server, group, consumers, names)
+        assert sorted(p for ps in _by_client(d).values() for p in ps) == [0, 0, 1]
+        before = d.group_epoch
+        gone, _ = consumers.pop(0)
+        gone.close()
+        d = _settle(gc_server, group, consumers, names[1:])
+        assert d.group_epoch > before
+        assert sorted(_by_client(d).values()) == [[0], [1]]
+    finally:
+        for sc, _ in consumers:
+            sc.close()
