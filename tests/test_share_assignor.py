@@ -36,8 +36,16 @@ def _count(parts: dict[UUID, frozenset[int]]) -> int:
 
 def test_members_outnumbering_partitions_share_them() -> None:
     a = assignor.assign({m: frozenset({T[0]}) for m in "ABCD"}, {T[0]: 2}, {})
-    assert a == {"A": {T[0]: frozenset({0})}, "B": {T[0]: frozenset({1})},
-                 "C": {T[0]: frozenset({0})}, "D": {T[0]: frozenset({1})}}
+    assert a == {"A": {T[0]: frozenset({0})}, "B": {T[0]: frozenset({0})},
+                 "C": {T[0]: frozenset({1})}, "D": {T[0]: frozenset({1})}}
+
+
+def test_every_partition_gets_the_same_sharing() -> None:
+    """Kafka's desired sharing: 3 members on 2 partitions, each partition has two members, so
+    one member has both (4 assignments over 3 members)."""
+    a = assignor.assign({m: frozenset({T[0]}) for m in "ABC"}, {T[0]: 2}, {})
+    assert sorted(_pairs(a).values()) == [2, 2]
+    assert sorted(_count(p) for p in a.values()) == [1, 1, 2]
 
 
 def test_partitions_outnumbering_members_go_once_each() -> None:
@@ -79,9 +87,11 @@ def test_homogeneous_assignments_are_complete_balanced_and_sticky(case) -> None:
     elif len(every) >= len(members):
         assert set(held.values()) == {1}
         assert max(counts_per_member) - min(counts_per_member) <= 1
-    else:
-        assert counts_per_member == [1] * len(members)
-        assert max(held.values()) - min(held.values()) <= 1
+    else:  # every partition shared by ceil(M / P) members, members within one of each other
+        sharing = -(-len(members) // len(every))
+        assert set(held.values()) == {sharing}
+        assert min(counts_per_member) >= 1
+        assert max(counts_per_member) - min(counts_per_member) <= 1
     # deterministic, and a fixed point: given its own result, nothing moves
     assert assignor.assign(subs, partitions, current) == a
     assert assignor.assign(subs, partitions, a) == a

@@ -10,12 +10,14 @@ extra members share partitions instead of idling.
 The rule, for a group whose members all subscribe to the same topics (Kafka's homogeneous case),
 with P subscribed partitions and M members:
 
-- P >= M: each partition goes to exactly one member and each member gets ``P // M`` or
-  ``P // M + 1`` partitions; a member first keeps the partitions it already has (up to its share),
-  the rest go one by one to the member holding the fewest (ties: member id);
-- M > P: each member gets exactly one partition and each partition goes to ``M // P`` or
-  ``M // P + 1`` members; a member first keeps one partition it already has while that partition
-  has room, the others join the partition with the fewest members (ties: partition order).
+- each partition goes to ``S = ceil(M / P)`` members: one when there are at least as many
+  partitions as members, more when members outnumber partitions (Kafka's "desired sharing");
+- the ``S * P`` assignments are spread over the members within one of each other: each gets
+  ``floor(S * P / M)`` or one more (so with 3 members on 2 partitions, each partition has two
+  members and one member has both);
+- stickiness first: a member keeps what it has while its count and each partition's sharing
+  allow; then each partition short of members, in order, goes to the members holding the fewest
+  (ties: member id) that may take one more and do not hold it yet.
 
 Members subscribing to different topics (the heterogeneous case), greedily: partitions in order
 of how few members may take them, each kept by one of its current members when that member is
@@ -92,66 +94,60 @@ def _as_assignment(tps: list[Partition]) -> dict[UUID, frozenset[int]]:
 
 def _homogeneous(members: list[str], targets: list[Partition],
                  owned: Mapping[str, list[Partition]]) -> dict[str, list[Partition]]:
+    """Every partition to ``ceil(M / P)`` members (one when partitions are at least as many as
+    members), every member ``floor`` or ``ceil`` of the ``P * ceil(M / P)`` assignments over
+    ``M``; current holdings kept first within those bounds."""
     result: dict[str, list[Partition]] = {m: [] for m in members}
     if not targets:
         return result
-    n_members, n_parts = len(members), len(targets)
-    valid = set(targets)
-    if n_parts >= n_members:
-        base, extra = divmod(n_parts, n_members)
-        taken: set[Partition] = set()
-        # 1. stickiness: each member keeps up to its share of what it has ...
-        for m in members:
-            for tp in owned[m]:
-                if len(result[m]) >= base:
-                    break
-                if tp in valid and tp not in taken:
-                    result[m].append(tp)
-                    taken.add(tp)
-        # ... and one more while members with one more than the share are fewer than allowed
-        over = 0
-        for m in members:
-            if over >= extra:
-                break
-            for tp in owned[m]:
-                if tp in valid and tp not in taken and len(result[m]) == base:
-                    result[m].append(tp)
-                    taken.add(tp)
-                    over += 1
-                    break
-        # 2. the rest, one by one, to the member holding the fewest (a heap of (count, id))
-        heap = [(len(result[m]), m) for m in members]
-        heapq.heapify(heap)
-        for tp in targets:
-            if tp not in taken:
-                count, m = heapq.heappop(heap)
-                result[m].append(tp)
-                heapq.heappush(heap, (count + 1, m))
-        return result
-    # more members than partitions: one partition per member, members spread over partitions
-    base, extra = divmod(n_members, n_parts)
-    holders: dict[Partition, int] = {tp: 0 for tp in targets}
-    over = 0
-    waiting: list[str] = []
+    sharing = -(-len(members) // len(targets))  # members per partition: ceil(M / P)
+    base, extra = divmod(sharing * len(targets), len(members))
+    holders: dict[Partition, int] = dict.fromkeys(targets, 0)
+    held: dict[str, set[Partition]] = {m: set() for m in members}
+    over = 0  # members holding base + 1 (at most ``extra``)
+
+    def give(m: str, tp: Partition) -> None:
+        nonlocal over
+        if len(result[m]) == base:
+            over += 1
+        result[m].append(tp)
+        held[m].add(tp)
+        holders[tp] += 1
+
+    # 1. stickiness: each member keeps up to ``base`` of what it has where sharing allows ...
     for m in members:
         for tp in owned[m]:
-            if tp not in holders:
-                continue
-            if holders[tp] < base or (holders[tp] == base and over < extra):
-                if holders[tp] == base:
-                    over += 1
-                holders[tp] += 1
-                result[m].append(tp)
+            if len(result[m]) >= base:
                 break
-        else:
-            waiting.append(m)
-    # the others join the partition with the fewest members (a heap of (members, order))
-    fewest = [(holders[tp], i) for i, tp in enumerate(targets)]
-    heapq.heapify(fewest)
-    for m in waiting:
-        count, i = heapq.heappop(fewest)
-        result[m].append(targets[i])
-        heapq.heappush(fewest, (count + 1, i))
+            if holders.get(tp, sharing) < sharing and tp not in held[m]:
+                give(m, tp)
+    # ... and one more while fewer than ``extra`` members hold ``base + 1``
+    for m in members:
+        if over >= extra:
+            break
+        if len(result[m]) == base:
+            for tp in owned[m]:
+                if holders.get(tp, sharing) < sharing and tp not in held[m]:
+                    give(m, tp)
+                    break
+    # 2. each partition short of members, in order, to the members holding the fewest (a heap
+    #    of (count, member id)) that may take one more and do not hold it yet
+    heap = [(len(result[m]), m) for m in members]
+    heapq.heapify(heap)
+    for tp in targets:
+        skipped: list[tuple[int, str]] = []
+        while holders[tp] < sharing and heap:
+            count, m = heapq.heappop(heap)
+            if count > base or (count == base and over >= extra):
+                skipped.append((count, m))  # full
+                continue
+            if tp in held[m]:
+                skipped.append((count, m))
+                continue
+            give(m, tp)
+            heapq.heappush(heap, (count + 1, m))
+        for entry in skipped:
+            heapq.heappush(heap, entry)
     return result
 
 
