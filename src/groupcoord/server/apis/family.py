@@ -23,6 +23,7 @@ from groupcoord.server.runtime import CoordinatorRuntime
 from groupcoord.server.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from groupcoord.server.security.authorizer import Authorizer
 from groupcoord.server.security.credentials import CredentialStore
+from groupcoord.server.share_partitions import SharePartitionManager
 from groupcoord.server.topic_registry import TopicRegistry
 
 E = ErrorCode
@@ -80,6 +81,11 @@ class BrokerState:
         self.control: Callable[[str, dict[str, Any]], Any] | None = None
         #: Several brokers (``server/brokers.py``), set by the server; None: one broker.
         self.brokers: BrokerSet | None = None
+        #: Called after a produce appended records (waiting share fetches, KIP-932).
+        self.on_append: list[Callable[[], None]] = []
+        #: The share partitions and their durable state (``server/share_partitions.py``), set
+        #: by the server; None: the share family keeps them in memory.
+        self.share_partitions: SharePartitionManager | None = None
 
 
 class ApiFamily:

@@ -1,0 +1,263 @@
+"""The broker's share partitions and their durable state (KIP-932; Kafka's
+``SharePartitionManager`` and, for the durable part, the share coordinator with its
+Initialize / Read / Write / DeleteShareGroupState).
+
+:class:`SharePartitionManager` keeps one pure
+:class:`~groupcoord.coordinator.share_partitions.partition.SharePartition` per (share group,
+topic id, partition) and drives it:
+
+- **Initialisation**: a share partition starts on its first ShareFetch, at the log's end
+  (``share.auto.offset.reset=latest``, the default) or its start (``earliest``). Kafka
+  initialises when the group coordinator first assigns the partition to a member; a member
+  fetches only what it was assigned, so for a client the first fetch is the same moment.
+- **Durability** (write before respond): every change (initialisation, acquisition,
+  acknowledgement, release, lock expiry, an offset reset) appends the partition's whole state
+  record (``coordinator/share_partitions/records.py``) to a record log of its own (the storage
+  layer's RecordLog: ``<data-dir>/share-state/groupcoord.db`` with sqlite, or memory) before the
+  response goes out; a deletion appends a tombstone. On start the log is replayed: every
+  partition comes back with its start offset, acknowledgements and delivery counts, and what
+  was ACQUIRED is AVAILABLE again (no lock survives, so no record is held by two members). If
+  an append fails, the partition goes back to its last durable state (as a shard is reloaded
+  from its log) and the request gets KAFKA_STORAGE_ERROR. The log is compacted like the
+  coordinator's (newest entry per key).
+- **Lock expiry**: one event-loop timer at the earliest acquisition-lock deadline; when it
+  fires, every partition expires its locks with the clock's time passed in, the changes are
+  written, and waiting ShareFetches are woken (records became available).
+- **Group configuration**: :attr:`SharePartitionManager.group_configs` returns a group's
+  configuration overrides (the seam to the share group type's configs); broker defaults come
+  from ``group.share.record.lock.duration.ms``, ``group.share.delivery.count.limit`` and
+  ``group.share.partition.max.record.locks``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from uuid import UUID
+
+from groupcoord.coordinator.share_partitions.config import (
+    AUTO_OFFSET_RESET,
+    DELIVERY_COUNT_LIMIT,
+    ISOLATION_LEVEL,
+    LOCK_DURATION,
+    MAX_RECORD_LOCKS,
+    ShareConfig,
+)
+from groupcoord.coordinator.share_partitions.partition import SharePartition
+from groupcoord.coordinator.share_partitions.records import ShareStateKey, ShareStateValue
+from groupcoord.server.partition_log import PartitionLog
+from groupcoord.storage.log import LogError, RecordLog, replay_entries
+
+log = logging.getLogger(__name__)
+
+#: The share-state log holds one shard.
+SHARD = 0
+#: The share-state log's directory under the data directory (sqlite: its ``groupcoord.db``).
+SHARE_STATE_DIR = "share-state"
+
+#: Broker configuration keys -> the share configuration they give a default for.
+BROKER_DEFAULTS = {
+    "group.share.record.lock.duration.ms": LOCK_DURATION,
+    "group.share.delivery.count.limit": DELIVERY_COUNT_LIMIT,
+    MAX_RECORD_LOCKS: MAX_RECORD_LOCKS,
+}
+GROUP_KEYS = (LOCK_DURATION, DELIVERY_COUNT_LIMIT, AUTO_OFFSET_RESET, ISOLATION_LEVEL)
+
+
+def no_group_configs(group_id: str) -> Mapping[str, str]:
+    return {}
+
+
+class ShareStateError(Exception):
+    """The share state could not be written (KAFKA_STORAGE_ERROR)."""
+
+
+class SharePartitionManager:
+    def __init__(self, state_log: RecordLog, now_ms: Callable[[], int],
+                 broker_configs: Mapping[str, str] | None = None) -> None:
+        self.log = state_log
+        self.now_ms = now_ms
+        self._defaults = {ours: v for theirs, ours in BROKER_DEFAULTS.items()
+                          if (v := (broker_configs or {}).get(theirs)) is not None}
+        #: A group's share configuration overrides (``share.record.lock.duration.ms``, ...).
+        self.group_configs: Callable[[str], Mapping[str, str]] = no_group_configs
+        self.partitions: dict[ShareStateKey, SharePartition] = {}
+        #: The last durable value of each partition (what a failed append goes back to).
+        self._durable: dict[ShareStateKey, ShareStateValue] = {}
+        #: Called when records may have become available (lock expiry, release).
+        self.on_available: list[Callable[[], None]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: int | None = None
+        self.writes = 0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def load(self) -> int:
+        """Replay the share-state log; the number of entries read. Raises LogError."""
+        durable: dict[ShareStateKey, ShareStateValue] = {}
+
+        def apply(key: bytes, value: bytes | None) -> None:
+            k = ShareStateKey.decode(key)
+            if value is None:
+                durable.pop(k, None)
+            else:
+                durable[k] = ShareStateValue.decode(value)
+
+        n = replay_entries(self.log, SHARD, apply)
+        self._durable = durable
+        self.partitions = {k: SharePartition.from_value(self.config(k.group_id), v)
+                           for k, v in durable.items()}
+        log.info("share state: %d share partitions from %d records", len(durable), n)
+        return n
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+            self._timer_at = None
+        self._loop = None
+
+    def config(self, group_id: str) -> ShareConfig:
+        """The share configuration of ``group_id``: its overrides over the broker defaults;
+        a bad override is ignored with a warning (the defaults hold)."""
+        props = dict(self._defaults)
+        overrides = {k: v for k, v in self.group_configs(group_id).items() if k in GROUP_KEYS}
+        props.update(overrides)
+        try:
+            return ShareConfig.from_properties(props)
+        except Exception as e:  # a bad group config must not stop the partition
+            log.warning("share group %s: %s; using the broker defaults", group_id, e)
+            return ShareConfig.from_properties(self._defaults)
+
+    # ------------------------------------------------------------------ partitions
+
+    def get(self, key: ShareStateKey) -> SharePartition | None:
+        sp = self.partitions.get(key)
+        if sp is not None:
+            sp.config = self.config(key.group_id)
+        return sp
+
+    def get_or_init(self, key: ShareStateKey, plog: PartitionLog) -> SharePartition:
+        """The share partition of ``key``, initialised from ``share.auto.offset.reset`` on its
+        first use (written before it is used). Raises ShareStateError, OSError, LogError."""
+        sp = self.get(key)
+        if sp is not None:
+            return sp
+        config = self.config(key.group_id)
+        start = plog.log_start_offset if config.auto_offset_reset == "earliest" \
+            else plog.high_watermark
+        sp = SharePartition(config, start)
+        self.partitions[key] = sp
+        self.persist(key)
+        return sp
+
+    def of_group(self, group_id: str) -> Iterator[tuple[ShareStateKey, SharePartition]]:
+        for k, sp in sorted(self.partitions.items(), key=lambda kv: kv[0]):
+            if k.group_id == group_id:
+                yield k, sp
+
+    def persist(self, key: ShareStateKey) -> None:
+        """Write ``key``'s state record; on failure the partition goes back to its last durable
+        state and ShareStateError is raised."""
+        sp = self.partitions[key]
+        value = sp.value()
+        try:
+            self.log.append(SHARD, [(key.encode(), value.encode())], self.now_ms())
+        except (LogError, OSError) as e:
+            log.error("share state of %s %s-%d: append failed (%s); back to its durable state",
+                      key.group_id, key.topic_id, key.partition, e)
+            old = self._durable.get(key)
+            if old is None:
+                del self.partitions[key]
+            else:
+                self.partitions[key] = SharePartition.from_value(sp.config, old)
+            raise ShareStateError(str(e)) from e
+        self.writes += 1
+        self._durable[key] = value
+        self.schedule()
+
+    def delete(self, key: ShareStateKey) -> None:
+        """DeleteShareGroupState: a tombstone, and the partition is gone."""
+        try:
+            self.log.append(SHARD, [(key.encode(), None)], self.now_ms())
+        except (LogError, OSError) as e:
+            raise ShareStateError(str(e)) from e
+        self.partitions.pop(key, None)
+        self._durable.pop(key, None)
+
+    def reset(self, key: ShareStateKey, start_offset: int) -> None:
+        """AlterShareGroupOffsets for one partition (initialising it at ``start_offset`` if it
+        had no state)."""
+        sp = self.get(key)
+        if sp is None:
+            sp = self.partitions[key] = SharePartition(self.config(key.group_id), start_offset)
+        else:
+            sp.reset(start_offset)
+        self.persist(key)
+
+    def release_member(self, group_id: str, member_id: str,
+                       keys: Iterator[ShareStateKey] | list[ShareStateKey] | None = None) -> int:
+        """Release every record ``member_id`` holds in ``group_id`` (on ``keys`` only, if
+        given): it left the group or closed its share session. The partitions written."""
+        changed = 0
+        targets = list(keys) if keys is not None else [k for k, _ in self.of_group(group_id)]
+        for key in targets:
+            sp = self.get(key)
+            if sp is not None and sp.release_member(member_id):
+                changed += 1
+                # logged; the partition went back to its durable state
+                with contextlib.suppress(ShareStateError):
+                    self.persist(key)
+        if changed:
+            self._notify()
+        return changed
+
+    # ------------------------------------------------------------------ lock expiry
+
+    def schedule(self) -> None:
+        """(Re)arm the timer at the earliest lock deadline of all partitions."""
+        if self._loop is None:
+            return
+        deadlines = [d for sp in self.partitions.values() if (d := sp.next_deadline()) is not None]
+        at = min(deadlines) if deadlines else None
+        if at == self._timer_at:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_at = at
+        if at is not None:
+            delay = max(at - self.now_ms(), 0) / 1000.0
+            self._timer = self._loop.call_later(delay, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        self._timer_at = None
+        self.expire(self.now_ms())
+
+    def expire(self, now_ms: int) -> int:
+        """Expire the acquisition locks due at ``now_ms``; the partitions changed."""
+        changed = 0
+        for key, sp in list(self.partitions.items()):
+            if sp.expire(now_ms):
+                changed += 1
+                with contextlib.suppress(ShareStateError):
+                    self.persist(key)
+        self.schedule()
+        if changed:
+            self._notify()
+        return changed
+
+    def _notify(self) -> None:
+        for cb in self.on_available:
+            cb()
+
+    @staticmethod
+    def key(group_id: str, topic_id: UUID, partition: int) -> ShareStateKey:
+        return ShareStateKey(group_id, topic_id, partition)

@@ -1,0 +1,258 @@
+"""Share partitions over the wire (KIP-932), with the protocol's own client: ShareFetch and
+ShareAcknowledge with share sessions, acquisition locks, delivery counts, the durable share
+state across a restart, and the share-group offset admin APIs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from groupcoord.protocol.client import KafkaClient
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.versions import ApiKey
+from groupcoord.testing import Cluster, embedded_cluster
+
+GROUP = "sg"
+LOCK_MS = 800
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    with embedded_cluster(topics={"t": 2}, config={
+            "group.share.record.lock.duration.ms": str(LOCK_MS),
+            "group.share.delivery.count.limit": "4"}) as c:
+        yield c
+
+
+def produce(bootstrap: str, n: int, partition: int = 0, prefix: str = "m") -> None:
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    for i in range(n):
+        p.produce("t", value=f"{prefix}{i}".encode(), partition=partition)
+    assert p.flush(10) == 0
+
+
+def topic_id(c: KafkaClient, name: str = "t") -> UUID:
+    md = c.call(ApiKey.METADATA, 12, topics=[{"name": name, "topic_id": UUID(int=0)}],
+                allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    return md.topics[0].topic_id
+
+
+class Member:
+    """One share consumer's member id and share session epoch, on its own connection."""
+
+    def __init__(self, bootstrap: str, member_id: str, tid: UUID) -> None:
+        self.client = KafkaClient(bootstrap, client_id=member_id)
+        self.member_id = member_id
+        self.tid = tid
+        self.epoch = 0
+
+    def fetch(self, partitions: tuple[int, ...] = (0,), acks: dict[int, list[tuple]] | None = None,
+              wait_ms: int = 0, max_records: int = 500, epoch: int | None = None) -> Any:
+        acks = acks or {}
+        parts = sorted(set(partitions) | set(acks))
+        resp = self.client.call(
+            ApiKey.SHARE_FETCH, 1, group_id=GROUP, member_id=self.member_id,
+            share_session_epoch=self.epoch if epoch is None else epoch, max_wait=wait_ms,
+            min_bytes=1, max_bytes=1 << 20, max_records=max_records, batch_size=500,
+            topics=[{"topic_id": self.tid, "partitions": [
+                {"partition_index": p, "acknowledgement_batches": [
+                    {"first_offset": a[0], "last_offset": a[1], "acknowledge_types": [a[2]]}
+                    for a in acks.get(p, [])]} for p in parts]}],
+            forgotten_topics_data=[])
+        if resp.error_code == 0:
+            self.epoch = self.epoch + 1 if epoch is None or epoch >= 0 else self.epoch
+        return resp
+
+    def acknowledge(self, partition: int, acks: list[tuple], epoch: int | None = None) -> Any:
+        resp = self.client.call(
+            ApiKey.SHARE_ACKNOWLEDGE, 1, group_id=GROUP, member_id=self.member_id,
+            share_session_epoch=self.epoch if epoch is None else epoch,
+            topics=[{"topic_id": self.tid, "partitions": [
+                {"partition_index": partition, "acknowledgement_batches": [
+                    {"first_offset": a[0], "last_offset": a[1], "acknowledge_types": [a[2]]}
+                    for a in acks]}]}])
+        if resp.error_code == 0 and (epoch is None or epoch > 0):
+            self.epoch += 1
+        return resp
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def acquired(resp: Any, partition: int = 0) -> list[tuple[int, int, int]]:
+    assert resp.error_code == 0, resp
+    return [(int(a.first_offset), int(a.last_offset), int(a.delivery_count))
+            for t in resp.responses for p in t.partitions if p.partition_index == partition
+            for a in p.acquired_records]
+
+
+def part(resp: Any, partition: int = 0) -> Any:
+    return next(p for t in resp.responses for p in t.partitions
+                if p.partition_index == partition)
+
+
+def describe(c: KafkaClient) -> dict[int, tuple[int, int]]:
+    resp = c.call(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1,
+                  groups=[{"group_id": GROUP, "topics": [{"topic_name": "t",
+                                                          "partitions": [0, 1]}]}])
+    g = resp.groups[0]
+    assert g.error_code == 0
+    return {int(p.partition_index): (int(p.start_offset), int(p.lag))
+            for t in g.topics for p in t.partitions}
+
+
+def test_share_fetch_acknowledge_locks_and_delivery_counts(cluster: Cluster) -> None:
+    boot = cluster.bootstrap_servers
+    admin = KafkaClient(boot)
+    tid = topic_id(admin)
+    a = Member(boot, "member-a", tid)
+    b = Member(boot, "member-b", tid)
+    try:
+        # the first fetch initialises the share partition at the end of the log (latest)
+        first = a.fetch()
+        assert acquired(first) == [] and first.acquisition_lock_timeout.total_seconds() * 1000 \
+            == LOCK_MS
+        assert describe(admin)[0] == (0, 0)
+        produce(boot, 10)
+        resp = a.fetch()
+        assert acquired(resp) == [(0, 9, 1)]
+        assert part(resp).records  # the batches holding them
+        # b sees nothing: every record is acquired by a
+        assert acquired(b.fetch()) == []
+        # a accepts 0-4 and releases 5-9 (piggy-backed on a fetch): b gets 5-9, delivered twice
+        resp = a.fetch(acks={0: [(0, 4, 1), (5, 9, 2)]}, max_records=0)
+        assert part(resp).acknowledge_error_code == 0
+        assert describe(admin)[0] == (5, 5)
+        resp = b.fetch(wait_ms=2000)
+        assert acquired(resp) == [(5, 9, 2)]
+        # a cannot acknowledge what b holds; the partition's acknowledgement is all or none
+        resp = a.acknowledge(0, [(5, 9, 1)])
+        assert part(resp).error_code == ErrorCode.invalid_record_state
+        # b holds them without acknowledging: the lock expires and a gets them a third time
+        t0 = time.monotonic()
+        resp = a.fetch(wait_ms=5000)
+        assert acquired(resp) == [(5, 9, 3)]
+        assert time.monotonic() - t0 >= (LOCK_MS - 300) / 1000
+        # b's acknowledgement is too late
+        assert part(b.acknowledge(0, [(5, 9, 1)])).error_code == ErrorCode.invalid_record_state
+        # a rejects 5, releases 6-9: at the limit of 4 deliveries the fourth time archives them
+        assert part(a.acknowledge(0, [(5, 5, 3), (6, 9, 2)])).error_code == 0
+        assert acquired(b.fetch()) == [(6, 9, 4)]
+        assert part(b.acknowledge(0, [(6, 9, 2)])).error_code == 0
+        assert describe(admin)[0] == (10, 0)
+        assert acquired(a.fetch()) == []
+    finally:
+        a.close()
+        b.close()
+        admin.close()
+
+
+def test_sessions_epochs_and_the_final_epoch_releases(cluster: Cluster) -> None:
+    boot = cluster.bootstrap_servers
+    admin = KafkaClient(boot)
+    tid = topic_id(admin)
+    a = Member(boot, "member-a", tid)
+    b = Member(boot, "member-b", tid)
+    try:
+        a.fetch()
+        produce(boot, 4)
+        assert acquired(a.fetch()) == [(0, 3, 1)]
+        # a wrong epoch: INVALID_SHARE_SESSION_EPOCH, the session is gone with its locks
+        resp = a.fetch(epoch=7)
+        assert resp.error_code == ErrorCode.invalid_share_session_epoch
+        assert a.fetch(epoch=3).error_code == ErrorCode.share_session_not_found
+        assert acquired(b.fetch()) == [(0, 3, 2)]
+        # b closes its session with the final epoch, acknowledging 0 and holding 1-3: released
+        resp = b.acknowledge(0, [(0, 0, 1)], epoch=-1)
+        assert resp.error_code == 0 and part(resp).error_code == 0
+        assert b.fetch(epoch=2).error_code == ErrorCode.share_session_not_found
+        a.epoch = 0
+        assert acquired(a.fetch()) == [(1, 3, 3)]
+        # ShareAcknowledge cannot open a session; bad ids are refused
+        assert b.acknowledge(0, [(1, 1, 1)], epoch=0).error_code == \
+            ErrorCode.invalid_share_session_epoch
+        bad = admin.call(ApiKey.SHARE_FETCH, 1, group_id="", member_id="x",
+                         share_session_epoch=0, max_wait=0, min_bytes=1, max_records=1,
+                         batch_size=1, topics=[], forgotten_topics_data=[])
+        assert bad.error_code == ErrorCode.invalid_request
+        # an unknown topic id: the partition's error, not the request's
+        c = Member(boot, "member-c", UUID(int=5))
+        try:
+            assert part(c.fetch()).error_code == ErrorCode.unknown_topic_id
+        finally:
+            c.close()
+    finally:
+        a.close()
+        b.close()
+        admin.close()
+
+
+def test_a_restart_loses_no_acknowledgement_and_frees_every_lock(cluster: Cluster) -> None:
+    boot = cluster.bootstrap_servers
+    admin = KafkaClient(boot)
+    tid = topic_id(admin)
+    a = Member(boot, "member-a", tid)
+    try:
+        a.fetch(partitions=(0, 1))
+        produce(boot, 6, partition=0)
+        produce(boot, 3, partition=1)
+        resp = a.fetch(partitions=(0, 1))
+        assert acquired(resp, 0) == [(0, 5, 1)] and acquired(resp, 1) == [(0, 2, 1)]
+        assert part(a.acknowledge(0, [(0, 1, 1), (3, 3, 1)])).error_code == 0
+    finally:
+        a.close()
+        admin.close()
+    cluster.restart()
+    admin = KafkaClient(boot)
+    b = Member(boot, "member-b", tid)
+    a = Member(boot, "member-a", tid)
+    try:
+        assert describe(admin) == {0: (2, 3), 1: (0, 3)}
+        # a's session did not survive; what a held is available, its delivery count kept
+        assert a.fetch(epoch=3).error_code == ErrorCode.share_session_not_found
+        resp = b.fetch(partitions=(0, 1))
+        assert acquired(resp, 0) == [(2, 2, 2), (4, 5, 2)]
+        assert acquired(resp, 1) == [(0, 2, 2)]
+    finally:
+        a.close()
+        b.close()
+        admin.close()
+
+
+def test_offset_admin_apis(cluster: Cluster) -> None:
+    boot = cluster.bootstrap_servers
+    admin = KafkaClient(boot)
+    tid = topic_id(admin)
+    a = Member(boot, "member-a", tid)
+    try:
+        a.fetch()
+        produce(boot, 5)
+        assert acquired(a.fetch()) == [(0, 4, 1)]
+        alter = {"group_id": GROUP, "topics": [{"topic_name": "t", "partitions": [
+            {"partition_index": 0, "start_offset": 3}]}]}
+        resp = admin.call(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, alter)
+        assert resp.error_code == ErrorCode.non_empty_group
+        a.acknowledge(0, [(0, 4, 2)], epoch=-1)  # a leaves: the group is empty
+        resp = admin.call(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, alter)
+        assert resp.error_code == 0 and resp.responses[0].partitions[0].error_code == 0
+        assert describe(admin)[0] == (3, 2)
+        b = Member(boot, "member-b", tid)
+        try:
+            assert acquired(b.fetch()) == [(3, 4, 1)]  # a new state epoch: counts start again
+            b.acknowledge(0, [(3, 4, 2)], epoch=-1)
+        finally:
+            b.close()
+        resp = admin.call(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, group_id=GROUP,
+                          topics=[{"topic_name": "t"}, {"topic_name": "nope"}])
+        assert [int(t.error_code) for t in resp.responses] == [
+            0, ErrorCode.unknown_topic_or_partition]
+        assert describe(admin)[0] == (-1, -1)
+    finally:
+        a.close()
+        admin.close()
