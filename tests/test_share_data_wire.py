@@ -4,8 +4,10 @@ state across a restart, and the share-group offset admin APIs."""
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -15,6 +17,8 @@ from groupcoord.protocol.client import KafkaClient
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.versions import ApiKey
 from groupcoord.testing import Cluster, embedded_cluster
+
+from .conftest import start_server
 
 GROUP = "sg"
 LOCK_MS = 800
@@ -256,3 +260,35 @@ def test_offset_admin_apis(cluster: Cluster) -> None:
     finally:
         a.close()
         admin.close()
+
+
+def test_the_share_state_survives_a_killed_server_on_sqlite(tmp_path: Path) -> None:
+    """``groupcoord serve`` on sqlite, killed -9 and started again on its data directory: every
+    acknowledgement is there, and what was acquired is available with its delivery count."""
+    data = tmp_path / "data"
+    server = start_server(data, "--config", "auto.create.topics.enable=false")
+    try:
+        admin = KafkaClient(server.bootstrap)
+        admin.call(ApiKey.CREATE_TOPICS, 7, topics=[{"name": "t", "num_partitions": 2,
+                                                     "replication_factor": -1}], timeout=5000)
+        tid = topic_id(admin)
+        a = Member(server.bootstrap, "member-a", tid)
+        a.fetch()
+        produce(server.bootstrap, 8)
+        assert acquired(a.fetch()) == [(0, 7, 1)]
+        assert part(a.acknowledge(0, [(0, 2, 1), (5, 5, 3)])).error_code == 0
+        a.close()
+        admin.close()
+    finally:
+        server.stop(sig=signal.SIGKILL)
+    assert (data / "share-state" / "groupcoord.db").exists()
+    server = start_server(data)
+    try:
+        admin = KafkaClient(server.bootstrap)
+        assert describe(admin)[0] == (3, 4)
+        b = Member(server.bootstrap, "member-b", tid)
+        assert acquired(b.fetch()) == [(3, 4, 2), (6, 7, 2)]
+        b.close()
+        admin.close()
+    finally:
+        server.stop()
