@@ -292,3 +292,28 @@ def test_the_share_state_survives_a_killed_server_on_sqlite(tmp_path: Path) -> N
         admin.close()
     finally:
         server.stop()
+
+
+def test_a_closed_connection_closes_its_share_session_and_releases_its_records() -> None:
+    """Kafka 4.1+: the share session of a client whose connection goes (killed, network) is
+    closed and its records released at once, not after the (here one-minute) lock."""
+    with embedded_cluster(topics={"t": 1}, config={
+            "group.share.record.lock.duration.ms": "60000"}) as cluster:
+        boot = cluster.bootstrap_servers
+        admin = KafkaClient(boot)
+        tid = topic_id(admin)
+        a = Member(boot, "member-a", tid)
+        b = Member(boot, "member-b", tid)
+        try:
+            a.fetch()
+            produce(boot, 3)
+            assert acquired(a.fetch()) == [(0, 2, 1)]
+            assert acquired(b.fetch()) == []
+            a.close()  # no final request: the connection just goes
+            assert acquired(b.fetch(wait_ms=10_000)) == [(0, 2, 2)]
+            a = Member(boot, "member-a", tid)
+            assert a.fetch(epoch=2).error_code == ErrorCode.share_session_not_found
+        finally:
+            a.close()
+            b.close()
+            admin.close()

@@ -690,7 +690,7 @@ class Connection(asyncio.Protocol):
         if (ctx is None or ctx.api_key != api_key or ctx.api_version != api_version
                 or ctx.client_id != client_id or ctx.principal != self.principal):
             ctx = self._ctx = RequestContext(api_key, api_version, client_id, self.client_host,
-                                             self.principal, self.listener)
+                                             self.principal, self.listener, id(self))
         return ctx
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -742,6 +742,8 @@ class Connection(asyncio.Protocol):
         if self._task is not None and not self._task.done():
             self._task.cancel()
         self._drop_buffers()
+        if self.server.apis is not None:  # state bound to the connection (share sessions)
+            self.server.apis.connection_closed(id(self))
         # a SASL session refers back to this connection: no cycle for the rarely run cyclic
         # collector to find (gc_tuning.py), the memory goes back at once
         self.handler = self.server.dispatch

@@ -13,6 +13,11 @@ A share session is the set of partitions a member fetches from this broker, keye
   starts again at 0.
 - ShareSessionEpoch -1 is the final request: its acknowledgements are applied, nothing is
   fetched, and the session closes, releasing what the member still holds on its partitions.
+- The connection of a session's latest request closes (a client killed, a network failure):
+  the session closes and its records are released, as Kafka 4.1+ does through its
+  connection-disconnect listener on the share session cache; a client that reconnects gets
+  SHARE_SESSION_NOT_FOUND and opens a new session. (Kafka 4.0 kept such records until their
+  acquisition locks expired.)
 
 The cache holds at most ``group.share.max.share.sessions`` sessions (Kafka's default 2000); a
 new session beyond that evicts the least recently used one idle for longer than
@@ -50,6 +55,8 @@ class ShareSession:
     epoch: int
     partitions: dict[TopicPartition, None] = field(default_factory=dict)
     last_used_ms: int = 0
+    #: The connection of its latest request (:meth:`ShareSessionCache.connection_closed`).
+    connection: int = 0
 
 
 class ShareSessionError(Exception):
@@ -69,7 +76,7 @@ class ShareSessionCache:
         return len(self.sessions)
 
     def open(self, group_id: str, member_id: str, partitions: list[TopicPartition],
-             now_ms: int) -> tuple[ShareSession, list[ShareSession]]:
+             now_ms: int, connection: int = 0) -> tuple[ShareSession, list[ShareSession]]:
         """Epoch 0: a new session; (the session, the sessions it replaced or evicted)."""
         key = (group_id, member_id)
         gone: list[ShareSession] = []
@@ -87,11 +94,12 @@ class ShareSessionCache:
             del self.sessions[victim_key]
             gone.append(victim)
         session = ShareSession(group_id, member_id, next_epoch(INITIAL_EPOCH),
-                               dict.fromkeys(partitions), now_ms)
+                               dict.fromkeys(partitions), now_ms, connection)
         self.sessions[key] = session
         return session, gone
 
-    def use(self, group_id: str, member_id: str, epoch: int, now_ms: int) -> ShareSession:
+    def use(self, group_id: str, member_id: str, epoch: int, now_ms: int,
+            connection: int = 0) -> ShareSession:
         """An epoch > 0 or the final epoch: the session, its epoch checked and advanced."""
         key = (group_id, member_id)
         session = self.sessions.get(key)
@@ -105,9 +113,15 @@ class ShareSessionCache:
                                     session)
         self.sessions.move_to_end(key)
         session.last_used_ms = now_ms
+        session.connection = connection
         if epoch != FINAL_EPOCH:
             session.epoch = next_epoch(session.epoch)
         return session
+
+    def connection_closed(self, connection: int) -> list[ShareSession]:
+        """The sessions whose latest request came on ``connection``, closed."""
+        gone = [k for k, s in self.sessions.items() if s.connection == connection]
+        return [self.sessions.pop(k) for k in gone]
 
     def close(self, group_id: str, member_id: str) -> ShareSession | None:
         return self.sessions.pop((group_id, member_id), None)

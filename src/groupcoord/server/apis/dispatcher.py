@@ -108,6 +108,10 @@ class KafkaApis:
         #: members that leave (``ShareDataApis.member_left``).
         self.share_data = share_data
 
+    def connection_closed(self, connection: int) -> None:
+        """A client connection closed: the share sessions opened on it close (KIP-932)."""
+        self.share_data.connection_closed(connection)
+
     def fetch_now(self, ctx: RequestContext) -> None:
         """Answer the connection's waiting Fetch or ShareFetch now (``ProduceFetchApis.fetch_now``)."""
         if ctx.api_key == ApiKey.SHARE_FETCH:

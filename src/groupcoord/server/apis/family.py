@@ -45,6 +45,9 @@ class RequestContext:
     principal: str = "User:ANONYMOUS"
     #: The name of the listener the request came in on (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL).
     listener: str = "PLAINTEXT"
+    #: The connection the request came on (a number unique while it is open; 0: none), so that
+    #: state bound to a connection (share sessions, KIP-932) goes when it closes.
+    connection: int = 0
 
 
 Handler = Callable[[Any, RequestContext], Any]

@@ -147,6 +147,14 @@ class ShareDataApis(ApiFamily):
         self.shares.release_member(group_id, member_id)
         del session
 
+    def connection_closed(self, connection: int) -> None:
+        """The share sessions whose latest request came on ``connection`` close, releasing
+        their records (``server/share_sessions.py``)."""
+        if connection == 0 or not self.sessions.sessions:
+            return
+        for session in self.sessions.connection_closed(connection):
+            self._release_session(session)
+
     # ------------------------------------------------------------------ waiting
 
     def _wake(self) -> None:
@@ -222,11 +230,12 @@ class ShareDataApis(ApiFamily):
                 requested[(t.topic_id, int(p.partition_index))] = p.acknowledgement_batches
         try:
             if epoch == INITIAL_EPOCH:
-                session, gone = self.sessions.open(group, member, list(requested), now)
+                session, gone = self.sessions.open(group, member, list(requested), now,
+                                                   ctx.connection)
                 for old in gone:
                     self._release_session(old)
             else:
-                session = self.sessions.use(group, member, epoch, now)
+                session = self.sessions.use(group, member, epoch, now, ctx.connection)
                 for tp in requested:
                     session.partitions.setdefault(tp, None)
                 for ft in body.forgotten_topics_data:
@@ -426,7 +435,7 @@ class ShareDataApis(ApiFamily):
                               responses=(), node_endpoints=(), **extra)
         now = self.shares.now_ms()
         try:
-            self.sessions.use(group, member, epoch, now)
+            self.sessions.use(group, member, epoch, now, ctx.connection)
         except ShareSessionError as e:
             return self._session_error(ctx, e, **extra)
         responses = []
