@@ -13,7 +13,8 @@ ShareFetch (Kafka's ``SharePartitionManager.fetchMessages``):
    (the partition's AcknowledgeErrorCode says how it went).
 3. Records are acquired from the session's partitions (READ on each topic, else
    TOPIC_AUTHORIZATION_FAILED) in a rotating order, up to MaxRecords in total and MaxBytes of
-   batches (at least one batch): each partition answers with the whole log batches that hold
+   batches (at least one batch; at most 1 MiB read from one partition per request): each
+   partition answers with the whole log batches that hold
    its acquired records and the AcquiredRecords ranges with their delivery counts; the client
    delivers only the acquired offsets.
 4. Nothing acquired, no error, MaxWaitMs > 0 and MinBytes > 0: the request waits, without
@@ -77,6 +78,9 @@ from groupcoord.storage.memory import MemoryLog
 log = logging.getLogger(__name__)
 
 _BATCH_HEAD = struct.Struct(">qi")
+#: Bytes read from one partition's log for one acquisition (at least one batch): a request's
+#: MaxBytes may be 2 GiB, and what is read beyond the records acquired is thrown away.
+READ_CAP_BYTES = 1 << 20
 _LAST_DELTA = struct.Struct(">i")
 
 
@@ -392,13 +396,15 @@ class ShareDataApis(ApiFamily):
     def _acquire_one(self, sp: SharePartition, plog: PartitionLog, member: str,
                      max_records: int, max_bytes: int, first: bool,
                      now: int) -> tuple[list[Any], bytes]:
+        if max_bytes <= 0 and not first:  # MaxBytes reached: the first batch only may pass it
+            return [], b""
         offset = sp.fetch_offset()
         bound = self._read_bound(plog, sp)
         if offset is None or offset >= bound:
             return [], b""
         if offset < plog.log_start_offset:  # records gone from the log are done
             offset = plog.log_start_offset
-        data = plog.read(offset, max_bytes if not first else max(max_bytes, 1))
+        data = plog.read(offset, min(max_bytes, READ_CAP_BYTES))
         ranges = [r for r in batch_ranges(data) if r[0] < bound]
         got = sp.acquire(member, [(b, last) for b, last, _s, _e in ranges], max_records, now)
         if not got:
