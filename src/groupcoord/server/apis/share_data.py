@@ -145,8 +145,14 @@ class ShareDataApis(ApiFamily):
         return n or None
 
     def member_left(self, group_id: str, member_id: str) -> None:
-        """The member left its share group (or was fenced): its share session closes and what
-        it holds is released (the share group type calls this)."""
+        """The member was removed from its share group by the coordinator (its session timed
+        out, or it was fenced): its share session closes and what it holds is released at once
+        rather than when its locks expire. The share group type calls this. Not for a member
+        that leaves by itself (a heartbeat with epoch -1): librdkafka sends that heartbeat and
+        its final ShareAcknowledge (epoch -1) at the same moment on two connections, and a
+        release winning the race would refuse the final acknowledgements (INVALID_RECORD_STATE)
+        and deliver those records again; the final request, or the connection closing,
+        releases what is left."""
         session = self.sessions.close(group_id, member_id)
         self.shares.release_member(group_id, member_id)
         del session
