@@ -21,25 +21,17 @@ from typing import Any
 import pytest
 
 from groupcoord.protocol.client import KafkaClient
-from groupcoord.protocol.versions import API_VERSIONS, ApiKey
-from groupcoord.server.settings import known_names
+from groupcoord.protocol.versions import ApiKey
 from groupcoord.testing import Cluster, embedded_cluster
 
 ck = pytest.importorskip("confluent_kafka")
 
-SHARE_GROUP_HEARTBEAT = 76
-
-pytestmark = pytest.mark.skipif(
-    SHARE_GROUP_HEARTBEAT not in API_VERSIONS,
-    reason="ShareConsumers need the share group type (ShareGroupHeartbeat), not in this build")
-
 #: Kafka's lowest lock duration (share groups' bounds) and delivery limit.
 LOCK_MS = 15_000
 CONFIG = {"group.share.record.lock.duration.ms": str(LOCK_MS),
-          "group.share.delivery.count.limit": "3"}
-if "group.share.heartbeat.interval.ms" in known_names():  # the share group type's settings
-    CONFIG.update({"group.share.min.heartbeat.interval.ms": "500",
-                   "group.share.heartbeat.interval.ms": "500"})
+          "group.share.delivery.count.limit": "3",
+          "group.share.min.heartbeat.interval.ms": "500",
+          "group.share.heartbeat.interval.ms": "500"}
 
 
 @pytest.fixture

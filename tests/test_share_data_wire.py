@@ -21,12 +21,13 @@ from groupcoord.testing import Cluster, embedded_cluster
 from .conftest import start_server
 
 GROUP = "sg"
-LOCK_MS = 800
+LOCK_MS = 1000
 
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
     with embedded_cluster(topics={"t": 2}, config={
+            "group.share.min.record.lock.duration.ms": str(LOCK_MS),
             "group.share.record.lock.duration.ms": str(LOCK_MS),
             "group.share.delivery.count.limit": "4"}) as c:
         yield c
@@ -252,6 +253,18 @@ def test_offset_admin_apis(cluster: Cluster) -> None:
             b.acknowledge(0, [(3, 4, 2)], epoch=-1)
         finally:
             b.close()
+        # a member of the share group (its heartbeat, no share session) makes it non-empty
+        hb = admin.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=GROUP,
+                        member_id=str(UUID(int=99)), member_epoch=0, rack_id=None,
+                        subscribed_topic_names=["t"])
+        assert hb.error_code == 0, hb
+        resp = admin.call(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, group_id=GROUP,
+                          topics=[{"topic_name": "t"}])
+        assert resp.error_code == ErrorCode.non_empty_group
+        hb = admin.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=GROUP,
+                        member_id=str(UUID(int=99)), member_epoch=-1, rack_id=None,
+                        subscribed_topic_names=None)
+        assert hb.error_code == 0, hb
         resp = admin.call(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, group_id=GROUP,
                           topics=[{"topic_name": "t"}, {"topic_name": "nope"}])
         assert [int(t.error_code) for t in resp.responses] == [

@@ -11,6 +11,7 @@ from uuid import UUID
 
 import pytest
 
+from groupcoord.coordinator.config import ShareGroupConfig
 from groupcoord.coordinator.share_partitions.partition import Acknowledgement, RecordState
 from groupcoord.coordinator.share_partitions.records import ShareStateKey
 from groupcoord.server.partition_log import PartitionLog
@@ -55,15 +56,22 @@ def test_initialisation_follows_auto_offset_reset(tmp_path: Path) -> None:
     plog = plog_with(tmp_path, 3)
     m = SharePartitionManager(MemoryLog(), Clock())
     assert m.get_or_init(KEY, plog).start_offset == 3  # latest
-    m.group_configs = lambda g: {"share.auto.offset.reset": "earliest"}
+    m.group_config = lambda g: ShareGroupConfig(auto_offset_reset="earliest")
     other = ShareStateKey("g", UUID(int=1), 1)
     assert m.get_or_init(other, plog).start_offset == 0
     assert len(list(m.log.read(SHARD))) == 2  # each written before use
+    # by_duration (KIP-1106): the first batch reaching now minus the duration (batches of
+    # test_partition_store.batch() are stamped 1000 / 1001 ms; the clock says 1000 ms)
+    m.group_config = lambda g: ShareGroupConfig(auto_offset_reset="by_duration:PT0S")
+    assert m.get_or_init(ShareStateKey("g", UUID(int=1), 2), plog).start_offset == 0
+    m.now_ms = lambda: 10_000
+    assert m.get_or_init(ShareStateKey("g", UUID(int=1), 3), plog).start_offset == 3
 
 
 def test_a_failed_append_goes_back_to_the_durable_state(tmp_path: Path) -> None:
     log = FlakyLog()
-    m = SharePartitionManager(log, Clock(), {"group.share.record.lock.duration.ms": "100"})
+    m = SharePartitionManager(log, Clock())
+    m.group_config = lambda g: ShareGroupConfig(record_lock_duration_ms=100)
     sp = m.get_or_init(KEY, plog_with(tmp_path, 0))
     sp.acquire("a", [(0, 4)], 500, now_ms=1_000)
     m.persist(KEY)
@@ -115,8 +123,8 @@ def test_bad_bytes_in_the_log_name_the_offset() -> None:
 def test_locks_expire_on_the_event_loop_timer(tmp_path: Path) -> None:
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        m = SharePartitionManager(MemoryLog(), lambda: int(loop.time() * 1000),
-                                  {"group.share.record.lock.duration.ms": "50"})
+        m = SharePartitionManager(MemoryLog(), lambda: int(loop.time() * 1000))
+        m.group_config = lambda g: ShareGroupConfig(record_lock_duration_ms=50)
         woken: list[int] = []
         m.on_available.append(lambda: woken.append(1))
         m.start(loop)
@@ -131,10 +139,11 @@ def test_locks_expire_on_the_event_loop_timer(tmp_path: Path) -> None:
     asyncio.run(main())
 
 
-def test_release_member_and_bad_group_configs(tmp_path: Path) -> None:
-    m = SharePartitionManager(MemoryLog(), Clock())
-    m.group_configs = lambda g: {"share.delivery.count.limit": "zero"}
-    assert m.config("g").delivery_count_limit == 5  # the default holds
+def test_release_member_and_the_group_config(tmp_path: Path) -> None:
+    m = SharePartitionManager(MemoryLog(), Clock(), {"group.share.delivery.count.limit": "7"})
+    assert m.config("g").delivery_count_limit == 7
+    m.group_config = lambda g: ShareGroupConfig(delivery_count_limit=3)
+    assert m.config("g").delivery_count_limit == 3
     sp = m.get_or_init(KEY, plog_with(tmp_path, 0))
     sp.acquire("a", [(0, 1)], 500, now_ms=0)
     assert m.release_member("g", "b") == 0

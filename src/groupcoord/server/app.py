@@ -278,6 +278,7 @@ class KafkaServer:
             self.storage, self.data_dir / SHARE_STATE_DIR, self.durability)
         self.share_partitions = SharePartitionManager(self._share_log, self.runtime.clock.now_ms,
                                                       self.properties)
+        self.share_partitions.group_config = self.runtime.share_group_config
         self.share_partitions.load()  # LogError: the share state cannot be read
         self.share_partitions.start(loop)
         self.security.store = CredentialStore(self.data_dir, persist=self.storage != "memory")

@@ -23,10 +23,13 @@ topic id, partition) and drives it:
 - **Lock expiry**: one event-loop timer at the earliest acquisition-lock deadline; when it
   fires, every partition expires its locks with the clock's time passed in, the changes are
   written, and waiting ShareFetches are woken (records became available).
-- **Group configuration**: :attr:`SharePartitionManager.group_configs` returns a group's
-  configuration overrides (the seam to the share group type's configs); broker defaults come
-  from ``group.share.record.lock.duration.ms``, ``group.share.delivery.count.limit`` and
-  ``group.share.partition.max.record.locks``.
+- **Group configuration**: :attr:`SharePartitionManager.group_config` is the share group
+  type's accessor of a group's effective configuration (lock duration, delivery count limit,
+  auto offset reset, isolation level); ``group.share.partition.max.record.locks`` is the
+  broker's.
+- ``share.auto.offset.reset=by_duration:<duration>`` (KIP-1106) starts at the first batch
+  whose records reach now minus the duration (the partition log's time index has batch
+  granularity), or at the end of the log if there is none.
 """
 
 from __future__ import annotations
@@ -37,11 +40,13 @@ import logging
 from collections.abc import Callable, Iterator, Mapping
 from uuid import UUID
 
+from groupcoord.coordinator.config import (
+    CoordinatorConfig,
+    ShareGroupConfig,
+    effective_share_group_config,
+)
 from groupcoord.coordinator.share_partitions.config import (
-    AUTO_OFFSET_RESET,
-    DELIVERY_COUNT_LIMIT,
-    ISOLATION_LEVEL,
-    LOCK_DURATION,
+    DEFAULT_MAX_RECORD_LOCKS,
     MAX_RECORD_LOCKS,
     ShareConfig,
 )
@@ -57,19 +62,6 @@ SHARD = 0
 #: The share-state log's directory under the data directory (sqlite: its ``groupcoord.db``).
 SHARE_STATE_DIR = "share-state"
 
-#: Broker configuration keys -> the share configuration they give a default for.
-BROKER_DEFAULTS = {
-    "group.share.record.lock.duration.ms": LOCK_DURATION,
-    "group.share.delivery.count.limit": DELIVERY_COUNT_LIMIT,
-    MAX_RECORD_LOCKS: MAX_RECORD_LOCKS,
-}
-GROUP_KEYS = (LOCK_DURATION, DELIVERY_COUNT_LIMIT, AUTO_OFFSET_RESET, ISOLATION_LEVEL)
-
-
-def no_group_configs(group_id: str) -> Mapping[str, str]:
-    return {}
-
-
 class ShareStateError(Exception):
     """The share state could not be written (KAFKA_STORAGE_ERROR)."""
 
@@ -79,10 +71,14 @@ class SharePartitionManager:
                  broker_configs: Mapping[str, str] | None = None) -> None:
         self.log = state_log
         self.now_ms = now_ms
-        self._defaults = {ours: v for theirs, ours in BROKER_DEFAULTS.items()
-                          if (v := (broker_configs or {}).get(theirs)) is not None}
-        #: A group's share configuration overrides (``share.record.lock.duration.ms``, ...).
-        self.group_configs: Callable[[str], Mapping[str, str]] = no_group_configs
+        props = dict(broker_configs or {})
+        self.max_record_locks = int(props.get(MAX_RECORD_LOCKS, DEFAULT_MAX_RECORD_LOCKS))
+        broker = CoordinatorConfig.from_properties(props)
+        defaults = effective_share_group_config(broker, {})
+        #: A share group's effective configuration: the share group type's accessor
+        #: (``CoordinatorRuntime.share_group_config``), which the server sets; the broker's
+        #: defaults until then.
+        self.group_config: Callable[[str], ShareGroupConfig] = lambda group_id: defaults
         self.partitions: dict[ShareStateKey, SharePartition] = {}
         #: The last durable value of each partition (what a failed append goes back to).
         self._durable: dict[ShareStateKey, ShareStateValue] = {}
@@ -124,16 +120,8 @@ class SharePartitionManager:
         self._loop = None
 
     def config(self, group_id: str) -> ShareConfig:
-        """The share configuration of ``group_id``: its overrides over the broker defaults;
-        a bad override is ignored with a warning (the defaults hold)."""
-        props = dict(self._defaults)
-        overrides = {k: v for k, v in self.group_configs(group_id).items() if k in GROUP_KEYS}
-        props.update(overrides)
-        try:
-            return ShareConfig.from_properties(props)
-        except Exception as e:  # a bad group config must not stop the partition
-            log.warning("share group %s: %s; using the broker defaults", group_id, e)
-            return ShareConfig.from_properties(self._defaults)
+        """The share configuration of ``group_id`` (its group configs over the broker's)."""
+        return ShareConfig.of_group(self.group_config(group_id), self.max_record_locks)
 
     # ------------------------------------------------------------------ partitions
 
@@ -150,8 +138,12 @@ class SharePartitionManager:
         if sp is not None:
             return sp
         config = self.config(key.group_id)
-        start = plog.log_start_offset if config.auto_offset_reset == "earliest" \
-            else plog.high_watermark
+        start = plog.high_watermark
+        if config.auto_offset_reset == "earliest":
+            start = plog.log_start_offset
+        elif (duration := config.reset_duration_ms) is not None:
+            found = plog.offset_for_timestamp(self.now_ms() - duration)
+            start = found[0] if found is not None else plog.high_watermark
         sp = SharePartition(config, start)
         self.partitions[key] = sp
         self.persist(key)

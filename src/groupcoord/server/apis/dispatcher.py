@@ -15,7 +15,8 @@ OffsetForLeaderEpoch), ``share_data`` (ShareFetch, ShareAcknowledge, the share-g
 APIs: KIP-932), ``groups`` (consumer and classic group APIs, DescribeGroups, ListGroups,
 DeleteGroups), ``offsets`` (OffsetCommit, OffsetFetch, OffsetDelete), ``configs``
 (DescribeConfigs, IncrementalAlterConfigs), ``acls`` (CreateAcls, DescribeAcls, DeleteAcls) and
-``extensions`` (the extension APIs of the specs, API keys 1000+, docs/wire.md). Adding a family
+``extensions`` (the extension APIs of the specs, API keys 1000+, docs/wire.md) and
+``share_groups`` (ShareGroupHeartbeat, ShareGroupDescribe: KIP-932). Adding a family
 is a module with an :class:`ApiFamily` subclass and one line in :data:`FAMILIES`.
 
 Authorization (docs/acls.md has the table of what each API requires): every handler asks the
@@ -41,6 +42,7 @@ from groupcoord.server.apis.metadata import MetadataApis
 from groupcoord.server.apis.offsets import OffsetApis
 from groupcoord.server.apis.produce_fetch import ProduceFetchApis
 from groupcoord.server.apis.share_data import ShareDataApis
+from groupcoord.server.apis.share_groups import ShareGroupApis
 from groupcoord.server.apis.topics import TopicApis
 from groupcoord.server.apis.versions import VersionsApis
 from groupcoord.server.brokers import BrokerSet
@@ -64,6 +66,7 @@ FAMILIES: tuple[type[ApiFamily], ...] = (
     AclApis,
     ExtensionApis,
     ShareDataApis,
+    ShareGroupApis,
 )
 
 AwaitableResponse = Awaitable[Any]

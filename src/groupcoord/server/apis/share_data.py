@@ -34,9 +34,9 @@ topic without it is left out of the answer, as Kafka filters it); it reports eac
 start offset (-1 when it has no state) and, from v1, the lag (the records from the start offset
 to the end of the log not yet acknowledged or archived). AlterShareGroupOffsets needs READ on
 the group and on each topic; DeleteShareGroupOffsets DELETE on the group and READ on each
-topic. Both refuse a group with members (NON_EMPTY_GROUP): :attr:`ShareDataApis.group_members`
-is the seam to the share group type (until it is wired, the open share sessions of the group
-stand for its members).
+topic. Both refuse a group with members (NON_EMPTY_GROUP): its members as the share group's
+coordinator describes them, or else the group's open share sessions
+(:meth:`ShareDataApis._members`).
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
+from groupcoord.coordinator.modern.share.messages import ShareGroupDescribeRequest
 from groupcoord.coordinator.share_partitions.partition import Acknowledgement, SharePartition
 from groupcoord.coordinator.share_partitions.records import ShareStateKey
 from groupcoord.protocol.codec import to_ms
@@ -115,9 +116,9 @@ class ShareDataApis(ApiFamily):
         self._waiters: list[asyncio.Future[None]] = []
         self._waiting: dict[int, asyncio.Future[None]] = {}
         broker.on_append.append(self._wake)
-        #: How many members a share group has, None if it does not exist: the seam to the share
-        #: group type. Until that is wired: the group's open share sessions.
-        self.group_members: Callable[[str], int | None] = self._members_by_sessions
+        #: How many members a share group has (AlterShareGroupOffsets and
+        #: DeleteShareGroupOffsets need none).
+        self.group_members: Callable[[str], int] = self._members
         self.handlers = {
             ApiKey.SHARE_FETCH: self.share_fetch,
             ApiKey.SHARE_ACKNOWLEDGE: self.share_acknowledge,
@@ -140,9 +141,16 @@ class ShareDataApis(ApiFamily):
             self._shares = manager
         return manager
 
-    def _members_by_sessions(self, group_id: str) -> int | None:
-        n = sum(1 for (g, _m) in self.sessions.sessions if g == group_id)
-        return n or None
+    def _members(self, group_id: str) -> int:
+        """The share group's members as its coordinator describes them (none if the group
+        does not exist or is another type), or else its open share sessions: a client may
+        fetch without having joined (the partition leader does not check membership), and
+        resetting the state under it would refuse its acknowledgements."""
+        r = self.runtime.handle(self.runtime.shard_of(group_id),
+                                ShareGroupDescribeRequest((group_id,)))
+        groups = getattr(r, "groups", ())
+        members = len(groups[0].members) if groups and not groups[0].error_code else 0
+        return members or sum(1 for (g, _m) in self.sessions.sessions if g == group_id)
 
     def member_left(self, group_id: str, member_id: str) -> None:
         """The member was removed from its share group by the coordinator (its session timed
