@@ -7,7 +7,6 @@ No timing assertions: speed is measured by the benchmarks, never by tests.
 from __future__ import annotations
 
 import pytest
-
 from benchmarks._harness import Result
 from benchmarks.share import run
 
