@@ -87,6 +87,8 @@ class SharePartitionManager:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: int | None = None
+        #: The earliest lock deadline of each partition holding locks.
+        self._deadlines: dict[ShareStateKey, int] = {}
         self.writes = 0
 
     # ------------------------------------------------------------------ lifecycle
@@ -169,10 +171,11 @@ class SharePartitionManager:
                 del self.partitions[key]
             else:
                 self.partitions[key] = SharePartition.from_value(sp.config, old)
+            self._track(key)
             raise ShareStateError(str(e)) from e
         self.writes += 1
         self._durable[key] = value
-        self.schedule()
+        self._track(key)
 
     def delete(self, key: ShareStateKey) -> None:
         """DeleteShareGroupState: a tombstone, and the partition is gone."""
@@ -182,6 +185,7 @@ class SharePartitionManager:
             raise ShareStateError(str(e)) from e
         self.partitions.pop(key, None)
         self._durable.pop(key, None)
+        self._track(key)
 
     def reset(self, key: ShareStateKey, start_offset: int) -> None:
         """AlterShareGroupOffsets for one partition (initialising it at ``start_offset`` if it
@@ -212,12 +216,21 @@ class SharePartitionManager:
 
     # ------------------------------------------------------------------ lock expiry
 
+    def _track(self, key: ShareStateKey) -> None:
+        """Note ``key``'s earliest lock deadline (none: it holds no lock) and re-arm."""
+        sp = self.partitions.get(key)
+        deadline = None if sp is None else sp.next_deadline()
+        if deadline is None:
+            self._deadlines.pop(key, None)
+        else:
+            self._deadlines[key] = deadline
+        self.schedule()
+
     def schedule(self) -> None:
         """(Re)arm the timer at the earliest lock deadline of all partitions."""
         if self._loop is None:
             return
-        deadlines = [d for sp in self.partitions.values() if (d := sp.next_deadline()) is not None]
-        at = min(deadlines) if deadlines else None
+        at = min(self._deadlines.values(), default=None)
         if at == self._timer_at:
             return
         if self._timer is not None:
@@ -236,11 +249,13 @@ class SharePartitionManager:
     def expire(self, now_ms: int) -> int:
         """Expire the acquisition locks due at ``now_ms``; the partitions changed."""
         changed = 0
-        for key, sp in list(self.partitions.items()):
-            if sp.expire(now_ms):
+        for key in [k for k, d in self._deadlines.items() if d <= now_ms]:
+            sp = self.partitions.get(key)
+            if sp is not None and sp.expire(now_ms):
                 changed += 1
                 with contextlib.suppress(ShareStateError):
                     self.persist(key)
+            self._track(key)
         self.schedule()
         if changed:
             self._notify()

@@ -50,7 +50,7 @@ from typing import Any
 from uuid import UUID
 
 from groupcoord.coordinator.modern.share.messages import ShareGroupDescribeRequest
-from groupcoord.coordinator.share_partitions.partition import Acknowledgement, SharePartition
+from groupcoord.coordinator.share_partitions.partition import DONE, Acknowledgement, SharePartition
 from groupcoord.coordinator.share_partitions.records import ShareStateKey
 from groupcoord.protocol.codec import to_ms
 from groupcoord.protocol.versions import ApiKey
@@ -161,9 +161,8 @@ class ShareDataApis(ApiFamily):
         release winning the race would refuse the final acknowledgements (INVALID_RECORD_STATE)
         and deliver those records again; the final request, or the connection closing,
         releases what is left."""
-        session = self.sessions.close(group_id, member_id)
+        self.sessions.close(group_id, member_id)
         self.shares.release_member(group_id, member_id)
-        del session
 
     def connection_closed(self, connection: int) -> None:
         """The share sessions whose latest request came on ``connection`` close, releasing
@@ -530,8 +529,7 @@ class ShareDataApis(ApiFamily):
             hw = topic.partitions[p].high_watermark
         except (OSError, LogError):
             return res
-        done = sum(1 for o, r in sp.records.items() if r.state.name in ("ACKNOWLEDGED",
-                                                                         "ARCHIVED") and o < hw)
+        done = sum(1 for o, r in sp.records.items() if r.state in DONE and o < hw)
         res["lag"] = max(hw - sp.start_offset - done, 0)
         return res
 
