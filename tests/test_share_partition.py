@@ -108,6 +108,14 @@ def test_max_records_stops_at_a_batch_boundary_and_the_window_is_bounded() -> No
     assert sp.fetch_offset() is None
 
 
+def test_record_limit_mode_stops_inside_a_batch() -> None:
+    sp = SharePartition(CFG, 0)
+    got = sp.acquire("a", [(0, 9), (10, 19)], 15, now_ms=0, record_limit=True)
+    assert got == [AcquiredRange(0, 14, 1)] and sp.next_offset == 15
+    assert sp.acquire("b", [(10, 19)], 3, now_ms=0, record_limit=True) == [
+        AcquiredRange(15, 17, 1)]
+
+
 def test_holes_in_the_log_are_archived() -> None:
     sp = SharePartition(CFG, 0)
     assert sp.acquire("a", [(3, 4)], 500, now_ms=0) == [AcquiredRange(3, 4, 1)]

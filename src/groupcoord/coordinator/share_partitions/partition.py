@@ -167,9 +167,11 @@ class SharePartition:
         return None
 
     def acquire(self, member: str, batches: Iterable[tuple[int, int]], max_records: int,
-                now_ms: int) -> list[AcquiredRange]:
+                now_ms: int, record_limit: bool = False) -> list[AcquiredRange]:
         """Acquire for ``member`` from the log's batches ``(base offset, last offset)`` in
-        offset order; returns the acquired ranges (contiguous, same delivery count)."""
+        offset order; returns the acquired ranges (contiguous, same delivery count).
+        ``record_limit`` (ShareFetch v2's ShareAcquireMode 1, KIP-1206): never more than
+        ``max_records``, even inside a batch."""
         deadline = now_ms + self.config.lock_duration_ms
         limit = self.config.delivery_count_limit
         window = self.config.max_record_locks
@@ -193,6 +195,9 @@ class SharePartition:
             if max_records > 0 and count >= max_records:
                 break
             for offset in range(max(base, self.start_offset), last + 1):
+                if record_limit and count >= max_records:
+                    full = True
+                    break
                 if offset < self.next_offset:
                     rec = self.records[offset]
                     if rec.state is not RecordState.AVAILABLE:

@@ -2,8 +2,9 @@
 offset admin APIs DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets.
 
 Versions: ShareFetch and ShareAcknowledge v1-v2 (librdkafka 2.16's ShareConsumer sends v1; v2
-adds RENEW acknowledgements and ShareAcquireMode, of which only the default batch-optimised mode
-is served), DescribeShareGroupOffsets v0-v1, Alter/DeleteShareGroupOffsets v0: Kafka 4.x's.
+adds RENEW acknowledgements and ShareAcquireMode: 0, batch-optimised, may pass MaxRecords to end
+on a batch boundary; 1, record-limit, never does), DescribeShareGroupOffsets v0-v1,
+Alter/DeleteShareGroupOffsets v0: Kafka 4.x's.
 
 ShareFetch (Kafka's ``SharePartitionManager.fetchMessages``):
 
@@ -349,6 +350,7 @@ class ShareDataApis(ApiFamily):
         whether some partition has an error)."""
         max_records = int(body.max_records)
         max_bytes = int(body.max_bytes)
+        record_limit = int(getattr(body, "share_acquire_mode", 0)) == 1
         group, member = session.group_id, session.member_id
         order = list(session.partitions)
         if not order or max_records <= 0:
@@ -380,7 +382,7 @@ class ShareDataApis(ApiFamily):
                 sp = self.shares.get_or_init(key, plog)
                 got, data = self._acquire_one(sp, plog, member, max_records - total_records,
                                               max(max_bytes - total_bytes, 0), total_bytes == 0,
-                                              now)
+                                              now, record_limit)
                 if got:
                     self.shares.persist(key)
             except (OSError, LogError, ShareStateError) as e:
@@ -407,8 +409,8 @@ class ShareDataApis(ApiFamily):
         return plog.high_watermark
 
     def _acquire_one(self, sp: SharePartition, plog: PartitionLog, member: str,
-                     max_records: int, max_bytes: int, first: bool,
-                     now: int) -> tuple[list[Any], bytes]:
+                     max_records: int, max_bytes: int, first: bool, now: int,
+                     record_limit: bool = False) -> tuple[list[Any], bytes]:
         if max_bytes <= 0 and not first:  # MaxBytes reached: the first batch only may pass it
             return [], b""
         offset = sp.fetch_offset()
@@ -419,7 +421,8 @@ class ShareDataApis(ApiFamily):
             offset = plog.log_start_offset
         data = plog.read(offset, min(max_bytes, READ_CAP_BYTES))
         ranges = [r for r in batch_ranges(data) if r[0] < bound]
-        got = sp.acquire(member, [(b, last) for b, last, _s, _e in ranges], max_records, now)
+        got = sp.acquire(member, [(b, last) for b, last, _s, _e in ranges], max_records, now,
+                         record_limit)
         if not got:
             return [], b""
         chunks = []
