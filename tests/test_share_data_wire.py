@@ -330,3 +330,48 @@ def test_a_closed_connection_closes_its_share_session_and_releases_its_records()
             a.close()
             b.close()
             admin.close()
+
+
+def test_v2_record_limit_mode_and_renew(cluster: Cluster) -> None:
+    """ShareFetch v2: ShareAcquireMode 1 (record-limit) stops inside a batch, 0 ends on a batch
+    boundary; ShareAcknowledge v2's RENEW keeps the records acquired."""
+    from confluent_kafka import Producer
+
+    boot = cluster.bootstrap_servers
+    admin = KafkaClient(boot)
+    tid = topic_id(admin)
+    a = Member(boot, "member-a", tid)
+
+    def fetch(mode: int, max_records: int) -> Any:
+        resp = a.client.call(ApiKey.SHARE_FETCH, 2, group_id=GROUP, member_id="member-a",
+                             share_session_epoch=a.epoch, max_wait=0, min_bytes=1,
+                             max_records=max_records, batch_size=500, share_acquire_mode=mode,
+                             is_renew_ack=False,
+                             topics=[{"topic_id": tid, "partitions": [
+                                 {"partition_index": 0, "acknowledgement_batches": []}]}],
+                             forgotten_topics_data=[])
+        a.epoch += 1
+        return resp
+
+    try:
+        fetch(0, 10)
+        p = Producer({"bootstrap.servers": boot, "linger.ms": 200})
+        for i in range(10):
+            p.produce("t", value=b"%d" % i, partition=0)
+        assert p.flush(10) == 0
+        assert acquired(fetch(1, 3)) == [(0, 2, 1)]
+        assert acquired(fetch(0, 3)) == [(3, 9, 1)]  # the rest of the batch
+        resp = a.client.call(ApiKey.SHARE_ACKNOWLEDGE, 2, group_id=GROUP, member_id="member-a",
+                             share_session_epoch=a.epoch, is_renew_ack=True, topics=[
+                                 {"topic_id": tid, "partitions": [{"partition_index": 0,
+                                  "acknowledgement_batches": [{"first_offset": 0,
+                                                               "last_offset": 9,
+                                                               "acknowledge_types": [4]}]}]}])
+        a.epoch += 1
+        assert resp.error_code == 0 and part(resp).error_code == 0
+        assert resp.acquisition_lock_timeout.total_seconds() * 1000 == LOCK_MS
+        assert part(a.acknowledge(0, [(0, 9, 1)])).error_code == 0
+        assert describe(admin)[0] == (10, 0)
+    finally:
+        a.close()
+        admin.close()
