@@ -5,6 +5,7 @@ state across a restart, and the share-group offset admin APIs."""
 from __future__ import annotations
 
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.versions import ApiKey
 from groupcoord.testing import Cluster, embedded_cluster
 
-from .conftest import start_server
+from .conftest import GROUPCOORD, start_server
 
 GROUP = "sg"
 LOCK_MS = 1000
@@ -375,3 +376,19 @@ def test_v2_record_limit_mode_and_renew(cluster: Cluster) -> None:
     finally:
         a.close()
         admin.close()
+
+
+def test_a_damaged_share_state_log_stops_the_start_with_one_line(tmp_path: Path) -> None:
+    from groupcoord.storage import open_log
+
+    data = tmp_path / "data"
+    (data / "share-state").mkdir(parents=True)
+    log = open_log("sqlite", data / "share-state")
+    log.append(0, [(b"\x00\x00\x00\x01g" + bytes(20), b"\x00\x07not a share state")])
+    log.close()
+    done = subprocess.run([*GROUPCOORD, "serve", "--port", "0", "--data-dir", str(data)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    err = done.stderr.strip().splitlines()
+    assert err[-1].startswith("error: cannot start: ") and "share-state" in err[-1]
+    assert "offset 1" in err[-1] and "Traceback" not in done.stderr
