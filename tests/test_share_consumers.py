@@ -244,3 +244,24 @@ def test_a_server_restart_loses_no_acknowledgement(cluster: Cluster) -> None:
         assert sorted(after) == [(p, o) for p in (0, 1) for o in range(10, 20)]
     finally:
         c.close()
+
+
+def test_share_consumers_fetch_from_every_broker_with_a_session_each() -> None:
+    """Three brokers lead the partitions; a ShareConsumer keeps a share session with each (one
+    epoch per broker) and every record is delivered once."""
+    with embedded_cluster(topics={"six": 6}, config=CONFIG, brokers=3) as cluster:
+        boot = cluster.bootstrap_servers
+        group = f"sg-{uuid.uuid4().hex[:8]}"
+        consumers = [consumer(boot, group, "six") for _ in range(2)]
+        try:
+            warm_up(consumers)
+            produce(boot, "six", 60, 6)
+            got: list[tuple[int, int]] = []
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and len(got) < 60:
+                for c in consumers:
+                    got += [(m.partition(), m.offset()) for m in poll(c, 0.1)]
+            assert sorted(got) == [(p, o) for p in range(6) for o in range(10)]
+        finally:
+            for c in consumers:
+                c.close()

@@ -691,7 +691,8 @@ class Connection(asyncio.Protocol):
         if (ctx is None or ctx.api_key != api_key or ctx.api_version != api_version
                 or ctx.client_id != client_id or ctx.principal != self.principal):
             ctx = self._ctx = RequestContext(api_key, api_version, client_id, self.client_host,
-                                             self.principal, self.listener, id(self))
+                                             self.principal, self.listener, id(self),
+                                             self.broker)
         return ctx
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:

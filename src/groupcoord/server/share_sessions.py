@@ -1,7 +1,8 @@
 """Share sessions (KIP-932 "Share sessions"; Kafka's ``ShareSessionCache``).
 
-A share session is the set of partitions a member fetches from this broker, keyed by
-(group id, member id), with an epoch:
+A share session is the set of partitions a member fetches from one broker, keyed by (group id,
+member id, broker node id) (a client keeps one session per broker it fetches from, each with its
+own epoch; with ``--brokers N`` the brokers of this process share one cache), with an epoch:
 
 - ShareSessionEpoch 0 opens a session with the request's partitions (a full request). A
   session the member already had is replaced, and what it had acquired through it is released
@@ -57,6 +58,7 @@ class ShareSession:
     last_used_ms: int = 0
     #: The connection of its latest request (:meth:`ShareSessionCache.connection_closed`).
     connection: int = 0
+    broker: int = 0
 
 
 class ShareSessionError(Exception):
@@ -70,15 +72,16 @@ class ShareSessionError(Exception):
 class ShareSessionCache:
     def __init__(self, max_sessions: int = DEFAULT_MAX_SESSIONS) -> None:
         self.max_sessions = max_sessions
-        self.sessions: OrderedDict[tuple[str, str], ShareSession] = OrderedDict()
+        self.sessions: OrderedDict[tuple[str, str, int], ShareSession] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self.sessions)
 
     def open(self, group_id: str, member_id: str, partitions: list[TopicPartition],
-             now_ms: int, connection: int = 0) -> tuple[ShareSession, list[ShareSession]]:
+             now_ms: int, connection: int = 0,
+             broker: int = 0) -> tuple[ShareSession, list[ShareSession]]:
         """Epoch 0: a new session; (the session, the sessions it replaced or evicted)."""
-        key = (group_id, member_id)
+        key = (group_id, member_id, broker)
         gone: list[ShareSession] = []
         old = self.sessions.pop(key, None)
         if old is not None:
@@ -94,14 +97,14 @@ class ShareSessionCache:
             del self.sessions[victim_key]
             gone.append(victim)
         session = ShareSession(group_id, member_id, next_epoch(INITIAL_EPOCH),
-                               dict.fromkeys(partitions), now_ms, connection)
+                               dict.fromkeys(partitions), now_ms, connection, broker)
         self.sessions[key] = session
         return session, gone
 
     def use(self, group_id: str, member_id: str, epoch: int, now_ms: int,
-            connection: int = 0) -> ShareSession:
+            connection: int = 0, broker: int = 0) -> ShareSession:
         """An epoch > 0 or the final epoch: the session, its epoch checked and advanced."""
-        key = (group_id, member_id)
+        key = (group_id, member_id, broker)
         session = self.sessions.get(key)
         if session is None:
             raise ShareSessionError(ErrorCode.share_session_not_found,
@@ -123,8 +126,13 @@ class ShareSessionCache:
         gone = [k for k, s in self.sessions.items() if s.connection == connection]
         return [self.sessions.pop(k) for k in gone]
 
-    def close(self, group_id: str, member_id: str) -> ShareSession | None:
-        return self.sessions.pop((group_id, member_id), None)
+    def close(self, group_id: str, member_id: str, broker: int = 0) -> ShareSession | None:
+        return self.sessions.pop((group_id, member_id, broker), None)
 
-    def of_member(self, group_id: str, member_id: str) -> ShareSession | None:
-        return self.sessions.get((group_id, member_id))
+    def close_member(self, group_id: str, member_id: str) -> list[ShareSession]:
+        """Every broker's session of the member, closed."""
+        keys = [k for k in self.sessions if k[0] == group_id and k[1] == member_id]
+        return [self.sessions.pop(k) for k in keys]
+
+    def of_member(self, group_id: str, member_id: str, broker: int = 0) -> ShareSession | None:
+        return self.sessions.get((group_id, member_id, broker))

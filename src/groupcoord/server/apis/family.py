@@ -48,6 +48,8 @@ class RequestContext:
     #: The connection the request came on (a number unique while it is open; 0: none), so that
     #: state bound to a connection (share sessions, KIP-932) goes when it closes.
     connection: int = 0
+    #: The broker (node id) the connection reached (``server/brokers.py``; 0 with one broker).
+    broker: int = 0
 
 
 Handler = Callable[[Any, RequestContext], Any]

@@ -151,7 +151,7 @@ class ShareDataApis(ApiFamily):
                                 ShareGroupDescribeRequest((group_id,)))
         groups = getattr(r, "groups", ())
         members = len(groups[0].members) if groups and not groups[0].error_code else 0
-        return members or sum(1 for (g, _m) in self.sessions.sessions if g == group_id)
+        return members or sum(1 for (g, _m, _b) in self.sessions.sessions if g == group_id)
 
     def member_left(self, group_id: str, member_id: str) -> None:
         """The member was removed from its share group by the coordinator (its session timed
@@ -162,7 +162,7 @@ class ShareDataApis(ApiFamily):
         release winning the race would refuse the final acknowledgements (INVALID_RECORD_STATE)
         and deliver those records again; the final request, or the connection closing,
         releases what is left."""
-        self.sessions.close(group_id, member_id)
+        self.sessions.close_member(group_id, member_id)
         self.shares.release_member(group_id, member_id)
 
     def connection_closed(self, connection: int) -> None:
@@ -249,11 +249,12 @@ class ShareDataApis(ApiFamily):
         try:
             if epoch == INITIAL_EPOCH:
                 session, gone = self.sessions.open(group, member, list(requested), now,
-                                                   ctx.connection)
+                                                   ctx.connection, ctx.broker)
                 for old in gone:
                     self._release_session(old)
             else:
-                session = self.sessions.use(group, member, epoch, now, ctx.connection)
+                session = self.sessions.use(group, member, epoch, now, ctx.connection,
+                                            ctx.broker)
                 for tp in requested:
                     session.partitions.setdefault(tp, None)
                 for ft in body.forgotten_topics_data:
@@ -278,7 +279,7 @@ class ShareDataApis(ApiFamily):
                 parts[(tid, pi)] = self._part(pi, acknowledge_error_code=code,
                                               acknowledge_error_message=msg)
         if epoch == FINAL_EPOCH:
-            closed = self.sessions.close(group, member)
+            closed = self.sessions.close(group, member, ctx.broker)
             if closed is not None:
                 self._release_session(closed)
             return self._fetch_response(ctx, parts, extra)
@@ -315,7 +316,8 @@ class ShareDataApis(ApiFamily):
                         fut.cancel()
                         with contextlib.suppress(ValueError):
                             self._waiters.remove(fut)
-                if self.sessions.of_member(session.group_id, session.member_id) is not session:
+                if self.sessions.of_member(session.group_id, session.member_id,
+                                           session.broker) is not session:
                     break  # closed or replaced meanwhile: fetch nothing more for it
                 acquired, errors = self._acquire(body, session, parts, can_read)
                 if acquired or errors:
@@ -457,7 +459,7 @@ class ShareDataApis(ApiFamily):
                               responses=(), node_endpoints=(), **extra)
         now = self.shares.now_ms()
         try:
-            self.sessions.use(group, member, epoch, now, ctx.connection)
+            self.sessions.use(group, member, epoch, now, ctx.connection, ctx.broker)
         except ShareSessionError as e:
             return self._session_error(ctx, e, **extra)
         responses = []
@@ -472,7 +474,7 @@ class ShareDataApis(ApiFamily):
                            "error_message": msg, "current_leader": _leader()})
             responses.append({"topic_id": t.topic_id, "partitions": ps})
         if epoch == FINAL_EPOCH:
-            closed = self.sessions.close(group, member)
+            closed = self.sessions.close(group, member, ctx.broker)
             if closed is not None:
                 self._release_session(closed)
         return self._resp(ctx, throttle_time=0, error_code=0, responses=responses,
