@@ -392,3 +392,58 @@ def test_a_damaged_share_state_log_stops_the_start_with_one_line(tmp_path: Path)
     err = done.stderr.strip().splitlines()
     assert err[-1].startswith("error: cannot start: ") and "share-state" in err[-1]
     assert "offset 1" in err[-1] and "Traceback" not in done.stderr
+
+
+def test_read_committed_share_groups_skip_open_and_aborted_transactions(cluster: Cluster) -> None:
+    """``share.isolation.level=read_committed``: nothing at or past the last stable offset is
+    acquired, an aborted transaction's records are archived, never delivered; control batches
+    are never delivered at either level."""
+    from .test_partition_transactions import batch as txn_batch
+
+    boot = cluster.bootstrap_servers
+    admin = KafkaClient(boot)
+    tid = topic_id(admin)
+    r = admin.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, validate_only=False, resources=[{
+        "resource_type": 32, "resource_name": GROUP, "configs": [
+            {"name": "share.isolation.level", "config_operation": 0,
+             "value": "read_committed"}]}])
+    assert r.responses[0].error_code == 0, r
+    committed = Member(boot, "member-rc", tid)
+    other_group = Member(boot, "member-ru", tid)
+
+    def fetch_ru() -> Any:
+        resp = other_group.client.call(
+            ApiKey.SHARE_FETCH, 1, group_id="sg-ru", member_id="member-ru",
+            share_session_epoch=other_group.epoch, max_wait=0, min_bytes=1, max_records=500,
+            batch_size=500, topics=[{"topic_id": tid, "partitions": [
+                {"partition_index": 0, "acknowledgement_batches": []}]}],
+            forgotten_topics_data=[])
+        other_group.epoch += 1
+        return resp
+
+    def append(data: bytes | None = None, abort_pid: int | None = None) -> None:
+        def run() -> None:
+            plog = cluster.server.registry.partition("t", 0)
+            if abort_pid is None:
+                assert data is not None
+                plog.append(data)
+            else:
+                plog.append_control(abort_pid, 0, False, 0, 10)
+            cluster.server.apis.share_data._wake()
+        cluster._on_loop(run)
+
+    try:
+        assert acquired(committed.fetch()) == [] and acquired(fetch_ru()) == []
+        append(txn_batch(2, pid=7, epoch=0, seq=0, txn=True))  # offsets 0-1, left open
+        append(txn_batch(1))  # offset 2
+        assert acquired(committed.fetch()) == []  # the last stable offset is 0
+        append(abort_pid=7)  # offset 3: the abort marker
+        assert acquired(committed.fetch()) == [(2, 2, 1)]
+        assert part(committed.acknowledge(0, [(2, 2, 1)])).error_code == 0
+        assert describe(admin)[0] == (4, 0)
+        # read_uncommitted (another group): the aborted records too, never the marker
+        assert acquired(fetch_ru()) == [(0, 2, 1)]
+    finally:
+        committed.close()
+        other_group.close()
+        admin.close()

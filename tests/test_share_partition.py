@@ -116,6 +116,19 @@ def test_record_limit_mode_stops_inside_a_batch() -> None:
         AcquiredRange(15, 17, 1)]
 
 
+def test_undeliverable_batches_are_archived_never_acquired() -> None:
+    sp = SharePartition(CFG, 0)
+    got = sp.acquire("a", [(0, 1), (2, 2), (3, 5)], 500, now_ms=0, undeliverable={2})
+    assert got == [AcquiredRange(0, 1, 1), AcquiredRange(3, 5, 1)]
+    assert sp.records[2].state is RecordState.ARCHIVED
+    assert sp.acknowledge("a", [ack(0, 1, AckType.ACCEPT)], now_ms=1) == 0
+    assert sp.start_offset == 3
+    # an aborted transaction's batch after a release: archived, not delivered again
+    sp.acknowledge("a", [ack(3, 5, AckType.RELEASE)], now_ms=2)
+    assert sp.acquire("b", [(3, 5)], 500, now_ms=3, undeliverable={3}) == []
+    assert sp.start_offset == 6
+
+
 def test_holes_in_the_log_are_archived() -> None:
     sp = SharePartition(CFG, 0)
     assert sp.acquire("a", [(3, 4)], 500, now_ms=0) == [AcquiredRange(3, 4, 1)]
@@ -183,7 +196,7 @@ def test_config_from_properties() -> None:
 MEMBERS = ("a", "b", "c")
 
 operation = st.one_of(
-    st.tuples(st.just("fetch"), st.sampled_from(MEMBERS), st.integers(1, 12)),
+    st.tuples(st.just("fetch"), st.sampled_from(MEMBERS), st.integers(1, 12), st.booleans()),
     st.tuples(st.just("ack"), st.sampled_from(MEMBERS), st.integers(0, 40), st.integers(0, 6),
               st.sampled_from(list(AckType))),
     st.tuples(st.just("ack_own"), st.sampled_from(MEMBERS), st.sampled_from(list(AckType))),
@@ -215,10 +228,16 @@ def test_invariants_on_random_operations(ops: list[tuple], limit_minus_one: int)
             offset = sp.fetch_offset()
             if offset is not None:
                 held = {o for o, r in sp.records.items() if r.state is RecordState.ACQUIRED}
-                got = sp.acquire(op[1], _log_batches(offset, log_end), op[2], now)
+                # batches at 8k+4 stand for control batches / aborted transactions
+                skip = {b for b in range(4, log_end, 8)} if op[3] else set()
+                got = sp.acquire(op[1], _log_batches(offset, log_end), op[2], now,
+                                 undeliverable=skip)
                 for r in got:
-                    # never a record another member (or the same one) still holds
+                    # never a record another member (or the same one) still holds, nor one
+                    # of a batch no client may see
                     assert not held & set(range(r.first_offset, r.last_offset + 1))
+                    assert not any(r.first_offset <= b + k <= r.last_offset
+                                   for b in skip for k in range(4))
                     assert all(sp.records[o].member == op[1] for o in range(r.first_offset,
                                                                             r.last_offset + 1))
         elif op[0] == "ack":

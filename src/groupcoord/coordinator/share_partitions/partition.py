@@ -26,6 +26,10 @@ The rule, in a few lines:
   passed in) and a **member leaving** or closing its share session
   (:meth:`SharePartition.release_member`) release its ACQUIRED records as RELEASE does.
 - The SPSO then moves past the prefix of ACKNOWLEDGED / ARCHIVED records.
+- Records no client may see are archived when the log read reaches them, never acquired: the
+  control batches (transaction markers), and with ``share.isolation.level=read_committed`` the
+  batches of aborted transactions (as Kafka's share partition filters aborted transactional
+  records out of what it acquires).
 
 The durable part (states, delivery counts, SPSO, state epoch) is :meth:`SharePartition.value`,
 a ``records.ShareStateValue``; :meth:`SharePartition.from_value` rebuilds a partition from it,
@@ -41,7 +45,7 @@ which the max-record-locks bound keeps small.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -167,11 +171,14 @@ class SharePartition:
         return None
 
     def acquire(self, member: str, batches: Iterable[tuple[int, int]], max_records: int,
-                now_ms: int, record_limit: bool = False) -> list[AcquiredRange]:
+                now_ms: int, record_limit: bool = False,
+                undeliverable: Container[int] = ()) -> list[AcquiredRange]:
         """Acquire for ``member`` from the log's batches ``(base offset, last offset)`` in
         offset order; returns the acquired ranges (contiguous, same delivery count).
         ``record_limit`` (ShareFetch v2's ShareAcquireMode 1, KIP-1206): never more than
-        ``max_records``, even inside a batch."""
+        ``max_records``, even inside a batch. The batches whose base offset is in
+        ``undeliverable`` (control batches, aborted transactions under read_committed) are
+        archived instead: never delivered, they count for nothing."""
         deadline = now_ms + self.config.lock_duration_ms
         limit = self.config.delivery_count_limit
         window = self.config.max_record_locks
@@ -194,6 +201,10 @@ class SharePartition:
         for base, last in batches:
             if max_records > 0 and count >= max_records:
                 break
+            if base in undeliverable:
+                if not self._archive(base, last, window):
+                    break
+                continue
             for offset in range(max(base, self.start_offset), last + 1):
                 if record_limit and count >= max_records:
                     full = True
@@ -225,6 +236,21 @@ class SharePartition:
             acquired.append(AcquiredRange(run_first, run_last, run_count))
         self._advance()
         return acquired
+
+    def _archive(self, first: int, last: int, window: int) -> bool:
+        """Archive the AVAILABLE or new offsets ``first..last``; False if the window is full."""
+        for offset in range(max(first, self.start_offset), last + 1):
+            if offset < self.next_offset:
+                rec = self.records[offset]
+                if rec.state is RecordState.AVAILABLE:
+                    rec.state = RecordState.ARCHIVED
+                continue
+            if offset - self.start_offset >= window:
+                return False
+            for hole in range(self.next_offset, offset + 1):
+                self.records[hole] = InFlight(RecordState.ARCHIVED, 0)
+            self.next_offset = offset + 1
+        return True
 
     # ------------------------------------------------------------------ acknowledgement
 

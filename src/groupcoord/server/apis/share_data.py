@@ -80,6 +80,10 @@ from groupcoord.storage.memory import MemoryLog
 log = logging.getLogger(__name__)
 
 _BATCH_HEAD = struct.Struct(">qi")
+_ATTRIBUTES = struct.Struct(">h")
+_PRODUCER_ID = struct.Struct(">q")
+_TRANSACTIONAL = 0x10
+_CONTROL = 0x20
 #: Bytes read from one partition's log for one acquisition (at least one batch): a request's
 #: MaxBytes may be 2 GiB, and what is read beyond the records acquired is thrown away.
 READ_CAP_BYTES = 1 << 20
@@ -382,10 +386,11 @@ class ShareDataApis(ApiFamily):
             try:
                 plog = topic.partitions[pi]
                 sp = self.shares.get_or_init(key, plog)
+                window = (sp.start_offset, sp.next_offset)
                 got, data = self._acquire_one(sp, plog, member, max_records - total_records,
                                               max(max_bytes - total_bytes, 0), total_bytes == 0,
                                               now, record_limit)
-                if got:
+                if got or window != (sp.start_offset, sp.next_offset):  # or archived some
                     self.shares.persist(key)
             except (OSError, LogError, ShareStateError) as e:
                 log.error("share fetch of %s from %s-%d failed: %s", group, tid, pi, e)
@@ -405,10 +410,34 @@ class ShareDataApis(ApiFamily):
 
     @staticmethod
     def _read_bound(plog: PartitionLog, sp: SharePartition) -> int:
-        """The offset acquisition stops at: the high watermark. With
-        ``share.isolation.level=read_committed`` this is where the last stable offset goes
-        once the partition logs have transactions (they have none yet, so the two are equal)."""
-        return plog.high_watermark
+        """The offset acquisition stops at: the high watermark, or with
+        ``share.isolation.level=read_committed`` the last stable offset (nothing of an open
+        transaction is delivered)."""
+        return plog.last_stable_offset if sp.config.read_committed else plog.high_watermark
+
+    @staticmethod
+    def _undeliverable(data: bytes, ranges: list[tuple[int, int, int, int]], plog: PartitionLog,
+                       read_committed: bool) -> set[int]:
+        """Base offsets of the batches no client may be given: control batches, and under
+        read_committed the batches of aborted transactions (Kafka's aborted-transactions index:
+        a transactional batch of a producer whose transaction from a first offset at or below
+        the batch was aborted by a marker after it)."""
+        out: set[int] = set()
+        aborted: dict[int, list[tuple[int, int]]] | None = None
+        for base, _last, start, _end in ranges:
+            (attributes,) = _ATTRIBUTES.unpack_from(data, start + 21)
+            if attributes & _CONTROL:
+                out.add(base)
+            elif read_committed and attributes & _TRANSACTIONAL:
+                if aborted is None:
+                    aborted = {}
+                    for pid, first, marker in plog.aborted_index():
+                        if marker >= ranges[0][0]:
+                            aborted.setdefault(pid, []).append((first, marker))
+                (pid,) = _PRODUCER_ID.unpack_from(data, start + 43)
+                if any(first <= base < marker for first, marker in aborted.get(pid, ())):
+                    out.add(base)
+        return out
 
     def _acquire_one(self, sp: SharePartition, plog: PartitionLog, member: str,
                      max_records: int, max_bytes: int, first: bool, now: int,
@@ -423,8 +452,9 @@ class ShareDataApis(ApiFamily):
             offset = plog.log_start_offset
         data = plog.read(offset, min(max_bytes, READ_CAP_BYTES))
         ranges = [r for r in batch_ranges(data) if r[0] < bound]
+        skip = self._undeliverable(data, ranges, plog, sp.config.read_committed)
         got = sp.acquire(member, [(b, last) for b, last, _s, _e in ranges], max_records, now,
-                         record_limit)
+                         record_limit, skip)
         if not got:
             return [], b""
         chunks = []
