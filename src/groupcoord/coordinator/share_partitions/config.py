@@ -74,10 +74,9 @@ class ShareConfig:
 
     @property
     def read_committed(self) -> bool:
-        """``share.isolation.level=read_committed``: a share partition must then acquire only
-        below the last stable offset and skip aborted transactions. The partition logs have no
-        transactions yet, so the driver reads up to the high watermark either way; the bound to
-        read to is the one seam where the last stable offset goes."""
+        """``share.isolation.level=read_committed``: a share partition acquires only below the
+        last stable offset and archives the records of aborted transactions (the driver reads
+        both from the partition log)."""
         return self.isolation_level == "read_committed"
 
     @classmethod
