@@ -447,3 +447,32 @@ def test_read_committed_share_groups_skip_open_and_aborted_transactions(cluster:
         committed.close()
         other_group.close()
         admin.close()
+
+
+def test_deleting_the_share_group_deletes_its_share_state(cluster: Cluster) -> None:
+    boot = cluster.bootstrap_servers
+    admin = KafkaClient(boot)
+    tid = topic_id(admin)
+    mid = str(UUID(int=98))
+    a = Member(boot, mid, tid)
+    try:
+        hb = admin.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=GROUP, member_id=mid,
+                        member_epoch=0, rack_id=None, subscribed_topic_names=["t"])
+        assert hb.error_code == 0, hb
+        a.fetch()
+        produce(boot, 3)
+        assert acquired(a.fetch()) == [(0, 2, 1)]
+        assert part(a.acknowledge(0, [(0, 0, 1)], epoch=-1)).error_code == 0
+        assert describe(admin)[0] == (1, 2)
+        hb = admin.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=GROUP, member_id=mid,
+                        member_epoch=-1, rack_id=None, subscribed_topic_names=None)
+        assert hb.error_code == 0, hb
+        r = admin.call(ApiKey.DELETE_GROUPS, 2, groups_names=[GROUP])
+        assert r.results[0].error_code == 0, r
+        assert describe(admin)[0] == (-1, -1)
+    finally:
+        a.close()
+        admin.close()
+    cluster.restart()  # the tombstone is in the share-state log
+    with KafkaClient(boot) as admin:
+        assert describe(admin)[0] == (-1, -1)

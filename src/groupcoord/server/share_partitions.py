@@ -187,6 +187,21 @@ class SharePartitionManager:
         self._durable.pop(key, None)
         self._track(key)
 
+    def delete_groups(self, group_ids: list[str]) -> int:
+        """The groups were deleted (DeleteGroups): their share state goes (Kafka's
+        DeleteShareGroupState), a tombstone per partition; how many. A tombstone that cannot
+        be written is logged (the group is gone already) and its state stays until the next
+        deletion of the group or of its offsets."""
+        gone = set(group_ids)
+        n = 0
+        for key in [k for k in self.partitions if k.group_id in gone]:
+            try:
+                self.delete(key)
+                n += 1
+            except ShareStateError as e:
+                log.error("share state of deleted group %s: %s", key.group_id, e)
+        return n
+
     def reset(self, key: ShareStateKey, start_offset: int) -> None:
         """AlterShareGroupOffsets for one partition (initialising it at ``start_offset`` if it
         had no state)."""
