@@ -196,9 +196,9 @@ def test_the_share_state_log_replays_to_the_live_state(ops: list[tuple[Any, ...]
             key = KEYS[op[1]]
             sp = m.get_or_init(key, plog)
             offset = sp.fetch_offset()
-            if offset is not None and offset < 12:
-                if sp.acquire(op[2], [(o, o) for o in range(offset, 12)], op[3], clock.ms):
-                    m.persist(key)
+            if offset is not None and offset < 12 and sp.acquire(
+                    op[2], [(o, o) for o in range(offset, 12)], op[3], clock.ms):
+                m.persist(key)
         elif op[0] == "ack":
             key = KEYS[op[1]]
             sp = m.get(key)
