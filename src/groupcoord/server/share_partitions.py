@@ -87,6 +87,8 @@ class SharePartitionManager:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: int | None = None
+        #: ShareConfig by the (frozen, hashable) group configuration it is made from.
+        self._configs: dict[ShareGroupConfig, ShareConfig] = {}
         #: The earliest lock deadline of each partition holding locks.
         self._deadlines: dict[ShareStateKey, int] = {}
         self.writes = 0
@@ -123,7 +125,13 @@ class SharePartitionManager:
 
     def config(self, group_id: str) -> ShareConfig:
         """The share configuration of ``group_id`` (its group configs over the broker's)."""
-        return ShareConfig.of_group(self.group_config(group_id), self.max_record_locks)
+        group = self.group_config(group_id)
+        config = self._configs.get(group)
+        if config is None:
+            if len(self._configs) >= 1024:  # a few distinct configurations in practice
+                self._configs.clear()
+            config = self._configs[group] = ShareConfig.of_group(group, self.max_record_locks)
+        return config
 
     # ------------------------------------------------------------------ partitions
 
