@@ -191,8 +191,16 @@ def test_sessions_epochs_and_the_final_epoch_releases(cluster: Cluster) -> None:
         c = Member(boot, "member-c", UUID(int=5))
         try:
             assert part(c.fetch()).error_code == ErrorCode.unknown_topic_id
+            # it is not kept in the session: the next (incremental) request does not name it
+            assert c.fetch(partitions=()).responses == ()
+            sessions = cluster._on_loop(lambda: cluster.server.apis.share_data.sessions)
+            assert dict(sessions.of_member(GROUP, "member-c").partitions) == {}
         finally:
             c.close()
+        long_group = admin.call(ApiKey.SHARE_FETCH, 1, group_id="g" * 40_000, member_id="x",
+                                share_session_epoch=0, max_wait=0, min_bytes=1, max_records=1,
+                                batch_size=1, topics=[], forgotten_topics_data=[])
+        assert long_group.error_code == ErrorCode.invalid_request
     finally:
         a.close()
         b.close()

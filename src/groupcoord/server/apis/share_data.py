@@ -80,6 +80,8 @@ from groupcoord.storage.memory import MemoryLog
 log = logging.getLogger(__name__)
 
 _BATCH_HEAD = struct.Struct(">qi")
+#: Share-state keys carry the group id with an int16 length (``records.ShareStateKey``).
+MAX_GROUP_ID_BYTES = 32767
 _ATTRIBUTES = struct.Struct(">h")
 _PRODUCER_ID = struct.Struct(">q")
 _TRANSACTIONAL = 0x10
@@ -145,6 +147,10 @@ class ShareDataApis(ApiFamily):
             manager.on_available.append(self._wake)
             self._shares = manager
         return manager
+
+    def _exists(self, tp: tuple[UUID, int]) -> bool:
+        topic = self.registry.by_id.get(tp[0])
+        return topic is not None and 0 <= tp[1] < topic.num_partitions
 
     def _members(self, group_id: str) -> int:
         """The share group's members as its coordinator describes them (none if the group
@@ -238,9 +244,10 @@ class ShareDataApis(ApiFamily):
         epoch = int(body.share_session_epoch)
         lock_ms = self.shares.config(group).lock_duration_ms if group else 0
         extra: dict[str, Any] = {"acquisition_lock_timeout": lock_ms}
-        if not group or not member:
+        if not group or not member or len(group.encode()) > MAX_GROUP_ID_BYTES:
             return self._resp(ctx, throttle_time=0, error_code=E.invalid_request,
-                              error_message="ShareFetch needs a group id and a member id",
+                              error_message="ShareFetch needs a group id (at most 32767 bytes) "
+                                            "and a member id",
                               responses=(), node_endpoints=(), **extra)
         if not self._allowed(ctx, Op.READ, RT.GROUP, group):
             return self._resp(ctx, throttle_time=0, error_code=E.group_authorization_failed,
@@ -250,16 +257,19 @@ class ShareDataApis(ApiFamily):
         for t in body.topics:
             for p in t.partitions:
                 requested[(t.topic_id, int(p.partition_index))] = p.acknowledgement_batches
+        # a session keeps the partitions that exist (bounded by them); the others are answered
+        # with their error each time they are asked for
+        known = [tp for tp in requested if self._exists(tp)]
         try:
             if epoch == INITIAL_EPOCH:
-                session, gone = self.sessions.open(group, member, list(requested), now,
+                session, gone = self.sessions.open(group, member, known, now,
                                                    ctx.connection, ctx.broker)
                 for old in gone:
                     self._release_session(old)
             else:
                 session = self.sessions.use(group, member, epoch, now, ctx.connection,
                                             ctx.broker)
-                for tp in requested:
+                for tp in known:
                     session.partitions.setdefault(tp, None)
                 for ft in body.forgotten_topics_data:
                     for pi in ft.partitions:
@@ -287,10 +297,18 @@ class ShareDataApis(ApiFamily):
             if closed is not None:
                 self._release_session(closed)
             return self._fetch_response(ctx, parts, extra)
-        if epoch == INITIAL_EPOCH:
-            for tp in requested:
-                parts.setdefault(tp, self._part(tp[1]))
+        unknown = False
+        for tp in requested:
+            if epoch == INITIAL_EPOCH or tp not in session.partitions:
+                res = parts.setdefault(tp, self._part(tp[1]))
+                if tp not in session.partitions:
+                    unknown = True
+                    topic = self.registry.by_id.get(tp[0])
+                    res["error_code"] = (E.topic_authorization_failed if not can_read(tp[0])
+                                         else E.unknown_topic_id if topic is None
+                                         else E.unknown_topic_or_partition)
         acquired, errors = self._acquire(body, session, parts, can_read)
+        errors = errors or unknown
         max_wait = to_ms(body.max_wait)
         if acquired or errors or int(body.min_bytes) <= 0 or max_wait <= 0 \
                 or int(body.max_records) <= 0:
@@ -476,9 +494,10 @@ class ShareDataApis(ApiFamily):
         if ctx.api_version >= 2:
             extra["acquisition_lock_timeout"] = (self.shares.config(group).lock_duration_ms
                                                  if group else 0)
-        if not group or not member:
+        if not group or not member or len(group.encode()) > MAX_GROUP_ID_BYTES:
             return self._resp(ctx, throttle_time=0, error_code=E.invalid_request,
-                              error_message="ShareAcknowledge needs a group id and a member id",
+                              error_message="ShareAcknowledge needs a group id (at most 32767 "
+                                            "bytes) and a member id",
                               responses=(), node_endpoints=(), **extra)
         if not self._allowed(ctx, Op.READ, RT.GROUP, group):
             return self._resp(ctx, throttle_time=0, error_code=E.group_authorization_failed,
@@ -569,6 +588,8 @@ class ShareDataApis(ApiFamily):
         return res
 
     def _check_admin(self, ctx: RequestContext, gid: str, group_op: Op) -> int:
+        if not gid or len(gid.encode()) > MAX_GROUP_ID_BYTES:
+            return E.invalid_group_id
         if not self._allowed(ctx, group_op, RT.GROUP, gid):
             return E.group_authorization_failed
         if self.group_members(gid):
