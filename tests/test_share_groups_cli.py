@@ -24,6 +24,8 @@ class Broker:
         self.versions = {int(k): v for k, v in API_VERSIONS.items()}
         if offsets:
             self.versions[DESCRIBE_SHARE_GROUP_OFFSETS] = (0, 1)
+        else:  # a broker without share partitions (the server advertises API 90 now)
+            self.versions.pop(DESCRIBE_SHARE_GROUP_OFFSETS, None)
         self.calls: list[tuple[int, int]] = []
 
     def api_versions(self) -> dict[int, tuple[int, int]]:
