@@ -17,6 +17,7 @@ from groupcoord.lab.verdict import (
     MAX_CLAIMS,
     Cell,
     beats,
+    claim_candidates,
     claims,
     comparisons,
     grid_verdict,
@@ -430,3 +431,32 @@ def test_a_run_whose_event_changed_nothing_is_left_out_and_counted() -> None:
             for p in ("classic-connect:eager", "classic-connect:sessioned") for s in range(5)]
     (g,) = grid_verdicts({"spec": "paper", "grids": [{"name": "kip415", "seeds": 5}]}, rows)
     assert g.rows == [] and g.noop == 10 and claims([g]) == []
+
+
+def test_every_grid_winner_gets_its_strongest_win_before_the_rest_by_effect_size() -> None:
+    """The stated rule: eager's modest win (a 5-seed ★ on lag, 2x) is on the page although
+    KIP-848's larger wins (many scenarios, 100x and more) would fill a page ranked by effect
+    size alone; of one scenario and metric only the size with the largest effect counts."""
+    rows = []
+    scenarios = [f"s{k}" for k in range(14)]
+    for k, scen in enumerate(scenarios):
+        for size in (10, 30):
+            for s in range(5):
+                rows.append(_run("classic:eager", s, scenario=scen, size=size,
+                                 stall_ms=60_000 + 1000 * k + size))
+                rows.append(_run("consumer:uniform", s, scenario=scen, size=size,
+                                 stall_ms=100 + size))
+    for s in range(5):  # eager's one win: half the stall
+        rows.append(_run("classic:eager", s, scenario="eager-wins", stall_ms=2_000))
+        rows.append(_run("consumer:uniform", s, scenario="eager-wins", stall_ms=4_000))
+    (g,) = grid_verdicts({"spec": "x", "grids": [
+        {"name": "g", "metrics": ["stall_ms"], "seeds": 5,
+         "protocols": ["classic:eager", "consumer:uniform"]}]}, rows)
+    assert claim_candidates([g]) == 15  # one per scenario, not per size
+    found = claims([g])
+    assert len(found) == MAX_CLAIMS
+    assert any(c.best == "classic:eager" and c.scenario == "eager-wins" for c in found)
+    kip848 = [c for c in found if c.best == "consumer:uniform"]
+    # the rest by effect size: the largest stalls against KIP-848's (s13 first, ...)
+    assert [c.scenario for c in kip848] == [f"s{k}" for k in range(13, 2, -1)]
+    assert all(c.size == 10 for c in kip848)  # 60,010+ against 110: the larger ratio
