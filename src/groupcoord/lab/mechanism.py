@@ -15,6 +15,13 @@ grid and scenario on the mechanism, computed from the runs' own columns and work
   short, no member is caught inside a long poll when the rebalance starts, which is where eager
   loses in the field (KIP-429's motivation: the whole group waits for the slowest member's
   batch).
+- :func:`conditions`: first in a consumer grid's list, the conditions its marks hold under,
+  from its runs' settings (heartbeat, session, ``max.poll.interval.ms``) and how the members'
+  heartbeats line up (as the Java client and librdkafka line them up: at the join).
+- :func:`metadata_mechanism`: for a scenario whose events change the topics' metadata (a topic
+  grows), why classic converges late: its members see the change at their next metadata
+  refresh (``metadata.max.age.ms``), where KIP-848's coordinator sends the new target with the
+  next heartbeat.
 
 Plain Python over row dicts.
 """
