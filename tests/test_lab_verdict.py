@@ -460,3 +460,24 @@ def test_every_grid_winner_gets_its_strongest_win_before_the_rest_by_effect_size
     # the rest by effect size: the largest stalls against KIP-848's (s13 first, ...)
     assert [c.scenario for c in kip848] == [f"s{k}" for k in range(13, 2, -1)]
     assert all(c.size == 10 for c in kip848)  # 60,010+ against 110: the larger ratio
+
+
+def test_a_scenario_not_yet_named_comes_before_a_scenarios_second_sentence() -> None:
+    """Scenario a: KIP-848 wins three metrics by 100x; scenario b: one metric by 3x. With room
+    for two sentences the page names a's strongest, then b's, not a second one of a."""
+    rows = []
+    for s in range(5):
+        rows.append(_run("classic:eager", s, scenario="a", stall_ms=90_000, lag_peak=90_000,
+                         lag_record_s=900_000.0))
+        rows.append(_run("consumer:uniform", s, scenario="a", stall_ms=900, lag_peak=900,
+                         lag_record_s=9_000.0))
+        rows.append(_run("classic:eager", s, scenario="b", stall_ms=9_000, lag_peak=0,
+                         lag_record_s=0.0))
+        rows.append(_run("consumer:uniform", s, scenario="b", stall_ms=3_000, lag_peak=0,
+                         lag_record_s=0.0))
+    (g,) = grid_verdicts({"spec": "x", "grids": [
+        {"name": "g", "metrics": ["stall_ms", "lag_peak", "lag_record_s"], "seeds": 5,
+         "protocols": ["classic:eager", "consumer:uniform"]}]}, rows)
+    assert claim_candidates([g]) == 4
+    assert [c.scenario for c in claims([g], limit=2)] == ["a", "b"]
+    assert [c.scenario for c in claims([g], limit=4)].count("a") == 3

@@ -593,7 +593,8 @@ CLAIM_RULE = (
     "size with the largest effect counts. First, in each grid, every protocol that wins "
     "somewhere gets its strongest win (a grid that sweeps a parameter instead says, per "
     "scenario, where its first metric's winner changes); then the remaining candidates by "
-    "effect size (the ratio of the two medians, each plus the metric's floor); at most {limit} "
+    "effect size (the ratio of the two medians, each plus the metric's floor), a scenario not "
+    "yet named before another sentence on one that is; at most {limit} "
     "sentences in all, shown in the grids' order.")
 
 
@@ -621,7 +622,8 @@ def claim_candidates(verdicts: Sequence[GridVerdict]) -> int:
 def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS) -> list[Claim]:
     """At most ``limit`` sentences for the page, chosen by :data:`CLAIM_RULE`: first each
     grid's winners' strongest wins (a grid that sweeps a parameter: its crossovers of the
-    question's first metric), then the other candidates by effect size."""
+    question's first metric), then the other candidates by effect size, scenarios not yet on
+    the page first."""
     first: list[tuple[float, Claim]] = []
     rest: list[tuple[float, Claim]] = []
     for g in verdicts:
@@ -641,7 +643,15 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS) -> list[Cla
                 rest.append((st, c))
     first.sort(key=lambda sc: -sc[0])
     rest.sort(key=lambda sc: -sc[0])
-    out = [c for _, c in (first + rest)[:limit]]
+    # the rest: a scenario not yet on the page before a scenario's second sentence
+    shown = {(c.grid, c.scenario) for _, c in first}
+    fresh: list[tuple[float, Claim]] = []
+    again: list[tuple[float, Claim]] = []
+    for sc in rest:
+        key = (sc[1].grid, sc[1].scenario)
+        (again if key in shown else fresh).append(sc)
+        shown.add(key)
+    out = [c for _, c in (first + fresh + again)[:limit]]
     order = {g.name: i for i, g in enumerate(verdicts)}
     out.sort(key=lambda c: order.get(c.grid, 0))
     return out
