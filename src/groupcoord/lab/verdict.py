@@ -591,14 +591,15 @@ CLAIM_RULE = (
     "above in a cell of at least {seeds} seeds per "
     "protocol, in the grid's own metrics, is a candidate; of one scenario and metric only the "
     "size with the largest effect counts. First, in each grid, every protocol that wins "
-    "somewhere gets its strongest win (a grid that sweeps a parameter instead says, per "
-    "scenario, where its first metric's winner changes); then the remaining candidates by "
+    "somewhere gets its strongest win, a shared win counting for each protocol sharing it "
+    "(a grid that sweeps a parameter instead says, per scenario, where its first metric's "
+    "winner changes); then the remaining candidates by "
     "effect size (the ratio of the two medians, each plus the metric's floor), a scenario not "
     "yet named before another sentence on one that is; at most {limit} "
     "sentences in all, shown in the grids' order.")
 
 
-def _candidates(g: GridVerdict) -> list[tuple[float, Claim]]:
+def _candidates(g: GridVerdict) -> list[tuple[float, Claim, tuple[str, ...]]]:
     """A grid's candidate sentences with their effect sizes: per scenario and question metric
     the marked difference of the size with the largest effect."""
     best: dict[tuple[str, str], tuple[float, VerdictRow, MetricVerdict]] = {}
@@ -610,7 +611,7 @@ def _candidates(g: GridVerdict) -> list[tuple[float, Claim]]:
             strength = _strength(mv)
             if key not in best or (strength, row.size) > (best[key][0], best[key][1].size):
                 best[key] = (strength, row, mv)
-    return [(st, _claim(g, row, mv)) for st, row, mv in best.values()]
+    return [(st, _claim(g, row, mv), mv.best) for st, row, mv in best.values()]
 
 
 def claim_candidates(verdicts: Sequence[GridVerdict]) -> int:
@@ -635,9 +636,10 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS) -> list[Cla
             continue
         cands = sorted(_candidates(g), key=lambda sc: (-sc[0], sc[1].scenario, sc[1].metric))
         seen: set[str] = set()
-        for st, c in cands:
-            if c.best not in seen:
-                seen.add(c.best)
+        for st, c, winners in cands:
+            # a win shared by tied protocols counts for each of them
+            if set(winners) - seen:
+                seen.update(winners)
                 first.append((st, c))
             else:
                 rest.append((st, c))
