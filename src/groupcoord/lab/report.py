@@ -547,13 +547,14 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
         ylabel = m.unit or short_label(m)
         thresh = log_threshold(
             m, [v for r in rows for c in r.metrics[i].cells.values() for v in c.values.values()])
-        if thresh is not None:
-            from matplotlib.ticker import FuncFormatter, SymmetricalLogLocator
+        from matplotlib.ticker import FuncFormatter, SymmetricalLogLocator
 
+        if thresh is not None:
             ax.set_yscale("symlog", linthresh=thresh)
             ax.yaxis.set_major_locator(SymmetricalLogLocator(base=10, linthresh=thresh))
-            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: number(v)))
             ylabel += " (log scale)"
+        # ticks as the tables print numbers (thousands separated, no exponent)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: number(v)))
         ax.set_ylabel(ylabel)
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
