@@ -837,11 +837,14 @@ def _violations_html(violations: Sequence[dict[str, Any]]) -> str:
 
 
 def grid_runs(g: GridVerdict, runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The runs of a grid's rows (its scenarios, sizes, workloads and protocols)."""
+    """The runs of a grid's rows (its scenarios, sizes, workloads and protocols), in the
+    order of the grid's scenarios (the "Why" list follows the table)."""
     keys = {(r.scenario, r.size, r.workload) for r in g.rows}
-    return [r for r in runs if r.get("protocol") in g.protocols
+    order = {s: i for i, s in enumerate(dict.fromkeys(r.scenario for r in g.rows))}
+    mine = [r for r in runs if r.get("protocol") in g.protocols
             and (r.get("scenario"), int(r.get("size") or r.get("members") or 0),
                  r.get("workload")) in keys]
+    return sorted(mine, key=lambda r: order.get(str(r.get("scenario")), len(order)))
 
 
 def star_gaps(verdicts: Sequence[GridVerdict]) -> list[float]:
