@@ -256,8 +256,9 @@ def test_a_swept_parameter_gives_one_sentence_where_the_winner_changes() -> None
          "metrics": ["stall_ms"], "seeds": 5}]}, rows)
     (c,) = claims([g])
     assert c.text == ("rolling-bounce, 8 members, stall against the processing time per "
-                      "record, the protocol with the lowest (separated from the others): "
-                      "consumer:uniform at 0.5, 2 ms; none at 5 ms; classic:eager at 20 ms.")
+                      "record, the lowest, separated from the rest (protocols tied for it "
+                      "named together): consumer:uniform at 0.5, 2 ms; no protocol separated "
+                      "at 5 ms; classic:eager at 20 ms.")
     assert c.command == ("groupcoord lab run --spec paper --scenario rolling-bounce --size 8 "
                          "--protocol classic:eager --protocol consumer:uniform --out DIR")
 
@@ -422,7 +423,7 @@ def test_a_swept_grid_answers_with_its_own_metric_at_every_value() -> None:
          "metrics": ["lag_record_s", "lag_peak"], "seeds": 5}]}, rows)
     found = claims([g])
     assert [c.metric for c in found] == ["lag_record_s", "lag_peak"]
-    assert found[0].text.endswith("classic:eager at 0.5 ms; none at 20 ms.")
+    assert found[0].text.endswith("classic:eager at 0.5 ms; no protocol separated at 20 ms.")
 
 
 def test_a_run_whose_event_changed_nothing_is_left_out_and_counted() -> None:
@@ -481,3 +482,24 @@ def test_a_scenario_not_yet_named_comes_before_a_scenarios_second_sentence() -> 
     assert claim_candidates([g]) == 4
     assert [c.scenario for c in claims([g], limit=2)] == ["a", "b"]
     assert [c.scenario for c in claims([g], limit=4)].count("a") == 3
+
+
+def test_a_crossover_names_protocols_tied_for_the_lowest_together() -> None:
+    """At 20 ms cooperative and KIP-848 tie for the lowest and both beat eager: the sentence
+    names them together there, not "no protocol"."""
+    rows = []
+    for x, vals in ((0.5, {"classic:eager": 600, "classic:cooperative": 2_000,
+                           "consumer:uniform": 3_000}),
+                    (20, {"classic:eager": 17_000, "classic:cooperative": 10_500,
+                          "consumer:uniform": 10_700})):
+        for p, v in vals.items():
+            for s in range(5):
+                rows.append(_run(p, s, scenario="rolling-bounce", size=8,
+                                 workload=f"p{x}", processing_ms=x,
+                                 lag_record_s=float(v + 10 * s)))
+    (g,) = grid_verdicts({"spec": "paper", "grids": [
+        {"name": "crossover", "metrics": ["lag_record_s"], "seeds": 5,
+         "protocols": ["classic:eager", "classic:cooperative", "consumer:uniform"]}]}, rows)
+    (c,) = claims([g])
+    assert c.text.endswith("classic:eager at 0.5 ms; classic:cooperative and consumer:uniform "
+                           "at 20 ms."), c.text

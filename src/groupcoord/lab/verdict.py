@@ -504,7 +504,8 @@ def _strength(mv: MetricVerdict) -> float:
 
 def _crossovers(g: GridVerdict) -> list[Claim]:
     """Per scenario and metric of a grid that sweeps a parameter: the marked best at each
-    value swept, when it is not the same protocol at every value (where the winner changes)."""
+    value swept (the tied best together, when they beat the others), when it is not the same
+    at every value (where the winner changes); the question's first metric at every value."""
     x_name, x_unit = X_NAMES.get(g.parameter or "", (g.parameter or "", ""))
     out = []
     by_scenario: dict[tuple[str, int], list[VerdictRow]] = defaultdict(list)
@@ -516,8 +517,10 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
         if min(r.seeds for r in rows) < CLAIM_MIN_SEEDS:
             continue
         for i, m in enumerate(g.metrics):
-            winners = [(r.x, r.metrics[i].best[0] if r.metrics[i].verdict == "best" else None)
-                       for r in rows]
+            # the marked best, or the tied best together when they beat the others
+            winners = [(r.x, " and ".join(r.metrics[i].best)
+                        if r.metrics[i].verdict in ("best", "tied") and r.metrics[i].beaten
+                        else None) for r in rows]
             named = {w for _, w in winners if w is not None}
             # the grid's own metric (its question's first) is answered at every value swept;
             # the others only where the winner changes
@@ -526,11 +529,12 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
             parts = []
             for w in dict.fromkeys(w for _, w in winners):
                 xs = ", ".join(number(x or 0.0) for x, v in winners if v == w)
-                parts.append(f"{w or 'none'} at {xs}{x_unit}")
+                parts.append(f"{w or 'no protocol separated'} at {xs}{x_unit}")
             word = "lowest" if m.lower_is_better else "highest"
             text = (f"{scenario}, {size} {member_word(scenario, g.protocols)}, "
-                    f"{short_label(m, g.excess)} against {x_name}, the protocol with the "
-                    f"{word} (separated from the others): " + "; ".join(parts) + ".")
+                    f"{short_label(m, g.excess)} against {x_name}, the {word}, separated "
+                    "from the rest (protocols tied for it named together): "
+                    + "; ".join(parts) + ".")
             cmd = reproduce(g.spec, scenario, size, None, g.protocols)
             out.append(Claim(g.name, text, cmd, m.column, scenario, size,
                              next(iter(sorted(named))), ""))
