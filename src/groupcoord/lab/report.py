@@ -547,16 +547,26 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
         ylabel = m.unit or short_label(m)
         thresh = log_threshold(
             m, [v for r in rows for c in r.metrics[i].cells.values() for v in c.values.values()])
-        from matplotlib.ticker import FuncFormatter, SymmetricalLogLocator
+        from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
         if thresh is not None:
             ax.set_yscale("symlog", linthresh=thresh)
-            ax.yaxis.set_major_locator(SymmetricalLogLocator(base=10, linthresh=thresh))
+            # zero, then the powers of ten above the linear part (one below would print on
+            # top of the zero)
+            top = max(abs(v) for r in rows for c in r.metrics[i].cells.values()
+                      for v in c.values.values()) / m.scale
+            ax.yaxis.set_major_locator(FixedLocator(
+                [0.0] + [10.0 ** k for k in range(math.ceil(math.log10(thresh)),
+                                                  math.ceil(math.log10(top)) + 1)
+                 if 10.0 ** k <= 1.5 * top]))
+            ax.yaxis.set_minor_locator(NullLocator())
             ylabel += " (log scale)"
         # ticks as the tables print numbers (thousands separated, no exponent)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: number(v)))
         ax.set_ylabel(ylabel)
         ax.set_ylim(bottom=0)
+        if thresh is not None:  # headroom above the highest seed on a log axis
+            ax.set_ylim(top=1.5 * top)
         ax.grid(True, alpha=0.3)
     for ax in axes[len(panels):]:
         ax.set_visible(False)
