@@ -3,8 +3,10 @@ run's rows: the before/after of a simulator change on the lab's real workload.
 
 Every run of ``lab run --spec paper`` (or, with ``--first-seed``, every cell's first seed: 219
 runs) goes through ``lab.runs.run_one`` in a process pool, largest groups first; the output
-JSON has per run its grid, CPU seconds (``time.process_time`` around ``run_one``), steps and a
-digest of its rows in every table (``wall_ms`` left out), and per grid the CPU total. Two
+JSON has per run its grid, CPU seconds (user and system time of the process and of the
+paired control it forks, around ``run_one``), steps and a
+digest of its rows in every table (``wall_ms``, and the summary's counts of I4 checkpoints
+and of invariant checks, left out), and per grid the CPU total. Two
 trees side by side, same time (each from its own ``src``)::
 
     PYTHONPATH=/tmp/ref/src .venv/bin/python -m benchmarks.paper_cells /tmp/ref.json --first-seed &
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import resource
 import sys
 import time
 from multiprocessing import Pool
@@ -47,18 +50,31 @@ def _runs(first_seed: bool) -> list[RunParams]:
     return [r for r in runs if r.replicate == 0] if first_seed else runs
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and of its children that ended (the paired control runs
+    in a child forked from the run: ``lab.runs.simulate_with_control``)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def _one(arg: tuple[int, bool]) -> tuple[int, float, int, str]:
     from groupcoord.lab.runs import flatten, run_one
 
     i, first_seed = arg
     r = _runs(first_seed)[i]
-    c0 = time.process_time()
+    c0 = _cpu()
     res = run_one(r)
-    cpu = time.process_time() - c0
+    cpu = _cpu() - c0
     tables = flatten(res)
     for rows in tables.values():
         for row in rows:
             row.pop("wall_ms", None)
+            if "summary_json" in row:  # how often the invariants were checked: no figure
+                summary = json.loads(row["summary_json"])
+                row["summary_json"] = json.dumps(
+                    {k: v for k, v in summary.items()
+                     if k != "checkpoints" and not k.endswith("_checks")}, sort_keys=True)
     digest = hashlib.sha256(json.dumps(tables, sort_keys=True, default=str).encode()).hexdigest()
     return i, cpu, int(res["steps"] or 0), digest
 
