@@ -27,6 +27,7 @@ import time
 from multiprocessing import Pool
 from typing import Any
 
+from benchmarks._harness import Result
 from groupcoord.lab.spec import RunParams, expand, load_spec
 
 
@@ -45,9 +46,38 @@ def grid_of(r: RunParams) -> str:
     return "consumers"
 
 
-def _runs(first_seed: bool) -> list[RunParams]:
+#: Which runs: every run of the spec, every cell's first seed, or (``quick``, the benchmark's
+#: shape test) the first seed of each grid's smallest cell of each protocol at its smallest size.
+SELECTIONS = ("all", "first", "quick")
+
+
+def _runs(selection: str) -> list[RunParams]:
     runs = expand(load_spec("paper"))
-    return [r for r in runs if r.replicate == 0] if first_seed else runs
+    if selection == "all":
+        return runs
+    runs = [r for r in runs if r.replicate == 0]
+    if selection == "first":
+        return runs
+    smallest: dict[str, int] = {}
+    for r in runs:
+        g = grid_of(r)
+        smallest[g] = min(smallest.get(g, 1 << 30), r.size or 0)
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for r in runs:
+        key = (grid_of(r), r.protocol)
+        if (r.size or 0) == smallest[key[0]] and key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out
+
+
+def spec_runs_per_grid() -> dict[str, int]:
+    """How many runs each grid of the whole spec has (all seeds)."""
+    counts: dict[str, int] = {}
+    for r in expand(load_spec("paper")):
+        counts[grid_of(r)] = counts.get(grid_of(r), 0) + 1
+    return counts
 
 
 def _cpu() -> float:
@@ -58,11 +88,11 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def _one(arg: tuple[int, bool]) -> tuple[int, float, int, str]:
+def _one(arg: tuple[int, str]) -> tuple[int, float, int, str]:
     from groupcoord.lab.runs import flatten, run_one
 
-    i, first_seed = arg
-    r = _runs(first_seed)[i]
+    i, selection = arg
+    r = _runs(selection)[i]
     c0 = _cpu()
     res = run_one(r)
     cpu = _cpu() - c0
@@ -79,28 +109,61 @@ def _one(arg: tuple[int, bool]) -> tuple[int, float, int, str]:
     return i, cpu, int(res["steps"] or 0), digest
 
 
-def measure(out: str, first_seed: bool, jobs: int) -> dict[str, Any]:
+def measure(out: str | None, selection: str, jobs: int) -> dict[str, Any]:
+    """Run the selected runs in a pool of ``jobs`` processes, largest groups first; the
+    result (written to ``out`` as JSON when given): wall and CPU seconds, CPU per grid, and
+    ``spec_cpu_s``, the whole spec's CPU estimated from it (each grid's CPU per run times its
+    runs in the spec)."""
     import groupcoord
 
-    runs = _runs(first_seed)
+    runs = _runs(selection)
     order = sorted(range(len(runs)), key=lambda i: -(runs[i].size or 0))
     w0 = time.perf_counter()
     found: dict[str, dict[str, Any]] = {}
     with Pool(jobs) as pool:
-        for i, cpu, steps, digest in pool.imap_unordered(_one, [(i, first_seed) for i in order]):
+        for i, cpu, steps, digest in pool.imap_unordered(_one, [(i, selection) for i in order]):
             r = runs[i]
             found[r.run_id] = {"grid": grid_of(r), "cpu_s": round(cpu, 3), "steps": steps,
                                "rows": digest, "run": f"{r.scenario}/{r.protocol}/{r.size}/"
                                                      f"{r.workload}/{r.replicate}"}
+    wall = time.perf_counter() - w0
     grids: dict[str, float] = {}
+    counts: dict[str, int] = {}
     for v in found.values():
-        grids[v["grid"]] = round(grids.get(v["grid"], 0.0) + v["cpu_s"], 1)
-    result = {"groupcoord": groupcoord.__file__, "wall_s": round(time.perf_counter() - w0, 1),
+        grids[v["grid"]] = round(grids.get(v["grid"], 0.0) + v["cpu_s"], 3)
+        counts[v["grid"]] = counts.get(v["grid"], 0) + 1
+    in_spec = spec_runs_per_grid()
+    spec_cpu = sum(grids[g] / counts[g] * in_spec.get(g, 0) for g in grids)
+    result = {"groupcoord": groupcoord.__file__, "selection": selection, "jobs": jobs,
+              "wall_s": round(wall, 1),
               "cpu_s": round(sum(v["cpu_s"] for v in found.values()), 1), "grids": grids,
-              "runs": found}
-    with open(out, "w") as f:
-        json.dump(result, f, indent=0, sort_keys=True)
+              "runs_per_grid": counts, "spec_runs_per_grid": in_spec,
+              "spec_cpu_s": round(spec_cpu, 3), "runs": found}
+    if out:
+        with open(out, "w") as f:
+            json.dump(result, f, indent=0, sort_keys=True)
     return result
+
+
+def run(quick: bool = False) -> list[Result]:
+    """``groupcoord bench paper_cells [--json]``: every cell's first seed of the paper spec
+    (quick: one small run per grid and protocol) in a pool of 2 processes without Spark (the
+    simulations are what the spec's wall time is made of; Spark's start, the tables and the
+    report add under a minute). ``lab.paper.wall_ms``: the pool's wall time;
+    ``lab.paper.cpu_ms.grid=NAME``: CPU time per grid (user and system, the forked paired
+    controls included); ``lab.paper.spec_cpu_ms``: the whole spec's CPU estimated from them.
+    On 2 cores the spec's simulations take at least half that CPU time in wall time."""
+    res = measure(None, "quick" if quick else "first", 2)
+    params = {"selection": res["selection"], "jobs": res["jobs"], "runs": len(res["runs"]),
+              "cpu_s": res["cpu_s"], "wall_s": res["wall_s"]}
+    out = [Result("lab.paper.wall_ms", res["wall_s"] * 1000.0, "ms", params),
+           Result("lab.paper.spec_cpu_ms", res["spec_cpu_s"] * 1000.0, "ms",
+                  {**params, "spec_runs_per_grid": res["spec_runs_per_grid"]})]
+    for g, cpu in sorted(res["grids"].items()):
+        out.append(Result(f"lab.paper.cpu_ms.grid={g}", cpu * 1000.0, "ms",
+                          {"runs": res["runs_per_grid"][g],
+                           "spec_runs": res["spec_runs_per_grid"].get(g, 0)}))
+    return out
 
 
 def compare(a_path: str, b_path: str) -> int:
@@ -132,8 +195,9 @@ def main(argv: list[str] | None = None) -> int:
         return compare(*ns.compare)
     if not ns.out:
         p.error("give the output file (or --compare A B)")
-    res = measure(ns.out, ns.first_seed, ns.jobs)
-    print(json.dumps({k: res[k] for k in ("groupcoord", "wall_s", "cpu_s", "grids")}))
+    res = measure(ns.out, "first" if ns.first_seed else "all", ns.jobs)
+    print(json.dumps({k: res[k] for k in ("groupcoord", "wall_s", "cpu_s", "grids",
+                                          "spec_cpu_s")}))
     return 0
 
 
