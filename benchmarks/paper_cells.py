@@ -19,6 +19,7 @@ trees side by side, same time (each from its own ``src``)::
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import resource
@@ -47,10 +48,11 @@ def grid_of(r: RunParams) -> str:
 
 
 #: Which runs: every run of the spec, every cell's first seed, or (``quick``, the benchmark's
-#: shape test) the first seed of each grid's smallest cell of each protocol at its smallest size.
+#: shape test) one first seed per grid, at the grid's smallest size.
 SELECTIONS = ("all", "first", "quick")
 
 
+@functools.lru_cache(maxsize=len(SELECTIONS))
 def _runs(selection: str) -> list[RunParams]:
     runs = expand(load_spec("paper"))
     if selection == "all":
@@ -62,12 +64,12 @@ def _runs(selection: str) -> list[RunParams]:
     for r in runs:
         g = grid_of(r)
         smallest[g] = min(smallest.get(g, 1 << 30), r.size or 0)
-    seen: set[tuple[str, str]] = set()
+    seen: set[str] = set()
     out = []
     for r in runs:
-        key = (grid_of(r), r.protocol)
-        if (r.size or 0) == smallest[key[0]] and key not in seen:
-            seen.add(key)
+        g = grid_of(r)
+        if (r.size or 0) == smallest[g] and g not in seen:
+            seen.add(g)
             out.append(r)
     return out
 
@@ -147,7 +149,7 @@ def measure(out: str | None, selection: str, jobs: int) -> dict[str, Any]:
 
 def run(quick: bool = False) -> list[Result]:
     """``groupcoord bench paper_cells [--json]``: every cell's first seed of the paper spec
-    (quick: one small run per grid and protocol) in a pool of 2 processes without Spark (the
+    (quick: one small run per grid) in a pool of 2 processes without Spark (the
     simulations are what the spec's wall time is made of; Spark's start, the tables and the
     report add under a minute). ``lab.paper.wall_ms``: the pool's wall time;
     ``lab.paper.cpu_ms.grid=NAME``: CPU time per grid (user and system, the forked paired
