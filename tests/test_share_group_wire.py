@@ -426,3 +426,43 @@ def test_a_member_whose_session_expires_releases_its_records_at_once() -> None:
 def _describe_in(c: KafkaClient, group: str) -> Any:
     return c.call(ApiKey.SHARE_GROUP_DESCRIBE, 1, group_ids=[group],
                   include_authorized_operations=False).groups[0]
+
+
+def test_groups_describe_shows_start_offsets_and_lag(tmp_path: Any) -> None:
+    """With share partitions served, ``groups describe`` of a share group carries each
+    partition's start offset and lag (DescribeShareGroupOffsets), as kafka-share-groups.sh
+    --describe does."""
+    import json
+    import subprocess
+
+    from groupcoord.testing import embedded_cluster
+
+    from .conftest import GROUPCOORD
+    from .test_share_data_wire import Member, acquired, produce, topic_id
+
+    with embedded_cluster(topics={"t": 1}) as cluster:
+        boot = cluster.bootstrap_servers.split(",")[0]
+        admin = KafkaClient(boot)
+        m = Member(boot, "member-a", topic_id(admin))
+        try:
+            r = admin.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id="sg", member_id="member-a",
+                           member_epoch=0, subscribed_topic_names=["t"])
+            assert int(r.error_code) == 0, r
+            m.fetch()  # the share partition starts at the log end (share.auto.offset.reset)
+            produce(boot, 5)
+            got = acquired(m.fetch(wait_ms=5000))
+            assert got == [(0, 4, 1)]
+            m.acknowledge(0, [(0, 1, 1)])  # ACCEPT 0-1: the start offset moves to 2
+            p = subprocess.run([*GROUPCOORD, "groups", "describe", "--bootstrap-server", boot,
+                                "sg", "--json"], capture_output=True, text=True, timeout=60)
+            assert p.returncode == 0, p.stderr
+            [g] = json.loads(p.stdout)
+            assert g["type"] == "share"
+            assert g["partitions"] == [{"topic": "t", "partition": 0, "members": ["member-a"],
+                                        "start_offset": 2, "lag": 3}]
+            text = subprocess.run([*GROUPCOORD, "groups", "describe", "--bootstrap-server",
+                                   boot, "sg"], capture_output=True, text=True, timeout=60)
+            assert "START-OFFSET" in text.stdout and "member-a" in text.stdout
+        finally:
+            m.close()
+            admin.close()
