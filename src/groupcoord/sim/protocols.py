@@ -5,8 +5,9 @@ invariants, plus the variants it accepts (for consumer groups: the server-side a
 Registered today: ``consumer`` (KIP-848; variants ``uniform``, ``range``: the server-side
 assignor; ``client``: a client-side assignor run by a member), ``classic``
 (classic consumers: eager, cooperative), ``connect`` (Connect workers on connect groups:
-eager, cooperative) and ``classic-connect`` (Connect workers in classic groups: eager,
-compatible, sessioned); each registers itself here with :func:`register_protocol`.
+eager, cooperative), ``classic-connect`` (Connect workers in classic groups: eager,
+compatible, sessioned) and ``share`` (KIP-932 share groups: ``simple``, the share assignor);
+each registers itself here with :func:`register_protocol`.
 ``ProtocolSpec.resource`` says what the members share (partitions, or tasks for Connect).
 """
 
@@ -105,3 +106,16 @@ def _register_classic_connect() -> None:
 
 
 _register_classic_connect()
+
+
+def _register_share() -> None:
+    from groupcoord.sim.share import ShareSimulation
+
+    register_protocol(ProtocolSpec(
+        "share", ShareSimulation, ("simple",), "simple",
+        "KIP-932 share groups: share consumers (ShareGroupHeartbeat against the coordinator's "
+        "share groups; fetch, process, acknowledge against the core's share partitions, with "
+        "acquisition locks and delivery counts); the variant is the share assignor"))
+
+
+_register_share()
