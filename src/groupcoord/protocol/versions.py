@@ -17,6 +17,8 @@ Ranges and why (docs/wire.md; NOTES.md "What real clients need from a broker"):
   after a leader change (kafka-python stops without it once leader epochs move, which they do
   with several brokers).
 - ConsumerGroupHeartbeat 0-1 and ConsumerGroupDescribe 0-1 (KIP-848; librdkafka needs v1).
+- TxnOffsetCommit 0-4 (KIP-447's group metadata from v3; v5 is the transaction version 2
+  flow of KIP-890, not offered).
 - OffsetCommit 2-10, OffsetFetch 1-10 (v8+ batched groups, v9 member id/epoch, v10 topics by
   id: Kafka 4.1+), OffsetDelete 0, ListGroups 0-5 (v5: group types, KIP-848), DeleteGroups 0-2.
   These are Kafka 4.3's versions of the group APIs (with JoinGroup 9, SyncGroup 5,
@@ -77,6 +79,7 @@ class ApiKey(IntEnum):
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
     INIT_PRODUCER_ID = 22
+    TXN_OFFSET_COMMIT = 28
     DESCRIBE_ACLS = 29
     CREATE_ACLS = 30
     DELETE_ACLS = 31
@@ -113,6 +116,7 @@ API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.METADATA: (0, 13),
     ApiKey.OFFSET_COMMIT: (2, 10),
     ApiKey.OFFSET_FETCH: (1, 10),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 4),
     ApiKey.FIND_COORDINATOR: (0, 6),
     ApiKey.JOIN_GROUP: (0, 9),
     ApiKey.HEARTBEAT: (0, 4),

@@ -206,6 +206,9 @@ class TopicRegistry:
         self.files_recovered = 0
         #: Whether start-up found the clean-shutdown marker (and so read no partition file).
         self.clean_start = False
+        #: Called after :meth:`write_marker` stored a marker (the Fetch family wakes its
+        #: waiting fetches: a read_committed consumer's data became visible).
+        self.marker_listeners: list[Callable[[], None]] = []
         self._load(recover)
 
     # ------------------------------------------------------------------ persistence
@@ -353,6 +356,21 @@ class TopicRegistry:
         if t is None or not 0 <= partition < len(t.partitions):
             return None
         return t.partitions[partition]
+
+    def write_marker(self, name: str, partition: int, producer_id: int, producer_epoch: int,
+                     commit: bool, coordinator_epoch: int, timestamp_ms: int) -> int:
+        """The transaction coordinator's commit or abort marker on one partition
+        (:meth:`PartitionLog.append_control`: its offset, or its ProducerStateError, OSError
+        or LogError); the waiting fetches are woken. KeyError for a partition that does not
+        exist (the topic was deleted)."""
+        plog = self.partition(name, partition)
+        if plog is None:
+            raise KeyError(f"no partition {name}-{partition}")
+        offset = plog.append_control(producer_id, producer_epoch, commit, coordinator_epoch,
+                                     timestamp_ms)
+        for listener in self.marker_listeners:
+            listener()
+        return offset
 
     # ------------------------------------------------------------------ changes
 
