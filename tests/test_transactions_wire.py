@@ -257,3 +257,37 @@ def test_aiokafka_read_committed(cluster: Cluster) -> None:
             await consumer.stop()
 
     assert asyncio.run(main()) == committed
+
+
+def test_a_marker_wakes_a_waiting_read_committed_fetch(cluster: Cluster) -> None:
+    """The transaction coordinator's marker (``PartitionLog.append_control`` directly) answers
+    a read_committed Fetch waiting for data beyond the last stable offset: long before its
+    MaxWaitMs (20 s), which it would otherwise wait out."""
+    import threading
+
+    with KafkaClient(cluster.bootstrap_servers) as c, \
+            KafkaClient(cluster.bootstrap_servers) as waiting:
+        pid = new_pid(c)
+        assert produce(c, batch([b"t1"], pid, 0, 0, txn=True), "tx") == (0, 0)
+        result: dict[str, Any] = {}
+
+        def long_poll() -> None:
+            t0 = time.monotonic()
+            r = waiting.call(ApiKey.FETCH, 12, replica_id=-1, max_wait=20_000, min_bytes=1,
+                             isolation_level=1, topics=[
+                                 {"topic": TOPIC, "partitions": [
+                                     {"partition": 0, "fetch_offset": 0,
+                                      "partition_max_bytes": 1 << 20}]}])
+            result["part"] = r.responses[0].partitions[0]
+            result["s"] = time.monotonic() - t0
+
+        t = threading.Thread(target=long_poll)
+        t.start()
+        time.sleep(0.5)
+        assert "part" not in result  # nothing stable yet: it waits
+        cluster._on_loop(lambda: cluster.server.registry.partition(TOPIC, 0).append_control(
+            pid, 0, True, 0, int(time.time() * 1000)))
+        t.join(30)
+        part = result["part"]
+        assert part.last_stable_offset == 2 and len(part.records) > 0
+        assert result["s"] < 10

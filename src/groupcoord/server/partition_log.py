@@ -106,6 +106,7 @@ import logging
 import mmap
 import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -350,7 +351,7 @@ class PartitionLog:
 
     __slots__ = ("_aborted", "_aborted_lasts", "_bases", "_files", "_fresh", "_hw", "_lasts",
                  "_loaded", "_max_ts", "_mem", "_open", "_positions", "_producers", "_size",
-                 "_sizes", "_spath", "log_start_offset")
+                 "_sizes", "_spath", "log_start_offset", "on_marker")
 
     def __init__(self, path: Path | str, files: OpenFiles | None = None, *,
                  in_memory: bool = False, fresh: bool = False) -> None:
@@ -373,6 +374,9 @@ class PartitionLog:
         self._aborted: list[tuple[int, int, int]] = []
         self._aborted_lasts: list[int] = []
         self.log_start_offset = 0
+        #: Called after :meth:`append_control` stored a marker (the topic registry's hook:
+        #: waiting read_committed fetches wake up).
+        self.on_marker: Callable[[], None] | None = None
         self._hw = 0
         self._size = 0
         self._fresh = fresh and not in_memory
@@ -709,6 +713,8 @@ class PartitionLog:
             return self.append_control(producer_id, producer_epoch, commit, coordinator_epoch,
                                        timestamp_ms)
         self._end_transaction(producer_id, producer_epoch, commit, coordinator_epoch, offset)
+        if self.on_marker is not None:
+            self.on_marker()
         return offset
 
     def _write(self, data: bytes, batches: list[BatchInfo]) -> int | None:

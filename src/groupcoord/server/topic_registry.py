@@ -219,7 +219,9 @@ class TopicRegistry:
         in_memory = self.in_memory
 
         def make(p: int) -> PartitionLog:  # files present at start-up are recovered by recover()
-            return PartitionLog(f"{tdir}/{p}.log", files, in_memory=in_memory, fresh=True)
+            plog = PartitionLog(f"{tdir}/{p}.log", files, in_memory=in_memory, fresh=True)
+            plog.on_marker = self._marker_written
+            return plog
 
         return Topic(tid, name, Partitions(make, count), configs)
 
@@ -361,16 +363,20 @@ class TopicRegistry:
                      commit: bool, coordinator_epoch: int, timestamp_ms: int) -> int:
         """The transaction coordinator's commit or abort marker on one partition
         (:meth:`PartitionLog.append_control`: its offset, or its ProducerStateError, OSError
-        or LogError); the waiting fetches are woken. KeyError for a partition that does not
-        exist (the topic was deleted)."""
+        or LogError). KeyError for a partition that does not exist (the topic was deleted).
+        Every marker of a partition of the registry, written here or by ``append_control``,
+        calls :attr:`marker_listeners` (the waiting fetches are woken)."""
         plog = self.partition(name, partition)
         if plog is None:
             raise KeyError(f"no partition {name}-{partition}")
-        offset = plog.append_control(producer_id, producer_epoch, commit, coordinator_epoch,
-                                     timestamp_ms)
+        return plog.append_control(producer_id, producer_epoch, commit, coordinator_epoch,
+                                   timestamp_ms)
+
+    def _marker_written(self) -> None:
+        """A partition of this registry stored a marker (:meth:`PartitionLog.append_control`,
+        directly or through :meth:`write_marker`)."""
         for listener in self.marker_listeners:
             listener()
-        return offset
 
     # ------------------------------------------------------------------ changes
 
