@@ -14,7 +14,8 @@ CreatePartitions), ``produce_fetch`` (Produce, InitProducerId, Fetch, ListOffset
 OffsetForLeaderEpoch), ``groups`` (consumer and classic group APIs, DescribeGroups, ListGroups,
 DeleteGroups), ``offsets`` (OffsetCommit, OffsetFetch, OffsetDelete), ``configs``
 (DescribeConfigs, IncrementalAlterConfigs), ``acls`` (CreateAcls, DescribeAcls, DeleteAcls) and
-``extensions`` (the extension APIs of the specs, API keys 1000+, docs/wire.md). Adding a family
+``extensions`` (the extension APIs of the specs, API keys 1000+, docs/wire.md) and
+``share_groups`` (ShareGroupHeartbeat, ShareGroupDescribe: KIP-932). Adding a family
 is a module with an :class:`ApiFamily` subclass and one line in :data:`FAMILIES`.
 
 Authorization (docs/acls.md has the table of what each API requires): every handler asks the
@@ -39,6 +40,7 @@ from groupcoord.server.apis.groups import GROUP_API_ACLS, GroupApis
 from groupcoord.server.apis.metadata import MetadataApis
 from groupcoord.server.apis.offsets import OffsetApis
 from groupcoord.server.apis.produce_fetch import ProduceFetchApis
+from groupcoord.server.apis.share_groups import ShareGroupApis
 from groupcoord.server.apis.topics import TopicApis
 from groupcoord.server.apis.versions import VersionsApis
 from groupcoord.server.brokers import BrokerSet
@@ -60,6 +62,7 @@ FAMILIES: tuple[type[ApiFamily], ...] = (
     ConfigApis,
     AclApis,
     ExtensionApis,
+    ShareGroupApis,
 )
 
 AwaitableResponse = Awaitable[Any]
