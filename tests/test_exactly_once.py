@@ -4,12 +4,13 @@ transactional data (markers, last stable offset, aborted transactions, pending t
 offsets).
 
 A real ``groupcoord serve`` process on a data directory; ``tests/eos_worker.py`` workers
-(confluent-kafka: a read_committed consumer of a group, a transactional producer) read
+(a read_committed consumer of a group and a transactional producer, of each client) read
 ``eos-in`` and write ``out:<value>`` to ``eos-out`` in transactions that carry their offsets.
 
 - Workers killed with SIGKILL mid-way and replaced by processes with the same transactional
-  ids, on both group protocols: the output read at read_committed holds every input exactly once
-  and the group's committed offsets are the ends of the input.
+  ids (confluent-kafka on both group protocols, kafka-python and aiokafka on the classic one):
+  the output read at read_committed holds every input exactly once and the group's committed
+  offsets are the ends of the input.
 - A zombie (a worker stopped with SIGSTOP while its replacement starts) is fenced: when it
   resumes, its transaction fails with librdkafka's fatal fenced error and nothing it wrote is
   visible.
@@ -55,12 +56,14 @@ REPO = Path(__file__).resolve().parent.parent
 class Worker:
     """One ``tests/eos_worker.py`` process and what it printed."""
 
-    def __init__(self, bootstrap: str, group: str, tid: str, protocol: str) -> None:
+    def __init__(self, bootstrap: str, group: str, tid: str, protocol: str,
+                 client: str = "confluent") -> None:
         self.tid = tid
+        self.client = client
         self.lines: list[str] = []
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.eos_worker", bootstrap, group, tid, protocol,
-             str(BATCH), str(PACE_MS)],
+             str(BATCH), str(PACE_MS), client],
             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"})
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -165,13 +168,16 @@ def server(tmp_path: Path) -> Iterator[ServerProcess]:
         s.stop()
 
 
-@pytest.mark.parametrize("protocol", ["classic", "consumer"])
-def test_workers_killed_and_replaced_keep_exactly_once(server: ServerProcess,
+@pytest.mark.parametrize(("client", "protocol"), [
+    ("confluent", "classic"), ("confluent", "consumer"), ("kafka-python", "classic"),
+    ("aiokafka", "classic")])
+def test_workers_killed_and_replaced_keep_exactly_once(server: ServerProcess, client: str,
                                                        protocol: str) -> None:
     create_topics(server.bootstrap)
     produce_input(server.bootstrap)
-    group = f"eos-{protocol}"
-    workers = [Worker(server.bootstrap, group, f"w{k}-{protocol}", protocol) for k in range(2)]
+    group = f"eos-{client}-{protocol}"
+    workers = [Worker(server.bootstrap, group, f"w{k}-{protocol}", protocol, client)
+               for k in range(2)]
     try:
         wait_for(lambda: workers[0].committed > 0 and workers[1].committed > 0, 90,
                  "both workers to commit")
@@ -179,7 +185,7 @@ def test_workers_killed_and_replaced_keep_exactly_once(server: ServerProcess,
         victim = workers[0]
         victim.proc.kill()  # SIGKILL, mid-way (possibly inside a transaction)
         victim.proc.wait(10)
-        workers[0] = Worker(server.bootstrap, group, victim.tid, protocol)
+        workers[0] = Worker(server.bootstrap, group, victim.tid, protocol, client)
         wait_for(lambda: input_done(server, group), 150, "the group to consume all input")
         got = read_output(server.bootstrap)
         assert got == expected(), (
