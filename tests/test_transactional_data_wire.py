@@ -291,3 +291,39 @@ def test_a_marker_wakes_a_waiting_read_committed_fetch(cluster: Cluster) -> None
         part = result["part"]
         assert part.last_stable_offset == 2 and len(part.records) > 0
         assert result["s"] < 10
+
+
+def test_transactional_id_acls_for_produce_and_txn_offset_commit(tmp_path: Any) -> None:
+    """WRITE on the TRANSACTIONAL_ID (Kafka's ``KafkaApis``): a Produce with a transactional id
+    and a TxnOffsetCommit without it are refused TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every
+    partition and write nothing; with it they go through (then GROUP and TOPIC are checked)."""
+    from groupcoord.server.security.acls import AclOperation as Op
+    from groupcoord.server.security.acls import ResourceType as RT
+
+    from .acl_support import thread_server
+    from .test_server_acls import create_topic, grant
+
+    with thread_server(tmp_path / "data") as srv, srv.client("admin") as admin, \
+            srv.client("alice") as alice:
+        create_topic(admin, TOPIC, 1)
+        grant(admin, RT.TOPIC, TOPIC, "User:alice", Op.WRITE)
+        grant(admin, RT.TOPIC, TOPIC, "User:alice", Op.READ)
+        grant(admin, RT.GROUP, "g", "User:alice", Op.READ)
+        grant(admin, RT.CLUSTER, "kafka-cluster", "User:alice", Op.IDEMPOTENT_WRITE)
+        pid = new_pid(alice)
+
+        def txn_commit() -> int:
+            r = alice.call(ApiKey.TXN_OFFSET_COMMIT, 3, transactional_id="tx-a", group_id="g",
+                           producer_id=pid, producer_epoch=0, generation_id=-1, member_id="",
+                           group_instance_id=None, topics=[{"name": TOPIC, "partitions": [
+                               {"partition_index": 0, "committed_offset": 1,
+                                "committed_leader_epoch": -1, "committed_metadata": ""}]}])
+            return int(r.topics[0].partitions[0].error_code)
+
+        refused = E.transactional_id_authorization_failed
+        assert produce(alice, batch([b"x"], pid, 0, 0, txn=True), "tx-a") == (refused, -1)
+        assert txn_commit() == refused
+        assert list_latest(admin, 0) == 0
+        grant(admin, RT.TRANSACTIONAL_ID, "tx-a", "User:alice", Op.WRITE)
+        assert produce(alice, batch([b"x"], pid, 0, 0, txn=True), "tx-a") == (0, 0)
+        assert txn_commit() == 0
