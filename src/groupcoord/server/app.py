@@ -23,11 +23,12 @@ Bad input never stops the server:
 
 - a frame whose size is negative or above ``socket.request.max.bytes`` (100 MiB), or whose
   header or body cannot be decoded, closes that connection, with the reason logged;
-- an API key or version outside :data:`API_VERSIONS` gets UNSUPPORTED_VERSION: ApiVersions is
-  answered as v0 with the supported list (as Kafka does, so the client can retry with a version
-  we have); another API known to kio is answered in its own response schema when that schema
-  has a top-level error code; anything else gets ``correlation_id, int16 35`` (the most a client
-  can parse without a schema);
+- an ApiVersions request of a version outside :data:`API_VERSIONS` is answered as v0 with
+  UNSUPPORTED_VERSION and the supported list (as Kafka does, so the client can retry with a
+  version we have); any other API key or version outside the table closes the connection, with
+  the reason logged, as Kafka 4's ``SocketServer`` does ("Received request api key ... which is
+  not enabled", an ``InvalidRequestException``): a client sends only what ApiVersions
+  advertised, so such a request is a broken or hostile one;
 - a handler failing with an unexpected exception is logged and answered UNKNOWN_SERVER_ERROR
   when the response schema has a top-level error code, else the connection is closed.
 
@@ -54,7 +55,6 @@ import errno
 import inspect
 import logging
 import socket
-import struct
 import time
 import uuid
 from collections import deque
@@ -80,7 +80,7 @@ from groupcoord.protocol.codec import (
     response_frame,
     response_header_version,
 )
-from groupcoord.protocol.framing import MAX_FRAME_SIZE, FrameDecoder, FrameError, frame
+from groupcoord.protocol.framing import MAX_FRAME_SIZE, FrameDecoder, FrameError
 from groupcoord.protocol.versions import ApiKey, api_name, is_supported
 from groupcoord.server.apis import (
     KafkaApis,
@@ -589,19 +589,18 @@ class KafkaServer:
             log.exception("%s: %s v%d failed", conn.peer, api_name(key), version)
             return self._internal_error(key, version, corr)
 
-    def _unsupported(self, key: int, version: int, corr: int, conn: Connection) -> bytes:
-        """The answer to an API key or version outside :data:`API_VERSIONS` (module doc)."""
-        log.info("%s: unsupported %s v%d (correlation id %d)", conn.peer, api_name(key),
-                 version, corr)
+    def _unsupported(self, key: int, version: int, corr: int, conn: Connection) -> bytes | Close:
+        """The answer to an API key or version outside :data:`API_VERSIONS` (module doc):
+        ApiVersions v0 with UNSUPPORTED_VERSION, else the connection is closed."""
         if key == ApiKey.API_VERSIONS:
+            log.info("%s: unsupported ApiVersions v%d (correlation id %d): answered v0",
+                     conn.peer, version, corr)
             cls = response_class(ApiKey.API_VERSIONS, 0)
             assert cls is not None
             return encode_response(ApiKey.API_VERSIONS, 0, corr, build(
                 cls, error_code=ErrorCode.unsupported_version, api_keys=api_version_entries()))
-        entity = error_response_entity(key, version, ErrorCode.unsupported_version)
-        if entity is None:
-            return frame(struct.pack(">ih", corr, ErrorCode.unsupported_version.value))
-        return encode_response(key, version, corr, entity)
+        return Close(f"received request api key {key} ({api_name(key)}) with version {version} "
+                     f"which is not enabled")
 
     async def _delayed(self, delay_ms: int, body: Any, ctx: RequestContext) -> Any:
         """Handle a request after an injected latency (``server/faults.py``)."""
