@@ -6,7 +6,7 @@ accepted; any other request closes the connection (Kafka: "Unexpected Kafka requ
 SASL handshake"). SaslHandshake names a mechanism of ``sasl.enabled.mechanisms`` (default
 ``SCRAM-SHA-256,SCRAM-SHA-512``; PLAIN must be enabled explicitly; GSSAPI and OAUTHBEARER are
 not served); another gets UNSUPPORTED_SASL_MECHANISM with the enabled list and the connection is
-closed after the response. Then:
+closed after the response (both after the failed-authentication delay below). Then:
 
 - after SaslHandshake v1 the client sends SaslAuthenticate requests (v0-v2) carrying the
   mechanism's tokens; anything else closes the connection;
@@ -346,7 +346,8 @@ class SaslSession:
             resp = self._response(ApiKey.SASL_HANDSHAKE, version, corr,
                                   error_code=ErrorCode.unsupported_sasl_mechanism,
                                   mechanisms=self.mechanisms)
-            return self._close(f"unsupported SASL mechanism {body.mechanism!r}", resp)
+            # an AuthenticationException in Kafka too: answered at the delayed close
+            return self._fail(f"unsupported SASL mechanism {body.mechanism!r}", resp)
         self.mech = _mechanism(name, self.store)
         self.state = "authenticate" if version >= 1 else "legacy"
         return self._response(ApiKey.SASL_HANDSHAKE, version, corr, error_code=0,
