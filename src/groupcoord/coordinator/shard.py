@@ -7,7 +7,8 @@ A shard rebuilt by replaying its log equals the live shard (``state_digest``).
 
 The shard is the frame; each group type is a manager (``modern/consumer/handlers.py``'s
 ``ConsumerGroupManager``, ``modern/connect/handlers.py``'s ``ConnectGroupManager``,
-``classic/handlers.py``'s ``ClassicGroupManager``) that registers its request handlers, the
+``classic/handlers.py``'s ``ClassicGroupManager``, ``modern/share/handlers.py``'s
+``ShareGroupManager`` for KIP-932 share groups) that registers its request handlers, the
 record types it replays and its timer kinds. The shard itself handles what all group types
 share: offsets, ListGroups, DeleteGroups and the dynamic group configurations. All group types
 share one group id space (``groups``); the shard reaches a group's manager by its
@@ -23,15 +24,19 @@ from operator import itemgetter
 from typing import Any
 
 from groupcoord.coordinator import offsets as offsets_mod
+from groupcoord.coordinator import transactional_offsets
 from groupcoord.coordinator.assignors import ASSIGNORS
 from groupcoord.coordinator.assignors.base import PartitionAssignor, PartitionAssignorError
 from groupcoord.coordinator.classic.handlers import ClassicGroupManager
 from groupcoord.coordinator.config import (
     GROUP_CONFIG_ALIASES,
+    SHARE_GROUP_CONFIGS,
     CoordinatorConfig,
     GroupConfig,
+    ShareGroupConfig,
     canonical_group_config_name,
     effective_group_config,
+    effective_share_group_config,
     validate_group_configs,
 )
 from groupcoord.coordinator.context import GroupType, Handler, Replayer, TimerHandler
@@ -40,6 +45,7 @@ from groupcoord.coordinator.ids import MemberIdSource, counter_member_ids
 from groupcoord.coordinator.messages import (
     AlterGroupConfigsRequest,
     AlterGroupConfigsResponse,
+    CompleteTransactionRequest,
     DeletableGroupResult,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
@@ -52,6 +58,7 @@ from groupcoord.coordinator.messages import (
     OffsetCommitRequest,
     OffsetDeleteRequest,
     OffsetFetchRequest,
+    TxnOffsetCommitRequest,
 )
 from groupcoord.coordinator.modern.connect.handlers import ConnectGroupManager
 from groupcoord.coordinator.modern.consumer.handlers import REBALANCE, SESSION, ConsumerGroupManager
@@ -59,7 +66,9 @@ from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
+from groupcoord.coordinator.modern.share.handlers import ShareGroupManager
 from groupcoord.coordinator.offsets_retention import OffsetsRetention
+from groupcoord.coordinator.pending_offsets import PendingOffsets
 from groupcoord.coordinator.records import (
     OffsetCommitKey,
     OffsetCommitValue,
@@ -106,8 +115,11 @@ class Shard:
                                        f"group.consumer.assignors names unknown assignor {name!r}")
         self.groups: dict[str, Group] = {}
         self.offsets: dict[str, dict[tuple[str, int], OffsetCommitValue]] = {}
+        #: Pending transactional offsets and transactional producers (KIP-98, KIP-447).
+        self.txn_offsets = PendingOffsets()
         self.group_configs: dict[str, dict[str, str]] = {}
         self._group_config_cache: dict[str, GroupConfig] = {}
+        self._share_config_cache: dict[str, ShareGroupConfig] = {}
         self.timers = Timers()
         #: Groups whose rebalance the driver holds (a test double's control plane,
         #: ``server/control.py``): their heartbeats are answered as usual but no new target
@@ -141,22 +153,31 @@ class Shard:
         self.register_handler(OffsetCommitRequest, partial(offsets_mod.commit, self))
         self.register_handler(OffsetFetchRequest, partial(offsets_mod.fetch, self))
         self.register_handler(OffsetDeleteRequest, partial(offsets_mod.delete, self))
+        self.register_handler(TxnOffsetCommitRequest, partial(transactional_offsets.commit, self))
+        self.register_handler(CompleteTransactionRequest,
+                              partial(transactional_offsets.complete, self))
         self.register_handler(DescribeGroupConfigsRequest, self._describe_group_configs)
         self.register_handler(AlterGroupConfigsRequest, self._alter_group_configs)
         # ``partial`` (C) binds the shard: one Python call per offset record replayed (most
         # of a log), not two.
         self.register_replayer(RecordType.OFFSET_COMMIT, partial(offsets_mod.replay, self))
         self.register_replayer(RecordType.GROUP_CONFIGURATION, self._replay_group_configuration)
+        self.register_replayer(RecordType.TXN_OFFSET_COMMIT,
+                               partial(transactional_offsets.replay_offset, self))
+        self.register_replayer(RecordType.TXN_PRODUCER,
+                               partial(transactional_offsets.replay_producer, self))
         self.register_error_response(
             ConsumerGroupHeartbeatRequest,
             lambda r, e: ConsumerGroupHeartbeatResponse(error_code=e.code, error_message=e.message))
         self.consumer = ConsumerGroupManager(self)
         self.connect = ConnectGroupManager(self)  # the connect group type (the Connect draft)
         self.classic = ClassicGroupManager(self)
+        self.share = ShareGroupManager(self)  # share groups (KIP-932)
         #: Every group type's manager by ``Group.group_type`` (what the shard asks of a group
         #: whatever its type: ``delete_group``).
         self.group_types: dict[str, GroupType] = {
-            "consumer": self.consumer, "connect": self.connect, "classic": self.classic}
+            "consumer": self.consumer, "connect": self.connect, "classic": self.classic,
+            "share": self.share}
         self.retention = OffsetsRetention(self)  # Kafka's offsets.retention.minutes
 
     # ================================================================== registration
@@ -248,6 +269,7 @@ class Shard:
         self.metadata = image
         self.consumer.on_metadata_update()
         self.connect.on_metadata_update()
+        self.share.on_metadata_update()
         return self._result(None)
 
     def on_loaded(self, now_ms: int) -> Result[None]:
@@ -256,6 +278,7 @@ class Shard:
         self.consumer.on_loaded()
         self.connect.on_loaded()
         self.classic.on_loaded()
+        self.share.on_loaded()
         self.retention.on_loaded()
         return self._result(None)
 
@@ -264,6 +287,17 @@ class Shard:
         if cfg is None:
             cfg = effective_group_config(self.config, self.group_configs.get(group_id, {}))
             self._group_config_cache[group_id] = cfg
+        return cfg
+
+    def share_group_config(self, group_id: str) -> ShareGroupConfig:
+        """The share settings of ``group_id`` (KIP-932 "Configuration"): its group configs, else
+        the broker's. What share partitions read per group (lock duration, delivery count
+        limit, auto offset reset, isolation level); the share group type reads its session
+        timeout, heartbeat and assignment intervals here."""
+        cfg = self._share_config_cache.get(group_id)
+        if cfg is None:
+            cfg = effective_share_group_config(self.config, self.group_configs.get(group_id, {}))
+            self._share_config_cache[group_id] = cfg
         return cfg
 
     def new_member_id(self) -> str:
@@ -329,6 +363,7 @@ class Shard:
     def _replay_group_configuration(self, record: Record) -> None:
         gid = record.key.group_id
         self._group_config_cache.pop(gid, None)
+        self._share_config_cache.pop(gid, None)
         if record.value is None:
             self.group_configs.pop(gid, None)
         else:
@@ -374,6 +409,7 @@ class Shard:
         """Tombstones for an empty group and all its offsets (configs are kept, as the spec says)."""
         for (topic, partition) in sorted(self.offsets.get(gid, {})):
             self.append(Record(OffsetCommitKey(gid, topic, partition), None))
+        transactional_offsets.drop_group(self, gid)
         group = self.groups.get(gid)
         manager = None if group is None else self.group_types.get(group.group_type)
         if manager is not None:
@@ -385,9 +421,15 @@ class Shard:
                                 now: int) -> DescribeGroupConfigsResponse:
         overrides = self.group_configs.get(r.group_id, {})
         eff = self.group_config(r.group_id)
+        share = self.share_group_config(r.group_id)
         values = {"group.consumer.session.timeout.ms": str(eff.session_timeout_ms),
                   "group.consumer.heartbeat.interval.ms": str(eff.heartbeat_interval_ms),
-                  "group.consumer.assignment.interval.ms": str(eff.assignment_interval_ms)}
+                  "group.consumer.assignment.interval.ms": str(eff.assignment_interval_ms),
+                  **dict(zip(SHARE_GROUP_CONFIGS, (
+                      str(share.session_timeout_ms), str(share.heartbeat_interval_ms),
+                      str(share.record_lock_duration_ms), str(share.delivery_count_limit),
+                      share.auto_offset_reset, share.isolation_level,
+                      str(share.assignment_interval_ms)), strict=True))}
         if r.names is None:
             wanted = [(n, n) for n in sorted(values)]
         else:
@@ -431,6 +473,7 @@ class Shard:
                               for v in (offs[k],)]
                         for gid, offs in sorted(self.offsets.items())},
             "configs": dict(sorted(self.group_configs.items())),
+            "transactions": self.txn_offsets.digest(),
         }
 
 

@@ -41,9 +41,14 @@ from typing import Any
 
 from groupcoord.coordinator import offsets as offsets_mod
 from groupcoord.coordinator.classic import messages as classic
-from groupcoord.coordinator.config import CoordinatorConfig
+from groupcoord.coordinator.config import CoordinatorConfig, ShareGroupConfig, effective_share_group_config
 from groupcoord.coordinator.ids import MemberIdSource
-from groupcoord.coordinator.messages import DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse
+from groupcoord.coordinator.messages import (
+    CompleteTransactionRequest,
+    DeletableGroupResult,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+)
 from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -51,7 +56,8 @@ from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupHeartbeatResponse,
     DescribedGroup,
 )
-from groupcoord.coordinator.records import Record
+from groupcoord.coordinator.modern.share.messages import ShareGroupHeartbeatRequest
+from groupcoord.coordinator.records import MemberKey, Record, RecordType
 from groupcoord.coordinator.result import DEFERRED, Result
 from groupcoord.coordinator.shard import Shard
 from groupcoord.coordinator.timers import TimerChange
@@ -159,6 +165,11 @@ class CoordinatorRuntime:
         #: shard loaded later (``Shard.held_groups``).
         self.held_groups: frozenset[str] = frozenset()
         self._tokens = itertools.count(1)
+        #: Called with (group id, member id) for each share group member the coordinator
+        #: removed (KIP-932: its session timed out, or it was fenced), once the removal is
+        #: durable; not for a member that left by itself (a ShareGroupHeartbeat at epoch -1).
+        #: Set by the server: the share partitions release what the member had acquired.
+        self.share_member_removed: Callable[[str, str], None] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -279,6 +290,8 @@ class CoordinatorRuntime:
                                               f"load duties: {e}"))
                 return None
             self.metrics.appended(result.records)
+            if self.share_member_removed is not None:
+                self._share_members_removed(result.records, None)
         self.shards[i] = shard
         self.load_errors.pop(i, None)
         self.loads += 1
@@ -311,8 +324,9 @@ class CoordinatorRuntime:
                 self._error_shard = Shard(i, self.config, self.image, self.member_ids)
             return self._error_shard._error_response(request, e)
 
-    def _persist(self, i: int, result: Result[Any]) -> bool:
-        """Append ``result``'s records to shard ``i``'s log; on failure reload the shard."""
+    def _persist(self, i: int, result: Result[Any], request: Any = None) -> bool:
+        """Append ``result``'s records to shard ``i``'s log; on failure reload the shard.
+        ``request``: the request that produced them (None: timers, metadata)."""
         if result.records:
             try:
                 self.log.append(i, [r.encode() for r in result.records], self.clock.now_ms())
@@ -326,11 +340,30 @@ class CoordinatorRuntime:
                 self._reschedule()
                 return False
             self.metrics.appended(result.records)
+            if self.share_member_removed is not None:
+                self._share_members_removed(result.records, request)
         if result.timers:
             self._timers_changed(self.shards[i], result.timers)
         for token, response in result.completions:
             self._complete(token, response)
         return True
+
+    def _share_members_removed(self, records: list[Record], request: Any) -> None:
+        """Tell :attr:`share_member_removed` of the share members whose metadata the records
+        tombstone, except the one leaving by its own heartbeat."""
+        leaving = None
+        if isinstance(request, ShareGroupHeartbeatRequest) and request.member_epoch == -1:
+            leaving = (request.group_id, request.member_id)
+        removed = [(k.group_id, k.member_id) for r in records
+                   if r.value is None and (k := r.key).type is SHARE_MEMBER_METADATA
+                   and isinstance(k, MemberKey)]
+        notify = self.share_member_removed
+        for group_id, member_id in removed:
+            if notify is not None and (group_id, member_id) != leaving:
+                try:
+                    notify(group_id, member_id)
+                except Exception:
+                    log.exception("share member removal of %s/%s failed", group_id, member_id)
 
     def hold_rebalance(self, group_id: str, hold: bool) -> None:
         """Hold (or release) the group's rebalance: its heartbeats are answered, but no new
@@ -367,13 +400,40 @@ class CoordinatorRuntime:
         if shard is None:
             return self._unavailable(shard_index, request)
         result = shard.handle(request, self.clock.now_ms())
-        if not self._persist(shard_index, result):
+        if not self._persist(shard_index, result, request):
             return error_response(request, ErrorCode.coordinator_not_available,
                                   "The coordinator could not persist the request; retry.")
         return result.response
 
     def handle_group(self, group_id: str, request: Any) -> Any:
         return self.handle(self.shard_of(group_id), request)
+
+    def share_group_config(self, group_id: str) -> ShareGroupConfig:
+        """The share settings of ``group_id`` (KIP-932: record lock duration, delivery count
+        limit, auto offset reset, isolation level, ...): its group configs on its shard, else
+        the broker's (also while its shard loads). A read: no record, no request."""
+        shard = self._shard(self.shard_of(group_id))
+        if shard is None:
+            return effective_share_group_config(self.config, {})
+        return shard.share_group_config(group_id)
+
+    def complete_transaction(self, group_id: str, producer_id: int, producer_epoch: int,
+                             commit: bool, coordinator_epoch: int = -1) -> int:
+        """The transaction coordinator's end marker for ``group_id`` (Kafka's
+        ``GroupCoordinator.completeTransaction``): the producer's pending transactional offsets
+        in the group become committed offsets (``commit``) or are dropped, durably when this
+        returns (``coordinator/transactional_offsets.py``). Returns the error code, 0 when
+        done: INVALID_PRODUCER_EPOCH (the producer has a newer epoch in the group: nothing
+        changed), TRANSACTION_COORDINATOR_FENCED, or a retriable COORDINATOR_LOAD_IN_PROGRESS /
+        COORDINATOR_NOT_AVAILABLE (the shard is loading or its log append failed: call again).
+        Completing a transaction again (a marker repeated after a restart) is harmless."""
+        response = self.handle_group(group_id, CompleteTransactionRequest(
+            group_id, producer_id, producer_epoch, commit, coordinator_epoch))
+        if response.error_code:
+            log.info("completing the transaction of producer %d (epoch %d) in group %r: error "
+                     "%d %s", producer_id, producer_epoch, group_id, response.error_code,
+                     response.error_message)
+        return int(response.error_code)
 
     # ------------------------------------------------------------------ deferred responses
 
@@ -515,3 +575,5 @@ class CoordinatorRuntime:
 
 
 MemberIdFactory = Callable[[], str]
+
+SHARE_MEMBER_METADATA = RecordType.SHARE_GROUP_MEMBER_METADATA
