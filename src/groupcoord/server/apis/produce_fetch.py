@@ -11,7 +11,8 @@ Upstream behaviour kept (Kafka's ``KafkaApis`` and the protocol guide):
   (``TopicRegistry.write_marker``). Every partition carries its LastStableOffset; at
   read_committed (IsolationLevel 1) only batches below it are returned, with the aborted
   transactions overlapping them (Kafka's ``UnifiedLog.read`` / ``collectAbortedTransactions``;
-  ``partition_log.py``).
+  ``partition_log.py``). The response holds at most ``fetch.max.bytes`` (Kafka's default,
+  55 MiB, whatever MaxBytes the request asks), or its first batch when that is larger (KIP-74).
 - ListOffsets: LATEST is the last stable offset at read_committed, the high watermark at
   read_uncommitted; a timestamp (or MAX_TIMESTAMP) lookup answers only an offset below that
   bound, else -1 (Kafka's ``Partition.fetchOffsetForTimestamp``).
@@ -192,7 +193,10 @@ class ProduceFetchApis(ApiFamily):
     def _fetch_once(self, body: Any, ctx: RequestContext) -> tuple[Any, int, bool]:
         """(response, bytes of records, whether some partition has an error)."""
         v = ctx.api_version
-        max_bytes = int(getattr(body, "max_bytes", 2**31 - 1))
+        # the request's MaxBytes within the broker's fetch.max.bytes, as Kafka's
+        # KafkaApis.handleFetchRequest clamps it; the first batch is returned even when it is
+        # larger (KIP-74), so a response holds at most fetch.max.bytes or one batch
+        max_bytes = min(int(getattr(body, "max_bytes", 2**31 - 1)), self.broker.fetch_max_bytes)
         total = 0
         errors = False
         responses = []
