@@ -83,6 +83,7 @@ from groupcoord.server.control import ControlPlane
 from groupcoord.server.limits import ConnectionQuotas, Limits, QueuedBytes, normalise_ip
 from groupcoord.server.metrics import LoopIdleMonitor, MetricsServer
 from groupcoord.server.partition_files import max_open_files_from
+from groupcoord.server.producer_ids import ProducerIdAllocator
 from groupcoord.server.routing import misrouted
 from groupcoord.server.runtime import CoordinatorRuntime
 from groupcoord.server.security.acls import AclStore
@@ -93,8 +94,11 @@ from groupcoord.server.security.listeners import ListenerSpec
 from groupcoord.server.security.tls_transport import CLOSE_GRACE_S, TlsProtocol, TlsTransport
 from groupcoord.server.settings import check_properties
 from groupcoord.server.topic_registry import TopicRegistry
+from groupcoord.server.transaction_markers import TransactionMarkers
+from groupcoord.server.transaction_runtime import TransactionRuntime
 from groupcoord.storage.log import RecordLog
 from groupcoord.storage.memory import MemoryLog
+from groupcoord.transactions.config import TransactionConfig
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +108,9 @@ BIND_RETRY_S = 10.0
 #: Coordinator shards (``__consumer_offsets`` partitions) of a server with several brokers when
 #: none is given: Kafka's default ``offsets.topic.num.partitions``.
 DEFAULT_SHARDS_WITH_BROKERS = 50
+
+#: The transaction log's folder in the data directory (its own record log).
+TRANSACTION_LOG_DIR = "transactions"
 
 #: Frames queued on one connection before reading from it pauses.
 MAX_QUEUED_FRAMES = 256
@@ -156,7 +163,8 @@ class KafkaServer:
                  brokers: int = 1, racks: list[str] | None = None,
                  broker_ports: list[int] | None = None,
                  durability: str | None = None,
-                 listeners: list[str] | None = None) -> None:
+                 listeners: list[str] | None = None,
+                 transaction_log: RecordLog | None = None) -> None:
         if not 0 <= port <= 65535:
             raise ValueError(f"--port must be within 0..65535, got {port}")
         #: Listeners, TLS and SASL (``server/security/``): ``listeners`` (``NAME://HOST:PORT``)
@@ -233,6 +241,13 @@ class KafkaServer:
         #: A record log given by the caller (kept open by :meth:`stop`: a restarted server on
         #: the same log finds its groups again, as a broker restarted on its disk).
         self._given_log = record_log
+        #: The transaction log (Kafka's ``__transaction_state``) given by the caller, kept open
+        #: by :meth:`stop` as ``record_log``; default: its own log in ``transactions/`` of the
+        #: data directory (memory with ``--storage memory``).
+        self._given_txn_log = transaction_log
+        self._txn_log: RecordLog | None = None
+        #: The transaction coordinator (``server/transaction_runtime.py``), made by :meth:`start`.
+        self.transactions: TransactionRuntime | None = None
         #: :func:`_route` of each supported (API key, version) seen, looked up once.
         self._routes: dict[tuple[int, int], tuple[Any, bool, bool]] = {}
 
@@ -290,8 +305,12 @@ class KafkaServer:
         ports = self.bound[self.security.first.name]
         self.port = ports[0]
         advertised, _ = endpoints[self.security.first.name][0]
+        producer_ids = ProducerIdAllocator(self.registry.data_dir,
+                                           persist=not self.registry.in_memory)
         self.apis = KafkaApis(self.registry, self.runtime, advertised, self.port, self.properties,
-                              credentials=self.security.store)
+                              producer_ids=producer_ids, credentials=self.security.store)
+        self.transactions = self._start_transactions(loop, producer_ids)
+        self.apis.broker.transactions = self.transactions
         self.apis.endpoints = endpoints
         self.apis.control = self.control.run
         self.apis.authorizer = self.authorizer
@@ -319,6 +338,27 @@ class KafkaServer:
         log.info("serving %d shards, storage %s, data in %s", self.num_shards, self.storage,
                  self.data_dir)
         return self.host, self.port
+
+    def _start_transactions(self, loop: asyncio.AbstractEventLoop,
+                            producer_ids: ProducerIdAllocator) -> TransactionRuntime:
+        """The transaction coordinator on its own log, loaded (its pending markers written)."""
+        assert self.registry is not None and self.runtime is not None
+        if self._given_txn_log is not None:
+            self._txn_log = self._given_txn_log
+        elif self._given_log is not None:  # a log given without its transaction log: memory
+            self._txn_log = MemoryLog()
+        else:
+            txn_dir = self.data_dir / TRANSACTION_LOG_DIR
+            if self.storage != "memory":
+                txn_dir.mkdir(parents=True, exist_ok=True)
+            self._txn_log = open_record_log(self.storage, txn_dir, self.durability)
+        registry, runtime = self.registry, self.runtime
+        markers = TransactionMarkers(registry.partition,  # type: ignore[arg-type]
+                                     runtime)  # type: ignore[arg-type]
+        txns = TransactionRuntime(self._txn_log, TransactionConfig.from_properties(self.properties),
+                                  producer_ids.allocate, markers, runtime.clock)
+        txns.start(loop)
+        return txns
 
     async def _listen(self, broker: int, port: int, *, start: bool = True,
                       spec: ListenerSpec | None = None) -> asyncio.Server:
@@ -505,6 +545,13 @@ class KafkaServer:
             self.runtime.stop()
         if self.idle_monitor is not None:
             self.idle_monitor.uninstall()
+        if self.transactions is not None:
+            self.transactions.stop()
+            self.transactions = None
+        if self._txn_log is not None:
+            if self._txn_log is not self._given_txn_log:
+                self._txn_log.close()
+            self._txn_log = None
         if self._log is not None:
             if self._log is not self._given_log:
                 self._log.close()

@@ -10,11 +10,12 @@ later).
 The families, one module each under ``server/apis/`` (:data:`FAMILIES`): ``authentication``
 (SaslHandshake, SaslAuthenticate, the SCRAM credential APIs), ``versions`` (ApiVersions),
 ``metadata`` (Metadata, FindCoordinator), ``topics`` (CreateTopics, DeleteTopics,
-CreatePartitions), ``produce_fetch`` (Produce, InitProducerId, Fetch, ListOffsets,
+CreatePartitions), ``produce_fetch`` (Produce, Fetch, ListOffsets,
 OffsetForLeaderEpoch), ``groups`` (consumer and classic group APIs, DescribeGroups, ListGroups,
 DeleteGroups), ``offsets`` (OffsetCommit, OffsetFetch, OffsetDelete), ``configs``
 (DescribeConfigs, IncrementalAlterConfigs), ``acls`` (CreateAcls, DescribeAcls, DeleteAcls) and
-``extensions`` (the extension APIs of the specs, API keys 1000+, docs/wire.md). Adding a family
+``extensions`` (the extension APIs of the specs, API keys 1000+, docs/wire.md) and
+``transactions`` (InitProducerId and the transaction coordinator's APIs). Adding a family
 is a module with an :class:`ApiFamily` subclass and one line in :data:`FAMILIES`.
 
 Authorization (docs/acls.md has the table of what each API requires): every handler asks the
@@ -40,6 +41,7 @@ from groupcoord.server.apis.metadata import MetadataApis
 from groupcoord.server.apis.offsets import OffsetApis
 from groupcoord.server.apis.produce_fetch import ProduceFetchApis
 from groupcoord.server.apis.topics import TopicApis
+from groupcoord.server.apis.transactions import TransactionApis
 from groupcoord.server.apis.versions import VersionsApis
 from groupcoord.server.brokers import BrokerSet
 from groupcoord.server.producer_ids import ProducerIdAllocator
@@ -60,6 +62,7 @@ FAMILIES: tuple[type[ApiFamily], ...] = (
     ConfigApis,
     AclApis,
     ExtensionApis,
+    TransactionApis,
 )
 
 AwaitableResponse = Awaitable[Any]

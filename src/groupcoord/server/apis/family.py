@@ -24,6 +24,7 @@ from groupcoord.server.security.acls import CLUSTER_NAME, AclOperation, Resource
 from groupcoord.server.security.authorizer import Authorizer
 from groupcoord.server.security.credentials import CredentialStore
 from groupcoord.server.topic_registry import TopicRegistry
+from groupcoord.server.transaction_runtime import TransactionRuntime
 
 E = ErrorCode
 Op = AclOperation
@@ -80,6 +81,9 @@ class BrokerState:
         self.control: Callable[[str, dict[str, Any]], Any] | None = None
         #: Several brokers (``server/brokers.py``), set by the server; None: one broker.
         self.brokers: BrokerSet | None = None
+        #: The transaction coordinator (``server/transaction_runtime.py``), set by the server;
+        #: None: the transaction APIs answer COORDINATOR_NOT_AVAILABLE.
+        self.transactions: TransactionRuntime | None = None
 
 
 class ApiFamily:
