@@ -178,6 +178,8 @@ class Cluster:
         self._broker_ports: list[int] | None = None
         self._bootstrap = ""
         self.log = MemoryLog()
+        #: The transaction coordinator's log, kept across restarts as ``log``.
+        self.transaction_log = MemoryLog()
         self.server: Any = None
         self.control = Control(self._run_command)
 
@@ -194,7 +196,8 @@ class Cluster:
         self.server = KafkaServer(host=self.host, port=self.port, data_dir=self.data_dir,
                                   storage="memory", properties=self.properties,
                                   record_log=self.log, brokers=self.brokers, racks=self.racks,
-                                  broker_ports=self._broker_ports)
+                                  broker_ports=self._broker_ports,
+                                  transaction_log=self.transaction_log)
         _, self.port = await self.server.start()
         if self.server.brokerset is not None:
             self._broker_ports = [b.port for b in self.server.brokerset.brokers[1:]]

@@ -29,6 +29,7 @@ out), and DescribeTransactions shows only the topics the principal may DESCRIBE.
 
 from __future__ import annotations
 
+import datetime
 import logging
 import re
 from typing import Any
@@ -43,6 +44,10 @@ from groupcoord.transactions.state import TransactionState
 __all__ = ["TransactionApis"]
 
 log = logging.getLogger(__name__)
+
+#: A start time of -1 ("no transaction"): ``build`` reads a negative int as null, which the
+#: non-nullable field cannot carry.
+NO_START_TIME = datetime.datetime.fromtimestamp(-0.001, tz=datetime.UTC)
 
 #: Below these versions PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH (KIP-588).
 FENCED_SINCE: dict[int, int] = {
@@ -198,7 +203,7 @@ class TransactionApis(ApiFamily):
         for tid in body.transactional_ids:
             entry: dict[str, Any] = {"transactional_id": tid, "error_code": 0,
                                      "transaction_state": "", "transaction_timeout": 0,
-                                     "transaction_start_time": -1, "producer_id": -1,
+                                     "transaction_start_time": NO_START_TIME, "producer_id": -1,
                                      "producer_epoch": -1, "topics": ()}
             meta = None if runtime is None else runtime.coordinator.describe(tid)
             if not self._allowed(ctx, Op.DESCRIBE, RT.TRANSACTIONAL_ID, tid):
@@ -212,10 +217,11 @@ class TransactionApis(ApiFamily):
                 for topic, p in meta.partitions:
                     if self._allowed(ctx, Op.DESCRIBE, RT.TOPIC, topic):
                         topics.setdefault(topic, []).append(p)
-                ongoing = meta.state is TransactionState.ONGOING or meta.state.preparing
+                # Kafka's txnStartTimestamp: the current or last transaction's start, -1 if none
                 entry.update(transaction_state=meta.state.label,
                              transaction_timeout=meta.timeout_ms,
-                             transaction_start_time=meta.start_ms if ongoing else -1,
+                             transaction_start_time=(meta.start_ms if meta.start_ms >= 0
+                                                     else NO_START_TIME),
                              producer_id=meta.producer_id, producer_epoch=meta.producer_epoch,
                              topics=[{"topic": t, "partitions": ps} for t, ps in topics.items()])
             states.append(entry)
