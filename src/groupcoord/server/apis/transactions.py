@@ -39,7 +39,6 @@ from groupcoord.protocol.versions import ApiKey
 from groupcoord.server.apis.family import RT, ApiFamily, BrokerState, E, Op, RequestContext
 from groupcoord.server.transaction_runtime import TransactionRuntime
 from groupcoord.transactions.coordinator import TxnResult
-from groupcoord.transactions.state import TransactionState
 
 __all__ = ["TransactionApis"]
 
