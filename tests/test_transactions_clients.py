@@ -1,0 +1,117 @@
+"""Real transactional producers against the transaction coordinator (confluent-kafka /
+librdkafka 2.16, kafka-python 3, aiokafka 0.14).
+
+- every client's transactional producer starts (FindCoordinator for its transactional id,
+  InitProducerId with it): the step where all of them stopped before there was a transaction
+  coordinator (librdkafka's ``init_transactions()`` timed out, aiokafka failed at once);
+- a zombie is fenced: two producers with one transactional id, the second's start fences the
+  first, whose next transaction fails with the client's fenced error (librdkafka: a fatal
+  ``_FENCED``; kafka-python ``ProducerFencedError``; aiokafka ``ProducerFenced``) when it adds
+  its first partition, before anything it produces reaches a partition.
+
+The produce-and-commit half (transactional batches, markers, read_committed) needs the
+partitions' side of transactions; ``test_transactions_wire.py`` checks the markers through the
+seam with fakes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from groupcoord.testing import Cluster, embedded_cluster
+
+TIMEOUT_S = 20.0
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    with embedded_cluster(topics={"out": 2}) as c:
+        yield c
+
+
+def _tid(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def described(cluster: Cluster, tid: str) -> tuple[str, int, int]:
+    """(state, producer id, epoch) the coordinator has for ``tid`` (read in process: kio cannot
+    decode the -1 start time DescribeTransactions gives an id with no transaction yet)."""
+    meta = cluster._on_loop(lambda: cluster.server.transactions.coordinator.describe(tid))
+    assert meta is not None
+    return meta.state.label, meta.producer_id, meta.producer_epoch
+
+
+def test_confluent_kafka_init_transactions_and_a_fenced_zombie(cluster: Cluster) -> None:
+    ck = pytest.importorskip("confluent_kafka")
+    tid = _tid("ck")
+    conf = {"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": tid}
+    zombie = ck.Producer(conf)
+    zombie.init_transactions(TIMEOUT_S)
+    state, pid, first = described(cluster, tid)
+    assert state == "Empty"
+    successor = ck.Producer(conf)
+    successor.init_transactions(TIMEOUT_S)
+    assert described(cluster, tid) == ("Empty", pid, first + 1)
+    zombie.begin_transaction()
+    zombie.produce("out", b"from the zombie", partition=0)
+    with pytest.raises(ck.KafkaException) as info:
+        zombie.commit_transaction(TIMEOUT_S)
+    err = info.value.args[0]
+    assert err.code() == ck.KafkaError._FENCED and err.fatal()
+    assert described(cluster, tid) == ("Empty", pid, first + 1)  # nothing was added
+    successor.flush(1)
+
+
+def test_kafka_python_init_transactions_and_a_fenced_zombie(cluster: Cluster) -> None:
+    kafka = pytest.importorskip("kafka")
+    from kafka.errors import ProducerFencedError
+
+    tid = _tid("kp")
+    zombie = kafka.KafkaProducer(bootstrap_servers=cluster.bootstrap_servers,
+                                 transactional_id=tid)
+    successor = None
+    try:
+        zombie.init_transactions()
+        _, pid, first = described(cluster, tid)
+        successor = kafka.KafkaProducer(bootstrap_servers=cluster.bootstrap_servers,
+                                        transactional_id=tid)
+        successor.init_transactions()
+        assert described(cluster, tid) == ("Empty", pid, first + 1)
+        zombie.begin_transaction()
+        zombie.send("out", b"from the zombie", partition=0)
+        with pytest.raises(ProducerFencedError):
+            zombie.commit_transaction()
+    finally:
+        zombie.close(timeout=1)
+        if successor is not None:
+            successor.close(timeout=1)
+
+
+def test_aiokafka_start_and_a_fenced_zombie(cluster: Cluster) -> None:
+    aiokafka = pytest.importorskip("aiokafka")
+    from aiokafka.errors import ProducerFenced
+
+    tid = _tid("aio")
+
+    async def run() -> None:
+        zombie = aiokafka.AIOKafkaProducer(bootstrap_servers=cluster.bootstrap_servers,
+                                           transactional_id=tid)
+        successor = aiokafka.AIOKafkaProducer(bootstrap_servers=cluster.bootstrap_servers,
+                                              transactional_id=tid)
+        await zombie.start()
+        try:
+            _, pid, first = described(cluster, tid)
+            await successor.start()
+            assert described(cluster, tid) == ("Empty", pid, first + 1)
+            with pytest.raises(ProducerFenced):
+                async with zombie.transaction():
+                    await zombie.send_and_wait("out", b"from the zombie", partition=0)
+        finally:
+            await zombie.stop()
+            await successor.stop()
+
+    asyncio.run(asyncio.wait_for(run(), TIMEOUT_S))
