@@ -233,3 +233,19 @@ def test_the_seam_writes_every_partition_and_group_and_names_a_failure() -> None
     fakes.fail[0] = True
     with pytest.raises(MarkerError, match="a-0"):
         markers.write(job, 1001)
+
+
+def test_api_versions_advertises_the_transaction_apis_and_transaction_version_1(
+        cluster: Cluster) -> None:
+    with KafkaClient(cluster.bootstrap_servers) as c:
+        r = c.call(ApiKey.API_VERSIONS, 3, client_software_name="t",
+                   client_software_version="1")
+    ranges = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in r.api_keys}
+    assert ranges[ApiKey.ADD_PARTITIONS_TO_TXN] == (0, 3)
+    assert ranges[ApiKey.END_TXN] == (0, 3)  # v5 (the epoch bump of transaction version 2) not
+    assert ranges[ApiKey.DESCRIBE_TRANSACTIONS] == (0, 0)
+    assert ranges[ApiKey.LIST_TRANSACTIONS] == (0, 2)
+    assert [(f.name, int(f.min_version), int(f.max_version)) for f in r.supported_features] == [
+        ("transaction.version", 1, 1)]
+    assert [(f.name, int(f.max_version_level)) for f in r.finalized_features] == [
+        ("transaction.version", 1)]

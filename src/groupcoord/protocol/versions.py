@@ -59,7 +59,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["API_VERSIONS", "ApiKey", "is_supported"]
+__all__ = ["API_VERSIONS", "FEATURES", "ApiKey", "is_supported"]
 
 
 class ApiKey(IntEnum):
@@ -160,6 +160,19 @@ API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.CONNECT_GROUP_CONFIG: (0, 0),
     ApiKey.CONNECT_GROUP_DESCRIBE: (0, 0),
     ApiKey.GROUPCOORD_CONTROL: (0, 0),
+}
+
+
+#: Features ApiVersions (v3+) advertises, name -> (min, max) supported level; each is finalized
+#: at its max. ``transaction.version`` (KIP-890): level 1 is the transaction protocol of KIP-98
+#: with the clients' AddPartitionsToTxn and EndTxn keeping the epoch (level 1 differs from 0
+#: only in Kafka's own log format, nothing a client sees); level 2, an epoch bump per transaction
+#: with partitions added by Produce, is not served, so a Java producer (which uses it only when
+#: the finalized level is at least 2) keeps the flow librdkafka, kafka-python and aiokafka use.
+#: The minimum is 1, not 0: clients before Kafka 3.9 refuse a supported range starting at 0
+#: (KIP-1022).
+FEATURES: dict[str, tuple[int, int]] = {
+    "transaction.version": (1, 1),
 }
 
 
