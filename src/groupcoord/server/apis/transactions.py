@@ -200,10 +200,11 @@ class TransactionApis(ApiFamily):
         runtime = self.transactions
         states = []
         for tid in body.transactional_ids:
+            # an error entry carries the schema's defaults (zeros), as Kafka's does
             entry: dict[str, Any] = {"transactional_id": tid, "error_code": 0,
                                      "transaction_state": "", "transaction_timeout": 0,
-                                     "transaction_start_time": NO_START_TIME, "producer_id": -1,
-                                     "producer_epoch": -1, "topics": ()}
+                                     "transaction_start_time": 0, "producer_id": 0,
+                                     "producer_epoch": 0, "topics": ()}
             meta = None if runtime is None else runtime.coordinator.describe(tid)
             if not self._allowed(ctx, Op.DESCRIBE, RT.TRANSACTIONAL_ID, tid):
                 entry["error_code"] = E.transactional_id_authorization_failed

@@ -1,5 +1,6 @@
 """ApiVersions: the table of ``protocol/versions.py`` (ApiVersions responses use header v0) with
-its features (v3+: ``transaction.version``, KIP-584 / KIP-890), and the error responses the connection answers for a version or key it cannot serve."""
+its features (v3+: ``transaction.version``, KIP-584 / KIP-890), and the error responses the
+connection answers for a version or key it cannot serve."""
 
 from __future__ import annotations
 
