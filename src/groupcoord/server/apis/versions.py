@@ -10,7 +10,6 @@ from groupcoord.protocol.codec import build, response_class
 from groupcoord.protocol.versions import API_VERSIONS, FEATURES, ApiKey
 from groupcoord.server.apis.family import ApiFamily, BrokerState, E, RequestContext
 
-
 #: The epoch of the finalized features (KIP-584): they never change while a server runs.
 FINALIZED_FEATURES_EPOCH = 1
 
