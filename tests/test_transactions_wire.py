@@ -12,7 +12,11 @@ requests against an embedded server, the markers recorded by fakes of exactly th
 - the markers fail, EndTxn is answered, the transaction stays PrepareCommit; after a restart
   the markers are written again and it completes (CompleteCommit);
 - the seam itself: every partition and group of a job, a partition gone is skipped, a failure
-  names its target.
+  names its target;
+- control-plane faults: errors injected on AddPartitionsToTxn (every partition) and EndTxn, a
+  transaction expired now, the transaction coordinator moved to another broker (the old one
+  answers NOT_COORDINATOR, FindCoordinator names the new one, whose markers carry the next
+  coordinator epoch).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from groupcoord.protocol.errors import ErrorCode as E
 from groupcoord.protocol.versions import ApiKey
 from groupcoord.server import app
 from groupcoord.server.transaction_markers import MarkerError, TransactionMarkers
-from groupcoord.testing import Cluster, embedded_cluster
+from groupcoord.testing import Cluster, ControlError, embedded_cluster
 from groupcoord.transactions.coordinator import MarkerJob
 
 
@@ -249,3 +253,49 @@ def test_api_versions_advertises_the_transaction_apis_and_transaction_version_1(
         ("transaction.version", 1, 1)]
     assert [(f.name, int(f.max_version_level)) for f in r.finalized_features] == [
         ("transaction.version", 1)]
+
+
+def test_control_plane_faults_for_transactions(cluster: Cluster, fakes: Fakes) -> None:
+    with KafkaClient(cluster.bootstrap_servers) as c:
+        r = init(c, "tx-f")
+        pid, epoch = int(r.producer_id), int(r.producer_epoch)
+        cluster.control.inject_error("AddPartitionsToTxn", "CONCURRENT_TRANSACTIONS")
+        assert add_partitions(c, "tx-f", pid, epoch, {"out": [0, 1]}) == {
+            ("out", 0): E.concurrent_transactions, ("out", 1): E.concurrent_transactions}
+        assert add_partitions(c, "tx-f", pid, epoch, {"out": [0]}) == {("out", 0): 0}
+        cluster.control.inject_error("EndTxn", "COORDINATOR_NOT_AVAILABLE")
+        assert end_txn(c, "tx-f", pid, epoch, True) == E.coordinator_not_available
+        assert describe(c, "tx-f")[0].transaction_state == "Ongoing"  # never reached it
+        after = cluster.control.expire_transaction("tx-f")
+        assert after == {"transactional_id": "tx-f", "state": "CompleteAbort",
+                         "producer_id": pid, "producer_epoch": epoch + 1}
+        assert fakes.partitions[("out", 0)].markers == [(pid, epoch + 1, False, 1)]
+        assert end_txn(c, "tx-f", pid, epoch, True) == E.producer_fenced
+        with pytest.raises(ControlError, match="no open transaction"):
+            cluster.control.expire_transaction("tx-f")
+
+
+def test_moving_the_transaction_coordinator_between_brokers() -> None:
+    with embedded_cluster(topics={"out": 1}, brokers=3) as cluster:
+        fakes = Fakes()
+        fakes.topics = {"out": 1}
+        fakes.install(cluster)
+        tid = "tx-moving"
+        with KafkaClient(cluster.bootstrap_servers.split(",")[0]) as c:
+            r = c.call(ApiKey.FIND_COORDINATOR, 4, key_type=1, coordinator_keys=[tid])
+            node = int(r.coordinators[0].node_id)
+            addresses = cluster.bootstrap_servers.split(",")
+        with KafkaClient(addresses[node]) as coord:
+            r = init(coord, tid)
+            pid, epoch = int(r.producer_id), int(r.producer_epoch)
+            assert add_partitions(coord, tid, pid, epoch, {"out": [0]}) == {("out", 0): 0}
+            to = cluster.control.move_transaction_coordinator(tid)
+            assert to != node
+            assert end_txn(coord, tid, pid, epoch, True) == E.not_coordinator
+        with KafkaClient(addresses[0]) as c:
+            r = c.call(ApiKey.FIND_COORDINATOR, 4, key_type=1, coordinator_keys=[tid])
+            assert int(r.coordinators[0].node_id) == to
+        with KafkaClient(addresses[to]) as coord:
+            assert end_txn(coord, tid, pid, epoch, True) == E.none
+        # the markers carry the new coordinator's epoch: the partition's second load
+        assert fakes.partitions[("out", 0)].markers == [(pid, epoch, True, 2)]

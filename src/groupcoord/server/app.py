@@ -466,6 +466,29 @@ class KafkaServer:
         self._reassign(before, f"moved, group {group_id}")
         return old, to
 
+    def move_transaction_coordinator(self, transactional_id: str,
+                                     to: int | None = None) -> tuple[int, int]:
+        """Move the coordinator of ``transactional_id`` (its whole transaction-log partition) to
+        broker ``to`` (default: the next live broker), which takes the partition over: the next
+        coordinator epoch, its pending markers written again; (old, new) broker."""
+        bs = self._multi()
+        assert self.transactions is not None
+        partition = self.transactions.coordinator.partition_of(transactional_id)
+        old = bs.transaction_coordinator(partition)
+        if to is None:
+            to = bs._first_live_from(old + 1)
+        bs.check_broker(to)
+        if to in bs.down:
+            raise ValueError(f"broker {to} is down")
+        bs.txn_moved[partition] = to
+        bs.generation += 1
+        if self.apis is not None:
+            self.apis.brokers_changed()
+        log.info("transaction-log partition %d: coordinator moves from broker %d to %d "
+                 "(transactional id %r)", partition, old, to, transactional_id)
+        self.transactions.take_over([partition])
+        return old, to
+
     def broker_down(self, broker: int) -> list[str]:
         """Take ``broker`` down: its connections are closed, and so is every connection made to
         it until it comes back; its partitions and coordinators go to the next live broker. The
@@ -592,7 +615,7 @@ class KafkaServer:
                 return encode_response(key, version, corr, entity)
         if self.brokerset is not None:
             entity = misrouted(self.brokerset, self.runtime, self.registry, key, version, body,
-                               conn.broker)
+                               conn.broker, self.transactions)
             if entity is not None:
                 return encode_response(key, version, corr, entity)
         if faults.active:

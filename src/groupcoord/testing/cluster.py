@@ -132,6 +132,19 @@ class Control:
         (default the next live one); the broker it moved to. Several brokers only."""
         return int(self.run("move-coordinator", group=group, to=to)["to"])
 
+    def expire_transaction(self, transactional_id: str) -> dict[str, Any]:
+        """The id's open transaction times out now: its producer is fenced (epoch bumped) and
+        the transaction aborted; the id's state, producer id and epoch after."""
+        out: dict[str, Any] = self.run("expire-transaction", transactional_id=transactional_id)
+        return out
+
+    def move_transaction_coordinator(self, transactional_id: str, to: int | None = None) -> int:
+        """Move the coordinator of the transactional id (its transaction-log partition) to
+        broker ``to`` (default the next live one); the broker it moved to. Several brokers
+        only."""
+        return int(self.run("move-transaction-coordinator", transactional_id=transactional_id,
+                            to=to)["to"])
+
     def broker_down(self, broker: int) -> list[str]:
         """Take a broker down (connections closed, new ones closed at once, its partitions and
         coordinators to the next live broker); the peers dropped."""
