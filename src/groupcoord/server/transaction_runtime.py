@@ -135,6 +135,9 @@ class TransactionRuntime:
             log.error("transaction log append failed (%s); reloading the transactions from the "
                       "log", e)
             self._rebuild()
+            # what the log has in a Prepare state is completed by the retry timer
+            self._retry = [(now + MARKER_RETRY_MS, job)
+                           for job in self.coordinator.pending_markers()]
             return False
         return True
 
