@@ -299,3 +299,29 @@ def test_moving_the_transaction_coordinator_between_brokers() -> None:
             assert end_txn(coord, tid, pid, epoch, True) == E.none
         # the markers carry the new coordinator's epoch: the partition's second load
         assert fakes.partitions[("out", 0)].markers == [(pid, epoch, True, 2)]
+
+
+def test_the_seam_skips_a_target_past_the_transaction_and_retries_a_group_not_ready() -> None:
+    class Stale(Exception):
+        code = int(E.invalid_producer_epoch)
+
+    class StalePartition(FakePartition):
+        def append_control(self, producer_id: int, producer_epoch: int, commit: bool,
+                           coordinator_epoch: int, timestamp_ms: int) -> int:
+            raise Stale("newer epoch here")
+
+    class Loading(FakeGroups):
+        def complete_transaction(self, group_id: str, producer_id: int, producer_epoch: int,
+                                 commit: bool) -> int:
+            return int(E.coordinator_load_in_progress)
+
+    fakes = Fakes()
+    fakes.topics = {"a": 2}
+    fakes.partitions[("a", 0)] = StalePartition(fakes.fail)
+    job = MarkerJob("t", 7, 3, True, 4, (("a", 0), ("a", 1)), ())
+    markers = TransactionMarkers(fakes.partition, fakes.groups)
+    markers.write(job, 1)  # a-0 is past it: skipped; a-1 written
+    assert fakes.partitions[("a", 1)].markers == [(7, 3, True, 4)] and markers.written == 1
+    loading = TransactionMarkers(fakes.partition, Loading())
+    with pytest.raises(MarkerError, match="COORDINATOR_LOAD_IN_PROGRESS"):
+        loading.write(MarkerJob("t", 7, 3, True, 4, (), ("g",)), 2)
