@@ -109,3 +109,26 @@ def test_a_failed_append_leaves_prepared_transactions_to_the_retry_timer() -> No
     rt.expire()
     assert rt.coordinator.txns["t"].state is S.COMPLETE_COMMIT
     assert fakes.partitions[("a", 0)].markers == [(pid, 0, True, 1)] * 2  # written again: idempotent
+
+
+def test_the_compacted_transaction_log_replays_to_the_same_state() -> None:
+    log, fakes, clock = FlakyLog(), Fakes(), ManualClock()
+    fakes.topics = {"a": 3}
+    rt = runtime(log, fakes, clock)
+    for i in range(6):
+        tid = f"t{i}"
+        pid = rt.run(lambda c, tid=tid: c.init_producer_id(tid, 5000, clock.now)).producer_id
+        for round_ in range(3):
+            clock.now += 10
+            rt.run(lambda c, tid=tid, pid=pid, r=round_: c.add_partitions(
+                tid, pid, 0, [("a", r)], clock.now))
+            rt.run(lambda c, tid=tid, pid=pid, r=round_: c.end_txn(
+                tid, pid, 0, r % 2 == 0, clock.now))
+    before = sum(1 for p in log.shards() for _ in log.read(p))
+    removed = sum(log.compact(p, clock.now, 0).removed for p in log.shards())
+    assert removed > 0 and sum(1 for p in log.shards() for _ in log.read(p)) == before - removed
+    again = TransactionRuntime(log, CONFIG, lambda: -1,
+                               TransactionMarkers(fakes.partition, fakes.groups), clock)
+    again._rebuild()
+    assert again.coordinator.txns == rt.coordinator.txns
+    assert again.coordinator.coordinator_epochs == rt.coordinator.coordinator_epochs

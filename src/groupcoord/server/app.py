@@ -222,6 +222,8 @@ class KafkaServer:
         self.metrics_server: MetricsServer | None = None
         self.idle_monitor: LoopIdleMonitor | None = None
         self.compaction: BackgroundCompaction | None = None
+        #: The transaction log's background compaction.
+        self.txn_compaction: BackgroundCompaction | None = None
         self.connections: set[Connection] = set()
         self._server: asyncio.Server | None = None
         self.registry: TopicRegistry | None = None
@@ -335,6 +337,13 @@ class KafkaServer:
                                                self.runtime.clock.now_ms,
                                                self.runtime.metrics.compacted)
         self.compaction.start(loop)
+        assert self._txn_log is not None and self.transactions is not None
+        # the transaction log is compacted as the group log is (its keys are upserts)
+        self.txn_compaction = BackgroundCompaction(self._txn_log,
+                                                   self.transactions.config.partitions,
+                                                   self.compaction_config,
+                                                   self.runtime.clock.now_ms)
+        self.txn_compaction.start(loop)
         log.info("serving %d shards, storage %s, data in %s", self.num_shards, self.storage,
                  self.data_dir)
         return self.host, self.port
@@ -564,6 +573,9 @@ class KafkaServer:
             self.metrics_server = None
         if self.compaction is not None:
             self.compaction.stop()
+        if self.txn_compaction is not None:
+            self.txn_compaction.stop()
+            self.txn_compaction = None
         if self.runtime is not None:
             self.runtime.stop()
         if self.idle_monitor is not None:
