@@ -37,6 +37,12 @@ FAST_GROUP_CONFIGS = [
     # wire tests want every join in the next target; the unit tests and `make conformance`
     # exercise the default.
     "group.consumer.assignment.interval.ms=0",
+    # Share groups (KIP-932): the same, for ShareGroupHeartbeat.
+    "group.share.min.heartbeat.interval.ms=100",
+    "group.share.heartbeat.interval.ms=500",
+    "group.share.min.session.timeout.ms=2000",
+    "group.share.session.timeout.ms=10000",
+    "group.share.assignment.interval.ms=0",
 ]
 
 

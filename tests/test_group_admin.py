@@ -288,8 +288,17 @@ def test_delete_group_keeps_group_configs() -> None:
 def test_describe_group_configs_defaults() -> None:
     shard = Shard(metadata=image(foo=1))
     c = Client(shard)
-    assert configs(c, "g") == {ASSIGNMENT_INTERVAL: ("1000", True),
-                               HEARTBEAT_INTERVAL: ("5000", True), SESSION_TIMEOUT: ("45000", True)}
+    assert configs(c, "g") == {
+        ASSIGNMENT_INTERVAL: ("1000", True), HEARTBEAT_INTERVAL: ("5000", True),
+        SESSION_TIMEOUT: ("45000", True),
+        # KIP-932's share group configs, with Kafka's defaults (tests/test_share_group_config.py)
+        "share.assignment.interval.ms": ("1000", True),
+        "share.auto.offset.reset": ("latest", True),
+        "share.delivery.count.limit": ("5", True),
+        "share.heartbeat.interval.ms": ("5000", True),
+        "share.isolation.level": ("read_uncommitted", True),
+        "share.record.lock.duration.ms": ("30000", True),
+        "share.session.timeout.ms": ("45000", True)}
 
 
 def test_alter_group_config_set_and_delete() -> None:

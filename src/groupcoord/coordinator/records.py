@@ -5,8 +5,9 @@ None``) that deletes the key. Handlers produce records and apply them through ``
 a shard is replaying its log. Keys carry a record type (the spec's key version numbers: 3 group
 metadata, 4 partition metadata, 5 member metadata, 6 target assignment metadata, 7 target
 assignment member, 8 current member assignment; 1 offset commit; 9 group configuration; 16 a
-resolved regular expression, Kafka 4's number) so a
-compacted log keeps the newest record per key.
+resolved regular expression, Kafka 4's number; 10, 11, 13, 14, 15 the share groups' member
+metadata, group metadata, target metadata, target member and current member assignment, Kafka
+4's numbers for KIP-932) so a compacted log keeps the newest record per key.
 
 Binary form (versioned): key = msgpack ``[type, key_version, *key_fields]``; value = msgpack
 ``[value_version, *value_fields]``. UUIDs travel as 16 raw bytes; an assignment as
@@ -67,6 +68,13 @@ class RecordType(IntEnum):
     CONNECT_GROUP_TARGET_ASSIGNMENT_METADATA = 35
     CONNECT_GROUP_TARGET_ASSIGNMENT_MEMBER = 36
     CONNECT_GROUP_CURRENT_MEMBER_ASSIGNMENT = 37
+    # Share groups (KIP-932 "Share group records"): Kafka 4.x's key numbers. The target records
+    # reuse the consumer groups' values (an epoch and timestamp; a member's partitions).
+    SHARE_GROUP_MEMBER_METADATA = 10
+    SHARE_GROUP_METADATA = 11
+    SHARE_GROUP_TARGET_ASSIGNMENT_METADATA = 13
+    SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER = 14
+    SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT = 15
 
 
 # --------------------------------------------------------------------------- helpers
@@ -561,8 +569,67 @@ class ConnectGroupCurrentMemberAssignmentValue:
                    decode_connect_assignment(f[4]), f[5], f[6], bytes(f[7]))
 
 
+@dataclass(slots=True)
+class ShareGroupMetadataValue:
+    """ShareGroupMetadataValue: the group epoch and the hash of the subscribed topics' metadata
+    the epoch was bumped for (Kafka 4.1+'s ``MetadataHash``: a change of the topics bumps it)."""
+
+    VERSION: ClassVar[int] = 0
+    epoch: int
+    metadata_hash: int = 0
+
+    def fields(self) -> list[Any]:
+        return [self.epoch, self.metadata_hash]
+
+    @classmethod
+    def from_fields(cls, version: int, f: list[Any]) -> ShareGroupMetadataValue:
+        return cls(f[0], f[1])
+
+
+@dataclass(slots=True)
+class ShareGroupMemberMetadataValue:
+    """ShareGroupMemberMetadataValue: a share member's rack, client id and host, and the topic
+    names it subscribes to (sorted)."""
+
+    VERSION: ClassVar[int] = 0
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+
+    def fields(self) -> list[Any]:
+        return [self.rack_id, self.client_id, self.client_host, list(self.subscribed_topic_names)]
+
+    @classmethod
+    def from_fields(cls, version: int, f: list[Any]) -> ShareGroupMemberMetadataValue:
+        return cls(f[0], f[1], f[2], tuple(f[3]))
+
+
+@dataclass(slots=True)
+class ShareGroupCurrentMemberAssignmentValue:
+    """ShareGroupCurrentMemberAssignmentValue: the member epoch, the previous one, the state
+    (always STABLE: share assignments change without revocation) and the assigned partitions."""
+
+    VERSION: ClassVar[int] = 0
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    assigned_partitions: Assignment
+
+    def fields(self) -> list[Any]:
+        return [self.member_epoch, self.previous_member_epoch, self.state,
+                encode_assignment(self.assigned_partitions)]
+
+    @classmethod
+    def from_fields(cls, version: int, f: list[Any]) -> ShareGroupCurrentMemberAssignmentValue:
+        return cls(f[0], f[1], f[2], decode_assignment(f[3]))
+
+
 RecordValue = (
-    ConsumerGroupMetadataValue
+    ShareGroupMetadataValue
+    | ShareGroupMemberMetadataValue
+    | ShareGroupCurrentMemberAssignmentValue
+    | ConsumerGroupMetadataValue
     | ConsumerGroupPartitionMetadataValue
     | ConsumerGroupMemberMetadataValue
     | ConsumerGroupTargetAssignmentMetadataValue
@@ -597,6 +664,11 @@ VALUE_TYPES: dict[RecordType, Any] = {
     RecordType.CONNECT_GROUP_CURRENT_MEMBER_ASSIGNMENT: ConnectGroupCurrentMemberAssignmentValue,
     RecordType.CLASSIC_GROUP_METADATA: ClassicGroupMetadataValue,
     RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION: ConsumerGroupRegularExpressionValue,
+    RecordType.SHARE_GROUP_METADATA: ShareGroupMetadataValue,
+    RecordType.SHARE_GROUP_MEMBER_METADATA: ShareGroupMemberMetadataValue,
+    RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA: ConsumerGroupTargetAssignmentMetadataValue,
+    RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER: ConsumerGroupTargetAssignmentMemberValue,
+    RecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT: ShareGroupCurrentMemberAssignmentValue,
 }
 
 _MEMBER_TYPES = frozenset({
@@ -606,6 +678,9 @@ _MEMBER_TYPES = frozenset({
     RecordType.CONNECT_GROUP_MEMBER_METADATA,
     RecordType.CONNECT_GROUP_TARGET_ASSIGNMENT_MEMBER,
     RecordType.CONNECT_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+    RecordType.SHARE_GROUP_MEMBER_METADATA,
+    RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
+    RecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT,
 })
 
 KEY_VERSION = 0
@@ -865,4 +940,38 @@ def connect_current_assignment_record(
         group_id: str, member_id: str,
         value: ConnectGroupCurrentMemberAssignmentValue | None) -> Record:
     return Record(MemberKey(RecordType.CONNECT_GROUP_CURRENT_MEMBER_ASSIGNMENT, group_id, member_id),
+                  value)
+
+
+# --------------------------------------------------------------------------- share constructors
+
+
+def share_group_epoch_record(group_id: str, epoch: int | None, metadata_hash: int = 0) -> Record:
+    key = GroupKey(RecordType.SHARE_GROUP_METADATA, group_id)
+    return Record(key, None if epoch is None else ShareGroupMetadataValue(epoch, metadata_hash))
+
+
+def share_member_metadata_record(group_id: str, member_id: str,
+                                 value: ShareGroupMemberMetadataValue | None) -> Record:
+    return Record(MemberKey(RecordType.SHARE_GROUP_MEMBER_METADATA, group_id, member_id), value)
+
+
+def share_target_metadata_record(group_id: str, epoch: int | None,
+                                 timestamp_ms: int = 0) -> Record:
+    key = GroupKey(RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA, group_id)
+    return Record(key, None if epoch is None
+                  else ConsumerGroupTargetAssignmentMetadataValue(epoch, timestamp_ms))
+
+
+def share_target_member_record(group_id: str, member_id: str,
+                               partitions: Assignment | None) -> Record:
+    key = MemberKey(RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER, group_id, member_id)
+    return Record(key, None if partitions is None
+                  else ConsumerGroupTargetAssignmentMemberValue(partitions))
+
+
+def share_current_assignment_record(
+        group_id: str, member_id: str,
+        value: ShareGroupCurrentMemberAssignmentValue | None) -> Record:
+    return Record(MemberKey(RecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT, group_id, member_id),
                   value)

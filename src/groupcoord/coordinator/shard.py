@@ -7,7 +7,8 @@ A shard rebuilt by replaying its log equals the live shard (``state_digest``).
 
 The shard is the frame; each group type is a manager (``modern/consumer/handlers.py``'s
 ``ConsumerGroupManager``, ``modern/connect/handlers.py``'s ``ConnectGroupManager``,
-``classic/handlers.py``'s ``ClassicGroupManager``) that registers its request handlers, the
+``classic/handlers.py``'s ``ClassicGroupManager``, ``modern/share/handlers.py``'s
+``ShareGroupManager`` for KIP-932 share groups) that registers its request handlers, the
 record types it replays and its timer kinds. The shard itself handles what all group types
 share: offsets, ListGroups, DeleteGroups and the dynamic group configurations. All group types
 share one group id space (``groups``); the shard reaches a group's manager by its
@@ -28,10 +29,13 @@ from groupcoord.coordinator.assignors.base import PartitionAssignor, PartitionAs
 from groupcoord.coordinator.classic.handlers import ClassicGroupManager
 from groupcoord.coordinator.config import (
     GROUP_CONFIG_ALIASES,
+    SHARE_GROUP_CONFIGS,
     CoordinatorConfig,
     GroupConfig,
+    ShareGroupConfig,
     canonical_group_config_name,
     effective_group_config,
+    effective_share_group_config,
     validate_group_configs,
 )
 from groupcoord.coordinator.context import GroupType, Handler, Replayer, TimerHandler
@@ -59,6 +63,7 @@ from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
+from groupcoord.coordinator.modern.share.handlers import ShareGroupManager
 from groupcoord.coordinator.offsets_retention import OffsetsRetention
 from groupcoord.coordinator.records import (
     OffsetCommitKey,
@@ -108,6 +113,7 @@ class Shard:
         self.offsets: dict[str, dict[tuple[str, int], OffsetCommitValue]] = {}
         self.group_configs: dict[str, dict[str, str]] = {}
         self._group_config_cache: dict[str, GroupConfig] = {}
+        self._share_config_cache: dict[str, ShareGroupConfig] = {}
         self.timers = Timers()
         #: Groups whose rebalance the driver holds (a test double's control plane,
         #: ``server/control.py``): their heartbeats are answered as usual but no new target
@@ -153,10 +159,12 @@ class Shard:
         self.consumer = ConsumerGroupManager(self)
         self.connect = ConnectGroupManager(self)  # the connect group type (the Connect draft)
         self.classic = ClassicGroupManager(self)
+        self.share = ShareGroupManager(self)  # share groups (KIP-932)
         #: Every group type's manager by ``Group.group_type`` (what the shard asks of a group
         #: whatever its type: ``delete_group``).
         self.group_types: dict[str, GroupType] = {
-            "consumer": self.consumer, "connect": self.connect, "classic": self.classic}
+            "consumer": self.consumer, "connect": self.connect, "classic": self.classic,
+            "share": self.share}
         self.retention = OffsetsRetention(self)  # Kafka's offsets.retention.minutes
 
     # ================================================================== registration
@@ -248,6 +256,7 @@ class Shard:
         self.metadata = image
         self.consumer.on_metadata_update()
         self.connect.on_metadata_update()
+        self.share.on_metadata_update()
         return self._result(None)
 
     def on_loaded(self, now_ms: int) -> Result[None]:
@@ -256,6 +265,7 @@ class Shard:
         self.consumer.on_loaded()
         self.connect.on_loaded()
         self.classic.on_loaded()
+        self.share.on_loaded()
         self.retention.on_loaded()
         return self._result(None)
 
@@ -264,6 +274,17 @@ class Shard:
         if cfg is None:
             cfg = effective_group_config(self.config, self.group_configs.get(group_id, {}))
             self._group_config_cache[group_id] = cfg
+        return cfg
+
+    def share_group_config(self, group_id: str) -> ShareGroupConfig:
+        """The share settings of ``group_id`` (KIP-932 "Configuration"): its group configs, else
+        the broker's. What share partitions read per group (lock duration, delivery count
+        limit, auto offset reset, isolation level); the share group type reads its session
+        timeout, heartbeat and assignment intervals here."""
+        cfg = self._share_config_cache.get(group_id)
+        if cfg is None:
+            cfg = effective_share_group_config(self.config, self.group_configs.get(group_id, {}))
+            self._share_config_cache[group_id] = cfg
         return cfg
 
     def new_member_id(self) -> str:
@@ -329,6 +350,7 @@ class Shard:
     def _replay_group_configuration(self, record: Record) -> None:
         gid = record.key.group_id
         self._group_config_cache.pop(gid, None)
+        self._share_config_cache.pop(gid, None)
         if record.value is None:
             self.group_configs.pop(gid, None)
         else:
@@ -385,9 +407,15 @@ class Shard:
                                 now: int) -> DescribeGroupConfigsResponse:
         overrides = self.group_configs.get(r.group_id, {})
         eff = self.group_config(r.group_id)
+        share = self.share_group_config(r.group_id)
         values = {"group.consumer.session.timeout.ms": str(eff.session_timeout_ms),
                   "group.consumer.heartbeat.interval.ms": str(eff.heartbeat_interval_ms),
-                  "group.consumer.assignment.interval.ms": str(eff.assignment_interval_ms)}
+                  "group.consumer.assignment.interval.ms": str(eff.assignment_interval_ms),
+                  **dict(zip(SHARE_GROUP_CONFIGS, (
+                      str(share.session_timeout_ms), str(share.heartbeat_interval_ms),
+                      str(share.record_lock_duration_ms), str(share.delivery_count_limit),
+                      share.auto_offset_reset, share.isolation_level,
+                      str(share.assignment_interval_ms)), strict=True))}
         if r.names is None:
             wanted = [(n, n) for n in sorted(values)]
         else:

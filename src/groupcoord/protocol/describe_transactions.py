@@ -36,7 +36,7 @@ class DescribedTransaction:
     topics: tuple[tuple[str, tuple[int, ...]], ...]
 
 
-class _Reader:
+class _FieldReader:
     def __init__(self, buf: bytes, pos: int) -> None:
         self.buf = buf
         self.pos = pos
@@ -84,7 +84,7 @@ class _Reader:
 def read_describe_transactions(frame: bytes) -> tuple[int, list[DescribedTransaction]]:
     """``(correlation id, transactions)`` of a response frame (without its size prefix);
     ValueError for bytes that are not one."""
-    r = _Reader(frame, 0)
+    r = _FieldReader(frame, 0)
     corr = r.fixed(_I32)
     r.skip_tags()  # response header v1
     r.fixed(_I32)  # throttle time

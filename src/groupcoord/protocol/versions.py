@@ -17,6 +17,9 @@ Ranges and why (docs/wire.md; NOTES.md "What real clients need from a broker"):
   after a leader change (kafka-python stops without it once leader epochs move, which they do
   with several brokers).
 - ConsumerGroupHeartbeat 0-1 and ConsumerGroupDescribe 0-1 (KIP-848; librdkafka needs v1).
+- ShareGroupHeartbeat 1 and ShareGroupDescribe 1 (KIP-932, ``server/apis/share_groups.py``):
+  v1 is what Kafka 4.1+ serves (v0 was 4.0's early access) and the only version librdkafka's
+  share consumer sends (it fails with _UNSUPPORTED_FEATURE without it); kio has v1 only.
 - OffsetCommit 2-10, OffsetFetch 1-10 (v8+ batched groups, v9 member id/epoch, v10 topics by
   id: Kafka 4.1+), OffsetDelete 0, ListGroups 0-5 (v5: group types, KIP-848), DeleteGroups 0-2.
   These are Kafka 4.3's versions of the group APIs (with JoinGroup 9, SyncGroup 5,
@@ -96,6 +99,8 @@ class ApiKey(IntEnum):
     OFFSET_DELETE = 47
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
     # security (server/security/)
     SASL_HANDSHAKE = 17
     SASL_AUTHENTICATE = 36
@@ -148,6 +153,8 @@ API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
+    ApiKey.SHARE_GROUP_HEARTBEAT: (1, 1),
+    ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),
     ApiKey.SASL_HANDSHAKE: (0, 1),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),

@@ -41,7 +41,7 @@ from typing import Any
 
 from groupcoord.coordinator import offsets as offsets_mod
 from groupcoord.coordinator.classic import messages as classic
-from groupcoord.coordinator.config import CoordinatorConfig
+from groupcoord.coordinator.config import CoordinatorConfig, ShareGroupConfig, effective_share_group_config
 from groupcoord.coordinator.ids import MemberIdSource
 from groupcoord.coordinator.messages import DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse
 from groupcoord.coordinator.modern.consumer.messages import (
@@ -374,6 +374,15 @@ class CoordinatorRuntime:
 
     def handle_group(self, group_id: str, request: Any) -> Any:
         return self.handle(self.shard_of(group_id), request)
+
+    def share_group_config(self, group_id: str) -> ShareGroupConfig:
+        """The share settings of ``group_id`` (KIP-932: record lock duration, delivery count
+        limit, auto offset reset, isolation level, ...): its group configs on its shard, else
+        the broker's (also while its shard loads). A read: no record, no request."""
+        shard = self._shard(self.shard_of(group_id))
+        if shard is None:
+            return effective_share_group_config(self.config, {})
+        return shard.share_group_config(group_id)
 
     # ------------------------------------------------------------------ deferred responses
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.coordinator import messages as m
+from groupcoord.coordinator.config import STRING_GROUP_CONFIGS
 from groupcoord.protocol.versions import ApiKey
 from groupcoord.server.apis.family import NODE_ID, RT, ApiFamily, BrokerState, E, Op, RequestContext
 from groupcoord.server.security.acls import CLUSTER_NAME, AclOperation
@@ -84,7 +85,9 @@ class ConfigApis(ApiFamily):
                     name, m.DescribeGroupConfigsRequest(name, tuple(keys) if keys else None))
                 out.update(error_code=r.error_code, error_message=r.error_message, configs=[
                     _config_entry(c.name, c.value, SOURCE_DEFAULT if c.is_default else SOURCE_GROUP,
-                                  c.is_default, TYPE_INT) for c in r.configs])
+                                  c.is_default,
+                                  TYPE_STRING if c.name in STRING_GROUP_CONFIGS else TYPE_INT)
+                    for c in r.configs])
             elif rtype == RESOURCE_TOPIC:
                 topic = self.registry.get(name)
                 if topic is None:

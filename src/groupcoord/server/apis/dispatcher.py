@@ -14,8 +14,9 @@ CreatePartitions), ``produce_fetch`` (Produce, Fetch, ListOffsets,
 OffsetForLeaderEpoch), ``groups`` (consumer and classic group APIs, DescribeGroups, ListGroups,
 DeleteGroups), ``offsets`` (OffsetCommit, OffsetFetch, OffsetDelete), ``configs``
 (DescribeConfigs, IncrementalAlterConfigs), ``acls`` (CreateAcls, DescribeAcls, DeleteAcls) and
-``extensions`` (the extension APIs of the specs, API keys 1000+, docs/wire.md) and
-``transactions`` (InitProducerId and the transaction coordinator's APIs). Adding a family
+``extensions`` (the extension APIs of the specs, API keys 1000+, docs/wire.md),
+``transactions`` (InitProducerId and the transaction coordinator's APIs) and
+``share_groups`` (ShareGroupHeartbeat, ShareGroupDescribe: KIP-932). Adding a family
 is a module with an :class:`ApiFamily` subclass and one line in :data:`FAMILIES`.
 
 Authorization (docs/acls.md has the table of what each API requires): every handler asks the
@@ -40,6 +41,7 @@ from groupcoord.server.apis.groups import GROUP_API_ACLS, GroupApis
 from groupcoord.server.apis.metadata import MetadataApis
 from groupcoord.server.apis.offsets import OffsetApis
 from groupcoord.server.apis.produce_fetch import ProduceFetchApis
+from groupcoord.server.apis.share_groups import ShareGroupApis
 from groupcoord.server.apis.topics import TopicApis
 from groupcoord.server.apis.transactions import TransactionApis
 from groupcoord.server.apis.versions import VersionsApis
@@ -63,6 +65,7 @@ FAMILIES: tuple[type[ApiFamily], ...] = (
     AclApis,
     ExtensionApis,
     TransactionApis,
+    ShareGroupApis,
 )
 
 AwaitableResponse = Awaitable[Any]
