@@ -42,6 +42,10 @@ from groupcoord.coordinator.records import (
     RecordDecodeError,
     RecordType,
     RegexKey,
+    TxnOffsetCommitValue,
+    TxnOffsetKey,
+    TxnProducerKey,
+    TxnProducerValue,
     connect_connectors_tasks_record,
     connect_current_assignment_record,
     connect_target_member_record,
@@ -114,6 +118,9 @@ VALUES: dict[RecordType, st.SearchStrategy[Any]] = {
         ConnectGroupCurrentMemberAssignmentValue, int32, int32, st.integers(0, 3),
         connect_assignments, connect_assignments, st.integers(0, 32767), st.integers(0, 32767),
         st.binary(max_size=16)),
+    RecordType.TXN_OFFSET_COMMIT: st.builds(TxnOffsetCommitValue, st.integers(0, 32767), int64,
+                                            int32, texts, int64, st.none() | uuids),
+    RecordType.TXN_PRODUCER: st.builds(TxnProducerValue, st.integers(0, 32767), int32),
 }
 
 MEMBER_TYPES = {
@@ -133,6 +140,11 @@ def keys(rtype: RecordType) -> st.SearchStrategy[Any]:
         return st.builds(MemberKey, st.just(rtype), ids, ids)
     if rtype is RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION:
         return st.builds(RegexKey, ids, texts)
+    if rtype is RecordType.TXN_OFFSET_COMMIT:
+        return st.builds(TxnOffsetKey, ids, st.integers(0, 2**63 - 1), ids,
+                         st.integers(0, 2**31 - 1))
+    if rtype is RecordType.TXN_PRODUCER:
+        return st.builds(TxnProducerKey, ids, st.integers(0, 2**63 - 1))
     return st.builds(GroupKey, st.just(rtype), ids)
 
 

@@ -20,6 +20,7 @@ from groupcoord.coordinator.assignors.base import PartitionAssignor
 from groupcoord.coordinator.classic.model import ClassicGroup
 from groupcoord.coordinator.config import CoordinatorConfig, GroupConfig, ShareGroupConfig
 from groupcoord.coordinator.group import Group
+from groupcoord.coordinator.pending_offsets import PendingOffsets
 from groupcoord.coordinator.records import ClassicGroupMetadataValue, OffsetCommitValue, Record, RecordType
 from groupcoord.coordinator.timers import TimerKey, Timers
 from groupcoord.coordinator.topics import MetadataImage
@@ -65,6 +66,8 @@ class ShardContext(Protocol):
     def groups(self) -> dict[str, Group]: ...
     @property
     def offsets(self) -> dict[str, dict[tuple[str, int], OffsetCommitValue]]: ...
+    @property
+    def txn_offsets(self) -> PendingOffsets: ...
     @property
     def timers(self) -> Timers: ...
     @property

@@ -65,6 +65,24 @@ class Group(ABC):
         must be refused (invariant I6)."""
         raise NotImplementedError
 
+    def validate_transactional_offset_commit(self, group_id: str, member_id: str,
+                                             generation_id: int,
+                                             group_instance_id: str | None) -> None:
+        """KIP-447: raise the error of a TxnOffsetCommit the group refuses. As Kafka 4.x's
+        ``validateOffsetCommit`` with ``isTransactional``: a request without group metadata
+        (generation -1, no member id, no instance id) is accepted; otherwise it is checked as an
+        offset commit (:meth:`validate_offset_request`), a stale member epoch answered
+        ILLEGAL_GENERATION (``OffsetMetadataManager.validateTransactionalOffsetCommit``)."""
+        if generation_id == -1 and not member_id and group_instance_id is None:
+            return
+        try:
+            self.validate_offset_request(group_id, member_id, generation_id, True,
+                                         group_instance_id=group_instance_id)
+        except CoordinatorError as e:
+            if e.code == ErrorCode.stale_member_epoch:
+                raise CoordinatorError(ErrorCode.illegal_generation, e.message) from None
+            raise
+
     def validate_offset_commit_version(self, member_id: str, epoch: int, api_version: int) -> None:
         """Raise the error of an OffsetCommit whose version the member may not use; by default
         none (consumer groups: a member of the consumer protocol commits with v9 or later)."""

@@ -176,6 +176,53 @@ class OffsetDeleteResponse:
     error_message: str | None = None
 
 
+# ----------------------------------------------------------------------------- transactions
+
+
+@dataclass(slots=True, frozen=True)
+class TxnOffsetCommitRequest:
+    """TxnOffsetCommit (KIP-98, KIP-447): offsets committed inside a producer's transaction,
+    pending until the transaction's marker (:class:`CompleteTransactionRequest`)."""
+
+    group_id: str
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    topics: tuple[OffsetCommitTopic, ...]
+    #: KIP-447: the consumer's group metadata (-1 / "" / None: not given, v0-v2 or a producer
+    #: that sends no group metadata). The generation id is the member epoch of a consumer
+    #: group member.
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class TxnOffsetCommitResponse:
+    topics: tuple[TopicResult, ...]
+    error_code: int = 0  # not on the wire: set when every partition failed with one error
+    error_message: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class CompleteTransactionRequest:
+    """The transaction coordinator's end marker for a group (Kafka's
+    ``GroupCoordinator.completeTransaction``): the producer's pending offsets in the group
+    are committed or dropped."""
+
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int = -1
+
+
+@dataclass(slots=True, frozen=True)
+class CompleteTransactionResponse:
+    error_code: int = 0
+    error_message: str | None = None
+
+
 # ----------------------------------------------------------------------------- group configs
 
 

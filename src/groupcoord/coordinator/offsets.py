@@ -25,6 +25,8 @@ recreated topic does not inherit the old topic's offsets. Member checks (invaria
 - OffsetFetch with a member id (v9, consumer protocol) checks the member and its epoch
   (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH); without one it is an admin read. A fetch for a
   group that does not exist answers -1 offsets without error, with or without a member id.
+- OffsetFetch with RequireStable (v7+) answers UNSTABLE_OFFSET_COMMIT for a partition with a
+  pending transactional offset (Kafka's ``fetchOffsets``; ``transactional_offsets.py``).
 - OffsetDelete refuses partitions of topics the group is subscribed to
   (GROUP_SUBSCRIBED_TO_TOPIC), answers GROUP_ID_NOT_FOUND for an unknown group and
   NON_EMPTY_GROUP for a classic group with members that does not use the consumer protocol
@@ -49,6 +51,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from groupcoord.coordinator import transactional_offsets
 from groupcoord.coordinator.group import PartitionCheck
 from groupcoord.coordinator.messages import (
     FetchedPartition,
@@ -90,6 +93,8 @@ def replay(shard: ShardContext, record: Record) -> None:
                 del shard.offsets[key.group_id]
         return
     _group_offsets(shard, key.group_id)[(key.topic, key.partition)] = value
+    if shard.txn_offsets.pending:
+        shard.txn_offsets.committed(key.group_id, key.topic, key.partition)
 
 
 def _group_offsets(shard: ShardContext, group_id: str) -> dict[tuple[str, int], OffsetCommitValue]:
@@ -136,6 +141,11 @@ def replay_commit(shard: ShardContext, group_id: str, records: list[Record]) -> 
     for record in records:
         key: OffsetCommitKey = record.key  # type: ignore[assignment]
         offs[(key.topic, key.partition)] = record.value  # type: ignore[assignment]
+    txn = shard.txn_offsets
+    if txn.pending and group_id in txn.pending:
+        for record in records:
+            key = record.key  # type: ignore[assignment]
+            txn.committed(group_id, key.topic, key.partition)
 
 
 #: A commit's keys and accepted partition results are values that nothing mutates, the same
@@ -233,6 +243,15 @@ def fetch(shard: ShardContext, r: OffsetFetchRequest, now: int) -> OffsetFetchRe
     if r.topics is None:
         for (topic, partition) in sorted(offs):
             by_topic.setdefault(topic, []).append(partition)
+        if r.require_stable:  # partitions with only a pending offset are unstable too
+            for pid in shard.txn_offsets.open_producers(r.group_id):
+                for (topic, partition) in sorted(shard.txn_offsets.of(r.group_id, pid)):
+                    if (topic, partition) not in offs:
+                        parts = by_topic.setdefault(topic, [])
+                        if partition not in parts:
+                            parts.append(partition)
+            for parts in by_topic.values():
+                parts.sort()
     wanted: list[tuple[str, UUID | None, list[int]]] = []
     if r.topics is None:
         wanted = [(name, None, parts) for name, parts in by_topic.items()]
@@ -243,10 +262,14 @@ def fetch(shard: ShardContext, r: OffsetFetchRequest, now: int) -> OffsetFetchRe
                 meta = image.by_id.get(t.topic_id)
                 name = meta.name if meta is not None else ""
             wanted.append((name, t.topic_id, list(t.partition_indexes)))
+    stable = r.require_stable and r.group_id in shard.txn_offsets.pending
     for name, topic_id, partitions in wanted:
         meta = image.by_name.get(name)
         out = []
         for p in partitions:
+            if stable and shard.txn_offsets.has_pending(r.group_id, name, p):
+                out.append(FetchedPartition(p, error_code=_E.unstable_offset_commit))
+                continue
             v = offs.get((name, p))
             if v is not None and v.topic_id is not None and meta is not None and v.topic_id != meta.topic_id:
                 v = None  # committed for an earlier incarnation of a recreated topic
@@ -266,7 +289,7 @@ def delete(shard: ShardContext, r: OffsetDeleteRequest, now: int) -> OffsetDelet
         raise CoordinatorError(_E.invalid_group_id, "The group id can't be empty.")
     group = shard.groups.get(r.group_id)
     offs = shard.offsets.get(r.group_id)
-    if group is None and offs is None:
+    if group is None and offs is None and r.group_id not in shard.txn_offsets.pending:
         raise CoordinatorError(_E.group_id_not_found, f"Group {r.group_id} not found.")
     if group is not None:
         group.validate_offset_delete()
@@ -280,6 +303,7 @@ def delete(shard: ShardContext, r: OffsetDeleteRequest, now: int) -> OffsetDelet
                 continue
             if offs is not None and (name, p) in offs:
                 shard.append(offset_commit_record(r.group_id, name, p, None))
+            transactional_offsets.drop_pending(shard, r.group_id, name, p)
             results.append(PartitionResult(p, _E.none))
         topics.append(TopicResult(name, tuple(results)))
     return OffsetDeleteResponse(tuple(topics))
@@ -304,4 +328,7 @@ def error_response(request: Any, e: CoordinatorError) -> Any:
         return m.AlterGroupConfigsResponse(request.group_id, e.code, e.message)
     if isinstance(request, m.ListGroupsRequest):
         return m.ListGroupsResponse((), e.code)
+    response = transactional_offsets.error_response(request, e)
+    if response is not None:
+        return response
     raise e

@@ -120,8 +120,9 @@ class OffsetsRetention:
                         out: list[tuple[str, str, int]]) -> bool:
         """Tombstone the group's expired offsets; whether none is left."""
         offsets = self.shard.offsets.get(gid)
+        txn = self.shard.txn_offsets
         if not offsets:
-            return True
+            return gid not in txn.pending  # never delete a group with an open transaction
         base = expiration_base(group)
         if base is None:
             return False
@@ -135,12 +136,13 @@ class OffsetsRetention:
                 if sub:
                     all_expired = False
                     continue
-            if is_expired(offsets[(topic, partition)], base, now, retention):
+            if is_expired(offsets[(topic, partition)], base, now, retention) \
+                    and not txn.has_pending(gid, topic, partition):
                 self.shard.append(offset_commit_record(gid, topic, partition, None))
                 out.append((gid, topic, partition))
             else:
                 all_expired = False
-        return all_expired
+        return all_expired and gid not in txn.pending
 
 
 __all__ = ["CHECK_TIMER", "OFFSETS_RETENTION", "CleanupResult", "OffsetsRetention",

@@ -7,7 +7,19 @@ metadata, 4 partition metadata, 5 member metadata, 6 target assignment metadata,
 assignment member, 8 current member assignment; 1 offset commit; 9 group configuration; 16 a
 resolved regular expression, Kafka 4's number; 10, 11, 13, 14, 15 the share groups' member
 metadata, group metadata, target metadata, target member and current member assignment, Kafka
-4's numbers for KIP-932) so a compacted log keeps the newest record per key.
+4's numbers for KIP-932; 48 and 49 the transactional offsets, ours) so a compacted log keeps the
+newest record per key.
+
+Transactional offsets (KIP-98, KIP-447): Kafka writes a TxnOffsetCommit as an offset commit
+record in a transactional batch of its producer and completes it by the control marker that
+follows in the same log, so its meaning rests on the order of the log. This log is compacted by
+key, newest record per key, which would lose that order (a later transaction of the same
+producer replaces the older one's records). So every piece of state has its own key: a
+pending offset is a record of its own (type 48, key group / producer id / topic / partition),
+and the marker is not a record: completing a transaction writes its effect, the committed
+offsets (type 1) and tombstones of the pending ones, plus the producer's epochs per group
+(type 49, what fences a zombie's late TxnOffsetCommit as the producer state of Kafka's
+``__consumer_offsets`` partition does).
 
 Binary form (versioned): key = msgpack ``[type, key_version, *key_fields]``; value = msgpack
 ``[value_version, *value_fields]``. UUIDs travel as 16 raw bytes; an assignment as
@@ -60,6 +72,10 @@ class RecordType(IntEnum):
     #: ConsumerGroupRegularExpressionKey, type 16: the topics it matched that the principal of
     #: the resolving heartbeat may DESCRIBE).
     CONSUMER_GROUP_REGULAR_EXPRESSION = 16
+    #: A pending transactional offset (KIP-98 TxnOffsetCommit): a block of our own.
+    TXN_OFFSET_COMMIT = 48
+    #: A transactional producer's epochs in a group (its last end marker).
+    TXN_PRODUCER = 49
     # Connect groups (the Connect draft): the draft leaves the key numbers open; ours are a block of their
     # own.
     CONNECT_GROUP_METADATA = 32
@@ -151,7 +167,33 @@ class RegexKey:
         return [self.group_id, self.regex]
 
 
-RecordKey = GroupKey | MemberKey | OffsetCommitKey | RegexKey
+@dataclass(slots=True, unsafe_hash=True)
+class TxnOffsetKey:
+    """Key of a pending transactional offset: the producer's offset of one partition."""
+
+    group_id: str
+    producer_id: int
+    topic: str
+    partition: int
+    type: RecordType = RecordType.TXN_OFFSET_COMMIT
+
+    def fields(self) -> list[Any]:
+        return [self.group_id, self.producer_id, self.topic, self.partition]
+
+
+@dataclass(slots=True, unsafe_hash=True)
+class TxnProducerKey:
+    """Key of a transactional producer's epochs in a group."""
+
+    group_id: str
+    producer_id: int
+    type: RecordType = RecordType.TXN_PRODUCER
+
+    def fields(self) -> list[Any]:
+        return [self.group_id, self.producer_id]
+
+
+RecordKey = GroupKey | MemberKey | OffsetCommitKey | RegexKey | TxnOffsetKey | TxnProducerKey
 
 # --------------------------------------------------------------------------- values
 
@@ -352,6 +394,49 @@ class OffsetCommitValue:
     @classmethod
     def from_fields(cls, version: int, f: list[Any]) -> OffsetCommitValue:
         return cls(f[0], f[1], f[2], f[3], f[4], _opt_uuid(f[5]))
+
+
+@dataclass(slots=True)
+class TxnOffsetCommitValue:
+    """A pending transactional offset: the producer epoch it was committed at and the offset
+    it commits (an :class:`OffsetCommitValue` once its transaction commits)."""
+
+    VERSION: ClassVar[int] = 0
+    producer_epoch: int
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+    topic_id: UUID | None = None
+
+    def fields(self) -> list[Any]:
+        return [self.producer_epoch, self.offset, self.leader_epoch, self.metadata,
+                self.commit_timestamp, None if self.topic_id is None else self.topic_id.bytes]
+
+    @classmethod
+    def from_fields(cls, version: int, f: list[Any]) -> TxnOffsetCommitValue:
+        return cls(f[0], f[1], f[2], f[3], f[4], _opt_uuid(f[5]))
+
+    def committed(self) -> OffsetCommitValue:
+        return OffsetCommitValue(self.offset, self.leader_epoch, self.metadata,
+                                 self.commit_timestamp, -1, self.topic_id)
+
+
+@dataclass(slots=True)
+class TxnProducerValue:
+    """A transactional producer's epoch and its transaction coordinator's epoch as of its
+    last end marker in the group (-1: not given)."""
+
+    VERSION: ClassVar[int] = 0
+    producer_epoch: int
+    coordinator_epoch: int = -1
+
+    def fields(self) -> list[Any]:
+        return [self.producer_epoch, self.coordinator_epoch]
+
+    @classmethod
+    def from_fields(cls, version: int, f: list[Any]) -> TxnProducerValue:
+        return cls(f[0], f[1])
 
 
 @dataclass(slots=True)
@@ -645,6 +730,8 @@ RecordValue = (
     | ConnectGroupCurrentMemberAssignmentValue
     | ClassicGroupMetadataValue
     | ConsumerGroupRegularExpressionValue
+    | TxnOffsetCommitValue
+    | TxnProducerValue
 )
 
 VALUE_TYPES: dict[RecordType, Any] = {
@@ -669,6 +756,8 @@ VALUE_TYPES: dict[RecordType, Any] = {
     RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA: ConsumerGroupTargetAssignmentMetadataValue,
     RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER: ConsumerGroupTargetAssignmentMemberValue,
     RecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT: ShareGroupCurrentMemberAssignmentValue,
+    RecordType.TXN_OFFSET_COMMIT: TxnOffsetCommitValue,
+    RecordType.TXN_PRODUCER: TxnProducerValue,
 }
 
 _MEMBER_TYPES = frozenset({
@@ -811,6 +900,10 @@ def _decode_key(key: bytes) -> RecordKey:
         return MemberKey(rtype, kf[2], kf[3])
     if rtype is RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION:
         return RegexKey(kf[2], kf[3])
+    if rtype is RecordType.TXN_OFFSET_COMMIT:
+        return TxnOffsetKey(kf[2], kf[3], kf[4], kf[5])
+    if rtype is RecordType.TXN_PRODUCER:
+        return TxnProducerKey(kf[2], kf[3])
     return GroupKey(rtype, kf[2])
 
 

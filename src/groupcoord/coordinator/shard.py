@@ -24,6 +24,7 @@ from operator import itemgetter
 from typing import Any
 
 from groupcoord.coordinator import offsets as offsets_mod
+from groupcoord.coordinator import transactional_offsets
 from groupcoord.coordinator.assignors import ASSIGNORS
 from groupcoord.coordinator.assignors.base import PartitionAssignor, PartitionAssignorError
 from groupcoord.coordinator.classic.handlers import ClassicGroupManager
@@ -44,6 +45,7 @@ from groupcoord.coordinator.ids import MemberIdSource, counter_member_ids
 from groupcoord.coordinator.messages import (
     AlterGroupConfigsRequest,
     AlterGroupConfigsResponse,
+    CompleteTransactionRequest,
     DeletableGroupResult,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
@@ -56,6 +58,7 @@ from groupcoord.coordinator.messages import (
     OffsetCommitRequest,
     OffsetDeleteRequest,
     OffsetFetchRequest,
+    TxnOffsetCommitRequest,
 )
 from groupcoord.coordinator.modern.connect.handlers import ConnectGroupManager
 from groupcoord.coordinator.modern.consumer.handlers import REBALANCE, SESSION, ConsumerGroupManager
@@ -65,6 +68,7 @@ from groupcoord.coordinator.modern.consumer.messages import (
 )
 from groupcoord.coordinator.modern.share.handlers import ShareGroupManager
 from groupcoord.coordinator.offsets_retention import OffsetsRetention
+from groupcoord.coordinator.pending_offsets import PendingOffsets
 from groupcoord.coordinator.records import (
     OffsetCommitKey,
     OffsetCommitValue,
@@ -111,6 +115,8 @@ class Shard:
                                        f"group.consumer.assignors names unknown assignor {name!r}")
         self.groups: dict[str, Group] = {}
         self.offsets: dict[str, dict[tuple[str, int], OffsetCommitValue]] = {}
+        #: Pending transactional offsets and transactional producers (KIP-98, KIP-447).
+        self.txn_offsets = PendingOffsets()
         self.group_configs: dict[str, dict[str, str]] = {}
         self._group_config_cache: dict[str, GroupConfig] = {}
         self._share_config_cache: dict[str, ShareGroupConfig] = {}
@@ -147,12 +153,19 @@ class Shard:
         self.register_handler(OffsetCommitRequest, partial(offsets_mod.commit, self))
         self.register_handler(OffsetFetchRequest, partial(offsets_mod.fetch, self))
         self.register_handler(OffsetDeleteRequest, partial(offsets_mod.delete, self))
+        self.register_handler(TxnOffsetCommitRequest, partial(transactional_offsets.commit, self))
+        self.register_handler(CompleteTransactionRequest,
+                              partial(transactional_offsets.complete, self))
         self.register_handler(DescribeGroupConfigsRequest, self._describe_group_configs)
         self.register_handler(AlterGroupConfigsRequest, self._alter_group_configs)
         # ``partial`` (C) binds the shard: one Python call per offset record replayed (most
         # of a log), not two.
         self.register_replayer(RecordType.OFFSET_COMMIT, partial(offsets_mod.replay, self))
         self.register_replayer(RecordType.GROUP_CONFIGURATION, self._replay_group_configuration)
+        self.register_replayer(RecordType.TXN_OFFSET_COMMIT,
+                               partial(transactional_offsets.replay_offset, self))
+        self.register_replayer(RecordType.TXN_PRODUCER,
+                               partial(transactional_offsets.replay_producer, self))
         self.register_error_response(
             ConsumerGroupHeartbeatRequest,
             lambda r, e: ConsumerGroupHeartbeatResponse(error_code=e.code, error_message=e.message))
@@ -396,6 +409,7 @@ class Shard:
         """Tombstones for an empty group and all its offsets (configs are kept, as the spec says)."""
         for (topic, partition) in sorted(self.offsets.get(gid, {})):
             self.append(Record(OffsetCommitKey(gid, topic, partition), None))
+        transactional_offsets.drop_group(self, gid)
         group = self.groups.get(gid)
         manager = None if group is None else self.group_types.get(group.group_type)
         if manager is not None:
@@ -459,6 +473,7 @@ class Shard:
                               for v in (offs[k],)]
                         for gid, offs in sorted(self.offsets.items())},
             "configs": dict(sorted(self.group_configs.items())),
+            "transactions": self.txn_offsets.digest(),
         }
 
 

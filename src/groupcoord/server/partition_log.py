@@ -66,7 +66,36 @@ it is not written again and the offset of the stored one is returned. A batch fr
 epoch is refused (INVALID_PRODUCER_EPOCH); in the current epoch a first sequence other than
 the last one + 1 (mod 2^31) is refused (OUT_OF_ORDER_SEQUENCE_NUMBER); a new epoch must start
 at sequence 0. The state is rebuilt from the stored batches when the file is opened, so a
-retry across a broker restart is still recognised. Transactions are not supported.
+retry across a broker restart is still recognised.
+
+**Transactions** (KIP-98; Kafka's ``ProducerAppendInfo``, ``ProducerStateEntry``,
+``ProducerStateManager`` and ``TransactionIndex``, read in a 4.0 snapshot of apache/kafka):
+
+- A transactional batch (attributes bit 4) opens its producer's transaction on this partition
+  at its base offset, unless one is open already. A non-transactional batch from a producer with
+  an open transaction is refused (INVALID_TXN_STATE), a transactional batch without a producer
+  id and any control batch a client sends are invalid records (INVALID_RECORD), as Kafka's
+  ``LogValidator``.
+- :meth:`PartitionLog.append_control` writes the commit or abort marker the transaction
+  coordinator sends (a control batch, attributes bits 4 and 5, one record: key = control type
+  version 0 and type 0 abort / 1 commit, value = end transaction marker version 0 and the
+  coordinator epoch). As ``ProducerAppendInfo.appendEndTxnMarker``: a marker whose producer epoch
+  is older than the producer's is refused (INVALID_PRODUCER_EPOCH), one whose coordinator epoch
+  is older than the last one seen TRANSACTION_COORDINATOR_FENCED; otherwise it is written, ends
+  the open transaction if there is one (a repeated marker of a completed transaction, sent again
+  by a coordinator after its restart, is written and changes nothing else), and sets the
+  producer's epoch and coordinator epoch (a marker at a new epoch clears the remembered
+  sequences: the next batch of that epoch starts at sequence 0, KIP-360).
+- The **last stable offset** is the first offset of the earliest open transaction, or the high
+  watermark when none is open (``ProducerStateManager.firstUnstableOffset``; one replica, so
+  the high watermark is the log end).
+- The **aborted-transactions index**: per aborted transaction with data here, (producer id,
+  first offset, offset of its abort marker), in marker order (Kafka's ``AbortedTxn``). Choice:
+  it is rebuilt by log recovery from the stored batches (markers included), as the producer
+  state is, rather than persisted beside the log: recovery reads every batch header anyway.
+  :meth:`PartitionLog.aborted_transactions` answers Kafka's ``collectAbortedTransactions``: the
+  aborted transactions whose marker is at or after the fetch offset and whose first offset is
+  before the end of the returned data.
 """
 
 from __future__ import annotations
@@ -102,8 +131,9 @@ class InvalidRecords(Exception):
 
 
 class ProducerStateError(Exception):
-    """An idempotent batch out of its producer's order; ``code`` is the Kafka error code
-    (45 OUT_OF_ORDER_SEQUENCE_NUMBER or 47 INVALID_PRODUCER_EPOCH)."""
+    """A batch or marker its producer's state refuses; ``code`` is the Kafka error code
+    (45 OUT_OF_ORDER_SEQUENCE_NUMBER, 47 INVALID_PRODUCER_EPOCH, 48 INVALID_TXN_STATE,
+    52 TRANSACTION_COORDINATOR_FENCED)."""
 
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
@@ -112,17 +142,41 @@ class ProducerStateError(Exception):
 
 OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 INVALID_PRODUCER_EPOCH = 47
+INVALID_TXN_STATE = 48
+TRANSACTION_COORDINATOR_FENCED = 52
+
+#: Batch attributes (message format v2).
+ATTR_TRANSACTIONAL = 0x10
+ATTR_CONTROL = 0x20
+#: Control record types (Kafka's ``ControlRecordType``).
+CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
+
+
+class InvalidRecord(InvalidRecords):
+    """Records whose format is valid but that a client may not write (INVALID_RECORD, 87):
+    a control batch, a transactional batch without a producer id (Kafka's ``LogValidator``)."""
 
 
 class _ProducerState:
-    """One producer's latest epoch and its last batches: (first seq, last seq, base offset)."""
+    """One producer on one partition (Kafka's ``ProducerStateEntry``): its epoch, its last
+    batches (first seq, last seq, base offset), the coordinator epoch of its last marker and the
+    first offset of its open transaction (None: none open)."""
 
-    __slots__ = ("batches", "epoch")
+    __slots__ = ("batches", "coordinator_epoch", "epoch", "txn_first")
 
     def __init__(self, epoch: int) -> None:
         self.epoch = epoch
         self.batches: collections.deque[tuple[int, int, int]] = collections.deque(
             maxlen=BATCHES_TO_RETAIN)
+        self.coordinator_epoch = -1
+        self.txn_first: int | None = None
+
+    def set_epoch(self, epoch: int) -> None:
+        """``maybeUpdateProducerEpoch``: a new epoch forgets the sequences of the old one."""
+        if epoch != self.epoch:
+            self.batches.clear()
+            self.epoch = epoch
 
 
 @dataclass(slots=True, frozen=True)
@@ -134,6 +188,15 @@ class BatchInfo:
     producer_id: int = -1
     producer_epoch: int = -1
     base_sequence: int = -1
+    attributes: int = 0
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & ATTR_TRANSACTIONAL)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & ATTR_CONTROL)
 
     @property
     def last_sequence(self) -> int:
@@ -150,7 +213,7 @@ def parse_batches(data: bytes, verify_crc: bool = True) -> list[BatchInfo]:
     while pos < end:
         if end - pos < BATCH_HEADER_SIZE:
             raise InvalidRecords(f"truncated batch header at byte {pos}")
-        (_base, length, _epoch, magic, crc, _attrs, last_delta, _base_ts,
+        (_base, length, _epoch, magic, crc, attrs, last_delta, _base_ts,
          max_ts) = _HEAD.unpack_from(data, pos)
         total = length + 12
         if magic != 2:
@@ -165,9 +228,84 @@ def parse_batches(data: bytes, verify_crc: bool = True) -> list[BatchInfo]:
                 raise InvalidRecords(f"batch at byte {pos}: CRC {actual:#010x} != {crc:#010x}")
         pid, pepoch, base_seq = _PRODUCER.unpack_from(data, pos + 43)
         (count,) = struct.unpack_from(">i", data, pos + 57)
-        out.append(BatchInfo(total, last_delta, max_ts, count, pid, pepoch, base_seq))
+        out.append(BatchInfo(total, last_delta, max_ts, count, pid, pepoch, base_seq, attrs))
         pos += total
     return out
+
+
+def _varint(buf: bytearray, value: int) -> None:
+    """A zig-zag varint (the record format's ``varint``)."""
+    v = (value << 1) ^ (value >> 63)
+    while v >= 0x80:
+        buf.append((v & 0x7F) | 0x80)
+        v >>= 7
+    buf.append(v)
+
+
+def control_batch(offset: int, producer_id: int, producer_epoch: int, commit: bool,
+                  coordinator_epoch: int, timestamp_ms: int) -> bytes:
+    """A v2 control batch holding one end transaction marker (Kafka's
+    ``MemoryRecords.withEndTransactionMarker``): attributes transactional + control, base
+    sequence -1, one record whose key is the control record type (version 0, type 0 abort / 1
+    commit) and whose value the marker (version 0, coordinator epoch)."""
+    key = struct.pack(">hh", 0, CONTROL_COMMIT if commit else CONTROL_ABORT)
+    value = struct.pack(">hi", 0, coordinator_epoch)
+    body = bytearray(b"\x00")  # record attributes
+    _varint(body, 0)  # timestamp delta
+    _varint(body, 0)  # offset delta
+    _varint(body, len(key))
+    body += key
+    _varint(body, len(value))
+    body += value
+    _varint(body, 0)  # headers
+    record = bytearray()
+    _varint(record, len(body))
+    record += body
+    after_crc = struct.pack(">hiqqqhii", ATTR_TRANSACTIONAL | ATTR_CONTROL, 0, timestamp_ms,
+                            timestamp_ms, producer_id, producer_epoch, -1, 1) + bytes(record)
+    head = struct.pack(">ibI", 0, 2, crc32c.crc32c(after_crc))
+    return struct.pack(">qi", offset, len(head) + len(after_crc)) + head + after_crc
+
+
+def _read_varint(data: bytes | mmap.mmap, pos: int) -> tuple[int, int]:
+    shift = 0
+    v = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        v |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (v >> 1) ^ -(v & 1), pos
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
+
+
+def parse_control_record(data: bytes | mmap.mmap, pos: int, end: int) -> tuple[int, int] | None:
+    """(control type, coordinator epoch) of the first record of the control batch at
+    ``pos`` (ending at ``end``), or None if it has no record or is not an end transaction
+    marker (Kafka keeps unknown control types and ignores them)."""
+    try:
+        (count,) = struct.unpack_from(">i", data, pos + 57)
+        if count < 1:
+            return None
+        p = pos + BATCH_HEADER_SIZE
+        _length, p = _read_varint(data, p)
+        p += 1  # attributes
+        _ts, p = _read_varint(data, p)
+        _od, p = _read_varint(data, p)
+        klen, p = _read_varint(data, p)
+        if klen < 4 or p + klen > end:
+            return None
+        _kv, ctype = struct.unpack_from(">hh", data, p)
+        p += klen
+        vlen, p = _read_varint(data, p)
+        if ctype not in (CONTROL_ABORT, CONTROL_COMMIT) or vlen < 6 or p + vlen > end:
+            return None
+        _vv, coordinator_epoch = struct.unpack_from(">hi", data, p)
+        return ctype, coordinator_epoch
+    except (ValueError, IndexError, struct.error):
+        return None
 
 
 class PartitionLogCorrupt(LogError):
@@ -210,8 +348,9 @@ class PartitionLog:
     for every partition file present; otherwise the first access calls it).
     """
 
-    __slots__ = ("_bases", "_files", "_fresh", "_hw", "_lasts", "_loaded", "_max_ts", "_mem",
-                 "_positions", "_producers", "_size", "_sizes", "_spath", "log_start_offset")
+    __slots__ = ("_aborted", "_aborted_lasts", "_bases", "_files", "_fresh", "_hw", "_lasts",
+                 "_loaded", "_max_ts", "_mem", "_open", "_positions", "_producers", "_size",
+                 "_sizes", "_spath", "log_start_offset")
 
     def __init__(self, path: Path | str, files: OpenFiles | None = None, *,
                  in_memory: bool = False, fresh: bool = False) -> None:
@@ -227,6 +366,12 @@ class PartitionLog:
         self._sizes: list[int] = []
         self._max_ts: list[int] = []
         self._producers: dict[int, _ProducerState] = {}
+        #: Open transactions: producer id -> first offset (the last stable offset's input).
+        self._open: dict[int, int] = {}
+        #: The aborted-transactions index, in marker order: (producer id, first offset, marker
+        #: offset), and the marker offsets alone (bisected).
+        self._aborted: list[tuple[int, int, int]] = []
+        self._aborted_lasts: list[int] = []
         self.log_start_offset = 0
         self._hw = 0
         self._size = 0
@@ -253,6 +398,44 @@ class PartitionLog:
         return self._hw
 
     @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the earliest open transaction, or the high watermark when no
+        transaction is open (Kafka's ``UnifiedLog.lastStableOffset``): a read_committed
+        consumer reads below it."""
+        if not self._loaded:
+            self.recover()
+        return min(self._open.values()) if self._open else self._hw
+
+    def open_transactions(self) -> dict[int, int]:
+        """Producer id -> first offset of its open transaction (a copy)."""
+        if not self._loaded:
+            self.recover()
+        return dict(self._open)
+
+    def aborted_transactions(self, start: int, upper: int) -> list[tuple[int, int]]:
+        """(producer id, first offset) of every aborted transaction whose abort marker is at
+        or after ``start`` and whose first offset is below ``upper`` (Kafka's
+        ``collectAbortedTransactions``): what a read_committed fetch of ``start`` .. ``upper``
+        must drop."""
+        if not self._loaded:
+            self.recover()
+        i = bisect.bisect_left(self._aborted_lasts, start)
+        return [(pid, first) for pid, first, _last in self._aborted[i:] if first < upper]
+
+    def aborted_index(self) -> list[tuple[int, int, int]]:
+        """The aborted-transactions index: (producer id, first offset, marker offset)."""
+        if not self._loaded:
+            self.recover()
+        return list(self._aborted)
+
+    def producer_epoch(self, producer_id: int) -> int | None:
+        """The producer's latest epoch on this partition, or None if it never wrote here."""
+        if not self._loaded:
+            self.recover()
+        state = self._producers.get(producer_id)
+        return None if state is None else state.epoch
+
+    @property
     def size_bytes(self) -> int:
         if not self._loaded:
             self.recover()
@@ -262,6 +445,9 @@ class PartitionLog:
         for lst in (self._bases, self._lasts, self._positions, self._sizes, self._max_ts):
             lst.clear()
         self._producers.clear()
+        self._open.clear()
+        self._aborted.clear()
+        self._aborted_lasts.clear()
         self._hw = 0
         self._size = 0
 
@@ -345,7 +531,7 @@ class PartitionLog:
             if size - pos < BATCH_HEADER_SIZE:
                 return (pos, f"incomplete batch header ({size - pos} of {BATCH_HEADER_SIZE} "
                         f"bytes)", False)
-            (base, length, _e, magic, crc, _a, last_delta, _bt, max_ts) = _HEAD.unpack_from(data, pos)
+            (base, length, _e, magic, crc, attrs, last_delta, _bt, max_ts) = _HEAD.unpack_from(data, pos)
             total = length + 12
             if magic != 2:
                 return pos, f"magic byte {magic}, not 2 (not a v2 record batch)", False
@@ -363,10 +549,15 @@ class PartitionLog:
                 return (pos, f"CRC-32C {actual:#010x} does not match the stored {crc:#010x}",
                         True)
             pid, pepoch, base_seq = _PRODUCER.unpack_from(data, pos + 43)
-            if pid >= 0:
+            if pid >= 0 and attrs & ATTR_CONTROL:
+                marker = parse_control_record(data, pos, pos + total)
+                if marker is not None:
+                    self._end_transaction(pid, pepoch, marker[0] == CONTROL_COMMIT, marker[1],
+                                          base)
+            elif pid >= 0:
                 (count,) = struct.unpack_from(">i", data, pos + 57)
                 self._remember(BatchInfo(total, last_delta, max_ts, count, pid, pepoch,
-                                         base_seq), base)
+                                         base_seq, attrs), base)
             self._index(base, base + last_delta, pos, total, max_ts)
             pos += total
         return pos, None, False
@@ -380,24 +571,63 @@ class PartitionLog:
         self._hw = last + 1
 
     def _remember(self, b: BatchInfo, base_offset: int) -> None:
+        """A data batch of a producer was stored at ``base_offset`` (``appendDataBatch``)."""
         state = self._producers.get(b.producer_id)
-        if state is None or state.epoch != b.producer_epoch:
+        if state is None:
             state = self._producers[b.producer_id] = _ProducerState(b.producer_epoch)
+        state.set_epoch(b.producer_epoch)
         state.batches.append((b.base_sequence, b.last_sequence, base_offset))
+        if b.is_transactional and state.txn_first is None:
+            state.txn_first = base_offset
+            self._open[b.producer_id] = base_offset
 
-    def _check_producer(self, b: BatchInfo, pending: dict[int, tuple[int, int]]) -> int | None:
-        """The stored offset if ``b`` is a duplicate; raises ProducerStateError if it is out
-        of order; None if it is the next batch. ``pending``: (epoch, last seq) of batches
-        accepted earlier in the same request."""
+    def _end_transaction(self, pid: int, epoch: int, commit: bool, coordinator_epoch: int,
+                         offset: int) -> None:
+        """A marker stored at ``offset`` (``appendEndTxnMarker`` without its checks, which
+        :meth:`append_control` made): the open transaction ends (an aborted one goes to the
+        index), the producer takes the marker's epochs."""
+        state = self._producers.get(pid)
+        if state is None:
+            state = self._producers[pid] = _ProducerState(epoch)
+        first = state.txn_first
+        if first is not None and not commit:
+            self._aborted.append((pid, first, offset))
+            self._aborted_lasts.append(offset)
+        state.txn_first = None
+        self._open.pop(pid, None)
+        state.set_epoch(epoch)
+        state.coordinator_epoch = coordinator_epoch
+
+    def _check_producer(self, b: BatchInfo,
+                        pending: dict[int, tuple[int, int, bool]]) -> int | None:
+        """The stored offset if ``b`` is a duplicate; raises ProducerStateError if its
+        producer's state refuses it; None if it is the next batch. ``pending``: (epoch, last
+        seq, transaction open) after the batches accepted earlier in the same request.
+
+        As ``ProducerAppendInfo``: a duplicate (same epoch and sequence range as one of the
+        last five stored batches) is found first; then an epoch older than the producer's is
+        INVALID_PRODUCER_EPOCH; a new epoch must start at sequence 0 (unless the producer is
+        unknown here: any sequence, as Kafka since KIP-360, which never answers
+        UNKNOWN_PRODUCER_ID for a produce), the same epoch must continue the sequence
+        (OUT_OF_ORDER_SEQUENCE_NUMBER); a non-transactional batch while the producer's
+        transaction is open is INVALID_TXN_STATE."""
         pid, epoch = b.producer_id, b.producer_epoch
         state = self._producers.get(pid)
-        if state is not None and epoch == state.epoch:
+        if state is not None and epoch == state.epoch and pid not in pending:
             for first, last, offset in state.batches:
                 if (first, last) == (b.base_sequence, b.last_sequence):
                     return offset
-        known_epoch, last_seq = pending.get(pid) or (
-            (state.epoch, state.batches[-1][1]) if state is not None and state.batches
-            else (None, None))
+        if pid in pending:
+            known_epoch: int | None
+            known_epoch, last_seq, txn_open = pending[pid]
+            seq_known = True
+        elif state is not None:
+            known_epoch = state.epoch
+            last_seq = state.batches[-1][1] if state.batches else -1
+            txn_open = state.txn_first is not None
+            seq_known = True
+        else:
+            known_epoch, last_seq, txn_open, seq_known = None, -1, False, False
         if known_epoch is not None and epoch < known_epoch:
             raise ProducerStateError(INVALID_PRODUCER_EPOCH,
                                      f"producer {pid}: epoch {epoch} is older than {known_epoch}")
@@ -405,21 +635,30 @@ class PartitionLog:
             raise ProducerStateError(OUT_OF_ORDER_SEQUENCE_NUMBER,
                                      f"producer {pid}: new epoch {epoch} starts at sequence "
                                      f"{b.base_sequence}, not 0")
-        if known_epoch == epoch and last_seq is not None \
+        if seq_known and known_epoch == epoch \
                 and b.base_sequence != (last_seq + 1) % _SEQ_MOD:
             raise ProducerStateError(OUT_OF_ORDER_SEQUENCE_NUMBER,
                                      f"producer {pid}: sequence {b.base_sequence} after "
                                      f"{last_seq}")
-        pending[pid] = (epoch, b.last_sequence)
+        if txn_open and not b.is_transactional:
+            raise ProducerStateError(INVALID_TXN_STATE,
+                                     f"producer {pid}: a non-transactional batch while its "
+                                     f"transaction is open")
+        pending[pid] = (epoch, b.last_sequence, txn_open or b.is_transactional)
         return None
 
     def append(self, data: bytes) -> int:
         """Append produced batches (validated first); returns the base offset assigned (for a
         retried idempotent batch already stored, the offset it was stored at)."""
         batches = parse_batches(data)
+        for b in batches:
+            if b.is_control:
+                raise InvalidRecord("clients may not write control batches")
+            if b.is_transactional and b.producer_id < 0:
+                raise InvalidRecord("a transactional batch needs a producer id")
         if not self._loaded:
             self.recover()
-        pending: dict[int, tuple[int, int]] = {}
+        pending: dict[int, tuple[int, int, bool]] = {}
         duplicates = [None if b.producer_id < 0 else self._check_producer(b, pending)
                       for b in batches]
         if duplicates and all(d is not None for d in duplicates):
@@ -429,6 +668,53 @@ class PartitionLog:
         if any(d is not None for d in duplicates):
             raise ProducerStateError(OUT_OF_ORDER_SEQUENCE_NUMBER,
                                      "a produce request mixes stored and new batches")
+        first = self._write(data, batches)
+        if first is None:  # a file found where none was expected: recovered, validate again
+            return self.append(data)
+        offset = first
+        for b in batches:
+            if b.producer_id >= 0:
+                self._remember(b, offset)
+            offset += b.last_offset_delta + 1
+        return first
+
+    def append_control(self, producer_id: int, producer_epoch: int, commit: bool,
+                       coordinator_epoch: int, timestamp_ms: int) -> int:
+        """Write the transaction coordinator's commit or abort marker for ``producer_id``;
+        returns its offset. Refused with :class:`ProducerStateError`: a producer epoch older
+        than the producer's here (INVALID_PRODUCER_EPOCH), a coordinator epoch older than the
+        last marker's (TRANSACTION_COORDINATOR_FENCED). A repeated marker (no transaction open)
+        is written and ends nothing, as Kafka's ``appendEndTxnMarker``."""
+        if producer_id < 0 or not 0 <= producer_epoch < 1 << 15:
+            raise ProducerStateError(INVALID_PRODUCER_EPOCH,
+                                     f"no marker for producer {producer_id} epoch "
+                                     f"{producer_epoch}")
+        if not self._loaded:
+            self.recover()
+        state = self._producers.get(producer_id)
+        if state is not None and producer_epoch < state.epoch:
+            raise ProducerStateError(INVALID_PRODUCER_EPOCH,
+                                     f"marker of producer {producer_id} at epoch "
+                                     f"{producer_epoch}, older than {state.epoch}")
+        if state is not None and coordinator_epoch < state.coordinator_epoch:
+            raise ProducerStateError(TRANSACTION_COORDINATOR_FENCED,
+                                     f"marker of producer {producer_id} from coordinator epoch "
+                                     f"{coordinator_epoch}, older than "
+                                     f"{state.coordinator_epoch}")
+        data = control_batch(0, producer_id, producer_epoch, commit, coordinator_epoch,
+                             timestamp_ms)
+        batches = parse_batches(data)
+        offset = self._write(data, batches)
+        if offset is None:
+            return self.append_control(producer_id, producer_epoch, commit, coordinator_epoch,
+                                       timestamp_ms)
+        self._end_transaction(producer_id, producer_epoch, commit, coordinator_epoch, offset)
+        return offset
+
+    def _write(self, data: bytes, batches: list[BatchInfo]) -> int | None:
+        """Store validated batches at the end (offsets and leader epochs rewritten) and index
+        them; their first offset, or None if a file appeared for a fresh partition (it was
+        recovered: the caller validates again)."""
         buf = bytearray(data)
         first_position = self._size
         first = self._hw
@@ -447,7 +733,7 @@ class PartitionLog:
         else:
             fd = self._fd_for_append()
             if self._size != first_position:  # a file found where none was expected
-                return self.append(data)
+                return None
             try:
                 written = os.write(fd, buf)
             except OSError:
@@ -459,9 +745,6 @@ class PartitionLog:
             self._files.dirty.add(self._spath)
         for e in entries:
             self._index(*e)
-        for b, e in zip(batches, entries, strict=True):
-            if b.producer_id >= 0:
-                self._remember(b, e[0])
         self._size += len(buf)
         return first
 
@@ -479,20 +762,31 @@ class PartitionLog:
 
     def read(self, offset: int, max_bytes: int) -> bytes:
         """Batches from the one holding ``offset`` on, at least one, then up to ``max_bytes``."""
+        return self.read_range(offset, max_bytes)[0]
+
+    def read_range(self, offset: int, max_bytes: int,
+                   max_offset: int | None = None) -> tuple[bytes, int]:
+        """(batches from the one holding ``offset`` on, at least one, then up to ``max_bytes``,
+        only batches that start below ``max_offset`` if given; the offset after the last
+        batch returned). A read_committed fetch reads with ``max_offset`` = the last stable
+        offset, a batch boundary (Kafka's ``LocalLog.read`` with its ``maxOffsetMetadata``)."""
         if not self._loaded:
             self.recover()
-        i = bisect.bisect_left(self._lasts, offset)
-        if i >= len(self._lasts):
-            return b""
+        lasts = self._lasts
+        i = bisect.bisect_left(lasts, offset)
+        limit = len(lasts) if max_offset is None else bisect.bisect_left(self._bases, max_offset)
+        if i >= limit:
+            return b"", offset
         start = self._positions[i]
         total = self._sizes[i]
         j = i + 1
-        while j < len(self._sizes) and total + self._sizes[j] <= max_bytes:
+        while j < limit and total + self._sizes[j] <= max_bytes:
             total += self._sizes[j]
             j += 1
+        end_offset = lasts[j - 1] + 1
         if self._mem is not None:
-            return bytes(self._mem[start:start + total])
-        return os.pread(self._files.fd(self._spath), total, start)
+            return bytes(self._mem[start:start + total]), end_offset
+        return os.pread(self._files.fd(self._spath), total, start), end_offset
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first batch whose max timestamp is >= ``timestamp``.

@@ -43,7 +43,12 @@ from groupcoord.coordinator import offsets as offsets_mod
 from groupcoord.coordinator.classic import messages as classic
 from groupcoord.coordinator.config import CoordinatorConfig, ShareGroupConfig, effective_share_group_config
 from groupcoord.coordinator.ids import MemberIdSource
-from groupcoord.coordinator.messages import DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse
+from groupcoord.coordinator.messages import (
+    CompleteTransactionRequest,
+    DeletableGroupResult,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+)
 from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -383,6 +388,24 @@ class CoordinatorRuntime:
         if shard is None:
             return effective_share_group_config(self.config, {})
         return shard.share_group_config(group_id)
+
+    def complete_transaction(self, group_id: str, producer_id: int, producer_epoch: int,
+                             commit: bool, coordinator_epoch: int = -1) -> int:
+        """The transaction coordinator's end marker for ``group_id`` (Kafka's
+        ``GroupCoordinator.completeTransaction``): the producer's pending transactional offsets
+        in the group become committed offsets (``commit``) or are dropped, durably when this
+        returns (``coordinator/transactional_offsets.py``). Returns the error code, 0 when
+        done: INVALID_PRODUCER_EPOCH (the producer has a newer epoch in the group: nothing
+        changed), TRANSACTION_COORDINATOR_FENCED, or a retriable COORDINATOR_LOAD_IN_PROGRESS /
+        COORDINATOR_NOT_AVAILABLE (the shard is loading or its log append failed: call again).
+        Completing a transaction again (a marker repeated after a restart) is harmless."""
+        response = self.handle_group(group_id, CompleteTransactionRequest(
+            group_id, producer_id, producer_epoch, commit, coordinator_epoch))
+        if response.error_code:
+            log.info("completing the transaction of producer %d (epoch %d) in group %r: error "
+                     "%d %s", producer_id, producer_epoch, group_id, response.error_code,
+                     response.error_message)
+        return int(response.error_code)
 
     # ------------------------------------------------------------------ deferred responses
 

@@ -264,6 +264,21 @@ class ClassicGroup(Group):
             raise CoordinatorError(_E.rebalance_in_progress,
                                    f"Group {group_id} is completing a rebalance.")
 
+    def validate_transactional_offset_commit(self, group_id: str, member_id: str,
+                                             generation_id: int,
+                                             group_instance_id: str | None) -> None:
+        """Upstream ClassicGroup.validateOffsetCommit with ``isTransactional``: the member and
+        its generation are checked when given, the group's state is not (no
+        REBALANCE_IN_PROGRESS, no UNKNOWN_MEMBER_ID for a request without member)."""
+        if generation_id < 0 and self.state is _S.EMPTY:
+            return
+        if generation_id >= 0 or member_id or group_instance_id is not None:
+            self.validate_member(member_id, group_instance_id)
+            if generation_id != self.generation_id:
+                raise CoordinatorError(_E.illegal_generation,
+                                       f"Generation {generation_id} is not the generation "
+                                       f"{self.generation_id} of group {group_id}.")
+
     def validate_offset_delete(self) -> None:
         """Kafka's ``ClassicGroup.validateOffsetDelete``: a group with members (Stable,
         PreparingRebalance, CompletingRebalance) that does not use the consumer protocol
