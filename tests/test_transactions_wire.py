@@ -56,10 +56,13 @@ class FakeGroups:
 
     def __init__(self) -> None:
         self.completed: list[tuple[str, int, int, bool]] = []
+        self.coordinator_epochs: list[int] = []
 
     def complete_transaction(self, group_id: str, producer_id: int, producer_epoch: int,
-                             commit: bool) -> None:
+                             commit: bool, coordinator_epoch: int = -1) -> int:
         self.completed.append((group_id, producer_id, producer_epoch, commit))
+        self.coordinator_epochs.append(coordinator_epoch)
+        return 0
 
 
 class Fakes:
@@ -151,6 +154,7 @@ def test_a_transaction_commits_with_markers_on_every_partition_and_group(
         ((m_pid, m_epoch, commit, coordinator_epoch),) = markers
         assert (m_pid, m_epoch, commit) == (pid, epoch, True) and coordinator_epoch >= 1
     assert fakes.groups.completed == [("g1", pid, epoch, True)]
+    assert fakes.groups.coordinator_epochs == [1]
 
 
 def test_a_second_producer_fences_the_first_and_aborts_its_transaction(
@@ -312,7 +316,7 @@ def test_the_seam_skips_a_target_past_the_transaction_and_retries_a_group_not_re
 
     class Loading(FakeGroups):
         def complete_transaction(self, group_id: str, producer_id: int, producer_epoch: int,
-                                 commit: bool) -> int:
+                                 commit: bool, coordinator_epoch: int = -1) -> int:
             return int(E.coordinator_load_in_progress)
 
     fakes = Fakes()
@@ -325,3 +329,27 @@ def test_the_seam_skips_a_target_past_the_transaction_and_retries_a_group_not_re
     loading = TransactionMarkers(fakes.partition, Loading())
     with pytest.raises(MarkerError, match="COORDINATOR_LOAD_IN_PROGRESS"):
         loading.write(MarkerJob("t", 7, 3, True, 4, (), ("g",)), 2)
+
+
+def test_the_real_seam_writes_a_marker_on_each_partition(cluster: Cluster) -> None:
+    """No fakes: the server's own partitions (``PartitionLog.append_control``) and groups."""
+    with KafkaClient(cluster.bootstrap_servers) as c:
+        def end_offsets() -> list[int]:
+            r = c.call(ApiKey.LIST_OFFSETS, 7, replica_id=-1, isolation_level=0, topics=[
+                {"name": "out", "partitions": [{"partition_index": p, "timestamp": -1}
+                                               for p in range(3)]}])
+            return [int(p.offset) for p in r.topics[0].partitions]
+
+        before = end_offsets()
+        r = init(c, "tx-real")
+        pid, epoch = int(r.producer_id), int(r.producer_epoch)
+        assert add_partitions(c, "tx-real", pid, epoch, {"out": [0, 2]}) == {
+            ("out", 0): 0, ("out", 2): 0}
+        r = c.call(ApiKey.ADD_OFFSETS_TO_TXN, 3, transactional_id="tx-real", producer_id=pid,
+                   producer_epoch=epoch, group_id="g-real")
+        assert r.error_code == E.none
+        assert end_txn(c, "tx-real", pid, epoch, False) == E.none
+        assert describe(c, "tx-real")[0].transaction_state == "CompleteAbort"
+        after = end_offsets()
+    # an abort marker (a control batch of one record) on partitions 0 and 2, none on 1
+    assert [a - b for a, b in zip(after, before, strict=True)] == [1, 0, 1]

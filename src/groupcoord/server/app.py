@@ -362,8 +362,7 @@ class KafkaServer:
                 txn_dir.mkdir(parents=True, exist_ok=True)
             self._txn_log = open_record_log(self.storage, txn_dir, self.durability)
         registry, runtime = self.registry, self.runtime
-        markers = TransactionMarkers(registry.partition,  # type: ignore[arg-type]
-                                     runtime)  # type: ignore[arg-type]
+        markers = TransactionMarkers(registry.partition, runtime)
         txns = TransactionRuntime(self._txn_log, TransactionConfig.from_properties(self.properties),
                                   producer_ids.allocate, markers, runtime.clock)
         txns.start(loop)

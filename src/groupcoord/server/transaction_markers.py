@@ -9,9 +9,9 @@ the data:
 
 - ``PartitionLog.append_control(producer_id, producer_epoch, commit, coordinator_epoch,
   timestamp_ms) -> offset`` on every partition of the transaction (``server/partition_log.py``);
-- ``CoordinatorRuntime.complete_transaction(group_id, producer_id, producer_epoch, commit)`` for
-  every group the transaction added with AddOffsetsToTxn (``server/runtime.py``), which answers
-  an error code (0: done).
+- ``CoordinatorRuntime.complete_transaction(group_id, producer_id, producer_epoch, commit,
+  coordinator_epoch)`` for every group the transaction added with AddOffsetsToTxn
+  (``server/runtime.py``), which answers an error code (0: done).
 
 Markers are idempotent at their targets (a partition ignores a marker of a producer epoch it has
 already completed; a group with nothing pending for the producer has nothing to complete), so a
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from groupcoord.protocol.errors import ErrorCode, error_name
 from groupcoord.transactions.coordinator import MarkerJob
@@ -52,7 +52,7 @@ class GroupTransactions(Protocol):
     """What the group coordinator offers the markers (``server/runtime.py``)."""
 
     def complete_transaction(self, group_id: str, producer_id: int, producer_epoch: int,
-                             commit: bool) -> Any: ...
+                             commit: bool, coordinator_epoch: int = -1) -> int: ...
 
 
 class MarkerError(Exception):
@@ -89,7 +89,8 @@ class TransactionMarkers:
         for group in job.groups:
             try:
                 code = self.groups.complete_transaction(group, job.producer_id,
-                                                        job.producer_epoch, job.commit)
+                                                        job.producer_epoch, job.commit,
+                                                        job.coordinator_epoch)
             except Exception as e:  # likewise
                 raise MarkerError(f"offsets of group {group!r}: {e}") from e
             if code and not self._stale(job, f"group {group!r}", code):
