@@ -16,7 +16,7 @@ def _broker() -> Any:
     return SimpleNamespace(registry=None, runtime=None, host="h", port=1, broker_configs={},
                            auto_create=False, default_partitions=1, producer_ids=None,
                            credentials=None, authorizer=None, endpoints={}, control=None,
-                           brokers=None)
+                           brokers=None, on_append=[], share_partitions=None)
 
 
 def _wire_name(key: int) -> str:

@@ -27,6 +27,9 @@ Ranges and why (docs/wire.md; NOTES.md "What real clients need from a broker"):
 - DescribeConfigs 1-4 and IncrementalAlterConfigs 0-1 for the GROUP resource (and TOPIC / BROKER
   answered with defaults).
 - CreateTopics 2-7, DeleteTopics 1-6, CreatePartitions 0-3.
+- Share partitions (KIP-932, ``server/apis/share_data.py``): ShareFetch and ShareAcknowledge 1-2
+  (librdkafka 2.16 sends v1; v0 was the early-access version Kafka 4.1 removed),
+  DescribeShareGroupOffsets 0-1, AlterShareGroupOffsets 0, DeleteShareGroupOffsets 0.
 - DescribeAcls, CreateAcls, DeleteAcls 1-3 (``server/apis/acls.py``; kio has no v0,
   which only pre-2.0 clients send: librdkafka and kafka-python pick v1).
 
@@ -101,6 +104,11 @@ class ApiKey(IntEnum):
     CONSUMER_GROUP_DESCRIBE = 69
     SHARE_GROUP_HEARTBEAT = 76
     SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92
     # security (server/security/)
     SASL_HANDSHAKE = 17
     SASL_AUTHENTICATE = 36
@@ -155,6 +163,11 @@ API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
     ApiKey.SHARE_GROUP_HEARTBEAT: (1, 1),
     ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),
+    ApiKey.SHARE_FETCH: (1, 2),
+    ApiKey.SHARE_ACKNOWLEDGE: (1, 2),
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: (0, 0),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: (0, 0),
     ApiKey.SASL_HANDSHAKE: (0, 1),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),

@@ -93,6 +93,7 @@ from groupcoord.server.security.credentials import CredentialStore
 from groupcoord.server.security.listeners import ListenerSpec
 from groupcoord.server.security.tls_transport import CLOSE_GRACE_S, TlsProtocol, TlsTransport
 from groupcoord.server.settings import check_properties
+from groupcoord.server.share_partitions import SHARE_STATE_DIR, SharePartitionManager
 from groupcoord.server.topic_registry import TopicRegistry
 from groupcoord.server.transaction_markers import TransactionMarkers
 from groupcoord.server.transaction_runtime import TransactionRuntime
@@ -114,6 +115,10 @@ TRANSACTION_LOG_DIR = "transactions"
 
 #: Frames queued on one connection before reading from it pauses.
 MAX_QUEUED_FRAMES = 256
+
+
+#: Requests that may wait for data (``KafkaApis.fetch_now`` answers them early).
+_LONG_POLLS = (ApiKey.FETCH, ApiKey.SHARE_FETCH)
 
 
 def default_storage() -> str:
@@ -164,7 +169,8 @@ class KafkaServer:
                  broker_ports: list[int] | None = None,
                  durability: str | None = None,
                  listeners: list[str] | None = None,
-                 transaction_log: RecordLog | None = None) -> None:
+                 transaction_log: RecordLog | None = None,
+                 share_state_log: RecordLog | None = None) -> None:
         if not 0 <= port <= 65535:
             raise ValueError(f"--port must be within 0..65535, got {port}")
         #: Listeners, TLS and SASL (``server/security/``): ``listeners`` (``NAME://HOST:PORT``)
@@ -250,6 +256,12 @@ class KafkaServer:
         self._txn_log: RecordLog | None = None
         #: The transaction coordinator (``server/transaction_runtime.py``), made by :meth:`start`.
         self.transactions: TransactionRuntime | None = None
+        #: The share-state log (KIP-932, ``server/share_partitions.py``): given by the caller
+        #: (kept open by :meth:`stop`, as ``record_log``), or opened by :meth:`start`.
+        self._given_share_log = share_state_log
+        self._share_log: RecordLog | None = None
+        self.share_partitions: SharePartitionManager | None = None
+        self.share_compaction: BackgroundCompaction | None = None
         #: :func:`_route` of each supported (API key, version) seen, looked up once.
         self._routes: dict[tuple[int, int], tuple[Any, bool, bool]] = {}
 
@@ -279,6 +291,13 @@ class KafkaServer:
         self.runtime = CoordinatorRuntime(self._log, self.num_shards, self.config,
                                           self.registry.image(), random_member_id)
         self.runtime.start(loop, background=True)
+        self._share_log = self._given_share_log or open_record_log(
+            self.storage, self.data_dir / SHARE_STATE_DIR, self.durability)
+        self.share_partitions = SharePartitionManager(self._share_log, self.runtime.clock.now_ms,
+                                                      self.properties)
+        self.share_partitions.group_config = self.runtime.share_group_config
+        self.share_partitions.load()  # LogError: the share state cannot be read
+        self.share_partitions.start(loop)
         self.security.store = CredentialStore(self.data_dir, persist=self.storage != "memory")
         #: Bound port per listener name, one per broker.
         self.bound: dict[str, list[int]] = {}
@@ -310,7 +329,8 @@ class KafkaServer:
         producer_ids = ProducerIdAllocator(self.registry.data_dir,
                                            persist=not self.registry.in_memory)
         self.apis = KafkaApis(self.registry, self.runtime, advertised, self.port, self.properties,
-                              producer_ids=producer_ids, credentials=self.security.store)
+                              producer_ids=producer_ids, credentials=self.security.store,
+                              share_partitions=self.share_partitions)
         self.transactions = self._start_transactions(loop, producer_ids)
         self.apis.broker.transactions = self.transactions
         self.apis.endpoints = endpoints
@@ -344,6 +364,9 @@ class KafkaServer:
                                                    self.compaction_config,
                                                    self.runtime.clock.now_ms)
         self.txn_compaction.start(loop)
+        self.share_compaction = BackgroundCompaction(self._share_log, 1, self.compaction_config,
+                                                     self.runtime.clock.now_ms)
+        self.share_compaction.start(loop)
         log.info("serving %d shards, storage %s, data in %s", self.num_shards, self.storage,
                  self.data_dir)
         return self.host, self.port
@@ -575,6 +598,15 @@ class KafkaServer:
         if self.txn_compaction is not None:
             self.txn_compaction.stop()
             self.txn_compaction = None
+        if self.share_compaction is not None:
+            self.share_compaction.stop()
+            self.share_compaction = None
+        if self.share_partitions is not None:
+            self.share_partitions.stop()
+        if self._share_log is not None:
+            if self._share_log is not self._given_share_log:
+                self._share_log.close()
+            self._share_log = None
         if self.runtime is not None:
             self.runtime.stop()
         if self.idle_monitor is not None:
@@ -740,7 +772,8 @@ class Connection(asyncio.Protocol):
         if (ctx is None or ctx.api_key != api_key or ctx.api_version != api_version
                 or ctx.client_id != client_id or ctx.principal != self.principal):
             ctx = self._ctx = RequestContext(api_key, api_version, client_id, self.client_host,
-                                             self.principal, self.listener)
+                                             self.principal, self.listener, id(self),
+                                             self.broker)
         return ctx
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -792,6 +825,8 @@ class Connection(asyncio.Protocol):
         if self._task is not None and not self._task.done():
             self._task.cancel()
         self._drop_buffers()
+        if self.server.apis is not None:  # state bound to the connection (share sessions)
+            self.server.apis.connection_closed(id(self))
         # a SASL session refers back to this connection: no cycle for the rarely run cyclic
         # collector to find (gc_tuning.py), the memory goes back at once
         self.handler = self.server.dispatch
@@ -850,7 +885,7 @@ class Connection(asyncio.Protocol):
         if frames:
             self.pending.extend(frames)
             self.pending_bytes += sum(map(len, frames))
-            if self.busy and self._ctx is not None and self._ctx.api_key == ApiKey.FETCH \
+            if self.busy and self._ctx is not None and self._ctx.api_key in _LONG_POLLS \
                     and self.server.apis is not None:
                 # a long-poll Fetch would hold these for up to its MaxWaitMs (apis.fetch_now)
                 self.server.apis.fetch_now(self._ctx)

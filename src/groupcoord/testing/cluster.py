@@ -193,6 +193,8 @@ class Cluster:
         self.log = MemoryLog()
         #: The transaction coordinator's log, kept across restarts as ``log``.
         self.transaction_log = MemoryLog()
+        #: The share-state log (KIP-932), kept across restarts as ``log`` is.
+        self.share_log = MemoryLog()
         self.server: Any = None
         self.control = Control(self._run_command)
 
@@ -210,7 +212,8 @@ class Cluster:
                                   storage="memory", properties=self.properties,
                                   record_log=self.log, brokers=self.brokers, racks=self.racks,
                                   broker_ports=self._broker_ports,
-                                  transaction_log=self.transaction_log)
+                                  transaction_log=self.transaction_log,
+                                  share_state_log=self.share_log)
         _, self.port = await self.server.start()
         if self.server.brokerset is not None:
             self._broker_ports = [b.port for b in self.server.brokerset.brokers[1:]]

@@ -11,7 +11,8 @@ The families, one module each under ``server/apis/`` (:data:`FAMILIES`): ``authe
 (SaslHandshake, SaslAuthenticate, the SCRAM credential APIs), ``versions`` (ApiVersions),
 ``metadata`` (Metadata, FindCoordinator), ``topics`` (CreateTopics, DeleteTopics,
 CreatePartitions), ``produce_fetch`` (Produce, Fetch, ListOffsets,
-OffsetForLeaderEpoch), ``groups`` (consumer and classic group APIs, DescribeGroups, ListGroups,
+OffsetForLeaderEpoch), ``share_data`` (ShareFetch, ShareAcknowledge, the share-group offset
+APIs: KIP-932), ``groups`` (consumer and classic group APIs, DescribeGroups, ListGroups,
 DeleteGroups), ``offsets`` (OffsetCommit, OffsetFetch, OffsetDelete), ``configs``
 (DescribeConfigs, IncrementalAlterConfigs), ``acls`` (CreateAcls, DescribeAcls, DeleteAcls) and
 ``extensions`` (the extension APIs of the specs, API keys 1000+, docs/wire.md),
@@ -31,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from groupcoord.protocol.versions import API_VERSIONS
+from groupcoord.protocol.versions import API_VERSIONS, ApiKey
 from groupcoord.server.apis.acls import AclApis
 from groupcoord.server.apis.authentication import AuthenticationApis
 from groupcoord.server.apis.configs import ConfigApis
@@ -41,6 +42,7 @@ from groupcoord.server.apis.groups import GROUP_API_ACLS, GroupApis
 from groupcoord.server.apis.metadata import MetadataApis
 from groupcoord.server.apis.offsets import OffsetApis
 from groupcoord.server.apis.produce_fetch import ProduceFetchApis
+from groupcoord.server.apis.share_data import ShareDataApis
 from groupcoord.server.apis.share_groups import ShareGroupApis
 from groupcoord.server.apis.topics import TopicApis
 from groupcoord.server.apis.transactions import TransactionApis
@@ -50,6 +52,7 @@ from groupcoord.server.producer_ids import ProducerIdAllocator
 from groupcoord.server.runtime import CoordinatorRuntime
 from groupcoord.server.security.authorizer import Authorizer
 from groupcoord.server.security.credentials import CredentialStore
+from groupcoord.server.share_partitions import SharePartitionManager
 from groupcoord.server.topic_registry import TopicRegistry
 
 #: Every API family, each serving the API keys of its ``handlers``.
@@ -65,6 +68,7 @@ FAMILIES: tuple[type[ApiFamily], ...] = (
     AclApis,
     ExtensionApis,
     TransactionApis,
+    ShareDataApis,
     ShareGroupApis,
 )
 
@@ -80,9 +84,11 @@ class KafkaApis:
     def __init__(self, registry: TopicRegistry, runtime: CoordinatorRuntime,
                  host: str, port: int, broker_configs: dict[str, str] | None = None,
                  producer_ids: ProducerIdAllocator | None = None,
-                 credentials: CredentialStore | None = None) -> None:
+                 credentials: CredentialStore | None = None,
+                 share_partitions: SharePartitionManager | None = None) -> None:
         self.broker = BrokerState(registry, runtime, host, port, broker_configs, producer_ids,
                                   credentials)
+        self.broker.share_partitions = share_partitions
         self.families = {family: family(self.broker) for family in FAMILIES}
         self.handlers: dict[int, Handler] = {}
         for family in self.families.values():
@@ -101,8 +107,23 @@ class KafkaApis:
         self._metadata = metadata
         produce_fetch = self.families[ProduceFetchApis]
         assert isinstance(produce_fetch, ProduceFetchApis)
-        #: Answer the connection's waiting Fetch now (``ProduceFetchApis.fetch_now``).
-        self.fetch_now = produce_fetch.fetch_now
+        self._fetch_now = produce_fetch.fetch_now
+        share_data = self.families[ShareDataApis]
+        assert isinstance(share_data, ShareDataApis)
+        #: The share partitions' API family (KIP-932): the share group type tells it of
+        #: members that leave (``ShareDataApis.member_left``).
+        self.share_data = share_data
+
+    def connection_closed(self, connection: int) -> None:
+        """A client connection closed: the share sessions opened on it close (KIP-932)."""
+        self.share_data.connection_closed(connection)
+
+    def fetch_now(self, ctx: RequestContext) -> None:
+        """Answer the connection's waiting Fetch or ShareFetch now (``ProduceFetchApis.fetch_now``)."""
+        if ctx.api_key == ApiKey.SHARE_FETCH:
+            self.share_data.fetch_now(ctx)
+        else:
+            self._fetch_now(ctx)
 
     def handle(self, body: Any, ctx: RequestContext) -> Any:
         op = GROUP_API_ACLS.get(ctx.api_key)

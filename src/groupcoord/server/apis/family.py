@@ -23,6 +23,7 @@ from groupcoord.server.runtime import CoordinatorRuntime
 from groupcoord.server.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from groupcoord.server.security.authorizer import Authorizer
 from groupcoord.server.security.credentials import CredentialStore
+from groupcoord.server.share_partitions import SharePartitionManager
 from groupcoord.server.topic_registry import TopicRegistry
 from groupcoord.server.transaction_runtime import TransactionRuntime
 
@@ -45,6 +46,11 @@ class RequestContext:
     principal: str = "User:ANONYMOUS"
     #: The name of the listener the request came in on (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL).
     listener: str = "PLAINTEXT"
+    #: The connection the request came on (a number unique while it is open; 0: none), so that
+    #: state bound to a connection (share sessions, KIP-932) goes when it closes.
+    connection: int = 0
+    #: The broker (node id) the connection reached (``server/brokers.py``; 0 with one broker).
+    broker: int = 0
 
 
 Handler = Callable[[Any, RequestContext], Any]
@@ -84,6 +90,11 @@ class BrokerState:
         #: The transaction coordinator (``server/transaction_runtime.py``), set by the server;
         #: None: the transaction APIs answer COORDINATOR_NOT_AVAILABLE.
         self.transactions: TransactionRuntime | None = None
+        #: Called after a produce appended records (waiting share fetches, KIP-932).
+        self.on_append: list[Callable[[], None]] = []
+        #: The share partitions and their durable state (``server/share_partitions.py``), set
+        #: by the server; None: the share family keeps them in memory.
+        self.share_partitions: SharePartitionManager | None = None
 
 
 class ApiFamily:

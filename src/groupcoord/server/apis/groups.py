@@ -239,6 +239,9 @@ class GroupApis(ApiFamily):
             r: m.DeleteGroupsResponse = self.runtime.handle(shard, m.DeleteGroupsRequest(tuple(gids)))
             for res in r.results:
                 found[res.group_id] = res
+        shares = self.broker.share_partitions
+        if shares is not None:  # a deleted share group's share state goes too (KIP-932)
+            shares.delete_groups([g for g in ids if found[g].error_code == 0])
         return self._resp(ctx, throttle_time=0, results=[
             {"group_id": g, "error_code": found[g].error_code} for g in ids])
 

@@ -88,6 +88,8 @@ class ProduceFetchApis(ApiFamily):
         return self._resp(ctx, responses=responses, throttle_time=0)
 
     def _wake_fetchers(self) -> None:
+        for on_append in self.broker.on_append:
+            on_append()
         waiters, self._data_waiters = self._data_waiters, []
         for f in waiters:
             if not f.done():
