@@ -35,6 +35,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from groupcoord.coordinator.timers import Timers
 from groupcoord.protocol.errors import ErrorCode
@@ -67,8 +68,10 @@ def java_string_hash(s: str) -> int:
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
+@lru_cache(maxsize=1 << 16)
 def partition_for(key: str, partitions: int) -> int:
-    """Kafka's ``partitionFor``: ``Utils.abs(key.hashCode) % partitions``."""
+    """Kafka's ``partitionFor``: ``Utils.abs(key.hashCode) % partitions`` (cached: every request
+    and record of an id asks it)."""
     h = java_string_hash(key)
     return (0 if h == -(1 << 31) else abs(h)) % partitions
 
