@@ -353,3 +353,28 @@ def test_the_real_seam_writes_a_marker_on_each_partition(cluster: Cluster) -> No
         after = end_offsets()
     # an abort marker (a control batch of one record) on partitions 0 and 2, none on 1
     assert [a - b for a, b in zip(after, before, strict=True)] == [1, 0, 1]
+
+
+def test_a_broker_down_hands_its_transaction_coordinators_over() -> None:
+    with embedded_cluster(topics={"out": 1}, brokers=3) as cluster:
+        fakes = Fakes()
+        fakes.topics = {"out": 1}
+        fakes.install(cluster)
+        tid = "tx-down"
+        addresses = cluster.bootstrap_servers.split(",")
+        with KafkaClient(addresses[0]) as c:
+            r = c.call(ApiKey.FIND_COORDINATOR, 4, key_type=1, coordinator_keys=[tid])
+            node = int(r.coordinators[0].node_id)
+        with KafkaClient(addresses[node]) as coord:
+            r = init(coord, tid)
+            pid, epoch = int(r.producer_id), int(r.producer_epoch)
+            assert add_partitions(coord, tid, pid, epoch, {"out": [0]}) == {("out", 0): 0}
+        cluster.control.broker_down(node)
+        other = next(b for b in range(3) if b != node)
+        with KafkaClient(addresses[other]) as c:
+            r = c.call(ApiKey.FIND_COORDINATOR, 4, key_type=1, coordinator_keys=[tid])
+            new = int(r.coordinators[0].node_id)
+        assert new != node
+        with KafkaClient(addresses[new]) as coord:
+            assert end_txn(coord, tid, pid, epoch, True) == E.none
+        assert fakes.partitions[("out", 0)].markers == [(pid, epoch, True, 2)]  # taken over

@@ -520,6 +520,21 @@ class KafkaServer:
         self.transactions.take_over([partition])
         return old, to
 
+    def _transaction_owners(self) -> list[int]:
+        """The broker coordinating each transaction-log partition now."""
+        bs = self._multi()
+        assert self.transactions is not None
+        return [bs.transaction_coordinator(p) for p in range(self.transactions.config.partitions)]
+
+    def _transactions_moved(self, before: list[int]) -> None:
+        """The transaction-log partitions whose coordinator changed are taken over by the new
+        one (the next coordinator epoch, pending markers written again)."""
+        assert self.transactions is not None
+        changed = [p for p, (a, b) in enumerate(zip(before, self._transaction_owners(),
+                                                    strict=True)) if a != b]
+        if changed:
+            self.transactions.take_over(changed)
+
     def broker_down(self, broker: int) -> list[str]:
         """Take ``broker`` down: its connections are closed, and so is every connection made to
         it until it comes back; its partitions and coordinators go to the next live broker. The
@@ -536,6 +551,7 @@ class KafkaServer:
         if len(bs.down) + 1 >= len(bs.brokers):
             raise ValueError("the last live broker cannot be taken down")
         before = bs.owners()
+        txn_before = self._transaction_owners()
         bs.down.add(broker)
         dropped = []
         for conn in list(self.connections):
@@ -543,6 +559,7 @@ class KafkaServer:
                 dropped.append(conn.peer)
                 conn.abort()
         self._reassign(before, f"broker {broker} down")
+        self._transactions_moved(txn_before)
         return sorted(dropped)
 
     def broker_is_down(self, broker: int) -> bool:
@@ -556,8 +573,10 @@ class KafkaServer:
         if broker not in bs.down:
             raise ValueError(f"broker {broker} is not down")
         before = bs.owners()
+        txn_before = self._transaction_owners()
         bs.down.discard(broker)
         self._reassign(before, f"broker {broker} up")
+        self._transactions_moved(txn_before)
 
     def _multi(self) -> BrokerSet:
         if self.brokerset is None:
