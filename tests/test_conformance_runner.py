@@ -98,6 +98,15 @@ def test_subsets() -> None:
     assert {k[:4] for k in KNOWN_FAILURES} <= {c.number for c in CASES}
 
 
+def test_share_consumer_cases_ask_for_kafka_4_2_and_run_once() -> None:
+    """librdkafka's share consumer tests are declared for Kafka 4.2 (the runner skips them for
+    an older broker) and do not depend on the consumer group protocol."""
+    share = [c for c in CASES if c.share]
+    assert share and all(c.kafka_version == "4.2.0" and c.number.startswith("01")
+                         for c in share)
+    assert all(c.kafka_version == "4.0.0" for c in CASES if not c.share)
+
+
 def test_local_tests_and_other_scenarios_are_left_out() -> None:
     """``TESTS=0045`` reports every 0045 test: the mock ones (``-L`` filters them) and those of
     the ``noautocreate`` scenario (skipped silently in the default one) are no rows."""

@@ -9,9 +9,10 @@ librdkafka's source, its C test suite included, ships inside the npm package
    ``$GROUPCOORD_CONFORMANCE_CACHE``), under ``nice``,
 3. runs each test of the curated list (``suite.py``) against a fresh ``groupcoord serve --port 0
    --storage memory --config num.partitions=4`` per test, protocol and security (plaintext, and
-   SASL_SSL with SCRAM-SHA-512 for the security subset), with ``TEST_KAFKA_VERSION=4.0.0`` and,
-   for KIP-848, ``TEST_CONSUMER_GROUP_PROTOCOL=consumer``; cluster tests only, no sockem
-   (``-L -E``; never ``-Q``, which skips most of some tests),
+   SASL_SSL with SCRAM-SHA-512 for the security subset), with ``TEST_KAFKA_VERSION=4.0.0`` (a
+   case's own version when it has one: 4.2.0 for the share consumer tests, which run once, in
+   the protocol column ``share``) and, for KIP-848, ``TEST_CONSUMER_GROUP_PROTOCOL=consumer``;
+   cluster tests only, no sockem (``-L -E``; never ``-Q``, which skips most of some tests),
 4. prints a table (test, protocol, security, result, seconds) and, with ``--markdown FILE``,
    writes it as Markdown with the reason of every failure and skip.
 
@@ -347,7 +348,8 @@ def run_case(case: Case, protocol: str, security: str, tests_dir: Path, out_dir:
             if os.environ.get("LD_LIBRARY_PATH"):
                 libs.append(os.environ["LD_LIBRARY_PATH"])
             env = {**os.environ, "TESTS": case.number, "RDKAFKA_TEST_CONF": str(conf),
-                   "TEST_KAFKA_VERSION": "4.0.0", "LD_LIBRARY_PATH": ":".join(libs)}
+                   "TEST_KAFKA_VERSION": case.kafka_version,
+                   "LD_LIBRARY_PATH": ":".join(libs)}
             env.pop("TEST_CONSUMER_GROUP_PROTOCOL", None)
             env.pop("CI", None)  # the runner's CI mode changes timeouts and output
             if protocol == "consumer":
@@ -445,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
         for security in securities:
             if security == "sasl_ssl" and not case.sasl_ssl:
                 continue
-            for protocol in protocols:
+            for protocol in (("share",) if case.share else protocols):
                 got = run_case(case, protocol, security, tests_dir, out_dir, certs_dir,
                                ns.timeout)
                 for r in got:
