@@ -9,6 +9,7 @@ requests against an embedded server, the markers recorded by fakes of exactly th
   are completed; Describe/ListTransactions show it;
 - a second producer of the id fences the first: PRODUCER_FENCED (INVALID_PRODUCER_EPOCH for v1);
 - a transaction past its ``transaction.timeout.ms`` is aborted by the coordinator, epoch bumped;
+  an id idle for ``transactional.id.expiration.ms`` is removed (not while a transaction is open);
 - the markers fail, EndTxn is answered, the transaction stays PrepareCommit; after a restart
   the markers are written again and it completes (CompleteCommit);
 - the seam itself: every partition and group of a job, a partition gone is skipped, a failure
@@ -378,3 +379,22 @@ def test_a_broker_down_hands_its_transaction_coordinators_over() -> None:
         with KafkaClient(addresses[new]) as coord:
             assert end_txn(coord, tid, pid, epoch, True) == E.none
         assert fakes.partitions[("out", 0)].markers == [(pid, epoch, True, 2)]  # taken over
+
+
+def test_an_idle_transactional_id_expires() -> None:
+    with embedded_cluster(topics={"out": 1},
+                          config={"transactional.id.expiration.ms": "300"}) as cluster:
+        with KafkaClient(cluster.bootstrap_servers) as c:
+            r = init(c, "tx-idle")
+            pid = int(r.producer_id)
+            assert add_partitions(c, "tx-idle", pid, 0, {"out": [0]}) == {("out", 0): 0}
+            time.sleep(0.5)  # an open transaction does not expire (its timeout is 60 s)
+            assert describe(c, "tx-idle")[0].transaction_state == "Ongoing"
+            assert end_txn(c, "tx-idle", pid, 0, False) == E.none
+            deadline = time.monotonic() + 10
+            while describe(c, "tx-idle")[0].error_code != E.transactional_id_not_found:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            # the id starts again as a new producer: a new producer id at epoch 0
+            again = init(c, "tx-idle")
+            assert int(again.producer_id) != pid and int(again.producer_epoch) == 0
