@@ -382,19 +382,19 @@ def test_a_broker_down_hands_its_transaction_coordinators_over() -> None:
 
 
 def test_an_idle_transactional_id_expires() -> None:
-    with embedded_cluster(topics={"out": 1},
-                          config={"transactional.id.expiration.ms": "300"}) as cluster:
-        with KafkaClient(cluster.bootstrap_servers) as c:
-            r = init(c, "tx-idle")
-            pid = int(r.producer_id)
-            assert add_partitions(c, "tx-idle", pid, 0, {"out": [0]}) == {("out", 0): 0}
-            time.sleep(0.5)  # an open transaction does not expire (its timeout is 60 s)
-            assert describe(c, "tx-idle")[0].transaction_state == "Ongoing"
-            assert end_txn(c, "tx-idle", pid, 0, False) == E.none
-            deadline = time.monotonic() + 10
-            while describe(c, "tx-idle")[0].error_code != E.transactional_id_not_found:
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
-            # the id starts again as a new producer: a new producer id at epoch 0
-            again = init(c, "tx-idle")
-            assert int(again.producer_id) != pid and int(again.producer_epoch) == 0
+    config = {"transactional.id.expiration.ms": "300"}
+    with embedded_cluster(topics={"out": 1}, config=config) as cluster, \
+            KafkaClient(cluster.bootstrap_servers) as c:
+        r = init(c, "tx-idle")
+        pid = int(r.producer_id)
+        assert add_partitions(c, "tx-idle", pid, 0, {"out": [0]}) == {("out", 0): 0}
+        time.sleep(0.5)  # an open transaction does not expire (its timeout is 60 s)
+        assert describe(c, "tx-idle")[0].transaction_state == "Ongoing"
+        assert end_txn(c, "tx-idle", pid, 0, False) == E.none
+        deadline = time.monotonic() + 10
+        while describe(c, "tx-idle")[0].error_code != E.transactional_id_not_found:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        # the id starts again as a new producer: a new producer id at epoch 0
+        again = init(c, "tx-idle")
+        assert int(again.producer_id) != pid and int(again.producer_epoch) == 0
