@@ -9,7 +9,8 @@ Upstream behaviour kept (Kafka's ``KafkaApis`` and the protocol guide):
 - Fetch: sessionless only (KIP-227): a full request gets session id 0, so the client keeps
   sending full requests; an incremental one gets FETCH_SESSION_ID_NOT_FOUND. The response waits
   up to MaxWaitMs for MinBytes, woken by produces. Read committed = read uncommitted (no
-  transactions).
+  transactions). The response holds at most ``fetch.max.bytes`` (Kafka's default, 55 MiB,
+  whatever MaxBytes the request asks), or its first batch when that is larger (KIP-74).
 - Produce stores idempotent batches as sent (producer id, epoch and sequence stay in the batch
   header); sequences are not checked, so a batch retried after a lost response is stored twice
   (Kafka would detect the duplicate).
@@ -153,7 +154,10 @@ class ProduceFetchApis(ApiFamily):
     def _fetch_once(self, body: Any, ctx: RequestContext) -> tuple[Any, int, bool]:
         """(response, bytes of records, whether some partition has an error)."""
         v = ctx.api_version
-        max_bytes = int(getattr(body, "max_bytes", 2**31 - 1))
+        # the request's MaxBytes within the broker's fetch.max.bytes, as Kafka's
+        # KafkaApis.handleFetchRequest clamps it; the first batch is returned even when it is
+        # larger (KIP-74), so a response holds at most fetch.max.bytes or one batch
+        max_bytes = min(int(getattr(body, "max_bytes", 2**31 - 1)), self.broker.fetch_max_bytes)
         total = 0
         errors = False
         responses = []
