@@ -4,6 +4,8 @@ The output samples are librdkafka 2.15.1's test runner's own lines (colour codes
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.conformance.librdkafka import (
@@ -56,8 +58,11 @@ def test_a_failing_run_names_the_sub_test_it_stopped_in() -> None:
         "0061_consumer_lag": "do_test_consumer_lag:192: Test consumer lag with transactions"}
 
 
-def test_a_known_failure_counts_only_in_its_sub_test() -> None:
+def test_a_known_failure_counts_only_in_its_sub_test(monkeypatch: pytest.MonkeyPatch) -> None:
     name = "0061_consumer_lag"
+    # an entry of the kind the list held before transactions were served
+    monkeypatch.setitem(KNOWN_FAILURES, name, ("with transactions",
+                                               "transactions: not served by groupcoord"))
     pattern, _ = KNOWN_FAILURES[name]
     result, reason = classify(name, "FAILED", "boom", f"do_test_consumer_lag:192: Test consumer "
                                                       f"lag {pattern}")
@@ -141,3 +146,21 @@ def test_an_aborted_run_is_read_from_each_tests_own_lines() -> None:
     assert rows[0].reason == ("in sub-test do_test_resubscribe_with_regex:704: Resubscribe with "
                               "Regex: Test assertion failed: expected assignment of 2 "
                               "partitions, got 10")
+
+
+def test_server_configs_of_a_run_reach_its_servers(tmp_path: Path) -> None:
+    """``--server-config KEY=VALUE`` (here through ``serve``'s ``extra_configs``) is a broker
+    config of the run's servers: DescribeConfigs of a group shows it."""
+    from groupcoord.protocol.client import KafkaClient
+    from groupcoord.protocol.versions import ApiKey
+    from tests.conformance.librdkafka import serve
+
+    work = tmp_path / "run"
+    work.mkdir()
+    with serve("plaintext", work, tmp_path / "certs", work / "server.log",
+               extra_configs=["group.consumer.assignment.interval.ms=250"]) as server, \
+            KafkaClient(server.bootstrap) as c:
+        d = c.call(ApiKey.DESCRIBE_CONFIGS, 4, resources=[
+            {"resource_type": 16, "resource_name": "g", "configuration_keys": None}])
+        values = {x.name: x.value for x in d.results[0].configs}
+    assert values["group.consumer.assignment.interval.ms"] == "250"
