@@ -168,6 +168,9 @@ class ShareSimulation(Simulation):
         c.config = self.config
         c.shard = c.factory(self.config, self.image, c.member_ids)
         self.gid = sc.group_id
+        # A paired control simulates every step: the share consumers' work is per record, not
+        # rates a jump of the clock could extrapolate (``Simulation.finish_control``).
+        self.fast_forward = False
         group_cfg = c.shard.share_group_config(self.gid)
         self.share_config = ShareConfig.of_group(group_cfg)
         self.topics = tuple(sc.topics_subscribed()) if sc.regex is None else None
