@@ -618,13 +618,13 @@ class ShareSimulation(Simulation):
         """Integrate the lag and the stall up to now (linear between samples)."""
         t0, lag0, stalled = self._sample
         now = self.now
-        lag = self.partitions.lag(now)
+        lag, available = self.partitions.backlog(now)
         if now > t0:
             self.work["lag_record_s"] += (lag0 + lag) / 2 * (now - t0) / 1000.0
             if stalled:
                 self.work["stall_ms"] += now - t0
         busy = any(p.busy_since is not None for p in self.procs.values() if p.alive)
-        self._sample = (now, lag, not busy and not self.work_recovered())
+        self._sample = (now, lag, not busy and available > self._backlog_slack())
         if lag > self.work["lag_peak"]:
             self.work["lag_peak"] = lag
 
@@ -639,12 +639,15 @@ class ShareSimulation(Simulation):
 
     def work_recovered(self) -> bool:
         """No backlog beyond what the members hold or a fetch wait lets accumulate."""
-        wl = self.scenario.workload
-        if wl.idle:
+        if self.scenario.workload.idle:
             return True
-        n = len(self.partitions.live_partitions())
-        slack = n * wl.records_per_s * (FETCH_MAX_WAIT_MS + wl.fetch_latency_ms) / 1000.0
-        return self.partitions.available(self.now) <= slack + n
+        return self.partitions.backlog(self.now)[1] <= self._backlog_slack()
+
+    def _backlog_slack(self) -> float:
+        """What a keeping-up group has available at any time: a fetch wait's production."""
+        wl = self.scenario.workload
+        n = self.partitions.live_count()
+        return n * wl.records_per_s * (FETCH_MAX_WAIT_MS + wl.fetch_latency_ms) / 1000.0 + n
 
     # ================================================================== invariants
 

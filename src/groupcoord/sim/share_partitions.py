@@ -82,6 +82,8 @@ class _Shadow:
     queue: deque[tuple[int, int]] = field(default_factory=deque)
     #: One past the highest offset ever acquired (every done or locked offset is below it).
     high: int = 0
+    #: How many offsets are done (``done_below + len(done)``).
+    count: int = 0
 
     def next_deadline(self) -> int | None:
         q = self.queue
@@ -94,6 +96,7 @@ class _Shadow:
         self.locks.pop(offset, None)
         self.deliveries.pop(offset, None)
         self.done.add(offset)
+        self.count += 1
         while self.done_below in self.done:
             self.done.discard(self.done_below)
             self.done_below += 1
@@ -126,6 +129,7 @@ class SimSharePartitions:
         self.archived: set[tuple[TopicIdPartition, int]] = set()
         #: Partitions whose topic was deleted: no longer produced, fetched or checked.
         self.gone: set[TopicIdPartition] = set()
+        self._measure: list[tuple[int, float, _Shadow | None]] | None = None
         self.stats: dict[str, int] = {"acquired": 0, "redelivered": 0, "archived": 0,
                                       "accepted": 0, "released": 0, "acks_refused": 0, "acks_done": 0,
                                       "locks_expired": 0}
@@ -136,6 +140,7 @@ class SimSharePartitions:
         """The partitions consumed now with their production rates (a new one starts producing
         now; one no longer there, its topic deleted or no longer subscribed, is *gone*: not
         fetched, measured or checked for S4 until it is consumed again)."""
+        self._measure = None
         for tp, rate in partitions.items():
             if tp not in self.producing:
                 self.producing[tp] = (now, rate)
@@ -168,6 +173,18 @@ class SimSharePartitions:
     def live_partitions(self) -> list[TopicIdPartition]:
         return [tp for tp in self.producing if tp not in self.gone]
 
+    def live_count(self) -> int:
+        return len(self._measured())
+
+    def _measured(self) -> list[tuple[int, float, _Shadow | None]]:
+        """(creation time, rate, shadow) of every live partition, cached between changes
+        (the lag is sampled after every fetch: no hashing of topic ids there)."""
+        m = self._measure
+        if m is None:
+            m = self._measure = [(start, rate, self.shadow.get(tp)) for tp, (start, rate)
+                                 in self.producing.items() if tp not in self.gone]
+        return m
+
     # ------------------------------------------------------------------ driving the core
 
     def _part(self, tp: TopicIdPartition) -> SharePartition:
@@ -175,6 +192,7 @@ class SimSharePartitions:
         if sp is None:
             sp = self.parts[tp] = SharePartition(self.config, 0)
             self.shadow[tp] = _Shadow()
+            self._measure = None
         return sp
 
     def _archive(self, tp: TopicIdPartition, sh: _Shadow, offset: int) -> None:
@@ -360,22 +378,23 @@ class SimSharePartitions:
         done = len(sh.done) if end >= sh.high else sum(1 for o in sh.done if o < end)
         return max(0, end - sh.done_below) - done
 
-    def available(self, now: int) -> int:
-        """Records produced and not acknowledged, archived or acquired (the backlog)."""
+    def lag(self, now: int) -> int:
+        """Records produced and not yet acknowledged or archived, over every live partition
+        (every done offset was produced: it counts whole)."""
         total = 0
-        for tp in self.live_partitions():
-            end = self.log_end(tp, now)
-            sh = self.shadow.get(tp)
-            if sh is None:
-                total += end
-                continue
-            locked = len(sh.locks) if end >= sh.high else sum(1 for o in sh.locks if o < end)
-            total += self.undone_before(tp, end) - locked
+        for start, rate, sh in self._measured():
+            total += int(rate * max(0, now - start) / 1000.0) - (0 if sh is None else sh.count)
         return total
 
-    def lag(self, now: int) -> int:
-        """Records produced and not yet acknowledged or archived, over every live partition."""
-        return sum(self.undone_before(tp, self.log_end(tp, now)) for tp in self.live_partitions())
+    def backlog(self, now: int) -> tuple[int, int]:
+        """(lag, available): the lag, and what of it is neither done nor acquired."""
+        lag = locked = 0
+        for start, rate, sh in self._measured():
+            lag += int(rate * max(0, now - start) / 1000.0)
+            if sh is not None:
+                lag -= sh.count
+                locked += len(sh.locks)
+        return lag, lag - locked
 
 
 def _tp(tp: TopicIdPartition) -> str:
