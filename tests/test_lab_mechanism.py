@@ -62,7 +62,10 @@ def test_the_reason_is_computed_from_the_runs_downtime_and_moves() -> None:
              for s in range(3)]
     lines = mechanisms(["classic:eager", "classic:cooperative", "consumer:uniform"], SETTINGS,
                        runs)
-    scale, polls = lines
+    cond, scale, polls = lines
+    assert cond.startswith("Conditions: classic heartbeat 3 s, session 45 s; KIP-848 "
+                           "heartbeat 5 s, session 45 s.")
+    assert "learn of a rebalance together" in cond
     assert scale.startswith("scale-out: downtime per moved partition")
     assert "classic:eager 40.9 ms" in scale
     assert "classic:cooperative 3.03 s (about one 3 s heartbeat)" in scale
@@ -75,7 +78,7 @@ def test_the_reason_is_computed_from_the_runs_downtime_and_moves() -> None:
     # a crash's partitions wait for the session timeout: no heartbeat story
     crash = [{**r, "scenario": "crash", "resource_downtime_ms": r["resources_moved"] * 44_000}
              for r in runs if r["protocol"] != "classic:eager"]
-    (line, _) = mechanisms(["classic:cooperative", "consumer:uniform"], SETTINGS, crash)
+    (_, line, _) = mechanisms(["classic:cooperative", "consumer:uniform"], SETTINGS, crash)
     assert "about the 45 s session timeout" in line and "next heartbeat" not in line
     assert mechanisms(["classic-connect:eager"], {}, runs) == []
 
@@ -83,12 +86,12 @@ def test_the_reason_is_computed_from_the_runs_downtime_and_moves() -> None:
 def test_long_polls_are_not_called_quick() -> None:
     runs = [_run("classic:eager", 0, resources_moved=10, resource_downtime_ms=100,
                  work_model="40 rec/s, 2000 ms/rec, max.poll.records 500")]
-    (_, polls) = mechanisms(["classic:eager"], SETTINGS, runs)
+    (_, _, polls) = mechanisms(["classic:eager"], SETTINGS, runs)
     assert "does not arise" not in polls
     # 20 ms a record, 500 a poll: 10 s after a backlog, beyond the 3 s heartbeat
     runs = [_run("classic:eager", 0, resources_moved=10, resource_downtime_ms=100,
                  work_model="3.5 rec/s, 20 ms/rec, max.poll.records 500")]
-    (_, polls) = mechanisms(["classic:eager"], SETTINGS, runs)
+    (_, _, polls) = mechanisms(["classic:eager"], SETTINGS, runs)
     assert "takes 10 s, longer than a 3 s heartbeat" in polls and "does not arise" not in polls
 
 
@@ -198,3 +201,25 @@ def test_grids_below_five_seeds_are_named_as_carrying_no_sentence() -> None:
     (g,) = grid_verdicts({"spec": "x", "grids": [{"name": "rolling", "seeds": 3,
                                                    "metrics": ["stall_ms"]}]}, rows)
     assert too_few_for_claims([g]).startswith("No sentence from rolling (3 seeds)")
+
+
+def test_a_topics_growth_is_explained_by_the_metadata_refresh_and_the_heartbeat() -> None:
+    """partition-added: classic waits for its members' metadata refresh (the runs'
+    metadata.max.age.ms), KIP-848 for a heartbeat: the line says so with each family's
+    median time to converge, and each figure comes from the runs and their settings."""
+    settings = {**SETTINGS, "classic:eager": {**SETTINGS["classic:eager"],
+                                              "metadata.max.age.ms": 300_000}}
+    runs = [_run("classic:eager", s, scenario="partition-added", convergence_ms=100_000 + s,
+                 resources_moved=0) for s in range(3)]
+    runs += [_run("consumer:uniform", s, scenario="partition-added", convergence_ms=5_000,
+                  resources_moved=0) for s in range(3)]
+    lines = mechanisms(["classic:eager", "consumer:uniform"], settings, runs)
+    (grown,) = [t for t in lines if t.startswith("partition-added")]
+    assert "classic:eager 100 s: a member sees the new partitions at its next metadata " \
+           "refresh (metadata.max.age.ms 300 s" in grown
+    assert "consumer:uniform 5 s: the coordinator sees the new partitions and sends each " \
+           "member its target with its next heartbeat (5 s)" in grown
+    # a scenario whose events do not touch the metadata has no such line
+    crash = [{**r, "scenario": "crash"} for r in runs]
+    assert not any("the topic grows" in t for t in mechanisms(
+        ["classic:eager", "consumer:uniform"], settings, crash))

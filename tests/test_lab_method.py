@@ -200,8 +200,8 @@ def test_a_scenario_that_sets_a_timing_keeps_it() -> None:
 
 
 @pytest.mark.parametrize(("scenario", "size", "factor"), [
-    ("kip415-worker-joins", 6, 3), ("kip415-worker-bounce", 6, 3),
-    ("kip415-worker-leaves", 3, 1.5)])
+    ("kip415-worker-joins", 6, 3), ("worker-bounce-d300s", 6, 3),
+    ("worker-leaves-d300s", 3, 1.5)])
 def test_kip415_incremental_cooperative_restarts_far_fewer_tasks(scenario: str, size: int,
                                                                   factor: float) -> None:
     """KIP-415: incremental cooperative rebalancing restarts only what moves. When a worker
@@ -214,12 +214,18 @@ def test_kip415_incremental_cooperative_restarts_far_fewer_tasks(scenario: str, 
         assert restarts[coop] * factor <= restarts[eager], restarts
 
 
-def test_kip415_a_departed_workers_tasks_wait_the_scheduled_delay() -> None:
-    rows = _paper("kip415-worker-leaves", 3, CONNECT)
+@pytest.mark.parametrize(("scenario", "configured"), [
+    ("worker-leaves-d0", 0), ("worker-leaves-d30s", 30_000), ("worker-leaves-d300s", 300_000)])
+def test_kip415_a_departed_workers_tasks_wait_the_scheduled_delay(scenario: str,
+                                                                  configured: int) -> None:
+    """The grid sweeps scheduled.rebalance.max.delay.ms: a follower's departure balances after
+    the configured delay under incremental cooperative rebalancing (by design), at once under
+    eager."""
+    rows = _paper(scenario, 3, CONNECT)
     for p in ("connect:cooperative", "classic-connect:sessioned"):
         row = rows[p][0]
         delay = json.loads(row["settings_json"])["scheduled.rebalance.max.delay.ms"]
-        assert delay == 300_000
+        assert delay == configured
         assert delay <= row["time_to_balance_ms"] <= delay + 30_000
         assert row["task_downtime_task_s"] > 0
     for p in ("connect:eager", "classic-connect:eager"):  # eager: no delay

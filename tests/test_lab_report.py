@@ -215,3 +215,17 @@ def test_charts_label_the_swept_values_and_leave_out_zero_metrics(tmp_path: Path
     assert [t.get_text() for t in axes[0].get_xticklabels()] == ["0.5", "5", "20"]
     assert axes[0].get_xlabel() == "the processing time per record (ms)"
     assert axes[0].get_ylabel() == "s"
+
+
+def test_a_panel_spanning_orders_of_magnitude_gets_a_log_axis_in_its_unit() -> None:
+    """Lag from 2,000 to 9 million record·s: logarithmic above the floor (zeros stay on the
+    linear part); time to converge from 5 s to 300 s: linear; all within the floor: linear."""
+    from groupcoord.lab.findings import BY_COLUMN
+    from groupcoord.lab.report import log_threshold
+
+    lag, conv = BY_COLUMN["lag_record_s"], BY_COLUMN["convergence_ms"]
+    assert log_threshold(lag, [0.0, 1_800.0, 2_000.0, 580_000.0, 9_400_000.0]) == 900.0
+    assert log_threshold(conv, [4_900.0, 5_000.0, 300_000.0]) is None
+    assert log_threshold(lag, [0.0, 50.0, 99.0]) is None
+    # the floor bounds the linear part from below (seconds: the metric's scale)
+    assert log_threshold(conv, [300.0, 120_000.0]) == 0.25

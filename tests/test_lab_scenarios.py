@@ -120,12 +120,28 @@ def test_in_every_seed_the_leader_scenario_hits_the_leader(protocol: str, scenar
     assert len(hit) > 1
 
 
+@pytest.mark.parametrize("protocol", ["classic-connect:eager", "classic-connect:sessioned"])
+@pytest.mark.parametrize("scenario", ["worker-leaves-d30s", "worker-bounce-d0"])
+def test_in_every_seed_the_worker_that_leaves_is_a_follower(protocol: str, scenario: str) -> None:
+    """The KIP-415 grid's worker-leaves and worker-bounce take a follower away in every seed,
+    so that no cell splits by whether the leaver led (the leader's own scenarios do that)."""
+    spec = restrict(load_spec("paper"), scenarios=[scenario], sizes=[3], protocols=[protocol])
+    runs = [replace(r, events=True) for r in expand(spec)]
+    assert len(runs) == 5
+    for r in runs:
+        row = run_one(r)
+        assert row["ok"] and row["noop_events"] == 0, row["violation_row"]
+        (target,) = json.loads(row["event_targets"])
+        assert target["member"] != target["leader"]
+        assert target["leader"] == _leader_at(row["event_rows"], target["at_ms"], False)
+
+
 @pytest.mark.parametrize("protocol", ["classic-connect:sessioned", "connect:cooperative"])
 def test_the_bounce_after_the_delay_returns_after_the_runs_delay_expired(protocol: str) -> None:
     """At the field's 300 s delay the worker is down 315 s (the delay plus the scenario's 15 s
     margin): the trace shows its work given to the others after the delay expired and before
     it returned."""
-    spec = restrict(load_spec("paper"), scenarios=["kip415-worker-bounce-after-delay"],
+    spec = restrict(load_spec("paper"), scenarios=["worker-bounce-after-delay"],
                     sizes=[3], protocols=[protocol])
     r = replace(expand(spec)[0], events=True)
     sc = build_scenario(r)
@@ -158,7 +174,7 @@ def test_the_large_and_field_cost_grids_can_answer_their_questions() -> None:
         assert wl.topics * wl.partitions > max(z for z in big.sizes if z is not None)
     field = grids["field-costs"]
     assert field.question and "lag_record_s" in field.metrics
-    assert set(field.scenarios) == {"bounce", "scale-out", "rolling-bounce"}
+    assert set(field.scenarios) == {"bounce", "scale-out", "rolling-bounce", "crash-then-join"}
     (wl,) = field.workloads
     (size,) = field.sizes
     r = next(x for x in expand(restrict(spec, scenarios=["bounce"], workloads=[wl.name]))
@@ -170,6 +186,19 @@ def test_the_large_and_field_cost_grids_can_answer_their_questions() -> None:
     produced = sum(p * work.rate_of(t) for t, p in sc.topics)  # records per second
     busy = produced * work.processing_ms.average / 1000.0 / sc.members
     assert 0.5 <= busy < 1.0
+    # crash-then-join: the join comes after the crashed member's session expired, while its
+    # partitions' backlog (a session's worth of records) is worked off in full, long polls
+    r = next(x for x in expand(restrict(spec, scenarios=["crash-then-join"],
+                                        workloads=[wl.name])) if x.size == size)
+    sc = build_scenario(r)
+    crash, join = sorted(sc.events, key=lambda e: e.at_ms)
+    assert crash.kind == "crash" and join.kind == "scale-out"
+    gap = join.at_ms - crash.at_ms
+    per_member = sum(p * sc.workload.rate_of(t) for t, p in sc.topics) / sc.members
+    backlog = per_member * sc.session_timeout_ms / 1000.0  # records the crashed one left
+    work_off = backlog * sc.workload.processing_ms.average  # ms, spread over the others
+    assert sc.session_timeout_ms < gap < sc.session_timeout_ms + work_off
+    assert backlog >= sc.workload.max_poll_records
 
 
 def test_a_kip848_group_has_no_leader_so_leader_names_the_first_member_started() -> None:

@@ -44,7 +44,7 @@ def test_builtin_specs_expand() -> None:
     assert {r.protocol for r in quick} == set(labels)
     paper = load_spec("paper")
     assert set(paper.scenarios) >= {"crash", "rolling-bounce", "kip415-leader-leaves",
-                                    "kip415-worker-bounce", "grow-by-900"}
+                                    "worker-bounce-d300s", "crash-then-join", "grow-by-900"}
     runs = expand(paper)
     # connector workloads pair with Connect protocols, topic workloads with consumer ones
     from groupcoord.lab.spec import is_connect_protocol
@@ -274,7 +274,20 @@ def test_paper_spec_asks_the_seeds_questions() -> None:
 
     assert sorted({work_value(r.as_row(), "processing_ms") for r in cross}) == [
         0.5, 2, 5, 10, 20]
-    assert len({r.seed for r in cross}) == 3
+    assert len({r.seed for r in cross}) == 10
+    # rolling, crossover and field-costs carry enough seeds for sentences (>= 5) and for the
+    # sign test (>= 10)
+    assert {g.name: g.seeds for g in spec.grids
+            if g.name in ("rolling", "crossover", "field-costs")} == {
+        "rolling": 10, "crossover": 10, "field-costs": 10}
+    # KIP-415: the worker that leaves or bounces is a follower, and the delay is swept
+    delays: dict[str, set[int]] = {}
+    for r in expand(spec):
+        if r.scenario.startswith(("worker-leaves-", "worker-bounce-")) and r.size == 12:
+            sc = build_scenario(r)
+            assert {e["member"] for e in sc.events} == {"@follower"}
+            delays.setdefault(r.scenario.split("-")[1], set()).add(sc.max_delay_ms)
+    assert delays == {"leaves": {0, 30_000, 300_000}, "bounce": {0, 30_000, 300_000}}
     sizes = {z for g in spec.grids for z in g.sizes}
     assert {10, 1000} <= sizes
     anchor = build_scenario(next(r for r in expand(spec) if r.scenario == "grow-by-900"))

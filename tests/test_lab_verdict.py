@@ -17,6 +17,7 @@ from groupcoord.lab.verdict import (
     MAX_CLAIMS,
     Cell,
     beats,
+    claim_candidates,
     claims,
     comparisons,
     grid_verdict,
@@ -255,8 +256,9 @@ def test_a_swept_parameter_gives_one_sentence_where_the_winner_changes() -> None
          "metrics": ["stall_ms"], "seeds": 5}]}, rows)
     (c,) = claims([g])
     assert c.text == ("rolling-bounce, 8 members, stall against the processing time per "
-                      "record, the protocol with the lowest (separated from the others): "
-                      "consumer:uniform at 0.5, 2 ms; none at 5 ms; classic:eager at 20 ms.")
+                      "record, the lowest, separated from the rest (protocols tied for it "
+                      "named together): consumer:uniform at 0.5, 2 ms; no protocol separated "
+                      "at 5 ms; classic:eager at 20 ms.")
     assert c.command == ("groupcoord lab run --spec paper --scenario rolling-bounce --size 8 "
                          "--protocol classic:eager --protocol consumer:uniform --out DIR")
 
@@ -421,7 +423,7 @@ def test_a_swept_grid_answers_with_its_own_metric_at_every_value() -> None:
          "metrics": ["lag_record_s", "lag_peak"], "seeds": 5}]}, rows)
     found = claims([g])
     assert [c.metric for c in found] == ["lag_record_s", "lag_peak"]
-    assert found[0].text.endswith("classic:eager at 0.5 ms; none at 20 ms.")
+    assert found[0].text.endswith("classic:eager at 0.5 ms; no protocol separated at 20 ms.")
 
 
 def test_a_run_whose_event_changed_nothing_is_left_out_and_counted() -> None:
@@ -430,3 +432,74 @@ def test_a_run_whose_event_changed_nothing_is_left_out_and_counted() -> None:
             for p in ("classic-connect:eager", "classic-connect:sessioned") for s in range(5)]
     (g,) = grid_verdicts({"spec": "paper", "grids": [{"name": "kip415", "seeds": 5}]}, rows)
     assert g.rows == [] and g.noop == 10 and claims([g]) == []
+
+
+def test_every_grid_winner_gets_its_strongest_win_before_the_rest_by_effect_size() -> None:
+    """The stated rule: eager's modest win (a 5-seed ★ on lag, 2x) is on the page although
+    KIP-848's larger wins (many scenarios, 100x and more) would fill a page ranked by effect
+    size alone; of one scenario and metric only the size with the largest effect counts."""
+    rows = []
+    scenarios = [f"s{k}" for k in range(14)]
+    for k, scen in enumerate(scenarios):
+        for size in (10, 30):
+            for s in range(5):
+                rows.append(_run("classic:eager", s, scenario=scen, size=size,
+                                 stall_ms=60_000 + 1000 * k + size))
+                rows.append(_run("consumer:uniform", s, scenario=scen, size=size,
+                                 stall_ms=100 + size))
+    for s in range(5):  # eager's one win: half the stall
+        rows.append(_run("classic:eager", s, scenario="eager-wins", stall_ms=2_000))
+        rows.append(_run("consumer:uniform", s, scenario="eager-wins", stall_ms=4_000))
+    (g,) = grid_verdicts({"spec": "x", "grids": [
+        {"name": "g", "metrics": ["stall_ms"], "seeds": 5,
+         "protocols": ["classic:eager", "consumer:uniform"]}]}, rows)
+    assert claim_candidates([g]) == 15  # one per scenario, not per size
+    found = claims([g])
+    assert len(found) == MAX_CLAIMS
+    assert any(c.best == "classic:eager" and c.scenario == "eager-wins" for c in found)
+    kip848 = [c for c in found if c.best == "consumer:uniform"]
+    # the rest by effect size: the largest stalls against KIP-848's (s13 first, ...)
+    assert [c.scenario for c in kip848] == [f"s{k}" for k in range(13, 2, -1)]
+    assert all(c.size == 10 for c in kip848)  # 60,010+ against 110: the larger ratio
+
+
+def test_a_scenario_not_yet_named_comes_before_a_scenarios_second_sentence() -> None:
+    """Scenario a: KIP-848 wins three metrics by 100x; scenario b: one metric by 3x. With room
+    for two sentences the page names a's strongest, then b's, not a second one of a."""
+    rows = []
+    for s in range(5):
+        rows.append(_run("classic:eager", s, scenario="a", stall_ms=90_000, lag_peak=90_000,
+                         lag_record_s=900_000.0))
+        rows.append(_run("consumer:uniform", s, scenario="a", stall_ms=900, lag_peak=900,
+                         lag_record_s=9_000.0))
+        rows.append(_run("classic:eager", s, scenario="b", stall_ms=9_000, lag_peak=0,
+                         lag_record_s=0.0))
+        rows.append(_run("consumer:uniform", s, scenario="b", stall_ms=3_000, lag_peak=0,
+                         lag_record_s=0.0))
+    (g,) = grid_verdicts({"spec": "x", "grids": [
+        {"name": "g", "metrics": ["stall_ms", "lag_peak", "lag_record_s"], "seeds": 5,
+         "protocols": ["classic:eager", "consumer:uniform"]}]}, rows)
+    assert claim_candidates([g]) == 4
+    assert [c.scenario for c in claims([g], limit=2)] == ["a", "b"]
+    assert [c.scenario for c in claims([g], limit=4)].count("a") == 3
+
+
+def test_a_crossover_names_protocols_tied_for_the_lowest_together() -> None:
+    """At 20 ms cooperative and KIP-848 tie for the lowest and both beat eager: the sentence
+    names them together there, not "no protocol"."""
+    rows = []
+    for x, vals in ((0.5, {"classic:eager": 600, "classic:cooperative": 2_000,
+                           "consumer:uniform": 3_000}),
+                    (20, {"classic:eager": 17_000, "classic:cooperative": 10_500,
+                          "consumer:uniform": 10_700})):
+        for p, v in vals.items():
+            for s in range(5):
+                rows.append(_run(p, s, scenario="rolling-bounce", size=8,
+                                 workload=f"p{x}", processing_ms=x,
+                                 lag_record_s=float(v + 10 * s)))
+    (g,) = grid_verdicts({"spec": "paper", "grids": [
+        {"name": "crossover", "metrics": ["lag_record_s"], "seeds": 5,
+         "protocols": ["classic:eager", "classic:cooperative", "consumer:uniform"]}]}, rows)
+    (c,) = claims([g])
+    assert c.text.endswith("classic:eager at 0.5 ms; classic:cooperative and consumer:uniform "
+                           "at 20 ms."), c.text

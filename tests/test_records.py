@@ -42,6 +42,9 @@ from groupcoord.coordinator.records import (
     RecordDecodeError,
     RecordType,
     RegexKey,
+    ShareGroupCurrentMemberAssignmentValue,
+    ShareGroupMemberMetadataValue,
+    ShareGroupMetadataValue,
     TxnOffsetCommitValue,
     TxnOffsetKey,
     TxnProducerKey,
@@ -121,6 +124,18 @@ VALUES: dict[RecordType, st.SearchStrategy[Any]] = {
     RecordType.TXN_OFFSET_COMMIT: st.builds(TxnOffsetCommitValue, st.integers(0, 32767), int64,
                                             int32, texts, int64, st.none() | uuids),
     RecordType.TXN_PRODUCER: st.builds(TxnProducerValue, st.integers(0, 32767), int32),
+    # share groups (KIP-932); the target records reuse the consumer groups' values
+    RecordType.SHARE_GROUP_METADATA: st.builds(ShareGroupMetadataValue, int32,
+                                               st.integers(0, 2**63 - 1)),
+    RecordType.SHARE_GROUP_MEMBER_METADATA: st.builds(
+        ShareGroupMemberMetadataValue, st.none() | ids, texts, texts,
+        st.lists(ids, max_size=4).map(tuple)),
+    RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA: st.builds(
+        ConsumerGroupTargetAssignmentMetadataValue, int32, st.integers(0, 2**62)),
+    RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER: st.builds(
+        ConsumerGroupTargetAssignmentMemberValue, assignments),
+    RecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT: st.builds(
+        ShareGroupCurrentMemberAssignmentValue, int32, int32, st.integers(0, 3), assignments),
 }
 
 MEMBER_TYPES = {
@@ -130,6 +145,9 @@ MEMBER_TYPES = {
     RecordType.CONNECT_GROUP_MEMBER_METADATA,
     RecordType.CONNECT_GROUP_TARGET_ASSIGNMENT_MEMBER,
     RecordType.CONNECT_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+    RecordType.SHARE_GROUP_MEMBER_METADATA,
+    RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER,
+    RecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT,
 }
 
 

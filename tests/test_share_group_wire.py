@@ -167,3 +167,209 @@ def test_a_consumer_group_id_is_not_a_share_group(gc_server: ServerProcess) -> N
         assert c.assignment()
     finally:
         c.close()
+
+
+def test_groups_list_and_describe_show_a_share_group(gc_server: ServerProcess) -> None:
+    """``groupcoord groups list --type share`` and ``groups describe`` for a share group whose
+    three members (share heartbeats over the wire) share a two-partition topic."""
+    import json
+    import subprocess
+
+    from .conftest import GROUPCOORD
+
+    topic = _topic(gc_server, 2)
+    group = f"sg-{uuid.uuid4().hex[:8]}"
+    with KafkaClient(gc_server.bootstrap) as c:
+        for mid in ("m-a", "m-b", "m-c"):
+            r = c.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=group, member_id=mid,
+                       member_epoch=0, subscribed_topic_names=[topic])
+            assert int(r.error_code) == 0, r
+        epochs = {}
+        for mid in ("m-a", "m-b", "m-c"):  # everyone catches up with the last target
+            d = _describe(gc_server, group)
+            epoch = {m.member_id: m.member_epoch for m in d.members}[mid]
+            r = c.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=group, member_id=mid,
+                       member_epoch=epoch)
+            assert int(r.error_code) == 0, r
+            epochs[mid] = int(r.member_epoch)
+
+    def run(*args: str) -> Any:
+        cmd = [*GROUPCOORD, *args[:2], "--bootstrap-server", gc_server.bootstrap, *args[2:],
+               "--json"]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)
+
+    listed = run("groups", "list", "--type", "share")
+    assert {"group_id": group, "type": "share", "state": "Stable",
+            "protocol_type": "share"} in listed
+    assert all(g["type"] == "share" for g in listed)
+    [g] = run("groups", "describe", group)
+    assert (g["type"], g["state"], g["assignor"], g["group_epoch"]) == ("share", "Stable",
+                                                                       "simple", 3)
+    assert sorted(m["member_id"] for m in g["members"]) == ["m-a", "m-b", "m-c"]
+    assert all(m["member_epoch"] == 3 for m in g["members"]), g
+    shared = {p["partition"]: p["members"] for p in g["partitions"] if p["topic"] == topic}
+    # Kafka's sharing: each partition two members (ceil(3 / 2)), so one member has both
+    assert sorted(shared) == [0, 1] and sorted(len(ms) for ms in shared.values()) == [2, 2]
+    assert set(shared[0]) | set(shared[1]) == {"m-a", "m-b", "m-c"}
+    with KafkaClient(gc_server.bootstrap) as c:
+        for mid in epochs:
+            c.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=group, member_id=mid,
+                   member_epoch=-1)
+
+
+def test_a_share_group_survives_a_server_restart(tmp_path: Any) -> None:
+    """Share group records are replayed on load: after a restart the group, its epochs, members
+    and assignments are back, a member goes on heartbeating at its epoch, and its session
+    timeout is armed again (a member that never returns expires)."""
+    from .conftest import start_server
+
+    data = tmp_path / "data"
+    server = start_server(data)
+    try:
+        topic = _topic(server, 3)
+        group = f"sg-{uuid.uuid4().hex[:8]}"
+        with KafkaClient(server.bootstrap) as c:
+            for mid in ("m-a", "m-b"):
+                r = c.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=group, member_id=mid,
+                           member_epoch=0, subscribed_topic_names=[topic])
+                assert int(r.error_code) == 0, r
+            r = c.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=group, member_id="m-a",
+                       member_epoch=1)
+            assert int(r.member_epoch) == 2, r
+        before = _describe(server, group)
+    finally:
+        server.stop()
+    server = start_server(data)
+    try:
+        after = _describe(server, group)
+        assert int(after.error_code) == 0, after
+        assert (after.group_state, after.group_epoch, after.assignment_epoch) == (
+            before.group_state, before.group_epoch, before.assignment_epoch)
+        assert after.members == before.members
+        with KafkaClient(server.bootstrap) as c:
+            r = c.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=group, member_id="m-a",
+                       member_epoch=2)
+            assert (int(r.error_code), int(r.member_epoch), r.assignment) == (0, 2, None), r
+            sent = []
+            deadline = time.monotonic() + SETTLE_S  # m-b's session (10 s) runs out
+            while time.monotonic() < deadline and sent[-1:] != [[(0, 1, 2)]]:
+                r = c.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=group, member_id="m-a",
+                           member_epoch=int(r.member_epoch))
+                assert int(r.error_code) == 0, r
+                if r.assignment is not None:
+                    sent.append([tuple(tp.partitions) for tp in r.assignment.topic_partitions])
+                time.sleep(0.5)
+            # m-b expired: m-a was sent the whole topic, once
+            assert sent == [[(0, 1, 2)]], sent
+            assert [m.member_id for m in _describe(server, group).members] == ["m-a"]
+    finally:
+        server.stop()
+
+
+def test_share_heartbeats_go_to_the_groups_coordinator_of_several_brokers() -> None:
+    """With several brokers, a ShareGroupHeartbeat at a broker that is not the group's
+    coordinator is NOT_COORDINATOR (librdkafka then looks the coordinator up again), and at the
+    coordinator it joins; a share consumer finds its way there by itself."""
+    from groupcoord.testing import embedded_cluster
+
+    with embedded_cluster(topics={"shared": 2}, brokers=3) as cl:
+        addrs = cl.bootstrap_servers.split(",")
+        group = f"sg-{uuid.uuid4().hex[:8]}"
+        home = cl.control.coordinator_of(group)
+        with KafkaClient(addrs[(home + 1) % 3]) as c:
+            r = c.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=group, member_id="m",
+                       member_epoch=0, subscribed_topic_names=["shared"])
+            assert int(r.error_code) == int(ck.KafkaError.NOT_COORDINATOR)
+        sc = ShareConsumer({"bootstrap.servers": addrs[(home + 2) % 3], "group.id": group})
+        try:
+            sc.subscribe(["shared"])
+            deadline = time.monotonic() + SETTLE_S
+            members: list[Any] = []
+            while time.monotonic() < deadline and not members:
+                sc.poll(0.2)
+                with KafkaClient(addrs[home]) as c:
+                    d = c.call(ApiKey.SHARE_GROUP_DESCRIBE, 1, group_ids=[group],
+                               include_authorized_operations=False).groups[0]
+                if not d.error_code and d.members and d.members[0].member_epoch > 0:
+                    members = list(d.members)
+            assert len(members) == 1
+            assert sorted(p for tp in members[0].assignment.topic_partitions
+                          for p in tp.partitions) == [0, 1]
+        finally:
+            sc.close()
+
+
+def test_share_group_metrics(tmp_path: Any) -> None:
+    """``--metrics-port``: share groups by type and state, and their rebalances (epoch bumps)."""
+    from .conftest import start_server
+    from .test_server_storage import _scrape
+
+    server = start_server(tmp_path / "data", "--metrics-port", "0")
+    assert server.proc.stdout is not None
+    url = server.proc.stdout.readline().split()[-1]
+    k = "kafka_server_group_coordinator_metrics_"
+    try:
+        m = _scrape(url)
+        assert m[k + 'group_count{protocol="share"}'] == 0
+        assert m[k + "share_group_rebalance_count"] == 0
+        topic = _topic(server, 2)
+        with KafkaClient(server.bootstrap) as c:
+            for gid, mid in (("sg-1", "a"), ("sg-1", "b"), ("sg-2", "c")):
+                r = c.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=gid, member_id=mid,
+                           member_epoch=0, subscribed_topic_names=[topic])
+                assert int(r.error_code) == 0, r
+            r = c.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id="sg-2", member_id="c",
+                       member_epoch=-1)
+            assert int(r.error_code) == 0, r
+        m = _scrape(url)
+        assert m[k + 'group_count{protocol="share"}'] == 2
+        assert m[k + 'share_group_count{state="stable"}'] == 1
+        assert m[k + 'share_group_count{state="empty"}'] == 1
+        assert m[k + "share_group_rebalance_count"] == 4  # three joins and a leave
+        assert 0 < m[k + "share_group_rebalance_rate"] <= 4
+    finally:
+        server.stop()
+
+
+def _settle(server: ServerProcess, group: str, consumers: list[tuple[Any, _Acks]],
+            names: list[str]) -> Any:
+    """Poll until the coordinator's view and every client's acknowledged assignment agree."""
+    deadline = time.monotonic() + SETTLE_S
+    d = None
+    while time.monotonic() < deadline:
+        for sc, _ in consumers:
+            sc.poll(0.1)
+        d = _describe(server, group)
+        if (int(d.error_code) == 0 and len(d.members) == len(consumers)
+                and all(m.member_epoch == d.assignment_epoch == d.group_epoch for m in d.members)
+                and _by_client(d) == {n: sorted(_partitions(a.last))
+                                      for n, (_, a) in zip(names, consumers, strict=True)}):
+            return d
+    raise AssertionError(f"not settled: {d}")
+
+
+def test_a_share_consumer_that_closes_hands_its_partition_over(gc_server: ServerProcess) -> None:
+    """Three ShareConsumers on two partitions (each partition shared by two): one closes (a
+    leave heartbeat), the two left each acknowledge one partition; the group's epoch moved on
+    by the leave."""
+    topic = _topic(gc_server, 2)
+    group = f"sg-{uuid.uuid4().hex[:8]}"
+    names = [f"churn-{i}" for i in range(3)]
+    consumers = [_share_consumer(gc_server, group, n) for n in names]
+    try:
+        for sc, _ in consumers:
+            sc.subscribe([topic])
+        d = _settle(gc_server, group, consumers, names)
+        # each partition shared by two (ceil(3 / 2)): one consumer has both
+        assert sorted(p for ps in _by_client(d).values() for p in ps) == [0, 0, 1, 1]
+        before = d.group_epoch
+        gone, _ = consumers.pop(0)
+        gone.close()
+        d = _settle(gc_server, group, consumers, names[1:])
+        assert d.group_epoch > before
+        assert sorted(_by_client(d).values()) == [[0], [1]]
+    finally:
+        for sc, _ in consumers:
+            sc.close()

@@ -357,3 +357,23 @@ def test_a_session_renewed_at_its_old_deadline_does_not_expire_the_worker(protoc
 @pytest.mark.parametrize("first", range(0, SEEDS_PER_VARIANT, CHUNK))
 def test_random_seeds_keep_every_invariant(protocol: str, first: int) -> None:
     assert_seeds_keep_every_invariant(protocol, range(first, first + CHUNK))
+
+
+def test_a_worker_leaving_while_its_lost_joingroup_waits_keeps_the_rebalance_bound() -> None:
+    """The lab's rolling bounce at 2 % faults (12 workers, 4 x 5 tasks): c11's JoinGroup is
+    lost at 56.4 s; the coordinator ends the join phase without it and gives its tasks away
+    (a counted zombie overlap, as upstream, whose JoinGroup waits the rebalance timeout plus
+    5 s); at 71 s c11 is bounced and starts stopping its tasks while that JoinGroup is still in
+    flight. The I1 bound for a worker waiting on a rebalance (session + request + rebalance
+    timeout) holds until the revocation is done, not the bare session timeout."""
+    from groupcoord.lab.runs import build_scenario, simulate_run
+    from groupcoord.lab.spec import RunParams
+
+    params = RunParams(
+        run_id="regression", sweep="quick", protocol="classic-connect:sessioned",
+        scenario="rolling-bounce", scenario_def=None, size=12, workload="4x5c", topics=None,
+        partitions=None, connectors=4, tasks=5, fault_rate=0.02, replicate=0,
+        seed=191262891461776690)
+    r = simulate_run(params, build_scenario(params))
+    assert r.violation is None, r.violation.format()
+    assert r.summary["zombie_overlaps"] > 0  # the lost JoinGroup's overlap happened

@@ -15,6 +15,13 @@ grid and scenario on the mechanism, computed from the runs' own columns and work
   short, no member is caught inside a long poll when the rebalance starts, which is where eager
   loses in the field (KIP-429's motivation: the whole group waits for the slowest member's
   batch).
+- :func:`conditions`: first in a consumer grid's list, the conditions its marks hold under,
+  from its runs' settings (heartbeat, session, ``max.poll.interval.ms``) and how the members'
+  heartbeats line up (as the Java client and librdkafka line them up: at the join).
+- :func:`metadata_mechanism`: for a scenario whose events change the topics' metadata (a topic
+  grows), why classic converges late: its members see the change at their next metadata
+  refresh (``metadata.max.age.ms``), where KIP-848's coordinator sends the new target with the
+  next heartbeat.
 
 Plain Python over row dicts.
 """
@@ -135,6 +142,15 @@ def leader_hits(runs: Sequence[Mapping[str, Any]]) -> int | None:
     return n
 
 
+def _run_setting(run: Mapping[str, Any], name: str, default: Any = None) -> Any:
+    """A setting of one run (its ``settings_json``), else ``default``."""
+    try:
+        d = json.loads(str(run.get("settings_json") or "{}"))
+    except ValueError:
+        return default
+    return d.get(name, default) if isinstance(d, dict) else default
+
+
 def connect_mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any]],
                        runs: Sequence[Mapping[str, Any]]) -> list[str]:
     """Per scenario of a Connect grid: task restarts per rebalance (restarts over the group
@@ -184,7 +200,8 @@ def connect_mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[
                     vals = sorted({int(x.get("epoch_bumps") or 0) for x in xs})
                     return "/".join(str(v) for v in vals)
 
-                delay = settings.get(p, {}).get(DELAY_SETTING)
+                delay = _run_setting(slow[0], DELAY_SETTING,
+                                     settings.get(p, {}).get(DELAY_SETTING))
                 waited = ""
                 if isinstance(delay, int | float) and min(
                         float(r["time_to_balance_ms"]) for r in slow) >= 0.9 * delay:
@@ -203,6 +220,108 @@ def connect_mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[
     return lines
 
 
+#: Events that change the topics' metadata: classic members see them at their next refresh.
+METADATA_EVENTS = frozenset({"add-partitions", "create-topic", "delete-topic"})
+
+
+def event_kinds(run: Mapping[str, Any]) -> frozenset[str]:
+    """The kinds of the events of a run's scenario (its inline definition, else the built-in
+    scenario of that name); empty when neither says."""
+    raw = run.get("scenario_def")
+    if raw:
+        try:
+            table = json.loads(str(raw))
+        except ValueError:
+            return frozenset()
+        events = table.get("events") if isinstance(table, dict) else None
+        if not isinstance(events, list):
+            return frozenset()
+        return frozenset(str(e.get("kind")) for e in events if isinstance(e, dict))
+    from groupcoord.sim.scenario import BUILTINS, ScenarioError, load_scenario
+
+    name = str(run.get("scenario") or "")
+    if name not in BUILTINS:
+        return frozenset()
+    try:
+        return frozenset(e.kind for e in load_scenario(name, 0).events)
+    except (ScenarioError, ValueError):
+        return frozenset()
+
+
+def metadata_mechanism(scenario: str, protocols: Sequence[str],
+                       settings: Mapping[str, Mapping[str, Any]],
+                       runs: Sequence[Mapping[str, Any]]) -> str:
+    """Why a topic's growth converges late under classic: a classic member learns of new
+    partitions at its next metadata refresh (``metadata.max.age.ms``, at a phase uniform within
+    it: a wait anywhere from 0 to the whole of it), where a KIP-848 coordinator sees the
+    change itself and sends each member its target with its next heartbeat."""
+    conv: dict[str, float] = {}
+    for p in protocols:
+        vals = [float(r["convergence_ms"]) for r in runs
+                if r["protocol"] == p and r.get("convergence_ms") is not None]
+        if vals:
+            conv[p] = statistics.median(vals)
+    parts = []
+    for fam in dict.fromkeys(family(p) for p in protocols if p in conv):
+        mine = [p for p in protocols if p in conv and family(p) == fam]
+        s = settings.get(mine[0], {})
+        times = ", ".join(f"{p} {_ms(conv[p])}" for p in mine)
+        if fam == "classic":
+            age = s.get("metadata.max.age.ms")
+            why = (f"a member sees the new partitions at its next metadata refresh "
+                   f"(metadata.max.age.ms {_ms(float(age))}, at a phase uniform within it: a "
+                   f"wait from 0 to {_ms(float(age))})"
+                   if isinstance(age, int | float) else "a member sees them at its next "
+                   "metadata refresh")
+        else:
+            hb = _heartbeat(s, mine[0])
+            why = ("the coordinator sees the new partitions and sends each member its target "
+                   + (f"with its next heartbeat ({_ms(hb)})" if hb else "at its next heartbeat"))
+        parts.append(f"{times}: {why}")
+    if not parts:
+        return ""
+    return (f"{scenario}: the topic grows; time to converge (median over the runs): "
+            + "; ".join(parts) + ".")
+
+
+def conditions(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any]]) -> str:
+    """Under which conditions a consumer grid's marks hold, from its runs' settings: the
+    heartbeat and session per family, and how the members' heartbeats line up. The Java
+    client's heartbeat thread restarts its timers when the JoinGroup response arrives (the
+    thread is enabled then) and afterwards wakes every ``retry.backoff.ms`` (100 ms) to see
+    whether a heartbeat is due; librdkafka restarts its heartbeat timer when the join
+    completes too. Every member of a round gets its JoinGroup response at the same moment, so
+    the members' heartbeats stay within a network round (plus up to 100 ms a beat) of each
+    other, as they do in the simulator: a rebalance is learnt by every member at once, not
+    spread over an interval. What spreads the members in the field is the poll loop: a
+    classic member rejoins only from ``poll()``, so one inside a long batch holds an eager
+    group's barrier until its batch is done (bounded by ``max.poll.interval.ms``)."""
+    parts = []
+    for fam in dict.fromkeys(family(p) for p in protocols):
+        mine = [p for p in protocols if family(p) == fam]
+        s = settings.get(mine[0], {})
+        hb, st = _heartbeat(s, mine[0]), _heartbeat(s, mine[0], SESSION_KEYS)
+        mp = s.get("max.poll.interval.ms")
+        if hb is None:
+            continue
+        name = "classic" if fam == "classic" else "KIP-848"
+        text = f"{name} heartbeat {_ms(hb)}"
+        if st:
+            text += f", session {_ms(st)}"
+        if isinstance(mp, int | float):
+            text += f", max.poll.interval.ms {_ms(float(mp))}"
+        parts.append(text)
+    if not parts:
+        return ""
+    return ("Conditions: " + "; ".join(parts) + ". Heartbeat timers restart when a member's "
+            "join completes, as the Java client (its heartbeat thread is enabled on the "
+            "JoinGroup response and wakes every 100 ms) and librdkafka do, and every member "
+            "of a round completes it at once: members learn of a rebalance together, not "
+            "spread over an interval. A classic member rejoins only from its poll loop, so "
+            "one busy in a long poll holds an eager group's barrier until its batch is done "
+            "(see Polls below for how long a poll takes in this grid).")
+
+
 def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any]],
                runs: Sequence[Mapping[str, Any]]) -> list[str]:
     """One line per scenario of the grid (see the module docstring; a Connect grid:
@@ -219,6 +338,10 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
             by_scenario[str(r["scenario"])].append(r)
     lines = []
     for scenario, rs in by_scenario.items():
+        if event_kinds(rs[0]) & METADATA_EVENTS:
+            grown = metadata_mechanism(scenario, protocols, settings, rs)
+            if grown:
+                lines.append(grown)
         per = downtime_per_move(rs)
         if not per:
             continue
@@ -249,6 +372,9 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
     loads = [ld for r in runs if r.get("protocol") in protocols
              for ld in (member_load(r),) if ld is not None]
     beats = [hb for p in protocols for hb in (_heartbeat(settings.get(p, {}), p),) if hb]
+    cond = conditions(protocols, settings)
+    if cond:
+        lines.insert(0, cond)
     if loads:
         polls = sorted({ld.per_poll for ld in loads})
         batch = max(ld.batch_ms for ld in loads)
@@ -274,5 +400,5 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
     return lines
 
 
-__all__ = ["Load", "connect_mechanisms", "downtime_per_move", "mechanisms", "member_load",
-           "row_loads"]
+__all__ = ["METADATA_EVENTS", "Load", "conditions", "connect_mechanisms", "downtime_per_move", "event_kinds",
+           "mechanisms", "member_load", "metadata_mechanism", "row_loads"]

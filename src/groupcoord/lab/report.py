@@ -39,7 +39,9 @@ from groupcoord.lab.limits import model_limits, settings_table
 from groupcoord.lab.mechanism import Load, mechanisms, row_loads
 from groupcoord.lab.verdict import (
     CLAIM_MIN_SEEDS,
+    CLAIM_RULE,
     DASH,
+    MAX_CLAIMS,
     MIN_SEEDS,
     RELATIVE_FLOOR,
     SIGN_ALPHA,
@@ -48,6 +50,7 @@ from groupcoord.lab.verdict import (
     GridVerdict,
     MetricVerdict,
     VerdictRow,
+    claim_candidates,
     claims,
     comparisons,
     grid_verdicts,
@@ -400,6 +403,10 @@ _MARKERS = ("o", "s", "^", "D", "v", "P")
 #: Sizes spanning more than this factor get a logarithmic x-axis (10 to 1,000 members);
 #: otherwise every scale is linear.
 LOG_X_SPAN = 20.0
+#: A panel whose values (beyond the metric's floor) span more than this factor gets a
+#: logarithmic y axis, linear within the floor (a symmetric log: zeros stay on the chart),
+#: with its ticks printed as plain numbers in the metric's unit.
+LOG_Y_SPAN = 100.0
 
 
 #: The families in a chart's legend (short forms of ``findings.FAMILY_NAMES``).
@@ -452,6 +459,16 @@ def _chart_groups(g: GridVerdict) -> dict[tuple[Any, ...], list[VerdictRow]]:
         wl = None if g.parameter is not None else r.workload
         out[(r.scenario, wl, r.fault_rate)].append(r)
     return out
+
+
+def log_threshold(m: Metric, values: Sequence[float]) -> float | None:
+    """Where a panel's y axis turns logarithmic (in the unit shown), or None for a linear
+    axis: its values beyond the metric's floor span more than :data:`LOG_Y_SPAN`; below the
+    threshold (the floor, or half the smallest value) the axis stays linear, so zeros show."""
+    shown = [abs(v) / m.scale for v in values if abs(v) > m.floor]
+    if not shown or max(shown) / min(shown) <= LOG_Y_SPAN:
+        return None
+    return max(m.floor / m.scale, min(shown) / 2)
 
 
 def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path,
@@ -527,8 +544,29 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
             ax.minorticks_off()
             ax.set_xlabel(axis[1])
         ax.set_title(short_label(m, g.excess), fontsize=10)
-        ax.set_ylabel(m.unit or short_label(m))
+        ylabel = m.unit or short_label(m)
+        thresh = log_threshold(
+            m, [v for r in rows for c in r.metrics[i].cells.values() for v in c.values.values()])
+        from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+        if thresh is not None:
+            ax.set_yscale("symlog", linthresh=thresh)
+            # zero, then the powers of ten above the linear part (one below would print on
+            # top of the zero)
+            top = max(abs(v) for r in rows for c in r.metrics[i].cells.values()
+                      for v in c.values.values()) / m.scale
+            ax.yaxis.set_major_locator(FixedLocator(
+                [0.0] + [10.0 ** k for k in range(math.ceil(math.log10(thresh)),
+                                                  math.ceil(math.log10(top)) + 1)
+                 if 10.0 ** k <= 1.5 * top]))
+            ax.yaxis.set_minor_locator(NullLocator())
+            ylabel += " (log scale)"
+        # ticks as the tables print numbers (thousands separated, no exponent)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: number(v)))
+        ax.set_ylabel(ylabel)
         ax.set_ylim(bottom=0)
+        if thresh is not None:  # headroom above the highest seed on a log axis
+            ax.set_ylim(top=1.5 * top)
         ax.grid(True, alpha=0.3)
     for ax in axes[len(panels):]:
         ax.set_visible(False)
@@ -762,6 +800,14 @@ def too_few_for_claims(verdicts: Sequence[GridVerdict]) -> str:
             "tables above still mark what separates.")
 
 
+def claim_rule(found: Sequence[Claim], verdicts: Sequence[GridVerdict]) -> str:
+    """The page's sentence-selection rule, with how many candidates it had and kept."""
+    n = claim_candidates(verdicts)
+    return (CLAIM_RULE.format(limit=MAX_CLAIMS, seeds=CLAIM_MIN_SEEDS)
+            + f" This page: {n} candidate{'s' if n != 1 else ''}, {len(found)} shown; every "
+            "other mark stays in the tables above.")
+
+
 def _claims_html(found: Sequence[Claim], verdicts: Sequence[GridVerdict] = ()) -> str:
     few = too_few_for_claims(verdicts)
     few_html = f"<p>{html.escape(few)}</p>" if few else ""
@@ -772,7 +818,8 @@ def _claims_html(found: Sequence[Claim], verdicts: Sequence[GridVerdict] = ()) -
                     for c in found)
     return ("<h2>What the tables show</h2><p>Each sentence is one marked difference in a cell "
             f"of at least {CLAIM_MIN_SEEDS} seeds per protocol, in the grid's own metrics; its "
-            "command reruns that cell with the same seeds, hence the same rows.</p>"
+            "command reruns that cell with the same seeds, hence the same rows. "
+            f"{html.escape(claim_rule(found, verdicts))}</p>"
             f"<ol class='claims'>{items}</ol>{few_html}")
 
 
@@ -800,11 +847,14 @@ def _violations_html(violations: Sequence[dict[str, Any]]) -> str:
 
 
 def grid_runs(g: GridVerdict, runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The runs of a grid's rows (its scenarios, sizes, workloads and protocols)."""
+    """The runs of a grid's rows (its scenarios, sizes, workloads and protocols), in the
+    order of the grid's scenarios (the "Why" list follows the table)."""
     keys = {(r.scenario, r.size, r.workload) for r in g.rows}
-    return [r for r in runs if r.get("protocol") in g.protocols
+    order = {s: i for i, s in enumerate(dict.fromkeys(r.scenario for r in g.rows))}
+    mine = [r for r in runs if r.get("protocol") in g.protocols
             and (r.get("scenario"), int(r.get("size") or r.get("members") or 0),
                  r.get("workload")) in keys]
+    return sorted(mine, key=lambda r: order.get(str(r.get("scenario")), len(order)))
 
 
 def star_gaps(verdicts: Sequence[GridVerdict]) -> list[float]:
@@ -885,6 +935,8 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
     lines += ["## What the tables show", ""]
     if not found:
         lines.append("No difference between protocols passes the test above.")
+    else:
+        lines += [claim_rule(found, verdicts), ""]
     for i, c in enumerate(found, 1):
         lines.append(f"{i}. {c.text}  \n   `{c.command}`")
     few = too_few_for_claims(verdicts)

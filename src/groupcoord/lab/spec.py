@@ -710,12 +710,19 @@ processing_ms = 20
 
 [[grid]]
 name = "kip415"
-description = "KIP-415's scenarios: eager vs incremental cooperative Connect rebalancing"
+description = '''KIP-415's scenarios: eager vs incremental cooperative Connect rebalancing. \
+The worker that leaves or bounces is a follower (never the leader: a leader's departure is \
+kip415-leader-leaves and kip415-leader-bounces), and scheduled.rebalance.max.delay.ms is swept \
+(-d0, -d30s, -d300s: 0, 30 s and Kafka's default 300 s; eager protocols have no delay, so their \
+rows do not change with it). Under incremental cooperative rebalancing a departed \
+worker's tasks wait that delay for it to come back, by design: its time until balanced and \
+task downtime in worker-leaves are the configured delay, not a slowness of the protocol.'''
 protocols = ["connect:eager", "connect:cooperative", "classic-connect:eager",
              "classic-connect:sessioned"]
-scenarios = ["kip415-worker-joins", "kip415-worker-leaves", "kip415-worker-bounce",
-             "kip415-worker-bounce-after-delay", "kip415-leader-leaves", "kip415-leader-bounces",
-             "kip415-connector-added", "kip415-connector-removed"]
+scenarios = ["kip415-worker-joins", "worker-leaves-d0", "worker-leaves-d30s",
+             "worker-leaves-d300s", "worker-bounce-d0", "worker-bounce-d30s",
+             "worker-bounce-d300s", "worker-bounce-after-delay", "kip415-leader-leaves",
+             "kip415-leader-bounces", "kip415-connector-added", "kip415-connector-removed"]
 sizes = [3, 6, 12]
 workloads = ["16x8c"]
 question = "How many tasks does each Connect protocol stop and restart, for how long, and how \
@@ -724,7 +731,10 @@ metrics = ["task_restarts", "task_downtime_task_s", "time_to_balance_ms", "stall
 
 [[grid]]
 name = "consumers"
-description = "classic eager vs cooperative vs KIP-848, 10 to 100 consumers"
+description = '''classic eager vs cooperative vs KIP-848, 10 to 100 consumers, each caught \
+up when a change comes: a poll returns a few records and takes a few ms, so an eager member \
+revokes at once and the group's barrier costs one join round (the field-costs grid has the \
+long polls)'''
 protocols = ["classic:eager", "classic:cooperative", "consumer:uniform", "consumer:range"]
 scenarios = ["crash", "bounce", "scale-out", "partition-added"]
 sizes = [10, 30, 100]
@@ -756,7 +766,7 @@ protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
 scenarios = ["rolling-bounce"]
 sizes = [10, 20, 30]
 workloads = ["4x250"]
-seeds = 3
+seeds = 10
 question = "Does the group keep processing while its members restart one after another?"
 metrics = ["stall_ms", "lag_peak", "lag_record_s", "convergence_ms", "resources_moved",
            "records_reprocessed"]
@@ -770,7 +780,7 @@ protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
 scenarios = ["rolling-bounce", "scale-out", "crash"]
 sizes = [8]
 workloads = ["4x8-p0.5ms", "4x8-p2ms", "4x8-p5ms", "4x8-p10ms", "4x8-p20ms"]
-seeds = 3
+seeds = 10
 question = "From which processing time per record on does each protocol cost the least lag?"
 metrics = ["lag_record_s", "lag_peak", "stall_ms"]
 
@@ -778,15 +788,16 @@ metrics = ["lag_record_s", "lag_peak", "stall_ms"]
 name = "field-costs"
 description = '''the costs the field pays: 10 consumers on 4 x 25 partitions at 3.5 \
 records/s each, 20 ms per record (70 % busy), up to 500 records a poll (a 10 s poll once a \
-backlog has built: in the rolling bounce a rebalance finds members working one off; in a single \
+backlog has built: in the rolling bounce and in crash-then-join, whose join comes while the \
+crashed member's partitions are worked off, a rebalance finds members in long polls; in a single \
 bounce or scale-out the members are caught up when it starts, so their polls are short) and 2 s \
 of state restore per newly assigned partition (the other grids' polls return a few records and \
 nothing warms up)'''
 protocols = ["classic:eager", "classic:cooperative", "consumer:uniform", "consumer:range"]
-scenarios = ["bounce", "scale-out", "rolling-bounce"]
+scenarios = ["bounce", "scale-out", "rolling-bounce", "crash-then-join"]
 sizes = [10]
 workloads = ["field-costs"]
-seeds = 3
+seeds = 10
 question = "When members restore state for the partitions they gain and process long batches \
 after a backlog, what does a member change cost each protocol's applications?"
 metrics = ["lag_record_s", "lag_peak", "stall_ms", "paused_partition_s", "convergence_ms", \
@@ -806,6 +817,61 @@ workloads = ["light"]
 seeds = 21
 question = "How long until 10 consumers process a topic that grew by 900 partitions?"
 metrics = ["convergence_ms", "lag_peak"]
+
+[scenario.worker-leaves-d0]
+description = '''KIP-415 worker leaves (scheduled.rebalance.max.delay.ms 0): a follower leaves \
+for good; with no delay its tasks go to the others at once.'''
+group = { members = 3, connectors = { A = 2, B = 1 } }
+member = { scheduled_rebalance_max_delay_ms = 0 }
+events = [{ at_ms = 30000, kind = "leave", member = "@follower" }]
+
+[scenario.worker-bounce-d0]
+description = '''KIP-415 worker bounces (scheduled.rebalance.max.delay.ms 0): a follower leaves \
+and returns 10 s later; with no delay its tasks go to the others at once, and some come back.'''
+group = { members = 3, connectors = { A = 2, B = 1 } }
+member = { scheduled_rebalance_max_delay_ms = 0 }
+events = [{ at_ms = 30000, kind = "bounce", member = "@follower", down_ms = 10000 }]
+
+[scenario.worker-leaves-d30s]
+description = '''KIP-415 worker leaves (scheduled.rebalance.max.delay.ms 30 s): a follower \
+leaves for good; its tasks wait for the delay, then go to the others.'''
+group = { members = 3, connectors = { A = 2, B = 1 } }
+member = { scheduled_rebalance_max_delay_ms = 30000 }
+events = [{ at_ms = 30000, kind = "leave", member = "@follower" }]
+
+[scenario.worker-bounce-d30s]
+description = '''KIP-415 worker bounces (scheduled.rebalance.max.delay.ms 30 s): a follower \
+leaves and returns 10 s later; within the delay it gets its tasks back when the delay expires.'''
+group = { members = 3, connectors = { A = 2, B = 1 } }
+member = { scheduled_rebalance_max_delay_ms = 30000 }
+events = [{ at_ms = 30000, kind = "bounce", member = "@follower", down_ms = 10000 }]
+
+[scenario.worker-leaves-d300s]
+description = '''KIP-415 worker leaves (scheduled.rebalance.max.delay.ms 300 s): a follower \
+leaves for good; its tasks wait for the delay, then go to the others.'''
+group = { members = 3, connectors = { A = 2, B = 1 } }
+member = { scheduled_rebalance_max_delay_ms = 300000 }
+events = [{ at_ms = 30000, kind = "leave", member = "@follower" }]
+
+[scenario.worker-bounce-d300s]
+description = '''KIP-415 worker bounces (scheduled.rebalance.max.delay.ms 300 s): a follower \
+leaves and returns 10 s later; within the delay it gets its tasks back when the delay expires.'''
+group = { members = 3, connectors = { A = 2, B = 1 } }
+member = { scheduled_rebalance_max_delay_ms = 300000 }
+events = [{ at_ms = 30000, kind = "bounce", member = "@follower", down_ms = 10000 }]
+
+[scenario.worker-bounce-after-delay]
+description = '''KIP-415 worker bounces after the delay: a follower is down for \
+scheduled.rebalance.max.delay.ms plus 15 s; its tasks went to the others when the delay expired.'''
+group = { members = 3, connectors = { A = 2, B = 1 } }
+events = [{ at_ms = 30000, kind = "bounce", member = "@follower", after_delay_ms = 15000 }]
+
+[scenario.crash-then-join]
+description = '''c3 crashes; 50 s later, its session (45 s) expired and its partitions given to \
+the others, who work off their backlog in long polls, a member joins.'''
+group = { members = 10, topics = { foo = 100 } }
+events = [{ at_ms = 30000, kind = "crash", member = "c3" },
+          { at_ms = 80000, kind = "scale-out", count = 1 }]
 
 [scenario.grow-by-900]
 description = "Ten consumers on foo (100 partitions); foo grows to 1,000 partitions."

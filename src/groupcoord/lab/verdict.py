@@ -236,6 +236,8 @@ class VerdictRow:
     metrics: list[MetricVerdict] = field(default_factory=list)
     #: The swept parameter's value when the grid sweeps one across its workloads.
     x: float | None = None
+    #: Per protocol, the settings of the row's runs (a grid may sweep a setting by scenario).
+    settings: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -344,7 +346,7 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
     for key in sorted(by_row, key=row_key):
         rs = by_row[key]
         vr = VerdictRow(key[0], key[1], key[2], key[3], len({r.get("seed") for r in rs}),
-                        x=_x_of(rs, param))
+                        x=_x_of(rs, param), settings=_settings_of(rs))
         for m in metrics:
             cells: dict[str, Cell] = {}
             for p in protocols:
@@ -444,7 +446,7 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
         lead = (f"{' and '.join(mv.best)} share the {word} {short_label(m, g.excess)} "
                 f"({'; '.join(each)})")
     text = (f"{where}: {lead} against {_quote(m, w)} for {worse}, medians of {n} seeds.")
-    text += _by_design(g, m, worse, w.median)
+    text += _by_design(row.settings or g.settings, m, worse, w.median)
     cmd = reproduce(g.spec, row.scenario, row.size, row.workload, [*mv.best, worse])
     return Claim(g.name, text, cmd, m.column, row.scenario, row.size, best, worse)
 
@@ -454,13 +456,21 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
 DELAY_SETTING = "scheduled.rebalance.max.delay.ms"
 
 
-def _by_design(g: GridVerdict, m: Metric, worse: str, value: float) -> str:
+def _by_design(settings: Mapping[str, Mapping[str, Any]], m: Metric, worse: str,
+               value: float) -> str:
     """What the reader must know when an incremental cooperative Connect protocol is the
-    slower one to balance and took at least its delay: KIP-415 waits, by design."""
-    if (m.column != "time_to_balance_ms" or family(worse) not in _CONNECT_FAMILIES
-            or worse.endswith(":eager")):
+    slower one to balance (or has the more task downtime) and took at least its delay (the
+    row's own setting: the grid may sweep it): KIP-415 waits, by design."""
+    if (m.column not in ("time_to_balance_ms", "task_downtime_task_s")
+            or family(worse) not in _CONNECT_FAMILIES or worse.endswith(":eager")):
         return ""
-    delay = g.settings.get(worse, {}).get(DELAY_SETTING)
+    delay = settings.get(worse, {}).get(DELAY_SETTING)
+    if m.column == "task_downtime_task_s":
+        # at least one task stood for the whole delay (task·s against ms)
+        if not isinstance(delay, int | float) or delay <= 0 or value < 0.9 * delay / 1000.0:
+            return ""
+        return (f" By design: KIP-415 holds a departed worker's tasks, not running, for "
+                f"{DELAY_SETTING} ({int(delay):,} ms here) in case it comes back.")
     if not isinstance(delay, int | float) or value < 0.9 * delay:
         return ""
     return (f" By design: KIP-415 holds a departed worker's tasks for {DELAY_SETTING} "
@@ -494,7 +504,8 @@ def _strength(mv: MetricVerdict) -> float:
 
 def _crossovers(g: GridVerdict) -> list[Claim]:
     """Per scenario and metric of a grid that sweeps a parameter: the marked best at each
-    value swept, when it is not the same protocol at every value (where the winner changes)."""
+    value swept (the tied best together, when they beat the others), when it is not the same
+    at every value (where the winner changes); the question's first metric at every value."""
     x_name, x_unit = X_NAMES.get(g.parameter or "", (g.parameter or "", ""))
     out = []
     by_scenario: dict[tuple[str, int], list[VerdictRow]] = defaultdict(list)
@@ -506,8 +517,10 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
         if min(r.seeds for r in rows) < CLAIM_MIN_SEEDS:
             continue
         for i, m in enumerate(g.metrics):
-            winners = [(r.x, r.metrics[i].best[0] if r.metrics[i].verdict == "best" else None)
-                       for r in rows]
+            # the marked best, or the tied best together when they beat the others
+            winners = [(r.x, " and ".join(r.metrics[i].best)
+                        if r.metrics[i].verdict in ("best", "tied") and r.metrics[i].beaten
+                        else None) for r in rows]
             named = {w for _, w in winners if w is not None}
             # the grid's own metric (its question's first) is answered at every value swept;
             # the others only where the winner changes
@@ -516,11 +529,12 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
             parts = []
             for w in dict.fromkeys(w for _, w in winners):
                 xs = ", ".join(number(x or 0.0) for x, v in winners if v == w)
-                parts.append(f"{w or 'none'} at {xs}{x_unit}")
+                parts.append(f"{w or 'no protocol separated'} at {xs}{x_unit}")
             word = "lowest" if m.lower_is_better else "highest"
             text = (f"{scenario}, {size} {member_word(scenario, g.protocols)}, "
-                    f"{short_label(m, g.excess)} against {x_name}, the protocol with the "
-                    f"{word} (separated from the others): " + "; ".join(parts) + ".")
+                    f"{short_label(m, g.excess)} against {x_name}, the {word}, separated "
+                    "from the rest (protocols tied for it named together): "
+                    + "; ".join(parts) + ".")
             cmd = reproduce(g.spec, scenario, size, None, g.protocols)
             out.append(Claim(g.name, text, cmd, m.column, scenario, size,
                              next(iter(sorted(named))), ""))
@@ -574,35 +588,76 @@ def comparisons(verdicts: Sequence[GridVerdict]) -> Comparisons:
     return Comparisons(rows, pairs, expected, claim_pairs, claim_expected)
 
 
-def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS) -> list[Claim]:
-    """At most ``limit`` sentences for the page: per grid and question metric, the marked
-    difference at the grid's largest size (then the largest ratio), taken grid by grid in
-    turn, metrics in the question's order."""
-    per_grid: list[list[Claim]] = []
-    for g in verdicts:
-        found = _crossovers(g) if g.parameter is not None else []
-        if g.parameter is not None:
-            # a grid that sweeps a parameter asks where the winner changes: its crossovers
-            per_grid.append(found)
-            continue
-        for i in range(len(g.metrics)):
-            if any(c.metric == g.metrics[i].column for c in found):
-                continue  # the crossover says it for every value swept
-            cands = [(row, row.metrics[i]) for row in g.rows
-                     if row.metrics[i].verdict in ("best", "tied") and row.metrics[i].beaten
-                     and claimable(row.metrics[i])]
-            if not cands:
+#: The page's sentence-selection rule, as the report states it (``{limit}``: MAX_CLAIMS,
+#: ``{seeds}``: CLAIM_MIN_SEEDS).
+CLAIM_RULE = (
+    "Which differences get a sentence: every one marked ★ (or = beside a ★) by the test "
+    "above in a cell of at least {seeds} seeds per "
+    "protocol, in the grid's own metrics, is a candidate; of one scenario and metric only the "
+    "size with the largest effect counts. First, in each grid, every protocol that wins "
+    "somewhere gets its strongest win, a shared win counting for each protocol sharing it "
+    "(a grid that sweeps a parameter instead says, per scenario, where its first metric's "
+    "winner changes); then the remaining candidates by "
+    "effect size (the ratio of the two medians, each plus the metric's floor), a scenario not "
+    "yet named before another sentence on one that is; at most {limit} "
+    "sentences in all, shown in the grids' order.")
+
+
+def _candidates(g: GridVerdict) -> list[tuple[float, Claim, tuple[str, ...]]]:
+    """A grid's candidate sentences with their effect sizes: per scenario and question metric
+    the marked difference of the size with the largest effect."""
+    best: dict[tuple[str, str], tuple[float, VerdictRow, MetricVerdict]] = {}
+    for row in g.rows:
+        for mv in row.metrics:
+            if mv.verdict not in ("best", "tied") or not mv.beaten or not claimable(mv):
                 continue
-            row, mv = max(cands, key=lambda c: (c[0].size, _strength(c[1])))
-            found.append(_claim(g, row, mv))
-        per_grid.append(found)
-    out: list[Claim] = []
-    depth = 0
-    while len(out) < limit and any(depth < len(f) for f in per_grid):
-        for found in per_grid:
-            if depth < len(found) and len(out) < limit:
-                out.append(found[depth])
-        depth += 1
+            key = (row.scenario, mv.metric.column)
+            strength = _strength(mv)
+            if key not in best or (strength, row.size) > (best[key][0], best[key][1].size):
+                best[key] = (strength, row, mv)
+    return [(st, _claim(g, row, mv), mv.best) for st, row, mv in best.values()]
+
+
+def claim_candidates(verdicts: Sequence[GridVerdict]) -> int:
+    """How many candidate sentences the page has (the rule of :data:`CLAIM_RULE`)."""
+    return sum(len(_crossovers(g)) if g.parameter is not None else len(_candidates(g))
+               for g in verdicts)
+
+
+def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS) -> list[Claim]:
+    """At most ``limit`` sentences for the page, chosen by :data:`CLAIM_RULE`: first each
+    grid's winners' strongest wins (a grid that sweeps a parameter: its crossovers of the
+    question's first metric), then the other candidates by effect size, scenarios not yet on
+    the page first."""
+    first: list[tuple[float, Claim]] = []
+    rest: list[tuple[float, Claim]] = []
+    for g in verdicts:
+        if g.parameter is not None:
+            found = _crossovers(g)
+            lead = g.metrics[0].column if g.metrics else ""
+            first += [(math.inf, c) for c in found if c.metric == lead]
+            rest += [(0.0, c) for c in found if c.metric != lead]
+            continue
+        cands = sorted(_candidates(g), key=lambda sc: (-sc[0], sc[1].scenario, sc[1].metric))
+        seen: set[str] = set()
+        for st, c, winners in cands:
+            # a win shared by tied protocols counts for each of them
+            if set(winners) - seen:
+                seen.update(winners)
+                first.append((st, c))
+            else:
+                rest.append((st, c))
+    first.sort(key=lambda sc: -sc[0])
+    rest.sort(key=lambda sc: -sc[0])
+    # the rest: a scenario not yet on the page before a scenario's second sentence
+    shown = {(c.grid, c.scenario) for _, c in first}
+    fresh: list[tuple[float, Claim]] = []
+    again: list[tuple[float, Claim]] = []
+    for sc in rest:
+        key = (sc[1].grid, sc[1].scenario)
+        (again if key in shown else fresh).append(sc)
+        shown.add(key)
+    out = [c for _, c in (first + fresh + again)[:limit]]
     order = {g.name: i for i, g in enumerate(verdicts)}
     out.sort(key=lambda c: order.get(c.grid, 0))
     return out
@@ -639,9 +694,37 @@ def short_label(m: Metric, excess: bool = False) -> str:
     return f"excess {name}" if excess and m.column in EXCESS else name
 
 
-__all__ = ["CLAIM_MIN_SEEDS", "CONSUMER_METRICS", "DASH", "KIP415_METRICS", "MAX_CLAIMS",
-           "MIN_SEEDS", "RELATIVE_FLOOR", "Cell", "Claim", "Comparisons", "GridVerdict",
-           "MetricVerdict", "VerdictRow", "beats", "claimable", "claims", "comparisons",
-           "grid_verdict", "grid_verdicts", "judge", "modes", "natural_key", "question_metrics",
-           "ranked", "separation_chance", "short_label", "sign_needed", "sign_test",
-           "threshold", "usable"]
+__all__ = [
+    "CLAIM_MIN_SEEDS",
+    "CLAIM_RULE",
+    "CONSUMER_METRICS",
+    "DASH",
+    "KIP415_METRICS",
+    "MAX_CLAIMS",
+    "MIN_SEEDS",
+    "RELATIVE_FLOOR",
+    "Cell",
+    "Claim",
+    "Comparisons",
+    "GridVerdict",
+    "MetricVerdict",
+    "VerdictRow",
+    "beats",
+    "claim_candidates",
+    "claimable",
+    "claims",
+    "comparisons",
+    "grid_verdict",
+    "grid_verdicts",
+    "judge",
+    "modes",
+    "natural_key",
+    "question_metrics",
+    "ranked",
+    "separation_chance",
+    "short_label",
+    "sign_needed",
+    "sign_test",
+    "threshold",
+    "usable",
+]

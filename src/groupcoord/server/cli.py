@@ -34,6 +34,8 @@
   (classic groups, and groups with committed offsets only, listed as Empty classic groups).
   A consumer group is ``"type": "consumer"``; during an online migration each member
   says which protocol it uses (``"protocol": "classic"`` or ``"consumer"``).
+  A share group (KIP-932) is ``"type": "share"``, described with ShareGroupDescribe
+  (``server/share_groups_cli.py``): its members and the members sharing each partition.
   A connect group (the Connect draft) is described with ConnectGroupDescribe: its workers with url,
   epoch, state, the connectors and tasks each runs and its target.
 - ``groupcoord connectors create NAME --tasks N --group G``, ``connectors update NAME --tasks N
@@ -72,6 +74,7 @@ from groupcoord.protocol.client import KafkaClient, KafkaClientError
 from groupcoord.protocol.client_config import add_command_config
 from groupcoord.protocol.errors import CoordinatorError, error_name
 from groupcoord.protocol.versions import ApiKey
+from groupcoord.server.share_groups_cli import describe_share, share_lines
 
 log = logging.getLogger(__name__)
 
@@ -495,6 +498,8 @@ def _describe_one(c: KafkaClient, group_id: str) -> dict[str, Any]:
                include_authorized_operations=False).groups[0]
     group: dict[str, Any] = {"group_id": group_id}
     owner: dict[tuple[str, int], dict[str, Any]] = {}
+    if d.error_code == ErrorCode.group_id_not_found and describe_share(c, group_id, group):
+        return group  # KIP-932: members and the partitions they share, no committed offsets
     if d.error_code == ErrorCode.group_id_not_found and (
             _describe_connect(c, group_id, group)
             or _describe_classic(c, group_id, group, owner)):
@@ -579,6 +584,10 @@ def _groups_describe(ns: argparse.Namespace) -> int:
                 lines.append(_table(workers))
         elif g.get("type") == "connect":
             lines.extend(_connect_lines(g))
+        elif g.get("type") == "share":
+            lines.extend(share_lines(g, _table))
+            lines.append("")
+            continue
         else:
             classic = sum(1 for mb in g["members"] if mb.get("protocol") == "classic")
             lines.append(f"Group {g['group_id']}: state {g['state']}, epoch {g['group_epoch']}, "
@@ -615,7 +624,7 @@ def _connect_lines(g: dict[str, Any]) -> list[str]:
     return lines
 
 
-@command("groups", "list and describe consumer groups (like kafka-consumer-groups)")
+@command("groups", "list and describe groups: consumer, classic, connect, share (like kafka-consumer-groups)")
 def _groups_args(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="groups_command", required=True)
     li = sub.add_parser("list", help="list groups")

@@ -10,7 +10,8 @@ Prometheus JMX exporter spells them (``kafka_server_group_coordinator_metrics_<n
 as underscores, tags as labels), so dashboards made for Kafka's new coordinator read them:
 
 =====================================================  =========================================
-``..._group_count{protocol}``                          groups by type (consumer, classic, connect)
+``..._group_count{protocol}``                          groups by type (consumer, classic, connect,
+                                                       share)
 ``..._consumer_group_count{state}``                    consumer groups by state (empty, assigning,
                                                        reconciling, stable, dead)
 ``..._classic_group_count{state}``                     classic groups by state (offsets without a
@@ -18,6 +19,10 @@ as underscores, tags as labels), so dashboards made for Kafka's new coordinator 
                                                        ListGroups shows them)
 ``..._consumer_group_rebalance_count``                 consumer group epoch bumps since start
 ``..._consumer_group_rebalance_rate``                  the same per second, last 30 s
+``..._share_group_count{state}``                       share groups by state (KIP-932: empty,
+                                                       stable, dead)
+``..._share_group_rebalance_count`` / ``_rate``        share group epoch bumps since start; per
+                                                       second, last 30 s
 ``..._partition_count{state}``                         shards (coordinator partitions) loading,
                                                        active, failed
 ``..._partition_load_time_avg`` / ``_max``             shard load time in ms (replay + load
@@ -100,6 +105,8 @@ class CoordinatorMetrics:
         self.connect_rebalances = 0
         self.consumer_targets = 0
         self.consumer_rebalance_rate = WindowedRate(clock=clock)
+        self.share_rebalances = 0
+        self.share_rebalance_rate = WindowedRate(clock=clock)
         self.loads = 0
         self.load_time_sum_ms = 0.0
         self.load_time_max_ms = 0.0
@@ -119,6 +126,9 @@ class CoordinatorMetrics:
                 self.consumer_rebalance_rate.record()
             elif t is RecordType.CONNECT_GROUP_METADATA:
                 self.connect_rebalances += 1
+            elif t is RecordType.SHARE_GROUP_METADATA:
+                self.share_rebalances += 1
+                self.share_rebalance_rate.record()
             elif t is RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA:
                 self.consumer_targets += 1
 
@@ -297,11 +307,12 @@ def render(server: MetricsSource) -> str:
     """The metrics of ``server`` now, in Prometheus text format."""
     rt = server.runtime
     metrics = rt.metrics if rt is not None else CoordinatorMetrics()
-    by_type = {"consumer": 0, "classic": 0, "connect": 0}
+    by_type = {"consumer": 0, "classic": 0, "connect": 0, "share": 0}
     consumer: dict[str, int] = {}
     classic: dict[str, int] = {}
     connect: dict[str, int] = {}
-    by_state = {"consumer": consumer, "classic": classic, "connect": connect}
+    share: dict[str, int] = {}
+    by_state = {"consumer": consumer, "classic": classic, "connect": connect, "share": share}
     partitions = {"loading": 0, "active": 0, "failed": 0}
     if rt is not None:
         for i, shard in enumerate(rt.shards):
@@ -336,6 +347,14 @@ def render(server: MetricsSource) -> str:
     e.metric(KAFKA + "consumer_group_rebalance_rate", "gauge",
              "Consumer group rebalances per second over the last 30 s.",
              metrics.consumer_rebalance_rate.rate())
+    e.metric(KAFKA + "share_group_count", "gauge", "Number of share groups by state.",
+             _states(("empty", "stable", "dead"), share))
+    e.metric(KAFKA + "share_group_rebalance_count", "counter",
+             "Share group rebalances (group epoch bumps) since start.",
+             metrics.share_rebalances)
+    e.metric(KAFKA + "share_group_rebalance_rate", "gauge",
+             "Share group rebalances per second over the last 30 s.",
+             metrics.share_rebalance_rate.rate())
     e.metric(KAFKA + "partition_count", "gauge",
              "Coordinator shards (__consumer_offsets partitions) by state.",
              [({"state": s}, n) for s, n in partitions.items()])

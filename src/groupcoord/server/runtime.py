@@ -56,7 +56,8 @@ from groupcoord.coordinator.modern.consumer.messages import (
     ConsumerGroupHeartbeatResponse,
     DescribedGroup,
 )
-from groupcoord.coordinator.records import Record
+from groupcoord.coordinator.modern.share.messages import ShareGroupHeartbeatRequest
+from groupcoord.coordinator.records import MemberKey, Record, RecordType
 from groupcoord.coordinator.result import DEFERRED, Result
 from groupcoord.coordinator.shard import Shard
 from groupcoord.coordinator.timers import TimerChange
@@ -164,6 +165,11 @@ class CoordinatorRuntime:
         #: shard loaded later (``Shard.held_groups``).
         self.held_groups: frozenset[str] = frozenset()
         self._tokens = itertools.count(1)
+        #: Called with (group id, member id) for each share group member the coordinator
+        #: removed (KIP-932: its session timed out, or it was fenced), once the removal is
+        #: durable; not for a member that left by itself (a ShareGroupHeartbeat at epoch -1).
+        #: Set by the server: the share partitions release what the member had acquired.
+        self.share_member_removed: Callable[[str, str], None] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -284,6 +290,8 @@ class CoordinatorRuntime:
                                               f"load duties: {e}"))
                 return None
             self.metrics.appended(result.records)
+            if self.share_member_removed is not None:
+                self._share_members_removed(result.records, None)
         self.shards[i] = shard
         self.load_errors.pop(i, None)
         self.loads += 1
@@ -316,8 +324,9 @@ class CoordinatorRuntime:
                 self._error_shard = Shard(i, self.config, self.image, self.member_ids)
             return self._error_shard._error_response(request, e)
 
-    def _persist(self, i: int, result: Result[Any]) -> bool:
-        """Append ``result``'s records to shard ``i``'s log; on failure reload the shard."""
+    def _persist(self, i: int, result: Result[Any], request: Any = None) -> bool:
+        """Append ``result``'s records to shard ``i``'s log; on failure reload the shard.
+        ``request``: the request that produced them (None: timers, metadata)."""
         if result.records:
             try:
                 self.log.append(i, [r.encode() for r in result.records], self.clock.now_ms())
@@ -331,11 +340,30 @@ class CoordinatorRuntime:
                 self._reschedule()
                 return False
             self.metrics.appended(result.records)
+            if self.share_member_removed is not None:
+                self._share_members_removed(result.records, request)
         if result.timers:
             self._timers_changed(self.shards[i], result.timers)
         for token, response in result.completions:
             self._complete(token, response)
         return True
+
+    def _share_members_removed(self, records: list[Record], request: Any) -> None:
+        """Tell :attr:`share_member_removed` of the share members whose metadata the records
+        tombstone, except the one leaving by its own heartbeat."""
+        leaving = None
+        if isinstance(request, ShareGroupHeartbeatRequest) and request.member_epoch == -1:
+            leaving = (request.group_id, request.member_id)
+        removed = [(k.group_id, k.member_id) for r in records
+                   if r.value is None and (k := r.key).type is SHARE_MEMBER_METADATA
+                   and isinstance(k, MemberKey)]
+        notify = self.share_member_removed
+        for group_id, member_id in removed:
+            if notify is not None and (group_id, member_id) != leaving:
+                try:
+                    notify(group_id, member_id)
+                except Exception:
+                    log.exception("share member removal of %s/%s failed", group_id, member_id)
 
     def hold_rebalance(self, group_id: str, hold: bool) -> None:
         """Hold (or release) the group's rebalance: its heartbeats are answered, but no new
@@ -372,7 +400,7 @@ class CoordinatorRuntime:
         if shard is None:
             return self._unavailable(shard_index, request)
         result = shard.handle(request, self.clock.now_ms())
-        if not self._persist(shard_index, result):
+        if not self._persist(shard_index, result, request):
             return error_response(request, ErrorCode.coordinator_not_available,
                                   "The coordinator could not persist the request; retry.")
         return result.response
@@ -547,3 +575,5 @@ class CoordinatorRuntime:
 
 
 MemberIdFactory = Callable[[], str]
+
+SHARE_MEMBER_METADATA = RecordType.SHARE_GROUP_MEMBER_METADATA

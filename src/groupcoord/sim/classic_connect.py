@@ -79,7 +79,11 @@ from groupcoord.client.connect.config_snapshot import ConfigSnapshot
 from groupcoord.client.connect.listener import Connectors, ConnectRebalanceListener, Tasks
 from groupcoord.client.connect.worker import Item
 from groupcoord.client.consumer import ClientMemberState, RebalanceListener
-from groupcoord.coordinator.classic.messages import HeartbeatRequest
+from groupcoord.coordinator.classic.messages import (
+    HeartbeatRequest,
+    JoinGroupRequest,
+    SyncGroupRequest,
+)
 from groupcoord.coordinator.classic.model import ClassicGroupState
 from groupcoord.coordinator.modern.connect.messages import ConnectorConfigOp
 from groupcoord.coordinator.records import ClassicGroupMetadataValue
@@ -435,10 +439,16 @@ class ClassicConnectSimulation(ClassicConsumerSimulation, ConnectSimulation):
         plus the rebalance timeout, as the Java client's JoinGroup); upstream's
         ``WorkerCoordinator`` keeps its work meanwhile. With Connect's defaults (session 10 s,
         rebalance timeout 60 s) that is longer than the session timeout, so the bound adds
-        it."""
+        it. A worker that starts leaving (a bounce, a scale-in) while its JoinGroup or
+        SyncGroup is in flight still waits on that rebalance while it stops its tasks: the
+        same bound holds until the revocation is done."""
         sc = self.scenario
         bound = sc.session_timeout_ms
-        if _w(q).worker.state in (WorkerState.JOINING, WorkerState.SYNCING):
+        worker = _w(q).worker
+        inflight = worker.inflight
+        if worker.state in (WorkerState.JOINING, WorkerState.SYNCING) or (
+                inflight is not None
+                and isinstance(inflight.request, JoinGroupRequest | SyncGroupRequest)):
             bound += sc.request_timeout_ms + sc.rebalance_timeout_ms
         silent = self.now - _w(q).last_answer_ms
         if q.consuming and silent > bound:

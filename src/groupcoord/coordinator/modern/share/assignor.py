@@ -10,12 +10,14 @@ extra members share partitions instead of idling.
 The rule, for a group whose members all subscribe to the same topics (Kafka's homogeneous case),
 with P subscribed partitions and M members:
 
-- P >= M: each partition goes to exactly one member and each member gets ``P // M`` or
-  ``P // M + 1`` partitions; a member first keeps the partitions it already has (up to its share),
-  the rest go one by one to the member holding the fewest (ties: member id);
-- M > P: each member gets exactly one partition and each partition goes to ``M // P`` or
-  ``M // P + 1`` members; a member first keeps one partition it already has while that partition
-  has room, the others join the partition with the fewest members (ties: partition order).
+- each partition goes to ``S = ceil(M / P)`` members: one when there are at least as many
+  partitions as members, more when members outnumber partitions (Kafka's "desired sharing");
+- the ``S * P`` assignments are spread over the members within one of each other: each gets
+  ``floor(S * P / M)`` or one more (so with 3 members on 2 partitions, each partition has two
+  members and one member has both);
+- stickiness first: a member keeps what it has while its count and each partition's sharing
+  allow; then each partition short of members, in order, goes to the members holding the fewest
+  (ties: member id) that may take one more and do not hold it yet.
 
 Members subscribing to different topics (the heterogeneous case), greedily: partitions in order
 of how few members may take them, each kept by one of its current members when that member is
@@ -33,6 +35,7 @@ within one, stickiness) and makes every result reproducible from the inputs alon
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping
 from uuid import UUID
 
@@ -56,19 +59,30 @@ def assign(subscriptions: Mapping[str, frozenset[UUID]], partitions: Mapping[UUI
     members = sorted(subscriptions)
     if not members:
         return {}
-    eligible: dict[str, list[Partition]] = {
-        m: sorted(((t, p) for t in subscriptions[m] for p in range(partitions.get(t, 0))),
-                  key=_key)
-        for m in members}
+    # each distinct subscription's partitions once, in (topic id, partition) order
+    by_subscription: dict[frozenset[UUID], list[Partition]] = {}
+    for topics in subscriptions.values():
+        if topics not in by_subscription:
+            by_subscription[topics] = [(t, p) for t in sorted(topics, key=_int)
+                                       for p in range(partitions.get(t, 0))]
+    eligible = {m: by_subscription[subscriptions[m]] for m in members}
     owned: dict[str, list[Partition]] = {
-        m: sorted(((t, p) for t, ps in current.get(m, {}).items() for p in ps), key=_key)
+        m: [(t, p) for t, ps in sorted(current.get(m, {}).items(), key=_first_int)
+            for p in sorted(ps)]
         for m in members}
-    first = subscriptions[members[0]]
-    if all(subscriptions[m] == first for m in members):
+    if len(by_subscription) == 1:
         result = _homogeneous(members, eligible[members[0]], owned)
     else:
-        result = _heterogeneous(members, eligible, owned)
+        result = _heterogeneous(members, subscriptions, partitions, owned)
     return {m: _as_assignment(result[m]) for m in members}
+
+
+def _int(t: UUID) -> int:
+    return t.int
+
+
+def _first_int(item: tuple[UUID, object]) -> int:
+    return item[0].int
 
 
 def _as_assignment(tps: list[Partition]) -> dict[UUID, frozenset[int]]:
@@ -80,89 +94,108 @@ def _as_assignment(tps: list[Partition]) -> dict[UUID, frozenset[int]]:
 
 def _homogeneous(members: list[str], targets: list[Partition],
                  owned: Mapping[str, list[Partition]]) -> dict[str, list[Partition]]:
+    """Every partition to ``ceil(M / P)`` members (one when partitions are at least as many as
+    members), every member ``floor`` or ``ceil`` of the ``P * ceil(M / P)`` assignments over
+    ``M``; current holdings kept first within those bounds."""
     result: dict[str, list[Partition]] = {m: [] for m in members}
     if not targets:
         return result
-    n_members, n_parts = len(members), len(targets)
-    valid = set(targets)
-    if n_parts >= n_members:
-        base, extra = divmod(n_parts, n_members)
-        taken: set[Partition] = set()
-        # 1. stickiness: each member keeps up to its share of what it has ...
-        for m in members:
-            for tp in owned[m]:
-                if len(result[m]) >= base:
-                    break
-                if tp in valid and tp not in taken:
-                    result[m].append(tp)
-                    taken.add(tp)
-        # ... and one more while members with one more than the share are fewer than allowed
-        over = 0
-        for m in members:
-            if over >= extra:
-                break
-            for tp in owned[m]:
-                if tp in valid and tp not in taken and len(result[m]) == base:
-                    result[m].append(tp)
-                    taken.add(tp)
-                    over += 1
-                    break
-        # 2. the rest, one by one, to the member holding the fewest
-        for tp in targets:
-            if tp not in taken:
-                m = min(members, key=lambda x: (len(result[x]), x))
-                result[m].append(tp)
-                taken.add(tp)
-        return result
-    # more members than partitions: one partition per member, members spread over partitions
-    base, extra = divmod(n_members, n_parts)
-    holders: dict[Partition, int] = {tp: 0 for tp in targets}
-    over = 0
-    waiting: list[str] = []
+    sharing = -(-len(members) // len(targets))  # members per partition: ceil(M / P)
+    base, extra = divmod(sharing * len(targets), len(members))
+    holders: dict[Partition, int] = dict.fromkeys(targets, 0)
+    held: dict[str, set[Partition]] = {m: set() for m in members}
+    over = 0  # members holding base + 1 (at most ``extra``)
+
+    def give(m: str, tp: Partition) -> None:
+        nonlocal over
+        if len(result[m]) == base:
+            over += 1
+        result[m].append(tp)
+        held[m].add(tp)
+        holders[tp] += 1
+
+    # 1. stickiness: each member keeps up to ``base`` of what it has where sharing allows ...
     for m in members:
         for tp in owned[m]:
-            if tp not in holders:
-                continue
-            if holders[tp] < base or (holders[tp] == base and over < extra):
-                if holders[tp] == base:
-                    over += 1
-                holders[tp] += 1
-                result[m].append(tp)
+            if len(result[m]) >= base:
                 break
-        else:
-            waiting.append(m)
-    order = {tp: i for i, tp in enumerate(targets)}
-    for m in waiting:
-        tp = min(targets, key=lambda x: (holders[x], order[x]))
-        holders[tp] += 1
-        result[m].append(tp)
+            if holders.get(tp, sharing) < sharing and tp not in held[m]:
+                give(m, tp)
+    # ... and one more while fewer than ``extra`` members hold ``base + 1``
+    for m in members:
+        if over >= extra:
+            break
+        if len(result[m]) == base:
+            for tp in owned[m]:
+                if holders.get(tp, sharing) < sharing and tp not in held[m]:
+                    give(m, tp)
+                    break
+    # 2. each partition short of members, in order, to the members holding the fewest (a heap
+    #    of (count, member id)) that may take one more and do not hold it yet
+    heap = [(len(result[m]), m) for m in members]
+    heapq.heapify(heap)
+    for tp in targets:
+        skipped: list[tuple[int, str]] = []
+        while holders[tp] < sharing and heap:
+            count, m = heapq.heappop(heap)
+            if count > base or (count == base and over >= extra):
+                skipped.append((count, m))  # full
+                continue
+            if tp in held[m]:
+                skipped.append((count, m))
+                continue
+            give(m, tp)
+            heapq.heappush(heap, (count + 1, m))
+        for entry in skipped:
+            heapq.heappush(heap, entry)
     return result
 
 
-def _heterogeneous(members: list[str], eligible: Mapping[str, list[Partition]],
+def _heterogeneous(members: list[str], subscriptions: Mapping[str, frozenset[UUID]],
+                   partitions: Mapping[UUID, int],
                    owned: Mapping[str, list[Partition]]) -> dict[str, list[Partition]]:
     result: dict[str, list[Partition]] = {m: [] for m in members}
-    takers: dict[Partition, list[str]] = {}
-    for m in members:
-        for tp in eligible[m]:
-            takers.setdefault(tp, []).append(m)
+    load = dict.fromkeys(members, 0)
+    subscribers: dict[UUID, list[str]] = {}
+    for m in members:  # sorted: each topic's subscribers in member id order
+        for t in subscriptions[m]:
+            if partitions.get(t, 0) > 0:
+                subscribers.setdefault(t, []).append(m)
     owners: dict[Partition, list[str]] = {}
     for m in members:
-        for tp in owned[m]:
-            if tp in takers and m in takers[tp]:
-                owners.setdefault(tp, []).append(m)
+        for t, p in owned[m]:
+            if t in subscriptions[m] and p < partitions.get(t, 0):
+                owners.setdefault((t, p), []).append(m)
     holders: dict[Partition, int] = {}
-    for tp in sorted(takers, key=lambda x: (len(takers[x]), _key(x))):
-        least = min(takers[tp], key=lambda x: (len(result[x]), x))
-        keep = [m for m in owners.get(tp, ()) if len(result[m]) <= len(result[least])]
-        m = min(keep, key=lambda x: (len(result[x]), x)) if keep else least
-        result[m].append(tp)
-        holders[tp] = 1
+    # topics with the fewest possible takers first; each partition to one member
+    for t in sorted(subscribers, key=lambda x: (len(subscribers[x]), x.int)):
+        heap = [(load[m], m) for m in subscribers[t]]
+        heapq.heapify(heap)
+        for p in range(partitions[t]):
+            while heap[0][0] != load[heap[0][1]]:  # stale: loads only grow
+                heapq.heapreplace(heap, (load[heap[0][1]], heap[0][1]))
+            least_load, least = heap[0]
+            keep = [o for o in owners.get((t, p), ()) if load[o] <= least_load]
+            m = min(keep, key=lambda x: (load[x], x)) if keep else least
+            result[m].append((t, p))
+            load[m] += 1
+            if m == least:  # one entry per subscriber; another's is corrected when on top
+                heapq.heapreplace(heap, (load[m], m))
+            holders[(t, p)] = 1
+    # then every member still without a partition joins one it may take: one it had, else
+    # the one with the fewest members
     for m in members:
-        if result[m] or not eligible[m]:
+        if result[m]:
             continue
-        mine = [tp for tp in owned[m] if tp in takers and m in takers[tp]]
-        tp = mine[0] if mine else min(eligible[m], key=lambda x: (holders[x], _key(x)))
+        mine = [tp for tp in owned[m] if m in owners.get(tp, ())]
+        if mine:
+            tp = mine[0]
+        else:
+            mine = [(t, p) for t in sorted(subscriptions[m], key=_int)
+                    for p in range(partitions.get(t, 0))]
+            if not mine:
+                continue
+            tp = min(mine, key=lambda x: (holders[x], _key(x)))
         holders[tp] += 1
         result[m].append(tp)
     for m in members:

@@ -24,8 +24,9 @@ ShareGroupHeartbeat, modelled on Kafka 4.x's ``GroupMetadataManager.shareGroupHe
 - **Group epoch**: bumped when a member joins, leaves or is removed, when a member's subscribed
   topic names change, and when the metadata of the group's subscribed topics changes (a topic
   created, deleted, recreated, partitions added): the epoch record carries a hash of that
-  metadata (Kafka 4.1+'s ``MetadataHash``), compared on each heartbeat that changes a
-  subscription and on every new topic image.
+  metadata (Kafka 4.1+'s ``MetadataHash``), computed when a subscription changes, compared on
+  every new topic image and when the shard is loaded (not on every heartbeat: a heartbeat costs
+  no walk over the group's members).
 - **Target assignment**: a heartbeat that finds the group epoch ahead of the assignment epoch
   computes the target with the share assignor (``assignor.py``, Kafka's ``simple``), at most
   once per ``share.assignment.interval.ms`` counted from the last computation (KIP-1263 batching,
@@ -36,7 +37,10 @@ ShareGroupHeartbeat, modelled on Kafka 4.x's ``GroupMetadataManager.shareGroupHe
   so a partition may be with several members and nothing needs to be released first. Its state
   is always STABLE.
 - **Response**: member id, member epoch, the group's ``share.heartbeat.interval.ms``, and the
-  assignment on a join (epoch 0) or when the member's partitions changed (null otherwise).
+  assignment on a join (epoch 0) or when the member's partitions changed (null otherwise), as
+  Kafka decides; one addition, as this coordinator's consumer groups make: a request at the
+  member's previous epoch (the lost-response case) gets it too, the member having missed the
+  response that moved it on.
 - **Leave** (epoch -1) and **session timeout** (``share.session.timeout.ms``, a timer per member,
   as data): the member's records are tombstoned and the group epoch bumped. A leave for a group
   that is not there (or not a share group) is GROUP_ID_NOT_FOUND, for a member it does not have
@@ -287,9 +291,8 @@ class ShareGroupManager:
                 bump = True
         group = self._group(gid)
         assert group is not None
-        hashed = self.metadata_hash(group)
-        if bump or hashed != group.metadata_hash:
-            self._bump(group, hashed)
+        if bump:  # the subscriptions changed: their metadata's hash too, perhaps
+            self._bump(group, self.metadata_hash(group))
 
         # ---- 2. the target assignment
         if gid not in self.shard.held_groups:
@@ -304,7 +307,8 @@ class ShareGroupManager:
         self.shard.schedule((SHARE_SESSION, group.group_id, reconciled.member_id),
                             now + cfg.session_timeout_ms)
         before = EMPTY if existing is None else existing.assigned_partitions
-        send = r.member_epoch == 0 or not _same(before, reconciled.assigned_partitions)
+        send = (r.member_epoch in (0, existing_previous(existing))
+                or not _same(before, reconciled.assigned_partitions))
         return ShareGroupHeartbeatResponse(
             member_id=mid, member_epoch=reconciled.member_epoch,
             heartbeat_interval_ms=cfg.heartbeat_interval_ms,
@@ -409,7 +413,8 @@ class ShareGroupManager:
                     self._bump(group, hashed)
 
     def on_loaded(self) -> None:
-        """Load duties: a session timeout for every member."""
+        """Load duties: a session timeout for every member, and an epoch bump for a group
+        whose subscribed topics changed while the shard was not loaded."""
         now = self.shard.now
         for gid in sorted(self.shard.groups):
             group = self.shard.groups[gid]
@@ -418,13 +423,19 @@ class ShareGroupManager:
             timeout = self.shard.share_group_config(gid).session_timeout_ms
             for mid in sorted(group.members):
                 self.shard.schedule((SHARE_SESSION, gid, mid), now + timeout)
+            if group.members:
+                hashed = self.metadata_hash(group)
+                if hashed != group.metadata_hash:
+                    self._bump(group, hashed)
 
     def delete_group(self, group: ShareGroup) -> None:
         """Tombstones for an empty share group. Its share-partition state is the share
         partitions' business (KIP-932's DeleteShareGroupState)."""
         gid = group.group_id
-        for mid in sorted(group.members):
-            self._fence(group, group.members[mid])
+        for mid in sorted(group.members):  # none: only an empty group is deleted
+            self.append(share_current_assignment_record(gid, mid, None))
+            self.append(share_member_metadata_record(gid, mid, None))
+            self.shard.cancel((SHARE_SESSION, gid, mid))
         for mid in sorted(group.target):
             self.append(share_target_member_record(gid, mid, None))
         self.append(share_target_metadata_record(gid, None))
@@ -449,6 +460,14 @@ class ShareGroupManager:
                     m.subscribed_topic_names, m.assigned_partitions)
                     for _, m in sorted(g.members.items()))))
         return ShareGroupDescribeResponse(tuple(out))
+
+
+def existing_previous(m: ShareGroupMember | None) -> int | None:
+    """The previous epoch of a member that has moved on since it (the lost-response case: a
+    request at it missed the response that moved the member), else None."""
+    if m is None or m.previous_member_epoch == m.member_epoch:
+        return None
+    return m.previous_member_epoch
 
 
 def _metadata(m: ShareGroupMember) -> ShareGroupMemberMetadataValue:
