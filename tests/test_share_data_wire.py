@@ -484,3 +484,31 @@ def test_deleting_the_share_group_deletes_its_share_state(cluster: Cluster) -> N
     cluster.restart()  # the tombstone is in the share-state log
     with KafkaClient(boot) as admin:
         assert describe(admin)[0] == (-1, -1)
+
+
+def test_deleting_a_topic_deletes_its_share_state(cluster: Cluster) -> None:
+    boot = cluster.bootstrap_servers
+    admin = KafkaClient(boot)
+    old_id = topic_id(admin)
+    a = Member(boot, "member-a", old_id)
+    try:
+        a.fetch()
+        produce(boot, 2)
+        assert acquired(a.fetch()) == [(0, 1, 1)]
+        shares = cluster._on_loop(lambda: cluster.server.share_partitions)
+        assert any(k.topic_id == old_id for k in shares.partitions)
+        r = admin.call(ApiKey.DELETE_TOPICS, 6, topics=[{"name": "t", "topic_id": UUID(int=0)}],
+                       timeout=5000)
+        assert r.responses[0].error_code == 0, r
+        assert not any(k.topic_id == old_id for k in shares.partitions)
+        # the topic made again has a new id: its share partitions start afresh
+        r = admin.call(ApiKey.CREATE_TOPICS, 7, topics=[{"name": "t", "num_partitions": 1,
+                                                         "replication_factor": -1}], timeout=5000)
+        assert r.topics[0].error_code == 0, r
+        assert describe(admin)[0] == (-1, -1)
+    finally:
+        a.close()
+        admin.close()
+    cluster.restart()
+    assert not any(k.topic_id == old_id
+                   for k in cluster._on_loop(lambda: cluster.server.share_partitions.partitions))
