@@ -3,8 +3,10 @@ run's rows: the before/after of a simulator change on the lab's real workload.
 
 Every run of ``lab run --spec paper`` (or, with ``--first-seed``, every cell's first seed: 219
 runs) goes through ``lab.runs.run_one`` in a process pool, largest groups first; the output
-JSON has per run its grid, CPU seconds (``time.process_time`` around ``run_one``), steps and a
-digest of its rows in every table (``wall_ms`` left out), and per grid the CPU total. Two
+JSON has per run its grid, CPU seconds (user and system time of the process and of the
+paired control it forks, around ``run_one``), steps and a
+digest of its rows in every table (``wall_ms``, and the summary's counts of I4 checkpoints
+and of invariant checks, left out), and per grid the CPU total. Two
 trees side by side, same time (each from its own ``src``)::
 
     PYTHONPATH=/tmp/ref/src .venv/bin/python -m benchmarks.paper_cells /tmp/ref.json --first-seed &
@@ -17,13 +19,16 @@ trees side by side, same time (each from its own ``src``)::
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
+import resource
 import sys
 import time
 from multiprocessing import Pool
 from typing import Any
 
+from benchmarks._harness import Result
 from groupcoord.lab.spec import RunParams, expand, load_spec
 
 
@@ -42,49 +47,125 @@ def grid_of(r: RunParams) -> str:
     return "consumers"
 
 
-def _runs(first_seed: bool) -> list[RunParams]:
+#: Which runs: every run of the spec, every cell's first seed, or (``quick``, the benchmark's
+#: shape test) one first seed per grid, at the grid's smallest size.
+SELECTIONS = ("all", "first", "quick")
+
+
+@functools.lru_cache(maxsize=len(SELECTIONS))
+def _runs(selection: str) -> list[RunParams]:
     runs = expand(load_spec("paper"))
-    return [r for r in runs if r.replicate == 0] if first_seed else runs
+    if selection == "all":
+        return runs
+    runs = [r for r in runs if r.replicate == 0]
+    if selection == "first":
+        return runs
+    smallest: dict[str, int] = {}
+    for r in runs:
+        g = grid_of(r)
+        smallest[g] = min(smallest.get(g, 1 << 30), r.size or 0)
+    seen: set[str] = set()
+    out = []
+    for r in runs:
+        g = grid_of(r)
+        if (r.size or 0) == smallest[g] and g not in seen:
+            seen.add(g)
+            out.append(r)
+    return out
 
 
-def _one(arg: tuple[int, bool]) -> tuple[int, float, int, str]:
+def spec_runs_per_grid() -> dict[str, int]:
+    """How many runs each grid of the whole spec has (all seeds)."""
+    counts: dict[str, int] = {}
+    for r in expand(load_spec("paper")):
+        counts[grid_of(r)] = counts.get(grid_of(r), 0) + 1
+    return counts
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and of its children that ended (the paired control runs
+    in a child forked from the run: ``lab.runs.simulate_with_control``)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _one(arg: tuple[int, str]) -> tuple[int, float, int, str]:
     from groupcoord.lab.runs import flatten, run_one
 
-    i, first_seed = arg
-    r = _runs(first_seed)[i]
-    c0 = time.process_time()
+    i, selection = arg
+    r = _runs(selection)[i]
+    c0 = _cpu()
     res = run_one(r)
-    cpu = time.process_time() - c0
+    cpu = _cpu() - c0
     tables = flatten(res)
     for rows in tables.values():
         for row in rows:
             row.pop("wall_ms", None)
+            if "summary_json" in row:  # how often the invariants were checked: no figure
+                summary = json.loads(row["summary_json"])
+                row["summary_json"] = json.dumps(
+                    {k: v for k, v in summary.items()
+                     if k != "checkpoints" and not k.endswith("_checks")}, sort_keys=True)
     digest = hashlib.sha256(json.dumps(tables, sort_keys=True, default=str).encode()).hexdigest()
     return i, cpu, int(res["steps"] or 0), digest
 
 
-def measure(out: str, first_seed: bool, jobs: int) -> dict[str, Any]:
+def measure(out: str | None, selection: str, jobs: int) -> dict[str, Any]:
+    """Run the selected runs in a pool of ``jobs`` processes, largest groups first; the
+    result (written to ``out`` as JSON when given): wall and CPU seconds, CPU per grid, and
+    ``spec_cpu_s``, the whole spec's CPU estimated from it (each grid's CPU per run times its
+    runs in the spec)."""
     import groupcoord
 
-    runs = _runs(first_seed)
+    runs = _runs(selection)
     order = sorted(range(len(runs)), key=lambda i: -(runs[i].size or 0))
     w0 = time.perf_counter()
     found: dict[str, dict[str, Any]] = {}
     with Pool(jobs) as pool:
-        for i, cpu, steps, digest in pool.imap_unordered(_one, [(i, first_seed) for i in order]):
+        for i, cpu, steps, digest in pool.imap_unordered(_one, [(i, selection) for i in order]):
             r = runs[i]
             found[r.run_id] = {"grid": grid_of(r), "cpu_s": round(cpu, 3), "steps": steps,
                                "rows": digest, "run": f"{r.scenario}/{r.protocol}/{r.size}/"
                                                      f"{r.workload}/{r.replicate}"}
+    wall = time.perf_counter() - w0
     grids: dict[str, float] = {}
+    counts: dict[str, int] = {}
     for v in found.values():
-        grids[v["grid"]] = round(grids.get(v["grid"], 0.0) + v["cpu_s"], 1)
-    result = {"groupcoord": groupcoord.__file__, "wall_s": round(time.perf_counter() - w0, 1),
+        grids[v["grid"]] = round(grids.get(v["grid"], 0.0) + v["cpu_s"], 3)
+        counts[v["grid"]] = counts.get(v["grid"], 0) + 1
+    in_spec = spec_runs_per_grid()
+    spec_cpu = sum(grids[g] / counts[g] * in_spec.get(g, 0) for g in grids)
+    result = {"groupcoord": groupcoord.__file__, "selection": selection, "jobs": jobs,
+              "wall_s": round(wall, 1),
               "cpu_s": round(sum(v["cpu_s"] for v in found.values()), 1), "grids": grids,
-              "runs": found}
-    with open(out, "w") as f:
-        json.dump(result, f, indent=0, sort_keys=True)
+              "runs_per_grid": counts, "spec_runs_per_grid": in_spec,
+              "spec_cpu_s": round(spec_cpu, 3), "runs": found}
+    if out:
+        with open(out, "w") as f:
+            json.dump(result, f, indent=0, sort_keys=True)
     return result
+
+
+def run(quick: bool = False) -> list[Result]:
+    """``groupcoord bench paper_cells [--json]``: every cell's first seed of the paper spec
+    (quick: one small run per grid) in a pool of 2 processes without Spark (the
+    simulations are what the spec's wall time is made of; Spark's start, the tables and the
+    report add under a minute). ``lab.paper.wall_ms``: the pool's wall time;
+    ``lab.paper.cpu_ms.grid=NAME``: CPU time per grid (user and system, the forked paired
+    controls included); ``lab.paper.spec_cpu_ms``: the whole spec's CPU estimated from them.
+    On 2 cores the spec's simulations take at least half that CPU time in wall time."""
+    res = measure(None, "quick" if quick else "first", 2)
+    params = {"selection": res["selection"], "jobs": res["jobs"], "runs": len(res["runs"]),
+              "cpu_s": res["cpu_s"], "wall_s": res["wall_s"]}
+    out = [Result("lab.paper.wall_ms", res["wall_s"] * 1000.0, "ms", params),
+           Result("lab.paper.spec_cpu_ms", res["spec_cpu_s"] * 1000.0, "ms",
+                  {**params, "spec_runs_per_grid": res["spec_runs_per_grid"]})]
+    for g, cpu in sorted(res["grids"].items()):
+        out.append(Result(f"lab.paper.cpu_ms.grid={g}", cpu * 1000.0, "ms",
+                          {"runs": res["runs_per_grid"][g],
+                           "spec_runs": res["spec_runs_per_grid"].get(g, 0)}))
+    return out
 
 
 def compare(a_path: str, b_path: str) -> int:
@@ -116,8 +197,9 @@ def main(argv: list[str] | None = None) -> int:
         return compare(*ns.compare)
     if not ns.out:
         p.error("give the output file (or --compare A B)")
-    res = measure(ns.out, ns.first_seed, ns.jobs)
-    print(json.dumps({k: res[k] for k in ("groupcoord", "wall_s", "cpu_s", "grids")}))
+    res = measure(ns.out, "first" if ns.first_seed else "all", ns.jobs)
+    print(json.dumps({k: res[k] for k in ("groupcoord", "wall_s", "cpu_s", "grids",
+                                          "spec_cpu_s")}))
     return 0
 
 

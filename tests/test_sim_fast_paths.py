@@ -3,6 +3,9 @@
 - The network's fault-free path draws the same latencies, keeps the same FIFO order and counts
   the same as the general path with every fault probability at zero.
 - A superseded wake-up is no step: it runs no after-step checks and brings no checkpoint on.
+- I4 checkpoints come every ``checkpoint_every`` steps while the compacted log is small, and
+  in proportion to its entries past ``CHECKPOINT_ENTRIES``; the run's figures do not change
+  (only the counts of checkpoints and of the checks they ran).
 - The full check (checkpoints, the end) reports the same violation whatever the hash order,
   and its quick pass fails in exactly the states the checks one by one fail in.
 - The benchmark's time split accounts for the coordinator, the log and the checkpoints, and
@@ -20,6 +23,7 @@ import pytest
 from benchmarks.sim import PARTS, _time_split
 
 from groupcoord.coordinator.shard import Shard
+from groupcoord.sim import engine
 from groupcoord.sim.connect import ConnectSimulation
 from groupcoord.sim.consumer import ConsumerSimulation
 from groupcoord.sim.coordinator import SimCoordinator
@@ -89,6 +93,46 @@ def test_superseded_wakeups_are_no_steps_and_run_no_checks() -> None:
     # 10 real events plus the timeline's own (faults stop, the deadline wake-up)
     assert r.steps == sim.after_steps == 10 + 2
     assert r.summary["checkpoints"] == r.steps // 4 + 1  # + the final one
+
+
+class _Spaced(ConsumerSimulation):
+    """Records the step of every periodic checkpoint and the log's entries after it."""
+
+    def checkpoint(self) -> None:
+        super().checkpoint()
+        self.seen.append((self.step, self.coord.log.size(0)))
+
+
+def _spaced_run(monkeypatch: pytest.MonkeyPatch, entries: int) -> tuple[Any, list[Any]]:
+    monkeypatch.setattr(engine, "CHECKPOINT_ENTRIES", entries)
+    sc = Scenario("spaced", members=4, topics=(("foo", 40),), end_ms=120_000)
+    sim = _Spaced(sc, 3, checkpoint_every=50)
+    sim.seen = []
+    r = sim.run()
+    assert r.ok, r.violation
+    return r, sim.seen[:-1]  # the last one is the end of the run's
+
+
+def test_checkpoints_are_spaced_by_the_log_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    small, base = _spaced_run(monkeypatch, 1 << 30)  # never large: every 50 steps
+    assert [s for s, _ in base] == list(range(50, small.steps + 1, 50))
+    large, spaced = _spaced_run(monkeypatch, 20)  # the log of 40 offsets and 4 members is large
+    step = 50
+    for (at, _), (prev_at, prev_entries) in zip(spaced[1:], spaced, strict=False):
+        assert prev_entries > 20
+        assert at - prev_at == 50 * prev_entries // 20
+        step = at
+    assert len(spaced) < len(base) and step > 50
+    # the same run: only the counts of checkpoints and of the checks they ran differ
+    assert large.steps == small.steps and large.disturbances == small.disturbances
+
+    def figures(summary: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in summary.items()
+                if k != "checkpoints" and not k.endswith("_checks")}
+
+    assert figures(large.summary) == figures(small.summary)
+    assert large.summary["i2_checks"] < small.summary["i2_checks"]
+    assert large.summary["checkpoints"] == len(spaced) + 1 < small.summary["checkpoints"]
 
 
 def test_full_check_reports_the_canonical_violation() -> None:

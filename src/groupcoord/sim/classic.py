@@ -74,6 +74,7 @@ from groupcoord.coordinator.classic.model import ClassicGroup, ClassicGroupState
 from groupcoord.coordinator.messages import OffsetCommitRequest
 from groupcoord.coordinator.records import ClassicGroupMetadataValue, Record, RecordType
 from groupcoord.coordinator.result import Result
+from groupcoord.coordinator.topics import MetadataImage
 from groupcoord.protocol.consumer_protocol import (
     ConsumerProtocolError,
     decode_assignment,
@@ -138,6 +139,10 @@ class ClassicConsumerSimulation(ConsumerSimulation):
         #: (process, incarnation) -> the coordinator generation that gave it its generation
         #: (a failover loses the generations it had not committed: they may go down then).
         self._adopted_under: dict[tuple[str, int], int] = {}
+        #: member id -> (assignment bytes, metadata image, its partitions) of the last
+        #: :meth:`_committed_of` (converged() asks after every step that changed something).
+        self._committed_memo: dict[str, tuple[bytes, MetadataImage,
+                                              frozenset[TopicIdPartition]]] = {}
         super().setup()
         self.stats.update({"joins": 0, "syncs": 0, "leaves": 0, "rebalances": 0,
                            "generations": 0, "partitions_revoked": 0,
@@ -395,10 +400,18 @@ class ClassicConsumerSimulation(ConsumerSimulation):
     # ================================================================== convergence
 
     def _committed_of(self, g: ClassicGroup, mid: str) -> frozenset[TopicIdPartition]:
-        by_name = self.image.by_name
-        return frozenset((by_name[t].topic_id, q)
-                         for t, ps in _assigned(g.members[mid].assignment).items()
-                         if t in by_name for q in ps)
+        """The partitions the group's assignment of ``mid`` names (decoded once per assignment
+        and metadata image: the same bytes in the same image name the same partitions)."""
+        raw = g.members[mid].assignment
+        image = self.image
+        memo = self._committed_memo.get(mid)
+        if memo is not None and memo[1] is image and (memo[0] is raw or memo[0] == raw):
+            return memo[2]
+        by_name = image.by_name
+        out = frozenset((by_name[t].topic_id, q) for t, ps in _assigned(raw).items()
+                        if t in by_name for q in ps)
+        self._committed_memo[mid] = (raw, image, out)
+        return out
 
     def converged(self) -> bool:
         """The group is Stable, every live process is a member at its generation owning its

@@ -21,7 +21,7 @@ import json
 import sys
 
 from groupcoord.commands import command, int_at_least
-from groupcoord.sim.engine import CHECKPOINT_EVERY
+from groupcoord.sim.engine import CHECKPOINT_ENTRIES, CHECKPOINT_EVERY
 from groupcoord.sim.protocols import PROTOCOLS, protocol_labels
 from groupcoord.sim.runner import parse_seeds, print_result, simulate
 from groupcoord.sim.scenario import BUILTINS, ScenarioError, load_scenario
@@ -117,7 +117,8 @@ def _simulate_args(p: argparse.ArgumentParser) -> None:
                    help="build the coordinator shard with this factory or Shard subclass")
     p.add_argument("--checkpoint-every", type=int, default=CHECKPOINT_EVERY, metavar="STEPS",
                    help=f"I4: rebuild the shard from its log every STEPS events (default "
-                        f"{CHECKPOINT_EVERY})")
+                        f"{CHECKPOINT_EVERY}; per {CHECKPOINT_ENTRIES:,} entries once the "
+                        f"compacted log is larger)")
     p.add_argument("--full-checks", action="store_true",
                    help="also check every invariant on the whole state after every request")
     p.add_argument("--workload", metavar="idle|JSON",
