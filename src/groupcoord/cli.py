@@ -163,6 +163,8 @@ SUBCOMMANDS: dict[str, tuple[str | None, str]] = {
                  "run the deterministic simulator: real coordinator, real members, faults"),
     "topics": ("groupcoord.server.cli",
                "create, list, delete topics and add partitions (like kafka-topics)"),
+    "transactions": ("groupcoord.server.transactions_cli",
+                     "list and describe the transactions a broker coordinates"),
     "users": ("groupcoord.server.security.users_cli",
               "add, list, remove SCRAM users of a data directory (offline)"),
 }
