@@ -153,7 +153,7 @@ SUBCOMMANDS: dict[str, tuple[str | None, str]] = {
                 "the control plane of a running server, for tests (faults, sessions)"),
     "demo": (None, "run a coordinator in-process: members join, reconcile, leave"),
     "groups": ("groupcoord.server.cli",
-               "list and describe consumer groups (like kafka-consumer-groups)"),
+               "list and describe groups: consumer, classic, connect, share (like kafka-consumer-groups)"),
     "lab": ("groupcoord.lab.cli",
             "the PySpark lab: sweeps of simulations, Parquet tables, report, log audit"),
     "recover-partitions": ("groupcoord.server.partition_cli",

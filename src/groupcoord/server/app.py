@@ -316,6 +316,7 @@ class KafkaServer:
                                                       self.properties)
         self.share_partitions.group_config = self.runtime.share_group_config
         self.share_partitions.load()  # LogError: the share state cannot be read
+        self.share_partitions.keep_topics(set(self.registry.by_id))  # of topics deleted since
         self.share_partitions.start(loop)
         self.security.store = CredentialStore(self.data_dir, persist=self.storage != "memory")
         #: Bound port per listener name, one per broker.

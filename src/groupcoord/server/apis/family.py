@@ -132,5 +132,8 @@ class ApiFamily:
         return build(cls, values, **kw)
 
     def _topics_changed(self) -> None:
-        """The topics changed: the coordinator's shards get the new topic image."""
+        """The topics changed: the coordinator's shards get the new topic image, and the share
+        state of deleted topics goes (KIP-932)."""
         self.runtime.update_metadata(self.registry.image())
+        if self.broker.share_partitions is not None:
+            self.broker.share_partitions.keep_topics(set(self.registry.by_id))
