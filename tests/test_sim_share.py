@@ -57,7 +57,7 @@ def test_builtin_scenarios_keep_every_invariant_and_deliver(scenario: str) -> No
 
 
 def test_random_seeds_keep_every_invariant() -> None:
-    assert_seeds_keep_every_invariant(PROTOCOL, range(6))
+    assert_seeds_keep_every_invariant(PROTOCOL, [*range(6), 1186])  # 1186: all members leave
 
 
 def test_same_seed_same_trace() -> None:
@@ -157,3 +157,11 @@ def test_invariants_hold_over_seeds_and_fault_rates(seed: int, loss: float, dupl
     sim.settings = ShareSettings(lock_duration_ms=15_000, delivery_count_limit=3,
                                  poison_rate=poison)
     ok(sim.run())
+
+
+def test_share_runs_by_name_and_stays_out_of_all() -> None:
+    from groupcoord.sim.protocols import protocol_labels
+
+    assert PROTOCOL in protocol_labels(every=True)
+    assert PROTOCOL not in protocol_labels()  # the lab's ``all``: the rebalance protocols
+    assert "consumer:uniform" in protocol_labels()

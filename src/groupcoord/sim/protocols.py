@@ -29,6 +29,10 @@ class ProtocolSpec:
     #: What the group shares: ``partitions`` (consumers) or ``tasks`` (Connect workers:
     #: connectors and their tasks).
     resource: str = "partitions"
+    #: Whether ``all`` (the lab's specs, the identity benchmark) includes it: the rebalance
+    #: protocols do; ``share`` runs by name (its consumers work record by record, tens of times
+    #: the cost of a consumer-group run, and its questions are its own spec's).
+    in_all: bool = True
 
 
 PROTOCOLS: dict[str, ProtocolSpec] = {}
@@ -47,7 +51,7 @@ def resolve_protocol(label: str) -> tuple[ProtocolSpec, str]:
     spec = PROTOCOLS.get(name)
     if spec is None:
         raise ValueError(f"unknown protocol {name!r}; available: "
-                         f"{', '.join(protocol_labels())}")
+                         f"{', '.join(protocol_labels(every=True))}")
     variant = variant or spec.default_variant
     if spec.variants and variant not in spec.variants:
         raise ValueError(f"protocol {name} has no variant {variant!r}; available: "
@@ -55,9 +59,10 @@ def resolve_protocol(label: str) -> tuple[ProtocolSpec, str]:
     return spec, variant
 
 
-def protocol_labels() -> list[str]:
+def protocol_labels(every: bool = False) -> list[str]:
+    """The labels ``all`` stands for; with ``every``, also the protocols it leaves out."""
     return [f"{s.name}:{v}" for s in sorted(PROTOCOLS.values(), key=lambda s: s.name)
-            for v in s.variants] or sorted(PROTOCOLS)
+            if every or s.in_all for v in s.variants] or sorted(PROTOCOLS)
 
 
 register_protocol(ProtocolSpec(
@@ -115,7 +120,8 @@ def _register_share() -> None:
         "share", ShareSimulation, ("simple",), "simple",
         "KIP-932 share groups: share consumers (ShareGroupHeartbeat against the coordinator's "
         "share groups; fetch, process, acknowledge against the core's share partitions, with "
-        "acquisition locks and delivery counts); the variant is the share assignor"))
+        "acquisition locks and delivery counts); the variant is the share assignor",
+        in_all=False))
 
 
 _register_share()

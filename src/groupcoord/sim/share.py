@@ -741,8 +741,8 @@ class ShareSimulation(Simulation):
     def converged(self) -> bool:
         g = self.group()
         live = self.live()
-        if g is None:
-            return not live
+        if g is None or not live:  # a group left empty computes no target: nothing to reach
+            return not live and (g is None or not g.members)
         if g.assignment_epoch != g.group_epoch or any(p.hb_cid and p.epoch == 0 for p in live):
             return False
         if set(g.members) != {p.member_id for p in live}:
