@@ -165,3 +165,12 @@ def test_share_runs_by_name_and_stays_out_of_all() -> None:
     assert PROTOCOL in protocol_labels(every=True)
     assert PROTOCOL not in protocol_labels()  # the lab's ``all``: the rebalance protocols
     assert "consumer:uniform" in protocol_labels()
+
+
+def test_full_checks_check_the_whole_share_state_after_every_step(tmp_path: Path) -> None:
+    path = tmp_path / "small-lossy.toml"
+    path.write_text('name = "small-lossy"\nend_ms = 8000\n[group]\nmembers = 2\n'
+                    'topics = { foo = 2 }\n[network]\nloss = 0.05\nduplicate = 0.05\n'
+                    '[[events]]\nat_ms = 3000\nkind = "crash"\nmember = "c1"\n')
+    sim = _run(str(path), full_checks=True)
+    assert sim.result().summary["share_accepted"] > 0

@@ -679,6 +679,8 @@ class ShareSimulation(Simulation):
     _group_records = False
 
     def after_step(self) -> None:
+        if self.full_checks:  # ``--full-checks``: the whole share state after every step
+            self.full_check()
         if self._group_records:
             self._group_records = False
             self._check_group()
