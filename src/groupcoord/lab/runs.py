@@ -66,6 +66,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 import re
 import shlex
 import time
@@ -114,7 +115,7 @@ RUN_METRICS: tuple[tuple[str, str], ...] = (
 #: Columns of a ``disturbances`` row after the run's keys.
 DISTURBANCE_FIELDS: tuple[tuple[str, str], ...] = (
     ("window", "int"), ("disturbance", "str"), ("at_ms", "long"), ("settled_ms", "long"),
-    ("closed_ms", "long"),
+    ("closed_ms", "long"), ("cut_ms", "long"),
     ("converged", "bool"), ("time_to_converge_ms", "long"), ("peak_unowned", "long"),
     ("group_epoch_bumps", "long"), ("resources_moved", "long"),
     ("resource_downtime_ms", "long"), ("messages", "long"), ("records_written", "long"),
@@ -278,14 +279,26 @@ def with_warmup(sc: Scenario, warmup_ms: int) -> Scenario:
     return replace(sc, events=events, end_ms=end)
 
 
+def event_phase_ms(sc: Scenario, seed: int) -> int:
+    """Where in a heartbeat interval the run's first event falls after its warm-up, drawn
+    from the seed (uniform over one heartbeat interval, whole milliseconds): the field's
+    disturbances come at any phase of the members' heartbeats, so the seeds' spread includes
+    the heartbeat phase. A run and its paired control share the scenario, hence the phase."""
+    hb = max(1, int(sc.heartbeat_interval_ms))
+    return random.Random(f"event-phase/{seed}").randrange(hb)
+
+
 def build_scenario(params: RunParams, warmup_ms: int | None = None) -> Scenario:
     """The scenario of a run: the named one (inline, file, built-in or drawn from the seed)
     changed by the cell's size, workload and fault rate (see ``lab.spec``), its group at the
     field's settings for the protocol (``sim.settings``; what the scenario or the workload
-    sets itself stays), and its events shifted after the warm-up (:func:`warmup_for`, or
-    ``warmup_ms``)."""
+    sets itself stays), and its events shifted after the warm-up (:func:`warmup_for`) plus
+    a phase within one heartbeat interval drawn from the seed (:func:`event_phase_ms`), or
+    so that the first comes at ``warmup_ms``."""
     sc = _cell_scenario(params)
-    return with_warmup(sc, warmup_for(sc, params.protocol) if warmup_ms is None else warmup_ms)
+    if warmup_ms is None:
+        warmup_ms = warmup_for(sc, params.protocol) + event_phase_ms(sc, params.seed)
+    return with_warmup(sc, warmup_ms)
 
 
 def _cell_scenario(params: RunParams) -> Scenario:
@@ -605,7 +618,7 @@ def summarize(params: RunParams, sc: Scenario, res: SimResult, wall_ms: float,
     for i, w in enumerate(windows):
         d = {"window": i, "disturbance": w["disturbance"], "at_ms": int(w["at_ms"]),
              "settled_ms": int(w["settled_ms"]), "closed_ms": _int(w.get("closed_ms")),
-             "converged": bool(w["converged"]),
+             "cut_ms": _int(w.get("cut_ms")), "converged": bool(w["converged"]),
              "time_to_converge_ms": _int(w["time_to_converge_ms"]),
              "peak_unowned": int(w["peak_unowned"]),
              **{k: _int(w.get(k)) for k in ("group_epoch_bumps", "resources_moved",
