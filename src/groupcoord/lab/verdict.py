@@ -77,8 +77,12 @@ KIP415_METRICS: tuple[str, ...] = ("task_restarts", "task_downtime_task_s", "tim
 #: The consumer protocols' question: what a rebalance costs the consuming application.
 CONSUMER_METRICS: tuple[str, ...] = ("stall_ms", "lag_peak", "lag_record_s", "convergence_ms",
                                      "resources_moved", "records_reprocessed")
-#: Fewer seeds than this: no mark (two seeds each separate by chance one time in six).
-MIN_SEEDS = 3
+#: Fewer seeds than this: no mark, in the tables as in the sentences (three seeds each
+#: separate by chance one time in ten, either way round).
+MIN_SEEDS = 5
+#: Seeds split into two outcomes only across a gap this many times their own spread
+#: (:func:`modes`).
+MODE_GAP = 10
 #: From this many seeds on, a paired sign test can mark a difference too (the anchor's 21
 #: seeds: a wide distribution whose ranges may touch in one seed of many).
 SIGN_MIN_SEEDS = 10
@@ -148,11 +152,17 @@ def beats(a: Sequence[float], b: Sequence[float], m: Metric, min_seeds: int = MI
 
 def modes(values: Sequence[float], m: Metric) -> list[list[float]]:
     """The seeds' distinct outcomes: sorted, the values split at their widest gap between
-    neighbours when that gap counts as a difference (:func:`threshold`), is more than twice
-    as wide as either side's own spread and at least half the larger of its two ends (the
-    outcomes differ by a factor of 2 or more: 2 s against 300 s, not 32 against 36
-    partitions); otherwise one outcome. At least 3 values (two seeds that differ are just two
-    seeds)."""
+    neighbours when that gap counts as a difference (:func:`threshold`), is more than
+    :data:`MODE_GAP` times as wide as either side's own spread and at least half the larger
+    of its two ends (the outcomes differ by a factor of 2 or more: 2 s against 300 s, not 32
+    against 36 partitions); otherwise one outcome, shown as its median and range. At least 3
+    values (two seeds that differ are just two seeds).
+
+    A continuous draw (a classic member's metadata refresh, uniform over 0-300 s) leaves gaps
+    between its seeds a few times as wide as the clusters on either side (28.9 and 70.6 s,
+    then 198-220 s: a gap three times the wider side), so such a cell is one distribution;
+    only outcomes whose gap dwarfs their own spread (a leader's departure balanced in 2 s,
+    a follower's in 300 s: a gap hundreds of times the spread) are two."""
     v = sorted(values)
     if len(v) < 3:
         return [v]
@@ -160,7 +170,7 @@ def modes(values: Sequence[float], m: Metric) -> list[list[float]]:
     lo, hi = v[:i + 1], v[i + 1:]
     gap = hi[0] - lo[-1]
     spread = max(lo[-1] - lo[0], hi[-1] - hi[0])
-    if (gap > threshold(m, lo[-1], hi[0]) and gap > 2 * spread
+    if (gap > threshold(m, lo[-1], hi[0]) and gap > MODE_GAP * spread
             and gap >= 0.5 * max(abs(lo[-1]), abs(hi[0]))):
         return [lo, hi]
     return [v]
