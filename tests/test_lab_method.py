@@ -370,3 +370,22 @@ def test_overlapping_disturbances_count_each_moment_once(protocol: str) -> None:
     for k in ("resources_moved", "resource_downtime_ms", "lag_record_s", "stall_ms"):
         assert row[k] == pytest.approx(run_union[k] - control_union[k], abs=2.01), k
     assert row["resources_moved"] > 0 and row["lag_record_s"] > 0
+
+
+#: Three members at 80 % busy; after the crash two carry its partitions: 120 %.
+OVERLOAD = {"group": {"members": 3, "topics": {"foo": 6}},
+            "events": [{"at_ms": 30000, "kind": "crash", "member": "c3"}],
+            "workload": {"records_per_s": 20, "processing_ms": 20}}
+
+
+@pytest.mark.parametrize("protocol", ("classic:cooperative", "consumer:uniform"))
+def test_a_run_whose_lag_never_catches_up_says_so(protocol: str) -> None:
+    """Overloaded after a crash, the group's lag is still there when the run ends: the run
+    says ``recovered`` false (the report flags its row); the same crash at 40 % busy
+    (60 % after it) recovers."""
+    over = run_one(_params(protocol, "overload", OVERLOAD))
+    assert over["ok"] and over["caught_up"] and over["recovered"] is False
+    under = run_one(_params(protocol, "under", {**OVERLOAD, "workload": {
+        "records_per_s": 20, "processing_ms": 10}}))
+    assert under["ok"] and under["recovered"] is True
+    assert under["lag_record_s"] < over["lag_record_s"]

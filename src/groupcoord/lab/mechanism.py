@@ -33,10 +33,10 @@ import re
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from groupcoord.lab.findings import family, number
+from groupcoord.lab.findings import family, number, work_value
 from groupcoord.sim.workload import Workload
 
 _WORK_MODEL = re.compile(r"([\d.]+) rec/s, ([\d.]+) ms/rec(?:, max.poll.records (\d+))?")
@@ -54,6 +54,30 @@ SESSION_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: The assignor behind each consumer protocol the lab runs: classic eager members use the
+#: Java client's default ``range`` (eager: revoke everything, then range), classic cooperative
+#: ones ``cooperative-sticky`` (balanced), KIP-848 groups the server-side ``uniform`` (balanced)
+#: or ``range``.
+ASSIGNORS: dict[str, str] = {"classic:eager": "range", "classic:cooperative": "cooperative-sticky",
+                             "consumer:uniform": "uniform", "consumer:range": "range"}
+#: A busiest member above this share of its time, with one member fewer, is near saturation:
+#: a backlog drains slowly or not at all, so its lag is the load's as much as the rebalance's.
+BUSY_LIMIT = 0.7
+
+
+def busiest_partitions(topics: int, partitions: int, members: int, assignor: str) -> int:
+    """The most partitions one member holds when ``members`` share ``topics`` topics of
+    ``partitions`` each: ``range`` assigns each topic on its own, its first members one
+    partition more, and the first member is first in every topic (``topics`` x
+    ceil(partitions / members)); the balanced assignors (sticky, uniform, round-robin) spread
+    all partitions together (ceil(total / members))."""
+    if members <= 0:
+        return topics * partitions
+    if assignor == "range":
+        return topics * -(-partitions // members)
+    return -(-(topics * partitions) // members)
+
+
 @dataclass(slots=True, frozen=True)
 class Load:
     """One member's load in a consumer row."""
@@ -64,9 +88,58 @@ class Load:
     batch_ms: float
     #: A full poll's processing time (max.poll.records records: a poll after a backlog).
     full_batch_ms: float = 0.0
+    #: The busiest member's busy share with one member fewer than the row's size (a crash,
+    #: a bounce, a member of a rolling bounce away), under range and under a balanced
+    #: assignor (:func:`busiest_partitions`).
+    busiest_range: float = 0.0
+    busiest_balanced: float = 0.0
+    #: The row's runs, and those whose lag had not caught up when they ended.
+    runs: int = 0
+    not_recovered: int = 0
+
+    @property
+    def overloaded(self) -> bool:
+        """Near saturation after a disturbance under some assignor, or a run never caught up."""
+        return max(self.busiest_range, self.busiest_balanced) > BUSY_LIMIT or \
+            self.not_recovered > 0
 
     def text(self) -> str:
-        return f"{number(self.records_per_s)} rec/s, {self.busy:.1%} busy per member"
+        out = f"{number(self.records_per_s)} rec/s, {self.busy:.1%} busy per member"
+        if self.busiest_range or self.busiest_balanced:
+            out += (f"; busiest member, one member fewer: {self.busiest_range:.1%} under "
+                    f"range, {self.busiest_balanced:.1%} balanced")
+        if self.not_recovered:
+            out += (f"; OVERLOADED: lag still there at the end in {self.not_recovered} of "
+                    f"{self.runs} runs")
+        elif self.overloaded:
+            out += f"; OVERLOADED: busiest member over {BUSY_LIMIT:.0%}"
+        return out
+
+
+@dataclass(slots=True, frozen=True)
+class TaskTimes:
+    """A Connect row's task stop and start times: the model's inputs, which an eager
+    rebalance's stall and a restart's downtime are made of."""
+
+    stop_ms: float
+    start_ms: float
+    overloaded: bool = False
+
+    def text(self) -> str:
+        return (f"a task stops in {number(self.stop_ms / 1000.0)} s and starts in "
+                f"{number(self.start_ms / 1000.0)} s (model inputs: an eager stall of about "
+                f"{number((self.stop_ms + self.start_ms) / 1000.0)} s is their sum)")
+
+
+def task_times(run: Mapping[str, Any]) -> TaskTimes | None:
+    """A Connect run's task stop and start times (its workload's, else the model's defaults);
+    None for a consumer protocol."""
+    if not family(str(run.get("protocol"))).endswith("connect"):
+        return None
+    stop, start = work_value(run, "task_stop_ms"), work_value(run, "task_start_ms")
+    model = Workload()
+    return TaskTimes(float(model.task_stop_ms) if stop is None else stop,
+                     float(model.task_start_ms) if start is None else start)
 
 
 def member_load(run: Mapping[str, Any], fetch_ms: float = DEFAULT_FETCH_MS) -> Load | None:
@@ -78,25 +151,40 @@ def member_load(run: Mapping[str, Any], fetch_ms: float = DEFAULT_FETCH_MS) -> L
     members = run.get("members") or run.get("size")
     if not found or not parts or not members:
         return None
-    rate = float(found.group(1)) * float(parts) / float(members)
+    per_partition = float(found.group(1))
+    rate = per_partition * float(parts) / float(members)
     proc = float(found.group(2))
     per_poll = rate * fetch_ms / 1000.0
     full = float(found.group(3)) * proc if found.group(3) else 0.0
-    return Load(rate, rate * proc / 1000.0, per_poll, per_poll * proc, full)
+    topics = int(run.get("total_topics") or run.get("topics") or 1)
+    each = max(1, int(parts) // topics)
+
+    def busiest(assignor: str) -> float:
+        n = busiest_partitions(topics, each, max(1, int(members) - 1), assignor)
+        return n * per_partition * proc / 1000.0
+
+    return Load(rate, rate * proc / 1000.0, per_poll, per_poll * proc, full,
+                busiest("range"), busiest("balanced"))
 
 
-def row_loads(runs: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, ...], Load]:
+def row_loads(runs: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, ...], Load | TaskTimes]:
     """Per verdict row (scenario, size, workload, fault rate) the load per member of its
-    first run that has one."""
-    out: dict[tuple[Any, ...], Load] = {}
+    first run that has one, with how many of its runs ended with their lag not caught up;
+    for a Connect row, its task stop and start times."""
+    out: dict[tuple[Any, ...], Load | TaskTimes] = {}
+    counts: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0, 0])
     for r in runs:
         key = (str(r.get("scenario")), int(r.get("size") or r.get("members") or 0),
                str(r.get("workload")), r.get("fault_rate"))
+        if r.get("ok"):
+            counts[key][0] += 1
+            counts[key][1] += r.get("recovered") is False
         if key not in out:
-            ld = member_load(r)
+            ld: Load | TaskTimes | None = member_load(r) or task_times(r)
             if ld is not None:
                 out[key] = ld
-    return out
+    return {k: replace(ld, runs=counts[k][0], not_recovered=counts[k][1])
+            if isinstance(ld, Load) else ld for k, ld in out.items()}
 
 
 def _heartbeat(settings: Mapping[str, Any], protocol: str,
@@ -400,5 +488,7 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
     return lines
 
 
-__all__ = ["METADATA_EVENTS", "Load", "conditions", "connect_mechanisms", "downtime_per_move", "event_kinds",
-           "mechanisms", "member_load", "metadata_mechanism", "row_loads"]
+__all__ = ["ASSIGNORS", "BUSY_LIMIT", "METADATA_EVENTS", "Load", "TaskTimes",
+           "busiest_partitions", "conditions", "connect_mechanisms", "downtime_per_move",
+           "event_kinds", "mechanisms", "member_load", "metadata_mechanism", "row_loads",
+           "task_times"]

@@ -36,7 +36,7 @@ from typing import Any
 
 from groupcoord.lab.findings import FAMILY_NAMES, X_NAMES, Metric, family, number
 from groupcoord.lab.limits import model_limits, settings_table
-from groupcoord.lab.mechanism import Load, mechanisms, row_loads
+from groupcoord.lab.mechanism import Load, TaskTimes, mechanisms, row_loads
 from groupcoord.lab.verdict import (
     CLAIM_MIN_SEEDS,
     CLAIM_RULE,
@@ -237,7 +237,7 @@ def _verdict_word(mv: MetricVerdict) -> str:
 
 
 def _row_head(g: GridVerdict, row: VerdictRow,
-              loads: dict[tuple[Any, ...], Load] | None = None) -> tuple[str, str, str]:
+              loads: dict[tuple[Any, ...], Load | TaskTimes] | None = None) -> tuple[str, str, str]:
     size = f"{row.size} {member_word(row.scenario, g.protocols)}"
     load = row.workload
     if row.fault_rate:
@@ -264,7 +264,7 @@ def _cell_text(m: Metric, c: Any) -> tuple[str, str]:
     return _v(m, c.median), _range(m, c)
 
 
-def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load] | None = None,
+def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | None = None,
                  why: Sequence[str] = ()) -> str:
     parts = [f"<h2>{html.escape(g.name)}</h2>"]
     if g.question:
@@ -323,7 +323,7 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load] | None = Non
     return "\n".join(parts)
 
 
-def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load] | None = None,
+def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | None = None,
                why: Sequence[str] = ()) -> str:
     lines = [f"### {g.name}", ""]
     if g.question:
@@ -411,7 +411,8 @@ LOG_Y_SPAN = 100.0
 
 #: The families in a chart's legend (short forms of ``findings.FAMILY_NAMES``).
 LEGEND_FAMILIES: dict[str, str] = {
-    "classic": "classic consumer groups", "consumer": "KIP-848 consumer groups",
+    "classic": "classic consumer groups (eager: range; cooperative: cooperative-sticky)",
+    "consumer": "KIP-848 consumer groups (variant: the server-side assignor)",
     "classic-connect": "Connect as shipped (classic groups)",
     "connect": "connect group type (this project's, not in Kafka)"}
 
@@ -560,7 +561,8 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                                                   math.ceil(math.log10(top)) + 1)
                  if 10.0 ** k <= 1.5 * top]))
             ax.yaxis.set_minor_locator(NullLocator())
-            ylabel += " (log scale)"
+            # a log scale has no zero: say that this one is linear up to the threshold
+            ylabel += f"\n(symlog: linear 0{DASH}{number(thresh)}, log above)"
         # ticks as the tables print numbers (thousands separated, no exponent)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: number(v)))
         ax.set_ylabel(ylabel)

@@ -21,8 +21,9 @@ converged again and the applications have caught up (``sim.engine``); the contro
 figures over the same time spans.
 
 Columns of ``runs`` (after the parameters), the *costs* first: each the run's figure minus
-its control's over the same window, summed over the disturbance windows (windows that overlap
-count their overlap twice), the initial join left out:
+its control's over the same window, summed over the disturbance windows (each moment in one
+window: a window still open when the next event comes ends there, ``sim.engine``, so the sum is
+the cost of the windows' union), the initial join left out:
 
 - ``stall_ms`` (no member processing while records wait), ``lag_record_s`` (the lag's
   integral), ``paused_partition_s`` (resources owned but not processing),
@@ -38,7 +39,10 @@ one did not: ``converged`` false); ``time_to_balance_ms`` (Connect protocols: fr
 disturbance until the assignment became balanced and stayed so, connectors and tasks each
 spread within one per worker; null if it never did); ``warmup_ms`` (when the first
 disturbance came); ``caught_up`` (whether the group had converged and its applications caught
-up by then: a run that had not is no evidence of a disturbance's cost); ``control_lag_peak``
+up by then: a run that had not is no evidence of a disturbance's cost); ``recovered``
+(whether every disturbance window closed with the applications caught up, false when the run
+ended with its lag still there: an overloaded group, whose lag is the load's as much as the
+rebalance's); ``control_lag_peak``
 and ``control_lag_record_s`` (the control's own lag over the same windows: the records always
 in flight); ``noop_events`` (scenario events that changed nothing in the run: a member
 not running, a connector or topic that does not exist or is already as asked; the lab's
@@ -103,7 +107,8 @@ RUN_METRICS: tuple[tuple[str, str], ...] = (
     ("lag_record_s", "double"), ("stall_ms", "long"), ("paused_partition_s", "double"),
     ("records_reprocessed", "long"), ("task_restarts", "long"),
     # the method (see the module docstring)
-    ("warmup_ms", "long"), ("caught_up", "bool"), ("control_lag_peak", "long"),
+    ("warmup_ms", "long"), ("caught_up", "bool"), ("recovered", "bool"),
+    ("control_lag_peak", "long"),
     ("control_lag_record_s", "double"), ("task_downtime_task_s", "double"),
     ("time_to_balance_ms", "long"), ("noop_events", "int"), ("event_targets", "str"),
     ("settings_json", "str"),
@@ -599,6 +604,7 @@ def summarize(params: RunParams, sc: Scenario, res: SimResult, wall_ms: float,
         **{k: head[k] for k in ("lag_peak", "lag_record_s", "stall_ms", "paused_partition_s",
                                 "records_reprocessed", "task_restarts")},
         "warmup_ms": first_at, "caught_up": s.get("caught_up"),
+        "recovered": all(bool(w.get("recovered")) for w in rest) if rest else None,
         "control_lag_peak": head["control_lag_peak"],
         "control_lag_record_s": head["control_lag_record_s"],
         "task_downtime_task_s": head["task_downtime_task_s"],

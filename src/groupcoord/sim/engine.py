@@ -165,6 +165,9 @@ class Window:
     #: window's figures stop there, so that each moment counts in one window only.
     cut_ms: int | None = None
     cut_end: dict[str, Any] | None = None
+    #: Closed because the group converged and the applications caught up (False: closed by
+    #: the run's end, its lag never caught up).
+    recovered: bool = False
     #: The application's cumulative metrics at the start (``sim.workload``; None: idle) and
     #: the peak of the lag during the window.
     work0: dict[str, float] | None = None
@@ -177,7 +180,8 @@ class Window:
                                "time_to_converge_ms": None if self.converged_ms is None
                                else self.converged_ms - self.start_ms,
                                "peak_unowned": self.peak_unowned,
-                               "closed_ms": self.closed_ms, "cut_ms": self.cut_ms}
+                               "closed_ms": self.closed_ms, "cut_ms": self.cut_ms,
+                               "recovered": self.recovered}
         out.update(self.end)
         return out
 
@@ -703,6 +707,7 @@ class Simulation(ABC):
 
     def _close_pending(self) -> None:
         for w in self._closing:
+            w.recovered = True
             self._close(w)
         self._closing = []
 
