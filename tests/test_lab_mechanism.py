@@ -15,11 +15,12 @@ from groupcoord.lab.limits import calibration_items
 from groupcoord.lab.mechanism import (
     DEFAULT_FETCH_MS,
     busiest_partitions,
+    claim_conditions,
     mechanisms,
     member_load,
     row_loads,
 )
-from groupcoord.lab.verdict import grid_verdicts
+from groupcoord.lab.verdict import claims, grid_verdicts
 
 SETTINGS = {"classic:eager": {"heartbeat.interval.ms": 3000, "session.timeout.ms": 45000},
             "classic:cooperative": {"heartbeat.interval.ms": 3000,
@@ -262,3 +263,32 @@ def test_a_topics_growth_is_explained_by_the_metadata_refresh_and_the_heartbeat(
     crash = [{**r, "scenario": "crash"} for r in runs]
     assert not any("the topic grows" in t for t in mechanisms(
         ["classic:eager", "consumer:uniform"], settings, crash))
+
+
+def test_a_sentence_names_the_conditions_its_mark_rests_on() -> None:
+    """The review's S10 and S12: cooperative's edge on a crash is a few percent of a lag set
+    by the 45 s session timeout, and its closest seeds are barely apart; the sentence says so,
+    with the row's load and poll length and that members learn of a rebalance together."""
+    settings = json.dumps({"heartbeat.interval.ms": 3000, "session.timeout.ms": 45000})
+    runs = [_run(p, s, scenario="crash", lag_record_s=v + 10 * s, settings_json=settings)
+            for s in range(5) for p, v in (("classic:cooperative", 100_000),
+                                           ("classic:eager", 106_000))]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [
+        {"name": "consumers", "metrics": ["lag_record_s"], "seeds": 5,
+         "protocols": ["classic:eager", "classic:cooperative"]}]}, runs)
+    (c,) = claims([g])
+    text = claim_conditions(c, [g], runs)
+    assert "narrow: the closest seeds are" in text
+    assert "a 6% difference of the medians" in text
+    assert "8% busy, polls of about" in text and "at the same moment" in text
+    assert "session timeout (45 s)" in text
+    # a wide, large difference on a scale-out: only the row's conditions
+    far = [{**r, "scenario": "scale-out", "lag_record_s": r["lag_record_s"] * (
+        10 if r["protocol"] == "classic:eager" else 1)} for r in runs]
+    (g2,) = grid_verdicts({"spec": "paper", "grids": [
+        {"name": "consumers", "metrics": ["lag_record_s"], "seeds": 5,
+         "protocols": ["classic:eager", "classic:cooperative"]}]}, far)
+    (c2,) = claims([g2])
+    text2 = claim_conditions(c2, [g2], far)
+    assert "narrow" not in text2 and "difference of the medians" not in text2
+    assert "session" not in text2 and "busy, polls of about" in text2

@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from groupcoord.lab.findings import family, number, work_value
+from groupcoord.lab.verdict import Claim, GridVerdict, threshold
 from groupcoord.sim.workload import Workload
 
 _WORK_MODEL = re.compile(r"([\d.]+) rec/s, ([\d.]+) ms/rec(?:, max.poll.records (\d+))?")
@@ -198,6 +199,70 @@ def _heartbeat(settings: Mapping[str, Any], protocol: str,
 
 def _ms(v: float) -> str:
     return f"{number(v / 1000.0)} s" if v >= 1000 else f"{number(v)} ms"
+
+
+#: A margin between the closest seeds below this many times the metric's floor is narrow:
+#: one seed more or less could undo the mark.
+NARROW_MARGIN = 2.0
+#: Medians closer than this share of the larger are a small difference, whatever the seeds.
+SMALL_DIFFERENCE = 0.15
+
+
+def claim_conditions(claim: Claim, verdicts: Sequence[GridVerdict],
+                     runs: Sequence[Mapping[str, Any]]) -> str:
+    """What a sentence's mark rests on, in words to append to it: a narrow margin between the
+    closest seeds (a mark one seed could undo), a small difference between the medians, and
+    the conditions of its row: a consumer row's load and poll length and that its members
+    learn of a rebalance together (heartbeat timers restart at the join), a crash's session
+    timeout (it sets most of every protocol's lag), a Connect row's task stop and start times
+    (model inputs). Empty for a crossover sentence (it spans several rows)."""
+    g = next((v for v in verdicts if v.name == claim.grid), None)
+    if g is None or not claim.worse:
+        return ""
+    row = next((r for r in g.rows if r.scenario == claim.scenario and r.size == claim.size
+                and (not claim.workload or r.workload == claim.workload)), None)
+    if row is None:
+        return ""
+    mv = next((x for x in row.metrics if x.metric.column == claim.metric), None)
+    parts = []
+    if mv is not None and claim.best in mv.cells and claim.worse in mv.cells:
+        m, b, w = mv.metric, mv.cells[claim.best], mv.cells[claim.worse]
+        gap = (w.low - b.high) if m.lower_is_better else (b.low - w.high)
+        floor = threshold(m, b.median, w.median)
+        if 0 < gap < NARROW_MARGIN * floor:
+            parts.append(f"narrow: the closest seeds are {number(gap / m.scale)}"
+                         f"{' ' + m.unit if m.unit else ''} apart (a difference counts beyond "
+                         f"{number(floor / m.scale)}), so one seed could undo the mark")
+        top = max(abs(b.median), abs(w.median))
+        if top > 0 and abs(w.median - b.median) / top < SMALL_DIFFERENCE:
+            parts.append(f"a {abs(w.median - b.median) / top:.0%} difference of the medians")
+    key = (row.scenario, row.size, row.workload, row.fault_rate)
+    mine = [r for r in runs if (str(r.get("scenario")), int(r.get("size") or 0),
+                                str(r.get("workload")), r.get("fault_rate")) == key]
+    ld = row_loads(mine).get(key)
+    if isinstance(ld, TaskTimes):
+        parts.append(f"{ld.text()}")
+    elif isinstance(ld, Load):
+        parts.append(f"members {ld.busy:.0%} busy, polls of about {_ms(ld.batch_ms)} when "
+                     "caught up; every member learns of a rebalance at the same moment "
+                     "(heartbeat timers restart at the join)")
+        if ld.overloaded:
+            parts.append("OVERLOADED: the lag is the load's as much as the rebalance's")
+    if "crash" in row.scenario and not isinstance(ld, TaskTimes):
+        sessions = {x for p in (claim.best, claim.worse)
+                    if (x := _heartbeat(row.settings.get(p) or g.settings.get(p, {}), p,
+                                        SESSION_KEYS)) is not None}
+        if sessions:
+            parts.append("a crashed member's partitions wait for its session timeout ("
+                         + ", ".join(_ms(x) for x in sorted(sessions))
+                         + "), which sets most of every protocol's lag")
+    return (" Conditions: " + "; ".join(parts) + ".") if parts else ""
+
+
+def with_conditions(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
+                    runs: Sequence[Mapping[str, Any]]) -> list[Claim]:
+    """The sentences with their conditions appended (:func:`claim_conditions`)."""
+    return [replace(c, text=c.text + claim_conditions(c, verdicts, runs)) for c in found]
 
 
 def downtime_per_move(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
@@ -488,7 +553,22 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
     return lines
 
 
-__all__ = ["ASSIGNORS", "BUSY_LIMIT", "METADATA_EVENTS", "Load", "TaskTimes",
-           "busiest_partitions", "conditions", "connect_mechanisms", "downtime_per_move",
-           "event_kinds", "mechanisms", "member_load", "metadata_mechanism", "row_loads",
-           "task_times"]
+__all__ = [
+    "ASSIGNORS",
+    "BUSY_LIMIT",
+    "METADATA_EVENTS",
+    "Load",
+    "TaskTimes",
+    "busiest_partitions",
+    "claim_conditions",
+    "conditions",
+    "connect_mechanisms",
+    "downtime_per_move",
+    "event_kinds",
+    "mechanisms",
+    "member_load",
+    "metadata_mechanism",
+    "row_loads",
+    "task_times",
+    "with_conditions",
+]

@@ -36,7 +36,7 @@ from typing import Any
 
 from groupcoord.lab.findings import FAMILY_NAMES, X_NAMES, Metric, family, number
 from groupcoord.lab.limits import model_limits, settings_table
-from groupcoord.lab.mechanism import Load, TaskTimes, mechanisms, row_loads
+from groupcoord.lab.mechanism import Load, TaskTimes, mechanisms, row_loads, with_conditions
 from groupcoord.lab.verdict import (
     CLAIM_MIN_SEEDS,
     CLAIM_RULE,
@@ -760,7 +760,7 @@ def build_report(out_dir: str | Path) -> Path:
         violations = read_rows(out / "violations") or []
         runs = read_runs(out / "runs")
         verdicts = grid_verdicts(meta, runs)
-        found = claims(verdicts)
+        found = with_conditions(claims(verdicts), verdicts, runs)
         html_parts.append(_sweep_html(meta, verdicts, found, violations, rdir, runs))
         md_parts.append(_sweep_md(meta, verdicts, found, violations, runs))
 

@@ -434,6 +434,8 @@ class Claim:
     size: int
     best: str
     worse: str
+    #: The row's workload (a sentence on one row; empty for a crossover across workloads).
+    workload: str = ""
 
 
 def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
@@ -458,7 +460,8 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
     text = (f"{where}: {lead} against {_quote(m, w)} for {worse}, medians of {n} seeds.")
     text += _by_design(row.settings or g.settings, m, worse, w.median)
     cmd = reproduce(g.spec, row.scenario, row.size, row.workload, [*mv.best, worse])
-    return Claim(g.name, text, cmd, m.column, row.scenario, row.size, best, worse)
+    return Claim(g.name, text, cmd, m.column, row.scenario, row.size, best, worse,
+                 row.workload)
 
 
 #: KIP-415's delay: an incremental cooperative Connect group waits this long before it hands a
