@@ -389,3 +389,24 @@ def test_a_run_whose_lag_never_catches_up_says_so(protocol: str) -> None:
         "records_per_s": 20, "processing_ms": 10}}))
     assert under["ok"] and under["recovered"] is True
     assert under["lag_record_s"] < over["lag_record_s"]
+
+
+def test_each_seed_puts_the_disturbance_elsewhere_in_the_heartbeat_cycle() -> None:
+    """The first event comes after the warm-up at a phase drawn from the seed within one
+    heartbeat interval: twenty seeds spread over most of the interval, the same seed always
+    at the same phase, and the control (built from the same scenario) at the same time."""
+    from groupcoord.lab.runs import event_phase_ms
+
+    base = _params("classic:cooperative", "crash", size=4)
+    firsts = {}
+    for seed in range(20):
+        p = replace(base, seed=seed)
+        sc = build_scenario(p)
+        hb = sc.heartbeat_interval_ms
+        phase = event_phase_ms(sc, seed)
+        assert 0 <= phase < hb and build_scenario(p).events[0].at_ms == sc.events[0].at_ms
+        firsts[seed] = sc.events[0].at_ms
+    assert max(firsts.values()) - min(firsts.values()) > hb / 2
+    res, control = simulate_with_control(base, build_scenario(base))
+    assert control is not None and [w["at_ms"] for w in control] == [
+        w["at_ms"] for w in res.disturbances if w["disturbance"] != "initial-join"]
