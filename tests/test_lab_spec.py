@@ -51,9 +51,9 @@ def test_builtin_specs_expand() -> None:
 
     assert {r.workload for r in runs if not is_connect_protocol(r.protocol)} == {
         "4x250", "4x1000", "field-costs", "light",
-        *(f"1x32-p{ms}ms-{pct}pct" for ms in (10, 20) for pct in (20, 40, 55))}
-    assert {r.workload for r in runs if is_connect_protocol(r.protocol)} == {"16x8c",
-                                                                              "16x8c-task5s"}
+        *(f"1x32-p{ms}ms-{pct}pct" for ms in (10, 20) for pct in (20, 30, 40))}
+    assert {r.workload for r in runs if is_connect_protocol(r.protocol)} == {
+        "16x8c", "16x8c-task1s", "16x8c-task5s"}
     assert {p for p in labels if is_connect_protocol(p)} == {
         label for label in labels if label.split(":")[0] in ("connect", "classic-connect")}
     assert set(BUILTIN_SPECS) == {"quick", "paper"}
@@ -276,7 +276,7 @@ def test_paper_spec_asks_the_seeds_questions() -> None:
         cross = [r for r in expand(spec) if r.scenario == "scale-out" and r.size == 8
                  and r.protocol == "classic:eager" and f"p{ms}ms" in r.workload]
         rows = [{**r.as_row(), "members": 8, "total_partitions": 32} for r in cross]
-        assert sorted({busy_pct(r) for r in rows}) == [20, 40, 55]
+        assert sorted({busy_pct(r) for r in rows}) == [20, 30, 40]
         assert sweep_parameter(with_work_parameters(rows)) == "busy_pct"
         assert len({r.seed for r in cross}) == 10
     # rolling, crossover and field-costs carry enough seeds for sentences (>= 5) and for the

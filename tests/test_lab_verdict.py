@@ -257,7 +257,7 @@ def test_a_swept_parameter_gives_one_sentence_where_the_winner_changes() -> None
         {"name": "crossover", "protocols": ["classic:eager", "consumer:uniform"],
          "metrics": ["stall_ms"], "seeds": 5}]}, rows)
     (c,) = claims([g])
-    assert c.text == ("rolling-bounce, 8 members, stall against the processing time per "
+    assert c.text == ("rolling-bounce, 8 members (crossover), stall against the processing time per "
                       "record, the lowest, separated from the rest (protocols tied for it "
                       "named together): consumer:uniform at 0.5, 2 ms; no protocol separated "
                       "at 5 ms; classic:eager at 20 ms.")

@@ -38,6 +38,7 @@ from typing import Any
 
 from groupcoord.lab.findings import family, number, work_value
 from groupcoord.lab.verdict import Claim, GridVerdict, threshold
+from groupcoord.sim.application import RECOVERY_WAIT_MS
 from groupcoord.sim.workload import Workload
 
 _WORK_MODEL = re.compile(r"([\d.]+) rec/s, ([\d.]+) ms/rec(?:, max.poll.records (\d+))?")
@@ -110,10 +111,11 @@ class Load:
             out += (f"; busiest member, one member fewer: {self.busiest_range:.1%} under "
                     f"range, {self.busiest_balanced:.1%} balanced")
         if self.not_recovered:
-            out += (f"; OVERLOADED: lag still there at the end in {self.not_recovered} of "
-                    f"{self.runs} runs")
+            out += (f"; NOT CAUGHT UP in {self.not_recovered} of {self.runs} runs: lag still "
+                    f"there {RECOVERY_WAIT_MS // 1000} s after the group converged, when the "
+                    "run ended (its lag is the load's as much as the rebalance's)")
         elif self.overloaded:
-            out += f"; OVERLOADED: busiest member over {BUSY_LIMIT:.0%}"
+            out += f"; NEAR SATURATION: busiest member over {BUSY_LIMIT:.0%}"
         return out
 
 
@@ -247,7 +249,8 @@ def claim_conditions(claim: Claim, verdicts: Sequence[GridVerdict],
                      "caught up; every member learns of a rebalance at the same moment "
                      "(heartbeat timers restart at the join)")
         if ld.overloaded:
-            parts.append("OVERLOADED: the lag is the load's as much as the rebalance's")
+            parts.append("near saturation or not caught up when the run ended (see the row): "
+                         "the lag is the load's as much as the rebalance's")
     if "crash" in row.scenario and not isinstance(ld, TaskTimes):
         sessions = {x for p in (claim.best, claim.worse)
                     if (x := _heartbeat(row.settings.get(p) or g.settings.get(p, {}), p,

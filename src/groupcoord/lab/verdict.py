@@ -544,7 +544,7 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                 xs = ", ".join(number(x or 0.0) for x, v in winners if v == w)
                 parts.append(f"{w or 'no protocol separated'} at {xs}{x_unit}")
             word = "lowest" if m.lower_is_better else "highest"
-            text = (f"{scenario}, {size} {member_word(scenario, g.protocols)}, "
+            text = (f"{scenario}, {size} {member_word(scenario, g.protocols)} ({g.name}), "
                     f"{short_label(m, g.excess)} against {x_name}, the {word}, separated "
                     "from the rest (protocols tied for it named together): "
                     + "; ".join(parts) + ".")
