@@ -198,7 +198,7 @@ def reproduce(spec: str, scenario: str, size: int | None = None, workload: str |
 #: How a swept parameter reads in a sentence: its name, and its unit after a value.
 X_NAMES: dict[str, tuple[str, str]] = {
     "processing_ms": ("the processing time per record", " ms"),
-    "busy_pct": ("the members' load (their busy share in steady state)", " % busy"),
+    "busy_pct": ("the members' load", " % busy"),
     "records_per_s": ("the production rate per partition", " records/s"),
     "max_poll_records": ("max.poll.records", ""),
     "commit_latency_ms": ("the commit latency", " ms"),

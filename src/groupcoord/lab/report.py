@@ -43,6 +43,7 @@ from groupcoord.lab.verdict import (
     DASH,
     MAX_CLAIMS,
     MIN_SEEDS,
+    MODE_GAP,
     RELATIVE_FLOOR,
     SIGN_ALPHA,
     SIGN_MIN_SEEDS,
@@ -145,9 +146,12 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
     if _has_controls(runs):
         what = ("Each number is what the disturbance cost: the run's value minus its paired "
                 "control's (the same cell and seed with the scenario's disturbances removed), "
-                "summed over the disturbance windows; time to converge and time until balanced "
-                "are times, not differences. The group's start-up and initial catch-up are not "
-                "counted: disturbances start once it has caught up.")
+                "summed over the disturbance windows, each moment in one window (a window "
+                "still open when the next disturbance starts ends there, so the sum is the "
+                "cost of their union); time to converge and time until balanced are times, "
+                "not differences. The group's start-up and initial catch-up are not counted: "
+                "disturbances start once it has caught up, at a point of the members' "
+                "heartbeat cycle drawn per seed.")
     else:
         what = ("Each number is measured in the scenario's disturbance windows, the initial "
                 "join left out. These runs carry no paired control: lag includes the records "
@@ -177,10 +181,12 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
             f"marked. Beside each floor, a difference under {RELATIVE_FLOOR:.0%} of the larger "
             "value does not count either (7 s on a 140 s time to converge). Where a "
             "protocol's seeds fall into distinct outcomes (sorted, one gap wider than the "
-            "floor, than twice the spread on either side of it and than half the larger of "
-            "its ends: outcomes a factor of 2 or more apart) the cell shows each "
-            "outcome, 'a (k of n) | b (m of n)', and a row whose best overlaps another only "
-            "through such a split is 'split', neither best nor tied.")
+            f"floor, than {MODE_GAP} times the spread on either side of it and than half the "
+            "larger of its ends: outcomes a factor of 2 or more apart, as a leader's departure "
+            "against a follower's) the cell shows each outcome, 'a (k of n) | b (m of n)', "
+            "and a row whose best overlaps another only through such a split is 'split', "
+            "neither best nor tied; a continuous draw (where a 0-300 s metadata refresh fell) "
+            "leaves narrower gaps and shows as one median and range.")
     cmp = comparisons(verdicts)
     if cmp.pairs:
         test += (f" Multiple comparisons: the tables test {cmp.pairs:,} pairs of protocols in "

@@ -715,6 +715,7 @@ __all__ = [
     "KIP415_METRICS",
     "MAX_CLAIMS",
     "MIN_SEEDS",
+    "MODE_GAP",
     "RELATIVE_FLOOR",
     "Cell",
     "Claim",
