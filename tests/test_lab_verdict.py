@@ -515,3 +515,29 @@ def test_a_crossover_names_protocols_tied_for_the_lowest_together() -> None:
     (c,) = claims([g])
     assert c.text.endswith("classic:eager at 0.5 ms; classic:cooperative and consumer:uniform "
                            "at 20 ms."), c.text
+
+
+def test_grids_asking_the_same_crossover_at_another_setting_share_one_sentence() -> None:
+    """crossover-10ms and crossover-20ms sweep the load at two poll lengths: one sentence per
+    scenario names each grid's finding, so that two grids do not take two of the dozen."""
+    stalls = {1: (9000, 0), 2: (0, 9000)}
+    grids, rows = [], []
+    for ms in (10, 20):
+        name = f"crossover-{ms}ms"
+        grids.append({"name": name, "protocols": ["classic:eager", "consumer:uniform"],
+                      "metrics": ["stall_ms"], "seeds": 5, "workloads": [
+                          f"w{ms}-{r}" for r in stalls]})
+        rows += [{**_run(p, s, scenario="crash", size=8, workload=f"w{ms}-{r}",
+                         stall_ms=v[k] + 10 * s, total_partitions=32, members=8),
+                  "work": json.dumps({"processing_ms": ms, "records_per_s": r * 5})}
+                 for r, v in stalls.items()
+                 for k, p in enumerate(("classic:eager", "consumer:uniform"))
+                 for s in range(5)]
+    gs = grid_verdicts({"spec": "paper", "grids": grids}, rows)
+    assert [g.parameter for g in gs] == ["busy_pct", "busy_pct"]
+    (c,) = claims(gs)
+    assert c.text == (
+        "crash, 8 members, stall against the members' load, the lowest, separated from the "
+        "rest (protocols tied for it named together): [crossover-10ms] consumer:uniform at "
+        "20 % busy; classic:eager at 40 % busy; [crossover-20ms] consumer:uniform at 40 % "
+        "busy; classic:eager at 80 % busy.")

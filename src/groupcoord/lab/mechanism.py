@@ -229,8 +229,9 @@ def claim_conditions(claim: Claim, verdicts: Sequence[GridVerdict],
     parts = []
     if mv is not None and claim.best in mv.cells and claim.worse in mv.cells:
         m, b, w = mv.metric, mv.cells[claim.best], mv.cells[claim.worse]
-        gap = (w.low - b.high) if m.lower_is_better else (b.low - w.high)
-        floor = threshold(m, b.median, w.median)
+        near_w, near_b = (w.low, b.high) if m.lower_is_better else (w.high, b.low)
+        gap = (near_w - near_b) if m.lower_is_better else (near_b - near_w)
+        floor = threshold(m, near_w, near_b)  # as the test applies it: at the closest seeds
         if 0 < gap < NARROW_MARGIN * floor:
             parts.append(f"narrow: the closest seeds are {number(gap / m.scale)}"
                          f"{' ' + m.unit if m.unit else ''} apart (a difference counts beyond "

@@ -805,7 +805,7 @@ def too_few_for_claims(verdicts: Sequence[GridVerdict]) -> str:
         return ""
     return (f"No sentence from {', '.join(few)}: fewer than {CLAIM_MIN_SEEDS} seeds per cell, "
             "where separated ranges happen by chance too often across this many pairs; their "
-            "tables above still mark what separates.")
+            "tables above show medians and ranges, unmarked.")
 
 
 def claim_rule(found: Sequence[Claim], verdicts: Sequence[GridVerdict]) -> str:

@@ -436,6 +436,10 @@ class Claim:
     worse: str
     #: The row's workload (a sentence on one row; empty for a crossover across workloads).
     workload: str = ""
+    #: A crossover's sentence without its grid's name, and its findings per value swept
+    #: (grids that ask the same question at another setting share one sentence).
+    head: str = ""
+    detail: str = ""
 
 
 def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
@@ -544,13 +548,15 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                 xs = ", ".join(number(x or 0.0) for x, v in winners if v == w)
                 parts.append(f"{w or 'no protocol separated'} at {xs}{x_unit}")
             word = "lowest" if m.lower_is_better else "highest"
-            text = (f"{scenario}, {size} {member_word(scenario, g.protocols)} ({g.name}), "
+            head = (f"{scenario}, {size} {member_word(scenario, g.protocols)}, "
                     f"{short_label(m, g.excess)} against {x_name}, the {word}, separated "
-                    "from the rest (protocols tied for it named together): "
-                    + "; ".join(parts) + ".")
+                    "from the rest (protocols tied for it named together)")
+            text = (f"{scenario}, {size} {member_word(scenario, g.protocols)} ({g.name}), "
+                    + head.split(", ", 2)[2] + ": " + "; ".join(parts) + ".")
             cmd = reproduce(g.spec, scenario, size, None, g.protocols)
             out.append(Claim(g.name, text, cmd, m.column, scenario, size,
-                             next(iter(sorted(named))), ""))
+                             next(iter(sorted(named))), "", head=head,
+                             detail="; ".join(parts)))
     return out
 
 
@@ -644,9 +650,19 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS) -> list[Cla
     the page first."""
     first: list[tuple[float, Claim]] = []
     rest: list[tuple[float, Claim]] = []
+    merged: dict[str, Claim] = {}  # one crossover sentence across grids asking the same
     for g in verdicts:
         if g.parameter is not None:
-            found = _crossovers(g)
+            found = []
+            for c in _crossovers(g):
+                same = merged.get(c.head)
+                if same is None:
+                    merged[c.head] = c
+                    found.append(c)
+                    continue
+                if f"[{same.grid}]" not in same.text:
+                    same.text = f"{same.head}: [{same.grid}] {same.detail}."
+                same.text = same.text.rstrip(".") + f"; [{c.grid}] {c.detail}."
             lead = g.metrics[0].column if g.metrics else ""
             first += [(math.inf, c) for c in found if c.metric == lead]
             rest += [(0.0, c) for c in found if c.metric != lead]
