@@ -961,8 +961,8 @@ class WorkModel:
         for p in self.processors.values():
             if p.stream:  # (keeps up: bringing it to now changes neither)
                 continue
-            p.advance(now)
-            if p.batch is not None or p.active:
+            p.advance(now)  # (a member catching up may keep up from then on)
+            if p.batch is not None or not (p.stream or not p.active):
                 return False
         return True
 
