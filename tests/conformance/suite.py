@@ -41,6 +41,12 @@ class Case:
     #: In CI's subset (``--subset ci``): short tests of commits (the simple consumer's too)
     #: that keep CI's run within its budget (about 5 minutes with the build cached).
     ci: bool = False
+    #: The broker version the runner is told (``TEST_KAFKA_VERSION``): it skips a test that
+    #: asks for a newer broker. The share consumer tests (KIP-932) ask for Kafka 4.2.
+    kafka_version: str = "4.0.0"
+    #: A share consumer test: ``group.protocol`` means nothing to it, so it runs once, in the
+    #: protocol column ``share``, not once per consumer group protocol.
+    share: bool = False
 
 
 CASES: tuple[Case, ...] = (
@@ -69,11 +75,25 @@ CASES: tuple[Case, ...] = (
     Case("0132", "assignment strategy ordering"),
     Case("0137", "consume_batch across a barrier, transactional and not"),
     Case("0140", "commit metadata with the simple consumer"),
+    # KIP-932 share consumers (ShareGroupHeartbeat, ShareFetch, ShareAcknowledge)
+    Case("0170", "share consumer subscriptions: subscribe, unsubscribe, resubscribe, topics "
+                 "created and deleted, share.auto.offset.reset, two groups",
+         kafka_version="4.2.0", share=True),
+    Case("0175", "several share groups on one topic, each receiving every record",
+         kafka_version="4.2.0", share=True),
+    Case("0181", "share consumer: a subscribed topic deleted", kafka_version="4.2.0",
+         share=True),
+    Case("0185", "share consumer: max.poll.interval.ms exceeded, leave and rejoin",
+         kafka_version="4.2.0", share=True),
 )
 
 #: Test names (as the runner reports them) expected to fail, each with a part of the name of
 #: the sub-test it must fail in (another failing sub-test is a failure) and the reason.
 KNOWN_FAILURES: dict[str, tuple[str, str]] = {
+    "0170_share_consumer_subscription": (
+        "do_test_delete_records_advances_lso",
+        "DeleteRecords (API 21), which the test calls to move the log start offset, is not "
+        "served by groupcoord"),
     "0061_consumer_lag": (
         "with transactions",
         "transactions: the producer's InitProducerId with a transactional id and "

@@ -17,6 +17,8 @@ Ranges and why (docs/wire.md; NOTES.md "What real clients need from a broker"):
   after a leader change (kafka-python stops without it once leader epochs move, which they do
   with several brokers).
 - ConsumerGroupHeartbeat 0-1 and ConsumerGroupDescribe 0-1 (KIP-848; librdkafka needs v1).
+- TxnOffsetCommit 0-4 (KIP-447's group metadata from v3; v5 is the transaction version 2
+  flow of KIP-890, not offered).
 - ShareGroupHeartbeat 1 and ShareGroupDescribe 1 (KIP-932, ``server/apis/share_groups.py``):
   v1 is what Kafka 4.1+ serves (v0 was 4.0's early access) and the only version librdkafka's
   share consumer sends (it fails with _UNSUPPORTED_FEATURE without it); kio has v1 only.
@@ -83,6 +85,7 @@ class ApiKey(IntEnum):
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
     INIT_PRODUCER_ID = 22
+    TXN_OFFSET_COMMIT = 28
     DESCRIBE_ACLS = 29
     CREATE_ACLS = 30
     DELETE_ACLS = 31
@@ -126,6 +129,7 @@ API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.METADATA: (0, 13),
     ApiKey.OFFSET_COMMIT: (2, 10),
     ApiKey.OFFSET_FETCH: (1, 10),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 4),
     ApiKey.FIND_COORDINATOR: (0, 6),
     ApiKey.JOIN_GROUP: (0, 9),
     ApiKey.HEARTBEAT: (0, 4),

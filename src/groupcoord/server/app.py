@@ -2,20 +2,33 @@
 
 Per connection, requests are handled one at a time in arrival order and answered in that order
 (Kafka mutes a channel while one of its requests is in flight; clients may still pipeline: the
-frames wait in our buffer). Most handlers are synchronous, so a burst of pipelined requests is
-handled in one go and the responses leave in one write; a Fetch that waits for data holds the
-connection's later requests until it is answered. Reading pauses when too many frames are
-queued or the peer does not read its responses (transport flow control).
+frames wait in our buffer). Most handlers are synchronous, so a burst of small pipelined
+requests is handled in one go and their responses leave in one write (up to
+``WRITE_BATCH_BYTES``); a Fetch that waits for data holds the connection's later requests until
+it is answered.
+
+Memory per connection is bounded whatever the client does (docs/configuration.md "Connections
+and memory"). Responses: once the transport holds more than its high-water mark (64 KiB)
+of unsent bytes it pauses the connection (``pause_writing``, called within the write), and no
+further request of that connection is handled until the peer has read below the low-water
+mark: a connection holds at most one response past the high-water mark, as Kafka's muted
+channel holds one (a Fetch response is at most ``fetch.max.bytes`` or one batch). Requests:
+reading pauses past ``MAX_QUEUED_FRAMES`` frames or ``MAX_QUEUED_FRAME_BYTES`` bytes waiting;
+every connection's together within ``queued.max.request.bytes``. A connection closed or reset
+drops its waiting frames and cancels the request in progress: no response is built for it. A
+connection whose requests wait only because its peer does not read is idle for
+``connections.max.idle.ms``.
 
 Bad input never stops the server:
 
 - a frame whose size is negative or above ``socket.request.max.bytes`` (100 MiB), or whose
   header or body cannot be decoded, closes that connection, with the reason logged;
-- an API key or version outside :data:`API_VERSIONS` gets UNSUPPORTED_VERSION: ApiVersions is
-  answered as v0 with the supported list (as Kafka does, so the client can retry with a version
-  we have); another API known to kio is answered in its own response schema when that schema
-  has a top-level error code; anything else gets ``correlation_id, int16 35`` (the most a client
-  can parse without a schema);
+- an ApiVersions request of a version outside :data:`API_VERSIONS` is answered as v0 with
+  UNSUPPORTED_VERSION and the supported list (as Kafka does, so the client can retry with a
+  version we have); any other API key or version outside the table closes the connection, with
+  the reason logged, as Kafka 4's ``SocketServer`` does ("Received request api key ... which is
+  not enabled", an ``InvalidRequestException``): a client sends only what ApiVersions
+  advertised, so such a request is a broken or hostile one;
 - a handler failing with an unexpected exception is logged and answered UNKNOWN_SERVER_ERROR
   when the response schema has a top-level error code, else the connection is closed.
 
@@ -42,7 +55,6 @@ import errno
 import inspect
 import logging
 import socket
-import struct
 import time
 import uuid
 from collections import deque
@@ -68,7 +80,7 @@ from groupcoord.protocol.codec import (
     response_frame,
     response_header_version,
 )
-from groupcoord.protocol.framing import MAX_FRAME_SIZE, FrameDecoder, FrameError, frame
+from groupcoord.protocol.framing import MAX_FRAME_SIZE, FrameDecoder, FrameError
 from groupcoord.protocol.versions import ApiKey, api_name, is_supported
 from groupcoord.server.apis import (
     KafkaApis,
@@ -108,6 +120,13 @@ DEFAULT_SHARDS_WITH_BROKERS = 50
 
 #: Frames queued on one connection before reading from it pauses.
 MAX_QUEUED_FRAMES = 256
+#: Bytes of whole frames queued on one connection before reading from it pauses (a frame
+#: larger than this is still taken: reading pauses after it).
+MAX_QUEUED_FRAME_BYTES = 1024 * 1024
+#: Responses of one connection gathered before they are handed to the transport: small
+#: responses to pipelined requests leave in one write; past this the transport gets them at
+#: once and, above its high-water mark, pauses the connection's handling (module doc).
+WRITE_BATCH_BYTES = 64 * 1024
 
 
 #: Requests that may wait for data (``KafkaApis.fetch_now`` answers them early).
@@ -375,11 +394,15 @@ class KafkaServer:
                 await asyncio.sleep(0.05)
 
     def _sweep_idle(self) -> None:
-        """Close the connections idle for longer than ``connections.max.idle.ms``."""
+        """Close the connections idle for longer than ``connections.max.idle.ms``: nothing
+        received, nothing answered and no request of theirs in progress; a connection whose
+        requests wait only because its peer does not read its responses is idle too (Kafka's
+        selector counts reads and writes as activity, a stalled write is none)."""
         limit_s = self.limits.idle_ms / 1000
         now = time.monotonic()
         for conn in list(self.connections):
-            if not conn.busy and not conn.pending and now - conn.last_active > limit_s:
+            if (not conn.busy and (not conn.pending or conn.writing_paused)
+                    and now - conn.last_active > limit_s):
                 log.info("closing connection from %s: idle for more than "
                          "connections.max.idle.ms=%d", conn.peer, self.limits.idle_ms)
                 conn.close("idle")
@@ -598,19 +621,18 @@ class KafkaServer:
             log.exception("%s: %s v%d failed", conn.peer, api_name(key), version)
             return self._internal_error(key, version, corr)
 
-    def _unsupported(self, key: int, version: int, corr: int, conn: Connection) -> bytes:
-        """The answer to an API key or version outside :data:`API_VERSIONS` (module doc)."""
-        log.info("%s: unsupported %s v%d (correlation id %d)", conn.peer, api_name(key),
-                 version, corr)
+    def _unsupported(self, key: int, version: int, corr: int, conn: Connection) -> bytes | Close:
+        """The answer to an API key or version outside :data:`API_VERSIONS` (module doc):
+        ApiVersions v0 with UNSUPPORTED_VERSION, else the connection is closed."""
         if key == ApiKey.API_VERSIONS:
+            log.info("%s: unsupported ApiVersions v%d (correlation id %d): answered v0",
+                     conn.peer, version, corr)
             cls = response_class(ApiKey.API_VERSIONS, 0)
             assert cls is not None
             return encode_response(ApiKey.API_VERSIONS, 0, corr, build(
                 cls, error_code=ErrorCode.unsupported_version, api_keys=api_version_entries()))
-        entity = error_response_entity(key, version, ErrorCode.unsupported_version)
-        if entity is None:
-            return frame(struct.pack(">ih", corr, ErrorCode.unsupported_version.value))
-        return encode_response(key, version, corr, entity)
+        return Close(f"received request api key {key} ({api_name(key)}) with version {version} "
+                     f"which is not enabled")
 
     async def _delayed(self, delay_ms: int, body: Any, ctx: RequestContext) -> Any:
         """Handle a request after an injected latency (``server/faults.py``)."""
@@ -741,8 +763,7 @@ class Connection(asyncio.Protocol):
         if self.admitted:
             self.admitted = False
             self.server.quotas.release(self.client_ip)
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
+        self._cancel_task()
         self._drop_buffers()
         if self.server.apis is not None:  # state bound to the connection (share sessions)
             self.server.apis.connection_closed(id(self))
@@ -751,11 +772,16 @@ class Connection(asyncio.Protocol):
         self.handler = self.server.dispatch
         log.debug("connection from %s closed", self.peer)
 
+    def write_buffered(self) -> int:
+        """Bytes of responses written and not yet taken by the client (the metrics)."""
+        return 0 if self.transport is None else self.transport.get_write_buffer_size()
+
     def pause_writing(self) -> None:
         self.writing_paused = True
 
     def resume_writing(self) -> None:
         self.writing_paused = False
+        self.last_active = time.monotonic()  # the peer reads: the connection is not idle
         self._run()
 
     def _drop_buffers(self) -> None:
@@ -777,6 +803,7 @@ class Connection(asyncio.Protocol):
             return
         self.closed = True
         self._drop_buffers()
+        self._cancel_task()
         transport = self.transport
         if transport is not None:
             transport.close()
@@ -788,8 +815,15 @@ class Connection(asyncio.Protocol):
     def abort(self) -> None:
         self.closed = True
         self._drop_buffers()
+        self._cancel_task()
         if self.transport is not None:
             self.transport.abort()
+
+    def _cancel_task(self) -> None:
+        """A closed connection's request in progress (a long-poll Fetch, a deferred JoinGroup)
+        is dropped: its response is never built."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
 
     def data_received(self, data: bytes) -> None:
         if self.closed:
@@ -819,6 +853,7 @@ class Connection(asyncio.Protocol):
         if transport is None:
             return
         out: list[bytes] = []
+        out_bytes = 0
         while self.pending and not self.busy and not self.closed and not self.writing_paused:
             request = self.pending.popleft()
             self.pending_bytes -= len(request)
@@ -827,6 +862,14 @@ class Connection(asyncio.Protocol):
                 continue
             if isinstance(outcome, bytes):
                 out.append(outcome)
+                out_bytes += len(outcome)
+                if out_bytes >= WRITE_BATCH_BYTES:
+                    # to the transport now: above its high-water mark it calls pause_writing
+                    # (here, synchronously), which ends this loop; the requests behind wait
+                    # until the peer has read (resume_writing)
+                    transport.write(out[0] if len(out) == 1 else b"".join(out))
+                    out = []
+                    out_bytes = 0
                 continue
             if isinstance(outcome, Close):
                 if outcome.response:
@@ -843,12 +886,16 @@ class Connection(asyncio.Protocol):
             break
         if out:
             transport.write(out[0] if len(out) == 1 else b"".join(out))
-        if not self.closed:
-            self._account()
-        if len(self.pending) > MAX_QUEUED_FRAMES and not self.reading_paused:
-            self.reading_paused = True
-            transport.pause_reading()
-        elif self.reading_paused and len(self.pending) < MAX_QUEUED_FRAMES // 2 and not self.closed:
+        if self.closed:
+            return
+        self._account()
+        if not self.reading_paused:
+            if (len(self.pending) > MAX_QUEUED_FRAMES
+                    or self.pending_bytes > MAX_QUEUED_FRAME_BYTES):
+                self.reading_paused = True
+                transport.pause_reading()
+        elif (len(self.pending) < MAX_QUEUED_FRAMES // 2
+              and self.pending_bytes < MAX_QUEUED_FRAME_BYTES // 2):
             self.reading_paused = False
             transport.resume_reading()
 

@@ -91,7 +91,7 @@ def injected_response(api_key: int, version: int, body: Any, code: int) -> Any |
         return build(cls, throttle_time=0, coordinators=[
             {"key": k, "node_id": -1, "host": "", "port": -1, "error_code": code,
              "error_message": message} for k in body.coordinator_keys])
-    if api_key == ApiKey.OFFSET_COMMIT:
+    if api_key in (ApiKey.OFFSET_COMMIT, ApiKey.TXN_OFFSET_COMMIT):
         return build(cls, throttle_time=0, topics=[
             {"name": t.name, "partitions": [{"partition_index": p.partition_index,
                                              "error_code": code} for p in t.partitions]}
@@ -114,7 +114,8 @@ def _can_inject(api_key: int) -> bool:
     cls = response_class(api_key, hi)
     if cls is None:
         return False
-    if api_key in (ApiKey.FIND_COORDINATOR, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH):
+    if api_key in (ApiKey.FIND_COORDINATOR, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH,
+                   ApiKey.TXN_OFFSET_COMMIT):
         return True
     return "error_code" in cls.__dataclass_fields__
 

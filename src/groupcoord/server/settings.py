@@ -104,6 +104,8 @@ _add("log.cleaner.delete.retention.ms", "int", "86400000", "compaction", -1)
 # -- topics (server/apis/metadata.py, server/apis/topics.py)
 _add("auto.create.topics.enable", "bool", "false", "apis")
 _add("num.partitions", "int", "1", "apis", 1)
+# -- the data plane (server/apis/produce_fetch.py): the most a Fetch response holds
+_add("fetch.max.bytes", "int", "57671680", "apis", 1024)
 # -- partition data (server/partition_files.py): a groupcoord setting, Kafka has none; its
 #    default is a quarter of ``ulimit -n`` (8 to 1,024), computed here for this process
 _add("groupcoord.partition.max.open.files", "int", str(default_max_open_files()), "partition_files",
@@ -167,7 +169,7 @@ KAFKA_IGNORED = frozenset({
     "message.max.bytes", "request.timeout.ms", "metric.reporters", "metrics.num.samples",
     "metrics.sample.window.ms", "metrics.recording.level", "group.coordinator.threads",
     "group.coordinator.new.enable", "group.coordinator.rebalance.protocols",
-    "share.coordinator.state.topic.replication.factor", "fetch.max.bytes", "quota.window.num",
+    "share.coordinator.state.topic.replication.factor", "quota.window.num",
     "quota.window.size.seconds", "replica.socket.timeout.ms", "controlled.shutdown.enable",
     "unstable.api.versions.enable", "unstable.feature.versions.enable",
 })

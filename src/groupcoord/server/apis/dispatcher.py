@@ -110,6 +110,9 @@ class KafkaApis:
         #: The share partitions' API family (KIP-932): the share group type tells it of
         #: members that leave (``ShareDataApis.member_left``).
         self.share_data = share_data
+        # the coordinator's removals of share members (session timeout, fencing) release what
+        # they had acquired at once (``CoordinatorRuntime.share_member_removed``)
+        runtime.share_member_removed = share_data.member_left
 
     def connection_closed(self, connection: int) -> None:
         """A client connection closed: the share sessions opened on it close (KIP-932)."""

@@ -73,6 +73,8 @@ class BrokerState:
         self.broker_configs = dict(broker_configs or {})
         self.auto_create = self.broker_configs.get("auto.create.topics.enable", "false").lower() == "true"
         self.default_partitions = int(self.broker_configs.get("num.partitions", "1"))
+        #: ``fetch.max.bytes``: the most a Fetch response holds, whatever the request asks.
+        self.fetch_max_bytes = int(self.broker_configs.get("fetch.max.bytes", "57671680"))
         #: SCRAM credentials (``server/apis/authentication.py``).
         self.credentials = credentials or CredentialStore(None, persist=False)
         #: Who may do what (``server/security/``); the server sets the real one. This default,

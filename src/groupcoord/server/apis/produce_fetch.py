@@ -7,16 +7,25 @@ Upstream behaviour kept (Kafka's ``KafkaApis`` and the protocol guide):
   CRC (CORRUPT_MESSAGE otherwise).
 - Fetch: sessionless only (KIP-227): a full request gets session id 0, so the client keeps
   sending full requests; an incremental one gets FETCH_SESSION_ID_NOT_FOUND. The response waits
-  up to MaxWaitMs for MinBytes, woken by produces. Read committed = read uncommitted (no
-  transactions).
+  up to MaxWaitMs for MinBytes, woken by produces and by transaction markers
+  (``TopicRegistry.write_marker``). Every partition carries its LastStableOffset; at
+  read_committed (IsolationLevel 1) only batches below it are returned, with the aborted
+  transactions overlapping them (Kafka's ``UnifiedLog.read`` / ``collectAbortedTransactions``;
+  ``partition_log.py``). The response holds at most ``fetch.max.bytes`` (Kafka's default,
+  55 MiB, whatever MaxBytes the request asks), or its first batch when that is larger (KIP-74).
+- ListOffsets: LATEST is the last stable offset at read_committed, the high watermark at
+  read_uncommitted; a timestamp (or MAX_TIMESTAMP) lookup answers only an offset below that
+  bound, else -1 (Kafka's ``Partition.fetchOffsetForTimestamp``).
 - InitProducerId (KIP-98; what an idempotent producer, the default of kafka-python 3 and
   librdkafka, asks first): a new producer id at epoch 0 from :class:`ProducerIdAllocator` (blocks
   reserved in the data directory, never re-issued after a restart), whatever id and epoch a v3+
   request carries (Kafka also gives a non-transactional producer a fresh id). A transactional id
-  gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED: this broker has no transaction coordinator (and
-  FindCoordinator for transactions is INVALID_REQUEST). Produce stores idempotent batches as
-  sent (producer id, epoch and sequence stay in the batch header); sequences are not checked, so
-  a batch retried after a lost response is stored twice (Kafka would detect the duplicate).
+  gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED here (the transaction coordinator serves it).
+  Produce checks idempotent and transactional batches against the partition's producer state
+  (``partition_log.py``: duplicates, sequences, epochs, transactions); a Produce with a
+  transactional id needs WRITE on that TRANSACTIONAL_ID (else every partition
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka's ``KafkaApis.handleProduceRequest``); a
+  control batch or a transactional batch without producer id is INVALID_RECORD.
 """
 
 from __future__ import annotations
@@ -29,7 +38,7 @@ from typing import Any
 from groupcoord.protocol.codec import to_ms
 from groupcoord.protocol.versions import ApiKey
 from groupcoord.server.apis.family import LEADER_EPOCH, RT, ApiFamily, BrokerState, E, Op, RequestContext
-from groupcoord.server.partition_log import InvalidRecords, ProducerStateError
+from groupcoord.server.partition_log import InvalidRecord, InvalidRecords, ProducerStateError
 from groupcoord.storage.log import LogError
 
 log = logging.getLogger(__name__)
@@ -51,11 +60,15 @@ class ProduceFetchApis(ApiFamily):
             ApiKey.LIST_OFFSETS: self.list_offsets,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: self.offset_for_leader_epoch,
         }
+        if self.registry is not None:  # (a family built without a broker's topics: tests)
+            self.registry.marker_listeners.append(self._wake_fetchers)
 
     def produce(self, body: Any, ctx: RequestContext) -> Any:
         acks = int(body.acks)
         responses = []
         appended = False
+        txn_allowed = body.transactional_id is None or self._allowed(
+            ctx, Op.WRITE, RT.TRANSACTIONAL_ID, body.transactional_id)
         for td in body.topic_data:
             parts = []
             writable = self._allowed(ctx, Op.WRITE, RT.TOPIC, td.name)
@@ -66,9 +79,10 @@ class ProduceFetchApis(ApiFamily):
                 plog = self.registry.partition(td.name, int(pd.index))
                 if acks not in (-1, 0, 1):
                     res["error_code"] = E.invalid_required_acks
-                elif body.transactional_id is not None:
+                elif not txn_allowed:
                     res.update(error_code=E.transactional_id_authorization_failed,
-                               error_message="Transactions are not supported by this broker.")
+                               error_message=f"Not authorized to write as transactional id "
+                                             f"{body.transactional_id!r}.")
                 elif not writable:
                     res["error_code"] = E.topic_authorization_failed
                 elif plog is None:
@@ -78,6 +92,8 @@ class ProduceFetchApis(ApiFamily):
                         res["base_offset"] = plog.append(bytes(pd.records or b""))
                         res["log_start_offset"] = plog.log_start_offset
                         appended = True
+                    except InvalidRecord as e:
+                        res.update(error_code=E.invalid_record, error_message=str(e))
                     except InvalidRecords as e:
                         res.update(error_code=E.corrupt_message, error_message=str(e))
                     except ProducerStateError as e:
@@ -177,7 +193,10 @@ class ProduceFetchApis(ApiFamily):
     def _fetch_once(self, body: Any, ctx: RequestContext) -> tuple[Any, int, bool]:
         """(response, bytes of records, whether some partition has an error)."""
         v = ctx.api_version
-        max_bytes = int(getattr(body, "max_bytes", 2**31 - 1))
+        # the request's MaxBytes within the broker's fetch.max.bytes, as Kafka's
+        # KafkaApis.handleFetchRequest clamps it; the first batch is returned even when it is
+        # larger (KIP-74), so a response holds at most fetch.max.bytes or one batch
+        max_bytes = min(int(getattr(body, "max_bytes", 2**31 - 1)), self.broker.fetch_max_bytes)
         total = 0
         errors = False
         responses = []
@@ -189,6 +208,7 @@ class ProduceFetchApis(ApiFamily):
                    else getattr(body, "replica_id", -1))
         follower = int(replica) >= 0
         replicable = follower and self._cluster_allowed(ctx, Op.CLUSTER_ACTION)
+        committed = int(getattr(body, "isolation_level", 0)) == 1 and not follower
         for ft in body.topics:
             if v >= 13:
                 topic = self.registry.by_id.get(ft.topic_id)
@@ -220,15 +240,23 @@ class ProduceFetchApis(ApiFamily):
                 plog = topic.partitions[pi]
                 try:
                     hw = plog.high_watermark
-                    res.update(high_watermark=hw, last_stable_offset=hw,
+                    lso = plog.last_stable_offset
+                    res.update(high_watermark=hw, last_stable_offset=lso,
                                log_start_offset=plog.log_start_offset)
                     offset = int(fp.fetch_offset)
                     if offset < plog.log_start_offset or offset > hw:
                         res["error_code"] = E.offset_out_of_range
                         errors = True
-                    elif offset < hw:
+                    elif offset < (lso if committed else hw):
                         budget = min(int(fp.partition_max_bytes), max(max_bytes - total, 0))
-                        data = plog.read(offset, budget) if (budget > 0 or total == 0) else b""
+                        data = b""
+                        if budget > 0 or total == 0:
+                            data, end = plog.read_range(offset, budget,
+                                                        lso if committed else None)
+                            if committed and data:
+                                res["aborted_transactions"] = [
+                                    {"producer_id": pid, "first_offset": first}
+                                    for pid, first in plog.aborted_transactions(offset, end)]
                         res["records"] = data
                         total += len(data)
                 except (OSError, LogError) as e:  # unreadable partition file
@@ -280,6 +308,7 @@ class ProduceFetchApis(ApiFamily):
         return self._resp(ctx, throttle_time=0, topics=topics)
 
     def list_offsets(self, body: Any, ctx: RequestContext) -> Any:
+        committed = int(getattr(body, "isolation_level", 0)) == 1
         topics = []
         for t in body.topics:
             parts = []
@@ -300,17 +329,18 @@ class ProduceFetchApis(ApiFamily):
                 plog = topic.partitions[pi]
                 ts = int(p.timestamp)
                 try:
+                    bound = plog.last_stable_offset if committed else plog.high_watermark
                     if ts == -1:  # LATEST
-                        res["offset"] = plog.high_watermark
+                        res["offset"] = bound
                     elif ts == -2:  # EARLIEST
                         res["offset"] = plog.log_start_offset
                     elif ts == -3:  # MAX_TIMESTAMP (v7+)
                         found = plog.max_timestamp_offset()
-                        if found is not None:
+                        if found is not None and found[0] < bound:
                             res["offset"], res["timestamp"] = found
                     elif ts >= 0:
                         found = plog.offset_for_timestamp(ts)
-                        if found is not None:
+                        if found is not None and found[0] < bound:
                             res["offset"], res["timestamp"] = found
                     else:
                         res["error_code"] = E.invalid_request
