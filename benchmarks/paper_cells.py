@@ -234,6 +234,52 @@ def compare(a_path: str, b_path: str, rel_tol: float | None = None) -> int:
     return 1 if differ or missing else 0
 
 
+def schedule_estimate(path: str, cores: int = 2, draws: int = 50) -> dict[str, float]:
+    """The whole spec's wall time on ``cores`` estimated from a measurement (``out`` of
+    :func:`measure`), every run costing its cell's first seed: Spark's list scheduling (each
+    task to the first free core, in partition order) replayed for the sweep's order
+    (``lab.sweep.task_chunks``: largest first) and for the order before it (run ids, spread by
+    ``repartition``'s round robin from a random start per input slice: ``draws`` draws)."""
+    import heapq
+    import random
+
+    from groupcoord.lab.sweep import runs_per_task, task_chunks
+
+    with open(path) as f:
+        found = json.load(f)
+    cell = {v["run"].rsplit("/", 1)[0]: v["cpu_s"] for v in found["runs"].values()}
+    runs = expand(load_spec("paper"))
+
+    def cpu(r: RunParams) -> float:
+        return float(cell[f"{r.scenario}/{r.protocol}/{r.size}/{r.workload}"])
+
+    def makespan(tasks: list[list[RunParams]]) -> float:
+        free = [0.0] * cores
+        for t in tasks:
+            heapq.heappush(free, heapq.heappop(free) + sum(map(cpu, t)))
+        return max(free)
+
+    per = runs_per_task(len(runs), cores)
+    n_tasks = -(-len(runs) // per)
+    by_id = sorted(runs, key=lambda r: r.run_id)
+    half = -(-len(by_id) // cores)
+    old = []
+    for seed in range(draws):
+        rnd = random.Random(seed)
+        tasks: list[list[RunParams]] = [[] for _ in range(n_tasks)]
+        for s in range(cores):
+            start = rnd.randrange(n_tasks)
+            for j, r in enumerate(by_id[s * half:(s + 1) * half]):
+                tasks[(start + j) % n_tasks].append(r)
+        old.append(makespan(tasks))
+    old.sort()
+    total = sum(map(cpu, runs))
+    return {"runs": len(runs), "cpu_s": round(total, 1),
+            "bound_s": round(max(total / cores, max(map(cpu, runs))), 1),
+            "largest_first_s": round(makespan(task_chunks(runs, per, cores)), 1),
+            "before_median_s": round(old[len(old) // 2], 1), "before_worst_s": round(old[-1], 1)}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.paper_cells")
     p.add_argument("out", nargs="?")
@@ -243,7 +289,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rows", action="store_true", help="keep each run's rows in the output")
     p.add_argument("--rel-tol", type=float, default=None,
                    help="with --compare: lag columns may differ by this much (relative)")
+    p.add_argument("--schedule", metavar="MEASUREMENT",
+                   help="the whole spec's wall time on 2 cores estimated from a measurement, "
+                        "the sweep's order against the one before it")
     ns = p.parse_args(argv)
+    if ns.schedule:
+        print(json.dumps(schedule_estimate(ns.schedule)))
+        return 0
     if ns.compare:
         return compare(*ns.compare, rel_tol=ns.rel_tol)
     if not ns.out:
