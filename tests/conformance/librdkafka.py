@@ -59,8 +59,14 @@ BUILD_DEPS = {"build-essential": "/usr/bin/make", "zlib1g-dev": "/usr/include/zl
               "libsasl2-dev": "/usr/include/sasl/sasl.h"}
 CONFIGURE = ["./configure", "--disable-zstd", "--disable-gssapi", "--disable-curl",
              "--disable-lz4-ext"]
-#: What groupcoord's server needs for librdkafka's tests: auto-created topics of 4 partitions.
-SERVER_CONFIGS = ["num.partitions=4", "auto.create.topics.enable=true"]
+#: What groupcoord's server needs for librdkafka's tests: auto-created topics of 4 partitions;
+#: for the share consumer tests, written against Kafka 4.2: record locks down to 1 s (librdkafka's
+#: own test clusters of Kafka 4.2+ set it: its tests give their groups 3 s locks), and a share
+#: group's assignment computed at once, as Kafka 4.2 does (no assignment batching: a consumer
+#: that joins a moment after another would otherwise find every record taken).
+SERVER_CONFIGS = ["num.partitions=4", "auto.create.topics.enable=true",
+                  "group.share.min.record.lock.duration.ms=1000",
+                  "group.share.assignment.interval.ms=0"]
 SCRAM_USER, SCRAM_PASSWORD = "conformance", "conformance-secret"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 #: The runner's summary rows: ``| 0030_offset_commit | PASSED | 12.345s |`` (colours removed).

@@ -95,6 +95,7 @@ from groupcoord.server.control import ControlPlane
 from groupcoord.server.limits import ConnectionQuotas, Limits, QueuedBytes, normalise_ip
 from groupcoord.server.metrics import LoopIdleMonitor, MetricsServer
 from groupcoord.server.partition_files import max_open_files_from
+from groupcoord.server.producer_ids import ProducerIdAllocator
 from groupcoord.server.routing import misrouted
 from groupcoord.server.runtime import CoordinatorRuntime
 from groupcoord.server.security.acls import AclStore
@@ -106,8 +107,11 @@ from groupcoord.server.security.tls_transport import CLOSE_GRACE_S, TlsProtocol,
 from groupcoord.server.settings import check_properties
 from groupcoord.server.share_partitions import SHARE_STATE_DIR, SharePartitionManager
 from groupcoord.server.topic_registry import TopicRegistry
+from groupcoord.server.transaction_markers import TransactionMarkers
+from groupcoord.server.transaction_runtime import TransactionRuntime
 from groupcoord.storage.log import RecordLog
 from groupcoord.storage.memory import MemoryLog
+from groupcoord.transactions.config import TransactionConfig
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +121,9 @@ BIND_RETRY_S = 10.0
 #: Coordinator shards (``__consumer_offsets`` partitions) of a server with several brokers when
 #: none is given: Kafka's default ``offsets.topic.num.partitions``.
 DEFAULT_SHARDS_WITH_BROKERS = 50
+
+#: The transaction log's folder in the data directory (its own record log).
+TRANSACTION_LOG_DIR = "transactions"
 
 #: Frames queued on one connection before reading from it pauses.
 MAX_QUEUED_FRAMES = 256
@@ -181,6 +188,7 @@ class KafkaServer:
                  broker_ports: list[int] | None = None,
                  durability: str | None = None,
                  listeners: list[str] | None = None,
+                 transaction_log: RecordLog | None = None,
                  share_state_log: RecordLog | None = None) -> None:
         if not 0 <= port <= 65535:
             raise ValueError(f"--port must be within 0..65535, got {port}")
@@ -239,6 +247,8 @@ class KafkaServer:
         self.metrics_server: MetricsServer | None = None
         self.idle_monitor: LoopIdleMonitor | None = None
         self.compaction: BackgroundCompaction | None = None
+        #: The transaction log's background compaction.
+        self.txn_compaction: BackgroundCompaction | None = None
         self.connections: set[Connection] = set()
         self._server: asyncio.Server | None = None
         self.registry: TopicRegistry | None = None
@@ -258,6 +268,13 @@ class KafkaServer:
         #: A record log given by the caller (kept open by :meth:`stop`: a restarted server on
         #: the same log finds its groups again, as a broker restarted on its disk).
         self._given_log = record_log
+        #: The transaction log (Kafka's ``__transaction_state``) given by the caller, kept open
+        #: by :meth:`stop` as ``record_log``; default: its own log in ``transactions/`` of the
+        #: data directory (memory with ``--storage memory``).
+        self._given_txn_log = transaction_log
+        self._txn_log: RecordLog | None = None
+        #: The transaction coordinator (``server/transaction_runtime.py``), made by :meth:`start`.
+        self.transactions: TransactionRuntime | None = None
         #: The share-state log (KIP-932, ``server/share_partitions.py``): given by the caller
         #: (kept open by :meth:`stop`, as ``record_log``), or opened by :meth:`start`.
         self._given_share_log = share_state_log
@@ -299,6 +316,7 @@ class KafkaServer:
                                                       self.properties)
         self.share_partitions.group_config = self.runtime.share_group_config
         self.share_partitions.load()  # LogError: the share state cannot be read
+        self.share_partitions.keep_topics(set(self.registry.by_id))  # of topics deleted since
         self.share_partitions.start(loop)
         self.security.store = CredentialStore(self.data_dir, persist=self.storage != "memory")
         #: Bound port per listener name, one per broker.
@@ -328,9 +346,13 @@ class KafkaServer:
         ports = self.bound[self.security.first.name]
         self.port = ports[0]
         advertised, _ = endpoints[self.security.first.name][0]
+        producer_ids = ProducerIdAllocator(self.registry.data_dir,
+                                           persist=not self.registry.in_memory)
         self.apis = KafkaApis(self.registry, self.runtime, advertised, self.port, self.properties,
-                              credentials=self.security.store,
+                              producer_ids=producer_ids, credentials=self.security.store,
                               share_partitions=self.share_partitions)
+        self.transactions = self._start_transactions(loop, producer_ids)
+        self.apis.broker.transactions = self.transactions
         self.apis.endpoints = endpoints
         self.apis.control = self.control.run
         self.apis.authorizer = self.authorizer
@@ -355,12 +377,39 @@ class KafkaServer:
                                                self.runtime.clock.now_ms,
                                                self.runtime.metrics.compacted)
         self.compaction.start(loop)
+        assert self._txn_log is not None and self.transactions is not None
+        # the transaction log is compacted as the group log is (its keys are upserts)
+        self.txn_compaction = BackgroundCompaction(self._txn_log,
+                                                   self.transactions.config.partitions,
+                                                   self.compaction_config,
+                                                   self.runtime.clock.now_ms)
+        self.txn_compaction.start(loop)
         self.share_compaction = BackgroundCompaction(self._share_log, 1, self.compaction_config,
                                                      self.runtime.clock.now_ms)
         self.share_compaction.start(loop)
         log.info("serving %d shards, storage %s, data in %s", self.num_shards, self.storage,
                  self.data_dir)
         return self.host, self.port
+
+    def _start_transactions(self, loop: asyncio.AbstractEventLoop,
+                            producer_ids: ProducerIdAllocator) -> TransactionRuntime:
+        """The transaction coordinator on its own log, loaded (its pending markers written)."""
+        assert self.registry is not None and self.runtime is not None
+        if self._given_txn_log is not None:
+            self._txn_log = self._given_txn_log
+        elif self._given_log is not None:  # a log given without its transaction log: memory
+            self._txn_log = MemoryLog()
+        else:
+            txn_dir = self.data_dir / TRANSACTION_LOG_DIR
+            if self.storage != "memory":
+                txn_dir.mkdir(parents=True, exist_ok=True)
+            self._txn_log = open_record_log(self.storage, txn_dir, self.durability)
+        registry, runtime = self.registry, self.runtime
+        markers = TransactionMarkers(registry.partition, runtime)
+        txns = TransactionRuntime(self._txn_log, TransactionConfig.from_properties(self.properties),
+                                  producer_ids.allocate, markers, runtime.clock)
+        txns.start(loop)
+        return txns
 
     async def _listen(self, broker: int, port: int, *, start: bool = True,
                       spec: ListenerSpec | None = None) -> asyncio.Server:
@@ -472,6 +521,44 @@ class KafkaServer:
         self._reassign(before, f"moved, group {group_id}")
         return old, to
 
+    def move_transaction_coordinator(self, transactional_id: str,
+                                     to: int | None = None) -> tuple[int, int]:
+        """Move the coordinator of ``transactional_id`` (its whole transaction-log partition) to
+        broker ``to`` (default: the next live broker), which takes the partition over: the next
+        coordinator epoch, its pending markers written again; (old, new) broker."""
+        bs = self._multi()
+        assert self.transactions is not None
+        partition = self.transactions.coordinator.partition_of(transactional_id)
+        old = bs.transaction_coordinator(partition)
+        if to is None:
+            to = bs._first_live_from(old + 1)
+        bs.check_broker(to)
+        if to in bs.down:
+            raise ValueError(f"broker {to} is down")
+        bs.txn_moved[partition] = to
+        bs.generation += 1
+        if self.apis is not None:
+            self.apis.brokers_changed()
+        log.info("transaction-log partition %d: coordinator moves from broker %d to %d "
+                 "(transactional id %r)", partition, old, to, transactional_id)
+        self.transactions.take_over([partition])
+        return old, to
+
+    def _transaction_owners(self) -> list[int]:
+        """The broker coordinating each transaction-log partition now."""
+        bs = self._multi()
+        assert self.transactions is not None
+        return [bs.transaction_coordinator(p) for p in range(self.transactions.config.partitions)]
+
+    def _transactions_moved(self, before: list[int]) -> None:
+        """The transaction-log partitions whose coordinator changed are taken over by the new
+        one (the next coordinator epoch, pending markers written again)."""
+        assert self.transactions is not None
+        changed = [p for p, (a, b) in enumerate(zip(before, self._transaction_owners(),
+                                                    strict=True)) if a != b]
+        if changed:
+            self.transactions.take_over(changed)
+
     def broker_down(self, broker: int) -> list[str]:
         """Take ``broker`` down: its connections are closed, and so is every connection made to
         it until it comes back; its partitions and coordinators go to the next live broker. The
@@ -488,6 +575,7 @@ class KafkaServer:
         if len(bs.down) + 1 >= len(bs.brokers):
             raise ValueError("the last live broker cannot be taken down")
         before = bs.owners()
+        txn_before = self._transaction_owners()
         bs.down.add(broker)
         dropped = []
         for conn in list(self.connections):
@@ -495,6 +583,7 @@ class KafkaServer:
                 dropped.append(conn.peer)
                 conn.abort()
         self._reassign(before, f"broker {broker} down")
+        self._transactions_moved(txn_before)
         return sorted(dropped)
 
     def broker_is_down(self, broker: int) -> bool:
@@ -508,8 +597,10 @@ class KafkaServer:
         if broker not in bs.down:
             raise ValueError(f"broker {broker} is not down")
         before = bs.owners()
+        txn_before = self._transaction_owners()
         bs.down.discard(broker)
         self._reassign(before, f"broker {broker} up")
+        self._transactions_moved(txn_before)
 
     def _multi(self) -> BrokerSet:
         if self.brokerset is None:
@@ -547,6 +638,9 @@ class KafkaServer:
             self.metrics_server = None
         if self.compaction is not None:
             self.compaction.stop()
+        if self.txn_compaction is not None:
+            self.txn_compaction.stop()
+            self.txn_compaction = None
         if self.share_compaction is not None:
             self.share_compaction.stop()
             self.share_compaction = None
@@ -560,6 +654,13 @@ class KafkaServer:
             self.runtime.stop()
         if self.idle_monitor is not None:
             self.idle_monitor.uninstall()
+        if self.transactions is not None:
+            self.transactions.stop()
+            self.transactions = None
+        if self._txn_log is not None:
+            if self._txn_log is not self._given_txn_log:
+                self._txn_log.close()
+            self._txn_log = None
         if self._log is not None:
             if self._log is not self._given_log:
                 self._log.close()
@@ -600,7 +701,7 @@ class KafkaServer:
                 return encode_response(key, version, corr, entity)
         if self.brokerset is not None:
             entity = misrouted(self.brokerset, self.runtime, self.registry, key, version, body,
-                               conn.broker)
+                               conn.broker, self.transactions)
             if entity is not None:
                 return encode_response(key, version, corr, entity)
         if faults.active:

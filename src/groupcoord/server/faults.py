@@ -9,7 +9,8 @@ What :class:`FaultInjector` holds is consulted by :meth:`KafkaServer.dispatch
   ``rd_kafka_mock_push_request_errors`` and kfake with a control function that returns an
   error: the coordinator never sees them (a heartbeat answered NOT_COORDINATOR did not renew
   the session). The error goes where the response schema has it: the top-level ErrorCode;
-  OffsetCommit: every partition; FindCoordinator v4+: every key; OffsetFetch v8+: every group;
+  OffsetCommit and AddPartitionsToTxn: every partition; FindCoordinator v4+: every key;
+  OffsetFetch v8+: every group;
   an API with no error code anywhere is refused when the rule is made (ValueError);
 - **latency rules** (:meth:`FaultInjector.add_latency`): requests of an API and/or to a broker
   are handled only after a delay (the connection's later requests wait too, as Kafka answers a
@@ -96,6 +97,11 @@ def injected_response(api_key: int, version: int, body: Any, code: int) -> Any |
             {"name": t.name, "partitions": [{"partition_index": p.partition_index,
                                              "error_code": code} for p in t.partitions]}
             for t in body.topics])
+    if api_key == ApiKey.ADD_PARTITIONS_TO_TXN and "results_by_topic_v3_and_below" in fields:
+        return build(cls, throttle_time=0, results_by_topic_v3_and_below=[
+            {"name": t.name, "results_by_partition": [
+                {"partition_index": p, "partition_error_code": code} for p in t.partitions]}
+            for t in body.v3_and_below_topics])
     if api_key == ApiKey.OFFSET_FETCH and "groups" in fields:
         return build(cls, throttle_time=0, groups=[
             {"group_id": g.group_id, "topics": (), "error_code": code} for g in body.groups])
@@ -115,7 +121,7 @@ def _can_inject(api_key: int) -> bool:
     if cls is None:
         return False
     if api_key in (ApiKey.FIND_COORDINATOR, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH,
-                   ApiKey.TXN_OFFSET_COMMIT):
+                   ApiKey.TXN_OFFSET_COMMIT, ApiKey.ADD_PARTITIONS_TO_TXN):
         return True
     return "error_code" in cls.__dataclass_fields__
 

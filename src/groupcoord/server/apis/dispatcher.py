@@ -10,12 +10,13 @@ later).
 The families, one module each under ``server/apis/`` (:data:`FAMILIES`): ``authentication``
 (SaslHandshake, SaslAuthenticate, the SCRAM credential APIs), ``versions`` (ApiVersions),
 ``metadata`` (Metadata, FindCoordinator), ``topics`` (CreateTopics, DeleteTopics,
-CreatePartitions), ``produce_fetch`` (Produce, InitProducerId, Fetch, ListOffsets,
+CreatePartitions), ``produce_fetch`` (Produce, Fetch, ListOffsets,
 OffsetForLeaderEpoch), ``share_data`` (ShareFetch, ShareAcknowledge, the share-group offset
 APIs: KIP-932), ``groups`` (consumer and classic group APIs, DescribeGroups, ListGroups,
 DeleteGroups), ``offsets`` (OffsetCommit, OffsetFetch, OffsetDelete), ``configs``
 (DescribeConfigs, IncrementalAlterConfigs), ``acls`` (CreateAcls, DescribeAcls, DeleteAcls) and
-``extensions`` (the extension APIs of the specs, API keys 1000+, docs/wire.md) and
+``extensions`` (the extension APIs of the specs, API keys 1000+, docs/wire.md),
+``transactions`` (InitProducerId and the transaction coordinator's APIs) and
 ``share_groups`` (ShareGroupHeartbeat, ShareGroupDescribe: KIP-932). Adding a family
 is a module with an :class:`ApiFamily` subclass and one line in :data:`FAMILIES`.
 
@@ -44,6 +45,7 @@ from groupcoord.server.apis.produce_fetch import ProduceFetchApis
 from groupcoord.server.apis.share_data import ShareDataApis
 from groupcoord.server.apis.share_groups import ShareGroupApis
 from groupcoord.server.apis.topics import TopicApis
+from groupcoord.server.apis.transactions import TransactionApis
 from groupcoord.server.apis.versions import VersionsApis
 from groupcoord.server.brokers import BrokerSet
 from groupcoord.server.producer_ids import ProducerIdAllocator
@@ -65,6 +67,7 @@ FAMILIES: tuple[type[ApiFamily], ...] = (
     ConfigApis,
     AclApis,
     ExtensionApis,
+    TransactionApis,
     ShareDataApis,
     ShareGroupApis,
 )

@@ -1,5 +1,6 @@
-"""The data plane: Produce, InitProducerId, Fetch, ListOffsets, OffsetForLeaderEpoch, on the
-partition logs of the :class:`TopicRegistry`.
+"""The data plane: Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, on the partition logs of
+the :class:`TopicRegistry` (InitProducerId is the transaction coordinator's:
+``server/apis/transactions.py``).
 
 Upstream behaviour kept (Kafka's ``KafkaApis`` and the protocol guide):
 
@@ -16,12 +17,7 @@ Upstream behaviour kept (Kafka's ``KafkaApis`` and the protocol guide):
 - ListOffsets: LATEST is the last stable offset at read_committed, the high watermark at
   read_uncommitted; a timestamp (or MAX_TIMESTAMP) lookup answers only an offset below that
   bound, else -1 (Kafka's ``Partition.fetchOffsetForTimestamp``).
-- InitProducerId (KIP-98; what an idempotent producer, the default of kafka-python 3 and
-  librdkafka, asks first): a new producer id at epoch 0 from :class:`ProducerIdAllocator` (blocks
-  reserved in the data directory, never re-issued after a restart), whatever id and epoch a v3+
-  request carries (Kafka also gives a non-transactional producer a fresh id). A transactional id
-  gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED here (the transaction coordinator serves it).
-  Produce checks idempotent and transactional batches against the partition's producer state
+- Produce checks idempotent and transactional batches against the partition's producer state
   (``partition_log.py``: duplicates, sequences, epochs, transactions); a Produce with a
   transactional id needs WRITE on that TRANSACTIONAL_ID (else every partition
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka's ``KafkaApis.handleProduceRequest``); a
@@ -49,13 +45,11 @@ class ProduceFetchApis(ApiFamily):
 
     def __init__(self, broker: BrokerState) -> None:
         super().__init__(broker)
-        self.producer_ids = broker.producer_ids
         self._data_waiters: list[asyncio.Future[None]] = []
         #: Fetches waiting for data, by ``id`` of their request's context (:meth:`fetch_now`).
         self._waiting_fetches: dict[int, asyncio.Future[None]] = {}
         self.handlers = {
             ApiKey.PRODUCE: self.produce,
-            ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
             ApiKey.FETCH: self.fetch,
             ApiKey.LIST_OFFSETS: self.list_offsets,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: self.offset_for_leader_epoch,
@@ -108,24 +102,6 @@ class ProduceFetchApis(ApiFamily):
         if acks == 0:
             return None
         return self._resp(ctx, responses=responses, throttle_time=0)
-
-    def init_producer_id(self, body: Any, ctx: RequestContext) -> Any:
-        if body.transactional_id is not None:
-            return self._resp(ctx, throttle_time=0, error_code=E.transactional_id_authorization_failed,
-                              producer_id=-1, producer_epoch=-1)
-        # KIP-679: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic.
-        if not (self._cluster_allowed(ctx, Op.IDEMPOTENT_WRITE)
-                or self.authorizer.authorize_any(ctx.principal, ctx.client_host, Op.WRITE,
-                                                 RT.TOPIC)):
-            return self._resp(ctx, throttle_time=0, error_code=E.cluster_authorization_failed,
-                              producer_id=-1, producer_epoch=-1)
-        try:
-            pid = self.producer_ids.allocate()
-        except OSError as e:
-            log.error("cannot reserve producer ids: %s", e)
-            return self._resp(ctx, throttle_time=0, error_code=E.kafka_storage_error,
-                              producer_id=-1, producer_epoch=-1)
-        return self._resp(ctx, throttle_time=0, error_code=0, producer_id=pid, producer_epoch=0)
 
     def _wake_fetchers(self) -> None:
         for on_append in self.broker.on_append:
