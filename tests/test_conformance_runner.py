@@ -4,6 +4,8 @@ The output samples are librdkafka 2.15.1's test runner's own lines (colour codes
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.conformance.librdkafka import (
@@ -56,8 +58,11 @@ def test_a_failing_run_names_the_sub_test_it_stopped_in() -> None:
         "0061_consumer_lag": "do_test_consumer_lag:192: Test consumer lag with transactions"}
 
 
-def test_a_known_failure_counts_only_in_its_sub_test() -> None:
+def test_a_known_failure_counts_only_in_its_sub_test(monkeypatch: pytest.MonkeyPatch) -> None:
     name = "0061_consumer_lag"
+    # an entry of the kind the list held before transactions were served
+    monkeypatch.setitem(KNOWN_FAILURES, name, ("with transactions",
+                                               "transactions: not served by groupcoord"))
     pattern, _ = KNOWN_FAILURES[name]
     result, reason = classify(name, "FAILED", "boom", f"do_test_consumer_lag:192: Test consumer "
                                                       f"lag {pattern}")
@@ -93,6 +98,15 @@ def test_subsets() -> None:
         select("full", ["9999"])
     # every known failure belongs to a test of the list
     assert {k[:4] for k in KNOWN_FAILURES} <= {c.number for c in CASES}
+
+
+def test_share_consumer_cases_ask_for_kafka_4_2_and_run_once() -> None:
+    """librdkafka's share consumer tests are declared for Kafka 4.2 (the runner skips them for
+    an older broker) and do not depend on the consumer group protocol."""
+    share = [c for c in CASES if c.share]
+    assert share and all(c.kafka_version == "4.2.0" and c.number.startswith("01")
+                         for c in share)
+    assert all(c.kafka_version == "4.0.0" for c in CASES if not c.share)
 
 
 def test_local_tests_and_other_scenarios_are_left_out() -> None:
@@ -132,3 +146,21 @@ def test_an_aborted_run_is_read_from_each_tests_own_lines() -> None:
     assert rows[0].reason == ("in sub-test do_test_resubscribe_with_regex:704: Resubscribe with "
                               "Regex: Test assertion failed: expected assignment of 2 "
                               "partitions, got 10")
+
+
+def test_server_configs_of_a_run_reach_its_servers(tmp_path: Path) -> None:
+    """``--server-config KEY=VALUE`` (here through ``serve``'s ``extra_configs``) is a broker
+    config of the run's servers: DescribeConfigs of a group shows it."""
+    from groupcoord.protocol.client import KafkaClient
+    from groupcoord.protocol.versions import ApiKey
+    from tests.conformance.librdkafka import serve
+
+    work = tmp_path / "run"
+    work.mkdir()
+    with serve("plaintext", work, tmp_path / "certs", work / "server.log",
+               extra_configs=["group.consumer.assignment.interval.ms=250"]) as server, \
+            KafkaClient(server.bootstrap) as c:
+        d = c.call(ApiKey.DESCRIBE_CONFIGS, 4, resources=[
+            {"resource_type": 16, "resource_name": "g", "configuration_keys": None}])
+        values = {x.name: x.value for x in d.results[0].configs}
+    assert values["group.consumer.assignment.interval.ms"] == "250"

@@ -25,11 +25,17 @@ from groupcoord.client.connect.assignors import (
     create_assignor,
     register_assignor,
 )
+from groupcoord.client.connect.async_classic_worker import (
+    AsyncClassicConnectWorker,
+    default_config_group,
+)
 from groupcoord.client.connect.async_worker import AsyncConnectWorker
+from groupcoord.client.connect.classic_worker import ClassicConnectWorker
 from groupcoord.client.connect.config_snapshot import ConfigSnapshot
 from groupcoord.client.connect.demo import COUNTER, DEMO_REGISTRY
 from groupcoord.client.connect.runtime import ConnectRuntime
 from groupcoord.client.connect.worker import ConnectWorker
+from groupcoord.coordinator.classic.messages import JoinGroupRequest
 from groupcoord.protocol.connect_protocol import (
     CONNECT_PROTOCOL_V1,
     CONNECT_PROTOCOL_V2,
@@ -39,6 +45,7 @@ from groupcoord.protocol.connect_protocol import (
     WorkerMetadata,
 )
 
+from .classic_connect_support import ConfigReader, ConfigTopic
 from .conftest import ServerProcess
 from .connect_support import Cluster
 from .test_connect_driver import _config, _labels, _settled
@@ -180,5 +187,120 @@ def test_a_custom_assignor_over_the_wire(gc_server: ServerProcess, tmp_path: Pat
         finally:
             for w, _ in fleet:
                 await w.close()
+
+    asyncio.run(scenario())
+
+
+
+class AnyVersionPackAssignor(PackAssignor):
+    """:class:`PackAssignor` for every Connect protocol version, eager (0) included."""
+
+    name = "pack-on-smallest-id-any-version"
+    minimum_version = 0
+
+
+if AnyVersionPackAssignor.name not in assignor_names():
+    register_assignor(AnyVersionPackAssignor.name, AnyVersionPackAssignor)
+
+
+def _offered(w: ClassicConnectWorker) -> list[str]:
+    """The protocol names of the worker's first JoinGroup."""
+    w.start(0)
+    request = w.poll_request(0)
+    assert isinstance(request, JoinGroupRequest), request
+    return [p.name for p in request.protocols]
+
+
+def test_classic_worker_takes_its_assignors_from_the_registry() -> None:
+    """The classic worker's assignors come from the same registry; it offers only the Connect
+    protocols (``default`` 0, ``compatible`` 1, ``sessioned`` 2) one of them holds, and the
+    round of a protocol runs the first assignor whose range holds its version."""
+    def config() -> ConfigReader:
+        return ConfigReader(ConfigTopic(ConfigSnapshot(0)))
+
+    default = ClassicConnectWorker("g", "u", config())
+    assert [a.name for a in default.assignors] == [INCREMENTAL_COOPERATIVE, EAGER]
+    assert _offered(default) == ["sessioned", "compatible", "default"]
+    pack = ClassicConnectWorker("g", "u", config(), assignors=[PACK])
+    assert isinstance(pack.assignor_for(2), PackAssignor) and pack.assignor_for(0) is None
+    assert _offered(pack) == ["sessioned", "compatible"]
+    both = ClassicConnectWorker("g", "u", config(), protocol="compatible", assignors=[PACK, EAGER])
+    assert _offered(both) == ["compatible", "default"]
+    assert isinstance(both.assignor_for(0), EagerAssignor)
+    with pytest.raises(ValueError, match="no assignor of"):
+        ClassicConnectWorker("g", "u", config(), protocol="eager", assignors=[PACK])
+    with pytest.raises(ValueError, match="unknown Connect assignor"):
+        ClassicConnectWorker("g", "u", config(), assignors=["nope"])
+
+
+@pytest.mark.parametrize("protocol", ["sessioned", "eager"])
+def test_a_custom_assignor_registered_by_name_runs_in_both_workers_over_the_wire(
+        gc_server: ServerProcess, tmp_path: Path, protocol: str) -> None:
+    """One name from the registry, given to a connect group's workers (``AsyncConnectWorker``)
+    and to a classic Connect group's workers (``AsyncClassicConnectWorker``, under
+    ``connect.protocol`` = ``protocol``; eager is Connect protocol version 0), against
+    ``groupcoord serve``: in both groups the whole configuration runs on one worker, as the
+    custom assignor decides; the classic leader's rounds are that assignor's, and every worker's
+    instance saw what it was given (``on_assignment``)."""
+    name = AnyVersionPackAssignor.name
+    connectors = {"a": 2, "b": 1}
+    expected = _labels(connectors)
+    group, classic_group = (f"cg-{kind}-{uuid.uuid4().hex[:6]}" for kind in ("new", "classic"))
+    _config(gc_server, group, *((0, c, n) for c, n in connectors.items()))
+    _config(gc_server, default_config_group(classic_group),
+            *((0, c, n) for c, n in connectors.items()))
+
+    def runtime() -> ConnectRuntime:
+        return ConnectRuntime(DEMO_REGISTRY, default_class=COUNTER,
+                              default_config={"output": str(tmp_path / "demo.jsonl"),
+                                              "interval.ms": "50"})
+
+    def one_runs_everything(runtimes: list[ConnectRuntime]) -> bool:
+        running = [rt.running() for rt in runtimes]
+        return sorted(map(len, running)) == [0, len(expected)] and set().union(*running) == expected
+
+    async def scenario() -> None:
+        new = [(AsyncConnectWorker(gc_server.bootstrap, group, url=f"http://w{i}:8083",
+                                   listener=rt, member_id=f"w{i}-{group}", assignors=[name]), rt)
+               for i, rt in ((2, runtime()), (1, runtime()))]
+        classic = [(AsyncClassicConnectWorker(gc_server.bootstrap, classic_group,
+                                              url=f"http://c{i}:8083", protocol=protocol,
+                                              listener=rt, client_id=f"c{i}", assignors=[name],
+                                              heartbeat_interval_ms=300, config_poll_ms=200), rt)
+                   for i, rt in ((1, runtime()), (2, runtime()))]
+        try:
+            for w, _ in new:
+                await w.start()
+            for c, _ in classic:
+                await c.start()
+
+            async def settled() -> None:
+                while not (one_runs_everything([rt for _, rt in new])
+                           and one_runs_everything([rt for _, rt in classic])
+                           and all(c.stable() for c, _ in classic)):
+                    await asyncio.sleep(0.05)
+            await asyncio.wait_for(settled(), 60)
+            (g,) = await new[0][0].describe()
+            assert g.assignor_name == name
+            assert {w.member_id: rt.running() for w, rt in new} == {
+                f"w1-{group}": expected, f"w2-{group}": set()}
+            rounds = [r for c, _ in classic if (r := c.member.last_leader_round) is not None]
+            assert rounds and rounds[-1].protocol == ("default" if protocol == "eager"
+                                                      else "sessioned")
+            mine = [c.member.assignor(name) for c, _ in classic]
+            assert all(isinstance(a, AnyVersionPackAssignor) and a.received for a in mine)
+            assert any(isinstance(a, AnyVersionPackAssignor) and a.rounds for a in mine)
+            # the classic leader's assignor put everything on the smallest member id
+            smallest = min(c.member_id for c, _ in classic)
+            assert {c.member_id: rt.running() for c, rt in classic}[smallest] == expected
+            assert all(isinstance(w.member.assignor(name), AnyVersionPackAssignor)
+                       for w, _ in new)
+        finally:
+            for w, rt in new:
+                await w.close()
+                await rt.stop_all()
+            for c, rt in classic:
+                await c.close()
+                await rt.stop_all()
 
     asyncio.run(scenario())

@@ -435,6 +435,10 @@ def test_cooperative_classic_member_revokes_then_rejoins() -> None:
 
 
 def test_classic_member_errors_inside_a_consumer_group() -> None:
+    """Upstream: GroupMetadataManager.classicGroupSyncToConsumerGroup and
+    classicGroupHeartbeatToConsumerGroup (throwIfGenerationIdUnmatched: ILLEGAL_GENERATION for a
+    generation other than the member epoch; throwIfClassicProtocolUnmatched;
+    throwIfMemberDoesNotUseClassicProtocol: UNKNOWN_MEMBER_ID)."""
     h = Harness(metadata=image(foo=4))
     k = mixed_group(h)
     epoch = cg(h).members[k].member_epoch
@@ -752,3 +756,23 @@ def test_classic_static_replacement_with_another_subscription_downgrades_and_reb
     assert h.heartbeat(k, c.generation_id, instance="s2").error_code == E.rebalance_in_progress
     owners_are_unique(h)
     assert replayed(h) == h.shard.state_digest()
+
+
+@pytest.mark.parametrize("embedded", [-1, 0, 99])
+def test_join_of_a_migrated_member_does_not_check_the_embedded_generation(embedded: int) -> None:
+    """Upstream: GroupMetadataManager.classicGroupJoinToConsumerGroup, which reads the topics,
+    the owned partitions and the rack of the embedded ConsumerProtocolSubscription and not its
+    GenerationId. KIP-848 "JoinGroup Handling" says that generation must equal the member
+    epoch; Kafka 4 checks the generation on SyncGroup and Heartbeat only
+    (throwIfGenerationIdUnmatched), and we follow Kafka (``modern/classic_bridge.py``): a
+    classic client that lost its generation (-1 after ILLEGAL_GENERATION) rejoins. The
+    generation it is given is its member epoch, and SyncGroup / Heartbeat hold it to that."""
+    h = Harness(metadata=image(foo=4))
+    k = mixed_group(h)
+    epoch = cg(h).members[k].member_epoch
+    r = h.join(k, protos=(JoinGroupProtocol("range", sub(generation=embedded)),),
+               version=9, session_ms=SESSION_MS, rebalance_ms=REBALANCE_MS, client_id=k).r
+    assert r.error_code == 0, r
+    assert r.generation_id == cg(h).members[k].member_epoch >= epoch
+    assert h.heartbeat(k, r.generation_id + 1).error_code == E.illegal_generation
+    assert h.sync(k, r.generation_id).r.error_code == 0

@@ -94,6 +94,7 @@ def assert_commit_refused(c: Client, req: OffsetCommitRequest, code: int) -> Non
 
 
 def test_commit_with_member_epoch_ok() -> None:
+    """Upstream: ConsumerGroup.validateOffsetCommit (the member at its epoch)."""
     _, c = group_with_member()
     n = len(c.records)
     c.now = 1_000
@@ -124,6 +125,7 @@ def test_commit_stores_leader_epoch_metadata_and_retention() -> None:
 
 
 def test_commit_unknown_member_id() -> None:
+    """Upstream: ConsumerGroup.validateOffsetCommit (getOrMaybeCreateMember: UNKNOWN_MEMBER_ID)."""
     _, c = group_with_member()
     assert_commit_refused(c, commit_req("g", "Z", 1, foo={0: 1}), E.unknown_member_id)
 
@@ -140,7 +142,9 @@ def test_commit_ahead_of_the_member_epoch_is_stale_member_epoch() -> None:
 def test_commit_at_an_older_epoch_is_checked_per_partition() -> None:
     """KIP-1251 (Kafka 4.3): A got foo-0 at epoch 1 and kept it at epoch 2; foo-1 was revoked.
     A commit at epoch 1 is accepted for foo-0 and STALE_MEMBER_EPOCH for foo-1 (A no longer
-    holds it); at epoch 0 (before A got foo-0) both are stale."""
+    holds it); at epoch 0 (before A got foo-0) both are stale.
+    Upstream: ConsumerGroup.validateOffsetCommit with KIP-1251's assignment epochs (Kafka 4.3).
+    """
     shard, c = group_with_member_at_epoch_2()
     assert shard.groups["g"].members["A"].member_epoch == 2
     n = len(c.records)
@@ -158,7 +162,9 @@ def test_commit_at_an_older_epoch_is_checked_per_partition() -> None:
 
 def test_partition_assigned_at_a_later_epoch_refuses_an_older_commit() -> None:
     """B got foo-1 at epoch 2 (once A released it): a commit of B at epoch 1 for foo-1 is
-    STALE_MEMBER_EPOCH (a zombie's commit stays fenced), at epoch 2 it is accepted."""
+    STALE_MEMBER_EPOCH (a zombie's commit stays fenced), at epoch 2 it is accepted.
+    Upstream: ConsumerGroup.validateOffsetCommit with KIP-1251's assignment epochs (Kafka 4.3).
+    """
     shard, c = group_with_member_at_epoch_2()
     c.heartbeat("B", 2, owned_tps=[])
     b = shard.groups["g"].members["B"]
@@ -216,6 +222,9 @@ def test_consumer_protocol_member_commit_below_v9_is_unsupported_version() -> No
 
 
 def test_admin_commit_on_nonexistent_group_creates_offsets() -> None:
+    """Upstream: OffsetMetadataManager.validateOffsetCommit (a commit with a negative epoch creates a simple
+    classic group).
+    """
     shard = Shard(metadata=image(foo=2))
     c = Client(shard)
     r = c.handle(commit_req("simple", foo={0: 5}))
@@ -226,6 +235,7 @@ def test_admin_commit_on_nonexistent_group_creates_offsets() -> None:
 
 
 def test_admin_commit_on_empty_group_allowed() -> None:
+    """Upstream: ConsumerGroup.validateOffsetCommit (a negative epoch while the group is empty)."""
     shard, c = group_with_member()
     c.heartbeat("A", -1)
     assert shard.groups["g"].members == {}
@@ -235,6 +245,9 @@ def test_admin_commit_on_empty_group_allowed() -> None:
 
 
 def test_admin_commit_refused_when_group_has_members() -> None:
+    """Upstream: ConsumerGroup.validateOffsetCommit (UNKNOWN_MEMBER_ID for a negative epoch while members
+    exist).
+    """
     _, c = group_with_member()
     assert_commit_refused(c, commit_req("g", foo={0: 7}), E.unknown_member_id)
 
@@ -277,6 +290,9 @@ def test_simple_consumer_commit_refused_while_the_group_has_members() -> None:
 
 
 def test_commit_unknown_topic_or_partition() -> None:
+    """Upstream: KafkaApis.handleOffsetCommitRequest (UNKNOWN_TOPIC_OR_PARTITION for a partition the metadata
+    does not have).
+    """
     _, c = group_with_member()
     n = len(c.records)
     r = c.handle(commit_req("g", "A", 1, foo={0: 1, 2: 3}, nope={0: 4}))
@@ -288,6 +304,7 @@ def test_commit_unknown_topic_or_partition() -> None:
 
 
 def test_commit_negative_partition_is_unknown() -> None:
+    """Upstream: KafkaApis.handleOffsetCommitRequest (UNKNOWN_TOPIC_OR_PARTITION)."""
     shard, c = group_with_member()
     r = c.handle(commit_req("g", "A", 1, foo={-1: 1}))
     assert codes(r) == {"foo": [(-1, E.unknown_topic_or_partition)]}
@@ -307,6 +324,7 @@ def test_commit_by_topic_id() -> None:
 
 
 def test_commit_unknown_topic_id() -> None:
+    """Upstream: KafkaApis.handleOffsetCommitRequest (v10: UNKNOWN_TOPIC_ID)."""
     _, c = group_with_member()
     n = len(c.records)
     unknown = UUID(int=0xDEAD)
@@ -320,6 +338,7 @@ def test_commit_unknown_topic_id() -> None:
 
 
 def test_commit_offset_metadata_too_large() -> None:
+    """Upstream: OffsetMetadataManager.commitOffset (isMetadataInvalid: OFFSET_METADATA_TOO_LARGE)."""
     shard, c = group_with_member()
     n = len(c.records)
     req = OffsetCommitRequest("g", (OffsetCommitTopic("foo", (
@@ -333,6 +352,8 @@ def test_commit_offset_metadata_too_large() -> None:
 
 
 def test_commit_null_metadata_is_stored_as_empty() -> None:
+    """Upstream: OffsetMetadataManager.commitOffset (OffsetAndMetadata.fromRequest: null metadata as empty).
+    """
     shard, c = group_with_member()
     req = OffsetCommitRequest("g", (OffsetCommitTopic("foo", (
         OffsetCommitPartition(0, 3, committed_metadata=None),)),),
@@ -344,7 +365,9 @@ def test_commit_null_metadata_is_stored_as_empty() -> None:
 def test_commit_with_an_empty_group_id_is_accepted_as_kafka_does() -> None:
     """Kafka's GroupCoordinatorService accepts OffsetCommit and OffsetFetch for the empty group
     id ("for backwards compatibility"); only JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-    OffsetDelete and ConsumerGroupDescribe refuse it (INVALID_GROUP_ID)."""
+    OffsetDelete and ConsumerGroupDescribe refuse it (INVALID_GROUP_ID).
+    Upstream: GroupCoordinatorService.commitOffsets (the empty group id accepted for backwards compatibility).
+    """
     shard = Shard(metadata=image(foo=1))
     c = Client(shard)
     r = c.handle(commit_req("", foo={0: 1}))
@@ -353,6 +376,7 @@ def test_commit_with_an_empty_group_id_is_accepted_as_kafka_does() -> None:
 
 
 def test_offset_delete_with_an_empty_group_id_is_invalid_group_id() -> None:
+    """Upstream: GroupCoordinatorService.deleteOffsets (isGroupIdNotEmpty: INVALID_GROUP_ID)."""
     shard = Shard(metadata=image(foo=1))
     c = Client(shard)
     r = c.handle(OffsetDeleteRequest("", (OffsetFetchTopic("foo", (0,)),)))
@@ -399,6 +423,7 @@ def test_fetch_unknown_topic_id() -> None:
 
 
 def test_fetch_with_member_and_current_epoch() -> None:
+    """Upstream: ConsumerGroup.validateOffsetFetch (the member at its epoch)."""
     _, c = committed_group()
     r = c.handle(OffsetFetchRequest("g", (OffsetFetchTopic("foo", (0,)),), member_id="A",
                                     member_epoch=1))
@@ -406,6 +431,7 @@ def test_fetch_with_member_and_current_epoch() -> None:
 
 
 def test_fetch_stale_member_epoch() -> None:
+    """Upstream: ConsumerGroup.validateOffsetFetch (STALE_MEMBER_EPOCH)."""
     _, c = committed_group()
     for epoch in (0, 2):  # smaller and greater are both stale for a read
         r = c.handle(OffsetFetchRequest("g", None, member_id="A", member_epoch=epoch))
@@ -414,6 +440,7 @@ def test_fetch_stale_member_epoch() -> None:
 
 
 def test_fetch_unknown_member_id() -> None:
+    """Upstream: ConsumerGroup.validateOffsetFetch (UNKNOWN_MEMBER_ID)."""
     _, c = committed_group()
     r = c.handle(OffsetFetchRequest("g", None, member_id="Z", member_epoch=1))
     assert r.error_code == E.unknown_member_id
@@ -421,6 +448,9 @@ def test_fetch_unknown_member_id() -> None:
 
 
 def test_fetch_unknown_group_returns_minus_one_offsets_without_error() -> None:
+    """Upstream: OffsetMetadataManager.fetchOffsets (GroupIdNotFoundException caught: every partition -1, no
+    error).
+    """
     shard = Shard(metadata=image(foo=2))
     c = Client(shard)
     r = c.handle(OffsetFetchRequest("nope", (OffsetFetchTopic("foo", (0, 1)),)))
@@ -433,7 +463,10 @@ def test_fetch_unknown_group_returns_minus_one_offsets_without_error() -> None:
 def test_fetch_unknown_group_with_member_id_returns_minus_one_offsets_without_error() -> None:
     """A consumer fetching for a group that is gone (deleted, or never created) gets -1 offsets,
     as Kafka answers (OffsetMetadataManager.fetchOffsets: a GroupIdNotFoundException fails no
-    partition). GROUP_ID_NOT_FOUND is not an error OffsetFetch v9 lists."""
+    partition). GROUP_ID_NOT_FOUND is not an error OffsetFetch v9 lists.
+    Upstream: OffsetMetadataManager.fetchOffsets (GroupIdNotFoundException caught: every partition -1, no
+    error).
+    """
     shard = Shard(metadata=image(foo=2))
     c = Client(shard)
     r = c.handle(OffsetFetchRequest("nope", (OffsetFetchTopic("foo", (0,)),), member_id="A",
@@ -472,6 +505,7 @@ def test_fetch_does_not_return_offsets_of_a_recreated_topic() -> None:
 
 
 def test_offset_delete_group_id_not_found() -> None:
+    """Upstream: OffsetMetadataManager.validateOffsetDelete (GROUP_ID_NOT_FOUND)."""
     shard = Shard(metadata=image(foo=1))
     c = Client(shard)
     r = c.handle(OffsetDeleteRequest("nope", (OffsetFetchTopic("foo", (0,)),)))
@@ -480,6 +514,7 @@ def test_offset_delete_group_id_not_found() -> None:
 
 
 def test_offset_delete_group_subscribed_to_topic() -> None:
+    """Upstream: OffsetMetadataManager.deleteOffsets (isSubscribedToTopic: GROUP_SUBSCRIBED_TO_TOPIC)."""
     shard, c = committed_group()
     before, n = shard.state_digest(), len(c.records)
     r = c.handle(OffsetDeleteRequest("g", (OffsetFetchTopic("foo", (0, 1)),)))
@@ -491,6 +526,7 @@ def test_offset_delete_group_subscribed_to_topic() -> None:
 
 
 def test_offset_delete_success() -> None:
+    """Upstream: OffsetMetadataManager.deleteOffsets."""
     _, c = committed_group()
     n = len(c.records)
     # bar is not subscribed by the group's member: its offsets can be deleted.
@@ -504,6 +540,7 @@ def test_offset_delete_success() -> None:
 
 
 def test_offset_delete_on_empty_group_deletes_subscribed_topics_too() -> None:
+    """Upstream: ConsumerGroup.isSubscribedToTopic (an empty group subscribes to nothing)."""
     _, c = committed_group()
     c.heartbeat("A", -1)
     r = c.handle(OffsetDeleteRequest("g", (OffsetFetchTopic("foo", (0, 1)),)))
@@ -512,6 +549,7 @@ def test_offset_delete_on_empty_group_deletes_subscribed_topics_too() -> None:
 
 
 def test_offset_delete_on_offsets_only_group() -> None:
+    """Upstream: OffsetMetadataManager.deleteOffsets (a group holding offsets only)."""
     shard = Shard(metadata=image(foo=1))
     c = Client(shard)
     c.handle(commit_req("simple", foo={0: 1}))

@@ -97,7 +97,12 @@ def test_find_coordinator_all_versions(gc_server: ServerProcess) -> None:
             r = c.call(ApiKey.FIND_COORDINATOR, v, key_type=0, coordinator_keys=["a", "b"])
             assert [(x.key, x.node_id, x.error_code) for x in r.coordinators] == [
                 ("a", 0, E.none), ("b", 0, E.none)]
-        r = c.call(ApiKey.FIND_COORDINATOR, 6, key_type=1, coordinator_keys=["txn"])
+        r = c.call(ApiKey.FIND_COORDINATOR, 6, key_type=1, coordinator_keys=["txn", "t2"])
+        assert [(x.key, x.node_id, x.port, x.error_code) for x in r.coordinators] == [
+            ("txn", 0, gc_server.port, E.none), ("t2", 0, gc_server.port, E.none)]
+        r = c.call(ApiKey.FIND_COORDINATOR, 3, key="txn", key_type=1)
+        assert r.error_code == E.none and (r.node_id, r.port) == (0, gc_server.port)
+        r = c.call(ApiKey.FIND_COORDINATOR, 6, key_type=7, coordinator_keys=["k"])
         assert r.coordinators[0].error_code == E.invalid_request
 
 

@@ -1,8 +1,9 @@
 """Wire-level tests against a real ``groupcoord serve``: the server, bad input, fuzzing.
 
-ApiVersions advertises exactly the implemented table; unknown APIs and versions get
-UNSUPPORTED_VERSION; malformed, oversized and random frames close only their own connection and
-never stop the server; pipelined requests are answered in order.
+ApiVersions advertises exactly the implemented table; an ApiVersions version it does not have
+gets UNSUPPORTED_VERSION, any other API or version outside it closes the connection; malformed,
+oversized and random frames close only their own connection and never stop the server;
+pipelined requests are answered in order.
 """
 
 from __future__ import annotations
@@ -103,23 +104,28 @@ def test_api_versions_unsupported_version_answers_v0_with_the_list(gc_server: Se
     assert {int(k.api_key) for k in r.api_keys} == set(API_VERSIONS)
 
 
-def test_unsupported_version_of_known_api(gc_server: ServerProcess) -> None:
-    # DescribeCluster is known to kio but not served: answered in its own schema.
-    with _connect(gc_server) as s:
-        s.sendall(_raw_request(60, 0, 5, b"garbage is never decoded", flexible=True))
-        corr, r = decode_response(60, 0, _recv_frame(s))
-        assert corr == 5
-        assert r.error_code == ErrorCode.unsupported_version
-        # Metadata v14 and API 2000 have no schema: correlation id + UNSUPPORTED_VERSION.
-        s.sendall(_raw_request(ApiKey.METADATA, 14, 6) + _raw_request(2000, 0, 7))
-        assert _recv_frame(s) == struct.pack(">ih", 6, ErrorCode.unsupported_version.value)
-        assert _recv_frame(s) == struct.pack(">ih", 7, ErrorCode.unsupported_version.value)
-        # the connection still works
-        cls = request_class(ApiKey.API_VERSIONS, 0)
-        assert cls is not None
-        s.sendall(encode_request(build(cls), 8))
+@pytest.mark.parametrize("key, version", [
+    pytest.param(60, 0, id="known-to-kafka-not-served"),  # DescribeCluster
+    pytest.param(ApiKey.METADATA, 14, id="served-api-unserved-version"),
+    pytest.param(2000, 0, id="unknown-api-key"),
+])
+def test_a_request_outside_the_advertised_table_closes_the_connection(
+        gc_server: ServerProcess, key: int, version: int) -> None:
+    """As Kafka 4's ``SocketServer.parseRequestHeader`` ("Received request api key ... which
+    is not enabled", an InvalidRequestException that closes the channel): only ApiVersions is
+    answered whatever its version. The requests before it on the connection are answered."""
+    cls = request_class(ApiKey.API_VERSIONS, 0)
+    assert cls is not None
+    with _connect(gc_server) as s, _connect(gc_server) as good:
+        s.sendall(encode_request(build(cls), 4) + _raw_request(key, version, 5, b"\x00" * 8,
+                                                               flexible=True))
         corr, r = decode_response(ApiKey.API_VERSIONS, 0, _recv_frame(s))
+        assert corr == 4 and r.error_code == ErrorCode.none
+        assert _is_closed(s)
+        good.sendall(encode_request(build(cls), 8))  # other connections go on
+        corr, r = decode_response(ApiKey.API_VERSIONS, 0, _recv_frame(good))
         assert corr == 8 and r.error_code == ErrorCode.none
+    assert "which is not enabled" in gc_server.stderr()
 
 
 @pytest.mark.parametrize("bad", [

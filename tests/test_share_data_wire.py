@@ -59,13 +59,14 @@ class Member:
         self.epoch = 0
 
     def fetch(self, partitions: tuple[int, ...] = (0,), acks: dict[int, list[tuple]] | None = None,
-              wait_ms: int = 0, max_records: int = 500, epoch: int | None = None) -> Any:
+              wait_ms: int = 0, max_records: int = 500, epoch: int | None = None,
+              min_bytes: int = 1) -> Any:
         acks = acks or {}
         parts = sorted(set(partitions) | set(acks))
         resp = self.client.call(
             ApiKey.SHARE_FETCH, 1, group_id=GROUP, member_id=self.member_id,
             share_session_epoch=self.epoch if epoch is None else epoch, max_wait=wait_ms,
-            min_bytes=1, max_bytes=1 << 20, max_records=max_records, batch_size=500,
+            min_bytes=min_bytes, max_bytes=1 << 20, max_records=max_records, batch_size=500,
             topics=[{"topic_id": self.tid, "partitions": [
                 {"partition_index": p, "acknowledgement_batches": [
                     {"first_offset": a[0], "last_offset": a[1], "acknowledge_types": [a[2]]}
@@ -216,7 +217,7 @@ def test_a_restart_loses_no_acknowledgement_and_frees_every_lock(cluster: Cluste
         a.fetch(partitions=(0, 1))
         produce(boot, 6, partition=0)
         produce(boot, 3, partition=1)
-        resp = a.fetch(partitions=(0, 1))
+        resp = a.fetch(partitions=(0, 1), min_bytes=1 << 20)  # both partitions in one answer
         assert acquired(resp, 0) == [(0, 5, 1)] and acquired(resp, 1) == [(0, 2, 1)]
         assert part(a.acknowledge(0, [(0, 1, 1), (3, 3, 1)])).error_code == 0
     finally:
@@ -230,7 +231,7 @@ def test_a_restart_loses_no_acknowledgement_and_frees_every_lock(cluster: Cluste
         assert describe(admin) == {0: (2, 3), 1: (0, 3)}
         # a's session did not survive; what a held is available, its delivery count kept
         assert a.fetch(epoch=3).error_code == ErrorCode.share_session_not_found
-        resp = b.fetch(partitions=(0, 1))
+        resp = b.fetch(partitions=(0, 1), min_bytes=1 << 20)
         assert acquired(resp, 0) == [(2, 2, 2), (4, 5, 2)]
         assert acquired(resp, 1) == [(0, 2, 2)]
     finally:
@@ -484,3 +485,70 @@ def test_deleting_the_share_group_deletes_its_share_state(cluster: Cluster) -> N
     cluster.restart()  # the tombstone is in the share-state log
     with KafkaClient(boot) as admin:
         assert describe(admin)[0] == (-1, -1)
+
+
+def test_deleting_a_topic_deletes_its_share_state(cluster: Cluster) -> None:
+    boot = cluster.bootstrap_servers
+    admin = KafkaClient(boot)
+    old_id = topic_id(admin)
+    a = Member(boot, "member-a", old_id)
+    try:
+        a.fetch()
+        produce(boot, 2)
+        assert acquired(a.fetch()) == [(0, 1, 1)]
+        shares = cluster._on_loop(lambda: cluster.server.share_partitions)
+        assert any(k.topic_id == old_id for k in shares.partitions)
+        r = admin.call(ApiKey.DELETE_TOPICS, 6, topics=[{"name": "t", "topic_id": UUID(int=0)}],
+                       timeout=5000)
+        assert r.responses[0].error_code == 0, r
+        assert not any(k.topic_id == old_id for k in shares.partitions)
+        # the topic made again has a new id: its share partitions start afresh
+        r = admin.call(ApiKey.CREATE_TOPICS, 7, topics=[{"name": "t", "num_partitions": 1,
+                                                         "replication_factor": -1}], timeout=5000)
+        assert r.topics[0].error_code == 0, r
+        assert describe(admin)[0] == (-1, -1)
+    finally:
+        a.close()
+        admin.close()
+    cluster.restart()
+    assert not any(k.topic_id == old_id
+                   for k in cluster._on_loop(lambda: cluster.server.share_partitions.partitions))
+
+
+def test_an_answer_stops_at_min_bytes_and_max_bytes_zero_gives_nothing(cluster: Cluster) -> None:
+    """As Kafka 4.2: with MinBytes 1 a share fetch answers with the first partition that has
+    records (rotating between requests), and MaxBytes 0 acquires nothing."""
+    boot = cluster.bootstrap_servers
+    admin = KafkaClient(boot)
+    tid = topic_id(admin)
+    a = Member(boot, "member-a", tid)
+    try:
+        a.fetch(partitions=(0, 1))
+        produce(boot, 4, partition=0)
+        produce(boot, 4, partition=1)
+        first = a.fetch()
+        assert sum(1 for t in first.responses for p in t.partitions if p.acquired_records) == 1
+        second = a.fetch()
+        got = {p.partition_index for r in (first, second) for t in r.responses
+               for p in t.partitions if p.acquired_records}
+        assert got == {0, 1}
+    finally:
+        a.close()
+        admin.close()
+    c = Member(boot, "member-c", tid)
+    try:  # a's records are available again (its connection closed)
+
+        def fetch(max_bytes: int) -> Any:
+            resp = c.client.call(ApiKey.SHARE_FETCH, 1, group_id=GROUP, member_id="member-c",
+                                 share_session_epoch=c.epoch, max_wait=2000, min_bytes=1,
+                                 max_bytes=max_bytes, max_records=10, batch_size=10,
+                                 topics=[{"topic_id": tid, "partitions": [
+                                     {"partition_index": 0, "acknowledgement_batches": []}]}],
+                                 forgotten_topics_data=[])
+            c.epoch += 1
+            return resp
+
+        assert acquired(fetch(0)) == []
+        assert acquired(fetch(1 << 20)) == [(0, 3, 2)]
+    finally:
+        c.close()

@@ -373,3 +373,96 @@ def test_a_share_consumer_that_closes_hands_its_partition_over(gc_server: Server
     finally:
         for sc, _ in consumers:
             sc.close()
+
+
+def test_a_member_whose_session_expires_releases_its_records_at_once() -> None:
+    """The coordinator removes a share member whose heartbeats stopped (its session timed out):
+    the share partitions are told (``CoordinatorRuntime.share_member_removed``) and what it had
+    acquired goes to another member at once, long before its one-minute acquisition lock,
+    though the silent member's fetch connection is still open."""
+    from groupcoord.testing import embedded_cluster
+
+    from .test_share_data_wire import Member, acquired, produce, topic_id
+
+    with embedded_cluster(topics={"t": 1}, config={
+            "group.share.record.lock.duration.ms": "60000",
+            "group.share.min.session.timeout.ms": "2000",
+            "group.share.session.timeout.ms": "2000",
+            "group.share.min.heartbeat.interval.ms": "100",
+            "group.share.heartbeat.interval.ms": "500"}) as cluster:
+        boot = cluster.bootstrap_servers
+        admin = KafkaClient(boot)
+        tid = topic_id(admin)
+        a = Member(boot, "member-a", tid)
+        b = Member(boot, "member-b", tid)
+        try:
+            epochs = {}
+            for mid in ("member-a", "member-b"):
+                r = admin.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id="sg", member_id=mid,
+                               member_epoch=0, subscribed_topic_names=["t"])
+                assert int(r.error_code) == 0, r
+                epochs[mid] = int(r.member_epoch)
+            a.fetch()
+            produce(boot, 3)
+            assert acquired(a.fetch()) == [(0, 2, 1)]
+            assert acquired(b.fetch()) == []
+            deadline = time.monotonic() + 20
+            got: list[tuple[int, int, int]] = []
+            while time.monotonic() < deadline and not got:  # b heartbeats on, a is silent
+                r = admin.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id="sg",
+                               member_id="member-b", member_epoch=epochs["member-b"])
+                assert int(r.error_code) == 0, r
+                epochs["member-b"] = int(r.member_epoch)
+                got = acquired(b.fetch(wait_ms=300))
+            assert got == [(0, 2, 2)]  # delivered again, a's delivery counted
+            d = _describe_in(admin, "sg")
+            assert [m.member_id for m in d.members] == ["member-b"]
+        finally:
+            a.close()
+            b.close()
+            admin.close()
+
+
+def _describe_in(c: KafkaClient, group: str) -> Any:
+    return c.call(ApiKey.SHARE_GROUP_DESCRIBE, 1, group_ids=[group],
+                  include_authorized_operations=False).groups[0]
+
+
+def test_groups_describe_shows_start_offsets_and_lag(tmp_path: Any) -> None:
+    """With share partitions served, ``groups describe`` of a share group carries each
+    partition's start offset and lag (DescribeShareGroupOffsets), as kafka-share-groups.sh
+    --describe does."""
+    import json
+    import subprocess
+
+    from groupcoord.testing import embedded_cluster
+
+    from .conftest import GROUPCOORD
+    from .test_share_data_wire import Member, acquired, produce, topic_id
+
+    with embedded_cluster(topics={"t": 1}) as cluster:
+        boot = cluster.bootstrap_servers.split(",")[0]
+        admin = KafkaClient(boot)
+        m = Member(boot, "member-a", topic_id(admin))
+        try:
+            r = admin.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id="sg", member_id="member-a",
+                           member_epoch=0, subscribed_topic_names=["t"])
+            assert int(r.error_code) == 0, r
+            m.fetch()  # the share partition starts at the log end (share.auto.offset.reset)
+            produce(boot, 5)
+            got = acquired(m.fetch(wait_ms=5000))
+            assert got == [(0, 4, 1)]
+            m.acknowledge(0, [(0, 1, 1)])  # ACCEPT 0-1: the start offset moves to 2
+            p = subprocess.run([*GROUPCOORD, "groups", "describe", "--bootstrap-server", boot,
+                                "sg", "--json"], capture_output=True, text=True, timeout=60)
+            assert p.returncode == 0, p.stderr
+            [g] = json.loads(p.stdout)
+            assert g["type"] == "share"
+            assert g["partitions"] == [{"topic": "t", "partition": 0, "members": ["member-a"],
+                                        "start_offset": 2, "lag": 3}]
+            text = subprocess.run([*GROUPCOORD, "groups", "describe", "--bootstrap-server",
+                                   boot, "sg"], capture_output=True, text=True, timeout=60)
+            assert "START-OFFSET" in text.stdout and "member-a" in text.stdout
+        finally:
+            m.close()
+            admin.close()

@@ -190,6 +190,10 @@ description = "Four members join 20 ms apart over a network that duplicates half
 members = 4
 join_stagger_ms = 20
 topics = { foo = 8 }
+[coordinator]
+# a new target at once: the stale duplicate must land while the assignment is moving (with
+# Kafka 4.3's 1000 ms interval the joins 20 ms apart share one target)
+assignment_interval_ms = 0
 [network]
 latency = "uniform:1-100"
 duplicate = 0.5

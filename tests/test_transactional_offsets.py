@@ -257,6 +257,19 @@ def test_offset_delete_and_group_deletion_drop_pending_offsets() -> None:
     assert rebuilt(shard, c.records).state_digest() == shard.state_digest()
 
 
+def test_a_group_with_only_pending_offsets_is_listed_and_deletable() -> None:
+    """Kafka creates a simple (empty classic) group when a pending offset is replayed."""
+    from groupcoord.coordinator.messages import ListGroupsRequest
+
+    shard, c = new_shard()
+    c.handle(txn_commit(group="p", foo={0: 1}))
+    listed = c.handle(ListGroupsRequest())
+    assert [(g.group_id, g.group_state, g.group_type) for g in listed.groups] == [
+        ("p", "Empty", "classic")]
+    assert c.handle(DeleteGroupsRequest(("p",))).results[0].error_code == 0
+    assert shard.txn_offsets.pending == {} and c.handle(ListGroupsRequest()).groups == ()
+
+
 def test_retention_keeps_offsets_with_pending_transactions() -> None:
     """Kafka's ``cleanupExpiredOffsets``: an offset with a pending transactional offset does
     not expire, and a group with an open transaction is not deleted."""

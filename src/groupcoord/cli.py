@@ -153,7 +153,7 @@ SUBCOMMANDS: dict[str, tuple[str | None, str]] = {
                 "the control plane of a running server, for tests (faults, sessions)"),
     "demo": (None, "run a coordinator in-process: members join, reconcile, leave"),
     "groups": ("groupcoord.server.cli",
-               "list and describe consumer groups (like kafka-consumer-groups)"),
+               "list and describe groups: consumer, classic, connect, share (like kafka-consumer-groups)"),
     "lab": ("groupcoord.lab.cli",
             "the PySpark lab: sweeps of simulations, Parquet tables, report, log audit"),
     "recover-partitions": ("groupcoord.server.partition_cli",
@@ -163,6 +163,8 @@ SUBCOMMANDS: dict[str, tuple[str | None, str]] = {
                  "run the deterministic simulator: real coordinator, real members, faults"),
     "topics": ("groupcoord.server.cli",
                "create, list, delete topics and add partitions (like kafka-topics)"),
+    "transactions": ("groupcoord.server.transactions_cli",
+                     "list and describe the transactions a broker coordinates"),
     "users": ("groupcoord.server.security.users_cli",
               "add, list, remove SCRAM users of a data directory (offline)"),
 }

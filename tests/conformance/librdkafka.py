@@ -9,9 +9,10 @@ librdkafka's source, its C test suite included, ships inside the npm package
    ``$GROUPCOORD_CONFORMANCE_CACHE``), under ``nice``,
 3. runs each test of the curated list (``suite.py``) against a fresh ``groupcoord serve --port 0
    --storage memory --config num.partitions=4`` per test, protocol and security (plaintext, and
-   SASL_SSL with SCRAM-SHA-512 for the security subset), with ``TEST_KAFKA_VERSION=4.0.0`` and,
-   for KIP-848, ``TEST_CONSUMER_GROUP_PROTOCOL=consumer``; cluster tests only, no sockem
-   (``-L -E``; never ``-Q``, which skips most of some tests),
+   SASL_SSL with SCRAM-SHA-512 for the security subset), with ``TEST_KAFKA_VERSION=4.0.0`` (a
+   case's own version when it has one: 4.2.0 for the share consumer tests, which run once, in
+   the protocol column ``share``) and, for KIP-848, ``TEST_CONSUMER_GROUP_PROTOCOL=consumer``;
+   cluster tests only, no sockem (``-L -E``; never ``-Q``, which skips most of some tests),
 4. prints a table (test, protocol, security, result, seconds) and, with ``--markdown FILE``,
    writes it as Markdown with the reason of every failure and skip.
 
@@ -35,7 +36,7 @@ import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,8 +59,14 @@ BUILD_DEPS = {"build-essential": "/usr/bin/make", "zlib1g-dev": "/usr/include/zl
               "libsasl2-dev": "/usr/include/sasl/sasl.h"}
 CONFIGURE = ["./configure", "--disable-zstd", "--disable-gssapi", "--disable-curl",
              "--disable-lz4-ext"]
-#: What groupcoord's server needs for librdkafka's tests: auto-created topics of 4 partitions.
-SERVER_CONFIGS = ["num.partitions=4", "auto.create.topics.enable=true"]
+#: What groupcoord's server needs for librdkafka's tests: auto-created topics of 4 partitions;
+#: for the share consumer tests, written against Kafka 4.2: record locks down to 1 s (librdkafka's
+#: own test clusters of Kafka 4.2+ set it: its tests give their groups 3 s locks), and a share
+#: group's assignment computed at once, as Kafka 4.2 does (no assignment batching: a consumer
+#: that joins a moment after another would otherwise find every record taken).
+SERVER_CONFIGS = ["num.partitions=4", "auto.create.topics.enable=true",
+                  "group.share.min.record.lock.duration.ms=1000",
+                  "group.share.assignment.interval.ms=0"]
 SCRAM_USER, SCRAM_PASSWORD = "conformance", "conformance-secret"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 #: The runner's summary rows: ``| 0030_offset_commit | PASSED | 12.345s |`` (colours removed).
@@ -195,8 +202,9 @@ def _security_args(security: str, certs_dir: Path, data_dir: Path) -> list[str]:
 
 @contextlib.contextmanager
 def serve(security: str, work: Path, certs_dir: Path, log: Path,
-          auto_create: bool = True) -> Iterator[Server]:
-    """A fresh ``groupcoord serve`` (memory storage) for one test; stopped on exit."""
+          auto_create: bool = True, extra_configs: Sequence[str] = ()) -> Iterator[Server]:
+    """A fresh ``groupcoord serve`` (memory storage) for one test, with ``extra_configs``
+    (``KEY=VALUE``) after :data:`SERVER_CONFIGS`; stopped on exit."""
     data_dir = work / "data"
     data_dir.mkdir(parents=True)
     cmd = [sys.executable, "-m", "groupcoord", "-v", "serve", "--storage", "memory",
@@ -204,6 +212,8 @@ def serve(security: str, work: Path, certs_dir: Path, log: Path,
     for c in SERVER_CONFIGS:
         if c.startswith("auto.create.topics.enable=") and not auto_create:
             c = "auto.create.topics.enable=false"
+        cmd += ["--config", c]
+    for c in extra_configs:
         cmd += ["--config", c]
     with log.open("w") as err:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True,
@@ -332,7 +342,8 @@ def rows_of(text: str, protocol: str, security: str) -> list[Row]:
 
 
 def run_case(case: Case, protocol: str, security: str, tests_dir: Path, out_dir: Path,
-             certs_dir: Path, timeout: float, scenario: str = "default") -> list[Row]:
+             certs_dir: Path, timeout: float, scenario: str = "default",
+             extra_configs: Sequence[str] = ()) -> list[Row]:
     """The rows of one run of the test runner on ``case`` (its tests of ``scenario``: those of
     another scenario and the local ones are skipped by the runner and left out here)."""
     work = out_dir / f"{case.number}-{protocol}-{security}-{scenario}"
@@ -340,14 +351,15 @@ def run_case(case: Case, protocol: str, security: str, tests_dir: Path, out_dir:
     started = time.monotonic()
     try:
         with serve(security, work, certs_dir, work / "server.log",
-                   auto_create=scenario != "noautocreate") as server:
+                   auto_create=scenario != "noautocreate", extra_configs=extra_configs) as server:
             conf = work / "test.conf"
             conf.write_text(client_conf(server.bootstrap, security, certs_dir))
             libs = [str(tests_dir.parent / "src"), str(tests_dir.parent / "src-cpp")]
             if os.environ.get("LD_LIBRARY_PATH"):
                 libs.append(os.environ["LD_LIBRARY_PATH"])
             env = {**os.environ, "TESTS": case.number, "RDKAFKA_TEST_CONF": str(conf),
-                   "TEST_KAFKA_VERSION": "4.0.0", "LD_LIBRARY_PATH": ":".join(libs)}
+                   "TEST_KAFKA_VERSION": case.kafka_version,
+                   "LD_LIBRARY_PATH": ":".join(libs)}
             env.pop("TEST_CONSUMER_GROUP_PROTOCOL", None)
             env.pop("CI", None)  # the runner's CI mode changes timeouts and output
             if protocol == "consumer":
@@ -426,6 +438,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per test run")
     p.add_argument("--markdown", type=Path, help="also write the table as Markdown here")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="build parallelism")
+    p.add_argument("--server-config", action="append", default=[], metavar="KEY=VALUE",
+                   help="a broker config for every server of the run (repeatable), e.g. "
+                        "group.consumer.assignment.interval.ms=0")
     ns = p.parse_args(argv)
     try:
         cases = select(ns.subset, ns.tests.split(",") if ns.tests else None)
@@ -445,9 +460,9 @@ def main(argv: list[str] | None = None) -> int:
         for security in securities:
             if security == "sasl_ssl" and not case.sasl_ssl:
                 continue
-            for protocol in protocols:
+            for protocol in (("share",) if case.share else protocols):
                 got = run_case(case, protocol, security, tests_dir, out_dir, certs_dir,
-                               ns.timeout)
+                               ns.timeout, extra_configs=ns.server_config)
                 for r in got:
                     print(f"{r.test:<45} {r.protocol:<9} {r.security:<9} {r.result} "
                           f"({r.seconds:.1f} s)", flush=True)

@@ -375,12 +375,12 @@ class Shard:
         states = {s.lower() for s in r.states_filter}
         types = {t.lower() for t in r.types_filter}
         out = []
-        for gid in sorted(set(self.groups) | set(self.offsets)):
+        for gid in sorted(set(self.groups) | set(self.offsets) | set(self.txn_offsets.pending)):
             group = self.groups.get(gid)
             if group is not None:
                 listed = ListedGroup(gid, group.protocol_type, group.state_name(),
                                      group.group_type)
-            else:  # offsets only: an empty classic group, as Kafka lists it
+            else:  # offsets only (or pending ones): an empty classic group, as Kafka lists it
                 listed = ListedGroup(gid, "", "Empty", "classic")
             if states and listed.group_state.lower() not in states:
                 continue
@@ -393,7 +393,7 @@ class Shard:
         results = []
         for gid in r.group_ids:
             group = self.groups.get(gid)
-            if group is None and gid not in self.offsets:
+            if group is None and gid not in self.offsets and gid not in self.txn_offsets.pending:
                 results.append(DeletableGroupResult(gid, _E.group_id_not_found,
                                                     f"Group {gid} not found."))
                 continue

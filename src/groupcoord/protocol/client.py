@@ -24,6 +24,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from groupcoord.protocol.codec import build, decode_response, encode_request, request_class
+from groupcoord.protocol.describe_transactions import DescribedTransaction, read_describe_transactions
 from groupcoord.protocol.errors import KafkaClientError
 from groupcoord.protocol.sasl_client import authenticate
 from groupcoord.protocol.versions import ApiKey
@@ -202,6 +203,20 @@ class KafkaClient:
 
     def connect_group_describe(self, group_ids: Sequence[str]) -> Any:
         return self.call(ApiKey.CONNECT_GROUP_DESCRIBE, 0, group_ids=tuple(group_ids))
+
+    def describe_transactions(self, transactional_ids: Sequence[str]) -> list[DescribedTransaction]:
+        """DescribeTransactions v0 (KIP-664), read by ``protocol/describe_transactions.py``
+        (kio cannot read the -1 start time of an id with no transaction)."""
+        cls = request_class(ApiKey.DESCRIBE_TRANSACTIONS, 0)
+        assert cls is not None
+        corr, _, _ = self.send_request(build(cls, transactional_ids=tuple(transactional_ids)))
+        try:
+            got, found = read_describe_transactions(self.recv_frame())
+        except ValueError as e:
+            raise KafkaClientError(str(e)) from None
+        if got != corr:
+            raise KafkaClientError(f"correlation id {got} != {corr}")
+        return found
 
     def init_producer_id(self, transactional_id: str | None = None) -> Any:
         return self.call(ApiKey.INIT_PRODUCER_ID, 5, transactional_id=transactional_id,

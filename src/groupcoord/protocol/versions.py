@@ -17,6 +17,8 @@ Ranges and why (docs/wire.md; NOTES.md "What real clients need from a broker"):
   after a leader change (kafka-python stops without it once leader epochs move, which they do
   with several brokers).
 - ConsumerGroupHeartbeat 0-1 and ConsumerGroupDescribe 0-1 (KIP-848; librdkafka needs v1).
+- TxnOffsetCommit 0-4 (KIP-447's group metadata from v3; v5 is the transaction version 2
+  flow of KIP-890, not offered).
 - ShareGroupHeartbeat 1 and ShareGroupDescribe 1 (KIP-932, ``server/apis/share_groups.py``):
   v1 is what Kafka 4.1+ serves (v0 was 4.0's early access) and the only version librdkafka's
   share consumer sends (it fails with _UNSUPPORTED_FEATURE without it); kio has v1 only.
@@ -41,8 +43,12 @@ Ranges and why (docs/wire.md; NOTES.md "What real clients need from a broker"):
   LeaveGroup 0/1. DescribeGroups 0-6 (v6, KIP-1043: GROUP_ID_NOT_FOUND with a message for a
   group that does not exist or is not a classic group; below v6 such a group is "Dead").
 - InitProducerId 0-5: kafka-python 3 and librdkafka make producers idempotent by default and
-  ask for a producer id first. Ids only (epoch 0), no transactions; v6 (KIP-939 two-phase
-  commit) is not offered.
+  ask for a producer id first; with a transactional id, the transaction coordinator's producer id
+  and epoch (KIP-98, KIP-360, KIP-588). v6 (KIP-939 two-phase commit) is not offered.
+- Transactions (``server/apis/transactions.py``), the transaction version 1 flow every client
+  here uses: AddPartitionsToTxn 0-3 (v4+ is the brokers' verify-only form), AddOffsetsToTxn 0-3,
+  EndTxn 0-3 (v4 adds TRANSACTION_ABORTABLE, v5 the epoch bump of transaction version 2),
+  DescribeTransactions 0 and ListTransactions 0-2 (KIP-664, KIP-994).
 
 - Security (``server/security/``): SaslHandshake 0-1 (v0: the tokens follow as bare frames),
   SaslAuthenticate 0-2 (every version kio has), DescribeUserScramCredentials 0 and
@@ -61,7 +67,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["API_VERSIONS", "ApiKey", "is_supported"]
+__all__ = ["API_VERSIONS", "FEATURES", "ApiKey", "is_supported"]
 
 
 class ApiKey(IntEnum):
@@ -83,6 +89,12 @@ class ApiKey(IntEnum):
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
     INIT_PRODUCER_ID = 22
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    TXN_OFFSET_COMMIT = 28
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
     DESCRIBE_ACLS = 29
     CREATE_ACLS = 30
     DELETE_ACLS = 31
@@ -126,6 +138,7 @@ API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.METADATA: (0, 13),
     ApiKey.OFFSET_COMMIT: (2, 10),
     ApiKey.OFFSET_FETCH: (1, 10),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 4),
     ApiKey.FIND_COORDINATOR: (0, 6),
     ApiKey.JOIN_GROUP: (0, 9),
     ApiKey.HEARTBEAT: (0, 4),
@@ -137,6 +150,11 @@ API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.CREATE_TOPICS: (2, 7),
     ApiKey.DELETE_TOPICS: (1, 6),
     ApiKey.INIT_PRODUCER_ID: (0, 5),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
+    ApiKey.END_TXN: (0, 3),
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+    ApiKey.LIST_TRANSACTIONS: (0, 2),
     ApiKey.DESCRIBE_ACLS: (1, 3),
     ApiKey.CREATE_ACLS: (1, 3),
     ApiKey.DELETE_ACLS: (1, 3),
@@ -166,6 +184,19 @@ API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.CONNECT_GROUP_CONFIG: (0, 0),
     ApiKey.CONNECT_GROUP_DESCRIBE: (0, 0),
     ApiKey.GROUPCOORD_CONTROL: (0, 0),
+}
+
+
+#: Features ApiVersions (v3+) advertises, name -> (min, max) supported level; each is finalized
+#: at its max. ``transaction.version`` (KIP-890): level 1 is the transaction protocol of KIP-98
+#: with the clients' AddPartitionsToTxn and EndTxn keeping the epoch (level 1 differs from 0
+#: only in Kafka's own log format, nothing a client sees); level 2, an epoch bump per transaction
+#: with partitions added by Produce, is not served, so a Java producer (which uses it only when
+#: the finalized level is at least 2) keeps the flow librdkafka, kafka-python and aiokafka use.
+#: The minimum is 1, not 0: clients before Kafka 3.9 refuse a supported range starting at 0
+#: (KIP-1022).
+FEATURES: dict[str, tuple[int, int]] = {
+    "transaction.version": (1, 1),
 }
 
 

@@ -2,20 +2,33 @@
 
 Per connection, requests are handled one at a time in arrival order and answered in that order
 (Kafka mutes a channel while one of its requests is in flight; clients may still pipeline: the
-frames wait in our buffer). Most handlers are synchronous, so a burst of pipelined requests is
-handled in one go and the responses leave in one write; a Fetch that waits for data holds the
-connection's later requests until it is answered. Reading pauses when too many frames are
-queued or the peer does not read its responses (transport flow control).
+frames wait in our buffer). Most handlers are synchronous, so a burst of small pipelined
+requests is handled in one go and their responses leave in one write (up to
+``WRITE_BATCH_BYTES``); a Fetch that waits for data holds the connection's later requests until
+it is answered.
+
+Memory per connection is bounded whatever the client does (docs/configuration.md "Connections
+and memory"). Responses: once the transport holds more than its high-water mark (64 KiB)
+of unsent bytes it pauses the connection (``pause_writing``, called within the write), and no
+further request of that connection is handled until the peer has read below the low-water
+mark: a connection holds at most one response past the high-water mark, as Kafka's muted
+channel holds one (a Fetch response is at most ``fetch.max.bytes`` or one batch). Requests:
+reading pauses past ``MAX_QUEUED_FRAMES`` frames or ``MAX_QUEUED_FRAME_BYTES`` bytes waiting;
+every connection's together within ``queued.max.request.bytes``. A connection closed or reset
+drops its waiting frames and cancels the request in progress: no response is built for it. A
+connection whose requests wait only because its peer does not read is idle for
+``connections.max.idle.ms``.
 
 Bad input never stops the server:
 
 - a frame whose size is negative or above ``socket.request.max.bytes`` (100 MiB), or whose
   header or body cannot be decoded, closes that connection, with the reason logged;
-- an API key or version outside :data:`API_VERSIONS` gets UNSUPPORTED_VERSION: ApiVersions is
-  answered as v0 with the supported list (as Kafka does, so the client can retry with a version
-  we have); another API known to kio is answered in its own response schema when that schema
-  has a top-level error code; anything else gets ``correlation_id, int16 35`` (the most a client
-  can parse without a schema);
+- an ApiVersions request of a version outside :data:`API_VERSIONS` is answered as v0 with
+  UNSUPPORTED_VERSION and the supported list (as Kafka does, so the client can retry with a
+  version we have); any other API key or version outside the table closes the connection, with
+  the reason logged, as Kafka 4's ``SocketServer`` does ("Received request api key ... which is
+  not enabled", an ``InvalidRequestException``): a client sends only what ApiVersions
+  advertised, so such a request is a broken or hostile one;
 - a handler failing with an unexpected exception is logged and answered UNKNOWN_SERVER_ERROR
   when the response schema has a top-level error code, else the connection is closed.
 
@@ -42,7 +55,6 @@ import errno
 import inspect
 import logging
 import socket
-import struct
 import time
 import uuid
 from collections import deque
@@ -68,7 +80,7 @@ from groupcoord.protocol.codec import (
     response_frame,
     response_header_version,
 )
-from groupcoord.protocol.framing import MAX_FRAME_SIZE, FrameDecoder, FrameError, frame
+from groupcoord.protocol.framing import MAX_FRAME_SIZE, FrameDecoder, FrameError
 from groupcoord.protocol.versions import ApiKey, api_name, is_supported
 from groupcoord.server.apis import (
     KafkaApis,
@@ -83,6 +95,7 @@ from groupcoord.server.control import ControlPlane
 from groupcoord.server.limits import ConnectionQuotas, Limits, QueuedBytes, normalise_ip
 from groupcoord.server.metrics import LoopIdleMonitor, MetricsServer
 from groupcoord.server.partition_files import max_open_files_from
+from groupcoord.server.producer_ids import ProducerIdAllocator
 from groupcoord.server.routing import misrouted
 from groupcoord.server.runtime import CoordinatorRuntime
 from groupcoord.server.security.acls import AclStore
@@ -94,8 +107,11 @@ from groupcoord.server.security.tls_transport import CLOSE_GRACE_S, TlsProtocol,
 from groupcoord.server.settings import check_properties
 from groupcoord.server.share_partitions import SHARE_STATE_DIR, SharePartitionManager
 from groupcoord.server.topic_registry import TopicRegistry
+from groupcoord.server.transaction_markers import TransactionMarkers
+from groupcoord.server.transaction_runtime import TransactionRuntime
 from groupcoord.storage.log import RecordLog
 from groupcoord.storage.memory import MemoryLog
+from groupcoord.transactions.config import TransactionConfig
 
 log = logging.getLogger(__name__)
 
@@ -106,8 +122,18 @@ BIND_RETRY_S = 10.0
 #: none is given: Kafka's default ``offsets.topic.num.partitions``.
 DEFAULT_SHARDS_WITH_BROKERS = 50
 
+#: The transaction log's folder in the data directory (its own record log).
+TRANSACTION_LOG_DIR = "transactions"
+
 #: Frames queued on one connection before reading from it pauses.
 MAX_QUEUED_FRAMES = 256
+#: Bytes of whole frames queued on one connection before reading from it pauses (a frame
+#: larger than this is still taken: reading pauses after it).
+MAX_QUEUED_FRAME_BYTES = 1024 * 1024
+#: Responses of one connection gathered before they are handed to the transport: small
+#: responses to pipelined requests leave in one write; past this the transport gets them at
+#: once and, above its high-water mark, pauses the connection's handling (module doc).
+WRITE_BATCH_BYTES = 64 * 1024
 
 
 #: Requests that may wait for data (``KafkaApis.fetch_now`` answers them early).
@@ -162,6 +188,7 @@ class KafkaServer:
                  broker_ports: list[int] | None = None,
                  durability: str | None = None,
                  listeners: list[str] | None = None,
+                 transaction_log: RecordLog | None = None,
                  share_state_log: RecordLog | None = None) -> None:
         if not 0 <= port <= 65535:
             raise ValueError(f"--port must be within 0..65535, got {port}")
@@ -220,6 +247,8 @@ class KafkaServer:
         self.metrics_server: MetricsServer | None = None
         self.idle_monitor: LoopIdleMonitor | None = None
         self.compaction: BackgroundCompaction | None = None
+        #: The transaction log's background compaction.
+        self.txn_compaction: BackgroundCompaction | None = None
         self.connections: set[Connection] = set()
         self._server: asyncio.Server | None = None
         self.registry: TopicRegistry | None = None
@@ -239,6 +268,13 @@ class KafkaServer:
         #: A record log given by the caller (kept open by :meth:`stop`: a restarted server on
         #: the same log finds its groups again, as a broker restarted on its disk).
         self._given_log = record_log
+        #: The transaction log (Kafka's ``__transaction_state``) given by the caller, kept open
+        #: by :meth:`stop` as ``record_log``; default: its own log in ``transactions/`` of the
+        #: data directory (memory with ``--storage memory``).
+        self._given_txn_log = transaction_log
+        self._txn_log: RecordLog | None = None
+        #: The transaction coordinator (``server/transaction_runtime.py``), made by :meth:`start`.
+        self.transactions: TransactionRuntime | None = None
         #: The share-state log (KIP-932, ``server/share_partitions.py``): given by the caller
         #: (kept open by :meth:`stop`, as ``record_log``), or opened by :meth:`start`.
         self._given_share_log = share_state_log
@@ -280,6 +316,7 @@ class KafkaServer:
                                                       self.properties)
         self.share_partitions.group_config = self.runtime.share_group_config
         self.share_partitions.load()  # LogError: the share state cannot be read
+        self.share_partitions.keep_topics(set(self.registry.by_id))  # of topics deleted since
         self.share_partitions.start(loop)
         self.security.store = CredentialStore(self.data_dir, persist=self.storage != "memory")
         #: Bound port per listener name, one per broker.
@@ -309,9 +346,13 @@ class KafkaServer:
         ports = self.bound[self.security.first.name]
         self.port = ports[0]
         advertised, _ = endpoints[self.security.first.name][0]
+        producer_ids = ProducerIdAllocator(self.registry.data_dir,
+                                           persist=not self.registry.in_memory)
         self.apis = KafkaApis(self.registry, self.runtime, advertised, self.port, self.properties,
-                              credentials=self.security.store,
+                              producer_ids=producer_ids, credentials=self.security.store,
                               share_partitions=self.share_partitions)
+        self.transactions = self._start_transactions(loop, producer_ids)
+        self.apis.broker.transactions = self.transactions
         self.apis.endpoints = endpoints
         self.apis.control = self.control.run
         self.apis.authorizer = self.authorizer
@@ -336,12 +377,39 @@ class KafkaServer:
                                                self.runtime.clock.now_ms,
                                                self.runtime.metrics.compacted)
         self.compaction.start(loop)
+        assert self._txn_log is not None and self.transactions is not None
+        # the transaction log is compacted as the group log is (its keys are upserts)
+        self.txn_compaction = BackgroundCompaction(self._txn_log,
+                                                   self.transactions.config.partitions,
+                                                   self.compaction_config,
+                                                   self.runtime.clock.now_ms)
+        self.txn_compaction.start(loop)
         self.share_compaction = BackgroundCompaction(self._share_log, 1, self.compaction_config,
                                                      self.runtime.clock.now_ms)
         self.share_compaction.start(loop)
         log.info("serving %d shards, storage %s, data in %s", self.num_shards, self.storage,
                  self.data_dir)
         return self.host, self.port
+
+    def _start_transactions(self, loop: asyncio.AbstractEventLoop,
+                            producer_ids: ProducerIdAllocator) -> TransactionRuntime:
+        """The transaction coordinator on its own log, loaded (its pending markers written)."""
+        assert self.registry is not None and self.runtime is not None
+        if self._given_txn_log is not None:
+            self._txn_log = self._given_txn_log
+        elif self._given_log is not None:  # a log given without its transaction log: memory
+            self._txn_log = MemoryLog()
+        else:
+            txn_dir = self.data_dir / TRANSACTION_LOG_DIR
+            if self.storage != "memory":
+                txn_dir.mkdir(parents=True, exist_ok=True)
+            self._txn_log = open_record_log(self.storage, txn_dir, self.durability)
+        registry, runtime = self.registry, self.runtime
+        markers = TransactionMarkers(registry.partition, runtime)
+        txns = TransactionRuntime(self._txn_log, TransactionConfig.from_properties(self.properties),
+                                  producer_ids.allocate, markers, runtime.clock)
+        txns.start(loop)
+        return txns
 
     async def _listen(self, broker: int, port: int, *, start: bool = True,
                       spec: ListenerSpec | None = None) -> asyncio.Server:
@@ -375,11 +443,15 @@ class KafkaServer:
                 await asyncio.sleep(0.05)
 
     def _sweep_idle(self) -> None:
-        """Close the connections idle for longer than ``connections.max.idle.ms``."""
+        """Close the connections idle for longer than ``connections.max.idle.ms``: nothing
+        received, nothing answered and no request of theirs in progress; a connection whose
+        requests wait only because its peer does not read its responses is idle too (Kafka's
+        selector counts reads and writes as activity, a stalled write is none)."""
         limit_s = self.limits.idle_ms / 1000
         now = time.monotonic()
         for conn in list(self.connections):
-            if not conn.busy and not conn.pending and now - conn.last_active > limit_s:
+            if (not conn.busy and (not conn.pending or conn.writing_paused)
+                    and now - conn.last_active > limit_s):
                 log.info("closing connection from %s: idle for more than "
                          "connections.max.idle.ms=%d", conn.peer, self.limits.idle_ms)
                 conn.close("idle")
@@ -449,6 +521,44 @@ class KafkaServer:
         self._reassign(before, f"moved, group {group_id}")
         return old, to
 
+    def move_transaction_coordinator(self, transactional_id: str,
+                                     to: int | None = None) -> tuple[int, int]:
+        """Move the coordinator of ``transactional_id`` (its whole transaction-log partition) to
+        broker ``to`` (default: the next live broker), which takes the partition over: the next
+        coordinator epoch, its pending markers written again; (old, new) broker."""
+        bs = self._multi()
+        assert self.transactions is not None
+        partition = self.transactions.coordinator.partition_of(transactional_id)
+        old = bs.transaction_coordinator(partition)
+        if to is None:
+            to = bs._first_live_from(old + 1)
+        bs.check_broker(to)
+        if to in bs.down:
+            raise ValueError(f"broker {to} is down")
+        bs.txn_moved[partition] = to
+        bs.generation += 1
+        if self.apis is not None:
+            self.apis.brokers_changed()
+        log.info("transaction-log partition %d: coordinator moves from broker %d to %d "
+                 "(transactional id %r)", partition, old, to, transactional_id)
+        self.transactions.take_over([partition])
+        return old, to
+
+    def _transaction_owners(self) -> list[int]:
+        """The broker coordinating each transaction-log partition now."""
+        bs = self._multi()
+        assert self.transactions is not None
+        return [bs.transaction_coordinator(p) for p in range(self.transactions.config.partitions)]
+
+    def _transactions_moved(self, before: list[int]) -> None:
+        """The transaction-log partitions whose coordinator changed are taken over by the new
+        one (the next coordinator epoch, pending markers written again)."""
+        assert self.transactions is not None
+        changed = [p for p, (a, b) in enumerate(zip(before, self._transaction_owners(),
+                                                    strict=True)) if a != b]
+        if changed:
+            self.transactions.take_over(changed)
+
     def broker_down(self, broker: int) -> list[str]:
         """Take ``broker`` down: its connections are closed, and so is every connection made to
         it until it comes back; its partitions and coordinators go to the next live broker. The
@@ -465,6 +575,7 @@ class KafkaServer:
         if len(bs.down) + 1 >= len(bs.brokers):
             raise ValueError("the last live broker cannot be taken down")
         before = bs.owners()
+        txn_before = self._transaction_owners()
         bs.down.add(broker)
         dropped = []
         for conn in list(self.connections):
@@ -472,6 +583,7 @@ class KafkaServer:
                 dropped.append(conn.peer)
                 conn.abort()
         self._reassign(before, f"broker {broker} down")
+        self._transactions_moved(txn_before)
         return sorted(dropped)
 
     def broker_is_down(self, broker: int) -> bool:
@@ -485,8 +597,10 @@ class KafkaServer:
         if broker not in bs.down:
             raise ValueError(f"broker {broker} is not down")
         before = bs.owners()
+        txn_before = self._transaction_owners()
         bs.down.discard(broker)
         self._reassign(before, f"broker {broker} up")
+        self._transactions_moved(txn_before)
 
     def _multi(self) -> BrokerSet:
         if self.brokerset is None:
@@ -524,6 +638,9 @@ class KafkaServer:
             self.metrics_server = None
         if self.compaction is not None:
             self.compaction.stop()
+        if self.txn_compaction is not None:
+            self.txn_compaction.stop()
+            self.txn_compaction = None
         if self.share_compaction is not None:
             self.share_compaction.stop()
             self.share_compaction = None
@@ -537,6 +654,13 @@ class KafkaServer:
             self.runtime.stop()
         if self.idle_monitor is not None:
             self.idle_monitor.uninstall()
+        if self.transactions is not None:
+            self.transactions.stop()
+            self.transactions = None
+        if self._txn_log is not None:
+            if self._txn_log is not self._given_txn_log:
+                self._txn_log.close()
+            self._txn_log = None
         if self._log is not None:
             if self._log is not self._given_log:
                 self._log.close()
@@ -577,7 +701,7 @@ class KafkaServer:
                 return encode_response(key, version, corr, entity)
         if self.brokerset is not None:
             entity = misrouted(self.brokerset, self.runtime, self.registry, key, version, body,
-                               conn.broker)
+                               conn.broker, self.transactions)
             if entity is not None:
                 return encode_response(key, version, corr, entity)
         if faults.active:
@@ -598,19 +722,18 @@ class KafkaServer:
             log.exception("%s: %s v%d failed", conn.peer, api_name(key), version)
             return self._internal_error(key, version, corr)
 
-    def _unsupported(self, key: int, version: int, corr: int, conn: Connection) -> bytes:
-        """The answer to an API key or version outside :data:`API_VERSIONS` (module doc)."""
-        log.info("%s: unsupported %s v%d (correlation id %d)", conn.peer, api_name(key),
-                 version, corr)
+    def _unsupported(self, key: int, version: int, corr: int, conn: Connection) -> bytes | Close:
+        """The answer to an API key or version outside :data:`API_VERSIONS` (module doc):
+        ApiVersions v0 with UNSUPPORTED_VERSION, else the connection is closed."""
         if key == ApiKey.API_VERSIONS:
+            log.info("%s: unsupported ApiVersions v%d (correlation id %d): answered v0",
+                     conn.peer, version, corr)
             cls = response_class(ApiKey.API_VERSIONS, 0)
             assert cls is not None
             return encode_response(ApiKey.API_VERSIONS, 0, corr, build(
                 cls, error_code=ErrorCode.unsupported_version, api_keys=api_version_entries()))
-        entity = error_response_entity(key, version, ErrorCode.unsupported_version)
-        if entity is None:
-            return frame(struct.pack(">ih", corr, ErrorCode.unsupported_version.value))
-        return encode_response(key, version, corr, entity)
+        return Close(f"received request api key {key} ({api_name(key)}) with version {version} "
+                     f"which is not enabled")
 
     async def _delayed(self, delay_ms: int, body: Any, ctx: RequestContext) -> Any:
         """Handle a request after an injected latency (``server/faults.py``)."""
@@ -741,8 +864,7 @@ class Connection(asyncio.Protocol):
         if self.admitted:
             self.admitted = False
             self.server.quotas.release(self.client_ip)
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
+        self._cancel_task()
         self._drop_buffers()
         if self.server.apis is not None:  # state bound to the connection (share sessions)
             self.server.apis.connection_closed(id(self))
@@ -751,11 +873,16 @@ class Connection(asyncio.Protocol):
         self.handler = self.server.dispatch
         log.debug("connection from %s closed", self.peer)
 
+    def write_buffered(self) -> int:
+        """Bytes of responses written and not yet taken by the client (the metrics)."""
+        return 0 if self.transport is None else self.transport.get_write_buffer_size()
+
     def pause_writing(self) -> None:
         self.writing_paused = True
 
     def resume_writing(self) -> None:
         self.writing_paused = False
+        self.last_active = time.monotonic()  # the peer reads: the connection is not idle
         self._run()
 
     def _drop_buffers(self) -> None:
@@ -777,6 +904,7 @@ class Connection(asyncio.Protocol):
             return
         self.closed = True
         self._drop_buffers()
+        self._cancel_task()
         transport = self.transport
         if transport is not None:
             transport.close()
@@ -788,8 +916,15 @@ class Connection(asyncio.Protocol):
     def abort(self) -> None:
         self.closed = True
         self._drop_buffers()
+        self._cancel_task()
         if self.transport is not None:
             self.transport.abort()
+
+    def _cancel_task(self) -> None:
+        """A closed connection's request in progress (a long-poll Fetch, a deferred JoinGroup)
+        is dropped: its response is never built."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
 
     def data_received(self, data: bytes) -> None:
         if self.closed:
@@ -819,6 +954,7 @@ class Connection(asyncio.Protocol):
         if transport is None:
             return
         out: list[bytes] = []
+        out_bytes = 0
         while self.pending and not self.busy and not self.closed and not self.writing_paused:
             request = self.pending.popleft()
             self.pending_bytes -= len(request)
@@ -827,6 +963,14 @@ class Connection(asyncio.Protocol):
                 continue
             if isinstance(outcome, bytes):
                 out.append(outcome)
+                out_bytes += len(outcome)
+                if out_bytes >= WRITE_BATCH_BYTES:
+                    # to the transport now: above its high-water mark it calls pause_writing
+                    # (here, synchronously), which ends this loop; the requests behind wait
+                    # until the peer has read (resume_writing)
+                    transport.write(out[0] if len(out) == 1 else b"".join(out))
+                    out = []
+                    out_bytes = 0
                 continue
             if isinstance(outcome, Close):
                 if outcome.response:
@@ -843,12 +987,16 @@ class Connection(asyncio.Protocol):
             break
         if out:
             transport.write(out[0] if len(out) == 1 else b"".join(out))
-        if not self.closed:
-            self._account()
-        if len(self.pending) > MAX_QUEUED_FRAMES and not self.reading_paused:
-            self.reading_paused = True
-            transport.pause_reading()
-        elif self.reading_paused and len(self.pending) < MAX_QUEUED_FRAMES // 2 and not self.closed:
+        if self.closed:
+            return
+        self._account()
+        if not self.reading_paused:
+            if (len(self.pending) > MAX_QUEUED_FRAMES
+                    or self.pending_bytes > MAX_QUEUED_FRAME_BYTES):
+                self.reading_paused = True
+                transport.pause_reading()
+        elif (len(self.pending) < MAX_QUEUED_FRAMES // 2
+              and self.pending_bytes < MAX_QUEUED_FRAME_BYTES // 2):
             self.reading_paused = False
             transport.resume_reading()
 

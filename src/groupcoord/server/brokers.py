@@ -14,6 +14,9 @@ the broker it reached is the right one, as a Kafka cluster would answer:
   numPartitions`` with Java's ``String.hashCode``); shard ``i``'s coordinator is broker
   ``i % N``, or another one it was moved to, or the first live broker after it. Group requests
   to another broker are answered NOT_COORDINATOR; FindCoordinator names the coordinator;
+- **transaction coordinators**: a transactional id lives in partition ``partitionFor(id)`` of
+  the transaction log, whose coordinator is chosen as a shard's (its own moves); transaction
+  requests to another broker are answered NOT_COORDINATOR;
 - **leader epochs**: one generation for the whole cluster, bumped at every change of leaders or
   coordinators, given as every partition's leader epoch in Metadata (never going backwards, so
   clients that compare epochs, KIP-320, take the new leaders).
@@ -56,6 +59,8 @@ class BrokerSet:
     moved: dict[int, int] = field(default_factory=dict)
     #: Bumped at every change of leaders or coordinators (the leader epoch in Metadata).
     generation: int = 0
+    #: Transaction-log partitions whose coordinator was moved: partition -> broker.
+    txn_moved: dict[int, int] = field(default_factory=dict)
 
     @property
     def ids(self) -> list[int]:
@@ -81,6 +86,11 @@ class BrokerSet:
 
     def coordinator_of_shard(self, shard: int) -> int:
         return self._first_live_from(self.moved.get(shard, shard))
+
+    def transaction_coordinator(self, partition: int) -> int:
+        """The broker coordinating the transactional ids of transaction-log ``partition``: as a
+        shard's, broker ``partition % N`` or the one it was moved to, else the next live one."""
+        return self._first_live_from(self.txn_moved.get(partition, partition))
 
     def owners(self) -> list[int]:
         return [self.coordinator_of_shard(i) for i in range(self.num_shards)]

@@ -40,6 +40,15 @@ with it). The coordinator core is untouched but for the hold (above): faults liv
 the log, and expiring a session moves the driver-owned timer (timers are not records; firing one goes through
 the core's ``expire_timers``, whose records are replayed like any other).
 
+- transactions (``server/transaction_runtime.py``): ``expire-transaction`` transactional_id:
+  the id's open transaction times out now (the coordinator fences its producer with an epoch
+  bump and aborts it, markers written, as at its ``transaction.timeout.ms``);
+  ``move-transaction-coordinator`` transactional_id [to] (several brokers): the coordinator of
+  the id's transaction-log partition moves to broker ``to`` (default the next live one), which
+  takes it over with the next coordinator epoch and writes its pending markers again, while the
+  old one answers NOT_COORDINATOR. Errors on EndTxn, AddPartitionsToTxn (every partition),
+  AddOffsetsToTxn, InitProducerId: ``inject-error`` with that API.
+
 - ``hold-rebalance`` group / ``release-rebalance`` group: while held, the heartbeats of the
   group's KIP-848 consumer or connect members are answered as usual (sessions renewed, members
   joining and leaving are recorded, the group epoch moves) but no new target assignment is
@@ -64,10 +73,12 @@ from kio.schema.errors import ErrorCode
 from groupcoord.coordinator.classic.handlers import HEARTBEAT
 from groupcoord.coordinator.modern.connect.handlers import CONNECT_SESSION
 from groupcoord.coordinator.modern.consumer.handlers import SESSION
+from groupcoord.protocol.errors import error_name
 from groupcoord.server.brokers import BrokerSet
 from groupcoord.server.connection import ServedConnection
 from groupcoord.server.faults import FailingAppendLog, FaultInjector
 from groupcoord.server.runtime import CoordinatorRuntime
+from groupcoord.server.transaction_runtime import TransactionRuntime
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +99,12 @@ class ControlledServer(Protocol):
     def brokerset(self) -> BrokerSet | None: ...
 
     def move_coordinator(self, group_id: str, to: int | None = None) -> tuple[int, int]: ...
+
+    def move_transaction_coordinator(self, transactional_id: str,
+                                     to: int | None = None) -> tuple[int, int]: ...
+
+    @property
+    def transactions(self) -> TransactionRuntime | None: ...
 
     def broker_down(self, broker: int) -> list[str]: ...
 
@@ -153,6 +170,8 @@ class ControlPlane:
             "expire-session": self._expire_session,
             "fail-next-append": self._fail_next_append,
             "move-coordinator": self._move_coordinator,
+            "expire-transaction": self._expire_transaction,
+            "move-transaction-coordinator": self._move_transaction_coordinator,
             "broker-down": self._broker_down,
             "broker-up": self._broker_up,
             "brokers": self._brokers,
@@ -253,6 +272,27 @@ class ControlPlane:
         except ValueError as e:
             raise InvalidControlCommand(str(e)) from None
         return {"group": group, "from": old, "to": new}
+
+    def _expire_transaction(self, args: dict[str, Any]) -> Any:
+        tid = str(_req(args, "transactional_id"))
+        txns = self.server.transactions
+        if txns is None:
+            raise InvalidControlCommand("the transaction coordinator is not running")
+        result = txns.run(lambda c: c.expire_now(tid, txns.clock.now_ms()))
+        if result.error:
+            raise InvalidControlCommand(result.message or error_name(result.error))
+        meta = txns.coordinator.describe(tid)
+        assert meta is not None
+        return {"transactional_id": tid, "state": meta.state.label,
+                "producer_id": meta.producer_id, "producer_epoch": meta.producer_epoch}
+
+    def _move_transaction_coordinator(self, args: dict[str, Any]) -> Any:
+        tid = str(_req(args, "transactional_id"))
+        try:
+            old, new = self.server.move_transaction_coordinator(tid, _opt_int(args, "to"))
+        except ValueError as e:
+            raise InvalidControlCommand(str(e)) from None
+        return {"transactional_id": tid, "from": old, "to": new}
 
     def _broker_down(self, args: dict[str, Any]) -> Any:
         broker = _opt_int(args, "broker")

@@ -9,7 +9,8 @@ What :class:`FaultInjector` holds is consulted by :meth:`KafkaServer.dispatch
   ``rd_kafka_mock_push_request_errors`` and kfake with a control function that returns an
   error: the coordinator never sees them (a heartbeat answered NOT_COORDINATOR did not renew
   the session). The error goes where the response schema has it: the top-level ErrorCode;
-  OffsetCommit: every partition; FindCoordinator v4+: every key; OffsetFetch v8+: every group;
+  OffsetCommit and AddPartitionsToTxn: every partition; FindCoordinator v4+: every key;
+  OffsetFetch v8+: every group;
   an API with no error code anywhere is refused when the rule is made (ValueError);
 - **latency rules** (:meth:`FaultInjector.add_latency`): requests of an API and/or to a broker
   are handled only after a delay (the connection's later requests wait too, as Kafka answers a
@@ -91,11 +92,16 @@ def injected_response(api_key: int, version: int, body: Any, code: int) -> Any |
         return build(cls, throttle_time=0, coordinators=[
             {"key": k, "node_id": -1, "host": "", "port": -1, "error_code": code,
              "error_message": message} for k in body.coordinator_keys])
-    if api_key == ApiKey.OFFSET_COMMIT:
+    if api_key in (ApiKey.OFFSET_COMMIT, ApiKey.TXN_OFFSET_COMMIT):
         return build(cls, throttle_time=0, topics=[
             {"name": t.name, "partitions": [{"partition_index": p.partition_index,
                                              "error_code": code} for p in t.partitions]}
             for t in body.topics])
+    if api_key == ApiKey.ADD_PARTITIONS_TO_TXN and "results_by_topic_v3_and_below" in fields:
+        return build(cls, throttle_time=0, results_by_topic_v3_and_below=[
+            {"name": t.name, "results_by_partition": [
+                {"partition_index": p, "partition_error_code": code} for p in t.partitions]}
+            for t in body.v3_and_below_topics])
     if api_key == ApiKey.OFFSET_FETCH and "groups" in fields:
         return build(cls, throttle_time=0, groups=[
             {"group_id": g.group_id, "topics": (), "error_code": code} for g in body.groups])
@@ -114,7 +120,8 @@ def _can_inject(api_key: int) -> bool:
     cls = response_class(api_key, hi)
     if cls is None:
         return False
-    if api_key in (ApiKey.FIND_COORDINATOR, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH):
+    if api_key in (ApiKey.FIND_COORDINATOR, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH,
+                   ApiKey.TXN_OFFSET_COMMIT, ApiKey.ADD_PARTITIONS_TO_TXN):
         return True
     return "error_code" in cls.__dataclass_fields__
 

@@ -39,7 +39,11 @@ as underscores, tags as labels), so dashboards made for Kafka's new coordinator 
 Extensions of ours carry the ``groupcoord_`` prefix: connect groups by state, connect group
 rebalances, consumer group target assignments computed (one target assignment metadata record
 each; ``bench scale`` reads it), deferred requests (classic JoinGroup / SyncGroup waiting),
-log compaction runs, entries removed and the duration of the last run.
+log compaction runs, entries removed and the duration of the last run; the memory the
+connections hold: ``groupcoord_connection_request_bytes`` (requests received and not yet
+handled, which ``queued.max.request.bytes`` bounds) and ``groupcoord_connection_response_bytes``
+(responses written and not yet taken by their clients: per connection at most one response past
+the transport's high-water mark, docs/configuration.md "Connections and memory").
 
 The idle ratio is measured by wrapping the selector's ``select`` of the running loop (the only
 place an asyncio loop blocks): time inside ``select`` is idle, the rest busy. A loop without a
@@ -289,6 +293,9 @@ class _Runtime(Protocol):
 class _Connection(Protocol):
     @property
     def pending(self) -> Sized: ...
+    @property
+    def held(self) -> int: ...
+    def write_buffered(self) -> int: ...
 
 
 class MetricsSource(Protocol):
@@ -333,7 +340,10 @@ def render(server: MetricsSource) -> str:
             bare = sum(1 for gid in shard.offsets if gid not in shard.groups)
             by_type["classic"] += bare
             classic["empty"] = classic.get("empty", 0) + bare
-    queued = sum(len(c.pending) for c in list(server.connections))
+    connections = list(server.connections)
+    queued = sum(len(c.pending) for c in connections)
+    request_bytes = sum(c.held for c in connections)
+    response_bytes = sum(c.write_buffered() for c in connections)
     e = Exposition()
     e.metric(KAFKA + "group_count", "gauge", "Number of groups by type (protocol).",
              [({"protocol": p}, n) for p, n in sorted(by_type.items())])
@@ -391,6 +401,12 @@ def render(server: MetricsSource) -> str:
     e.metric(OURS + "log_compaction_last_time_ms", "gauge",
              "Duration of the last background compaction (all shards) in ms.",
              metrics.compaction_last_ms)
+    e.metric(OURS + "connection_request_bytes", "gauge",
+             "Bytes of requests received and not yet handled, over all connections.",
+             request_bytes)
+    e.metric(OURS + "connection_response_bytes", "gauge",
+             "Bytes of responses written and not yet taken by their clients, over all "
+             "connections.", response_bytes)
     return e.text()
 
 

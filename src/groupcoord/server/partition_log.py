@@ -106,6 +106,7 @@ import logging
 import mmap
 import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -350,7 +351,7 @@ class PartitionLog:
 
     __slots__ = ("_aborted", "_aborted_lasts", "_bases", "_files", "_fresh", "_hw", "_lasts",
                  "_loaded", "_max_ts", "_mem", "_open", "_positions", "_producers", "_size",
-                 "_sizes", "_spath", "log_start_offset")
+                 "_sizes", "_spath", "log_start_offset", "on_marker")
 
     def __init__(self, path: Path | str, files: OpenFiles | None = None, *,
                  in_memory: bool = False, fresh: bool = False) -> None:
@@ -373,6 +374,9 @@ class PartitionLog:
         self._aborted: list[tuple[int, int, int]] = []
         self._aborted_lasts: list[int] = []
         self.log_start_offset = 0
+        #: Called after :meth:`append_control` stored a marker (the topic registry's hook:
+        #: waiting read_committed fetches wake up).
+        self.on_marker: Callable[[], None] | None = None
         self._hw = 0
         self._size = 0
         self._fresh = fresh and not in_memory
@@ -612,39 +616,45 @@ class PartitionLog:
         (OUT_OF_ORDER_SEQUENCE_NUMBER); a non-transactional batch while the producer's
         transaction is open is INVALID_TXN_STATE."""
         pid, epoch = b.producer_id, b.producer_epoch
-        state = self._producers.get(pid)
-        if state is not None and epoch == state.epoch and pid not in pending:
-            for first, last, offset in state.batches:
-                if (first, last) == (b.base_sequence, b.last_sequence):
-                    return offset
-        if pid in pending:
+        last_sequence = b.last_sequence
+        known = pending.get(pid)
+        if known is not None:
             known_epoch: int | None
-            known_epoch, last_seq, txn_open = pending[pid]
-            seq_known = True
-        elif state is not None:
-            known_epoch = state.epoch
-            last_seq = state.batches[-1][1] if state.batches else -1
-            txn_open = state.txn_first is not None
-            seq_known = True
+            known_epoch, last_seq, txn_open = known
         else:
-            known_epoch, last_seq, txn_open, seq_known = None, -1, False, False
-        if known_epoch is not None and epoch < known_epoch:
-            raise ProducerStateError(INVALID_PRODUCER_EPOCH,
-                                     f"producer {pid}: epoch {epoch} is older than {known_epoch}")
-        if known_epoch is not None and epoch > known_epoch and b.base_sequence != 0:
-            raise ProducerStateError(OUT_OF_ORDER_SEQUENCE_NUMBER,
-                                     f"producer {pid}: new epoch {epoch} starts at sequence "
-                                     f"{b.base_sequence}, not 0")
-        if seq_known and known_epoch == epoch \
-                and b.base_sequence != (last_seq + 1) % _SEQ_MOD:
-            raise ProducerStateError(OUT_OF_ORDER_SEQUENCE_NUMBER,
-                                     f"producer {pid}: sequence {b.base_sequence} after "
-                                     f"{last_seq}")
-        if txn_open and not b.is_transactional:
+            state = self._producers.get(pid)
+            if state is None:
+                known_epoch, last_seq, txn_open = None, -1, False
+            else:
+                known_epoch = state.epoch
+                stored = state.batches
+                if epoch == known_epoch:
+                    base_sequence = b.base_sequence
+                    for first, last, offset in stored:
+                        if first == base_sequence and last == last_sequence:
+                            return offset
+                last_seq = stored[-1][1] if stored else -1
+                txn_open = state.txn_first is not None
+        if known_epoch is not None:
+            if epoch < known_epoch:
+                raise ProducerStateError(INVALID_PRODUCER_EPOCH,
+                                         f"producer {pid}: epoch {epoch} is older than "
+                                         f"{known_epoch}")
+            if epoch > known_epoch:
+                if b.base_sequence != 0:
+                    raise ProducerStateError(OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                             f"producer {pid}: new epoch {epoch} starts at "
+                                             f"sequence {b.base_sequence}, not 0")
+            elif b.base_sequence != (last_seq + 1) % _SEQ_MOD:
+                raise ProducerStateError(OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                         f"producer {pid}: sequence {b.base_sequence} after "
+                                         f"{last_seq}")
+        transactional = b.attributes & ATTR_TRANSACTIONAL
+        if txn_open and not transactional:
             raise ProducerStateError(INVALID_TXN_STATE,
                                      f"producer {pid}: a non-transactional batch while its "
                                      f"transaction is open")
-        pending[pid] = (epoch, b.last_sequence, txn_open or b.is_transactional)
+        pending[pid] = (epoch, last_sequence, txn_open or bool(transactional))
         return None
 
     def append(self, data: bytes) -> int:
@@ -652,10 +662,11 @@ class PartitionLog:
         retried idempotent batch already stored, the offset it was stored at)."""
         batches = parse_batches(data)
         for b in batches:
-            if b.is_control:
-                raise InvalidRecord("clients may not write control batches")
-            if b.is_transactional and b.producer_id < 0:
-                raise InvalidRecord("a transactional batch needs a producer id")
+            if b.attributes & (ATTR_CONTROL | ATTR_TRANSACTIONAL):
+                if b.attributes & ATTR_CONTROL:
+                    raise InvalidRecord("clients may not write control batches")
+                if b.producer_id < 0:
+                    raise InvalidRecord("a transactional batch needs a producer id")
         if not self._loaded:
             self.recover()
         pending: dict[int, tuple[int, int, bool]] = {}
@@ -709,6 +720,8 @@ class PartitionLog:
             return self.append_control(producer_id, producer_epoch, commit, coordinator_epoch,
                                        timestamp_ms)
         self._end_transaction(producer_id, producer_epoch, commit, coordinator_epoch, offset)
+        if self.on_marker is not None:
+            self.on_marker()
         return offset
 
     def _write(self, data: bytes, batches: list[BatchInfo]) -> int | None:

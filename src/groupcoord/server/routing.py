@@ -1,7 +1,9 @@
 """Requests that reached the wrong broker of a several-broker server (``server/brokers.py``).
 
 :func:`misrouted` answers, instead of the handler, a group request sent to a broker that is not
-the group's coordinator (NOT_COORDINATOR, where the response schema has an error code for it)
+the group's coordinator (NOT_COORDINATOR, where the response schema has an error code for it), a
+transaction request sent to a broker that is not its transactional id's coordinator
+(NOT_COORDINATOR)
 and a Produce, Fetch, ListOffsets or OffsetForLeaderEpoch naming a partition the broker does not lead
 (NOT_LEADER_OR_FOLLOWER for every partition of the request), as Kafka does so that clients look
 the coordinator or the leaders up again. Requests without a place for the error (DescribeGroups,
@@ -20,26 +22,47 @@ from groupcoord.server.brokers import BrokerSet
 from groupcoord.server.faults import injected_response, request_groups
 from groupcoord.server.runtime import CoordinatorRuntime
 from groupcoord.server.topic_registry import TopicRegistry
+from groupcoord.server.transaction_runtime import TransactionRuntime
 
 __all__ = ["GROUP_APIS", "misrouted"]
 
 #: APIs answered by the group's coordinator only.
 GROUP_APIS = frozenset({
     ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
-    ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.OFFSET_DELETE,
+    ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.OFFSET_DELETE, ApiKey.TXN_OFFSET_COMMIT,
     ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_PREPARE_ASSIGNMENT,
     ApiKey.CONSUMER_GROUP_INSTALL_ASSIGNMENT, ApiKey.CONNECT_GROUP_HEARTBEAT,
     ApiKey.CONNECT_GROUP_PREPARE_ASSIGNMENT, ApiKey.CONNECT_GROUP_INSTALL_ASSIGNMENT,
     ApiKey.CONNECT_GROUP_CONFIG, ApiKey.SHARE_GROUP_HEARTBEAT,
 })
 
+#: APIs answered by the transactional id's coordinator only (InitProducerId: with an id).
+TRANSACTION_APIS = frozenset({
+    ApiKey.INIT_PRODUCER_ID, ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN,
+    ApiKey.END_TXN,
+})
+
 _NOT_LEADER = int(ErrorCode.not_leader_or_follower)
+
+
+def transactional_id(api_key: int, body: Any) -> str | None:
+    """The transactional id a transaction API request names (None: none)."""
+    if api_key == ApiKey.ADD_PARTITIONS_TO_TXN:
+        return getattr(body, "v3_and_below_transactional_id", None)
+    tid = getattr(body, "transactional_id", None)
+    return tid if isinstance(tid, str) else None
 
 
 def misrouted(brokers: BrokerSet, runtime: CoordinatorRuntime | None,
               registry: TopicRegistry | None, api_key: int, version: int, body: Any,
-              broker: int) -> Any | None:
+              broker: int, transactions: TransactionRuntime | None = None) -> Any | None:
     """The response refusing this request at ``broker``, or None to handle it."""
+    if api_key in TRANSACTION_APIS and transactions is not None:
+        tid = transactional_id(api_key, body)
+        if tid is None or brokers.transaction_coordinator(
+                transactions.coordinator.partition_of(tid)) == broker:
+            return None
+        return injected_response(api_key, version, body, int(ErrorCode.not_coordinator))
     if api_key in GROUP_APIS and runtime is not None:
         groups = request_groups(body)
         if any(brokers.coordinator_of_shard(runtime.shard_of(g)) != broker for g in groups):

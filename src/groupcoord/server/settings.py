@@ -98,12 +98,22 @@ _add("group.max.size", "int", str(INT32_MAX), "coordinator", 1)
 _add("group.share.partition.max.record.locks", "int", "2000", "server/share_partitions", 100, 4000)
 _add("group.share.max.share.sessions", "int", "2000", "server/share_sessions", 1)
 _add("offsets.topic.num.partitions", "int", "50", "server/app.py (--shards)", 1)
+# -- transaction coordinator (transactions/config.py; KIP-98)
+_add("transaction.max.timeout.ms", "int", "900000", "transactions", 1)
+_add("transactional.id.expiration.ms", "int", "604800000", "transactions", 1)
+_add("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", "10000",
+     "transactions", 1)
+_add("transaction.remove.expired.transaction.cleanup.interval.ms", "int", "3600000",
+     "transactions", 1)
+_add("transaction.state.log.num.partitions", "int", "50", "transactions", 1)
 # -- record log compaction (server/compaction.py)
 _add("log.compaction.interval.ms", "int", "300000", "compaction", 0)
 _add("log.cleaner.delete.retention.ms", "int", "86400000", "compaction", -1)
 # -- topics (server/apis/metadata.py, server/apis/topics.py)
 _add("auto.create.topics.enable", "bool", "false", "apis")
 _add("num.partitions", "int", "1", "apis", 1)
+# -- the data plane (server/apis/produce_fetch.py): the most a Fetch response holds
+_add("fetch.max.bytes", "int", "57671680", "apis", 1024)
 # -- partition data (server/partition_files.py): a groupcoord setting, Kafka has none; its
 #    default is a quarter of ``ulimit -n`` (8 to 1,024), computed here for this process
 _add("groupcoord.partition.max.open.files", "int", str(default_max_open_files()), "partition_files",
@@ -155,7 +165,6 @@ KAFKA_IGNORED = frozenset({
     "offsets.topic.replication.factor", "offsets.topic.segment.bytes",
     "offsets.load.buffer.size", "offsets.commit.timeout.ms", "offset.metadata.max.bytes",
     "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
-    "transaction.state.log.num.partitions", "transactional.id.expiration.ms",
     "producer.id.expiration.ms", "default.replication.factor", "min.insync.replicas",
     "replica.lag.time.max.ms", "replica.fetch.max.bytes", "unclean.leader.election.enable",
     "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
@@ -167,7 +176,7 @@ KAFKA_IGNORED = frozenset({
     "message.max.bytes", "request.timeout.ms", "metric.reporters", "metrics.num.samples",
     "metrics.sample.window.ms", "metrics.recording.level", "group.coordinator.threads",
     "group.coordinator.new.enable", "group.coordinator.rebalance.protocols",
-    "share.coordinator.state.topic.replication.factor", "fetch.max.bytes", "quota.window.num",
+    "share.coordinator.state.topic.replication.factor", "quota.window.num",
     "quota.window.size.seconds", "replica.socket.timeout.ms", "controlled.shutdown.enable",
     "unstable.api.versions.enable", "unstable.feature.versions.enable",
 })

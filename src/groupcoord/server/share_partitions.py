@@ -195,6 +195,20 @@ class SharePartitionManager:
         self._durable.pop(key, None)
         self._track(key)
 
+    def keep_topics(self, topic_ids: set[UUID]) -> int:
+        """Topics were deleted: the share state of every topic not in ``topic_ids`` goes, a
+        tombstone per partition, as Kafka's share coordinator deletes the state of deleted
+        topics (a topic created again has a new id, so its share partitions start afresh);
+        how many. A tombstone that cannot be written is logged and tried at the next change."""
+        n = 0
+        for key in [k for k in self.partitions if k.topic_id not in topic_ids]:
+            try:
+                self.delete(key)
+                n += 1
+            except ShareStateError as e:
+                log.error("share state of a deleted topic (%s): %s", key.topic_id, e)
+        return n
+
     def delete_groups(self, group_ids: list[str]) -> int:
         """The groups were deleted (DeleteGroups): their share state goes (Kafka's
         DeleteShareGroupState), a tombstone per partition; how many. A tombstone that cannot

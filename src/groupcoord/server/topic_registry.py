@@ -206,6 +206,9 @@ class TopicRegistry:
         self.files_recovered = 0
         #: Whether start-up found the clean-shutdown marker (and so read no partition file).
         self.clean_start = False
+        #: Called after :meth:`write_marker` stored a marker (the Fetch family wakes its
+        #: waiting fetches: a read_committed consumer's data became visible).
+        self.marker_listeners: list[Callable[[], None]] = []
         self._load(recover)
 
     # ------------------------------------------------------------------ persistence
@@ -216,7 +219,9 @@ class TopicRegistry:
         in_memory = self.in_memory
 
         def make(p: int) -> PartitionLog:  # files present at start-up are recovered by recover()
-            return PartitionLog(f"{tdir}/{p}.log", files, in_memory=in_memory, fresh=True)
+            plog = PartitionLog(f"{tdir}/{p}.log", files, in_memory=in_memory, fresh=True)
+            plog.on_marker = self._marker_written
+            return plog
 
         return Topic(tid, name, Partitions(make, count), configs)
 
@@ -353,6 +358,25 @@ class TopicRegistry:
         if t is None or not 0 <= partition < len(t.partitions):
             return None
         return t.partitions[partition]
+
+    def write_marker(self, name: str, partition: int, producer_id: int, producer_epoch: int,
+                     commit: bool, coordinator_epoch: int, timestamp_ms: int) -> int:
+        """The transaction coordinator's commit or abort marker on one partition
+        (:meth:`PartitionLog.append_control`: its offset, or its ProducerStateError, OSError
+        or LogError). KeyError for a partition that does not exist (the topic was deleted).
+        Every marker of a partition of the registry, written here or by ``append_control``,
+        calls :attr:`marker_listeners` (the waiting fetches are woken)."""
+        plog = self.partition(name, partition)
+        if plog is None:
+            raise KeyError(f"no partition {name}-{partition}")
+        return plog.append_control(producer_id, producer_epoch, commit, coordinator_epoch,
+                                   timestamp_ms)
+
+    def _marker_written(self) -> None:
+        """A partition of this registry stored a marker (:meth:`PartitionLog.append_control`,
+        directly or through :meth:`write_marker`)."""
+        for listener in self.marker_listeners:
+            listener()
 
     # ------------------------------------------------------------------ changes
 

@@ -25,7 +25,8 @@ key optional except where noted)::
     [coordinator]
     session_timeout_ms = 45000
     heartbeat_interval_ms = 5000
-    assignment_interval_ms = 0   # group.consumer.assignment.interval.ms (KIP-848 groups)
+    assignment_interval_ms = 1000  # group.consumer.assignment.interval.ms (KIP-848 groups;
+                                 # Kafka 4.3's default, KIP-1263; 0: a target at once)
 
     [member]
     rebalance_timeout_ms = 30000
@@ -194,9 +195,10 @@ class Scenario:
     connectors: tuple[tuple[str, int], ...] = ()
     session_timeout_ms: int = 45_000
     heartbeat_interval_ms: int = 5_000
-    #: ``group.consumer.assignment.interval.ms`` of the coordinator (KIP-848 groups; Kafka
-    #: 4.3 defaults to 1000, the lab's field settings use that, ``sim.settings``).
-    assignment_interval_ms: int = 0
+    #: ``group.consumer.assignment.interval.ms`` of the coordinator (KIP-848 groups): Kafka
+    #: 4.3's default, 1000 (KIP-1263), as the server's and the lab's field settings
+    #: (``sim.settings``); 0 computes a new target assignment at once.
+    assignment_interval_ms: int = 1_000
     rebalance_timeout_ms: int = 30_000
     request_timeout_ms: int = 5_000
     commit_interval_ms: int = 5_000

@@ -9,6 +9,8 @@ GroupcoordControl extension request, API 1010).
 - ``expire-session GROUP MEMBER``
 - ``fail-next-append [--count N]``
 - ``hold-rebalance GROUP``, ``release-rebalance GROUP``
+- ``expire-transaction TRANSACTIONAL_ID``, ``move-transaction-coordinator TRANSACTIONAL_ID
+  [--to BROKER]``
 - ``move-coordinator GROUP [--to BROKER]``, ``broker-down BROKER``, ``broker-up BROKER``,
   ``brokers [--group G]`` (a server with ``--brokers N``)
 
@@ -93,6 +95,14 @@ def _control_args(p: argparse.ArgumentParser) -> None:
     c = verb("move-coordinator", "move a group's coordinator to another broker (--brokers N)",
              "group", "to")
     c.add_argument("group")
+    c.add_argument("--to", type=int, help="the broker (default: the next live one)")
+    c = verb("expire-transaction", "a transactional id's open transaction times out now",
+             "transactional_id")
+    c.add_argument("transactional_id")
+    c = verb("move-transaction-coordinator",
+             "move a transactional id's coordinator to another broker (--brokers N)",
+             "transactional_id", "to")
+    c.add_argument("transactional_id")
     c.add_argument("--to", type=int, help="the broker (default: the next live one)")
     c = verb("broker-down", "take a broker down (--brokers N)", "broker")
     c.add_argument("broker", type=int)

@@ -132,6 +132,19 @@ class Control:
         (default the next live one); the broker it moved to. Several brokers only."""
         return int(self.run("move-coordinator", group=group, to=to)["to"])
 
+    def expire_transaction(self, transactional_id: str) -> dict[str, Any]:
+        """The id's open transaction times out now: its producer is fenced (epoch bumped) and
+        the transaction aborted; the id's state, producer id and epoch after."""
+        out: dict[str, Any] = self.run("expire-transaction", transactional_id=transactional_id)
+        return out
+
+    def move_transaction_coordinator(self, transactional_id: str, to: int | None = None) -> int:
+        """Move the coordinator of the transactional id (its transaction-log partition) to
+        broker ``to`` (default the next live one); the broker it moved to. Several brokers
+        only."""
+        return int(self.run("move-transaction-coordinator", transactional_id=transactional_id,
+                            to=to)["to"])
+
     def broker_down(self, broker: int) -> list[str]:
         """Take a broker down (connections closed, new ones closed at once, its partitions and
         coordinators to the next live broker); the peers dropped."""
@@ -178,6 +191,8 @@ class Cluster:
         self._broker_ports: list[int] | None = None
         self._bootstrap = ""
         self.log = MemoryLog()
+        #: The transaction coordinator's log, kept across restarts as ``log``.
+        self.transaction_log = MemoryLog()
         #: The share-state log (KIP-932), kept across restarts as ``log`` is.
         self.share_log = MemoryLog()
         self.server: Any = None
@@ -197,6 +212,7 @@ class Cluster:
                                   storage="memory", properties=self.properties,
                                   record_log=self.log, brokers=self.brokers, racks=self.racks,
                                   broker_ports=self._broker_ports,
+                                  transaction_log=self.transaction_log,
                                   share_state_log=self.share_log)
         _, self.port = await self.server.start()
         if self.server.brokerset is not None:

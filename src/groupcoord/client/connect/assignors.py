@@ -82,7 +82,7 @@ import heapq
 import logging
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import cycle
 from typing import Protocol, TypeVar, runtime_checkable
@@ -116,6 +116,7 @@ __all__ = [
     "create_assignor",
     "decode_members",
     "register_assignor",
+    "resolve_assignors",
     "revoking_backoff_ms",
 ]
 
@@ -248,6 +249,29 @@ def create_assignor(name: str, max_delay_ms: int = 0) -> ConnectAssignor:
     if assignor.name != name:
         raise ValueError(f"the assignor registered as {name!r} calls itself {assignor.name!r}")
     return assignor
+
+
+def resolve_assignors(given: Sequence[str | ConnectAssignor],
+                      max_delay_ms: int = 0) -> tuple[ConnectAssignor, ...]:
+    """A worker's assignors, in preference order, from ``given``: names from the registry
+    (a new instance each, :func:`create_assignor`) or instances. Both workers (the connect
+    group type's and the classic one's) take their assignors this way. ValueError when there is
+    none, one is not a :class:`ConnectAssignor`, two share a name, or a version range is
+    empty."""
+    out = tuple(create_assignor(a, max_delay_ms) if isinstance(a, str) else a for a in given)
+    if not out:
+        raise ValueError("a worker needs at least one assignor")
+    for a in out:
+        if not isinstance(a, ConnectAssignor):
+            raise ValueError(f"{a!r} is not a ConnectAssignor (name, assign, on_assignment)")
+    names = [a.name for a in out]
+    if len(set(names)) != len(names):
+        raise ValueError(f"assignor names must be unique, got {names}")
+    for a in out:
+        if not 0 <= a.minimum_version <= a.maximum_version:
+            raise ValueError(f"assignor {a.name!r}: bad version range "
+                             f"{a.minimum_version}..{a.maximum_version}")
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -45,10 +45,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from groupcoord.client.connect.assignors import DEFAULT_MAX_DELAY_MS
+from groupcoord.client.connect.assignors import DEFAULT_MAX_DELAY_MS, ConnectAssignor
 from groupcoord.client.connect.async_worker import ListenerBridge, worker_listener
 from groupcoord.client.connect.classic_worker import ClassicConnectWorker, WorkerState
 from groupcoord.client.connect.config_snapshot import ConfigSnapshot
@@ -187,6 +187,7 @@ class AsyncClassicConnectWorker(SansIODriver[ClassicConnectWorker]):
                  listener: ConnectRebalanceListener | None = None,
                  config_group: str | None = None, config_poll_ms: int = 500,
                  max_delay_ms: int = DEFAULT_MAX_DELAY_MS,
+                 assignors: Sequence[str | ConnectAssignor] | None = None,
                  session_timeout_ms: int = 10_000, rebalance_timeout_ms: int = 60_000,
                  heartbeat_interval_ms: int = 3_000, request_timeout_ms: int = 40_000,
                  client_id: str = "connect-worker",
@@ -200,7 +201,7 @@ class AsyncClassicConnectWorker(SansIODriver[ClassicConnectWorker]):
             client_id=client_id, session_timeout_ms=session_timeout_ms,
             rebalance_timeout_ms=rebalance_timeout_ms,
             heartbeat_interval_ms=heartbeat_interval_ms, request_timeout_ms=request_timeout_ms,
-            max_delay_ms=max_delay_ms)
+            max_delay_ms=max_delay_ms, assignors=assignors)
         super().__init__(bootstrap, worker, client_id=client_id,
                          request_timeout_ms=request_timeout_ms,
                          reconnect_backoff_ms=reconnect_backoff_ms,

@@ -30,6 +30,16 @@ NOTES.md ("Connect worker reactions", KIP-814 "Connect has no static membership"
   otherwise, passing the last generation it completed) and sends every member's assignment in
   its SyncGroup; followers send none. :attr:`ClassicConnectWorker.last_leader_round` keeps what
   it computed (the rounds the KIP's tables print).
+- **Pluggable assignors** (the Connect draft's ``ConnectAssignor``: name, assign, onAssignment,
+  as the connect group type's worker, :mod:`.worker`): ``assignors`` takes names from the
+  registry of :mod:`.assignors` (:func:`~.assignors.register_assignor`) or instances, in
+  preference order; default: the two built-in ones above. The classic protocol names no
+  assignor on the wire (upstream picks it by the Connect protocol the group selected), so the
+  assignor run for a round is the first whose version range holds the selected protocol's
+  version (``default`` 0, ``compatible`` 1, ``sessioned`` 2), and the worker offers only the
+  protocols of its ``connect.protocol`` that one of its assignors holds (a worker whose
+  assignors hold none of them is refused when it is built). Every worker calls that assignor's
+  ``on_assignment`` with each assignment it receives, before its listener starts the work.
 - **Heartbeat**: every ``heartbeat_interval_ms`` while in a generation. REBALANCE_IN_PROGRESS ->
   rejoin. ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID (also on JoinGroup / SyncGroup) -> the member id
   and generation are reset and the worker joins again as a new member. Like upstream, a
@@ -80,17 +90,19 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from groupcoord.client.classic_member import ClassicMember, ClassicRequest
 from groupcoord.client.connect.assignors import (
     DEFAULT_MAX_DELAY_MS,
+    ConnectAssignor,
     ConnectGroupAssignment,
     EagerAssignor,
     IncrementalCooperativeAssignor,
     decode_members,
+    resolve_assignors,
 )
 from groupcoord.client.connect.config_snapshot import ConfigSnapshot
 from groupcoord.client.connect.listener import DEFER, ConnectRebalanceListener
@@ -208,6 +220,7 @@ class ClassicConnectWorker(ClassicMember):
         retry_backoff_ms: int = 100,
         max_delay_ms: int = DEFAULT_MAX_DELAY_MS,
         honor_reported_delay: bool = False,
+        assignors: Sequence[str | ConnectAssignor] | None = None,
         coordinator_unreachable_ms: int | None = None,
         join_version: int = 9,
         sync_version: int = 5,
@@ -230,9 +243,13 @@ class ClassicConnectWorker(ClassicMember):
         self.listener = listener or ConnectRebalanceListener()
         self.coordinator_unreachable_ms = (heartbeat_interval_ms if coordinator_unreachable_ms is None
                                            else coordinator_unreachable_ms)
-        self.eager_assignor = EagerAssignor()
-        self.cooperative_assignor = IncrementalCooperativeAssignor(
-            max_delay_ms, honor_reported_delay=honor_reported_delay)
+        #: The assignors (the Connect draft's ``ConnectAssignor``), in preference order.
+        self.assignors: tuple[ConnectAssignor, ...] = (
+            (IncrementalCooperativeAssignor(max_delay_ms, honor_reported_delay=honor_reported_delay),
+             EagerAssignor()) if assignors is None else resolve_assignors(assignors, max_delay_ms))
+        if not self._offered():
+            raise ValueError(f"no assignor of {[a.name for a in self.assignors]} holds a Connect "
+                             f"protocol version connect.protocol={self.mode.config} offers")
 
         self.state = WorkerState.UNJOINED
         self.leader_id = ""
@@ -428,8 +445,10 @@ class ClassicConnectWorker(ClassicMember):
             allocation = ConnectAssignment(a.version, a.error, a.leader, a.leader_url,
                                            a.config_offset, self.running.connectors,
                                            self.running.tasks, (), (), a.delay)
+        offered = {m.protocol for m in self._offered()}
         protocols = tuple(JoinGroupProtocol(name, meta) for name, meta in
-                          join_protocols(self.url, config.offset, allocation, self.mode))
+                          join_protocols(self.url, config.offset, allocation, self.mode)
+                          if name in offered)
         self.stats["joins"] += 1
         return self._join_group(protocols, self._join_reason)
 
@@ -476,25 +495,46 @@ class ClassicConnectWorker(ClassicMember):
         protocol = ConnectProtocolCompatibility.from_protocol(r.protocol_name or "")
         members = decode_members({m.member_id: m.metadata for m in r.members})
         config = self._leader_config(members)
-        if protocol is EAGER:
-            if self.current_protocol is not EAGER and self.last_completed_generation >= 0:
-                # KIP-415 migration: the group downgrades; first everyone stops its work.
-                log.info("[%s] the group downgrades to the eager protocol: empty assignments",
-                         self.member_id)
-                max_offset = max(m.config_offset for m in members.values())
-                empty = {mid: ConnectAssignment(CONNECT_PROTOCOL_V0, NO_ERROR, self.member_id,
-                                                self.url, max_offset) for mid in sorted(members)}
-                result = ConnectGroupAssignment(self.member_id, self.url, max_offset, NO_ERROR, 0,
-                                                empty, {mid: ConnectorsAndTasks() for mid in empty})
-            else:
-                result = self.eager_assignor.assign(self.member_id, members, config)
+        if protocol is EAGER and self.current_protocol is not EAGER \
+                and self.last_completed_generation >= 0:
+            # KIP-415 migration: the group downgrades; first everyone stops its work.
+            log.info("[%s] the group downgrades to the eager protocol: empty assignments",
+                     self.member_id)
+            max_offset = max(m.config_offset for m in members.values())
+            empty = {mid: ConnectAssignment(CONNECT_PROTOCOL_V0, NO_ERROR, self.member_id,
+                                            self.url, max_offset) for mid in sorted(members)}
+            result = ConnectGroupAssignment(self.member_id, self.url, max_offset, NO_ERROR, 0,
+                                            empty, {mid: ConnectorsAndTasks() for mid in empty})
         else:
-            result = self.cooperative_assignor.assign(
-                self.member_id, members, config, now_ms=self._now, generation=r.generation_id,
-                last_completed_generation=self.last_completed_generation,
-                protocol_version=protocol.version)
+            result = self._assign(protocol, members, config, r.generation_id)
         self.last_leader_round = LeaderRound(r.generation_id, protocol.protocol, self._now, result)
         return {mid: encode_assignment(a) for mid, a in result.assignments.items()}
+
+    def assignor(self, name: str) -> ConnectAssignor | None:
+        """This worker's assignor named ``name``, if it has one."""
+        return next((a for a in self.assignors if a.name == name), None)
+
+    def assignor_for(self, version: int) -> ConnectAssignor | None:
+        """The assignor of a round of Connect protocol ``version``: this worker's first whose
+        version range holds it (module doc, "Pluggable assignors")."""
+        return next((a for a in self.assignors
+                     if a.minimum_version <= version <= a.maximum_version), None)
+
+    def _offered(self) -> list[ConnectProtocolCompatibility]:
+        """The Connect protocols ``connect.protocol`` offers (upstream ``metadataRequest``: each
+        one up to its version) that one of this worker's assignors holds."""
+        return [m for m in ConnectProtocolCompatibility
+                if m.version <= self.mode.version and self.assignor_for(m.version) is not None]
+
+    def _assign(self, protocol: ConnectProtocolCompatibility, members: Mapping[str, Any],
+                config: ConfigSnapshot, generation: int) -> ConnectGroupAssignment:
+        assignor = self.assignor_for(protocol.version)
+        if assignor is None:  # the group chose a protocol this worker did not offer
+            raise ValueError(f"no assignor for Connect protocol {protocol.protocol!r}")
+        return assignor.assign(self.member_id, members, config, now_ms=self._now,
+                               generation=generation,
+                               last_completed_generation=self.last_completed_generation,
+                               protocol_version=protocol.version)
 
     def _leader_config(self, members: Mapping[str, Any]) -> ConfigSnapshot:
         """Upstream ``ensureLeaderConfig``: the snapshot of the join, or a fresher one if it is
@@ -540,6 +580,9 @@ class ClassicConnectWorker(ClassicMember):
             return
         if a.config_offset > self.config_store.snapshot().offset:
             self.config_store.read_to_end()  # catching up to the assignment's config offset
+        assignor = self.assignor_for(a.version)
+        if assignor is not None:  # the draft's onAssignment, before the listener
+            assignor.on_assignment(a, self.generation)
         if a.version == CONNECT_PROTOCOL_V0:
             if previous_protocol is not EAGER and not self.running.is_empty():
                 # Downgrade: the work of the cooperative generation was kept through the join.

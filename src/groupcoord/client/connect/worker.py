@@ -92,6 +92,7 @@ from groupcoord.client.connect.assignors import (
     CooperativeLeaderState,
     IncrementalCooperativeAssignor,
     create_assignor,
+    resolve_assignors,
 )
 from groupcoord.client.connect.config_snapshot import ConfigSnapshot
 from groupcoord.client.connect.listener import ConnectRebalanceListener
@@ -269,20 +270,7 @@ class ConnectWorker(ConsumerMember):
                 else:
                     built.append(create_assignor(name, max_delay_ms))
             return tuple(built)
-        out = tuple(create_assignor(a, max_delay_ms) if isinstance(a, str) else a for a in given)
-        if not out:
-            raise ValueError("a worker needs at least one assignor")
-        for a in out:
-            if not isinstance(a, ConnectAssignor):
-                raise ValueError(f"{a!r} is not a ConnectAssignor (name, assign, on_assignment)")
-        names = [a.name for a in out]
-        if len(set(names)) != len(names):
-            raise ValueError(f"assignor names must be unique, got {names}")
-        for a in out:
-            if not 0 <= a.minimum_version <= a.maximum_version:
-                raise ValueError(f"assignor {a.name!r}: bad version range "
-                                 f"{a.minimum_version}..{a.maximum_version}")
-        return out
+        return resolve_assignors(given, max_delay_ms)
 
     def assignor(self, name: str) -> ConnectAssignor | None:
         """This worker's assignor named ``name``, if it has one."""

@@ -16,6 +16,12 @@ holds what the translation is for both: :class:`ClassicBridge` with
   type and a protocol every other classic member supports, MEMBER_ID_REQUIRED for a v4+ dynamic
   member without member id, metadata that does not decode) and its immediate answer (generation =
   the member's epoch after reconciliation, no leader, no member list);
+- the JoinGroup's embedded generation (ConsumerProtocolSubscription v2+ ``GenerationId``) is not
+  checked: KIP-848 "JoinGroup Handling" says it must equal the member epoch, but Kafka 4's
+  ``GroupMetadataManager.classicGroupJoinToConsumerGroup`` reads only the subscription's topics,
+  owned partitions and rack, and checks the generation on SyncGroup and Heartbeat
+  (``throwIfGenerationIdUnmatched``); we follow Kafka (a classic client that lost its
+  generation rejoins with -1);
 - SyncGroup (ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, REBALANCE_IN_PROGRESS while the
   member is behind and not revoking, else the member's assignment), Heartbeat (the session, and
   REBALANCE_IN_PROGRESS when the member is behind, must revoke, or waits on items nobody holds)

@@ -10,12 +10,13 @@ later).
 The families, one module each under ``server/apis/`` (:data:`FAMILIES`): ``authentication``
 (SaslHandshake, SaslAuthenticate, the SCRAM credential APIs), ``versions`` (ApiVersions),
 ``metadata`` (Metadata, FindCoordinator), ``topics`` (CreateTopics, DeleteTopics,
-CreatePartitions), ``produce_fetch`` (Produce, InitProducerId, Fetch, ListOffsets,
+CreatePartitions), ``produce_fetch`` (Produce, Fetch, ListOffsets,
 OffsetForLeaderEpoch), ``share_data`` (ShareFetch, ShareAcknowledge, the share-group offset
 APIs: KIP-932), ``groups`` (consumer and classic group APIs, DescribeGroups, ListGroups,
 DeleteGroups), ``offsets`` (OffsetCommit, OffsetFetch, OffsetDelete), ``configs``
 (DescribeConfigs, IncrementalAlterConfigs), ``acls`` (CreateAcls, DescribeAcls, DeleteAcls) and
-``extensions`` (the extension APIs of the specs, API keys 1000+, docs/wire.md) and
+``extensions`` (the extension APIs of the specs, API keys 1000+, docs/wire.md),
+``transactions`` (InitProducerId and the transaction coordinator's APIs) and
 ``share_groups`` (ShareGroupHeartbeat, ShareGroupDescribe: KIP-932). Adding a family
 is a module with an :class:`ApiFamily` subclass and one line in :data:`FAMILIES`.
 
@@ -44,6 +45,7 @@ from groupcoord.server.apis.produce_fetch import ProduceFetchApis
 from groupcoord.server.apis.share_data import ShareDataApis
 from groupcoord.server.apis.share_groups import ShareGroupApis
 from groupcoord.server.apis.topics import TopicApis
+from groupcoord.server.apis.transactions import TransactionApis
 from groupcoord.server.apis.versions import VersionsApis
 from groupcoord.server.brokers import BrokerSet
 from groupcoord.server.producer_ids import ProducerIdAllocator
@@ -65,6 +67,7 @@ FAMILIES: tuple[type[ApiFamily], ...] = (
     ConfigApis,
     AclApis,
     ExtensionApis,
+    TransactionApis,
     ShareDataApis,
     ShareGroupApis,
 )
@@ -110,6 +113,9 @@ class KafkaApis:
         #: The share partitions' API family (KIP-932): the share group type tells it of
         #: members that leave (``ShareDataApis.member_left``).
         self.share_data = share_data
+        # the coordinator's removals of share members (session timeout, fencing) release what
+        # they had acquired at once (``CoordinatorRuntime.share_member_removed``)
+        runtime.share_member_removed = share_data.member_left
 
     def connection_closed(self, connection: int) -> None:
         """A client connection closed: the share sessions opened on it close (KIP-932)."""

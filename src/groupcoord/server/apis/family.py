@@ -25,6 +25,7 @@ from groupcoord.server.security.authorizer import Authorizer
 from groupcoord.server.security.credentials import CredentialStore
 from groupcoord.server.share_partitions import SharePartitionManager
 from groupcoord.server.topic_registry import TopicRegistry
+from groupcoord.server.transaction_runtime import TransactionRuntime
 
 E = ErrorCode
 Op = AclOperation
@@ -73,6 +74,8 @@ class BrokerState:
         self.broker_configs = dict(broker_configs or {})
         self.auto_create = self.broker_configs.get("auto.create.topics.enable", "false").lower() == "true"
         self.default_partitions = int(self.broker_configs.get("num.partitions", "1"))
+        #: ``fetch.max.bytes``: the most a Fetch response holds, whatever the request asks.
+        self.fetch_max_bytes = int(self.broker_configs.get("fetch.max.bytes", "57671680"))
         #: SCRAM credentials (``server/apis/authentication.py``).
         self.credentials = credentials or CredentialStore(None, persist=False)
         #: Who may do what (``server/security/``); the server sets the real one. This default,
@@ -86,6 +89,9 @@ class BrokerState:
         self.control: Callable[[str, dict[str, Any]], Any] | None = None
         #: Several brokers (``server/brokers.py``), set by the server; None: one broker.
         self.brokers: BrokerSet | None = None
+        #: The transaction coordinator (``server/transaction_runtime.py``), set by the server;
+        #: None: the transaction APIs answer COORDINATOR_NOT_AVAILABLE.
+        self.transactions: TransactionRuntime | None = None
         #: Called after a produce appended records (waiting share fetches, KIP-932).
         self.on_append: list[Callable[[], None]] = []
         #: The share partitions and their durable state (``server/share_partitions.py``), set
@@ -126,5 +132,8 @@ class ApiFamily:
         return build(cls, values, **kw)
 
     def _topics_changed(self) -> None:
-        """The topics changed: the coordinator's shards get the new topic image."""
+        """The topics changed: the coordinator's shards get the new topic image, and the share
+        state of deleted topics goes (KIP-932)."""
         self.runtime.update_metadata(self.registry.image())
+        if self.broker.share_partitions is not None:
+            self.broker.share_partitions.keep_topics(set(self.registry.by_id))

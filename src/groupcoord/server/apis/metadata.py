@@ -7,8 +7,9 @@ Upstream behaviour kept (Kafka's ``KafkaApis`` and the protocol guide):
   asked for by id only (v12+, librdkafka's consumer) is looked up by id (UNKNOWN_TOPIC_ID if
   unknown). Topics are auto-created only if ``auto.create.topics.enable=true`` (default false
   here, unlike Kafka) and the request allows it (v4+), with ``num.partitions`` partitions.
-- FindCoordinator: key type 0 (GROUP) is answered with this node; v4+ batches keys. Other key
-  types (transactions, share groups) are not served: INVALID_REQUEST.
+- FindCoordinator: key type 0 (GROUP) is answered with this node; key type 1 (TRANSACTION) with
+  the broker leading the id's transaction-log partition; v4+ batches keys. Other key types
+  (share groups) are not served: INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -201,11 +202,13 @@ class MetadataApis(ApiFamily):
 
     def find_coordinator(self, body: Any, ctx: RequestContext) -> Any:
         def entry(key: str, key_type: int) -> dict[str, Any]:
+            if key_type == 1:  # TRANSACTION (KIP-98): server/apis/transactions.py
+                return self._transaction_coordinator(key, ctx)
             if key_type != 0:
                 return {"key": key, "node_id": -1, "host": "", "port": -1,
                         "error_code": E.invalid_request,
                         "error_message": f"Unsupported coordinator key type {key_type}: this broker "
-                                         f"only coordinates groups (0)."}
+                                         f"coordinates groups (0) and transactions (1)."}
             if not self._allowed(ctx, Op.DESCRIBE, RT.GROUP, key):
                 return {"key": key, "node_id": -1, "host": "", "port": -1,
                         "error_code": E.group_authorization_failed,
@@ -225,3 +228,25 @@ class MetadataApis(ApiFamily):
                               coordinators=[entry(k, key_type) for k in body.coordinator_keys])
         e = entry(body.key, key_type)
         return self._resp(ctx, throttle_time=0, **{k: v for k, v in e.items() if k != "key"})
+
+    def _transaction_coordinator(self, key: str, ctx: RequestContext) -> dict[str, Any]:
+        """FindCoordinator for a transactional id (key type 1): DESCRIBE on the TRANSACTIONAL_ID
+        (Kafka's ``KafkaApis``), then the broker leading the id's transaction-log partition."""
+        if not self._allowed(ctx, Op.DESCRIBE, RT.TRANSACTIONAL_ID, key):
+            return {"key": key, "node_id": -1, "host": "", "port": -1,
+                    "error_code": E.transactional_id_authorization_failed,
+                    "error_message": f"Not authorized to describe the transactional id {key!r}."}
+        txns = self.broker.transactions
+        if txns is None:
+            return {"key": key, "node_id": -1, "host": "", "port": -1,
+                    "error_code": E.coordinator_not_available,
+                    "error_message": "The transaction coordinator is not running."}
+        node = NODE_ID
+        host, port = self.host, self.port
+        if self.brokers is not None:
+            b = self.brokers.info(self.brokers.transaction_coordinator(
+                txns.coordinator.partition_of(key)))
+            node, host, port = b.node_id, b.host, b.port
+        host, port = self._address(node, ctx.listener, host, port)
+        return {"key": key, "node_id": node, "host": host, "port": port,
+                "error_code": 0, "error_message": None}

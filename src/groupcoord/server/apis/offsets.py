@@ -1,6 +1,7 @@
-"""OffsetCommit, OffsetFetch and OffsetDelete: converted to the coordinator's messages
-(``coordinator/offsets.py`` answers them) and run on the group's shard; the GROUP and each
-TOPIC are authorized here, as Kafka's ``KafkaApis``."""
+"""OffsetCommit, OffsetFetch, OffsetDelete and TxnOffsetCommit: converted to the coordinator's
+messages (``coordinator/offsets.py`` and ``coordinator/transactional_offsets.py`` answer them)
+and run on the group's shard; the GROUP, each TOPIC and (TxnOffsetCommit) the TRANSACTIONAL_ID
+are authorized here, as Kafka's ``KafkaApis``."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ class OffsetApis(ApiFamily):
             ApiKey.OFFSET_COMMIT: self.offset_commit,
             ApiKey.OFFSET_FETCH: self.offset_fetch,
             ApiKey.OFFSET_DELETE: self.offset_delete,
+            ApiKey.TXN_OFFSET_COMMIT: self.txn_offset_commit,
         }
 
     def _topic_name(self, t: Any) -> str | None:
@@ -84,6 +86,45 @@ class OffsetApis(ApiFamily):
              "partitions": [{"partition_index": p.partition_index,
                              "error_code": p.error_code} for p in t.partitions]}
             for t in r.topics])
+
+    def txn_offset_commit(self, body: Any, ctx: RequestContext) -> Any:
+        """TxnOffsetCommit (KIP-98, KIP-447), as Kafka's ``KafkaApis.handleTxnOffsetCommitRequest``:
+        WRITE on the TRANSACTIONAL_ID (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the
+        GROUP (else GROUP_AUTHORIZATION_FAILED), for every partition; READ on each TOPIC (else
+        TOPIC_AUTHORIZATION_FAILED for its partitions, the others are committed). Below v2,
+        COORDINATOR_LOAD_IN_PROGRESS is answered COORDINATOR_NOT_AVAILABLE (older producers
+        did not know it)."""
+        code = 0
+        if not self._allowed(ctx, Op.WRITE, RT.TRANSACTIONAL_ID, body.transactional_id):
+            code = E.transactional_id_authorization_failed
+        elif not self._allowed(ctx, Op.READ, RT.GROUP, body.group_id):
+            code = E.group_authorization_failed
+        if code:
+            return self._resp(ctx, throttle_time=0, topics=self._refused_partitions(
+                body.topics, code))
+        topics, refused = self._split_topics(ctx, Op.READ, body.topics)
+        denied = self._refused_partitions(refused, E.topic_authorization_failed)
+        if refused and not topics:
+            return self._resp(ctx, throttle_time=0, topics=denied)
+        req = m.TxnOffsetCommitRequest(
+            group_id=body.group_id, transactional_id=body.transactional_id,
+            producer_id=int(body.producer_id), producer_epoch=int(body.producer_epoch),
+            topics=tuple(m.OffsetCommitTopic(t.name, tuple(
+                m.OffsetCommitPartition(int(p.partition_index), int(p.committed_offset),
+                                        int(getattr(p, "committed_leader_epoch", -1)),
+                                        p.committed_metadata)
+                for p in t.partitions)) for t in topics),
+            generation_id=int(getattr(body, "generation_id", -1)),
+            member_id=getattr(body, "member_id", "") or "",
+            group_instance_id=getattr(body, "group_instance_id", None))
+        r: m.TxnOffsetCommitResponse = self.runtime.handle_group(body.group_id, req)
+        old = ctx.api_version < 2
+        return self._resp(ctx, throttle_time=0, topics=denied + [
+            {"name": t.name, "partitions": [
+                {"partition_index": p.partition_index,
+                 "error_code": E.coordinator_not_available
+                 if old and p.error_code == E.coordinator_load_in_progress else p.error_code}
+                for p in t.partitions]} for t in r.topics])
 
     def _offset_fetch_group(self, ctx: RequestContext, group_id: str, topics: Any,
                             member_id: str | None, member_epoch: int,

@@ -1,5 +1,6 @@
-"""The data plane: Produce, InitProducerId, Fetch, ListOffsets, OffsetForLeaderEpoch, on the
-partition logs of the :class:`TopicRegistry`.
+"""The data plane: Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, on the partition logs of
+the :class:`TopicRegistry` (InitProducerId is the transaction coordinator's:
+``server/apis/transactions.py``).
 
 Upstream behaviour kept (Kafka's ``KafkaApis`` and the protocol guide):
 
@@ -7,16 +8,20 @@ Upstream behaviour kept (Kafka's ``KafkaApis`` and the protocol guide):
   CRC (CORRUPT_MESSAGE otherwise).
 - Fetch: sessionless only (KIP-227): a full request gets session id 0, so the client keeps
   sending full requests; an incremental one gets FETCH_SESSION_ID_NOT_FOUND. The response waits
-  up to MaxWaitMs for MinBytes, woken by produces. Read committed = read uncommitted (no
-  transactions).
-- InitProducerId (KIP-98; what an idempotent producer, the default of kafka-python 3 and
-  librdkafka, asks first): a new producer id at epoch 0 from :class:`ProducerIdAllocator` (blocks
-  reserved in the data directory, never re-issued after a restart), whatever id and epoch a v3+
-  request carries (Kafka also gives a non-transactional producer a fresh id). A transactional id
-  gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED: this broker has no transaction coordinator (and
-  FindCoordinator for transactions is INVALID_REQUEST). Produce stores idempotent batches as
-  sent (producer id, epoch and sequence stay in the batch header); sequences are not checked, so
-  a batch retried after a lost response is stored twice (Kafka would detect the duplicate).
+  up to MaxWaitMs for MinBytes, woken by produces and by transaction markers
+  (``TopicRegistry.write_marker``). Every partition carries its LastStableOffset; at
+  read_committed (IsolationLevel 1) only batches below it are returned, with the aborted
+  transactions overlapping them (Kafka's ``UnifiedLog.read`` / ``collectAbortedTransactions``;
+  ``partition_log.py``). The response holds at most ``fetch.max.bytes`` (Kafka's default,
+  55 MiB, whatever MaxBytes the request asks), or its first batch when that is larger (KIP-74).
+- ListOffsets: LATEST is the last stable offset at read_committed, the high watermark at
+  read_uncommitted; a timestamp (or MAX_TIMESTAMP) lookup answers only an offset below that
+  bound, else -1 (Kafka's ``Partition.fetchOffsetForTimestamp``).
+- Produce checks idempotent and transactional batches against the partition's producer state
+  (``partition_log.py``: duplicates, sequences, epochs, transactions); a Produce with a
+  transactional id needs WRITE on that TRANSACTIONAL_ID (else every partition
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka's ``KafkaApis.handleProduceRequest``); a
+  control batch or a transactional batch without producer id is INVALID_RECORD.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from typing import Any
 from groupcoord.protocol.codec import to_ms
 from groupcoord.protocol.versions import ApiKey
 from groupcoord.server.apis.family import LEADER_EPOCH, RT, ApiFamily, BrokerState, E, Op, RequestContext
-from groupcoord.server.partition_log import InvalidRecords, ProducerStateError
+from groupcoord.server.partition_log import InvalidRecord, InvalidRecords, ProducerStateError
 from groupcoord.storage.log import LogError
 
 log = logging.getLogger(__name__)
@@ -40,22 +45,24 @@ class ProduceFetchApis(ApiFamily):
 
     def __init__(self, broker: BrokerState) -> None:
         super().__init__(broker)
-        self.producer_ids = broker.producer_ids
         self._data_waiters: list[asyncio.Future[None]] = []
         #: Fetches waiting for data, by ``id`` of their request's context (:meth:`fetch_now`).
         self._waiting_fetches: dict[int, asyncio.Future[None]] = {}
         self.handlers = {
             ApiKey.PRODUCE: self.produce,
-            ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
             ApiKey.FETCH: self.fetch,
             ApiKey.LIST_OFFSETS: self.list_offsets,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: self.offset_for_leader_epoch,
         }
+        if self.registry is not None:  # (a family built without a broker's topics: tests)
+            self.registry.marker_listeners.append(self._wake_fetchers)
 
     def produce(self, body: Any, ctx: RequestContext) -> Any:
         acks = int(body.acks)
         responses = []
         appended = False
+        txn_allowed = body.transactional_id is None or self._allowed(
+            ctx, Op.WRITE, RT.TRANSACTIONAL_ID, body.transactional_id)
         for td in body.topic_data:
             parts = []
             writable = self._allowed(ctx, Op.WRITE, RT.TOPIC, td.name)
@@ -66,9 +73,10 @@ class ProduceFetchApis(ApiFamily):
                 plog = self.registry.partition(td.name, int(pd.index))
                 if acks not in (-1, 0, 1):
                     res["error_code"] = E.invalid_required_acks
-                elif body.transactional_id is not None:
+                elif not txn_allowed:
                     res.update(error_code=E.transactional_id_authorization_failed,
-                               error_message="Transactions are not supported by this broker.")
+                               error_message=f"Not authorized to write as transactional id "
+                                             f"{body.transactional_id!r}.")
                 elif not writable:
                     res["error_code"] = E.topic_authorization_failed
                 elif plog is None:
@@ -78,6 +86,8 @@ class ProduceFetchApis(ApiFamily):
                         res["base_offset"] = plog.append(bytes(pd.records or b""))
                         res["log_start_offset"] = plog.log_start_offset
                         appended = True
+                    except InvalidRecord as e:
+                        res.update(error_code=E.invalid_record, error_message=str(e))
                     except InvalidRecords as e:
                         res.update(error_code=E.corrupt_message, error_message=str(e))
                     except ProducerStateError as e:
@@ -92,24 +102,6 @@ class ProduceFetchApis(ApiFamily):
         if acks == 0:
             return None
         return self._resp(ctx, responses=responses, throttle_time=0)
-
-    def init_producer_id(self, body: Any, ctx: RequestContext) -> Any:
-        if body.transactional_id is not None:
-            return self._resp(ctx, throttle_time=0, error_code=E.transactional_id_authorization_failed,
-                              producer_id=-1, producer_epoch=-1)
-        # KIP-679: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic.
-        if not (self._cluster_allowed(ctx, Op.IDEMPOTENT_WRITE)
-                or self.authorizer.authorize_any(ctx.principal, ctx.client_host, Op.WRITE,
-                                                 RT.TOPIC)):
-            return self._resp(ctx, throttle_time=0, error_code=E.cluster_authorization_failed,
-                              producer_id=-1, producer_epoch=-1)
-        try:
-            pid = self.producer_ids.allocate()
-        except OSError as e:
-            log.error("cannot reserve producer ids: %s", e)
-            return self._resp(ctx, throttle_time=0, error_code=E.kafka_storage_error,
-                              producer_id=-1, producer_epoch=-1)
-        return self._resp(ctx, throttle_time=0, error_code=0, producer_id=pid, producer_epoch=0)
 
     def _wake_fetchers(self) -> None:
         for on_append in self.broker.on_append:
@@ -177,7 +169,10 @@ class ProduceFetchApis(ApiFamily):
     def _fetch_once(self, body: Any, ctx: RequestContext) -> tuple[Any, int, bool]:
         """(response, bytes of records, whether some partition has an error)."""
         v = ctx.api_version
-        max_bytes = int(getattr(body, "max_bytes", 2**31 - 1))
+        # the request's MaxBytes within the broker's fetch.max.bytes, as Kafka's
+        # KafkaApis.handleFetchRequest clamps it; the first batch is returned even when it is
+        # larger (KIP-74), so a response holds at most fetch.max.bytes or one batch
+        max_bytes = min(int(getattr(body, "max_bytes", 2**31 - 1)), self.broker.fetch_max_bytes)
         total = 0
         errors = False
         responses = []
@@ -189,6 +184,7 @@ class ProduceFetchApis(ApiFamily):
                    else getattr(body, "replica_id", -1))
         follower = int(replica) >= 0
         replicable = follower and self._cluster_allowed(ctx, Op.CLUSTER_ACTION)
+        committed = int(getattr(body, "isolation_level", 0)) == 1 and not follower
         for ft in body.topics:
             if v >= 13:
                 topic = self.registry.by_id.get(ft.topic_id)
@@ -220,15 +216,23 @@ class ProduceFetchApis(ApiFamily):
                 plog = topic.partitions[pi]
                 try:
                     hw = plog.high_watermark
-                    res.update(high_watermark=hw, last_stable_offset=hw,
+                    lso = plog.last_stable_offset
+                    res.update(high_watermark=hw, last_stable_offset=lso,
                                log_start_offset=plog.log_start_offset)
                     offset = int(fp.fetch_offset)
                     if offset < plog.log_start_offset or offset > hw:
                         res["error_code"] = E.offset_out_of_range
                         errors = True
-                    elif offset < hw:
+                    elif offset < (lso if committed else hw):
                         budget = min(int(fp.partition_max_bytes), max(max_bytes - total, 0))
-                        data = plog.read(offset, budget) if (budget > 0 or total == 0) else b""
+                        data = b""
+                        if budget > 0 or total == 0:
+                            data, end = plog.read_range(offset, budget,
+                                                        lso if committed else None)
+                            if committed and data:
+                                res["aborted_transactions"] = [
+                                    {"producer_id": pid, "first_offset": first}
+                                    for pid, first in plog.aborted_transactions(offset, end)]
                         res["records"] = data
                         total += len(data)
                 except (OSError, LogError) as e:  # unreadable partition file
@@ -280,6 +284,7 @@ class ProduceFetchApis(ApiFamily):
         return self._resp(ctx, throttle_time=0, topics=topics)
 
     def list_offsets(self, body: Any, ctx: RequestContext) -> Any:
+        committed = int(getattr(body, "isolation_level", 0)) == 1
         topics = []
         for t in body.topics:
             parts = []
@@ -300,17 +305,18 @@ class ProduceFetchApis(ApiFamily):
                 plog = topic.partitions[pi]
                 ts = int(p.timestamp)
                 try:
+                    bound = plog.last_stable_offset if committed else plog.high_watermark
                     if ts == -1:  # LATEST
-                        res["offset"] = plog.high_watermark
+                        res["offset"] = bound
                     elif ts == -2:  # EARLIEST
                         res["offset"] = plog.log_start_offset
                     elif ts == -3:  # MAX_TIMESTAMP (v7+)
                         found = plog.max_timestamp_offset()
-                        if found is not None:
+                        if found is not None and found[0] < bound:
                             res["offset"], res["timestamp"] = found
                     elif ts >= 0:
                         found = plog.offset_for_timestamp(ts)
-                        if found is not None:
+                        if found is not None and found[0] < bound:
                             res["offset"], res["timestamp"] = found
                     else:
                         res["error_code"] = E.invalid_request

@@ -13,9 +13,11 @@ ShareFetch (Kafka's ``SharePartitionManager.fetchMessages``):
 2. Acknowledgements piggy-backed on the request are applied first, per partition, all or none
    (the partition's AcknowledgeErrorCode says how it went).
 3. Records are acquired from the session's partitions (READ on each topic, else
-   TOPIC_AUTHORIZATION_FAILED) in a rotating order, up to MaxRecords in total and MaxBytes of
-   batches (at least one batch; at most 1 MiB read from one partition per request): each
-   partition answers with the whole log batches that hold
+   TOPIC_AUTHORIZATION_FAILED) in a rotating order until MinBytes are there, as Kafka 4.2
+   answers a share fetch (with the clients' MinBytes of 1: one partition's records per
+   response; librdkafka's share tests rely on it), up to MaxRecords in total and MaxBytes of
+   batches (at least one batch, none with MaxBytes 0; at most 1 MiB read from one partition per
+   request): each partition answers with the whole log batches that hold
    its acquired records and the AcquiredRecords ranges with their delivery counts; the client
    delivers only the acquired offsets.
 4. Nothing acquired, no error, MaxWaitMs > 0 and MinBytes > 0: the request waits, without
@@ -374,10 +376,11 @@ class ShareDataApis(ApiFamily):
         whether some partition has an error)."""
         max_records = int(body.max_records)
         max_bytes = int(body.max_bytes)
+        min_bytes = max(int(body.min_bytes), 1)
         record_limit = int(getattr(body, "share_acquire_mode", 0)) == 1
         group, member = session.group_id, session.member_id
         order = list(session.partitions)
-        if not order or max_records <= 0:
+        if not order or max_records <= 0 or max_bytes <= 0:
             return 0, False
         shift = session.epoch % len(order)
         order = order[shift:] + order[:shift]
@@ -424,6 +427,8 @@ class ShareDataApis(ApiFamily):
                      "delivery_count": r.delivery_count} for r in got]
                 total_records += sum(r.last_offset - r.first_offset + 1 for r in got)
                 total_bytes += len(data)
+                if total_bytes >= min_bytes:
+                    break
         return total_records, errors
 
     @staticmethod

@@ -1,13 +1,17 @@
-"""ApiVersions: the table of ``protocol/versions.py`` (ApiVersions responses use header v0),
-and the error responses the connection answers for a version or key it cannot serve."""
+"""ApiVersions: the table of ``protocol/versions.py`` (ApiVersions responses use header v0) with
+its features (v3+: ``transaction.version``, KIP-584 / KIP-890), and the error responses the
+connection answers for a version or key it cannot serve."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from groupcoord.protocol.codec import build, response_class
-from groupcoord.protocol.versions import API_VERSIONS, ApiKey
+from groupcoord.protocol.versions import API_VERSIONS, FEATURES, ApiKey
 from groupcoord.server.apis.family import ApiFamily, BrokerState, E, RequestContext
+
+#: The epoch of the finalized features (KIP-584): they never change while a server runs.
+FINALIZED_FEATURES_EPOCH = 1
 
 
 class VersionsApis(ApiFamily):
@@ -18,7 +22,14 @@ class VersionsApis(ApiFamily):
         self.handlers = {ApiKey.API_VERSIONS: self.api_versions}
 
     def api_versions(self, body: Any, ctx: RequestContext) -> Any:
-        return self._resp(ctx, error_code=0, api_keys=api_version_entries(), throttle_time=0)
+        return self._resp(ctx, error_code=0, api_keys=api_version_entries(), throttle_time=0,
+                          supported_features=[
+                              {"name": n, "min_version": lo, "max_version": hi}
+                              for n, (lo, hi) in sorted(FEATURES.items())],
+                          finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
+                          finalized_features=[
+                              {"name": n, "min_version_level": hi, "max_version_level": hi}
+                              for n, (_, hi) in sorted(FEATURES.items())])
 
 
 def api_version_entries() -> list[dict[str, int]]:

@@ -6,7 +6,7 @@ accepted; any other request closes the connection (Kafka: "Unexpected Kafka requ
 SASL handshake"). SaslHandshake names a mechanism of ``sasl.enabled.mechanisms`` (default
 ``SCRAM-SHA-256,SCRAM-SHA-512``; PLAIN must be enabled explicitly; GSSAPI and OAUTHBEARER are
 not served); another gets UNSUPPORTED_SASL_MECHANISM with the enabled list and the connection is
-closed after the response. Then:
+closed after the response (both after the failed-authentication delay below). Then:
 
 - after SaslHandshake v1 the client sends SaslAuthenticate requests (v0-v2) carrying the
   mechanism's tokens; anything else closes the connection;
@@ -18,11 +18,35 @@ SASL_AUTHENTICATION_FAILED with a message and closes the connection after the re
 makes the principal ``User:<name>`` and the connection is served as any other from then on
 (where SaslHandshake / SaslAuthenticate get ILLEGAL_SASL_STATE, ``server/apis/authentication.py``).
 SaslAuthenticate v1+ answers a session lifetime of 0: KIP-368 re-authentication is not offered
-(clients never re-authenticate; sessions last as long as the connection). As Kafka's
-``connection.failed.authentication.delay.ms`` (default 100), the close after a failed
-authentication waits that long after the response (reading stops, further frames are dropped):
-it slows password guessing, and a client reads the error before it sees the close (kafka-python
-over TLS otherwise may see only "socket disconnected").
+(clients never re-authenticate; sessions last as long as the connection).
+
+Failed logins are slowed as Kafka slows them (``connection.failed.authentication.delay.ms``,
+default 100): the failure response itself is held back that long, then sent, then the
+connection is closed (Kafka's ``Selector`` sends the response built on failure only when the
+delayed close comes, ``SaslServerAuthenticator.handleAuthenticationFailure``); reading stops
+and further frames are dropped meanwhile. So one connection tries at most one password per
+delay, and a client trying passwords one after another gets at most 1000 / delay per second
+(10 at the default), where answering at once let one client try 62 per second. A client
+reads the error before it sees the close (kafka-python over TLS otherwise may see only "socket
+disconnected"). No per-user or per-address lockout, as Kafka has none: a lockout would let
+anyone lock a real user out by failing on purpose. Parallel connections multiply the rate;
+``max.connections.per.ip`` bounds them, so one address tries at most
+``max.connections.per.ip`` x 1000 / delay passwords per second (docs/security.md).
+
+User names cannot be probed. Kafka's ``ScramSaslServer`` refuses an unknown user at the
+client-first message and a wrong password at the client-final one, so the step that fails
+tells whether the user exists (the message does not: Kafka sends "... due to invalid credentials
+with SASL mechanism M" for both). That is the hole RFC 5802 section 5.1 closes ("the server
+SHOULD ... generate a fake salt and iteration count"), and we close it: an unknown user gets a
+server-first message with a salt derived from the user name and a secret of this process (the
+same salt each time, as a real user's is) and the default iteration count, and fails at the
+client-final with the message a wrong password gets. (The fake salt of a user name changes
+when the server restarts, a real one does not: probing across restarts can still tell.) PLAIN
+answers an unknown user and a wrong password alike, after the same PBKDF2 work.
+
+Mechanism names match exactly, as Kafka's ``enabledMechanisms.contains``: ``scram-sha-256``
+in a SaslHandshake is UNSUPPORTED_SASL_MECHANISM. (``sasl.enabled.mechanisms`` itself is read
+case-insensitively.)
 
 Mechanisms:
 
@@ -47,7 +71,10 @@ not exist in practice.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
+import secrets
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -65,7 +92,7 @@ from groupcoord.protocol.codec import (
 from groupcoord.protocol.framing import frame
 from groupcoord.protocol.versions import ApiKey, api_name, is_supported
 from groupcoord.server.connection import Close, FrameHandler, Outcome, ServedConnection
-from groupcoord.server.security.credentials import MECHANISMS, CredentialStore
+from groupcoord.server.security.credentials import DEFAULT_ITERATIONS, MECHANISMS, CredentialStore
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +105,9 @@ DEFAULT_MECHANISMS = "SCRAM-SHA-256,SCRAM-SHA-512"
 SASL_MAX_RECEIVE_SIZE = 524_288
 #: The longest SCRAM user name, in characters (module doc).
 SCRAM_MAX_USERNAME = 1_024
+#: The secret the fake salts of unknown SCRAM users are derived from (module doc): one per
+#: process, so a user name's fake salt is the same at every attempt.
+_FAKE_SALT_SECRET = secrets.token_bytes(32)
 
 
 class AuthenticationFailed(Exception):
@@ -150,11 +180,19 @@ class _Scram:
         self._exc = scramp.ScramException
         self._server = scramp.ScramMechanism(mechanism).make_server(self._lookup)
         self._first = True
+        #: The client-first named a user without credentials (logged, never told the client).
+        self.unknown_user = False
 
     def _lookup(self, user: str) -> tuple[bytes, bytes, bytes, int] | None:
         cred = self.store.get(user, self.mechanism)
         if cred is None:
-            return None
+            # RFC 5802 section 5.1: a fake salt and iteration count (module doc); keys no proof
+            # matches, so the client-final fails as a wrong password does
+            self.unknown_user = True
+            salt = hmac.new(_FAKE_SALT_SECRET, f"{self.mechanism}\0{user}".encode(),
+                            hashlib.sha256).digest()
+            keys = secrets.token_bytes(64)
+            return salt, keys[:32], keys[32:], DEFAULT_ITERATIONS
         return cred.salt, cred.stored_key, cred.server_key, cred.iterations
 
     def step(self, token: bytes) -> tuple[bytes, bool]:
@@ -177,9 +215,10 @@ class _Scram:
             self.user = self._user_of_first()
             return final.encode(), True
         except self._exc as e:
-            if "Unknown user" in str(e):
-                raise AuthenticationFailed("Authentication failed: Invalid user credentials") from None
             if "keys don't match" in str(e):
+                if self.unknown_user:
+                    log.info("SCRAM authentication of unknown user %r failed",
+                             self._user_of_first()[:80])
                 raise AuthenticationFailed(f"Authentication failed during authentication due to "
                                            f"invalid credentials with SASL mechanism "
                                            f"{self.mechanism}") from None
@@ -276,7 +315,7 @@ class SaslSession:
             return self._close("SASL failed unexpectedly")
 
     def _fail(self, reason: str, response: bytes = b"") -> Outcome:
-        """Answer ``response`` now and close after the failed-authentication delay."""
+        """After the failed-authentication delay, answer ``response`` and close (module doc)."""
         conn = self.conn
         if self.fail_delay_s <= 0 or conn.transport is None:
             return self._close(reason, response)
@@ -285,9 +324,16 @@ class SaslSession:
         conn.handler = _discard
         self.state = "failed"
         conn.transport.pause_reading()
-        asyncio.get_running_loop().call_later(self.fail_delay_s, conn.close, reason)
+        asyncio.get_running_loop().call_later(self.fail_delay_s, self._finish_failure, reason,
+                                              response)
         log.warning("closing connection from %s: %s", conn.peer, reason)
-        return response or None
+        return None
+
+    def _finish_failure(self, reason: str, response: bytes) -> None:
+        transport = self.conn.transport
+        if transport is not None and not transport.is_closing() and response:
+            transport.write(response)
+        self.conn.close(reason)
 
     def _response(self, key: int, version: int, corr: int, **fields: Any) -> bytes:
         cls = response_class(key, version)
@@ -295,12 +341,13 @@ class SaslSession:
         return encode_response(key, version, corr, build(cls, **fields))
 
     def _handshake(self, body: Any, version: int, corr: int) -> Outcome:
-        name = str(body.mechanism).upper()
-        if name not in self.mechanisms:
+        name = str(body.mechanism)
+        if name not in self.mechanisms:  # exact, as Kafka (module doc)
             resp = self._response(ApiKey.SASL_HANDSHAKE, version, corr,
                                   error_code=ErrorCode.unsupported_sasl_mechanism,
                                   mechanisms=self.mechanisms)
-            return self._close(f"unsupported SASL mechanism {body.mechanism!r}", resp)
+            # an AuthenticationException in Kafka too: answered at the delayed close
+            return self._fail(f"unsupported SASL mechanism {body.mechanism!r}", resp)
         self.mech = _mechanism(name, self.store)
         self.state = "authenticate" if version >= 1 else "legacy"
         return self._response(ApiKey.SASL_HANDSHAKE, version, corr, error_code=0,

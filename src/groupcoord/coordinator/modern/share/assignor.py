@@ -16,7 +16,8 @@ with P subscribed partitions and M members:
   ``floor(S * P / M)`` or one more (so with 3 members on 2 partitions, each partition has two
   members and one member has both);
 - stickiness first: a member keeps what it has while its count and each partition's sharing
-  allow; then each partition short of members, in order, goes to the members holding the fewest
+  allow (the members holding the fewest partitions first: they have the fewest to choose
+  from); then each partition short of members, in order, goes to the members holding the fewest
   (ties: member id) that may take one more and do not hold it yet.
 
 Members subscribing to different topics (the heterogeneous case), greedily: partitions in order
@@ -114,8 +115,9 @@ def _homogeneous(members: list[str], targets: list[Partition],
         held[m].add(tp)
         holders[tp] += 1
 
-    # 1. stickiness: each member keeps up to ``base`` of what it has where sharing allows ...
-    for m in members:
+    # 1. stickiness: each member keeps up to ``base`` of what it has where sharing allows, the
+    #    members with the fewest partitions first (they have the fewest to choose from) ...
+    for m in sorted(members, key=lambda x: (len(owned[x]), x)):
         for tp in owned[m]:
             if len(result[m]) >= base:
                 break

@@ -307,7 +307,7 @@ class ShareGroupManager:
         self.shard.schedule((SHARE_SESSION, group.group_id, reconciled.member_id),
                             now + cfg.session_timeout_ms)
         before = EMPTY if existing is None else existing.assigned_partitions
-        send = (r.member_epoch in (0, existing_previous(existing))
+        send = (r.member_epoch in (0, _missed_epoch(existing))
                 or not _same(before, reconciled.assigned_partitions))
         return ShareGroupHeartbeatResponse(
             member_id=mid, member_epoch=reconciled.member_epoch,
@@ -462,7 +462,7 @@ class ShareGroupManager:
         return ShareGroupDescribeResponse(tuple(out))
 
 
-def existing_previous(m: ShareGroupMember | None) -> int | None:
+def _missed_epoch(m: ShareGroupMember | None) -> int | None:
     """The previous epoch of a member that has moved on since it (the lost-response case: a
     request at it missed the response that moved the member), else None."""
     if m is None or m.previous_member_epoch == m.member_epoch:
