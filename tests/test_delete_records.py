@@ -314,3 +314,23 @@ def test_the_share_start_offset_moves_past_deleted_records() -> None:
         finally:
             a.close()
             admin.close()
+
+
+def test_a_broker_that_does_not_lead_the_partition_answers_not_leader() -> None:
+    """Several brokers: DeleteRecords to a broker that does not lead a partition named is
+    NOT_LEADER_OR_FOLLOWER for every partition (kafka-python and librdkafka then send it to
+    the leader); the leader serves it."""
+    from groupcoord.testing import embedded_cluster
+
+    from .test_brokers import _ports
+
+    with embedded_cluster(topics={"t": 3}, brokers=3) as cl:
+        addrs = _ports(cl)
+        with KafkaClient(addrs[0]) as c:
+            md = c.call(ApiKey.METADATA, 12, topics=None)
+            leaders = {int(p.partition_index): int(p.leader_id) for p in md.topics[0].partitions}
+        other = (leaders[0] + 1) % 3
+        with KafkaClient(addrs[other]) as c:
+            assert _delete_records(c, "t", {0: 0}) == [(0, E.not_leader_or_follower, -1)]
+        with KafkaClient(addrs[leaders[0]]) as c:
+            assert _delete_records(c, "t", {0: -1}) == [(0, 0, 0)]
