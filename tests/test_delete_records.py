@@ -141,6 +141,20 @@ def test_a_start_beyond_a_cut_file_is_lowered_and_a_damaged_checkpoint_stops(
         TopicRegistry(tmp_path)
 
 
+def test_serve_stops_with_one_line_on_a_damaged_checkpoint(tmp_path: Path) -> None:
+    import subprocess
+
+    from .conftest import GROUPCOORD
+
+    data = tmp_path / "data"
+    TopicRegistry(data).close()
+    (data / "log-start-offset-checkpoint").write_text("0\n5\n")
+    r = subprocess.run([*GROUPCOORD, "serve", "--port", "0", "--data-dir", str(data)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    assert "log-start-offset-checkpoint" in r.stderr and "Traceback" not in r.stderr
+
+
 # ------------------------------------------------------------------ over the wire
 
 
