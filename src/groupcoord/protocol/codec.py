@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_writer
 from kio.serial._introspect import (
     EntityField,
     EntityTupleField,
@@ -45,6 +45,7 @@ from kio.serial._introspect import (
     is_optional,
 )
 
+from groupcoord.protocol import bounds
 from groupcoord.protocol.extensions import extension_class
 from groupcoord.protocol.framing import frame
 from groupcoord.protocol.versions import ApiKey
@@ -202,9 +203,12 @@ _WRITERS: dict[type[Any], Callable[[Any, Any], None]] = {}
 
 
 def _reader(cls: type[Any]) -> Callable[[bytes, int], tuple[Any, int]]:
+    """kio's reader of ``cls`` behind the frame-bounded check of ``protocol/bounds.py``: kio's
+    native decoder reserves memory for an array's claimed length before reading it, so a
+    hostile length prefix would abort the process; the check refuses it first."""
     r = _READERS.get(cls)
     if r is None:
-        r = _READERS[cls] = entity_reader(cls)
+        r = _READERS[cls] = bounds.bounded_reader(cls)
     return r
 
 

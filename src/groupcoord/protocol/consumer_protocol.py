@@ -34,9 +34,11 @@ from kio.schema.consumer_protocol_subscription.v1 import data as s1
 from kio.schema.consumer_protocol_subscription.v2 import data as s2
 from kio.schema.consumer_protocol_subscription.v3 import data as s3
 from kio.schema.types import TopicName
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_writer
 from kio.serial.writers import Writable
 from kio.static.primitive import i32
+
+from groupcoord.protocol.bounds import bounded_reader
 
 __all__ = [
     "LATEST_VERSION",
@@ -97,7 +99,7 @@ class Assignment:
 def _read(cls: type[Any], raw: bytes) -> Any:
     r = _readers.get(cls)
     if r is None:
-        r = _readers[cls] = entity_reader(cls)
+        r = _readers[cls] = bounded_reader(cls)
     try:
         entity, _ = r(raw, 2)
     except Exception as e:  # kio raises assorted errors on truncated or garbled bytes
