@@ -88,11 +88,16 @@ def _fixed(size: int) -> Step:
         if pos > end:
             raise BoundsError("frame ends inside a field")
         return pos
+    step.fixed_size = size  # type: ignore[attr-defined]
     return step
 
 
 def _compact_blob(buf: bytes, pos: int, end: int) -> int:
-    n, pos = read_uvarint(buf, pos, end)
+    if pos < end and buf[pos] < 0x80:  # the usual one-byte length
+        n = buf[pos]
+        pos += 1
+    else:
+        n, pos = read_uvarint(buf, pos, end)
     if n > 0:
         pos += n - 1
         if pos > end:
@@ -215,13 +220,21 @@ def _compile(cls: type[Any]) -> Step:
     flexible = bool(cls.__flexible__)
     steps: list[Step] = []
     tagged: dict[int, Step] = {}
+    fixed = 0  # consecutive fixed-size fields are checked as one step
     for field in dataclasses.fields(cls):
         tag = get_field_tag(field)
-        step, _least = _field_step(field, flexible, tag is not None)
-        if tag is None:
-            steps.append(step)
-        else:
+        step, least = _field_step(field, flexible, tag is not None)
+        if tag is not None:
             tagged[int(tag)] = step
+        elif getattr(step, "fixed_size", None) is not None:
+            fixed += least
+        else:
+            if fixed:
+                steps.append(_fixed(fixed))
+                fixed = 0
+            steps.append(step)
+    if fixed:
+        steps.append(_fixed(fixed))
     fields = tuple(steps)
 
     if not flexible:
@@ -234,6 +247,8 @@ def _compile(cls: type[Any]) -> Step:
     def check_flexible(buf: bytes, pos: int, end: int) -> int:
         for s in fields:
             pos = s(buf, pos, end)
+        if pos < end and buf[pos] == 0:  # the usual case: no tagged fields
+            return pos + 1
         count, pos = read_uvarint(buf, pos, end)
         if count > end - pos:
             raise BoundsError(f"{count} tagged fields, {end - pos} bytes left")
