@@ -216,12 +216,40 @@ class _Lazy:
         return self.step(buf, pos, end)
 
 
+_COMPACT_INLINE = """\
+    if pos >= end:
+        raise BoundsError("frame ends at a compact length")
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = read_uvarint(buf, pos, end)
+    if n:
+        pos += n - 1
+        if pos > end:
+            raise BoundsError(f"compact string/bytes of {n - 1} bytes, frame ends before")
+"""
+
+
 def _compile(cls: type[Any]) -> Step:
+    """The check of ``cls`` as one generated function: fixed-size runs and compact lengths
+    inline (the common fields of hot requests), other fields through their step closures."""
     flexible = bool(cls.__flexible__)
-    steps: list[Step] = []
     tagged: dict[int, Step] = {}
-    fixed = 0  # consecutive fixed-size fields are checked as one step
-    for field in dataclasses.fields(cls):
+    scope: dict[str, Any] = {"BoundsError": BoundsError, "read_uvarint": read_uvarint,
+                             "tagged_fields": _tagged_fields, "tagged": tagged}
+    lines = ["def check(buf, pos, end):"]
+    fixed = 0  # consecutive fixed-size fields are checked as one run
+
+    def flush() -> None:
+        nonlocal fixed
+        if fixed:
+            lines.append(f"    pos += {fixed}")
+            lines.append("    if pos > end:")
+            lines.append("        raise BoundsError('frame ends inside a field')")
+            fixed = 0
+
+    for i, field in enumerate(dataclasses.fields(cls)):
         tag = get_field_tag(field)
         step, least = _field_step(field, flexible, tag is not None)
         if tag is not None:
@@ -229,40 +257,40 @@ def _compile(cls: type[Any]) -> Step:
         elif getattr(step, "fixed_size", None) is not None:
             fixed += least
         else:
-            if fixed:
-                steps.append(_fixed(fixed))
-                fixed = 0
-            steps.append(step)
-    if fixed:
-        steps.append(_fixed(fixed))
-    fields = tuple(steps)
+            flush()
+            if step is _compact_blob:
+                lines.append(_COMPACT_INLINE.rstrip("\n"))
+            else:
+                scope[f"s{i}"] = step
+                lines.append(f"    pos = s{i}(buf, pos, end)")
+    flush()
+    if flexible:
+        lines.append("    if pos < end and buf[pos] == 0:  # the usual case: no tagged fields")
+        lines.append("        return pos + 1")
+        lines.append("    return tagged_fields(buf, pos, end, tagged)")
+    else:
+        lines.append("    return pos")
+    exec("\n".join(lines), scope)  # source built above from the schema only
+    check: Step = scope["check"]
+    return check
 
-    if not flexible:
-        def check(buf: bytes, pos: int, end: int) -> int:
-            for s in fields:
-                pos = s(buf, pos, end)
-            return pos
-        return check
 
-    def check_flexible(buf: bytes, pos: int, end: int) -> int:
-        for s in fields:
-            pos = s(buf, pos, end)
-        if pos < end and buf[pos] == 0:  # the usual case: no tagged fields
-            return pos + 1
-        count, pos = read_uvarint(buf, pos, end)
-        if count > end - pos:
-            raise BoundsError(f"{count} tagged fields, {end - pos} bytes left")
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos, end)
-            size, pos = read_uvarint(buf, pos, end)
-            if size > end - pos:
-                raise BoundsError(f"tagged field {tag} of {size} bytes, {end - pos} left")
-            known = tagged.get(tag)
-            if known is not None:
-                known(buf, pos, pos + size)
-            pos += size
-        return pos
-    return check_flexible
+def _tagged_fields(buf: bytes, pos: int, end: int, tagged: dict[int, Step]) -> int:
+    """A flexible entity's tagged-field section (KIP-482): known tags walked inside their
+    declared size, unknown ones skipped."""
+    count, pos = read_uvarint(buf, pos, end)
+    if count > end - pos:
+        raise BoundsError(f"{count} tagged fields, {end - pos} bytes left")
+    for _ in range(count):
+        tag, pos = read_uvarint(buf, pos, end)
+        size, pos = read_uvarint(buf, pos, end)
+        if size > end - pos:
+            raise BoundsError(f"tagged field {tag} of {size} bytes, {end - pos} left")
+        known = tagged.get(tag)
+        if known is not None:
+            known(buf, pos, pos + size)
+        pos += size
+    return pos
 
 
 def check_body(cls: type[Any], buf: bytes, offset: int) -> int:
