@@ -202,13 +202,16 @@ def _security_args(security: str, certs_dir: Path, data_dir: Path) -> list[str]:
 
 @contextlib.contextmanager
 def serve(security: str, work: Path, certs_dir: Path, log: Path,
-          auto_create: bool = True, extra_configs: Sequence[str] = ()) -> Iterator[Server]:
+          auto_create: bool = True, extra_configs: Sequence[str] = (),
+          brokers: int = 1) -> Iterator[Server]:
     """A fresh ``groupcoord serve`` (memory storage) for one test, with ``extra_configs``
     (``KEY=VALUE``) after :data:`SERVER_CONFIGS`; stopped on exit."""
     data_dir = work / "data"
     data_dir.mkdir(parents=True)
     cmd = [sys.executable, "-m", "groupcoord", "-v", "serve", "--storage", "memory",
            "--data-dir", str(data_dir), *_security_args(security, certs_dir, data_dir)]
+    if brokers > 1:
+        cmd += ["--brokers", str(brokers)]
     for c in SERVER_CONFIGS:
         if c.startswith("auto.create.topics.enable=") and not auto_create:
             c = "auto.create.topics.enable=false"
@@ -351,7 +354,8 @@ def run_case(case: Case, protocol: str, security: str, tests_dir: Path, out_dir:
     started = time.monotonic()
     try:
         with serve(security, work, certs_dir, work / "server.log",
-                   auto_create=scenario != "noautocreate", extra_configs=extra_configs) as server:
+                   auto_create=scenario != "noautocreate", extra_configs=extra_configs,
+                   brokers=case.brokers) as server:
             conf = work / "test.conf"
             conf.write_text(client_conf(server.bootstrap, security, certs_dir))
             libs = [str(tests_dir.parent / "src"), str(tests_dir.parent / "src-cpp")]

@@ -55,6 +55,9 @@ class Case:
     #: A share consumer test: ``group.protocol`` means nothing to it, so it runs once, in the
     #: protocol column ``share``, not once per consumer group protocol.
     share: bool = False
+    #: Brokers of the server (``groupcoord serve --brokers N``): 0103 creates its topics with
+    #: replication factor 3.
+    brokers: int = 1
 
 
 CASES: tuple[Case, ...] = (
@@ -76,6 +79,8 @@ CASES: tuple[Case, ...] = (
     Case("0091", "max.poll.interval.ms with a slow poll"),
     Case("0099", "commit metadata", ci=True),
     Case("0102", "static group membership"),
+    Case("0103", "transactions: commit, abort, fencing, read_committed (3 brokers)",
+         brokers=3),
     Case("0112", "assign() of an unknown partition"),
     Case("0118", "commit during a rebalance"),
     Case("0122", "buffer cleaning after a rebalance"),
