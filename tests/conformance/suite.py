@@ -14,9 +14,9 @@ A *known failure* is a test name that is expected to fail, with the reason; the 
 when it fails and says so when it passes. The transactional sub-tests of 0061 and 0137, listed
 before groupcoord served transactions, pass now.
 
-Not run either: 0103 (transactions), whose topics are created with a replication factor of 3
-(a cluster of three brokers with replicas); 0098 (a Java producer, ``KAFKA_PATH``); 0105 (the
-mock cluster only).
+0103 (transactions) runs against three brokers (``Case.brokers``): its topics are created with
+a replication factor of 3. Not run: 0098 (a Java producer, ``KAFKA_PATH``); 0105 (the mock
+cluster only).
 
 Known failure of the share consumer tests: zstd (the suite's build has none); 0170's
 DeleteRecords sub-test passes since DeleteRecords is served.
