@@ -149,3 +149,38 @@ def test_acls(tmp_path: Any) -> None:
         assert describe() == 0
         assert abort() == 0
         assert list_latest(admin, 0) == 1
+
+
+def test_cli_find_hanging_and_abort(cluster: Cluster) -> None:
+    """``groupcoord transactions find-hanging`` shows the ghost (not the tracked transaction of
+    a live producer), ``abort`` ends it; then nothing hangs and the LSO is the high watermark."""
+    import json
+    import subprocess
+    import sys
+
+    def gc(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "groupcoord", "transactions", *args,
+                               "--bootstrap-server", cluster.bootstrap_servers],
+                              capture_output=True, text=True, timeout=60)
+
+    with KafkaClient(cluster.bootstrap_servers) as c:
+        ghost = int(c.init_producer_id().producer_id)
+        assert hang(cluster, ghost, b"ghost") == 0
+        live = new_pid(c, "live")  # open, tracked by the coordinator: not hanging
+        assert produce(c, batch([b"live"], live, 0, 0, txn=True), "live") == (0, 1)
+    out = gc("find-hanging", "--topic", TOPIC, "--max-transaction-timeout", "0", "--json")
+    assert out.returncode == 0, out.stderr
+    assert [(h["producer_id"], h["start_offset"]) for h in json.loads(out.stdout)] == [(ghost, 0)]
+    missing = gc("abort", "--topic", TOPIC, "--partition", "0", "--start-offset", "5")
+    assert missing.returncode == 1 and "no open transaction starts at offset 5" in missing.stderr
+    out = gc("abort", "--topic", TOPIC, "--partition", "0", "--start-offset", "0")
+    assert out.returncode == 0, out.stderr
+    out = gc("find-hanging", "--topic", TOPIC, "--max-transaction-timeout", "0", "--json")
+    assert json.loads(out.stdout) == []
+    with KafkaClient(cluster.bootstrap_servers) as c:
+        assert c.call(ApiKey.END_TXN, 3, transactional_id="live", producer_id=live,
+                      producer_epoch=0, committed=True).error_code == 0
+        assert list_latest(c, 1) == list_latest(c, 0) == 4
+    assert read_committed(cluster, 1) == [b"live"]
+    unknown = gc("find-hanging", "--topic", "nope")
+    assert unknown.returncode == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in unknown.stderr
