@@ -190,8 +190,11 @@ class TransactionApis(ApiFamily):
             result = self._unavailable()
         else:
             pid, epoch, commit = int(body.producer_id), int(body.producer_epoch), bool(body.committed)
+            # answered once PrepareCommit / PrepareAbort is durable, as Kafka answers it; the
+            # markers follow right after the answer (server/transaction_runtime.py)
             result = runtime.run(lambda c: c.end_txn(tid, pid, epoch, commit,
-                                                     runtime.clock.now_ms()))
+                                                     runtime.clock.now_ms()),
+                                 defer_markers=True)
         return self._resp(ctx, throttle_time=0, error_code=self._code(ctx, result))
 
     # ------------------------------------------------------------------ admin (KIP-664)
