@@ -19,7 +19,7 @@ Not run either: 0103 (transactions), whose topics are created with a replication
 mock cluster only).
 
 Known failures of the share consumer tests: DeleteRecords (not served) and zstd (the suite's
-build has none); 0177's transactional producers until the transaction coordinator is served.
+build has none).
 The share consumer tests' ``_local`` and ``_mock`` tests run against librdkafka's mock broker and
 are left out like every local test.
 """
@@ -114,10 +114,6 @@ KNOWN_FAILURES: dict[str, tuple[str, str]] = {
         "do_test_all_compression_codecs",
         "the suite is built without zstd (CONFIGURE's --disable-zstd): the zstd producer cannot "
         "be configured"),
-    "0177_share_consumer_transactions": (
-        "do_test_committed_transaction",
-        "transactions: its producers are transactional (InitProducerId with a transactional "
-        "id), not served by groupcoord"),
 }
 
 
