@@ -19,6 +19,7 @@ trees side by side, same time (each from its own ``src``)::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import hashlib
 import json
@@ -90,7 +91,7 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def _one(arg: tuple[int, str]) -> tuple[int, float, int, str]:
+def _one(arg: tuple[int, str]) -> tuple[int, float, int, str, dict[str, Any]]:
     from groupcoord.lab.runs import flatten, run_one
 
     i, selection = arg
@@ -108,14 +109,15 @@ def _one(arg: tuple[int, str]) -> tuple[int, float, int, str]:
                     {k: v for k, v in summary.items()
                      if k != "checkpoints" and not k.endswith("_checks")}, sort_keys=True)
     digest = hashlib.sha256(json.dumps(tables, sort_keys=True, default=str).encode()).hexdigest()
-    return i, cpu, int(res["steps"] or 0), digest
+    return i, cpu, int(res["steps"] or 0), digest, tables
 
 
-def measure(out: str | None, selection: str, jobs: int) -> dict[str, Any]:
+def measure(out: str | None, selection: str, jobs: int,
+            keep_rows: bool = False) -> dict[str, Any]:
     """Run the selected runs in a pool of ``jobs`` processes, largest groups first; the
     result (written to ``out`` as JSON when given): wall and CPU seconds, CPU per grid, and
     ``spec_cpu_s``, the whole spec's CPU estimated from it (each grid's CPU per run times its
-    runs in the spec)."""
+    runs in the spec). ``keep_rows``: each run's rows too, for ``--compare``'s tolerance."""
     import groupcoord
 
     runs = _runs(selection)
@@ -123,11 +125,14 @@ def measure(out: str | None, selection: str, jobs: int) -> dict[str, Any]:
     w0 = time.perf_counter()
     found: dict[str, dict[str, Any]] = {}
     with Pool(jobs) as pool:
-        for i, cpu, steps, digest in pool.imap_unordered(_one, [(i, selection) for i in order]):
+        for i, cpu, steps, digest, tables in pool.imap_unordered(
+                _one, [(i, selection) for i in order]):
             r = runs[i]
             found[r.run_id] = {"grid": grid_of(r), "cpu_s": round(cpu, 3), "steps": steps,
                                "rows": digest, "run": f"{r.scenario}/{r.protocol}/{r.size}/"
                                                      f"{r.workload}/{r.replicate}"}
+            if keep_rows:
+                found[r.run_id]["tables"] = tables
     wall = time.perf_counter() - w0
     grids: dict[str, float] = {}
     counts: dict[str, int] = {}
@@ -168,7 +173,39 @@ def run(quick: bool = False) -> list[Result]:
     return out
 
 
-def compare(a_path: str, b_path: str) -> int:
+def _differences(a: Any, b: Any, rel_tol: float, where: str = "") -> list[str]:
+    """Where two runs' rows differ: a number of a lag column (``lag`` in its name, or in the
+    summary's JSON) by more than ``rel_tol`` (relative; absolute below 1e-3 records), anything
+    else at all."""
+    if isinstance(a, str) and isinstance(b, str) and a.startswith("{") and b.startswith("{"):
+        with contextlib.suppress(ValueError):
+            a, b = json.loads(a), json.loads(b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        out: list[str] = []
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                out.append(f"{where}.{k}: in one only")
+            else:
+                out += _differences(a[k], b[k], rel_tol, f"{where}.{k}")
+        return out
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{where}: {len(a)} rows against {len(b)}"]
+        return [d for i, (x, y) in enumerate(zip(a, b, strict=True))
+                for d in _differences(x, y, rel_tol, f"{where}[{i}]")]
+    if a == b:
+        return []
+    if "lag" in where.rsplit(".", 1)[-1] and isinstance(a, int | float) \
+            and isinstance(b, int | float) and not isinstance(a, bool) \
+            and abs(a - b) <= max(rel_tol * max(abs(a), abs(b)), 1e-3):
+        return []
+    return [f"{where}: {a!r} -> {b!r}"]
+
+
+def compare(a_path: str, b_path: str, rel_tol: float | None = None) -> int:
+    """The CPU per grid of two measurements and the runs whose rows differ; with
+    ``rel_tol`` (both files written with ``--rows``), lag columns may differ by that much
+    (relative) and every other difference is printed."""
     with open(a_path) as f:
         a = json.load(f)
     with open(b_path) as f:
@@ -177,13 +214,70 @@ def compare(a_path: str, b_path: str) -> int:
         x, y = a["grids"].get(g, 0.0), b["grids"].get(g, 0.0)
         print(f"{g:<16} {x:8.1f} s {y:8.1f} s  {(y / x - 1) * 100 if x else 0:+.0f} %")
     print(f"{'total':<16} {a['cpu_s']:8.1f} s {b['cpu_s']:8.1f} s")
-    differ = [k for k in a["runs"] if k in b["runs"] and a["runs"][k]["rows"] != b["runs"][k]["rows"]]
-    missing = set(a["runs"]) ^ set(b["runs"])
-    for k in differ:
+    differ = []
+    for k in a["runs"]:
+        if k not in b["runs"] or a["runs"][k]["rows"] == b["runs"][k]["rows"]:
+            continue
+        ra, rb = a["runs"][k], b["runs"][k]
+        if rel_tol is not None and "tables" in ra and "tables" in rb:
+            found = _differences(ra["tables"], rb["tables"], rel_tol)
+            if not found:
+                continue
+            for d in found[:5]:
+                print(f"  {ra['run']}: {d}")
+        differ.append(k)
         print(f"rows differ: {a['runs'][k]['run']}")
-    print(f"{len(set(a['runs']) & set(b['runs']))} runs compared, {len(differ)} differ, "
+    missing = set(a["runs"]) ^ set(b["runs"])
+    print(f"{len(set(a['runs']) & set(b['runs']))} runs compared, {len(differ)} differ"
+          f"{'' if rel_tol is None else f' beyond {rel_tol:g} on lag columns'}, "
           f"{len(missing)} in one file only")
     return 1 if differ or missing else 0
+
+
+def schedule_estimate(path: str, cores: int = 2, draws: int = 50) -> dict[str, float]:
+    """The whole spec's wall time on ``cores`` estimated from a measurement (``out`` of
+    :func:`measure`), every run costing its cell's first seed: Spark's list scheduling (each
+    task to the first free core, in partition order) replayed for the sweep's order
+    (``lab.sweep.task_chunks``: largest first) and for the order before it (run ids, spread by
+    ``repartition``'s round robin from a random start per input slice: ``draws`` draws)."""
+    import heapq
+    import random
+
+    from groupcoord.lab.sweep import runs_per_task, task_chunks
+
+    with open(path) as f:
+        found = json.load(f)
+    cell = {v["run"].rsplit("/", 1)[0]: v["cpu_s"] for v in found["runs"].values()}
+    runs = expand(load_spec("paper"))
+
+    def cpu(r: RunParams) -> float:
+        return float(cell[f"{r.scenario}/{r.protocol}/{r.size}/{r.workload}"])
+
+    def makespan(tasks: list[list[RunParams]]) -> float:
+        free = [0.0] * cores
+        for t in tasks:
+            heapq.heappush(free, heapq.heappop(free) + sum(map(cpu, t)))
+        return max(free)
+
+    per = runs_per_task(len(runs), cores)
+    n_tasks = -(-len(runs) // per)
+    by_id = sorted(runs, key=lambda r: r.run_id)
+    half = -(-len(by_id) // cores)
+    old = []
+    for seed in range(draws):
+        rnd = random.Random(seed)
+        tasks: list[list[RunParams]] = [[] for _ in range(n_tasks)]
+        for s in range(cores):
+            start = rnd.randrange(n_tasks)
+            for j, r in enumerate(by_id[s * half:(s + 1) * half]):
+                tasks[(start + j) % n_tasks].append(r)
+        old.append(makespan(tasks))
+    old.sort()
+    total = sum(map(cpu, runs))
+    return {"runs": len(runs), "cpu_s": round(total, 1),
+            "bound_s": round(max(total / cores, max(map(cpu, runs))), 1),
+            "largest_first_s": round(makespan(task_chunks(runs, per, cores)), 1),
+            "before_median_s": round(old[len(old) // 2], 1), "before_worst_s": round(old[-1], 1)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -192,12 +286,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--first-seed", action="store_true", help="every cell's first seed only")
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--compare", nargs=2, metavar=("A", "B"))
+    p.add_argument("--rows", action="store_true", help="keep each run's rows in the output")
+    p.add_argument("--rel-tol", type=float, default=None,
+                   help="with --compare: lag columns may differ by this much (relative)")
+    p.add_argument("--schedule", metavar="MEASUREMENT",
+                   help="the whole spec's wall time on 2 cores estimated from a measurement, "
+                        "the sweep's order against the one before it")
     ns = p.parse_args(argv)
+    if ns.schedule:
+        print(json.dumps(schedule_estimate(ns.schedule)))
+        return 0
     if ns.compare:
-        return compare(*ns.compare)
+        return compare(*ns.compare, rel_tol=ns.rel_tol)
     if not ns.out:
         p.error("give the output file (or --compare A B)")
-    res = measure(ns.out, "first" if ns.first_seed else "all", ns.jobs)
+    res = measure(ns.out, "first" if ns.first_seed else "all", ns.jobs, keep_rows=ns.rows)
     print(json.dumps({k: res[k] for k in ("groupcoord", "wall_s", "cpu_s", "grids",
                                           "spec_cpu_s")}))
     return 0

@@ -5,6 +5,7 @@ counted), and the whole spec's CPU estimated from them. No timing assertions."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from benchmarks import paper_cells
 from benchmarks._harness import Result
@@ -34,3 +35,19 @@ def test_quick_run_shape() -> None:
     estimate = sum(r.value / r.params["runs"] * r.params["spec_runs"] for r in per_grid)
     assert math.isclose(by_name["lab.paper.spec_cpu_ms"].value, estimate, rel_tol=0.01)
     assert sum(r.params["spec_runs"] for r in per_grid) == len(paper_cells._runs("all"))
+
+
+def test_the_schedule_estimate_replays_both_orders_on_two_cores(tmp_path: Any) -> None:
+    import json
+
+    # a measurement whose runs cost their members in seconds (the spec's cells, first seeds)
+    runs = {r.run_id: {"cpu_s": float(r.size or 10),
+                       "run": f"{r.scenario}/{r.protocol}/{r.size}/{r.workload}/0"}
+            for r in paper_cells._runs("first")}
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"runs": runs}))
+    est = paper_cells.schedule_estimate(str(path), draws=5)
+    assert est["runs"] == len(paper_cells._runs("all"))
+    assert est["bound_s"] <= est["largest_first_s"] <= est["before_median_s"] \
+        <= est["before_worst_s"]
+    assert est["largest_first_s"] <= est["bound_s"] * 1.05  # largest first: near the bound

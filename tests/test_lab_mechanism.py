@@ -12,8 +12,15 @@ from hypothesis import strategies as st
 
 from groupcoord.lab.findings import BY_COLUMN
 from groupcoord.lab.limits import calibration_items
-from groupcoord.lab.mechanism import DEFAULT_FETCH_MS, mechanisms, member_load, row_loads
-from groupcoord.lab.verdict import grid_verdicts
+from groupcoord.lab.mechanism import (
+    DEFAULT_FETCH_MS,
+    busiest_partitions,
+    claim_conditions,
+    mechanisms,
+    member_load,
+    row_loads,
+)
+from groupcoord.lab.verdict import claims, grid_verdicts
 
 SETTINGS = {"classic:eager": {"heartbeat.interval.ms": 3000, "session.timeout.ms": 45000},
             "classic:cooperative": {"heartbeat.interval.ms": 3000,
@@ -25,7 +32,7 @@ SETTINGS = {"classic:eager": {"heartbeat.interval.ms": 3000, "session.timeout.ms
 def _run(protocol: str, seed: int, size: int = 10, **cols: Any) -> dict[str, Any]:
     return {"protocol": protocol, "scenario": "scale-out", "size": size, "members": size,
             "workload": "4x250", "fault_rate": 0.0, "seed": seed, "ok": True,
-            "caught_up": True, "total_partitions": 1000,
+            "caught_up": True, "total_partitions": 1000, "total_topics": 4,
             "work_model": "1.6 rec/s, 0.5 ms/rec, max.poll.records 500", **cols}
 
 
@@ -47,8 +54,42 @@ def test_the_load_per_member_is_the_partitions_rate_over_the_members(
 def test_load_changes_with_the_size_where_partitions_stay_fixed() -> None:
     loads = row_loads([_run("classic:eager", 0, size=10), _run("classic:eager", 0, size=100)])
     ten, hundred = loads[("scale-out", 10, "4x250", 0.0)], loads[("scale-out", 100, "4x250", 0.0)]
-    assert ten.text() == "160 rec/s, 8.0% busy per member"
-    assert hundred.text() == "16 rec/s, 0.8% busy per member"
+    # one member fewer: 9 members, range 4 x 28 partitions, balanced 112; 99: 4 x 3, 11
+    assert ten.text() == ("160 rec/s, 8.0% busy per member; busiest member, one member fewer: "
+                          "9.0% under range, 9.0% balanced")
+    assert hundred.text() == ("16 rec/s, 0.8% busy per member; busiest member, one member "
+                              "fewer: 1.0% under range, 0.9% balanced")
+    assert not ten.overloaded and not hundred.overloaded
+
+
+def test_the_busiest_member_under_range_and_a_balanced_assignor() -> None:
+    """The review's cases: 7 members on 4 x 8 partitions, range gives the first one 2 of each
+    topic (8: 160 % busy at 10 records/s and 20 ms), a balanced assignor at most 5 (100 %);
+    on 1 x 32 range balances as well as any."""
+    assert busiest_partitions(4, 8, 7, "range") == 8
+    assert busiest_partitions(4, 8, 7, "uniform") == 5
+    assert busiest_partitions(1, 32, 7, "range") == busiest_partitions(1, 32, 7, "sticky") == 5
+    ld = member_load({"protocol": "classic:eager", "members": 8, "total_partitions": 32,
+                      "total_topics": 4, "work_model": "10 rec/s, 20 ms/rec"})
+    assert ld is not None and ld.overloaded
+    assert (round(ld.busiest_range, 3), round(ld.busiest_balanced, 3)) == (1.6, 1.0)
+    assert "NEAR SATURATION" in ld.text()
+
+
+def test_a_row_whose_lag_never_caught_up_is_flagged() -> None:
+    runs = [_run("classic:eager", s, recovered=s != 2) for s in range(5)]
+    (ld,) = row_loads(runs).values()
+    assert (ld.runs, ld.not_recovered) == (5, 1) and ld.overloaded
+    assert "NOT CAUGHT UP in 1 of 5 runs: lag still there 60 s after the group converged" \
+        in ld.text()
+
+
+@given(st.integers(1, 8), st.integers(1, 300), st.integers(1, 400))
+def test_range_is_never_better_balanced_than_a_balanced_assignor(
+        topics: int, partitions: int, members: int) -> None:
+    r = busiest_partitions(topics, partitions, members, "range")
+    b = busiest_partitions(topics, partitions, members, "uniform")
+    assert b <= r and b * members >= topics * partitions
 
 
 def test_the_reason_is_computed_from_the_runs_downtime_and_moves() -> None:
@@ -223,3 +264,32 @@ def test_a_topics_growth_is_explained_by_the_metadata_refresh_and_the_heartbeat(
     crash = [{**r, "scenario": "crash"} for r in runs]
     assert not any("the topic grows" in t for t in mechanisms(
         ["classic:eager", "consumer:uniform"], settings, crash))
+
+
+def test_a_sentence_names_the_conditions_its_mark_rests_on() -> None:
+    """The review's S10 and S12: cooperative's edge on a crash is a few percent of a lag set
+    by the 45 s session timeout, and its closest seeds are barely apart; the sentence says so,
+    with the row's load and poll length and that members learn of a rebalance together."""
+    settings = json.dumps({"heartbeat.interval.ms": 3000, "session.timeout.ms": 45000})
+    runs = [_run(p, s, scenario="crash", lag_record_s=v + 10 * s, settings_json=settings)
+            for s in range(5) for p, v in (("classic:cooperative", 100_000),
+                                           ("classic:eager", 106_000))]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [
+        {"name": "consumers", "metrics": ["lag_record_s"], "seeds": 5,
+         "protocols": ["classic:eager", "classic:cooperative"]}]}, runs)
+    (c,) = claims([g])
+    text = claim_conditions(c, [g], runs)
+    assert "narrow: the closest seeds are" in text
+    assert "a 6% difference of the medians" in text
+    assert "8% busy, polls of about" in text and "at the same moment" in text
+    assert "session timeout (45 s)" in text
+    # a wide, large difference on a scale-out: only the row's conditions
+    far = [{**r, "scenario": "scale-out", "lag_record_s": r["lag_record_s"] * (
+        10 if r["protocol"] == "classic:eager" else 1)} for r in runs]
+    (g2,) = grid_verdicts({"spec": "paper", "grids": [
+        {"name": "consumers", "metrics": ["lag_record_s"], "seeds": 5,
+         "protocols": ["classic:eager", "classic:cooperative"]}]}, far)
+    (c2,) = claims([g2])
+    text2 = claim_conditions(c2, [g2], far)
+    assert "narrow" not in text2 and "difference of the medians" not in text2
+    assert "session" not in text2 and "busy, polls of about" in text2

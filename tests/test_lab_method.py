@@ -299,3 +299,114 @@ def test_a_control_at_its_fixed_point_skips_ahead_without_changing_a_figure(
              "task_restarts", "resources_moved", "resource_downtime_ms", "records_processed")
     assert [{k: w[k] for k in costs} for w in figures[0]] == [
         {k: w[k] for k in costs} for w in figures[1]]
+
+
+# --------------------------------------------------------------------------- overlapping windows
+
+#: A crash, then a join 10 s later: the crash's window (45 s session) is still open at the join.
+OVERLAP = {"group": {"members": 6, "topics": {"foo": 24}},
+           "events": [{"at_ms": 30000, "kind": "crash", "member": "c3"},
+                      {"at_ms": 40000, "kind": "scale-out", "count": 1}],
+           "workload": {"records_per_s": 20}}
+
+#: Figures that add up over time (the lag's peak does not: the windows' highest is the union's).
+ADDITIVE = ("group_epoch_bumps", "resources_moved", "resource_downtime_ms", "messages",
+            "records_written", "records_processed", "lag_record_s", "stall_ms",
+            "paused_partition_s", "records_reprocessed", "task_restarts")
+
+
+def _windows_and_union(sim: Any, first: str, last: str, ends: list[int] | None = None) -> tuple[
+        list[dict[str, Any]], dict[str, Any]]:
+    """Run ``sim`` (a control when ``ends`` is given) with a window of its own over the union
+    of the disturbances' windows: opened with the first, its figures taken as the last closes."""
+    from copy import copy
+    union: dict[str, Any] = {}
+    held: list[Any] = []
+    open_window, close = sim.open_window, sim._close
+
+    def opening(label: str, start: int, settle: int) -> None:
+        open_window(label, start, settle)
+        if label == first and not held:
+            held.append(copy(sim.windows[-1]))  # never cut: not among the open windows
+
+    def closing(w: Any) -> None:
+        close(w)
+        if w.label == last and held:
+            union.update(sim.window_figures(held[0]))
+
+    sim.open_window, sim._close = opening, closing
+    if ends is None:
+        res = sim.run()
+        windows = [w for w in res.disturbances if w["disturbance"] != "initial-join"]
+    else:
+        sim.control = True
+        sim.start()
+        windows = sim.finish_control(ends)
+    return windows, union
+
+
+@pytest.mark.parametrize("protocol", ("classic:eager", "classic:cooperative", "consumer:uniform"))
+def test_overlapping_disturbances_count_each_moment_once(protocol: str) -> None:
+    """Two disturbances whose windows overlap: each moment counts in one window (the first is
+    cut where the second opens), so the windows' figures, in the run and in its control, and
+    hence their excess, add up to the figures of their union, and the run's headline costs are
+    the union's excess."""
+    p = _params(protocol, "crash-join", OVERLAP)
+    sc = build_scenario(p)
+    run, run_union = _windows_and_union(build_simulation(sc, p.seed, p.protocol), "crash",
+                                        "scale-out")
+    assert len(run) == 2 and run[0]["cut_ms"] == run[1]["at_ms"] and run[1]["cut_ms"] is None
+    assert run[0]["closed_ms"] > run[1]["at_ms"]  # they overlapped
+    ends = [int(w["closed_ms"]) for w in run]
+    control, control_union = _windows_and_union(
+        build_simulation(sc, p.seed, p.protocol, checkpoint_every=1 << 62), "crash",
+        "scale-out", ends)
+    assert control[0]["cut_ms"] == run[1]["at_ms"]
+    for windows, union in ((run, run_union), (control, control_union)):
+        for k in ADDITIVE:
+            assert sum(w[k] for w in windows) == pytest.approx(union[k], abs=1.01), k
+    row = run_one(p)
+    assert row["ok"] and row["disturbance_count"] == 2
+    for k in ("resources_moved", "resource_downtime_ms", "lag_record_s", "stall_ms"):
+        assert row[k] == pytest.approx(run_union[k] - control_union[k], abs=2.01), k
+    assert row["resources_moved"] > 0 and row["lag_record_s"] > 0
+
+
+#: Three members at 80 % busy; after the crash two carry its partitions: 120 %.
+OVERLOAD = {"group": {"members": 3, "topics": {"foo": 6}},
+            "events": [{"at_ms": 30000, "kind": "crash", "member": "c3"}],
+            "workload": {"records_per_s": 20, "processing_ms": 20}}
+
+
+@pytest.mark.parametrize("protocol", ("classic:cooperative", "consumer:uniform"))
+def test_a_run_whose_lag_never_catches_up_says_so(protocol: str) -> None:
+    """Overloaded after a crash, the group's lag is still there when the run ends: the run
+    says ``recovered`` false (the report flags its row); the same crash at 40 % busy
+    (60 % after it) recovers."""
+    over = run_one(_params(protocol, "overload", OVERLOAD))
+    assert over["ok"] and over["caught_up"] and over["recovered"] is False
+    under = run_one(_params(protocol, "under", {**OVERLOAD, "workload": {
+        "records_per_s": 20, "processing_ms": 10}}))
+    assert under["ok"] and under["recovered"] is True
+    assert under["lag_record_s"] < over["lag_record_s"]
+
+
+def test_each_seed_puts_the_disturbance_elsewhere_in_the_heartbeat_cycle() -> None:
+    """The first event comes after the warm-up at a phase drawn from the seed within one
+    heartbeat interval: twenty seeds spread over most of the interval, the same seed always
+    at the same phase, and the control (built from the same scenario) at the same time."""
+    from groupcoord.lab.runs import event_phase_ms
+
+    base = _params("classic:cooperative", "crash", size=4)
+    firsts = {}
+    for seed in range(20):
+        p = replace(base, seed=seed)
+        sc = build_scenario(p)
+        hb = sc.heartbeat_interval_ms
+        phase = event_phase_ms(sc, seed)
+        assert 0 <= phase < hb and build_scenario(p).events[0].at_ms == sc.events[0].at_ms
+        firsts[seed] = sc.events[0].at_ms
+    assert max(firsts.values()) - min(firsts.values()) > hb / 2
+    res, control = simulate_with_control(base, build_scenario(base))
+    assert control is not None and [w["at_ms"] for w in control] == [
+        w["at_ms"] for w in res.disturbances if w["disturbance"] != "initial-join"]

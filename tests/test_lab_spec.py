@@ -51,8 +51,9 @@ def test_builtin_specs_expand() -> None:
 
     assert {r.workload for r in runs if not is_connect_protocol(r.protocol)} == {
         "4x250", "4x1000", "field-costs", "light",
-        *(f"4x8-p{ms}ms" for ms in ("0.5", "2", "5", "10", "20"))}
-    assert {r.workload for r in runs if is_connect_protocol(r.protocol)} == {"16x8c"}
+        *(f"1x32-p{ms}ms-{pct}pct" for ms in (10, 20) for pct in (20, 30, 40))}
+    assert {r.workload for r in runs if is_connect_protocol(r.protocol)} == {
+        "16x8c", "16x8c-task1s", "16x8c-task5s"}
     assert {p for p in labels if is_connect_protocol(p)} == {
         label for label in labels if label.split(":")[0] in ("connect", "classic-connect")}
     assert set(BUILTIN_SPECS) == {"quick", "paper"}
@@ -266,20 +267,23 @@ def test_cli_runs_a_findings_command(capsys: pytest.CaptureFixture[str]) -> None
 def test_paper_spec_asks_the_seeds_questions() -> None:
     spec = load_spec("paper")
     names = {g.name for g in spec.grids}
-    assert {"kip415", "consumers", "consumers-1000", "rolling", "crossover", "anchor"} <= names
-    # the crossover grid sweeps the processing time per record, on the same seeds
-    cross = [r for r in expand(spec) if r.scenario == "scale-out" and r.size == 8
-             and r.protocol == "classic:eager"]
-    from groupcoord.lab.findings import work_value
+    assert {"kip415", "kip415-task-times", "consumers", "consumers-1000", "rolling",
+            "crossover-10ms", "crossover-20ms", "anchor"} <= names
+    # each crossover grid sweeps the members' load at one poll length, on the same seeds
+    from groupcoord.lab.findings import busy_pct, sweep_parameter, with_work_parameters
 
-    assert sorted({work_value(r.as_row(), "processing_ms") for r in cross}) == [
-        0.5, 2, 5, 10, 20]
-    assert len({r.seed for r in cross}) == 10
+    for ms in (10, 20):
+        cross = [r for r in expand(spec) if r.scenario == "scale-out" and r.size == 8
+                 and r.protocol == "classic:eager" and f"p{ms}ms" in r.workload]
+        rows = [{**r.as_row(), "members": 8, "total_partitions": 32} for r in cross]
+        assert sorted({busy_pct(r) for r in rows}) == [20, 30, 40]
+        assert sweep_parameter(with_work_parameters(rows)) == "busy_pct"
+        assert len({r.seed for r in cross}) == 10
     # rolling, crossover and field-costs carry enough seeds for sentences (>= 5) and for the
     # sign test (>= 10)
     assert {g.name: g.seeds for g in spec.grids
-            if g.name in ("rolling", "crossover", "field-costs")} == {
-        "rolling": 10, "crossover": 10, "field-costs": 10}
+            if g.name in ("rolling", "crossover-10ms", "crossover-20ms", "field-costs")} == {
+        "rolling": 10, "crossover-10ms": 10, "crossover-20ms": 10, "field-costs": 10}
     # KIP-415: the worker that leaves or bounces is a follower, and the delay is swept
     delays: dict[str, set[int]] = {}
     for r in expand(spec):
@@ -314,3 +318,32 @@ def test_the_labs_members_start_across_a_heartbeat_interval() -> None:
 
     spec, variant = resolve_protocol("consumer:uniform")
     assert "--start-spread-ms 5000" in spec.simulation(sc, 7, variant).reproduce_command()
+
+
+def test_paper_consumer_grids_stay_below_saturation_under_every_assignor() -> None:
+    """The spec's description says the busiest member stays under 70 % busy under every
+    assignor even with one member fewer (range included): true of every consumer cell, from
+    the scenario each run builds (its topics, partitions and workload)."""
+    from groupcoord.lab.mechanism import BUSY_LIMIT, busiest_partitions
+    from groupcoord.lab.spec import is_connect_protocol
+
+    spec = load_spec("paper")
+    assert "under 70 % busy under every assignor" in " ".join(spec.description.split())
+    seen = set()
+    for r in expand(spec):
+        key = (r.scenario, r.size, r.workload)
+        if is_connect_protocol(r.protocol) or key in seen or r.replicate:
+            continue
+        seen.add(key)
+        sc = build_scenario(r)
+        work = sc.workload
+        if work.idle:
+            continue
+        for assignor in ("range", "uniform"):
+            most = max(busiest_partitions(1, p, sc.members - 1, assignor) * len(sc.topics)
+                       if assignor == "range" else
+                       busiest_partitions(1, sum(q for _, q in sc.topics), sc.members - 1,
+                                          assignor) for _, p in sc.topics)
+            rate = max(work.rate_of(t) for t, _ in sc.topics)
+            busy = most * rate * work.processing_ms.average / 1000.0
+            assert busy <= BUSY_LIMIT, (key, assignor, busy)

@@ -44,17 +44,17 @@ def _run(protocol: str, seed: int, scenario: str = "crash", size: int = 10,
 
 
 def test_separated_ranges_beyond_the_floor_count_and_nothing_else() -> None:
-    assert beats([0, 100, 200], [1000, 1200, 5000], STALL)
+    assert beats([0, 50, 100, 150, 200], [1000, 1100, 1200, 3000, 5000], STALL)
     # separated, but by less than the floor (a heartbeat's jitter)
-    assert not beats([0, 100, 200], [300, 1200, 5000], STALL)
+    assert not beats([0, 50, 100, 150, 200], [300, 400, 1200, 3000, 5000], STALL)
     # overlapping ranges, even with a much lower median
-    assert not beats([0, 0, 3000], [2000, 2500, 9000], STALL)
-    # two seeds each never count (by chance one time in six)
-    assert not beats([0, 0], [9000, 9000], STALL)
+    assert not beats([0, 0, 0, 0, 3000], [2000, 2500, 2600, 2700, 9000], STALL)
+    # three seeds each never count (by chance one time in ten, either way round)
+    assert not beats([0, 0, 0], [9000, 9000, 9000], STALL)
     # higher is better: the other way round
     processed = BY_COLUMN["records_processed"]
-    assert beats([5000, 5200, 5300], [1000, 1100, 1200], processed)
-    assert not beats([1000, 1100, 1200], [5000, 5200, 5300], processed)
+    assert beats([5000, 5100, 5200, 5250, 5300], [1000, 1050, 1100, 1150, 1200], processed)
+    assert not beats([1000, 1050, 1100, 1150, 1200], [5000, 5100, 5200, 5250, 5300], processed)
 
 
 def test_the_chance_of_a_separation_without_a_difference() -> None:
@@ -63,7 +63,7 @@ def test_the_chance_of_a_separation_without_a_difference() -> None:
     assert math.isclose(separation_chance(21), 1 / math.comb(42, 21))
 
 
-values = st.lists(st.floats(min_value=0, max_value=1e6, allow_nan=False), min_size=3,
+values = st.lists(st.floats(min_value=0, max_value=1e6, allow_nan=False), min_size=5,
                   max_size=8)
 
 
@@ -87,16 +87,18 @@ def test_marks_best_tied_and_tie() -> None:
     def cells(**by_p: list[float]) -> dict[str, Cell]:
         return {p.replace("_", ":"): Cell(dict(enumerate(v))) for p, v in by_p.items()}
 
-    one = judge(cells(a_x=[0, 0, 0], b_x=[5000, 6000, 7000], c_x=[9000, 9000, 9500]), STALL)
+    one = judge(cells(a_x=[0, 0, 0, 0, 0], b_x=[5000, 5500, 6000, 6500, 7000],
+                      c_x=[9000, 9000, 9100, 9200, 9500]), STALL)
     assert (one.verdict, one.best, one.beaten) == ("best", ("a:x",), ("b:x", "c:x"))
     assert one.cells["a:x"].mark == "best" and one.cells["b:x"].mark == ""
     # b's range reaches into a's: they share the place
-    two = judge(cells(a_x=[0, 1500, 3000], b_x=[2000, 2500, 2600], c_x=[9000, 9000, 9500]), STALL)
+    two = judge(cells(a_x=[0, 500, 1500, 2000, 3000], b_x=[2000, 2500, 2550, 2580, 2600],
+                      c_x=[9000, 9000, 9100, 9200, 9500]), STALL)
     assert two.verdict == "tied" and set(two.best) == {"a:x", "b:x"}
     assert two.cells["b:x"].mark == "tied" and two.cells["c:x"].mark == ""
-    none = judge(cells(a_x=[0, 0, 100], b_x=[0, 200, 0]), STALL)
+    none = judge(cells(a_x=[0, 0, 100, 0, 0], b_x=[0, 200, 0, 0, 0]), STALL)
     assert none.verdict == "tie" and not any(c.mark for c in none.cells.values())
-    few = judge(cells(a_x=[0, 0], b_x=[9000, 9000]), STALL)
+    few = judge(cells(a_x=[0, 0, 0], b_x=[9000, 9000, 9000]), STALL)
     assert few.verdict == "few seeds" and not any(c.mark for c in few.cells.values())
 
 
@@ -107,7 +109,7 @@ def test_rows_follow_the_numbers_in_workload_names() -> None:
     rows = [{**_run(p, s, workload=f"4x8-p{ms:g}ms", lag_peak=10 * s),
              "work": json.dumps({"processing_ms": ms})}
             for ms in (10, 0.5, 20, 2, 5) for p in ("classic:eager", "consumer:uniform")
-            for s in range(3)]
+            for s in range(5)]
     g = grid_verdict({"name": "crossover", "metrics": ["lag_peak"]}, rows)
     assert g.parameter == "processing_ms"
     assert [r.x for r in g.rows] == [0.5, 2, 5, 10, 20]
@@ -211,21 +213,21 @@ def test_kip415s_delay_is_named_where_it_explains_the_wait() -> None:
     assert "By design" not in claims([g2])[0].text
 
 
-cells_values = st.lists(st.integers(min_value=0, max_value=20_000), min_size=3, max_size=3)
+cells_values = st.lists(st.integers(min_value=0, max_value=20_000), min_size=5, max_size=5)
 
 
 @given(st.lists(st.tuples(cells_values, cells_values, cells_values), min_size=1, max_size=4))
 def test_no_mark_or_claim_rests_on_a_difference_within_the_seeds_spread(
         rows_values: list[tuple[list[int], list[int], list[int]]]) -> None:
-    """Whatever the values (3 seeds: no sign test), every mark and every claim compares
+    """Whatever the values (5 seeds: no sign test), every mark and every claim compares
     ranges separated by more than the metric's floor, and no claim names a protocol that is
     not marked."""
     protocols = ("classic:eager", "classic:cooperative", "consumer:uniform")
     rows = [_run(p, s, size=10 + i, stall_ms=vals[k][s])
             for i, vals in enumerate(rows_values) for k, p in enumerate(protocols)
-            for s in range(3)]
+            for s in range(5)]
     (g,) = grid_verdicts({"spec": "x", "grids": [
-        {"name": "g", "protocols": list(protocols), "metrics": ["stall_ms"], "seeds": 3}]}, rows)
+        {"name": "g", "protocols": list(protocols), "metrics": ["stall_ms"], "seeds": 5}]}, rows)
     for row in g.rows:
         (mv,) = row.metrics
         if mv.verdict == "best":
@@ -255,7 +257,7 @@ def test_a_swept_parameter_gives_one_sentence_where_the_winner_changes() -> None
         {"name": "crossover", "protocols": ["classic:eager", "consumer:uniform"],
          "metrics": ["stall_ms"], "seeds": 5}]}, rows)
     (c,) = claims([g])
-    assert c.text == ("rolling-bounce, 8 members, stall against the processing time per "
+    assert c.text == ("rolling-bounce, 8 members (crossover), stall against the processing time per "
                       "record, the lowest, separated from the rest (protocols tied for it "
                       "named together): consumer:uniform at 0.5, 2 ms; no protocol separated "
                       "at 5 ms; classic:eager at 20 ms.")
@@ -317,7 +319,7 @@ def test_distinct_outcomes_are_shown_as_such_and_never_tied() -> None:
 
 @given(st.lists(st.floats(min_value=0, max_value=1_000), min_size=1, max_size=6),
        st.lists(st.floats(min_value=0, max_value=1_000), min_size=1, max_size=6),
-       st.floats(min_value=10_000, max_value=1e6))
+       st.floats(min_value=20_000, max_value=1e6))
 def test_two_clusters_far_apart_are_two_outcomes_one_cluster_is_one(
         low: list[float], high: list[float], offset: float) -> None:
     lag = BY_COLUMN["lag_record_s"]
@@ -326,6 +328,16 @@ def test_two_clusters_far_apart_are_two_outcomes_one_cluster_is_one(
         assert [len(o) for o in two] == [len(low), len(high)]
     # values within a factor of 2 of each other are never split
     assert len(modes([offset + v for v in [*low, *high]], lag)) == 1
+
+
+def test_a_continuous_draw_is_one_distribution_not_two_outcomes() -> None:
+    """Classic eager's time to converge after partitions were added, 100 members, five seeds:
+    where the 0-300 s metadata refresh fell. Its widest gap is three times the spread beside
+    it: one distribution (median and range), not 'a (2 of 5) | b (3 of 5)'."""
+    conv = BY_COLUMN["convergence_ms"]
+    draws = [28_900.0, 70_600.0, 198_000.0, 216_000.0, 220_000.0]
+    assert modes(draws, conv) == [draws]
+    assert not Cell(dict(enumerate(draws))).split
 
 
 def test_a_difference_small_against_the_values_is_no_difference() -> None:
@@ -398,13 +410,13 @@ def test_claims_rest_only_on_cells_of_five_seeds_or_more() -> None:
         return g
 
     three, five = grid(3), grid(5)
-    assert three.rows[0].metrics[0].verdict == "best"  # marked in the table ...
-    assert claims([three]) == []  # ... but no sentence at 3 seeds
+    assert three.rows[0].metrics[0].verdict == "few seeds"  # not marked in the table ...
+    assert claims([three]) == []  # ... nor in a sentence at 3 seeds
     (c,) = claims([five])
     assert c.best == "consumer:uniform"
     cmp = comparisons([three, five])
-    assert (cmp.rows, cmp.pairs, cmp.claim_pairs) == (2, 2, 1)
-    assert math.isclose(cmp.expected, 2 / 20 + 2 / 252)
+    assert (cmp.rows, cmp.pairs, cmp.claim_pairs) == (2, 1, 1)
+    assert math.isclose(cmp.expected, 2 / 252)
     assert math.isclose(cmp.claim_expected, 2 / 252)
 
 
@@ -503,3 +515,29 @@ def test_a_crossover_names_protocols_tied_for_the_lowest_together() -> None:
     (c,) = claims([g])
     assert c.text.endswith("classic:eager at 0.5 ms; classic:cooperative and consumer:uniform "
                            "at 20 ms."), c.text
+
+
+def test_grids_asking_the_same_crossover_at_another_setting_share_one_sentence() -> None:
+    """crossover-10ms and crossover-20ms sweep the load at two poll lengths: one sentence per
+    scenario names each grid's finding, so that two grids do not take two of the dozen."""
+    stalls = {1: (9000, 0), 2: (0, 9000)}
+    grids, rows = [], []
+    for ms in (10, 20):
+        name = f"crossover-{ms}ms"
+        grids.append({"name": name, "protocols": ["classic:eager", "consumer:uniform"],
+                      "metrics": ["stall_ms"], "seeds": 5, "workloads": [
+                          f"w{ms}-{r}" for r in stalls]})
+        rows += [{**_run(p, s, scenario="crash", size=8, workload=f"w{ms}-{r}",
+                         stall_ms=v[k] + 10 * s, total_partitions=32, members=8),
+                  "work": json.dumps({"processing_ms": ms, "records_per_s": r * 5})}
+                 for r, v in stalls.items()
+                 for k, p in enumerate(("classic:eager", "consumer:uniform"))
+                 for s in range(5)]
+    gs = grid_verdicts({"spec": "paper", "grids": grids}, rows)
+    assert [g.parameter for g in gs] == ["busy_pct", "busy_pct"]
+    (c,) = claims(gs)
+    assert c.text == (
+        "crash, 8 members, stall against the members' load, the lowest, separated from the "
+        "rest (protocols tied for it named together): [crossover-10ms] consumer:uniform at "
+        "20 % busy; classic:eager at 40 % busy; [crossover-20ms] consumer:uniform at 40 % "
+        "busy; classic:eager at 80 % busy.")

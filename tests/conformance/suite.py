@@ -18,8 +18,8 @@ Not run either: 0103 (transactions), whose topics are created with a replication
 (a cluster of three brokers with replicas); 0098 (a Java producer, ``KAFKA_PATH``); 0105 (the
 mock cluster only).
 
-Known failures of the share consumer tests: DeleteRecords (not served) and zstd (the suite's
-build has none).
+Known failure of the share consumer tests: zstd (the suite's build has none); 0170's
+DeleteRecords sub-test passes since DeleteRecords is served.
 The share consumer tests' ``_local`` and ``_mock`` tests run against librdkafka's mock broker and
 are left out like every local test.
 """
@@ -106,10 +106,6 @@ CASES: tuple[Case, ...] = (
 #: Test names (as the runner reports them) expected to fail, each with a part of the name of
 #: the sub-test it must fail in (another failing sub-test is a failure) and the reason.
 KNOWN_FAILURES: dict[str, tuple[str, str]] = {
-    "0170_share_consumer_subscription": (
-        "do_test_delete_records_advances_lso",
-        "DeleteRecords (API 21), which the test calls to move the log start offset, is not "
-        "served by groupcoord"),
     "0171_share_consumer_consume": (
         "do_test_all_compression_codecs",
         "the suite is built without zstd (CONFIGURE's --disable-zstd): the zstd producer cannot "

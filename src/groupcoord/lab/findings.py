@@ -69,9 +69,22 @@ BY_COLUMN: dict[str, Metric] = {m.column: m for m in CATALOG}
 #: for; the first that varies is the verdict table's row order and the charts' x axis.
 #: (Not the workload's ``warmup_ms``: ``runs`` has a column of that name, the lab's warm-up
 #: before the first disturbance, which differs between sizes and is no swept parameter.)
-SWEEP_PARAMETERS: tuple[str, ...] = ("processing_ms", "records_per_s", "max_poll_records",
-                                     "commit_latency_ms", "task_start_ms",
+#: ``busy_pct`` is derived (:func:`busy_pct`): the members' load, swept where a grid's
+#: workloads change the production rate at one processing time and one size.
+SWEEP_PARAMETERS: tuple[str, ...] = ("processing_ms", "busy_pct", "records_per_s",
+                                     "max_poll_records", "commit_latency_ms", "task_start_ms",
                                      "metadata_max_age_ms")
+
+
+def busy_pct(row: Mapping[str, Any]) -> float | None:
+    """A consumer run's members' load in steady state: the share of a member's time spent
+    processing (production rate per partition x partitions / members x processing time per
+    record), in percent, rounded to a whole percent; None where a part is unknown."""
+    rate, proc = work_value(row, "records_per_s"), work_value(row, "processing_ms")
+    parts, members = row.get("total_partitions"), row.get("members") or row.get("size")
+    if rate is None or proc is None or not parts or not members:
+        return None
+    return float(round(100.0 * rate * float(parts) / float(members) * proc / 1000.0))
 
 def _num(v: float) -> str:
     """Three significant digits, no exponent for the magnitudes a run produces."""
@@ -103,7 +116,9 @@ def family(protocol: str) -> str:
 #: Apache Kafka does not ship: Connect as shipped runs its workers in classic groups
 #: (``classic-connect``).
 FAMILY_NAMES: dict[str, str] = {
-    "classic": "classic consumer group protocol (JoinGroup/SyncGroup, the leader assigns)",
+    "classic": "classic consumer group protocol (JoinGroup/SyncGroup, the leader assigns; "
+               "variant: the rebalance protocol, with the assignor the Java client pairs with "
+               "it: eager with range, cooperative with cooperative-sticky)",
     "consumer": "KIP-848 consumer group protocol (the coordinator assigns; variant: its "
                 "server-side assignor)",
     "classic-connect": "Connect as shipped (classic group protocol)",
@@ -146,7 +161,7 @@ def with_work_parameters(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, An
         d = dict(r)
         for key in SWEEP_PARAMETERS:
             if d.get(key) is None:
-                v = work_value(r, key)
+                v = busy_pct(r) if key == "busy_pct" else work_value(r, key)
                 if v is not None:
                     d[key] = v
         out.append(d)
@@ -154,8 +169,12 @@ def with_work_parameters(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, An
 
 
 def sweep_parameter(rows: Sequence[Mapping[str, Any]]) -> str | None:
-    """The first of :data:`SWEEP_PARAMETERS` that takes several values in ``rows``."""
+    """The first of :data:`SWEEP_PARAMETERS` that takes several values in ``rows`` (the load,
+    ``busy_pct``, only where the rows share one size: across sizes it follows the size)."""
+    sizes = {r.get("size") or r.get("members") for r in rows}
     for col in SWEEP_PARAMETERS:
+        if col == "busy_pct" and len(sizes) > 1:
+            continue
         values = {r.get(col) for r in rows if r.get(col) is not None}
         if len(values) > 1 and all(isinstance(v, int | float) for v in values):
             return col
@@ -179,6 +198,7 @@ def reproduce(spec: str, scenario: str, size: int | None = None, workload: str |
 #: How a swept parameter reads in a sentence: its name, and its unit after a value.
 X_NAMES: dict[str, tuple[str, str]] = {
     "processing_ms": ("the processing time per record", " ms"),
+    "busy_pct": ("the members' load", " % busy"),
     "records_per_s": ("the production rate per partition", " records/s"),
     "max_poll_records": ("max.poll.records", ""),
     "commit_latency_ms": ("the commit latency", " ms"),
@@ -195,6 +215,7 @@ __all__ = [
     "SWEEP_PARAMETERS",
     "X_NAMES",
     "Metric",
+    "busy_pct",
     "family",
     "number",
     "reproduce",

@@ -33,10 +33,12 @@ import re
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from groupcoord.lab.findings import family, number
+from groupcoord.lab.findings import family, number, work_value
+from groupcoord.lab.verdict import Claim, GridVerdict, threshold
+from groupcoord.sim.application import RECOVERY_WAIT_MS
 from groupcoord.sim.workload import Workload
 
 _WORK_MODEL = re.compile(r"([\d.]+) rec/s, ([\d.]+) ms/rec(?:, max.poll.records (\d+))?")
@@ -54,6 +56,30 @@ SESSION_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: The assignor behind each consumer protocol the lab runs: classic eager members use the
+#: Java client's default ``range`` (eager: revoke everything, then range), classic cooperative
+#: ones ``cooperative-sticky`` (balanced), KIP-848 groups the server-side ``uniform`` (balanced)
+#: or ``range``.
+ASSIGNORS: dict[str, str] = {"classic:eager": "range", "classic:cooperative": "cooperative-sticky",
+                             "consumer:uniform": "uniform", "consumer:range": "range"}
+#: A busiest member above this share of its time, with one member fewer, is near saturation:
+#: a backlog drains slowly or not at all, so its lag is the load's as much as the rebalance's.
+BUSY_LIMIT = 0.7
+
+
+def busiest_partitions(topics: int, partitions: int, members: int, assignor: str) -> int:
+    """The most partitions one member holds when ``members`` share ``topics`` topics of
+    ``partitions`` each: ``range`` assigns each topic on its own, its first members one
+    partition more, and the first member is first in every topic (``topics`` x
+    ceil(partitions / members)); the balanced assignors (sticky, uniform, round-robin) spread
+    all partitions together (ceil(total / members))."""
+    if members <= 0:
+        return topics * partitions
+    if assignor == "range":
+        return topics * -(-partitions // members)
+    return -(-(topics * partitions) // members)
+
+
 @dataclass(slots=True, frozen=True)
 class Load:
     """One member's load in a consumer row."""
@@ -64,9 +90,59 @@ class Load:
     batch_ms: float
     #: A full poll's processing time (max.poll.records records: a poll after a backlog).
     full_batch_ms: float = 0.0
+    #: The busiest member's busy share with one member fewer than the row's size (a crash,
+    #: a bounce, a member of a rolling bounce away), under range and under a balanced
+    #: assignor (:func:`busiest_partitions`).
+    busiest_range: float = 0.0
+    busiest_balanced: float = 0.0
+    #: The row's runs, and those whose lag had not caught up when they ended.
+    runs: int = 0
+    not_recovered: int = 0
+
+    @property
+    def overloaded(self) -> bool:
+        """Near saturation after a disturbance under some assignor, or a run never caught up."""
+        return max(self.busiest_range, self.busiest_balanced) > BUSY_LIMIT or \
+            self.not_recovered > 0
 
     def text(self) -> str:
-        return f"{number(self.records_per_s)} rec/s, {self.busy:.1%} busy per member"
+        out = f"{number(self.records_per_s)} rec/s, {self.busy:.1%} busy per member"
+        if self.busiest_range or self.busiest_balanced:
+            out += (f"; busiest member, one member fewer: {self.busiest_range:.1%} under "
+                    f"range, {self.busiest_balanced:.1%} balanced")
+        if self.not_recovered:
+            out += (f"; NOT CAUGHT UP in {self.not_recovered} of {self.runs} runs: lag still "
+                    f"there {RECOVERY_WAIT_MS // 1000} s after the group converged, when the "
+                    "run ended (its lag is the load's as much as the rebalance's)")
+        elif self.overloaded:
+            out += f"; NEAR SATURATION: busiest member over {BUSY_LIMIT:.0%}"
+        return out
+
+
+@dataclass(slots=True, frozen=True)
+class TaskTimes:
+    """A Connect row's task stop and start times: the model's inputs, which an eager
+    rebalance's stall and a restart's downtime are made of."""
+
+    stop_ms: float
+    start_ms: float
+    overloaded: bool = False
+
+    def text(self) -> str:
+        return (f"a task stops in {number(self.stop_ms / 1000.0)} s and starts in "
+                f"{number(self.start_ms / 1000.0)} s (model inputs: an eager stall of about "
+                f"{number((self.stop_ms + self.start_ms) / 1000.0)} s is their sum)")
+
+
+def task_times(run: Mapping[str, Any]) -> TaskTimes | None:
+    """A Connect run's task stop and start times (its workload's, else the model's defaults);
+    None for a consumer protocol."""
+    if not family(str(run.get("protocol"))).endswith("connect"):
+        return None
+    stop, start = work_value(run, "task_stop_ms"), work_value(run, "task_start_ms")
+    model = Workload()
+    return TaskTimes(float(model.task_stop_ms) if stop is None else stop,
+                     float(model.task_start_ms) if start is None else start)
 
 
 def member_load(run: Mapping[str, Any], fetch_ms: float = DEFAULT_FETCH_MS) -> Load | None:
@@ -78,25 +154,40 @@ def member_load(run: Mapping[str, Any], fetch_ms: float = DEFAULT_FETCH_MS) -> L
     members = run.get("members") or run.get("size")
     if not found or not parts or not members:
         return None
-    rate = float(found.group(1)) * float(parts) / float(members)
+    per_partition = float(found.group(1))
+    rate = per_partition * float(parts) / float(members)
     proc = float(found.group(2))
     per_poll = rate * fetch_ms / 1000.0
     full = float(found.group(3)) * proc if found.group(3) else 0.0
-    return Load(rate, rate * proc / 1000.0, per_poll, per_poll * proc, full)
+    topics = int(run.get("total_topics") or run.get("topics") or 1)
+    each = max(1, int(parts) // topics)
+
+    def busiest(assignor: str) -> float:
+        n = busiest_partitions(topics, each, max(1, int(members) - 1), assignor)
+        return n * per_partition * proc / 1000.0
+
+    return Load(rate, rate * proc / 1000.0, per_poll, per_poll * proc, full,
+                busiest("range"), busiest("balanced"))
 
 
-def row_loads(runs: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, ...], Load]:
+def row_loads(runs: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, ...], Load | TaskTimes]:
     """Per verdict row (scenario, size, workload, fault rate) the load per member of its
-    first run that has one."""
-    out: dict[tuple[Any, ...], Load] = {}
+    first run that has one, with how many of its runs ended with their lag not caught up;
+    for a Connect row, its task stop and start times."""
+    out: dict[tuple[Any, ...], Load | TaskTimes] = {}
+    counts: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0, 0])
     for r in runs:
         key = (str(r.get("scenario")), int(r.get("size") or r.get("members") or 0),
                str(r.get("workload")), r.get("fault_rate"))
+        if r.get("ok"):
+            counts[key][0] += 1
+            counts[key][1] += r.get("recovered") is False
         if key not in out:
-            ld = member_load(r)
+            ld: Load | TaskTimes | None = member_load(r) or task_times(r)
             if ld is not None:
                 out[key] = ld
-    return out
+    return {k: replace(ld, runs=counts[k][0], not_recovered=counts[k][1])
+            if isinstance(ld, Load) else ld for k, ld in out.items()}
 
 
 def _heartbeat(settings: Mapping[str, Any], protocol: str,
@@ -110,6 +201,72 @@ def _heartbeat(settings: Mapping[str, Any], protocol: str,
 
 def _ms(v: float) -> str:
     return f"{number(v / 1000.0)} s" if v >= 1000 else f"{number(v)} ms"
+
+
+#: A margin between the closest seeds below this many times the metric's floor is narrow:
+#: one seed more or less could undo the mark.
+NARROW_MARGIN = 2.0
+#: Medians closer than this share of the larger are a small difference, whatever the seeds.
+SMALL_DIFFERENCE = 0.15
+
+
+def claim_conditions(claim: Claim, verdicts: Sequence[GridVerdict],
+                     runs: Sequence[Mapping[str, Any]]) -> str:
+    """What a sentence's mark rests on, in words to append to it: a narrow margin between the
+    closest seeds (a mark one seed could undo), a small difference between the medians, and
+    the conditions of its row: a consumer row's load and poll length and that its members
+    learn of a rebalance together (heartbeat timers restart at the join), a crash's session
+    timeout (it sets most of every protocol's lag), a Connect row's task stop and start times
+    (model inputs). Empty for a crossover sentence (it spans several rows)."""
+    g = next((v for v in verdicts if v.name == claim.grid), None)
+    if g is None or not claim.worse:
+        return ""
+    row = next((r for r in g.rows if r.scenario == claim.scenario and r.size == claim.size
+                and (not claim.workload or r.workload == claim.workload)), None)
+    if row is None:
+        return ""
+    mv = next((x for x in row.metrics if x.metric.column == claim.metric), None)
+    parts = []
+    if mv is not None and claim.best in mv.cells and claim.worse in mv.cells:
+        m, b, w = mv.metric, mv.cells[claim.best], mv.cells[claim.worse]
+        near_w, near_b = (w.low, b.high) if m.lower_is_better else (w.high, b.low)
+        gap = (near_w - near_b) if m.lower_is_better else (near_b - near_w)
+        floor = threshold(m, near_w, near_b)  # as the test applies it: at the closest seeds
+        if 0 < gap < NARROW_MARGIN * floor:
+            parts.append(f"narrow: the closest seeds are {number(gap / m.scale)}"
+                         f"{' ' + m.unit if m.unit else ''} apart (a difference counts beyond "
+                         f"{number(floor / m.scale)}), so one seed could undo the mark")
+        top = max(abs(b.median), abs(w.median))
+        if top > 0 and abs(w.median - b.median) / top < SMALL_DIFFERENCE:
+            parts.append(f"a {abs(w.median - b.median) / top:.0%} difference of the medians")
+    key = (row.scenario, row.size, row.workload, row.fault_rate)
+    mine = [r for r in runs if (str(r.get("scenario")), int(r.get("size") or 0),
+                                str(r.get("workload")), r.get("fault_rate")) == key]
+    ld = row_loads(mine).get(key)
+    if isinstance(ld, TaskTimes):
+        parts.append(f"{ld.text()}")
+    elif isinstance(ld, Load):
+        parts.append(f"members {ld.busy:.0%} busy, polls of about {_ms(ld.batch_ms)} when "
+                     "caught up; every member learns of a rebalance at the same moment "
+                     "(heartbeat timers restart at the join)")
+        if ld.overloaded:
+            parts.append("near saturation or not caught up when the run ended (see the row): "
+                         "the lag is the load's as much as the rebalance's")
+    if "crash" in row.scenario and not isinstance(ld, TaskTimes):
+        sessions = {x for p in (claim.best, claim.worse)
+                    if (x := _heartbeat(row.settings.get(p) or g.settings.get(p, {}), p,
+                                        SESSION_KEYS)) is not None}
+        if sessions:
+            parts.append("a crashed member's partitions wait for its session timeout ("
+                         + ", ".join(_ms(x) for x in sorted(sessions))
+                         + "), which sets most of every protocol's lag")
+    return (" Conditions: " + "; ".join(parts) + ".") if parts else ""
+
+
+def with_conditions(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
+                    runs: Sequence[Mapping[str, Any]]) -> list[Claim]:
+    """The sentences with their conditions appended (:func:`claim_conditions`)."""
+    return [replace(c, text=c.text + claim_conditions(c, verdicts, runs)) for c in found]
 
 
 def downtime_per_move(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
@@ -400,5 +557,22 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
     return lines
 
 
-__all__ = ["METADATA_EVENTS", "Load", "conditions", "connect_mechanisms", "downtime_per_move", "event_kinds",
-           "mechanisms", "member_load", "metadata_mechanism", "row_loads"]
+__all__ = [
+    "ASSIGNORS",
+    "BUSY_LIMIT",
+    "METADATA_EVENTS",
+    "Load",
+    "TaskTimes",
+    "busiest_partitions",
+    "claim_conditions",
+    "conditions",
+    "connect_mechanisms",
+    "downtime_per_move",
+    "event_kinds",
+    "mechanisms",
+    "member_load",
+    "metadata_mechanism",
+    "row_loads",
+    "task_times",
+    "with_conditions",
+]

@@ -36,13 +36,14 @@ from typing import Any
 
 from groupcoord.lab.findings import FAMILY_NAMES, X_NAMES, Metric, family, number
 from groupcoord.lab.limits import model_limits, settings_table
-from groupcoord.lab.mechanism import Load, mechanisms, row_loads
+from groupcoord.lab.mechanism import Load, TaskTimes, mechanisms, row_loads, with_conditions
 from groupcoord.lab.verdict import (
     CLAIM_MIN_SEEDS,
     CLAIM_RULE,
     DASH,
     MAX_CLAIMS,
     MIN_SEEDS,
+    MODE_GAP,
     RELATIVE_FLOOR,
     SIGN_ALPHA,
     SIGN_MIN_SEEDS,
@@ -145,9 +146,12 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
     if _has_controls(runs):
         what = ("Each number is what the disturbance cost: the run's value minus its paired "
                 "control's (the same cell and seed with the scenario's disturbances removed), "
-                "summed over the disturbance windows; time to converge and time until balanced "
-                "are times, not differences. The group's start-up and initial catch-up are not "
-                "counted: disturbances start once it has caught up.")
+                "summed over the disturbance windows, each moment in one window (a window "
+                "still open when the next disturbance starts ends there, so the sum is the "
+                "cost of their union); time to converge and time until balanced are times, "
+                "not differences. The group's start-up and initial catch-up are not counted: "
+                "disturbances start once it has caught up, at a point of the members' "
+                "heartbeat cycle drawn per seed.")
     else:
         what = ("Each number is measured in the scenario's disturbance windows, the initial "
                 "join left out. These runs carry no paired control: lag includes the records "
@@ -177,10 +181,12 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
             f"marked. Beside each floor, a difference under {RELATIVE_FLOOR:.0%} of the larger "
             "value does not count either (7 s on a 140 s time to converge). Where a "
             "protocol's seeds fall into distinct outcomes (sorted, one gap wider than the "
-            "floor, than twice the spread on either side of it and than half the larger of "
-            "its ends: outcomes a factor of 2 or more apart) the cell shows each "
-            "outcome, 'a (k of n) | b (m of n)', and a row whose best overlaps another only "
-            "through such a split is 'split', neither best nor tied.")
+            f"floor, than {MODE_GAP} times the spread on either side of it and than half the "
+            "larger of its ends: outcomes a factor of 2 or more apart, as a leader's departure "
+            "against a follower's) the cell shows each outcome, 'a (k of n) | b (m of n)', "
+            "and a row whose best overlaps another only through such a split is 'split', "
+            "neither best nor tied; a continuous draw (where a 0-300 s metadata refresh fell) "
+            "leaves narrower gaps and shows as one median and range.")
     cmp = comparisons(verdicts)
     if cmp.pairs:
         test += (f" Multiple comparisons: the tables test {cmp.pairs:,} pairs of protocols in "
@@ -237,7 +243,7 @@ def _verdict_word(mv: MetricVerdict) -> str:
 
 
 def _row_head(g: GridVerdict, row: VerdictRow,
-              loads: dict[tuple[Any, ...], Load] | None = None) -> tuple[str, str, str]:
+              loads: dict[tuple[Any, ...], Load | TaskTimes] | None = None) -> tuple[str, str, str]:
     size = f"{row.size} {member_word(row.scenario, g.protocols)}"
     load = row.workload
     if row.fault_rate:
@@ -264,7 +270,7 @@ def _cell_text(m: Metric, c: Any) -> tuple[str, str]:
     return _v(m, c.median), _range(m, c)
 
 
-def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load] | None = None,
+def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | None = None,
                  why: Sequence[str] = ()) -> str:
     parts = [f"<h2>{html.escape(g.name)}</h2>"]
     if g.question:
@@ -323,7 +329,7 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load] | None = Non
     return "\n".join(parts)
 
 
-def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load] | None = None,
+def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | None = None,
                why: Sequence[str] = ()) -> str:
     lines = [f"### {g.name}", ""]
     if g.question:
@@ -411,7 +417,8 @@ LOG_Y_SPAN = 100.0
 
 #: The families in a chart's legend (short forms of ``findings.FAMILY_NAMES``).
 LEGEND_FAMILIES: dict[str, str] = {
-    "classic": "classic consumer groups", "consumer": "KIP-848 consumer groups",
+    "classic": "classic consumer groups (eager: range; cooperative: cooperative-sticky)",
+    "consumer": "KIP-848 consumer groups (variant: the server-side assignor)",
     "classic-connect": "Connect as shipped (classic groups)",
     "connect": "connect group type (this project's, not in Kafka)"}
 
@@ -560,7 +567,8 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                                                   math.ceil(math.log10(top)) + 1)
                  if 10.0 ** k <= 1.5 * top]))
             ax.yaxis.set_minor_locator(NullLocator())
-            ylabel += " (log scale)"
+            # a log scale has no zero: say that this one is linear up to the threshold
+            ylabel += f"\n(symlog: linear 0{DASH}{number(thresh)}, log above)"
         # ticks as the tables print numbers (thousands separated, no exponent)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: number(v)))
         ax.set_ylabel(ylabel)
@@ -758,7 +766,7 @@ def build_report(out_dir: str | Path) -> Path:
         violations = read_rows(out / "violations") or []
         runs = read_runs(out / "runs")
         verdicts = grid_verdicts(meta, runs)
-        found = claims(verdicts)
+        found = with_conditions(claims(verdicts), verdicts, runs)
         html_parts.append(_sweep_html(meta, verdicts, found, violations, rdir, runs))
         md_parts.append(_sweep_md(meta, verdicts, found, violations, runs))
 
@@ -797,7 +805,7 @@ def too_few_for_claims(verdicts: Sequence[GridVerdict]) -> str:
         return ""
     return (f"No sentence from {', '.join(few)}: fewer than {CLAIM_MIN_SEEDS} seeds per cell, "
             "where separated ranges happen by chance too often across this many pairs; their "
-            "tables above still mark what separates.")
+            "tables above show medians and ranges, unmarked.")
 
 
 def claim_rule(found: Sequence[Claim], verdicts: Sequence[GridVerdict]) -> str:

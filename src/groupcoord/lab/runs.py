@@ -21,8 +21,9 @@ converged again and the applications have caught up (``sim.engine``); the contro
 figures over the same time spans.
 
 Columns of ``runs`` (after the parameters), the *costs* first: each the run's figure minus
-its control's over the same window, summed over the disturbance windows (windows that overlap
-count their overlap twice), the initial join left out:
+its control's over the same window, summed over the disturbance windows (each moment in one
+window: a window still open when the next event comes ends there, ``sim.engine``, so the sum is
+the cost of the windows' union), the initial join left out:
 
 - ``stall_ms`` (no member processing while records wait), ``lag_record_s`` (the lag's
   integral), ``paused_partition_s`` (resources owned but not processing),
@@ -38,7 +39,10 @@ one did not: ``converged`` false); ``time_to_balance_ms`` (Connect protocols: fr
 disturbance until the assignment became balanced and stayed so, connectors and tasks each
 spread within one per worker; null if it never did); ``warmup_ms`` (when the first
 disturbance came); ``caught_up`` (whether the group had converged and its applications caught
-up by then: a run that had not is no evidence of a disturbance's cost); ``control_lag_peak``
+up by then: a run that had not is no evidence of a disturbance's cost); ``recovered``
+(whether every disturbance window closed with the applications caught up, false when the run
+ended with its lag still there: an overloaded group, whose lag is the load's as much as the
+rebalance's); ``control_lag_peak``
 and ``control_lag_record_s`` (the control's own lag over the same windows: the records always
 in flight); ``noop_events`` (scenario events that changed nothing in the run: a member
 not running, a connector or topic that does not exist or is already as asked; the lab's
@@ -66,6 +70,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 import re
 import shlex
 import time
@@ -102,7 +107,8 @@ RUN_METRICS: tuple[tuple[str, str], ...] = (
     ("lag_record_s", "double"), ("stall_ms", "long"), ("paused_partition_s", "double"),
     ("records_reprocessed", "long"), ("task_restarts", "long"),
     # the method (see the module docstring)
-    ("warmup_ms", "long"), ("caught_up", "bool"), ("control_lag_peak", "long"),
+    ("warmup_ms", "long"), ("caught_up", "bool"), ("recovered", "bool"),
+    ("control_lag_peak", "long"),
     ("control_lag_record_s", "double"), ("task_downtime_task_s", "double"),
     ("time_to_balance_ms", "long"), ("noop_events", "int"), ("event_targets", "str"),
     ("settings_json", "str"),
@@ -114,7 +120,7 @@ RUN_METRICS: tuple[tuple[str, str], ...] = (
 #: Columns of a ``disturbances`` row after the run's keys.
 DISTURBANCE_FIELDS: tuple[tuple[str, str], ...] = (
     ("window", "int"), ("disturbance", "str"), ("at_ms", "long"), ("settled_ms", "long"),
-    ("closed_ms", "long"),
+    ("closed_ms", "long"), ("cut_ms", "long"),
     ("converged", "bool"), ("time_to_converge_ms", "long"), ("peak_unowned", "long"),
     ("group_epoch_bumps", "long"), ("resources_moved", "long"),
     ("resource_downtime_ms", "long"), ("messages", "long"), ("records_written", "long"),
@@ -278,14 +284,26 @@ def with_warmup(sc: Scenario, warmup_ms: int) -> Scenario:
     return replace(sc, events=events, end_ms=end)
 
 
+def event_phase_ms(sc: Scenario, seed: int) -> int:
+    """Where in a heartbeat interval the run's first event falls after its warm-up, drawn
+    from the seed (uniform over one heartbeat interval, whole milliseconds): the field's
+    disturbances come at any phase of the members' heartbeats, so the seeds' spread includes
+    the heartbeat phase. A run and its paired control share the scenario, hence the phase."""
+    hb = max(1, int(sc.heartbeat_interval_ms))
+    return random.Random(f"event-phase/{seed}").randrange(hb)
+
+
 def build_scenario(params: RunParams, warmup_ms: int | None = None) -> Scenario:
     """The scenario of a run: the named one (inline, file, built-in or drawn from the seed)
     changed by the cell's size, workload and fault rate (see ``lab.spec``), its group at the
     field's settings for the protocol (``sim.settings``; what the scenario or the workload
-    sets itself stays), and its events shifted after the warm-up (:func:`warmup_for`, or
-    ``warmup_ms``)."""
+    sets itself stays), and its events shifted after the warm-up (:func:`warmup_for`) plus
+    a phase within one heartbeat interval drawn from the seed (:func:`event_phase_ms`), or
+    so that the first comes at ``warmup_ms``."""
     sc = _cell_scenario(params)
-    return with_warmup(sc, warmup_for(sc, params.protocol) if warmup_ms is None else warmup_ms)
+    if warmup_ms is None:
+        warmup_ms = warmup_for(sc, params.protocol) + event_phase_ms(sc, params.seed)
+    return with_warmup(sc, warmup_ms)
 
 
 def _cell_scenario(params: RunParams) -> Scenario:
@@ -586,6 +604,7 @@ def summarize(params: RunParams, sc: Scenario, res: SimResult, wall_ms: float,
         **{k: head[k] for k in ("lag_peak", "lag_record_s", "stall_ms", "paused_partition_s",
                                 "records_reprocessed", "task_restarts")},
         "warmup_ms": first_at, "caught_up": s.get("caught_up"),
+        "recovered": all(bool(w.get("recovered")) for w in rest) if rest else None,
         "control_lag_peak": head["control_lag_peak"],
         "control_lag_record_s": head["control_lag_record_s"],
         "task_downtime_task_s": head["task_downtime_task_s"],
@@ -605,7 +624,7 @@ def summarize(params: RunParams, sc: Scenario, res: SimResult, wall_ms: float,
     for i, w in enumerate(windows):
         d = {"window": i, "disturbance": w["disturbance"], "at_ms": int(w["at_ms"]),
              "settled_ms": int(w["settled_ms"]), "closed_ms": _int(w.get("closed_ms")),
-             "converged": bool(w["converged"]),
+             "cut_ms": _int(w.get("cut_ms")), "converged": bool(w["converged"]),
              "time_to_converge_ms": _int(w["time_to_converge_ms"]),
              "peak_unowned": int(w["peak_unowned"]),
              **{k: _int(w.get(k)) for k in ("group_epoch_bumps", "resources_moved",

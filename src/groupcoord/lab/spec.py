@@ -626,12 +626,14 @@ tasks = 5
     "paper": """
 name = "paper"
 description = '''The seeds' questions, one grid each: KIP-415's scenarios under eager and \
-incremental cooperative Connect rebalancing; classic eager vs cooperative vs KIP-848 for \
-10 to 1,000 consumers; the processing time at which each protocol starts to win (crossover); \
-the field's anchor, 10 consumers while a topic grows by 900 partitions; and the costs the \
-field pays (state restore, long polls after a backlog). Members do work \
-at rates that keep them below saturation at every size: a rebalance, not an overload, is what \
-builds the lag.'''
+incremental cooperative Connect rebalancing, with the model's task stop and start times swept; \
+classic eager vs cooperative vs KIP-848 for 10 to 1,000 consumers; the members' load at which \
+each protocol starts to win, at two poll lengths (crossover); the field's anchor, 10 consumers \
+while a topic grows by 900 partitions; and the costs the field pays (state restore, long polls \
+after a backlog). The consumer grids' workloads keep the busiest member under 70 % busy under \
+every assignor even with one member fewer (range included: the report prints it per row, and \
+flags a row whose runs ended with their lag not caught up), so that a rebalance, not an \
+overload, is what builds the lag.'''
 seeds = 5
 fault_rates = [0.0]
 
@@ -659,12 +661,13 @@ records_per_s = 0.4
 
 [[workloads]]
 name = "field-costs"
-topics = 4
-partitions = 25
-# 350 records/s at 20 ms each over 10 members: 70 % busy in steady state, so a backlog drains
-# slowly in batches of up to 500 records (a 10 s poll) and a rebalance finds members busy in
-# poll; each newly assigned partition first restores its state for 2 s
-records_per_s = 3.5
+topics = 1
+partitions = 100
+# 250 records/s at 20 ms each over 10 members: 50 % busy in steady state (60 % with one member
+# fewer: one topic, so range balances as well as any assignor), so a backlog drains slowly in
+# batches of up to 500 records (a 10 s poll) and a rebalance finds members busy in poll; each
+# newly assigned partition first restores its state for 2 s
+records_per_s = 2.5
 processing_ms = 20
 max_poll_records = 500
 warmup_ms = 2000
@@ -673,40 +676,71 @@ warmup_ms = 2000
 name = "light"
 records_per_s = 2
 
+# The crossover: 8 consumers on one topic of 32 partitions (range balances: 4 partitions each,
+# 5 with one member fewer, as under any assignor), at 20, 30 and 40 % busy (25, 37.5 and 50 %
+# with one member fewer: a crashed member's 45 s backlog drains within the minute a run waits
+# for its applications), with polls of up to 500 records at 10 ms (up to 5 s) or 20 ms (up to
+# 10 s) per record.
 [[workloads]]
-name = "4x8-p0.5ms"
-topics = 4
-partitions = 8
-records_per_s = 10
-processing_ms = 0.5
+name = "1x32-p10ms-20pct"
+topics = 1
+partitions = 32
+records_per_s = 5
+processing_ms = 10
 
 [[workloads]]
-name = "4x8-p2ms"
-topics = 4
-partitions = 8
-records_per_s = 10
-processing_ms = 2
+name = "1x32-p10ms-30pct"
+topics = 1
+partitions = 32
+records_per_s = 7.5
+processing_ms = 10
 
 [[workloads]]
-name = "4x8-p5ms"
-topics = 4
-partitions = 8
-records_per_s = 10
-processing_ms = 5
-
-[[workloads]]
-name = "4x8-p10ms"
-topics = 4
-partitions = 8
+name = "1x32-p10ms-40pct"
+topics = 1
+partitions = 32
 records_per_s = 10
 processing_ms = 10
 
 [[workloads]]
-name = "4x8-p20ms"
-topics = 4
-partitions = 8
-records_per_s = 10
+name = "1x32-p20ms-20pct"
+topics = 1
+partitions = 32
+records_per_s = 2.5
 processing_ms = 20
+
+[[workloads]]
+name = "1x32-p20ms-30pct"
+topics = 1
+partitions = 32
+records_per_s = 3.75
+processing_ms = 20
+
+[[workloads]]
+name = "1x32-p20ms-40pct"
+topics = 1
+partitions = 32
+records_per_s = 5
+processing_ms = 20
+
+[[workloads]]
+name = "16x8c-task1s"
+connectors = 16
+tasks = 8
+task_records_per_s = 10
+# the model's default task stop and start times, stated (the kip415-task-times grid sweeps them)
+task_stop_ms = 1000
+task_start_ms = 1000
+
+[[workloads]]
+name = "16x8c-task5s"
+connectors = 16
+tasks = 8
+task_records_per_s = 10
+# Connect's graceful task shutdown may take up to task.shutdown.graceful.timeout.ms (5 s by
+# default); a task's start (its connector's setup, its first poll) as long
+task_stop_ms = 5000
+task_start_ms = 5000
 
 [[grid]]
 name = "kip415"
@@ -716,7 +750,11 @@ kip415-leader-leaves and kip415-leader-bounces), and scheduled.rebalance.max.del
 (-d0, -d30s, -d300s: 0, 30 s and Kafka's default 300 s; eager protocols have no delay, so their \
 rows do not change with it). Under incremental cooperative rebalancing a departed \
 worker's tasks wait that delay for it to come back, by design: its time until balanced and \
-task downtime in worker-leaves are the configured delay, not a slowness of the protocol.'''
+task downtime in worker-leaves are the configured delay, not a slowness of the protocol. In \
+kip415-worker-joins two workers join at every size (3 to 5, 6 to 8, 12 to 14). A task takes \
+the model's 1 s to stop and 1 s to start: an eager rebalance's stall of about 2 s, and the \
+task downtime of a restart, are these two inputs, not measurements (the kip415-task-times \
+grid sweeps them).'''
 protocols = ["connect:eager", "connect:cooperative", "classic-connect:eager",
              "classic-connect:sessioned"]
 scenarios = ["kip415-worker-joins", "worker-leaves-d0", "worker-leaves-d30s",
@@ -772,22 +810,50 @@ metrics = ["stall_ms", "lag_peak", "lag_record_s", "convergence_ms", "resources_
            "records_reprocessed"]
 
 [[grid]]
-name = "crossover"
-description = '''the processing time per record (a batch is up to 500 records) at which each \
-protocol starts to win: 8 consumers on 4 x 8 partitions at 10 records/s each, 0.5 to 20 ms \
-per record (20 ms: 80 % busy)'''
+name = "kip415-task-times"
+description = '''KIP-415's worker joins and worker leaves (scheduled.rebalance.max.delay.ms \
+30 s) at 12 workers, with a task's stop and start taking the model's 1 s each \
+(16x8c-task1s) or 5 s each (16x8c-task5s: Connect's task.shutdown.graceful.timeout.ms is 5 s \
+by default): which marks hold whatever the task stop and start times, which rest on them.'''
+protocols = ["connect:eager", "connect:cooperative", "classic-connect:eager",
+             "classic-connect:sessioned"]
+scenarios = ["kip415-worker-joins", "worker-leaves-d30s"]
+sizes = [12]
+workloads = ["16x8c-task1s", "16x8c-task5s"]
+question = "Do the KIP-415 marks depend on how long a task takes to stop and start?"
+metrics = ["task_restarts", "task_downtime_task_s", "time_to_balance_ms", "stall_ms"]
+
+[[grid]]
+name = "crossover-10ms"
+description = '''the members' load at which each protocol starts to win, polls of up to 500 \
+records at 10 ms each (up to 5 s): 8 consumers on 1 x 32 partitions (range balances: the \
+eager column's assignor gives every member as much as the others'), 20, 30 and 40 % busy \
+(25, 37.5 and 50 % with one member fewer)'''
 protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
 scenarios = ["rolling-bounce", "scale-out", "crash"]
 sizes = [8]
-workloads = ["4x8-p0.5ms", "4x8-p2ms", "4x8-p5ms", "4x8-p10ms", "4x8-p20ms"]
+workloads = ["1x32-p10ms-20pct", "1x32-p10ms-30pct", "1x32-p10ms-40pct"]
 seeds = 10
-question = "From which processing time per record on does each protocol cost the least lag?"
+question = "From which load on does each protocol cost the least lag, with polls up to 5 s?"
+metrics = ["lag_record_s", "lag_peak", "stall_ms"]
+
+[[grid]]
+name = "crossover-20ms"
+description = '''as crossover-10ms, with polls of up to 500 records at 20 ms each (up to \
+10 s): 8 consumers on 1 x 32 partitions, 20, 30 and 40 % busy'''
+protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
+scenarios = ["rolling-bounce", "scale-out", "crash"]
+sizes = [8]
+workloads = ["1x32-p20ms-20pct", "1x32-p20ms-30pct", "1x32-p20ms-40pct"]
+seeds = 10
+question = "From which load on does each protocol cost the least lag, with polls up to 10 s?"
 metrics = ["lag_record_s", "lag_peak", "stall_ms"]
 
 [[grid]]
 name = "field-costs"
-description = '''the costs the field pays: 10 consumers on 4 x 25 partitions at 3.5 \
-records/s each, 20 ms per record (70 % busy), up to 500 records a poll (a 10 s poll once a \
+description = '''the costs the field pays: 10 consumers on 1 x 100 partitions at 2.5 \
+records/s each, 20 ms per record (50 % busy, 60 % with one member fewer, under range as under \
+any assignor), up to 500 records a poll (a 10 s poll once a \
 backlog has built: in the rolling bounce and in crash-then-join, whose join comes while the \
 crashed member's partitions are worked off, a rebalance finds members in long polls; in a single \
 bounce or scale-out the members are caught up when it starts, so their polls are short) and 2 s \

@@ -77,8 +77,12 @@ KIP415_METRICS: tuple[str, ...] = ("task_restarts", "task_downtime_task_s", "tim
 #: The consumer protocols' question: what a rebalance costs the consuming application.
 CONSUMER_METRICS: tuple[str, ...] = ("stall_ms", "lag_peak", "lag_record_s", "convergence_ms",
                                      "resources_moved", "records_reprocessed")
-#: Fewer seeds than this: no mark (two seeds each separate by chance one time in six).
-MIN_SEEDS = 3
+#: Fewer seeds than this: no mark, in the tables as in the sentences (three seeds each
+#: separate by chance one time in ten, either way round).
+MIN_SEEDS = 5
+#: Seeds split into two outcomes only across a gap this many times their own spread
+#: (:func:`modes`).
+MODE_GAP = 10
 #: From this many seeds on, a paired sign test can mark a difference too (the anchor's 21
 #: seeds: a wide distribution whose ranges may touch in one seed of many).
 SIGN_MIN_SEEDS = 10
@@ -148,11 +152,17 @@ def beats(a: Sequence[float], b: Sequence[float], m: Metric, min_seeds: int = MI
 
 def modes(values: Sequence[float], m: Metric) -> list[list[float]]:
     """The seeds' distinct outcomes: sorted, the values split at their widest gap between
-    neighbours when that gap counts as a difference (:func:`threshold`), is more than twice
-    as wide as either side's own spread and at least half the larger of its two ends (the
-    outcomes differ by a factor of 2 or more: 2 s against 300 s, not 32 against 36
-    partitions); otherwise one outcome. At least 3 values (two seeds that differ are just two
-    seeds)."""
+    neighbours when that gap counts as a difference (:func:`threshold`), is more than
+    :data:`MODE_GAP` times as wide as either side's own spread and at least half the larger
+    of its two ends (the outcomes differ by a factor of 2 or more: 2 s against 300 s, not 32
+    against 36 partitions); otherwise one outcome, shown as its median and range. At least 3
+    values (two seeds that differ are just two seeds).
+
+    A continuous draw (a classic member's metadata refresh, uniform over 0-300 s) leaves gaps
+    between its seeds a few times as wide as the clusters on either side (28.9 and 70.6 s,
+    then 198-220 s: a gap three times the wider side), so such a cell is one distribution;
+    only outcomes whose gap dwarfs their own spread (a leader's departure balanced in 2 s,
+    a follower's in 300 s: a gap hundreds of times the spread) are two."""
     v = sorted(values)
     if len(v) < 3:
         return [v]
@@ -160,7 +170,7 @@ def modes(values: Sequence[float], m: Metric) -> list[list[float]]:
     lo, hi = v[:i + 1], v[i + 1:]
     gap = hi[0] - lo[-1]
     spread = max(lo[-1] - lo[0], hi[-1] - hi[0])
-    if (gap > threshold(m, lo[-1], hi[0]) and gap > 2 * spread
+    if (gap > threshold(m, lo[-1], hi[0]) and gap > MODE_GAP * spread
             and gap >= 0.5 * max(abs(lo[-1]), abs(hi[0]))):
         return [lo, hi]
     return [v]
@@ -424,6 +434,12 @@ class Claim:
     size: int
     best: str
     worse: str
+    #: The row's workload (a sentence on one row; empty for a crossover across workloads).
+    workload: str = ""
+    #: A crossover's sentence without its grid's name, and its findings per value swept
+    #: (grids that ask the same question at another setting share one sentence).
+    head: str = ""
+    detail: str = ""
 
 
 def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
@@ -448,7 +464,8 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
     text = (f"{where}: {lead} against {_quote(m, w)} for {worse}, medians of {n} seeds.")
     text += _by_design(row.settings or g.settings, m, worse, w.median)
     cmd = reproduce(g.spec, row.scenario, row.size, row.workload, [*mv.best, worse])
-    return Claim(g.name, text, cmd, m.column, row.scenario, row.size, best, worse)
+    return Claim(g.name, text, cmd, m.column, row.scenario, row.size, best, worse,
+                 row.workload)
 
 
 #: KIP-415's delay: an incremental cooperative Connect group waits this long before it hands a
@@ -531,13 +548,15 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                 xs = ", ".join(number(x or 0.0) for x, v in winners if v == w)
                 parts.append(f"{w or 'no protocol separated'} at {xs}{x_unit}")
             word = "lowest" if m.lower_is_better else "highest"
-            text = (f"{scenario}, {size} {member_word(scenario, g.protocols)}, "
+            head = (f"{scenario}, {size} {member_word(scenario, g.protocols)}, "
                     f"{short_label(m, g.excess)} against {x_name}, the {word}, separated "
-                    "from the rest (protocols tied for it named together): "
-                    + "; ".join(parts) + ".")
+                    "from the rest (protocols tied for it named together)")
+            text = (f"{scenario}, {size} {member_word(scenario, g.protocols)} ({g.name}), "
+                    + head.split(", ", 2)[2] + ": " + "; ".join(parts) + ".")
             cmd = reproduce(g.spec, scenario, size, None, g.protocols)
             out.append(Claim(g.name, text, cmd, m.column, scenario, size,
-                             next(iter(sorted(named))), ""))
+                             next(iter(sorted(named))), "", head=head,
+                             detail="; ".join(parts)))
     return out
 
 
@@ -631,9 +650,19 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS) -> list[Cla
     the page first."""
     first: list[tuple[float, Claim]] = []
     rest: list[tuple[float, Claim]] = []
+    merged: dict[str, Claim] = {}  # one crossover sentence across grids asking the same
     for g in verdicts:
         if g.parameter is not None:
-            found = _crossovers(g)
+            found = []
+            for c in _crossovers(g):
+                same = merged.get(c.head)
+                if same is None:
+                    merged[c.head] = c
+                    found.append(c)
+                    continue
+                if f"[{same.grid}]" not in same.text:
+                    same.text = f"{same.head}: [{same.grid}] {same.detail}."
+                same.text = same.text.rstrip(".") + f"; [{c.grid}] {c.detail}."
             lead = g.metrics[0].column if g.metrics else ""
             first += [(math.inf, c) for c in found if c.metric == lead]
             rest += [(0.0, c) for c in found if c.metric != lead]
@@ -702,6 +731,7 @@ __all__ = [
     "KIP415_METRICS",
     "MAX_CLAIMS",
     "MIN_SEEDS",
+    "MODE_GAP",
     "RELATIVE_FLOOR",
     "Cell",
     "Claim",

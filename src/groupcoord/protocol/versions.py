@@ -28,7 +28,8 @@ Ranges and why (docs/wire.md; NOTES.md "What real clients need from a broker"):
   DescribeGroups 6, ConsumerGroupHeartbeat 1, ConsumerGroupDescribe 1).
 - DescribeConfigs 1-4 and IncrementalAlterConfigs 0-1 for the GROUP resource (and TOPIC / BROKER
   answered with defaults).
-- CreateTopics 2-7, DeleteTopics 1-6, CreatePartitions 0-3.
+- CreateTopics 2-7, DeleteTopics 1-6, CreatePartitions 0-3, DeleteRecords 0-2 (Kafka 4.x's
+  range; confluent-kafka's and kafka-python's admin clients, librdkafka's share consumer tests).
 - Share partitions (KIP-932, ``server/apis/share_data.py``): ShareFetch and ShareAcknowledge 1-2
   (librdkafka 2.16 sends v1; v0 was the early-access version Kafka 4.1 removed),
   DescribeShareGroupOffsets 0-1, AlterShareGroupOffsets 0, DeleteShareGroupOffsets 0.
@@ -88,6 +89,7 @@ class ApiKey(IntEnum):
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     ADD_PARTITIONS_TO_TXN = 24
     ADD_OFFSETS_TO_TXN = 25
@@ -149,6 +151,7 @@ API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.API_VERSIONS: (0, 3),
     ApiKey.CREATE_TOPICS: (2, 7),
     ApiKey.DELETE_TOPICS: (1, 6),
+    ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.INIT_PRODUCER_ID: (0, 5),
     ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
     ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),

@@ -96,6 +96,17 @@ retry across a broker restart is still recognised.
   :meth:`PartitionLog.aborted_transactions` answers Kafka's ``collectAbortedTransactions``: the
   aborted transactions whose marker is at or after the fetch offset and whose first offset is
   before the end of the returned data.
+
+**Log start offset** (DeleteRecords, Kafka's ``UnifiedLog.maybeIncrementLogStartOffset``):
+:meth:`PartitionLog.delete_records` moves :attr:`PartitionLog.log_start_offset` up to an offset
+at most the high watermark; nothing below it is served again (Fetch answers
+OFFSET_OUT_OF_RANGE, ListOffsets EARLIEST and the timestamp look-ups start there). The bytes
+below it stay in the file for now (Kafka deletes whole segments below it later; this file is
+one segment, so they are not reclaimed). The offset survives a restart through the topic
+registry's checkpoint file (``topic_registry.py``), which the registry writes after this
+partition's file is fsynced, so the data below a checkpointed start is always on disk; should
+a file still end below its checkpointed start (cut by ``recover-partitions``), recovery lowers
+the start to the new end with a warning.
 """
 
 from __future__ import annotations
@@ -152,6 +163,11 @@ ATTR_CONTROL = 0x20
 #: Control record types (Kafka's ``ControlRecordType``).
 CONTROL_ABORT = 0
 CONTROL_COMMIT = 1
+
+
+class OffsetOutOfRange(ValueError):
+    """DeleteRecords to an offset above the high watermark, or below 0 and not -1
+    (OFFSET_OUT_OF_RANGE)."""
 
 
 class InvalidRecord(InvalidRecords):
@@ -479,6 +495,10 @@ class PartitionLog:
             self._loaded = False
             raise
         self._loaded = True
+        if self.log_start_offset > self._hw:
+            log.warning("%s: the log start offset %d is beyond the log's end %d: lowered to it",
+                        self._spath, self.log_start_offset, self._hw)
+            self.log_start_offset = self._hw
         return cut
 
     def _recover(self, cut_damage: bool) -> tuple[int, str] | None:
@@ -773,6 +793,26 @@ class PartitionLog:
             self.recover()
             return self._files.fd(self._spath, create=True)
 
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords on this partition (Kafka's ``Partition.deleteRecordsOnLeader``): move
+        the log start offset up to ``offset`` (-1: the high watermark); an offset at or below
+        the current start changes nothing. Returns the new log start offset (the low
+        watermark). :class:`OffsetOutOfRange` for an offset above the high watermark or
+        below 0 (other than -1)."""
+        if not self._loaded:
+            self.recover()
+        target = self._hw if offset == -1 else offset
+        if target < 0 or target > self._hw:
+            raise OffsetOutOfRange(f"offset {offset} is not within the log start offset "
+                                   f"{self.log_start_offset} .. high watermark {self._hw}")
+        self.log_start_offset = max(self.log_start_offset, target)
+        return self.log_start_offset
+
+    def sync(self) -> None:
+        """fsync this partition's file (nothing for an in-memory or a file-less partition)."""
+        if self._mem is None and not self._fresh and self._size > 0:
+            os.fsync(self._files.fd(self._spath))
+
     def read(self, offset: int, max_bytes: int) -> bytes:
         """Batches from the one holding ``offset`` on, at least one, then up to ``max_bytes``."""
         return self.read_range(offset, max_bytes)[0]
@@ -809,17 +849,21 @@ class PartitionLog:
         """
         if not self._loaded:
             self.recover()
-        for base, ts in zip(self._bases, self._max_ts, strict=True):
+        start = self.log_start_offset
+        i = bisect.bisect_left(self._lasts, start)
+        for k in range(i, len(self._bases)):
+            ts = self._max_ts[k]
             if ts >= timestamp:
-                return base, ts
+                return max(self._bases[k], start), ts
         return None
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
         if not self._loaded:
             self.recover()
-        if not self._max_ts:
+        i = bisect.bisect_left(self._lasts, self.log_start_offset)
+        if i >= len(self._max_ts):
             return None
-        best = max(range(len(self._max_ts)), key=lambda k: (self._max_ts[k], -k))
+        best = max(range(i, len(self._max_ts)), key=lambda k: (self._max_ts[k], -k))
         return self._lasts[best], self._max_ts[best]
 
     def close(self) -> None:

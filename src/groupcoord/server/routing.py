@@ -4,10 +4,10 @@
 the group's coordinator (NOT_COORDINATOR, where the response schema has an error code for it), a
 transaction request sent to a broker that is not its transactional id's coordinator
 (NOT_COORDINATOR)
-and a Produce, Fetch, ListOffsets or OffsetForLeaderEpoch naming a partition the broker does not lead
-(NOT_LEADER_OR_FOLLOWER for every partition of the request), as Kafka does so that clients look
-the coordinator or the leaders up again. Requests without a place for the error (DescribeGroups,
-ListGroups, ...) are served by any broker.
+and a Produce, Fetch, ListOffsets, OffsetForLeaderEpoch or DeleteRecords naming a partition
+the broker does not lead (NOT_LEADER_OR_FOLLOWER for every partition of the request), as Kafka
+does so that clients look the coordinator or the leaders up again. Requests without a place for
+the error (DescribeGroups, ListGroups, ...) are served by any broker.
 """
 
 from __future__ import annotations
@@ -108,6 +108,14 @@ def misrouted(brokers: BrokerSet, runtime: CoordinatorRuntime | None,
             {"topic": t.topic, "partitions": [
                 {"error_code": _NOT_LEADER, "partition": p.partition, "leader_epoch": -1,
                  "end_offset": -1} for p in t.partitions]} for t in body.topics])
+    if api_key == ApiKey.DELETE_RECORDS:
+        parts = [(t.name, int(p.partition_index)) for t in body.topics for p in t.partitions]
+        if _all_led(brokers, registry, parts, broker):
+            return None
+        return build(_response_class(api_key, version), throttle_time=0, topics=[
+            {"name": t.name, "partitions": [
+                {"partition_index": p.partition_index, "error_code": _NOT_LEADER,
+                 "low_watermark": -1} for p in t.partitions]} for t in body.topics])
     if api_key == ApiKey.LIST_OFFSETS:
         parts = [(t.name, int(p.partition_index)) for t in body.topics for p in t.partitions]
         if _all_led(brokers, registry, parts, broker):

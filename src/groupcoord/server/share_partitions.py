@@ -234,6 +234,23 @@ class SharePartitionManager:
             sp.reset(start_offset)
         self.persist(key)
 
+    def log_start_moved(self, topic_id: UUID, partition: int, log_start_offset: int) -> int:
+        """DeleteRecords moved a partition's log start offset: every share partition of it
+        whose SPSO is below moves there (:meth:`SharePartition.move_start`) and is written; how
+        many. A write that fails is logged (the partition went back to its durable state; the
+        next ShareFetch moves it again)."""
+        changed = 0
+        for key in [k for k in self.partitions
+                    if k.topic_id == topic_id and k.partition == partition]:
+            sp = self.get(key)
+            if sp is not None and sp.move_start(log_start_offset):
+                changed += 1
+                with contextlib.suppress(ShareStateError):
+                    self.persist(key)
+        if changed:
+            self._notify()
+        return changed
+
     def release_member(self, group_id: str, member_id: str,
                        keys: Iterator[ShareStateKey] | list[ShareStateKey] | None = None) -> int:
         """Release every record ``member_id`` holds in ``group_id`` (on ``keys`` only, if

@@ -31,6 +31,15 @@ and that partition answers KAFKA_STORAGE_ERROR (never an empty log) until
 ``groupcoord recover-partitions`` (which reads every file whatever the marker says, and leaves
 the marker as it is) or a restored copy fixes it.
 
+Log start offsets (DeleteRecords; Kafka's ``log-start-offset-checkpoint``):
+``<data-dir>/log-start-offset-checkpoint`` holds every partition's log start offset above 0,
+in Kafka's checkpoint layout (a version line ``0``, a count line, then ``<topic-id-hex>
+<partition> <offset>`` per line; topic ids, not names, so a topic created again starts at 0).
+:meth:`TopicRegistry.delete_records` fsyncs the partition's file first, then writes the
+checkpoint atomically (temp file, fsync, rename, fsync of the directory): a crash leaves the
+old or the new checkpoint, never a torn one, and never a start beyond data that was lost.
+Lines of topics that no longer exist are dropped at the next write.
+
 All or nothing: a change whose ``topics.json`` cannot be written (disk full, no descriptor
 left) is undone in memory and answered KAFKA_STORAGE_ERROR naming the file and the reason;
 since partition files are only made by appends, a failed create leaves nothing on disk.
@@ -67,6 +76,8 @@ MAX_NAME_LENGTH = 249
 MAX_PARTITIONS = 100_000
 #: Kafka's name for the marker of a clean shutdown (``LogLoader.CleanShutdownFileName``).
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+#: Kafka's name for the log start offsets' checkpoint (``LogManager.LogStartOffsetCheckpointFile``).
+LOG_START_CHECKPOINT_FILE = "log-start-offset-checkpoint"
 
 
 def validate_topic_name(name: str) -> None:
@@ -148,7 +159,8 @@ class Topic:
 
 
 class TopicsFileError(ValueError):
-    """``topics.json`` cannot be read; the message names the file and what is wrong."""
+    """``topics.json`` (or the log start offsets' checkpoint) cannot be read; the message names
+    the file and what is wrong."""
 
 
 def read_topics_json(path: Path) -> dict[str, Any]:
@@ -209,6 +221,8 @@ class TopicRegistry:
         #: Called after :meth:`write_marker` stored a marker (the Fetch family wakes its
         #: waiting fetches: a read_committed consumer's data became visible).
         self.marker_listeners: list[Callable[[], None]] = []
+        #: (topic id, partition) -> log start offset above 0 (the checkpoint's content).
+        self._log_starts: dict[tuple[UUID, int], int] = {}
         self._load(recover)
 
     # ------------------------------------------------------------------ persistence
@@ -218,9 +232,12 @@ class TopicRegistry:
         files = self.files
         in_memory = self.in_memory
 
+        starts = self._log_starts
+
         def make(p: int) -> PartitionLog:  # files present at start-up are recovered by recover()
             plog = PartitionLog(f"{tdir}/{p}.log", files, in_memory=in_memory, fresh=True)
             plog.on_marker = self._marker_written
+            plog.log_start_offset = starts.get((tid, p), 0)
             return plog
 
         return Topic(tid, name, Partitions(make, count), configs)
@@ -239,6 +256,7 @@ class TopicRegistry:
             return
         raw = read_topics_json(self._meta)
         self.cluster_id = raw["cluster_id"]
+        self._log_starts.update(read_log_start_checkpoint(self.log_start_checkpoint))
         for t in raw["topics"]:
             tid = UUID(t["id"])
             topic = self._new_topic(tid, str(t["name"]), int(t["partitions"]),
@@ -256,6 +274,56 @@ class TopicRegistry:
         files = self.files_recovered = self.recover() if recover else 0
         log.info("loaded %d topics from %s (%d partition files checked)", len(self.topics),
                  self._meta, files)
+
+    @property
+    def log_start_checkpoint(self) -> Path:
+        return self.data_dir / LOG_START_CHECKPOINT_FILE
+
+    def _write_log_starts(self) -> None:
+        """Write the log start offsets' checkpoint atomically (temp file, fsync, rename, fsync
+        of the directory); an OSError leaves the previous file and no temporary one."""
+        rows = sorted((tid.hex, p, off) for (tid, p), off in self._log_starts.items()
+                      if off > 0 and tid in self.by_id)
+        text = f"0\n{len(rows)}\n" + "".join(f"{t} {p} {off}\n" for t, p, off in rows)
+        path = self.log_start_checkpoint
+        tmp = path.with_name(path.name + ".tmp")
+        try:
+            with open(tmp, "w") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+            _fsync_dir(self.data_dir)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    def delete_records(self, name: str, partition: int, offset: int) -> int:
+        """DeleteRecords on one partition: its log start offset moves up to ``offset`` (-1:
+        the high watermark; :meth:`PartitionLog.delete_records`), durably (the partition's
+        file fsynced, then the checkpoint written). Returns the new log start offset.
+        KeyError: no such partition; ``OffsetOutOfRange``; CoordinatorError
+        KAFKA_STORAGE_ERROR when the checkpoint cannot be written (nothing changed)."""
+        plog = self.partition(name, partition)
+        if plog is None:
+            raise KeyError(f"no partition {name}-{partition}")
+        topic = self.topics[name]
+        before = plog.log_start_offset
+        after = plog.delete_records(offset)
+        if after == before or self.in_memory:
+            return after
+        key = (topic.topic_id, partition)
+        self._log_starts[key] = after
+        try:
+            plog.sync()
+            self._write_log_starts()
+        except OSError as e:
+            plog.log_start_offset = before
+            self._log_starts[key] = before
+            raise _storage_error(f"Cannot delete records of {name}-{partition}",
+                                 self.log_start_checkpoint, e) from None
+        return after
 
     @property
     def clean_shutdown_marker(self) -> Path:
@@ -488,6 +556,26 @@ class TopicRegistry:
             return
         log.info("partition files closed (%d flushed); clean-shutdown marker written: %s",
                  flushed, marker)
+
+
+def read_log_start_checkpoint(path: Path) -> dict[tuple[UUID, int], int]:
+    """The log start offsets of ``path`` (none if it is missing). A file that cannot be
+    parsed stops the start with one line: guessing 0 would serve deleted records again."""
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        return {}
+    out: dict[tuple[UUID, int], int] = {}
+    try:
+        if not lines or lines[0] != "0" or int(lines[1]) != len(lines) - 2:
+            raise ValueError("bad version or count line")
+        for line in lines[2:]:
+            tid, p, off = line.split()
+            out[(UUID(hex=tid), int(p))] = int(off)
+    except (ValueError, IndexError) as e:
+        raise TopicsFileError(f"{path}: not a log start offset checkpoint ({e}); restore it "
+                              f"or remove it (every partition then starts at offset 0)") from None
+    return out
 
 
 def _fsync_dir(path: Path) -> None:

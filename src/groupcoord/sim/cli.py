@@ -108,7 +108,7 @@ def _run(ns: argparse.Namespace) -> int:
 def _simulate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scenario", help="a built-in name, 'random', or a scenario file (.toml)")
     p.add_argument("--protocol", default="consumer",
-                   help=f"protocol[:variant]: {', '.join(protocol_labels())} (default consumer)")
+                   help=f"protocol[:variant]: {', '.join(protocol_labels(every=True))} (default consumer)")
     p.add_argument("--seed", type=int, default=0, help="the seed of the run (default 0)")
     p.add_argument("--seeds", help="A-B: run every seed from A to B (inclusive)")
     p.add_argument("--trace", metavar="FILE", help="write the full event trace ('-': stdout)")

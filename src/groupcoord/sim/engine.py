@@ -32,10 +32,13 @@ closes when the group next converges after the disturbance ended and the members
 applications have caught up (what a rebalance costs them outlasts the convergence: task
 starts, a backlog), or when the run ends; its time to converge is the group's. Its figures
 are taken at the end of that millisecond (after every event of that instant, so that a
-control run, below, can take its own at the same point). A window reports the time to
-converge, group epoch bumps, resources moved, resource downtime (time a resource had no active
-owner, summed over resources), the peak of unowned resources, messages and records written
-during the window.
+control run, below, can take its own at the same point). **Each moment counts in one window
+only**: when the next event opens its window while one is still open, the open window's
+figures are cut there (``cut_ms``; its time to converge still runs to its close), and what
+follows is the next window's, so that the windows' figures add up to those of their union.
+A window reports the time to converge, group epoch bumps, resources moved, resource
+downtime (time a resource had no active owner, summed over resources), the peak of unowned
+resources, messages and records written during the window.
 
 **Paired control** (the lab's method, ``lab.runs``). A simulation with ``control`` set runs the
 same scenario and seed with every event reduced to a marker: the marker takes the event's step
@@ -158,6 +161,13 @@ class Window:
     #: When its figures were taken (None: still open).
     closed_ms: int | None = None
     end: dict[str, Any] = field(default_factory=dict)
+    #: When the next window opened while this one was still open (None: it did not): the
+    #: window's figures stop there, so that each moment counts in one window only.
+    cut_ms: int | None = None
+    cut_end: dict[str, Any] | None = None
+    #: Closed because the group converged and the applications caught up (False: closed by
+    #: the run's end, its lag never caught up).
+    recovered: bool = False
     #: The application's cumulative metrics at the start (``sim.workload``; None: idle) and
     #: the peak of the lag during the window.
     work0: dict[str, float] | None = None
@@ -170,7 +180,8 @@ class Window:
                                "time_to_converge_ms": None if self.converged_ms is None
                                else self.converged_ms - self.start_ms,
                                "peak_unowned": self.peak_unowned,
-                               "closed_ms": self.closed_ms}
+                               "closed_ms": self.closed_ms, "cut_ms": self.cut_ms,
+                               "recovered": self.recovered}
         out.update(self.end)
         return out
 
@@ -616,6 +627,10 @@ class Simulation(ABC):
     # ================================================================== metrics
 
     def open_window(self, label: str, start: int, settle: int) -> None:
+        for prev in (*self._open, *self._closing):  # each moment in one window: cut here
+            if prev.cut_ms is None:
+                prev.cut_ms = self.now
+                prev.cut_end = self.window_figures(prev)
         w = Window(label, start, settle, self.counters["messages"], self.coord.records_written,
                    self.counters["moved"], self.downtime(), self.group_epoch(),
                    peak_unowned=self._unowned)
@@ -692,6 +707,7 @@ class Simulation(ABC):
 
     def _close_pending(self) -> None:
         for w in self._closing:
+            w.recovered = True
             self._close(w)
         self._closing = []
 
@@ -749,17 +765,24 @@ class Simulation(ABC):
                 and self._base_faults == NO_FAULTS and self.network.faults == NO_FAULTS
                 and not self.network.cut and self.coord.up and self.work_recovered())
 
-    def _close(self, w: Window) -> None:
-        w.closed_ms = self.now
-        w.end = {"group_epoch_bumps": self.group_epoch() - w.epoch0,
-                 "resources_moved": self.counters["moved"] - w.moved0,
-                 "resource_downtime_ms": self.downtime() - w.downtime0,
-                 "messages": self.counters["messages"] - w.messages0,
-                 "records_written": self.coord.records_written - w.records0}
+    def window_figures(self, w: Window) -> dict[str, Any]:
+        """A window's figures from its start until now (the cumulative counters' differences,
+        the lag's peak)."""
+        out: dict[str, Any] = {"group_epoch_bumps": self.group_epoch() - w.epoch0,
+                               "resources_moved": self.counters["moved"] - w.moved0,
+                               "resource_downtime_ms": self.downtime() - w.downtime0,
+                               "messages": self.counters["messages"] - w.messages0,
+                               "records_written": self.coord.records_written - w.records0}
         if w.work0 is not None:
             end = self.work_totals()
             if end is not None:
-                w.end.update(window_metrics(w.work0, end, max(w.lag_peak, self.work_lag())))
+                out.update(window_metrics(w.work0, end, max(w.lag_peak, self.work_lag())))
+        return out
+
+    def _close(self, w: Window) -> None:
+        """Take a window's figures: until now, or until the next window opened (its cut)."""
+        w.closed_ms = self.now
+        w.end = w.cut_end if w.cut_end is not None else self.window_figures(w)
 
     def _close_windows(self, final: bool) -> None:
         self._close_pending()

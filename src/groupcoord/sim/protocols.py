@@ -5,8 +5,9 @@ invariants, plus the variants it accepts (for consumer groups: the server-side a
 Registered today: ``consumer`` (KIP-848; variants ``uniform``, ``range``: the server-side
 assignor; ``client``: a client-side assignor run by a member), ``classic``
 (classic consumers: eager, cooperative), ``connect`` (Connect workers on connect groups:
-eager, cooperative) and ``classic-connect`` (Connect workers in classic groups: eager,
-compatible, sessioned); each registers itself here with :func:`register_protocol`.
+eager, cooperative), ``classic-connect`` (Connect workers in classic groups: eager,
+compatible, sessioned) and ``share`` (KIP-932 share groups: ``simple``, the share assignor);
+each registers itself here with :func:`register_protocol`.
 ``ProtocolSpec.resource`` says what the members share (partitions, or tasks for Connect).
 """
 
@@ -28,6 +29,10 @@ class ProtocolSpec:
     #: What the group shares: ``partitions`` (consumers) or ``tasks`` (Connect workers:
     #: connectors and their tasks).
     resource: str = "partitions"
+    #: Whether ``all`` (the lab's specs, the identity benchmark) includes it: the rebalance
+    #: protocols do; ``share`` runs by name (its consumers work record by record, tens of times
+    #: the cost of a consumer-group run, and its questions are its own spec's).
+    in_all: bool = True
 
 
 PROTOCOLS: dict[str, ProtocolSpec] = {}
@@ -46,7 +51,7 @@ def resolve_protocol(label: str) -> tuple[ProtocolSpec, str]:
     spec = PROTOCOLS.get(name)
     if spec is None:
         raise ValueError(f"unknown protocol {name!r}; available: "
-                         f"{', '.join(protocol_labels())}")
+                         f"{', '.join(protocol_labels(every=True))}")
     variant = variant or spec.default_variant
     if spec.variants and variant not in spec.variants:
         raise ValueError(f"protocol {name} has no variant {variant!r}; available: "
@@ -54,9 +59,10 @@ def resolve_protocol(label: str) -> tuple[ProtocolSpec, str]:
     return spec, variant
 
 
-def protocol_labels() -> list[str]:
+def protocol_labels(every: bool = False) -> list[str]:
+    """The labels ``all`` stands for; with ``every``, also the protocols it leaves out."""
     return [f"{s.name}:{v}" for s in sorted(PROTOCOLS.values(), key=lambda s: s.name)
-            for v in s.variants] or sorted(PROTOCOLS)
+            if every or s.in_all for v in s.variants] or sorted(PROTOCOLS)
 
 
 register_protocol(ProtocolSpec(
@@ -105,3 +111,17 @@ def _register_classic_connect() -> None:
 
 
 _register_classic_connect()
+
+
+def _register_share() -> None:
+    from groupcoord.sim.share import ShareSimulation
+
+    register_protocol(ProtocolSpec(
+        "share", ShareSimulation, ("simple",), "simple",
+        "KIP-932 share groups: share consumers (ShareGroupHeartbeat against the coordinator's "
+        "share groups; fetch, process, acknowledge against the core's share partitions, with "
+        "acquisition locks and delivery counts); the variant is the share assignor",
+        in_all=False))
+
+
+_register_share()

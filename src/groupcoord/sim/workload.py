@@ -45,8 +45,9 @@ workload's distribution (the run's seed): what slows one record of a batch (a sl
 downstream, a pause) usually slows its neighbours.
 
 Metrics (:class:`WorkModel`): records processed (a reprocessed record counts again); lag =
-produced - highest position processed, summed over resources (its peak and its integral,
-record-seconds: exact for linear segments, the trapezoid rule otherwise); stall time (no
+produced - highest position processed, summed over resources (its peak, and its integral
+in record-seconds in closed form: a resource's lag is piecewise linear between two changes
+and :func:`lag_area` integrates it exactly per piece, wherever the samples fall); stall time (no
 processor had anything to process while lag existed); paused resource-seconds (owned but
 not processing: waiting for the next poll, warm-up or task start, a revocation's commit or a
 task's stop); records processed twice; Connect task restarts. The contract of names is
@@ -290,6 +291,56 @@ def parse_workload(where: str, raw: Any, base: Workload = DEFAULT_WORKLOAD) -> W
     return replace(base, **changes)
 
 
+# ============================================================================ the lag's integral
+
+
+def lag_area(rate: float, t0: float, hw: float, a: float, b: float, qa: float,
+             qb: float) -> float:
+    """The integral over ``[a, b]`` (record-ms) of one resource's lag
+    ``max(0, P(u) - max(hw, q(u)))``: production ``P(u) = rate * max(0, u - t0)``, the highest
+    position processed before ``a`` ``hw``, and a consumer position ``q`` going linearly from
+    ``qa`` at ``a`` to ``qb`` at ``b`` (nondecreasing). The lag is piecewise linear: the
+    integral is exact (up to float rounding), the segment split where production starts, where
+    the consumer passes ``hw`` (a new owner reprocessing from the committed position) and where
+    the lag reaches 0; without such a kink it is one trapezoid (the same operations as the
+    trapezoid rule, so the same bits)."""
+    if b <= a:
+        return 0.0
+    if a < t0 < b:  # production starts inside
+        qm = qa + (qb - qa) * ((t0 - a) / (b - a))
+        return lag_area(rate, t0, hw, a, t0, qa, qm) + lag_area(rate, t0, hw, t0, b, qm, qb)
+    if qa < hw < qb:  # the consumer passes the highest position processed
+        tm = a + (b - a) * ((hw - qa) / (qb - qa))
+        if a < tm < b:
+            return lag_area(rate, t0, hw, a, tm, qa, hw) + lag_area(rate, t0, hw, tm, b, hw, qb)
+    da = (rate * (a - t0) if a > t0 else 0.0) - (qa if qa > hw else hw)
+    db = (rate * (b - t0) if b > t0 else 0.0) - (qb if qb > hw else hw)
+    if da >= 0:
+        if db >= 0:
+            return (da + db) * (b - a) / 2
+        return da * (da / (da - db)) * (b - a) / 2  # the lag reaches 0 inside
+    if db <= 0:
+        return 0.0
+    return db * (db / (db - da)) * (b - a) / 2  # the lag starts inside
+
+
+def stream_lag_area(rate: float, t0: float, hw: float, a: float, b: float,
+                    fetch_latency: float) -> float:
+    """:func:`lag_area` of a resource whose consumer keeps up over ``(a, b]``: its position
+    follows what can be fetched, ``P(u - fetch_latency)`` (the kink where the first records
+    reach the fetch horizon split out)."""
+    if b <= a:
+        return 0.0
+    h = t0 + fetch_latency
+    if a < h < b:
+        return stream_lag_area(rate, t0, hw, a, h, fetch_latency) \
+            + stream_lag_area(rate, t0, hw, h, b, fetch_latency)
+    fa = a - fetch_latency
+    fb = b - fetch_latency
+    return lag_area(rate, t0, hw, a, b, rate * (fa - t0) if fa > t0 else 0.0,
+                    rate * (fb - t0) if fb > t0 else 0.0)
+
+
 # ============================================================================ state
 
 
@@ -314,16 +365,13 @@ class Resource:
 
     def progress(self, t: float, pos: float) -> None:
         """The resource at time ``t`` with a consumer at ``pos`` (lag integral up to t)."""
+        if t > self.t:  # (not processed since self.t: hw constant)
+            self.lag_int += lag_area(self.rate, self.t0, self.hw, self.t, t, self.hw, self.hw)
+            self.t = t
         if pos > self.hw:
             self.hw = pos
         lag = self.produced(t) - self.hw
-        if lag < 0:
-            lag = 0.0
-        dt = t - self.t
-        if dt > 0:
-            self.lag_int += (self.lag + lag) * dt / 2
-            self.t = t
-        self.lag = lag
+        self.lag = lag if lag > 0 else 0.0
 
 
 class Processor:
@@ -334,7 +382,8 @@ class Processor:
 
     __slots__ = ("_ares", "_bitems", "_commit_memo", "_p", "_p_version", "active", "batch",
                  "batch_end", "batch_id", "batch_start", "boundary_for", "flush_at", "lazy",
-                 "model", "name", "owned", "poll_actions", "recent", "stream", "t", "warming")
+                 "model", "name", "owned", "poll_actions", "recent", "stream", "stream_lag", "t",
+                 "warming")
 
     def __init__(self, model: WorkModel, name: str) -> None:
         self.model = model
@@ -365,6 +414,9 @@ class Processor:
         self.batch_end = 0.0
         self.batch_id = 0
         self.stream = False
+        #: While it keeps up past every resource's fetch horizon: (``_p_version``, its
+        #: constant lag) (see :meth:`WorkModel.sample_lag`).
+        self.stream_lag: tuple[int, float] | None = None
         #: Overloaded: batches follow each other without simulator events (see advance).
         self.lazy = False
         self.boundary_for = -1
@@ -402,22 +454,37 @@ class Processor:
             frac = 1.0 if span <= 0 else (end - self.batch_start) / span
             pos = self._p
             processed = m.processed
+            bs = self.batch_start
             for _, r, start, take in self._bitems:
                 new = start + take * frac
-                processed += new - pos[r]
+                old = pos[r]
+                processed += new - old
                 pos[r] = new
-                # r.progress(end, new), inlined (the same operations in the same order): at
-                # saturation a member runs thousands of small batches over every partition
-                if new > r.hw:
-                    r.hw = new
-                lag = (r.rate * (end - r.t0) if end > r.t0 else 0.0) - r.hw
-                if lag < 0:
-                    lag = 0.0
-                dt = end - r.t
-                if dt > 0:
-                    r.lag_int += (r.lag + lag) * dt / 2
+                # the lag's integral up to ``end`` in closed form (see lag_area): the position
+                # stood at ``start`` until the batch started, then went linearly to ``new``;
+                # the common case (touched at or after the batch's start, no kink: one
+                # trapezoid) inlined: at saturation a member runs thousands of small batches
+                # over every partition
+                rt = r.t
+                hw = r.hw
+                if end > rt:
+                    if rt < bs:
+                        r.lag_int += lag_area(r.rate, r.t0, hw, rt, bs, start, start) \
+                            + lag_area(r.rate, r.t0, hw, bs, end, start, new)
+                    elif old >= hw and rt >= r.t0:
+                        da = r.rate * (rt - r.t0) - old
+                        db = r.rate * (end - r.t0) - new
+                        if da >= 0 and db >= 0:
+                            r.lag_int += (da + db) * (end - rt) / 2
+                        else:
+                            r.lag_int += lag_area(r.rate, r.t0, hw, rt, end, old, new)
+                    else:
+                        r.lag_int += lag_area(r.rate, r.t0, hw, rt, end, old, new)
                     r.t = end
-                r.lag = lag
+                if new > hw:
+                    r.hw = hw = new
+                lag = (r.rate * (end - r.t0) if end > r.t0 else 0.0) - hw
+                r.lag = lag if lag > 0 else 0.0
             m.processed = processed
             self.t = end
             if end < self.batch_end:
@@ -426,7 +493,9 @@ class Processor:
             if t <= end:
                 return
         if self.stream:
-            fetched = t - m.fetch_latency_ms
+            fl = m.fetch_latency_ms
+            fetched = t - fl
+            since = self.t  # (it keeps up since its last advance at the latest)
             pos = self._p
             processed = m.processed
             for r in self._ares:
@@ -437,19 +506,26 @@ class Processor:
                 if new > old:
                     processed += new - old
                     pos[r] = old = new
-                # r.progress(t, old), inlined (the same operations in the same order): every
-                # lag sample brings each member that keeps up to now, partition by partition
+                # the lag's integral up to t in closed form (stream_lag_area; its common
+                # case inlined: past the fetch horizon since r.t and caught up at r.t, the
+                # lag is constant, one trapezoid)
                 hw = r.hw
+                rt = r.t
+                if rt < since:  # (not in the last batch before it caught up: unprocessed)
+                    r.lag_int += lag_area(rate, t0, hw, rt, since, hw, hw)
+                    r.t = rt = since
+                if t > rt:  # (dt > 0: two distinct floats never subtract to 0)
+                    if rt >= t0 + fl and hw == rate * (rt - fl - t0):
+                        r.lag_int += ((rate * (rt - t0) - hw) + (rate * (t - t0) - old)) \
+                            * (t - rt) / 2 if old >= hw else \
+                            stream_lag_area(rate, t0, hw, rt, t, fl)
+                    else:
+                        r.lag_int += stream_lag_area(rate, t0, hw, rt, t, fl)
+                    r.t = t
                 if old > hw:
                     r.hw = hw = old
                 lag = (rate * (t - t0) if t > t0 else 0.0) - hw
-                if lag < 0:
-                    lag = 0.0
-                rt = r.t
-                if t > rt:  # (dt > 0: two distinct floats never subtract to 0)
-                    r.lag_int += (r.lag + lag) * (t - rt) / 2
-                    r.t = t
-                r.lag = lag
+                r.lag = lag if lag > 0 else 0.0
             m.processed = processed
         self.t = t
         if self.flush_at is not None and t >= self.flush_at:
@@ -462,7 +538,7 @@ class Processor:
         if total < 1.0:
             if rate <= 0 or rate * self.model.workload.processing_ms.average < 1.0:
                 self.lazy = False
-                self.stream = True  # caught up: it keeps up from t0 on
+                self.stream, self.stream_lag = True, None  # caught up: it keeps up from t0 on
                 self.model.changed()
                 return False
             t0 += self._wait(t0, total)  # overloaded: the next record
@@ -585,10 +661,10 @@ class Processor:
         m.set_working(self, rate > 0 or total > 0)
         if total < 1.0:
             if rate <= 0:
-                self.stream = True  # nothing will come: it keeps up
+                self.stream, self.stream_lag = True, None  # nothing will come: it keeps up
                 return
             if rate * mean < 1.0:
-                self.stream = True  # keeps up: in poll() whenever a record comes
+                self.stream, self.stream_lag = True, None  # keeps up: in poll() whenever a record comes
                 return
         # batches follow each other without events, computed when needed (``lazy``), unless
         # one could outlast max.poll.interval.ms: then each batch's end is an event
@@ -702,6 +778,8 @@ class Processor:
         self.advance(m.now())
         self._p[r] = r.committed
         self._p_version += 1
+        m.active_in[r] = self
+        m.idle.pop(r, None)
         if r.hw > r.committed:
             m.reprocessed += r.hw - r.committed
         r.progress(m.now(), r.committed)
@@ -746,6 +824,10 @@ class Processor:
             gone.add(r)
             pos = self._p.pop(r)
             self._p_version += 1
+            if m.active_in.get(r) is self:
+                del m.active_in[r]
+                if r0 is r:
+                    m.idle[r] = None
             if r0 is r:  # (the model's resource of k)
                 r.progress(m.now(), pos)
                 if commit:
@@ -794,6 +876,11 @@ class WorkModel:
         self.on_poll_timeout: Callable[[Processor, int], None] | None = None
         self.resources: dict[Key, Resource] = {}
         self.processors: dict[str, Processor] = {}
+        #: The processor each active resource is processed by (a lag sample reads a
+        #: resource's lag without bringing a member that keeps up to now).
+        self.active_in: dict[Resource, Processor] = {}
+        #: The resources no processor processes (owned but paused, or not owned).
+        self.idle: dict[Resource, None] = {}
         self.processed = 0.0
         self.reprocessed = 0.0
         self.task_restarts = 0
@@ -820,7 +907,8 @@ class WorkModel:
 
     def add_resource(self, key: Key, rate_per_s: float) -> None:
         if key not in self.resources:
-            self.resources[key] = Resource(key, rate_per_s, self.now())
+            r = self.resources[key] = Resource(key, rate_per_s, self.now())
+            self.idle[r] = None
 
     def sync_resources(self, wanted: Mapping[Key, float]) -> None:
         """The resources that exist now (with their rates): new ones start producing now;
@@ -837,6 +925,7 @@ class WorkModel:
                 p.release(held, commit=False)
         for k in gone:
             r = self.resources.pop(k)
+            self.idle.pop(r, None)
             r.progress(self.now(), r.hw)
             self._gone_lag_int += r.lag_int / 1000.0
 
@@ -870,7 +959,9 @@ class WorkModel:
             return False
         now = self.now()
         for p in self.processors.values():
-            p.advance(now)
+            if p.stream:  # (keeps up: bringing it to now changes neither)
+                continue
+            p.advance(now)  # (a member catching up may keep up from then on)
             if p.batch is not None or not (p.stream or not p.active):
                 return False
         return True
@@ -920,13 +1011,14 @@ class WorkModel:
         for r in self.resources.values():
             rt = r.t
             if rt < now:
-                # r.progress(now, r.hw), inlined (the same operations in the same order):
-                # a sample visits every resource of the group
+                # r.progress(now, r.hw), inlined: not processed since r.t (its processor,
+                # brought to now above, did not take it in its batch)
                 t0 = r.t0
-                rl = (r.rate * (now - t0) if now > t0 else 0.0) - r.hw
+                hw = r.hw
+                rl = (r.rate * (now - t0) if now > t0 else 0.0) - hw
                 if rl < 0:
                     rl = 0.0
-                r.lag_int += (r.lag + rl) * (now - rt) / 2
+                r.lag_int += lag_area(r.rate, t0, hw, rt, now, hw, hw)
                 r.t = now
                 r.lag = rl
                 lag += rl
@@ -946,7 +1038,61 @@ class WorkModel:
         if self._sampled_at == now:
             return self.lag_now
         self._sampled_at = now
-        return self.settle()
+        # The lag of every resource now, read without bringing members that keep up to now
+        # (their positions and integrals follow in closed form at their next advance: the
+        # integral does not depend on where samples fall): a member that keeps up past the
+        # fetch horizon of all its resources has a constant lag (its production during
+        # ``fetch_latency_ms``), kept until its resources change; members in a batch are
+        # advanced and their resources read; then the resources nobody processes.
+        fetched = now - self.fetch_latency_ms
+        active_in = self.active_in
+        lag = 0.0
+        for p in self.processors.values():
+            if p.stream:
+                c = p.stream_lag
+                if c is not None and c[0] == p._p_version:
+                    lag += c[1]
+                    continue
+                v = 0.0
+                steady = True
+                for r in p._ares:
+                    if active_in.get(r) is not p:
+                        continue
+                    t0 = r.t0
+                    hw = r.hw
+                    rate = r.rate
+                    if fetched > t0:
+                        q = rate * (fetched - t0)
+                        if q >= hw:
+                            hw = q
+                        else:
+                            steady = False
+                    else:
+                        steady = False
+                    rl = (rate * (now - t0) if now > t0 else 0.0) - hw
+                    if rl > 0:
+                        v += rl
+                if steady:
+                    p.stream_lag = (p._p_version, v)
+                lag += v
+            else:
+                p.advance(now)
+                for r in p._ares:
+                    if active_in.get(r) is p:
+                        t0 = r.t0
+                        rl = (r.rate * (now - t0) if now > t0 else 0.0) - r.hw
+                        if rl > 0:
+                            lag += rl
+        for r in self.idle:
+            t0 = r.t0
+            rl = (r.rate * (now - t0) if now > t0 else 0.0) - r.hw
+            if rl > 0:
+                lag += rl
+        self.account()
+        self.lag_now = lag
+        if self.on_lag is not None:
+            self.on_lag(lag)
+        return lag
 
     def totals(self) -> dict[str, float]:
         """Cumulative metrics now (windows subtract the values at their start)."""

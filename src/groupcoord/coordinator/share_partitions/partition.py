@@ -158,6 +158,21 @@ class SharePartition:
         self.records.clear()
         self.state_epoch += 1
 
+    def move_start(self, log_start_offset: int) -> bool:
+        """The log's start moved past the SPSO (DeleteRecords): the SPSO moves to it and every
+        in-flight record below it is done (archived: gone from the window, an acquired one
+        with its lock; its member's later acknowledgement is accepted silently), as Kafka's
+        ``SharePartition`` moves its start offset to a new log start offset. Whether the
+        partition changed."""
+        if log_start_offset <= self.start_offset:
+            return False
+        for offset in range(self.start_offset, min(self.next_offset, log_start_offset)):
+            del self.records[offset]
+        self.start_offset = log_start_offset
+        self.next_offset = max(self.next_offset, log_start_offset)
+        self._advance()
+        return True
+
     # ------------------------------------------------------------------ acquisition
 
     def fetch_offset(self) -> int | None:

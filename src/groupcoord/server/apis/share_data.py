@@ -467,12 +467,13 @@ class ShareDataApis(ApiFamily):
                      record_limit: bool = False) -> tuple[list[Any], bytes]:
         if max_bytes <= 0 and not first:  # MaxBytes reached: the first batch only may pass it
             return [], b""
+        # records deleted from the log (DeleteRecords) are done: the SPSO moves past them (the
+        # caller writes the moved window)
+        sp.move_start(plog.log_start_offset)
         offset = sp.fetch_offset()
         bound = self._read_bound(plog, sp)
         if offset is None or offset >= bound:
             return [], b""
-        if offset < plog.log_start_offset:  # records gone from the log are done
-            offset = plog.log_start_offset
         data = plog.read(offset, min(max_bytes, READ_CAP_BYTES))
         ranges = [r for r in batch_ranges(data) if r[0] < bound]
         skip = self._undeliverable(data, ranges, plog, sp.config.read_committed)

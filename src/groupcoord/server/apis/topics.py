@@ -1,8 +1,10 @@
 """CreateTopics, DeleteTopics and CreatePartitions on the :class:`TopicRegistry`, authorized
-as Kafka's ``ControllerApis`` (docs/acls.md)."""
+as Kafka's ``ControllerApis`` (docs/acls.md); DeleteRecords, which moves partitions' log start
+offsets (Kafka's ``KafkaApis.handleDeleteRecordsRequest``)."""
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from typing import Any
 
@@ -10,10 +12,14 @@ from groupcoord.protocol.errors import CoordinatorError
 from groupcoord.protocol.versions import ApiKey
 from groupcoord.server.apis.configs import created_topic_configs
 from groupcoord.server.apis.family import NODE_ID, RT, ApiFamily, BrokerState, E, Op, RequestContext
+from groupcoord.server.partition_log import OffsetOutOfRange
+from groupcoord.storage.log import LogError
+
+log = logging.getLogger(__name__)
 
 
 class TopicApis(ApiFamily):
-    """CreateTopics, DeleteTopics, CreatePartitions."""
+    """CreateTopics, DeleteTopics, CreatePartitions, DeleteRecords."""
 
     def __init__(self, broker: BrokerState) -> None:
         super().__init__(broker)
@@ -21,6 +27,7 @@ class TopicApis(ApiFamily):
             ApiKey.CREATE_TOPICS: self.create_topics,
             ApiKey.DELETE_TOPICS: self.delete_topics,
             ApiKey.CREATE_PARTITIONS: self.create_partitions,
+            ApiKey.DELETE_RECORDS: self.delete_records,
         }
 
     def create_topics(self, body: Any, ctx: RequestContext) -> Any:
@@ -165,3 +172,52 @@ class TopicApis(ApiFamily):
         if changed:
             self._topics_changed()
         return self._resp(ctx, throttle_time=0, results=results)
+
+    def delete_records(self, body: Any, ctx: RequestContext) -> Any:
+        """DeleteRecords, as Kafka's ``KafkaApis.handleDeleteRecordsRequest`` and
+        ``Partition.deleteRecordsOnLeader``: each partition's log start offset moves up to the
+        offset given (-1: the high watermark) and the answer is its new low watermark (the log
+        start offset). Per partition: TOPIC_AUTHORIZATION_FAILED without DELETE on the topic,
+        UNKNOWN_TOPIC_OR_PARTITION for a topic or partition that does not exist,
+        POLICY_VIOLATION when the topic's ``cleanup.policy`` has no ``delete``,
+        OFFSET_OUT_OF_RANGE for an offset above the high watermark (or below 0 other than -1),
+        KAFKA_STORAGE_ERROR when the partition or the checkpoint cannot be written; the low
+        watermark is -1 on every error. (NOT_LEADER_OR_FOLLOWER with several brokers:
+        ``server/routing.py``.) The share partitions of a moved partition move their start
+        offset past the deleted records (KIP-932). The timeout is not used: one replica, the
+        change is done when answered."""
+        default_policy = self.broker.broker_configs.get("log.cleanup.policy", "delete")
+        topics = []
+        for t in body.topics:
+            allowed = self._allowed(ctx, Op.DELETE, RT.TOPIC, t.name)
+            topic = self.registry.get(t.name)
+            parts = []
+            for p in t.partitions:
+                pi = int(p.partition_index)
+                res: dict[str, Any] = {"partition_index": pi, "low_watermark": -1,
+                                       "error_code": 0}
+                policy = "" if topic is None else topic.configs.get("cleanup.policy",
+                                                                    default_policy)
+                if not allowed:
+                    res["error_code"] = E.topic_authorization_failed
+                elif topic is None or not 0 <= pi < topic.num_partitions:
+                    res["error_code"] = E.unknown_topic_or_partition
+                elif "delete" not in [x.strip() for x in policy.split(",")]:
+                    res["error_code"] = E.policy_violation
+                else:
+                    try:
+                        res["low_watermark"] = self.registry.delete_records(t.name, pi,
+                                                                            int(p.offset))
+                        shares = self.broker.share_partitions
+                        if shares is not None:
+                            shares.log_start_moved(topic.topic_id, pi, res["low_watermark"])
+                    except OffsetOutOfRange:
+                        res["error_code"] = E.offset_out_of_range
+                    except CoordinatorError as e:
+                        res["error_code"] = e.code
+                    except (OSError, LogError) as e:  # unreadable partition file
+                        log.error("delete records of %s-%d failed: %s", t.name, pi, e)
+                        res["error_code"] = E.kafka_storage_error
+                parts.append(res)
+            topics.append({"name": t.name, "partitions": parts})
+        return self._resp(ctx, throttle_time=0, topics=topics)

@@ -1,0 +1,825 @@
+"""Share groups (KIP-932) in the simulator: protocol ``share`` (variant ``simple``, the assignor).
+
+Simulated share consumers against the real coordinator core's share group type (the
+:class:`Shard`'s ShareGroupHeartbeat, its ``simple`` share assignor, its session timers and
+replay) through the faulty network of ``sim.network``, and against the real share-partition
+state machine (``sim.share_partitions``: the core's ``SharePartition`` driven with the simulated
+clock). Everything protocol-independent (the loop, the scenario's timeline, network faults,
+coordinator failovers, the I4 checkpoints, the windows) is :class:`Simulation`'s.
+
+**A share consumer** (as librdkafka's and the Java ``KafkaShareConsumer`` behave, explicit
+acknowledgement):
+
+- **Membership**: it heartbeats ShareGroupHeartbeat with its subscribed topic names, a member id
+  it generated (KIP-1082) and its epoch, one request at a time, every heartbeat interval the
+  coordinator gives; a request unanswered after ``request_timeout_ms`` is given up and sent again.
+  UNKNOWN_MEMBER_ID and FENCED_MEMBER_EPOCH make it rejoin at epoch 0 with the same member id;
+  COORDINATOR_LOAD_IN_PROGRESS (a coordinator still loading) is retried after a backoff; any
+  other error stops the process, restarted after ``restart_delay_ms`` (an orchestrator).
+- **Fetching** (the partition leader, another endpoint of the same network: a member cut off
+  reaches neither): with partitions assigned and no batch in hand, it sends a fetch for them,
+  carrying the acknowledgements of its last batch; the broker applies them, then acquires up
+  to ``max_poll_records`` records (partitions in turn, starting one further each fetch). A fetch
+  that finds nothing waits at the broker (long poll) until a record is produced on one of its
+  partitions, at least the workload's ``fetch_latency_ms`` and at most ``FETCH_MAX_WAIT_MS``.
+- **Processing**: record by record, each taking a draw of the workload's processing time (plus
+  a ``slow`` event's ``delay_ms`` per batch, a slow downstream); a *poison* record's processing
+  fails and the member RELEASEs it (it is delivered again, and archived at
+  ``share.delivery.count.limit``); the others are ACCEPTed. A record whose lock expired while the
+  member was busy is refused at acknowledgement (INVALID_RECORD_STATE: another member may
+  process it again).
+- **Leaving** (leave, scale-in, a graceful bounce): it sends its pending acknowledgements and
+  closes its share session (the broker releases what it still holds), then heartbeats epoch -1.
+  **Crashing**: nothing; its records stay acquired until their locks expire, its membership
+  until the session timeout.
+
+**Invariants checked every step** (docs/design.md): S1-S3 on every acquisition and
+acknowledgement (``sim.share_partitions``), and in full at every checkpoint and at the end;
+I3 on the share group's epochs after every step that wrote records (group epoch >= assignment
+epoch >= every member epoch, none decreasing) and on every answer a member takes (never lower
+than its epoch but for a rejoin at 0); I2 as share groups relax it, on every target installed
+(every subscribed partition assigned at least once, only to members that exist and subscribe
+to its topic); I4 as every protocol; I5 convergence (every live process a member at the
+group epoch with its target, no other member) within :meth:`ShareSimulation.i5_bound` after
+the faults stop; S4 at the end: every record produced before the faults stopped is
+acknowledged or archived (the bound leaves the locks time to expire and the backlog time to
+drain).
+
+**The I5 bound**: the session timeout S (a crashed member's expiry), the lock duration D (its
+records' release), a restart delay R, request timeout Q, three heartbeat intervals H and twenty
+one-way latencies L, the assignment interval A; S4 adds the backlog at the quiet time processed
+by the live members (its mean processing time, twice over) and the poison records' deliveries
+up to the limit (each a fetch round trip)::
+
+    bound = S + D + R + Q + 3 * H + A + 20 * L + drain
+
+**Metrics** (the lab's table where they fit, ``sim.workload``'s names): records processed
+(successful processings, a record processed again counts again), lag (records produced and not
+yet acknowledged or archived; its peak and integral), stall (no member processing while records
+were available), records processed twice (``records_reprocessed``: a record processed
+successfully, then again because its acknowledgement came after its lock expired); and
+``protocol_summary``'s share figures: acquisitions, redeliveries, records archived, poison
+attempts, acknowledgements refused.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from groupcoord.coordinator.modern.share.messages import (
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
+)
+from groupcoord.coordinator.modern.share.model import ShareGroup
+from groupcoord.coordinator.records import Assignment
+from groupcoord.coordinator.share_partitions.config import ShareConfig
+from groupcoord.coordinator.share_partitions.partition import AckType
+from groupcoord.protocol.errors import ErrorCode, error_name
+from groupcoord.sim.engine import Simulation, Violation
+from groupcoord.sim.scenario import Event, start_offsets_ms
+from groupcoord.sim.share_partitions import (
+    Acquired,
+    ShareInvariantError,
+    SimSharePartitions,
+    TopicIdPartition,
+)
+from groupcoord.sim.workload import WORK_METRICS
+
+_E = ErrorCode
+#: Kafka's ``fetch.max.wait.ms`` default: how long a fetch that finds nothing waits at the broker.
+FETCH_MAX_WAIT_MS = 500
+#: Retry backoff of a heartbeat answered with a retriable error.
+RETRY_BACKOFF_MS = 100
+
+
+@dataclass(slots=True, frozen=True)
+class ShareSettings:
+    """The share group's settings in a simulation: the lock duration and delivery count limit
+    (KIP-932's ``share.record.lock.duration.ms`` and ``share.delivery.count.limit``, Kafka's
+    defaults) and the fraction of records that are poison (their processing always fails)."""
+
+    lock_duration_ms: int = 30_000
+    delivery_count_limit: int = 5
+    poison_rate: float = 0.0
+
+
+@dataclass(slots=True)
+class _ShareProc:
+    """A share consumer process; ``gen`` counts its incarnations."""
+
+    name: str
+    index: int
+    gen: int = 0
+    alive: bool = False
+    member_id: str = ""
+    epoch: int = 0
+    assigned: frozenset[TopicIdPartition] = frozenset()
+    hb_interval: int = 0
+    hb_cid: int = 0  # correlation id of the heartbeat in flight (0: none)
+    hb_sent: int = 0
+    next_hb: int = 0
+    fetching: bool = False
+    fetch_cid: int = 0
+    rotate: int = 0
+    batch: list[Acquired] = field(default_factory=list)
+    acks: dict[TopicIdPartition, list[tuple[int, int]]] = field(default_factory=dict)
+    #: The subscription: topic names, or a regex the consumer resolves against the topics
+    #: that exist (share groups subscribe by names: KIP-932 has no regex subscription).
+    topics: tuple[str, ...] | None = None
+    regex: str | None = None
+    sent_topics: tuple[str, ...] | None = None
+    slow_until: int = 0
+    slow_delay: int = 0
+    busy_since: int | None = None
+    #: Records this process processed successfully (every incarnation).
+    processed: int = 0
+
+
+class ShareSimulation(Simulation):
+    """KIP-932 share groups under faults (protocol ``share``)."""
+
+    protocol = "share"
+    #: What a run without explicit settings uses (the lab sets its own per spec).
+    settings = ShareSettings()
+
+    def setup(self) -> None:
+        sc = self.scenario
+        s = self.settings
+        self.config = replace(
+            self.config, share_session_timeout_ms=sc.session_timeout_ms,
+            share_min_session_timeout_ms=min(sc.session_timeout_ms, 45_000),
+            share_max_session_timeout_ms=max(sc.session_timeout_ms, 60_000),
+            share_heartbeat_interval_ms=sc.heartbeat_interval_ms,
+            share_min_heartbeat_interval_ms=min(sc.heartbeat_interval_ms, 5_000),
+            share_max_heartbeat_interval_ms=max(sc.heartbeat_interval_ms, 15_000),
+            share_record_lock_duration_ms=s.lock_duration_ms,
+            share_min_record_lock_duration_ms=min(s.lock_duration_ms, 15_000),
+            share_max_record_lock_duration_ms=max(s.lock_duration_ms, 60_000),
+            share_delivery_count_limit=s.delivery_count_limit,
+            share_min_delivery_count_limit=min(s.delivery_count_limit, 2),
+            share_max_delivery_count_limit=max(s.delivery_count_limit, 10),
+            share_assignment_interval_ms=sc.assignment_interval_ms)
+        c = self.coord
+        c.config = self.config
+        c.shard = c.factory(self.config, self.image, c.member_ids)
+        self.gid = sc.group_id
+        # A paired control simulates every step: the share consumers' work is per record, not
+        # rates a jump of the clock could extrapolate (``Simulation.finish_control``).
+        self.fast_forward = False
+        group_cfg = c.shard.share_group_config(self.gid)
+        self.share_config = ShareConfig.of_group(group_cfg)
+        self.topics = tuple(sc.topics_subscribed()) if sc.regex is None else None
+        self.partitions = SimSharePartitions(self.share_config, self.seed, s.poison_rate)
+        self.work_rng = random.Random(f"share-work:{self.seed}")
+        self.procs: dict[str, _ShareProc] = {}
+        self._cid = 0
+        self._sent_topics_of: dict[int, tuple[str, ...]] = {}
+        self._lock_timer: int | None = None
+        self.stats: dict[str, int] = {"heartbeats": 0, "fetches": 0, "timeouts": 0,
+                                      "fenced": 0, "fatal_restarts": 0, "poison_attempts": 0}
+        self._epochs = (0, 0)
+        self._member_epochs: dict[str, int] = {}
+        # Work metrics (cumulative): see the module docstring.
+        self.work: dict[str, float] = dict.fromkeys(WORK_METRICS, 0.0)
+        self._processed_ok: set[tuple[TopicIdPartition, int]] = set()
+        self._sample = (0, 0, False)  # (time, lag, stalled) at the last sample
+        self._quiet_lag = 0
+        self.on_image_changed()
+        for i, at in enumerate(start_offsets_ms(sc, self.seed)):
+            self.at(at, self._spawn_event, f"c{i + 1}")
+        self.arm_timer()
+
+    # ================================================================== processes
+
+    def _spawn_event(self, name: str) -> None:
+        self.spawn(name)
+
+    def spawn(self, name: str) -> None:
+        p = self.procs.get(name)
+        if p is None:
+            p = self.procs[name] = _ShareProc(name, len(self.procs) + 1)
+        elif p.alive:
+            return
+        if p.topics is None and p.regex is None:
+            p.topics, p.regex = self.topics, self.scenario.regex
+        p.sent_topics = None
+        p.gen += 1
+        p.alive = True
+        p.member_id = self.new_member_id()
+        p.epoch = 0
+        p.assigned = frozenset()
+        p.hb_cid = p.fetch_cid = 0
+        p.fetching = False
+        p.batch = []
+        p.acks = {}
+        p.busy_since = None
+        self.trace("start", name, 0, p.member_id[:8])
+        self._heartbeat(p)
+        self.on_image_changed()
+        self.dirty = True
+
+    def live(self) -> list[_ShareProc]:
+        return sorted((p for p in self.procs.values() if p.alive), key=lambda p: p.index)
+
+    def live_count(self) -> int:
+        return len(self.live())
+
+    def _stop(self, p: _ShareProc, why: str) -> None:
+        self._sample_work()
+        p.alive = False
+        p.gen += 1  # answers to the old incarnation are dropped
+        p.busy_since = None
+        self.trace(why, p.name)
+        self.dirty = True
+
+    def crash(self, p: _ShareProc) -> None:
+        self._stop(p, "crash")
+
+    def leave(self, p: _ShareProc) -> None:
+        """Close gracefully: acknowledge what was processed, close the share session (the broker
+        releases the rest), leave the group (epoch -1). Both go out before the process ends."""
+        if p.batch:  # what is in hand is not processed: released by the session's close
+            p.batch = []
+        self._send_fetch(p, close=True)
+        if p.epoch > 0 or p.hb_cid:
+            self._send_heartbeat(p, ShareGroupHeartbeatRequest(self.gid, p.member_id, -1))
+        self._stop(p, "leave")
+
+    def _restart_later(self, name: str, delay: int) -> None:
+        self.at(self.now + delay, self._spawn_event, name)
+
+    # ================================================================== scenario events
+
+    def resolve_members(self, names: Iterable[str]) -> list[str]:
+        out: list[str] = []
+        for n in names:
+            if n in ("@leader", "@follower"):  # no leader: the first started, the next
+                procs = self.live()
+                who = procs[0] if n == "@leader" and procs else (
+                    procs[1] if n == "@follower" and len(procs) > 1 else None)
+                if who is not None and who.name not in out:
+                    out.append(who.name)
+            elif n in ("any", "*", "all"):
+                names_live = [p.name for p in self.live() if p.name not in out]
+                if n == "any":
+                    if names_live:
+                        out.append(self.choice_rng.choice(names_live))
+                else:
+                    out.extend(names_live)
+            elif n not in out:
+                out.append(n)
+        return sorted(out)
+
+    def _one(self, ev: Event) -> _ShareProc | None:
+        names = self.resolve_members([ev["member"]])
+        p = self.procs.get(names[0]) if names else None
+        if p is None or not p.alive:
+            self.noop(names[0] if names else "", f"{ev.kind} {ev['member']}: not running")
+            return None
+        live = self.live()
+        self.event_targets.append({"at_ms": self.now, "kind": ev.kind, "member": p.name,
+                                   "leader": live[0].name if live else None})
+        return p
+
+    def _new_name(self) -> str:
+        i = len(self.procs) + 1
+        while f"c{i}" in self.procs:
+            i += 1
+        return f"c{i}"
+
+    def apply_member_event(self, ev: Event) -> None:
+        k = ev.kind
+        if k in ("join", "scale-out"):
+            names = list(ev["members"]) if k == "join" and ev["members"] else [
+                self._new_name() for _ in range(ev["count"])]
+            for n in names:
+                self.procs.setdefault(n, _ShareProc(n, len(self.procs) + 1))
+                self.spawn(n)
+        elif k == "scale-in":
+            for p in sorted(self.live(), key=lambda p: -p.index)[:ev["count"]]:
+                self.leave(p)
+        elif k in ("leave", "crash", "bounce"):
+            one = self._one(ev)
+            if one is None:
+                return
+            if k == "leave":
+                self.leave(one)
+            elif k == "crash" or ev["hard"]:
+                self.crash(one)
+            else:
+                self.leave(one)
+            if k == "bounce":
+                self._restart_later(one.name, ev["down_ms"])
+        elif k == "rolling-bounce":
+            for i, p in enumerate(self.live()):
+                self.at(self.now + i * ev["interval_ms"], self._bounce_event,
+                        (p.name, ev["down_ms"], ev["hard"]))
+        elif k == "subscribe":
+            targets = self.live() if ev["member"] == "all" else \
+                [p for p in [self._one(ev)] if p is not None]
+            for p in targets:
+                p.topics, p.regex = ev["topics"], ev["regex"]
+                self.trace("subscribe", p.name, "", ",".join(ev["topics"]) if ev["topics"]
+                           else f"/{ev['regex']}/")
+                self._heartbeat(p)
+            self.on_image_changed()
+        elif k == "slow":
+            targets = self.live() if ev["member"] == "all" else \
+                [p for p in [self._one(ev)] if p is not None]
+            for p in targets:
+                p.slow_until = self.now + ev["duration_ms"]
+                p.slow_delay = ev["delay_ms"]
+                self.trace("slow", p.name, "", f"batches take {ev['delay_ms']} ms more for "
+                           f"{ev['duration_ms']} ms")
+        else:
+            self.noop("", f"{k}: not modelled for share groups")
+
+    def _bounce_event(self, arg: tuple[str, int, bool]) -> None:
+        name, down, hard = arg
+        p = self.procs[name]
+        if not p.alive:
+            return
+        if hard:
+            self.crash(p)
+        else:
+            self.leave(p)
+        self._restart_later(name, down)
+
+    # ================================================================== membership
+
+    def _next_cid(self) -> int:
+        self._cid += 1
+        return self._cid
+
+    def _heartbeat(self, p: _ShareProc) -> None:
+        """Send the member's heartbeat if none is in flight (a join carries the topics)."""
+        if not p.alive or p.hb_cid:
+            return
+        names = self.subscribed(p)
+        send = p.epoch == 0 or names != p.sent_topics
+        req = ShareGroupHeartbeatRequest(self.gid, p.member_id, p.epoch,
+                                         subscribed_topic_names=names if send else None,
+                                         client_id=p.name)
+        self._send_heartbeat(p, req)
+
+    def subscribed(self, p: _ShareProc) -> tuple[str, ...]:
+        """The topic names the process subscribes to (a regex resolved on the topics that
+        exist, as a client resolves it; sorted)."""
+        if p.regex is None:
+            return tuple(sorted(p.topics or ()))
+        pattern = re.compile(p.regex)
+        return tuple(sorted(n for n in self.image.by_name if pattern.fullmatch(n)))
+
+    def _send_heartbeat(self, p: _ShareProc, req: ShareGroupHeartbeatRequest) -> None:
+        cid = self._next_cid()
+        self._sent_topics_of.clear()  # one heartbeat in flight per member: keep the last few
+        if req.subscribed_topic_names is not None:
+            self._sent_topics_of[cid] = req.subscribed_topic_names
+        if req.member_epoch >= 0:
+            p.hb_cid = cid
+            p.hb_sent = self.now
+            self.at(self.now + self.scenario.request_timeout_ms, self._hb_timeout,
+                    (p, p.gen, cid))
+        self.stats["heartbeats"] += 1
+        self.counters["messages"] += 1
+        self.trace("hb>", p.name, req.member_epoch, "join" if req.member_epoch == 0 else
+                   ("leave" if req.member_epoch < 0 else ""))
+        msg = (p, p.gen, cid, req, self.coord.generation)
+        for t in self.network.route(self.now, f"{p.name}#{p.gen}>", p.name, False):
+            self.at(t, self._to_coordinator, msg)
+
+    def _hb_timeout(self, arg: tuple[_ShareProc, int, int]) -> None:
+        p, gen, cid = arg
+        if p.gen != gen or p.hb_cid != cid:
+            self.step -= 1  # superseded: not an event
+            return
+        self.stats["timeouts"] += 1
+        p.hb_cid = 0
+        self.trace("hb-timeout", p.name, p.epoch)
+        self._heartbeat(p)
+
+    def _to_coordinator(self, msg: tuple[_ShareProc, int, int, Any, int]) -> None:
+        p, gen, cid, req, coord_gen = msg
+        c = self.coord
+        if p.name in self.network.cut or coord_gen != c.generation:
+            return
+        if not c.up:
+            resp = ShareGroupHeartbeatResponse(_E.coordinator_load_in_progress, "loading")
+        else:
+            res = c.shard.handle(req, self.now)
+            self.coordinator_result(res)
+            resp = res.response
+        self.counters["messages"] += 1
+        for t in self.network.route(self.now, f"{p.name}#{gen}<", p.name, True):
+            self.at(t, self._to_member, (p, gen, cid, resp, coord_gen))
+
+    def _to_member(self, msg: tuple[_ShareProc, int, int, ShareGroupHeartbeatResponse, int]) -> None:
+        p, gen, cid, resp, coord_gen = msg
+        if p.gen != gen or not p.alive or p.name in self.network.cut or cid != p.hb_cid \
+                or coord_gen != self.coord.generation:
+            return
+        p.hb_cid = 0
+        code = resp.error_code
+        if code == 0:
+            if resp.member_epoch > 0 and self._sent_topics_of.get(cid) is not None:
+                p.sent_topics = self._sent_topics_of[cid]
+            self._accept(p, resp)
+        elif code in (_E.unknown_member_id, _E.fenced_member_epoch):
+            self.stats["fenced"] += 1
+            self.trace("fenced", p.name, p.epoch, error_name(code))
+            p.epoch = 0
+            self._set_assignment(p, frozenset())
+            self._heartbeat(p)
+            return
+        elif code in (_E.coordinator_load_in_progress, _E.coordinator_not_available,
+                      _E.not_coordinator):
+            p.next_hb = self.now + RETRY_BACKOFF_MS
+        else:
+            self.trace("fatal", p.name, p.epoch, error_name(code))
+            self.stats["fatal_restarts"] += 1
+            self._stop(p, "exit")
+            self._restart_later(p.name, self.scenario.restart_delay_ms)
+            return
+        self.at(p.next_hb, self._hb_due, (p, p.gen, p.next_hb))
+
+    def _hb_due(self, arg: tuple[_ShareProc, int, int]) -> None:
+        p, gen, at = arg
+        if p.gen != gen or p.next_hb != at or p.hb_cid:
+            self.step -= 1  # superseded: not an event
+            return
+        self._heartbeat(p)
+
+    def _accept(self, p: _ShareProc, resp: ShareGroupHeartbeatResponse) -> None:
+        """A successful heartbeat answer: I3 on the member side, then epoch and assignment."""
+        if resp.member_epoch < p.epoch and resp.member_epoch != 0:
+            raise Violation("I3", f"{p.name}: heartbeat answer lowers the member epoch from "
+                                  f"{p.epoch} to {resp.member_epoch}")
+        coord_epoch = self._member_epochs.get(p.member_id)
+        if coord_epoch is not None and resp.member_epoch > coord_epoch:
+            raise Violation("I3", f"{p.name}: answer at epoch {resp.member_epoch}, ahead of the "
+                                  f"coordinator's {coord_epoch}")
+        if resp.member_epoch != p.epoch:
+            self.trace("hb<", p.name, resp.member_epoch)
+        p.epoch = resp.member_epoch
+        p.hb_interval = resp.heartbeat_interval_ms or self.scenario.heartbeat_interval_ms
+        p.next_hb = self.now + p.hb_interval
+        if resp.assignment is not None:
+            self._set_assignment(p, _flatten(resp.assignment))
+        self.dirty = True
+
+    def _set_assignment(self, p: _ShareProc, parts: frozenset[TopicIdPartition]) -> None:
+        if parts == p.assigned:
+            return
+        self.counters["moved"] += len(parts ^ p.assigned)
+        p.assigned = parts
+        self.trace("assigned", p.name, p.epoch, parts)
+        self._drive(p)
+
+    # ================================================================== fetching
+
+    def _drive(self, p: _ShareProc) -> None:
+        """Fetch when the member has partitions (or acknowledgements) and no batch in hand."""
+        if p.alive and not p.fetching and not p.batch and (p.assigned or p.acks):
+            self._send_fetch(p)
+
+    def _send_fetch(self, p: _ShareProc, close: bool = False) -> None:
+        tps = sorted(p.assigned, key=lambda tp: (str(tp[0]), tp[1]))
+        if tps:
+            k = p.rotate % len(tps)
+            tps = tps[k:] + tps[:k]
+            p.rotate += 1
+        acks, p.acks = p.acks, {}
+        cid = self._next_cid()
+        if not close:
+            p.fetching = True
+            p.fetch_cid = cid
+            self.at(self.now + self.scenario.request_timeout_ms + FETCH_MAX_WAIT_MS,
+                    self._fetch_timeout, (p, p.gen, cid))
+        self.stats["fetches"] += 1
+        self.counters["messages"] += 1
+        msg = (p, p.gen, cid, p.member_id, tuple(tps), acks, close)
+        for t in self.network.route(self.now, f"{p.name}#{p.gen}f>", p.name, False):
+            self.at(t, self._to_broker, (msg, self.now + FETCH_MAX_WAIT_MS))
+
+    def _fetch_timeout(self, arg: tuple[_ShareProc, int, int]) -> None:
+        p, gen, cid = arg
+        if p.gen != gen or p.fetch_cid != cid or not p.fetching:
+            self.step -= 1  # superseded: not an event
+            return
+        self.stats["timeouts"] += 1
+        p.fetching = False
+        self._drive(p)
+
+    def _to_broker(self, arg: tuple[tuple[Any, ...], int]) -> None:
+        msg, wait_until = arg
+        p, gen, cid, mid, tps, acks, close = msg
+        if p.name in self.network.cut or (not acks and not close and p.gen != gen):
+            return  # a long poll of an incarnation that closed its connection: dropped
+        parts = self.partitions
+        try:
+            for tp, tp_acks in sorted(acks.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+                if parts.acknowledge(mid, tp, tp_acks, self.now):
+                    self.trace("ack-refused", p.name, "", f"{len(tp_acks)} records")
+            if close:
+                parts.release_member(mid, self.now)
+                got: list[Acquired] = []
+            else:
+                got = parts.acquire(mid, tps, self._max_records(), self.now)
+        except ShareInvariantError as e:
+            raise Violation(e.invariant, e.message) from None
+        self._sample_work()
+        self._arm_locks()
+        if close:
+            return
+        if not got and self.now < wait_until:  # long poll: wait for a record
+            nxt = min((parts.produced_time(tp, parts.log_end(tp, self.now)) for tp in tps
+                       if tp in parts.producing and tp not in parts.gone), default=wait_until)
+            at = min(wait_until, max(nxt, self.now + self.scenario.workload.fetch_latency_ms))
+            self.at(at, self._to_broker, ((p, gen, cid, mid, tps, {}, False), self.now))
+            return
+        self.counters["messages"] += 1
+        for t in self.network.route(self.now, f"{p.name}#{gen}f<", p.name, True):
+            self.at(t, self._fetched, (p, gen, cid, got))
+
+    def _max_records(self) -> int:
+        wl = self.scenario.workload
+        return wl.max_poll_records if not wl.idle else 0
+
+    def _fetched(self, arg: tuple[_ShareProc, int, int, list[Acquired]]) -> None:
+        p, gen, cid, got = arg
+        if p.gen != gen or not p.alive or p.name in self.network.cut or cid != p.fetch_cid \
+                or not p.fetching:  # a duplicate or late answer: its records' locks expire
+            return
+        p.fetching = False
+        if not got:
+            self._drive(p)
+            return
+        now = self.now
+        for a in got:  # S1 on the members' side: no other live process holds a live lock
+            for q in self.procs.values():
+                if q is not p and q.alive and any(b.tp == a.tp and b.offset == a.offset
+                                                  and b.deadline_ms > now for b in q.batch):
+                    raise Violation("S1", f"{p.name} got {a.tp[1]}@{a.offset} while {q.name} "
+                                          f"processes it under a live lock")
+        p.batch = got
+        total = sum(self.scenario.workload.processing_ms.draw(self.work_rng) for _ in got)
+        if now < p.slow_until:
+            total += p.slow_delay
+        self._sample_work()
+        p.busy_since = now
+        self.at(now + max(1, math.ceil(total)), self._batch_done, (p, p.gen, cid))
+
+    def _batch_done(self, arg: tuple[_ShareProc, int, int]) -> None:
+        p, gen, _ = arg
+        if p.gen != gen or not p.alive:
+            return
+        self._sample_work()
+        for a in p.batch:
+            if a.poison:
+                self.stats["poison_attempts"] += 1
+                kind = AckType.RELEASE
+            else:
+                key = (a.tp, a.offset)
+                self.work["records_processed"] += 1
+                p.processed += 1
+                if key in self._processed_ok:
+                    self.work["records_reprocessed"] += 1
+                self._processed_ok.add(key)
+                kind = AckType.ACCEPT
+            p.acks.setdefault(a.tp, []).append((a.offset, int(kind)))
+        p.batch = []
+        p.busy_since = None
+        self._drive(p)
+
+    def _arm_locks(self) -> None:
+        d = self.partitions.next_deadline()
+        if d is not None and (self._lock_timer is None or d < self._lock_timer
+                              or self._lock_timer <= self.now):
+            self._lock_timer = d
+            self.at(d, self._locks_due, d)
+
+    def _locks_due(self, d: int) -> None:
+        if d != self._lock_timer:
+            self.step -= 1  # superseded: not an event
+            return
+        self._lock_timer = None
+        self.partitions.expire(self.now)
+        self.dirty = True
+        self._arm_locks()
+
+    # ================================================================== metrics
+
+    def _sample_work(self) -> None:
+        """Integrate the lag and the stall up to now (linear between samples)."""
+        t0, lag0, stalled = self._sample
+        now = self.now
+        lag, available = self.partitions.backlog(now)
+        if now > t0:
+            self.work["lag_record_s"] += (lag0 + lag) / 2 * (now - t0) / 1000.0
+            if stalled:
+                self.work["stall_ms"] += now - t0
+        busy = any(p.busy_since is not None for p in self.procs.values() if p.alive)
+        self._sample = (now, lag, not busy and available > self._backlog_slack())
+        if lag > self.work["lag_peak"]:
+            self.work["lag_peak"] = lag
+
+    def work_totals(self) -> dict[str, float] | None:
+        if self.scenario.workload.idle:
+            return None
+        self._sample_work()
+        return dict(self.work)
+
+    def work_lag(self) -> float:
+        return float(self.partitions.lag(self.now))
+
+    def work_recovered(self) -> bool:
+        """No backlog beyond what the members hold or a fetch wait lets accumulate."""
+        if self.scenario.workload.idle:
+            return True
+        return self.partitions.backlog(self.now)[1] <= self._backlog_slack()
+
+    def _backlog_slack(self) -> float:
+        """What a keeping-up group has available at any time: a fetch wait's production."""
+        wl = self.scenario.workload
+        n = self.partitions.live_count()
+        return n * wl.records_per_s * (FETCH_MAX_WAIT_MS + wl.fetch_latency_ms) / 1000.0 + n
+
+    # ================================================================== invariants
+
+    def on_records(self, records: list[Any]) -> bool:
+        self._group_records = True
+        return True
+
+    def on_image_changed(self) -> None:
+        """Topics changed (or a subscription): the partitions consumed are those of the topics
+        a live process subscribes to; a regex subscriber heartbeats its new topic names."""
+        wl = self.scenario.workload
+        names = {n for p in self.live() for n in self.subscribed(p)}
+        rates = {} if wl.idle else {
+            (t.topic_id, i): wl.rate_of(t.name) for name in sorted(names)
+            if (t := self.image.topic(name)) is not None for i in range(t.num_partitions)}
+        self.partitions.set_topics(rates, self.now)
+        for p in self.live():
+            if p.regex is not None and p.epoch > 0 and self.subscribed(p) != p.sent_topics:
+                self._heartbeat(p)
+
+    def group(self) -> ShareGroup | None:
+        g = self.coord.shard.groups.get(self.gid) if self.coord.up else None
+        return g if isinstance(g, ShareGroup) else None
+
+    def group_epoch(self) -> int:
+        g = self.group()
+        return g.group_epoch if g is not None else self._epochs[0]
+
+    _group_records = False
+
+    def after_step(self) -> None:
+        if self.full_checks:  # ``--full-checks``: the whole share state after every step
+            self.full_check()
+        if self._group_records:
+            self._group_records = False
+            self._check_group()
+        if self.dirty and (self._open or self.now >= self.quiet_at):
+            self.dirty = False
+            if self.converged():
+                self.note_converged()
+                if self.now >= self.quiet_at and self.end_at is not None and \
+                        self.now >= (self.scenario.end_ms or 0) and self._drained():
+                    self.end_at = self.now
+            else:
+                self.note_unconverged()
+
+    def _check_group(self) -> None:
+        """I3 (epochs) and I2 as share groups relax it, on the coordinator's group."""
+        g = self.group()
+        if g is None:
+            return
+        ge, ae = g.group_epoch, g.assignment_epoch
+        if ae > ge or ge < self._epochs[0] or ae < self._epochs[1]:
+            raise Violation("I3", f"group epoch {ge}, assignment epoch {ae} after "
+                                  f"{self._epochs[0]}, {self._epochs[1]}")
+        self._epochs = (ge, ae)
+        for mid, m in g.members.items():
+            if m.member_epoch > ae:
+                raise Violation("I3", f"member {mid[:8]} at epoch {m.member_epoch} above the "
+                                      f"assignment epoch {ae}")
+            before = self._member_epochs.get(mid)
+            if before is not None and m.member_epoch < before:
+                raise Violation("I3", f"member {mid[:8]}'s epoch went from {before} to "
+                                      f"{m.member_epoch}")
+            self._member_epochs[mid] = m.member_epoch
+        for mid in [m for m in self._member_epochs if m not in g.members]:
+            del self._member_epochs[mid]
+        if ae == ge and g.members:
+            self._check_target(g)
+        unowned = self._universe(g.subscribed_topic_names()) - {
+            tp for m in g.members.values() for tp in _flatten(m.assigned_partitions)}
+        self.set_unowned(len(unowned))
+
+    def _universe(self, names: Iterable[str]) -> frozenset[TopicIdPartition]:
+        return frozenset((t.topic_id, i) for name in names
+                         if (t := self.image.topic(name)) is not None
+                         for i in range(t.num_partitions))
+
+    def _check_target(self, g: ShareGroup) -> None:
+        held: set[TopicIdPartition] = set()
+        for mid, a in g.target.items():
+            m = g.members.get(mid)
+            for tp in _flatten(a):
+                name = self.topic_names.get(tp[0])
+                if m is None or name not in m.subscribed_topic_names:
+                    raise Violation("I2", f"target gives {name}-{tp[1]} to {mid[:8]}, not a "
+                                          f"member subscribed to it")
+                held.add(tp)
+        missing = self._universe(g.subscribed_topic_names()) - held
+        if missing:
+            raise Violation("I2", f"target assigns no member {self.format_resource(missing)}")
+
+    def converged(self) -> bool:
+        g = self.group()
+        live = self.live()
+        if g is None or not live:  # a group left empty computes no target: nothing to reach
+            return not live and (g is None or not g.members)
+        if g.assignment_epoch != g.group_epoch or any(p.hb_cid and p.epoch == 0 for p in live):
+            return False
+        if set(g.members) != {p.member_id for p in live}:
+            return False
+        for p in live:
+            m = g.members[p.member_id]
+            if p.epoch != g.group_epoch or m.member_epoch != g.group_epoch \
+                    or p.assigned != _flatten(g.target.get(p.member_id, {})):
+                return False
+        return True
+
+    def _drained(self) -> bool:
+        """S4 holds now: every record produced before the faults stopped is done (or no
+        live member could consume it)."""
+        if not self.live() or self.scenario.workload.idle:
+            return True
+        parts = self.partitions
+        quiet = self.quiet_at
+        return all(parts.undone_before(tp, parts.log_end(tp, quiet)) == 0
+                   for tp in parts.live_partitions())
+
+    def full_check(self) -> None:
+        try:
+            self.partitions.full_check(self.now)
+        except ShareInvariantError as e:
+            raise Violation(e.invariant, e.message) from None
+
+    def checkpoint(self) -> None:
+        super().checkpoint()
+        self.full_check()
+
+    def check_convergence(self, final: bool) -> None:
+        if not final or self.end_at is None:
+            return
+        if not self.converged():
+            raise Violation("I5", f"not converged {self.i5_bound()} ms after the faults stopped "
+                                  f"(group epoch {self.group_epoch()}; live "
+                                  f"{', '.join(f'{p.name}@{p.epoch}' for p in self.live())})")
+        if not self._drained():
+            parts = self.partitions
+            left = {f"{self.topic_names.get(tp[0])}-{tp[1]}":
+                    parts.undone_before(tp, parts.log_end(tp, self.quiet_at))
+                    for tp in parts.live_partitions()}
+            raise Violation("S4", f"records produced before the faults stopped still neither "
+                                  f"acknowledged nor archived at the end: "
+                                  f"{ {k: v for k, v in sorted(left.items()) if v} }")
+
+    def i5_bound(self) -> int:
+        sc = self.scenario
+        s = self.settings
+        lat = self.network.max_latency_ms
+        base = (sc.session_timeout_ms + s.lock_duration_ms + sc.restart_delay_ms
+                + sc.request_timeout_ms + 3 * sc.heartbeat_interval_ms
+                + sc.assignment_interval_ms + 20 * lat)
+        wl = sc.workload
+        if wl.idle:
+            return base
+        # Draining: the backlog at the quiet time over the live members, twice the mean
+        # processing time per record; each poison record's deliveries, a fetch round each.
+        lag = self.partitions.lag(self.quiet_at) if self.now >= self.quiet_at else 0
+        members = max(1, len(self.live()))
+        drain = 2 * lag * wl.processing_ms.average / members
+        poison = s.delivery_count_limit * (FETCH_MAX_WAIT_MS + wl.fetch_latency_ms + 4 * lat) \
+            if s.poison_rate > 0 else 0
+        return base + math.ceil(drain) + poison
+
+    def protocol_summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"members_live": self.live_count(), "processes": len(self.procs),
+                               **self.stats, **{f"share_{k}": v for k, v in
+                                                self.partitions.stats.items()}}
+        if not self.scenario.workload.idle:
+            out["workload"] = self.scenario.workload.describe()
+            out["work"] = {k: round(v, 3) for k, v in (self.work_totals() or {}).items()}
+        return out
+
+
+def _flatten(a: Assignment) -> frozenset[TopicIdPartition]:
+    return frozenset((t, p) for t, ps in a.items() for p in ps)

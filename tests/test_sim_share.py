@@ -1,0 +1,176 @@
+"""Share groups (KIP-932) in the simulator: protocol ``share`` (``sim/share.py``,
+``sim/share_partitions.py``): the real share group type and the real share-partition state
+machine under faults, the record invariants S1-S4 checked every step, and a broken core caught.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from groupcoord.coordinator.share_partitions.partition import SharePartition
+from groupcoord.sim.network import NetworkFaults
+from groupcoord.sim.protocols import resolve_protocol
+from groupcoord.sim.runner import build_simulation
+from groupcoord.sim.scenario import load_scenario
+from groupcoord.sim.share import ShareSettings, ShareSimulation
+from tests.sim_support import assert_same_seed_same_trace, assert_seeds_keep_every_invariant, ok
+
+PROTOCOL = "share:simple"
+
+
+def _run(scenario: str, seed: int = 1, share: ShareSettings | None = None,
+         **kw: object) -> ShareSimulation:
+    sim = build_simulation(scenario, seed, PROTOCOL, **kw)  # type: ignore[arg-type]
+    assert isinstance(sim, ShareSimulation)
+    if share is not None:
+        sim.settings = share
+    ok(sim.run())
+    return sim
+
+
+def test_share_is_a_protocol_of_the_simulator() -> None:
+    spec, variant = resolve_protocol("share")
+    assert spec.simulation is ShareSimulation and variant == "simple"
+    assert spec.resource == "partitions"
+
+
+@pytest.mark.parametrize("scenario", ["crash", "bounce", "network-partition", "lossy-network",
+                                      "coordinator-failover", "rolling-bounce", "scale-in",
+                                      "partition-added", "topic-recreated"])
+def test_builtin_scenarios_keep_every_invariant_and_deliver(scenario: str) -> None:
+    sim = _run(scenario)
+    s = sim.result().summary
+    assert s["converged_at_ms"] is not None
+    assert s["work"]["records_processed"] > 1_000
+    # an ACCEPT applied is a record processed (a processing whose ACCEPT came too late is not)
+    assert 0 < s["share_accepted"] <= s["work"]["records_processed"]
+    # S4 held at the end: everything produced before the faults stopped is done
+    parts = sim.partitions
+    for tp in parts.live_partitions():
+        assert parts.undone_before(tp, parts.log_end(tp, sim.quiet_at)) == 0
+
+
+def test_random_seeds_keep_every_invariant() -> None:
+    assert_seeds_keep_every_invariant(PROTOCOL, [*range(6), 1186])  # 1186: all members leave
+
+
+def test_same_seed_same_trace() -> None:
+    assert_same_seed_same_trace(PROTOCOL)
+
+
+def test_more_consumers_than_partitions_all_receive_records(tmp_path: Path) -> None:
+    path = tmp_path / "crowd.toml"
+    path.write_text('name = "crowd"\nend_ms = 30000\n[group]\nmembers = 6\n'
+                    'topics = { foo = 2 }\n[workload]\nrecords_per_s = 200\n'
+                    'processing_ms = 4.0\n')
+    sim = _run(str(path))
+    procs = sim.live()
+    assert len(procs) == 6
+    # the share assignor gives each of the two partitions to several members, and they all
+    # get records (a consumer group would leave four of them idle)
+    assert all(p.processed > 0 for p in procs), {p.name: p.processed for p in procs}
+    g = sim.group()
+    assert g is not None and all(len(g.holders_of(t, i)) >= 2 for t, i in sim.partitions.parts)
+
+
+def test_poison_records_are_archived_at_the_delivery_limit() -> None:
+    share = ShareSettings(lock_duration_ms=15_000, delivery_count_limit=3, poison_rate=0.02)
+    sim = _run("join", share=share)
+    parts = sim.partitions
+    poison_done = {(tp, o) for tp, sh in parts.shadow.items() for o in range(sh.done_below)
+                   if parts.is_poison(tp, o)}
+    assert len(poison_done) > 20
+    assert parts.archived == poison_done  # archived: exactly the poison records, each of them
+    s = sim.result().summary
+    # each archived poison record was delivered exactly the limit times, then released
+    in_progress = s["poison_attempts"] - 3 * len(poison_done)
+    assert 0 <= in_progress < 3 * 10
+    assert s["share_redelivered"] >= 2 * len(poison_done)
+    assert s["work"]["records_reprocessed"] == 0
+
+
+def test_a_crashed_members_records_are_redelivered_after_their_lock(tmp_path: Path) -> None:
+    path = tmp_path / "busy-crash.toml"
+    path.write_text('name = "busy-crash"\n[group]\nmembers = 3\ntopics = { foo = 3 }\n'
+                    '[workload]\nrecords_per_s = 40\nprocessing_ms = 20.0\n'
+                    '[[events]]\nat_ms = 20000\nkind = "crash"\nmember = "c2"\n')
+    sim = _run(str(path), share=ShareSettings(lock_duration_ms=15_000), record_trace=True)
+    s = sim.result().summary
+    # what c2 held when it crashed (busy: 20 ms a record) stayed acquired until its locks
+    # expired, then went to the others
+    assert s["share_locks_expired"] > 0 and s["share_redelivered"] >= s["share_locks_expired"]
+    assert all(p.name != "c2" for p in sim.live())
+    assert s["work"]["records_processed"] >= s["share_accepted"] > 0
+
+
+def test_a_slow_member_loses_its_locks_and_its_acknowledgements_are_refused() -> None:
+    sim = _run("slow-member")
+    s = sim.result().summary
+    assert s["share_acks_refused"] > 0 and s["share_locks_expired"] > 0
+    assert s["work"]["records_reprocessed"] > 0  # processed, refused, processed again
+
+
+def test_a_core_that_ignores_the_delivery_limit_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    def acknowledge_past_the_limit(self: SharePartition, member: str, acks: Any,
+                                   now_ms: int) -> int:
+        config = self.config  # a RELEASE at the limit makes the record AVAILABLE again
+        self.config = replace(config, delivery_count_limit=config.delivery_count_limit + 1)
+        try:
+            return original(self, member, acks, now_ms)
+        finally:
+            self.config = config
+
+    original = SharePartition.acknowledge
+    monkeypatch.setattr(SharePartition, "acknowledge", acknowledge_past_the_limit)
+    sim = build_simulation("join", 1, PROTOCOL)
+    assert isinstance(sim, ShareSimulation)
+    sim.settings = ShareSettings(delivery_count_limit=2, poison_rate=0.05)
+    r = sim.run()
+    assert r.violation is not None and r.violation.invariant in ("S2", "S3"), r.violation
+
+
+def test_a_core_that_accepts_acknowledgements_of_expired_locks_is_caught(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(SharePartition, "_check", lambda self, member, ack: 0)
+    r = build_simulation("slow-member", 1, PROTOCOL).run()
+    assert r.violation is not None and r.violation.invariant == "S1", r.violation
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32), loss=st.sampled_from([0.0, 0.02, 0.1]),
+       duplicate=st.sampled_from([0.0, 0.05]), reorder=st.sampled_from([0.0, 0.05]),
+       poison=st.sampled_from([0.0, 0.01]),
+       scenario=st.sampled_from(["crash", "bounce", "network-partition", "random"]))
+def test_invariants_hold_over_seeds_and_fault_rates(seed: int, loss: float, duplicate: float,
+                                                    reorder: float, poison: float,
+                                                    scenario: str) -> None:
+    sc = load_scenario(scenario, seed)
+    sc = replace(sc, faults=NetworkFaults(loss, loss / 2, duplicate, reorder))
+    sim = build_simulation(sc, seed, PROTOCOL)
+    assert isinstance(sim, ShareSimulation)
+    sim.settings = ShareSettings(lock_duration_ms=15_000, delivery_count_limit=3,
+                                 poison_rate=poison)
+    ok(sim.run())
+
+
+def test_share_runs_by_name_and_stays_out_of_all() -> None:
+    from groupcoord.sim.protocols import protocol_labels
+
+    assert PROTOCOL in protocol_labels(every=True)
+    assert PROTOCOL not in protocol_labels()  # the lab's ``all``: the rebalance protocols
+    assert "consumer:uniform" in protocol_labels()
+
+
+def test_full_checks_check_the_whole_share_state_after_every_step(tmp_path: Path) -> None:
+    path = tmp_path / "small-lossy.toml"
+    path.write_text('name = "small-lossy"\nend_ms = 8000\n[group]\nmembers = 2\n'
+                    'topics = { foo = 2 }\n[network]\nloss = 0.05\nduplicate = 0.05\n'
+                    '[[events]]\nat_ms = 3000\nkind = "crash"\nmember = "c1"\n')
+    sim = _run(str(path), full_checks=True)
+    assert sim.result().summary["share_accepted"] > 0
