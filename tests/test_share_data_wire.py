@@ -170,9 +170,14 @@ def test_sessions_epochs_and_the_final_epoch_releases(cluster: Cluster) -> None:
         a.fetch()
         produce(boot, 4)
         assert acquired(a.fetch()) == [(0, 3, 1)]
-        # a wrong epoch: INVALID_SHARE_SESSION_EPOCH, the session is gone with its locks
+        # a wrong epoch: INVALID_SHARE_SESSION_EPOCH and nothing changes (Kafka 4.x): a keeps
+        # its session, its epoch and its locks, so b gets nothing
         resp = a.fetch(epoch=7)
         assert resp.error_code == ErrorCode.invalid_share_session_epoch
+        assert acquired(b.fetch()) == []
+        assert acquired(a.fetch()) == []  # the right epoch carries on
+        # a closes its session with the final epoch: its locks are released to b
+        assert a.fetch(epoch=-1, partitions=()).error_code == 0
         assert a.fetch(epoch=3).error_code == ErrorCode.share_session_not_found
         assert acquired(b.fetch()) == [(0, 3, 2)]
         # b closes its session with the final epoch, acknowledging 0 and holding 1-3: released

@@ -20,16 +20,19 @@ from groupcoord.server.share_sessions import (
 T = UUID(int=1)
 
 
-def test_epochs_advance_and_a_wrong_one_drops_the_session() -> None:
+def test_epochs_advance_and_a_wrong_one_changes_nothing() -> None:
     cache = ShareSessionCache()
     s, gone = cache.open("g", "m", [(T, 0)], now_ms=0)
     assert (s.epoch, gone, list(s.partitions)) == (1, [], [(T, 0)])
     assert cache.use("g", "m", 1, now_ms=1) is s and s.epoch == 2
     with pytest.raises(ShareSessionError) as e:
         cache.use("g", "m", 5, now_ms=2)
-    assert e.value.code == ErrorCode.invalid_share_session_epoch and e.value.dropped is s
+    assert e.value.code == ErrorCode.invalid_share_session_epoch and e.value.dropped is None
+    # the session is kept with its epoch: the right epoch carries on
+    assert cache.of_member("g", "m") is s and s.epoch == 2 and s.last_used_ms == 1
+    assert cache.use("g", "m", 2, now_ms=3) is s and s.epoch == 3
     with pytest.raises(ShareSessionError) as e:
-        cache.use("g", "m", 3, now_ms=3)
+        cache.use("g", "x", 3, now_ms=3)
     assert e.value.code == ErrorCode.share_session_not_found
     assert next_epoch(2**31 - 1) == 1
 

@@ -10,8 +10,10 @@ own epoch; with ``--brokers N`` the brokers of this process share one cache), wi
 - An epoch > 0 must be the session's next epoch (each request increments it, wrapping from
   2^31 - 1 to 1); the request's partitions are added to the session and ``ForgottenTopicsData``
   removed from it (an incremental request). No session: SHARE_SESSION_NOT_FOUND; another epoch:
-  INVALID_SHARE_SESSION_EPOCH, and the session is dropped (its locks released), so the member
-  starts again at 0.
+  INVALID_SHARE_SESSION_EPOCH, and nothing changes: the session, its epoch and the member's
+  acquisition locks stay, as in Kafka 4.x (``SharePartitionManager.newContext`` rejects the
+  request before touching the session), so a stray or replayed request cannot release what
+  the member holds; the member's next request with the right epoch carries on.
 - ShareSessionEpoch -1 is the final request: its acknowledgements are applied, nothing is
   fetched, and the session closes, releasing what the member still holds on its partitions.
 - The connection of a session's latest request closes (a client killed, a network failure):
@@ -110,10 +112,9 @@ class ShareSessionCache:
             raise ShareSessionError(ErrorCode.share_session_not_found,
                                     f"no share session for member {member_id}")
         if epoch != FINAL_EPOCH and epoch != session.epoch:
-            del self.sessions[key]
+            # rejected, the session untouched (Kafka: InvalidShareSessionEpochException)
             raise ShareSessionError(ErrorCode.invalid_share_session_epoch,
-                                    f"share session epoch {epoch}, expected {session.epoch}",
-                                    session)
+                                    f"share session epoch {epoch}, expected {session.epoch}")
         self.sessions.move_to_end(key)
         session.last_used_ms = now_ms
         session.connection = connection
