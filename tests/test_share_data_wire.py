@@ -160,6 +160,28 @@ def test_share_fetch_acknowledge_locks_and_delivery_counts(cluster: Cluster) -> 
         admin.close()
 
 
+def test_overlapping_acknowledgement_batches_are_an_invalid_request(cluster: Cluster) -> None:
+    boot = cluster.bootstrap_servers
+    admin = KafkaClient(boot)
+    a = Member(boot, "member-a", topic_id(admin))
+    try:
+        a.fetch()
+        produce(boot, 5)
+        assert acquired(a.fetch()) == [(0, 4, 1)]
+        # 0-3 and 2-4 overlap (Kafka: INVALID_REQUEST); nothing of either is applied
+        resp = a.acknowledge(0, [(0, 3, 1), (2, 4, 1)])
+        assert part(resp).error_code == ErrorCode.invalid_request
+        resp = a.fetch(acks={0: [(2, 4, 1), (0, 1, 1)]}, max_records=0)
+        assert part(resp).acknowledge_error_code == ErrorCode.invalid_request
+        assert describe(admin)[0] == (0, 5)
+        # ascending, disjoint batches are applied
+        assert part(a.acknowledge(0, [(0, 1, 1), (2, 4, 1)])).error_code == 0
+        assert describe(admin)[0] == (5, 0)
+    finally:
+        a.close()
+        admin.close()
+
+
 def test_sessions_epochs_and_the_final_epoch_releases(cluster: Cluster) -> None:
     boot = cluster.bootstrap_servers
     admin = KafkaClient(boot)
