@@ -105,10 +105,13 @@ def part(resp: Any, partition: int = 0) -> Any:
 
 
 def describe(c: KafkaClient) -> dict[int, tuple[int, int]]:
+    """Start offset and lag per partition; {} for a group the broker does not have."""
     resp = c.call(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1,
                   groups=[{"group_id": GROUP, "topics": [{"topic_name": "t",
                                                           "partitions": [0, 1]}]}])
     g = resp.groups[0]
+    if g.error_code == ErrorCode.group_id_not_found:
+        return {}
     assert g.error_code == 0
     return {int(p.partition_index): (int(p.start_offset), int(p.lag))
             for t in g.topics for p in t.partitions}
@@ -312,6 +315,34 @@ def test_offset_admin_apis(cluster: Cluster) -> None:
         admin.close()
 
 
+def test_offset_admin_apis_on_a_group_that_never_existed(cluster: Cluster) -> None:
+    """Describe/DeleteShareGroupOffsets for a group id that is no share group: GROUP_ID_NOT_FOUND
+    (Kafka 4.x), and the probe creates no group."""
+    admin = KafkaClient(cluster.bootstrap_servers)
+    try:
+        for gid in ("never-existed", GROUP):
+            resp = admin.call(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, groups=[
+                {"group_id": gid, "topics": None}])
+            assert [int(g.error_code) for g in resp.groups] == [ErrorCode.group_id_not_found]
+            resp = admin.call(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, group_id=gid,
+                              topics=[{"topic_name": "t"}])
+            assert resp.error_code == ErrorCode.group_id_not_found and resp.responses == ()
+        d = admin.call(ApiKey.SHARE_GROUP_DESCRIBE, 1, group_ids=["never-existed"],
+                       include_authorized_operations=False)
+        assert d.groups[0].error_code == ErrorCode.group_id_not_found
+        # a share session makes the group known (a client may fetch without joining)
+        a = Member(cluster.bootstrap_servers, "member-a", topic_id(admin))
+        try:
+            a.fetch()
+            resp = admin.call(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, groups=[
+                {"group_id": GROUP, "topics": None}])
+            assert [int(g.error_code) for g in resp.groups] == [0]
+        finally:
+            a.close()
+    finally:
+        admin.close()
+
+
 def test_the_share_state_survives_a_killed_server_on_sqlite(tmp_path: Path) -> None:
     """``groupcoord serve`` on sqlite, killed -9 and started again on its data directory: every
     acknowledgement is there, and what was acquired is available with its delivery count."""
@@ -505,13 +536,13 @@ def test_deleting_the_share_group_deletes_its_share_state(cluster: Cluster) -> N
         assert hb.error_code == 0, hb
         r = admin.call(ApiKey.DELETE_GROUPS, 2, groups_names=[GROUP])
         assert r.results[0].error_code == 0, r
-        assert describe(admin)[0] == (-1, -1)
+        assert describe(admin) == {}
     finally:
         a.close()
         admin.close()
     cluster.restart()  # the tombstone is in the share-state log
     with KafkaClient(boot) as admin:
-        assert describe(admin)[0] == (-1, -1)
+        assert describe(admin) == {}
 
 
 def test_deleting_a_topic_deletes_its_share_state(cluster: Cluster) -> None:
