@@ -185,6 +185,31 @@ def test_overlapping_acknowledgement_batches_are_an_invalid_request(cluster: Clu
         admin.close()
 
 
+def test_the_share_session_cap_holds_however_idle_the_open_sessions() -> None:
+    """``group.share.max.share.sessions`` caps the sessions of live connections: beyond it a new
+    session is SHARE_SESSION_LIMIT_REACHED even when the open ones have been idle for a long time
+    (Kafka 4.1+ evicts none; their clients still hold them), and a closed one frees its place."""
+    with embedded_cluster(topics={"t": 1}, config={"group.share.max.share.sessions": "2"}) as c:
+        boot = c.bootstrap_servers
+        with KafkaClient(boot) as admin:
+            tid = topic_id(admin)
+        ms = [Member(boot, f"member-{i}", tid) for i in range(3)]
+        try:
+            assert [m.fetch().error_code for m in ms[:2]] == [0, 0]
+
+            def age() -> None:  # the two sessions unused for ten minutes
+                for s in c.server.apis.share_data.sessions.sessions.values():
+                    s.last_used_ms -= 600_000
+            c._on_loop(age)
+            assert ms[2].fetch().error_code == ErrorCode.share_session_limit_reached
+            assert [m.fetch().error_code for m in ms[:2]] == [0, 0]  # both still there
+            assert ms[0].fetch(epoch=-1, partitions=()).error_code == 0
+            assert ms[2].fetch().error_code == 0
+        finally:
+            for m in ms:
+                m.close()
+
+
 def test_sessions_epochs_and_the_final_epoch_releases(cluster: Cluster) -> None:
     boot = cluster.bootstrap_servers
     admin = KafkaClient(boot)

@@ -23,8 +23,11 @@ own epoch; with ``--brokers N`` the brokers of this process share one cache), wi
   acquisition locks expired.)
 
 The cache holds at most ``group.share.max.share.sessions`` sessions (Kafka's default 2000); a
-new session beyond that evicts the least recently used one idle for longer than
-:data:`EVICTABLE_IDLE_MS`, else gets SHARE_SESSION_LIMIT_REACHED. The group membership is not
+new session beyond that gets SHARE_SESSION_LIMIT_REACHED, however long the open ones have been
+idle. Kafka 4.1+'s ``ShareSessionCache.maybeCreateSession`` evicts nothing (sessions end with
+their connection, their final request or their member's removal); Kafka 4.0 evicted the least
+recently used session idle for over a minute, which let a broker hold more live sessions than
+the cap: the idle session's client kept its connection and found its session gone. The group membership is not
 checked here: Kafka's share-partition leader does not either (the group coordinator fences
 members through the heartbeat).
 """
@@ -40,8 +43,6 @@ from groupcoord.protocol.errors import ErrorCode
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 DEFAULT_MAX_SESSIONS = 2000
-#: A session unused this long may be evicted when the cache is full.
-EVICTABLE_IDLE_MS = 60_000
 
 TopicPartition = tuple[UUID, int]
 
@@ -82,22 +83,17 @@ class ShareSessionCache:
     def open(self, group_id: str, member_id: str, partitions: list[TopicPartition],
              now_ms: int, connection: int = 0,
              broker: int = 0) -> tuple[ShareSession, list[ShareSession]]:
-        """Epoch 0: a new session; (the session, the sessions it replaced or evicted)."""
+        """Epoch 0: a new session; (the session, the session it replaced, if any)."""
         key = (group_id, member_id, broker)
         gone: list[ShareSession] = []
         old = self.sessions.pop(key, None)
         if old is not None:
             gone.append(old)
         if len(self.sessions) >= self.max_sessions:
-            victim_key, victim = next(iter(self.sessions.items()))
-            if now_ms - victim.last_used_ms < EVICTABLE_IDLE_MS:
-                if old is not None:
-                    self.sessions[key] = old
-                    gone.clear()
-                raise ShareSessionError(ErrorCode.share_session_limit_reached,
-                                        f"{self.max_sessions} share sessions are open")
-            del self.sessions[victim_key]
-            gone.append(victim)
+            if old is not None:
+                self.sessions[key] = old
+            raise ShareSessionError(ErrorCode.share_session_limit_reached,
+                                    f"{self.max_sessions} share sessions are open")
         session = ShareSession(group_id, member_id, next_epoch(INITIAL_EPOCH),
                                dict.fromkeys(partitions), now_ms, connection, broker)
         self.sessions[key] = session
