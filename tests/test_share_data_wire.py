@@ -105,10 +105,13 @@ def part(resp: Any, partition: int = 0) -> Any:
 
 
 def describe(c: KafkaClient) -> dict[int, tuple[int, int]]:
+    """Start offset and lag per partition; {} for a group the broker does not have."""
     resp = c.call(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1,
                   groups=[{"group_id": GROUP, "topics": [{"topic_name": "t",
                                                           "partitions": [0, 1]}]}])
     g = resp.groups[0]
+    if g.error_code == ErrorCode.group_id_not_found:
+        return {}
     assert g.error_code == 0
     return {int(p.partition_index): (int(p.start_offset), int(p.lag))
             for t in g.topics for p in t.partitions}
@@ -160,6 +163,53 @@ def test_share_fetch_acknowledge_locks_and_delivery_counts(cluster: Cluster) -> 
         admin.close()
 
 
+def test_overlapping_acknowledgement_batches_are_an_invalid_request(cluster: Cluster) -> None:
+    boot = cluster.bootstrap_servers
+    admin = KafkaClient(boot)
+    a = Member(boot, "member-a", topic_id(admin))
+    try:
+        a.fetch()
+        produce(boot, 5)
+        assert acquired(a.fetch()) == [(0, 4, 1)]
+        # 0-3 and 2-4 overlap (Kafka: INVALID_REQUEST); nothing of either is applied
+        resp = a.acknowledge(0, [(0, 3, 1), (2, 4, 1)])
+        assert part(resp).error_code == ErrorCode.invalid_request
+        resp = a.fetch(acks={0: [(2, 4, 1), (0, 1, 1)]}, max_records=0)
+        assert part(resp).acknowledge_error_code == ErrorCode.invalid_request
+        assert describe(admin)[0] == (0, 5)
+        # ascending, disjoint batches are applied
+        assert part(a.acknowledge(0, [(0, 1, 1), (2, 4, 1)])).error_code == 0
+        assert describe(admin)[0] == (5, 0)
+    finally:
+        a.close()
+        admin.close()
+
+
+def test_the_share_session_cap_holds_however_idle_the_open_sessions() -> None:
+    """``group.share.max.share.sessions`` caps the sessions of live connections: beyond it a new
+    session is SHARE_SESSION_LIMIT_REACHED even when the open ones have been idle for a long time
+    (Kafka 4.1+ evicts none; their clients still hold them), and a closed one frees its place."""
+    with embedded_cluster(topics={"t": 1}, config={"group.share.max.share.sessions": "2"}) as c:
+        boot = c.bootstrap_servers
+        with KafkaClient(boot) as admin:
+            tid = topic_id(admin)
+        ms = [Member(boot, f"member-{i}", tid) for i in range(3)]
+        try:
+            assert [m.fetch().error_code for m in ms[:2]] == [0, 0]
+
+            def age() -> None:  # the two sessions unused for ten minutes
+                for s in c.server.apis.share_data.sessions.sessions.values():
+                    s.last_used_ms -= 600_000
+            c._on_loop(age)
+            assert ms[2].fetch().error_code == ErrorCode.share_session_limit_reached
+            assert [m.fetch().error_code for m in ms[:2]] == [0, 0]  # both still there
+            assert ms[0].fetch(epoch=-1, partitions=()).error_code == 0
+            assert ms[2].fetch().error_code == 0
+        finally:
+            for m in ms:
+                m.close()
+
+
 def test_sessions_epochs_and_the_final_epoch_releases(cluster: Cluster) -> None:
     boot = cluster.bootstrap_servers
     admin = KafkaClient(boot)
@@ -170,9 +220,14 @@ def test_sessions_epochs_and_the_final_epoch_releases(cluster: Cluster) -> None:
         a.fetch()
         produce(boot, 4)
         assert acquired(a.fetch()) == [(0, 3, 1)]
-        # a wrong epoch: INVALID_SHARE_SESSION_EPOCH, the session is gone with its locks
+        # a wrong epoch: INVALID_SHARE_SESSION_EPOCH and nothing changes (Kafka 4.x): a keeps
+        # its session, its epoch and its locks, so b gets nothing
         resp = a.fetch(epoch=7)
         assert resp.error_code == ErrorCode.invalid_share_session_epoch
+        assert acquired(b.fetch()) == []
+        assert acquired(a.fetch()) == []  # the right epoch carries on
+        # a closes its session with the final epoch: its locks are released to b
+        assert a.fetch(epoch=-1, partitions=()).error_code == 0
         assert a.fetch(epoch=3).error_code == ErrorCode.share_session_not_found
         assert acquired(b.fetch()) == [(0, 3, 2)]
         # b closes its session with the final epoch, acknowledging 0 and holding 1-3: released
@@ -282,6 +337,34 @@ def test_offset_admin_apis(cluster: Cluster) -> None:
         assert describe(admin)[0] == (-1, -1)
     finally:
         a.close()
+        admin.close()
+
+
+def test_offset_admin_apis_on_a_group_that_never_existed(cluster: Cluster) -> None:
+    """Describe/DeleteShareGroupOffsets for a group id that is no share group: GROUP_ID_NOT_FOUND
+    (Kafka 4.x), and the probe creates no group."""
+    admin = KafkaClient(cluster.bootstrap_servers)
+    try:
+        for gid in ("never-existed", GROUP):
+            resp = admin.call(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, groups=[
+                {"group_id": gid, "topics": None}])
+            assert [int(g.error_code) for g in resp.groups] == [ErrorCode.group_id_not_found]
+            resp = admin.call(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, group_id=gid,
+                              topics=[{"topic_name": "t"}])
+            assert resp.error_code == ErrorCode.group_id_not_found and resp.responses == ()
+        d = admin.call(ApiKey.SHARE_GROUP_DESCRIBE, 1, group_ids=["never-existed"],
+                       include_authorized_operations=False)
+        assert d.groups[0].error_code == ErrorCode.group_id_not_found
+        # a share session makes the group known (a client may fetch without joining)
+        a = Member(cluster.bootstrap_servers, "member-a", topic_id(admin))
+        try:
+            a.fetch()
+            resp = admin.call(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, groups=[
+                {"group_id": GROUP, "topics": None}])
+            assert [int(g.error_code) for g in resp.groups] == [0]
+        finally:
+            a.close()
+    finally:
         admin.close()
 
 
@@ -478,13 +561,13 @@ def test_deleting_the_share_group_deletes_its_share_state(cluster: Cluster) -> N
         assert hb.error_code == 0, hb
         r = admin.call(ApiKey.DELETE_GROUPS, 2, groups_names=[GROUP])
         assert r.results[0].error_code == 0, r
-        assert describe(admin)[0] == (-1, -1)
+        assert describe(admin) == {}
     finally:
         a.close()
         admin.close()
     cluster.restart()  # the tombstone is in the share-state log
     with KafkaClient(boot) as admin:
-        assert describe(admin)[0] == (-1, -1)
+        assert describe(admin) == {}
 
 
 def test_deleting_a_topic_deletes_its_share_state(cluster: Cluster) -> None:

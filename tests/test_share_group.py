@@ -210,9 +210,16 @@ def test_epochs_are_fenced_and_the_lost_response_accepted() -> None:
     # ... and is sent its assignment again (it missed the response that moved it)
     assert names(r.assignment, shard.metadata) == held(shard, "A") == ["foo-0"]
     assert c.share("A", 2).assignment is None
+    n = len(c.records)
     r = c.share("A", 7)
     assert r.error_code == E.fenced_member_epoch and r.error_message
-    # the fenced member is gone (its rejoin starts afresh), the group epoch moved on
+    # Kafka 4.x: nothing changes, the member stays and carries on at its epoch
+    assert len(c.records) == n and group(shard).members["A"].member_epoch == 2
+    assert group(shard).group_epoch == 2 and held(shard, "A") == ["foo-0"]
+    assert c.share("A", 2).error_code == 0
+    # a rejoin (epoch 0) behind its epoch: fenced and removed, the next join starts afresh
+    r = c.share("A", 0)
+    assert r.error_code == E.fenced_member_epoch
     assert "A" not in group(shard).members and group(shard).group_epoch == 3
     r = c.share("A", 0)
     assert r.error_code == 0 and r.member_epoch == 4

@@ -19,9 +19,12 @@ from typing import Any
 import pytest
 
 from groupcoord.protocol.client import KafkaClient
+from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.versions import ApiKey
 
 from .conftest import ServerProcess
+
+FENCED_MEMBER_EPOCH = int(ErrorCode.fenced_member_epoch)
 
 ck = pytest.importorskip("confluent_kafka")
 ShareConsumer = pytest.importorskip("confluent_kafka").ShareConsumer
@@ -167,6 +170,31 @@ def test_a_consumer_group_id_is_not_a_share_group(gc_server: ServerProcess) -> N
         assert c.assignment()
     finally:
         c.close()
+
+
+def test_a_heartbeat_at_a_wrong_epoch_is_fenced_and_the_member_stays(
+        gc_server: ServerProcess) -> None:
+    """FENCED_MEMBER_EPOCH for an epoch ahead of the member's (or behind it, not its previous
+    one) changes nothing, as in Kafka 4.x's ``throwIfShareGroupMemberEpochIsInvalid``: the member
+    is still described and its next heartbeat at the right epoch is answered."""
+    topic = _topic(gc_server, 2)
+    group = f"sg-{uuid.uuid4().hex[:8]}"
+    with KafkaClient(gc_server.bootstrap) as c:
+        r = c.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=group, member_id="m-a",
+                   member_epoch=0, subscribed_topic_names=[topic])
+        assert int(r.error_code) == 0, r
+        epoch = int(r.member_epoch)
+        for bad in (epoch + 1, epoch + 76):
+            r = c.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=group, member_id="m-a",
+                       member_epoch=bad)
+            assert int(r.error_code) == FENCED_MEMBER_EPOCH, r
+        d = _describe(gc_server, group)
+        assert [(m.member_id, m.member_epoch) for m in d.members] == [("m-a", epoch)]
+        r = c.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=group, member_id="m-a",
+                   member_epoch=epoch)
+        assert (int(r.error_code), int(r.member_epoch)) == (0, epoch), r
+        c.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=group, member_id="m-a",
+               member_epoch=-1)
 
 
 def test_groups_list_and_describe_show_a_share_group(gc_server: ServerProcess) -> None:

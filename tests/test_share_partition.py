@@ -64,6 +64,12 @@ def test_acknowledgement_of_records_held_by_another_member_is_refused_whole() ->
     assert sp.acknowledge("a", [ack(0, 1, AckType.ACCEPT, AckType.ACCEPT, AckType.ACCEPT)],
                           1) == ErrorCode.invalid_request
     assert sp.acknowledge("a", [Acknowledgement(0, 1, (9,))], 1) == ErrorCode.invalid_request
+    # overlapping or descending batches are refused whole, before any is applied
+    assert sp.acknowledge("a", [ack(0, 1, AckType.ACCEPT), ack(1, 1, AckType.ACCEPT)],
+                          1) == ErrorCode.invalid_request
+    assert sp.acknowledge("a", [ack(1, 1, AckType.ACCEPT), ack(0, 0, AckType.ACCEPT)],
+                          1) == ErrorCode.invalid_request
+    assert sp.records[0].state is sp.records[1].state is RecordState.ACQUIRED
 
 
 def test_per_offset_types_and_gaps() -> None:

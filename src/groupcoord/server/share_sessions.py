@@ -10,8 +10,10 @@ own epoch; with ``--brokers N`` the brokers of this process share one cache), wi
 - An epoch > 0 must be the session's next epoch (each request increments it, wrapping from
   2^31 - 1 to 1); the request's partitions are added to the session and ``ForgottenTopicsData``
   removed from it (an incremental request). No session: SHARE_SESSION_NOT_FOUND; another epoch:
-  INVALID_SHARE_SESSION_EPOCH, and the session is dropped (its locks released), so the member
-  starts again at 0.
+  INVALID_SHARE_SESSION_EPOCH, and nothing changes: the session, its epoch and the member's
+  acquisition locks stay, as in Kafka 4.x (``SharePartitionManager.newContext`` rejects the
+  request before touching the session), so a stray or replayed request cannot release what
+  the member holds; the member's next request with the right epoch carries on.
 - ShareSessionEpoch -1 is the final request: its acknowledgements are applied, nothing is
   fetched, and the session closes, releasing what the member still holds on its partitions.
 - The connection of a session's latest request closes (a client killed, a network failure):
@@ -21,8 +23,11 @@ own epoch; with ``--brokers N`` the brokers of this process share one cache), wi
   acquisition locks expired.)
 
 The cache holds at most ``group.share.max.share.sessions`` sessions (Kafka's default 2000); a
-new session beyond that evicts the least recently used one idle for longer than
-:data:`EVICTABLE_IDLE_MS`, else gets SHARE_SESSION_LIMIT_REACHED. The group membership is not
+new session beyond that gets SHARE_SESSION_LIMIT_REACHED, however long the open ones have been
+idle. Kafka 4.1+'s ``ShareSessionCache.maybeCreateSession`` evicts nothing (sessions end with
+their connection, their final request or their member's removal); Kafka 4.0 evicted the least
+recently used session idle for over a minute, which let a broker hold more live sessions than
+the cap: the idle session's client kept its connection and found its session gone. The group membership is not
 checked here: Kafka's share-partition leader does not either (the group coordinator fences
 members through the heartbeat).
 """
@@ -38,8 +43,6 @@ from groupcoord.protocol.errors import ErrorCode
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 DEFAULT_MAX_SESSIONS = 2000
-#: A session unused this long may be evicted when the cache is full.
-EVICTABLE_IDLE_MS = 60_000
 
 TopicPartition = tuple[UUID, int]
 
@@ -80,22 +83,17 @@ class ShareSessionCache:
     def open(self, group_id: str, member_id: str, partitions: list[TopicPartition],
              now_ms: int, connection: int = 0,
              broker: int = 0) -> tuple[ShareSession, list[ShareSession]]:
-        """Epoch 0: a new session; (the session, the sessions it replaced or evicted)."""
+        """Epoch 0: a new session; (the session, the session it replaced, if any)."""
         key = (group_id, member_id, broker)
         gone: list[ShareSession] = []
         old = self.sessions.pop(key, None)
         if old is not None:
             gone.append(old)
         if len(self.sessions) >= self.max_sessions:
-            victim_key, victim = next(iter(self.sessions.items()))
-            if now_ms - victim.last_used_ms < EVICTABLE_IDLE_MS:
-                if old is not None:
-                    self.sessions[key] = old
-                    gone.clear()
-                raise ShareSessionError(ErrorCode.share_session_limit_reached,
-                                        f"{self.max_sessions} share sessions are open")
-            del self.sessions[victim_key]
-            gone.append(victim)
+            if old is not None:
+                self.sessions[key] = old
+            raise ShareSessionError(ErrorCode.share_session_limit_reached,
+                                    f"{self.max_sessions} share sessions are open")
         session = ShareSession(group_id, member_id, next_epoch(INITIAL_EPOCH),
                                dict.fromkeys(partitions), now_ms, connection, broker)
         self.sessions[key] = session
@@ -110,10 +108,9 @@ class ShareSessionCache:
             raise ShareSessionError(ErrorCode.share_session_not_found,
                                     f"no share session for member {member_id}")
         if epoch != FINAL_EPOCH and epoch != session.epoch:
-            del self.sessions[key]
+            # rejected, the session untouched (Kafka: InvalidShareSessionEpochException)
             raise ShareSessionError(ErrorCode.invalid_share_session_epoch,
-                                    f"share session epoch {epoch}, expected {session.epoch}",
-                                    session)
+                                    f"share session epoch {epoch}, expected {session.epoch}")
         self.sessions.move_to_end(key)
         session.last_used_ms = now_ms
         session.connection = connection

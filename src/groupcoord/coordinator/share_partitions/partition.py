@@ -271,7 +271,14 @@ class SharePartition:
 
     def acknowledge(self, member: str, acks: Sequence[Acknowledgement], now_ms: int) -> int:
         """Apply ``member``'s acknowledgements for this partition, all or none; the error code
-        (0: applied)."""
+        (0: applied). The batches are in ascending order and do not overlap, else
+        INVALID_REQUEST (Kafka 4.x's ``KafkaApis.validateAcknowledgementBatches``: a batch whose
+        first offset is not above the previous batch's last offset is refused)."""
+        previous_last = -1
+        for ack in acks:
+            if ack.first_offset <= previous_last:
+                return ErrorCode.invalid_request
+            previous_last = ack.last_offset
         for ack in acks:
             code = self._check(member, ack)
             if code:

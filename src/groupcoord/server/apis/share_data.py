@@ -165,6 +165,21 @@ class ShareDataApis(ApiFamily):
         members = len(groups[0].members) if groups and not groups[0].error_code else 0
         return members or sum(1 for (g, _m, _b) in self.sessions.sessions if g == group_id)
 
+    def _known(self, group_id: str) -> bool:
+        """Whether ``group_id`` is a share group: its coordinator describes it (with or without
+        members), or this broker holds share state or share sessions for it (a client may
+        fetch without having joined; AlterShareGroupOffsets sets state for a group with no
+        member). DescribeShareGroupOffsets and DeleteShareGroupOffsets answer
+        GROUP_ID_NOT_FOUND otherwise, as Kafka 4.x does for a group it does not have."""
+        r = self.runtime.handle(self.runtime.shard_of(group_id),
+                                ShareGroupDescribeRequest((group_id,)))
+        groups = getattr(r, "groups", ())
+        if groups and not groups[0].error_code:
+            return True
+        if next(self.shares.of_group(group_id), None) is not None:
+            return True
+        return any(g == group_id for (g, _m, _b) in self.sessions.sessions)
+
     def member_left(self, group_id: str, member_id: str) -> None:
         """The member was removed from its share group by the coordinator (its session timed
         out, or it was fenced): its share session closes and what it holds is released at once
@@ -545,6 +560,10 @@ class ShareDataApis(ApiFamily):
                 groups.append({"group_id": gid, "topics": (),
                                "error_code": E.group_authorization_failed})
                 continue
+            if not self._known(gid):
+                groups.append({"group_id": gid, "topics": (), "error_code": E.group_id_not_found,
+                               "error_message": f"Group {gid} not found."})
+                continue
             names: list[str]
             wanted: dict[str, tuple[int, ...] | None] = {}
             if g.topics is None:  # every topic the group has state for
@@ -642,6 +661,8 @@ class ShareDataApis(ApiFamily):
     def delete_offsets(self, body: Any, ctx: RequestContext) -> Any:
         gid = body.group_id
         code = self._check_admin(ctx, gid, Op.DELETE)
+        if not code and not self._known(gid):
+            code = E.group_id_not_found
         if code:
             return self._resp(ctx, throttle_time=0, error_code=code, responses=())
         responses = []

@@ -18,9 +18,14 @@ ShareGroupHeartbeat, modelled on Kafka 4.x's ``GroupMetadataManager.shareGroupHe
 - **Members**: a join adds the member (GROUP_MAX_SIZE_REACHED beyond ``group.share.max.size``);
   another epoch for a member the group does not have is UNKNOWN_MEMBER_ID. Epochs as Kafka's
   ``throwIfShareGroupMemberEpochIsInvalid``: ahead of the member's, or behind it and not its
-  previous epoch (the lost-response case, accepted), is FENCED_MEMBER_EPOCH; choice recorded
-  here, as this coordinator's consumer groups do, the fenced member is removed (tombstones, a
-  group epoch bump) so that its rejoin at epoch 0 finds no member and starts afresh.
+  previous epoch (the lost-response case, accepted), is FENCED_MEMBER_EPOCH, and, as in Kafka
+  4.x (the exception is thrown before any record is written), nothing changes: the member stays
+  with its epoch, assignment and session timer, so a stray or replayed heartbeat cannot evict
+  it, and its next heartbeat at the right epoch carries on. One choice recorded here: a join
+  (epoch 0) from a member the group still has, behind its epoch, removes it (tombstones, a group
+  epoch bump) before answering FENCED_MEMBER_EPOCH, so that the client's rejoin at epoch 0 with
+  the same member id (KIP-1082; librdkafka's share consumer does so after an error) finds no
+  member and starts afresh rather than being fenced until its session times out.
 - **Group epoch**: bumped when a member joins, leaves or is removed, when a member's subscribed
   topic names change, and when the metadata of the group's subscribed topics changes (a topic
   created, deleted, recreated, partitions added): the epoch record carries a hash of that
@@ -272,7 +277,8 @@ class ShareGroupManager:
                        f"than the one known by the group coordinator "
                        f"({existing.member_epoch}). The member must abandon all its partitions "
                        f"and rejoin.")
-            self._fence(group, existing)
+            if r.member_epoch == 0:  # a rejoin (see the module docstring)
+                self._fence(group, existing)
             raise _err(_E.fenced_member_epoch, message)
 
         # ---- 1. the member's metadata; the group epoch
