@@ -16,6 +16,8 @@ from groupcoord.lab.verdict import (
     KIP415_METRICS,
     MAX_CLAIMS,
     Cell,
+    GridVerdict,
+    VerdictRow,
     beats,
     claim_candidates,
     claims,
@@ -100,6 +102,39 @@ def test_marks_best_tied_and_tie() -> None:
     assert none.verdict == "tie" and not any(c.mark for c in none.cells.values())
     few = judge(cells(a_x=[0, 0, 0], b_x=[9000, 9000, 9000]), STALL)
     assert few.verdict == "few seeds" and not any(c.mark for c in few.cells.values())
+
+
+def test_tied_best_must_be_separated_from_the_rest() -> None:
+    """The crash row of the review: cooperative beats eager in every seed, uniform sits
+    between them separated from neither. Uniform is not tied best (it is not separated from
+    the worse protocol), and no protocol is separated from all the others: no mark at all."""
+    cells = {"classic:cooperative": Cell(dict(enumerate([20000, 20100, 20200, 20300, 20400]))),
+             "consumer:uniform": Cell(dict(enumerate([20300, 21000, 22000, 22500, 22700]))),
+             "classic:eager": Cell(dict(enumerate([22600, 22700, 22800, 22900, 23000])))}
+    mv = judge(cells, STALL)
+    assert mv.verdict == "overlap"
+    assert mv.best == ("classic:cooperative",) and mv.beaten == ("classic:eager",)
+    assert not any(c.mark for c in mv.cells.values())
+    # the same row with uniform clear of eager: cooperative and uniform share the place
+    cells["consumer:uniform"] = Cell(dict(enumerate([20300, 20500, 20600, 20700, 20800])))
+    cells["classic:eager"] = Cell(dict(enumerate([24600, 24700, 24800, 24900, 25000])))
+    mv = judge(cells, STALL)
+    assert mv.verdict == "tied" and mv.cells["consumer:uniform"].mark == "tied"
+
+
+def test_a_sentence_compares_the_winner_with_its_runner_up() -> None:
+    """Scale-out of the review: eager 4 against 1,531 for uniform and 1,802 for cooperative:
+    the sentence and its effect size name uniform (the runner-up), not the worst."""
+    def cell(base: float) -> Cell:
+        return Cell({s: base + s for s in range(10)})
+
+    mv = judge({"classic:eager": cell(4), "consumer:uniform": cell(1531),
+                "classic:cooperative": cell(1802)}, LAG)
+    assert mv.verdict == "best" and mv.beaten == ("consumer:uniform", "classic:cooperative")
+    g = GridVerdict("g", "q", list(mv.cells), [LAG],
+                    [VerdictRow("scale-out", 100, "w", None, 10, [mv])], 30, 0, 0, 10)
+    (claim,) = claims([g])
+    assert claim.worse == "consumer:uniform" and "for consumer:uniform" in claim.text
 
 
 def test_rows_follow_the_numbers_in_workload_names() -> None:

@@ -35,8 +35,11 @@ range overlaps another's only through such a split is *split*: neither best nor 
 **Marks**. Only protocols Apache Kafka ships are ranked (``findings.shipped``): the connect
 group type (this project's) is shown beside them, unmarked. The protocol with the best median
 is *best* when it is better (as above) than every other ranked protocol; the protocols it is
-not better than share the place with it (*tied best*); when that is every protocol the row is
-a tie (no mark).
+not better than share the place with it (*tied best*) when each of them is also better than
+every protocol the best is better than; when one of them is not (it sits between the best and
+a worse protocol, separated from neither) the row is an *overlap* (no mark: no protocol is
+separated from all the others); when no protocol is better than another the row is a tie (no
+mark).
 
 **Claims** (:func:`claims`): at most :data:`MAX_CLAIMS` sentences for the whole page, each one
 difference that passed the test in a cell of at least :data:`CLAIM_MIN_SEEDS` seeds (so that
@@ -229,7 +232,7 @@ class Cell:
 class MetricVerdict:
     metric: Metric
     cells: dict[str, Cell]
-    #: best | tied | tie | split | few seeds | one protocol
+    #: best | tied | overlap | tie | split | few seeds | one protocol
     verdict: str
     best: tuple[str, ...] = ()
     #: The protocols the best one is better than (beyond the spread).
@@ -305,6 +308,14 @@ def judge(cells: dict[str, Cell], m: Metric, min_seeds: int = MIN_SEEDS) -> Metr
     beaten = tuple(p for p in order[1:] if beats(vals[top], vals[p], m, min_seeds)
                    or sign_test(cells[top].values, cells[p].values, m) <= SIGN_ALPHA)
     best = tuple(p for p in order if p not in beaten)
+    if len(best) > 1 and beaten and any(
+            not (beats(vals[p], vals[q], m, min_seeds)
+                 or sign_test(cells[p].values, cells[q].values, m) <= SIGN_ALPHA)
+            for p in best[1:] for q in beaten):
+        # "=" means not separated from the best AND separated from the rest: a protocol the
+        # best does not beat that does not beat a worse one either sits between them, and no
+        # protocol is separated from every other: no mark (the best still beats ``beaten``)
+        return MetricVerdict(m, cells, "overlap", (top,), beaten)
     if len(best) > 1 and any(cells[p].split for p in best):
         # the best's range overlaps another's, and one of them has distinct outcomes: the
         # overlap is the split's, not a tie (nor a best)
@@ -445,9 +456,10 @@ class Claim:
 def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
     m = mv.metric
     best = mv.best[0]
-    # the protocol furthest from the best among those it beats
+    # the runner-up: the protocol closest to the best among those it beats (against the
+    # worst, any win looks large)
     sign = 1 if m.lower_is_better else -1
-    worse = max(mv.beaten, key=lambda p: (sign * mv.cells[p].median, p))
+    worse = min(mv.beaten, key=lambda p: (sign * mv.cells[p].median, p))
     b, w = mv.cells[best], mv.cells[worse]
     where = f"{row.scenario}, {row.size} {member_word(row.scenario, g.protocols)}"
     if g.parameter is not None and row.x is not None:
@@ -514,7 +526,7 @@ def _strength(mv: MetricVerdict) -> float:
     m = mv.metric
     b = mv.cells[mv.best[0]].median
     sign = 1 if m.lower_is_better else -1
-    w = max((mv.cells[p].median for p in mv.beaten), key=lambda v: sign * v)
+    w = min((mv.cells[p].median for p in mv.beaten), key=lambda v: sign * v)
     lo, hi = sorted((abs(b), abs(w)))
     return (hi + m.floor) / (lo + m.floor)
 
@@ -617,7 +629,9 @@ CLAIM_RULE = (
     "somewhere gets its strongest win, a shared win counting for each protocol sharing it "
     "(a grid that sweeps a parameter instead says, per scenario, where its first metric's "
     "winner changes); then the remaining candidates by "
-    "effect size (the ratio of the two medians, each plus the metric's floor), a scenario not "
+    "effect size (the ratio of the best's median to its runner-up's, the closest protocol it "
+    "separates from, each plus the metric's floor; a sentence names the runner-up, never the "
+    "worst protocol), a scenario not "
     "yet named before another sentence on one that is; at most {limit} "
     "sentences in all, shown in the grids' order.")
 
