@@ -25,6 +25,7 @@ from groupcoord.lab.verdict import (
     grid_verdict,
     grid_verdicts,
     judge,
+    mark_dependence,
     modes,
     natural_key,
     question_metrics,
@@ -576,3 +577,34 @@ def test_grids_asking_the_same_crossover_at_another_setting_share_one_sentence()
         "rest (protocols tied for it named together): [crossover-10ms] consumer:uniform at "
         "20 % busy; classic:eager at 40 % busy; [crossover-20ms] consumer:uniform at 40 % "
         "busy; classic:eager at 80 % busy.")
+
+
+def _row(scenario: str, workload: str, best_low: str, x: float | None = None) -> VerdictRow:
+    """A row where ``best_low`` (or nobody, when empty) is the clear best of two protocols."""
+    lo, hi = [100, 110, 120, 130, 140], [9000, 9100, 9200, 9300, 9400]
+    vals = {"a:x": lo if best_low == "a:x" else hi, "b:x": lo if best_low == "b:x" else hi}
+    if not best_low:
+        vals = {"a:x": lo, "b:x": [v + 5 for v in lo]}
+    mv = judge({p: Cell(dict(enumerate(v))) for p, v in vals.items()}, STALL)
+    return VerdictRow(scenario, 10, workload, 0.0, 5, [mv], x=x)
+
+
+def test_a_star_that_flips_across_a_deciding_input_depends_on_it() -> None:
+    # a bounce-downtime sweep by scenario variant: the plain scenario is the 3 s default
+    rows = [_row("rolling-bounce", "w", "a:x"), _row("rolling-bounce-down20s", "w", "b:x"),
+            _row("scale-out", "w", "a:x")]
+    mark_dependence(rows)
+    assert rows[0].metrics[0].depends == "the bounce downtime"
+    assert rows[1].metrics[0].depends == "the bounce downtime"
+    assert rows[2].metrics[0].depends == ""  # swept nothing
+    # a ★ at one value and none at another flips too
+    rows = [_row("worker-leaves-d0", "w", "a:x"), _row("worker-leaves-d30s", "w", "")]
+    mark_dependence(rows)
+    assert rows[0].metrics[0].depends == "scheduled.rebalance.max.delay.ms"
+    # a workload parameter swept within a grid
+    rows = [_row("grow", "md300", "b:x", x=300000.0), _row("grow", "md30", "b:x", x=30000.0)]
+    mark_dependence(rows, "metadata.max.age.ms")
+    assert not any(r.metrics[0].depends for r in rows)  # the same ★ at both: it holds
+    rows = [_row("grow", "md300", "b:x", x=300000.0), _row("grow", "md30", "a:x", x=30000.0)]
+    mark_dependence(rows, "metadata.max.age.ms")
+    assert all(r.metrics[0].depends == "metadata.max.age.ms" for r in rows)

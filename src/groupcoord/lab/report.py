@@ -234,7 +234,7 @@ def _mark(cell_mark: str) -> str:
 def _verdict_word(mv: MetricVerdict) -> str:
     """The row's verdict in a word (the cells carry the marks: who is best, who is tied)."""
     if mv.verdict == "best":
-        return "\u2605 best"
+        return f"\u2605 best, depends on {mv.depends}" if mv.depends else "\u2605 best"
     if mv.verdict == "tied":
         return f"= {len(mv.best)} tied"
     if mv.verdict == "split":

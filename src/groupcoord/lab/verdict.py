@@ -237,6 +237,8 @@ class MetricVerdict:
     best: tuple[str, ...] = ()
     #: The protocols the best one is better than (beyond the spread).
     beaten: tuple[str, ...] = ()
+    #: The deciding input a ★ flips across (:func:`mark_dependence`): "" when it holds.
+    depends: str = ""
 
 
 @dataclass(slots=True)
@@ -377,6 +379,7 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
                     cells[p] = Cell(vals)
             vr.metrics.append(judge(cells, m, min_seeds))
         rows.append(vr)
+    mark_dependence(rows, X_NAMES.get(param or "", (param or "",))[0] if param else None)
     title = str(grid.get("question") or grid.get("description") or "")
     return GridVerdict(str(grid.get("name") or ""), title, protocols, metrics, rows, len(mine),
                        sum(1 for r in mine if not r.get("ok")),
@@ -386,6 +389,60 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
                        _settings_of(mine), str(grid.get("description") or ""),
                        sum(1 for r in mine if r.get("ok") and r.get("caught_up") is not False
                            and r.get("noop_events")))
+
+
+#: Scenario variants that set one deciding input in their name (``rolling-bounce-down20s``:
+#: each member down 20 s; ``worker-leaves-d30s``: KIP-415's delay at 30 s), with the input's
+#: name; the variant without the suffix is the input's default.
+SCENARIO_INPUTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^(?P<base>.+)-down(?P<v>\d+)s$"), "the bounce downtime"),
+    (re.compile(r"^(?P<base>.+)-d(?P<v>\d+)s?$"), "scheduled.rebalance.max.delay.ms"),
+)
+
+
+def _input_of(row: VerdictRow, param_name: str | None) -> tuple[tuple[Any, ...], str] | None:
+    """The row's place in a sweep of a deciding input: (the rows it is compared with, the
+    input's name); None when no input varies."""
+    for pat, name in SCENARIO_INPUTS:
+        mt = pat.match(row.scenario)
+        if mt:
+            return (mt.group("base"), row.size, row.workload, row.fault_rate), name
+    if param_name is not None and row.x is not None:
+        return (row.scenario, row.size, row.fault_rate), param_name
+    return None
+
+
+def mark_dependence(rows: Sequence[VerdictRow], param_name: str | None = None) -> None:
+    """A ★ that flips across a deciding input is printed "depends on X": among the rows that
+    differ only in one input (a swept workload parameter, or a scenario variant of
+    :data:`SCENARIO_INPUTS` with its default, the plain scenario), per metric, when some row
+    marks a single best and another row of the same sweep marks a different one or none, each
+    marked row's verdict gets ``depends`` (the ★ is a fact of the input's value, not of the
+    protocol)."""
+    groups: dict[tuple[Any, ...], list[VerdictRow]] = defaultdict(list)
+    names: dict[tuple[Any, ...], str] = {}
+    for row in rows:
+        got = _input_of(row, param_name)
+        if got is not None:
+            groups[got[0]].append(row)
+            names[got[0]] = got[1]
+    for row in rows:
+        # the plain scenario is the variants' default (rolling-bounce: 3 s down)
+        if any(pat.match(row.scenario) for pat, _ in SCENARIO_INPUTS):
+            continue
+        key = (row.scenario, row.size, row.workload, row.fault_rate)
+        if key in groups and row not in groups[key]:
+            groups[key].append(row)
+    for key, members in groups.items():
+        if len(members) < 2:
+            continue
+        for i in range(min(len(r.metrics) for r in members)):
+            marks = [(r.metrics[i].best if r.metrics[i].verdict == "best" else None)
+                     for r in members]
+            if any(marks) and len(set(marks)) > 1:
+                for r in members:
+                    if r.metrics[i].verdict == "best":
+                        r.metrics[i].depends = names[key]
 
 
 def _settings_of(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -475,6 +532,9 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
                 f"({'; '.join(each)})")
     text = (f"{where}: {lead} against {_quote(m, w)} for {worse}, medians of {n} seeds.")
     text += _by_design(row.settings or g.settings, m, worse, w.median)
+    if mv.depends:
+        text += (f" The mark depends on {mv.depends}: at another value swept it goes to "
+                 "another protocol or to none.")
     cmd = reproduce(g.spec, row.scenario, row.size, row.workload, [*mv.best, worse])
     return Claim(g.name, text, cmd, m.column, row.scenario, row.size, best, worse,
                  row.workload)
@@ -740,6 +800,7 @@ def short_label(m: Metric, excess: bool = False) -> str:
 __all__ = [
     "CLAIM_MIN_SEEDS",
     "CLAIM_RULE",
+    "SCENARIO_INPUTS",
     "CONSUMER_METRICS",
     "DASH",
     "KIP415_METRICS",
@@ -761,6 +822,7 @@ __all__ = [
     "grid_verdict",
     "grid_verdicts",
     "judge",
+    "mark_dependence",
     "modes",
     "natural_key",
     "question_metrics",
