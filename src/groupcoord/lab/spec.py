@@ -630,7 +630,8 @@ incremental cooperative Connect rebalancing, with the model's task stop and star
 classic eager vs cooperative vs KIP-848 for 10 to 1,000 consumers; the members' load at which \
 each protocol starts to win, at two poll lengths (crossover); the field's anchor, 10 consumers \
 while a topic grows by 900 partitions; and the costs the field pays (state restore; the polls grow \
-long after a backlog, but no rebalance of these grids started while a member was inside one). The consumer grids' workloads keep the busiest member under 70 % busy under \
+long after a backlog, but no rebalance of these grids started while a member was inside one). \
+The consumer grids' workloads keep the busiest member under 70 % busy under \
 every assignor even with one member fewer (range included: the report prints it per row, and \
 flags a row whose runs ended with their lag not caught up), so that a rebalance, not an \
 overload, is what builds the lag.'''

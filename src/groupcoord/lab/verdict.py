@@ -800,7 +800,6 @@ def short_label(m: Metric, excess: bool = False) -> str:
 __all__ = [
     "CLAIM_MIN_SEEDS",
     "CLAIM_RULE",
-    "SCENARIO_INPUTS",
     "CONSUMER_METRICS",
     "DASH",
     "KIP415_METRICS",
@@ -808,6 +807,7 @@ __all__ = [
     "MIN_SEEDS",
     "MODE_GAP",
     "RELATIVE_FLOOR",
+    "SCENARIO_INPUTS",
     "Cell",
     "Claim",
     "Comparisons",
