@@ -180,8 +180,10 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
             "each of them separated from every protocol the best separates from; 'overlap': a "
             "protocol the best does not separate from is not separated from a worse one "
             "either (no mark: none is separated from all the rest); 'tie': no protocol "
-            "separates; 'under floor': none separates and the lowest cost is under the "
-            "metric's floor (too small to compare, not equal); with fewer than {MIN_SEEDS} seeds nothing is "
+            "separates; 'all under floor': none separates and every cost is under the metric's "
+            "floor; 'tie? lowest under floor': none separates, but the lowest cost is under "
+            "the floor the test applies, so the test cannot tell it from the others (not a "
+            f"tie of equal costs: read the medians); with fewer than {MIN_SEEDS} seeds nothing is "
             f"marked. Beside each floor, a difference under {RELATIVE_FLOOR:.0%} of the larger "
             "value does not count either (7 s on a 140 s time to converge). Where a "
             "protocol's seeds fall into distinct outcomes (sorted, one gap wider than the "
@@ -242,7 +244,10 @@ def _verdict_word(mv: MetricVerdict) -> str:
     if mv.verdict == "overlap":
         return "overlap"
     if mv.verdict == "tie" and _under_floor(mv):
-        return "under floor"
+        cells = [mv.cells[p] for p in ranked(mv.cells)]
+        if all(abs(c.median) <= mv.metric.floor for c in cells):
+            return "all under floor"
+        return "tie? lowest under floor"
     if mv.verdict == "few seeds":
         return f"< {MIN_SEEDS} seeds"
     if mv.verdict == "one protocol":

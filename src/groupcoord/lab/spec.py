@@ -677,6 +677,18 @@ warmup_ms = 2000
 name = "light"
 records_per_s = 2
 
+# The deciding input of a topic's growth under classic: when the metadata refresh comes
+# (metadata.max.age.ms, Kafka's default 300 s, against 30 s).
+[[workloads]]
+name = "light-md300s"
+records_per_s = 2
+metadata_max_age_ms = 300000
+
+[[workloads]]
+name = "light-md30s"
+records_per_s = 2
+metadata_max_age_ms = 30000
+
 # The crossover: 8 consumers on one topic of 32 partitions (range balances: 4 partitions each,
 # 5 with one member fewer, as under any assignor), at 20, 30 and 40 % busy (25, 37.5 and 50 %
 # with one member fewer: a crashed member's 45 s backlog drains within the minute a run waits
@@ -875,6 +887,36 @@ metrics = ["lag_record_s", "lag_peak", "stall_ms", "paused_partition_s", "conver
            "resources_moved", "records_reprocessed"]
 
 [[grid]]
+name = "bounce-downtime"
+description = '''the deciding input of a bounce: how long the member is down. 3 s (the \
+rolling bounce's default) is shorter than a heartbeat, so a protocol may never notice the \
+member gone; 20 s (rolling) and 30 s (a single bounce, against its 10 s) are longer than any \
+heartbeat and session check. 10 consumers on the field-costs workload; a ★ that flips between \
+the plain scenario and its -downNs variant is printed "depends on the bounce downtime".'''
+protocols = ["classic:eager", "classic:cooperative", "consumer:uniform", "consumer:range"]
+scenarios = ["rolling-bounce", "rolling-bounce-down20s", "bounce", "bounce-down30s"]
+sizes = [10]
+workloads = ["field-costs"]
+seeds = 10
+question = "Do the bounce marks hold when the member is down longer than a heartbeat?"
+metrics = ["lag_record_s", "resources_moved", "stall_ms"]
+
+[[grid]]
+name = "metadata-age"
+description = '''the deciding input of a topic's growth under classic: a classic member \
+sees new partitions at its next metadata refresh, within metadata.max.age.ms (Kafka's default \
+300 s, against 30 s); KIP-848's coordinator sends the new target with the next heartbeat, \
+whatever the client's refresh. 10 consumers; a ★ that flips between the two is printed \
+"depends on metadata.max.age.ms".'''
+protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
+scenarios = ["grow-by-900", "partition-added"]
+sizes = [10]
+workloads = ["light-md300s", "light-md30s"]
+seeds = 10
+question = "Do the marks on a topic's growth hold when the metadata refresh comes every 30 s?"
+metrics = ["convergence_ms", "lag_peak", "lag_record_s"]
+
+[[grid]]
 name = "anchor"
 description = '''10 consumers, a topic grows by 900 partitions (librdkafka's docs: about 5 s \
 with the consumer protocol, about 103 s classic, which waits for the 5-minute metadata \
@@ -949,5 +991,17 @@ events = [{ at_ms = 30000, kind = "crash", member = "c3" },
 description = "Ten consumers on foo (100 partitions); foo grows to 1,000 partitions."
 group = { members = 10, topics = { foo = 100 } }
 events = [{ at_ms = 30000, kind = "add-partitions", topic = "foo", partitions = 1000 }]
+
+[scenario.rolling-bounce-down20s]
+description = '''rolling-bounce with each member down 20 s instead of 3 s (every live member \
+in name order, 15 s apart, so two are down at once): longer than the classic 3 s heartbeat and \
+the KIP-848 5 s one, so every protocol sees the member gone.'''
+group = { members = 10, topics = { foo = 100 } }
+events = [{ at_ms = 30000, kind = "rolling-bounce", interval_ms = 15000, down_ms = 20000 }]
+
+[scenario.bounce-down30s]
+description = "bounce with the member down 30 s instead of 10 s."
+group = { members = 4, topics = { foo = 8 } }
+events = [{ at_ms = 30000, kind = "bounce", member = "c2", down_ms = 30000 }]
 """,
 }

@@ -618,7 +618,7 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
             parts = []
             for w in dict.fromkeys(w for _, w in winners):
                 xs = ", ".join(number(x or 0.0) for x, v in winners if v == w)
-                parts.append(f"{w or 'no protocol separated'} at {xs}{x_unit}")
+                parts.append(f"{w or 'no protocol separated from all the rest'} at {xs}{x_unit}")
             word = "lowest" if m.lower_is_better else "highest"
             head = (f"{scenario}, {size} {member_word(scenario, g.protocols)}, "
                     f"{short_label(m, g.excess)} against {x_name}, the {word}, separated "
