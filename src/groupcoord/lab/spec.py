@@ -781,7 +781,7 @@ sizes = [3, 6, 12]
 workloads = ["16x8c"]
 question = "How many tasks does each Connect protocol stop and restart, for how long, and how \
 soon is the work balanced again, when a worker joins, leaves or bounces?"
-metrics = ["task_restarts", "task_downtime_task_s", "time_to_balance_ms", "stall_ms"]
+metrics = ["task_downtime_task_s", "time_to_balance_ms", "task_restarts", "stall_ms"]
 
 [[grid]]
 name = "consumers"
@@ -837,7 +837,7 @@ scenarios = ["kip415-worker-joins", "worker-leaves-d30s"]
 sizes = [12]
 workloads = ["16x8c-task1s", "16x8c-task5s"]
 question = "Do the KIP-415 marks depend on how long a task takes to stop and start?"
-metrics = ["task_restarts", "task_downtime_task_s", "time_to_balance_ms", "stall_ms"]
+metrics = ["task_downtime_task_s", "time_to_balance_ms", "task_restarts", "stall_ms"]
 
 [[grid]]
 name = "crossover-10ms"

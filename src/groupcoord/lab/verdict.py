@@ -685,8 +685,10 @@ CLAIM_RULE = (
     "Which differences get a sentence: every one marked ★ (or = beside a ★) by the test "
     "above in a cell of at least {seeds} seeds per "
     "protocol, in the grid's own metrics, is a candidate; of one scenario and metric only the "
-    "size with the largest effect counts. First, in each grid, every protocol that wins "
-    "somewhere gets its strongest win, a shared win counting for each protocol sharing it "
+    "size with the largest effect counts; a win over a protocol whose number is a configured "
+    "delay (KIP-415's scheduled.rebalance.max.delay.ms) is no candidate. First, in each grid, "
+    "every protocol that wins in the grid's first metric (its question's) gets its strongest "
+    "win there, a shared win counting for each protocol sharing it "
     "(a grid that sweeps a parameter instead says, per scenario, where its first metric's "
     "winner changes); then the remaining candidates by "
     "effect size (the ratio of the best's median to its runner-up's, the closest protocol it "
@@ -703,6 +705,13 @@ def _candidates(g: GridVerdict) -> list[tuple[float, Claim, tuple[str, ...]]]:
     for row in g.rows:
         for mv in row.metrics:
             if mv.verdict not in ("best", "tied") or not mv.beaten or not claimable(mv):
+                continue
+            sign = 1 if mv.metric.lower_is_better else -1
+            runner_up = min(mv.beaten, key=lambda p: (sign * mv.cells[p].median, p))
+            if _by_design(row.settings or g.settings, mv.metric, runner_up,
+                          mv.cells[runner_up].median):
+                # the other protocol's number is a configured delay (KIP-415's
+                # scheduled.rebalance.max.delay.ms): not a headline of a protocol's merit
                 continue
             key = (row.scenario, mv.metric.column)
             strength = _strength(mv)
@@ -743,9 +752,11 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS) -> list[Cla
             continue
         cands = sorted(_candidates(g), key=lambda sc: (-sc[0], sc[1].scenario, sc[1].metric))
         seen: set[str] = set()
+        lead = g.metrics[0].column if g.metrics else ""
         for st, c, winners in cands:
-            # a win shared by tied protocols counts for each of them
-            if set(winners) - seen:
+            # a win shared by tied protocols counts for each of them; a grid's headlines are
+            # in its question's metric (task downtime for KIP-415, not restart counts)
+            if c.metric == lead and set(winners) - seen:
                 seen.update(winners)
                 first.append((st, c))
             else:
