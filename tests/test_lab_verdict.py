@@ -35,6 +35,7 @@ from groupcoord.lab.verdict import (
     sign_needed,
     sign_test,
     threshold,
+    throughput,
 )
 
 STALL = BY_COLUMN["stall_ms"]  # floor 250 ms
@@ -199,8 +200,8 @@ def test_claims_carry_their_numbers_and_the_command_of_their_cell() -> None:
     assert c.metric == "stall_ms" and c.size == 30  # the largest size
     assert c.best == "consumer:uniform" and c.worse == "classic:eager"
     assert c.text == ("crash, 30 members: consumer:uniform has the lowest stall, 0.02 s (range 0"
-            "\u20130.04 s) against 12.2 s (12\u201312.4 s) for classic:eager, medians of "
-            "5 seeds.")
+            "\u20130.04 s) against 12.2 s (12\u201312.4 s) for classic:eager (the runner-up), "
+            "medians of 5 seeds.")
     assert c.command == ("groupcoord lab run --spec paper --scenario crash --size 30 "
                          "--workload 4x250 --protocol consumer:uniform --protocol "
                          "classic:eager --out DIR")
@@ -411,7 +412,7 @@ def test_a_sentence_naming_two_protocols_quotes_each_ones_numbers(
     (mv,) = g.rows[0].metrics
     lag = BY_COLUMN["lag_peak"]
     w = mv.cells[c.worse]
-    assert f"against {lag.fmt(w.median)}" in c.text and f"for {c.worse}," in c.text
+    assert f"against {lag.fmt(w.median)}" in c.text and f"for {c.worse} (the runner-up)," in c.text
     if len(mv.best) == 1:
         assert f"{c.best} has the lowest lag peak, {lag.fmt(mv.cells[c.best].median)}" in c.text
     else:
@@ -613,3 +614,14 @@ def test_a_star_that_flips_across_a_deciding_input_depends_on_it() -> None:
     rows = [_row("grow", "md300", "b:x", x=300000.0), _row("grow", "md30", "a:x", x=30000.0)]
     mark_dependence(rows, "metadata.max.age.ms")
     assert all(r.metrics[0].depends == "metadata.max.age.ms" for r in rows)
+
+
+def test_lag_is_also_quoted_in_the_groups_throughput() -> None:
+    """1,802 record·s at a group's 1,600 records/s is its rate times about 1.1 s; a lag peak
+    of 3,200 records is 2 s of its production; other metrics and unknown rates: nothing."""
+    lag_s = BY_COLUMN["lag_record_s"]
+    assert throughput(lag_s, 1600.0, 1802.0) == (
+        " (record·s = the group's 1,600 records/s x 1.13 s)")
+    assert throughput(LAG, 1600.0, 3200.0, 160.0) == (
+        " (at the group's 1,600 records/s: 2 s against 0.1 s of its production)")
+    assert throughput(STALL, 1600.0, 5.0) == "" and throughput(LAG, None, 5.0) == ""

@@ -71,6 +71,7 @@ from groupcoord.lab.findings import (
     shipped,
     sweep_parameter,
     with_work_parameters,
+    work_value,
 )
 
 #: KIP-415's question: what an eager or an incremental cooperative Connect rebalance costs
@@ -253,6 +254,8 @@ class VerdictRow:
     x: float | None = None
     #: Per protocol, the settings of the row's runs (a grid may sweep a setting by scenario).
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The group's production rate (records/s over all its partitions), when known.
+    rate: float | None = None
 
 
 @dataclass(slots=True)
@@ -369,7 +372,7 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
     for key in sorted(by_row, key=row_key):
         rs = by_row[key]
         vr = VerdictRow(key[0], key[1], key[2], key[3], len({r.get("seed") for r in rs}),
-                        x=_x_of(rs, param), settings=_settings_of(rs))
+                        x=_x_of(rs, param), settings=_settings_of(rs), rate=_rate_of(rs))
         for m in metrics:
             cells: dict[str, Cell] = {}
             for p in protocols:
@@ -443,6 +446,29 @@ def mark_dependence(rows: Sequence[VerdictRow], param_name: str | None = None) -
                 for r in members:
                     if r.metrics[i].verdict == "best":
                         r.metrics[i].depends = names[key]
+
+
+def _rate_of(rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """The group's production rate in records/s (per partition x partitions), the median over
+    the rows' runs; None where a part is unknown."""
+    rates = []
+    for r in rows:
+        per, parts = work_value(r, "records_per_s"), r.get("total_partitions")
+        if per is not None and parts:
+            rates.append(float(per) * float(parts))
+    return statistics.median(rates) if rates else None
+
+
+def throughput(m: Metric, rate: float | None, *values: float) -> str:
+    """Lag in the units a platform team uses, the group's throughput: a lag peak as seconds
+    of the group's production, lag·s as the group's rate times seconds (record·s = records/s
+    x s). Empty for other metrics or an unknown rate."""
+    if not rate or m.column not in ("lag_peak", "lag_record_s"):
+        return ""
+    secs = " against ".join(f"{number(v / rate)} s" for v in values)
+    if m.column == "lag_peak":
+        return f" (at the group's {number(rate)} records/s: {secs} of its production)"
+    return f" (record·s = the group's {number(rate)} records/s x {secs})"
 
 
 def _settings_of(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -530,7 +556,8 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
         each = [f"{p} {_quote(m, mv.cells[p])}" for p in mv.best]
         lead = (f"{' and '.join(mv.best)} share the {word} {short_label(m, g.excess)} "
                 f"({'; '.join(each)})")
-    text = (f"{where}: {lead} against {_quote(m, w)} for {worse}, medians of {n} seeds.")
+    text = (f"{where}: {lead} against {_quote(m, w)} for {worse} (the runner-up), medians of "
+            f"{n} seeds{throughput(m, row.rate, b.median, w.median)}.")
     text += _by_design(row.settings or g.settings, m, worse, w.median)
     if mv.depends:
         text += (f" The mark depends on {mv.depends}: at another value swept it goes to "
@@ -843,5 +870,6 @@ __all__ = [
     "sign_needed",
     "sign_test",
     "threshold",
+    "throughput",
     "usable",
 ]
