@@ -536,7 +536,7 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                           fontsize=8)
         else:
             xs_all: set[float] = set()
-            for p in g.protocols:
+            for pi, p in enumerate(g.protocols):
                 pts = []
                 seeds: list[tuple[float, float]] = []
                 for r in rows:
@@ -556,9 +556,13 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 pts.sort()
                 xs_all.update(x for x, *_ in pts)
                 st = styles.get(p, {})
+                # each protocol a little thinner than the one drawn before it, with a smaller
+                # marker: lines that coincide (cooperative and KIP-848 at 0) stay visible,
+                # nested, instead of the last one hiding the others
                 ax.plot([x for x, *_ in pts], [y for _, y, _, _ in pts], label=p,
                         color=st.get("color"), linestyle=st.get("linestyle", "-"),
-                        marker=st.get("marker", "o"), linewidth=2)
+                        marker=st.get("marker", "o"), linewidth=max(4.0 - 0.8 * pi, 1.2),
+                        markersize=max(11.0 - 2.0 * pi, 4.0), zorder=2 + pi)
                 ax.fill_between([x for x, *_ in pts], [lo for *_, lo, _ in pts],
                                 [hi for *_, hi in pts], alpha=0.12, color=st.get("color"))
                 if seeds:
@@ -571,7 +575,12 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
             ax.set_xticks(xs, [f"{v:g}" for v in xs])
             ax.minorticks_off()
             ax.set_xlabel(axis[1])
-        ax.set_title(short_label(m, g.excess), fontsize=10)
+        panel_title = short_label(m, g.excess)
+        if m.column == "stall_ms" and g.protocols and all(
+                family(p).endswith("connect") for p in g.protocols):
+            # a Connect stall is the model's task stop plus start time: an input, not a finding
+            panel_title += "\n(model input: task stop + start)"
+        ax.set_title(panel_title, fontsize=10)
         ylabel = m.unit or short_label(m)
         thresh = log_threshold(
             m, [v for r in rows for c in r.metrics[i].cells.values() for v in c.values.values()])
@@ -583,10 +592,13 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
             # top of the zero)
             top = max(abs(v) for r in rows for c in r.metrics[i].cells.values()
                       for v in c.values.values()) / m.scale
+            decades = range(math.ceil(math.log10(thresh)), math.ceil(math.log10(top)) + 1)
+            # 1, 2 and 5 in each decade when there are few decades (a reader can place a
+            # value between them), powers of ten only when there are many
+            steps = (1.0, 2.0, 5.0) if len(decades) <= 4 else (1.0,)
             ax.yaxis.set_major_locator(FixedLocator(
-                [0.0] + [10.0 ** k for k in range(math.ceil(math.log10(thresh)),
-                                                  math.ceil(math.log10(top)) + 1)
-                 if 10.0 ** k <= 1.5 * top]))
+                [0.0] + [f * 10.0 ** k for k in decades for f in steps
+                         if thresh <= f * 10.0 ** k <= 1.5 * top]))
             ax.yaxis.set_minor_locator(NullLocator())
             # a log scale has no zero: say that this one is linear up to the threshold
             ylabel += f"\n(symlog: linear 0{DASH}{number(thresh)}, log above)"
