@@ -12,10 +12,15 @@ offset), EndTxn (commit).
   issue's cadence): ``end_txn_p99`` and ``end_txn_p50`` (ms, EndTxn's round trip: PrepareCommit
   durable, the markers written, CompleteCommit durable) and ``committed_per_s``;
 - ``transactions.saturated``: each producer commits as fast as its round trips allow:
-  ``committed_per_s`` (the coordinator's throughput) and its ``end_txn_p99``;
+  ``committed_per_s`` (the coordinator's throughput), its ``end_txn_p99``, and
+  ``per_server_cpu_second``: transactions committed per second of the server process's CPU
+  (Linux ``/proc``; omitted elsewhere), the figure least moved by a busy machine, where the
+  client threads and other processes take the cores the server would use;
 - ``transactions.overhead``: the same records produced and their offsets committed without
-  transactions (an idempotent producer: Produce, then OffsetCommit), as fast as possible; the
-  ratio of the records per second with transactions to those without (1.0: free).
+  transactions (an idempotent producer: Produce, then OffsetCommit), as fast as possible;
+  ``records_ratio``, the ratio of the records per second with transactions to those without
+  (1.0: free), and ``server_cpu_ratio``, the server CPU per record with transactions over that
+  without (1.0: free).
 
 The target on a quiet machine (the issue): at least 1,000 committed transactions per second and a
 p99 EndTxn of at most 20 ms. Client and server share the machine's cores; the lead takes the
@@ -37,6 +42,7 @@ from typing import Any
 import crc32c
 
 from benchmarks._harness import Result, stop_process
+from benchmarks.server import _cpu_seconds
 from groupcoord.protocol.client import KafkaClient
 from groupcoord.protocol.versions import ApiKey
 
@@ -213,6 +219,21 @@ def _drive(producers: list[_Producer], seconds: float, interval_ms: float | None
     return (sum(p.committed for p in producers) - before) / elapsed, elapsed
 
 
+class _Cpu:
+    """The server process's CPU seconds over a run (None where ``/proc`` is not there)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.start = _cpu_seconds(pid)
+
+    def per(self, units: float) -> float | None:
+        """Units per CPU second since the start."""
+        end = _cpu_seconds(self.pid)
+        if self.start is None or end is None or end <= self.start:
+            return None
+        return units / (end - self.start)
+
+
 def _percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -252,22 +273,35 @@ def run(quick: bool = False, **sizes: Any) -> list[Result]:
                        params)]
             for p in txn:
                 p.end_txn_ms.clear()
-            saturated, _ = _drive(txn, duration, None, True)
+            cpu = _Cpu(server.proc.pid)
+            saturated, elapsed = _drive(txn, duration, None, True)
+            txn_per_cpu = cpu.per(saturated * elapsed)
             latencies = [ms for p in txn for ms in p.end_txn_ms]
             results += [
                 Result("transactions.saturated.committed_per_s", saturated, "per_s", params),
                 Result("transactions.saturated.end_txn_p99", _percentile(latencies, 0.99), "ms",
                        params)]
+            if txn_per_cpu is not None:
+                results.append(Result("transactions.saturated.per_server_cpu_second",
+                                      txn_per_cpu, "per_s", params))
             for p in txn:
                 p.close()
             plain = [_Producer(server.bootstrap, i, per_txn, False) for i in range(n)]
-            without, _ = _drive(plain, duration, None, False)
+            cpu = _Cpu(server.proc.pid)
+            without, elapsed = _drive(plain, duration, None, False)
+            plain_per_cpu = cpu.per(without * elapsed)
             for p in plain:
                 p.close()
             results.append(Result("transactions.overhead.records_ratio",
                                   saturated / without if without else float("nan"), "ratio",
                                   {**params, "with_per_s": saturated * per_txn,
                                    "without_per_s": without * per_txn}))
+            if txn_per_cpu is not None and plain_per_cpu is not None:
+                # CPU per record with transactions / without = units per CPU second without / with
+                results.append(Result("transactions.overhead.server_cpu_ratio",
+                                      plain_per_cpu / txn_per_cpu, "ratio",
+                                      {**params, "with_per_server_cpu_s": txn_per_cpu * per_txn,
+                                       "without_per_server_cpu_s": plain_per_cpu * per_txn}))
         finally:
             server.stop()
     return results

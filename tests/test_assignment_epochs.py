@@ -1,5 +1,6 @@
-"""KIP-1251 assignment epochs: ``carried_epochs`` and ``commit_check`` (which read a member's
-maps once per topic) give exactly what :func:`held_since`, asked partition by partition, says."""
+"""KIP-1251 assignment epochs: ``carried_epochs``, ``commit_check`` and ``held_epochs`` (which
+read a member's maps once per topic) give exactly what :func:`held_since`, asked partition by
+partition, says."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from uuid import UUID
 from groupcoord.coordinator.modern.consumer.assignment_epochs import (
     carried_epochs,
     commit_check,
+    held_epochs,
     held_since,
 )
 
@@ -74,3 +76,14 @@ def test_commit_check_is_held_since_at_or_before_the_commit_epoch() -> None:
             assert check(t, p) == (e is not None and e <= commit_epoch), (t, p)
             assert check(UUID(int=t.int), p) == check(t, p)  # an equal id, another object
         assert check(None, 0) is False
+
+
+def test_held_epochs_is_held_since_of_every_partition_of_the_topic() -> None:
+    """The map of a whole topic: a partition the member holds (assigned or pending revocation)
+    maps to ``held_since``, one it does not hold is absent."""
+    rng = random.Random(13)
+    for _ in range(300):
+        m = _member(rng, rng.randrange(1, 9))
+        for t in [*TOPICS, UUID(int=99)]:
+            want = {p: e for p in range(14) if (e := held_since(m, t, p)) is not None}
+            assert held_epochs(m, t) == want

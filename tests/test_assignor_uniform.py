@@ -213,6 +213,40 @@ def test_give_up_the_most_recently_added_first() -> None:
                                                                   "C": [2, 4]}
 
 
+class _WholeTopic:
+    """A ``held_since`` that also answers a topic at a time (``topic``), as the coordinator's
+    does (``target_assignment._HeldSince``), from the same partition -> epoch map."""
+
+    def __init__(self, since: dict[int, int]) -> None:
+        self.since = since
+
+    def __call__(self, topic_id: UUID, partition: int) -> int | None:
+        return self.since.get(partition)
+
+    def topic(self, topic_id: UUID) -> dict[int, int]:
+        return dict(self.since)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.integers(0, 11), st.integers(1, 4), max_size=12),
+       st.lists(st.integers(0, 2), min_size=12, max_size=12))
+def test_give_up_order_asked_a_topic_at_a_time_is_the_same(since: dict[int, int],
+                                                           owner: list[int]) -> None:
+    """The recency order asked once per topic (``held_since.topic``) gives up exactly the
+    partitions the per-partition order gives up, ties (equal epochs, not held) included."""
+    targets: dict[str, list[int]] = {"A": [], "B": [], "C": []}
+    for p, o in enumerate(owner):
+        targets["ABC"[o]].append(p)
+    spec = foo_spec(12, targets)
+    per_partition = dict(spec.members)
+    whole = dict(spec.members)
+    for mid in per_partition:
+        per_partition[mid] = replace(per_partition[mid], held_since=lambda t, p: since.get(p))
+        whole[mid] = replace(whole[mid], held_since=_WholeTopic(since))
+    assert fresh().assign(GroupSpec(whole, spec.topics)) == \
+        fresh().assign(GroupSpec(per_partition, spec.topics))
+
+
 def test_handout_order_by_topic_name() -> None:
     subs = frozenset({FOO, BAR})
     spec = spec_of({FOO: ("foo", 1), BAR: ("bar", 1)}, {"B": subs, "A": subs}, {})

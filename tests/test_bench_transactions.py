@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import pytest
 from benchmarks import transactions
@@ -14,10 +15,14 @@ from benchmarks import transactions
 def test_quick_shape() -> None:
     results = transactions.run(quick=True, producers="3", seconds="1", storage="memory")
     by_name = {r.name: r for r in results}
-    assert list(by_name) == [
+    names = [
         "transactions.paced.committed_per_s", "transactions.paced.end_txn_p99",
         "transactions.paced.end_txn_p50", "transactions.saturated.committed_per_s",
-        "transactions.saturated.end_txn_p99", "transactions.overhead.records_ratio"]
+        "transactions.saturated.end_txn_p99", "transactions.saturated.per_server_cpu_second",
+        "transactions.overhead.records_ratio", "transactions.overhead.server_cpu_ratio"]
+    if not os.path.exists("/proc/self/stat"):  # the server CPU figures need Linux's /proc
+        names = [n for n in names if "cpu" not in n]
+    assert list(by_name) == names
     for r in results:
         assert math.isfinite(r.value) and r.value > 0, r
         assert r.params["producers"] == 3 and r.params["storage"] == "memory"
@@ -26,6 +31,10 @@ def test_quick_shape() -> None:
     assert by_name["transactions.paced.committed_per_s"].value <= 3 * 10 * 1.5
     ratio = by_name["transactions.overhead.records_ratio"]
     assert ratio.params["with_per_s"] > 0 and ratio.params["without_per_s"] > 0
+    if "transactions.overhead.server_cpu_ratio" in by_name:
+        cpu = by_name["transactions.overhead.server_cpu_ratio"]
+        assert cpu.value == pytest.approx(cpu.params["without_per_server_cpu_s"]
+                                          / cpu.params["with_per_server_cpu_s"])
 
 
 def test_unknown_options_are_refused() -> None:

@@ -33,7 +33,7 @@ from groupcoord.coordinator.records import Record, group_epoch_record
 from groupcoord.coordinator.shard import Shard
 from groupcoord.coordinator.topics import MetadataImage
 from groupcoord.storage import MemoryLog, open_log
-from groupcoord.storage.log import LogError, RecordLog, replay_entries
+from groupcoord.storage.log import LogError, RecordLog, append_shards, replay_entries
 from groupcoord.storage.sqlite import DB_NAME, SCHEMA_VERSION, SqliteLog
 
 from .support import image
@@ -94,6 +94,36 @@ def test_a_failing_batch_leaves_nothing(log: RecordLog, bad: list[Any]) -> None:
     assert entries(log, 5) == [] and log.shards() == [0]
     log.append(0, [(b"b", b"2")], now_ms=3)
     assert entries(log) == [(b"a", b"1"), (b"b", b"2")]
+
+
+def test_append_shards_writes_every_shard_in_order(log: RecordLog) -> None:
+    log.append(1, [(b"x", b"0")], now_ms=1)
+    append_shards(log, [(1, [(b"a", b"1")]), (3, [(b"b", b"2"), (b"c", None)]), (4, [])],
+                  now_ms=2)
+    assert entries(log, 1) == [(b"x", b"0"), (b"a", b"1")]
+    assert entries(log, 3) == [(b"b", b"2"), (b"c", None)]
+    assert log.shards() == [1, 3]
+
+
+@pytest.mark.parametrize("bad", [[(b"k2", 5)], [(b"k2", {"no": 1})], [(b"k", b"v", b"x")]])
+def test_a_group_commit_is_all_or_nothing_across_shards(tmp_path: Path, bad: list[Any]) -> None:
+    """SQLite's ``append_many``: several shards' batches in one transaction; a bad entry in the
+    last batch leaves nothing in any shard, not even the table of a new shard."""
+    lg = SqliteLog(tmp_path)
+    try:
+        lg.append(0, [(b"a", b"1")], now_ms=1)
+        with pytest.raises(LogError, match="nothing"):
+            lg.append_many([(0, [(b"b", b"2")]), (7, [(b"c", b"3")]), (2, bad)], now_ms=2)
+        assert entries(lg) == [(b"a", b"1")] and lg.shards() == [0]
+        lg.append_many([(0, [(b"b", b"2")]), (7, [(b"c", b"3")])], now_ms=3)
+        assert entries(lg) == [(b"a", b"1"), (b"b", b"2")] and entries(lg, 7) == [(b"c", b"3")]
+    finally:
+        lg.close()
+    reopened = SqliteLog(tmp_path)  # the new shard's table is registered
+    try:
+        assert reopened.shards() == [0, 7] and entries(reopened, 7) == [(b"c", b"3")]
+    finally:
+        reopened.close()
 
 
 def test_invalid_shard(log: RecordLog) -> None:

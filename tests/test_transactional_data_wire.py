@@ -87,10 +87,23 @@ def complete(cluster: Cluster, group: str, pid: int, commit: bool, epoch: int = 
         group, pid, epoch, commit))
 
 
-def new_pid(c: KafkaClient) -> int:
-    r = c.init_producer_id()
-    assert r.error_code == 0
-    return int(r.producer_id)
+def new_pid(c: KafkaClient, transactional_id: str = "tx", groups: tuple[str, ...] = ()) -> int:
+    """A transactional producer's id (epoch 0) whose open transaction holds partition 0 and
+    ``groups``: the transaction coordinator verifies every transactional Produce and
+    TxnOffsetCommit against it (KIP-890 part 1)."""
+    r = c.init_producer_id(transactional_id)
+    assert (r.error_code, r.producer_epoch) == (0, 0), r
+    pid = int(r.producer_id)
+    add = c.call(ApiKey.ADD_PARTITIONS_TO_TXN, 3, v3_and_below_transactional_id=transactional_id,
+                 v3_and_below_producer_id=pid, v3_and_below_producer_epoch=0,
+                 v3_and_below_topics=[{"name": TOPIC, "partitions": [0]}])
+    assert [p.partition_error_code for t in add.results_by_topic_v3_and_below
+            for p in t.results_by_partition] == [0], add
+    for group in groups:
+        r = c.call(ApiKey.ADD_OFFSETS_TO_TXN, 3, transactional_id=transactional_id,
+                   producer_id=pid, producer_epoch=0, group_id=group)
+        assert r.error_code == 0, r
+    return pid
 
 
 @pytest.fixture
@@ -103,7 +116,7 @@ def write_mixed(cluster: Cluster) -> tuple[list[bytes], list[bytes]]:
     """Committed, aborted and open transactions and plain records on partition 0: (what a
     read_committed consumer must read, in order; every value)."""
     with KafkaClient(cluster.bootstrap_servers) as c:
-        a, b, d = new_pid(c), new_pid(c), new_pid(c)
+        a, b, d = new_pid(c, "tx-a"), new_pid(c, "tx-b"), new_pid(c, "tx-d")
         assert produce(c, batch([b"a1", b"a2"], a, 0, 0, txn=True), "tx-a") == (0, 0)
         assert produce(c, batch([b"p1"])) == (0, 2)
         assert produce(c, batch([b"b1"], b, 0, 0, txn=True), "tx-b") == (0, 3)
@@ -152,7 +165,7 @@ def test_fetch_and_list_offsets_by_isolation_level(cluster: Cluster) -> None:
 
 def test_txn_offset_commit_and_require_stable(cluster: Cluster) -> None:
     with KafkaClient(cluster.bootstrap_servers) as c:
-        pid = new_pid(c)
+        pid = new_pid(c, groups=("g0", "g3", "none"))
         for version, group in ((0, "g0"), (3, "g3")):
             r = c.call(ApiKey.TXN_OFFSET_COMMIT, version, transactional_id="tx", group_id=group,
                        producer_id=pid, producer_epoch=0, generation_id=-1, member_id="",
@@ -310,7 +323,7 @@ def test_transactional_id_acls_for_produce_and_txn_offset_commit(tmp_path: Any) 
         grant(admin, RT.TOPIC, TOPIC, "User:alice", Op.READ)
         grant(admin, RT.GROUP, "g", "User:alice", Op.READ)
         grant(admin, RT.CLUSTER, "kafka-cluster", "User:alice", Op.IDEMPOTENT_WRITE)
-        pid = new_pid(alice)
+        pid = -1
 
         def txn_commit() -> int:
             r = alice.call(ApiKey.TXN_OFFSET_COMMIT, 3, transactional_id="tx-a", group_id="g",
@@ -325,5 +338,6 @@ def test_transactional_id_acls_for_produce_and_txn_offset_commit(tmp_path: Any) 
         assert txn_commit() == refused
         assert list_latest(admin, 0) == 0
         grant(admin, RT.TRANSACTIONAL_ID, "tx-a", "User:alice", Op.WRITE)
+        pid = new_pid(alice, "tx-a", groups=("g",))
         assert produce(alice, batch([b"x"], pid, 0, 0, txn=True), "tx-a") == (0, 0)
         assert txn_commit() == 0

@@ -5,6 +5,7 @@ and bumps the coordinator epoch."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Sequence
 
@@ -43,7 +44,7 @@ class FlakyLog(MemoryLog):
         super().append(shard, batch, now_ms)
 
 
-def runtime(log: FlakyLog, fakes: Fakes, clock: ManualClock) -> TransactionRuntime:
+def runtime(log: MemoryLog, fakes: Fakes, clock: ManualClock) -> TransactionRuntime:
     ids = itertools.count(1)
     rt = TransactionRuntime(log, CONFIG, lambda: next(ids),
                             TransactionMarkers(fakes.partition, fakes.groups), clock)
@@ -132,3 +133,98 @@ def test_the_compacted_transaction_log_replays_to_the_same_state() -> None:
     again._rebuild()
     assert again.coordinator.txns == rt.coordinator.txns
     assert again.coordinator.coordinator_epochs == rt.coordinator.coordinator_epochs
+
+
+class CountingLog(MemoryLog):
+    """Counts the commits: ``append_many`` is one (as the SQLite log's), ``append`` one each."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.commits: list[list[int]] = []
+
+    def append(self, shard: int, batch: Sequence[Entry], now_ms: int | None = None) -> None:
+        self.commits.append([shard])
+        super().append(shard, batch, now_ms)
+
+    def append_many(self, batches: Sequence[tuple[int, Sequence[Entry]]],
+                    now_ms: int | None = None) -> None:
+        self.commits.append([shard for shard, _ in batches])
+        for shard, batch in batches:
+            super().append(shard, batch, now_ms)
+
+
+def test_end_txn_answers_at_prepare_and_group_commits_the_completions_after_the_answers() -> None:
+    """Kafka's handleEndTransaction answers once PrepareCommit is durable: the markers and the
+    CompleteCommit records of every EndTxn of one loop iteration follow in one callback, the
+    completions in one commit of the transaction log."""
+
+    log, fakes, clock = CountingLog(), Fakes(), ManualClock()
+    fakes.topics = {"a": 4}
+    loop = asyncio.new_event_loop()
+    try:
+        ids = itertools.count(1)
+        rt = TransactionRuntime(log, CONFIG, lambda: next(ids),
+                                TransactionMarkers(fakes.partition, fakes.groups), clock)
+        rt.start(loop)
+        tids = ["t0", "t1", "t2", "t3"]
+        # ids on different shards of the log, so that one commit spans several shards
+        assert len({rt.coordinator.partition_of(t) for t in tids}) > 1
+        pids = {}
+        for i, tid in enumerate(tids):
+            pids[tid] = rt.run(lambda c, tid=tid: c.init_producer_id(tid, 5000, clock.now)).producer_id
+            assert rt.run(lambda c, tid=tid, i=i: c.add_partitions(
+                tid, pids[tid], 0, [("a", i)], clock.now)).error == 0
+        log.commits.clear()
+        for tid in tids:
+            r = rt.run(lambda c, tid=tid: c.end_txn(tid, pids[tid], 0, True, clock.now),
+                       defer_markers=True)
+            assert r.error == 0
+            # answered at PrepareCommit: no marker yet, a request about it is told to retry
+            assert rt.coordinator.txns[tid].state is S.PREPARE_COMMIT
+        assert all(fakes.partitions.get(("a", i)) is None
+                   or not fakes.partitions[("a", i)].markers for i in range(4))
+        again = rt.run(lambda c: c.add_partitions("t0", pids["t0"], 0, [("a", 0)], clock.now))
+        assert again.error == E.concurrent_transactions
+        assert len(log.commits) == 4  # the four PrepareCommit records, one commit each
+        loop.call_soon(loop.stop)
+        loop.run_forever()  # the callback runs before anything the loop reads next
+        for i, tid in enumerate(tids):
+            assert rt.coordinator.txns[tid].state is S.COMPLETE_COMMIT
+            assert fakes.partitions[("a", i)].markers == [(pids[tid], 0, True, 1)]
+        assert rt.completed[True] == 4
+        # the four completions: one commit across their shards
+        assert len(log.commits) == 5
+        assert sorted(log.commits[-1]) == sorted({rt.coordinator.partition_of(t) for t in tids})
+        # what the log holds replays to the same state (a restart finds them complete)
+        rt.stop()
+        restarted = TransactionRuntime(log, CONFIG, lambda: next(ids),
+                                       TransactionMarkers(fakes.partition, fakes.groups), clock)
+        restarted.start()
+        assert all(restarted.coordinator.txns[t].state is S.COMPLETE_COMMIT for t in tids)
+    finally:
+        loop.close()
+
+
+def test_a_stop_before_the_deferred_markers_leaves_them_to_loading() -> None:
+
+    log, fakes, clock = CountingLog(), Fakes(), ManualClock()
+    fakes.topics = {"a": 1}
+    loop = asyncio.new_event_loop()
+    try:
+        ids = itertools.count(1)
+        rt = TransactionRuntime(log, CONFIG, lambda: next(ids),
+                                TransactionMarkers(fakes.partition, fakes.groups), clock)
+        rt.start(loop)
+        pid = rt.run(lambda c: c.init_producer_id("t", 5000, clock.now)).producer_id
+        assert rt.run(lambda c: c.add_partitions("t", pid, 0, [("a", 0)], clock.now)).error == 0
+        assert rt.run(lambda c: c.end_txn("t", pid, 0, True, clock.now),
+                      defer_markers=True).error == 0
+        rt.stop()  # before the callback: PrepareCommit is durable, the markers are not written
+        loop.call_soon(loop.stop)
+        loop.run_forever()
+        assert ("a", 0) not in fakes.partitions  # no marker was ever written there
+        restarted = runtime(log, fakes, clock)
+        assert restarted.coordinator.txns["t"].state is S.COMPLETE_COMMIT
+        assert fakes.partitions[("a", 0)].markers == [(pid, 0, True, 2)]
+    finally:
+        loop.close()

@@ -302,6 +302,9 @@ def test_moving_the_transaction_coordinator_between_brokers() -> None:
             assert int(r.coordinators[0].node_id) == to
         with KafkaClient(addresses[to]) as coord:
             assert end_txn(coord, tid, pid, epoch, True) == E.none
+            # EndTxn answers once PrepareCommit is durable; the client's next request finds
+            # the markers written and the transaction complete
+            assert describe(coord, tid)[0].transaction_state == "CompleteCommit"
         # the markers carry the new coordinator's epoch: the partition's second load
         assert fakes.partitions[("out", 0)].markers == [(pid, epoch, True, 2)]
 
@@ -378,6 +381,7 @@ def test_a_broker_down_hands_its_transaction_coordinators_over() -> None:
         assert new != node
         with KafkaClient(addresses[new]) as coord:
             assert end_txn(coord, tid, pid, epoch, True) == E.none
+            assert describe(coord, tid)[0].transaction_state == "CompleteCommit"
         assert fakes.partitions[("out", 0)].markers == [(pid, epoch, True, 2)]  # taken over
 
 

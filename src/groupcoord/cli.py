@@ -164,7 +164,7 @@ SUBCOMMANDS: dict[str, tuple[str | None, str]] = {
     "topics": ("groupcoord.server.cli",
                "create, list, delete topics and add partitions (like kafka-topics)"),
     "transactions": ("groupcoord.server.transactions_cli",
-                     "list and describe the transactions a broker coordinates"),
+                     "list, describe, find hanging and abort transactions"),
     "users": ("groupcoord.server.security.users_cli",
               "add, list, remove SCRAM users of a data directory (offline)"),
 }

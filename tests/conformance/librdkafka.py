@@ -63,10 +63,18 @@ CONFIGURE = ["./configure", "--disable-zstd", "--disable-gssapi", "--disable-cur
 #: for the share consumer tests, written against Kafka 4.2: record locks down to 1 s (librdkafka's
 #: own test clusters of Kafka 4.2+ set it: its tests give their groups 3 s locks), and a share
 #: group's assignment computed at once, as Kafka 4.2 does (no assignment batching: a consumer
-#: that joins a moment after another would otherwise find every record taken).
+#: that joins a moment after another would otherwise find every record taken). Likewise a
+#: consumer group's target is computed at once, as in the Kafka 4.0 the suite is told it talks to
+#: (``TEST_KAFKA_VERSION``): assignment batching (KIP-1263, ``group.consumer.assignment.
+#: interval.ms`` 1000 by default) came with Kafka 4.3, and 0118 ``commit_rebalance`` assumes a
+#: second consumer's share is assigned before the first has consumed from it (with batching the
+#: first learns of the revocation a heartbeat later, so its commit in the revoke callback
+#: succeeds where the test expects it to fail). The 4.3 default itself is tested in
+#: tests/test_assignment_batching.py.
 SERVER_CONFIGS = ["num.partitions=4", "auto.create.topics.enable=true",
                   "group.share.min.record.lock.duration.ms=1000",
-                  "group.share.assignment.interval.ms=0"]
+                  "group.share.assignment.interval.ms=0",
+                  "group.consumer.assignment.interval.ms=0"]
 SCRAM_USER, SCRAM_PASSWORD = "conformance", "conformance-secret"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 #: The runner's summary rows: ``| 0030_offset_commit | PASSED | 12.345s |`` (colours removed).
@@ -202,13 +210,16 @@ def _security_args(security: str, certs_dir: Path, data_dir: Path) -> list[str]:
 
 @contextlib.contextmanager
 def serve(security: str, work: Path, certs_dir: Path, log: Path,
-          auto_create: bool = True, extra_configs: Sequence[str] = ()) -> Iterator[Server]:
+          auto_create: bool = True, extra_configs: Sequence[str] = (),
+          brokers: int = 1) -> Iterator[Server]:
     """A fresh ``groupcoord serve`` (memory storage) for one test, with ``extra_configs``
     (``KEY=VALUE``) after :data:`SERVER_CONFIGS`; stopped on exit."""
     data_dir = work / "data"
     data_dir.mkdir(parents=True)
     cmd = [sys.executable, "-m", "groupcoord", "-v", "serve", "--storage", "memory",
            "--data-dir", str(data_dir), *_security_args(security, certs_dir, data_dir)]
+    if brokers > 1:
+        cmd += ["--brokers", str(brokers)]
     for c in SERVER_CONFIGS:
         if c.startswith("auto.create.topics.enable=") and not auto_create:
             c = "auto.create.topics.enable=false"
@@ -351,7 +362,8 @@ def run_case(case: Case, protocol: str, security: str, tests_dir: Path, out_dir:
     started = time.monotonic()
     try:
         with serve(security, work, certs_dir, work / "server.log",
-                   auto_create=scenario != "noautocreate", extra_configs=extra_configs) as server:
+                   auto_create=scenario != "noautocreate", extra_configs=extra_configs,
+                   brokers=case.brokers) as server:
             conf = work / "test.conf"
             conf.write_text(client_conf(server.bootstrap, security, certs_dir))
             libs = [str(tests_dir.parent / "src"), str(tests_dir.parent / "src-cpp")]

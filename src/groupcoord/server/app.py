@@ -356,6 +356,7 @@ class KafkaServer:
         self.apis.endpoints = endpoints
         self.apis.control = self.control.run
         self.apis.authorizer = self.authorizer
+        self.registry.num_brokers = self.num_brokers
         if self.num_brokers > 1:
             self.brokerset = BrokerSet(
                 [BrokerInfo(b, advertised, ports[b], None if self.racks is None else self.racks[b])

@@ -180,10 +180,11 @@ class _ProducerState:
     batches (first seq, last seq, base offset), the coordinator epoch of its last marker and the
     first offset of its open transaction (None: none open)."""
 
-    __slots__ = ("batches", "coordinator_epoch", "epoch", "txn_first")
+    __slots__ = ("batches", "coordinator_epoch", "epoch", "last_timestamp", "txn_first")
 
     def __init__(self, epoch: int) -> None:
         self.epoch = epoch
+        self.last_timestamp = -1
         self.batches: collections.deque[tuple[int, int, int]] = collections.deque(
             maxlen=BATCHES_TO_RETAIN)
         self.coordinator_epoch = -1
@@ -194,6 +195,19 @@ class _ProducerState:
         if epoch != self.epoch:
             self.batches.clear()
             self.epoch = epoch
+
+
+@dataclass(slots=True, frozen=True)
+class ProducerSnapshot:
+    """A producer's state on one partition as DescribeProducers shows it (Kafka's
+    ``ProducerStateEntry``): its epoch, last sequence (-1: none), last timestamp (-1: none), the
+    coordinator epoch of its last marker and the first offset of its open transaction (-1)."""
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    current_txn_start_offset: int
 
 
 @dataclass(slots=True, frozen=True)
@@ -448,6 +462,15 @@ class PartitionLog:
             self.recover()
         return list(self._aborted)
 
+    def producers(self) -> list[ProducerSnapshot]:
+        """Every producer of this partition, by producer id (DescribeProducers, KIP-664)."""
+        if not self._loaded:
+            self.recover()
+        return [ProducerSnapshot(pid, st.epoch, st.batches[-1][1] if st.batches else -1,
+                                 st.last_timestamp, st.coordinator_epoch,
+                                 -1 if st.txn_first is None else st.txn_first)
+                for pid, st in sorted(self._producers.items())]
+
     def producer_epoch(self, producer_id: int) -> int | None:
         """The producer's latest epoch on this partition, or None if it never wrote here."""
         if not self._loaded:
@@ -601,6 +624,7 @@ class PartitionLog:
             state = self._producers[b.producer_id] = _ProducerState(b.producer_epoch)
         state.set_epoch(b.producer_epoch)
         state.batches.append((b.base_sequence, b.last_sequence, base_offset))
+        state.last_timestamp = b.max_timestamp
         if b.is_transactional and state.txn_first is None:
             state.txn_first = base_offset
             self._open[b.producer_id] = base_offset

@@ -116,6 +116,24 @@ def misrouted(brokers: BrokerSet, runtime: CoordinatorRuntime | None,
             {"name": t.name, "partitions": [
                 {"partition_index": p.partition_index, "error_code": _NOT_LEADER,
                  "low_watermark": -1} for p in t.partitions]} for t in body.topics])
+    if api_key == ApiKey.DESCRIBE_PRODUCERS:
+        parts = [(t.name, int(p)) for t in body.topics for p in t.partition_indexes]
+        if _all_led(brokers, registry, parts, broker):
+            return None
+        return build(_response_class(api_key, version), throttle_time=0, topics=[
+            {"name": t.name, "partitions": [
+                {"partition_index": p, "error_code": _NOT_LEADER, "error_message": None,
+                 "active_producers": ()} for p in t.partition_indexes]} for t in body.topics])
+    if api_key == ApiKey.WRITE_TXN_MARKERS:
+        parts = [(t.name, int(p)) for m in body.markers for t in m.topics
+                 for p in t.partition_indexes]
+        if _all_led(brokers, registry, parts, broker):
+            return None
+        return build(_response_class(api_key, version), markers=[
+            {"producer_id": m.producer_id, "topics": [
+                {"name": t.name, "partitions": [
+                    {"partition_index": p, "error_code": _NOT_LEADER}
+                    for p in t.partition_indexes]} for t in m.topics]} for m in body.markers])
     if api_key == ApiKey.LIST_OFFSETS:
         parts = [(t.name, int(p.partition_index)) for t in body.topics for p in t.partitions]
         if _all_led(brokers, registry, parts, broker):

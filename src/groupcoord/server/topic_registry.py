@@ -152,6 +152,8 @@ class Topic:
     name: str
     partitions: Partitions
     configs: dict[str, str] = field(default_factory=dict)
+    #: Recorded and shown in Metadata (replicas, ISR) as Kafka does; the data is stored once.
+    replication_factor: int = 1
 
     @property
     def num_partitions(self) -> int:
@@ -211,6 +213,9 @@ class TopicRegistry:
         self.topics: dict[str, Topic] = {}
         self.by_id: dict[UUID, Topic] = {}
         self.cluster_id = ""
+        #: The brokers of the server (``--brokers``): the largest replication factor accepted
+        #: (Kafka's INVALID_REPLICATION_FACTOR above the number of registered brokers).
+        self.num_brokers = 1
         #: Bumped on every change: what caches of topic-derived answers key on.
         self.generation = 0
         self._image: MetadataImage | None = None
@@ -261,6 +266,7 @@ class TopicRegistry:
             tid = UUID(t["id"])
             topic = self._new_topic(tid, str(t["name"]), int(t["partitions"]),
                                     dict(t.get("configs", {})))
+            topic.replication_factor = int(t.get("replication_factor", 1))
             self.topics[topic.name] = topic
             self.by_id[tid] = topic
         if self.clean_start:
@@ -389,7 +395,8 @@ class TopicRegistry:
         if not self.in_memory:
             data = {"cluster_id": self.cluster_id,
                     "topics": [{"name": t.name, "id": str(t.topic_id),
-                                "partitions": t.num_partitions, "configs": t.configs}
+                                "partitions": t.num_partitions, "configs": t.configs,
+                                "replication_factor": t.replication_factor}
                                for t in sorted(self.topics.values(), key=lambda t: t.name)]}
             tmp = self._meta.with_suffix(".json.tmp")
             try:
@@ -459,12 +466,14 @@ class TopicRegistry:
             raise CoordinatorError(ErrorCode.invalid_partitions,
                                    f"Number of partitions must be between 1 and {MAX_PARTITIONS}, "
                                    f"got {num_partitions}.")
-        if replication_factor not in (-1, 1):
+        if replication_factor != -1 and not 1 <= replication_factor <= self.num_brokers:
             raise CoordinatorError(ErrorCode.invalid_replication_factor,
-                                   f"Replication factor must be 1 (or -1 for the default) on this "
-                                   f"single-node broker, got {replication_factor}.")
+                                   f"Replication factor must be between 1 and the number of "
+                                   f"brokers, {self.num_brokers} (or -1 for the default), got "
+                                   f"{replication_factor}.")
         tid = new_topic_id()
         topic = self._new_topic(tid, name, num_partitions, dict(configs or {}))
+        topic.replication_factor = max(replication_factor, 1)
         if validate_only:
             return topic
         self.topics[name] = topic

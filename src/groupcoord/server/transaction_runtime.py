@@ -5,13 +5,23 @@ record log (Kafka's ``__transaction_state``), its timers and its markers.
   handler's records are appended to the transaction log (one shard per partition of the log,
   ``transaction.state.log.num.partitions``) before the answer. A failed append answers
   COORDINATOR_NOT_AVAILABLE (retriable) and the coordinator is rebuilt from its log.
-- **Markers** (``server/transaction_markers.py``): a handler's marker jobs are written right
-  after its records are durable, then the completion (CompleteCommit / CompleteAbort) is
-  appended. Kafka answers EndTxn once PrepareCommit is durable and sends the markers after; so
-  does this driver, which writes them before it returns (one process: no network in between), so
-  the client's next transaction rarely finds the previous one still completing. A job that fails
-  stays in its Prepare state (requests about it get CONCURRENT_TRANSACTIONS, retriable) and is
-  tried again every ``MARKER_RETRY_MS``.
+- **Markers** (``server/transaction_markers.py``): a handler's marker jobs are written once
+  its records are durable, then the completions (CompleteCommit / CompleteAbort) are appended.
+  EndTxn is answered as Kafka's ``TransactionCoordinator.handleEndTransaction`` answers it: once
+  PrepareCommit / PrepareAbort is durable; its markers and completion follow (``run(...,
+  defer_markers=True)``) in one loop callback scheduled with ``call_soon``, after the answer was
+  written to the socket and before the loop reads anything more, so a client that begins its
+  next transaction at once finds the previous one complete (a request that does arrive in
+  between, pipelined, gets CONCURRENT_TRANSACTIONS and retries, as with Kafka). The callback
+  writes every EndTxn of that loop iteration together and group-commits their completions: one
+  append of the transaction log (``storage.log.append_shards``: one SQLite commit for all the
+  shards). Until a marker is written the partition's last stable offset stays at the
+  transaction's first offset, and the group's offsets stay pending (RequireStable answers
+  UNSTABLE_OFFSET_COMMIT), so read_committed never sees a half-done transaction; a crash in
+  between leaves PrepareCommit in the log, which loading completes. InitProducerId's fencing
+  abort writes its markers before it answers (it answers with the epoch after the abort). A job
+  that fails stays in its Prepare state (requests about it get CONCURRENT_TRANSACTIONS,
+  retriable) and is tried again every ``MARKER_RETRY_MS``.
 - **Loading** (start, or the coordinator of a log partition moving to another broker): the log
   is replayed, each partition taken over gets the next coordinator epoch, and the transactions
   found in PrepareCommit / PrepareAbort get their markers written again (a restart between the
@@ -29,7 +39,7 @@ from collections.abc import Callable, Iterable
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.runtime import Clock
 from groupcoord.server.transaction_markers import MarkerError, TransactionMarkers
-from groupcoord.storage.log import LogError, RecordLog, replay_entries
+from groupcoord.storage.log import LogError, RecordLog, append_shards, replay_entries
 from groupcoord.transactions.config import TransactionConfig
 from groupcoord.transactions.coordinator import MarkerJob, TransactionCoordinator, TxnResult
 from groupcoord.transactions.records import CoordinatorEpochRecord, TxnRecord, decode, encode
@@ -59,6 +69,9 @@ class TransactionRuntime:
         self._timer_at: int | None = None
         #: Marker jobs that failed, with when to try them again.
         self._retry: list[tuple[int, MarkerJob]] = []
+        #: EndTxn's marker jobs, written by one ``call_soon`` callback after the answers.
+        self._deferred: list[MarkerJob] = []
+        self._drain_handle: asyncio.Handle | None = None
         #: Counters, for logs, metrics and tests.
         self.append_failures = 0
         self.marker_failures = 0
@@ -73,6 +86,12 @@ class TransactionRuntime:
         self.take_over(range(self.config.partitions))
 
     def stop(self) -> None:
+        # deferred markers not written yet stay in their Prepare state in the log: loading
+        # writes them again
+        if self._drain_handle is not None:
+            self._drain_handle.cancel()
+            self._drain_handle = None
+        self._deferred.clear()
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -85,6 +104,7 @@ class TransactionRuntime:
                            lambda k, v: coordinator.replay(decode(k, v)))
         self.coordinator = coordinator
         self._retry.clear()
+        self._deferred.clear()  # what is still in a Prepare state is in pending_markers()
 
     def take_over(self, partitions: Iterable[int]) -> None:
         """Become the coordinator of ``partitions``: next coordinator epochs, pending markers
@@ -96,11 +116,12 @@ class TransactionRuntime:
 
     # ------------------------------------------------------------------ requests
 
-    def run(self, op: Operation) -> TxnResult:
-        """Run a handler of the core: its records persisted, its markers written. An
-        InitProducerId that aborted an open transaction first is asked again once the abort is
-        complete."""
-        result = self._run_once(op)
+    def run(self, op: Operation, defer_markers: bool = False) -> TxnResult:
+        """Run a handler of the core: its records persisted, its markers written (with
+        ``defer_markers``, EndTxn's: by a callback right after the answer, when the runtime runs
+        on a loop). An InitProducerId that aborted an open transaction first is asked again once
+        the abort is complete."""
+        result = self._run_once(op, defer_markers and self._loop is not None)
         if result.retry_after_markers and not result.error:
             again = self._run_once(op)
             if again.retry_after_markers:  # the abort did not complete: the client retries
@@ -110,13 +131,35 @@ class TransactionRuntime:
         self._schedule()
         return result
 
-    def _run_once(self, op: Operation) -> TxnResult:
+    def _run_once(self, op: Operation, defer: bool = False) -> TxnResult:
         result = op(self.coordinator)
         if not self._persist(result.records):
             return TxnResult(error=int(ErrorCode.coordinator_not_available),
                              message="The transaction log could not be written; try again.")
-        self._write_markers(result.markers)
+        if defer and result.markers and self._loop is not None:
+            self._deferred.extend(result.markers)
+            if self._drain_handle is None:
+                self._drain_handle = self._loop.call_soon(self._drain)
+        else:
+            self._write_markers(result.markers)
         return result
+
+    def _drain(self) -> None:
+        """The deferred marker jobs of this loop iteration, written together."""
+        self._drain_handle = None
+        jobs, self._deferred = self._deferred, []
+        try:
+            self._write_markers(jobs)
+        except Exception:  # a callback must never kill the loop; the jobs are retried
+            log.exception("transaction markers failed")
+            now = self.clock.now_ms()
+            live = {self._key(j) for j in self.coordinator.pending_markers()}
+            self._retry.extend((now + MARKER_RETRY_MS, j) for j in jobs if self._key(j) in live)
+        self._schedule()
+
+    @staticmethod
+    def _key(job: MarkerJob) -> tuple[str, int, int, bool]:
+        return job.transactional_id, job.producer_id, job.producer_epoch, job.commit
 
     def _persist(self, records: list[TxnRecord]) -> bool:
         if not records:
@@ -128,8 +171,7 @@ class TransactionRuntime:
             by_partition.setdefault(p, []).append(encode(r))
         now = self.clock.now_ms()
         try:
-            for p, batch in sorted(by_partition.items()):
-                self.log.append(p, batch, now)
+            append_shards(self.log, sorted(by_partition.items()), now)
         except LogError as e:
             self.append_failures += 1
             log.error("transaction log append failed (%s); reloading the transactions from the "
@@ -142,6 +184,9 @@ class TransactionRuntime:
         return True
 
     def _write_markers(self, jobs: Iterable[MarkerJob]) -> None:
+        """Write the jobs' markers, then append their completions in one go (group commit)."""
+        records: list[TxnRecord] = []
+        done: list[MarkerJob] = []
         for job in jobs:
             now = self.clock.now_ms()
             try:
@@ -153,7 +198,12 @@ class TransactionRuntime:
                             MARKER_RETRY_MS)
                 self._retry.append((now + MARKER_RETRY_MS, job))
                 continue
-            if self._persist(self.coordinator.markers_written(job, now).records):
+            completion = self.coordinator.markers_written(job, now).records
+            if completion:
+                records.extend(completion)
+                done.append(job)
+        if self._persist(records):
+            for job in done:
                 self.completed[job.commit] += 1
 
     # ------------------------------------------------------------------ timers
@@ -170,10 +220,8 @@ class TransactionRuntime:
         due = [job for t, job in self._retry if t <= now]
         self._retry = [(t, job) for t, job in self._retry if t > now]
         # a retried job may be stale (completed since, or the log reloaded): the core checks
-        live = {(j.transactional_id, j.producer_id, j.producer_epoch, j.commit)
-                for j in self.coordinator.pending_markers()}
-        self._write_markers(j for j in due if (j.transactional_id, j.producer_id,
-                                                j.producer_epoch, j.commit) in live)
+        live = {self._key(j) for j in self.coordinator.pending_markers()}
+        self._write_markers(j for j in due if self._key(j) in live)
         result = self.coordinator.expire(now)
         if self._persist(result.records):
             self._write_markers(result.markers)

@@ -113,6 +113,19 @@ class RecordLog(Protocol):
         ...
 
 
+def append_shards(log: RecordLog, batches: Sequence[tuple[int, Sequence[Entry]]],
+                  now_ms: int | None = None) -> None:
+    """Append several shards' batches: in one commit where the log offers ``append_many``
+    (group commit: the SQLite log), else one :meth:`RecordLog.append` per shard in order (each
+    atomic; a failure raises :class:`LogError` after the shards before it were written)."""
+    many = getattr(log, "append_many", None)
+    if many is not None and len(batches) > 1:
+        many(batches, now_ms)
+        return
+    for shard, batch in batches:
+        log.append(shard, batch, now_ms)
+
+
 def check_shard(shard: int) -> int:
     if type(shard) is not int or shard < 0:
         raise LogError(f"invalid shard {shard!r}: shards are integers >= 0")

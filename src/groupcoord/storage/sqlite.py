@@ -323,6 +323,44 @@ class SqliteLog:
             if created:
                 self._tables.add(shard)
 
+    def append_many(self, batches: Sequence[tuple[int, Sequence[Entry]]],
+                    now_ms: int | None = None) -> None:
+        """Group commit: several shards' batches in one SQLite transaction (one commit, one
+        write-ahead-log sync at ``durability="full"``), all of them or, on any error, none
+        (:func:`storage.log.append_shards` falls back to one :meth:`append` per shard)."""
+        batches = [(check_shard(shard), batch) for shard, batch in batches if batch]
+        if len(batches) <= 1:
+            for shard, batch in batches:
+                self.append(shard, batch, now_ms)
+            return
+        ts = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+        try:
+            rows = [(shard, [(k, v, ts) for k, v in batch]) for shard, batch in batches]
+        except (TypeError, ValueError) as e:
+            raise LogError(f"{self.path}: append to shards "
+                           f"{', '.join(str(s) for s, _ in batches)}: an entry is not a (key, "
+                           f"value) pair ({e}); nothing was written") from e
+        with self._write_lock:
+            conn = self._writer()
+            created: list[int] = []
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                for shard, shard_rows in rows:
+                    if shard not in self._tables and shard not in created:
+                        self._create_shard(conn, shard, ts)
+                        created.append(shard)
+                    sql = self._insert_sql.get(shard)
+                    if sql is None:
+                        sql = self._insert_sql[shard] = (
+                            f"INSERT INTO {_table(shard)} (key, value, ts) VALUES (?, ?, ?)")
+                    conn.executemany(sql, shard_rows)
+                conn.execute("COMMIT")
+            except sqlite3.Error as e:
+                self._rollback(conn)
+                raise self._error("append to several shards failed, nothing of the batches was "
+                                  "written", e) from e
+            self._tables.update(created)
+
     @staticmethod
     def _rollback(conn: sqlite3.Connection) -> None:
         if conn.in_transaction:

@@ -318,6 +318,19 @@ class TransactionCoordinator:
         inside = set(meta.partitions) if meta.state is S.ONGOING else set()
         return {tp: 0 if tp in inside else int(E.transaction_abortable) for tp in parts}
 
+    def verify_group(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                     group_id: str) -> TxnResult:
+        """The KIP-890 part 1 check of a TxnOffsetCommit: the group was added to the producer's
+        open transaction by AddOffsetsToTxn (else INVALID_TXN_STATE); changes nothing."""
+        meta = self._check_producer(transactional_id, producer_id, producer_epoch)
+        if isinstance(meta, TxnResult):
+            return meta
+        if meta.state is not S.ONGOING or group_id not in meta.groups:
+            return _fail(E.invalid_txn_state,
+                         f"Group {group_id!r} is not in the open transaction of "
+                         f"{transactional_id!r} (AddOffsetsToTxn first).")
+        return TxnResult(producer_id=meta.producer_id, producer_epoch=meta.producer_epoch)
+
     def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int,
                     group_id: str, now_ms: int) -> TxnResult:
         """AddOffsetsToTxn: the group's offsets are committed (or dropped) with the transaction.

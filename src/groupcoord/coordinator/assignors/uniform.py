@@ -794,8 +794,7 @@ def _give_up(
             if held_since is None:
                 ordered = sorted(ps)
             else:
-                tid = topic.topic_id
-                ordered = sorted(ps, key=lambda p: (_recency(held_since(tid, p)), p))
+                ordered = _by_recency(ps, topic.topic_id, held_since)
             give = min(excess, len(ordered))
             excess -= give
             cut = len(ordered) - give
@@ -804,6 +803,24 @@ def _give_up(
         if ps:
             remaining[topic] = ps
     return remaining
+
+
+def _by_recency(ps: frozenset[int], tid: UUID,
+                held_since: Callable[[UUID, int], int | None]) -> list[int]:
+    """``ps`` in (recency, partition id) order. A ``held_since`` that also answers for a whole
+    topic (a ``topic(topic_id)`` method: the epoch of every partition held, the coordinator's
+    KIP-1251 assignment epochs) is asked once: the ids sorted, then a stable sort by recency,
+    is the same order as the pair key, without a call per partition."""
+    whole = getattr(held_since, "topic", None)
+    if whole is None:
+        return sorted(ps, key=lambda p: (_recency(held_since(tid, p)), p))
+    since: dict[int, int] = whole(tid)
+    ordered = sorted(ps)
+    if since:
+        recency: dict[int, float] = dict.fromkeys(ordered, float("inf"))  # not held: newest
+        recency.update(since)
+        ordered.sort(key=recency.__getitem__)
+    return ordered
 
 
 def _recency(since: int | None) -> float:

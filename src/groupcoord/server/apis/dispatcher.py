@@ -16,7 +16,8 @@ APIs: KIP-932), ``groups`` (consumer and classic group APIs, DescribeGroups, Lis
 DeleteGroups), ``offsets`` (OffsetCommit, OffsetFetch, OffsetDelete), ``configs``
 (DescribeConfigs, IncrementalAlterConfigs), ``acls`` (CreateAcls, DescribeAcls, DeleteAcls) and
 ``extensions`` (the extension APIs of the specs, API keys 1000+, docs/wire.md),
-``transactions`` (InitProducerId and the transaction coordinator's APIs) and
+``transactions`` (InitProducerId and the transaction coordinator's APIs),
+``transaction_partitions`` (DescribeProducers, WriteTxnMarkers: KIP-664) and
 ``share_groups`` (ShareGroupHeartbeat, ShareGroupDescribe: KIP-932). Adding a family
 is a module with an :class:`ApiFamily` subclass and one line in :data:`FAMILIES`.
 
@@ -45,6 +46,7 @@ from groupcoord.server.apis.produce_fetch import ProduceFetchApis
 from groupcoord.server.apis.share_data import ShareDataApis
 from groupcoord.server.apis.share_groups import ShareGroupApis
 from groupcoord.server.apis.topics import TopicApis
+from groupcoord.server.apis.transaction_partitions import TransactionPartitionApis
 from groupcoord.server.apis.transactions import TransactionApis
 from groupcoord.server.apis.versions import VersionsApis
 from groupcoord.server.brokers import BrokerSet
@@ -68,6 +70,7 @@ FAMILIES: tuple[type[ApiFamily], ...] = (
     AclApis,
     ExtensionApis,
     TransactionApis,
+    TransactionPartitionApis,
     ShareDataApis,
     ShareGroupApis,
 )

@@ -65,12 +65,19 @@ class MetadataApis(ApiFamily):
         bs = self.brokers
         if bs is None:  # one broker leads all: encoded without a dict each (protocol/fast.py)
             return UniformPartitions(n, NODE_ID, LEADER_EPOCH)
+        topic = self.registry.get(name)
+        rf = 1 if topic is None else min(topic.replication_factor, len(bs.brokers))
+        ids = bs.ids
         out = []
         for p in range(n):
             leader = bs.leader(name, p)
+            # The leader and the next brokers, as many as the replication factor; every replica
+            # is in sync (one copy of the data serves them all).
+            replicas = tuple(ids[(leader + k) % len(ids)] for k in range(rf))
             out.append({"error_code": 0, "partition_index": p, "leader_id": leader,
-                        "leader_epoch": LEADER_EPOCH + bs.generation, "replica_nodes": (leader,),
-                        "isr_nodes": (leader,), "offline_replicas": ()})
+                        "leader_epoch": LEADER_EPOCH + bs.generation, "replica_nodes": replicas,
+                        "isr_nodes": tuple(r for r in replicas if r not in bs.down),
+                        "offline_replicas": tuple(r for r in replicas if r in bs.down)})
         return out
 
     def _address(self, node_id: int, listener: str, host: str, port: int) -> tuple[str, int]:

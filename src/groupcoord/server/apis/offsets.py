@@ -106,6 +106,10 @@ class OffsetApis(ApiFamily):
         denied = self._refused_partitions(refused, E.topic_authorization_failed)
         if refused and not topics:
             return self._resp(ctx, throttle_time=0, topics=denied)
+        unverified = self._unverified_txn_offsets(body)
+        if unverified:
+            return self._resp(ctx, throttle_time=0, topics=denied + self._refused_partitions(
+                topics, unverified))
         req = m.TxnOffsetCommitRequest(
             group_id=body.group_id, transactional_id=body.transactional_id,
             producer_id=int(body.producer_id), producer_epoch=int(body.producer_epoch),
@@ -125,6 +129,21 @@ class OffsetApis(ApiFamily):
                  "error_code": E.coordinator_not_available
                  if old and p.error_code == E.coordinator_load_in_progress else p.error_code}
                 for p in t.partitions]} for t in r.topics])
+
+    def _unverified_txn_offsets(self, body: Any) -> int:
+        """KIP-890 part 1 for TxnOffsetCommit (Kafka verifies the group's offsets partition
+        with the transaction coordinator): 0 if AddOffsetsToTxn added the group to the
+        producer's open transaction, else the error (INVALID_TXN_STATE,
+        INVALID_PRODUCER_ID_MAPPING; a fenced epoch INVALID_PRODUCER_EPOCH, which every version
+        knows; a completing transaction CONCURRENT_TRANSACTIONS, retriable)."""
+        runtime = self.broker.transactions
+        if runtime is None:
+            return int(E.coordinator_not_available)
+        result = runtime.coordinator.verify_group(body.transactional_id, int(body.producer_id),
+                                                  int(body.producer_epoch), body.group_id)
+        if result.error == E.producer_fenced:
+            return int(E.invalid_producer_epoch)
+        return result.error
 
     def _offset_fetch_group(self, ctx: RequestContext, group_id: str, topics: Any,
                             member_id: str | None, member_epoch: int,

@@ -22,6 +22,12 @@ Upstream behaviour kept (Kafka's ``KafkaApis`` and the protocol guide):
   transactional id needs WRITE on that TRANSACTIONAL_ID (else every partition
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka's ``KafkaApis.handleProduceRequest``); a
   control batch or a transactional batch without producer id is INVALID_RECORD.
+- KIP-890 part 1 (Kafka's ``AddPartitionsToTxnManager``, the verify-only AddPartitionsToTxn):
+  a transactional batch is appended only if the transaction coordinator has the partition in
+  the producer's Ongoing transaction at that producer id and epoch (docs/wire.md
+  "Transactional data" lists the errors); so no batch opens a transaction on a partition that
+  no marker will ever end. The coordinator is asked in process: one transaction runtime serves
+  every broker of the server.
 """
 
 from __future__ import annotations
@@ -34,10 +40,37 @@ from typing import Any
 from groupcoord.protocol.codec import to_ms
 from groupcoord.protocol.versions import ApiKey
 from groupcoord.server.apis.family import LEADER_EPOCH, RT, ApiFamily, BrokerState, E, Op, RequestContext
-from groupcoord.server.partition_log import InvalidRecord, InvalidRecords, ProducerStateError
+from groupcoord.server.partition_log import InvalidRecord, InvalidRecords, ProducerStateError, parse_batches
 from groupcoord.storage.log import LogError
 
 log = logging.getLogger(__name__)
+
+#: The transaction coordinator's verification errors as Produce answers them (Kafka's
+#: ``AddPartitionsToTxnManager`` for clients of the transaction version 1 flow): a partition not
+#: in an open transaction INVALID_TXN_STATE (abortable), a fenced epoch INVALID_PRODUCER_EPOCH, a
+#: transaction still completing NOT_ENOUGH_REPLICAS (retriable); INVALID_PRODUCER_ID_MAPPING
+#: (an id the coordinator never gave this transactional id) as it is.
+_PRODUCE_VERIFY_ERRORS: dict[int, int] = {
+    int(E.transaction_abortable): int(E.invalid_txn_state),
+    int(E.producer_fenced): int(E.invalid_producer_epoch),
+    int(E.concurrent_transactions): int(E.not_enough_replicas),
+    int(E.coordinator_not_available): int(E.not_enough_replicas),
+    int(E.coordinator_load_in_progress): int(E.not_enough_replicas),
+    int(E.not_coordinator): int(E.not_enough_replicas),
+}
+
+
+def _transactional_producers(records: Any) -> set[tuple[int, int]]:
+    """(producer id, epoch) of the transactional batches of a partition's records (bad records
+    yield nothing here: the append refuses them with their own error)."""
+    if not records:
+        return set()
+    try:
+        batches = parse_batches(bytes(records), verify_crc=False)
+    except InvalidRecords:
+        return set()
+    return {(b.producer_id, b.producer_epoch) for b in batches
+            if b.is_transactional and not b.is_control and b.producer_id >= 0}
 
 
 class ProduceFetchApis(ApiFamily):
@@ -63,6 +96,7 @@ class ProduceFetchApis(ApiFamily):
         appended = False
         txn_allowed = body.transactional_id is None or self._allowed(
             ctx, Op.WRITE, RT.TRANSACTIONAL_ID, body.transactional_id)
+        refused = self._verify_transactions(body) if txn_allowed else {}
         for td in body.topic_data:
             parts = []
             writable = self._allowed(ctx, Op.WRITE, RT.TOPIC, td.name)
@@ -81,6 +115,9 @@ class ProduceFetchApis(ApiFamily):
                     res["error_code"] = E.topic_authorization_failed
                 elif plog is None:
                     res["error_code"] = E.unknown_topic_or_partition
+                elif (td.name, int(pd.index)) in refused:
+                    code, message = refused[(td.name, int(pd.index))]
+                    res.update(error_code=code, error_message=message)
                 else:
                     try:
                         res["base_offset"] = plog.append(bytes(pd.records or b""))
@@ -102,6 +139,38 @@ class ProduceFetchApis(ApiFamily):
         if acks == 0:
             return None
         return self._resp(ctx, responses=responses, throttle_time=0)
+
+    def _verify_transactions(self, body: Any) -> dict[tuple[str, int], tuple[int, str]]:
+        """KIP-890 part 1 (Kafka's ``AddPartitionsToTxnManager``, verify-only
+        AddPartitionsToTxn): the partitions whose transactional batches the transaction
+        coordinator does not track, with the error that refuses them, so that no batch opens a
+        transaction nothing will ever end (a hanging transaction pins the LSO)."""
+        producers: dict[tuple[str, int], set[tuple[int, int]]] = {}
+        for td in body.topic_data:
+            for pd in td.partition_data:
+                found = _transactional_producers(pd.records)
+                if found:
+                    producers[(td.name, int(pd.index))] = found
+        if not producers:
+            return {}
+        tid = body.transactional_id
+        if tid is None:  # KafkaApis: transactional records need an authorized transactional id
+            return dict.fromkeys(producers, (int(E.transactional_id_authorization_failed),
+                                             "Transactional records need a transactional id."))
+        distinct = set().union(*producers.values())
+        if len(distinct) > 1:
+            return dict.fromkeys(producers, (int(E.invalid_producer_id_mapping),
+                                             "Transactional records of more than one producer."))
+        ((pid, epoch),) = distinct
+        runtime = self.broker.transactions
+        if runtime is None:
+            return dict.fromkeys(producers, (int(E.not_enough_replicas),
+                                             "The transaction coordinator is not running."))
+        codes = runtime.coordinator.verify_partitions(tid, pid, epoch, list(producers))
+        return {tp: (_PRODUCE_VERIFY_ERRORS.get(code, code),
+                     f"Producer {pid} epoch {epoch} has no open transaction of {tid!r} "
+                     f"with {tp[0]}-{tp[1]} (AddPartitionsToTxn first); error {code}.")
+                for tp, code in codes.items() if code}
 
     def _wake_fetchers(self) -> None:
         for on_append in self.broker.on_append:

@@ -69,7 +69,8 @@ class TopicApis(ApiFamily):
                                              validate_only)
                 res["topic_id"] = topic.topic_id
                 if self._allowed(ctx, Op.DESCRIBE_CONFIGS, RT.TOPIC, t.name):
-                    res.update(num_partitions=topic.num_partitions, replication_factor=1,
+                    res.update(num_partitions=topic.num_partitions,
+                               replication_factor=topic.replication_factor,
                                configs=created_topic_configs(topic.configs))
                 else:
                     res["topic_config_error_code"] = E.topic_authorization_failed

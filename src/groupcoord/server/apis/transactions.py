@@ -34,6 +34,7 @@ import logging
 import re
 from typing import Any
 
+from groupcoord.protocol import fast
 from groupcoord.protocol.codec import to_ms
 from groupcoord.protocol.versions import ApiKey
 from groupcoord.server.apis.family import RT, ApiFamily, BrokerState, E, Op, RequestContext
@@ -157,20 +158,20 @@ class TransactionApis(ApiFamily):
                                                                  runtime.clock.now_ms()))
             code = self._code(ctx, result)
             errors = dict.fromkeys(wanted, code)
-        by_topic: dict[str, list[dict[str, int]]] = {}
+        by_topic: dict[str, list[tuple[int, int]]] = {}
         for (topic, p), code in errors.items():
-            by_topic.setdefault(topic, []).append({"partition_index": p,
-                                                   "partition_error_code": code})
-        return self._resp(ctx, throttle_time=0, results_by_topic_v3_and_below=[
-            {"name": t, "results_by_partition": parts} for t, parts in by_topic.items()])
+            by_topic.setdefault(topic, []).append((p, code))
+        # encoded by hand (protocol/fast.py): a transaction's hot path
+        return fast.add_partitions_to_txn_response(ctx.api_version, by_topic.items())
 
     def add_offsets_to_txn(self, body: Any, ctx: RequestContext) -> Any:
         tid = body.transactional_id
         if not self._may_write(ctx, tid):
-            return self._resp(ctx, throttle_time=0,
-                              error_code=E.transactional_id_authorization_failed)
+            return fast.throttle_and_error_response(ctx.api_version,
+                                                    E.transactional_id_authorization_failed)
         if not self._allowed(ctx, Op.READ, RT.GROUP, body.group_id):
-            return self._resp(ctx, throttle_time=0, error_code=E.group_authorization_failed)
+            return fast.throttle_and_error_response(ctx.api_version,
+                                                    E.group_authorization_failed)
         runtime = self.transactions
         if runtime is None:
             result = self._unavailable()
@@ -178,21 +179,24 @@ class TransactionApis(ApiFamily):
             pid, epoch, group = int(body.producer_id), int(body.producer_epoch), body.group_id
             result = runtime.run(lambda c: c.add_offsets(tid, pid, epoch, group,
                                                          runtime.clock.now_ms()))
-        return self._resp(ctx, throttle_time=0, error_code=self._code(ctx, result))
+        return fast.throttle_and_error_response(ctx.api_version, self._code(ctx, result))
 
     def end_txn(self, body: Any, ctx: RequestContext) -> Any:
         tid = body.transactional_id
         if not self._may_write(ctx, tid):
-            return self._resp(ctx, throttle_time=0,
-                              error_code=E.transactional_id_authorization_failed)
+            return fast.throttle_and_error_response(ctx.api_version,
+                                                    E.transactional_id_authorization_failed)
         runtime = self.transactions
         if runtime is None:
             result = self._unavailable()
         else:
             pid, epoch, commit = int(body.producer_id), int(body.producer_epoch), bool(body.committed)
+            # answered once PrepareCommit / PrepareAbort is durable, as Kafka answers it; the
+            # markers follow right after the answer (server/transaction_runtime.py)
             result = runtime.run(lambda c: c.end_txn(tid, pid, epoch, commit,
-                                                     runtime.clock.now_ms()))
-        return self._resp(ctx, throttle_time=0, error_code=self._code(ctx, result))
+                                                     runtime.clock.now_ms()),
+                                 defer_markers=True)
+        return fast.throttle_and_error_response(ctx.api_version, self._code(ctx, result))
 
     # ------------------------------------------------------------------ admin (KIP-664)
 

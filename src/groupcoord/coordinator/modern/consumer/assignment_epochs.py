@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from uuid import UUID
 
-__all__ = ["PartitionEpochs", "carried_epochs", "commit_check", "held_since"]
+__all__ = ["PartitionEpochs", "carried_epochs", "commit_check", "held_epochs", "held_since"]
 
 #: topic id -> partition -> the epoch at which the member was assigned the partition.
 PartitionEpochs = Mapping[UUID, Mapping[int, int]]
@@ -46,6 +46,23 @@ def held_since(member: Any, topic_id: UUID, partition: int) -> int | None:
         if epoch is not None:
             return int(epoch)
     return int(member.member_epoch)
+
+
+def held_epochs(member: Any, topic_id: UUID) -> dict[int, int]:
+    """:func:`held_since` of every partition of one topic that ``member`` holds, as a map
+    (a partition it does not hold is absent): what an assignor ordering a member's partitions
+    by recency asks for a whole topic at once, instead of once per partition."""
+    epoch = int(member.member_epoch)
+    out = dict.fromkeys(member.assigned_partitions.get(topic_id, ()), epoch)
+    pending = member.partitions_pending_revocation.get(topic_id)
+    if pending:
+        out.update(dict.fromkeys(pending, epoch))
+    listed = member.assignment_epochs.get(topic_id)
+    if listed:
+        for p, e in listed.items():
+            if p in out:
+                out[p] = int(e)
+    return out
 
 
 def carried_epochs(old: Any | None, new: Any) -> dict[UUID, dict[int, int]]:

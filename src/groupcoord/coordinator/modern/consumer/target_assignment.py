@@ -25,7 +25,7 @@ from groupcoord.coordinator.assignors.base import (
     PartitionAssignor,
 )
 from groupcoord.coordinator.assignors.target_index import TargetIndex
-from groupcoord.coordinator.modern.consumer.assignment_epochs import held_since
+from groupcoord.coordinator.modern.consumer.assignment_epochs import held_epochs, held_since
 from groupcoord.coordinator.modern.consumer.model import EMPTY, ConsumerGroup, ConsumerGroupMember
 from groupcoord.coordinator.modern.subscription import subscribed_topic_ids
 from groupcoord.coordinator.records import (
@@ -218,6 +218,11 @@ class _HeldSince:
 
     def __call__(self, topic_id: UUID, partition: int) -> int | None:
         return held_since(self.reuse.latest[self.member_id], topic_id, partition)
+
+    def topic(self, topic_id: UUID) -> dict[int, int]:
+        """The same for every partition of one topic the member holds (``held_epochs``): the
+        uniform assignor's recency order asks a topic at a time."""
+        return held_epochs(self.reuse.latest[self.member_id], topic_id)
 
 
 def _find(reuse: AssignorInput, mid: str
