@@ -166,3 +166,26 @@ def test_the_calibrations_other_timings_are_said() -> None:
             "300,000 ms here)") in text
     same = [{**r, "settings_json": json.dumps({"heartbeat.interval.ms": 5000})} for r in _rows()]
     assert "other timings" not in "\n".join(model_limits(same, cal))
+
+
+def test_the_calibration_says_what_it_did_not_cover_and_what_was_measured_again() -> None:
+    cal = {"measured": "2026-11-26", "setup": {"members": 6}, "checked": ["lag_peak"],
+           "rows": [
+               {"protocol": "classic:eager", "scenario": "rolling-bounce", "within_2x": True},
+               {"protocol": "consumer:uniform", "scenario": "scale-out", "within_2x": False,
+                "metrics": {"lag_peak": {"simulated": 100, "measured": 900}}},
+               {"protocol": "consumer:uniform", "scenario": "scale-out", "within_2x": True,
+                "condition": "load below 1"}]}
+    runs = [{"protocol": p, "scenario": s, "size": n}
+            for p in ("classic:eager", "consumer:range") for s in ("crash", "scale-out")
+            for n in (6, 10)]
+    items = calibration_items(cal, runs=runs)
+    assert ("1 of these rows are measurements taken again under a changed condition "
+            "(load below 1)") in items[0]
+    (miss,) = [i for i in items if i.startswith("Outside 2x")]
+    assert "lag peak 100 simulated against 900 records measured" in miss
+    assert ("(load below 1) it came within 2x, which is another condition: this miss "
+            "stands") in miss
+    assert items[-1] == ("Not covered by the calibration (the tables use them; no row "
+                         "measured them against real clients): protocols consumer:range; "
+                         "scenarios crash; group sizes 10.")

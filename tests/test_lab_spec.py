@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
@@ -50,8 +51,16 @@ def test_builtin_specs_expand() -> None:
     from groupcoord.lab.spec import is_connect_protocol
 
     assert {r.workload for r in runs if not is_connect_protocol(r.protocol)} == {
-        "4x250", "4x1000", "field-costs", "light",
+        "4x250", "4x1000", "field-costs", "light", "light-md300s", "light-md30s",
         *(f"1x32-p{ms}ms-{pct}pct" for ms in (10, 20) for pct in (20, 30, 40))}
+    # the deciding inputs are swept: bounce downtime by scenario variant, the metadata
+    # refresh by workload (so a flipping ★ reads "depends on X")
+    grids = {g.name: g for g in paper.grids}
+    assert {"rolling-bounce", "rolling-bounce-down20s", "bounce", "bounce-down30s"} <= set(
+        grids["bounce-downtime"].scenarios)
+    ages = {w.name: json.loads(w.work or "{}").get("metadata_max_age_ms")
+            for w in grids["metadata-age"].workloads}
+    assert ages == {"light-md300s": 300_000, "light-md30s": 30_000}
     assert {r.workload for r in runs if is_connect_protocol(r.protocol)} == {
         "16x8c", "16x8c-task1s", "16x8c-task5s"}
     assert {p for p in labels if is_connect_protocol(p)} == {
@@ -258,8 +267,12 @@ def test_bad_grids_name_the_field(grid: str, message: str) -> None:
 
 def test_cli_runs_a_findings_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["lab", "run", "--spec", "paper", "--scenario", "grow-by-900", "--protocol",
-                 "classic:eager", "--out", "unused", "--dry-run"]) == 0
+                 "classic:eager", "--workload", "light", "--out", "unused", "--dry-run"]) == 0
     assert "sweep paper: 21 runs in 1 cells (classic:eager)" in capsys.readouterr().out
+    # the metadata-age grid adds the growth at both metadata.max.age.ms (10 seeds each)
+    assert main(["lab", "run", "--spec", "paper", "--scenario", "grow-by-900", "--protocol",
+                 "classic:eager", "--out", "unused", "--dry-run"]) == 0
+    assert "sweep paper: 41 runs in 3 cells (classic:eager)" in capsys.readouterr().out
     assert main(["lab", "run", "--spec", "paper", "--size", "7", "--out", "u", "--dry-run"]) == 2
     assert "--size 7: not in the spec" in capsys.readouterr().err
 

@@ -16,6 +16,9 @@ from groupcoord.lab.verdict import (
     KIP415_METRICS,
     MAX_CLAIMS,
     Cell,
+    GridVerdict,
+    VerdictRow,
+    _claim,
     beats,
     claim_candidates,
     claims,
@@ -23,6 +26,7 @@ from groupcoord.lab.verdict import (
     grid_verdict,
     grid_verdicts,
     judge,
+    mark_dependence,
     modes,
     natural_key,
     question_metrics,
@@ -31,6 +35,7 @@ from groupcoord.lab.verdict import (
     sign_needed,
     sign_test,
     threshold,
+    throughput,
 )
 
 STALL = BY_COLUMN["stall_ms"]  # floor 250 ms
@@ -102,6 +107,39 @@ def test_marks_best_tied_and_tie() -> None:
     assert few.verdict == "few seeds" and not any(c.mark for c in few.cells.values())
 
 
+def test_tied_best_must_be_separated_from_the_rest() -> None:
+    """The crash row of the review: cooperative beats eager in every seed, uniform sits
+    between them separated from neither. Uniform is not tied best (it is not separated from
+    the worse protocol), and no protocol is separated from all the others: no mark at all."""
+    cells = {"classic:cooperative": Cell(dict(enumerate([20000, 20100, 20200, 20300, 20400]))),
+             "consumer:uniform": Cell(dict(enumerate([20300, 21000, 22000, 22500, 22700]))),
+             "classic:eager": Cell(dict(enumerate([22600, 22700, 22800, 22900, 23000])))}
+    mv = judge(cells, STALL)
+    assert mv.verdict == "overlap"
+    assert mv.best == ("classic:cooperative",) and mv.beaten == ("classic:eager",)
+    assert not any(c.mark for c in mv.cells.values())
+    # the same row with uniform clear of eager: cooperative and uniform share the place
+    cells["consumer:uniform"] = Cell(dict(enumerate([20300, 20500, 20600, 20700, 20800])))
+    cells["classic:eager"] = Cell(dict(enumerate([24600, 24700, 24800, 24900, 25000])))
+    mv = judge(cells, STALL)
+    assert mv.verdict == "tied" and mv.cells["consumer:uniform"].mark == "tied"
+
+
+def test_a_sentence_compares_the_winner_with_its_runner_up() -> None:
+    """Scale-out of the review: eager 4 against 1,531 for uniform and 1,802 for cooperative:
+    the sentence and its effect size name uniform (the runner-up), not the worst."""
+    def cell(base: float) -> Cell:
+        return Cell({s: base + s for s in range(10)})
+
+    mv = judge({"classic:eager": cell(4), "consumer:uniform": cell(1531),
+                "classic:cooperative": cell(1802)}, LAG)
+    assert mv.verdict == "best" and mv.beaten == ("consumer:uniform", "classic:cooperative")
+    g = GridVerdict("g", "q", list(mv.cells), [LAG],
+                    [VerdictRow("scale-out", 100, "w", None, 10, [mv])], 30, 0, 0, 10)
+    (claim,) = claims([g])
+    assert claim.worse == "consumer:uniform" and "for consumer:uniform" in claim.text
+
+
 def test_rows_follow_the_numbers_in_workload_names() -> None:
     names = ["4x8-p10ms", "4x8-p0.5ms", "4x8-p20ms", "4x8-p2ms", "4x8-p5ms"]
     assert sorted(names, key=natural_key) == ["4x8-p0.5ms", "4x8-p2ms", "4x8-p5ms",
@@ -162,8 +200,8 @@ def test_claims_carry_their_numbers_and_the_command_of_their_cell() -> None:
     assert c.metric == "stall_ms" and c.size == 30  # the largest size
     assert c.best == "consumer:uniform" and c.worse == "classic:eager"
     assert c.text == ("crash, 30 members: consumer:uniform has the lowest stall, 0.02 s (range 0"
-            "\u20130.04 s) against 12.2 s (12\u201312.4 s) for classic:eager, medians of "
-            "5 seeds.")
+            "\u20130.04 s) against 12.2 s (12\u201312.4 s) for classic:eager (the runner-up), "
+            "medians of 5 seeds.")
     assert c.command == ("groupcoord lab run --spec paper --scenario crash --size 30 "
                          "--workload 4x250 --protocol consumer:uniform --protocol "
                          "classic:eager --out DIR")
@@ -190,7 +228,8 @@ def test_at_most_a_dozen_claims_shared_between_grids() -> None:
 
 def test_kip415s_delay_is_named_where_it_explains_the_wait() -> None:
     """Incremental cooperative Connect balances a departed worker's tasks only after
-    scheduled.rebalance.max.delay.ms, by design: the claim says so, with the runs' value."""
+    scheduled.rebalance.max.delay.ms, by design: a win over that configured wait is no
+    sentence (not a headline of a protocol's merit); the sentence writer still says so."""
     settings = json.dumps({"scheduled.rebalance.max.delay.ms": 300_000})
     rows = [{**_run(p, s, scenario="kip415-worker-leaves", time_to_balance_ms=v + s),
              "settings_json": settings}
@@ -199,7 +238,9 @@ def test_kip415s_delay_is_named_where_it_explains_the_wait() -> None:
     (g,) = grid_verdicts({"spec": "paper", "grids": [
         {"name": "kip415", "protocols": ["connect:eager", "connect:cooperative"],
          "metrics": ["time_to_balance_ms"], "seeds": 5}]}, rows)
-    (c,) = claims([g])
+    assert claims([g]) == []
+    (row,) = g.rows
+    c = _claim(g, row, row.metrics[0])
     assert c.best == "connect:eager" and c.worse == "connect:cooperative"
     assert c.text.endswith("By design: KIP-415 holds a departed worker's tasks for "
                            "scheduled.rebalance.max.delay.ms (300,000 ms here) in case it "
@@ -260,7 +301,7 @@ def test_a_swept_parameter_gives_one_sentence_where_the_winner_changes() -> None
     assert c.text == ("rolling-bounce, 8 members (crossover), stall against the processing time per "
                       "record, the lowest, separated from the rest (protocols tied for it "
                       "named together): consumer:uniform at 0.5, 2 ms; no protocol separated "
-                      "at 5 ms; classic:eager at 20 ms.")
+                      "from all the rest at 5 ms; classic:eager at 20 ms.")
     assert c.command == ("groupcoord lab run --spec paper --scenario rolling-bounce --size 8 "
                          "--protocol classic:eager --protocol consumer:uniform --out DIR")
 
@@ -371,7 +412,7 @@ def test_a_sentence_naming_two_protocols_quotes_each_ones_numbers(
     (mv,) = g.rows[0].metrics
     lag = BY_COLUMN["lag_peak"]
     w = mv.cells[c.worse]
-    assert f"against {lag.fmt(w.median)}" in c.text and f"for {c.worse}," in c.text
+    assert f"against {lag.fmt(w.median)}" in c.text and f"for {c.worse} (the runner-up)," in c.text
     if len(mv.best) == 1:
         assert f"{c.best} has the lowest lag peak, {lag.fmt(mv.cells[c.best].median)}" in c.text
     else:
@@ -435,7 +476,8 @@ def test_a_swept_grid_answers_with_its_own_metric_at_every_value() -> None:
          "metrics": ["lag_record_s", "lag_peak"], "seeds": 5}]}, rows)
     found = claims([g])
     assert [c.metric for c in found] == ["lag_record_s", "lag_peak"]
-    assert found[0].text.endswith("classic:eager at 0.5 ms; no protocol separated at 20 ms.")
+    assert found[0].text.endswith(
+        "classic:eager at 0.5 ms; no protocol separated from all the rest at 20 ms.")
 
 
 def test_a_run_whose_event_changed_nothing_is_left_out_and_counted() -> None:
@@ -541,3 +583,45 @@ def test_grids_asking_the_same_crossover_at_another_setting_share_one_sentence()
         "rest (protocols tied for it named together): [crossover-10ms] consumer:uniform at "
         "20 % busy; classic:eager at 40 % busy; [crossover-20ms] consumer:uniform at 40 % "
         "busy; classic:eager at 80 % busy.")
+
+
+def _row(scenario: str, workload: str, best_low: str, x: float | None = None) -> VerdictRow:
+    """A row where ``best_low`` (or nobody, when empty) is the clear best of two protocols."""
+    lo, hi = [100, 110, 120, 130, 140], [9000, 9100, 9200, 9300, 9400]
+    vals = {"a:x": lo if best_low == "a:x" else hi, "b:x": lo if best_low == "b:x" else hi}
+    if not best_low:
+        vals = {"a:x": lo, "b:x": [v + 5 for v in lo]}
+    mv = judge({p: Cell(dict(enumerate(v))) for p, v in vals.items()}, STALL)
+    return VerdictRow(scenario, 10, workload, 0.0, 5, [mv], x=x)
+
+
+def test_a_star_that_flips_across_a_deciding_input_depends_on_it() -> None:
+    # a bounce-downtime sweep by scenario variant: the plain scenario is the 3 s default
+    rows = [_row("rolling-bounce", "w", "a:x"), _row("rolling-bounce-down20s", "w", "b:x"),
+            _row("scale-out", "w", "a:x")]
+    mark_dependence(rows)
+    assert rows[0].metrics[0].depends == "the bounce downtime"
+    assert rows[1].metrics[0].depends == "the bounce downtime"
+    assert rows[2].metrics[0].depends == ""  # swept nothing
+    # a ★ at one value and none at another flips too
+    rows = [_row("worker-leaves-d0", "w", "a:x"), _row("worker-leaves-d30s", "w", "")]
+    mark_dependence(rows)
+    assert rows[0].metrics[0].depends == "scheduled.rebalance.max.delay.ms"
+    # a workload parameter swept within a grid
+    rows = [_row("grow", "md300", "b:x", x=300000.0), _row("grow", "md30", "b:x", x=30000.0)]
+    mark_dependence(rows, "metadata.max.age.ms")
+    assert not any(r.metrics[0].depends for r in rows)  # the same ★ at both: it holds
+    rows = [_row("grow", "md300", "b:x", x=300000.0), _row("grow", "md30", "a:x", x=30000.0)]
+    mark_dependence(rows, "metadata.max.age.ms")
+    assert all(r.metrics[0].depends == "metadata.max.age.ms" for r in rows)
+
+
+def test_lag_is_also_quoted_in_the_groups_throughput() -> None:
+    """1,802 record·s at a group's 1,600 records/s is its rate times about 1.1 s; a lag peak
+    of 3,200 records is 2 s of its production; other metrics and unknown rates: nothing."""
+    lag_s = BY_COLUMN["lag_record_s"]
+    assert throughput(lag_s, 1600.0, 1802.0) == (
+        " (record·s = the group's 1,600 records/s x 1.13 s)")
+    assert throughput(LAG, 1600.0, 3200.0, 160.0) == (
+        " (at the group's 1,600 records/s: 2 s against 0.1 s of its production)")
+    assert throughput(STALL, 1600.0, 5.0) == "" and throughput(LAG, None, 5.0) == ""

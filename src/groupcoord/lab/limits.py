@@ -99,11 +99,14 @@ def _n(v: Any) -> str:
     return f"{int(v):,}"
 
 
-def calibration_items(cal: Mapping[str, Any] | None, gaps: Sequence[float] | None = None
-                      ) -> list[str]:
-    """The calibration's part of the section: when, what, how many rows agree, which miss;
-    with ``gaps`` (the ratio between the best and the beaten protocol of each ★ mark) how many
-    of the marks are narrower than the calibration's 2x tolerance."""
+def calibration_items(cal: Mapping[str, Any] | None, gaps: Sequence[float] | None = None,
+                      runs: Sequence[Mapping[str, Any]] = ()) -> list[str]:
+    """The calibration's part of the section: when, what, how many rows agree, which miss
+    (every row outside 2x as measured; a row measured again under a changed condition does
+    not replace the miss, and the page says which rows were such re-measurements); with
+    ``gaps`` (the ratio between the best and the beaten protocol of each ★ mark) how many of
+    the marks are narrower than the calibration's 2x tolerance; with ``runs`` what the
+    calibration did not cover (protocols, scenarios, sizes of the tables), from the data."""
     if not cal:
         return ["No calibration against real clients is recorded with this package "
                 "(groupcoord lab calibrate --save writes one)."]
@@ -123,9 +126,15 @@ def calibration_items(cal: Mapping[str, Any] | None, gaps: Sequence[float] | Non
             f"{len(ok)} of {len(rows)} rows within 2x on every checked metric ("
             + ", ".join(_CAL_NAMES.get(c, (c, ""))[0] for c in checked)
             + f"; {cal.get('tolerance', 'within 2x')}).")
+    redone = [r for r in rows if r.get("condition")]
+    if redone:
+        head += (f" {len(redone)} of these rows are measurements taken again under a changed "
+                 "condition (" + "; ".join(sorted({str(r['condition']) for r in redone}))
+                 + ") after a first measurement missed; a miss is listed below as measured, "
+                 "and the re-measurement does not replace it.")
     head += (f" That check ran at {setup.get('members', '?')} members and its own timings "
              "(below, where they differ from these runs'), not at the settings of the tables "
-             "above, so it vouches for the model's mechanics, not for these numbers")
+             "above: it checks the model's mechanics at those settings only, not these numbers")
     if gaps:
         narrow = sum(1 for x in gaps if x < 2.0)
         head += (f"; and a factor of 2 is wider than {narrow:,} of the {len(gaps):,} marked "
@@ -151,10 +160,40 @@ def calibration_items(cal: Mapping[str, Any] | None, gaps: Sequence[float] | Non
         again = [str(o.get("condition") or "as first measured") for o in rows
                  if o is not r and o.get("within_2x") and o.get("protocol") == r.get("protocol")
                  and o.get("scenario") == r.get("scenario")]
-        passed = f"; within 2x when measured again ({'; '.join(again)})" if again else ""
+        passed = (f"; measured again under a changed condition ({'; '.join(again)}) it came "
+                  "within 2x, which is another condition: this miss stands"
+                  if again else "")
         items.append(f"Outside 2x: {r.get('protocol')} in {r.get('scenario')}{cond}: "
                      + "; ".join(misses) + why + passed + ".")
+    gaps_text = _not_covered(rows, setup, runs)
+    if gaps_text:
+        items.append(gaps_text)
     return items
+
+
+def _not_covered(rows: Sequence[Mapping[str, Any]], setup: Mapping[str, Any],
+                 runs: Sequence[Mapping[str, Any]]) -> str:
+    """What the tables use that the calibration never measured: protocols, scenarios and
+    group sizes of ``runs`` absent from its rows and setup."""
+    if not runs:
+        return ""
+    protos = {str(r.get("protocol")) for r in rows}
+    scens = {str(r.get("scenario")) for r in rows}
+    missing = []
+    p = sorted({str(r["protocol"]) for r in runs if r.get("protocol")} - protos)
+    if p:
+        missing.append("protocols " + ", ".join(p))
+    sc = sorted({str(r["scenario"]) for r in runs if r.get("scenario")} - scens)
+    if sc:
+        missing.append("scenarios " + ", ".join(sc))
+    sizes = {int(v) for r in runs if (v := r.get("size") or r.get("members"))}
+    sz = sorted(sizes - {setup.get("members")})
+    if sz:
+        missing.append("group sizes " + ", ".join(f"{v:,}" for v in sz))
+    if not missing:
+        return ""
+    return ("Not covered by the calibration (the tables use them; no row measured them "
+            "against real clients): " + "; ".join(missing) + ".")
 
 
 # --------------------------------------------------------------------------- configuration
@@ -257,7 +296,7 @@ def model_limits(runs: Sequence[Mapping[str, Any]],
             f"per message {_values(faults)} (loss, response loss, duplication, reordering "
             "each, until the faults stop); real networks also have correlated and bursty "
             "faults and pauses.")
-    items += calibration_items(cal, gaps)
+    items += calibration_items(cal, gaps, runs)
     note = _calibration_settings_note(runs, cal)
     if note:
         items.append(note)

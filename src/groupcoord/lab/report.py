@@ -176,8 +176,14 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
             + (f" ({chance})" if chance else "")
             + "; the best is picked after the fact, so in either direction twice as often"
             + sign
-            + f". = marks the protocols the best one does not separate from (tied best); "
-            f"'tie': no protocol separates; with fewer than {MIN_SEEDS} seeds nothing is "
+            + f". = marks the protocols the best one does not separate from (tied best), "
+            "each of them separated from every protocol the best separates from; 'overlap': a "
+            "protocol the best does not separate from is not separated from a worse one "
+            "either (no mark: none is separated from all the rest); 'tie': no protocol "
+            "separates; 'all under floor': none separates and every cost is under the metric's "
+            "floor; 'tie? lowest under floor': none separates, but the lowest cost is under "
+            "the floor the test applies, so the test cannot tell it from the others (not a "
+            f"tie of equal costs: read the medians); with fewer than {MIN_SEEDS} seeds nothing is "
             f"marked. Beside each floor, a difference under {RELATIVE_FLOOR:.0%} of the larger "
             "value does not count either (7 s on a 140 s time to converge). Where a "
             "protocol's seeds fall into distinct outcomes (sorted, one gap wider than the "
@@ -230,16 +236,31 @@ def _mark(cell_mark: str) -> str:
 def _verdict_word(mv: MetricVerdict) -> str:
     """The row's verdict in a word (the cells carry the marks: who is best, who is tied)."""
     if mv.verdict == "best":
-        return "\u2605 best"
+        return f"\u2605 best, depends on {mv.depends}" if mv.depends else "\u2605 best"
     if mv.verdict == "tied":
         return f"= {len(mv.best)} tied"
     if mv.verdict == "split":
         return "split seeds"
+    if mv.verdict == "overlap":
+        return "overlap"
+    if mv.verdict == "tie" and _under_floor(mv):
+        cells = [mv.cells[p] for p in ranked(mv.cells)]
+        if all(abs(c.median) <= mv.metric.floor for c in cells):
+            return "all under floor"
+        return "tie? lowest under floor"
     if mv.verdict == "few seeds":
         return f"< {MIN_SEEDS} seeds"
     if mv.verdict == "one protocol":
         return ""
     return "tie"
+
+
+def _under_floor(mv: MetricVerdict) -> bool:
+    """Whether the best ranked protocol's median is under the metric's floor: such a row is
+    not a tie of equal costs but a cost the floor hides (0.17 against 149 record·s under a
+    100 record·s floor): the test cannot compare it, which is not a tie."""
+    cells = [mv.cells[p] for p in ranked(mv.cells)]
+    return bool(cells) and min(abs(c.median) for c in cells) <= mv.metric.floor
 
 
 def _row_head(g: GridVerdict, row: VerdictRow,
@@ -515,7 +536,7 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                           fontsize=8)
         else:
             xs_all: set[float] = set()
-            for p in g.protocols:
+            for pi, p in enumerate(g.protocols):
                 pts = []
                 seeds: list[tuple[float, float]] = []
                 for r in rows:
@@ -535,9 +556,13 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 pts.sort()
                 xs_all.update(x for x, *_ in pts)
                 st = styles.get(p, {})
+                # each protocol a little thinner than the one drawn before it, with a smaller
+                # marker: lines that coincide (cooperative and KIP-848 at 0) stay visible,
+                # nested, instead of the last one hiding the others
                 ax.plot([x for x, *_ in pts], [y for _, y, _, _ in pts], label=p,
                         color=st.get("color"), linestyle=st.get("linestyle", "-"),
-                        marker=st.get("marker", "o"), linewidth=2)
+                        marker=st.get("marker", "o"), linewidth=max(4.0 - 0.8 * pi, 1.2),
+                        markersize=max(11.0 - 2.0 * pi, 4.0), zorder=2 + pi)
                 ax.fill_between([x for x, *_ in pts], [lo for *_, lo, _ in pts],
                                 [hi for *_, hi in pts], alpha=0.12, color=st.get("color"))
                 if seeds:
@@ -550,7 +575,12 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
             ax.set_xticks(xs, [f"{v:g}" for v in xs])
             ax.minorticks_off()
             ax.set_xlabel(axis[1])
-        ax.set_title(short_label(m, g.excess), fontsize=10)
+        panel_title = short_label(m, g.excess)
+        if m.column == "stall_ms" and g.protocols and all(
+                family(p).endswith("connect") for p in g.protocols):
+            # a Connect stall is the model's task stop plus start time: an input, not a finding
+            panel_title += "\n(model input: task stop + start)"
+        ax.set_title(panel_title, fontsize=10)
         ylabel = m.unit or short_label(m)
         thresh = log_threshold(
             m, [v for r in rows for c in r.metrics[i].cells.values() for v in c.values.values()])
@@ -562,10 +592,13 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
             # top of the zero)
             top = max(abs(v) for r in rows for c in r.metrics[i].cells.values()
                       for v in c.values.values()) / m.scale
+            decades = range(math.ceil(math.log10(thresh)), math.ceil(math.log10(top)) + 1)
+            # 1, 2 and 5 in each decade when there are few decades (a reader can place a
+            # value between them), powers of ten only when there are many
+            steps = (1.0, 2.0, 5.0) if len(decades) <= 4 else (1.0,)
             ax.yaxis.set_major_locator(FixedLocator(
-                [0.0] + [10.0 ** k for k in range(math.ceil(math.log10(thresh)),
-                                                  math.ceil(math.log10(top)) + 1)
-                 if 10.0 ** k <= 1.5 * top]))
+                [0.0] + [f * 10.0 ** k for k in decades for f in steps
+                         if thresh <= f * 10.0 ** k <= 1.5 * top]))
             ax.yaxis.set_minor_locator(NullLocator())
             # a log scale has no zero: say that this one is linear up to the threshold
             ylabel += f"\n(symlog: linear 0{DASH}{number(thresh)}, log above)"

@@ -629,8 +629,9 @@ description = '''The seeds' questions, one grid each: KIP-415's scenarios under 
 incremental cooperative Connect rebalancing, with the model's task stop and start times swept; \
 classic eager vs cooperative vs KIP-848 for 10 to 1,000 consumers; the members' load at which \
 each protocol starts to win, at two poll lengths (crossover); the field's anchor, 10 consumers \
-while a topic grows by 900 partitions; and the costs the field pays (state restore, long polls \
-after a backlog). The consumer grids' workloads keep the busiest member under 70 % busy under \
+while a topic grows by 900 partitions; and the costs the field pays (state restore; the polls grow \
+long after a backlog, but no rebalance of these grids started while a member was inside one). \
+The consumer grids' workloads keep the busiest member under 70 % busy under \
 every assignor even with one member fewer (range included: the report prints it per row, and \
 flags a row whose runs ended with their lag not caught up), so that a rebalance, not an \
 overload, is what builds the lag.'''
@@ -675,6 +676,18 @@ warmup_ms = 2000
 [[workloads]]
 name = "light"
 records_per_s = 2
+
+# The deciding input of a topic's growth under classic: when the metadata refresh comes
+# (metadata.max.age.ms, Kafka's default 300 s, against 30 s).
+[[workloads]]
+name = "light-md300s"
+records_per_s = 2
+metadata_max_age_ms = 300000
+
+[[workloads]]
+name = "light-md30s"
+records_per_s = 2
+metadata_max_age_ms = 30000
 
 # The crossover: 8 consumers on one topic of 32 partitions (range balances: 4 partitions each,
 # 5 with one member fewer, as under any assignor), at 20, 30 and 40 % busy (25, 37.5 and 50 %
@@ -754,7 +767,10 @@ task downtime in worker-leaves are the configured delay, not a slowness of the p
 kip415-worker-joins two workers join at every size (3 to 5, 6 to 8, 12 to 14). A task takes \
 the model's 1 s to stop and 1 s to start: an eager rebalance's stall of about 2 s, and the \
 task downtime of a restart, are these two inputs, not measurements (the kip415-task-times \
-grid sweeps them).'''
+grid sweeps them). kip415-leader-leaves has no delay, by Kafka's behaviour, not the model's \
+choice: the previous assignment that tells which tasks were lost lives in the leader's memory \
+(Kafka's IncrementalCooperativeAssignor), so a new leader does not know the departed worker's \
+assignment and hands its tasks out at once (sessioned balances in about 2 s).'''
 protocols = ["connect:eager", "connect:cooperative", "classic-connect:eager",
              "classic-connect:sessioned"]
 scenarios = ["kip415-worker-joins", "worker-leaves-d0", "worker-leaves-d30s",
@@ -765,7 +781,7 @@ sizes = [3, 6, 12]
 workloads = ["16x8c"]
 question = "How many tasks does each Connect protocol stop and restart, for how long, and how \
 soon is the work balanced again, when a worker joins, leaves or bounces?"
-metrics = ["task_restarts", "task_downtime_task_s", "time_to_balance_ms", "stall_ms"]
+metrics = ["task_downtime_task_s", "time_to_balance_ms", "task_restarts", "stall_ms"]
 
 [[grid]]
 name = "consumers"
@@ -821,7 +837,7 @@ scenarios = ["kip415-worker-joins", "worker-leaves-d30s"]
 sizes = [12]
 workloads = ["16x8c-task1s", "16x8c-task5s"]
 question = "Do the KIP-415 marks depend on how long a task takes to stop and start?"
-metrics = ["task_restarts", "task_downtime_task_s", "time_to_balance_ms", "stall_ms"]
+metrics = ["task_downtime_task_s", "time_to_balance_ms", "task_restarts", "stall_ms"]
 
 [[grid]]
 name = "crossover-10ms"
@@ -854,9 +870,10 @@ name = "field-costs"
 description = '''the costs the field pays: 10 consumers on 1 x 100 partitions at 2.5 \
 records/s each, 20 ms per record (50 % busy, 60 % with one member fewer, under range as under \
 any assignor), up to 500 records a poll (a 10 s poll once a \
-backlog has built: in the rolling bounce and in crash-then-join, whose join comes while the \
-crashed member's partitions are worked off, a rebalance finds members in long polls; in a single \
-bounce or scale-out the members are caught up when it starts, so their polls are short) and 2 s \
+backlog has built; in a single bounce or scale-out the members are caught up when it starts, \
+so their polls are short; in the rolling bounce and crash-then-join the render measured no \
+rebalance that waited on a long poll either: eager's stall per rebalance is the same at every \
+poll length, so this grid does not show the long-poll cost) and 2 s \
 of state restore per newly assigned partition (the other grids' polls return a few records and \
 nothing warms up)'''
 protocols = ["classic:eager", "classic:cooperative", "consumer:uniform", "consumer:range"]
@@ -868,6 +885,36 @@ question = "When members restore state for the partitions they gain and process 
 after a backlog, what does a member change cost each protocol's applications?"
 metrics = ["lag_record_s", "lag_peak", "stall_ms", "paused_partition_s", "convergence_ms", \
            "resources_moved", "records_reprocessed"]
+
+[[grid]]
+name = "bounce-downtime"
+description = '''the deciding input of a bounce: how long the member is down. 3 s (the \
+rolling bounce's default) is shorter than a heartbeat, so a protocol may never notice the \
+member gone; 20 s (rolling) and 30 s (a single bounce, against its 10 s) are longer than any \
+heartbeat and session check. 10 consumers on the field-costs workload; a ★ that flips between \
+the plain scenario and its -downNs variant is printed "depends on the bounce downtime".'''
+protocols = ["classic:eager", "classic:cooperative", "consumer:uniform", "consumer:range"]
+scenarios = ["rolling-bounce", "rolling-bounce-down20s", "bounce", "bounce-down30s"]
+sizes = [10]
+workloads = ["field-costs"]
+seeds = 10
+question = "Do the bounce marks hold when the member is down longer than a heartbeat?"
+metrics = ["lag_record_s", "resources_moved", "stall_ms"]
+
+[[grid]]
+name = "metadata-age"
+description = '''the deciding input of a topic's growth under classic: a classic member \
+sees new partitions at its next metadata refresh, within metadata.max.age.ms (Kafka's default \
+300 s, against 30 s); KIP-848's coordinator sends the new target with the next heartbeat, \
+whatever the client's refresh. 10 consumers; a ★ that flips between the two is printed \
+"depends on metadata.max.age.ms".'''
+protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
+scenarios = ["grow-by-900", "partition-added"]
+sizes = [10]
+workloads = ["light-md300s", "light-md30s"]
+seeds = 10
+question = "Do the marks on a topic's growth hold when the metadata refresh comes every 30 s?"
+metrics = ["convergence_ms", "lag_peak", "lag_record_s"]
 
 [[grid]]
 name = "anchor"
@@ -934,7 +981,8 @@ events = [{ at_ms = 30000, kind = "bounce", member = "@follower", after_delay_ms
 
 [scenario.crash-then-join]
 description = '''c3 crashes; 50 s later, its session (45 s) expired and its partitions given to \
-the others, who work off their backlog in long polls, a member joins.'''
+the others, who work off their backlog, a member joins (in the render the join's \
+rebalance did not wait on a long poll).'''
 group = { members = 10, topics = { foo = 100 } }
 events = [{ at_ms = 30000, kind = "crash", member = "c3" },
           { at_ms = 80000, kind = "scale-out", count = 1 }]
@@ -943,5 +991,17 @@ events = [{ at_ms = 30000, kind = "crash", member = "c3" },
 description = "Ten consumers on foo (100 partitions); foo grows to 1,000 partitions."
 group = { members = 10, topics = { foo = 100 } }
 events = [{ at_ms = 30000, kind = "add-partitions", topic = "foo", partitions = 1000 }]
+
+[scenario.rolling-bounce-down20s]
+description = '''rolling-bounce with each member down 20 s instead of 3 s (every live member \
+in name order, 15 s apart, so two are down at once): longer than the classic 3 s heartbeat and \
+the KIP-848 5 s one, so every protocol sees the member gone.'''
+group = { members = 10, topics = { foo = 100 } }
+events = [{ at_ms = 30000, kind = "rolling-bounce", interval_ms = 15000, down_ms = 20000 }]
+
+[scenario.bounce-down30s]
+description = "bounce with the member down 30 s instead of 10 s."
+group = { members = 4, topics = { foo = 8 } }
+events = [{ at_ms = 30000, kind = "bounce", member = "c2", down_ms = 30000 }]
 """,
 }

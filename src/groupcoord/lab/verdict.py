@@ -35,8 +35,11 @@ range overlaps another's only through such a split is *split*: neither best nor 
 **Marks**. Only protocols Apache Kafka ships are ranked (``findings.shipped``): the connect
 group type (this project's) is shown beside them, unmarked. The protocol with the best median
 is *best* when it is better (as above) than every other ranked protocol; the protocols it is
-not better than share the place with it (*tied best*); when that is every protocol the row is
-a tie (no mark).
+not better than share the place with it (*tied best*) when each of them is also better than
+every protocol the best is better than; when one of them is not (it sits between the best and
+a worse protocol, separated from neither) the row is an *overlap* (no mark: no protocol is
+separated from all the others); when no protocol is better than another the row is a tie (no
+mark).
 
 **Claims** (:func:`claims`): at most :data:`MAX_CLAIMS` sentences for the whole page, each one
 difference that passed the test in a cell of at least :data:`CLAIM_MIN_SEEDS` seeds (so that
@@ -68,6 +71,7 @@ from groupcoord.lab.findings import (
     shipped,
     sweep_parameter,
     with_work_parameters,
+    work_value,
 )
 
 #: KIP-415's question: what an eager or an incremental cooperative Connect rebalance costs
@@ -229,11 +233,13 @@ class Cell:
 class MetricVerdict:
     metric: Metric
     cells: dict[str, Cell]
-    #: best | tied | tie | split | few seeds | one protocol
+    #: best | tied | overlap | tie | split | few seeds | one protocol
     verdict: str
     best: tuple[str, ...] = ()
     #: The protocols the best one is better than (beyond the spread).
     beaten: tuple[str, ...] = ()
+    #: The deciding input a ★ flips across (:func:`mark_dependence`): "" when it holds.
+    depends: str = ""
 
 
 @dataclass(slots=True)
@@ -248,6 +254,8 @@ class VerdictRow:
     x: float | None = None
     #: Per protocol, the settings of the row's runs (a grid may sweep a setting by scenario).
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The group's production rate (records/s over all its partitions), when known.
+    rate: float | None = None
 
 
 @dataclass(slots=True)
@@ -305,6 +313,14 @@ def judge(cells: dict[str, Cell], m: Metric, min_seeds: int = MIN_SEEDS) -> Metr
     beaten = tuple(p for p in order[1:] if beats(vals[top], vals[p], m, min_seeds)
                    or sign_test(cells[top].values, cells[p].values, m) <= SIGN_ALPHA)
     best = tuple(p for p in order if p not in beaten)
+    if len(best) > 1 and beaten and any(
+            not (beats(vals[p], vals[q], m, min_seeds)
+                 or sign_test(cells[p].values, cells[q].values, m) <= SIGN_ALPHA)
+            for p in best[1:] for q in beaten):
+        # "=" means not separated from the best AND separated from the rest: a protocol the
+        # best does not beat that does not beat a worse one either sits between them, and no
+        # protocol is separated from every other: no mark (the best still beats ``beaten``)
+        return MetricVerdict(m, cells, "overlap", (top,), beaten)
     if len(best) > 1 and any(cells[p].split for p in best):
         # the best's range overlaps another's, and one of them has distinct outcomes: the
         # overlap is the split's, not a tie (nor a best)
@@ -356,7 +372,7 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
     for key in sorted(by_row, key=row_key):
         rs = by_row[key]
         vr = VerdictRow(key[0], key[1], key[2], key[3], len({r.get("seed") for r in rs}),
-                        x=_x_of(rs, param), settings=_settings_of(rs))
+                        x=_x_of(rs, param), settings=_settings_of(rs), rate=_rate_of(rs))
         for m in metrics:
             cells: dict[str, Cell] = {}
             for p in protocols:
@@ -366,6 +382,7 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
                     cells[p] = Cell(vals)
             vr.metrics.append(judge(cells, m, min_seeds))
         rows.append(vr)
+    mark_dependence(rows, X_NAMES.get(param or "", (param or "",))[0] if param else None)
     title = str(grid.get("question") or grid.get("description") or "")
     return GridVerdict(str(grid.get("name") or ""), title, protocols, metrics, rows, len(mine),
                        sum(1 for r in mine if not r.get("ok")),
@@ -375,6 +392,83 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
                        _settings_of(mine), str(grid.get("description") or ""),
                        sum(1 for r in mine if r.get("ok") and r.get("caught_up") is not False
                            and r.get("noop_events")))
+
+
+#: Scenario variants that set one deciding input in their name (``rolling-bounce-down20s``:
+#: each member down 20 s; ``worker-leaves-d30s``: KIP-415's delay at 30 s), with the input's
+#: name; the variant without the suffix is the input's default.
+SCENARIO_INPUTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^(?P<base>.+)-down(?P<v>\d+)s$"), "the bounce downtime"),
+    (re.compile(r"^(?P<base>.+)-d(?P<v>\d+)s?$"), "scheduled.rebalance.max.delay.ms"),
+)
+
+
+def _input_of(row: VerdictRow, param_name: str | None) -> tuple[tuple[Any, ...], str] | None:
+    """The row's place in a sweep of a deciding input: (the rows it is compared with, the
+    input's name); None when no input varies."""
+    for pat, name in SCENARIO_INPUTS:
+        mt = pat.match(row.scenario)
+        if mt:
+            return (mt.group("base"), row.size, row.workload, row.fault_rate), name
+    if param_name is not None and row.x is not None:
+        return (row.scenario, row.size, row.fault_rate), param_name
+    return None
+
+
+def mark_dependence(rows: Sequence[VerdictRow], param_name: str | None = None) -> None:
+    """A ★ that flips across a deciding input is printed "depends on X": among the rows that
+    differ only in one input (a swept workload parameter, or a scenario variant of
+    :data:`SCENARIO_INPUTS` with its default, the plain scenario), per metric, when some row
+    marks a single best and another row of the same sweep marks a different one or none, each
+    marked row's verdict gets ``depends`` (the ★ is a fact of the input's value, not of the
+    protocol)."""
+    groups: dict[tuple[Any, ...], list[VerdictRow]] = defaultdict(list)
+    names: dict[tuple[Any, ...], str] = {}
+    for row in rows:
+        got = _input_of(row, param_name)
+        if got is not None:
+            groups[got[0]].append(row)
+            names[got[0]] = got[1]
+    for row in rows:
+        # the plain scenario is the variants' default (rolling-bounce: 3 s down)
+        if any(pat.match(row.scenario) for pat, _ in SCENARIO_INPUTS):
+            continue
+        key = (row.scenario, row.size, row.workload, row.fault_rate)
+        if key in groups and row not in groups[key]:
+            groups[key].append(row)
+    for key, members in groups.items():
+        if len(members) < 2:
+            continue
+        for i in range(min(len(r.metrics) for r in members)):
+            marks = [(r.metrics[i].best if r.metrics[i].verdict == "best" else None)
+                     for r in members]
+            if any(marks) and len(set(marks)) > 1:
+                for r in members:
+                    if r.metrics[i].verdict == "best":
+                        r.metrics[i].depends = names[key]
+
+
+def _rate_of(rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """The group's production rate in records/s (per partition x partitions), the median over
+    the rows' runs; None where a part is unknown."""
+    rates = []
+    for r in rows:
+        per, parts = work_value(r, "records_per_s"), r.get("total_partitions")
+        if per is not None and parts:
+            rates.append(float(per) * float(parts))
+    return statistics.median(rates) if rates else None
+
+
+def throughput(m: Metric, rate: float | None, *values: float) -> str:
+    """Lag in the units a platform team uses, the group's throughput: a lag peak as seconds
+    of the group's production, lag·s as the group's rate times seconds (record·s = records/s
+    x s). Empty for other metrics or an unknown rate."""
+    if not rate or m.column not in ("lag_peak", "lag_record_s"):
+        return ""
+    secs = " against ".join(f"{number(v / rate)} s" for v in values)
+    if m.column == "lag_peak":
+        return f" (at the group's {number(rate)} records/s: {secs} of its production)"
+    return f" (record·s = the group's {number(rate)} records/s x {secs})"
 
 
 def _settings_of(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -445,9 +539,10 @@ class Claim:
 def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
     m = mv.metric
     best = mv.best[0]
-    # the protocol furthest from the best among those it beats
+    # the runner-up: the protocol closest to the best among those it beats (against the
+    # worst, any win looks large)
     sign = 1 if m.lower_is_better else -1
-    worse = max(mv.beaten, key=lambda p: (sign * mv.cells[p].median, p))
+    worse = min(mv.beaten, key=lambda p: (sign * mv.cells[p].median, p))
     b, w = mv.cells[best], mv.cells[worse]
     where = f"{row.scenario}, {row.size} {member_word(row.scenario, g.protocols)}"
     if g.parameter is not None and row.x is not None:
@@ -461,8 +556,12 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
         each = [f"{p} {_quote(m, mv.cells[p])}" for p in mv.best]
         lead = (f"{' and '.join(mv.best)} share the {word} {short_label(m, g.excess)} "
                 f"({'; '.join(each)})")
-    text = (f"{where}: {lead} against {_quote(m, w)} for {worse}, medians of {n} seeds.")
+    text = (f"{where}: {lead} against {_quote(m, w)} for {worse} (the runner-up), medians of "
+            f"{n} seeds{throughput(m, row.rate, b.median, w.median)}.")
     text += _by_design(row.settings or g.settings, m, worse, w.median)
+    if mv.depends:
+        text += (f" The mark depends on {mv.depends}: at another value swept it goes to "
+                 "another protocol or to none.")
     cmd = reproduce(g.spec, row.scenario, row.size, row.workload, [*mv.best, worse])
     return Claim(g.name, text, cmd, m.column, row.scenario, row.size, best, worse,
                  row.workload)
@@ -514,7 +613,7 @@ def _strength(mv: MetricVerdict) -> float:
     m = mv.metric
     b = mv.cells[mv.best[0]].median
     sign = 1 if m.lower_is_better else -1
-    w = max((mv.cells[p].median for p in mv.beaten), key=lambda v: sign * v)
+    w = min((mv.cells[p].median for p in mv.beaten), key=lambda v: sign * v)
     lo, hi = sorted((abs(b), abs(w)))
     return (hi + m.floor) / (lo + m.floor)
 
@@ -546,7 +645,7 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
             parts = []
             for w in dict.fromkeys(w for _, w in winners):
                 xs = ", ".join(number(x or 0.0) for x, v in winners if v == w)
-                parts.append(f"{w or 'no protocol separated'} at {xs}{x_unit}")
+                parts.append(f"{w or 'no protocol separated from all the rest'} at {xs}{x_unit}")
             word = "lowest" if m.lower_is_better else "highest"
             head = (f"{scenario}, {size} {member_word(scenario, g.protocols)}, "
                     f"{short_label(m, g.excess)} against {x_name}, the {word}, separated "
@@ -613,11 +712,15 @@ CLAIM_RULE = (
     "Which differences get a sentence: every one marked ★ (or = beside a ★) by the test "
     "above in a cell of at least {seeds} seeds per "
     "protocol, in the grid's own metrics, is a candidate; of one scenario and metric only the "
-    "size with the largest effect counts. First, in each grid, every protocol that wins "
-    "somewhere gets its strongest win, a shared win counting for each protocol sharing it "
+    "size with the largest effect counts; a win over a protocol whose number is a configured "
+    "delay (KIP-415's scheduled.rebalance.max.delay.ms) is no candidate. First, in each grid, "
+    "every protocol that wins in the grid's first metric (its question's) gets its strongest "
+    "win there, a shared win counting for each protocol sharing it "
     "(a grid that sweeps a parameter instead says, per scenario, where its first metric's "
     "winner changes); then the remaining candidates by "
-    "effect size (the ratio of the two medians, each plus the metric's floor), a scenario not "
+    "effect size (the ratio of the best's median to its runner-up's, the closest protocol it "
+    "separates from, each plus the metric's floor; a sentence names the runner-up, never the "
+    "worst protocol), a scenario not "
     "yet named before another sentence on one that is; at most {limit} "
     "sentences in all, shown in the grids' order.")
 
@@ -629,6 +732,13 @@ def _candidates(g: GridVerdict) -> list[tuple[float, Claim, tuple[str, ...]]]:
     for row in g.rows:
         for mv in row.metrics:
             if mv.verdict not in ("best", "tied") or not mv.beaten or not claimable(mv):
+                continue
+            sign = 1 if mv.metric.lower_is_better else -1
+            runner_up = min(mv.beaten, key=lambda p: (sign * mv.cells[p].median, p))
+            if _by_design(row.settings or g.settings, mv.metric, runner_up,
+                          mv.cells[runner_up].median):
+                # the other protocol's number is a configured delay (KIP-415's
+                # scheduled.rebalance.max.delay.ms): not a headline of a protocol's merit
                 continue
             key = (row.scenario, mv.metric.column)
             strength = _strength(mv)
@@ -669,9 +779,11 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS) -> list[Cla
             continue
         cands = sorted(_candidates(g), key=lambda sc: (-sc[0], sc[1].scenario, sc[1].metric))
         seen: set[str] = set()
+        lead = g.metrics[0].column if g.metrics else ""
         for st, c, winners in cands:
-            # a win shared by tied protocols counts for each of them
-            if set(winners) - seen:
+            # a win shared by tied protocols counts for each of them; a grid's headlines are
+            # in its question's metric (task downtime for KIP-415, not restart counts)
+            if c.metric == lead and set(winners) - seen:
                 seen.update(winners)
                 first.append((st, c))
             else:
@@ -733,6 +845,7 @@ __all__ = [
     "MIN_SEEDS",
     "MODE_GAP",
     "RELATIVE_FLOOR",
+    "SCENARIO_INPUTS",
     "Cell",
     "Claim",
     "Comparisons",
@@ -747,6 +860,7 @@ __all__ = [
     "grid_verdict",
     "grid_verdicts",
     "judge",
+    "mark_dependence",
     "modes",
     "natural_key",
     "question_metrics",
@@ -756,5 +870,6 @@ __all__ = [
     "sign_needed",
     "sign_test",
     "threshold",
+    "throughput",
     "usable",
 ]
