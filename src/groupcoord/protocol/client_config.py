@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import re
 import ssl
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -135,3 +136,27 @@ def add_command_config(p: argparse.ArgumentParser) -> None:
                    help="client properties for a secured listener, as Kafka's tools take them: "
                         "security.protocol, sasl.mechanism, sasl.jaas.config (or "
                         "sasl.username/sasl.password), ssl.truststore.location (PEM)...")
+
+
+def guard_client_errors(fn: Any) -> Any:
+    """An admin sub-command whose :class:`~groupcoord.protocol.client.KafkaClientError` (the
+    broker unreachable, an error answer) is one line on stderr and exit status 1."""
+    from groupcoord.protocol.client import KafkaClientError
+
+    def run(ns: argparse.Namespace) -> int:
+        try:
+            return int(fn(ns))
+        except KafkaClientError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+    return run
+
+
+def add_admin_options(p: argparse.ArgumentParser) -> None:
+    """The options every online admin command takes: ``--bootstrap-server``,
+    ``--command-config`` and ``--json``."""
+    from groupcoord.commands import bootstrap_servers
+
+    p.add_argument("--bootstrap-server", type=bootstrap_servers, default="127.0.0.1:9092")
+    add_command_config(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")

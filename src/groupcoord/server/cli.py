@@ -66,12 +66,11 @@ from kio.schema.errors import ErrorCode
 
 from groupcoord.commands import (
     UsageError,
-    bootstrap_servers,
     command,
     int_at_least,
 )
-from groupcoord.protocol.client import KafkaClient, KafkaClientError
-from groupcoord.protocol.client_config import add_command_config
+from groupcoord.protocol.client import KafkaClient
+from groupcoord.protocol.client_config import add_admin_options, guard_client_errors
 from groupcoord.protocol.errors import CoordinatorError, error_name
 from groupcoord.protocol.versions import ApiKey
 from groupcoord.server.share_groups_cli import describe_share, share_lines
@@ -269,22 +268,6 @@ def _table(rows: list[list[str]]) -> str:
                      for r in rows)
 
 
-def _guard(fn: Any) -> Any:
-    def run(ns: argparse.Namespace) -> int:
-        try:
-            return int(fn(ns))
-        except KafkaClientError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 1
-    return run
-
-
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--bootstrap-server", type=bootstrap_servers, default="127.0.0.1:9092")
-    add_command_config(p)
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-
-
 # ------------------------------------------------------------------------------ topics
 
 
@@ -359,23 +342,23 @@ def _topics_delete(ns: argparse.Namespace) -> int:
 def _topics_args(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="topics_command", required=True)
     c = sub.add_parser("create", help="create a topic")
-    _common(c)
+    add_admin_options(c)
     c.add_argument("topic")
     c.add_argument("--partitions", type=int, default=1)
     c.add_argument("--config", action="append", metavar="KEY=VALUE")
-    c.set_defaults(func=_guard(_topics_create))
+    c.set_defaults(func=guard_client_errors(_topics_create))
     li = sub.add_parser("list", help="list topics")
-    _common(li)
-    li.set_defaults(func=_guard(_topics_list))
+    add_admin_options(li)
+    li.set_defaults(func=guard_client_errors(_topics_list))
     a = sub.add_parser("add-partitions", help="raise a topic's partition count to --partitions")
-    _common(a)
+    add_admin_options(a)
     a.add_argument("topic")
     a.add_argument("--partitions", type=int, required=True, help="the new total count")
-    a.set_defaults(func=_guard(_topics_add_partitions))
+    a.set_defaults(func=guard_client_errors(_topics_add_partitions))
     d = sub.add_parser("delete", help="delete a topic")
-    _common(d)
+    add_admin_options(d)
     d.add_argument("topic")
-    d.set_defaults(func=_guard(_topics_delete))
+    d.set_defaults(func=guard_client_errors(_topics_delete))
 
 
 # ------------------------------------------------------------------------------ groups
@@ -628,14 +611,14 @@ def _connect_lines(g: dict[str, Any]) -> list[str]:
 def _groups_args(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="groups_command", required=True)
     li = sub.add_parser("list", help="list groups")
-    _common(li)
+    add_admin_options(li)
     li.add_argument("--state", action="append", help="only groups in this state (repeatable)")
     li.add_argument("--type", action="append", help="only groups of this type (repeatable)")
-    li.set_defaults(func=_guard(_groups_list))
+    li.set_defaults(func=guard_client_errors(_groups_list))
     d = sub.add_parser("describe", help="members, assignments, committed offsets and lag")
-    _common(d)
+    add_admin_options(d)
     d.add_argument("group", nargs="+")
-    d.set_defaults(func=_guard(_groups_describe))
+    d.set_defaults(func=guard_client_errors(_groups_describe))
 
 
 # ------------------------------------------------------------------------------ connectors
@@ -699,16 +682,17 @@ def add_connectors_commands(p: argparse.ArgumentParser) -> None:
                                   ("update", CONFIG_UPDATE, "Updated", "change its task count"),
                                   ("delete", CONFIG_DELETE, "Deleted", "delete a connector")):
         c = sub.add_parser(name, help=help_)
-        _common(c)
+        add_admin_options(c)
         c.add_argument("name")
         c.add_argument("--group", required=True, help="the connect group")
         if op != CONFIG_DELETE:
             c.add_argument("--tasks", type=int, required=True, help="number of tasks")
-        c.set_defaults(func=_guard(lambda ns, op=op, verb=verb: _connectors_change(ns, op, verb)))
+        c.set_defaults(func=guard_client_errors(
+            lambda ns, op=op, verb=verb: _connectors_change(ns, op, verb)))
     li = sub.add_parser("list", help="the connectors, their task counts and who runs them")
-    _common(li)
+    add_admin_options(li)
     li.add_argument("--group", required=True, help="the connect group")
-    li.set_defaults(func=_guard(_connectors_list))
+    li.set_defaults(func=guard_client_errors(_connectors_list))
 
 
 @command("connectors", "create, update, delete and list the connectors of a connect group")

@@ -32,9 +32,9 @@ import sys
 import time
 from typing import Any
 
-from groupcoord.commands import bootstrap_servers, command, int_at_least
-from groupcoord.protocol.client import KafkaClient, KafkaClientError
-from groupcoord.protocol.client_config import add_command_config
+from groupcoord.commands import command, int_at_least
+from groupcoord.protocol.client import KafkaClient
+from groupcoord.protocol.client_config import add_admin_options, guard_client_errors
 from groupcoord.protocol.errors import error_name
 from groupcoord.protocol.versions import ApiKey
 
@@ -217,51 +217,35 @@ def _abort(ns: argparse.Namespace) -> int:
     return 0
 
 
-def _guard(fn: Any) -> Any:
-    def run(ns: argparse.Namespace) -> int:
-        try:
-            return int(fn(ns))
-        except KafkaClientError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 1
-    return run
-
-
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--bootstrap-server", type=bootstrap_servers, default="127.0.0.1:9092")
-    add_command_config(p)
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-
-
 @command("transactions", "list, describe, find hanging and abort transactions")
 def _args(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="transactions_command", required=True)
     li = sub.add_parser("list", help="transactional ids, producer ids and states")
-    _common(li)
+    add_admin_options(li)
     li.add_argument("--state", action="append", help="keep this state (repeatable)")
     li.add_argument("--producer-id", action="append", type=int_at_least(0),
                     help="keep this producer id (repeatable)")
     li.add_argument("--duration-ms", type=int_at_least(0),
                     help="keep transactions open at least this long")
     li.add_argument("--pattern", help="keep ids the regular expression matches whole")
-    li.set_defaults(func=_guard(_list))
+    li.set_defaults(func=guard_client_errors(_list))
     d = sub.add_parser("describe", help="one transactional id's producer, state and partitions")
-    _common(d)
+    add_admin_options(d)
     d.add_argument("transactional_id", nargs="+")
-    d.set_defaults(func=_guard(_describe))
+    d.set_defaults(func=guard_client_errors(_describe))
     f = sub.add_parser("find-hanging", help="open transactions on a topic's partitions that no "
                        "transaction coordinator tracks (DescribeProducers)")
-    _common(f)
+    add_admin_options(f)
     f.add_argument("--topic", required=True)
     f.add_argument("--partition", type=int_at_least(0))
     f.add_argument("--max-transaction-timeout", type=int_at_least(0), default=15,
                    help="minutes a transaction must have been idle (default 15, Kafka's "
                         "transaction.max.timeout.ms)")
-    f.set_defaults(func=_guard(_find_hanging))
+    f.set_defaults(func=guard_client_errors(_find_hanging))
     a = sub.add_parser("abort", help="write the abort marker of the open transaction starting "
                        "at an offset (WriteTxnMarkers at the partition's leader)")
-    _common(a)
+    add_admin_options(a)
     a.add_argument("--topic", required=True)
     a.add_argument("--partition", type=int_at_least(0), required=True)
     a.add_argument("--start-offset", type=int_at_least(0), required=True)
-    a.set_defaults(func=_guard(_abort))
+    a.set_defaults(func=guard_client_errors(_abort))
