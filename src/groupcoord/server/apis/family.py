@@ -10,7 +10,7 @@ tables. Adding a family is a module with such a class and one line in the dispat
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,6 +125,50 @@ class ApiFamily:
 
     def _cluster_allowed(self, ctx: RequestContext, op: AclOperation) -> bool:
         return self._allowed(ctx, op, RT.CLUSTER, CLUSTER_NAME)
+
+    def _describe_groups(self, ctx: RequestContext, group_ids: list[str],
+                         refused: Callable[[str], Any],
+                         describe: Callable[[tuple[str, ...]], Any]) -> dict[str, Any]:
+        """A describe API of a group type, by group id: DESCRIBE on each group (``refused(id)``
+        is its answer otherwise), the others described on their shards (``describe(ids)`` is
+        the shard's request)."""
+        found = {gid: refused(gid) for gid in group_ids
+                 if not self._allowed(ctx, Op.DESCRIBE, RT.GROUP, gid)}
+        for shard, gids in self.runtime.group_ids_by_shard(
+                [g for g in group_ids if g not in found]).items():
+            for g in self.runtime.handle(shard, describe(tuple(gids))).groups:
+                found[g.group_id] = g
+        return found
+
+    def _may_describe_topics(self, ctx: RequestContext, names: Iterable[str],
+                             topic_ids: Iterable[Any]) -> bool:
+        """Whether the principal may DESCRIBE every topic a described group names: by name, and
+        by id for the assigned ones (an id no longer in the image names nothing). Describing a
+        group must not reveal topics the principal may not describe (Kafka 4's
+        ``KafkaApis.handleConsumerGroupDescribe`` / ``handleShareGroupDescribe``)."""
+        by_id = self.registry.image().by_id
+        every = set(names)
+        for t in topic_ids:
+            meta = by_id.get(t)
+            if meta is not None:
+                every.add(meta.name)
+        return all(self._allowed(ctx, Op.DESCRIBE, RT.TOPIC, n) for n in every)
+
+    def _group_ops(self, ctx: RequestContext, group_id: str, include: bool, given: int) -> int:
+        """A described group's ``authorized_operations``: the principal's, when asked for."""
+        if not include:
+            return given
+        return self.authorizer.authorized_operations(ctx.principal, ctx.client_host, RT.GROUP,
+                                                     group_id)
+
+    def _topic_names(self) -> Callable[[Any], str]:
+        """A topic id's name in the current image ("" for an id no longer there)."""
+        by_id = self.registry.image().by_id
+
+        def name_of(topic_id: Any) -> str:
+            meta = by_id.get(topic_id)
+            return meta.name if meta else ""
+        return name_of
 
     def _resp(self, ctx: RequestContext, values: dict[str, Any] | None = None, **kw: Any) -> Any:
         cls = response_class(ctx.api_key, ctx.api_version)

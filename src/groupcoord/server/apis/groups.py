@@ -156,56 +156,28 @@ class GroupApis(ApiFamily):
         """ConsumerGroupDescribe, its response encoded by ``protocol/fast.py`` (kio's generic
         writers took seconds for a group of 10,000 members, each listing its assignment and
         target with topic names)."""
-        ids = list(body.group_ids)
         include_ops = bool(body.include_authorized_operations)
-        found: dict[str, cgm.DescribedGroup] = {}
-        for gid in ids:
-            if not self._allowed(ctx, Op.DESCRIBE, RT.GROUP, gid):
-                found[gid] = cgm.DescribedGroup(
-                    gid, error_code=E.group_authorization_failed,
-                    error_message=f"Not authorized to describe the group {gid!r}.")
-        for shard, gids in self.runtime.group_ids_by_shard(
-                [g for g in ids if g not in found]).items():
-            r: cgm.ConsumerGroupDescribeResponse = self.runtime.handle(
-                shard, cgm.ConsumerGroupDescribeRequest(tuple(gids), include_ops))
-            for g in r.groups:
-                found[g.group_id] = self._hide_undescribable_topics(g, ctx)
-        by_id = self.registry.image().by_id
-
-        def name_of(topic_id: Any) -> str:
-            meta = by_id.get(topic_id)
-            return meta.name if meta else ""
-
-        groups = [found[gid] for gid in ids]
+        found = self._describe_groups(
+            ctx, list(body.group_ids),
+            lambda gid: cgm.DescribedGroup(
+                gid, error_code=E.group_authorization_failed,
+                error_message=f"Not authorized to describe the group {gid!r}."),
+            lambda gids: cgm.ConsumerGroupDescribeRequest(gids, include_ops))
+        groups = [self._hide_undescribable_topics(found[gid], ctx) for gid in body.group_ids]
         ops = [self._group_ops(ctx, g.group_id, include_ops and not g.error_code,
                                g.authorized_operations) for g in groups]
         return fast.consumer_group_describe_response(ctx.api_version, groups, ops,
-                                                     fast.DescribedTopics(name_of))
-
-    def _group_ops(self, ctx: RequestContext, group_id: str, include: bool, given: int) -> int:
-        """A described group's ``authorized_operations``: the principal's, when asked for."""
-        if not include:
-            return given
-        return self.authorizer.authorized_operations(ctx.principal, ctx.client_host, RT.GROUP,
-                                                     group_id)
+                                                     fast.DescribedTopics(self._topic_names()))
 
     def _hide_undescribable_topics(self, g: cgm.DescribedGroup,
                                    ctx: RequestContext) -> cgm.DescribedGroup:
         """A described consumer group whose members subscribe to or are assigned topics the
         principal may not describe is answered TOPIC_AUTHORIZATION_FAILED instead (Kafka 4's
         ``KafkaApis.handleConsumerGroupDescribe``: describing the group must not reveal them)."""
-        if g.error_code:
-            return g
-        by_id = self.registry.image().by_id
-        names: set[str] = set()
-        for mb in g.members:
-            names.update(mb.subscribed_topic_names)
-            for a in (mb.assignment, mb.target_assignment):
-                for tp in a.topic_partitions:
-                    meta = by_id.get(tp.topic_id)
-                    if meta is not None:
-                        names.add(meta.name)
-        if all(self._allowed(ctx, Op.DESCRIBE, RT.TOPIC, n) for n in names):
+        if g.error_code or self._may_describe_topics(
+                ctx, (n for mb in g.members for n in mb.subscribed_topic_names),
+                (tp.topic_id for mb in g.members
+                 for a in (mb.assignment, mb.target_assignment) for tp in a.topic_partitions)):
             return g
         return cgm.DescribedGroup(g.group_id, error_code=E.topic_authorization_failed,
                                   error_message="The group has subscribed or assigned topics "

@@ -65,31 +65,18 @@ class ShareGroupApis(ApiFamily):
     def share_group_describe(self, body: Any, ctx: RequestContext) -> Any:
         ids = list(body.group_ids)
         include_ops = bool(body.include_authorized_operations)
-        found: dict[str, sm.DescribedShareGroup] = {}
-        for gid in ids:
-            if not self._allowed(ctx, Op.DESCRIBE, RT.GROUP, gid):
-                found[gid] = sm.DescribedShareGroup(
-                    gid, E.group_authorization_failed,
-                    f"Not authorized to describe the group {gid!r}.")
-        for shard, gids in self.runtime.group_ids_by_shard(
-                [g for g in ids if g not in found]).items():
-            r: sm.ShareGroupDescribeResponse = self.runtime.handle(
-                shard, sm.ShareGroupDescribeRequest(tuple(gids), include_ops))
-            for g in r.groups:
-                found[g.group_id] = self._hide_undescribable_topics(g, ctx)
-        by_id = self.registry.image().by_id
-
-        def name_of(topic_id: Any) -> str:
-            meta = by_id.get(topic_id)
-            return meta.name if meta else ""
-
+        found = self._describe_groups(
+            ctx, ids,
+            lambda gid: sm.DescribedShareGroup(
+                gid, E.group_authorization_failed,
+                f"Not authorized to describe the group {gid!r}."),
+            lambda gids: sm.ShareGroupDescribeRequest(gids, include_ops))
+        name_of = self._topic_names()
         groups = []
         for gid in ids:
-            g = found[gid]
-            ops = g.authorized_operations
-            if include_ops and not g.error_code:
-                ops = self.authorizer.authorized_operations(ctx.principal, ctx.client_host,
-                                                            RT.GROUP, gid)
+            g = self._hide_undescribable_topics(found[gid], ctx)
+            ops = self._group_ops(ctx, gid, include_ops and not g.error_code,
+                                  g.authorized_operations)
             groups.append({
                 "error_code": g.error_code, "error_message": g.error_message, "group_id": gid,
                 "group_state": g.group_state, "group_epoch": g.group_epoch,
@@ -109,17 +96,9 @@ class ShareGroupApis(ApiFamily):
 
     def _hide_undescribable_topics(self, g: sm.DescribedShareGroup,
                                    ctx: RequestContext) -> sm.DescribedShareGroup:
-        if g.error_code:
-            return g
-        by_id = self.registry.image().by_id
-        names: set[str] = set()
-        for mb in g.members:
-            names.update(mb.subscribed_topic_names)
-            for t in mb.assignment:
-                meta = by_id.get(t)
-                if meta is not None:
-                    names.add(meta.name)
-        if all(self._allowed(ctx, Op.DESCRIBE, RT.TOPIC, n) for n in names):
+        if g.error_code or self._may_describe_topics(
+                ctx, (n for mb in g.members for n in mb.subscribed_topic_names),
+                (t for mb in g.members for t in mb.assignment)):
             return g
         return sm.DescribedShareGroup(g.group_id, E.topic_authorization_failed,
                                       "The group has subscribed or assigned topics which are "
