@@ -45,6 +45,15 @@ class WireRun:
     processing_ms: float
     server_config: dict[str, str] = field(default_factory=dict)
     workdir: str = ""
+    #: resource -> when it came into being (wall clock; a partition added during the run):
+    #: convergence asks for owners of the resources that exist at the time only
+    since: dict[str, float] = field(default_factory=dict)
+
+    def exists(self, resource: str, t: float) -> bool:
+        """Whether ``resource`` exists at ``t`` (every resource not added during the run
+        does)."""
+        began = self.since.get(resource)
+        return began is None or t >= began
 
 
 def iter_records(run: WireRun) -> Iterator[tuple[float, str, str, int]]:
