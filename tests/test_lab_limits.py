@@ -75,7 +75,7 @@ def test_the_model_limits_come_from_the_runs_configuration() -> None:
     assert ("Outside 2x: bounce at 4 members, consumer:uniform [2 wire runs]: lag peak "
             "100 / 10 records (10.00) - outside 2x on lag peak (a race).") in text
     assert ("Within 2x: bounce at 4 members, classic:eager [2 wire runs]: lag peak 10 / 12 "
-            "records (0.83).") in text
+            "records (0.83, both below the floor of 50).") in text
     assert "100 ms" not in text  # no fetch latency typed by hand
 
 
