@@ -75,8 +75,41 @@ def calibration_rows(results: Sequence[Any], scenario: str, condition: str = "",
             row_out["settings"] = dict(settings)
         row_out.update({"disturbance": s.disturbance, "metrics": metrics,
                         "within_2x": bool(s.checked_ok)})
+        wire_runs = list(getattr(r, "wire_runs", []) or [])
+        sim_runs = list(getattr(r, "sim_runs", []) or [])[:len(wire_runs)]
+        if wire_runs:
+            row_out["per_run"] = {
+                m: {"measured": [_run_value(w, m) for w in wire_runs],
+                    "simulated": [_run_value(w, m) for w in sim_runs]}
+                for m in _PER_RUN}
         out.append(row_out)
     return out
+
+
+#: The metrics a row keeps per run (each wire run and its paired seed), as the summary
+#: aggregates a run's windows: the mean, the lag peak's maximum.
+_PER_RUN = ("time_to_converge_ms", "converge_after_ms", "lag_peak", "lag_record_s")
+
+
+def _run_value(windows: Sequence[Mapping[str, Any]], metric: str) -> float | None:
+    """One run's value of ``metric`` over its disturbance windows (the initial join left
+    out), as ``lab.calibrate.summarize`` aggregates them; None when a window lacks it."""
+    vals: list[float] = []
+    for w in windows:
+        if w.get("disturbance") == "initial-join":
+            continue
+        if metric == "converge_after_ms":
+            ttc = w.get("time_to_converge_ms")
+            v = None if ttc is None else max(
+                float(ttc) - (float(w["settled_ms"]) - float(w["at_ms"])), 0.0)
+        else:
+            v = None if w.get(metric) is None else float(w[metric])
+        if v is None:
+            return None
+        vals.append(v)
+    if not vals:
+        return None
+    return round(max(vals) if metric == "lag_peak" else sum(vals) / len(vals), 1)
 
 
 def merged_calibration(old: Mapping[str, Any] | None, rows: Sequence[Mapping[str, Any]],
@@ -105,6 +138,12 @@ _FLOORS: dict[str, float] = {"time_to_converge_ms": 500, "converge_after_ms": 50
 _CAL_NAMES = {"converge_after_ms": ("time to converge after the disturbance", "ms"),
               "time_to_converge_ms": ("time to converge", "ms"),
               "lag_peak": ("lag peak", "records"), "lag_record_s": ("lag", "record·s")}
+#: The metrics a row reports beside the checked ones (when either side is not 0).
+_REPORTED_NAMES = {"records_processed": ("records processed", ""),
+                   "stall_ms": ("stall", "ms"), "paused_partition_s": ("paused", "partition·s"),
+                   "records_reprocessed": ("records processed twice", ""),
+                   "task_restarts": ("task restarts", ""),
+                   "resources_moved": ("moved", "")}
 #: The settings a row names (Kafka's names, shortened on the page), in this order.
 _ROW_SETTINGS = (("heartbeat.interval.ms", "heartbeat"),
                  ("group.consumer.heartbeat.interval.ms", "heartbeat"),
@@ -207,6 +246,30 @@ def calibration_row_text(r: Mapping[str, Any], checked: Sequence[str],
         text += " - outside 2x on " + ", ".join(_CAL_NAMES.get(c, (c, ""))[0] for c in misses)
     if r.get("why"):
         text += f" ({r['why']})"
+    reported = []
+    for c, (name, unit) in _REPORTED_NAMES.items():
+        v = metrics.get(c) or {}
+        s, m = v.get("simulated"), v.get("measured")
+        if s is None or m is None or (float(s) == 0 and float(m) == 0):
+            continue
+        reported.append(f"{name} {_n(s)} / {_n(m)} {unit}".rstrip())
+    if reported:
+        text += "; reported, not checked: " + ", ".join(reported)
+    spread = []
+    for c in checked:
+        runs = (r.get("per_run") or {}).get(c) or {}
+        if c == "converge_after_ms" and runs == (r.get("per_run") or {}).get(
+                "time_to_converge_ms"):
+            continue
+        ms = [v for v in runs.get("measured") or [] if v is not None]
+        ss = [v for v in runs.get("simulated") or [] if v is not None]
+        floor = _FLOORS.get(c, 0.0)
+        if len(ms) > 1 and any(max(x) > max(2 * min(x), floor) for x in (ms, ss) if x):
+            name, unit = _CAL_NAMES.get(c, (c, ""))
+            spread.append(f"{name} run by run {', '.join(_n(v) for v in ms)} {unit} measured, "
+                          f"{', '.join(_n(v) for v in ss)} in the paired seeds")
+    if spread:
+        text += "; the runs are spread: " + "; ".join(spread)
     return text
 
 
