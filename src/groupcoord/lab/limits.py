@@ -340,6 +340,26 @@ def calibration_items(cal: Mapping[str, Any] | None, gaps: Sequence[float] | Non
     return items
 
 
+def calibration_for(scenario: str, protocol: str, members: int | None = None,
+                    cal: Mapping[str, Any] | None = None) -> str | None:
+    """The calibration row of a table's cell, as the page prints it
+    (:func:`calibration_row_text`), for the sentence that the cell supports; None when no row
+    measured that scenario and protocol (at ``members``, when given). ``cal``: the package's
+    results by default. For the report's sentence writer: each comparison beside the claim it
+    supports."""
+    cal = cal if cal is not None else load_calibration()
+    if not cal:
+        return None
+    setup = cal.get("setup") or {}
+    rows = [r for r in cal.get("rows") or []
+            if r.get("scenario") == scenario and r.get("protocol") == protocol
+            and (members is None or r.get("members", setup.get("members")) == members)]
+    if not rows:
+        return None
+    return "; ".join(calibration_row_text(r, list(cal.get("checked") or []), setup)
+                     for r in rows)
+
+
 def _span(values: Sequence[int]) -> str:
     if not values:
         return "?"
@@ -590,7 +610,7 @@ def settings_table(runs: Iterable[Mapping[str, Any]]) -> tuple[list[list[str]],
     return cols, rows
 
 
-__all__ = ["CALIBRATION_FILE", "calibration_items", "calibration_ratio", "calibration_row_text",
-           "calibration_rows", "cell_scenarios",
+__all__ = ["CALIBRATION_FILE", "calibration_for", "calibration_items", "calibration_ratio",
+           "calibration_row_text", "calibration_rows", "cell_scenarios",
            "load_calibration", "merged_calibration", "model_limits", "save_calibration",
            "settings_table"]
