@@ -35,7 +35,7 @@ from groupcoord.lab.limits import (
 )
 from groupcoord.lab.wire import WireRun, WireWindow, WireWorkload, _actions, server_configs
 from groupcoord.lab.wire_member import consumer_config, parse_args
-from groupcoord.lab.wire_metrics import convergence, window_metrics
+from groupcoord.lab.wire_metrics import Series, convergence, window_metrics
 from groupcoord.sim.scenario import load_scenario
 from groupcoord.sim.settings import FIELD_SETTINGS
 
@@ -108,7 +108,48 @@ def test_partitions_added_and_a_crash_are_played_on_the_wire() -> None:
     assert (30.0, "stop", "c2", True) in acts  # SIGKILL: the session expires
 
 
+def test_a_connector_removed_is_played_for_connect_groups_only() -> None:
+    from pathlib import Path
+
+    from groupcoord.lab.wire import WireError
+
+    path = (Path(__file__).parents[1] / "src/groupcoord/lab/data/calibration"
+            / "kip415-connector-removed.toml")
+    sc = load_scenario(str(path), 1)
+    acts, windows = _actions(sc, 1)
+    assert (30.0, "delete", "B", False) in acts
+    assert [w.label for w in windows] == ["initial-join", "remove-connector"]
+    with pytest.raises(WireError, match="Connect groups"):
+        _actions(load_scenario("crash", 1).__class__(
+            name="x", events=sc.events, topics=(("foo", 4),)), 1)
+
+
 # ----------------------------------------------------------------------------- the metrics
+
+
+def test_a_deleted_connectors_tasks_need_no_owner_and_have_no_lag() -> None:
+    """B-0 is deleted at 10 s: from then on the group converges without it and its lag (its
+    source goes on counting on the wire) is not counted."""
+    logs = {"c1": [{"t": T0 + 1.0, "e": "assign", "parts": ["A", "A-0"]}],
+            "c2": [{"t": T0 + 1.0, "e": "assign", "parts": ["B", "A-1"]},
+                   {"t": T0 + 12.0, "e": "revoke", "parts": ["B"]}]}
+    resources = ["A-0", "A-1", "B-0"]
+    run = WireRun("classic-connect:eager", "connect", T0, T0 + 20, [
+        WireWindow("initial-join", 0.0, 0.0), WireWindow("remove-connector", 10.0, 10.0)],
+        {}, logs, {"c1": [(T0, None)], "c2": [(T0, None)]}, resources,
+        [["A", "B"], resources], 10.0, T0, 0.0, until={"B": T0 + 10.0, "B-0": T0 + 10.0})
+    conv = convergence(run)
+    assert conv[0] == pytest.approx(T0 + 10.0)  # B-0 had no owner until it was deleted
+    assert conv[1] == pytest.approx(T0 + 10.0)
+    assert window_metrics(run)[1]["time_to_converge_ms"] == 0
+    # nothing was processed: every task lags; B-0 only until it was deleted
+    from dataclasses import replace
+
+    lag = Series(run).lag
+    kept = Series(replace(run, until={})).lag
+    at = int(15.0 / 0.01)
+    assert lag[2, at] == 0 and kept[2, at] == pytest.approx(150, abs=1)
+    assert lag[0, at] == kept[0, at] == pytest.approx(150, abs=1)
 
 
 def test_a_partition_added_counts_for_convergence_from_when_it_exists() -> None:

@@ -300,6 +300,7 @@ def _calibrate(ns: argparse.Namespace) -> int:
         run = {"members": sc.members, "wire_runs": ns.repeat, "seeds": ns.seeds,
                "seed": ns.seed, "settings_source": ns.settings, "workload": asdict(wl),
                "wall_s": round(time.time() - began), "command": cmd,
+               **({"note": ns.note} if ns.note else {}),
                "load": [round(load_before, 1), round(os.getloadavg()[0], 1)]}
         data = merged_calibration(
             load_calibration(path) if path.exists() else None,
@@ -427,6 +428,9 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
     cal.add_argument("--server-config", action="append", metavar="KEY=VALUE",
                      help="more broker configs for the wire (the simulator's coordinator does "
                           "not see them: only settings it does not model)")
+    cal.add_argument("--note", default=None, metavar="TEXT",
+                     help="with --save: how the rows' scenario differs from the tables' cell "
+                          "of the same name (printed with each row)")
     cal.add_argument("--settings", choices=("field", "scenario"), default="field",
                      help="each protocol's group at the field's settings, as the lab's tables "
                           "(default), or at the scenario's own timings")

@@ -211,6 +211,8 @@ def calibration_row_text(r: Mapping[str, Any], checked: Sequence[str],
     where += f", {r.get('protocol')}"
     if r.get("condition"):
         where += f", {r['condition']}"
+    if r.get("note"):
+        where += f" ({r['note']})"
     if shown:
         where += " (" + ", ".join(shown) + ")"
     runs = r.get("wire_runs", setup.get("wire_runs"))

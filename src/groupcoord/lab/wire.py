@@ -20,8 +20,10 @@ closes, leaving the group; ``hard``: SIGKILL) and a new process with the same na
 restart), ``crash`` (SIGKILL: the member's session expires), ``add-partitions`` (consumers only:
 CreatePartitions, and the producer produces to the new partitions from then on, as the
 simulator's resources start producing when they appear; a classic member sees them at its next
-metadata refresh, ``metadata_max_age_ms``). Every process is started ahead of its time (``PRESTART_S``, a
-Connect worker ``CONNECT_PRESTART_S``) and waits for a ``go`` line, so Python's start-up
+metadata refresh, ``metadata_max_age_ms``), ``remove-connector`` (Connect only: the
+connector is deleted through the config topic, its tasks stop counting from then on).
+Every process is started ahead of its time (``PRESTART_S``, a Connect worker
+``CONNECT_PRESTART_S``) and waits for a ``go`` line, so Python's start-up
 (imports: half a second for a consumer, 1.6 s of CPU for a Connect worker, 8-9 s for three
 started together on the loaded machine) does not delay a join; members that start at the same
 time (a scale-out) are all started ahead. A Connect worker says ``ready`` once its imports are
@@ -88,7 +90,7 @@ WIRE_PROTOCOLS: dict[str, tuple[str, str]] = {
     "classic-connect:eager": ("connect", "eager"),
 }
 SUPPORTED_EVENTS = ("bounce", "rolling-bounce", "scale-out", "scale-in", "leave", "crash",
-                    "add-partitions")
+                    "add-partitions", "remove-connector")
 
 
 class WireError(ValueError):
@@ -365,6 +367,8 @@ class _RunContext:
         #: partition added during the run appeared (wall clock).
         self.partitions: dict[str, int] = dict(sc.topics)
         self.since: dict[str, float] = {}
+        #: when each connector deleted during the run (and each of its tasks) ceased to be
+        self.until: dict[str, float] = {}
 
     def spawn(self, name: str) -> _Proc:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -470,6 +474,9 @@ def _actions(sc: Scenario, seed: int = 0
         raise WireError("network faults ([network]) are not played on the wire")
     if sc.connectors and any(e.kind == "add-partitions" for e in sc.events):
         raise WireError("add-partitions is played for consumer groups only")
+    if not sc.connectors and any(e.kind == "remove-connector" for e in sc.events):
+        raise WireError("remove-connector is played for Connect groups (a scenario with "
+                        "connectors) only")
     acts: list[tuple[float, str, str, bool]] = []
     windows: list[WireWindow] = []
     names = [f"c{i}" for i in range(1, sc.members + 1)]
@@ -500,6 +507,11 @@ def _actions(sc: Scenario, seed: int = 0
             if str(e["topic"]) not in dict(sc.topics):
                 raise WireError(f"add-partitions: no topic {e['topic']!r} in the scenario")
             acts.append((at, "grow", f"{e['topic']}={int(e['partitions'])}", False))
+        elif e.kind == "remove-connector":
+            if str(e["connector"]) not in dict(sc.connectors):
+                raise WireError(f"remove-connector: no connector {e['connector']!r} in the "
+                                "scenario")
+            acts.append((at, "delete", str(e["connector"]), False))
         elif e.kind == "scale-in":
             for n in sorted(live, key=_member_order)[-int(e["count"]):]:
                 live.remove(n)
@@ -580,6 +592,8 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
                 progress(f"{protocol}: t={time.time() - t0:6.1f} s {action} {name}")
             if action == "grow":
                 _grow(ctx, producer, name)
+            elif action == "delete":
+                _delete_connector(ctx, protocol, name)
             elif action == "go":
                 late = members.go(name)
                 if late > 0.05:
@@ -640,6 +654,29 @@ def _grow(ctx: _RunContext, producer: _Producer | None, spec: str) -> None:
         ctx.since[f"{topic}-{p}"] = now
     if producer is not None:
         producer.add_partitions(topic, old, new)
+
+
+def _delete_connector(ctx: _RunContext, protocol: str, name: str) -> None:
+    """Delete connector ``name`` (the connect group's config request, as ``groupcoord
+    connectors delete`` sends it, from this process: a CLI subprocess would start a second
+    late); it and its tasks cease to be once the coordinator answered."""
+    from groupcoord.protocol.client import KafkaClient
+
+    group = ctx.sc.group_id if protocol.startswith("connect:") else f"{ctx.sc.group_id}-configs"
+    with KafkaClient(ctx.bootstrap) as c:
+        r = c.connect_group_config(group, [{"op": _CONFIG_DELETE, "connector": name,
+                                            "task_count": 0}])
+    if int(r.error_code) != 0:
+        raise RuntimeError(f"cannot delete connector {name}: error {r.error_code} "
+                           f"{r.error_message or ''}")
+    now = time.time()
+    tasks = dict(connectors_of(ctx.sc)).get(name, 0)
+    for res in (name, *(f"{name}-{i}" for i in range(tasks))):
+        ctx.until[res] = now
+
+
+#: The connect group config request's delete operation (``groupcoord connectors delete``).
+_CONFIG_DELETE = 2
 
 
 def extend_windows(windows: list[WireWindow], at_s: float, started_s: float) -> None:
@@ -722,7 +759,7 @@ def _collect(ctx: _RunContext, members: _Members, producer: _Producer | None, t0
         v.sort(key=lambda d: d["t"])
     return WireRun(ctx.protocol, ctx.kind, t0, end, windows, produced, logs, lifetimes,
                    resources, groups, ctx.wl.records_per_s, ctx.source_start, ctx.wl.processing_ms,
-                   since=dict(ctx.since))
+                   since=dict(ctx.since), until=dict(ctx.until))
 
 
 def _worker_names(records: list[dict[str, Any]], lifetimes: dict[str, list[tuple[float, float | None]]]

@@ -109,7 +109,7 @@ def _states(run: WireRun, until: float) -> list[tuple[float, bool, dict[str, set
             times.append((began, name, "alive", []))
             if ended is not None:
                 times.append((ended, name, "alive", []))
-    times += [(t, "", "added", []) for t in run.since.values()]  # (the group is short of owners)
+    times += [(t, "", "added", []) for t in (*run.since.values(), *run.until.values())]
     times.sort(key=lambda c: c[0])
     out: list[tuple[float, bool, dict[str, set[str]]]] = []
     i = 0
@@ -220,6 +220,9 @@ class Series:
                 k = np.searchsorted(np.array(grown), self.times, side="right") - 1
                 processed[index[r]] = np.where(k >= 0, np.array(pos)[np.clip(k, 0, None)], 0)
         self.lag = np.clip(produced - processed, 0, None)  # (resources, samples)
+        for r, ended in run.until.items():  # a deleted connector's tasks have no lag
+            if r in index:
+                self.lag[index[r], self.times >= ended] = 0.0
         self.total_lag = self.lag.sum(axis=0)
         p = run.processing_ms / 1000
         self.active: dict[str, np.ndarray] = {}
