@@ -239,6 +239,28 @@ def test_a_row_keeps_its_runs_and_says_when_they_are_spread() -> None:
                          "measured, 299,000, 1,000 in the paired seeds.")
 
 
+def test_different_disturbances_are_rows_of_their_own() -> None:
+    """crash-then-join: the crash's window and the join's are checked each as itself (a
+    miss in the join's window is not averaged away with the crash's)."""
+    crash = _window(42_000, 900)
+    join = {**_window(1_500, 16), "disturbance": "scale-out", "at_ms": 80_000,
+            "settled_ms": 80_000}
+    measured_join = {**join, "time_to_converge_ms": 1_200, "lag_peak": 100}
+    sc = protocol_scenario(calibration_scenario(load_scenario("crash", 1)), "classic:eager",
+                           "field")
+    r = ProtocolResult("classic:eager", compare("classic:eager", [crash, join],
+                                                [crash, measured_join], 3.0),
+                       None, [], [], 3.0, scenario=sc)
+    assert r.summary is not None and r.summary.checked_ok  # the mean hides the join's miss
+    rows = calibration_rows([r], "crash-then-join")
+    assert [(x["window"], x["within_2x"]) for x in rows] == [("crash", True),
+                                                            ("scale-out", False)]
+    text = calibration_items(merged_calibration(None, rows, {}, CHECKED, "2031-03-04"))[2]
+    assert text.startswith("Outside 2x: crash-then-join, classic:eager, its scale-out window")
+    assert "lag peak 16 / 100 records (0.16);" in text
+    assert "- outside 2x on lag peak;" in text and "measured again" not in text
+
+
 def test_a_tables_cell_finds_its_calibration_row() -> None:
     """The lookup the report's sentences use: a cell's scenario and protocol (and size)."""
     rows = calibration_rows([_result("classic:eager", (48_000, 300), (46_000, 280))], "crash",

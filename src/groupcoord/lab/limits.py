@@ -57,33 +57,50 @@ def calibration_rows(results: Sequence[Any], scenario: str, condition: str = "",
     metric simulated (its paired seeds), measured, and simulated over all seeds; the settings
     the protocol ran with (Kafka's names) and ``run`` (the command's members, wire runs,
     seeds, workload, wall time, load: what the page prints beside the row)."""
+    from groupcoord.lab.calibrate import summarize
+
     out = []
     for r in results:
-        s = r.summary
-        if r.error or s is None:
+        if r.error or not r.comparisons:
             continue
-        metrics = {}
-        for row in s.rows:
-            d = {"simulated": row["simulated"], "measured": row["measured"]}
-            if row.get("simulated_all_seeds") not in (None, row["simulated"]):
-                d["simulated_all_seeds"] = row["simulated_all_seeds"]
-            metrics[row["metric"]] = d
-        row_out: dict[str, Any] = {"scenario": scenario, "protocol": r.protocol,
-                                   "condition": condition, **dict(run or {})}
-        settings = getattr(r, "settings", None)
-        if settings:
-            row_out["settings"] = dict(settings)
-        row_out.update({"disturbance": s.disturbance, "metrics": metrics,
-                        "within_2x": bool(s.checked_ok)})
-        wire_runs = list(getattr(r, "wire_runs", []) or [])
-        sim_runs = list(getattr(r, "sim_runs", []) or [])[:len(wire_runs)]
-        if wire_runs:
-            row_out["per_run"] = {
-                m: {"measured": [_run_value(w, m) for w in wire_runs],
-                    "simulated": [_run_value(w, m) for w in sim_runs]}
-                for m in _PER_RUN}
-        out.append(row_out)
+        kinds = list(dict.fromkeys(c.disturbance for c in r.comparisons))
+        # a scenario of different disturbances (a crash, then a join): a row per kind, each
+        # window checked as itself, not averaged with another kind's
+        parts = [(None, r.summary)] if len(kinds) == 1 else [
+            (k, summarize(r.protocol, [c for c in r.comparisons if c.disturbance == k]))
+            for k in kinds]
+        for window, s in parts:
+            if s is not None:
+                out.append(_row(r, s, scenario, condition, run, window))
     return out
+
+
+def _row(r: Any, s: Any, scenario: str, condition: str, run: Mapping[str, Any] | None,
+         window: str | None) -> dict[str, Any]:
+    """One saved row: the summary ``s`` of ``r``'s windows (of kind ``window``, or all)."""
+    metrics = {}
+    for row in s.rows:
+        d = {"simulated": row["simulated"], "measured": row["measured"]}
+        if row.get("simulated_all_seeds") not in (None, row["simulated"]):
+            d["simulated_all_seeds"] = row["simulated_all_seeds"]
+        metrics[row["metric"]] = d
+    row_out: dict[str, Any] = {"scenario": scenario, "protocol": r.protocol,
+                               "condition": condition, **dict(run or {})}
+    if window is not None:
+        row_out["window"] = window
+    settings = getattr(r, "settings", None)
+    if settings:
+        row_out["settings"] = dict(settings)
+    row_out.update({"disturbance": s.disturbance, "metrics": metrics,
+                    "within_2x": bool(s.checked_ok)})
+    wire_runs = list(getattr(r, "wire_runs", []) or [])
+    sim_runs = list(getattr(r, "sim_runs", []) or [])[:len(wire_runs)]
+    if wire_runs:
+        row_out["per_run"] = {
+            m: {"measured": [_run_value(w, m, window) for w in wire_runs],
+                "simulated": [_run_value(w, m, window) for w in sim_runs]}
+            for m in _PER_RUN}
+    return row_out
 
 
 #: The metrics a row keeps per run (each wire run and its paired seed), as the summary
@@ -91,12 +108,14 @@ def calibration_rows(results: Sequence[Any], scenario: str, condition: str = "",
 _PER_RUN = ("time_to_converge_ms", "converge_after_ms", "lag_peak", "lag_record_s")
 
 
-def _run_value(windows: Sequence[Mapping[str, Any]], metric: str) -> float | None:
+def _run_value(windows: Sequence[Mapping[str, Any]], metric: str,
+               kind: str | None = None) -> float | None:
     """One run's value of ``metric`` over its disturbance windows (the initial join left
-    out), as ``lab.calibrate.summarize`` aggregates them; None when a window lacks it."""
+    out; ``kind``: those of that disturbance only), as ``lab.calibrate.summarize``
+    aggregates them; None when a window lacks it."""
     vals: list[float] = []
     for w in windows:
-        if w.get("disturbance") == "initial-join":
+        if w.get("disturbance") == "initial-join" or kind not in (None, w.get("disturbance")):
             continue
         if metric == "converge_after_ms":
             ttc = w.get("time_to_converge_ms")
@@ -121,6 +140,7 @@ def merged_calibration(old: Mapping[str, Any] | None, rows: Sequence[Mapping[str
     keep = [r for r in (old or {}).get("rows", [])
             if not any((r.get("scenario"), r.get("protocol"), r.get("condition", "")) ==
                        (n["scenario"], n["protocol"], n.get("condition", "")) for n in rows)]
+    # (a scenario's rows are replaced together: a row per disturbance kind or one)
     out = dict(old or {})
     out.update({"measured": measured, "setup": {**(old or {}).get("setup", {}), **setup},
                 "checked": list(checked),
@@ -211,6 +231,8 @@ def calibration_row_text(r: Mapping[str, Any], checked: Sequence[str],
     where += f", {r.get('protocol')}"
     if r.get("condition"):
         where += f", {r['condition']}"
+    if r.get("window"):
+        where += f", its {r['window']} window"
     if r.get("note"):
         where += f" ({r['note']})"
     if shown:
@@ -331,7 +353,8 @@ def calibration_items(cal: Mapping[str, Any] | None, gaps: Sequence[float] | Non
             again = [str(o.get("condition") or "as first measured") for o in rows
                      if o is not r and o.get("within_2x")
                      and o.get("protocol") == r.get("protocol")
-                     and o.get("scenario") == r.get("scenario")]
+                     and o.get("scenario") == r.get("scenario")
+                     and o.get("window") == r.get("window")]
             if again:
                 text += (f"; measured again under a changed condition ({'; '.join(again)}) "
                          "it came within 2x, which is another condition: this miss stands")
