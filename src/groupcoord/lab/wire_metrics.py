@@ -12,8 +12,9 @@ Definitions, as the simulator's (METRICS.md), measured from the client side:
 - *ownership*: a member owns a resource from the callback that assigns it until the one that
   revokes or loses it, or until its process closes (its ``closed`` line) or is killed.
 - *converged*: every resource has exactly one live owner (a partition added during the run
-  counts from when it was added), every live member has had its first
-  assignment callback, and every live member owns at least the sum over the kinds of resource
+  counts from when it was added; a deleted connector's tasks must have been released by
+  whoever held them, as the simulator's group has rebalanced without them), every live
+  member has had its first assignment callback, and every live member owns at least the sum over the kinds of resource
   (topics; for Connect, connectors and tasks) of the floor of its share of that kind (range
   gives each member that much per topic; the sticky and uniform assignors balance the total,
   which is at least as much). A window's convergence is the first moment, not before the
@@ -90,6 +91,8 @@ def _converged_state(run: WireRun, t: float, owned: dict[str, set[str]],
         if n not in joined:
             return False
         for r in owned.get(n, ()):
+            if r in run.until and not run.exists(r, t):
+                return False  # a deleted connector's task still held: not released yet
             owners[r] += 1
     groups = [[r for r in g if run.exists(r, t)] for g in run.item_groups]
     if any(owners.get(r, 0) != 1 for g in groups for r in g):
