@@ -264,6 +264,8 @@ def calibration_row_text(r: Mapping[str, Any], checked: Sequence[str],
                      + (f", both below the floor of {_n(floor)})" if below else ")"))
     verdict = "Within 2x" if r.get("within_2x") else "Outside 2x"
     misses = [] if r.get("within_2x") else _row_misses(r, checked)
+    if metrics.get("converge_after_ms") == metrics.get("time_to_converge_ms"):
+        misses = [c for c in misses if c != "converge_after_ms"]  # said once, as above
     text = (f"{verdict}: {where}" + (f" [{'; '.join(how)}]" if how else "") + ": "
             + "; ".join(cells))
     if misses:
