@@ -39,6 +39,7 @@ from typing import Any
 from groupcoord.lab.findings import family, number, work_value
 from groupcoord.lab.verdict import Claim, GridVerdict, threshold
 from groupcoord.sim.application import RECOVERY_WAIT_MS
+from groupcoord.sim.engine import INITIAL_JOIN
 from groupcoord.sim.workload import Workload
 
 _WORK_MODEL = re.compile(r"([\d.]+) rec/s, ([\d.]+) ms/rec(?:, max.poll.records (\d+))?")
@@ -269,12 +270,38 @@ def with_conditions(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
     return [replace(c, text=c.text + claim_conditions(c, verdicts, runs)) for c in found]
 
 
+#: The run column :func:`attach_moving_downtime` adds: the resource downtime of the run's
+#: disturbance windows that moved something (ms).
+MOVING_DOWNTIME = "moving_downtime_ms"
+
+
+def attach_moving_downtime(runs: Sequence[dict[str, Any]],
+                           windows: Sequence[Mapping[str, Any]]) -> None:
+    """Give each run its resource downtime summed over the disturbance windows that moved
+    something (``disturbances`` rows: each window's excess over the control), as
+    :data:`MOVING_DOWNTIME`. A window that moved nothing may still have downtime: a static
+    member's restart within its session (its partitions wait for it, with no rebalance); charged
+    to the moves of the run's other windows it would make a downtime per moved partition that no
+    partition had (the long-poll grid's restart: 300 partition·s over a join's 9 moves)."""
+    per: dict[str, float] = defaultdict(float)
+    for w in windows:
+        moved, down = w.get("resources_moved"), w.get("resource_downtime_ms")
+        if w.get("disturbance") == INITIAL_JOIN or not moved or down is None:
+            continue
+        per[str(w.get("run_id"))] += float(down)
+    for r in runs:
+        rid = str(r.get("run_id"))
+        r[MOVING_DOWNTIME] = per.get(rid, 0.0)
+
+
 def downtime_per_move(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """Per protocol, the median over its runs (those that moved something) of resource
-    downtime over resources moved, in ms."""
+    downtime over resources moved, in ms; the downtime of the windows that moved something
+    where the runs carry it (:func:`attach_moving_downtime`)."""
     per: dict[str, list[float]] = defaultdict(list)
     for r in runs:
-        moved, down = r.get("resources_moved"), r.get("resource_downtime_ms")
+        moved = r.get("resources_moved")
+        down = r.get(MOVING_DOWNTIME, r.get("resource_downtime_ms"))
         if moved and down is not None:
             per[str(r["protocol"])].append(float(down) / float(moved))
     return {p: statistics.median(v) for p, v in per.items()}
@@ -525,6 +552,21 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
             line += (" Eager revokes every partition, but the whole group rejoins at once, so "
                      "each waits only that long; a cooperative member learns its second round, "
                      "and a KIP-848 member its new target, at its next heartbeat.")
+        beats_here = [hb for p in per for hb in (_heartbeat(settings.get(p, {}), p),) if hb]
+        sessions = [st for p in eager for st in (_heartbeat(settings.get(p, {}), p,
+                                                             SESSION_KEYS),) if st]
+        if eager and rest and beats_here:
+            slowest = min(per[p] for p in eager)
+            if (slowest > 2 * max(beats_here) and slowest > max(per[p] for p in rest)
+                    and not (sessions and slowest >= 0.7 * min(sessions))):
+                line += (" Eager's partitions were down longer than two heartbeats each, and "
+                         "longer than under any other protocol: its JoinGroup barrier waited "
+                         "for a member inside a long poll (a classic member rejoins only from "
+                         "poll(), and eager members revoke everything before they rejoin)"
+                         + ("; cooperative members keep processing what they own meanwhile"
+                            if any(p.endswith(":cooperative") for p in rest) else "")
+                         + ("; a KIP-848 member waits for no other member"
+                            if any(family(p) == "consumer" for p in rest) else "") + ".")
         lines.append(line)
     loads = [ld for r in runs if r.get("protocol") in protocols
              for ld in (member_load(r),) if ld is not None]
@@ -548,10 +590,11 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
                           "whole group waits for the slowest member's batch) does not arise "
                           "here.")
         elif beats:
-            lines[-1] += (f", longer than a {_ms(min(beats))} heartbeat: after a backlog a "
-                          "member is busy inside a long poll when a rebalance starts, the case "
-                          "where eager loses in the field (the whole group waits for the "
-                          "slowest member's batch).")
+            lines[-1] += (f", longer than a {_ms(min(beats))} heartbeat: a member working "
+                          "off a backlog may be inside a long poll when a rebalance starts, "
+                          "the case where eager loses in the field (the whole group waits for "
+                          "the slowest member's batch); whether a rebalance here did shows in "
+                          "the downtime per moved partition above.")
         else:
             lines[-1] += "."
     return lines
@@ -561,8 +604,10 @@ __all__ = [
     "ASSIGNORS",
     "BUSY_LIMIT",
     "METADATA_EVENTS",
+    "MOVING_DOWNTIME",
     "Load",
     "TaskTimes",
+    "attach_moving_downtime",
     "busiest_partitions",
     "claim_conditions",
     "conditions",

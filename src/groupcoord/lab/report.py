@@ -36,7 +36,14 @@ from typing import Any
 
 from groupcoord.lab.findings import FAMILY_NAMES, X_NAMES, Metric, family, number
 from groupcoord.lab.limits import model_limits, settings_table
-from groupcoord.lab.mechanism import Load, TaskTimes, mechanisms, row_loads, with_conditions
+from groupcoord.lab.mechanism import (
+    Load,
+    TaskTimes,
+    attach_moving_downtime,
+    mechanisms,
+    row_loads,
+    with_conditions,
+)
 from groupcoord.lab.verdict import (
     CLAIM_MIN_SEEDS,
     CLAIM_RULE,
@@ -100,6 +107,19 @@ def read_runs(path: Path) -> list[dict[str, Any]]:
 
     dataset = ds.dataset(str(path), format="parquet", partitioning="hive")
     cols = [c for c in dataset.schema.names if c != "summary_json"]
+    return list(dataset.to_table(columns=cols).to_pylist())
+
+
+def read_windows(path: Path) -> list[dict[str, Any]]:
+    """The ``disturbances`` table's columns the "Why" lines read (each window's moves and
+    downtime); [] if it does not exist."""
+    if not path.exists() or not any(path.rglob("*.parquet")):
+        return []
+    import pyarrow.dataset as ds
+
+    dataset = ds.dataset(str(path), format="parquet", partitioning="hive")
+    cols = [c for c in ("run_id", "disturbance", "resources_moved", "resource_downtime_ms")
+            if c in dataset.schema.names]
     return list(dataset.to_table(columns=cols).to_pylist())
 
 
@@ -798,6 +818,7 @@ def build_report(out_dir: str | Path) -> Path:
         title = f"groupcoord lab: {meta.get('name')}"
         violations = read_rows(out / "violations") or []
         runs = read_runs(out / "runs")
+        attach_moving_downtime(runs, read_windows(out / "disturbances"))
         verdicts = grid_verdicts(meta, runs)
         found = with_conditions(claims(verdicts), verdicts, runs)
         html_parts.append(_sweep_html(meta, verdicts, found, violations, rdir, runs))

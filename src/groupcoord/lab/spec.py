@@ -629,8 +629,9 @@ description = '''The seeds' questions, one grid each: KIP-415's scenarios under 
 incremental cooperative Connect rebalancing, with the model's task stop and start times swept; \
 classic eager vs cooperative vs KIP-848 for 10 to 1,000 consumers; the members' load at which \
 each protocol starts to win, at two poll lengths (crossover); the field's anchor, 10 consumers \
-while a topic grows by 900 partitions; and the costs the field pays (state restore; the polls grow \
-long after a backlog, but no rebalance of these grids started while a member was inside one). \
+while a topic grows by 900 partitions; the costs the field pays (state restore; the polls grow \
+long after a backlog, but no rebalance of that grid started while a member was inside one); and \
+a join timed inside a member's long poll, by construction (long-poll). \
 The consumer grids' workloads keep the busiest member under 70 % busy under \
 every assignor even with one member fewer (range included: the report prints it per row, and \
 flags a row whose runs ended with their lag not caught up), so that a rebalance, not an \
@@ -672,6 +673,17 @@ records_per_s = 2.5
 processing_ms = 20
 max_poll_records = 500
 warmup_ms = 2000
+
+# The long-poll grid: the field-costs load (1 x 100 partitions, 2.5 records/s each, 20 ms a
+# record, up to 500 records a poll: a 10 s poll after a backlog) without the state restore, so
+# that what a rebalance waits for is a member's poll and nothing else.
+[[workloads]]
+name = "long-poll"
+topics = 1
+partitions = 100
+records_per_s = 2.5
+processing_ms = 20
+max_poll_records = 500
 
 [[workloads]]
 name = "light"
@@ -873,7 +885,7 @@ any assignor), up to 500 records a poll (a 10 s poll once a \
 backlog has built; in a single bounce or scale-out the members are caught up when it starts, \
 so their polls are short; in the rolling bounce and crash-then-join the render measured no \
 rebalance that waited on a long poll either: eager's stall per rebalance is the same at every \
-poll length, so this grid does not show the long-poll cost) and 2 s \
+poll length, so this grid does not show the long-poll cost: the long-poll grid does) and 2 s \
 of state restore per newly assigned partition (the other grids' polls return a few records and \
 nothing warms up)'''
 protocols = ["classic:eager", "classic:cooperative", "consumer:uniform", "consumer:range"]
@@ -885,6 +897,31 @@ question = "When members restore state for the partitions they gain and process 
 after a backlog, what does a member change cost each protocol's applications?"
 metrics = ["lag_record_s", "lag_peak", "stall_ms", "paused_partition_s", "convergence_ms", \
            "resources_moved", "records_reprocessed"]
+
+[[grid]]
+name = "long-poll"
+description = '''a member joins while another is inside a long poll, by construction: 10 \
+static consumers (group.instance.id) on 1 x 100 partitions at 50 % busy, up to 500 records a \
+poll at 20 ms each; c3 restarts and is down 30 s, within the 45 s session, so it gets its own \
+10 partitions back with no rebalance (static membership) and 750 records of backlog: two 10 s \
+polls, then shorter ones. In join-in-long-poll a member joins 2 s after c3's return, inside \
+its first poll; join-after-catch-up is the same join once c3 has caught up (the mechanism's \
+control). A classic member rejoins only from poll(): eager members revoke everything and wait \
+at the JoinGroup barrier until c3's batch is done; cooperative members keep processing what \
+they own while the round waits; a KIP-848 member waits for nobody (only a partition c3 gives up \
+waits for c3's next poll). Stall counts only the moments when no member processes, and c3 \
+processes its batch while the others wait: the wait shows as partition downtime (no active \
+owner) and lag, not as stall. Both scenarios contain the same restart (its window: c3's 10 \
+partitions waiting 30 s for it, and its backlog), so a protocol's cost of the long poll is its \
+join-in-long-poll row minus its join-after-catch-up row; the time to converge is left out \
+(the restart's window, c3 catching up, sets it in every run).'''
+protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
+scenarios = ["join-in-long-poll", "join-after-catch-up"]
+sizes = [10]
+workloads = ["long-poll"]
+seeds = 10
+question = "What does a rebalance cost when it starts while a member is inside a long poll?"
+metrics = ["resource_downtime_ms", "lag_record_s", "lag_peak", "stall_ms"]
 
 [[grid]]
 name = "bounce-downtime"
@@ -986,6 +1023,21 @@ rebalance did not wait on a long poll).'''
 group = { members = 10, topics = { foo = 100 } }
 events = [{ at_ms = 30000, kind = "crash", member = "c3" },
           { at_ms = 80000, kind = "scale-out", count = 1 }]
+
+[scenario.join-in-long-poll]
+description = '''Ten static consumers; c3 restarts (down 30 s, within the session: it gets \
+its partitions back with no rebalance, and a 30 s backlog); a member joins 2 s after c3 \
+returns, while c3 is inside a 10 s poll.'''
+group = { members = 10, static = true, topics = { foo = 100 } }
+events = [{ at_ms = 30000, kind = "bounce", member = "c3", down_ms = 30000 },
+          { at_ms = 62000, kind = "scale-out", count = 1 }]
+
+[scenario.join-after-catch-up]
+description = '''join-in-long-poll's control: the same restart of c3, and the member joins \
+60 s after c3 returned, when c3 has worked off its backlog (its polls are short again).'''
+group = { members = 10, static = true, topics = { foo = 100 } }
+events = [{ at_ms = 30000, kind = "bounce", member = "c3", down_ms = 30000 },
+          { at_ms = 120000, kind = "scale-out", count = 1 }]
 
 [scenario.grow-by-900]
 description = "Ten consumers on foo (100 partitions); foo grows to 1,000 partitions."
