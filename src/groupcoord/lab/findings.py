@@ -118,7 +118,8 @@ def family(protocol: str) -> str:
 FAMILY_NAMES: dict[str, str] = {
     "classic": "classic consumer group protocol (JoinGroup/SyncGroup, the leader assigns; "
                "variant: the rebalance protocol, with the assignor the Java client pairs with "
-               "it: eager with range, cooperative with cooperative-sticky)",
+               "it: eager with range, cooperative with cooperative-sticky; eager-roundrobin: "
+               "eager with roundrobin, balanced across topics)",
     "consumer": "KIP-848 consumer group protocol (the coordinator assigns; variant: its "
                 "server-side assignor)",
     "classic-connect": "Connect as shipped (classic group protocol)",

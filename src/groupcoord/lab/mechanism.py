@@ -58,14 +58,22 @@ SESSION_KEYS: dict[str, tuple[str, ...]] = {
 
 
 #: The assignor behind each consumer protocol the lab runs: classic eager members use the
-#: Java client's default ``range`` (eager: revoke everything, then range), classic cooperative
-#: ones ``cooperative-sticky`` (balanced), KIP-848 groups the server-side ``uniform`` (balanced)
-#: or ``range``.
-ASSIGNORS: dict[str, str] = {"classic:eager": "range", "classic:cooperative": "cooperative-sticky",
+#: Java client's default ``range`` (eager: revoke everything, then range; ``eager-roundrobin``:
+#: the same with ``roundrobin``, balanced across topics), classic cooperative ones
+#: ``cooperative-sticky`` (balanced), KIP-848 groups the server-side ``uniform`` (balanced) or
+#: ``range``.
+ASSIGNORS: dict[str, str] = {"classic:eager": "range", "classic:eager-roundrobin": "roundrobin",
+                             "classic:cooperative": "cooperative-sticky",
                              "consumer:uniform": "uniform", "consumer:range": "range"}
 #: A busiest member above this share of its time, with one member fewer, is near saturation:
 #: a backlog drains slowly or not at all, so its lag is the load's as much as the rebalance's.
 BUSY_LIMIT = 0.7
+
+
+def is_eager(protocol: str) -> bool:
+    """An eager protocol (every member revokes everything at each rebalance): classic or
+    Connect ``eager``, and classic ``eager-roundrobin`` (eager with another assignor)."""
+    return protocol.partition(":")[2].split("-")[0] == "eager"
 
 
 def busiest_partitions(topics: int, partitions: int, members: int, assignor: str) -> int:
@@ -545,8 +553,8 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
             parts.append(f"{p} {_ms(per[p])}{beat}")
         line = (f"{scenario}: downtime per moved partition (resource downtime over partitions "
                 f"moved, median over the runs): " + ", ".join(parts) + ".")
-        eager = [p for p in per if p.endswith(":eager")]
-        rest = [p for p in per if not p.endswith(":eager")]
+        eager = [p for p in per if is_eager(p)]
+        rest = [p for p in per if not is_eager(p)]
         if (eager and rest and by_beat
                 and max(per[p] for p in eager) < min(per[p] for p in rest)):
             line += (" Eager revokes every partition, but the whole group rejoins at once, so "
@@ -614,6 +622,7 @@ __all__ = [
     "connect_mechanisms",
     "downtime_per_move",
     "event_kinds",
+    "is_eager",
     "mechanisms",
     "member_load",
     "metadata_mechanism",

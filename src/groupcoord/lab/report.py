@@ -458,7 +458,8 @@ LOG_Y_SPAN = 100.0
 
 #: The families in a chart's legend (short forms of ``findings.FAMILY_NAMES``).
 LEGEND_FAMILIES: dict[str, str] = {
-    "classic": "classic consumer groups (eager: range; cooperative: cooperative-sticky)",
+    "classic": "classic consumer groups (eager: range; eager-roundrobin: roundrobin; "
+               "cooperative: cooperative-sticky)",
     "consumer": "KIP-848 consumer groups (variant: the server-side assignor)",
     "classic-connect": "Connect as shipped (classic groups)",
     "connect": "connect group type (this project's, not in Kafka)"}

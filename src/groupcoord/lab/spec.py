@@ -799,9 +799,12 @@ metrics = ["task_downtime_task_s", "time_to_balance_ms", "task_restarts", "stall
 name = "consumers"
 description = '''classic eager vs cooperative vs KIP-848, 10 to 100 consumers, each caught \
 up when a change comes: a poll returns a few records and takes a few ms, so an eager member \
-revokes at once and the group's barrier costs one join round (the field-costs grid has the \
-long polls)'''
-protocols = ["classic:eager", "classic:cooperative", "consumer:uniform", "consumer:range"]
+revokes at once and the group's barrier costs one join round (the long-poll grid has a \
+rebalance inside a long poll). On 4 topics range gives its first members one partition more \
+of every topic: classic:eager-roundrobin is eager with roundrobin (balanced across topics), so \
+that a cost of range's imbalance is not charged to the eager protocol'''
+protocols = ["classic:eager", "classic:eager-roundrobin", "classic:cooperative", \
+             "consumer:uniform", "consumer:range"]
 scenarios = ["crash", "bounce", "scale-out", "partition-added"]
 sizes = [10, 30, 100]
 workloads = ["4x250"]
@@ -814,8 +817,10 @@ name = "consumers-1000"
 description = '''classic eager vs cooperative vs KIP-848 at 300 and 1,000 consumers on 4 x \
 1,000 partitions (more partitions than members, so the member a scale-out adds gets work: on \
 1,000 partitions at 1,000 members cooperative and KIP-848 moved nothing; partition-added \
-left out: at 1,000 members one run takes minutes)'''
-protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
+left out: at 1,000 members one run takes minutes); classic:eager-roundrobin is eager with a \
+balanced assignor (range gives 100 of the 300 members 16 partitions, the rest 12)'''
+protocols = ["classic:eager", "classic:eager-roundrobin", "classic:cooperative", \
+             "consumer:uniform"]
 scenarios = ["crash", "bounce", "scale-out"]
 sizes = [300, 1000]
 workloads = ["4x1000"]
@@ -827,8 +832,10 @@ metrics = ["stall_ms", "lag_peak", "lag_record_s", "convergence_ms", "resources_
 [[grid]]
 name = "rolling"
 description = '''a rolling bounce of every consumer, 15 s apart (it lasts members x 15 s, each \
-bounce a rebalance: up to 30 members)'''
-protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
+bounce a rebalance: up to 30 members); classic:eager-roundrobin is eager with a balanced \
+assignor (range is not balanced on 4 topics)'''
+protocols = ["classic:eager", "classic:eager-roundrobin", "classic:cooperative", \
+             "consumer:uniform"]
 scenarios = ["rolling-bounce"]
 sizes = [10, 20, 30]
 workloads = ["4x250"]
