@@ -15,7 +15,7 @@ from groupcoord.client.classic_consumer import (
     eager_roundrobin_assignment,
 )
 from groupcoord.coordinator.topics import TopicMetadata
-from groupcoord.lab.mechanism import busiest_partitions, is_eager
+from groupcoord.lab.mechanism import busiest_partitions, is_eager, mechanisms
 from groupcoord.lab.runs import build_scenario, run_one
 from groupcoord.lab.spec import expand, load_spec, restrict
 from groupcoord.protocol.consumer_protocol import decode_subscription, encode_subscription
@@ -95,3 +95,40 @@ def test_the_variant_runs_the_consumers_grid_cells_with_its_control() -> None:
         row = run_one(params)
         assert row["ok"] and row["caught_up"] and row["noop_events"] == 0, params.scenario
         assert row["resources_moved"] > 0 and row["control_lag_record_s"] is not None
+
+
+def test_the_page_names_the_variant_only_where_a_table_has_it() -> None:
+    from groupcoord.lab.report import protocol_text
+    from groupcoord.lab.verdict import grid_verdicts
+
+    def run(protocol: str, seed: int) -> dict[str, object]:
+        return {"protocol": protocol, "scenario": "crash", "size": 10, "members": 10,
+                "workload": "4x250", "fault_rate": 0.0, "seed": seed, "ok": True,
+                "caught_up": True, "noop_events": 0, "lag_record_s": 100.0 + seed}
+
+    def grid(protocols: list[str]) -> dict[str, object]:
+        return {"grids": [{"name": "g", "protocols": protocols, "scenarios": ["crash"],
+                           "sizes": [10], "workloads": ["4x250"], "metrics": ["lag_record_s"],
+                           "question": "q", "description": "d"}]}
+
+    both = ["classic:eager", "classic:eager-roundrobin"]
+    with_it = protocol_text(grid_verdicts(grid(both), [run(p, s) for p in both
+                                                       for s in range(5)]))
+    without = protocol_text(grid_verdicts(grid(both[:1]), [run(both[0], s) for s in range(5)]))
+    assert "classic:eager-roundrobin is eager with roundrobin" in with_it
+    assert "roundrobin" not in without
+
+
+def test_an_eager_downtime_near_a_heartbeat_is_not_called_one() -> None:
+    """In a crash an eager group's moves include the crashed member's partitions, which waited
+    the session: spread over many moves the figure can land near a heartbeat by chance."""
+    settings = {p: {"heartbeat.interval.ms": 3000, "session.timeout.ms": 45000}
+                for p in ("classic:eager-roundrobin", "classic:cooperative")}
+    runs = [{"protocol": p, "scenario": "crash", "size": 10, "members": 10, "ok": True,
+             "resources_moved": moved, "resource_downtime_ms": moved * per}
+            for p, moved, per in (("classic:eager-roundrobin", 899, 3_200),
+                                  ("classic:cooperative", 100, 44_100)) for _ in range(3)]
+    (line,) = [ln for ln in mechanisms(list(settings), settings, runs)
+               if ln.startswith("crash:")]
+    assert "classic:eager-roundrobin 3.2 s," in line and "heartbeat" not in line
+    assert "about the 45 s session timeout" in line

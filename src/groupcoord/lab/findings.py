@@ -118,12 +118,17 @@ def family(protocol: str) -> str:
 FAMILY_NAMES: dict[str, str] = {
     "classic": "classic consumer group protocol (JoinGroup/SyncGroup, the leader assigns; "
                "variant: the rebalance protocol, with the assignor the Java client pairs with "
-               "it: eager with range, cooperative with cooperative-sticky; eager-roundrobin: "
-               "eager with roundrobin, balanced across topics)",
+               "it: eager with range, cooperative with cooperative-sticky)",
     "consumer": "KIP-848 consumer group protocol (the coordinator assigns; variant: its "
                 "server-side assignor)",
     "classic-connect": "Connect as shipped (classic group protocol)",
     "connect": "Connect on the connect group type (this project's, not in Apache Kafka)",
+}
+#: Variants that are not a family's usual pairing, said where a table has them.
+VARIANT_NAMES: dict[str, str] = {
+    "classic:eager-roundrobin": "eager with roundrobin (the Java client's RoundRobinAssignor, "
+                                "balanced across topics, where range assigns each topic on "
+                                "its own)",
 }
 #: Families Apache Kafka ships; the verdict tables rank these against each other only.
 SHIPPED_FAMILIES = frozenset({"classic", "consumer", "classic-connect"})

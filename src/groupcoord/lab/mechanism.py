@@ -545,7 +545,9 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
             hb = _heartbeat(settings.get(p, {}), p)
             st = _heartbeat(settings.get(p, {}), p, SESSION_KEYS)
             beat = ""
-            if hb and 0.5 * hb <= per[p] <= 1.5 * hb:
+            # (an eager member's gap is a join round, never a heartbeat: an eager figure
+            # near one is a coincidence of the moves it is spread over, as in a crash)
+            if hb and not is_eager(p) and 0.5 * hb <= per[p] <= 1.5 * hb:
                 beat = f" (about one {_ms(hb)} heartbeat)"
                 by_beat.append(p)
             elif st and 0.7 * st <= per[p] <= 1.3 * st:

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from groupcoord.lab.findings import FAMILY_NAMES, X_NAMES, Metric, family, number
+from groupcoord.lab.findings import FAMILY_NAMES, VARIANT_NAMES, X_NAMES, Metric, family, number
 from groupcoord.lab.limits import model_limits, settings_table
 from groupcoord.lab.mechanism import (
     Load,
@@ -243,6 +243,9 @@ def protocol_text(verdicts: Sequence[GridVerdict]) -> str:
     if not names:
         return ""
     text = f"Protocols: {names}."
+    variants = dict.fromkeys(p for g in verdicts for p in g.protocols if p in VARIANT_NAMES)
+    if variants:
+        text += " " + "; ".join(f"{p} is {VARIANT_NAMES[p]}" for p in variants) + "."
     if "connect" in fams:
         text += (" Only protocols Apache Kafka ships are ranked (★, =, the sentences); the "
                  "connect group type's columns stand apart, unmarked.")
@@ -458,8 +461,7 @@ LOG_Y_SPAN = 100.0
 
 #: The families in a chart's legend (short forms of ``findings.FAMILY_NAMES``).
 LEGEND_FAMILIES: dict[str, str] = {
-    "classic": "classic consumer groups (eager: range; eager-roundrobin: roundrobin; "
-               "cooperative: cooperative-sticky)",
+    "classic": "classic consumer groups (eager: range; cooperative: cooperative-sticky)",
     "consumer": "KIP-848 consumer groups (variant: the server-side assignor)",
     "classic-connect": "Connect as shipped (classic groups)",
     "connect": "connect group type (this project's, not in Kafka)"}
@@ -638,8 +640,10 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 "median over seeds (line), range over seeds (band); where a protocol's seeds "
                 "split into distinct outcomes, each seed a dot")
         fams = dict.fromkeys(family(p) for p in g.protocols)
-        what += "\n" + "; ".join(f"{f}: {LEGEND_FAMILIES[f]}" for f in fams
-                                  if f in LEGEND_FAMILIES)
+        legend = "; ".join(f"{f}: {LEGEND_FAMILIES[f]}" for f in fams if f in LEGEND_FAMILIES)
+        if "classic:eager-roundrobin" in g.protocols:
+            legend = legend.replace("eager: range;", "eager: range; eager-roundrobin: roundrobin;")
+        what += "\n" + legend
         fig.legend(handles, labels, loc="outside lower center", ncols=min(5, len(labels)),
                    fontsize=8, title=what, title_fontsize=8)
     fig.suptitle(title)
