@@ -54,6 +54,7 @@ from groupcoord.lab.verdict import (
     RELATIVE_FLOOR,
     SIGN_ALPHA,
     SIGN_MIN_SEEDS,
+    THROUGHPUT_FLOORS,
     Claim,
     GridVerdict,
     MetricVerdict,
@@ -148,6 +149,22 @@ def _unit(m: Metric, excess: bool = False) -> str:
     return f"{name} ({m.unit})" if m.unit else name
 
 
+#: Connect metrics that are the model's task stop and start times multiplied by the restarts
+#: (a restart costs the stop plus the start; an eager rebalance stops the whole group for them).
+TASK_TIME_PRODUCTS = frozenset({"task_downtime_task_s", "stall_ms"})
+
+
+def _label(g: GridVerdict, m: Metric) -> str:
+    """A metric's name and unit in a grid's table; in a Connect grid, task downtime and stall
+    say that they are the task-time input times the restarts (not measured: the task restarts
+    are the input-free result)."""
+    out = _unit(m, g.excess)
+    if (m.column in TASK_TIME_PRODUCTS and g.protocols
+            and all(family(p).endswith("connect") for p in g.protocols)):
+        out += " = task-time input x restarts"
+    return out
+
+
 def _range(m: Metric, c: Any) -> str:
     """``lo-hi`` (an en dash) of a cell's seeds, empty when they print the same."""
     lo, hi = _v(m, c.low), _v(m, c.high)
@@ -176,8 +193,10 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
         what = ("Each number is measured in the scenario's disturbance windows, the initial "
                 "join left out. These runs carry no paired control: lag includes the records "
                 "always in flight and any catch-up still under way.")
-    floors = ", ".join(f"{short_label(m)} {m.fmt(m.floor)}" for m in
-                       dict.fromkeys(m for g in verdicts for m in g.metrics))
+    floors = ", ".join(
+        f"{short_label(m)} {THROUGHPUT_FLOORS[m.column]:g} s of the group's production "
+        f"({m.unit})" if m.column in THROUGHPUT_FLOORS else f"{short_label(m)} {m.fmt(m.floor)}"
+        for m in dict.fromkeys(m for g in verdicts for m in g.metrics))
     seeds = sorted({g.seeds for g in verdicts if g.seeds})
     chance = "; ".join(f"{n} seeds: 1 in {round(1 / separation_chance(n)):,}"
                        for n in seeds if n >= MIN_SEEDS)
@@ -258,10 +277,12 @@ def _mark(cell_mark: str) -> str:
 
 def _verdict_word(mv: MetricVerdict) -> str:
     """The row's verdict in a word (the cells carry the marks: who is best, who is tied)."""
+    limit = (f"; {'the mark ' if mv.limit.startswith('is won') else ''}{mv.limit}"
+             if mv.limit else "")
     if mv.verdict == "best":
-        return f"\u2605 best, depends on {mv.depends}" if mv.depends else "\u2605 best"
+        return (f"\u2605 best, depends on {mv.depends}" if mv.depends else "\u2605 best") + limit
     if mv.verdict == "tied":
-        return f"= {len(mv.best)} tied"
+        return f"= {len(mv.best)} tied" + limit
     if mv.verdict == "split":
         return "split seeds"
     if mv.verdict == "overlap":
@@ -321,7 +342,7 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
         parts.append(f"<p class='q'>{html.escape(g.question)}</p>")
     if g.description and g.description != g.question:
         parts.append(f"<p>{html.escape(g.description)}</p>")
-    mets = ", ".join(_unit(m, g.excess) for m in g.metrics)
+    mets = ", ".join(_label(g, m) for m in g.metrics)
     extra = ""
     if g.violated or g.not_caught_up or g.noop:
         extra = (f"; left out: {g.violated} with a violation, {g.not_caught_up} never caught "
@@ -353,7 +374,7 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
             if j == 0:
                 tds += [f"<td rowspan='{n}' class='l{' n' if k == 1 else ''}'>"
                         f"{html.escape(x)}</td>" for k, x in enumerate((scen, size, load))]
-            tds.append(f"<td class='l m'>{html.escape(_unit(mv.metric, g.excess))}</td>")
+            tds.append(f"<td class='l m'>{html.escape(_label(g, mv.metric))}</td>")
             for p in cols:
                 c = mv.cells.get(p)
                 if c is None:
@@ -380,7 +401,7 @@ def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | 
         lines += [f"*{g.question}*", ""]
     if g.description and g.description != g.question:
         lines += [g.description, ""]
-    lines += [f"Metrics: {', '.join(_unit(m, g.excess) for m in g.metrics)}. {g.seeds} seeds per cell; "
+    lines += [f"Metrics: {', '.join(_label(g, m) for m in g.metrics)}. {g.seeds} seeds per cell; "
               f"{g.runs:,} runs; left out: {g.violated} with a violation, {g.not_caught_up} "
               "never caught up.", ""]
     if not g.rows:
@@ -404,7 +425,7 @@ def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | 
                 val, rng = _cell_text(mv.metric, c)
                 rng = f" ({rng})" if rng else ""
                 vals.append(f"{_mark(c.mark)}{val}{rng}".replace("|", "\\|"))
-            lines.append("| " + " | ".join([*lead, _unit(mv.metric, g.excess), *vals,
+            lines.append("| " + " | ".join([*lead, _label(g, mv.metric), *vals,
                                              _verdict_word(mv)]) + " |")
     if why:
         lines += ["", "Why (computed from these runs):", ""] + [f"- {t}" for t in why]
@@ -717,7 +738,7 @@ def worst_html(g: GridVerdict, runs: Sequence[dict[str, Any]]) -> str:
         return ""
     head = "".join(f"<th>{html.escape(t)}</th>" for t in
                    ("scenario", "size", "load", "protocol", "runs", "left out",
-                    *(_unit(m, g.excess) for m in g.metrics)))
+                    *(_label(g, m) for m in g.metrics)))
     body = "".join("<tr>" + "".join(f"<td{' class=l' if i < 4 else ''}>{html.escape(v)}</td>"
                                     for i, v in enumerate(r)) + "</tr>" for r in rows)
     return (f"<h3>{html.escape(g.name)}</h3><table class='worst'><thead><tr>{head}</tr>"
@@ -729,7 +750,7 @@ def worst_md(g: GridVerdict, runs: Sequence[dict[str, Any]]) -> str:
     if not rows:
         return ""
     titles = ["scenario", "size", "load", "protocol", "runs", "left out",
-              *(_unit(m, g.excess) for m in g.metrics)]
+              *(_label(g, m) for m in g.metrics)]
     lines = [f"### {g.name}", "", "| " + " | ".join(titles) + " |",
              "|---|---|---|---|" + "---:|" * (len(titles) - 4)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]

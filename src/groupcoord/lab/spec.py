@@ -627,7 +627,8 @@ tasks = 5
 name = "paper"
 description = '''The seeds' questions, one grid each: KIP-415's scenarios under eager and \
 incremental cooperative Connect rebalancing, with the model's task stop and start times swept; \
-classic eager vs cooperative vs KIP-848 for 10 to 1,000 consumers; the members' load at which \
+classic eager vs cooperative vs KIP-848 for 10 to 100 consumers (300 and 1,000 run at 3 seeds: \
+medians and ranges, no marks, no sentence); the members' load at which \
 each protocol starts to win, at two poll lengths (crossover); the field's anchor, 10 consumers \
 while a topic grows by 900 partitions; the costs the field pays (state restore; the polls grow \
 long after a backlog, but no rebalance of that grid started while a member was inside one); and \
@@ -793,7 +794,7 @@ sizes = [3, 6, 12]
 workloads = ["16x8c"]
 question = "How many tasks does each Connect protocol stop and restart, for how long, and how \
 soon is the work balanced again, when a worker joins, leaves or bounces?"
-metrics = ["task_downtime_task_s", "time_to_balance_ms", "task_restarts", "stall_ms"]
+metrics = ["task_restarts", "task_downtime_task_s", "time_to_balance_ms", "stall_ms"]
 
 [[grid]]
 name = "consumers"
@@ -841,8 +842,9 @@ sizes = [10, 20, 30]
 workloads = ["4x250"]
 seeds = 10
 question = "Does the group keep processing while its members restart one after another?"
-metrics = ["stall_ms", "lag_peak", "lag_record_s", "convergence_ms", "resources_moved",
-           "records_reprocessed"]
+# (no time to converge: the last bounce comes members x 15 s after the first, so it measures
+# the script's length)
+metrics = ["stall_ms", "lag_peak", "lag_record_s", "resources_moved", "records_reprocessed"]
 
 [[grid]]
 name = "kip415-task-times"
@@ -929,6 +931,51 @@ workloads = ["long-poll"]
 seeds = 10
 question = "What does a rebalance cost when it starts while a member is inside a long poll?"
 metrics = ["resource_downtime_ms", "lag_record_s", "lag_peak", "stall_ms"]
+
+[[grid]]
+name = "busy-consumers"
+description = '''the condition behind every eager mark: one member busy at the rebalance. \
+consumers' bounce and scale-out at 10 members (4 x 250), plain and with one member (c4, never \
+the one bounced) slow by 0.5 s or 2 s at every rebalance: its revocation callback (the model's \
+slow event: onPartitionsRevoked, or the rest of a poll, returning that much later) holds an \
+eager group's JoinGroup barrier, a cooperative or KIP-848 group only for what that member gives \
+up. An eager ★ of the plain scenario that flips with a member slow by X is printed "holds only \
+while no member is X late at the rebalance" wherever it stands.'''
+protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
+scenarios = ["bounce", "bounce-slow500ms", "bounce-slow2000ms", "scale-out", "scale-out-slow500ms",
+             "scale-out-slow2000ms"]
+sizes = [10]
+workloads = ["4x250"]
+seeds = 5
+question = "Do the eager marks hold when one member is late at the rebalance?"
+metrics = ["stall_ms", "lag_peak", "lag_record_s", "convergence_ms"]
+
+[[grid]]
+name = "busy-rolling"
+description = '''as busy-consumers for the rolling bounce: 10 members (4 x 250), plain and with \
+one member (c6) slow by 0.5 s or 2 s at every rebalance of the bounce.'''
+protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
+scenarios = ["rolling-bounce", "rolling-bounce-slow500ms", "rolling-bounce-slow2000ms"]
+sizes = [10]
+workloads = ["4x250"]
+seeds = 5
+question = "Does eager's rolling-bounce mark hold when one member is late at each rebalance?"
+metrics = ["stall_ms", "lag_peak", "lag_record_s"]
+
+[[grid]]
+name = "busy-crossover"
+description = '''as busy-consumers for the crossover's cells: 8 members on 1 x 32 partitions at \
+20 ms a record, 40 % busy, plain and with one member (c4) slow by 0.5 s or 2 s at every \
+rebalance.'''
+protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
+scenarios = ["rolling-bounce", "rolling-bounce-slow500ms", "rolling-bounce-slow2000ms", "scale-out",
+             "scale-out-slow500ms", "scale-out-slow2000ms", "crash", "crash-slow500ms",
+             "crash-slow2000ms"]
+sizes = [8]
+workloads = ["1x32-p20ms-40pct"]
+seeds = 5
+question = "Do the crossover's eager marks hold when one member is late at the rebalance?"
+metrics = ["lag_record_s", "lag_peak", "stall_ms"]
 
 [[grid]]
 name = "bounce-downtime"
@@ -1045,6 +1092,70 @@ description = '''join-in-long-poll's control: the same restart of c3, and the me
 group = { members = 10, static = true, topics = { foo = 100 } }
 events = [{ at_ms = 30000, kind = "bounce", member = "c3", down_ms = 30000 },
           { at_ms = 120000, kind = "scale-out", count = 1 }]
+
+[scenario.bounce-slow500ms]
+description = '''bounce with c4 slow by 0.5 s at every rebalance from 5 s before it \
+(c4's revocations take 0.5 s more for 60 s: a member late at the rebalance).'''
+group = { members = 4, topics = { foo = 8 } }
+events = [{ at_ms = 25000, kind = "slow", member = "c4", delay_ms = 500, \
+duration_ms = 60000 },
+          { at_ms = 30000, kind = "bounce", member = "c2", down_ms = 10000 }]
+
+[scenario.bounce-slow2000ms]
+description = '''bounce with c4 slow by 2 s at every rebalance from 5 s before it \
+(c4's revocations take 2 s more for 60 s: a member late at the rebalance).'''
+group = { members = 4, topics = { foo = 8 } }
+events = [{ at_ms = 25000, kind = "slow", member = "c4", delay_ms = 2000, \
+duration_ms = 60000 },
+          { at_ms = 30000, kind = "bounce", member = "c2", down_ms = 10000 }]
+
+[scenario.scale-out-slow500ms]
+description = '''scale-out with c3 slow by 0.5 s at every rebalance from 5 s before it \
+(c3's revocations take 0.5 s more for 60 s: a member late at the rebalance).'''
+group = { members = 3, topics = { foo = 12 } }
+events = [{ at_ms = 25000, kind = "slow", member = "c3", delay_ms = 500, \
+duration_ms = 60000 },
+          { at_ms = 30000, kind = "scale-out", count = 3 }]
+
+[scenario.scale-out-slow2000ms]
+description = '''scale-out with c3 slow by 2 s at every rebalance from 5 s before it \
+(c3's revocations take 2 s more for 60 s: a member late at the rebalance).'''
+group = { members = 3, topics = { foo = 12 } }
+events = [{ at_ms = 25000, kind = "slow", member = "c3", delay_ms = 2000, \
+duration_ms = 60000 },
+          { at_ms = 30000, kind = "scale-out", count = 3 }]
+
+[scenario.crash-slow500ms]
+description = '''crash with c4 slow by 0.5 s at every rebalance from 5 s before it \
+(c4's revocations take 0.5 s more for 90 s: a member late at the rebalance).'''
+group = { members = 4, topics = { foo = 8 } }
+events = [{ at_ms = 25000, kind = "slow", member = "c4", delay_ms = 500, \
+duration_ms = 90000 },
+          { at_ms = 30000, kind = "crash", member = "c2" }]
+
+[scenario.crash-slow2000ms]
+description = '''crash with c4 slow by 2 s at every rebalance from 5 s before it \
+(c4's revocations take 2 s more for 90 s: a member late at the rebalance).'''
+group = { members = 4, topics = { foo = 8 } }
+events = [{ at_ms = 25000, kind = "slow", member = "c4", delay_ms = 2000, \
+duration_ms = 90000 },
+          { at_ms = 30000, kind = "crash", member = "c2" }]
+
+[scenario.rolling-bounce-slow500ms]
+description = '''rolling-bounce with c6 slow by 0.5 s at every rebalance from 5 s before it \
+(c6's revocations take 0.5 s more for 180 s: a member late at the rebalance).'''
+group = { members = 6, topics = { foo = 12, bar = 12 } }
+events = [{ at_ms = 25000, kind = "slow", member = "c6", delay_ms = 500, \
+duration_ms = 180000 },
+          { at_ms = 30000, kind = "rolling-bounce", interval_ms = 15000, down_ms = 3000 }]
+
+[scenario.rolling-bounce-slow2000ms]
+description = '''rolling-bounce with c6 slow by 2 s at every rebalance from 5 s before it \
+(c6's revocations take 2 s more for 180 s: a member late at the rebalance).'''
+group = { members = 6, topics = { foo = 12, bar = 12 } }
+events = [{ at_ms = 25000, kind = "slow", member = "c6", delay_ms = 2000, \
+duration_ms = 180000 },
+          { at_ms = 30000, kind = "rolling-bounce", interval_ms = 15000, down_ms = 3000 }]
 
 [scenario.grow-by-900]
 description = "Ten consumers on foo (100 partitions); foo grows to 1,000 partitions."

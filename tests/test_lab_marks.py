@@ -1,0 +1,97 @@
+"""What a mark means to an operator (review round 5): floors relative to the group's
+throughput, every classic eager mark on stall, lag or time to converge with its limit (one
+member late at the rebalance, from a busy-member grid's ``-slowNms`` variants), a mark won
+against KIP-415's configured delay said in the table, and a Connect grid's task downtime and
+stall labelled as the task-time input times the restarts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.lab.report import _label, _verdict_word
+from groupcoord.lab.verdict import claims, grid_verdicts
+
+EAGER, COOP, KIP848 = "classic:eager", "classic:cooperative", "consumer:uniform"
+
+
+def _row(protocol: str, scenario: str, seed: int, workload: str = "4x250", size: int = 10,
+         **cols: Any) -> dict[str, Any]:
+    return {"protocol": protocol, "scenario": scenario, "size": size, "members": size,
+            "workload": workload, "fault_rate": 0.0, "seed": seed, "ok": True,
+            "caught_up": True, "noop_events": 0, "total_partitions": 32,
+            "work": '{"records_per_s": 5}', **cols}
+
+
+def _grid(name: str, scenarios: list[str], protocols: list[str], workload: str = "4x250",
+          metrics: tuple[str, ...] = ("lag_record_s",)) -> dict[str, Any]:
+    return {"name": name, "protocols": protocols, "scenarios": scenarios, "sizes": [10],
+            "workloads": [workload], "metrics": list(metrics), "seeds": 5, "question": name}
+
+
+def test_the_lag_floor_is_a_tenth_of_a_second_of_the_groups_production() -> None:
+    """160 records/s (32 partitions x 5): eager's 0.1-0.9 record·s against 31.5-40 is a
+    separation (the floor is 16 record·s, where an absolute 100 record·s made it a tie)."""
+    rows = [_row(EAGER, "scale-out", s, lag_record_s=0.1 + 0.2 * s) for s in range(5)]
+    rows += [_row(COOP, "scale-out", s, lag_record_s=31.5 + 2 * s) for s in range(5)]
+    (g,) = grid_verdicts({"grids": [_grid("g", ["scale-out"], [EAGER, COOP])]}, rows)
+    (mv,) = g.rows[0].metrics
+    assert mv.metric.floor == 16.0
+    assert mv.verdict == "best" and mv.best == (EAGER,)
+    # 10 x 10 records/s: a 0.9 record·s difference is under the floor of 10
+    near = [{**r, "lag_record_s": r["lag_record_s"] * 0.02} for r in rows]
+    (g,) = grid_verdicts({"grids": [_grid("g", ["scale-out"], [EAGER, COOP])]}, near)
+    assert g.rows[0].metrics[0].verdict != "best"
+
+
+def _busy_rows(flip_at: int | None) -> list[dict[str, Any]]:
+    """Eager best in the plain bounce; with a member late by 500 ms still best, by 2000 ms
+    worst (or at every lateness, flip_at None)."""
+    out = []
+    for late in (0, 500, 2000):
+        scenario = "bounce" if not late else f"bounce-slow{late}ms"
+        eager_bad = flip_at is not None and late >= flip_at
+        for s in range(5):
+            out.append(_row(EAGER, scenario, s, lag_record_s=(9000 if eager_bad else 10) + s))
+            out.append(_row(COOP, scenario, s, lag_record_s=800 + s))
+    return out
+
+
+def test_every_eager_mark_says_where_it_stops_holding() -> None:
+    grids = [_grid("consumers", ["bounce"], [EAGER, COOP]),
+             _grid("busy", ["bounce", "bounce-slow500ms", "bounce-slow2000ms"], [EAGER, COOP]),
+             _grid("other", ["scale-out"], [EAGER, COOP])]
+    rows = _busy_rows(flip_at=2000)
+    rows += [_row(EAGER, "scale-out", s, lag_record_s=1 + s) for s in range(5)]
+    rows += [_row(COOP, "scale-out", s, lag_record_s=900 + s) for s in range(5)]
+    consumers, busy, other = grid_verdicts({"grids": grids}, rows)
+    (mv,) = consumers.rows[0].metrics
+    assert mv.limit == ("holds only while no member is 2 s late at the rebalance (busy: 10 "
+                        "members, 4x250)")
+    assert _verdict_word(mv).startswith("★ best; holds only while no member is 2 s late")
+    # the variant rows themselves carry no limit; a scenario never measured says so
+    assert all(not r.metrics[0].limit for r in busy.rows if "slow" in r.scenario)
+    assert other.rows[0].metrics[0].limit == "not tested with a member late at the rebalance"
+    (c, *_) = [c for c in claims([consumers]) if c.scenario == "bounce"]
+    assert "Eager's mark holds only while no member is 2 s late at the rebalance" in c.text
+    # a mark that holds at every lateness tried says how far it was tried
+    consumers, _, _ = grid_verdicts({"grids": grids}, _busy_rows(flip_at=None) + rows[-10:])
+    assert consumers.rows[0].metrics[0].limit.startswith(
+        "holds with one member up to 2 s late at the rebalance")
+
+
+def test_a_win_against_a_configured_delay_says_so_in_the_table() -> None:
+    settings = '{"scheduled.rebalance.max.delay.ms": 30000}'
+    eager, sessioned = "classic-connect:eager", "classic-connect:sessioned"
+    rows = [_row(eager, "worker-leaves-d30s", s, workload="16x8c",
+                 task_downtime_task_s=280.0 + s, stall_ms=2020, settings_json="{}") for s in range(5)]
+    rows += [_row(sessioned, "worker-leaves-d30s", s, workload="16x8c",
+                  task_downtime_task_s=379.0 + s, stall_ms=0, settings_json=settings) for s in range(5)]
+    grid = _grid("task-times", ["worker-leaves-d30s"], [eager, sessioned], "16x8c",
+                 ("task_downtime_task_s", "stall_ms"))
+    (g,) = grid_verdicts({"grids": [grid]}, rows)
+    mv = g.rows[0].metrics[0]
+    assert mv.best == (eager,)
+    assert "won against classic-connect:sessioned's configured " \
+           "scheduled.rebalance.max.delay.ms (30 s), by design" in _verdict_word(mv)
+    assert _label(g, mv.metric).endswith("= task-time input x restarts")
+    assert _label(g, g.metrics[1]).endswith("= task-time input x restarts")
