@@ -144,7 +144,11 @@ def test_the_why_line_reads_the_moving_windows_and_names_the_barrier() -> None:
     settings = {p: __import__("json").loads(rows[(p, SCENARIOS[0], 0)]["settings_json"])
                 for p in PROTOCOLS}
     lines = mechanisms(list(PROTOCOLS), settings, runs)
-    line = next(ln for ln in lines if ln.startswith("join-in-long-poll:"))
+    line = next(ln for ln in lines if ln.startswith("join-in-long-poll: downtime per moved"))
     assert "barrier waited for a member inside a long poll" in line
-    calm = next(ln for ln in lines if ln.startswith("join-after-catch-up:"))
+    calm = next(ln for ln in lines if ln.startswith("join-after-catch-up: downtime per moved"))
     assert "long poll" not in calm
+    # the lag split by window: the restart's window the same under every protocol, the
+    # join's where they differ
+    split = next(ln for ln in lines if ln.startswith("join-in-long-poll: excess lag by"))
+    assert "; scale-out: classic:eager " in split and split.count("bounce: ") == 1

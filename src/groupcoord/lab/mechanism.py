@@ -278,6 +278,9 @@ def with_conditions(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
     return [replace(c, text=c.text + claim_conditions(c, verdicts, runs)) for c in found]
 
 
+#: The run column :func:`attach_moving_downtime` adds to a run of several disturbance windows:
+#: each window's (label, excess lag in record·s), in order.
+WINDOW_LAGS = "window_lags"
 #: The run column :func:`attach_moving_downtime` adds: the resource downtime of the run's
 #: disturbance windows that moved something (ms).
 MOVING_DOWNTIME = "moving_downtime_ms"
@@ -292,14 +295,48 @@ def attach_moving_downtime(runs: Sequence[dict[str, Any]],
     to the moves of the run's other windows it would make a downtime per moved partition that no
     partition had (the long-poll grid's restart: 300 partition·s over a join's 9 moves)."""
     per: dict[str, float] = defaultdict(float)
+    lags: dict[str, list[tuple[int, str, float]]] = defaultdict(list)
     for w in windows:
-        moved, down = w.get("resources_moved"), w.get("resource_downtime_ms")
-        if w.get("disturbance") == INITIAL_JOIN or not moved or down is None:
+        if w.get("disturbance") == INITIAL_JOIN:
             continue
-        per[str(w.get("run_id"))] += float(down)
+        rid = str(w.get("run_id"))
+        if w.get("lag_record_s") is not None:
+            lags[rid].append((int(w.get("window") or 0), str(w.get("disturbance")),
+                              float(w["lag_record_s"])))
+        moved, down = w.get("resources_moved"), w.get("resource_downtime_ms")
+        if not moved or down is None:
+            continue
+        per[rid] += float(down)
     for r in runs:
         rid = str(r.get("run_id"))
         r[MOVING_DOWNTIME] = per.get(rid, 0.0)
+        if len(lags.get(rid, ())) > 1:
+            r[WINDOW_LAGS] = [(label, lag) for _, label, lag in sorted(lags[rid])]
+
+
+def window_split(scenario: str, protocols: Sequence[str],
+                 runs: Sequence[Mapping[str, Any]]) -> str:
+    """For a scenario of several disturbances, where each protocol's excess lag comes from:
+    the median over the runs of each window's (``disturbances``, via
+    :func:`attach_moving_downtime`); "" when the runs carry no windows."""
+    per: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    labels: dict[str, None] = {}
+    for r in runs:
+        for label, lag in r.get(WINDOW_LAGS) or ():
+            labels.setdefault(label)
+            per[str(r["protocol"])][label].append(lag)
+    # (a window that costs nothing under every protocol, as a slow event's, says nothing)
+    shown = [label for label in labels
+             if any(statistics.median(per[p][label]) for p in per if per[p].get(label))]
+    if len(shown) < 2:
+        return ""
+    parts = []
+    for label in shown:
+        vals = [f"{p} {number(statistics.median(per[p][label]))}" for p in protocols
+                if per.get(p, {}).get(label)]
+        parts.append(f"{label}: " + ", ".join(vals))
+    return (f"{scenario}: excess lag by disturbance window (record·s, median over the runs): "
+            + "; ".join(parts) + ".")
 
 
 def downtime_per_move(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
@@ -529,11 +566,15 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
         if r.get("protocol") in protocols and r.get("ok"):
             by_scenario[str(r["scenario"])].append(r)
     lines = []
+    eager_gaps: list[float] = []  # eager's downtime per moved partition, every scenario
     for scenario, rs in by_scenario.items():
         if event_kinds(rs[0]) & METADATA_EVENTS:
             grown = metadata_mechanism(scenario, protocols, settings, rs)
             if grown:
                 lines.append(grown)
+        split = window_split(scenario, protocols, rs)
+        if split:
+            lines.append(split)
         per = downtime_per_move(rs)
         if not per:
             continue
@@ -557,6 +598,7 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
                 f"moved, median over the runs): " + ", ".join(parts) + ".")
         eager = [p for p in per if is_eager(p)]
         rest = [p for p in per if not is_eager(p)]
+        eager_gaps += [per[p] for p in eager]
         if (eager and rest and by_beat
                 and max(per[p] for p in eager) < min(per[p] for p in rest)):
             line += (" Eager revokes every partition, but the whole group rejoins at once, so "
@@ -599,6 +641,17 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
                           "rebalance starts: the case where eager loses in the field (the "
                           "whole group waits for the slowest member's batch) does not arise "
                           "here.")
+        elif beats and eager_gaps and max(eager_gaps) < min(beats):
+            lines[-1] += (f", longer than a {_ms(min(beats))} heartbeat, but no rebalance "
+                          "here waited on one: eager's downtime per moved partition stays "
+                          f"under a heartbeat in every scenario above (at most "
+                          f"{_ms(max(eager_gaps))}), so no member was busy inside a long poll "
+                          "when a rebalance started (a member late at the rebalance is the "
+                          "busy-member grids' and the long-poll grid's).")
+        elif beats and eager_gaps and max(eager_gaps) > 2 * max(beats):
+            lines[-1] += (f", longer than a {_ms(min(beats))} heartbeat, and a rebalance here "
+                          "waited on one: eager's downtime per moved partition above is over "
+                          "two heartbeats.")
         elif beats:
             lines[-1] += (f", longer than a {_ms(min(beats))} heartbeat: a member working "
                           "off a backlog may be inside a long poll when a rebalance starts, "
@@ -615,6 +668,7 @@ __all__ = [
     "BUSY_LIMIT",
     "METADATA_EVENTS",
     "MOVING_DOWNTIME",
+    "WINDOW_LAGS",
     "Load",
     "TaskTimes",
     "attach_moving_downtime",
@@ -630,5 +684,6 @@ __all__ = [
     "metadata_mechanism",
     "row_loads",
     "task_times",
+    "window_split",
     "with_conditions",
 ]

@@ -59,6 +59,7 @@ from groupcoord.lab.verdict import (
     GridVerdict,
     MetricVerdict,
     VerdictRow,
+    _in_grid,
     claim_candidates,
     claims,
     comparisons,
@@ -119,8 +120,8 @@ def read_windows(path: Path) -> list[dict[str, Any]]:
     import pyarrow.dataset as ds
 
     dataset = ds.dataset(str(path), format="parquet", partitioning="hive")
-    cols = [c for c in ("run_id", "disturbance", "resources_moved", "resource_downtime_ms")
-            if c in dataset.schema.names]
+    cols = [c for c in ("run_id", "window", "disturbance", "resources_moved",
+                        "resource_downtime_ms", "lag_record_s") if c in dataset.schema.names]
     return list(dataset.to_table(columns=cols).to_pylist())
 
 
@@ -249,10 +250,23 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
     bad = sum(g.violated for g in verdicts)
     late = sum(g.not_caught_up for g in verdicts)
     noop = sum(g.noop for g in verdicts)
-    left = (f"{total:,} runs in these grids; left out: {bad:,} that violated an invariant "
+    distinct = len({r.get("run_id") for g in verdicts for r in runs if r.get("run_id")
+                    and _in_grid(r, _grid_record(g))})
+    shared = (f" ({distinct:,} distinct runs: a run of a cell that two grids share, as the "
+              "busy-member and deciding-input grids share their plain scenarios with the "
+              "grids they test, counts in each)" if 0 < distinct < total else "")
+    left = (f"{total:,} runs in these grids{shared}; left out: {bad:,} that violated an invariant "
             f"(listed below), {late:,} that never caught up before their first disturbance, "
             f"{noop:,} with a scenario event that changed nothing (noop_events).")
     return [what, test, left, protocol_text(verdicts)]
+
+
+def _grid_record(g: GridVerdict) -> dict[str, Any]:
+    """A verdict's grid as ``sweep.json`` records it (which runs are its)."""
+    return {"protocols": list(g.protocols), "scenarios": sorted({r.scenario for r in g.rows}),
+            "sizes": sorted({r.size for r in g.rows}),
+            "workloads": sorted({r.workload for r in g.rows}),
+            "fault_rates": sorted({r.fault_rate for r in g.rows}, key=lambda x: x or 0.0)}
 
 
 def protocol_text(verdicts: Sequence[GridVerdict]) -> str:

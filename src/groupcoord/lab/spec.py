@@ -896,7 +896,10 @@ so their polls are short; in the rolling bounce and crash-then-join the render m
 rebalance that waited on a long poll either: eager's stall per rebalance is the same at every \
 poll length, so this grid does not show the long-poll cost: the long-poll grid does) and 2 s \
 of state restore per newly assigned partition (the other grids' polls return a few records and \
-nothing warms up)'''
+nothing warms up). In crash-then-join the crash's window costs every protocol about the same \
+(the 45 s session) and the protocols differ in the join's window, where much of eager's excess \
+is that restore, a model input: an eager rebalance moves most partitions, a cooperative one the \
+joiner's few (the "Why" list splits the lag by window)'''
 protocols = ["classic:eager", "classic:cooperative", "consumer:uniform", "consumer:range"]
 scenarios = ["bounce", "scale-out", "rolling-bounce", "crash-then-join"]
 sizes = [10]
@@ -1073,7 +1076,11 @@ events = [{ at_ms = 30000, kind = "bounce", member = "@follower", after_delay_ms
 [scenario.crash-then-join]
 description = '''c3 crashes; 50 s later, its session (45 s) expired and its partitions given to \
 the others, who work off their backlog, a member joins (in the render the join's \
-rebalance did not wait on a long poll).'''
+rebalance did not wait on a long poll). The crash's window costs every protocol about the \
+same (the 45 s session); the protocols differ in the join's window, and there much of \
+eager's excess is the 2 s state restore per gained partition (a model input: an eager \
+rebalance moves most partitions, a cooperative one the joiner's few; the "Why" list splits \
+the lag by window).'''
 group = { members = 10, topics = { foo = 100 } }
 events = [{ at_ms = 30000, kind = "crash", member = "c3" },
           { at_ms = 80000, kind = "scale-out", count = 1 }]
