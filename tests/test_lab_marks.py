@@ -93,5 +93,27 @@ def test_a_win_against_a_configured_delay_says_so_in_the_table() -> None:
     assert mv.best == (eager,)
     assert "won against classic-connect:sessioned's configured " \
            "scheduled.rebalance.max.delay.ms (30 s), by design" in _verdict_word(mv)
-    assert _label(g, mv.metric).endswith("= task-time input x restarts")
-    assert _label(g, g.metrics[1]).endswith("= task-time input x restarts")
+    assert _label(g, mv.metric).endswith(" *")
+    assert _label(g, g.metrics[1]).endswith(" *")
+    from groupcoord.lab.report import _metrics_line
+    assert "* = the task-time input x restarts" in _metrics_line(g)
+
+
+def test_a_tested_cell_without_an_eager_mark_is_not_called_untested() -> None:
+    """The busy grid's plain cell has no eager mark (a tie): another size's eager mark says the
+    lateness was tried where eager had no mark, not that it was never tried."""
+    rows = []
+    for late in (0, 500):
+        scenario = "bounce" if not late else f"bounce-slow{late}ms"
+        for s in range(5):
+            rows.append(_row(EAGER, scenario, s, lag_record_s=500 + s))
+            rows.append(_row(COOP, scenario, s, lag_record_s=501 + s))
+    rows += [_row(EAGER, "bounce", s, size=30, lag_record_s=1 + s) for s in range(5)]
+    rows += [_row(COOP, "bounce", s, size=30, lag_record_s=900 + s) for s in range(5)]
+    grids = [{**_grid("consumers", ["bounce"], [EAGER, COOP]), "sizes": [10, 30]},
+             _grid("busy", ["bounce", "bounce-slow500ms"], [EAGER, COOP])]
+    consumers, _ = grid_verdicts({"grids": grids}, rows)
+    (big,) = [r for r in consumers.rows if r.size == 30]
+    assert big.metrics[0].limit == ("not tested with a member late at the rebalance at this "
+                                    "size (busy: 10 members, 4x250 has no eager mark even "
+                                    "with none late)")

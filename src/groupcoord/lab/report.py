@@ -160,9 +160,23 @@ def _label(g: GridVerdict, m: Metric) -> str:
     say that they are the task-time input times the restarts (not measured: the task restarts
     are the input-free result)."""
     out = _unit(m, g.excess)
-    if (m.column in TASK_TIME_PRODUCTS and g.protocols
-            and all(family(p).endswith("connect") for p in g.protocols)):
-        out += " = task-time input x restarts"
+    if _task_time_product(g, m):
+        out += " *"
+    return out
+
+
+def _task_time_product(g: GridVerdict, m: Metric) -> bool:
+    return (m.column in TASK_TIME_PRODUCTS and bool(g.protocols)
+            and all(family(p).endswith("connect") for p in g.protocols))
+
+
+def _metrics_line(g: GridVerdict) -> str:
+    """The grid's metrics, and what a * beside one means."""
+    out = ", ".join(_label(g, m) for m in g.metrics)
+    if any(_task_time_product(g, m) for m in g.metrics):
+        out += (" (* = the task-time input x restarts: the model's task stop and start times "
+                "times the restarts, not a measurement; the task restarts are the input-free "
+                "result)")
     return out
 
 
@@ -356,7 +370,7 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
         parts.append(f"<p class='q'>{html.escape(g.question)}</p>")
     if g.description and g.description != g.question:
         parts.append(f"<p>{html.escape(g.description)}</p>")
-    mets = ", ".join(_label(g, m) for m in g.metrics)
+    mets = _metrics_line(g)
     extra = ""
     if g.violated or g.not_caught_up or g.noop:
         extra = (f"; left out: {g.violated} with a violation, {g.not_caught_up} never caught "
@@ -415,7 +429,7 @@ def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | 
         lines += [f"*{g.question}*", ""]
     if g.description and g.description != g.question:
         lines += [g.description, ""]
-    lines += [f"Metrics: {', '.join(_label(g, m) for m in g.metrics)}. {g.seeds} seeds per cell; "
+    lines += [f"Metrics: {_metrics_line(g)}. {g.seeds} seeds per cell; "
               f"{g.runs:,} runs; left out: {g.violated} with a violation, {g.not_caught_up} "
               "never caught up.", ""]
     if not g.rows:
@@ -831,7 +845,7 @@ th, td { border: 1px solid #ccc; padding: 0.2em 0.45em; text-align: right; verti
 th { background: #f0f0f0; } td.l, th.l { text-align: left; }
 td.best { background: #d9f2d9; font-weight: bold; } td.tied { background: #eef8ee; }
 td.split { background: #fff4dc; } td.apart, th.apart { background: #f4f4f8; color: #555; }
-td.v { color: #555; white-space: nowrap; } td.m, td.n { white-space: nowrap; }
+td.v { color: #555; min-width: 8em; max-width: 24em; } td.m, td.n { white-space: nowrap; }
 small { color: #777; white-space: nowrap; }
 tr.odd td { border-top: 1px solid #ccc; } tr.even td[rowspan] { background: #fafafa; }
 p.q { font-style: italic; } .claims li { margin-bottom: 0.5em; }

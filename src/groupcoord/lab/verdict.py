@@ -447,8 +447,8 @@ def busy_limits(verdicts: Sequence[GridVerdict]
     """Per (plain scenario, workload shape, metric): where a classic eager mark of the plain
     scenario stops holding when one member is late at every rebalance (the ``-slowNms``
     variants of a busy-member grid): (the smallest lateness in ms at which the mark goes to
-    another protocol or to none, None if it holds at every one; the largest tested; the grid;
-    its size; its workload)."""
+    another protocol or to none, None if it holds at every one, 0 if the plain scenario has no
+    eager mark; the largest tested; the grid; its size; its workload)."""
     out: dict[tuple[str, str, str], tuple[int | None, int, str, int, str]] = {}
     for g in verdicts:
         groups: dict[tuple[str, int, str], dict[int, VerdictRow]] = defaultdict(dict)
@@ -463,6 +463,9 @@ def busy_limits(verdicts: Sequence[GridVerdict]
             for i, mv in enumerate(plain.metrics):
                 if mv.verdict not in ("best", "tied") or \
                         not any(_classic_eager(p) for p in mv.best):
+                    # tested, but eager has no mark here even with no member late (0)
+                    out.setdefault((base, _shape(workload), mv.metric.column),
+                                   (0, max(by_late), g.name, size, workload))
                     continue
                 flip = None
                 for late in sorted(v for v in by_late if v):
@@ -517,7 +520,10 @@ def mark_busy_limits(verdicts: Sequence[GridVerdict]) -> None:
                     continue
                 flip, top, grid, size, workload = got
                 where = f"{grid}: {size} members, {workload}"
-                if flip is None:
+                if flip == 0:
+                    mv.limit = (f"not tested with a member late at the rebalance at this size "
+                                f"({where} has no eager mark even with none late)")
+                elif flip is None:
                     mv.limit = (f"holds with one member up to {top / 1000:g} s late at the "
                                 f"rebalance ({where})")
                 else:
