@@ -117,3 +117,24 @@ def test_a_tested_cell_without_an_eager_mark_is_not_called_untested() -> None:
     assert big.metrics[0].limit == ("not tested with a member late at the rebalance at this "
                                     "size (busy: 10 members, 4x250 has no eager mark even "
                                     "with none late)")
+
+
+def test_the_polls_line_says_from_the_runs_whether_a_rebalance_waited_on_one() -> None:
+    """Full polls of 10 s, but eager's partitions down 0.4 s each in the scale-out (a crash's
+    figure is the session's, left out: the built-in crash scenario): no rebalance of these
+    runs waited on a long poll."""
+    from groupcoord.lab.mechanism import mechanisms
+
+    settings = {p: {"heartbeat.interval.ms": 3000, "session.timeout.ms": 45000}
+                for p in (EAGER, COOP)}
+
+    def run(p: str, scenario: str, per_ms: float) -> dict[str, Any]:
+        return {**_row(p, scenario, 0), "resources_moved": 10,
+                "resource_downtime_ms": 10 * per_ms, "total_topics": 1,
+                "work_model": "3.5 rec/s, 20 ms/rec, max.poll.records 500"}
+
+    runs = [run(EAGER, "scale-out", 400), run(COOP, "scale-out", 3000),
+            run(EAGER, "crash", 30_000), run(COOP, "crash", 44_000)]
+    polls = mechanisms([EAGER, COOP], settings, runs)[-1]
+    assert "takes 10 s, longer than a 3 s heartbeat, but no rebalance here waited on one" in polls
+    assert "at most 400 ms" in polls
