@@ -846,7 +846,7 @@ th { background: #f0f0f0; } td.l, th.l { text-align: left; }
 td.best { background: #d9f2d9; font-weight: bold; } td.tied { background: #eef8ee; }
 td.split { background: #fff4dc; } td.apart, th.apart { background: #f4f4f8; color: #555; }
 td.v { color: #555; min-width: 8em; max-width: 24em; } td.m, td.n { white-space: nowrap; }
-small { color: #777; white-space: nowrap; }
+small { color: #777; white-space: nowrap; } small.cal { white-space: normal; }
 tr.odd td { border-top: 1px solid #ccc; } tr.even td[rowspan] { background: #fafafa; }
 p.q { font-style: italic; } .claims li { margin-bottom: 0.5em; }
 code { background: #f6f6f6; padding: 0.1em 0.3em; font-size: 0.9em; }
@@ -924,13 +924,33 @@ def claim_rule(found: Sequence[Claim], verdicts: Sequence[GridVerdict]) -> str:
             "other mark stays in the tables above.")
 
 
+def calibration_note(c: Claim) -> str:
+    """What the calibration against real clients measured for a sentence's scenario and its
+    protocols (``lab.limits.calibration_for``, the calibration's lookup by scenario and
+    protocol), printed beside the sentence; "" where no calibration row covers them (or the
+    lookup is not there)."""
+    from groupcoord.lab import limits
+
+    lookup = getattr(limits, "calibration_for", None)
+    if lookup is None:
+        return ""
+    found = []
+    for p in dict.fromkeys(x for x in (*c.best.split(" and "), c.worse) if x):
+        text = lookup(c.scenario, p)
+        if text:
+            found.append(str(text))
+    return ("Calibration against real clients: " + "; ".join(found)) if found else ""
+
+
 def _claims_html(found: Sequence[Claim], verdicts: Sequence[GridVerdict] = ()) -> str:
     few = too_few_for_claims(verdicts)
     few_html = f"<p>{html.escape(few)}</p>" if few else ""
     if not found:
         return ("<h2>What the tables show</h2><p>No difference between protocols passes the "
                 f"test above.</p>{few_html}")
-    items = "".join(f"<li>{html.escape(c.text)}<br><code>{html.escape(c.command)}</code></li>"
+    items = "".join(f"<li>{html.escape(c.text)}<br><code>{html.escape(c.command)}</code>"
+                    + (f"<br><small class='cal'>{html.escape(n)}</small>"
+                       if (n := calibration_note(c)) else "") + "</li>"
                     for c in found)
     return ("<h2>What the tables show</h2><p>Each sentence is one marked difference in a cell "
             f"of at least {CLAIM_MIN_SEEDS} seeds per protocol, in the grid's own metrics; its "
@@ -1055,6 +1075,9 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
         lines += [claim_rule(found, verdicts), ""]
     for i, c in enumerate(found, 1):
         lines.append(f"{i}. {c.text}  \n   `{c.command}`")
+        note = calibration_note(c)
+        if note:
+            lines.append(f"   {note}")
     few = too_few_for_claims(verdicts)
     if few:
         lines += ["", few]
