@@ -1,7 +1,7 @@
 """CPU seconds of the paper spec's runs without Spark, per grid, with a fingerprint of each
 run's rows: the before/after of a simulator change on the lab's real workload.
 
-Every run of ``lab run --spec paper`` (or, with ``--first-seed``, every cell's first seed: 219
+Every run of ``lab run --spec paper`` (or, with ``--first-seed``, every cell's first seed: 328
 runs) goes through ``lab.runs.run_one`` in a process pool, largest groups first; the output
 JSON has per run its grid, CPU seconds (user and system time of the process and of the
 paired control it forks, around ``run_one``), steps and a
