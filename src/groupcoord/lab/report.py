@@ -673,13 +673,28 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                          if thresh <= f * 10.0 ** k <= 1.5 * top]))
             ax.yaxis.set_minor_locator(NullLocator())
             # a log scale has no zero: say that this one is linear up to the threshold
-            ylabel += f"\n(symlog: linear 0{DASH}{number(thresh)}, log above)"
+            ylabel += f"\n(linear from 0 to {number(thresh)}, logarithmic above)"
         # ticks as the tables print numbers (thousands separated, no exponent)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: number(v)))
         ax.set_ylabel(ylabel)
         ax.set_ylim(bottom=0)
         if thresh is not None:  # headroom above the highest seed on a log axis
             ax.set_ylim(top=1.5 * top)
+        elif axis is not None:
+            # on a linear axis a protocol whose medians all sit within 3 % of the top reads
+            # as zero: print its medians beside its points
+            high = ax.get_ylim()[1]
+            for p in g.protocols:
+                near: list[tuple[float, float]] = []
+                for r in rows:
+                    x = r.x if axis[0] == "x" else float(r.size)
+                    if p in r.metrics[i].cells and x is not None:
+                        near.append((x, r.metrics[i].cells[p].median / m.scale))
+                if near and high > 0 and all(0 < abs(v) < 0.03 * high for _, v in near):
+                    for x, v in near:
+                        ax.annotate(number(v), (x, v), textcoords="offset points",
+                                    xytext=(0, 6), ha="center", fontsize=7,
+                                    color=styles.get(p, {}).get("color"))
         ax.grid(True, alpha=0.3)
     for ax in axes[len(panels):]:
         ax.set_visible(False)
