@@ -160,3 +160,41 @@ def test_a_sentence_carries_the_calibration_of_its_scenario_and_protocols(monkey
     assert seen == [("scale-out", EAGER), ("scale-out", COOP)]
     monkeypatch.setattr(limits, "calibration_for", lambda s, p: None, raising=False)
     assert calibration_note(c) == ""
+
+
+def test_near_zero_medians_on_a_linear_axis_are_printed(tmp_path: Any) -> None:
+    """The crossover scale-out panel: eager at 0.1-0.5 record·s beside 100-300 reads as zero
+    on a linear axis, so its medians are printed at its points (the others' are not)."""
+    from matplotlib.figure import Figure
+
+    from groupcoord.lab.report import grid_charts, protocol_styles
+
+    rows = []
+    for x, (e, c) in zip((20.0, 30.0, 40.0), ((0.1, 100.0), (0.2, 180.0), (0.5, 300.0)),
+                         strict=True):
+        rate = 32 * x / 100 / 0.02 / 32 * 8  # records/s per partition at x % busy, 8 members
+        for s in range(5):
+            for p, v in ((EAGER, e), (COOP, c)):
+                rows.append({**_row(p, "scale-out", s, workload=f"p{int(x)}", size=8),
+                             "work": f'{{"records_per_s": {rate / 8}, "processing_ms": 20}}',
+                             "lag_record_s": v + 0.01 * s})
+    grid = {**_grid("crossover", ["scale-out"], [EAGER, COOP]), "sizes": [8],
+            "workloads": ["p20", "p30", "p40"]}
+    (g,) = grid_verdicts({"grids": [grid]}, rows)
+    assert g.parameter is not None
+    drawn: list[Any] = []
+    real = Figure.savefig
+
+    def keep(fig: Any, path: Any, **kw: Any) -> None:
+        drawn.append(fig)
+        real(fig, path, **kw)
+
+    Figure.savefig = keep  # type: ignore[method-assign]
+    try:
+        grid_charts(g, tmp_path, protocol_styles(g.protocols))
+    finally:
+        Figure.savefig = real  # type: ignore[method-assign]
+    (fig,) = drawn
+    (ax,) = [a for a in fig.axes if a.get_visible()]
+    assert ax.get_yscale() == "linear"
+    assert sorted(t.get_text() for t in ax.texts) == ["0.12", "0.22", "0.52"]
