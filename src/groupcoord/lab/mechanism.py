@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from groupcoord.lab.findings import family, number, work_value
-from groupcoord.lab.verdict import Claim, GridVerdict, threshold
+from groupcoord.lab.verdict import SLOW_VARIANT, Claim, GridVerdict, threshold
 from groupcoord.sim.application import RECOVERY_WAIT_MS
 from groupcoord.sim.engine import INITIAL_JOIN
 from groupcoord.sim.workload import Workload
@@ -258,6 +258,10 @@ def claim_conditions(claim: Claim, verdicts: Sequence[GridVerdict],
         parts.append(f"members {ld.busy:.0%} busy, polls of about {_ms(ld.batch_ms)} when "
                      "caught up; every member learns of a rebalance at the same moment "
                      "(heartbeat timers restart at the join)")
+        late = SLOW_VARIANT.match(row.scenario)
+        if late:
+            parts.append(f"one member {_ms(float(late.group('v')))} late at every rebalance "
+                         "(its revocations take that much more: the model's slow event)")
         if ld.overloaded:
             parts.append("near saturation or not caught up when the run ended (see the row): "
                          "the lag is the load's as much as the rebalance's")
