@@ -198,3 +198,22 @@ def test_near_zero_medians_on_a_linear_axis_are_printed(tmp_path: Any) -> None:
     (ax,) = [a for a in fig.axes if a.get_visible()]
     assert ax.get_yscale() == "linear"
     assert sorted(t.get_text() for t in ax.texts) == ["0.12", "0.22", "0.52"]
+
+
+def test_an_eager_mark_holds_while_eager_stays_among_the_marked_best() -> None:
+    """Plain: eager alone best; one member 0.5 s late: eager tied for the best (= with
+    cooperative, both beating KIP-848); 2 s late: cooperative alone. The limit is 2 s."""
+    rows = []
+    for late, (e, c) in ((0, (10, 800)), (500, (300, 301)), (2000, (9000, 800))):
+        scenario = "bounce" if not late else f"bounce-slow{late}ms"
+        for s in range(5):
+            rows += [_row(EAGER, scenario, s, lag_record_s=e + s),
+                     _row(COOP, scenario, s, lag_record_s=c + s),
+                     _row(KIP848, scenario, s, lag_record_s=5000 + s)]
+    grids = [_grid("busy", ["bounce", "bounce-slow500ms", "bounce-slow2000ms"],
+                   [EAGER, COOP, KIP848])]
+    (busy,) = grid_verdicts({"grids": grids}, rows)
+    (plain,) = [r for r in busy.rows if r.scenario == "bounce"]
+    (half,) = [r for r in busy.rows if r.scenario == "bounce-slow500ms"]
+    assert half.metrics[0].verdict == "tied" and EAGER in half.metrics[0].best
+    assert plain.metrics[0].limit.startswith("holds only while no member is 2 s late")

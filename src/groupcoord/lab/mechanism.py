@@ -606,7 +606,11 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
         rest = [p for p in per if not is_eager(p)]
         if "crash" not in event_kinds(rs[0]):
             eager_gaps += [(scenario, per[p]) for p in eager]
-        if (eager and rest and by_beat
+        late = SLOW_VARIANT.match(scenario)
+        if late and eager:
+            line += (f" One member is {_ms(float(late.group('v')))} late at every rebalance "
+                     "(its revocations): an eager group, having revoked everything, waits for it.")
+        elif (eager and rest and by_beat
                 and max(per[p] for p in eager) < min(per[p] for p in rest)):
             line += (" Eager revokes every partition, but the whole group rejoins at once, so "
                      "each waits only that long; a cooperative member learns its second round, "

@@ -470,7 +470,9 @@ def busy_limits(verdicts: Sequence[GridVerdict]
                 flip = None
                 for late in sorted(v for v in by_late if v):
                     other = by_late[late].metrics[i]
-                    if other.verdict != mv.verdict or other.best != mv.best:
+                    # holds while eager stays marked (alone or tied for the best)
+                    if other.verdict not in ("best", "tied") or \
+                            not any(_classic_eager(p) for p in other.best):
                         flip = late
                         break
                 out[(base, _shape(workload), mv.metric.column)] = (
