@@ -174,7 +174,7 @@ class ShareSimulation(Simulation):
         group_cfg = c.shard.share_group_config(self.gid)
         self.share_config = ShareConfig.of_group(group_cfg)
         self.topics = tuple(sc.topics_subscribed()) if sc.regex is None else None
-        self.partitions = SimSharePartitions(self.share_config, self.seed, s.poison_rate)
+        self.partitions = SimSharePartitions(self.share_config, self.seed, self.poison_rate())
         self.work_rng = random.Random(f"share-work:{self.seed}")
         self.procs: dict[str, _ShareProc] = {}
         self._cid = 0
@@ -792,6 +792,11 @@ class ShareSimulation(Simulation):
                                   f"acknowledged nor archived at the end: "
                                   f"{ {k: v for k, v in sorted(left.items()) if v} }")
 
+    def poison_rate(self) -> float:
+        """The fraction of poison records: the settings' when they set one, else the
+        workload's (``poison_rate``: the same records a consumer group meets in the lab)."""
+        return self.settings.poison_rate or self.scenario.workload.poison_rate
+
     def i5_bound(self) -> int:
         sc = self.scenario
         s = self.settings
@@ -808,7 +813,7 @@ class ShareSimulation(Simulation):
         members = max(1, len(self.live()))
         drain = 2 * lag * wl.processing_ms.average / members
         poison = s.delivery_count_limit * (FETCH_MAX_WAIT_MS + wl.fetch_latency_ms + 4 * lat) \
-            if s.poison_rate > 0 else 0
+            if self.poison_rate() > 0 else 0
         return base + math.ceil(drain) + poison
 
     def protocol_summary(self) -> dict[str, Any]:
