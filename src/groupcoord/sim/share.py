@@ -239,6 +239,7 @@ class ShareSimulation(Simulation):
 
     def crash(self, p: _ShareProc) -> None:
         self._stop(p, "crash")
+        self._count_unowned(self.group())
 
     def leave(self, p: _ShareProc) -> None:
         """Close gracefully: acknowledge what was processed, close the share session (the broker
@@ -249,6 +250,7 @@ class ShareSimulation(Simulation):
         if p.epoch > 0 or p.hb_cid:
             self._send_heartbeat(p, ShareGroupHeartbeatRequest(self.gid, p.member_id, -1))
         self._stop(p, "leave")
+        self._count_unowned(self.group())
 
     def _restart_later(self, name: str, delay: int) -> None:
         self.at(self.now + delay, self._spawn_event, name)
@@ -717,9 +719,19 @@ class ShareSimulation(Simulation):
             del self._member_epochs[mid]
         if ae == ge and g.members:
             self._check_target(g)
-        unowned = self._universe(g.subscribed_topic_names()) - {
-            tp for m in g.members.values() for tp in _flatten(m.assigned_partitions)}
-        self.set_unowned(len(unowned))
+        self._count_unowned(g)
+
+    def _count_unowned(self, g: ShareGroup | None) -> None:
+        """Downtime accounting: the subscribed partitions assigned to no live process's member.
+        A crashed process's member keeps its partitions until the session timeout expires it,
+        and nobody fetches them meanwhile (where it was their only member), as a consumer
+        group's crashed member's partitions wait; what the coordinator assigns is not enough."""
+        if g is None:
+            return
+        live = {p.member_id for p in self.procs.values() if p.alive}
+        held = {tp for mid, m in g.members.items() if mid in live
+                for tp in _flatten(m.assigned_partitions)}
+        self.set_unowned(len(self._universe(g.subscribed_topic_names()) - held))
 
     def _universe(self, names: Iterable[str]) -> frozenset[TopicIdPartition]:
         return frozenset((t.topic_id, i) for name in names
