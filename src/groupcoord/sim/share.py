@@ -55,8 +55,9 @@ up to the limit (each a fetch round trip)::
 
 **Metrics** (the lab's table where they fit, ``sim.workload``'s names): records processed
 (successful processings, a record processed again counts again), lag (records produced and not
-yet acknowledged or archived; its peak and integral), stall (no member processing while records
-were available), records processed twice (``records_reprocessed``: a record processed
+yet acknowledged or archived; its peak and integral), stall (records available and no live member
+processing or holding a partition: ``sim.workload``'s definition, where a member that keeps up
+and waits between batches is working), records processed twice (``records_reprocessed``: a record processed
 successfully, then again because its acknowledgement came after its lock expired); and
 ``protocol_summary``'s share figures: acquisitions, redeliveries, records archived, poison
 attempts, acknowledgements refused.
@@ -625,8 +626,11 @@ class ShareSimulation(Simulation):
             self.work["lag_record_s"] += (lag0 + lag) / 2 * (now - t0) / 1000.0
             if stalled:
                 self.work["stall_ms"] += now - t0
-        busy = any(p.busy_since is not None for p in self.procs.values() if p.alive)
-        self._sample = (now, lag, not busy and available > self._backlog_slack())
+        # working: processing, or holding partitions to fetch from (a member that keeps up
+        # waits for records between batches: the consumer groups' model counts it working too)
+        working = any(p.busy_since is not None or p.assigned for p in self.procs.values()
+                      if p.alive)
+        self._sample = (now, lag, not working and available > self._backlog_slack())
         if lag > self.work["lag_peak"]:
             self.work["lag_peak"] = lag
 
