@@ -15,8 +15,9 @@ when it fails and says so when it passes. The transactional sub-tests of 0061 an
 before groupcoord served transactions, pass now.
 
 0103 (transactions) runs against three brokers (``Case.brokers``): its topics are created with
-a replication factor of 3. Not run: 0098 (a Java producer, ``KAFKA_PATH``); 0105 (the mock
-cluster only).
+a replication factor of 3. It passes on both group protocols (its consumers subscribe with
+``group.protocol=consumer`` in the KIP-848 column; docs/clients.md). Not run: 0098 (a Java
+producer, ``KAFKA_PATH``); 0105 (the mock cluster only).
 
 The suite is built with zstd (``librdkafka.CONFIGURE``), so 0171's sub-test of every
 compression codec runs (the broker stores and serves compressed batches as they came); 0170's
