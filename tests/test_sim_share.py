@@ -190,7 +190,9 @@ def test_a_crashed_members_partitions_are_down_until_its_session_expires(
     crash = next(d for d in sim.result().disturbances if d["disturbance"] == "crash")
     if waits:
         assert 40_000 <= crash["resource_downtime_ms"] <= 46_000, crash
-        assert crash["lag_peak"] > 20 * 10  # its partition's production waited
+        # its partition's production waited: the window's peak is the lag before the
+        # partition's new member drains it (not the lag when the window closes)
+        assert crash["lag_peak"] >= 20 * 40, crash
         # the other three hold partitions: no stall (a member waiting for records between
         # batches is working, as a consumer group's member that keeps up)
         assert crash["stall_ms"] == 0, crash

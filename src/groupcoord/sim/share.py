@@ -633,6 +633,9 @@ class ShareSimulation(Simulation):
         self._sample = (now, lag, not working and available > self._backlog_slack())
         if lag > self.work["lag_peak"]:
             self.work["lag_peak"] = lag
+        for w in self._open:  # each open window's peak (the engine reads it only at its ends)
+            if lag > w.lag_peak:
+                w.lag_peak = lag
 
     def work_totals(self) -> dict[str, float] | None:
         if self.scenario.workload.idle:
