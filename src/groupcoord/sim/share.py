@@ -626,8 +626,7 @@ class ShareSimulation(Simulation):
             self.work["lag_record_s"] += (lag0 + lag) / 2 * (now - t0) / 1000.0
             if stalled:
                 self.work["stall_ms"] += now - t0
-        # working: processing, or holding partitions to fetch from (a member that keeps up
-        # waits for records between batches: the consumer groups' model counts it working too)
+        # working: processing, or holding partitions (as the consumer groups' model counts it)
         working = any(p.busy_since is not None or p.assigned for p in self.procs.values()
                       if p.alive)
         self._sample = (now, lag, not working and available > self._backlog_slack())
@@ -729,10 +728,8 @@ class ShareSimulation(Simulation):
         self._count_unowned(g)
 
     def _count_unowned(self, g: ShareGroup | None) -> None:
-        """Downtime accounting: the subscribed partitions assigned to no live process's member.
-        A crashed process's member keeps its partitions until the session timeout expires it,
-        and nobody fetches them meanwhile (where it was their only member), as a consumer
-        group's crashed member's partitions wait; what the coordinator assigns is not enough."""
+        """Downtime: subscribed partitions no live process's member holds (a crashed member's
+        wait, unfetched, until its session expires, as in a consumer group)."""
         if g is None:
             return
         live = {p.member_id for p in self.procs.values() if p.alive}
