@@ -277,6 +277,7 @@ class ClassicConsumerSimulation(ConsumerSimulation):
                 if tp not in legit and tp in self.universe:
                     gained += 1
                 legit[tp] = p
+                self.legit_version += 1
         if gained:
             self.set_unowned(self._unowned - gained)
 

@@ -745,15 +745,23 @@ class Processor:
             now = m.now()
             resources = m.resources
             active = self._p  # (k is active when its resource is: no scan of the key list)
+            batch: list[Key] = []
             for k in keys:
                 if k not in self.owned or resources.get(k) in active or k in self.warming:
                     continue
                 wait = delay_ms or (0 if k in self.recent else m.workload.warmup_ms)
                 if wait > 0:
+                    if batch:  # activated before this key's wake-up is scheduled, as before
+                        self._activate_all(batch)
+                        batch = []
                     self.warming[k] = now + wait
                     m.at(now + wait, self._warm, k)
-                else:
+                elif self.active:
                     self._activate(k)
+                else:  # nothing processed yet: activated together (:meth:`_activate_all`)
+                    batch.append(k)
+            if batch:
+                self._activate_all(batch)
 
         self.at_poll(start)
 
@@ -791,6 +799,50 @@ class Processor:
         m.recount(self)
         if self.flush_at is None and m.connect and m.workload_commit_interval:
             self.flush_at = m.now() + m.workload_commit_interval
+
+    def _activate_all(self, keys: list[Key]) -> None:
+        """:meth:`_activate` of each of ``keys`` in order, at one instant, into a processor
+        that processes nothing yet (the common case: an eager member given its partitions
+        back): the same state, float sums in the same order. What each activation repeats
+        is done once: the model's accounting, the lag sample and the advance to now (at one
+        instant the second of each changes nothing), the count of paused resources (read by
+        nothing in between), and the ordered insertion (into an empty list: the keys
+        sorted)."""
+        m = self.model
+        resources = m.resources
+        now = m.now()
+        first = True
+        pos = self._p
+        active_in = m.active_in
+        idle = m.idle
+        added: list[tuple[Key, Resource]] = []
+        for k in keys:
+            r = resources.get(k)
+            if r is None:
+                continue
+            if first:
+                first = False
+                m.account()
+                m.sample_lag()
+                self.advance(now)
+            pos[r] = r.committed
+            self._p_version += 1
+            active_in[r] = self
+            idle.pop(r, None)
+            if r.hw > r.committed:
+                m.reprocessed += r.hw - r.committed
+            r.progress(now, r.committed)
+            added.append((k, r))
+            self.recent.add(k)
+            m.started(k)
+        if not added:
+            return
+        added.sort(key=lambda kr: order_key(kr[0]))
+        self.active[:0] = [k for k, _ in added]
+        self._ares[:0] = [r for _, r in added]
+        m.recount(self)
+        if self.flush_at is None and m.connect and m.workload_commit_interval:
+            self.flush_at = now + m.workload_commit_interval
 
     def release(self, keys: Iterable[Key], commit: bool) -> None:
         """The group took ``keys`` back (revoked: ``commit`` what was processed; lost or
