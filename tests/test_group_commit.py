@@ -89,9 +89,14 @@ def test_a_failing_batch_is_undone_alone(tmp_path: Path, deferred: Any) -> None:
     log.append(0, [(b"a", b"1")])
     with pytest.raises(LogError, match="nothing of the batch was written"):
         log.append(0, [(b"b", b"2"), ("not bytes", b"3")])  # the CHECK on key refuses it
+    with pytest.raises(LogError, match="nothing of the batch was written"):
+        log.append(0, [("one row", b"5")])  # a batch of one row (no savepoint)
+    with pytest.raises(LogError, match="nothing of the batch was written"):
+        log.append_many([(0, [(b"e", b"6")]), (7, [(b"f", 7)])])  # the CHECK on value
     log.append(0, [(b"c", b"4")])
     log.commit()
     assert committed_rows(tmp_path, 0) == [(b"a", b"1"), (b"c", b"4")]
+    assert committed_rows(tmp_path, 7) == []
     assert events["lost"] == []
 
 

@@ -466,6 +466,21 @@ class SqliteLog:
                 self._opened()
         conn = self._writer()
         created: list[int] = []
+        if len(batches) == 1 and len(batches[0][1]) == 1 and (
+                batches[0][0] in self._tables or batches[0][0] in self._group_created):
+            # one row of an existing table: a statement that fails is undone by SQLite alone
+            # (no savepoint needed; most appends are one record)
+            shard, rows = batches[0]
+            try:
+                conn.execute(self._insert(shard), rows[0])
+            except sqlite3.Error as e:
+                if not conn.in_transaction:
+                    self._end_group(commit=True)
+                raise self._error(f"append to shard {shard} failed, nothing of the batch was "
+                                  f"written", e) from e
+            assert self._group is not None
+            self._group.add(shard)
+            return
         try:
             conn.execute("SAVEPOINT batch")
             for shard, rows in batches:
