@@ -1,7 +1,7 @@
 """CPU seconds of the paper spec's runs without Spark, per grid, with a fingerprint of each
 run's rows: the before/after of a simulator change on the lab's real workload.
 
-Every run of ``lab run --spec paper`` (or, with ``--first-seed``, every cell's first seed: 219
+Every run of ``lab run --spec paper`` (or, with ``--first-seed``, every cell's first seed: 328
 runs) goes through ``lab.runs.run_one`` in a process pool, largest groups first; the output
 JSON has per run its grid, CPU seconds (user and system time of the process and of the
 paired control it forks, around ``run_one``), steps and a
@@ -26,6 +26,7 @@ import json
 import resource
 import sys
 import time
+from dataclasses import replace
 from multiprocessing import Pool
 from typing import Any
 
@@ -33,8 +34,24 @@ from benchmarks._harness import Result
 from groupcoord.lab.spec import RunParams, expand, load_spec
 
 
+@functools.lru_cache(maxsize=1)
+def _grid_names() -> dict[str, str]:
+    """Run id -> the paper spec's first grid that has the run (``lab.spec.expand`` runs a run
+    two grids share once, in the first)."""
+    spec = load_spec("paper")
+    out: dict[str, str] = {}
+    for g in getattr(spec, "grids", ()):
+        for r in expand(replace(spec, grids=(g,))):
+            out.setdefault(r.run_id, g.name)
+    return out
+
+
 def grid_of(r: RunParams) -> str:
-    """The paper spec's grid of a run (its workloads and sizes tell them apart)."""
+    """The paper spec's grid of a run: its name in the spec; for a tree whose spec has no
+    grids, told apart by its workload and size."""
+    name = _grid_names().get(r.run_id)
+    if name is not None:
+        return name
     if r.workload == "16x8c":
         return "kip415"
     if r.scenario == "grow-by-900":

@@ -1,6 +1,7 @@
 """Classic consumer groups in the simulator: real classic members against the real coordinator.
 
-Protocol ``classic`` (variants ``eager`` and ``cooperative``): each simulated process runs a
+Protocol ``classic`` (variants ``eager``, ``eager-roundrobin``: eager with the ``roundrobin``
+assignor instead of ``range``, and ``cooperative``): each simulated process runs a
 :class:`groupcoord.client.classic_consumer.ClassicConsumerMember` (JoinGroup / SyncGroup /
 Heartbeat / LeaveGroup, the leader computing the assignment) against the classic groups of the
 real :class:`Shard` (``coordinator/classic/handlers.py``), through the faulty network of
@@ -152,8 +153,9 @@ class ClassicConsumerSimulation(ConsumerSimulation):
 
     def new_member(self, name: str, instance_id: str | None) -> ClassicConsumerMember:
         sc = self.scenario
+        protocol, _, assignor = (self.variant or "eager").partition("-")
         m = PollGatedClassicConsumer(
-            sc.group_id, protocol=self.variant or "eager", instance_id=instance_id,
+            sc.group_id, protocol=protocol, assignor=assignor or None, instance_id=instance_id,
             client_id=name, session_timeout_ms=sc.session_timeout_ms,
             rebalance_timeout_ms=sc.rebalance_timeout_ms,
             heartbeat_interval_ms=sc.heartbeat_interval_ms,
@@ -277,6 +279,7 @@ class ClassicConsumerSimulation(ConsumerSimulation):
                 if tp not in legit and tp in self.universe:
                     gained += 1
                 legit[tp] = p
+                self.legit_version += 1
         if gained:
             self.set_unowned(self._unowned - gained)
 

@@ -561,7 +561,7 @@ class ClassicConnectSimulation(ClassicConsumerSimulation, ConnectSimulation):
         for p in live:
             if _w(p).member_id not in g.members or not self._worker_converged(p, g.generation_id):
                 return False
-        return all(it in self.legit for it in self.universe)
+        return all(map(self.legit.__contains__, self.universe))  # every item owned
 
     def gap_group(self, g: Any) -> str:
         return (f"{ClassicConsumerSimulation.gap_group(self, g)}, config offset "

@@ -141,6 +141,12 @@ class ConnectSimulation(ConsumerSimulation):
     def setup(self) -> None:
         #: The configuration the admin asked for (the universe of resources).
         self.connectors: dict[str, int] = dict(self.scenario.connectors)
+        #: The items of the coordinator's configuration, by the configuration object (frozen,
+        #: replaced on every change): :meth:`converged` compares them at every look.
+        self._config_items: tuple[Any, frozenset[Item]] | None = None
+        #: Each member's assigned items, by its assignment object (a frozen member's map,
+        #: replaced on every change), for the same comparison.
+        self._assigned_items: dict[str, tuple[Any, frozenset[Item]]] = {}
         super().setup()
         self.stats.update({"prepares": 0, "installs": 0, "assign_errors": 0, "items_revoked": 0,
                            "config_requests": 0, "config_retries": 0, "config_rejected": 0})
@@ -256,20 +262,31 @@ class ConnectSimulation(ConsumerSimulation):
         if g is None or not g.members:
             return not live
         epoch = g.group_epoch
-        if epoch != g.assignment_epoch or len(g.members) != len(live) \
-                or config_items(dict(g.config.connectors)) != self.universe:
+        if epoch != g.assignment_epoch or len(g.members) != len(live):
             return False
+        config = g.config
+        cached = self._config_items
+        if cached is None or cached[0] is not config:
+            cached = self._config_items = (config, config_items(dict(config.connectors)))
+        if cached[1] != self.universe:
+            return False
+        assigned_items = self._assigned_items
         for p in live:
             m: Any = p.member
-            cm = g.members.get(m.member_id)
+            mid = m.member_id
+            cm = g.members.get(mid)
             if cm is None or m.state is not ClientMemberState.STABLE or m.member_epoch != epoch \
                     or not cm.is_reconciled_to(epoch) or cm.pending_revocation \
                     or m.assign_inflight is not None or self.is_fenced(p):
                 return False
-            if frozenset(items_of(cm.assigned)) != m.owned:
+            assigned = cm.assigned
+            have = assigned_items.get(mid)
+            if have is None or have[0] is not assigned:
+                have = assigned_items[mid] = (assigned, frozenset(items_of(assigned)))
+            if have[1] != m.owned:
                 return False
         legit = self.legit
-        return all(it in legit for it in self.universe)
+        return all(map(legit.__contains__, self.universe))  # every item owned (no genexpr)
 
 
     def gap_group(self, g: Any) -> str:

@@ -189,6 +189,10 @@ class ConsumerSimulation(ConsumerConvergence):
         # Members' side: who consumes each partition; the legitimate (non-fenced) consumer.
         self.consumers: dict[TopicIdPartition, list[Proc]] = {}
         self.legit: dict[TopicIdPartition, Proc] = {}
+        #: Bumped at every change of ``legit`` (its writers in ``sim.consumer_invariants`` and
+        #: ``sim.classic``): :meth:`assignment_balanced` keeps its answer while it holds.
+        self.legit_version = 0
+        self._balanced_memo: tuple[int, Any, list[Proc], bool] | None = None
         self.last_owner: dict[TopicIdPartition, str] = {}
         self.universe: frozenset[TopicIdPartition] = frozenset()
         self._universe_key: Any = None
@@ -781,8 +785,17 @@ class ConsumerSimulation(ConsumerConvergence):
         live = self.live()
         if not live:
             return True
-        counts = {p.name: [0, 0] for p in live}
         universe = self.universe
+        memo = self._balanced_memo  # the same owners, resources and live processes: same answer
+        if memo is not None and memo[0] == self.legit_version and memo[1] is universe \
+                and memo[2] is live:
+            return memo[3]
+        balanced = self._balanced(live, universe)
+        self._balanced_memo = (self.legit_version, universe, live, balanced)
+        return balanced
+
+    def _balanced(self, live: list[Proc], universe: frozenset[Any]) -> bool:
+        counts = {p.name: [0, 0] for p in live}
         for key, p in self.legit.items():
             if key not in universe:
                 continue

@@ -115,6 +115,7 @@ class ConsumerInvariants(Simulation):
     present: dict[str, int]
     consumers: dict[TopicIdPartition, list[Proc]]
     legit: dict[TopicIdPartition, Proc]
+    legit_version: int
     last_owner: dict[TopicIdPartition, str]
     universe: frozenset[TopicIdPartition]
     _universe_key: Any
@@ -191,6 +192,7 @@ class ConsumerInvariants(Simulation):
                 lst.remove(p)
             if legit.get(tp) is p:
                 del legit[tp]
+                self.legit_version += 1
                 if tp in universe:
                     lost += 1
         if lost:
@@ -224,6 +226,7 @@ class ConsumerInvariants(Simulation):
                 if tp not in legit and tp in universe:
                     gained += 1
                 legit[tp] = p
+                self.legit_version += 1
             lst.append(p)
         if gained:
             self.set_unowned(self._unowned - gained)
@@ -331,6 +334,7 @@ class ConsumerInvariants(Simulation):
         for tp in p.consuming:
             if legit.get(tp) is p:
                 del legit[tp]
+                self.legit_version += 1
                 if tp in self.universe:
                     lost += 1
         if lost:

@@ -1,0 +1,137 @@
+"""Answers the simulator keeps instead of recomputing equal the recomputed ones
+(docs/benchmarks.md, the simulator's section).
+
+- Connect convergence: the configuration's items and each worker's assigned items are kept by
+  their objects (frozen, replaced on every change), the balance test (KIP-415's time until
+  balanced) while the owners, the resources and the live processes stay the same
+  (``legit_version``). At every look the kept answer equals the one computed afresh, and a run
+  with nothing kept gives the same trace, summary and windows.
+- The work model activates the partitions given to a member that processes nothing yet
+  together (``Processor._activate_all``): the same run as activating them one by one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from groupcoord.lab.runs import build_scenario
+from groupcoord.lab.spec import RunParams, expand, load_spec
+from groupcoord.sim.connect import ConnectSimulation
+from groupcoord.sim.consumer import ConsumerSimulation
+from groupcoord.sim.engine import SimResult
+from groupcoord.sim.runner import build_simulation
+from groupcoord.sim.workload import Processor
+
+CONNECT = ("connect:eager", "connect:cooperative", "classic-connect:eager",
+           "classic-connect:sessioned")
+
+
+def _paper_run(scenario: str, protocol: str, size: int, workload: str) -> RunParams:
+    spec = load_spec("paper")
+    for r in expand(spec):
+        if (r.scenario, r.protocol, r.size, r.workload, r.replicate) == (
+                scenario, protocol, size, workload, 0):
+            return r
+    raise AssertionError(f"no paper run {scenario}/{protocol}/{size}/{workload}")
+
+
+def _run(params: RunParams) -> tuple[SimResult, Any]:
+    """The run and its work model's raw state at the end (every float unrounded, resources
+    and each member's active list in their order): the rows round what the model sums."""
+    sim: Any = build_simulation(build_scenario(params), params.seed, params.protocol,
+                                record_trace=True)
+    res = sim.run()
+    model = sim.app.model
+    raw = (model.totals(), model.processed, model.reprocessed,
+           [(repr(k), r.lag_int, r.hw, r.committed, r.t) for k, r in model.resources.items()],
+           {name: [repr(k) for k in p.active] for name, p in model.processors.items()})
+    return res, raw
+
+
+def _same(a: tuple[SimResult, Any], b: tuple[SimResult, Any]) -> None:
+    (ra, rawa), (rb, rawb) = a, b
+    assert ra.ok and rb.ok, (ra.violation, rb.violation)
+    assert ra.trace == rb.trace
+    assert ra.summary == rb.summary
+    assert ra.disturbances == rb.disturbances
+    assert rawa == rawb
+
+
+def _fresh_balance(sim: ConsumerSimulation) -> bool:
+    if sim._unowned:
+        return False
+    live = sim.live()
+    return True if not live else sim._balanced(live, sim.universe)
+
+
+@pytest.mark.parametrize("protocol", CONNECT)
+@pytest.mark.parametrize("scenario", ["kip415-worker-joins", "worker-bounce-d30s",
+                                      "kip415-connector-removed"])
+def test_connect_kept_answers_equal_the_computed_ones(
+        monkeypatch: pytest.MonkeyPatch, protocol: str, scenario: str) -> None:
+    params = _paper_run(scenario, protocol, 6, "16x8c")
+    looks = {"balance": 0, "converged": 0}
+    kept_balance = ConsumerSimulation.assignment_balanced
+    kept_converged = ConnectSimulation.converged
+
+    def checked_balance(self: ConsumerSimulation) -> bool:
+        got = kept_balance(self)
+        assert got == _fresh_balance(self)
+        looks["balance"] += 1
+        return got
+
+    def checked_converged(self: Any) -> bool:
+        got = kept_converged(self)
+        config, assigned = self._config_items, self._assigned_items
+        self._config_items, self._assigned_items = None, {}  # computed afresh
+        assert kept_converged(self) == got
+        self._config_items, self._assigned_items = config, assigned
+        looks["converged"] += 1
+        return got
+
+    monkeypatch.setattr(ConsumerSimulation, "assignment_balanced", checked_balance)
+    if protocol.startswith("connect:"):
+        monkeypatch.setattr(ConnectSimulation, "converged", checked_converged)
+    kept = _run(params)
+    assert looks["balance"] > 10
+    assert looks["converged"] > 10 or not protocol.startswith("connect:")
+
+    def nothing_kept_balance(self: ConsumerSimulation) -> bool:
+        return _fresh_balance(self)
+
+    def nothing_kept_converged(self: Any) -> bool:
+        self._config_items, self._assigned_items = None, {}
+        return bool(kept_converged(self))
+
+    monkeypatch.setattr(ConsumerSimulation, "assignment_balanced", nothing_kept_balance)
+    monkeypatch.setattr(ConnectSimulation, "converged", nothing_kept_converged)
+    _same(kept, _run(params))
+
+
+@pytest.mark.parametrize("protocol", ["classic:eager", "classic:cooperative",
+                                      "consumer:uniform"])
+@pytest.mark.parametrize("scenario,size,workload", [
+    ("rolling-bounce", 8, "1x32-p10ms-40pct"), ("scale-out", 8, "1x32-p20ms-20pct")])
+def test_activating_together_is_activating_one_by_one(
+        monkeypatch: pytest.MonkeyPatch, protocol: str, scenario: str, size: int,
+        workload: str) -> None:
+    params = _paper_run(scenario, protocol, size, workload)
+    together = {"calls": 0}
+    kept = Processor._activate_all
+
+    def counted(self: Processor, keys: list[Any]) -> None:
+        together["calls"] += 1
+        kept(self, keys)
+
+    monkeypatch.setattr(Processor, "_activate_all", counted)
+    batched = _run(params)
+    assert together["calls"] > 0
+
+    def one_by_one(self: Processor, keys: list[Any]) -> None:
+        for k in keys:
+            self._activate(k)
+
+    monkeypatch.setattr(Processor, "_activate_all", one_by_one)
+    _same(batched, _run(params))
