@@ -8,9 +8,10 @@
   with nothing kept gives the same trace, summary and windows.
 - The work model activates the partitions given to a member that processes nothing yet
   together (``Processor._activate_all``): the same run as activating them one by one.
-- The classic simulation's checks decode a subscription or an assignment once per bytes: what
-  they get is what decoding those bytes gives, whatever was decoded before (malformed bytes
-  included), and a classic run is the same with nothing kept.
+- The classic simulation's checks decode a subscription or an assignment once per bytes (a
+  consumer's, a Connect worker's): what they get is what decoding those bytes gives, whatever
+  was decoded before (malformed bytes included), and a classic run is the same with nothing
+  kept.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from hypothesis import strategies as st
 
 from groupcoord.lab.runs import build_scenario
 from groupcoord.lab.spec import RunParams, expand, load_spec
+from groupcoord.protocol.connect_protocol import ConnectProtocolError, decode_worker_metadata
+from groupcoord.protocol.connect_protocol import decode_assignment as connect_decode_assignment
 from groupcoord.protocol.consumer_protocol import (
     ConsumerProtocolError,
     decode_assignment,
@@ -30,7 +33,7 @@ from groupcoord.protocol.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from groupcoord.sim import classic
+from groupcoord.sim import classic, classic_connect
 from groupcoord.sim.connect import ConnectSimulation
 from groupcoord.sim.consumer import ConsumerSimulation
 from groupcoord.sim.engine import SimResult
@@ -198,4 +201,33 @@ def test_a_classic_run_is_the_same_with_nothing_kept(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(classic, "_claims", claims)  # decoded at every look
     monkeypatch.setattr(classic, "_assigned", assigned)
+    _same(kept, _run(params))
+
+
+def test_a_classic_connect_run_is_the_same_with_nothing_kept(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    params = _paper_run("worker-bounce-d30s", "classic-connect:sessioned", 6, "16x8c")
+    kept = _run(params)
+    assert classic_connect._REPORTED and classic_connect._ASSIGNMENTS
+    for raw in (b"", b"\x00\x01", next(iter(classic_connect._REPORTED))):
+        first = classic_connect._metadata_items(raw)
+        assert classic_connect._metadata_items(raw) == first  # kept: the same answer
+    for raw in (b"\x00", next(iter(classic_connect._ASSIGNMENTS))):
+        first_a = classic_connect._assignment(raw)
+        assert classic_connect._assignment(raw) == first_a
+
+    def reported(raw: bytes | None) -> Any:
+        try:
+            return classic_connect.items(decode_worker_metadata(raw or b"").current)
+        except (ConnectProtocolError, ValueError):
+            return frozenset()
+
+    def assignment(raw: bytes) -> Any:
+        try:
+            return connect_decode_assignment(raw) if raw else None
+        except (ConnectProtocolError, ValueError):
+            return None
+
+    monkeypatch.setattr(classic_connect, "_metadata_items", reported)  # decoded at every look
+    monkeypatch.setattr(classic_connect, "_assignment", assignment)
     _same(kept, _run(params))
