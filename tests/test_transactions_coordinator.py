@@ -11,6 +11,7 @@ state change is one of Kafka's transitions.
 from __future__ import annotations
 
 import itertools
+import json
 
 import pytest
 from hypothesis import given, settings
@@ -34,6 +35,7 @@ from groupcoord.transactions.records import (
 from groupcoord.transactions.state import (
     MAX_PRODUCER_EPOCH,
     VALID_PREVIOUS,
+    TransactionMetadata,
     TransactionState,
 )
 
@@ -214,6 +216,31 @@ def test_list_filters_by_state_producer_duration_and_pattern() -> None:
     assert ids(h.c.list(min_duration_ms=50, now_ms=200)) == ["app-1"]
     assert ids(h.c.list(min_duration_ms=500, now_ms=200)) == []
     assert ids(h.c.list(pattern="app-.*")) == ["app-1", "app-2"]
+
+
+@given(tid=st.text(max_size=20), ints=st.lists(st.integers(-1, 2**62), min_size=7, max_size=7),
+       state=st.sampled_from(list(TransactionState)),
+       partitions=st.lists(st.tuples(st.text(max_size=30), st.integers(0, 2**31 - 1)),
+                           max_size=4),
+       groups=st.lists(st.text(max_size=30), max_size=3))
+@settings(max_examples=150, deadline=None)
+def test_metadata_values_are_json_dumps_bytes(tid: str, ints: list[int],
+                                              state: TransactionState,
+                                              partitions: list[tuple[str, int]],
+                                              groups: list[str]) -> None:
+    """The value is written by hand: the bytes ``json.dumps`` with sorted keys and compact
+    separators writes (quotes, backslashes, control and non-ASCII characters escaped alike)."""
+    pid, epoch, last, previous, timeout, start, updated = ints
+    meta = TransactionMetadata(tid, pid, epoch, last, previous, timeout, state,
+                               tuple(partitions), tuple(groups), start, updated)
+    _, value = encode(TransactionRecord(tid, meta))
+    assert value is not None
+    assert value[2:] == json.dumps({
+        "producer_id": pid, "producer_epoch": epoch, "last_producer_epoch": last,
+        "previous_producer_id": previous, "timeout_ms": timeout, "state": state.id,
+        "partitions": [[t, p] for t, p in partitions], "groups": groups, "start_ms": start,
+        "last_update_ms": updated}, sort_keys=True, separators=(",", ":")).encode()
+    assert decode(*encode(TransactionRecord(tid, meta))) == TransactionRecord(tid, meta)
 
 
 def test_records_round_trip_and_refuse_other_versions() -> None:

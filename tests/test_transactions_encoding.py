@@ -1,6 +1,6 @@
-"""The transaction coordinator's hand-encoded answers (``protocol/fast.py``): AddPartitionsToTxn
-v0-v3, AddOffsetsToTxn and EndTxn, byte for byte kio's encoding of the same response in every
-version the broker advertises (and one beyond, for the flexible layout)."""
+"""The transaction's hand-encoded answers (``protocol/fast.py``): AddPartitionsToTxn v0-v3,
+AddOffsetsToTxn, EndTxn, TxnOffsetCommit and Produce, byte for byte kio's encoding of the same
+response in every version the broker advertises (and one beyond, for the flexible layout)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from groupcoord.protocol.codec import build, encode_entity, response_class
-from groupcoord.protocol.fast import add_partitions_to_txn_response, throttle_and_error_response
+from groupcoord.protocol.fast import (
+    add_partitions_to_txn_response,
+    produce_response,
+    throttle_and_error_response,
+    txn_offset_commit_response,
+)
 from groupcoord.protocol.versions import ApiKey
 
 codes = st.integers(min_value=-1, max_value=120)
@@ -52,3 +57,41 @@ def test_add_partitions_to_txn_answers_are_kio_s_bytes(
 def test_the_batched_add_partitions_to_txn_form_is_refused() -> None:
     with pytest.raises(ValueError, match="v4"):
         add_partitions_to_txn_response(4, [])
+
+
+@given(by_topic=results, throttle=st.integers(0, 2**31 - 1))
+@settings(max_examples=60, deadline=None)
+def test_txn_offset_commit_answers_are_kio_s_bytes(
+        by_topic: dict[str, list[tuple[int, int]]], throttle: int) -> None:
+    for v in range(0, 6):
+        assert txn_offset_commit_response(v, by_topic.items(), throttle) == kio(
+            ApiKey.TXN_OFFSET_COMMIT, v, throttle_time=throttle, topics=[
+                {"name": t, "partitions": [
+                    {"partition_index": p, "error_code": c} for p, c in parts]}
+                for t, parts in by_topic.items()]), v
+
+
+int64 = st.integers(-1, 2**63 - 1)
+partition_results = st.lists(st.fixed_dictionaries({
+    "index": st.integers(0, 2**31 - 1), "error_code": codes, "base_offset": int64,
+    "log_append_time": st.just(-1) | st.integers(0, 2**45), "log_start_offset": int64,
+    "error_message": st.none() | st.text(max_size=60), "record_errors": st.just(())}),
+    min_size=1, max_size=4)
+
+
+@given(by_topic=st.dictionaries(names, partition_results, max_size=3),
+       throttle=st.integers(0, 2**31 - 1))
+@settings(max_examples=60, deadline=None)
+def test_produce_answers_are_kio_s_bytes(by_topic: dict[str, list[dict[str, object]]],
+                                         throttle: int) -> None:
+    for v in range(3, 13):
+        assert produce_response(v, by_topic.items(), throttle) == kio(
+            ApiKey.PRODUCE, v, throttle_time=throttle, responses=[
+                {"name": t, "partition_responses": parts} for t, parts in by_topic.items()]), v
+
+
+def test_versions_beyond_the_layouts_are_refused() -> None:
+    with pytest.raises(ValueError, match="v13"):
+        produce_response(13, [])
+    with pytest.raises(ValueError, match="v6"):
+        txn_offset_commit_response(6, [])

@@ -15,8 +15,9 @@ when it fails and says so when it passes. The transactional sub-tests of 0061 an
 before groupcoord served transactions, pass now.
 
 0103 (transactions) runs against three brokers (``Case.brokers``): its topics are created with
-a replication factor of 3. Not run: 0098 (a Java producer, ``KAFKA_PATH``); 0105 (the mock
-cluster only).
+a replication factor of 3. It passes on both group protocols (its consumers subscribe with
+``group.protocol=consumer`` in the KIP-848 column; docs/clients.md). Not run: 0098 (a Java
+producer, ``KAFKA_PATH``); 0105 (the mock cluster only).
 
 Known failure of the share consumer tests: zstd (the suite's build has none); 0170's
 DeleteRecords sub-test passes since DeleteRecords is served.

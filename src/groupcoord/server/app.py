@@ -92,6 +92,7 @@ from groupcoord.server.brokers import BrokerInfo, BrokerSet
 from groupcoord.server.compaction import BackgroundCompaction, CompactionConfig
 from groupcoord.server.connection import Close, Outcome
 from groupcoord.server.control import ControlPlane
+from groupcoord.server.group_commit import GroupCommit
 from groupcoord.server.limits import ConnectionQuotas, Limits, QueuedBytes, normalise_ip
 from groupcoord.server.metrics import LoopIdleMonitor, MetricsServer
 from groupcoord.server.partition_files import max_open_files_from
@@ -273,6 +274,9 @@ class KafkaServer:
         #: data directory (memory with ``--storage memory``).
         self._given_txn_log = transaction_log
         self._txn_log: RecordLog | None = None
+        #: One commit of the record logs per loop iteration, answers held until it
+        #: (``server/group_commit.py``).
+        self.group_commit = GroupCommit()
         #: The transaction coordinator (``server/transaction_runtime.py``), made by :meth:`start`.
         self.transactions: TransactionRuntime | None = None
         #: The share-state log (KIP-932, ``server/share_partitions.py``): given by the caller
@@ -310,6 +314,8 @@ class KafkaServer:
         self.runtime = CoordinatorRuntime(self._log, self.num_shards, self.config,
                                           self.registry.image(), random_member_id)
         self.runtime.start(loop, background=True)
+        if self._given_log is None:
+            self.group_commit.add(self._log, self._reload_shards, loop)
         self._share_log = self._given_share_log or open_record_log(
             self.storage, self.data_dir / SHARE_STATE_DIR, self.durability)
         self.share_partitions = SharePartitionManager(self._share_log, self.runtime.clock.now_ms,
@@ -392,6 +398,12 @@ class KafkaServer:
                  self.data_dir)
         return self.host, self.port
 
+    def _reload_shards(self, shards: list[int]) -> None:
+        """The group log lost these shards' latest records (a failed group commit)."""
+        if self.runtime is not None:
+            for i in shards:
+                self.runtime.reload_shard(i)
+
     def _start_transactions(self, loop: asyncio.AbstractEventLoop,
                             producer_ids: ProducerIdAllocator) -> TransactionRuntime:
         """The transaction coordinator on its own log, loaded (its pending markers written)."""
@@ -410,6 +422,9 @@ class KafkaServer:
         txns = TransactionRuntime(self._txn_log, TransactionConfig.from_properties(self.properties),
                                   producer_ids.allocate, markers, runtime.clock)
         txns.start(loop)
+        if self._txn_log is not self._given_txn_log:
+            # after the group log: a transaction's offsets are committed before its completion
+            self.group_commit.add(self._txn_log, lambda shards: txns.reload(), loop)
         return txns
 
     async def _listen(self, broker: int, port: int, *, start: bool = True,
@@ -614,6 +629,7 @@ class KafkaServer:
         if self._idle_timer is not None:
             self._idle_timer.cancel()
             self._idle_timer = None
+        self.group_commit.commit()  # the answers held for it, before the connections close
         for listener in list(self.listeners.values()):
             if listener is not self._server:  # broker 0's first listener is closed below
                 listener.close()
@@ -651,6 +667,8 @@ class KafkaServer:
             if self._share_log is not self._given_share_log:
                 self._share_log.close()
             self._share_log = None
+        # before the runtime waits for its loader thread, which would wait for an open group
+        self.group_commit.close()
         if self.runtime is not None:
             self.runtime.stop()
         if self.idle_monitor is not None:
@@ -969,7 +987,7 @@ class Connection(asyncio.Protocol):
                     # to the transport now: above its high-water mark it calls pause_writing
                     # (here, synchronously), which ends this loop; the requests behind wait
                     # until the peer has read (resume_writing)
-                    transport.write(out[0] if len(out) == 1 else b"".join(out))
+                    self._write(out[0] if len(out) == 1 else b"".join(out))
                     out = []
                     out_bytes = 0
                 continue
@@ -977,8 +995,9 @@ class Connection(asyncio.Protocol):
                 if outcome.response:
                     out.append(outcome.response)
                 if out:
-                    transport.write(b"".join(out))
+                    self._write(b"".join(out))
                     out = []
+                self.server.group_commit.commit()  # what is held goes out before the close
                 log.warning("closing connection from %s: %s", self.peer, outcome.reason)
                 self.close(outcome.reason)
                 return
@@ -987,7 +1006,7 @@ class Connection(asyncio.Protocol):
             self._task.add_done_callback(self._finished)
             break
         if out:
-            transport.write(out[0] if len(out) == 1 else b"".join(out))
+            self._write(out[0] if len(out) == 1 else b"".join(out))
         if self.closed:
             return
         self._account()
@@ -1001,6 +1020,10 @@ class Connection(asyncio.Protocol):
             self.reading_paused = False
             transport.resume_reading()
 
+    def _write(self, data: bytes) -> None:
+        """An answer to the client: now, or once the pending group commit is done."""
+        self.server.group_commit.write(self, data)
+
     def _finished(self, task: asyncio.Future[Any]) -> None:
         self.busy = False
         self._task = None
@@ -1013,12 +1036,13 @@ class Connection(asyncio.Protocol):
             return
         outcome = task.result()
         if isinstance(outcome, Close):
-            if outcome.response and self.transport is not None:
-                self.transport.write(outcome.response)
+            if outcome.response:
+                self._write(outcome.response)
+            self.server.group_commit.commit()  # what is held goes out before the close
             log.warning("closing connection from %s: %s", self.peer, outcome.reason)
             self.close(outcome.reason)
             return
-        if outcome is not None and self.transport is not None:
-            self.transport.write(outcome)
+        if outcome is not None:
+            self._write(outcome)
         self.last_active = time.monotonic()
         self._run()

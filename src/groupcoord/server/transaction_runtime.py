@@ -18,7 +18,11 @@ record log (Kafka's ``__transaction_state``), its timers and its markers.
   shards). Until a marker is written the partition's last stable offset stays at the
   transaction's first offset, and the group's offsets stay pending (RequireStable answers
   UNSTABLE_OFFSET_COMMIT), so read_committed never sees a half-done transaction; a crash in
-  between leaves PrepareCommit in the log, which loading completes. InitProducerId's fencing
+  between leaves PrepareCommit in the log, which loading completes. With the server's group
+  commit (``server/group_commit.py``) the appends of a loop iteration are committed by a
+  callback scheduled at the iteration's first append, so before this one: PrepareCommit is
+  durable before its markers are written, and a group lost on the way rebuilds the coordinator
+  (:meth:`TransactionRuntime.reload`) before the callback finds the jobs gone. InitProducerId's fencing
   abort writes its markers before it answers (it answers with the epoch after the abort). A job
   that fails stays in its Prepare state (requests about it get CONCURRENT_TRANSACTIONS,
   retriable) and is tried again every ``MARKER_RETRY_MS``.
@@ -105,6 +109,15 @@ class TransactionRuntime:
         self.coordinator = coordinator
         self._retry.clear()
         self._deferred.clear()  # what is still in a Prepare state is in pending_markers()
+
+    def reload(self) -> None:
+        """The log lost records the coordinator had appended (a group commit that failed,
+        ``server/group_commit.py``): rebuilt from the log; what it has in a Prepare state is
+        completed by the retry timer."""
+        now = self.clock.now_ms()
+        self._rebuild()
+        self._retry = [(now + MARKER_RETRY_MS, job) for job in self.coordinator.pending_markers()]
+        self._schedule()
 
     def take_over(self, partitions: Iterable[int]) -> None:
         """Become the coordinator of ``partitions``: next coordinator epochs, pending markers

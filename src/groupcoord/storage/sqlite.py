@@ -12,6 +12,16 @@ a key that is not a blob or a value that is neither a blob nor NULL.
 (``BEGIN IMMEDIATE`` ... ``COMMIT``): all of it or, on any error, nothing (rolled back), and the
 call raises :class:`LogError`.
 
+**Group commit** (:meth:`SqliteLog.defer_commits`, what the server turns on): the appends
+made on one thread (the server's event loop) are written into one open transaction, each batch
+in a savepoint (a batch that fails is undone alone and raises :class:`LogError`, as without group
+commit), and committed together by :meth:`SqliteLog.commit`, which the server calls once per
+loop iteration before it sends any answer (so an answer still never reports what is not
+durable). While a group is open the write lock is held: another thread's append, compaction or
+read waits for the commit; a read on the owning thread reads through the writer connection,
+which sees the group. A commit that fails rolls the whole group back and reports its shards to
+the ``lost`` hook: the caller then reloads what it built on them (and answers none of it).
+
 **Durability** (``durability=``, mapped to SQLite's ``synchronous`` in WAL mode):
 
 - ``"normal"`` (default; ``synchronous=NORMAL``): when ``append`` returns, the batch is in the
@@ -65,7 +75,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import IO, Any
 
 from groupcoord.storage.log import (
@@ -125,6 +135,14 @@ class SqliteLog:
         self._insert_sql: dict[int, str] = {}
         self._conn: sqlite3.Connection | None = None
         self._lock_file: IO[bytes] | None = None
+        #: Group commit (:meth:`defer_commits`): the thread whose appends are deferred, the
+        #: hooks, the open group's shards (None: no group open; the write lock is held while
+        #: one is) and the shard tables it created.
+        self._owner: int | None = None
+        self._opened: Callable[[], None] | None = None
+        self._lost: Callable[[list[int]], None] | None = None
+        self._group: set[int] | None = None
+        self._group_created: set[int] = set()
         try:
             os.makedirs(self.data_dir, exist_ok=True)
         except OSError as e:
@@ -302,10 +320,10 @@ class SqliteLog:
         except (TypeError, ValueError) as e:
             raise LogError(f"{self.path}: append to shard {shard}: an entry of the batch is not a "
                            f"(key, value) pair ({e}); nothing of the batch was written") from e
-        sql = self._insert_sql.get(shard)
-        if sql is None:
-            sql = self._insert_sql[shard] = (
-                f"INSERT INTO {_table(shard)} (key, value, ts) VALUES (?, ?, ?)")
+        if self._owner is not None and self._owner == threading.get_ident():
+            self._append_deferred([(shard, rows)], ts)
+            return
+        sql = self._insert(shard)
         with self._write_lock:
             conn = self._writer()
             created = False
@@ -340,6 +358,9 @@ class SqliteLog:
             raise LogError(f"{self.path}: append to shards "
                            f"{', '.join(str(s) for s, _ in batches)}: an entry is not a (key, "
                            f"value) pair ({e}); nothing was written") from e
+        if self._owner is not None and self._owner == threading.get_ident():
+            self._append_deferred(rows, ts)
+            return
         with self._write_lock:
             conn = self._writer()
             created: list[int] = []
@@ -361,6 +382,138 @@ class SqliteLog:
                                   "written", e) from e
             self._tables.update(created)
 
+    def _insert(self, shard: int) -> str:
+        sql = self._insert_sql.get(shard)
+        if sql is None:
+            sql = self._insert_sql[shard] = (
+                f"INSERT INTO {_table(shard)} (key, value, ts) VALUES (?, ?, ?)")
+        return sql
+
+    # ------------------------------------------------------------------ group commit
+
+    def defer_commits(self, opened: Callable[[], None] | None,
+                      lost: Callable[[list[int]], None] | None = None) -> None:
+        """Group commit (module docstring) for the appends of the calling thread: ``opened`` is
+        called when a group opens (the caller then arranges for :meth:`commit`), ``lost`` with
+        the shards of a group whose commit failed (nothing of it was written). ``opened=None``
+        ends the mode, committing the open group first."""
+        self.commit()
+        if opened is None:
+            self._owner = self._opened = self._lost = None
+            return
+        self._owner = threading.get_ident()
+        self._opened = opened
+        self._lost = lost
+
+    @property
+    def uncommitted(self) -> bool:
+        """A group is open (appended, not committed yet)."""
+        return self._group is not None
+
+    def commit(self) -> None:
+        """Commit the open group, if any. On failure the group is rolled back, the ``lost``
+        hook told its shards, and the error logged (this does not raise)."""
+        self._end_group(commit=True)
+
+    def rollback(self) -> None:
+        """Drop the open group, if any (its shards go to the ``lost`` hook): the caller could
+        not commit another log the group depends on."""
+        self._end_group(commit=False)
+
+    def _end_group(self, commit: bool) -> None:
+        shards = self._group
+        if shards is None:
+            return
+        self._group = None
+        created, self._group_created = self._group_created, set()
+        conn = self._conn
+        try:
+            if conn is not None and conn.in_transaction:
+                if not commit:
+                    raise sqlite3.OperationalError("rolled back by the caller")
+                conn.execute("COMMIT")
+                self._tables.update(created)
+                return
+            if shards:  # SQLite rolled the transaction back itself (an I/O error, disk full)
+                raise sqlite3.OperationalError("the transaction was rolled back")
+        except sqlite3.Error as e:
+            if conn is not None:
+                self._rollback(conn)
+            if commit:
+                log.error("%s: group commit of shards %s failed, nothing of it was written: %s",
+                          self.path, sorted(shards), e)
+            if self._lost is not None and shards:
+                self._lost(sorted(shards))
+        finally:
+            self._write_lock.release()
+
+    def _append_deferred(self, batches: Sequence[tuple[int, list[tuple[Any, Any, int]]]],
+                         ts: int) -> None:
+        """Append into the open group (opening one first): a savepoint per batch."""
+        opened = self._group is None
+        if opened:
+            self._write_lock.acquire()
+            try:
+                conn = self._writer()
+                conn.execute("BEGIN IMMEDIATE")
+            except (LogError, sqlite3.Error) as e:
+                self._write_lock.release()
+                if isinstance(e, LogError):
+                    raise
+                raise self._error("append failed, nothing of the batch was written", e) from e
+            self._group = set()
+            if self._opened is not None:
+                self._opened()
+        conn = self._writer()
+        created: list[int] = []
+        if len(batches) == 1 and len(batches[0][1]) == 1 and (
+                batches[0][0] in self._tables or batches[0][0] in self._group_created):
+            # one row of an existing table: a statement that fails is undone by SQLite alone
+            # (no savepoint needed; most appends are one record)
+            shard, rows = batches[0]
+            try:
+                conn.execute(self._insert(shard), rows[0])
+            except sqlite3.Error as e:
+                if not conn.in_transaction:
+                    self._end_group(commit=True)
+                raise self._error(f"append to shard {shard} failed, nothing of the batch was "
+                                  f"written", e) from e
+            assert self._group is not None
+            self._group.add(shard)
+            return
+        try:
+            conn.execute("SAVEPOINT batch")
+            for shard, rows in batches:
+                if (shard not in self._tables and shard not in self._group_created
+                        and shard not in created):
+                    self._create_shard(conn, shard, ts)
+                    created.append(shard)
+                conn.executemany(self._insert(shard), rows)
+            conn.execute("RELEASE batch")
+        except sqlite3.Error as e:
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK TO batch")
+                    conn.execute("RELEASE batch")
+            else:  # the whole group went with the error: commit() reports it lost
+                self._end_group(commit=True)
+            raise self._error(f"append to shards {', '.join(str(s) for s, _ in batches)} "
+                              f"failed, nothing of the batch was written", e) from e
+        assert self._group is not None
+        self._group_created.update(created)
+        self._group.update(shard for shard, _ in batches)
+
+    def _settle(self) -> bool:
+        """Before a read or a write outside the group: True when the calling thread owns the
+        open group (it reads through the writer connection); another thread waits for the
+        group's commit."""
+        if self._owner is None:
+            return False
+        if self._owner == threading.get_ident():
+            return self._group is not None
+        with self._write_lock:
+            return False
+
     @staticmethod
     def _rollback(conn: sqlite3.Connection) -> None:
         if conn.in_transaction:
@@ -370,6 +523,8 @@ class SqliteLog:
     # ------------------------------------------------------------------ read
 
     def shards(self) -> list[int]:
+        if self._settle():
+            return sorted(self._tables | self._group_created)
         return sorted(self._tables)
 
     def read(self, shard: int) -> Iterator[Entry]:
@@ -380,10 +535,18 @@ class SqliteLog:
 
     def _scan(self, shard: int, columns: str) -> Iterator[Any]:
         check_shard(shard)
-        self._writer()  # closed?
+        conn = self._writer()  # closed?
+        sql = f"SELECT {columns} FROM {_table(shard)} ORDER BY log_offset"
+        if self._settle():  # the open group's own thread: its appends, uncommitted, included
+            if shard not in self._tables and shard not in self._group_created:
+                return iter(())
+            try:
+                return iter(conn.execute(sql).fetchall())
+            except sqlite3.Error as e:
+                raise self._error(f"reading shard {shard}", e) from e
         if shard not in self._tables:
             return iter(())
-        return self._stream(shard, f"SELECT {columns} FROM {_table(shard)} ORDER BY log_offset")
+        return self._stream(shard, sql)
 
     def _stream(self, shard: int, sql: str) -> Iterator[Any]:
         try:
@@ -407,6 +570,8 @@ class SqliteLog:
     def compact(self, shard: int, now_ms: int, tombstone_retention_ms: int) -> CompactionResult:
         check_shard(shard)
         self._writer()
+        if self._settle():
+            self.commit()
         expire = now_ms - tombstone_retention_ms if tombstone_retention_ms >= 0 else None
         with self._compaction_lock:
             if shard not in self._tables:
@@ -475,6 +640,8 @@ class SqliteLog:
         return LogStats(self.path, shards, size)
 
     def close(self) -> None:
+        if self._settle():
+            self.commit()
         with self._write_lock:
             if self._conn is not None:
                 try:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from groupcoord.coordinator import messages as m
+from groupcoord.protocol import fast
 from groupcoord.protocol.codec import to_ms
 from groupcoord.protocol.versions import ApiKey
 from groupcoord.server.apis.family import RT, ApiFamily, BrokerState, E, Op, RequestContext
@@ -123,12 +124,14 @@ class OffsetApis(ApiFamily):
             group_instance_id=getattr(body, "group_instance_id", None))
         r: m.TxnOffsetCommitResponse = self.runtime.handle_group(body.group_id, req)
         old = ctx.api_version < 2
-        return self._resp(ctx, throttle_time=0, topics=denied + [
-            {"name": t.name, "partitions": [
-                {"partition_index": p.partition_index,
-                 "error_code": E.coordinator_not_available
-                 if old and p.error_code == E.coordinator_load_in_progress else p.error_code}
-                for p in t.partitions]} for t in r.topics])
+        # encoded by hand (protocol/fast.py): every transaction with offsets answers one
+        return fast.txn_offset_commit_response(ctx.api_version, [
+            (d["name"], [(p["partition_index"], p["error_code"]) for p in d["partitions"]])
+            for d in denied] + [
+            (t.name, [(p.partition_index,
+                       E.coordinator_not_available
+                       if old and p.error_code == E.coordinator_load_in_progress
+                       else p.error_code) for p in t.partitions]) for t in r.topics])
 
     def _unverified_txn_offsets(self, body: Any) -> int:
         """KIP-890 part 1 for TxnOffsetCommit (Kafka verifies the group's offsets partition

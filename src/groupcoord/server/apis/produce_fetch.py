@@ -37,6 +37,7 @@ import contextlib
 import logging
 from typing import Any
 
+from groupcoord.protocol import fast
 from groupcoord.protocol.codec import to_ms
 from groupcoord.protocol.versions import ApiKey
 from groupcoord.server.apis.family import LEADER_EPOCH, RT, ApiFamily, BrokerState, E, Op, RequestContext
@@ -92,7 +93,7 @@ class ProduceFetchApis(ApiFamily):
 
     def produce(self, body: Any, ctx: RequestContext) -> Any:
         acks = int(body.acks)
-        responses = []
+        responses: list[tuple[str, list[dict[str, Any]]]] = []
         appended = False
         txn_allowed = body.transactional_id is None or self._allowed(
             ctx, Op.WRITE, RT.TRANSACTIONAL_ID, body.transactional_id)
@@ -133,12 +134,13 @@ class ProduceFetchApis(ApiFamily):
                         log.error("produce to %s-%d failed: %s", td.name, pd.index, e)
                         res.update(error_code=E.kafka_storage_error, error_message=str(e))
                 parts.append(res)
-            responses.append({"name": td.name, "partition_responses": parts})
+            responses.append((td.name, parts))
         if appended:
             self._wake_fetchers()
         if acks == 0:
             return None
-        return self._resp(ctx, responses=responses, throttle_time=0)
+        # encoded by hand (protocol/fast.py): every transaction and producer batch answers one
+        return fast.produce_response(ctx.api_version, responses)
 
     def _verify_transactions(self, body: Any) -> dict[tuple[str, int], tuple[int, str]]:
         """KIP-890 part 1 (Kafka's ``AddPartitionsToTxnManager``, verify-only
