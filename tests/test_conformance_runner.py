@@ -164,3 +164,20 @@ def test_server_configs_of_a_run_reach_its_servers(tmp_path: Path) -> None:
             {"resource_type": 16, "resource_name": "g", "configuration_keys": None}])
         values = {x.name: x.value for x in d.results[0].configs}
     assert values["group.consumer.assignment.interval.ms"] == "250"
+
+
+def test_the_builds_cache_is_keyed_by_its_configure_flags(monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path: Path) -> None:
+    """A build made with other configure flags (one without zstd) is another directory: never
+    taken for this one."""
+    from tests.conformance import librdkafka
+
+    monkeypatch.setenv("GROUPCOORD_CONFORMANCE_CACHE", str(tmp_path))
+    here = librdkafka.cache_dir()
+    assert here.parent == tmp_path and librdkafka.build_key() in here.name
+    assert "--enable-zstd" in librdkafka.CONFIGURE and "libzstd-dev" in librdkafka.BUILD_DEPS
+    without = [f for f in librdkafka.CONFIGURE if f != "--enable-zstd"] + ["--disable-zstd"]
+    assert librdkafka.build_key(without) != librdkafka.build_key()
+    monkeypatch.setattr(librdkafka, "CONFIGURE", without)
+    assert librdkafka.cache_dir() != here
+

@@ -4,6 +4,7 @@ paired with its control."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from groupcoord.lab.runs import flatten, run_one
@@ -35,3 +36,30 @@ def test_a_share_run_and_its_control_are_simulated_step_by_step() -> None:
     # a control whose clock jumped without its consumers would pile the production up as lag
     assert crash["control_lag_peak"] is not None and crash["control_lag_peak"] < 200
     assert crash["records_processed"] > 0
+
+
+def test_the_poison_workloads_are_the_clean_one_with_poison_records() -> None:
+    spec = load_spec(str(SPEC))
+    work = {w.name: json.loads(w.work or "{}") for w in spec.workloads}
+    clean = work["1x4-busy"]
+    w = dict(work["1x4-poison"])
+    assert w.pop("poison_rate") == 0.01  # dead-letter after 5 attempts: the defaults
+    assert w == clean  # the same records, rates and processing: only the poison differs
+    runs = expand(spec)
+    assert {r.workload for r in runs} == set(work)
+
+
+def test_a_poison_run_meets_its_poison_records_in_both_protocols() -> None:
+    runs = expand(load_spec(str(SPEC)))
+    picked = [r for r in runs if r.workload == "1x4-poison" and r.scenario == "bounce"
+              and r.size == 4 and r.fault_rate == 0.0 and r.replicate == 0]
+    assert {r.protocol for r in picked} == {"share:simple", "consumer:uniform"}
+    for r in picked:
+        f = flatten(run_one(r))
+        row = f["runs"][0]
+        assert row["ok"], row["invariant"]
+        summary = json.loads(row["summary_json"])
+        if r.protocol == "share:simple":
+            assert summary["share_archived"] > 0
+        else:
+            assert summary["work"]["poison_skipped"] > 0

@@ -301,7 +301,8 @@ def test_a_swept_parameter_gives_one_sentence_where_the_winner_changes() -> None
     assert c.text == ("rolling-bounce, 8 members (crossover), stall against the processing time per "
                       "record, the lowest, separated from the rest (protocols tied for it "
                       "named together): consumer:uniform at 0.5, 2 ms; no protocol separated "
-                      "from all the rest at 5 ms; classic:eager at 20 ms.")
+                      "from all the rest at 5 ms; classic:eager at 20 ms (the mark not tested "
+                      "with a member late at the rebalance).")
     assert c.command == ("groupcoord lab run --spec paper --scenario rolling-bounce --size 8 "
                          "--protocol classic:eager --protocol consumer:uniform --out DIR")
 
@@ -477,7 +478,8 @@ def test_a_swept_grid_answers_with_its_own_metric_at_every_value() -> None:
     found = claims([g])
     assert [c.metric for c in found] == ["lag_record_s", "lag_peak"]
     assert found[0].text.endswith(
-        "classic:eager at 0.5 ms; no protocol separated from all the rest at 20 ms.")
+        "classic:eager at 0.5 ms (the mark not tested with a member late at the rebalance); "
+        "no protocol separated from all the rest at 20 ms.")
 
 
 def test_a_run_whose_event_changed_nothing_is_left_out_and_counted() -> None:
@@ -555,7 +557,9 @@ def test_a_crossover_names_protocols_tied_for_the_lowest_together() -> None:
         {"name": "crossover", "metrics": ["lag_record_s"], "seeds": 5,
          "protocols": ["classic:eager", "classic:cooperative", "consumer:uniform"]}]}, rows)
     (c,) = claims([g])
-    assert c.text.endswith("classic:eager at 0.5 ms; classic:cooperative and consumer:uniform "
+    # an eager mark on lag with no busy-member grid behind it says so
+    assert c.text.endswith("classic:eager at 0.5 ms (the mark not tested with a member late at "
+                           "the rebalance); classic:cooperative and consumer:uniform "
                            "at 20 ms."), c.text
 
 
@@ -581,8 +585,9 @@ def test_grids_asking_the_same_crossover_at_another_setting_share_one_sentence()
     assert c.text == (
         "crash, 8 members, stall against the members' load, the lowest, separated from the "
         "rest (protocols tied for it named together): [crossover-10ms] consumer:uniform at "
-        "20 % busy; classic:eager at 40 % busy; [crossover-20ms] consumer:uniform at 40 % "
-        "busy; classic:eager at 80 % busy.")
+        "20 % busy; classic:eager at 40 % busy (the mark not tested with a member late at the "
+        "rebalance); [crossover-20ms] consumer:uniform at 40 % busy; classic:eager at 80 % busy "
+        "(the mark not tested with a member late at the rebalance).")
 
 
 def _row(scenario: str, workload: str, best_low: str, x: float | None = None) -> VerdictRow:

@@ -174,3 +174,28 @@ def test_full_checks_check_the_whole_share_state_after_every_step(tmp_path: Path
                     '[[events]]\nat_ms = 3000\nkind = "crash"\nmember = "c1"\n')
     sim = _run(str(path), full_checks=True)
     assert sim.result().summary["share_accepted"] > 0
+
+
+@pytest.mark.parametrize(("members", "waits"), [(4, True), (12, False)])
+def test_a_crashed_members_partitions_are_down_until_its_session_expires(
+        tmp_path: Path, members: int, waits: bool) -> None:
+    """Downtime counts the partitions no live process's member holds: with one member per
+    partition, a crashed member's partition waits for the session timeout (45 s), as in a
+    consumer group; with three per partition, the others go on fetching it."""
+    path = tmp_path / "crash.toml"
+    path.write_text(f'name = "crash"\n[group]\nmembers = {members}\ntopics = {{ foo = 4 }}\n'
+                    '[[events]]\nat_ms = 30000\nkind = "crash"\nmember = "c1"\n'
+                    '[workload]\nrecords_per_s = 20\nprocessing_ms = 5.0\n')
+    sim = _run(str(path))
+    crash = next(d for d in sim.result().disturbances if d["disturbance"] == "crash")
+    if waits:
+        assert 40_000 <= crash["resource_downtime_ms"] <= 46_000, crash
+        # its partition's production waited: the window's peak is the lag before the
+        # partition's new member drains it (not the lag when the window closes)
+        assert crash["lag_peak"] >= 20 * 40, crash
+        # the other three hold partitions: no stall (a member waiting for records between
+        # batches is working, as a consumer group's member that keeps up)
+        assert crash["stall_ms"] == 0, crash
+    else:
+        assert crash["resource_downtime_ms"] == 0, crash
+        assert crash["lag_peak"] < 20 * 5

@@ -5,8 +5,9 @@ librdkafka's source, its C test suite included, ships inside the npm package
 
 1. installs the build's Debian packages when a header is missing (as root, ``apt-get``),
 2. fetches the package with ``npm pack`` and builds librdkafka and its test runner once, cached
-   outside the work tree (``~/.cache/groupcoord/conformance/kafka-javascript-VERSION/``, or
-   ``$GROUPCOORD_CONFORMANCE_CACHE``), under ``nice``,
+   outside the work tree (``~/.cache/groupcoord/conformance/kafka-javascript-VERSION-KEY/``, or
+   under ``$GROUPCOORD_CONFORMANCE_CACHE``; KEY changes with the configure flags, so a build
+   made with other flags is never reused), under ``nice``,
 3. runs each test of the curated list (``suite.py``) against a fresh ``groupcoord serve --port 0
    --storage memory --config num.partitions=4`` per test, protocol and security (plaintext, and
    SASL_SSL with SCRAM-SHA-512 for the security subset), with ``TEST_KAFKA_VERSION=4.0.0`` (a
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import hashlib
 import os
 import re
 import shutil
@@ -56,8 +58,11 @@ from tests.conformance.suite import (
 
 BUILD_DEPS = {"build-essential": "/usr/bin/make", "zlib1g-dev": "/usr/include/zlib.h",
               "libssl-dev": "/usr/include/openssl/ssl.h",
-              "libsasl2-dev": "/usr/include/sasl/sasl.h"}
-CONFIGURE = ["./configure", "--disable-zstd", "--disable-gssapi", "--disable-curl",
+              "libsasl2-dev": "/usr/include/sasl/sasl.h",
+              "libzstd-dev": "/usr/include/zstd.h"}
+#: librdkafka's configure flags: zstd required (0171 produces and consumes every codec), the
+#: rest of what the suite does not need left out. Part of the cache's key (:func:`cache_dir`).
+CONFIGURE = ["./configure", "--enable-zstd", "--disable-gssapi", "--disable-curl",
              "--disable-lz4-ext"]
 #: What groupcoord's server needs for librdkafka's tests: auto-created topics of 4 partitions;
 #: for the share consumer tests, written against Kafka 4.2: record locks down to 1 s (librdkafka's
@@ -107,10 +112,19 @@ class Row:
 # ----------------------------------------------------------------------------- fetch and build
 
 
+def build_key(configure: Sequence[str] | None = None) -> str:
+    """A short digest of the configure flags (:data:`CONFIGURE` unless given): a build made
+    with other flags (an older cache built without zstd) lives in another directory and is
+    never taken for this one."""
+    flags = CONFIGURE if configure is None else configure
+    return hashlib.sha256("\0".join(flags).encode()).hexdigest()[:12]
+
+
 def cache_dir() -> Path:
+    """The build's directory: one per package version and configure flags."""
     base = os.environ.get("GROUPCOORD_CONFORMANCE_CACHE")
     root = Path(base) if base else Path.home() / ".cache" / "groupcoord" / "conformance"
-    return root / f"kafka-javascript-{PACKAGE_VERSION}"
+    return root / f"kafka-javascript-{PACKAGE_VERSION}-{build_key()}"
 
 
 def _run(cmd: list[str], cwd: Path, log: Path, nice: bool = True) -> None:
@@ -150,14 +164,15 @@ def ensure_built(jobs: int) -> Path:
         if stamp.exists() and (src / "tests" / "test-runner").exists():
             return src / "tests"
         ensure_build_deps(log)
-        tgz = root / f"confluentinc-kafka-javascript-{PACKAGE_VERSION}.tgz"
+        # the package itself does not depend on the flags: one download per version
+        tgz = root.parent / f"confluentinc-kafka-javascript-{PACKAGE_VERSION}.tgz"
         if not tgz.exists():
             if shutil.which("npm") is None:
                 raise SetupError("npm is needed to fetch librdkafka's source "
                                  f"({PACKAGE}@{PACKAGE_VERSION})")
             print(f"fetching {PACKAGE}@{PACKAGE_VERSION} (npm pack)", flush=True)
-            _run(["npm", "pack", f"{PACKAGE}@{PACKAGE_VERSION}", "--loglevel=error"], root, log,
-                 nice=False)
+            _run(["npm", "pack", f"{PACKAGE}@{PACKAGE_VERSION}", "--loglevel=error"], root.parent,
+                 log, nice=False)
         if not (src / "configure").exists():
             with tarfile.open(tgz) as tar:
                 members = [m for m in tar.getmembers()

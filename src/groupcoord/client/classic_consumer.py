@@ -13,15 +13,17 @@ built with :meth:`ClassicConsumerMember.commit_request` and sent on the side.
 What is implemented:
 
 - **Joining**: JoinGroup v9 with one protocol (the assignor: ``range`` for the eager variant,
-  ``cooperative-sticky`` for the cooperative one) whose metadata is a ConsumerProtocolSubscription
-  v3 (``protocol/consumer_protocol.py``): topics, owned partitions and the member's generation
-  (KIP-792, as the Java consumer sends it), encoded by topic name. A dynamic member's first
+  or ``roundrobin`` when asked for, ``cooperative-sticky`` for the cooperative one) whose
+  metadata is a ConsumerProtocolSubscription v3 (``protocol/consumer_protocol.py``): topics,
+  owned partitions and the member's generation (KIP-792, as the Java consumer sends it),
+  encoded by topic name. A dynamic member's first
   JoinGroup carries no member id and is answered MEMBER_ID_REQUIRED with one; the member
   rejoins with it at once. A static
   member (``group.instance.id``) joins with its instance id and gets its member id directly.
 - **Leader**: the JoinGroup response of the leader lists every member's metadata; the leader
   computes the assignment and sends it with its SyncGroup. Eager: the ``range`` assignor of
-  ``coordinator/assignors/range.py`` over the subscriptions. Cooperative (KIP-429): the owned
+  ``coordinator/assignors/range.py`` over the subscriptions, or ``roundrobin`` (one deal across
+  every topic). Cooperative (KIP-429): the owned
   partitions claimed in the subscriptions are validated (the claim of the highest generation
   wins, KIP-792; equal claims of one generation void each other), the sticky target is computed
   by ``coordinator/assignors/uniform.py`` from the valid claims, and a partition that the target
@@ -167,6 +169,37 @@ def eager_range_assignment(subscriptions: Mapping[str, Any],
     return {mid: _named(out.get(mid, {}), by_id) for mid in subscriptions}
 
 
+def eager_roundrobin_assignment(subscriptions: Mapping[str, Any],
+                                topics: Mapping[str, TopicMetadata]) -> dict[str, NamedAssignment]:
+    """The eager leader with ``roundrobin`` (the Java client's ``RoundRobinAssignor``, its
+    behaviour as in Kafka's sources): every subscribed partition, topics in name order and each
+    topic's partitions in order, dealt in turn to the members in member-id order, each partition
+    to the next member that subscribes to its topic; owned partitions ignored. Unlike ``range``,
+    which assigns each topic on its own (its first members get one partition more of every
+    topic), the deal runs across topics, so members with the same subscription differ by one
+    partition at most. (The Java assignor orders static members by ``group.instance.id``; the
+    leader here sees member ids only, as for ``range``.)"""
+    members = sorted(subscriptions)
+    out: dict[str, NamedAssignment] = {m: {} for m in members}
+    subscribed = {m: frozenset(subscriptions[m].topics) for m in members}
+    turn = 0
+    for name in sorted(frozenset().union(*subscribed.values())):
+        meta = topics.get(name)
+        if meta is None:
+            continue
+        for p in range(meta.num_partitions):
+            while name not in subscribed[members[turn % len(members)]]:
+                turn += 1
+            out[members[turn % len(members)]].setdefault(name, []).append(p)
+            turn += 1
+    return out
+
+
+#: The eager leader's assignors by JoinGroup protocol name (``partition.assignment.strategy``).
+EAGER_ASSIGNORS: dict[str, LeaderAssignor] = {"range": eager_range_assignment,
+                                              "roundrobin": eager_roundrobin_assignment}
+
+
 def valid_claims(subscriptions: Mapping[str, Any],
                  topics: Mapping[str, TopicMetadata]) -> dict[tuple[str, int], str]:
     """The owner of each partition claimed in the subscriptions (KIP-792): the claim with the
@@ -246,9 +279,13 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
         retry_backoff_max_ms: int = 1_000,
         listener: RebalanceListener | None = None,
         leader_assignor: LeaderAssignor | None = None,
+        assignor: str | None = None,
     ) -> None:
         if protocol not in ASSIGNOR_OF:
             raise ValueError(f"protocol must be one of {sorted(ASSIGNOR_OF)}, not {protocol!r}")
+        if assignor is not None and (protocol != EAGER or assignor not in EAGER_ASSIGNORS):
+            raise ValueError(f"assignor {assignor!r}: an eager member takes one of "
+                             f"{sorted(EAGER_ASSIGNORS)}; a cooperative one cooperative-sticky")
         super().__init__(group_id, client_id=client_id, client_host=client_host,
                          session_timeout_ms=session_timeout_ms,
                          rebalance_timeout_ms=rebalance_timeout_ms,
@@ -256,11 +293,12 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
                          request_timeout_ms=request_timeout_ms, retry_backoff_ms=retry_backoff_ms,
                          instance_id=instance_id)
         self.protocol = protocol
-        self.assignor_name = ASSIGNOR_OF[protocol]
+        self.assignor_name = assignor or ASSIGNOR_OF[protocol]
         self.retry_backoff_max_ms = retry_backoff_max_ms
         self.listener = listener or RebalanceListener()
         self.leader_assignor = leader_assignor or (
-            eager_range_assignment if protocol == EAGER else cooperative_sticky_assignment)
+            EAGER_ASSIGNORS[self.assignor_name] if protocol == EAGER
+            else cooperative_sticky_assignment)
 
         self.state = ClientMemberState.UNSUBSCRIBED
         self.phase = Phase.JOIN
@@ -798,5 +836,15 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
         self.state = ClientMemberState.FATAL
 
 
-__all__ = ["ASSIGNOR_OF", "COOPERATIVE", "EAGER", "ClassicConsumerMember", "Phase",
-           "cooperative_sticky_assignment", "eager_range_assignment", "valid_claims"]
+__all__ = [
+    "ASSIGNOR_OF",
+    "COOPERATIVE",
+    "EAGER",
+    "EAGER_ASSIGNORS",
+    "ClassicConsumerMember",
+    "Phase",
+    "cooperative_sticky_assignment",
+    "eager_range_assignment",
+    "eager_roundrobin_assignment",
+    "valid_claims",
+]

@@ -45,9 +45,20 @@ Exit status: 0 when the runs completed (whether or not every metric is within 2x
 says which are not), 1 when a run failed (the server or a client did not start, the simulator
 reported an invariant violation), 2 on a bad parameter (one line naming the field).
 
+**The settings the lab's tables use.** With ``settings="field"`` (the command's default) each
+protocol's group runs at the field's settings, as the lab's runs do (``sim.settings``:
+classic consumers heartbeat 3 s, session 45 s, ``max.poll.interval.ms`` 5 min; KIP-848 the
+broker's heartbeat 5 s, session 45 s, assignment interval 1 s; Connect heartbeat 3 s, session
+10 s, rebalance timeout 60 s, ``scheduled.rebalance.max.delay.ms`` 5 min), both sides; what
+the scenario file sets itself, or the command sets (``--heartbeat-interval-ms``), stays.
+``settings="scenario"`` runs the scenario's own timings (the simulator's defaults: heartbeat
+5 s, rebalance timeout 30 s), as calibrations before the field's settings did. The settings
+each protocol ran with are saved with its row (``effective_settings``, Kafka's names).
+
 The simulator runs the same scenario with the same timings: the session timeout is set to
 ``min(session timeout, rebalance timeout)`` for both, because librdkafka refuses a
-``max.poll.interval.ms`` (the classic rebalance timeout) below ``session.timeout.ms``.
+``max.poll.interval.ms`` (the classic rebalance timeout) below ``session.timeout.ms`` (at the
+field's settings no protocol needs it).
 """
 
 from __future__ import annotations
@@ -61,6 +72,7 @@ from typing import Any
 
 from groupcoord.lab.wire import WIRE_PROTOCOLS, WireError, WireRun, WireWorkload, connectors_of
 from groupcoord.sim.scenario import Event, Scenario
+from groupcoord.sim.settings import effective_settings, with_field_settings
 
 #: The metrics compared, in table order; the checked ones come first.
 CHECKED = ("time_to_converge_ms", "converge_after_ms", "lag_peak", "lag_record_s")
@@ -72,6 +84,9 @@ FLOORS: dict[str, float] = {"time_to_converge_ms": 500, "converge_after_ms": 500
 #: The default protocols: every client family the issue names.
 DEFAULT_PROTOCOLS = ("classic:eager", "classic:cooperative", "consumer:uniform",
                      "connect:cooperative", "classic-connect:sessioned")
+
+#: How each protocol's group is set: the field's settings (the lab's tables) or the scenario's.
+SETTINGS = ("field", "scenario")
 
 #: Workload parameters the calibration takes (``--workload KEY=VALUE``), with their types.
 WORKLOAD_FIELDS: dict[str, type] = {f.name: type(f.default) for f in fields(WireWorkload)}
@@ -137,11 +152,54 @@ def calibration_scenario(sc: Scenario, size: int | None = None,
     if sc.heartbeat_interval_ms < 1 or sc.heartbeat_interval_ms >= sc.session_timeout_ms:
         raise CalibrationError("heartbeat_interval_ms must be at least 1 and below "
                                "session_timeout_ms")
+    return split_rolling_bounces(_timed(sc, spread_given=sc.start_spread_ms is not None))
+
+
+def _timed(sc: Scenario, spread_given: bool = False) -> Scenario:
     if sc.session_timeout_ms > sc.rebalance_timeout_ms:
         sc = replace(sc, session_timeout_ms=sc.rebalance_timeout_ms)
-    if sc.start_spread_ms is None:  # phases across a heartbeat interval (the module doc)
+    if sc.start_spread_ms is None or not spread_given:
+        # phases across a heartbeat interval (the module doc)
         sc = replace(sc, start_spread_ms=sc.heartbeat_interval_ms)
-    return split_rolling_bounces(sc)
+    return sc
+
+
+def own_settings(table: Mapping[str, Any] | None = None,
+                 heartbeat_interval_ms: int | None = None,
+                 session_timeout_ms: int | None = None) -> frozenset[str]:
+    """The timings kept at the field's settings, as the lab keeps them (``lab.runs``): those a
+    scenario file's table sets itself (a built-in's: none, as in the lab's tables), its own
+    ``start_spread_ms``, and those the command sets (``--heartbeat-interval-ms``,
+    ``--session-timeout-ms``)."""
+    from groupcoord.lab.runs import _OWN_SETTINGS
+
+    own: set[str] = set()
+    for (section, key), name in _OWN_SETTINGS.items():
+        sub = (table or {}).get(section)
+        if isinstance(sub, dict) and key in sub:
+            own.add(name)
+    group = (table or {}).get("group")
+    if isinstance(group, dict) and "start_spread_ms" in group:
+        own.add("start_spread_ms")
+    if heartbeat_interval_ms is not None:
+        own.add("heartbeat_interval_ms")
+    if session_timeout_ms is not None:
+        own.add("session_timeout_ms")
+    return frozenset(own)
+
+
+def protocol_scenario(sc: Scenario, protocol: str, settings: str = "field",
+                      keep: frozenset[str] | set[str] = frozenset()) -> Scenario:
+    """What ``protocol`` runs on both sides: ``sc`` (a :func:`calibration_scenario`) at the
+    field's settings for the protocol's family (``settings="field"``; the fields in ``keep``
+    stay, as a scenario's own settings do in the lab) or at its own (``"scenario"``); the
+    initial members' phases drawn across the protocol's heartbeat interval."""
+    if settings not in SETTINGS:
+        raise CalibrationError(f"settings must be one of {', '.join(SETTINGS)}, got "
+                               f"{settings!r}")
+    if settings == "scenario":
+        return sc
+    return _timed(with_field_settings(sc, protocol, keep), "start_spread_ms" in keep)
 
 
 def split_rolling_bounces(sc: Scenario) -> Scenario:
@@ -197,7 +255,20 @@ def sim_workload_table(wl: WireWorkload, connect: bool) -> dict[str, Any]:
         table["startup_ms"] = CONNECT_WORKER_STARTUP_MS
     else:
         table["records_per_s"] = wl.records_per_s
+        table["metadata_max_age_ms"] = wl.metadata_max_age_ms
     return table
+
+
+def simulated_scenario(sc: Scenario, protocol: str, wl: WireWorkload) -> Scenario:
+    """``sc`` as the simulator runs it for ``protocol``: Connect's form of its topics, the
+    workload as its ``[workload]`` table."""
+    from groupcoord.sim.scenario import with_workload
+    from groupcoord.sim.workload import parse_workload as parse_sim_workload
+
+    connect = WIRE_PROTOCOLS[protocol][0] == "connect"
+    if connect and not sc.connectors:
+        sc = replace(sc, connectors=connectors_of(sc))
+    return with_workload(sc, parse_sim_workload("workload", sim_workload_table(wl, connect)))
 
 
 def simulate_windows(sc: Scenario, protocol: str, wl: WireWorkload, seed: int
@@ -205,14 +276,8 @@ def simulate_windows(sc: Scenario, protocol: str, wl: WireWorkload, seed: int
     """The simulator's disturbance windows for ``sc`` with the workload as its ``[workload]``
     (raises RuntimeError when the run violated an invariant)."""
     from groupcoord.sim.runner import simulate
-    from groupcoord.sim.scenario import with_workload
-    from groupcoord.sim.workload import parse_workload as parse_sim_workload
 
-    connect = WIRE_PROTOCOLS[protocol][0] == "connect"
-    if connect and not sc.connectors:
-        sc = replace(sc, connectors=connectors_of(sc))
-    sc = with_workload(sc, parse_sim_workload("workload", sim_workload_table(wl, connect)))
-    res = simulate(sc, seed, protocol)
+    res = simulate(simulated_scenario(sc, protocol, wl), seed, protocol)
     if res.violation is not None:
         raise RuntimeError(f"simulator: {res.violation.invariant}: {res.violation.message}")
     return [dict(d) for d in res.disturbances]
@@ -366,6 +431,15 @@ class ProtocolResult:
     sim_runs: list[list[dict[str, Any]]] = field(default_factory=list)
     #: The medians over every simulated seed (reported, not checked).
     sim_windows_all: list[dict[str, Any]] = field(default_factory=list)
+    #: The scenario both sides ran for this protocol (its settings: :func:`protocol_scenario`;
+    #: its workload: :func:`simulated_scenario`).
+    scenario: Scenario | None = None
+
+    @property
+    def settings(self) -> dict[str, int]:
+        """The settings the protocol ran with, under Kafka's names (empty: not known)."""
+        return {} if self.scenario is None else effective_settings(self.scenario,
+                                                                   self.protocol)
 
     @property
     def summary(self) -> Comparison | None:
@@ -376,18 +450,24 @@ def calibrate(sc: Scenario, protocols: Sequence[str], wl: WireWorkload, *, seed:
               seeds: int = 21, repeat: int = 1,
               extra_server_config: Mapping[str, str] | None = None, tail_s: float = 5.0,
               progress: Callable[[str], None] | None = None,
-              keep: Path | None = None) -> list[ProtocolResult]:
+              keep: Path | None = None, settings: str = "scenario",
+              own: frozenset[str] | set[str] = frozenset()) -> list[ProtocolResult]:
     """Per protocol: the simulator over seeds ``seed .. seed + seeds - 1`` and ``repeat``
     wire runs (run ``r`` with the start offsets of seed ``seed + r``), medians compared.
     ``keep``: every wire run's directory (server and member logs) is kept under
-    ``keep/<protocol>/<r>`` instead of removed."""
+    ``keep/<protocol>/<r>`` instead of removed. ``settings``: each protocol's group at the
+    field's settings or the scenario's (:func:`protocol_scenario`; ``own``: the settings the
+    scenario or the command set, kept)."""
     from groupcoord.lab.wire import run_wire
     from groupcoord.lab.wire_metrics import Series, steady_lag, window_metrics
 
     if seeds < 1 or repeat < 1:
         raise CalibrationError("seeds and repeat must be at least 1")
     results: list[ProtocolResult] = []
+    base = sc
     for protocol in protocols:
+        sc = protocol_scenario(base, protocol, settings, own)
+        ran = simulated_scenario(sc, protocol, wl)
         sim_runs = [simulate_windows(sc, protocol, wl, seed + i)
                     for i in range(max(seeds, repeat))]
         sim_all = median_windows(sim_runs)
@@ -411,7 +491,7 @@ def calibrate(sc: Scenario, protocols: Sequence[str], wl: WireWorkload, *, seed:
             steadies.append(steady_lag(run, Series(run)))
         if error is not None:
             results.append(ProtocolResult(protocol, [], None, [], sim_all, 0.0, error,
-                                          wire_runs, sim_runs, sim_all))
+                                          wire_runs, sim_runs, sim_all, ran))
             continue
         wire_windows = median_windows(wire_runs)
         # Wire run r started its members at seed + r's offsets: the same heartbeat phases as
@@ -423,7 +503,7 @@ def calibrate(sc: Scenario, protocols: Sequence[str], wl: WireWorkload, *, seed:
         results.append(ProtocolResult(protocol, compare(protocol, sim_windows, wire_windows,
                                                         steady, sim_all),
                                       run, wire_windows, sim_windows, steady, None, wire_runs,
-                                      sim_runs, sim_all))
+                                      sim_runs, sim_all, ran))
     return results
 
 
@@ -481,6 +561,7 @@ def format_table(results: Sequence[ProtocolResult], windows: bool = False) -> st
 
 def as_json(results: Sequence[ProtocolResult]) -> list[dict[str, Any]]:
     return [{"protocol": r.protocol, "error": r.error, "steady_lag": round(r.steady_lag, 2),
+             "settings": r.settings,
              "summary": None if r.summary is None else {
                  "disturbance": r.summary.disturbance,
                  "checked_within_2x": r.summary.checked_ok, "rows": r.summary.rows},
@@ -493,7 +574,28 @@ def as_json(results: Sequence[ProtocolResult]) -> list[dict[str, Any]]:
             for r in results]
 
 
-__all__ = ["CHECKED", "DEFAULT_PROTOCOLS", "FLOORS", "REPORTED", "CalibrationError",
-           "Comparison", "ProtocolResult", "WireError", "as_json", "calibrate",
-           "calibration_scenario", "check_protocols", "compare", "format_table",
-           "median_windows", "parse_workload", "simulate_windows", "summarize", "within_2x"]
+__all__ = [
+    "CHECKED",
+    "DEFAULT_PROTOCOLS",
+    "FLOORS",
+    "REPORTED",
+    "SETTINGS",
+    "CalibrationError",
+    "Comparison",
+    "ProtocolResult",
+    "WireError",
+    "as_json",
+    "calibrate",
+    "calibration_scenario",
+    "check_protocols",
+    "compare",
+    "format_table",
+    "median_windows",
+    "own_settings",
+    "parse_workload",
+    "protocol_scenario",
+    "simulate_windows",
+    "simulated_scenario",
+    "summarize",
+    "within_2x",
+]

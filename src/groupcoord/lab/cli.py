@@ -209,6 +209,8 @@ def _report(ns: argparse.Namespace) -> int:
 
 def _calibrate(ns: argparse.Namespace) -> int:
     import json
+    import os
+    import time
     from dataclasses import asdict
 
     from groupcoord.lab.calibrate import (
@@ -219,6 +221,7 @@ def _calibrate(ns: argparse.Namespace) -> int:
         calibration_scenario,
         check_protocols,
         format_table,
+        own_settings,
         parse_workload,
     )
     from groupcoord.lab.wire import WireError, check_playable
@@ -240,8 +243,15 @@ def _calibrate(ns: argparse.Namespace) -> int:
             if v is not None and v < (0 if name == "seed" else 1):
                 raise CalibrationError(f"--{name.replace('_', '-')} must be at least "
                                        f"{0 if name == 'seed' else 1}, got {v}")
-        sc = calibration_scenario(load_scenario(ns.scenario, ns.seed), ns.size,
-                                  ns.heartbeat_interval_ms, ns.session_timeout_ms)
+        loaded = load_scenario(ns.scenario, ns.seed)
+        table = None
+        if Path(ns.scenario).is_file():  # a file's own settings stay (a built-in's: none)
+            import tomllib
+
+            table = tomllib.loads(Path(ns.scenario).read_text())
+        own = own_settings(table, ns.heartbeat_interval_ms, ns.session_timeout_ms)
+        sc = calibration_scenario(loaded, ns.size, ns.heartbeat_interval_ms,
+                                  ns.session_timeout_ms)
         check_playable(sc)
     except (CalibrationError, ScenarioError, WireError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -251,10 +261,12 @@ def _calibrate(ns: argparse.Namespace) -> int:
         if not ns.quiet:
             print(f"calibrate: {msg}", file=sys.stderr, flush=True)
 
+    began, load_before = time.time(), os.getloadavg()[0]
     try:
         results = calibrate(sc, protocols, wl, seed=ns.seed, seeds=ns.seeds, repeat=ns.repeat,
                             extra_server_config=extra, tail_s=ns.tail_s, progress=progress,
-                            keep=Path(ns.keep) if ns.keep else None)
+                            keep=Path(ns.keep) if ns.keep else None, settings=ns.settings,
+                            own=own)
     except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -263,9 +275,10 @@ def _calibrate(ns: argparse.Namespace) -> int:
                           "workload": asdict(wl),
                           "results": as_json(results)}, indent=1, default=str))
     else:
-        print(f"scenario {sc.name} ({sc.members} members, heartbeat "
-              f"{sc.heartbeat_interval_ms} ms, session timeout {sc.session_timeout_ms} ms), "
+        print(f"scenario {sc.name} ({sc.members} members, {ns.settings} settings), "
               f"workload {', '.join(f'{k}={v}' for k, v in asdict(wl).items())}")
+        for r in results:
+            print(f"  {r.protocol}: " + ", ".join(f"{k} {v:,}" for k, v in r.settings.items()))
         print(format_table(results, windows=ns.windows))
     if ns.save is not None:
         import datetime
@@ -280,12 +293,18 @@ def _calibrate(ns: argparse.Namespace) -> int:
         )
 
         path = Path(ns.save) if ns.save else CALIBRATION_FILE
-        setup = {"members": sc.members, "heartbeat_interval_ms": sc.heartbeat_interval_ms,
-                 "session_timeout_ms": sc.session_timeout_ms, "wire_runs": ns.repeat,
-                 "compared_with": "the paired simulated seeds", **asdict(wl)}
+        setup = {"compared_with": "the paired simulated seeds"}
+        cmd = "groupcoord lab calibrate " + " ".join(
+            a for a in sys.argv[1:] if a not in ("lab", "calibrate")) if \
+            sys.argv[1:3] == ["lab", "calibrate"] else ""
+        run = {"members": sc.members, "wire_runs": ns.repeat, "seeds": ns.seeds,
+               "seed": ns.seed, "settings_source": ns.settings, "workload": asdict(wl),
+               "wall_s": round(time.time() - began), "command": cmd,
+               **({"note": ns.note} if ns.note else {}),
+               "load": [round(load_before, 1), round(os.getloadavg()[0], 1)]}
         data = merged_calibration(
             load_calibration(path) if path.exists() else None,
-            calibration_rows(results, sc.name), setup, CHECKED,
+            calibration_rows(results, sc.name, run=run), setup, CHECKED,
             datetime.datetime.now(datetime.UTC).date().isoformat())
         data["tolerance"] = "within 2x, or both below a floor (" + ", ".join(
             f"{k} {v:g}" for k, v in FLOORS.items()) + ")"
@@ -401,7 +420,7 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
     cal.add_argument("--workload", action="append", metavar="KEY=VALUE",
                      help="records_per_s, processing_ms, max_poll_records, "
                           "auto_commit_interval_ms, task_start_ms, task_stop_ms, "
-                          "offset_flush_interval_ms (repeatable)")
+                          "offset_flush_interval_ms, metadata_max_age_ms (repeatable)")
     cal.add_argument("--heartbeat-interval-ms", type=int, default=None,
                      help="the scenario's heartbeat interval, for both sides")
     cal.add_argument("--session-timeout-ms", type=int, default=None,
@@ -409,6 +428,12 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
     cal.add_argument("--server-config", action="append", metavar="KEY=VALUE",
                      help="more broker configs for the wire (the simulator's coordinator does "
                           "not see them: only settings it does not model)")
+    cal.add_argument("--note", default=None, metavar="TEXT",
+                     help="with --save: how the rows' scenario differs from the tables' cell "
+                          "of the same name (printed with each row)")
+    cal.add_argument("--settings", choices=("field", "scenario"), default="field",
+                     help="each protocol's group at the field's settings, as the lab's tables "
+                          "(default), or at the scenario's own timings")
     cal.add_argument("--seed", type=int, default=1,
                      help="the first seed (the simulator's seeds and the wire runs' start "
                           "offsets count up from it)")

@@ -124,6 +124,12 @@ FAMILY_NAMES: dict[str, str] = {
     "classic-connect": "Connect as shipped (classic group protocol)",
     "connect": "Connect on the connect group type (this project's, not in Apache Kafka)",
 }
+#: Variants that are not a family's usual pairing, said where a table has them.
+VARIANT_NAMES: dict[str, str] = {
+    "classic:eager-roundrobin": "eager with roundrobin (the Java client's RoundRobinAssignor, "
+                                "balanced across topics, where range assigns each topic on "
+                                "its own)",
+}
 #: Families Apache Kafka ships; the verdict tables rank these against each other only.
 SHIPPED_FAMILIES = frozenset({"classic", "consumer", "classic-connect"})
 

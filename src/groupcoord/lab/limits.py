@@ -50,11 +50,13 @@ def save_calibration(data: Mapping[str, Any], path: Path | None = None) -> Path:
     return p
 
 
-def calibration_rows(results: Sequence[Any], scenario: str, condition: str = ""
-                     ) -> list[dict[str, Any]]:
+def calibration_rows(results: Sequence[Any], scenario: str, condition: str = "",
+                     run: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """The rows :func:`save_calibration` stores for one ``lab calibrate`` command: per
     protocol its summary over the windows (``lab.calibrate.ProtocolResult.summary``), each
-    metric simulated (its paired seeds), measured, and simulated over all seeds."""
+    metric simulated (its paired seeds), measured, and simulated over all seeds; the settings
+    the protocol ran with (Kafka's names) and ``run`` (the command's members, wire runs,
+    seeds, workload, wall time, load: what the page prints beside the row)."""
     out = []
     for r in results:
         s = r.summary
@@ -66,31 +68,92 @@ def calibration_rows(results: Sequence[Any], scenario: str, condition: str = ""
             if row.get("simulated_all_seeds") not in (None, row["simulated"]):
                 d["simulated_all_seeds"] = row["simulated_all_seeds"]
             metrics[row["metric"]] = d
-        out.append({"scenario": scenario, "protocol": r.protocol, "condition": condition,
-                    "metrics": metrics, "within_2x": bool(s.checked_ok)})
+        row_out: dict[str, Any] = {"scenario": scenario, "protocol": r.protocol,
+                                   "condition": condition, **dict(run or {})}
+        settings = getattr(r, "settings", None)
+        if settings:
+            row_out["settings"] = dict(settings)
+        row_out.update({"disturbance": s.disturbance, "metrics": metrics,
+                        "within_2x": bool(s.checked_ok)})
+        wire_runs = list(getattr(r, "wire_runs", []) or [])
+        sim_runs = list(getattr(r, "sim_runs", []) or [])[:len(wire_runs)]
+        if wire_runs:
+            row_out["per_run"] = {
+                m: {"measured": [_run_value(w, m) for w in wire_runs],
+                    "simulated": [_run_value(w, m) for w in sim_runs]}
+                for m in _PER_RUN}
+        out.append(row_out)
     return out
+
+
+#: The metrics a row keeps per run (each wire run and its paired seed), as the summary
+#: aggregates a run's windows: the mean, the lag peak's maximum.
+_PER_RUN = ("time_to_converge_ms", "converge_after_ms", "lag_peak", "lag_record_s")
+
+
+def _run_value(windows: Sequence[Mapping[str, Any]], metric: str) -> float | None:
+    """One run's value of ``metric`` over its disturbance windows (the initial join left
+    out), as ``lab.calibrate.summarize`` aggregates them; None when a window lacks it."""
+    vals: list[float] = []
+    for w in windows:
+        if w.get("disturbance") == "initial-join":
+            continue
+        if metric == "converge_after_ms":
+            ttc = w.get("time_to_converge_ms")
+            v = None if ttc is None else max(
+                float(ttc) - (float(w["settled_ms"]) - float(w["at_ms"])), 0.0)
+        else:
+            v = None if w.get(metric) is None else float(w[metric])
+        if v is None:
+            return None
+        vals.append(v)
+    if not vals:
+        return None
+    return round(max(vals) if metric == "lag_peak" else sum(vals) / len(vals), 1)
 
 
 def merged_calibration(old: Mapping[str, Any] | None, rows: Sequence[Mapping[str, Any]],
                        setup: Mapping[str, Any], checked: Sequence[str], measured: str
                        ) -> dict[str, Any]:
-    """The calibration results with ``rows`` in place of the old rows of the same scenario,
-    protocol and condition (the other rows kept: another scenario or protocol measured
-    earlier), dated ``measured``."""
+    """The calibration results with ``rows`` (dated ``measured``) in place of the old rows of
+    the same scenario, protocol and condition (the other rows kept: another scenario or
+    protocol measured earlier), the file dated ``measured``."""
     keep = [r for r in (old or {}).get("rows", [])
             if not any((r.get("scenario"), r.get("protocol"), r.get("condition", "")) ==
                        (n["scenario"], n["protocol"], n.get("condition", "")) for n in rows)]
     out = dict(old or {})
     out.update({"measured": measured, "setup": {**(old or {}).get("setup", {}), **setup},
-                "checked": list(checked), "rows": [*keep, *rows],
+                "checked": list(checked),
+                "rows": [*keep, *({**n, "measured": n.get("measured", measured)}
+                                  for n in rows)],
                 "source": "groupcoord lab calibrate --save"})
     out.setdefault("tolerance", "within 2x, or both below a floor")
     return out
 
 
+#: The floors below which two values count as equal (``lab.calibrate.FLOORS``: the layer
+#: order keeps limits from importing the calibration's harness; a test checks they agree).
+_FLOORS: dict[str, float] = {"time_to_converge_ms": 500, "converge_after_ms": 500,
+                             "lag_peak": 50, "lag_record_s": 50}
 _CAL_NAMES = {"converge_after_ms": ("time to converge after the disturbance", "ms"),
               "time_to_converge_ms": ("time to converge", "ms"),
               "lag_peak": ("lag peak", "records"), "lag_record_s": ("lag", "record·s")}
+#: The metrics a row reports beside the checked ones (when either side is not 0).
+_REPORTED_NAMES = {"records_processed": ("records processed", ""),
+                   "stall_ms": ("stall", "ms"), "paused_partition_s": ("paused", "partition·s"),
+                   "records_reprocessed": ("records processed twice", ""),
+                   "task_restarts": ("task restarts", ""),
+                   "resources_moved": ("moved", "")}
+#: The settings a row names (Kafka's names, shortened on the page), in this order.
+_ROW_SETTINGS = (("heartbeat.interval.ms", "heartbeat"),
+                 ("group.consumer.heartbeat.interval.ms", "heartbeat"),
+                 ("session.timeout.ms", "session"),
+                 ("group.consumer.session.timeout.ms", "session"),
+                 ("max.poll.interval.ms", "max.poll.interval"),
+                 ("rebalance.timeout.ms", "rebalance timeout"),
+                 ("group.consumer.assignment.interval.ms", "assignment interval"),
+                 ("scheduled.rebalance.max.delay.ms", "scheduled.rebalance.max.delay"),
+                 ("metadata.max.age.ms", "metadata.max.age"))
 
 
 def _n(v: Any) -> str:
@@ -99,14 +162,129 @@ def _n(v: Any) -> str:
     return f"{int(v):,}"
 
 
+def _ms(v: Any) -> str:
+    """A setting in ms as a person reads it: 3 s, 45 s, 5 min, 500 ms."""
+    v = int(v)
+    if v >= 60_000 and v % 60_000 == 0:
+        return f"{v // 60_000} min"
+    if v >= 1_000 and v % 1_000 == 0:
+        return f"{v // 1_000} s"
+    return f"{v:,} ms"
+
+
+def calibration_ratio(simulated: Any, measured: Any) -> float | None:
+    """Simulated / measured (None when either is missing or the measured value is 0)."""
+    if simulated is None or measured is None or float(measured) == 0:
+        return None
+    return float(simulated) / float(measured)
+
+
+def _row_misses(r: Mapping[str, Any], checked: Sequence[str]) -> list[str]:
+    """The checked metrics of a row outside 2x (as its ``within_2x`` says: floors included)."""
+    out = []
+    for c in checked:
+        v = (r.get("metrics") or {}).get(c) or {}
+        s, m = v.get("simulated"), v.get("measured")
+        if s is None or m is None:
+            continue
+        lo, hi = sorted((float(s), float(m)))
+        if lo == 0 and hi == 0:
+            continue
+        if lo == 0 or hi / lo > 2:
+            out.append(c)
+    return out
+
+
+def calibration_row_text(r: Mapping[str, Any], checked: Sequence[str],
+                         setup: Mapping[str, Any] | None = None) -> str:
+    """One calibration row as the page prints it, from the data: the verdict first
+    (``Within 2x`` / ``Outside 2x``), the cell (scenario, members, protocol), the settings it
+    ran with, the wire runs and load, then every checked metric simulated / measured with its
+    ratio, and a miss's explanation (``why``) when the data has one."""
+    setup = setup or {}
+    members = r.get("members", setup.get("members"))
+    settings = r.get("settings") or {}
+    shown = [f"{short} {_ms(settings[k])}" for k, short in _ROW_SETTINGS if k in settings]
+    where = f"{r.get('scenario')}"
+    if members:
+        where += f" at {members} members"
+    where += f", {r.get('protocol')}"
+    if r.get("condition"):
+        where += f", {r['condition']}"
+    if r.get("note"):
+        where += f" ({r['note']})"
+    if shown:
+        where += " (" + ", ".join(shown) + ")"
+    runs = r.get("wire_runs", setup.get("wire_runs"))
+    load = r.get("load")
+    how = []
+    if runs:
+        how.append(f"{runs} wire run{'s' if int(runs) != 1 else ''}")
+    if isinstance(load, list) and load:
+        how.append("1-minute load " + " to ".join(f"{float(x):g}" for x in load))
+    if r.get("measured"):
+        how.append(str(r["measured"]))
+    cells = []
+    metrics = r.get("metrics") or {}
+    for c in checked:
+        v = metrics.get(c) or {}
+        s, m = v.get("simulated"), v.get("measured")
+        if s is None or m is None:
+            continue
+        if c == "converge_after_ms" and v == metrics.get("time_to_converge_ms"):
+            continue  # a disturbance without duration: the same as the time to converge
+        name, unit = _CAL_NAMES.get(c, (c, ""))
+        ratio = calibration_ratio(s, m)
+        floor = (r.get("floors") or _FLOORS).get(c)
+        below = floor is not None and max(float(s), float(m)) <= floor
+        cells.append(f"{name} {_n(s)} / {_n(m)} {unit}".rstrip()
+                     + (f" ({ratio:.2f}" if ratio is not None else " (measured 0")
+                     + (f", both below the floor of {_n(floor)})" if below else ")"))
+    verdict = "Within 2x" if r.get("within_2x") else "Outside 2x"
+    misses = [] if r.get("within_2x") else _row_misses(r, checked)
+    text = (f"{verdict}: {where}" + (f" [{'; '.join(how)}]" if how else "") + ": "
+            + "; ".join(cells))
+    if misses:
+        text += " - outside 2x on " + ", ".join(_CAL_NAMES.get(c, (c, ""))[0] for c in misses)
+    if r.get("why"):
+        text += f" ({r['why']})"
+    reported = []
+    for c, (name, unit) in _REPORTED_NAMES.items():
+        v = metrics.get(c) or {}
+        s, m = v.get("simulated"), v.get("measured")
+        if s is None or m is None or (float(s) == 0 and float(m) == 0):
+            continue
+        reported.append(f"{name} {_n(s)} / {_n(m)} {unit}".rstrip())
+    if reported:
+        text += "; reported, not checked: " + ", ".join(reported)
+    spread = []
+    for c in checked:
+        runs = (r.get("per_run") or {}).get(c) or {}
+        if c == "converge_after_ms" and runs == (r.get("per_run") or {}).get(
+                "time_to_converge_ms"):
+            continue
+        ms = [v for v in runs.get("measured") or [] if v is not None]
+        ss = [v for v in runs.get("simulated") or [] if v is not None]
+        floor = _FLOORS.get(c, 0.0)
+        if len(ms) > 1 and any(max(x) > max(2 * min(x), floor) for x in (ms, ss) if x):
+            name, unit = _CAL_NAMES.get(c, (c, ""))
+            spread.append(f"{name} run by run {', '.join(_n(v) for v in ms)} {unit} measured, "
+                          f"{', '.join(_n(v) for v in ss)} in the paired seeds")
+    if spread:
+        text += "; the runs are spread: " + "; ".join(spread)
+    return text
+
+
 def calibration_items(cal: Mapping[str, Any] | None, gaps: Sequence[float] | None = None,
                       runs: Sequence[Mapping[str, Any]] = ()) -> list[str]:
-    """The calibration's part of the section: when, what, how many rows agree, which miss
-    (every row outside 2x as measured; a row measured again under a changed condition does
-    not replace the miss, and the page says which rows were such re-measurements); with
-    ``gaps`` (the ratio between the best and the beaten protocol of each ★ mark) how many of
-    the marks are narrower than the calibration's 2x tolerance; with ``runs`` what the
-    calibration did not cover (protocols, scenarios, sizes of the tables), from the data."""
+    """The calibration's part of the section, generated from the results
+    (``lab/data/calibration.json``): when, how, how many rows agree; then every row as
+    measured (:func:`calibration_row_text`: each checked metric simulated / measured and
+    their ratio, within 2x or not; a row measured again under a changed condition does not
+    replace a miss, and the page says which rows were such re-measurements); with ``gaps``
+    (the ratio between the best and the beaten protocol of each ★ mark) how many of the marks
+    are narrower than the calibration's 2x tolerance; with ``runs`` what the calibration did
+    not cover (protocols, scenarios, sizes of the tables), from the data."""
     if not cal:
         return ["No calibration against real clients is recorded with this package "
                 "(groupcoord lab calibrate --save writes one)."]
@@ -114,27 +292,32 @@ def calibration_items(cal: Mapping[str, Any] | None, gaps: Sequence[float] | Non
     setup = cal.get("setup") or {}
     checked = list(cal.get("checked") or [])
     ok = [r for r in rows if r.get("within_2x")]
-    scen = ", ".join(setup.get("scenarios") or sorted({str(r.get("scenario")) for r in rows}))
+    scen = ", ".join(dict.fromkeys(str(r.get("scenario")) for r in rows)) or ", ".join(
+        setup.get("scenarios") or [])
+    scen = f"scenarios {scen}" if len(set(scen.split(", "))) > 1 else scen
     protos = sorted({str(r.get("protocol")) for r in rows})
+    sized = sorted({int(m) for r in rows if (m := r.get("members", setup.get("members")))})
     head = (f"Checked against real clients on {cal.get('measured', '?')} (groupcoord lab "
-            f"calibrate): {scen} at {setup.get('members', '?')} members, "
-            f"{setup.get('records_per_s', '?')} records/s per partition, "
-            f"{setup.get('processing_ms', '?')} ms per record, heartbeat "
-            f"{_n(setup.get('heartbeat_interval_ms', 0))} ms, "
-            f"{setup.get('wire_runs', '?')} wire runs per row against "
+            f"calibrate): {scen} at {_span(sized)} members, "
+            f"{_work(rows, setup)}, each row the median of its wire runs against "
             f"{setup.get('compared_with', 'the simulation')}; protocols {', '.join(protos)}. "
             f"{len(ok)} of {len(rows)} rows within 2x on every checked metric ("
             + ", ".join(_CAL_NAMES.get(c, (c, ""))[0] for c in checked)
-            + f"; {cal.get('tolerance', 'within 2x')}).")
+            + f"; {cal.get('tolerance', 'within 2x')}); each row below gives every checked "
+            "metric as simulated / measured (their ratio).")
     redone = [r for r in rows if r.get("condition")]
     if redone:
         head += (f" {len(redone)} of these rows are measurements taken again under a changed "
                  "condition (" + "; ".join(sorted({str(r['condition']) for r in redone}))
-                 + ") after a first measurement missed; a miss is listed below as measured, "
+                 + ") after a first measurement missed; a miss is listed as measured, "
                  "and the re-measurement does not replace it.")
-    head += (f" That check ran at {setup.get('members', '?')} members and its own timings "
-             "(below, where they differ from these runs'), not at the settings of the tables "
-             "above: it checks the model's mechanics at those settings only, not these numbers")
+    if not any(r.get("settings") for r in rows):
+        head += (f" That check ran at {', '.join(map(str, sized)) or '?'} members and its "
+                 "own timings (below, where they differ from these runs'), not at the "
+                 "settings of the tables above: it checks the model's mechanics at those "
+                 "settings only, not these numbers")
+    else:
+        head += " Each row ran at the settings it names, on both sides"
     if gaps:
         narrow = sum(1 for x in gaps if x < 2.0)
         head += (f"; and a factor of 2 is wider than {narrow:,} of the {len(gaps):,} marked "
@@ -143,32 +326,57 @@ def calibration_items(cal: Mapping[str, Any] | None, gaps: Sequence[float] | Non
     head += "."
     items = [head]
     for r in rows:
-        if r.get("within_2x"):
-            continue
-        misses = []
-        for c in checked:
-            v = (r.get("metrics") or {}).get(c) or {}
-            s, m = v.get("simulated"), v.get("measured")
-            if s is None or m is None:
-                continue
-            lo, hi = sorted((float(s), float(m)))
-            if lo == 0 or hi / lo > 2:
-                name, unit = _CAL_NAMES.get(c, (c, ""))
-                misses.append(f"{name} {_n(s)} simulated against {_n(m)} {unit} measured")
-        cond = f", {r['condition']}" if r.get("condition") else ""
-        why = f" ({r['why']})" if r.get("why") else ""
-        again = [str(o.get("condition") or "as first measured") for o in rows
-                 if o is not r and o.get("within_2x") and o.get("protocol") == r.get("protocol")
-                 and o.get("scenario") == r.get("scenario")]
-        passed = (f"; measured again under a changed condition ({'; '.join(again)}) it came "
-                  "within 2x, which is another condition: this miss stands"
-                  if again else "")
-        items.append(f"Outside 2x: {r.get('protocol')} in {r.get('scenario')}{cond}: "
-                     + "; ".join(misses) + why + passed + ".")
+        text = calibration_row_text(r, checked, setup)
+        if not r.get("within_2x"):
+            again = [str(o.get("condition") or "as first measured") for o in rows
+                     if o is not r and o.get("within_2x")
+                     and o.get("protocol") == r.get("protocol")
+                     and o.get("scenario") == r.get("scenario")]
+            if again:
+                text += (f"; measured again under a changed condition ({'; '.join(again)}) "
+                         "it came within 2x, which is another condition: this miss stands")
+        items.append(text + ".")
     gaps_text = _not_covered(rows, setup, runs)
     if gaps_text:
         items.append(gaps_text)
     return items
+
+
+def calibration_for(scenario: str, protocol: str, members: int | None = None,
+                    cal: Mapping[str, Any] | None = None) -> str | None:
+    """The calibration row of a table's cell, as the page prints it
+    (:func:`calibration_row_text`), for the sentence that the cell supports; None when no row
+    measured that scenario and protocol (at ``members``, when given). ``cal``: the package's
+    results by default. For the report's sentence writer: each comparison beside the claim it
+    supports."""
+    cal = cal if cal is not None else load_calibration()
+    if not cal:
+        return None
+    setup = cal.get("setup") or {}
+    rows = [r for r in cal.get("rows") or []
+            if r.get("scenario") == scenario and r.get("protocol") == protocol
+            and (members is None or r.get("members", setup.get("members")) == members)]
+    if not rows:
+        return None
+    return "; ".join(calibration_row_text(r, list(cal.get("checked") or []), setup)
+                     for r in rows)
+
+
+def _span(values: Sequence[int]) -> str:
+    if not values:
+        return "?"
+    return str(values[0]) if len(values) == 1 else f"{min(values)}-{max(values)}"
+
+
+def _work(rows: Sequence[Mapping[str, Any]], setup: Mapping[str, Any]) -> str:
+    """The calibration workload(s): records/s per partition and ms per record, every value
+    the rows used."""
+    rates = {(r.get("workload") or {}).get("records_per_s", setup.get("records_per_s"))
+             for r in rows} - {None}
+    proc = {(r.get("workload") or {}).get("processing_ms", setup.get("processing_ms"))
+            for r in rows} - {None}
+    return (f"{_values(rates) if rates else '?'} records/s per partition, "
+            f"{_values(proc) if proc else '?'} ms per record")
 
 
 def _not_covered(rows: Sequence[Mapping[str, Any]], setup: Mapping[str, Any],
@@ -187,7 +395,8 @@ def _not_covered(rows: Sequence[Mapping[str, Any]], setup: Mapping[str, Any],
     if sc:
         missing.append("scenarios " + ", ".join(sc))
     sizes = {int(v) for r in runs if (v := r.get("size") or r.get("members"))}
-    sz = sorted(sizes - {setup.get("members")})
+    measured = {int(m) for r in rows if (m := r.get("members", setup.get("members")))}
+    sz = sorted(sizes - measured)
     if sz:
         missing.append("group sizes " + ", ".join(f"{v:,}" for v in sz))
     if not missing:
@@ -309,31 +518,54 @@ _CAL_SETTINGS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("session_timeout_ms", ("session.timeout.ms", "group.consumer.session.timeout.ms")),
     ("rebalance_timeout_ms", ("rebalance.timeout.ms", "max.poll.interval.ms")),
     ("scheduled_rebalance_max_delay_ms", ("scheduled.rebalance.max.delay.ms",)),
+    ("assignment_interval_ms", ("group.consumer.assignment.interval.ms",)),
+    ("metadata_max_age_ms", ("metadata.max.age.ms",)),
 )
 
 
 def _calibration_settings_note(runs: Sequence[Mapping[str, Any]],
                                cal: Mapping[str, Any] | None) -> str:
     """Where the calibration's timings differ from the settings these runs used: the
-    calibration checks the model's mechanics at its own settings, not at these."""
+    calibration checks the model's mechanics at its own settings, not at these. A row's own
+    settings (``settings``, Kafka's names) count; rows without them have the file's
+    ``setup``."""
     setup = (cal or {}).get("setup") or {}
+    rows = list((cal or {}).get("rows") or [])
+    cal_used: dict[str, set[Any]] = defaultdict(set)
+    for r in rows:
+        own = r.get("settings") or {}
+        for key, names in _CAL_SETTINGS:
+            if own:
+                for n in names:
+                    if n in own:
+                        cal_used[n].add(own[n])
+            elif key in setup:
+                for n in names:
+                    cal_used[n].add(setup[key])
+    if not rows:
+        for key, names in _CAL_SETTINGS:
+            if key in setup:
+                for n in names:
+                    cal_used[n].add(setup[key])
     used: dict[str, set[Any]] = defaultdict(set)
     for r in runs:
         for k, v in _settings(r).items():
             used[k].add(v)
     diffs = []
-    for key, names in _CAL_SETTINGS:
-        if key not in setup:
-            continue
-        ours = sorted({v for n in names for v in used.get(n, ())
-                       if isinstance(v, int | float)})
-        if ours and ours != [setup[key]]:
-            diffs.append(f"{' / '.join(n for n in names if n in used)} "
-                         f"{_n(setup[key])} ms there, {', '.join(_n(v) for v in ours)} ms here")
+    for _key, names in _CAL_SETTINGS:
+        for n in names:
+            ours = sorted(v for v in used.get(n, ()) if isinstance(v, int | float))
+            theirs = sorted(v for v in cal_used.get(n, ()) if isinstance(v, int | float))
+            if not ours or not theirs:
+                continue
+            if set(ours) - set(theirs):
+                diffs.append(f"{n} {', '.join(_n(v) for v in theirs)} ms there, "
+                             f"{', '.join(_n(v) for v in ours)} ms here")
     if not diffs:
         return ""
     return ("The calibration ran at other timings than these runs (" + "; ".join(diffs)
-            + "): it checks the model's mechanics against real clients, not these settings.")
+            + "): it checks the model's mechanics against real clients at its timings, not "
+            "at these.")
 
 
 # --------------------------------------------------------------------------- settings
@@ -380,6 +612,7 @@ def settings_table(runs: Iterable[Mapping[str, Any]]) -> tuple[list[list[str]],
     return cols, rows
 
 
-__all__ = ["CALIBRATION_FILE", "calibration_items", "calibration_rows", "cell_scenarios",
+__all__ = ["CALIBRATION_FILE", "calibration_for", "calibration_items", "calibration_ratio",
+           "calibration_row_text", "calibration_rows", "cell_scenarios",
            "load_calibration", "merged_calibration", "model_limits", "save_calibration",
            "settings_table"]

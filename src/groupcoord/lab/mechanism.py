@@ -37,8 +37,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from groupcoord.lab.findings import family, number, work_value
-from groupcoord.lab.verdict import Claim, GridVerdict, threshold
+from groupcoord.lab.verdict import SLOW_VARIANT, Claim, GridVerdict, threshold
 from groupcoord.sim.application import RECOVERY_WAIT_MS
+from groupcoord.sim.engine import INITIAL_JOIN
 from groupcoord.sim.workload import Workload
 
 _WORK_MODEL = re.compile(r"([\d.]+) rec/s, ([\d.]+) ms/rec(?:, max.poll.records (\d+))?")
@@ -57,14 +58,22 @@ SESSION_KEYS: dict[str, tuple[str, ...]] = {
 
 
 #: The assignor behind each consumer protocol the lab runs: classic eager members use the
-#: Java client's default ``range`` (eager: revoke everything, then range), classic cooperative
-#: ones ``cooperative-sticky`` (balanced), KIP-848 groups the server-side ``uniform`` (balanced)
-#: or ``range``.
-ASSIGNORS: dict[str, str] = {"classic:eager": "range", "classic:cooperative": "cooperative-sticky",
+#: Java client's default ``range`` (eager: revoke everything, then range; ``eager-roundrobin``:
+#: the same with ``roundrobin``, balanced across topics), classic cooperative ones
+#: ``cooperative-sticky`` (balanced), KIP-848 groups the server-side ``uniform`` (balanced) or
+#: ``range``.
+ASSIGNORS: dict[str, str] = {"classic:eager": "range", "classic:eager-roundrobin": "roundrobin",
+                             "classic:cooperative": "cooperative-sticky",
                              "consumer:uniform": "uniform", "consumer:range": "range"}
 #: A busiest member above this share of its time, with one member fewer, is near saturation:
 #: a backlog drains slowly or not at all, so its lag is the load's as much as the rebalance's.
 BUSY_LIMIT = 0.7
+
+
+def is_eager(protocol: str) -> bool:
+    """An eager protocol (every member revokes everything at each rebalance): classic or
+    Connect ``eager``, and classic ``eager-roundrobin`` (eager with another assignor)."""
+    return protocol.partition(":")[2].split("-")[0] == "eager"
 
 
 def busiest_partitions(topics: int, partitions: int, members: int, assignor: str) -> int:
@@ -249,6 +258,10 @@ def claim_conditions(claim: Claim, verdicts: Sequence[GridVerdict],
         parts.append(f"members {ld.busy:.0%} busy, polls of about {_ms(ld.batch_ms)} when "
                      "caught up; every member learns of a rebalance at the same moment "
                      "(heartbeat timers restart at the join)")
+        late = SLOW_VARIANT.match(row.scenario)
+        if late:
+            parts.append(f"one member {_ms(float(late.group('v')))} late at every rebalance "
+                         "(its revocations take that much more: the model's slow event)")
         if ld.overloaded:
             parts.append("near saturation or not caught up when the run ended (see the row): "
                          "the lag is the load's as much as the rebalance's")
@@ -269,12 +282,75 @@ def with_conditions(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
     return [replace(c, text=c.text + claim_conditions(c, verdicts, runs)) for c in found]
 
 
+#: The run column :func:`attach_moving_downtime` adds to a run of several disturbance windows:
+#: each window's (label, excess lag in record·s), in order.
+WINDOW_LAGS = "window_lags"
+#: The run column :func:`attach_moving_downtime` adds: the resource downtime of the run's
+#: disturbance windows that moved something (ms).
+MOVING_DOWNTIME = "moving_downtime_ms"
+
+
+def attach_moving_downtime(runs: Sequence[dict[str, Any]],
+                           windows: Sequence[Mapping[str, Any]]) -> None:
+    """Give each run its resource downtime summed over the disturbance windows that moved
+    something (``disturbances`` rows: each window's excess over the control), as
+    :data:`MOVING_DOWNTIME`. A window that moved nothing may still have downtime: a static
+    member's restart within its session (its partitions wait for it, with no rebalance); charged
+    to the moves of the run's other windows it would make a downtime per moved partition that no
+    partition had (the long-poll grid's restart: 300 partition·s over a join's 9 moves)."""
+    per: dict[str, float] = defaultdict(float)
+    lags: dict[str, list[tuple[int, str, float]]] = defaultdict(list)
+    for w in windows:
+        if w.get("disturbance") == INITIAL_JOIN:
+            continue
+        rid = str(w.get("run_id"))
+        if w.get("lag_record_s") is not None:
+            lags[rid].append((int(w.get("window") or 0), str(w.get("disturbance")),
+                              float(w["lag_record_s"])))
+        moved, down = w.get("resources_moved"), w.get("resource_downtime_ms")
+        if not moved or down is None:
+            continue
+        per[rid] += float(down)
+    for r in runs:
+        rid = str(r.get("run_id"))
+        r[MOVING_DOWNTIME] = per.get(rid, 0.0)
+        if len(lags.get(rid, ())) > 1:
+            r[WINDOW_LAGS] = [(label, lag) for _, label, lag in sorted(lags[rid])]
+
+
+def window_split(scenario: str, protocols: Sequence[str],
+                 runs: Sequence[Mapping[str, Any]]) -> str:
+    """For a scenario of several disturbances, where each protocol's excess lag comes from:
+    the median over the runs of each window's (``disturbances``, via
+    :func:`attach_moving_downtime`); "" when the runs carry no windows."""
+    per: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    labels: dict[str, None] = {}
+    for r in runs:
+        for label, lag in r.get(WINDOW_LAGS) or ():
+            labels.setdefault(label)
+            per[str(r["protocol"])][label].append(lag)
+    # (a window that costs nothing under every protocol, as a slow event's, says nothing)
+    shown = [label for label in labels
+             if any(statistics.median(per[p][label]) for p in per if per[p].get(label))]
+    if len(shown) < 2:
+        return ""
+    parts = []
+    for label in shown:
+        vals = [f"{p} {number(statistics.median(per[p][label]))}" for p in protocols
+                if per.get(p, {}).get(label)]
+        parts.append(f"{label}: " + ", ".join(vals))
+    return (f"{scenario}: excess lag by disturbance window (record·s, median over the runs): "
+            + "; ".join(parts) + ".")
+
+
 def downtime_per_move(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """Per protocol, the median over its runs (those that moved something) of resource
-    downtime over resources moved, in ms."""
+    downtime over resources moved, in ms; the downtime of the windows that moved something
+    where the runs carry it (:func:`attach_moving_downtime`)."""
     per: dict[str, list[float]] = defaultdict(list)
     for r in runs:
-        moved, down = r.get("resources_moved"), r.get("resource_downtime_ms")
+        moved = r.get("resources_moved")
+        down = r.get(MOVING_DOWNTIME, r.get("resource_downtime_ms"))
         if moved and down is not None:
             per[str(r["protocol"])].append(float(down) / float(moved))
     return {p: statistics.median(v) for p, v in per.items()}
@@ -494,11 +570,17 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
         if r.get("protocol") in protocols and r.get("ok"):
             by_scenario[str(r["scenario"])].append(r)
     lines = []
+    # eager's downtime per moved partition per scenario, where no crash sets it (a crashed
+    # member's partitions wait the session timeout, whatever the polls)
+    eager_gaps: list[tuple[str, float]] = []
     for scenario, rs in by_scenario.items():
         if event_kinds(rs[0]) & METADATA_EVENTS:
             grown = metadata_mechanism(scenario, protocols, settings, rs)
             if grown:
                 lines.append(grown)
+        split = window_split(scenario, protocols, rs)
+        if split:
+            lines.append(split)
         per = downtime_per_move(rs)
         if not per:
             continue
@@ -510,7 +592,9 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
             hb = _heartbeat(settings.get(p, {}), p)
             st = _heartbeat(settings.get(p, {}), p, SESSION_KEYS)
             beat = ""
-            if hb and 0.5 * hb <= per[p] <= 1.5 * hb:
+            # (an eager member's gap is a join round, never a heartbeat: an eager figure
+            # near one is a coincidence of the moves it is spread over, as in a crash)
+            if hb and not is_eager(p) and 0.5 * hb <= per[p] <= 1.5 * hb:
                 beat = f" (about one {_ms(hb)} heartbeat)"
                 by_beat.append(p)
             elif st and 0.7 * st <= per[p] <= 1.3 * st:
@@ -518,13 +602,34 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
             parts.append(f"{p} {_ms(per[p])}{beat}")
         line = (f"{scenario}: downtime per moved partition (resource downtime over partitions "
                 f"moved, median over the runs): " + ", ".join(parts) + ".")
-        eager = [p for p in per if p.endswith(":eager")]
-        rest = [p for p in per if not p.endswith(":eager")]
-        if (eager and rest and by_beat
+        eager = [p for p in per if is_eager(p)]
+        rest = [p for p in per if not is_eager(p)]
+        if "crash" not in event_kinds(rs[0]):
+            eager_gaps += [(scenario, per[p]) for p in eager]
+        late = SLOW_VARIANT.match(scenario)
+        if late and eager:
+            line += (f" One member is {_ms(float(late.group('v')))} late at every rebalance "
+                     "(its revocations): an eager group, having revoked everything, waits for it.")
+        elif (eager and rest and by_beat
                 and max(per[p] for p in eager) < min(per[p] for p in rest)):
             line += (" Eager revokes every partition, but the whole group rejoins at once, so "
                      "each waits only that long; a cooperative member learns its second round, "
                      "and a KIP-848 member its new target, at its next heartbeat.")
+        beats_here = [hb for p in per for hb in (_heartbeat(settings.get(p, {}), p),) if hb]
+        sessions = [st for p in eager for st in (_heartbeat(settings.get(p, {}), p,
+                                                             SESSION_KEYS),) if st]
+        if eager and rest and beats_here:
+            slowest = min(per[p] for p in eager)
+            if (slowest > 2 * max(beats_here) and slowest > max(per[p] for p in rest)
+                    and not (sessions and slowest >= 0.7 * min(sessions))):
+                line += (" Eager's partitions were down longer than two heartbeats each, and "
+                         "longer than under any other protocol: its JoinGroup barrier waited "
+                         "for a member inside a long poll (a classic member rejoins only from "
+                         "poll(), and eager members revoke everything before they rejoin)"
+                         + ("; cooperative members keep processing what they own meanwhile"
+                            if any(p.endswith(":cooperative") for p in rest) else "")
+                         + ("; a KIP-848 member waits for no other member"
+                            if any(family(p) == "consumer" for p in rest) else "") + ".")
         lines.append(line)
     loads = [ld for r in runs if r.get("protocol") in protocols
              for ld in (member_load(r),) if ld is not None]
@@ -547,11 +652,25 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
                           "rebalance starts: the case where eager loses in the field (the "
                           "whole group waits for the slowest member's batch) does not arise "
                           "here.")
+        elif beats and eager_gaps and max(v for _, v in eager_gaps) < min(beats):
+            lines[-1] += (f", longer than a {_ms(min(beats))} heartbeat, but no rebalance "
+                          "here waited on one: eager's downtime per moved partition stays "
+                          "under a heartbeat in every scenario above without a crash (at most "
+                          f"{_ms(max(v for _, v in eager_gaps))}), so no member was busy inside "
+                          "a long poll when a rebalance started (a member late at the "
+                          "rebalance is the busy-member grids' and the long-poll grid's).")
+        elif beats and eager_gaps and max(v for _, v in eager_gaps) > 2 * max(beats):
+            slow = ", ".join(dict.fromkeys(s for s, v in eager_gaps if v > 2 * max(beats)))
+            lines[-1] += (f", longer than a {_ms(min(beats))} heartbeat; in {slow} eager's "
+                          "downtime per moved partition is over two heartbeats: a rebalance "
+                          "there waited on a member (inside a long poll, or late in its "
+                          "revocation).")
         elif beats:
-            lines[-1] += (f", longer than a {_ms(min(beats))} heartbeat: after a backlog a "
-                          "member is busy inside a long poll when a rebalance starts, the case "
-                          "where eager loses in the field (the whole group waits for the "
-                          "slowest member's batch).")
+            lines[-1] += (f", longer than a {_ms(min(beats))} heartbeat: a member working "
+                          "off a backlog may be inside a long poll when a rebalance starts, "
+                          "the case where eager loses in the field (the whole group waits for "
+                          "the slowest member's batch); whether a rebalance here did shows in "
+                          "the downtime per moved partition above.")
         else:
             lines[-1] += "."
     return lines
@@ -561,18 +680,23 @@ __all__ = [
     "ASSIGNORS",
     "BUSY_LIMIT",
     "METADATA_EVENTS",
+    "MOVING_DOWNTIME",
+    "WINDOW_LAGS",
     "Load",
     "TaskTimes",
+    "attach_moving_downtime",
     "busiest_partitions",
     "claim_conditions",
     "conditions",
     "connect_mechanisms",
     "downtime_per_move",
     "event_kinds",
+    "is_eager",
     "mechanisms",
     "member_load",
     "metadata_mechanism",
     "row_loads",
     "task_times",
+    "window_split",
     "with_conditions",
 ]

@@ -34,9 +34,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from groupcoord.lab.findings import FAMILY_NAMES, X_NAMES, Metric, family, number
+from groupcoord.lab.findings import FAMILY_NAMES, VARIANT_NAMES, X_NAMES, Metric, family, number
 from groupcoord.lab.limits import model_limits, settings_table
-from groupcoord.lab.mechanism import Load, TaskTimes, mechanisms, row_loads, with_conditions
+from groupcoord.lab.mechanism import (
+    Load,
+    TaskTimes,
+    attach_moving_downtime,
+    mechanisms,
+    row_loads,
+    with_conditions,
+)
 from groupcoord.lab.verdict import (
     CLAIM_MIN_SEEDS,
     CLAIM_RULE,
@@ -47,10 +54,12 @@ from groupcoord.lab.verdict import (
     RELATIVE_FLOOR,
     SIGN_ALPHA,
     SIGN_MIN_SEEDS,
+    THROUGHPUT_FLOORS,
     Claim,
     GridVerdict,
     MetricVerdict,
     VerdictRow,
+    _in_grid,
     claim_candidates,
     claims,
     comparisons,
@@ -103,6 +112,19 @@ def read_runs(path: Path) -> list[dict[str, Any]]:
     return list(dataset.to_table(columns=cols).to_pylist())
 
 
+def read_windows(path: Path) -> list[dict[str, Any]]:
+    """The ``disturbances`` table's columns the "Why" lines read (each window's moves and
+    downtime); [] if it does not exist."""
+    if not path.exists() or not any(path.rglob("*.parquet")):
+        return []
+    import pyarrow.dataset as ds
+
+    dataset = ds.dataset(str(path), format="parquet", partitioning="hive")
+    cols = [c for c in ("run_id", "window", "disturbance", "resources_moved",
+                        "resource_downtime_ms", "lag_record_s") if c in dataset.schema.names]
+    return list(dataset.to_table(columns=cols).to_pylist())
+
+
 def _fmt(v: Any, spec: str) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
@@ -126,6 +148,36 @@ def _v(m: Metric, raw: float) -> str:
 def _unit(m: Metric, excess: bool = False) -> str:
     name = short_label(m, excess)
     return f"{name} ({m.unit})" if m.unit else name
+
+
+#: Connect metrics that are the model's task stop and start times multiplied by the restarts
+#: (a restart costs the stop plus the start; an eager rebalance stops the whole group for them).
+TASK_TIME_PRODUCTS = frozenset({"task_downtime_task_s", "stall_ms"})
+
+
+def _label(g: GridVerdict, m: Metric) -> str:
+    """A metric's name and unit in a grid's table; in a Connect grid, task downtime and stall
+    say that they are the task-time input times the restarts (not measured: the task restarts
+    are the input-free result)."""
+    out = _unit(m, g.excess)
+    if _task_time_product(g, m):
+        out += " *"
+    return out
+
+
+def _task_time_product(g: GridVerdict, m: Metric) -> bool:
+    return (m.column in TASK_TIME_PRODUCTS and bool(g.protocols)
+            and all(family(p).endswith("connect") for p in g.protocols))
+
+
+def _metrics_line(g: GridVerdict) -> str:
+    """The grid's metrics, and what a * beside one means."""
+    out = ", ".join(_label(g, m) for m in g.metrics)
+    if any(_task_time_product(g, m) for m in g.metrics):
+        out += (" (* = the task-time input x restarts: the model's task stop and start times "
+                "times the restarts, not a measurement; the task restarts are the input-free "
+                "result)")
+    return out
 
 
 def _range(m: Metric, c: Any) -> str:
@@ -156,8 +208,10 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
         what = ("Each number is measured in the scenario's disturbance windows, the initial "
                 "join left out. These runs carry no paired control: lag includes the records "
                 "always in flight and any catch-up still under way.")
-    floors = ", ".join(f"{short_label(m)} {m.fmt(m.floor)}" for m in
-                       dict.fromkeys(m for g in verdicts for m in g.metrics))
+    floors = ", ".join(
+        f"{short_label(m)} {THROUGHPUT_FLOORS[m.column]:g} s of the group's production "
+        f"({m.unit})" if m.column in THROUGHPUT_FLOORS else f"{short_label(m)} {m.fmt(m.floor)}"
+        for m in dict.fromkeys(m for g in verdicts for m in g.metrics))
     seeds = sorted({g.seeds for g in verdicts if g.seeds})
     chance = "; ".join(f"{n} seeds: 1 in {round(1 / separation_chance(n)):,}"
                        for n in seeds if n >= MIN_SEEDS)
@@ -210,10 +264,23 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
     bad = sum(g.violated for g in verdicts)
     late = sum(g.not_caught_up for g in verdicts)
     noop = sum(g.noop for g in verdicts)
-    left = (f"{total:,} runs in these grids; left out: {bad:,} that violated an invariant "
+    distinct = len({r.get("run_id") for g in verdicts for r in runs if r.get("run_id")
+                    and _in_grid(r, _grid_record(g))})
+    shared = (f" ({distinct:,} distinct runs: a run of a cell that two grids share, as the "
+              "busy-member and deciding-input grids share their plain scenarios with the "
+              "grids they test, counts in each)" if 0 < distinct < total else "")
+    left = (f"{total:,} runs in these grids{shared}; left out: {bad:,} that violated an invariant "
             f"(listed below), {late:,} that never caught up before their first disturbance, "
             f"{noop:,} with a scenario event that changed nothing (noop_events).")
     return [what, test, left, protocol_text(verdicts)]
+
+
+def _grid_record(g: GridVerdict) -> dict[str, Any]:
+    """A verdict's grid as ``sweep.json`` records it (which runs are its)."""
+    return {"protocols": list(g.protocols), "scenarios": sorted({r.scenario for r in g.rows}),
+            "sizes": sorted({r.size for r in g.rows}),
+            "workloads": sorted({r.workload for r in g.rows}),
+            "fault_rates": sorted({r.fault_rate for r in g.rows}, key=lambda x: x or 0.0)}
 
 
 def protocol_text(verdicts: Sequence[GridVerdict]) -> str:
@@ -223,6 +290,9 @@ def protocol_text(verdicts: Sequence[GridVerdict]) -> str:
     if not names:
         return ""
     text = f"Protocols: {names}."
+    variants = dict.fromkeys(p for g in verdicts for p in g.protocols if p in VARIANT_NAMES)
+    if variants:
+        text += " " + "; ".join(f"{p} is {VARIANT_NAMES[p]}" for p in variants) + "."
     if "connect" in fams:
         text += (" Only protocols Apache Kafka ships are ranked (★, =, the sentences); the "
                  "connect group type's columns stand apart, unmarked.")
@@ -235,10 +305,12 @@ def _mark(cell_mark: str) -> str:
 
 def _verdict_word(mv: MetricVerdict) -> str:
     """The row's verdict in a word (the cells carry the marks: who is best, who is tied)."""
+    limit = (f"; {'the mark ' if mv.limit.startswith('is won') else ''}{mv.limit}"
+             if mv.limit else "")
     if mv.verdict == "best":
-        return f"\u2605 best, depends on {mv.depends}" if mv.depends else "\u2605 best"
+        return (f"\u2605 best, depends on {mv.depends}" if mv.depends else "\u2605 best") + limit
     if mv.verdict == "tied":
-        return f"= {len(mv.best)} tied"
+        return f"= {len(mv.best)} tied" + limit
     if mv.verdict == "split":
         return "split seeds"
     if mv.verdict == "overlap":
@@ -298,7 +370,7 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
         parts.append(f"<p class='q'>{html.escape(g.question)}</p>")
     if g.description and g.description != g.question:
         parts.append(f"<p>{html.escape(g.description)}</p>")
-    mets = ", ".join(_unit(m, g.excess) for m in g.metrics)
+    mets = _metrics_line(g)
     extra = ""
     if g.violated or g.not_caught_up or g.noop:
         extra = (f"; left out: {g.violated} with a violation, {g.not_caught_up} never caught "
@@ -330,7 +402,7 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
             if j == 0:
                 tds += [f"<td rowspan='{n}' class='l{' n' if k == 1 else ''}'>"
                         f"{html.escape(x)}</td>" for k, x in enumerate((scen, size, load))]
-            tds.append(f"<td class='l m'>{html.escape(_unit(mv.metric, g.excess))}</td>")
+            tds.append(f"<td class='l m'>{html.escape(_label(g, mv.metric))}</td>")
             for p in cols:
                 c = mv.cells.get(p)
                 if c is None:
@@ -357,7 +429,7 @@ def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | 
         lines += [f"*{g.question}*", ""]
     if g.description and g.description != g.question:
         lines += [g.description, ""]
-    lines += [f"Metrics: {', '.join(_unit(m, g.excess) for m in g.metrics)}. {g.seeds} seeds per cell; "
+    lines += [f"Metrics: {_metrics_line(g)}. {g.seeds} seeds per cell; "
               f"{g.runs:,} runs; left out: {g.violated} with a violation, {g.not_caught_up} "
               "never caught up.", ""]
     if not g.rows:
@@ -381,7 +453,7 @@ def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | 
                 val, rng = _cell_text(mv.metric, c)
                 rng = f" ({rng})" if rng else ""
                 vals.append(f"{_mark(c.mark)}{val}{rng}".replace("|", "\\|"))
-            lines.append("| " + " | ".join([*lead, _unit(mv.metric, g.excess), *vals,
+            lines.append("| " + " | ".join([*lead, _label(g, mv.metric), *vals,
                                              _verdict_word(mv)]) + " |")
     if why:
         lines += ["", "Why (computed from these runs):", ""] + [f"- {t}" for t in why]
@@ -601,13 +673,28 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                          if thresh <= f * 10.0 ** k <= 1.5 * top]))
             ax.yaxis.set_minor_locator(NullLocator())
             # a log scale has no zero: say that this one is linear up to the threshold
-            ylabel += f"\n(symlog: linear 0{DASH}{number(thresh)}, log above)"
+            ylabel += f"\n(linear from 0 to {number(thresh)}, logarithmic above)"
         # ticks as the tables print numbers (thousands separated, no exponent)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: number(v)))
         ax.set_ylabel(ylabel)
         ax.set_ylim(bottom=0)
         if thresh is not None:  # headroom above the highest seed on a log axis
             ax.set_ylim(top=1.5 * top)
+        elif axis is not None:
+            # on a linear axis a protocol whose medians all sit within 3 % of the top reads
+            # as zero: print its medians beside its points
+            high = ax.get_ylim()[1]
+            for p in g.protocols:
+                near: list[tuple[float, float]] = []
+                for r in rows:
+                    x = r.x if axis[0] == "x" else float(r.size)
+                    if p in r.metrics[i].cells and x is not None:
+                        near.append((x, r.metrics[i].cells[p].median / m.scale))
+                if near and high > 0 and all(0 < abs(v) < 0.03 * high for _, v in near):
+                    for x, v in near:
+                        ax.annotate(number(v), (x, v), textcoords="offset points",
+                                    xytext=(0, 6), ha="center", fontsize=7,
+                                    color=styles.get(p, {}).get("color"))
         ax.grid(True, alpha=0.3)
     for ax in axes[len(panels):]:
         ax.set_visible(False)
@@ -617,8 +704,10 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 "median over seeds (line), range over seeds (band); where a protocol's seeds "
                 "split into distinct outcomes, each seed a dot")
         fams = dict.fromkeys(family(p) for p in g.protocols)
-        what += "\n" + "; ".join(f"{f}: {LEGEND_FAMILIES[f]}" for f in fams
-                                  if f in LEGEND_FAMILIES)
+        legend = "; ".join(f"{f}: {LEGEND_FAMILIES[f]}" for f in fams if f in LEGEND_FAMILIES)
+        if "classic:eager-roundrobin" in g.protocols:
+            legend = legend.replace("eager: range;", "eager: range; eager-roundrobin: roundrobin;")
+        what += "\n" + legend
         fig.legend(handles, labels, loc="outside lower center", ncols=min(5, len(labels)),
                    fontsize=8, title=what, title_fontsize=8)
     fig.suptitle(title)
@@ -692,7 +781,7 @@ def worst_html(g: GridVerdict, runs: Sequence[dict[str, Any]]) -> str:
         return ""
     head = "".join(f"<th>{html.escape(t)}</th>" for t in
                    ("scenario", "size", "load", "protocol", "runs", "left out",
-                    *(_unit(m, g.excess) for m in g.metrics)))
+                    *(_label(g, m) for m in g.metrics)))
     body = "".join("<tr>" + "".join(f"<td{' class=l' if i < 4 else ''}>{html.escape(v)}</td>"
                                     for i, v in enumerate(r)) + "</tr>" for r in rows)
     return (f"<h3>{html.escape(g.name)}</h3><table class='worst'><thead><tr>{head}</tr>"
@@ -704,7 +793,7 @@ def worst_md(g: GridVerdict, runs: Sequence[dict[str, Any]]) -> str:
     if not rows:
         return ""
     titles = ["scenario", "size", "load", "protocol", "runs", "left out",
-              *(_unit(m, g.excess) for m in g.metrics)]
+              *(_label(g, m) for m in g.metrics)]
     lines = [f"### {g.name}", "", "| " + " | ".join(titles) + " |",
              "|---|---|---|---|" + "---:|" * (len(titles) - 4)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
@@ -771,8 +860,8 @@ th, td { border: 1px solid #ccc; padding: 0.2em 0.45em; text-align: right; verti
 th { background: #f0f0f0; } td.l, th.l { text-align: left; }
 td.best { background: #d9f2d9; font-weight: bold; } td.tied { background: #eef8ee; }
 td.split { background: #fff4dc; } td.apart, th.apart { background: #f4f4f8; color: #555; }
-td.v { color: #555; white-space: nowrap; } td.m, td.n { white-space: nowrap; }
-small { color: #777; white-space: nowrap; }
+td.v { color: #555; min-width: 8em; max-width: 24em; } td.m, td.n { white-space: nowrap; }
+small { color: #777; white-space: nowrap; } small.cal { white-space: normal; }
 tr.odd td { border-top: 1px solid #ccc; } tr.even td[rowspan] { background: #fafafa; }
 p.q { font-style: italic; } .claims li { margin-bottom: 0.5em; }
 code { background: #f6f6f6; padding: 0.1em 0.3em; font-size: 0.9em; }
@@ -798,6 +887,7 @@ def build_report(out_dir: str | Path) -> Path:
         title = f"groupcoord lab: {meta.get('name')}"
         violations = read_rows(out / "violations") or []
         runs = read_runs(out / "runs")
+        attach_moving_downtime(runs, read_windows(out / "disturbances"))
         verdicts = grid_verdicts(meta, runs)
         found = with_conditions(claims(verdicts), verdicts, runs)
         html_parts.append(_sweep_html(meta, verdicts, found, violations, rdir, runs))
@@ -849,13 +939,33 @@ def claim_rule(found: Sequence[Claim], verdicts: Sequence[GridVerdict]) -> str:
             "other mark stays in the tables above.")
 
 
+def calibration_note(c: Claim) -> str:
+    """What the calibration against real clients measured for a sentence's scenario and its
+    protocols (``lab.limits.calibration_for``, the calibration's lookup by scenario and
+    protocol), printed beside the sentence; "" where no calibration row covers them (or the
+    lookup is not there)."""
+    from groupcoord.lab import limits
+
+    lookup = getattr(limits, "calibration_for", None)
+    if lookup is None:
+        return ""
+    found = []
+    for p in dict.fromkeys(x for x in (*c.best.split(" and "), c.worse) if x):
+        text = lookup(c.scenario, p)
+        if text:
+            found.append(str(text))
+    return ("Calibration against real clients: " + "; ".join(found)) if found else ""
+
+
 def _claims_html(found: Sequence[Claim], verdicts: Sequence[GridVerdict] = ()) -> str:
     few = too_few_for_claims(verdicts)
     few_html = f"<p>{html.escape(few)}</p>" if few else ""
     if not found:
         return ("<h2>What the tables show</h2><p>No difference between protocols passes the "
                 f"test above.</p>{few_html}")
-    items = "".join(f"<li>{html.escape(c.text)}<br><code>{html.escape(c.command)}</code></li>"
+    items = "".join(f"<li>{html.escape(c.text)}<br><code>{html.escape(c.command)}</code>"
+                    + (f"<br><small class='cal'>{html.escape(n)}</small>"
+                       if (n := calibration_note(c)) else "") + "</li>"
                     for c in found)
     return ("<h2>What the tables show</h2><p>Each sentence is one marked difference in a cell "
             f"of at least {CLAIM_MIN_SEEDS} seeds per protocol, in the grid's own metrics; its "
@@ -980,6 +1090,9 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
         lines += [claim_rule(found, verdicts), ""]
     for i, c in enumerate(found, 1):
         lines.append(f"{i}. {c.text}  \n   `{c.command}`")
+        note = calibration_note(c)
+        if note:
+            lines.append(f"   {note}")
     few = too_few_for_claims(verdicts)
     if few:
         lines += ["", few]

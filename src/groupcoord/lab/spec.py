@@ -627,10 +627,12 @@ tasks = 5
 name = "paper"
 description = '''The seeds' questions, one grid each: KIP-415's scenarios under eager and \
 incremental cooperative Connect rebalancing, with the model's task stop and start times swept; \
-classic eager vs cooperative vs KIP-848 for 10 to 1,000 consumers; the members' load at which \
+classic eager vs cooperative vs KIP-848 for 10 to 100 consumers (300 and 1,000 run at 3 seeds: \
+medians and ranges, no marks, no sentence); the members' load at which \
 each protocol starts to win, at two poll lengths (crossover); the field's anchor, 10 consumers \
-while a topic grows by 900 partitions; and the costs the field pays (state restore; the polls grow \
-long after a backlog, but no rebalance of these grids started while a member was inside one). \
+while a topic grows by 900 partitions; the costs the field pays (state restore; the polls grow \
+long after a backlog, but no rebalance of that grid started while a member was inside one); and \
+a join timed inside a member's long poll, by construction (long-poll). \
 The consumer grids' workloads keep the busiest member under 70 % busy under \
 every assignor even with one member fewer (range included: the report prints it per row, and \
 flags a row whose runs ended with their lag not caught up), so that a rebalance, not an \
@@ -672,6 +674,17 @@ records_per_s = 2.5
 processing_ms = 20
 max_poll_records = 500
 warmup_ms = 2000
+
+# The long-poll grid: the field-costs load (1 x 100 partitions, 2.5 records/s each, 20 ms a
+# record, up to 500 records a poll: a 10 s poll after a backlog) without the state restore, so
+# that what a rebalance waits for is a member's poll and nothing else.
+[[workloads]]
+name = "long-poll"
+topics = 1
+partitions = 100
+records_per_s = 2.5
+processing_ms = 20
+max_poll_records = 500
 
 [[workloads]]
 name = "light"
@@ -781,15 +794,18 @@ sizes = [3, 6, 12]
 workloads = ["16x8c"]
 question = "How many tasks does each Connect protocol stop and restart, for how long, and how \
 soon is the work balanced again, when a worker joins, leaves or bounces?"
-metrics = ["task_downtime_task_s", "time_to_balance_ms", "task_restarts", "stall_ms"]
+metrics = ["task_restarts", "task_downtime_task_s", "time_to_balance_ms", "stall_ms"]
 
 [[grid]]
 name = "consumers"
 description = '''classic eager vs cooperative vs KIP-848, 10 to 100 consumers, each caught \
 up when a change comes: a poll returns a few records and takes a few ms, so an eager member \
-revokes at once and the group's barrier costs one join round (the field-costs grid has the \
-long polls)'''
-protocols = ["classic:eager", "classic:cooperative", "consumer:uniform", "consumer:range"]
+revokes at once and the group's barrier costs one join round (the long-poll grid has a \
+rebalance inside a long poll). On 4 topics range gives its first members one partition more \
+of every topic: classic:eager-roundrobin is eager with roundrobin (balanced across topics), so \
+that a cost of range's imbalance is not charged to the eager protocol'''
+protocols = ["classic:eager", "classic:eager-roundrobin", "classic:cooperative", \
+             "consumer:uniform", "consumer:range"]
 scenarios = ["crash", "bounce", "scale-out", "partition-added"]
 sizes = [10, 30, 100]
 workloads = ["4x250"]
@@ -802,8 +818,10 @@ name = "consumers-1000"
 description = '''classic eager vs cooperative vs KIP-848 at 300 and 1,000 consumers on 4 x \
 1,000 partitions (more partitions than members, so the member a scale-out adds gets work: on \
 1,000 partitions at 1,000 members cooperative and KIP-848 moved nothing; partition-added \
-left out: at 1,000 members one run takes minutes)'''
-protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
+left out: at 1,000 members one run takes minutes); classic:eager-roundrobin is eager with a \
+balanced assignor (range gives 100 of the 300 members 16 partitions, the rest 12)'''
+protocols = ["classic:eager", "classic:eager-roundrobin", "classic:cooperative", \
+             "consumer:uniform"]
 scenarios = ["crash", "bounce", "scale-out"]
 sizes = [300, 1000]
 workloads = ["4x1000"]
@@ -815,15 +833,18 @@ metrics = ["stall_ms", "lag_peak", "lag_record_s", "convergence_ms", "resources_
 [[grid]]
 name = "rolling"
 description = '''a rolling bounce of every consumer, 15 s apart (it lasts members x 15 s, each \
-bounce a rebalance: up to 30 members)'''
-protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
+bounce a rebalance: up to 30 members); classic:eager-roundrobin is eager with a balanced \
+assignor (range is not balanced on 4 topics)'''
+protocols = ["classic:eager", "classic:eager-roundrobin", "classic:cooperative", \
+             "consumer:uniform"]
 scenarios = ["rolling-bounce"]
 sizes = [10, 20, 30]
 workloads = ["4x250"]
 seeds = 10
 question = "Does the group keep processing while its members restart one after another?"
-metrics = ["stall_ms", "lag_peak", "lag_record_s", "convergence_ms", "resources_moved",
-           "records_reprocessed"]
+# (no time to converge: the last bounce comes members x 15 s after the first, so it measures
+# the script's length)
+metrics = ["stall_ms", "lag_peak", "lag_record_s", "resources_moved", "records_reprocessed"]
 
 [[grid]]
 name = "kip415-task-times"
@@ -873,9 +894,12 @@ any assignor), up to 500 records a poll (a 10 s poll once a \
 backlog has built; in a single bounce or scale-out the members are caught up when it starts, \
 so their polls are short; in the rolling bounce and crash-then-join the render measured no \
 rebalance that waited on a long poll either: eager's stall per rebalance is the same at every \
-poll length, so this grid does not show the long-poll cost) and 2 s \
+poll length, so this grid does not show the long-poll cost: the long-poll grid does) and 2 s \
 of state restore per newly assigned partition (the other grids' polls return a few records and \
-nothing warms up)'''
+nothing warms up). In crash-then-join the crash's window costs every protocol about the same \
+(the 45 s session) and the protocols differ in the join's window, where much of eager's excess \
+is that restore, a model input: an eager rebalance moves most partitions, a cooperative one the \
+joiner's few (the "Why" list splits the lag by window)'''
 protocols = ["classic:eager", "classic:cooperative", "consumer:uniform", "consumer:range"]
 scenarios = ["bounce", "scale-out", "rolling-bounce", "crash-then-join"]
 sizes = [10]
@@ -885,6 +909,76 @@ question = "When members restore state for the partitions they gain and process 
 after a backlog, what does a member change cost each protocol's applications?"
 metrics = ["lag_record_s", "lag_peak", "stall_ms", "paused_partition_s", "convergence_ms", \
            "resources_moved", "records_reprocessed"]
+
+[[grid]]
+name = "long-poll"
+description = '''a member joins while another is inside a long poll, by construction: 10 \
+static consumers (group.instance.id) on 1 x 100 partitions at 50 % busy, up to 500 records a \
+poll at 20 ms each; c3 restarts and is down 30 s, within the 45 s session, so it gets its own \
+10 partitions back with no rebalance (static membership) and 750 records of backlog: two 10 s \
+polls, then shorter ones. In join-in-long-poll a member joins 2 s after c3's return, inside \
+its first poll; join-after-catch-up is the same join once c3 has caught up (the mechanism's \
+control). A classic member rejoins only from poll(): eager members revoke everything and wait \
+at the JoinGroup barrier until c3's batch is done; cooperative members keep processing what \
+they own while the round waits; a KIP-848 member waits for nobody (only a partition c3 gives up \
+waits for c3's next poll). Stall counts only the moments when no member processes, and c3 \
+processes its batch while the others wait: the wait shows as partition downtime (no active \
+owner) and lag, not as stall. Both scenarios contain the same restart (its window: c3's 10 \
+partitions waiting 30 s for it, and its backlog), so a protocol's cost of the long poll is its \
+join-in-long-poll row minus its join-after-catch-up row; the time to converge is left out \
+(the restart's window, c3 catching up, sets it in every run).'''
+protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
+scenarios = ["join-in-long-poll", "join-after-catch-up"]
+sizes = [10]
+workloads = ["long-poll"]
+seeds = 10
+question = "What does a rebalance cost when it starts while a member is inside a long poll?"
+metrics = ["resource_downtime_ms", "lag_record_s", "lag_peak", "stall_ms"]
+
+[[grid]]
+name = "busy-consumers"
+description = '''the condition behind every eager mark: one member busy at the rebalance. \
+consumers' bounce and scale-out at 10 members (4 x 250), plain and with one member (c4, never \
+the one bounced) slow by 0.5 s or 2 s at every rebalance: its revocation callback (the model's \
+slow event: onPartitionsRevoked, or the rest of a poll, returning that much later) holds an \
+eager group's JoinGroup barrier, a cooperative or KIP-848 group only for what that member gives \
+up. An eager ★ of the plain scenario that flips with a member slow by X is printed "holds only \
+while no member is X late at the rebalance" wherever it stands.'''
+protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
+scenarios = ["bounce", "bounce-slow500ms", "bounce-slow2000ms", "scale-out", "scale-out-slow500ms",
+             "scale-out-slow2000ms"]
+sizes = [10]
+workloads = ["4x250"]
+seeds = 5
+question = "Do the eager marks hold when one member is late at the rebalance?"
+metrics = ["stall_ms", "lag_peak", "lag_record_s", "convergence_ms"]
+
+[[grid]]
+name = "busy-rolling"
+description = '''as busy-consumers for the rolling bounce: 10 members (4 x 250), plain and with \
+one member (c6) slow by 0.5 s or 2 s at every rebalance of the bounce.'''
+protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
+scenarios = ["rolling-bounce", "rolling-bounce-slow500ms", "rolling-bounce-slow2000ms"]
+sizes = [10]
+workloads = ["4x250"]
+seeds = 5
+question = "Does eager's rolling-bounce mark hold when one member is late at each rebalance?"
+metrics = ["stall_ms", "lag_peak", "lag_record_s"]
+
+[[grid]]
+name = "busy-crossover"
+description = '''as busy-consumers for the crossover's cells: 8 members on 1 x 32 partitions at \
+20 ms a record, 40 % busy, plain and with one member (c4) slow by 0.5 s or 2 s at every \
+rebalance.'''
+protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
+scenarios = ["rolling-bounce", "rolling-bounce-slow500ms", "rolling-bounce-slow2000ms", "scale-out",
+             "scale-out-slow500ms", "scale-out-slow2000ms", "crash", "crash-slow500ms",
+             "crash-slow2000ms"]
+sizes = [8]
+workloads = ["1x32-p20ms-40pct"]
+seeds = 5
+question = "Do the crossover's eager marks hold when one member is late at the rebalance?"
+metrics = ["lag_record_s", "lag_peak", "stall_ms"]
 
 [[grid]]
 name = "bounce-downtime"
@@ -982,10 +1076,93 @@ events = [{ at_ms = 30000, kind = "bounce", member = "@follower", after_delay_ms
 [scenario.crash-then-join]
 description = '''c3 crashes; 50 s later, its session (45 s) expired and its partitions given to \
 the others, who work off their backlog, a member joins (in the render the join's \
-rebalance did not wait on a long poll).'''
+rebalance did not wait on a long poll). The crash's window costs every protocol about the \
+same (the 45 s session); the protocols differ in the join's window, and there much of \
+eager's excess is the 2 s state restore per gained partition (a model input: an eager \
+rebalance moves most partitions, a cooperative one the joiner's few; the "Why" list splits \
+the lag by window).'''
 group = { members = 10, topics = { foo = 100 } }
 events = [{ at_ms = 30000, kind = "crash", member = "c3" },
           { at_ms = 80000, kind = "scale-out", count = 1 }]
+
+[scenario.join-in-long-poll]
+description = '''Ten static consumers; c3 restarts (down 30 s, within the session: it gets \
+its partitions back with no rebalance, and a 30 s backlog); a member joins 2 s after c3 \
+returns, while c3 is inside a 10 s poll.'''
+group = { members = 10, static = true, topics = { foo = 100 } }
+events = [{ at_ms = 30000, kind = "bounce", member = "c3", down_ms = 30000 },
+          { at_ms = 62000, kind = "scale-out", count = 1 }]
+
+[scenario.join-after-catch-up]
+description = '''join-in-long-poll's control: the same restart of c3, and the member joins \
+60 s after c3 returned, when c3 has worked off its backlog (its polls are short again).'''
+group = { members = 10, static = true, topics = { foo = 100 } }
+events = [{ at_ms = 30000, kind = "bounce", member = "c3", down_ms = 30000 },
+          { at_ms = 120000, kind = "scale-out", count = 1 }]
+
+[scenario.bounce-slow500ms]
+description = '''bounce with c4 slow by 0.5 s at every rebalance from 5 s before it \
+(c4's revocations take 0.5 s more for 60 s: a member late at the rebalance).'''
+group = { members = 4, topics = { foo = 8 } }
+events = [{ at_ms = 25000, kind = "slow", member = "c4", delay_ms = 500, \
+duration_ms = 60000 },
+          { at_ms = 30000, kind = "bounce", member = "c2", down_ms = 10000 }]
+
+[scenario.bounce-slow2000ms]
+description = '''bounce with c4 slow by 2 s at every rebalance from 5 s before it \
+(c4's revocations take 2 s more for 60 s: a member late at the rebalance).'''
+group = { members = 4, topics = { foo = 8 } }
+events = [{ at_ms = 25000, kind = "slow", member = "c4", delay_ms = 2000, \
+duration_ms = 60000 },
+          { at_ms = 30000, kind = "bounce", member = "c2", down_ms = 10000 }]
+
+[scenario.scale-out-slow500ms]
+description = '''scale-out with c3 slow by 0.5 s at every rebalance from 5 s before it \
+(c3's revocations take 0.5 s more for 60 s: a member late at the rebalance).'''
+group = { members = 3, topics = { foo = 12 } }
+events = [{ at_ms = 25000, kind = "slow", member = "c3", delay_ms = 500, \
+duration_ms = 60000 },
+          { at_ms = 30000, kind = "scale-out", count = 3 }]
+
+[scenario.scale-out-slow2000ms]
+description = '''scale-out with c3 slow by 2 s at every rebalance from 5 s before it \
+(c3's revocations take 2 s more for 60 s: a member late at the rebalance).'''
+group = { members = 3, topics = { foo = 12 } }
+events = [{ at_ms = 25000, kind = "slow", member = "c3", delay_ms = 2000, \
+duration_ms = 60000 },
+          { at_ms = 30000, kind = "scale-out", count = 3 }]
+
+[scenario.crash-slow500ms]
+description = '''crash with c4 slow by 0.5 s at every rebalance from 5 s before it \
+(c4's revocations take 0.5 s more for 90 s: a member late at the rebalance).'''
+group = { members = 4, topics = { foo = 8 } }
+events = [{ at_ms = 25000, kind = "slow", member = "c4", delay_ms = 500, \
+duration_ms = 90000 },
+          { at_ms = 30000, kind = "crash", member = "c2" }]
+
+[scenario.crash-slow2000ms]
+description = '''crash with c4 slow by 2 s at every rebalance from 5 s before it \
+(c4's revocations take 2 s more for 90 s: a member late at the rebalance).'''
+group = { members = 4, topics = { foo = 8 } }
+events = [{ at_ms = 25000, kind = "slow", member = "c4", delay_ms = 2000, \
+duration_ms = 90000 },
+          { at_ms = 30000, kind = "crash", member = "c2" }]
+
+[scenario.rolling-bounce-slow500ms]
+description = '''rolling-bounce with c6 slow by 0.5 s at every rebalance from 5 s before it \
+(c6's revocations take 0.5 s more for 180 s: a member late at the rebalance).'''
+group = { members = 6, topics = { foo = 12, bar = 12 } }
+events = [{ at_ms = 25000, kind = "slow", member = "c6", delay_ms = 500, \
+duration_ms = 180000 },
+          { at_ms = 30000, kind = "rolling-bounce", interval_ms = 15000, down_ms = 3000 }]
+
+[scenario.rolling-bounce-slow2000ms]
+description = '''rolling-bounce with c6 slow by 2 s at every rebalance from 5 s before it \
+(c6's revocations take 2 s more for 180 s: a member late at the rebalance).'''
+group = { members = 6, topics = { foo = 12, bar = 12 } }
+events = [{ at_ms = 25000, kind = "slow", member = "c6", delay_ms = 2000, \
+duration_ms = 180000 },
+          { at_ms = 30000, kind = "rolling-bounce", interval_ms = 15000, down_ms = 3000 }]
 
 [scenario.grow-by-900]
 description = "Ten consumers on foo (100 partitions); foo grows to 1,000 partitions."

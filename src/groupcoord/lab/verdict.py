@@ -58,7 +58,7 @@ import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from groupcoord.lab.findings import (
@@ -240,6 +240,9 @@ class MetricVerdict:
     beaten: tuple[str, ...] = ()
     #: The deciding input a ★ flips across (:func:`mark_dependence`): "" when it holds.
     depends: str = ""
+    #: An eager mark's limit (:func:`mark_busy_limits`): under which condition of the members
+    #: at the rebalance it holds, or that it was not tested with a late member.
+    limit: str = ""
 
 
 @dataclass(slots=True)
@@ -295,6 +298,24 @@ def ranked(protocols: Iterable[str]) -> list[str]:
     ps = list(protocols)
     ship = [p for p in ps if shipped(p)]
     return ship if len(ship) >= 2 else ps
+
+
+#: Floors relative to the group's throughput, in seconds of its production (records/s over all
+#: its partitions): a lag difference smaller than a tenth of a second of what the group
+#: produces (a lag peak: 50 ms of it, the records always in flight) is no finding, however many
+#: records that is; an absolute floor made a 0.9 record·s eager cost "tie" with 31.5 on 160
+#: records/s, and hid 29 against 1,268 record·s. The catalogue's absolute floor applies where
+#: the rate is not known (Connect tasks).
+THROUGHPUT_FLOORS: dict[str, float] = {"lag_record_s": 0.1, "lag_peak": 0.05}
+
+
+def row_metric(m: Metric, rate: float | None) -> Metric:
+    """The metric with the row's floor: :data:`THROUGHPUT_FLOORS` times the group's rate, at
+    least 1 in the metric's unit."""
+    per = THROUGHPUT_FLOORS.get(m.column)
+    if per is None or not rate:
+        return m
+    return replace(m, floor=max(1.0, rate * per))
 
 
 def judge(cells: dict[str, Cell], m: Metric, min_seeds: int = MIN_SEEDS) -> MetricVerdict:
@@ -373,7 +394,7 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
         rs = by_row[key]
         vr = VerdictRow(key[0], key[1], key[2], key[3], len({r.get("seed") for r in rs}),
                         x=_x_of(rs, param), settings=_settings_of(rs), rate=_rate_of(rs))
-        for m in metrics:
+        for m in (row_metric(m0, vr.rate) for m0 in metrics):
             cells: dict[str, Cell] = {}
             for p in protocols:
                 vals = {int(r.get("seed") or 0): float(r[m.column]) for r in rs
@@ -401,6 +422,115 @@ SCENARIO_INPUTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^(?P<base>.+)-down(?P<v>\d+)s$"), "the bounce downtime"),
     (re.compile(r"^(?P<base>.+)-d(?P<v>\d+)s?$"), "scheduled.rebalance.max.delay.ms"),
 )
+#: A scenario variant with one member late at every rebalance (``bounce-slow500ms``: its
+#: revocations take 0.5 s more, the model's ``slow`` event); not a :data:`SCENARIO_INPUTS`
+#: sweep: :func:`mark_busy_limits` says what it decides, on every eager mark it decides.
+SLOW_VARIANT = re.compile(r"^(?P<base>.+)-slow(?P<v>\d+)ms$")
+#: The metrics an eager mark rests on a prompt rejoin of every member for (a member late at the
+#: rebalance holds an eager group's barrier): stall, lag and time to converge.
+BARRIER_METRICS = frozenset({"stall_ms", "lag_peak", "lag_record_s", "convergence_ms"})
+
+
+def _classic_eager(protocol: str) -> bool:
+    name, _, variant = protocol.partition(":")
+    return name == "classic" and variant.split("-")[0] == "eager"
+
+
+def _shape(workload: str) -> str:
+    """A workload's topics x partitions (``1x32-p20ms-40pct`` -> ``1x32``): the busy-member
+    grids measure a limit on one load of a shape and the page applies it to the shape."""
+    return str(workload).split("-")[0]
+
+
+def busy_limits(verdicts: Sequence[GridVerdict]
+                ) -> dict[tuple[str, str, str], tuple[int | None, int, str, int, str]]:
+    """Per (plain scenario, workload shape, metric): where a classic eager mark of the plain
+    scenario stops holding when one member is late at every rebalance (the ``-slowNms``
+    variants of a busy-member grid): (the smallest lateness in ms at which the mark goes to
+    another protocol or to none, None if it holds at every one, 0 if the plain scenario has no
+    eager mark; the largest tested; the grid; its size; its workload)."""
+    out: dict[tuple[str, str, str], tuple[int | None, int, str, int, str]] = {}
+    for g in verdicts:
+        groups: dict[tuple[str, int, str], dict[int, VerdictRow]] = defaultdict(dict)
+        for row in g.rows:
+            mt = SLOW_VARIANT.match(row.scenario)
+            base, late = (mt.group("base"), int(mt.group("v"))) if mt else (row.scenario, 0)
+            groups[(base, row.size, row.workload)][late] = row
+        for (base, size, workload), by_late in groups.items():
+            plain = by_late.get(0)
+            if plain is None or len(by_late) < 2:
+                continue
+            for i, mv in enumerate(plain.metrics):
+                if mv.verdict not in ("best", "tied") or \
+                        not any(_classic_eager(p) for p in mv.best):
+                    # tested, but eager has no mark here even with no member late (0)
+                    out.setdefault((base, _shape(workload), mv.metric.column),
+                                   (0, max(by_late), g.name, size, workload))
+                    continue
+                flip = None
+                for late in sorted(v for v in by_late if v):
+                    other = by_late[late].metrics[i]
+                    # holds while eager stays marked (alone or tied for the best)
+                    if other.verdict not in ("best", "tied") or \
+                            not any(_classic_eager(p) for p in other.best):
+                        flip = late
+                        break
+                out[(base, _shape(workload), mv.metric.column)] = (
+                    flip, max(by_late), g.name, size, workload)
+    return out
+
+
+def mark_by_design(verdicts: Sequence[GridVerdict]) -> None:
+    """A mark won against a protocol whose number is a configured delay (KIP-415's
+    ``scheduled.rebalance.max.delay.ms``: an incremental cooperative group holds a departed
+    worker's tasks that long, by design) says so in the table, as the sentences leave such a
+    win out: the mark is a fact of the setting, not of the protocols' merit."""
+    for g in verdicts:
+        for row in g.rows:
+            for mv in row.metrics:
+                if mv.verdict not in ("best", "tied") or not mv.beaten or mv.limit:
+                    continue
+                sign = 1 if mv.metric.lower_is_better else -1
+                runner = min(mv.beaten, key=lambda p: (sign * mv.cells[p].median, p))
+                if _by_design(row.settings or g.settings, mv.metric, runner,
+                              mv.cells[runner].median):
+                    delay = (row.settings or g.settings).get(runner, {}).get(DELAY_SETTING)
+                    mv.limit = (f"is won against {runner}'s configured {DELAY_SETTING} "
+                                f"({int(delay or 0) / 1000:g} s), by design")
+
+
+def mark_busy_limits(verdicts: Sequence[GridVerdict]) -> None:
+    """Give every classic eager mark on stall, lag or time to converge its limit: a member
+    late at the rebalance holds an eager group's JoinGroup barrier (it rejoins only once its
+    poll or revocation callback returns) while the other members have revoked everything, so
+    an eager win that rests on every member rejoining at once is a fact of that condition.
+    Where a busy-member grid measured the plain scenario on the row's workload shape: "holds
+    only while no member is X late at the rebalance" (or "holds with a member up to X late");
+    elsewhere: "not tested with a member late at the rebalance"."""
+    limits = busy_limits(verdicts)
+    for g in verdicts:
+        for row in g.rows:
+            if SLOW_VARIANT.match(row.scenario):
+                continue
+            for mv in row.metrics:
+                if mv.verdict not in ("best", "tied") or mv.metric.column not in BARRIER_METRICS \
+                        or not any(_classic_eager(p) for p in mv.best):
+                    continue
+                got = limits.get((row.scenario, _shape(row.workload), mv.metric.column))
+                if got is None:
+                    mv.limit = "not tested with a member late at the rebalance"
+                    continue
+                flip, top, grid, size, workload = got
+                where = f"{grid}: {size} members, {workload}"
+                if flip == 0:
+                    mv.limit = (f"not tested with a member late at the rebalance at this size "
+                                f"({where} has no eager mark even with none late)")
+                elif flip is None:
+                    mv.limit = (f"holds with one member up to {top / 1000:g} s late at the "
+                                f"rebalance ({where})")
+                else:
+                    mv.limit = (f"holds only while no member is {flip / 1000:g} s late at the "
+                                f"rebalance ({where})")
 
 
 def _input_of(row: VerdictRow, param_name: str | None) -> tuple[tuple[Any, ...], str] | None:
@@ -507,7 +637,10 @@ def grid_verdicts(meta: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]
         grids = [{"name": f"{name}: {kind}" if all(ps for _, ps in kinds) else name,
                   "description": meta.get("description"), "protocols": ps,
                   "seeds": meta.get("seeds")} for kind, ps in kinds if ps]
-    return [grid_verdict(g, runs, spec) for g in grids]
+    out = [grid_verdict(g, runs, spec) for g in grids]
+    mark_busy_limits(out)
+    mark_by_design(out)
+    return out
 
 
 # --------------------------------------------------------------------------- claims
@@ -562,6 +695,8 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
     if mv.depends:
         text += (f" The mark depends on {mv.depends}: at another value swept it goes to "
                  "another protocol or to none.")
+    if mv.limit and not mv.limit.startswith("is won"):  # (_by_design says that one)
+        text += f" Eager's mark {mv.limit}."
     cmd = reproduce(g.spec, row.scenario, row.size, row.workload, [*mv.best, worse])
     return Claim(g.name, text, cmd, m.column, row.scenario, row.size, best, worse,
                  row.workload)
@@ -645,7 +780,14 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
             parts = []
             for w in dict.fromkeys(w for _, w in winners):
                 xs = ", ".join(number(x or 0.0) for x, v in winners if v == w)
-                parts.append(f"{w or 'no protocol separated from all the rest'} at {xs}{x_unit}")
+                part = f"{w or 'no protocol separated from all the rest'} at {xs}{x_unit}"
+                # what the mark rests on (a member late at the rebalance, a configured
+                # delay), as the table says it
+                lims = dict.fromkeys(r.metrics[i].limit for r, (_, v) in zip(rows, winners, strict=True)
+                                     if v == w and w is not None and r.metrics[i].limit)
+                if lims:
+                    part += " (" + "; ".join(f"the mark {lim}" for lim in lims) + ")"
+                parts.append(part)
             word = "lowest" if m.lower_is_better else "highest"
             head = (f"{scenario}, {size} {member_word(scenario, g.protocols)}, "
                     f"{short_label(m, g.excess)} against {x_name}, the {word}, separated "

@@ -17,8 +17,13 @@
 Scenario events run at their times: ``bounce`` / ``rolling-bounce`` (SIGTERM: the member
 closes, leaving the group; ``hard``: SIGKILL) and a new process with the same name after
 ``down_ms``, ``scale-out`` (new members ``c<N+1>``...), ``scale-in`` / ``leave`` (SIGTERM, no
-restart), ``crash`` (SIGKILL). Every process is started ahead of its time (``PRESTART_S``, a
-Connect worker ``CONNECT_PRESTART_S``) and waits for a ``go`` line, so Python's start-up
+restart), ``crash`` (SIGKILL: the member's session expires), ``add-partitions`` (consumers only:
+CreatePartitions, and the producer produces to the new partitions from then on, as the
+simulator's resources start producing when they appear; a classic member sees them at its next
+metadata refresh, ``metadata_max_age_ms``), ``remove-connector`` (Connect only: the
+connector is deleted through the config topic, its tasks stop counting from then on).
+Every process is started ahead of its time (``PRESTART_S``, a Connect worker
+``CONNECT_PRESTART_S``) and waits for a ``go`` line, so Python's start-up
 (imports: half a second for a consumer, 1.6 s of CPU for a Connect worker, 8-9 s for three
 started together on the loaded machine) does not delay a join; members that start at the same
 time (a scale-out) are all started ahead. A Connect worker says ``ready`` once its imports are
@@ -77,13 +82,15 @@ WIRE_PROTOCOLS: dict[str, tuple[str, str]] = {
     "classic:eager": ("consumer", "eager"),
     "classic:cooperative": ("consumer", "cooperative"),
     "consumer:uniform": ("consumer", "consumer"),
+    "consumer:range": ("consumer", "consumer-range"),
     "connect:cooperative": ("connect", "connect"),
     "connect:eager": ("connect", "connect-eager"),
     "classic-connect:sessioned": ("connect", "sessioned"),
     "classic-connect:compatible": ("connect", "compatible"),
     "classic-connect:eager": ("connect", "eager"),
 }
-SUPPORTED_EVENTS = ("bounce", "rolling-bounce", "scale-out", "scale-in", "leave", "crash")
+SUPPORTED_EVENTS = ("bounce", "rolling-bounce", "scale-out", "scale-in", "leave", "crash",
+                    "add-partitions", "remove-connector")
 
 
 class WireError(ValueError):
@@ -101,6 +108,10 @@ class WireWorkload:
     task_start_ms: float = 0.0
     task_stop_ms: float = 0.0
     offset_flush_interval_ms: int = 60_000
+    #: A classic consumer's periodic metadata refresh (``metadata.max.age.ms``; librdkafka's
+    #: ``topic.metadata.refresh.interval.ms``): when it sees a topic's new partitions. The
+    #: field's default, 5 min; the partition-added calibration shortens it on both sides.
+    metadata_max_age_ms: int = 300_000
 
 
 # ----------------------------------------------------------------------------- the server
@@ -134,6 +145,7 @@ def server_configs(sc: Scenario, extra: dict[str, str]) -> dict[str, str]:
         "group.consumer.min.heartbeat.interval.ms": str(min(sc.heartbeat_interval_ms, 5_000)),
         "group.consumer.max.heartbeat.interval.ms": str(max(sc.heartbeat_interval_ms, 15_000)),
         "group.min.session.timeout.ms": str(min(sc.session_timeout_ms, 6_000)),
+        "group.consumer.assignment.interval.ms": str(sc.assignment_interval_ms),
     }
     conf.update(extra)
     return conf
@@ -197,6 +209,21 @@ class _Producer:
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name="lab-producer", daemon=True)
         self.t0 = 0.0
+        #: partition key -> when it started producing (wall clock): ``t0``, or when added
+        self.since: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def add_partitions(self, topic: str, old: int, new: int) -> None:
+        """Produce to ``topic``'s partitions ``old .. new - 1`` from now on (the producer's
+        metadata is refreshed first so that librdkafka knows them)."""
+        self.producer.list_topics(topic, timeout=10)
+        now = time.time()
+        with self._lock:
+            for p in range(old, new):
+                key = f"{topic}-{p}"
+                self.since[key] = now
+                self.produced.setdefault(key, [])
+            self.parts = [*self.parts, *((topic, p) for p in range(old, new))]
 
     def start(self, t0: float) -> None:
         self.t0 = t0
@@ -207,9 +234,12 @@ class _Producer:
         payload = b"x" * 16
         while not self.stop.is_set():
             now = time.time()
-            due = int((now - self.t0) * self.rate)
-            for n, p in self.parts:
+            with self._lock:
+                parts = list(self.parts)
+            for n, p in parts:
                 key = f"{n}-{p}"
+                counts.setdefault(key, 0)
+                due = int((now - self.since.get(key, self.t0)) * self.rate)
                 while counts[key] < due:
                     try:
                         self.producer.produce(n, payload, partition=p)
@@ -333,6 +363,12 @@ class _RunContext:
         #: rolling bounce); and which process each id is (the demo's lines name the id).
         self.member_ids = member_ids(seed)
         self.names_by_id: dict[str, str] = {}
+        #: Each topic's partition count now (``add-partitions`` grows it), and when each
+        #: partition added during the run appeared (wall clock).
+        self.partitions: dict[str, int] = dict(sc.topics)
+        self.since: dict[str, float] = {}
+        #: when each connector deleted during the run (and each of its tasks) ceased to be
+        self.until: dict[str, float] = {}
 
     def spawn(self, name: str) -> _Proc:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -348,7 +384,8 @@ class _RunContext:
                    "--auto-commit-interval-ms", str(wl.auto_commit_interval_ms),
                    "--max-poll-interval-ms", str(sc.rebalance_timeout_ms),
                    "--session-timeout-ms", str(sc.session_timeout_ms),
-                   "--heartbeat-interval-ms", str(sc.heartbeat_interval_ms), "--wait-go"]
+                   "--heartbeat-interval-ms", str(sc.heartbeat_interval_ms),
+                   "--metadata-max-age-ms", str(wl.metadata_max_age_ms), "--wait-go"]
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                     stderr=err, text=True, env=env)
             err.close()
@@ -426,7 +463,8 @@ def check_playable(sc: Scenario) -> None:
 def _actions(sc: Scenario, seed: int = 0
              ) -> tuple[list[tuple[float, str, str, bool]], list[WireWindow]]:
     """(time s, action, member, hard) in time order, with the disturbance windows. Actions:
-    ``go`` (start a member), ``stop``. The initial members start when the simulator starts
+    ``go`` (start a member), ``stop``, ``grow`` (its "member" is ``TOPIC=PARTITIONS``, the new
+    count). The initial members start when the simulator starts
     them with the same seed (``sim.scenario.start_offsets_ms``: the same phases)."""
     if sc.static:
         raise WireError("static membership (group.static) is not played on the wire")
@@ -434,6 +472,11 @@ def _actions(sc: Scenario, seed: int = 0
         raise WireError("regex subscriptions (group.regex) are not played on the wire")
     if sc.faults != NO_FAULTS:
         raise WireError("network faults ([network]) are not played on the wire")
+    if sc.connectors and any(e.kind == "add-partitions" for e in sc.events):
+        raise WireError("add-partitions is played for consumer groups only")
+    if not sc.connectors and any(e.kind == "remove-connector" for e in sc.events):
+        raise WireError("remove-connector is played for Connect groups (a scenario with "
+                        "connectors) only")
     acts: list[tuple[float, str, str, bool]] = []
     windows: list[WireWindow] = []
     names = [f"c{i}" for i in range(1, sc.members + 1)]
@@ -460,6 +503,15 @@ def _actions(sc: Scenario, seed: int = 0
                 created += 1
                 live.append(f"c{created}")
                 acts.append((at, "go", f"c{created}", False))
+        elif e.kind == "add-partitions":
+            if str(e["topic"]) not in dict(sc.topics):
+                raise WireError(f"add-partitions: no topic {e['topic']!r} in the scenario")
+            acts.append((at, "grow", f"{e['topic']}={int(e['partitions'])}", False))
+        elif e.kind == "remove-connector":
+            if str(e["connector"]) not in dict(sc.connectors):
+                raise WireError(f"remove-connector: no connector {e['connector']!r} in the "
+                                "scenario")
+            acts.append((at, "delete", str(e["connector"]), False))
         elif e.kind == "scale-in":
             for n in sorted(live, key=_member_order)[-int(e["count"]):]:
                 live.remove(n)
@@ -478,14 +530,20 @@ def _actions(sc: Scenario, seed: int = 0
 
 def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
              extra_server_config: dict[str, str] | None = None, tail_s: float = 5.0,
-             converge_timeout_s: float = 120.0, keep_dir: Path | None = None,
+             converge_timeout_s: float | None = None, keep_dir: Path | None = None,
              progress: Any = None, seed: int = 0) -> WireRun:
     """Play ``sc`` on the wire with ``protocol``'s real clients (see the module doc);
-    ``seed`` draws the initial members' start offsets as the simulator does."""
+    ``seed`` draws the initial members' start offsets as the simulator does.
+    ``converge_timeout_s``: how long after the last disturbance the run waits for the group
+    to converge (default 120 s plus the waits the protocol may add: a crashed member's session
+    timeout, and for Connect KIP-415's ``scheduled.rebalance.max.delay.ms``)."""
     if protocol not in WIRE_PROTOCOLS:
         raise WireError(f"protocol {protocol!r} has no wire client (known: "
                         f"{', '.join(WIRE_PROTOCOLS)})")
     kind = WIRE_PROTOCOLS[protocol][0]
+    if converge_timeout_s is None:
+        converge_timeout_s = 120.0 + (sc.session_timeout_ms + (
+            sc.max_delay_ms if kind == "connect" else 0)) / 1000
     if kind == "consumer":
         try:
             import confluent_kafka  # noqa: F401 - fail before starting anything
@@ -532,7 +590,11 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
                 time.sleep(min(t0 + at - now, 0.05))
             if progress is not None:
                 progress(f"{protocol}: t={time.time() - t0:6.1f} s {action} {name}")
-            if action == "go":
+            if action == "grow":
+                _grow(ctx, producer, name)
+            elif action == "delete":
+                _delete_connector(ctx, protocol, name)
+            elif action == "go":
                 late = members.go(name)
                 if late > 0.05:
                     extend_windows(windows, at, time.time() - t0)
@@ -567,6 +629,54 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
         server.stop()
         if keep_dir is None:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _grow(ctx: _RunContext, producer: _Producer | None, spec: str) -> None:
+    """``TOPIC=N``: the topic grows to N partitions (CreatePartitions), the producer produces
+    to the new ones from now on."""
+    from groupcoord.protocol.client import KafkaClient
+    from groupcoord.protocol.versions import ApiKey
+
+    topic, _, count = spec.partition("=")
+    old, new = ctx.partitions[topic], int(count)
+    if new <= old:
+        return
+    with KafkaClient(ctx.bootstrap) as c:
+        r = c.call(ApiKey.CREATE_PARTITIONS, 3, topics=[
+            {"name": topic, "count": new, "assignments": None}], timeout=10_000,
+            validate_only=False)
+    for t in r.results:
+        if int(t.error_code) != 0:
+            raise RuntimeError(f"cannot add partitions to {topic}: error {t.error_code}")
+    ctx.partitions[topic] = new
+    now = time.time()
+    for p in range(old, new):
+        ctx.since[f"{topic}-{p}"] = now
+    if producer is not None:
+        producer.add_partitions(topic, old, new)
+
+
+def _delete_connector(ctx: _RunContext, protocol: str, name: str) -> None:
+    """Delete connector ``name`` (the connect group's config request, as ``groupcoord
+    connectors delete`` sends it, from this process: a CLI subprocess would start a second
+    late); it and its tasks cease to be once the coordinator answered."""
+    from groupcoord.protocol.client import KafkaClient
+
+    group = ctx.sc.group_id if protocol.startswith("connect:") else f"{ctx.sc.group_id}-configs"
+    with KafkaClient(ctx.bootstrap) as c:
+        r = c.connect_group_config(group, [{"op": _CONFIG_DELETE, "connector": name,
+                                            "task_count": 0}])
+    if int(r.error_code) != 0:
+        raise RuntimeError(f"cannot delete connector {name}: error {r.error_code} "
+                           f"{r.error_message or ''}")
+    now = time.time()
+    tasks = dict(connectors_of(ctx.sc)).get(name, 0)
+    for res in (name, *(f"{name}-{i}" for i in range(tasks))):
+        ctx.until[res] = now
+
+
+#: The connect group config request's delete operation (``groupcoord connectors delete``).
+_CONFIG_DELETE = 2
 
 
 def extend_windows(windows: list[WireWindow], at_s: float, started_s: float) -> None:
@@ -621,8 +731,8 @@ def _collect(ctx: _RunContext, members: _Members, producer: _Producer | None, t0
         for name in lifetimes:
             logs[name] = _read_jsonl(ctx.logs / f"{name}.jsonl")
         produced = {k: list(v) for k, v in producer.produced.items()} if producer else {}
-        resources = [f"{n}-{p}" for n, c in ctx.sc.topics for p in range(c)]
-        groups = [[f"{n}-{p}" for p in range(c)] for n, c in ctx.sc.topics]
+        resources = [f"{n}-{p}" for n, c in ctx.partitions.items() for p in range(c)]
+        groups = [[f"{n}-{p}" for p in range(c)] for n, c in ctx.partitions.items()]
     else:
         for p in procs:
             logs.setdefault(p.name, []).extend(list(p.stdout_lines))
@@ -648,7 +758,8 @@ def _collect(ctx: _RunContext, members: _Members, producer: _Producer | None, t0
     for v in logs.values():
         v.sort(key=lambda d: d["t"])
     return WireRun(ctx.protocol, ctx.kind, t0, end, windows, produced, logs, lifetimes,
-                   resources, groups, ctx.wl.records_per_s, ctx.source_start, ctx.wl.processing_ms)
+                   resources, groups, ctx.wl.records_per_s, ctx.source_start, ctx.wl.processing_ms,
+                   since=dict(ctx.since), until=dict(ctx.until))
 
 
 def _worker_names(records: list[dict[str, Any]], lifetimes: dict[str, list[tuple[float, float | None]]]

@@ -2,9 +2,9 @@
 in its own process that polls, "processes" each record by sleeping, and logs what it did.
 
 ``python -m groupcoord.lab.wire_member --bootstrap HOST:PORT --group G --name c1 --protocol
-eager|cooperative|consumer --topics foo,bar --log FILE [--max-poll-records N] [--processing-ms
-X] [--auto-commit-interval-ms MS] [--max-poll-interval-ms MS] [--session-timeout-ms MS]
-[--heartbeat-interval-ms MS] [--wait-go]``
+eager|cooperative|consumer|consumer-range --topics foo,bar --log FILE [--max-poll-records N]
+[--processing-ms X] [--auto-commit-interval-ms MS] [--max-poll-interval-ms MS]
+[--session-timeout-ms MS] [--heartbeat-interval-ms MS] [--metadata-max-age-ms MS] [--wait-go]``
 
 The poll loop is the Java client's as ``lab calibrate`` models it: a poll returns as soon as a
 record is there, with what else is fetched, up to ``max.poll.records`` (:meth:`Member.poll`),
@@ -15,7 +15,14 @@ poll (librdkafka queues them for the application, as the Java client runs them i
 - ``eager``: classic protocol, ``partition.assignment.strategy=range`` (everything revoked
   before the JoinGroup);
 - ``cooperative``: classic protocol, ``cooperative-sticky`` (KIP-429);
-- ``consumer``: ``group.protocol=consumer`` (KIP-848; the server's assignor).
+- ``consumer``: ``group.protocol=consumer`` (KIP-848; the server's default assignor, uniform);
+- ``consumer-range``: the same with ``group.remote.assignor=range`` (KIP-848's server-side
+  range assignor).
+
+``--metadata-max-age-ms`` is the periodic metadata refresh (librdkafka's
+``topic.metadata.refresh.interval.ms``, the Java client's ``metadata.max.age.ms``; librdkafka's
+own ``metadata.max.age.ms``, the cache's expiry, is set to three times it, its default ratio):
+a classic member sees a topic's new partitions at its next refresh.
 
 Commits as the Java client does them with auto-commit: an offset is *stored* once its record is
 processed (``enable.auto.offset.store=false`` + ``store_offsets``: librdkafka's own default
@@ -49,7 +56,7 @@ import threading
 import time
 from typing import IO, Any
 
-PROTOCOLS = ("eager", "cooperative", "consumer")
+PROTOCOLS = ("eager", "cooperative", "consumer", "consumer-range")
 
 
 def consumer_config(ns: argparse.Namespace) -> dict[str, Any]:
@@ -62,15 +69,18 @@ def consumer_config(ns: argparse.Namespace) -> dict[str, Any]:
         "enable.auto.commit": ns.auto_commit_interval_ms > 0,
         "max.poll.interval.ms": ns.max_poll_interval_ms,
         "fetch.wait.max.ms": 50,
-        "topic.metadata.refresh.interval.ms": 5000,
+        "topic.metadata.refresh.interval.ms": ns.metadata_max_age_ms,
+        "metadata.max.age.ms": 3 * ns.metadata_max_age_ms,
         "reconnect.backoff.ms": 50,
         "reconnect.backoff.max.ms": 500,
         "retry.backoff.ms": 50,
     }
     if ns.auto_commit_interval_ms > 0:
         conf["auto.commit.interval.ms"] = ns.auto_commit_interval_ms
-    if ns.protocol == "consumer":
+    if ns.protocol in ("consumer", "consumer-range"):
         conf["group.protocol"] = "consumer"
+        if ns.protocol == "consumer-range":
+            conf["group.remote.assignor"] = "range"
     else:
         conf["group.protocol"] = "classic"
         conf["partition.assignment.strategy"] = ("range" if ns.protocol == "eager"
@@ -164,6 +174,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-poll-interval-ms", type=int, default=300_000)
     p.add_argument("--session-timeout-ms", type=int, default=45_000)
     p.add_argument("--heartbeat-interval-ms", type=int, default=3_000)
+    p.add_argument("--metadata-max-age-ms", type=int, default=5_000)
     p.add_argument("--wait-go", action="store_true")
     return p.parse_args(argv)
 

@@ -11,7 +11,8 @@ Definitions, as the simulator's (METRICS.md), measured from the client side:
 
 - *ownership*: a member owns a resource from the callback that assigns it until the one that
   revokes or loses it, or until its process closes (its ``closed`` line) or is killed.
-- *converged*: every resource has exactly one live owner, every live member has had its first
+- *converged*: every resource has exactly one live owner (a partition added during the run
+  counts from when it was added), every live member has had its first
   assignment callback, and every live member owns at least the sum over the kinds of resource
   (topics; for Connect, connectors and tasks) of the floor of its share of that kind (range
   gives each member that much per topic; the sticky and uniform assignors balance the total,
@@ -90,10 +91,10 @@ def _converged_state(run: WireRun, t: float, owned: dict[str, set[str]],
             return False
         for r in owned.get(n, ()):
             owners[r] += 1
-    items = [r for g in run.item_groups for r in g]
-    if any(owners.get(r, 0) != 1 for r in items):
+    groups = [[r for r in g if run.exists(r, t)] for g in run.item_groups]
+    if any(owners.get(r, 0) != 1 for g in groups for r in g):
         return False
-    share = sum(len(g) // len(live) for g in run.item_groups)
+    share = sum(len(g) // len(live) for g in groups)
     return all(len(owned.get(n, ())) >= share for n in live)
 
 
@@ -108,6 +109,7 @@ def _states(run: WireRun, until: float) -> list[tuple[float, bool, dict[str, set
             times.append((began, name, "alive", []))
             if ended is not None:
                 times.append((ended, name, "alive", []))
+    times += [(t, "", "added", []) for t in (*run.since.values(), *run.until.values())]
     times.sort(key=lambda c: c[0])
     out: list[tuple[float, bool, dict[str, set[str]]]] = []
     i = 0
@@ -218,6 +220,9 @@ class Series:
                 k = np.searchsorted(np.array(grown), self.times, side="right") - 1
                 processed[index[r]] = np.where(k >= 0, np.array(pos)[np.clip(k, 0, None)], 0)
         self.lag = np.clip(produced - processed, 0, None)  # (resources, samples)
+        for r, ended in run.until.items():  # a deleted connector's tasks have no lag
+            if r in index:
+                self.lag[index[r], self.times >= ended] = 0.0
         self.total_lag = self.lag.sum(axis=0)
         p = run.processing_ms / 1000
         self.active: dict[str, np.ndarray] = {}

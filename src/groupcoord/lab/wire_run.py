@@ -45,6 +45,19 @@ class WireRun:
     processing_ms: float
     server_config: dict[str, str] = field(default_factory=dict)
     workdir: str = ""
+    #: resource -> when it came into being (wall clock; a partition added during the run):
+    #: convergence asks for owners of the resources that exist at the time only
+    since: dict[str, float] = field(default_factory=dict)
+    #: resource -> when it ceased to be (a Connect connector deleted during the run, with its
+    #: tasks): from then on it needs no owner and has no lag
+    until: dict[str, float] = field(default_factory=dict)
+
+    def exists(self, resource: str, t: float) -> bool:
+        """Whether ``resource`` exists at ``t`` (every resource neither added nor removed
+        during the run does)."""
+        began = self.since.get(resource)
+        ended = self.until.get(resource)
+        return (began is None or t >= began) and (ended is None or t < ended)
 
 
 def iter_records(run: WireRun) -> Iterator[tuple[float, str, str, int]]:

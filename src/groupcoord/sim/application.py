@@ -512,4 +512,5 @@ class Application:
                 "work": {k: round(v, 3) for k, v in t.items()}
                 | {"lag_now": round(self.model.lag_now, 3),
                    "lag_peak_after_initial": round(self.run_lag_peak, 3),
-                   "poll_timeouts": self.model.poll_timeouts}}
+                   "poll_timeouts": self.model.poll_timeouts}
+                | self.model.poison_summary()}

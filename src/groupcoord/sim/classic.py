@@ -1,6 +1,7 @@
 """Classic consumer groups in the simulator: real classic members against the real coordinator.
 
-Protocol ``classic`` (variants ``eager`` and ``cooperative``): each simulated process runs a
+Protocol ``classic`` (variants ``eager``, ``eager-roundrobin``: eager with the ``roundrobin``
+assignor instead of ``range``, and ``cooperative``): each simulated process runs a
 :class:`groupcoord.client.classic_consumer.ClassicConsumerMember` (JoinGroup / SyncGroup /
 Heartbeat / LeaveGroup, the leader computing the assignment) against the classic groups of the
 real :class:`Shard` (``coordinator/classic/handlers.py``), through the faulty network of
@@ -176,8 +177,9 @@ class ClassicConsumerSimulation(ConsumerSimulation):
 
     def new_member(self, name: str, instance_id: str | None) -> ClassicConsumerMember:
         sc = self.scenario
+        protocol, _, assignor = (self.variant or "eager").partition("-")
         m = PollGatedClassicConsumer(
-            sc.group_id, protocol=self.variant or "eager", instance_id=instance_id,
+            sc.group_id, protocol=protocol, assignor=assignor or None, instance_id=instance_id,
             client_id=name, session_timeout_ms=sc.session_timeout_ms,
             rebalance_timeout_ms=sc.rebalance_timeout_ms,
             heartbeat_interval_ms=sc.heartbeat_interval_ms,

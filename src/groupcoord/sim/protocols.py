@@ -4,8 +4,8 @@ A protocol is a :class:`groupcoord.sim.engine.Simulation` subclass with its memb
 invariants, plus the variants it accepts (for consumer groups: the server-side assignor).
 Registered today: ``consumer`` (KIP-848; variants ``uniform``, ``range``: the server-side
 assignor; ``client``: a client-side assignor run by a member), ``classic``
-(classic consumers: eager, cooperative), ``connect`` (Connect workers on connect groups:
-eager, cooperative), ``classic-connect`` (Connect workers in classic groups: eager,
+(classic consumers: eager, eager-roundrobin, cooperative), ``connect`` (Connect workers on
+connect groups: eager, cooperative), ``classic-connect`` (Connect workers in classic groups: eager,
 compatible, sessioned) and ``share`` (KIP-932 share groups: ``simple``, the share assignor);
 each registers itself here with :func:`register_protocol`.
 ``ProtocolSpec.resource`` says what the members share (partitions, or tasks for Connect).
@@ -76,10 +76,12 @@ def _register_classic() -> None:
     from groupcoord.sim.classic import ClassicConsumerSimulation
 
     register_protocol(ProtocolSpec(
-        "classic", ClassicConsumerSimulation, ("eager", "cooperative"), "eager",
+        "classic", ClassicConsumerSimulation, ("eager", "eager-roundrobin", "cooperative"),
+        "eager",
         "classic consumer groups: ClassicConsumerMember processes (JoinGroup/SyncGroup, the "
         "leader assigns) against the coordinator's classic groups; the variant is the "
-        "rebalance protocol (eager: range, revoke all; cooperative: KIP-429 sticky)"))
+        "rebalance protocol (eager: range, revoke all; eager-roundrobin: the same with "
+        "roundrobin, balanced across topics; cooperative: KIP-429 sticky)"))
 
 
 _register_classic()

@@ -55,8 +55,9 @@ up to the limit (each a fetch round trip)::
 
 **Metrics** (the lab's table where they fit, ``sim.workload``'s names): records processed
 (successful processings, a record processed again counts again), lag (records produced and not
-yet acknowledged or archived; its peak and integral), stall (no member processing while records
-were available), records processed twice (``records_reprocessed``: a record processed
+yet acknowledged or archived; its peak and integral), stall (records available and no live member
+processing or holding a partition: ``sim.workload``'s definition, where a member that keeps up
+and waits between batches is working), records processed twice (``records_reprocessed``: a record processed
 successfully, then again because its acknowledgement came after its lock expired); and
 ``protocol_summary``'s share figures: acquisitions, redeliveries, records archived, poison
 attempts, acknowledgements refused.
@@ -174,7 +175,7 @@ class ShareSimulation(Simulation):
         group_cfg = c.shard.share_group_config(self.gid)
         self.share_config = ShareConfig.of_group(group_cfg)
         self.topics = tuple(sc.topics_subscribed()) if sc.regex is None else None
-        self.partitions = SimSharePartitions(self.share_config, self.seed, s.poison_rate)
+        self.partitions = SimSharePartitions(self.share_config, self.seed, self.poison_rate())
         self.work_rng = random.Random(f"share-work:{self.seed}")
         self.procs: dict[str, _ShareProc] = {}
         self._cid = 0
@@ -239,6 +240,7 @@ class ShareSimulation(Simulation):
 
     def crash(self, p: _ShareProc) -> None:
         self._stop(p, "crash")
+        self._count_unowned(self.group())
 
     def leave(self, p: _ShareProc) -> None:
         """Close gracefully: acknowledge what was processed, close the share session (the broker
@@ -249,6 +251,7 @@ class ShareSimulation(Simulation):
         if p.epoch > 0 or p.hb_cid:
             self._send_heartbeat(p, ShareGroupHeartbeatRequest(self.gid, p.member_id, -1))
         self._stop(p, "leave")
+        self._count_unowned(self.group())
 
     def _restart_later(self, name: str, delay: int) -> None:
         self.at(self.now + delay, self._spawn_event, name)
@@ -623,10 +626,15 @@ class ShareSimulation(Simulation):
             self.work["lag_record_s"] += (lag0 + lag) / 2 * (now - t0) / 1000.0
             if stalled:
                 self.work["stall_ms"] += now - t0
-        busy = any(p.busy_since is not None for p in self.procs.values() if p.alive)
-        self._sample = (now, lag, not busy and available > self._backlog_slack())
+        # working: processing, or holding partitions (as the consumer groups' model counts it)
+        working = any(p.busy_since is not None or p.assigned for p in self.procs.values()
+                      if p.alive)
+        self._sample = (now, lag, not working and available > self._backlog_slack())
         if lag > self.work["lag_peak"]:
             self.work["lag_peak"] = lag
+        for w in self._open:  # each open window's peak (the engine reads it only at its ends)
+            if lag > w.lag_peak:
+                w.lag_peak = lag
 
     def work_totals(self) -> dict[str, float] | None:
         if self.scenario.workload.idle:
@@ -717,9 +725,17 @@ class ShareSimulation(Simulation):
             del self._member_epochs[mid]
         if ae == ge and g.members:
             self._check_target(g)
-        unowned = self._universe(g.subscribed_topic_names()) - {
-            tp for m in g.members.values() for tp in _flatten(m.assigned_partitions)}
-        self.set_unowned(len(unowned))
+        self._count_unowned(g)
+
+    def _count_unowned(self, g: ShareGroup | None) -> None:
+        """Downtime: subscribed partitions no live process's member holds (a crashed member's
+        wait, unfetched, until its session expires, as in a consumer group)."""
+        if g is None:
+            return
+        live = {p.member_id for p in self.procs.values() if p.alive}
+        held = {tp for mid, m in g.members.items() if mid in live
+                for tp in _flatten(m.assigned_partitions)}
+        self.set_unowned(len(self._universe(g.subscribed_topic_names()) - held))
 
     def _universe(self, names: Iterable[str]) -> frozenset[TopicIdPartition]:
         return frozenset((t.topic_id, i) for name in names
@@ -792,6 +808,11 @@ class ShareSimulation(Simulation):
                                   f"acknowledged nor archived at the end: "
                                   f"{ {k: v for k, v in sorted(left.items()) if v} }")
 
+    def poison_rate(self) -> float:
+        """The fraction of poison records: the settings' when they set one, else the
+        workload's (``poison_rate``: the same records a consumer group meets in the lab)."""
+        return self.settings.poison_rate or self.scenario.workload.poison_rate
+
     def i5_bound(self) -> int:
         sc = self.scenario
         s = self.settings
@@ -808,7 +829,7 @@ class ShareSimulation(Simulation):
         members = max(1, len(self.live()))
         drain = 2 * lag * wl.processing_ms.average / members
         poison = s.delivery_count_limit * (FETCH_MAX_WAIT_MS + wl.fetch_latency_ms + 4 * lat) \
-            if s.poison_rate > 0 else 0
+            if self.poison_rate() > 0 else 0
         return base + math.ceil(drain) + poison
 
     def protocol_summary(self) -> dict[str, Any]:

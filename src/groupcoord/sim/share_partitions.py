@@ -37,7 +37,6 @@ hash of the seed and the record), so adding share partitions shifts no other dra
 
 from __future__ import annotations
 
-import hashlib
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +51,7 @@ from groupcoord.coordinator.share_partitions.partition import (
     SharePartition,
 )
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.sim.workload import is_poison
 
 TopicIdPartition = tuple[UUID, int]
 
@@ -164,11 +164,8 @@ class SimSharePartitions:
         return t
 
     def is_poison(self, tp: TopicIdPartition, offset: int) -> bool:
-        if self.poison_rate <= 0:
-            return False
-        h = hashlib.blake2b(f"{self.seed}/{tp[0]}/{tp[1]}/{offset}".encode(),
-                            digest_size=8).digest()
-        return int.from_bytes(h, "big") / 2**64 < self.poison_rate
+        """The run's poison records: the same as a consumer group's (``sim.workload``)."""
+        return is_poison(self.seed, tp, offset, self.poison_rate)
 
     def live_partitions(self) -> list[TopicIdPartition]:
         return [tp for tp in self.producing if tp not in self.gone]

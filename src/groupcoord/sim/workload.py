@@ -64,6 +64,26 @@ came from a harness whose poll waited its 100 ms timeout to fill a batch); a ``p
 still reacts to a rebalance at once (its ``poll()`` returns within the latency; that
 difference is below the model's resolution).
 
+**Poison records** (``poison_rate``): records whose processing always fails, the same records
+in every protocol of a run (:func:`is_poison`: a digest of the seed, the topic partition and the
+offset; the share groups of ``sim.share`` take theirs from it, and archive them at the delivery
+limit). What a consumer group's application does with one is ``poison_policy``:
+
+- ``dead-letter`` (the default): it tries the record ``poison_attempts`` times (5 by default, the
+  share groups' ``share.delivery.count.limit``, so both protocols try a poison record as often),
+  then skips it (a dead-letter topic, or a log line) and goes on. It is what the field's
+  frameworks do by default: Spring Kafka's ``DefaultErrorHandler`` retries a failed record
+  (9 times, no back-off) and then hands it to its recoverer, which logs it and moves on; Kafka
+  Connect with ``errors.tolerance=all`` sends it to ``errors.deadletterqueue.topic.name``. Each
+  attempt takes the batch's processing time per record, so a batch with ``k`` poison records
+  lasts ``k * (poison_attempts - 1)`` records longer; a member that keeps up (the fluid model's
+  stream, in ``poll()`` whenever a record comes) absorbs that below the model's resolution, and
+  its load counts it (``record_ms``). A skipped record counts as processed.
+- ``retry``: it retries the record forever (a poll loop that rethrows, a container whose
+  back-off never gives up): the partition's position stands at its first poison record, for
+  this member and for every later owner, and its lag grows at the production rate; the member
+  goes on with its other partitions (the failed attempts' time is not charged to them).
+
 Not modelled: per-partition ``max.partition.fetch.bytes``, pause()/resume(), producers' batching (production
 is a constant rate per resource), state stores' restore volume (``warmup_ms`` is a fixed time
 per newly assigned partition; a process keeps the state of every partition it processed
@@ -74,6 +94,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import hashlib
 import math
 import random
 from collections.abc import Callable, Container, Hashable, Iterable, Mapping
@@ -173,6 +194,12 @@ class Workload:
     #: Connect worker reading its config topic), drawn per process uniformly within half to
     #: one and a half times this: 0, the process is up at once.
     startup_ms: int = 0
+    #: The fraction of records that are poison, and what a consumer group's application does
+    #: with one: ``dead-letter`` after ``poison_attempts`` attempts, or ``retry`` forever (see
+    #: the module docstring, "Poison records").
+    poison_rate: float = 0.0
+    poison_policy: str = "dead-letter"
+    poison_attempts: int = 5
 
     def rate_of(self, topic: str) -> float:
         for t, r in self.topic_rates:
@@ -183,8 +210,12 @@ class Workload:
     def describe(self) -> str:
         if self.idle:
             return "idle"
-        return (f"{self.records_per_s:g} rec/s, {self.processing_ms.describe()} ms/rec, "
-                f"max.poll.records {self.max_poll_records}")
+        out = (f"{self.records_per_s:g} rec/s, {self.processing_ms.describe()} ms/rec, "
+               f"max.poll.records {self.max_poll_records}")
+        if self.poison_rate > 0:
+            out += f", poison {self.poison_rate:.2%} ({self.poison_policy}" + (
+                f" after {self.poison_attempts})" if self.poison_policy == "dead-letter" else ")")
+        return out
 
     def as_table(self) -> dict[str, Any]:
         """The workload as a TOML-like table (what :func:`parse_workload` reads back)."""
@@ -193,7 +224,8 @@ class Workload:
         out: dict[str, Any] = {}
         for f in fields(self):
             v = getattr(self, f.name)
-            if f.name == "idle" or v is None:
+            if f.name == "idle" or v is None or (f.name.startswith("poison_")
+                                                 and v == f.default):
                 continue
             if f.name == "topic_rates":
                 if v:
@@ -217,8 +249,10 @@ _KEYS = {f.name for f in fields(Workload)}
 _INTS = {"max_poll_records": 1, "max_poll_interval_ms": 1, "auto_commit_interval_ms": 0,
          "commit_latency_ms": 0, "warmup_ms": 0, "task_start_ms": 0, "task_stop_ms": 0,
          "metadata_max_age_ms": 0, "fetch_latency_ms": 0,
-         "startup_ms": 0}
+         "startup_ms": 0, "poison_attempts": 1}
 _DISTS = ("fixed", "exponential", "uniform", "lognormal")
+#: What a consumer group's application does with a poison record (the module docstring).
+POISON_POLICIES = ("dead-letter", "retry")
 
 
 def _number(where: str, v: Any) -> float:
@@ -288,7 +322,114 @@ def parse_workload(where: str, raw: Any, base: Workload = DEFAULT_WORKLOAD) -> W
             changes[key] = tuple(sorted((str(t), _number(f"{at}.{t}", r)) for t, r in v.items()))
         elif key == "processing_ms":
             changes[key] = _dist(at, v)
+        elif key == "poison_rate":
+            rate = _number(at, v)
+            if rate > 1:
+                raise WorkloadError(f"{at}: expected a fraction between 0 and 1, got {v!r}")
+            changes[key] = rate
+        elif key == "poison_policy":
+            if v not in POISON_POLICIES:
+                raise WorkloadError(f"{at}: expected one of {', '.join(POISON_POLICIES)}, "
+                                    f"got {v!r}")
+            changes[key] = v
     return replace(base, **changes)
+
+
+# ============================================================================ poison records
+
+
+def is_poison(seed: int, key: Key, offset: int, rate: float) -> bool:
+    """Whether record ``offset`` of topic partition ``key`` (topic id, partition) is poison in
+    a run of ``seed``: a digest of the three below ``rate``, so every protocol of the run meets
+    the same poison records (consumer groups here, share groups in ``sim.share_partitions``)."""
+    if rate <= 0:
+        return False
+    k: Any = key
+    h = hashlib.blake2b(f"{seed}/{k[0]}/{k[1]}/{offset}".encode(), digest_size=8).digest()
+    return int.from_bytes(h, "big") / 2**64 < rate
+
+
+class PoisonRecords:
+    """The poison records of one run's consumer group (see the module docstring): their offsets
+    per resource, found lazily in offset order."""
+
+    __slots__ = ("_found", "_scanned", "attempts", "policy", "rate", "seed")
+
+    def __init__(self, seed: int, rate: float, policy: str, attempts: int) -> None:
+        self.seed = seed
+        self.rate = rate
+        self.policy = policy
+        self.attempts = attempts
+        self._found: dict[Key, list[int]] = {}
+        self._scanned: dict[Key, int] = {}
+
+    def offsets_below(self, key: Key, end: int) -> list[int]:
+        """The poison offsets of ``key`` (sorted), known at least up to ``end``."""
+        found = self._found.setdefault(key, [])
+        o = self._scanned.get(key, 0)
+        if o < end:
+            seed, rate = self.seed, self.rate
+            while o < end:
+                if is_poison(seed, key, o, rate):
+                    found.append(o)
+                o += 1
+            self._scanned[key] = o
+        return found
+
+    def count(self, key: Key, a: float, b: float) -> int:
+        """Poison records of ``key`` a position going from ``a`` to ``b`` passes (offsets in
+        ``[a, b)``: consecutive ranges count each record once)."""
+        if b <= a:
+            return 0
+        found = self.offsets_below(key, math.ceil(b))
+        return bisect.bisect_left(found, b) - bisect.bisect_left(found, a)
+
+    def first(self, key: Key) -> float:
+        """The first poison offset of ``key`` (``retry``: where its position stands for good);
+        infinity when none within twenty times the mean gap (probability e^-20)."""
+        end = 1000 + math.ceil(20 / self.rate)
+        o = self._scanned.get(key, 0)
+        found = self._found.setdefault(key, [])
+        while not found and o < end:
+            step = min(end, o + 1000)
+            self.offsets_below(key, step)
+            o = step
+        return float(found[0]) if found else math.inf
+
+
+def _blocked_stream(r: Resource, old: float, since: float, t: float, fl: float) -> float:
+    """A resource whose member keeps up from ``since`` to ``t`` while its position cannot pass
+    ``r.cap`` (``retry``): it follows what can be fetched until it reaches its poison record
+    at ``tc``, then stands; the lag's integral in closed form over both pieces. Returns the new
+    position."""
+    rate, t0, cap = r.rate, r.t0, r.cap
+    hw = r.hw
+    rt = r.t
+    if rt < since:
+        r.lag_int += lag_area(rate, t0, hw, rt, since, hw, hw)
+        rt = since
+    new = old if old > cap else cap
+    if t > rt:
+        tc = t0 + fl + cap / rate
+        if tc > rt:
+            mid = tc if tc < t else t
+            r.lag_int += stream_lag_area(rate, t0, hw, rt, mid, fl)
+            fm = mid - fl
+            q = rate * (fm - t0) if fm > t0 else 0.0
+            if q > hw:
+                hw = q
+            rt = mid
+        if t > rt:
+            if new > hw:
+                hw = new
+            r.lag_int += lag_area(rate, t0, hw, rt, t, hw, hw)
+        r.t = t
+    if new > hw:
+        hw = new
+    r.hw = hw
+    lag = (rate * (t - t0) if t > t0 else 0.0) - hw
+    r.lag = lag if lag > 0 else 0.0
+    return new
 
 
 # ============================================================================ the lag's integral
@@ -348,7 +489,7 @@ class Resource:
     """One partition or Connect task: production, the highest position processed, the
     committed position, and the integral of its lag."""
 
-    __slots__ = ("committed", "hw", "key", "lag", "lag_int", "rate", "t", "t0")
+    __slots__ = ("cap", "committed", "hw", "key", "lag", "lag_int", "rate", "t", "t0")
 
     def __init__(self, key: Key, rate_per_s: float, t0: int) -> None:
         self.key = key
@@ -359,6 +500,8 @@ class Resource:
         self.t = float(t0)
         self.lag = 0.0
         self.lag_int = 0.0  # record-ms
+        #: The position it cannot pass: its first poison record under ``retry``, else infinity.
+        self.cap = math.inf
 
     def produced(self, t: float) -> float:
         return self.rate * (t - self.t0) if t > self.t0 else 0.0
@@ -503,6 +646,11 @@ class Processor:
                 t0 = r.t0
                 new = rate * (fetched - t0) if fetched > t0 else 0.0  # r.produced
                 old = pos[r]
+                if new > r.cap:  # (``retry``: its position stands at a poison record)
+                    new = _blocked_stream(r, old, since, t, fl)
+                    processed += new - old
+                    pos[r] = new
+                    continue
                 if new > old:
                     processed += new - old
                     pos[r] = old = new
@@ -536,7 +684,7 @@ class Processor:
         the member caught up and keeps up from ``t0``, or waits for a record beyond ``t``)."""
         backlog, total, rate = self._backlog(t0)
         if total < 1.0:
-            if rate <= 0 or rate * self.model.workload.processing_ms.average < 1.0:
+            if rate <= 0 or rate * self.model.record_ms < 1.0:
                 self.lazy = False
                 self.stream, self.stream_lag = True, None  # caught up: it keeps up from t0 on
                 self.model.changed()
@@ -562,7 +710,8 @@ class Processor:
             if r.rate <= 0:
                 continue
             if fetched > r.t0:
-                flowing += r.rate
+                if r.rate * (fetched - r.t0) < r.cap:  # (``retry``: not standing at poison)
+                    flowing += r.rate
             else:
                 wait = min(wait, r.t0 - fetched)
         if flowing > 0:
@@ -579,8 +728,12 @@ class Processor:
         pos = self._p
         for k, r in zip(self.active, self._ares, strict=True):
             rr = r.rate
-            rate += rr
-            b = (rr * (fetched - r.t0) if fetched > r.t0 else 0.0) - pos[r]  # r.produced
+            q = rr * (fetched - r.t0) if fetched > r.t0 else 0.0  # r.produced
+            if q >= r.cap:  # ``retry``: it cannot pass its poison record (nothing flows)
+                q = r.cap
+            else:
+                rate += rr
+            b = q - pos[r]
             if b > 0:
                 backlog.append((k, r, b))
                 total += b
@@ -656,8 +809,7 @@ class Processor:
             m.set_working(self, False)
             return
         backlog, total, rate = self._backlog(now)
-        wl = m.workload
-        mean = wl.processing_ms.average
+        mean = m.record_ms
         m.set_working(self, rate > 0 or total > 0)
         if total < 1.0:
             if rate <= 0:
@@ -680,13 +832,19 @@ class Processor:
     def _start_batch(self, t0: float, backlog: list[tuple[Key, Resource, float]], total: float,
                      schedule: bool) -> None:
         m = self.model
-        wl = m.workload
-        n = min(float(wl.max_poll_records), total)
-        s = wl.processing_ms.draw(m.rng)
+        n = min(float(m.workload.max_poll_records), total)
+        s = m.workload.processing_ms.draw(m.rng)
         pos = self._p
         items = [(k, r, pos[r], n * b / total) for k, r, b in backlog]
         self._bitems = self.batch = items
         self.batch_start = t0
+        poison = m.poison
+        if poison is not None and poison.policy == "dead-letter":
+            # each poison record in the batch: its failed attempts before it is skipped
+            k = sum(poison.count(key, start, start + take) for key, _, start, take in items)
+            if k:
+                m.poison_skips += k
+                n += k * (poison.attempts - 1)
         self.batch_end = t0 + n * s
         self.batch_id += 1
         now = m.now()
@@ -919,11 +1077,25 @@ class WorkModel:
         d = workload.processing_ms
         longest = d.bounded_max if d.bounded_max is not None else 20 * d.average
         #: Whether a batch may outlast max.poll.interval.ms (an unbounded distribution: 20
-        #: times its mean, e^-20 for an exponential).
-        self.overrun_possible = workload.max_poll_records * longest > max_poll_interval_ms
+        #: times its mean, e^-20 for an exponential; dead-lettered poison records: every
+        #: record of the batch tried ``poison_attempts`` times, at worst).
+        attempts = workload.poison_attempts if workload.poison_rate > 0 \
+            and workload.poison_policy == "dead-letter" and not connect else 1
+        self.overrun_possible = workload.max_poll_records * longest * attempts \
+            > max_poll_interval_ms
         self.workload_commit_interval = commit_interval_ms
         #: How long after its production a record can be polled (see the module docstring).
         self.fetch_latency_ms = float(workload.fetch_latency_ms)
+        #: Poison records (None: none; Connect tasks have none) and the mean time a record
+        #: costs, the failed attempts of dead-lettered ones included (whether a member keeps
+        #: up); poison records skipped in batches (the stream's are not counted).
+        self.poison = PoisonRecords(seed, workload.poison_rate, workload.poison_policy,
+                                    workload.poison_attempts) \
+            if workload.poison_rate > 0 and not connect else None
+        self.record_ms = d.average * (
+            1 + workload.poison_rate * (workload.poison_attempts - 1)
+            if self.poison is not None and workload.poison_policy == "dead-letter" else 1)
+        self.poison_skips = 0
         #: Called when a batch outlasts ``max.poll.interval.ms``: (processor, its batch end).
         self.on_poll_timeout: Callable[[Processor, int], None] | None = None
         self.resources: dict[Key, Resource] = {}
@@ -961,6 +1133,8 @@ class WorkModel:
         if key not in self.resources:
             r = self.resources[key] = Resource(key, rate_per_s, self.now())
             self.idle[r] = None
+            if self.poison is not None and self.poison.policy == "retry":
+                r.cap = self.poison.first(key)
 
     def sync_resources(self, wanted: Mapping[Key, float]) -> None:
         """The resources that exist now (with their rates): new ones start producing now;
@@ -1115,6 +1289,9 @@ class WorkModel:
                     rate = r.rate
                     if fetched > t0:
                         q = rate * (fetched - t0)
+                        if q > r.cap:  # (``retry``: standing at a poison record)
+                            q = r.cap
+                            steady = False
                         if q >= hw:
                             hw = q
                         else:
@@ -1145,6 +1322,21 @@ class WorkModel:
         if self.on_lag is not None:
             self.on_lag(lag)
         return lag
+
+    def poison_summary(self) -> dict[str, int]:
+        """What the poison records did (empty without any): ``dead-letter``, the distinct poison
+        records skipped (below each resource's highest position) and the skips in batches (a
+        record skipped again after a rebalance counts again; a member that keeps up skips
+        uncounted); ``retry``, the partitions standing at a poison record."""
+        poison = self.poison
+        if poison is None:
+            return {}
+        if poison.policy == "retry":
+            return {"poison_blocked_partitions": sum(
+                1 for r in self.resources.values() if r.hw >= r.cap)}
+        return {"poison_skipped": sum(poison.count(r.key, 0.0, r.hw)
+                                      for r in self.resources.values()),
+                "poison_skips_in_batches": self.poison_skips}
 
     def totals(self) -> dict[str, float]:
         """Cumulative metrics now (windows subtract the values at their start)."""
@@ -1177,5 +1369,6 @@ def window_metrics(start: Mapping[str, float], end: Mapping[str, float],
     return out
 
 
-__all__ = ["DEFAULT_WORKLOAD", "IDLE", "WORK_METRICS", "Dist", "Processor", "Resource",
-           "WorkModel", "Workload", "WorkloadError", "parse_workload", "window_metrics"]
+__all__ = ["DEFAULT_WORKLOAD", "IDLE", "POISON_POLICIES", "WORK_METRICS", "Dist",
+           "PoisonRecords", "Processor", "Resource", "WorkModel", "Workload", "WorkloadError",
+           "is_poison", "parse_workload", "window_metrics"]
