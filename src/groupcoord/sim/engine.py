@@ -63,6 +63,7 @@ import traceback
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,18 @@ CONTROL_STEP_MS = 1_000
 #: coordinator or the members observes collection); the previous thresholds come back when
 #: the loop pauses or ends.
 LOOP_GC_THRESHOLD = 50_000
+
+
+@contextmanager
+def fewer_collections() -> Iterator[None]:
+    """The event loop's collector threshold (:data:`LOOP_GC_THRESHOLD`), then the process's."""
+    thresholds = gc.get_threshold()
+    if thresholds[0] < LOOP_GC_THRESHOLD:
+        gc.set_threshold(LOOP_GC_THRESHOLD, *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
 
 Handler = Callable[[Any], None]
 
@@ -358,15 +371,9 @@ class Simulation(ABC):
             if not paused[0]:
                 self._finish()
 
-        thresholds = gc.get_threshold()
-        if thresholds[0] < LOOP_GC_THRESHOLD:
-            gc.set_threshold(LOOP_GC_THRESHOLD, *thresholds[1:])
-        try:
+        with fewer_collections():
             self._guarded(go)
-        finally:
-            gc.set_threshold(*thresholds)
-        if not paused[0]:
-            self._over = True
+        self._over = self._over or not paused[0]  # not paused: over
         return self._over
 
     def result(self) -> SimResult:
