@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.lab.findings import Metric
-from groupcoord.lab.mechanism import mechanisms, member_load, not_caught_up
+from groupcoord.lab.mechanism import mechanisms, member_load, not_caught_up, share_capacity
 from groupcoord.lab.report import _verdict_word
 from groupcoord.lab.verdict import Cell, MetricVerdict
 
@@ -78,3 +78,14 @@ def test_a_crash_row_that_never_caught_up_says_its_lag_grows_with_the_run() -> N
     # at 12 members a member left with one partition (60 %) is no saturation
     (slow,) = not_caught_up(12, [KIP848], [_run(KIP848, 0, 12, recovered=False)])
     assert slow.startswith("consumer:uniform not caught up when the run ended in 1 of 1 runs")
+
+
+def test_twelve_share_members_on_four_partitions_are_said_to_be_capacity() -> None:
+    runs = [_run(SHARE, 0, 12), _run(KIP848, 0, 12)]
+    text = share_capacity(12, [SHARE, KIP848], runs)
+    assert text.startswith("12 members on 4 partitions: the share group has 3 members working "
+                           "each partition, the consumer group one")
+    assert "working capacity" in text
+    # one member per partition, or no share group in the sentence: nothing to say
+    assert share_capacity(4, [SHARE, KIP848], [_run(SHARE, 0, 4)]) == ""
+    assert share_capacity(12, [KIP848, "consumer:range"], runs) == ""

@@ -267,6 +267,9 @@ def claim_conditions(claim: Claim, verdicts: Sequence[GridVerdict],
         if ld.overloaded:
             parts.append("near saturation or not caught up when the run ended (see the row): "
                          "the lag is the load's as much as the rebalance's")
+    shared = share_capacity(claim.size, [claim.best, claim.worse], mine)
+    if shared:
+        parts.append(shared)
     if "crash" in row.scenario and not isinstance(ld, TaskTimes):
         sessions = {x for p in (claim.best, claim.worse)
                     if (x := _heartbeat(row.settings.get(p) or g.settings.get(p, {}), p,
@@ -282,6 +285,24 @@ def claim_conditions(claim: Claim, verdicts: Sequence[GridVerdict],
                           + "), which is not all of the lag here: " if sessions else "")
                          + "; ".join(stuck))
     return (" Conditions: " + "; ".join(parts) + ".") if parts else ""
+
+
+def share_capacity(size: int, protocols: Sequence[str],
+                   runs: Sequence[Mapping[str, Any]]) -> str:
+    """A share group (KIP-932) against a consumer group with more members than partitions:
+    the share group's members of a partition all work it (size / partitions of them), the
+    consumer group's one member does and the rest idle, so the two differ in working
+    capacity, not only in protocol; "" otherwise (from the runs' members and partitions)."""
+    named = [p for p in protocols if p]
+    if not any(family(p) == "share" for p in named) or all(family(p) == "share" for p in named):
+        return ""
+    r0 = next((r for r in runs if r.get("total_partitions") or r.get("partitions")), None)
+    parts = int((r0 or {}).get("total_partitions") or (r0 or {}).get("partitions") or 0)
+    if not parts or size <= parts:
+        return ""
+    return (f"{size} members on {parts} partitions: the share group has {number(size / parts)} "
+            "members working each partition, the consumer group one (the others idle), so "
+            "the difference is working capacity as much as protocol")
 
 
 def not_caught_up(size: int, protocols: Sequence[str],
