@@ -89,3 +89,13 @@ def test_twelve_share_members_on_four_partitions_are_said_to_be_capacity() -> No
     # one member per partition, or no share group in the sentence: nothing to say
     assert share_capacity(4, [SHARE, KIP848], [_run(SHARE, 0, 4)]) == ""
     assert share_capacity(12, [KIP848, "consumer:range"], runs) == ""
+
+
+def test_the_conditions_name_the_share_group_and_no_classic_poll_loop() -> None:
+    from groupcoord.lab.mechanism import conditions
+
+    share = {"group.share.heartbeat.interval.ms": 5000, "group.share.session.timeout.ms": 45000}
+    text = conditions([SHARE, KIP848], {SHARE: share, KIP848: SETTINGS[KIP848]})
+    assert "KIP-932 share heartbeat 5 s, session 45 s" in text
+    assert "KIP-848 heartbeat 5 s, session 45 s" in text
+    assert "classic member" not in text

@@ -51,11 +51,13 @@ DEFAULT_FETCH_MS = float(Workload().fetch_latency_ms)
 HEARTBEAT_KEYS: dict[str, tuple[str, ...]] = {
     "classic": ("heartbeat.interval.ms",),
     "consumer": ("group.consumer.heartbeat.interval.ms", "heartbeat.interval.ms"),
+    "share": ("group.share.heartbeat.interval.ms", "group.consumer.heartbeat.interval.ms"),
 }
 #: Session timeout settings per family (a crashed member's partitions wait for it).
 SESSION_KEYS: dict[str, tuple[str, ...]] = {
     "classic": ("session.timeout.ms",),
     "consumer": ("group.consumer.session.timeout.ms", "session.timeout.ms"),
+    "share": ("group.share.session.timeout.ms", "group.consumer.session.timeout.ms"),
 }
 
 
@@ -599,7 +601,7 @@ def conditions(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
         mp = s.get("max.poll.interval.ms")
         if hb is None:
             continue
-        name = "classic" if fam == "classic" else "KIP-848"
+        name = {"classic": "classic", "share": "KIP-932 share"}.get(fam, "KIP-848")
         text = f"{name} heartbeat {_ms(hb)}"
         if st:
             text += f", session {_ms(st)}"
@@ -612,9 +614,11 @@ def conditions(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
             "join completes, as the Java client (its heartbeat thread is enabled on the "
             "JoinGroup response and wakes every 100 ms) and librdkafka do, and every member "
             "of a round completes it at once: members learn of a rebalance together, not "
-            "spread over an interval. A classic member rejoins only from its poll loop, so "
-            "one busy in a long poll holds an eager group's barrier until its batch is done "
-            "(see Polls below for how long a poll takes in this grid).")
+            "spread over an interval."
+            + (" A classic member rejoins only from its poll loop, so one busy in a long poll "
+               "holds an eager group's barrier until its batch is done (see Polls below for "
+               "how long a poll takes in this grid)."
+               if any(family(p) == "classic" for p in protocols) else ""))
 
 
 def _downtime_line(scenario: str, label: str, protocols: Sequence[str],
