@@ -99,3 +99,11 @@ def test_the_conditions_name_the_share_group_and_no_classic_poll_loop() -> None:
     assert "KIP-932 share heartbeat 5 s, session 45 s" in text
     assert "KIP-848 heartbeat 5 s, session 45 s" in text
     assert "classic member" not in text
+
+
+def test_a_lag_axis_says_record_seconds() -> None:
+    from groupcoord.lab.findings import BY_COLUMN
+    from groupcoord.lab.report import axis_label
+
+    assert axis_label(BY_COLUMN["lag_record_s"]) == "record-seconds (record·s)"
+    assert axis_label(BY_COLUMN["lag_peak"]) == "records"

@@ -332,6 +332,12 @@ def _verdict_word(mv: MetricVerdict) -> str:
     return "tie"
 
 
+def axis_label(m: Metric) -> str:
+    """A chart's y axis label: the metric's unit; record·s spelled out (its middle dot reads
+    as "records" at a chart's size, next to a lag peak's records)."""
+    return {"record·s": "record-seconds (record·s)"}.get(m.unit, m.unit) or short_label(m)
+
+
 def seeds_over_floor(mv: MetricVerdict) -> str:
     """The seeds of a row whose cost is over the metric's floor, per protocol: how many of
     its seeds and their range ("consumer:uniform 2 of 5 seeds over it: 161,231 to 222,807");
@@ -674,7 +680,7 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
             # a Connect stall is the model's task stop plus start time: an input, not a finding
             panel_title += "\n(model input: task stop + start)"
         ax.set_title(panel_title, fontsize=10)
-        ylabel = m.unit or short_label(m)
+        ylabel = axis_label(m)
         thresh = log_threshold(
             m, [v for r in rows for c in r.metrics[i].cells.values() for v in c.values.values()])
         from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
