@@ -240,3 +240,34 @@ def test_time_split_covers_the_parts_and_restores_the_methods() -> None:
     with _time_split(Inherits):
         assert "checkpoint" in Inherits.__dict__
     assert "checkpoint" not in Inherits.__dict__  # inherited again, not pinned
+
+
+def test_the_loop_collects_garbage_less_often_and_gives_the_same_run(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The event loop raises the collector's first threshold while it runs
+    (``engine.LOOP_GC_THRESHOLD``) and puts the process's back; a run is the same with the
+    collector at its default, or run after every event."""
+    import gc
+
+    sc = Scenario("gc", members=6, topics=(("foo", 24),), end_ms=90_000)
+    seen: list[tuple[int, int, int]] = []
+
+    class Watched(ConsumerSimulation):
+        def after_step(self) -> None:
+            seen.append(gc.get_threshold())
+            super().after_step()
+
+    before = gc.get_threshold()
+    raised = Watched(sc, 5, record_trace=True).run()
+    assert gc.get_threshold() == before
+    assert seen and all(t[0] == max(before[0], engine.LOOP_GC_THRESHOLD) for t in seen)
+    monkeypatch.setattr(engine, "LOOP_GC_THRESHOLD", 0)  # the process's thresholds
+    default = ConsumerSimulation(sc, 5, record_trace=True).run()
+    gc.set_threshold(1, 1, 1)  # a collection at nearly every allocation
+    try:
+        eager = ConsumerSimulation(sc, 5, record_trace=True).run()
+    finally:
+        gc.set_threshold(*before)
+    for r in (default, eager):
+        assert r.ok and r.trace == raised.trace and r.summary == raised.summary
+        assert r.disturbances == raised.disturbances

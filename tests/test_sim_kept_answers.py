@@ -8,6 +8,10 @@
   with nothing kept gives the same trace, summary and windows.
 - The work model activates the partitions given to a member that processes nothing yet
   together (``Processor._activate_all``): the same run as activating them one by one.
+- The classic simulation's checks decode a subscription or an assignment once per bytes (a
+  consumer's, a Connect worker's): what they get is what decoding those bytes gives, whatever
+  was decoded before (malformed bytes included), and a classic run is the same with nothing
+  kept.
 """
 
 from __future__ import annotations
@@ -15,9 +19,21 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from groupcoord.lab.runs import build_scenario
 from groupcoord.lab.spec import RunParams, expand, load_spec
+from groupcoord.protocol.connect_protocol import ConnectProtocolError, decode_worker_metadata
+from groupcoord.protocol.connect_protocol import decode_assignment as connect_decode_assignment
+from groupcoord.protocol.consumer_protocol import (
+    ConsumerProtocolError,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
+from groupcoord.sim import classic, classic_connect
 from groupcoord.sim.connect import ConnectSimulation
 from groupcoord.sim.consumer import ConsumerSimulation
 from groupcoord.sim.engine import SimResult
@@ -135,3 +151,83 @@ def test_activating_together_is_activating_one_by_one(
 
     monkeypatch.setattr(Processor, "_activate_all", one_by_one)
     _same(batched, _run(params))
+
+
+_PARTITIONS = st.dictionaries(st.sampled_from(["a", "b", "c"]),
+                              st.lists(st.integers(0, 40), max_size=6, unique=True), max_size=3)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(_PARTITIONS, _PARTITIONS, st.integers(-1, 9), st.booleans()),
+                min_size=1, max_size=12))
+def test_kept_decodes_are_the_decodes_of_the_bytes(
+        cases: list[tuple[dict[str, list[int]], dict[str, list[int]], int, bool]]) -> None:
+    for assigned, owned, generation, broken in cases:
+        sub = encode_subscription(sorted(owned), owned_partitions=owned, generation_id=generation)
+        asg = encode_assignment(assigned)
+        if broken:  # cut short: the checks read nothing from it
+            sub, asg = sub[:3], asg[:3]
+        for _ in range(2):  # decoded, then kept
+            try:
+                s = decode_subscription(sub)
+                want = (frozenset(s.topics), s.owned_partitions, s.generation_id)
+            except ConsumerProtocolError:
+                want = (frozenset(), {}, -1)
+            assert classic._claims(sub) == want
+            try:
+                parts = decode_assignment(asg).partitions
+            except ConsumerProtocolError:
+                parts = {}
+            assert classic._assigned(asg) == parts
+
+
+def test_a_classic_run_is_the_same_with_nothing_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    params = _paper_run("rolling-bounce", "classic:cooperative", 8, "1x32-p10ms-40pct")
+    kept = _run(params)
+    assert classic._ASSIGNED and classic._CLAIMS
+
+    def claims(metadata: bytes | None) -> tuple[frozenset[str], dict[str, list[int]], int]:
+        try:
+            s = decode_subscription(metadata or b"")
+        except ConsumerProtocolError:
+            return frozenset(), {}, -1
+        return frozenset(s.topics), s.owned_partitions, s.generation_id
+
+    def assigned(raw: bytes) -> dict[str, list[int]]:
+        try:
+            return decode_assignment(raw).partitions if raw else {}
+        except ConsumerProtocolError:
+            return {}
+
+    monkeypatch.setattr(classic, "_claims", claims)  # decoded at every look
+    monkeypatch.setattr(classic, "_assigned", assigned)
+    _same(kept, _run(params))
+
+
+def test_a_classic_connect_run_is_the_same_with_nothing_kept(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    params = _paper_run("worker-bounce-d30s", "classic-connect:sessioned", 6, "16x8c")
+    kept = _run(params)
+    assert classic_connect._REPORTED and classic_connect._ASSIGNMENTS
+    for raw in (b"", b"\x00\x01", next(iter(classic_connect._REPORTED))):
+        first = classic_connect._metadata_items(raw)
+        assert classic_connect._metadata_items(raw) == first  # kept: the same answer
+    for raw in (b"\x00", next(iter(classic_connect._ASSIGNMENTS))):
+        first_a = classic_connect._assignment(raw)
+        assert classic_connect._assignment(raw) == first_a
+
+    def reported(raw: bytes | None) -> Any:
+        try:
+            return classic_connect.items(decode_worker_metadata(raw or b"").current)
+        except (ConnectProtocolError, ValueError):
+            return frozenset()
+
+    def assignment(raw: bytes) -> Any:
+        try:
+            return connect_decode_assignment(raw) if raw else None
+        except (ConnectProtocolError, ValueError):
+            return None
+
+    monkeypatch.setattr(classic_connect, "_metadata_items", reported)  # decoded at every look
+    monkeypatch.setattr(classic_connect, "_assignment", assignment)
+    _same(kept, _run(params))

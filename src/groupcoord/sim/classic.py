@@ -106,20 +106,44 @@ def _cm(p: Proc) -> ClassicConsumerMember:
     return m
 
 
+#: Decoded subscriptions and assignments by their bytes (the same bytes decode to the same
+#: value; the checks only read what they get): a new generation's I1/I2 check and the holders
+#: decode every member's, and under cooperative rebalancing most members join with, and get,
+#: what they had. Bounded: cleared when full.
+_CLAIMS: dict[bytes, tuple[frozenset[str], dict[str, list[int]], int]] = {}
+_ASSIGNED: dict[bytes, dict[str, list[int]]] = {}
+_DECODED_SIZE = 4096
+
+
 def _claims(metadata: bytes | None) -> tuple[frozenset[str], dict[str, list[int]], int]:
     """(topics, owned partitions, generation) of a ConsumerProtocolSubscription."""
-    try:
-        s = decode_subscription(metadata or b"")
-    except ConsumerProtocolError:
-        return frozenset(), {}, -1
-    return frozenset(s.topics), s.owned_partitions, s.generation_id
+    raw = metadata or b""
+    hit = _CLAIMS.get(raw) if type(raw) is bytes else None
+    if hit is None:
+        try:
+            s = decode_subscription(raw)
+            hit = (frozenset(s.topics), s.owned_partitions, s.generation_id)
+        except ConsumerProtocolError:
+            hit = (frozenset(), {}, -1)
+        if type(raw) is bytes:
+            if len(_CLAIMS) >= _DECODED_SIZE:
+                _CLAIMS.clear()
+            _CLAIMS[raw] = hit
+    return hit
 
 
 def _assigned(raw: bytes) -> dict[str, list[int]]:
-    try:
-        return decode_assignment(raw).partitions if raw else {}
-    except ConsumerProtocolError:
-        return {}
+    hit = _ASSIGNED.get(raw) if type(raw) is bytes else None
+    if hit is None:
+        try:
+            hit = decode_assignment(raw).partitions if raw else {}
+        except ConsumerProtocolError:
+            hit = {}
+        if type(raw) is bytes:
+            if len(_ASSIGNED) >= _DECODED_SIZE:
+                _ASSIGNED.clear()
+            _ASSIGNED[raw] = hit
+    return hit
 
 
 class ClassicConsumerSimulation(ConsumerSimulation):

@@ -289,19 +289,42 @@ def _w(p: Proc) -> SimClassicWorker:
 # ============================================================================ decoding
 
 
+#: Decoded JoinGroup metadata and assignments by their bytes (the same bytes decode to the
+#: same value; the checks only read it), as ``sim.classic`` keeps a consumer's: a new
+#: generation's checks and the committed holdings decode every member's. Bounded.
+_REPORTED: dict[bytes, frozenset[Item]] = {}
+_ASSIGNMENTS: dict[bytes, ConnectAssignment | None] = {}
+_DECODED_SIZE = 4096
+
+
 def _metadata_items(raw: bytes | None) -> frozenset[Item]:
     """What a member reported running in its JoinGroup metadata (nothing under eager)."""
-    try:
-        return items(decode_worker_metadata(raw or b"").current)
-    except (ConnectProtocolError, ValueError):
-        return frozenset()
+    data = raw or b""
+    hit = _REPORTED.get(data) if type(data) is bytes else None
+    if hit is None:
+        try:
+            hit = items(decode_worker_metadata(data).current)
+        except (ConnectProtocolError, ValueError):
+            hit = frozenset()
+        if type(data) is bytes:
+            if len(_REPORTED) >= _DECODED_SIZE:
+                _REPORTED.clear()
+            _REPORTED[data] = hit
+    return hit
 
 
 def _assignment(raw: bytes) -> ConnectAssignment | None:
+    if type(raw) is bytes and raw in _ASSIGNMENTS:
+        return _ASSIGNMENTS[raw]
     try:
-        return decode_assignment(raw) if raw else None
+        a = decode_assignment(raw) if raw else None
     except (ConnectProtocolError, ValueError):
-        return None
+        a = None
+    if type(raw) is bytes:
+        if len(_ASSIGNMENTS) >= _DECODED_SIZE:
+            _ASSIGNMENTS.clear()
+        _ASSIGNMENTS[raw] = a
+    return a
 
 
 def holding(reported: frozenset[Item], a: ConnectAssignment | None) -> frozenset[Item]:
