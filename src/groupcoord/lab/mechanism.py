@@ -37,23 +37,27 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from groupcoord.lab.findings import family, number, work_value
-from groupcoord.lab.verdict import SLOW_VARIANT, Claim, GridVerdict, threshold
+from groupcoord.lab.verdict import SLOW_VARIANT, Claim, GridVerdict, member_word, threshold
 from groupcoord.sim.application import RECOVERY_WAIT_MS
 from groupcoord.sim.engine import INITIAL_JOIN
 from groupcoord.sim.workload import Workload
 
-_WORK_MODEL = re.compile(r"([\d.]+) rec/s, ([\d.]+) ms/rec(?:, max.poll.records (\d+))?")
+#: (a processing time drawn from a distribution is named by it, "exponential:10 ms/rec": its mean)
+_WORK_MODEL = re.compile(
+    r"([\d.]+) rec/s, (?:[a-z]+:)?([\d.]+) ms/rec(?:, max.poll.records (\d+))?")
 #: The lab's fetch latency (a run's column does not carry it: ``sim.workload.Workload``'s).
 DEFAULT_FETCH_MS = float(Workload().fetch_latency_ms)
 #: Heartbeat settings per family, as the runs' ``settings_json`` names them.
 HEARTBEAT_KEYS: dict[str, tuple[str, ...]] = {
     "classic": ("heartbeat.interval.ms",),
     "consumer": ("group.consumer.heartbeat.interval.ms", "heartbeat.interval.ms"),
+    "share": ("group.share.heartbeat.interval.ms", "group.consumer.heartbeat.interval.ms"),
 }
 #: Session timeout settings per family (a crashed member's partitions wait for it).
 SESSION_KEYS: dict[str, tuple[str, ...]] = {
     "classic": ("session.timeout.ms",),
     "consumer": ("group.consumer.session.timeout.ms", "session.timeout.ms"),
+    "share": ("group.share.session.timeout.ms", "group.consumer.session.timeout.ms"),
 }
 
 
@@ -265,15 +269,75 @@ def claim_conditions(claim: Claim, verdicts: Sequence[GridVerdict],
         if ld.overloaded:
             parts.append("near saturation or not caught up when the run ended (see the row): "
                          "the lag is the load's as much as the rebalance's")
+    shared = share_capacity(claim.size, [claim.best, claim.worse], mine)
+    if shared:
+        parts.append(shared)
     if "crash" in row.scenario and not isinstance(ld, TaskTimes):
         sessions = {x for p in (claim.best, claim.worse)
                     if (x := _heartbeat(row.settings.get(p) or g.settings.get(p, {}), p,
                                         SESSION_KEYS)) is not None}
-        if sessions:
+        stuck = not_caught_up(row.size, [claim.worse, claim.best], mine)
+        if sessions and not stuck:
             parts.append("a crashed member's partitions wait for its session timeout ("
                          + ", ".join(_ms(x) for x in sorted(sessions))
                          + "), which sets most of every protocol's lag")
+        elif stuck:
+            parts.append(("a crashed member's partitions wait for its session timeout ("
+                          + ", ".join(_ms(x) for x in sorted(sessions))
+                          + "), which is not all of the lag here: " if sessions else "")
+                         + "; ".join(stuck))
     return (" Conditions: " + "; ".join(parts) + ".") if parts else ""
+
+
+def share_capacity(size: int, protocols: Sequence[str],
+                   runs: Sequence[Mapping[str, Any]]) -> str:
+    """A share group (KIP-932) against a consumer group with more members than partitions:
+    the share group's members of a partition all work it (size / partitions of them), the
+    consumer group's one member does and the rest idle, so the two differ in working
+    capacity, not only in protocol; "" otherwise (from the runs' members and partitions)."""
+    named = [p for p in protocols if p]
+    if not any(family(p) == "share" for p in named) or all(family(p) == "share" for p in named):
+        return ""
+    r0 = next((r for r in runs if r.get("total_partitions") or r.get("partitions")), None)
+    parts = int((r0 or {}).get("total_partitions") or (r0 or {}).get("partitions") or 0)
+    if not parts or size <= parts:
+        return ""
+    return (f"{size} members on {parts} partitions: the share group has {number(size / parts)} "
+            "members working each partition, the consumer group one (the others idle), so "
+            "the difference is working capacity as much as protocol")
+
+
+def not_caught_up(size: int, protocols: Sequence[str],
+                  runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per protocol of a crash row whose runs ended with their lag not caught up (the runs'
+    ``recovered`` column), what its lag is made of, from the runs' load: a consumer group's
+    member left with more partitions than it can process (its busy share over 100 %, one
+    member fewer, under the protocol's assignor) never catches up, so its lag grows with the
+    run's length, not with the session timeout; otherwise the backlog drains slowly (a share
+    group's members of a partition share its records: no one member's load is named)."""
+    out = []
+    for p in dict.fromkeys(x for x in protocols if x):
+        mine = [r for r in runs if r.get("protocol") == p and r.get("ok")]
+        late = sum(1 for r in mine if r.get("recovered") is False)
+        if not late:
+            continue
+        seen = f"not caught up when the run ended in {late} of {len(mine)} runs"
+        ld = member_load(mine[0])
+        assignor = ASSIGNORS.get(p)
+        if ld is not None and assignor is not None and ld.busy > 0:
+            r0 = mine[0]
+            topics = int(r0.get("total_topics") or r0.get("topics") or 1)
+            parts = int(r0.get("total_partitions") or r0.get("partitions") or 0)
+            n = busiest_partitions(topics, max(1, parts // topics), max(1, size - 1),
+                                   "range" if assignor == "range" else "balanced")
+            busy = n * ld.busy * size / max(1, parts)  # a partition's share of the work
+            if busy > 1.0:
+                out.append(f"{p}'s lag is a member left with {n} partitions at {busy:.0%} busy, "
+                           f"which never catches up ({seen}): it grows with the run's length, "
+                           "not with the session timeout")
+                continue
+        out.append(f"{p} {seen}, so its lag too grows with the run's length")
+    return out
 
 
 def with_conditions(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
@@ -537,7 +601,7 @@ def conditions(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
         mp = s.get("max.poll.interval.ms")
         if hb is None:
             continue
-        name = "classic" if fam == "classic" else "KIP-848"
+        name = {"classic": "classic", "share": "KIP-932 share"}.get(fam, "KIP-848")
         text = f"{name} heartbeat {_ms(hb)}"
         if st:
             text += f", session {_ms(st)}"
@@ -550,9 +614,69 @@ def conditions(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
             "join completes, as the Java client (its heartbeat thread is enabled on the "
             "JoinGroup response and wakes every 100 ms) and librdkafka do, and every member "
             "of a round completes it at once: members learn of a rebalance together, not "
-            "spread over an interval. A classic member rejoins only from its poll loop, so "
-            "one busy in a long poll holds an eager group's barrier until its batch is done "
-            "(see Polls below for how long a poll takes in this grid).")
+            "spread over an interval."
+            + (" A classic member rejoins only from its poll loop, so one busy in a long poll "
+               "holds an eager group's barrier until its batch is done (see Polls below for "
+               "how long a poll takes in this grid)."
+               if any(family(p) == "classic" for p in protocols) else ""))
+
+
+def _downtime_line(scenario: str, label: str, protocols: Sequence[str],
+                   settings: Mapping[str, Mapping[str, Any]], rs: Sequence[Mapping[str, Any]],
+                   eager_gaps: list[tuple[str, float]]) -> str | None:
+    """One scenario's (one group size's) downtime per moved partition per protocol, with
+    what it says about the rebalance (see :func:`mechanisms`); appends eager's figures
+    outside a crash to ``eager_gaps``; None without moves."""
+    per = downtime_per_move(rs)
+    if not per:
+        return None
+    parts = []
+    by_beat = []
+    for p in protocols:
+        if p not in per:
+            continue
+        hb = _heartbeat(settings.get(p, {}), p)
+        st = _heartbeat(settings.get(p, {}), p, SESSION_KEYS)
+        beat = ""
+        # (an eager member's gap is a join round, never a heartbeat: an eager figure
+        # near one is a coincidence of the moves it is spread over, as in a crash)
+        if hb and not is_eager(p) and 0.5 * hb <= per[p] <= 1.5 * hb:
+            beat = f" (about one {_ms(hb)} heartbeat)"
+            by_beat.append(p)
+        elif st and 0.7 * st <= per[p] <= 1.3 * st:
+            beat = f" (about the {_ms(st)} session timeout)"
+        parts.append(f"{p} {_ms(per[p])}{beat}")
+    line = (f"{label}: downtime per moved partition (resource downtime over partitions "
+            f"moved, median over the runs): " + ", ".join(parts) + ".")
+    eager = [p for p in per if is_eager(p)]
+    rest = [p for p in per if not is_eager(p)]
+    if "crash" not in event_kinds(rs[0]):
+        eager_gaps += [(scenario, per[p]) for p in eager]
+    late = SLOW_VARIANT.match(scenario)
+    if late and eager:
+        line += (f" One member is {_ms(float(late.group('v')))} late at every rebalance "
+                 "(its revocations): an eager group, having revoked everything, waits for it.")
+    elif (eager and rest and by_beat
+            and max(per[p] for p in eager) < min(per[p] for p in rest)):
+        line += (" Eager revokes every partition, but the whole group rejoins at once, so "
+                 "each waits only that long; a cooperative member learns its second round, "
+                 "and a KIP-848 member its new target, at its next heartbeat.")
+    beats_here = [hb for p in per for hb in (_heartbeat(settings.get(p, {}), p),) if hb]
+    sessions = [st for p in eager for st in (_heartbeat(settings.get(p, {}), p,
+                                                         SESSION_KEYS),) if st]
+    if eager and rest and beats_here:
+        slowest = min(per[p] for p in eager)
+        if (slowest > 2 * max(beats_here) and slowest > max(per[p] for p in rest)
+                and not (sessions and slowest >= 0.7 * min(sessions))):
+            line += (" Eager's partitions were down longer than two heartbeats each, and "
+                     "longer than under any other protocol: its JoinGroup barrier waited "
+                     "for a member inside a long poll (a classic member rejoins only from "
+                     "poll(), and eager members revoke everything before they rejoin)"
+                     + ("; cooperative members keep processing what they own meanwhile"
+                        if any(p.endswith(":cooperative") for p in rest) else "")
+                     + ("; a KIP-848 member waits for no other member"
+                        if any(family(p) == "consumer" for p in rest) else "") + ".")
+    return line
 
 
 def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any]],
@@ -581,56 +705,16 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
         split = window_split(scenario, protocols, rs)
         if split:
             lines.append(split)
-        per = downtime_per_move(rs)
-        if not per:
-            continue
-        parts = []
-        by_beat = []
-        for p in protocols:
-            if p not in per:
-                continue
-            hb = _heartbeat(settings.get(p, {}), p)
-            st = _heartbeat(settings.get(p, {}), p, SESSION_KEYS)
-            beat = ""
-            # (an eager member's gap is a join round, never a heartbeat: an eager figure
-            # near one is a coincidence of the moves it is spread over, as in a crash)
-            if hb and not is_eager(p) and 0.5 * hb <= per[p] <= 1.5 * hb:
-                beat = f" (about one {_ms(hb)} heartbeat)"
-                by_beat.append(p)
-            elif st and 0.7 * st <= per[p] <= 1.3 * st:
-                beat = f" (about the {_ms(st)} session timeout)"
-            parts.append(f"{p} {_ms(per[p])}{beat}")
-        line = (f"{scenario}: downtime per moved partition (resource downtime over partitions "
-                f"moved, median over the runs): " + ", ".join(parts) + ".")
-        eager = [p for p in per if is_eager(p)]
-        rest = [p for p in per if not is_eager(p)]
-        if "crash" not in event_kinds(rs[0]):
-            eager_gaps += [(scenario, per[p]) for p in eager]
-        late = SLOW_VARIANT.match(scenario)
-        if late and eager:
-            line += (f" One member is {_ms(float(late.group('v')))} late at every rebalance "
-                     "(its revocations): an eager group, having revoked everything, waits for it.")
-        elif (eager and rest and by_beat
-                and max(per[p] for p in eager) < min(per[p] for p in rest)):
-            line += (" Eager revokes every partition, but the whole group rejoins at once, so "
-                     "each waits only that long; a cooperative member learns its second round, "
-                     "and a KIP-848 member its new target, at its next heartbeat.")
-        beats_here = [hb for p in per for hb in (_heartbeat(settings.get(p, {}), p),) if hb]
-        sessions = [st for p in eager for st in (_heartbeat(settings.get(p, {}), p,
-                                                             SESSION_KEYS),) if st]
-        if eager and rest and beats_here:
-            slowest = min(per[p] for p in eager)
-            if (slowest > 2 * max(beats_here) and slowest > max(per[p] for p in rest)
-                    and not (sessions and slowest >= 0.7 * min(sessions))):
-                line += (" Eager's partitions were down longer than two heartbeats each, and "
-                         "longer than under any other protocol: its JoinGroup barrier waited "
-                         "for a member inside a long poll (a classic member rejoins only from "
-                         "poll(), and eager members revoke everything before they rejoin)"
-                         + ("; cooperative members keep processing what they own meanwhile"
-                            if any(p.endswith(":cooperative") for p in rest) else "")
-                         + ("; a KIP-848 member waits for no other member"
-                            if any(family(p) == "consumer" for p in rest) else "") + ".")
-        lines.append(line)
+        sizes = sorted({int(r.get("size") or r.get("members") or 0) for r in rs})
+        # per group size: a median across sizes mixes a crash at 4 members with one at 12
+        for size in sizes:
+            mine = rs if len(sizes) == 1 else [
+                r for r in rs if int(r.get("size") or r.get("members") or 0) == size]
+            label = scenario if len(sizes) == 1 else (
+                f"{scenario}, {size} {member_word(scenario, protocols)}")
+            line = _downtime_line(scenario, label, protocols, settings, mine, eager_gaps)
+            if line:
+                lines.append(line)
     loads = [ld for r in runs if r.get("protocol") in protocols
              for ld in (member_load(r),) if ld is not None]
     beats = [hb for p in protocols for hb in (_heartbeat(settings.get(p, {}), p),) if hb]
@@ -647,7 +731,9 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
             + f" records per poll when caught up (its records/s times the "
             f"{number(DEFAULT_FETCH_MS)} ms in flight) and processes them in at most "
             f"{_ms(batch)}; a full poll after a backlog (max.poll.records) takes {_ms(full)}")
-        if beats and max(batch, full) < min(beats):
+        if beats and max(batch, full) < min(beats) and not any(map(is_eager, protocols)):
+            lines[-1] += ", under a heartbeat."
+        elif beats and max(batch, full) < min(beats):
             lines[-1] += (", under a heartbeat, so no member is busy inside a long poll when a "
                           "rebalance starts: the case where eager loses in the field (the "
                           "whole group waits for the slowest member's batch) does not arise "

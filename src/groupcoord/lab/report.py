@@ -30,7 +30,8 @@ import math
 import re
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -234,8 +235,9 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
             "each of them separated from every protocol the best separates from; 'overlap': a "
             "protocol the best does not separate from is not separated from a worse one "
             "either (no mark: none is separated from all the rest); 'tie': no protocol "
-            "separates; 'all under floor': none separates and every cost is under the metric's "
-            "floor; 'tie? lowest under floor': none separates, but the lowest cost is under "
+            "separates; 'all under floor': none separates and every seed's cost is under the "
+            "metric's floor ('medians under floor' with the seeds over it where some are "
+            "not); 'tie? lowest under floor': none separates, but the lowest cost is under "
             "the floor the test applies, so the test cannot tell it from the others (not a "
             f"tie of equal costs: read the medians); with fewer than {MIN_SEEDS} seeds nothing is "
             f"marked. Beside each floor, a difference under {RELATIVE_FLOOR:.0%} of the larger "
@@ -318,13 +320,38 @@ def _verdict_word(mv: MetricVerdict) -> str:
     if mv.verdict == "tie" and _under_floor(mv):
         cells = [mv.cells[p] for p in ranked(mv.cells)]
         if all(abs(c.median) <= mv.metric.floor for c in cells):
-            return "all under floor"
+            # every median under the floor, but a seed over it (seeds that split: 0 in three
+            # seeds, 161k-223k record·s in two) is a cost the medians hide, not no cost
+            over = seeds_over_floor(mv)
+            return f"medians under floor; {over}" if over else "all under floor"
         return "tie? lowest under floor"
     if mv.verdict == "few seeds":
         return f"< {MIN_SEEDS} seeds"
     if mv.verdict == "one protocol":
         return ""
     return "tie"
+
+
+def axis_label(m: Metric) -> str:
+    """A chart's y axis label: the metric's unit; record·s spelled out (its middle dot reads
+    as "records" at a chart's size, next to a lag peak's records)."""
+    return {"record·s": "record-seconds (record·s)"}.get(m.unit, m.unit) or short_label(m)
+
+
+def seeds_over_floor(mv: MetricVerdict) -> str:
+    """The seeds of a row whose cost is over the metric's floor, per protocol: how many of
+    its seeds and their range ("consumer:uniform 2 of 5 seeds over it: 161,231 to 222,807");
+    "" when every seed is under the floor."""
+    m = mv.metric
+    out = []
+    for p in ranked(mv.cells):
+        vals = list(mv.cells[p].values.values())
+        over = sorted(v for v in vals if abs(v) > m.floor)
+        if over:
+            span = number(over[0] / m.scale) + (
+                f"\u2013{number(over[-1] / m.scale)}" if len(over) > 1 else "")
+            out.append(f"{p} {len(over)} of {len(vals)} seeds over it: {span}")
+    return "; ".join(out)
 
 
 def _under_floor(mv: MetricVerdict) -> bool:
@@ -653,7 +680,7 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
             # a Connect stall is the model's task stop plus start time: an input, not a finding
             panel_title += "\n(model input: task stop + start)"
         ax.set_title(panel_title, fontsize=10)
-        ylabel = m.unit or short_label(m)
+        ylabel = axis_label(m)
         thresh = log_threshold(
             m, [v for r in rows for c in r.metrics[i].cells.values() for v in c.values.values()])
         from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
@@ -889,7 +916,7 @@ def build_report(out_dir: str | Path) -> Path:
         runs = read_runs(out / "runs")
         attach_moving_downtime(runs, read_windows(out / "disturbances"))
         verdicts = grid_verdicts(meta, runs)
-        found = with_conditions(claims(verdicts), verdicts, runs)
+        found = with_client_notes(with_conditions(claims(verdicts), verdicts, runs), verdicts)
         html_parts.append(_sweep_html(meta, verdicts, found, violations, rdir, runs))
         md_parts.append(_sweep_md(meta, verdicts, found, violations, runs))
 
@@ -939,18 +966,97 @@ def claim_rule(found: Sequence[Claim], verdicts: Sequence[GridVerdict]) -> str:
             "other mark stays in the tables above.")
 
 
-def calibration_note(c: Claim) -> str:
+def _claim_protocols(c: Claim, verdicts: Sequence[GridVerdict]) -> list[str]:
+    """The protocols a sentence speaks of: its best and runner-up; a sentence across a swept
+    setting (no runner-up) speaks of its grid's protocols."""
+    named = [x for x in (*c.best.split(" and "), c.worse) if x]
+    if not c.worse:
+        named += next((g.protocols for g in verdicts if g.name == c.grid), [])
+    return list(dict.fromkeys(named))
+
+
+#: The calibration's metric a client note reports (the sentences' question: convergence).
+_CLIENT_METRIC = "time_to_converge_ms"
+
+
+def client_gaps(scenario: str, protocols: Sequence[str],
+                cal: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    """The calibration rows (``lab/data/calibration.json``) of ``scenario`` where the real
+    client converged more than twice as fast as the model because the model follows the Java
+    client and the measured client does not: a classic protocol of ``protocols``, outside 2x
+    on time to converge with the wire the faster, and an explanation (``why``) that names the
+    Java client as what the model (and so the tables) follows. KIP-848's protocols are left
+    out: the coordinator, not the client, decides there."""
+    if not cal:
+        return []
+    out = []
+    for r in cal.get("rows") or []:
+        if (r.get("scenario") != scenario or r.get("protocol") not in protocols
+                or family(str(r.get("protocol"))) != "classic" or r.get("within_2x")
+                or "Java client" not in str(r.get("why") or "")):
+            continue
+        m = (r.get("metrics") or {}).get(_CLIENT_METRIC) or {}
+        sim, meas = m.get("simulated"), m.get("measured")
+        if sim is not None and meas is not None and 2 * float(meas) < float(sim):
+            out.append(r)
+    return out
+
+
+def client_note(c: Claim, verdicts: Sequence[GridVerdict],
+                cal: Mapping[str, Any] | None) -> str:
+    """The clause a sentence gets when the calibration found its classic figures to be the
+    Java client's behaviour (:func:`client_gaps`): which client the tables model, and what the
+    measured client (the calibration's, e.g. librdkafka) took on the wire against the model at
+    the row's own settings, generated from the rows; "" when no row says so."""
+    rows = client_gaps(c.scenario, _claim_protocols(c, verdicts), cal)
+    if not rows:
+        return ""
+    from groupcoord.lab.limits import _ms
+
+    # the client's name, without its configuration ("..., group.protocol=classic")
+    client = str(((cal or {}).get("setup") or {}).get("clients", {}).get("classic")
+                 or "the calibration's classic client").split(", ")[0]
+    parts = []
+    for r in rows:
+        m = r["metrics"][_CLIENT_METRIC]
+        settings = r.get("settings") or {}
+        at = f"{r.get('scenario')} at {r.get('members')} members"
+        if "metadata.max.age.ms" in settings:
+            at += f", metadata.max.age {_ms(settings['metadata.max.age.ms'])}"
+        parts.append(f"{r.get('protocol')} {number(float(m['measured']) / 1000)} s on the wire "
+                     f"against the model's {number(float(m['simulated']) / 1000)} s ({at}, "
+                     f"{r.get('wire_runs')} wire runs)")
+    fast = max(float(r["metrics"][_CLIENT_METRIC]["measured"]) for r in rows) < 60_000
+    return (f" The classic figures are the Java client's behaviour, which the model follows; "
+            f"clients built on {client} "
+            + ("converge in seconds" if fast else "converge faster")
+            + ": " + "; ".join(parts) + "; the calibration row below says why.")
+
+
+def with_client_notes(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
+                      cal: Mapping[str, Any] | None = None) -> list[Claim]:
+    """The sentences with their client note appended (:func:`client_note`); ``cal``: the
+    package's calibration by default."""
+    if cal is None:
+        from groupcoord.lab.limits import load_calibration
+
+        cal = load_calibration()
+    return [replace(c, text=c.text + client_note(c, verdicts, cal)) for c in found]
+
+
+def calibration_note(c: Claim, verdicts: Sequence[GridVerdict] = ()) -> str:
     """What the calibration against real clients measured for a sentence's scenario and its
     protocols (``lab.limits.calibration_for``, the calibration's lookup by scenario and
     protocol), printed beside the sentence; "" where no calibration row covers them (or the
-    lookup is not there)."""
+    lookup is not there). With ``verdicts``, a sentence across a swept setting looks up its
+    grid's protocols too (:func:`_claim_protocols`)."""
     from groupcoord.lab import limits
 
     lookup = getattr(limits, "calibration_for", None)
     if lookup is None:
         return ""
     found = []
-    for p in dict.fromkeys(x for x in (*c.best.split(" and "), c.worse) if x):
+    for p in _claim_protocols(c, verdicts):
         text = lookup(c.scenario, p)
         if text:
             found.append(str(text))
@@ -965,7 +1071,7 @@ def _claims_html(found: Sequence[Claim], verdicts: Sequence[GridVerdict] = ()) -
                 f"test above.</p>{few_html}")
     items = "".join(f"<li>{html.escape(c.text)}<br><code>{html.escape(c.command)}</code>"
                     + (f"<br><small class='cal'>{html.escape(n)}</small>"
-                       if (n := calibration_note(c)) else "") + "</li>"
+                       if (n := calibration_note(c, verdicts)) else "") + "</li>"
                     for c in found)
     return ("<h2>What the tables show</h2><p>Each sentence is one marked difference in a cell "
             f"of at least {CLAIM_MIN_SEEDS} seeds per protocol, in the grid's own metrics; its "
@@ -1090,7 +1196,7 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
         lines += [claim_rule(found, verdicts), ""]
     for i, c in enumerate(found, 1):
         lines.append(f"{i}. {c.text}  \n   `{c.command}`")
-        note = calibration_note(c)
+        note = calibration_note(c, verdicts)
         if note:
             lines.append(f"   {note}")
     few = too_few_for_claims(verdicts)

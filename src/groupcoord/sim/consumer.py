@@ -474,8 +474,10 @@ class ConsumerSimulation(ConsumerConvergence):
         self._drive(p)
 
     def _drive(self, p: Proc) -> None:
-        """Let the member send what is due (an auto-commit that is due goes with a heartbeat,
-        as a consumer's poll loop does), and schedule its next wake-up."""
+        """Let the member send what is due and auto-commit when its interval is due (on its
+        own timer, as the Java consumer's auto-commit: ``auto.commit.interval.ms``, not at the
+        next heartbeat, which made every interval under a heartbeat one heartbeat), and
+        schedule its next wake-up."""
         m = p.member
         now = self.now
         if now < p.ready_at:  # still starting: its first request goes once it is up
@@ -486,7 +488,6 @@ class ConsumerSimulation(ConsumerConvergence):
         timeouts = m.stats["timeouts"]
         state_before = m.state
         req = m.poll_request(now)
-        sent = req is not None
         while req is not None:  # besides a heartbeat, an assigner can owe a Prepare or Install
             self._send(p, req, m.last_correlation_id)
             req = m.poll_request(now)
@@ -495,12 +496,11 @@ class ConsumerSimulation(ConsumerConvergence):
         if m.stats["timeouts"] != timeouts:
             self.stats["timeouts"] += 1
             self.trace("timeout", p.name, m.member_epoch)
-        if sent:
-            c = p.next_commit_at
-            if c is not None and now >= c:
-                p.next_commit_at = now + self.scenario.commit_interval_ms
-                if p.consuming and not p.leaving:
-                    self._commit(p, p.consuming, "auto")
+        c = p.next_commit_at  # the auto-commit's own timer, heartbeat or not
+        if c is not None and now >= c:
+            p.next_commit_at = now + self.scenario.commit_interval_ms
+            if p.consuming and not p.leaving:
+                self._commit(p, p.consuming, "auto")
         if m.owned is not p.consuming:
             self._sync(p)
         if p.leaving and m.state is ClientMemberState.UNJOINED:
@@ -513,6 +513,9 @@ class ConsumerSimulation(ConsumerConvergence):
         if not p.alive:
             return
         d = p.member.next_deadline()
+        c = p.next_commit_at
+        if c is not None and (d is None or c < d):
+            d = c
         if d is None:
             return
         now = self.now

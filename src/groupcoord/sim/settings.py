@@ -11,6 +11,10 @@ family (Kafka config names; the Java clients, librdkafka and Kafka 4.3's broker 
 - KIP-848 consumers: the broker's ``group.consumer.heartbeat.interval.ms`` 5 s and
   ``group.consumer.session.timeout.ms`` 45 s, ``group.consumer.assignment.interval.ms`` 1 s
   (Kafka 4.3's assignment batching), ``max.poll.interval.ms`` 5 min;
+- share groups (KIP-932): the broker's ``group.share.heartbeat.interval.ms`` and
+  ``group.share.session.timeout.ms`` (as KIP-848's), ``group.share.assignment.interval.ms``,
+  and the record lock duration and delivery count limit the share simulation runs with
+  (``sim.share.ShareSettings``: Kafka's 30 s and 5);
 - Connect workers (``DistributedConfig``; the same on the Connect draft's group type):
   ``heartbeat.interval.ms`` 3 s, ``session.timeout.ms`` 10 s, ``rebalance.timeout.ms`` 60 s,
   ``scheduled.rebalance.max.delay.ms`` 5 min (KIP-415).
@@ -73,7 +77,18 @@ def effective_settings(sc: Scenario, protocol: str) -> dict[str, int]:
     wl = sc.workload
     fam = family(protocol)
     out: dict[str, int]
-    if fam == "connect":
+    if protocol.partition(":")[0] == "share":
+        from groupcoord.sim.share import ShareSimulation
+
+        share = ShareSimulation.settings  # what a share run uses (the lab sets no other)
+        out = {"group.share.heartbeat.interval.ms": sc.heartbeat_interval_ms,
+               "group.share.session.timeout.ms": sc.session_timeout_ms,
+               "group.share.assignment.interval.ms": sc.assignment_interval_ms,
+               "group.share.record.lock.duration.ms": share.lock_duration_ms,
+               "group.share.delivery.count.limit": share.delivery_count_limit}
+        if not wl.idle:
+            out["max.poll.records"] = wl.max_poll_records
+    elif fam == "connect":
         out = {"heartbeat.interval.ms": sc.heartbeat_interval_ms,
                "session.timeout.ms": sc.session_timeout_ms,
                "rebalance.timeout.ms": sc.rebalance_timeout_ms,

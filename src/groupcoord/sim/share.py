@@ -81,6 +81,7 @@ from groupcoord.coordinator.records import Assignment
 from groupcoord.coordinator.share_partitions.config import ShareConfig
 from groupcoord.coordinator.share_partitions.partition import AckType
 from groupcoord.protocol.errors import ErrorCode, error_name
+from groupcoord.sim.application import RECOVERY_WAIT_MS
 from groupcoord.sim.engine import Simulation, Violation
 from groupcoord.sim.scenario import Event, start_offsets_ms
 from groupcoord.sim.share_partitions import (
@@ -145,6 +146,7 @@ class ShareSimulation(Simulation):
     """KIP-932 share groups under faults (protocol ``share``)."""
 
     protocol = "share"
+    waiting_since: int | None = None  # (:func:`may_end`)
     #: What a run without explicit settings uses (the lab sets its own per spec).
     settings = ShareSettings()
 
@@ -696,8 +698,8 @@ class ShareSimulation(Simulation):
             self.dirty = False
             if self.converged():
                 self.note_converged()
-                if self.now >= self.quiet_at and self.end_at is not None and \
-                        self.now >= (self.scenario.end_ms or 0) and self._drained():
+                if self.now >= max(self.quiet_at, self.scenario.end_ms or 0) and \
+                        self.end_at is not None and may_end(self) and self._drained():
                     self.end_at = self.now
             else:
                 self.note_unconverged()
@@ -844,3 +846,27 @@ class ShareSimulation(Simulation):
 
 def _flatten(a: Assignment) -> frozenset[TopicIdPartition]:
     return frozenset((t, p) for t, ps in a.items() for p in ps)
+
+
+def may_end(sim: ShareSimulation) -> bool:
+    """The consumer groups' rule for a converged run's end (``sim.application``'s
+    ``may_end``), so that both protocols' disturbance windows run as long: once the
+    applications caught up (the backlog is what the members hold or a fetch wait lets
+    accumulate), or :data:`RECOVERY_WAIT_MS` after the group first converged without
+    them (members that cannot keep up never catch up). Without it a share run ended once
+    the records produced before the faults stopped were done, and its windows closed with
+    a backlog that a consumer group's window went on counting."""
+    if sim.work_recovered():
+        return True
+    if sim.waiting_since is None:
+        sim.waiting_since = sim.now
+        # the group converged (I5 holds): the run's deadline may wait for the catch-up
+        # as long as a consumer group's would
+        wait = sim.now + RECOVERY_WAIT_MS
+        if sim.end_at is not None and sim.end_at < wait:
+            sim.end_at = wait
+            sim.at(wait, lambda _: None)  # wakes the loop at the deadline
+    if sim.now >= sim.waiting_since + RECOVERY_WAIT_MS:
+        return True
+    sim._await_recovery()  # look again in a while (a catch-up is no event of its own)
+    return False

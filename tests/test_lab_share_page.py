@@ -1,0 +1,109 @@
+"""The share comparison's page (review of the share comparison): the "Why" lines per group
+size (a median across sizes mixes a crash at 4 members with one at 12), a row whose medians
+are under the floor but whose seeds split does not read "all under floor", and a crash
+row whose runs never caught up says its lag grows with the run's length (a member left with
+more partitions than it can process), not that the session timeout sets it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.lab.findings import Metric
+from groupcoord.lab.mechanism import mechanisms, member_load, not_caught_up, share_capacity
+from groupcoord.lab.report import _verdict_word
+from groupcoord.lab.verdict import Cell, MetricVerdict
+
+SHARE, KIP848 = "share:simple", "consumer:uniform"
+SETTINGS = {p: {"group.consumer.heartbeat.interval.ms": 5000,
+                "group.consumer.session.timeout.ms": 45000} for p in (SHARE, KIP848)}
+WORK = "60 rec/s, exponential:10 ms/rec, max.poll.records 100"
+
+
+def _run(protocol: str, seed: int, size: int, **cols: Any) -> dict[str, Any]:
+    return {"protocol": protocol, "scenario": "crowd-crash", "size": size, "members": size,
+            "workload": "1x4-busy", "fault_rate": 0.0, "seed": seed, "ok": True,
+            "caught_up": True, "total_partitions": 4, "total_topics": 1, "work_model": WORK,
+            **cols}
+
+
+def test_why_lines_are_per_group_size() -> None:
+    runs = [_run(SHARE, s, 4, resources_moved=1, resource_downtime_ms=41_900) for s in range(3)]
+    runs += [_run(SHARE, s, 12, resources_moved=1, resource_downtime_ms=0) for s in range(3)]
+    runs += [_run(KIP848, s, n, resources_moved=1, resource_downtime_ms=44_000)
+             for s in range(3) for n in (4, 12)]
+    lines = [t for t in mechanisms([SHARE, KIP848], SETTINGS, runs) if "downtime per" in t]
+    assert len(lines) == 2
+    four, twelve = lines
+    assert four.startswith("crowd-crash, 4 members:") and "share:simple 41.9 s" in four
+    assert twelve.startswith("crowd-crash, 12 members:") and "share:simple 0 ms" in twelve
+    # one size: the scenario's line as before, without a size
+    (only,) = [t for t in mechanisms([SHARE, KIP848], SETTINGS,
+                                     [r for r in runs if r["size"] == 4]) if "downtime" in t]
+    assert only.startswith("crowd-crash: downtime per moved partition")
+
+
+def test_a_processing_time_drawn_from_a_distribution_has_a_load() -> None:
+    ld = member_load(_run(KIP848, 0, 4))
+    assert ld is not None
+    assert ld.records_per_s == 60 and abs(ld.busy - 0.6) < 1e-9
+    # one member fewer: 3 members on 4 partitions, the busiest holds 2: 120 % busy
+    assert abs(ld.busiest_balanced - 1.2) < 1e-9
+
+
+def _mv(values: dict[str, list[float]]) -> MetricVerdict:
+    m = Metric("lag_record_s", "lag", "record·s", floor=100.0)
+    cells = {p: Cell(dict(enumerate(v))) for p, v in values.items()}
+    return MetricVerdict(m, cells, "tie", tuple(values))
+
+
+def test_medians_under_the_floor_with_seeds_over_it_are_not_all_under_floor() -> None:
+    word = _verdict_word(_mv({SHARE: [16.1, 16.6, 13.4, 42.4, 17.0],
+                              KIP848: [0, 0, 0, 222_806.9, 161_231.4]}))
+    assert "all under floor" not in word
+    assert word == "medians under floor; consumer:uniform 2 of 5 seeds over it: 161,231\u2013222,807"
+    assert _verdict_word(_mv({SHARE: [16.1, 42.4, 13.4], KIP848: [0, 3, 0]})) == "all under floor"
+
+
+def test_a_crash_row_that_never_caught_up_says_its_lag_grows_with_the_run() -> None:
+    runs = [_run(KIP848, s, 4, recovered=False) for s in range(5)]
+    runs += [_run(SHARE, s, 4, recovered=s > 0) for s in range(5)]
+    (kip848, share) = not_caught_up(4, [KIP848, SHARE], runs)
+    assert kip848 == ("consumer:uniform's lag is a member left with 2 partitions at 120% busy, "
+                      "which never catches up (not caught up when the run ended in 5 of 5 "
+                      "runs): it grows with the run's length, not with the session timeout")
+    assert share == ("share:simple not caught up when the run ended in 1 of 5 runs, so its lag "
+                     "too grows with the run's length")
+    # every run caught up: nothing to say (the session timeout's clause stands)
+    assert not_caught_up(4, [KIP848], [_run(KIP848, 0, 4, recovered=True)]) == []
+    # at 12 members a member left with one partition (60 %) is no saturation
+    (slow,) = not_caught_up(12, [KIP848], [_run(KIP848, 0, 12, recovered=False)])
+    assert slow.startswith("consumer:uniform not caught up when the run ended in 1 of 1 runs")
+
+
+def test_twelve_share_members_on_four_partitions_are_said_to_be_capacity() -> None:
+    runs = [_run(SHARE, 0, 12), _run(KIP848, 0, 12)]
+    text = share_capacity(12, [SHARE, KIP848], runs)
+    assert text.startswith("12 members on 4 partitions: the share group has 3 members working "
+                           "each partition, the consumer group one")
+    assert "working capacity" in text
+    # one member per partition, or no share group in the sentence: nothing to say
+    assert share_capacity(4, [SHARE, KIP848], [_run(SHARE, 0, 4)]) == ""
+    assert share_capacity(12, [KIP848, "consumer:range"], runs) == ""
+
+
+def test_the_conditions_name_the_share_group_and_no_classic_poll_loop() -> None:
+    from groupcoord.lab.mechanism import conditions
+
+    share = {"group.share.heartbeat.interval.ms": 5000, "group.share.session.timeout.ms": 45000}
+    text = conditions([SHARE, KIP848], {SHARE: share, KIP848: SETTINGS[KIP848]})
+    assert "KIP-932 share heartbeat 5 s, session 45 s" in text
+    assert "KIP-848 heartbeat 5 s, session 45 s" in text
+    assert "classic member" not in text
+
+
+def test_a_lag_axis_says_record_seconds() -> None:
+    from groupcoord.lab.findings import BY_COLUMN
+    from groupcoord.lab.report import axis_label
+
+    assert axis_label(BY_COLUMN["lag_record_s"]) == "record-seconds (record·s)"
+    assert axis_label(BY_COLUMN["lag_peak"]) == "records"
