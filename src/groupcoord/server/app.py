@@ -1024,6 +1024,12 @@ class Connection(asyncio.Protocol):
         """An answer to the client: now, or once the pending group commit is done."""
         self.server.group_commit.write(self, data)
 
+    def answer(self, data: bytes) -> None:
+        """An answer written outside the request loop (a delayed SASL failure before its close):
+        behind any answer still held for the pending group commit, and sent before the close."""
+        self._write(data)
+        self.server.group_commit.commit()
+
     def _finished(self, task: asyncio.Future[Any]) -> None:
         self.busy = False
         self._task = None

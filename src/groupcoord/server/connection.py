@@ -49,6 +49,10 @@ class ServedConnection(Protocol):
 
     def close(self, reason: str) -> None: ...
 
+    def answer(self, data: bytes) -> None:
+        """Write ``data`` outside the request loop, in order behind the answers held for a
+        pending group commit, and send it now (before a close that follows)."""
+
     def limit_frames(self, max_frame_size: int | None) -> None:
         """The largest request frame the connection takes from now on; None: the server's
         ``socket.request.max.bytes``."""

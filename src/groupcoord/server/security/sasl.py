@@ -330,10 +330,11 @@ class SaslSession:
         return None
 
     def _finish_failure(self, reason: str, response: bytes) -> None:
-        transport = self.conn.transport
+        conn = self.conn
+        transport = conn.transport
         if transport is not None and not transport.is_closing() and response:
-            transport.write(response)
-        self.conn.close(reason)
+            conn.answer(response)
+        conn.close(reason)
 
     def _response(self, key: int, version: int, corr: int, **fields: Any) -> bytes:
         cls = response_class(key, version)
