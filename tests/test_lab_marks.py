@@ -162,11 +162,10 @@ def test_a_sentence_carries_the_calibration_of_its_scenario_and_protocols(monkey
     assert calibration_note(c) == ""
 
 
-def test_near_zero_medians_on_a_linear_axis_are_printed(tmp_path: Any) -> None:
+def test_near_zero_medians_on_a_linear_axis_are_printed(tmp_path: Any,
+                                                         saved_figures: list[Any]) -> None:
     """The crossover scale-out panel: eager at 0.1-0.5 record·s beside 100-300 reads as zero
     on a linear axis, so its medians are printed at its points (the others' are not)."""
-    from matplotlib.figure import Figure
-
     from groupcoord.lab.report import grid_charts, protocol_styles
 
     rows = []
@@ -182,19 +181,8 @@ def test_near_zero_medians_on_a_linear_axis_are_printed(tmp_path: Any) -> None:
             "workloads": ["p20", "p30", "p40"]}
     (g,) = grid_verdicts({"grids": [grid]}, rows)
     assert g.parameter is not None
-    drawn: list[Any] = []
-    real = Figure.savefig
-
-    def keep(fig: Any, path: Any, **kw: Any) -> None:
-        drawn.append(fig)
-        real(fig, path, **kw)
-
-    Figure.savefig = keep  # type: ignore[method-assign]
-    try:
-        grid_charts(g, tmp_path, protocol_styles(g.protocols))
-    finally:
-        Figure.savefig = real  # type: ignore[method-assign]
-    (fig,) = drawn
+    grid_charts(g, tmp_path, protocol_styles(g.protocols))
+    (fig,) = saved_figures
     (ax,) = [a for a in fig.axes if a.get_visible()]
     assert ax.get_yscale() == "linear"
     assert sorted(t.get_text() for t in ax.texts) == ["0.12", "0.22", "0.52"]
