@@ -124,3 +124,20 @@ def spark() -> Iterator[object]:
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture
+def saved_figures(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every matplotlib figure the test saves, in order (``Figure.savefig`` still writes its
+    file): the lab report's chart tests read the axes the page's pictures were drawn from."""
+    from matplotlib.figure import Figure
+
+    saved: list[object] = []
+    real = Figure.savefig
+
+    def keep(fig: Figure, *args: object, **kw: object) -> None:
+        saved.append(fig)
+        real(fig, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    return saved

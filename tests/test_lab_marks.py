@@ -162,11 +162,10 @@ def test_a_sentence_carries_the_calibration_of_its_scenario_and_protocols(monkey
     assert calibration_note(c) == ""
 
 
-def test_near_zero_medians_on_a_linear_axis_are_printed(tmp_path: Any) -> None:
+def test_near_zero_medians_on_a_linear_axis_are_printed(tmp_path: Any,
+                                                         saved_figures: list[Any]) -> None:
     """The crossover scale-out panel: eager at 0.1-0.5 record·s beside 100-300 reads as zero
     on a linear axis, so its medians are printed at its points (the others' are not)."""
-    from matplotlib.figure import Figure
-
     from groupcoord.lab.report import grid_charts, protocol_styles
 
     rows = []
@@ -182,19 +181,8 @@ def test_near_zero_medians_on_a_linear_axis_are_printed(tmp_path: Any) -> None:
             "workloads": ["p20", "p30", "p40"]}
     (g,) = grid_verdicts({"grids": [grid]}, rows)
     assert g.parameter is not None
-    drawn: list[Any] = []
-    real = Figure.savefig
-
-    def keep(fig: Any, path: Any, **kw: Any) -> None:
-        drawn.append(fig)
-        real(fig, path, **kw)
-
-    Figure.savefig = keep  # type: ignore[method-assign]
-    try:
-        grid_charts(g, tmp_path, protocol_styles(g.protocols))
-    finally:
-        Figure.savefig = real  # type: ignore[method-assign]
-    (fig,) = drawn
+    grid_charts(g, tmp_path, protocol_styles(g.protocols))
+    (fig,) = saved_figures
     (ax,) = [a for a in fig.axes if a.get_visible()]
     assert ax.get_yscale() == "linear"
     assert sorted(t.get_text() for t in ax.texts) == ["0.12", "0.22", "0.52"]
@@ -217,3 +205,39 @@ def test_an_eager_mark_holds_while_eager_stays_among_the_marked_best() -> None:
     (half,) = [r for r in busy.rows if r.scenario == "bounce-slow500ms"]
     assert half.metrics[0].verdict == "tied" and EAGER in half.metrics[0].best
     assert plain.metrics[0].limit.startswith("holds only while no member is 2 s late")
+
+
+def test_connect_time_until_balanced_is_marked_as_the_task_time_input() -> None:
+    """Round 6: worker-leaves-d0 at 12 workers, sessioned balanced in 3 s against eager's 4 s,
+    which is the 1 s task stop (with a 0 s stop both take 2.49 s). The table keeps the ★ but
+    marks the metric * as containing the task-time input, and no sentence rests on it; the
+    grid's other marks still get their sentences."""
+    eager, sessioned = "classic-connect:eager", "classic-connect:sessioned"
+    rows = [_row(eager, "worker-leaves-d0", s, workload="16x8c", size=12,
+                 task_restarts=40 + s, time_to_balance_ms=4000 + 10 * s, settings_json="{}")
+            for s in range(5)]
+    rows += [_row(sessioned, "worker-leaves-d0", s, workload="16x8c", size=12,
+                  task_restarts=8 + s, time_to_balance_ms=3000 + 10 * s,
+                  settings_json='{"scheduled.rebalance.max.delay.ms": 0}') for s in range(5)]
+    grid = {**_grid("kip415", ["worker-leaves-d0"], [eager, sessioned], "16x8c",
+                    ("task_restarts", "time_to_balance_ms")), "sizes": [12]}
+    (g,) = grid_verdicts({"grids": [grid]}, rows)
+    restarts, balanced = g.rows[0].metrics
+    assert balanced.verdict == "best" and balanced.best == (sessioned,)
+    assert restarts.verdict == "best" and restarts.best == (sessioned,)
+    assert _label(g, balanced.metric).endswith(" *")
+    assert not _label(g, restarts.metric).endswith(" *")
+    from groupcoord.lab.report import _metrics_line
+    assert "* on time until balanced = contains the task-time input" in _metrics_line(g)
+    said = claims([g])
+    assert [c.metric for c in said] == ["task_restarts"]
+    assert all("time until balanced" not in c.text for c in said)
+
+
+def test_consumer_metrics_carry_no_task_time_mark() -> None:
+    """The * is a Connect grid's: a consumer grid's lag has no task times in it."""
+    rows = [_row(EAGER, "scale-out", s, lag_record_s=0.1 + 0.2 * s) for s in range(5)]
+    rows += [_row(COOP, "scale-out", s, lag_record_s=31.5 + 2 * s) for s in range(5)]
+    (g,) = grid_verdicts({"grids": [_grid("g", ["scale-out"], [EAGER, COOP])]}, rows)
+    assert not _label(g, g.metrics[0]).endswith("*")
+    assert [c.metric for c in claims([g])] == ["lag_record_s"]

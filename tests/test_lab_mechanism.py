@@ -145,7 +145,8 @@ def test_the_calibration_caveat_counts_the_marks_narrower_than_its_tolerance() -
     assert "wider than 2 of the 4 marked differences" in head
 
 
-def test_page_one_names_the_families_and_split_seeds_are_dots(tmp_path: Any) -> None:
+def test_page_one_names_the_families_and_split_seeds_are_dots(tmp_path: Any,
+                                                              saved_figures: list[Any]) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -180,21 +181,9 @@ def test_page_one_names_the_families_and_split_seeds_are_dots(tmp_path: Any) -> 
     assert "split seeds" in index
 
     (g,) = grid_verdicts(meta, rows)
-    from matplotlib.figure import Figure
-
-    drawn: list[Any] = []
-    real = Figure.savefig
-
-    def keep(fig: Any, path: Any, **kw: Any) -> None:
-        drawn.append(fig)
-        real(fig, path, **kw)
-
-    Figure.savefig = keep  # type: ignore[method-assign]
-    try:
-        grid_charts(g, tmp_path, protocol_styles(g.protocols))
-    finally:
-        Figure.savefig = real  # type: ignore[method-assign]
-    (fig,) = drawn
+    saved_figures.clear()  # build_report's pictures: this test reads grid_charts' own
+    grid_charts(g, tmp_path, protocol_styles(g.protocols))
+    (fig,) = saved_figures
     (ax,) = [a for a in fig.axes if a.get_visible()]  # restarts are all 0: no panel
     # sessioned: 10 seeds drawn as dots (2 sizes x 5), no band through values no seed had
     dots = [c for c in ax.collections if c.get_offsets().shape[0] == 10]

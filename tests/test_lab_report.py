@@ -175,7 +175,8 @@ def test_the_first_page_is_a_verdict_table_per_grid_then_claims(tmp_path: Path) 
     assert "300,000" in settings
 
 
-def test_charts_label_the_swept_values_and_leave_out_zero_metrics(tmp_path: Path) -> None:
+def test_charts_label_the_swept_values_and_leave_out_zero_metrics(
+        tmp_path: Path, saved_figures: list[Any]) -> None:
     from groupcoord.lab.report import grid_charts, protocol_styles
     from groupcoord.lab.verdict import grid_verdicts
 
@@ -194,21 +195,9 @@ def test_charts_label_the_swept_values_and_leave_out_zero_metrics(tmp_path: Path
     meta = json.loads((tmp_path / "sweep.json").read_text())
     kip, cross = grid_verdicts(meta, runs)
     styles = protocol_styles(kip.protocols + cross.protocols)
-    from matplotlib.figure import Figure
-
-    drawn: list[Any] = []
-    real_savefig = Figure.savefig
-
-    def keep(fig: Any, path: Any, **kw: Any) -> None:
-        drawn.append(fig)
-        real_savefig(fig, path, **kw)
-
-    Figure.savefig = keep  # type: ignore[method-assign]
-    try:
-        grid_charts(cross, tmp_path, styles)
-    finally:
-        Figure.savefig = real_savefig  # type: ignore[method-assign]
-    (fig,) = drawn
+    saved_figures.clear()  # build_report's pictures: this test reads grid_charts' own
+    grid_charts(cross, tmp_path, styles)
+    (fig,) = saved_figures
     axes = [ax for ax in fig.axes if ax.get_visible()]
     # only stall differs from zero: one panel, its x ticks the swept values in order
     assert [ax.get_title() for ax in axes] == ["stall"]

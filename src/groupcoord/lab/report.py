@@ -70,6 +70,7 @@ from groupcoord.lab.verdict import (
     separation_chance,
     short_label,
     sign_needed,
+    task_time_input,
     usable,
 )
 
@@ -159,9 +160,9 @@ TASK_TIME_PRODUCTS = frozenset({"task_downtime_task_s", "stall_ms"})
 def _label(g: GridVerdict, m: Metric) -> str:
     """A metric's name and unit in a grid's table; in a Connect grid, task downtime and stall
     say that they are the task-time input times the restarts (not measured: the task restarts
-    are the input-free result)."""
+    are the input-free result), and time until balanced that it contains that input."""
     out = _unit(m, g.excess)
-    if _task_time_product(g, m):
+    if _task_time_product(g, m) or task_time_input(g, m):
         out += " *"
     return out
 
@@ -174,10 +175,17 @@ def _task_time_product(g: GridVerdict, m: Metric) -> bool:
 def _metrics_line(g: GridVerdict) -> str:
     """The grid's metrics, and what a * beside one means."""
     out = ", ".join(_label(g, m) for m in g.metrics)
+    notes = []
     if any(_task_time_product(g, m) for m in g.metrics):
-        out += (" (* = the task-time input x restarts: the model's task stop and start times "
-                "times the restarts, not a measurement; the task restarts are the input-free "
-                "result)")
+        notes.append("* = the task-time input x restarts: the model's task stop and start "
+                     "times times the restarts, not a measurement; the task restarts are the "
+                     "input-free result")
+    if any(task_time_input(g, m) for m in g.metrics):
+        notes.append("* on time until balanced = contains the task-time input: each rebalance "
+                     "waits for the moved tasks to stop and start (the model's times), so its "
+                     "marks are the input's as much as the protocol's and carry no sentence")
+    if notes:
+        out += " (" + "; ".join(notes) + ")"
     return out
 
 
@@ -679,6 +687,8 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 family(p).endswith("connect") for p in g.protocols):
             # a Connect stall is the model's task stop plus start time: an input, not a finding
             panel_title += "\n(model input: task stop + start)"
+        elif task_time_input(g, m):
+            panel_title += "\n(contains the task stop + start input)"
         ax.set_title(panel_title, fontsize=10)
         ylabel = axis_label(m)
         thresh = log_threshold(

@@ -768,6 +768,8 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
         if min(r.seeds for r in rows) < CLAIM_MIN_SEEDS:
             continue
         for i, m in enumerate(g.metrics):
+            if task_time_input(g, m):
+                continue  # the task-time inputs' result, not the protocols'
             # the marked best, or the tied best together when they beat the others
             winners = [(r.x, " and ".join(r.metrics[i].best)
                         if r.metrics[i].verdict in ("best", "tied") and r.metrics[i].beaten
@@ -855,7 +857,9 @@ CLAIM_RULE = (
     "above in a cell of at least {seeds} seeds per "
     "protocol, in the grid's own metrics, is a candidate; of one scenario and metric only the "
     "size with the largest effect counts; a win over a protocol whose number is a configured "
-    "delay (KIP-415's scheduled.rebalance.max.delay.ms) is no candidate. First, in each grid, "
+    "delay (KIP-415's scheduled.rebalance.max.delay.ms) is no candidate, nor a Connect "
+    "grid's time until balanced (it contains the model's task stop and start times, marked "
+    "*). First, in each grid, "
     "every protocol that wins in the grid's first metric (its question's) gets its strongest "
     "win there, a shared win counting for each protocol sharing it "
     "(a grid that sweeps a parameter instead says, per scenario, where its first metric's "
@@ -867,13 +871,29 @@ CLAIM_RULE = (
     "sentences in all, shown in the grids' order.")
 
 
+#: Connect metrics that contain the model's task stop and start times: every rebalance of a
+#: Connect group waits for the tasks it moves to stop and start, so time until balanced is
+#: made of those inputs as much as of the protocol (with a 0 s task stop, eager and sessioned
+#: balance worker-leaves at 12 workers in the same 2,490 ms, where a 1 s stop gave 4 s
+#: against 3 s).
+TASK_TIME_INPUTS = frozenset({"time_to_balance_ms"})
+
+
+def task_time_input(g: GridVerdict, m: Metric) -> bool:
+    """Whether ``m`` in grid ``g`` contains the task-time inputs (a Connect grid's time until
+    balanced: the table marks it with a *, and its ★ carries no sentence)."""
+    return (m.column in TASK_TIME_INPUTS and bool(g.protocols)
+            and all(family(p) in _CONNECT_FAMILIES for p in g.protocols))
+
+
 def _candidates(g: GridVerdict) -> list[tuple[float, Claim, tuple[str, ...]]]:
     """A grid's candidate sentences with their effect sizes: per scenario and question metric
     the marked difference of the size with the largest effect."""
     best: dict[tuple[str, str], tuple[float, VerdictRow, MetricVerdict]] = {}
     for row in g.rows:
         for mv in row.metrics:
-            if mv.verdict not in ("best", "tied") or not mv.beaten or not claimable(mv):
+            if mv.verdict not in ("best", "tied") or not mv.beaten or not claimable(mv) \
+                    or task_time_input(g, mv.metric):
                 continue
             sign = 1 if mv.metric.lower_is_better else -1
             runner_up = min(mv.beaten, key=lambda p: (sign * mv.cells[p].median, p))
