@@ -921,6 +921,9 @@ class Connection(asyncio.Protocol):
     def close(self, reason: str) -> None:
         if self.closed:
             return
+        # the answers held for a pending group commit (this connection's among them) go out
+        # before the close, in the order they were written
+        self.server.group_commit.commit()
         self.closed = True
         self._drop_buffers()
         self._cancel_task()
@@ -997,7 +1000,6 @@ class Connection(asyncio.Protocol):
                 if out:
                     self._write(b"".join(out))
                     out = []
-                self.server.group_commit.commit()  # what is held goes out before the close
                 log.warning("closing connection from %s: %s", self.peer, outcome.reason)
                 self.close(outcome.reason)
                 return
@@ -1025,10 +1027,9 @@ class Connection(asyncio.Protocol):
         self.server.group_commit.write(self, data)
 
     def answer(self, data: bytes) -> None:
-        """An answer written outside the request loop (a delayed SASL failure before its close):
-        behind any answer still held for the pending group commit, and sent before the close."""
+        """An answer written outside the request loop (a delayed SASL failure): behind any
+        answer still held for the pending group commit (:meth:`close` sends them all)."""
         self._write(data)
-        self.server.group_commit.commit()
 
     def _finished(self, task: asyncio.Future[Any]) -> None:
         self.busy = False
@@ -1044,7 +1045,6 @@ class Connection(asyncio.Protocol):
         if isinstance(outcome, Close):
             if outcome.response:
                 self._write(outcome.response)
-            self.server.group_commit.commit()  # what is held goes out before the close
             log.warning("closing connection from %s: %s", self.peer, outcome.reason)
             self.close(outcome.reason)
             return

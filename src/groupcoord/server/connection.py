@@ -51,7 +51,7 @@ class ServedConnection(Protocol):
 
     def answer(self, data: bytes) -> None:
         """Write ``data`` outside the request loop, in order behind the answers held for a
-        pending group commit, and send it now (before a close that follows)."""
+        pending group commit (a close sends what is held first)."""
 
     def limit_frames(self, max_frame_size: int | None) -> None:
         """The largest request frame the connection takes from now on; None: the server's
