@@ -227,3 +227,20 @@ def test_the_lateness_grid_keeps_its_budget() -> None:
     assert {r.size for r in runs} == {10}
     assert len({r.seed for r in runs if r.scenario == "bounce"}) == len(
         {r.replicate for r in runs})  # paired: every workload and protocol on the same seeds
+
+
+def test_the_report_line_gives_the_measured_distribution_per_workload() -> None:
+    from groupcoord.lab.lateness import lateness_lines
+
+    def run(workload: str, n: int | None, p50: float, worst: float) -> dict[str, Any]:
+        return {"workload": workload, "lateness_n": n, "lateness_p50_ms": p50,
+                "lateness_max_ms": worst}
+    runs = [run("none", 10, 0, 0), run("none", 12, 0, 0), run("heavy", 10, 0, 1_500),
+            run("heavy", 10, 0, 0), run("heavy", 10, 40, 6_200), run("idle", None, 0, 0)]
+    lines = lateness_lines(runs)
+    assert len(lines) == 2 and lines[0].startswith("none:") and lines[1].startswith("heavy:")
+    assert "22 rejoins and revocations in 2 runs" in lines[0]
+    assert "latest member of a run 0 ms in every run, a member late in 0 of 2" in lines[0]
+    assert "median 1.5 s (range 0 ms-6.2 s), a member late in 2 of 3 runs" in lines[1]
+    assert "the median member median 0 ms (range 0 ms-40 ms)" in lines[1]
+    assert lateness_lines([run("idle", None, 0, 0)]) == []
