@@ -244,3 +244,7 @@ def test_the_report_line_gives_the_measured_distribution_per_workload() -> None:
     assert "median 1.5 s (range 0 ms-6.2 s), a member late in 2 of 3 runs" in lines[1]
     assert "the median member median 0 ms (range 0 ms-40 ms)" in lines[1]
     assert lateness_lines([run("idle", None, 0, 0)]) == []
+    calm = lateness_lines([run("a", 10, 0, 0), run("b", 8, 0, 0)])
+    assert calm == ["The members' lateness at the rebalances: 0 ms in every run (18 rejoins "
+                    "and revocations in 2 runs: every member was in poll() when the protocol "
+                    "asked it)."]
