@@ -248,3 +248,14 @@ def test_the_report_line_gives_the_measured_distribution_per_workload() -> None:
     assert calm == ["The members' lateness at the rebalances: 0 ms in every run (18 rejoins "
                     "and revocations in 2 runs: every member was in poll() when the protocol "
                     "asked it)."]
+
+
+def test_only_grids_that_model_natural_lateness_print_it() -> None:
+    from groupcoord.lab.lateness import grid_lateness_lines, lateness_lines
+
+    paused = {"workload": "heavy", "work": '{"pause_every_ms":10000,"pause_ms":1000}',
+              "lateness_n": 9, "lateness_p50_ms": 0.0, "lateness_max_ms": 2_000.0}
+    plain = {"workload": "4x250", "work": None, "lateness_n": 9, "lateness_p50_ms": 0.0,
+             "lateness_max_ms": 0.0}
+    assert grid_lateness_lines([plain]) == []  # (e.g. a slow event's grid: not measured here)
+    assert grid_lateness_lines([plain, paused]) == lateness_lines([plain, paused])

@@ -59,4 +59,13 @@ def lateness_lines(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
-__all__ = ["lateness_lines"]
+def grid_lateness_lines(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """:func:`lateness_lines` for a grid whose workloads model natural lateness (a run's
+    ``work`` sets ``pause_every_ms``); [] for the others: their lateness is the poll's only, and
+    a grid that injects it (the ``slow`` event's late revocations) is not measured by it."""
+    if not any("pause_every_ms" in str(r.get("work") or "") for r in runs):
+        return []
+    return lateness_lines(runs)
+
+
+__all__ = ["grid_lateness_lines", "lateness_lines"]
