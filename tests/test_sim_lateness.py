@@ -259,3 +259,42 @@ def test_only_grids_that_model_natural_lateness_print_it() -> None:
              "lateness_max_ms": 0.0}
     assert grid_lateness_lines([plain]) == []  # (e.g. a slow event's grid: not measured here)
     assert grid_lateness_lines([plain, paused]) == lateness_lines([plain, paused])
+
+
+def test_a_pausing_members_own_backlog_is_its_steady_state_not_a_recovery_to_wait_for() -> None:
+    loop = Loop()
+    m, p = _paused_member(loop, 2_000)
+    loop.run_until(5_000)
+    m.settle()
+    assert p.stream and m.recovered()
+    _until_paused(loop, p)
+    assert p.pause_backlog and m.recovered()  # (in a pause it had caught up before)
+    m.add_resource("p1", 100)
+    p.assign(["p1"])  # what it owns changed: it must catch up on that first
+    assert not p.pause_backlog and not m.recovered()
+
+
+def test_a_grid_cell_with_pauses_catches_up_and_its_control_keeps_pausing() -> None:
+    spec = load_spec(LATENESS_SPEC)
+    from groupcoord.lab.spec import expand
+
+    heavy = next(r for r in expand(spec) if r.scenario == "bounce" and r.replicate == 0
+                 and r.protocol == "classic:cooperative" and "pause1s" in r.workload)
+    row = flatten({**run_one(heavy), "wall_ms": 1.0})["runs"][0]
+    assert row["caught_up"] and row["recovered"]
+    # the control's members pause as the run's (no jump of its clock past their pauses): the
+    # excess lag of a cooperative bounce stays below the control's own lag over the window
+    assert row["lag_record_s"] < row["control_lag_record_s"]
+
+
+def test_a_control_with_pausing_members_simulates_every_step() -> None:
+    from groupcoord.sim.runner import build_simulation
+
+    sc = load_scenario("bounce")
+    plain = build_simulation(with_workload(sc, fixed(50, 1.0)), 1, "classic:eager")
+    paused = build_simulation(with_workload(sc, fixed(50, 1.0, pause_every_ms=10_000,
+                                                      pause_ms=Dist("fixed", 500))),
+                              1, "classic:eager")
+    plain.start()
+    paused.start()
+    assert plain.fast_forward and not paused.fast_forward

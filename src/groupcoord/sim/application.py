@@ -119,6 +119,7 @@ class ApplicationHost(Protocol):
     universe: frozenset[Any]
     procs: dict[str, Proc]
     commits_offsets: bool
+    fast_forward: bool
 
     def at(self, t: int, handler: Handler, arg: Any = None) -> None: ...
 
@@ -155,6 +156,10 @@ class Application:
                                commit_interval_ms=interval, connect=self.connect)
         if not self.connect:
             self.model.on_poll_timeout = self._poll_timeout
+        if self.on and wl.pause_every_ms > 0:
+            # a paired control simulates every step: its members' pauses go on after it has
+            # caught up, and a jump of the clock would skip them (``finish_control``)
+            sim.fast_forward = False
         self.model.on_lag = self._lag
         self.model.on_late = self._late
         self.model.on_change = self._changed

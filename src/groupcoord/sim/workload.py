@@ -560,8 +560,8 @@ class Processor:
 
     __slots__ = ("_ares", "_bitems", "_commit_memo", "_p", "_p_version", "active", "batch",
                  "batch_end", "batch_id", "batch_start", "boundary_for", "flush_at", "lazy",
-                 "model", "name", "owned", "pause_due", "pause_rng", "poll_actions", "recent",
-                 "stream", "stream_lag", "t", "warming")
+                 "model", "name", "owned", "pause_backlog", "pause_due", "pause_rng",
+                 "poll_actions", "recent", "stream", "stream_lag", "t", "warming")
 
     def __init__(self, model: WorkModel, name: str) -> None:
         self.model = model
@@ -605,6 +605,10 @@ class Processor:
         #: same times under every protocol of a run).
         self.pause_due = 0.0
         self.pause_rng: random.Random | None = None
+        #: Whether what it has to catch up on came from its own pauses only (it had caught
+        #: up when one began, and what it owns has not changed since): the steady state of
+        #: a pausing member, which :meth:`WorkModel.recovered` does not wait for.
+        self.pause_backlog = False
 
     # ---------------------------------------------------------------- progress
 
@@ -926,6 +930,8 @@ class Processor:
         self.advance(now)
         if d <= 0:
             return
+        if self.stream:  # (caught up: what it will have to catch up on is the pause's)
+            self.pause_backlog = True
         if self.batch is not None:
             self.pause_due += d
             if self.lazy:  # (its end is now awaited: no lazy batch after it)
@@ -991,6 +997,7 @@ class Processor:
         keys = [k for k in keys if k not in self.owned]
         if not keys:
             return
+        self.pause_backlog = False  # (what it owns changed: it catches up on that first)
         m = self.model
         m.account()
         for k in keys:
@@ -1111,6 +1118,7 @@ class Processor:
 
     def deactivate(self, keys: Iterable[Key], commit: bool) -> None:
         """Stop processing ``keys`` (still owned until :meth:`release`: paused)."""
+        self.pause_backlog = False
         m = self.model
         m.account()
         self.advance(m.now())
@@ -1290,12 +1298,14 @@ class WorkModel:
             self.on_change()
 
     def recovered(self) -> bool:
-        """Every processor processes all it owns and keeps up (no backlog, no batch)."""
+        """Every processor processes all it owns and keeps up (no backlog, no batch; a
+        pausing member's own pauses and their backlog are its steady state, not waited for:
+        ``Processor.pause_backlog``)."""
         if self._paused:
             return False
         now = self.now()
         for p in self.processors.values():
-            if p.stream:  # (keeps up: bringing it to now changes neither)
+            if p.stream or p.pause_backlog:  # (keeps up: bringing it to now changes neither)
                 continue
             p.advance(now)  # (a member catching up may keep up from then on)
             if p.batch is not None or not (p.stream or not p.active):
