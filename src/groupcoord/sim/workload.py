@@ -930,7 +930,7 @@ class Processor:
         self.advance(now)
         if d <= 0:
             return
-        if self.stream:  # (caught up: what it will have to catch up on is the pause's)
+        if self.stream or not self.active:  # (caught up: its backlog will be the pause's)
             self.pause_backlog = True
         if self.batch is not None:
             self.pause_due += d
