@@ -105,7 +105,12 @@ only once ``poll()`` ran the callback; every member here has a committing listen
 member's lateness (:meth:`WorkModel.late`) is the time from the protocol's
 asking (the heartbeat thread's request to rejoin; the revocation reaching the member) to that
 ``poll()``: one value per classic rejoin and per KIP-848 revocation, 0 for a member in
-``poll()``; a window reports their count, median and maximum (:func:`lateness_figures`). The
+``poll()``; a window reports their count, median and maximum (:func:`lateness_figures`). A
+pausing member's pauses and the backlog they leave are its steady state: the applications
+count as caught up without waiting for them (a window closes, a run's first event finds the
+group caught up), unless what the member owns changed since it last kept up; and the paired
+control of such a run simulates every step (its members go on pausing: no jump of its clock
+past its fixed point, ``sim.engine``'s ``finish_control``). The
 pauses stop the application thread only: the heartbeat thread goes on (an IO stall or a slow
 call; a stop-the-world collection longer than ``session.timeout.ms`` is not modelled).
 
