@@ -100,7 +100,7 @@ def test_in_every_seed_the_leader_scenario_hits_the_leader(protocol: str, scenar
     spec = restrict(load_spec("paper"), scenarios=[scenario], sizes=[size],
                     protocols=[protocol])
     runs = [replace(r, events=True) for r in expand(spec)]
-    assert len(runs) == 5
+    assert len(runs) == 10  # 5 seeds and the 5 that confirm the marks
     hit = set()
     for r in runs:
         row = run_one(r)
@@ -127,7 +127,7 @@ def test_in_every_seed_the_worker_that_leaves_is_a_follower(protocol: str, scena
     so that no cell splits by whether the leaver led (the leader's own scenarios do that)."""
     spec = restrict(load_spec("paper"), scenarios=[scenario], sizes=[3], protocols=[protocol])
     runs = [replace(r, events=True) for r in expand(spec)]
-    assert len(runs) == 5
+    assert len(runs) == 10  # 5 seeds and the 5 that confirm the marks
     for r in runs:
         row = run_one(r)
         assert row["ok"] and row["noop_events"] == 0, row["violation_row"]
