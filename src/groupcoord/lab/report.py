@@ -61,6 +61,7 @@ from groupcoord.lab.verdict import (
     MetricVerdict,
     VerdictRow,
     _in_grid,
+    again_text,
     claim_candidates,
     claims,
     comparisons,
@@ -187,6 +188,16 @@ def _metrics_line(g: GridVerdict) -> str:
     if notes:
         out += " (" + "; ".join(notes) + ")"
     return out
+
+
+def seeds_line(g: GridVerdict) -> str:
+    """How many seeds a cell's numbers are, and how its marks were confirmed."""
+    if not g.confirm_seeds:
+        return f"{g.seeds} seeds per cell (no second seed set: marks not confirmed)"
+    return (f"{g.seeds} seeds per cell (the numbers and marks), and {g.confirm_seeds} fresh "
+            f"seeds per cell that judge each row again: a mark stands only where they mark "
+            f"the same best ({g.confirmed} confirmed, {g.unconfirmed} not confirmed and "
+            "unmarked)")
 
 
 def _range(m: Metric, c: Any) -> str:
@@ -321,6 +332,9 @@ def _verdict_word(mv: MetricVerdict) -> str:
         return (f"\u2605 best, depends on {mv.depends}" if mv.depends else "\u2605 best") + limit
     if mv.verdict == "tied":
         return f"= {len(mv.best)} tied" + limit
+    if mv.verdict == "unconfirmed":
+        first = ("\u2605 " + mv.best[0] if len(mv.best) == 1 else "= " + " and ".join(mv.best))
+        return f"not confirmed: first seeds {first}; fresh seeds {again_text(mv)}"
     if mv.verdict == "split":
         return "split seeds"
     if mv.verdict == "overlap":
@@ -410,8 +424,8 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
     if g.violated or g.not_caught_up or g.noop:
         extra = (f"; left out: {g.violated} with a violation, {g.not_caught_up} never caught "
                  f"up, {g.noop} with an event that changed nothing")
-    parts.append(f"<p>Metrics: {html.escape(mets)}. {g.seeds} seeds per cell; {g.runs:,} runs"
-                 f"{html.escape(extra)}.</p>")
+    parts.append(f"<p>Metrics: {html.escape(mets)}. {html.escape(seeds_line(g))}; "
+                 f"{g.runs:,} runs{html.escape(extra)}.</p>")
     if not g.rows:
         parts.append("<p>No run of this grid counts.</p>")
         return "\n".join(parts)
@@ -464,7 +478,7 @@ def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | 
         lines += [f"*{g.question}*", ""]
     if g.description and g.description != g.question:
         lines += [g.description, ""]
-    lines += [f"Metrics: {_metrics_line(g)}. {g.seeds} seeds per cell; "
+    lines += [f"Metrics: {_metrics_line(g)}. {seeds_line(g)}; "
               f"{g.runs:,} runs; left out: {g.violated} with a violation, {g.not_caught_up} "
               "never caught up.", ""]
     if not g.rows:

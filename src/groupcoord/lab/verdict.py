@@ -41,6 +41,14 @@ a worse protocol, separated from neither) the row is an *overlap* (no mark: no p
 separated from all the others); when no protocol is better than another the row is a tie (no
 mark).
 
+**Confirmation on fresh seeds** (:func:`confirm`). A grid with ``confirm_seeds`` runs a
+second seed set after its first (replicates ``seeds`` on, seeds drawn like the first's). The
+table's numbers and marks are the first set's; each row is judged again, by the same rule, on
+the second set alone, and a mark (★ or =) stands only if the second set marks the same best;
+otherwise the row is *not confirmed*: no mark, and the verdict column says what each set
+found. A chance separation (1 / C(2n, n) for separated ranges, the sign test's p) has to
+happen twice, in the same direction, to leave a mark.
+
 **Claims** (:func:`claims`): at most :data:`MAX_CLAIMS` sentences for the whole page, each one
 difference that passed the test in a cell of at least :data:`CLAIM_MIN_SEEDS` seeds (so that
 across the hundreds of pairs a page tests, chance separations are about one: see
@@ -243,6 +251,9 @@ class MetricVerdict:
     #: An eager mark's limit (:func:`mark_busy_limits`): under which condition of the members
     #: at the rebalance it holds, or that it was not tested with a late member.
     limit: str = ""
+    #: The same row judged on the grid's second, fresh seed set (:func:`confirm`); None: the
+    #: grid has none.
+    again: MetricVerdict | None = None
 
 
 @dataclass(slots=True)
@@ -283,6 +294,19 @@ class GridVerdict:
     description: str = ""
     #: Runs left out because an event of their scenario changed nothing.
     noop: int = 0
+    #: Seeds per cell of the second set that confirms the marks (0: none).
+    confirm_seeds: int = 0
+
+    @property
+    def unconfirmed(self) -> int:
+        """Marks of the first seed set that the second did not repeat."""
+        return sum(1 for r in self.rows for mv in r.metrics if mv.verdict == "unconfirmed")
+
+    @property
+    def confirmed(self) -> int:
+        """Marks that the second seed set repeated."""
+        return sum(1 for r in self.rows for mv in r.metrics
+                   if mv.verdict in ("best", "tied") and mv.again is not None)
 
 
 def natural_key(text: str) -> tuple[Any, ...]:
@@ -353,6 +377,43 @@ def judge(cells: dict[str, Cell], m: Metric, min_seeds: int = MIN_SEEDS) -> Metr
     return MetricVerdict(m, cells, "best" if len(best) == 1 else "tied", best, beaten)
 
 
+def confirm(mv: MetricVerdict, again: MetricVerdict) -> MetricVerdict:
+    """A row's verdict on the first seed set, kept only where the second (fresh) set gives
+    the same: a ★ or = whose best the second set does not mark alike becomes *unconfirmed*
+    (no mark; ``best`` and ``beaten`` still say what the first set found, ``again`` what the
+    second did)."""
+    mv.again = again
+    if mv.verdict not in ("best", "tied"):
+        return mv
+    if again.verdict == mv.verdict and set(again.best) == set(mv.best):
+        return mv
+    for c in mv.cells.values():
+        c.mark = ""
+    mv.verdict = "unconfirmed"
+    return mv
+
+
+def again_text(mv: MetricVerdict) -> str:
+    """What the second seed set found in a row, in a few words."""
+    a = mv.again
+    if a is None:
+        return ""
+    if a.verdict == "best":
+        return f"\u2605 {a.best[0]}"
+    if a.verdict == "tied":
+        return "= " + " and ".join(a.best)
+    if a.verdict == "overlap":
+        return f"{a.best[0]} best, overlapping"
+    return {"tie": "a tie", "split": "split seeds", "few seeds": f"< {MIN_SEEDS} seeds",
+            "one protocol": "one protocol"}.get(a.verdict, a.verdict)
+
+
+def _first_set(r: Mapping[str, Any], seeds: int, confirm_seeds: int) -> bool:
+    """Whether a run belongs to its grid's first seed set (replicates before ``seeds``)."""
+    rep = r.get("replicate")
+    return not confirm_seeds or rep is None or int(rep) < seeds
+
+
 def _size(r: Mapping[str, Any]) -> int:
     s = r.get("size")
     return int(s if s is not None else r.get("members") or 0)
@@ -389,19 +450,31 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
                 x if x is not None else -1.0, natural_key(k[2]),
                 -1.0 if k[3] is None else k[3])
 
+    n_first = int(grid.get("seeds") or 0)
+    n_confirm = int(grid.get("confirm_seeds") or 0) if n_first else 0
+
+    def cells_of(rs: Sequence[Mapping[str, Any]], m: Metric) -> dict[str, Cell]:
+        cells: dict[str, Cell] = {}
+        for p in protocols:
+            vals = {int(r.get("seed") or 0): float(r[m.column]) for r in rs
+                    if r["protocol"] == p and r.get(m.column) is not None}
+            if vals:
+                cells[p] = Cell(vals)
+        return cells
+
     rows = []
     for key in sorted(by_row, key=row_key):
-        rs = by_row[key]
+        every = by_row[key]
+        rs = [r for r in every if _first_set(r, n_first, n_confirm)]
+        fresh = [r for r in every if not _first_set(r, n_first, n_confirm)]
         vr = VerdictRow(key[0], key[1], key[2], key[3], len({r.get("seed") for r in rs}),
-                        x=_x_of(rs, param), settings=_settings_of(rs), rate=_rate_of(rs))
+                        x=_x_of(every, param), settings=_settings_of(every),
+                        rate=_rate_of(every))
         for m in (row_metric(m0, vr.rate) for m0 in metrics):
-            cells: dict[str, Cell] = {}
-            for p in protocols:
-                vals = {int(r.get("seed") or 0): float(r[m.column]) for r in rs
-                        if r["protocol"] == p and r.get(m.column) is not None}
-                if vals:
-                    cells[p] = Cell(vals)
-            vr.metrics.append(judge(cells, m, min_seeds))
+            mv = judge(cells_of(rs, m), m, min_seeds)
+            if fresh:
+                mv = confirm(mv, judge(cells_of(fresh, m), m, min_seeds))
+            vr.metrics.append(mv)
         rows.append(vr)
     mark_dependence(rows, X_NAMES.get(param or "", (param or "",))[0] if param else None)
     title = str(grid.get("question") or grid.get("description") or "")
@@ -412,7 +485,9 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
                        param, spec, any(r.get("control_lag_peak") is not None for r in mine),
                        _settings_of(mine), str(grid.get("description") or ""),
                        sum(1 for r in mine if r.get("ok") and r.get("caught_up") is not False
-                           and r.get("noop_events")))
+                           and r.get("noop_events")),
+                       n_confirm if any(not _first_set(r, n_first, n_confirm) for r in good)
+                       else 0)
 
 
 #: Scenario variants that set one deciding input in their name (``rolling-bounce-down20s``:
@@ -636,7 +711,8 @@ def grid_verdicts(meta: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]
                  ("consumers", [p for p in present if family(p) not in _CONNECT_FAMILIES]))
         grids = [{"name": f"{name}: {kind}" if all(ps for _, ps in kinds) else name,
                   "description": meta.get("description"), "protocols": ps,
-                  "seeds": meta.get("seeds")} for kind, ps in kinds if ps]
+                  "seeds": meta.get("seeds"), "confirm_seeds": meta.get("confirm_seeds")}
+                 for kind, ps in kinds if ps]
     out = [grid_verdict(g, runs, spec) for g in grids]
     mark_busy_limits(out)
     mark_by_design(out)

@@ -1,0 +1,77 @@
+"""Marks confirmed on a second, fresh seed set (``lab.verdict.confirm``): a ★ or = stands only
+where the grid's second seed set marks the same best; otherwise the row is unmarked, says what
+each set found, and yields no sentence. Synthetic rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.lab.report import _verdict_word, seeds_line
+from groupcoord.lab.verdict import claims, grid_verdict
+
+GRID = {"name": "g", "question": "q?", "metrics": ["stall_ms"], "seeds": 5,
+        "confirm_seeds": 5, "protocols": ["classic:eager", "classic:cooperative"]}
+
+
+def _runs(first: dict[str, list[float]], fresh: dict[str, list[float]],
+          scenario: str = "crash") -> list[dict[str, Any]]:
+    out = []
+    for rep_base, sets in ((0, first), (5, fresh)):
+        for p, vals in sets.items():
+            for i, v in enumerate(vals):
+                rep = rep_base + i
+                out.append({"protocol": p, "scenario": scenario, "size": 10,
+                            "workload": "4x250", "fault_rate": 0.0, "seed": 1000 + rep,
+                            "replicate": rep, "ok": True, "caught_up": True, "stall_ms": v})
+    return out
+
+
+LOW = [100.0, 120.0, 130.0, 110.0, 90.0]
+HIGH = [5000.0, 5200.0, 5100.0, 5300.0, 4900.0]
+
+
+def test_a_mark_the_fresh_seeds_repeat_stands() -> None:
+    g = grid_verdict(GRID, _runs({"classic:eager": LOW, "classic:cooperative": HIGH},
+                                 {"classic:eager": LOW, "classic:cooperative": HIGH}))
+    (row,) = g.rows
+    (mv,) = row.metrics
+    assert mv.verdict == "best" and mv.best == ("classic:eager",)
+    assert mv.again is not None and mv.again.best == ("classic:eager",)
+    assert mv.cells["classic:eager"].mark == "best"
+    # the numbers are the first set's five seeds, not ten
+    assert row.seeds == 5 and len(mv.cells["classic:eager"].values) == 5
+    assert (g.confirmed, g.unconfirmed) == (1, 0)
+    assert claims([g])
+
+
+def test_a_mark_the_fresh_seeds_do_not_repeat_is_no_mark_and_no_sentence() -> None:
+    # on the fresh seeds the two overlap: a tie
+    g = grid_verdict(GRID, _runs({"classic:eager": LOW, "classic:cooperative": HIGH},
+                                 {"classic:eager": LOW,
+                                  "classic:cooperative": [100.0, 200.0, 300.0, 400.0, 500.0]}))
+    (mv,) = g.rows[0].metrics
+    assert mv.verdict == "unconfirmed"
+    assert not any(c.mark for c in mv.cells.values())
+    assert mv.best == ("classic:eager",)  # what the first set found, still said
+    word = _verdict_word(mv)
+    assert word.startswith("not confirmed") and "\u2605 classic:eager" in word and "a tie" in word
+    assert (g.confirmed, g.unconfirmed) == (0, 1)
+    assert not claims([g])
+    assert "1 not confirmed" in seeds_line(g)
+
+
+def test_the_fresh_seeds_marking_another_best_is_not_a_confirmation() -> None:
+    g = grid_verdict(GRID, _runs({"classic:eager": LOW, "classic:cooperative": HIGH},
+                                 {"classic:eager": HIGH, "classic:cooperative": LOW}))
+    (mv,) = g.rows[0].metrics
+    assert mv.verdict == "unconfirmed" and mv.again is not None
+    assert mv.again.best == ("classic:cooperative",)
+    assert "fresh seeds \u2605 classic:cooperative" in _verdict_word(mv)
+
+
+def test_a_grid_without_a_second_set_says_its_marks_are_unconfirmed() -> None:
+    grid = {**GRID, "confirm_seeds": 0}
+    g = grid_verdict(grid, _runs({"classic:eager": LOW, "classic:cooperative": HIGH}, {}))
+    (mv,) = g.rows[0].metrics
+    assert mv.verdict == "best" and mv.again is None
+    assert "marks not confirmed" in seeds_line(g)
