@@ -1,13 +1,16 @@
-"""Marks confirmed on a second, fresh seed set (``lab.verdict.confirm``): a ★ or = stands only
+"""Marks confirmed on a second, fresh seed set (``lab.verdict.confirm``), winners named as
+protocol, assignor and heartbeat, and no crossover sentence on a win over a configured delay: a ★ or = stands only
 where the grid's second seed set marks the same best; otherwise the row is unmarked, says what
 each set found, and yields no sentence. Synthetic rows."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from groupcoord.lab.findings import full_name
 from groupcoord.lab.report import _verdict_word, seeds_line
-from groupcoord.lab.verdict import claims, grid_verdict
+from groupcoord.lab.verdict import claims, grid_verdict, grid_verdicts
 
 GRID = {"name": "g", "question": "q?", "metrics": ["stall_ms"], "seeds": 5,
         "confirm_seeds": 5, "protocols": ["classic:eager", "classic:cooperative"]}
@@ -75,3 +78,52 @@ def test_a_grid_without_a_second_set_says_its_marks_are_unconfirmed() -> None:
     (mv,) = g.rows[0].metrics
     assert mv.verdict == "best" and mv.again is None
     assert "marks not confirmed" in seeds_line(g)
+
+
+def test_a_crossover_never_names_a_win_over_a_configured_delay() -> None:
+    """kip415-task-times: task downtime swept over the task stop/start times; at 1 s eager's
+    mark is won against sessioned's configured 30 s delay (by design: no finding), at 5 s
+    sessioned wins. The sentence says the first is no finding and names no eager win."""
+    settings = json.dumps({"scheduled.rebalance.max.delay.ms": 30_000})
+    downtime = {1000: (100.0, 400.0), 5000: (900.0, 450.0)}
+    rows = [{**_run1(p, s, workload=f"16x8c-task{ms // 1000}s",
+                     task_downtime_task_s=v[k] + s),
+             "settings_json": settings,
+             "work": json.dumps({"task_stop_ms": ms, "task_start_ms": ms})}
+            for ms, v in downtime.items()
+            for k, p in enumerate(("classic-connect:eager", "classic-connect:sessioned"))
+            for s in range(5)]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [
+        {"name": "kip415-task-times",
+         "protocols": ["classic-connect:eager", "classic-connect:sessioned"],
+         "metrics": ["task_downtime_task_s"], "seeds": 5}]}, rows)
+    assert g.parameter == "task_start_ms"
+    (c,) = claims([g])
+    assert "classic-connect:eager at" not in c.text
+    assert "classic-connect:sessioned at 5,000 ms" in c.text
+    assert ("at 1,000 ms the only mark is won against the configured "
+            "scheduled.rebalance.max.delay.ms, by design (no finding)") in c.text
+
+
+def _run1(protocol: str, seed: int, workload: str, **metrics: Any) -> dict[str, Any]:
+    return {"protocol": protocol, "scenario": "worker-leaves-d30s", "size": 12,
+            "workload": workload, "fault_rate": 0.0, "seed": seed, "ok": True,
+            "caught_up": True, **metrics}
+
+
+def test_sentences_name_protocol_assignor_and_heartbeat() -> None:
+    st = {"classic:eager": json.dumps({"heartbeat.interval.ms": 3000}),
+          "classic:cooperative": json.dumps({"heartbeat.interval.ms": 3000}),
+          "consumer:uniform@hb3s": json.dumps({"group.consumer.heartbeat.interval.ms": 3000})}
+    assert full_name("classic:eager", json.loads(st["classic:eager"])) == (
+        "classic:eager (range, 3 s heartbeat)")
+    assert full_name("consumer:uniform@hb3s", json.loads(st["consumer:uniform@hb3s"])) == (
+        "consumer:uniform@hb3s (uniform, 3 s heartbeat)")
+    assert full_name("connect:eager", {"heartbeat.interval.ms": 3000}) == "connect:eager"
+    rows = [{**r, "settings_json": st[r["protocol"]]} for r in _runs(
+        {"classic:eager": LOW, "classic:cooperative": HIGH},
+        {"classic:eager": LOW, "classic:cooperative": HIGH})]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [GRID]}, rows)
+    (c,) = claims([g])
+    assert "classic:eager (range, 3 s heartbeat) has the lowest" in c.text
+    assert "for classic:cooperative (cooperative-sticky, 3 s heartbeat) (the runner-up)" in c.text

@@ -595,7 +595,10 @@ def conditions(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
     group's barrier until its batch is done (bounded by ``max.poll.interval.ms``)."""
     parts = []
     for fam in dict.fromkeys(family(p) for p in protocols):
-        mine = [p for p in protocols if family(p) == fam]
+        # the family at its defaults; a timing variant (``consumer:uniform@hb3s``) after it
+        mine = sorted((p for p in protocols if family(p) == fam), key=lambda p: "@" in p)
+        timed = [f"{p}: heartbeat {_ms(h)}" for p in mine[1:]
+                 if "@" in p and (h := _heartbeat(settings.get(p, {}), p)) is not None]
         s = settings.get(mine[0], {})
         hb, st = _heartbeat(s, mine[0]), _heartbeat(s, mine[0], SESSION_KEYS)
         mp = s.get("max.poll.interval.ms")
@@ -608,6 +611,7 @@ def conditions(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
         if isinstance(mp, int | float):
             text += f", max.poll.interval.ms {_ms(float(mp))}"
         parts.append(text)
+        parts += timed
     if not parts:
         return ""
     return ("Conditions: " + "; ".join(parts) + ". Heartbeat timers restart when a member's "

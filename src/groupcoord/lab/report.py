@@ -35,7 +35,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from groupcoord.lab.findings import FAMILY_NAMES, VARIANT_NAMES, X_NAMES, Metric, family, number
+from groupcoord.lab.findings import (
+    FAMILY_NAMES,
+    VARIANT_NAMES,
+    X_NAMES,
+    Metric,
+    family,
+    full_name,
+    number,
+)
 from groupcoord.lab.limits import model_limits, settings_table
 from groupcoord.lab.mechanism import (
     Load,
@@ -314,10 +322,29 @@ def protocol_text(verdicts: Sequence[GridVerdict]) -> str:
     variants = dict.fromkeys(p for g in verdicts for p in g.protocols if p in VARIANT_NAMES)
     if variants:
         text += " " + "; ".join(f"{p} is {VARIANT_NAMES[p]}" for p in variants) + "."
+    timed = dict.fromkeys(p for g in verdicts for p in g.protocols if "@" in p)
+    if timed:
+        text += " " + "; ".join(f"{p} is {timing_text(p)}" for p in timed) + "."
+    text += (" Each column names its assignor and heartbeat under the label, and the "
+             "sentences name a winner as protocol, assignor and heartbeat: what decides a "
+             "result is often the assignor or a client default, not the protocol.")
     if "connect" in fams:
         text += (" Only protocols Apache Kafka ships are ranked (★, =, the sentences); the "
                  "connect group type's columns stand apart, unmarked.")
     return text
+
+
+def timing_text(label: str) -> str:
+    """What a timing variant's label means (``sim.settings.split_timing``)."""
+    from groupcoord.sim.settings import split_timing
+
+    try:
+        base, timings = split_timing(label)
+    except ValueError:
+        return "a timing variant"
+    names = {"heartbeat_interval_ms": "heartbeat", "session_timeout_ms": "session timeout"}
+    what = ", ".join(f"{names.get(k, k)} {number(v / 1000.0)} s" for k, v in timings.items())
+    return f"{base} with its {what} instead of the field's default (the same seeds)"
 
 
 def _mark(cell_mark: str) -> str:
@@ -402,6 +429,15 @@ def _columns(g: GridVerdict) -> tuple[list[str], list[str]]:
     return rank, [p for p in g.protocols if p not in rank]
 
 
+def _col_detail(g: GridVerdict, p: str) -> str:
+    """A column's assignor and heartbeat under its label (``findings.full_name``), so that a
+    winner is named as protocol, assignor and timing."""
+    name = full_name(p, g.settings.get(p))
+    if name == p:
+        return ""
+    return f"<br><small>{html.escape(name[len(p):].strip(' ()'))}</small>"
+
+
 def _cell_text(m: Metric, c: Any) -> tuple[str, str]:
     """A cell's value and its second line: the median and range, or each outcome when the
     seeds split."""
@@ -431,8 +467,8 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
         return "\n".join(parts)
     rank, apart = _columns(g)
     cols = [*rank, *apart]
-    head = "".join(f"<th{' class=apart' if p in apart else ''}>{html.escape(p)}</th>"
-                   for p in cols)
+    head = "".join(f"<th{' class=apart' if p in apart else ''}>{html.escape(p)}"
+                   f"{_col_detail(g, p)}</th>" for p in cols)
     group = ""
     if apart:
         group = ("<tr><th colspan='4'></th>"

@@ -74,6 +74,7 @@ from groupcoord.lab.findings import (
     X_NAMES,
     Metric,
     family,
+    full_name,
     number,
     reproduce,
     shipped,
@@ -758,14 +759,19 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
         where += f", {row.workload}"
     n = min(len(mv.cells[p].values) for p in (*mv.best, worse))
     word = "lowest" if m.lower_is_better else "highest"
+    st = row.settings or g.settings
+
+    def nm(p: str) -> str:  # protocol, assignor and heartbeat (``findings.full_name``)
+        return full_name(p, st.get(p))
+
     if len(mv.best) == 1:
-        lead = (f"{best} has the {word} {short_label(m, g.excess)}, "
+        lead = (f"{nm(best)} has the {word} {short_label(m, g.excess)}, "
                 f"{_quote(m, b, 'range ')}")
     else:
         each = [f"{p} {_quote(m, mv.cells[p])}" for p in mv.best]
-        lead = (f"{' and '.join(mv.best)} share the {word} {short_label(m, g.excess)} "
-                f"({'; '.join(each)})")
-    text = (f"{where}: {lead} against {_quote(m, w)} for {worse} (the runner-up), medians of "
+        lead = (f"{' and '.join(nm(p) for p in mv.best)} share the {word} "
+                f"{short_label(m, g.excess)} ({'; '.join(each)})")
+    text = (f"{where}: {lead} against {_quote(m, w)} for {nm(worse)} (the runner-up), medians of "
             f"{n} seeds{throughput(m, row.rate, b.median, w.median)}.")
     text += _by_design(row.settings or g.settings, m, worse, w.median)
     if mv.depends:
@@ -781,6 +787,8 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
 #: KIP-415's delay: an incremental cooperative Connect group waits this long before it hands a
 #: departed worker's tasks to the others.
 DELAY_SETTING = "scheduled.rebalance.max.delay.ms"
+#: A crossover's value where the only mark is won against that delay (no finding).
+DELAY_WIN = "\x00delay"
 
 
 def _by_design(settings: Mapping[str, Mapping[str, Any]], m: Metric, worse: str,
@@ -847,10 +855,15 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
             if task_time_input(g, m):
                 continue  # the task-time inputs' result, not the protocols'
             # the marked best, or the tied best together when they beat the others
-            winners = [(r.x, " and ".join(r.metrics[i].best)
+            winners = [(r.x, " and ".join(full_name(p, (r.settings or g.settings).get(p))
+                                          for p in r.metrics[i].best)
                         if r.metrics[i].verdict in ("best", "tied") and r.metrics[i].beaten
                         else None) for r in rows]
-            named = {w for _, w in winners if w is not None}
+            # a win over a configured KIP-415 delay is no finding (the page's rule): said
+            # as such, never named as a winner
+            winners = [(x, DELAY_WIN if w is not None and r.metrics[i].limit.startswith("is won")
+                        else w) for r, (x, w) in zip(rows, winners, strict=True)]
+            named = {w for _, w in winners if w is not None and w != DELAY_WIN}
             # the grid's own metric (its question's first) is answered at every value swept;
             # the others only where the winner changes
             if not named or (i > 0 and len(named) < 2):
@@ -859,6 +872,11 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
             for w in dict.fromkeys(w for _, w in winners):
                 xs = ", ".join(number(x or 0.0) for x, v in winners if v == w)
                 part = f"{w or 'no protocol separated from all the rest'} at {xs}{x_unit}"
+                if w == DELAY_WIN:
+                    part = (f"at {xs}{x_unit} the only mark is won against the configured "
+                            f"{DELAY_SETTING}, by design (no finding)")
+                    parts.append(part)
+                    continue
                 # what the mark rests on (a member late at the rebalance, a configured
                 # delay), as the table says it
                 lims = dict.fromkeys(r.metrics[i].limit for r, (_, v) in zip(rows, winners, strict=True)
