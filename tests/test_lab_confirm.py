@@ -1,7 +1,7 @@
-"""Marks confirmed on a second, fresh seed set (``lab.verdict.confirm``), winners named as
-protocol, assignor and heartbeat, and no crossover sentence on a win over a configured delay: a ★ or = stands only
+"""Marks confirmed on a second, fresh seed set (``lab.verdict.confirm``): a ★ or = stands only
 where the grid's second seed set marks the same best; otherwise the row is unmarked, says what
-each set found, and yields no sentence. Synthetic rows."""
+each set found, and yields no sentence. Also: winners named as protocol, assignor and
+heartbeat, and no crossover sentence on a win over a configured delay. Synthetic rows."""
 
 from __future__ import annotations
 
