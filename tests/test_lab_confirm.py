@@ -127,3 +127,80 @@ def test_sentences_name_protocol_assignor_and_heartbeat() -> None:
     (c,) = claims([g])
     assert "classic:eager (range, 3 s heartbeat) has the lowest" in c.text
     assert "for classic:cooperative (cooperative-sticky, 3 s heartbeat) (the runner-up)" in c.text
+
+
+def test_a_tie_whose_medians_lie_far_apart_says_so() -> None:
+    """The metadata-age row of round 6: 4.68 s against 19.2 s medians, tied by one seed."""
+    from groupcoord.lab.findings import BY_COLUMN
+    from groupcoord.lab.report import tie_medians
+    from groupcoord.lab.verdict import Cell, judge
+
+    conv = BY_COLUMN["convergence_ms"]
+    cells = {"consumer:uniform": Cell(dict(enumerate([4600.0, 4680, 4700, 4650, 4690]))),
+             "classic:eager": Cell(dict(enumerate([4250.0, 19200, 19000, 25000, 12000])))}
+    mv = judge(cells, conv)
+    assert mv.verdict == "tie"
+    text = _verdict_word(mv)
+    assert text.startswith("tie of the ranges only: medians consumer:uniform 4.68 against "
+                           "classic:eager 19")
+    assert "1 of 5 classic:eager seeds reach consumer:uniform's range" in text
+    # medians close together: a plain tie
+    close = {"consumer:uniform": Cell(dict(enumerate([4600.0, 4680, 4700, 4650, 4690]))),
+             "classic:eager": Cell(dict(enumerate([4650.0, 4700, 4720, 4600, 4710])))}
+    assert tie_medians(judge(close, conv)) == ""
+
+
+def test_a_moved_or_paused_mark_under_a_heartbeat_longer_than_the_bounce_says_so() -> None:
+    """field-costs rolling bounce: KIP-848's ★ on partitions moved rests on the 3 s downtime
+    under its 5 s heartbeat; at a 3 s heartbeat it would not, and classic's 3 s is not longer."""
+    st = {"consumer:uniform": json.dumps({"group.consumer.heartbeat.interval.ms": 5000}),
+          "classic:cooperative": json.dumps({"heartbeat.interval.ms": 3000})}
+    rows = [{**_run(p, s, scenario="rolling-bounce", size=10, workload="field-costs",
+                    resources_moved=v + s),
+             "settings_json": st[p]}
+            for p, v in (("consumer:uniform", 10.0), ("classic:cooperative", 200.0))
+            for s in range(5)]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [
+        {"name": "field-costs", "protocols": ["classic:cooperative", "consumer:uniform"],
+         "metrics": ["resources_moved"], "seeds": 5}]}, rows)
+    (mv,) = g.rows[0].metrics
+    assert g.rows[0].down_ms == 3000
+    assert mv.verdict == "best" and mv.best == ("consumer:uniform",)
+    assert mv.limit.startswith("rests on the bounced member's 3 s downtime, shorter than "
+                               "consumer:uniform's 5 s heartbeat")
+    assert "rests on the bounced member's 3 s downtime" in _verdict_word(mv)
+    (c,) = claims([g])
+    assert "The mark rests on the bounced member's 3 s downtime" in c.text
+    assert "Eager's mark" not in c.text
+
+
+def _run(protocol: str, seed: int, scenario: str, size: int, workload: str,
+         **metrics: Any) -> dict[str, Any]:
+    return {"protocol": protocol, "scenario": scenario, "size": size, "workload": workload,
+            "fault_rate": 0.0, "seed": seed, "ok": True, "caught_up": True, **metrics}
+
+
+def test_the_page_says_the_workers_run_in_parallel() -> None:
+    from groupcoord.lab.report import elapsed_text
+
+    text = elapsed_text({"sim_s": 100.0, "master": "local[*]"},
+                        [{"wall_ms": 90_000.0}, {"wall_ms": 110_000.0}])
+    assert text.startswith("the simulations took 100.0 s elapsed; the runs' own wall times")
+    assert "sum to 200.0 s, 2.0 times that, because Spark's workers (local[*]) run them in " \
+           "parallel" in text
+
+
+def test_time_until_balanced_per_window_names_the_gap_between_events() -> None:
+    from groupcoord.lab.mechanism import WINDOW_STARTS, balance_per_window
+
+    rs = [{"protocol": "connect:eager", "time_to_balance_ms": 21_000 + s,
+           WINDOW_STARTS: [1000, 21_000]} for s in range(3)]
+    rs += [{"protocol": "connect:cooperative", "time_to_balance_ms": 20_034,
+            WINDOW_STARTS: [1000, 21_000]} for s in range(3)]
+    line = balance_per_window("kip415-connector-removed",
+                              ["connect:eager", "connect:cooperative"], rs)
+    assert "its disturbances come 20 s apart" in line
+    assert "connect:eager 1 s, connect:cooperative 34 ms" in line
+    # one disturbance: nothing to say
+    assert balance_per_window("x", ["connect:eager"],
+                              [{**rs[0], WINDOW_STARTS: [1000]}]) == ""

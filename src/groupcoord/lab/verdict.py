@@ -271,6 +271,8 @@ class VerdictRow:
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: The group's production rate (records/s over all its partitions), when known.
     rate: float | None = None
+    #: How long a bounced member is down in the row's scenario (its bounce events), if any.
+    down_ms: int | None = None
 
 
 @dataclass(slots=True)
@@ -470,7 +472,7 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
         fresh = [r for r in every if not _first_set(r, n_first, n_confirm)]
         vr = VerdictRow(key[0], key[1], key[2], key[3], len({r.get("seed") for r in rs}),
                         x=_x_of(every, param), settings=_settings_of(every),
-                        rate=_rate_of(every))
+                        rate=_rate_of(every), down_ms=bounce_down_ms(every[0]))
         for m in (row_metric(m0, vr.rate) for m0 in metrics):
             mv = judge(cells_of(rs, m), m, min_seeds)
             if fresh:
@@ -573,6 +575,65 @@ def mark_by_design(verdicts: Sequence[GridVerdict]) -> None:
                     delay = (row.settings or g.settings).get(runner, {}).get(DELAY_SETTING)
                     mv.limit = (f"is won against {runner}'s configured {DELAY_SETTING} "
                                 f"({int(delay or 0) / 1000:g} s), by design")
+
+
+#: Metrics a bounce shorter than a heartbeat can leave at zero: the coordinator may never see
+#: the member gone, so nothing moves and nothing waits for a new owner.
+HEARTBEAT_METRICS = frozenset({"resources_moved", "paused_partition_s", "resource_downtime_ms"})
+_HB_KEYS = ("group.consumer.heartbeat.interval.ms", "heartbeat.interval.ms")
+
+
+def bounce_down_ms(run: Mapping[str, Any]) -> int | None:
+    """How long a bounced member is down in a run's scenario (the longest ``down_ms`` of its
+    bounce events: inline definition, else the built-in scenario); None without a bounce."""
+    raw = run.get("scenario_def")
+    events: list[Any] = []
+    if raw:
+        try:
+            table = json.loads(str(raw))
+        except ValueError:
+            return None
+        events = list(table.get("events") or []) if isinstance(table, dict) else []
+    else:
+        from groupcoord.sim.scenario import BUILTINS, ScenarioError, load_scenario
+
+        name = str(run.get("scenario") or "")
+        if name not in BUILTINS:
+            return None
+        try:
+            events = [{"kind": e.kind, **e.params} for e in load_scenario(name, 0).events]
+        except (ScenarioError, ValueError):
+            return None
+    downs = [int(e["down_ms"]) for e in events if isinstance(e, dict)
+             and str(e.get("kind", "")).endswith("bounce") and e.get("down_ms") is not None]
+    return max(downs) if downs else None
+
+
+def mark_heartbeat_limits(verdicts: Sequence[GridVerdict]) -> None:
+    """A mark on partitions moved or paused won by a protocol whose heartbeat is longer than
+    the bounced member's downtime rests on that: the member is back before its coordinator
+    expects its next heartbeat, so the protocol may never see it gone (the field-costs rolling
+    bounce: 3 s down against KIP-848's 5 s heartbeat). The mark says so (the bounce-downtime
+    grid runs the same at 20 s)."""
+    for g in verdicts:
+        for row in g.rows:
+            if row.down_ms is None:
+                continue
+            for mv in row.metrics:
+                if (mv.verdict not in ("best", "tied") or mv.limit
+                        or mv.metric.column not in HEARTBEAT_METRICS):
+                    continue
+                slow = []
+                for p in mv.best:
+                    st = (row.settings or g.settings).get(p, {})
+                    hb = next((st[k] for k in _HB_KEYS if isinstance(st.get(k), int | float)),
+                              None)
+                    if hb is not None and hb > row.down_ms:
+                        slow.append(f"{p}'s {hb / 1000:g} s heartbeat")
+                if slow:
+                    mv.limit = (f"rests on the bounced member's {row.down_ms / 1000:g} s "
+                                f"downtime, shorter than {' and '.join(slow)}: the member is "
+                                "back before a missed heartbeat could show it gone")
 
 
 def mark_busy_limits(verdicts: Sequence[GridVerdict]) -> None:
@@ -716,6 +777,7 @@ def grid_verdicts(meta: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]
                  for kind, ps in kinds if ps]
     out = [grid_verdict(g, runs, spec) for g in grids]
     mark_busy_limits(out)
+    mark_heartbeat_limits(out)
     mark_by_design(out)
     return out
 
@@ -777,7 +839,9 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
     if mv.depends:
         text += (f" The mark depends on {mv.depends}: at another value swept it goes to "
                  "another protocol or to none.")
-    if mv.limit and not mv.limit.startswith("is won"):  # (_by_design says that one)
+    if mv.limit.startswith("rests on"):
+        text += f" The mark {mv.limit}."
+    elif mv.limit and not mv.limit.startswith("is won"):  # (_by_design says that one)
         text += f" Eager's mark {mv.limit}."
     cmd = reproduce(g.spec, row.scenario, row.size, row.workload, [*mv.best, worse])
     return Claim(g.name, text, cmd, m.column, row.scenario, row.size, best, worse,
