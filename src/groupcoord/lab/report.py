@@ -131,7 +131,7 @@ def read_windows(path: Path) -> list[dict[str, Any]]:
     import pyarrow.dataset as ds
 
     dataset = ds.dataset(str(path), format="parquet", partitioning="hive")
-    cols = [c for c in ("run_id", "window", "disturbance", "resources_moved",
+    cols = [c for c in ("run_id", "window", "disturbance", "at_ms", "resources_moved",
                         "resource_downtime_ms", "lag_record_s") if c in dataset.schema.names]
     return list(dataset.to_table(columns=cols).to_pylist())
 
