@@ -976,13 +976,14 @@ def _md_table(rows: Sequence[dict[str, Any]], lead: Sequence[tuple[str, str, str
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; max-width: 1360px; }
-table { border-collapse: collapse; font-size: 0.8em; margin: 0.8em 0; }
+table { border-collapse: collapse; font-size: 0.74em; margin: 0.8em 0; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.45em; text-align: right; vertical-align: top; }
 th { background: #f0f0f0; } td.l, th.l { text-align: left; }
 td.best { background: #d9f2d9; font-weight: bold; } td.tied { background: #eef8ee; }
 td.split { background: #fff4dc; } td.apart, th.apart { background: #f4f4f8; color: #555; }
-td.v { color: #555; min-width: 8em; max-width: 24em; } td.m, td.n { white-space: nowrap; }
+td.v { color: #555; min-width: 8em; max-width: 18em; } td.m, td.n { white-space: nowrap; }
 small { color: #777; white-space: nowrap; } small.cal { white-space: normal; }
+th small { white-space: normal; font-weight: normal; }
 tr.odd td { border-top: 1px solid #ccc; } tr.even td[rowspan] { background: #fafafa; }
 p.q { font-style: italic; } .claims li { margin-bottom: 0.5em; }
 code { background: #f6f6f6; padding: 0.1em 0.3em; font-size: 0.9em; }

@@ -631,9 +631,8 @@ def mark_heartbeat_limits(verdicts: Sequence[GridVerdict]) -> None:
                     if hb is not None and hb > row.down_ms:
                         slow.append(f"{p}'s {hb / 1000:g} s heartbeat")
                 if slow:
-                    mv.limit = (f"rests on the bounced member's {row.down_ms / 1000:g} s "
-                                f"downtime, shorter than {' and '.join(slow)}: the member is "
-                                "back before a missed heartbeat could show it gone")
+                    mv.limit = (f"rests on the {row.down_ms / 1000:g} s bounce, shorter than "
+                                f"{' and '.join(slow)}")
 
 
 def mark_busy_limits(verdicts: Sequence[GridVerdict]) -> None:
