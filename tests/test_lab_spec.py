@@ -281,7 +281,7 @@ def test_cli_runs_a_findings_command(capsys: pytest.CaptureFixture[str]) -> None
 def test_paper_spec_asks_the_seeds_questions() -> None:
     spec = load_spec("paper")
     names = {g.name for g in spec.grids}
-    assert {"kip415", "kip415-task-times", "consumers", "consumers-1000", "rolling",
+    assert {"kip415", "kip415-task-times", "consumers", "consumers-300", "rolling",
             "crossover-10ms", "crossover-20ms", "anchor"} <= names
     # each crossover grid sweeps the members' load at one poll length, on the same seeds
     from groupcoord.lab.findings import busy_pct, sweep_parameter, with_work_parameters
@@ -307,7 +307,7 @@ def test_paper_spec_asks_the_seeds_questions() -> None:
             delays.setdefault(r.scenario.split("-")[1], set()).add(sc.max_delay_ms)
     assert delays == {"leaves": {0, 30_000, 300_000}, "bounce": {0, 30_000, 300_000}}
     sizes = {z for g in spec.grids for z in g.sizes}
-    assert {10, 1000} <= sizes
+    assert {10, 300} <= sizes
     anchor = build_scenario(next(r for r in expand(spec) if r.scenario == "grow-by-900"))
     assert anchor.members == 10 and anchor.topics == (("foo", 100),)
     grow = next(e for e in anchor.events if e.kind == "add-partitions")
