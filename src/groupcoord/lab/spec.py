@@ -876,11 +876,12 @@ metrics = ["stall_ms", "lag_peak", "lag_record_s", "convergence_ms", "resources_
 
 [[grid]]
 name = "rolling"
-description = '''a rolling bounce of every consumer, 15 s apart (it lasts members x 15 s, each \
-bounce a rebalance: 10 members; rolling-30 asks the same at 30); classic:eager-roundrobin \
-is eager with a balanced assignor (range is not balanced on 4 topics); \
-consumer:uniform@hb3s is KIP-848 with its heartbeat at 3 s (the classic client's default) instead of the broker's 5 s default, so that \
-a loss to the heartbeat interval is not charged to the protocol'''
+description = '''a rolling bounce of every consumer, 15 s apart (it lasts members x 15 s, \
+each bounce a rebalance: 10 members; rolling-30 asks the same at 30); \
+classic:eager-roundrobin is eager with a balanced assignor (range is not balanced on 4 \
+topics); consumer:uniform@hb3s is KIP-848 with its heartbeat at 3 s (the classic client's \
+default) instead of the broker's 5 s default, so that a loss to the heartbeat interval is not \
+charged to the protocol'''
 protocols = ["classic:eager", "classic:eager-roundrobin", "classic:cooperative", \
              "consumer:uniform", "consumer:uniform@hb3s"]
 scenarios = ["rolling-bounce"]
