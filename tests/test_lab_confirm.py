@@ -204,3 +204,14 @@ def test_time_until_balanced_per_window_names_the_gap_between_events() -> None:
     # one disturbance: nothing to say
     assert balance_per_window("x", ["connect:eager"],
                               [{**rs[0], WINDOW_STARTS: [1000]}]) == ""
+
+
+def test_the_page_says_how_marks_were_confirmed() -> None:
+    from groupcoord.lab.report import method_text
+
+    runs = _runs({"classic:eager": LOW, "classic:cooperative": HIGH},
+                 {"classic:eager": HIGH, "classic:cooperative": LOW})
+    g = grid_verdict(GRID, runs)
+    text = " ".join(method_text(runs, [g]))
+    assert "Confirmation on fresh seeds" in text
+    assert "0 marks were confirmed and 1 were not" in text

@@ -284,6 +284,17 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
                  f"below rest only on cells with at least {CLAIM_MIN_SEEDS} seeds per "
                  f"protocol ({cmp.claim_pairs:,} pairs, about {cmp.claim_expected:.1f} "
                  "chance marks among them).")
+    confirmed = [g for g in verdicts if g.confirm_seeds]
+    if confirmed:
+        ok = sum(g.confirmed for g in confirmed)
+        bad = sum(g.unconfirmed for g in confirmed)
+        test += (" Confirmation on fresh seeds: each grid that has one runs a second seed set "
+                 "after its first (seeds drawn the same way, none shared); every row is judged "
+                 "again on that set alone by the same rule, and a ★ or = of the first set "
+                 "stands only where the second marks the same best: otherwise the row reads "
+                 "'not confirmed' with what each set found, has no mark and no sentence. The "
+                 "numbers shown are the first set's. On this page "
+                 f"{ok:,} marks were confirmed and {bad:,} were not.")
     negative = any(c.median < 0 for g in verdicts for row in g.rows for mv in row.metrics
                    for c in mv.cells.values())
     if negative and _has_controls(runs):
