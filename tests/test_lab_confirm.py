@@ -215,3 +215,21 @@ def test_the_page_says_how_marks_were_confirmed() -> None:
     text = " ".join(method_text(runs, [g]))
     assert "Confirmation on fresh seeds" in text
     assert "0 marks were confirmed and 1 were not" in text
+
+
+def test_classic_growth_is_a_distribution_with_each_seed_sets_median() -> None:
+    from groupcoord.lab.mechanism import FRESH_SET, metadata_mechanism
+
+    st = {"classic:eager": {"metadata.max.age.ms": 300_000},
+          "consumer:uniform": {"group.consumer.heartbeat.interval.ms": 5000}}
+    runs = [{"protocol": "classic:eager", "scenario": "grow-by-900", "workload": "light",
+             "convergence_ms": v, FRESH_SET: i >= 4}
+            for i, v in enumerate([10_000, 100_000, 150_000, 200_000,
+                                   250_000, 260_000, 270_000, 280_000])]
+    runs += [{"protocol": "consumer:uniform", "scenario": "grow-by-900", "workload": "light",
+              "convergence_ms": 4600 + i, FRESH_SET: i >= 4} for i in range(8)]
+    line = metadata_mechanism("grow-by-900", ["classic:eager", "consumer:uniform"], st, runs)
+    assert "classic:eager median 225 s over 8 runs, quartiles" in line
+    assert "(first seeds' median 125 s, fresh seeds' 265 s)" in line
+    assert "150 s expected" in line and "the distribution, not a median, is the result" in line
+    assert "consumer:uniform median 4.6 s over 8 runs" in line

@@ -586,6 +586,22 @@ def event_kinds(run: Mapping[str, Any]) -> frozenset[str]:
         return frozenset()
 
 
+#: Whether a run is of its grid's second (fresh) seed set (``lab.report.grid_runs``).
+FRESH_SET = "_fresh_seed_set"
+
+
+def _per_set(rs: Sequence[Mapping[str, Any]], protocol: str) -> str:
+    """`` (first seeds' median a, fresh seeds' b)`` where the runs carry their seed set."""
+    sets: dict[bool, list[float]] = defaultdict(list)
+    for r in rs:
+        if r["protocol"] == protocol and FRESH_SET in r:
+            sets[bool(r[FRESH_SET])].append(float(r["convergence_ms"]))
+    if not sets.get(False) or not sets.get(True):
+        return ""
+    return (f" (first seeds' median {_ms(statistics.median(sets[False]))}, fresh seeds' "
+            f"{_ms(statistics.median(sets[True]))})")
+
+
 def _distribution(vals: Sequence[float]) -> str:
     """A wide draw in words: median, quartiles, range and mean over the runs."""
     vals = sorted(vals)
@@ -628,7 +644,8 @@ def metadata_mechanism(scenario: str, protocols: Sequence[str],
                       for st in [_settings_json(r)] if st), settings.get(mine[0], {}))
             if fam == "classic":
                 age = s.get("metadata.max.age.ms")
-                times = "; ".join(f"{p} {_distribution(vals[p])}" for p in mine)
+                times = "; ".join(f"{p} {_distribution(vals[p])}{_per_set(rs, p)}"
+                                  for p in mine)
                 why = (f"a member sees the new partitions at its next metadata refresh "
                        f"(metadata.max.age.ms {_ms(float(age))}, at a phase drawn per run, "
                        f"uniform within it: a wait from 0 to {_ms(float(age))}, "
@@ -639,7 +656,8 @@ def metadata_mechanism(scenario: str, protocols: Sequence[str],
             else:
                 times = "; ".join(
                     f"{p} median {_ms(statistics.median(vals[p]))} over {len(vals[p])} runs, "
-                    f"range {_ms(min(vals[p]))} to {_ms(max(vals[p]))}" for p in mine)
+                    f"range {_ms(min(vals[p]))} to {_ms(max(vals[p]))}{_per_set(rs, p)}"
+                    for p in mine)
                 hb = _heartbeat(s, mine[0])
                 why = ("the coordinator sees the new partitions and sends each member its "
                        "target " + (f"with its next heartbeat ({_ms(hb)})" if hb

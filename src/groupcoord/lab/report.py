@@ -47,6 +47,7 @@ from groupcoord.lab.findings import (
 from groupcoord.lab.lateness import grid_lateness_lines
 from groupcoord.lab.limits import model_limits, settings_table
 from groupcoord.lab.mechanism import (
+    FRESH_SET,
     Load,
     TaskTimes,
     attach_moving_downtime,
@@ -1218,6 +1219,9 @@ def grid_runs(g: GridVerdict, runs: Sequence[dict[str, Any]]) -> list[dict[str, 
     mine = [r for r in runs if r.get("protocol") in g.protocols
             and (r.get("scenario"), int(r.get("size") or r.get("members") or 0),
                  r.get("workload")) in keys]
+    if g.confirm_seeds:  # which seed set each run is of (the "Why" lines may split by it)
+        mine = [{**r, FRESH_SET: r.get("replicate") is not None
+                 and int(r["replicate"]) >= g.seeds} for r in mine]
     return sorted(mine, key=lambda r: order.get(str(r.get("scenario")), len(order)))
 
 
