@@ -397,12 +397,12 @@ class Application:
         if entry is None or entry[0] is not req:
             return
         positions = entry[1]
-        resources = self.model.resources
+        of_topic = self.model.partition_resources
         for t in response.topics:
-            tid = t.topic_id
+            resources = of_topic(t.topic_id)  # (the model's resource of (topic id, partition))
             for pr in t.partitions:
                 if pr.error_code == 0:
-                    r = resources.get((tid, pr.partition_index))
+                    r = resources.get(pr.partition_index)
                     if r is not None:
                         pos = positions.get(r)
                         if pos is not None and pos > r.committed:

@@ -129,9 +129,12 @@ import math
 import random
 from collections.abc import Callable, Container, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
+from types import MappingProxyType
 from typing import Any
 
 Key = Hashable
+#: An empty mapping of partitions (``WorkModel.partition_resources`` of an unknown topic).
+_NO_RESOURCES: Mapping[int, Any] = MappingProxyType({})
 Scheduler = Callable[[int, Callable[[Any], None], Any], None]
 
 
@@ -1211,6 +1214,10 @@ class WorkModel:
         #: Called when a batch outlasts ``max.poll.interval.ms``: (processor, its batch end).
         self.on_poll_timeout: Callable[[Processor, int], None] | None = None
         self.resources: dict[Key, Resource] = {}
+        #: ``resources`` of the keys that are topic partitions, by topic then partition
+        #: (:meth:`partition_resources`): a lookup per partition of a commit answer hashes an
+        #: int, not a tuple whose topic id (a UUID) hashes in Python.
+        self._by_topic: dict[Any, dict[int, Resource]] = {}
         self.processors: dict[str, Processor] = {}
         #: The processor each active resource is processed by (a lag sample reads a
         #: resource's lag without bringing a member that keeps up to now).
@@ -1246,6 +1253,8 @@ class WorkModel:
     def add_resource(self, key: Key, rate_per_s: float) -> None:
         if key not in self.resources:
             r = self.resources[key] = Resource(key, rate_per_s, self.now())
+            if isinstance(key, tuple) and len(key) == 2:
+                self._by_topic.setdefault(key[0], {})[key[1]] = r
             self.idle[r] = None
             if self.poison is not None and self.poison.policy == "retry":
                 r.cap = self.poison.first(key)
@@ -1265,9 +1274,18 @@ class WorkModel:
                 p.release(held, commit=False)
         for k in gone:
             r = self.resources.pop(k)
+            if isinstance(k, tuple) and len(k) == 2:
+                of_topic = self._by_topic[k[0]]
+                del of_topic[k[1]]
+                if not of_topic:
+                    del self._by_topic[k[0]]
             self.idle.pop(r, None)
             r.progress(self.now(), r.hw)
             self._gone_lag_int += r.lag_int / 1000.0
+
+    def partition_resources(self, topic_id: Any) -> Mapping[int, Resource]:
+        """``{i: resources[(topic_id, i)]}`` for every such key (empty if none)."""
+        return self._by_topic.get(topic_id, _NO_RESOURCES)
 
     # ---------------------------------------------------------------- processors
 
