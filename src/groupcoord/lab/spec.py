@@ -669,7 +669,8 @@ medians and ranges, no marks, no sentence); the members' load at which \
 each protocol starts to win, at two poll lengths (crossover); the field's anchor, 10 consumers \
 while a topic grows by 900 partitions; the costs the field pays (state restore; the polls grow \
 long after a backlog, but no rebalance of that grid started while a member was inside one); and \
-a join timed inside a member's long poll, by construction (long-poll). \
+a join timed inside a member's long poll, by construction (long-poll); and members late at a \
+rebalance because of their own work: pauses and heavy-tailed batches (lateness). \
 The consumer grids' workloads keep the busiest member under 70 % busy under \
 every assignor even with one member fewer (range included: the report prints it per row, and \
 flags a row whose runs ended with their lag not caught up), so that a rebalance, not an \
@@ -1262,5 +1263,61 @@ events = [{ at_ms = 30000, kind = "rolling-bounce", interval_ms = 15000, down_ms
 description = "bounce with the member down 30 s instead of 10 s."
 group = { members = 4, topics = { foo = 8 } }
 events = [{ at_ms = 30000, kind = "bounce", member = "c2", down_ms = 30000 }]
+
+# Natural lateness (docs/lab.md, "Natural lateness"; the same grid as lab/data/paper-lateness.toml).
+# 4 topics x 250 partitions at 1.6 records/s each (the consumers grid's 1,600 records/s), 1 ms
+# a record on average: 16 % busy at 10 members (18 % with one member fewer) from processing,
+# plus the time paused (moderate 2 %, heavy 10 %): the busiest member stays under 70 %.
+# none: 1 ms a record, no pause (the members are in poll() at every rebalance).
+[[workloads]]
+name = "4x250-p1ms"
+topics = 4
+partitions = 250
+records_per_s = 1.6
+processing_ms = 1
+
+# moderate: a record's time lognormal (mean 1 ms, sigma 1: median 0.61 ms, 1 in 100 batches
+# over 6 ms a record), and a pause every 10 s on average per member, lognormal (mean 200 ms,
+# sigma 1: median 120 ms, 1 in 100 over 1.2 s).
+[[workloads]]
+name = "4x250-ln1ms-s1-pause200ms-10s"
+topics = 4
+partitions = 250
+records_per_s = 1.6
+processing_ms = { dist = "lognormal", mean = 1, sigma = 1 }
+pause_every_ms = 10000
+pause_ms = { dist = "lognormal", mean = 200, sigma = 1 }
+
+# heavy: a record's time lognormal (mean 1 ms, sigma 1.5: median 0.32 ms, 1 in 100 batches
+# over 10 ms a record, a 500-record poll 5 s), and a pause every 10 s on average per member,
+# lognormal (mean 1 s, sigma 1: median 0.61 s, 1 in 100 over 6 s).
+[[workloads]]
+name = "4x250-ln1ms-s1.5-pause1s-10s"
+topics = 4
+partitions = 250
+records_per_s = 1.6
+processing_ms = { dist = "lognormal", mean = 1, sigma = 1.5 }
+pause_every_ms = 10000
+pause_ms = { dist = "lognormal", mean = 1000, sigma = 1 }
+
+[[grid]]
+name = "lateness"
+description = '''the eager marks under natural lateness: 10 consumers (4 x 250) whose poll
+loops pause (GC, IO) and whose records take a heavy-tailed time, at three levels named by
+their distributions (none: 1 ms a record, no pause; moderate: lognormal 1 ms sigma 1, a
+lognormal 200 ms sigma 1 pause every 10 s; heavy: lognormal 1 ms sigma 1.5, a lognormal 1 s
+sigma 1 pause every 10 s). A classic member rejoins, and an eager one revokes, only from poll(), so a
+paused or busy member holds an eager group's JoinGroup barrier; a cooperative or KIP-848 group
+waits on it only for what it gives up. The lateness columns give the measured distribution.'''
+protocols = ["classic:eager", "classic:eager-roundrobin", "classic:cooperative",
+             "consumer:uniform"]
+scenarios = ["bounce", "scale-out", "rolling-bounce"]
+sizes = [10]
+workloads = ["4x250-p1ms", "4x250-ln1ms-s1-pause200ms-10s", "4x250-ln1ms-s1.5-pause1s-10s"]
+seeds = 6
+confirm_seeds = 6
+question = "Do the eager marks hold when the members' own work makes them late at the rebalance?"
+# (the lateness columns are the condition, not a cost: printed with the grid, never marked)
+metrics = ["stall_ms", "lag_peak", "lag_record_s", "convergence_ms"]
 """,
 }
