@@ -121,3 +121,23 @@ def test_twelve_partitions_at_twelve_members_give_each_partition_one_share_membe
         for tp in p.assigned:
             holders[tp] = holders.get(tp, 0) + 1
     assert len(holders) == 12 and set(holders.values()) == {1}
+
+
+def test_a_poison_records_retries_are_not_records_processed_twice(tmp_path: Path) -> None:
+    """A poison record RELEASEd after each failed attempt is redelivered up to the delivery
+    limit: retries, as a consumer group's application's in place, not a record processed
+    twice; a crash still counts the records its member had been handed."""
+    crash = _scenario(tmp_path, "crash", 3, 3, 'kind = "crash"\nmember = "c2"',
+                      rate=40, processing=20.0)
+    poison = ShareSettings(lock_duration_ms=15_000, poison_rate=0.02)
+    clean = ShareSettings(lock_duration_ms=15_000)
+    runs = {}
+    for name, settings_ in (("poison", poison), ("clean", clean)):
+        sim = build_simulation(crash, 1, SHARE)
+        assert isinstance(sim, ShareSimulation)
+        sim.settings = settings_
+        runs[name] = ok(sim.run()).summary
+    assert runs["poison"]["share_redelivered"] > runs["clean"]["share_redelivered"]
+    assert runs["poison"]["poison_attempts"] > 0
+    twice = runs["poison"]["work"]["records_reprocessed"]
+    assert 0 < twice <= runs["poison"]["share_redelivered"] - runs["poison"]["share_archived"]

@@ -68,7 +68,9 @@ and waits between batches is working), records processed twice (``records_reproc
 handed to a member's application again after it was once handed to one, the definition the
 consumer groups' model counts as a crashed or revoked member's uncommitted records processed
 again: a redelivery after a lock expired, whether the first member had processed it, was
-processing it or had crashed with it, and after a RELEASE, a poison record's included); and
+processing it or had crashed with it, or after a leaving member's session released it; not a
+poison record's redelivery after its failed attempt, the retry a consumer group's application
+makes in place and does not count either: ``poison_attempts`` counts those); and
 ``protocol_summary``'s share figures: acquisitions, redeliveries, records archived, poison
 attempts, acknowledgements refused.
 """
@@ -569,6 +571,8 @@ class ShareSimulation(ShareConvergence):
                                           f"processes it under a live lock")
         handed = self._handed  # records processed twice: handed to an application again
         for a in got:
+            if a.poison:  # a failed attempt's retry, as a consumer group's application's own
+                continue
             key = (a.tp, a.offset)
             if key in handed:
                 self.work["records_reprocessed"] += 1
