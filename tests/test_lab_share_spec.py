@@ -77,6 +77,10 @@ def test_an_equal_capacity_workload_runs_beside_the_four_partition_one() -> None
     assert (four.partitions, twelve.partitions) == (4, 12) and w4 == w12
     cells = {(r.protocol, r.size) for r in expand(spec) if r.workload == "1x12-busy"}
     assert cells >= {("share:simple", 12), ("consumer:uniform", 12)}
-    (grid,) = spec.grids
-    assert {"resources_moved", "resource_downtime_ms", "records_reprocessed",
-            "convergence_ms"} <= set(grid.metrics)
+    # its own grid: a grid whose workloads differ in rate per partition reads as a sweep of it
+    grids = {g.name: g for g in spec.grids}
+    assert [w.name for w in grids["equal-capacity"].workloads] == ["1x12-busy"]
+    assert "1x12-busy" not in [w.name for w in grids["share"].workloads]
+    for grid in grids.values():
+        assert {"resources_moved", "resource_downtime_ms", "records_reprocessed",
+                "convergence_ms"} <= set(grid.metrics)
