@@ -141,3 +141,24 @@ def test_a_poison_records_retries_are_not_records_processed_twice(tmp_path: Path
     assert runs["poison"]["poison_attempts"] > 0
     twice = runs["poison"]["work"]["records_reprocessed"]
     assert 0 < twice <= runs["poison"]["share_redelivered"] - runs["poison"]["share_archived"]
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32), scenario=st.sampled_from(["crash", "bounce", "scale-in"]),
+       poison=st.sampled_from([0.0, 0.02]))
+def test_records_processed_twice_are_redeliveries_of_records_once_handed(
+        seed: int, scenario: str, poison: float) -> None:
+    """Over seeds and built-in scenarios: every record processed twice is a redelivery (never
+    more of them than redeliveries that are not a poison record's), and a partition stopped is
+    never more than the partitions over the run's time."""
+    sim = build_simulation(scenario, seed, SHARE)
+    assert isinstance(sim, ShareSimulation)
+    sim.settings = ShareSettings(lock_duration_ms=15_000, poison_rate=poison)
+    r = ok(sim.run())
+    s = r.summary
+    parts = sim.partitions
+    poison_redeliveries = sum(1 for tp, o in parts.archived if parts.is_poison(tp, o)) * (
+        sim.settings.delivery_count_limit - 1)
+    twice = s["work"]["records_reprocessed"]
+    assert 0 <= twice <= max(0, s["share_redelivered"] - poison_redeliveries)
+    assert 0 <= s["resource_downtime_ms"] <= len(parts.producing) * s["sim_time_ms"]
