@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from groupcoord.lab.findings import FAMILY_NAMES, VARIANT_NAMES, X_NAMES, Metric, family, number
+from groupcoord.lab.lateness import grid_lateness_lines
 from groupcoord.lab.limits import model_limits, settings_table
 from groupcoord.lab.mechanism import (
     Load,
@@ -1153,7 +1154,8 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
     parts.append("<h2>How to read the tables</h2>")
     parts += [f"<p>{html.escape(t)}</p>" for t in method_text(runs, verdicts) if t]
     loads = row_loads(runs)
-    parts += [verdict_html(g, loads, mechanisms(g.protocols, g.settings, grid_runs(g, runs)))
+    parts += [verdict_html(g, loads, mechanisms(g.protocols, g.settings, grid_runs(g, runs))
+                           + grid_lateness_lines(grid_runs(g, runs)))
               for g in verdicts]
     parts.append(_claims_html(found, verdicts))
     parts.append(settings_html(runs))
@@ -1197,8 +1199,8 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
     lines += ["## Verdicts", ""]
     loads = row_loads(runs)
     for g in verdicts:
-        lines += [verdict_md(g, loads, mechanisms(g.protocols, g.settings, grid_runs(g, runs))),
-                  ""]
+        lines += [verdict_md(g, loads, mechanisms(g.protocols, g.settings, grid_runs(g, runs))
+                             + grid_lateness_lines(grid_runs(g, runs))), ""]
     lines += ["## What the tables show", ""]
     if not found:
         lines.append("No difference between protocols passes the test above.")
