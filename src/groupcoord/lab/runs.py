@@ -90,7 +90,7 @@ from groupcoord.sim.scenario import (
     parse_scenario,
     with_workload,
 )
-from groupcoord.sim.settings import effective_settings, family, with_field_settings
+from groupcoord.sim.settings import base_protocol, effective_settings, family, with_field_settings
 from groupcoord.sim.workload import WORK_METRICS, WorkloadError, parse_workload
 
 INITIAL = INITIAL_JOIN
@@ -392,7 +392,7 @@ def repro_command(params: RunParams) -> str:
 def simulate_run(params: RunParams, scenario: Scenario | None = None) -> SimResult:
     """Run the simulator on the cell's scenario with the run's seed."""
     sc = scenario if scenario is not None else build_scenario(params)
-    sim = build_simulation(sc, params.seed, params.protocol, record_trace=params.events,
+    sim = build_simulation(sc, params.seed, base_protocol(params.protocol), record_trace=params.events,
                            checkpoint_every=params.checkpoint_every)
     return sim.run(max_steps=params.max_steps)
 
@@ -415,7 +415,7 @@ def run_control(params: RunParams, sc: Scenario, res: SimResult) -> list[dict[st
     # No I4 checkpoints: a control never fails over (failovers are events), and a checkpoint
     # only compacts the log and compares a rebuilt shard, so leaving them out changes nothing
     # the members see; the disturbed run has checked the same steps already.
-    sim = build_simulation(csc, params.seed, params.protocol, checkpoint_every=1 << 62)
+    sim = build_simulation(csc, params.seed, base_protocol(params.protocol), checkpoint_every=1 << 62)
     return sim.run_control(ends)
 
 
@@ -444,7 +444,7 @@ def simulate_with_control(params: RunParams, sc: Scenario) -> tuple[SimResult,
     if first is None or first <= 0 or not hasattr(os, "fork"):
         res = simulate_run(params, sc)
         return res, run_control(params, sc, res)
-    sim = build_simulation(sc, params.seed, params.protocol, record_trace=params.events,
+    sim = build_simulation(sc, params.seed, base_protocol(params.protocol), record_trace=params.events,
                            checkpoint_every=params.checkpoint_every)
     sim.start()
     if sim.advance(until_ms=first - 1, max_steps=params.max_steps):
