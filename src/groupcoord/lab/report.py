@@ -75,6 +75,7 @@ from groupcoord.lab.verdict import (
     claim_candidates,
     claims,
     comparisons,
+    distinct_marks,
     grid_verdicts,
     member_word,
     ranked,
@@ -286,6 +287,12 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
                  f"below rest only on cells with at least {CLAIM_MIN_SEEDS} seeds per "
                  f"protocol ({cmp.claim_pairs:,} pairs, about {cmp.claim_expected:.1f} "
                  "chance marks among them).")
+        marks, distinct = distinct_marks(verdicts, runs)
+        if distinct < marks:
+            test += (f" The tables carry {marks:,} marks (★ or =) and {distinct:,} distinct "
+                     "findings: a row whose workload differs from another's only in its "
+                     "poison records, on the same seeds and with the same mark, repeats that "
+                     "row's finding and is not counted again.")
     confirmed = [g for g in verdicts if g.confirm_seeds]
     if confirmed:
         ok = sum(g.confirmed for g in confirmed)
@@ -355,7 +362,8 @@ def timing_text(label: str) -> str:
         base, timings = split_timing(label)
     except ValueError:
         return "a timing variant"
-    names = {"heartbeat_interval_ms": "heartbeat", "session_timeout_ms": "session timeout"}
+    names = {"heartbeat_interval_ms": "heartbeat", "session_timeout_ms": "session timeout",
+             "commit_interval_ms": "auto-commit interval"}
     what = ", ".join(f"{names.get(k, k)} {number(v / 1000.0)} s" for k, v in timings.items())
     return f"{base} with its {what} instead of the field's default (the same seeds)"
 
@@ -371,7 +379,8 @@ def _verdict_word(mv: MetricVerdict) -> str:
     if mv.verdict == "best":
         return (f"\u2605 best, depends on {mv.depends}" if mv.depends else "\u2605 best") + limit
     if mv.verdict == "tied":
-        return f"= {len(mv.best)} tied" + limit
+        return (f"= {len(mv.best)} tied" + (f", depends on {mv.depends}" if mv.depends else "")
+                + limit)
     if mv.verdict == "unconfirmed":
         first = ("\u2605 " + mv.best[0] if len(mv.best) == 1 else "= " + " and ".join(mv.best))
         return f"not confirmed: first seeds {first}; fresh seeds {again_text(mv)}"
