@@ -107,7 +107,23 @@ def test_a_window_that_never_converges_runs_to_the_end_of_the_run() -> None:
     run = _run({"c1": _keeping_up(20.0)}, described, lifetimes, T0 + 20.0)
     [w] = share_window_metrics(run)
     assert w["time_to_converge_ms"] is None and w["caught_up"] is False
+    assert w["closed"] is False
     assert w["span"] == (10.0, pytest.approx(20.0))
+
+
+def test_a_group_that_never_catches_up_closes_its_window_a_minute_after_converging() -> None:
+    """The simulator's rule (``sim.share.may_end``): a member left with more than it can do
+    never catches up, so the window ends ``RECOVERY_WAIT_MS`` after the convergence, not at
+    whatever time the run ends (a lag integral over a longer window is a larger one)."""
+    lifetimes: dict[str, list[tuple[float, float | None]]] = {"c1": [(T0, None)]}
+    described = [(T0 + t / 10, True, ("c1",)) for t in range(0, 1200)]
+    # c1 keeps up until 10 s, then does only every other record
+    batches = _keeping_up(10.0) + [(o / 10 + 0.05, [(0, o)]) for o in range(100, 1200, 2)]
+    run = _run({"c1": batches}, described, lifetimes, T0 + 120.0)
+    [w] = share_window_metrics(run)
+    assert w["time_to_converge_ms"] == pytest.approx(2_000, abs=1)  # at settle (12 s)
+    assert w["caught_up"] is False and w["closed"] is True
+    assert w["span"] == (10.0, pytest.approx(72.0))
 
 
 def test_within_2x_with_the_share_floors() -> None:

@@ -25,7 +25,9 @@ simulator's definitions (``sim.share``): a record is *done* at the end of the ba
 processed it (its acknowledgement goes with the next poll); lag(t) = records produced minus
 distinct records done up to t; a window runs from the disturbance until the group has
 converged (held ``HOLD_S``) and then caught up (lag back at or under its peak over the
-``STEADY_S`` before the disturbance), or the run's end; ``time_to_converge_ms`` counts from
+``STEADY_S`` before the disturbance), or ``sim.application.RECOVERY_WAIT_MS`` after the
+convergence if it does not catch up (members that cannot keep up never do: the simulator's
+rule, ``sim.share.may_end``), or the run's end; ``time_to_converge_ms`` counts from
 the disturbance to the convergence; ``lag_peak`` and ``lag_record_s`` (the lag's integral)
 over the window; ``records_reprocessed``: records done again in the window after a first
 time (a member that processed a batch and did not get its acknowledgement in before the lock
@@ -63,6 +65,7 @@ from groupcoord.lab.wire import (
     start_server,
 )
 from groupcoord.lab.wire_run import WireWindow
+from groupcoord.sim.application import RECOVERY_WAIT_MS
 from groupcoord.sim.scenario import Scenario
 
 SHARE_MEMBER = [MEMBER[0], "-m", "groupcoord.lab.wire_share_member"]
@@ -178,7 +181,8 @@ def share_window_metrics(run: ShareWireRun) -> list[dict[str, Any]]:
     """One dict per disturbance window (the initial join left out): ``disturbance``,
     ``at_ms`` (since t0), ``time_to_converge_ms`` (None: not converged), ``lag_peak``,
     ``lag_record_s``, ``records_reprocessed``, ``span`` ((start, end) seconds since t0: what a
-    paired control is measured over), ``caught_up``."""
+    paired control is measured over), ``caught_up``, ``closed`` (caught up, or given up
+    on)."""
     conv = converged_at(run)
     ts, lag = lag_series(run)
     _, completions = done_times(run)
@@ -198,11 +202,14 @@ def share_window_metrics(run: ShareWireRun) -> list[dict[str, Any]]:
         before = (ts >= at - STEADY_S) & (ts < at)
         steady = float(lag[before].max()) if before.any() else 0.0
         end = run.end
-        caught_up = False
+        caught_up = closed = False
         if converged is not None:
             after = np.nonzero((ts >= converged) & (lag <= steady))[0]
-            if after.size:
-                end, caught_up = float(ts[after[0]]), True
+            give_up = converged + RECOVERY_WAIT_MS / 1000
+            if after.size and ts[after[0]] <= give_up:
+                end, caught_up, closed = float(ts[after[0]]), True, True
+            elif run.end >= give_up:
+                end, closed = give_up, True
         inside = (ts >= at) & (ts <= end)
         seen: set[tuple[int, int]] = set()
         again = 0
@@ -218,7 +225,7 @@ def share_window_metrics(run: ShareWireRun) -> list[dict[str, Any]]:
             "lag_peak": int(lag[inside].max()) if inside.any() else 0,
             "lag_record_s": round(_integral(ts, lag, at, end), 3),
             "records_reprocessed": again,
-            "span": (w.at_s, end - run.t0), "caught_up": caught_up})
+            "span": (w.at_s, end - run.t0), "caught_up": caught_up, "closed": closed})
     return out
 
 
@@ -363,7 +370,7 @@ def run_share_wire(sc: Scenario, settings: Mapping[str, int], wl: WireWorkload,
             while time.time() < deadline:
                 snap = _collect(ctx, members, producer, describer, t0, time.time(), windows)
                 ws = share_window_metrics(snap)
-                if all(w["caught_up"] for w in ws):
+                if all(w["closed"] for w in ws):
                     break
                 time.sleep(1.0)
             time.sleep(tail_s)
@@ -374,6 +381,8 @@ def run_share_wire(sc: Scenario, settings: Mapping[str, int], wl: WireWorkload,
         producer.thread.join(15)
         run = _collect(ctx, members, producer, describer, t0, end, windows)
         run.server_config = configs
+        if keep_dir is not None:  # what the metrics are computed from, beside the logs
+            (workdir / "run.json").write_text(dump(run))
         return run
     finally:
         if describer is not None:
