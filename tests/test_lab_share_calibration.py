@@ -28,6 +28,7 @@ from groupcoord.lab.wire_share import (
     run_share_wire,
     share_server_configs,
     share_window_metrics,
+    span_lag_peak,
     span_lag_record_s,
 )
 from groupcoord.sim.scenario import parse_scenario
@@ -98,6 +99,7 @@ def test_lag_is_produced_minus_distinct_records_done_and_twice_done_records_are_
     # a control that kept up over the same span: its lag integral is the records in flight
     control = _run({"c1": _keeping_up(30.0)}, described, lifetimes, T0 + 30.0)
     assert span_lag_record_s(control, w["span"]) < 5
+    assert span_lag_peak(control, w["span"]) <= 1  # a record in flight at most
 
 
 def test_a_window_that_never_converges_runs_to_the_end_of_the_run() -> None:

@@ -14,13 +14,15 @@ second of the shared machine), the same on both sides.
 
 Both sides measure the disturbance window (``sim.share``'s window; on the wire
 ``lab.wire_share.share_window_metrics``) and its paired control, the same seed without the
-disturbance: ``time_to_converge_ms``, ``lag_peak``, ``excess_lag_record_s`` (the window's lag
-integral minus the control's over the same span) and ``records_reprocessed`` (records
-processed twice). The simulator's control is ``lab.runs.simulate_with_control``'s, one per
-seed; the wire's is one control run per cell (the initial members only, run 1's seed, as long
-as the longest window: the control's lag is the records in flight, measured over each run's
-span). Every metric is the median over the wire runs against the median over their paired
-seeds, within 2x when the larger is at most twice the smaller or both are below the floor
+disturbance: ``time_to_converge_ms``, ``lag_peak`` (the window's, in-flight records
+included; the control's over the same span is reported beside it, ``--windows``),
+``excess_lag_record_s`` (the window's lag integral minus the control's over the same span)
+and ``records_reprocessed`` (records processed twice). The simulator's control is
+``lab.runs.simulate_with_control``'s, one per seed; the wire's is one control run per cell
+(the initial members only, run 1's seed, as long as the longest window: the control's lag is
+the records in flight, measured over each run's span). Every metric is the median over the
+wire runs against the median over their paired seeds, within 2x when the larger is at most
+twice the smaller or both are below the floor
 (``lab.calibrate.FLOORS``; records processed twice: 50 records, as the lag peak).
 """
 
@@ -138,6 +140,7 @@ def simulate_cell_run(params: Any, sc: Any) -> dict[str, Any]:
             "lag_peak": w["lag_peak"],
             "lag_record_s": round(float(w["lag_record_s"]), 1),
             "control_lag_record_s": round(float(c["lag_record_s"]), 1),
+            "control_lag_peak": c["lag_peak"],
             "excess_lag_record_s": round(float(w["lag_record_s"]) - float(c["lag_record_s"]), 1),
             "records_reprocessed": w["records_reprocessed"]}
 
@@ -151,6 +154,7 @@ def calibrate_share(scenarios: Sequence[str] = SCENARIOS, sizes: Sequence[int] =
     from groupcoord.lab.wire_share import (
         run_share_wire,
         share_window_metrics,
+        span_lag_peak,
         span_lag_record_s,
     )
     from groupcoord.sim.settings import effective_settings
@@ -190,6 +194,7 @@ def calibrate_share(scenarios: Sequence[str] = SCENARIOS, sizes: Sequence[int] =
                     keep_dir=None if keep is None else keep / f"{scenario}-{size}" / "control")
                 for w in cell.wire:
                     c = span_lag_record_s(ctl, w["span"])
+                    w["control_lag_peak"] = span_lag_peak(ctl, w["span"])
                     w["control_lag_record_s"] = c
                     w["excess_lag_record_s"] = round(w["lag_record_s"] - c, 1)
             except (RuntimeError, OSError) as e:
@@ -238,7 +243,7 @@ def format_share_runs(cells: Sequence[ShareCell]) -> str:
             for i, r in enumerate(rows):
                 lines.append(f"  {c.scenario} at {c.size}, {side} {i + 1} (seed {r['seed']}): "
                              + ", ".join(f"{m} {_fmt(r.get(m))}" for m in (
-                                 *METRICS, "lag_record_s", "control_lag_record_s")))
+                                 *METRICS, "lag_record_s", "control_lag_record_s", "control_lag_peak")))
     return "\n".join(lines)
 
 

@@ -236,6 +236,13 @@ def span_lag_record_s(run: ShareWireRun, span: tuple[float, float]) -> float:
     return round(_integral(ts, lag, run.t0 + span[0], run.t0 + span[1]), 3)
 
 
+def span_lag_peak(run: ShareWireRun, span: tuple[float, float]) -> int:
+    """The lag's peak over ``span`` (seconds since the run's t0)."""
+    ts, lag = lag_series(run, run.t0 + span[1])
+    inside = (ts >= run.t0 + span[0]) & (ts <= run.t0 + span[1])
+    return int(lag[inside].max()) if inside.any() else 0
+
+
 # ----------------------------------------------------------------------------- the run
 
 
@@ -422,4 +429,4 @@ def dump(run: ShareWireRun) -> str:
 
 __all__ = ["PROTOCOL", "SHARE_EVENTS", "ShareWireRun", "check_share_playable", "converged_at",
            "done_times", "dump", "lag_series", "run_share_wire", "share_server_configs",
-           "share_window_metrics", "span_lag_record_s"]
+           "share_window_metrics", "span_lag_peak", "span_lag_record_s"]
