@@ -85,9 +85,16 @@ def test_random_classic_runs(seed: int) -> None:
                                   classic_initial_rebalance_delay_ms=rng.choice([0, 3_000])))
     clients = [FakeClient(f"c{i}", f"i{i}" if rng.random() < 0.4 else None,
                           rng.choice([3, 4, 5, 8, 9])) for i in range(rng.randint(1, 5))]
+    seen: dict[str, tuple[object, int, list[str]]] = {}
     for i in range(250):
         step(h, rng, clients)
         assert h.rebuild().state_digest() == h.shard.state_digest(), f"seed={seed} step={i}"
+        for gid, g in h.shard.groups.items():  # members_version moves with every change
+            before = seen.get(gid)
+            ids = list(g.members)
+            if before is not None and before[0] is g and before[1] == g.members_version:
+                assert ids == before[2], f"seed={seed} step={i}: members changed, same version"
+            seen[gid] = (g, g.members_version, ids)
     h.advance(15 * 60 * 1000)  # everyone goes quiet
     pending = [c.request for c in h.calls.values() if not c.done]
     assert pending == [], f"seed={seed}: requests never answered"

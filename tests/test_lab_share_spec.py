@@ -63,3 +63,24 @@ def test_a_poison_run_meets_its_poison_records_in_both_protocols() -> None:
             assert summary["share_archived"] > 0
         else:
             assert summary["work"]["poison_skipped"] > 0
+
+
+def test_an_equal_capacity_workload_runs_beside_the_four_partition_one() -> None:
+    """1x12-busy: the same total production and processing as 1x4-busy on 12 partitions, so at
+    12 members each protocol works each partition with one member (capacity not confounded
+    with protocol); the grid shows the partitions stopped beside the assignment changes."""
+    spec = load_spec(str(SPEC))
+    by_name = {w.name: w for w in spec.workloads}
+    four, twelve = by_name["1x4-busy"], by_name["1x12-busy"]
+    w4, w12 = json.loads(four.work or "{}"), json.loads(twelve.work or "{}")
+    assert four.partitions * w4.pop("records_per_s") == twelve.partitions * w12.pop("records_per_s")
+    assert (four.partitions, twelve.partitions) == (4, 12) and w4 == w12
+    cells = {(r.protocol, r.size) for r in expand(spec) if r.workload == "1x12-busy"}
+    assert cells >= {("share:simple", 12), ("consumer:uniform", 12)}
+    # its own grid: a grid whose workloads differ in rate per partition reads as a sweep of it
+    grids = {g.name: g for g in spec.grids}
+    assert [w.name for w in grids["equal-capacity"].workloads] == ["1x12-busy"]
+    assert "1x12-busy" not in [w.name for w in grids["share"].workloads]
+    for grid in grids.values():
+        assert {"resources_moved", "resource_downtime_ms", "records_reprocessed",
+                "convergence_ms"} <= set(grid.metrics)

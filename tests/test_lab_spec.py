@@ -52,7 +52,9 @@ def test_builtin_specs_expand() -> None:
 
     assert {r.workload for r in runs if not is_connect_protocol(r.protocol)} == {
         "4x250", "4x1000", "field-costs", "long-poll", "light", "light-md300s", "light-md30s",
-        *(f"1x32-p{ms}ms-{pct}pct" for ms in (10, 20) for pct in (20, 30, 40))}
+        *(f"1x32-p{ms}ms-{pct}pct" for ms in (10, 20) for pct in (20, 30, 40)),
+        # natural lateness: none, moderate, heavy
+        "4x250-p1ms", "4x250-ln1ms-s1-pause200ms-10s", "4x250-ln1ms-s1.5-pause1s-10s"}
     # the deciding inputs are swept: bounce downtime by scenario variant, the metadata
     # refresh by workload (so a flipping ★ reads "depends on X")
     grids = {g.name: g for g in paper.grids}
@@ -268,11 +270,12 @@ def test_bad_grids_name_the_field(grid: str, message: str) -> None:
 def test_cli_runs_a_findings_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["lab", "run", "--spec", "paper", "--scenario", "grow-by-900", "--protocol",
                  "classic:eager", "--workload", "light", "--out", "unused", "--dry-run"]) == 0
-    assert "sweep paper: 21 runs in 1 cells (classic:eager)" in capsys.readouterr().out
-    # the metadata-age grid adds the growth at both metadata.max.age.ms (10 seeds each)
+    # 21 seeds and 21 more that confirm the marks
+    assert "sweep paper: 42 runs in 1 cells (classic:eager)" in capsys.readouterr().out
+    # the metadata-age grid adds the growth at both metadata.max.age.ms (10 + 10 seeds each)
     assert main(["lab", "run", "--spec", "paper", "--scenario", "grow-by-900", "--protocol",
                  "classic:eager", "--out", "unused", "--dry-run"]) == 0
-    assert "sweep paper: 41 runs in 3 cells (classic:eager)" in capsys.readouterr().out
+    assert "sweep paper: 82 runs in 3 cells (classic:eager)" in capsys.readouterr().out
     assert main(["lab", "run", "--spec", "paper", "--size", "7", "--out", "u", "--dry-run"]) == 2
     assert "--size 7: not in the spec" in capsys.readouterr().err
 
@@ -280,7 +283,7 @@ def test_cli_runs_a_findings_command(capsys: pytest.CaptureFixture[str]) -> None
 def test_paper_spec_asks_the_seeds_questions() -> None:
     spec = load_spec("paper")
     names = {g.name for g in spec.grids}
-    assert {"kip415", "kip415-task-times", "consumers", "consumers-1000", "rolling",
+    assert {"kip415", "kip415-task-times", "consumers", "consumers-300", "rolling",
             "crossover-10ms", "crossover-20ms", "anchor"} <= names
     # each crossover grid sweeps the members' load at one poll length, on the same seeds
     from groupcoord.lab.findings import busy_pct, sweep_parameter, with_work_parameters
@@ -291,7 +294,7 @@ def test_paper_spec_asks_the_seeds_questions() -> None:
         rows = [{**r.as_row(), "members": 8, "total_partitions": 32} for r in cross]
         assert sorted({busy_pct(r) for r in rows}) == [20, 30, 40]
         assert sweep_parameter(with_work_parameters(rows)) == "busy_pct"
-        assert len({r.seed for r in cross}) == 10
+        assert len({r.seed for r in cross}) == 20  # 10 seeds and 10 that confirm the marks
     # rolling, crossover and field-costs carry enough seeds for sentences (>= 5) and for the
     # sign test (>= 10)
     assert {g.name: g.seeds for g in spec.grids
@@ -306,7 +309,7 @@ def test_paper_spec_asks_the_seeds_questions() -> None:
             delays.setdefault(r.scenario.split("-")[1], set()).add(sc.max_delay_ms)
     assert delays == {"leaves": {0, 30_000, 300_000}, "bounce": {0, 30_000, 300_000}}
     sizes = {z for g in spec.grids for z in g.sizes}
-    assert {10, 1000} <= sizes
+    assert {10, 300} <= sizes
     anchor = build_scenario(next(r for r in expand(spec) if r.scenario == "grow-by-900"))
     assert anchor.members == 10 and anchor.topics == (("foo", 100),)
     grow = next(e for e in anchor.events if e.kind == "add-partitions")

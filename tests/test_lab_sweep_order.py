@@ -21,7 +21,7 @@ def test_the_paper_spec_starts_with_its_largest_groups_and_ends_small() -> None:
     assert sorted(r.run_id for r in flat) == sorted(r.run_id for r in runs)  # each run once
     costs = [expected_cost(r) for r in flat]
     assert costs == sorted(costs, reverse=True)  # handed out largest first
-    assert {expected_cost(r) for r in chunks[0]} == {1000}  # the 1,000-member runs first
+    assert {expected_cost(r) for r in chunks[0]} == {300}  # the 300-member runs first
     budget = sum(costs) / 8
     assert all(len(c) == 1 or sum(map(expected_cost, c)) <= budget for c in chunks)
     assert max(costs[-20:]) <= 12  # the end: small runs that fill both cores

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import heapq
 import math
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from groupcoord.sim.workload import (
     DEFAULT_WORKLOAD,
@@ -332,3 +335,21 @@ def test_an_overloaded_member_waits_for_its_first_fetchable_record_without_spinn
     p.positions()
     assert p.batch_id <= 3
     assert m.processed > 0  # it started on the first records once they were fetchable
+
+
+@given(steps=st.lists(st.dictionaries(
+    st.tuples(st.sampled_from([uuid.UUID(int=1), uuid.UUID(int=2), "connector"]),
+              st.integers(0, 4) | st.just("task")) | st.sampled_from(["c1", "c1-0"]),
+    st.floats(0, 100), max_size=8), max_size=6))
+def test_partition_resources_follow_the_resources(steps: list[dict[Any, float]]) -> None:
+    """``partition_resources(topic)`` is the model's resource of every ``(topic, partition)``
+    key through any sequence of resources appearing and going (a commit's answer reads the
+    resources through it)."""
+    m = Loop().model(fixed())
+    for wanted in steps:
+        m.sync_resources(wanted)
+        for t in (uuid.UUID(int=1), uuid.UUID(int=2), uuid.UUID(int=3), "connector", None):
+            got = dict(m.partition_resources(t))
+            assert got == {k[1]: r for k, r in m.resources.items()
+                           if isinstance(k, tuple) and k[0] == t}
+            assert all(got[i] is m.resources[(t, i)] for i in got)

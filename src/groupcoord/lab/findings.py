@@ -130,6 +130,39 @@ VARIANT_NAMES: dict[str, str] = {
                                 "balanced across topics, where range assigns each topic on "
                                 "its own)",
 }
+#: The assignor behind each classic consumer protocol label (the Java client's pairing: eager
+#: with range, cooperative with cooperative-sticky; ``eager-roundrobin``: eager with
+#: roundrobin); a KIP-848 label's variant is its server-side assignor.
+CLASSIC_ASSIGNORS: dict[str, str] = {"eager": "range", "eager-roundrobin": "roundrobin",
+                                     "cooperative": "cooperative-sticky"}
+#: The heartbeat setting per family, under Kafka's names (the runs' ``settings_json``).
+HEARTBEAT_SETTING: dict[str, tuple[str, ...]] = {
+    "classic": ("heartbeat.interval.ms",),
+    "consumer": ("group.consumer.heartbeat.interval.ms", "heartbeat.interval.ms"),
+    "classic-connect": ("heartbeat.interval.ms",), "connect": ("heartbeat.interval.ms",)}
+
+
+def full_name(protocol: str, settings: Mapping[str, Any] | None = None) -> str:
+    """A consumer protocol named with what decides its results beside the protocol: its
+    assignor and its heartbeat (``classic:eager (range, 3 s heartbeat)``,
+    ``consumer:uniform@hb3s (uniform, 3 s heartbeat)``), from the runs' settings; other
+    labels, and rows without settings, as they are."""
+    base = protocol.partition("@")[0]
+    fam, _, variant = base.partition(":")
+    if fam == "classic":
+        assignor = CLASSIC_ASSIGNORS.get(variant)
+    elif fam == "consumer":
+        assignor = variant or None
+    else:
+        return protocol
+    for k in HEARTBEAT_SETTING.get(fam, ()):
+        v = (settings or {}).get(k)
+        if isinstance(v, int | float):
+            hb = f"{number(float(v) / 1000.0)} s heartbeat"
+            return f"{protocol} ({assignor}, {hb})" if assignor else f"{protocol} ({hb})"
+    return protocol  # (rows without their settings: the label alone)
+
+
 #: Families Apache Kafka ships; the verdict tables rank these against each other only.
 SHIPPED_FAMILIES = frozenset({"classic", "consumer", "classic-connect"})
 

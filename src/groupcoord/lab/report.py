@@ -35,9 +35,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from groupcoord.lab.findings import FAMILY_NAMES, VARIANT_NAMES, X_NAMES, Metric, family, number
+from groupcoord.lab.findings import (
+    FAMILY_NAMES,
+    VARIANT_NAMES,
+    X_NAMES,
+    Metric,
+    family,
+    full_name,
+    number,
+)
+from groupcoord.lab.lateness import grid_lateness_lines
 from groupcoord.lab.limits import model_limits, settings_table
 from groupcoord.lab.mechanism import (
+    FRESH_SET,
     Load,
     TaskTimes,
     attach_moving_downtime,
@@ -61,6 +71,7 @@ from groupcoord.lab.verdict import (
     MetricVerdict,
     VerdictRow,
     _in_grid,
+    again_text,
     claim_candidates,
     claims,
     comparisons,
@@ -122,7 +133,7 @@ def read_windows(path: Path) -> list[dict[str, Any]]:
     import pyarrow.dataset as ds
 
     dataset = ds.dataset(str(path), format="parquet", partitioning="hive")
-    cols = [c for c in ("run_id", "window", "disturbance", "resources_moved",
+    cols = [c for c in ("run_id", "window", "disturbance", "at_ms", "resources_moved",
                         "resource_downtime_ms", "lag_record_s") if c in dataset.schema.names]
     return list(dataset.to_table(columns=cols).to_pylist())
 
@@ -187,6 +198,16 @@ def _metrics_line(g: GridVerdict) -> str:
     if notes:
         out += " (" + "; ".join(notes) + ")"
     return out
+
+
+def seeds_line(g: GridVerdict) -> str:
+    """How many seeds a cell's numbers are, and how its marks were confirmed."""
+    if not g.confirm_seeds:
+        return f"{g.seeds} seeds per cell (no second seed set: marks not confirmed)"
+    return (f"{g.seeds} seeds per cell (the numbers and marks), and {g.confirm_seeds} fresh "
+            f"seeds per cell that judge each row again: a mark stands only where they mark "
+            f"the same best ({g.confirmed} confirmed, {g.unconfirmed} not confirmed and "
+            "unmarked)")
 
 
 def _range(m: Metric, c: Any) -> str:
@@ -265,6 +286,17 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
                  f"below rest only on cells with at least {CLAIM_MIN_SEEDS} seeds per "
                  f"protocol ({cmp.claim_pairs:,} pairs, about {cmp.claim_expected:.1f} "
                  "chance marks among them).")
+    confirmed = [g for g in verdicts if g.confirm_seeds]
+    if confirmed:
+        ok = sum(g.confirmed for g in confirmed)
+        bad = sum(g.unconfirmed for g in confirmed)
+        test += (" Confirmation on fresh seeds: each grid that has one runs a second seed set "
+                 "after its first (seeds drawn the same way, none shared); every row is judged "
+                 "again on that set alone by the same rule, and a ★ or = of the first set "
+                 "stands only where the second marks the same best: otherwise the row reads "
+                 "'not confirmed' with what each set found, has no mark and no sentence. The "
+                 "numbers shown are the first set's. On this page "
+                 f"{ok:,} marks were confirmed and {bad:,} were not.")
     negative = any(c.median < 0 for g in verdicts for row in g.rows for mv in row.metrics
                    for c in mv.cells.values())
     if negative and _has_controls(runs):
@@ -303,10 +335,29 @@ def protocol_text(verdicts: Sequence[GridVerdict]) -> str:
     variants = dict.fromkeys(p for g in verdicts for p in g.protocols if p in VARIANT_NAMES)
     if variants:
         text += " " + "; ".join(f"{p} is {VARIANT_NAMES[p]}" for p in variants) + "."
+    timed = dict.fromkeys(p for g in verdicts for p in g.protocols if "@" in p)
+    if timed:
+        text += " " + "; ".join(f"{p} is {timing_text(p)}" for p in timed) + "."
+    text += (" Each column names its assignor and heartbeat under the label, and the "
+             "sentences name a winner as protocol, assignor and heartbeat: what decides a "
+             "result is often the assignor or a client default, not the protocol.")
     if "connect" in fams:
         text += (" Only protocols Apache Kafka ships are ranked (★, =, the sentences); the "
                  "connect group type's columns stand apart, unmarked.")
     return text
+
+
+def timing_text(label: str) -> str:
+    """What a timing variant's label means (``sim.settings.split_timing``)."""
+    from groupcoord.sim.settings import split_timing
+
+    try:
+        base, timings = split_timing(label)
+    except ValueError:
+        return "a timing variant"
+    names = {"heartbeat_interval_ms": "heartbeat", "session_timeout_ms": "session timeout"}
+    what = ", ".join(f"{names.get(k, k)} {number(v / 1000.0)} s" for k, v in timings.items())
+    return f"{base} with its {what} instead of the field's default (the same seeds)"
 
 
 def _mark(cell_mark: str) -> str:
@@ -321,6 +372,9 @@ def _verdict_word(mv: MetricVerdict) -> str:
         return (f"\u2605 best, depends on {mv.depends}" if mv.depends else "\u2605 best") + limit
     if mv.verdict == "tied":
         return f"= {len(mv.best)} tied" + limit
+    if mv.verdict == "unconfirmed":
+        first = ("\u2605 " + mv.best[0] if len(mv.best) == 1 else "= " + " and ".join(mv.best))
+        return f"not confirmed: first seeds {first}; fresh seeds {again_text(mv)}"
     if mv.verdict == "split":
         return "split seeds"
     if mv.verdict == "overlap":
@@ -337,7 +391,29 @@ def _verdict_word(mv: MetricVerdict) -> str:
         return f"< {MIN_SEEDS} seeds"
     if mv.verdict == "one protocol":
         return ""
-    return "tie"
+    return "tie" + tie_medians(mv)
+
+
+def tie_medians(mv: MetricVerdict) -> str:
+    """A tie whose medians lie far apart (by more than 2x and the floor) is a tie of the
+    ranges only, through a few seeds: the medians and those seeds are said (the metadata-age
+    grid's 4.68 s against 19.2 s, tied by one classic seed at 4.25 s)."""
+    m = mv.metric
+    pool = [p for p in ranked(mv.cells) if mv.cells[p].values]
+    if len(pool) < 2:
+        return ""
+    sign = 1 if m.lower_is_better else -1
+    order = sorted(pool, key=lambda p: (sign * mv.cells[p].median, p))
+    best, far = order[0], order[-1]
+    b, f = mv.cells[best].median, mv.cells[far].median
+    lo, hi = sorted((abs(b), abs(f)))
+    if hi - lo <= m.floor or hi < 2 * lo:
+        return ""
+    edge = mv.cells[best].high if m.lower_is_better else mv.cells[best].low
+    reach = [v for v in mv.cells[far].values.values()
+             if (v <= edge if m.lower_is_better else v >= edge)]
+    return (f" of the ranges only: medians {best} {_v(m, b)} against {far} {_v(m, f)}; "
+            f"{len(reach)} of {len(mv.cells[far].values)} {far} seeds reach {best}'s range")
 
 
 def axis_label(m: Metric) -> str:
@@ -388,6 +464,15 @@ def _columns(g: GridVerdict) -> tuple[list[str], list[str]]:
     return rank, [p for p in g.protocols if p not in rank]
 
 
+def _col_detail(g: GridVerdict, p: str) -> str:
+    """A column's assignor and heartbeat under its label (``findings.full_name``), so that a
+    winner is named as protocol, assignor and timing."""
+    name = full_name(p, g.settings.get(p))
+    if name == p:
+        return ""
+    return f"<br><small>{html.escape(name[len(p):].strip(' ()'))}</small>"
+
+
 def _cell_text(m: Metric, c: Any) -> tuple[str, str]:
     """A cell's value and its second line: the median and range, or each outcome when the
     seeds split."""
@@ -410,15 +495,15 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
     if g.violated or g.not_caught_up or g.noop:
         extra = (f"; left out: {g.violated} with a violation, {g.not_caught_up} never caught "
                  f"up, {g.noop} with an event that changed nothing")
-    parts.append(f"<p>Metrics: {html.escape(mets)}. {g.seeds} seeds per cell; {g.runs:,} runs"
-                 f"{html.escape(extra)}.</p>")
+    parts.append(f"<p>Metrics: {html.escape(mets)}. {html.escape(seeds_line(g))}; "
+                 f"{g.runs:,} runs{html.escape(extra)}.</p>")
     if not g.rows:
         parts.append("<p>No run of this grid counts.</p>")
         return "\n".join(parts)
     rank, apart = _columns(g)
     cols = [*rank, *apart]
-    head = "".join(f"<th{' class=apart' if p in apart else ''}>{html.escape(p)}</th>"
-                   for p in cols)
+    head = "".join(f"<th{' class=apart' if p in apart else ''}>{html.escape(p)}"
+                   f"{_col_detail(g, p)}</th>" for p in cols)
     group = ""
     if apart:
         group = ("<tr><th colspan='4'></th>"
@@ -464,7 +549,7 @@ def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | 
         lines += [f"*{g.question}*", ""]
     if g.description and g.description != g.question:
         lines += [g.description, ""]
-    lines += [f"Metrics: {_metrics_line(g)}. {g.seeds} seeds per cell; "
+    lines += [f"Metrics: {_metrics_line(g)}. {seeds_line(g)}; "
               f"{g.runs:,} runs; left out: {g.violated} with a violation, {g.not_caught_up} "
               "never caught up.", ""]
     if not g.rows:
@@ -635,7 +720,11 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 if not ys:
                     continue
                 st = styles.get(p, {})
-                ax.bar(k, statistics.median(ys), 0.6, color=st.get("color"), alpha=0.5)
+                med = statistics.median(ys)
+                ax.bar(k, med, 0.6, color=st.get("color"), alpha=0.5)
+                # the median printed on its bar: a 4.6 s bar on a 0-300 s axis is invisible
+                ax.annotate(number(med), (k, med), textcoords="offset points", xytext=(0, 3),
+                            ha="center", va="bottom", fontsize=7, fontweight="bold")
                 jitter = [k + 0.25 * ((j % 7) - 3) / 3 for j in range(len(ys))]
                 ax.scatter(jitter, ys, s=10, color=st.get("color"), edgecolors="black",
                            linewidths=0.3, zorder=3, label=p)
@@ -643,7 +732,11 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                           fontsize=8)
         else:
             xs_all: set[float] = set()
-            for pi, p in enumerate(g.protocols):
+            # the ranked protocols first and thickest, those shown apart (the connect group
+            # type) last, thin and faint: the eye goes to what the tables rank
+            rank = ranked(g.protocols)
+            for pi, p in enumerate([*rank, *(q for q in g.protocols if q not in rank)]):
+                apart = p not in rank
                 pts = []
                 seeds: list[tuple[float, float]] = []
                 for r in rows:
@@ -668,8 +761,10 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 # nested, instead of the last one hiding the others
                 ax.plot([x for x, *_ in pts], [y for _, y, _, _ in pts], label=p,
                         color=st.get("color"), linestyle=st.get("linestyle", "-"),
-                        marker=st.get("marker", "o"), linewidth=max(4.0 - 0.8 * pi, 1.2),
-                        markersize=max(11.0 - 2.0 * pi, 4.0), zorder=2 + pi)
+                        marker=st.get("marker", "o"),
+                        linewidth=1.0 if apart else max(4.0 - 0.8 * pi, 1.2),
+                        markersize=4.0 if apart else max(11.0 - 2.0 * pi, 4.0),
+                        alpha=0.55 if apart else 1.0, zorder=2 + pi)
                 ax.fill_between([x for x, *_ in pts], [lo for *_, lo, _ in pts],
                                 [hi for *_, hi in pts], alpha=0.12, color=st.get("color"))
                 if seeds:
@@ -721,6 +816,7 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
             # on a linear axis a protocol whose medians all sit within 3 % of the top reads
             # as zero: print its medians beside its points
             high = ax.get_ylim()[1]
+            shown = 0  # each protocol's labels one line above the previous one's: no overlap
             for p in g.protocols:
                 near: list[tuple[float, float]] = []
                 for r in rows:
@@ -730,8 +826,9 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 if near and high > 0 and all(0 < abs(v) < 0.03 * high for _, v in near):
                     for x, v in near:
                         ax.annotate(number(v), (x, v), textcoords="offset points",
-                                    xytext=(0, 6), ha="center", fontsize=7,
+                                    xytext=(0, 6 + 9 * shown), ha="center", fontsize=7,
                                     color=styles.get(p, {}).get("color"))
+                    shown += 1
         ax.grid(True, alpha=0.3)
     for ax in axes[len(panels):]:
         ax.set_visible(False)
@@ -892,13 +989,14 @@ def _md_table(rows: Sequence[dict[str, Any]], lead: Sequence[tuple[str, str, str
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; max-width: 1360px; }
-table { border-collapse: collapse; font-size: 0.8em; margin: 0.8em 0; }
+table { border-collapse: collapse; font-size: 0.74em; margin: 0.8em 0; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.45em; text-align: right; vertical-align: top; }
 th { background: #f0f0f0; } td.l, th.l { text-align: left; }
 td.best { background: #d9f2d9; font-weight: bold; } td.tied { background: #eef8ee; }
 td.split { background: #fff4dc; } td.apart, th.apart { background: #f4f4f8; color: #555; }
-td.v { color: #555; min-width: 8em; max-width: 24em; } td.m, td.n { white-space: nowrap; }
+td.v { color: #555; min-width: 8em; max-width: 18em; } td.m, td.n { white-space: nowrap; }
 small { color: #777; white-space: nowrap; } small.cal { white-space: normal; }
+th small { white-space: normal; font-weight: normal; }
 tr.odd td { border-top: 1px solid #ccc; } tr.even td[rowspan] { background: #fafafa; }
 p.q { font-style: italic; } .claims li { margin-bottom: 0.5em; }
 code { background: #f6f6f6; padding: 0.1em 0.3em; font-size: 0.9em; }
@@ -1121,6 +1219,9 @@ def grid_runs(g: GridVerdict, runs: Sequence[dict[str, Any]]) -> list[dict[str, 
     mine = [r for r in runs if r.get("protocol") in g.protocols
             and (r.get("scenario"), int(r.get("size") or r.get("members") or 0),
                  r.get("workload")) in keys]
+    if g.confirm_seeds:  # which seed set each run is of (the "Why" lines may split by it)
+        mine = [{**r, FRESH_SET: r.get("replicate") is not None
+                 and int(r["replicate"]) >= g.seeds} for r in mine]
     return sorted(mine, key=lambda r: order.get(str(r.get("scenario")), len(order)))
 
 
@@ -1141,19 +1242,34 @@ def star_gaps(verdicts: Sequence[GridVerdict]) -> list[float]:
     return out
 
 
+def elapsed_text(meta: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> str:
+    """How long the simulations took: the sweep's elapsed time, and the runs' own wall times
+    summed (each run and its paired control), which is larger because Spark's workers run
+    the runs in parallel."""
+    elapsed = float(meta.get("sim_s") or 0.0)
+    summed = sum(float(r["wall_ms"]) for r in runs if r.get("wall_ms") is not None) / 1000.0
+    text = f"the simulations took {elapsed:,.1f} s elapsed"
+    if summed > elapsed > 0:
+        text += (f"; the runs' own wall times (each run with its paired control) sum to "
+                 f"{summed:,.1f} s, {summed / elapsed:.1f} times that, because Spark's "
+                 f"workers ({meta.get('master')}) run them in parallel")
+    return text + "."
+
+
 def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequence[Claim],
                 violations: list[dict[str, Any]], rdir: Path,
                 runs: Sequence[dict[str, Any]]) -> str:
     parts = [f"<p>{html.escape(str(meta.get('description') or ''))}</p>",
              "<p>spec <code>{}</code>: {} runs in {} cells; Spark {} on <code>{}</code>; "
-             "simulations took {:.1f} s.</p>".format(
+             "{}</p>".format(
                  html.escape(str(meta.get("spec"))), meta.get("runs"), meta.get("cells"),
                  html.escape(str(meta.get("spark"))), html.escape(str(meta.get("master"))),
-                 float(meta.get("sim_s") or 0.0))]
+                 html.escape(elapsed_text(meta, runs)))]
     parts.append("<h2>How to read the tables</h2>")
     parts += [f"<p>{html.escape(t)}</p>" for t in method_text(runs, verdicts) if t]
     loads = row_loads(runs)
-    parts += [verdict_html(g, loads, mechanisms(g.protocols, g.settings, grid_runs(g, runs)))
+    parts += [verdict_html(g, loads, mechanisms(g.protocols, g.settings, grid_runs(g, runs))
+                           + grid_lateness_lines(grid_runs(g, runs)))
               for g in verdicts]
     parts.append(_claims_html(found, verdicts))
     parts.append(settings_html(runs))
@@ -1197,8 +1313,8 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
     lines += ["## Verdicts", ""]
     loads = row_loads(runs)
     for g in verdicts:
-        lines += [verdict_md(g, loads, mechanisms(g.protocols, g.settings, grid_runs(g, runs))),
-                  ""]
+        lines += [verdict_md(g, loads, mechanisms(g.protocols, g.settings, grid_runs(g, runs))
+                             + grid_lateness_lines(grid_runs(g, runs))), ""]
     lines += ["## What the tables show", ""]
     if not found:
         lines.append("No difference between protocols passes the test above.")

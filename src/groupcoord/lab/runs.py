@@ -90,7 +90,7 @@ from groupcoord.sim.scenario import (
     parse_scenario,
     with_workload,
 )
-from groupcoord.sim.settings import effective_settings, family, with_field_settings
+from groupcoord.sim.settings import base_protocol, effective_settings, family, with_field_settings
 from groupcoord.sim.workload import WORK_METRICS, WorkloadError, parse_workload
 
 INITIAL = INITIAL_JOIN
@@ -106,6 +106,9 @@ RUN_METRICS: tuple[tuple[str, str], ...] = (
     ("work_model", "str"), ("records_processed", "long"), ("lag_peak", "long"),
     ("lag_record_s", "double"), ("stall_ms", "long"), ("paused_partition_s", "double"),
     ("records_reprocessed", "long"), ("task_restarts", "long"),
+    # the members' lateness at the rebalances (``sim.workload.LATENESS_METRICS``): rejoins
+    # and revocations met, the highest median of a window, the highest of all
+    ("lateness_n", "long"), ("lateness_p50_ms", "double"), ("lateness_max_ms", "double"),
     # the method (see the module docstring)
     ("warmup_ms", "long"), ("caught_up", "bool"), ("recovered", "bool"),
     ("control_lag_peak", "long"),
@@ -128,6 +131,7 @@ DISTURBANCE_FIELDS: tuple[tuple[str, str], ...] = (
     ("stall_ms", "long"), ("paused_partition_s", "double"), ("records_reprocessed", "long"),
     ("task_restarts", "long"), ("control_lag_peak", "long"), ("control_lag_record_s", "double"),
     ("task_downtime_task_s", "double"),
+    ("lateness_n", "long"), ("lateness_p50_ms", "double"), ("lateness_max_ms", "double"),
 )
 
 #: Columns of an ``events`` row (one trace line) after the run's keys.
@@ -388,7 +392,7 @@ def repro_command(params: RunParams) -> str:
 def simulate_run(params: RunParams, scenario: Scenario | None = None) -> SimResult:
     """Run the simulator on the cell's scenario with the run's seed."""
     sc = scenario if scenario is not None else build_scenario(params)
-    sim = build_simulation(sc, params.seed, params.protocol, record_trace=params.events,
+    sim = build_simulation(sc, params.seed, base_protocol(params.protocol), record_trace=params.events,
                            checkpoint_every=params.checkpoint_every)
     return sim.run(max_steps=params.max_steps)
 
@@ -411,7 +415,7 @@ def run_control(params: RunParams, sc: Scenario, res: SimResult) -> list[dict[st
     # No I4 checkpoints: a control never fails over (failovers are events), and a checkpoint
     # only compacts the log and compares a rebuilt shard, so leaving them out changes nothing
     # the members see; the disturbed run has checked the same steps already.
-    sim = build_simulation(csc, params.seed, params.protocol, checkpoint_every=1 << 62)
+    sim = build_simulation(csc, params.seed, base_protocol(params.protocol), checkpoint_every=1 << 62)
     return sim.run_control(ends)
 
 
@@ -440,7 +444,7 @@ def simulate_with_control(params: RunParams, sc: Scenario) -> tuple[SimResult,
     if first is None or first <= 0 or not hasattr(os, "fork"):
         res = simulate_run(params, sc)
         return res, run_control(params, sc, res)
-    sim = build_simulation(sc, params.seed, params.protocol, record_trace=params.events,
+    sim = build_simulation(sc, params.seed, base_protocol(params.protocol), record_trace=params.events,
                            checkpoint_every=params.checkpoint_every)
     sim.start()
     if sim.advance(until_ms=first - 1, max_steps=params.max_steps):
@@ -523,6 +527,29 @@ def window_excess(window: dict[str, Any], control: dict[str, Any] | None,
     return out
 
 
+def window_lateness(w: dict[str, Any]) -> dict[str, Any]:
+    """A window's lateness columns (``sim.workload.LATENESS_METRICS``): how many rejoins (classic)
+    or revocations (KIP-848) the members met in it, the median and the maximum of their
+    lateness (ms from the protocol's asking to the member's ``poll()``); None when none."""
+    n = w.get("lateness_n")
+    if not n:
+        return {"lateness_n": None, "lateness_p50_ms": None, "lateness_max_ms": None}
+    return {"lateness_n": int(n), "lateness_p50_ms": round(float(w["lateness_p50_ms"]), 1),
+            "lateness_max_ms": round(float(w["lateness_max_ms"]), 1)}
+
+
+def run_lateness(windows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A run's lateness over its disturbance windows: the count, the highest window median
+    and the highest lateness (None when no member met the protocol in any)."""
+    rows = [window_lateness(w) for w in windows]
+    rows = [r for r in rows if r["lateness_n"] is not None]
+    if not rows:
+        return {"lateness_n": None, "lateness_p50_ms": None, "lateness_max_ms": None}
+    return {"lateness_n": sum(r["lateness_n"] for r in rows),
+            "lateness_p50_ms": max(r["lateness_p50_ms"] for r in rows),
+            "lateness_max_ms": max(r["lateness_max_ms"] for r in rows)}
+
+
 def _sum(values: list[Any]) -> Any:
     if any(v is None for v in values):
         return None
@@ -601,6 +628,7 @@ def summarize(params: RunParams, sc: Scenario, res: SimResult, wall_ms: float,
         "work_model": str(s.get("workload", "idle")),
         "records_processed": None if idle else sum(int(w.get("records_processed") or 0)
                                                    for w in rest),
+        **run_lateness(rest),
         **{k: head[k] for k in ("lag_peak", "lag_record_s", "stall_ms", "paused_partition_s",
                                 "records_reprocessed", "task_restarts")},
         "warmup_ms": first_at, "caught_up": s.get("caught_up"),
@@ -632,7 +660,7 @@ def summarize(params: RunParams, sc: Scenario, res: SimResult, wall_ms: float,
                                              "records_written")},
              **{k: _work_value(k, w.get(k)) for k in WORK_METRICS},
              "control_lag_peak": None, "control_lag_record_s": None,
-             "task_downtime_task_s": None}
+             "task_downtime_task_s": None, **window_lateness(w)}
         if w["disturbance"] != INITIAL:
             cost = costs[j]
             j += 1

@@ -285,6 +285,7 @@ def grid_meta(spec: SweepSpec) -> list[dict[str, Any]]:
                     "protocols": one.resolved_protocols(), "scenarios": list(g.scenarios),
                     "sizes": list(g.sizes), "workloads": [w.name for w in g.workloads],
                     "fault_rates": list(g.fault_rates), "seeds": g.seeds,
+                    "confirm_seeds": g.confirm_seeds,
                     "metrics": list(g.metrics), "question": getattr(g, "question", "")})
     return out
 
@@ -322,7 +323,7 @@ def run_sweep(spark: SparkSession, spec: SweepSpec, out_dir: str | Path, *,
             "protocols": spec.resolved_protocols(), "scenarios": list(spec.scenarios),
             "sizes": list(spec.sizes), "workloads": [asdict(w) for w in spec.workloads],
             "fault_rates": list(spec.fault_rates), "seeds": spec.seeds, "events": spec.events,
-            "violations": len(violations), "sim_s": round(sim_s, 3),
+            "confirm_seeds": spec.confirm_seeds, "violations": len(violations), "sim_s": round(sim_s, 3),
             "master": spark.sparkContext.master, "spark": spark.version,
             "grids": grid_meta(spec)}
     (out / "sweep.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")

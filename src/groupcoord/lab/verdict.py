@@ -41,6 +41,14 @@ a worse protocol, separated from neither) the row is an *overlap* (no mark: no p
 separated from all the others); when no protocol is better than another the row is a tie (no
 mark).
 
+**Confirmation on fresh seeds** (:func:`confirm`). A grid with ``confirm_seeds`` runs a
+second seed set after its first (replicates ``seeds`` on, seeds drawn like the first's). The
+table's numbers and marks are the first set's; each row is judged again, by the same rule, on
+the second set alone, and a mark (★ or =) stands only if the second set marks the same best;
+otherwise the row is *not confirmed*: no mark, and the verdict column says what each set
+found. A chance separation (1 / C(2n, n) for separated ranges, the sign test's p) has to
+happen twice, in the same direction, to leave a mark.
+
 **Claims** (:func:`claims`): at most :data:`MAX_CLAIMS` sentences for the whole page, each one
 difference that passed the test in a cell of at least :data:`CLAIM_MIN_SEEDS` seeds (so that
 across the hundreds of pairs a page tests, chance separations are about one: see
@@ -66,6 +74,7 @@ from groupcoord.lab.findings import (
     X_NAMES,
     Metric,
     family,
+    full_name,
     number,
     reproduce,
     shipped,
@@ -243,6 +252,9 @@ class MetricVerdict:
     #: An eager mark's limit (:func:`mark_busy_limits`): under which condition of the members
     #: at the rebalance it holds, or that it was not tested with a late member.
     limit: str = ""
+    #: The same row judged on the grid's second, fresh seed set (:func:`confirm`); None: the
+    #: grid has none.
+    again: MetricVerdict | None = None
 
 
 @dataclass(slots=True)
@@ -259,6 +271,8 @@ class VerdictRow:
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: The group's production rate (records/s over all its partitions), when known.
     rate: float | None = None
+    #: How long a bounced member is down in the row's scenario (its bounce events), if any.
+    down_ms: int | None = None
 
 
 @dataclass(slots=True)
@@ -283,6 +297,19 @@ class GridVerdict:
     description: str = ""
     #: Runs left out because an event of their scenario changed nothing.
     noop: int = 0
+    #: Seeds per cell of the second set that confirms the marks (0: none).
+    confirm_seeds: int = 0
+
+    @property
+    def unconfirmed(self) -> int:
+        """Marks of the first seed set that the second did not repeat."""
+        return sum(1 for r in self.rows for mv in r.metrics if mv.verdict == "unconfirmed")
+
+    @property
+    def confirmed(self) -> int:
+        """Marks that the second seed set repeated."""
+        return sum(1 for r in self.rows for mv in r.metrics
+                   if mv.verdict in ("best", "tied") and mv.again is not None)
 
 
 def natural_key(text: str) -> tuple[Any, ...]:
@@ -353,6 +380,43 @@ def judge(cells: dict[str, Cell], m: Metric, min_seeds: int = MIN_SEEDS) -> Metr
     return MetricVerdict(m, cells, "best" if len(best) == 1 else "tied", best, beaten)
 
 
+def confirm(mv: MetricVerdict, again: MetricVerdict) -> MetricVerdict:
+    """A row's verdict on the first seed set, kept only where the second (fresh) set gives
+    the same: a ★ or = whose best the second set does not mark alike becomes *unconfirmed*
+    (no mark; ``best`` and ``beaten`` still say what the first set found, ``again`` what the
+    second did)."""
+    mv.again = again
+    if mv.verdict not in ("best", "tied"):
+        return mv
+    if again.verdict == mv.verdict and set(again.best) == set(mv.best):
+        return mv
+    for c in mv.cells.values():
+        c.mark = ""
+    mv.verdict = "unconfirmed"
+    return mv
+
+
+def again_text(mv: MetricVerdict) -> str:
+    """What the second seed set found in a row, in a few words."""
+    a = mv.again
+    if a is None:
+        return ""
+    if a.verdict == "best":
+        return f"\u2605 {a.best[0]}"
+    if a.verdict == "tied":
+        return "= " + " and ".join(a.best)
+    if a.verdict == "overlap":
+        return f"{a.best[0]} best, overlapping"
+    return {"tie": "a tie", "split": "split seeds", "few seeds": f"< {MIN_SEEDS} seeds",
+            "one protocol": "one protocol"}.get(a.verdict, a.verdict)
+
+
+def _first_set(r: Mapping[str, Any], seeds: int, confirm_seeds: int) -> bool:
+    """Whether a run belongs to its grid's first seed set (replicates before ``seeds``)."""
+    rep = r.get("replicate")
+    return not confirm_seeds or rep is None or int(rep) < seeds
+
+
 def _size(r: Mapping[str, Any]) -> int:
     s = r.get("size")
     return int(s if s is not None else r.get("members") or 0)
@@ -389,19 +453,31 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
                 x if x is not None else -1.0, natural_key(k[2]),
                 -1.0 if k[3] is None else k[3])
 
+    n_first = int(grid.get("seeds") or 0)
+    n_confirm = int(grid.get("confirm_seeds") or 0) if n_first else 0
+
+    def cells_of(rs: Sequence[Mapping[str, Any]], m: Metric) -> dict[str, Cell]:
+        cells: dict[str, Cell] = {}
+        for p in protocols:
+            vals = {int(r.get("seed") or 0): float(r[m.column]) for r in rs
+                    if r["protocol"] == p and r.get(m.column) is not None}
+            if vals:
+                cells[p] = Cell(vals)
+        return cells
+
     rows = []
     for key in sorted(by_row, key=row_key):
-        rs = by_row[key]
+        every = by_row[key]
+        rs = [r for r in every if _first_set(r, n_first, n_confirm)]
+        fresh = [r for r in every if not _first_set(r, n_first, n_confirm)]
         vr = VerdictRow(key[0], key[1], key[2], key[3], len({r.get("seed") for r in rs}),
-                        x=_x_of(rs, param), settings=_settings_of(rs), rate=_rate_of(rs))
+                        x=_x_of(every, param), settings=_settings_of(every),
+                        rate=_rate_of(every), down_ms=bounce_down_ms(every[0]))
         for m in (row_metric(m0, vr.rate) for m0 in metrics):
-            cells: dict[str, Cell] = {}
-            for p in protocols:
-                vals = {int(r.get("seed") or 0): float(r[m.column]) for r in rs
-                        if r["protocol"] == p and r.get(m.column) is not None}
-                if vals:
-                    cells[p] = Cell(vals)
-            vr.metrics.append(judge(cells, m, min_seeds))
+            mv = judge(cells_of(rs, m), m, min_seeds)
+            if fresh:
+                mv = confirm(mv, judge(cells_of(fresh, m), m, min_seeds))
+            vr.metrics.append(mv)
         rows.append(vr)
     mark_dependence(rows, X_NAMES.get(param or "", (param or "",))[0] if param else None)
     title = str(grid.get("question") or grid.get("description") or "")
@@ -412,7 +488,9 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
                        param, spec, any(r.get("control_lag_peak") is not None for r in mine),
                        _settings_of(mine), str(grid.get("description") or ""),
                        sum(1 for r in mine if r.get("ok") and r.get("caught_up") is not False
-                           and r.get("noop_events")))
+                           and r.get("noop_events")),
+                       n_confirm if any(not _first_set(r, n_first, n_confirm) for r in good)
+                       else 0)
 
 
 #: Scenario variants that set one deciding input in their name (``rolling-bounce-down20s``:
@@ -497,6 +575,64 @@ def mark_by_design(verdicts: Sequence[GridVerdict]) -> None:
                     delay = (row.settings or g.settings).get(runner, {}).get(DELAY_SETTING)
                     mv.limit = (f"is won against {runner}'s configured {DELAY_SETTING} "
                                 f"({int(delay or 0) / 1000:g} s), by design")
+
+
+#: Metrics a bounce shorter than a heartbeat can leave at zero: the coordinator may never see
+#: the member gone, so nothing moves and nothing waits for a new owner.
+HEARTBEAT_METRICS = frozenset({"resources_moved", "paused_partition_s", "resource_downtime_ms"})
+_HB_KEYS = ("group.consumer.heartbeat.interval.ms", "heartbeat.interval.ms")
+
+
+def bounce_down_ms(run: Mapping[str, Any]) -> int | None:
+    """How long a bounced member is down in a run's scenario (the longest ``down_ms`` of its
+    bounce events: inline definition, else the built-in scenario); None without a bounce."""
+    raw = run.get("scenario_def")
+    events: list[Any] = []
+    if raw:
+        try:
+            table = json.loads(str(raw))
+        except ValueError:
+            return None
+        events = list(table.get("events") or []) if isinstance(table, dict) else []
+    else:
+        from groupcoord.sim.scenario import BUILTINS, ScenarioError, load_scenario
+
+        name = str(run.get("scenario") or "")
+        if name not in BUILTINS:
+            return None
+        try:
+            events = [{"kind": e.kind, **e.params} for e in load_scenario(name, 0).events]
+        except (ScenarioError, ValueError):
+            return None
+    downs = [int(e["down_ms"]) for e in events if isinstance(e, dict)
+             and str(e.get("kind", "")).endswith("bounce") and e.get("down_ms") is not None]
+    return max(downs) if downs else None
+
+
+def mark_heartbeat_limits(verdicts: Sequence[GridVerdict]) -> None:
+    """A mark on partitions moved or paused won by a protocol whose heartbeat is longer than
+    the bounced member's downtime rests on that: the member is back before its coordinator
+    expects its next heartbeat, so the protocol may never see it gone (the field-costs rolling
+    bounce: 3 s down against KIP-848's 5 s heartbeat). The mark says so (the bounce-downtime
+    grid runs the same at 20 s)."""
+    for g in verdicts:
+        for row in g.rows:
+            if row.down_ms is None:
+                continue
+            for mv in row.metrics:
+                if (mv.verdict not in ("best", "tied") or mv.limit
+                        or mv.metric.column not in HEARTBEAT_METRICS):
+                    continue
+                slow = []
+                for p in mv.best:
+                    st = (row.settings or g.settings).get(p, {})
+                    hb = next((st[k] for k in _HB_KEYS if isinstance(st.get(k), int | float)),
+                              None)
+                    if hb is not None and hb > row.down_ms:
+                        slow.append(f"{p}'s {hb / 1000:g} s heartbeat")
+                if slow:
+                    mv.limit = (f"rests on the {row.down_ms / 1000:g} s bounce, shorter than "
+                                f"{' and '.join(slow)}")
 
 
 def mark_busy_limits(verdicts: Sequence[GridVerdict]) -> None:
@@ -636,9 +772,11 @@ def grid_verdicts(meta: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]
                  ("consumers", [p for p in present if family(p) not in _CONNECT_FAMILIES]))
         grids = [{"name": f"{name}: {kind}" if all(ps for _, ps in kinds) else name,
                   "description": meta.get("description"), "protocols": ps,
-                  "seeds": meta.get("seeds")} for kind, ps in kinds if ps]
+                  "seeds": meta.get("seeds"), "confirm_seeds": meta.get("confirm_seeds")}
+                 for kind, ps in kinds if ps]
     out = [grid_verdict(g, runs, spec) for g in grids]
     mark_busy_limits(out)
+    mark_heartbeat_limits(out)
     mark_by_design(out)
     return out
 
@@ -682,20 +820,27 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
         where += f", {row.workload}"
     n = min(len(mv.cells[p].values) for p in (*mv.best, worse))
     word = "lowest" if m.lower_is_better else "highest"
+    st = row.settings or g.settings
+
+    def nm(p: str) -> str:  # protocol, assignor and heartbeat (``findings.full_name``)
+        return full_name(p, st.get(p))
+
     if len(mv.best) == 1:
-        lead = (f"{best} has the {word} {short_label(m, g.excess)}, "
+        lead = (f"{nm(best)} has the {word} {short_label(m, g.excess)}, "
                 f"{_quote(m, b, 'range ')}")
     else:
         each = [f"{p} {_quote(m, mv.cells[p])}" for p in mv.best]
-        lead = (f"{' and '.join(mv.best)} share the {word} {short_label(m, g.excess)} "
-                f"({'; '.join(each)})")
-    text = (f"{where}: {lead} against {_quote(m, w)} for {worse} (the runner-up), medians of "
+        lead = (f"{' and '.join(nm(p) for p in mv.best)} share the {word} "
+                f"{short_label(m, g.excess)} ({'; '.join(each)})")
+    text = (f"{where}: {lead} against {_quote(m, w)} for {nm(worse)} (the runner-up), medians of "
             f"{n} seeds{throughput(m, row.rate, b.median, w.median)}.")
     text += _by_design(row.settings or g.settings, m, worse, w.median)
     if mv.depends:
         text += (f" The mark depends on {mv.depends}: at another value swept it goes to "
                  "another protocol or to none.")
-    if mv.limit and not mv.limit.startswith("is won"):  # (_by_design says that one)
+    if mv.limit.startswith("rests on"):
+        text += f" The mark {mv.limit}."
+    elif mv.limit and not mv.limit.startswith("is won"):  # (_by_design says that one)
         text += f" Eager's mark {mv.limit}."
     cmd = reproduce(g.spec, row.scenario, row.size, row.workload, [*mv.best, worse])
     return Claim(g.name, text, cmd, m.column, row.scenario, row.size, best, worse,
@@ -705,6 +850,8 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
 #: KIP-415's delay: an incremental cooperative Connect group waits this long before it hands a
 #: departed worker's tasks to the others.
 DELAY_SETTING = "scheduled.rebalance.max.delay.ms"
+#: A crossover's value where the only mark is won against that delay (no finding).
+DELAY_WIN = "\x00delay"
 
 
 def _by_design(settings: Mapping[str, Mapping[str, Any]], m: Metric, worse: str,
@@ -771,10 +918,15 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
             if task_time_input(g, m):
                 continue  # the task-time inputs' result, not the protocols'
             # the marked best, or the tied best together when they beat the others
-            winners = [(r.x, " and ".join(r.metrics[i].best)
+            winners = [(r.x, " and ".join(full_name(p, (r.settings or g.settings).get(p))
+                                          for p in r.metrics[i].best)
                         if r.metrics[i].verdict in ("best", "tied") and r.metrics[i].beaten
                         else None) for r in rows]
-            named = {w for _, w in winners if w is not None}
+            # a win over a configured KIP-415 delay is no finding (the page's rule): said
+            # as such, never named as a winner
+            winners = [(x, DELAY_WIN if w is not None and r.metrics[i].limit.startswith("is won")
+                        else w) for r, (x, w) in zip(rows, winners, strict=True)]
+            named = {w for _, w in winners if w is not None and w != DELAY_WIN}
             # the grid's own metric (its question's first) is answered at every value swept;
             # the others only where the winner changes
             if not named or (i > 0 and len(named) < 2):
@@ -783,6 +935,11 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
             for w in dict.fromkeys(w for _, w in winners):
                 xs = ", ".join(number(x or 0.0) for x, v in winners if v == w)
                 part = f"{w or 'no protocol separated from all the rest'} at {xs}{x_unit}"
+                if w == DELAY_WIN:
+                    part = (f"at {xs}{x_unit} the only mark is won against the configured "
+                            f"{DELAY_SETTING}, by design (no finding)")
+                    parts.append(part)
+                    continue
                 # what the mark rests on (a member late at the rebalance, a configured
                 # delay), as the table says it
                 lims = dict.fromkeys(r.metrics[i].limit for r, (_, v) in zip(rows, winners, strict=True)

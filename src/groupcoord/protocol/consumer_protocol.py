@@ -140,8 +140,24 @@ def _partitions(tps: Iterable[Any]) -> Partitions:
     return {t: sorted(ps) for t, ps in out.items()}
 
 
+_I32_MIN = -(2**31)
+_I32_MAX = 2**31 - 1
+
+
+def _i32s(ps: Iterable[int]) -> tuple[int, ...]:
+    """``tuple(i32(p) for p in sorted(ps))``: kio's ``i32`` (a phantom type: it returns its
+    argument or raises ``TypeError``) is called only for a value that is not a plain int in
+    range, which it then refuses as before. Its check through the phantom metaclass cost
+    most of a cooperative member's subscription encoding (one call per owned partition)."""
+    out = tuple(sorted(ps))
+    for p in out:
+        if p.__class__ is not int or not _I32_MIN <= p <= _I32_MAX:
+            i32(p)
+    return out
+
+
 def _topic_partitions(cls: Any, partitions: Mapping[str, Iterable[int]]) -> tuple[Any, ...]:
-    return tuple(cls(topic=TopicName(t), partitions=tuple(i32(p) for p in sorted(ps)))
+    return tuple(cls(topic=TopicName(t), partitions=_i32s(ps))
                  for t, ps in sorted(partitions.items()))
 
 

@@ -119,6 +119,7 @@ class ApplicationHost(Protocol):
     universe: frozenset[Any]
     procs: dict[str, Proc]
     commits_offsets: bool
+    fast_forward: bool
 
     def at(self, t: int, handler: Handler, arg: Any = None) -> None: ...
 
@@ -155,7 +156,12 @@ class Application:
                                commit_interval_ms=interval, connect=self.connect)
         if not self.connect:
             self.model.on_poll_timeout = self._poll_timeout
+        if self.on and wl.pause_every_ms > 0:
+            # a paired control simulates every step: its members' pauses go on after it has
+            # caught up, and a jump of the clock would skip them (``finish_control``)
+            sim.fast_forward = False
         self.model.on_lag = self._lag
+        self.model.on_late = self._late
         self.model.on_change = self._changed
         #: The lag's peak since the initial join settled (the run's headline).
         self.run_lag_peak = 0.0
@@ -303,10 +309,15 @@ class Application:
             return DEFER
         proc = self.model.processor(self._pname(p))
         latency = self.workload.commit_latency_ms if sim.commits_offsets else 0
+        # a KIP-848 member's lateness is its revocation's (a classic member's, its rejoin's)
+        measured = not isinstance(p.member, PollGatedClassicConsumer)
+        asked = sim.now
 
         def in_poll() -> None:
             if p.gen != gen or not p.alive:
                 return
+            if measured:
+                self.model.late(asked)
             if sim.commits_offsets:
                 sim._commit(p, parts, "revoke")
             proc.deactivate(_ordered(parts), commit=False)
@@ -314,6 +325,8 @@ class Application:
 
         proc.next_poll()  # (brings it to now: a batch may end now)
         if not proc.busy:
+            if measured:
+                self.model.late(asked)
             if sim.commits_offsets:
                 sim._commit(p, parts, "revoke")
             proc.deactivate(_ordered(parts), commit=False)
@@ -336,13 +349,16 @@ class Application:
             if proc is None:
                 return True
             wait = proc.next_poll() - sim.now  # (brings it to now: a batch may end now)
+            asked = sim.now
             if not proc.busy:
+                self.model.late(asked)
                 return True
             member._gated = True
 
             def at_poll() -> None:
                 if p.gen != gen or not p.alive or p.member is not member:
                     return
+                self.model.late(asked)
                 member.rejoin_at_poll()
                 sim._sync(p)
                 sim._drive(p)
@@ -381,12 +397,12 @@ class Application:
         if entry is None or entry[0] is not req:
             return
         positions = entry[1]
-        resources = self.model.resources
+        of_topic = self.model.partition_resources
         for t in response.topics:
-            tid = t.topic_id
+            resources = of_topic(t.topic_id)  # (the model's resource of (topic id, partition))
             for pr in t.partitions:
                 if pr.error_code == 0:
-                    r = resources.get((tid, pr.partition_index))
+                    r = resources.get(pr.partition_index)
                     if r is not None:
                         pos = positions.get(r)
                         if pos is not None and pos > r.committed:
@@ -455,6 +471,12 @@ class Application:
         if not initial and lag > self.run_lag_peak and self.sim.windows:
             self.run_lag_peak = lag
 
+    def _late(self, ms: float) -> None:
+        """A member's lateness counts in every open window not yet cut by the next one."""
+        for w in self.sim._open:
+            if w.cut_ms is None:
+                w.lateness.append(ms)
+
     def _changed(self) -> None:
         self.sim.dirty = True  # the run may end once the applications recovered
 
@@ -483,6 +505,7 @@ class Application:
 
     def totals(self) -> dict[str, float] | None:
         return self.model.totals() if self.on else None
+
 
     def startup_ms(self) -> int:
         """How long a new process takes before its first request: drawn per process from

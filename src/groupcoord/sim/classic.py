@@ -59,6 +59,7 @@ Not modelled: Connect's classic protocols (``connect`` protocol type), rack awar
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 from groupcoord.client.classic_consumer import ClassicConsumerMember
@@ -96,6 +97,7 @@ _FENCING_CODES = frozenset({int(_E.unknown_member_id), int(_E.illegal_generation
                             int(_E.fenced_instance_id), int(_E.rebalance_in_progress)})
 _RETRY_BACKOFF_MAX_MS = 1_000
 _STABLE = ClassicGroupState.STABLE
+_member_state = attrgetter("member.state")
 _NAMES: dict[type, str] = {JoinGroupRequest: "join", SyncGroupRequest: "sync",
                            HeartbeatRequest: "hb", LeaveGroupRequest: "leave"}
 
@@ -160,6 +162,10 @@ class ClassicConsumerSimulation(ConsumerSimulation):
         self.committed: ClassicGroupMetadataValue | None = None
         self._fence_key: tuple[int, int] | None = None
         self._fence_members: frozenset[str] = frozenset()
+        #: The group and its ``members_version`` when ``_fence_members`` was last seen equal
+        #: to its members (a strong reference: no other group can take its place by ``id``).
+        self._fence_group: ClassicGroup | None = None
+        self._fence_version = -1
         self._live_gen = (-1, -1)
         #: (process, incarnation) -> the coordinator generation that gave it its generation
         #: (a failover loses the generations it had not committed: they may go down then).
@@ -315,11 +321,23 @@ class ClassicConsumerSimulation(ConsumerSimulation):
         rebalance is the downtime of the partitions that move."""
         g = self._classic()
         key = None if g is None else (self.coord.generation, g.generation_id)
-        # (the members compared with the last ones' set in place: no set built per call)
-        if key == self._fence_key and (g is None or g.members.keys() == self._fence_members):
-            return
+        # (the members compared with the last ones' set in place: no set built per call; and
+        # not compared at all while the same group's ``members_version`` stays the one they
+        # were last seen equal at: a 1,000-member group is compared after every call)
+        if key == self._fence_key:
+            if g is None:
+                return
+            if g is self._fence_group and g.members_version == self._fence_version and \
+                    len(g.members) == len(self._fence_members):
+                return
+            if g.members.keys() == self._fence_members:
+                self._fence_group = g
+                self._fence_version = g.members_version
+                return
         self._fence_key = key
         self._fence_members = frozenset(g.members) if g is not None else frozenset()
+        self._fence_group = g
+        self._fence_version = -1 if g is None else g.members_version
         if g is not None:
             gen = (self.coord.generation, g.generation_id)
             if gen[0] == self._live_gen[0] and gen[1] < self._live_gen[1]:
@@ -448,11 +466,15 @@ class ClassicConsumerSimulation(ConsumerSimulation):
         g = self._classic()
         if g is not None and g.members and g.state is not _STABLE:
             return False  # (the cheap test first: a rebalance in progress)
-        live = [p for p in self.live() if p.member.state not in _LEFT]
+        # (the members that left counted in C first: in a large group the counts mostly
+        # differ, and the filtered list is then not needed)
+        everyone = self.live()
+        left = sum(map(_LEFT.__contains__, map(_member_state, everyone)))
         if g is None or not g.members:
-            return not live
-        if len(g.members) != len(live):
+            return left == len(everyone)
+        if len(g.members) != len(everyone) - left:
             return False
+        live = [p for p in everyone if p.member.state not in _LEFT] if left else everyone
         owned: set[TopicIdPartition] = set()
         for p in live:
             m = _cm(p)

@@ -76,7 +76,7 @@ from groupcoord.coordinator.topics import MetadataImage, TopicMetadata
 from groupcoord.sim.coordinator import ShardFactory, SimCoordinator, default_shard_factory
 from groupcoord.sim.network import NO_FAULTS, Network, NetworkFaults
 from groupcoord.sim.scenario import BUILTINS, Event, Scenario, random_workload
-from groupcoord.sim.workload import DEFAULT_WORKLOAD, window_metrics
+from groupcoord.sim.workload import DEFAULT_WORKLOAD, lateness_figures, window_metrics
 
 #: How many trace lines a violation report shows.
 TRACE_TAIL = 40
@@ -195,6 +195,8 @@ class Window:
     #: the peak of the lag during the window.
     work0: dict[str, float] | None = None
     lag_peak: float = 0.0
+    #: How late the members met the group protocol in it (ms; ``sim.workload.late``).
+    lateness: list[float] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"disturbance": self.label, "at_ms": self.start_ms,
@@ -206,6 +208,7 @@ class Window:
                                "closed_ms": self.closed_ms, "cut_ms": self.cut_ms,
                                "recovered": self.recovered}
         out.update(self.end)
+        out.update(lateness_figures(self.lateness))
         return out
 
 

@@ -22,10 +22,17 @@ family (Kafka config names; the Java clients, librdkafka and Kafka 4.3's broker 
 :func:`with_field_settings` puts a scenario's group at these settings (the lab does so for
 every run unless the scenario sets them itself); :func:`effective_settings` names what a
 scenario's run used, under the Kafka names, for the lab's ``settings_json`` column.
+
+**Timing variants.** A protocol label may name one of its timings after ``@``:
+``consumer:uniform@hb3s`` is KIP-848 with the uniform assignor and a 3 s heartbeat instead of
+the broker's 5 s default, so that a comparison can tell the protocol from its client defaults
+(:func:`split_timing`; keys in :data:`TIMING_KEYS`, values in ``ms`` or ``s``, several joined
+by ``+``). The variant's timing wins over the field's default and over the scenario's own.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from dataclasses import replace
 from typing import Any
@@ -43,6 +50,33 @@ FIELD_SETTINGS: dict[str, dict[str, int]] = {
     "connect": {"heartbeat_interval_ms": 3_000, "session_timeout_ms": 10_000,
                 "rebalance_timeout_ms": 60_000, "max_delay_ms": 300_000},
 }
+
+
+#: The timings a protocol label's ``@`` variant may set: its key -> the Scenario field.
+TIMING_KEYS: dict[str, str] = {"hb": "heartbeat_interval_ms", "session": "session_timeout_ms"}
+_TIMING = re.compile(r"^(?P<key>[a-z]+)(?P<n>\d+)(?P<unit>ms|s)$")
+
+
+def split_timing(label: str) -> tuple[str, dict[str, int]]:
+    """``consumer:uniform@hb3s`` -> (``consumer:uniform``, {``heartbeat_interval_ms``: 3000});
+    a label without ``@`` -> (label, {}). ValueError names a timing it does not know."""
+    base, sep, rest = label.partition("@")
+    if not sep:
+        return label, {}
+    out: dict[str, int] = {}
+    for part in rest.split("+"):
+        m = _TIMING.match(part)
+        if m is None or m["key"] not in TIMING_KEYS:
+            raise ValueError(f"protocol {label}: unknown timing {part!r}; a timing is a key "
+                             f"({', '.join(TIMING_KEYS)}) and a value in ms or s, e.g. hb3s")
+        out[TIMING_KEYS[m["key"]]] = int(m["n"]) * (1000 if m["unit"] == "s" else 1)
+    return base, out
+
+
+def base_protocol(label: str) -> str:
+    """The protocol a label runs, without its timing variant (``consumer:uniform@hb3s`` ->
+    ``consumer:uniform``)."""
+    return label.partition("@")[0]
 
 
 def family(protocol: str) -> str:
@@ -68,6 +102,7 @@ def with_field_settings(sc: Scenario, protocol: str, keep: Collection[str] = ())
             changes[name] = value
     if wl_changes:
         changes["workload"] = replace(sc.workload, **wl_changes)
+    changes.update(split_timing(protocol)[1])
     # a bounce timed after KIP-415's delay follows the delay (``sim.scenario``)
     return with_delay_timings(replace(sc, **changes)) if changes else sc
 
@@ -115,4 +150,5 @@ def effective_settings(sc: Scenario, protocol: str) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
-__all__ = ["FIELD_SETTINGS", "effective_settings", "family", "with_field_settings"]
+__all__ = ["FIELD_SETTINGS", "TIMING_KEYS", "base_protocol", "effective_settings", "family",
+           "split_timing", "with_field_settings"]

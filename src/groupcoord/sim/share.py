@@ -53,12 +53,24 @@ up to the limit (each a fetch round trip)::
 
     bound = S + D + R + Q + 3 * H + A + 20 * L + drain
 
-**Metrics** (the lab's table where they fit, ``sim.workload``'s names): records processed
+**Metrics** with one definition for share and consumer groups (the lab's share comparison,
+docs/lab.md): the time to converge runs until every live process is a member that heartbeated
+its target assignment, no restart due (a bounced member counts from its leave until it is back
+with its assignment, as ``sim.consumer_convergence``'s ``settled``); resources moved are
+assignment changes, a partition given to a process that is not among its last holders (the
+consumer groups' "started by a process other than its last owner"); resource downtime is the
+partitions stopped, partition·s without a live process that has them in the assignment it
+heartbeated. The application's (the lab's table where they fit, ``sim.workload``'s names): records processed
 (successful processings, a record processed again counts again), lag (records produced and not
 yet acknowledged or archived; its peak and integral), stall (records available and no live member
 processing or holding a partition: ``sim.workload``'s definition, where a member that keeps up
-and waits between batches is working), records processed twice (``records_reprocessed``: a record processed
-successfully, then again because its acknowledgement came after its lock expired); and
+and waits between batches is working), records processed twice (``records_reprocessed``: a record
+handed to a member's application again after it was once handed to one, the definition the
+consumer groups' model counts as a crashed or revoked member's uncommitted records processed
+again: a redelivery after a lock expired, whether the first member had processed it, was
+processing it or had crashed with it, or after a leaving member's session released it; not a
+poison record's redelivery after its failed attempt, the retry a consumer group's application
+makes in place and does not count either: ``poison_attempts`` counts those); and
 ``protocol_summary``'s share figures: acquisitions, redeliveries, records archived, poison
 attempts, acknowledgements refused.
 """
@@ -69,21 +81,26 @@ import math
 import random
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from groupcoord.coordinator.modern.share.messages import (
     ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
 )
-from groupcoord.coordinator.modern.share.model import ShareGroup
-from groupcoord.coordinator.records import Assignment
 from groupcoord.coordinator.share_partitions.config import ShareConfig
 from groupcoord.coordinator.share_partitions.partition import AckType
 from groupcoord.protocol.errors import ErrorCode, error_name
 from groupcoord.sim.application import RECOVERY_WAIT_MS
-from groupcoord.sim.engine import Simulation, Violation
+from groupcoord.sim.engine import Violation
 from groupcoord.sim.scenario import Event, start_offsets_ms
+from groupcoord.sim.share_convergence import (
+    FETCH_MAX_WAIT_MS,
+    ShareConvergence,
+    ShareSettings,
+    _flatten,
+    _ShareProc,
+)
 from groupcoord.sim.share_partitions import (
     Acquired,
     ShareInvariantError,
@@ -92,57 +109,14 @@ from groupcoord.sim.share_partitions import (
 )
 from groupcoord.sim.workload import WORK_METRICS
 
+__all__ = ["FETCH_MAX_WAIT_MS", "ShareSettings", "ShareSimulation", "may_end"]
+
 _E = ErrorCode
-#: Kafka's ``fetch.max.wait.ms`` default: how long a fetch that finds nothing waits at the broker.
-FETCH_MAX_WAIT_MS = 500
 #: Retry backoff of a heartbeat answered with a retriable error.
 RETRY_BACKOFF_MS = 100
 
 
-@dataclass(slots=True, frozen=True)
-class ShareSettings:
-    """The share group's settings in a simulation: the lock duration and delivery count limit
-    (KIP-932's ``share.record.lock.duration.ms`` and ``share.delivery.count.limit``, Kafka's
-    defaults) and the fraction of records that are poison (their processing always fails)."""
-
-    lock_duration_ms: int = 30_000
-    delivery_count_limit: int = 5
-    poison_rate: float = 0.0
-
-
-@dataclass(slots=True)
-class _ShareProc:
-    """A share consumer process; ``gen`` counts its incarnations."""
-
-    name: str
-    index: int
-    gen: int = 0
-    alive: bool = False
-    member_id: str = ""
-    epoch: int = 0
-    assigned: frozenset[TopicIdPartition] = frozenset()
-    hb_interval: int = 0
-    hb_cid: int = 0  # correlation id of the heartbeat in flight (0: none)
-    hb_sent: int = 0
-    next_hb: int = 0
-    fetching: bool = False
-    fetch_cid: int = 0
-    rotate: int = 0
-    batch: list[Acquired] = field(default_factory=list)
-    acks: dict[TopicIdPartition, list[tuple[int, int]]] = field(default_factory=dict)
-    #: The subscription: topic names, or a regex the consumer resolves against the topics
-    #: that exist (share groups subscribe by names: KIP-932 has no regex subscription).
-    topics: tuple[str, ...] | None = None
-    regex: str | None = None
-    sent_topics: tuple[str, ...] | None = None
-    slow_until: int = 0
-    slow_delay: int = 0
-    busy_since: int | None = None
-    #: Records this process processed successfully (every incarnation).
-    processed: int = 0
-
-
-class ShareSimulation(Simulation):
+class ShareSimulation(ShareConvergence):
     """KIP-932 share groups under faults (protocol ``share``)."""
 
     protocol = "share"
@@ -180,6 +154,12 @@ class ShareSimulation(Simulation):
         self.partitions = SimSharePartitions(self.share_config, self.seed, self.poison_rate())
         self.work_rng = random.Random(f"share-work:{self.seed}")
         self.procs: dict[str, _ShareProc] = {}
+        #: Processes whose restart is scheduled (a bounce, a fatal error): the group is not
+        #: converged before they are back and heartbeated their assignment, as in
+        #: ``sim.consumer_convergence``'s ``settled``.
+        self.pending_restarts: set[str] = set()
+        #: Each partition's last holders (assignment changes: :meth:`_set_assignment`).
+        self._holders: dict[TopicIdPartition, set[str]] = {}
         self._cid = 0
         self._sent_topics_of: dict[int, tuple[str, ...]] = {}
         self._lock_timer: int | None = None
@@ -189,7 +169,8 @@ class ShareSimulation(Simulation):
         self._member_epochs: dict[str, int] = {}
         # Work metrics (cumulative): see the module docstring.
         self.work: dict[str, float] = dict.fromkeys(WORK_METRICS, 0.0)
-        self._processed_ok: set[tuple[TopicIdPartition, int]] = set()
+        #: Every record once handed to a member's application (``records_reprocessed``).
+        self._handed: set[tuple[TopicIdPartition, int]] = set()
         self._sample = (0, 0, False)  # (time, lag, stalled) at the last sample
         self._quiet_lag = 0
         self.on_image_changed()
@@ -200,6 +181,7 @@ class ShareSimulation(Simulation):
     # ================================================================== processes
 
     def _spawn_event(self, name: str) -> None:
+        self.pending_restarts.discard(name)
         self.spawn(name)
 
     def spawn(self, name: str) -> None:
@@ -225,9 +207,6 @@ class ShareSimulation(Simulation):
         self._heartbeat(p)
         self.on_image_changed()
         self.dirty = True
-
-    def live(self) -> list[_ShareProc]:
-        return sorted((p for p in self.procs.values() if p.alive), key=lambda p: p.index)
 
     def live_count(self) -> int:
         return len(self.live())
@@ -256,6 +235,7 @@ class ShareSimulation(Simulation):
         self._count_unowned(self.group())
 
     def _restart_later(self, name: str, delay: int) -> None:
+        self.pending_restarts.add(name)
         self.at(self.now + delay, self._spawn_event, name)
 
     # ================================================================== scenario events
@@ -480,8 +460,26 @@ class ShareSimulation(Simulation):
     def _set_assignment(self, p: _ShareProc, parts: frozenset[TopicIdPartition]) -> None:
         if parts == p.assigned:
             return
-        self.counters["moved"] += len(parts ^ p.assigned)
+        # Assignment changes, as the consumer groups' model counts a move (a partition
+        # started by a process other than its last owner): a partition given to a process
+        # that is not among its last holders (a process leaves them when it loses the
+        # partition to another that holds it, not when it stops or is its last holder), so a
+        # process, or its restarted incarnation, given back a partition nobody took in
+        # between is no change.
+        holders = self._holders
+        for tp in p.assigned - parts:
+            last = holders.get(tp)
+            if last is not None and any(q.alive and q is not p and tp in q.assigned
+                                        for q in self.procs.values()):
+                last.discard(p.name)
+        for tp in parts - p.assigned:
+            last = holders.get(tp, set())
+            if p.name not in last:
+                self.counters["moved"] += 1
+                holders[tp] = {q.name for q in self.procs.values()
+                               if q.alive and tp in q.assigned} | {p.name}
         p.assigned = parts
+        self._count_unowned(self.group())
         self.trace("assigned", p.name, p.epoch, parts)
         self._drive(p)
 
@@ -571,6 +569,15 @@ class ShareSimulation(Simulation):
                                                   and b.deadline_ms > now for b in q.batch):
                     raise Violation("S1", f"{p.name} got {a.tp[1]}@{a.offset} while {q.name} "
                                           f"processes it under a live lock")
+        handed = self._handed  # records processed twice: handed to an application again
+        for a in got:
+            if a.poison:  # a failed attempt's retry, as a consumer group's application's own
+                continue
+            key = (a.tp, a.offset)
+            if key in handed:
+                self.work["records_reprocessed"] += 1
+            else:
+                handed.add(key)
         p.batch = got
         total = sum(self.scenario.workload.processing_ms.draw(self.work_rng) for _ in got)
         if now < p.slow_until:
@@ -589,12 +596,8 @@ class ShareSimulation(Simulation):
                 self.stats["poison_attempts"] += 1
                 kind = AckType.RELEASE
             else:
-                key = (a.tp, a.offset)
                 self.work["records_processed"] += 1
                 p.processed += 1
-                if key in self._processed_ok:
-                    self.work["records_reprocessed"] += 1
-                self._processed_ok.add(key)
                 kind = AckType.ACCEPT
             p.acks.setdefault(a.tp, []).append((a.offset, int(kind)))
         p.batch = []
@@ -678,14 +681,6 @@ class ShareSimulation(Simulation):
             if p.regex is not None and p.epoch > 0 and self.subscribed(p) != p.sent_topics:
                 self._heartbeat(p)
 
-    def group(self) -> ShareGroup | None:
-        g = self.coord.shard.groups.get(self.gid) if self.coord.up else None
-        return g if isinstance(g, ShareGroup) else None
-
-    def group_epoch(self) -> int:
-        g = self.group()
-        return g.group_epoch if g is not None else self._epochs[0]
-
     _group_records = False
 
     def after_step(self) -> None:
@@ -704,136 +699,6 @@ class ShareSimulation(Simulation):
             else:
                 self.note_unconverged()
 
-    def _check_group(self) -> None:
-        """I3 (epochs) and I2 as share groups relax it, on the coordinator's group."""
-        g = self.group()
-        if g is None:
-            return
-        ge, ae = g.group_epoch, g.assignment_epoch
-        if ae > ge or ge < self._epochs[0] or ae < self._epochs[1]:
-            raise Violation("I3", f"group epoch {ge}, assignment epoch {ae} after "
-                                  f"{self._epochs[0]}, {self._epochs[1]}")
-        self._epochs = (ge, ae)
-        for mid, m in g.members.items():
-            if m.member_epoch > ae:
-                raise Violation("I3", f"member {mid[:8]} at epoch {m.member_epoch} above the "
-                                      f"assignment epoch {ae}")
-            before = self._member_epochs.get(mid)
-            if before is not None and m.member_epoch < before:
-                raise Violation("I3", f"member {mid[:8]}'s epoch went from {before} to "
-                                      f"{m.member_epoch}")
-            self._member_epochs[mid] = m.member_epoch
-        for mid in [m for m in self._member_epochs if m not in g.members]:
-            del self._member_epochs[mid]
-        if ae == ge and g.members:
-            self._check_target(g)
-        self._count_unowned(g)
-
-    def _count_unowned(self, g: ShareGroup | None) -> None:
-        """Downtime: subscribed partitions no live process's member holds (a crashed member's
-        wait, unfetched, until its session expires, as in a consumer group)."""
-        if g is None:
-            return
-        live = {p.member_id for p in self.procs.values() if p.alive}
-        held = {tp for mid, m in g.members.items() if mid in live
-                for tp in _flatten(m.assigned_partitions)}
-        self.set_unowned(len(self._universe(g.subscribed_topic_names()) - held))
-
-    def _universe(self, names: Iterable[str]) -> frozenset[TopicIdPartition]:
-        return frozenset((t.topic_id, i) for name in names
-                         if (t := self.image.topic(name)) is not None
-                         for i in range(t.num_partitions))
-
-    def _check_target(self, g: ShareGroup) -> None:
-        held: set[TopicIdPartition] = set()
-        for mid, a in g.target.items():
-            m = g.members.get(mid)
-            for tp in _flatten(a):
-                name = self.topic_names.get(tp[0])
-                if m is None or name not in m.subscribed_topic_names:
-                    raise Violation("I2", f"target gives {name}-{tp[1]} to {mid[:8]}, not a "
-                                          f"member subscribed to it")
-                held.add(tp)
-        missing = self._universe(g.subscribed_topic_names()) - held
-        if missing:
-            raise Violation("I2", f"target assigns no member {self.format_resource(missing)}")
-
-    def converged(self) -> bool:
-        g = self.group()
-        live = self.live()
-        if g is None or not live:  # a group left empty computes no target: nothing to reach
-            return not live and (g is None or not g.members)
-        if g.assignment_epoch != g.group_epoch or any(p.hb_cid and p.epoch == 0 for p in live):
-            return False
-        if set(g.members) != {p.member_id for p in live}:
-            return False
-        for p in live:
-            m = g.members[p.member_id]
-            if p.epoch != g.group_epoch or m.member_epoch != g.group_epoch \
-                    or p.assigned != _flatten(g.target.get(p.member_id, {})):
-                return False
-        return True
-
-    def _drained(self) -> bool:
-        """S4 holds now: every record produced before the faults stopped is done (or no
-        live member could consume it)."""
-        if not self.live() or self.scenario.workload.idle:
-            return True
-        parts = self.partitions
-        quiet = self.quiet_at
-        return all(parts.undone_before(tp, parts.log_end(tp, quiet)) == 0
-                   for tp in parts.live_partitions())
-
-    def full_check(self) -> None:
-        try:
-            self.partitions.full_check(self.now)
-        except ShareInvariantError as e:
-            raise Violation(e.invariant, e.message) from None
-
-    def checkpoint(self) -> None:
-        super().checkpoint()
-        self.full_check()
-
-    def check_convergence(self, final: bool) -> None:
-        if not final or self.end_at is None:
-            return
-        if not self.converged():
-            raise Violation("I5", f"not converged {self.i5_bound()} ms after the faults stopped "
-                                  f"(group epoch {self.group_epoch()}; live "
-                                  f"{', '.join(f'{p.name}@{p.epoch}' for p in self.live())})")
-        if not self._drained():
-            parts = self.partitions
-            left = {f"{self.topic_names.get(tp[0])}-{tp[1]}":
-                    parts.undone_before(tp, parts.log_end(tp, self.quiet_at))
-                    for tp in parts.live_partitions()}
-            raise Violation("S4", f"records produced before the faults stopped still neither "
-                                  f"acknowledged nor archived at the end: "
-                                  f"{ {k: v for k, v in sorted(left.items()) if v} }")
-
-    def poison_rate(self) -> float:
-        """The fraction of poison records: the settings' when they set one, else the
-        workload's (``poison_rate``: the same records a consumer group meets in the lab)."""
-        return self.settings.poison_rate or self.scenario.workload.poison_rate
-
-    def i5_bound(self) -> int:
-        sc = self.scenario
-        s = self.settings
-        lat = self.network.max_latency_ms
-        base = (sc.session_timeout_ms + s.lock_duration_ms + sc.restart_delay_ms
-                + sc.request_timeout_ms + 3 * sc.heartbeat_interval_ms
-                + sc.assignment_interval_ms + 20 * lat)
-        wl = sc.workload
-        if wl.idle:
-            return base
-        # Draining: the backlog at the quiet time over the live members, twice the mean
-        # processing time per record; each poison record's deliveries, a fetch round each.
-        lag = self.partitions.lag(self.quiet_at) if self.now >= self.quiet_at else 0
-        members = max(1, len(self.live()))
-        drain = 2 * lag * wl.processing_ms.average / members
-        poison = s.delivery_count_limit * (FETCH_MAX_WAIT_MS + wl.fetch_latency_ms + 4 * lat) \
-            if self.poison_rate() > 0 else 0
-        return base + math.ceil(drain) + poison
-
     def protocol_summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {"members_live": self.live_count(), "processes": len(self.procs),
                                **self.stats, **{f"share_{k}": v for k, v in
@@ -842,10 +707,6 @@ class ShareSimulation(Simulation):
             out["workload"] = self.scenario.workload.describe()
             out["work"] = {k: round(v, 3) for k, v in (self.work_totals() or {}).items()}
         return out
-
-
-def _flatten(a: Assignment) -> frozenset[TopicIdPartition]:
-    return frozenset((t, p) for t, ps in a.items() for p in ps)
 
 
 def may_end(sim: ShareSimulation) -> bool:

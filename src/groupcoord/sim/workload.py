@@ -84,6 +84,36 @@ limit). What a consumer group's application does with one is ``poison_policy``:
   this member and for every later owner, and its lag grows at the production rate; the member
   goes on with its other partitions (the failed attempts' time is not charged to them).
 
+**Natural lateness** (``pause_every_ms``, ``pause_ms``; off by default): each member's poll
+loop pauses now and then (a garbage collection, an IO stall, a slow downstream call), on
+average every ``pause_every_ms`` (exponential gaps, from the member's own stream of the seed, so
+the same member pauses at the same times under every protocol of a run), each pause lasting a
+draw of ``pause_ms``. A pause is a batch of no records: nothing is processed, and ``poll()``
+comes only at its end; a pause that falls inside a batch comes at the batch's end, before the
+next ``poll()``. The backlog built meanwhile is then polled in batches of up to
+``max_poll_records`` whose processing time per record is drawn per batch (a heavy-tailed
+``processing_ms``, e.g. lognormal, gives a heavy-tailed poll length). A member that keeps up
+with no pause is in ``poll()`` whenever a rebalance comes (its lateness 0); lateness follows
+from the work: the pauses, and the backlog they leave. Where the protocol waits for the poll
+is the clients' own: a classic member rejoins from ``poll()`` (Java's
+``ConsumerCoordinator.poll`` runs ``onJoinPrepare``, the eager revocation with its synchronous
+commit, and sends the JoinGroup; the heartbeat thread only marks the rejoin as needed), and a
+KIP-848 member's revocation callback runs in the application's ``poll()`` (the
+``AsyncKafkaConsumer``'s background thread hands the revocation to the application thread as
+a background event and completes the reconciliation, so acknowledges in its next heartbeat,
+only once ``poll()`` ran the callback; every member here has a committing listener). The
+member's lateness (:meth:`WorkModel.late`) is the time from the protocol's
+asking (the heartbeat thread's request to rejoin; the revocation reaching the member) to that
+``poll()``: one value per classic rejoin and per KIP-848 revocation, 0 for a member in
+``poll()``; a window reports their count, median and maximum (:func:`lateness_figures`). A
+pausing member's pauses and the backlog they leave are its steady state: the applications
+count as caught up without waiting for them (a window closes, a run's first event finds the
+group caught up), unless what the member owns changed since it last kept up; and the paired
+control of such a run simulates every step (its members go on pausing: no jump of its clock
+past its fixed point, ``sim.engine``'s ``finish_control``). The
+pauses stop the application thread only: the heartbeat thread goes on (an IO stall or a slow
+call; a stop-the-world collection longer than ``session.timeout.ms`` is not modelled).
+
 Not modelled: per-partition ``max.partition.fetch.bytes``, pause()/resume(), producers' batching (production
 is a constant rate per resource), state stores' restore volume (``warmup_ms`` is a fixed time
 per newly assigned partition; a process keeps the state of every partition it processed
@@ -99,9 +129,12 @@ import math
 import random
 from collections.abc import Callable, Container, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
+from types import MappingProxyType
 from typing import Any
 
 Key = Hashable
+#: An empty mapping of partitions (``WorkModel.partition_resources`` of an unknown topic).
+_NO_RESOURCES: Mapping[int, Any] = MappingProxyType({})
 Scheduler = Callable[[int, Callable[[Any], None], Any], None]
 
 
@@ -200,6 +233,12 @@ class Workload:
     poison_rate: float = 0.0
     poison_policy: str = "dead-letter"
     poison_attempts: int = 5
+    #: Pauses of each member's poll loop (a garbage collection, an IO stall, a slow
+    #: downstream call): on average every ``pause_every_ms`` per member (exponential gaps; 0:
+    #: none), each lasting a draw of ``pause_ms`` (see the module docstring, "Natural
+    #: lateness").
+    pause_every_ms: int = 0
+    pause_ms: Dist = field(default_factory=lambda: Dist("fixed", 0.0))
 
     def rate_of(self, topic: str) -> float:
         for t, r in self.topic_rates:
@@ -215,6 +254,8 @@ class Workload:
         if self.poison_rate > 0:
             out += f", poison {self.poison_rate:.2%} ({self.poison_policy}" + (
                 f" after {self.poison_attempts})" if self.poison_policy == "dead-letter" else ")")
+        if self.pause_every_ms > 0:
+            out += f", pauses {self.pause_ms.describe()} ms every {self.pause_every_ms:g} ms"
         return out
 
     def as_table(self) -> dict[str, Any]:
@@ -227,10 +268,12 @@ class Workload:
             if f.name == "idle" or v is None or (f.name.startswith("poison_")
                                                  and v == f.default):
                 continue
+            if f.name.startswith("pause_") and self.pause_every_ms <= 0:
+                continue  # (no pauses: the table as before the option)
             if f.name == "topic_rates":
                 if v:
                     out[f.name] = dict(v)
-            elif f.name == "processing_ms":
+            elif f.name in ("processing_ms", "pause_ms"):
                 d: Dist = v
                 out[f.name] = d.mean if d.kind == "fixed" else {
                     k: x for k, x in (("dist", d.kind), ("mean", d.mean), ("min", d.low),
@@ -249,7 +292,7 @@ _KEYS = {f.name for f in fields(Workload)}
 _INTS = {"max_poll_records": 1, "max_poll_interval_ms": 1, "auto_commit_interval_ms": 0,
          "commit_latency_ms": 0, "warmup_ms": 0, "task_start_ms": 0, "task_stop_ms": 0,
          "metadata_max_age_ms": 0, "fetch_latency_ms": 0,
-         "startup_ms": 0, "poison_attempts": 1}
+         "startup_ms": 0, "poison_attempts": 1, "pause_every_ms": 0}
 _DISTS = ("fixed", "exponential", "uniform", "lognormal")
 #: What a consumer group's application does with a poison record (the module docstring).
 POISON_POLICIES = ("dead-letter", "retry")
@@ -320,7 +363,7 @@ def parse_workload(where: str, raw: Any, base: Workload = DEFAULT_WORKLOAD) -> W
             if not isinstance(v, Mapping):
                 raise WorkloadError(f"{at}: expected a table of topic = records/s")
             changes[key] = tuple(sorted((str(t), _number(f"{at}.{t}", r)) for t, r in v.items()))
-        elif key == "processing_ms":
+        elif key in ("processing_ms", "pause_ms"):
             changes[key] = _dist(at, v)
         elif key == "poison_rate":
             rate = _number(at, v)
@@ -525,8 +568,8 @@ class Processor:
 
     __slots__ = ("_ares", "_bitems", "_commit_memo", "_p", "_p_version", "active", "batch",
                  "batch_end", "batch_id", "batch_start", "boundary_for", "flush_at", "lazy",
-                 "model", "name", "owned", "poll_actions", "recent", "stream", "stream_lag", "t",
-                 "warming")
+                 "model", "name", "owned", "pause_backlog", "pause_due", "pause_rng",
+                 "poll_actions", "recent", "stream", "stream_lag", "t", "warming")
 
     def __init__(self, model: WorkModel, name: str) -> None:
         self.model = model
@@ -565,6 +608,15 @@ class Processor:
         self.boundary_for = -1
         self.poll_actions: list[Callable[[], None]] = []
         self.flush_at: float | None = None
+        #: Pauses (``pause_every_ms``): the pause due at the end of the batch in progress
+        #: (ms), and this poll loop's own stream of the seed (the same member pauses at the
+        #: same times under every protocol of a run).
+        self.pause_due = 0.0
+        self.pause_rng: random.Random | None = None
+        #: Whether what it has to catch up on came from its own pauses only (it had caught
+        #: up when one began, and what it owns has not changed since): the steady state of
+        #: a pausing member, which :meth:`WorkModel.recovered` does not wait for.
+        self.pause_backlog = False
 
     # ---------------------------------------------------------------- progress
 
@@ -574,10 +626,11 @@ class Processor:
         return self.batch is not None
 
     def next_poll(self) -> int:
-        """When the application next calls ``poll()`` (now when it is in it)."""
+        """When the application next calls ``poll()`` (now when it is in it; after the batch
+        in progress and a pause due at its end)."""
         now = self.model.now()
         self.advance(now)
-        return math.ceil(self.batch_end) if self.batch is not None else now
+        return math.ceil(self.batch_end + self.pause_due) if self.batch is not None else now
 
     def advance(self, t: float) -> None:
         if t <= self.t and (self.batch is None or self.batch_end > t):
@@ -795,6 +848,10 @@ class Processor:
         self.advance(now)
         if self.batch is not None:
             return  # still busy: the boundary event calls poll() again
+        if self.pause_due > 0:  # a pause between the batch and the poll(): it waits too
+            d, self.pause_due = self.pause_due, 0.0
+            self._start_pause(now, d)
+            return
         actions, self.poll_actions = self.poll_actions, []
         for act in actions:
             act()
@@ -854,6 +911,61 @@ class Processor:
         if m.on_poll_timeout is not None and self.batch_end - t0 > limit:
             m.at(max(math.ceil(t0 + limit), now), self._overrun, self.batch_id)
 
+    # ---------------------------------------------------------------- pauses
+
+    def start_pauses(self, seed: int) -> None:
+        """Pause this poll loop now and then (``pause_every_ms``; see the module docstring,
+        "Natural lateness"): the first pause an exponential gap from now."""
+        w = self.model.workload
+        self.pause_rng = random.Random(f"pause:{seed}:{self.name}")
+        self.model.at(self.model.now() + self._pause_gap(w), self._pause, None)
+
+    def _pause_gap(self, w: Workload) -> int:
+        assert self.pause_rng is not None
+        return max(1, round(self.pause_rng.expovariate(1.0 / w.pause_every_ms)))
+
+    def _pause(self, _: Any) -> None:
+        """A pause starts: now when the application is in ``poll()``; at the end of the
+        batch in progress otherwise (the pause then delays the next ``poll()``)."""
+        m = self.model
+        if m.processors.get(self.name) is not self or self.pause_rng is None:
+            m.stale()
+            return
+        w = m.workload
+        now = m.now()
+        d = max(0.0, w.pause_ms.draw(self.pause_rng))
+        m.at(now + self._pause_gap(w), self._pause, None)
+        self.advance(now)
+        if d <= 0:
+            return
+        if self.stream or not self.active:  # (caught up: its backlog will be the pause's)
+            self.pause_backlog = True
+        if self.batch is not None:
+            self.pause_due += d
+            if self.lazy:  # (its end is now awaited: no lazy batch after it)
+                self.lazy = False
+                if self.boundary_for != self.batch_id:
+                    self.boundary_for = self.batch_id
+                    m.at(max(math.ceil(self.batch_end), now), self._boundary, self.batch_id)
+            return
+        self._start_pause(float(now), d)
+
+    def _start_pause(self, t0: float, d: float) -> None:
+        """The poll loop stands from ``t0`` for ``d`` ms: a batch of no records (nothing
+        processed, every owned partition waiting), then ``poll()`` (actions waiting for it
+        run then, and the backlog built meanwhile is polled in batches)."""
+        m = self.model
+        self.stream = False
+        self.lazy = False
+        self._bitems = self.batch = []
+        self.batch_start = t0
+        self.batch_end = t0 + d
+        self.batch_id += 1
+        self.boundary_for = self.batch_id
+        m.set_working(self, False)
+        m.at(max(math.ceil(self.batch_end), m.now()), self._boundary, self.batch_id)
+        m.changed()
+
     def _boundary(self, batch_id: int) -> None:
         if batch_id != self.batch_id or self.model.processors.get(self.name) is not self:
             self.model.stale()
@@ -893,6 +1005,7 @@ class Processor:
         keys = [k for k in keys if k not in self.owned]
         if not keys:
             return
+        self.pause_backlog = False  # (what it owns changed: it catches up on that first)
         m = self.model
         m.account()
         for k in keys:
@@ -1013,6 +1126,7 @@ class Processor:
 
     def deactivate(self, keys: Iterable[Key], commit: bool) -> None:
         """Stop processing ``keys`` (still owned until :meth:`release`: paused)."""
+        self.pause_backlog = False
         m = self.model
         m.account()
         self.advance(m.now())
@@ -1068,6 +1182,7 @@ class WorkModel:
                  stale: Callable[[], None], *, max_poll_interval_ms: int,
                  commit_interval_ms: int, connect: bool = False) -> None:
         self.workload = workload
+        self.seed = seed
         self.rng = random.Random(f"work:{seed}")
         self.now = now
         self._at = at
@@ -1099,6 +1214,10 @@ class WorkModel:
         #: Called when a batch outlasts ``max.poll.interval.ms``: (processor, its batch end).
         self.on_poll_timeout: Callable[[Processor, int], None] | None = None
         self.resources: dict[Key, Resource] = {}
+        #: ``resources`` of the keys that are topic partitions, by topic then partition
+        #: (:meth:`partition_resources`): a lookup per partition of a commit answer hashes an
+        #: int, not a tuple whose topic id (a UUID) hashes in Python.
+        self._by_topic: dict[Any, dict[int, Resource]] = {}
         self.processors: dict[str, Processor] = {}
         #: The processor each active resource is processed by (a lag sample reads a
         #: resource's lag without bringing a member that keeps up to now).
@@ -1123,6 +1242,8 @@ class WorkModel:
         self.on_lag: Callable[[float], None] | None = None
         #: Called when a processor reaches ``poll()`` (it may have recovered).
         self.on_change: Callable[[], None] | None = None
+        #: Called with a member's lateness (ms) when it meets the group protocol (:meth:`late`).
+        self.on_late: Callable[[float], None] | None = None
 
     def at(self, t: int, fn: Callable[[Any], None], arg: Any) -> None:
         self._at(t, fn, arg)
@@ -1132,6 +1253,8 @@ class WorkModel:
     def add_resource(self, key: Key, rate_per_s: float) -> None:
         if key not in self.resources:
             r = self.resources[key] = Resource(key, rate_per_s, self.now())
+            if isinstance(key, tuple) and len(key) == 2:
+                self._by_topic.setdefault(key[0], {})[key[1]] = r
             self.idle[r] = None
             if self.poison is not None and self.poison.policy == "retry":
                 r.cap = self.poison.first(key)
@@ -1151,9 +1274,18 @@ class WorkModel:
                 p.release(held, commit=False)
         for k in gone:
             r = self.resources.pop(k)
+            if isinstance(k, tuple) and len(k) == 2:
+                of_topic = self._by_topic[k[0]]
+                del of_topic[k[1]]
+                if not of_topic:
+                    del self._by_topic[k[0]]
             self.idle.pop(r, None)
             r.progress(self.now(), r.hw)
             self._gone_lag_int += r.lag_int / 1000.0
+
+    def partition_resources(self, topic_id: Any) -> Mapping[int, Resource]:
+        """``{i: resources[(topic_id, i)]}`` for every such key (empty if none)."""
+        return self._by_topic.get(topic_id, _NO_RESOURCES)
 
     # ---------------------------------------------------------------- processors
 
@@ -1161,7 +1293,16 @@ class WorkModel:
         p = self.processors.get(name)
         if p is None:
             p = self.processors[name] = Processor(self, name)
+            if self.workload.pause_every_ms > 0 and not self.connect:
+                p.start_pauses(self.seed)
         return p
+
+    def late(self, asked_at: int) -> None:
+        """A member met the group protocol now that asked it at ``asked_at`` (a classic
+        member's rejoin, a KIP-848 member's revocation callback): its lateness, the time it
+        took to reach ``poll()`` (0: it was in it)."""
+        if self.on_late is not None:
+            self.on_late(float(self.now() - asked_at))
 
     def drop(self, name: str, commit: bool) -> None:
         """The processor is gone (crash, exit, a task stopped)."""
@@ -1180,12 +1321,14 @@ class WorkModel:
             self.on_change()
 
     def recovered(self) -> bool:
-        """Every processor processes all it owns and keeps up (no backlog, no batch)."""
+        """Every processor processes all it owns and keeps up (no backlog, no batch; a
+        pausing member's own pauses and their backlog are its steady state, not waited for:
+        ``Processor.pause_backlog``)."""
         if self._paused:
             return False
         now = self.now()
         for p in self.processors.values():
-            if p.stream:  # (keeps up: bringing it to now changes neither)
+            if p.stream or p.pause_backlog:  # (keeps up: bringing it to now changes neither)
                 continue
             p.advance(now)  # (a member catching up may keep up from then on)
             if p.batch is not None or not (p.stream or not p.active):
@@ -1350,6 +1493,22 @@ class WorkModel:
                 "task_restarts": float(self.task_restarts)}
 
 
+#: The members' lateness in a disturbance window (``lab.runs``'s columns; see
+#: :func:`lateness_figures`).
+LATENESS_METRICS: tuple[str, ...] = ("lateness_n", "lateness_p50_ms", "lateness_max_ms")
+
+
+def lateness_figures(samples: Iterable[float]) -> dict[str, float]:
+    """A window's lateness (:meth:`WorkModel.late`, ms): how many times a member met the group
+    protocol, the median (the mean of the two middle values for an even count) and the maximum;
+    empty without any."""
+    vals = sorted(samples)
+    n = len(vals)
+    if not n:
+        return {}
+    p50 = vals[n // 2] if n % 2 else (vals[n // 2 - 1] + vals[n // 2]) / 2
+    return {"lateness_n": float(n), "lateness_p50_ms": p50, "lateness_max_ms": vals[-1]}
+
 #: The work metrics of a disturbance window and a run (``lab.runs``'s columns).
 WORK_METRICS: tuple[str, ...] = ("records_processed", "lag_peak", "lag_record_s", "stall_ms",
                                  "paused_partition_s", "records_reprocessed", "task_restarts")
@@ -1369,6 +1528,6 @@ def window_metrics(start: Mapping[str, float], end: Mapping[str, float],
     return out
 
 
-__all__ = ["DEFAULT_WORKLOAD", "IDLE", "POISON_POLICIES", "WORK_METRICS", "Dist",
+__all__ = ["DEFAULT_WORKLOAD", "IDLE", "LATENESS_METRICS", "POISON_POLICIES", "WORK_METRICS", "Dist",
            "PoisonRecords", "Processor", "Resource", "WorkModel", "Workload", "WorkloadError",
-           "is_poison", "parse_workload", "window_metrics"]
+           "is_poison", "lateness_figures", "parse_workload", "window_metrics"]

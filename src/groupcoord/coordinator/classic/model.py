@@ -136,8 +136,9 @@ class ClassicGroup(Group):
     group_type = "classic"
 
     __slots__ = ("committed", "current_state_timestamp", "generation_id", "group_id",
-                 "leader_id", "members", "new_member_added", "num_awaiting_join",
-                 "pending_join_members", "pending_sync_members", "previous_state",
+                 "leader_id", "members", "members_version", "new_member_added",
+                 "num_awaiting_join", "pending_join_members", "pending_sync_members",
+                 "previous_state",
                  "protocol_name", "protocol_type", "state", "static_members",
                  "supported_protocols")
 
@@ -154,6 +155,9 @@ class ClassicGroup(Group):
         self.leader_id: str | None = None
         #: Members in join order (a removed leader is replaced by the first remaining member).
         self.members: dict[str, ClassicGroupMember] = {}
+        #: Bumped by every change of ``members`` (``add``, ``remove``, ``replace_static_member``):
+        #: soft state for observers that look at the members after every call, never replayed.
+        self.members_version = 0
         self.static_members: dict[str, str] = {}  # instance id -> member id
         #: Member ids handed out with MEMBER_ID_REQUIRED that have not joined yet.
         self.pending_join_members: set[str] = set()
@@ -391,6 +395,7 @@ class ClassicGroup(Group):
         if self.leader_id is None:
             self.leader_id = member.member_id
         self.members[member.member_id] = member
+        self.members_version += 1
         self._count_protocols(member, +1)
         member.awaiting_join = waiter
         if waiter is not None:
@@ -400,6 +405,7 @@ class ClassicGroup(Group):
     def remove(self, member_id: str) -> ClassicGroupMember | None:
         member = self.members.pop(member_id, None)
         if member is not None:
+            self.members_version += 1
             self._count_protocols(member, -1)
             if member.awaiting_join is not None:
                 self.num_awaiting_join -= 1
@@ -447,6 +453,7 @@ class ClassicGroup(Group):
             self.num_awaiting_join -= 1
         self.members = {(new_member_id if mid == old_member_id else mid):
                         (new if mid == old_member_id else m) for mid, m in self.members.items()}
+        self.members_version += 1
         if self.is_leader(old_member_id):
             self.leader_id = new_member_id
         self.static_members[instance_id] = new_member_id

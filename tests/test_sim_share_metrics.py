@@ -1,0 +1,164 @@
+"""The share comparison's metrics with one definition for share groups (KIP-932) and consumer
+groups (KIP-848), on small deterministic cases (``sim/share.py``'s module docstring):
+
+- time to converge: until every live member heartbeated its target assignment, a bounced
+  member's restart included (KIP-848 "Reconciliation", the consumer groups' rule);
+- assignment changes: a partition started by a process that is not among its last holders;
+- partitions stopped (downtime): partition·s without any live member that fetches them;
+- records processed twice: a record handed to an application again after it was once handed
+  to one (a lock-expiry or RELEASE redelivery; a consumer group's uncommitted records processed
+  again after a crash).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from groupcoord.sim.runner import build_simulation
+from groupcoord.sim.share import ShareSettings, ShareSimulation
+from tests.sim_support import ok
+
+SHARE, KIP848 = "share:simple", "consumer:uniform"
+
+
+def _scenario(tmp_path: Path, name: str, members: int, partitions: int, event: str,
+              rate: int = 20, processing: float = 5.0) -> str:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(f'name = "{name}"\n[group]\nmembers = {members}\n'
+                    f'topics = {{ foo = {partitions} }}\n'
+                    f'[workload]\nrecords_per_s = {rate}\nprocessing_ms = {processing}\n'
+                    f'[[events]]\nat_ms = 20000\n{event}\n')
+    return str(path)
+
+
+def _window(protocol: str, scenario: str, seed: int = 1,
+            share: ShareSettings | None = None) -> dict[str, Any]:
+    sim = build_simulation(scenario, seed, protocol)
+    if share is not None:
+        assert isinstance(sim, ShareSimulation)
+        sim.settings = share
+    r = ok(sim.run())
+    return next(d for d in r.disturbances if d["disturbance"] != "initial-join")
+
+
+BOUNCE = 'kind = "bounce"\nmember = "c2"\ndown_ms = 10000'
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32), members=st.sampled_from([4, 12]))
+def test_a_bounce_converges_once_the_restarted_member_heartbeats_its_assignment(
+        tmp_path_factory: Any, seed: int, members: int) -> None:
+    """Counted from the leave: the restart delay (10 s), then the join and the heartbeats that
+    carry the new target to every member; no longer converged the instant the others had
+    their assignment without the bounced member (the window said 10 s, the restart delay)."""
+    path = _scenario(tmp_path_factory.mktemp("b"), "bounce", members, 4, BOUNCE)
+    share = _window(SHARE, path, seed)
+    assert share["converged"]
+    assert share["time_to_converge_ms"] > 10_000  # the restart and its join are inside it
+    assert share["time_to_converge_ms"] <= 10_000 + 2 * 5_000 + 1_000  # and a heartbeat round
+    assert share["group_epoch_bumps"] == 2  # the leave and the join: both in the window
+    kip848 = _window(KIP848, path, seed)
+    # the same rule: within one heartbeat interval of the consumer group's
+    assert abs(share["time_to_converge_ms"] - kip848["time_to_converge_ms"]) <= 5_000
+
+
+def test_a_bounce_at_one_member_per_partition_changes_two_assignments_in_both(
+        tmp_path: Path) -> None:
+    """c2's partition goes to another member (one change), then back to the restarted c2
+    (a second: another process had started it in between); the same count in both groups,
+    and in both the partition is stopped between c2's leave and the next member's start."""
+    path = _scenario(tmp_path, "bounce4", 4, 4, BOUNCE)
+    share, kip848 = _window(SHARE, path), _window(KIP848, path)
+    assert share["resources_moved"] == kip848["resources_moved"] == 2
+    assert 0 < share["resource_downtime_ms"] < 10_000
+    assert 0 < kip848["resource_downtime_ms"] < 10_000
+
+
+def test_a_share_member_that_leaves_stops_no_partition_its_co_members_fetch(
+        tmp_path: Path) -> None:
+    """Three members per partition: the other two go on fetching c2's partition, so it is never
+    stopped; giving it back to the restarted c2, its last holder, is no change either way."""
+    path = _scenario(tmp_path, "bounce12", 12, 4, BOUNCE)
+    share = _window(SHARE, path)
+    assert share["resource_downtime_ms"] == 0 and share["peak_unowned"] == 0
+    assert share["resources_moved"] <= 2
+
+
+def test_a_crashed_share_members_records_are_processed_twice_after_their_lock(
+        tmp_path: Path) -> None:
+    """A busy member crashes with a batch in hand: its records are delivered to another
+    member once their lock expires, each counted once as processed twice (never more than the
+    redeliveries); without the crash, none is."""
+    crash = _scenario(tmp_path, "crash", 3, 3, 'kind = "crash"\nmember = "c2"',
+                      rate=40, processing=20.0)
+    sim = build_simulation(crash, 1, SHARE)
+    assert isinstance(sim, ShareSimulation)
+    sim.settings = ShareSettings(lock_duration_ms=15_000)
+    s = ok(sim.run()).summary
+    twice = s["work"]["records_reprocessed"]
+    assert s["share_locks_expired"] > 0
+    assert 0 < twice <= s["share_redelivered"]
+    clean = _scenario(tmp_path, "slow", 3, 3, 'kind = "slow"\nmember = "c2"\ndelay_ms = 0\n'
+                      'duration_ms = 1', rate=40, processing=20.0)
+    assert _window(SHARE, clean)["records_reprocessed"] == 0
+
+
+def test_twelve_partitions_at_twelve_members_give_each_partition_one_share_member(
+        tmp_path: Path) -> None:
+    """The equal-capacity cell (``lab/data/share.toml``'s ``1x12-busy``): at 12 members on 12
+    partitions the share assignor gives each partition one member, as a consumer group does, so
+    the protocols compare at one member working each partition."""
+    path = _scenario(tmp_path, "equal", 12, 12, BOUNCE)
+    sim = build_simulation(path, 3, SHARE)
+    assert isinstance(sim, ShareSimulation)
+    ok(sim.run())
+    holders: dict[Any, int] = {}
+    for p in sim.live():
+        for tp in p.assigned:
+            holders[tp] = holders.get(tp, 0) + 1
+    assert len(holders) == 12 and set(holders.values()) == {1}
+
+
+def test_a_poison_records_retries_are_not_records_processed_twice(tmp_path: Path) -> None:
+    """A poison record RELEASEd after each failed attempt is redelivered up to the delivery
+    limit: retries, as a consumer group's application's in place, not a record processed
+    twice; a crash still counts the records its member had been handed."""
+    crash = _scenario(tmp_path, "crash", 3, 3, 'kind = "crash"\nmember = "c2"',
+                      rate=40, processing=20.0)
+    poison = ShareSettings(lock_duration_ms=15_000, poison_rate=0.02)
+    clean = ShareSettings(lock_duration_ms=15_000)
+    runs = {}
+    for name, settings_ in (("poison", poison), ("clean", clean)):
+        sim = build_simulation(crash, 1, SHARE)
+        assert isinstance(sim, ShareSimulation)
+        sim.settings = settings_
+        runs[name] = ok(sim.run()).summary
+    assert runs["poison"]["share_redelivered"] > runs["clean"]["share_redelivered"]
+    assert runs["poison"]["poison_attempts"] > 0
+    twice = runs["poison"]["work"]["records_reprocessed"]
+    assert 0 < twice <= runs["poison"]["share_redelivered"] - runs["poison"]["share_archived"]
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32), scenario=st.sampled_from(["crash", "bounce", "scale-in"]),
+       poison=st.sampled_from([0.0, 0.02]))
+def test_records_processed_twice_are_redeliveries_of_records_once_handed(
+        seed: int, scenario: str, poison: float) -> None:
+    """Over seeds and built-in scenarios: every record processed twice is a redelivery (never
+    more of them than redeliveries that are not a poison record's), and a partition stopped is
+    never more than the partitions over the run's time."""
+    sim = build_simulation(scenario, seed, SHARE)
+    assert isinstance(sim, ShareSimulation)
+    sim.settings = ShareSettings(lock_duration_ms=15_000, poison_rate=poison)
+    r = ok(sim.run())
+    s = r.summary
+    parts = sim.partitions
+    poison_redeliveries = sum(1 for tp, o in parts.archived if parts.is_poison(tp, o)) * (
+        sim.settings.delivery_count_limit - 1)
+    twice = s["work"]["records_reprocessed"]
+    assert 0 <= twice <= max(0, s["share_redelivered"] - poison_redeliveries)
+    assert 0 <= s["resource_downtime_ms"] <= len(parts.producing) * s["sim_time_ms"]
