@@ -462,7 +462,10 @@ def _row_head(g: GridVerdict, row: VerdictRow,
     if row.fault_rate:
         load += f", {row.fault_rate:.0%} faults"
     ld = (loads or {}).get((row.scenario, row.size, row.workload, row.fault_rate))
-    if ld is not None:
+    if isinstance(ld, Load):
+        fams = {family(p) for p in g.protocols}
+        load += f": {ld.text(share='share' in fams and len(fams) > 1)}"
+    elif ld is not None:
         load += f": {ld.text()}"
     return row.scenario, size, load
 
