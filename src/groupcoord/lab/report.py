@@ -55,6 +55,11 @@ from groupcoord.lab.mechanism import (
     row_loads,
     with_conditions,
 )
+from groupcoord.lab.share_report import (
+    share_calibration_note,
+    share_sections_html,
+    share_sections_md,
+)
 from groupcoord.lab.verdict import (
     CLAIM_MIN_SEEDS,
     CLAIM_RULE,
@@ -1172,11 +1177,14 @@ def calibration_note(c: Claim, verdicts: Sequence[GridVerdict] = ()) -> str:
     grid's protocols too (:func:`_claim_protocols`)."""
     from groupcoord.lab import limits
 
+    named = _claim_protocols(c, verdicts)
+    if any(family(p) == "share" for p in named):  # the share calibration's rows, or none
+        return share_calibration_note(c.scenario, c.size, named)
     lookup = getattr(limits, "calibration_for", None)
     if lookup is None:
         return ""
     found = []
-    for p in _claim_protocols(c, verdicts):
+    for p in named:
         text = lookup(c.scenario, p)
         if text:
             found.append(str(text))
@@ -1283,6 +1291,8 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
     parts += [verdict_html(g, loads, mechanisms(g.protocols, g.settings, grid_runs(g, runs))
                            + grid_lateness_lines(grid_runs(g, runs)))
               for g in verdicts]
+    if share := share_sections_html(runs):
+        parts.append(share)
     parts.append(_claims_html(found, verdicts))
     parts.append(settings_html(runs))
     parts.append("<h2>What the model leaves out</h2><ul>")
@@ -1327,6 +1337,8 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
     for g in verdicts:
         lines += [verdict_md(g, loads, mechanisms(g.protocols, g.settings, grid_runs(g, runs))
                              + grid_lateness_lines(grid_runs(g, runs))), ""]
+    if share := share_sections_md(runs):
+        lines += [share, ""]
     lines += ["## What the tables show", ""]
     if not found:
         lines.append("No difference between protocols passes the test above.")
