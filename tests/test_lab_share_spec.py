@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from groupcoord.lab.runs import flatten, run_one
 from groupcoord.lab.spec import expand, load_spec
 
@@ -111,3 +113,33 @@ def test_the_consumer_group_also_commits_at_a_matched_cadence() -> None:
     # each rolling bounce in a grid of its own: no time to converge there
     rolling = [g for g in grids.values() if "rolling-bounce" in g.scenarios]
     assert rolling and all(g.scenarios == ("rolling-bounce",) for g in rolling)
+
+
+def test_a_crash_at_three_members_per_partition_reaches_the_lock_limit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lock-limit grid: at 100 records/s a partition the crashed member's locked records
+    hold the share-partition start offset 30 s, and 2,000 offsets on (Kafka's
+    group.share.partition.max.record.locks) the partition stops for its other members too;
+    without the limit they go on."""
+    from dataclasses import replace
+
+    import groupcoord.sim.share as share
+
+    spec = load_spec(str(SPEC))
+    grids = {g.name: g for g in spec.grids}
+    assert grids["lock-limit"].scenarios == ("crowd-crash",) and grids["lock-limit"].sizes == (12,)
+    run = next(r for r in expand(spec) if r.workload == "1x4-fast" and r.replicate == 0
+               and r.protocol == "share:simple")
+    limited = flatten(run_one(run))["runs"][0]
+    assert limited["ok"], limited["invariant"]
+    of_group = share.ShareConfig.of_group
+
+    def unlimited(*args: object, **kw: object) -> object:
+        return replace(of_group(*args, **kw), max_record_locks=10**9)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(share.ShareConfig, "of_group", staticmethod(unlimited))
+    free = flatten(run_one(run))["runs"][0]
+    assert free["ok"], free["invariant"]
+    # the stop: seconds of the partition's production pile up (100 records/s)
+    assert limited["lag_peak"] > 500 and limited["lag_record_s"] > 2_000
+    assert free["lag_peak"] < 50 and free["lag_record_s"] < 500
