@@ -94,3 +94,22 @@ def test_a_poison_row_that_repeats_its_clean_row_is_one_finding() -> None:
     assert distinct_marks([_grid(rows)], runs2) == (2, 2)
     # no repeat: the line is not printed
     assert "distinct findings" not in " ".join(method_text(runs, [_grid(rows[:1])]))
+
+
+def test_a_sentence_of_a_grid_with_two_workloads_names_the_workload_it_quotes() -> None:
+    from groupcoord.lab.verdict import claims, grid_verdicts
+
+    clean = {"records_per_s": 60, "processing_ms": 10}
+    runs = _runs("1x4-busy", clean) + _runs("1x4-poison", {**clean, "poison_rate": 0.01})
+    for r in runs:
+        r["records_reprocessed"] = (r["seed"] if r["protocol"] == SHARE else 200 + r["seed"])
+    (g,) = grid_verdicts({"spec": "share", "grids": [
+        {"name": "share", "metrics": ["records_reprocessed"], "seeds": 5,
+         "protocols": [SHARE, KIP848]}]}, runs)
+    texts = [c.text for c in claims([g])]
+    assert texts and all(t.startswith("rolling-bounce, 12 members, 1x4-") for t in texts)
+    one = [r for r in runs if r["workload"] == "1x4-busy"]
+    (g1,) = grid_verdicts({"spec": "share", "grids": [
+        {"name": "share", "metrics": ["records_reprocessed"], "seeds": 5,
+         "protocols": [SHARE, KIP848]}]}, one)
+    assert all(c.text.startswith("rolling-bounce, 12 members: ") for c in claims([g1]))

@@ -852,7 +852,9 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
     worse = min(mv.beaten, key=lambda p: (sign * mv.cells[p].median, p))
     b, w = mv.cells[best], mv.cells[worse]
     where = f"{row.scenario}, {row.size} {member_word(row.scenario, g.protocols)}"
-    if g.parameter is not None and row.x is not None:
+    # the row's workload, where the grid sweeps one or has several (a clean workload and the
+    # same with poison records): the sentence says which row it quotes
+    if (g.parameter is not None and row.x is not None) or len({r.workload for r in g.rows}) > 1:
         where += f", {row.workload}"
     n = min(len(mv.cells[p].values) for p in (*mv.best, worse))
     word = "lowest" if m.lower_is_better else "highest"
