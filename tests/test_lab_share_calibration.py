@@ -225,8 +225,17 @@ def test_real_share_consumers_on_a_small_crash(tmp_path: Path) -> None:
     done = {(int(r[0]), int(r[1])) for lines in run.logs.values() for d in lines
             if d["e"] == "batch" for r in d["recs"]}
     assert {p for p, _ in done} == {0, 1}
-    # every record produced up to a second before the end was done (by c1 or by c2)
+    # every record produced before the group converged after the crash (what c1 had acquired
+    # included) was done by c1 or by c2 by the end; a fixed margin before the end instead
+    # depended on the machine's load (c2's last acknowledgements can trail by seconds)
+    converged = run.t0 + w["at_ms"] / 1000 + w["time_to_converge_ms"] / 1000
     for key, series in run.produced.items():
         p = int(key.rsplit("-", 1)[1])
-        upto = max(n for t, n in series if t <= run.end - 1.0)
-        assert all((p, o) in done for o in range(upto)), key
+        upto = max(n for t, n in series if t <= converged)
+        # share.auto.offset.reset is "latest" (KIP-932's default): records produced before the
+        # group first fetched the partition are not delivered, so count from the first offset
+        # delivered (under load the members start later and more records precede them)
+        first = min(o for q, o in done if q == p)
+        assert first < upto, key
+        missing = [o for o in range(first, upto) if (p, o) not in done]
+        assert not missing, (key, upto, missing[:20], len(missing))
