@@ -98,6 +98,8 @@ def test_a_poison_record_blocks_its_member_for_its_attempts_and_back_offs(
     m = loop.model(_field(rate, attempt_ms, backoff_ms, attempts))
     m.add_resource(KEY, 100)
     m.add_resource(OTHER, 100)
+    peaks: list[float] = []
+    m.on_lag = peaks.append
     p = m.processor("c1")
     p.assign([KEY, OTHER])
     due = math.ceil(o * 10)  # record o can be fetched at o / (0.1 record/ms)
@@ -115,6 +117,8 @@ def test_a_poison_record_blocks_its_member_for_its_attempts_and_back_offs(
     assert m.lag_now == pytest.approx(2 * 0.1 * (cost - 1), abs=2)
     loop.run_until(due + cost)
     assert p.positions()[key] == pytest.approx(o + 1)
+    # the block's end is an event that samples the lag: the peak is the block's production
+    assert max(peaks) == pytest.approx(2 * 0.1 * cost, abs=2)
     # then it catches up (0.2 records/ms come, 1 a ms processed: cost / 4 ms) and keeps up
     loop.run_until(due + cost + math.ceil(cost / 4) + 50)
     m.settle()
@@ -132,8 +136,11 @@ def test_a_batch_holding_poison_records_lasts_their_attempts_longer() -> None:
     p.assign([KEY])
     k = len(PoisonRecords(7, rate, "dead-letter", 5).between(KEY, 0, 500))
     assert k > 0
-    assert p.busy and p.next_poll() == 20_000 + 500 * 2 + k * (5 * 2000 + 4 * 1000 - 2)
+    end = 20_000 + 500 * 2 + k * (5 * 2000 + 4 * 1000 - 2)
+    assert p.busy and p.next_poll() == end
     assert m.poison_skips == k
+    # the batch's end is an event (where the lag peaks), not computed lazily
+    assert any(t == end for t, *_ in loop.heap)
 
 
 def test_the_default_attempt_cost_keeps_the_old_arithmetic() -> None:

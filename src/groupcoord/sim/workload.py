@@ -998,6 +998,11 @@ class Processor:
         self.batch_end = t0 + n * s + extra
         self.batch_id += 1
         now = m.now()
+        if extra and not schedule and self.batch_end >= now:
+            # a poison record's block still to come: its end is an event, where the lag
+            # peaks (``_boundary`` samples it); a lazy batch already over is left as it was
+            schedule = True
+            self.lazy = False
         if schedule:
             m.at(max(math.ceil(self.batch_end), now), self._boundary, self.batch_id)
         limit = m.max_poll_interval_ms
@@ -1123,6 +1128,8 @@ class Processor:
             self.model.stale()
             return
         self.advance(self.model.now())
+        if self.model.poison_field:  # (a poison record's block ends here: the lag's peak)
+            self.model.sample_lag()
         self.batch = None
         self.poll()
 
