@@ -207,6 +207,58 @@ def _report(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _calibrate_share(ns: argparse.Namespace) -> int:
+    import json
+    import os
+    import time
+
+    from groupcoord.lab.calibrate import CalibrationError
+    from groupcoord.lab.share_calibration import (
+        SCENARIOS,
+        SIZES,
+        WARMUP_MS,
+        as_json,
+        calibrate_share,
+        cell_params,
+        format_share_runs,
+        format_share_table,
+    )
+
+    scenarios = [ns.scenario] if ns.scenario else list(SCENARIOS)
+    sizes = [ns.size] if ns.size is not None else list(SIZES)
+    try:
+        for sc in scenarios:
+            for size in sizes:
+                cell_params(sc, size, ns.repeat)
+    except (CalibrationError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+    def progress(msg: str) -> None:
+        if not ns.quiet:
+            print(f"calibrate: {msg}", file=sys.stderr, flush=True)
+
+    began, load = time.time(), os.getloadavg()[0]
+    try:
+        cells = calibrate_share(scenarios, sizes, repeat=ns.repeat,
+                                warmup_ms=ns.warmup_ms or WARMUP_MS, wire=not ns.sim_only,
+                                progress=progress, keep=Path(ns.keep) if ns.keep else None)
+    except RuntimeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    if ns.json:
+        print(json.dumps({"protocol": "share:simple", "repeat": ns.repeat,
+                          "cells": as_json(cells)}, indent=1, default=str))
+    else:
+        print(f"share:simple against confluent-kafka ShareConsumers, {ns.repeat} run(s) a "
+              f"row, {time.time() - began:.0f} s, 1-minute load {load:.1f}-"
+              f"{os.getloadavg()[0]:.1f}")
+        print(format_share_table(cells))
+        if ns.windows:
+            print(format_share_runs(cells))
+    return 1 if any(c.error for c in cells) else 0
+
+
 def _calibrate(ns: argparse.Namespace) -> int:
     import json
     import os
@@ -228,6 +280,9 @@ def _calibrate(ns: argparse.Namespace) -> int:
     from groupcoord.server.settings import check_properties
     from groupcoord.sim.scenario import ScenarioError, load_scenario
 
+    if ns.share:
+        return _calibrate_share(ns)
+    ns.scenario = ns.scenario or "rolling-bounce"
     try:
         protocols = check_protocols(ns.protocol or DEFAULT_PROTOCOLS)
         wl = parse_workload(ns.workload or [])
@@ -411,8 +466,16 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
 
     cal = sub.add_parser("calibrate", help="a scenario in the simulator and on the wire with "
                                            "real clients: simulated vs measured metrics")
-    cal.add_argument("--scenario", default="rolling-bounce",
-                     help="a built-in scenario or a scenario file (default rolling-bounce)")
+    cal.add_argument("--scenario", default=None,
+                     help="a built-in scenario or a scenario file (default rolling-bounce; "
+                          "with --share: bounce or crowd-crash, default both)")
+    cal.add_argument("--share", action="store_true",
+                     help="share groups (share:simple) against real ShareConsumers at the "
+                          "share spec's settings (lab/data/share.toml; docs/lab.md)")
+    cal.add_argument("--warmup-ms", type=int_at_least(1), default=None,
+                     help="with --share: when the disturbance comes (plus the seed's phase; "
+                          "default 30000)")
+    cal.add_argument("--sim-only", action="store_true", help=argparse.SUPPRESS)
     cal.add_argument("--protocol", action="append", metavar="LABEL",
                      help="repeatable; default: classic:eager, classic:cooperative, "
                           "consumer:uniform, connect:cooperative, classic-connect:sessioned")

@@ -497,6 +497,12 @@ class KafkaServer:
         return [(spec.protocol, spec.host) for spec in self.security.listeners]
 
     @property
+    def share_sessions(self) -> Any:
+        """The open share sessions (KIP-932; ``server/share_sessions.py``), None before start:
+        what the metrics endpoint counts."""
+        return None if self.apis is None else self.apis.share_data.sessions
+
+    @property
     def bootstrap_servers(self) -> str:
         """``H:P`` of every broker, comma-separated (broker 0 first)."""
         if self.brokerset is None:

@@ -23,6 +23,18 @@ as underscores, tags as labels), so dashboards made for Kafka's new coordinator 
                                                        stable, dead)
 ``..._share_group_rebalance_count`` / ``_rate``        share group epoch bumps since start; per
                                                        second, last 30 s
+``kafka_server_sharegroupmetrics_``                    records acknowledged by type (KIP-932:
+``recordacknowledgementspersec_count{acktype}``        Accept, Release, Reject, Renew) since start
+``kafka_server_sharepartitionmetrics_``                acquisition locks that expired since start
+``acquisitionlocktimeoutpersec_count``                 (Kafka tags it by share partition; ours is
+                                                       the broker's total)
+``kafka_server_sharepartitionmetrics_``                records in a share partition's in-flight
+``inflightmessagecount{group,topic,partition}``        window (from its start offset to its end
+                                                       offset, acknowledged ones not yet passed
+                                                       included, as Kafka's in-flight batches)
+``kafka_server_sharesessioncache_sharesessionscount``  open share sessions
+``kafka_server_sharesessioncache_``                    share partitions in the open share
+``sharepartitionscount``                               sessions
 ``..._partition_count{state}``                         shards (coordinator partitions) loading,
                                                        active, failed
 ``..._partition_load_time_avg`` / ``_max``             shard load time in ms (replay + load
@@ -36,7 +48,16 @@ as underscores, tags as labels), so dashboards made for Kafka's new coordinator 
                                                        (average; lowest window)
 =====================================================  =========================================
 
-Extensions of ours carry the ``groupcoord_`` prefix: connect groups by state, connect group
+The share partitions' metrics are Kafka's ``kafka.server:type=ShareGroupMetrics``,
+``SharePartitionMetrics`` and ``ShareSessionCache`` MBeans (KIP-932 "Metrics", KIP-1103; Kafka's
+``ShareGroupMetricsRegistry``), type and name lowercased as the JMX exporter's lowercase rules
+write them, a meter's ``Count`` as ``_count``. Kafka's per-topic request meters
+(``BrokerTopicMetrics`` ``TotalShareFetchRequestsPerSec`` and the like) are not produced.
+
+Extensions of ours carry the ``groupcoord_`` prefix: share records acquired (deliveries),
+acquired again (redeliveries), released because their member left, archived (rejected or at
+``share.delivery.count.limit``) and acquired now (``coordinator/share_partitions``'
+counters); connect groups by state, connect group
 rebalances, consumer group target assignments computed (one target assignment metadata record
 each; ``bench scale`` reads it), deferred requests (classic JoinGroup / SyncGroup waiting),
 log compaction runs, entries removed and the duration of the last run; the memory the
@@ -300,7 +321,9 @@ class _Connection(Protocol):
 
 class MetricsSource(Protocol):
     """What :func:`render` reads of the broker (``server/app.py``'s ``KafkaServer``), named here so
-    that the metrics do not import the module that serves them."""
+    that the metrics do not import the module that serves them. Read when present (a broker
+    without share partitions has none): ``share_partitions`` (``SharePartitionManager``),
+    ``share_sessions`` (``ShareSessionCache``) and ``registry`` (topic names)."""
 
     @property
     def runtime(self) -> _Runtime | None: ...
@@ -365,6 +388,7 @@ def render(server: MetricsSource) -> str:
     e.metric(KAFKA + "share_group_rebalance_rate", "gauge",
              "Share group rebalances per second over the last 30 s.",
              metrics.share_rebalance_rate.rate())
+    _share_partitions(e, server)
     e.metric(KAFKA + "partition_count", "gauge",
              "Coordinator shards (__consumer_offsets partitions) by state.",
              [({"state": s}, n) for s, n in partitions.items()])
@@ -408,6 +432,63 @@ def render(server: MetricsSource) -> str:
              "Bytes of responses written and not yet taken by their clients, over all "
              "connections.", response_bytes)
     return e.text()
+
+
+SHARE_GROUP = "kafka_server_sharegroupmetrics_"
+SHARE_PARTITION = "kafka_server_sharepartitionmetrics_"
+SHARE_SESSIONS = "kafka_server_sharesessioncache_"
+
+
+def _share_partitions(e: Exposition, server: Any) -> None:
+    """The share partitions' and share sessions' metrics (see the module doc)."""
+    from groupcoord.coordinator.share_partitions.partition import ShareCounters
+
+    manager = getattr(server, "share_partitions", None)
+    sessions = getattr(server, "share_sessions", None)
+    registry = getattr(server, "registry", None)
+    counters = getattr(manager, "counters", None) or ShareCounters()
+    e.metric(SHARE_GROUP + "recordacknowledgementspersec_count", "counter",
+             "Records acknowledged per acknowledgement type since start.",
+             [({"acktype": "Accept"}, counters.accepted),
+              ({"acktype": "Release"}, counters.released),
+              ({"acktype": "Reject"}, counters.rejected),
+              ({"acktype": "Renew"}, counters.renewed)])
+    e.metric(SHARE_PARTITION + "acquisitionlocktimeoutpersec_count", "counter",
+             "Acquisition locks of records not acknowledged within the lock duration, since "
+             "start (all share partitions).", counters.lock_expired)
+    in_flight = []
+    acquired_now = 0
+    partitions = dict(getattr(manager, "partitions", None) or {})
+    by_id = getattr(registry, "by_id", {}) if registry is not None else {}
+    for key in sorted(partitions, key=lambda k: (k.group_id, str(k.topic_id), k.partition)):
+        sp = partitions[key]
+        topic = by_id.get(key.topic_id)
+        in_flight.append(({"group": key.group_id,
+                           "topic": topic.name if topic is not None else str(key.topic_id),
+                           "partition": str(key.partition)}, sp.next_offset - sp.start_offset))
+        acquired_now += sp.acquired()
+    e.metric(SHARE_PARTITION + "inflightmessagecount", "gauge",
+             "Records in the share partition's in-flight window.", in_flight)
+    open_sessions = list(getattr(sessions, "sessions", {}).values()) if sessions is not None \
+        else []
+    e.metric(SHARE_SESSIONS + "sharesessionscount", "gauge", "Open share sessions.",
+             len(open_sessions))
+    e.metric(SHARE_SESSIONS + "sharepartitionscount", "gauge",
+             "Share partitions in the open share sessions.",
+             sum(len(s.partitions) for s in open_sessions))
+    e.metric(OURS + "share_records_acquired_count", "counter",
+             "Record deliveries (acquisitions) since start.", counters.acquired)
+    e.metric(OURS + "share_records_redelivered_count", "counter",
+             "Record deliveries with a delivery count above 1 since start.",
+             counters.redelivered)
+    e.metric(OURS + "share_records_released_on_leave_count", "counter",
+             "Records released because their member left or closed its share session, since "
+             "start.", counters.member_released)
+    e.metric(OURS + "share_records_archived_count", "counter",
+             "Records archived (rejected, or at the delivery count limit) since start.",
+             counters.archived)
+    e.metric(OURS + "share_records_acquired", "gauge",
+             "Records acquired by a share consumer now (all share partitions).", acquired_now)
 
 
 # ------------------------------------------------------------------------------ HTTP

@@ -50,7 +50,7 @@ from groupcoord.coordinator.share_partitions.config import (
     MAX_RECORD_LOCKS,
     ShareConfig,
 )
-from groupcoord.coordinator.share_partitions.partition import SharePartition
+from groupcoord.coordinator.share_partitions.partition import ShareCounters, SharePartition
 from groupcoord.coordinator.share_partitions.records import ShareStateKey, ShareStateValue
 from groupcoord.server.partition_log import PartitionLog
 from groupcoord.storage.log import LogError, RecordLog, replay_entries
@@ -92,6 +92,9 @@ class SharePartitionManager:
         #: The earliest lock deadline of each partition holding locks.
         self._deadlines: dict[ShareStateKey, int] = {}
         self.writes = 0
+        #: What every partition did to records since start (the metrics endpoint's share
+        #: counters, ``server/metrics.py``); shared by the partitions this manager makes.
+        self.counters = ShareCounters()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -108,7 +111,8 @@ class SharePartitionManager:
 
         n = replay_entries(self.log, SHARD, apply)
         self._durable = durable
-        self.partitions = {k: SharePartition.from_value(self.config(k.group_id), v)
+        self.partitions = {k: SharePartition.from_value(self.config(k.group_id), v,
+                                                      self.counters)
                            for k, v in durable.items()}
         log.info("share state: %d share partitions from %d records", len(durable), n)
         return n
@@ -154,7 +158,7 @@ class SharePartitionManager:
         elif (duration := config.reset_duration_ms) is not None:
             found = plog.offset_for_timestamp(self.now_ms() - duration)
             start = found[0] if found is not None else plog.high_watermark
-        sp = SharePartition(config, start)
+        sp = SharePartition(config, start, counters=self.counters)
         self.partitions[key] = sp
         self.persist(key)
         return sp
@@ -178,7 +182,7 @@ class SharePartitionManager:
             if old is None:
                 del self.partitions[key]
             else:
-                self.partitions[key] = SharePartition.from_value(sp.config, old)
+                self.partitions[key] = SharePartition.from_value(sp.config, old, self.counters)
             self._track(key)
             raise ShareStateError(str(e)) from e
         self.writes += 1
@@ -229,7 +233,8 @@ class SharePartitionManager:
         had no state)."""
         sp = self.get(key)
         if sp is None:
-            sp = self.partitions[key] = SharePartition(self.config(key.group_id), start_offset)
+            sp = self.partitions[key] = SharePartition(self.config(key.group_id), start_offset,
+                                                       counters=self.counters)
         else:
             sp.reset(start_offset)
         self.persist(key)

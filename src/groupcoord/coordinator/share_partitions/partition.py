@@ -103,13 +103,49 @@ class Acknowledgement:
     types: tuple[int, ...]
 
 
+class ShareCounters:
+    """What share partitions did to records since the counters were made (KIP-932 "Metrics":
+    records acquired, acknowledged by type, archived, acquisition locks expired). One object is
+    shared by every partition of a broker (``server.share_partitions``), so the counts survive
+    a partition replaced by a reset or a replay; counters, not state: nothing durable reads
+    them.
+
+    ``acquired``: record deliveries (one per acquisition; ``redelivered`` those with a delivery
+    count above 1). ``accepted`` / ``released`` / ``rejected`` / ``renewed``: records
+    acknowledged with that type (a gap is none of them). ``archived``: records archived
+    because they were rejected or reached ``share.delivery.count.limit`` (at a release, a lock
+    expiry or the next acquisition), not the offsets the log does not hold or the control and
+    aborted batches that are never delivered. ``lock_expired``: acquisition locks that
+    expired (the record released, or archived at the limit). ``member_released``: records
+    released because the member holding them left or closed its share session. Every
+    acquisition ends in one of ``accepted``, ``released``, ``rejected``, ``lock_expired``,
+    ``member_released``, or is still ACQUIRED (a RENEW keeps it acquired; an acknowledgement
+    below a moved start offset ends it uncounted)."""
+
+    __slots__ = ("accepted", "acquired", "archived", "lock_expired", "member_released",
+                 "redelivered", "rejected", "released", "renewed")
+
+    def __init__(self) -> None:
+        self.acquired = 0
+        self.redelivered = 0
+        self.accepted = 0
+        self.released = 0
+        self.rejected = 0
+        self.renewed = 0
+        self.archived = 0
+        self.lock_expired = 0
+        self.member_released = 0
+
+
 class SharePartition:
     """The in-flight state of one (share group, topic partition)."""
 
-    __slots__ = ("config", "next_offset", "records", "start_offset", "state_epoch")
+    __slots__ = ("config", "counters", "next_offset", "records", "start_offset", "state_epoch")
 
-    def __init__(self, config: ShareConfig, start_offset: int, state_epoch: int = 0) -> None:
+    def __init__(self, config: ShareConfig, start_offset: int, state_epoch: int = 0,
+                 counters: ShareCounters | None = None) -> None:
         self.config = config
+        self.counters = ShareCounters() if counters is None else counters
         self.start_offset = start_offset
         self.next_offset = start_offset
         self.state_epoch = state_epoch
@@ -136,11 +172,12 @@ class SharePartition:
         return ShareStateValue(self.state_epoch, self.start_offset, tuple(batches))
 
     @classmethod
-    def from_value(cls, config: ShareConfig, value: ShareStateValue) -> SharePartition:
+    def from_value(cls, config: ShareConfig, value: ShareStateValue,
+                   counters: ShareCounters | None = None) -> SharePartition:
         """Replay: the partition a :meth:`value` describes (offsets of the window the value
         does not cover, which only an older writer could leave, become AVAILABLE, never
         delivered)."""
-        sp = cls(config, value.start_offset, value.state_epoch)
+        sp = cls(config, value.start_offset, value.state_epoch, counters)
         for b in value.batches:
             lo = max(b.first_offset, sp.start_offset)
             for offset in range(sp.next_offset, lo):
@@ -201,9 +238,14 @@ class SharePartition:
         count = 0
         run_first = run_last = run_count = -1
 
+        counters = self.counters
+
         def take(offset: int, dc: int) -> None:
             nonlocal run_first, run_last, run_count, count
             count += 1
+            counters.acquired += 1
+            if dc > 1:
+                counters.redelivered += 1
             if run_last == offset - 1 and run_count == dc:
                 run_last = offset
                 return
@@ -230,6 +272,7 @@ class SharePartition:
                         continue
                     if rec.delivery_count >= limit:
                         rec.state = RecordState.ARCHIVED
+                        counters.archived += 1
                         continue
                     rec.state = RecordState.ACQUIRED
                     rec.delivery_count += 1
@@ -284,6 +327,7 @@ class SharePartition:
             if code:
                 return code
         limit = self.config.delivery_count_limit
+        counters = self.counters
         for ack in acks:
             one = ack.types[0] if len(ack.types) == 1 else None
             for offset in range(max(ack.first_offset, self.start_offset), ack.last_offset + 1):
@@ -293,13 +337,22 @@ class SharePartition:
                     continue
                 if kind == AckType.RENEW:
                     rec.deadline_ms = now_ms + self.config.lock_duration_ms
+                    counters.renewed += 1
                     continue
                 if kind == AckType.ACCEPT:
                     rec.state = RecordState.ACKNOWLEDGED
+                    counters.accepted += 1
                 elif kind == AckType.RELEASE and rec.delivery_count < limit:
                     rec.state = RecordState.AVAILABLE
+                    counters.released += 1
                 else:  # GAP, REJECT, RELEASE at the limit
                     rec.state = RecordState.ARCHIVED
+                    if kind == AckType.REJECT:
+                        counters.rejected += 1
+                        counters.archived += 1
+                    elif kind == AckType.RELEASE:
+                        counters.released += 1
+                        counters.archived += 1
                 rec.member = None
                 rec.deadline_ms = 0
         self._advance()
@@ -323,6 +376,8 @@ class SharePartition:
     def _release(self, rec: InFlight) -> None:
         rec.state = (RecordState.ARCHIVED if rec.delivery_count >= self.config.delivery_count_limit
                      else RecordState.AVAILABLE)
+        if rec.state is RecordState.ARCHIVED:
+            self.counters.archived += 1
         rec.member = None
         rec.deadline_ms = 0
 
@@ -332,6 +387,7 @@ class SharePartition:
         for rec in self.records.values():
             if rec.state is RecordState.ACQUIRED and rec.deadline_ms <= now_ms:
                 self._release(rec)
+                self.counters.lock_expired += 1
                 changed = True
         if changed:
             self._advance()
@@ -344,6 +400,7 @@ class SharePartition:
         for rec in self.records.values():
             if rec.state is RecordState.ACQUIRED and rec.member == member:
                 self._release(rec)
+                self.counters.member_released += 1
                 changed = True
         if changed:
             self._advance()

@@ -1,0 +1,432 @@
+"""Share groups (KIP-932) on the wire: a lab scenario played with real share consumers.
+
+:func:`run_share_wire` plays a share scenario (``sim.scenario``, as ``lab.runs.build_scenario``
+makes it for ``share:simple``) in wall-clock time against ``groupcoord serve --storage memory``
+with the group's share settings as broker configs (``group.share.*``: heartbeat, session,
+assignment interval, record lock duration, delivery count limit), one
+:mod:`groupcoord.lab.wire_share_member` process per member (confluent-kafka's ``ShareConsumer``)
+and the calibration's producer (``lab.wire``: ``records_per_s`` to every partition from the
+scenario's start). Events: ``bounce`` and ``rolling-bounce`` (SIGTERM: the member
+releases what it has not processed, closes and leaves; a new process ``down_ms`` later;
+``hard``: SIGKILL), ``crash`` (SIGKILL: its acquired records wait for their lock, its
+membership for the session timeout), ``leave``, ``scale-in``, ``scale-out``. ``control=True``
+plays the initial members only (the paired control: the same seed, the same start phases, no
+disturbance) until ``until_s``.
+
+A share consumer has no rebalance callback: who is a member with what comes from the
+coordinator. A thread polls ShareGroupDescribe every ``DESCRIBE_EVERY_S`` and records whether
+the group is *converged* as the simulator's share group is (``ShareSimulation.converged``):
+the assignment epoch at the group epoch, every member at the group epoch, and the members'
+client ids exactly the live processes' names (a crashed process's member counts until the
+session timeout removes it).
+
+The metrics (:func:`share_window_metrics`, pure: tested on synthetic logs), with the
+simulator's definitions (``sim.share``): a record is *done* at the end of the batch that
+processed it (its acknowledgement goes with the next poll); lag(t) = records produced minus
+distinct records done up to t; a window runs from the disturbance until the group has
+converged (held ``HOLD_S``) and then caught up (lag back at or under its peak over the
+``STEADY_S`` before the disturbance), or ``sim.application.RECOVERY_WAIT_MS`` after the
+convergence if it does not catch up (members that cannot keep up never do: the simulator's
+rule, ``sim.share.may_end``), or the run's end; ``time_to_converge_ms`` counts from
+the disturbance to the convergence; ``lag_peak`` and ``lag_record_s`` (the lag's integral)
+over the window; ``records_reprocessed``: records done again in the window after a first
+time (a member that processed a batch and did not get its acknowledgement in before the lock
+expired, or was killed before sending it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from groupcoord.lab.wire import (
+    MEMBER,
+    PRESTART_S,
+    WireError,
+    WireWorkload,
+    _actions,
+    _Members,
+    _Proc,
+    _Producer,
+    _read_jsonl,
+    _sleep_until,
+    create_topics,
+    start_server,
+)
+from groupcoord.lab.wire_run import WireWindow
+from groupcoord.sim.application import RECOVERY_WAIT_MS
+from groupcoord.sim.scenario import Scenario
+
+SHARE_MEMBER = [MEMBER[0], "-m", "groupcoord.lab.wire_share_member"]
+PROTOCOL = "share:simple"
+DESCRIBE_EVERY_S = 0.2
+SAMPLE_S = 0.05
+HOLD_S = 1.0
+STEADY_S = 20.0
+#: The events a share scenario plays on the wire.
+SHARE_EVENTS = ("bounce", "rolling-bounce", "crash", "leave", "scale-in", "scale-out")
+
+
+def share_server_configs(settings: Mapping[str, int]) -> dict[str, str]:
+    """The broker configs for a share group at ``settings`` (``sim.settings.effective_settings``
+    of ``share:simple``: Kafka's ``group.share.*`` names), their bounds widened to include
+    them, as the simulator's coordinator gets them."""
+    hb = int(settings["group.share.heartbeat.interval.ms"])
+    session = int(settings["group.share.session.timeout.ms"])
+    lock = int(settings["group.share.record.lock.duration.ms"])
+    limit = int(settings["group.share.delivery.count.limit"])
+    return {
+        "group.share.heartbeat.interval.ms": str(hb),
+        "group.share.min.heartbeat.interval.ms": str(min(hb, 5_000)),
+        "group.share.max.heartbeat.interval.ms": str(max(hb, 15_000)),
+        "group.share.session.timeout.ms": str(session),
+        "group.share.min.session.timeout.ms": str(min(session, 45_000)),
+        "group.share.max.session.timeout.ms": str(max(session, 60_000)),
+        "group.share.assignment.interval.ms": str(settings["group.share.assignment.interval.ms"]),
+        "group.share.record.lock.duration.ms": str(lock),
+        "group.share.min.record.lock.duration.ms": str(min(lock, 15_000)),
+        "group.share.max.record.lock.duration.ms": str(max(lock, 60_000)),
+        "group.share.delivery.count.limit": str(limit),
+        "group.share.min.delivery.count.limit": str(min(limit, 2)),
+        "group.share.max.delivery.count.limit": str(max(limit, 10)),
+    }
+
+
+@dataclass(slots=True)
+class ShareWireRun:
+    """What a share run on the wire logged (times: wall-clock seconds)."""
+
+    t0: float
+    end: float
+    windows: list[WireWindow]
+    #: partition key ("topic-p") -> [(t, cumulative produced)]
+    produced: dict[str, list[tuple[float, int]]]
+    #: member name -> its log lines (``wire_share_member``'s), in time order
+    logs: dict[str, list[dict[str, Any]]]
+    #: member name -> [(start, stop)] of its processes
+    lifetimes: dict[str, list[tuple[float, float | None]]]
+    #: (t, epochs settled, client ids of the members) from ShareGroupDescribe
+    described: list[tuple[float, bool, tuple[str, ...]]]
+    server_config: dict[str, str] = field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+def _alive(run: ShareWireRun, name: str, t: float) -> bool:
+    return any(s <= t and (e is None or t < e) for s, e in run.lifetimes.get(name, ()))
+
+
+def converged_at(run: ShareWireRun) -> list[tuple[float, bool]]:
+    """(t, converged) at every ShareGroupDescribe answer (see the module doc)."""
+    out = []
+    for t, settled, clients in run.described:
+        live = sorted(n for n in run.lifetimes if _alive(run, n, t))
+        out.append((t, settled and bool(live) and sorted(clients) == live))
+    return out
+
+
+def done_times(run: ShareWireRun) -> tuple[dict[tuple[int, int], float], list[tuple[float, int, int]]]:
+    """Each record's first done time by (partition, offset), and every completion
+    (t, partition, offset) in time order."""
+    completions: list[tuple[float, int, int]] = []
+    for lines in run.logs.values():
+        for d in lines:
+            if d.get("e") == "batch":
+                completions += [(float(d["t"]), int(r[0]), int(r[1])) for r in d["recs"]]
+    completions.sort()
+    first: dict[tuple[int, int], float] = {}
+    for t, p, o in completions:
+        first.setdefault((p, o), t)
+    return first, completions
+
+
+def lag_series(run: ShareWireRun, until: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(times, lag) sampled every ``SAMPLE_S`` from ``t0`` to ``until`` (default: the end)."""
+    end = run.end if until is None else until
+    ts = np.arange(run.t0, end + SAMPLE_S / 2, SAMPLE_S)
+    produced = np.zeros_like(ts)
+    for series in run.produced.values():
+        if not series:
+            continue
+        st = np.array([s[0] for s in series])
+        counts = np.array([s[1] for s in series], dtype=float)
+        idx = np.searchsorted(st, ts, side="right") - 1
+        produced += np.where(idx >= 0, counts[np.clip(idx, 0, None)], 0.0)
+    first, _ = done_times(run)
+    done_t = np.sort(np.array(list(first.values()), dtype=float))
+    done = np.searchsorted(done_t, ts, side="right").astype(float)
+    return ts, np.maximum(produced - done, 0.0)
+
+
+def _integral(ts: np.ndarray, lag: np.ndarray, a: float, b: float) -> float:
+    m = (ts >= a) & (ts <= b)
+    if m.sum() < 2:
+        return 0.0
+    return float(np.trapezoid(lag[m], ts[m]))
+
+
+def share_window_metrics(run: ShareWireRun) -> list[dict[str, Any]]:
+    """One dict per disturbance window (the initial join left out): ``disturbance``,
+    ``at_ms`` (since t0), ``time_to_converge_ms`` (None: not converged), ``lag_peak``,
+    ``lag_record_s``, ``records_reprocessed``, ``span`` ((start, end) seconds since t0: what a
+    paired control is measured over), ``caught_up``, ``closed`` (caught up, or given up
+    on)."""
+    conv = converged_at(run)
+    ts, lag = lag_series(run)
+    _, completions = done_times(run)
+    out: list[dict[str, Any]] = []
+    for w in run.windows:
+        if w.label == "initial-join":
+            continue
+        at, settle = run.t0 + w.at_s, run.t0 + w.settle_s
+        converged: float | None = None
+        for i, (t, ok) in enumerate(conv):
+            if t < settle or not ok:
+                continue
+            later = [c for c in conv[i:] if c[0] <= t + HOLD_S]
+            if all(c[1] for c in later) and (t + HOLD_S <= conv[-1][0] or t + HOLD_S > run.end):
+                converged = t
+                break
+        before = (ts >= at - STEADY_S) & (ts < at)
+        steady = float(lag[before].max()) if before.any() else 0.0
+        end = run.end
+        caught_up = closed = False
+        if converged is not None:
+            after = np.nonzero((ts >= converged) & (lag <= steady))[0]
+            give_up = converged + RECOVERY_WAIT_MS / 1000
+            if after.size and ts[after[0]] <= give_up:
+                end, caught_up, closed = float(ts[after[0]]), True, True
+            elif run.end >= give_up:
+                end, closed = give_up, True
+        inside = (ts >= at) & (ts <= end)
+        seen: set[tuple[int, int]] = set()
+        again = 0
+        for t, p, o in completions:
+            if t > end:
+                break
+            if (p, o) in seen and t >= at:
+                again += 1
+            seen.add((p, o))
+        out.append({
+            "disturbance": w.label, "at_ms": round(w.at_s * 1000),
+            "time_to_converge_ms": None if converged is None else round((converged - at) * 1000),
+            "lag_peak": int(lag[inside].max()) if inside.any() else 0,
+            "lag_record_s": round(_integral(ts, lag, at, end), 3),
+            "records_reprocessed": again,
+            "span": (w.at_s, end - run.t0), "caught_up": caught_up, "closed": closed})
+    return out
+
+
+def span_lag_record_s(run: ShareWireRun, span: tuple[float, float]) -> float:
+    """The lag's integral over ``span`` (seconds since the run's t0): a control's figure over
+    its run's window."""
+    ts, lag = lag_series(run, run.t0 + span[1])
+    return round(_integral(ts, lag, run.t0 + span[0], run.t0 + span[1]), 3)
+
+
+def span_lag_peak(run: ShareWireRun, span: tuple[float, float]) -> int:
+    """The lag's peak over ``span`` (seconds since the run's t0)."""
+    ts, lag = lag_series(run, run.t0 + span[1])
+    inside = (ts >= run.t0 + span[0]) & (ts <= run.t0 + span[1])
+    return int(lag[inside].max()) if inside.any() else 0
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+class _ShareContext:
+    """Spawns share member processes (what ``lab.wire._Members`` asks its run for)."""
+
+    def __init__(self, bootstrap: str, sc: Scenario, wl: WireWorkload, workdir: Path,
+                 seed: int, processing_ms: float) -> None:
+        self.bootstrap = bootstrap
+        self.sc = sc
+        self.wl = wl
+        self.seed = seed
+        self.processing_ms = processing_ms
+        self.logs = workdir / "logs"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.spawned = 0
+
+    def spawn(self, name: str) -> _Proc:
+        self.spawned += 1
+        cmd = [*SHARE_MEMBER, "--bootstrap", self.bootstrap, "--group", self.sc.group_id,
+               "--name", name, "--topics", ",".join(self.sc.topics_subscribed()),
+               "--log", str(self.logs / f"{name}.jsonl"),
+               "--max-poll-records", str(self.wl.max_poll_records),
+               "--processing-ms", str(self.processing_ms),
+               "--seed", str(self.seed * 1000 + self.spawned), "--wait-go"]
+        with open(self.logs / f"{name}.stderr.log", "a") as err:
+            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                    stderr=err, text=True)
+        return _Proc(name, proc)
+
+
+class _Describer:
+    """Polls ShareGroupDescribe in a thread (see the module doc)."""
+
+    def __init__(self, bootstrap: str, group: str) -> None:
+        self.bootstrap = bootstrap
+        self.group = group
+        self.seen: list[tuple[float, bool, tuple[str, ...]]] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="share-describe", daemon=True)
+
+    def _run(self) -> None:
+        from groupcoord.protocol.client import KafkaClient
+        from groupcoord.protocol.versions import ApiKey
+
+        with KafkaClient(self.bootstrap) as c:
+            while not self.stop.is_set():
+                r = c.call(ApiKey.SHARE_GROUP_DESCRIBE, 1, group_ids=[self.group],
+                           include_authorized_operations=False)
+                g = r.groups[0]
+                t = time.time()
+                if int(g.error_code) == 0:
+                    settled = g.assignment_epoch == g.group_epoch and all(
+                        m.member_epoch == g.group_epoch for m in g.members)
+                    self.seen.append((t, settled, tuple(m.client_id for m in g.members)))
+                else:
+                    self.seen.append((t, False, ()))
+                self.stop.wait(DESCRIBE_EVERY_S)
+
+
+def check_share_playable(sc: Scenario) -> None:
+    """WireError naming what of ``sc`` the share wire cannot play."""
+    for e in sc.events:
+        if e.kind not in SHARE_EVENTS:
+            raise WireError(f"event kind {e.kind!r} is not played for share groups on the "
+                            f"wire (supported: {', '.join(SHARE_EVENTS)})")
+    _actions(sc)
+
+
+def run_share_wire(sc: Scenario, settings: Mapping[str, int], wl: WireWorkload,
+                   processing_ms: float, *, seed: int = 0, control: bool = False,
+                   until_s: float | None = None, tail_s: float = 3.0,
+                   converge_timeout_s: float | None = None, keep_dir: Path | None = None,
+                   progress: Callable[[str], None] | None = None) -> ShareWireRun:
+    """Play ``sc`` with share consumers (see the module doc). ``control``: the initial members
+    only, until ``until_s`` seconds after the start. Otherwise the run goes on after the last
+    disturbance until its windows have converged and caught up (at most
+    ``converge_timeout_s``: default 120 s plus the session timeout and the lock duration),
+    then ``tail_s``."""
+    try:
+        import confluent_kafka  # noqa: F401 - fail before starting anything
+    except ImportError:
+        raise RuntimeError("share groups on the wire need confluent-kafka "
+                           "(pip install 'groupcoord[lab]')") from None
+    check_share_playable(sc)
+    acts, windows = _actions(sc, seed)
+    if control:
+        acts = [a for a in acts if a[1] == "go" and a[0] <= windows[0].settle_s]
+        windows = windows[:1]
+    if converge_timeout_s is None:
+        converge_timeout_s = 120.0 + (int(settings["group.share.session.timeout.ms"])
+                                      + int(settings["group.share.record.lock.duration.ms"])
+                                      ) / 1000
+    configs = share_server_configs(settings)
+    workdir = Path(tempfile.mkdtemp(prefix="gc-share-calibrate-")) if keep_dir is None \
+        else keep_dir
+    workdir.mkdir(parents=True, exist_ok=True)
+    server = start_server(workdir, configs, verbose=keep_dir is not None)
+    members: _Members | None = None
+    producer: _Producer | None = None
+    describer: _Describer | None = None
+    try:
+        create_topics(server.bootstrap, sc.topics)
+        ctx = _ShareContext(server.bootstrap, sc, wl, workdir, seed, processing_ms)
+        members = _Members(ctx)  # type: ignore[arg-type]  # needs .spawn only
+        producer = _Producer(server.bootstrap, sc.topics, wl.records_per_s)
+        describer = _Describer(server.bootstrap, sc.group_id)
+        t0 = time.time() + PRESTART_S
+        for a in acts:
+            if a[1] == "go" and a[0] < PRESTART_S:
+                members.prepare(a[2])
+        _sleep_until(t0)
+        producer.start(t0)
+        describer.thread.start()
+        label = "control" if control else "run"
+        for at, action, name, hard in acts:
+            _sleep_until(t0 + at - PRESTART_S)
+            if action == "go":
+                members.prepare(name)
+            _sleep_until(t0 + at)
+            if progress is not None:
+                progress(f"share {label}: t={time.time() - t0:6.1f} s {action} {name}")
+            if action == "go":
+                members.go(name)
+            else:
+                members.stop(name, hard)
+        if control:
+            _sleep_until(t0 + (until_s or 0.0))
+        else:
+            _sleep_until(t0 + max(w.settle_s for w in windows))
+            deadline = time.time() + converge_timeout_s
+            while time.time() < deadline:
+                snap = _collect(ctx, members, producer, describer, t0, time.time(), windows)
+                ws = share_window_metrics(snap)
+                if all(w["closed"] for w in ws):
+                    break
+                time.sleep(1.0)
+            time.sleep(tail_s)
+        end = time.time()
+        describer.stop.set()
+        members.close_all()
+        producer.stop.set()
+        producer.thread.join(15)
+        run = _collect(ctx, members, producer, describer, t0, end, windows)
+        run.server_config = configs
+        if keep_dir is not None:  # what the metrics are computed from, beside the logs
+            (workdir / "run.json").write_text(dump(run))
+        return run
+    finally:
+        if describer is not None:
+            describer.stop.set()
+        if members is not None:
+            members.close_all()
+        if producer is not None:
+            producer.stop.set()
+        server.stop()
+        if keep_dir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _collect(ctx: _ShareContext, members: _Members, producer: _Producer,
+             describer: _Describer, t0: float, end: float,
+             windows: Sequence[WireWindow]) -> ShareWireRun:
+    lifetimes: dict[str, list[tuple[float, float | None]]] = {}
+    for p in [*members.done, *members.live.values()]:
+        if p.started is not None:
+            lifetimes.setdefault(p.name, []).append((p.started, p.stopped))
+    logs = {name: sorted(_read_jsonl(ctx.logs / f"{name}.jsonl"), key=lambda d: d["t"])
+            for name in lifetimes}
+    return ShareWireRun(t0, end, list(windows),
+                        {k: list(v) for k, v in producer.produced.items()}, logs, lifetimes,
+                        list(describer.seen))
+
+
+def dump(run: ShareWireRun) -> str:
+    """The run as JSON (``--keep``: what the metrics were computed from)."""
+    with contextlib.suppress(TypeError):
+        return json.dumps({"t0": run.t0, "end": run.end, "windows": [
+            (w.label, w.at_s, w.settle_s) for w in run.windows], "produced": run.produced,
+            "lifetimes": run.lifetimes, "described": run.described,
+            "server_config": run.server_config})
+    return "{}"
+
+
+__all__ = ["PROTOCOL", "SHARE_EVENTS", "ShareWireRun", "check_share_playable", "converged_at",
+           "done_times", "dump", "lag_series", "run_share_wire", "share_server_configs",
+           "share_window_metrics", "span_lag_peak", "span_lag_record_s"]

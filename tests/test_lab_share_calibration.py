@@ -1,0 +1,241 @@
+"""``groupcoord lab calibrate --share``: share groups (KIP-932) in the simulator against real
+ShareConsumers on the wire (``lab/share_calibration.py``, ``lab/wire_share.py``,
+``lab/wire_share_member.py``). The metrics from the wire's logs are checked on synthetic runs;
+one small run with real ShareConsumers checks the wire path end to end."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from groupcoord.lab.calibrate import CalibrationError
+from groupcoord.lab.share_calibration import (
+    METRICS,
+    ShareCell,
+    cell_params,
+    format_share_table,
+    share_within_2x,
+)
+from groupcoord.lab.wire import WireWorkload
+from groupcoord.lab.wire_run import WireWindow
+from groupcoord.lab.wire_share import (
+    ShareWireRun,
+    converged_at,
+    run_share_wire,
+    share_server_configs,
+    share_window_metrics,
+    span_lag_peak,
+    span_lag_record_s,
+)
+from groupcoord.sim.scenario import parse_scenario
+
+GROUPCOORD = [sys.executable, "-c", "import sys; from groupcoord.cli import main; sys.exit(main())"]
+T0 = 1_000.0
+
+
+def _run(batches: dict[str, list[tuple[float, list[tuple[int, int]]]]],
+         described: list[tuple[float, bool, tuple[str, ...]]],
+         lifetimes: dict[str, list[tuple[float, float | None]]], end: float,
+         produced_per_s: float = 10.0) -> ShareWireRun:
+    """One partition producing ``produced_per_s`` from T0; each member's batches (end time
+    since T0, [(partition, offset)])."""
+    produced = {"foo-0": [(T0 + i * 0.1, int(i * 0.1 * produced_per_s))
+                          for i in range(int((end - T0) * 10) + 1)]}
+    logs = {name: [{"t": T0 + t, "e": "batch", "recs": [[p, o, 1] for p, o in recs]}
+                   for t, recs in bs] for name, bs in batches.items()}
+    return ShareWireRun(T0, end, [WireWindow("initial-join", 0.0, 1.0),
+                                  WireWindow("bounce", 10.0, 12.0)],
+                        produced, logs, lifetimes, described)
+
+
+def _keeping_up(until: float, skip: range = range(0)) -> list[tuple[float, list[tuple[int, int]]]]:
+    """A member that processes each record 0.05 s after it is produced (but the seconds in
+    ``skip``)."""
+    return [(o / 10 + 0.05, [(0, o)]) for o in range(int(until * 10))
+            if int(o / 10) not in skip]
+
+
+def test_a_window_converges_when_the_coordinator_has_every_live_process_at_the_epoch() -> None:
+    lifetimes: dict[str, list[tuple[float, float | None]]] = {
+        "c1": [(T0, None)], "c2": [(T0, T0 + 10.0), (T0 + 12.0, None)]}
+    described = [(T0 + t / 10, True, ("c1", "c2")) for t in range(0, 100)]  # to 10 s: settled
+    described += [(T0 + t / 10, True, ("c1", "c2")) for t in range(100, 110)]  # c2 still listed
+    described += [(T0 + t / 10, t < 125 or t >= 140, ("c1",) if t < 125 else ("c1", "c2"))
+                  for t in range(110, 200)]  # c2 gone, back at 12.5 s, settled from 14 s
+    run = _run({"c1": _keeping_up(20.0)}, described, lifetimes, T0 + 20.0)
+    conv = dict(converged_at(run))
+    assert conv[T0 + 5.0] is True
+    assert conv[T0 + 10.5] is False  # the coordinator still lists c2, whose process is gone
+    assert conv[T0 + 11.5] is True  # one live process, one member: converged (before settle)
+    [w] = share_window_metrics(run)
+    assert w["disturbance"] == "bounce" and w["at_ms"] == 10_000
+    # not before the disturbance ended (12 s); the group settled again at 14 s
+    assert w["time_to_converge_ms"] == pytest.approx(4_000, abs=1)
+    assert w["caught_up"] is True
+    assert w["records_reprocessed"] == 0
+    assert w["lag_peak"] <= 2  # a member that keeps up: a record in flight
+
+
+def test_lag_is_produced_minus_distinct_records_done_and_twice_done_records_are_counted() -> None:
+    lifetimes: dict[str, list[tuple[float, float | None]]] = {"c1": [(T0, None)]}
+    described = [(T0 + t / 10, True, ("c1",)) for t in range(0, 300)]
+    # c1 does nothing from 10 s but the records 100..104 at 15 s, then all of 100..159 at
+    # 15.98 s: 100..104 are done a second time (their lock had expired before the ack)
+    batches = _keeping_up(30.0, skip=range(10, 16))
+    batches.append((15.0, [(0, o) for o in range(100, 105)]))
+    batches.append((15.98, [(0, o) for o in range(100, 160)]))
+    batches.sort()
+    run = _run({"c1": batches}, described, lifetimes, T0 + 30.0)
+    [w] = share_window_metrics(run)
+    assert 50 <= w["lag_peak"] <= 56  # ~6 s of 10 records/s waited, 5 of them done early
+    assert w["records_reprocessed"] == 5
+    # the window closes once caught up (16 s), so its lag integral is the backlog's
+    assert w["span"][1] == pytest.approx(16.0, abs=0.06)
+    assert 150 <= w["lag_record_s"] <= 200  # ~ 1/2 * 5 s * 50 + ~1 s * 50
+    # a control that kept up over the same span: its lag integral is the records in flight
+    control = _run({"c1": _keeping_up(30.0)}, described, lifetimes, T0 + 30.0)
+    assert span_lag_record_s(control, w["span"]) < 5
+    assert span_lag_peak(control, w["span"]) <= 1  # a record in flight at most
+
+
+def test_a_window_that_never_converges_runs_to_the_end_of_the_run() -> None:
+    lifetimes: dict[str, list[tuple[float, float | None]]] = {"c1": [(T0, None)],
+                                                             "c2": [(T0, T0 + 10.0)]}
+    described = [(T0 + t / 10, True, ("c1", "c2")) for t in range(0, 200)]  # never expired
+    run = _run({"c1": _keeping_up(20.0)}, described, lifetimes, T0 + 20.0)
+    [w] = share_window_metrics(run)
+    assert w["time_to_converge_ms"] is None and w["caught_up"] is False
+    assert w["closed"] is False
+    assert w["span"] == (10.0, pytest.approx(20.0))
+
+
+def test_a_group_that_never_catches_up_closes_its_window_a_minute_after_converging() -> None:
+    """The simulator's rule (``sim.share.may_end``): a member left with more than it can do
+    never catches up, so the window ends ``RECOVERY_WAIT_MS`` after the convergence, not at
+    whatever time the run ends (a lag integral over a longer window is a larger one)."""
+    lifetimes: dict[str, list[tuple[float, float | None]]] = {"c1": [(T0, None)]}
+    described = [(T0 + t / 10, True, ("c1",)) for t in range(0, 1200)]
+    # c1 keeps up until 10 s, then does only every other record
+    batches = _keeping_up(10.0) + [(o / 10 + 0.05, [(0, o)]) for o in range(100, 1200, 2)]
+    run = _run({"c1": batches}, described, lifetimes, T0 + 120.0)
+    [w] = share_window_metrics(run)
+    assert w["time_to_converge_ms"] == pytest.approx(2_000, abs=1)  # at settle (12 s)
+    assert w["caught_up"] is False and w["closed"] is True
+    assert w["span"] == (10.0, pytest.approx(72.0))
+
+
+def test_within_2x_with_the_share_floors() -> None:
+    assert share_within_2x("time_to_converge_ms", 14_604, 14_562) is True
+    assert share_within_2x("excess_lag_record_s", 2_359, 5_000) is False
+    assert share_within_2x("excess_lag_record_s", -12.0, 30.0) is True  # both under 50
+    assert share_within_2x("records_reprocessed", 0, 40) is True  # under the 50-record floor
+    assert share_within_2x("records_reprocessed", 0, 80) is False
+    assert share_within_2x("lag_peak", None, 3) is None
+
+
+def test_the_server_gets_the_share_settings_with_bounds_around_them() -> None:
+    conf = share_server_configs({"group.share.heartbeat.interval.ms": 5000,
+                                 "group.share.session.timeout.ms": 45000,
+                                 "group.share.assignment.interval.ms": 1000,
+                                 "group.share.record.lock.duration.ms": 30000,
+                                 "group.share.delivery.count.limit": 5})
+    assert conf["group.share.record.lock.duration.ms"] == "30000"
+    assert conf["group.share.delivery.count.limit"] == "5"
+    assert int(conf["group.share.min.session.timeout.ms"]) <= 45000 <= int(
+        conf["group.share.max.session.timeout.ms"])
+    assert int(conf["group.share.min.record.lock.duration.ms"]) <= 30000
+
+
+def test_the_cells_are_the_share_specs_runs() -> None:
+    runs = cell_params("bounce", 4, 2)
+    assert [r.replicate for r in runs] == [0, 1]
+    assert {(r.protocol, r.workload, r.scenario, r.size) for r in runs} == {
+        ("share:simple", "1x4-busy", "bounce", 4)}
+    with pytest.raises(CalibrationError, match=r"not in share\.toml"):
+        cell_params("scale-out", 4, 1)
+    with pytest.raises(CalibrationError, match="size 5"):
+        cell_params("bounce", 5, 1)
+
+
+def test_the_table_marks_each_miss_by_its_metric() -> None:
+    cell = ShareCell("bounce", 4,
+                     sim=[{"seed": 1, "time_to_converge_ms": 14_000, "lag_peak": 400,
+                           "excess_lag_record_s": 3_000, "records_reprocessed": 0}],
+                     wire=[{"seed": 1, "time_to_converge_ms": 15_000, "lag_peak": 1_000,
+                            "excess_lag_record_s": 3_500, "records_reprocessed": 0}])
+    assert cell.checks() == {"time_to_converge_ms": True, "lag_peak": False,
+                             "excess_lag_record_s": True, "records_reprocessed": True}
+    table = format_share_table([cell])
+    assert "| bounce | 4 | 1 | 14,000 / 15,000 (0.93) | 400 / 1,000 (0.40) |" in table
+    assert "**no** (lag_peak)" in table
+    assert len(METRICS) == 4
+
+
+def test_the_command_simulates_a_cell_without_the_wire_and_refuses_a_bad_one() -> None:
+    out = subprocess.run([*GROUPCOORD, "lab", "calibrate", "--share", "--sim-only",
+                          "--scenario", "bounce", "--size", "12", "--repeat", "1", "--quiet"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    row = next(line for line in out.stdout.splitlines() if line.startswith("| bounce | 12 |"))
+    sim_converge = row.split("|")[4].split("/")[0].strip()
+    assert sim_converge not in ("", "-")  # the simulator converged the bounce
+    bad = subprocess.run([*GROUPCOORD, "lab", "calibrate", "--share", "--scenario", "nope"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2
+    assert "nope" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.stderr.count("\n") == 1
+
+
+SMALL: dict[str, Any] = {
+    "name": "share-small", "description": "two share consumers on foo; c1 is killed",
+    "group": {"members": 2, "topics": {"foo": 2}},
+    "events": [{"at_ms": 6000, "kind": "crash", "member": "c1"}],
+}
+
+
+def test_real_share_consumers_on_a_small_crash(tmp_path: Path) -> None:
+    """Two ShareConsumers on two partitions, c1 killed -9 at 6 s: the coordinator removes it at
+    its session timeout (4 s), c2 takes its partition and what c1 had acquired comes back after
+    its lock (3 s); every record produced is done by the end. Fails if the share path (the
+    member process, ShareFetch and acknowledgement, the describe poller) is broken."""
+    pytest.importorskip("confluent_kafka")
+    sc = parse_scenario(SMALL, source="share-small")
+    settings = {"group.share.heartbeat.interval.ms": 500,
+                "group.share.session.timeout.ms": 4000,
+                "group.share.assignment.interval.ms": 0,
+                "group.share.record.lock.duration.ms": 3000,
+                "group.share.delivery.count.limit": 5}
+    run = run_share_wire(sc, settings, WireWorkload(records_per_s=20, max_poll_records=50),
+                         2.0, seed=1, tail_s=1.0, converge_timeout_s=40.0,
+                         keep_dir=tmp_path / "run")
+    assert run.server_config["group.share.record.lock.duration.ms"] == "3000"
+    # both processes were members of the share group, then c2 alone
+    assert any(sorted(c) == ["c1", "c2"] for _t, ok, c in run.described if ok)
+    assert run.described[-1][2] == ("c2",)
+    [w] = share_window_metrics(run)
+    assert w["disturbance"] == "crash"
+    # the session timeout (4 s) and a heartbeat or two; a liveness bound, not a timing figure
+    assert w["time_to_converge_ms"] is not None and 3_000 <= w["time_to_converge_ms"] <= 30_000
+    assert w["caught_up"] is True
+    assert w["lag_peak"] > 0  # c1's partition waited
+    done = {(int(r[0]), int(r[1])) for lines in run.logs.values() for d in lines
+            if d["e"] == "batch" for r in d["recs"]}
+    assert {p for p, _ in done} == {0, 1}
+    # every record produced before the group converged after the crash (what c1 had acquired
+    # included) was done by c1 or by c2 by the end; a fixed margin before the end instead
+    # depended on the machine's load (c2's last acknowledgements can trail by seconds)
+    converged = run.t0 + w["at_ms"] / 1000 + w["time_to_converge_ms"] / 1000
+    for key, series in run.produced.items():
+        p = int(key.rsplit("-", 1)[1])
+        upto = max(n for t, n in series if t <= converged)
+        # share.auto.offset.reset is "latest" (KIP-932's default): records produced before the
+        # group first fetched the partition are not delivered, so count from the first offset
+        # delivered (under load the members start later and more records precede them)
+        first = min(o for q, o in done if q == p)
+        assert first < upto, key
+        missing = [o for o in range(first, upto) if (p, o) not in done]
+        assert not missing, (key, upto, missing[:20], len(missing))
