@@ -20,7 +20,12 @@ def test_the_share_spec_pairs_share_and_consumer_groups_on_the_same_seeds() -> N
     assert {r.protocol for r in runs} == {"share:simple", "consumer:uniform",
                                           "consumer:uniform@commit100ms"}
     by_cell: dict[tuple[object, ...], set[tuple[str, int]]] = {}
+    # (the lock grid is share groups' only: a consumer group has no lock, its rows would be
+    # the poison workload's)
+    assert {r.protocol for r in runs if r.workload == "1x4-poison-lock"} == {"share:simple"}
     for r in runs:
+        if r.workload == "1x4-poison-lock":
+            continue
         key = (r.scenario, r.size, r.workload, r.fault_rate, r.replicate)
         by_cell.setdefault(key, set()).add((r.protocol, r.seed))
     # every cell runs both protocols on one seed: the comparison is paired
@@ -48,8 +53,13 @@ def test_the_poison_workloads_are_the_clean_one_with_poison_records() -> None:
     work = {w.name: json.loads(w.work or "{}") for w in spec.workloads}
     clean = work["1x4-busy"]
     w = dict(work["1x4-poison"])
-    assert w.pop("poison_rate") == 0.01  # dead-letter after 5 attempts: the defaults
+    # as in the field: a 2 s attempt, 1 s back-off, dead-letter after 5 attempts (the default)
+    assert (w.pop("poison_rate"), w.pop("poison_attempt_ms"), w.pop("poison_backoff_ms")) \
+        == (0.0002, 2000, 1000)
     assert w == clean  # the same records, rates and processing: only the poison differs
+    lock = dict(work["1x4-poison-lock"])
+    assert lock.pop("share_lock_duration_ms") == 1500 < 2000  # the attempt outlasts the lock
+    assert lock == work["1x4-poison"]
     runs = expand(spec)
     assert {r.workload for r in runs} == set(work)
 

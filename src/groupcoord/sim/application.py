@@ -156,9 +156,10 @@ class Application:
                                commit_interval_ms=interval, connect=self.connect)
         if not self.connect:
             self.model.on_poll_timeout = self._poll_timeout
-        if self.on and wl.pause_every_ms > 0:
-            # a paired control simulates every step: its members' pauses go on after it has
-            # caught up, and a jump of the clock would skip them (``finish_control``)
+        if self.on and (wl.pause_every_ms > 0 or self.model.poison_field):
+            # a paired control simulates every step: its members' pauses (and poison records'
+            # blocks, as in the field) go on after it has caught up, and a jump of the clock
+            # would skip them (``finish_control``)
             sim.fast_forward = False
         self.model.on_lag = self._lag
         self.model.on_late = self._late

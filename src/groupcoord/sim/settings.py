@@ -123,8 +123,10 @@ def effective_settings(sc: Scenario, protocol: str) -> dict[str, int]:
         out = {"group.share.heartbeat.interval.ms": sc.heartbeat_interval_ms,
                "group.share.session.timeout.ms": sc.session_timeout_ms,
                "group.share.assignment.interval.ms": sc.assignment_interval_ms,
-               "group.share.record.lock.duration.ms": share.lock_duration_ms,
-               "group.share.delivery.count.limit": share.delivery_count_limit}
+               "group.share.record.lock.duration.ms": wl.share_lock_duration_ms
+               or share.lock_duration_ms,
+               "group.share.delivery.count.limit": wl.share_delivery_count_limit
+               or share.delivery_count_limit}
         if not wl.idle:
             out["max.poll.records"] = wl.max_poll_records
     elif fam == "connect":

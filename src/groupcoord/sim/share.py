@@ -24,10 +24,19 @@ acknowledgement):
   partitions, at least the workload's ``fetch_latency_ms`` and at most ``FETCH_MAX_WAIT_MS``.
 - **Processing**: record by record, each taking a draw of the workload's processing time (plus
   a ``slow`` event's ``delay_ms`` per batch, a slow downstream); a *poison* record's processing
-  fails and the member RELEASEs it (it is delivered again, and archived at
-  ``share.delivery.count.limit``); the others are ACCEPTed. A record whose lock expired while the
-  member was busy is refused at acknowledgement (INVALID_RECORD_STATE: another member may
-  process it again).
+  fails and the member RELEASEs it (it is delivered again, to any member, and archived at
+  ``share.delivery.count.limit``); the others are ACCEPTed. Poison as in the field (the
+  workload's ``poison_attempt_ms``, ``sim.workload``): each delivery of a poison record costs
+  its attempt instead of a processing draw (the same cost per record and attempt as the
+  consumer groups' application pays), no back-off (a RELEASE makes it available at once); an
+  attempt that outlasts the lock (a hanging call) lets the lock expire, the record is delivered
+  to another member, and the first member's RELEASE is refused. The records behind it on its
+  partition are acquired by the other members meanwhile (no head-of-line blocking); only the
+  failing member's own batch waits for its acknowledgements. The lock duration and the
+  delivery limit are the workload's ``share_lock_duration_ms`` and
+  ``share_delivery_count_limit`` when it sets them (Kafka's 30 s and 5 otherwise). A record
+  whose lock expired while the member was busy is refused at acknowledgement
+  (INVALID_RECORD_STATE: another member may process it again).
 - **Leaving** (leave, scale-in, a graceful bounce): it sends its pending acknowledgements and
   closes its share session (the broker releases what it still holds), then heartbeats epoch -1.
   **Crashing**: nothing; its records stay acquired until their locks expire, its membership
@@ -107,7 +116,7 @@ from groupcoord.sim.share_partitions import (
     SimSharePartitions,
     TopicIdPartition,
 )
-from groupcoord.sim.workload import WORK_METRICS
+from groupcoord.sim.workload import WORK_METRICS, poison_attempt_cost
 
 __all__ = ["FETCH_MAX_WAIT_MS", "ShareSettings", "ShareSimulation", "may_end"]
 
@@ -126,7 +135,12 @@ class ShareSimulation(ShareConvergence):
 
     def setup(self) -> None:
         sc = self.scenario
-        s = self.settings
+        wl = sc.workload
+        # the lock duration and delivery limit a spec's workload sets (else the settings')
+        self.settings = s = replace(
+            self.settings, lock_duration_ms=wl.share_lock_duration_ms
+            or self.settings.lock_duration_ms, delivery_count_limit=wl.share_delivery_count_limit
+            or self.settings.delivery_count_limit)
         self.config = replace(
             self.config, share_session_timeout_ms=sc.session_timeout_ms,
             share_min_session_timeout_ms=min(sc.session_timeout_ms, 45_000),
@@ -579,7 +593,14 @@ class ShareSimulation(ShareConvergence):
             else:
                 handed.add(key)
         p.batch = got
-        total = sum(self.scenario.workload.processing_ms.draw(self.work_rng) for _ in got)
+        wl = self.scenario.workload
+        cost = wl.poison_attempt_ms
+        if cost is None:
+            total = sum(wl.processing_ms.draw(self.work_rng) for _ in got)
+        else:  # poison as in the field: each delivery costs its attempt (sim.workload's)
+            total = sum(poison_attempt_cost(self.seed, a.tp, a.offset, a.delivery_count - 1,
+                                            cost) if a.poison
+                        else wl.processing_ms.draw(self.work_rng) for a in got)
         if now < p.slow_until:
             total += p.slow_delay
         self._sample_work()

@@ -219,7 +219,14 @@ class ShareConvergence(Simulation):
         lag = self.partitions.lag(self.quiet_at) if self.now >= self.quiet_at else 0
         members = max(1, len(self.live()))
         drain = 2 * lag * wl.processing_ms.average / members
-        poison = s.delivery_count_limit * (FETCH_MAX_WAIT_MS + wl.fetch_latency_ms + 4 * lat) \
+        # As in the field (``poison_attempt_ms``), each delivery also costs its attempt, up to
+        # the lock duration when the attempt outlasts it (then the lock's expiry redelivers it).
+        a = wl.poison_attempt_ms
+        attempt = 0.0 if a is None else min(
+            float(s.lock_duration_ms), a.bounded_max if a.bounded_max is not None
+            else 20 * a.average)
+        poison = math.ceil(s.delivery_count_limit * (FETCH_MAX_WAIT_MS + wl.fetch_latency_ms
+                                                     + 4 * lat + attempt)) \
             if self.poison_rate() > 0 else 0
         return base + math.ceil(drain) + poison
 

@@ -79,6 +79,24 @@ limit). What a consumer group's application does with one is ``poison_policy``:
   lasts ``k * (poison_attempts - 1)`` records longer; a member that keeps up (the fluid model's
   stream, in ``poll()`` whenever a record comes) absorbs that below the model's resolution, and
   its load counts it (``record_ms``). A skipped record counts as processed.
+
+  **As in the field** (``poison_attempt_ms`` set; off by default, every attempt then costs the
+  batch's processing time per record, as above): a poison record costs seconds an attempt (a
+  call that times out, a deserialisation that throws after its own retry), each attempt a draw
+  of ``poison_attempt_ms`` (per record and attempt from the seed, :func:`poison_attempt_cost`:
+  the same costs in every protocol of a run, the share groups' deliveries included), and the
+  application waits ``poison_backoff_ms`` between two attempts: Spring Kafka's
+  ``DefaultErrorHandler`` with a ``FixedBackOff(poison_backoff_ms, poison_attempts - 1)``, then
+  its dead-letter recoverer (Connect's ``errors.retry.timeout`` retries with a growing
+  back-off instead; a fixed one is what Spring's default handler configures). The record is
+  retried in place: its partition's position stands at it, and since one thread processes the
+  batch, every record of the member behind it waits too (head-of-line blocking), for
+  ``poison_attempts`` attempts plus ``poison_attempts - 1`` back-offs. A batch holding one
+  lasts that much longer; a member that keeps up (the stream) polls the poison record when it
+  can be fetched (an event then: :meth:`Processor.poison_due`) and stands for its cost, a
+  batch of that one record, then catches up on what came meanwhile in batches. A stream
+  member's blocks, like its pauses, are its steady state (``Processor.pause_backlog``), so
+  the paired control simulates every step (``sim.application``).
 - ``retry``: it retries the record forever (a poll loop that rethrows, a container whose
   back-off never gives up): the partition's position stands at its first poison record, for
   this member and for every later owner, and its lag grows at the production rate; the member
@@ -233,6 +251,14 @@ class Workload:
     poison_rate: float = 0.0
     poison_policy: str = "dead-letter"
     poison_attempts: int = 5
+    #: A poison record's cost per attempt and the back-off between two attempts (see the
+    #: module docstring, "As in the field"): None, an attempt costs a record's processing.
+    poison_attempt_ms: Dist | None = None
+    poison_backoff_ms: int = 0
+    #: The share group's ``share.record.lock.duration.ms`` and ``share.delivery.count.limit``
+    #: (``sim.share``; None: Kafka's defaults, 30 s and 5).
+    share_lock_duration_ms: int | None = None
+    share_delivery_count_limit: int | None = None
     #: Pauses of each member's poll loop (a garbage collection, an IO stall, a slow
     #: downstream call): on average every ``pause_every_ms`` per member (exponential gaps; 0:
     #: none), each lasting a draw of ``pause_ms`` (see the module docstring, "Natural
@@ -254,6 +280,9 @@ class Workload:
         if self.poison_rate > 0:
             out += f", poison {self.poison_rate:.2%} ({self.poison_policy}" + (
                 f" after {self.poison_attempts})" if self.poison_policy == "dead-letter" else ")")
+            if self.poison_attempt_ms is not None:
+                out += (f", {self.poison_attempt_ms.describe()} ms an attempt, back-off "
+                        f"{self.poison_backoff_ms} ms")
         if self.pause_every_ms > 0:
             out += f", pauses {self.pause_ms.describe()} ms every {self.pause_every_ms:g} ms"
         return out
@@ -273,7 +302,7 @@ class Workload:
             if f.name == "topic_rates":
                 if v:
                     out[f.name] = dict(v)
-            elif f.name in ("processing_ms", "pause_ms"):
+            elif f.name in ("processing_ms", "pause_ms", "poison_attempt_ms"):
                 d: Dist = v
                 out[f.name] = d.mean if d.kind == "fixed" else {
                     k: x for k, x in (("dist", d.kind), ("mean", d.mean), ("min", d.low),
@@ -292,7 +321,8 @@ _KEYS = {f.name for f in fields(Workload)}
 _INTS = {"max_poll_records": 1, "max_poll_interval_ms": 1, "auto_commit_interval_ms": 0,
          "commit_latency_ms": 0, "warmup_ms": 0, "task_start_ms": 0, "task_stop_ms": 0,
          "metadata_max_age_ms": 0, "fetch_latency_ms": 0,
-         "startup_ms": 0, "poison_attempts": 1, "pause_every_ms": 0}
+         "startup_ms": 0, "poison_attempts": 1, "pause_every_ms": 0, "poison_backoff_ms": 0,
+         "share_lock_duration_ms": 1, "share_delivery_count_limit": 2}
 _DISTS = ("fixed", "exponential", "uniform", "lognormal")
 #: What a consumer group's application does with a poison record (the module docstring).
 POISON_POLICIES = ("dead-letter", "retry")
@@ -363,7 +393,7 @@ def parse_workload(where: str, raw: Any, base: Workload = DEFAULT_WORKLOAD) -> W
             if not isinstance(v, Mapping):
                 raise WorkloadError(f"{at}: expected a table of topic = records/s")
             changes[key] = tuple(sorted((str(t), _number(f"{at}.{t}", r)) for t, r in v.items()))
-        elif key in ("processing_ms", "pause_ms"):
+        elif key in ("processing_ms", "pause_ms", "poison_attempt_ms"):
             changes[key] = _dist(at, v)
         elif key == "poison_rate":
             rate = _number(at, v)
@@ -392,19 +422,69 @@ def is_poison(seed: int, key: Key, offset: int, rate: float) -> bool:
     return int.from_bytes(h, "big") / 2**64 < rate
 
 
+def poison_attempt_cost(seed: int, key: Key, offset: int, attempt: int, cost: Dist) -> float:
+    """What attempt ``attempt`` (0: the first) at poison record ``offset`` of ``key`` costs in a
+    run of ``seed`` (ms; "As in the field" in the module docstring): a draw of ``cost`` from its
+    own stream, so every protocol of the run, and a run and its control, pay the same."""
+    k: Any = key
+    if cost.kind == "fixed":
+        return cost.mean
+    return max(0.0, cost.draw(random.Random(f"poison-attempt:{seed}/{k[0]}/{k[1]}/{offset}/"
+                                            f"{attempt}")))
+
+
 class PoisonRecords:
     """The poison records of one run's consumer group (see the module docstring): their offsets
     per resource, found lazily in offset order."""
 
-    __slots__ = ("_found", "_scanned", "attempts", "policy", "rate", "seed")
+    __slots__ = ("_costs", "_found", "_scanned", "attempt_ms", "attempts", "backoff_ms",
+                 "policy", "rate", "seed")
 
-    def __init__(self, seed: int, rate: float, policy: str, attempts: int) -> None:
+    def __init__(self, seed: int, rate: float, policy: str, attempts: int,
+                 attempt_ms: Dist | None = None, backoff_ms: int = 0) -> None:
         self.seed = seed
         self.rate = rate
         self.policy = policy
         self.attempts = attempts
+        #: The field's cost per attempt and back-off (None: an attempt costs a record's
+        #: processing; see the module docstring, "As in the field").
+        self.attempt_ms = attempt_ms
+        self.backoff_ms = backoff_ms
         self._found: dict[Key, list[int]] = {}
         self._scanned: dict[Key, int] = {}
+        self._costs: dict[tuple[Key, int], float] = {}
+
+    def cost(self, key: Key, offset: int) -> float:
+        """The time the application spends on poison record ``offset`` of ``key`` before it
+        dead-letters it: its ``attempts`` attempts and the back-offs between them (ms)."""
+        c = self._costs.get((key, offset))
+        if c is None:
+            assert self.attempt_ms is not None
+            c = sum(poison_attempt_cost(self.seed, key, offset, i, self.attempt_ms)
+                    for i in range(self.attempts)) + (self.attempts - 1) * self.backoff_ms
+            self._costs[(key, offset)] = c
+        return c
+
+    def between(self, key: Key, a: float, b: float) -> list[int]:
+        """The poison offsets of ``key`` in ``[a, b)`` (as :meth:`count` counts them)."""
+        if b <= a:
+            return []
+        found = self.offsets_below(key, math.ceil(b))
+        return found[bisect.bisect_left(found, a):bisect.bisect_left(found, b)]
+
+    def next_from(self, key: Key, a: float) -> int | None:
+        """The first poison offset of ``key`` at or after ``a`` (None: none within twenty
+        times the mean gap, probability e^-20)."""
+        end = math.ceil(a) + 1000 + math.ceil(20 / self.rate)
+        o = max(math.ceil(a), 1000)
+        while True:
+            found = self.offsets_below(key, o)
+            i = bisect.bisect_left(found, a)
+            if i < len(found):
+                return found[i]
+            if o >= end:
+                return None
+            o = min(end, o + 1000)
 
     def offsets_below(self, key: Key, end: int) -> list[int]:
         """The poison offsets of ``key`` (sorted), known at least up to ``end``."""
@@ -569,7 +649,7 @@ class Processor:
     __slots__ = ("_ares", "_bitems", "_commit_memo", "_p", "_p_version", "active", "batch",
                  "batch_end", "batch_id", "batch_start", "boundary_for", "flush_at", "lazy",
                  "model", "name", "owned", "pause_backlog", "pause_due", "pause_rng",
-                 "poll_actions", "recent", "stream", "stream_lag", "t", "warming")
+                 "poison_next", "poll_actions", "recent", "stream", "stream_lag", "t", "warming")
 
     def __init__(self, model: WorkModel, name: str) -> None:
         self.model = model
@@ -617,6 +697,9 @@ class Processor:
         #: up when one began, and what it owns has not changed since): the steady state of
         #: a pausing member, which :meth:`WorkModel.recovered` does not wait for.
         self.pause_backlog = False
+        #: Poison records as in the field, while it keeps up: the next one it will poll
+        #: (when it can be fetched, its resource, its offset), an event then (``poison_due``).
+        self.poison_next: tuple[float, Resource, int] | None = None
 
     # ---------------------------------------------------------------- progress
 
@@ -740,6 +823,8 @@ class Processor:
             if rate <= 0 or rate * self.model.record_ms < 1.0:
                 self.lazy = False
                 self.stream, self.stream_lag = True, None  # caught up: it keeps up from t0 on
+                if self.model.poison_field:
+                    self._arm_poison()
                 self.model.changed()
                 return False
             t0 += self._wait(t0, total)  # overloaded: the next record
@@ -874,6 +959,8 @@ class Processor:
                 return
             if rate * mean < 1.0:
                 self.stream, self.stream_lag = True, None  # keeps up: in poll() whenever a record comes
+                if m.poison_field:
+                    self._arm_poison()
                 return
         # batches follow each other without events, computed when needed (``lazy``), unless
         # one could outlast max.poll.interval.ms: then each batch's end is an event
@@ -896,20 +983,90 @@ class Processor:
         self._bitems = self.batch = items
         self.batch_start = t0
         poison = m.poison
+        extra = 0.0
         if poison is not None and poison.policy == "dead-letter":
-            # each poison record in the batch: its failed attempts before it is skipped
-            k = sum(poison.count(key, start, start + take) for key, _, start, take in items)
-            if k:
-                m.poison_skips += k
-                n += k * (poison.attempts - 1)
-        self.batch_end = t0 + n * s
+            if m.poison_field:  # each poison record in the batch: its attempts and back-offs
+                for key, _, start, take in items:
+                    for o in poison.between(key, start, start + take):
+                        m.poison_skips += 1
+                        extra += poison.cost(key, o) - s
+            else:  # each poison record in the batch: its failed attempts before it is skipped
+                k = sum(poison.count(key, start, start + take) for key, _, start, take in items)
+                if k:
+                    m.poison_skips += k
+                    n += k * (poison.attempts - 1)
+        self.batch_end = t0 + n * s + extra
         self.batch_id += 1
         now = m.now()
+        if extra and not schedule and self.batch_end >= now:
+            # a poison record's block still to come: its end is an event, where the lag
+            # peaks (``_boundary`` samples it); a lazy batch already over is left as it was
+            schedule = True
+            self.lazy = False
         if schedule:
             m.at(max(math.ceil(self.batch_end), now), self._boundary, self.batch_id)
         limit = m.max_poll_interval_ms
         if m.on_poll_timeout is not None and self.batch_end - t0 > limit:
             m.at(max(math.ceil(t0 + limit), now), self._overrun, self.batch_id)
+
+    # ---------------------------------------------------------------- poison in the stream
+
+    def _arm_poison(self) -> None:
+        """Keeping up with poison records as in the field: an event when the next one on its
+        active resources can be fetched (the module docstring, "As in the field")."""
+        m = self.model
+        poison = m.poison
+        assert poison is not None
+        fl = m.fetch_latency_ms
+        best: tuple[float, Resource, int] | None = None
+        for k, r in zip(self.active, self._ares, strict=True):
+            if r.rate <= 0:
+                continue
+            o = poison.next_from(k, self._p[r])
+            if o is None:
+                continue
+            t = r.t0 + fl + o / r.rate
+            if best is None or t < best[0]:
+                best = (t, r, o)
+        if best is None or best == self.poison_next:
+            return
+        self.poison_next = best
+        m.at(max(math.ceil(best[0]), m.now()), self.poison_due, best)
+
+    def poison_due(self, due: tuple[float, Resource, int]) -> None:
+        """A member that keeps up polls a poison record: it stands for the record's attempts
+        and back-offs (a batch of that one record), then polls what came meanwhile."""
+        m = self.model
+        if due is not self.poison_next:
+            m.stale()  # superseded
+            return
+        self.poison_next = None
+        if m.processors.get(self.name) is not self or not self.stream \
+                or self.batch is not None or m.poison is None:
+            m.stale()  # (it left the stream: re-armed when it keeps up again)
+            return
+        _, r, o = due
+        if m.active_in.get(r) is not self:
+            m.stale()
+            self._arm_poison()
+            return
+        now = m.now()
+        self.advance(now)
+        start = self._p[r]
+        self.stream = False
+        self.lazy = False
+        self.pause_backlog = True  # (its steady state, as its pauses: not waited for)
+        m.poison_skips += 1
+        self._bitems = self.batch = [(r.key, r, start, max(0.0, o + 1 - start))]
+        self.batch_start = float(now)
+        self.batch_end = now + m.poison.cost(r.key, o)
+        self.batch_id += 1
+        self.boundary_for = self.batch_id
+        m.set_working(self, True)
+        m.at(max(math.ceil(self.batch_end), now), self._boundary, self.batch_id)
+        if m.on_poll_timeout is not None and self.batch_end - now > m.max_poll_interval_ms:
+            m.at(math.ceil(now + m.max_poll_interval_ms), self._overrun, self.batch_id)
+        m.changed()
 
     # ---------------------------------------------------------------- pauses
 
@@ -971,6 +1128,8 @@ class Processor:
             self.model.stale()
             return
         self.advance(self.model.now())
+        if self.model.poison_field:  # (a poison record's block ends here: the lag's peak)
+            self.model.sample_lag()
         self.batch = None
         self.poll()
 
@@ -1194,10 +1353,22 @@ class WorkModel:
         #: Whether a batch may outlast max.poll.interval.ms (an unbounded distribution: 20
         #: times its mean, e^-20 for an exponential; dead-lettered poison records: every
         #: record of the batch tried ``poison_attempts`` times, at worst).
-        attempts = workload.poison_attempts if workload.poison_rate > 0 \
-            and workload.poison_policy == "dead-letter" and not connect else 1
-        self.overrun_possible = workload.max_poll_records * longest * attempts \
-            > max_poll_interval_ms
+        dead_letter = workload.poison_rate > 0 and workload.poison_policy == "dead-letter" \
+            and not connect
+        #: Poison records as in the field (the module docstring, "As in the field").
+        self.poison_field = dead_letter and workload.poison_attempt_ms is not None
+        attempts = workload.poison_attempts if dead_letter else 1
+        if self.poison_field:  # (a batch with one poison record, at the longest)
+            a = workload.poison_attempt_ms
+            assert a is not None
+            n = workload.poison_attempts
+            one = n * (a.bounded_max if a.bounded_max is not None else 20 * a.average) \
+                + (n - 1) * workload.poison_backoff_ms
+            self.overrun_possible = workload.max_poll_records * longest + one \
+                > max_poll_interval_ms
+        else:
+            self.overrun_possible = workload.max_poll_records * longest * attempts \
+                > max_poll_interval_ms
         self.workload_commit_interval = commit_interval_ms
         #: How long after its production a record can be polled (see the module docstring).
         self.fetch_latency_ms = float(workload.fetch_latency_ms)
@@ -1205,11 +1376,19 @@ class WorkModel:
         #: costs, the failed attempts of dead-lettered ones included (whether a member keeps
         #: up); poison records skipped in batches (the stream's are not counted).
         self.poison = PoisonRecords(seed, workload.poison_rate, workload.poison_policy,
-                                    workload.poison_attempts) \
+                                    workload.poison_attempts, workload.poison_attempt_ms,
+                                    workload.poison_backoff_ms) \
             if workload.poison_rate > 0 and not connect else None
-        self.record_ms = d.average * (
-            1 + workload.poison_rate * (workload.poison_attempts - 1)
-            if self.poison is not None and workload.poison_policy == "dead-letter" else 1)
+        if self.poison_field:
+            a = workload.poison_attempt_ms
+            assert a is not None
+            n = workload.poison_attempts
+            self.record_ms = d.average + workload.poison_rate * (
+                n * a.average + (n - 1) * workload.poison_backoff_ms - d.average)
+        else:
+            self.record_ms = d.average * (
+                1 + workload.poison_rate * (workload.poison_attempts - 1)
+                if self.poison is not None and workload.poison_policy == "dead-letter" else 1)
         self.poison_skips = 0
         #: Called when a batch outlasts ``max.poll.interval.ms``: (processor, its batch end).
         self.on_poll_timeout: Callable[[Processor, int], None] | None = None
