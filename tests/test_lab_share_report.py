@@ -5,6 +5,7 @@ its cell, or "uncalibrated", never another scenario's consumer row)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +110,36 @@ def test_the_command_prints_the_sections_of_a_rendered_directory(tmp_path: Path,
     assert "## Share groups: the same members on either topic" in out and "## Messages" in out
     assert main([str(tmp_path / "nowhere")]) == 1
     assert main([]) == 2
+
+
+def test_head_of_line_blocking_is_read_from_the_controls_clean_against_poison(
+        tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from groupcoord.lab.share_report import attach_window_seconds, head_of_line_rows
+
+    clean = json.dumps({"records_per_s": 60, "max_poll_records": 100})
+    poison = json.dumps({"records_per_s": 60, "max_poll_records": 100, "poison_rate": 0.0002,
+                         "poison_attempt_ms": 2000})
+    locked = json.dumps({"records_per_s": 60, "max_poll_records": 100, "poison_rate": 0.0002,
+                         "share_lock_duration_ms": 1500})
+    runs = [_run(p, wl, s, scenario="bounce", size=4, run_id=f"{p}{wl}{s}", work=work,
+                 control_lag_record_s=lag * (s + 1))
+            for p in (SHARE, KIP848) for s in range(3)
+            for wl, work, lag in (("1x4-busy", clean, 600.0), ("1x4-poison", poison, 60_000.0),
+                                  ("1x4-poison-lock", locked, 90_000.0))]
+    # each run's one disturbance window lasts 50 s per (seed + 1): a mean lag of 12, 1,200, 1,800
+    windows = [{"run_id": r["run_id"], "disturbance": "bounce", "at_ms": 10_000,
+                "closed_ms": 10_000 + 50_000 * (r["seed"] + 1), "cut_ms": None} for r in runs]
+    windows += [{"run_id": r["run_id"], "disturbance": "initial-join", "at_ms": 0,
+                 "closed_ms": 9_000, "cut_ms": None} for r in runs]
+    pq.write_table(pa.Table.from_pylist(windows), tmp_path / "part-0.parquet")
+    attach_window_seconds(runs, tmp_path)
+    assert {r["window_s"] for r in runs if r["seed"] == 1} == {100.0}
+    rows = head_of_line_rows(runs)
+    by = {(r[2], r[3]): r[4:] for r in rows}
+    assert by[(KIP848, "1x4-busy \u2192 1x4-poison")] == ["12", "1,200"]
+    assert by[(SHARE, "1x4-busy \u2192 1x4-poison-lock")] == ["12", "1,800"]
+    assert len(rows) == 4  # the clean workload is no poison row of its own
+    assert "head-of-line blocking" in share_sections_md(runs)

@@ -56,6 +56,7 @@ from groupcoord.lab.mechanism import (
     with_conditions,
 )
 from groupcoord.lab.share_report import (
+    attach_window_seconds,
     share_calibration_note,
     share_sections_html,
     share_sections_md,
@@ -1040,6 +1041,7 @@ def build_report(out_dir: str | Path) -> Path:
         violations = read_rows(out / "violations") or []
         runs = read_runs(out / "runs")
         attach_moving_downtime(runs, read_windows(out / "disturbances"))
+        attach_window_seconds(runs, out / "disturbances")
         verdicts = grid_verdicts(meta, runs)
         found = with_client_notes(with_conditions(claims(verdicts), verdicts, runs), verdicts)
         html_parts.append(_sweep_html(meta, verdicts, found, violations, rdir, runs))

@@ -24,7 +24,11 @@ do not show by themselves.
   consumer protocol's calibration only at the sentence's own scenario and size, never another
   scenario's row.
 
-``python -m groupcoord.lab.share_report DIR`` prints the first two for a rendered share spec.
+- **Head-of-line blocking** (:func:`head_of_line_rows`): what poison records cost by
+  themselves, from the controls: the control's mean lag over the disturbance windows on the
+  clean workload and on the same with poison records, per cell and protocol.
+
+``python -m groupcoord.lab.share_report DIR`` prints these tables for a rendered share spec.
 """
 
 from __future__ import annotations
@@ -141,6 +145,87 @@ def messages_md(runs: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def attach_window_seconds(runs: Sequence[dict[str, Any]], path: Path) -> None:
+    """Each run's disturbance windows' length in seconds (``window_s``: the initial join left
+    out, each window to its end or to where the next began), from the ``disturbances`` table at
+    ``path``; runs without windows there get none."""
+    rows = _read(path, ("run_id", "disturbance", "at_ms", "closed_ms", "cut_ms"))
+    total: dict[str, float] = {}
+    for w in rows:
+        if w.get("disturbance") == "initial-join" or w.get("at_ms") is None:
+            continue
+        end = w.get("cut_ms") if w.get("cut_ms") is not None else w.get("closed_ms")
+        if end is None:
+            continue
+        key = str(w.get("run_id"))
+        total[key] = total.get(key, 0.0) + max(0.0, float(end) - float(w["at_ms"])) / 1000.0
+    for r in runs:
+        got = total.get(str(r.get("run_id")))
+        if got:
+            r["window_s"] = got
+
+
+def _work(r: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        w = json.loads(str(r.get("work") or "{}"))
+    except ValueError:
+        return {}
+    return w if isinstance(w, dict) else {}
+
+
+def head_of_line_rows(runs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """What poison records cost by themselves, read from the controls (the same seed without
+    the disturbance): the control's lag averaged over the disturbance windows (its record·s
+    over the windows' seconds, so windows of different lengths compare), per cell and
+    protocol, on the clean workload and on each poison workload made of it (the same
+    parameters but its ``poison_*`` and ``share_*`` keys), median and range over the seeds."""
+    clean_of: dict[str, str] = {}
+    works = {str(r.get("workload")): _work(r) for r in runs}
+    for name, w in works.items():
+        if not w.get("poison_rate"):
+            continue
+        base = {k: v for k, v in w.items() if not k.startswith(("poison", "share_"))}
+        twin = next((n for n, x in works.items() if x == base), None)
+        if twin is not None:
+            clean_of[name] = twin
+
+    def mean_lag(r: Mapping[str, Any]) -> float | None:
+        lag, secs = r.get("control_lag_record_s"), r.get("window_s")
+        return float(lag) / float(secs) if lag is not None and secs else None
+
+    cells: dict[tuple[str, int, str, str], list[float]] = {}
+    for r in runs:
+        v = mean_lag(r)
+        if v is not None and r.get("ok"):
+            key = (str(r.get("scenario")), int(r.get("size") or 0), str(r.get("protocol")),
+                   str(r.get("workload")))
+            cells.setdefault(key, []).append(v)
+    out = []
+    for poison, clean in sorted(clean_of.items()):
+        for (scenario, size, protocol, wl) in sorted(
+                {k for k in cells if k[3] == poison},
+                key=lambda k: (SCENARIOS.index(k[0]) if k[0] in SCENARIOS else 99, k[1], k[2])):
+            before = cells.get((scenario, size, protocol, clean), [])
+            out.append([scenario, str(size), protocol, f"{clean} \u2192 {wl}",
+                        _span(before, 1.0), _span(cells[(scenario, size, protocol, wl)], 1.0)])
+    return out
+
+
+def head_of_line_md(runs: Sequence[Mapping[str, Any]]) -> str:
+    rows = head_of_line_rows(runs)
+    if not rows:
+        return ""
+    lines = ["What poison records cost by themselves, read from the controls (the same seed "
+             "without the disturbance): the control's lag averaged over the disturbance windows "
+             "(records: its record·s over the windows' seconds), median and range over the "
+             "seeds, on the clean workload and on the same with poison records. Every control "
+             "counts, caught up or not.", "",
+             "| scenario | size | protocol | workloads | clean | poison |",
+             "|---|---|---|---|---:|---:|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
 def share_sections_md(runs: Sequence[Mapping[str, Any]]) -> str:
     """The share comparison's sections of the report (Markdown); "" without share runs."""
     if not any(family(str(r.get("protocol"))) == "share" for r in runs):
@@ -148,6 +233,8 @@ def share_sections_md(runs: Sequence[Mapping[str, Any]]) -> str:
     parts = ["## Share groups: the same members on either topic", "",
              platform_md(runs) or "No cells of both workloads at the same size.", "",
              "## Messages", "", messages_md(runs)]
+    if hol := head_of_line_md(runs):
+        parts += ["", "## Poison records: head-of-line blocking", "", hol]
     return "\n".join(parts)
 
 
@@ -253,13 +340,16 @@ def share_calibration_note(scenario: str, size: int | None, protocols: Sequence[
     return "Calibration against real clients: " + "; ".join(found) if found else ""
 
 
-def _read(path: Path) -> list[dict[str, Any]]:
+def _read(path: Path, columns: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """A Parquet table's rows (``columns`` of them, those it has; all but the bulky
+    ``summary_json`` by default); [] where there is none."""
     import pyarrow.dataset as ds
 
     if not path.exists() or not any(path.rglob("*.parquet")):
         return []
     dataset = ds.dataset(str(path), format="parquet", partitioning="hive")
-    cols = [c for c in dataset.schema.names if c != "summary_json"]
+    cols = ([c for c in columns if c in dataset.schema.names] if columns
+            else [c for c in dataset.schema.names if c != "summary_json"])
     return list(dataset.to_table(columns=cols).to_pylist())
 
 
@@ -270,6 +360,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     runs = _read(Path(args[0]) / "runs")
+    attach_window_seconds(runs, Path(args[0]) / "disturbances")
     if not runs:
         print(f"error: no runs in {args[0]}/runs", file=sys.stderr)
         return 1
@@ -277,7 +368,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["PLATFORM", "load_share_calibration", "message_rows", "messages_md", "platform_md",
+__all__ = ["PLATFORM", "attach_window_seconds", "head_of_line_md", "head_of_line_rows",
+           "load_share_calibration", "message_rows", "messages_md", "platform_md",
            "platform_rows", "share_calibration_note", "share_sections_html",
            "share_sections_md"]
 
