@@ -78,6 +78,11 @@ def test_a_share_sentence_carries_the_share_calibration_of_its_cell_or_none() ->
     # not calibrated there: said, and the consumer's row of another scenario is not printed
     note = share_calibration_note("rolling-bounce", 12, [SHARE, KIP848], cells=[CELL], cal=CAL)
     assert note == "Calibration against real clients: uncalibrated (share:simple)"
+    # the calibration's cells are its own workload's (1x4-busy): not another workload's row
+    assert share_calibration_note("bounce", 4, [SHARE], cells=[CELL], cal=CAL,
+                                  workload="1x12-busy").endswith("uncalibrated (share:simple)")
+    assert "bounce at 4 members" in share_calibration_note("bounce", 4, [SHARE], cells=[CELL],
+                                                           cal=CAL, workload="1x4-busy")
     missed = {**CELL, "checks": {"time_to_converge_ms": True, "lag_peak": False}}
     assert share_calibration_note("bounce", 4, [SHARE], cells=[missed], cal=CAL).endswith(
         "not within 2x: lag peak")

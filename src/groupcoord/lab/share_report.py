@@ -310,11 +310,14 @@ def _cell_text(cell: Mapping[str, Any], protocol: str) -> str:
 
 def share_calibration_note(scenario: str, size: int | None, protocols: Sequence[str],
                            cells: Sequence[Mapping[str, Any]] | None = None,
-                           cal: Mapping[str, Any] | None = None) -> str:
+                           cal: Mapping[str, Any] | None = None,
+                           workload: str | None = None) -> str:
     """The calibration line of a sentence that names a share group: per protocol, the row of
     the sentence's scenario and size where one covers it; a share protocol without one reads
     "uncalibrated (share:simple)"; a consumer protocol without one is not named (another
-    scenario's or size's row is no evidence for this cell). ``cells``: the share
+    scenario's or size's row is no evidence for this cell). ``workload``: the sentence's (a
+    calibration cell without one is the share calibration's own workload,
+    ``lab.share_calibration.WORKLOAD``). ``cells``: the share
     calibration's (:func:`load_share_calibration` by default); ``cal``: the package's
     ``calibration.json`` (``lab.limits``) by default."""
     from groupcoord.lab import limits
@@ -326,8 +329,11 @@ def share_calibration_note(scenario: str, size: int | None, protocols: Sequence[
     found = []
     for p in protocols:
         if family(p) == "share":
+            from groupcoord.lab.share_calibration import WORKLOAD
+
             mine = [c for c in cells if c.get("scenario") == scenario
-                    and (size is None or c.get("members") == size) and not c.get("error")]
+                    and (size is None or c.get("members") == size) and not c.get("error")
+                    and (workload is None or c.get("workload", WORKLOAD) == workload)]
             if mine:
                 found += [_cell_text(c, p) for c in mine]
                 continue
