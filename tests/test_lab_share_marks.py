@@ -113,3 +113,30 @@ def test_a_sentence_of_a_grid_with_two_workloads_names_the_workload_it_quotes() 
         {"name": "share", "metrics": ["records_reprocessed"], "seeds": 5,
          "protocols": [SHARE, KIP848]}]}, one)
     assert all(c.text.startswith("rolling-bounce, 12 members: ") for c in claims([g1]))
+
+
+def test_runs_left_out_of_a_grid_are_not_called_shared_between_grids() -> None:
+    """A grid whose every run of a cell was left out (never caught up) has no row there; the
+    runs line must not call the difference runs that two grids share."""
+    from groupcoord.lab.verdict import grid_verdicts
+
+    clean = {"records_per_s": 60}
+    poison = {**clean, "poison_rate": 0.01}
+    left = [{**r, "scenario": "bounce", "caught_up": False, "run_id": "b" + r["run_id"]}
+            for r in _runs("1x4-poison", poison)]
+    runs = _runs("1x4-busy", clean) + _runs("1x4-poison", poison) + left
+    for r in runs:
+        r["records_reprocessed"] = r["seed"]
+    grids = [{"name": "clean", "workloads": ["1x4-busy"], "metrics": ["records_reprocessed"],
+              "seeds": 5, "protocols": [SHARE, KIP848]},
+             {"name": "poison", "workloads": ["1x4-poison"], "metrics": ["records_reprocessed"],
+              "seeds": 5, "protocols": [SHARE, KIP848]}]
+    verdicts = grid_verdicts({"spec": "share", "grids": grids}, runs)
+    text = method_text(runs, verdicts)[2]
+    # the poison grid's bounce cell has no row (every run left out): no run is shared
+    assert text.startswith("30 runs in these grids; left out: 0 that violated an invariant "
+                           "(listed below), 10 that never caught up")
+    # a cell two grids share: its runs count in each, and the line says how many are distinct
+    both = grid_verdicts({"spec": "share", "grids": [grids[0], {**grids[0], "name": "again"}]},
+                         runs)
+    assert "(10 distinct runs: a run of a cell that two grids share" in method_text(runs, both)[2]

@@ -29,7 +29,7 @@ import logging
 import math
 import re
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -319,8 +319,11 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
     bad = sum(g.violated for g in verdicts)
     late = sum(g.not_caught_up for g in verdicts)
     noop = sum(g.noop for g in verdicts)
-    distinct = len({r.get("run_id") for g in verdicts for r in runs if r.get("run_id")
-                    and _in_grid(r, _grid_record(g))})
+    # runs counted by two grids (a grid's record is read from its rows: a cell whose every run
+    # was left out has none, so a lower distinct count alone does not mean a shared run)
+    seen = Counter(r.get("run_id") for g in verdicts for r in runs if r.get("run_id")
+                   and _in_grid(r, _grid_record(g)))
+    distinct = total - sum(n - 1 for n in seen.values())
     shared = (f" ({distinct:,} distinct runs: a run of a cell that two grids share, as the "
               "busy-member and deciding-input grids share their plain scenarios with the "
               "grids they test, counts in each)" if 0 < distinct < total else "")
