@@ -39,7 +39,11 @@ records = st.floats(0.0, 1_000.0)
 
 
 @settings(max_examples=150, deadline=None)
-@given(rate=rates, t0=times, hw=records, a=times, length=st.floats(0.0, 500.0),
+# a window is empty or at least a microsecond long: on a subnormal length (5e-324) the error
+# bound's slope (dq / length) overflows to inf and inf * h^2 is nan, a flaw of the bound, not of
+# lag_area (both integrals are 0 there)
+@given(rate=rates, t0=times, hw=records, a=times,
+       length=st.one_of(st.just(0.0), st.floats(1e-6, 500.0)),
        qa=records, dq=st.floats(0.0, 2_000.0))
 def test_lag_area_is_the_integral_of_the_lag(rate: float, t0: float, hw: float, a: float,
                                              length: float, qa: float, dq: float) -> None:
