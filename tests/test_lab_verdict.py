@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from groupcoord.lab.findings import BY_COLUMN
+from groupcoord.lab.report import verdict_md
 from groupcoord.lab.verdict import (
     CONSUMER_METRICS,
     KIP415_METRICS,
@@ -633,3 +634,32 @@ def test_lag_is_also_quoted_in_the_groups_throughput() -> None:
     assert throughput(LAG, 1600.0, 3200.0, 160.0) == (
         " (at the group's 1,600 records/s: 2 s against 0.1 s of its production)")
     assert throughput(STALL, 1600.0, 5.0) == "" and throughput(LAG, None, 5.0) == ""
+
+
+def test_a_seed_left_out_for_one_protocol_is_dropped_from_every_protocol_of_its_row() -> None:
+    """A row compares its protocols on the same seeds: a run that never caught up (or broke
+    an invariant) takes its seed out of every protocol of the row, and the row counts it."""
+    grid = {"name": "late", "protocols": ["classic:eager", "classic:cooperative"],
+            "metrics": ["stall_ms"]}
+    # eager's seed 1 is its easiest draw; cooperative never caught up on it
+    eager = {0: 4000.0, 1: 100.0, 2: 4200.0, 3: 4400.0, 4: 4600.0, 5: 4800.0, 6: 5000.0}
+    rows = [_run("classic:eager", s, stall_ms=v) for s, v in eager.items()]
+    rows += [_run("classic:cooperative", s, stall_ms=0.0) for s in eager if s != 1]
+    rows.append({**_run("classic:cooperative", 1, stall_ms=0.0), "caught_up": False})
+    # another row with nothing left out keeps every seed
+    rows += [_run(p, s, scenario="bounce", stall_ms=0.0)
+             for p in ("classic:eager", "classic:cooperative") for s in range(6)]
+    g = grid_verdict(grid, rows)
+    by_scenario = {r.scenario: r for r in g.rows}
+    crash, bounce = by_scenario["crash"], by_scenario["bounce"]
+    cells = crash.metrics[0].cells
+    assert set(cells["classic:eager"].values) == set(cells["classic:cooperative"].values) == {
+        0, 2, 3, 4, 5, 6}
+    assert cells["classic:eager"].median == 4500.0  # not 4400 with the dropped seed's 100
+    assert crash.dropped == 1 and bounce.dropped == 0
+    assert len(bounce.metrics[0].cells["classic:eager"].values) == 6
+    assert g.not_caught_up == 1
+
+    text = verdict_md(g)
+    assert "1 seed dropped from every protocol" in text
+    assert text.count("dropped from every protocol") == 1

@@ -253,7 +253,9 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
                 "difference too: the best is better by more than the floor in enough seeds "
                 f"for a one-sided p of at most {SIGN_ALPHA:.0%} ({need})")
     test = ("Cells show the median over the seeds and, below it, the range. Protocols of a "
-            "cell run on the same seeds. A protocol is marked ★ best when its worst seed is "
+            "cell run on the same seeds (a seed on which one protocol's run was left out is "
+            "dropped from every protocol of its row; the row says how many). A protocol is "
+            "marked ★ best when its worst seed is "
             "better than every other protocol's best seed by more than the metric's floor "
             f"({floors}): the ranges are separated. If two protocols did not differ, n seeds "
             "each would separate that way in a given direction by chance once in C(2n, n)"
@@ -455,6 +457,9 @@ def _row_head(g: GridVerdict, row: VerdictRow,
     ld = (loads or {}).get((row.scenario, row.size, row.workload, row.fault_rate))
     if ld is not None:
         load += f": {ld.text()}"
+    if row.dropped:
+        load += (f"; {row.dropped} seed{'s' if row.dropped > 1 else ''} dropped from every "
+                 "protocol (a run left out on it)")
     return row.scenario, size, load
 
 

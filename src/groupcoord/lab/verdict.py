@@ -273,6 +273,9 @@ class VerdictRow:
     rate: float | None = None
     #: How long a bounced member is down in the row's scenario (its bounce events), if any.
     down_ms: int | None = None
+    #: Seeds dropped from every protocol of the row because one protocol's run on that seed
+    #: was left out (:func:`same_seeds`).
+    dropped: int = 0
 
 
 @dataclass(slots=True)
@@ -432,19 +435,37 @@ def _in_grid(r: Mapping[str, Any], g: Mapping[str, Any]) -> bool:
             and has("fault_rates", r.get("fault_rate")))
 
 
+def _row_of(r: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (str(r["scenario"]), _size(r), str(r.get("workload")), r.get("fault_rate"))
+
+
+def same_seeds(runs: Sequence[Mapping[str, Any]]
+               ) -> tuple[list[dict[str, Any]], dict[tuple[Any, ...], int]]:
+    """The usable runs (:func:`usable`) with every seed a run was left out on dropped from
+    every protocol of its row, so that a row compares the protocols on the same seeds (a
+    protocol that never caught up on one seed would otherwise be compared on the others'
+    easier draws); and per row, how many seeds were dropped that way."""
+    left: dict[tuple[Any, ...], set[int]] = defaultdict(set)
+    for r in runs:
+        if not usable(r):
+            left[_row_of(r)].add(int(r.get("seed") or 0))
+    kept = [dict(r) for r in runs
+            if usable(r) and int(r.get("seed") or 0) not in left.get(_row_of(r), ())]
+    return kept, {k: len(v) for k, v in left.items()}
+
+
 def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
                  spec: str = "SPEC", min_seeds: int = MIN_SEEDS) -> GridVerdict:
     """The verdict table of one grid (``sweep.json``'s record of it) over a sweep's runs."""
     mine = [dict(r) for r in with_work_parameters(r for r in runs if _in_grid(r, grid))]
-    good = [r for r in mine if usable(r)]
+    good, dropped = same_seeds(mine)
     metrics = question_metrics(grid, good or mine)
     protocols = [p for p in grid.get("protocols") or sorted({str(r["protocol"]) for r in mine})
                  if any(r["protocol"] == p for r in mine)]
     param = sweep_parameter(good)
     by_row: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for r in good:
-        by_row[(str(r["scenario"]), _size(r), str(r.get("workload")), r.get("fault_rate"))
-               ].append(r)
+        by_row[_row_of(r)].append(r)
     scen_order = {s: i for i, s in enumerate(grid.get("scenarios") or ())}
 
     def row_key(k: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -472,7 +493,8 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
         fresh = [r for r in every if not _first_set(r, n_first, n_confirm)]
         vr = VerdictRow(key[0], key[1], key[2], key[3], len({r.get("seed") for r in rs}),
                         x=_x_of(every, param), settings=_settings_of(every),
-                        rate=_rate_of(every), down_ms=bounce_down_ms(every[0]))
+                        rate=_rate_of(every), down_ms=bounce_down_ms(every[0]),
+                        dropped=dropped.get(key, 0))
         for m in (row_metric(m0, vr.rate) for m0 in metrics):
             mv = judge(cells_of(rs, m), m, min_seeds)
             if fresh:
