@@ -663,3 +663,66 @@ def test_a_seed_left_out_for_one_protocol_is_dropped_from_every_protocol_of_its_
     text = verdict_md(g)
     assert "1 seed dropped from every protocol" in text
     assert text.count("dropped from every protocol") == 1
+
+
+def _verdicts_of(grids: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[GridVerdict]:
+    return grid_verdicts({"name": "paper", "grids": grids}, rows)
+
+
+def test_a_cell_two_grids_share_gets_one_verdict_on_all_its_runs() -> None:
+    """The same runs in a 10 + 10 seed grid and a 5 + 5 seed grid: the small grid's first five
+    seeds separate by chance, all twenty do not; both grids read the same on all of them."""
+    big = {"name": "rolling", "protocols": ["classic:eager", "classic:cooperative"],
+           "scenarios": ["rolling-bounce"], "metrics": ["stall_ms"], "seeds": 10,
+           "confirm_seeds": 10}
+    small = {**big, "name": "busy-rolling", "seeds": 5, "confirm_seeds": 5}
+    rows = []
+    for rep in range(20):
+        eager = 1000.0 if rep < 5 else 5000.0 + 100 * rep  # its first five seeds are easy
+        rows.append({**_run("classic:eager", 100 + rep, scenario="rolling-bounce",
+                            stall_ms=eager), "replicate": rep, "settings_json": "{}"})
+        rows.append({**_run("classic:cooperative", 100 + rep, scenario="rolling-bounce",
+                            stall_ms=3000.0 + 10 * rep), "replicate": rep,
+                     "settings_json": "{}"})
+    # alone, the small grid marks eager on its first five seeds (and its fresh 15 overlap)
+    alone = grid_verdict(small, rows).rows[0].metrics[0]
+    assert alone.best == ("classic:eager",)
+    g_big, g_small = _verdicts_of([big, small], rows)
+    a, b = g_big.rows[0], g_small.rows[0]
+    assert [c.values for c in a.metrics[0].cells.values()] == [
+        c.values for c in b.metrics[0].cells.values()]
+    assert a.metrics[0].verdict == b.metrics[0].verdict
+    assert not any(c.mark for c in b.metrics[0].cells.values())
+    assert b.seeds == 10 and "the same cell as rolling" in b.pooled
+    assert "the same cell as busy-rolling" in a.pooled
+
+
+def test_two_workload_names_of_the_same_conditions_are_one_cell_and_others_are_not() -> None:
+    """``light`` and ``light-md300s`` set the same work and settings: one cell, judged on both
+    grids' runs; ``light-md30s`` sets another metadata age: its own."""
+    anchor = {"name": "anchor", "protocols": ["classic:eager", "consumer:uniform"],
+              "scenarios": ["grow-by-900"], "workloads": ["light"],
+              "metrics": ["convergence_ms"], "seeds": 5}
+    age = {**anchor, "name": "metadata-age", "workloads": ["light-md300s", "light-md30s"]}
+
+    def run(p: str, seed: int, workload: str, ms: float) -> dict[str, Any]:
+        md = 30000 if workload.endswith("30s") else 300000
+        return {**_run(p, seed, scenario="grow-by-900", workload=workload, convergence_ms=ms),
+                "replicate": seed % 100, "work_model": "2 rec/s",
+                "settings_json": json.dumps({"metadata.max.age.ms": md})}
+
+    rows = [run("classic:eager", s, "light", 140000.0 + s) for s in range(5)]
+    rows += [run("consumer:uniform", s, "light", 4700.0) for s in range(5)]
+    rows += [run("classic:eager", 100 + s, "light-md300s", 150000.0 + s) for s in range(5)]
+    rows += [run("consumer:uniform", 100 + s, "light-md300s", 4600.0) for s in range(5)]
+    rows += [run(p, 200 + s, "light-md30s", 20000.0) for p in ("classic:eager",
+             "consumer:uniform") for s in range(5)]
+    g_anchor, g_age = _verdicts_of([anchor, age], rows)
+    light = g_anchor.rows[0]
+    md300 = next(r for r in g_age.rows if r.workload == "light-md300s")
+    md30 = next(r for r in g_age.rows if r.workload == "light-md30s")
+    assert light.seeds == md300.seeds == 10
+    assert light.metrics[0].cells["classic:eager"].values == \
+        md300.metrics[0].cells["classic:eager"].values
+    assert len(light.metrics[0].cells["classic:eager"].values) == 10
+    assert md30.seeds == 5 and not md30.pooled

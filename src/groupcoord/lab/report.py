@@ -460,6 +460,8 @@ def _row_head(g: GridVerdict, row: VerdictRow,
     if row.dropped:
         load += (f"; {row.dropped} seed{'s' if row.dropped > 1 else ''} dropped from every "
                  "protocol (a run left out on it)")
+    if row.pooled:
+        load += f"; {row.pooled}"
     return row.scenario, size, load
 
 

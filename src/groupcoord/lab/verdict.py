@@ -276,6 +276,9 @@ class VerdictRow:
     #: Seeds dropped from every protocol of the row because one protocol's run on that seed
     #: was left out (:func:`same_seeds`).
     dropped: int = 0
+    #: The grids this row's cell is shared with, when judged on all of their runs
+    #: (:func:`judge_shared_cells`); empty when the cell is this grid's alone.
+    pooled: str = ""
 
 
 @dataclass(slots=True)
@@ -454,6 +457,28 @@ def same_seeds(runs: Sequence[Mapping[str, Any]]
     return kept, {k: len(v) for k, v in left.items()}
 
 
+def cells_of(rs: Sequence[Mapping[str, Any]], protocols: Sequence[str], m: Metric
+             ) -> dict[str, Cell]:
+    """Per protocol, its values of ``m`` by seed over runs ``rs``."""
+    cells: dict[str, Cell] = {}
+    for p in protocols:
+        vals = {int(r.get("seed") or 0): float(r[m.column]) for r in rs
+                if r["protocol"] == p and r.get(m.column) is not None}
+        if vals:
+            cells[p] = Cell(vals)
+    return cells
+
+
+def judge_sets(first: Sequence[Mapping[str, Any]], fresh: Sequence[Mapping[str, Any]],
+               protocols: Sequence[str], m: Metric, min_seeds: int = MIN_SEEDS
+               ) -> MetricVerdict:
+    """A row's verdict on its first seed set, confirmed on the fresh one when there is one."""
+    mv = judge(cells_of(first, protocols, m), m, min_seeds)
+    if fresh:
+        mv = confirm(mv, judge(cells_of(fresh, protocols, m), m, min_seeds))
+    return mv
+
+
 def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
                  spec: str = "SPEC", min_seeds: int = MIN_SEEDS) -> GridVerdict:
     """The verdict table of one grid (``sweep.json``'s record of it) over a sweep's runs."""
@@ -477,15 +502,6 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
     n_first = int(grid.get("seeds") or 0)
     n_confirm = int(grid.get("confirm_seeds") or 0) if n_first else 0
 
-    def cells_of(rs: Sequence[Mapping[str, Any]], m: Metric) -> dict[str, Cell]:
-        cells: dict[str, Cell] = {}
-        for p in protocols:
-            vals = {int(r.get("seed") or 0): float(r[m.column]) for r in rs
-                    if r["protocol"] == p and r.get(m.column) is not None}
-            if vals:
-                cells[p] = Cell(vals)
-        return cells
-
     rows = []
     for key in sorted(by_row, key=row_key):
         every = by_row[key]
@@ -496,10 +512,7 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
                         rate=_rate_of(every), down_ms=bounce_down_ms(every[0]),
                         dropped=dropped.get(key, 0))
         for m in (row_metric(m0, vr.rate) for m0 in metrics):
-            mv = judge(cells_of(rs, m), m, min_seeds)
-            if fresh:
-                mv = confirm(mv, judge(cells_of(fresh, m), m, min_seeds))
-            vr.metrics.append(mv)
+            vr.metrics.append(judge_sets(rs, fresh, protocols, m, min_seeds))
         rows.append(vr)
     mark_dependence(rows, X_NAMES.get(param or "", (param or "",))[0] if param else None)
     title = str(grid.get("question") or grid.get("description") or "")
@@ -781,6 +794,90 @@ def _x_of(rows: Sequence[Mapping[str, Any]], param: str | None) -> float | None:
     return xs.pop() if len(xs) == 1 else None
 
 
+#: What makes two rows of different grids the same cell: the scenario (and its inline
+#: definition), the group's size, the fault rate, the work each member does and every setting
+#: of every protocol (``light`` and ``light-md300s`` differ in name only: Kafka's default
+#: metadata.max.age.ms is 300 s).
+_CELL_COLUMNS = ("scenario", "scenario_def", "fault_rate")
+
+
+def _condition(rs: Sequence[Mapping[str, Any]]) -> tuple[tuple[Any, ...], dict[str, str]]:
+    """A row's conditions: what every protocol shares, and each protocol's settings."""
+    base = {(*(str(r.get(c)) for c in _CELL_COLUMNS), _size(r),
+             str(r.get("work_model") or r.get("work") or r.get("workload"))) for r in rs}
+    return (*sorted(base),), {str(r["protocol"]): str(r.get("settings_json")) for r in rs}
+
+
+def judge_shared_cells(grids: Sequence[Mapping[str, Any]], verdicts: Sequence[GridVerdict],
+                       runs: Sequence[Mapping[str, Any]], min_seeds: int = MIN_SEEDS) -> None:
+    """One verdict per (cell, metric) across grids: a cell two grids share (the same runs, as
+    rolling's and busy-rolling's plain rolling bounce, or the same conditions under two
+    workload names, as the anchor's topic growth and metadata-age's at 300 s) is judged in
+    each grid on all the runs of every grid that has it, each run in the seed set (first or
+    fresh) the grid with the most seeds gives it, so that a row cannot read ★ in one grid on
+    a few of the runs another grid calls an overlap on all of them. The row says so
+    (``VerdictRow.pooled``)."""
+    spans = {id(g): int(g.get("seeds") or 0) + int(g.get("confirm_seeds") or 0)
+             for g in grids}
+    owners: dict[tuple[Any, ...], list[tuple[int, VerdictRow]]] = defaultdict(list)
+    pooled: dict[tuple[Any, ...], dict[tuple[Any, ...], dict[str, Any]]] = defaultdict(dict)
+    mine = [dict(r) for r in with_work_parameters(runs)]
+    for gi, (grid, gv) in enumerate(zip(grids, verdicts, strict=True)):
+        rows = {(row.scenario, row.size, row.workload, row.fault_rate): row for row in gv.rows}
+        inside = [r for r in mine if _in_grid(r, grid)]
+        kept, _ = same_seeds(inside)
+        by_row: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+        for r in kept:
+            by_row[_row_of(r)].append(r)
+        for key, rs in by_row.items():
+            row = rows.get(key)
+            if row is None:
+                continue
+            base, settings = _condition(rs)
+            # the same conditions, and every protocol both rows run set alike
+            cond = next((c for c in owners if c[0] == base and all(
+                st.get(p, v) == v for p, v in settings.items() for st in (dict(c[1]),))),
+                (base, tuple(sorted(settings.items()))))
+            owners[cond].append((gi, row))
+            for r in rs:
+                rid = (_row_of(r), r["protocol"], r.get("seed"), r.get("replicate"))
+                best = pooled[cond].get(rid)
+                if best is None or spans[id(grid)] > spans[id(grids[best["_grid"]])]:
+                    pooled[cond][rid] = {**r, "_grid": gi}
+    touched: set[int] = set()
+    for cond, rows_of in owners.items():
+        if len({gi for gi, _ in rows_of}) < 2:
+            continue
+        rs = list(pooled[cond].values())
+        names = sorted({str(verdicts[gi].name) for gi, _ in rows_of})
+
+        def first(r: Mapping[str, Any]) -> bool:
+            g = grids[r["_grid"]]
+            n = int(g.get("seeds") or 0)
+            return _first_set(r, n, int(g.get("confirm_seeds") or 0) if n else 0)
+
+        one = [r for r in rs if first(r)]
+        fresh = [r for r in rs if not first(r)]
+        for gi, row in rows_of:
+            gv = verdicts[gi]
+            row.metrics = [judge_sets(one, fresh, gv.protocols, mv.metric, min_seeds)
+                           for mv in row.metrics]
+            row.seeds = len({(_row_of(r), r.get("seed")) for r in one})
+            n_fresh = len({(_row_of(r), r.get("seed")) for r in fresh})
+            others = [n for n in names if n != gv.name]
+            row.pooled = (f"the same cell as {', '.join(others)}: judged on every grid's runs "
+                          f"of it ({row.seeds} seeds" + (f" + {n_fresh} fresh" if n_fresh
+                                                          else "") + ")")
+            touched.add(gi)
+    for gi in touched:
+        gv = verdicts[gi]
+        for row in gv.rows:
+            for mv in row.metrics:
+                mv.depends = ""
+        mark_dependence(gv.rows, X_NAMES.get(gv.parameter or "", (gv.parameter or "",))[0]
+                        if gv.parameter else None)
+
+
 def grid_verdicts(meta: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]
                   ) -> list[GridVerdict]:
     """One verdict table per grid of ``sweep.json`` (one for the whole sweep without grids)."""
@@ -797,6 +894,7 @@ def grid_verdicts(meta: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]
                   "seeds": meta.get("seeds"), "confirm_seeds": meta.get("confirm_seeds")}
                  for kind, ps in kinds if ps]
     out = [grid_verdict(g, runs, spec) for g in grids]
+    judge_shared_cells(grids, out, runs)
     mark_busy_limits(out)
     mark_heartbeat_limits(out)
     mark_by_design(out)
