@@ -11,11 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from groupcoord.lab.findings import BY_COLUMN
+from groupcoord.lab.mechanism import member_load
 from groupcoord.lab.report import verdict_md
 from groupcoord.lab.verdict import (
     CONSUMER_METRICS,
     KIP415_METRICS,
     MAX_CLAIMS,
+    UNCANCELLED,
     Cell,
     GridVerdict,
     VerdictRow,
@@ -726,3 +728,48 @@ def test_two_workload_names_of_the_same_conditions_are_one_cell_and_others_are_n
         md300.metrics[0].cells["classic:eager"].values
     assert len(light.metrics[0].cells["classic:eager"].values) == 10
     assert md30.seeds == 5 and not md30.pooled
+
+
+def test_a_lag_row_whose_control_does_not_cancel_gets_no_mark_and_shows_raw_lag() -> None:
+    """Natural lateness: a seed whose excess lag is below minus the floor shows the control
+    did not cancel the members' pauses; the row has no mark, its cells the raw lag; stall is
+    judged as before."""
+    grid = {"name": "lateness", "protocols": ["classic:eager", "classic:cooperative"],
+            "metrics": ["stall_ms", "lag_record_s"]}
+
+    def run(p: str, seed: int, excess: float, stall: float) -> dict[str, Any]:
+        return _run(p, seed, lag_record_s=excess, control_lag_record_s=50_000.0,
+                    stall_ms=stall)
+
+    rows = [run("classic:eager", s, 100.0 + s, 16_000.0) for s in range(6)]
+    rows += [run("classic:cooperative", s, 90_000.0 + s, 0.0) for s in range(5)]
+    rows.append(run("classic:cooperative", 5, -40_000.0, 0.0))  # the pauses fell apart
+    stall, lag = grid_verdict(grid, rows).rows[0].metrics
+    assert stall.verdict == "best" and stall.best == ("classic:cooperative",)
+    assert lag.verdict == UNCANCELLED and not lag.best
+    assert not any(c.mark for c in lag.cells.values())
+    assert lag.cells["classic:cooperative"].raw[5] == 10_000.0
+    assert lag.cells["classic:eager"].raw[0] == 50_100.0
+    assert stall.cells["classic:eager"].raw == {}
+    assert all(c.metric != "lag_record_s" for c in claims([grid_verdict(grid, rows)]))
+    # without the negative seed the same row marks eager, and prints no raw lag
+    fine = [r for r in rows if r["lag_record_s"] >= 0]
+    fine.append(run("classic:cooperative", 5, 90_005.0, 0.0))
+    lag = grid_verdict(grid, fine).rows[0].metrics[1]
+    assert lag.verdict == "best" and lag.best == ("classic:eager",)
+    assert all(not c.raw for c in lag.cells.values())
+    text = verdict_md(grid_verdict(grid, rows))
+    assert "control does not cancel" in text and "raw 50,1" in text
+
+
+def test_a_lateness_workload_prints_its_busy_share_with_the_pauses() -> None:
+    run = {"protocol": "classic:eager", "size": 10, "members": 10, "total_partitions": 1000,
+           "total_topics": 4,
+           "work_model": "1.6 rec/s, lognormal:1:1 ms/rec, max.poll.records 500, pauses "
+                         "lognormal:1000:1.5 ms every 10000 ms"}
+    load = member_load(run)
+    assert load is not None
+    assert math.isclose(load.paused, 0.1) and math.isclose(load.busy, 0.16 + 0.1)
+    assert "26.0% busy per member (processing 16.0% + paused 10.0%)" in load.text()
+    plain = member_load({**run, "work_model": "1.6 rec/s, uniform:1-3 ms/rec"})
+    assert plain is not None and plain.paused == 0.0 and math.isclose(plain.busy, 0.32)

@@ -66,6 +66,7 @@ from groupcoord.lab.verdict import (
     SIGN_ALPHA,
     SIGN_MIN_SEEDS,
     THROUGHPUT_FLOORS,
+    UNCANCELLED,
     Claim,
     GridVerdict,
     MetricVerdict,
@@ -377,6 +378,9 @@ def _verdict_word(mv: MetricVerdict) -> str:
     if mv.verdict == "unconfirmed":
         first = ("\u2605 " + mv.best[0] if len(mv.best) == 1 else "= " + " and ".join(mv.best))
         return f"not confirmed: first seeds {first}; fresh seeds {again_text(mv)}"
+    if mv.verdict == UNCANCELLED:
+        return (f"{UNCANCELLED} (the pauses diverge after the disturbance): no mark; "
+                "raw lag beside each cell")
     if mv.verdict == "split":
         return "split seeds"
     if mv.verdict == "overlap":
@@ -483,11 +487,17 @@ def _col_detail(g: GridVerdict, p: str) -> str:
 def _cell_text(m: Metric, c: Any) -> tuple[str, str]:
     """A cell's value and its second line: the median and range, or each outcome when the
     seeds split."""
+    raw = ""
+    if c.raw:
+        rv = list(c.raw.values())
+        raw = (f"raw {_v(m, statistics.median(rv))} ({_v(m, min(rv))}{DASH}"
+               f"{_v(m, max(rv))})")
     if c.split:
         n = len(c.values)
         return (" | ".join(_v(m, statistics.median(o)) for o in c.outcomes),
-                " | ".join(f"{len(o)} of {n}" for o in c.outcomes))
-    return _v(m, c.median), _range(m, c)
+                "; ".join(x for x in (" | ".join(f"{len(o)} of {n}" for o in c.outcomes), raw)
+                          if x))
+    return _v(m, c.median), "; ".join(x for x in (_range(m, c), raw) if x)
 
 
 def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | None = None,

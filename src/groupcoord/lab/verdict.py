@@ -220,6 +220,9 @@ class Cell:
     mark: str = ""  # best | tied | "" (a tie of all, or no test)
     #: The seeds' distinct outcomes (:func:`modes`), low to high; one entry: no split.
     outcomes: list[list[float]] = field(default_factory=list)
+    #: A lag cell's raw lag per seed (the run's own, its control's added back), kept only
+    #: where the control does not cancel (:func:`uncancelled`).
+    raw: dict[int, float] = field(default_factory=dict)
 
     @property
     def split(self) -> bool:
@@ -461,12 +464,43 @@ def cells_of(rs: Sequence[Mapping[str, Any]], protocols: Sequence[str], m: Metri
              ) -> dict[str, Cell]:
     """Per protocol, its values of ``m`` by seed over runs ``rs``."""
     cells: dict[str, Cell] = {}
+    control = f"control_{m.column}" if m.column in LAG_METRICS else ""
     for p in protocols:
         vals = {int(r.get("seed") or 0): float(r[m.column]) for r in rs
                 if r["protocol"] == p and r.get(m.column) is not None}
         if vals:
-            cells[p] = Cell(vals)
+            raw = {int(r.get("seed") or 0): float(r[m.column]) + float(r[control]) for r in rs
+                   if control and r["protocol"] == p and r.get(m.column) is not None
+                   and r.get(control) is not None}
+            cells[p] = Cell(vals, raw=raw)
     return cells
+
+
+#: Lag metrics: with paired controls, the run's excess over its control's.
+LAG_METRICS = frozenset({"lag_peak", "lag_record_s"})
+#: The verdict of a lag row whose control does not cancel the members' own delays.
+UNCANCELLED = "control does not cancel"
+
+
+def uncancelled(mv: MetricVerdict) -> MetricVerdict:
+    """A lag row where some seed's excess is below minus the metric's floor (in either seed
+    set): the paired control did not cancel what the run's members do besides the rebalance
+    (natural lateness: the pauses after the disturbance fall differently in run and control),
+    so excess lag there is no measure of the rebalance. No mark (hence no sentence); the
+    cells keep their raw lag for the page to print beside the excess."""
+    if mv.metric.column not in LAG_METRICS:
+        return mv
+    sets = [mv, *([mv.again] if mv.again is not None else [])]
+    if not any(v < -mv.metric.floor for s in sets for c in s.cells.values()
+               for v in c.values.values()):
+        for s in sets:
+            for c in s.cells.values():
+                c.raw = {}
+        return mv
+    for c in mv.cells.values():
+        c.mark = ""
+    mv.verdict, mv.best, mv.beaten = UNCANCELLED, (), ()
+    return mv
 
 
 def judge_sets(first: Sequence[Mapping[str, Any]], fresh: Sequence[Mapping[str, Any]],
@@ -476,7 +510,7 @@ def judge_sets(first: Sequence[Mapping[str, Any]], fresh: Sequence[Mapping[str, 
     mv = judge(cells_of(first, protocols, m), m, min_seeds)
     if fresh:
         mv = confirm(mv, judge(cells_of(fresh, protocols, m), m, min_seeds))
-    return mv
+    return uncancelled(mv)
 
 
 def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
