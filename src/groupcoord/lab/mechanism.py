@@ -279,8 +279,8 @@ def claim_conditions(claim: Claim, verdicts: Sequence[GridVerdict],
         parts.append(f"{ld.text()}")
     elif isinstance(ld, Load):
         parts.append(f"members {ld.busy:.0%} busy, polls of about {_ms(ld.batch_ms)} when "
-                     "caught up; every member learns of a rebalance at the same moment "
-                     "(heartbeat timers restart at the join)")
+                     "caught up; every member learns of the rebalance at the same heartbeat "
+                     "(the model's assumption: heartbeat timers restart at the join)")
         late = SLOW_VARIANT.match(row.scenario)
         if late:
             parts.append(f"one member {_ms(float(late.group('v')))} late at every rebalance "

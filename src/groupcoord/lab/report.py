@@ -35,6 +35,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from groupcoord.lab.caveats import with_caveats
 from groupcoord.lab.findings import (
     FAMILY_NAMES,
     VARIANT_NAMES,
@@ -191,7 +192,10 @@ def _metrics_line(g: GridVerdict) -> str:
     if any(_task_time_product(g, m) for m in g.metrics):
         notes.append("* = the task-time input x restarts: the model's task stop and start "
                      "times times the restarts, not a measurement; the task restarts are the "
-                     "input-free result")
+                     "input-free result; under a cooperative protocol a moved task also waits "
+                     "about one heartbeat for the follow-up round that assigns it (revoked in "
+                     "the first round, assigned in the second): a protocol cost, not only the "
+                     "task-time input")
     if any(task_time_input(g, m) for m in g.metrics):
         notes.append("* on time until balanced = contains the task-time input: each rebalance "
                      "waits for the moved tasks to stop and start (the model's times), so its "
@@ -1041,7 +1045,9 @@ def build_report(out_dir: str | Path) -> Path:
         runs = read_runs(out / "runs")
         attach_moving_downtime(runs, read_windows(out / "disturbances"))
         verdicts = grid_verdicts(meta, runs)
-        found = with_client_notes(with_conditions(claims(verdicts), verdicts, runs), verdicts)
+        found = with_client_notes(with_caveats(with_conditions(claims(verdicts), verdicts,
+                                                               runs), verdicts, runs),
+                                  verdicts)
         html_parts.append(_sweep_html(meta, verdicts, found, violations, rdir, runs))
         md_parts.append(_sweep_md(meta, verdicts, found, violations, runs))
 

@@ -883,6 +883,12 @@ def judge_shared_cells(grids: Sequence[Mapping[str, Any]], verdicts: Sequence[Gr
         if len({gi for gi, _ in rows_of}) < 2:
             continue
         rs = list(pooled[cond].values())
+        if len({_row_of(r) for r in rs}) > 1:
+            # two workload names share the seeds' numbers: one key per (row, seed), so that
+            # the cells keep every run and pair protocols within their own row only
+            keys = {k: i for i, k in enumerate(sorted({(_row_of(r), int(r.get("seed") or 0))
+                                                        for r in rs}, key=repr))}
+            rs = [{**r, "seed": keys[(_row_of(r), int(r.get("seed") or 0))]} for r in rs]
         names = sorted({str(verdicts[gi].name) for gi, _ in rows_of})
 
         def first(r: Mapping[str, Any]) -> bool:
@@ -1054,6 +1060,20 @@ def _strength(mv: MetricVerdict) -> float:
     return (hi + m.floor) / (lo + m.floor)
 
 
+#: How a crossover sentence names a value whose first seed set marked a best the fresh set
+#: did not repeat.
+NOT_CONFIRMED = "not confirmed"
+
+
+def _unconfirmed_text(mv: MetricVerdict) -> str | None:
+    """A crossover's words for a row whose mark the fresh seeds did not repeat (None: no mark
+    on either set: "no protocol separated")."""
+    if mv.verdict != "unconfirmed":
+        return None
+    first = mv.best[0] if len(mv.best) == 1 else " and ".join(mv.best)
+    return f"{NOT_CONFIRMED} ({first} on the first seeds; {again_text(mv)} on the fresh)"
+
+
 def _crossovers(g: GridVerdict) -> list[Claim]:
     """Per scenario and metric of a grid that sweeps a parameter: the marked best at each
     value swept (the tied best together, when they beat the others), when it is not the same
@@ -1075,12 +1095,13 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
             winners = [(r.x, " and ".join(full_name(p, (r.settings or g.settings).get(p))
                                           for p in r.metrics[i].best)
                         if r.metrics[i].verdict in ("best", "tied") and r.metrics[i].beaten
-                        else None) for r in rows]
+                        else _unconfirmed_text(r.metrics[i])) for r in rows]
             # a win over a configured KIP-415 delay is no finding (the page's rule): said
             # as such, never named as a winner
             winners = [(x, DELAY_WIN if w is not None and r.metrics[i].limit.startswith("is won")
                         else w) for r, (x, w) in zip(rows, winners, strict=True)]
-            named = {w for _, w in winners if w is not None and w != DELAY_WIN}
+            named = {w for _, w in winners if w is not None and w != DELAY_WIN
+                     and not w.startswith(NOT_CONFIRMED)}
             # the grid's own metric (its question's first) is answered at every value swept;
             # the others only where the winner changes
             if not named or (i > 0 and len(named) < 2):
@@ -1197,6 +1218,18 @@ def task_time_input(g: GridVerdict, m: Metric) -> bool:
             and all(family(p) in _CONNECT_FAMILIES for p in g.protocols))
 
 
+#: Metrics a ``-slowNms`` scenario variant injects: eager's stall there is the rebalances
+#: times the slow event the scenario adds (one member late by N ms at every rebalance).
+SLOW_INPUTS = frozenset({"stall_ms"})
+
+
+def injected_input(row: VerdictRow, m: Metric) -> bool:
+    """Whether ``m`` in ``row`` equals an input the scenario injects (a busy-member grid's
+    stall: rebalances x the slow event), so that its mark is the input's, not the
+    protocols': no sentence, like a Connect grid's task-time input."""
+    return m.column in SLOW_INPUTS and SLOW_VARIANT.match(row.scenario) is not None
+
+
 def _candidates(g: GridVerdict) -> list[tuple[float, Claim, tuple[str, ...]]]:
     """A grid's candidate sentences with their effect sizes: per scenario and question metric
     the marked difference of the size with the largest effect."""
@@ -1204,7 +1237,7 @@ def _candidates(g: GridVerdict) -> list[tuple[float, Claim, tuple[str, ...]]]:
     for row in g.rows:
         for mv in row.metrics:
             if mv.verdict not in ("best", "tied") or not mv.beaten or not claimable(mv) \
-                    or task_time_input(g, mv.metric):
+                    or task_time_input(g, mv.metric) or injected_input(row, mv.metric):
                 continue
             sign = 1 if mv.metric.lower_is_better else -1
             runner_up = min(mv.beaten, key=lambda p: (sign * mv.cells[p].median, p))
