@@ -29,6 +29,7 @@ import logging
 import math
 import re
 import statistics
+import textwrap
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -743,9 +744,11 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 st = styles.get(p, {})
                 med = statistics.median(ys)
                 ax.bar(k, med, 0.6, color=st.get("color"), alpha=0.5)
-                # the median printed on its bar: a 4.6 s bar on a 0-300 s axis is invisible
-                ax.annotate(number(med), (k, med), textcoords="offset points", xytext=(0, 3),
-                            ha="center", va="bottom", fontsize=7, fontweight="bold")
+                # the median printed above the column's highest seed (a 4.6 s bar on a
+                # 0-300 s axis is invisible, and a label on the bar collides with its dots)
+                ax.annotate(f"median\n{number(med)}", (k, max(ys)),
+                            textcoords="offset points", xytext=(0, 4), ha="center",
+                            va="bottom", fontsize=7, fontweight="bold")
                 jitter = [k + 0.25 * ((j % 7) - 3) / 3 for j in range(len(ys))]
                 ax.scatter(jitter, ys, s=10, color=st.get("color"), edgecolors="black",
                            linewidths=0.3, zorder=3, label=p)
@@ -821,18 +824,31 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
             # 1, 2 and 5 in each decade when there are few decades (a reader can place a
             # value between them), powers of ten only when there are many
             steps = (1.0, 2.0, 5.0) if len(decades) <= 4 else (1.0,)
+            floor_v = -min([0.0, *(v / m.scale for r in rows
+                                   for c in r.metrics[i].cells.values()
+                                   for v in c.values.values())])
+            # a negative seed (an excess its control did not cancel) gets its ticks too
             ax.yaxis.set_major_locator(FixedLocator(
                 [0.0] + [f * 10.0 ** k for k in decades for f in steps
-                         if thresh <= f * 10.0 ** k <= 1.5 * top]))
+                         if thresh <= f * 10.0 ** k <= 1.5 * top]
+                + [-10.0 ** k for k in decades if thresh <= 10.0 ** k <= 1.5 * floor_v]))
             ax.yaxis.set_minor_locator(NullLocator())
             # a log scale has no zero: say that this one is linear up to the threshold
             ylabel += f"\n(linear from 0 to {number(thresh)}, logarithmic above)"
         # ticks as the tables print numbers (thousands separated, no exponent)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: number(v)))
-        ax.set_ylabel(ylabel)
-        ax.set_ylim(bottom=0)
-        if thresh is not None:  # headroom above the highest seed on a log axis
-            ax.set_ylim(top=1.5 * top)
+        # wrapped to the panel's height, smaller: a long label ran into the next panel
+        ax.set_ylabel("\n".join(textwrap.fill(x, 38) for x in ylabel.split("\n")),
+                      fontsize=8)
+        # below zero where a seed is (an excess the control did not cancel), else from zero
+        low = min([0.0, *(v / m.scale for r in rows for c in r.metrics[i].cells.values()
+                          for v in c.values.values())])
+        ax.set_ylim(bottom=1.5 * low)
+        if thresh is not None:  # headroom above the highest seed on a log axis (and for the
+            # medians printed above a bar chart's highest seeds)
+            ax.set_ylim(top=(1.5 if axis is not None else 6.0) * top)
+        elif axis is None:  # room for the medians printed above the highest seeds
+            ax.set_ylim(top=ax.get_ylim()[1] * 1.12)
         elif axis is not None:
             # on a linear axis a protocol whose medians all sit within 3 % of the top reads
             # as zero: print its medians beside its points
@@ -863,7 +879,12 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
         if "classic:eager-roundrobin" in g.protocols:
             legend = legend.replace("eager: range;", "eager: range; eager-roundrobin: roundrobin;")
         what += "\n" + legend
-        fig.legend(handles, labels, loc="outside lower center", ncols=min(5, len(labels)),
+        # as wide as the figure, no wider: in a two-panel chart five protocols in a row and
+        # an unwrapped title ran off both sides
+        width = fig.get_figwidth()
+        what = "\n".join(textwrap.fill(x, int(width * 14)) for x in what.split("\n"))
+        fig.legend(handles, labels, loc="outside lower center",
+                   ncols=max(1, min(len(labels), int(width / 2.4))),
                    fontsize=8, title=what, title_fontsize=8)
     fig.suptitle(title)
     fig.savefig(path)
