@@ -773,3 +773,22 @@ def test_a_lateness_workload_prints_its_busy_share_with_the_pauses() -> None:
     assert "26.0% busy per member (processing 16.0% + paused 10.0%)" in load.text()
     plain = member_load({**run, "work_model": "1.6 rec/s, uniform:1-3 ms/rec"})
     assert plain is not None and plain.paused == 0.0 and math.isclose(plain.busy, 0.32)
+
+
+def test_workloads_that_differ_in_a_parameter_are_never_one_cell() -> None:
+    """``16x8c-task1s`` and ``16x8c-task5s`` differ in the task times only (same settings,
+    same shape): two cells, each judged on its own runs; ``16x8c`` (the model's default 1 s
+    task times) and ``16x8c-task1s`` are one."""
+    protocols = ["connect:eager", "classic-connect:sessioned"]
+    base = {"name": "kip415", "protocols": protocols, "scenarios": ["worker-joins"],
+            "metrics": ["task_restarts"], "seeds": 5, "workloads": ["16x8c"]}
+    times = {**base, "name": "task-times", "workloads": ["16x8c-task1s", "16x8c-task5s"]}
+    work = {"16x8c": {}, "16x8c-task1s": {"task_stop_ms": 1000, "task_start_ms": 1000},
+            "16x8c-task5s": {"task_stop_ms": 5000, "task_start_ms": 5000}}
+    rows = [{**_run(p, s, scenario="worker-joins", workload=w, task_restarts=float(s)),
+             "work": json.dumps(wk), "settings_json": "{}"}
+            for w, wk in work.items() for p in protocols for s in range(5)]
+    g_base, g_times = grid_verdicts({"name": "paper", "grids": [base, times]}, rows)
+    by = {r.workload: r for r in g_times.rows}
+    assert by["16x8c-task1s"].pooled and g_base.rows[0].pooled
+    assert not by["16x8c-task5s"].pooled and by["16x8c-task5s"].seeds == 5

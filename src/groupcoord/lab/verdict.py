@@ -832,13 +832,25 @@ def _x_of(rows: Sequence[Mapping[str, Any]], param: str | None) -> float | None:
 #: definition), the group's size, the fault rate, the work each member does and every setting
 #: of every protocol (``light`` and ``light-md300s`` differ in name only: Kafka's default
 #: metadata.max.age.ms is 300 s).
-_CELL_COLUMNS = ("scenario", "scenario_def", "fault_rate")
+_CELL_COLUMNS = ("scenario", "scenario_def", "fault_rate", "topics", "partitions",
+                 "total_partitions", "connectors", "tasks")
+
+
+def _work(r: Mapping[str, Any]) -> str:
+    """A run's workload with every default filled in (``sim.workload``'s table), so that two
+    names of the same work compare equal and any difference (a task time, a pause) does not."""
+    from groupcoord.sim.workload import WorkloadError, parse_workload
+
+    try:
+        table = parse_workload("work", json.loads(str(r.get("work") or "{}"))).as_table()
+    except (ValueError, WorkloadError):
+        return f"{r.get('workload')}: {r.get('work')}"
+    return json.dumps(table, sort_keys=True, default=str)
 
 
 def _condition(rs: Sequence[Mapping[str, Any]]) -> tuple[tuple[Any, ...], dict[str, str]]:
     """A row's conditions: what every protocol shares, and each protocol's settings."""
-    base = {(*(str(r.get(c)) for c in _CELL_COLUMNS), _size(r),
-             str(r.get("work_model") or r.get("work") or r.get("workload"))) for r in rs}
+    base = {(*(str(r.get(c)) for c in _CELL_COLUMNS), _size(r), _work(r)) for r in rs}
     return (*sorted(base),), {str(r["protocol"]): str(r.get("settings_json")) for r in rs}
 
 
