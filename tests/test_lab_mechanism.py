@@ -274,7 +274,7 @@ def test_a_sentence_names_the_conditions_its_mark_rests_on() -> None:
     text = claim_conditions(c, [g], runs)
     assert "narrow: the closest seeds are" in text
     assert "a 6% difference of the medians" in text
-    assert "8% busy, polls of about" in text and "at the same heartbeat" in text
+    assert "8% busy, polls of about" in text and "at the same moment" in text
     assert "session timeout (45 s)" in text
     # a wide, large difference on a scale-out: only the row's conditions
     far = [{**r, "scenario": "scale-out", "lag_record_s": r["lag_record_s"] * (

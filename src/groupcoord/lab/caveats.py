@@ -28,6 +28,7 @@ from dataclasses import replace
 from typing import Any
 
 from groupcoord.lab.findings import CLASSIC_ASSIGNORS, full_name, number
+from groupcoord.lab.mechanism import phase_clause
 from groupcoord.lab.verdict import (
     SCENARIO_INPUTS,
     Claim,
@@ -113,7 +114,8 @@ def _restores(runs: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int, str], f
 
 def restore_rows(c: Claim, verdicts: Sequence[GridVerdict],
                  runs: Sequence[Mapping[str, Any]]) -> str:
-    """For a sentence an eager protocol wins on lag: the model's two assumptions it rests on,
+    """For a sentence an eager protocol wins on lag: the model's two assumptions it rests on
+    (when the members learn of the rebalance, ``mechanism.phase_clause``; no state restore),
     and what the rows of the same scenario and metric with a state restore found."""
     if c.metric not in ("lag_peak", "lag_record_s") or "eager" not in c.best:
         return ""
@@ -131,9 +133,10 @@ def restore_rows(c: Claim, verdicts: Sequence[GridVerdict],
                          f"{_word(mv)} ({_medians(mv, ranked(mv.cells))})")
     out = "no state restore" + (" (" + "; ".join(found) + ")" if found
                                   else " (not tested with one)")
-    if not c.worse:  # a crossover sentence carries no conditions: the assumption here
-        out = (f"every member learns of the rebalance at the same heartbeat (the model's "
-               f"assumption) and {out}")
+    own = next((v for v in verdicts if v.name == c.grid), None)
+    if not c.worse and own is not None:  # a crossover sentence carries no conditions: the
+        # model's heartbeat assumption here
+        out = f"{phase_clause(own.protocols)} (the model's assumption); {out}"
     return out
 
 
