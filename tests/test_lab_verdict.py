@@ -11,10 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from groupcoord.lab.findings import BY_COLUMN
+from groupcoord.lab.mechanism import member_load
+from groupcoord.lab.report import verdict_md
 from groupcoord.lab.verdict import (
     CONSUMER_METRICS,
     KIP415_METRICS,
     MAX_CLAIMS,
+    UNCANCELLED,
     Cell,
     GridVerdict,
     VerdictRow,
@@ -633,3 +636,159 @@ def test_lag_is_also_quoted_in_the_groups_throughput() -> None:
     assert throughput(LAG, 1600.0, 3200.0, 160.0) == (
         " (at the group's 1,600 records/s: 2 s against 0.1 s of its production)")
     assert throughput(STALL, 1600.0, 5.0) == "" and throughput(LAG, None, 5.0) == ""
+
+
+def test_a_seed_left_out_for_one_protocol_is_dropped_from_every_protocol_of_its_row() -> None:
+    """A row compares its protocols on the same seeds: a run that never caught up (or broke
+    an invariant) takes its seed out of every protocol of the row, and the row counts it."""
+    grid = {"name": "late", "protocols": ["classic:eager", "classic:cooperative"],
+            "metrics": ["stall_ms"]}
+    # eager's seed 1 is its easiest draw; cooperative never caught up on it
+    eager = {0: 4000.0, 1: 100.0, 2: 4200.0, 3: 4400.0, 4: 4600.0, 5: 4800.0, 6: 5000.0}
+    rows = [_run("classic:eager", s, stall_ms=v) for s, v in eager.items()]
+    rows += [_run("classic:cooperative", s, stall_ms=0.0) for s in eager if s != 1]
+    rows.append({**_run("classic:cooperative", 1, stall_ms=0.0), "caught_up": False})
+    # another row with nothing left out keeps every seed
+    rows += [_run(p, s, scenario="bounce", stall_ms=0.0)
+             for p in ("classic:eager", "classic:cooperative") for s in range(6)]
+    g = grid_verdict(grid, rows)
+    by_scenario = {r.scenario: r for r in g.rows}
+    crash, bounce = by_scenario["crash"], by_scenario["bounce"]
+    cells = crash.metrics[0].cells
+    assert set(cells["classic:eager"].values) == set(cells["classic:cooperative"].values) == {
+        0, 2, 3, 4, 5, 6}
+    assert cells["classic:eager"].median == 4500.0  # not 4400 with the dropped seed's 100
+    assert crash.dropped == 1 and bounce.dropped == 0
+    assert len(bounce.metrics[0].cells["classic:eager"].values) == 6
+    assert g.not_caught_up == 1
+
+    text = verdict_md(g)
+    assert "1 seed dropped from every protocol" in text
+    assert text.count("dropped from every protocol") == 1
+
+
+def _verdicts_of(grids: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[GridVerdict]:
+    return grid_verdicts({"name": "paper", "grids": grids}, rows)
+
+
+def test_a_cell_two_grids_share_gets_one_verdict_on_all_its_runs() -> None:
+    """The same runs in a 10 + 10 seed grid and a 5 + 5 seed grid: the small grid's first five
+    seeds separate by chance, all twenty do not; both grids read the same on all of them."""
+    big = {"name": "rolling", "protocols": ["classic:eager", "classic:cooperative"],
+           "scenarios": ["rolling-bounce"], "metrics": ["stall_ms"], "seeds": 10,
+           "confirm_seeds": 10}
+    small = {**big, "name": "busy-rolling", "seeds": 5, "confirm_seeds": 5}
+    rows = []
+    for rep in range(20):
+        eager = 1000.0 if rep < 5 else 5000.0 + 100 * rep  # its first five seeds are easy
+        rows.append({**_run("classic:eager", 100 + rep, scenario="rolling-bounce",
+                            stall_ms=eager), "replicate": rep, "settings_json": "{}"})
+        rows.append({**_run("classic:cooperative", 100 + rep, scenario="rolling-bounce",
+                            stall_ms=3000.0 + 10 * rep), "replicate": rep,
+                     "settings_json": "{}"})
+    # alone, the small grid marks eager on its first five seeds (and its fresh 15 overlap)
+    alone = grid_verdict(small, rows).rows[0].metrics[0]
+    assert alone.best == ("classic:eager",)
+    g_big, g_small = _verdicts_of([big, small], rows)
+    a, b = g_big.rows[0], g_small.rows[0]
+    assert [c.values for c in a.metrics[0].cells.values()] == [
+        c.values for c in b.metrics[0].cells.values()]
+    assert a.metrics[0].verdict == b.metrics[0].verdict
+    assert not any(c.mark for c in b.metrics[0].cells.values())
+    assert b.seeds == 10 and "the same cell as rolling" in b.pooled
+    assert "the same cell as busy-rolling" in a.pooled
+
+
+def test_two_workload_names_of_the_same_conditions_are_one_cell_and_others_are_not() -> None:
+    """``light`` and ``light-md300s`` set the same work and settings: one cell, judged on both
+    grids' runs; ``light-md30s`` sets another metadata age: its own."""
+    anchor = {"name": "anchor", "protocols": ["classic:eager", "consumer:uniform"],
+              "scenarios": ["grow-by-900"], "workloads": ["light"],
+              "metrics": ["convergence_ms"], "seeds": 5}
+    age = {**anchor, "name": "metadata-age", "workloads": ["light-md300s", "light-md30s"]}
+
+    def run(p: str, seed: int, workload: str, ms: float) -> dict[str, Any]:
+        md = 30000 if workload.endswith("30s") else 300000
+        return {**_run(p, seed, scenario="grow-by-900", workload=workload, convergence_ms=ms),
+                "replicate": seed % 100, "work_model": "2 rec/s",
+                "settings_json": json.dumps({"metadata.max.age.ms": md})}
+
+    rows = [run("classic:eager", s, "light", 140000.0 + s) for s in range(5)]
+    rows += [run("consumer:uniform", s, "light", 4700.0) for s in range(5)]
+    rows += [run("classic:eager", 100 + s, "light-md300s", 150000.0 + s) for s in range(5)]
+    rows += [run("consumer:uniform", 100 + s, "light-md300s", 4600.0) for s in range(5)]
+    rows += [run(p, 200 + s, "light-md30s", 20000.0) for p in ("classic:eager",
+             "consumer:uniform") for s in range(5)]
+    g_anchor, g_age = _verdicts_of([anchor, age], rows)
+    light = g_anchor.rows[0]
+    md300 = next(r for r in g_age.rows if r.workload == "light-md300s")
+    md30 = next(r for r in g_age.rows if r.workload == "light-md30s")
+    assert light.seeds == md300.seeds == 10
+    assert light.metrics[0].cells["classic:eager"].values == \
+        md300.metrics[0].cells["classic:eager"].values
+    assert len(light.metrics[0].cells["classic:eager"].values) == 10
+    assert md30.seeds == 5 and not md30.pooled
+
+
+def test_a_lag_row_whose_control_does_not_cancel_gets_no_mark_and_shows_raw_lag() -> None:
+    """Natural lateness: a seed whose excess lag is below minus the floor shows the control
+    did not cancel the members' pauses; the row has no mark, its cells the raw lag; stall is
+    judged as before."""
+    grid = {"name": "lateness", "protocols": ["classic:eager", "classic:cooperative"],
+            "metrics": ["stall_ms", "lag_record_s"]}
+
+    def run(p: str, seed: int, excess: float, stall: float) -> dict[str, Any]:
+        return _run(p, seed, lag_record_s=excess, control_lag_record_s=50_000.0,
+                    stall_ms=stall)
+
+    rows = [run("classic:eager", s, 100.0 + s, 16_000.0) for s in range(6)]
+    rows += [run("classic:cooperative", s, 90_000.0 + s, 0.0) for s in range(5)]
+    rows.append(run("classic:cooperative", 5, -40_000.0, 0.0))  # the pauses fell apart
+    stall, lag = grid_verdict(grid, rows).rows[0].metrics
+    assert stall.verdict == "best" and stall.best == ("classic:cooperative",)
+    assert lag.verdict == UNCANCELLED and not lag.best
+    assert not any(c.mark for c in lag.cells.values())
+    assert lag.cells["classic:cooperative"].raw[5] == 10_000.0
+    assert lag.cells["classic:eager"].raw[0] == 50_100.0
+    assert stall.cells["classic:eager"].raw == {}
+    assert all(c.metric != "lag_record_s" for c in claims([grid_verdict(grid, rows)]))
+    # without the negative seed the same row marks eager, and prints no raw lag
+    fine = [r for r in rows if r["lag_record_s"] >= 0]
+    fine.append(run("classic:cooperative", 5, 90_005.0, 0.0))
+    lag = grid_verdict(grid, fine).rows[0].metrics[1]
+    assert lag.verdict == "best" and lag.best == ("classic:eager",)
+    assert all(not c.raw for c in lag.cells.values())
+    text = verdict_md(grid_verdict(grid, rows))
+    assert "control does not cancel" in text and "raw 50,1" in text
+
+
+def test_a_lateness_workload_prints_its_busy_share_with_the_pauses() -> None:
+    run = {"protocol": "classic:eager", "size": 10, "members": 10, "total_partitions": 1000,
+           "total_topics": 4,
+           "work_model": "1.6 rec/s, lognormal:1:1 ms/rec, max.poll.records 500, pauses "
+                         "lognormal:1000:1.5 ms every 10000 ms"}
+    load = member_load(run)
+    assert load is not None
+    assert math.isclose(load.paused, 0.1) and math.isclose(load.busy, 0.16 + 0.1)
+    assert "26.0% busy per member (processing 16.0% + paused 10.0%)" in load.text()
+    plain = member_load({**run, "work_model": "1.6 rec/s, uniform:1-3 ms/rec"})
+    assert plain is not None and plain.paused == 0.0 and math.isclose(plain.busy, 0.32)
+
+
+def test_workloads_that_differ_in_a_parameter_are_never_one_cell() -> None:
+    """``16x8c-task1s`` and ``16x8c-task5s`` differ in the task times only (same settings,
+    same shape): two cells, each judged on its own runs; ``16x8c`` (the model's default 1 s
+    task times) and ``16x8c-task1s`` are one."""
+    protocols = ["connect:eager", "classic-connect:sessioned"]
+    base = {"name": "kip415", "protocols": protocols, "scenarios": ["worker-joins"],
+            "metrics": ["task_restarts"], "seeds": 5, "workloads": ["16x8c"]}
+    times = {**base, "name": "task-times", "workloads": ["16x8c-task1s", "16x8c-task5s"]}
+    work = {"16x8c": {}, "16x8c-task1s": {"task_stop_ms": 1000, "task_start_ms": 1000},
+            "16x8c-task5s": {"task_stop_ms": 5000, "task_start_ms": 5000}}
+    rows = [{**_run(p, s, scenario="worker-joins", workload=w, task_restarts=float(s)),
+             "work": json.dumps(wk), "settings_json": "{}"}
+            for w, wk in work.items() for p in protocols for s in range(5)]
+    g_base, g_times = grid_verdicts({"name": "paper", "grids": [base, times]}, rows)
+    by = {r.workload: r for r in g_times.rows}
+    assert by["16x8c-task1s"].pooled and g_base.rows[0].pooled
+    assert not by["16x8c-task5s"].pooled and by["16x8c-task5s"].seeds == 5

@@ -44,7 +44,11 @@ from groupcoord.sim.workload import Workload
 
 #: (a processing time drawn from a distribution is named by it, "exponential:10 ms/rec": its mean)
 _WORK_MODEL = re.compile(
-    r"([\d.]+) rec/s, (?:[a-z]+:)?([\d.]+) ms/rec(?:, max.poll.records (\d+))?")
+    r"([\d.]+) rec/s, (?:[a-z]+:)?([\d.]+)(?:-([\d.]+)|:[\d.]+)? ms/rec"
+    r"(?:, max.poll.records (\d+))?")
+#: Natural lateness in a work model (``sim.workload``: "pauses lognormal:200:1 ms every
+#: 10000 ms"): the pause's mean (or a uniform's ends) and how often, on average.
+_PAUSES = re.compile(r"pauses (?:[a-z]+:)?([\d.]+)(?:-([\d.]+)|:[\d.]+)? ms every ([\d.]+) ms")
 #: The lab's fetch latency (a run's column does not carry it: ``sim.workload.Workload``'s).
 DEFAULT_FETCH_MS = float(Workload().fetch_latency_ms)
 #: Heartbeat settings per family, as the runs' ``settings_json`` names them.
@@ -122,12 +126,19 @@ class Load:
         return max(self.busiest_range, self.busiest_balanced) > BUSY_LIMIT or \
             self.not_recovered > 0
 
+    #: The share of a member's time its natural lateness pauses it (``sim.workload``'s
+    #: pauses: mean pause over mean gap), part of ``busy``.
+    paused: float = 0.0
+
     def text(self, share: bool = False) -> str:
         """The load in words; ``share``: a row of share groups (KIP-932) beside consumer
         groups, which with more members than partitions load their members differently (a
         share group's members all fetch every partition they share, a consumer group's
         members beyond the partitions idle), so each is said."""
         out = f"{number(self.records_per_s)} rec/s, {self.busy:.1%} busy per member"
+        if self.paused:
+            out += (f" (processing {self.busy - self.paused:.1%} + paused "
+                    f"{self.paused:.1%})")
         if share and self.members > self.partitions > 0:
             one = self.per_partition * self.busy / max(self.records_per_s, 1e-9)
             out = (f"share group: {number(self.records_per_s)} rec/s, {self.busy:.1%} busy per "
@@ -184,19 +195,27 @@ def member_load(run: Mapping[str, Any], fetch_ms: float = DEFAULT_FETCH_MS) -> L
         return None
     per_partition = float(found.group(1))
     rate = per_partition * float(parts) / float(members)
-    proc = float(found.group(2))
+    proc = _mean(found.group(2), found.group(3))
     per_poll = rate * fetch_ms / 1000.0
-    full = float(found.group(3)) * proc if found.group(3) else 0.0
+    full = float(found.group(4)) * proc if found.group(4) else 0.0
+    pauses = _PAUSES.search(str(run.get("work_model") or ""))
+    paused = (_mean(pauses.group(1), pauses.group(2)) / float(pauses.group(3))
+              if pauses and float(pauses.group(3)) > 0 else 0.0)
     topics = int(run.get("total_topics") or run.get("topics") or 1)
     each = max(1, int(parts) // topics)
 
     def busiest(assignor: str) -> float:
         n = busiest_partitions(topics, each, max(1, int(members) - 1), assignor)
-        return n * per_partition * proc / 1000.0
+        return n * per_partition * proc / 1000.0 + paused
 
-    return Load(rate, rate * proc / 1000.0, per_poll, per_poll * proc, full,
+    return Load(rate, rate * proc / 1000.0 + paused, per_poll, per_poll * proc, full,
                 busiest("range"), busiest("balanced"), members=int(members),
-                partitions=int(parts), per_partition=per_partition)
+                partitions=int(parts), per_partition=per_partition, paused=paused)
+
+
+def _mean(first: str, high: str | None) -> float:
+    """A work model's distribution's mean: its first number, or a uniform's midpoint."""
+    return (float(first) + float(high)) / 2 if high else float(first)
 
 
 def row_loads(runs: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, ...], Load | TaskTimes]:

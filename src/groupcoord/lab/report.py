@@ -29,12 +29,14 @@ import logging
 import math
 import re
 import statistics
+import textwrap
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from groupcoord.lab.caveats import with_caveats
 from groupcoord.lab.findings import (
     FAMILY_NAMES,
     VARIANT_NAMES,
@@ -72,6 +74,7 @@ from groupcoord.lab.verdict import (
     SIGN_ALPHA,
     SIGN_MIN_SEEDS,
     THROUGHPUT_FLOORS,
+    UNCANCELLED,
     Claim,
     GridVerdict,
     MetricVerdict,
@@ -197,7 +200,10 @@ def _metrics_line(g: GridVerdict) -> str:
     if any(_task_time_product(g, m) for m in g.metrics):
         notes.append("* = the task-time input x restarts: the model's task stop and start "
                      "times times the restarts, not a measurement; the task restarts are the "
-                     "input-free result")
+                     "input-free result; under a cooperative protocol a moved task also waits "
+                     "about one heartbeat for the follow-up round that assigns it (revoked in "
+                     "the first round, assigned in the second): a protocol cost, not only the "
+                     "task-time input")
     if any(task_time_input(g, m) for m in g.metrics):
         notes.append("* on time until balanced = contains the task-time input: each rebalance "
                      "waits for the moved tasks to stop and start (the model's times), so its "
@@ -260,7 +266,9 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
                 "difference too: the best is better by more than the floor in enough seeds "
                 f"for a one-sided p of at most {SIGN_ALPHA:.0%} ({need})")
     test = ("Cells show the median over the seeds and, below it, the range. Protocols of a "
-            "cell run on the same seeds. A protocol is marked ★ best when its worst seed is "
+            "cell run on the same seeds (a seed on which one protocol's run was left out is "
+            "dropped from every protocol of its row; the row says how many). A protocol is "
+            "marked ★ best when its worst seed is "
             "better than every other protocol's best seed by more than the metric's floor "
             f"({floors}): the ranges are separated. If two protocols did not differ, n seeds "
             "each would separate that way in a given direction by chance once in C(2n, n)"
@@ -393,6 +401,9 @@ def _verdict_word(mv: MetricVerdict) -> str:
     if mv.verdict == "unconfirmed":
         first = ("\u2605 " + mv.best[0] if len(mv.best) == 1 else "= " + " and ".join(mv.best))
         return f"not confirmed: first seeds {first}; fresh seeds {again_text(mv)}"
+    if mv.verdict == UNCANCELLED:
+        return (f"{UNCANCELLED} (the pauses diverge after the disturbance): no mark; "
+                "raw lag beside each cell")
     if mv.verdict == "split":
         return "split seeds"
     if mv.verdict == "overlap":
@@ -476,6 +487,11 @@ def _row_head(g: GridVerdict, row: VerdictRow,
         load += f": {ld.text(share='share' in fams and len(fams) > 1)}"
     elif ld is not None:
         load += f": {ld.text()}"
+    if row.dropped:
+        load += (f"; {row.dropped} seed{'s' if row.dropped > 1 else ''} dropped from every "
+                 "protocol (a run left out on it)")
+    if row.pooled:
+        load += f"; {row.pooled}"
     return row.scenario, size, load
 
 
@@ -497,11 +513,17 @@ def _col_detail(g: GridVerdict, p: str) -> str:
 def _cell_text(m: Metric, c: Any) -> tuple[str, str]:
     """A cell's value and its second line: the median and range, or each outcome when the
     seeds split."""
+    raw = ""
+    if c.raw:
+        rv = list(c.raw.values())
+        raw = (f"raw {_v(m, statistics.median(rv))} ({_v(m, min(rv))}{DASH}"
+               f"{_v(m, max(rv))})")
     if c.split:
         n = len(c.values)
         return (" | ".join(_v(m, statistics.median(o)) for o in c.outcomes),
-                " | ".join(f"{len(o)} of {n}" for o in c.outcomes))
-    return _v(m, c.median), _range(m, c)
+                "; ".join(x for x in (" | ".join(f"{len(o)} of {n}" for o in c.outcomes), raw)
+                          if x))
+    return _v(m, c.median), "; ".join(x for x in (_range(m, c), raw) if x)
 
 
 def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | None = None,
@@ -743,9 +765,11 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 st = styles.get(p, {})
                 med = statistics.median(ys)
                 ax.bar(k, med, 0.6, color=st.get("color"), alpha=0.5)
-                # the median printed on its bar: a 4.6 s bar on a 0-300 s axis is invisible
-                ax.annotate(number(med), (k, med), textcoords="offset points", xytext=(0, 3),
-                            ha="center", va="bottom", fontsize=7, fontweight="bold")
+                # the median printed above the column's highest seed (a 4.6 s bar on a
+                # 0-300 s axis is invisible, and a label on the bar collides with its dots)
+                ax.annotate(f"median\n{number(med)}", (k, max(ys)),
+                            textcoords="offset points", xytext=(0, 4), ha="center",
+                            va="bottom", fontsize=7, fontweight="bold")
                 jitter = [k + 0.25 * ((j % 7) - 3) / 3 for j in range(len(ys))]
                 ax.scatter(jitter, ys, s=10, color=st.get("color"), edgecolors="black",
                            linewidths=0.3, zorder=3, label=p)
@@ -821,18 +845,31 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
             # 1, 2 and 5 in each decade when there are few decades (a reader can place a
             # value between them), powers of ten only when there are many
             steps = (1.0, 2.0, 5.0) if len(decades) <= 4 else (1.0,)
+            floor_v = -min([0.0, *(v / m.scale for r in rows
+                                   for c in r.metrics[i].cells.values()
+                                   for v in c.values.values())])
+            # a negative seed (an excess its control did not cancel) gets its ticks too
             ax.yaxis.set_major_locator(FixedLocator(
                 [0.0] + [f * 10.0 ** k for k in decades for f in steps
-                         if thresh <= f * 10.0 ** k <= 1.5 * top]))
+                         if thresh <= f * 10.0 ** k <= 1.5 * top]
+                + [-10.0 ** k for k in decades if thresh <= 10.0 ** k <= 1.5 * floor_v]))
             ax.yaxis.set_minor_locator(NullLocator())
             # a log scale has no zero: say that this one is linear up to the threshold
             ylabel += f"\n(linear from 0 to {number(thresh)}, logarithmic above)"
         # ticks as the tables print numbers (thousands separated, no exponent)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: number(v)))
-        ax.set_ylabel(ylabel)
-        ax.set_ylim(bottom=0)
-        if thresh is not None:  # headroom above the highest seed on a log axis
-            ax.set_ylim(top=1.5 * top)
+        # wrapped to the panel's height, smaller: a long label ran into the next panel
+        ax.set_ylabel("\n".join(textwrap.fill(x, 38) for x in ylabel.split("\n")),
+                      fontsize=8)
+        # below zero where a seed is (an excess the control did not cancel), else from zero
+        low = min([0.0, *(v / m.scale for r in rows for c in r.metrics[i].cells.values()
+                          for v in c.values.values())])
+        ax.set_ylim(bottom=1.5 * low)
+        if thresh is not None:  # headroom above the highest seed on a log axis (and for the
+            # medians printed above a bar chart's highest seeds)
+            ax.set_ylim(top=(1.5 if axis is not None else 6.0) * top)
+        elif axis is None:  # room for the medians printed above the highest seeds
+            ax.set_ylim(top=ax.get_ylim()[1] * 1.12)
         elif axis is not None:
             # on a linear axis a protocol whose medians all sit within 3 % of the top reads
             # as zero: print its medians beside its points
@@ -863,7 +900,12 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
         if "classic:eager-roundrobin" in g.protocols:
             legend = legend.replace("eager: range;", "eager: range; eager-roundrobin: roundrobin;")
         what += "\n" + legend
-        fig.legend(handles, labels, loc="outside lower center", ncols=min(5, len(labels)),
+        # as wide as the figure, no wider: in a two-panel chart five protocols in a row and
+        # an unwrapped title ran off both sides
+        width = fig.get_figwidth()
+        what = "\n".join(textwrap.fill(x, int(width * 14)) for x in what.split("\n"))
+        fig.legend(handles, labels, loc="outside lower center",
+                   ncols=max(1, min(len(labels), int(width / 2.4))),
                    fontsize=8, title=what, title_fontsize=8)
     fig.suptitle(title)
     fig.savefig(path)
@@ -1046,7 +1088,9 @@ def build_report(out_dir: str | Path) -> Path:
         attach_moving_downtime(runs, read_windows(out / "disturbances"))
         attach_window_seconds(runs, out / "disturbances")
         verdicts = grid_verdicts(meta, runs)
-        found = with_client_notes(with_conditions(claims(verdicts), verdicts, runs), verdicts)
+        found = with_client_notes(with_caveats(with_conditions(claims(verdicts), verdicts,
+                                                               runs), verdicts, runs),
+                                  verdicts)
         html_parts.append(_sweep_html(meta, verdicts, found, violations, rdir, runs))
         md_parts.append(_sweep_md(meta, verdicts, found, violations, runs))
 

@@ -811,6 +811,25 @@ task_records_per_s = 10
 task_stop_ms = 5000
 task_start_ms = 5000
 
+# Tasks that stop and start in 10 ms or 100 ms (a stateless sink): below the model's 1 s, where
+# an eager stop-the-world costs little and a cooperative protocol's follow-up round (about one
+# heartbeat for every moved task) may cost more
+[[workloads]]
+name = "16x8c-task10ms"
+connectors = 16
+tasks = 8
+task_records_per_s = 10
+task_stop_ms = 10
+task_start_ms = 10
+
+[[workloads]]
+name = "16x8c-task100ms"
+connectors = 16
+tasks = 8
+task_records_per_s = 10
+task_stop_ms = 100
+task_start_ms = 100
+
 [[grid]]
 name = "kip415"
 description = '''KIP-415's scenarios: eager vs incremental cooperative Connect rebalancing. \
@@ -915,12 +934,13 @@ name = "kip415-task-times"
 description = '''KIP-415's worker joins and worker leaves (scheduled.rebalance.max.delay.ms \
 30 s) at 12 workers, with a task's stop and start taking the model's 1 s each \
 (16x8c-task1s) or 5 s each (16x8c-task5s: Connect's task.shutdown.graceful.timeout.ms is 5 s \
-by default): which marks hold whatever the task stop and start times, which rest on them.'''
+by default), and below it, 10 ms and 100 ms each (16x8c-task10ms, 16x8c-task100ms: a stateless \
+task): which marks hold whatever the task stop and start times, which rest on them.'''
 protocols = ["connect:eager", "connect:cooperative", "classic-connect:eager",
              "classic-connect:sessioned"]
 scenarios = ["kip415-worker-joins", "worker-leaves-d30s"]
 sizes = [12]
-workloads = ["16x8c-task1s", "16x8c-task5s"]
+workloads = ["16x8c-task10ms", "16x8c-task100ms", "16x8c-task1s", "16x8c-task5s"]
 question = "Do the KIP-415 marks depend on how long a task takes to stop and start?"
 metrics = ["task_downtime_task_s", "time_to_balance_ms", "task_restarts", "stall_ms"]
 

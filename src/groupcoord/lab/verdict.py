@@ -220,6 +220,9 @@ class Cell:
     mark: str = ""  # best | tied | "" (a tie of all, or no test)
     #: The seeds' distinct outcomes (:func:`modes`), low to high; one entry: no split.
     outcomes: list[list[float]] = field(default_factory=list)
+    #: A lag cell's raw lag per seed (the run's own, its control's added back), kept only
+    #: where the control does not cancel (:func:`uncancelled`).
+    raw: dict[int, float] = field(default_factory=dict)
 
     @property
     def split(self) -> bool:
@@ -273,6 +276,12 @@ class VerdictRow:
     rate: float | None = None
     #: How long a bounced member is down in the row's scenario (its bounce events), if any.
     down_ms: int | None = None
+    #: Seeds dropped from every protocol of the row because one protocol's run on that seed
+    #: was left out (:func:`same_seeds`).
+    dropped: int = 0
+    #: The grids this row's cell is shared with, when judged on all of their runs
+    #: (:func:`judge_shared_cells`); empty when the cell is this grid's alone.
+    pooled: str = ""
 
 
 @dataclass(slots=True)
@@ -432,19 +441,90 @@ def _in_grid(r: Mapping[str, Any], g: Mapping[str, Any]) -> bool:
             and has("fault_rates", r.get("fault_rate")))
 
 
+def _row_of(r: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (str(r["scenario"]), _size(r), str(r.get("workload")), r.get("fault_rate"))
+
+
+def same_seeds(runs: Sequence[Mapping[str, Any]]
+               ) -> tuple[list[dict[str, Any]], dict[tuple[Any, ...], int]]:
+    """The usable runs (:func:`usable`) with every seed a run was left out on dropped from
+    every protocol of its row, so that a row compares the protocols on the same seeds (a
+    protocol that never caught up on one seed would otherwise be compared on the others'
+    easier draws); and per row, how many seeds were dropped that way."""
+    left: dict[tuple[Any, ...], set[int]] = defaultdict(set)
+    for r in runs:
+        if not usable(r):
+            left[_row_of(r)].add(int(r.get("seed") or 0))
+    kept = [dict(r) for r in runs
+            if usable(r) and int(r.get("seed") or 0) not in left.get(_row_of(r), ())]
+    return kept, {k: len(v) for k, v in left.items()}
+
+
+def cells_of(rs: Sequence[Mapping[str, Any]], protocols: Sequence[str], m: Metric
+             ) -> dict[str, Cell]:
+    """Per protocol, its values of ``m`` by seed over runs ``rs``."""
+    cells: dict[str, Cell] = {}
+    control = f"control_{m.column}" if m.column in LAG_METRICS else ""
+    for p in protocols:
+        vals = {int(r.get("seed") or 0): float(r[m.column]) for r in rs
+                if r["protocol"] == p and r.get(m.column) is not None}
+        if vals:
+            raw = {int(r.get("seed") or 0): float(r[m.column]) + float(r[control]) for r in rs
+                   if control and r["protocol"] == p and r.get(m.column) is not None
+                   and r.get(control) is not None}
+            cells[p] = Cell(vals, raw=raw)
+    return cells
+
+
+#: Lag metrics: with paired controls, the run's excess over its control's.
+LAG_METRICS = frozenset({"lag_peak", "lag_record_s"})
+#: The verdict of a lag row whose control does not cancel the members' own delays.
+UNCANCELLED = "control does not cancel"
+
+
+def uncancelled(mv: MetricVerdict) -> MetricVerdict:
+    """A lag row where some seed's excess is below minus the metric's floor (in either seed
+    set): the paired control did not cancel what the run's members do besides the rebalance
+    (natural lateness: the pauses after the disturbance fall differently in run and control),
+    so excess lag there is no measure of the rebalance. No mark (hence no sentence); the
+    cells keep their raw lag for the page to print beside the excess."""
+    if mv.metric.column not in LAG_METRICS:
+        return mv
+    sets = [mv, *([mv.again] if mv.again is not None else [])]
+    if not any(v < -mv.metric.floor for s in sets for c in s.cells.values()
+               for v in c.values.values()):
+        for s in sets:
+            for c in s.cells.values():
+                c.raw = {}
+        return mv
+    for c in mv.cells.values():
+        c.mark = ""
+    mv.verdict, mv.best, mv.beaten = UNCANCELLED, (), ()
+    return mv
+
+
+def judge_sets(first: Sequence[Mapping[str, Any]], fresh: Sequence[Mapping[str, Any]],
+               protocols: Sequence[str], m: Metric, min_seeds: int = MIN_SEEDS
+               ) -> MetricVerdict:
+    """A row's verdict on its first seed set, confirmed on the fresh one when there is one."""
+    mv = judge(cells_of(first, protocols, m), m, min_seeds)
+    if fresh:
+        mv = confirm(mv, judge(cells_of(fresh, protocols, m), m, min_seeds))
+    return uncancelled(mv)
+
+
 def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
                  spec: str = "SPEC", min_seeds: int = MIN_SEEDS) -> GridVerdict:
     """The verdict table of one grid (``sweep.json``'s record of it) over a sweep's runs."""
     mine = [dict(r) for r in with_work_parameters(r for r in runs if _in_grid(r, grid))]
-    good = [r for r in mine if usable(r)]
+    good, dropped = same_seeds(mine)
     metrics = question_metrics(grid, good or mine)
     protocols = [p for p in grid.get("protocols") or sorted({str(r["protocol"]) for r in mine})
                  if any(r["protocol"] == p for r in mine)]
     param = sweep_parameter(good)
     by_row: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for r in good:
-        by_row[(str(r["scenario"]), _size(r), str(r.get("workload")), r.get("fault_rate"))
-               ].append(r)
+        by_row[_row_of(r)].append(r)
     scen_order = {s: i for i, s in enumerate(grid.get("scenarios") or ())}
 
     def row_key(k: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -456,15 +536,6 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
     n_first = int(grid.get("seeds") or 0)
     n_confirm = int(grid.get("confirm_seeds") or 0) if n_first else 0
 
-    def cells_of(rs: Sequence[Mapping[str, Any]], m: Metric) -> dict[str, Cell]:
-        cells: dict[str, Cell] = {}
-        for p in protocols:
-            vals = {int(r.get("seed") or 0): float(r[m.column]) for r in rs
-                    if r["protocol"] == p and r.get(m.column) is not None}
-            if vals:
-                cells[p] = Cell(vals)
-        return cells
-
     rows = []
     for key in sorted(by_row, key=row_key):
         every = by_row[key]
@@ -472,12 +543,10 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
         fresh = [r for r in every if not _first_set(r, n_first, n_confirm)]
         vr = VerdictRow(key[0], key[1], key[2], key[3], len({r.get("seed") for r in rs}),
                         x=_x_of(every, param), settings=_settings_of(every),
-                        rate=_rate_of(every), down_ms=bounce_down_ms(every[0]))
+                        rate=_rate_of(every), down_ms=bounce_down_ms(every[0]),
+                        dropped=dropped.get(key, 0))
         for m in (row_metric(m0, vr.rate) for m0 in metrics):
-            mv = judge(cells_of(rs, m), m, min_seeds)
-            if fresh:
-                mv = confirm(mv, judge(cells_of(fresh, m), m, min_seeds))
-            vr.metrics.append(mv)
+            vr.metrics.append(judge_sets(rs, fresh, protocols, m, min_seeds))
         rows.append(vr)
     mark_dependence(rows, X_NAMES.get(param or "", (param or "",))[0] if param else None)
     mark_timing_dependence(rows)
@@ -795,6 +864,108 @@ def _x_of(rows: Sequence[Mapping[str, Any]], param: str | None) -> float | None:
     return xs.pop() if len(xs) == 1 else None
 
 
+#: What makes two rows of different grids the same cell: the scenario (and its inline
+#: definition), the group's size, the fault rate, the work each member does and every setting
+#: of every protocol (``light`` and ``light-md300s`` differ in name only: Kafka's default
+#: metadata.max.age.ms is 300 s).
+_CELL_COLUMNS = ("scenario", "scenario_def", "fault_rate", "topics", "partitions",
+                 "total_partitions", "connectors", "tasks")
+
+
+def _work(r: Mapping[str, Any]) -> str:
+    """A run's workload with every default filled in (``sim.workload``'s table), so that two
+    names of the same work compare equal and any difference (a task time, a pause) does not."""
+    from groupcoord.sim.workload import WorkloadError, parse_workload
+
+    try:
+        table = parse_workload("work", json.loads(str(r.get("work") or "{}"))).as_table()
+    except (ValueError, WorkloadError):
+        return f"{r.get('workload')}: {r.get('work')}"
+    return json.dumps(table, sort_keys=True, default=str)
+
+
+def _condition(rs: Sequence[Mapping[str, Any]]) -> tuple[tuple[Any, ...], dict[str, str]]:
+    """A row's conditions: what every protocol shares, and each protocol's settings."""
+    base = {(*(str(r.get(c)) for c in _CELL_COLUMNS), _size(r), _work(r)) for r in rs}
+    return (*sorted(base),), {str(r["protocol"]): str(r.get("settings_json")) for r in rs}
+
+
+def judge_shared_cells(grids: Sequence[Mapping[str, Any]], verdicts: Sequence[GridVerdict],
+                       runs: Sequence[Mapping[str, Any]], min_seeds: int = MIN_SEEDS) -> None:
+    """One verdict per (cell, metric) across grids: a cell two grids share (the same runs, as
+    rolling's and busy-rolling's plain rolling bounce, or the same conditions under two
+    workload names, as the anchor's topic growth and metadata-age's at 300 s) is judged in
+    each grid on all the runs of every grid that has it, each run in the seed set (first or
+    fresh) the grid with the most seeds gives it, so that a row cannot read ★ in one grid on
+    a few of the runs another grid calls an overlap on all of them. The row says so
+    (``VerdictRow.pooled``)."""
+    spans = {id(g): int(g.get("seeds") or 0) + int(g.get("confirm_seeds") or 0)
+             for g in grids}
+    owners: dict[tuple[Any, ...], list[tuple[int, VerdictRow]]] = defaultdict(list)
+    pooled: dict[tuple[Any, ...], dict[tuple[Any, ...], dict[str, Any]]] = defaultdict(dict)
+    mine = [dict(r) for r in with_work_parameters(runs)]
+    for gi, (grid, gv) in enumerate(zip(grids, verdicts, strict=True)):
+        rows = {(row.scenario, row.size, row.workload, row.fault_rate): row for row in gv.rows}
+        inside = [r for r in mine if _in_grid(r, grid)]
+        kept, _ = same_seeds(inside)
+        by_row: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+        for r in kept:
+            by_row[_row_of(r)].append(r)
+        for key, rs in by_row.items():
+            row = rows.get(key)
+            if row is None:
+                continue
+            base, settings = _condition(rs)
+            # the same conditions, and every protocol both rows run set alike
+            cond = next((c for c in owners if c[0] == base and all(
+                st.get(p, v) == v for p, v in settings.items() for st in (dict(c[1]),))),
+                (base, tuple(sorted(settings.items()))))
+            owners[cond].append((gi, row))
+            for r in rs:
+                rid = (_row_of(r), r["protocol"], r.get("seed"), r.get("replicate"))
+                best = pooled[cond].get(rid)
+                if best is None or spans[id(grid)] > spans[id(grids[best["_grid"]])]:
+                    pooled[cond][rid] = {**r, "_grid": gi}
+    touched: set[int] = set()
+    for cond, rows_of in owners.items():
+        if len({gi for gi, _ in rows_of}) < 2:
+            continue
+        rs = list(pooled[cond].values())
+        if len({_row_of(r) for r in rs}) > 1:
+            # two workload names share the seeds' numbers: one key per (row, seed), so that
+            # the cells keep every run and pair protocols within their own row only
+            keys = {k: i for i, k in enumerate(sorted({(_row_of(r), int(r.get("seed") or 0))
+                                                        for r in rs}, key=repr))}
+            rs = [{**r, "seed": keys[(_row_of(r), int(r.get("seed") or 0))]} for r in rs]
+        names = sorted({str(verdicts[gi].name) for gi, _ in rows_of})
+
+        def first(r: Mapping[str, Any]) -> bool:
+            g = grids[r["_grid"]]
+            n = int(g.get("seeds") or 0)
+            return _first_set(r, n, int(g.get("confirm_seeds") or 0) if n else 0)
+
+        one = [r for r in rs if first(r)]
+        fresh = [r for r in rs if not first(r)]
+        for gi, row in rows_of:
+            gv = verdicts[gi]
+            row.metrics = [judge_sets(one, fresh, gv.protocols, mv.metric, min_seeds)
+                           for mv in row.metrics]
+            row.seeds = len({(_row_of(r), r.get("seed")) for r in one})
+            n_fresh = len({(_row_of(r), r.get("seed")) for r in fresh})
+            others = [n for n in names if n != gv.name]
+            row.pooled = (f"the same cell as {', '.join(others)}: judged on every grid's runs "
+                          f"of it ({row.seeds} seeds" + (f" + {n_fresh} fresh" if n_fresh
+                                                          else "") + ")")
+            touched.add(gi)
+    for gi in touched:
+        gv = verdicts[gi]
+        for row in gv.rows:
+            for mv in row.metrics:
+                mv.depends = ""
+        mark_dependence(gv.rows, X_NAMES.get(gv.parameter or "", (gv.parameter or "",))[0]
+                        if gv.parameter else None)
+
+
 def grid_verdicts(meta: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]
                   ) -> list[GridVerdict]:
     """One verdict table per grid of ``sweep.json`` (one for the whole sweep without grids)."""
@@ -811,6 +982,7 @@ def grid_verdicts(meta: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]
                   "seeds": meta.get("seeds"), "confirm_seeds": meta.get("confirm_seeds")}
                  for kind, ps in kinds if ps]
     out = [grid_verdict(g, runs, spec) for g in grids]
+    judge_shared_cells(grids, out, runs)
     mark_busy_limits(out)
     mark_heartbeat_limits(out)
     mark_by_design(out)
@@ -941,6 +1113,20 @@ def _strength(mv: MetricVerdict) -> float:
     return (hi + m.floor) / (lo + m.floor)
 
 
+#: How a crossover sentence names a value whose first seed set marked a best the fresh set
+#: did not repeat.
+NOT_CONFIRMED = "not confirmed"
+
+
+def _unconfirmed_text(mv: MetricVerdict) -> str | None:
+    """A crossover's words for a row whose mark the fresh seeds did not repeat (None: no mark
+    on either set: "no protocol separated")."""
+    if mv.verdict != "unconfirmed":
+        return None
+    first = mv.best[0] if len(mv.best) == 1 else " and ".join(mv.best)
+    return f"{NOT_CONFIRMED} ({first} on the first seeds; {again_text(mv)} on the fresh)"
+
+
 def _crossovers(g: GridVerdict) -> list[Claim]:
     """Per scenario and metric of a grid that sweeps a parameter: the marked best at each
     value swept (the tied best together, when they beat the others), when it is not the same
@@ -962,12 +1148,13 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
             winners = [(r.x, " and ".join(full_name(p, (r.settings or g.settings).get(p))
                                           for p in r.metrics[i].best)
                         if r.metrics[i].verdict in ("best", "tied") and r.metrics[i].beaten
-                        else None) for r in rows]
+                        else _unconfirmed_text(r.metrics[i])) for r in rows]
             # a win over a configured KIP-415 delay is no finding (the page's rule): said
             # as such, never named as a winner
             winners = [(x, DELAY_WIN if w is not None and r.metrics[i].limit.startswith("is won")
                         else w) for r, (x, w) in zip(rows, winners, strict=True)]
-            named = {w for _, w in winners if w is not None and w != DELAY_WIN}
+            named = {w for _, w in winners if w is not None and w != DELAY_WIN
+                     and not w.startswith(NOT_CONFIRMED)}
             # the grid's own metric (its question's first) is answered at every value swept;
             # the others only where the winner changes
             if not named or (i > 0 and len(named) < 2):
@@ -1123,6 +1310,18 @@ def task_time_input(g: GridVerdict, m: Metric) -> bool:
             and all(family(p) in _CONNECT_FAMILIES for p in g.protocols))
 
 
+#: Metrics a ``-slowNms`` scenario variant injects: eager's stall there is the rebalances
+#: times the slow event the scenario adds (one member late by N ms at every rebalance).
+SLOW_INPUTS = frozenset({"stall_ms"})
+
+
+def injected_input(row: VerdictRow, m: Metric) -> bool:
+    """Whether ``m`` in ``row`` equals an input the scenario injects (a busy-member grid's
+    stall: rebalances x the slow event), so that its mark is the input's, not the
+    protocols': no sentence, like a Connect grid's task-time input."""
+    return m.column in SLOW_INPUTS and SLOW_VARIANT.match(row.scenario) is not None
+
+
 def _candidates(g: GridVerdict) -> list[tuple[float, Claim, tuple[str, ...]]]:
     """A grid's candidate sentences with their effect sizes: per scenario and question metric
     the marked difference of the size with the largest effect."""
@@ -1130,7 +1329,7 @@ def _candidates(g: GridVerdict) -> list[tuple[float, Claim, tuple[str, ...]]]:
     for row in g.rows:
         for mv in row.metrics:
             if mv.verdict not in ("best", "tied") or not mv.beaten or not claimable(mv) \
-                    or task_time_input(g, mv.metric):
+                    or task_time_input(g, mv.metric) or injected_input(row, mv.metric):
                 continue
             sign = 1 if mv.metric.lower_is_better else -1
             runner_up = min(mv.beaten, key=lambda p: (sign * mv.cells[p].median, p))

@@ -1,0 +1,249 @@
+"""A first-page sentence's caveats, each computed from the runs (docs/lab.md "The report"):
+what else the sentence's own rows show that bears on it, appended after its conditions.
+
+- :func:`other_metrics`: on the same row, a metric where the protocol the sentence names as
+  worse has the lowest median (eager's lag on a row where it loses on stall), with that
+  metric's verdict ("not confirmed", "overlap"), so that a sentence does not read as the
+  whole of the row.
+- :func:`restore_rows`: an eager lag win rests on the model's assumption that every member
+  learns of the rebalance at the same heartbeat and on no state restore; the rows of the same
+  scenario and metric whose workload restores state (``warmup_ms``) say what they found.
+- :func:`assignor_cause`: where only eager with one assignor loses and eager with another
+  ties the winners, the loser's assignor is the cause, not the eager protocol.
+- :func:`sign_test_draw`: a mark the paired sign test made (the ranges overlap) on a wide
+  distribution: the worse protocol's median, quartiles and mean over all its seeds, and
+  where it is a classic member's metadata refresh phase, said so.
+- :func:`delay_variants`: a KIP-415 scenario with a configured delay (``-d30s``): what the
+  same scenario at its other delays shows (the win holds at the configured delay only).
+
+Plain Python over the verdict tables (``lab.verdict``) and run dicts, as ``lab.mechanism``.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from groupcoord.lab.findings import CLASSIC_ASSIGNORS, full_name, number
+from groupcoord.lab.mechanism import phase_clause
+from groupcoord.lab.verdict import (
+    SCENARIO_INPUTS,
+    Claim,
+    GridVerdict,
+    MetricVerdict,
+    VerdictRow,
+    again_text,
+    beats,
+    ranked,
+    short_label,
+)
+
+#: The scenario-variant input KIP-415's delay is (``worker-leaves-d30s``).
+_DELAY = next(p for p, name in SCENARIO_INPUTS if name == "scheduled.rebalance.max.delay.ms")
+#: Metrics a classic member's metadata refresh phase decides in a topic's growth.
+_REFRESH_SCENARIOS = ("grow-by", "partition-added")
+
+
+def _word(mv: MetricVerdict) -> str:
+    """A row's verdict as a sentence's caveat says it."""
+    if mv.verdict == "unconfirmed":
+        first = mv.best[0] if len(mv.best) == 1 else " and ".join(mv.best)
+        return f"not confirmed ({first} on the first seeds; {again_text(mv)} on the fresh)"
+    if mv.verdict == "best":
+        return f"\u2605 {mv.best[0]}"
+    if mv.verdict == "tied":
+        return "= " + " and ".join(mv.best)
+    return {"overlap": "an overlap (no protocol separated from all the rest)",
+            "tie": "a tie", "split": "split seeds"}.get(mv.verdict, mv.verdict)
+
+
+def _medians(mv: MetricVerdict, protocols: Sequence[str]) -> str:
+    m = mv.metric
+    return ", ".join(f"{p} {m.fmt(mv.cells[p].median)}" for p in protocols if p in mv.cells)
+
+
+def _row(verdicts: Sequence[GridVerdict], c: Claim) -> tuple[GridVerdict, VerdictRow] | None:
+    g = next((v for v in verdicts if v.name == c.grid), None)
+    if g is None:
+        return None
+    row = next((r for r in g.rows if r.scenario == c.scenario and r.size == c.size
+                and (not c.workload or r.workload == c.workload)), None)
+    return None if row is None else (g, row)
+
+
+def other_metrics(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
+    """The same row's metrics where the sentence's worse protocol has the lowest (best)
+    median, with their verdicts; empty when there is none or the sentence spans rows."""
+    if not c.worse:
+        return ""
+    got = _row(verdicts, c)
+    if got is None:
+        return ""
+    g, row = got
+    parts = []
+    for mv in row.metrics:
+        if mv.metric.column == c.metric or c.worse not in mv.cells:
+            continue
+        # a first-set best the fresh seeds did not repeat, or one that overlaps: no mark,
+        # but the sentence's loser leads there
+        if mv.verdict not in ("unconfirmed", "overlap") or c.worse not in mv.best:
+            continue
+        pool = ranked(mv.cells)
+        parts.append(f"on {short_label(mv.metric, g.excess)} {c.worse} is among the lowest "
+                     f"({_medians(mv, [c.worse, *[p for p in pool if p != c.worse]])}): "
+                     f"{_word(mv)}")
+    return "; ".join(parts)
+
+
+def _restores(runs: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int, str], float]:
+    out: dict[tuple[str, int, str], float] = {}
+    for r in runs:
+        try:  # the workload's restore (its ``work``), not the run's own warm-up column
+            work = json.loads(str(r.get("work") or "{}"))
+        except ValueError:
+            continue
+        w = work.get("warmup_ms") if isinstance(work, dict) else None
+        if isinstance(w, int | float) and w > 0:
+            out[(str(r.get("scenario")), int(r.get("size") or 0),
+                 str(r.get("workload")))] = float(w)
+    return out
+
+
+def restore_rows(c: Claim, verdicts: Sequence[GridVerdict],
+                 runs: Sequence[Mapping[str, Any]]) -> str:
+    """For a sentence an eager protocol wins on lag: the model's two assumptions it rests on
+    (when the members learn of the rebalance, ``mechanism.phase_clause``; no state restore),
+    and what the rows of the same scenario and metric with a state restore found."""
+    if c.metric not in ("lag_peak", "lag_record_s") or "eager" not in c.best:
+        return ""
+    restores = _restores(runs)
+    found = []
+    for g in verdicts:
+        for row in g.rows:
+            w = restores.get((row.scenario, row.size, row.workload))
+            if row.scenario != c.scenario or w is None:
+                continue
+            mv = next((x for x in row.metrics if x.metric.column == c.metric), None)
+            if mv is None:
+                continue
+            found.append(f"{g.name} with a {number(w / 1000)} s restore ({row.size} members): "
+                         f"{_word(mv)} ({_medians(mv, ranked(mv.cells))})")
+    out = "no state restore" + (" (" + "; ".join(found) + ")" if found
+                                  else " (not tested with one)")
+    own = next((v for v in verdicts if v.name == c.grid), None)
+    if not c.worse and own is not None:  # a crossover sentence carries no conditions: the
+        # model's heartbeat assumption here
+        out = f"{phase_clause(own.protocols)} (the model's assumption); {out}"
+    return out
+
+
+def assignor_cause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
+    """Rows of the sentence where eager with one assignor ties the winners and only eager
+    with another loses: the loser's assignor is the cause."""
+    g = next((v for v in verdicts if v.name == c.grid), None)
+    if g is None:
+        return ""
+    out = []
+    for row in g.rows:
+        if row.scenario != c.scenario or row.size != c.size:
+            continue
+        for mv in row.metrics:
+            if mv.metric.column != c.metric or mv.verdict not in ("best", "tied"):
+                continue
+            eager_best = [p for p in mv.best if _eager(p)]
+            if not eager_best or not mv.beaten or not all(_eager(p) for p in mv.beaten):
+                continue
+            st = row.settings or g.settings
+            lose = ", ".join(full_name(p, st.get(p)) for p in mv.beaten)
+            win = ", ".join(full_name(p, st.get(p)) for p in eager_best)
+            out.append(f"{row.workload}: only {lose} loses while {win} ties the winners: "
+                       f"the {_assignor(mv.beaten[0])} assignor, not the eager protocol, is "
+                       "the cause")
+    return "; ".join(out)
+
+
+def _eager(p: str) -> bool:
+    fam, _, variant = p.partition("@")[0].partition(":")
+    return fam == "classic" and variant.split("-")[0] == "eager"
+
+
+def _assignor(p: str) -> str:
+    return str(CLASSIC_ASSIGNORS.get(p.partition("@")[0].partition(":")[2]) or p)
+
+
+def sign_test_draw(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
+    """A mark the sign test made where the worse protocol's range reaches the best's: its
+    distribution over every seed (both sets), and the refresh phase where that is what it is."""
+    if not c.worse:
+        return ""
+    got = _row(verdicts, c)
+    if got is None:
+        return ""
+    g, row = got
+    mv = next((x for x in row.metrics if x.metric.column == c.metric), None)
+    if mv is None or c.best not in mv.cells or c.worse not in mv.cells:
+        return ""
+    b, w = mv.cells[c.best], mv.cells[c.worse]
+    if beats(list(b.values.values()), list(w.values.values()), mv.metric):
+        return ""
+    vals = list(w.values.values())
+    if mv.again is not None and c.worse in mv.again.cells:
+        vals += list(mv.again.cells[c.worse].values.values())
+    if len(vals) < 4:
+        return ""
+    m = mv.metric
+    q1, med, q3 = statistics.quantiles(vals, n=4, method="inclusive")
+    text = (f"the \u2605 comes from the paired sign test (the ranges overlap), not from "
+            f"separated ranges; {c.worse}'s value is a wide draw: over its {len(vals)} seeds "
+            f"median {m.fmt(med)}, quartiles {m.fmt(q1)}\u2013{m.fmt(q3)}, mean "
+            f"{m.fmt(statistics.fmean(vals))}")
+    st = (row.settings or g.settings).get(c.worse, {})
+    age = st.get("metadata.max.age.ms")
+    if c.worse.startswith("classic:") and any(x in c.scenario for x in _REFRESH_SCENARIOS) \
+            and isinstance(age, int | float):
+        text += (f" (the classic group rebalances when its leader's metadata refresh sees the "
+                 f"new partitions: a phase drawn over metadata.max.age.ms = "
+                 f"{number(age / 1000)} s)")
+    return text
+
+
+def delay_variants(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
+    """For a sentence on a KIP-415 scenario with a configured delay: the same scenario at its
+    other delays, per grid, on the sentence's metric (the win holds at its delay only)."""
+    mt = _DELAY.match(c.scenario)
+    if not mt:
+        return ""
+    base, here = mt.group("base"), mt.group("v")
+    out = []
+    for g in verdicts:
+        for row in g.rows:
+            other = _DELAY.match(row.scenario)
+            if other is None or other.group("base") != base or other.group("v") == here \
+                    or row.size != c.size:
+                continue
+            mv = next((x for x in row.metrics if x.metric.column == c.metric), None)
+            if mv is None:
+                continue
+            out.append(f"{row.scenario} ({g.name}, {row.workload}): {_word(mv)} "
+                       f"({_medians(mv, ranked(mv.cells))})")
+    if not out:
+        return ""
+    return ("the marks hold at the configured delay of this scenario only; at its other "
+            "delays: " + "; ".join(out))
+
+
+def with_caveats(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
+                 runs: Sequence[Mapping[str, Any]]) -> list[Claim]:
+    """The sentences with their caveats appended (each computed from the runs)."""
+    out = []
+    for c in found:
+        parts = [x for x in (other_metrics(c, verdicts), restore_rows(c, verdicts, runs),
+                             assignor_cause(c, verdicts), sign_test_draw(c, verdicts),
+                             delay_variants(c, verdicts)) if x]
+        if parts:
+            c = replace(c, text=c.text.rstrip() + " Caveats: " + "; ".join(parts) + ".")
+        out.append(c)
+    return out
