@@ -28,6 +28,9 @@ scenario's run used, under the Kafka names, for the lab's ``settings_json`` colu
 the broker's 5 s default, so that a comparison can tell the protocol from its client defaults
 (:func:`split_timing`; keys in :data:`TIMING_KEYS`, values in ``ms`` or ``s``, several joined
 by ``+``). The variant's timing wins over the field's default and over the scenario's own.
+``classic:eager@hbspread1s`` spreads the members' heartbeat phases by up to 1 s at each join
+(``Scenario.heartbeat_spread_ms``; not a client config: the field's spread, see
+``sim.consumer``).
 """
 
 from __future__ import annotations
@@ -53,7 +56,8 @@ FIELD_SETTINGS: dict[str, dict[str, int]] = {
 
 
 #: The timings a protocol label's ``@`` variant may set: its key -> the Scenario field.
-TIMING_KEYS: dict[str, str] = {"hb": "heartbeat_interval_ms", "session": "session_timeout_ms"}
+TIMING_KEYS: dict[str, str] = {"hb": "heartbeat_interval_ms", "session": "session_timeout_ms",
+                               "hbspread": "heartbeat_spread_ms"}
 _TIMING = re.compile(r"^(?P<key>[a-z]+)(?P<n>\d+)(?P<unit>ms|s)$")
 
 
@@ -148,6 +152,8 @@ def effective_settings(sc: Scenario, protocol: str) -> dict[str, int]:
             out["group.consumer.assignment.interval.ms"] = sc.assignment_interval_ms
         if not wl.idle:
             out["max.poll.records"] = wl.max_poll_records
+        if sc.heartbeat_spread_ms:  # the model's spread of heartbeat phases (no client config)
+            out["heartbeat.spread.ms"] = sc.heartbeat_spread_ms
     out["request.timeout.ms"] = sc.request_timeout_ms
     return dict(sorted(out.items()))
 
