@@ -977,7 +977,8 @@ class Processor:
                      schedule: bool) -> None:
         m = self.model
         n = min(float(m.workload.max_poll_records), total)
-        s = m.workload.processing_ms.draw(m.rng)
+        s = m.workload.processing_ms.draw(
+            m.rng if not m.keyed_draws else random.Random(f"batch:{m.seed}:{self.member}:{t0!r}"))
         pos = self._p
         items = [(k, r, pos[r], n * b / total) for k, r, b in backlog]
         self._bitems = self.batch = items
@@ -1072,10 +1073,33 @@ class Processor:
 
     def start_pauses(self, seed: int) -> None:
         """Pause this poll loop now and then (``pause_every_ms``; see the module docstring,
-        "Natural lateness"): the first pause an exponential gap from now."""
-        w = self.model.workload
-        self.pause_rng = random.Random(f"pause:{seed}:{self.name}")
-        self.model.at(self.model.now() + self._pause_gap(w), self._pause, None)
+        "Natural lateness"): the member's first poll loop's first pause an exponential gap
+        from now; a later incarnation of the member (a bounce's restart) goes on with the
+        member's schedule, in the same stream, from the first pause due after now (the ones
+        that fell while it was down skipped), so a member pauses at the same times in a run
+        and in its paired control, whether or not the run restarted it."""
+        m = self.model
+        w = m.workload
+        now = m.now()
+        member = self.member
+        known = m.pause_streams.get(member)
+        if known is None:  # (seeded by the first incarnation's name, as before)
+            self.pause_rng = m.pause_streams[member] = random.Random(f"pause:{seed}:{self.name}")
+            t = now + self._pause_gap(w)
+        else:
+            self.pause_rng = known
+            t = m.pause_next[member]
+            while t < now:  # its pauses while it was down: their durations, the gaps after
+                w.pause_ms.draw(known)
+                t += self._pause_gap(w)
+        m.pause_next[member] = t
+        m.at(t, self._pause, None)
+
+    @property
+    def member(self) -> str:
+        """The member this poll loop belongs to, whatever its incarnation (``c1`` of
+        ``c1#2``)."""
+        return self.name.partition("#")[0]
 
     def _pause_gap(self, w: Workload) -> int:
         assert self.pause_rng is not None
@@ -1091,7 +1115,8 @@ class Processor:
         w = m.workload
         now = m.now()
         d = max(0.0, w.pause_ms.draw(self.pause_rng))
-        m.at(now + self._pause_gap(w), self._pause, None)
+        t = m.pause_next[self.member] = now + self._pause_gap(w)
+        m.at(t, self._pause, None)
         self.advance(now)
         if d <= 0:
             return
@@ -1343,6 +1368,16 @@ class WorkModel:
         self.workload = workload
         self.seed = seed
         self.rng = random.Random(f"work:{seed}")
+        #: Natural lateness (``pause_every_ms`` > 0) keys its draws by member and time, not
+        #: by the order of the calls: a batch's time per record from the member and the
+        #: batch's start, and each member's pauses from its own stream on one schedule across
+        #: its incarnations (``pause_streams``, ``pause_next``: the next pause's time, per
+        #: member name without its incarnation), so
+        #: that a run and its paired control draw the same for a member that the disturbance
+        #: did not touch (other workloads draw in call order from ``rng``, as before).
+        self.keyed_draws = workload.pause_every_ms > 0
+        self.pause_streams: dict[str, random.Random] = {}
+        self.pause_next: dict[str, int] = {}
         self.now = now
         self._at = at
         self.stale = stale
