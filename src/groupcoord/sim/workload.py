@@ -109,8 +109,14 @@ the same member pauses at the same times under every protocol of a run), each pa
 draw of ``pause_ms``. A pause is a batch of no records: nothing is processed, and ``poll()``
 comes only at its end; a pause that falls inside a batch comes at the batch's end, before the
 next ``poll()``. The backlog built meanwhile is then polled in batches of up to
-``max_poll_records`` whose processing time per record is drawn per batch (a heavy-tailed
-``processing_ms``, e.g. lognormal, gives a heavy-tailed poll length). A member that keeps up
+``max_poll_records`` whose processing time per record is drawn per member and second (the
+batches that start in one second share it; a heavy-tailed ``processing_ms``, e.g. lognormal,
+gives a heavy-tailed poll length). Every draw is keyed by the member and the time, never by
+the order of the calls (:data:`SPEED_SLOT_MS`; a restarted member goes on with its pause
+schedule), so that the paired control draws what the run draws for the same member at the same
+time and cancels the pauses and the slow seconds (without it the control's draws went their
+own way once the disturbance had changed any batch, and excess lag came out negative). A
+member that keeps up
 with no pause is in ``poll()`` whenever a rebalance comes (its lateness 0); lateness follows
 from the work: the pauses, and the backlog they leave. Where the protocol waits for the poll
 is the clients' own: a classic member rejoins from ``poll()`` (Java's
@@ -640,6 +646,14 @@ class Resource:
         self.lag = lag if lag > 0 else 0.0
 
 
+#: Natural lateness (``WorkModel.keyed_draws``): a member's time per record is one draw per
+#: member and slot of this many ms, shared by the batches that start in it (its speed for that
+#: second: a slow downstream call or a cold cache lasts a while), so that a run and its paired
+#: control, whose batches start at other times once the disturbance moved them, still draw the
+#: same speed for the same member at the same time.
+SPEED_SLOT_MS = 1_000
+
+
 class Processor:
     """One application thread: a consumer's poll loop, or a Connect task's.
 
@@ -977,8 +991,8 @@ class Processor:
                      schedule: bool) -> None:
         m = self.model
         n = min(float(m.workload.max_poll_records), total)
-        s = m.workload.processing_ms.draw(
-            m.rng if not m.keyed_draws else random.Random(f"batch:{m.seed}:{self.member}:{t0!r}"))
+        s = m.workload.processing_ms.draw(m.rng if not m.keyed_draws else random.Random(
+            f"batch:{m.seed}:{self.member}:{int(t0) // SPEED_SLOT_MS}"))
         pos = self._p
         items = [(k, r, pos[r], n * b / total) for k, r, b in backlog]
         self._bitems = self.batch = items
@@ -1369,12 +1383,12 @@ class WorkModel:
         self.seed = seed
         self.rng = random.Random(f"work:{seed}")
         #: Natural lateness (``pause_every_ms`` > 0) keys its draws by member and time, not
-        #: by the order of the calls: a batch's time per record from the member and the
-        #: batch's start, and each member's pauses from its own stream on one schedule across
-        #: its incarnations (``pause_streams``, ``pause_next``: the next pause's time, per
-        #: member name without its incarnation), so
-        #: that a run and its paired control draw the same for a member that the disturbance
-        #: did not touch (other workloads draw in call order from ``rng``, as before).
+        #: by the order of the calls: a batch's time per record by the member and the second
+        #: its batch starts in (:data:`SPEED_SLOT_MS`), each member's pauses from its own
+        #: stream on one schedule across its incarnations (``pause_streams``, ``pause_next``:
+        #: the next pause's time, by member name without its incarnation), so that a run and
+        #: its paired control draw the same for the same member at the same time (other
+        #: workloads draw in call order from ``rng``, as before).
         self.keyed_draws = workload.pause_every_ms > 0
         self.pause_streams: dict[str, random.Random] = {}
         self.pause_next: dict[str, int] = {}
