@@ -83,9 +83,9 @@ def test_a_crash_row_that_never_caught_up_says_its_lag_grows_with_the_run() -> N
 def test_twelve_share_members_on_four_partitions_are_said_to_be_capacity() -> None:
     runs = [_run(SHARE, 0, 12), _run(KIP848, 0, 12)]
     text = share_capacity(12, [SHARE, KIP848], runs)
-    assert text.startswith("12 members on 4 partitions: the share group has 3 members working "
-                           "each partition, the consumer group one")
-    assert "working capacity" in text
+    assert text.startswith("12 members on 4 partitions: the share group has 3 members "
+                           "fetching each partition, the consumer group one")
+    assert "redundancy" in text and "not spare capacity" in text
     # one member per partition, or no share group in the sentence: nothing to say
     assert share_capacity(4, [SHARE, KIP848], [_run(SHARE, 0, 4)]) == ""
     assert share_capacity(12, [KIP848, "consumer:range"], runs) == ""
@@ -107,3 +107,33 @@ def test_a_lag_axis_says_record_seconds() -> None:
 
     assert axis_label(BY_COLUMN["lag_record_s"]) == "record-seconds (record·s)"
     assert axis_label(BY_COLUMN["lag_peak"]) == "records"
+
+
+def test_the_load_of_a_share_row_with_idle_consumer_members_says_both_groups() -> None:
+    """12 members on 4 partitions at 60 rec/s each: a share member does 20 rec/s (20 % busy),
+    a consumer group's 4 working members 60 rec/s (60 % busy) and 8 idle."""
+    ld = member_load(_run(KIP848, 0, 12))
+    assert ld is not None
+    assert ld.text().startswith("20 rec/s, 20.0% busy per member")  # other grids: as before
+    text = ld.text(share=True)
+    assert text.startswith("share group: 20 rec/s, 20.0% busy per member (3 members fetch "
+                           "each partition); consumer group: 4 of 12 members work, 60 rec/s, "
+                           "60.0% busy each (8 idle)")
+    # one member per partition: one load for both
+    four = member_load(_run(KIP848, 0, 4))
+    assert four is not None and four.text(share=True) == four.text()
+
+
+def test_kip848_and_share_members_keep_their_own_heartbeat_phase() -> None:
+    """Classic members learn of a rebalance together (their timers restart at the join);
+    KIP-848 and share members each at their own next heartbeat: the line says so per
+    family."""
+    from groupcoord.lab.mechanism import conditions, phase_clause
+
+    share = {"group.share.heartbeat.interval.ms": 5000, "group.share.session.timeout.ms": 45000}
+    text = conditions([SHARE, KIP848], {SHARE: share, KIP848: SETTINGS[KIP848]})
+    assert "keep their own heartbeat phase" in text
+    assert "together" not in text
+    assert "own next heartbeat" in phase_clause([SHARE, KIP848])
+    assert "same moment" not in phase_clause([SHARE, KIP848])
+    assert "same moment" in phase_clause(["classic:eager", KIP848])

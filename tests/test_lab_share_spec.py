@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from groupcoord.lab.runs import flatten, run_one
 from groupcoord.lab.spec import expand, load_spec
 
@@ -15,7 +17,8 @@ SPEC = Path(__file__).parent.parent / "src" / "groupcoord" / "lab" / "data" / "s
 
 def test_the_share_spec_pairs_share_and_consumer_groups_on_the_same_seeds() -> None:
     runs = expand(load_spec(str(SPEC)))
-    assert {r.protocol for r in runs} == {"share:simple", "consumer:uniform"}
+    assert {r.protocol for r in runs} == {"share:simple", "consumer:uniform",
+                                          "consumer:uniform@commit100ms"}
     by_cell: dict[tuple[object, ...], set[tuple[str, int]]] = {}
     # (the lock grid is share groups' only: a consumer group has no lock, its rows would be
     # the poison workload's)
@@ -26,7 +29,9 @@ def test_the_share_spec_pairs_share_and_consumer_groups_on_the_same_seeds() -> N
         key = (r.scenario, r.size, r.workload, r.fault_rate, r.replicate)
         by_cell.setdefault(key, set()).add((r.protocol, r.seed))
     # every cell runs both protocols on one seed: the comparison is paired
-    assert all(len(v) == 2 and len({s for _, s in v}) == 1 for v in by_cell.values())
+    assert all(len(v) >= 2 and len({s for _, s in v}) == 1 for v in by_cell.values())
+    assert all({"share:simple", "consumer:uniform"} <= {p for p, _ in v}
+               for v in by_cell.values())
     assert {r.size for r in runs} == {4, 12} and {r.scenario for r in runs} >= {"crowd-crash"}
 
 
@@ -92,5 +97,59 @@ def test_an_equal_capacity_workload_runs_beside_the_four_partition_one() -> None
     assert [w.name for w in grids["equal-capacity"].workloads] == ["1x12-busy"]
     assert "1x12-busy" not in [w.name for w in grids["share"].workloads]
     for grid in grids.values():
-        assert {"resources_moved", "resource_downtime_ms", "records_reprocessed",
-                "convergence_ms"} <= set(grid.metrics)
+        assert {"resources_moved", "resource_downtime_ms", "records_reprocessed"} <= set(
+            grid.metrics)
+        # a rolling bounce's time to converge is its schedule's length: not a metric there
+        assert ("convergence_ms" in grid.metrics) == ("rolling-bounce" not in grid.scenarios)
+
+
+def test_the_consumer_group_also_commits_at_a_matched_cadence() -> None:
+    """Records processed twice after a crash are what a consumer group processed since its
+    last commit: the equal-capacity grid runs it at its 5 s default and at 100 ms (an
+    application that commits each batch) on the same seeds, beside the share group."""
+    from groupcoord.lab.runs import build_scenario
+
+    spec = load_spec(str(SPEC))
+    grids = {g.name: g for g in spec.grids}
+    assert grids["equal-capacity"].protocols == ("share:simple", "consumer:uniform",
+                                                 "consumer:uniform@commit100ms")
+    assert "crowd-crash" in grids["equal-capacity"].scenarios
+    runs = [r for r in expand(spec) if r.workload == "1x12-busy" and r.scenario == "crowd-crash"
+            and r.size == 4 and r.replicate == 0]
+    by = {r.protocol: r for r in runs}
+    assert by["consumer:uniform"].seed == by["consumer:uniform@commit100ms"].seed
+    assert build_scenario(by["consumer:uniform"]).commit_interval_ms == 5_000
+    assert build_scenario(by["consumer:uniform@commit100ms"]).commit_interval_ms == 100
+    # each rolling bounce in a grid of its own: no time to converge there
+    rolling = [g for g in grids.values() if "rolling-bounce" in g.scenarios]
+    assert rolling and all(g.scenarios == ("rolling-bounce",) for g in rolling)
+
+
+def test_a_crash_at_three_members_per_partition_reaches_the_lock_limit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lock-limit grid: at 100 records/s a partition the crashed member's locked records
+    hold the share-partition start offset 30 s, and 2,000 offsets on (Kafka's
+    group.share.partition.max.record.locks) the partition stops for its other members too;
+    without the limit they go on."""
+    from dataclasses import replace
+
+    import groupcoord.sim.share as share
+
+    spec = load_spec(str(SPEC))
+    grids = {g.name: g for g in spec.grids}
+    assert grids["lock-limit"].scenarios == ("crowd-crash",) and grids["lock-limit"].sizes == (12,)
+    run = next(r for r in expand(spec) if r.workload == "1x4-fast" and r.replicate == 0
+               and r.protocol == "share:simple")
+    limited = flatten(run_one(run))["runs"][0]
+    assert limited["ok"], limited["invariant"]
+    of_group = share.ShareConfig.of_group
+
+    def unlimited(*args: object, **kw: object) -> object:
+        return replace(of_group(*args, **kw), max_record_locks=10**9)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(share.ShareConfig, "of_group", staticmethod(unlimited))
+    free = flatten(run_one(run))["runs"][0]
+    assert free["ok"], free["invariant"]
+    # the stop: seconds of the partition's production pile up (100 records/s)
+    assert limited["lag_peak"] > 500 and limited["lag_record_s"] > 2_000
+    assert free["lag_peak"] < 50 and free["lag_record_s"] < 500

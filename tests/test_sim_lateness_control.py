@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from groupcoord.sim.workload import DEFAULT_WORKLOAD, Dist, Processor, Workload
+from groupcoord.sim.workload import DEFAULT_WORKLOAD, Dist, Processor, Workload, member_of
 from tests.test_sim_workload import Loop, fixed
 
 
@@ -27,7 +27,7 @@ def pauses(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
 
     def record(self: Processor, arg: Any) -> None:
         if self.model.processors.get(self.name) is self:
-            seen.append((self.member, self.model.now()))
+            seen.append((member_of(self.name), self.model.now()))
         original(self, arg)
     monkeypatch.setattr(Processor, "_pause", record)
     return seen
@@ -41,7 +41,7 @@ def batches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, float, float]]:
 
     def record(self: Processor, t0: float, *a: Any, **kw: Any) -> None:
         original(self, t0, *a, **kw)
-        seen.append((self.member, t0, self.batch_end))
+        seen.append((member_of(self.name), t0, self.batch_end))
     monkeypatch.setattr(Processor, "_start_batch", record)
     return seen
 

@@ -122,6 +122,8 @@ FAMILY_NAMES: dict[str, str] = {
     "consumer": "KIP-848 consumer group protocol (the coordinator assigns; variant: its "
                 "server-side assignor)",
     "classic-connect": "Connect as shipped (classic group protocol)",
+    "share": "KIP-932 share group (Kafka 4.2: the members of a partition all fetch it, each "
+             "record acquired by one member at a time under a lock, acknowledged one by one)",
     "connect": "Connect on the connect group type (this project's, not in Apache Kafka)",
 }
 #: Variants that are not a family's usual pairing, said where a table has them.
@@ -164,7 +166,10 @@ def full_name(protocol: str, settings: Mapping[str, Any] | None = None) -> str:
 
 
 #: Families Apache Kafka ships; the verdict tables rank these against each other only.
-SHIPPED_FAMILIES = frozenset({"classic", "consumer", "classic-connect"})
+#: (Share groups, KIP-932, are production-ready since Kafka 4.2: ranked with the others, so a
+#: grid with two consumer columns, a timing variant beside its default, still ranks the share
+#: group's.)
+SHIPPED_FAMILIES = frozenset({"classic", "consumer", "classic-connect", "share"})
 
 
 def shipped(protocol: str) -> bool:

@@ -111,6 +111,10 @@ class Load:
     #: The row's runs, and those whose lag had not caught up when they ended.
     runs: int = 0
     not_recovered: int = 0
+    #: The group's members and partitions (0: unknown), and the rate per partition.
+    members: int = 0
+    partitions: int = 0
+    per_partition: float = 0.0
 
     @property
     def overloaded(self) -> bool:
@@ -118,8 +122,19 @@ class Load:
         return max(self.busiest_range, self.busiest_balanced) > BUSY_LIMIT or \
             self.not_recovered > 0
 
-    def text(self) -> str:
+    def text(self, share: bool = False) -> str:
+        """The load in words; ``share``: a row of share groups (KIP-932) beside consumer
+        groups, which with more members than partitions load their members differently (a
+        share group's members all fetch every partition they share, a consumer group's
+        members beyond the partitions idle), so each is said."""
         out = f"{number(self.records_per_s)} rec/s, {self.busy:.1%} busy per member"
+        if share and self.members > self.partitions > 0:
+            one = self.per_partition * self.busy / max(self.records_per_s, 1e-9)
+            out = (f"share group: {number(self.records_per_s)} rec/s, {self.busy:.1%} busy per "
+                   f"member ({number(self.members / self.partitions)} members fetch each "
+                   f"partition); consumer group: {self.partitions} of {self.members} members "
+                   f"work, {number(self.per_partition)} rec/s, {one:.1%} busy each "
+                   f"({self.members - self.partitions} idle)")
         if self.busiest_range or self.busiest_balanced:
             out += (f"; busiest member, one member fewer: {self.busiest_range:.1%} under "
                     f"range, {self.busiest_balanced:.1%} balanced")
@@ -180,7 +195,8 @@ def member_load(run: Mapping[str, Any], fetch_ms: float = DEFAULT_FETCH_MS) -> L
         return n * per_partition * proc / 1000.0
 
     return Load(rate, rate * proc / 1000.0, per_poll, per_poll * proc, full,
-                busiest("range"), busiest("balanced"))
+                busiest("range"), busiest("balanced"), members=int(members),
+                partitions=int(parts), per_partition=per_partition)
 
 
 def row_loads(runs: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, ...], Load | TaskTimes]:
@@ -259,9 +275,9 @@ def claim_conditions(claim: Claim, verdicts: Sequence[GridVerdict],
     if isinstance(ld, TaskTimes):
         parts.append(f"{ld.text()}")
     elif isinstance(ld, Load):
+        named = [p for p in (claim.best, claim.worse) if p]
         parts.append(f"members {ld.busy:.0%} busy, polls of about {_ms(ld.batch_ms)} when "
-                     "caught up; every member learns of a rebalance at the same moment "
-                     "(heartbeat timers restart at the join)")
+                     "caught up; " + phase_clause(named))
         late = SLOW_VARIANT.match(row.scenario)
         if late:
             parts.append(f"one member {_ms(float(late.group('v')))} late at every rebalance "
@@ -292,9 +308,11 @@ def claim_conditions(claim: Claim, verdicts: Sequence[GridVerdict],
 def share_capacity(size: int, protocols: Sequence[str],
                    runs: Sequence[Mapping[str, Any]]) -> str:
     """A share group (KIP-932) against a consumer group with more members than partitions:
-    the share group's members of a partition all work it (size / partitions of them), the
-    consumer group's one member does and the rest idle, so the two differ in working
-    capacity, not only in protocol; "" otherwise (from the runs' members and partitions)."""
+    the share group's members of a partition all fetch it (size / partitions of them), the
+    consumer group's one member does and the rest idle, so a share member's absence leaves
+    its partition fetched by the others: the difference is that redundancy (the second
+    outside review's control at 60 % busy share members still showed it), not spare
+    capacity; "" otherwise (from the runs' members and partitions)."""
     named = [p for p in protocols if p]
     if not any(family(p) == "share" for p in named) or all(family(p) == "share" for p in named):
         return ""
@@ -303,8 +321,11 @@ def share_capacity(size: int, protocols: Sequence[str],
     if not parts or size <= parts:
         return ""
     return (f"{size} members on {parts} partitions: the share group has {number(size / parts)} "
-            "members working each partition, the consumer group one (the others idle), so "
-            "the difference is working capacity as much as protocol")
+            "members fetching each partition, the consumer group one (the others idle), so "
+            "while one member is away its partition's other share members go on: the "
+            "difference is that redundancy, a share group's own, not spare capacity (with its "
+            "members as busy as the consumer group's working ones the share group still wins; "
+            "at one member per partition the two tie)")
 
 
 def not_caught_up(size: int, protocols: Sequence[str],
@@ -679,6 +700,33 @@ def _settings_json(r: Mapping[str, Any]) -> dict[str, Any]:
     return d if isinstance(d, dict) else {}
 
 
+#: How KIP-848 and KIP-932 members' heartbeats line up, in the simulator as in the field: no
+#: JoinGroup round restarts their timers together. Each member's timer restarts at its own
+#: heartbeat's answer (``client.consumer``'s ``_on_success``, ``sim.share``'s), so each keeps
+#: the phase it started with (the lab draws each initial member's start over one heartbeat
+#: interval, ``sim.scenario.start_offsets_ms``; a bounced member's is set by its restart).
+OWN_PHASE = ("KIP-848 and KIP-932 members keep their own heartbeat phase (drawn per member at "
+             "the start over one heartbeat interval, a bounced member's set by its restart; "
+             "an acknowledging heartbeat moves only its own member's): each learns of a "
+             "rebalance at its own next heartbeat, spread over one interval.")
+
+
+def phase_clause(protocols: Sequence[str]) -> str:
+    """When the members of a row's protocols learn of a rebalance (:func:`conditions`): at the
+    same moment for classic members (timers restart at the join), each at its own next
+    heartbeat for KIP-848 and share members (:data:`OWN_PHASE`)."""
+    fams = {family(p) for p in protocols}
+    out = []
+    if "classic" in fams:
+        out.append("every classic member learns of a rebalance at the same moment (heartbeat "
+                   "timers restart at the join)")
+    if fams & {"consumer", "share"}:
+        out.append("a KIP-848 or share member learns of it at its own next heartbeat (each "
+                   "keeps its own phase)")
+    return "; ".join(out) or ("every member learns of a rebalance at the same moment "
+                              "(heartbeat timers restart at the join)")
+
+
 def conditions(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any]]) -> str:
     """Under which conditions a consumer grid's marks hold, from its runs' settings: the
     heartbeat and session per family, and how the members' heartbeats line up. The Java
@@ -712,11 +760,14 @@ def conditions(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
         parts += timed
     if not parts:
         return ""
-    return ("Conditions: " + "; ".join(parts) + ". Heartbeat timers restart when a member's "
-            "join completes, as the Java client (its heartbeat thread is enabled on the "
-            "JoinGroup response and wakes every 100 ms) and librdkafka do, and every member "
-            "of a round completes it at once: members learn of a rebalance together, not "
-            "spread over an interval."
+    fams = {family(p) for p in protocols}
+    together = ("Heartbeat timers restart when a member's "
+                "join completes, as the Java client (its heartbeat thread is enabled on the "
+                "JoinGroup response and wakes every 100 ms) and librdkafka do, and every member "
+                "of a round completes it at once: classic members learn of a rebalance "
+                "together, not spread over an interval." if "classic" in fams else "")
+    own = (OWN_PHASE if fams & {"consumer", "share"} else "")
+    return ("Conditions: " + "; ".join(parts) + ". " + " ".join(x for x in (together, own) if x)
             + (" A classic member rejoins only from its poll loop, so one busy in a long poll "
                "holds an eager group's barrier until its batch is done (see Polls below for "
                "how long a poll takes in this grid)."
@@ -869,6 +920,7 @@ __all__ = [
     "BUSY_LIMIT",
     "METADATA_EVENTS",
     "MOVING_DOWNTIME",
+    "OWN_PHASE",
     "WINDOW_LAGS",
     "Load",
     "TaskTimes",
@@ -883,6 +935,7 @@ __all__ = [
     "mechanisms",
     "member_load",
     "metadata_mechanism",
+    "phase_clause",
     "row_loads",
     "task_times",
     "window_split",

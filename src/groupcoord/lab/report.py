@@ -29,7 +29,7 @@ import logging
 import math
 import re
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -55,6 +55,12 @@ from groupcoord.lab.mechanism import (
     row_loads,
     with_conditions,
 )
+from groupcoord.lab.share_report import (
+    attach_window_seconds,
+    share_calibration_note,
+    share_sections_html,
+    share_sections_md,
+)
 from groupcoord.lab.verdict import (
     CLAIM_MIN_SEEDS,
     CLAIM_RULE,
@@ -75,6 +81,7 @@ from groupcoord.lab.verdict import (
     claim_candidates,
     claims,
     comparisons,
+    distinct_marks,
     grid_verdicts,
     member_word,
     ranked,
@@ -286,6 +293,12 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
                  f"below rest only on cells with at least {CLAIM_MIN_SEEDS} seeds per "
                  f"protocol ({cmp.claim_pairs:,} pairs, about {cmp.claim_expected:.1f} "
                  "chance marks among them).")
+        marks, distinct = distinct_marks(verdicts, runs)
+        if distinct < marks:
+            test += (f" The tables carry {marks:,} marks (★ or =) and {distinct:,} distinct "
+                     "findings: a row whose workload differs from another's only in its "
+                     "poison records, on the same seeds and with the same mark, repeats that "
+                     "row's finding and is not counted again.")
     confirmed = [g for g in verdicts if g.confirm_seeds]
     if confirmed:
         ok = sum(g.confirmed for g in confirmed)
@@ -306,8 +319,11 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
     bad = sum(g.violated for g in verdicts)
     late = sum(g.not_caught_up for g in verdicts)
     noop = sum(g.noop for g in verdicts)
-    distinct = len({r.get("run_id") for g in verdicts for r in runs if r.get("run_id")
-                    and _in_grid(r, _grid_record(g))})
+    # runs counted by two grids (a grid's record is read from its rows: a cell whose every run
+    # was left out has none, so a lower distinct count alone does not mean a shared run)
+    seen = Counter(r.get("run_id") for g in verdicts for r in runs if r.get("run_id")
+                   and _in_grid(r, _grid_record(g)))
+    distinct = total - sum(n - 1 for n in seen.values())
     shared = (f" ({distinct:,} distinct runs: a run of a cell that two grids share, as the "
               "busy-member and deciding-input grids share their plain scenarios with the "
               "grids they test, counts in each)" if 0 < distinct < total else "")
@@ -355,7 +371,8 @@ def timing_text(label: str) -> str:
         base, timings = split_timing(label)
     except ValueError:
         return "a timing variant"
-    names = {"heartbeat_interval_ms": "heartbeat", "session_timeout_ms": "session timeout"}
+    names = {"heartbeat_interval_ms": "heartbeat", "session_timeout_ms": "session timeout",
+             "commit_interval_ms": "auto-commit interval"}
     what = ", ".join(f"{names.get(k, k)} {number(v / 1000.0)} s" for k, v in timings.items())
     return f"{base} with its {what} instead of the field's default (the same seeds)"
 
@@ -371,7 +388,8 @@ def _verdict_word(mv: MetricVerdict) -> str:
     if mv.verdict == "best":
         return (f"\u2605 best, depends on {mv.depends}" if mv.depends else "\u2605 best") + limit
     if mv.verdict == "tied":
-        return f"= {len(mv.best)} tied" + limit
+        return (f"= {len(mv.best)} tied" + (f", depends on {mv.depends}" if mv.depends else "")
+                + limit)
     if mv.verdict == "unconfirmed":
         first = ("\u2605 " + mv.best[0] if len(mv.best) == 1 else "= " + " and ".join(mv.best))
         return f"not confirmed: first seeds {first}; fresh seeds {again_text(mv)}"
@@ -453,7 +471,10 @@ def _row_head(g: GridVerdict, row: VerdictRow,
     if row.fault_rate:
         load += f", {row.fault_rate:.0%} faults"
     ld = (loads or {}).get((row.scenario, row.size, row.workload, row.fault_rate))
-    if ld is not None:
+    if isinstance(ld, Load):
+        fams = {family(p) for p in g.protocols}
+        load += f": {ld.text(share='share' in fams and len(fams) > 1)}"
+    elif ld is not None:
         load += f": {ld.text()}"
     return row.scenario, size, load
 
@@ -1023,6 +1044,7 @@ def build_report(out_dir: str | Path) -> Path:
         violations = read_rows(out / "violations") or []
         runs = read_runs(out / "runs")
         attach_moving_downtime(runs, read_windows(out / "disturbances"))
+        attach_window_seconds(runs, out / "disturbances")
         verdicts = grid_verdicts(meta, runs)
         found = with_client_notes(with_conditions(claims(verdicts), verdicts, runs), verdicts)
         html_parts.append(_sweep_html(meta, verdicts, found, violations, rdir, runs))
@@ -1160,11 +1182,14 @@ def calibration_note(c: Claim, verdicts: Sequence[GridVerdict] = ()) -> str:
     grid's protocols too (:func:`_claim_protocols`)."""
     from groupcoord.lab import limits
 
+    named = _claim_protocols(c, verdicts)
+    if any(family(p) == "share" for p in named):  # the share calibration's rows, or none
+        return share_calibration_note(c.scenario, c.size, named, workload=c.workload or None)
     lookup = getattr(limits, "calibration_for", None)
     if lookup is None:
         return ""
     found = []
-    for p in _claim_protocols(c, verdicts):
+    for p in named:
         text = lookup(c.scenario, p)
         if text:
             found.append(str(text))
@@ -1271,6 +1296,8 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
     parts += [verdict_html(g, loads, mechanisms(g.protocols, g.settings, grid_runs(g, runs))
                            + grid_lateness_lines(grid_runs(g, runs)))
               for g in verdicts]
+    if share := share_sections_html(runs):
+        parts.append(share)
     parts.append(_claims_html(found, verdicts))
     parts.append(settings_html(runs))
     parts.append("<h2>What the model leaves out</h2><ul>")
@@ -1315,6 +1342,8 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
     for g in verdicts:
         lines += [verdict_md(g, loads, mechanisms(g.protocols, g.settings, grid_runs(g, runs))
                              + grid_lateness_lines(grid_runs(g, runs))), ""]
+    if share := share_sections_md(runs):
+        lines += [share, ""]
     lines += ["## What the tables show", ""]
     if not found:
         lines.append("No difference between protocols passes the test above.")

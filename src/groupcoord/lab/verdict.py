@@ -480,6 +480,7 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
             vr.metrics.append(mv)
         rows.append(vr)
     mark_dependence(rows, X_NAMES.get(param or "", (param or "",))[0] if param else None)
+    mark_timing_dependence(rows)
     title = str(grid.get("question") or grid.get("description") or "")
     return GridVerdict(str(grid.get("name") or ""), title, protocols, metrics, rows, len(mine),
                        sum(1 for r in mine if not r.get("ok")),
@@ -714,6 +715,41 @@ def mark_dependence(rows: Sequence[VerdictRow], param_name: str | None = None) -
                         r.metrics[i].depends = names[key]
 
 
+#: Timing variants (``sim.settings.split_timing``) whose mark decides a verdict's reading:
+#: the Scenario field -> how the dependence reads. A consumer group's records processed
+#: twice after a crash are what it processed since its last commit, so a mark won against
+#: its default 5 s auto-commit and not against its variant that commits each batch is a
+#: fact of the commit interval, not of the protocol (the share comparison's equal-capacity
+#: grid runs both).
+DEPENDS_ON_TIMING: dict[str, str] = {"commit_interval_ms": "the consumer's commit interval"}
+
+
+def mark_timing_dependence(rows: Sequence[VerdictRow]) -> None:
+    """A ★ or = that a protocol's timing variant decides is printed "depends on X": in a row
+    where a protocol and its variant of :data:`DEPENDS_ON_TIMING` are both ranked and the mark
+    treats them differently (one beaten, the other best, tied or not separated), the marked
+    verdict gets ``depends`` (the commit interval's name), as :func:`mark_dependence` does
+    for a swept input."""
+    from groupcoord.sim.settings import split_timing
+
+    for row in rows:
+        for mv in row.metrics:
+            if mv.verdict not in ("best", "tied") or mv.depends:
+                continue
+            pool = ranked(mv.cells)
+            for v in pool:
+                try:
+                    base, timings = split_timing(v)
+                except ValueError:
+                    continue
+                names = [DEPENDS_ON_TIMING[k] for k in timings if k in DEPENDS_ON_TIMING]
+                if not names or base == v or base not in pool:
+                    continue
+                if (base in mv.beaten) != (v in mv.beaten) or (base in mv.best) != (v in mv.best):
+                    mv.depends = names[0]
+                    break
+
+
 def _rate_of(rows: Sequence[Mapping[str, Any]]) -> float | None:
     """The group's production rate in records/s (per partition x partitions), the median over
     the rows' runs; None where a part is unknown."""
@@ -816,7 +852,9 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
     worse = min(mv.beaten, key=lambda p: (sign * mv.cells[p].median, p))
     b, w = mv.cells[best], mv.cells[worse]
     where = f"{row.scenario}, {row.size} {member_word(row.scenario, g.protocols)}"
-    if g.parameter is not None and row.x is not None:
+    # the row's workload, where the grid sweeps one or has several (a clean workload and the
+    # same with poison records): the sentence says which row it quotes
+    if (g.parameter is not None and row.x is not None) or len({r.workload for r in g.rows}) > 1:
         where += f", {row.workload}"
     n = min(len(mv.cells[p].values) for p in (*mv.best, worse))
     word = "lowest" if m.lower_is_better else "highest"
@@ -835,7 +873,10 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
     text = (f"{where}: {lead} against {_quote(m, w)} for {nm(worse)} (the runner-up), medians of "
             f"{n} seeds{throughput(m, row.rate, b.median, w.median)}.")
     text += _by_design(row.settings or g.settings, m, worse, w.median)
-    if mv.depends:
+    if mv.depends in DEPENDS_ON_TIMING.values():
+        text += (f" The mark depends on {mv.depends}: the protocol at another timing of it "
+                 "(a column of this row) is not marked the same way.")
+    elif mv.depends:
         text += (f" The mark depends on {mv.depends}: at another value swept it goes to "
                  "another protocol or to none.")
     if mv.limit.startswith("rests on"):
@@ -1007,6 +1048,45 @@ def comparisons(verdicts: Sequence[GridVerdict]) -> Comparisons:
     return Comparisons(rows, pairs, expected, claim_pairs, claim_expected)
 
 
+def _clean_work(run: Mapping[str, Any]) -> str:
+    """A run's workload parameters without its poison keys (``poison_*``): two workloads with
+    the same clean parameters are the same records, one with poison records among them."""
+    try:
+        work = json.loads(str(run.get("work") or "{}"))
+    except ValueError:
+        return str(run.get("workload"))
+    if not isinstance(work, dict):
+        return str(run.get("workload"))
+    return json.dumps({k: v for k, v in work.items() if not str(k).startswith("poison")},
+                      sort_keys=True)
+
+
+def distinct_marks(verdicts: Sequence[GridVerdict],
+                   runs: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
+    """The marked row-metrics (★ or =) and the distinct findings among them: a row of a
+    workload that differs from another row's only in its poison records (the same clean
+    parameters), on the same seeds, with the same mark (the same best and the same protocols
+    beaten) repeats that row's finding and does not count again (a poison workload whose
+    records cost a clean one's barely changes an outcome: its ★ is the clean row's twin)."""
+    clean: dict[str, str] = {}
+    for r in runs:
+        clean.setdefault(str(r.get("workload")), _clean_work(r))
+    marks = 0
+    seen: set[tuple[Any, ...]] = set()
+    for g in verdicts:
+        for row in g.rows:
+            seeds = tuple(sorted({s for mv in row.metrics for c in mv.cells.values()
+                                  for s in c.values}))
+            for mv in row.metrics:
+                if mv.verdict not in ("best", "tied"):
+                    continue
+                marks += 1
+                seen.add((g.name, row.scenario, row.size, row.fault_rate, row.x,
+                          clean.get(row.workload, row.workload), seeds, mv.metric.column,
+                          mv.best, tuple(sorted(mv.beaten))))
+    return marks, len(seen)
+
+
 #: The page's sentence-selection rule, as the report states it (``{limit}``: MAX_CLAIMS,
 #: ``{seeds}``: CLAIM_MIN_SEEDS).
 CLAIM_RULE = (
@@ -1176,10 +1256,12 @@ __all__ = [
     "claimable",
     "claims",
     "comparisons",
+    "distinct_marks",
     "grid_verdict",
     "grid_verdicts",
     "judge",
     "mark_dependence",
+    "mark_timing_dependence",
     "modes",
     "natural_key",
     "question_metrics",

@@ -28,6 +28,9 @@ scenario's run used, under the Kafka names, for the lab's ``settings_json`` colu
 the broker's 5 s default, so that a comparison can tell the protocol from its client defaults
 (:func:`split_timing`; keys in :data:`TIMING_KEYS`, values in ``ms`` or ``s``, several joined
 by ``+``). The variant's timing wins over the field's default and over the scenario's own.
+``consumer:uniform@commit100ms`` auto-commits every 100 ms instead of the client's 5 s
+(``auto.commit.interval.ms``; a workload's own ``auto_commit_interval_ms`` still wins): the
+commit cadence of an application that commits each batch, beside the default.
 ``classic:eager@hbspread1s`` spreads the members' heartbeat phases by up to 1 s at each join
 (``Scenario.heartbeat_spread_ms``; not a client config: the field's spread, see
 ``sim.consumer``).
@@ -57,7 +60,7 @@ FIELD_SETTINGS: dict[str, dict[str, int]] = {
 
 #: The timings a protocol label's ``@`` variant may set: its key -> the Scenario field.
 TIMING_KEYS: dict[str, str] = {"hb": "heartbeat_interval_ms", "session": "session_timeout_ms",
-                               "hbspread": "heartbeat_spread_ms"}
+                               "commit": "commit_interval_ms", "hbspread": "heartbeat_spread_ms"}
 _TIMING = re.compile(r"^(?P<key>[a-z]+)(?P<n>\d+)(?P<unit>ms|s)$")
 
 

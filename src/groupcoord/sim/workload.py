@@ -654,6 +654,16 @@ class Resource:
 SPEED_SLOT_MS = 1_000
 
 
+def member_of(name: str) -> str:
+    """The member a poll loop belongs to, whatever its incarnation (``c1`` of ``c1#2``)."""
+    return name.partition("#")[0]
+
+
+def pause_gap(rng: random.Random, w: Workload) -> int:
+    """The gap to a member's next pause: exponential, ``pause_every_ms`` on average."""
+    return max(1, round(rng.expovariate(1.0 / w.pause_every_ms)))
+
+
 class Processor:
     """One application thread: a consumer's poll loop, or a Connect task's.
 
@@ -992,7 +1002,7 @@ class Processor:
         m = self.model
         n = min(float(m.workload.max_poll_records), total)
         s = m.workload.processing_ms.draw(m.rng if not m.keyed_draws else random.Random(
-            f"batch:{m.seed}:{self.member}:{int(t0) // SPEED_SLOT_MS}"))
+            f"batch:{m.seed}:{member_of(self.name)}:{int(t0) // SPEED_SLOT_MS}"))
         pos = self._p
         items = [(k, r, pos[r], n * b / total) for k, r, b in backlog]
         self._bitems = self.batch = items
@@ -1087,37 +1097,9 @@ class Processor:
 
     def start_pauses(self, seed: int) -> None:
         """Pause this poll loop now and then (``pause_every_ms``; see the module docstring,
-        "Natural lateness"): the member's first poll loop's first pause an exponential gap
-        from now; a later incarnation of the member (a bounce's restart) goes on with the
-        member's schedule, in the same stream, from the first pause due after now (the ones
-        that fell while it was down skipped), so a member pauses at the same times in a run
-        and in its paired control, whether or not the run restarted it."""
-        m = self.model
-        w = m.workload
-        now = m.now()
-        member = self.member
-        known = m.pause_streams.get(member)
-        if known is None:  # (seeded by the first incarnation's name, as before)
-            self.pause_rng = m.pause_streams[member] = random.Random(f"pause:{seed}:{self.name}")
-            t = now + self._pause_gap(w)
-        else:
-            self.pause_rng = known
-            t = m.pause_next[member]
-            while t < now:  # its pauses while it was down: their durations, the gaps after
-                w.pause_ms.draw(known)
-                t += self._pause_gap(w)
-        m.pause_next[member] = t
-        m.at(t, self._pause, None)
-
-    @property
-    def member(self) -> str:
-        """The member this poll loop belongs to, whatever its incarnation (``c1`` of
-        ``c1#2``)."""
-        return self.name.partition("#")[0]
-
-    def _pause_gap(self, w: Workload) -> int:
-        assert self.pause_rng is not None
-        return max(1, round(self.pause_rng.expovariate(1.0 / w.pause_every_ms)))
+        "Natural lateness"), on its member's schedule (:meth:`WorkModel.pause_schedule`)."""
+        self.pause_rng, t = self.model.pause_schedule(self.name, seed)
+        self.model.at(t, self._pause, None)
 
     def _pause(self, _: Any) -> None:
         """A pause starts: now when the application is in ``poll()``; at the end of the
@@ -1129,7 +1111,7 @@ class Processor:
         w = m.workload
         now = m.now()
         d = max(0.0, w.pause_ms.draw(self.pause_rng))
-        t = m.pause_next[self.member] = now + self._pause_gap(w)
+        t = m.pause_next[member_of(self.name)] = now + pause_gap(self.pause_rng, w)
         m.at(t, self._pause, None)
         self.advance(now)
         if d <= 0:
@@ -1524,6 +1506,27 @@ class WorkModel:
             if self.workload.pause_every_ms > 0 and not self.connect:
                 p.start_pauses(self.seed)
         return p
+
+    def pause_schedule(self, name: str, seed: int) -> tuple[random.Random, int]:
+        """The pause stream of poll loop ``name`` and the time of its first pause: for the
+        member's first poll loop, an exponential gap from now; a later incarnation (a bounce's
+        restart) goes on with the member's stream from the first pause due after now (those
+        that fell while it was down skipped), so a member pauses at the same times in a run
+        and in its paired control, whether or not the run restarted it."""
+        w = self.workload
+        now = self.now()
+        member = member_of(name)
+        rng = self.pause_streams.get(member)
+        if rng is None:  # (seeded by the first incarnation's name, as before)
+            rng = self.pause_streams[member] = random.Random(f"pause:{seed}:{name}")
+            t = now + pause_gap(rng, w)
+        else:
+            t = self.pause_next[member]
+            while t < now:  # its pauses while it was down: their durations, the gaps after
+                w.pause_ms.draw(rng)
+                t += pause_gap(rng, w)
+        self.pause_next[member] = t
+        return rng, t
 
     def late(self, asked_at: int) -> None:
         """A member met the group protocol now that asked it at ``asked_at`` (a classic

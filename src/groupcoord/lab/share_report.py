@@ -1,0 +1,383 @@
+"""The share comparison's own report parts (docs/lab.md, "Share groups against consumer
+groups"): what the verdict tables of share groups (KIP-932) against consumer groups (KIP-848)
+do not show by themselves.
+
+- **The platform team's comparison** (:func:`platform_rows`): the same members on the share
+  group's topic and on the consumer group's. A team with 12 consumers and a 4-partition topic
+  either runs a share group on it (three members fetch each partition) or repartitions to 12
+  so that a consumer group uses every member. The share grid has the first (``1x4-busy`` at 12
+  members), the equal-capacity grid the second (``1x12-busy`` at 12): the same total
+  production and processing, different cells, so different seeds: the comparison is drawn
+  across the two grids, medians and ranges side by side, not paired seed by seed and not
+  marked.
+- **Messages** (:func:`message_rows`): what each protocol sent in the disturbance windows
+  (the runs' ``messages``). A share group's count is its heartbeats and its ShareFetch
+  requests and answers, which carry its acknowledgements (KIP-932: acknowledgements ride on
+  the next ShareFetch); a consumer group's is its heartbeats and offset commits only: its
+  fetches are a latency outside the simulated network, not messages. The two counts say
+  what each protocol adds to the coordinator and the share-partition leader, not the
+  network's load.
+- **Calibration beside a share sentence** (:func:`share_calibration_note`): the share
+  calibration's row of the sentence's scenario and group size (``lab calibrate --share``;
+  ``lab/data/share_calibration.json`` as its ``--json`` prints it, or a ``share:simple`` row of
+  ``lab/data/calibration.json``) where one covers it, else "uncalibrated (share:simple)"; a
+  consumer protocol's calibration only at the sentence's own scenario and size, never another
+  scenario's row.
+
+- **Head-of-line blocking** (:func:`head_of_line_rows`): what poison records cost by
+  themselves, from the controls: the control's mean lag over the disturbance windows on the
+  clean workload and on the same with poison records, per cell and protocol.
+
+``python -m groupcoord.lab.share_report DIR`` prints these tables for a rendered share spec.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from groupcoord.lab.findings import family, number
+
+#: The platform comparison's cells: (size, the share group's workload, the consumer group's).
+PLATFORM = (12, "1x4-busy", "1x12-busy")
+SHARE, CONSUMER = "share:simple", "consumer:uniform"
+SCENARIOS = ("crowd-crash", "bounce", "rolling-bounce")
+#: (column, label, divisor): the metrics of the platform table.
+PLATFORM_METRICS: tuple[tuple[str, str, float], ...] = (
+    ("lag_record_s", "excess lag (record·s)", 1.0),
+    ("lag_peak", "excess lag peak (records)", 1.0),
+    ("resource_downtime_ms", "partitions stopped (partition·s)", 1000.0),
+    ("resources_moved", "partitions moved", 1.0),
+    ("records_reprocessed", "records processed twice", 1.0),
+    ("messages", "messages in the windows", 1.0),
+)
+#: The share calibration's data file (``lab calibrate --share --json``'s output).
+SHARE_CALIBRATION = Path(__file__).parent / "data" / "share_calibration.json"
+
+
+def _span(values: Sequence[float], div: float) -> str:
+    if not values:
+        return "-"
+    vs = sorted(v / div for v in values)
+    med = number(statistics.median(vs))
+    return med if vs[0] == vs[-1] else f"{med} ({number(vs[0])}\u2013{number(vs[-1])})"
+
+
+def _values(runs: Sequence[Mapping[str, Any]], protocol: str, scenario: str, size: int,
+            workload: str, column: str) -> list[float]:
+    return [float(r[column]) for r in runs
+            if r.get("protocol") == protocol and r.get("scenario") == scenario
+            and int(r.get("size") or 0) == size and r.get("workload") == workload
+            and r.get("ok") and r.get(column) is not None]
+
+
+def platform_rows(runs: Sequence[Mapping[str, Any]],
+                  platform: tuple[int, str, str] = PLATFORM) -> list[list[str]]:
+    """Per scenario and metric: the share group on the share workload against the consumer
+    group on the consumer workload, the same members (median and range over each cell's
+    seeds; each cell's own seeds: the two are not paired)."""
+    size, share_wl, consumer_wl = platform
+    out = []
+    for scenario in SCENARIOS:
+        for column, label, div in PLATFORM_METRICS:
+            s = _values(runs, SHARE, scenario, size, share_wl, column)
+            c = _values(runs, CONSUMER, scenario, size, consumer_wl, column)
+            if s and c:
+                out.append([scenario, label, _span(s, div), _span(c, div),
+                            f"{len(s)} / {len(c)}"])
+    return out
+
+
+def platform_md(runs: Sequence[Mapping[str, Any]],
+                platform: tuple[int, str, str] = PLATFORM) -> str:
+    """:func:`platform_rows` as a Markdown table with its heading; "" without those cells."""
+    rows = platform_rows(runs, platform)
+    if not rows:
+        return ""
+    size, share_wl, consumer_wl = platform
+    head = (f"The same {size} members: {SHARE} on {share_wl} against {CONSUMER} on "
+            f"{consumer_wl} (the same production and processing; different cells, so "
+            "different seeds: medians and ranges side by side, not paired, not marked).")
+    lines = [head, "", f"| scenario | metric | {SHARE} ({share_wl}) | {CONSUMER} "
+             f"({consumer_wl}) | seeds |", "|---|---|---:|---:|---|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def message_rows(runs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """Per cell (scenario, size, workload): each protocol's messages in the disturbance
+    windows, median and range over its runs."""
+    cells: dict[tuple[str, int, str], dict[str, list[float]]] = {}
+    for r in runs:
+        if not r.get("ok") or r.get("messages") is None:
+            continue
+        key = (str(r.get("scenario")), int(r.get("size") or 0), str(r.get("workload")))
+        cells.setdefault(key, {}).setdefault(str(r.get("protocol")), []).append(
+            float(r["messages"]))
+    protocols = sorted({p for v in cells.values() for p in v},
+                       key=lambda p: (family(p) != "share", p))
+    out = []
+    for (scenario, size, workload) in sorted(cells, key=lambda k: (SCENARIOS.index(k[0])
+                                                                  if k[0] in SCENARIOS else 99,
+                                                                  k[1], k[2])):
+        got = cells[(scenario, size, workload)]
+        out.append([scenario, str(size), workload]
+                   + [_span(got.get(p, []), 1.0) for p in protocols])
+    return [["scenario", "size", "workload", *protocols], *out] if out else []
+
+
+def messages_md(runs: Sequence[Mapping[str, Any]]) -> str:
+    rows = message_rows(runs)
+    if not rows:
+        return ""
+    head, *body = rows
+    lines = ["Messages sent in the disturbance windows (median and range over the runs): a "
+             "share group's heartbeats and ShareFetch requests and answers (its "
+             "acknowledgements ride on its next ShareFetch); a consumer group's heartbeats "
+             "and offset commits (its fetches are a latency outside the simulated network, "
+             "not counted).", "", "| " + " | ".join(head) + " |",
+             "|---|---|---|" + "---:|" * (len(head) - 3)]
+    lines += ["| " + " | ".join(r) + " |" for r in body]
+    return "\n".join(lines)
+
+
+def attach_window_seconds(runs: Sequence[dict[str, Any]], path: Path) -> None:
+    """Each run's disturbance windows' length in seconds (``window_s``: the initial join left
+    out, each window to its end or to where the next began), from the ``disturbances`` table at
+    ``path``; runs without windows there get none."""
+    rows = _read(path, ("run_id", "disturbance", "at_ms", "closed_ms", "cut_ms"))
+    total: dict[str, float] = {}
+    for w in rows:
+        if w.get("disturbance") == "initial-join" or w.get("at_ms") is None:
+            continue
+        end = w.get("cut_ms") if w.get("cut_ms") is not None else w.get("closed_ms")
+        if end is None:
+            continue
+        key = str(w.get("run_id"))
+        total[key] = total.get(key, 0.0) + max(0.0, float(end) - float(w["at_ms"])) / 1000.0
+    for r in runs:
+        got = total.get(str(r.get("run_id")))
+        if got:
+            r["window_s"] = got
+
+
+def _work(r: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        w = json.loads(str(r.get("work") or "{}"))
+    except ValueError:
+        return {}
+    return w if isinstance(w, dict) else {}
+
+
+def head_of_line_rows(runs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """What poison records cost by themselves, read from the controls (the same seed without
+    the disturbance): the control's lag averaged over the disturbance windows (its record·s
+    over the windows' seconds, so windows of different lengths compare), per cell and
+    protocol, on the clean workload and on each poison workload made of it (the same
+    parameters but its ``poison_*`` and ``share_*`` keys), median and range over the seeds."""
+    clean_of: dict[str, str] = {}
+    works = {str(r.get("workload")): _work(r) for r in runs}
+    for name, w in works.items():
+        if not w.get("poison_rate"):
+            continue
+        base = {k: v for k, v in w.items() if not k.startswith(("poison", "share_"))}
+        twin = next((n for n, x in works.items() if x == base), None)
+        if twin is not None:
+            clean_of[name] = twin
+
+    def mean_lag(r: Mapping[str, Any]) -> float | None:
+        lag, secs = r.get("control_lag_record_s"), r.get("window_s")
+        return float(lag) / float(secs) if lag is not None and secs else None
+
+    cells: dict[tuple[str, int, str, str], list[float]] = {}
+    for r in runs:
+        v = mean_lag(r)
+        if v is not None and r.get("ok"):
+            key = (str(r.get("scenario")), int(r.get("size") or 0), str(r.get("protocol")),
+                   str(r.get("workload")))
+            cells.setdefault(key, []).append(v)
+    out = []
+    for poison, clean in sorted(clean_of.items()):
+        for (scenario, size, protocol, wl) in sorted(
+                {k for k in cells if k[3] == poison},
+                key=lambda k: (SCENARIOS.index(k[0]) if k[0] in SCENARIOS else 99, k[1], k[2])):
+            before = cells.get((scenario, size, protocol, clean), [])
+            out.append([scenario, str(size), protocol, f"{clean} \u2192 {wl}",
+                        _span(before, 1.0), _span(cells[(scenario, size, protocol, wl)], 1.0)])
+    return out
+
+
+def head_of_line_md(runs: Sequence[Mapping[str, Any]]) -> str:
+    rows = head_of_line_rows(runs)
+    if not rows:
+        return ""
+    lines = ["What poison records cost by themselves, read from the controls (the same seed "
+             "without the disturbance): the control's lag averaged over the disturbance windows "
+             "(records: its record·s over the windows' seconds), median and range over the "
+             "seeds, on the clean workload and on the same with poison records. Every control "
+             "counts, caught up or not.", "",
+             "| scenario | size | protocol | workloads | clean | poison |",
+             "|---|---|---|---|---:|---:|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def share_sections_md(runs: Sequence[Mapping[str, Any]]) -> str:
+    """The share comparison's sections of the report (Markdown); "" without share runs."""
+    if not any(family(str(r.get("protocol"))) == "share" for r in runs):
+        return ""
+    parts = ["## Share groups: the same members on either topic", "",
+             platform_md(runs) or "No cells of both workloads at the same size.", "",
+             "## Messages", "", messages_md(runs)]
+    if hol := head_of_line_md(runs):
+        parts += ["", "## Poison records: head-of-line blocking", "", hol]
+    return "\n".join(parts)
+
+
+def _table_html(md: str) -> str:
+    """A Markdown table of this module (no escapes in it) as HTML, its text lines as
+    paragraphs."""
+    import html
+
+    out, rows = [], []
+    for line in md.splitlines():
+        if line.startswith("|"):
+            if set(line) <= set("|-: "):
+                continue
+            rows.append([c.strip() for c in line.strip("|").split("|")])
+            continue
+        if rows:
+            out.append(_rows_html(rows))
+            rows = []
+        if line.startswith("## "):
+            out.append(f"<h2>{html.escape(line[3:])}</h2>")
+        elif line.strip():
+            out.append(f"<p>{html.escape(line)}</p>")
+    if rows:
+        out.append(_rows_html(rows))
+    return "\n".join(out)
+
+
+def _rows_html(rows: Sequence[Sequence[str]]) -> str:
+    import html
+
+    head, *body = rows
+    return ("<table><thead><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in head)
+            + "</tr></thead><tbody>"
+            + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
+                      for r in body) + "</tbody></table>")
+
+
+def share_sections_html(runs: Sequence[Mapping[str, Any]]) -> str:
+    md = share_sections_md(runs)
+    return _table_html(md) if md else ""
+
+
+# --------------------------------------------------------------------------- calibration
+
+
+def load_share_calibration(path: Path = SHARE_CALIBRATION) -> list[dict[str, Any]]:
+    """The share calibration's cells (``lab calibrate --share --json``: ``cells``); [] when
+    the file is not there or is not such a document."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    cells = data.get("cells") if isinstance(data, dict) else None
+    return [c for c in cells or [] if isinstance(c, dict)]
+
+
+def _cell_text(cell: Mapping[str, Any], protocol: str) -> str:
+    checks = cell.get("checks") or {}
+    misses = [m for m, ok in checks.items() if ok is False]
+    med = cell.get("medians") or {}
+    runs = len(cell.get("wire") or [])
+    parts = []
+    for m, v in med.items():
+        if isinstance(v, dict) and v.get("sim") is not None and v.get("wire") is not None:
+            parts.append(f"{m.replace('_', ' ')} {number(float(v['sim']))} / "
+                         f"{number(float(v['wire']))}")
+    verdict = "within 2x" if checks and not misses else (
+        "not within 2x: " + ", ".join(m.replace("_", " ") for m in misses) if misses else "")
+    return (f"{protocol} against real share consumers, {cell.get('scenario')} at "
+            f"{cell.get('members')} members ({runs} wire runs), simulated / measured: "
+            + "; ".join(parts) + (f"; {verdict}" if verdict else ""))
+
+
+def share_calibration_note(scenario: str, size: int | None, protocols: Sequence[str],
+                           cells: Sequence[Mapping[str, Any]] | None = None,
+                           cal: Mapping[str, Any] | None = None,
+                           workload: str | None = None) -> str:
+    """The calibration line of a sentence that names a share group: per protocol, the row of
+    the sentence's scenario and size where one covers it; a share protocol without one reads
+    "uncalibrated (share:simple)"; a consumer protocol without one is not named (another
+    scenario's or size's row is no evidence for this cell). ``workload``: the sentence's (a
+    calibration cell without one is the share calibration's own workload,
+    ``lab.share_calibration.WORKLOAD``). ``cells``: the share
+    calibration's (:func:`load_share_calibration` by default); ``cal``: the package's
+    ``calibration.json`` (``lab.limits``) by default."""
+    from groupcoord.lab import limits
+
+    if cells is None:
+        cells = load_share_calibration()
+    if cal is None:
+        cal = limits.load_calibration() or {}
+    found = []
+    for p in protocols:
+        if family(p) == "share":
+            from groupcoord.lab.share_calibration import WORKLOAD
+
+            mine = [c for c in cells if c.get("scenario") == scenario
+                    and (size is None or c.get("members") == size) and not c.get("error")
+                    and (workload is None or c.get("workload", WORKLOAD) == workload)]
+            if mine:
+                found += [_cell_text(c, p) for c in mine]
+                continue
+            row = limits.calibration_for(scenario, p, members=size, cal=cal)
+            found.append(str(row) if row else f"uncalibrated ({p})")
+        else:
+            row = limits.calibration_for(scenario, p, members=size, cal=cal)
+            if row:
+                found.append(str(row))
+    return "Calibration against real clients: " + "; ".join(found) if found else ""
+
+
+def _read(path: Path, columns: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """A Parquet table's rows (``columns`` of them, those it has; all but the bulky
+    ``summary_json`` by default); [] where there is none."""
+    import pyarrow.dataset as ds
+
+    if not path.exists() or not any(path.rglob("*.parquet")):
+        return []
+    dataset = ds.dataset(str(path), format="parquet", partitioning="hive")
+    cols = ([c for c in columns if c in dataset.schema.names] if columns
+            else [c for c in dataset.schema.names if c != "summary_json"])
+    return list(dataset.to_table(columns=cols).to_pylist())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        print("usage: python -m groupcoord.lab.share_report DIR (a rendered share spec)",
+              file=sys.stderr)
+        return 2
+    runs = _read(Path(args[0]) / "runs")
+    attach_window_seconds(runs, Path(args[0]) / "disturbances")
+    if not runs:
+        print(f"error: no runs in {args[0]}/runs", file=sys.stderr)
+        return 1
+    print(share_sections_md(runs) or "No share runs in this directory.")
+    return 0
+
+
+__all__ = ["PLATFORM", "attach_window_seconds", "head_of_line_md", "head_of_line_rows",
+           "load_share_calibration", "message_rows", "messages_md", "platform_md",
+           "platform_rows", "share_calibration_note", "share_sections_html",
+           "share_sections_md"]
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,142 @@
+"""The share comparison's marks (second outside review): a mark that a consumer group's commit
+interval decides reads "depends on the consumer's commit interval", and a poison row that
+repeats its clean row's seeds and mark is not counted as a second finding."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from groupcoord.lab.findings import Metric
+from groupcoord.lab.report import _verdict_word, method_text
+from groupcoord.lab.verdict import (
+    Cell,
+    GridVerdict,
+    MetricVerdict,
+    VerdictRow,
+    distinct_marks,
+    judge,
+    mark_timing_dependence,
+)
+from groupcoord.sim.scenario import load_scenario
+from groupcoord.sim.settings import effective_settings, split_timing, with_field_settings
+
+SHARE, KIP848, FAST = "share:simple", "consumer:uniform", "consumer:uniform@commit100ms"
+TWICE = Metric("records_reprocessed", "records processed twice", "records", floor=10.0)
+
+
+def _cells(values: dict[str, list[float]], seeds: range = range(5)) -> dict[str, Cell]:
+    return {p: Cell(dict(zip(seeds, v, strict=True))) for p, v in values.items()}
+
+
+def test_a_commit_interval_variant_sets_the_consumers_auto_commit() -> None:
+    assert split_timing(FAST) == (KIP848, {"commit_interval_ms": 100})
+    sc = with_field_settings(load_scenario("crash"), FAST)
+    assert sc.commit_interval_ms == 100
+    assert effective_settings(sc, FAST)["auto.commit.interval.ms"] == 100
+    plain = with_field_settings(load_scenario("crash"), KIP848)
+    assert effective_settings(plain, KIP848)["auto.commit.interval.ms"] == 5_000
+
+
+def test_a_mark_won_only_against_the_default_commit_interval_depends_on_it() -> None:
+    # the share group and the consumer group committing every 100 ms both beat the consumer
+    # group at its 5 s default: the mark is the commit interval's
+    mv = judge(_cells({SHARE: [3, 0, 6, 2, 4], KIP848: [198, 141, 288, 170, 210],
+                       FAST: [4, 0, 5, 3, 2]}), TWICE)
+    assert mv.verdict in ("best", "tied") and KIP848 in mv.beaten
+    row = VerdictRow("crowd-crash", 4, "1x12-busy", 0.0, 5, [mv])
+    mark_timing_dependence([row])
+    assert mv.depends == "the consumer's commit interval"
+    assert _verdict_word(mv).endswith(", depends on the consumer's commit interval")
+    tied = MetricVerdict(TWICE, mv.cells, "tied", (SHARE, FAST), (KIP848,),
+                         depends=mv.depends)
+    assert _verdict_word(tied) == "= 2 tied, depends on the consumer's commit interval"
+    # a mark that treats both cadences alike does not depend on it
+    same = judge(_cells({SHARE: [0, 0, 1, 0, 1], KIP848: [40, 41, 45, 50, 39],
+                         FAST: [42, 40, 44, 48, 41]}), TWICE)
+    assert same.verdict == "best"
+    mark_timing_dependence([VerdictRow("bounce", 4, "1x12-busy", 0.0, 5, [same])])
+    assert same.depends == ""
+    # a heartbeat variant is not one of these timings: no dependence said for it
+    hb = judge(_cells({SHARE: [0, 0, 1, 0, 1], KIP848: [40, 41, 45, 50, 39],
+                       "consumer:uniform@hb3s": [0, 1, 0, 1, 0]}), TWICE)
+    mark_timing_dependence([VerdictRow("bounce", 4, "1x12-busy", 0.0, 5, [hb])])
+    assert hb.depends == ""
+
+
+def _grid(rows: list[VerdictRow]) -> GridVerdict:
+    return GridVerdict("share", "", [SHARE, KIP848], [TWICE], rows, 20, 0, 0, 5, excess=True)
+
+
+def _runs(workload: str, work: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"protocol": p, "scenario": "rolling-bounce", "size": 12, "workload": workload,
+             "fault_rate": 0.0, "seed": s, "ok": True, "caught_up": True,
+             "work": json.dumps(work), "control_lag_peak": 12, "run_id": f"{workload}{p}{s}"}
+            for p in (SHARE, KIP848) for s in range(5)]
+
+
+def test_a_poison_row_that_repeats_its_clean_row_is_one_finding() -> None:
+    clean = {"records_per_s": 60, "processing_ms": 10}
+    runs = _runs("1x4-busy", clean) + _runs("1x4-poison", {**clean, "poison_rate": 0.01})
+    marked = {SHARE: [0, 1, 2, 0, 1], KIP848: [187, 260, 392, 200, 300]}
+    rows = [VerdictRow("rolling-bounce", 12, w, 0.0, 5, [judge(_cells(marked), TWICE)])
+            for w in ("1x4-busy", "1x4-poison")]
+    assert all(r.metrics[0].verdict == "best" for r in rows)
+    assert distinct_marks([_grid(rows)], runs) == (2, 1)
+    text = " ".join(method_text(runs, [_grid(rows)]))
+    assert "2 marks (★ or =) and 1 distinct findings" in text
+    # other seeds, or another mark, make it a finding of its own
+    other = [VerdictRow("rolling-bounce", 12, "1x4-poison", 0.0, 5,
+                        [judge(_cells(marked, range(10, 15)), TWICE)])]
+    assert distinct_marks([_grid(rows[:1] + other)], runs) == (2, 2)
+    # a workload that differs in more than its poison records is another finding too
+    runs2 = _runs("1x4-busy", clean) + _runs("1x4-poison", {**clean, "records_per_s": 20})
+    assert distinct_marks([_grid(rows)], runs2) == (2, 2)
+    # no repeat: the line is not printed
+    assert "distinct findings" not in " ".join(method_text(runs, [_grid(rows[:1])]))
+
+
+def test_a_sentence_of_a_grid_with_two_workloads_names_the_workload_it_quotes() -> None:
+    from groupcoord.lab.verdict import claims, grid_verdicts
+
+    clean = {"records_per_s": 60, "processing_ms": 10}
+    runs = _runs("1x4-busy", clean) + _runs("1x4-poison", {**clean, "poison_rate": 0.01})
+    for r in runs:
+        r["records_reprocessed"] = (r["seed"] if r["protocol"] == SHARE else 200 + r["seed"])
+    (g,) = grid_verdicts({"spec": "share", "grids": [
+        {"name": "share", "metrics": ["records_reprocessed"], "seeds": 5,
+         "protocols": [SHARE, KIP848]}]}, runs)
+    texts = [c.text for c in claims([g])]
+    assert texts and all(t.startswith("rolling-bounce, 12 members, 1x4-") for t in texts)
+    one = [r for r in runs if r["workload"] == "1x4-busy"]
+    (g1,) = grid_verdicts({"spec": "share", "grids": [
+        {"name": "share", "metrics": ["records_reprocessed"], "seeds": 5,
+         "protocols": [SHARE, KIP848]}]}, one)
+    assert all(c.text.startswith("rolling-bounce, 12 members: ") for c in claims([g1]))
+
+
+def test_runs_left_out_of_a_grid_are_not_called_shared_between_grids() -> None:
+    """A grid whose every run of a cell was left out (never caught up) has no row there; the
+    runs line must not call the difference runs that two grids share."""
+    from groupcoord.lab.verdict import grid_verdicts
+
+    clean = {"records_per_s": 60}
+    poison = {**clean, "poison_rate": 0.01}
+    left = [{**r, "scenario": "bounce", "caught_up": False, "run_id": "b" + r["run_id"]}
+            for r in _runs("1x4-poison", poison)]
+    runs = _runs("1x4-busy", clean) + _runs("1x4-poison", poison) + left
+    for r in runs:
+        r["records_reprocessed"] = r["seed"]
+    grids = [{"name": "clean", "workloads": ["1x4-busy"], "metrics": ["records_reprocessed"],
+              "seeds": 5, "protocols": [SHARE, KIP848]},
+             {"name": "poison", "workloads": ["1x4-poison"], "metrics": ["records_reprocessed"],
+              "seeds": 5, "protocols": [SHARE, KIP848]}]
+    verdicts = grid_verdicts({"spec": "share", "grids": grids}, runs)
+    text = method_text(runs, verdicts)[2]
+    # the poison grid's bounce cell has no row (every run left out): no run is shared
+    assert text.startswith("30 runs in these grids; left out: 0 that violated an invariant "
+                           "(listed below), 10 that never caught up")
+    # a cell two grids share: its runs count in each, and the line says how many are distinct
+    both = grid_verdicts({"spec": "share", "grids": [grids[0], {**grids[0], "name": "again"}]},
+                         runs)
+    assert "(10 distinct runs: a run of a cell that two grids share" in method_text(runs, both)[2]

@@ -1,0 +1,150 @@
+"""The share comparison's own report parts (``lab.share_report``): the same members on the
+share group's topic against the consumer group's (across two grids), the messages each
+protocol sends, and the calibration line of a share sentence (the share calibration's row of
+its cell, or "uncalibrated", never another scenario's consumer row)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from groupcoord.lab.report import calibration_note
+from groupcoord.lab.share_report import (
+    main,
+    message_rows,
+    platform_md,
+    platform_rows,
+    share_calibration_note,
+    share_sections_md,
+)
+from groupcoord.lab.verdict import Claim
+
+SHARE, KIP848 = "share:simple", "consumer:uniform"
+
+
+def _run(protocol: str, workload: str, seed: int, scenario: str = "rolling-bounce",
+         size: int = 12, **cols: Any) -> dict[str, Any]:
+    return {"protocol": protocol, "scenario": scenario, "size": size, "workload": workload,
+            "seed": seed, "ok": True, **cols}
+
+
+def test_the_same_members_on_either_topic_are_compared_across_the_grids() -> None:
+    runs = [_run(SHARE, "1x4-busy", s, lag_record_s=10.0 + s, resource_downtime_ms=0,
+                 messages=95_000 + s) for s in range(5)]
+    runs += [_run(KIP848, "1x12-busy", 100 + s, lag_record_s=1_300.0 + 10 * s,
+                  resource_downtime_ms=36_000, messages=1_700) for s in range(5)]
+    # the consumer group on the share group's topic (8 idle) is not the platform's choice
+    runs += [_run(KIP848, "1x4-busy", s, lag_record_s=6_000.0) for s in range(5)]
+    rows = {(r[0], r[1]): r for r in platform_rows(runs)}
+    assert rows[("rolling-bounce", "excess lag (record·s)")][2:] == [
+        "12 (10\u201314)", "1,320 (1,300\u20131,340)", "5 / 5"]
+    assert rows[("rolling-bounce", "partitions stopped (partition·s)")][2:4] == ["0", "36"]
+    assert rows[("rolling-bounce", "messages in the windows")][3] == "1,700"
+    md = platform_md(runs)
+    assert "share:simple on 1x4-busy against consumer:uniform on 1x12-busy" in md
+    assert "not paired" in md
+    # no cells of both: nothing drawn
+    assert platform_md([r for r in runs if r["workload"] != "1x12-busy"]) == ""
+
+
+def test_messages_are_counted_per_cell_and_protocol() -> None:
+    runs = [_run(SHARE, "1x4-busy", s, scenario="bounce", size=4, messages=2_000 + s)
+            for s in range(3)]
+    runs += [_run(KIP848, "1x4-busy", s, scenario="bounce", size=4, messages=76)
+             for s in range(3)]
+    head, row = message_rows(runs)
+    assert head == ["scenario", "size", "workload", SHARE, KIP848]
+    assert row == ["bounce", "4", "1x4-busy", "2,001 (2,000\u20132,002)", "76"]
+    assert "ShareFetch" in share_sections_md(runs)
+    assert share_sections_md([r for r in runs if r["protocol"] == KIP848]) == ""
+
+
+CELL = {"scenario": "bounce", "members": 4, "error": None, "wire": [{}, {}, {}],
+        "checks": {"time_to_converge_ms": True, "lag_peak": True},
+        "medians": {"time_to_converge_ms": {"sim": 13208, "wire": 13158},
+                    "lag_peak": {"sim": 422, "wire": 486}}}
+#: A consumer calibration row of another scenario and size (the rolling bounce at 6 members).
+CAL = {"setup": {"members": 6}, "checked": [],
+       "rows": [{"scenario": "rolling-bounce", "protocol": KIP848, "members": 6,
+                 "metrics": {}, "within_2x": True}]}
+
+
+def test_a_share_sentence_carries_the_share_calibration_of_its_cell_or_none() -> None:
+    note = share_calibration_note("bounce", 4, [SHARE, KIP848], cells=[CELL], cal=CAL)
+    assert note.startswith("Calibration against real clients: share:simple against real "
+                           "share consumers, bounce at 4 members (3 wire runs)")
+    assert "time to converge ms 13,208 / 13,158" in note and note.endswith("within 2x")
+    # not calibrated there: said, and the consumer's row of another scenario is not printed
+    note = share_calibration_note("rolling-bounce", 12, [SHARE, KIP848], cells=[CELL], cal=CAL)
+    assert note == "Calibration against real clients: uncalibrated (share:simple)"
+    # the calibration's cells are its own workload's (1x4-busy): not another workload's row
+    assert share_calibration_note("bounce", 4, [SHARE], cells=[CELL], cal=CAL,
+                                  workload="1x12-busy").endswith("uncalibrated (share:simple)")
+    assert "bounce at 4 members" in share_calibration_note("bounce", 4, [SHARE], cells=[CELL],
+                                                           cal=CAL, workload="1x4-busy")
+    missed = {**CELL, "checks": {"time_to_converge_ms": True, "lag_peak": False}}
+    assert share_calibration_note("bounce", 4, [SHARE], cells=[missed], cal=CAL).endswith(
+        "not within 2x: lag peak")
+    # a consumer-only sentence: only its own cell's row
+    assert share_calibration_note("rolling-bounce", 12, [KIP848], cells=[], cal=CAL) == ""
+    assert "rolling-bounce" in share_calibration_note("rolling-bounce", 6, [KIP848], cells=[],
+                                                      cal=CAL)
+
+
+def test_the_report_gives_a_share_sentence_the_share_calibration_line() -> None:
+    c = Claim("share-rolling", "text", "cmd", "lag_record_s", "rolling-bounce", 12, SHARE,
+              KIP848, "1x4-busy")
+    note = calibration_note(c)
+    assert "uncalibrated (share:simple)" in note
+    # never the consumer groups' rolling-bounce calibration at another size
+    assert "6 members" not in note
+
+
+def test_the_command_prints_the_sections_of_a_rendered_directory(tmp_path: Path,
+                                                                  capsys: Any) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    runs = [_run(SHARE, "1x4-busy", s, lag_record_s=1.0, messages=10) for s in range(2)]
+    runs += [_run(KIP848, "1x12-busy", s, lag_record_s=2.0, messages=5) for s in range(2)]
+    (tmp_path / "runs").mkdir()
+    pq.write_table(pa.Table.from_pylist(runs), tmp_path / "runs" / "part-0.parquet")
+    assert main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "## Share groups: the same members on either topic" in out and "## Messages" in out
+    assert main([str(tmp_path / "nowhere")]) == 1
+    assert main([]) == 2
+
+
+def test_head_of_line_blocking_is_read_from_the_controls_clean_against_poison(
+        tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from groupcoord.lab.share_report import attach_window_seconds, head_of_line_rows
+
+    clean = json.dumps({"records_per_s": 60, "max_poll_records": 100})
+    poison = json.dumps({"records_per_s": 60, "max_poll_records": 100, "poison_rate": 0.0002,
+                         "poison_attempt_ms": 2000})
+    locked = json.dumps({"records_per_s": 60, "max_poll_records": 100, "poison_rate": 0.0002,
+                         "share_lock_duration_ms": 1500})
+    runs = [_run(p, wl, s, scenario="bounce", size=4, run_id=f"{p}{wl}{s}", work=work,
+                 control_lag_record_s=lag * (s + 1))
+            for p in (SHARE, KIP848) for s in range(3)
+            for wl, work, lag in (("1x4-busy", clean, 600.0), ("1x4-poison", poison, 60_000.0),
+                                  ("1x4-poison-lock", locked, 90_000.0))]
+    # each run's one disturbance window lasts 50 s per (seed + 1): a mean lag of 12, 1,200, 1,800
+    windows = [{"run_id": r["run_id"], "disturbance": "bounce", "at_ms": 10_000,
+                "closed_ms": 10_000 + 50_000 * (r["seed"] + 1), "cut_ms": None} for r in runs]
+    windows += [{"run_id": r["run_id"], "disturbance": "initial-join", "at_ms": 0,
+                 "closed_ms": 9_000, "cut_ms": None} for r in runs]
+    pq.write_table(pa.Table.from_pylist(windows), tmp_path / "part-0.parquet")
+    attach_window_seconds(runs, tmp_path)
+    assert {r["window_s"] for r in runs if r["seed"] == 1} == {100.0}
+    rows = head_of_line_rows(runs)
+    by = {(r[2], r[3]): r[4:] for r in rows}
+    assert by[(KIP848, "1x4-busy \u2192 1x4-poison")] == ["12", "1,200"]
+    assert by[(SHARE, "1x4-busy \u2192 1x4-poison-lock")] == ["12", "1,800"]
+    assert len(rows) == 4  # the clean workload is no poison row of its own
+    assert "head-of-line blocking" in share_sections_md(runs)
