@@ -109,9 +109,9 @@ the same member pauses at the same times under every protocol of a run), each pa
 draw of ``pause_ms``. A pause is a batch of no records: nothing is processed, and ``poll()``
 comes only at its end; a pause that falls inside a batch comes at the batch's end, before the
 next ``poll()``. The backlog built meanwhile is then polled in batches of up to
-``max_poll_records`` whose processing time per record is drawn per member and second (the
-batches that start in one second share it; a heavy-tailed ``processing_ms``, e.g. lognormal,
-gives a heavy-tailed poll length). Every draw is keyed by the member and the time, never by
+``max_poll_records`` whose processing time per record is drawn per batch, from a stream per
+member and second (a heavy-tailed ``processing_ms``, e.g. lognormal, gives a heavy-tailed poll
+length). Every draw is keyed by the member and the time, never by
 the order of the calls (:data:`SPEED_SLOT_MS`; a restarted member goes on with its pause
 schedule), so that the paired control draws what the run draws for the same member at the same
 time and cancels the pauses and the slow seconds (without it the control's draws went their
@@ -646,11 +646,11 @@ class Resource:
         self.lag = lag if lag > 0 else 0.0
 
 
-#: Natural lateness (``WorkModel.keyed_draws``): a member's time per record is one draw per
-#: member and slot of this many ms, shared by the batches that start in it (its speed for that
-#: second: a slow downstream call or a cold cache lasts a while), so that a run and its paired
-#: control, whose batches start at other times once the disturbance moved them, still draw the
-#: same speed for the same member at the same time.
+#: Natural lateness (``WorkModel.keyed_draws``): a member's batches draw their time per record
+#: from one stream per member and slot of this many ms, in turn (``WorkModel.speed_rng``), so
+#: that a run and its paired control, whose batches start at other times once the disturbance
+#: moved them, still draw the same for the same member in the same second, and each batch keeps
+#: its own draw.
 SPEED_SLOT_MS = 1_000
 
 
@@ -1001,8 +1001,7 @@ class Processor:
                      schedule: bool) -> None:
         m = self.model
         n = min(float(m.workload.max_poll_records), total)
-        s = m.workload.processing_ms.draw(m.rng if not m.keyed_draws else random.Random(
-            f"batch:{m.seed}:{member_of(self.name)}:{int(t0) // SPEED_SLOT_MS}"))
+        s = m.workload.processing_ms.draw(m.rng if not m.keyed_draws else m.speed_rng(self.name, t0))
         pos = self._p
         items = [(k, r, pos[r], n * b / total) for k, r, b in backlog]
         self._bitems = self.batch = items
@@ -1374,6 +1373,7 @@ class WorkModel:
         self.keyed_draws = workload.pause_every_ms > 0
         self.pause_streams: dict[str, random.Random] = {}
         self.pause_next: dict[str, int] = {}
+        self._speed: dict[str, tuple[int, random.Random]] = {}
         self.now = now
         self._at = at
         self.stale = stale
@@ -1506,6 +1506,17 @@ class WorkModel:
             if self.workload.pause_every_ms > 0 and not self.connect:
                 p.start_pauses(self.seed)
         return p
+
+    def speed_rng(self, name: str, t0: float) -> random.Random:
+        """The stream a batch of poll loop ``name`` starting at ``t0`` draws its time per record
+        from: one per member and second (:data:`SPEED_SLOT_MS`), drawn in turn by the batches
+        that start in that second (each batch its own draw, as before)."""
+        member = member_of(name)
+        slot = int(t0) // SPEED_SLOT_MS
+        got = self._speed.get(member)
+        if got is None or got[0] != slot:
+            got = self._speed[member] = (slot, random.Random(f"batch:{self.seed}:{member}:{slot}"))
+        return got[1]
 
     def pause_schedule(self, name: str, seed: int) -> tuple[random.Random, int]:
         """The pause stream of poll loop ``name`` and the time of its first pause: for the
