@@ -390,6 +390,13 @@ class ClassicConsumerMember(ClassicMember, OffsetCommits):
                 leader and self._partition_counts(self._group_topics) != self._snapshot):
             self.request_rejoin()
 
+    def delay_heartbeat(self, delay_ms: int) -> None:
+        """Push the next heartbeat ``delay_ms`` later: its phase against the other members'
+        (a driver that models the field's spread of heartbeat phases: the JoinGroup response
+        reaching each member over a network round, the heartbeat thread waking only every
+        ``retry.backoff.ms``, a GC pause; the timer then keeps the new phase)."""
+        self._next_heartbeat_ms += delay_ms
+
     def request_rejoin(self) -> None:
         """Rebalance: rejoin now, or after the rebalance in progress."""
         if self.state in (ClientMemberState.JOINING, ClientMemberState.RECONCILING):

@@ -337,6 +337,12 @@ class ConsumerMember(OffsetCommits):
         return self.member_epoch > 0 and self.state not in (
             ClientMemberState.UNSUBSCRIBED, ClientMemberState.FATAL, ClientMemberState.UNJOINED)
 
+    def delay_heartbeat(self, delay_ms: int) -> None:
+        """Push the next heartbeat ``delay_ms`` later: the member's own heartbeat phase (a
+        driver that models the field's spread of phases; the timer keeps it, as every success
+        restarts it one interval after its answer)."""
+        self._next_heartbeat_ms += delay_ms
+
     # ------------------------------------------------------------------ driver API
 
     def next_deadline(self) -> int | None:

@@ -1339,5 +1339,28 @@ confirm_seeds = 6
 question = "Do the eager marks hold when the members' own work makes them late at the rebalance?"
 # (the lateness columns are the condition, not a cost: printed with the grid, never marked)
 metrics = ["stall_ms", "lag_peak", "lag_record_s", "convergence_ms"]
+
+[[grid]]
+name = "hb-spread"
+description = '''the heartbeat-alignment assumption behind the crossover's eager marks: the \
+model lets every classic member restart its heartbeat timer when the round's answers reach it \
+together, so all learn of the next rebalance at the same beat. Here each join shifts every \
+member's heartbeat phase by up to 0, 1 s or 3 s (a whole classic heartbeat) drawn per member \
+and join (@hbspread: the JoinGroup answers over a network round, the heartbeat thread's \
+100 ms wake-ups, GC; a KIP-848 member's phase is its own): 8 members on 1 x 32 partitions at \
+20 ms a record, 40 % busy; classic:eager-roundrobin is eager with roundrobin.'''
+protocols = ["classic:eager@hbspread0s", "classic:eager@hbspread1s", "classic:eager@hbspread3s",
+             "classic:eager-roundrobin@hbspread0s", "classic:eager-roundrobin@hbspread1s",
+             "classic:eager-roundrobin@hbspread3s", "classic:cooperative@hbspread0s",
+             "classic:cooperative@hbspread1s", "classic:cooperative@hbspread3s",
+             "consumer:uniform@hbspread0s", "consumer:uniform@hbspread1s",
+             "consumer:uniform@hbspread3s"]
+scenarios = ["rolling-bounce", "scale-out"]
+sizes = [8]
+workloads = ["1x32-p20ms-40pct"]
+seeds = 5
+confirm_seeds = 5
+question = "Do the crossover's eager marks hold when the members' heartbeat phases spread?"
+metrics = ["lag_record_s", "lag_peak", "stall_ms"]
 """,
 }

@@ -263,6 +263,7 @@ class ClassicConsumerSimulation(ConsumerSimulation):
             elif isinstance(body, SyncGroupResponse):
                 self.stats["rebalances"] += 1
                 self.trace("sync<", p.name, m.generation, self.describe_assignment(body.assignment))
+                self.spread_heartbeat(p, m.generation)  # the timer restarts at the join
         if m.state is not state_before or m.generation != before:
             self.dirty = True
         self._settle(p)
@@ -517,7 +518,8 @@ class ClassicConsumerSimulation(ConsumerSimulation):
         t = sc.rebalance_timeout_ms
         return int(sc.session_timeout_ms + sc.restart_delay_ms
                    + self.config.classic_initial_rebalance_delay_ms
-                   + 2 * (2 * t + sc.heartbeat_interval_ms) + sc.request_timeout_ms + t
+                   + 2 * (2 * t + sc.heartbeat_interval_ms + sc.heartbeat_spread_ms)
+                   + sc.request_timeout_ms + t
                    + _RETRY_BACKOFF_MAX_MS + 40 * lat + self.work_bound_ms())
 
     def work_bound_ms(self) -> int:

@@ -94,6 +94,7 @@ until the quiet time)::
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable
 from typing import Any
 from uuid import UUID
@@ -745,7 +746,37 @@ class ConsumerSimulation(ConsumerConvergence):
                 self.trace("hb<", p.name, body.member_epoch, detail)
         if m.state is not state_before or m.member_epoch != before:
             self.dirty = True
+            if state_before is ClientMemberState.JOINING and m.state is not \
+                    ClientMemberState.JOINING and m.state not in _LEFT and m.member_epoch > 0:
+                self.spread_heartbeat(p, m.member_epoch)  # a KIP-848 join: its own phase
         self._settle(p)
+
+    def heartbeat_phase_ms(self, p: Proc, join: int) -> int:
+        """The shift of ``p``'s heartbeat phase at its join ``join`` (a generation or member
+        epoch): uniform in ``[0, heartbeat_spread_ms)``, drawn from the seed per member name,
+        incarnation and join (not per call sequence: a run and its control draw the same
+        phase for the same join). 0 when the scenario spreads nothing.
+
+        The field's phases spread: the Java consumer restarts its heartbeat timer when the
+        JoinGroup response reaches it (``AbstractCoordinator``: the heartbeat thread is enabled
+        and its timers reset), but the responses of one round reach the members over a network
+        round, the heartbeat thread wakes only every ``retry.backoff.ms`` (100 ms) to see if a
+        beat is due, and a GC or scheduling pause delays a beat; librdkafka restarts its timer
+        at the join as well. A KIP-848 member's phase is its own (KIP-848: each member
+        heartbeats on its own interval from its first answer). The timer keeps the shifted
+        phase until the next join, since each beat is timed from the previous answer."""
+        spread = self.scenario.heartbeat_spread_ms
+        if spread <= 0:
+            return 0
+        return random.Random(f"heartbeat:{self.seed}:{p.name}:{p.gen}:{join}").randrange(spread)
+
+    def spread_heartbeat(self, p: Proc, join: int) -> None:
+        """Shift ``p``'s next heartbeat by :meth:`heartbeat_phase_ms` (traced when it moves)."""
+        off = self.heartbeat_phase_ms(p, join)
+        delay = getattr(p.member, "delay_heartbeat", None)  # consumers only, not Connect
+        if off and delay is not None:
+            delay(off)
+            self.trace("hb phase", p.name, join, f"+{off} ms")
 
     def on_coordinator_down(self) -> None:
         """Connections to the old coordinator reset: members with a request in flight learn

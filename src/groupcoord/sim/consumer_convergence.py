@@ -191,7 +191,7 @@ class ConsumerConvergence(ConsumerInvariants):
         lat = self.scenario.latency.max_ms * (1 + REORDER_SPIKE)
         bound = (sc.session_timeout_ms + sc.restart_delay_ms + sc.request_timeout_ms
                  + _RETRY_BACKOFF_MAX_MS + 3 * sc.heartbeat_interval_ms + 20 * lat
-                 + sc.assignment_interval_ms)
+                 + sc.assignment_interval_ms + sc.heartbeat_spread_ms)
         if self.variant == CLIENT_VARIANT:
             bound += (sc.rebalance_timeout_ms + sc.request_timeout_ms + _RETRY_BACKOFF_MAX_MS
                       + 2 * sc.heartbeat_interval_ms + 10 * lat)

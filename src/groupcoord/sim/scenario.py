@@ -34,6 +34,7 @@ key optional except where noted)::
     commit_interval_ms = 5000    # auto-commit of owned positions; 0 disables commits
     restart_delay_ms = 1000      # a process stopped by a fatal error restarts after this
     scheduled_rebalance_max_delay_ms = 30000  # Connect workers (KIP-415's delay "d")
+    heartbeat_spread_ms = 0      # each join shifts a consumer's heartbeat phase by [0, spread)
 
     [network]
     latency = "uniform:1-10"     # fixed:MS | uniform:MIN-MAX | exponential:MEAN:MIN-MAX
@@ -205,6 +206,12 @@ class Scenario:
     restart_delay_ms: int = 1_000
     #: Connect workers' ``scheduled.rebalance.max.delay.ms`` (KIP-415).
     max_delay_ms: int = DEFAULT_MAX_DELAY_MS
+    #: How far the members' heartbeat phases spread (consumer groups, classic and KIP-848):
+    #: at each join a member's heartbeat timer is pushed later by an offset drawn uniformly
+    #: from ``[0, heartbeat_spread_ms)`` per member and join (``sim.consumer``'s
+    #: ``heartbeat_phase_ms``). 0 (the default): the Java client's ideal, every classic member
+    #: restarts its timer when the JoinGroup/SyncGroup answers of one round reach it together.
+    heartbeat_spread_ms: int = 0
     latency: Latency = DEFAULT_LATENCY
     faults: NetworkFaults = NO_FAULTS
     ordered: bool = True
@@ -247,7 +254,7 @@ _GROUP = {"id", "members", "join_stagger_ms", "start_spread_ms", "static", "topi
           "connectors"}
 _COORD = {"session_timeout_ms", "heartbeat_interval_ms", "assignment_interval_ms"}
 _MEMBER = {"rebalance_timeout_ms", "request_timeout_ms", "commit_interval_ms", "restart_delay_ms",
-           "scheduled_rebalance_max_delay_ms"}
+           "scheduled_rebalance_max_delay_ms", "heartbeat_spread_ms"}
 _NET = {"latency", "loss", "response_loss", "duplicate", "reorder", "ordered"}
 
 

@@ -31,6 +31,9 @@ by ``+``). The variant's timing wins over the field's default and over the scena
 ``consumer:uniform@commit100ms`` auto-commits every 100 ms instead of the client's 5 s
 (``auto.commit.interval.ms``; a workload's own ``auto_commit_interval_ms`` still wins): the
 commit cadence of an application that commits each batch, beside the default.
+``classic:eager@hbspread1s`` spreads the members' heartbeat phases by up to 1 s at each join
+(``Scenario.heartbeat_spread_ms``; not a client config: the field's spread, see
+``sim.consumer``).
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ FIELD_SETTINGS: dict[str, dict[str, int]] = {
 
 #: The timings a protocol label's ``@`` variant may set: its key -> the Scenario field.
 TIMING_KEYS: dict[str, str] = {"hb": "heartbeat_interval_ms", "session": "session_timeout_ms",
-                               "commit": "commit_interval_ms"}
+                               "commit": "commit_interval_ms", "hbspread": "heartbeat_spread_ms"}
 _TIMING = re.compile(r"^(?P<key>[a-z]+)(?P<n>\d+)(?P<unit>ms|s)$")
 
 
@@ -152,6 +155,8 @@ def effective_settings(sc: Scenario, protocol: str) -> dict[str, int]:
             out["group.consumer.assignment.interval.ms"] = sc.assignment_interval_ms
         if not wl.idle:
             out["max.poll.records"] = wl.max_poll_records
+        if sc.heartbeat_spread_ms:  # the model's spread of heartbeat phases (no client config)
+            out["heartbeat.spread.ms"] = sc.heartbeat_spread_ms
     out["request.timeout.ms"] = sc.request_timeout_ms
     return dict(sorted(out.items()))
 

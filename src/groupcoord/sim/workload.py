@@ -109,8 +109,14 @@ the same member pauses at the same times under every protocol of a run), each pa
 draw of ``pause_ms``. A pause is a batch of no records: nothing is processed, and ``poll()``
 comes only at its end; a pause that falls inside a batch comes at the batch's end, before the
 next ``poll()``. The backlog built meanwhile is then polled in batches of up to
-``max_poll_records`` whose processing time per record is drawn per batch (a heavy-tailed
-``processing_ms``, e.g. lognormal, gives a heavy-tailed poll length). A member that keeps up
+``max_poll_records`` whose processing time per record is drawn per batch, from a stream per
+member and second (a heavy-tailed ``processing_ms``, e.g. lognormal, gives a heavy-tailed poll
+length). Every draw is keyed by the member and the time, never by
+the order of the calls (:data:`SPEED_SLOT_MS`; a restarted member goes on with its pause
+schedule), so that the paired control draws what the run draws for the same member at the same
+time and cancels the pauses and the slow seconds (without it the control's draws went their
+own way once the disturbance had changed any batch, and excess lag came out negative). A
+member that keeps up
 with no pause is in ``poll()`` whenever a rebalance comes (its lateness 0); lateness follows
 from the work: the pauses, and the backlog they leave. Where the protocol waits for the poll
 is the clients' own: a classic member rejoins from ``poll()`` (Java's
@@ -640,6 +646,24 @@ class Resource:
         self.lag = lag if lag > 0 else 0.0
 
 
+#: Natural lateness (``WorkModel.keyed_draws``): a member's batches draw their time per record
+#: from one stream per member and slot of this many ms, in turn (``WorkModel.speed_rng``), so
+#: that a run and its paired control, whose batches start at other times once the disturbance
+#: moved them, still draw the same for the same member in the same second, and each batch keeps
+#: its own draw.
+SPEED_SLOT_MS = 1_000
+
+
+def member_of(name: str) -> str:
+    """The member a poll loop belongs to, whatever its incarnation (``c1`` of ``c1#2``)."""
+    return name.partition("#")[0]
+
+
+def pause_gap(rng: random.Random, w: Workload) -> int:
+    """The gap to a member's next pause: exponential, ``pause_every_ms`` on average."""
+    return max(1, round(rng.expovariate(1.0 / w.pause_every_ms)))
+
+
 class Processor:
     """One application thread: a consumer's poll loop, or a Connect task's.
 
@@ -977,7 +1001,7 @@ class Processor:
                      schedule: bool) -> None:
         m = self.model
         n = min(float(m.workload.max_poll_records), total)
-        s = m.workload.processing_ms.draw(m.rng)
+        s = m.workload.processing_ms.draw(m.rng if not m.keyed_draws else m.speed_rng(self.name, t0))
         pos = self._p
         items = [(k, r, pos[r], n * b / total) for k, r, b in backlog]
         self._bitems = self.batch = items
@@ -1072,14 +1096,9 @@ class Processor:
 
     def start_pauses(self, seed: int) -> None:
         """Pause this poll loop now and then (``pause_every_ms``; see the module docstring,
-        "Natural lateness"): the first pause an exponential gap from now."""
-        w = self.model.workload
-        self.pause_rng = random.Random(f"pause:{seed}:{self.name}")
-        self.model.at(self.model.now() + self._pause_gap(w), self._pause, None)
-
-    def _pause_gap(self, w: Workload) -> int:
-        assert self.pause_rng is not None
-        return max(1, round(self.pause_rng.expovariate(1.0 / w.pause_every_ms)))
+        "Natural lateness"), on its member's schedule (:meth:`WorkModel.pause_schedule`)."""
+        self.pause_rng, t = self.model.pause_schedule(self.name, seed)
+        self.model.at(t, self._pause, None)
 
     def _pause(self, _: Any) -> None:
         """A pause starts: now when the application is in ``poll()``; at the end of the
@@ -1091,7 +1110,8 @@ class Processor:
         w = m.workload
         now = m.now()
         d = max(0.0, w.pause_ms.draw(self.pause_rng))
-        m.at(now + self._pause_gap(w), self._pause, None)
+        t = m.pause_next[member_of(self.name)] = now + pause_gap(self.pause_rng, w)
+        m.at(t, self._pause, None)
         self.advance(now)
         if d <= 0:
             return
@@ -1343,6 +1363,17 @@ class WorkModel:
         self.workload = workload
         self.seed = seed
         self.rng = random.Random(f"work:{seed}")
+        #: Natural lateness (``pause_every_ms`` > 0) keys its draws by member and time, not
+        #: by the order of the calls: a batch's time per record by the member and the second
+        #: its batch starts in (:data:`SPEED_SLOT_MS`), each member's pauses from its own
+        #: stream on one schedule across its incarnations (``pause_streams``, ``pause_next``:
+        #: the next pause's time, by member name without its incarnation), so that a run and
+        #: its paired control draw the same for the same member at the same time (other
+        #: workloads draw in call order from ``rng``, as before).
+        self.keyed_draws = workload.pause_every_ms > 0
+        self.pause_streams: dict[str, random.Random] = {}
+        self.pause_next: dict[str, int] = {}
+        self._speed: dict[str, tuple[int, random.Random]] = {}
         self.now = now
         self._at = at
         self.stale = stale
@@ -1475,6 +1506,38 @@ class WorkModel:
             if self.workload.pause_every_ms > 0 and not self.connect:
                 p.start_pauses(self.seed)
         return p
+
+    def speed_rng(self, name: str, t0: float) -> random.Random:
+        """The stream a batch of poll loop ``name`` starting at ``t0`` draws its time per record
+        from: one per member and second (:data:`SPEED_SLOT_MS`), drawn in turn by the batches
+        that start in that second (each batch its own draw, as before)."""
+        member = member_of(name)
+        slot = int(t0) // SPEED_SLOT_MS
+        got = self._speed.get(member)
+        if got is None or got[0] != slot:
+            got = self._speed[member] = (slot, random.Random(f"batch:{self.seed}:{member}:{slot}"))
+        return got[1]
+
+    def pause_schedule(self, name: str, seed: int) -> tuple[random.Random, int]:
+        """The pause stream of poll loop ``name`` and the time of its first pause: for the
+        member's first poll loop, an exponential gap from now; a later incarnation (a bounce's
+        restart) goes on with the member's stream from the first pause due after now (those
+        that fell while it was down skipped), so a member pauses at the same times in a run
+        and in its paired control, whether or not the run restarted it."""
+        w = self.workload
+        now = self.now()
+        member = member_of(name)
+        rng = self.pause_streams.get(member)
+        if rng is None:  # (seeded by the first incarnation's name, as before)
+            rng = self.pause_streams[member] = random.Random(f"pause:{seed}:{name}")
+            t = now + pause_gap(rng, w)
+        else:
+            t = self.pause_next[member]
+            while t < now:  # its pauses while it was down: their durations, the gaps after
+                w.pause_ms.draw(rng)
+                t += pause_gap(rng, w)
+        self.pause_next[member] = t
+        return rng, t
 
     def late(self, asked_at: int) -> None:
         """A member met the group protocol now that asked it at ``asked_at`` (a classic
