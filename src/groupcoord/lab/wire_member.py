@@ -193,22 +193,29 @@ def _exit_with_parent() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ns = parse_args(argv)
+    return run_member_process(ns, Member)
+
+
+def run_member_process(ns: argparse.Namespace, make: Any) -> int:
+    """A wire member process's life, for every kind of member (``make(ns, log)`` builds one with
+    a ``stop`` flag and a ``run()``): it exits with the harness, waits for the harness's "go"
+    if asked (after paying confluent_kafka's import), logs to ``ns.log`` line by line, and stops
+    cleanly on SIGTERM or SIGINT."""
     _exit_with_parent()
     if ns.wait_go:
         import confluent_kafka  # noqa: F401 - pay the import before the go
 
-        line = sys.stdin.readline()
-        if line.strip() != "go":
+        if sys.stdin.readline().strip() != "go":
             return 0  # the harness gave up on this member
     with open(ns.log, "a", buffering=1, encoding="utf-8") as out:
-        member = Member(ns, out)
+        member = make(ns, out)
 
         def _stop(signum: int, frame: Any) -> None:
             member.stop = True
 
         signal.signal(signal.SIGTERM, _stop)
         signal.signal(signal.SIGINT, _stop)
-        return member.run()
+        return int(member.run())
 
 
 if __name__ == "__main__":

@@ -30,12 +30,11 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import signal
 import sys
 import time
 from typing import IO, Any
 
-from groupcoord.lab.wire_member import _exit_with_parent
+from groupcoord.lab.wire_member import run_member_process
 
 
 def share_consumer_config(ns: argparse.Namespace) -> dict[str, Any]:
@@ -108,22 +107,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ns = parse_args(argv)
-    _exit_with_parent()
-    if ns.wait_go:
-        import confluent_kafka  # noqa: F401 - pay the import before the go
-
-        if sys.stdin.readline().strip() != "go":
-            return 0  # the harness gave up on this member
-    with open(ns.log, "a", buffering=1, encoding="utf-8") as out:
-        member = ShareMember(ns, out)
-
-        def _stop(signum: int, frame: Any) -> None:
-            member.stop = True
-
-        signal.signal(signal.SIGTERM, _stop)
-        signal.signal(signal.SIGINT, _stop)
-        return member.run()
+    return run_member_process(parse_args(argv), ShareMember)
 
 
 if __name__ == "__main__":
