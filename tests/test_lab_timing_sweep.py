@@ -121,3 +121,31 @@ def test_the_conditions_read_the_spread_from_the_runs_settings() -> None:
         "the members' heartbeats spread over up to 1 s after a join")
     assert phase_clause(["classic:eager"]).startswith(
         "every classic member learns of a rebalance at the same moment")
+
+
+def test_the_downtime_lines_are_per_spread_and_say_the_group_rejoins_within_it() -> None:
+    """Eager's downtime per moved partition grows with the spread (41 ms, then 900 ms);
+    cooperative's is one 3 s heartbeat: one line per spread, and the spread row's reason is
+    the spread, not a group that rejoins at once."""
+    settings = {"classic:eager": {"heartbeat.interval.ms": 3000},
+                "classic:cooperative": {"heartbeat.interval.ms": 3000}}
+    runs = []
+    for spread, eager_ms in ((0, 41), (1000, 900)):
+        st = json.dumps({"heartbeat.spread.ms": spread} if spread else {})
+        for seed in range(3):
+            base = {"scenario": "scale-out", "size": 8, "members": 8, "workload": "4x250",
+                    "fault_rate": 0.0, "seed": seed, "ok": True, "caught_up": True,
+                    "settings_json": st, "resources_moved": 100}
+            runs += [{**base, "protocol": "classic:eager", "resource_downtime_ms": eager_ms * 100},
+                     {**base, "protocol": "classic:cooperative",
+                      "resource_downtime_ms": 3000 * 100}]
+    from groupcoord.lab.mechanism import mechanisms
+
+    lines = mechanisms(["classic:eager", "classic:cooperative"], settings, runs)
+    flat = [ln for ln in lines if "downtime per moved partition" in ln]
+    assert [ln.split(":")[0] for ln in flat] == [
+        "scale-out, heartbeats not spread", "scale-out, heartbeats spread over up to 1 s"]
+    assert "classic:eager 41 ms" in flat[0] and "rejoins at once" in flat[0]
+    assert "classic:eager 900 ms" in flat[1]
+    assert "rejoins within the heartbeats' 1 s spread" in flat[1]
+    assert "heartbeats spread over up to 0 and 1 s after a join" in lines[0]

@@ -835,10 +835,10 @@ def conditions(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
 
 def _downtime_line(scenario: str, label: str, protocols: Sequence[str],
                    settings: Mapping[str, Mapping[str, Any]], rs: Sequence[Mapping[str, Any]],
-                   eager_gaps: list[tuple[str, float]]) -> str | None:
-    """One scenario's (one group size's) downtime per moved partition per protocol, with
-    what it says about the rebalance (see :func:`mechanisms`); appends eager's figures
-    outside a crash to ``eager_gaps``; None without moves."""
+                   eager_gaps: list[tuple[str, float]], spread: float = 0) -> str | None:
+    """One scenario's (one group size's, one heartbeat spread's) downtime per moved
+    partition per protocol, with what it says about the rebalance (see :func:`mechanisms`);
+    appends eager's figures outside a crash to ``eager_gaps``; None without moves."""
     per = downtime_per_move(rs)
     if not per:
         return None
@@ -862,7 +862,8 @@ def _downtime_line(scenario: str, label: str, protocols: Sequence[str],
             f"moved, median over the runs): " + ", ".join(parts) + ".")
     eager = [p for p in per if is_eager(p)]
     rest = [p for p in per if not is_eager(p)]
-    if "crash" not in event_kinds(rs[0]):
+    if "crash" not in event_kinds(rs[0]) and not spread:
+        # (a spread of the heartbeat phases sets eager's gap too, not a long poll)
         eager_gaps += [(scenario, per[p]) for p in eager]
     late = SLOW_VARIANT.match(scenario)
     if late and eager:
@@ -870,7 +871,9 @@ def _downtime_line(scenario: str, label: str, protocols: Sequence[str],
                  "(its revocations): an eager group, having revoked everything, waits for it.")
     elif (eager and rest and by_beat
             and max(per[p] for p in eager) < min(per[p] for p in rest)):
-        line += (" Eager revokes every partition, but the whole group rejoins at once, so "
+        together = ("the whole group rejoins at once" if not spread else
+                    f"the group rejoins within the heartbeats' {spread_text([spread])} spread")
+        line += (f" Eager revokes every partition, but {together}, so "
                  "each waits only that long; a cooperative member learns its second round, "
                  "and a KIP-848 member its new target, at its next heartbeat.")
     beats_here = [hb for p in per for hb in (_heartbeat(settings.get(p, {}), p),) if hb]
@@ -918,15 +921,23 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
         if split:
             lines.append(split)
         sizes = sorted({int(r.get("size") or r.get("members") or 0) for r in rs})
-        # per group size: a median across sizes mixes a crash at 4 members with one at 12
+        spreads = spreads_of(rs)
+        # per group size: a median across sizes mixes a crash at 4 members with one at 12;
+        # per spread of the heartbeat phases (a grid that sweeps it), likewise
         for size in sizes:
-            mine = rs if len(sizes) == 1 else [
-                r for r in rs if int(r.get("size") or r.get("members") or 0) == size]
-            label = scenario if len(sizes) == 1 else (
-                f"{scenario}, {size} {member_word(scenario, protocols)}")
-            line = _downtime_line(scenario, label, protocols, settings, mine, eager_gaps)
-            if line:
-                lines.append(line)
+            for spread in spreads:
+                mine = [r for r in rs if (len(sizes) == 1 or int(
+                    r.get("size") or r.get("members") or 0) == size)
+                    and (len(spreads) == 1 or spreads_of([r]) == [spread])]
+                label = scenario if len(sizes) == 1 else (
+                    f"{scenario}, {size} {member_word(scenario, protocols)}")
+                if len(spreads) > 1:
+                    label += (f", heartbeats spread over up to {spread_text([spread])}"
+                              if spread else ", heartbeats not spread")
+                line = _downtime_line(scenario, label, protocols, settings, mine,
+                                      eager_gaps, spread)
+                if line:
+                    lines.append(line)
     loads = [ld for r in runs if r.get("protocol") in protocols
              for ld in (member_load(r),) if ld is not None]
     beats = [hb for p in protocols for hb in (_heartbeat(settings.get(p, {}), p),) if hb]
@@ -954,7 +965,9 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
         elif beats and eager_gaps and max(v for _, v in eager_gaps) < min(beats):
             lines[-1] += (f", longer than a {_ms(min(beats))} heartbeat, but no rebalance "
                           "here waited on one: eager's downtime per moved partition stays "
-                          "under a heartbeat in every scenario above without a crash (at most "
+                          "under a heartbeat in every scenario above without a crash"
+                          + (" or a heartbeat spread" if any(spreads_of(runs)) else "")
+                          + " (at most "
                           f"{_ms(max(v for _, v in eager_gaps))}), so no member was busy inside "
                           "a long poll when a rebalance started (a member late at the "
                           "rebalance is the busy-member grids' and the long-poll grid's).")
