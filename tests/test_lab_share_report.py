@@ -11,6 +11,7 @@ from typing import Any
 
 from groupcoord.lab.report import calibration_note
 from groupcoord.lab.share_report import (
+    MESSAGES_LABEL,
     main,
     message_rows,
     platform_md,
@@ -40,7 +41,9 @@ def test_the_same_members_on_either_topic_are_compared_across_the_grids() -> Non
     assert rows[("rolling-bounce", "excess lag (record·s)")][2:] == [
         "12 (10\u201314)", "1,320 (1,300\u20131,340)", "5 / 5"]
     assert rows[("rolling-bounce", "partitions stopped (partition·s)")][2:4] == ["0", "36"]
-    assert rows[("rolling-bounce", "messages in the windows")][3] == "1,700"
+    assert rows[("rolling-bounce", MESSAGES_LABEL)][3] == "1,700"
+    # the row says its two counts are not of the same messages
+    assert "not comparable" in MESSAGES_LABEL and "no fetches" in MESSAGES_LABEL
     md = platform_md(runs)
     assert "share:simple on 1x4-busy against consumer:uniform on 1x12-busy" in md
     assert "not paired" in md
@@ -148,3 +151,18 @@ def test_head_of_line_blocking_is_read_from_the_controls_clean_against_poison(
     assert by[(SHARE, "1x4-busy \u2192 1x4-poison-lock")] == ["12", "1,800"]
     assert len(rows) == 4  # the clean workload is no poison row of its own
     assert "head-of-line blocking" in share_sections_md(runs)
+
+
+def test_share_page_defines_its_metrics_and_says_a_zero_metric_once() -> None:
+    runs = [_run(SHARE, "1x4-busy", s, stall_ms=0, lag_record_s=1.0) for s in range(5)]
+    runs += [_run(KIP848, "1x12-busy", s, stall_ms=0, lag_record_s=9.0) for s in range(5)]
+    md = share_sections_md(runs)
+    assert "## Share grids: definitions" in md
+    # lag is processed-based, not the broker's share lag; the lock limit is not "stopped"
+    assert "not the broker's share lag" in md
+    assert "record-lock limit" in md and "not counted" in md
+    assert "no revocation" in md
+    assert "Stall is 0 in every cell of every share grid on this page (10 runs)" in md
+    # one stalled run: the page no longer says stall is 0 everywhere
+    runs[0]["stall_ms"] = 250
+    assert "Stall is 0 in every cell" not in share_sections_md(runs)

@@ -46,6 +46,11 @@ from groupcoord.lab.findings import family, number
 PLATFORM = (12, "1x4-busy", "1x12-busy")
 SHARE, CONSUMER = "share:simple", "consumer:uniform"
 SCENARIOS = ("crowd-crash", "bounce", "rolling-bounce")
+#: The messages row's label: the two counts are not of the same messages (the share group's
+#: include its ShareFetch requests and answers, the consumer group's no fetches at all), so
+#: the row says so rather than reading as a like-for-like comparison.
+MESSAGES_LABEL = ("messages in the windows (not comparable: share counts heartbeats and "
+                  "ShareFetch; consumer counts heartbeats and commits, no fetches)")
 #: (column, label, divisor): the metrics of the platform table.
 PLATFORM_METRICS: tuple[tuple[str, str, float], ...] = (
     ("lag_record_s", "excess lag (record·s)", 1.0),
@@ -53,7 +58,7 @@ PLATFORM_METRICS: tuple[tuple[str, str, float], ...] = (
     ("resource_downtime_ms", "partitions stopped (partition·s)", 1000.0),
     ("resources_moved", "partitions moved", 1.0),
     ("records_reprocessed", "records processed twice", 1.0),
-    ("messages", "messages in the windows", 1.0),
+    ("messages", MESSAGES_LABEL, 1.0),
 )
 #: The share calibration's data file (``lab calibrate --share --json``'s output).
 SHARE_CALIBRATION = Path(__file__).parent / "data" / "share_calibration.json"
@@ -226,11 +231,58 @@ def head_of_line_md(runs: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+#: What each metric of the share grids means for each group type (docs/lab.md, "Share groups
+#: against consumer groups"): (metric, share group, consumer group). Printed on the rendered
+#: page from here, so the page and the code that computes the columns say the same thing.
+DEFINITIONS: tuple[tuple[str, str, str], ...] = (
+    ("excess lag, lag peak",
+     "records produced and not yet processed by a member (not the broker's share lag, "
+     "the end offset minus the share-partition start offset), over the control",
+     "records produced and not yet processed (not end offset minus committed offset), "
+     "over the control"),
+    ("stall",
+     "time the whole group processed nothing",
+     "time the whole group processed nothing"),
+    ("partitions stopped (resource downtime)",
+     "partition·s with no live member fetching the partition; a share partition held at the "
+     "record-lock limit or behind a dead member's locks is still fetched, so it is not "
+     "counted (its cost shows in lag)",
+     "partition·s with no live member owning and fetching the partition (a revoked "
+     "partition until its new owner starts it)"),
+    ("partitions moved (assignment changes)",
+     "a partition started by a member not among its last holders; no revocation and no "
+     "gap (the other members of the partition go on fetching)",
+     "a partition handed to a new owner: revoked, committed, then started, a gap between"),
+)
+#: Metrics that are a whole-group measure: where every run of the page reads 0 the page says
+#: so once rather than a row of zeros per cell.
+ZERO_CHECKED = (("stall_ms", "stall"),)
+
+
+def definitions_md(runs: Sequence[Mapping[str, Any]]) -> str:
+    """The share grids' definitions (:data:`DEFINITIONS`) as a Markdown table, and a line for
+    each metric of :data:`ZERO_CHECKED` that is 0 in every run given."""
+    lines = ["What the share grids' metrics mean for each group type (the tables read as "
+             "excess over each run's control):", "",
+             f"| metric | {SHARE} (share group) | {CONSUMER} (consumer group) |",
+             "|---|---|---|"]
+    lines += [f"| {m} | {sh} | {co} |" for m, sh, co in DEFINITIONS]
+    for column, label in ZERO_CHECKED:
+        vals = [float(r[column]) for r in runs if r.get("ok") and r.get(column) is not None]
+        if vals and all(v == 0 for v in vals):
+            lines += ["", f"{label.capitalize()} is 0 in every cell of every share grid on "
+                      f"this page ({len(vals)} runs): the group never stopped processing as "
+                      "a whole; its rows say nothing."]
+    return "\n".join(lines)
+
+
 def share_sections_md(runs: Sequence[Mapping[str, Any]]) -> str:
     """The share comparison's sections of the report (Markdown); "" without share runs."""
     if not any(family(str(r.get("protocol"))) == "share" for r in runs):
         return ""
-    parts = ["## Share groups: the same members on either topic", "",
+    share_runs = [r for r in runs if family(str(r.get("protocol"))) in ("share", "consumer")]
+    parts = ["## Share grids: definitions", "", definitions_md(share_runs), "",
+             "## Share groups: the same members on either topic", "",
              platform_md(runs) or "No cells of both workloads at the same size.", "",
              "## Messages", "", messages_md(runs)]
     if hol := head_of_line_md(runs):
