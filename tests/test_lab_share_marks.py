@@ -10,6 +10,7 @@ from typing import Any
 from groupcoord.lab.findings import Metric
 from groupcoord.lab.report import _verdict_word, method_text
 from groupcoord.lab.verdict import (
+    DIFFERENT_MEANING,
     Cell,
     GridVerdict,
     MetricVerdict,
@@ -17,6 +18,7 @@ from groupcoord.lab.verdict import (
     distinct_marks,
     judge,
     mark_timing_dependence,
+    unmark_share_moves,
 )
 from groupcoord.sim.scenario import load_scenario
 from groupcoord.sim.settings import effective_settings, split_timing, with_field_settings
@@ -140,3 +142,28 @@ def test_runs_left_out_of_a_grid_are_not_called_shared_between_grids() -> None:
     both = grid_verdicts({"spec": "share", "grids": [grids[0], {**grids[0], "name": "again"}]},
                          runs)
     assert "(10 distinct runs: a run of a cell that two grids share" in method_text(runs, both)[2]
+
+
+MOVED = Metric("resources_moved", "partitions moved", "", floor=1.0)
+
+
+def _moves_grid(rows: list[VerdictRow], protocols: list[str]) -> GridVerdict:
+    return GridVerdict("share-rolling", "", protocols, [MOVED], rows, 10, 0, 0, 5)
+
+
+def test_partitions_moved_between_a_share_and_a_consumer_group_carries_no_mark() -> None:
+    # the rolling bounce at 12: share 10-20 moves against consumer 5-8, a separation the
+    # judge marks; a share move has no revocation, so the row keeps its counts and no mark
+    mv = judge(_cells({SHARE: [16, 10, 20, 16, 18], KIP848: [7, 5, 8, 7, 6]}), MOVED)
+    assert mv.verdict == "best" and mv.best == (KIP848,)
+    unmark_share_moves([_moves_grid([VerdictRow("rolling-bounce", 12, "1x4-busy", 0.0, 5, [mv])],
+                              [SHARE, KIP848])])
+    assert mv.verdict == DIFFERENT_MEANING and mv.best == () and mv.beaten == ()
+    assert all(c.mark == "" for c in mv.cells.values())
+    assert mv.cells[SHARE].median == 16 and mv.cells[KIP848].median == 7
+    assert "\u2605" not in _verdict_word(mv) and "no revocation" in _verdict_word(mv)
+    # two consumer groups keep their mark: the metric means the same for both
+    same = judge(_cells({KIP848: [16, 10, 20, 16, 18], FAST: [7, 5, 8, 7, 6]}), MOVED)
+    unmark_share_moves([_moves_grid([VerdictRow("rolling-bounce", 12, "1x4-busy", 0.0, 5, [same])],
+                              [KIP848, FAST])])
+    assert same.verdict == "best" and same.best == (FAST,)

@@ -705,6 +705,33 @@ def mark_heartbeat_limits(verdicts: Sequence[GridVerdict]) -> None:
                                 f"{' and '.join(slow)}")
 
 
+#: The verdict of a row whose metric means different things for the protocols it compares.
+DIFFERENT_MEANING = "different meaning"
+#: Metrics whose meaning differs between a share group (KIP-932) and a consumer group
+#: (KIP-848): a share group's assignment change has no revocation, no commit and no gap (the
+#: partition's other members go on fetching), a consumer group's hands the partition over.
+SHARE_INCOMPARABLE = frozenset({"resources_moved"})
+
+
+def unmark_share_moves(verdicts: Sequence[GridVerdict]) -> None:
+    """No ★ or = on a metric whose meaning differs between a share group and a consumer group
+    (:data:`SHARE_INCOMPARABLE`; docs/lab.md, "Share groups against consumer groups"): the
+    counts stay in the table, the row reads "different meaning", and no sentence rests on
+    it. A mark between two share groups or two consumer groups stays."""
+    for g in verdicts:
+        for row in g.rows:
+            for mv in row.metrics:
+                if mv.metric.column not in SHARE_INCOMPARABLE:
+                    continue
+                fams = {family(p) == "share" for p in mv.cells}
+                if len(fams) < 2:
+                    continue
+                for c in mv.cells.values():
+                    c.mark = ""
+                mv.verdict, mv.best, mv.beaten, mv.limit = DIFFERENT_MEANING, (), (), ""
+                mv.depends = ""
+
+
 def mark_busy_limits(verdicts: Sequence[GridVerdict]) -> None:
     """Give every classic eager mark on stall, lag or time to converge its limit: a member
     late at the rebalance holds an eager group's JoinGroup barrier (it rejoins only once its
@@ -983,6 +1010,7 @@ def grid_verdicts(meta: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]
                  for kind, ps in kinds if ps]
     out = [grid_verdict(g, runs, spec) for g in grids]
     judge_shared_cells(grids, out, runs)
+    unmark_share_moves(out)
     mark_busy_limits(out)
     mark_heartbeat_limits(out)
     mark_by_design(out)
