@@ -166,3 +166,28 @@ def test_share_page_defines_its_metrics_and_says_a_zero_metric_once() -> None:
     # one stalled run: the page no longer says stall is 0 everywhere
     runs[0]["stall_ms"] = 250
     assert "Stall is 0 in every cell" not in share_sections_md(runs)
+
+
+def test_the_poison_cost_of_each_group_type_is_read_from_the_workload() -> None:
+    from groupcoord.lab.share_report import poison_cost_md, poison_cost_rows
+
+    poison = json.dumps({"poison_rate": 0.0002, "poison_attempt_ms": 2000,
+                         "poison_backoff_ms": 1000})
+    locked = json.dumps({"poison_rate": 0.0002, "poison_attempt_ms": 2000,
+                         "poison_backoff_ms": 1000, "share_lock_duration_ms": 1500})
+    runs = [_run(SHARE, "1x4-poison", 0, work=poison), _run(KIP848, "1x4-poison", 0, work=poison),
+            _run(SHARE, "1x4-poison-lock", 0, work=locked),
+            _run(SHARE, "1x4-busy", 0, work=json.dumps({"records_per_s": 60}))]
+    rows = dict((n, (c, s)) for n, c, s in poison_cost_rows(runs))
+    # 5 attempts of 2 s and 4 back-offs of 1 s against 5 deliveries of 2 s, no back-off
+    assert rows["1x4-poison"] == ("5 \u00d7 2 s + 4 \u00d7 1 s back-off = 14 s",
+                                  "5 \u00d7 2 s = 10 s")
+    # share-only workload: no consumer cost; the lock shorter than the attempt is said
+    assert rows["1x4-poison-lock"][0] == "" and "1.5 s lock" in rows["1x4-poison-lock"][1]
+    assert "1x4-busy" not in rows
+    md = poison_cost_md(runs)
+    assert "FixedBackOff(0, 9)" in md and "share groups only" in md
+    # without a back-off both pay only their attempts
+    free = json.dumps({"poison_rate": 0.0002, "poison_attempt_ms": 2000})
+    (_, c, _s), = poison_cost_rows([_run(KIP848, "1x4-poison", 0, work=free)])
+    assert c == "5 \u00d7 2 s = 10 s"

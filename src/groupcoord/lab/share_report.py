@@ -216,6 +216,79 @@ def head_of_line_rows(runs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     return out
 
 
+def _mean_ms(v: Any) -> float | None:
+    """A workload setting in ms: a number, or a distribution's mean (or fixed value)."""
+    if isinstance(v, int | float):
+        return float(v)
+    if isinstance(v, Mapping):
+        for key in ("mean", "value"):
+            if isinstance(v.get(key), int | float):
+                return float(v[key])
+    return None
+
+
+def poison_cost_rows(runs: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, str]]:
+    """Per poison workload with a field cost (``poison_attempt_ms``; ``sim.workload``, "As in
+    the field"): what one poison record costs each group type, from the workload's settings.
+    A consumer group's application retries it in place (``poison_attempts`` attempts and a
+    ``poison_backoff_ms`` back-off between two), its partitions waiting behind it; a share
+    group's member RELEASEs it after each attempt (KIP-932), no back-off, and it is archived
+    at ``share.delivery.count.limit``. (workload, consumer group's text, share group's)."""
+    from dataclasses import fields
+
+    from groupcoord.sim.share_convergence import ShareSettings
+    from groupcoord.sim.workload import Workload
+
+    attempts_default = next(int(f.default) for f in fields(Workload)  # type: ignore[arg-type]
+                            if f.name == "poison_attempts")
+    out = []
+    seen: set[str] = set()
+    for r in runs:
+        name = str(r.get("workload"))
+        w = _work(r)
+        attempt = _mean_ms(w.get("poison_attempt_ms"))
+        if name in seen or not w.get("poison_rate") or attempt is None:
+            continue
+        seen.add(name)
+        n = int(w.get("poison_attempts") or attempts_default)
+        backoff = float(w.get("poison_backoff_ms") or 0)
+        limit = int(w.get("share_delivery_count_limit")
+                    or ShareSettings().delivery_count_limit)
+        consumer = (f"{n} \u00d7 {number(attempt / 1000)} s"
+                    + (f" + {n - 1} \u00d7 {number(backoff / 1000)} s back-off"
+                       if backoff and n > 1 else "")
+                    + f" = {number((n * attempt + (n - 1) * backoff) / 1000)} s")
+        share = (f"{limit} \u00d7 {number(attempt / 1000)} s = "
+                 f"{number(limit * attempt / 1000)} s")
+        if not any(family(str(x.get("protocol"))) == "consumer"
+                   and str(x.get("workload")) == name for x in runs):
+            consumer = ""
+        lock = w.get("share_lock_duration_ms")
+        if isinstance(lock, int | float) and lock < attempt:
+            share += (f" (its {number(lock / 1000)} s lock expires during each attempt: the "
+                      "record goes to another member while the first still tries)")
+        out.append((name, consumer, share))
+    return sorted(out)
+
+
+def poison_cost_md(runs: Sequence[Mapping[str, Any]]) -> str:
+    """:func:`poison_cost_rows` as sentences; "" without a field-cost poison workload."""
+    rows = poison_cost_rows(runs)
+    if not rows:
+        return ""
+    lines = ["What one poison record costs each group type, from the workloads' settings (the "
+             "records and each attempt's cost are the same for both; the back-off is not):"]
+    share_text = ("the share group {} of one member's (it RELEASEs the record after each "
+                  "attempt, delivered again at once, archived at the delivery count limit)")
+    lines += [f"- {name}: " + (f"the consumer group {c} of its partitions' time (the "
+                               "application retries in place, its back-off between attempts); "
+                               if c else "share groups only: ") + share_text.format(s)
+              for name, c, s in rows]
+    lines += ["", "The back-off is a chosen setting, not the field's default: Spring Kafka's "
+              "`DefaultErrorHandler` defaults to `FixedBackOff(0, 9)` (10 attempts, no delay)."]
+    return "\n".join(lines)
+
+
 def head_of_line_md(runs: Sequence[Mapping[str, Any]]) -> str:
     rows = head_of_line_rows(runs)
     if not rows:
@@ -287,6 +360,8 @@ def share_sections_md(runs: Sequence[Mapping[str, Any]]) -> str:
              "## Messages", "", messages_md(runs)]
     if hol := head_of_line_md(runs):
         parts += ["", "## Poison records: head-of-line blocking", "", hol]
+    if cost := poison_cost_md(runs):
+        parts += ["", cost]
     return "\n".join(parts)
 
 
