@@ -12,6 +12,7 @@ from groupcoord.lab.report import _verdict_word, method_text
 from groupcoord.lab.verdict import (
     DIFFERENT_MEANING,
     Cell,
+    Claim,
     GridVerdict,
     MetricVerdict,
     VerdictRow,
@@ -167,3 +168,43 @@ def test_partitions_moved_between_a_share_and_a_consumer_group_carries_no_mark()
     unmark_share_moves([_moves_grid([VerdictRow("rolling-bounce", 12, "1x4-busy", 0.0, 5, [same])],
                               [KIP848, FAST])])
     assert same.verdict == "best" and same.best == (FAST,)
+
+
+def test_a_share_mark_in_a_bounce_aligned_with_the_heartbeat_says_so() -> None:
+    from groupcoord.lab.mechanism import claim_conditions
+    from groupcoord.lab.verdict import HEARTBEAT_MULTIPLE, mark_heartbeat_multiples
+
+    down = Metric("resource_downtime_ms", "resource downtime", "resource·s", 1000.0,
+                  floor=1000.0)
+    hb = {"group.consumer.heartbeat.interval.ms": 5000}
+
+    def row(down_ms: int, spacing_ms: int | None) -> VerdictRow:
+        mv = judge(_cells({SHARE: [7870, 3170, 13100, 6000, 9000],
+                           KIP848: [14900, 14910, 14940, 14920, 14930]}), down)
+        assert mv.verdict == "best" and mv.best == (SHARE,)
+        return VerdictRow("bounce", 4, "1x12-busy", 0.0, 5, [mv], down_ms=down_ms,
+                          spacing_ms=spacing_ms, settings={KIP848: hb, SHARE: {}})
+
+    # a 10 s bounce is two 5 s heartbeats: the mark keeps its ★ and says what it rests on
+    ten = row(10_000, None)
+    g = GridVerdict("equal-capacity", "", [SHARE, KIP848], [down], [ten], 10, 0, 0, 5)
+    mark_heartbeat_multiples([g])
+    mv = ten.metrics[0]
+    assert mv.verdict == "best"
+    assert mv.limit.startswith(HEARTBEAT_MULTIPLE)
+    assert "10 s bounce's downtime is 2 \u00d7 the 5 s heartbeat of consumer:uniform" in mv.limit
+    assert mv.limit in _verdict_word(mv)
+    claim = Claim("equal-capacity", "", "", "resource_downtime_ms", "bounce", 4, SHARE, KIP848,
+                  workload="1x12-busy")
+    assert HEARTBEAT_MULTIPLE in claim_conditions(claim, [g], [])
+    # a rolling bounce 15 s apart, 3 s down: the spacing is three heartbeats, the downtime not
+    rolling = row(3_000, 15_000)
+    mark_heartbeat_multiples([GridVerdict("share-rolling", "", [SHARE, KIP848], [down],
+                                          [rolling], 10, 0, 0, 5)])
+    lim = rolling.metrics[0].limit
+    assert "15 s bounces' spacing is 3 \u00d7" in lim and "bounce's downtime" not in lim
+    # a downtime off the heartbeat's multiple (7.7 s): no limit
+    off = row(7_700, None)
+    mark_heartbeat_multiples([GridVerdict("x", "", [SHARE, KIP848], [down], [off], 10, 0, 0,
+                                          5)])
+    assert off.metrics[0].limit == ""
