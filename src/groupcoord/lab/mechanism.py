@@ -37,14 +37,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from groupcoord.lab.findings import family, number, work_value
-from groupcoord.lab.verdict import (
-    HEARTBEAT_MULTIPLE,
-    SLOW_VARIANT,
-    Claim,
-    GridVerdict,
-    member_word,
-    threshold,
-)
+from groupcoord.lab.verdict import SLOW_VARIANT, Claim, GridVerdict, member_word, threshold
 from groupcoord.sim.application import RECOVERY_WAIT_MS
 from groupcoord.sim.engine import INITIAL_JOIN
 from groupcoord.sim.workload import Workload
@@ -294,8 +287,6 @@ def claim_conditions(claim: Claim, verdicts: Sequence[GridVerdict],
         top = max(abs(b.median), abs(w.median))
         if top > 0 and abs(w.median - b.median) / top < SMALL_DIFFERENCE:
             parts.append(f"a {abs(w.median - b.median) / top:.0%} difference of the medians")
-    if mv is not None and mv.limit.startswith(HEARTBEAT_MULTIPLE):
-        parts.append(f"the mark {mv.limit}")
     key = (row.scenario, row.size, row.workload, row.fault_rate)
     mine = [r for r in runs if (str(r.get("scenario")), int(r.get("size") or 0),
                                 str(r.get("workload")), r.get("fault_rate")) == key]
