@@ -10,6 +10,7 @@ from typing import Any
 from groupcoord.lab.findings import Metric
 from groupcoord.lab.report import _verdict_word, method_text
 from groupcoord.lab.verdict import (
+    DIFFERENT_MEANING,
     Cell,
     GridVerdict,
     MetricVerdict,
@@ -17,6 +18,7 @@ from groupcoord.lab.verdict import (
     distinct_marks,
     judge,
     mark_timing_dependence,
+    unmark_share_moves,
 )
 from groupcoord.sim.scenario import load_scenario
 from groupcoord.sim.settings import effective_settings, split_timing, with_field_settings
@@ -140,3 +142,67 @@ def test_runs_left_out_of_a_grid_are_not_called_shared_between_grids() -> None:
     both = grid_verdicts({"spec": "share", "grids": [grids[0], {**grids[0], "name": "again"}]},
                          runs)
     assert "(10 distinct runs: a run of a cell that two grids share" in method_text(runs, both)[2]
+
+
+MOVED = Metric("resources_moved", "partitions moved", "", floor=1.0)
+
+
+def _moves_grid(rows: list[VerdictRow], protocols: list[str]) -> GridVerdict:
+    return GridVerdict("share-rolling", "", protocols, [MOVED], rows, 10, 0, 0, 5)
+
+
+def test_partitions_moved_between_a_share_and_a_consumer_group_carries_no_mark() -> None:
+    # the rolling bounce at 12: share 10-20 moves against consumer 5-8, a separation the
+    # judge marks; a share move has no revocation, so the row keeps its counts and no mark
+    mv = judge(_cells({SHARE: [16, 10, 20, 16, 18], KIP848: [7, 5, 8, 7, 6]}), MOVED)
+    assert mv.verdict == "best" and mv.best == (KIP848,)
+    unmark_share_moves([_moves_grid([VerdictRow("rolling-bounce", 12, "1x4-busy", 0.0, 5, [mv])],
+                              [SHARE, KIP848])])
+    assert mv.verdict == DIFFERENT_MEANING and mv.best == () and mv.beaten == ()
+    assert all(c.mark == "" for c in mv.cells.values())
+    assert mv.cells[SHARE].median == 16 and mv.cells[KIP848].median == 7
+    assert "\u2605" not in _verdict_word(mv) and "no revocation" in _verdict_word(mv)
+    # two consumer groups keep their mark: the metric means the same for both
+    same = judge(_cells({KIP848: [16, 10, 20, 16, 18], FAST: [7, 5, 8, 7, 6]}), MOVED)
+    unmark_share_moves([_moves_grid([VerdictRow("rolling-bounce", 12, "1x4-busy", 0.0, 5, [same])],
+                              [KIP848, FAST])])
+    assert same.verdict == "best" and same.best == (FAST,)
+
+
+def test_a_share_mark_in_a_bounce_aligned_with_the_heartbeat_says_so() -> None:
+    from groupcoord.lab.verdict import HEARTBEAT_MULTIPLE, claims, mark_heartbeat_multiples
+
+    down = Metric("resource_downtime_ms", "resource downtime", "resource·s", 1000.0,
+                  floor=1000.0)
+    hb = {"group.consumer.heartbeat.interval.ms": 5000}
+
+    def row(down_ms: int, spacing_ms: int | None) -> VerdictRow:
+        mv = judge(_cells({SHARE: [7870, 3170, 13100, 6000, 9000],
+                           KIP848: [14900, 14910, 14940, 14920, 14930]}), down)
+        assert mv.verdict == "best" and mv.best == (SHARE,)
+        return VerdictRow("bounce", 4, "1x12-busy", 0.0, 5, [mv], down_ms=down_ms,
+                          spacing_ms=spacing_ms, settings={KIP848: hb, SHARE: {}})
+
+    # a 10 s bounce is two 5 s heartbeats: the mark keeps its ★ and says what it rests on
+    ten = row(10_000, None)
+    g = GridVerdict("equal-capacity", "", [SHARE, KIP848], [down], [ten], 10, 0, 0, 5)
+    mark_heartbeat_multiples([g])
+    mv = ten.metrics[0]
+    assert mv.verdict == "best"
+    assert mv.limit.startswith(HEARTBEAT_MULTIPLE)
+    assert "10 s bounce's downtime is 2 \u00d7 the 5 s heartbeat of consumer:uniform" in mv.limit
+    assert mv.limit in _verdict_word(mv)
+    # the sentence carries the limit too
+    said = [c for c in claims([g]) if c.metric == "resource_downtime_ms"]
+    assert said and f"The mark {mv.limit}." in said[0].text
+    # a rolling bounce 15 s apart, 3 s down: the spacing is three heartbeats, the downtime not
+    rolling = row(3_000, 15_000)
+    mark_heartbeat_multiples([GridVerdict("share-rolling", "", [SHARE, KIP848], [down],
+                                          [rolling], 10, 0, 0, 5)])
+    lim = rolling.metrics[0].limit
+    assert "15 s bounces' spacing is 3 \u00d7" in lim and "bounce's downtime" not in lim
+    # a downtime off the heartbeat's multiple (7.7 s): no limit
+    off = row(7_700, None)
+    mark_heartbeat_multiples([GridVerdict("x", "", [SHARE, KIP848], [down], [off], 10, 0, 0,
+                                          5)])
+    assert off.metrics[0].limit == ""

@@ -11,6 +11,7 @@ from typing import Any
 
 from groupcoord.lab.report import calibration_note
 from groupcoord.lab.share_report import (
+    MESSAGES_LABEL,
     main,
     message_rows,
     platform_md,
@@ -40,7 +41,9 @@ def test_the_same_members_on_either_topic_are_compared_across_the_grids() -> Non
     assert rows[("rolling-bounce", "excess lag (record·s)")][2:] == [
         "12 (10\u201314)", "1,320 (1,300\u20131,340)", "5 / 5"]
     assert rows[("rolling-bounce", "partitions stopped (partition·s)")][2:4] == ["0", "36"]
-    assert rows[("rolling-bounce", "messages in the windows")][3] == "1,700"
+    assert rows[("rolling-bounce", MESSAGES_LABEL)][3] == "1,700"
+    # the row says its two counts are not of the same messages
+    assert "not comparable" in MESSAGES_LABEL and "no fetches" in MESSAGES_LABEL
     md = platform_md(runs)
     assert "share:simple on 1x4-busy against consumer:uniform on 1x12-busy" in md
     assert "not paired" in md
@@ -148,3 +151,43 @@ def test_head_of_line_blocking_is_read_from_the_controls_clean_against_poison(
     assert by[(SHARE, "1x4-busy \u2192 1x4-poison-lock")] == ["12", "1,800"]
     assert len(rows) == 4  # the clean workload is no poison row of its own
     assert "head-of-line blocking" in share_sections_md(runs)
+
+
+def test_share_page_defines_its_metrics_and_says_a_zero_metric_once() -> None:
+    runs = [_run(SHARE, "1x4-busy", s, stall_ms=0, lag_record_s=1.0) for s in range(5)]
+    runs += [_run(KIP848, "1x12-busy", s, stall_ms=0, lag_record_s=9.0) for s in range(5)]
+    md = share_sections_md(runs)
+    assert "## Share grids: definitions" in md
+    # lag is processed-based, not the broker's share lag; the lock limit is not "stopped"
+    assert "not the broker's share lag" in md
+    assert "record-lock limit" in md and "not counted" in md
+    assert "no revocation" in md
+    assert "Stall is 0 in every cell of every share grid on this page (10 runs)" in md
+    # one stalled run: the page no longer says stall is 0 everywhere
+    runs[0]["stall_ms"] = 250
+    assert "Stall is 0 in every cell" not in share_sections_md(runs)
+
+
+def test_the_poison_cost_of_each_group_type_is_read_from_the_workload() -> None:
+    from groupcoord.lab.share_report import poison_cost_md, poison_cost_rows
+
+    poison = json.dumps({"poison_rate": 0.0002, "poison_attempt_ms": 2000,
+                         "poison_backoff_ms": 1000})
+    locked = json.dumps({"poison_rate": 0.0002, "poison_attempt_ms": 2000,
+                         "poison_backoff_ms": 1000, "share_lock_duration_ms": 1500})
+    runs = [_run(SHARE, "1x4-poison", 0, work=poison), _run(KIP848, "1x4-poison", 0, work=poison),
+            _run(SHARE, "1x4-poison-lock", 0, work=locked),
+            _run(SHARE, "1x4-busy", 0, work=json.dumps({"records_per_s": 60}))]
+    rows = dict((n, (c, s)) for n, c, s in poison_cost_rows(runs))
+    # 5 attempts of 2 s and 4 back-offs of 1 s against 5 deliveries of 2 s, no back-off
+    assert rows["1x4-poison"] == ("5 \u00d7 2 s + 4 \u00d7 1 s back-off = 14 s",
+                                  "5 \u00d7 2 s = 10 s")
+    # share-only workload: no consumer cost; the lock shorter than the attempt is said
+    assert rows["1x4-poison-lock"][0] == "" and "1.5 s lock" in rows["1x4-poison-lock"][1]
+    assert "1x4-busy" not in rows
+    md = poison_cost_md(runs)
+    assert "FixedBackOff(0, 9)" in md and "share groups only" in md
+    # without a back-off both pay only their attempts
+    free = json.dumps({"poison_rate": 0.0002, "poison_attempt_ms": 2000})
+    (_, c, _s), = poison_cost_rows([_run(KIP848, "1x4-poison", 0, work=free)])
+    assert c == "5 \u00d7 2 s = 10 s"

@@ -67,6 +67,7 @@ from groupcoord.lab.verdict import (
     CLAIM_MIN_SEEDS,
     CLAIM_RULE,
     DASH,
+    DIFFERENT_MEANING,
     MAX_CLAIMS,
     MIN_SEEDS,
     MODE_GAP,
@@ -405,6 +406,9 @@ def _verdict_word(mv: MetricVerdict) -> str:
     if mv.verdict == UNCANCELLED:
         return (f"{UNCANCELLED} (the pauses diverge after the disturbance): no mark; "
                 "raw lag beside each cell")
+    if mv.verdict == DIFFERENT_MEANING:
+        return ("no mark: a share group's assignment change has no revocation and no gap, "
+                "a consumer group's hands the partition over (counts only)")
     if mv.verdict == "split":
         return "split seeds"
     if mv.verdict == "overlap":

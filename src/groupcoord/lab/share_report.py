@@ -46,6 +46,11 @@ from groupcoord.lab.findings import family, number
 PLATFORM = (12, "1x4-busy", "1x12-busy")
 SHARE, CONSUMER = "share:simple", "consumer:uniform"
 SCENARIOS = ("crowd-crash", "bounce", "rolling-bounce")
+#: The messages row's label: the two counts are not of the same messages (the share group's
+#: include its ShareFetch requests and answers, the consumer group's no fetches at all), so
+#: the row says so rather than reading as a like-for-like comparison.
+MESSAGES_LABEL = ("messages in the windows (not comparable: share counts heartbeats and "
+                  "ShareFetch; consumer counts heartbeats and commits, no fetches)")
 #: (column, label, divisor): the metrics of the platform table.
 PLATFORM_METRICS: tuple[tuple[str, str, float], ...] = (
     ("lag_record_s", "excess lag (record·s)", 1.0),
@@ -53,7 +58,7 @@ PLATFORM_METRICS: tuple[tuple[str, str, float], ...] = (
     ("resource_downtime_ms", "partitions stopped (partition·s)", 1000.0),
     ("resources_moved", "partitions moved", 1.0),
     ("records_reprocessed", "records processed twice", 1.0),
-    ("messages", "messages in the windows", 1.0),
+    ("messages", MESSAGES_LABEL, 1.0),
 )
 #: The share calibration's data file (``lab calibrate --share --json``'s output).
 SHARE_CALIBRATION = Path(__file__).parent / "data" / "share_calibration.json"
@@ -211,6 +216,79 @@ def head_of_line_rows(runs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     return out
 
 
+def _mean_ms(v: Any) -> float | None:
+    """A workload setting in ms: a number, or a distribution's mean (or fixed value)."""
+    if isinstance(v, int | float):
+        return float(v)
+    if isinstance(v, Mapping):
+        for key in ("mean", "value"):
+            if isinstance(v.get(key), int | float):
+                return float(v[key])
+    return None
+
+
+def poison_cost_rows(runs: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, str]]:
+    """Per poison workload with a field cost (``poison_attempt_ms``; ``sim.workload``, "As in
+    the field"): what one poison record costs each group type, from the workload's settings.
+    A consumer group's application retries it in place (``poison_attempts`` attempts and a
+    ``poison_backoff_ms`` back-off between two), its partitions waiting behind it; a share
+    group's member RELEASEs it after each attempt (KIP-932), no back-off, and it is archived
+    at ``share.delivery.count.limit``. (workload, consumer group's text, share group's)."""
+    from dataclasses import fields
+
+    from groupcoord.sim.share_convergence import ShareSettings
+    from groupcoord.sim.workload import Workload
+
+    attempts_default = next(int(f.default) for f in fields(Workload)  # type: ignore[arg-type]
+                            if f.name == "poison_attempts")
+    out = []
+    seen: set[str] = set()
+    for r in runs:
+        name = str(r.get("workload"))
+        w = _work(r)
+        attempt = _mean_ms(w.get("poison_attempt_ms"))
+        if name in seen or not w.get("poison_rate") or attempt is None:
+            continue
+        seen.add(name)
+        n = int(w.get("poison_attempts") or attempts_default)
+        backoff = float(w.get("poison_backoff_ms") or 0)
+        limit = int(w.get("share_delivery_count_limit")
+                    or ShareSettings().delivery_count_limit)
+        consumer = (f"{n} \u00d7 {number(attempt / 1000)} s"
+                    + (f" + {n - 1} \u00d7 {number(backoff / 1000)} s back-off"
+                       if backoff and n > 1 else "")
+                    + f" = {number((n * attempt + (n - 1) * backoff) / 1000)} s")
+        share = (f"{limit} \u00d7 {number(attempt / 1000)} s = "
+                 f"{number(limit * attempt / 1000)} s")
+        if not any(family(str(x.get("protocol"))) == "consumer"
+                   and str(x.get("workload")) == name for x in runs):
+            consumer = ""
+        lock = w.get("share_lock_duration_ms")
+        if isinstance(lock, int | float) and lock < attempt:
+            share += (f" (its {number(lock / 1000)} s lock expires during each attempt: the "
+                      "record goes to another member while the first still tries)")
+        out.append((name, consumer, share))
+    return sorted(out)
+
+
+def poison_cost_md(runs: Sequence[Mapping[str, Any]]) -> str:
+    """:func:`poison_cost_rows` as sentences; "" without a field-cost poison workload."""
+    rows = poison_cost_rows(runs)
+    if not rows:
+        return ""
+    lines = ["What one poison record costs each group type, from the workloads' settings (the "
+             "records and each attempt's cost are the same for both; the back-off is not):"]
+    share_text = ("the share group {} of one member's (it RELEASEs the record after each "
+                  "attempt, delivered again at once, archived at the delivery count limit)")
+    lines += [f"- {name}: " + (f"the consumer group {c} of its partitions' time (the "
+                               "application retries in place, its back-off between attempts); "
+                               if c else "share groups only: ") + share_text.format(s)
+              for name, c, s in rows]
+    lines += ["", "The back-off is a chosen setting, not the field's default: Spring Kafka's "
+              "`DefaultErrorHandler` defaults to `FixedBackOff(0, 9)` (10 attempts, no delay)."]
+    return "\n".join(lines)
+
+
 def head_of_line_md(runs: Sequence[Mapping[str, Any]]) -> str:
     rows = head_of_line_rows(runs)
     if not rows:
@@ -226,15 +304,64 @@ def head_of_line_md(runs: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+#: What each metric of the share grids means for each group type (docs/lab.md, "Share groups
+#: against consumer groups"): (metric, share group, consumer group). Printed on the rendered
+#: page from here, so the page and the code that computes the columns say the same thing.
+DEFINITIONS: tuple[tuple[str, str, str], ...] = (
+    ("excess lag, lag peak",
+     "records produced and not yet processed by a member (not the broker's share lag, "
+     "the end offset minus the share-partition start offset), over the control",
+     "records produced and not yet processed (not end offset minus committed offset), "
+     "over the control"),
+    ("stall",
+     "time the whole group processed nothing",
+     "time the whole group processed nothing"),
+    ("partitions stopped (resource downtime)",
+     "partition·s with no live member fetching the partition; a share partition held at the "
+     "record-lock limit or behind a dead member's locks is still fetched, so it is not "
+     "counted (its cost shows in lag)",
+     "partition·s with no live member owning and fetching the partition (a revoked "
+     "partition until its new owner starts it)"),
+    ("partitions moved (assignment changes)",
+     "a partition started by a member not among its last holders; no revocation and no "
+     "gap (the other members of the partition go on fetching)",
+     "a partition handed to a new owner: revoked, committed, then started, a gap between"),
+)
+#: Metrics that are a whole-group measure: where every run of the page reads 0 the page says
+#: so once rather than a row of zeros per cell.
+ZERO_CHECKED = (("stall_ms", "stall"),)
+
+
+def definitions_md(runs: Sequence[Mapping[str, Any]]) -> str:
+    """The share grids' definitions (:data:`DEFINITIONS`) as a Markdown table, and a line for
+    each metric of :data:`ZERO_CHECKED` that is 0 in every run given."""
+    lines = ["What the share grids' metrics mean for each group type (the tables read as "
+             "excess over each run's control):", "",
+             f"| metric | {SHARE} (share group) | {CONSUMER} (consumer group) |",
+             "|---|---|---|"]
+    lines += [f"| {m} | {sh} | {co} |" for m, sh, co in DEFINITIONS]
+    for column, label in ZERO_CHECKED:
+        vals = [float(r[column]) for r in runs if r.get("ok") and r.get(column) is not None]
+        if vals and all(v == 0 for v in vals):
+            lines += ["", f"{label.capitalize()} is 0 in every cell of every share grid on "
+                      f"this page ({len(vals)} runs): the group never stopped processing as "
+                      "a whole; its rows say nothing."]
+    return "\n".join(lines)
+
+
 def share_sections_md(runs: Sequence[Mapping[str, Any]]) -> str:
     """The share comparison's sections of the report (Markdown); "" without share runs."""
     if not any(family(str(r.get("protocol"))) == "share" for r in runs):
         return ""
-    parts = ["## Share groups: the same members on either topic", "",
+    share_runs = [r for r in runs if family(str(r.get("protocol"))) in ("share", "consumer")]
+    parts = ["## Share grids: definitions", "", definitions_md(share_runs), "",
+             "## Share groups: the same members on either topic", "",
              platform_md(runs) or "No cells of both workloads at the same size.", "",
              "## Messages", "", messages_md(runs)]
     if hol := head_of_line_md(runs):
         parts += ["", "## Poison records: head-of-line blocking", "", hol]
+    if cost := poison_cost_md(runs):
+        parts += ["", cost]
     return "\n".join(parts)
 
 

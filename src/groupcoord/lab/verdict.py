@@ -276,6 +276,8 @@ class VerdictRow:
     rate: float | None = None
     #: How long a bounced member is down in the row's scenario (its bounce events), if any.
     down_ms: int | None = None
+    #: A rolling bounce's spacing in the row's scenario, if any.
+    spacing_ms: int | None = None
     #: Seeds dropped from every protocol of the row because one protocol's run on that seed
     #: was left out (:func:`same_seeds`).
     dropped: int = 0
@@ -626,6 +628,7 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
         vr = VerdictRow(key[0], key[1], key[2], key[3], len({r.get("seed") for r in rs}),
                         x=_x_of(every, param), settings=_settings_of(every),
                         rate=_rate_of(every), down_ms=bounce_down_ms(every[0]),
+                        spacing_ms=bounce_spacing_ms(every[0]),
                         dropped=dropped.get(key, 0))
         if swept is not None:
             vr.x, vr.timing = float(key[4]), timing_words(swept, key[4])
@@ -740,6 +743,16 @@ _HB_KEYS = ("group.consumer.heartbeat.interval.ms", "heartbeat.interval.ms")
 def bounce_down_ms(run: Mapping[str, Any]) -> int | None:
     """How long a bounced member is down in a run's scenario (the longest ``down_ms`` of its
     bounce events: inline definition, else the built-in scenario); None without a bounce."""
+    return _bounce_param(run, "down_ms")
+
+
+def bounce_spacing_ms(run: Mapping[str, Any]) -> int | None:
+    """A rolling bounce's spacing in a run's scenario (the longest ``interval_ms`` of its
+    bounce events); None without one."""
+    return _bounce_param(run, "interval_ms")
+
+
+def _bounce_param(run: Mapping[str, Any], key: str) -> int | None:
     raw = run.get("scenario_def")
     events: list[Any] = []
     if raw:
@@ -758,9 +771,9 @@ def bounce_down_ms(run: Mapping[str, Any]) -> int | None:
             events = [{"kind": e.kind, **e.params} for e in load_scenario(name, 0).events]
         except (ScenarioError, ValueError):
             return None
-    downs = [int(e["down_ms"]) for e in events if isinstance(e, dict)
-             and str(e.get("kind", "")).endswith("bounce") and e.get("down_ms") is not None]
-    return max(downs) if downs else None
+    vals = [int(e[key]) for e in events if isinstance(e, dict)
+            and str(e.get("kind", "")).endswith("bounce") and e.get(key) is not None]
+    return max(vals) if vals else None
 
 
 def mark_heartbeat_limits(verdicts: Sequence[GridVerdict]) -> None:
@@ -787,6 +800,75 @@ def mark_heartbeat_limits(verdicts: Sequence[GridVerdict]) -> None:
                 if slow:
                     mv.limit = (f"rests on the {row.down_ms / 1000:g} s bounce, shorter than "
                                 f"{' and '.join(slow)}")
+
+
+#: The verdict of a row whose metric means different things for the protocols it compares.
+DIFFERENT_MEANING = "different meaning"
+#: Metrics whose meaning differs between a share group (KIP-932) and a consumer group
+#: (KIP-848): a share group's assignment change has no revocation, no commit and no gap (the
+#: partition's other members go on fetching), a consumer group's hands the partition over.
+SHARE_INCOMPARABLE = frozenset({"resources_moved"})
+
+
+def unmark_share_moves(verdicts: Sequence[GridVerdict]) -> None:
+    """No ★ or = on a metric whose meaning differs between a share group and a consumer group
+    (:data:`SHARE_INCOMPARABLE`; docs/lab.md, "Share groups against consumer groups"): the
+    counts stay in the table, the row reads "different meaning", and no sentence rests on
+    it. A mark between two share groups or two consumer groups stays."""
+    for g in verdicts:
+        for row in g.rows:
+            for mv in row.metrics:
+                if mv.metric.column not in SHARE_INCOMPARABLE:
+                    continue
+                fams = {family(p) == "share" for p in mv.cells}
+                if len(fams) < 2:
+                    continue
+                for c in mv.cells.values():
+                    c.mark = ""
+                mv.verdict, mv.best, mv.beaten, mv.limit = DIFFERENT_MEANING, (), (), ""
+                mv.depends = ""
+
+
+#: How a limit of :func:`mark_heartbeat_multiples` begins (the sentence's conditions print it).
+HEARTBEAT_MULTIPLE = "rests on the disturbance's timing"
+
+
+def mark_heartbeat_multiples(verdicts: Sequence[GridVerdict]) -> None:
+    """A share group's (KIP-932) mark against a consumer group (KIP-848) in a bounce whose
+    downtime or spacing is a whole number of the consumer group's heartbeats rests on that
+    alignment: each disturbance falls at the same phase of the consumer member's heartbeat
+    (a 10 s bounce is two 5 s heartbeats, so a consumer member's two gaps add up to one
+    heartbeat in every seed; a rolling bounce 15 s apart bounces each member three heartbeats
+    after the last). The mark says so, computed from the scenario and the heartbeat, as the
+    bounce shorter than a heartbeat does (:func:`mark_heartbeat_limits`)."""
+    for g in verdicts:
+        for row in g.rows:
+            if row.down_ms is None:
+                continue
+            for mv in row.metrics:
+                if mv.verdict not in ("best", "tied") or mv.limit:
+                    continue
+                fams = {family(p) for p in mv.cells}
+                if not {"share", "consumer"} <= fams:
+                    continue
+                aligned: dict[tuple[str, int, int], list[str]] = {}
+                for p in mv.beaten:
+                    if family(p) != "consumer":
+                        continue
+                    st = (row.settings or g.settings).get(p, {})
+                    hb = next((int(st[k]) for k in _HB_KEYS
+                               if isinstance(st.get(k), int | float)), 0)
+                    for what, ms in (("bounce's downtime", row.down_ms),
+                                     ("bounces' spacing", row.spacing_ms)):
+                        if hb and ms and ms % hb == 0:
+                            aligned.setdefault((what, ms, hb), []).append(p)
+                parts = [f"the {ms / 1000:g} s {what} is {ms // hb} \u00d7 the {hb / 1000:g} s "
+                         f"heartbeat of {' and '.join(ps)}"
+                         for (what, ms, hb), ps in aligned.items()]
+                if parts:
+                    mv.limit = (f"{HEARTBEAT_MULTIPLE}: {'; '.join(parts)}, so every bounce "
+                                "falls at one phase of that heartbeat (not tested with a "
+                                "downtime or spacing off its multiples)")
 
 
 def mark_busy_limits(verdicts: Sequence[GridVerdict]) -> None:
@@ -1070,8 +1152,10 @@ def grid_verdicts(meta: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]
                  for kind, ps in kinds if ps]
     out = [grid_verdict(g, runs, spec) for g in grids]
     judge_shared_cells(grids, out, runs)
+    unmark_share_moves(out)
     mark_busy_limits(out)
     mark_heartbeat_limits(out)
+    mark_heartbeat_multiples(out)
     mark_by_design(out)
     return out
 
