@@ -28,7 +28,7 @@ from dataclasses import replace
 from typing import Any
 
 from groupcoord.lab.findings import CLASSIC_ASSIGNORS, full_name, number
-from groupcoord.lab.mechanism import phase_clause
+from groupcoord.lab.mechanism import SPREAD_FIELD, phase_clause
 from groupcoord.lab.verdict import (
     SCENARIO_INPUTS,
     Claim,
@@ -136,7 +136,9 @@ def restore_rows(c: Claim, verdicts: Sequence[GridVerdict],
     own = next((v for v in verdicts if v.name == c.grid), None)
     if not c.worse and own is not None:  # a crossover sentence carries no conditions: the
         # model's heartbeat assumption here
-        out = f"{phase_clause(own.protocols)} (the model's assumption); {out}"
+        spreads = sorted({r.x for r in own.rows if r.timing and r.x is not None}
+                         ) if own.parameter == SPREAD_FIELD else []
+        out = f"{phase_clause(own.protocols, spreads)} (the model's assumption); {out}"
     return out
 
 

@@ -249,6 +249,11 @@ X_NAMES: dict[str, tuple[str, str]] = {
     "warmup_ms": ("the warm-up per partition", " ms"),
     "task_start_ms": ("the task start time", " ms"),
     "metadata_max_age_ms": ("metadata.max.age.ms", " ms"),
+    # timings a grid sweeps across every protocol (``lab.verdict.swept_timing``)
+    "heartbeat_spread_ms": ("the members' heartbeat spread after a join", " ms"),
+    "heartbeat_interval_ms": ("the heartbeat interval", " ms"),
+    "session_timeout_ms": ("the session timeout", " ms"),
+    "commit_interval_ms": ("the auto-commit interval", " ms"),
 }
 
 __all__ = [

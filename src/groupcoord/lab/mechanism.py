@@ -37,7 +37,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from groupcoord.lab.findings import family, number, work_value
-from groupcoord.lab.verdict import SLOW_VARIANT, Claim, GridVerdict, member_word, threshold
+from groupcoord.lab.verdict import (
+    SLOW_VARIANT,
+    Claim,
+    GridVerdict,
+    label_at,
+    member_word,
+    threshold,
+)
 from groupcoord.sim.application import RECOVERY_WAIT_MS
 from groupcoord.sim.engine import INITIAL_JOIN
 from groupcoord.sim.workload import Workload
@@ -270,7 +277,8 @@ def claim_conditions(claim: Claim, verdicts: Sequence[GridVerdict],
     if g is None or not claim.worse:
         return ""
     row = next((r for r in g.rows if r.scenario == claim.scenario and r.size == claim.size
-                and (not claim.workload or r.workload == claim.workload)), None)
+                and (not claim.workload or r.workload == claim.workload)
+                and (claim.timing_ms is None or r.x == claim.timing_ms)), None)
     if row is None:
         return ""
     mv = next((x for x in row.metrics if x.metric.column == claim.metric), None)
@@ -296,7 +304,9 @@ def claim_conditions(claim: Claim, verdicts: Sequence[GridVerdict],
     elif isinstance(ld, Load):
         named = [p for p in (claim.best, claim.worse) if p]
         parts.append(f"members {ld.busy:.0%} busy, polls of about {_ms(ld.batch_ms)} when "
-                     "caught up; " + phase_clause(named))
+                     "caught up; " + phase_clause(named, spreads_of(
+                         [r for r in mine if r.get("protocol") in
+                          {label_at(g, p, row) for p in named}])))
         late = SLOW_VARIANT.match(row.scenario)
         if late:
             parts.append(f"one member {_ms(float(late.group('v')))} late at every rebalance "
@@ -730,13 +740,37 @@ OWN_PHASE = ("KIP-848 and KIP-932 members keep their own heartbeat phase (drawn 
              "rebalance at its own next heartbeat, spread over one interval.")
 
 
-def phase_clause(protocols: Sequence[str]) -> str:
+#: The model's spread of heartbeat phases after a join (``sim.settings``: a run's
+#: ``settings_json`` has it when non-zero; ``Scenario.heartbeat_spread_ms``).
+SPREAD_KEY = "heartbeat.spread.ms"
+#: The same spread as a Scenario field: a grid's swept timing (``lab.verdict.swept_timing``).
+SPREAD_FIELD = "heartbeat_spread_ms"
+
+
+def spreads_of(runs: Sequence[Mapping[str, Any]]) -> list[float]:
+    """The heartbeat spreads (ms) of the runs (:data:`SPREAD_KEY`; 0 where unset), low to
+    high."""
+    return sorted({float(_settings_json(r).get(SPREAD_KEY) or 0) for r in runs})
+
+
+def spread_text(spreads: Sequence[float]) -> str:
+    """``1 s`` or ``0, 1 s and 3 s``: the spreads in words."""
+    texts = [_ms(v) if v else "0" for v in spreads]
+    return texts[0] if len(texts) == 1 else ", ".join(texts[:-1]) + " and " + texts[-1]
+
+
+def phase_clause(protocols: Sequence[str], spreads: Sequence[float] = ()) -> str:
     """When the members of a row's protocols learn of a rebalance (:func:`conditions`): at the
     same moment for classic members (timers restart at the join), each at its own next
-    heartbeat for KIP-848 and share members (:data:`OWN_PHASE`)."""
+    heartbeat for KIP-848 and share members (:data:`OWN_PHASE`). With a spread of the
+    heartbeat phases (``spreads``, ms, from the runs' ``settings_json``) the classic members'
+    heartbeats spread over up to that much after a join instead."""
     fams = {family(p) for p in protocols}
     out = []
-    if "classic" in fams:
+    if "classic" in fams and any(spreads):
+        out.append(f"the members' heartbeats spread over up to {spread_text(spreads)} after a "
+                   "join (the model's spread of heartbeat phases)")
+    elif "classic" in fams:
         out.append("every classic member learns of a rebalance at the same moment (heartbeat "
                    "timers restart at the join)")
     if fams & {"consumer", "share"}:
@@ -746,7 +780,8 @@ def phase_clause(protocols: Sequence[str]) -> str:
                               "(heartbeat timers restart at the join)")
 
 
-def conditions(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any]]) -> str:
+def conditions(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any]],
+               spreads: Sequence[float] = ()) -> str:
     """Under which conditions a consumer grid's marks hold, from its runs' settings: the
     heartbeat and session per family, and how the members' heartbeats line up. The Java
     client's heartbeat thread restarts its timers when the JoinGroup response arrives (the
@@ -785,6 +820,11 @@ def conditions(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
                 "JoinGroup response and wakes every 100 ms) and librdkafka do, and every member "
                 "of a round completes it at once: classic members learn of a rebalance "
                 "together, not spread over an interval." if "classic" in fams else "")
+    if "classic" in fams and any(spreads):
+        together = (f"The members' heartbeats spread over up to {spread_text(spreads)} after a "
+                    "join (the model's spread of heartbeat phases, drawn per member and join; "
+                    "a row says its spread): classic members learn of a rebalance over that "
+                    "spread, not at the same moment.")
     own = (OWN_PHASE if fams & {"consumer", "share"} else "")
     return ("Conditions: " + "; ".join(parts) + ". " + " ".join(x for x in (together, own) if x)
             + (" A classic member rejoins only from its poll loop, so one busy in a long poll "
@@ -795,10 +835,10 @@ def conditions(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
 
 def _downtime_line(scenario: str, label: str, protocols: Sequence[str],
                    settings: Mapping[str, Mapping[str, Any]], rs: Sequence[Mapping[str, Any]],
-                   eager_gaps: list[tuple[str, float]]) -> str | None:
-    """One scenario's (one group size's) downtime per moved partition per protocol, with
-    what it says about the rebalance (see :func:`mechanisms`); appends eager's figures
-    outside a crash to ``eager_gaps``; None without moves."""
+                   eager_gaps: list[tuple[str, float]], spread: float = 0) -> str | None:
+    """One scenario's (one group size's, one heartbeat spread's) downtime per moved
+    partition per protocol, with what it says about the rebalance (see :func:`mechanisms`);
+    appends eager's figures outside a crash to ``eager_gaps``; None without moves."""
     per = downtime_per_move(rs)
     if not per:
         return None
@@ -822,7 +862,8 @@ def _downtime_line(scenario: str, label: str, protocols: Sequence[str],
             f"moved, median over the runs): " + ", ".join(parts) + ".")
     eager = [p for p in per if is_eager(p)]
     rest = [p for p in per if not is_eager(p)]
-    if "crash" not in event_kinds(rs[0]):
+    if "crash" not in event_kinds(rs[0]) and not spread:
+        # (a spread of the heartbeat phases sets eager's gap too, not a long poll)
         eager_gaps += [(scenario, per[p]) for p in eager]
     late = SLOW_VARIANT.match(scenario)
     if late and eager:
@@ -830,7 +871,9 @@ def _downtime_line(scenario: str, label: str, protocols: Sequence[str],
                  "(its revocations): an eager group, having revoked everything, waits for it.")
     elif (eager and rest and by_beat
             and max(per[p] for p in eager) < min(per[p] for p in rest)):
-        line += (" Eager revokes every partition, but the whole group rejoins at once, so "
+        together = ("the whole group rejoins at once" if not spread else
+                    f"the group rejoins within the heartbeats' {spread_text([spread])} spread")
+        line += (f" Eager revokes every partition, but {together}, so "
                  "each waits only that long; a cooperative member learns its second round, "
                  "and a KIP-848 member its new target, at its next heartbeat.")
     beats_here = [hb for p in per for hb in (_heartbeat(settings.get(p, {}), p),) if hb]
@@ -878,19 +921,28 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
         if split:
             lines.append(split)
         sizes = sorted({int(r.get("size") or r.get("members") or 0) for r in rs})
-        # per group size: a median across sizes mixes a crash at 4 members with one at 12
+        spreads = spreads_of(rs)
+        # per group size: a median across sizes mixes a crash at 4 members with one at 12;
+        # per spread of the heartbeat phases (a grid that sweeps it), likewise
         for size in sizes:
-            mine = rs if len(sizes) == 1 else [
-                r for r in rs if int(r.get("size") or r.get("members") or 0) == size]
-            label = scenario if len(sizes) == 1 else (
-                f"{scenario}, {size} {member_word(scenario, protocols)}")
-            line = _downtime_line(scenario, label, protocols, settings, mine, eager_gaps)
-            if line:
-                lines.append(line)
+            for spread in spreads:
+                mine = [r for r in rs if (len(sizes) == 1 or int(
+                    r.get("size") or r.get("members") or 0) == size)
+                    and (len(spreads) == 1 or spreads_of([r]) == [spread])]
+                label = scenario if len(sizes) == 1 else (
+                    f"{scenario}, {size} {member_word(scenario, protocols)}")
+                if len(spreads) > 1:
+                    label += (f", heartbeats spread over up to {spread_text([spread])}"
+                              if spread else ", heartbeats not spread")
+                line = _downtime_line(scenario, label, protocols, settings, mine,
+                                      eager_gaps, spread)
+                if line:
+                    lines.append(line)
     loads = [ld for r in runs if r.get("protocol") in protocols
              for ld in (member_load(r),) if ld is not None]
     beats = [hb for p in protocols for hb in (_heartbeat(settings.get(p, {}), p),) if hb]
-    cond = conditions(protocols, settings)
+    cond = conditions(protocols, settings,
+                      spreads_of([r for r in runs if r.get("protocol") in protocols]))
     if cond:
         lines.insert(0, cond)
     if loads:
@@ -913,7 +965,9 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
         elif beats and eager_gaps and max(v for _, v in eager_gaps) < min(beats):
             lines[-1] += (f", longer than a {_ms(min(beats))} heartbeat, but no rebalance "
                           "here waited on one: eager's downtime per moved partition stays "
-                          "under a heartbeat in every scenario above without a crash (at most "
+                          "under a heartbeat in every scenario above without a crash"
+                          + (" or a heartbeat spread" if any(spreads_of(runs)) else "")
+                          + " (at most "
                           f"{_ms(max(v for _, v in eager_gaps))}), so no member was busy inside "
                           "a long poll when a rebalance started (a member late at the "
                           "rebalance is the busy-member grids' and the long-poll grid's).")

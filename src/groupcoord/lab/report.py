@@ -82,6 +82,7 @@ from groupcoord.lab.verdict import (
     VerdictRow,
     _in_grid,
     again_text,
+    by_swept_timing,
     claim_candidates,
     claims,
     comparisons,
@@ -483,6 +484,8 @@ def _row_head(g: GridVerdict, row: VerdictRow,
               loads: dict[tuple[Any, ...], Load | TaskTimes] | None = None) -> tuple[str, str, str]:
     size = f"{row.size} {member_word(row.scenario, g.protocols)}"
     load = row.workload
+    if row.timing:  # the grid's swept timing: the protocols are compared within it
+        load += f", {row.timing}"
     if row.fault_rate:
         load += f", {row.fault_rate:.0%} faults"
     ld = (loads or {}).get((row.scenario, row.size, row.workload, row.fault_rate))
@@ -1289,6 +1292,8 @@ def grid_runs(g: GridVerdict, runs: Sequence[dict[str, Any]]) -> list[dict[str, 
     order of the grid's scenarios (the "Why" list follows the table)."""
     keys = {(r.scenario, r.size, r.workload) for r in g.rows}
     order = {s: i for i, s in enumerate(dict.fromkeys(r.scenario for r in g.rows))}
+    if g.labels and g.parameter is not None:  # a swept timing: the base protocols' runs
+        runs = by_swept_timing([r for r in runs if r.get("protocol") in g.labels], g.parameter)
     mine = [r for r in runs if r.get("protocol") in g.protocols
             and (r.get("scenario"), int(r.get("size") or r.get("members") or 0),
                  r.get("workload")) in keys]

@@ -284,6 +284,10 @@ class VerdictRow:
     #: The grids this row's cell is shared with, when judged on all of their runs
     #: (:func:`judge_shared_cells`); empty when the cell is this grid's alone.
     pooled: str = ""
+    #: The row's value of the timing its grid sweeps across every protocol
+    #: (:func:`swept_timing`), in words ("heartbeats spread over up to 1 s after a join");
+    #: empty when the grid sweeps none.
+    timing: str = ""
 
 
 @dataclass(slots=True)
@@ -310,6 +314,9 @@ class GridVerdict:
     noop: int = 0
     #: Seeds per cell of the second set that confirms the marks (0: none).
     confirm_seeds: int = 0
+    #: The grid's protocol labels as run, when it sweeps a timing across every protocol
+    #: (:func:`swept_timing`): ``protocols`` are then their base protocols.
+    labels: list[str] = field(default_factory=list)
 
     @property
     def unconfirmed(self) -> int:
@@ -444,7 +451,77 @@ def _in_grid(r: Mapping[str, Any], g: Mapping[str, Any]) -> bool:
 
 
 def _row_of(r: Mapping[str, Any]) -> tuple[Any, ...]:
-    return (str(r["scenario"]), _size(r), str(r.get("workload")), r.get("fault_rate"))
+    return (str(r["scenario"]), _size(r), str(r.get("workload")), r.get("fault_rate"),
+            r.get(SWEPT_VALUE))
+
+
+#: A run's column with its grid's swept timing value (:func:`swept_timing`), set by
+#: :func:`by_swept_timing`; absent in every other grid's runs.
+SWEPT_VALUE = "swept_timing_ms"
+
+#: How a swept timing's value reads in a row (the Scenario field -> its words).
+TIMING_WORDS: dict[str, str] = {
+    "heartbeat_spread_ms": "heartbeats spread over up to {} after a join",
+    "heartbeat_interval_ms": "heartbeat {}",
+    "session_timeout_ms": "session {}",
+    "commit_interval_ms": "auto-commit every {}",
+}
+
+
+def swept_timing(protocols: Sequence[str]) -> str | None:
+    """The timing (a Scenario field of ``sim.settings.TIMING_KEYS``) a grid sweeps across
+    every protocol: each label names it after ``@`` (``classic:eager@hbspread1s``), it takes
+    several values, and every base protocol runs at each of them. Such a grid is judged per
+    value of the timing (the timing is the condition, the base protocols are compared within
+    it); a grid where only some labels carry a timing (``consumer:uniform@hb3s`` beside
+    ``consumer:uniform``) compares the variant with the others, and gets None."""
+    from groupcoord.sim.settings import split_timing
+
+    try:
+        split = [split_timing(p) for p in protocols]
+    except ValueError:
+        return None
+    if len(split) < 2 or not all(t for _, t in split):
+        return None
+    for key in split[0][1]:
+        if not all(key in t for _, t in split):
+            continue
+        values = {t[key] for _, t in split}
+        bases = {_strip_timing(p, key) for p in protocols}
+        if len(values) > 1 and len(bases) * len(values) == len(set(protocols)):
+            return key
+    return None
+
+
+def _strip_timing(label: str, key: str) -> str:
+    """The label without its ``key`` timing (other timings kept)."""
+    from groupcoord.sim.settings import TIMING_KEYS
+
+    base, sep, rest = label.partition("@")
+    short = {v: k for k, v in TIMING_KEYS.items()}[key]
+    left = [part for part in rest.split("+") if not re.fullmatch(rf"{short}\d+(ms|s)", part)]
+    return base + (sep + "+".join(left) if left else "")
+
+
+def by_swept_timing(runs: Iterable[Mapping[str, Any]], key: str) -> list[dict[str, Any]]:
+    """The runs with their label's ``key`` timing moved from the protocol to
+    :data:`SWEPT_VALUE` (``classic:eager@hbspread1s`` -> ``classic:eager``, 1000)."""
+    from groupcoord.sim.settings import split_timing
+
+    out = []
+    for r in runs:
+        label = str(r["protocol"])
+        out.append({**r, "protocol": _strip_timing(label, key),
+                    SWEPT_VALUE: split_timing(label)[1][key]})
+    return out
+
+
+def timing_words(key: str, ms: float) -> str:
+    """A swept timing's value in words (:data:`TIMING_WORDS`)."""
+    if key == "heartbeat_spread_ms" and not ms:
+        return "heartbeats not spread after a join"
+    text = f"{number(ms / 1000)} s" if ms >= 1000 else f"{number(ms)} ms"
+    return TIMING_WORDS.get(key, key + " {}").format(text)
 
 
 def same_seeds(runs: Sequence[Mapping[str, Any]]
@@ -519,18 +596,23 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
                  spec: str = "SPEC", min_seeds: int = MIN_SEEDS) -> GridVerdict:
     """The verdict table of one grid (``sweep.json``'s record of it) over a sweep's runs."""
     mine = [dict(r) for r in with_work_parameters(r for r in runs if _in_grid(r, grid))]
+    labels = [p for p in grid.get("protocols") or sorted({str(r["protocol"]) for r in mine})
+              if any(r["protocol"] == p for r in mine)]
+    swept = swept_timing(labels)
+    if swept is not None:  # judged per value of the timing: the base protocols compared
+        mine = by_swept_timing(mine, swept)
     good, dropped = same_seeds(mine)
     metrics = question_metrics(grid, good or mine)
-    protocols = [p for p in grid.get("protocols") or sorted({str(r["protocol"]) for r in mine})
-                 if any(r["protocol"] == p for r in mine)]
-    param = sweep_parameter(good)
+    protocols = (list(dict.fromkeys(_strip_timing(p, swept) for p in labels))
+                 if swept is not None else labels)
+    param = swept if swept is not None else sweep_parameter(good)
     by_row: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for r in good:
         by_row[_row_of(r)].append(r)
     scen_order = {s: i for i, s in enumerate(grid.get("scenarios") or ())}
 
     def row_key(k: tuple[Any, ...]) -> tuple[Any, ...]:
-        x = _x_of(by_row[k], param)
+        x = k[4] if swept is not None else _x_of(by_row[k], param)
         return (scen_order.get(k[0], len(scen_order)), k[0], k[1],
                 x if x is not None else -1.0, natural_key(k[2]),
                 -1.0 if k[3] is None else k[3])
@@ -548,6 +630,8 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
                         rate=_rate_of(every), down_ms=bounce_down_ms(every[0]),
                         spacing_ms=bounce_spacing_ms(every[0]),
                         dropped=dropped.get(key, 0))
+        if swept is not None:
+            vr.x, vr.timing = float(key[4]), timing_words(swept, key[4])
         for m in (row_metric(m0, vr.rate) for m0 in metrics):
             vr.metrics.append(judge_sets(rs, fresh, protocols, m, min_seeds))
         rows.append(vr)
@@ -563,7 +647,7 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
                        sum(1 for r in mine if r.get("ok") and r.get("caught_up") is not False
                            and r.get("noop_events")),
                        n_confirm if any(not _first_set(r, n_first, n_confirm) for r in good)
-                       else 0)
+                       else 0, labels if swept is not None else [])
 
 
 #: Scenario variants that set one deciding input in their name (``rolling-bounce-down20s``:
@@ -987,7 +1071,10 @@ def judge_shared_cells(grids: Sequence[Mapping[str, Any]], verdicts: Sequence[Gr
     pooled: dict[tuple[Any, ...], dict[tuple[Any, ...], dict[str, Any]]] = defaultdict(dict)
     mine = [dict(r) for r in with_work_parameters(runs)]
     for gi, (grid, gv) in enumerate(zip(grids, verdicts, strict=True)):
-        rows = {(row.scenario, row.size, row.workload, row.fault_rate): row for row in gv.rows}
+        if gv.labels:  # judged per value of a swept timing: its cells are its own
+            continue
+        rows = {(row.scenario, row.size, row.workload, row.fault_rate, None): row
+                for row in gv.rows}
         inside = [r for r in mine if _in_grid(r, grid)]
         kept, _ = same_seeds(inside)
         by_row: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
@@ -1097,6 +1184,8 @@ class Claim:
     #: (grids that ask the same question at another setting share one sentence).
     head: str = ""
     detail: str = ""
+    #: The row's value of its grid's swept timing (:func:`swept_timing`), ms; None: none.
+    timing_ms: float | None = None
 
 
 def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
@@ -1112,6 +1201,8 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
     # same with poison records): the sentence says which row it quotes
     if (g.parameter is not None and row.x is not None) or len({r.workload for r in g.rows}) > 1:
         where += f", {row.workload}"
+    if row.timing:
+        where += f", {row.timing}"
     n = min(len(mv.cells[p].values) for p in (*mv.best, worse))
     word = "lowest" if m.lower_is_better else "highest"
     st = row.settings or g.settings
@@ -1139,9 +1230,22 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
         text += f" The mark {mv.limit}."
     elif mv.limit and not mv.limit.startswith("is won"):  # (_by_design says that one)
         text += f" Eager's mark {mv.limit}."
-    cmd = reproduce(g.spec, row.scenario, row.size, row.workload, [*mv.best, worse])
+    cmd = reproduce(g.spec, row.scenario, row.size, row.workload,
+                    [label_at(g, p, row) for p in (*mv.best, worse)])
     return Claim(g.name, text, cmd, m.column, row.scenario, row.size, best, worse,
-                 row.workload)
+                 row.workload, timing_ms=row.x if row.timing else None)
+
+
+def label_at(g: GridVerdict, protocol: str, row: VerdictRow) -> str:
+    """The label a row's protocol ran under: in a grid judged per value of a swept timing
+    (:func:`swept_timing`), the base protocol at the row's value (``classic:eager`` in the
+    1 s row -> ``classic:eager@hbspread1s``); else the protocol."""
+    from groupcoord.sim.settings import split_timing
+
+    if not (row.timing and g.labels and g.parameter):
+        return protocol
+    return next((lb for lb in g.labels if _strip_timing(lb, g.parameter) == protocol
+                 and split_timing(lb)[1].get(g.parameter) == row.x), protocol)
 
 
 #: KIP-415's delay: an incremental cooperative Connect group waits this long before it hands a
@@ -1265,7 +1369,7 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                     "from the rest (protocols tied for it named together)")
             text = (f"{scenario}, {size} {member_word(scenario, g.protocols)} ({g.name}), "
                     + head.split(", ", 2)[2] + ": " + "; ".join(parts) + ".")
-            cmd = reproduce(g.spec, scenario, size, None, g.protocols)
+            cmd = reproduce(g.spec, scenario, size, None, g.labels or g.protocols)
             out.append(Claim(g.name, text, cmd, m.column, scenario, size,
                              next(iter(sorted(named))), "", head=head,
                              detail="; ".join(parts)))
@@ -1528,6 +1632,7 @@ __all__ = [
     "MODE_GAP",
     "RELATIVE_FLOOR",
     "SCENARIO_INPUTS",
+    "SWEPT_VALUE",
     "Cell",
     "Claim",
     "Comparisons",
@@ -1535,6 +1640,7 @@ __all__ = [
     "MetricVerdict",
     "VerdictRow",
     "beats",
+    "by_swept_timing",
     "claim_candidates",
     "claimable",
     "claims",
@@ -1543,6 +1649,7 @@ __all__ = [
     "grid_verdict",
     "grid_verdicts",
     "judge",
+    "label_at",
     "mark_dependence",
     "mark_timing_dependence",
     "modes",
@@ -1553,7 +1660,9 @@ __all__ = [
     "short_label",
     "sign_needed",
     "sign_test",
+    "swept_timing",
     "threshold",
     "throughput",
+    "timing_words",
     "usable",
 ]
