@@ -321,9 +321,11 @@ class SaslSession:
             return self._close(reason, response)
         import asyncio
 
+        # reading goes on, into the discard handler, until the close: a socket closed with
+        # unread input sends a TCP reset, which can make the client drop the failure answer
+        # before reading it (kafka-python over SASL_SSL lost it about one time in six)
         conn.handler = _discard
         self.state = "failed"
-        conn.transport.pause_reading()
         asyncio.get_running_loop().call_later(self.fail_delay_s, self._finish_failure, reason,
                                               response)
         log.warning("closing connection from %s: %s", conn.peer, reason)
