@@ -65,6 +65,12 @@ def _medians(mv: MetricVerdict, protocols: Sequence[str]) -> str:
     return ", ".join(f"{p} {m.fmt(mv.cells[p].median)}" for p in protocols if p in mv.cells)
 
 
+def _worse_row(verdicts: Sequence[GridVerdict], c: Claim) -> tuple[GridVerdict, VerdictRow] | None:
+    """The claim's row where the sentence names a worse protocol (None: it names none, or the
+    sentence spans rows)."""
+    return _row(verdicts, c) if c.worse else None
+
+
 def _row(verdicts: Sequence[GridVerdict], c: Claim) -> tuple[GridVerdict, VerdictRow] | None:
     g = next((v for v in verdicts if v.name == c.grid), None)
     if g is None:
@@ -77,9 +83,7 @@ def _row(verdicts: Sequence[GridVerdict], c: Claim) -> tuple[GridVerdict, Verdic
 def other_metrics(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
     """The same row's metrics where the sentence's worse protocol has the lowest (best)
     median, with their verdicts; empty when there is none or the sentence spans rows."""
-    if not c.worse:
-        return ""
-    got = _row(verdicts, c)
+    got = _worse_row(verdicts, c)
     if got is None:
         return ""
     g, row = got
@@ -179,9 +183,7 @@ def _assignor(p: str) -> str:
 def sign_test_draw(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
     """A mark the sign test made where the worse protocol's range reaches the best's: its
     distribution over every seed (both sets), and the refresh phase where that is what it is."""
-    if not c.worse:
-        return ""
-    got = _row(verdicts, c)
+    got = _worse_row(verdicts, c)
     if got is None:
         return ""
     g, row = got
