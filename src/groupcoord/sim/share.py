@@ -37,8 +37,23 @@ acknowledgement):
   ``share_delivery_count_limit`` when it sets them (Kafka's 30 s and 5 otherwise). A record
   whose lock expired while the member was busy is refused at acknowledgement
   (INVALID_RECORD_STATE: another member may process it again).
-- **Leaving** (leave, scale-in, a graceful bounce): it sends its pending acknowledgements and
-  closes its share session (the broker releases what it still holds), then heartbeats epoch -1.
+- **Leaving** (leave, scale-in, a graceful bounce): the records of its batch in hand that it
+  has processed are acknowledged (ACCEPT, or RELEASE for a poison record's failed attempt), sent
+  with the close of its share session (the broker applies them, then releases what the member
+  still holds: the batch's records not processed yet), then it heartbeats epoch -1. This is
+  ``KafkaShareConsumer.close()`` in explicit acknowledgement mode, the mode these members and
+  the lab's wire members (``lab.wire_share_member``) use: ``ShareConsumerImpl.close`` sends the
+  pending acknowledgements (``ShareAcknowledgeOnCloseEvent``), which closes the share session,
+  before it leaves the group (``sendAcknowledgementsAndLeaveGroup``), and the class's Javadoc
+  says close "attempts to commit any pending acknowledgements and releases any remaining
+  acquired records" (apache/kafka ``clients/.../KafkaShareConsumer.java`` and
+  ``internals/ShareConsumerImpl.java``, read at a 4.2-era commit with ``share.acquire.mode``).
+  In *implicit* mode Kafka's close does not acknowledge the last batch: ``poll``,
+  ``commitSync`` and ``commitAsync`` accept the delivered records first
+  (``acknowledgeBatchIfImplicitAcknowledgement``), close does not, and the Javadoc says close
+  "releases any acquired records without acknowledgement"; an implicit-mode application that
+  closes after its batch without ``commitSync`` has it delivered again. Not modelled: the
+  record in hand at the leave counts as not processed (the wire member finishes it first).
   **Crashing**: nothing; its records stay acquired until their locks expire, its membership
   until the session timeout.
 
@@ -86,6 +101,7 @@ attempts, acknowledgements refused.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import re
@@ -215,6 +231,7 @@ class ShareSimulation(ShareConvergence):
         p.hb_cid = p.fetch_cid = 0
         p.fetching = False
         p.batch = []
+        p.batch_ends = []
         p.acks = {}
         p.busy_since = None
         self.trace("start", name, 0, p.member_id[:8])
@@ -240,8 +257,13 @@ class ShareSimulation(ShareConvergence):
     def leave(self, p: _ShareProc) -> None:
         """Close gracefully: acknowledge what was processed, close the share session (the broker
         releases the rest), leave the group (epoch -1). Both go out before the process ends."""
-        if p.batch:  # what is in hand is not processed: released by the session's close
+        if p.batch:  # what it processed is acknowledged; the rest is released by the close
+            elapsed = self.now - (p.busy_since if p.busy_since is not None else self.now)
+            done = [a for a, end in zip(p.batch, p.batch_ends, strict=True) if end <= elapsed]
+            self._sample_work()
+            self._ack_done(p, done)
             p.batch = []
+            p.batch_ends = []
         self._send_fetch(p, close=True)
         if p.epoch > 0 or p.hb_cid:
             self._send_heartbeat(p, ShareGroupHeartbeatRequest(self.gid, p.member_id, -1))
@@ -596,13 +618,15 @@ class ShareSimulation(ShareConvergence):
         wl = self.scenario.workload
         cost = wl.poison_attempt_ms
         if cost is None:
-            total = sum(wl.processing_ms.draw(self.work_rng) for _ in got)
+            costs = [wl.processing_ms.draw(self.work_rng) for _ in got]
         else:  # poison as in the field: each delivery costs its attempt (sim.workload's)
-            total = sum(poison_attempt_cost(self.seed, a.tp, a.offset, a.delivery_count - 1,
-                                            cost) if a.poison
-                        else wl.processing_ms.draw(self.work_rng) for a in got)
-        if now < p.slow_until:
-            total += p.slow_delay
+            costs = [poison_attempt_cost(self.seed, a.tp, a.offset, a.delivery_count - 1, cost)
+                     if a.poison else wl.processing_ms.draw(self.work_rng) for a in got]
+        total = sum(costs)
+        # each record's end (a slow downstream's delay spent before the batch's records)
+        slow = p.slow_delay if now < p.slow_until else 0
+        p.batch_ends = [slow + e for e in itertools.accumulate(costs)]
+        total += slow
         self._sample_work()
         p.busy_since = now
         self.at(now + max(1, math.ceil(total)), self._batch_done, (p, p.gen, cid))
@@ -612,7 +636,16 @@ class ShareSimulation(ShareConvergence):
         if p.gen != gen or not p.alive:
             return
         self._sample_work()
-        for a in p.batch:
+        self._ack_done(p, p.batch)
+        p.batch = []
+        p.batch_ends = []
+        p.busy_since = None
+        self._drive(p)
+
+    def _ack_done(self, p: _ShareProc, records: list[Acquired]) -> None:
+        """Acknowledge records processed: ACCEPT, or RELEASE a poison record's failed attempt
+        (sent with the member's next ShareFetch, or with its close)."""
+        for a in records:
             if a.poison:
                 self.stats["poison_attempts"] += 1
                 kind = AckType.RELEASE
@@ -621,9 +654,6 @@ class ShareSimulation(ShareConvergence):
                 p.processed += 1
                 kind = AckType.ACCEPT
             p.acks.setdefault(a.tp, []).append((a.offset, int(kind)))
-        p.batch = []
-        p.busy_since = None
-        self._drive(p)
 
     def _arm_locks(self) -> None:
         d = self.partitions.next_deadline()

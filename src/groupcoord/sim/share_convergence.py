@@ -55,6 +55,9 @@ class _ShareProc:
     fetch_cid: int = 0
     rotate: int = 0
     batch: list[Acquired] = field(default_factory=list)
+    #: When each record of ``batch`` is done, in ms after ``busy_since`` (a graceful leave
+    #: acknowledges those done before it: ``ShareSimulation.leave``).
+    batch_ends: list[float] = field(default_factory=list)
     acks: dict[TopicIdPartition, list[tuple[int, int]]] = field(default_factory=dict)
     #: The subscription: topic names, or a regex the consumer resolves against the topics
     #: that exist (share groups subscribe by names: KIP-932 has no regex subscription).
