@@ -5,6 +5,7 @@ paired with its control."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -153,3 +154,49 @@ def test_a_crash_at_three_members_per_partition_reaches_the_lock_limit(
     # the stop: seconds of the partition's production pile up (100 records/s)
     assert limited["lag_peak"] > 500 and limited["lag_record_s"] > 2_000
     assert free["lag_peak"] < 50 and free["lag_record_s"] < 500
+
+
+def test_the_bounces_timings_are_drawn_per_seed_off_the_heartbeat() -> None:
+    """The share grids' bounce downtime and rolling-bounce spacing are drawn per seed from the
+    ranges the spec states (``[draw]``), one value per run shared by its control, recorded in
+    the runs table (``drawn_json``); a fresh confirmation seed set doubles every cell."""
+    from groupcoord.lab.runs import build_scenario
+    from groupcoord.lab.verdict import bounce_down_ms, bounce_spacing_ms
+
+    spec = load_spec(str(SPEC))
+    assert spec.confirm_seeds == 5 and all(g.confirm_seeds == 5 for g in spec.grids)
+    runs = [r for r in expand(spec) if r.scenario in ("bounce", "rolling-bounce")
+            and r.protocol == "share:simple" and r.workload == "1x4-busy" and r.size == 4]
+    drawn: dict[str, set[int]] = {"down_ms": set(), "interval_ms": set()}
+    for r in runs:
+        sc = build_scenario(r)
+        assert build_scenario(r).drawn == sc.drawn  # a function of the seed
+        (ev,) = sc.events
+        for key, value in sc.drawn:
+            assert ev[key] == value
+            drawn[key].add(value)
+        if r.scenario == "bounce":
+            assert 6000 <= ev["down_ms"] <= 14000
+        else:
+            assert 2000 <= ev["down_ms"] <= 10000 and 12000 <= ev["interval_ms"] <= 18000
+        # the report's heartbeat-multiple limit reads no one value from a drawn scenario
+        assert bounce_down_ms(r.as_row()) is None
+        if r.scenario == "rolling-bounce":
+            assert bounce_spacing_ms(r.as_row()) is None
+    assert len(drawn["down_ms"]) > 10  # one value a run, hardly ever the same twice
+    assert not all(v % 5000 == 0 for v in drawn["down_ms"] | drawn["interval_ms"])
+    run = next(r for r in runs if r.scenario == "bounce")
+    row = flatten(run_one(run))["runs"][0]
+    assert json.loads(row["drawn_json"]) == {"down_ms": dict(build_scenario(run).drawn)["down_ms"]}
+
+
+def test_a_draw_outside_what_a_scenario_can_draw_is_a_one_line_error() -> None:
+    from groupcoord.sim.scenario import ScenarioError, parse_scenario
+
+    base = {"events": [{"at_ms": 1, "kind": "bounce", "member": "c1"}]}
+    for draw, msg in (({"at_ms": [1, 2]}, "draws down_ms, interval_ms"),
+                      ({"down_ms": [3, 2]}, "above high"),
+                      ({"down_ms": 5}, "expected [low, high]")):
+        with pytest.raises(ScenarioError, match=re.escape(msg)) as e:
+            parse_scenario({**base, "draw": draw}, source="s.toml")
+        assert "\n" not in str(e.value)
