@@ -158,9 +158,10 @@ def test_share_page_defines_its_metrics_and_says_a_zero_metric_once() -> None:
     runs += [_run(KIP848, "1x12-busy", s, stall_ms=0, lag_record_s=9.0) for s in range(5)]
     md = share_sections_md(runs)
     assert "## Share grids: definitions" in md
-    # lag is processed-based, not the broker's share lag; the lock limit is not "stopped"
+    # lag is processed-based, not the broker's share lag; a partition held at the lock limit
+    # is stopped (records there, none deliverable), as a partition without a member is
     assert "not the broker's share lag" in md
-    assert "record-lock limit" in md and "not counted" in md
+    assert "held at the record-lock limit" in md and "none that can be delivered" in md
     assert "no revocation" in md
     assert "Stall is 0 in every cell of every share grid on this page (10 runs)" in md
     # one stalled run: the page no longer says stall is 0 everywhere

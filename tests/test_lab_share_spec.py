@@ -154,6 +154,10 @@ def test_a_crash_at_three_members_per_partition_reaches_the_lock_limit(
     # the stop: seconds of the partition's production pile up (100 records/s)
     assert limited["lag_peak"] > 500 and limited["lag_record_s"] > 2_000
     assert free["lag_peak"] < 50 and free["lag_record_s"] < 500
+    # partitions stopped counts the partition held at the limit (records there, none can be
+    # delivered) though its members fetch it: from 20 s into the 30 s lock until it expires
+    assert 9_000 <= limited["resource_downtime_ms"] <= 11_000
+    assert free["resource_downtime_ms"] == 0
 
 
 def test_the_bounces_timings_are_drawn_per_seed_off_the_heartbeat() -> None:

@@ -317,11 +317,13 @@ DEFINITIONS: tuple[tuple[str, str, str], ...] = (
      "time the whole group processed nothing",
      "time the whole group processed nothing"),
     ("partitions stopped (resource downtime)",
-     "partition·s with no live member fetching the partition; a share partition held at the "
-     "record-lock limit or behind a dead member's locks is still fetched, so it is not "
-     "counted (its cost shows in lag)",
-     "partition·s with no live member owning and fetching the partition (a revoked "
-     "partition until its new owner starts it)"),
+     "partition·s with records there and none that can be delivered: no live member "
+     "fetching the partition, or the partition held at the record-lock limit "
+     "(group.share.partition.max.record.locks offsets in flight from the share-partition "
+     "start offset, none available: behind a crashed member's locks, until they expire)",
+     "partition·s with records there and no live member owning and fetching the partition "
+     "(a revoked partition until its new owner starts it); a member standing at a poison "
+     "record still owns its partition, so that wait shows in lag, not here"),
     ("partitions moved (assignment changes)",
      "a partition started by a member not among its last holders; no revocation and no "
      "gap (the other members of the partition go on fetching)",

@@ -573,6 +573,7 @@ class ShareSimulation(ShareConvergence):
             raise Violation(e.invariant, e.message) from None
         self._sample_work()
         self._arm_locks()
+        self._check_limit()
         if close:
             return
         if not got and self.now < wait_until:  # long poll: wait for a record
@@ -670,6 +671,7 @@ class ShareSimulation(ShareConvergence):
         self.partitions.expire(self.now)
         self.dirty = True
         self._arm_locks()
+        self._check_limit()
 
     # ================================================================== metrics
 

@@ -116,15 +116,29 @@ class ShareConvergence(Simulation):
             self._check_target(g)
         self._count_unowned(g)
 
+    #: Partitions held at the record-lock limit at the last look (:meth:`_count_unowned`).
+    _limited: frozenset[TopicIdPartition] = frozenset()
+
     def _count_unowned(self, g: ShareGroup | None) -> None:
-        """Downtime (partitions stopped): subscribed partitions that no live process has in
-        the assignment it heartbeated, so that none fetches them (a crashed member's wait until
-        its session expires, a partition between its last member's leave and the next one's
-        heartbeat), the consumer groups' "no active owner"."""
+        """Downtime (partitions stopped: records there and none can be delivered): subscribed
+        partitions that no live process has in the assignment it heartbeated, so that none
+        fetches them (a crashed member's wait until its session expires, a partition between
+        its last member's leave and the next one's heartbeat), the consumer groups' "no active
+        owner"; and partitions held at the record-lock limit (``SimSharePartitions.at_limit``:
+        fetched, but nothing can be acquired, e.g. behind a crashed member's locks)."""
         if g is None:
             return
         held = {tp for p in self.procs.values() if p.alive for tp in p.assigned}
-        self.set_unowned(len(self._universe(g.subscribed_topic_names()) - held))
+        universe = self._universe(g.subscribed_topic_names())
+        self.set_unowned(len((universe - held) | (universe & self._limited)))
+
+    def _check_limit(self) -> None:
+        """After the broker acquired, acknowledged or expired records: recount the stopped
+        partitions if the set held at the record-lock limit changed."""
+        limited = self.partitions.at_limit(self.now)
+        if limited != self._limited:
+            self._limited = limited
+            self._count_unowned(self.group())
 
     def _universe(self, names: Iterable[str]) -> frozenset[TopicIdPartition]:
         return frozenset((t.topic_id, i) for name in names
