@@ -192,3 +192,17 @@ def test_the_poison_cost_of_each_group_type_is_read_from_the_workload() -> None:
     free = json.dumps({"poison_rate": 0.0002, "poison_attempt_ms": 2000})
     (_, c, _s), = poison_cost_rows([_run(KIP848, "1x4-poison", 0, work=free)])
     assert c == "5 \u00d7 2 s = 10 s"
+
+
+def test_the_share_page_prints_the_brokers_share_lag_beside_the_processed_lag() -> None:
+    from groupcoord.lab.share_report import share_lag_rows
+
+    runs = [_run(SHARE, "1x4-busy", s, lag_peak=10 + s, control_lag_peak=5) for s in range(3)]
+    for i, r in enumerate(runs):
+        r["share_lag_peak"] = 100 + i
+    runs.append(_run(KIP848, "1x4-busy", 0, lag_peak=50, control_lag_peak=12))
+    rows = share_lag_rows(runs)
+    assert len(rows) == 1  # share cells only: a consumer group has no share-partition start
+    (row,) = rows
+    assert row[3] == "16 (15\u201317)" and row[4] == "101 (100\u2013102)" and row[5] == "3"
+    assert "end offset \u2212 SPSO" in share_sections_md(runs)

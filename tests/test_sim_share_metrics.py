@@ -204,3 +204,22 @@ def test_a_graceful_leave_acknowledges_the_records_its_member_processed(
     assert not again & left["done"]
     assert left["rest"] <= again
     assert r.summary["work"]["records_reprocessed"] == len(left["rest"])
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32), event=st.sampled_from(['kind = "crash"\nmember = "c2"',
+                                                          BOUNCE]))
+def test_the_brokers_share_lag_is_never_below_the_processed_lag(
+        tmp_path_factory: Any, seed: int, event: str) -> None:
+    """The broker's share lag (end offset - share-partition start offset, KIP-932) counts the
+    records in flight and those acknowledged above the start offset too: in every window its
+    peak is at least the processed-based lag's, and a crash that leaves records locked raises
+    it above."""
+    path = _scenario(tmp_path_factory.mktemp("s"), "lag", 2, 2, event, rate=40,
+                     processing=10.0)
+    r = ok(build_simulation(path, seed, SHARE).run())
+    peaks = {(w["disturbance"], w["at_ms"]): w["peak"] for w in r.summary["share_lag_peaks"]}
+    for d in r.disturbances:
+        got = peaks.get((d["disturbance"], d["at_ms"]))
+        assert got is not None, d["disturbance"]
+        assert got >= d["lag_peak"]

@@ -83,8 +83,10 @@ its target assignment, no restart due (a bounced member counts from its leave un
 with its assignment, as ``sim.consumer_convergence``'s ``settled``); resources moved are
 assignment changes, a partition given to a process that is not among its last holders (the
 consumer groups' "started by a process other than its last owner"); resource downtime is the
-partitions stopped, partition·s without a live process that has them in the assignment it
-heartbeated. The application's (the lab's table where they fit, ``sim.workload``'s names): records processed
+partitions stopped, partition·s with records there and none that can be delivered: without a
+live process that has them in the assignment it heartbeated, or held at the record-lock limit
+(``SimSharePartitions.at_limit``: behind a crashed member's locks until they expire). The
+application's (the lab's table where they fit, ``sim.workload``'s names): records processed
 (successful processings, a record processed again counts again), lag (records produced and not
 yet acknowledged or archived; its peak and integral), stall (records available and no live member
 processing or holding a partition: ``sim.workload``'s definition, where a member that keeps up
@@ -96,7 +98,9 @@ processing it or had crashed with it, or after a leaving member's session releas
 poison record's redelivery after its failed attempt, the retry a consumer group's application
 makes in place and does not count either: ``poison_attempts`` counts those); and
 ``protocol_summary``'s share figures: acquisitions, redeliveries, records archived, poison
-attempts, acknowledgements refused.
+attempts, acknowledgements refused, and ``share_lag_peaks``, the broker's share lag (the log end
+offset minus the share-partition start offset, summed over the partitions: what Kafka reports
+as a share group's lag) at its highest in each disturbance window, beside the lag above.
 """
 
 from __future__ import annotations
@@ -202,6 +206,10 @@ class ShareSimulation(ShareConvergence):
         #: Every record once handed to a member's application (``records_reprocessed``).
         self._handed: set[tuple[TopicIdPartition, int]] = set()
         self._sample = (0, 0, False)  # (time, lag, stalled) at the last sample
+        #: The broker's share lag (end offset - share-partition start offset) at its highest
+        #: in each disturbance window, by (label, start): ``protocol_summary``'s
+        #: ``share_lag_peaks``, the page's column beside the processed-based lag.
+        self._share_lag_peaks: dict[tuple[str, int], int] = {}
         self._quiet_lag = 0
         self.on_image_changed()
         for i, at in enumerate(start_offsets_ms(sc, self.seed)):
@@ -693,6 +701,13 @@ class ShareSimulation(ShareConvergence):
         for w in self._open:  # each open window's peak (the engine reads it only at its ends)
             if lag > w.lag_peak:
                 w.lag_peak = lag
+        if self._open:  # the broker's share lag, each open window's peak (protocol_summary)
+            share_lag = self.partitions.share_lag(now)
+            peaks = self._share_lag_peaks
+            for w in self._open:
+                key = (w.label, w.start_ms)
+                if share_lag > peaks.get(key, -1):
+                    peaks[key] = share_lag
 
     def work_totals(self) -> dict[str, float] | None:
         if self.scenario.workload.idle:
@@ -757,6 +772,9 @@ class ShareSimulation(ShareConvergence):
                                **self.stats, **{f"share_{k}": v for k, v in
                                                 self.partitions.stats.items()}}
         if not self.scenario.workload.idle:
+            out["share_lag_peaks"] = [{"disturbance": label, "at_ms": at, "peak": v}
+                                      for (label, at), v in sorted(
+                                          self._share_lag_peaks.items(), key=lambda kv: kv[0][1])]
             out["workload"] = self.scenario.workload.describe()
             out["work"] = {k: round(v, 3) for k, v in (self.work_totals() or {}).items()}
         return out
