@@ -204,3 +204,32 @@ def test_a_draw_outside_what_a_scenario_can_draw_is_a_one_line_error() -> None:
         with pytest.raises(ScenarioError, match=re.escape(msg)) as e:
             parse_scenario({**base, "draw": draw}, source="s.toml")
         assert "\n" not in str(e.value)
+
+
+def test_a_poison_block_at_the_first_event_is_the_workloads_steady_state(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run of the poison workload whose partition stands at a poison record, or catches up
+    after one, when the first disturbance comes is caught up (the control meets the same
+    records): the rule asks the group's convergence, the warm-up drained the initial join's
+    backlog (the clean twin on the same seed caught up by the ordinary rule). Render 12 left
+    this run out."""
+    from groupcoord.sim.engine import INITIAL_JOIN, Simulation
+
+    ordinary: list[bool] = []
+    new_rule = Simulation.is_caught_up
+
+    def spy(self: Simulation) -> bool:
+        ordinary.append(self.converged_at is not None and not any(
+            w.label == INITIAL_JOIN for w in (*self._open, *self._closing))
+            and self.work_recovered())
+        return new_rule(self)
+
+    monkeypatch.setattr(Simulation, "is_caught_up", spy)
+    runs = expand(load_spec(str(SPEC)))
+    pick = {r.workload: r for r in runs if r.protocol == "consumer:uniform"
+            and r.scenario == "rolling-bounce" and r.size == 4 and r.replicate == 3}
+    poison = flatten(run_one(pick["1x4-poison"]))["runs"][0]
+    assert poison["ok"] and poison["caught_up"] is True
+    assert ordinary == [False]  # the ordinary rule: a backlog at the first event
+    clean = flatten(run_one(pick["1x4-busy"]))["runs"][0]
+    assert clean["ok"] and clean["caught_up"] is True and ordinary == [False, True]
