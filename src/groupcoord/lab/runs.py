@@ -39,7 +39,8 @@ one did not: ``converged`` false); ``time_to_balance_ms`` (Connect protocols: fr
 disturbance until the assignment became balanced and stayed so, connectors and tasks each
 spread within one per worker; null if it never did); ``warmup_ms`` (when the first
 disturbance came); ``caught_up`` (whether the group had converged and its applications caught
-up by then: a run that had not is no evidence of a disturbance's cost); ``recovered``
+up by then, a poison workload's steady state aside, ``sim.engine``: a run that had not is no
+evidence of a disturbance's cost); ``recovered``
 (whether every disturbance window closed with the applications caught up, false when the run
 ended with its lag still there: an overloaded group, whose lag is the load's as much as the
 rebalance's); ``control_lag_peak``
