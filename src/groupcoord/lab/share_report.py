@@ -381,7 +381,9 @@ DEFINITIONS: tuple[tuple[str, str, str], ...] = (
      "partition·s with records there and none that can be delivered: no live member "
      "fetching the partition, or the partition held at the record-lock limit "
      "(group.share.partition.max.record.locks offsets in flight from the share-partition "
-     "start offset, none available: behind a crashed member's locks, until they expire)",
+     "start offset, none available: behind a crashed member's locks, until they expire); "
+     "a member processing (a poison record's failed attempt included) is delivering, its "
+     "partition's wait shows in lag",
      "partition·s with records there and no live member owning and fetching the partition "
      "(a revoked partition until its new owner starts it); a member standing at a poison "
      "record still owns its partition, so that wait shows in lag, not here"),
