@@ -825,7 +825,10 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                     if not seeds:
                         continue
                     xs_all.update(x for x, _ in seeds)
-                    ax.scatter([x for x, _ in seeds], [y for _, y in seeds], s=40,
+                    # classic protocols draw the same phases: each a little aside, so that
+                    # one's dots do not hide another's
+                    shift = 1.0 + 0.04 * (pi - 1)
+                    ax.scatter([x * shift for x, _ in seeds], [y for _, y in seeds], s=40,
                                color=st.get("color"), edgecolors="black", linewidths=0.4,
                                marker=st.get("marker", "o"), zorder=4 + pi, label=p)
                     ax.axhline(statistics.median(y for _, y in seeds), color=st.get("color"),
