@@ -446,7 +446,11 @@ def metric_check_text(rows: Sequence[Mapping[str, Any]], metric: str) -> str:
         return w + (f" ({r['window']} window)" if r.get("window") else "")
 
     fl = f"{_n(floor)} {unit or 'records'}"
-    text = (f"{label} (floor {fl}): checked by {len(checked)} calibration rows; "
+    old = sorted({str(r.get("protocol")) for r in have if r not in checked})
+    scope = (f" (scenarios {', '.join(dict.fromkeys(str(r.get('scenario')) for r in checked))};"
+             f" not checked for {', '.join(old)}: rows measured before, which report it)"
+             if old else "")
+    text = (f"{label} (floor {fl}): checked by {len(checked)} calibration rows{scope}; "
             f"{len(within) + len(below)} within 2x, {len(below)} of them only because both "
             f"sides are below the floor")
     if within:
