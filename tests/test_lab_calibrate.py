@@ -274,6 +274,36 @@ def test_summary_is_the_mean_over_windows_and_the_worst_lag_peak() -> None:
     assert rows["records_processed"]["simulated"] is None  # missing in the windows
 
 
+def test_stall_and_records_processed_twice_are_checked_per_window_and_in_the_summary() -> None:
+    """Both are checked metrics: each window's row and the summary's say within 2x or not,
+    with their floors (an eager barrier's tens of ms on either side is the same stall), and
+    the command's table counts each of them over the protocols."""
+    from groupcoord.lab.calibrate import ProtocolResult, format_table
+
+    def window(at: int, stall: int, twice: int) -> dict[str, Any]:
+        return {"disturbance": "crash", "at_ms": at, "settled_ms": at, "time_to_converge_ms":
+                40_000, "lag_peak": 800, "lag_record_s": 20_000.0, "stall_ms": stall,
+                "records_reprocessed": twice}
+
+    initial = {**window(0, 0, 0), "disturbance": "initial-join"}
+    sim = [initial, window(30_000, 25, 75), window(90_000, 30, 80)]
+    wire = [initial, window(30_000, 0, 71), window(90_000, 1_500, 10)]
+    comps = compare("classic:eager", sim, wire, steady=0.0)
+    ok = [{r["metric"]: r["within_2x"] for r in c.rows} for c in comps]
+    assert [(o["stall_ms"], o["records_reprocessed"]) for o in ok] == [(True, True),
+                                                                       (False, False)]
+    assert not comps[1].checked_ok and comps[0].checked_ok
+    summary = summarize("classic:eager", comps)
+    assert summary is not None
+    rows = {r["metric"]: r for r in summary.rows}
+    assert rows["stall_ms"]["measured"] == 750.0 and rows["stall_ms"]["within_2x"] is False
+    assert rows["records_reprocessed"]["simulated"] == 77.5
+    assert rows["records_reprocessed"]["within_2x"] is True  # 77.5 against 40.5
+    table = format_table([ProtocolResult("classic:eager", comps, None, wire, sim, 0.0)])
+    assert "  stall_ms within 2x for 0 of 1" in table
+    assert "  records_reprocessed within 2x for 1 of 1" in table
+
+
 def test_a_rolling_bounce_is_compared_as_its_bounces() -> None:
     from groupcoord.sim.scenario import load_scenario
 

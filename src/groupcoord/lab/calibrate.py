@@ -574,6 +574,12 @@ def format_table(results: Sequence[ProtocolResult], windows: bool = False) -> st
     ok = sum(1 for c in summaries if c.checked_ok)
     lines.append(f"checked metrics ({', '.join(CHECKED)}) within 2x for {ok} of "
                  f"{len(summaries)} protocols")
+    for metric in ("stall_ms", "records_reprocessed"):  # checked since 2026-11-28
+        cells = [r for c in summaries for r in c.rows if r["metric"] == metric
+                 and r["within_2x"] is not None]
+        if cells:
+            lines.append(f"  {metric} within 2x for {sum(1 for r in cells if r['within_2x'])}"
+                         f" of {len(cells)}")
     return "\n".join(lines)
 
 
