@@ -159,6 +159,32 @@ def test_records_processed_twice_count_in_the_window_of_the_assignment_that_led_
     assert crash["lag_peak"] >= 50
 
 
+def test_a_connect_tasks_start_and_stop_are_stall_as_in_the_simulator() -> None:
+    """A Connect worker owns its task from the assignment, but the task processes nothing
+    until its start time passed (its ``task-start`` line) and nothing once revoked (it is
+    stopping): an eager round with 1 s stops and starts stalls the group from the revocation
+    to the task's start, as the simulator counts it (its stall is the task-time input). The
+    window here lasts until the disturbance ends at 12.5 s; one that closes at the assignment
+    callbacks (convergence) sees only the stop, as it sees no task restart after it."""
+    recs = [{"t": T0 + 1.1 + k / 10, "e": "rec", "tp": "A-0", "o": k} for k in range(89)]
+    recs += [{"t": T0 + 12.0 + k / 100, "e": "rec", "tp": "A-0", "o": 89 + k} for k in range(30)]
+    logs = {"w1": [{"t": T0 + 0.05, "e": "assign", "parts": ["A", "A-0"]},
+                   {"t": T0 + 1.05, "e": "task-start", "tp": "A-0"},
+                   {"t": T0 + 10.0, "e": "revoke", "parts": ["A", "A-0"]},
+                   {"t": T0 + 11.0, "e": "task-stop", "tp": "A-0"},
+                   {"t": T0 + 11.2, "e": "assign", "parts": ["A", "A-0"]},
+                   {"t": T0 + 12.2 - 0.2, "e": "task-start", "tp": "A-0"}, *recs]}
+    for v in logs.values():
+        v.sort(key=lambda d: d["t"])
+    run = WireRun("classic-connect:eager", "connect", T0, T0 + 20.0,
+                  [WireWindow("initial-join", 0.0, 0.0), WireWindow("bounce", 9.5, 12.5)], {},
+                  logs, {"w1": [(T0, None)]}, ["A-0"], [["A"], ["A-0"]], 10.0, T0, 0.0)
+    bounce = window_metrics(run)[1]
+    # revoked at 10.0 s, started again at 12.0 s: 2 s without a running task, with lag
+    # (owned again from 11.2 s: counting ownership alone would say 1.2 s)
+    assert 1_950 <= bounce["stall_ms"] <= 2_050
+
+
 def test_stall_is_time_with_lag_and_no_live_owner_not_a_member_waiting_for_records() -> None:
     # c1 owns foo-0 all along and keeps up at 10 records/s until 10 s, then processes nothing
     # until 14 s (its records are late): it is paused, owning a partition with lag, but the

@@ -28,8 +28,10 @@ Definitions, as the simulator's (METRICS.md), measured from the client side:
   timeout), so a member counts as *active* until ``IDLE_TOLERANCE_S`` after its last record.
 - ``stall_ms``: time with lag > 0 in which no live member owned a resource (the simulator's
   stall: no processor had anything to process; a member that keeps up and waits between
-  batches is working, as there). It is the eager barrier: from the last member's revocation
-  callback to the first assignment callback; a crashed member's partitions waiting for its
+  batches is working, as there); for Connect, owned a task that had started since it was
+  assigned (a task starting or stopping processes nothing, as the simulator's). It is the
+  eager barrier: from the last member's revocation callback to the first assignment callback
+  (for Connect: to the first task started); a crashed member's partitions waiting for its
   session to expire are lag, not a stall, while the others own theirs. (Until 2026-11-28 it
   was time with lag and no member *active*, within ``IDLE_TOLERANCE_S`` of a record: that
   hid any stall shorter than the tolerance, an eager rebalance's tens of milliseconds, and
@@ -276,19 +278,54 @@ class Series:
                     if r in index:
                         own[index[r], cols] = True
             self.owned[name] = own
+        self.working = self._working(index)
+
+    def _working(self, index: dict[str, int]) -> np.ndarray:
+        """Per sample, whether any live member has something to process: owns a partition
+        (consumers), or owns a Connect task that has started since it was assigned (the
+        worker's ``task-start`` line comes once the task's start time passed; a revoked task
+        is stopping, not running), as the simulator's processors work on active resources
+        only."""
+        n = len(self.times)
+        out = np.zeros(n, dtype=bool)
+        if self.run.kind != "connect":
+            for own in self.owned.values():
+                out |= own.any(axis=0)
+            return out
+        assigned: dict[tuple[str, str], list[float]] = defaultdict(list)
+        for t, name, e, parts in _changes(self.run):
+            if e == "assign":
+                for r in parts:
+                    assigned[(name, r)].append(t)
+        started: dict[tuple[str, str], list[float]] = defaultdict(list)
+        for name, events in self.run.logs.items():
+            for d in events:
+                if d["e"] == "task-start":
+                    started[(name, str(d["tp"]))].append(float(d["t"]))
+        for name, own in self.owned.items():
+            for r, i in index.items():
+                if not own[i].any():
+                    continue
+                a = np.array(sorted(assigned.get((name, r), ())))
+                st = np.array(sorted(started.get((name, r), ())))
+                if not len(st):
+                    continue
+                ka = np.searchsorted(a, self.times, side="right") - 1
+                ks = np.searchsorted(st, self.times, side="right") - 1
+                last_a = np.where(ka >= 0, a[np.clip(ka, 0, None)] if len(a) else 0.0, -np.inf)
+                last_s = np.where(ks >= 0, st[np.clip(ks, 0, None)], -np.inf)
+                out |= own[i] & (last_s >= last_a)
+        return out
 
     def window(self, start: float, end: float) -> dict[str, Any]:
         sel = (self.times >= start) & (self.times < end)
         lag = self.total_lag[sel]
-        any_owner = np.zeros(int(sel.sum()), dtype=bool)
         paused = 0.0
         for name, act in self.active.items():
             a = act[sel]
-            own = self.owned[name][:, sel]
-            any_owner |= own.any(axis=0)
-            waiting = own & (self.lag[:, sel] > 0) & ~a
+            waiting = self.owned[name][:, sel] & (self.lag[:, sel] > 0) & ~a
             paused += float(waiting.sum()) * SAMPLE_S
-        stall = float(((lag > 0) & ~any_owner).sum()) * SAMPLE_S
+        stall = float(((lag > 0) & ~self.working[sel]).sum()) * SAMPLE_S
         recs = [r for r in self.records if start <= r[0] < end]
         again = sum(1 for a in self.again_assigned if start <= a <= end)
         restarts = 0
