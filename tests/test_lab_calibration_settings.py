@@ -377,3 +377,10 @@ def test_stall_and_records_processed_twice_say_from_the_rows_whether_they_are_wi
     assert items[-2].startswith("Stall (floor 250 ms)")
     assert items[-1].startswith("Records processed twice (floor 50 records)")
     assert not limits._row_misses(rows[0], list(CHECKED))  # 46 / 30 ms: below the floor
+    # a sentence on stall gets the same verdict in one clause
+    assert limits.metric_check_brief({"rows": rows}, "stall_ms") == (
+        "stall against real clients: 2 of 3 rows within 2x, 2 of them only below the 250 ms "
+        "floor, 1 outside (the section 'What the model leaves out' says which)")
+    assert limits.metric_check_brief({"rows": rows[:1]}, "stall_ms").endswith(
+        "; above 250 ms this metric is the model's, not checked")
+    assert limits.metric_check_brief({"rows": rows}, "lag_peak") == ""

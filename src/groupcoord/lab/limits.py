@@ -411,6 +411,49 @@ _MARKS_ON = {"stall_ms": "stall (the eager barrier, a Connect round's task stops
                                     "the last commit)"}
 
 
+def _classify(rows: Sequence[Mapping[str, Any]], metric: str) -> tuple[
+        list[Mapping[str, Any]], list[Mapping[str, Any]], list[Mapping[str, Any]],
+        list[tuple[Mapping[str, Any], float, float]]]:
+    """The rows that check ``metric`` (with both values), split: both below the floor, within
+    2x above it, outside 2x (with the simulated and measured values)."""
+    floor = _FLOORS.get(metric, 0.0)
+    checked = [r for r in rows if metric in row_checked(r)
+               and ((r.get("metrics") or {}).get(metric) or {}).get("simulated") is not None
+               and ((r.get("metrics") or {}).get(metric) or {}).get("measured") is not None]
+    below: list[Mapping[str, Any]] = []
+    within: list[Mapping[str, Any]] = []
+    outside: list[tuple[Mapping[str, Any], float, float]] = []
+    for r in checked:
+        v = r["metrics"][metric]
+        sv, mv = float(v["simulated"]), float(v["measured"])
+        if max(sv, mv) <= floor:
+            below.append(r)
+        elif min(sv, mv) > 0 and max(sv, mv) <= 2 * min(sv, mv):
+            within.append(r)
+        else:
+            outside.append((r, sv, mv))
+    return checked, below, within, outside
+
+
+def metric_check_brief(cal: Mapping[str, Any] | None, metric: str) -> str:
+    """:func:`metric_check_text` in one clause, for a sentence on ``metric``: "" when no row
+    checks it."""
+    if metric not in _NEWLY_CHECKED or not cal:
+        return ""
+    checked, below, within, outside = _classify(list(cal.get("rows") or []), metric)
+    if not checked:
+        return ""
+    name, unit = _CAL_NAMES.get(metric, (metric, ""))
+    fl = f"{_n(_FLOORS.get(metric, 0.0))} {unit or 'records'}"
+    text = (f"{name} against real clients: {len(below) + len(within)} of {len(checked)} rows "
+            f"within 2x, {len(below)} of them only below the {fl} floor")
+    if outside:
+        text += f", {len(outside)} outside (the section 'What the model leaves out' says which)"
+    if not within and not outside:
+        text += f"; above {fl} this metric is the model's, not checked"
+    return text
+
+
 def metric_check_text(rows: Sequence[Mapping[str, Any]], metric: str) -> str:
     """Whether the stored rows that check ``metric`` find it within 2x, from the data: how
     many rows, which miss and by how much (the larger side over the smaller, or one side 0),
@@ -423,23 +466,13 @@ def metric_check_text(rows: Sequence[Mapping[str, Any]], metric: str) -> str:
             is not None]
     if not have:
         return ""
-    checked = [r for r in have if metric in row_checked(r)]
+    checked, below, within, outside = _classify(have, metric)
     label = name[0].upper() + name[1:]
     if not checked:
         return (f"{label} is reported by {len(have)} calibration rows but checked by none "
                 "(they were measured before it was checked): the lab's marks on "
                 f"{_MARKS_ON.get(metric, name)} are the model's alone, not checked against "
                 "real clients.")
-    below, within, outside = [], [], []
-    for r in checked:
-        v = r["metrics"][metric]
-        sv, mv = float(v["simulated"]), float(v["measured"])
-        if max(sv, mv) <= floor:
-            below.append(r)
-        elif min(sv, mv) > 0 and max(sv, mv) <= 2 * min(sv, mv):
-            within.append(r)
-        else:
-            outside.append((r, sv, mv))
 
     def where(r: Mapping[str, Any]) -> str:
         w = f"{r.get('scenario')} {r.get('protocol')}"

@@ -1291,6 +1291,10 @@ def calibration_note(c: Claim, verdicts: Sequence[GridVerdict] = ()) -> str:
         text = lookup(c.scenario, p)
         if text:
             found.append(str(text))
+    brief = getattr(limits, "metric_check_brief", None)
+    extra = brief(limits.load_calibration(), c.metric) if brief is not None else ""
+    if extra:  # a sentence on stall or records processed twice: what the check found for it
+        found.append(extra)
     return ("Calibration against real clients: " + "; ".join(found)) if found else ""
 
 
