@@ -321,7 +321,7 @@ def _calibrate(ns: argparse.Namespace) -> int:
         results = calibrate(sc, protocols, wl, seed=ns.seed, seeds=ns.seeds, repeat=ns.repeat,
                             extra_server_config=extra, tail_s=ns.tail_s, progress=progress,
                             keep=Path(ns.keep) if ns.keep else None, settings=ns.settings,
-                            own=own)
+                            own=own, client=ns.client)
     except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -479,6 +479,10 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
     cal.add_argument("--protocol", action="append", metavar="LABEL",
                      help="repeatable; default: classic:eager, classic:cooperative, "
                           "consumer:uniform, connect:cooperative, classic-connect:sessioned")
+    cal.add_argument("--client", choices=("librdkafka", "java"), default="librdkafka",
+                     help="the consumers on the wire: confluent-kafka (librdkafka, default) or "
+                          "Apache Kafka's Java client built on this machine "
+                          "(scripts/build_kafka_clients.py; docs/clients.md)")
     cal.add_argument("--size", type=int, default=None, help="initial members")
     cal.add_argument("--workload", action="append", metavar="KEY=VALUE",
                      help="records_per_s, processing_ms, max_poll_records, "
