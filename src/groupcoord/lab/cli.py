@@ -341,20 +341,29 @@ def _calibrate(ns: argparse.Namespace) -> int:
         from groupcoord.lab.calibrate import CHECKED, FLOORS
         from groupcoord.lab.limits import (
             CALIBRATION_FILE,
+            CALIBRATION_JAVA_FILE,
             calibration_rows,
             load_calibration,
             merged_calibration,
             save_calibration,
         )
 
-        path = Path(ns.save) if ns.save else CALIBRATION_FILE
-        setup = {"compared_with": "the paired simulated seeds"}
+        java = ns.client == "java"
+        path = Path(ns.save) if ns.save else CALIBRATION_JAVA_FILE if java else CALIBRATION_FILE
+        setup: dict[str, object] = {"compared_with": "the paired simulated seeds"}
+        if java:
+            from groupcoord.lab.wire_java import java_client
+
+            built = java_client().describe
+            setup["clients"] = {"classic": f"{built}, group.protocol=classic",
+                                "consumer": f"{built}, group.protocol=consumer"}
         cmd = "groupcoord lab calibrate " + " ".join(
             a for a in sys.argv[1:] if a not in ("lab", "calibrate")) if \
             sys.argv[1:3] == ["lab", "calibrate"] else ""
         run = {"members": sc.members, "wire_runs": ns.repeat, "seeds": ns.seeds,
                "seed": ns.seed, "settings_source": ns.settings, "workload": asdict(wl),
                "wall_s": round(time.time() - began), "command": cmd,
+               **({"client": "java"} if java else {}),
                **({"note": ns.note} if ns.note else {}),
                "load": [round(load_before, 1), round(os.getloadavg()[0], 1)]}
         data = merged_calibration(
