@@ -24,6 +24,8 @@ MEMBER_SOURCE = Path(__file__).resolve().parent / "java" / "WireMember.java"
 BUILD_COMMAND = "python3 scripts/build_kafka_clients.py"
 #: A JVM per member on a shared 2-core machine: the C1 compiler only (no C2 compiling in the
 #: background), the serial collector, a small heap; the client's code paths are the same.
+#: With a class-data archive (:meth:`JavaClient.archive`, made by ``lab.wire.train_java``) the
+#: classes a member used come mapped from it instead of parsed and verified again.
 JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx192m", "-Xss512k",
                "-XX:CICompilerCount=1", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
 
@@ -38,17 +40,28 @@ class JavaClient:
     version: str
     commit: str
     classpath: tuple[str, ...]
-    #: where the compiled member classes are
-    member_classes: Path
+    #: the compiled member (a jar: a class-data archive takes no directory on the classpath)
+    member_jar: Path
 
     @property
     def describe(self) -> str:
         return f"Apache Kafka kafka-clients {self.version} (commit {self.commit[:12]}, built here)"
 
-    def command(self) -> list[str]:
-        """``java ... WireMember`` (the member's own arguments follow)."""
-        cp = os.pathsep.join([*self.classpath, str(self.member_classes)])
-        return ["java", *JVM_OPTIONS, "-cp", cp, "WireMember"]
+    def archive(self, protocol: str) -> Path:
+        """The class-data archive (JDK 17's dynamic AppCDS) of a member of ``protocol``
+        (``eager``, ``cooperative``, ``consumer``...): the classes such a member loads."""
+        return self.member_jar.with_name(f"{protocol}.jsa")
+
+    def command(self, protocol: str | None = None, train: Path | None = None) -> list[str]:
+        """``java ... WireMember`` (the member's own arguments follow): with ``protocol``'s
+        archive when there is one; ``train``: write the archive there when the JVM exits."""
+        cp = os.pathsep.join([*self.classpath, str(self.member_jar)])
+        cds: list[str] = []
+        if train is not None:
+            cds = [f"-XX:ArchiveClassesAtExit={train}"]
+        elif protocol is not None and self.archive(protocol).exists():
+            cds = [f"-XX:SharedArchiveFile={self.archive(protocol)}"]
+        return ["java", *JVM_OPTIONS, *cds, "-cp", cp, "WireMember"]
 
 
 def manifest_path() -> Path:
@@ -86,14 +99,18 @@ def java_client() -> JavaClient:
         raise JavaClientMissing(f"{missing[0]} (of {path}) is gone: rebuild with "
                                 f"`{BUILD_COMMAND}`")
     classpath += _slf4j_provider(classpath)
-    classes = path.parent / "member" / f"{version}-{commit[:12]}"
-    compiled = classes / "WireMember.class"
-    if not compiled.exists() or compiled.stat().st_mtime < MEMBER_SOURCE.stat().st_mtime:
-        classes.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(["javac", "-nowarn", "-d", str(classes), "-cp",
-                               os.pathsep.join(classpath), str(MEMBER_SOURCE)],
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
-            tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
-            raise JavaClientMissing("compiling the Java member failed: " + " / ".join(tail))
-    return JavaClient(version, commit, tuple(classpath), classes)
+    where = path.parent / "member" / f"{version}-{commit[:12]}"
+    jar = where / "wire-member.jar"
+    if not jar.exists() or jar.stat().st_mtime < MEMBER_SOURCE.stat().st_mtime:
+        classes = where / "classes"
+        shutil.rmtree(where, ignore_errors=True)  # the archives of the old member go too
+        classes.mkdir(parents=True)
+        for cmd, step in (
+                (["javac", "-nowarn", "-d", str(classes), "-cp", os.pathsep.join(classpath),
+                  str(MEMBER_SOURCE)], "compiling"),
+                (["jar", "--create", "--file", str(jar), "-C", str(classes), "."], "jarring")):
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
+                raise JavaClientMissing(f"{step} the Java member failed: " + " / ".join(tail))
+    return JavaClient(version, commit, tuple(classpath), jar)

@@ -25,8 +25,9 @@
  *   is the Java client's default. Classic members set the session timeout and heartbeat
  *   interval; KIP-848 members get theirs from the group (the broker's configs).
  *
- * --wait-go: the JVM starts and loads the consumer's classes, prints "ready" on stdout, then
- * waits for a line "go" on stdin before it creates the consumer. Its "start" line names the
+ * --wait-go: the JVM starts and creates the consumer (class loading and construction, about a
+ * second of CPU on the loaded machine), prints "ready" on stdout, then waits for a line "go"
+ * on stdin before it logs "start" and subscribes (nothing joins before). Its "start" line names the
  * client, its version and commit (kafka-clients' own, from the jar's version file). SIGTERM stops the loop after
  * the record in hand and closes the consumer (revocation callback, commit, leave); a member
  * whose parent (the harness) is gone exits at once.
@@ -65,11 +66,12 @@ public final class WireMember {
     private final Map<String, String> args;
     private final PrintWriter out;
     private volatile boolean stop;
-    private KafkaConsumer<byte[], byte[]> consumer;
+    private final KafkaConsumer<byte[], byte[]> consumer;
 
-    private WireMember(Map<String, String> args, PrintWriter out) {
+    private WireMember(Map<String, String> args, PrintWriter out, KafkaConsumer<byte[], byte[]> consumer) {
         this.args = args;
         this.out = out;
+        this.consumer = consumer;
     }
 
     static Map<String, String> parse(String[] argv) {
@@ -201,7 +203,6 @@ public final class WireMember {
     }
 
     int run() {
-        consumer = new KafkaConsumer<>(config(args));
         log("start", ", \"client\": \"kafka-clients\", \"version\": " + quote(AppInfoParser.getVersion())
             + ", \"commit\": " + quote(AppInfoParser.getCommitId()));
         consumer.subscribe(Arrays.asList(args.get("topics").split(",")), new Listener());
@@ -275,21 +276,24 @@ public final class WireMember {
             return;
         }
         exitWithParent();
+        // Created before the go: the JVM's class loading and the consumer's construction take
+        // about a second of CPU on the loaded machine (the Python member pays its import before
+        // the go likewise). Nothing joins before subscribe(); the KIP-848 consumer's background
+        // thread may look up the coordinator meanwhile.
+        KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(config(a));
         if (a.containsKey("wait-go")) {
-            // pay the client's class loading before the go, as the Python member its import
-            new ConsumerConfig(config(a));
-            Class.forName(KafkaConsumer.class.getName(), true, WireMember.class.getClassLoader());
             System.out.println("ready");
             System.out.flush();
             BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
             String line = in.readLine();
             if (line == null || !line.trim().equals("go")) {
+                consumer.close(Duration.ZERO);
                 return; // the harness gave up on this member
             }
         }
         PrintWriter out = new PrintWriter(new OutputStreamWriter(
             new FileOutputStream(a.get("log"), true), StandardCharsets.UTF_8));
-        WireMember member = new WireMember(a, out);
+        WireMember member = new WireMember(a, out, consumer);
         Thread main = Thread.currentThread();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             member.stop = true;
