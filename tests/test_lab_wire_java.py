@@ -13,6 +13,7 @@ the figures (they depend on the machine's load).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tomllib
@@ -82,6 +83,20 @@ def test_calibrate_refuses_an_unknown_client_in_one_line() -> None:
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     assert "--client" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_calibrate_with_java_refuses_connect_protocols_and_says_how_to_build(
+        tmp_path: Path) -> None:
+    out = subprocess.run([*GROUPCOORD, "lab", "calibrate", "--client", "java", "--protocol",
+                          "connect:cooperative"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert out.stderr == ("error: --client java: connect:cooperative has no Java client (the "
+                          "Java members are consumers)\n")
+    env = {**os.environ, "GROUPCOORD_KAFKA_CLIENTS": str(tmp_path / "none.json")}
+    out = subprocess.run([*GROUPCOORD, "lab", "calibrate", "--client", "java"],
+                         capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 1
+    assert out.stderr.count("\n") == 1 and BUILD_COMMAND in out.stderr, out.stderr
 
 
 def test_the_java_member_refuses_bad_arguments_in_one_line(tmp_path: Path) -> None:

@@ -276,7 +276,7 @@ def _calibrate(ns: argparse.Namespace) -> int:
         own_settings,
         parse_workload,
     )
-    from groupcoord.lab.wire import WireError, check_playable
+    from groupcoord.lab.wire import WIRE_PROTOCOLS, WireError, check_playable
     from groupcoord.server.settings import check_properties
     from groupcoord.sim.scenario import ScenarioError, load_scenario
 
@@ -284,7 +284,14 @@ def _calibrate(ns: argparse.Namespace) -> int:
         return _calibrate_share(ns)
     ns.scenario = ns.scenario or "rolling-bounce"
     try:
-        protocols = check_protocols(ns.protocol or DEFAULT_PROTOCOLS)
+        java = ns.client == "java"
+        # the Java members are consumers: by default the consumer protocols of the defaults
+        protocols = check_protocols(ns.protocol or [
+            p for p in DEFAULT_PROTOCOLS if not java or WIRE_PROTOCOLS[p][0] == "consumer"])
+        no_java = [p for p in protocols if java and WIRE_PROTOCOLS[p][0] != "consumer"]
+        if no_java:
+            raise CalibrationError(f"--client java: {', '.join(no_java)} has no Java client "
+                                   "(the Java members are consumers)")
         wl = parse_workload(ns.workload or [])
         extra: dict[str, str] = {}
         for pair in ns.server_config or []:
@@ -311,6 +318,14 @@ def _calibrate(ns: argparse.Namespace) -> int:
     except (CalibrationError, ScenarioError, WireError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if java:
+        from groupcoord.lab.wire_java import JavaClientMissing, java_client
+
+        try:
+            java_client()
+        except JavaClientMissing as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
 
     def progress(msg: str) -> None:
         if not ns.quiet:
@@ -348,7 +363,6 @@ def _calibrate(ns: argparse.Namespace) -> int:
             save_calibration,
         )
 
-        java = ns.client == "java"
         path = Path(ns.save) if ns.save else CALIBRATION_JAVA_FILE if java else CALIBRATION_FILE
         setup: dict[str, object] = {"compared_with": "the paired simulated seeds"}
         if java:
