@@ -121,6 +121,10 @@ class ConnectSimulation(ConsumerSimulation):
     commits_offsets = False
     #: KIP-415's "time until balanced" (``balanced_since``).
     track_balance = True
+    #: A worker's join ends with its first answer, at member epoch 0 when the group's target
+    #: is not computed yet (the Connect draft): its heartbeat timer starts there, so its
+    #: heartbeat phase is drawn there (``Scenario.heartbeat_spread_ms``).
+    first_epoch = 0
     revoked_stat = "items_revoked"
     member_word = "worker"
     verbs = ("run", "runs")
