@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from groupcoord.lab import limits
 from groupcoord.lab.calibrate import (
     CHECKED,
     FLOORS,
@@ -216,8 +217,9 @@ def test_the_generator_reports_every_row_as_measured_with_its_settings_and_ratio
     assert uniform.startswith("Outside 2x: crash at 4 members, consumer:uniform (heartbeat 5 s, "
                               "session 45 s, max.poll.interval 5 min, assignment interval 1 s)")
     assert uniform.endswith("lag peak 100 / 900 records (0.11); lag 200 / 1,800 record·s "
-                            "(0.11) - outside 2x on lag peak, lag (a mechanism); reported, not "
-                            "checked: records processed 100 / 100, moved 2 / 2.")
+                            "(0.11); stall 0 / 0 ms (both 0); records processed twice 0 / 0 "
+                            "(both 0) - outside 2x on lag peak, lag (a mechanism); reported, "
+                            "not checked: records processed 100 / 100, moved 2 / 2.")
 
 
 def test_a_row_keeps_its_runs_and_says_when_they_are_spread() -> None:
@@ -301,7 +303,7 @@ def test_the_shipped_calibration_is_at_the_tables_settings_and_reported_as_measu
                     "wall_s", "measured", "metrics", "within_2x"):
             assert key in r, (r.get("scenario"), r.get("protocol"), key)
         ok = True
-        for metric in cal["checked"]:
+        for metric in r.get("checked", cal["checked"]):  # as the row was checked
             v = r["metrics"][metric]
             if v["simulated"] is None or v["measured"] is None:
                 continue
@@ -326,3 +328,59 @@ def test_the_shipped_calibration_is_at_the_tables_settings_and_reported_as_measu
     # every row is in the report's section, as measured
     items = calibration_items(cal)
     assert sum(1 for i in items if i.startswith(("Within 2x", "Outside 2x"))) == len(rows)
+
+
+def _stall_row(scenario: str, protocol: str, stall: tuple[float, float],
+               twice: tuple[float, float], checked: list[str] | None = None) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "scenario": scenario, "protocol": protocol, "within_2x": True,
+        "metrics": {"time_to_converge_ms": {"simulated": 1000, "measured": 1100},
+                    "stall_ms": {"simulated": stall[0], "measured": stall[1]},
+                    "records_reprocessed": {"simulated": twice[0], "measured": twice[1]}}}
+    if checked is not None:
+        row["checked"] = checked
+    return row
+
+
+def test_stall_and_records_processed_twice_say_from_the_rows_whether_they_are_within_2x(
+) -> None:
+    """Each of the two metrics checked since round 7 gets a line from the stored rows: how
+    many rows check it, how many agree only below the floor, each miss and by how much, and
+    what the lab's marks on it then mean; a row saved before they were checked is judged on
+    the four it was checked on, not on these."""
+    rows = [_stall_row("rolling-bounce", "classic:eager", (46, 30), (0, 0), list(CHECKED)),
+            _stall_row("crash", "classic:eager", (25, 0), (75, 30), list(CHECKED)),
+            _stall_row("crash-then-join", "consumer:uniform", (0, 900), (66, 51),
+                       list(CHECKED)),
+            _stall_row("kip415-worker-leaves", "classic-connect:eager", (23, 5_000), (0, 0))]
+    stall = limits.metric_check_text(rows, "stall_ms")
+    assert stall.startswith("Stall (floor 250 ms): checked by 3 calibration rows (scenarios "
+                            "rolling-bounce, crash, crash-then-join; not checked for "
+                            "classic-connect:eager: rows measured before, which report it); "
+                            "2 within 2x, "
+                            "2 of them only because both sides are below the floor; 1 outside "
+                            "2x, with one side 0: crash-then-join consumer:uniform: the model "
+                            "0, the wire 900 ms. So in crash-then-join the lab's marks on stall")
+    assert "kip415" not in stall  # saved before stall was checked: not judged on it
+    twice = limits.metric_check_text(rows, "records_reprocessed")
+    assert "2 within 2x, 1 of them only because both sides are below the floor" in twice
+    assert "crash classic:eager: the model 2.5x the wire (75 / 30)" in twice
+    assert "(above it and within 2x: crash-then-join consumer:uniform 66 / 51)" in twice
+    # the old row prints its stall as reported, not checked, and its verdict stays
+    text = limits.calibration_row_text(rows[3], list(CHECKED))
+    assert text.startswith("Within 2x") and "reported, not checked: stall 23 / 5,000 ms" in text
+    # every row below the floor: the check says only that both sides are small
+    low = limits.metric_check_text(rows[:1], "stall_ms")
+    assert "none above the floor" in low and "the model's alone" in low
+    # the section carries both lines after the rows
+    items = calibration_items({"rows": rows, "checked": list(CHECKED)})
+    assert items[-2].startswith("Stall (floor 250 ms)")
+    assert items[-1].startswith("Records processed twice (floor 50 records)")
+    assert not limits._row_misses(rows[0], list(CHECKED))  # 46 / 30 ms: below the floor
+    # a sentence on stall gets the same verdict in one clause
+    assert limits.metric_check_brief({"rows": rows}, "stall_ms") == (
+        "stall against real clients: 2 of 3 rows within 2x, 2 of them only below the 250 ms "
+        "floor, 1 outside (the section 'What the model leaves out' says which)")
+    assert limits.metric_check_brief({"rows": rows[:1]}, "stall_ms").endswith(
+        "; above 250 ms this metric is the model's, not checked")
+    assert limits.metric_check_brief({"rows": rows}, "lag_peak") == ""

@@ -221,3 +221,49 @@ def test_a_panel_spanning_orders_of_magnitude_gets_a_log_axis_in_its_unit() -> N
     assert log_threshold(lag, [0.0, 50.0, 99.0]) is None
     # the floor bounds the linear part from below (seconds: the metric's scale)
     assert log_threshold(conv, [300.0, 120_000.0]) == 0.25
+
+
+def test_a_classic_groups_partition_added_times_are_charted_as_the_refresh_phases_draw(
+        tmp_path: Path, saved_figures: list[Any]) -> None:
+    """Round 7: a classic group discovers new partitions at its metadata refresh, so its time
+    to converge is a draw of the refresh phase whatever the size (102, 55, 198 s across
+    sizes): each seed a dot at its size and one median over every size's seeds, no line
+    through the sizes; KIP-848's, which learns at a heartbeat, stays a line over members."""
+    from matplotlib.collections import PathCollection
+
+    from groupcoord.lab.report import grid_charts, protocol_styles
+    from groupcoord.lab.verdict import grid_verdicts
+
+    phases = {10: [12.0, 250.0, 98.0, 170.0, 40.0], 100: [290.0, 7.0, 55.0, 130.0, 210.0],
+              1000: [198.0, 66.0, 3.0, 240.0, 150.0]}
+    rows = []
+    for size, conv in phases.items():
+        for seed in range(5):
+            for p, ms in (("classic:eager", conv[seed] * 1000), ("consumer:uniform", 4_600.0)):
+                rows.append({
+                    "run_id": f"{p}{size}{seed}", "protocol": p, "scenario": "partition-added",
+                    "size": size, "workload": "light", "fault_rate": 0.0, "seed": seed,
+                    "ok": True, "caught_up": True, "convergence_ms": ms, "stall_ms": 0,
+                    "lag_peak": 0, "lag_record_s": 0.0, "resources_moved": 0,
+                    "records_reprocessed": 0, "control_lag_peak": 3,
+                    "settings_json": json.dumps({"metadata.max.age.ms": 300000})})
+    _write(tmp_path / "runs", rows)
+    meta = {"name": "t", "spec": "paper", "runs": len(rows), "cells": 6, "sim_s": 1.0,
+            "grids": [{"fault_rates": [0.0], "seeds": 5, "name": "consumers",
+                       "protocols": ["classic:eager", "consumer:uniform"],
+                       "scenarios": ["partition-added"], "sizes": [10, 100, 1000],
+                       "workloads": ["light"]}]}
+    (g,) = grid_verdicts(meta, rows)
+    grid_charts(g, tmp_path, protocol_styles(g.protocols))
+    (fig,) = saved_figures
+    ax = next(a for a in fig.axes if a.get_visible() and a.get_title().startswith(
+        "time to converge"))
+    dots = [c for c in ax.collections if isinstance(c, PathCollection)
+            and c.get_label() == "classic:eager"]
+    assert len(dots) == 1 and len(dots[0].get_offsets()) == 15  # every seed of every size
+    lines = {ln.get_label(): ln for ln in ax.get_lines()}
+    assert "classic:eager" not in lines  # no line through the sizes
+    flat = [ln for ln in ax.get_lines() if list(ln.get_ydata()) == [130.0, 130.0]]
+    assert len(flat) == 1  # the median over all 15 seeds, across the panel
+    assert list(lines["consumer:uniform"].get_xdata()) == [10, 100, 1000]  # still a line
+    assert "metadata refresh's phase" in ax.get_xlabel()

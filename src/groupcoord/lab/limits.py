@@ -91,7 +91,7 @@ def calibration_rows(results: Sequence[Any], scenario: str, condition: str = "",
     metric simulated (its paired seeds), measured, and simulated over all seeds; the settings
     the protocol ran with (Kafka's names) and ``run`` (the command's members, wire runs,
     seeds, workload, wall time, load: what the page prints beside the row)."""
-    from groupcoord.lab.calibrate import summarize
+    from groupcoord.lab.calibrate import CHECKED, summarize
 
     out = []
     for r in results:
@@ -105,7 +105,8 @@ def calibration_rows(results: Sequence[Any], scenario: str, condition: str = "",
             for k in kinds]
         for window, s in parts:
             if s is not None:
-                out.append(_row(r, s, scenario, condition, run, window))
+                out.append({**_row(r, s, scenario, condition, run, window),
+                            "checked": list(CHECKED)})
     return out
 
 
@@ -139,7 +140,8 @@ def _row(r: Any, s: Any, scenario: str, condition: str, run: Mapping[str, Any] |
 
 #: The metrics a row keeps per run (each wire run and its paired seed), as the summary
 #: aggregates a run's windows: the mean, the lag peak's maximum.
-_PER_RUN = ("time_to_converge_ms", "converge_after_ms", "lag_peak", "lag_record_s")
+_PER_RUN = ("time_to_converge_ms", "converge_after_ms", "lag_peak", "lag_record_s",
+            "stall_ms", "records_reprocessed")
 
 
 def _run_value(windows: Sequence[Mapping[str, Any]], metric: str,
@@ -188,10 +190,16 @@ def merged_calibration(old: Mapping[str, Any] | None, rows: Sequence[Mapping[str
 #: The floors below which two values count as equal (``lab.calibrate.FLOORS``: the layer
 #: order keeps limits from importing the calibration's harness; a test checks they agree).
 _FLOORS: dict[str, float] = {"time_to_converge_ms": 500, "converge_after_ms": 500,
-                             "lag_peak": 50, "lag_record_s": 50}
+                             "lag_peak": 50, "lag_record_s": 50, "stall_ms": 250,
+                             "records_reprocessed": 50}
 _CAL_NAMES = {"converge_after_ms": ("time to converge after the disturbance", "ms"),
               "time_to_converge_ms": ("time to converge", "ms"),
-              "lag_peak": ("lag peak", "records"), "lag_record_s": ("lag", "record·s")}
+              "lag_peak": ("lag peak", "records"), "lag_record_s": ("lag", "record·s"),
+              "stall_ms": ("stall", "ms"), "records_reprocessed": ("records processed twice",
+                                                                   "")}
+#: The metrics checked before stall and records processed twice were (rows saved without
+#: their own ``checked`` list were checked on these only).
+_FIRST_CHECKED = ("time_to_converge_ms", "converge_after_ms", "lag_peak", "lag_record_s")
 #: The metrics a row reports beside the checked ones (when either side is not 0).
 _REPORTED_NAMES = {"records_processed": ("records processed", ""),
                    "stall_ms": ("stall", "ms"), "paused_partition_s": ("paused", "partition·s"),
@@ -242,11 +250,20 @@ def _row_misses(r: Mapping[str, Any], checked: Sequence[str]) -> list[str]:
         if s is None or m is None:
             continue
         lo, hi = sorted((float(s), float(m)))
-        if lo == 0 and hi == 0:
+        if hi <= (r.get("floors") or _FLOORS).get(c, 0.0):
             continue
         if lo == 0 or hi / lo > 2:
             out.append(c)
     return out
+
+
+def row_checked(r: Mapping[str, Any], checked: Sequence[str] = ()) -> list[str]:
+    """The metrics a saved row was checked on: its own list, else the file's ``checked``
+    (a row saved before rows carried one: the first four, whatever the file says now)."""
+    own = r.get("checked")
+    if isinstance(own, list) and own:
+        return [str(c) for c in own]
+    return [c for c in checked if c in _FIRST_CHECKED] or list(_FIRST_CHECKED)
 
 
 def calibration_row_text(r: Mapping[str, Any], checked: Sequence[str],
@@ -254,8 +271,10 @@ def calibration_row_text(r: Mapping[str, Any], checked: Sequence[str],
     """One calibration row as the page prints it, from the data: the verdict first
     (``Within 2x`` / ``Outside 2x``), the cell (scenario, members, protocol), the settings it
     ran with, the wire runs and load, then every checked metric simulated / measured with its
-    ratio, and a miss's explanation (``why``) when the data has one."""
+    ratio, and a miss's explanation (``why``) when the data has one. A row checks the
+    metrics of its own ``checked`` list (saved with it), else ``checked``."""
     setup = setup or {}
+    checked = row_checked(r, checked)
     members = r.get("members", setup.get("members"))
     settings = r.get("settings") or {}
     shown = [f"{short} {_ms(settings[k])}" for k, short in _ROW_SETTINGS if k in settings]
@@ -292,6 +311,9 @@ def calibration_row_text(r: Mapping[str, Any], checked: Sequence[str],
         if c == "converge_after_ms" and v == metrics.get("time_to_converge_ms"):
             continue  # a disturbance without duration: the same as the time to converge
         name, unit = _CAL_NAMES.get(c, (c, ""))
+        if float(s) == 0 and float(m) == 0:
+            cells.append(f"{name} 0 / 0 {unit}".rstrip() + " (both 0)")
+            continue
         ratio = calibration_ratio(s, m)
         floor = (r.get("floors") or _FLOORS).get(c)
         below = floor is not None and max(float(s), float(m)) <= floor
@@ -310,6 +332,8 @@ def calibration_row_text(r: Mapping[str, Any], checked: Sequence[str],
         text += f" ({r['why']})"
     reported = []
     for c, (name, unit) in _REPORTED_NAMES.items():
+        if c in checked:
+            continue
         v = metrics.get(c) or {}
         s, m = v.get("simulated"), v.get("measured")
         if s is None or m is None or (float(s) == 0 and float(m) == 0):
@@ -441,10 +465,133 @@ def calibration_items(cal: Mapping[str, Any] | None, gaps: Sequence[float] | Non
                 text += (f"; measured again under a changed condition ({'; '.join(again)}) "
                          "it came within 2x, which is another condition: this miss stands")
         items.append(text + ".")
+    items += [t for c in _NEWLY_CHECKED if (t := metric_check_text(rows, c))]
     gaps_text = _not_covered(rows, setup, runs)
     if gaps_text:
         items.append(gaps_text)
     return items
+
+
+#: The metrics checked since 2026-11-28 (reported before): each gets a line of its own saying
+#: whether the wire reproduces it and what the lab's marks on it then mean.
+_NEWLY_CHECKED = ("stall_ms", "records_reprocessed")
+#: What a mark on each of them rests on (the lab's sentences and verdict tables).
+_MARKS_ON = {"stall_ms": "stall (the eager barrier, a Connect round's task stops)",
+             "records_reprocessed": "records processed twice (after a crash: production since "
+                                    "the last commit)"}
+
+
+def _classify(rows: Sequence[Mapping[str, Any]], metric: str) -> tuple[
+        list[Mapping[str, Any]], list[Mapping[str, Any]], list[Mapping[str, Any]],
+        list[tuple[Mapping[str, Any], float, float]]]:
+    """The rows that check ``metric`` (with both values), split: both below the floor, within
+    2x above it, outside 2x (with the simulated and measured values)."""
+    floor = _FLOORS.get(metric, 0.0)
+    checked = [r for r in rows if metric in row_checked(r)
+               and ((r.get("metrics") or {}).get(metric) or {}).get("simulated") is not None
+               and ((r.get("metrics") or {}).get(metric) or {}).get("measured") is not None]
+    below: list[Mapping[str, Any]] = []
+    within: list[Mapping[str, Any]] = []
+    outside: list[tuple[Mapping[str, Any], float, float]] = []
+    for r in checked:
+        v = r["metrics"][metric]
+        sv, mv = float(v["simulated"]), float(v["measured"])
+        if max(sv, mv) <= floor:
+            below.append(r)
+        elif min(sv, mv) > 0 and max(sv, mv) <= 2 * min(sv, mv):
+            within.append(r)
+        else:
+            outside.append((r, sv, mv))
+    return checked, below, within, outside
+
+
+def metric_check_brief(cal: Mapping[str, Any] | None, metric: str) -> str:
+    """:func:`metric_check_text` in one clause, for a sentence on ``metric``: "" when no row
+    checks it."""
+    if metric not in _NEWLY_CHECKED or not cal:
+        return ""
+    checked, below, within, outside = _classify(list(cal.get("rows") or []), metric)
+    if not checked:
+        return ""
+    name, unit = _CAL_NAMES.get(metric, (metric, ""))
+    fl = f"{_n(_FLOORS.get(metric, 0.0))} {unit or 'records'}"
+    text = (f"{name} against real clients: {len(below) + len(within)} of {len(checked)} rows "
+            f"within 2x, {len(below)} of them only below the {fl} floor")
+    if outside:
+        text += f", {len(outside)} outside (the section 'What the model leaves out' says which)"
+    if not within and not outside:
+        text += f"; above {fl} this metric is the model's, not checked"
+    return text
+
+
+def metric_check_text(rows: Sequence[Mapping[str, Any]], metric: str) -> str:
+    """Whether the stored rows that check ``metric`` find it within 2x, from the data: how
+    many rows, which miss and by how much (the larger side over the smaller, or one side 0),
+    how many agree only because both sides are below the floor, and what the lab's marks on
+    the metric then mean. Empty when no row stores the metric at all."""
+    name, unit = _CAL_NAMES.get(metric, (metric, ""))
+    floor = _FLOORS.get(metric, 0.0)
+    have = [r for r in rows if ((r.get("metrics") or {}).get(metric) or {}).get("measured")
+            is not None and ((r.get("metrics") or {}).get(metric) or {}).get("simulated")
+            is not None]
+    if not have:
+        return ""
+    checked, below, within, outside = _classify(have, metric)
+    label = name[0].upper() + name[1:]
+    if not checked:
+        return (f"{label} is reported by {len(have)} calibration rows but checked by none "
+                "(they were measured before it was checked): the lab's marks on "
+                f"{_MARKS_ON.get(metric, name)} are the model's alone, not checked against "
+                "real clients.")
+
+    def where(r: Mapping[str, Any]) -> str:
+        w = f"{r.get('scenario')} {r.get('protocol')}"
+        return w + (f" ({r['window']} window)" if r.get("window") else "")
+
+    fl = f"{_n(floor)} {unit or 'records'}"
+    old = sorted({str(r.get("protocol")) for r in have if r not in checked})
+    scope = (f" (scenarios {', '.join(dict.fromkeys(str(r.get('scenario')) for r in checked))};"
+             f" not checked for {', '.join(old)}: rows measured before, which report it)"
+             if old else "")
+    text = (f"{label} (floor {fl}): checked by {len(checked)} calibration rows{scope}; "
+            f"{len(within) + len(below)} within 2x, {len(below)} of them only because both "
+            f"sides are below the floor")
+    if within:
+        text += (" (above it and within 2x: " + "; ".join(
+            f"{where(r)} {_n(r['metrics'][metric]['simulated'])} / "
+            f"{_n(r['metrics'][metric]['measured'])}" for r in within) + ")")
+    if not outside and not within:
+        text += (f"; none outside 2x, and none above the floor: the check says only that both "
+                 f"sides stay below {fl} in these scenarios, so the lab's marks on "
+                 f"{_MARKS_ON.get(metric, name)} where it exceeds {fl} are the model's alone, "
+                 "not checked against real clients.")
+        return text
+    if not outside:
+        text += (f"; none outside 2x. So the lab's marks on {_MARKS_ON.get(metric, name)} rest "
+                 "on a metric the wire reproduces within 2x in these scenarios; a difference "
+                 f"below {fl} is not resolved by the check.")
+        return text
+    misses = []
+    worst = 0.0
+    for r, sv, mv in outside:
+        if min(sv, mv) <= 0:
+            how = (f"the model {_n(sv)}, the wire {_n(mv)}" + (f" {unit}" if unit else ""))
+            worst = float("inf")
+        else:
+            f = max(sv, mv) / min(sv, mv)
+            worst = max(worst, f)
+            how = (f"the {'model' if sv > mv else 'wire'} {f:.1f}x the "
+                   f"{'wire' if sv > mv else 'model'} ({_n(sv)} / {_n(mv)}"
+                   + (f" {unit}" if unit else "") + ")")
+        misses.append(f"{where(r)}: {how}")
+    scen = sorted({str(r.get("scenario")) for r, _, _ in outside})
+    by = "with one side 0" if worst == float("inf") else f"by up to {worst:.1f}x"
+    text += (f"; {len(outside)} outside 2x, {by}: " + "; ".join(misses)
+             + f". So in {', '.join(scen)} the lab's marks on {_MARKS_ON.get(metric, name)} "
+             "give the model's ordering, not one measured on real clients: a mark there "
+             "whose gap is smaller than the miss could reverse; elsewhere they rest on rows "
+             "within 2x.")
+    return text
 
 
 def calibration_for(scenario: str, protocol: str, members: int | None = None,

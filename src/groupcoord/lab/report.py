@@ -731,6 +731,28 @@ def _chart_groups(g: GridVerdict) -> dict[tuple[Any, ...], list[VerdictRow]]:
     return out
 
 
+#: Scenarios whose classic members learn of the change at their metadata refresh (a topic
+#: grows): the classic group rebalances when its leader's refresh sees the new partitions.
+REFRESH_SCENARIOS = ("grow-by", "partition-added")
+#: The metrics that refresh's phase decides there (how long the new partitions wait), not
+#: partitions moved or records processed twice.
+PHASE_METRICS = frozenset({"convergence_ms", "time_to_balance_ms", "lag_peak", "lag_record_s",
+                           "resource_downtime_ms", "paused_partition_s"})
+
+
+def phase_drawn(g: GridVerdict, scenario: str, m: Metric, protocol: str) -> bool:
+    """Whether ``protocol``'s values of ``m`` in ``scenario`` are a draw of the classic
+    metadata refresh's phase (uniform over ``metadata.max.age.ms``) rather than a function of
+    the group's size: a classic protocol, a topic's growth, a metric that phase decides, in a
+    grid charted against its sizes. Such a cell is charted as the distribution of its seeds
+    over every size (each seed a dot, one median over all of them), not as a line over
+    members (round 7: 102, 55 and 198 s across sizes were the phase, plotted as a trend)."""
+    axis = _axis(g)
+    return (family(protocol) == "classic" and m.column in PHASE_METRICS
+            and any(x in scenario for x in REFRESH_SCENARIOS)
+            and axis is not None and axis[0] == "size")
+
+
 def log_threshold(m: Metric, values: Sequence[float]) -> float | None:
     """Where a panel's y axis turns logarithmic (in the unit shown), or None for a linear
     axis: its values beyond the metric's floor span more than :data:`LOG_Y_SPAN`; below the
@@ -784,6 +806,7 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                           fontsize=8)
         else:
             xs_all: set[float] = set()
+            phase_note = False
             # the ranked protocols first and thickest, those shown apart (the connect group
             # type) last, thin and faint: the eye goes to what the tables rank
             rank = ranked(g.protocols)
@@ -791,6 +814,27 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 apart = p not in rank
                 pts = []
                 seeds: list[tuple[float, float]] = []
+                if rows and phase_drawn(g, rows[0].scenario, m, p):
+                    # the refresh phase's draw: every seed a dot at its size and one dashed
+                    # median over all sizes' seeds, no line through the sizes
+                    st = styles.get(p, {})
+                    for r in rows:
+                        c = r.metrics[i].cells.get(p)
+                        if c is not None:
+                            seeds += [(float(r.size), v / m.scale) for v in c.values.values()]
+                    if not seeds:
+                        continue
+                    xs_all.update(x for x, _ in seeds)
+                    # classic protocols draw the same phases: each a little aside, so that
+                    # one's dots do not hide another's
+                    shift = 1.0 + 0.04 * (pi - 1)
+                    ax.scatter([x * shift for x, _ in seeds], [y for _, y in seeds], s=40,
+                               color=st.get("color"), edgecolors="black", linewidths=0.4,
+                               marker=st.get("marker", "o"), zorder=4 + pi, label=p)
+                    ax.axhline(statistics.median(y for _, y in seeds), color=st.get("color"),
+                               linestyle=(0, (4, 3)), linewidth=1.4, zorder=3 + pi)
+                    phase_note = True
+                    continue
                 for r in rows:
                     c = r.metrics[i].cells.get(p)
                     x = r.x if axis[0] == "x" else float(r.size)
@@ -828,7 +872,10 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 ax.set_xscale("log")
             ax.set_xticks(xs, [f"{v:g}" for v in xs])
             ax.minorticks_off()
-            ax.set_xlabel(axis[1])
+            ax.set_xlabel(axis[1] + ("\nclassic: each seed a dot, dashed its median over "
+                                     "every size\n(the metadata refresh's phase, not the "
+                                     "size, decides it)" if phase_note else ""),
+                          fontsize=8 if phase_note else None)
         panel_title = short_label(m, g.excess)
         if m.column == "stall_ms" and g.protocols and all(
                 family(p).endswith("connect") for p in g.protocols):
@@ -1244,6 +1291,10 @@ def calibration_note(c: Claim, verdicts: Sequence[GridVerdict] = ()) -> str:
         text = lookup(c.scenario, p)
         if text:
             found.append(str(text))
+    brief = getattr(limits, "metric_check_brief", None)
+    extra = brief(limits.load_calibration(), c.metric) if brief is not None else ""
+    if extra:  # a sentence on stall or records processed twice: what the check found for it
+        found.append(extra)
     return ("Calibration against real clients: " + "; ".join(found)) if found else ""
 
 

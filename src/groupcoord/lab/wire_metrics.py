@@ -26,11 +26,25 @@ Definitions, as the simulator's (METRICS.md), measured from the client side:
 - *busy*: a member is busy on a record from its end time minus ``processing_ms`` to its end
   time. Real clients also wait for fetches between records (``fetch.wait.max.ms``, the poll
   timeout), so a member counts as *active* until ``IDLE_TOLERANCE_S`` after its last record.
-- ``stall_ms``: time in which no member was active while lag > 0.
+- ``stall_ms``: time with lag > 0 in which no live member owned a resource (the simulator's
+  stall: no processor had anything to process; a member that keeps up and waits between
+  batches is working, as there); for Connect, owned a task that had started since it was
+  assigned (a task starting or stopping processes nothing, as the simulator's). It is the
+  eager barrier: from the last member's revocation callback to the first assignment callback
+  (for Connect: to the first task started); a crashed member's partitions waiting for its
+  session to expire are lag, not a stall, while the others own theirs. (Until 2026-11-28 it
+  was time with lag and no member *active*, within ``IDLE_TOLERANCE_S`` of a record: that
+  hid any stall shorter than the tolerance, an eager rebalance's tens of milliseconds, and
+  counted members that kept up at a low rate and waited more than the tolerance for their
+  next record, 6-12 s in crash windows where every member owned its partitions.)
 - ``paused_partition_s``: resource·seconds owned by a member that was not active while the
   resource had lag (revocation pending, waiting at a rejoin barrier, warm-up).
 - ``records_reprocessed``: records processed when their (resource, offset) had been processed
-  before; ``task_restarts``: Connect tasks started again after a first start.
+  before, counted in the window of the assignment that made the member process them (the
+  simulator counts them at that assignment: the new owner's start from the committed
+  position), even when it processes them after the window closed, as it does when the group
+  converges at that assignment's callback; ``task_restarts``: Connect tasks started again
+  after a first start.
 
 Metrics of a window cover [disturbance start, convergence] (the window's close, as the
 simulator closes it), or up to the end of the run when the window never converged.
@@ -209,9 +223,20 @@ class Series:
         highest: dict[str, tuple[list[float], list[int]]] = defaultdict(lambda: ([], []))
         seen: set[tuple[str, int]] = set()
         self.records: list[tuple[float, str, str, int, bool]] = []  # t, member, res, off, again
+        #: per record processed again, the time of the assignment it followed (records_reprocessed)
+        self.again_assigned: list[float] = []
+        assigned: dict[tuple[str, str], list[float]] = defaultdict(list)
+        for t_a, name, e, parts in _changes(run):
+            if e == "assign":
+                for r in parts:
+                    assigned[(name, r)].append(t_a)
         for t, member, r, off in sorted(iter_records(run)):
             again = (r, off) in seen
             seen.add((r, off))
+            if again:
+                given = assigned.get((member, r), [])
+                i_a = bisect.bisect_right(given, t) - 1
+                self.again_assigned.append(given[i_a] if i_a >= 0 else t)
             grown, pos = highest[r]
             if not pos or off + 1 > pos[-1]:
                 grown.append(t)
@@ -253,19 +278,56 @@ class Series:
                     if r in index:
                         own[index[r], cols] = True
             self.owned[name] = own
+        self.working = self._working(index)
+
+    def _working(self, index: dict[str, int]) -> np.ndarray:
+        """Per sample, whether any live member has something to process: owns a partition
+        (consumers), or owns a Connect task that has started since it was assigned (the
+        worker's ``task-start`` line comes once the task's start time passed; a revoked task
+        is stopping, not running), as the simulator's processors work on active resources
+        only."""
+        n = len(self.times)
+        out = np.zeros(n, dtype=bool)
+        if self.run.kind != "connect":
+            for own in self.owned.values():
+                out |= own.any(axis=0)
+            return out
+        assigned: dict[tuple[str, str], list[float]] = defaultdict(list)
+        for t, name, e, parts in _changes(self.run):
+            if e == "assign":
+                for r in parts:
+                    assigned[(name, r)].append(t)
+        started: dict[tuple[str, str], list[float]] = defaultdict(list)
+        for name, events in self.run.logs.items():
+            for d in events:
+                if d["e"] == "task-start":
+                    started[(name, str(d["tp"]))].append(float(d["t"]))
+        for name, own in self.owned.items():
+            for r, i in index.items():
+                if not own[i].any():
+                    continue
+                a = np.array(sorted(assigned.get((name, r), ())))
+                st = np.array(sorted(started.get((name, r), ())))
+                if not len(st):
+                    continue
+                ka = np.searchsorted(a, self.times, side="right") - 1
+                ks = np.searchsorted(st, self.times, side="right") - 1
+                last_a = np.where(ka >= 0, a[np.clip(ka, 0, None)] if len(a) else 0.0, -np.inf)
+                last_s = np.where(ks >= 0, st[np.clip(ks, 0, None)], -np.inf)
+                out |= own[i] & (last_s >= last_a)
+        return out
 
     def window(self, start: float, end: float) -> dict[str, Any]:
         sel = (self.times >= start) & (self.times < end)
         lag = self.total_lag[sel]
-        any_active = np.zeros(int(sel.sum()), dtype=bool)
         paused = 0.0
         for name, act in self.active.items():
             a = act[sel]
-            any_active |= a
             waiting = self.owned[name][:, sel] & (self.lag[:, sel] > 0) & ~a
             paused += float(waiting.sum()) * SAMPLE_S
-        stall = float(((lag > 0) & ~any_active).sum()) * SAMPLE_S
+        stall = float(((lag > 0) & ~self.working[sel]).sum()) * SAMPLE_S
         recs = [r for r in self.records if start <= r[0] < end]
+        again = sum(1 for a in self.again_assigned if start <= a <= end)
         restarts = 0
         if self.run.kind == "connect":
             started: set[str] = set()
@@ -282,7 +344,7 @@ class Series:
             "lag_record_s": round(float(lag.sum()) * SAMPLE_S, 1),
             "stall_ms": round(stall * 1000),
             "paused_partition_s": round(paused, 2),
-            "records_reprocessed": sum(1 for r in recs if r[4]),
+            "records_reprocessed": again,
             "task_restarts": restarts,
         }
 
