@@ -388,3 +388,9 @@ def test_stall_and_records_processed_twice_say_from_the_rows_whether_they_are_wi
     assert limits.metric_check_brief({"rows": rows[:1]}, "stall_ms").endswith(
         "; above 250 ms this metric is the model's, not checked")
     assert limits.metric_check_brief({"rows": rows}, "lag_peak") == ""
+    # several rows of one protocol apart below the floor: said once, as ranges
+    two = [_stall_row("scale-out", "classic:eager", (26, 0), (0, 0), list(CHECKED)),
+           _stall_row("rolling-bounce", "classic:eager", (47.5, 7.5), (0, 0), list(CHECKED))]
+    assert ("(below it but more than 2x apart: classic:eager in 2 rows (scale-out, "
+            "rolling-bounce): 26-47.5 / 0-7.5 ms, simulated / measured") \
+        in limits.metric_check_text(two, "stall_ms")
