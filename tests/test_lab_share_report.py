@@ -158,9 +158,10 @@ def test_share_page_defines_its_metrics_and_says_a_zero_metric_once() -> None:
     runs += [_run(KIP848, "1x12-busy", s, stall_ms=0, lag_record_s=9.0) for s in range(5)]
     md = share_sections_md(runs)
     assert "## Share grids: definitions" in md
-    # lag is processed-based, not the broker's share lag; the lock limit is not "stopped"
+    # lag is processed-based, not the broker's share lag; a partition held at the lock limit
+    # is stopped (records there, none deliverable), as a partition without a member is
     assert "not the broker's share lag" in md
-    assert "record-lock limit" in md and "not counted" in md
+    assert "held at the record-lock limit" in md and "none that can be delivered" in md
     assert "no revocation" in md
     assert "Stall is 0 in every cell of every share grid on this page (10 runs)" in md
     # one stalled run: the page no longer says stall is 0 everywhere
@@ -191,3 +192,17 @@ def test_the_poison_cost_of_each_group_type_is_read_from_the_workload() -> None:
     free = json.dumps({"poison_rate": 0.0002, "poison_attempt_ms": 2000})
     (_, c, _s), = poison_cost_rows([_run(KIP848, "1x4-poison", 0, work=free)])
     assert c == "5 \u00d7 2 s = 10 s"
+
+
+def test_the_share_page_prints_the_brokers_share_lag_beside_the_processed_lag() -> None:
+    from groupcoord.lab.share_report import share_lag_rows
+
+    runs = [_run(SHARE, "1x4-busy", s, lag_peak=10 + s, control_lag_peak=5) for s in range(3)]
+    for i, r in enumerate(runs):
+        r["share_lag_peak"] = 100 + i
+    runs.append(_run(KIP848, "1x4-busy", 0, lag_peak=50, control_lag_peak=12))
+    rows = share_lag_rows(runs)
+    assert len(rows) == 1  # share cells only: a consumer group has no share-partition start
+    (row,) = rows
+    assert row[3] == "16 (15\u201317)" and row[4] == "101 (100\u2013102)" and row[5] == "3"
+    assert "end offset \u2212 SPSO" in share_sections_md(runs)

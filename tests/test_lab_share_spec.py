@@ -5,6 +5,7 @@ paired with its control."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -153,3 +154,82 @@ def test_a_crash_at_three_members_per_partition_reaches_the_lock_limit(
     # the stop: seconds of the partition's production pile up (100 records/s)
     assert limited["lag_peak"] > 500 and limited["lag_record_s"] > 2_000
     assert free["lag_peak"] < 50 and free["lag_record_s"] < 500
+    # partitions stopped counts the partition held at the limit (records there, none can be
+    # delivered) though its members fetch it: from 20 s into the 30 s lock until it expires
+    assert 9_000 <= limited["resource_downtime_ms"] <= 11_000
+    assert free["resource_downtime_ms"] == 0
+
+
+def test_the_bounces_timings_are_drawn_per_seed_off_the_heartbeat() -> None:
+    """The share grids' bounce downtime and rolling-bounce spacing are drawn per seed from the
+    ranges the spec states (``[draw]``), one value per run shared by its control, recorded in
+    the runs table (``drawn_json``); a fresh confirmation seed set doubles every cell."""
+    from groupcoord.lab.runs import build_scenario
+    from groupcoord.lab.verdict import bounce_down_ms, bounce_spacing_ms
+
+    spec = load_spec(str(SPEC))
+    assert spec.confirm_seeds == 5 and all(g.confirm_seeds == 5 for g in spec.grids)
+    runs = [r for r in expand(spec) if r.scenario in ("bounce", "rolling-bounce")
+            and r.protocol == "share:simple" and r.workload == "1x4-busy" and r.size == 4]
+    drawn: dict[str, set[int]] = {"down_ms": set(), "interval_ms": set()}
+    for r in runs:
+        sc = build_scenario(r)
+        assert build_scenario(r).drawn == sc.drawn  # a function of the seed
+        (ev,) = sc.events
+        for key, value in sc.drawn:
+            assert ev[key] == value
+            drawn[key].add(value)
+        if r.scenario == "bounce":
+            assert 6000 <= ev["down_ms"] <= 14000
+        else:
+            assert 2000 <= ev["down_ms"] <= 10000 and 12000 <= ev["interval_ms"] <= 18000
+        # the report's heartbeat-multiple limit reads no one value from a drawn scenario
+        assert bounce_down_ms(r.as_row()) is None
+        if r.scenario == "rolling-bounce":
+            assert bounce_spacing_ms(r.as_row()) is None
+    assert len(drawn["down_ms"]) > 10  # one value a run, hardly ever the same twice
+    assert not all(v % 5000 == 0 for v in drawn["down_ms"] | drawn["interval_ms"])
+    run = next(r for r in runs if r.scenario == "bounce")
+    row = flatten(run_one(run))["runs"][0]
+    assert json.loads(row["drawn_json"]) == {"down_ms": dict(build_scenario(run).drawn)["down_ms"]}
+
+
+def test_a_draw_outside_what_a_scenario_can_draw_is_a_one_line_error() -> None:
+    from groupcoord.sim.scenario import ScenarioError, parse_scenario
+
+    base = {"events": [{"at_ms": 1, "kind": "bounce", "member": "c1"}]}
+    for draw, msg in (({"at_ms": [1, 2]}, "draws down_ms, interval_ms"),
+                      ({"down_ms": [3, 2]}, "above high"),
+                      ({"down_ms": 5}, "expected [low, high]")):
+        with pytest.raises(ScenarioError, match=re.escape(msg)) as e:
+            parse_scenario({**base, "draw": draw}, source="s.toml")
+        assert "\n" not in str(e.value)
+
+
+def test_a_poison_block_at_the_first_event_is_the_workloads_steady_state(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run of the poison workload whose partition stands at a poison record, or catches up
+    after one, when the first disturbance comes is caught up (the control meets the same
+    records): the rule asks the group's convergence, the warm-up drained the initial join's
+    backlog (the clean twin on the same seed caught up by the ordinary rule). Render 12 left
+    this run out."""
+    from groupcoord.sim.engine import INITIAL_JOIN, Simulation
+
+    ordinary: list[bool] = []
+    new_rule = Simulation.is_caught_up
+
+    def spy(self: Simulation) -> bool:
+        ordinary.append(self.converged_at is not None and not any(
+            w.label == INITIAL_JOIN for w in (*self._open, *self._closing))
+            and self.work_recovered())
+        return new_rule(self)
+
+    monkeypatch.setattr(Simulation, "is_caught_up", spy)
+    runs = expand(load_spec(str(SPEC)))
+    pick = {r.workload: r for r in runs if r.protocol == "consumer:uniform"
+            and r.scenario == "rolling-bounce" and r.size == 4 and r.replicate == 3}
+    poison = flatten(run_one(pick["1x4-poison"]))["runs"][0]
+    assert poison["ok"] and poison["caught_up"] is True
+    assert ordinary == [False]  # the ordinary rule: a backlog at the first event
+    clean = flatten(run_one(pick["1x4-busy"]))["runs"][0]
+    assert clean["ok"] and clean["caught_up"] is True and ordinary == [False, True]

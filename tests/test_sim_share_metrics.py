@@ -12,6 +12,7 @@ groups (KIP-848), on small deterministic cases (``sim/share.py``'s module docstr
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -162,3 +163,63 @@ def test_records_processed_twice_are_redeliveries_of_records_once_handed(
     twice = s["work"]["records_reprocessed"]
     assert 0 <= twice <= max(0, s["share_redelivered"] - poison_redeliveries)
     assert 0 <= s["resource_downtime_ms"] <= len(parts.producing) * s["sim_time_ms"]
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32), fraction=st.floats(0.1, 0.9))
+def test_a_graceful_leave_acknowledges_the_records_its_member_processed(
+        tmp_path_factory: Any, seed: int, fraction: float) -> None:
+    """``KafkaShareConsumer.close()`` in explicit mode commits the pending acknowledgements
+    before it closes the share session: a member that leaves in the middle of a batch has the
+    records it processed accepted, and only the rest released and delivered again (before, the
+    whole batch was released: up to ``max.poll.records`` records processed twice)."""
+    path = _scenario(tmp_path_factory.mktemp("l"), "leave", 2, 1,
+                     'kind = "slow"\nmember = "c1"\ndelay_ms = 0\nduration_ms = 1', rate=400,
+                     processing=4.0)
+    sim = build_simulation(path, seed, SHARE)
+    assert isinstance(sim, ShareSimulation)
+    left: dict[str, Any] = {}
+    fetched = sim._fetched
+
+    def hook(arg: Any) -> None:
+        p, got = arg[0], arg[3]
+        if left.get("at") is not None and sim.now >= left["at"]:
+            again.update((a.tp, a.offset) for a in got)
+        fetched(arg)
+        if not left and len(p.batch) >= 20:  # the start-up backlog: a large batch in hand
+            k = max(1, int(len(p.batch) * fraction))
+            assert p.busy_since is not None
+            at = p.busy_since + math.floor(p.batch_ends[k - 1])
+            if k < len(p.batch) and p.busy_since + p.batch_ends[k] <= at + 1:
+                return  # the next record ends within the same millisecond: take a later batch
+            left.update(at=at, done={(a.tp, a.offset) for a in p.batch[:k]},
+                        rest={(a.tp, a.offset) for a in p.batch[k:]})
+            sim.at(max(at, sim.now), lambda _: sim.leave(p) if p.alive else None)
+
+    again: set[tuple[Any, int]] = set()
+    sim._fetched = hook  # type: ignore[method-assign]
+    r = ok(sim.run())
+    assert left, "no batch of 20 records or more in hand"
+    # the processed records were accepted with the close, never delivered again; the rest were
+    assert not again & left["done"]
+    assert left["rest"] <= again
+    assert r.summary["work"]["records_reprocessed"] == len(left["rest"])
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32), event=st.sampled_from(['kind = "crash"\nmember = "c2"',
+                                                          BOUNCE]))
+def test_the_brokers_share_lag_is_never_below_the_processed_lag(
+        tmp_path_factory: Any, seed: int, event: str) -> None:
+    """The broker's share lag (end offset - share-partition start offset, KIP-932) counts the
+    records in flight and those acknowledged above the start offset too: in every window its
+    peak is at least the processed-based lag's, and a crash that leaves records locked raises
+    it above."""
+    path = _scenario(tmp_path_factory.mktemp("s"), "lag", 2, 2, event, rate=40,
+                     processing=10.0)
+    r = ok(build_simulation(path, seed, SHARE).run())
+    peaks = {(w["disturbance"], w["at_ms"]): w["peak"] for w in r.summary["share_lag_peaks"]}
+    for d in r.disturbances:
+        got = peaks.get((d["disturbance"], d["at_ms"]))
+        assert got is not None, d["disturbance"]
+        assert got >= d["lag_peak"]

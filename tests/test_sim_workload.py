@@ -353,3 +353,34 @@ def test_partition_resources_follow_the_resources(steps: list[dict[Any, float]])
             assert got == {k[1]: r for k, r in m.resources.items()
                            if isinstance(k, tuple) and k[0] == t}
             assert all(got[i] is m.resources[(t, i)] for i in got)
+
+
+@given(n=st.integers(1, 6), chosen=st.sets(st.integers(0, 5)), busy=st.booleans(),
+       first=st.integers(1, 9_000), second=st.integers(1, 9_000))
+def test_a_commits_positions_are_a_snapshot_of_the_selected_resources(
+        n: int, chosen: set[int], busy: bool, first: int, second: int) -> None:
+    """What a commit carries is the position of each selected active resource when it was
+    sent (every one of them selected: the map copied whole), and it stays so while the member
+    goes on processing (the commit's answer applies what was sent, not what was processed
+    since)."""
+    loop = Loop()
+    m = loop.model(fixed(100, 3.0 if busy else 1.0))  # load 0.3 per partition
+    keys = [f"p{i}" for i in range(n)]
+    for k in keys:
+        m.add_resource(k, 100)
+    loop.run_until(2_000 if busy else 0)  # busy: a backlog to work through in batches
+    p = m.processor("c1")
+    p.assign(keys)
+    loop.run_until(2_000 + first)
+    selected = frozenset(k for i, k in enumerate(keys) if i in chosen)
+    for polled in (False, True):
+        sent = p.commit_positions(selected, polled=polled)
+        pos = p.positions()
+        if polled and p.batch is not None:
+            pos.update({k: start for k, _, start, _ in p.batch})
+        assert {r.key: v for r, v in sent.items()} == {k: pos[k] for k in keys
+                                                        if k in selected}
+        before = dict(sent)
+        loop.run_until(loop.now + second)
+        p.positions()  # the member goes on: the sent map does not move with it
+        assert sent == before

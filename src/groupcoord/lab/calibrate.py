@@ -469,13 +469,15 @@ def calibrate(sc: Scenario, protocols: Sequence[str], wl: WireWorkload, *, seed:
               extra_server_config: Mapping[str, str] | None = None, tail_s: float = 5.0,
               progress: Callable[[str], None] | None = None,
               keep: Path | None = None, settings: str = "scenario",
-              own: frozenset[str] | set[str] = frozenset()) -> list[ProtocolResult]:
+              own: frozenset[str] | set[str] = frozenset(),
+              client: str = "librdkafka") -> list[ProtocolResult]:
     """Per protocol: the simulator over seeds ``seed .. seed + seeds - 1`` and ``repeat``
     wire runs (run ``r`` with the start offsets of seed ``seed + r``), medians compared.
     ``keep``: every wire run's directory (server and member logs) is kept under
     ``keep/<protocol>/<r>`` instead of removed. ``settings``: each protocol's group at the
     field's settings or the scenario's (:func:`protocol_scenario`; ``own``: the settings the
-    scenario or the command set, kept)."""
+    scenario or the command set, kept). ``client``: the consumer members' library on the
+    wire (``lab.wire.CLIENTS``: librdkafka, or Apache Kafka's Java client)."""
     from groupcoord.lab.wire import run_wire
     from groupcoord.lab.wire_metrics import Series, steady_lag, window_metrics
 
@@ -499,7 +501,7 @@ def calibrate(sc: Scenario, protocols: Sequence[str], wl: WireWorkload, *, seed:
             try:
                 run = run_wire(sc, protocol, wl, extra_server_config=dict(extra_server_config
                                                                           or {}),
-                               tail_s=tail_s, progress=progress, seed=seed + r,
+                               tail_s=tail_s, progress=progress, seed=seed + r, client=client,
                                keep_dir=None if keep is None else
                                keep / protocol.replace(":", "-") / str(r + 1))
             except (RuntimeError, OSError) as e:

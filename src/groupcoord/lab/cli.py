@@ -276,7 +276,7 @@ def _calibrate(ns: argparse.Namespace) -> int:
         own_settings,
         parse_workload,
     )
-    from groupcoord.lab.wire import WireError, check_playable
+    from groupcoord.lab.wire import WIRE_PROTOCOLS, WireError, check_playable
     from groupcoord.server.settings import check_properties
     from groupcoord.sim.scenario import ScenarioError, load_scenario
 
@@ -284,7 +284,14 @@ def _calibrate(ns: argparse.Namespace) -> int:
         return _calibrate_share(ns)
     ns.scenario = ns.scenario or "rolling-bounce"
     try:
-        protocols = check_protocols(ns.protocol or DEFAULT_PROTOCOLS)
+        java = ns.client == "java"
+        # the Java members are consumers: by default the consumer protocols of the defaults
+        protocols = check_protocols(ns.protocol or [
+            p for p in DEFAULT_PROTOCOLS if not java or WIRE_PROTOCOLS[p][0] == "consumer"])
+        no_java = [p for p in protocols if java and WIRE_PROTOCOLS[p][0] != "consumer"]
+        if no_java:
+            raise CalibrationError(f"--client java: {', '.join(no_java)} has no Java client "
+                                   "(the Java members are consumers)")
         wl = parse_workload(ns.workload or [])
         extra: dict[str, str] = {}
         for pair in ns.server_config or []:
@@ -311,6 +318,14 @@ def _calibrate(ns: argparse.Namespace) -> int:
     except (CalibrationError, ScenarioError, WireError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if java:
+        from groupcoord.lab.wire_java import JavaClientMissing, java_client
+
+        try:
+            java_client()
+        except JavaClientMissing as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
 
     def progress(msg: str) -> None:
         if not ns.quiet:
@@ -321,7 +336,7 @@ def _calibrate(ns: argparse.Namespace) -> int:
         results = calibrate(sc, protocols, wl, seed=ns.seed, seeds=ns.seeds, repeat=ns.repeat,
                             extra_server_config=extra, tail_s=ns.tail_s, progress=progress,
                             keep=Path(ns.keep) if ns.keep else None, settings=ns.settings,
-                            own=own)
+                            own=own, client=ns.client)
     except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -341,20 +356,28 @@ def _calibrate(ns: argparse.Namespace) -> int:
         from groupcoord.lab.calibrate import CHECKED, FLOORS
         from groupcoord.lab.limits import (
             CALIBRATION_FILE,
+            CALIBRATION_JAVA_FILE,
             calibration_rows,
             load_calibration,
             merged_calibration,
             save_calibration,
         )
 
-        path = Path(ns.save) if ns.save else CALIBRATION_FILE
-        setup = {"compared_with": "the paired simulated seeds"}
+        path = Path(ns.save) if ns.save else CALIBRATION_JAVA_FILE if java else CALIBRATION_FILE
+        setup: dict[str, object] = {"compared_with": "the paired simulated seeds"}
+        if java:
+            from groupcoord.lab.wire_java import java_client
+
+            built = java_client().describe
+            setup["clients"] = {"classic": f"{built}, group.protocol=classic",
+                                "consumer": f"{built}, group.protocol=consumer"}
         cmd = "groupcoord lab calibrate " + " ".join(
             a for a in sys.argv[1:] if a not in ("lab", "calibrate")) if \
             sys.argv[1:3] == ["lab", "calibrate"] else ""
         run = {"members": sc.members, "wire_runs": ns.repeat, "seeds": ns.seeds,
                "seed": ns.seed, "settings_source": ns.settings, "workload": asdict(wl),
                "wall_s": round(time.time() - began), "command": cmd,
+               **({"client": "java"} if java else {}),
                **({"note": ns.note} if ns.note else {}),
                "load": [round(load_before, 1), round(os.getloadavg()[0], 1)]}
         data = merged_calibration(
@@ -479,6 +502,10 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
     cal.add_argument("--protocol", action="append", metavar="LABEL",
                      help="repeatable; default: classic:eager, classic:cooperative, "
                           "consumer:uniform, connect:cooperative, classic-connect:sessioned")
+    cal.add_argument("--client", choices=("librdkafka", "java"), default="librdkafka",
+                     help="the consumers on the wire: confluent-kafka (librdkafka, default) or "
+                          "Apache Kafka's Java client built on this machine "
+                          "(scripts/build_kafka_clients.py; docs/clients.md)")
     cal.add_argument("--size", type=int, default=None, help="initial members")
     cal.add_argument("--workload", action="append", metavar="KEY=VALUE",
                      help="records_per_s, processing_ms, max_poll_records, "

@@ -26,20 +26,54 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 CALIBRATION_FILE = Path(__file__).with_name("data") / "calibration.json"
+#: The calibration against Apache Kafka's Java client (``lab calibrate --client java --save``):
+#: its own file beside librdkafka's, its rows read with them (each tagged ``client: java``).
+CALIBRATION_JAVA_FILE = CALIBRATION_FILE.with_name("calibration-java.json")
 
 
 # --------------------------------------------------------------------------- calibration
 
 
 def load_calibration(path: Path | None = None) -> dict[str, Any] | None:
-    """The latest calibration results (None when the file is missing or unreadable)."""
-    p = path or CALIBRATION_FILE
+    """The latest calibration results (None when the file is missing or unreadable). The
+    package's (no ``path``) come with the Java client's (:data:`CALIBRATION_JAVA_FILE`, when
+    present: :func:`with_java_rows`)."""
+    data = _read_calibration(path or CALIBRATION_FILE)
+    if path is None and data is not None and CALIBRATION_JAVA_FILE.exists():
+        java = _read_calibration(CALIBRATION_JAVA_FILE)
+        if java is not None:
+            data = with_java_rows(data, java)
+    return data
+
+
+def _read_calibration(p: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(p.read_text())
     except (OSError, ValueError) as e:
         log.warning("calibration results %s: %s", p, e)
         return None
     return data if isinstance(data, dict) else None
+
+
+def with_java_rows(cal: Mapping[str, Any], java: Mapping[str, Any]) -> dict[str, Any]:
+    """librdkafka's calibration with the Java client's rows after its own, each tagged
+    ``client: java``, the Java client's description as ``setup.clients_java`` and the later of
+    the two dates as the results' date."""
+    out = dict(cal)
+    out["rows"] = [*(cal.get("rows") or []),
+                   *({**r, "client": "java"} for r in java.get("rows") or [])]
+    out["setup"] = {**(cal.get("setup") or {}),
+                    "clients_java": dict((java.get("setup") or {}).get("clients") or {})}
+    out["measured"] = max(str(cal.get("measured") or ""), str(java.get("measured") or ""))
+    return out
+
+
+def client_label(r: Mapping[str, Any], setup: Mapping[str, Any]) -> str:
+    """The client a row measured, where the results hold more than one: "Java client" for the
+    Java client's rows, "librdkafka" for the others; "" when librdkafka's are all there is."""
+    if r.get("client") == "java":
+        return "Java client"
+    return "librdkafka" if setup.get("clients_java") else ""
 
 
 def save_calibration(data: Mapping[str, Any], path: Path | None = None) -> Path:
@@ -248,6 +282,8 @@ def calibration_row_text(r: Mapping[str, Any], checked: Sequence[str],
     if members:
         where += f" at {members} members"
     where += f", {r.get('protocol')}"
+    if client_label(r, setup):
+        where += f", {client_label(r, setup)}"
     if r.get("condition"):
         where += f", {r['condition']}"
     if r.get("window"):
@@ -323,14 +359,48 @@ def calibration_row_text(r: Mapping[str, Any], checked: Sequence[str],
     return text
 
 
-#: The calibration's clients against the client the model follows, said where it is printed.
+#: The calibration's clients against the client the model follows, said where it is printed
+#: when no row measured the Java client.
 JAVA_CALIBRATION = (
     "The wire runs use confluent-kafka (librdkafka) consumers, while the model follows the "
     "Java client (kafka-clients), whose behaviour differs where it matters for the tables (a "
     "classic group rejoins on a metadata refresh at any member's under librdkafka, at the "
-    "leader's under Java). A calibration against the Java client is blocked on this machine: "
-    "there is no kafka-clients jar and Maven Central is unreachable, so no row below measures "
-    "the Java client.")
+    "leader's under Java). No row below measures the Java client (groupcoord lab calibrate "
+    "--client java does, with kafka-clients built from source on the machine: docs/clients.md).")
+
+
+def clients_text(rows: Sequence[Mapping[str, Any]], setup: Mapping[str, Any]) -> str:
+    """Which clients the rows measured, and where both measured the same scenario and
+    protocol, each checked metric simulated / librdkafka / Java (generated from the rows)."""
+    java = [r for r in rows if r.get("client") == "java"]
+    if not java:
+        return JAVA_CALIBRATION
+    built = str((setup.get("clients_java") or {}).get("classic") or "kafka-clients").split(", ")
+    text = (f"The wire runs use two clients: confluent-kafka (librdkafka) consumers and Apache "
+            f"Kafka's Java client, the client the model follows ({', '.join(built[:-1]) or built[0]}); "
+            "each row names its client.")
+    pairs = []
+    for j in java:
+        key = (j.get("scenario"), j.get("protocol"), j.get("window"))
+        lib = next((r for r in rows if r.get("client") != "java"
+                    and (r.get("scenario"), r.get("protocol"), r.get("window")) == key
+                    and not r.get("condition")), None)
+        if lib is None:
+            continue
+        cells = []
+        for metric in ("converge_after_ms", "lag_record_s"):
+            jm, lm = (j.get("metrics") or {}).get(metric) or {}, \
+                (lib.get("metrics") or {}).get(metric) or {}
+            if jm.get("measured") is None or lm.get("measured") is None:
+                continue
+            name, unit = _CAL_NAMES.get(metric, (metric, ""))
+            cells.append(f"{name} {_n(jm.get('simulated'))} simulated, {_n(lm['measured'])} "
+                         f"librdkafka, {_n(j['metrics'][metric]['measured'])} Java {unit}".rstrip())
+        if cells:
+            pairs.append(f"{key[0]}, {key[1]}: " + "; ".join(cells))
+    if pairs:
+        text += " Where both measured the same cell: " + " | ".join(pairs) + "."
+    return text
 
 
 def calibration_items(cal: Mapping[str, Any] | None, gaps: Sequence[float] | None = None,
@@ -362,7 +432,7 @@ def calibration_items(cal: Mapping[str, Any] | None, gaps: Sequence[float] | Non
             f"{len(ok)} of {len(rows)} rows within 2x on every checked metric ("
             + ", ".join(_CAL_NAMES.get(c, (c, ""))[0] for c in checked)
             + f"; {cal.get('tolerance', 'within 2x')}); each row below gives every checked "
-            "metric as simulated / measured (their ratio). " + JAVA_CALIBRATION)
+            "metric as simulated / measured (their ratio). " + clients_text(rows, setup))
     redone = [r for r in rows if r.get("condition")]
     if redone:
         head += (f" {len(redone)} of these rows are measurements taken again under a changed "
@@ -822,7 +892,21 @@ def settings_table(runs: Iterable[Mapping[str, Any]]) -> tuple[list[list[str]],
     return cols, rows
 
 
-__all__ = ["CALIBRATION_FILE", "calibration_for", "calibration_items", "calibration_ratio",
-           "calibration_row_text", "calibration_rows", "cell_scenarios",
-           "load_calibration", "merged_calibration", "model_limits", "save_calibration",
-           "settings_table"]
+__all__ = [
+    "CALIBRATION_FILE",
+    "CALIBRATION_JAVA_FILE",
+    "calibration_for",
+    "calibration_items",
+    "calibration_ratio",
+    "calibration_row_text",
+    "calibration_rows",
+    "cell_scenarios",
+    "client_label",
+    "clients_text",
+    "load_calibration",
+    "merged_calibration",
+    "model_limits",
+    "save_calibration",
+    "settings_table",
+    "with_java_rows",
+]

@@ -39,7 +39,8 @@ one did not: ``converged`` false); ``time_to_balance_ms`` (Connect protocols: fr
 disturbance until the assignment became balanced and stayed so, connectors and tasks each
 spread within one per worker; null if it never did); ``warmup_ms`` (when the first
 disturbance came); ``caught_up`` (whether the group had converged and its applications caught
-up by then: a run that had not is no evidence of a disturbance's cost); ``recovered``
+up by then, a poison workload's steady state aside, ``sim.engine``: a run that had not is no
+evidence of a disturbance's cost); ``recovered``
 (whether every disturbance window closed with the applications caught up, false when the run
 ended with its lag still there: an overloaded group, whose lag is the load's as much as the
 rebalance's); ``control_lag_peak``
@@ -50,9 +51,11 @@ scenarios must have none: a run with any did not do what its scenario's name say
 ``event_targets`` (JSON: for each event that names a member, ``at_ms``, ``kind``, the
 ``member`` it hit and the group's ``leader`` at that moment, ``sim.consumer``'s
 ``leader()``: the check behind ``@leader`` scenarios); ``settings_json`` (the run's
-effective client settings under Kafka's config names). The work columns are null when the
-workload is idle; the costs are null when a run has no control (a violation). A scenario
-without disturbances has no cost (zeros) and reports its initial join's convergence.
+effective client settings under Kafka's config names); ``drawn_json`` (the event timings the
+scenario's ``[draw]`` table drew for this seed, ``sim.scenario.with_draws``; null without).
+The work columns are null when the workload is idle; the costs are null when a run has no
+control (a violation). A scenario without disturbances has no cost (zeros) and reports its
+initial join's convergence.
 
 Raw figures of the disturbance windows: ``epoch_bumps``, ``messages``, ``records_written``,
 ``records_processed`` (summed over the windows), ``peak_unowned`` (their maximum),
@@ -88,6 +91,7 @@ from groupcoord.sim.scenario import (
     connectors_as_topics,
     load_scenario,
     parse_scenario,
+    with_draws,
     with_workload,
 )
 from groupcoord.sim.settings import base_protocol, effective_settings, family, with_field_settings
@@ -114,7 +118,7 @@ RUN_METRICS: tuple[tuple[str, str], ...] = (
     ("control_lag_peak", "long"),
     ("control_lag_record_s", "double"), ("task_downtime_task_s", "double"),
     ("time_to_balance_ms", "long"), ("noop_events", "int"), ("event_targets", "str"),
-    ("settings_json", "str"),
+    ("settings_json", "str"), ("drawn_json", "str"),
     ("total_moved", "long"), ("total_downtime_ms", "long"), ("group_epoch", "long"),
     ("total_messages", "long"), ("total_records", "long"), ("failovers", "long"),
     ("steps", "long"), ("sim_time_ms", "long"), ("wall_ms", "double"), ("summary_json", "str"),
@@ -315,6 +319,7 @@ def _cell_scenario(params: RunParams) -> Scenario:
         sc = parse_scenario(json.loads(params.scenario_def), source=params.scenario)
     else:
         sc = load_scenario(params.scenario, params.seed)
+    sc = with_draws(sc, params.seed)  # the bounces' timings drawn per seed (``[draw]``)
     sc = with_field_settings(sc, params.protocol, own_settings(params))
     changes: dict[str, Any] = {}
     events = sc.events
@@ -640,6 +645,7 @@ def summarize(params: RunParams, sc: Scenario, res: SimResult, wall_ms: float,
         "noop_events": int(s.get("noop_events", 0)),
         "event_targets": json.dumps(s.get("event_targets", []), sort_keys=True),
         "settings_json": json.dumps(effective_settings(sc, params.protocol), sort_keys=True),
+        "drawn_json": json.dumps(dict(sc.drawn), sort_keys=True) if sc.drawn else None,
         "total_moved": int(s["resources_moved"]),
         "total_downtime_ms": int(s["resource_downtime_ms"]),
         "group_epoch": int(s["group_epoch"]), "total_messages": int(s["messages"]),

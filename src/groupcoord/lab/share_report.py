@@ -168,6 +168,67 @@ def attach_window_seconds(runs: Sequence[dict[str, Any]], path: Path) -> None:
         got = total.get(str(r.get("run_id")))
         if got:
             r["window_s"] = got
+    attach_share_lag(runs, path.parent / "runs")
+
+
+def attach_share_lag(runs: Sequence[dict[str, Any]], path: Path) -> None:
+    """Each share run's broker share lag peak (``share_lag_peak``: the highest of its
+    disturbance windows' end offset - share-partition start offset, ``sim.share``'s
+    ``share_lag_peaks``), read from the ``summary_json`` of the runs table at ``path``."""
+    wanted = {str(r.get("run_id")) for r in runs if family(str(r.get("protocol"))) == "share"}
+    if not wanted:
+        return
+    peaks: dict[str, int] = {}
+    for row in _read(path, ("run_id", "summary_json")):
+        key = str(row.get("run_id"))
+        if key not in wanted:
+            continue
+        try:
+            summary = json.loads(str(row.get("summary_json") or "{}"))
+        except ValueError:
+            continue
+        vals = [int(w["peak"]) for w in summary.get("share_lag_peaks") or []
+                if isinstance(w, dict) and w.get("disturbance") != "initial-join"]
+        if vals:
+            peaks[key] = max(vals)
+    for r in runs:
+        if (got := peaks.get(str(r.get("run_id")))) is not None:
+            r["share_lag_peak"] = got
+
+
+def share_lag_rows(runs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """Per share cell (scenario, size, workload): the lag peak in the disturbance windows as
+    the share grids count it (records produced and not yet processed: the run's excess plus its
+    control's peak) beside the broker's share lag peak (end offset - share-partition start
+    offset), medians and ranges over the cell's runs, not over the control."""
+    cells: dict[tuple[str, int, str], tuple[list[float], list[float]]] = {}
+    for r in runs:
+        if r.get("share_lag_peak") is None or not r.get("ok") or r.get("lag_peak") is None \
+                or r.get("control_lag_peak") is None:
+            continue
+        key = (str(r.get("scenario")), int(r.get("size") or 0), str(r.get("workload")))
+        processed, broker = cells.setdefault(key, ([], []))
+        processed.append(float(r["lag_peak"]) + float(r["control_lag_peak"]))
+        broker.append(float(r["share_lag_peak"]))
+    return [[sc, str(size), wl, _span(p, 1.0), _span(b, 1.0), str(len(p))]
+            for (sc, size, wl), (p, b) in sorted(cells.items())]
+
+
+def share_lag_md(runs: Sequence[Mapping[str, Any]]) -> str:
+    rows = share_lag_rows(runs)
+    if not rows:
+        return ""
+    lines = ["The share group's lag two ways, in the disturbance windows (raw peaks, not over "
+             "the control; median (range) over each cell's runs): as the grids count it, "
+             "records produced and not yet processed (acknowledged or archived), and as the "
+             "broker reports a share group's lag, the log end offset minus the share-partition "
+             "start offset (records in flight and those acknowledged above the start offset "
+             "count in it).", "",
+             "| scenario | size | workload | lag peak, processed-based | share lag peak, "
+             "end offset \u2212 SPSO | runs |",
+             "|---|---|---|---:|---:|---:|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
 
 
 def _work(r: Mapping[str, Any]) -> dict[str, Any]:
@@ -317,11 +378,15 @@ DEFINITIONS: tuple[tuple[str, str, str], ...] = (
      "time the whole group processed nothing",
      "time the whole group processed nothing"),
     ("partitions stopped (resource downtime)",
-     "partition·s with no live member fetching the partition; a share partition held at the "
-     "record-lock limit or behind a dead member's locks is still fetched, so it is not "
-     "counted (its cost shows in lag)",
-     "partition·s with no live member owning and fetching the partition (a revoked "
-     "partition until its new owner starts it)"),
+     "partition·s with records there and none that can be delivered: no live member "
+     "fetching the partition, or the partition held at the record-lock limit "
+     "(group.share.partition.max.record.locks offsets in flight from the share-partition "
+     "start offset, none available: behind a crashed member's locks, until they expire); "
+     "a member processing (a poison record's failed attempt included) is delivering, its "
+     "partition's wait shows in lag",
+     "partition·s with records there and no live member owning and fetching the partition "
+     "(a revoked partition until its new owner starts it); a member standing at a poison "
+     "record still owns its partition, so that wait shows in lag, not here"),
     ("partitions moved (assignment changes)",
      "a partition started by a member not among its last holders; no revocation and no "
      "gap (the other members of the partition go on fetching)",
@@ -358,6 +423,8 @@ def share_sections_md(runs: Sequence[Mapping[str, Any]]) -> str:
              "## Share groups: the same members on either topic", "",
              platform_md(runs) or "No cells of both workloads at the same size.", "",
              "## Messages", "", messages_md(runs)]
+    if lag := share_lag_md(runs):
+        parts += ["", "## Share groups: the broker's share lag", "", lag]
     if hol := head_of_line_md(runs):
         parts += ["", "## Poison records: head-of-line blocking", "", hol]
     if cost := poison_cost_md(runs):
@@ -501,10 +568,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["PLATFORM", "attach_window_seconds", "head_of_line_md", "head_of_line_rows",
+__all__ = ["PLATFORM", "attach_share_lag", "attach_window_seconds", "head_of_line_md", "head_of_line_rows",
            "load_share_calibration", "message_rows", "messages_md", "platform_md",
-           "platform_rows", "share_calibration_note", "share_sections_html",
-           "share_sections_md"]
+           "platform_rows", "share_calibration_note", "share_lag_md", "share_lag_rows",
+           "share_sections_html", "share_sections_md"]
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -760,6 +760,8 @@ def _bounce_param(run: Mapping[str, Any], key: str) -> int | None:
             table = json.loads(str(raw))
         except ValueError:
             return None
+        if isinstance(table, dict) and key in (table.get("draw") or {}):
+            return None  # drawn per seed (``sim.scenario.with_draws``): no one value
         events = list(table.get("events") or []) if isinstance(table, dict) else []
     else:
         from groupcoord.sim.scenario import BUILTINS, ScenarioError, load_scenario

@@ -4,7 +4,9 @@
 ``groupcoord serve --port 0 --storage memory`` subprocess, with
 
 - consumers (``classic:eager``, ``classic:cooperative``, ``consumer:*``): one
-  :mod:`groupcoord.lab.wire_member` process per member (confluent-kafka, librdkafka), and a
+  :mod:`groupcoord.lab.wire_member` process per member (confluent-kafka, librdkafka; with
+  ``client="java"`` a JVM per member running Apache Kafka's Java client, ``lab.wire_java``,
+  which says ``ready`` once its classes are loaded and is started ``JAVA_PRESTART_S`` ahead), and a
   producer in this process (librdkafka's own threads) that produces ``records_per_s`` records
   per second to every partition from the scenario's start;
 - Connect workers (``connect:*``, ``classic-connect:*``): one ``groupcoord connect worker``
@@ -52,6 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from groupcoord.lab.wire_java import JavaClient, java_client
 from groupcoord.lab.wire_metrics import converged_now
 from groupcoord.lab.wire_run import WireRun, WireWindow, iter_records
 from groupcoord.sim.engine import member_ids
@@ -75,6 +78,12 @@ PRESTART_S = 3.0
 #: workers started together on the loaded 2-core machine were ready only 8-9 s later (with
 #: 3 s ahead they joined 6-8 s after their time: the harness's delay, not the protocol's).
 CONNECT_PRESTART_S = 15.0
+#: The same for a Java member (``lab.wire_java``): a JVM's start and the client's class
+#: loading, several JVMs at once on the loaded 2-core machine (it says ``ready`` when done).
+JAVA_PRESTART_S = 8.0
+#: The consumer members' client libraries: librdkafka (confluent-kafka,
+#: ``lab.wire_member``) or Apache Kafka's Java client (``lab.wire_java``).
+CLIENTS = ("librdkafka", "java")
 #: How long ``go`` waits for a Connect worker that is not ready yet (then it goes anyway).
 READY_TIMEOUT_S = 60.0
 #: Wire protocols: the simulator's label -> (kind, client setting).
@@ -343,8 +352,10 @@ def _member_order(name: str) -> tuple[int, str]:
 class _RunContext:
     def __init__(self, protocol: str, bootstrap: str, sc: Scenario, wl: WireWorkload,
                  workdir: Path, source_start: float, seed: int = 0,
-                 verbose: bool = False) -> None:
+                 verbose: bool = False, java: JavaClient | None = None) -> None:
         self.protocol = protocol
+        #: the Java client when the consumers are Java members (None: librdkafka)
+        self.java = java
         #: Connect workers log at INFO (their stderr log: joins, rounds, requests)
         self.verbose = verbose
         self.kind, self.client = WIRE_PROTOCOLS[protocol]
@@ -375,7 +386,8 @@ class _RunContext:
         err = open(self.logs / f"{name}.stderr.log", "a")  # noqa: SIM115 - the child's
         if self.kind == "consumer":
             sc, wl = self.sc, self.wl
-            cmd = [*MEMBER, "--bootstrap", self.bootstrap, "--group", sc.group_id,
+            member = MEMBER if self.java is None else self.java.command(self.client)
+            cmd = [*member, "--bootstrap", self.bootstrap, "--group", sc.group_id,
                    "--name", name, "--protocol", self.client,
                    "--topics", ",".join(sc.topics_subscribed()),
                    "--log", str(self.logs / f"{name}.jsonl"),
@@ -386,10 +398,17 @@ class _RunContext:
                    "--session-timeout-ms", str(sc.session_timeout_ms),
                    "--heartbeat-interval-ms", str(sc.heartbeat_interval_ms),
                    "--metadata-max-age-ms", str(wl.metadata_max_age_ms), "--wait-go"]
-            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+            java = self.java is not None
+            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE if java else subprocess.DEVNULL,
                                     stderr=err, text=True, env=env)
             err.close()
-            return _Proc(name, proc)
+            if not java:
+                return _Proc(name, proc)
+            p = _Proc(name, proc, ready=threading.Event())  # the JVM says "ready"
+            p.reader = threading.Thread(target=_read_worker_stdout, args=(p,), daemon=True)
+            p.reader.start()
+            return p
         cmd = [*GROUPCOORD_AFTER_GO, *(["-v"] if self.verbose else []), "connect", "worker",
                "--bootstrap-server", self.bootstrap, "--group", self.sc.group_id, "--client-id", name,
                "--scheduled-rebalance-max-delay-ms", str(self.sc.max_delay_ms),
@@ -414,6 +433,57 @@ class _RunContext:
         p.reader = threading.Thread(target=_read_worker_stdout, args=(p,), daemon=True)
         p.reader.start()
         return p
+
+
+def train_java(java: JavaClient, protocols: list[str], progress: Any = None,
+               run_s: float = 12.0) -> None:
+    """Make the class-data archive of each of ``protocols``' Java members that has none: one
+    member per protocol, each in its own group on a server of its own, joins, consumes for
+    ``run_s`` and closes, and its JVM writes the classes it loaded to the archive as it exits
+    (``lab.wire_java``). A restarted Java member then starts from the archive: on the loaded
+    2-core machine a JVM's first poll (class loading) took 1.0-1.6 s from ``go`` to its
+    JoinGroup, which is the harness's start-up, not the protocol's. Once per build."""
+    todo = [p for p in protocols if not java.archive(p).exists()]
+    if not todo:
+        return
+    if progress is not None:
+        progress(f"java: training the class-data archive of {', '.join(todo)} members")
+    workdir = Path(tempfile.mkdtemp(prefix="gc-java-train-"))
+    server = start_server(workdir, {})
+    procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+    producer: _Producer | None = None
+    try:
+        create_topics(server.bootstrap, (("warm", 4),))
+        producer = _Producer(server.bootstrap, (("warm", 4),), 20.0)
+        producer.start(time.time())
+        for p in todo:
+            tmp = java.archive(p).with_suffix(f".{os.getpid()}.tmp")
+            cmd = [*java.command(train=tmp), "--bootstrap", server.bootstrap, "--group",
+                   f"train-{p}", "--name", f"train-{p}", "--protocol", p, "--topics", "warm",
+                   "--log", str(workdir / f"{p}.jsonl"), "--processing-ms", "1",
+                   "--auto-commit-interval-ms", "1000"]
+            with open(workdir / f"{p}.stderr.log", "w") as err:
+                procs.append((p, subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)))
+        time.sleep(run_s)
+        for _, proc in procs:
+            proc.send_signal(signal.SIGTERM)
+        for p, proc in procs:
+            try:
+                proc.wait(120)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+            tmp = java.archive(p).with_suffix(f".{os.getpid()}.tmp")
+            if tmp.exists():
+                tmp.replace(java.archive(p))
+    finally:
+        for _, proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+        if producer is not None:
+            producer.stop.set()
+        server.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def connect_task_config(wl: WireWorkload, source_start: float, offsets: Path) -> dict[str, str]:
@@ -531,9 +601,11 @@ def _actions(sc: Scenario, seed: int = 0
 def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
              extra_server_config: dict[str, str] | None = None, tail_s: float = 5.0,
              converge_timeout_s: float | None = None, keep_dir: Path | None = None,
-             progress: Any = None, seed: int = 0) -> WireRun:
+             progress: Any = None, seed: int = 0, client: str = "librdkafka") -> WireRun:
     """Play ``sc`` on the wire with ``protocol``'s real clients (see the module doc);
-    ``seed`` draws the initial members' start offsets as the simulator does.
+    ``seed`` draws the initial members' start offsets as the simulator does. ``client``: the
+    consumer members' library (``CLIENTS``; ``java`` needs the kafka-clients build of
+    ``lab.wire_java``, the Connect protocols have only our worker).
     ``converge_timeout_s``: how long after the last disturbance the run waits for the group
     to converge (default 120 s plus the waits the protocol may add: a crashed member's session
     timeout, and for Connect KIP-415's ``scheduled.rebalance.max.delay.ms``)."""
@@ -544,7 +616,16 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
     if converge_timeout_s is None:
         converge_timeout_s = 120.0 + (sc.session_timeout_ms + (
             sc.max_delay_ms if kind == "connect" else 0)) / 1000
-    if kind == "consumer":
+    if client not in CLIENTS:
+        raise WireError(f"client {client!r} is not one of {', '.join(CLIENTS)}")
+    java: JavaClient | None = None
+    if client == "java":
+        if kind != "consumer":
+            raise WireError(f"protocol {protocol!r} has no Java client (the Java members are "
+                            "consumers)")
+        java = java_client()  # JavaClientMissing before starting anything
+        train_java(java, [WIRE_PROTOCOLS[protocol][1]], progress)
+    elif kind == "consumer":
         try:
             import confluent_kafka  # noqa: F401 - fail before starting anything
         except ImportError:
@@ -562,10 +643,11 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
             create_topics(server.bootstrap, sc.topics)
         else:
             _create_connectors(server.bootstrap, sc, protocol, workdir)
-        prestart = CONNECT_PRESTART_S if kind == "connect" else PRESTART_S
+        prestart = (CONNECT_PRESTART_S if kind == "connect"
+                    else JAVA_PRESTART_S if java is not None else PRESTART_S)
         t0 = time.time() + prestart
         ctx = _RunContext(protocol, server.bootstrap, sc, wl, workdir, t0, seed,
-                          verbose=keep_dir is not None)
+                          verbose=keep_dir is not None, java=java)
         members = _Members(ctx)
         if kind == "consumer":
             producer = _Producer(server.bootstrap, sc.topics, wl.records_per_s)

@@ -47,7 +47,12 @@ the control is the disturbed run step for step (the same random draws, the same 
 and an event that moves nothing leaves both runs identical. :meth:`Simulation.run_control`
 closes the control's windows at the times the disturbed run's closed: the disturbance's cost
 is then the difference of the two runs over the same time spans. ``caught_up`` says whether
-the group had converged and its applications caught up when the first event came;
+the group had converged and its applications caught up when the first event came; with poison
+records (the workload's ``poison_rate``, ``sim.workload``'s "As in the field") whether it had
+converged: a partition blocked at a poison record, or catching up after one, is the workload's
+steady state, which the run's paired control meets as well (the same records), and the warm-up
+drains the initial join's backlog (``lab.runs.warmup_for`` sizes it from the processing time,
+the same with and without the poison; every clean twin run on the same seeds caught up);
 ``balanced_since`` (protocols that track it) when the assignment last became balanced.
 """
 
@@ -738,10 +743,10 @@ class Simulation(ABC):
         self._closing = []
 
     def is_caught_up(self) -> bool:
-        """The group converged (its initial join over) and the applications caught up."""
-        return self.converged_at is not None and not any(
-            w.label == INITIAL_JOIN for w in (*self._open, *self._closing)) \
-            and self.work_recovered()
+        """The group converged and the applications caught up (poison: converged; see above)."""
+        return self.converged_at is not None and (self.scenario.workload.poison_rate > 0 or (
+            not any(w.label == INITIAL_JOIN for w in (*self._open, *self._closing))
+            and self.work_recovered()))
 
     def run_control(self, ends: list[int]) -> list[dict[str, Any]]:
         """Run a control (``control`` set before) and close its i-th disturbance window at

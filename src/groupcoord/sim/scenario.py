@@ -78,6 +78,10 @@ Connect protocols (:data:`CONNECT_EVENT_KINDS`) add ``add-connector`` (connector
 member events above apply to workers. The built-ins ``kip415-*`` are KIP-415's scenarios
 ("Deferred Resolution of Imbalance under Different Rebalancing Scenarios").
 
+``[draw]`` (``down_ms = [low, high]``, ``interval_ms = [low, high]``): the bounces' downtime
+and a rolling bounce's spacing drawn per seed, uniform in whole ms (:func:`with_draws`; the
+lab draws them for each run, ``lab.runs``), instead of the events' written values.
+
 "Faults stop" (invariant I5) at the scenario's *quiet time*: the end of the last disturbance
 (an event's time plus its duration). The ``[network]`` fault probabilities apply until then.
 """
@@ -221,6 +225,12 @@ class Scenario:
     workload: Workload = DEFAULT_WORKLOAD
     #: Where it came from: a built-in name, "random", or a file path (for the repro command).
     source: str = ""
+    #: Event timings drawn per seed (the scenario's ``[draw]`` table, :func:`with_draws`):
+    #: ``(parameter, low, high)``, whole ms, uniform; the events' written values stand until
+    #: drawn.
+    draws: tuple[tuple[str, int, int], ...] = ()
+    #: What :func:`with_draws` drew: ``(parameter, value)``.
+    drawn: tuple[tuple[str, int], ...] = ()
 
     def topics_subscribed(self) -> tuple[str, ...]:
         return self.subscription if self.subscription is not None else tuple(
@@ -249,7 +259,9 @@ class Scenario:
 # --------------------------------------------------------------------------- parsing
 
 _TOP = {"name", "description", "end_ms", "group", "coordinator", "member", "network", "events",
-        "workload"}
+        "workload", "draw"}
+#: The event parameters a ``[draw]`` table may draw per seed (bounce and rolling-bounce).
+DRAWABLE = ("down_ms", "interval_ms")
 _GROUP = {"id", "members", "join_stagger_ms", "start_spread_ms", "static", "topics", "subscription", "regex",
           "connectors"}
 _COORD = {"session_timeout_ms", "heartbeat_interval_ms", "assignment_interval_ms"}
@@ -397,6 +409,18 @@ def parse_scenario(data: Mapping[str, Any], source: str = "") -> Scenario:
         raise ScenarioError(f"{where}: events must be an array of tables ([[events]])")
     kw["events"] = tuple(sorted((parse_event(f"{where}: events[{i}]", e)
                                  for i, e in enumerate(raw_events)), key=lambda e: e.at_ms))
+    draw = _table(f"{where}: [draw]", data.get("draw", {}))
+    draws = []
+    for key, rng in draw.items():
+        if key not in DRAWABLE:
+            raise ScenarioError(f"{where}: [draw] draws {', '.join(DRAWABLE)}, got {key!r}")
+        if not (isinstance(rng, list) and len(rng) == 2):
+            raise ScenarioError(f"{where}: draw.{key}: expected [low, high] in ms, got {rng!r}")
+        lo, hi = (_int(f"{where}: draw.{key}", v) for v in rng)
+        if lo > hi:
+            raise ScenarioError(f"{where}: draw.{key}: low {lo} is above high {hi}")
+        draws.append((str(key), lo, hi))
+    kw["draws"] = tuple(draws)
     sc = Scenario(**kw)
     if "workload" in data:
         try:
@@ -421,6 +445,23 @@ def with_delay_timings(sc: Scenario) -> Scenario:
         if e.kind == "bounce" and e.params.get("after_delay_ms") is not None else e
         for e in sc.events)
     return replace(sc, events=events)
+
+
+def with_draws(sc: Scenario, seed: int) -> Scenario:
+    """The scenario with its ``[draw]`` parameters drawn from the seed: each drawn parameter
+    (``down_ms``, ``interval_ms``) one whole-ms value uniform in its range per run, set on
+    every bounce and rolling-bounce event that has it, so that a disturbance's timing is no
+    fixed multiple of the heartbeat across the seeds (a run and its paired control share the
+    scenario, hence the draw). ``drawn`` keeps the values (the lab's runs table prints them)."""
+    if not sc.draws:
+        return sc
+    drawn = tuple((key, random.Random(f"event-draw/{seed}/{key}").randint(lo, hi))
+                  for key, lo, hi in sc.draws)
+    values = dict(drawn)
+    events = tuple(replace(e, params={**e.params, **{k: v for k, v in values.items()
+                                                      if k in e.params}})
+                   if e.kind in ("bounce", "rolling-bounce") else e for e in sc.events)
+    return replace(sc, events=events, drawn=drawn)
 
 
 def start_offsets_ms(sc: Scenario, seed: int) -> list[int]:

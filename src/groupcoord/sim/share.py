@@ -37,8 +37,23 @@ acknowledgement):
   ``share_delivery_count_limit`` when it sets them (Kafka's 30 s and 5 otherwise). A record
   whose lock expired while the member was busy is refused at acknowledgement
   (INVALID_RECORD_STATE: another member may process it again).
-- **Leaving** (leave, scale-in, a graceful bounce): it sends its pending acknowledgements and
-  closes its share session (the broker releases what it still holds), then heartbeats epoch -1.
+- **Leaving** (leave, scale-in, a graceful bounce): the records of its batch in hand that it
+  has processed are acknowledged (ACCEPT, or RELEASE for a poison record's failed attempt), sent
+  with the close of its share session (the broker applies them, then releases what the member
+  still holds: the batch's records not processed yet), then it heartbeats epoch -1. This is
+  ``KafkaShareConsumer.close()`` in explicit acknowledgement mode, the mode these members and
+  the lab's wire members (``lab.wire_share_member``) use: ``ShareConsumerImpl.close`` sends the
+  pending acknowledgements (``ShareAcknowledgeOnCloseEvent``), which closes the share session,
+  before it leaves the group (``sendAcknowledgementsAndLeaveGroup``), and the class's Javadoc
+  says close "attempts to commit any pending acknowledgements and releases any remaining
+  acquired records" (apache/kafka ``clients/.../KafkaShareConsumer.java`` and
+  ``internals/ShareConsumerImpl.java``, read at a 4.2-era commit with ``share.acquire.mode``).
+  In *implicit* mode Kafka's close does not acknowledge the last batch: ``poll``,
+  ``commitSync`` and ``commitAsync`` accept the delivered records first
+  (``acknowledgeBatchIfImplicitAcknowledgement``), close does not, and the Javadoc says close
+  "releases any acquired records without acknowledgement"; an implicit-mode application that
+  closes after its batch without ``commitSync`` has it delivered again. Not modelled: the
+  record in hand at the leave counts as not processed (the wire member finishes it first).
   **Crashing**: nothing; its records stay acquired until their locks expire, its membership
   until the session timeout.
 
@@ -68,8 +83,10 @@ its target assignment, no restart due (a bounced member counts from its leave un
 with its assignment, as ``sim.consumer_convergence``'s ``settled``); resources moved are
 assignment changes, a partition given to a process that is not among its last holders (the
 consumer groups' "started by a process other than its last owner"); resource downtime is the
-partitions stopped, partition·s without a live process that has them in the assignment it
-heartbeated. The application's (the lab's table where they fit, ``sim.workload``'s names): records processed
+partitions stopped, partition·s with records there and none that can be delivered: without a
+live process that has them in the assignment it heartbeated, or held at the record-lock limit
+(``SimSharePartitions.at_limit``: behind a crashed member's locks until they expire). The
+application's (the lab's table where they fit, ``sim.workload``'s names): records processed
 (successful processings, a record processed again counts again), lag (records produced and not
 yet acknowledged or archived; its peak and integral), stall (records available and no live member
 processing or holding a partition: ``sim.workload``'s definition, where a member that keeps up
@@ -81,11 +98,14 @@ processing it or had crashed with it, or after a leaving member's session releas
 poison record's redelivery after its failed attempt, the retry a consumer group's application
 makes in place and does not count either: ``poison_attempts`` counts those); and
 ``protocol_summary``'s share figures: acquisitions, redeliveries, records archived, poison
-attempts, acknowledgements refused.
+attempts, acknowledgements refused, and ``share_lag_peaks``, the broker's share lag (the log end
+offset minus the share-partition start offset, summed over the partitions: what Kafka reports
+as a share group's lag) at its highest in each disturbance window, beside the lag above.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import re
@@ -186,6 +206,10 @@ class ShareSimulation(ShareConvergence):
         #: Every record once handed to a member's application (``records_reprocessed``).
         self._handed: set[tuple[TopicIdPartition, int]] = set()
         self._sample = (0, 0, False)  # (time, lag, stalled) at the last sample
+        #: The broker's share lag (end offset - share-partition start offset) at its highest
+        #: in each disturbance window, by (label, start): ``protocol_summary``'s
+        #: ``share_lag_peaks``, the page's column beside the processed-based lag.
+        self._share_lag_peaks: dict[tuple[str, int], int] = {}
         self._quiet_lag = 0
         self.on_image_changed()
         for i, at in enumerate(start_offsets_ms(sc, self.seed)):
@@ -215,6 +239,7 @@ class ShareSimulation(ShareConvergence):
         p.hb_cid = p.fetch_cid = 0
         p.fetching = False
         p.batch = []
+        p.batch_ends = []
         p.acks = {}
         p.busy_since = None
         self.trace("start", name, 0, p.member_id[:8])
@@ -240,8 +265,13 @@ class ShareSimulation(ShareConvergence):
     def leave(self, p: _ShareProc) -> None:
         """Close gracefully: acknowledge what was processed, close the share session (the broker
         releases the rest), leave the group (epoch -1). Both go out before the process ends."""
-        if p.batch:  # what is in hand is not processed: released by the session's close
+        if p.batch:  # what it processed is acknowledged; the rest is released by the close
+            elapsed = self.now - (p.busy_since if p.busy_since is not None else self.now)
+            done = [a for a, end in zip(p.batch, p.batch_ends, strict=True) if end <= elapsed]
+            self._sample_work()
+            self._ack_done(p, done)
             p.batch = []
+            p.batch_ends = []
         self._send_fetch(p, close=True)
         if p.epoch > 0 or p.hb_cid:
             self._send_heartbeat(p, ShareGroupHeartbeatRequest(self.gid, p.member_id, -1))
@@ -551,6 +581,7 @@ class ShareSimulation(ShareConvergence):
             raise Violation(e.invariant, e.message) from None
         self._sample_work()
         self._arm_locks()
+        self._check_limit()
         if close:
             return
         if not got and self.now < wait_until:  # long poll: wait for a record
@@ -596,13 +627,15 @@ class ShareSimulation(ShareConvergence):
         wl = self.scenario.workload
         cost = wl.poison_attempt_ms
         if cost is None:
-            total = sum(wl.processing_ms.draw(self.work_rng) for _ in got)
+            costs = [wl.processing_ms.draw(self.work_rng) for _ in got]
         else:  # poison as in the field: each delivery costs its attempt (sim.workload's)
-            total = sum(poison_attempt_cost(self.seed, a.tp, a.offset, a.delivery_count - 1,
-                                            cost) if a.poison
-                        else wl.processing_ms.draw(self.work_rng) for a in got)
-        if now < p.slow_until:
-            total += p.slow_delay
+            costs = [poison_attempt_cost(self.seed, a.tp, a.offset, a.delivery_count - 1, cost)
+                     if a.poison else wl.processing_ms.draw(self.work_rng) for a in got]
+        total = sum(costs)
+        # each record's end (a slow downstream's delay spent before the batch's records)
+        slow = p.slow_delay if now < p.slow_until else 0
+        p.batch_ends = [slow + e for e in itertools.accumulate(costs)]
+        total += slow
         self._sample_work()
         p.busy_since = now
         self.at(now + max(1, math.ceil(total)), self._batch_done, (p, p.gen, cid))
@@ -612,7 +645,16 @@ class ShareSimulation(ShareConvergence):
         if p.gen != gen or not p.alive:
             return
         self._sample_work()
-        for a in p.batch:
+        self._ack_done(p, p.batch)
+        p.batch = []
+        p.batch_ends = []
+        p.busy_since = None
+        self._drive(p)
+
+    def _ack_done(self, p: _ShareProc, records: list[Acquired]) -> None:
+        """Acknowledge records processed: ACCEPT, or RELEASE a poison record's failed attempt
+        (sent with the member's next ShareFetch, or with its close)."""
+        for a in records:
             if a.poison:
                 self.stats["poison_attempts"] += 1
                 kind = AckType.RELEASE
@@ -621,9 +663,6 @@ class ShareSimulation(ShareConvergence):
                 p.processed += 1
                 kind = AckType.ACCEPT
             p.acks.setdefault(a.tp, []).append((a.offset, int(kind)))
-        p.batch = []
-        p.busy_since = None
-        self._drive(p)
 
     def _arm_locks(self) -> None:
         d = self.partitions.next_deadline()
@@ -640,6 +679,7 @@ class ShareSimulation(ShareConvergence):
         self.partitions.expire(self.now)
         self.dirty = True
         self._arm_locks()
+        self._check_limit()
 
     # ================================================================== metrics
 
@@ -661,6 +701,13 @@ class ShareSimulation(ShareConvergence):
         for w in self._open:  # each open window's peak (the engine reads it only at its ends)
             if lag > w.lag_peak:
                 w.lag_peak = lag
+        if self._open:  # the broker's share lag, each open window's peak (protocol_summary)
+            share_lag = self.partitions.share_lag(now)
+            peaks = self._share_lag_peaks
+            for w in self._open:
+                key = (w.label, w.start_ms)
+                if share_lag > peaks.get(key, -1):
+                    peaks[key] = share_lag
 
     def work_totals(self) -> dict[str, float] | None:
         if self.scenario.workload.idle:
@@ -725,6 +772,9 @@ class ShareSimulation(ShareConvergence):
                                **self.stats, **{f"share_{k}": v for k, v in
                                                 self.partitions.stats.items()}}
         if not self.scenario.workload.idle:
+            out["share_lag_peaks"] = [{"disturbance": label, "at_ms": at, "peak": v}
+                                      for (label, at), v in sorted(
+                                          self._share_lag_peaks.items(), key=lambda kv: kv[0][1])]
             out["workload"] = self.scenario.workload.describe()
             out["work"] = {k: round(v, 3) for k, v in (self.work_totals() or {}).items()}
         return out

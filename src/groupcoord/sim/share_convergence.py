@@ -55,6 +55,9 @@ class _ShareProc:
     fetch_cid: int = 0
     rotate: int = 0
     batch: list[Acquired] = field(default_factory=list)
+    #: When each record of ``batch`` is done, in ms after ``busy_since`` (a graceful leave
+    #: acknowledges those done before it: ``ShareSimulation.leave``).
+    batch_ends: list[float] = field(default_factory=list)
     acks: dict[TopicIdPartition, list[tuple[int, int]]] = field(default_factory=dict)
     #: The subscription: topic names, or a regex the consumer resolves against the topics
     #: that exist (share groups subscribe by names: KIP-932 has no regex subscription).
@@ -113,15 +116,29 @@ class ShareConvergence(Simulation):
             self._check_target(g)
         self._count_unowned(g)
 
+    #: Partitions held at the record-lock limit at the last look (:meth:`_count_unowned`).
+    _limited: frozenset[TopicIdPartition] = frozenset()
+
     def _count_unowned(self, g: ShareGroup | None) -> None:
-        """Downtime (partitions stopped): subscribed partitions that no live process has in
-        the assignment it heartbeated, so that none fetches them (a crashed member's wait until
-        its session expires, a partition between its last member's leave and the next one's
-        heartbeat), the consumer groups' "no active owner"."""
+        """Downtime (partitions stopped: records there and none can be delivered): subscribed
+        partitions that no live process has in the assignment it heartbeated, so that none
+        fetches them (a crashed member's wait until its session expires, a partition between
+        its last member's leave and the next one's heartbeat), the consumer groups' "no active
+        owner"; and partitions held at the record-lock limit (``SimSharePartitions.at_limit``:
+        fetched, but nothing can be acquired, e.g. behind a crashed member's locks)."""
         if g is None:
             return
         held = {tp for p in self.procs.values() if p.alive for tp in p.assigned}
-        self.set_unowned(len(self._universe(g.subscribed_topic_names()) - held))
+        universe = self._universe(g.subscribed_topic_names())
+        self.set_unowned(len((universe - held) | (universe & self._limited)))
+
+    def _check_limit(self) -> None:
+        """After the broker acquired, acknowledged or expired records: recount the stopped
+        partitions if the set held at the record-lock limit changed."""
+        limited = self.partitions.at_limit(self.now)
+        if limited != self._limited:
+            self._limited = limited
+            self._count_unowned(self.group())
 
     def _universe(self, names: Iterable[str]) -> frozenset[TopicIdPartition]:
         return frozenset((t.topic_id, i) for name in names

@@ -367,6 +367,27 @@ class SimSharePartitions:
                 raise ShareInvariantError("S3", f"{_tp(tp)}: the durable share state does not "
                                           f"rebuild to itself")
 
+    def share_lag(self, now: int) -> int:
+        """The broker's share lag, summed over the live partitions: the log end offset minus
+        the share-partition start offset (KIP-932's lag of a share group; the records in flight
+        and those acknowledged above the start offset count in it, unlike :meth:`lag`)."""
+        total = 0
+        for tp in self.producing:
+            if tp not in self.gone:
+                sp = self.parts.get(tp)
+                total += self.log_end(tp, now) - (0 if sp is None else sp.start_offset)
+        return total
+
+    def at_limit(self, now: int) -> frozenset[TopicIdPartition]:
+        """The partitions held at the record-lock limit: records produced beyond the in-flight
+        window, the window as wide as ``group.share.partition.max.record.locks`` and nothing in
+        it available, so no member can acquire a record (stopped until the start offset moves:
+        an acknowledgement, or a dead member's locks expiring)."""
+        limit = self.config.max_record_locks
+        return frozenset(tp for tp, sp in self.parts.items() if tp not in self.gone
+                         and sp.next_offset - sp.start_offset >= limit
+                         and self.log_end(tp, now) > sp.next_offset and sp.fetch_offset() is None)
+
     def undone_before(self, tp: TopicIdPartition, end: int) -> int:
         """How many offsets below ``end`` are not done yet (S4)."""
         sh = self.shadow.get(tp)

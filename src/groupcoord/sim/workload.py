@@ -770,23 +770,28 @@ class Processor:
                 # over every partition
                 rt = r.t
                 hw = r.hw
+                rate = r.rate
+                t0 = r.t0
+                # (production at ``end``, the one product both the trapezoid and the lag
+                # below take: the same float either way)
+                pe = rate * (end - t0) if end > t0 else 0.0
                 if end > rt:
                     if rt < bs:
-                        r.lag_int += lag_area(r.rate, r.t0, hw, rt, bs, start, start) \
-                            + lag_area(r.rate, r.t0, hw, bs, end, start, new)
-                    elif old >= hw and rt >= r.t0:
-                        da = r.rate * (rt - r.t0) - old
-                        db = r.rate * (end - r.t0) - new
+                        r.lag_int += lag_area(rate, t0, hw, rt, bs, start, start) \
+                            + lag_area(rate, t0, hw, bs, end, start, new)
+                    elif old >= hw and rt >= t0:
+                        da = rate * (rt - t0) - old
+                        db = pe - new  # (end > rt >= t0)
                         if da >= 0 and db >= 0:
                             r.lag_int += (da + db) * (end - rt) / 2
                         else:
-                            r.lag_int += lag_area(r.rate, r.t0, hw, rt, end, old, new)
+                            r.lag_int += lag_area(rate, t0, hw, rt, end, old, new)
                     else:
-                        r.lag_int += lag_area(r.rate, r.t0, hw, rt, end, old, new)
+                        r.lag_int += lag_area(rate, t0, hw, rt, end, old, new)
                     r.t = end
                 if new > hw:
                     r.hw = hw = new
-                lag = (r.rate * (end - r.t0) if end > r.t0 else 0.0) - hw
+                lag = pe - hw
                 r.lag = lag if lag > 0 else 0.0
             m.processed = processed
             self.t = end
@@ -819,12 +824,13 @@ class Processor:
                 # lag is constant, one trapezoid)
                 hw = r.hw
                 rt = r.t
+                pt = rate * (t - t0) if t > t0 else 0.0  # (production at t: one product)
                 if rt < since:  # (not in the last batch before it caught up: unprocessed)
                     r.lag_int += lag_area(rate, t0, hw, rt, since, hw, hw)
                     r.t = rt = since
                 if t > rt:  # (dt > 0: two distinct floats never subtract to 0)
-                    if rt >= t0 + fl and hw == rate * (rt - fl - t0):
-                        r.lag_int += ((rate * (rt - t0) - hw) + (rate * (t - t0) - old)) \
+                    if rt >= t0 + fl and hw == rate * (rt - fl - t0):  # (then t > t0)
+                        r.lag_int += ((rate * (rt - t0) - hw) + (pt - old)) \
                             * (t - rt) / 2 if old >= hw else \
                             stream_lag_area(rate, t0, hw, rt, t, fl)
                     else:
@@ -832,7 +838,7 @@ class Processor:
                     r.t = t
                 if old > hw:
                     r.hw = hw = old
-                lag = (rate * (t - t0) if t > t0 else 0.0) - hw
+                lag = pt - hw
                 r.lag = lag if lag > 0 else 0.0
             m.processed = processed
         self.t = t
@@ -929,6 +935,8 @@ class Processor:
         if polled and self.batch is not None:
             starts = {r: start for _, r, start, _ in self.batch}
             return {r: starts.get(r, pos[r]) for r in chosen}
+        if len(chosen) == len(pos):  # (every active resource, in the same order: a copy)
+            return pos.copy()
         return {r: pos[r] for r in chosen}
 
     def _flush_until(self, t: float) -> None:
