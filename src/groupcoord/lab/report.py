@@ -753,6 +753,16 @@ def phase_drawn(g: GridVerdict, scenario: str, m: Metric, protocol: str) -> bool
             and axis is not None and axis[0] == "size")
 
 
+def x_ticks(label: str, xs: Sequence[float]) -> tuple[list[str], str]:
+    """The x axis's tick labels and its label: a swept time in ms whose values are all whole
+    seconds (or 0) reads in s (``30, 300`` "metadata.max.age (s)", not ``30000, 300000``)."""
+    if label.endswith("(ms)") and xs and any(v >= 1000 for v in xs) and all(
+            v == 0 or (v >= 1000 and v % 1000 == 0) for v in xs):
+        name = label[:-len("(ms)")].rstrip().removesuffix(".ms")
+        return [f"{v / 1000:g}" for v in xs], f"{name} (s)"
+    return [f"{v:g}" for v in xs], label
+
+
 def log_threshold(m: Metric, values: Sequence[float]) -> float | None:
     """Where a panel's y axis turns logarithmic (in the unit shown), or None for a linear
     axis: its values beyond the metric's floor span more than :data:`LOG_Y_SPAN`; below the
@@ -870,9 +880,10 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
             xs = sorted(xs_all)
             if xs and xs[0] > 0 and xs[-1] / xs[0] > LOG_X_SPAN:
                 ax.set_xscale("log")
-            ax.set_xticks(xs, [f"{v:g}" for v in xs])
+            ticks, xlabel = x_ticks(axis[1], xs)
+            ax.set_xticks(xs, ticks)
             ax.minorticks_off()
-            ax.set_xlabel(axis[1] + ("\nclassic: each seed a dot, dashed its median over "
+            ax.set_xlabel(xlabel + ("\nclassic: each seed a dot, dashed its median over "
                                      "every size\n(the metadata refresh's phase, not the "
                                      "size, decides it)" if phase_note else ""),
                           fontsize=8 if phase_note else None)
