@@ -792,3 +792,26 @@ def test_workloads_that_differ_in_a_parameter_are_never_one_cell() -> None:
     by = {r.workload: r for r in g_times.rows}
     assert by["16x8c-task1s"].pooled and g_base.rows[0].pooled
     assert not by["16x8c-task5s"].pooled and by["16x8c-task5s"].seeds == 5
+
+
+def test_the_same_seed_under_two_workload_names_is_one_run_not_two() -> None:
+    """Round 8: grow-by-900's ``light`` and ``light-md300s`` (and kip415's ``16x8c`` and
+    ``16x8c-task1s``) run the same simulation on the same seeds: pooled, each protocol's seed
+    counts once (5 seeds, not 10), so no sign test or seed count rests on duplicates."""
+    anchor = {"name": "anchor", "protocols": ["classic:eager", "consumer:uniform"],
+              "scenarios": ["grow-by-900"], "workloads": ["light"],
+              "metrics": ["convergence_ms"], "seeds": 5}
+    age = {**anchor, "name": "metadata-age", "workloads": ["light-md300s"]}
+
+    def run(p: str, seed: int, workload: str, ms: float) -> dict[str, Any]:
+        return {**_run(p, seed, scenario="grow-by-900", workload=workload, convergence_ms=ms),
+                "replicate": seed, "work_model": "2 rec/s",
+                "settings_json": json.dumps({"metadata.max.age.ms": 300000})}
+
+    rows = [run(p, s, w, (140000.0 if p == "classic:eager" else 4700.0) + s)
+            for w in ("light", "light-md300s") for p in anchor["protocols"] for s in range(5)]
+    g_anchor, g_age = _verdicts_of([anchor, age], rows)
+    for row in (g_anchor.rows[0], g_age.rows[0]):
+        assert row.pooled and row.seeds == 5
+        assert len(row.metrics[0].cells["classic:eager"].values) == 5
+        assert "(5 seeds)" in row.pooled

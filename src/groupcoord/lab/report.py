@@ -334,13 +334,33 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
     seen = Counter(r.get("run_id") for g in verdicts for r in runs if r.get("run_id")
                    and _in_grid(r, _grid_record(g)))
     distinct = total - sum(n - 1 for n in seen.values())
+    # and runs with identical results are one simulation under two names (a workload name
+    # whose settings are the defaults, a label whose timing is the default: round 8)
+    same = len({run_fingerprint(r) for r in runs if r.get("run_id") in seen}) \
+        if seen else distinct
+    distinct -= max(len(seen) - same, 0)
     shared = (f" ({distinct:,} distinct runs: a run of a cell that two grids share, as the "
               "busy-member and deciding-input grids share their plain scenarios with the "
-              "grids they test, counts in each)" if 0 < distinct < total else "")
+              "grids they test, counts in each, and runs whose results are identical (the "
+              "same simulation under two workload names or labels) count once)"
+              if 0 < distinct < total else "")
     left = (f"{total:,} runs in these grids{shared}; left out: {bad:,} that violated an invariant "
             f"(listed below), {late:,} that never caught up before their first disturbance, "
             f"{noop:,} with a scenario event that changed nothing (noop_events).")
     return [what, test, left, protocol_text(verdicts)]
+
+
+#: The columns whose values together identify a simulation's result (two runs with every one
+#: equal are the same simulation under two names).
+_FINGERPRINT = ("seed", "ok", "convergence_ms", "resources_moved", "resource_downtime_ms",
+                "epoch_bumps", "messages", "records_written", "records_processed",
+                "lag_record_s", "stall_ms", "task_restarts", "steps", "sim_time_ms",
+                "group_epoch")
+
+
+def run_fingerprint(r: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What identifies a run's result (:data:`_FINGERPRINT`), its protocol's family too."""
+    return (family(str(r.get("protocol"))), *(r.get(c) for c in _FINGERPRINT))
 
 
 def _grid_record(g: GridVerdict) -> dict[str, Any]:

@@ -1093,7 +1093,11 @@ def judge_shared_cells(grids: Sequence[Mapping[str, Any]], verdicts: Sequence[Gr
                 (base, tuple(sorted(settings.items()))))
             owners[cond].append((gi, row))
             for r in rs:
-                rid = (_row_of(r), r["protocol"], r.get("seed"), r.get("replicate"))
+                # one run per protocol and seed: the same conditions and seed are the same
+                # simulation, whatever workload name or grid it was run under (round 8: grow-
+                # by-900's light and light-md300s, kip415's 16x8c and 16x8c-task1s counted
+                # each seed twice, and a sign test on 5 seeds read as one on 10)
+                rid = (r["protocol"], int(r.get("seed") or 0))
                 best = pooled[cond].get(rid)
                 if best is None or spans[id(grid)] > spans[id(grids[best["_grid"]])]:
                     pooled[cond][rid] = {**r, "_grid": gi}
@@ -1102,12 +1106,6 @@ def judge_shared_cells(grids: Sequence[Mapping[str, Any]], verdicts: Sequence[Gr
         if len({gi for gi, _ in rows_of}) < 2:
             continue
         rs = list(pooled[cond].values())
-        if len({_row_of(r) for r in rs}) > 1:
-            # two workload names share the seeds' numbers: one key per (row, seed), so that
-            # the cells keep every run and pair protocols within their own row only
-            keys = {k: i for i, k in enumerate(sorted({(_row_of(r), int(r.get("seed") or 0))
-                                                        for r in rs}, key=repr))}
-            rs = [{**r, "seed": keys[(_row_of(r), int(r.get("seed") or 0))]} for r in rs]
         names = sorted({str(verdicts[gi].name) for gi, _ in rows_of})
 
         def first(r: Mapping[str, Any]) -> bool:
@@ -1121,8 +1119,8 @@ def judge_shared_cells(grids: Sequence[Mapping[str, Any]], verdicts: Sequence[Gr
             gv = verdicts[gi]
             row.metrics = [judge_sets(one, fresh, gv.protocols, mv.metric, min_seeds)
                            for mv in row.metrics]
-            row.seeds = len({(_row_of(r), r.get("seed")) for r in one})
-            n_fresh = len({(_row_of(r), r.get("seed")) for r in fresh})
+            row.seeds = len({r.get("seed") for r in one})
+            n_fresh = len({r.get("seed") for r in fresh})
             others = [n for n in names if n != gv.name]
             row.pooled = (f"the same cell as {', '.join(others)}: judged on every grid's runs "
                           f"of it ({row.seeds} seeds" + (f" + {n_fresh} fresh" if n_fresh
