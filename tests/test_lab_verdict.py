@@ -198,8 +198,8 @@ def test_claims_carry_their_numbers_and_the_command_of_their_cell() -> None:
             rows.append(_run("consumer:uniform", s, size=size, stall_ms=10 * s, lag_peak=505))
     (g,) = grid_verdicts({"spec": "paper", "grids": [
         {"name": "consumers", "protocols": ["classic:eager", "consumer:uniform"],
-         "seeds": 5}]}, rows)
-    (c,) = claims([g])  # lag differs by less than its floor: no claim
+         "metrics": ["stall_ms", "resources_moved"], "seeds": 5}]}, rows)
+    (c,) = claims([g])  # (a grid that asks lag answers with it, not with stall)
     assert c.metric == "stall_ms" and c.size == 30  # the largest size
     assert c.best == "consumer:uniform" and c.worse == "classic:eager"
     assert c.text == ("crash, 30 members: consumer:uniform has the lowest stall, 0.02 s (range 0"
@@ -534,16 +534,16 @@ def test_a_scenario_not_yet_named_comes_before_a_scenarios_second_sentence() -> 
                          lag_record_s=900_000.0))
         rows.append(_run("consumer:uniform", s, scenario="a", stall_ms=900, lag_peak=900,
                          lag_record_s=9_000.0))
-        rows.append(_run("classic:eager", s, scenario="b", stall_ms=9_000, lag_peak=0,
-                         lag_record_s=0.0))
-        rows.append(_run("consumer:uniform", s, scenario="b", stall_ms=3_000, lag_peak=0,
-                         lag_record_s=0.0))
+        rows.append(_run("classic:eager", s, scenario="b", stall_ms=0, lag_peak=0,
+                         lag_record_s=9_000.0))
+        rows.append(_run("consumer:uniform", s, scenario="b", stall_ms=0, lag_peak=0,
+                         lag_record_s=3_000.0))
     (g,) = grid_verdicts({"spec": "x", "grids": [
         {"name": "g", "metrics": ["stall_ms", "lag_peak", "lag_record_s"], "seeds": 5,
          "protocols": ["classic:eager", "consumer:uniform"]}]}, rows)
-    assert claim_candidates([g]) == 4
+    assert claim_candidates([g]) == 3  # a consumer grid's stall is no sentence (round 8)
     assert [c.scenario for c in claims([g], limit=2)] == ["a", "b"]
-    assert [c.scenario for c in claims([g], limit=4)].count("a") == 3
+    assert [c.scenario for c in claims([g], limit=4)].count("a") == 2
 
 
 def test_a_crossover_names_protocols_tied_for_the_lowest_together() -> None:
@@ -815,3 +815,24 @@ def test_the_same_seed_under_two_workload_names_is_one_run_not_two() -> None:
         assert row.pooled and row.seeds == 5
         assert len(row.metrics[0].cells["classic:eager"].values) == 5
         assert "(5 seeds)" in row.pooled
+
+
+def test_a_consumer_groups_stall_is_no_sentence_its_lag_is() -> None:
+    """Round 8, S10: cooperative and KIP-848 stall 0 by construction (no global barrier), so
+    a consumer grid's sentence on a scenario answers with lag, never with stall alone; a
+    Connect grid keeps its stall candidates (its stall is the task stop and start)."""
+    grid = {"name": "lateness", "protocols": ["classic:eager", "classic:cooperative"],
+            "scenarios": ["rolling-bounce"], "metrics": ["stall_ms", "lag_record_s"]}
+    rows = [_run(p, s, scenario="rolling-bounce", stall_ms=1500.0 if p == "classic:eager"
+                 else 0.0, lag_record_s=(20_000.0 if p == "classic:eager" else 9_000.0) + s)
+            for p in grid["protocols"] for s in range(6)]
+    g = grid_verdict(grid, rows)
+    stall, lag = g.rows[0].metrics
+    assert stall.verdict == "best" and lag.verdict == "best"  # both marked in the table
+    found = claims([g])
+    assert [c.metric for c in found] == ["lag_record_s"]
+    connect = {**grid, "name": "kip415", "protocols": ["classic-connect:eager",
+                                                      "classic-connect:sessioned"]}
+    crow = [{**r, "protocol": r["protocol"].replace("classic:", "classic-connect:").replace(
+        "cooperative", "sessioned")} for r in rows]
+    assert "stall_ms" in {c.metric for c in claims([grid_verdict(connect, crow)])}

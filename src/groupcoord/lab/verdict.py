@@ -1519,6 +1519,13 @@ def _candidates(g: GridVerdict) -> list[tuple[float, Claim, tuple[str, ...]]]:
             if mv.verdict not in ("best", "tied") or not mv.beaten or not claimable(mv) \
                     or task_time_input(g, mv.metric) or injected_input(row, mv.metric):
                 continue
+            if mv.metric.column == "stall_ms" and not any(
+                    family(p) in _CONNECT_FAMILIES for p in g.protocols) and any(
+                    m.column in ("lag_record_s", "lag_peak") for m in g.metrics):
+                # a consumer group's stall is 0 by construction under cooperative and KIP-848
+                # (no global barrier): a sentence on it answers with the one metric eager
+                # cannot win; the question's lag answers it (round 8, S10)
+                continue
             sign = 1 if mv.metric.lower_is_better else -1
             runner_up = min(mv.beaten, key=lambda p: (sign * mv.cells[p].median, p))
             if _by_design(row.settings or g.settings, mv.metric, runner_up,
