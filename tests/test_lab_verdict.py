@@ -307,7 +307,8 @@ def test_a_swept_parameter_gives_one_sentence_where_the_winner_changes() -> None
     assert c.text == ("rolling-bounce, 8 members (crossover), stall against the processing time per "
                       "record, the lowest, separated from the rest (protocols tied for it "
                       "named together): consumer:uniform at 0.5, 2 ms; no protocol separated "
-                      "from all the rest at 5 ms; classic:eager at 20 ms (the mark not tested "
+                      "from all the rest at 5 ms (the lowest median: classic:eager at 5 ms); "
+                      "classic:eager at 20 ms (the mark not tested "
                       "with a member late at the rebalance).")
     assert c.command == ("groupcoord lab run --spec paper --scenario rolling-bounce --size 8 "
                          "--protocol classic:eager --protocol consumer:uniform --out DIR")
@@ -485,7 +486,8 @@ def test_a_swept_grid_answers_with_its_own_metric_at_every_value() -> None:
     assert [c.metric for c in found] == ["lag_record_s", "lag_peak"]
     assert found[0].text.endswith(
         "classic:eager at 0.5 ms (the mark not tested with a member late at the rebalance); "
-        "no protocol separated from all the rest at 20 ms.")
+        "no protocol separated from all the rest at 20 ms (the lowest median: classic:eager "
+        "at 20 ms).")  # an unmarked value still says who leads there (round 8)
 
 
 def test_a_run_whose_event_changed_nothing_is_left_out_and_counted() -> None:

@@ -1362,6 +1362,20 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                                      if v == w and w is not None and r.metrics[i].limit)
                 if lims:
                     part += " (" + "; ".join(f"the mark {lim}" for lim in lims) + ")"
+                if w is None:
+                    # no mark is no reversal: which protocol still has the best median there
+                    # (round 8: a spread narrowed eager's lead, the sentence read as a flip)
+                    sign = 1 if m.lower_is_better else -1
+                    leads = []
+                    for r, (x, v) in zip(rows, winners, strict=True):
+                        cells = {p: c for p, c in r.metrics[i].cells.items() if p in ranked(
+                            g.protocols)}
+                        if v is None and cells:
+                            lead = min(cells, key=lambda p: (sign * cells[p].median, p))
+                            leads.append(f"{lead} at {number(x or 0.0)}{x_unit}")
+                    if leads:
+                        part += f" (the {'lowest' if sign > 0 else 'highest'} median: " \
+                            + ", ".join(leads) + ")"
                 parts.append(part)
             word = "lowest" if m.lower_is_better else "highest"
             head = (f"{scenario}, {size} {member_word(scenario, g.protocols)}, "
