@@ -282,3 +282,19 @@ def test_a_swept_time_of_whole_seconds_reads_in_seconds() -> None:
         ["10", "100", "1000", "5000"], "the task start time (ms)")
     assert x_ticks("the members' load (% busy)", [20.0, 30.0]) == (
         ["20", "30"], "the members' load (% busy)")
+
+
+def test_runs_with_identical_results_under_two_names_are_one_distinct_run() -> None:
+    """Round 8: ``light`` and ``light-md300s``, ``16x8c`` and ``16x8c-task1s``, a label and
+    its ``@hbspread0s`` run the same simulation: the intro counts them once."""
+    from groupcoord.lab.report import run_fingerprint
+
+    a = {"run_id": "a", "sweep": "s", "protocol": "classic:eager", "workload": "light",
+         "replicate": 3, "seed": 7, "messages": 120, "convergence_ms": 4600.0, "wall_ms": 9,
+         "work": "{}", "settings_json": "{}"}
+    b = {**a, "run_id": "b", "protocol": "classic:eager@hbspread0s",
+         "workload": "light-md300s", "wall_ms": 12, "work": '{"metadata_max_age_ms": 300000}'}
+    assert run_fingerprint(a) == run_fingerprint(b)
+    assert run_fingerprint(a) != run_fingerprint({**b, "messages": 121})
+    assert run_fingerprint(a) != run_fingerprint({**b, "seed": 8})
+    assert run_fingerprint(a) != run_fingerprint({**b, "protocol": "consumer:uniform"})

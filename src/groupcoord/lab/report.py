@@ -350,17 +350,18 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
     return [what, test, left, protocol_text(verdicts)]
 
 
-#: The columns whose values together identify a simulation's result (two runs with every one
-#: equal are the same simulation under two names).
-_FINGERPRINT = ("seed", "ok", "convergence_ms", "resources_moved", "resource_downtime_ms",
-                "epoch_bumps", "messages", "records_written", "records_processed",
-                "lag_record_s", "stall_ms", "task_restarts", "steps", "sim_time_ms",
-                "group_epoch")
+#: The columns that name a run rather than describe its result: two runs equal in every other
+#: column are the same simulation under two names (a workload name whose settings are the
+#: defaults, a label whose timing is the default, a task time the model's default).
+_NAMES = frozenset({"run_id", "sweep", "protocol", "workload", "wall_ms", "replicate", "work",
+                    "settings_json"})
 
 
 def run_fingerprint(r: Mapping[str, Any]) -> tuple[Any, ...]:
-    """What identifies a run's result (:data:`_FINGERPRINT`), its protocol's family too."""
-    return (family(str(r.get("protocol"))), *(r.get(c) for c in _FINGERPRINT))
+    """What identifies a run's result: its protocol's family and every column but those that
+    name it (:data:`_NAMES`)."""
+    return (family(str(r.get("protocol"))),
+            *(f"{k}={r[k]}" for k in sorted(r) if k not in _NAMES))
 
 
 def _grid_record(g: GridVerdict) -> dict[str, Any]:
