@@ -4,6 +4,7 @@ heartbeat phase and a classic rebalance is learned over that spread instead of a
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import replace
 
@@ -107,3 +108,65 @@ def test_the_phase_is_a_draw_per_member_and_join_within_the_spread(spread: int, 
     assert [sim.heartbeat_phase_ms(p, join) for p in reversed(procs)] == offsets[::-1]
     if spread == 0:
         assert offsets == [0] * len(procs)
+
+
+# ---------------------------------------------------------------- Connect workers
+
+def _workers_scenario(protocol: str, spread: int) -> Scenario:
+    """Eight workers running 16 tasks; a ninth joins at 30 s (a rebalance every incumbent
+    learns from its next heartbeat)."""
+    raw = {"name": "w", "group": {"members": 8, "connectors": {"A": 8, "B": 8}},
+           "events": [{"at_ms": 30_000, "kind": "join", "members": ["c9"]}]}
+    return replace(with_field_settings(parse_scenario(raw), protocol), heartbeat_spread_ms=spread)
+
+
+def _incumbents_learned_at(trace: list[str]) -> list[int]:
+    """When each of the eight incumbent workers first heard REBALANCE_IN_PROGRESS on a
+    heartbeat after the ninth worker's join."""
+    return sorted(t for member, t in _learned_at(trace).items() if member != "c9")
+
+
+def test_classic_connect_workers_learn_a_rebalance_over_the_spread() -> None:
+    for protocol in ("classic-connect:eager", "classic-connect:sessioned"):
+        for seed in (1, 2):
+            aligned = simulate(_workers_scenario(protocol, 0), seed, protocol, record_trace=True)
+            spread = simulate(_workers_scenario(protocol, 3000), seed, protocol,
+                              record_trace=True)
+            assert aligned.ok and spread.ok, (aligned.violation, spread.violation)
+            assert not any("hb phase" in line for line in aligned.trace)
+            a, s = _incumbents_learned_at(aligned.trace), _incumbents_learned_at(spread.trace)
+            assert len(a) == len(s) == 8
+            assert all(t >= 30_000 for t in a + s)
+            # aligned: the timers restarted at one SyncGroup round, within a network round
+            assert a[-1] - a[0] < 100, (protocol, seed, a)
+            # spread: the first heartbeats after the join fall over the drawn phases
+            assert 1000 < s[-1] - s[0] < 3000 + 3000, (protocol, seed, s)
+            assert len({t // 100 for t in s}) >= 5  # not a few clusters: spread out
+            assert spread.summary["resource_downtime_ms"] != aligned.summary[
+                "resource_downtime_ms"]
+
+
+def test_each_sync_and_join_shifts_a_connect_workers_next_beat() -> None:
+    for protocol in ("classic-connect:eager", "classic-connect:sessioned", "connect:eager",
+                     "connect:cooperative"):
+        res = simulate(_workers_scenario(protocol, 2000), 7, protocol, record_trace=True)
+        assert res.ok, res.violation
+        shifts = [int(m.group(1)) for line in res.trace if "hb phase" in line
+                  for m in [re.search(r"\+(\d+) ms", line)] if m]
+        assert len(shifts) >= 9, protocol  # every worker at least once
+        assert all(0 < s < 2000 for s in shifts)
+        assert len(set(shifts)) > 5
+
+
+def test_the_lab_label_spreads_connect_workers_and_names_the_spread() -> None:
+    spec = restrict(load_spec("paper"), scenarios=["kip415-worker-joins"], sizes=[12],
+                    workloads=["16x8c-task10ms"], protocols=["classic-connect:eager"])
+    run = next(r for r in expand(spec) if r.replicate == 0)
+    rows = {p: run_one(replace(run, protocol=p)) for p in ("classic-connect:eager@hbspread0s",
+                                                          "classic-connect:eager@hbspread3s")}
+    a, b = rows["classic-connect:eager@hbspread0s"], rows["classic-connect:eager@hbspread3s"]
+    assert a["seed"] == b["seed"] and a["ok"] and b["ok"]
+    assert a["task_downtime_task_s"] != b["task_downtime_task_s"]
+    assert a["summary_json"] != b["summary_json"]
+    assert "heartbeat.spread.ms" not in json.loads(a["settings_json"])
+    assert json.loads(b["settings_json"])["heartbeat.spread.ms"] == 3000

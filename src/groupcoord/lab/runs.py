@@ -37,7 +37,9 @@ the cost of the windows' union), the initial join left out:
 Not costs: ``convergence_ms`` (the longest window's time until the group converged; null if
 one did not: ``converged`` false); ``time_to_balance_ms`` (Connect protocols: from the first
 disturbance until the assignment became balanced and stayed so, connectors and tasks each
-spread within one per worker; null if it never did); ``warmup_ms`` (when the first
+spread within one per worker, and every task of it runs again, started since its assignment
+(``sim.connect.ConnectSimulation.balanced_and_running_since``: it contains the tasks' stop and
+start times); null if it never did); ``warmup_ms`` (when the first
 disturbance came); ``caught_up`` (whether the group had converged and its applications caught
 up by then, a poison workload's steady state aside, ``sim.engine``: a run that had not is no
 evidence of a disturbance's cost); ``recovered``

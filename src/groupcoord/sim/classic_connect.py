@@ -265,6 +265,10 @@ class SimClassicWorker:
     def complete_revocation(self, now_ms: int) -> None:
         self.worker.complete_revocation(now_ms)
 
+    def delay_heartbeat(self, delay_ms: int) -> None:
+        """The heartbeat phase a join draws (``Scenario.heartbeat_spread_ms``)."""
+        self.worker.delay_heartbeat(delay_ms)
+
     def next_deadline(self) -> int | None:
         return self.worker.next_deadline()
 

@@ -121,6 +121,10 @@ class ConnectSimulation(ConsumerSimulation):
     commits_offsets = False
     #: KIP-415's "time until balanced" (``balanced_since``).
     track_balance = True
+    #: A worker's join ends with its first answer, at member epoch 0 when the group's target
+    #: is not computed yet (the Connect draft): its heartbeat timer starts there, so its
+    #: heartbeat phase is drawn there (``Scenario.heartbeat_spread_ms``).
+    first_epoch = 0
     revoked_stat = "items_revoked"
     member_word = "worker"
     verbs = ("run", "runs")
@@ -326,6 +330,39 @@ class ConnectSimulation(ConsumerSimulation):
         if isinstance(r, frozenset | set):
             return ",".join(show(it) for it in sorted(r)) if r else "-"
         return super().format_resource(r)
+
+    def balanced_and_running_since(self) -> int | None:
+        """KIP-415's "time until balanced" ends here (the summary's ``balanced_since_ms``, the
+        lab's ``time_to_balance_ms`` counts from the first disturbance to it): since when the
+        group has been converged with a balanced assignment (connectors and tasks each spread
+        within one per worker, every item owned) *and* every task of that final assignment
+        runs again, i.e. its worker's task started (``task_start_ms`` after it was assigned)
+        since the assignment that gave it to that worker. It is the later of the two times;
+        None when the assignment is not balanced or a task of it has not started (a task
+        still stopping or starting is no balanced group's work). Without an application
+        (an idle workload) tasks start at their assignment: the balanced assignment's time.
+        So an eager rebalance, which stops every task, is balanced only once the last task
+        it moved or restarted runs, never before its stall ends; the same rule holds for
+        every Connect protocol (both group types, eager and incremental cooperative)."""
+        since = self.balanced_since
+        app = self.app
+        if since is None or not app.on:
+            return since
+        started_at = app.model.started_at
+        processors = app.model.processors
+        for item, p in sorted(self.legit.items(), key=lambda kv: kv[0]):
+            if item not in self.universe or item[1] < 0:
+                continue  # a connector: no record work, no start time in the model
+            proc = processors.get(app._pname(p, item))
+            if proc is None or item not in proc.active:
+                return None  # assigned, not (yet) running
+            since = max(since, started_at.get(item, since))
+        return since
+
+    def _method_summary(self) -> dict[str, Any]:
+        out = super()._method_summary()
+        out["balanced_since_ms"] = self.balanced_and_running_since()
+        return out
 
     def protocol_summary(self) -> dict[str, Any]:
         out = super().protocol_summary()

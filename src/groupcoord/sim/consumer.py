@@ -161,6 +161,8 @@ class ConsumerSimulation(ConsumerConvergence):
     commits_offsets = True
     #: The statistic that counts revoked resources (None: not counted).
     revoked_stat: str | None = None
+    #: The lowest member epoch of a join's first answer that draws a heartbeat phase.
+    first_epoch = 1
 
     def setup(self) -> None:
         sc = self.scenario
@@ -747,7 +749,8 @@ class ConsumerSimulation(ConsumerConvergence):
         if m.state is not state_before or m.member_epoch != before:
             self.dirty = True
             if state_before is ClientMemberState.JOINING and m.state is not \
-                    ClientMemberState.JOINING and m.state not in _LEFT and m.member_epoch > 0:
+                    ClientMemberState.JOINING and m.state not in _LEFT \
+                    and m.member_epoch >= self.first_epoch:
                 self.spread_heartbeat(p, m.member_epoch)  # a KIP-848 join: its own phase
         self._settle(p)
 
@@ -773,7 +776,7 @@ class ConsumerSimulation(ConsumerConvergence):
     def spread_heartbeat(self, p: Proc, join: int) -> None:
         """Shift ``p``'s next heartbeat by :meth:`heartbeat_phase_ms` (traced when it moves)."""
         off = self.heartbeat_phase_ms(p, join)
-        delay = getattr(p.member, "delay_heartbeat", None)  # consumers only, not Connect
+        delay = getattr(p.member, "delay_heartbeat", None)  # consumers and Connect workers
         if off and delay is not None:
             delay(off)
             self.trace("hb phase", p.name, join, f"+{off} ms")

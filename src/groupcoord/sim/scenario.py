@@ -210,7 +210,8 @@ class Scenario:
     restart_delay_ms: int = 1_000
     #: Connect workers' ``scheduled.rebalance.max.delay.ms`` (KIP-415).
     max_delay_ms: int = DEFAULT_MAX_DELAY_MS
-    #: How far the members' heartbeat phases spread (consumer groups, classic and KIP-848):
+    #: How far the members' heartbeat phases spread (consumer groups, classic and KIP-848, and
+    #: Connect workers on either group type):
     #: at each join a member's heartbeat timer is pushed later by an offset drawn uniformly
     #: from ``[0, heartbeat_spread_ms)`` per member and join (``sim.consumer``'s
     #: ``heartbeat_phase_ms``). 0 (the default): the Java client's ideal, every classic member

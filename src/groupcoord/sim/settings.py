@@ -33,7 +33,9 @@ by ``+``). The variant's timing wins over the field's default and over the scena
 commit cadence of an application that commits each batch, beside the default.
 ``classic:eager@hbspread1s`` spreads the members' heartbeat phases by up to 1 s at each join
 (``Scenario.heartbeat_spread_ms``; not a client config: the field's spread, see
-``sim.consumer``).
+``sim.consumer``); Connect workers draw theirs the same way (``classic-connect:eager@hbspread3s``
+at each SyncGroup answer, ``connect:eager@hbspread3s`` at each join of the Connect draft's
+group type).
 """
 
 from __future__ import annotations
@@ -140,6 +142,8 @@ def effective_settings(sc: Scenario, protocol: str) -> dict[str, int]:
                "offset.flush.interval.ms": (wl.auto_commit_interval_ms
                                             if wl.auto_commit_interval_ms is not None
                                             else sc.commit_interval_ms)}
+        if sc.heartbeat_spread_ms:  # the model's spread of heartbeat phases (no client config)
+            out["heartbeat.spread.ms"] = sc.heartbeat_spread_ms
     else:
         out = {"heartbeat.interval.ms" if fam == "classic"
                else "group.consumer.heartbeat.interval.ms": sc.heartbeat_interval_ms,

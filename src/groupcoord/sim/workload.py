@@ -1447,6 +1447,8 @@ class WorkModel:
         self.task_restarts = 0
         self.poll_timeouts = 0
         self._started: set[Key] = set()
+        #: When each Connect task last started (its processor activated it), ms.
+        self.started_at: dict[Key, int] = {}
         self._working: set[str] = set()
         self._paused = 0
         self._paused_of: dict[str, int] = {}
@@ -1592,6 +1594,7 @@ class WorkModel:
         if key in self._started:
             self.task_restarts += 1
         self._started.add(key)
+        self.started_at[key] = self.now()
 
     # ---------------------------------------------------------------- accounting
 

@@ -297,6 +297,14 @@ class ClassicConnectWorker(ClassicMember):
         """Rejoin at the next poll (upstream ``requestRejoin``)."""
         self._rejoin_reason = reason
 
+    def delay_heartbeat(self, delay_ms: int) -> None:
+        """Push the next heartbeat ``delay_ms`` later: the worker's heartbeat phase against the
+        other workers' (a driver that models the field's spread of phases: the SyncGroup
+        answers of one round reach the workers over a network round, the heartbeat thread
+        wakes only every ``retry.backoff.ms``, a GC pause; the timer then keeps the new phase,
+        as every answer restarts it one interval later)."""
+        self._next_heartbeat += delay_ms
+
     def leave(self, now_ms: int) -> None:
         """Stop everything (``on_revoked``), then send LeaveGroup."""
         self._now = now_ms
