@@ -839,3 +839,31 @@ def test_a_consumer_groups_stall_is_no_sentence_its_lag_is() -> None:
     crow = [{**r, "protocol": r["protocol"].replace("classic:", "classic-connect:").replace(
         "cooperative", "sessioned")} for r in rows]
     assert "stall_ms" in {c.metric for c in claims([grid_verdict(connect, crow)])}
+
+
+def test_an_eager_mark_cites_the_heartbeat_spread_grids_result_on_the_same_cell() -> None:
+    """Round 8: S4 and S6 (eager's scale-out wins) rest on aligned heartbeats; the hb-spread
+    grid runs the same cell at 1 s, where eager is not separated: the mark says so."""
+    plain = {"name": "crossover", "protocols": ["classic:eager", "classic:cooperative"],
+             "scenarios": ["scale-out"], "metrics": ["lag_record_s"], "seeds": 5}
+    labels = [f"{p}@hbspread{s}" for s in ("0s", "1s") for p in plain["protocols"]]
+    spread = {**plain, "name": "hb-spread", "protocols": labels}
+    rows = [_run(p, s, scenario="scale-out", size=8,
+                 lag_record_s=(1.0 if p == "classic:eager" else 255.0) + s)
+            for p in plain["protocols"] for s in range(5)]
+    for label in labels:
+        base, _, tail = label.partition("@")
+        aligned = tail == "hbspread0s"
+        rows += [_run(label, s, scenario="scale-out", size=8, lag_record_s=(
+            (1.0 if base == "classic:eager" else 255.0) if aligned
+            else (30.0 * s if base == "classic:eager" else 100.0 + 20 * s)))
+            for s in range(5)]
+    g_plain, _ = grid_verdicts({"spec": "paper", "grids": [plain, spread]}, rows)
+    mv = g_plain.rows[0].metrics[0]
+    assert mv.best == ("classic:eager",)
+    assert mv.limit.endswith("; holds only with aligned heartbeats (hb-spread, heartbeats "
+                             "spread after a join, the same cell: at 1 s: no protocol "
+                             "separated)")
+    # without the spread grid the mark carries no such limit
+    (alone,) = grid_verdicts({"spec": "paper", "grids": [plain]}, rows)
+    assert "aligned heartbeats" not in alone.rows[0].metrics[0].limit

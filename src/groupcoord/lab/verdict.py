@@ -778,6 +778,45 @@ def _bounce_param(run: Mapping[str, Any], key: str) -> int | None:
     return max(vals) if vals else None
 
 
+def mark_spread_limits(verdicts: Sequence[GridVerdict]) -> None:
+    """A classic eager mark in a cell that a heartbeat-spread grid also runs (the same
+    scenario, size and workload, judged per spread) holds only with aligned heartbeats where
+    that grid does not give eager the mark at a spread above 0: the mark says what the spread
+    grid found there (round 8: S4 and S6, eager's scale-out wins, did not cite hb-spread's
+    1 s and 3 s rows on the same cell)."""
+    spread_rows = [(g, r) for g in verdicts if g.labels and g.parameter == "heartbeat_spread_ms"
+                   for r in g.rows if (r.x or 0) > 0]
+    if not spread_rows:
+        return
+    for g in verdicts:
+        if g.labels:
+            continue
+        for row in g.rows:
+            others = [(sg, sr) for sg, sr in spread_rows if (sr.scenario, sr.size, sr.workload)
+                      == (row.scenario, row.size, row.workload)]
+            if not others:
+                continue
+            for mv in row.metrics:
+                if mv.verdict not in ("best", "tied") or not any(
+                        p.startswith("classic:eager") for p in mv.best):
+                    continue
+                found = []
+                for _sg, sr in sorted(others, key=lambda o: o[1].x or 0):
+                    smv = next((x for x in sr.metrics if x.metric.column == mv.metric.column),
+                               None)
+                    if smv is None or (smv.verdict in ("best", "tied") and any(
+                            p.startswith("classic:eager") for p in smv.best)):
+                        continue
+                    at = f"{number((sr.x or 0) / 1000)} s"
+                    found.append(f"at {at}: " + (
+                        f"{' and '.join(smv.best)}" if smv.verdict in ("best", "tied")
+                        and smv.best else "no protocol separated"))
+                if found:
+                    lim = ("holds only with aligned heartbeats (hb-spread, heartbeats spread "
+                           "after a join, the same cell: " + "; ".join(found) + ")")
+                    mv.limit = f"{mv.limit}; {lim}" if mv.limit else lim
+
+
 def mark_heartbeat_limits(verdicts: Sequence[GridVerdict]) -> None:
     """A mark on partitions moved or paused won by a protocol whose heartbeat is longer than
     the bounced member's downtime rests on that: the member is back before its coordinator
@@ -1155,6 +1194,7 @@ def grid_verdicts(meta: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]
     unmark_share_moves(out)
     mark_busy_limits(out)
     mark_heartbeat_limits(out)
+    mark_spread_limits(out)
     mark_heartbeat_multiples(out)
     mark_by_design(out)
     return out
