@@ -867,3 +867,23 @@ def test_an_eager_mark_cites_the_heartbeat_spread_grids_result_on_the_same_cell(
     # without the spread grid the mark carries no such limit
     (alone,) = grid_verdicts({"spec": "paper", "grids": [plain]}, rows)
     assert "aligned heartbeats" not in alone.rows[0].metrics[0].limit
+
+
+def test_a_sentence_names_a_closer_protocol_of_the_same_cell_in_another_grid() -> None:
+    """Round 8, S6: busy-crossover's sentence named cooperative (255) the runner-up while the
+    same cell in crossover-20ms has consumer:uniform@hb3s at 66.4: the sentence says so."""
+    small = {"name": "busy", "protocols": ["classic:eager", "classic:cooperative"],
+             "scenarios": ["scale-out"], "metrics": ["lag_record_s"], "seeds": 5}
+    big = {**small, "name": "crossover",
+           "protocols": ["classic:eager", "classic:cooperative", "consumer:uniform@hb3s"]}
+    vals = {"classic:eager": 1.0, "classic:cooperative": 900.0, "consumer:uniform@hb3s": 300.0}
+    rows = [{**_run(p, s, scenario="scale-out", size=8, lag_record_s=v + s),
+             "settings_json": "{}"} for p, v in vals.items() for s in range(5)]
+    g_big, g_small = grid_verdicts({"spec": "paper", "grids": [big, small]}, rows)
+    found = claims([g_big, g_small])
+    busy = next(c for c in found if c.grid == "busy")
+    assert busy.worse == "classic:cooperative"
+    assert busy.text.endswith("Closer to the best in the same cell: consumer:uniform@hb3s at "
+                              "302 record·s (a column of crossover, not of this grid).")
+    crossover = next(c for c in found if c.grid == "crossover")
+    assert "Closer to the best" not in crossover.text  # its own runner-up is @hb3s

@@ -1648,10 +1648,52 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS) -> list[Cla
         key = (sc[1].grid, sc[1].scenario)
         (again if key in shown else fresh).append(sc)
         shown.add(key)
-    out = [c for _, c in (first + fresh + again)[:limit]]
+    out = [closer_elsewhere(c, verdicts) for _, c in (first + fresh + again)[:limit]]
     order = {g.name: i for i, g in enumerate(verdicts)}
     out.sort(key=lambda c: order.get(c.grid, 0))
     return out
+
+
+def closer_elsewhere(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
+    """A sentence whose cell another grid also runs, with protocols this grid does not
+    (``consumer:uniform@hb3s`` in crossover-20ms beside busy-crossover's columns): where one
+    of them is closer to the best than the runner-up named, the sentence says so (round 8,
+    S6: "255 for classic:cooperative (the runner-up)" while the same cell had @hb3s at 66.4)."""
+    if not c.worse or not c.workload:
+        return c
+    own = next((g for g in verdicts if g.name == c.grid), None)
+    if own is None:
+        return c
+    row = next((r for r in own.rows if (r.scenario, r.size, r.workload)
+                == (c.scenario, c.size, c.workload)), None)
+    mv = None if row is None else next((x for x in row.metrics if x.metric.column == c.metric),
+                                       None)
+    if mv is None or c.worse not in mv.cells:
+        return c
+    sign = 1 if mv.metric.lower_is_better else -1
+    named = sign * mv.cells[c.worse].median
+    closer: list[tuple[float, str, str]] = []
+    for g in verdicts:
+        if g is own or g.labels:
+            continue
+        for r in g.rows:
+            if (r.scenario, r.size, r.workload) != (c.scenario, c.size, c.workload):
+                continue
+            omv = next((x for x in r.metrics if x.metric.column == c.metric), None)
+            if omv is None:
+                continue
+            for p, cell in omv.cells.items():
+                if p in mv.cells or p in omv.best or p not in ranked(g.protocols):
+                    continue
+                if sign * cell.median < named:
+                    closer.append((sign * cell.median, p, g.name))
+    if not closer:
+        return c
+    v, p, gname = min(closer)
+    m = mv.metric
+    return replace(c, text=c.text + (f" Closer to the best in the same cell: {p} at "
+                                     f"{m.fmt(sign * v)} (a column of {gname}, not of this "
+                                     "grid)."))
 
 
 # --------------------------------------------------------------------------- labels
