@@ -143,6 +143,19 @@ def pick_jackson(roots: list[Path]) -> list[Path]:
                      "annotations and datatype-jdk8 all on this machine")
 
 
+def check_source(ns: argparse.Namespace) -> None:
+    if ns.source:
+        if not (Path(ns.source) / "clients" / "src" / "main" / "java").is_dir():
+            raise BuildError(f"reading the source failed: {ns.source} is not an Apache Kafka "
+                             "checkout")
+        return
+    proc = subprocess.run(["git", "--git-dir", ns.git_dir, "rev-parse", "--verify",
+                           f"{ns.rev}^{{commit}}"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        why = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "no such revision"
+        raise BuildError(f"reading the source failed: {ns.git_dir} {ns.rev}: {why}")
+
+
 def export_source(ns: argparse.Namespace, into: Path) -> tuple[Path, dict[str, str]]:
     """The source tree and what it is: version (gradle.properties), commit and date."""
     if ns.source:
@@ -263,6 +276,7 @@ def build_otlp(out: Path, tmp: Path, protoc: str, protobuf_jar: Path) -> Path:
 
 
 def build(ns: argparse.Namespace) -> dict[str, object]:
+    check_source(ns)  # a bad source is said before anything is looked for or made
     out = Path(ns.out).expanduser()
     out.mkdir(parents=True, exist_ok=True)
     roots = jar_roots(ns.jars)

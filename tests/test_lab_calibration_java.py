@@ -49,6 +49,11 @@ JAVA = {"measured": "2026-11-28", "checked": CHECKED,
 def test_the_java_rows_follow_librdkafkas_tagged_with_their_client() -> None:
     both = with_java_rows(LIB, JAVA)
     assert [r.get("client") for r in both["rows"]] == [None, None, "java"]
+    # a Java row is judged on the metrics it was checked on (its file's), whatever
+    # librdkafka's file checks now
+    assert both["rows"][2]["checked"] == CHECKED and "checked" not in both["rows"][0]
+    assert with_java_rows({**LIB, "checked": [*CHECKED, "stall_ms"]}, JAVA)["rows"][2][
+        "checked"] == CHECKED
     assert both["measured"] == "2026-11-28"
     assert both["setup"]["clients"] == LIB["setup"]["clients"]
     assert both["setup"]["clients_java"] == JAVA["setup"]["clients"]

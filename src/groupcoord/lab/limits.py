@@ -57,11 +57,14 @@ def _read_calibration(p: Path) -> dict[str, Any] | None:
 
 def with_java_rows(cal: Mapping[str, Any], java: Mapping[str, Any]) -> dict[str, Any]:
     """librdkafka's calibration with the Java client's rows after its own, each tagged
-    ``client: java``, the Java client's description as ``setup.clients_java`` and the later of
+    ``client: java`` and with the metrics it was checked on (``checked``: its own, else its
+    file's), the Java client's description as ``setup.clients_java`` and the later of
     the two dates as the results' date."""
     out = dict(cal)
+    # a Java row keeps the metrics it was checked on: its own list, else its file's
+    checked = list(java.get("checked") or _FIRST_CHECKED)
     out["rows"] = [*(cal.get("rows") or []),
-                   *({**r, "client": "java"} for r in java.get("rows") or [])]
+                   *({"checked": checked, **r, "client": "java"} for r in java.get("rows") or [])]
     out["setup"] = {**(cal.get("setup") or {}),
                     "clients_java": dict((java.get("setup") or {}).get("clients") or {})}
     out["measured"] = max(str(cal.get("measured") or ""), str(java.get("measured") or ""))
