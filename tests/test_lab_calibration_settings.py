@@ -358,7 +358,11 @@ def test_stall_and_records_processed_twice_say_from_the_rows_whether_they_are_wi
                             "rolling-bounce, crash, crash-then-join; not checked for "
                             "classic-connect:eager: rows measured before, which report it); "
                             "2 within 2x, "
-                            "2 of them only because both sides are below the floor; 1 outside "
+                            "2 of them only because both sides are below the floor (below it "
+                            "but more than 2x apart: crash classic:eager 25 / 0 ms, simulated "
+                            "/ measured: a figure summed over many disturbances, as a rolling "
+                            "bounce's over its members, adds up values the check cannot "
+                            "resolve); 1 outside "
                             "2x, with one side 0: crash-then-join consumer:uniform: the model "
                             "0, the wire 900 ms. So in crash-then-join the lab's marks on stall")
     assert "kip415" not in stall  # saved before stall was checked: not judged on it
@@ -384,3 +388,9 @@ def test_stall_and_records_processed_twice_say_from_the_rows_whether_they_are_wi
     assert limits.metric_check_brief({"rows": rows[:1]}, "stall_ms").endswith(
         "; above 250 ms this metric is the model's, not checked")
     assert limits.metric_check_brief({"rows": rows}, "lag_peak") == ""
+    # several rows of one protocol apart below the floor: said once, as ranges
+    two = [_stall_row("scale-out", "classic:eager", (26, 0), (0, 0), list(CHECKED)),
+           _stall_row("rolling-bounce", "classic:eager", (47.5, 7.5), (0, 0), list(CHECKED))]
+    assert ("(below it but more than 2x apart: classic:eager in 2 rows (scale-out, "
+            "rolling-bounce): 26-47.5 / 0-7.5 ms, simulated / measured") \
+        in limits.metric_check_text(two, "stall_ms")

@@ -286,3 +286,20 @@ def test_a_sentence_names_the_conditions_its_mark_rests_on() -> None:
     text2 = claim_conditions(c2, [g2], far)
     assert "narrow" not in text2 and "difference of the medians" not in text2
     assert "session" not in text2 and "busy, polls of about" in text2
+
+
+def test_a_spread_grid_says_kip848_members_phases_move_with_the_spread_too() -> None:
+    """Round 8: under ``@hbspread`` the simulator shifts a KIP-848 member's heartbeat at each
+    of its joins as well (``sim.consumer.spread_heartbeat``), so its lag moves with the
+    spread; the page said KIP-848 members simply keep their own phase."""
+    from groupcoord.lab.mechanism import conditions, phase_clause
+
+    settings = {"classic:eager": {"heartbeat.interval.ms": 3000},
+                "consumer:uniform": {"group.consumer.heartbeat.interval.ms": 5000}}
+    text = conditions(["classic:eager", "consumer:uniform"], settings, [0.0, 1000.0, 3000.0])
+    assert "a KIP-848 member's heartbeat is shifted by up to 0, 1 s and 3 s at each of its " \
+        "joins as well" in text
+    assert "shifted" not in conditions(["classic:eager", "consumer:uniform"], settings)
+    clause = phase_clause(["consumer:uniform"], [1000.0])
+    assert "shifted by up to 1 s at each of its joins" in clause
+    assert "shifted" not in phase_clause(["consumer:uniform"])

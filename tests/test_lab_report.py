@@ -267,3 +267,34 @@ def test_a_classic_groups_partition_added_times_are_charted_as_the_refresh_phase
     assert len(flat) == 1  # the median over all 15 seeds, across the panel
     assert list(lines["consumer:uniform"].get_xdata()) == [10, 100, 1000]  # still a line
     assert "metadata refresh's phase" in ax.get_xlabel()
+
+
+def test_a_swept_time_of_whole_seconds_reads_in_seconds() -> None:
+    """Issue item 7, humane units: metadata.max.age.ms swept at 30,000 and 300,000 ms reads
+    30 and 300 s; a spread of 0, 1 and 3 s too; sub-second values stay in ms."""
+    from groupcoord.lab.report import x_ticks
+
+    assert x_ticks("metadata.max.age.ms (ms)", [30_000.0, 300_000.0]) == (
+        ["30", "300"], "metadata.max.age (s)")
+    assert x_ticks("the members' heartbeat spread after a join (ms)", [0.0, 1000.0, 3000.0]) \
+        == (["0", "1", "3"], "the members' heartbeat spread after a join (s)")
+    assert x_ticks("the task start time (ms)", [10.0, 100.0, 1000.0, 5000.0]) == (
+        ["10", "100", "1000", "5000"], "the task start time (ms)")
+    assert x_ticks("the members' load (% busy)", [20.0, 30.0]) == (
+        ["20", "30"], "the members' load (% busy)")
+
+
+def test_runs_with_identical_results_under_two_names_are_one_distinct_run() -> None:
+    """Round 8: ``light`` and ``light-md300s``, ``16x8c`` and ``16x8c-task1s``, a label and
+    its ``@hbspread0s`` run the same simulation: the intro counts them once."""
+    from groupcoord.lab.report import run_fingerprint
+
+    a = {"run_id": "a", "sweep": "s", "protocol": "classic:eager", "workload": "light",
+         "replicate": 3, "seed": 7, "messages": 120, "convergence_ms": 4600.0, "wall_ms": 9,
+         "work": "{}", "settings_json": "{}"}
+    b = {**a, "run_id": "b", "protocol": "classic:eager@hbspread0s",
+         "workload": "light-md300s", "wall_ms": 12, "work": '{"metadata_max_age_ms": 300000}'}
+    assert run_fingerprint(a) == run_fingerprint(b)
+    assert run_fingerprint(a) != run_fingerprint({**b, "messages": 121})
+    assert run_fingerprint(a) != run_fingerprint({**b, "seed": 8})
+    assert run_fingerprint(a) != run_fingerprint({**b, "protocol": "consumer:uniform"})

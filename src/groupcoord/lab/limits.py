@@ -508,6 +508,12 @@ def _classify(rows: Sequence[Mapping[str, Any]], metric: str) -> tuple[
     return checked, below, within, outside
 
 
+def _apart(v: Mapping[str, Any]) -> bool:
+    """Two values more than 2x apart (one of them 0 and the other not, too)."""
+    lo, hi = sorted((float(v["simulated"]), float(v["measured"])))
+    return hi > 2 * lo
+
+
 def metric_check_brief(cal: Mapping[str, Any] | None, metric: str) -> str:
     """:func:`metric_check_text` in one clause, for a sentence on ``metric``: "" when no row
     checks it."""
@@ -559,6 +565,28 @@ def metric_check_text(rows: Sequence[Mapping[str, Any]], metric: str) -> str:
     text = (f"{label} (floor {fl}): checked by {len(checked)} calibration rows{scope}; "
             f"{len(within) + len(below)} within 2x, {len(below)} of them only because both "
             f"sides are below the floor")
+    apart = [r for r in below if _apart(r["metrics"][metric])]
+    if apart:
+        by_p: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+        for r in apart:
+            by_p[str(r.get("protocol"))].append(r)
+        parts = []
+        for p, rs in by_p.items():
+            if len(rs) == 1:
+                parts.append(f"{where(rs[0])} {_n(rs[0]['metrics'][metric]['simulated'])} / "
+                             f"{_n(rs[0]['metrics'][metric]['measured'])}"
+                             + (f" {unit}" if unit else ""))
+                continue
+            sims = [float(r["metrics"][metric]["simulated"]) for r in rs]
+            meas = [float(r["metrics"][metric]["measured"]) for r in rs]
+            in_sc = ", ".join(dict.fromkeys(str(r.get("scenario")) for r in rs))
+            parts.append(f"{p} in {len(rs)} rows ({in_sc}): "
+                         f"{_n(min(sims))}-{_n(max(sims))} / {_n(min(meas))}-{_n(max(meas))}"
+                         + (f" {unit}" if unit else ""))
+        text += (" (below it but more than 2x apart: " + "; ".join(parts)
+                 + ", simulated / measured: a figure summed over many "
+            "disturbances, as a rolling bounce's over its members, adds up values the check "
+            "cannot resolve)")
     if within:
         text += (" (above it and within 2x: " + "; ".join(
             f"{where(r)} {_n(r['metrics'][metric]['simulated'])} / "

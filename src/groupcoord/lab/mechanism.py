@@ -775,7 +775,10 @@ def phase_clause(protocols: Sequence[str], spreads: Sequence[float] = ()) -> str
                    "timers restart at the join)")
     if fams & {"consumer", "share"}:
         out.append("a KIP-848 or share member learns of it at its own next heartbeat (each "
-                   "keeps its own phase)")
+                   "keeps its own phase" + (f", a KIP-848 member's shifted by up to "
+                                            f"{spread_text(spreads)} at each of its joins"
+                                            if any(spreads) and "consumer" in fams else "")
+                   + ")")
     return "; ".join(out) or ("every member learns of a rebalance at the same moment "
                               "(heartbeat timers restart at the join)")
 
@@ -826,6 +829,12 @@ def conditions(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
                     "a row says its spread): classic members learn of a rebalance over that "
                     "spread, not at the same moment.")
     own = (OWN_PHASE if fams & {"consumer", "share"} else "")
+    if own and "consumer" in fams and any(spreads):
+        # the spread shifts a KIP-848 member's phase too (``sim.consumer.spread_heartbeat``:
+        # at each of its joins), so its numbers move with the spread (round 8)
+        own += (f" With the spread, a KIP-848 member's heartbeat is shifted by up to "
+                f"{spread_text(spreads)} at each of its joins as well (a new or bounced "
+                "member), so KIP-848's numbers move with the spread too.")
     return ("Conditions: " + "; ".join(parts) + ". " + " ".join(x for x in (together, own) if x)
             + (" A classic member rejoins only from its poll loop, so one busy in a long poll "
                "holds an eager group's barrier until its batch is done (see Polls below for "

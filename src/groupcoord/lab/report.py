@@ -334,13 +334,34 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
     seen = Counter(r.get("run_id") for g in verdicts for r in runs if r.get("run_id")
                    and _in_grid(r, _grid_record(g)))
     distinct = total - sum(n - 1 for n in seen.values())
+    # and runs with identical results are one simulation under two names (a workload name
+    # whose settings are the defaults, a label whose timing is the default: round 8)
+    same = len({run_fingerprint(r) for r in runs if r.get("run_id") in seen}) \
+        if seen else distinct
+    distinct -= max(len(seen) - same, 0)
     shared = (f" ({distinct:,} distinct runs: a run of a cell that two grids share, as the "
               "busy-member and deciding-input grids share their plain scenarios with the "
-              "grids they test, counts in each)" if 0 < distinct < total else "")
+              "grids they test, counts in each, and runs whose results are identical (the "
+              "same simulation under two workload names or labels) count once)"
+              if 0 < distinct < total else "")
     left = (f"{total:,} runs in these grids{shared}; left out: {bad:,} that violated an invariant "
             f"(listed below), {late:,} that never caught up before their first disturbance, "
             f"{noop:,} with a scenario event that changed nothing (noop_events).")
     return [what, test, left, protocol_text(verdicts)]
+
+
+#: The columns that name a run rather than describe its result: two runs equal in every other
+#: column are the same simulation under two names (a workload name whose settings are the
+#: defaults, a label whose timing is the default, a task time the model's default).
+_NAMES = frozenset({"run_id", "sweep", "protocol", "workload", "wall_ms", "replicate", "work",
+                    "settings_json"})
+
+
+def run_fingerprint(r: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What identifies a run's result: its protocol's family and every column but those that
+    name it (:data:`_NAMES`)."""
+    return (family(str(r.get("protocol"))),
+            *(f"{k}={r[k]}" for k in sorted(r) if k not in _NAMES))
 
 
 def _grid_record(g: GridVerdict) -> dict[str, Any]:
@@ -753,6 +774,16 @@ def phase_drawn(g: GridVerdict, scenario: str, m: Metric, protocol: str) -> bool
             and axis is not None and axis[0] == "size")
 
 
+def x_ticks(label: str, xs: Sequence[float]) -> tuple[list[str], str]:
+    """The x axis's tick labels and its label: a swept time in ms whose values are all whole
+    seconds (or 0) reads in s (``30, 300`` "metadata.max.age (s)", not ``30000, 300000``)."""
+    if label.endswith("(ms)") and xs and any(v >= 1000 for v in xs) and all(
+            v == 0 or (v >= 1000 and v % 1000 == 0) for v in xs):
+        name = label[:-len("(ms)")].rstrip().removesuffix(".ms")
+        return [f"{v / 1000:g}" for v in xs], f"{name} (s)"
+    return [f"{v:g}" for v in xs], label
+
+
 def log_threshold(m: Metric, values: Sequence[float]) -> float | None:
     """Where a panel's y axis turns logarithmic (in the unit shown), or None for a linear
     axis: its values beyond the metric's floor span more than :data:`LOG_Y_SPAN`; below the
@@ -870,9 +901,10 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
             xs = sorted(xs_all)
             if xs and xs[0] > 0 and xs[-1] / xs[0] > LOG_X_SPAN:
                 ax.set_xscale("log")
-            ax.set_xticks(xs, [f"{v:g}" for v in xs])
+            ticks, xlabel = x_ticks(axis[1], xs)
+            ax.set_xticks(xs, ticks)
             ax.minorticks_off()
-            ax.set_xlabel(axis[1] + ("\nclassic: each seed a dot, dashed its median over "
+            ax.set_xlabel(xlabel + ("\nclassic: each seed a dot, dashed its median over "
                                      "every size\n(the metadata refresh's phase, not the "
                                      "size, decides it)" if phase_note else ""),
                           fontsize=8 if phase_note else None)
