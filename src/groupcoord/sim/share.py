@@ -67,7 +67,8 @@ to its topic); I4 as every protocol; I5 convergence (every live process a member
 group epoch with its target, no other member) within :meth:`ShareSimulation.i5_bound` after
 the faults stop; S4 at the end: every record produced before the faults stopped is
 acknowledged or archived (the bound leaves the locks time to expire and the backlog time to
-drain).
+drain), checked while every live member can keep up with what it holds
+(``ShareConvergence.over_capacity``: a member that cannot never drains, under any protocol).
 
 **The I5 bound**: the session timeout S (a crashed member's expiry), the lock duration D (its
 records' release), a restart delay R, request timeout Q, three heartbeat intervals H and twenty
@@ -210,7 +211,6 @@ class ShareSimulation(ShareConvergence):
         #: in each disturbance window, by (label, start): ``protocol_summary``'s
         #: ``share_lag_peaks``, the page's column beside the processed-based lag.
         self._share_lag_peaks: dict[tuple[str, int], int] = {}
-        self._quiet_lag = 0
         self.on_image_changed()
         for i, at in enumerate(start_offsets_ms(sc, self.seed)):
             self.at(at, self._spawn_event, f"c{i + 1}")
