@@ -284,6 +284,9 @@ class VerdictRow:
     #: The grids this row's cell is shared with, when judged on all of their runs
     #: (:func:`judge_shared_cells`); empty when the cell is this grid's alone.
     pooled: str = ""
+    #: Distinct seeds of the second (fresh) set a pooled row rests on (:func:`judge_shared_cells`;
+    #: 0 when the row is this grid's alone or has none).
+    fresh_seeds: int = 0
     #: The row's value of the timing its grid sweeps across every protocol
     #: (:func:`swept_timing`), in words ("heartbeats spread over up to 1 s after a join");
     #: empty when the grid sweeps none.
@@ -1160,9 +1163,10 @@ def judge_shared_cells(grids: Sequence[Mapping[str, Any]], verdicts: Sequence[Gr
                            for mv in row.metrics]
             row.seeds = len({r.get("seed") for r in one})
             n_fresh = len({r.get("seed") for r in fresh})
+            row.fresh_seeds = n_fresh
             others = [n for n in names if n != gv.name]
             row.pooled = (f"the same cell as {', '.join(others)}: judged on every grid's runs "
-                          f"of it ({row.seeds} seeds" + (f" + {n_fresh} fresh" if n_fresh
+                          f"of it ({row.seeds} distinct seeds" + (f" + {n_fresh} fresh" if n_fresh
                                                           else "") + ")")
             touched.add(gi)
     for gi in touched:
