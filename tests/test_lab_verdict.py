@@ -30,6 +30,7 @@ from groupcoord.lab.verdict import (
     grid_verdicts,
     judge,
     mark_dependence,
+    mark_spread_limits,
     modes,
     natural_key,
     question_metrics,
@@ -867,9 +868,18 @@ def test_an_eager_mark_cites_the_heartbeat_spread_grids_result_on_the_same_cell(
     g_plain, _ = grid_verdicts({"spec": "paper", "grids": [plain, spread]}, rows)
     mv = g_plain.rows[0].metrics[0]
     assert mv.best == ("classic:eager",)
-    assert mv.limit.endswith("; holds only with aligned heartbeats (hb-spread, heartbeats "
-                             "spread after a join, the same cell: at 1 s: no protocol "
-                             "separated)")
+    assert ("; holds only with aligned heartbeats (hb-spread, heartbeats spread after a join, "
+            "the same cell: at 1 s: no protocol separated)") in mv.limit
+    # and cites how far apart real members learned of a rebalance, from the stored rows
+    wire = [{"client": "Java", "rebalances": 24, "median_s": 0.022, "largest_s": 0.094}]
+    mv.limit = ""
+    mark_spread_limits([g_plain, _], wire)
+    assert mv.limit.endswith("separated); real classic members, measured on the wire (eager "
+                             "rolling bounce): within 0.094 s of one another (median 0.022 s, "
+                             "Java, 24 rebalances)")
+    mv.limit = ""
+    mark_spread_limits([g_plain, _], [])
+    assert mv.limit.endswith("at 1 s: no protocol separated)")
     # without the spread grid the mark carries no such limit
     (alone,) = grid_verdicts({"spec": "paper", "grids": [plain]}, rows)
     assert "aligned heartbeats" not in alone.rows[0].metrics[0].limit

@@ -82,6 +82,7 @@ from groupcoord.lab.findings import (
     with_work_parameters,
     work_value,
 )
+from groupcoord.lab.wire_spread import load_spread, spread_text
 
 #: KIP-415's question: what an eager or an incremental cooperative Connect rebalance costs
 #: the tasks (the KIP's own measures), and whether the whole group stops.
@@ -781,12 +782,16 @@ def _bounce_param(run: Mapping[str, Any], key: str) -> int | None:
     return max(vals) if vals else None
 
 
-def mark_spread_limits(verdicts: Sequence[GridVerdict]) -> None:
+def mark_spread_limits(verdicts: Sequence[GridVerdict],
+                       wire: Sequence[Mapping[str, Any]] | None = None) -> None:
     """A classic eager mark in a cell that a heartbeat-spread grid also runs (the same
     scenario, size and workload, judged per spread) holds only with aligned heartbeats where
     that grid does not give eager the mark at a spread above 0: the mark says what the spread
     grid found there (round 8: S4 and S6, eager's scale-out wins, did not cite hb-spread's
-    1 s and 3 s rows on the same cell)."""
+    1 s and 3 s rows on the same cell), and how far apart real classic members learned of a
+    rebalance on the wire (``wire``: the stored measurement, :func:`lab.wire_spread.load_spread`
+    by default), so a reader can tell which spread the field has."""
+    measured = spread_text(load_spread() if wire is None else wire)
     spread_rows = [(g, r) for g in verdicts if g.labels and g.parameter == "heartbeat_spread_ms"
                    for r in g.rows if (r.x or 0) > 0]
     if not spread_rows:
@@ -816,7 +821,8 @@ def mark_spread_limits(verdicts: Sequence[GridVerdict]) -> None:
                         and smv.best else "no protocol separated"))
                 if found:
                     lim = ("holds only with aligned heartbeats (hb-spread, heartbeats spread "
-                           "after a join, the same cell: " + "; ".join(found) + ")")
+                           "after a join, the same cell: " + "; ".join(found) + ")"
+                           + (f"; {measured}" if measured else ""))
                     mv.limit = f"{mv.limit}; {lim}" if mv.limit else lim
 
 
