@@ -165,3 +165,21 @@ def test_one_member_per_partition_says_the_revocation_gap_not_a_tie() -> None:
     flipped = [dict(r, protocol=KIP848 if r["protocol"] == SHARE else SHARE) for r in runs]
     assert one_per_partition("rolling-bounce", [SHARE, KIP848], flipped) == ""
     assert one_per_partition("crowd-crash", [SHARE, KIP848], runs) == ""
+
+
+def test_a_crash_row_says_on_how_many_seeds_the_crashed_member_owned_a_partition() -> None:
+    """At 12 members on 4 partitions the consumer group's crashed member is often idle: the
+    page counts, per crash cell, the seeds on which the crash moved a partition."""
+    from groupcoord.lab.mechanism import crash_owners
+    from groupcoord.lab.share_report import crash_owner_rows, share_sections_md
+
+    runs = [_run(KIP848, s, 12, resources_moved=int(s < 2)) for s in range(10)]
+    runs += [_run(SHARE, s, 12, resources_moved=1) for s in range(10)]
+    assert crash_owners([SHARE, KIP848], runs) == (
+        "consumer:uniform's crashed member owned a partition on 2 of 10 seeds (an idle "
+        "member on the others)")
+    assert crash_owner_rows(runs) == [["12", "1x4-busy", KIP848, "2 of 10"],
+                                      ["12", "1x4-busy", SHARE, "10 of 10"]]
+    assert "did the crashed member own a partition" in share_sections_md(runs)
+    # every seed an owner: nothing to add to the sentence
+    assert crash_owners([SHARE], runs) == ""

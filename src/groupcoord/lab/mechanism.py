@@ -320,6 +320,9 @@ def claim_conditions(claim: Claim, verdicts: Sequence[GridVerdict],
     if shared:
         parts.append(shared)
     if "crash" in row.scenario and not isinstance(ld, TaskTimes):
+        owned = crash_owners([claim.best, claim.worse], mine)
+        if owned:
+            parts.append(owned)
         sessions = {x for p in (claim.best, claim.worse)
                     if (x := _heartbeat(row.settings.get(p) or g.settings.get(p, {}), p,
                                         SESSION_KEYS)) is not None}
@@ -334,6 +337,21 @@ def claim_conditions(claim: Claim, verdicts: Sequence[GridVerdict],
                           + "), which is not all of the lag here: " if sessions else "")
                          + "; ".join(stuck))
     return (" Conditions: " + "; ".join(parts) + ".") if parts else ""
+
+
+def crash_owners(protocols: Sequence[str], runs: Sequence[Mapping[str, Any]]) -> str:
+    """On how many seeds of a crash row the crashed member owned a partition, per protocol,
+    from the runs (a crash window that moved a partition): where it is not every seed a
+    crash sentence compares an idle member's crash on the others; "" where it is every seed."""
+    out = []
+    for p in dict.fromkeys(x for x in protocols if x):
+        mine = [r for r in runs if r.get("protocol") == p and r.get("ok")
+                and r.get("resources_moved") is not None]
+        owned = sum(1 for r in mine if float(r["resources_moved"]) > 0)
+        if mine and owned < len(mine):
+            out.append(f"{p}'s crashed member owned a partition on {owned} of {len(mine)} "
+                       "seeds (an idle member on the others)")
+    return "; ".join(out)
 
 
 def _per_moved(runs: Sequence[Mapping[str, Any]],

@@ -203,6 +203,39 @@ def attach_share_lag(runs: Sequence[dict[str, Any]], path: Path) -> None:
             r[UNPROCESSED] = n
 
 
+def crash_owner_rows(runs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """Per crash cell (size, workload) and protocol: on how many seeds the crashed member
+    owned a partition, read from the runs as a crash window that moved a partition
+    (``resources_moved`` > 0: the crashed member's partitions went to another member); a
+    consumer group with more members than partitions crashes an idle member on the others,
+    so its row's lag and downtime are those of an idle member's crash there."""
+    cells: dict[tuple[int, str, str], list[int]] = {}
+    for r in runs:
+        if "crash" not in str(r.get("scenario")) or not r.get("ok") \
+                or r.get("resources_moved") is None:
+            continue
+        key = (int(r.get("size") or 0), str(r.get("workload")), str(r.get("protocol")))
+        got = cells.setdefault(key, [0, 0])
+        got[0] += float(r["resources_moved"]) > 0
+        got[1] += 1
+    return [[str(size), wl, p, f"{k} of {n}"] for (size, wl, p), (k, n) in sorted(cells.items())]
+
+
+def crash_owner_md(runs: Sequence[Mapping[str, Any]]) -> str:
+    rows = crash_owner_rows(runs)
+    if not rows:
+        return ""
+    lines = ["The crash cells' target (the scenarios crash the same member on every seed): "
+             "on how many seeds the crashed member owned a partition, read as a crash that "
+             "moved one. Where a consumer group has idle members the crash often hits one, and "
+             "the row compares an idle member's crash with a share member's; the crash "
+             "sentences carry the count.", "",
+             "| size | workload | protocol | seeds the crashed member owned a partition |",
+             "|---:|---|---|---:|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
 def redelivery_rows(runs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     """Per share cell (scenario, size, workload): records processed twice (processed again
     after one application processed them: the runs' ``records_reprocessed``, excess over the
@@ -479,6 +512,8 @@ def share_sections_md(runs: Sequence[Mapping[str, Any]]) -> str:
              "## Messages", "", messages_md(runs)]
     if lag := share_lag_md(runs):
         parts += ["", "## Share groups: the broker's share lag", "", lag]
+    if owners := crash_owner_md(runs):
+        parts += ["", "## Crash cells: did the crashed member own a partition", "", owners]
     if again := redelivery_md(runs):
         parts += ["", "## Share groups: records handed out again", "", again]
     if hol := head_of_line_md(runs):
