@@ -24,6 +24,7 @@ import pytest
 from groupcoord.lab.wire import WireError, WireWorkload, run_wire
 from groupcoord.lab.wire_java import BUILD_COMMAND, JavaClient, JavaClientMissing, java_client
 from groupcoord.sim.scenario import parse_scenario
+from tests.test_lab_calibrate import SMALL  # the same small bounce both clients calibrate
 
 GROUPCOORD = [sys.executable, "-c", "import sys; from groupcoord.cli import main; sys.exit(main())"]
 
@@ -54,20 +55,6 @@ def test_a_manifest_whose_jar_is_gone_asks_for_a_rebuild(monkeypatch: pytest.Mon
     manifest.write_text("{not json")
     with pytest.raises(JavaClientMissing, match="not a kafka-clients manifest"):
         java_client()
-
-
-SMALL = """
-name = "calibrate-small"
-description = "Three members on foo (6 partitions); c2 bounces."
-[group]
-members = 3
-topics = { foo = 6 }
-[[events]]
-at_ms = 9000
-kind = "bounce"
-member = "c2"
-down_ms = 1500
-"""
 
 
 def test_the_java_client_is_for_consumers_and_an_unknown_client_is_refused() -> None:
