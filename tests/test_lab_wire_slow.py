@@ -13,7 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from groupcoord.lab.calibrate import calibration_scenario
+from groupcoord.lab.calibrate import (
+    calibration_scenario,
+    disturbing,
+    protocol_scenario,
+    simulate_windows,
+)
 from groupcoord.lab.wire import WireError, WireWorkload, _actions, run_wire, slow_windows
 from groupcoord.lab.wire_java import JavaClientMissing, java_client
 from groupcoord.lab.wire_member import parse_slow, slow_delay_s
@@ -129,6 +134,17 @@ def test_a_slow_member_makes_eager_stall_above_the_floor_on_the_wire(client: str
         assert '"e": "slow"' not in (logs / other).read_text()
     # every eager rebalance waits for c3: the bounce's stall is above the 250 ms floor,
     # about two of c3's delays (without the slow member it is tens of milliseconds)
-    bounce = window_metrics(run)[2]
+    bounce = disturbing(window_metrics(run))[1]
     assert bounce["disturbance"] == "bounce"
     assert bounce["stall_ms"] >= 2_000, bounce
+
+
+def test_a_slow_events_own_window_is_left_out_of_the_comparison_on_both_sides() -> None:
+    sc = _scenario()
+    simulated = simulate_windows(protocol_scenario(sc, "classic:eager"),  # type: ignore[arg-type]
+                                 "classic:eager", WireWorkload(records_per_s=10, processing_ms=5), 1)
+    assert [w["disturbance"] for w in simulated] == ["initial-join", "bounce"]
+    # the bounce's eager rebalances wait for the slow member in the model too
+    assert simulated[1]["stall_ms"] >= 2_000
+    assert disturbing([{"disturbance": "slow"}, {"disturbance": "bounce"}]) == [
+        {"disturbance": "bounce"}]
