@@ -24,12 +24,13 @@ from groupcoord.lab.calibrate import (
     calibrate,
     calibration_scenario,
     compare,
+    growth_drawn,
     median_windows,
     split_rolling_bounces,
     summarize,
     within_2x,
 )
-from groupcoord.lab.wire import WireRun, WireWindow, _actions
+from groupcoord.lab.wire import WireRun, WireWindow, WireWorkload, _actions
 from groupcoord.lab.wire_metrics import convergence, steady_lag, window_metrics
 from groupcoord.sim.scenario import Scenario, load_scenario, start_offsets_ms
 
@@ -279,6 +280,30 @@ def test_calibration_scenario_spreads_the_members_over_a_heartbeat_interval() ->
     acts, _ = _actions(sc, 1)
     assert sorted(a[0] for a in acts if a[1] == "go")[:sc.members] == sorted(
         o / 1000 for o in offsets)
+
+
+def test_a_topics_growth_is_drawn_per_seed_across_one_metadata_refresh_period() -> None:
+    """The classic partition-added calibration grew the topic at 30 s, a whole number of
+    10 s refresh periods after the members started, so every wire repeat measured the same
+    refresh phase: the growth now moves by an offset drawn from the seed across one period,
+    the same for the simulator's seed and the wire's paired repeat (the wire's actions too)."""
+    sc = calibration_scenario(load_scenario("partition-added"), heartbeat_interval_ms=3_000)
+    wl = WireWorkload(metadata_max_age_ms=10_000)
+    (base,) = sc.events
+    drawn = [growth_drawn(sc, wl, s).events[0] for s in range(1, 41)]
+    assert all(e.kind == "add-partitions" and e.params == base.params for e in drawn)
+    shifts = [e.at_ms - base.at_ms for e in drawn]
+    assert all(0 <= d < 10_000 for d in shifts)
+    assert len(set(shifts)) > 30 and min(shifts) < 2_500 and max(shifts) > 7_500  # spread
+    assert growth_drawn(sc, wl, 7) == growth_drawn(sc, wl, 7)
+    # the wire's action for the growth happens at the drawn time
+    acts, _ = _actions(growth_drawn(sc, wl, 7), 7)
+    grow = [a[0] for a in acts if a[1] not in ("go",)]
+    assert (base.at_ms + shifts[6]) / 1000 in grow
+    # a scenario without a topic's growth, or no refresh period, is left as it is
+    other = calibration_scenario(load_scenario("scale-out"), heartbeat_interval_ms=3_000)
+    assert growth_drawn(other, wl, 7) is other
+    assert growth_drawn(sc, WireWorkload(metadata_max_age_ms=0), 7) is sc
 
 
 def test_summary_is_the_mean_over_windows_and_the_worst_lag_peak() -> None:

@@ -137,3 +137,49 @@ def test_kip848_and_share_members_keep_their_own_heartbeat_phase() -> None:
     assert "own next heartbeat" in phase_clause([SHARE, KIP848])
     assert "same moment" not in phase_clause([SHARE, KIP848])
     assert "same moment" in phase_clause(["classic:eager", KIP848])
+
+
+def test_one_member_per_partition_says_the_revocation_gap_not_a_tie() -> None:
+    """At one member per partition the share group's downtime is lower by the consumer
+    group's revocation step: the sentence is drawn from the runs, and the 12-on-4 sentence
+    carries it with the per-partition ordering a share group gives up."""
+    from groupcoord.lab.mechanism import one_per_partition
+
+    def even(protocol: str, seed: int, down: int, moved: int) -> dict[str, Any]:
+        return _run(protocol, seed, 12, scenario="rolling-bounce", workload="1x12-busy",
+                    total_partitions=12, resource_downtime_ms=down, resources_moved=moved)
+
+    runs = [even(SHARE, s, 26_000 + 1000 * s, 20) for s in range(3)]
+    runs += [even(KIP848, s, 60_000 + 1000 * s, 22) for s in range(3)]
+    text = one_per_partition("rolling-bounce", [SHARE, KIP848], runs)
+    assert text.startswith("at one member per partition (12 on 12, rolling-bounce) the share "
+                           "group's downtime is lower by the rejoin's revocation gap: 27 s "
+                           "against 61 s of partitions stopped, 1.35 s against 2.77 s per moved")
+    assert "no revocation step" in text and "tie" not in text
+    wide = [_run(SHARE, 0, 12, scenario="rolling-bounce"),
+            _run(KIP848, 0, 12, scenario="rolling-bounce")]
+    capacity = share_capacity(12, [SHARE, KIP848], wide, wide + runs)
+    assert "revocation gap" in capacity and "two tie" not in capacity
+    assert "gives up per-partition ordering" in capacity
+    # the share group not lower at one member per partition: no such sentence
+    flipped = [dict(r, protocol=KIP848 if r["protocol"] == SHARE else SHARE) for r in runs]
+    assert one_per_partition("rolling-bounce", [SHARE, KIP848], flipped) == ""
+    assert one_per_partition("crowd-crash", [SHARE, KIP848], runs) == ""
+
+
+def test_a_crash_row_says_on_how_many_seeds_the_crashed_member_owned_a_partition() -> None:
+    """At 12 members on 4 partitions the consumer group's crashed member is often idle: the
+    page counts, per crash cell, the seeds on which the crash moved a partition."""
+    from groupcoord.lab.mechanism import crash_owners
+    from groupcoord.lab.share_report import crash_owner_rows, share_sections_md
+
+    runs = [_run(KIP848, s, 12, resources_moved=int(s < 2)) for s in range(10)]
+    runs += [_run(SHARE, s, 12, resources_moved=1) for s in range(10)]
+    assert crash_owners([SHARE, KIP848], runs) == (
+        "consumer:uniform's crashed member owned a partition on 2 of 10 seeds (an idle "
+        "member on the others)")
+    assert crash_owner_rows(runs) == [["12", "1x4-busy", KIP848, "2 of 10"],
+                                      ["12", "1x4-busy", SHARE, "10 of 10"]]
+    assert "did the crashed member own a partition" in share_sections_md(runs)
+    # every seed an owner: nothing to add to the sentence
+    assert crash_owners([SHARE], runs) == ""

@@ -206,3 +206,52 @@ def test_the_share_page_prints_the_brokers_share_lag_beside_the_processed_lag() 
     (row,) = rows
     assert row[3] == "16 (15\u201317)" and row[4] == "101 (100\u2013102)" and row[5] == "3"
     assert "end offset \u2212 SPSO" in share_sections_md(runs)
+
+
+def test_a_share_groups_redeliveries_are_split_processed_again_and_never_processed(
+        tmp_path: Path) -> None:
+    """A share run's records handed out again that no application had processed (``sim.share``
+    counts them apart) are read from its summary into their own column beside records
+    processed again, which alone the tables mark; runs without the split say so."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from groupcoord.lab.share_report import attach_share_lag, redelivery_md, redelivery_rows
+    from groupcoord.sim.runner import build_simulation
+    from groupcoord.sim.share import UNPROCESSED, ShareSettings, ShareSimulation
+    from tests.sim_support import ok
+
+    scenario = tmp_path / "leave.toml"
+    scenario.write_text('name = "leave"\n[group]\nmembers = 3\ntopics = { foo = 3 }\n'
+                        '[workload]\nrecords_per_s = 40\nprocessing_ms = 20.0\n'
+                        '[[events]]\nat_ms = 20000\nkind = "crash"\nmember = "c2"\n')
+    summaries = []
+    for seed in (1, 2):
+        sim = build_simulation(str(scenario), seed, SHARE)
+        assert isinstance(sim, ShareSimulation)
+        sim.settings = ShareSettings(lock_duration_ms=15_000, poison_rate=0.02)
+        summaries.append(ok(sim.run()).summary)
+    never = [int(s["work"][UNPROCESSED]) for s in summaries]
+    assert sum(never) > 0  # a crashed member's unreached records, batches behind poison
+    table = tmp_path / "runs"
+    table.mkdir()
+    pq.write_table(pa.table({"run_id": ["a", "b"],
+                             "summary_json": [json.dumps(s) for s in summaries]}),
+                   table / "part.parquet")
+    runs = [_run(SHARE, "1x3", s, scenario="crowd-crash", size=3, run_id=k,
+                 records_reprocessed=s) for s, k in ((4, "a"), (6, "b"))]
+    runs.append(_run(KIP848, "1x3", 0, scenario="crowd-crash", size=3, run_id="c",
+                     records_reprocessed=200))
+    attach_share_lag(runs, table)
+    assert [r.get(UNPROCESSED) for r in runs] == [*never, None]
+    (row,) = redelivery_rows(runs)  # the share cell only
+    lo, hi = sorted(never)
+    assert row[3] == "5 (4\u20136)"
+    assert row[4] == (str(lo) if lo == hi else f"{(lo + hi) / 2:g} ({lo}\u2013{hi})")
+    assert "never processed (whole run)" in redelivery_md(runs)
+    assert "records handed out again" in share_sections_md(runs)
+    # runs from before the split: the page says their count holds both
+    old = [dict(r) for r in runs]
+    for r in old:
+        r.pop(UNPROCESSED, None)
+    assert "predate the split" in redelivery_md(old)

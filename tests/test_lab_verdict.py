@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from groupcoord.lab.findings import BY_COLUMN
 from groupcoord.lab.mechanism import member_load
-from groupcoord.lab.report import verdict_md
+from groupcoord.lab.report import seeds_line, verdict_md
 from groupcoord.lab.verdict import (
     CONSUMER_METRICS,
     KIP415_METRICS,
@@ -30,6 +30,7 @@ from groupcoord.lab.verdict import (
     grid_verdicts,
     judge,
     mark_dependence,
+    mark_spread_limits,
     modes,
     natural_key,
     question_metrics,
@@ -700,6 +701,12 @@ def test_a_cell_two_grids_share_gets_one_verdict_on_all_its_runs() -> None:
     assert not any(c.mark for c in b.metrics[0].cells.values())
     assert b.seeds == 10 and "the same cell as rolling" in b.pooled
     assert "the same cell as busy-rolling" in a.pooled
+    # the small grid's header says its shared row rests on ten distinct seeds, not five;
+    # the big grid's own count is the row's, so its header adds nothing
+    assert b.fresh_seeds == 10
+    assert "5 seeds per cell" in seeds_line(g_small)
+    assert "1 row on 10 distinct seeds + 10 fresh" in seeds_line(g_small)
+    assert "distinct seeds +" not in seeds_line(g_big)
 
 
 def test_two_workload_names_of_the_same_conditions_are_one_cell_and_others_are_not() -> None:
@@ -817,7 +824,7 @@ def test_the_same_seed_under_two_workload_names_is_one_run_not_two() -> None:
     for row in (g_anchor.rows[0], g_age.rows[0]):
         assert row.pooled and row.seeds == 5
         assert len(row.metrics[0].cells["classic:eager"].values) == 5
-        assert "(5 seeds)" in row.pooled
+        assert "(5 distinct seeds)" in row.pooled
 
 
 def test_a_consumer_groups_stall_is_no_sentence_its_lag_is() -> None:
@@ -861,9 +868,18 @@ def test_an_eager_mark_cites_the_heartbeat_spread_grids_result_on_the_same_cell(
     g_plain, _ = grid_verdicts({"spec": "paper", "grids": [plain, spread]}, rows)
     mv = g_plain.rows[0].metrics[0]
     assert mv.best == ("classic:eager",)
-    assert mv.limit.endswith("; holds only with aligned heartbeats (hb-spread, heartbeats "
-                             "spread after a join, the same cell: at 1 s: no protocol "
-                             "separated)")
+    assert ("; holds only with aligned heartbeats (hb-spread, heartbeats spread after a join, "
+            "the same cell: at 1 s: no protocol separated)") in mv.limit
+    # and cites how far apart real members learned of a rebalance, from the stored rows
+    wire = [{"client": "Java", "rebalances": 24, "median_s": 0.022, "largest_s": 0.094}]
+    mv.limit = ""
+    mark_spread_limits([g_plain, _], wire)
+    assert mv.limit.endswith("separated); real classic members, measured on the wire (eager "
+                             "rolling bounce): within 0.094 s of one another (median 0.022 s, "
+                             "Java, 24 rebalances)")
+    mv.limit = ""
+    mark_spread_limits([g_plain, _], [])
+    assert mv.limit.endswith("at 1 s: no protocol separated)")
     # without the spread grid the mark carries no such limit
     (alone,) = grid_verdicts({"spec": "paper", "grids": [plain]}, rows)
     assert "aligned heartbeats" not in alone.rows[0].metrics[0].limit

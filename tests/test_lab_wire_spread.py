@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from groupcoord.lab.wire_spread import Round, main, rounds
+from groupcoord.lab import wire_spread
+from groupcoord.lab.wire_spread import Round, load_spread, main, rounds, spread_text
 
 
 def _log(d: Path, name: str, events: list[tuple[float, str]]) -> None:
@@ -39,3 +40,37 @@ def test_the_command_prints_the_median_and_refuses_a_missing_directory(
     assert "2 members 0.500 s, 2 members 0.100 s" in out
     assert "2 rebalances: spread median 0.300 s, largest 0.500 s" in out
     assert main([str(tmp_path / "none")]) == 2
+
+
+def test_save_stores_one_row_per_client_that_the_page_text_reads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``--save CLIENT`` stores the client's result (replacing its earlier row, keeping the
+    other client's); :func:`spread_text` says the largest spread over every stored row."""
+    store = tmp_path / "wire_spread.json"
+    monkeypatch.setattr(wire_spread, "SPREAD_FILE", store)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    _log(logs, "c1", [(10.0, "revoke"), (20.0, "revoke"), (30.0, "revoke")])
+    _log(logs, "c2", [(10.04, "revoke"), (20.01, "revoke"), (30.02, "revoke")])
+    assert main(["--save", "Java", str(logs)]) == 0
+    assert main(["--save", "librdkafka", str(logs)]) == 0
+    _log(logs, "c2", [(10.5, "revoke"), (20.1, "revoke"), (30.3, "revoke")])
+    assert main(["--save", "Java", str(logs)]) == 0  # measured again: replaces its row
+    rows = load_spread(store)
+    assert [(r["client"], r["rebalances"], r["median_s"], r["largest_s"]) for r in rows] == [
+        ("Java", 3, 0.3, 0.5), ("librdkafka", 3, 0.02, 0.04)]
+    text = spread_text(rows)
+    assert text.startswith("real classic members, measured on the wire (eager rolling "
+                           "bounce): within 0.500 s of one another")
+    assert "median 0.300 s, Java, 3 rebalances; median 0.020 s, librdkafka" in text
+    assert spread_text([]) == ""
+    # no rebalance with two members: nothing saved, and a missing client name is refused
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    _log(lone, "c1", [(10.0, "revoke")])
+    assert main(["--save", "Java", str(lone)]) == 1
+    assert load_spread(store) == rows
+    assert main(["--save"]) == 2
+    assert load_spread(tmp_path / "missing.json") == []
+    capsys.readouterr()

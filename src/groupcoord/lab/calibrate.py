@@ -66,6 +66,7 @@ field's settings no protocol needs it).
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -471,6 +472,29 @@ class ProtocolResult:
         return summarize(self.protocol, self.comparisons)
 
 
+#: The event kinds that grow a topic: a classic member learns of them at its next metadata
+#: refresh (``metadata.max.age.ms``).
+GROWTH_KINDS = frozenset({"add-partitions"})
+
+
+def growth_drawn(sc: Scenario, wl: WireWorkload, seed: int) -> Scenario:
+    """``sc`` with its topic growth moved later by an offset drawn from ``seed`` across one
+    metadata refresh period (``[0, metadata.max.age.ms)``; its own stream of the seed, as
+    the start offsets are): the simulator's seed and the wire's paired repeat draw the same.
+
+    Without it the wire grew the topic a whole number of refresh periods after the members
+    started (30 s at a 10 s or 30 s ``metadata.max.age.ms``), and a real member's refresh
+    timer starts with it, so a refresh fell just after the growth in every repeat, while the
+    model draws the refresh phase uniformly: the calibration measured one phase, not the
+    distribution (the classic partition-added and grow-by-900 rows)."""
+    period = int(wl.metadata_max_age_ms)
+    if period <= 0 or not any(e.kind in GROWTH_KINDS for e in sc.events):
+        return sc
+    shift = random.Random(f"growth:{seed}").randrange(period)
+    return replace(sc, events=tuple(replace(e, at_ms=e.at_ms + shift)
+                                    if e.kind in GROWTH_KINDS else e for e in sc.events))
+
+
 def calibrate(sc: Scenario, protocols: Sequence[str], wl: WireWorkload, *, seed: int = 1,
               seeds: int = 21, repeat: int = 1,
               extra_server_config: Mapping[str, str] | None = None, tail_s: float = 5.0,
@@ -495,7 +519,7 @@ def calibrate(sc: Scenario, protocols: Sequence[str], wl: WireWorkload, *, seed:
     for protocol in protocols:
         sc = protocol_scenario(base, protocol, settings, own)
         ran = simulated_scenario(sc, protocol, wl)
-        sim_runs = [simulate_windows(sc, protocol, wl, seed + i)
+        sim_runs = [simulate_windows(growth_drawn(sc, wl, seed + i), protocol, wl, seed + i)
                     for i in range(max(seeds, repeat))]
         sim_all = median_windows(sim_runs)
         wire_runs: list[list[dict[str, Any]]] = []
@@ -506,8 +530,8 @@ def calibrate(sc: Scenario, protocols: Sequence[str], wl: WireWorkload, *, seed:
             if progress is not None and repeat > 1:
                 progress(f"{protocol}: wire run {r + 1} of {repeat}")
             try:
-                run = run_wire(sc, protocol, wl, extra_server_config=dict(extra_server_config
-                                                                          or {}),
+                run = run_wire(growth_drawn(sc, wl, seed + r), protocol, wl,
+                               extra_server_config=dict(extra_server_config or {}),
                                tail_s=tail_s, progress=progress, seed=seed + r, client=client,
                                keep_dir=None if keep is None else
                                keep / protocol.replace(":", "-") / str(r + 1))

@@ -314,10 +314,15 @@ def claim_conditions(claim: Claim, verdicts: Sequence[GridVerdict],
         if ld.overloaded:
             parts.append("near saturation or not caught up when the run ended (see the row): "
                          "the lag is the load's as much as the rebalance's")
-    shared = share_capacity(claim.size, [claim.best, claim.worse], mine)
+    shared = share_capacity(claim.size, [claim.best, claim.worse], mine, runs)
+    if not shared and claim.best and family(claim.best) == "share" and mine:
+        shared = _even_mechanism(claim.size, [claim.best, claim.worse], mine)
     if shared:
         parts.append(shared)
     if "crash" in row.scenario and not isinstance(ld, TaskTimes):
+        owned = crash_owners([claim.best, claim.worse], mine)
+        if owned:
+            parts.append(owned)
         sessions = {x for p in (claim.best, claim.worse)
                     if (x := _heartbeat(row.settings.get(p) or g.settings.get(p, {}), p,
                                         SESSION_KEYS)) is not None}
@@ -334,14 +339,94 @@ def claim_conditions(claim: Claim, verdicts: Sequence[GridVerdict],
     return (" Conditions: " + "; ".join(parts) + ".") if parts else ""
 
 
+def crash_owners(protocols: Sequence[str], runs: Sequence[Mapping[str, Any]]) -> str:
+    """On how many seeds of a crash row the crashed member owned a partition, per protocol,
+    from the runs (a crash window that moved a partition): where it is not every seed a
+    crash sentence compares an idle member's crash on the others; "" where it is every seed."""
+    out = []
+    for p in dict.fromkeys(x for x in protocols if x):
+        mine = [r for r in runs if r.get("protocol") == p and r.get("ok")
+                and r.get("resources_moved") is not None]
+        owned = sum(1 for r in mine if float(r["resources_moved"]) > 0)
+        if mine and owned < len(mine):
+            out.append(f"{p}'s crashed member owned a partition on {owned} of {len(mine)} "
+                       "seeds (an idle member on the others)")
+    return "; ".join(out)
+
+
+def _per_moved(runs: Sequence[Mapping[str, Any]],
+               protocol: str) -> tuple[float, float, int] | None:
+    """Median resource downtime (ms) and median downtime per moved partition (ms) of a
+    protocol's runs, from their ``resource_downtime_ms`` and ``resources_moved``."""
+    mine = [r for r in runs if r.get("protocol") == protocol and r.get("ok")
+            and r.get("resource_downtime_ms") is not None]
+    per = [float(r["resource_downtime_ms"]) / float(r["resources_moved"])
+           for r in mine if float(r.get("resources_moved") or 0) > 0]
+    if not mine or not per:
+        return None
+    return (statistics.median(float(r["resource_downtime_ms"]) for r in mine),
+            statistics.median(per), len(mine))
+
+
+def one_per_partition(scenario: str, protocols: Sequence[str],
+                      runs: Sequence[Mapping[str, Any]]) -> str:
+    """A share group (KIP-932) against a consumer group (KIP-848) at one member per partition,
+    from the runs of ``scenario`` whose members equal their partitions: both hand a departed
+    member's partition to another member, but a share group's assignment change has no
+    revocation step, a consumer group's member first revokes (KIP-848 "Reconciliation") and
+    the partition's next owner gets it only after, so the share group's downtime is lower by
+    that revocation gap; "" where the runs hold no such pair."""
+    share = next((p for p in protocols if p and family(p) == "share"), None)
+    other = next((p for p in protocols if p and family(p) != "share"), None)
+    if share is None or other is None:
+        return ""
+    even = [r for r in runs if str(r.get("scenario")) == scenario
+            and int(r.get("size") or 0) > 0
+            and int(r.get("size") or 0) == int(r.get("total_partitions") or -1)]
+    sizes = sorted({int(r["size"]) for r in even})
+    for size in reversed(sizes):
+        at = [r for r in even if int(r["size"]) == size]
+        a, b = _per_moved(at, share), _per_moved(at, other)
+        if a is None or b is None or a[0] >= b[0]:
+            continue
+        return (f"at one member per partition ({size} on {size}, {scenario}) the share "
+                f"group's downtime is lower by the rejoin's revocation gap: {_ms(a[0])} "
+                f"against {_ms(b[0])} of partitions stopped, {_ms(a[1])} against {_ms(b[1])} "
+                f"per moved partition (medians of {a[2]} and {b[2]} runs, every seed set): "
+                "a share group has no revocation step, a consumer group's partition waits "
+                "for its member to revoke it before the next owner gets it")
+    return ""
+
+
+def _even_mechanism(size: int, protocols: Sequence[str],
+                    mine: Sequence[Mapping[str, Any]]) -> str:
+    """The mechanism of a share group's win at one member per partition (the row's own runs):
+    the revocation gap, and the ordering it gives up."""
+    r0 = mine[0]
+    if size != int(r0.get("total_partitions") or -1) or any(
+            family(p) == "share" for p in protocols[1:] if p):
+        return ""
+    even = one_per_partition(str(r0.get("scenario") or ""), protocols, mine)
+    return f"{even}; {ORDERING}" if even else ""
+
+
+#: The price of a share group's interleaving, said wherever a share group wins a sentence.
+ORDERING = ("a share group gives up per-partition ordering for it (KIP-932: a partition's "
+            "records go to several members at once, and a poison record's retries "
+            "interleave with later records)")
+
+
 def share_capacity(size: int, protocols: Sequence[str],
-                   runs: Sequence[Mapping[str, Any]]) -> str:
+                   runs: Sequence[Mapping[str, Any]],
+                   everything: Sequence[Mapping[str, Any]] = ()) -> str:
     """A share group (KIP-932) against a consumer group with more members than partitions:
     the share group's members of a partition all fetch it (size / partitions of them), the
     consumer group's one member does and the rest idle, so a share member's absence leaves
     its partition fetched by the others: the difference is that redundancy (the second
     outside review's control at 60 % busy share members still showed it), not spare
-    capacity; "" otherwise (from the runs' members and partitions)."""
+    capacity; at one member per partition (from ``everything``, the page's runs) what
+    remains is the revocation gap (:func:`one_per_partition`); "" otherwise (from the runs'
+    members and partitions)."""
     named = [p for p in protocols if p]
     if not any(family(p) == "share" for p in named) or all(family(p) == "share" for p in named):
         return ""
@@ -349,12 +434,13 @@ def share_capacity(size: int, protocols: Sequence[str],
     parts = int((r0 or {}).get("total_partitions") or (r0 or {}).get("partitions") or 0)
     if not parts or size <= parts:
         return ""
+    scenario = str((r0 or {}).get("scenario") or "")
+    even = one_per_partition(scenario, named, everything) if scenario else ""
     return (f"{size} members on {parts} partitions: the share group has {number(size / parts)} "
             "members fetching each partition, the consumer group one (the others idle), so "
             "while one member is away its partition's other share members go on: the "
-            "difference is that redundancy, a share group's own, not spare capacity (with its "
-            "members as busy as the consumer group's working ones the share group still wins; "
-            "at one member per partition the two tie)")
+            "difference is that redundancy, a share group's own, not spare capacity"
+            + (f"; {even}" if even else "") + f"; {ORDERING}")
 
 
 def not_caught_up(size: int, protocols: Sequence[str],

@@ -216,13 +216,35 @@ def _metrics_line(g: GridVerdict) -> str:
 
 
 def seeds_line(g: GridVerdict) -> str:
-    """How many seeds a cell's numbers are, and how its marks were confirmed."""
+    """How many seeds a cell's numbers are, and how its marks were confirmed; rows of a cell
+    another grid shares rest on the distinct seeds of every grid's runs of it, and the line
+    says how many (:func:`pooled_seeds`)."""
     if not g.confirm_seeds:
-        return f"{g.seeds} seeds per cell (no second seed set: marks not confirmed)"
-    return (f"{g.seeds} seeds per cell (the numbers and marks), and {g.confirm_seeds} fresh "
-            f"seeds per cell that judge each row again: a mark stands only where they mark "
-            f"the same best ({g.confirmed} confirmed, {g.unconfirmed} not confirmed and "
-            "unmarked)")
+        out = f"{g.seeds} seeds per cell (no second seed set: marks not confirmed)"
+    else:
+        out = (f"{g.seeds} seeds per cell (the numbers and marks), and {g.confirm_seeds} fresh "
+               f"seeds per cell that judge each row again: a mark stands only where they mark "
+               f"the same best ({g.confirmed} confirmed, {g.unconfirmed} not confirmed and "
+               "unmarked)")
+    return out + pooled_seeds(g)
+
+
+def pooled_seeds(g: GridVerdict) -> str:
+    """The seed counts of the grid's rows that pool another grid's runs of the same cell, where
+    they differ from the grid's own (empty when none does): "; 3 rows shared with another
+    grid rest on 10 distinct seeds + 10 fresh (their load column says which grid)"."""
+    counts: dict[tuple[int, int], int] = {}
+    for row in g.rows:
+        if row.pooled and (row.seeds, row.fresh_seeds) != (g.seeds, g.confirm_seeds):
+            key = (row.seeds, row.fresh_seeds)
+            counts[key] = counts.get(key, 0) + 1
+    if not counts:
+        return ""
+    parts = [f"{n} row{'s' if n > 1 else ''} on {s} distinct seeds"
+             + (f" + {f} fresh" if f else "")
+             for (s, f), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return ("; rows of a cell another grid shares rest on every grid's runs of it, one per "
+            "protocol and seed: " + ", ".join(parts) + " (the row's load column names the grid)")
 
 
 def _range(m: Metric, c: Any) -> str:

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from groupcoord.lab.findings import family, number
+from groupcoord.sim.share import UNPROCESSED
 
 #: The platform comparison's cells: (size, the share group's workload, the consumer group's).
 PLATFORM = (12, "1x4-busy", "1x12-busy")
@@ -179,6 +180,7 @@ def attach_share_lag(runs: Sequence[dict[str, Any]], path: Path) -> None:
     if not wanted:
         return
     peaks: dict[str, int] = {}
+    unprocessed: dict[str, int] = {}
     for row in _read(path, ("run_id", "summary_json")):
         key = str(row.get("run_id"))
         if key not in wanted:
@@ -191,9 +193,86 @@ def attach_share_lag(runs: Sequence[dict[str, Any]], path: Path) -> None:
                 if isinstance(w, dict) and w.get("disturbance") != "initial-join"]
         if vals:
             peaks[key] = max(vals)
+        work = summary.get("work") or {}
+        if isinstance(work, dict) and work.get(UNPROCESSED) is not None:
+            unprocessed[key] = int(work[UNPROCESSED])
     for r in runs:
         if (got := peaks.get(str(r.get("run_id")))) is not None:
             r["share_lag_peak"] = got
+        if (n := unprocessed.get(str(r.get("run_id")))) is not None:
+            r[UNPROCESSED] = n
+
+
+def crash_owner_rows(runs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """Per crash cell (size, workload) and protocol: on how many seeds the crashed member
+    owned a partition, read from the runs as a crash window that moved a partition
+    (``resources_moved`` > 0: the crashed member's partitions went to another member); a
+    consumer group with more members than partitions crashes an idle member on the others,
+    so its row's lag and downtime are those of an idle member's crash there."""
+    cells: dict[tuple[int, str, str], list[int]] = {}
+    for r in runs:
+        if "crash" not in str(r.get("scenario")) or not r.get("ok") \
+                or r.get("resources_moved") is None:
+            continue
+        key = (int(r.get("size") or 0), str(r.get("workload")), str(r.get("protocol")))
+        got = cells.setdefault(key, [0, 0])
+        got[0] += float(r["resources_moved"]) > 0
+        got[1] += 1
+    return [[str(size), wl, p, f"{k} of {n}"] for (size, wl, p), (k, n) in sorted(cells.items())]
+
+
+def crash_owner_md(runs: Sequence[Mapping[str, Any]]) -> str:
+    rows = crash_owner_rows(runs)
+    if not rows:
+        return ""
+    lines = ["The crash cells' target (the scenarios crash the same member on every seed): "
+             "on how many seeds the crashed member owned a partition, read as a crash that "
+             "moved one. Where a consumer group has idle members the crash often hits one, and "
+             "the row compares an idle member's crash with a share member's; the crash "
+             "sentences carry the count.", "",
+             "| size | workload | protocol | seeds the crashed member owned a partition |",
+             "|---:|---|---|---:|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def redelivery_rows(runs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """Per share cell (scenario, size, workload): records processed twice (processed again
+    after one application processed them: the runs' ``records_reprocessed``, excess over the
+    control, the count the tables mark) beside records handed out again that no application
+    had processed (``sim.share``'s :data:`UNPROCESSED`, the whole run's, control not taken
+    off: a share group's own, not comparable with a consumer group's count, not marked),
+    medians and ranges over the cell's runs that carry both."""
+    cells: dict[tuple[str, int, str], tuple[list[float], list[float]]] = {}
+    for r in runs:
+        if r.get(UNPROCESSED) is None or not r.get("ok") or r.get("records_reprocessed") is None:
+            continue
+        key = (str(r.get("scenario")), int(r.get("size") or 0), str(r.get("workload")))
+        again, never = cells.setdefault(key, ([], []))
+        again.append(float(r["records_reprocessed"]))
+        never.append(float(r[UNPROCESSED]))
+    return [[sc, str(size), wl, _span(a, 1.0), _span(n, 1.0), str(len(a))]
+            for (sc, size, wl), (a, n) in sorted(cells.items())]
+
+
+def redelivery_md(runs: Sequence[Mapping[str, Any]]) -> str:
+    rows = redelivery_rows(runs)
+    if not rows:
+        return ("The runs on this page predate the split of a share group's redeliveries "
+                "(records processed again against records handed out never processed): "
+                "their records processed twice count both.") if any(
+            family(str(r.get("protocol"))) == "share" for r in runs) else ""
+    lines = ["A share group's records handed out again, two ways (median (range) over each "
+             "cell's runs): processed again after an application had processed them (the "
+             "tables' records processed twice, over the control, comparable with a consumer "
+             "group's and marked), and handed out again though no application had processed "
+             "them (a batch released behind a poison record, a leaving member's unprocessed "
+             "rest; the whole run's, not comparable, not marked).", "",
+             "| scenario | size | workload | processed again (over the control) | handed out "
+             "again, never processed (whole run) | runs |",
+             "|---|---|---|---:|---:|---:|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
 
 
 def share_lag_rows(runs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
@@ -387,6 +466,14 @@ DEFINITIONS: tuple[tuple[str, str, str], ...] = (
      "partition·s with records there and no live member owning and fetching the partition "
      "(a revoked partition until its new owner starts it); a member standing at a poison "
      "record still owns its partition, so that wait shows in lag, not here"),
+    ("records processed twice",
+     "records handed to an application again after one had processed them (processed, not "
+     "yet acknowledged when a lock expired): only this is marked; records handed out again "
+     "that no application had processed (a batch released behind a poison record, a leaving "
+     "member's unprocessed rest) are their own column, not comparable, no marks; a poison "
+     "record's retries count in neither",
+     "records processed since the last commit, processed again by the partition's next "
+     "owner"),
     ("partitions moved (assignment changes)",
      "a partition started by a member not among its last holders; no revocation and no "
      "gap (the other members of the partition go on fetching)",
@@ -425,6 +512,10 @@ def share_sections_md(runs: Sequence[Mapping[str, Any]]) -> str:
              "## Messages", "", messages_md(runs)]
     if lag := share_lag_md(runs):
         parts += ["", "## Share groups: the broker's share lag", "", lag]
+    if owners := crash_owner_md(runs):
+        parts += ["", "## Crash cells: did the crashed member own a partition", "", owners]
+    if again := redelivery_md(runs):
+        parts += ["", "## Share groups: records handed out again", "", again]
     if hol := head_of_line_md(runs):
         parts += ["", "## Poison records: head-of-line blocking", "", hol]
     if cost := poison_cost_md(runs):

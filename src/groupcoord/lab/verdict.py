@@ -82,6 +82,7 @@ from groupcoord.lab.findings import (
     with_work_parameters,
     work_value,
 )
+from groupcoord.lab.wire_spread import load_spread, spread_text
 
 #: KIP-415's question: what an eager or an incremental cooperative Connect rebalance costs
 #: the tasks (the KIP's own measures), and whether the whole group stops.
@@ -284,6 +285,9 @@ class VerdictRow:
     #: The grids this row's cell is shared with, when judged on all of their runs
     #: (:func:`judge_shared_cells`); empty when the cell is this grid's alone.
     pooled: str = ""
+    #: Distinct seeds of the second (fresh) set a pooled row rests on (:func:`judge_shared_cells`;
+    #: 0 when the row is this grid's alone or has none).
+    fresh_seeds: int = 0
     #: The row's value of the timing its grid sweeps across every protocol
     #: (:func:`swept_timing`), in words ("heartbeats spread over up to 1 s after a join");
     #: empty when the grid sweeps none.
@@ -778,12 +782,16 @@ def _bounce_param(run: Mapping[str, Any], key: str) -> int | None:
     return max(vals) if vals else None
 
 
-def mark_spread_limits(verdicts: Sequence[GridVerdict]) -> None:
+def mark_spread_limits(verdicts: Sequence[GridVerdict],
+                       wire: Sequence[Mapping[str, Any]] | None = None) -> None:
     """A classic eager mark in a cell that a heartbeat-spread grid also runs (the same
     scenario, size and workload, judged per spread) holds only with aligned heartbeats where
     that grid does not give eager the mark at a spread above 0: the mark says what the spread
     grid found there (round 8: S4 and S6, eager's scale-out wins, did not cite hb-spread's
-    1 s and 3 s rows on the same cell)."""
+    1 s and 3 s rows on the same cell), and how far apart real classic members learned of a
+    rebalance on the wire (``wire``: the stored measurement, :func:`lab.wire_spread.load_spread`
+    by default), so a reader can tell which spread the field has."""
+    measured = spread_text(load_spread() if wire is None else wire)
     spread_rows = [(g, r) for g in verdicts if g.labels and g.parameter == "heartbeat_spread_ms"
                    for r in g.rows if (r.x or 0) > 0]
     if not spread_rows:
@@ -813,7 +821,8 @@ def mark_spread_limits(verdicts: Sequence[GridVerdict]) -> None:
                         and smv.best else "no protocol separated"))
                 if found:
                     lim = ("holds only with aligned heartbeats (hb-spread, heartbeats spread "
-                           "after a join, the same cell: " + "; ".join(found) + ")")
+                           "after a join, the same cell: " + "; ".join(found) + ")"
+                           + (f"; {measured}" if measured else ""))
                     mv.limit = f"{mv.limit}; {lim}" if mv.limit else lim
 
 
@@ -1160,9 +1169,10 @@ def judge_shared_cells(grids: Sequence[Mapping[str, Any]], verdicts: Sequence[Gr
                            for mv in row.metrics]
             row.seeds = len({r.get("seed") for r in one})
             n_fresh = len({r.get("seed") for r in fresh})
+            row.fresh_seeds = n_fresh
             others = [n for n in names if n != gv.name]
             row.pooled = (f"the same cell as {', '.join(others)}: judged on every grid's runs "
-                          f"of it ({row.seeds} seeds" + (f" + {n_fresh} fresh" if n_fresh
+                          f"of it ({row.seeds} distinct seeds" + (f" + {n_fresh} fresh" if n_fresh
                                                           else "") + ")")
             touched.add(gi)
     for gi in touched:

@@ -11,19 +11,29 @@ Revocations closer than ``GAP_S`` to the previous one belong to the same rebalan
 say when they learned, so this measures eager groups only.)
 
 ``python -m groupcoord.lab.wire_spread LOG_DIR ...`` prints per run each rebalance's members
-and spread, and the runs' median and largest spread.
+and spread, and the runs' median and largest spread; with ``--save CLIENT`` it also stores
+that client's result in :data:`SPREAD_FILE` (one row per client, replaced on each save), which
+the report reads (:func:`load_spread`, :func:`spread_text`) to say how far apart real members
+learned of a rebalance, as the calibration rows are stored and read.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import statistics
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 #: Revocations further apart than this start a new rebalance (well under a bounce interval).
 GAP_S = 1.5
+
+#: The stored measurement (``--save CLIENT``): ``{"rows": [{client, rebalances, runs,
+#: median_s, largest_s, measured, command}, ...]}``.
+SPREAD_FILE = Path(__file__).with_name("data") / "wire_spread.json"
 
 
 @dataclass(frozen=True)
@@ -74,11 +84,53 @@ def _round(group: list[tuple[float, str]]) -> Round:
     return Round(min(times), len({n for _, n in group}), round(max(times) - min(times), 3))
 
 
+def load_spread(path: Path | None = None) -> list[dict[str, Any]]:
+    """The stored rows (empty when the file is missing or unreadable)."""
+    try:
+        data = json.loads((path or SPREAD_FILE).read_text())
+    except (OSError, ValueError):
+        return []
+    rows = data.get("rows") if isinstance(data, dict) else None
+    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
+
+
+def spread_text(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The measurement in words for the page: "real classic members, measured on the wire:
+    within 0.094 s of one another (median 0.022 s, Java, 24 rebalances; ...)"; empty without
+    rows."""
+    rows = [r for r in rows if r.get("rebalances") and r.get("largest_s") is not None]
+    if not rows:
+        return ""
+    top = max(float(r["largest_s"]) for r in rows)
+    each = "; ".join(f"median {float(r['median_s']):.3f} s, {r['client']}, "
+                     f"{int(r['rebalances'])} rebalances" for r in rows)
+    return (f"real classic members, measured on the wire (eager rolling bounce): within "
+            f"{top:.3f} s of one another ({each})")
+
+
+def save(client: str, spreads: Sequence[float], runs: int, command: str,
+         path: Path | None = None) -> dict[str, Any]:
+    """Store ``client``'s result (its row replaced, the others kept); the row stored."""
+    p = path or SPREAD_FILE
+    row = {"client": client, "protocol": "classic:eager", "runs": runs,
+           "rebalances": len(spreads), "median_s": round(statistics.median(spreads), 3),
+           "largest_s": round(max(spreads), 3),
+           "measured": datetime.date.today().isoformat(), "command": command}
+    rows = [r for r in load_spread(p) if r.get("client") != client] + [row]
+    p.write_text(json.dumps({"rows": sorted(rows, key=lambda r: str(r.get("client")))},
+                            indent=1) + "\n")
+    return row
+
+
 def main(argv: list[str] | None = None) -> int:
-    dirs = [Path(a) for a in (sys.argv[1:] if argv is None else argv)]
+    args = list(sys.argv[1:] if argv is None else argv)
+    client = ""
+    if args[:1] == ["--save"]:
+        client, args = (args[1], args[2:]) if len(args) > 1 else ("", [])
+    dirs = [Path(a) for a in args]
     if not dirs or any(not d.is_dir() for d in dirs):
-        print("usage: python -m groupcoord.lab.wire_spread LOG_DIR ... (existing directories)",
-              file=sys.stderr)
+        print("usage: python -m groupcoord.lab.wire_spread [--save CLIENT] LOG_DIR ... "
+              "(existing directories)", file=sys.stderr)
         return 2
     spreads = []
     for d in dirs:
@@ -88,6 +140,13 @@ def main(argv: list[str] | None = None) -> int:
     if spreads:
         print(f"{len(spreads)} rebalances: spread median {statistics.median(spreads):.3f} s, "
               f"largest {max(spreads):.3f} s")
+    if client:
+        if not spreads:
+            print("no rebalance with two members or more: nothing saved", file=sys.stderr)
+            return 1
+        save(client, spreads, len(dirs),
+             f"python -m groupcoord.lab.wire_spread {' '.join(str(d) for d in dirs)}")
+        print(f"saved {client} to {SPREAD_FILE}")
     return 0
 
 

@@ -92,10 +92,12 @@ application's (the lab's table where they fit, ``sim.workload``'s names): record
 yet acknowledged or archived; its peak and integral), stall (records available and no live member
 processing or holding a partition: ``sim.workload``'s definition, where a member that keeps up
 and waits between batches is working), records processed twice (``records_reprocessed``: a record
-handed to a member's application again after it was once handed to one, the definition the
+handed to a member's application again after one had processed it, the definition the
 consumer groups' model counts as a crashed or revoked member's uncommitted records processed
-again: a redelivery after a lock expired, whether the first member had processed it, was
-processing it or had crashed with it, or after a leaving member's session released it; not a
+again: a redelivery after a lock expired of a record processed but not yet acknowledged; a
+record handed out again that no application had processed, a batch released behind a poison
+record, a leaving member's unprocessed rest or what a crashed member had not reached, counts
+apart as :data:`UNPROCESSED`, a share group's own and not comparable; not a
 poison record's redelivery after its failed attempt, the retry a consumer group's application
 makes in place and does not count either: ``poison_attempts`` counts those); and
 ``protocol_summary``'s share figures: acquisitions, redeliveries, records archived, poison
@@ -122,7 +124,7 @@ from groupcoord.coordinator.share_partitions.config import ShareConfig
 from groupcoord.coordinator.share_partitions.partition import AckType
 from groupcoord.protocol.errors import ErrorCode, error_name
 from groupcoord.sim.application import RECOVERY_WAIT_MS
-from groupcoord.sim.engine import Violation
+from groupcoord.sim.engine import Violation, Window
 from groupcoord.sim.scenario import Event, start_offsets_ms
 from groupcoord.sim.share_convergence import (
     FETCH_MAX_WAIT_MS,
@@ -139,7 +141,13 @@ from groupcoord.sim.share_partitions import (
 )
 from groupcoord.sim.workload import WORK_METRICS, poison_attempt_cost
 
-__all__ = ["FETCH_MAX_WAIT_MS", "ShareSettings", "ShareSimulation", "may_end"]
+#: Records handed out again that no application had processed (a batch released behind a
+#: poison record, a leaving member's unprocessed rest, a crashed member's records it had not
+#: reached): a share group's own redeliveries, not comparable with a consumer group's records
+#: processed twice, so counted apart from ``records_reprocessed``.
+UNPROCESSED = "records_handed_unprocessed"
+
+__all__ = ["FETCH_MAX_WAIT_MS", "UNPROCESSED", "ShareSettings", "ShareSimulation", "may_end"]
 
 _E = ErrorCode
 #: Retry backoff of a heartbeat answered with a retriable error.
@@ -206,6 +214,10 @@ class ShareSimulation(ShareConvergence):
         self.work: dict[str, float] = dict.fromkeys(WORK_METRICS, 0.0)
         #: Every record once handed to a member's application (``records_reprocessed``).
         self._handed: set[tuple[TopicIdPartition, int]] = set()
+        #: Every record an application finished processing (``records_reprocessed`` counts a
+        #: redelivery of one of these; :data:`UNPROCESSED` a redelivery of any other).
+        self._processed: set[tuple[TopicIdPartition, int]] = set()
+        self.work[UNPROCESSED] = 0.0
         self._sample = (0, 0, False)  # (time, lag, stalled) at the last sample
         #: The broker's share lag (end offset - share-partition start offset) at its highest
         #: in each disturbance window, by (label, start): ``protocol_summary``'s
@@ -259,6 +271,11 @@ class ShareSimulation(ShareConvergence):
         self.dirty = True
 
     def crash(self, p: _ShareProc) -> None:
+        if p.batch and p.busy_since is not None:  # processed before the crash, never acked
+            elapsed = self.now - p.busy_since
+            self._processed.update((a.tp, a.offset) for a, end in
+                                   zip(p.batch, p.batch_ends, strict=True)
+                                   if end <= elapsed and not a.poison)
         self._stop(p, "crash")
         self._count_unowned(self.group())
 
@@ -619,8 +636,10 @@ class ShareSimulation(ShareConvergence):
             if a.poison:  # a failed attempt's retry, as a consumer group's application's own
                 continue
             key = (a.tp, a.offset)
-            if key in handed:
+            if key in self._processed:  # processed once already: the comparable count
                 self.work["records_reprocessed"] += 1
+            elif key in handed:  # handed out before, never processed: not comparable
+                self.work[UNPROCESSED] += 1
             else:
                 handed.add(key)
         p.batch = got
@@ -660,6 +679,7 @@ class ShareSimulation(ShareConvergence):
                 kind = AckType.RELEASE
             else:
                 self.work["records_processed"] += 1
+                self._processed.add((a.tp, a.offset))
                 p.processed += 1
                 kind = AckType.ACCEPT
             p.acks.setdefault(a.tp, []).append((a.offset, int(kind)))
@@ -708,6 +728,14 @@ class ShareSimulation(ShareConvergence):
                 key = (w.label, w.start_ms)
                 if share_lag > peaks.get(key, -1):
                     peaks[key] = share_lag
+
+    def window_figures(self, w: Window) -> dict[str, Any]:
+        """The engine's window figures, and :data:`UNPROCESSED` over the window."""
+        out = super().window_figures(w)
+        end = self.work_totals() if w.work0 is not None else None
+        if w.work0 is not None and end is not None:
+            out[UNPROCESSED] = round(end[UNPROCESSED] - w.work0.get(UNPROCESSED, 0.0))
+        return out
 
     def work_totals(self) -> dict[str, float] | None:
         if self.scenario.workload.idle:

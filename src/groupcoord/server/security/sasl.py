@@ -21,16 +21,16 @@ SaslAuthenticate v1+ answers a session lifetime of 0: KIP-368 re-authentication 
 (clients never re-authenticate; sessions last as long as the connection).
 
 Failed logins are slowed as Kafka slows them (``connection.failed.authentication.delay.ms``,
-default 100): the failure response itself is held back that long, then sent, then the
-connection is closed (Kafka's ``Selector`` sends the response built on failure only when the
-delayed close comes, ``SaslServerAuthenticator.handleAuthenticationFailure``); reading stops
-and further frames are dropped meanwhile. So one connection tries at most one password per
-delay, and a client trying passwords one after another gets at most 1000 / delay per second
-(10 at the default), where answering at once let one client try 62 per second. A client
-reads the error before it sees the close (kafka-python over TLS otherwise may see only "socket
-disconnected"). No per-user or per-address lockout, as Kafka has none: a lockout would let
-anyone lock a real user out by failing on purpose. Parallel connections multiply the rate;
-``max.connections.per.ip`` bounds them, so one address tries at most
+default 100): the failure response itself is held back that long, then sent, then the connection
+is closed (Kafka's ``Selector`` sends the response built on failure only when the delayed close
+comes, ``SaslServerAuthenticator.handleAuthenticationFailure``); further frames are read and
+dropped meanwhile (a socket closed with unread input sends a TCP reset). So one connection tries
+at most one password per delay, and a client trying passwords one after another gets at most
+1000 / delay per second (10 at the default), where answering at once let one client try 62 per
+second. A client reads the error before it sees the close (kafka-python over TLS otherwise may
+see only "socket disconnected"). No per-user or per-address lockout, as Kafka has none: a
+lockout would let anyone lock a real user out by failing on purpose. Parallel connections
+multiply the rate; ``max.connections.per.ip`` bounds them, so one address tries at most
 ``max.connections.per.ip`` x 1000 / delay passwords per second (docs/security.md).
 
 User names cannot be probed. Kafka's ``ScramSaslServer`` refuses an unknown user at the
