@@ -23,7 +23,11 @@ restart), ``crash`` (SIGKILL: the member's session expires), ``add-partitions`` 
 CreatePartitions, and the producer produces to the new partitions from then on, as the
 simulator's resources start producing when they appear; a classic member sees them at its next
 metadata refresh, ``metadata_max_age_ms``), ``remove-connector`` (Connect only: the
-connector is deleted through the config topic, its tasks stop counting from then on).
+connector is deleted through the config topic, its tasks stop counting from then on), ``slow``
+(consumers only: the named member's process, or every one with ``all``, running at the event's
+time sleeps ``delay_ms`` in its revocation callback, after its commit, for ``duration_ms``:
+:func:`slow_windows`, ``wire_member --slow``; no action of the harness's own, its window is
+over at once as in the simulator).
 Every process is started ahead of its time (``PRESTART_S``, a Connect worker
 ``CONNECT_PRESTART_S``) and waits for a ``go`` line, so Python's start-up
 (imports: half a second for a consumer, 1.6 s of CPU for a Connect worker, 8-9 s for three
@@ -99,7 +103,7 @@ WIRE_PROTOCOLS: dict[str, tuple[str, str]] = {
     "classic-connect:eager": ("connect", "eager"),
 }
 SUPPORTED_EVENTS = ("bounce", "rolling-bounce", "scale-out", "scale-in", "leave", "crash",
-                    "add-partitions", "remove-connector")
+                    "add-partitions", "remove-connector", "slow")
 
 
 class WireError(ValueError):
@@ -398,6 +402,9 @@ class _RunContext:
                    "--session-timeout-ms", str(sc.session_timeout_ms),
                    "--heartbeat-interval-ms", str(sc.heartbeat_interval_ms),
                    "--metadata-max-age-ms", str(wl.metadata_max_age_ms), "--wait-go"]
+            slow = slow_windows(sc, name, self.source_start)
+            if slow:
+                cmd += ["--slow", slow]
             java = self.java is not None
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE if java else subprocess.DEVNULL,
@@ -525,6 +532,15 @@ def connectors_of(sc: Scenario) -> tuple[tuple[str, int], ...]:
     return tuple((n, max(p - 1, 1)) for n, p in sc.topics)
 
 
+def slow_windows(sc: Scenario, name: str, t0: float) -> str:
+    """The ``slow`` events that concern member ``name``, as ``wire_member --slow`` takes them
+    (wall-clock ``FROM:UNTIL:DELAY_MS``, the run starting at ``t0``); the member applies one
+    only if its process was running when it began, as the simulator marks the live process."""
+    return ",".join(f"{t0 + e.at_ms / 1000:.3f}:{t0 + (e.at_ms + int(e['duration_ms'])) / 1000:.3f}:"
+                    f"{int(e['delay_ms'])}" for e in sc.events
+                    if e.kind == "slow" and e["member"] in (name, "all"))
+
+
 def check_playable(sc: Scenario) -> None:
     """WireError naming what of ``sc`` the wire cannot play."""
     _actions(sc)
@@ -582,6 +598,8 @@ def _actions(sc: Scenario, seed: int = 0
                 raise WireError(f"remove-connector: no connector {e['connector']!r} in the "
                                 "scenario")
             acts.append((at, "delete", str(e["connector"]), False))
+        elif e.kind == "slow":
+            continue  # played by the members themselves (:func:`slow_windows`)
         elif e.kind == "scale-in":
             for n in sorted(live, key=_member_order)[-int(e["count"]):]:
                 live.remove(n)
@@ -618,6 +636,8 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
             sc.max_delay_ms if kind == "connect" else 0)) / 1000
     if client not in CLIENTS:
         raise WireError(f"client {client!r} is not one of {', '.join(CLIENTS)}")
+    if kind == "connect" and any(e.kind == "slow" for e in sc.events):
+        raise WireError("slow is played for consumer groups only")
     java: JavaClient | None = None
     if client == "java":
         if kind != "consumer":

@@ -12,6 +12,7 @@ command that runs one member. Where the jar is absent, :func:`java_client` raise
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -99,7 +100,10 @@ def java_client() -> JavaClient:
         raise JavaClientMissing(f"{missing[0]} (of {path}) is gone: rebuild with "
                                 f"`{BUILD_COMMAND}`")
     classpath += _slf4j_provider(classpath)
-    where = path.parent / "member" / f"{version}-{commit[:12]}"
+    # keyed by the member's source too: the cache is shared by every checkout on the machine,
+    # and a checkout whose member differs must not run another checkout's build
+    source = hashlib.sha256(MEMBER_SOURCE.read_bytes()).hexdigest()[:12]
+    where = path.parent / "member" / f"{version}-{commit[:12]}-{source}"
     jar = where / "wire-member.jar"
     if not jar.exists() or jar.stat().st_mtime < MEMBER_SOURCE.stat().st_mtime:
         classes = where / "classes"

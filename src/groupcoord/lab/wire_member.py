@@ -4,7 +4,8 @@ in its own process that polls, "processes" each record by sleeping, and logs wha
 ``python -m groupcoord.lab.wire_member --bootstrap HOST:PORT --group G --name c1 --protocol
 eager|cooperative|consumer|consumer-range --topics foo,bar --log FILE [--max-poll-records N]
 [--processing-ms X] [--auto-commit-interval-ms MS] [--max-poll-interval-ms MS]
-[--session-timeout-ms MS] [--heartbeat-interval-ms MS] [--metadata-max-age-ms MS] [--wait-go]``
+[--session-timeout-ms MS] [--heartbeat-interval-ms MS] [--metadata-max-age-ms MS]
+[--slow FROM:UNTIL:DELAY_MS[,...]] [--wait-go]``
 
 The poll loop is the Java client's as ``lab calibrate`` models it: a poll returns as soon as a
 record is there, with what else is fetched, up to ``max.poll.records`` (:meth:`Member.poll`),
@@ -30,6 +31,15 @@ stores it when the record is handed out, before processing), stored offsets are 
 ``auto.commit.interval.ms`` and synchronously in the revocation callback (the Java client's
 commit in ``onJoinPrepare`` / before revoking). With ``--auto-commit-interval-ms 0`` only the
 revocation commit happens.
+
+``--slow``: the scenario's ``slow`` events (``sim.scenario``; ``lab.wire`` passes them with
+wall-clock times): a revocation callback that runs within ``[FROM, UNTIL)`` sleeps
+``DELAY_MS`` after its commit before it returns, as the simulator's slow member's revocation
+ends ``delay_ms`` later (``sim.application``: after the revocation's commit). Only a process
+that was running when the window began is slow (the simulator's ``slow`` event marks the live
+process; one restarted later is a new process); a later window replaces an earlier one, as a
+later ``slow`` event does in the simulator. The sleep holds the application's thread inside
+``poll()`` (or ``close()``), as a slow ``onPartitionsRevoked`` does in the Java client.
 
 SIGTERM stops the loop after the record in hand and closes the consumer (revocation callback,
 commit, leave). A member whose parent (the harness) dies exits at once. ``--wait-go`` makes
@@ -90,12 +100,41 @@ def consumer_config(ns: argparse.Namespace) -> dict[str, Any]:
     return conf
 
 
+def parse_slow(spec: str) -> list[tuple[float, float, float]]:
+    """``FROM:UNTIL:DELAY_MS,...`` -> [(from s, until s, delay s)]; ValueError names a bad one."""
+    out: list[tuple[float, float, float]] = []
+    for part in filter(None, (x.strip() for x in spec.split(","))):
+        bits = part.split(":")
+        if len(bits) != 3:
+            raise ValueError(f"--slow takes FROM:UNTIL:DELAY_MS, got {part!r}")
+        try:
+            start, until, delay_ms = (float(b) for b in bits)
+        except ValueError:
+            raise ValueError(f"--slow takes numbers FROM:UNTIL:DELAY_MS, got {part!r}") from None
+        if not until >= start or delay_ms < 0:
+            raise ValueError(f"--slow {part!r}: UNTIL before FROM or a negative delay")
+        out.append((start, until, delay_ms / 1000))
+    return out
+
+
+def slow_delay_s(windows: list[tuple[float, float, float]], started: float, now: float) -> float:
+    """How long a revocation at ``now`` sleeps (module doc): the delay of the latest window
+    begun since the process started, while it lasts; 0 otherwise."""
+    begun = [w for w in windows if started <= w[0] <= now]
+    if not begun:
+        return 0.0
+    _start, until, delay = max(begun, key=lambda w: w[0])
+    return delay if now < until else 0.0
+
+
 class Member:
     def __init__(self, ns: argparse.Namespace, out: IO[str]) -> None:
         self.ns = ns
         self.out = out
         self.stop = False
         self.consumer: Any = None
+        self.slow = parse_slow(getattr(ns, "slow", ""))
+        self.started = time.time()
 
     def log(self, event: str, **kw: Any) -> None:
         self.out.write(json.dumps({"t": time.time(), "e": event, **kw}) + "\n")
@@ -109,6 +148,10 @@ class Member:
     def on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
         self._commit()
         self.log("revoke", parts=self._parts(partitions))
+        delay_s = slow_delay_s(self.slow, self.started, time.time())
+        if delay_s > 0:
+            self.log("slow", ms=round(delay_s * 1000))
+            time.sleep(delay_s)
 
     def on_lost(self, consumer: Any, partitions: list[Any]) -> None:
         self.log("lost", parts=self._parts(partitions))
@@ -138,6 +181,7 @@ class Member:
         from confluent_kafka import Consumer
 
         self.consumer = Consumer(consumer_config(self.ns))
+        self.started = time.time()
         self.log("start")
         self.consumer.subscribe(self.ns.topics.split(","), on_assign=self.on_assign,
                                 on_revoke=self.on_revoke, on_lost=self.on_lost)
@@ -175,8 +219,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--session-timeout-ms", type=int, default=45_000)
     p.add_argument("--heartbeat-interval-ms", type=int, default=3_000)
     p.add_argument("--metadata-max-age-ms", type=int, default=5_000)
+    p.add_argument("--slow", default="", type=_slow_arg, help="FROM:UNTIL:DELAY_MS windows (wall-clock "
+                   "seconds), comma-separated")
     p.add_argument("--wait-go", action="store_true")
     return p.parse_args(argv)
+
+
+def _slow_arg(spec: str) -> str:
+    try:
+        parse_slow(spec)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return spec
 
 
 def _exit_with_parent() -> None:

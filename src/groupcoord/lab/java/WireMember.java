@@ -8,7 +8,7 @@
  *       --protocol eager|cooperative|consumer|consumer-range --topics foo,bar --log FILE
  *       [--max-poll-records N] [--processing-ms X] [--auto-commit-interval-ms MS]
  *       [--max-poll-interval-ms MS] [--session-timeout-ms MS] [--heartbeat-interval-ms MS]
- *       [--metadata-max-age-ms MS] [--wait-go]
+ *       [--metadata-max-age-ms MS] [--slow FROM:UNTIL:DELAY_MS[,...]] [--wait-go]
  *
  * What differs from the librdkafka member, because this is the client that member imitates:
  * - poll(100 ms) is the Java client's own: it returns once a record is there, with up to
@@ -24,6 +24,11 @@
  *   (fetch.max.wait.ms 50, metadata.max.age.ms, reconnect and retry backoffs); everything else
  *   is the Java client's default. Classic members set the session timeout and heartbeat
  *   interval; KIP-848 members get theirs from the group (the broker's configs).
+ *
+ * --slow: the scenario's slow events, as the librdkafka member takes them (see its docstring):
+ * onPartitionsRevoked within [FROM, UNTIL) (wall-clock seconds) sleeps DELAY_MS before it
+ * returns, after the client's own commit before the revocation; only a process running when
+ * the window began is slow, and the latest window begun is the one that counts.
  *
  * --wait-go: the JVM starts and creates the consumer (class loading and construction, about a
  * second of CPU on the loaded machine), prints "ready" on stdout, then waits for a line "go"
@@ -67,6 +72,8 @@ public final class WireMember {
     private final PrintWriter out;
     private volatile boolean stop;
     private final KafkaConsumer<byte[], byte[]> consumer;
+    /** when run() began (epoch ms): a slow window begun before it is another process's */
+    private long startedMs = System.currentTimeMillis();
 
     private WireMember(Map<String, String> args, PrintWriter out, KafkaConsumer<byte[], byte[]> consumer) {
         this.args = args;
@@ -104,7 +111,30 @@ public final class WireMember {
         if (!List.of("eager", "cooperative", "consumer", "consumer-range").contains(a.get("protocol"))) {
             throw new IllegalArgumentException("--protocol: eager, cooperative, consumer or consumer-range");
         }
+        slowDelayMs(a.getOrDefault("slow", ""), 0, 0); // a bad --slow fails here, not in a callback
         return a;
+    }
+
+    /** The delay of the latest --slow window begun since startedMs, while it lasts; else 0. */
+    static long slowDelayMs(String spec, long startedMs, long nowMs) {
+        double latest = Double.NEGATIVE_INFINITY;
+        long delay = 0;
+        for (String part : spec.split(",")) {
+            if (part.isBlank()) {
+                continue;
+            }
+            String[] bits = part.trim().split(":");
+            if (bits.length != 3) {
+                throw new IllegalArgumentException("--slow takes FROM:UNTIL:DELAY_MS, got " + part);
+            }
+            double from = Double.parseDouble(bits[0]) * 1000;
+            double until = Double.parseDouble(bits[1]) * 1000;
+            if (startedMs <= from && from <= nowMs && from >= latest) {
+                latest = from;
+                delay = nowMs < until ? Math.round(Double.parseDouble(bits[2])) : 0;
+            }
+        }
+        return delay;
     }
 
     static Properties config(Map<String, String> a) {
@@ -194,6 +224,15 @@ public final class WireMember {
                 }
             }
             logParts("revoke", partitions);
+            long delayMs = slowDelayMs(args.getOrDefault("slow", ""), startedMs, System.currentTimeMillis());
+            if (delayMs > 0) {
+                log("slow", ", \"ms\": " + delayMs);
+                try {
+                    Thread.sleep(delayMs);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
         }
 
         @Override
