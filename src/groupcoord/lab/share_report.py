@@ -98,6 +98,11 @@ def platform_rows(runs: Sequence[Mapping[str, Any]],
     return out
 
 
+def _md_table(intro: str, head: str, align: str, rows: Sequence[Sequence[str]]) -> str:
+    """A paragraph, then a Markdown table: the ``head`` row, the ``align`` separator, ``rows``."""
+    return "\n".join([intro, "", head, align, *("| " + " | ".join(r) + " |" for r in rows)])
+
+
 def platform_md(runs: Sequence[Mapping[str, Any]],
                 platform: tuple[int, str, str] = PLATFORM) -> str:
     """:func:`platform_rows` as a Markdown table with its heading; "" without those cells."""
@@ -108,10 +113,8 @@ def platform_md(runs: Sequence[Mapping[str, Any]],
     head = (f"The same {size} members: {SHARE} on {share_wl} against {CONSUMER} on "
             f"{consumer_wl} (the same production and processing; different cells, so "
             "different seeds: medians and ranges side by side, not paired, not marked).")
-    lines = [head, "", f"| scenario | metric | {SHARE} ({share_wl}) | {CONSUMER} "
-             f"({consumer_wl}) | seeds |", "|---|---|---:|---:|---|"]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(lines)
+    return _md_table(head, f"| scenario | metric | {SHARE} ({share_wl}) | {CONSUMER} "
+                     f"({consumer_wl}) | seeds |", "|---|---|---:|---:|---|", rows)
 
 
 def message_rows(runs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
@@ -141,14 +144,12 @@ def messages_md(runs: Sequence[Mapping[str, Any]]) -> str:
     if not rows:
         return ""
     head, *body = rows
-    lines = ["Messages sent in the disturbance windows (median and range over the runs): a "
-             "share group's heartbeats and ShareFetch requests and answers (its "
-             "acknowledgements ride on its next ShareFetch); a consumer group's heartbeats "
-             "and offset commits (its fetches are a latency outside the simulated network, "
-             "not counted).", "", "| " + " | ".join(head) + " |",
-             "|---|---|---|" + "---:|" * (len(head) - 3)]
-    lines += ["| " + " | ".join(r) + " |" for r in body]
-    return "\n".join(lines)
+    return _md_table("Messages sent in the disturbance windows (median and range over the "
+                     "runs): a share group's heartbeats and ShareFetch requests and answers (its "
+                     "acknowledgements ride on its next ShareFetch); a consumer group's "
+                     "heartbeats and offset commits (its fetches are a latency outside the "
+                     "simulated network, not counted).", "| " + " | ".join(head) + " |",
+                     "|---|---|---|" + "---:|" * (len(head) - 3), body)
 
 
 def attach_window_seconds(runs: Sequence[dict[str, Any]], path: Path) -> None:
@@ -225,15 +226,13 @@ def crash_owner_md(runs: Sequence[Mapping[str, Any]]) -> str:
     rows = crash_owner_rows(runs)
     if not rows:
         return ""
-    lines = ["The crash cells' target (the scenarios crash the same member on every seed): "
-             "on how many seeds the crashed member owned a partition, read as a crash that "
-             "moved one. Where a consumer group has idle members the crash often hits one, and "
-             "the row compares an idle member's crash with a share member's; the crash "
-             "sentences carry the count.", "",
-             "| size | workload | protocol | seeds the crashed member owned a partition |",
-             "|---:|---|---|---:|"]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(lines)
+    return _md_table("The crash cells' target (the scenarios crash the same member on every seed): "
+                     "on how many seeds the crashed member owned a partition, read as a crash that "
+                     "moved one. Where a consumer group has idle members the crash often hits one, and "
+                     "the row compares an idle member's crash with a share member's; the crash "
+                     "sentences carry the count.",
+                     "| size | workload | protocol | seeds the crashed member owned a partition |",
+                     "|---:|---|---|---:|", rows)
 
 
 def redelivery_rows(runs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
@@ -262,17 +261,15 @@ def redelivery_md(runs: Sequence[Mapping[str, Any]]) -> str:
                 "(records processed again against records handed out never processed): "
                 "their records processed twice count both.") if any(
             family(str(r.get("protocol"))) == "share" for r in runs) else ""
-    lines = ["A share group's records handed out again, two ways (median (range) over each "
-             "cell's runs): processed again after an application had processed them (the "
-             "tables' records processed twice, over the control, comparable with a consumer "
-             "group's and marked), and handed out again though no application had processed "
-             "them (a batch released behind a poison record, a leaving member's unprocessed "
-             "rest; the whole run's, not comparable, not marked).", "",
-             "| scenario | size | workload | processed again (over the control) | handed out "
-             "again, never processed (whole run) | runs |",
-             "|---|---|---|---:|---:|---:|"]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(lines)
+    return _md_table("A share group's records handed out again, two ways (median (range) over each "
+                     "cell's runs): processed again after an application had processed them (the "
+                     "tables' records processed twice, over the control, comparable with a consumer "
+                     "group's and marked), and handed out again though no application had processed "
+                     "them (a batch released behind a poison record, a leaving member's unprocessed "
+                     "rest; the whole run's, not comparable, not marked).",
+                     "| scenario | size | workload | processed again (over the control) | handed out "
+                     "again, never processed (whole run) | runs |",
+                     "|---|---|---|---:|---:|---:|", rows)
 
 
 def share_lag_rows(runs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
@@ -297,17 +294,15 @@ def share_lag_md(runs: Sequence[Mapping[str, Any]]) -> str:
     rows = share_lag_rows(runs)
     if not rows:
         return ""
-    lines = ["The share group's lag two ways, in the disturbance windows (raw peaks, not over "
-             "the control; median (range) over each cell's runs): as the grids count it, "
-             "records produced and not yet processed (acknowledged or archived), and as the "
-             "broker reports a share group's lag, the log end offset minus the share-partition "
-             "start offset (records in flight and those acknowledged above the start offset "
-             "count in it).", "",
-             "| scenario | size | workload | lag peak, processed-based | share lag peak, "
-             "end offset \u2212 SPSO | runs |",
-             "|---|---|---|---:|---:|---:|"]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(lines)
+    return _md_table("The share group's lag two ways, in the disturbance windows (raw peaks, not over "
+                     "the control; median (range) over each cell's runs): as the grids count it, "
+                     "records produced and not yet processed (acknowledged or archived), and as the "
+                     "broker reports a share group's lag, the log end offset minus the share-partition "
+                     "start offset (records in flight and those acknowledged above the start offset "
+                     "count in it).",
+                     "| scenario | size | workload | lag peak, processed-based | share lag peak, "
+                     "end offset \u2212 SPSO | runs |",
+                     "|---|---|---|---:|---:|---:|", rows)
 
 
 def _work(r: Mapping[str, Any]) -> dict[str, Any]:
@@ -433,15 +428,13 @@ def head_of_line_md(runs: Sequence[Mapping[str, Any]]) -> str:
     rows = head_of_line_rows(runs)
     if not rows:
         return ""
-    lines = ["What poison records cost by themselves, read from the controls (the same seed "
-             "without the disturbance): the control's lag averaged over the disturbance windows "
-             "(records: its record·s over the windows' seconds), median and range over the "
-             "seeds, on the clean workload and on the same with poison records. Every control "
-             "counts, caught up or not.", "",
-             "| scenario | size | protocol | workloads | clean | poison |",
-             "|---|---|---|---|---:|---:|"]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(lines)
+    return _md_table("What poison records cost by themselves, read from the controls (the same seed "
+                     "without the disturbance): the control's lag averaged over the disturbance windows "
+                     "(records: its record·s over the windows' seconds), median and range over the "
+                     "seeds, on the clean workload and on the same with poison records. Every control "
+                     "counts, caught up or not.",
+                     "| scenario | size | protocol | workloads | clean | poison |",
+                     "|---|---|---|---|---:|---:|", rows)
 
 
 #: What each metric of the share grids means for each group type (docs/lab.md, "Share groups
