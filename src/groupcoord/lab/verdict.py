@@ -1236,6 +1236,8 @@ class Claim:
     detail: str = ""
     #: The row's value of its grid's swept timing (:func:`swept_timing`), ms; None: none.
     timing_ms: float | None = None
+    #: A crossover's one workload, when its grid sweeps on one (empty: several, or a row).
+    swept_on: str = ""
 
 
 def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
@@ -1464,15 +1466,19 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                             + ", ".join(leads) + ")"
                 parts.append(part)
             word = "lowest" if m.lower_is_better else "highest"
-            head = (f"{scenario}, {size} {member_word(scenario, g.protocols)}, "
+            # a grid that sweeps a timing on one workload: the sentence names it (round 8:
+            # S11 held on its workload only, the sentence did not say which)
+            loads = {r.workload for r in rows}
+            on = f" on {next(iter(loads))}" if len(loads) == 1 else ""
+            head = (f"{scenario}, {size} {member_word(scenario, g.protocols)}{on}, "
                     f"{short_label(m, g.excess)} against {x_name}, the {word}, separated "
                     "from the rest (protocols tied for it named together)")
-            text = (f"{scenario}, {size} {member_word(scenario, g.protocols)} ({g.name}), "
+            text = (f"{scenario}, {size} {member_word(scenario, g.protocols)}{on} ({g.name}), "
                     + head.split(", ", 2)[2] + ": " + "; ".join(parts) + ".")
             cmd = reproduce(g.spec, scenario, size, None, g.labels or g.protocols)
             out.append(Claim(g.name, text, cmd, m.column, scenario, size,
                              next(iter(sorted(named))), "", head=head,
-                             detail="; ".join(parts)))
+                             detail="; ".join(parts), swept_on=next(iter(loads)) if on else ""))
     return out
 
 
