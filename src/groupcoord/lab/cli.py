@@ -542,7 +542,7 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
     cal.add_argument("--save", nargs="?", const="", default=None, metavar="FILE",
                      help="store the results where the lab's report reads them (default: the "
                           "package's lab/data/calibration.json): rows of the same scenario and "
-                          "protocol are replaced, others kept")
+                          "protocol are replaced in place, new ones appended, others kept")
     cal.set_defaults(func=_calibrate)
 
     report = sub.add_parser("report", help="render DIR/report again from DIR's tables")
