@@ -123,7 +123,7 @@ from groupcoord.sim.members import (
     loading_response,
 )
 from groupcoord.sim.process import _LEFT, _RETRY_BACKOFF_MAX_MS, CLIENT_VARIANT, Proc, _Msg
-from groupcoord.sim.scenario import Event, start_offsets_ms
+from groupcoord.sim.scenario import Event, pick_owner, start_offsets_ms
 
 _E = ErrorCode
 
@@ -371,6 +371,12 @@ class ConsumerSimulation(ConsumerConvergence):
                 who = self.leader() if n == "@leader" else self.follower()
                 if who is not None and who.name not in out:
                     out.append(who.name)
+            elif n == "@owner":  # a member that holds a partition now (sim.scenario)
+                who_name = pick_owner((p.name for p in self.live()
+                                       if p.consuming and not p.leaving and p.name not in out),
+                                      self.seed, self.now)
+                if who_name is not None:
+                    out.append(who_name)
             elif n in ("any", "*", "all"):
                 live = [p.name for p in self.live() if p.name not in out]
                 if n == "any":
@@ -414,7 +420,11 @@ class ConsumerSimulation(ConsumerConvergence):
             one = self._one(ev)
             if one is not None:
                 self.leave(one, permanent=True)
-        elif k == "crash":
+        elif k in ("crash", "kill"):
+            # A kill closes the process's connections; a consumer group's membership is
+            # not tied to one (KIP-848 heartbeats; a classic member's too): the coordinator
+            # waits for the session timeout as after a crash, and its uncommitted positions
+            # are lost either way. So a kill is a crash here (sim.scenario's "kill").
             one = self._one(ev)
             if one is not None:
                 self.crash(one)
