@@ -372,11 +372,9 @@ class ConsumerSimulation(ConsumerConvergence):
                 if who is not None and who.name not in out:
                     out.append(who.name)
             elif n == "@owner":  # a member that holds a partition now (sim.scenario)
-                who_name = pick_owner((p.name for p in self.live()
-                                       if p.consuming and not p.leaving and p.name not in out),
-                                      self.seed, self.now)
-                if who_name is not None:
-                    out.append(who_name)
+                owners = [q.name for q in self.live() if q.consuming and not q.leaving]
+                if (w := pick_owner(owners, self.seed, self.now)) is not None and w not in out:
+                    out.append(w)
             elif n in ("any", "*", "all"):
                 live = [p.name for p in self.live() if p.name not in out]
                 if n == "any":
@@ -420,11 +418,7 @@ class ConsumerSimulation(ConsumerConvergence):
             one = self._one(ev)
             if one is not None:
                 self.leave(one, permanent=True)
-        elif k in ("crash", "kill"):
-            # A kill closes the process's connections; a consumer group's membership is
-            # not tied to one (KIP-848 heartbeats; a classic member's too): the coordinator
-            # waits for the session timeout as after a crash, and its uncommitted positions
-            # are lost either way. So a kill is a crash here (sim.scenario's "kill").
+        elif k in ("crash", "kill"):  # a kill is a crash: no membership tied to a connection
             one = self._one(ev)
             if one is not None:
                 self.crash(one)
