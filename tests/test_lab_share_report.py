@@ -332,3 +332,29 @@ def test_every_share_lag_peak_cell_carries_the_brokers_share_lag() -> None:
     assert note("lag_record_s", SHARE, row, [0, 1, 2]) == ""
     assert note("lag_peak", KIP848, row, [0, 1, 2]) == ""
     assert note("lag_peak", SHARE, row, [7]) == ""  # no run of that seed
+
+
+def test_the_verdict_tables_print_the_brokers_share_lag_in_the_share_lag_peak_cell() -> None:
+    """lab.report's verdict tables (Markdown and HTML) take the share report's note: the
+    share column's lag-peak cell carries the broker's share lag, the consumer column's not."""
+    from groupcoord.lab.report import verdict_html, verdict_md
+    from groupcoord.lab.share_report import broker_lag_note
+    from groupcoord.lab.verdict import grid_verdict
+
+    grid = {"name": "owner", "protocols": [SHARE, KIP848], "metrics": ["lag_peak"]}
+    runs = []
+    for s in range(5):
+        runs.append(_run(SHARE, "1x4-busy", s, scenario="owner-crash", fault_rate=0.0,
+                         caught_up=True, lag_peak=float(s), control_lag_peak=18.0,
+                         share_lag_peak=1_800 + s))
+        runs.append(_run(KIP848, "1x4-busy", s, scenario="owner-crash", fault_rate=0.0,
+                         caught_up=True, lag_peak=2_800.0 + s, control_lag_peak=12.0))
+    g = grid_verdict(grid, runs)
+    note = broker_lag_note(runs)
+    md = verdict_md(g, cell_note=note)
+    (line,) = [x for x in md.splitlines() if "owner-crash" in x]
+    share_cell, consumer_cell = line.split(" | ")[4:6]
+    assert "broker's share lag peak (raw) 1,802 (1,800\u20131,804)" in share_cell
+    assert "broker" not in consumer_cell
+    assert "broker&#x27;s share lag peak (raw) 1,802" in verdict_html(g, cell_note=note)
+    assert "broker" not in verdict_md(g)  # without the note: the table as before
