@@ -28,6 +28,15 @@ do not show by themselves.
   themselves, from the controls: the control's mean lag over the disturbance windows on the
   clean workload and on the same with poison records, per cell and protocol.
 
+- **A lost host against a process kill** (:func:`kill_rows`, :data:`KILL_TEXT`): owner-crash
+  (nothing closes: a share member's records wait for their lock) beside owner-kill (the
+  connection closes: the partition leader releases them at once), per cell and protocol; and
+  which member each crash or kill cell lost (:func:`crash_owner_rows`).
+- **The consumer group's poison back-off at 0** (:func:`backoff_rows`): 1x4-poison-b0 beside
+  1x4-poison's 1 s back-off and the share group, on the same seeds.
+- **The broker's share lag in each share lag-peak cell** (:func:`broker_lag_note`, the
+  verdict tables' ``cell_note``), besides its own table (:func:`share_lag_rows`).
+
 ``python -m groupcoord.lab.share_report DIR`` prints these tables for a rendered share spec.
 """
 
@@ -261,9 +270,10 @@ KILL_TEXT = (
     "listener, SharePartitionManager.releaseSession; groupcoord's server does the same). "
     "Neither tells the group coordinator: in both group types the member stays assigned "
     "until its session timeout, and a consumer group's kill is its crash (its membership and "
-    "positions are not tied to a connection). Under an orchestrator an OOM kill, a pod killed "
-    "after its grace period or a failed liveness probe's restart is a process kill; a node "
-    "failure, a network partition or a hung process is a lost host.")
+    "positions are not tied to a connection). An OOM kill, a SIGKILL, a container killed "
+    "after its termination grace period (a hung process that an orchestrator restarts is a "
+    "lost host until it is killed) or a crash of the process itself is a process kill; a "
+    "node or VM failure, a network partition or a process that hangs is a lost host.")
 
 
 def kill_rows(runs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
