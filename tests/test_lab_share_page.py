@@ -178,8 +178,14 @@ def test_a_crash_row_says_on_how_many_seeds_the_crashed_member_owned_a_partition
     assert crash_owners([SHARE, KIP848], runs) == (
         "consumer:uniform's crashed member owned a partition on 2 of 10 seeds (an idle "
         "member on the others)")
-    assert crash_owner_rows(runs) == [["12", "1x4-busy", KIP848, "2 of 10"],
-                                      ["12", "1x4-busy", SHARE, "10 of 10"]]
-    assert "did the crashed member own a partition" in share_sections_md(runs)
+    assert crash_owner_rows(runs) == [["crowd-crash", "12", "1x4-busy", KIP848, "2 of 10"],
+                                      ["crowd-crash", "12", "1x4-busy", SHARE, "10 of 10"]]
+    assert "did the lost member own a partition" in share_sections_md(runs)
+    # a crash or a kill of an owner (@owner) moves a partition on every seed: its own rows
+    owner = [dict(r, scenario=sc, resources_moved=1) for r in runs
+             for sc in ("owner-crash", "owner-kill")]
+    rows = crash_owner_rows(owner)
+    assert {(r[0], r[3], r[4]) for r in rows} == {
+        (sc, p, "10 of 10") for sc in ("owner-crash", "owner-kill") for p in (SHARE, KIP848)}
     # every seed an owner: nothing to add to the sentence
     assert crash_owners([SHARE], runs) == ""

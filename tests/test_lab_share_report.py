@@ -255,3 +255,106 @@ def test_a_share_groups_redeliveries_are_split_processed_again_and_never_process
     for r in old:
         r.pop(UNPROCESSED, None)
     assert "predate the split" in redelivery_md(old)
+
+
+def test_an_owner_lost_is_shown_as_a_lost_host_beside_a_process_kill() -> None:
+    """owner-crash (a lost host) and owner-kill (a process kill) side by side per cell and
+    protocol, with the page's text on what each is and which deployments see which."""
+    from groupcoord.lab.share_report import KILL_TEXT, kill_md, kill_rows
+
+    runs = []
+    for s in range(3):
+        runs += [_run(SHARE, "1x4-busy80", 10 + s, scenario="owner-crash", lag_peak=400 + s,
+                      lag_record_s=1_700.0, resource_downtime_ms=5_000, share_lag_peak=2_000),
+                 _run(SHARE, "1x4-busy80", 20 + s, scenario="owner-kill", lag_peak=0,
+                      lag_record_s=12.0, resource_downtime_ms=0, share_lag_peak=30 + s),
+                 _run(KIP848, "1x4-busy80", 10 + s, scenario="owner-crash", lag_peak=3_800,
+                      lag_record_s=235_000.0, resource_downtime_ms=47_800),
+                 _run(KIP848, "1x4-busy80", 20 + s, scenario="owner-kill", lag_peak=3_800,
+                      lag_record_s=235_000.0, resource_downtime_ms=47_800)]
+    # a cell with only one of the two is no row
+    runs.append(_run(SHARE, "1x4-busy", 1, scenario="owner-crash", lag_peak=1))
+    rows = {(r[1], r[2]): r[3:] for r in kill_rows(runs)}
+    assert set(rows) == {("1x4-busy80", SHARE), ("1x4-busy80", KIP848)}
+    assert rows[("1x4-busy80", SHARE)] == ["1,700 / 12", "401 (400\u2013402) / 0", "5 / 0",
+                                           "2,000 / 31 (30\u201332)"]
+    assert rows[("1x4-busy80", KIP848)][3] == "- / -"  # a consumer group has no share lag
+    md = kill_md(runs)
+    assert md.startswith(KILL_TEXT)
+    assert "lost host" in md and "process kill" in md and "session timeout" in md
+    assert "releases its" in KILL_TEXT and "OOM kill" in KILL_TEXT
+    assert "lost host against process kill" in share_sections_md(runs)
+
+
+def test_the_consumer_groups_back_off_0_column_stands_beside_the_1_s_one() -> None:
+    """The poison workload with the consumer group's back-off at 0 beside the 1 s one and the
+    share group's, on the seeds the back-off-0 cell ran (paired), excess and the controls'
+    mean lag (the head-of-line cost by itself)."""
+    from groupcoord.lab.share_report import backoff_md, backoff_rows
+
+    runs = []
+    for s in range(6):  # the back-off-0 cell ran 5 seeds: the sixth is in no column
+        common = {"scenario": "bounce", "size": 4, "window_s": 100.0}
+        runs += [_run(SHARE, "1x4-poison", s, lag_peak=2, lag_record_s=4.0,
+                      resource_downtime_ms=0, control_lag_record_s=1_400.0, **common),
+                 _run(KIP848, "1x4-poison", s, lag_peak=90 + s, lag_record_s=200.0,
+                      resource_downtime_ms=5_000, control_lag_record_s=4_844_500.0, **common)]
+        if s < 5:
+            runs.append(_run(KIP848, "1x4-poison-b0", s, lag_peak=80, lag_record_s=150.0,
+                             resource_downtime_ms=5_000, control_lag_record_s=1_154_700.0,
+                             **common))
+    rows = {r[2]: r[3:] for r in backoff_rows(runs)}
+    assert rows["excess lag peak (records)"] == ["2", "92 (90\u201394)", "80"]
+    assert rows["control's mean lag over the windows (records)"] == ["14", "48,445", "11,547"]
+    assert rows["partitions stopped (partition·s)"] == ["0", "5", "5"]
+    md = backoff_md(runs)
+    assert "FixedBackOff(0, 9)" in md and "10 s instead of 14 s" in md
+    assert "back-off at 0" in share_sections_md(runs)
+    # no back-off-0 cell: no table
+    assert backoff_rows([r for r in runs if r["workload"] != "1x4-poison-b0"]) == []
+
+
+def test_every_share_lag_peak_cell_carries_the_brokers_share_lag() -> None:
+    """The verdict tables' share lag-peak cells get the broker's share lag peak (raw) of the
+    same seeds beside the processed-based excess peak; no other cell does."""
+    from types import SimpleNamespace
+
+    from groupcoord.lab.share_report import broker_lag_note
+
+    runs = [_run(SHARE, "1x4-busy", s, scenario="crowd-crash", share_lag_peak=18 + s)
+            for s in range(4)]
+    runs += [_run(SHARE, "1x4-poison", s, scenario="crowd-crash", share_lag_peak=1_800)
+             for s in range(4)]  # the same seeds on another workload: not this cell's
+    runs += [_run(KIP848, "1x4-busy", s, scenario="crowd-crash") for s in range(4)]
+    note = broker_lag_note(runs)
+    row = SimpleNamespace(scenario="crowd-crash", size=12, workload="1x4-busy")
+    assert note("lag_peak", SHARE, row, [0, 1, 2]) == "broker's share lag peak (raw) 19 (18\u201320)"
+    assert note("lag_record_s", SHARE, row, [0, 1, 2]) == ""
+    assert note("lag_peak", KIP848, row, [0, 1, 2]) == ""
+    assert note("lag_peak", SHARE, row, [7]) == ""  # no run of that seed
+
+
+def test_the_verdict_tables_print_the_brokers_share_lag_in_the_share_lag_peak_cell() -> None:
+    """lab.report's verdict tables (Markdown and HTML) take the share report's note: the
+    share column's lag-peak cell carries the broker's share lag, the consumer column's not."""
+    from groupcoord.lab.report import verdict_html, verdict_md
+    from groupcoord.lab.share_report import broker_lag_note
+    from groupcoord.lab.verdict import grid_verdict
+
+    grid = {"name": "owner", "protocols": [SHARE, KIP848], "metrics": ["lag_peak"]}
+    runs = []
+    for s in range(5):
+        runs.append(_run(SHARE, "1x4-busy", s, scenario="owner-crash", fault_rate=0.0,
+                         caught_up=True, lag_peak=float(s), control_lag_peak=18.0,
+                         share_lag_peak=1_800 + s))
+        runs.append(_run(KIP848, "1x4-busy", s, scenario="owner-crash", fault_rate=0.0,
+                         caught_up=True, lag_peak=2_800.0 + s, control_lag_peak=12.0))
+    g = grid_verdict(grid, runs)
+    note = broker_lag_note(runs)
+    md = verdict_md(g, cell_note=note)
+    (line,) = [x for x in md.splitlines() if "owner-crash" in x]
+    share_cell, consumer_cell = line.split(" | ")[4:6]
+    assert "broker's share lag peak (raw) 1,802 (1,800\u20131,804)" in share_cell
+    assert "broker" not in consumer_cell
+    assert "broker&#x27;s share lag peak (raw) 1,802" in verdict_html(g, cell_note=note)
+    assert "broker" not in verdict_md(g)  # without the note: the table as before

@@ -24,8 +24,10 @@ def test_the_share_spec_pairs_share_and_consumer_groups_on_the_same_seeds() -> N
     # (the lock grid is share groups' only: a consumer group has no lock, its rows would be
     # the poison workload's)
     assert {r.protocol for r in runs if r.workload == "1x4-poison-lock"} == {"share:simple"}
+    # (and the back-off-0 grid consumer groups' only: a share group has no back-off)
+    assert {r.protocol for r in runs if r.workload == "1x4-poison-b0"} == {"consumer:uniform"}
     for r in runs:
-        if r.workload == "1x4-poison-lock":
+        if r.workload in ("1x4-poison-lock", "1x4-poison-b0"):
             continue
         key = (r.scenario, r.size, r.workload, r.fault_rate, r.replicate)
         by_cell.setdefault(key, set()).add((r.protocol, r.seed))
@@ -168,7 +170,13 @@ def test_the_bounces_timings_are_drawn_per_seed_off_the_heartbeat() -> None:
     from groupcoord.lab.verdict import bounce_down_ms, bounce_spacing_ms
 
     spec = load_spec(str(SPEC))
-    assert spec.confirm_seeds == 5 and all(g.confirm_seeds == 5 for g in spec.grids)
+    # (the grids added for the fifth review run one set: the render's budget, their
+    # descriptions say so)
+    one_set = {"owner", "lock-rate-owner", "poison-backoff0", "poison-backoff0-rolling"}
+    assert spec.confirm_seeds == 5
+    assert all(g.confirm_seeds == (0 if g.name in one_set else 5) for g in spec.grids)
+    assert all("One seed set" in g.description or "one seed set" in g.description
+               for g in spec.grids if g.name in one_set and g.name != "poison-backoff0-rolling")
     runs = [r for r in expand(spec) if r.scenario in ("bounce", "rolling-bounce")
             and r.protocol == "share:simple" and r.workload == "1x4-busy" and r.size == 4]
     drawn: dict[str, set[int]] = {"down_ms": set(), "interval_ms": set()}
@@ -233,3 +241,56 @@ def test_a_poison_block_at_the_first_event_is_the_workloads_steady_state(
     assert ordinary == [False]  # the ordinary rule: a backlog at the first event
     clean = flatten(run_one(pick["1x4-busy"]))["runs"][0]
     assert clean["ok"] and clean["caught_up"] is True and ordinary == [False, True]
+
+
+def test_the_back_off_0_column_is_the_poison_workload_on_the_same_seeds() -> None:
+    """The consumer group on 1x4-poison with its back-off at 0 (the poison-backoff0 grid) runs
+    on the seeds of its 1 s twin in the share grid: only the back-off differs, so the page
+    can put the two columns side by side."""
+    spec = load_spec(str(SPEC))
+    work = {w.name: json.loads(w.work or "{}") for w in spec.workloads}
+    b0, b1 = dict(work["1x4-poison-b0"]), dict(work["1x4-poison"])
+    assert (b0.pop("poison_backoff_ms"), b1.pop("poison_backoff_ms")) == (0, 1000)
+    assert b0 == b1
+    runs = expand(spec)
+    seeds = {(r.scenario, r.size, r.replicate): r.seed for r in runs
+             if r.workload == "1x4-poison" and r.protocol == "consumer:uniform"}
+    zero = [r for r in runs if r.workload == "1x4-poison-b0"]
+    assert {r.scenario for r in zero} == {"crowd-crash", "bounce", "rolling-bounce"}
+    assert zero and all(seeds[(r.scenario, r.size, r.replicate)] == r.seed for r in zero)
+
+
+def test_the_owner_grids_crash_and_kill_a_partition_owner_in_both_groups() -> None:
+    """owner-crash and owner-kill: the target a member that holds a partition at the event,
+    for both group types, on the share grid's workloads and sizes (and the lock-rate one)."""
+    spec = load_spec(str(SPEC))
+    grids = {g.name: g for g in spec.grids}
+    assert set(grids["owner"].scenarios) == {"owner-crash", "owner-kill"}
+    assert set(grids["owner"].workloads) == set(grids["share"].workloads)
+    for name, kind in (("owner-crash", "crash"), ("owner-kill", "kill"),
+                       ("crowd-crash", "crash")):
+        events = spec.inline[name]["events"]
+        assert [e["kind"] for e in events] == [kind]
+        assert events[0]["member"] == ("c1" if name == "crowd-crash" else "@owner")
+    runs = expand(spec)
+    cells = {(r.scenario, r.size, r.workload, r.protocol) for r in runs
+             if r.scenario in ("owner-crash", "owner-kill")}
+    assert {(s, n, w) for s, n, w, _ in cells} >= {
+        (s, n, w) for s in ("owner-crash", "owner-kill") for n in (4, 12)
+        for w in ("1x4-busy", "1x4-poison")}
+    assert {p for *_, p in cells} == {"share:simple", "consumer:uniform"}
+
+
+def test_a_killed_owner_releases_its_records_where_a_crashed_one_stops_the_partition() -> None:
+    """lock-rate-owner at 12 members, replicate 0, share group: the crashed owner's locked
+    records hold the share-partition start offset until the lock limit stops the partition for
+    its two other members; the killed owner's are released with its connection, nothing stops."""
+    spec = load_spec(str(SPEC))
+    by = {r.scenario: r for r in expand(spec) if r.workload == "1x4-busy80"
+          and r.size == 12 and r.replicate == 0 and r.protocol == "share:simple"
+          and r.scenario in ("owner-crash", "owner-kill")}
+    crash = flatten(run_one(by["owner-crash"]))["runs"][0]
+    kill = flatten(run_one(by["owner-kill"]))["runs"][0]
+    assert crash["ok"] and kill["ok"], (crash["invariant"], kill["invariant"])
+    assert crash["resource_downtime_ms"] > 1_000 and crash["lag_peak"] > 100
+    assert kill["resource_downtime_ms"] == 0 and kill["lag_peak"] < 50

@@ -16,6 +16,7 @@ from groupcoord.sim.scenario import (
     ScenarioError,
     load_scenario,
     parse_scenario,
+    pick_owner,
 )
 
 REQUIRED = {"join", "leave", "crash", "bounce", "rolling-bounce", "scale-out",
@@ -85,6 +86,8 @@ member = "all"
     ("[group]\nmembers = -1", "group.members"),
     ('[[events]]\nkind = "explode"', "kind must be one of"),
     ('[[events]]\nkind = "crash"', "missing member"),
+    ('[[events]]\nkind = "kill"', "missing member"),
+    ('[[events]]\nkind = "kill"\nmember = 3', "expected a string"),
     ('[[events]]\nkind = "crash"\nmember = "c1"\nextra = 1', "unknown key(s) extra"),
     ('[[events]]\nkind = "subscribe"\nmember = "c1"', "topics or regex"),
     ('[network]\nloss = 2.0', "probability"),
@@ -152,3 +155,17 @@ def test_latency_parse() -> None:
     assert Latency.parse("exponential:5:1-100") == Latency("exponential", 1, 100, 5)
     with pytest.raises(ValueError):
         Latency.parse("uniform:9-2")
+
+
+def test_a_kill_of_an_owner_parses_and_the_owner_is_drawn_from_the_seed() -> None:
+    sc = parse_scenario(tomllib.loads('[[events]]\nat_ms = 5000\nkind = "kill"\n'
+                                      'member = "@owner"'), source="k.toml")
+    assert [(e.kind, e["member"], e.duration_ms(3)) for e in sc.events] == [("kill", "@owner", 0)]
+    owners = ["c4", "c1", "c7"]
+    # the same owners, seed and time give the same member, whatever their order; every owner
+    # is drawn by some seed; nobody holds a partition: no target
+    picks = {pick_owner(owners, seed, 5000) for seed in range(60)}
+    assert picks == set(owners)
+    assert all(pick_owner(owners, s, 5000) == pick_owner(reversed(owners), s, 5000)
+               for s in range(20))
+    assert pick_owner([], 1, 5000) is None

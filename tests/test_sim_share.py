@@ -243,3 +243,106 @@ def test_s4_is_not_asserted_for_a_member_that_cannot_keep_up() -> None:
     stop = next(e for e in res.trace if "faults-stop" in e)
     assert f"I5 bound {res.summary['i5_bound_ms']} ms" in stop
     assert res.summary["i5_bound_ms"] > 0
+
+
+def _owner_event_sim(tmp_path: Path, kind: str, protocol: str = PROTOCOL, seed: int = 3,
+                     members: int = 12, rate: int = 60) -> Any:
+    """A busy 4-partition topic (``rate`` records/s a partition, 10 ms a record: at 60 a
+    member with one partition 60 % busy), ``members`` members, ``kind`` of a partition owner
+    at 30 s (started, not run)."""
+    path = tmp_path / f"owner-{kind}.toml"
+    path.write_text(f'name = "owner-{kind}"\n[group]\nmembers = {members}\n'
+                    'topics = { foo = 4 }\nstart_spread_ms = 5000\n'
+                    f'[workload]\nrecords_per_s = {rate}\nmax_poll_records = 100\n'
+                    'processing_ms = { dist = "exponential", mean = 10 }\n'
+                    f'[[events]]\nat_ms = 30000\nkind = "{kind}"\nmember = "@owner"\n')
+    sim = build_simulation(str(path), seed, protocol)
+    sim.start()
+    return sim
+
+
+def _held_by(sim: ShareSimulation, member_id: str) -> set[tuple[Any, int]]:
+    """The records a member holds under a lock now (the share partitions' own view)."""
+    return {(tp, o) for tp, sh in sim.partitions.shadow.items()
+            for o, (m, deadline) in sh.locks.items() if m == member_id and deadline > sim.now}
+
+
+KILL_SEED = 0  # its target holds 6 records at the event
+
+
+@pytest.mark.parametrize("kind", ["kill", "crash"])
+def test_a_killed_members_records_are_released_at_once_a_crashed_ones_after_the_lock(
+        tmp_path: Path, kind: str) -> None:
+    """A process kill closes its connection: the broker ends the member's share session and
+    releases its acquired records, which another member acquires at once; a lost host (crash)
+    closes nothing, its records wait for their lock (30 s). Either way the member stays in the
+    group until its session timeout."""
+    # three members a partition, each 50 % busy: a member holds a batch most of the time
+    sim = _owner_event_sim(tmp_path, kind, seed=KILL_SEED, rate=150)
+    assert isinstance(sim, ShareSimulation)
+    assert not sim.advance(until_ms=30_000), sim.result().violation
+    target = sim.event_targets[-1]
+    assert target["kind"] == kind
+    victim = sim.procs[target["member"]]
+    assert not victim.alive
+    held = _held_by(sim, victim.member_id)
+    assert held, "the seed's killed member held records at the event (a busy member)"
+    assert not sim.advance(until_ms=31_000)
+    still = _held_by(sim, victim.member_id)
+    # taken up by the others within the second (or, for the crash, still locked)
+    others = {(tp, o) for tp, sh in sim.partitions.shadow.items() for o, (m, dl) in sh.locks.items()
+              if m != victim.member_id and (tp, o) in held}
+    done = {(tp, o) for tp, o in held
+            if o < sim.partitions.shadow[tp].done_below or o in sim.partitions.shadow[tp].done}
+    # membership is not tied to the connection: the member is in the group until its session
+    # times out (45 s), whichever way its process ended
+    assert victim.member_id in sim.group().members
+    if kind == "kill":
+        assert not still
+        assert held <= others | done
+    else:
+        assert still == held
+        assert not others and not done
+        assert not sim.advance(until_ms=59_000)
+        assert _held_by(sim, victim.member_id) == held  # the lock: 30 s
+        assert not sim.advance(until_ms=62_000)
+        assert not _held_by(sim, victim.member_id)
+    sim.advance()
+    ok(sim.result())
+    s = sim.result().summary
+    assert (s["share_locks_expired"] > 0) == (kind == "crash")
+
+
+@pytest.mark.parametrize("protocol", [PROTOCOL, "consumer:uniform"])
+@pytest.mark.parametrize("seed", range(4))
+def test_an_owner_event_targets_a_member_that_holds_a_partition(
+        tmp_path: Path, protocol: str, seed: int) -> None:
+    """``@owner`` names a member that holds a partition at the event, drawn from the seed: at
+    12 members on 4 partitions the consumer group's 8 idle members are never the target."""
+    sim = _owner_event_sim(tmp_path, "crash", protocol, seed)
+    assert not sim.advance(until_ms=29_999)
+    if protocol == PROTOCOL:
+        owners = {p.name for p in sim.live() if p.assigned}
+    else:
+        owners = {p.name for p in sim.live() if p.consuming}
+        assert len(owners) == 4  # 8 idle members
+    assert not sim.advance(until_ms=30_000)
+    assert sim.event_targets[-1]["member"] in owners
+    sim.advance()
+    ok(sim.result())
+    crash = next(d for d in sim.result().disturbances if "crash" in d["disturbance"])
+    assert crash["resources_moved"] >= 1  # its partition went to another member
+
+
+def test_a_consumer_groups_kill_is_its_crash(tmp_path: Path) -> None:
+    """A consumer group's membership and positions are not tied to a connection: a killed
+    member waits for its session timeout as a crashed one, the same run to the record."""
+    runs = []
+    for kind in ("kill", "crash"):
+        sim = _owner_event_sim(tmp_path, kind, "consumer:uniform", seed=1)
+        sim.advance()
+        ok(sim.result())
+        d = next(d for d in sim.result().disturbances if d["at_ms"] == 30_000)
+        runs.append({k: v for k, v in d.items() if k != "disturbance"})
+    assert runs[0] == runs[1]
+    assert runs[0]["resource_downtime_ms"] >= 40_000  # the session timeout, 45 s

@@ -63,6 +63,7 @@ from groupcoord.lab.mechanism import (
 )
 from groupcoord.lab.share_report import (
     attach_window_seconds,
+    broker_lag_note,
     share_calibration_note,
     share_sections_html,
     share_sections_md,
@@ -581,7 +582,9 @@ def _cell_text(m: Metric, c: Any) -> tuple[str, str]:
 
 
 def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | None = None,
-                 why: Sequence[str] = ()) -> str:
+                 why: Sequence[str] = (), cell_note: Any = None) -> str:
+    """A grid's verdict table; ``cell_note(column, protocol, row, seeds)``, when given, adds
+    a line to a cell (the share grids' broker share lag, ``lab.share_report``)."""
     parts = [f"<h2>{html.escape(g.name)}</h2>"]
     if g.question:
         parts.append(f"<p class='q'>{html.escape(g.question)}</p>")
@@ -626,6 +629,9 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
                     tds.append("<td>-</td>")
                     continue
                 val, rng = _cell_text(mv.metric, c)
+                if cell_note is not None:
+                    rng = "; ".join(x for x in (rng, cell_note(mv.metric.column, p, row,
+                                                               list(c.values))) if x)
                 rng = f"<br><small>{html.escape(rng)}</small>" if rng else ""
                 cls = " ".join(x for x in (c.mark, "split" if c.split else "",
                                            "apart" if p in apart else "") if x)
@@ -640,7 +646,7 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
 
 
 def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | None = None,
-               why: Sequence[str] = ()) -> str:
+               why: Sequence[str] = (), cell_note: Any = None) -> str:
     lines = [f"### {g.name}", ""]
     if g.question:
         lines += [f"*{g.question}*", ""]
@@ -668,6 +674,9 @@ def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | 
                     vals.append("-")
                     continue
                 val, rng = _cell_text(mv.metric, c)
+                if cell_note is not None:
+                    rng = "; ".join(x for x in (rng, cell_note(mv.metric.column, p, row,
+                                                               list(c.values))) if x)
                 rng = f" ({rng})" if rng else ""
                 vals.append(f"{_mark(c.mark)}{val}{rng}".replace("|", "\\|"))
             lines.append("| " + " | ".join([*lead, _label(g, mv.metric), *vals,
@@ -1495,8 +1504,9 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
     parts.append("<h2>How to read the tables</h2>")
     parts += [f"<p>{html.escape(t)}</p>" for t in method_text(runs, verdicts) if t]
     loads = row_loads(runs)
+    note = broker_lag_note(runs)
     parts += [verdict_html(g, loads, mechanisms(g.protocols, g.settings, grid_runs(g, runs))
-                           + grid_lateness_lines(grid_runs(g, runs)))
+                           + grid_lateness_lines(grid_runs(g, runs)), note)
               for g in verdicts]
     if share := share_sections_html(runs):
         parts.append(share)
@@ -1541,9 +1551,10 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
             lines += [t, ""]
     lines += ["## Verdicts", ""]
     loads = row_loads(runs)
+    note = broker_lag_note(runs)
     for g in verdicts:
         lines += [verdict_md(g, loads, mechanisms(g.protocols, g.settings, grid_runs(g, runs))
-                             + grid_lateness_lines(grid_runs(g, runs))), ""]
+                             + grid_lateness_lines(grid_runs(g, runs)), note), ""]
     if share := share_sections_md(runs):
         lines += [share, ""]
     lines += ["## What the tables show", ""]

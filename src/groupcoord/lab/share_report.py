@@ -28,6 +28,15 @@ do not show by themselves.
   themselves, from the controls: the control's mean lag over the disturbance windows on the
   clean workload and on the same with poison records, per cell and protocol.
 
+- **A lost host against a process kill** (:func:`kill_rows`, :data:`KILL_TEXT`): owner-crash
+  (nothing closes: a share member's records wait for their lock) beside owner-kill (the
+  connection closes: the partition leader releases them at once), per cell and protocol; and
+  which member each crash or kill cell lost (:func:`crash_owner_rows`).
+- **The consumer group's poison back-off at 0** (:func:`backoff_rows`): 1x4-poison-b0 beside
+  1x4-poison's 1 s back-off and the share group, on the same seeds.
+- **The broker's share lag in each share lag-peak cell** (:func:`broker_lag_note`, the
+  verdict tables' ``cell_note``), besides its own table (:func:`share_lag_rows`).
+
 ``python -m groupcoord.lab.share_report DIR`` prints these tables for a rendered share spec.
 """
 
@@ -204,35 +213,198 @@ def attach_share_lag(runs: Sequence[dict[str, Any]], path: Path) -> None:
             r[UNPROCESSED] = n
 
 
+def _is_member_loss(scenario: str) -> bool:
+    """A crash or a kill scenario (``crowd-crash``, ``owner-crash``, ``owner-kill``)."""
+    return "crash" in scenario or "kill" in scenario
+
+
 def crash_owner_rows(runs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
-    """Per crash cell (size, workload) and protocol: on how many seeds the crashed member
-    owned a partition, read from the runs as a crash window that moved a partition
-    (``resources_moved`` > 0: the crashed member's partitions went to another member); a
-    consumer group with more members than partitions crashes an idle member on the others,
-    so its row's lag and downtime are those of an idle member's crash there."""
-    cells: dict[tuple[int, str, str], list[int]] = {}
+    """Per crash or kill cell (scenario, size, workload) and protocol: on how many seeds the
+    lost member owned a partition, read from the runs as a window that moved a partition
+    (``resources_moved`` > 0: its partitions went to another member). ``crowd-crash`` crashes
+    c1, any member: a consumer group with more members than partitions loses an idle member
+    on most seeds, so its row's lag and downtime are an idle member's loss there;
+    ``owner-crash`` and ``owner-kill`` target a member holding a partition (``@owner``)."""
+    cells: dict[tuple[str, int, str, str], list[int]] = {}
     for r in runs:
-        if "crash" not in str(r.get("scenario")) or not r.get("ok") \
+        if not _is_member_loss(str(r.get("scenario"))) or not r.get("ok") \
                 or r.get("resources_moved") is None:
             continue
-        key = (int(r.get("size") or 0), str(r.get("workload")), str(r.get("protocol")))
+        key = (str(r.get("scenario")), int(r.get("size") or 0), str(r.get("workload")),
+               str(r.get("protocol")))
         got = cells.setdefault(key, [0, 0])
         got[0] += float(r["resources_moved"]) > 0
         got[1] += 1
-    return [[str(size), wl, p, f"{k} of {n}"] for (size, wl, p), (k, n) in sorted(cells.items())]
+    return [[sc, str(size), wl, p, f"{k} of {n}"]
+            for (sc, size, wl, p), (k, n) in sorted(cells.items())]
 
 
 def crash_owner_md(runs: Sequence[Mapping[str, Any]]) -> str:
     rows = crash_owner_rows(runs)
     if not rows:
         return ""
-    return _md_table("The crash cells' target (the scenarios crash the same member on every seed): "
-                     "on how many seeds the crashed member owned a partition, read as a crash that "
-                     "moved one. Where a consumer group has idle members the crash often hits one, and "
-                     "the row compares an idle member's crash with a share member's; the crash "
-                     "sentences carry the count.",
-                     "| size | workload | protocol | seeds the crashed member owned a partition |",
-                     "|---:|---|---|---:|", rows)
+    return _md_table("The crash and kill cells' target: crowd-crash crashes c1 on every seed (any "
+                     "member), owner-crash and owner-kill a member that holds a partition at the "
+                     "event, drawn per seed among the owners (the same draw for both group types). "
+                     "On how many seeds the lost member owned a partition, read as a loss that moved "
+                     "one. Where a consumer group has idle members crowd-crash often hits one, and its "
+                     "row compares an idle member's crash with a share member's; the crash sentences "
+                     "carry the count.",
+                     "| scenario | size | workload | protocol | seeds the lost member owned a "
+                     "partition |",
+                     "|---|---:|---|---|---:|", rows)
+
+
+#: What a kill and a lost host are, for the page (docs/lab.md, "Share groups against consumer
+#: groups"; ``sim.scenario``'s ``crash`` and ``kill``, ``sim.share.ShareSimulation.kill``).
+KILL_TEXT = (
+    "A member can be lost two ways. A *lost host* (owner-crash, crowd-crash: a machine or VM "
+    "that dies or drops off the network, a process hung in a long GC pause or a deadlock) "
+    "closes nothing: the broker learns nothing until the member's session times out (45 s), "
+    "and a share member's acquired records keep their locks (30 s) and hold the "
+    "share-partition start offset back meanwhile. A *process kill* (owner-kill: an OOM kill, "
+    "SIGKILL, a container or pod stopped without a graceful close, a crash of the process "
+    "itself) leaves its host up, and the host's kernel closes the process's connections: the "
+    "partition leader ends the member's share session with its connection and releases its "
+    "acquired records at once (Kafka 4.1+: ShareSessionCache's connection-disconnect "
+    "listener, SharePartitionManager.releaseSession; groupcoord's server does the same). "
+    "Neither tells the group coordinator: in both group types the member stays assigned "
+    "until its session timeout, and a consumer group's kill is its crash (its membership and "
+    "positions are not tied to a connection). An OOM kill, a SIGKILL, a container killed "
+    "after its termination grace period (a hung process that an orchestrator restarts is a "
+    "lost host until it is killed) or a crash of the process itself is a process kill; a "
+    "node or VM failure, a network partition or a process that hangs is a lost host.")
+
+
+def kill_rows(runs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """Per (size, workload) with both owner-crash and owner-kill runs, and per protocol: the
+    lost host's and the killed process's excess lag, excess lag peak and partitions stopped,
+    and for a share group the broker's share lag peak (raw), medians and ranges over each
+    cell's runs (different seeds: the two scenarios are two cells)."""
+    cells: dict[tuple[int, str, str, str], list[Mapping[str, Any]]] = {}
+    for r in runs:
+        sc = str(r.get("scenario"))
+        if sc not in ("owner-crash", "owner-kill") or not r.get("ok"):
+            continue
+        cells.setdefault((int(r.get("size") or 0), str(r.get("workload")),
+                          str(r.get("protocol")), sc), []).append(r)
+
+    def span(rs: Sequence[Mapping[str, Any]], column: str, div: float = 1.0) -> str:
+        vals = [float(r[column]) for r in rs if r.get(column) is not None]
+        return _span(vals, div) if vals else "-"
+
+    out = []
+    for size, wl, p in sorted({k[:3] for k in cells}):
+        crash, kill = cells.get((size, wl, p, "owner-crash")), cells.get((size, wl, p, "owner-kill"))
+        if not crash or not kill:
+            continue
+        row = [str(size), wl, p]
+        for column, div in (("lag_record_s", 1.0), ("lag_peak", 1.0),
+                            ("resource_downtime_ms", 1000.0), ("share_lag_peak", 1.0)):
+            row.append(f"{span(crash, column, div)} / {span(kill, column, div)}")
+        out.append(row)
+    return out
+
+
+def kill_md(runs: Sequence[Mapping[str, Any]]) -> str:
+    rows = kill_rows(runs)
+    if not rows:
+        return ""
+    return "\n".join([KILL_TEXT, "", _md_table(
+        "A partition owner lost, as a lost host / as a process kill (owner-crash / owner-kill, "
+        "median (range) over each cell's runs; the two are different cells, so different seeds: "
+        "side by side, not paired). Excess over the control but the broker's share lag peak (raw; "
+        "share groups only).",
+        "| size | workload | protocol | excess lag (record·s) | excess lag peak (records) | "
+        "partitions stopped (partition·s) | broker's share lag peak (records) |",
+        "|---:|---|---|---:|---:|---:|---:|", rows)])
+
+
+#: The consumer group's poison workload with its back-off at 0 and its 1 s twin, for
+#: :func:`backoff_rows` (``share.toml``'s poison-backoff0 grids).
+BACKOFF_WORKLOADS = ("1x4-poison", "1x4-poison-b0")
+
+
+def backoff_rows(runs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """Per (scenario, size, metric) where the consumer group ran ``1x4-poison-b0``: the share
+    group on ``1x4-poison``, the consumer group on it (1 s back-off) and on ``1x4-poison-b0``
+    (0), medians and ranges over the seeds the back-off-0 cell ran (the same seeds in all
+    three columns: paired), excess over the control; and the controls' mean lag over the
+    windows (the head-of-line cost by itself, :func:`head_of_line_rows`'s measure)."""
+    one, zero = BACKOFF_WORKLOADS
+    by: dict[tuple[str, int, str, str], dict[int, Mapping[str, Any]]] = {}
+    for r in runs:
+        if r.get("workload") in BACKOFF_WORKLOADS and r.get("ok"):
+            key = (str(r.get("scenario")), int(r.get("size") or 0), str(r.get("protocol")),
+                   str(r.get("workload")))
+            by.setdefault(key, {})[int(r.get("seed") or 0)] = r
+
+    def mean_lag(r: Mapping[str, Any]) -> float | None:
+        lag, secs = r.get("control_lag_record_s"), r.get("window_s")
+        return float(lag) / float(secs) if lag is not None and secs else None
+
+    metrics: tuple[tuple[str, str, float], ...] = (
+        ("lag_record_s", "excess lag (record·s)", 1.0),
+        ("lag_peak", "excess lag peak (records)", 1.0),
+        ("resource_downtime_ms", "partitions stopped (partition·s)", 1000.0),
+        ("control mean lag", "control's mean lag over the windows (records)", 1.0))
+    out = []
+    for scenario, size, _, _ in sorted(
+            {k for k in by if k[2] == CONSUMER and k[3] == zero},
+            key=lambda k: (SCENARIOS.index(k[0]) if k[0] in SCENARIOS else 99, k[1])):
+        seeds = set(by[(scenario, size, CONSUMER, zero)])
+        cols = [by.get((scenario, size, SHARE, one), {}), by.get((scenario, size, CONSUMER, one), {}),
+                by[(scenario, size, CONSUMER, zero)]]
+        for column, label, div in metrics:
+            row = [scenario, str(size), label]
+            for c in cols:
+                rs = [c[s] for s in sorted(seeds) if s in c]
+                vals = [v for v in ((mean_lag(r) if column == "control mean lag"
+                                     else (float(r[column]) if r.get(column) is not None
+                                           else None)) for r in rs) if v is not None]
+                row.append(_span(vals, div) if vals else "-")
+            out.append(row)
+    return out
+
+
+def backoff_md(runs: Sequence[Mapping[str, Any]]) -> str:
+    rows = backoff_rows(runs)
+    if not rows:
+        return ""
+    return _md_table("How much of the head-of-line gap is the consumer group's back-off: the consumer "
+                     "group on the poison workload with its back-off at 0 (1x4-poison-b0, the back-off "
+                     "of Spring Kafka's DefaultErrorHandler default, FixedBackOff(0, 9); the same 5 "
+                     "attempts of 2 s, a poison record holds its partition 10 s instead of 14 s) beside "
+                     "the 1 s one and the share group (no back-off: a RELEASE makes the record "
+                     "available at once), on the same seeds, median (range). What neither back-off "
+                     "changes: a consumer group keeps each partition's order and waits behind the "
+                     "poison record; a share group gives that order up.",
+                     f"| scenario | size | metric | {SHARE}, 1x4-poison | {CONSUMER}, 1x4-poison "
+                     f"(back-off 1 s) | {CONSUMER}, 1x4-poison-b0 (back-off 0) |",
+                     "|---|---:|---|---:|---:|---:|", rows)
+
+
+def broker_lag_note(runs: Sequence[Mapping[str, Any]]) -> Any:
+    """A note for the verdict tables' share lag-peak cells (``lab.report``'s ``cell_note``):
+    the broker's share lag peak (the log end offset minus the share-partition start offset,
+    raw: not over the control; ``share_lag_peak``, :func:`attach_share_lag`) over the same
+    seeds as the cell, median (range), beside the processed-based excess peak the table
+    marks. "" for any other cell (a consumer group has no share lag; the broker's lag is kept
+    as a peak only)."""
+    peaks: dict[tuple[str, str, int, str, int], float] = {}
+    for r in runs:
+        if r.get("share_lag_peak") is not None and family(str(r.get("protocol"))) == "share":
+            peaks[(str(r.get("protocol")), str(r.get("scenario")), int(r.get("size") or 0),
+                   str(r.get("workload")), int(r.get("seed") or 0))] = float(r["share_lag_peak"])
+
+    def note(column: str, protocol: str, row: Any, seeds: Sequence[int]) -> str:
+        if column != "lag_peak" or family(protocol) != "share":
+            return ""
+        vals = [v for s in seeds if (v := peaks.get((protocol, str(row.scenario), int(row.size or 0),
+                                                     str(row.workload), int(s)))) is not None]
+        return f"broker's share lag peak (raw) {_span(vals, 1.0)}" if vals else ""
+
+    return note
 
 
 def redelivery_rows(runs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
@@ -506,13 +678,17 @@ def share_sections_md(runs: Sequence[Mapping[str, Any]]) -> str:
     if lag := share_lag_md(runs):
         parts += ["", "## Share groups: the broker's share lag", "", lag]
     if owners := crash_owner_md(runs):
-        parts += ["", "## Crash cells: did the crashed member own a partition", "", owners]
+        parts += ["", "## Crash and kill cells: did the lost member own a partition", "", owners]
+    if kills := kill_md(runs):
+        parts += ["", "## A partition owner lost: lost host against process kill", "", kills]
     if again := redelivery_md(runs):
         parts += ["", "## Share groups: records handed out again", "", again]
     if hol := head_of_line_md(runs):
         parts += ["", "## Poison records: head-of-line blocking", "", hol]
     if cost := poison_cost_md(runs):
         parts += ["", cost]
+    if backoff := backoff_md(runs):
+        parts += ["", "## Poison records: the consumer group's back-off at 0", "", backoff]
     return "\n".join(parts)
 
 
@@ -652,7 +828,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["PLATFORM", "attach_share_lag", "attach_window_seconds", "head_of_line_md", "head_of_line_rows",
+__all__ = ["BACKOFF_WORKLOADS", "KILL_TEXT", "PLATFORM", "attach_share_lag",
+           "attach_window_seconds", "backoff_md", "backoff_rows", "broker_lag_note",
+           "head_of_line_md", "head_of_line_rows", "kill_md", "kill_rows",
            "load_share_calibration", "message_rows", "messages_md", "platform_md",
            "platform_rows", "share_calibration_note", "share_lag_md", "share_lag_rows",
            "share_sections_html", "share_sections_md"]

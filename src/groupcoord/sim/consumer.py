@@ -123,7 +123,7 @@ from groupcoord.sim.members import (
     loading_response,
 )
 from groupcoord.sim.process import _LEFT, _RETRY_BACKOFF_MAX_MS, CLIENT_VARIANT, Proc, _Msg
-from groupcoord.sim.scenario import Event, start_offsets_ms
+from groupcoord.sim.scenario import Event, pick_owner, start_offsets_ms
 
 _E = ErrorCode
 
@@ -371,6 +371,10 @@ class ConsumerSimulation(ConsumerConvergence):
                 who = self.leader() if n == "@leader" else self.follower()
                 if who is not None and who.name not in out:
                     out.append(who.name)
+            elif n == "@owner":  # a member that holds a partition now (sim.scenario)
+                owners = [q.name for q in self.live() if q.consuming and not q.leaving]
+                if (w := pick_owner(owners, self.seed, self.now)) is not None and w not in out:
+                    out.append(w)
             elif n in ("any", "*", "all"):
                 live = [p.name for p in self.live() if p.name not in out]
                 if n == "any":
@@ -414,7 +418,7 @@ class ConsumerSimulation(ConsumerConvergence):
             one = self._one(ev)
             if one is not None:
                 self.leave(one, permanent=True)
-        elif k == "crash":
+        elif k in ("crash", "kill"):  # a kill is a crash: no membership tied to a connection
             one = self._one(ev)
             if one is not None:
                 self.crash(one)

@@ -56,10 +56,15 @@ key optional except where noted)::
     at_ms = 30000
     kind = "crash"               # see EVENT_KINDS
     member = "c2"                # a name, "any" (drawn from the live members), "@leader"
-                                 # (the group's leader at the event's time) or "@follower"
+                                 # (the group's leader at the event's time), "@follower" or
+                                 # "@owner" (a member holding a partition then, drawn from
+                                 # the seed: :func:`pick_owner`)
 
 Event kinds (:data:`EVENT_KINDS`, parameters and defaults): ``join`` (members or count),
-``leave`` (member; a permanent leave, epoch -1), ``crash`` (member: no leave), ``bounce``
+``leave`` (member; a permanent leave, epoch -1), ``crash`` (member: no leave; a lost host or
+a hung process, nothing closes), ``kill`` (member: a process kill, no leave, but its host
+closes its connections: what the broker ties to a connection ends with it, for a share
+consumer its share session and the records it had acquired; see :data:`EVENT_KINDS`), ``bounce``
 (member, down_ms; a graceful close, epoch -2 for a static member, then a new process with a new
 member id and the same instance id; ``hard = true`` crashes instead; ``after_delay_ms``: down
 for the group's ``scheduled.rebalance.max.delay.ms`` plus this margin instead of ``down_ms``),
@@ -90,7 +95,7 @@ from __future__ import annotations
 
 import random
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -115,6 +120,13 @@ EVENT_KINDS: dict[str, dict[str, Any]] = {
     "join": {"members": None, "count": 1},
     "leave": {"member": ...},
     "crash": {"member": ...},
+    # A process kill (SIGKILL, an OOM kill, a container stopped): no leave, as a crash, but the
+    # host's kernel closes the process's connections, so the broker sees them close. Group
+    # membership (KIP-848 consumer groups, classic groups, share groups) is not tied to a
+    # connection: it waits for the session timeout as after a crash. A share consumer's share
+    # session is (KIP-932; Kafka 4.1+'s ShareSessionCache connection-disconnect listener: the
+    # session is removed and the member's acquired records released at once).
+    "kill": {"member": ...},
     "bounce": {"member": ..., "down_ms": 5_000, "hard": False, "after_delay_ms": None},
     "rolling-bounce": {"interval_ms": 10_000, "down_ms": 3_000, "hard": False},
     "scale-out": {"count": 1},
@@ -465,6 +477,17 @@ def with_draws(sc: Scenario, seed: int) -> Scenario:
     return replace(sc, events=events, drawn=drawn)
 
 
+def pick_owner(owners: Iterable[str], seed: int, at_ms: int) -> str | None:
+    """The member an ``@owner`` event names: one of ``owners`` (the live members holding a
+    partition at the event's time), drawn from the seed and the event's time on its own
+    stream, so that every protocol of a run picks the same way from the same owners and the
+    draw does not depend on what else the run drew before. None when nobody holds one."""
+    names = sorted(set(owners))
+    if not names:
+        return None
+    return random.Random(f"owner:{seed}:{at_ms}").choice(names)
+
+
 def start_offsets_ms(sc: Scenario, seed: int) -> list[int]:
     """When each initial member starts (ms): ``c(i)`` at ``(i-1) * join_stagger_ms`` plus an
     offset drawn uniformly from ``[0, start_spread_ms)`` (its own stream of the seed: the
@@ -634,6 +657,10 @@ def random_scenario(seed: int, *, max_members: int = 7, max_events: int = 5,
         p: dict[str, Any]
         if kind in ("crash", "leave"):
             p = {"member": rng.choice([*live, "any"])}
+            # half the crashes are process kills (the connection closes), drawn on a stream
+            # of their own so that every other draw of the seed stays what it was
+            if kind == "crash" and random.Random(f"kill:{seed}:{len(events)}").random() < 0.5:
+                kind = "kill"
         elif kind == "bounce":
             p = {"member": rng.choice([*live, "any"]), "down_ms": rng.randint(100, 20_000),
                  "hard": rng.random() < 0.3}

@@ -54,8 +54,11 @@ acknowledgement):
   "releases any acquired records without acknowledgement"; an implicit-mode application that
   closes after its batch without ``commitSync`` has it delivered again. Not modelled: the
   record in hand at the leave counts as not processed (the wire member finishes it first).
-  **Crashing**: nothing; its records stay acquired until their locks expire, its membership
-  until the session timeout.
+  **Crashing** (a lost host, a hung process): nothing; its records stay acquired until their
+  locks expire, its membership until the session timeout. **Killed** (``kill``: the process
+  ends, its host closes its connections): the broker ends its share session with the
+  connection and releases its acquired records at once; its membership stays until the
+  session timeout (:meth:`ShareSimulation.kill`).
 
 **Invariants checked every step** (docs/design.md): S1-S3 on every acquisition and
 acknowledgement (``sim.share_partitions``), and in full at every checkpoint and at the end;
@@ -125,7 +128,7 @@ from groupcoord.coordinator.share_partitions.partition import AckType
 from groupcoord.protocol.errors import ErrorCode, error_name
 from groupcoord.sim.application import RECOVERY_WAIT_MS
 from groupcoord.sim.engine import Violation, Window
-from groupcoord.sim.scenario import Event, start_offsets_ms
+from groupcoord.sim.scenario import Event, pick_owner, start_offsets_ms
 from groupcoord.sim.share_convergence import (
     FETCH_MAX_WAIT_MS,
     ShareConvergence,
@@ -279,6 +282,28 @@ class ShareSimulation(ShareConvergence):
         self._stop(p, "crash")
         self._count_unowned(self.group())
 
+    def kill(self, p: _ShareProc) -> None:
+        """A process kill (sim.scenario's ``kill``): the process ends without a leave, as a
+        crash, but its host closes its connections. The partition leader sees the connection
+        close and ends the member's share session, which releases the records the member had
+        acquired at once (Kafka's ``ShareSessionCache`` connection-disconnect listener calls
+        ``ShareGroupListener.onMemberLeave``, whose ``SharePartitionManager`` implementation
+        calls ``releaseSession`` and so ``SharePartition.releaseAcquiredRecords``; read in
+        apache/kafka at a 4.1-era commit, the listener is absent from the 4.0 snapshot;
+        groupcoord's server does the same, ``server/apis/share_data.py``'s
+        ``connection_closed``). The acknowledgements it had not sent die with it: what it
+        processed and had not acknowledged is delivered again. Its membership is not tied to
+        the connection: it stays in the share group, its partitions in its assignment, until
+        the session timeout (the coordinator is not told; KIP-932's heartbeat)."""
+        self.crash(p)
+        p.acks = {}
+        self.trace("kill", p.name, "", "connection closed: the share session ends")
+        # the close reaches the partition leader one network delay later (not a request: no
+        # message counted; a member cut off by a network partition reaches nobody)
+        msg: tuple[Any, ...] = (p, p.gen, self._next_cid(), p.member_id, (), {}, True)
+        for t in self.network.route(self.now, f"{p.name}#{p.gen}f>", p.name, False):
+            self.at(t, self._to_broker, (msg, self.now))
+
     def leave(self, p: _ShareProc) -> None:
         """Close gracefully: acknowledge what was processed, close the share session (the broker
         releases the rest), leave the group (epoch -1). Both go out before the process ends."""
@@ -310,6 +335,11 @@ class ShareSimulation(ShareConvergence):
                     procs[1] if n == "@follower" and len(procs) > 1 else None)
                 if who is not None and who.name not in out:
                     out.append(who.name)
+            elif n == "@owner":  # a member holding a partition now (sim.scenario)
+                who_name = pick_owner((p.name for p in self.live()
+                                       if p.assigned and p.name not in out), self.seed, self.now)
+                if who_name is not None:
+                    out.append(who_name)
             elif n in ("any", "*", "all"):
                 names_live = [p.name for p in self.live() if p.name not in out]
                 if n == "any":
@@ -349,12 +379,14 @@ class ShareSimulation(ShareConvergence):
         elif k == "scale-in":
             for p in sorted(self.live(), key=lambda p: -p.index)[:ev["count"]]:
                 self.leave(p)
-        elif k in ("leave", "crash", "bounce"):
+        elif k in ("leave", "crash", "kill", "bounce"):
             one = self._one(ev)
             if one is None:
                 return
             if k == "leave":
                 self.leave(one)
+            elif k == "kill":
+                self.kill(one)
             elif k == "crash" or ev["hard"]:
                 self.crash(one)
             else:
