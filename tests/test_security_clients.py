@@ -206,19 +206,22 @@ def test_kafka_python_wrong_password(secure: SecureServer, certs: Certs, listene
     kafka-python 3.0.12 does not always see the answer: its transport reads a socket until it
     would block (``KafkaTCPTransport._sock_recv``), and when that read pass ends at the end of
     the stream it aborts the connection with "socket disconnected" without handing the bytes
-    read before it to the protocol (``_read_from_sock``). The server answers the failure and
-    closes right after it, as Kafka's broker does (``Selector.handleCloseOnAuthenticationFailure``
-    sends the failure response, then closes the channel), so when the client's read comes after
-    both the answer is lost with them. On a loaded 2-core machine: over SASL_SSL, where the
-    close_notify record follows the answer at once, 27 of 48 attempts at load average 4-5 and
-    85 of 150 at 8; over SASL_PLAINTEXT, where the FIN follows an event-loop turn later, 0 of 24
-    at 4-5 but 38 of 85 at 8, lost in runs of up to 11 attempts. Each attempt is a new
-    connection and a new chance, so the client is given a short constant reconnect backoff
-    (about fifteen attempts in a 3 s bootstrap instead of five or six: the default backoff
-    doubles from 50 ms), and bootstraps again, up to :data:`_KP_BOOTSTRAPS` times, while none
-    of its attempts has read the answer. Every attempt must have been refused by the server and
-    must end with the answer or with that disconnect (the last of a bootstrap may be cut short
-    by its deadline), and one must show the answer with its message."""
+    read before it to the protocol (``_read_from_sock``). Kafka's broker closes right after the
+    failure answer (``Selector.handleCloseOnAuthenticationFailure`` sends the response, then
+    closes the channel), and so did this server: when the client's read came after both, the
+    answer was lost with them. On a loaded 2-core machine: over SASL_SSL, where the
+    close_notify record followed the answer at once, 27 of 48 attempts at load average 4-5 and
+    85 of 150 at 8; over SASL_PLAINTEXT, where the FIN followed an event-loop turn later, 0 of
+    24 at 4-5 but 38 of 85 at 8, lost in runs of up to 11 attempts. The server's close now waits
+    a little for the client's (``FAILURE_CLOSE_LINGER_S``, ``tests/test_security_sasl_close.py``),
+    which leaves the client that read time on an ordinary machine, not a guarantee under any
+    load. Each attempt is a new connection and a new chance, so the client is given a short
+    constant reconnect backoff (about fifteen attempts in a 3 s bootstrap instead of five or
+    six: the default backoff doubles from 50 ms), and bootstraps again, up to
+    :data:`_KP_BOOTSTRAPS` times, while none of its attempts has read the answer. Every attempt
+    must have been refused by the server and must end with the answer or with that disconnect
+    (the last of a bootstrap may be cut short by its deadline), and one must show the answer
+    with its message."""
     kafka = pytest.importorskip("kafka")
     caplog.set_level(logging.WARNING, logger="kafka")
     refused_before = secure.server.stderr().count("SASL authentication failed")
