@@ -10,10 +10,18 @@ transaction with the consumed offsets (``send_offsets_to_transaction`` with the 
 metadata, KIP-447; aiokafka sends the group id only). An abortable error aborts and rewinds the
 consumer to the group's committed offsets; a fatal one (fenced) ends the process with exit code
 3. It prints ``committed N`` after each commit and ``fenced`` when fenced, and stops on SIGTERM.
+
+SIGUSR1 (the confluent-kafka worker) makes a zombie with an open transaction: the next
+transaction, once its records are written to the output partitions (flushed, uncommitted),
+prints ``paused N LEFT`` (N records written, LEFT of them not flushed) and stops its own process
+(SIGSTOP) before its offsets and its commit; SIGCONT resumes it there, and its next call
+(``send_offsets_to_transaction``) is the one a successor with the same transactional id
+fences. Each blocking call of a transaction waits at most :data:`CALL_TIMEOUT_S`.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -22,12 +30,31 @@ from typing import Any
 IN, OUT = "eos-in", "eos-out"
 
 
+#: Seconds each blocking transactional call waits at most (send offsets, commit, abort).
+CALL_TIMEOUT_S = 30
+
 STOP = False
+#: Set by SIGUSR1: stop inside the next transaction (module doc).
+PAUSE = False
 
 
 def _on_term(signum: int, frame: Any) -> None:
     global STOP
     STOP = True
+
+
+def _on_pause(signum: int, frame: Any) -> None:
+    global PAUSE
+    PAUSE = True
+
+
+def pause_in_transaction(producer: Any, records: int) -> None:
+    """Stop this process inside the open transaction, its records written (module doc)."""
+    global PAUSE
+    PAUSE = False
+    left = producer.flush(CALL_TIMEOUT_S)
+    print(f"paused {records} {left}", flush=True)
+    os.kill(os.getpid(), signal.SIGSTOP)
 
 
 def commit(producer: Any) -> None:
@@ -37,13 +64,13 @@ def commit(producer: Any) -> None:
 
     for _ in range(10):
         try:
-            producer.commit_transaction(30)
+            producer.commit_transaction(CALL_TIMEOUT_S)
             return
         except KafkaException as e:
             err = e.args[0]
             if not err.retriable() or err.txn_requires_abort() or err.fatal():
                 raise
-    producer.commit_transaction(30)
+    producer.commit_transaction(CALL_TIMEOUT_S)
 
 
 def main(argv: list[str]) -> int:
@@ -54,6 +81,7 @@ def main(argv: list[str]) -> int:
     pace_s = int(argv[5]) / 1000 if len(argv) > 5 else 0.0
     client = argv[6] if len(argv) > 6 else "confluent"
     signal.signal(signal.SIGTERM, _on_term)
+    signal.signal(signal.SIGUSR1, _on_pause)
     if client == "kafka-python":
         return kafka_python_worker(bootstrap, group, tid, batch, pace_s)
     if client == "aiokafka":
@@ -77,7 +105,7 @@ def main(argv: list[str]) -> int:
         assigned = consumer.assignment()
         if not assigned:
             return
-        for tp in consumer.committed(assigned, 30):
+        for tp in consumer.committed(assigned, CALL_TIMEOUT_S):
             consumer.seek(TopicPartition(tp.topic, tp.partition,
                                          tp.offset if tp.offset >= 0 else -2))
 
@@ -96,9 +124,11 @@ def main(argv: list[str]) -> int:
                 if pace_s:
                     producer.flush(10)  # the records are in the partitions, uncommitted
                     time.sleep(pace_s)
+                if PAUSE:
+                    pause_in_transaction(producer, len(msgs))
                 producer.send_offsets_to_transaction(
                     [TopicPartition(t, p, o) for (t, p), o in sorted(positions.items())],
-                    consumer.consumer_group_metadata(), 30)
+                    consumer.consumer_group_metadata(), CALL_TIMEOUT_S)
                 commit(producer)
             except KafkaException as e:
                 err = e.args[0]
@@ -107,7 +137,7 @@ def main(argv: list[str]) -> int:
                     return 3
                 print(f"aborted {err.name()}", flush=True)
                 try:
-                    producer.abort_transaction(30)
+                    producer.abort_transaction(CALL_TIMEOUT_S)
                 except KafkaException as abort_error:
                     if abort_error.args[0].fatal():
                         print(f"fenced {abort_error.args[0].name()}", flush=True)

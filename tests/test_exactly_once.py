@@ -11,9 +11,9 @@ A real ``groupcoord serve`` process on a data directory; ``tests/eos_worker.py``
   ids (confluent-kafka on both group protocols, kafka-python and aiokafka on the classic one):
   the output read at read_committed holds every input exactly once and the group's committed
   offsets are the ends of the input.
-- A zombie (a worker stopped with SIGSTOP while its replacement starts) is fenced: when it
-  resumes, its transaction fails with librdkafka's fatal fenced error and nothing it wrote is
-  visible.
+- A zombie (a worker stopped with SIGSTOP inside a transaction, its records written, while its
+  replacement starts) is fenced: when it resumes, its transaction fails with librdkafka's fatal
+  fenced error and nothing it wrote is visible.
 - The server killed with SIGKILL in the middle of transactions and restarted on its data
   directory: the same exactly-once output; workers that fail fatally are replaced, as a
   deployment would.
@@ -38,6 +38,7 @@ from groupcoord.protocol.client import KafkaClient
 from groupcoord.protocol.versions import ApiKey
 
 from .conftest import ServerProcess, start_server
+from .eos_worker import CALL_TIMEOUT_S
 
 pytestmark = pytest.mark.skipif(not hasattr(ApiKey, "END_TXN"),
                                 reason="needs the transaction coordinator (EndTxn)")
@@ -61,6 +62,9 @@ class Worker:
         self.tid = tid
         self.client = client
         self.lines: list[str] = []
+        #: Notified at each line and at the end of the output (:meth:`wait_line`).
+        self._changed = threading.Condition()
+        self.ended = False
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.eos_worker", bootstrap, group, tid, protocol,
              str(BATCH), str(PACE_MS), client],
@@ -72,7 +76,24 @@ class Worker:
     def _read(self) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
-            self.lines.append(line.strip())
+            with self._changed:
+                self.lines.append(line.strip())
+                self._changed.notify_all()
+        with self._changed:
+            self.ended = True
+            self._changed.notify_all()
+
+    def wait_line(self, prefix: str, timeout_s: float) -> str | None:
+        """The first line starting with ``prefix``, as soon as the worker prints it; None if
+        its output ends without one or ``timeout_s`` passes first."""
+        deadline = time.monotonic() + timeout_s
+        with self._changed:
+            while True:
+                found = next((x for x in self.lines if x.startswith(prefix)), None)
+                left = deadline - time.monotonic()
+                if found is not None or self.ended or left <= 0:
+                    return found
+                self._changed.wait(left)
 
     @property
     def committed(self) -> int:
@@ -199,6 +220,12 @@ def test_workers_killed_and_replaced_keep_exactly_once(server: ServerProcess, cl
 
 
 def test_a_zombie_is_fenced_and_its_writes_never_visible(server: ServerProcess) -> None:
+    """The zombie stops itself inside a transaction whose records are written (SIGUSR1,
+    ``tests/eos_worker.py``): a zombie stopped between transactions whose input the successor
+    then consumes writes nothing more, so nothing fences it. When it resumes, its next call
+    (``send_offsets_to_transaction``) meets the successor's epoch; the test waits for its
+    ``fenced`` line as it is printed, at most the two transactional calls that can come before
+    it (that one, then an abort if its error were abortable) of ``CALL_TIMEOUT_S`` each."""
     create_topics(server.bootstrap)
     produce_input(server.bootstrap)
     group = "eos-zombie"
@@ -207,18 +234,29 @@ def test_a_zombie_is_fenced_and_its_writes_never_visible(server: ServerProcess) 
     try:
         wait_for(lambda: zombie.committed > 0, 90, "the first worker to commit")
         assert not input_done(server, group)
-        zombie.proc.send_signal(signal.SIGSTOP)  # a long GC pause, a partitioned host
+        # a long GC pause, a partitioned host, with a transaction open
+        zombie.proc.send_signal(signal.SIGUSR1)
+        paused = zombie.wait_line("paused ", 90)
+        assert paused is not None, zombie.lines[-5:]
+        records, unflushed = map(int, paused.split()[1:])
+        assert records > 0 and unflushed == 0, paused
+        wait_for(lambda: _stopped(zombie.proc.pid), 10, "the zombie to stop")
         successor = Worker(server.bootstrap, group, "z0", "classic")
         wait_for(lambda: input_done(server, group), 150, "the successor to consume all input")
         zombie.proc.send_signal(signal.SIGCONT)
-        wait_for(lambda: not zombie.alive() or any(x.startswith("fenced") for x in zombie.lines),
-                 60, "the zombie to be fenced")
-        assert any(x.startswith("fenced") for x in zombie.lines), zombie.lines[-5:]
+        fenced = zombie.wait_line("fenced", 2 * CALL_TIMEOUT_S + 10)
+        assert fenced is not None, zombie.lines[-5:]
         assert read_output(server.bootstrap) == expected()
     finally:
         zombie.stop()
         if successor is not None:
             successor.stop()
+
+
+def _stopped(pid: int) -> bool:
+    """The process is stopped by a signal (state T in ``/proc/PID/stat``)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0] == "T"
 
 
 def test_server_killed_mid_transaction_keeps_exactly_once(server: ServerProcess) -> None:
