@@ -42,10 +42,13 @@ from typing import Any
 
 from groupcoord.lab.caveats import with_caveats
 from groupcoord.lab.findings import (
+    BALANCE_AFTER_LAST,
+    BY_COLUMN,
     FAMILY_NAMES,
     VARIANT_NAMES,
     X_NAMES,
     Metric,
+    connect_kafka_text,
     family,
     full_name,
     number,
@@ -56,6 +59,7 @@ from groupcoord.lab.mechanism import (
     FRESH_SET,
     Load,
     TaskTimes,
+    attach_balance_after_last,
     attach_moving_downtime,
     mechanisms,
     row_loads,
@@ -142,6 +146,28 @@ def read_runs(path: Path) -> list[dict[str, Any]]:
     return list(dataset.to_table(columns=cols).to_pylist())
 
 
+def read_summaries(path: Path, wanted: set[str]) -> dict[str, dict[str, Any]]:
+    """The simulator summaries (``summary_json``, parsed) of the runs in ``wanted``, by run
+    id, from the ``runs`` table at ``path``; a summary that does not parse is left out."""
+    if not wanted or not path.exists() or not any(path.rglob("*.parquet")):
+        return {}
+    import pyarrow.dataset as ds
+
+    dataset = ds.dataset(str(path), format="parquet", partitioning="hive")
+    if "summary_json" not in dataset.schema.names:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for row in dataset.to_table(columns=["run_id", "summary_json"]).to_pylist():
+        rid = str(row["run_id"])
+        if rid not in wanted or not row.get("summary_json"):
+            continue
+        with contextlib.suppress(ValueError):
+            got = json.loads(row["summary_json"])
+            if isinstance(got, dict):
+                out[rid] = got
+    return out
+
+
 def read_windows(path: Path) -> list[dict[str, Any]]:
     """The ``disturbances`` table's columns the "Why" lines read (each window's moves and
     downtime); [] if it does not exist."""
@@ -195,6 +221,23 @@ def _label(g: GridVerdict, m: Metric) -> str:
     return out
 
 
+#: What a Connect grid's stall measures, and what it does not (the barrier's wait).
+CONNECT_STALL = ("stall = the time no task of the group runs: under eager, from the last "
+                 "worker's task stop to the first start, so the task stop and start input "
+                 "(about 2.02 s at 1 s + 1 s) and nothing else; the JoinGroup barrier's wait "
+                 "for the last worker to rejoin is not in it (the workers that rejoined first "
+                 "have stopped their tasks while the others still run theirs): that wait shows "
+                 "in task downtime and time until balanced")
+
+
+def connect_kafka_note(g: GridVerdict) -> str:
+    """The Kafka version a grid's classic-connect rows model (``findings.connect_kafka_text``),
+    for a grid that has them; empty otherwise."""
+    if any(family(p) == "classic-connect" for p in g.protocols):
+        return connect_kafka_text() + "."
+    return ""
+
+
 def _task_time_product(g: GridVerdict, m: Metric) -> bool:
     return (m.column in TASK_TIME_PRODUCTS and bool(g.protocols)
             and all(family(p).endswith("connect") for p in g.protocols))
@@ -215,6 +258,16 @@ def _metrics_line(g: GridVerdict) -> str:
         notes.append("* on time until balanced = contains the task-time input: each rebalance "
                      "waits for the moved tasks to stop and start (the model's times), so its "
                      "marks are the input's as much as the protocol's and carry no sentence")
+    if any(m.column == BALANCE_AFTER_LAST for m in g.metrics):
+        notes.append("time until balanced after the last event = from the scenario's last "
+                     "event (a bounced worker's return, the second of two connector changes) "
+                     "until every task runs again and the assignment is balanced and stays "
+                     "so, 0 if it already was: neither the gap between two events nor the "
+                     "worker's absence is in it (the runs table's time_to_balance_ms counts "
+                     "from the first event)")
+    if any(m.column == "stall_ms" for m in g.metrics) and _task_time_product(
+            g, BY_COLUMN["stall_ms"]):
+        notes.append(CONNECT_STALL)
     if notes:
         out += " (" + "; ".join(notes) + ")"
     return out
@@ -590,6 +643,8 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
         parts.append(f"<p class='q'>{html.escape(g.question)}</p>")
     if g.description and g.description != g.question:
         parts.append(f"<p>{html.escape(g.description)}</p>")
+    if connect_kafka_note(g):
+        parts.append(f"<p>{html.escape(connect_kafka_note(g))}</p>")
     mets = _metrics_line(g)
     extra = ""
     if g.violated or g.not_caught_up or g.noop:
@@ -652,6 +707,8 @@ def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | 
         lines += [f"*{g.question}*", ""]
     if g.description and g.description != g.question:
         lines += [g.description, ""]
+    if connect_kafka_note(g):
+        lines += [connect_kafka_note(g), ""]
     lines += [f"Metrics: {_metrics_line(g)}. {seeds_line(g)}; "
               f"{g.runs:,} runs; left out: {g.violated} with a violation, {g.not_caught_up} "
               "never caught up.", ""]
@@ -1247,6 +1304,9 @@ def _build_report(out: Path, rdir: Path) -> Path:
         violations = read_rows(out / "violations") or []
         runs = read_runs(out / "runs")
         attach_moving_downtime(runs, read_windows(out / "disturbances"))
+        attach_balance_after_last(runs, read_summaries(
+            out / "runs", {str(r["run_id"]) for r in runs
+                           if r.get("time_to_balance_ms") is not None}))
         attach_window_seconds(runs, out / "disturbances")
         verdicts = grid_verdicts(meta, runs)
         found = with_client_notes(with_caveats(with_conditions(claims(verdicts), verdicts,

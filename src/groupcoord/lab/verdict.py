@@ -70,6 +70,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from groupcoord.lab.findings import (
+    BALANCE_AFTER_LAST,
     BY_COLUMN,
     X_NAMES,
     Metric,
@@ -129,6 +130,10 @@ def question_metrics(grid: Mapping[str, Any], rows: Sequence[Mapping[str, Any]] 
         named = list(KIP415_METRICS if connect else CONSUMER_METRICS)
     if not rows:
         return [BY_COLUMN[c] for c in named]
+    if any(r.get(BALANCE_AFTER_LAST) is not None for r in rows):
+        # time until balanced from the last event, where the report derived it: from the first
+        # event it would contain the gap between two events or a worker's whole absence
+        named = [BALANCE_AFTER_LAST if c == "time_to_balance_ms" else c for c in named]
     return [BY_COLUMN[c] for c in named if any(r.get(c) is not None for r in rows)]
 
 
@@ -1312,7 +1317,7 @@ def _by_design(settings: Mapping[str, Mapping[str, Any]], m: Metric, worse: str,
     """What the reader must know when an incremental cooperative Connect protocol is the
     slower one to balance (or has the more task downtime) and took at least its delay (the
     row's own setting: the grid may sweep it): KIP-415 waits, by design."""
-    if (m.column not in ("time_to_balance_ms", "task_downtime_task_s")
+    if (m.column not in ("time_to_balance_ms", BALANCE_AFTER_LAST, "task_downtime_task_s")
             or family(worse) not in _CONNECT_FAMILIES or worse.endswith(":eager")):
         return ""
     delay = settings.get(worse, {}).get(DELAY_SETTING)
@@ -1597,7 +1602,7 @@ CLAIM_RULE = (
 #: made of those inputs as much as of the protocol (with a 0 s task stop, eager and sessioned
 #: balance worker-leaves at 12 workers in the same 2,490 ms, where a 1 s stop gave 4 s
 #: against 3 s).
-TASK_TIME_INPUTS = frozenset({"time_to_balance_ms"})
+TASK_TIME_INPUTS = frozenset({"time_to_balance_ms", BALANCE_AFTER_LAST})
 
 
 def task_time_input(g: GridVerdict, m: Metric) -> bool:
@@ -1762,6 +1767,7 @@ SHORT: dict[str, str] = {
     "task_restarts": "task restarts",
     "task_downtime_task_s": "task downtime",
     "time_to_balance_ms": "time until balanced",
+    BALANCE_AFTER_LAST: "time until balanced after the last event",
     "paused_partition_s": "paused partition time",
     "resource_downtime_ms": "resource downtime",
     "records_processed": "records processed",

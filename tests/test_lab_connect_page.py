@@ -1,0 +1,112 @@
+"""The Connect grids' page text: the Kafka version the classic-connect rows model, time until
+balanced from the scenario's last event, what the stall measures, the task-times axis."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from groupcoord.lab.findings import (
+    BALANCE_AFTER_LAST,
+    CONNECT_KAFKA_CHANGES,
+    X_NAMES,
+    connect_kafka_text,
+)
+from groupcoord.lab.mechanism import attach_balance_after_last, balance_after_last
+from groupcoord.lab.report import CONNECT_STALL, verdict_md
+from groupcoord.lab.spec import load_spec
+from groupcoord.lab.verdict import grid_verdict
+
+CONNECT = ["classic-connect:eager", "classic-connect:sessioned"]
+
+
+def _run(protocol: str, seed: int, scenario: str, **metrics: Any) -> dict[str, Any]:
+    return {"protocol": protocol, "scenario": scenario, "size": 6, "workload": "16x8c",
+            "fault_rate": 0.0, "seed": seed, "ok": True, "caught_up": True,
+            "run_id": f"{protocol}-{scenario}-{seed}", **metrics}
+
+
+def test_time_until_balanced_after_the_last_event_leaves_out_the_gap_and_the_absence() -> None:
+    # connector-removed: two changes 20 s apart, balanced 2.03 s after the second
+    run = {"time_to_balance_ms": 22_030.0, "warmup_ms": 28_000}
+    assert balance_after_last(run, {"quiet_at_ms": 48_000, "balanced_since_ms": 50_030}) \
+        == 2_030.0
+    # without balanced_since_ms: the first disturbance plus time until balanced
+    assert balance_after_last(run, {"quiet_at_ms": 48_000}) == 2_030.0
+    # a bounce after the delay: 300 s + 15 s away, balanced 3.2 s after its return
+    bounce = {"time_to_balance_ms": 318_176.0, "warmup_ms": 28_431}
+    assert balance_after_last(bounce, {"quiet_at_ms": 343_431,
+                                       "balanced_since_ms": 346_607}) == 3_176.0
+    # balanced before the last event and stayed so: 0, not a negative time
+    assert balance_after_last(run, {"quiet_at_ms": 60_000, "balanced_since_ms": 50_030}) == 0.0
+    # never balanced, or no moment in the summary: nothing
+    assert balance_after_last({"time_to_balance_ms": None, "warmup_ms": 1}, {
+        "quiet_at_ms": 5}) is None
+    assert balance_after_last(run, {}) is None
+
+
+def _connector_removed_rows() -> list[dict[str, Any]]:
+    """Eager balances 2 s after the second change, sessioned 1 s, each seed's changes a
+    different gap apart (18 to 22 s): from the first event the ranges overlap."""
+    rows = []
+    for s in range(5):
+        gap = 18_000.0 + 1_000.0 * s
+        for p, after, extra in (("classic-connect:eager", 2_030.0, 0.0),
+                                ("classic-connect:sessioned", 1_030.0, 1_500.0)):
+            first = gap + after + (extra if s % 2 else 0.0)
+            rows.append(_run(p, s, "kip415-connector-removed", task_restarts=10,
+                             time_to_balance_ms=first, warmup_ms=28_000,
+                             _summary={"quiet_at_ms": 28_000 + gap + (extra if s % 2 else 0.0),
+                                       "balanced_since_ms": 28_000 + first}))
+    return rows
+
+
+def test_a_connect_table_shows_time_until_balanced_from_the_last_event() -> None:
+    grid = {"name": "kip415", "protocols": CONNECT,
+            "metrics": ["task_restarts", "time_to_balance_ms"]}
+    rows = _connector_removed_rows()
+    # from the first event (the runs table's column): the 20 s gap makes the ranges overlap
+    before = grid_verdict(grid, rows).rows[0].metrics[1]
+    assert before.metric.column == "time_to_balance_ms" and before.verdict != "best"
+    attach_balance_after_last(rows, {r["run_id"]: r["_summary"] for r in rows})
+    assert {r[BALANCE_AFTER_LAST] for r in rows} == {2_030.0, 1_030.0}
+    after = grid_verdict(grid, rows).rows[0].metrics[1]
+    assert after.metric.column == BALANCE_AFTER_LAST
+    assert after.verdict == "best" and after.best == ("classic-connect:sessioned",)
+    assert after.cells["classic-connect:eager"].median == 2_030.0
+    text = verdict_md(grid_verdict(grid, rows))
+    assert "time until balanced after the last event (s)" in text
+    assert "neither the gap between two events nor the worker's absence is in it" in text
+
+
+def test_a_connect_grid_names_the_kafka_version_it_models_from_one_place() -> None:
+    text = connect_kafka_text()
+    for change in CONNECT_KAFKA_CHANGES:
+        assert f"{change.ticket} (apache/kafka PR {change.pull}, Kafka {change.releases})" \
+            in text
+    # the version the rows follow is the newest change's first release
+    assert "as of Kafka 3.7.0 and later" in text
+    assert "-d0 rows do not hold" in text
+    rows = [_run(p, s, "worker-leaves-d0", task_restarts=5) for p in CONNECT for s in range(5)]
+    page = verdict_md(grid_verdict({"name": "kip415", "protocols": CONNECT,
+                                    "metrics": ["task_restarts", "stall_ms"]},
+                                   [{**r, "stall_ms": 2_020} for r in rows]))
+    assert text in page
+    assert CONNECT_STALL in page and "barrier's wait" in CONNECT_STALL
+    # a consumer grid has neither
+    consumer = [_run(p, s, "crash", stall_ms=10) for p in ("classic:eager", "consumer:uniform")
+                for s in range(5)]
+    page = verdict_md(grid_verdict({"name": "c", "protocols": ["classic:eager",
+                                                               "consumer:uniform"],
+                                    "metrics": ["stall_ms"]}, consumer))
+    assert "Kafka version modelled" not in page and CONNECT_STALL not in page
+
+
+def test_the_task_times_axis_says_stop_and_start_are_swept_together() -> None:
+    assert X_NAMES["task_start_ms"][0].startswith("the task stop and start time")
+    # which holds only while the paper spec sweeps them equal
+    spec = load_spec("paper")
+    (grid,) = [g for g in spec.grids if g.name == "kip415-task-times"]
+    times = [json.loads(w.work or "{}") for w in grid.workloads]
+    assert len({t.get("task_start_ms") for t in times}) > 1
+    assert all(t.get("task_stop_ms") == t.get("task_start_ms") for t in times)
