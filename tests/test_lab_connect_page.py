@@ -110,3 +110,36 @@ def test_the_task_times_axis_says_stop_and_start_are_swept_together() -> None:
     times = [json.loads(w.work or "{}") for w in grid.workloads]
     assert len({t.get("task_start_ms") for t in times}) > 1
     assert all(t.get("task_stop_ms") == t.get("task_start_ms") for t in times)
+
+
+def test_the_intro_says_what_its_run_and_pair_counts_count() -> None:
+    """The runs line: runs per grid, distinct runs, and distinct results naming the second
+    names found (a timing label at its default, a workload at its defaults); the pair count
+    per grid, so that a reader can rebuild both from the tables."""
+    from groupcoord.lab.report import method_text
+    from groupcoord.lab.verdict import grid_verdicts
+
+    def run(p: str, s: int, workload: str, rid: str, restarts: int) -> dict[str, Any]:
+        return {**_run(p, s, "kip415-worker-joins", task_restarts=restarts), "run_id": rid,
+                "workload": workload}
+
+    runs = [run(p, s, "16x8c", f"{p}{s}", 10 + s + (100 if p.endswith("eager") else 0))
+            for p in CONNECT for s in range(5)]
+    # the same simulations under a workload name whose settings are the defaults
+    runs += [{**r, "run_id": r["run_id"] + "-t", "workload": "16x8c-task1s"} for r in runs]
+    # and one that differs in a result: a distinct result
+    runs[-1] = {**runs[-1], "task_restarts": 999}
+    grids = [{"name": "kip415", "protocols": CONNECT, "workloads": ["16x8c"],
+              "metrics": ["task_restarts"]},
+             {"name": "task-times", "protocols": CONNECT, "workloads": ["16x8c-task1s"],
+              "metrics": ["task_restarts"]},
+             {"name": "again", "protocols": CONNECT, "workloads": ["16x8c"],
+              "metrics": ["task_restarts"]}]
+    verdicts = grid_verdicts({"name": "paper", "grids": grids}, runs)
+    test, left = method_text(runs, verdicts)[1:3]
+    assert left.startswith("30 runs in these grids (20 distinct runs in runs/, a run of a "
+                           "cell that two grids share")
+    assert "11 distinct results: 9 runs have the same protocol, scenario, size, seed and " \
+           "every result column as another run" in left
+    assert "(workload 16x8c-task1s = 16x8c)" in left
+    assert "per grid: kip415 1, task-times 1, again 1)" in test

@@ -34,7 +34,7 @@ import re
 import statistics
 import sys
 import textwrap
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -65,6 +65,7 @@ from groupcoord.lab.mechanism import (
     row_loads,
     with_conditions,
 )
+from groupcoord.lab.runs import RUN_METRICS
 from groupcoord.lab.share_report import (
     attach_window_seconds,
     broker_lag_note,
@@ -89,7 +90,6 @@ from groupcoord.lab.verdict import (
     GridVerdict,
     MetricVerdict,
     VerdictRow,
-    _in_grid,
     again_text,
     by_swept_timing,
     claim_candidates,
@@ -377,8 +377,16 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
             "leaves narrower gaps and shows as one median and range.")
     cmp = comparisons(verdicts)
     if cmp.pairs:
+        per_grid = [(g.name, comparisons([g]).pairs) for g in verdicts]
+        untested = [name for name, n in per_grid if not n]
         test += (f" Multiple comparisons: the tables test {cmp.pairs:,} pairs of protocols in "
-                 f"{cmp.rows:,} row-metrics; if no protocol differed from any other, about "
+                 f"{cmp.rows:,} row-metrics (a pair: two ranked protocols in one row and one "
+                 f"metric of its table, each with at least {MIN_SEEDS} seeds of the first seed "
+                 "set, n the fewer of the two, its chance 2 / C(2n, n); the columns not ranked "
+                 "are not tested, nor the fresh set, whose chance is the same again; per grid: "
+                 + ", ".join(f"{name} {n:,}" for name, n in per_grid if n)
+                 + (f"; none in {', '.join(untested)}" if untested else "")
+                 + "); if no protocol differed from any other, about "
                  f"{cmp.expected:.1f} of them would still be marked by chance. The sentences "
                  f"below rest only on cells with at least {CLAIM_MIN_SEEDS} seeds per "
                  f"protocol ({cmp.claim_pairs:,} pairs, about {cmp.claim_expected:.1f} "
@@ -409,47 +417,73 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
     bad = sum(g.violated for g in verdicts)
     late = sum(g.not_caught_up for g in verdicts)
     noop = sum(g.noop for g in verdicts)
-    # runs counted by two grids (a grid's record is read from its rows: a cell whose every run
-    # was left out has none, so a lower distinct count alone does not mean a shared run)
-    seen = Counter(r.get("run_id") for g in verdicts for r in runs if r.get("run_id")
-                   and _in_grid(r, _grid_record(g)))
-    distinct = total - sum(n - 1 for n in seen.values())
-    # and runs with identical results are one simulation under two names (a workload name
-    # whose settings are the defaults, a label whose timing is the default: round 8)
-    same = len({run_fingerprint(r) for r in runs if r.get("run_id") in seen}) \
-        if seen else distinct
-    distinct -= max(len(seen) - same, 0)
-    shared = (f" ({distinct:,} distinct runs: a run of a cell that two grids share, as the "
-              "busy-member and deciding-input grids share their plain scenarios with the "
-              "grids they test, counts in each, and runs whose results are identical (the "
-              "same simulation under two workload names or labels) count once)"
-              if 0 < distinct < total else "")
+    shared = runs_counted_text(runs, verdicts, total)
     left = (f"{total:,} runs in these grids{shared}; left out: {bad:,} that violated an invariant "
             f"(listed below), {late:,} that never caught up before their first disturbance, "
             f"{noop:,} with a scenario event that changed nothing (noop_events).")
     return [what, test, left, protocol_text(verdicts)]
 
 
-#: The columns that name a run rather than describe its result: two runs equal in every other
-#: column are the same simulation under two names (a workload name whose settings are the
-#: defaults, a label whose timing is the default, a task time the model's default).
-_NAMES = frozenset({"run_id", "sweep", "protocol", "workload", "wall_ms", "replicate", "work",
-                    "settings_json"})
+#: The result columns that are not the simulation's (how long it took on this machine, its
+#: settings spelled out: a label's default timing written or not, the summary left unread).
+_NOT_RESULTS = frozenset({"wall_ms", "settings_json", "summary_json"})
 
 
 def run_fingerprint(r: Mapping[str, Any]) -> tuple[Any, ...]:
-    """What identifies a run's result: its protocol's family and every column but those that
-    name it (:data:`_NAMES`)."""
-    return (family(str(r.get("protocol"))),
-            *(f"{k}={r[k]}" for k in sorted(r) if k not in _NAMES))
+    """What identifies a run's simulation: its protocol without a timing suffix (``@...``, a
+    label whose timing is the default runs the same), scenario, size, fault rate and seed, and
+    every result column of the ``runs`` table (``lab.runs.RUN_METRICS``) but those of
+    :data:`_NOT_RESULTS`. Two runs with one fingerprint are one simulation under two names (a
+    workload name whose settings are the defaults, a label whose timing is the default)."""
+    return (str(r.get("protocol")).partition("@")[0], r.get("scenario"), r.get("size"),
+            r.get("fault_rate"), r.get("seed"),
+            *(r.get(c) for c, _ in RUN_METRICS if c not in _NOT_RESULTS))
 
 
-def _grid_record(g: GridVerdict) -> dict[str, Any]:
-    """A verdict's grid as ``sweep.json`` records it (which runs are its)."""
-    return {"protocols": list(g.protocols), "scenarios": sorted({r.scenario for r in g.rows}),
-            "sizes": sorted({r.size for r in g.rows}),
-            "workloads": sorted({r.workload for r in g.rows}),
-            "fault_rates": sorted({r.fault_rate for r in g.rows}, key=lambda x: x or 0.0)}
+def runs_counted_text(runs: Sequence[Mapping[str, Any]], verdicts: Sequence[GridVerdict],
+                      total: int) -> str:
+    """What the grids' run count is made of, so that a reader can rebuild it from ``runs/``:
+    the distinct runs (a run of a cell two grids share counts in each grid), and the distinct
+    simulations among them (:func:`run_fingerprint`), naming the second names found."""
+    ids = frozenset().union(*(g.run_ids for g in verdicts))
+    counted = {str(r["run_id"]): r for r in runs if r.get("run_id") and str(r["run_id"]) in ids}
+    if not counted:
+        return ""
+    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = defaultdict(list)
+    for r in counted.values():
+        groups[run_fingerprint(r)].append(r)
+    aliases: dict[str, None] = {}
+    for group in groups.values():
+        group = sorted(group, key=lambda r: (len(str(r.get("workload"))),
+                                             len(str(r.get("protocol")))))
+        first = group[0]
+        for other in group[1:]:
+            if other.get("workload") != first.get("workload"):
+                pair = sorted((str(first.get("workload")), str(other.get("workload"))),
+                              key=lambda w: (len(w), w))
+                aliases.setdefault(f"workload {pair[1]} = {pair[0]}")
+            a, b = str(first.get("protocol")), str(other.get("protocol"))
+            if a != b:
+                long, short = (a, b) if len(a) > len(b) else (b, a)
+                suffix = long.removeprefix(short)
+                aliases.setdefault(f"label{suffix} = the plain label" if suffix != long
+                                   else f"{long} = {short}")
+    runs_n, sims = len(counted), len(groups)
+    if runs_n >= total and sims >= runs_n:
+        return ""
+    text = f" ({runs_n:,} distinct runs in runs/"
+    if runs_n < total:
+        text += (", a run of a cell that two grids share, as the busy-member and "
+                 "deciding-input grids share their plain scenarios with the grids they test, "
+                 "counting in each")
+    if sims < runs_n:
+        names = sorted(aliases)
+        shown = "; ".join(names[:6]) + ("; ..." if len(names) > 6 else "")
+        text += (f"; {sims:,} distinct results: {runs_n - sims:,} runs have the same "
+                 "protocol, scenario, size, seed and every result column as another run, a "
+                 "second name for the same simulation or a setting that protocol does not "
+                 f"read ({shown})")
+    return text + ")"
 
 
 def protocol_text(verdicts: Sequence[GridVerdict]) -> str:

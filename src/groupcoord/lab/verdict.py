@@ -326,6 +326,9 @@ class GridVerdict:
     #: The grid's protocol labels as run, when it sweeps a timing across every protocol
     #: (:func:`swept_timing`): ``protocols`` are then their base protocols.
     labels: list[str] = field(default_factory=list)
+    #: The ids of the runs the grid counts (``runs``: those left out included), so that the
+    #: page can say how many distinct runs the grids' counts are.
+    run_ids: frozenset[str] = frozenset()
 
     @property
     def unconfirmed(self) -> int:
@@ -656,7 +659,8 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
                        sum(1 for r in mine if r.get("ok") and r.get("caught_up") is not False
                            and r.get("noop_events")),
                        n_confirm if any(not _first_set(r, n_first, n_confirm) for r in good)
-                       else 0, labels if swept is not None else [])
+                       else 0, labels if swept is not None else [],
+                       frozenset(str(r["run_id"]) for r in mine if r.get("run_id")))
 
 
 #: Scenario variants that set one deciding input in their name (``rolling-bounce-down20s``:
