@@ -791,6 +791,14 @@ def _bounce_param(run: Mapping[str, Any], key: str) -> int | None:
     return max(vals) if vals else None
 
 
+#: Where the wire spread was measured, against a scenario that does not start from there: a
+#: rolling bounce's rebalances restart every member's heartbeat timer, while a scale-out
+#: usually comes to a group that has been stable for hours.
+MEASURED_ELSEWHERE = (", measured where each rebalance restarts every member's heartbeat "
+                      "timer; a {scenario} usually comes to a group stable for hours, whose "
+                      "heartbeat phases were not measured")
+
+
 def mark_spread_limits(verdicts: Sequence[GridVerdict],
                        wire: Sequence[Mapping[str, Any]] | None = None) -> None:
     """A classic eager mark in a cell that a heartbeat-spread grid also runs (the same
@@ -830,8 +838,11 @@ def mark_spread_limits(verdicts: Sequence[GridVerdict],
                         and smv.best else "no protocol separated"))
                 if found:
                     lim = ("holds only with aligned heartbeats (hb-spread, heartbeats spread "
-                           "after a join, the same cell: " + "; ".join(found) + ")"
-                           + (f"; {measured}" if measured else ""))
+                           "after a join, the same cell: " + "; ".join(found) + "; that grid "
+                           "is where eager's mark goes)"
+                           + (f"; {measured}" if measured else "")
+                           + (MEASURED_ELSEWHERE.format(scenario=row.scenario)
+                              if measured and "rolling" not in row.scenario else ""))
                     mv.limit = f"{mv.limit}; {lim}" if mv.limit else lim
 
 
