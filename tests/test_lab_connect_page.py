@@ -143,3 +143,30 @@ def test_the_intro_says_what_its_run_and_pair_counts_count() -> None:
            "every result column as another run" in left
     assert "(workload 16x8c-task1s = 16x8c)" in left
     assert "per grid: kip415 1, task-times 1, again 1)" in test
+
+
+def test_a_mark_whose_winner_changes_with_size_says_each_sizes_mark() -> None:
+    """worker-bounce-d30s's task downtime: ★ sessioned at 12 workers, ★ eager at 3 and 6; each
+    row says so. A scenario whose winner is the same at every size says nothing."""
+    grid = {"name": "kip415", "protocols": CONNECT,
+            "metrics": ["task_restarts", "task_downtime_task_s"]}
+    rows = []
+    for size in (3, 6, 12):
+        for s in range(5):
+            eager_wins = size < 12
+            rows += [{**_run(p, s, "worker-bounce-d30s", task_restarts=(100 if "eager" in p
+                                                                         else 20) + s,
+                             task_downtime_task_s=(
+                                 (500.0 if "eager" in p else 800.0) if eager_wins
+                                 else (550.0 if "eager" in p else 380.0)) + s),
+                      "size": size} for p in CONNECT]
+    g = grid_verdict(grid, rows)
+    downtime = [r.metrics[1] for r in g.rows]
+    assert [mv.best for mv in downtime] == [("classic-connect:eager",)] * 2 + [
+        ("classic-connect:sessioned",)]
+    expected = ("★ classic-connect:eager at 3, 6 workers; ★ classic-connect:sessioned at 12 "
+                "workers")
+    assert all(mv.by_size == expected for mv in downtime)
+    restarts = [r.metrics[0] for r in g.rows]
+    assert all(mv.best == ("classic-connect:sessioned",) and not mv.by_size for mv in restarts)
+    assert f"the winner changes with size: {expected}" in verdict_md(g)

@@ -530,6 +530,8 @@ def _verdict_word(mv: MetricVerdict) -> str:
     """The row's verdict in a word (the cells carry the marks: who is best, who is tied)."""
     limit = (f"; {'the mark ' if mv.limit.startswith('is won') else ''}{mv.limit}"
              if mv.limit else "")
+    if mv.by_size:
+        limit += f"; the winner changes with size: {mv.by_size}"
     if mv.verdict == "best":
         return (f"\u2605 best, depends on {mv.depends}" if mv.depends else "\u2605 best") + limit
     if mv.verdict == "tied":

@@ -264,6 +264,9 @@ class MetricVerdict:
     #: The same row judged on the grid's second, fresh seed set (:func:`confirm`); None: the
     #: grid has none.
     again: MetricVerdict | None = None
+    #: Where the same scenario's mark on this metric names another winner at another size:
+    #: each size's mark (``"★ classic-connect:eager at 3, 6 workers; ★ ... at 12"``).
+    by_size: str = ""
 
 
 @dataclass(slots=True)
@@ -648,6 +651,7 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
             vr.metrics.append(judge_sets(rs, fresh, protocols, m, min_seeds))
         rows.append(vr)
     mark_dependence(rows, X_NAMES.get(param or "", (param or "",))[0] if param else None)
+    mark_size_dependence(rows, protocols)
     mark_timing_dependence(rows)
     title = str(grid.get("question") or grid.get("description") or "")
     return GridVerdict(str(grid.get("name") or ""), title, protocols, metrics, rows, len(mine),
@@ -1018,6 +1022,41 @@ def mark_dependence(rows: Sequence[VerdictRow], param_name: str | None = None) -
                 for r in members:
                     if r.metrics[i].verdict == "best":
                         r.metrics[i].depends = names[key]
+
+
+def mark_size_dependence(rows: Sequence[VerdictRow], protocols: Sequence[str] = ()) -> None:
+    """Where a scenario's ★ on a metric names a different winner at another size (the same
+    workload, fault rate and swept value), every row of that scenario and metric says each
+    size's mark (:attr:`MetricVerdict.by_size`): a ★ at one size is no ranking at the others
+    (worker-bounce-d30s's task downtime: sessioned at 12 workers, eager at 3 and 6)."""
+    word = ("workers" if protocols and all(family(p) in _CONNECT_FAMILIES for p in protocols)
+            else "members")
+    groups: dict[tuple[Any, ...], list[VerdictRow]] = defaultdict(list)
+    for row in rows:
+        groups[(row.scenario, row.workload, row.fault_rate, row.x, row.timing)].append(row)
+    for members in groups.values():
+        if len({r.size for r in members}) < 2:
+            continue
+        columns = dict.fromkeys(mv.metric.column for r in members for mv in r.metrics)
+        for column in columns:
+            marks: dict[str, list[int]] = defaultdict(list)
+            verdicts = []
+            for r in sorted(members, key=lambda r: r.size):
+                mv = next((m for m in r.metrics if m.metric.column == column), None)
+                if mv is None:
+                    continue
+                verdicts.append(mv)
+                if mv.verdict == "best" and len(mv.best) == 1:
+                    marks[f"\u2605 {mv.best[0]}"].append(r.size)
+                else:
+                    marks["no \u2605"].append(r.size)
+            winners = [k for k in marks if k != "no \u2605"]
+            if len(winners) < 2:
+                continue
+            text = "; ".join(f"{k} at {', '.join(str(n) for n in sizes)} {word}"
+                             for k, sizes in marks.items())
+            for mv in verdicts:
+                mv.by_size = text
 
 
 #: Timing variants (``sim.settings.split_timing``) whose mark decides a verdict's reading:
@@ -1830,6 +1869,7 @@ __all__ = [
     "judge",
     "label_at",
     "mark_dependence",
+    "mark_size_dependence",
     "mark_timing_dependence",
     "modes",
     "natural_key",
