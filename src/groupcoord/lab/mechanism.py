@@ -584,8 +584,8 @@ def balance_per_window(scenario: str, protocols: Sequence[str],
         return ""
     return (f"{scenario}: its disturbances come {_ms(statistics.median(gaps))} apart, and time "
             "until balanced from the first would contain that gap, a setting of the scenario "
-            "(the table counts from the last event); per window, from the last disturbance "
-            "until balanced (median over the runs): "
+            "(the table counts from the last event's end); per window, from the last "
+            "disturbance's start until balanced (median over the runs): "
             + ", ".join(f"{p} {_ms(statistics.median(after[p]))}" for p in ps) + ".")
 
 
