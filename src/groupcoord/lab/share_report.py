@@ -581,9 +581,13 @@ def _cell_text(cell: Mapping[str, Any], protocol: str) -> str:
                          f"{number(float(v['wire']))}")
     verdict = "within 2x" if checks and not misses else (
         "not within 2x: " + ", ".join(m.replace("_", " ") for m in misses) if misses else "")
+    wl = f" on {cell['workload']}" if cell.get("workload") else ""
+    drawn = sorted({k for t in cell.get("timings") or [] if isinstance(t, dict) for k in t
+                    if k not in ("seed", "at_ms")})
+    timed = f", each run at its seed's drawn {' and '.join(drawn)}" if drawn else ""
     return (f"{protocol} against real share consumers, {cell.get('scenario')} at "
-            f"{cell.get('members')} members ({runs} wire runs), simulated / measured: "
-            + "; ".join(parts) + (f"; {verdict}" if verdict else ""))
+            f"{cell.get('members')} members{wl} ({runs} wire runs{timed}), simulated / "
+            "measured: " + "; ".join(parts) + (f"; {verdict}" if verdict else ""))
 
 
 def share_calibration_note(scenario: str, size: int | None, protocols: Sequence[str],

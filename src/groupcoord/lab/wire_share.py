@@ -119,6 +119,9 @@ class ShareWireRun:
     #: (t, epochs settled, client ids of the members) from ShareGroupDescribe
     described: list[tuple[float, bool, tuple[str, ...]]]
     server_config: dict[str, str] = field(default_factory=dict)
+    #: (t, client id -> the partitions ("topic-p") of its member's current assignment) from
+    #: the same ShareGroupDescribe answers: what the member has heartbeated
+    assigned: list[tuple[float, dict[str, tuple[str, ...]]]] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------- metrics
@@ -170,6 +173,25 @@ def lag_series(run: ShareWireRun, until: float | None = None) -> tuple[np.ndarra
     return ts, np.maximum(produced - done, 0.0)
 
 
+def partitions_stopped_s(run: ShareWireRun, a: float, b: float) -> float | None:
+    """Partition·s from ``a`` to ``b`` (wall-clock) with no live process whose member has the
+    partition in its current assignment (the simulator's resource downtime of a share group,
+    ``sim.share``: the assignment it heartbeated), from the ShareGroupDescribe answers (each
+    holds until the next); None without any."""
+    parts = sorted(run.produced)
+    if not run.assigned or not parts:
+        return None
+    total = 0.0
+    for i, (t, held) in enumerate(run.assigned):
+        t_next = run.assigned[i + 1][0] if i + 1 < len(run.assigned) else run.end
+        lo, hi = max(t, a), min(t_next, b)
+        if hi <= lo:
+            continue
+        owned = {k for c, ks in held.items() if _alive(run, c, t) for k in ks}
+        total += (hi - lo) * sum(1 for k in parts if k not in owned)
+    return total
+
+
 def _integral(ts: np.ndarray, lag: np.ndarray, a: float, b: float) -> float:
     m = (ts >= a) & (ts <= b)
     if m.sum() < 2:
@@ -180,9 +202,10 @@ def _integral(ts: np.ndarray, lag: np.ndarray, a: float, b: float) -> float:
 def share_window_metrics(run: ShareWireRun) -> list[dict[str, Any]]:
     """One dict per disturbance window (the initial join left out): ``disturbance``,
     ``at_ms`` (since t0), ``time_to_converge_ms`` (None: not converged), ``lag_peak``,
-    ``lag_record_s``, ``records_reprocessed``, ``span`` ((start, end) seconds since t0: what a
-    paired control is measured over), ``caught_up``, ``closed`` (caught up, or given up
-    on)."""
+    ``lag_record_s``, ``records_reprocessed``, ``resource_downtime_ms`` (partitions stopped,
+    :func:`partitions_stopped_s`; None without assignments), ``span`` ((start, end) seconds
+    since t0: what a paired control is measured over), ``caught_up``, ``closed`` (caught up,
+    or given up on)."""
     conv = converged_at(run)
     ts, lag = lag_series(run)
     _, completions = done_times(run)
@@ -225,6 +248,8 @@ def share_window_metrics(run: ShareWireRun) -> list[dict[str, Any]]:
             "lag_peak": int(lag[inside].max()) if inside.any() else 0,
             "lag_record_s": round(_integral(ts, lag, at, end), 3),
             "records_reprocessed": again,
+            "resource_downtime_ms": None if (stopped := partitions_stopped_s(run, at, end))
+            is None else round(stopped * 1000),
             "span": (w.at_s, end - run.t0), "caught_up": caught_up, "closed": closed})
     return out
 
@@ -281,6 +306,7 @@ class _Describer:
         self.bootstrap = bootstrap
         self.group = group
         self.seen: list[tuple[float, bool, tuple[str, ...]]] = []
+        self.assigned: list[tuple[float, dict[str, tuple[str, ...]]]] = []
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name="share-describe", daemon=True)
 
@@ -298,6 +324,10 @@ class _Describer:
                     settled = g.assignment_epoch == g.group_epoch and all(
                         m.member_epoch == g.group_epoch for m in g.members)
                     self.seen.append((t, settled, tuple(m.client_id for m in g.members)))
+                    self.assigned.append((t, {m.client_id: tuple(
+                        f"{tp.topic_name}-{p}" for tp in (m.assignment.topic_partitions
+                                                           if m.assignment else ())
+                        for p in tp.partitions) for m in g.members}))
                 else:
                     self.seen.append((t, False, ()))
                 self.stop.wait(DESCRIBE_EVERY_S)
@@ -414,7 +444,7 @@ def _collect(ctx: _ShareContext, members: _Members, producer: _Producer,
             for name in lifetimes}
     return ShareWireRun(t0, end, list(windows),
                         {k: list(v) for k, v in producer.produced.items()}, logs, lifetimes,
-                        list(describer.seen))
+                        list(describer.seen), assigned=list(describer.assigned))
 
 
 def dump(run: ShareWireRun) -> str:
@@ -423,10 +453,10 @@ def dump(run: ShareWireRun) -> str:
         return json.dumps({"t0": run.t0, "end": run.end, "windows": [
             (w.label, w.at_s, w.settle_s) for w in run.windows], "produced": run.produced,
             "lifetimes": run.lifetimes, "described": run.described,
-            "server_config": run.server_config})
+            "assigned": run.assigned, "server_config": run.server_config})
     return "{}"
 
 
 __all__ = ["PROTOCOL", "SHARE_EVENTS", "ShareWireRun", "check_share_playable", "converged_at",
-           "done_times", "dump", "lag_series", "run_share_wire", "share_server_configs",
-           "share_window_metrics", "span_lag_peak", "span_lag_record_s"]
+           "done_times", "dump", "lag_series", "partitions_stopped_s", "run_share_wire",
+           "share_server_configs", "share_window_metrics", "span_lag_peak", "span_lag_record_s"]
