@@ -99,6 +99,7 @@ def test_lag_is_produced_minus_distinct_records_done_and_twice_done_records_are_
     run = _run({"c1": batches}, described, lifetimes, T0 + 30.0)
     [w] = share_window_metrics(run)
     assert 50 <= w["lag_peak"] <= 56  # ~6 s of 10 records/s waited, 5 of them done early
+    assert w["lag_mean_before"] <= 1  # kept up before the disturbance: a record in flight
     assert w["records_reprocessed"] == 5
     # the window closes once caught up (16 s), so its lag integral is the backlog's
     assert w["span"][1] == pytest.approx(16.0, abs=0.06)

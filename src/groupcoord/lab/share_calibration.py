@@ -176,6 +176,8 @@ def simulate_cell_run(params: Any, sc: Any) -> dict[str, Any]:
         raise RuntimeError(f"simulator: {params.scenario} at {params.size} has no "
                            "disturbance window with a control")
     return {"seed": params.seed, "at_ms": w["at_ms"], "drawn": dict(sc.drawn),
+            "window_s": None if w.get("closed_ms") is None else
+            round((w["closed_ms"] - w["at_ms"]) / 1000, 1),
             "time_to_converge_ms": w["time_to_converge_ms"] if w["converged"] else None,
             "lag_peak": w["lag_peak"],
             "lag_record_s": round(float(w["lag_record_s"]), 1),
@@ -235,7 +237,8 @@ def calibrate_share(scenarios: Sequence[str] = SCENARIOS, sizes: Sequence[int] =
                     if w is None:
                         raise RuntimeError("the wire run has no disturbance window")
                     spans.append(w["span"])
-                    cell.wire.append({"seed": p.seed, "drawn": dict(sc.drawn), **w})
+                    cell.wire.append({"seed": p.seed, "drawn": dict(sc.drawn),
+                                      "window_s": round(w["span"][1] - w["span"][0], 1), **w})
                 if progress is not None:
                     progress(f"{scenario} at {size} on {workload}: wire control")
                 wl, mean = wire_workload(scs[0])
@@ -334,7 +337,8 @@ def format_share_runs(cells: Sequence[ShareCell]) -> str:
                 lines.append(f"  {c.scenario} at {c.size}, {side} {i + 1} (seed {r['seed']}, "
                              f"event at {r.get('at_ms')} ms{drawn}): "
                              + ", ".join(f"{m} {_fmt(r.get(m))}" for m in (
-                                 *METRICS, "lag_record_s", "control_lag_record_s", "control_lag_peak")))
+                                 *METRICS, "lag_record_s", "control_lag_record_s", "control_lag_peak",
+                                 "window_s", "lag_mean_before")))
     return "\n".join(lines)
 
 

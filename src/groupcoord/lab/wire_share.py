@@ -203,7 +203,9 @@ def share_window_metrics(run: ShareWireRun) -> list[dict[str, Any]]:
     """One dict per disturbance window (the initial join left out): ``disturbance``,
     ``at_ms`` (since t0), ``time_to_converge_ms`` (None: not converged), ``lag_peak``,
     ``lag_record_s``, ``records_reprocessed``, ``resource_downtime_ms`` (partitions stopped,
-    :func:`partitions_stopped_s`; None without assignments), ``span`` ((start, end) seconds
+    :func:`partitions_stopped_s`; None without assignments), ``lag_mean_before`` (the mean lag
+    over the ``STEADY_S`` before the disturbance: the run's own stock of records in flight, to
+    read an excess against the control's), ``span`` ((start, end) seconds
     since t0: what a paired control is measured over), ``caught_up``, ``closed`` (caught up,
     or given up on)."""
     conv = converged_at(run)
@@ -250,6 +252,7 @@ def share_window_metrics(run: ShareWireRun) -> list[dict[str, Any]]:
             "records_reprocessed": again,
             "resource_downtime_ms": None if (stopped := partitions_stopped_s(run, at, end))
             is None else round(stopped * 1000),
+            "lag_mean_before": round(float(lag[before].mean()), 1) if before.any() else None,
             "span": (w.at_s, end - run.t0), "caught_up": caught_up, "closed": closed})
     return out
 
