@@ -17,6 +17,7 @@ from groupcoord.lab.calibrate import CalibrationError
 from groupcoord.lab.share_calibration import (
     METRICS,
     ShareCell,
+    as_json,
     cell_params,
     cell_scenario,
     format_share_table,
@@ -31,12 +32,15 @@ from groupcoord.lab.wire_run import WireWindow
 from groupcoord.lab.wire_share import (
     ShareWireRun,
     converged_at,
+    lag_series,
     partitions_stopped_s,
     run_share_wire,
     share_server_configs,
     share_window_metrics,
+    span_lag_mean,
     span_lag_peak,
     span_lag_record_s,
+    start_offsets,
 )
 from groupcoord.sim.scenario import parse_scenario
 
@@ -100,6 +104,7 @@ def test_lag_is_produced_minus_distinct_records_done_and_twice_done_records_are_
     [w] = share_window_metrics(run)
     assert 50 <= w["lag_peak"] <= 56  # ~6 s of 10 records/s waited, 5 of them done early
     assert w["lag_mean_before"] <= 1  # kept up before the disturbance: a record in flight
+    assert w["lag_peak_before"] <= 2
     assert w["records_reprocessed"] == 5
     # the window closes once caught up (16 s), so its lag integral is the backlog's
     assert w["span"][1] == pytest.approx(16.0, abs=0.06)
@@ -108,6 +113,23 @@ def test_lag_is_produced_minus_distinct_records_done_and_twice_done_records_are_
     control = _run({"c1": _keeping_up(30.0)}, described, lifetimes, T0 + 30.0)
     assert span_lag_record_s(control, w["span"]) < 5
     assert span_lag_peak(control, w["span"]) <= 1  # a record in flight at most
+    assert span_lag_mean(control, w["span"]) <= 1
+    assert 20 <= span_lag_mean(run, (10.0, 16.0)) <= 35  # the backlog: half of ~55 on average
+
+
+def test_records_before_a_partitions_first_fetch_are_no_lag() -> None:
+    # share.auto.offset.reset latest: the group's first fetch of foo-0 came at offset 40 (4 s
+    # of production); those 40 records are never delivered and are no lag, at any time
+    lifetimes: dict[str, list[tuple[float, float | None]]] = {"c1": [(T0, None)]}
+    described = [(T0 + t / 10, True, ("c1",)) for t in range(0, 200)]
+    batches = [(b, recs) for b, recs in _keeping_up(20.0) if recs[0][1] >= 40]
+    run = _run({"c1": batches}, described, lifetimes, T0 + 20.0)
+    assert start_offsets(run) == {0: 40}
+    ts, lag = lag_series(run)
+    after = ts >= T0 + 5.0
+    assert lag[after].max() <= 2  # a record in flight, not 40 never delivered
+    [w] = share_window_metrics(run)
+    assert w["lag_peak"] <= 2 and w["lag_mean_before"] <= 1
 
 
 def test_partitions_stopped_are_those_no_live_process_has_in_its_members_assignment() -> None:
@@ -220,10 +242,11 @@ def test_a_cell_on_another_workload_and_the_drawn_timings_the_wire_plays() -> No
 def _cell(scenario: str, size: int, workload: str, wire_peak: int) -> ShareCell:
     row = {"time_to_converge_ms": 14_000, "lag_peak": 100, "excess_lag_peak": 10,
            "excess_lag_record_s": 20.0, "resource_downtime_ms": 0, "records_reprocessed": 0}
+    own = {"excess_lag_peak_own": 10, "excess_lag_own_record_s": 20.0}
     return ShareCell(scenario, size, workload,
                      sim=[{"seed": 7, "at_ms": 31_000, "drawn": {"down_ms": 7_291}, **row}],
                      wire=[{"seed": 7, "at_ms": 31_000, "drawn": {"down_ms": 7_291}, **row,
-                            "lag_peak": wire_peak}],
+                            **own, "lag_peak": wire_peak}],
                      settings={"group.share.heartbeat.interval.ms": 5_000},
                      measured={"load": [3.1, 4.2], "wall_s": 300})
 
@@ -270,6 +293,8 @@ def test_the_table_marks_each_miss_by_its_metric() -> None:
                            "resource_downtime_ms": 300, "records_reprocessed": 0}],
                      wire=[{"seed": 1, "time_to_converge_ms": 15_000, "lag_peak": 1_000,
                             "excess_lag_peak": 600, "excess_lag_record_s": 3_500,
+                            # over its own 20 s before: kept beside, not checked
+                            "excess_lag_peak_own": 5_000, "excess_lag_own_record_s": 90_000,
                             "resource_downtime_ms": 2_000, "records_reprocessed": 0}])
     assert cell.checks() == {"time_to_converge_ms": True, "lag_peak": False,
                              "excess_lag_peak": True, "excess_lag_record_s": True,
@@ -281,6 +306,9 @@ def test_the_table_marks_each_miss_by_its_metric() -> None:
     assert verdict(cell) == "not within 2x: lag_peak, resource_downtime_ms"
     assert ratios(cell)["lag_peak"] == 0.4 and ratios(cell)["records_reprocessed"] is None
     assert len(METRICS) == 6
+    [doc] = as_json([cell])
+    assert doc["medians"]["excess_lag_record_s"] == {"sim": 3_000, "wire": 3_500}
+    assert doc["wire"][0]["excess_lag_own_record_s"] == 90_000
 
 
 def test_the_command_simulates_a_cell_without_the_wire_and_refuses_a_bad_one() -> None:

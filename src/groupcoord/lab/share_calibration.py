@@ -27,7 +27,8 @@ assignment; on the wire from ShareGroupDescribe, ``lab.wire_share.partitions_sto
 ``records_reprocessed`` (records processed twice). The simulator's control is
 ``lab.runs.simulate_with_control``'s, one per seed; the wire's is one control run per cell
 (the initial members only, run 1's seed, as long as the longest window: the control's lag is
-the records in flight, measured over each run's span). Every metric is the median over the
+the records in flight, measured over each run's span; each run also keeps its excesses over
+its own 20 s before the disturbance, :data:`OWN`, not checked). Every metric is the median over the
 wire runs against the median over their paired seeds, within 2x when the larger is at most
 twice the smaller or both are below the floor
 (``lab.calibrate.FLOORS``; records processed twice and the excess lag peak: 50 records, as
@@ -69,6 +70,11 @@ WARMUP_MS = 30_000
 #: The metrics of a row, in table order; all checked.
 METRICS = ("time_to_converge_ms", "lag_peak", "excess_lag_peak", "excess_lag_record_s",
            "resource_downtime_ms", "records_reprocessed")
+#: Beside each wire run (not checked): its excesses over its own level in the ``STEADY_S``
+#: before the disturbance (its mean lag times the window's length; its peak there), and the
+#: control run's own excess over each run's span against its 20 s before: where the control's
+#: level and a run's differ, these tell which of the two moved.
+OWN = ("excess_lag_peak_own", "excess_lag_own_record_s")
 #: Partitions stopped: half a partition·s (the wire reads assignments every 0.2 s).
 SHARE_FLOORS = {**FLOORS, "excess_lag_record_s": FLOORS["lag_record_s"],
                 "excess_lag_peak": FLOORS["lag_peak"], "resource_downtime_ms": 500.0,
@@ -199,8 +205,10 @@ def calibrate_share(scenarios: Sequence[str] = SCENARIOS, sizes: Sequence[int] =
     ``[draw]``: the bounce's downtime, the rolling bounce's spacing and downtime) on both
     sides: each row keeps them (``drawn``)."""
     from groupcoord.lab.wire_share import (
+        STEADY_S,
         run_share_wire,
         share_window_metrics,
+        span_lag_mean,
         span_lag_peak,
         span_lag_record_s,
     )
@@ -237,8 +245,13 @@ def calibrate_share(scenarios: Sequence[str] = SCENARIOS, sizes: Sequence[int] =
                     if w is None:
                         raise RuntimeError("the wire run has no disturbance window")
                     spans.append(w["span"])
+                    length = w["span"][1] - w["span"][0]
+                    own = {} if w.get("lag_mean_before") is None else {
+                        "excess_lag_own_record_s": round(
+                            w["lag_record_s"] - w["lag_mean_before"] * length, 1),
+                        "excess_lag_peak_own": w["lag_peak"] - w["lag_peak_before"]}
                     cell.wire.append({"seed": p.seed, "drawn": dict(sc.drawn),
-                                      "window_s": round(w["span"][1] - w["span"][0], 1), **w})
+                                      "window_s": round(length, 1), **w, **own})
                 if progress is not None:
                     progress(f"{scenario} at {size} on {workload}: wire control")
                 wl, mean = wire_workload(scs[0])
@@ -252,6 +265,10 @@ def calibrate_share(scenarios: Sequence[str] = SCENARIOS, sizes: Sequence[int] =
                     w["excess_lag_peak"] = w["lag_peak"] - w["control_lag_peak"]
                     w["control_lag_record_s"] = c
                     w["excess_lag_record_s"] = round(w["lag_record_s"] - c, 1)
+                    a, b = w["span"]
+                    before = span_lag_mean(ctl, (a - STEADY_S, a))
+                    w["control_excess_own_record_s"] = None if before is None else round(
+                        c - before * (b - a), 1)
             except (RuntimeError, OSError) as e:
                 cell.error = str(e)
             cell.measured.update(wall_s=round(time.time() - began),
@@ -327,6 +344,11 @@ def format_share_table(cells: Sequence[ShareCell]) -> str:
     return "\n".join(lines)
 
 
+#: What ``--windows`` prints of each run (those it has).
+SHOWN = (*METRICS, *OWN, "lag_record_s", "control_lag_record_s", "control_lag_peak",
+         "control_excess_own_record_s", "window_s", "lag_mean_before")
+
+
 def format_share_runs(cells: Sequence[ShareCell]) -> str:
     """Every run of every cell, both sides (``--windows``): what the medians are made of."""
     lines = []
@@ -336,9 +358,8 @@ def format_share_runs(cells: Sequence[ShareCell]) -> str:
                 drawn = "".join(f", {k} {v}" for k, v in (r.get("drawn") or {}).items())
                 lines.append(f"  {c.scenario} at {c.size}, {side} {i + 1} (seed {r['seed']}, "
                              f"event at {r.get('at_ms')} ms{drawn}): "
-                             + ", ".join(f"{m} {_fmt(r.get(m))}" for m in (
-                                 *METRICS, "lag_record_s", "control_lag_record_s", "control_lag_peak",
-                                 "window_s", "lag_mean_before")))
+                             + ", ".join(f"{m} {_fmt(r.get(m))}" for m in SHOWN
+                                         if r.get(m) is not None))
     return "\n".join(lines)
 
 
