@@ -8,6 +8,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from groupcoord.lab.limits import (
     CALIBRATION_FILE,
     calibration_items,
@@ -196,3 +199,47 @@ def test_the_calibration_says_what_it_did_not_cover_and_what_was_measured_again(
     assert items[-1] == ("Not covered by the calibration (the tables use them; no row "
                          "measured them against real clients): protocols consumer:range; "
                          "scenarios crash; group sizes 10.")
+
+
+_KEYS = st.sampled_from([("bounce", "classic:eager"), ("bounce", "consumer:uniform"),
+                         ("crash", "classic:eager"), ("scale-out", "classic:cooperative"),
+                         ("kip415-worker-joins", "connect:eager")])
+
+
+@given(st.lists(_KEYS, max_size=8), st.lists(_KEYS, max_size=4))
+def test_saving_keeps_the_files_order_and_replaces_rows_in_place(
+        old_keys: list[tuple[str, str]], new_keys: list[tuple[str, str]]) -> None:
+    """``lab calibrate --save`` changes only the rows it measured: the rows it does not replace
+    keep their order, a replaced row's place is its first old row's, rows new to the file
+    come last (round 8: the file's every row moved on each save)."""
+    old = {"rows": [{"scenario": s, "protocol": p, "condition": "", "n": i}
+                    for i, (s, p) in enumerate(old_keys)]}
+    new = [{"scenario": s, "protocol": p, "condition": "", "n": -1 - i}
+           for i, (s, p) in enumerate(new_keys)]
+    out = merged_calibration(old, new, {}, ["stall_ms"], "2031-02-03")["rows"]
+    replaced = set(new_keys)
+    expected: list[tuple[str, str]] = []
+    for i, k in enumerate(old_keys):  # the old order, a replaced key at its first place
+        if k not in replaced:
+            expected.append(k)
+        elif old_keys.index(k) == i:
+            expected += [k] * new_keys.count(k)
+    for k in dict.fromkeys(new_keys):  # then the keys new to the file
+        if k not in old_keys:
+            expected += [k] * new_keys.count(k)
+    assert [(r["scenario"], r["protocol"]) for r in out] == expected
+    assert [r["n"] for r in out if (r["scenario"], r["protocol"]) not in replaced] == [
+        i for i, k in enumerate(old_keys) if k not in replaced]
+    assert all(r["measured"] == "2031-02-03" for r in out if r["n"] < 0)
+
+
+def test_saving_one_row_of_the_shipped_file_moves_no_other_row(tmp_path: Path) -> None:
+    cal = json.loads(CALIBRATION_FILE.read_text())
+    keys = [(r["scenario"], r["protocol"], r.get("condition", "")) for r in cal["rows"]]
+    i = next(j for j in range(len(keys) // 2, len(keys)) if keys.count(keys[j]) == 1)
+    again = {**cal["rows"][i], "wall_s": 1}
+    out = merged_calibration(cal, [again], {}, cal["checked"], "2031-02-03")
+    assert out["rows"][:i] == cal["rows"][:i] and out["rows"][i + 1:] == cal["rows"][i + 1:]
+    assert out["rows"][i]["wall_s"] == 1
+    saved = json.loads(save_calibration(out, tmp_path / "c.json").read_text())
+    assert [r["scenario"] for r in saved["rows"]] == [r["scenario"] for r in cal["rows"]]

@@ -19,6 +19,7 @@ from groupcoord.lab.mechanism import (
     mechanisms,
     member_load,
     row_loads,
+    task_time_phase,
 )
 from groupcoord.lab.verdict import claims, grid_verdicts
 
@@ -219,6 +220,50 @@ def test_a_connect_grid_says_restarts_per_rebalance_and_what_each_outcome_took()
             "after 1 rebalance(s), 3 in 302 s after 2, waiting "
             "scheduled.rebalance.max.delay.ms (300,000 ms); the event hit the group's leader "
             "in 2 of the 2 fast seeds and 0 of the 3 slow ones.") in line
+
+
+def _connect_run(seed: int, start_ms: int, warmup_ms: int, tub: int,
+                 workload: str = "") -> dict[str, Any]:
+    return {"protocol": "classic-connect:sessioned", "scenario": "kip415-worker-joins",
+            "size": 12, "seed": seed, "ok": True, "connectors": 16, "tasks": 8,
+            "workload": workload or f"16x8c-task{start_ms}ms", "warmup_ms": warmup_ms,
+            "time_to_balance_ms": tub, "task_restarts": 18, "epoch_bumps": 2,
+            "settings_json": json.dumps({"heartbeat.interval.ms": 3000}),
+            "work": json.dumps({"task_start_ms": start_ms, "task_stop_ms": start_ms})}
+
+
+def test_time_until_balanced_out_of_step_with_task_time_is_explained_by_the_warm_up() -> None:
+    """Round 8: sessioned balanced sooner with 1 s tasks than with 10 ms ones. The warm-up
+    grows with the task time and the workers' heartbeats do not move with it: the page says
+    so, with the warm-ups and the balanced moment counted from the run's start."""
+    runs = []
+    for s in range(5):
+        runs.append(_connect_run(s, 10, 26_300, 4_500 + 10 * s))
+        runs.append(_connect_run(s, 1000, 27_300, 3_600 + 10 * s))
+        # the same runs under the other grid's workload name count once
+        runs.append(_connect_run(s, 1000, 27_300, 3_600 + 10 * s, workload="16x8c"))
+    (line,) = task_time_phase("kip415-worker-joins", ["classic-connect:sessioned"], runs)
+    assert line == (
+        "kip415-worker-joins, 12 workers: classic-connect:sessioned's time until balanced does "
+        "not follow the task time (median 4.52 s at 10 ms, 3.62 s at 1 s: from 10 ms to 1 s it "
+        "drops by 900 ms where a task's stop and start add 1.98 s). It is "
+        "counted from the disturbance, which comes after a warm-up that grows with the task "
+        "time (26.3 s, 27.3 s), while the workers' heartbeat timers run from their join: the "
+        "workers learn of the rebalance at their next heartbeat, at another point of the 3 s "
+        "heartbeat.interval.ms at each task time. Counted from the run's start (warm-up plus "
+        "time until balanced), the group is balanced at 30.8 s, 30.9 s; of the 5 seeds run at "
+        "two neighbouring task times, 5 balance no earlier at the longer one.")
+    (why,) = mechanisms(["classic-connect:sessioned"], {}, runs)
+    assert line in why
+    # in order but by far less than the stop and start add (main's sessioned, 100 ms to 1 s)
+    (slow,) = task_time_phase("kip415-worker-joins", ["classic-connect:sessioned"], [
+        _connect_run(s, t, w, v) for s in range(5)
+        for t, w, v in ((10, 26_300, 4_500), (1000, 27_300, 4_600))])
+    assert "from 10 ms to 1 s it grows by 100 ms where a task's stop and start add 1.98 s" in slow
+    # growing with the stop and start (or short of it by less than the floor): nothing to say
+    ordered = [_connect_run(s, t, w, v) for s in range(5)
+               for t, w, v in ((10, 26_300, 4_500), (1000, 27_300, 5_300))]
+    assert task_time_phase("kip415-worker-joins", ["classic-connect:sessioned"], ordered) == []
 
 
 def test_grids_below_five_seeds_are_named_as_carrying_no_sentence() -> None:

@@ -3,7 +3,10 @@ directories, and the audit's per-group figures on hand-made records."""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +20,7 @@ import pyarrow.parquet as pq
 
 from groupcoord.lab.aggregate import aggregate_columns
 from groupcoord.lab.audit import epoch_rows, group_metrics
-from groupcoord.lab.report import build_report
+from groupcoord.lab.report import REPORT_LOCK, ReportBusy, build_report, report_lock
 
 
 def _write(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -56,6 +59,32 @@ def test_report_lists_violations_with_their_commands(tmp_path: Path) -> None:
 
 def test_an_empty_directory_still_renders(tmp_path: Path) -> None:
     assert "No lab tables" in build_report(tmp_path).read_text()
+
+
+def test_a_second_report_of_one_folder_waits_for_the_first(tmp_path: Path,
+                                                             capfd: pytest.CaptureFixture[str]
+                                                             ) -> None:
+    """Two ``lab report DIR`` at once removed each other's charts (FileNotFoundError): the
+    second waits for the first's lock, says so in one line, then renders."""
+    rdir = tmp_path / "report"
+    done: list[Path] = []
+    with report_lock(rdir):
+        assert (rdir / REPORT_LOCK).read_text() == str(os.getpid())
+        with (pytest.raises(ReportBusy, match=r"being written by another report \(pid \d+\)"),
+              report_lock(rdir, wait=False)):
+            pass
+        t = threading.Thread(target=lambda: done.append(build_report(tmp_path)))
+        t.start()
+        t.join(1.0)
+        assert t.is_alive() and not done  # waiting, not rendering
+    t.join(30)
+    assert not t.is_alive() and done and "No lab tables" in done[0].read_text()
+    err = capfd.readouterr().err
+    assert err.count("\n") == 1 and "being written by another report" in err
+    # released: the lock file is free again and says no holder
+    with open(rdir / REPORT_LOCK) as f:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert f.read() == ""
 
 
 def _rec(offset: int, record: str, ts: int, member: str | None = None, epoch: int | None = None,

@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from groupcoord.lab.caveats import with_caveats
 from groupcoord.lab.mechanism import conditions, phase_clause, spreads_of
 from groupcoord.lab.report import grid_runs, verdict_md
-from groupcoord.lab.verdict import _claim, claims, grid_verdict, swept_timing
+from groupcoord.lab.verdict import _claim, claims, grid_verdict, grid_verdicts, swept_timing
 
 SPREADS = {"0s": 0, "1s": 1000}
 #: Per (protocol, spread): the stall of each seed, ms (floor 250 ms): eager best without a
@@ -149,3 +150,27 @@ def test_the_downtime_lines_are_per_spread_and_say_the_group_rejoins_within_it()
     assert "classic:eager 900 ms" in flat[1]
     assert "rejoins within the heartbeats' 1 s spread" in flat[1]
     assert "heartbeats spread over up to 0 and 1 s after a join" in lines[0]
+
+
+def test_a_sweep_on_one_workload_names_it_and_what_other_workloads_show() -> None:
+    """Round 8: S11 (KIP-848 best at a 3 s spread in the rolling bounce) held on its own
+    workload only. The sentence names the workload, says the spread ran on no other, and
+    what the same scenario's rows on other workloads show with heartbeats not spread."""
+    grid, runs = _grid()
+    other = {"name": "consumers", "protocols": ["classic:eager", "consumer:uniform"],
+             "metrics": ["stall_ms"], "scenarios": ["scale-out"], "seeds": 5}
+    # another workload: KIP-848 best there without a spread; the sweep's own cell: skipped
+    runs += [{**_run(p, seed, stall), "workload": w}
+             for w, vals in (("8x100", {"classic:eager": 4000, "consumer:uniform": 50}),
+                             ("4x250", {"classic:eager": 100, "consumer:uniform": 3000}))
+             for p, stall in vals.items() for seed in range(5)]
+    gs = grid_verdicts({"spec": "paper", "grids": [grid, other]}, runs)
+    found = with_caveats(claims(gs), gs, runs)
+    (c,) = [c for c in found if c.grid == "hb-spread"]
+    assert c.text.startswith("scale-out, 8 members on 4x250 (hb-spread), stall against")
+    assert ("Caveats: found on 4x250 only (the heartbeat spread was run on no other "
+            "workload); the same scenario on other workloads, heartbeats not spread: "
+            "consumers (8 members, 8x100): \u2605 consumer:uniform, lowest median "
+            "consumer:uniform 0.052 s.") in c.text, c.text
+    # a grid that sweeps across workloads names none
+    assert all(" on " not in x.text.split("(")[0] for x in found if x.grid != "hb-spread")

@@ -573,6 +573,30 @@ def test_a_crossover_names_protocols_tied_for_the_lowest_together() -> None:
                            "at 20 ms."), c.text
 
 
+def test_a_crossover_prints_each_limit_clause_once_and_says_where_it_holds() -> None:
+    """Round 8: eager's mark at 20, 30 and 40 % busy all carried the busy grid's lateness
+    clause and 40 % also the spread grid's: the sentence printed the lateness clause twice.
+    Now each clause once, the one only 40 % carries with its value."""
+    rows = [{**_run(p, s, scenario="scale-out", size=8, workload=f"w{r}",
+                    lag_record_s=float((1 if p == "classic:eager" else 900) + 10 * s),
+                    total_partitions=32, members=8),
+             "work": json.dumps({"processing_ms": 20, "records_per_s": r * 1.25})}
+            for r in (2, 3, 4) for p in ("classic:eager", "consumer:uniform") for s in range(5)]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [
+        {"name": "crossover-20ms", "protocols": ["classic:eager", "consumer:uniform"],
+         "metrics": ["lag_record_s"], "seeds": 5, "workloads": ["w2", "w3", "w4"]}]}, rows)
+    late = "holds only while no member is 2 s late at the rebalance (busy-crossover: 8 members)"
+    spread = "holds only with aligned heartbeats (hb-spread: at 1 s: a; at 3 s: b)"
+    wire = "real classic members, measured on the wire (median 0.022 s; 24 rebalances)"
+    for row in g.rows:
+        row.metrics[0].limit = late if (row.x or 0) < 40 else f"{late}; {spread}; {wire}"
+    (c,) = claims([g])
+    assert c.text.count(late) == 1, c.text
+    assert c.text.endswith(
+        f"classic:eager at 20, 30, 40 % busy (the mark {late}; at 40 % busy: the mark "
+        f"{spread}; at 40 % busy: {wire}).")
+
+
 def test_grids_asking_the_same_crossover_at_another_setting_share_one_sentence() -> None:
     """crossover-10ms and crossover-20ms sweep the load at two poll lengths: one sentence per
     scenario names each grid's finding, so that two grids do not take two of the dozen."""

@@ -15,6 +15,8 @@ what else the sentence's own rows show that bears on it, appended after its cond
   where it is a classic member's metadata refresh phase, said so.
 - :func:`delay_variants`: a KIP-415 scenario with a configured delay (``-d30s``): what the
   same scenario at its other delays shows (the win holds at the configured delay only).
+- :func:`other_workloads`: a crossover swept on one workload (hb-spread) holds on that
+  workload only: what the same scenario's rows on other workloads show at fixed conditions.
 
 Plain Python over the verdict tables (``lab.verdict``) and run dicts, as ``lab.mechanism``.
 """
@@ -239,6 +241,51 @@ def delay_variants(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
             "delays: " + "; ".join(out))
 
 
+def other_workloads(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
+    """For a crossover swept on one workload (hb-spread: the heartbeat spread on
+    1x32-p20ms-40pct): the sentence holds for that workload only; what the same scenario's
+    rows on other workloads show on its metric, in the grids that sweep nothing (their
+    conditions fixed: heartbeats not spread), each cell once. Round 8: S11's uniform mark at
+    a 3 s spread did not hold in the rolling grid's cell, and the sentence did not say on
+    which workload it was found."""
+    if not c.swept_on:
+        return ""
+    out: dict[tuple[int, str], str] = {}
+    for g in verdicts:
+        if g.parameter is not None or g.labels:
+            continue
+        for row in g.rows:
+            key = (row.size, row.workload)
+            if row.scenario != c.scenario or row.workload == c.swept_on or key in out:
+                continue
+            mv = next((x for x in row.metrics if x.metric.column == c.metric), None)
+            if mv is None or not mv.cells:
+                continue
+            sign = 1 if mv.metric.lower_is_better else -1
+            lead = min(mv.cells, key=lambda p: (sign * mv.cells[p].median, p))
+            mark = (f"\u2605 {mv.best[0]}" if mv.verdict == "best" else
+                    "= " + " and ".join(mv.best) if mv.verdict == "tied" else "no mark")
+            out[key] = (f"{g.name} ({row.size} {_members(c.scenario)}, {row.workload}): "
+                        f"{mark}, lowest median {lead} {mv.metric.fmt(mv.cells[lead].median)}")
+    g0 = next((g for g in verdicts if g.name == c.grid), None)
+    what = X_WORDS.get(g0.parameter or "", "this sweep") if g0 else "this sweep"
+    text = f"found on {c.swept_on} only ({what} was run on no other workload)"
+    if out:
+        text += ("; the same scenario on other workloads, " + FIXED_WORDS.get(
+            g0.parameter or "" if g0 else "", "at fixed conditions") + ": "
+            + "; ".join(out.values()))
+    return text
+
+
+def _members(scenario: str) -> str:
+    return "workers" if scenario.startswith(("kip415", "worker-")) else "members"
+
+
+#: How a caveat names a swept timing, and the other grids' fixed value of it.
+X_WORDS = {"heartbeat_spread_ms": "the heartbeat spread"}
+FIXED_WORDS = {"heartbeat_spread_ms": "heartbeats not spread"}
+
+
 def with_caveats(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
                  runs: Sequence[Mapping[str, Any]]) -> list[Claim]:
     """The sentences with their caveats appended (each computed from the runs)."""
@@ -246,7 +293,7 @@ def with_caveats(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
     for c in found:
         parts = [x for x in (other_metrics(c, verdicts), restore_rows(c, verdicts, runs),
                              assignor_cause(c, verdicts), sign_test_draw(c, verdicts),
-                             delay_variants(c, verdicts)) if x]
+                             delay_variants(c, verdicts), other_workloads(c, verdicts)) if x]
         if parts:
             c = replace(c, text=c.text.rstrip() + " Caveats: " + "; ".join(parts) + ".")
         out.append(c)

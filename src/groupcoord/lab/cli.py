@@ -567,8 +567,9 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
                      help="store the results where the lab's report reads them (default: the "
                           "package's lab/data/calibration.json; with --share "
                           "lab/data/share_calibration.json): rows of the same scenario and "
-                          "protocol (--share: scenario, members and workload) are replaced, "
-                          "others kept")
+                          "protocol are replaced in place, new ones appended, others kept "
+                          "(--share: cells of the same scenario, members and workload "
+                          "replaced, in a stable order)")
     cal.set_defaults(func=_calibrate)
 
     report = sub.add_parser("report", help="render DIR/report again from DIR's tables")

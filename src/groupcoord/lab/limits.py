@@ -175,16 +175,28 @@ def merged_calibration(old: Mapping[str, Any] | None, rows: Sequence[Mapping[str
                        ) -> dict[str, Any]:
     """The calibration results with ``rows`` (dated ``measured``) in place of the old rows of
     the same scenario, protocol and condition (the other rows kept: another scenario or
-    protocol measured earlier), the file dated ``measured``."""
-    keep = [r for r in (old or {}).get("rows", [])
-            if not any((r.get("scenario"), r.get("protocol"), r.get("condition", "")) ==
-                       (n["scenario"], n["protocol"], n.get("condition", "")) for n in rows)]
+    protocol measured earlier), the file dated ``measured``. The file keeps its order: a
+    measured row takes the place of the first old row it replaces, a row new to the file
+    goes after the others, so that ``--save`` changes only the rows it measured."""
+    def key(r: Mapping[str, Any]) -> tuple[Any, ...]:
+        return r.get("scenario"), r.get("protocol"), r.get("condition", "")
+
+    fresh: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for n in rows:
+        fresh.setdefault(key(n), []).append({**n, "measured": n.get("measured", measured)})
     # (a scenario's rows are replaced together: a row per disturbance kind or one)
+    merged: list[Any] = []
+    for r in (old or {}).get("rows", []):
+        k = key(r)
+        if k not in fresh:
+            merged.append(r)
+        elif fresh[k]:
+            merged += fresh[k]
+            fresh[k] = []
+    merged += [n for ns in fresh.values() for n in ns]
     out = dict(old or {})
     out.update({"measured": measured, "setup": {**(old or {}).get("setup", {}), **setup},
-                "checked": list(checked),
-                "rows": [*keep, *({**n, "measured": n.get("measured", measured)}
-                                  for n in rows)],
+                "checked": list(checked), "rows": merged,
                 "source": "groupcoord lab calibrate --save"})
     out.setdefault("tolerance", "within 2x, or both below a floor")
     return out

@@ -34,9 +34,10 @@ import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from typing import Any
 
-from groupcoord.lab.findings import family, number, work_value
+from groupcoord.lab.findings import BY_COLUMN, family, number, work_value
 from groupcoord.lab.verdict import (
     SLOW_VARIANT,
     Claim,
@@ -657,6 +658,8 @@ def connect_mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[
         per_window = balance_per_window(scenario, protocols, rs)
         if per_window:
             line += " The" + per_window[len(scenario) + 5:]  # ("SCENARIO: its ...")
+        for phase in task_time_phase(scenario, protocols, rs):
+            line += " " + phase
         for p in protocols:
             by_size: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
             for r in rs:
@@ -691,6 +694,85 @@ def connect_mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[
                              f"{len(fast)} fast seeds and {hs} of the {len(slow)} slow ones")
                 line += "."
         lines.append(line)
+    return lines
+
+
+def _stop_start(run: Mapping[str, Any]) -> float:
+    tt = task_times(run)
+    return 0.0 if tt is None else tt.stop_ms + tt.start_ms
+
+
+def task_time_phase(scenario: str, protocols: Sequence[str],
+                    runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per size and protocol of a scenario run at several task start times (the kip415-task-
+    times grid): where the median time until balanced does not follow the task time (it drops,
+    or grows by less than half of what a task's stop and start add), why, from the runs
+    (round 8: classic-connect:sessioned's 4.5 s at 10 ms against 3.62 s at 1 s, unexplained).
+    The time is counted from the disturbance, and the disturbance comes after a warm-up
+    (``warmup_ms``) that grows with the task time, while the workers' heartbeat timers run
+    from their join: a rebalance the workers learn of at their next heartbeat starts at
+    another point of the heartbeat interval at each task time. The line gives the warm-ups and
+    the moment the group is balanced counted from the run's start (warm-up plus time until
+    balanced), and on how many of the seeds run at two neighbouring task times that moment is
+    no earlier at the longer one."""
+    lines = []
+    by_cell: dict[tuple[int, str], dict[float, dict[Any, Mapping[str, Any]]]] = defaultdict(
+        lambda: defaultdict(dict))
+    for r in runs:
+        tt = task_times(r)
+        if (r.get("protocol") in protocols and r.get("ok") and tt is not None
+                and r.get("time_to_balance_ms") is not None and r.get("warmup_ms") is not None):
+            # one run per seed (two workload names of the same task times are one run)
+            by_cell[(int(r.get("size") or 0), str(r["protocol"]))][tt.start_ms].setdefault(
+                r["seed"], r)
+    floor = BY_COLUMN["time_to_balance_ms"].floor
+    for (size, p), seeded in sorted(by_cell.items()):
+        by_time = {t: list(v.values()) for t, v in seeded.items()}
+        times = sorted(by_time)
+        if len(times) < 2:
+            continue
+        tub = [statistics.median(float(r["time_to_balance_ms"]) for r in by_time[t])
+               for t in times]
+        # a task's stop and start at each task time: what a moved task adds to the time
+        inputs = [statistics.median(_stop_start(r) for r in by_time[t]) for t in times]
+        # out of step: the time grows by less than half of what the inputs add (or drops),
+        # by more than the metric's floor (a difference the tables would count)
+        odd = [(a, b, tub[i + 1] - tub[i], inputs[i + 1] - inputs[i])
+               for i, (a, b) in enumerate(pairwise(times))
+               if (inputs[i + 1] - inputs[i]) / 2 - (tub[i + 1] - tub[i]) > floor]
+        if not odd:
+            continue
+        warm = [statistics.median(float(r["warmup_ms"]) for r in by_time[t]) for t in times]
+        ends = [statistics.median(float(r["warmup_ms"]) + float(r["time_to_balance_ms"])
+                                  for r in by_time[t]) for t in times]
+        pairs = later = 0
+        for a, b in pairwise(times):
+            at_a = {r["seed"]: float(r["warmup_ms"]) + float(r["time_to_balance_ms"])
+                    for r in by_time[a]}
+            for r in by_time[b]:
+                if r["seed"] in at_a:
+                    pairs += 1
+                    later += float(r["warmup_ms"]) + float(r["time_to_balance_ms"]) \
+                        >= at_a[r["seed"]]
+        beat = _run_setting(by_time[times[0]][0], "heartbeat.interval.ms")
+        at = ", ".join(f"{_ms(v)} at {_ms(t)}" for v, t in zip(tub, times, strict=True))
+        steps = "; ".join(f"from {_ms(a)} to {_ms(b)} it {'drops' if d < 0 else 'grows'} by "
+                          f"{_ms(abs(d))} where a task's stop and start add {_ms(e)}"
+                          for a, b, d, e in odd)
+        line = (f"{scenario}, {size} workers: {p}'s time until balanced does not follow the "
+                f"task time (median {at}: {steps}). It is counted from the disturbance, "
+                "which comes after a warm-up that grows with the task time ("
+                + ", ".join(_ms(w) for w in warm) + "), while the workers' heartbeat timers "
+                "run from their join: the workers learn of the rebalance at their next "
+                "heartbeat, at another point of the "
+                + (f"{_ms(float(beat))} heartbeat.interval.ms" if isinstance(beat, int | float)
+                   else "heartbeat interval")
+                + " at each task time. Counted from the run's start (warm-up plus time until "
+                "balanced), the group is balanced at " + ", ".join(_ms(e) for e in ends))
+        if pairs:
+            line += (f"; of the {pairs} seeds run at two neighbouring task times, {later} "
+                     "balance no earlier at the longer one")
+        lines.append(line + ".")
     return lines
 
 
@@ -1105,6 +1187,7 @@ __all__ = [
     "metadata_mechanism",
     "phase_clause",
     "row_loads",
+    "task_time_phase",
     "task_times",
     "window_split",
     "with_conditions",

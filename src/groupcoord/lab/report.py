@@ -23,15 +23,19 @@ Plots use matplotlib's object API with the Agg canvas (no display, no pyplot sta
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import html
 import json
 import logging
 import math
+import os
 import re
 import statistics
+import sys
 import textwrap
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -1176,11 +1180,51 @@ img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; }
 """
 
 
-def build_report(out_dir: str | Path) -> Path:
-    """Render ``DIR/report/`` from the tables in ``DIR``; returns the index.html path."""
-    out = Path(out_dir)
-    rdir = out / "report"
+#: The report folder's lock file (kept: removing a lock file races with its next taker).
+REPORT_LOCK = ".report.lock"
+
+
+class ReportBusy(RuntimeError):
+    """Another report is writing the folder (``report_lock(..., wait=False)``)."""
+
+
+@contextlib.contextmanager
+def report_lock(rdir: Path, wait: bool = True) -> Iterator[None]:
+    """Hold ``rdir``'s lock while a report writes it: two reports of one folder at once
+    removed each other's charts (FileNotFoundError). The second waits, saying so in one line
+    on stderr (``wait=False``: raises :class:`ReportBusy` instead). An advisory ``flock``, so
+    the lock goes with the process that held it, however it ended."""
     rdir.mkdir(parents=True, exist_ok=True)
+    with open(rdir / REPORT_LOCK, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "?"
+            line = f"{rdir} is being written by another report (pid {holder})"
+            if not wait:
+                raise ReportBusy(line) from None
+            print(f"lab report: {line}; waiting for it", file=sys.stderr, flush=True)
+            fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            f.truncate(0)
+            f.write(str(os.getpid()))
+            f.flush()
+            yield
+        finally:
+            f.truncate(0)
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def build_report(out_dir: str | Path) -> Path:
+    """Render ``DIR/report/`` from the tables in ``DIR``; returns the index.html path. One
+    report at a time per folder (:func:`report_lock`)."""
+    rdir = Path(out_dir) / "report"
+    with report_lock(rdir):
+        return _build_report(Path(out_dir), rdir)
+
+
+def _build_report(out: Path, rdir: Path) -> Path:
     for old in rdir.glob("*.png"):
         old.unlink()
     html_parts: list[str] = []

@@ -1236,6 +1236,8 @@ class Claim:
     detail: str = ""
     #: The row's value of its grid's swept timing (:func:`swept_timing`), ms; None: none.
     timing_ms: float | None = None
+    #: A crossover's one workload, when its grid sweeps on one (empty: several, or a row).
+    swept_on: str = ""
 
 
 def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
@@ -1365,6 +1367,39 @@ def _unconfirmed_text(mv: MetricVerdict) -> str | None:
     return f"{NOT_CONFIRMED} ({first} on the first seeds; {again_text(mv)} on the fresh)"
 
 
+def limit_clauses(limit: str) -> list[str]:
+    """A mark's limit split into its clauses: at each "; " outside parentheses (a clause's own
+    parenthesis may hold "; ")."""
+    out, depth, start = [], 0, 0
+    for k, ch in enumerate(limit):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and limit.startswith("; ", k):
+            out.append(limit[start:k])
+            start = k + 2
+    out.append(limit[start:])
+    return [c for c in out if c]
+
+
+def limit_clauses_text(lim_rows: Sequence[tuple[float | None, str]],
+                       xs: Sequence[float | None], x_unit: str) -> str:
+    """The limits of the values a crossover sentence names together, each clause once: a
+    clause every value carries as it is, a clause only some carry with the values it holds
+    at ("at 40 % busy: the mark holds only with aligned heartbeats ...")."""
+    where: dict[str, list[float | None]] = {}
+    for x, lim in lim_rows:
+        for c in limit_clauses(lim):
+            where.setdefault(c, [])
+            if x not in where[c]:
+                where[c].append(x)
+    texts = []
+    for c, at in where.items():
+        text = c if c.startswith("real ") else f"the mark {c}"
+        if len(at) < len(set(xs)):
+            text = f"at {', '.join(number(x or 0.0) for x in at)}{x_unit}: {text}"
+        texts.append(text)
+    return "; ".join(texts)
+
+
 def _crossovers(g: GridVerdict) -> list[Claim]:
     """Per scenario and metric of a grid that sweeps a parameter: the marked best at each
     value swept (the tied best together, when they beat the others), when it is not the same
@@ -1408,10 +1443,13 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                     continue
                 # what the mark rests on (a member late at the rebalance, a configured
                 # delay), as the table says it
-                lims = dict.fromkeys(r.metrics[i].limit for r, (_, v) in zip(rows, winners, strict=True)
-                                     if v == w and w is not None and r.metrics[i].limit)
-                if lims:
-                    part += " (" + "; ".join(f"the mark {lim}" for lim in lims) + ")"
+                # once per clause (round 8: a clause the 40 % row shared with 20 and 30 %
+                # printed twice); a clause only some of the values carry says at which
+                lim_rows = [(x, r.metrics[i].limit) for r, (x, v) in zip(rows, winners, strict=True)
+                            if v == w and w is not None and r.metrics[i].limit]
+                if lim_rows:
+                    part += " (" + limit_clauses_text(lim_rows, [x for x, v in winners if v == w],
+                                                      x_unit) + ")"
                 if w is None:
                     # no mark is no reversal: which protocol still has the best median there
                     # (round 8: a spread narrowed eager's lead, the sentence read as a flip)
@@ -1428,15 +1466,19 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                             + ", ".join(leads) + ")"
                 parts.append(part)
             word = "lowest" if m.lower_is_better else "highest"
-            head = (f"{scenario}, {size} {member_word(scenario, g.protocols)}, "
+            # a grid that sweeps a timing on one workload: the sentence names it (round 8:
+            # S11 held on its workload only, the sentence did not say which)
+            loads = {r.workload for r in rows}
+            on = f" on {next(iter(loads))}" if len(loads) == 1 else ""
+            head = (f"{scenario}, {size} {member_word(scenario, g.protocols)}{on}, "
                     f"{short_label(m, g.excess)} against {x_name}, the {word}, separated "
                     "from the rest (protocols tied for it named together)")
-            text = (f"{scenario}, {size} {member_word(scenario, g.protocols)} ({g.name}), "
+            text = (f"{scenario}, {size} {member_word(scenario, g.protocols)}{on} ({g.name}), "
                     + head.split(", ", 2)[2] + ": " + "; ".join(parts) + ".")
             cmd = reproduce(g.spec, scenario, size, None, g.labels or g.protocols)
             out.append(Claim(g.name, text, cmd, m.column, scenario, size,
                              next(iter(sorted(named))), "", head=head,
-                             detail="; ".join(parts)))
+                             detail="; ".join(parts), swept_on=next(iter(loads)) if on else ""))
     return out
 
 
