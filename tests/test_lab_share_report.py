@@ -97,11 +97,18 @@ def test_a_share_sentence_carries_the_share_calibration_of_its_cell_or_none() ->
 
 def test_the_report_gives_a_share_sentence_the_share_calibration_line() -> None:
     c = Claim("share-rolling", "text", "cmd", "lag_record_s", "rolling-bounce", 12, SHARE,
-              KIP848, "1x4-busy")
+              KIP848, "1x4-poison")
     note = calibration_note(c)
     assert "uncalibrated (share:simple)" in note
     # never the consumer groups' rolling-bounce calibration at another size
     assert "6 members" not in note
+    # a cell the package's share calibration has (lab/data/share_calibration.json, written by
+    # lab calibrate --share --save): its row, read from the file
+    c = Claim("equal-capacity", "text", "cmd", "resource_downtime_ms", "bounce", 4, SHARE,
+              KIP848, "1x12-busy")
+    assert calibration_note(c).startswith(
+        "Calibration against real clients: share:simple against real share consumers, bounce at "
+        "4 members on 1x12-busy (3 wire runs, each run at its seed's drawn down_ms)")
 
 
 def test_the_command_prints_the_sections_of_a_rendered_directory(tmp_path: Path,
