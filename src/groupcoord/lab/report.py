@@ -1485,7 +1485,8 @@ def calibration_note(c: Claim, verdicts: Sequence[GridVerdict] = ()) -> str:
 
     named = _claim_protocols(c, verdicts)
     if any(family(p) == "share" for p in named):  # the share calibration's rows, or none
-        return share_calibration_note(c.scenario, c.size, named, workload=c.workload or None)
+        return share_calibration_note(c.scenario, c.size, named, workload=c.workload or None,
+                                      metric=c.metric)
     lookup = getattr(limits, "calibration_for", None)
     if lookup is None:
         return ""
