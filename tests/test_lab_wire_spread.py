@@ -3,6 +3,7 @@ from their revocation callbacks in a kept run's logs, on logs whose answer is kn
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -164,3 +165,18 @@ def test_stable_save_keeps_the_bounce_rows_and_orders_by_client_and_minutes(
     assert main(["--stable", "--save", "Java", str(bounce)]) == 1
     assert load_stable(store) == stable
     capsys.readouterr()
+
+
+def test_the_stable_scenarios_join_one_member_at_a_time_after_five_minutes_or_more() -> None:
+    """The scenarios the stable-group rows were measured with (module doc): six members, and
+    each join a single member at least 5 min after the group last changed."""
+    from groupcoord.sim.scenario import load_scenario
+
+    for name, gaps in (("stable-scale-out", [300_000, 300_000, 600_000]),
+                       ("stable-scale-out-35min", [2_100_000])):
+        sc = load_scenario(str(wire_spread.SPREAD_FILE.with_name(f"{name}.toml")))
+        assert sc.members == 6
+        assert [(e.kind, e.params.get("count")) for e in sc.events] == [("scale-out", 1)] * len(
+            gaps)
+        times = [0] + [e.at_ms for e in sc.events]
+        assert [b - a for a, b in itertools.pairwise(times)] == gaps

@@ -21,7 +21,8 @@ aligned by construction; a scale-out usually comes to a group that has been stab
 time, whose heartbeat timers ran on their own since the last rebalance. ``--stable`` reads a
 run where a member joins a group that has been stable for a while (the scenario
 ``lab/data/stable-scale-out.toml``: six members, one joins after 5 min, one after 5 min more,
-one after 10 min more; :func:`stable_rounds`): for each join, how far apart the members already
+one after 10 min more; ``stable-scale-out-35min.toml``: one joins after 35 min;
+:func:`stable_rounds`): for each join, how far apart the members already
 there learned of it (their first revocation after the joiner's start, within ``LEARN_S``), and
 how long the group had been stable (since the last assignment before the join). With ``--save
 CLIENT`` those rows go under the file's ``stable`` key (one row per client and stable
