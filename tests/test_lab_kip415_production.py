@@ -135,3 +135,47 @@ def test_a_heartbeat_spread_acts_on_connect_workers(protocol: str) -> None:
     if protocol == SESSIONED:
         assert min(w["time_to_balance_ms"] for w in wide) > \
             max(z["time_to_balance_ms"] for z in zero)
+
+
+def _stall_from_trace(row: dict[str, Any], start_ms: int) -> int:
+    """The longest worker stall read from the run's trace: from a worker's revocation after
+    the disturbance until its next assignment, plus the task start time."""
+    t0 = min(d["at_ms"] for d in row["disturbance_rows"] if d["window"] > 0)
+    pending: dict[str, int] = {}
+    longest = 0
+    for e in row["event_rows"]:
+        if e["time_ms"] < t0 or e["event"] not in ("revoke", "assigned"):
+            continue
+        who = e["detail"].split()[0]
+        if e["event"] == "revoke":
+            pending.setdefault(who, e["time_ms"])
+        elif who in pending:
+            longest = max(longest, e["time_ms"] + start_ms - pending.pop(who))
+    return longest
+
+
+def test_the_worker_stall_includes_the_barriers_wait() -> None:
+    """The group stall (no task runs anywhere) stays at the task stop + start at every
+    heartbeat spread; the worker stall (a worker's revocation until its next tasks run) grows
+    with the spread, because the eager barrier waits for the last worker to learn of the
+    rebalance. It is what the trace shows, and 0 where a cooperative worker keeps tasks."""
+    sc = build_scenario(_cells("kip415-worker-joins", EAGER, 6)[0])
+    start, stop = sc.workload.task_start_ms, sc.workload.task_stop_ms
+    by_spread = {}
+    for spread in ("0s", "3s"):
+        rows = _rows("kip415-worker-joins", f"{EAGER}@hbspread{spread}", 6, events=True)
+        for r in rows:
+            assert r["worker_stall_ms"] == _stall_from_trace(r, start)
+            assert stop + start <= r["worker_stall_ms"]
+            assert stop + start <= r["stall_ms"] < stop + start + 100
+            windows = [d for d in r["disturbance_rows"] if d["window"] > 0]
+            assert max(d["worker_stall_ms"] for d in windows) == r["worker_stall_ms"]
+        by_spread[spread] = rows
+    for z, w in zip(by_spread["0s"], by_spread["3s"], strict=True):
+        assert z["worker_stall_ms"] < stop + start + 100  # aligned: the stall is the input
+        assert w["worker_stall_ms"] > z["worker_stall_ms"] + 1_000
+    assert all(r["worker_stall_ms"] == 0 for r in _rows("kip415-worker-joins",
+                                                        f"{SESSIONED}@hbspread3s", 6))
+    consumer = restrict(load_spec("paper"), scenarios=["crash"], sizes=[10],
+                        protocols=["classic:eager"])
+    assert run_one(expand(consumer)[0])["worker_stall_ms"] is None  # no Connect workers

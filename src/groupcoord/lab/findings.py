@@ -56,6 +56,8 @@ CATALOG: tuple[Metric, ...] = (
     Metric("task_restarts", "task restarts", "", floor=1.0),
     Metric("task_downtime_task_s", "task downtime (tasks not running)", "task·s", floor=1.0),
     Metric("time_to_balance_ms", "time until balanced", "s", 1000.0, floor=250.0),
+    Metric("worker_stall_ms", "worker stall (revocation until its tasks run again)", "s",
+           1000.0, floor=250.0),
     Metric("resource_downtime_ms", "resource downtime (no active owner)", "resource·s",
            1000.0, floor=1000.0),
     Metric("convergence_ms", "time to converge", "s", 1000.0, floor=250.0),

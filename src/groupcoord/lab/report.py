@@ -182,7 +182,7 @@ def _unit(m: Metric, excess: bool = False) -> str:
 
 #: Connect metrics that are the model's task stop and start times multiplied by the restarts
 #: (a restart costs the stop plus the start; an eager rebalance stops the whole group for them).
-TASK_TIME_PRODUCTS = frozenset({"task_downtime_task_s", "stall_ms"})
+TASK_TIME_PRODUCTS = frozenset({"task_downtime_task_s", "stall_ms", "worker_stall_ms"})
 
 
 def _label(g: GridVerdict, m: Metric) -> str:

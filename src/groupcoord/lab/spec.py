@@ -263,7 +263,7 @@ _GRID = {"name", "description", "protocols", "scenarios", "sizes", "fault_rates"
 METRICS: tuple[str, ...] = (
     "stall_ms", "lag_peak", "lag_record_s", "paused_partition_s", "records_reprocessed",
     "task_restarts", "task_downtime_task_s", "resources_moved", "resource_downtime_ms",
-    "convergence_ms", "time_to_balance_ms", "records_processed")
+    "convergence_ms", "time_to_balance_ms", "records_processed", "worker_stall_ms")
 _WORKLOAD = {"name", "topics", "partitions", "connectors", "tasks"}
 #: The work keys a workload may set (``sim.workload.Workload``'s fields).
 _WORK = {f for f in SimWorkload.__dataclass_fields__}
@@ -856,7 +856,8 @@ sizes = [3, 6, 12]
 workloads = ["16x8c"]
 question = "How many tasks does each Connect protocol stop and restart, for how long, and how \
 soon is the work balanced again, when a worker joins, leaves or bounces?"
-metrics = ["task_restarts", "task_downtime_task_s", "time_to_balance_ms", "stall_ms"]
+metrics = ["task_restarts", "task_downtime_task_s", "time_to_balance_ms", "stall_ms",
+           "worker_stall_ms"]
 
 [[grid]]
 name = "kip415-crash"
@@ -875,7 +876,8 @@ scenarios = ["worker-crash-d0", "worker-crash-d30s", "worker-crash-d300s"]
 sizes = [3, 6, 12]
 workloads = ["16x8c"]
 question = "Do the KIP-415 marks on a worker that leaves hold when it crashes instead?"
-metrics = ["task_restarts", "task_downtime_task_s", "time_to_balance_ms", "stall_ms"]
+metrics = ["task_restarts", "task_downtime_task_s", "time_to_balance_ms", "stall_ms",
+           "worker_stall_ms"]
 
 [[grid]]
 name = "kip415-staggered-joins"
@@ -890,7 +892,8 @@ scenarios = ["worker-joins-1s-apart", "worker-joins-4s-apart"]
 sizes = [6, 12]
 workloads = ["16x8c"]
 question = "Do the KIP-415 marks on joining workers hold when the workers join a few seconds apart?"
-metrics = ["task_restarts", "task_downtime_task_s", "time_to_balance_ms", "stall_ms"]
+metrics = ["task_restarts", "task_downtime_task_s", "time_to_balance_ms", "stall_ms",
+           "worker_stall_ms"]
 
 [[grid]]
 name = "kip415-hb-spread"
@@ -906,7 +909,8 @@ scenarios = ["kip415-worker-joins"]
 sizes = [6, 12]
 workloads = ["16x8c"]
 question = "Do the KIP-415 marks on joining workers hold when the workers' heartbeat phases spread?"
-metrics = ["task_restarts", "task_downtime_task_s", "time_to_balance_ms", "stall_ms"]
+metrics = ["task_restarts", "task_downtime_task_s", "time_to_balance_ms", "stall_ms",
+           "worker_stall_ms"]
 
 [[grid]]
 name = "consumers"
