@@ -179,3 +179,30 @@ def test_the_worker_stall_includes_the_barriers_wait() -> None:
     consumer = restrict(load_spec("paper"), scenarios=["crash"], sizes=[10],
                         protocols=["classic:eager"])
     assert run_one(expand(consumer)[0])["worker_stall_ms"] is None  # no Connect workers
+
+
+def test_the_worker_stall_is_marked_as_containing_the_task_time_input() -> None:
+    """In a Connect grid the worker stall's ★ stays in the table, marked * as containing the
+    task stop and start, and no sentence rests on it (at aligned heartbeats it is that input:
+    sessioned's 0 against eager's 2.05 s); the task restarts keep their sentence."""
+    from groupcoord.lab.report import _label, _metrics_line
+    from groupcoord.lab.verdict import claims, grid_verdicts
+
+    def row(protocol: str, seed: int, **cols: Any) -> dict[str, Any]:
+        return {"protocol": protocol, "scenario": "kip415-worker-joins", "size": 6,
+                "members": 6, "workload": "16x8c", "fault_rate": 0.0, "seed": seed,
+                "ok": True, "caught_up": True, "noop_events": 0, "total_partitions": 128,
+                "settings_json": "{}", **cols}
+
+    rows = [row(EAGER, s, task_restarts=128, worker_stall_ms=2040 + s) for s in range(5)]
+    rows += [row(SESSIONED, s, task_restarts=32 + s, worker_stall_ms=0) for s in range(5)]
+    grid = {"name": "kip415-hb-spread", "protocols": [EAGER, SESSIONED],
+            "scenarios": ["kip415-worker-joins"], "sizes": [6], "workloads": ["16x8c"],
+            "metrics": ["task_restarts", "worker_stall_ms"], "seeds": 5, "question": "q"}
+    (g,) = grid_verdicts({"grids": [grid]}, rows)
+    restarts, stall = g.rows[0].metrics
+    assert stall.verdict == "best" and stall.best == (SESSIONED,)
+    assert _label(g, stall.metric).endswith(" *")
+    assert not _label(g, restarts.metric).endswith(" *")
+    assert "* on worker stall = contains the task-time input" in _metrics_line(g)
+    assert [c.metric for c in claims([g])] == ["task_restarts"]
