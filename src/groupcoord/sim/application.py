@@ -179,6 +179,8 @@ class Application:
         #: Connect workers whose revocation stopped every task they ran: since when (their
         #: worker stall ends when the tasks of their next assignment run).
         self._stalled_since: dict[tuple[str, int], int] = {}
+        #: Connect workers: the names of their task processors (assigned, not yet released).
+        self._task_procs: dict[tuple[str, int], set[str]] = {}
         #: Classic members: the topic partitions each incarnation saw at its last refresh,
         #: and when it started (refreshes come every metadata.max.age.ms after it).
         self._seen: dict[tuple[str, int], dict[Any, int]] = {}
@@ -255,7 +257,9 @@ class Application:
             for item in _ordered(items):
                 if self._is_task(item):
                     tasks += 1
-                    self.model.processor(self._pname(p, item)).assign(
+                    name = self._pname(p, item)
+                    self._task_procs.setdefault(self._key(p), set()).add(name)
+                    self.model.processor(name).assign(
                         [item], delay_ms=self.workload.task_start_ms)
             since = self._stalled_since.pop(self._key(p), None) if tasks else None
             if since is not None:
@@ -269,9 +273,12 @@ class Application:
         key = self._key(p)
         stopping = self._stopping.get(key, set())
         if self.connect:
+            names = self._task_procs.get(key, set())
             for item in _ordered(items):
                 if self._is_task(item):
-                    self.model.drop(self._pname(p, item), commit=item in stopping)
+                    name = self._pname(p, item)
+                    self.model.drop(name, commit=item in stopping)
+                    names.discard(name)
                     stopping.discard(item)
             return
         proc = self.model.processors.get(self._pname(p))
@@ -291,6 +298,7 @@ class Application:
             self.model.drop(self._pname(p), commit=False)
         self._stopping.pop(key, None)
         self._stalled_since.pop(key, None)  # gone: no barrier holds it
+        self._task_procs.pop(key, None)
         self._timed_out.discard(key)
         self._seen.pop(key, None)
         self._refresh_at.pop(key, None)
@@ -486,9 +494,9 @@ class Application:
 
     def _runs_tasks(self, p: Proc) -> bool:
         """Whether any task of the Connect worker ``p`` is running (processing)."""
-        prefix = self._pname(p) + "/"
-        return any(proc.active for name, proc in self.model.processors.items()
-                   if name.startswith(prefix))
+        procs = self.model.processors
+        return any(proc is not None and proc.active
+                   for proc in (procs.get(n) for n in self._task_procs.get(self._key(p), ())))
 
     def _worker_stall(self, ms: float) -> None:
         """A Connect worker's stall (from the revocation that stopped all its tasks until the
