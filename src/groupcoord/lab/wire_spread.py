@@ -26,7 +26,7 @@ one after 10 min more; ``stable-scale-out-35min.toml``: one joins after 35 min;
 there learned of it (their first revocation after the joiner's start, within ``LEARN_S``), and
 how long the group had been stable (since the last assignment before the join). With ``--save
 CLIENT`` those rows go under the file's ``stable`` key (one row per client and stable
-duration in whole minutes, replaced per client), which the eager condition cites
+duration rounded to minutes, replaced per client), which the eager condition cites
 (:func:`load_stable`, :func:`stable_text`).
 """
 
@@ -247,13 +247,13 @@ def _write(p: Path, data: Mapping[str, Any]) -> None:
 
 def save_stable(client: str, learned: Sequence[Learned], runs: int, command: str,
                 path: Path | None = None) -> list[dict[str, Any]]:
-    """Store ``client``'s stable-group result, one row per stable duration in whole minutes
+    """Store ``client``'s stable-group result, one row per stable duration rounded to minutes
     (its earlier rows replaced, the other clients' kept, ordered by client and duration); the
     rows stored."""
     p = path or SPREAD_FILE
     by_min: dict[int, list[Learned]] = {}
     for x in learned:
-        by_min.setdefault(int(x.stable_s // 60), []).append(x)
+        by_min.setdefault(round(x.stable_s / 60), []).append(x)
     new = [{"client": client, "protocol": "classic:eager", "stable_min": m, "runs": runs,
             "rebalances": len(xs), "members": sorted({x.members for x in xs}),
             "median_s": round(statistics.median(x.spread_s for x in xs), 3),
