@@ -148,10 +148,21 @@ def test_stable_save_keeps_the_bounce_rows_and_orders_by_client_and_minutes(
     assert "after 300 s stable 2 members learned 1.000 s after the join, 2.000 s apart" in out
     assert "3 joins: spread median 2.000 s, largest 2.500 s" in out
     stable = load_stable(store)
-    assert [(r["client"], r["stable_min"], r["rebalances"], r["members"], r["median_s"],
-             r["largest_s"]) for r in stable] == [
-        ("Java", 5, 2, [2, 3], 1.5, 2.0), ("Java", 10, 1, [4], 2.5, 2.5),
-        ("librdkafka", 5, 2, [2, 3], 1.5, 2.0), ("librdkafka", 10, 1, [4], 2.5, 2.5)]
+    assert [(r["client"], r["stable_min"], r["runs"], r["rebalances"], r["members"],
+             r["median_s"], r["largest_s"]) for r in stable] == [
+        ("Java", 5, 1, 2, [2, 3], 1.5, 2.0), ("Java", 10, 1, 1, [4], 2.5, 2.5),
+        ("librdkafka", 5, 1, 2, [2, 3], 1.5, 2.0), ("librdkafka", 10, 1, 1, [4], 2.5, 2.5)]
+    # the runs of a row are those that had a join after that long; two runs, one of them
+    # with joins after 5 min only
+    short = tmp_path / "short"
+    short.mkdir()
+    _events_log(short, "c1", [(0.0, "start"), (5.0, "assign"), (306.0, "revoke")])
+    _events_log(short, "c2", [(0.0, "start"), (5.0, "assign"), (306.5, "revoke")])
+    _events_log(short, "c3", [(305.0, "start"), (310.0, "assign")])
+    assert main(["--stable", "--save", "librdkafka", str(run), str(short)]) == 0
+    assert [(r["stable_min"], r["runs"], r["rebalances"]) for r in load_stable(store)
+            if r["client"] == "librdkafka"] == [(5, 2, 3), (10, 1, 1)]
+    assert main(["--stable", "--save", "librdkafka", str(run)]) == 0
     assert [r["client"] for r in load_spread(store)] == ["Java"]  # the bounce row kept
     assert main(["--save", "Java", str(bounce)]) == 0  # and a bounce save keeps these
     assert load_stable(store) == stable

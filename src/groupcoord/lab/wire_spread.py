@@ -245,16 +245,21 @@ def _write(p: Path, data: Mapping[str, Any]) -> None:
                  + "\n")
 
 
-def save_stable(client: str, learned: Sequence[Learned], runs: int, command: str,
+def save_stable(client: str, per_run: Sequence[Sequence[Learned]], command: str,
                 path: Path | None = None) -> list[dict[str, Any]]:
-    """Store ``client``'s stable-group result, one row per stable duration rounded to minutes
-    (its earlier rows replaced, the other clients' kept, ordered by client and duration); the
-    rows stored."""
+    """Store ``client``'s stable-group result (``per_run``: each run's joins), one row per
+    stable duration rounded to minutes, with the number of runs it comes from (its earlier
+    rows replaced, the other clients' kept, ordered by client and duration); the rows
+    stored."""
     p = path or SPREAD_FILE
     by_min: dict[int, list[Learned]] = {}
-    for x in learned:
-        by_min.setdefault(round(x.stable_s / 60), []).append(x)
-    new = [{"client": client, "protocol": "classic:eager", "stable_min": m, "runs": runs,
+    runs: dict[int, int] = {}
+    for learned in per_run:
+        for m in {round(x.stable_s / 60) for x in learned}:
+            runs[m] = runs.get(m, 0) + 1
+        for x in learned:
+            by_min.setdefault(round(x.stable_s / 60), []).append(x)
+    new = [{"client": client, "protocol": "classic:eager", "stable_min": m, "runs": runs[m],
             "rebalances": len(xs), "members": sorted({x.members for x in xs}),
             "median_s": round(statistics.median(x.spread_s for x in xs), 3),
             "largest_s": round(max(x.spread_s for x in xs), 3),
@@ -302,9 +307,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main_stable(dirs: Sequence[Path], client: str) -> int:
     learned: list[Learned] = []
+    per_run: list[list[Learned]] = []
     for d in dirs:
         ls = stable_rounds(d)
         learned += ls
+        per_run.append(ls)
         print(f"{d}: " + ", ".join(f"after {x.stable_s:.0f} s stable {x.members} members "
                                    f"learned {x.first_s:.3f} s after the join, "
                                    f"{x.spread_s:.3f} s apart" for x in ls))
@@ -317,7 +324,7 @@ def _main_stable(dirs: Sequence[Path], client: str) -> int:
             print("no join that two members or more learned of: nothing saved",
                   file=sys.stderr)
             return 1
-        save_stable(client, learned, len(dirs), "python -m groupcoord.lab.wire_spread "
+        save_stable(client, per_run, "python -m groupcoord.lab.wire_spread "
                     f"--stable {' '.join(str(d) for d in dirs)}")
         print(f"saved {client}'s stable-group rows to {SPREAD_FILE}")
     return 0
