@@ -239,6 +239,25 @@ def test_a_cell_on_another_workload_and_the_drawn_timings_the_wire_plays() -> No
     assert len(seen) == 3  # drawn per seed, not one fixed timing
 
 
+def test_the_wire_kills_the_owner_the_simulator_draws() -> None:
+    from groupcoord.sim.scenario import pick_owner
+
+    picked = set()
+    for p in cell_params("owner-kill", 12, 3):
+        sc = cell_scenario(p)
+        [e] = sc.events
+        assert e.kind == "kill" and e["member"] == "@owner"
+        acts, windows = _actions(sc, p.seed)
+        [stop] = [a for a in acts if a[1] == "stop"]
+        # at 12 members on 4 partitions every live member holds one: the simulator's draw
+        # among them (its seed, the event's time), killed -9 (hard) at the event's time
+        assert stop[2] == pick_owner([f"c{i}" for i in range(1, 13)], p.seed, e.at_ms)
+        assert stop[3] is True and stop[0] == pytest.approx(e.at_ms / 1000)
+        assert windows[1].label == "kill"
+        picked.add(stop[2])
+    assert len(picked) > 1  # drawn per seed
+
+
 def _cell(scenario: str, size: int, workload: str, wire_peak: int) -> ShareCell:
     row = {"time_to_converge_ms": 14_000, "lag_peak": 100, "excess_lag_peak": 10,
            "excess_lag_record_s": 20.0, "resource_downtime_ms": 0, "records_reprocessed": 0}

@@ -61,6 +61,8 @@ CATALOG: tuple[Metric, ...] = (
     Metric("task_restarts", "task restarts", "", floor=1.0),
     Metric("task_downtime_task_s", "task downtime (tasks not running)", "task·s", floor=1.0),
     Metric("time_to_balance_ms", "time until balanced", "s", 1000.0, floor=250.0),
+    Metric("worker_stall_ms", "worker stall (revocation until its tasks run again)", "s",
+           1000.0, floor=250.0),
     # the same moment counted from the scenario's last event (``lab.mechanism``): what a
     # Connect grid shows, so that neither a gap between two events nor a worker's absence
     # is in it

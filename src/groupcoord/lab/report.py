@@ -218,6 +218,12 @@ def _unit(m: Metric, excess: bool = False) -> str:
 TASK_TIME_PRODUCTS = frozenset({"task_downtime_task_s", "stall_ms"})
 
 
+#: The short names of the metrics that contain the task-time input, for the * note.
+_INPUT_NAMES = {"time_to_balance_ms": "time until balanced",
+                BALANCE_AFTER_LAST: "time until balanced after the last event",
+                "worker_stall_ms": "worker stall"}
+
+
 def _label(g: GridVerdict, m: Metric) -> str:
     """A metric's name and unit in a grid's table; in a Connect grid, task downtime and stall
     say that they are the task-time input times the restarts (not measured: the task restarts
@@ -261,9 +267,11 @@ def _metrics_line(g: GridVerdict) -> str:
                      "about one heartbeat for the follow-up round that assigns it (revoked in "
                      "the first round, assigned in the second): a protocol cost, not only the "
                      "task-time input")
-    if any(task_time_input(g, m) for m in g.metrics):
-        notes.append("* on time until balanced = contains the task-time input: each rebalance "
-                     "waits for the moved tasks to stop and start (the model's times), so its "
+    inputs = [_INPUT_NAMES.get(m.column, m.column) for m in g.metrics if task_time_input(g, m)]
+    if inputs:
+        notes.append(f"* on {' and '.join(inputs)} = contains the task-time "
+                     "input: each rebalance waits for the moved tasks to stop and start (the "
+                     "model's times), so its "
                      "marks are the input's as much as the protocol's and carry no sentence")
     if any(m.column == BALANCE_AFTER_LAST for m in g.metrics):
         notes.append("time until balanced after the last event = from the scenario's last "

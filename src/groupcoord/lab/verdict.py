@@ -1655,8 +1655,9 @@ CLAIM_RULE = (
 #: Connect group waits for the tasks it moves to stop and start, so time until balanced is
 #: made of those inputs as much as of the protocol (with a 0 s task stop, eager and sessioned
 #: balance worker-leaves at 12 workers in the same 2,490 ms, where a 1 s stop gave 4 s
-#: against 3 s).
-TASK_TIME_INPUTS = frozenset({"time_to_balance_ms", BALANCE_AFTER_LAST})
+#: against 3 s). A Connect worker stall is a worker's task stop and start plus the barrier's wait
+#: between them: the same inputs.
+TASK_TIME_INPUTS = frozenset({"time_to_balance_ms", BALANCE_AFTER_LAST, "worker_stall_ms"})
 
 
 def task_time_input(g: GridVerdict, m: Metric) -> bool:

@@ -8,8 +8,12 @@ assignment interval, record lock duration, delivery count limit), one
 and the calibration's producer (``lab.wire``: ``records_per_s`` to every partition from the
 scenario's start). Events: ``bounce`` and ``rolling-bounce`` (SIGTERM: the member
 releases what it has not processed, closes and leaves; a new process ``down_ms`` later;
-``hard``: SIGKILL), ``crash`` (SIGKILL: its acquired records wait for their lock, its
-membership for the session timeout), ``leave``, ``scale-in``, ``scale-out``. ``control=True``
+``hard``: SIGKILL), ``crash`` and ``kill`` (SIGKILL: the host closes the process's
+connections, so the server ends its share session and releases what it had acquired at once,
+as Kafka 4.1+; its membership waits for the session timeout: the simulator's ``kill``, while
+its ``crash`` is a lost host whose records wait for their lock), ``leave``, ``scale-in``,
+``scale-out``; a member ``@owner`` is the simulator's draw among the live members
+(``sim.scenario.pick_owner``). ``control=True``
 plays the initial members only (the paired control: the same seed, the same start phases, no
 disturbance) until ``until_s``.
 
@@ -75,7 +79,7 @@ SAMPLE_S = 0.05
 HOLD_S = 1.0
 STEADY_S = 20.0
 #: The events a share scenario plays on the wire.
-SHARE_EVENTS = ("bounce", "rolling-bounce", "crash", "leave", "scale-in", "scale-out")
+SHARE_EVENTS = ("bounce", "rolling-bounce", "crash", "kill", "leave", "scale-in", "scale-out")
 
 
 def share_server_configs(settings: Mapping[str, int]) -> dict[str, str]:
