@@ -157,3 +157,57 @@ def test_one_sentence_per_family_and_size_says_how_many_candidates_it_stands_for
     g.confirm_seeds = 5
     (out,) = share_claims([one], claims([g]), [g], runs)
     assert "no confirmation set" not in out.text
+
+
+def _rolling_cell() -> dict[str, Any]:
+    med = {"time_to_converge_ms": (192_353, 192_355), "lag_peak": (19, 56),
+           "excess_lag_peak": (1, 36), "excess_lag_record_s": (21.2, 5.9),
+           "resource_downtime_ms": (0, 0)}
+    return {"scenario": "rolling-bounce", "members": 12, "workload": "1x4-busy",
+            "protocol": SHARE, "wire": [{}, {}, {}],
+            "medians": {m: {"sim": a, "wire": b} for m, (a, b) in med.items()},
+            "checks": {"time_to_converge_ms": True, "lag_peak": False,
+                       "excess_lag_peak": True, "excess_lag_record_s": True,
+                       "resource_downtime_ms": True},
+            "ratios": {"excess_lag_record_s": 3.59, "excess_lag_peak": 0.03},
+            "measured": {"client": "confluent-kafka 2.16.1 ShareConsumer (librdkafka 2.16.0)"}}
+
+
+def test_the_calibration_line_names_its_client_and_never_calls_a_floor_pass_within_2x(
+) -> None:
+    from groupcoord.lab.share_report import share_calibration_note
+
+    note = share_calibration_note("rolling-bounce", 12, [SHARE, KIP848], cells=[_rolling_cell()],
+                                  cal={}, workload="1x4-busy", metric="lag_record_s")
+    assert ("against real share consumers (confluent-kafka 2.16.1 ShareConsumer (librdkafka "
+            "2.16.0), preview)") in note
+    assert ("on this sentence's metric, excess lag record s 21.2 / 5.9 (3.59x; floor 50): "
+            "both under the floor;") in note
+    assert "within 2x: excess lag" not in note and "5.9: within 2x" not in note
+    assert "time to converge ms 192,353 / 192,355 (the scenario's schedule)" in note
+    assert "reported, not checked: time to converge ms" in note
+    assert "not within 2x: lag peak" in note
+    # the same pair over the floor reads as the check does
+    over = _rolling_cell()
+    over["medians"]["excess_lag_record_s"] = {"sim": 212.0, "wire": 150.0}
+    text = share_calibration_note("rolling-bounce", 12, [SHARE], cells=[over], cal={},
+                                  workload="1x4-busy", metric="lag_record_s")
+    assert "excess lag record s 212 / 150: within 2x;" in text
+
+
+def test_the_not_covered_line_counts_the_share_calibrations_rows(monkeypatch: Any) -> None:
+    from groupcoord.lab import limits, share_report
+
+    monkeypatch.setattr(share_report, "load_share_calibration", lambda: [_rolling_cell()])
+    runs = [{"protocol": p, "scenario": sc, "size": n} for p in (SHARE, KIP848)
+            for sc in ("rolling-bounce", "owner-crash") for n in (4, 12)]
+    cal = {"rows": [{"protocol": KIP848, "scenario": "rolling-bounce", "members": 4,
+                     "within_2x": True}], "setup": {}, "checked": []}
+    (line,) = [t for t in limits.calibration_items(cal, None, runs)
+               if t.startswith("Not covered")]
+    assert "share:simple" not in line and "group sizes" not in line
+    assert "scenarios owner-crash" in line
+    monkeypatch.setattr(share_report, "load_share_calibration", lambda: [])
+    (line,) = [t for t in limits.calibration_items(cal, None, runs)
+               if t.startswith("Not covered")]
+    assert "protocols share:simple" in line and "group sizes 12" in line

@@ -481,7 +481,7 @@ def calibration_items(cal: Mapping[str, Any] | None, gaps: Sequence[float] | Non
                          "it came within 2x, which is another condition: this miss stands")
         items.append(text + ".")
     items += [t for c in _NEWLY_CHECKED if (t := metric_check_text(rows, c))]
-    gaps_text = _not_covered(rows, setup, runs)
+    gaps_text = _not_covered([*rows, *_share_rows(runs)], setup, runs)
     if gaps_text:
         items.append(gaps_text)
     return items
@@ -672,6 +672,21 @@ def _work(rows: Sequence[Mapping[str, Any]], setup: Mapping[str, Any]) -> str:
             for r in rows} - {None}
     return (f"{_values(rates) if rates else '?'} records/s per partition, "
             f"{_values(proc) if proc else '?'} ms per record")
+
+
+def _share_rows(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The share calibration's cells (``lab.share_report.load_share_calibration``) as rows
+    of protocol, scenario and members, where the tables have share runs: they are rows of the
+    calibration too, so the "not covered" line names only what neither measured."""
+    from groupcoord.lab.findings import family
+
+    if not any(family(str(r.get("protocol"))) == "share" for r in runs):
+        return []
+    from groupcoord.lab.share_report import load_share_calibration
+
+    return [{"protocol": str(c.get("protocol") or "share:simple"),
+             "scenario": c.get("scenario"), "members": c.get("members")}
+            for c in load_share_calibration() if not c.get("error")]
 
 
 def _not_covered(rows: Sequence[Mapping[str, Any]], setup: Mapping[str, Any],
