@@ -211,3 +211,12 @@ def test_the_not_covered_line_counts_the_share_calibrations_rows(monkeypatch: An
     (line,) = [t for t in limits.calibration_items(cal, None, runs)
                if t.startswith("Not covered")]
     assert "protocols share:simple" in line and "group sizes 12" in line
+
+
+def test_the_calibration_records_the_share_clients_full_version() -> None:
+    from importlib.metadata import version
+
+    from groupcoord.lab.share_calibration import _client
+
+    assert _client().startswith(f"confluent-kafka {version('confluent-kafka')} ShareConsumer "
+                                "(librdkafka ")
