@@ -205,8 +205,11 @@ def test_the_not_covered_line_counts_the_share_calibrations_rows(monkeypatch: An
                      "within_2x": True}], "setup": {}, "checked": []}
     (line,) = [t for t in limits.calibration_items(cal, None, runs)
                if t.startswith("Not covered")]
-    assert "share:simple" not in line and "group sizes" not in line
+    assert "protocols share:simple" not in line and "group sizes" not in line
     assert "scenarios owner-crash" in line
+    # which share cells no row measured, per scenario
+    assert ("share:simple at owner-crash (4, 12 members), rolling-bounce (4 members)"
+            in line)
     monkeypatch.setattr(share_report, "load_share_calibration", lambda: [])
     (line,) = [t for t in limits.calibration_items(cal, None, runs)
                if t.startswith("Not covered")]

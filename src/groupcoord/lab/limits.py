@@ -709,6 +709,24 @@ def _not_covered(rows: Sequence[Mapping[str, Any]], setup: Mapping[str, Any],
     sz = sorted(sizes - measured)
     if sz:
         missing.append("group sizes " + ", ".join(f"{v:,}" for v in sz))
+    # a share protocol, per scenario: the group sizes of the tables no row of it measured
+    # (its rows are few: the three dimensions apart would hide which cells they are)
+    from groupcoord.lab.findings import family
+
+    for proto in sorted({str(r["protocol"]) for r in runs if r.get("protocol")} & protos):
+        if family(proto) != "share":
+            continue
+        have = {(str(r.get("scenario")), int(r.get("members") or 0)) for r in rows
+                if r.get("protocol") == proto}
+        gaps: dict[str, set[int]] = {}
+        for r in runs:
+            n = int(r.get("size") or r.get("members") or 0)
+            if str(r.get("protocol")) == proto and (str(r.get("scenario")), n) not in have:
+                gaps.setdefault(str(r.get("scenario")), set()).add(n)
+        if gaps:
+            missing.append(f"{proto} at " + ", ".join(
+                f"{sc} ({', '.join(str(n) for n in sorted(ns))} members)"
+                for sc, ns in sorted(gaps.items())))
     if not missing:
         return ""
     return ("Not covered by the calibration (the tables use them; no row measured them "
