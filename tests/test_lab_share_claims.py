@@ -153,6 +153,9 @@ def test_one_sentence_per_family_and_size_says_how_many_candidates_it_stands_for
             "members): excess lag, on 1x4-busy") in out.text
     assert out.text.endswith("5 seeds, no confirmation set.")
     assert "Lock limit" in out.text
+    from groupcoord.lab.report import claim_rule
+
+    assert "at most one sentence per scenario family" in claim_rule([one], [g])
     # a grid with a second seed set: no such words
     g.confirm_seeds = 5
     (out,) = share_claims([one], claims([g]), [g], runs)

@@ -68,6 +68,7 @@ from groupcoord.lab.mechanism import (
 from groupcoord.lab.runs import RUN_METRICS
 from groupcoord.lab.share_marks import (
     family_key,
+    family_rule,
     share_claims,
     unmark_broker_lag,
     unmark_commit_dependent,
@@ -1412,7 +1413,7 @@ def too_few_for_claims(verdicts: Sequence[GridVerdict]) -> str:
 def claim_rule(found: Sequence[Claim], verdicts: Sequence[GridVerdict]) -> str:
     """The page's sentence-selection rule, with how many candidates it had and kept."""
     n = claim_candidates(verdicts)
-    return (CLAIM_RULE.format(limit=MAX_CLAIMS, seeds=CLAIM_MIN_SEEDS)
+    return (CLAIM_RULE.format(limit=MAX_CLAIMS, seeds=CLAIM_MIN_SEEDS) + family_rule(verdicts)
             + f" This page: {n} candidate{'s' if n != 1 else ''}, {len(found)} shown; every "
             "other mark stays in the tables above.")
 

@@ -194,6 +194,17 @@ def family_key(runs: Sequence[Mapping[str, Any]]) -> Callable[[Claim], Hashable]
     return key
 
 
+def family_rule(verdicts: Sequence[GridVerdict]) -> str:
+    """The selection rule's clause for :func:`family_key` where a grid compares a share group
+    with a consumer group; "" otherwise."""
+    if not any(_share_vs_consumer(g.protocols) for g in verdicts):
+        return ""
+    return (" A share group against a consumer group gets at most one sentence per scenario "
+            "family (crowd-crash, owner-crash and owner-kill are one: a member lost) and size "
+            "(and whether the members outnumber the partitions), the first by the rule above; "
+            "each such sentence says how many candidates it stands for.")
+
+
 def _settings(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     for r in runs:
         if family(str(r.get("protocol"))) == "share" and r.get("settings_json"):
@@ -327,5 +338,6 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
 
 
 __all__ = ["BROKER_LAG", "COMMIT_DEPENDENT", "MEMBER_LOST", "commit_reference", "family_key",
+           "family_rule",
            "lock_limit", "lock_limit_clause", "share_claims", "unmark_broker_lag",
            "unmark_commit_dependent", "verdict_word"]
