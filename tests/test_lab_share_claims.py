@@ -199,9 +199,9 @@ def test_the_calibration_line_names_its_client_and_never_calls_a_floor_pass_with
 
 
 def test_the_not_covered_line_counts_the_share_calibrations_rows(monkeypatch: Any) -> None:
-    from groupcoord.lab import limits, share_report
+    from groupcoord.lab import limits
 
-    monkeypatch.setattr(share_report, "load_share_calibration", lambda: [_rolling_cell()])
+    monkeypatch.setattr(limits, "share_cells", lambda: [_rolling_cell()])
     runs = [{"protocol": p, "scenario": sc, "size": n} for p in (SHARE, KIP848)
             for sc in ("rolling-bounce", "owner-crash") for n in (4, 12)]
     cal = {"rows": [{"protocol": KIP848, "scenario": "rolling-bounce", "members": 4,
@@ -213,7 +213,7 @@ def test_the_not_covered_line_counts_the_share_calibrations_rows(monkeypatch: An
     # which share cells no row measured, per scenario
     assert ("share:simple at owner-crash (4, 12 members), rolling-bounce (4 members)"
             in line)
-    monkeypatch.setattr(share_report, "load_share_calibration", lambda: [])
+    monkeypatch.setattr(limits, "share_cells", lambda: [])
     (line,) = [t for t in limits.calibration_items(cal, None, runs)
                if t.startswith("Not covered")]
     assert "protocols share:simple" in line and "group sizes 12" in line

@@ -682,11 +682,24 @@ def _share_rows(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
     if not any(family(str(r.get("protocol"))) == "share" for r in runs):
         return []
-    from groupcoord.lab.share_report import load_share_calibration
-
     return [{"protocol": str(c.get("protocol") or "share:simple"),
              "scenario": c.get("scenario"), "members": c.get("members")}
-            for c in load_share_calibration() if not c.get("error")]
+            for c in share_cells() if not c.get("error")]
+
+
+#: The share calibration's results (``lab calibrate --share --save``).
+SHARE_CALIBRATION = Path(__file__).parent / "data" / "share_calibration.json"
+
+
+def share_cells(path: Path | None = None) -> list[dict[str, Any]]:
+    """The share calibration's cells (``cells`` of ``lab/data/share_calibration.json``); []
+    when the file is not there or is not such a document."""
+    try:
+        data = json.loads((path or SHARE_CALIBRATION).read_text())
+    except (OSError, ValueError):
+        return []
+    cells = data.get("cells") if isinstance(data, dict) else None
+    return [c for c in cells or [] if isinstance(c, dict)]
 
 
 def _not_covered(rows: Sequence[Mapping[str, Any]], setup: Mapping[str, Any],
