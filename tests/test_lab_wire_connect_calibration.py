@@ -71,3 +71,18 @@ def test_the_rows_the_package_holds_compare_every_metric() -> None:
             cell = r[m]
             assert len(cell["wire_runs"]) == r["wire_runs"]
             assert cell["within_2x"] == within_2x(m, cell["sim"], cell["wire"])
+
+
+def test_the_page_s_calibration_lookup_gives_a_connect_cell_its_real_workers_line(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from groupcoord.lab import limits, wire_connect_calibration
+
+    path = tmp_path / "cal.json"
+    save_rows([_row("kip415-connector-added", 3, "classic-connect:sessioned", 1)], path)
+    monkeypatch.setattr(wire_connect_calibration, "DATA", path)
+    text = limits.calibration_for("kip415-connector-added", "classic-connect:sessioned")
+    assert text is not None and text.startswith("Against real Connect workers")
+    assert "3 workers: restarts 1 / 3" in text
+    # a consumer protocol's lookup is unchanged
+    assert "Connect workers" not in (limits.calibration_for("kip415-connector-added",
+                                                            "classic:eager") or "")

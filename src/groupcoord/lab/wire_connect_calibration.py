@@ -128,7 +128,8 @@ def save_rows(rows: Sequence[dict[str, Any]], path: Path = DATA) -> list[dict[st
     return out
 
 
-def load_rows(path: Path = DATA) -> list[dict[str, Any]]:
+def load_rows(path: Path | None = None) -> list[dict[str, Any]]:
+    path = path or DATA
     if not path.exists():
         return []
     return list(json.loads(path.read_text(encoding="utf-8")).get("rows", []))
