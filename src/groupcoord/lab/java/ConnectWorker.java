@@ -27,8 +27,11 @@
  * - a new configuration ("config A=8,B=8,C=3" on stdin) is a new snapshot at the next offset;
  *   a connector added or removed requests a rejoin (the herder's needsReconfigRebalance).
  * A connector or task stop takes --task-stop-ms and a start --task-start-ms (Thread.sleep, as
- * the lab's model times them); --start-stop-threads N runs them on N threads as the herder's
- * start/stop pool of 8 does (0, the default: all at once, the model's assumption).
+ * the lab's model times them), all at once by default (the model's assumption).
+ * --start-stop-threads N stops them N at a time, as the herder's start/stop pool
+ * (START_STOP_THREAD_POOL_SIZE, 8) does: each of its stop callables waits for its task's
+ * graceful stop. Starts stay all at once: the herder's start callable returns once the task
+ * is submitted to its own thread, where the task's start-up runs.
  *
  * Log: JSON lines with "mono" (System.nanoTime in seconds: CLOCK_MONOTONIC, the clock Python's
  * time.monotonic reads, so the harness compares every worker's lines on one time axis) and
@@ -205,25 +208,27 @@ public final class ConnectWorker {
 
     // ------------------------------------------------------------------ starting and stopping work
 
-    /** Stops or starts the items, each taking {@code ms}; on {@code threads} threads (0: all at once). */
-    private void work(Collection<String> connectors, Collection<ConnectorTaskId> tasks, long ms) throws InterruptedException {
+    /** Stops or starts the items, each taking {@code ms}; on {@code pool} threads (0: all at once). */
+    private static void work(Collection<String> connectors, Collection<ConnectorTaskId> tasks, long ms, int pool)
+            throws InterruptedException {
         int n = connectors.size() + tasks.size();
         if (n == 0 || ms <= 0)
             return;
+        int threads = pool;
         if (threads <= 0 || threads >= n) {
             Thread.sleep(ms);
             return;
         }
-        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        ExecutorService executor = Executors.newFixedThreadPool(threads);
         try {
             for (int i = 0; i < n; i++)
-                pool.submit(() -> {
+                executor.submit(() -> {
                     Thread.sleep(ms);
                     return null;
                 });
         } finally {
-            pool.shutdown();
-            pool.awaitTermination(1, TimeUnit.HOURS);
+            executor.shutdown();
+            executor.awaitTermination(1, TimeUnit.HOURS);
         }
     }
 
@@ -234,7 +239,7 @@ public final class ConnectWorker {
         ts.retainAll(runningTasks);
         log("stopping", ", \"why\": " + quote(why) + ", \"connectors\": " + list(cs) + ", \"tasks\": " + list(ts));
         try {
-            work(cs, ts, stopMs);
+            work(cs, ts, stopMs, threads);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
@@ -252,7 +257,7 @@ public final class ConnectWorker {
             return;
         log("starting", ", \"connectors\": " + list(cs) + ", \"tasks\": " + list(ts));
         try {
-            work(cs, ts, startMs);
+            work(cs, ts, startMs, 0);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
