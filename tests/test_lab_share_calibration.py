@@ -5,6 +5,7 @@ one small run with real ShareConsumers checks the wire path end to end."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -16,20 +17,30 @@ from groupcoord.lab.calibrate import CalibrationError
 from groupcoord.lab.share_calibration import (
     METRICS,
     ShareCell,
+    as_json,
     cell_params,
+    cell_scenario,
     format_share_table,
+    ratios,
+    save_share_calibration,
     share_within_2x,
+    verdict,
 )
-from groupcoord.lab.wire import WireWorkload
+from groupcoord.lab.share_report import load_share_calibration, share_calibration_note
+from groupcoord.lab.wire import WireWorkload, _actions
 from groupcoord.lab.wire_run import WireWindow
 from groupcoord.lab.wire_share import (
     ShareWireRun,
     converged_at,
+    lag_series,
+    partitions_stopped_s,
     run_share_wire,
     share_server_configs,
     share_window_metrics,
+    span_lag_mean,
     span_lag_peak,
     span_lag_record_s,
+    start_offsets,
 )
 from groupcoord.sim.scenario import parse_scenario
 
@@ -92,6 +103,8 @@ def test_lag_is_produced_minus_distinct_records_done_and_twice_done_records_are_
     run = _run({"c1": batches}, described, lifetimes, T0 + 30.0)
     [w] = share_window_metrics(run)
     assert 50 <= w["lag_peak"] <= 56  # ~6 s of 10 records/s waited, 5 of them done early
+    assert w["lag_mean_before"] <= 1  # kept up before the disturbance: a record in flight
+    assert w["lag_peak_before"] <= 2
     assert w["records_reprocessed"] == 5
     # the window closes once caught up (16 s), so its lag integral is the backlog's
     assert w["span"][1] == pytest.approx(16.0, abs=0.06)
@@ -100,6 +113,43 @@ def test_lag_is_produced_minus_distinct_records_done_and_twice_done_records_are_
     control = _run({"c1": _keeping_up(30.0)}, described, lifetimes, T0 + 30.0)
     assert span_lag_record_s(control, w["span"]) < 5
     assert span_lag_peak(control, w["span"]) <= 1  # a record in flight at most
+    assert span_lag_mean(control, w["span"]) <= 1
+    assert 20 <= span_lag_mean(run, (10.0, 16.0)) <= 35  # the backlog: half of ~55 on average
+
+
+def test_records_before_a_partitions_first_fetch_are_no_lag() -> None:
+    # share.auto.offset.reset latest: the group's first fetch of foo-0 came at offset 40 (4 s
+    # of production); those 40 records are never delivered and are no lag, at any time
+    lifetimes: dict[str, list[tuple[float, float | None]]] = {"c1": [(T0, None)]}
+    described = [(T0 + t / 10, True, ("c1",)) for t in range(0, 200)]
+    batches = [(b, recs) for b, recs in _keeping_up(20.0) if recs[0][1] >= 40]
+    run = _run({"c1": batches}, described, lifetimes, T0 + 20.0)
+    assert start_offsets(run) == {0: 40}
+    ts, lag = lag_series(run)
+    after = ts >= T0 + 5.0
+    assert lag[after].max() <= 2  # a record in flight, not 40 never delivered
+    [w] = share_window_metrics(run)
+    assert w["lag_peak"] <= 2 and w["lag_mean_before"] <= 1
+
+
+def test_partitions_stopped_are_those_no_live_process_has_in_its_members_assignment() -> None:
+    # two partitions; c2 holds foo-1 until its process stops at 10 s; the coordinator still
+    # lists it (its session) until 12 s, when c1's member is given foo-1 (its heartbeat)
+    lifetimes: dict[str, list[tuple[float, float | None]]] = {"c1": [(T0, None)],
+                                                             "c2": [(T0, T0 + 10.0)]}
+    described = [(T0 + t / 10, True, ("c1", "c2") if t < 120 else ("c1",))
+                 for t in range(0, 200)]
+    assigned = [(T0 + t / 10, {"c1": ("foo-0",), "c2": ("foo-1",)} if t < 120 else
+                 {"c1": ("foo-0", "foo-1")}) for t in range(0, 200)]
+    run = _run({"c1": _keeping_up(20.0)}, described, lifetimes, T0 + 20.0)
+    run.produced["foo-1"] = list(run.produced["foo-0"])
+    assert partitions_stopped_s(run, T0, T0 + 20.0) is None  # no assignments read
+    run.assigned = assigned
+    # foo-1 from 10 s (c2's process gone) to 12 s (c1 has it): 2 partition·s
+    assert partitions_stopped_s(run, T0, T0 + 20.0) == pytest.approx(2.0, abs=1e-6)
+    assert partitions_stopped_s(run, T0 + 11.0, T0 + 20.0) == pytest.approx(1.0, abs=1e-6)
+    [w] = share_window_metrics(run)
+    assert w["resource_downtime_ms"] == 2_000
 
 
 def test_a_window_that_never_converges_runs_to_the_end_of_the_run() -> None:
@@ -161,18 +211,123 @@ def test_the_cells_are_the_share_specs_runs() -> None:
         cell_params("bounce", 5, 1)
 
 
+def test_a_cell_on_another_workload_and_the_drawn_timings_the_wire_plays() -> None:
+    runs = cell_params("rolling-bounce", 12, 3, workload="1x12-busy")
+    assert {(r.workload, r.scenario, r.size) for r in runs} == {("1x12-busy", "rolling-bounce", 12)}
+    with pytest.raises(CalibrationError, match="workload 'nope'"):
+        cell_params("bounce", 4, 1, workload="nope")
+    with pytest.raises(CalibrationError, match="no share:simple cell"):
+        cell_params("crowd-crash", 4, 1, workload="1x4-fast")  # lock-limit: 12 members only
+    # each replicate's scenario (both sides play it) has the seed's own draws: the wire's
+    # schedule spaces the bounces and restarts by the drawn values, the simulator's events
+    # carry the same
+    seen = set()
+    for p in runs:
+        sc = cell_scenario(p)
+        drawn = dict(sc.drawn)
+        assert set(drawn) == {"interval_ms", "down_ms"}
+        assert 12_000 <= drawn["interval_ms"] <= 18_000 and 2_000 <= drawn["down_ms"] <= 10_000
+        [e] = sc.events
+        assert (e["interval_ms"], e["down_ms"]) == (drawn["interval_ms"], drawn["down_ms"])
+        acts, _ = _actions(sc, p.seed)
+        stops = [a[0] for a in acts if a[1] == "stop"]
+        assert len(stops) == 12
+        assert stops[1] - stops[0] == pytest.approx(drawn["interval_ms"] / 1000)
+        c1_back = [a[0] for a in acts if a[1] == "go" and a[2] == "c1"][-1]
+        assert c1_back - stops[0] == pytest.approx(drawn["down_ms"] / 1000)
+        seen.add(tuple(drawn.values()))
+    assert len(seen) == 3  # drawn per seed, not one fixed timing
+
+
+def test_the_wire_kills_the_owner_the_simulator_draws() -> None:
+    from groupcoord.sim.scenario import pick_owner
+
+    picked = set()
+    for p in cell_params("owner-kill", 12, 3):
+        sc = cell_scenario(p)
+        [e] = sc.events
+        assert e.kind == "kill" and e["member"] == "@owner"
+        acts, windows = _actions(sc, p.seed)
+        [stop] = [a for a in acts if a[1] == "stop"]
+        # at 12 members on 4 partitions every live member holds one: the simulator's draw
+        # among them (its seed, the event's time), killed -9 (hard) at the event's time
+        assert stop[2] == pick_owner([f"c{i}" for i in range(1, 13)], p.seed, e.at_ms)
+        assert stop[3] is True and stop[0] == pytest.approx(e.at_ms / 1000)
+        assert windows[1].label == "kill"
+        picked.add(stop[2])
+    assert len(picked) > 1  # drawn per seed
+
+
+def _cell(scenario: str, size: int, workload: str, wire_peak: int) -> ShareCell:
+    row = {"time_to_converge_ms": 14_000, "lag_peak": 100, "excess_lag_peak": 10,
+           "excess_lag_record_s": 20.0, "resource_downtime_ms": 0, "records_reprocessed": 0}
+    own = {"excess_lag_peak_own": 10, "excess_lag_own_record_s": 20.0}
+    return ShareCell(scenario, size, workload,
+                     sim=[{"seed": 7, "at_ms": 31_000, "drawn": {"down_ms": 7_291}, **row}],
+                     wire=[{"seed": 7, "at_ms": 31_000, "drawn": {"down_ms": 7_291}, **row,
+                            **own, "lag_peak": wire_peak}],
+                     settings={"group.share.heartbeat.interval.ms": 5_000},
+                     measured={"load": [3.1, 4.2], "wall_s": 300})
+
+
+def test_saved_cells_replace_their_own_in_place_and_a_sentence_reads_them(
+        tmp_path: Path) -> None:
+    path = tmp_path / "share_calibration.json"
+    save_share_calibration([_cell("bounce", 4, "1x12-busy", 120),
+                            _cell("crowd-crash", 4, "1x12-busy", 110)], path)
+    save_share_calibration([_cell("rolling-bounce", 12, "1x4-busy", 300)], path)
+    # the bounce again, now a miss: replaced where it was, the others kept
+    save_share_calibration([_cell("bounce", 4, "1x12-busy", 900)], path)
+    doc = json.loads(path.read_text())
+    order = [(c["workload"], c["scenario"], c["members"]) for c in doc["cells"]]
+    assert order == [("1x12-busy", "crowd-crash", 4), ("1x12-busy", "bounce", 4),
+                     ("1x4-busy", "rolling-bounce", 12)]
+    bounce = doc["cells"][1]
+    assert bounce["verdict"] == "not within 2x: lag_peak"
+    assert bounce["ratios"]["lag_peak"] == pytest.approx(100 / 900, abs=0.01)
+    assert bounce["timings"] == [{"seed": 7, "at_ms": 31_000, "down_ms": 7_291}]
+    assert bounce["settings"] == {"group.share.heartbeat.interval.ms": 5_000}
+    assert bounce["measured"]["load"] == [3.1, 4.2]
+    assert "records_reprocessed 50" in doc["tolerance"]
+    # the report's calibration line of a sentence on that cell reads the file
+    cells = load_share_calibration(path)
+    note = share_calibration_note("bounce", 4, ["share:simple"], cells=cells, cal={},
+                                  workload="1x12-busy")
+    assert "bounce at 4 members on 1x12-busy (1 wire runs, each run at its seed's drawn " \
+           "down_ms)" in note
+    assert note.endswith("not within 2x: lag peak")
+    assert share_calibration_note("bounce", 4, ["share:simple"], cells=cells, cal={},
+                                  workload="1x4-busy").endswith("uncalibrated (share:simple)")
+    # a file that is not JSON is not overwritten
+    path.write_text("{oops")
+    with pytest.raises(CalibrationError, match="not JSON"):
+        save_share_calibration([_cell("bounce", 4, "1x12-busy", 120)], path)
+    assert path.read_text() == "{oops"
+
+
 def test_the_table_marks_each_miss_by_its_metric() -> None:
     cell = ShareCell("bounce", 4,
                      sim=[{"seed": 1, "time_to_converge_ms": 14_000, "lag_peak": 400,
-                           "excess_lag_record_s": 3_000, "records_reprocessed": 0}],
+                           "excess_lag_peak": 380, "excess_lag_record_s": 3_000,
+                           "resource_downtime_ms": 300, "records_reprocessed": 0}],
                      wire=[{"seed": 1, "time_to_converge_ms": 15_000, "lag_peak": 1_000,
-                            "excess_lag_record_s": 3_500, "records_reprocessed": 0}])
+                            "excess_lag_peak": 600, "excess_lag_record_s": 3_500,
+                            # over its own 20 s before: kept beside, not checked
+                            "excess_lag_peak_own": 5_000, "excess_lag_own_record_s": 90_000,
+                            "resource_downtime_ms": 2_000, "records_reprocessed": 0}])
     assert cell.checks() == {"time_to_converge_ms": True, "lag_peak": False,
-                             "excess_lag_record_s": True, "records_reprocessed": True}
+                             "excess_lag_peak": True, "excess_lag_record_s": True,
+                             "resource_downtime_ms": False, "records_reprocessed": True}
     table = format_share_table([cell])
-    assert "| bounce | 4 | 1 | 14,000 / 15,000 (0.93) | 400 / 1,000 (0.40) |" in table
-    assert "**no** (lag_peak)" in table
-    assert len(METRICS) == 4
+    assert ("| bounce | 4 | 1x4-busy | 1 | 14,000 / 15,000 (0.93) | 400 / 1,000 (0.40) | "
+            "380 / 600 (0.63) |") in table
+    assert "**no** (lag_peak, resource_downtime_ms)" in table
+    assert verdict(cell) == "not within 2x: lag_peak, resource_downtime_ms"
+    assert ratios(cell)["lag_peak"] == 0.4 and ratios(cell)["records_reprocessed"] is None
+    assert len(METRICS) == 6
+    [doc] = as_json([cell])
+    assert doc["medians"]["excess_lag_record_s"] == {"sim": 3_000, "wire": 3_500}
+    assert doc["wire"][0]["excess_lag_own_record_s"] == 90_000
 
 
 def test_the_command_simulates_a_cell_without_the_wire_and_refuses_a_bad_one() -> None:
@@ -181,13 +336,14 @@ def test_the_command_simulates_a_cell_without_the_wire_and_refuses_a_bad_one() -
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     row = next(line for line in out.stdout.splitlines() if line.startswith("| bounce | 12 |"))
-    sim_converge = row.split("|")[4].split("/")[0].strip()
+    sim_converge = row.split("|")[5].split("/")[0].strip()
     assert sim_converge not in ("", "-")  # the simulator converged the bounce
-    bad = subprocess.run([*GROUPCOORD, "lab", "calibrate", "--share", "--scenario", "nope"],
-                         capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 2
-    assert "nope" in bad.stderr and "Traceback" not in bad.stderr
-    assert bad.stderr.count("\n") == 1
+    for args in (["--scenario", "nope"], ["--workload", "nope"],
+                 ["--workload", "records_per_s=5"], ["--sim-only", "--save"]):
+        bad = subprocess.run([*GROUPCOORD, "lab", "calibrate", "--share", *args],
+                             capture_output=True, text=True, timeout=120)
+        assert bad.returncode == 2, args
+        assert "Traceback" not in bad.stderr and bad.stderr.count("\n") == 1, bad.stderr
 
 
 SMALL: dict[str, Any] = {
@@ -222,6 +378,10 @@ def test_real_share_consumers_on_a_small_crash(tmp_path: Path) -> None:
     assert w["time_to_converge_ms"] is not None and 3_000 <= w["time_to_converge_ms"] <= 30_000
     assert w["caught_up"] is True
     assert w["lag_peak"] > 0  # c1's partition waited
+    # its partition had no live member from the kill until c2's member was given it (the
+    # session timeout, 4 s, then c2's heartbeat): read from ShareGroupDescribe's assignments
+    assert any(sorted(held) == ["c1", "c2"] and all(held.values()) for _t, held in run.assigned)
+    assert w["resource_downtime_ms"] is not None and 2_000 <= w["resource_downtime_ms"] <= 30_000
     done = {(int(r[0]), int(r[1])) for lines in run.logs.values() for d in lines
             if d["e"] == "batch" for r in d["recs"]}
     assert {p for p, _ in done} == {0, 1}

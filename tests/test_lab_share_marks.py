@@ -143,7 +143,8 @@ def test_runs_left_out_of_a_grid_are_not_called_shared_between_grids() -> None:
     # a cell two grids share: its runs count in each, and the line says how many are distinct
     both = grid_verdicts({"spec": "share", "grids": [grids[0], {**grids[0], "name": "again"}]},
                          runs)
-    assert "(10 distinct runs: a run of a cell that two grids share" in method_text(runs, both)[2]
+    assert "(10 distinct runs in runs/, a run of a cell that two grids share" in \
+        method_text(runs, both)[2]
 
 
 MOVED = Metric("resources_moved", "partitions moved", "", floor=1.0)

@@ -95,13 +95,45 @@ def test_a_share_sentence_carries_the_share_calibration_of_its_cell_or_none() ->
                                                       cal=CAL)
 
 
+def test_a_share_sentences_line_leads_with_its_own_metric() -> None:
+    cell = {"scenario": "rolling-bounce", "members": 12, "workload": "1x4-busy", "error": None,
+            "wire": [{}, {}, {}],
+            "checks": {"lag_peak": False, "excess_lag_record_s": True},
+            "medians": {"lag_peak": {"sim": 19, "wire": 56},
+                        "excess_lag_record_s": {"sim": 21.2, "wire": 5.9}}}
+    note = share_calibration_note("rolling-bounce", 12, [SHARE], cells=[cell], cal=CAL,
+                                  workload="1x4-busy", metric="lag_record_s")
+    # the sentence is on excess lag (the tables' lag_record_s): that check first, then the
+    # row's verdict over every metric, which a raw lag peak missed
+    assert ("simulated / measured: on this sentence's metric, excess lag record s 21.2 / 5.9: "
+            "within 2x; lag peak 19 / 56") in note
+    assert note.endswith("; all metrics: not within 2x: lag peak")
+    # a sentence on the missed metric's own figure says so
+    cell["checks"]["excess_lag_peak"] = False
+    cell["medians"]["excess_lag_peak"] = {"sim": 1, "wire": 300}
+    assert "on this sentence's metric, excess lag peak 1 / 300: not within 2x" in \
+        share_calibration_note("rolling-bounce", 12, [SHARE], cells=[cell], cal=CAL,
+                               metric="lag_peak")
+    # no metric (or one the calibration has no figure of): the row as before
+    assert "this sentence" not in share_calibration_note("rolling-bounce", 12, [SHARE],
+                                                         cells=[cell], cal=CAL,
+                                                         metric="stall_ms")
+
+
 def test_the_report_gives_a_share_sentence_the_share_calibration_line() -> None:
     c = Claim("share-rolling", "text", "cmd", "lag_record_s", "rolling-bounce", 12, SHARE,
-              KIP848, "1x4-busy")
+              KIP848, "1x4-poison")
     note = calibration_note(c)
     assert "uncalibrated (share:simple)" in note
     # never the consumer groups' rolling-bounce calibration at another size
     assert "6 members" not in note
+    # a cell the package's share calibration has (lab/data/share_calibration.json, written by
+    # lab calibrate --share --save): its row, read from the file
+    c = Claim("equal-capacity", "text", "cmd", "resource_downtime_ms", "bounce", 4, SHARE,
+              KIP848, "1x12-busy")
+    assert calibration_note(c).startswith(
+        "Calibration against real clients: share:simple against real share consumers, bounce at "
+        "4 members on 1x12-busy (3 wire runs, each run at its seed's drawn down_ms)")
 
 
 def test_the_command_prints_the_sections_of_a_rendered_directory(tmp_path: Path,

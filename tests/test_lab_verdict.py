@@ -893,17 +893,30 @@ def test_an_eager_mark_cites_the_heartbeat_spread_grids_result_on_the_same_cell(
     mv = g_plain.rows[0].metrics[0]
     assert mv.best == ("classic:eager",)
     assert ("; holds only with aligned heartbeats (hb-spread, heartbeats spread after a join, "
-            "the same cell: at 1 s: no protocol separated)") in mv.limit
+            "the same cell: at 1 s: no protocol separated; that grid is where eager's mark "
+            "goes)") in mv.limit
     # and cites how far apart real members learned of a rebalance, from the stored rows
     wire = [{"client": "Java", "rebalances": 24, "median_s": 0.022, "largest_s": 0.094}]
     mv.limit = ""
     mark_spread_limits([g_plain, _], wire)
-    assert mv.limit.endswith("separated); real classic members, measured on the wire (eager "
+    assert mv.limit.endswith("goes); real classic members, measured on the wire (eager "
                              "rolling bounce): within 0.094 s of one another (median 0.022 s, "
-                             "Java, 24 rebalances)")
+                             "Java, 24 rebalances), measured where each rebalance restarts "
+                             "every member's heartbeat timer; a scale-out usually comes to a "
+                             "group stable for hours, whose heartbeat phases were not measured")
     mv.limit = ""
     mark_spread_limits([g_plain, _], [])
-    assert mv.limit.endswith("at 1 s: no protocol separated)")
+    assert mv.limit.endswith("at 1 s: no protocol separated; that grid is where eager's mark "
+                             "goes)")
+    # a rolling bounce is where the wire spread was measured: the measurement, no such clause
+    rolled = [{**r, "scenario": "rolling-bounce"} for r in rows]
+    r_plain, r_spread = grid_verdicts({"spec": "paper", "grids": [
+        {**plain, "scenarios": ["rolling-bounce"]},
+        {**spread, "scenarios": ["rolling-bounce"]}]}, rolled)
+    rmv = r_plain.rows[0].metrics[0]
+    rmv.limit = ""
+    mark_spread_limits([r_plain, r_spread], wire)
+    assert rmv.limit.endswith("Java, 24 rebalances)")
     # without the spread grid the mark carries no such limit
     (alone,) = grid_verdicts({"spec": "paper", "grids": [plain]}, rows)
     assert "aligned heartbeats" not in alone.rows[0].metrics[0].limit

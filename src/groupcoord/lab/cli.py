@@ -214,22 +214,32 @@ def _calibrate_share(ns: argparse.Namespace) -> int:
 
     from groupcoord.lab.calibrate import CalibrationError
     from groupcoord.lab.share_calibration import (
+        SAVED,
         SCENARIOS,
         SIZES,
         WARMUP_MS,
+        WORKLOAD,
         as_json,
         calibrate_share,
         cell_params,
         format_share_runs,
         format_share_table,
+        save_share_calibration,
     )
 
     scenarios = [ns.scenario] if ns.scenario else list(SCENARIOS)
     sizes = [ns.size] if ns.size is not None else list(SIZES)
     try:
+        # with --share, --workload names one of the share spec's workloads
+        if ns.workload and (len(ns.workload) > 1 or "=" in ns.workload[0]):
+            raise CalibrationError("with --share, --workload takes one workload of "
+                                   "lab/data/share.toml by name (e.g. 1x12-busy)")
+        workload = ns.workload[0] if ns.workload else WORKLOAD
+        if ns.save is not None and ns.sim_only:
+            raise CalibrationError("--save stores wire runs: not with --sim-only")
         for sc in scenarios:
             for size in sizes:
-                cell_params(sc, size, ns.repeat)
+                cell_params(sc, size, ns.repeat, workload=workload)
     except (CalibrationError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -242,10 +252,16 @@ def _calibrate_share(ns: argparse.Namespace) -> int:
     try:
         cells = calibrate_share(scenarios, sizes, repeat=ns.repeat,
                                 warmup_ms=ns.warmup_ms or WARMUP_MS, wire=not ns.sim_only,
-                                progress=progress, keep=Path(ns.keep) if ns.keep else None)
+                                workload=workload, progress=progress,
+                                keep=Path(ns.keep) if ns.keep else None)
     except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    cmd = "groupcoord lab calibrate " + " ".join(
+        a for a in sys.argv[1:] if a not in ("lab", "calibrate")) if \
+        sys.argv[1:3] == ["lab", "calibrate"] else ""
+    for c in cells:
+        c.measured["command"] = cmd
     if ns.json:
         print(json.dumps({"protocol": "share:simple", "repeat": ns.repeat,
                           "cells": as_json(cells)}, indent=1, default=str))
@@ -256,6 +272,13 @@ def _calibrate_share(ns: argparse.Namespace) -> int:
         print(format_share_table(cells))
         if ns.windows:
             print(format_share_runs(cells))
+    if ns.save is not None:
+        try:
+            path = save_share_calibration(cells, Path(ns.save) if ns.save else SAVED)
+        except (CalibrationError, OSError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        print(f"share calibration saved to {path}", file=sys.stderr)
     return 1 if any(c.error for c in cells) else 0
 
 
@@ -518,7 +541,8 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
     cal.add_argument("--workload", action="append", metavar="KEY=VALUE",
                      help="records_per_s, processing_ms, max_poll_records, "
                           "auto_commit_interval_ms, task_start_ms, task_stop_ms, "
-                          "offset_flush_interval_ms, metadata_max_age_ms (repeatable)")
+                          "offset_flush_interval_ms, metadata_max_age_ms (repeatable); with "
+                          "--share: one workload of the share spec by name (default 1x4-busy)")
     cal.add_argument("--heartbeat-interval-ms", type=int, default=None,
                      help="the scenario's heartbeat interval, for both sides")
     cal.add_argument("--session-timeout-ms", type=int, default=None,
@@ -549,8 +573,11 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
     cal.add_argument("--quiet", action="store_true", help="no progress on stderr")
     cal.add_argument("--save", nargs="?", const="", default=None, metavar="FILE",
                      help="store the results where the lab's report reads them (default: the "
-                          "package's lab/data/calibration.json): rows of the same scenario and "
-                          "protocol are replaced in place, new ones appended, others kept")
+                          "package's lab/data/calibration.json; with --share "
+                          "lab/data/share_calibration.json): rows of the same scenario and "
+                          "protocol are replaced in place, new ones appended, others kept "
+                          "(--share: cells of the same scenario, members and workload "
+                          "replaced, in a stable order)")
     cal.set_defaults(func=_calibrate)
 
     report = sub.add_parser("report", help="render DIR/report again from DIR's tables")

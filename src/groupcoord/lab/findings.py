@@ -22,6 +22,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+#: Time until balanced counted from the scenario's last event (a bounced worker's return, the
+#: second of two connector changes) rather than from its first: a column the report derives
+#: (``lab.mechanism.attach_balance_after_last``), not one of the ``runs`` table.
+BALANCE_AFTER_LAST = "balance_after_last_ms"
+
 
 @dataclass(slots=True, frozen=True)
 class Metric:
@@ -56,6 +61,13 @@ CATALOG: tuple[Metric, ...] = (
     Metric("task_restarts", "task restarts", "", floor=1.0),
     Metric("task_downtime_task_s", "task downtime (tasks not running)", "task·s", floor=1.0),
     Metric("time_to_balance_ms", "time until balanced", "s", 1000.0, floor=250.0),
+    Metric("worker_stall_ms", "worker stall (revocation until its tasks run again)", "s",
+           1000.0, floor=250.0),
+    # the same moment counted from the scenario's last event (``lab.mechanism``): what a
+    # Connect grid shows, so that neither a gap between two events nor a worker's absence
+    # is in it
+    Metric(BALANCE_AFTER_LAST, "time until balanced after the last event", "s", 1000.0,
+           floor=250.0),
     Metric("resource_downtime_ms", "resource downtime (no active owner)", "resource·s",
            1000.0, floor=1000.0),
     Metric("convergence_ms", "time to converge", "s", 1000.0, floor=250.0),
@@ -172,6 +184,51 @@ def full_name(protocol: str, settings: Mapping[str, Any] | None = None) -> str:
 SHIPPED_FAMILIES = frozenset({"classic", "consumer", "classic-connect", "share"})
 
 
+@dataclass(slots=True, frozen=True)
+class KafkaChange:
+    """A change to Apache Kafka's Connect ``IncrementalCooperativeAssignor`` that the lab's
+    Connect model follows (``client.connect.assignors``): its ticket, pull request, the first
+    releases that ship it (from the apache/kafka repository's tags) and what it does."""
+
+    ticket: str
+    pull: int
+    releases: str
+    behaviour: str
+
+
+#: The Kafka behaviour the classic-connect rows model, newest last. From the apache/kafka
+#: snapshot read for this (4.0.0-SNAPSHOT, October 2024) the assignor's behaviour has not
+#: changed since the last of these (later commits to it reformat only); Kafka 4.1 to 4.3 were
+#: not read.
+CONNECT_KAFKA_CHANGES: tuple[KafkaChange, ...] = (
+    KafkaChange("KAFKA-10413", 9319, "2.8.0",
+                "workers that join at the same time all get a share of the lost and new "
+                "tasks"),
+    KafkaChange("KAFKA-12495", 12561, "3.4.0",
+                "back-to-back joins: a revoking rebalance right after another may revoke "
+                "again after an exponential backoff (1 ms x 40^n, at most the delay), where "
+                "before it the later worker stayed without tasks until some other rebalance"),
+    KafkaChange("KAFKA-15693", 14647, "3.7.0, 3.6.1 and 3.5.2",
+                "scheduled.rebalance.max.delay.ms = 0 reassigns a departed worker's tasks at "
+                "once; before it a delay of 0 read as no scheduled rebalance, and the lost "
+                "tasks waited for some unrelated rebalance"),
+)
+
+
+def connect_kafka_text() -> str:
+    """Which Kafka version's Connect behaviour the classic-connect rows model, from
+    :data:`CONNECT_KAFKA_CHANGES` (one place: the page never types a version elsewhere)."""
+    newest = CONNECT_KAFKA_CHANGES[-1]
+    first = newest.releases.split(",")[0].strip()
+    changes = "; ".join(f"{c.ticket} (apache/kafka PR {c.pull}, Kafka {c.releases}): "
+                        f"{c.behaviour}" for c in CONNECT_KAFKA_CHANGES)
+    return (f"Kafka version modelled: the classic-connect rows follow Apache Kafka's "
+            f"IncrementalCooperativeAssignor as of Kafka {first} and later (unchanged through "
+            f"the 4.0 source read; 4.1 to 4.3 not read), with {changes}. On a Kafka without "
+            f"{newest.ticket} (before {newest.releases} on their branches) the -d0 rows do "
+            f"not hold: there a departed worker's tasks wait for some unrelated rebalance")
+
+
 def shipped(protocol: str) -> bool:
     """Whether Apache Kafka ships the protocol (the connect group type it does not)."""
     return family(protocol) in SHIPPED_FAMILIES
@@ -247,7 +304,8 @@ X_NAMES: dict[str, tuple[str, str]] = {
     "max_poll_records": ("max.poll.records", ""),
     "commit_latency_ms": ("the commit latency", " ms"),
     "warmup_ms": ("the warm-up per partition", " ms"),
-    "task_start_ms": ("the task start time", " ms"),
+    # the grids that sweep it sweep the stop time with it, equal (``lab.spec``'s paper spec)
+    "task_start_ms": ("the task stop and start time (each, swept together)", " ms"),
     "metadata_max_age_ms": ("metadata.max.age.ms", " ms"),
     # timings a grid sweeps across every protocol (``lab.verdict.swept_timing``)
     "heartbeat_spread_ms": ("the members' heartbeat spread after a join", " ms"),
@@ -257,14 +315,18 @@ X_NAMES: dict[str, tuple[str, str]] = {
 }
 
 __all__ = [
+    "BALANCE_AFTER_LAST",
     "BY_COLUMN",
     "CATALOG",
+    "CONNECT_KAFKA_CHANGES",
     "FAMILY_NAMES",
     "SHIPPED_FAMILIES",
     "SWEEP_PARAMETERS",
     "X_NAMES",
+    "KafkaChange",
     "Metric",
     "busy_pct",
+    "connect_kafka_text",
     "family",
     "number",
     "reproduce",

@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Any
 
-from groupcoord.lab.findings import BY_COLUMN, family, number, work_value
+from groupcoord.lab.findings import BALANCE_AFTER_LAST, BY_COLUMN, family, number, work_value
 from groupcoord.lab.verdict import (
     SLOW_VARIANT,
     Claim,
@@ -524,6 +524,37 @@ def attach_moving_downtime(runs: Sequence[dict[str, Any]],
             r[WINDOW_STARTS] = sorted(starts[rid])
 
 
+def balance_after_last(run: Mapping[str, Any], summary: Mapping[str, Any]) -> float | None:
+    """A Connect run's time until balanced counted from its scenario's last event
+    (:data:`~groupcoord.lab.findings.BALANCE_AFTER_LAST`, ms): the simulator's
+    ``balanced_since_ms`` (else the first disturbance plus ``time_to_balance_ms``) minus its
+    ``quiet_at_ms``, the end of the last disturbance as run (a bounced worker's return, the
+    second of two connector changes); 0 where the group was balanced before then and stayed
+    so. None where the run never balanced or the summary lacks the moment."""
+    tb, quiet = run.get("time_to_balance_ms"), summary.get("quiet_at_ms")
+    if tb is None or quiet is None:
+        return None
+    since = summary.get("balanced_since_ms")
+    if since is None:
+        if run.get("warmup_ms") is None:
+            return None
+        since = float(run["warmup_ms"]) + float(tb)
+    return max(0.0, float(since) - float(quiet))
+
+
+def attach_balance_after_last(runs: Sequence[dict[str, Any]],
+                              summaries: Mapping[str, Mapping[str, Any]]) -> None:
+    """Give each run with a time until balanced its :func:`balance_after_last`, from its
+    simulator summary (``summaries`` by run id: the ``runs`` table's ``summary_json``)."""
+    for r in runs:
+        summary = summaries.get(str(r.get("run_id")))
+        if summary is None:
+            continue
+        got = balance_after_last(r, summary)
+        if got is not None:
+            r[BALANCE_AFTER_LAST] = got
+
+
 #: A run's disturbance windows' start times (ms; :func:`attach_moving_downtime`).
 WINDOW_STARTS = "_window_starts_ms"
 
@@ -552,9 +583,10 @@ def balance_per_window(scenario: str, protocols: Sequence[str],
     if not ps:
         return ""
     return (f"{scenario}: its disturbances come {_ms(statistics.median(gaps))} apart, and time "
-            "until balanced counts from the first, so it contains that gap, a setting of the "
-            "scenario; per window, from the last disturbance until balanced (median over the "
-            "runs): " + ", ".join(f"{p} {_ms(statistics.median(after[p]))}" for p in ps) + ".")
+            "until balanced from the first would contain that gap, a setting of the scenario "
+            "(the table counts from the last event's end); per window, from the last "
+            "disturbance's start until balanced (median over the runs): "
+            + ", ".join(f"{p} {_ms(statistics.median(after[p]))}" for p in ps) + ".")
 
 
 def window_split(scenario: str, protocols: Sequence[str],
@@ -1174,7 +1206,9 @@ __all__ = [
     "WINDOW_LAGS",
     "Load",
     "TaskTimes",
+    "attach_balance_after_last",
     "attach_moving_downtime",
+    "balance_after_last",
     "busiest_partitions",
     "claim_conditions",
     "conditions",

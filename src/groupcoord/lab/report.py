@@ -34,7 +34,7 @@ import re
 import statistics
 import sys
 import textwrap
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -42,10 +42,13 @@ from typing import Any
 
 from groupcoord.lab.caveats import with_caveats
 from groupcoord.lab.findings import (
+    BALANCE_AFTER_LAST,
+    BY_COLUMN,
     FAMILY_NAMES,
     VARIANT_NAMES,
     X_NAMES,
     Metric,
+    connect_kafka_text,
     family,
     full_name,
     number,
@@ -56,11 +59,13 @@ from groupcoord.lab.mechanism import (
     FRESH_SET,
     Load,
     TaskTimes,
+    attach_balance_after_last,
     attach_moving_downtime,
     mechanisms,
     row_loads,
     with_conditions,
 )
+from groupcoord.lab.runs import RUN_METRICS
 from groupcoord.lab.share_report import (
     attach_window_seconds,
     broker_lag_note,
@@ -85,7 +90,6 @@ from groupcoord.lab.verdict import (
     GridVerdict,
     MetricVerdict,
     VerdictRow,
-    _in_grid,
     again_text,
     by_swept_timing,
     claim_candidates,
@@ -142,6 +146,28 @@ def read_runs(path: Path) -> list[dict[str, Any]]:
     return list(dataset.to_table(columns=cols).to_pylist())
 
 
+def read_summaries(path: Path, wanted: set[str]) -> dict[str, dict[str, Any]]:
+    """The simulator summaries (``summary_json``, parsed) of the runs in ``wanted``, by run
+    id, from the ``runs`` table at ``path``; a summary that does not parse is left out."""
+    if not wanted or not path.exists() or not any(path.rglob("*.parquet")):
+        return {}
+    import pyarrow.dataset as ds
+
+    dataset = ds.dataset(str(path), format="parquet", partitioning="hive")
+    if "summary_json" not in dataset.schema.names:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for row in dataset.to_table(columns=["run_id", "summary_json"]).to_pylist():
+        rid = str(row["run_id"])
+        if rid not in wanted or not row.get("summary_json"):
+            continue
+        with contextlib.suppress(ValueError):
+            got = json.loads(row["summary_json"])
+            if isinstance(got, dict):
+                out[rid] = got
+    return out
+
+
 def read_windows(path: Path) -> list[dict[str, Any]]:
     """The ``disturbances`` table's columns the "Why" lines read (each window's moves and
     downtime); [] if it does not exist."""
@@ -185,6 +211,12 @@ def _unit(m: Metric, excess: bool = False) -> str:
 TASK_TIME_PRODUCTS = frozenset({"task_downtime_task_s", "stall_ms"})
 
 
+#: The short names of the metrics that contain the task-time input, for the * note.
+_INPUT_NAMES = {"time_to_balance_ms": "time until balanced",
+                BALANCE_AFTER_LAST: "time until balanced after the last event",
+                "worker_stall_ms": "worker stall"}
+
+
 def _label(g: GridVerdict, m: Metric) -> str:
     """A metric's name and unit in a grid's table; in a Connect grid, task downtime and stall
     say that they are the task-time input times the restarts (not measured: the task restarts
@@ -193,6 +225,23 @@ def _label(g: GridVerdict, m: Metric) -> str:
     if _task_time_product(g, m) or task_time_input(g, m):
         out += " *"
     return out
+
+
+#: What a Connect grid's stall measures, and what it does not (the barrier's wait).
+CONNECT_STALL = ("stall = the time no task of the group runs: under eager, from the last "
+                 "worker's task stop to the first start, so the task stop and start input "
+                 "(about 2.02 s at 1 s + 1 s) and nothing else; the JoinGroup barrier's wait "
+                 "for the last worker to rejoin is not in it (the workers that rejoined first "
+                 "have stopped their tasks while the others still run theirs): that wait shows "
+                 "in task downtime and time until balanced")
+
+
+def connect_kafka_note(g: GridVerdict) -> str:
+    """The Kafka version a grid's classic-connect rows model (``findings.connect_kafka_text``),
+    for a grid that has them; empty otherwise."""
+    if any(family(p) == "classic-connect" for p in g.protocols):
+        return connect_kafka_text() + "."
+    return ""
 
 
 def _task_time_product(g: GridVerdict, m: Metric) -> bool:
@@ -211,10 +260,22 @@ def _metrics_line(g: GridVerdict) -> str:
                      "about one heartbeat for the follow-up round that assigns it (revoked in "
                      "the first round, assigned in the second): a protocol cost, not only the "
                      "task-time input")
-    if any(task_time_input(g, m) for m in g.metrics):
-        notes.append("* on time until balanced = contains the task-time input: each rebalance "
-                     "waits for the moved tasks to stop and start (the model's times), so its "
+    inputs = [_INPUT_NAMES.get(m.column, m.column) for m in g.metrics if task_time_input(g, m)]
+    if inputs:
+        notes.append(f"* on {' and '.join(inputs)} = contains the task-time "
+                     "input: each rebalance waits for the moved tasks to stop and start (the "
+                     "model's times), so its "
                      "marks are the input's as much as the protocol's and carry no sentence")
+    if any(m.column == BALANCE_AFTER_LAST for m in g.metrics):
+        notes.append("time until balanced after the last event = from the scenario's last "
+                     "event (a bounced worker's return, the second of two connector changes) "
+                     "until every task runs again and the assignment is balanced and stays "
+                     "so, 0 if it already was: neither the gap between two events nor the "
+                     "worker's absence is in it (the runs table's time_to_balance_ms counts "
+                     "from the first event)")
+    if any(m.column == "stall_ms" for m in g.metrics) and _task_time_product(
+            g, BY_COLUMN["stall_ms"]):
+        notes.append(CONNECT_STALL)
     if notes:
         out += " (" + "; ".join(notes) + ")"
     return out
@@ -324,8 +385,16 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
             "leaves narrower gaps and shows as one median and range.")
     cmp = comparisons(verdicts)
     if cmp.pairs:
+        per_grid = [(g.name, comparisons([g]).pairs) for g in verdicts]
+        untested = [name for name, n in per_grid if not n]
         test += (f" Multiple comparisons: the tables test {cmp.pairs:,} pairs of protocols in "
-                 f"{cmp.rows:,} row-metrics; if no protocol differed from any other, about "
+                 f"{cmp.rows:,} row-metrics (a pair: two ranked protocols in one row and one "
+                 f"metric of its table, each with at least {MIN_SEEDS} seeds of the first seed "
+                 "set, n the fewer of the two, its chance 2 / C(2n, n); the columns not ranked "
+                 "are not tested, nor the fresh set, whose chance is the same again; per grid: "
+                 + ", ".join(f"{name} {n:,}" for name, n in per_grid if n)
+                 + (f"; none in {', '.join(untested)}" if untested else "")
+                 + "); if no protocol differed from any other, about "
                  f"{cmp.expected:.1f} of them would still be marked by chance. The sentences "
                  f"below rest only on cells with at least {CLAIM_MIN_SEEDS} seeds per "
                  f"protocol ({cmp.claim_pairs:,} pairs, about {cmp.claim_expected:.1f} "
@@ -356,47 +425,73 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
     bad = sum(g.violated for g in verdicts)
     late = sum(g.not_caught_up for g in verdicts)
     noop = sum(g.noop for g in verdicts)
-    # runs counted by two grids (a grid's record is read from its rows: a cell whose every run
-    # was left out has none, so a lower distinct count alone does not mean a shared run)
-    seen = Counter(r.get("run_id") for g in verdicts for r in runs if r.get("run_id")
-                   and _in_grid(r, _grid_record(g)))
-    distinct = total - sum(n - 1 for n in seen.values())
-    # and runs with identical results are one simulation under two names (a workload name
-    # whose settings are the defaults, a label whose timing is the default: round 8)
-    same = len({run_fingerprint(r) for r in runs if r.get("run_id") in seen}) \
-        if seen else distinct
-    distinct -= max(len(seen) - same, 0)
-    shared = (f" ({distinct:,} distinct runs: a run of a cell that two grids share, as the "
-              "busy-member and deciding-input grids share their plain scenarios with the "
-              "grids they test, counts in each, and runs whose results are identical (the "
-              "same simulation under two workload names or labels) count once)"
-              if 0 < distinct < total else "")
+    shared = runs_counted_text(runs, verdicts, total)
     left = (f"{total:,} runs in these grids{shared}; left out: {bad:,} that violated an invariant "
             f"(listed below), {late:,} that never caught up before their first disturbance, "
             f"{noop:,} with a scenario event that changed nothing (noop_events).")
     return [what, test, left, protocol_text(verdicts)]
 
 
-#: The columns that name a run rather than describe its result: two runs equal in every other
-#: column are the same simulation under two names (a workload name whose settings are the
-#: defaults, a label whose timing is the default, a task time the model's default).
-_NAMES = frozenset({"run_id", "sweep", "protocol", "workload", "wall_ms", "replicate", "work",
-                    "settings_json"})
+#: The result columns that are not the simulation's (how long it took on this machine, its
+#: settings spelled out: a label's default timing written or not, the summary left unread).
+_NOT_RESULTS = frozenset({"wall_ms", "settings_json", "summary_json"})
 
 
 def run_fingerprint(r: Mapping[str, Any]) -> tuple[Any, ...]:
-    """What identifies a run's result: its protocol's family and every column but those that
-    name it (:data:`_NAMES`)."""
-    return (family(str(r.get("protocol"))),
-            *(f"{k}={r[k]}" for k in sorted(r) if k not in _NAMES))
+    """What identifies a run's simulation: its protocol without a timing suffix (``@...``, a
+    label whose timing is the default runs the same), scenario, size, fault rate and seed, and
+    every result column of the ``runs`` table (``lab.runs.RUN_METRICS``) but those of
+    :data:`_NOT_RESULTS`. Two runs with one fingerprint are one simulation under two names (a
+    workload name whose settings are the defaults, a label whose timing is the default)."""
+    return (str(r.get("protocol")).partition("@")[0], r.get("scenario"), r.get("size"),
+            r.get("fault_rate"), r.get("seed"),
+            *(r.get(c) for c, _ in RUN_METRICS if c not in _NOT_RESULTS))
 
 
-def _grid_record(g: GridVerdict) -> dict[str, Any]:
-    """A verdict's grid as ``sweep.json`` records it (which runs are its)."""
-    return {"protocols": list(g.protocols), "scenarios": sorted({r.scenario for r in g.rows}),
-            "sizes": sorted({r.size for r in g.rows}),
-            "workloads": sorted({r.workload for r in g.rows}),
-            "fault_rates": sorted({r.fault_rate for r in g.rows}, key=lambda x: x or 0.0)}
+def runs_counted_text(runs: Sequence[Mapping[str, Any]], verdicts: Sequence[GridVerdict],
+                      total: int) -> str:
+    """What the grids' run count is made of, so that a reader can rebuild it from ``runs/``:
+    the distinct runs (a run of a cell two grids share counts in each grid), and the distinct
+    simulations among them (:func:`run_fingerprint`), naming the second names found."""
+    ids = frozenset().union(*(g.run_ids for g in verdicts))
+    counted = {str(r["run_id"]): r for r in runs if r.get("run_id") and str(r["run_id"]) in ids}
+    if not counted:
+        return ""
+    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = defaultdict(list)
+    for r in counted.values():
+        groups[run_fingerprint(r)].append(r)
+    aliases: dict[str, None] = {}
+    for group in groups.values():
+        group = sorted(group, key=lambda r: (len(str(r.get("workload"))),
+                                             len(str(r.get("protocol")))))
+        first = group[0]
+        for other in group[1:]:
+            if other.get("workload") != first.get("workload"):
+                pair = sorted((str(first.get("workload")), str(other.get("workload"))),
+                              key=lambda w: (len(w), w))
+                aliases.setdefault(f"workload {pair[1]} = {pair[0]}")
+            a, b = str(first.get("protocol")), str(other.get("protocol"))
+            if a != b:
+                long, short = (a, b) if len(a) > len(b) else (b, a)
+                suffix = long.removeprefix(short)
+                aliases.setdefault(f"label{suffix} = the plain label" if suffix != long
+                                   else f"{long} = {short}")
+    runs_n, sims = len(counted), len(groups)
+    if runs_n >= total and sims >= runs_n:
+        return ""
+    text = f" ({runs_n:,} distinct runs in runs/"
+    if runs_n < total:
+        text += (", a run of a cell that two grids share, as the busy-member and "
+                 "deciding-input grids share their plain scenarios with the grids they test, "
+                 "counting in each")
+    if sims < runs_n:
+        names = sorted(aliases)
+        shown = "; ".join(names[:6]) + ("; ..." if len(names) > 6 else "")
+        text += (f"; {sims:,} distinct results: {runs_n - sims:,} runs have the same "
+                 "protocol, scenario, size, seed and every result column as another run, a "
+                 "second name for the same simulation or a setting that protocol does not "
+                 f"read ({shown})")
+    return text + ")"
 
 
 def protocol_text(verdicts: Sequence[GridVerdict]) -> str:
@@ -443,6 +538,8 @@ def _verdict_word(mv: MetricVerdict) -> str:
     """The row's verdict in a word (the cells carry the marks: who is best, who is tied)."""
     limit = (f"; {'the mark ' if mv.limit.startswith('is won') else ''}{mv.limit}"
              if mv.limit else "")
+    if mv.by_size:
+        limit += f"; the winner changes with size: {mv.by_size}"
     if mv.verdict == "best":
         return (f"\u2605 best, depends on {mv.depends}" if mv.depends else "\u2605 best") + limit
     if mv.verdict == "tied":
@@ -590,6 +687,8 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
         parts.append(f"<p class='q'>{html.escape(g.question)}</p>")
     if g.description and g.description != g.question:
         parts.append(f"<p>{html.escape(g.description)}</p>")
+    if connect_kafka_note(g):
+        parts.append(f"<p>{html.escape(connect_kafka_note(g))}</p>")
     mets = _metrics_line(g)
     extra = ""
     if g.violated or g.not_caught_up or g.noop:
@@ -652,6 +751,8 @@ def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | 
         lines += [f"*{g.question}*", ""]
     if g.description and g.description != g.question:
         lines += [g.description, ""]
+    if connect_kafka_note(g):
+        lines += [connect_kafka_note(g), ""]
     lines += [f"Metrics: {_metrics_line(g)}. {seeds_line(g)}; "
               f"{g.runs:,} runs; left out: {g.violated} with a violation, {g.not_caught_up} "
               "never caught up.", ""]
@@ -1247,6 +1348,9 @@ def _build_report(out: Path, rdir: Path) -> Path:
         violations = read_rows(out / "violations") or []
         runs = read_runs(out / "runs")
         attach_moving_downtime(runs, read_windows(out / "disturbances"))
+        attach_balance_after_last(runs, read_summaries(
+            out / "runs", {str(r["run_id"]) for r in runs
+                           if r.get("time_to_balance_ms") is not None}))
         attach_window_seconds(runs, out / "disturbances")
         verdicts = grid_verdicts(meta, runs)
         found = with_client_notes(with_caveats(with_conditions(claims(verdicts), verdicts,
@@ -1389,7 +1493,8 @@ def calibration_note(c: Claim, verdicts: Sequence[GridVerdict] = ()) -> str:
 
     named = _claim_protocols(c, verdicts)
     if any(family(p) == "share" for p in named):  # the share calibration's rows, or none
-        return share_calibration_note(c.scenario, c.size, named, workload=c.workload or None)
+        return share_calibration_note(c.scenario, c.size, named, workload=c.workload or None,
+                                      metric=c.metric)
     lookup = getattr(limits, "calibration_for", None)
     if lookup is None:
         return ""

@@ -39,7 +39,11 @@ one did not: ``converged`` false); ``time_to_balance_ms`` (Connect protocols: fr
 disturbance until the assignment became balanced and stayed so, connectors and tasks each
 spread within one per worker, and every task of it runs again, started since its assignment
 (``sim.connect.ConnectSimulation.balanced_and_running_since``: it contains the tasks' stop and
-start times); null if it never did); ``warmup_ms`` (when the first
+start times); null if it never did); ``worker_stall_ms`` (Connect protocols, else null: the
+longest time a worker's tasks stood still, from a revocation that stopped every task it ran
+until the tasks of its next assignment ran, so the stop, the barrier's wait for the other
+workers and the start; 0 when no revocation stopped all of a worker's tasks; not an excess
+over the control, whose group does not rebalance; :func:`worker_stall`); ``warmup_ms`` (when the first
 disturbance came); ``caught_up`` (whether the group had converged and its applications caught
 up by then, a poison workload's steady state aside, ``sim.engine``: a run that had not is no
 evidence of a disturbance's cost); ``recovered``
@@ -119,7 +123,8 @@ RUN_METRICS: tuple[tuple[str, str], ...] = (
     ("warmup_ms", "long"), ("caught_up", "bool"), ("recovered", "bool"),
     ("control_lag_peak", "long"),
     ("control_lag_record_s", "double"), ("task_downtime_task_s", "double"),
-    ("time_to_balance_ms", "long"), ("noop_events", "int"), ("event_targets", "str"),
+    ("time_to_balance_ms", "long"), ("worker_stall_ms", "long"), ("noop_events", "int"),
+    ("event_targets", "str"),
     ("settings_json", "str"), ("drawn_json", "str"),
     ("total_moved", "long"), ("total_downtime_ms", "long"), ("group_epoch", "long"),
     ("total_messages", "long"), ("total_records", "long"), ("failovers", "long"),
@@ -138,6 +143,7 @@ DISTURBANCE_FIELDS: tuple[tuple[str, str], ...] = (
     ("task_restarts", "long"), ("control_lag_peak", "long"), ("control_lag_record_s", "double"),
     ("task_downtime_task_s", "double"),
     ("lateness_n", "long"), ("lateness_p50_ms", "double"), ("lateness_max_ms", "double"),
+    ("worker_stall_ms", "long"),
 )
 
 #: Columns of an ``events`` row (one trace line) after the run's keys.
@@ -557,6 +563,16 @@ def run_lateness(windows: list[dict[str, Any]]) -> dict[str, Any]:
             "lateness_max_ms": max(r["lateness_max_ms"] for r in rows)}
 
 
+def worker_stall(windows: list[dict[str, Any]]) -> int:
+    """Connect: the longest worker stall of the windows, in ms (``sim.application``): from a
+    revocation that stopped every task a worker ran until the tasks of its next assignment
+    run, so the stop, the rebalance barrier's wait for the other workers and the start; 0
+    when no revocation stopped a worker's every task (an incremental cooperative worker
+    keeps the tasks it is not asked to give up). ``stall_ms`` is the time no task of the
+    whole group runs; this is the time one worker's tasks stand still."""
+    return round(max((float(w.get("worker_stall_ms") or 0) for w in windows), default=0.0))
+
+
 def _sum(values: list[Any]) -> Any:
     if any(v is None for v in values):
         return None
@@ -644,6 +660,7 @@ def summarize(params: RunParams, sc: Scenario, res: SimResult, wall_ms: float,
         "control_lag_record_s": head["control_lag_record_s"],
         "task_downtime_task_s": head["task_downtime_task_s"],
         "time_to_balance_ms": time_to_balance,
+        "worker_stall_ms": worker_stall(rest) if connect and not idle else None,
         "noop_events": int(s.get("noop_events", 0)),
         "event_targets": json.dumps(s.get("event_targets", []), sort_keys=True),
         "settings_json": json.dumps(effective_settings(sc, params.protocol), sort_keys=True),
@@ -668,7 +685,8 @@ def summarize(params: RunParams, sc: Scenario, res: SimResult, wall_ms: float,
                                              "records_written")},
              **{k: _work_value(k, w.get(k)) for k in WORK_METRICS},
              "control_lag_peak": None, "control_lag_record_s": None,
-             "task_downtime_task_s": None, **window_lateness(w)}
+             "task_downtime_task_s": None, **window_lateness(w),
+             "worker_stall_ms": (worker_stall([w]) if connect and not idle else None)}
         if w["disturbance"] != INITIAL:
             cost = costs[j]
             j += 1

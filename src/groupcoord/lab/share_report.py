@@ -745,11 +745,27 @@ def load_share_calibration(path: Path = SHARE_CALIBRATION) -> list[dict[str, Any
     return [c for c in cells or [] if isinstance(c, dict)]
 
 
-def _cell_text(cell: Mapping[str, Any], protocol: str) -> str:
+#: A sentence's metric (the lab's tables') -> the share calibration's figure of it: the
+#: tables' lag and lag peak read as excess over the paired control, as the calibration's do.
+SENTENCE_METRIC = {"lag_record_s": "excess_lag_record_s", "lag_peak": "excess_lag_peak",
+                   "convergence_ms": "time_to_converge_ms",
+                   "resource_downtime_ms": "resource_downtime_ms",
+                   "records_reprocessed": "records_reprocessed"}
+
+
+def _cell_text(cell: Mapping[str, Any], protocol: str, metric: str | None = None) -> str:
     checks = cell.get("checks") or {}
     misses = [m for m, ok in checks.items() if ok is False]
     med = cell.get("medians") or {}
     runs = len(cell.get("wire") or [])
+    own = SENTENCE_METRIC.get(metric or "")
+    mine = ""
+    if own is not None and isinstance(med.get(own), dict) and checks.get(own) is not None:
+        v = med[own]
+        if v.get("sim") is not None and v.get("wire") is not None:
+            mine = (f"on this sentence's metric, {own.replace('_', ' ')} "
+                    f"{number(float(v['sim']))} / {number(float(v['wire']))}: "
+                    + ("within 2x" if checks[own] else "not within 2x") + "; ")
     parts = []
     for m, v in med.items():
         if isinstance(v, dict) and v.get("sim") is not None and v.get("wire") is not None:
@@ -757,21 +773,29 @@ def _cell_text(cell: Mapping[str, Any], protocol: str) -> str:
                          f"{number(float(v['wire']))}")
     verdict = "within 2x" if checks and not misses else (
         "not within 2x: " + ", ".join(m.replace("_", " ") for m in misses) if misses else "")
+    wl = f" on {cell['workload']}" if cell.get("workload") else ""
+    drawn = sorted({k for t in cell.get("timings") or [] if isinstance(t, dict) for k in t
+                    if k not in ("seed", "at_ms")})
+    timed = f", each run at its seed's drawn {' and '.join(drawn)}" if drawn else ""
     return (f"{protocol} against real share consumers, {cell.get('scenario')} at "
-            f"{cell.get('members')} members ({runs} wire runs), simulated / measured: "
-            + "; ".join(parts) + (f"; {verdict}" if verdict else ""))
+            f"{cell.get('members')} members{wl} ({runs} wire runs{timed}), simulated / "
+            "measured: " + mine + "; ".join(parts)
+            + (f"; all metrics: {verdict}" if verdict and mine else f"; {verdict}" if verdict
+               else ""))
 
 
 def share_calibration_note(scenario: str, size: int | None, protocols: Sequence[str],
                            cells: Sequence[Mapping[str, Any]] | None = None,
                            cal: Mapping[str, Any] | None = None,
-                           workload: str | None = None) -> str:
+                           workload: str | None = None, metric: str | None = None) -> str:
     """The calibration line of a sentence that names a share group: per protocol, the row of
     the sentence's scenario and size where one covers it; a share protocol without one reads
     "uncalibrated (share:simple)"; a consumer protocol without one is not named (another
     scenario's or size's row is no evidence for this cell). ``workload``: the sentence's (a
     calibration cell without one is the share calibration's own workload,
-    ``lab.share_calibration.WORKLOAD``). ``cells``: the share
+    ``lab.share_calibration.WORKLOAD``). ``metric``: the sentence's (the tables' name): its
+    figure and check come first (:data:`SENTENCE_METRIC`), then every metric of the row and
+    the row's verdict over all of them. ``cells``: the share
     calibration's (:func:`load_share_calibration` by default); ``cal``: the package's
     ``calibration.json`` (``lab.limits``) by default."""
     from groupcoord.lab import limits
@@ -789,7 +813,7 @@ def share_calibration_note(scenario: str, size: int | None, protocols: Sequence[
                     and (size is None or c.get("members") == size) and not c.get("error")
                     and (workload is None or c.get("workload", WORKLOAD) == workload)]
             if mine:
-                found += [_cell_text(c, p) for c in mine]
+                found += [_cell_text(c, p, metric) for c in mine]
                 continue
             row = limits.calibration_for(scenario, p, members=size, cal=cal)
             found.append(str(row) if row else f"uncalibrated ({p})")

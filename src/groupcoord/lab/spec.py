@@ -263,7 +263,7 @@ _GRID = {"name", "description", "protocols", "scenarios", "sizes", "fault_rates"
 METRICS: tuple[str, ...] = (
     "stall_ms", "lag_peak", "lag_record_s", "paused_partition_s", "records_reprocessed",
     "task_restarts", "task_downtime_task_s", "resources_moved", "resource_downtime_ms",
-    "convergence_ms", "time_to_balance_ms", "records_processed")
+    "convergence_ms", "time_to_balance_ms", "records_processed", "worker_stall_ms")
 _WORKLOAD = {"name", "topics", "partitions", "connectors", "tasks"}
 #: The work keys a workload may set (``sim.workload.Workload``'s fields).
 _WORK = {f for f in SimWorkload.__dataclass_fields__}
@@ -856,7 +856,61 @@ sizes = [3, 6, 12]
 workloads = ["16x8c"]
 question = "How many tasks does each Connect protocol stop and restart, for how long, and how \
 soon is the work balanced again, when a worker joins, leaves or bounces?"
-metrics = ["task_restarts", "task_downtime_task_s", "time_to_balance_ms", "stall_ms"]
+metrics = ["task_restarts", "task_downtime_task_s", "time_to_balance_ms", "stall_ms",
+           "worker_stall_ms"]
+
+[[grid]]
+name = "kip415-crash"
+description = '''KIP-415's worker departure as production sees it most: a follower crashes \
+(it sends no LeaveGroup), beside the kip415 grid's clean leave (worker-leaves-d0, -d30s, \
+-d300s). The group notices the crash only when the worker's session times out (Connect's \
+session.timeout.ms, 10 s by default), and only then does the leader's assignment find the \
+worker's tasks lost: scheduled.rebalance.max.delay.ms counts from that rebalance, not from the \
+crash (Kafka's IncrementalCooperativeAssignor sets the scheduled rebalance at the leader's \
+first assignment that finds the lost tasks), so a crash adds the session timeout to both \
+protocols' task downtime and time until balanced, and a delay adds itself after it. \
+worker-crash-d0 follows Kafka since KAFKA-15693 (lost tasks reassigned at once when the delay \
+is 0). Only the protocols Apache Kafka ships are run.'''
+protocols = ["classic-connect:eager", "classic-connect:sessioned"]
+scenarios = ["worker-crash-d0", "worker-crash-d30s", "worker-crash-d300s"]
+sizes = [3, 6, 12]
+workloads = ["16x8c"]
+question = "Do the KIP-415 marks on a worker that leaves hold when it crashes instead?"
+metrics = ["task_restarts", "task_downtime_task_s", "time_to_balance_ms", "stall_ms",
+           "worker_stall_ms"]
+
+[[grid]]
+name = "kip415-staggered-joins"
+description = '''kip415-worker-joins with the two workers joining 1 s or 4 s apart instead \
+of at once (a rolling deployment starts its workers one after another): a join that comes \
+after the first one's round has started makes a second rebalance, in which an eager group \
+stops and restarts every task again; an incremental cooperative one moves only the second \
+worker's share. 6 and 12 workers, 2 join; the kip415 grid's kip415-worker-joins row is the \
+at-once control.'''
+protocols = ["classic-connect:eager", "classic-connect:sessioned"]
+scenarios = ["worker-joins-1s-apart", "worker-joins-4s-apart"]
+sizes = [6, 12]
+workloads = ["16x8c"]
+question = "Do the KIP-415 marks on joining workers hold when the workers join a few seconds apart?"
+metrics = ["task_restarts", "task_downtime_task_s", "time_to_balance_ms", "stall_ms",
+           "worker_stall_ms"]
+
+[[grid]]
+name = "kip415-hb-spread"
+description = '''the heartbeat-alignment assumption behind kip415-worker-joins: the model \
+lets every Connect worker restart its heartbeat timer when the round's SyncGroup answers reach \
+it together, so all learn of the next rebalance at the same beat. Here each join shifts every \
+worker's heartbeat phase by up to 0, 1 s or 3 s (a whole classic heartbeat), drawn per worker \
+and join (@hbspread, as in the hb-spread grid): two workers join 6 and 12 workers.'''
+protocols = ["classic-connect:eager@hbspread0s", "classic-connect:eager@hbspread1s",
+             "classic-connect:eager@hbspread3s", "classic-connect:sessioned@hbspread0s",
+             "classic-connect:sessioned@hbspread1s", "classic-connect:sessioned@hbspread3s"]
+scenarios = ["kip415-worker-joins"]
+sizes = [6, 12]
+workloads = ["16x8c"]
+question = "Do the KIP-415 marks on joining workers hold when the workers' heartbeat phases spread?"
+metrics = ["task_restarts", "task_downtime_task_s", "time_to_balance_ms", "stall_ms",
+           "worker_stall_ms"]
 
 [[grid]]
 name = "consumers"
@@ -1175,6 +1229,46 @@ description = '''KIP-415 worker bounces after the delay: a follower is down for 
 scheduled.rebalance.max.delay.ms plus 15 s; its tasks went to the others when the delay expired.'''
 group = { members = 3, connectors = { A = 2, B = 1 } }
 events = [{ at_ms = 30000, kind = "bounce", member = "@follower", after_delay_ms = 15000 }]
+
+[scenario.worker-crash-d0]
+description = '''KIP-415 worker crashes (scheduled.rebalance.max.delay.ms 0): a follower \
+crashes (no LeaveGroup); the group notices at its session timeout, and with no delay its tasks \
+go to the others then.'''
+group = { members = 3, connectors = { A = 2, B = 1 } }
+member = { scheduled_rebalance_max_delay_ms = 0 }
+events = [{ at_ms = 30000, kind = "crash", member = "@follower" }]
+
+[scenario.worker-crash-d30s]
+description = '''KIP-415 worker crashes (scheduled.rebalance.max.delay.ms 30 s): a follower \
+crashes (no LeaveGroup); the group notices at its session timeout, and its tasks wait for the \
+delay from then, then go to the others.'''
+group = { members = 3, connectors = { A = 2, B = 1 } }
+member = { scheduled_rebalance_max_delay_ms = 30000 }
+events = [{ at_ms = 30000, kind = "crash", member = "@follower" }]
+
+[scenario.worker-crash-d300s]
+description = '''KIP-415 worker crashes (scheduled.rebalance.max.delay.ms 300 s): a follower \
+crashes (no LeaveGroup); the group notices at its session timeout, and its tasks wait for the \
+delay from then, then go to the others.'''
+group = { members = 3, connectors = { A = 2, B = 1 } }
+member = { scheduled_rebalance_max_delay_ms = 300000 }
+events = [{ at_ms = 30000, kind = "crash", member = "@follower" }]
+
+[scenario.worker-joins-1s-apart]
+description = '''KIP-415 worker joins, staggered: W1 runs everything; W2 joins, and W3 1 s \
+later.'''
+group = { members = 1, connectors = { A = 2, B = 1 } }
+member = { scheduled_rebalance_max_delay_ms = 30000 }
+events = [{ at_ms = 30000, kind = "join", members = ["c2"] },
+          { at_ms = 31000, kind = "join", members = ["c3"] }]
+
+[scenario.worker-joins-4s-apart]
+description = '''KIP-415 worker joins, staggered: W1 runs everything; W2 joins, and W3 4 s \
+later (after the first join's round).'''
+group = { members = 1, connectors = { A = 2, B = 1 } }
+member = { scheduled_rebalance_max_delay_ms = 30000 }
+events = [{ at_ms = 30000, kind = "join", members = ["c2"] },
+          { at_ms = 34000, kind = "join", members = ["c3"] }]
 
 [scenario.crash-then-join]
 description = '''c3 crashes; 50 s later, its session (45 s) expired and its partitions given to \

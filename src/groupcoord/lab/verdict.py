@@ -70,6 +70,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from groupcoord.lab.findings import (
+    BALANCE_AFTER_LAST,
     BY_COLUMN,
     X_NAMES,
     Metric,
@@ -129,6 +130,10 @@ def question_metrics(grid: Mapping[str, Any], rows: Sequence[Mapping[str, Any]] 
         named = list(KIP415_METRICS if connect else CONSUMER_METRICS)
     if not rows:
         return [BY_COLUMN[c] for c in named]
+    if any(r.get(BALANCE_AFTER_LAST) is not None for r in rows):
+        # time until balanced from the last event, where the report derived it: from the first
+        # event it would contain the gap between two events or a worker's whole absence
+        named = [BALANCE_AFTER_LAST if c == "time_to_balance_ms" else c for c in named]
     return [BY_COLUMN[c] for c in named if any(r.get(c) is not None for r in rows)]
 
 
@@ -259,6 +264,9 @@ class MetricVerdict:
     #: The same row judged on the grid's second, fresh seed set (:func:`confirm`); None: the
     #: grid has none.
     again: MetricVerdict | None = None
+    #: Where the same scenario's mark on this metric names another winner at another size:
+    #: each size's mark (``"★ classic-connect:eager at 3, 6 workers; ★ ... at 12"``).
+    by_size: str = ""
 
 
 @dataclass(slots=True)
@@ -321,6 +329,9 @@ class GridVerdict:
     #: The grid's protocol labels as run, when it sweeps a timing across every protocol
     #: (:func:`swept_timing`): ``protocols`` are then their base protocols.
     labels: list[str] = field(default_factory=list)
+    #: The ids of the runs the grid counts (``runs``: those left out included), so that the
+    #: page can say how many distinct runs the grids' counts are.
+    run_ids: frozenset[str] = frozenset()
 
     @property
     def unconfirmed(self) -> int:
@@ -640,6 +651,7 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
             vr.metrics.append(judge_sets(rs, fresh, protocols, m, min_seeds))
         rows.append(vr)
     mark_dependence(rows, X_NAMES.get(param or "", (param or "",))[0] if param else None)
+    mark_size_dependence(rows, protocols)
     mark_timing_dependence(rows)
     title = str(grid.get("question") or grid.get("description") or "")
     return GridVerdict(str(grid.get("name") or ""), title, protocols, metrics, rows, len(mine),
@@ -651,7 +663,8 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
                        sum(1 for r in mine if r.get("ok") and r.get("caught_up") is not False
                            and r.get("noop_events")),
                        n_confirm if any(not _first_set(r, n_first, n_confirm) for r in good)
-                       else 0, labels if swept is not None else [])
+                       else 0, labels if swept is not None else [],
+                       frozenset(str(r["run_id"]) for r in mine if r.get("run_id")))
 
 
 #: Scenario variants that set one deciding input in their name (``rolling-bounce-down20s``:
@@ -782,6 +795,14 @@ def _bounce_param(run: Mapping[str, Any], key: str) -> int | None:
     return max(vals) if vals else None
 
 
+#: Where the wire spread was measured, against a scenario that does not start from there: a
+#: rolling bounce's rebalances restart every member's heartbeat timer, while a scale-out
+#: usually comes to a group that has been stable for hours.
+MEASURED_ELSEWHERE = (", measured where each rebalance restarts every member's heartbeat "
+                      "timer; a {scenario} usually comes to a group stable for hours, whose "
+                      "heartbeat phases were not measured")
+
+
 def mark_spread_limits(verdicts: Sequence[GridVerdict],
                        wire: Sequence[Mapping[str, Any]] | None = None) -> None:
     """A classic eager mark in a cell that a heartbeat-spread grid also runs (the same
@@ -821,8 +842,11 @@ def mark_spread_limits(verdicts: Sequence[GridVerdict],
                         and smv.best else "no protocol separated"))
                 if found:
                     lim = ("holds only with aligned heartbeats (hb-spread, heartbeats spread "
-                           "after a join, the same cell: " + "; ".join(found) + ")"
-                           + (f"; {measured}" if measured else ""))
+                           "after a join, the same cell: " + "; ".join(found) + "; that grid "
+                           "is where eager's mark goes)"
+                           + (f"; {measured}" if measured else "")
+                           + (MEASURED_ELSEWHERE.format(scenario=row.scenario)
+                              if measured and "rolling" not in row.scenario else ""))
                     mv.limit = f"{mv.limit}; {lim}" if mv.limit else lim
 
 
@@ -998,6 +1022,41 @@ def mark_dependence(rows: Sequence[VerdictRow], param_name: str | None = None) -
                 for r in members:
                     if r.metrics[i].verdict == "best":
                         r.metrics[i].depends = names[key]
+
+
+def mark_size_dependence(rows: Sequence[VerdictRow], protocols: Sequence[str] = ()) -> None:
+    """Where a scenario's ★ on a metric names a different winner at another size (the same
+    workload, fault rate and swept value), every row of that scenario and metric says each
+    size's mark (:attr:`MetricVerdict.by_size`): a ★ at one size is no ranking at the others
+    (worker-bounce-d30s's task downtime: sessioned at 12 workers, eager at 3 and 6)."""
+    word = ("workers" if protocols and all(family(p) in _CONNECT_FAMILIES for p in protocols)
+            else "members")
+    groups: dict[tuple[Any, ...], list[VerdictRow]] = defaultdict(list)
+    for row in rows:
+        groups[(row.scenario, row.workload, row.fault_rate, row.x, row.timing)].append(row)
+    for members in groups.values():
+        if len({r.size for r in members}) < 2:
+            continue
+        columns = dict.fromkeys(mv.metric.column for r in members for mv in r.metrics)
+        for column in columns:
+            marks: dict[str, list[int]] = defaultdict(list)
+            verdicts = []
+            for r in sorted(members, key=lambda r: r.size):
+                mv = next((m for m in r.metrics if m.metric.column == column), None)
+                if mv is None:
+                    continue
+                verdicts.append(mv)
+                if mv.verdict == "best" and len(mv.best) == 1:
+                    marks[f"\u2605 {mv.best[0]}"].append(r.size)
+                else:
+                    marks["no \u2605"].append(r.size)
+            winners = [k for k in marks if k != "no \u2605"]
+            if len(winners) < 2:
+                continue
+            text = "; ".join(f"{k} at {', '.join(str(n) for n in sizes)} {word}"
+                             for k, sizes in marks.items())
+            for mv in verdicts:
+                mv.by_size = text
 
 
 #: Timing variants (``sim.settings.split_timing``) whose mark decides a verdict's reading:
@@ -1312,7 +1371,7 @@ def _by_design(settings: Mapping[str, Mapping[str, Any]], m: Metric, worse: str,
     """What the reader must know when an incremental cooperative Connect protocol is the
     slower one to balance (or has the more task downtime) and took at least its delay (the
     row's own setting: the grid may sweep it): KIP-415 waits, by design."""
-    if (m.column not in ("time_to_balance_ms", "task_downtime_task_s")
+    if (m.column not in ("time_to_balance_ms", BALANCE_AFTER_LAST, "task_downtime_task_s")
             or family(worse) not in _CONNECT_FAMILIES or worse.endswith(":eager")):
         return ""
     delay = settings.get(worse, {}).get(DELAY_SETTING)
@@ -1596,8 +1655,9 @@ CLAIM_RULE = (
 #: Connect group waits for the tasks it moves to stop and start, so time until balanced is
 #: made of those inputs as much as of the protocol (with a 0 s task stop, eager and sessioned
 #: balance worker-leaves at 12 workers in the same 2,490 ms, where a 1 s stop gave 4 s
-#: against 3 s).
-TASK_TIME_INPUTS = frozenset({"time_to_balance_ms"})
+#: against 3 s). A Connect worker stall is a worker's task stop and start plus the barrier's wait
+#: between them: the same inputs.
+TASK_TIME_INPUTS = frozenset({"time_to_balance_ms", BALANCE_AFTER_LAST, "worker_stall_ms"})
 
 
 def task_time_input(g: GridVerdict, m: Metric) -> bool:
@@ -1762,6 +1822,7 @@ SHORT: dict[str, str] = {
     "task_restarts": "task restarts",
     "task_downtime_task_s": "task downtime",
     "time_to_balance_ms": "time until balanced",
+    BALANCE_AFTER_LAST: "time until balanced after the last event",
     "paused_partition_s": "paused partition time",
     "resource_downtime_ms": "resource downtime",
     "records_processed": "records processed",
@@ -1809,6 +1870,7 @@ __all__ = [
     "judge",
     "label_at",
     "mark_dependence",
+    "mark_size_dependence",
     "mark_timing_dependence",
     "modes",
     "natural_key",

@@ -63,7 +63,7 @@ from groupcoord.lab.wire_metrics import converged_now
 from groupcoord.lab.wire_run import WireRun, WireWindow, iter_records
 from groupcoord.sim.engine import member_ids
 from groupcoord.sim.network import NO_FAULTS
-from groupcoord.sim.scenario import Scenario, start_offsets_ms
+from groupcoord.sim.scenario import Scenario, pick_owner, start_offsets_ms
 
 #: ``groupcoord`` as its console script runs it (``-m groupcoord.cli`` would import the CLI
 #: module twice and miss the registered commands).
@@ -103,7 +103,7 @@ WIRE_PROTOCOLS: dict[str, tuple[str, str]] = {
     "classic-connect:eager": ("connect", "eager"),
 }
 SUPPORTED_EVENTS = ("bounce", "rolling-bounce", "scale-out", "scale-in", "leave", "crash",
-                    "add-partitions", "remove-connector", "slow")
+                    "kill", "add-partitions", "remove-connector", "slow")
 
 
 class WireError(ValueError):
@@ -604,11 +604,16 @@ def _actions(sc: Scenario, seed: int = 0
             for n in sorted(live, key=_member_order)[-int(e["count"]):]:
                 live.remove(n)
                 acts.append((at, "stop", n, False))
-        else:  # leave, crash
+        else:  # leave, crash, kill (kill -9, as crash: on the wire the host then closes the
+            # process's connections either way)
             n = str(e["member"])
+            if n == "@owner":  # the simulator's draw (sim.scenario.pick_owner) among the live
+                # members, each of which holds a partition when there are no more members than
+                # partitions and with share groups' assignor at any size
+                n = pick_owner(live, seed, e.at_ms) or n
             if n in live:
                 live.remove(n)
-            acts.append((at, "stop", n, e.kind == "crash"))
+            acts.append((at, "stop", n, e.kind in ("crash", "kill")))
     acts.sort(key=lambda a: (a[0], a[1] != "stop"))
     return acts, windows
 

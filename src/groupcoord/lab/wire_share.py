@@ -8,8 +8,12 @@ assignment interval, record lock duration, delivery count limit), one
 and the calibration's producer (``lab.wire``: ``records_per_s`` to every partition from the
 scenario's start). Events: ``bounce`` and ``rolling-bounce`` (SIGTERM: the member
 releases what it has not processed, closes and leaves; a new process ``down_ms`` later;
-``hard``: SIGKILL), ``crash`` (SIGKILL: its acquired records wait for their lock, its
-membership for the session timeout), ``leave``, ``scale-in``, ``scale-out``. ``control=True``
+``hard``: SIGKILL), ``crash`` and ``kill`` (SIGKILL: the host closes the process's
+connections, so the server ends its share session and releases what it had acquired at once,
+as Kafka 4.1+; its membership waits for the session timeout: the simulator's ``kill``, while
+its ``crash`` is a lost host whose records wait for their lock), ``leave``, ``scale-in``,
+``scale-out``; a member ``@owner`` is the simulator's draw among the live members
+(``sim.scenario.pick_owner``). ``control=True``
 plays the initial members only (the paired control: the same seed, the same start phases, no
 disturbance) until ``until_s``.
 
@@ -75,7 +79,7 @@ SAMPLE_S = 0.05
 HOLD_S = 1.0
 STEADY_S = 20.0
 #: The events a share scenario plays on the wire.
-SHARE_EVENTS = ("bounce", "rolling-bounce", "crash", "leave", "scale-in", "scale-out")
+SHARE_EVENTS = ("bounce", "rolling-bounce", "crash", "kill", "leave", "scale-in", "scale-out")
 
 
 def share_server_configs(settings: Mapping[str, int]) -> dict[str, str]:
@@ -119,6 +123,9 @@ class ShareWireRun:
     #: (t, epochs settled, client ids of the members) from ShareGroupDescribe
     described: list[tuple[float, bool, tuple[str, ...]]]
     server_config: dict[str, str] = field(default_factory=dict)
+    #: (t, client id -> the partitions ("topic-p") of its member's current assignment) from
+    #: the same ShareGroupDescribe answers: what the member has heartbeated
+    assigned: list[tuple[float, dict[str, tuple[str, ...]]]] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------- metrics
@@ -152,22 +159,59 @@ def done_times(run: ShareWireRun) -> tuple[dict[tuple[int, int], float], list[tu
     return first, completions
 
 
+def start_offsets(run: ShareWireRun) -> dict[int, int]:
+    """Each partition's first offset the group delivered (the lowest done): the share group's
+    start offset at its first fetch. ``share.auto.offset.reset`` is ``latest`` (KIP-932's
+    default), so the records produced before a partition's first ShareFetch are never
+    delivered; the simulator's group has none such. One topic (the members log partitions)."""
+    first, _ = done_times(run)
+    start: dict[int, int] = {}
+    for p, o in first:
+        start[p] = min(start.get(p, o), o)
+    return start
+
+
 def lag_series(run: ShareWireRun, until: float | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(times, lag) sampled every ``SAMPLE_S`` from ``t0`` to ``until`` (default: the end)."""
+    """(times, lag) sampled every ``SAMPLE_S`` from ``t0`` to ``until`` (default: the end).
+    Produced counts from each partition's start offset (:func:`start_offsets`): the records
+    before it were never to be delivered, and counted they were a constant lag of the run's own
+    (2 to 90 records in the rolling bounce's runs at 12 members, from how long the
+    partitions waited for their first fetch) that read as an excess against the control's."""
     end = run.end if until is None else until
     ts = np.arange(run.t0, end + SAMPLE_S / 2, SAMPLE_S)
     produced = np.zeros_like(ts)
-    for series in run.produced.values():
+    start = start_offsets(run)
+    for key, series in run.produced.items():
         if not series:
             continue
+        skipped = start.get(int(key.rsplit("-", 1)[1]), 0)
         st = np.array([s[0] for s in series])
-        counts = np.array([s[1] for s in series], dtype=float)
+        counts = np.maximum(np.array([s[1] for s in series], dtype=float) - skipped, 0.0)
         idx = np.searchsorted(st, ts, side="right") - 1
         produced += np.where(idx >= 0, counts[np.clip(idx, 0, None)], 0.0)
     first, _ = done_times(run)
     done_t = np.sort(np.array(list(first.values()), dtype=float))
     done = np.searchsorted(done_t, ts, side="right").astype(float)
     return ts, np.maximum(produced - done, 0.0)
+
+
+def partitions_stopped_s(run: ShareWireRun, a: float, b: float) -> float | None:
+    """Partition·s from ``a`` to ``b`` (wall-clock) with no live process whose member has the
+    partition in its current assignment (the simulator's resource downtime of a share group,
+    ``sim.share``: the assignment it heartbeated), from the ShareGroupDescribe answers (each
+    holds until the next); None without any."""
+    parts = sorted(run.produced)
+    if not run.assigned or not parts:
+        return None
+    total = 0.0
+    for i, (t, held) in enumerate(run.assigned):
+        t_next = run.assigned[i + 1][0] if i + 1 < len(run.assigned) else run.end
+        lo, hi = max(t, a), min(t_next, b)
+        if hi <= lo:
+            continue
+        owned = {k for c, ks in held.items() if _alive(run, c, t) for k in ks}
+        total += (hi - lo) * sum(1 for k in parts if k not in owned)
+    return total
 
 
 def _integral(ts: np.ndarray, lag: np.ndarray, a: float, b: float) -> float:
@@ -180,9 +224,13 @@ def _integral(ts: np.ndarray, lag: np.ndarray, a: float, b: float) -> float:
 def share_window_metrics(run: ShareWireRun) -> list[dict[str, Any]]:
     """One dict per disturbance window (the initial join left out): ``disturbance``,
     ``at_ms`` (since t0), ``time_to_converge_ms`` (None: not converged), ``lag_peak``,
-    ``lag_record_s``, ``records_reprocessed``, ``span`` ((start, end) seconds since t0: what a
-    paired control is measured over), ``caught_up``, ``closed`` (caught up, or given up
-    on)."""
+    ``lag_record_s``, ``records_reprocessed``, ``resource_downtime_ms`` (partitions stopped,
+    :func:`partitions_stopped_s`; None without assignments), ``lag_mean_before`` (the mean lag
+    over the ``STEADY_S`` before the disturbance: the run's own stock of records in flight, to
+    read an excess against the control's), ``lag_peak_before`` (its peak there), ``span``
+    ((start, end) seconds
+    since t0: what a paired control is measured over), ``caught_up``, ``closed`` (caught up,
+    or given up on)."""
     conv = converged_at(run)
     ts, lag = lag_series(run)
     _, completions = done_times(run)
@@ -225,6 +273,10 @@ def share_window_metrics(run: ShareWireRun) -> list[dict[str, Any]]:
             "lag_peak": int(lag[inside].max()) if inside.any() else 0,
             "lag_record_s": round(_integral(ts, lag, at, end), 3),
             "records_reprocessed": again,
+            "resource_downtime_ms": None if (stopped := partitions_stopped_s(run, at, end))
+            is None else round(stopped * 1000),
+            "lag_mean_before": round(float(lag[before].mean()), 1) if before.any() else None,
+            "lag_peak_before": int(steady),
             "span": (w.at_s, end - run.t0), "caught_up": caught_up, "closed": closed})
     return out
 
@@ -234,6 +286,13 @@ def span_lag_record_s(run: ShareWireRun, span: tuple[float, float]) -> float:
     its run's window."""
     ts, lag = lag_series(run, run.t0 + span[1])
     return round(_integral(ts, lag, run.t0 + span[0], run.t0 + span[1]), 3)
+
+
+def span_lag_mean(run: ShareWireRun, span: tuple[float, float]) -> float | None:
+    """The lag's mean over ``span`` (seconds since the run's t0); None if it holds no sample."""
+    ts, lag = lag_series(run, run.t0 + span[1])
+    inside = (ts >= run.t0 + span[0]) & (ts < run.t0 + span[1])
+    return round(float(lag[inside].mean()), 3) if inside.any() else None
 
 
 def span_lag_peak(run: ShareWireRun, span: tuple[float, float]) -> int:
@@ -281,6 +340,7 @@ class _Describer:
         self.bootstrap = bootstrap
         self.group = group
         self.seen: list[tuple[float, bool, tuple[str, ...]]] = []
+        self.assigned: list[tuple[float, dict[str, tuple[str, ...]]]] = []
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name="share-describe", daemon=True)
 
@@ -298,6 +358,10 @@ class _Describer:
                     settled = g.assignment_epoch == g.group_epoch and all(
                         m.member_epoch == g.group_epoch for m in g.members)
                     self.seen.append((t, settled, tuple(m.client_id for m in g.members)))
+                    self.assigned.append((t, {m.client_id: tuple(
+                        f"{tp.topic_name}-{p}" for tp in (m.assignment.topic_partitions
+                                                           if m.assignment else ())
+                        for p in tp.partitions) for m in g.members}))
                 else:
                     self.seen.append((t, False, ()))
                 self.stop.wait(DESCRIBE_EVERY_S)
@@ -414,7 +478,7 @@ def _collect(ctx: _ShareContext, members: _Members, producer: _Producer,
             for name in lifetimes}
     return ShareWireRun(t0, end, list(windows),
                         {k: list(v) for k, v in producer.produced.items()}, logs, lifetimes,
-                        list(describer.seen))
+                        list(describer.seen), assigned=list(describer.assigned))
 
 
 def dump(run: ShareWireRun) -> str:
@@ -423,10 +487,25 @@ def dump(run: ShareWireRun) -> str:
         return json.dumps({"t0": run.t0, "end": run.end, "windows": [
             (w.label, w.at_s, w.settle_s) for w in run.windows], "produced": run.produced,
             "lifetimes": run.lifetimes, "described": run.described,
-            "server_config": run.server_config})
+            "assigned": run.assigned, "server_config": run.server_config})
     return "{}"
 
 
-__all__ = ["PROTOCOL", "SHARE_EVENTS", "ShareWireRun", "check_share_playable", "converged_at",
-           "done_times", "dump", "lag_series", "run_share_wire", "share_server_configs",
-           "share_window_metrics", "span_lag_peak", "span_lag_record_s"]
+__all__ = [
+    "PROTOCOL",
+    "SHARE_EVENTS",
+    "ShareWireRun",
+    "check_share_playable",
+    "converged_at",
+    "done_times",
+    "dump",
+    "lag_series",
+    "partitions_stopped_s",
+    "run_share_wire",
+    "share_server_configs",
+    "share_window_metrics",
+    "span_lag_mean",
+    "span_lag_peak",
+    "span_lag_record_s",
+    "start_offsets",
+]

@@ -176,6 +176,11 @@ class Application:
         self._timed_out: set[tuple[str, int]] = set()
         #: Incarnations revoking (Connect: their tasks' offsets are flushed when they stop).
         self._stopping: dict[tuple[str, int], set[Any]] = {}
+        #: Connect workers whose revocation stopped every task they ran: since when (their
+        #: worker stall ends when the tasks of their next assignment run).
+        self._stalled_since: dict[tuple[str, int], int] = {}
+        #: Connect workers: the names of their task processors (assigned, not yet released).
+        self._task_procs: dict[tuple[str, int], set[str]] = {}
         #: Classic members: the topic partitions each incarnation saw at its last refresh,
         #: and when it started (refreshes come every metadata.max.age.ms after it).
         self._seen: dict[tuple[str, int], dict[Any, int]] = {}
@@ -248,10 +253,17 @@ class Application:
         if not self.on:
             return
         if self.connect:
+            tasks = 0
             for item in _ordered(items):
                 if self._is_task(item):
-                    self.model.processor(self._pname(p, item)).assign(
+                    tasks += 1
+                    name = self._pname(p, item)
+                    self._task_procs.setdefault(self._key(p), set()).add(name)
+                    self.model.processor(name).assign(
                         [item], delay_ms=self.workload.task_start_ms)
+            since = self._stalled_since.pop(self._key(p), None) if tasks else None
+            if since is not None:
+                self._worker_stall(self.sim.now + self.workload.task_start_ms - since)
             return
         self.model.processor(self._pname(p)).assign(_ordered(items))
 
@@ -261,9 +273,12 @@ class Application:
         key = self._key(p)
         stopping = self._stopping.get(key, set())
         if self.connect:
+            names = self._task_procs.get(key, set())
             for item in _ordered(items):
                 if self._is_task(item):
-                    self.model.drop(self._pname(p, item), commit=item in stopping)
+                    name = self._pname(p, item)
+                    self.model.drop(name, commit=item in stopping)
+                    names.discard(name)
                     stopping.discard(item)
             return
         proc = self.model.processors.get(self._pname(p))
@@ -282,6 +297,8 @@ class Application:
         else:
             self.model.drop(self._pname(p), commit=False)
         self._stopping.pop(key, None)
+        self._stalled_since.pop(key, None)  # gone: no barrier holds it
+        self._task_procs.pop(key, None)
         self._timed_out.discard(key)
         self._seen.pop(key, None)
         self._refresh_at.pop(key, None)
@@ -299,10 +316,13 @@ class Application:
         if self.connect:
             tasks = [it for it in _ordered(parts) if self._is_task(it)]
             self._stopping.setdefault(key, set()).update(tasks)
+            running = self._runs_tasks(p) if tasks else False
             for it in tasks:  # the task stops processing at once; stopping takes a while
                 proc = self.model.processors.get(self._pname(p, it))
                 if proc is not None:
                     proc.deactivate([it], commit=True)
+            if running and not self._runs_tasks(p):
+                self._stalled_since.setdefault(key, sim.now)
             delay = (self.workload.task_stop_ms if tasks else 0) + slow_ms
             if delay <= 0:
                 return None
@@ -471,6 +491,20 @@ class Application:
             initial = initial or w.label == "initial-join"
         if not initial and lag > self.run_lag_peak and self.sim.windows:
             self.run_lag_peak = lag
+
+    def _runs_tasks(self, p: Proc) -> bool:
+        """Whether any task of the Connect worker ``p`` is running (processing)."""
+        procs = self.model.processors
+        return any(proc is not None and proc.active
+                   for proc in (procs.get(n) for n in self._task_procs.get(self._key(p), ())))
+
+    def _worker_stall(self, ms: float) -> None:
+        """A Connect worker's stall (from the revocation that stopped all its tasks until the
+        tasks of its next assignment run: the stop, the rebalance's barrier wait for the other
+        workers, the start) counts in every open window not yet cut by the next one."""
+        for w in self.sim._open:
+            if w.cut_ms is None:
+                w.worker_stalls.append(ms)
 
     def _late(self, ms: float) -> None:
         """A member's lateness counts in every open window not yet cut by the next one."""

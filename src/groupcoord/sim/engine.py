@@ -202,6 +202,9 @@ class Window:
     lag_peak: float = 0.0
     #: How late the members met the group protocol in it (ms; ``sim.workload.late``).
     lateness: list[float] = field(default_factory=list)
+    #: Connect workers' stalls in it (ms; ``sim.application``): from a revocation that
+    #: stopped all of a worker's tasks until the tasks of its next assignment ran.
+    worker_stalls: list[float] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"disturbance": self.label, "at_ms": self.start_ms,
@@ -214,6 +217,8 @@ class Window:
                                "recovered": self.recovered}
         out.update(self.end)
         out.update(lateness_figures(self.lateness))
+        if self.worker_stalls:
+            out["worker_stall_ms"] = max(self.worker_stalls)
         return out
 
 
