@@ -83,6 +83,10 @@ def test_the_page_s_calibration_lookup_gives_a_connect_cell_its_real_workers_lin
     text = limits.calibration_for("kip415-connector-added", "classic-connect:sessioned")
     assert text is not None and text.startswith("Against real Connect workers")
     assert "3 workers: restarts 1 / 3" in text
+    # a size not measured says so, with the sizes that were
+    text = limits.calibration_for("kip415-connector-added", "classic-connect:sessioned",
+                                  members=12)
+    assert text is not None and "(not measured at 12 workers)" in text and "3 workers" in text
     # a consumer protocol's lookup is unchanged
     assert "Connect workers" not in (limits.calibration_for("kip415-connector-added",
                                                             "classic:eager") or "")

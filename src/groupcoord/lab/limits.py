@@ -649,7 +649,7 @@ def calibration_for(scenario: str, protocol: str, members: int | None = None,
     if cal is None and protocol.startswith("classic-connect:"):
         from groupcoord.lab.wire_connect_calibration import calibration_line
 
-        connect = calibration_line(scenario, protocol)
+        connect = calibration_line(scenario, protocol, members=members)
     cal = cal if cal is not None else load_calibration()
     if not cal:
         return connect

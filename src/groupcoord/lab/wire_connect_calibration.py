@@ -135,23 +135,26 @@ def load_rows(path: Path | None = None) -> list[dict[str, Any]]:
     return list(json.loads(path.read_text(encoding="utf-8")).get("rows", []))
 
 
-def calibration_line(scenario: str, protocol: str, rows: Sequence[dict[str, Any]] | None = None
-                     ) -> str | None:
-    """A sentence for the page: the cell's real Connect calibration (None without a row)."""
+def calibration_line(scenario: str, protocol: str, rows: Sequence[dict[str, Any]] | None = None,
+                     members: int | None = None) -> str | None:
+    """A sentence for the page: the cell's real Connect calibration (None without a row); with
+    ``members``, that size's row, or every size's with a note that this one was not measured."""
     rows = load_rows() if rows is None else rows
     mine = [r for r in rows if r["scenario"] == scenario and r["protocol"] == protocol]
     if not mine:
         return None
+    at_size = [r for r in mine if members is None or r["size"] == members]
     parts = []
-    for r in mine:
+    for r in at_size or mine:
         figs = ", ".join(
             f"{name} {_fmt(r[m]['sim'])} / {_fmt(r[m]['wire'])}"
             + ("" if r[m]["within_2x"] else " (not within 2x)")
             for m, name in zip(METRICS, ("restarts", "task·s", "ms until balanced"), strict=True))
         parts.append(f"{r['size']} workers: {figs}")
-    return (f"Against real Connect workers ({mine[0]['client']}; simulated / measured, median "
-            f"of {mine[0]['wire_runs']} wire runs and their paired seeds): " + "; ".join(parts)
-            + ".")
+    missing = "" if at_size else f" (not measured at {members} workers)"
+    return (f"Against real Connect workers, {mine[0]['client']}, simulated / measured (median "
+            f"of {mine[0]['wire_runs']} wire runs against their paired seeds){missing}: "
+            + "; ".join(parts) + ".")
 
 
 def _fmt(v: float | None) -> str:
