@@ -124,3 +124,19 @@ def test_real_connect_workers_rebalance_a_join_as_kip415_says(protocol: str, res
         assert 2 <= m["task_restarts"] <= 3
     assert m["time_to_balance_ms"] is not None and m["time_to_balance_ms"] > 0
     assert m["task_downtime_task_s"] > 0
+
+
+def test_a_killed_worker_s_work_is_down_from_its_death_until_another_starts_it() -> None:
+    universe = universe_of([("A", 1)])
+    recs = [_rec(0.0, "c1", "start"), _rec(0.0, "c2", "start"),
+            _rec(1.0, "c1", "assigned", connectors=["A"], tasks=[]),
+            _rec(1.0, "c2", "assigned", connectors=[], tasks=["A/0"]),
+            _rec(1.0, "c1", "started", connectors=["A"], tasks=[]),
+            _rec(1.0, "c2", "started", connectors=[], tasks=["A/0"]),
+            _rec(10.0, "c2", "killed"),  # no stop logged: the JVM halted
+            _rec(21.0, "c1", "assigned", connectors=["A"], tasks=["A/0"]),
+            _rec(22.0, "c1", "started", connectors=[], tasks=["A/0"])]
+    m = connect_metrics(recs, 10.0, 30.0, [(0.0, universe)])
+    assert m["task_restarts"] == 1
+    assert m["task_downtime_task_s"] == pytest.approx(12.0)
+    assert m["balanced"] and m["time_to_balance_ms"] == 12000
