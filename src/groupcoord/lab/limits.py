@@ -643,18 +643,25 @@ def calibration_for(scenario: str, protocol: str, members: int | None = None,
     (:func:`calibration_row_text`), for the sentence that the cell supports; None when no row
     measured that scenario and protocol (at ``members``, when given). ``cal``: the package's
     results by default. For the report's sentence writer: each comparison beside the claim it
-    supports."""
+    supports. A classic Connect cell measured against real Connect workers
+    (``lab.wire_connect_calibration``, the package's rows) gets that line first."""
+    connect = None
+    if cal is None and protocol.startswith("classic-connect:"):
+        from groupcoord.lab.wire_connect_calibration import calibration_line
+
+        connect = calibration_line(scenario, protocol, members=members)
     cal = cal if cal is not None else load_calibration()
     if not cal:
-        return None
+        return connect
     setup = cal.get("setup") or {}
     rows = [r for r in cal.get("rows") or []
             if r.get("scenario") == scenario and r.get("protocol") == protocol
             and (members is None or r.get("members", setup.get("members")) == members)]
     if not rows:
-        return None
-    return "; ".join(calibration_row_text(r, list(cal.get("checked") or []), setup)
-                     for r in rows)
+        return connect
+    return "; ".join([*([connect] if connect else []),
+                      *(calibration_row_text(r, list(cal.get("checked") or []), setup)
+                        for r in rows)])
 
 
 def _span(values: Sequence[int]) -> str:
