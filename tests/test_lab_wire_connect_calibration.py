@@ -81,7 +81,9 @@ def test_the_page_s_calibration_lookup_gives_a_connect_cell_its_real_workers_lin
     save_rows([_row("kip415-connector-added", 3, "classic-connect:sessioned", 1)], path)
     monkeypatch.setattr(wire_connect_calibration, "DATA", path)
     text = limits.calibration_for("kip415-connector-added", "classic-connect:sessioned")
-    assert text is not None and text.startswith("Against real Connect workers")
+    # the line names its protocol: a sentence carries one line per protocol it compares
+    assert text is not None and text.startswith(
+        "classic-connect:sessioned against real Connect workers")
     assert "3 workers: restarts 1 / 3" in text
     # a size not measured says so, with the sizes that were
     text = limits.calibration_for("kip415-connector-added", "classic-connect:sessioned",

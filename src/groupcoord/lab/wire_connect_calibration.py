@@ -152,9 +152,9 @@ def calibration_line(scenario: str, protocol: str, rows: Sequence[dict[str, Any]
             for m, name in zip(METRICS, ("restarts", "task·s", "ms until balanced"), strict=True))
         parts.append(f"{r['size']} workers: {figs}")
     missing = "" if at_size else f" (not measured at {members} workers)"
-    return (f"Against real Connect workers, {mine[0]['client']}, simulated / measured (median "
-            f"of {mine[0]['wire_runs']} wire runs against their paired seeds){missing}: "
-            + "; ".join(parts) + ".")
+    return (f"{protocol} against real Connect workers, {mine[0]['client']}, simulated / measured "
+            f"(median of {mine[0]['wire_runs']} wire runs against their paired seeds){missing}: "
+            + "; ".join(parts))
 
 
 def _fmt(v: float | None) -> str:
