@@ -295,7 +295,7 @@ def test_saved_cells_replace_their_own_in_place_and_a_sentence_reads_them(
                                   workload="1x12-busy")
     assert "bounce at 4 members on 1x12-busy (1 wire runs, each run at its seed's drawn " \
            "down_ms)" in note
-    assert note.endswith("not within 2x: lag peak")
+    assert "all metrics: not within 2x: lag peak" in note
     assert share_calibration_note("bounce", 4, ["share:simple"], cells=cells, cal={},
                                   workload="1x4-busy").endswith("uncalibrated (share:simple)")
     # a file that is not JSON is not overwritten

@@ -161,10 +161,35 @@ def test_one_member_per_partition_says_the_revocation_gap_not_a_tie() -> None:
     capacity = share_capacity(12, [SHARE, KIP848], wide, wide + runs)
     assert "revocation gap" in capacity and "two tie" not in capacity
     assert "gives up per-partition ordering" in capacity
-    # the share group not lower at one member per partition: no such sentence
+    # the share group not lower at one member per partition: the result as it is, no gap
     flipped = [dict(r, protocol=KIP848 if r["protocol"] == SHARE else SHARE) for r in runs]
-    assert one_per_partition("rolling-bounce", [SHARE, KIP848], flipped) == ""
+    back = one_per_partition("rolling-bounce", [SHARE, KIP848], flipped)
+    assert "consumer group's downtime is lower: 61 s against 27 s" in back
+    assert "revocation" not in back
     assert one_per_partition("crowd-crash", [SHARE, KIP848], runs) == ""
+
+
+def test_a_crash_at_one_member_per_partition_ties_without_a_revocation_gap() -> None:
+    """A crash has no rejoin: at one member per partition both groups wait for the session
+    timeout, and the clause says the two tie with the values, never "lower by the rejoin's
+    revocation gap" (the fifth share review: "44.1 s against 44.1 s")."""
+    from groupcoord.lab.mechanism import one_per_partition
+
+    def even(protocol: str, seed: int, down: int) -> dict[str, Any]:
+        return _run(protocol, seed, 4, scenario="owner-crash", resource_downtime_ms=down,
+                    resources_moved=1)
+
+    runs = [even(SHARE, s, 44_100 - 10 * s) for s in range(3)]
+    runs += [even(KIP848, s, 44_100 + 10 * s) for s in range(3)]
+    text = one_per_partition("owner-crash", [SHARE, KIP848], runs)
+    assert text.startswith("at one member per partition (4 on 4, owner-crash) the two tie: "
+                           "44.1 s against 44.1 s of partitions stopped")
+    assert "lower" not in text and "no rejoin" in text
+    # a bounce whose share median is lower by less than a tenth: a tie too
+    close = [dict(r, scenario="bounce") for r in runs]
+    close += [dict(r, scenario="bounce", seed=9, resource_downtime_ms=40_000)
+              for r in runs[:1]]
+    assert "two tie" in one_per_partition("bounce", [SHARE, KIP848], close)
 
 
 def test_a_crash_row_says_on_how_many_seeds_the_crashed_member_owned_a_partition() -> None:

@@ -305,6 +305,9 @@ def _calibrate(ns: argparse.Namespace) -> int:
 
     if ns.share:
         return _calibrate_share(ns)
+    if ns.connect:  # real Connect workers, the KIP-415 grid's metrics
+        from groupcoord.lab.wire_connect_calibration import run_cli
+        return run_cli(ns)
     ns.scenario = ns.scenario or "rolling-bounce"
     try:
         java = ns.client == "java"
@@ -518,6 +521,11 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
     cal.add_argument("--share", action="store_true",
                      help="share groups (share:simple) against real ShareConsumers at the "
                           "share spec's settings (lab/data/share.toml; docs/lab.md)")
+    cal.add_argument("--connect", action="store_true",
+                     help="the kip415 grid's classic-connect cells against real Connect workers "
+                          "(Apache Kafka's connect-runtime membership, "
+                          "scripts/build_connect_runtime.py): task restarts, task downtime, "
+                          "time until balanced (--save: lab/data/calibration-connect.json)")
     cal.add_argument("--warmup-ms", type=int_at_least(1), default=None,
                      help="with --share: when the disturbance comes (plus the seed's phase; "
                           "default 30000)")

@@ -481,7 +481,7 @@ def calibration_items(cal: Mapping[str, Any] | None, gaps: Sequence[float] | Non
                          "it came within 2x, which is another condition: this miss stands")
         items.append(text + ".")
     items += [t for c in _NEWLY_CHECKED if (t := metric_check_text(rows, c))]
-    gaps_text = _not_covered(rows, setup, runs)
+    gaps_text = _not_covered([*rows, *_share_rows(runs)], setup, runs)
     if gaps_text:
         items.append(gaps_text)
     return items
@@ -643,18 +643,25 @@ def calibration_for(scenario: str, protocol: str, members: int | None = None,
     (:func:`calibration_row_text`), for the sentence that the cell supports; None when no row
     measured that scenario and protocol (at ``members``, when given). ``cal``: the package's
     results by default. For the report's sentence writer: each comparison beside the claim it
-    supports."""
+    supports. A classic Connect cell measured against real Connect workers
+    (``lab.wire_connect_calibration``, the package's rows) gets that line first."""
+    connect = None
+    if cal is None and protocol.startswith("classic-connect:"):
+        from groupcoord.lab.wire_connect_calibration import calibration_line
+
+        connect = calibration_line(scenario, protocol, members=members)
     cal = cal if cal is not None else load_calibration()
     if not cal:
-        return None
+        return connect
     setup = cal.get("setup") or {}
     rows = [r for r in cal.get("rows") or []
             if r.get("scenario") == scenario and r.get("protocol") == protocol
             and (members is None or r.get("members", setup.get("members")) == members)]
     if not rows:
-        return None
-    return "; ".join(calibration_row_text(r, list(cal.get("checked") or []), setup)
-                     for r in rows)
+        return connect
+    return "; ".join([*([connect] if connect else []),
+                      *(calibration_row_text(r, list(cal.get("checked") or []), setup)
+                        for r in rows)])
 
 
 def _span(values: Sequence[int]) -> str:
@@ -672,6 +679,34 @@ def _work(rows: Sequence[Mapping[str, Any]], setup: Mapping[str, Any]) -> str:
             for r in rows} - {None}
     return (f"{_values(rates) if rates else '?'} records/s per partition, "
             f"{_values(proc) if proc else '?'} ms per record")
+
+
+def _share_rows(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The share calibration's cells (``lab.share_report.load_share_calibration``) as rows
+    of protocol, scenario and members, where the tables have share runs: they are rows of the
+    calibration too, so the "not covered" line names only what neither measured."""
+    from groupcoord.lab.findings import family
+
+    if not any(family(str(r.get("protocol"))) == "share" for r in runs):
+        return []
+    return [{"protocol": str(c.get("protocol") or "share:simple"),
+             "scenario": c.get("scenario"), "members": c.get("members")}
+            for c in share_cells() if not c.get("error")]
+
+
+#: The share calibration's results (``lab calibrate --share --save``).
+SHARE_CALIBRATION = Path(__file__).parent / "data" / "share_calibration.json"
+
+
+def share_cells(path: Path | None = None) -> list[dict[str, Any]]:
+    """The share calibration's cells (``cells`` of ``lab/data/share_calibration.json``); []
+    when the file is not there or is not such a document."""
+    try:
+        data = json.loads((path or SHARE_CALIBRATION).read_text())
+    except (OSError, ValueError):
+        return []
+    cells = data.get("cells") if isinstance(data, dict) else None
+    return [c for c in cells or [] if isinstance(c, dict)]
 
 
 def _not_covered(rows: Sequence[Mapping[str, Any]], setup: Mapping[str, Any],
@@ -694,6 +729,24 @@ def _not_covered(rows: Sequence[Mapping[str, Any]], setup: Mapping[str, Any],
     sz = sorted(sizes - measured)
     if sz:
         missing.append("group sizes " + ", ".join(f"{v:,}" for v in sz))
+    # a share protocol, per scenario: the group sizes of the tables no row of it measured
+    # (its rows are few: the three dimensions apart would hide which cells they are)
+    from groupcoord.lab.findings import family
+
+    for proto in sorted({str(r["protocol"]) for r in runs if r.get("protocol")} & protos):
+        if family(proto) != "share":
+            continue
+        have = {(str(r.get("scenario")), int(r.get("members") or 0)) for r in rows
+                if r.get("protocol") == proto}
+        gaps: dict[str, set[int]] = {}
+        for r in runs:
+            n = int(r.get("size") or r.get("members") or 0)
+            if str(r.get("protocol")) == proto and (str(r.get("scenario")), n) not in have:
+                gaps.setdefault(str(r.get("scenario")), set()).add(n)
+        if gaps:
+            missing.append(f"{proto} at " + ", ".join(
+                f"{sc} ({', '.join(str(n) for n in sorted(ns))} members)"
+                for sc, ns in sorted(gaps.items())))
     if not missing:
         return ""
     return ("Not covered by the calibration (the tables use them; no row measured them "

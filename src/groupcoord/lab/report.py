@@ -66,6 +66,14 @@ from groupcoord.lab.mechanism import (
     with_conditions,
 )
 from groupcoord.lab.runs import RUN_METRICS
+from groupcoord.lab.share_marks import (
+    family_key,
+    family_rule,
+    share_claims,
+    unmark_broker_lag,
+    unmark_commit_dependent,
+)
+from groupcoord.lab.share_marks import verdict_word as share_verdict_word
 from groupcoord.lab.share_report import (
     attach_window_seconds,
     broker_lag_note,
@@ -551,6 +559,8 @@ def _verdict_word(mv: MetricVerdict) -> str:
     if mv.verdict == UNCANCELLED:
         return (f"{UNCANCELLED} (the pauses diverge after the disturbance): no mark; "
                 "raw lag beside each cell")
+    if share_word := share_verdict_word(mv):
+        return share_word
     if mv.verdict == DIFFERENT_MEANING:
         return ("no mark: a share group's assignment change has no revocation and no gap, "
                 "a consumer group's hands the partition over (counts only)")
@@ -1353,9 +1363,12 @@ def _build_report(out: Path, rdir: Path) -> Path:
                            if r.get("time_to_balance_ms") is not None}))
         attach_window_seconds(runs, out / "disturbances")
         verdicts = grid_verdicts(meta, runs)
-        found = with_client_notes(with_caveats(with_conditions(claims(verdicts), verdicts,
-                                                               runs), verdicts, runs),
+        unmark_commit_dependent(verdicts)  # the share comparison's marks (lab.share_marks)
+        unmark_broker_lag(verdicts, runs)
+        found = with_client_notes(with_caveats(with_conditions(
+            claims(verdicts, family_of=family_key(runs)), verdicts, runs), verdicts, runs),
                                   verdicts)
+        found = share_claims(found, claims(verdicts, limit=len(runs) + 1), verdicts, runs)
         html_parts.append(_sweep_html(meta, verdicts, found, violations, rdir, runs))
         md_parts.append(_sweep_md(meta, verdicts, found, violations, runs))
 
@@ -1400,7 +1413,7 @@ def too_few_for_claims(verdicts: Sequence[GridVerdict]) -> str:
 def claim_rule(found: Sequence[Claim], verdicts: Sequence[GridVerdict]) -> str:
     """The page's sentence-selection rule, with how many candidates it had and kept."""
     n = claim_candidates(verdicts)
-    return (CLAIM_RULE.format(limit=MAX_CLAIMS, seeds=CLAIM_MIN_SEEDS)
+    return (CLAIM_RULE.format(limit=MAX_CLAIMS, seeds=CLAIM_MIN_SEEDS) + family_rule(verdicts)
             + f" This page: {n} candidate{'s' if n != 1 else ''}, {len(found)} shown; every "
             "other mark stays in the tables above.")
 

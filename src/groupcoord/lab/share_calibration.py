@@ -282,7 +282,10 @@ def _client() -> str:
         import confluent_kafka
     except ImportError:
         return "confluent-kafka (not installed)"
-    return (f"confluent-kafka {confluent_kafka.version()[0]} ShareConsumer "
+    # confluent-kafka's version() is a string in 2.x ("2.16.1"), libversion() a tuple
+    raw: object = confluent_kafka.version()
+    ver = str(raw[0]) if isinstance(raw, tuple) else str(raw)
+    return (f"confluent-kafka {ver} ShareConsumer "
             f"(librdkafka {confluent_kafka.libversion()[0]})")
 
 

@@ -65,7 +65,7 @@ import math
 import re
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -1733,11 +1733,14 @@ def claim_candidates(verdicts: Sequence[GridVerdict]) -> int:
                for g in verdicts)
 
 
-def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS) -> list[Claim]:
+def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
+           family_of: Callable[[Claim], Hashable] | None = None) -> list[Claim]:
     """At most ``limit`` sentences for the page, chosen by :data:`CLAIM_RULE`: first each
     grid's winners' strongest wins (a grid that sweeps a parameter: its crossovers of the
     question's first metric), then the other candidates by effect size, scenarios not yet on
-    the page first."""
+    the page first. With ``family_of``, a candidate whose key (not None) an earlier one already
+    has is not shown (``lab.share_marks.family_key``: one share sentence per scenario family
+    and size)."""
     first: list[tuple[float, Claim]] = []
     rest: list[tuple[float, Claim]] = []
     merged: dict[str, Claim] = {}  # one crossover sentence across grids asking the same
@@ -1778,7 +1781,18 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS) -> list[Cla
         key = (sc[1].grid, sc[1].scenario)
         (again if key in shown else fresh).append(sc)
         shown.add(key)
-    out = [closer_elsewhere(c, verdicts) for _, c in (first + fresh + again)[:limit]]
+    ordered = [c for _, c in (first + fresh + again)]
+    if family_of is not None:
+        keys: set[Hashable] = set()
+        kept = []
+        for c in ordered:
+            k = family_of(c)
+            if k is not None and k in keys:
+                continue
+            keys.add(k)
+            kept.append(c)
+        ordered = kept
+    out = [closer_elsewhere(c, verdicts) for c in ordered[:limit]]
     order = {g.name: i for i, g in enumerate(verdicts)}
     out.sort(key=lambda c: order.get(c.grid, 0))
     return out

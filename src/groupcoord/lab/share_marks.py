@@ -1,0 +1,343 @@
+"""What a share group's (KIP-932) marks and sentences against a consumer group (KIP-848) may
+claim, beyond the verdict test (docs/lab.md, "Share groups against consumer groups"; the fifth
+share review):
+
+- **Records processed twice after a member loss is the consumer's commit interval**
+  (:func:`unmark_commit_dependent`): a consumer group's crashed member loses what it
+  processed since its last commit (5 s auto-commit by default); committing each batch
+  (``consumer:uniform@commit100ms``) ties the share group. Where a grid has no such column,
+  a share-vs-consumer mark on that metric does not stand.
+- **The broker's share lag against a ★ on the share lag peak** (:func:`unmark_broker_lag`):
+  the processed-based excess peak is not what an operator sees; where the broker's share lag
+  (log end offset minus the share-partition start offset) reaches the consumer group's excess
+  peak on a seed, the share group's ★ on lag peak does not stand.
+- **One sentence per scenario family and size** (:func:`family_key`, :func:`share_claims`):
+  a share sentence against a consumer group stands for every candidate of its family (a
+  member lost: crowd-crash, owner-crash, owner-kill) at its size, and says how many.
+- **The lock limit** (:func:`lock_limit_clause`): a lost host (a crash, nothing closes)
+  holding acquired records pins the share-partition start offset for the lock duration; above
+  ``group.share.partition.max.record.locks`` / ``share.record.lock.duration.ms`` records/s a
+  partition (KIP-932's in-flight limit) its other members stop until the locks expire. A kill
+  releases the records on disconnect (Kafka's ``ShareSessionCache`` disconnect listener).
+- **Confirmation**: a sentence on a grid without a second seed set says so itself.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from groupcoord.lab.findings import family, number, work_value
+from groupcoord.lab.verdict import Claim, GridVerdict, MetricVerdict
+
+#: The verdict of a share-vs-consumer mark on records processed twice after a member loss
+#: in a grid without a commit-per-batch consumer column.
+COMMIT_DEPENDENT = "commit interval"
+#: The verdict of a share ★ on lag peak that the broker's share lag reaches.
+BROKER_LAG = "broker share lag"
+
+LOCK_DURATION = "group.share.record.lock.duration.ms"
+MAX_LOCKS = "group.share.partition.max.record.locks"
+#: The scenario families of :func:`family_key`: a member lost, however.
+MEMBER_LOST = "a member lost"
+#: The share page's words for the metrics a family sentence names.
+LABELS = {"lag_record_s": "excess lag", "lag_peak": "excess lag peak",
+          "resource_downtime_ms": "partitions stopped",
+          "records_reprocessed": "records processed twice", "stall_ms": "stall",
+          "time_to_converge_ms": "time to converge"}
+
+
+def _member_loss(scenario: str) -> bool:
+    return "crash" in scenario or "kill" in scenario
+
+
+def _share_vs_consumer(protocols: Sequence[str]) -> bool:
+    fams = {family(p) == "share" for p in protocols if p}
+    return len(fams) == 2
+
+
+def _commit_variant(protocol: str) -> float | None:
+    """The commit interval (ms) of a consumer protocol's timing variant, None otherwise."""
+    from groupcoord.sim.settings import split_timing
+
+    try:
+        base, timings = split_timing(protocol)
+    except ValueError:
+        return None
+    v = timings.get("commit_interval_ms")
+    return float(v) if v is not None and base != protocol else None
+
+
+def _unmark(mv: MetricVerdict, verdict: str, why: str) -> None:
+    for c in mv.cells.values():
+        c.mark = ""
+    mv.verdict, mv.best, mv.beaten, mv.limit, mv.depends = verdict, (), (), "", why
+
+
+def commit_reference(verdicts: Sequence[GridVerdict]) -> str:
+    """Where the page shows the commit interval deciding records processed twice: "at 100 ms
+    a tie in equal-capacity" from the first member-loss row where a consumer group's
+    commit-per-batch column ties the share group (medians within the metric's floor) while
+    its default beats it by more; "" where none does."""
+    for g in verdicts:
+        variants = {p: ms for p in g.protocols if (ms := _commit_variant(p)) is not None}
+        share = next((p for p in g.protocols if family(p) == "share"), None)
+        if not variants or share is None:
+            continue
+        for row in g.rows:
+            if not _member_loss(row.scenario):
+                continue
+            for mv in row.metrics:
+                if mv.metric.column != "records_reprocessed" or share not in mv.cells:
+                    continue
+                floor, own = mv.metric.floor, mv.cells[share].median
+                for p, ms in variants.items():
+                    base = p.partition("@")[0]
+                    if (p in mv.cells and base in mv.cells
+                            and abs(mv.cells[p].median - own) <= floor
+                            and mv.cells[base].median - own > floor):
+                        return f"at {number(ms)} ms a tie in {g.name}"
+    return ""
+
+
+def unmark_commit_dependent(verdicts: Sequence[GridVerdict]) -> None:
+    """No share-vs-consumer ★ or = on records processed twice after a member loss in a grid
+    without a commit-per-batch consumer column: the consumer group's count there is what its
+    member processed since its last 5 s auto-commit, a fact of the commit interval (the
+    equal-capacity grid's ``consumer:uniform@commit100ms`` ties the share group; the fifth
+    share review's run A: 69 against 3). The row reads "no mark: depends on the consumer's
+    commit interval (at 100 ms a tie in <grid>)"; the values stay."""
+    ref = commit_reference(verdicts)
+    why = "the consumer's commit interval" + (f" ({ref})" if ref else "")
+    for g in verdicts:
+        if any(_commit_variant(p) is not None for p in g.protocols):
+            continue
+        for row in g.rows:
+            if not _member_loss(row.scenario):
+                continue
+            for mv in row.metrics:
+                if (mv.metric.column == "records_reprocessed"
+                        and mv.verdict in ("best", "tied")
+                        and _share_vs_consumer([*mv.best, *mv.beaten])):
+                    _unmark(mv, COMMIT_DEPENDENT, why)
+
+
+def _broker_peaks(runs: Sequence[Mapping[str, Any]]
+                  ) -> dict[tuple[str, str, int, str, int], float]:
+    return {(str(r.get("protocol")), str(r.get("scenario")), int(r.get("size") or 0),
+             str(r.get("workload")), int(r.get("seed") or 0)): float(r["share_lag_peak"])
+            for r in runs
+            if r.get("share_lag_peak") is not None and family(str(r.get("protocol"))) == "share"}
+
+
+def unmark_broker_lag(verdicts: Sequence[GridVerdict], runs: Sequence[Mapping[str, Any]]
+                      ) -> None:
+    """No share ★ on excess lag peak where the broker's share lag peak (what an operator
+    sees: end offset minus share-partition start offset, ``share_lag_peak``) on one of the
+    cell's seeds reaches the lowest excess lag peak of a consumer group the ★ beats: the
+    processed-based peak hides a crashed member's locked records. The row says so."""
+    peaks = _broker_peaks(runs)
+    for g in verdicts:
+        for row in g.rows:
+            for mv in row.metrics:
+                if (mv.metric.column != "lag_peak" or mv.verdict != "best"
+                        or not _share_vs_consumer([*mv.best, *mv.beaten])):
+                    continue
+                share = next((p for p in mv.best if family(p) == "share"), None)
+                others = [p for p in mv.beaten if family(p) != "share"]
+                if share is None or not others:
+                    continue
+                key = (share, row.scenario, int(row.size or 0), str(row.workload))
+                broker = [v for s in mv.cells[share].values
+                          if (v := peaks.get((*key, int(s)))) is not None]
+                low = min(min(mv.cells[p].values.values()) for p in others)
+                if broker and max(broker) >= low:
+                    _unmark(mv, BROKER_LAG,
+                            f"the broker's share lag peak reaches {number(max(broker))} "
+                            f"records on a seed, the consumer group's excess peak "
+                            f"{number(low)} at its lowest")
+
+
+def verdict_word(mv: MetricVerdict) -> str:
+    """The verdict column's words for :data:`COMMIT_DEPENDENT` and :data:`BROKER_LAG`; ""
+    for any other verdict."""
+    if mv.verdict == COMMIT_DEPENDENT:
+        return f"no mark: depends on {mv.depends}"
+    if mv.verdict == BROKER_LAG:
+        return f"no mark: {mv.depends}"
+    return ""
+
+
+def _partitions(runs: Sequence[Mapping[str, Any]], scenario: str, size: int,
+                workload: str) -> int:
+    for r in runs:
+        if (str(r.get("scenario")), int(r.get("size") or 0), str(r.get("workload"))) == (
+                scenario, size, workload) and r.get("total_partitions"):
+            return int(r["total_partitions"])
+    return 0
+
+
+def family_key(runs: Sequence[Mapping[str, Any]]) -> Callable[[Claim], Hashable]:
+    """A sentence's family for ``lab.verdict.claims``' ``family_of``: a share sentence against a
+    consumer group is one of (scenario family, size, more members than partitions), a member
+    lost (crowd-crash, owner-crash, owner-kill) being one family; None for any other (each
+    its own)."""
+    def key(c: Claim) -> Hashable:
+        if not _share_vs_consumer([*c.best.split(" and "), c.worse]):
+            return None
+        fam = MEMBER_LOST if _member_loss(c.scenario) else c.scenario
+        parts = _partitions(runs, c.scenario, c.size, c.workload)
+        return (fam, c.size, bool(parts) and c.size > parts)
+    return key
+
+
+def family_rule(verdicts: Sequence[GridVerdict]) -> str:
+    """The selection rule's clause for :func:`family_key` where a grid compares a share group
+    with a consumer group; "" otherwise."""
+    if not any(_share_vs_consumer(g.protocols) for g in verdicts):
+        return ""
+    return (" A share group against a consumer group gets at most one sentence per scenario "
+            "family (crowd-crash, owner-crash and owner-kill are one: a member lost) and size "
+            "(and whether the members outnumber the partitions), the first by the rule above; "
+            "each such sentence says how many candidates it stands for.")
+
+
+def _settings(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    for r in runs:
+        if family(str(r.get("protocol"))) == "share" and r.get("settings_json"):
+            try:
+                d = json.loads(str(r["settings_json"]))
+            except ValueError:
+                continue
+            if isinstance(d, dict):
+                return d
+    return {}
+
+
+def lock_limit(runs: Sequence[Mapping[str, Any]]) -> tuple[int, float] | None:
+    """(max.record.locks, lock duration ms) of the share runs' settings (the broker default
+    of ``coordinator.share_partitions.config`` where the settings do not set the limit)."""
+    from groupcoord.coordinator.share_partitions.config import DEFAULT_MAX_RECORD_LOCKS
+
+    s = _settings(runs)
+    if LOCK_DURATION not in s:
+        return None
+    return int(s.get(MAX_LOCKS) or DEFAULT_MAX_RECORD_LOCKS), float(s[LOCK_DURATION])
+
+
+def _rate(r: Mapping[str, Any]) -> float | None:
+    v = work_value(r, "records_per_s")
+    return float(v) if v is not None else None
+
+
+def _cells_over(runs: Sequence[Mapping[str, Any]], limit: float, kill: bool) -> list[str]:
+    """The page's own member-loss cells of a share group above the lock-limit rate, with more
+    members than partitions: on how many seeds a partition stopped, the stopped seeds' median
+    excess lag and partitions stopped."""
+    cells: dict[tuple[str, int, str], list[Mapping[str, Any]]] = {}
+    for r in runs:
+        scen = str(r.get("scenario"))
+        if (family(str(r.get("protocol"))) != "share" or not r.get("ok")
+                or not _member_loss(scen) or ("kill" in scen) != kill):
+            continue
+        rate, parts = _rate(r), int(r.get("total_partitions") or 0)
+        if rate is None or rate <= limit or not parts or int(r.get("size") or 0) <= parts:
+            continue
+        cells.setdefault((scen, int(r["size"]), str(r.get("workload"))), []).append(r)
+    out = []
+    for (scen, size, workload), rs in sorted(cells.items()):
+        seeds = {int(r.get("seed") or 0): r for r in rs}
+        stopped = [r for r in seeds.values() if float(r.get("resource_downtime_ms") or 0) > 0]
+        text = (f"{scen} at {size} on {workload}, {number(_rate(rs[0]) or 0)} records/s: "
+                f"a partition stopped on {len(stopped)} of {len(seeds)} seeds")
+        if stopped:
+            lag = statistics.median(float(r.get("lag_record_s") or 0) for r in stopped)
+            down = statistics.median(float(r["resource_downtime_ms"]) for r in stopped)
+            text += f" ({number(lag)} record·s, {number(down / 1000)} s stopped)"
+        out.append(text)
+    return out
+
+
+def lock_limit_clause(c: Claim, runs: Sequence[Mapping[str, Any]]) -> str:
+    """The lock-limit condition of a share sentence on a member loss (KIP-932's in-flight
+    limit), generated from the runs' settings: the limit rate, the page's own cells above it,
+    and the sentence's cell's own rate; a kill's sentence says the release on disconnect is
+    why it holds above it. "" for any other sentence."""
+    if not _member_loss(c.scenario) or not _share_vs_consumer([*c.best.split(" and "),
+                                                               c.worse]):
+        return ""
+    lim = lock_limit(runs)
+    if lim is None:
+        return ""
+    locks, dur = lim
+    limit = locks / (dur / 1000.0)
+    mine = [r for r in runs if (str(r.get("scenario")), int(r.get("size") or 0),
+                                str(r.get("workload"))) == (c.scenario, c.size, c.workload)
+            and family(str(r.get("protocol"))) == "share"]
+    rate = _rate(mine[0]) if mine else None
+    kill = "kill" in c.scenario
+    head = (f"Lock limit: a lost host holding acquired records pins the share-partition start "
+            f"offset; above max.record.locks / share.record.lock.duration.ms ({number(locks)} "
+            f"/ {number(dur / 1000)} s = {number(limit)} records/s a partition) the "
+            "partition's other members stop until the locks expire")
+    crashes = _cells_over(runs, limit, kill=False)
+    if crashes:
+        head += " (this page: " + "; ".join(crashes) + ")"
+    own = ""
+    if rate is not None:
+        own = (f"; this cell runs {number(rate)} records/s a partition, "
+               + ("under the limit" if rate <= limit else "above it"))
+    if kill:
+        kills = _cells_over(runs, limit, kill=True)
+        return (head + own + "; a kill releases the records on disconnect (the share session "
+                "ends with the connection), which is why kills hold above it"
+                + (" (this page: " + "; ".join(kills) + ")" if kills else "") + ".")
+    return head + own + ("; the sentence holds at this rate only" if rate is not None
+                         and rate <= limit else "") + "."
+
+
+def _family_note(c: Claim, every: Sequence[Claim], key: Callable[[Claim], Hashable]) -> str:
+    k = key(c)
+    if k is None:
+        return ""
+    same = [x for x in every if key(x) == k]
+    if len(same) <= 1:
+        return "This sentence stands for 1 candidate."
+    metrics = list(dict.fromkeys(LABELS.get(x.metric, x.metric) for x in same))
+    scens = list(dict.fromkeys(x.scenario for x in same))
+    loads = list(dict.fromkeys(x.workload for x in same if x.workload))
+    return (f"This sentence stands for {len(same)} candidates of one family "
+            f"({', '.join(scens)} at {c.size} members): {', '.join(metrics)}"
+            + (f", on {', '.join(loads)}" if loads else "") + "; the others are marked in the "
+            "tables above.")
+
+
+def share_claims(found: Sequence[Claim], every: Sequence[Claim],
+                 verdicts: Sequence[GridVerdict], runs: Sequence[Mapping[str, Any]]
+                 ) -> list[Claim]:
+    """The share sentences with what their marks rest on: how many candidates each stands
+    for (``every``: the page's candidates), the lock-limit condition on a member loss, and
+    "N seeds, no confirmation set" on a grid without a second seed set. Other sentences
+    unchanged."""
+    key = family_key(runs)
+    grids = {g.name: g for g in verdicts}
+    out = []
+    for c in found:
+        g = grids.get(c.grid)
+        if g is None or not any(family(p) == "share" for p in g.protocols):
+            out.append(c)
+            continue
+        extra = [x for x in (_family_note(c, every, key), lock_limit_clause(c, runs)) if x]
+        if not g.confirm_seeds:
+            extra.append(f"{g.seeds} seeds, no confirmation set.")
+        out.append(replace(c, text=c.text.rstrip() + " " + " ".join(extra)) if extra else c)
+    return out
+
+
+__all__ = ["BROKER_LAG", "COMMIT_DEPENDENT", "MEMBER_LOST", "commit_reference", "family_key",
+           "family_rule",
+           "lock_limit", "lock_limit_clause", "share_claims", "unmark_broker_lag",
+           "unmark_commit_dependent", "verdict_word"]

@@ -1,0 +1,142 @@
+"""Real Kafka Connect workers on the wire (``lab.wire_connect``, ``lab/java/ConnectWorker.java``):
+Apache Kafka's own Connect group membership (connect/runtime's WorkerGroupMember,
+WorkerCoordinator and assignors, built by ``scripts/build_connect_runtime.py``) joined to
+``groupcoord serve``, and the KIP-415 grid's metrics computed from the workers' logs.
+
+The metric tests run on written logs. The end-to-end tests skip where no build is present (the
+skip reason names the build command); they check KIP-415's behaviour on the wire: eager
+restarts every task when a worker joins, incremental cooperative (sessioned) only the moved
+ones, and both end balanced with every task running.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from groupcoord.lab.wire_connect import (
+    ConnectMembershipBuild,
+    ConnectWireError,
+    JavaClientMissing,
+    connect_metrics,
+    connect_runtime,
+    plan,
+    run_connect_wire,
+    universe_of,
+)
+from groupcoord.sim.scenario import parse_scenario
+
+
+def _rec(t: float, member: str, event: str, **kw: Any) -> dict[str, Any]:
+    return {"mono": t, "member": member, "event": event, **kw}
+
+
+def test_metrics_count_restarts_downtime_and_balance_as_the_model_defines_them() -> None:
+    universe = universe_of([("A", 2)])
+    assert universe == {"A", "A/0", "A/1"}
+    recs = [
+        _rec(0.0, "c1", "start"), _rec(0.0, "c2", "start"),
+        _rec(1.0, "c1", "assigned", connectors=["A"], tasks=["A/0", "A/1"]),
+        _rec(2.0, "c1", "started", connectors=["A"], tasks=["A/0", "A/1"]),
+        # the disturbance at 10 s: c2 takes A/1 (eager: everything stops and restarts)
+        _rec(11.0, "c1", "stopping", connectors=["A"], tasks=["A/0", "A/1"]),
+        _rec(12.0, "c1", "stopped", connectors=["A"], tasks=["A/0", "A/1"]),
+        _rec(12.5, "c1", "assigned", connectors=["A"], tasks=["A/0"]),
+        _rec(12.5, "c2", "assigned", connectors=[], tasks=["A/1"]),
+        _rec(13.5, "c1", "started", connectors=["A"], tasks=["A/0"]),
+        _rec(14.0, "c2", "started", connectors=[], tasks=["A/1"]),
+    ]
+    m = connect_metrics(recs, 10.0, 30.0, [(0.0, universe)])
+    assert m["task_restarts"] == 2  # A/0 and A/1 ran before; the connector is not a task
+    # down from 11 s: A and A/0 until 13.5 s, A/1 until 14 s
+    assert m["task_downtime_task_s"] == pytest.approx(2.5 + 2.5 + 3.0)
+    assert m["balanced"] and m["time_to_balance_ms"] == 4000
+    # a task not running at the end: no balance
+    m = connect_metrics(recs[:-1], 10.0, 30.0, [(0.0, universe)])
+    assert m["time_to_balance_ms"] is None
+    # a worker holding both tasks while another holds none is not balanced
+    skew = [*recs[:4], _rec(12.5, "c2", "assigned", connectors=[], tasks=[])]
+    assert connect_metrics(skew, 10.0, 30.0, [(0.0, universe)])["balanced"] is False
+
+
+def test_an_added_connector_counts_its_downtime_from_its_creation_and_no_restart() -> None:
+    before, after = universe_of([("A", 1)]), universe_of([("A", 1), ("B", 1)])
+    recs = [_rec(0.0, "c1", "start"),
+            _rec(1.0, "c1", "assigned", connectors=["A"], tasks=["A/0"]),
+            _rec(1.0, "c1", "started", connectors=["A"], tasks=["A/0"]),
+            _rec(12.0, "c1", "assigned", connectors=["A", "B"], tasks=["A/0", "B/0"]),
+            _rec(13.0, "c1", "started", connectors=["B"], tasks=["B/0"])]
+    m = connect_metrics(recs, 10.0, 20.0, [(0.0, before), (10.0, after)])
+    assert m["task_restarts"] == 0
+    assert m["task_downtime_task_s"] == pytest.approx(6.0)  # B and B/0, 10 s to 13 s
+    assert m["time_to_balance_ms"] == 3000
+
+
+def test_the_wire_plays_only_the_connect_events_it_knows() -> None:
+    sc = parse_scenario({"name": "x", "group": {"members": 2, "connectors": {"A": 2}},
+                         "events": [{"at_ms": 5000, "kind": "network-partition",
+                                     "members": ["c1"], "duration_ms": 1000}]})
+    with pytest.raises(ConnectWireError, match="network-partition"):
+        plan(sc, 1)
+    sc = parse_scenario({"name": "x", "group": {"members": 2, "connectors": {"A": 2}},
+                         "events": [{"at_ms": 5000, "kind": "add-connector", "connector": "B",
+                                     "tasks": 3}, {"at_ms": 6000, "kind": "leave",
+                                                   "member": "@follower"}]})
+    acts = plan(sc, 1)
+    assert [a[1] for a in acts] == ["go", "go", "config", "stop"]
+    assert acts[2][2] == {"A": 2, "B": 3} and acts[3][2] == "@follower"
+
+
+def _runtime() -> ConnectMembershipBuild:
+    try:
+        return connect_runtime()
+    except JavaClientMissing as e:
+        pytest.skip(str(e))
+
+
+JOIN = {"name": "join", "group": {"members": 2, "connectors": {"A": 4, "B": 4},
+                                   "start_spread_ms": 500},
+        "coordinator": {"heartbeat_interval_ms": 1000, "session_timeout_ms": 10000},
+        "member": {"scheduled_rebalance_max_delay_ms": 5000},
+        "events": [{"at_ms": 9000, "kind": "join", "members": ["c3"]}]}
+
+
+@pytest.mark.parametrize("protocol, restarts", [("classic-connect:eager", "all"),
+                                                ("classic-connect:sessioned", "moved")])
+def test_real_connect_workers_rebalance_a_join_as_kip415_says(protocol: str, restarts: str,
+                                                              tmp_path: Path) -> None:
+    rt = _runtime()
+    assert "connect-runtime" in rt.describe
+    sc = parse_scenario(JOIN)
+    sc = replace(sc, workload=replace(sc.workload, task_stop_ms=200, task_start_ms=200))
+    m = run_connect_wire(sc, protocol, 7, keep_dir=tmp_path, settle_s=4.0)
+    assert m["workers"] == 3 and m["balanced"], m
+    logs = "".join(p.read_text() for p in tmp_path.glob("*.worker.log"))
+    assert '"client": "connect-runtime"' in logs
+    # the Connect protocol version the assignments carried: eager's 0, sessioned's 2
+    assert ('"version": 0' if restarts == "all" else '"version": 2') in logs
+    if restarts == "all":  # eager: every one of the 8 tasks stops and starts again
+        assert m["task_restarts"] == 8
+    else:  # sessioned: 2 or 3 tasks move to the new worker (8 over 3), nothing else restarts
+        assert 2 <= m["task_restarts"] <= 3
+    assert m["time_to_balance_ms"] is not None and m["time_to_balance_ms"] > 0
+    assert m["task_downtime_task_s"] > 0
+
+
+def test_a_killed_worker_s_work_is_down_from_its_death_until_another_starts_it() -> None:
+    universe = universe_of([("A", 1)])
+    recs = [_rec(0.0, "c1", "start"), _rec(0.0, "c2", "start"),
+            _rec(1.0, "c1", "assigned", connectors=["A"], tasks=[]),
+            _rec(1.0, "c2", "assigned", connectors=[], tasks=["A/0"]),
+            _rec(1.0, "c1", "started", connectors=["A"], tasks=[]),
+            _rec(1.0, "c2", "started", connectors=[], tasks=["A/0"]),
+            _rec(10.0, "c2", "killed"),  # no stop logged: the JVM halted
+            _rec(21.0, "c1", "assigned", connectors=["A"], tasks=["A/0"]),
+            _rec(22.0, "c1", "started", connectors=[], tasks=["A/0"])]
+    m = connect_metrics(recs, 10.0, 30.0, [(0.0, universe)])
+    assert m["task_restarts"] == 1
+    assert m["task_downtime_task_s"] == pytest.approx(12.0)
+    assert m["balanced"] and m["time_to_balance_ms"] == 12000
