@@ -898,14 +898,26 @@ def test_an_eager_mark_cites_the_heartbeat_spread_grids_result_on_the_same_cell(
     # and cites how far apart real members learned of a rebalance, from the stored rows
     wire = [{"client": "Java", "rebalances": 24, "median_s": 0.022, "largest_s": 0.094}]
     mv.limit = ""
-    mark_spread_limits([g_plain, _], wire)
+    mark_spread_limits([g_plain, _], wire, stable=[])
     assert mv.limit.endswith("goes); real classic members, measured on the wire (eager "
                              "rolling bounce): within 0.094 s of one another (median 0.022 s, "
                              "Java, 24 rebalances), measured where each rebalance restarts "
                              "every member's heartbeat timer; a scale-out usually comes to a "
                              "group stable for hours, whose heartbeat phases were not measured")
+    # where a stable group's join was measured on the wire, the scale-out cites that figure
+    stable = [{"client": "librdkafka", "stable_min": 5, "rebalances": 2, "median_s": 1.5,
+               "largest_s": 2.0}, {"client": "librdkafka", "stable_min": 10,
+                                   "rebalances": 1, "median_s": 2.5, "largest_s": 2.5}]
     mv.limit = ""
-    mark_spread_limits([g_plain, _], [])
+    mark_spread_limits([g_plain, _], wire, stable)
+    assert mv.limit.endswith("Java, 24 rebalances); after 5 to 10 min stable, real classic "
+                             "members learned of a member's join within 2.500 s of one another "
+                             "(librdkafka: median 1.500 s, 2 joins after 5 min, median 2.500 s, "
+                             "1 join after 10 min) (a rolling bounce restarts every member's "
+                             "heartbeat timer; a scale-out into a group stable for hours was "
+                             "not measured)")
+    mv.limit = ""
+    mark_spread_limits([g_plain, _], [], stable)
     assert mv.limit.endswith("at 1 s: no protocol separated; that grid is where eager's mark "
                              "goes)")
     # a rolling bounce is where the wire spread was measured: the measurement, no such clause
@@ -915,7 +927,7 @@ def test_an_eager_mark_cites_the_heartbeat_spread_grids_result_on_the_same_cell(
         {**spread, "scenarios": ["rolling-bounce"]}]}, rolled)
     rmv = r_plain.rows[0].metrics[0]
     rmv.limit = ""
-    mark_spread_limits([r_plain, r_spread], wire)
+    mark_spread_limits([r_plain, r_spread], wire, stable)
     assert rmv.limit.endswith("Java, 24 rebalances)")
     # without the spread grid the mark carries no such limit
     (alone,) = grid_verdicts({"spec": "paper", "grids": [plain]}, rows)

@@ -83,7 +83,7 @@ from groupcoord.lab.findings import (
     with_work_parameters,
     work_value,
 )
-from groupcoord.lab.wire_spread import load_spread, spread_text
+from groupcoord.lab.wire_spread import load_spread, load_stable, spread_text, stable_text
 
 #: KIP-415's question: what an eager or an incremental cooperative Connect rebalance costs
 #: the tasks (the KIP's own measures), and whether the whole group stops.
@@ -801,18 +801,28 @@ def _bounce_param(run: Mapping[str, Any], key: str) -> int | None:
 MEASURED_ELSEWHERE = (", measured where each rebalance restarts every member's heartbeat "
                       "timer; a {scenario} usually comes to a group stable for hours, whose "
                       "heartbeat phases were not measured")
+#: The same where a stable group was measured on the wire (``lab.wire_spread --stable``): its
+#: figure, and how long the group had been stable against the hours of the field.
+MEASURED_STABLE = ("; {stable} (a rolling bounce restarts every member's heartbeat timer; "
+                   "a {scenario} into a group stable for hours was not measured)")
 
 
 def mark_spread_limits(verdicts: Sequence[GridVerdict],
-                       wire: Sequence[Mapping[str, Any]] | None = None) -> None:
+                       wire: Sequence[Mapping[str, Any]] | None = None,
+                       stable: Sequence[Mapping[str, Any]] | None = None) -> None:
     """A classic eager mark in a cell that a heartbeat-spread grid also runs (the same
     scenario, size and workload, judged per spread) holds only with aligned heartbeats where
     that grid does not give eager the mark at a spread above 0: the mark says what the spread
     grid found there (round 8: S4 and S6, eager's scale-out wins, did not cite hb-spread's
     1 s and 3 s rows on the same cell), and how far apart real classic members learned of a
     rebalance on the wire (``wire``: the stored measurement, :func:`lab.wire_spread.load_spread`
-    by default), so a reader can tell which spread the field has."""
+    by default), so a reader can tell which spread the field has. Outside a rolling bounce
+    (where each rebalance restarts every member's heartbeat timer) the mark cites how far apart
+    the members of a group stable for minutes learned of a join (``stable``: the stored
+    stable-group rows, :func:`lab.wire_spread.load_stable` by default), or, without such rows,
+    says that the phases of a stable group were not measured."""
     measured = spread_text(load_spread() if wire is None else wire)
+    settled = stable_text(load_stable() if stable is None else stable)
     spread_rows = [(g, r) for g in verdicts if g.labels and g.parameter == "heartbeat_spread_ms"
                    for r in g.rows if (r.x or 0) > 0]
     if not spread_rows:
@@ -845,9 +855,17 @@ def mark_spread_limits(verdicts: Sequence[GridVerdict],
                            "after a join, the same cell: " + "; ".join(found) + "; that grid "
                            "is where eager's mark goes)"
                            + (f"; {measured}" if measured else "")
-                           + (MEASURED_ELSEWHERE.format(scenario=row.scenario)
-                              if measured and "rolling" not in row.scenario else ""))
+                           + _elsewhere(row.scenario, measured, settled))
                     mv.limit = f"{mv.limit}; {lim}" if mv.limit else lim
+
+
+def _elsewhere(scenario: str, measured: str, settled: str) -> str:
+    """What a spread mark adds outside a rolling bounce (:func:`mark_spread_limits`)."""
+    if "rolling" in scenario or not measured:
+        return ""
+    if settled:
+        return MEASURED_STABLE.format(stable=settled, scenario=scenario)
+    return MEASURED_ELSEWHERE.format(scenario=scenario)
 
 
 def mark_heartbeat_limits(verdicts: Sequence[GridVerdict]) -> None:
