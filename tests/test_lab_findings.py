@@ -59,6 +59,15 @@ def test_a_swept_parameter_read_from_the_workloads_overrides() -> None:
     assert sweep_parameter(with_x) == "processing_ms"
     assert sorted({r["processing_ms"] for r in with_x}) == [0.5, 8.0]
     assert sweep_parameter(with_work_parameters(rows[:4])) is None
+    # two of the workload's own parameters varying together are two workloads, not a sweep
+    # of either (the load, busy_pct, follows from them and does not count)
+    two = []
+    for ms, rate in ((7.5, 80), (2, 300)):
+        work = json.dumps({"processing_ms": {"dist": "exponential", "mean": ms},
+                           "records_per_s": rate})
+        two += [_run(p, s, work=work, workload=f"r{rate}")
+                for p in ("consumer:uniform", "share:simple") for s in range(2)]
+    assert sweep_parameter(with_work_parameters(two)) is None
 
 
 def test_the_reproduce_command_names_the_cells() -> None:

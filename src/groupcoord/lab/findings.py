@@ -271,8 +271,18 @@ def with_work_parameters(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, An
 
 def sweep_parameter(rows: Sequence[Mapping[str, Any]]) -> str | None:
     """The first of :data:`SWEEP_PARAMETERS` that takes several values in ``rows`` (the load,
-    ``busy_pct``, only where the rows share one size: across sizes it follows the size)."""
+    ``busy_pct``, only where the rows share one size: across sizes it follows the size).
+
+    None where two of the workload's own parameters vary together (the load, ``busy_pct``,
+    follows from them and is not one): such workloads are different workloads, not a sweep, and
+    an axis named after one of their parameters would credit it with what the other did (the
+    share lock-rate grid's 80 and 300 records/s workloads differ in rate and in processing time).
+    """
     sizes = {r.get("size") or r.get("members") for r in rows}
+    varying = [col for col in SWEEP_PARAMETERS if col != "busy_pct"
+               and len({r.get(col) for r in rows if r.get(col) is not None}) > 1]
+    if len(varying) > 1:
+        return None
     for col in SWEEP_PARAMETERS:
         if col == "busy_pct" and len(sizes) > 1:
             continue
