@@ -52,7 +52,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from groupcoord.lab.wire_java import CACHE, JVM_OPTIONS, JavaClientMissing, java_client, manifest_path
+from groupcoord.lab.wire_java import (
+    CACHE,
+    JVM_OPTIONS,
+    JavaClientMissing,
+    compile_jar,
+    java_client,
+    manifest_path,
+)
 from groupcoord.sim.scenario import Scenario, start_offsets_ms
 
 WORKER_SOURCE = Path(__file__).resolve().parent / "java" / "ConnectWorker.java"
@@ -110,18 +117,7 @@ def connect_runtime() -> ConnectMembershipBuild:
     where = CACHE / "member" / f"connect-{client.version}-{client.commit[:12]}-{source}"
     worker_jar = where / "connect-worker.jar"
     if not worker_jar.exists():
-        classes = where / "classes"
-        shutil.rmtree(where, ignore_errors=True)
-        classes.mkdir(parents=True)
-        for cmd, step in (
-                (["javac", "-nowarn", "-d", str(classes), "-cp", os.pathsep.join(classpath),
-                  str(WORKER_SOURCE)], "compiling the Connect worker"),
-                (["jar", "--create", "--file", str(worker_jar), "-C", str(classes), "."],
-                 "jarring the Connect worker")):
-            proc = subprocess.run(cmd, capture_output=True, text=True)
-            if proc.returncode != 0:
-                tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
-                raise JavaClientMissing(f"{step} failed: " + " / ".join(tail))
+        compile_jar(WORKER_SOURCE, classpath, worker_jar, "the Connect worker")
     return ConnectMembershipBuild(client.version, client.commit, tuple(classpath), worker_jar)
 
 

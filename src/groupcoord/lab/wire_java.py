@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,15 +107,23 @@ def java_client() -> JavaClient:
     where = path.parent / "member" / f"{version}-{commit[:12]}-{source}"
     jar = where / "wire-member.jar"
     if not jar.exists() or jar.stat().st_mtime < MEMBER_SOURCE.stat().st_mtime:
-        classes = where / "classes"
-        shutil.rmtree(where, ignore_errors=True)  # the archives of the old member go too
-        classes.mkdir(parents=True)
-        for cmd, step in (
-                (["javac", "-nowarn", "-d", str(classes), "-cp", os.pathsep.join(classpath),
-                  str(MEMBER_SOURCE)], "compiling"),
-                (["jar", "--create", "--file", str(jar), "-C", str(classes), "."], "jarring")):
-            proc = subprocess.run(cmd, capture_output=True, text=True)
-            if proc.returncode != 0:
-                tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
-                raise JavaClientMissing(f"{step} the Java member failed: " + " / ".join(tail))
+        compile_jar(MEMBER_SOURCE, classpath, jar, "the Java member")
     return JavaClient(version, commit, tuple(classpath), jar)
+
+
+def compile_jar(source: Path, classpath: Sequence[str], jar: Path, what: str) -> None:
+    """Compile one Java ``source`` against ``classpath`` into ``jar``, in a fresh folder (the
+    jar's own, cleared first: the class-data archives of an older build go with it); raises
+    :class:`JavaClientMissing` with the compiler's last lines when a step fails."""
+    where = jar.parent
+    classes = where / "classes"
+    shutil.rmtree(where, ignore_errors=True)
+    classes.mkdir(parents=True)
+    for cmd, step in (
+            (["javac", "-nowarn", "-d", str(classes), "-cp", os.pathsep.join(classpath),
+              str(source)], "compiling"),
+            (["jar", "--create", "--file", str(jar), "-C", str(classes), "."], "jarring")):
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
+            raise JavaClientMissing(f"{step} {what} failed: " + " / ".join(tail))
