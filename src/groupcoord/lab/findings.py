@@ -234,6 +234,15 @@ def shipped(protocol: str) -> bool:
     return family(protocol) in SHIPPED_FAMILIES
 
 
+def run_settings(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's effective settings (its ``settings_json`` column), {} where it has none."""
+    try:
+        d = json.loads(str(row.get("settings_json") or "{}"))
+    except ValueError:
+        return {}
+    return d if isinstance(d, dict) else {}
+
+
 def work_value(row: Mapping[str, Any], key: str) -> float | None:
     """A workload parameter of a run: its own column, else the workload's overrides (the
     ``work`` column, JSON). A distribution counts as its mean (``uniform``: the middle)."""
@@ -340,6 +349,7 @@ __all__ = [
     "family",
     "number",
     "reproduce",
+    "run_settings",
     "shipped",
     "sweep_parameter",
     "with_work_parameters",

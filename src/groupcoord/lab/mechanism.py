@@ -37,7 +37,14 @@ from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Any
 
-from groupcoord.lab.findings import BALANCE_AFTER_LAST, BY_COLUMN, family, number, work_value
+from groupcoord.lab.findings import (
+    BALANCE_AFTER_LAST,
+    BY_COLUMN,
+    family,
+    number,
+    run_settings,
+    work_value,
+)
 from groupcoord.lab.verdict import (
     SLOW_VARIANT,
     Claim,
@@ -660,11 +667,7 @@ def leader_hits(runs: Sequence[Mapping[str, Any]]) -> int | None:
 
 def _run_setting(run: Mapping[str, Any], name: str, default: Any = None) -> Any:
     """A setting of one run (its ``settings_json``), else ``default``."""
-    try:
-        d = json.loads(str(run.get("settings_json") or "{}"))
-    except ValueError:
-        return default
-    return d.get(name, default) if isinstance(d, dict) else default
+    return run_settings(run).get(name, default)
 
 
 def connect_mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any]],
@@ -903,7 +906,7 @@ def metadata_mechanism(scenario: str, protocols: Sequence[str],
             vals = {p: [float(r["convergence_ms"]) for r in rs if r["protocol"] == p]
                     for p in mine}
             s = next((st for r in rs if r["protocol"] == mine[0]
-                      for st in [_settings_json(r)] if st), settings.get(mine[0], {}))
+                      for st in [run_settings(r)] if st), settings.get(mine[0], {}))
             if fam == "classic":
                 age = s.get("metadata.max.age.ms")
                 times = "; ".join(f"{p} {_distribution(vals[p])}{_per_set(rs, p)}"
@@ -933,14 +936,6 @@ def metadata_mechanism(scenario: str, protocols: Sequence[str],
     return " ".join(out)
 
 
-def _settings_json(r: Mapping[str, Any]) -> dict[str, Any]:
-    try:
-        d = json.loads(str(r.get("settings_json") or "{}"))
-    except ValueError:
-        return {}
-    return d if isinstance(d, dict) else {}
-
-
 #: How KIP-848 and KIP-932 members' heartbeats line up, in the simulator as in the field: no
 #: JoinGroup round restarts their timers together. Each member's timer restarts at its own
 #: heartbeat's answer (``client.consumer``'s ``_on_success``, ``sim.share``'s), so each keeps
@@ -962,7 +957,7 @@ SPREAD_FIELD = "heartbeat_spread_ms"
 def spreads_of(runs: Sequence[Mapping[str, Any]]) -> list[float]:
     """The heartbeat spreads (ms) of the runs (:data:`SPREAD_KEY`; 0 where unset), low to
     high."""
-    return sorted({float(_settings_json(r).get(SPREAD_KEY) or 0) for r in runs})
+    return sorted({float(run_settings(r).get(SPREAD_KEY) or 0) for r in runs})
 
 
 def spread_text(spreads: Sequence[float]) -> str:

@@ -24,13 +24,12 @@ share review):
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from groupcoord.lab.findings import family, number, work_value
+from groupcoord.lab.findings import family, number, run_settings, work_value
 from groupcoord.lab.verdict import Claim, GridVerdict, MetricVerdict
 
 #: The verdict of a share-vs-consumer mark on records processed twice after a member loss
@@ -206,14 +205,10 @@ def family_rule(verdicts: Sequence[GridVerdict]) -> str:
 
 
 def _settings(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The first share run's settings that read (``findings.run_settings``)."""
     for r in runs:
-        if family(str(r.get("protocol"))) == "share" and r.get("settings_json"):
-            try:
-                d = json.loads(str(r["settings_json"]))
-            except ValueError:
-                continue
-            if isinstance(d, dict):
-                return d
+        if family(str(r.get("protocol"))) == "share" and (d := run_settings(r)):
+            return d
     return {}
 
 
