@@ -190,6 +190,21 @@ def test_head_of_line_blocking_is_read_from_the_controls_clean_against_poison(
     assert "head-of-line blocking" in share_sections_md(runs)
 
 
+def test_head_of_line_rows_of_scenarios_outside_the_built_in_order_sort_by_name() -> None:
+    """Scenarios the share order does not list (the owner grids') come after it by name, not
+    in a set's order: the page's rows were shuffled from one report to the next."""
+    from groupcoord.lab.share_report import head_of_line_rows
+
+    clean = json.dumps({"records_per_s": 60})
+    poison = json.dumps({"records_per_s": 60, "poison_rate": 0.0002})
+    names = ["owner-kill", "a-crash", "owner-crash", "z-kill"]
+    runs = [_run(SHARE, wl, s, scenario=sc, size=4, run_id=f"{sc}{wl}{s}", work=work,
+                 control_lag_record_s=100.0, window_s=10.0)
+            for sc in names for s in range(2)
+            for wl, work in (("1x4-busy", clean), ("1x4-poison", poison))]
+    assert [r[0] for r in head_of_line_rows(runs)] == sorted(names)
+
+
 def test_share_page_defines_its_metrics_and_says_a_zero_metric_once() -> None:
     runs = [_run(SHARE, "1x4-busy", s, stall_ms=0, lag_record_s=1.0) for s in range(5)]
     runs += [_run(KIP848, "1x12-busy", s, stall_ms=0, lag_record_s=9.0) for s in range(5)]

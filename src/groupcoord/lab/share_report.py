@@ -517,7 +517,8 @@ def head_of_line_rows(runs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     for poison, clean in sorted(clean_of.items()):
         for (scenario, size, protocol, wl) in sorted(
                 {k for k in cells if k[3] == poison},
-                key=lambda k: (SCENARIOS.index(k[0]) if k[0] in SCENARIOS else 99, k[1], k[2])):
+                key=lambda k: (SCENARIOS.index(k[0]) if k[0] in SCENARIOS else 99, k[0], k[1],
+                               k[2])):
             before = cells.get((scenario, size, protocol, clean), [])
             out.append([scenario, str(size), protocol, f"{clean} \u2192 {wl}",
                         _span(before, 1.0), _span(cells[(scenario, size, protocol, wl)], 1.0)])
