@@ -31,11 +31,25 @@ def _long_poll_fetch() -> bytes:
     return encode_request(body, 1, "closer")
 
 
-async def _fetch_then_close(close_in_same_step: bool) -> tuple[list[str], Any, Any]:
-    """Send a long-poll Fetch; the server closes the connection either in the very step the
-    Fetch arrived in (before its task starts) or once the Fetch waits. The never-awaited
-    warnings seen, the Fetch family's waiters, and the connection."""
-    async with async_embedded_cluster(topics={TOPIC: 1}) as cluster:
+def _join_group() -> bytes:
+    """A JoinGroup v3 (no MEMBER_ID_REQUIRED round trip) of a new group: the coordinator
+    answers it when the join phase ends (after group.initial.rebalance.delay.ms)."""
+    cls = request_class(ApiKey.JOIN_GROUP, 3)
+    assert cls is not None
+    body = build(cls, group_id="g", session_timeout=30_000, rebalance_timeout=30_000,
+                 member_id="", protocol_type="consumer",
+                 protocols=[{"name": "range", "metadata": b""}])
+    return encode_request(body, 1, "closer")
+
+
+async def _fetch_then_close(close_in_same_step: bool, request: bytes | None = None,
+                            ) -> tuple[list[str], Any, Any, int]:
+    """Send a long-poll Fetch (or ``request``); the server closes the connection either in the
+    very step it arrived in (before its task starts) or once the Fetch waits. The
+    never-awaited warnings seen, the Fetch family's waiters, the connection, and the requests
+    the coordinator still holds."""
+    config = {"group.initial.rebalance.delay.ms": "5000"}
+    async with async_embedded_cluster(topics={TOPIC: 1}, config=config) as cluster:
         server = cluster.server
         apis = server.apis.families[ProduceFetchApis]
         host, port = cluster.bootstrap_servers.split(",")[0].rsplit(":", 1)
@@ -55,7 +69,7 @@ async def _fetch_then_close(close_in_same_step: bool) -> tuple[list[str], Any, A
         conn.data_received = data_received
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
-            writer.write(_long_poll_fetch())
+            writer.write(request or _long_poll_fetch())
             await writer.drain()
             if not close_in_same_step:
                 for _ in range(200):
@@ -70,11 +84,11 @@ async def _fetch_then_close(close_in_same_step: bool) -> tuple[list[str], Any, A
                 await asyncio.sleep(0)
             gc.collect()
         never = [str(w.message) for w in seen if "never awaited" in str(w.message)]
-        return never, apis, conn
+        return never, apis, conn, server.runtime.pending_deferred
 
 
 def test_a_fetch_closed_before_its_task_starts_leaves_no_coroutine_or_waiter() -> None:
-    never, apis, conn = asyncio.run(_fetch_then_close(close_in_same_step=True))
+    never, apis, conn, _ = asyncio.run(_fetch_then_close(close_in_same_step=True))
     assert never == []
     assert apis._waiting_fetches == {}
     assert apis._data_waiters == []
@@ -82,8 +96,17 @@ def test_a_fetch_closed_before_its_task_starts_leaves_no_coroutine_or_waiter() -
 
 
 def test_a_waiting_fetch_closed_leaves_no_waiter() -> None:
-    never, apis, conn = asyncio.run(_fetch_then_close(close_in_same_step=False))
+    never, apis, conn, _ = asyncio.run(_fetch_then_close(close_in_same_step=False))
     assert never == []
     assert apis._waiting_fetches == {}
     assert apis._data_waiters == []
     assert conn._task is None and getattr(conn, "_finish", None) is None and not conn.busy
+
+
+def test_a_join_group_closed_before_its_task_starts_is_forgotten_by_the_coordinator() -> None:
+    """The deferred JoinGroup's future is cancelled with the connection's task, so the runtime
+    drops the request at once rather than holding it until the join phase ends."""
+    never, _, conn, pending = asyncio.run(_fetch_then_close(True, _join_group()))
+    assert never == []
+    assert pending == 0
+    assert conn._task is None and not conn.busy

@@ -739,7 +739,8 @@ class KafkaServer:
                 return None
             if isinstance(result, bytes):  # a body encoded by the handler itself
                 return response_frame(corr, result, header_v1)
-            if inspect.iscoroutine(result):  # a response given later (a long-poll Fetch)
+            if inspect.iscoroutine(result) or isinstance(result, asyncio.Future):
+                # a response given later (a long-poll Fetch, a JoinGroup)
                 return self._later(result, key, version, corr, conn)
             return encode_response(key, version, corr, result)
         except Exception:
@@ -774,8 +775,8 @@ class KafkaServer:
             return Close(f"internal error handling {api_name(key)} v{version}")
         return encode_response(key, version, corr, entity)
 
-    def _later(self, wait: Coroutine[Any, Any, Any], key: int, version: int, corr: int,
-               conn: Connection) -> Later:
+    def _later(self, wait: Coroutine[Any, Any, Any] | asyncio.Future[Any], key: int,
+               version: int, corr: int, conn: Connection) -> Later:
         """A response that ``wait`` gives later: the connection runs ``wait`` as its task and
         this encodes what it returns (:class:`Later`: the coroutine is the task's own, so a
         close before the task starts leaves no coroutine un-awaited)."""

@@ -30,12 +30,14 @@ class Later:
     ``wait`` as its request's task itself and hands the finished task to ``finish``, which
     builds the response frame (or a Close, or None) from its result or its exception.
 
-    ``wait`` is the task's own coroutine, never an argument of another one: a connection
-    closed before the task's first step cancels it, and a task cancelled before it starts
-    closes its coroutine, whereas a coroutine passed to a wrapper that never starts is dropped
-    without being awaited (a RuntimeWarning, and its cleanup never runs)."""
+    ``wait`` is the task's own coroutine (or a future, run as it is), never an argument of
+    another one: a connection closed before the task's first step cancels it, and a task
+    cancelled before it starts closes its coroutine, whereas a coroutine passed to a wrapper
+    that never starts is dropped without being awaited (a RuntimeWarning, and its cleanup never
+    runs). What must be undone even then (a request the coordinator holds) is a future whose
+    cancel undoes it."""
 
-    wait: Coroutine[Any, Any, Any]
+    wait: Coroutine[Any, Any, Any] | asyncio.Future[Any]
     finish: Callable[[asyncio.Future[Any]], bytes | Close | None]
 
 

@@ -219,16 +219,44 @@ class GroupApis(ApiFamily):
 
     def _deferrable(self, group_id: str, request: Any, ctx: RequestContext,
                     convert: Callable[[Any, RequestContext], Any]) -> Any:
-        """Run a request the core may answer later: the kio response, or an awaitable of it."""
+        """Run a request the core may answer later: the kio response, or a future of it."""
         r = self.runtime.handle_deferrable(group_id, request)
         if isinstance(r, asyncio.Future):
             return self._answer_later(r, ctx, convert)
         return convert(r, ctx)
 
     @staticmethod
-    async def _answer_later(fut: asyncio.Future[Any], ctx: RequestContext,
-                            convert: Callable[[Any, RequestContext], Any]) -> Any:
-        return convert(await fut, ctx)
+    def _answer_later(fut: asyncio.Future[Any], ctx: RequestContext,
+                      convert: Callable[[Any, RequestContext], Any]) -> asyncio.Future[Any]:
+        """The response of a request the coordinator answers later: ``fut``'s result through
+        ``convert``. A future chained to ``fut``, not a coroutine awaiting it: the connection
+        runs it as its request's task, and a close cancels it, hence ``fut``, even before
+        that task has run a step, so the runtime forgets the request at once
+        (``CoordinatorRuntime._forget``) instead of holding it until the group completes it."""
+        out: asyncio.Future[Any] = fut.get_loop().create_future()
+
+        def answered(f: asyncio.Future[Any]) -> None:
+            if out.done():
+                return
+            if f.cancelled():
+                out.cancel()
+                return
+            exc = f.exception()
+            if exc is not None:
+                out.set_exception(exc)
+                return
+            try:
+                out.set_result(convert(f.result(), ctx))
+            except Exception as e:  # answered as an internal error by the server
+                out.set_exception(e)
+
+        def dropped(o: asyncio.Future[Any]) -> None:
+            if o.cancelled():
+                fut.cancel()
+
+        fut.add_done_callback(answered)
+        out.add_done_callback(dropped)
+        return out
 
     def join_group(self, body: Any, ctx: RequestContext) -> Any:
         """JoinGroup v0-v9: answered when the join phase of the group completes."""
