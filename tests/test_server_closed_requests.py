@@ -77,6 +77,10 @@ async def _fetch_then_close(close_in_same_step: bool, request: bytes | None = No
                         break
                     await asyncio.sleep(0.01)
                 assert apis._waiting_fetches, "the Fetch never waited"
+                # the waiting Fetch is one task, the connection's (its wait runs no other)
+                tasks = asyncio.all_tasks() - {asyncio.current_task()}
+                assert [t.get_coro().__qualname__ for t in tasks  # type: ignore[union-attr]
+                        ] == ["ProduceFetchApis._fetch_wait"]
                 conn.close("closed while the Fetch waits")
             assert await asyncio.wait_for(reader.read(), 10) == b""  # closed, no answer
             writer.close()
