@@ -698,7 +698,8 @@ class KafkaServer:
     # ------------------------------------------------------------------ dispatch
 
     def dispatch(self, buf: bytes, conn: Connection) -> Outcome:
-        """Handle one request frame: its encoded response frame, None, Close, or an awaitable."""
+        """Handle one request frame: its encoded response frame, None, Close, or Later (a
+        response given later)."""
         try:
             key, version, corr = parse_request_prefix(buf)
         except DecodeError as e:

@@ -10,9 +10,10 @@ Upstream behaviour kept (Kafka's ``KafkaApis`` and the protocol guide):
 
 - Classic groups (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups) run on the
   group's shard like the rest; JoinGroup and SyncGroup may be answered later
-  (``CoordinatorRuntime.handle_deferrable`` gives a future): the handler then returns an
-  awaitable, and the connection answers its later requests only after it, in order (Kafka too
-  mutes a connection while one of its requests is in flight). JoinGroup below v7 answers a
+  (``CoordinatorRuntime.handle_deferrable`` gives a future): the handler then returns a
+  future chained to it (a close cancels the runtime's), and the connection answers its later
+  requests only after it, in order (Kafka too mutes a connection while one of its requests is
+  in flight). JoinGroup below v7 answers a
   missing protocol name as ``""`` (the field is not nullable there); LeaveGroup v0-v2 carry the
   one member id of the request.
 - Authorization: the APIs about one group named by ``group_id`` are checked by the dispatcher
