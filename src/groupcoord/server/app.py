@@ -58,7 +58,7 @@ import socket
 import time
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +90,7 @@ from groupcoord.server.apis import (
 )
 from groupcoord.server.brokers import BrokerInfo, BrokerSet
 from groupcoord.server.compaction import BackgroundCompaction, CompactionConfig
-from groupcoord.server.connection import Close, Outcome
+from groupcoord.server.connection import Close, Later, Outcome
 from groupcoord.server.control import ControlPlane
 from groupcoord.server.group_commit import GroupCommit
 from groupcoord.server.limits import ConnectionQuotas, Limits, QueuedBytes, normalise_ip
@@ -698,7 +698,8 @@ class KafkaServer:
     # ------------------------------------------------------------------ dispatch
 
     def dispatch(self, buf: bytes, conn: Connection) -> Outcome:
-        """Handle one request frame: its encoded response frame, None, Close, or an awaitable."""
+        """Handle one request frame: its encoded response frame, None, Close, or Later (a
+        response given later)."""
         try:
             key, version, corr = parse_request_prefix(buf)
         except DecodeError as e:
@@ -732,16 +733,16 @@ class KafkaServer:
         if faults.active:
             delay = faults.delay_ms(key, ctx.client_id, conn.broker)
             if delay > 0:
-                return self._finish_later(self._delayed(delay, body, ctx), key, version, corr,
-                                          conn)
+                return self._later(self._delayed(delay, body, ctx), key, version, corr, conn)
         try:
             result = self.apis.handle(body, ctx)
             if result is None:
                 return None
             if isinstance(result, bytes):  # a body encoded by the handler itself
                 return response_frame(corr, result, header_v1)
-            if inspect.isawaitable(result):
-                return self._finish_later(result, key, version, corr, conn)
+            if inspect.iscoroutine(result) or isinstance(result, asyncio.Future):
+                # a response given later (a long-poll Fetch, a JoinGroup)
+                return self._later(result, key, version, corr, conn)
             return encode_response(key, version, corr, result)
         except Exception:
             log.exception("%s: %s v%d failed", conn.peer, api_name(key), version)
@@ -775,20 +776,25 @@ class KafkaServer:
             return Close(f"internal error handling {api_name(key)} v{version}")
         return encode_response(key, version, corr, entity)
 
-    async def _finish_later(self, result: Awaitable[Any], key: int, version: int, corr: int,
-                            conn: Connection) -> bytes | Close | None:
-        try:
-            entity = await result
-            if entity is None:
-                return None
-            if isinstance(entity, bytes):
-                return encode_raw_response(key, version, corr, entity)
-            return encode_response(key, version, corr, entity)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("%s: %s v%d failed", conn.peer, api_name(key), version)
-            return self._internal_error(key, version, corr)
+    def _later(self, wait: Coroutine[Any, Any, Any] | asyncio.Future[Any], key: int,
+               version: int, corr: int, conn: Connection) -> Later:
+        """A response that ``wait`` gives later: the connection runs ``wait`` as its task and
+        this encodes what it returns (:class:`Later`: the coroutine is the task's own, so a
+        close before the task starts leaves no coroutine un-awaited)."""
+
+        def finish(task: asyncio.Future[Any]) -> bytes | Close | None:
+            try:
+                entity = task.result()
+                if entity is None:
+                    return None
+                if isinstance(entity, bytes):
+                    return encode_raw_response(key, version, corr, entity)
+                return encode_response(key, version, corr, entity)
+            except Exception:
+                log.exception("%s: %s v%d failed", conn.peer, api_name(key), version)
+                return self._internal_error(key, version, corr)
+
+        return Later(wait, finish)
 
 
 class Connection(asyncio.Protocol):
@@ -828,6 +834,8 @@ class Connection(asyncio.Protocol):
         self.reading_paused = False
         self.writing_paused = False
         self._task: asyncio.Future[Any] | None = None
+        #: Builds the response of ``_task`` once it is done (:class:`Later`).
+        self._finish: Callable[[asyncio.Future[Any]], bytes | Close | None] | None = None
         #: The context of the last request (:meth:`context`).
         self._ctx: RequestContext | None = None
 
@@ -1010,7 +1018,8 @@ class Connection(asyncio.Protocol):
                 self.close(outcome.reason)
                 return
             self.busy = True
-            self._task = asyncio.ensure_future(outcome)
+            self._finish = outcome.finish
+            self._task = asyncio.ensure_future(outcome.wait)
             self._task.add_done_callback(self._finished)
             break
         if out:
@@ -1040,14 +1049,13 @@ class Connection(asyncio.Protocol):
     def _finished(self, task: asyncio.Future[Any]) -> None:
         self.busy = False
         self._task = None
-        if self.closed or task.cancelled():
+        finish, self._finish = self._finish, None
+        if task.cancelled() or finish is None:
             return
-        exc = task.exception()
-        if exc is not None:
-            log.error("%s: request failed: %s", self.peer, exc)
-            self.close("internal error")
+        if self.closed:
+            task.exception()  # retrieved: a closed connection's failure is not reported again
             return
-        outcome = task.result()
+        outcome = finish(task)
         if isinstance(outcome, Close):
             if outcome.response:
                 self._write(outcome.response)

@@ -7,11 +7,11 @@ implementation; these live below it so that those layers need not import the ser
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["Close", "FrameHandler", "Outcome", "ServedConnection"]
+__all__ = ["Close", "FrameHandler", "Later", "Outcome", "ServedConnection"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -23,7 +23,25 @@ class Close:
     response: bytes = b""
 
 
-Outcome = bytes | Close | Awaitable["bytes | Close | None"] | None
+@dataclass(slots=True, frozen=True)
+class Later:
+    """Dispatch outcome: a response that is not ready yet (a long-poll Fetch or ShareFetch, a
+    JoinGroup the coordinator answers later, an injected latency). The connection runs
+    ``wait`` as its request's task itself and hands the finished task to ``finish``, which
+    builds the response frame (or a Close, or None) from its result or its exception.
+
+    ``wait`` is the task's own coroutine (or a future, run as it is), never an argument of
+    another one: a connection closed before the task's first step cancels it, and a task
+    cancelled before it starts closes its coroutine, whereas a coroutine passed to a wrapper
+    that never starts is dropped without being awaited (a RuntimeWarning, and its cleanup never
+    runs). What must be undone even then (a request the coordinator holds) is a future whose
+    cancel undoes it."""
+
+    wait: Coroutine[Any, Any, Any] | asyncio.Future[Any]
+    finish: Callable[[asyncio.Future[Any]], bytes | Close | None]
+
+
+Outcome = bytes | Close | Later | None
 
 #: Handles one request frame of a connection (the frame, the connection): the server's
 #: dispatch, or a SASL session's until the client has authenticated. The connection is typed

@@ -502,6 +502,10 @@ class MetricsServer:
         self.host = host
         self.port = port
         self._srv: asyncio.Server | None = None
+        #: The scrapes being served (one task each): cancelled at :meth:`stop`, which closing
+        #: the listening server does not do; a client that sends nothing would otherwise hold
+        #: one past the stop, pending when the loop closes.
+        self._serving: set[asyncio.Task[Any]] = set()
 
     async def start(self) -> tuple[str, int]:
         self._srv = await asyncio.start_server(self._serve, self.host, self.port,
@@ -516,8 +520,16 @@ class MetricsServer:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._srv.wait_closed(), 2.0)
             self._srv = None
+        serving, self._serving = self._serving, set()
+        for task in serving:
+            task.cancel()
+        if serving:
+            await asyncio.wait(serving, timeout=2.0)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._serving.add(task)
         try:
             request = await asyncio.wait_for(reader.readline(), 10.0)
             while True:  # the headers, ignored
@@ -538,6 +550,8 @@ class MetricsServer:
         except Exception:
             log.exception("metrics request failed")
         finally:
+            if task is not None:
+                self._serving.discard(task)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()

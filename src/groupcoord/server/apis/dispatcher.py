@@ -3,9 +3,11 @@ shape of kfake / Kafka's ``KafkaApis``).
 
 Handlers take kio entities and return kio entities; a handler may also return the encoded
 response body as ``bytes`` (the ConsumerGroupHeartbeat response, encoded by
-``protocol/fast.py`` on the hot path), None (no response: Produce with acks=0), or an awaitable
-of the response (a Fetch waiting for data, a JoinGroup or SyncGroup the coordinator answers
-later).
+``protocol/fast.py`` on the hot path), None (no response: Produce with acks=0), or, for a
+response given later, a coroutine or an ``asyncio.Future`` of it (a Fetch waiting for data, a
+JoinGroup or SyncGroup the coordinator answers later), which the connection runs as its
+request's task itself (``server/connection.py``'s ``Later``): nothing else may await it, and
+what a close must undo even before that task has run a step is a future's cancel.
 
 The families, one module each under ``server/apis/`` (:data:`FAMILIES`): ``authentication``
 (SaslHandshake, SaslAuthenticate, the SCRAM credential APIs), ``versions`` (ApiVersions),
@@ -79,10 +81,10 @@ AwaitableResponse = Awaitable[Any]
 
 
 class KafkaApis:
-    """The dispatcher. ``handle`` returns a kio response, None (no response: acks=0), or an
-    awaitable of one (a Fetch waiting for data). The server sets ``authorizer``, ``endpoints``,
-    ``control`` and ``brokers`` after construction; the families read them from the shared
-    :class:`BrokerState`."""
+    """The dispatcher. ``handle`` returns a kio response, None (no response: acks=0), or a
+    coroutine or future of one (a Fetch waiting for data; module doc). The server sets
+    ``authorizer``, ``endpoints``, ``control`` and ``brokers`` after construction; the
+    families read them from the shared :class:`BrokerState`."""
 
     def __init__(self, registry: TopicRegistry, runtime: CoordinatorRuntime,
                  host: str, port: int, broker_configs: dict[str, str] | None = None,

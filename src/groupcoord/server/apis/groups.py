@@ -10,9 +10,10 @@ Upstream behaviour kept (Kafka's ``KafkaApis`` and the protocol guide):
 
 - Classic groups (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups) run on the
   group's shard like the rest; JoinGroup and SyncGroup may be answered later
-  (``CoordinatorRuntime.handle_deferrable`` gives a future): the handler then returns an
-  awaitable, and the connection answers its later requests only after it, in order (Kafka too
-  mutes a connection while one of its requests is in flight). JoinGroup below v7 answers a
+  (``CoordinatorRuntime.handle_deferrable`` gives a future): the handler then returns a
+  future chained to it (a close cancels the runtime's), and the connection answers its later
+  requests only after it, in order (Kafka too mutes a connection while one of its requests is
+  in flight). JoinGroup below v7 answers a
   missing protocol name as ``""`` (the field is not nullable there); LeaveGroup v0-v2 carry the
   one member id of the request.
 - Authorization: the APIs about one group named by ``group_id`` are checked by the dispatcher
@@ -219,16 +220,44 @@ class GroupApis(ApiFamily):
 
     def _deferrable(self, group_id: str, request: Any, ctx: RequestContext,
                     convert: Callable[[Any, RequestContext], Any]) -> Any:
-        """Run a request the core may answer later: the kio response, or an awaitable of it."""
+        """Run a request the core may answer later: the kio response, or a future of it."""
         r = self.runtime.handle_deferrable(group_id, request)
         if isinstance(r, asyncio.Future):
             return self._answer_later(r, ctx, convert)
         return convert(r, ctx)
 
     @staticmethod
-    async def _answer_later(fut: asyncio.Future[Any], ctx: RequestContext,
-                            convert: Callable[[Any, RequestContext], Any]) -> Any:
-        return convert(await fut, ctx)
+    def _answer_later(fut: asyncio.Future[Any], ctx: RequestContext,
+                      convert: Callable[[Any, RequestContext], Any]) -> asyncio.Future[Any]:
+        """The response of a request the coordinator answers later: ``fut``'s result through
+        ``convert``. A future chained to ``fut``, not a coroutine awaiting it: the connection
+        runs it as its request's task, and a close cancels it, hence ``fut``, even before
+        that task has run a step, so the runtime forgets the request at once
+        (``CoordinatorRuntime._forget``) instead of holding it until the group completes it."""
+        out: asyncio.Future[Any] = fut.get_loop().create_future()
+
+        def answered(f: asyncio.Future[Any]) -> None:
+            if out.done():
+                return
+            if f.cancelled():
+                out.cancel()
+                return
+            exc = f.exception()
+            if exc is not None:
+                out.set_exception(exc)
+                return
+            try:
+                out.set_result(convert(f.result(), ctx))
+            except Exception as e:  # answered as an internal error by the server
+                out.set_exception(e)
+
+        def dropped(o: asyncio.Future[Any]) -> None:
+            if o.cancelled():
+                fut.cancel()
+
+        fut.add_done_callback(answered)
+        out.add_done_callback(dropped)
+        return out
 
     def join_group(self, body: Any, ctx: RequestContext) -> Any:
         """JoinGroup v0-v9: answered when the join phase of the group completes."""

@@ -219,16 +219,17 @@ class ProduceFetchApis(ApiFamily):
                     break
                 fut: asyncio.Future[None] = loop.create_future()
                 self._data_waiters.append(fut)
+                # asyncio.wait on the two futures with a timeout: no task of its own (a
+                # wait_for around it ran one per wake-up)
                 try:
-                    await asyncio.wait_for(asyncio.wait((fut, now),
-                                                        return_when=asyncio.FIRST_COMPLETED),
-                                           remaining)
-                except TimeoutError:
-                    break
+                    done, _ = await asyncio.wait((fut, now), timeout=remaining,
+                                                 return_when=asyncio.FIRST_COMPLETED)
                 finally:
                     if not fut.done() or fut.cancelled():
                         with contextlib.suppress(ValueError):
                             self._data_waiters.remove(fut)
+                if not done:  # MaxWaitMs is over
+                    break
                 resp, total, errors = self._fetch_once(body, ctx)
                 if total > 0 or errors:
                     return resp
