@@ -600,3 +600,29 @@ def test_heartbeats_go_on_after_a_quick_cooperative_second_round(defer: bool) ->
         assert w.stats["resets"] == 0 and w.generation == settle.generation
         assert w.stats["heartbeats"] - beats[n] >= 3 * session // interval - 1, n
     c.complete()
+
+
+def test_an_eager_worker_keeps_its_session_through_a_slow_stop() -> None:
+    """Upstream's heartbeat thread keeps heartbeating through an eager worker's onJoinPrepare
+    (the herder stopping every connector and task, 8 at a time): a stop three session timeouts
+    long costs W1 neither its session nor its member id, and it joins W2's round when done."""
+    interval, session = 500, 6_000
+    c = ConnectCluster(KIP_CONFIG, protocol="eager", heartbeat_interval_ms=interval,
+                       session_timeout_ms=session, rebalance_timeout_ms=60_000)
+    c.start("W1")
+    c.settle()
+    w1 = c.workers["W1"]
+    member, beats = w1.member_id, w1.stats["heartbeats"]
+    c.listeners["W1"].defer = True
+    c.start("W2")
+    c.advance(3 * session)
+    assert c.listeners["W1"].stopping is not None  # still stopping its work
+    assert w1.state is WorkerState.JOINING and w1.member_id == member
+    assert w1.stats["heartbeats"] >= beats + 3 * session // interval - 2
+    assert w1.stats["resets"] == 0
+    c.listeners["W1"].defer = False
+    c.finish_revocation("W1")
+    c.settle()
+    assert w1.stats["resets"] == 0 and w1.member_id == member
+    assert {name_of(m) for m in table(c.rounds[-1])} == {"W1", "W2"}
+    c.complete()

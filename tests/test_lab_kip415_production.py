@@ -104,16 +104,22 @@ def test_the_crash_narrows_sessioneds_lead_at_delay_zero() -> None:
 
 
 def test_joins_seconds_apart_make_an_eager_group_restart_every_task_twice() -> None:
-    """Two workers 4 s apart: the second join comes after the first one's round, so an eager
-    group stops and starts every task in two rebalances (and stalls twice); 1 s apart both
+    """Two workers 4 s apart: the second join comes after the first one's round (in most
+    seeds), so an eager group stops and starts every task in two rebalances (and stalls
+    twice); 1 s apart both
     join the same round. Incremental cooperative rebalancing moves only the joiners' share
     either way (as many restarts as when they join at once)."""
     at_once = _rows("kip415-worker-joins", SESSIONED, 12)
     for name, rounds in (("worker-joins-1s-apart", 1), ("worker-joins-4s-apart", 2)):
         eager = _rows(name, EAGER, 12)
-        assert all(r["task_restarts"] == rounds * TASKS for r in eager)
-        # each round stops and starts every task: 1 s + 1 s, the model's task times
-        assert all(rounds * 2_000 <= r["stall_ms"] < rounds * 2_000 + 500 for r in eager)
+        # (with the herder's start/stop pool a round lasts 3 s: a second join 4 s later
+        # can still fall into it when the workers learn of the first one late)
+        assert max(r["task_restarts"] for r in eager) == rounds * TASKS
+        for r in eager:  # each round stops and starts every task: a worker's 12 connectors
+            # and tasks stop 8 at a time (the start/stop pool: two 1 s stops), then start
+            n = r["task_restarts"] // TASKS
+            assert r["task_restarts"] == n * TASKS and n >= 1
+            assert n * 3_000 <= r["stall_ms"] < n * 3_000 + 500
         sess = _rows(name, SESSIONED, 12)
         assert [r["task_restarts"] for r in sess] == [r["task_restarts"] for r in at_once]
         assert all(r["stall_ms"] == 0 for r in sess)
@@ -160,7 +166,10 @@ def test_the_worker_stall_includes_the_barriers_wait() -> None:
     with the spread, because the eager barrier waits for the last worker to learn of the
     rebalance. It is what the trace shows, and 0 where a cooperative worker keeps tasks."""
     sc = build_scenario(_cells("kip415-worker-joins", EAGER, 6)[0])
-    start, stop = sc.workload.task_start_ms, sc.workload.task_stop_ms
+    start = sc.workload.task_start_ms
+    # a worker's 24 connectors and tasks stop 8 at a time (the herder's start/stop pool)
+    stop = -(-(TASKS + 16) // 6 // sc.workload.start_stop_threads) * sc.workload.task_stop_ms
+    assert stop == 3 * sc.workload.task_stop_ms
     by_spread = {}
     for spread in ("0s", "3s"):
         rows = _rows("kip415-worker-joins", f"{EAGER}@hbspread{spread}", 6, events=True)

@@ -303,13 +303,15 @@ def plan(sc: Scenario, seed: int) -> list[tuple[float, str, Any]]:
 
 
 def run_connect_wire(sc: Scenario, protocol: str, seed: int, *, keep_dir: Path | None = None,
-                     progress: Callable[[str], None] | None = None, start_stop_threads: int = 0,
+                     progress: Callable[[str], None] | None = None, start_stop_threads: int | None = None,
                      settle_s: float = 8.0, timeout_s: float | None = None) -> dict[str, Any]:
     """Play ``sc`` with real Connect workers (the module doc); returns the metrics with the
     run's facts (``workers``, ``leader_at_event``, ``load``, the first disturbance's time).
     ``settle_s``: the run ends once nothing happened in the workers' logs for this long after
     the last event (or at ``timeout_s`` after it: default the rebalance timeout plus KIP-415's
-    delay plus 60 s)."""
+    delay plus 60 s). ``start_stop_threads``: the workers' start/stop pool (the herder's, 8:
+    a revocation stops 8 connectors and tasks at a time); default the workload's
+    ``start_stop_threads``, as the model runs it; 0, all at once."""
     from groupcoord.lab.wire import server_configs, start_server
 
     if protocol not in PROTOCOLS:
@@ -320,6 +322,7 @@ def run_connect_wire(sc: Scenario, protocol: str, seed: int, *, keep_dir: Path |
     acts = plan(sc, seed)
     rt = connect_runtime()
     wl = sc.workload
+    pool = wl.start_stop_threads if start_stop_threads is None else start_stop_threads
     if timeout_s is None:
         timeout_s = (sc.rebalance_timeout_ms + sc.max_delay_ms) / 1000 + 60
     workdir = Path(tempfile.mkdtemp(prefix="gc-connect-")) if keep_dir is None else keep_dir
@@ -339,7 +342,7 @@ def run_connect_wire(sc: Scenario, protocol: str, seed: int, *, keep_dir: Path |
                "--max-delay-ms", str(sc.max_delay_ms),
                "--task-stop-ms", str(round(wl.task_stop_ms)),
                "--task-start-ms", str(round(wl.task_start_ms)),
-               "--start-stop-threads", str(start_stop_threads), "--wait-go"]
+               "--start-stop-threads", str(pool), "--wait-go"]
         with open(workdir / f"{name}.stderr.log", "w") as err:
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=err, text=True)

@@ -323,7 +323,11 @@ class Application:
                     proc.deactivate([it], commit=True)
             if running and not self._runs_tasks(p):
                 self._stalled_since.setdefault(key, sim.now)
-            delay = (self.workload.task_stop_ms if tasks else 0) + slow_ms
+            # a worker leaving stops everything at once (the herder's halt), a rebalance's
+            # revocation through the start/stop pool (:meth:`stop_ms`)
+            items = 0 if p.leaving else len(tasks) + sum(
+                1 for it in parts if not self._is_task(it))
+            delay = (self.stop_ms(items) if tasks else 0) + slow_ms
             if delay <= 0:
                 return None
             sim.at(sim.now + delay, sim._revocation_done, (p, gen))
@@ -359,6 +363,47 @@ class Application:
                   f"revocation at poll, {proc.next_poll() - sim.now} ms")
         proc.at_poll(in_poll)
         return DEFER
+
+    def stop_ms(self, items: int) -> int:
+        """How long a Connect worker's revocation of ``items`` connectors and tasks takes to
+        stop them: ``ceil(items / start_stop_threads) * task_stop_ms`` (all at once, one
+        ``task_stop_ms``, when the pool is 0).
+
+        What Kafka does (Apache Kafka's ``connect/runtime``, read at the 4.0.0-SNAPSHOT trunk
+        commit ``1eb7644349cb``, 2024-10-25, the snapshot the lab's wire workers are built
+        from): ``DistributedHerder`` runs a fixed pool of ``START_STOP_THREAD_POOL_SIZE`` (8)
+        threads, ``startAndStopExecutor``, and ``startAndStop(callables)`` hands it a list of
+        callables with ``invokeAll`` (it returns when every one has). The rebalance listener's
+        ``onRevoked`` (eager: every connector and task the worker ran, as
+        ``WorkerCoordinator.onJoinPrepare`` revokes the whole assignment; incremental
+        cooperative: the revoked ones, from ``onJoinComplete``) builds one
+        ``getConnectorStoppingCallable`` per connector and one ``getTaskStoppingCallable`` per
+        task and runs them through ``startAndStop``: each stopping callable is
+        ``Worker.stopAndAwaitConnector`` / ``Worker.stopAndAwaitTask``, which signals its one
+        task (``stopTask``) and waits for it (``awaitStopTasks`` of that task alone, up to
+        ``task.shutdown.graceful.timeout.ms``, 5 s). So **stops are bounded**: 8 connectors or
+        tasks at a time, the revocation (and with it an eager worker's JoinGroup, a
+        cooperative worker's follow-up) ends after ``ceil(items / 8)`` stop times. (The
+        concurrent stop, ``Worker.stopAndAwaitTasks(ids)``: signal all, then await all, is used
+        for task reconfiguration and the herder's shutdown, not by a rebalance.) **Starts are
+        not bounded in time**: ``startWork`` runs one ``getConnectorStartingCallable`` /
+        ``getTaskStartingCallable`` per new item through the same pool, but a starting
+        callable returns once ``Worker.startConnector`` / ``Worker.startTask`` has built the
+        task and submitted it to the worker's own (cached, unbounded) executor; the task's
+        start-up (``WorkerTask.run``: ``initializeAndStart``, the connector's ``start``) runs
+        on its own thread. So every task of an assignment starts ``task_start_ms`` after it
+        (:meth:`assigned`). A worker that stops (``DistributedHerder.halt``, before it leaves
+        the group) stops its work with ``Worker.stopAndAwaitConnectors()`` and
+        ``stopAndAwaitTasks()``: every item signalled, then awaited, no pool; the model stops
+        a leaving worker's items at once (``items`` 0: one ``task_stop_ms``; Kafka's halt
+        awaits the connectors, then the tasks). The model stops the revoked tasks' processing
+        at the revocation (the wire worker's log does the same); in Kafka a task queued behind
+        the pool keeps running until its callable signals it, so both sides count a queued
+        task's wait as downtime. A revocation of connectors only costs nothing in the model
+        (connectors do no record work), as before the pool."""
+        n = self.workload.start_stop_threads
+        rounds = 1 if n <= 0 or items <= 0 else -(-items // n)
+        return rounds * self.workload.task_stop_ms
 
     def poll_gate(self, p: Proc) -> Callable[[PollGatedClassicConsumer], bool]:
         """The gate of a classic consumer's rejoins (:class:`PollGatedClassicConsumer`)."""
@@ -555,12 +600,14 @@ class Application:
     def reaction_bound_ms(self) -> int:
         """How much later than an idle member a working one may answer a rebalance, per
         round: its batch (at most ``max.poll.interval.ms``, when it leaves the group), the
-        revocation's commit, a Connect task's stop."""
+        revocation's commit, a Connect worker's stops (:meth:`stop_ms`: at most every item of
+        the group on one worker) and starts."""
         if not self.on:
             return 0
         wl = self.workload
+        stop = self.stop_ms(len(self.sim.universe)) if self.connect else wl.task_stop_ms
         return int(self.sim.scenario.rebalance_timeout_ms + wl.commit_latency_ms
-                   + wl.task_stop_ms + wl.task_start_ms + wl.startup_ms)
+                   + stop + wl.task_start_ms + wl.startup_ms)
 
     def summary(self) -> dict[str, Any]:
         if not self.on:

@@ -17,7 +17,10 @@ family (Kafka config names; the Java clients, librdkafka and Kafka 4.3's broker 
   (``sim.share.ShareSettings``: Kafka's 30 s and 5);
 - Connect workers (``DistributedConfig``; the same on the Connect draft's group type):
   ``heartbeat.interval.ms`` 3 s, ``session.timeout.ms`` 10 s, ``rebalance.timeout.ms`` 60 s,
-  ``scheduled.rebalance.max.delay.ms`` 5 min (KIP-415).
+  ``scheduled.rebalance.max.delay.ms`` 5 min (KIP-415); a worker stops the connectors and
+  tasks of a revocation 8 at a time (``DistributedHerder``'s ``START_STOP_THREAD_POOL_SIZE``,
+  a constant, not a config: the workload's ``start_stop_threads``, named
+  ``start.stop.threads`` in the settings list; see ``sim.application``).
 
 :func:`with_field_settings` puts a scenario's group at these settings (the lab does so for
 every run unless the scenario sets them itself); :func:`effective_settings` names what a
@@ -144,6 +147,8 @@ def effective_settings(sc: Scenario, protocol: str) -> dict[str, int]:
                                             else sc.commit_interval_ms)}
         if sc.heartbeat_spread_ms:  # the model's spread of heartbeat phases (no client config)
             out["heartbeat.spread.ms"] = sc.heartbeat_spread_ms
+        if not wl.idle:  # the herder's start/stop pool (a constant in Kafka, no config)
+            out["start.stop.threads"] = wl.start_stop_threads
     else:
         out = {"heartbeat.interval.ms" if fam == "classic"
                else "group.consumer.heartbeat.interval.ms": sc.heartbeat_interval_ms,

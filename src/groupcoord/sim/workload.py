@@ -245,6 +245,10 @@ class Workload:
     warmup_ms: int = 0
     task_start_ms: int = 1_000
     task_stop_ms: int = 1_000
+    #: A Connect worker's start/stop pool (Kafka's ``DistributedHerder``
+    #: ``START_STOP_THREAD_POOL_SIZE``, 8, a constant there): a revocation stops its
+    #: connectors and tasks this many at a time (``sim.application``); 0, all at once.
+    start_stop_threads: int = 8
     metadata_max_age_ms: int = 300_000
     fetch_latency_ms: int = 50
     #: From a process's start to its first request to the coordinator (a JVM starting, a
@@ -303,6 +307,8 @@ class Workload:
             if f.name == "idle" or v is None or (f.name.startswith("poison_")
                                                  and v == f.default):
                 continue
+            if f.name == "start_stop_threads" and v == f.default:
+                continue  # (Kafka's pool: the table as before the option)
             if f.name.startswith("pause_") and self.pause_every_ms <= 0:
                 continue  # (no pauses: the table as before the option)
             if f.name == "topic_rates":
@@ -326,7 +332,7 @@ DEFAULT_WORKLOAD = Workload()
 _KEYS = {f.name for f in fields(Workload)}
 _INTS = {"max_poll_records": 1, "max_poll_interval_ms": 1, "auto_commit_interval_ms": 0,
          "commit_latency_ms": 0, "warmup_ms": 0, "task_start_ms": 0, "task_stop_ms": 0,
-         "metadata_max_age_ms": 0, "fetch_latency_ms": 0,
+         "start_stop_threads": 0, "metadata_max_age_ms": 0, "fetch_latency_ms": 0,
          "startup_ms": 0, "poison_attempts": 1, "pause_every_ms": 0, "poison_backoff_ms": 0,
          "share_lock_duration_ms": 1, "share_delivery_count_limit": 2}
 _DISTS = ("fixed", "exponential", "uniform", "lognormal")

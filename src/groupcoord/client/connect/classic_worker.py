@@ -342,7 +342,9 @@ class ClassicConnectWorker(ClassicMember):
         if s is WorkerState.LEAVING:
             return None if self._revoking is not None else self._now
         if s is WorkerState.JOINING:
-            return None if self._revoking is not None else max(self._retry_at, self._now)
+            if self._revoking is not None:
+                return self._next_heartbeat if self._in_generation() else None
+            return max(self._retry_at, self._now)
         if s is WorkerState.SYNCING:
             return self._now
         deadline = self._next_heartbeat
@@ -386,7 +388,10 @@ class ClassicConnectWorker(ClassicMember):
                 return None
             if not self._prepared:
                 self._prepare_join()
-            if self._revoking is not None:
+            if self._revoking is not None:  # onJoinPrepare: the heartbeat thread goes on
+                if self._in_generation() and now_ms >= self._next_heartbeat:
+                    self.stats["heartbeats"] += 1
+                    return self._send(self._heartbeat(), now_ms)
                 return None
             return self._send(self._join_request(), now_ms)
         if s is WorkerState.SYNCING:
@@ -459,6 +464,9 @@ class ClassicConnectWorker(ClassicMember):
                           if name in offered)
         self.stats["joins"] += 1
         return self._join_group(protocols, self._join_reason)
+
+    def _in_generation(self) -> bool:
+        return bool(self.member_id) and self.generation >= 0
 
     def _prepare_join(self) -> None:
         """Upstream ``onJoinPrepare``: under the eager protocol everything is revoked first."""
@@ -626,7 +634,14 @@ class ClassicConnectWorker(ClassicMember):
         if code == _E.none or code in RETRIABLE_ERRORS:
             self._next_heartbeat = self._now + self.heartbeat_interval_ms
         elif code == _E.rebalance_in_progress:
-            self._rejoin("the coordinator answered REBALANCE_IN_PROGRESS")
+            # Upstream's heartbeat thread keeps its timer (the next heartbeat an interval after
+            # this one) and keeps heartbeating while the worker is still in its generation:
+            # through an eager worker's onJoinPrepare, which stops its connectors and tasks
+            # (the herder's onRevoked; AbstractCoordinator's state stays STABLE until the
+            # JoinGroup goes out), so a stop that outlasts session.timeout.ms costs no session.
+            self._next_heartbeat = self._now + self.heartbeat_interval_ms
+            if self.state is not WorkerState.JOINING:
+                self._rejoin("the coordinator answered REBALANCE_IN_PROGRESS")
         elif code in RESET_ERRORS:
             self._reset(code, "Heartbeat")
         else:

@@ -27,11 +27,11 @@
  * - a new configuration ("config A=8,B=8,C=3" on stdin) is a new snapshot at the next offset;
  *   a connector added or removed requests a rejoin (the herder's needsReconfigRebalance).
  * A connector or task stop takes --task-stop-ms and a start --task-start-ms (Thread.sleep, as
- * the lab's model times them), all at once by default (the model's assumption).
- * --start-stop-threads N stops them N at a time, as the herder's start/stop pool
- * (START_STOP_THREAD_POOL_SIZE, 8) does: each of its stop callables waits for its task's
- * graceful stop. Starts stay all at once: the herder's start callable returns once the task
- * is submitted to its own thread, where the task's start-up runs.
+ * the lab's model times them). --start-stop-threads N (default 8, the herder's
+ * START_STOP_THREAD_POOL_SIZE) stops them N at a time, as the herder's start/stop pool does:
+ * each of its stop callables (Worker.stopAndAwaitTask) waits for its task's graceful stop;
+ * 0 stops them all at once. Starts stay all at once: the herder's start callable returns once
+ * the task is submitted to its own thread, where the task's start-up runs.
  *
  * Log: JSON lines with "mono" (System.nanoTime in seconds: CLOCK_MONOTONIC, the clock Python's
  * time.monotonic reads, so the harness compares every worker's lines on one time axis) and
@@ -108,7 +108,7 @@ public final class ConnectWorker {
             new FileOutputStream(req("log"), true), StandardCharsets.UTF_8), true);
         this.stopMs = Long.parseLong(args.getOrDefault("task-stop-ms", "0"));
         this.startMs = Long.parseLong(args.getOrDefault("task-start-ms", "0"));
-        this.threads = Integer.parseInt(args.getOrDefault("start-stop-threads", "0"));
+        this.threads = Integer.parseInt(args.getOrDefault("start-stop-threads", "8"));
         this.snapshot = snapshotOf(0, parseConnectors(req("connectors")));
     }
 
@@ -233,13 +233,18 @@ public final class ConnectWorker {
     }
 
     private void stopWork(Collection<String> connectors, Collection<ConnectorTaskId> tasks, String why) {
+        stopWork(connectors, tasks, why, threads);
+    }
+
+    private void stopWork(Collection<String> connectors, Collection<ConnectorTaskId> tasks, String why,
+                          int pool) {
         Set<String> cs = new TreeSet<>(connectors);
         cs.retainAll(runningConnectors);
         Set<ConnectorTaskId> ts = new TreeSet<>(tasks);
         ts.retainAll(runningTasks);
         log("stopping", ", \"why\": " + quote(why) + ", \"connectors\": " + list(cs) + ", \"tasks\": " + list(ts));
         try {
-            work(cs, ts, stopMs, threads);
+            work(cs, ts, stopMs, pool);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
@@ -428,8 +433,10 @@ public final class ConnectWorker {
             handleRebalanceCompleted();
         }
         log("closing", "");
-        // DistributedHerder.halt: stop the work, then leave the group (WorkerGroupMember.stop)
-        stopWork(new ArrayList<>(runningConnectors), new ArrayList<>(runningTasks), "shutdown");
+        // DistributedHerder.halt: stop the work (Worker.stopAndAwaitConnectors and
+        // stopAndAwaitTasks: every item signalled, then awaited, not through the start/stop
+        // pool), then leave the group (WorkerGroupMember.stop)
+        stopWork(new ArrayList<>(runningConnectors), new ArrayList<>(runningTasks), "shutdown", 0);
         member.stop();
         log("closed", "");
     }
