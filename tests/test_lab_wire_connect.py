@@ -126,6 +126,47 @@ def test_real_connect_workers_rebalance_a_join_as_kip415_says(protocol: str, res
     assert m["task_downtime_task_s"] > 0
 
 
+
+def _stop_seconds(keep: Path, why: str) -> list[tuple[int, float]]:
+    """(items, seconds) of every stop the workers logged for ``why`` (revoked, shutdown)."""
+    import json
+
+    out = []
+    for log in sorted(keep.glob("*.worker.log")):
+        began: tuple[int, float] | None = None
+        for line in log.read_text().splitlines():
+            e = json.loads(line)
+            if e["event"] == "stopping" and e.get("why") == why:
+                began = (len(e["connectors"]) + len(e["tasks"]), e["mono"])
+            elif e["event"] == "stopped" and began is not None:
+                out.append((began[0], e["mono"] - began[1]))
+                began = None
+    return out
+
+
+@pytest.mark.parametrize("pool", [8, 0])
+def test_real_eager_workers_stop_a_rebalance_s_items_8_at_a_time(pool: int,
+                                                                 tmp_path: Path) -> None:
+    """The wire worker follows Kafka's herder: a rebalance's revocation stops its connectors
+    and tasks on the start/stop pool of 8 (each stop callable waits for its item), so a
+    worker with 13 of them needs two stop times; the shutdown stops all at once. The
+    workload's ``start_stop_threads`` sets the workers' pool (0: all at once)."""
+    _runtime()
+    group = {**JOIN["group"], "connectors": {"A": 12, "B": 12}}  # 26 items, 13 a worker
+    sc = parse_scenario({**JOIN, "group": group})
+    stop = 400
+    sc = replace(sc, workload=replace(sc.workload, task_stop_ms=stop, task_start_ms=100,
+                                      start_stop_threads=pool))
+    m = run_connect_wire(sc, "classic-connect:eager", 7, keep_dir=tmp_path, settle_s=4.0)
+    assert m["workers"] == 3 and m["balanced"], m
+    revoked = [(n, s) for n, s in _stop_seconds(tmp_path, "revoked") if n > 8]
+    assert revoked, _stop_seconds(tmp_path, "revoked")
+    for n, took in revoked:
+        rounds = 1 if pool == 0 else -(-n // pool)
+        assert rounds * stop / 1000 <= took < (rounds + 1) * stop / 1000, (n, took)
+    for _n, took in _stop_seconds(tmp_path, "shutdown"):
+        assert stop / 1000 <= took < 2 * stop / 1000
+
 def test_a_killed_worker_s_work_is_down_from_its_death_until_another_starts_it() -> None:
     universe = universe_of([("A", 1)])
     recs = [_rec(0.0, "c1", "start"), _rec(0.0, "c2", "start"),

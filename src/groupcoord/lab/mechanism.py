@@ -184,8 +184,10 @@ class TaskTimes:
 
     def text(self) -> str:
         return (f"a task stops in {number(self.stop_ms / 1000.0)} s and starts in "
-                f"{number(self.start_ms / 1000.0)} s (model inputs: an eager stall of about "
-                f"{number((self.stop_ms + self.start_ms) / 1000.0)} s is their sum)")
+                f"{number(self.start_ms / 1000.0)} s (model inputs; a worker stops its "
+                f"connectors and tasks 8 at a time, Kafka's start/stop pool: an eager stall is "
+                f"{number(self.start_ms / 1000.0)} s plus {number(self.stop_ms / 1000.0)} s "
+                f"per 8 of them a worker holds)")
 
 
 def task_times(run: Mapping[str, Any]) -> TaskTimes | None:

@@ -840,12 +840,13 @@ rows do not change with it). Under incremental cooperative rebalancing a departe
 worker's tasks wait that delay for it to come back, by design: its time until balanced and \
 task downtime in worker-leaves are the configured delay, not a slowness of the protocol. In \
 kip415-worker-joins two workers join at every size (3 to 5, 6 to 8, 12 to 14). A task takes \
-the model's 1 s to stop and 1 s to start: an eager rebalance's stall of about 2 s, and the \
-task downtime of a restart, are these two inputs, not measurements (the kip415-task-times \
-grid sweeps them). kip415-leader-leaves has no delay, by Kafka's behaviour, not the model's \
-choice: the previous assignment that tells which tasks were lost lives in the leader's memory \
-(Kafka's IncrementalCooperativeAssignor), so a new leader does not know the departed worker's \
-assignment and hands its tasks out at once (sessioned balances in about 2 s).'''
+the model's 1 s to stop and 1 s to start, and a worker stops its connectors and tasks 8 at a \
+time (Kafka's start/stop pool): an eager rebalance's stall (about 7 s at 3 workers, 4 s at 6, \
+3 s at 12), and the task downtime of a restart, are these inputs, not measurements (the \
+kip415-task-times grid sweeps them). kip415-leader-leaves has no delay, by Kafka's behaviour, \
+not the model's choice: the previous assignment that tells which tasks were lost lives in \
+the leader's memory (Kafka's IncrementalCooperativeAssignor), so a new leader does not know \
+the departed worker's assignment and hands its tasks out at once (sessioned balances in about 2 s).'''
 protocols = ["connect:eager", "connect:cooperative", "classic-connect:eager",
              "classic-connect:sessioned"]
 scenarios = ["kip415-worker-joins", "worker-leaves-d0", "worker-leaves-d30s",

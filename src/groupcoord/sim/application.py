@@ -371,9 +371,10 @@ class Application:
 
         What Kafka does (Apache Kafka's ``connect/runtime``, read at the 4.0.0-SNAPSHOT trunk
         commit ``1eb7644349cb``, 2024-10-25, the snapshot the lab's wire workers are built
-        from): ``DistributedHerder`` runs a fixed pool of ``START_STOP_THREAD_POOL_SIZE`` (8)
-        threads, ``startAndStopExecutor``, and ``startAndStop(callables)`` hands it a list of
-        callables with ``invokeAll`` (it returns when every one has). The rebalance listener's
+        from; not re-read at 4.3): ``DistributedHerder`` runs a fixed pool of
+        ``START_STOP_THREAD_POOL_SIZE`` (8) threads, ``startAndStopExecutor``, and
+        ``startAndStop(callables)`` hands it a list of callables with ``invokeAll`` (it
+        returns when every one has). The rebalance listener's
         ``onRevoked`` (eager: every connector and task the worker ran, as
         ``WorkerCoordinator.onJoinPrepare`` revokes the whole assignment; incremental
         cooperative: the revoked ones, from ``onJoinComplete``) builds one
@@ -400,7 +401,9 @@ class Application:
         at the revocation (the wire worker's log does the same); in Kafka a task queued behind
         the pool keeps running until its callable signals it, so both sides count a queued
         task's wait as downtime. A revocation of connectors only costs nothing in the model
-        (connectors do no record work), as before the pool."""
+        (connectors do no record work), as before the pool. The rule is the worker's, so it
+        holds on both group types (classic-connect, and the Connect draft's ``connect``),
+        eager and incremental cooperative."""
         n = self.workload.start_stop_threads
         rounds = 1 if n <= 0 or items <= 0 else -(-items // n)
         return rounds * self.workload.task_stop_ms
