@@ -347,17 +347,18 @@ def test_the_command_simulates_a_cell_without_the_wire_and_refuses_a_bad_one() -
 
 
 SMALL: dict[str, Any] = {
-    "name": "share-small", "description": "two share consumers on foo; c1 is killed",
+    "name": "share-small", "description": "two share consumers on foo; c1 is lost",
     "group": {"members": 2, "topics": {"foo": 2}},
     "events": [{"at_ms": 6000, "kind": "crash", "member": "c1"}],
 }
 
 
 def test_real_share_consumers_on_a_small_crash(tmp_path: Path) -> None:
-    """Two ShareConsumers on two partitions, c1 killed -9 at 6 s: the coordinator removes it at
-    its session timeout (4 s), c2 takes its partition and what c1 had acquired comes back after
-    its lock (3 s); every record produced is done by the end. Fails if the share path (the
-    member process, ShareFetch and acknowledgement, the describe poller) is broken."""
+    """Two ShareConsumers on two partitions, c1 lost at 6 s (SIGSTOP, a lost host): the
+    coordinator removes it at its session timeout (4 s), c2 takes its partition and what c1 had
+    acquired comes back after its lock (3 s); every record produced is done by the end. Fails
+    if the share path (the member process, ShareFetch and acknowledgement, the describe poller)
+    is broken."""
     pytest.importorskip("confluent_kafka")
     sc = parse_scenario(SMALL, source="share-small")
     settings = {"group.share.heartbeat.interval.ms": 500,
@@ -399,3 +400,67 @@ def test_real_share_consumers_on_a_small_crash(tmp_path: Path) -> None:
         assert first < upto, key
         missing = [o for o in range(first, upto) if (p, o) not in done]
         assert not missing, (key, upto, missing[:20], len(missing))
+
+
+LOST: dict[str, Any] = {
+    "name": "share-lost-host", "description": "two share consumers on one partition; c1's host "
+    "is lost", "group": {"members": 2, "topics": {"foo": 1}},
+    "events": [{"at_ms": 6000, "kind": "crash", "member": "c1"}],
+}
+
+
+def test_a_crash_on_the_wire_is_a_lost_host_and_a_kill_closes() -> None:
+    """``crash`` is SIGSTOP on the share wire (``hang``), ``kill`` SIGKILL; consumers keep the
+    kill unless asked (``lost_host``)."""
+    for kind, lost, action in (("crash", True, "hang"), ("kill", True, "stop"),
+                               ("crash", False, "stop")):
+        sc = parse_scenario({**LOST, "events": [{**LOST["events"][0], "kind": kind}]},
+                            source="lost")
+        acts, _ = _actions(sc, 1, lost)
+        [stop] = [a for a in acts if a[1] in ("stop", "hang")]
+        assert stop[1:] == (action, "c1", True)
+
+
+def test_a_lost_share_member_holds_its_records_until_their_lock_and_its_membership_until_its_session(
+        tmp_path: Path) -> None:
+    """Two ShareConsumers fetch one partition (both have it: KIP-932's simple assignor), both
+    busy (20 ms a record, 100 records/s), so c1 holds acquired records when its host is lost
+    (SIGSTOP at 6 s). What it held is delivered again (to c2, delivery count 2) only after
+    ``share.record.lock.duration.ms`` (4 s) from c1's poll that acquired it, and c1 stays a
+    member until its session timeout (8 s) expires. Fails if the crash closes anything: a
+    killed process's connections close and the server releases its records at once, well
+    inside the lock."""
+    pytest.importorskip("confluent_kafka")
+    sc = parse_scenario(LOST, source="share-lost-host")
+    lock_s, session_s = 4.0, 8.0
+    settings = {"group.share.heartbeat.interval.ms": 500,
+                "group.share.session.timeout.ms": int(session_s * 1000),
+                "group.share.assignment.interval.ms": 0,
+                "group.share.record.lock.duration.ms": int(lock_s * 1000),
+                "group.share.delivery.count.limit": 5}
+    run = run_share_wire(sc, settings, WireWorkload(records_per_s=100, max_poll_records=10),
+                         20.0, seed=1, tail_s=1.0, converge_timeout_s=15.0,
+                         keep_dir=tmp_path / "run")
+    [(_start, stopped)] = run.lifetimes["c1"]
+    assert stopped is not None
+    polled = {(int(r[0]), int(r[1])): float(d["t"]) for d in run.logs["c1"]
+              if d["e"] == "poll" for r in d["recs"]}
+    processed = {(int(r[0]), int(r[1])) for d in run.logs["c1"] if d["e"] == "batch"
+                 for r in d["recs"]}
+    held = {k: t for k, t in polled.items() if k not in processed}
+    assert held, "c1 held no acquired record when it was stopped"
+    again = {(int(r[0]), int(r[1])): float(d["t"]) for d in run.logs["c2"]
+             if d["e"] == "poll" for r in d["recs"] if int(r[2]) >= 2}
+    back = {k: again[k] for k in held if k in again}
+    assert back, "none of c1's held records came back to c2"
+    for k, t in back.items():
+        # after the lock from c1's acquisition (its poll's return; the lock began a little
+        # before it), never at the stop
+        assert t - held[k] >= lock_s - 0.5, (k, t - held[k], t - stopped)
+    assert min(back.values()) - stopped >= 1.0  # nothing came back at the stop
+    # c1 was still a member for about its session timeout, then removed
+    still = [t for t, _ok, clients in run.described if "c1" in clients and t > stopped]
+    gone = [t for t, _ok, clients in run.described if clients and "c1" not in clients
+            and t > stopped]
+    assert still and max(still) - stopped >= session_s - 1.5
+    assert gone and min(gone) - stopped <= session_s + 6.0

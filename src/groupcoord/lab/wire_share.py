@@ -8,10 +8,13 @@ assignment interval, record lock duration, delivery count limit), one
 and the calibration's producer (``lab.wire``: ``records_per_s`` to every partition from the
 scenario's start). Events: ``bounce`` and ``rolling-bounce`` (SIGTERM: the member
 releases what it has not processed, closes and leaves; a new process ``down_ms`` later;
-``hard``: SIGKILL), ``crash`` and ``kill`` (SIGKILL: the host closes the process's
-connections, so the server ends its share session and releases what it had acquired at once,
-as Kafka 4.1+; its membership waits for the session timeout: the simulator's ``kill``, while
-its ``crash`` is a lost host whose records wait for their lock), ``leave``, ``scale-in``,
+``hard``: SIGKILL), ``kill`` (SIGKILL: the host closes the process's connections, so the
+server ends its share session and releases what it had acquired at once, as Kafka 4.1+; its
+membership waits for the session timeout: the simulator's ``kill``), ``crash`` (SIGSTOP,
+``lab.wire._Members.hang``: the simulator's lost host; nothing closes, so what the process had
+acquired waits for ``share.record.lock.duration.ms`` and its membership for the session
+timeout; the process is killed only when the run is over; ``lost_host=False`` plays it as
+SIGKILL, as the wire did before 2026-11-29), ``leave``, ``scale-in``,
 ``scale-out``; a member ``@owner`` is the simulator's draw among the live members
 (``sim.scenario.pick_owner``). ``control=True``
 plays the initial members only (the paired control: the same seed, the same start phases, no
@@ -380,19 +383,20 @@ def run_share_wire(sc: Scenario, settings: Mapping[str, int], wl: WireWorkload,
                    processing_ms: float, *, seed: int = 0, control: bool = False,
                    until_s: float | None = None, tail_s: float = 3.0,
                    converge_timeout_s: float | None = None, keep_dir: Path | None = None,
-                   progress: Callable[[str], None] | None = None) -> ShareWireRun:
+                   progress: Callable[[str], None] | None = None,
+                   lost_host: bool = True) -> ShareWireRun:
     """Play ``sc`` with share consumers (see the module doc). ``control``: the initial members
     only, until ``until_s`` seconds after the start. Otherwise the run goes on after the last
     disturbance until its windows have converged and caught up (at most
     ``converge_timeout_s``: default 120 s plus the session timeout and the lock duration),
-    then ``tail_s``."""
+    then ``tail_s``. ``lost_host``: a ``crash`` is SIGSTOP (default), else SIGKILL."""
     try:
         import confluent_kafka  # noqa: F401 - fail before starting anything
     except ImportError:
         raise RuntimeError("share groups on the wire need confluent-kafka "
                            "(pip install 'groupcoord[lab]')") from None
     check_share_playable(sc)
-    acts, windows = _actions(sc, seed)
+    acts, windows = _actions(sc, seed, lost_host)
     if control:
         acts = [a for a in acts if a[1] == "go" and a[0] <= windows[0].settle_s]
         windows = windows[:1]
@@ -431,6 +435,8 @@ def run_share_wire(sc: Scenario, settings: Mapping[str, int], wl: WireWorkload,
                 progress(f"share {label}: t={time.time() - t0:6.1f} s {action} {name}")
             if action == "go":
                 members.go(name)
+            elif action == "hang":
+                members.hang(name)
             else:
                 members.stop(name, hard)
         if control:
