@@ -464,3 +464,41 @@ def test_a_lost_share_member_holds_its_records_until_their_lock_and_its_membersh
             and t > stopped]
     assert still and max(still) - stopped >= session_s - 1.5
     assert gone and min(gone) - stopped <= session_s + 6.0
+
+
+CONSUMERS_LOST: dict[str, Any] = {
+    "name": "consumers-lost-host", "description": "two KIP-848 consumers on foo; c1's host is "
+    "lost", "group": {"members": 2, "topics": {"foo": 2}},
+    "coordinator": {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000,
+                    "assignment_interval_ms": 0},
+    "workload": {"records_per_s": 20, "processing_ms": 5, "max_poll_records": 50},
+    "events": [{"at_ms": 8000, "kind": "crash", "member": "c1"}],
+}
+
+
+def test_the_consumer_side_of_a_lost_host_on_the_wire(tmp_path: Path) -> None:
+    """The share comparison's consumer side with real KIP-848 consumers
+    (``lab.wire_share_consumer``): c1's host is lost at 8 s (SIGSTOP), its partition has no
+    live owner until its session (6 s) expires and c2 is given it, and the window is measured
+    as the share side's (converged, then caught up). Fails if the consumer path (the run, the
+    lost host, the window's metrics from the consumers' logs) is broken."""
+    pytest.importorskip("confluent_kafka")
+    from groupcoord.lab.wire_share_consumer import (
+        consumer_window_metrics,
+        run_consumer_wire,
+        span_lag,
+    )
+
+    sc = parse_scenario(CONSUMERS_LOST, source="consumers-lost-host")
+    run = run_consumer_wire(sc, 1, keep_dir=tmp_path / "run", tail_s=3.0)
+    [w] = consumer_window_metrics(run)
+    assert w["disturbance"] == "crash"
+    # the session timeout (6 s) and the next heartbeat; a liveness bound, not a timing figure
+    assert w["time_to_converge_ms"] is not None and 5_000 <= w["time_to_converge_ms"] <= 30_000
+    # one partition without a live owner from the loss until c2 owns it
+    assert 4_000 <= w["resource_downtime_ms"] <= w["time_to_converge_ms"] + 2_000
+    assert w["lag_peak"] >= 4 * 20 * 0.5  # c1's partition waited seconds at 20 records/s
+    assert w["caught_up"] is True and w["closed"] is True
+    record_s, peak, before = span_lag(run, w["span"])
+    assert record_s == pytest.approx(w["lag_record_s"], abs=1.0) and peak == w["lag_peak"]
+    assert before is not None and before < w["lag_peak"]
