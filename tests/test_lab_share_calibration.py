@@ -298,6 +298,34 @@ def test_saved_cells_replace_their_own_in_place_and_a_sentence_reads_them(
     assert "all metrics: not within 2x: lag peak" in note
     assert share_calibration_note("bounce", 4, ["share:simple"], cells=cells, cal={},
                                   workload="1x4-busy").endswith("uncalibrated (share:simple)")
+    # the consumer side of the same cell, saved beside it: its own row, and the note says
+    # which sides of a sentence that compares the two have a wire row
+    both = ["share:simple", "consumer:uniform"]
+    note = share_calibration_note("bounce", 4, both, cells=cells, cal={}, workload="1x12-busy")
+    assert "consumer:uniform" not in note.split("; sides")[0]
+    assert note.endswith("sides on the wire: share:simple only (consumer:uniform: no wire row "
+                         "of this cell)")
+    consumer = _cell("bounce", 4, "1x12-busy", 100)
+    consumer.protocol = "consumer:uniform"
+    consumer.measured["client"] = "confluent-kafka 2.16.1 Consumer (librdkafka 2.16.1), " \
+        "group.protocol=consumer"
+    save_share_calibration([consumer], path)
+    doc = json.loads(path.read_text())
+    assert [(c["scenario"], c["protocol"]) for c in doc["cells"]][:3] == [
+        ("crowd-crash", "share:simple"), ("bounce", "share:simple"),
+        ("bounce", "consumer:uniform")]  # beside the share row, which it did not replace
+    note = share_calibration_note("bounce", 4, both, cells=load_share_calibration(path),
+                                  cal={}, workload="1x12-busy")
+    assert "consumer:uniform against real consumers (confluent-kafka 2.16.1 Consumer" in note
+    assert "share:simple against real share consumers" in note
+    assert note.endswith("sides on the wire: every one (share:simple, consumer:uniform)")
+    # a crash row says how the wire played the crash
+    crash = _cell("crowd-crash", 4, "1x12-busy", 100)
+    assert "the crash played as SIGKILL (a kill" in share_calibration_note(
+        "crowd-crash", 4, ["share:simple"], cells=as_json([crash]), cal={}, workload="1x12-busy")
+    crash.measured["crash"] = "SIGSTOP (a lost host: nothing closes; killed after the run)"
+    assert "the crash played as SIGSTOP, a lost host" in share_calibration_note(
+        "crowd-crash", 4, ["share:simple"], cells=as_json([crash]), cal={}, workload="1x12-busy")
     # a file that is not JSON is not overwritten
     path.write_text("{oops")
     with pytest.raises(CalibrationError, match="not JSON"):
