@@ -33,6 +33,7 @@ from groupcoord.lab.wire_share import (
     ShareWireRun,
     converged_at,
     lag_series,
+    lock_held_s,
     partitions_stopped_s,
     run_share_wire,
     share_server_configs,
@@ -530,3 +531,25 @@ def test_the_consumer_side_of_a_lost_host_on_the_wire(tmp_path: Path) -> None:
     record_s, peak, before = span_lag(run, w["span"])
     assert record_s == pytest.approx(w["lag_record_s"], abs=1.0) and peak == w["lag_peak"]
     assert before is not None and before < w["lag_peak"]
+
+
+def test_a_partition_held_at_the_record_lock_limit_is_stopped_though_assigned() -> None:
+    """A partition whose records no member was handed for 5 s while c1 had it is held at the
+    record-lock limit (the model's lost host's locks pinning the share-partition start
+    offset): partitions stopped counts it with the unassigned time, never twice."""
+    polls = [T0 + i * 0.1 for i in range(200) if not 50 <= i < 100]  # none from 5 s to 10 s
+    run = ShareWireRun(T0, T0 + 20.0, [WireWindow("initial-join", 0.0, 1.0),
+                                       WireWindow("crash", 4.0, 4.0)],
+                       {"foo-0": [(T0, 0), (T0 + 20.0, 1_000)]},
+                       {"c1": [{"t": t, "e": "poll", "recs": [[0, int((t - T0) * 50), 1]]}
+                               for t in polls]},
+                       {"c1": [(T0, None)]}, [(T0, True, ("c1",))],
+                       assigned=[(T0, {"c1": ("foo-0",)})])
+    held = lock_held_s(run, T0 + 4.0, T0 + 20.0)
+    assert held["foo-0"] == pytest.approx(5.1, abs=0.01)
+    assert partitions_stopped_s(run, T0 + 4.0, T0 + 20.0) == pytest.approx(5.1, abs=0.01)
+    assert lock_held_s(run, T0 + 12.0, T0 + 20.0)["foo-0"] == 0.0  # outside the span
+    # the same gap while nobody had the partition: unassigned, counted once
+    run.assigned = [(T0, {"c1": ("foo-0",)}), (T0 + 4.9, {}), (T0 + 10.0, {"c1": ("foo-0",)})]
+    assert lock_held_s(run, T0 + 4.0, T0 + 20.0)["foo-0"] == pytest.approx(0.0, abs=0.01)
+    assert partitions_stopped_s(run, T0 + 4.0, T0 + 20.0) == pytest.approx(5.1, abs=0.01)

@@ -44,6 +44,7 @@ expired, or was killed before sending it).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import shutil
 import subprocess
@@ -198,23 +199,69 @@ def lag_series(run: ShareWireRun, until: float | None = None) -> tuple[np.ndarra
     return ts, np.maximum(produced - done, 0.0)
 
 
-def partitions_stopped_s(run: ShareWireRun, a: float, b: float) -> float | None:
-    """Partition·s from ``a`` to ``b`` (wall-clock) with no live process whose member has the
-    partition in its current assignment (the simulator's resource downtime of a share group,
-    ``sim.share``: the assignment it heartbeated), from the ShareGroupDescribe answers (each
-    holds until the next); None without any."""
+#: A partition whose records no member was handed for longer than this, while a live member
+#: had it, was held at the record-lock limit (:func:`partitions_stopped_s`): at the share
+#: cells' rates (60-300 records/s a partition) a member is handed its records every few tens of
+#: milliseconds, and the machine's own stalls seen on the wire were under 1.3 s.
+LOCK_GAP_S = 2.0
+
+
+def _unowned(run: ShareWireRun, a: float, b: float) -> dict[str, float]:
+    """Per partition, the seconds from ``a`` to ``b`` with no live process whose member has it
+    in its current assignment."""
     parts = sorted(run.produced)
-    if not run.assigned or not parts:
-        return None
-    total = 0.0
+    out = dict.fromkeys(parts, 0.0)
     for i, (t, held) in enumerate(run.assigned):
         t_next = run.assigned[i + 1][0] if i + 1 < len(run.assigned) else run.end
         lo, hi = max(t, a), min(t_next, b)
         if hi <= lo:
             continue
         owned = {k for c, ks in held.items() if _alive(run, c, t) for k in ks}
-        total += (hi - lo) * sum(1 for k in parts if k not in owned)
-    return total
+        for k in parts:
+            if k not in owned:
+                out[k] += hi - lo
+    return out
+
+
+def lock_held_s(run: ShareWireRun, a: float, b: float) -> dict[str, float]:
+    """Per partition, the seconds from ``a`` to ``b`` it was held at the record-lock limit:
+    gaps longer than :data:`LOCK_GAP_S` between two deliveries of its records (the members'
+    ``poll`` lines: a record handed out, any delivery count), less the time inside them with
+    no live member that had the partition (counted as unassigned already). Records were there
+    all along at the cells' rates, so such a gap is the partition's window of
+    ``group.share.partition.max.record.locks`` offsets full behind the acquired records of a
+    lost host (KIP-932: the share-partition start offset cannot pass them until their lock
+    expires). Runs logged before the ``poll`` lines existed give nothing."""
+    handed: dict[int, list[float]] = {}
+    for lines in run.logs.values():
+        for d in lines:
+            if d.get("e") == "poll":
+                for r in d["recs"]:
+                    handed.setdefault(int(r[0]), []).append(float(d["t"]))
+    out: dict[str, float] = {}
+    for key in sorted(run.produced):
+        ts = sorted(handed.get(int(key.rsplit("-", 1)[1]), ()))
+        held = 0.0
+        for t1, t2 in itertools.pairwise(ts):
+            if t2 - t1 <= LOCK_GAP_S:
+                continue
+            lo, hi = max(t1, a), min(t2, b)
+            if hi > lo:
+                held += max(hi - lo - _unowned(run, lo, hi).get(key, 0.0), 0.0)
+        out[key] = held
+    return out
+
+
+def partitions_stopped_s(run: ShareWireRun, a: float, b: float) -> float | None:
+    """Partition·s from ``a`` to ``b`` (wall-clock) with records there and none that can be
+    delivered (the simulator's resource downtime of a share group, ``sim.share``): no live
+    process whose member has the partition in its current assignment (the assignment it
+    heartbeated, from the ShareGroupDescribe answers, each holding until the next), or held at
+    the record-lock limit (:func:`lock_held_s`); None without any answer."""
+    if not run.assigned or not run.produced:
+        return None
+    held = lock_held_s(run, a, b)
+    return sum(_unowned(run, a, b).values()) + sum(held.values())
 
 
 def _integral(ts: np.ndarray, lag: np.ndarray, a: float, b: float) -> float:
@@ -506,6 +553,7 @@ __all__ = [
     "done_times",
     "dump",
     "lag_series",
+    "lock_held_s",
     "partitions_stopped_s",
     "run_share_wire",
     "share_server_configs",
