@@ -553,3 +553,32 @@ def test_a_partition_held_at_the_record_lock_limit_is_stopped_though_assigned() 
     run.assigned = [(T0, {"c1": ("foo-0",)}), (T0 + 4.9, {}), (T0 + 10.0, {"c1": ("foo-0",)})]
     assert lock_held_s(run, T0 + 4.0, T0 + 20.0)["foo-0"] == pytest.approx(0.0, abs=0.01)
     assert partitions_stopped_s(run, T0 + 4.0, T0 + 20.0) == pytest.approx(5.1, abs=0.01)
+
+
+def test_a_consumer_groups_owner_is_drawn_among_the_members_that_own_a_partition_then() -> None:
+    """At 12 consumers on 4 partitions 8 are idle: the consumer side's ``@owner`` is left for
+    the run to draw at the event among the members that own a partition then (their logs'
+    assignments), with the simulator's draw; the share wire draws ahead (every share member
+    has a partition)."""
+    from groupcoord.lab.wire import WireRun, owners_now
+    from groupcoord.sim.scenario import pick_owner
+
+    [p] = cell_params("owner-crash", 12, 1, protocol="consumer:uniform")
+    sc = cell_scenario(p)
+    acts, _ = _actions(sc, p.seed, True, owner_at_event=True)
+    [hang] = [a for a in acts if a[1] == "hang"]
+    assert hang[2] == f"@owner@{sc.events[0].at_ms}"
+    assert not _actions(sc, p.seed, True)[0][-1][2].startswith("@")  # drawn ahead otherwise
+    logs: dict[str, list[dict[str, Any]]] = {f"c{i}": [] for i in range(1, 13)}
+    for i, n in enumerate(("c2", "c5", "c7", "c11")):
+        logs[n].append({"t": T0 + 1.0, "e": "assign", "parts": [["foo", i]]})
+    logs["c5"].append({"t": T0 + 5.0, "e": "revoke", "parts": [["foo", 1]]})
+    logs["c9"].append({"t": T0 + 5.5, "e": "assign", "parts": [["foo", 1]]})
+    run = WireRun("consumer:uniform", "consumer", T0, T0 + 20.0,
+                  [WireWindow("initial-join", 0.0, 0.0)], {}, logs,
+                  {n: [(T0, T0 + 8.0 if n == "c7" else None)] for n in logs},
+                  [f"foo-{i}" for i in range(4)], [[f"foo-{i}" for i in range(4)]], 10.0, T0,
+                  10.0)
+    assert owners_now(run, T0 + 3.0) == ["c2", "c5", "c7", "c11"]
+    assert owners_now(run, T0 + 9.0) == ["c2", "c9", "c11"]  # c5 revoked, c7's process gone
+    assert pick_owner(owners_now(run, T0 + 9.0), p.seed, 30_000) in {"c2", "c9", "c11"}

@@ -568,12 +568,16 @@ def check_playable(sc: Scenario) -> None:
     _actions(sc)
 
 
-def _actions(sc: Scenario, seed: int = 0, lost_host: bool = False
+def _actions(sc: Scenario, seed: int = 0, lost_host: bool = False,
+             owner_at_event: bool = False
              ) -> tuple[list[tuple[float, str, str, bool]], list[WireWindow]]:
     """(time s, action, member, hard) in time order, with the disturbance windows. Actions:
     ``go`` (start a member), ``stop``, ``hang`` (``lost_host``: a ``crash`` is SIGSTOP, the
     simulator's lost host, while ``kill`` stays SIGKILL), ``grow`` (its "member" is
-    ``TOPIC=PARTITIONS``, the new count). The initial members start when the simulator starts
+    ``TOPIC=PARTITIONS``, the new count). ``owner_at_event``: an ``@owner`` member is left as
+    ``@owner@AT_MS`` for the run to draw at the event's time among the members that own a
+    partition then (a consumer group with more members than partitions has idle members, which
+    only the run's own assignments tell). The initial members start when the simulator starts
     them with the same seed (``sim.scenario.start_offsets_ms``: the same phases)."""
     if sc.static:
         raise WireError("static membership (group.static) is not played on the wire")
@@ -630,7 +634,9 @@ def _actions(sc: Scenario, seed: int = 0, lost_host: bool = False
         else:  # leave, crash, kill (kill -9; with lost_host a crash is SIGSTOP instead: the
             # host closes a killed process's connections, nothing of a hung one's)
             n = str(e["member"])
-            if n == "@owner":  # the simulator's draw (sim.scenario.pick_owner) among the live
+            if n == "@owner" and owner_at_event:
+                n = f"@owner@{e.at_ms}"
+            elif n == "@owner":  # the simulator's draw (sim.scenario.pick_owner) among the live
                 # members, each of which holds a partition when there are no more members than
                 # partitions and with share groups' assignor at any size
                 n = pick_owner(live, seed, e.at_ms) or n
@@ -649,7 +655,7 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
              extra_server_config: dict[str, str] | None = None, tail_s: float = 5.0,
              converge_timeout_s: float | None = None, keep_dir: Path | None = None,
              progress: Any = None, seed: int = 0, client: str = "librdkafka",
-             lost_host: bool = False) -> WireRun:
+             lost_host: bool = False, owner_at_event: bool = False) -> WireRun:
     """Play ``sc`` on the wire with ``protocol``'s real clients (see the module doc);
     ``seed`` draws the initial members' start offsets as the simulator does. ``client``: the
     consumer members' library (``CLIENTS``; ``java`` needs the kafka-clients build of
@@ -657,7 +663,10 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
     ``converge_timeout_s``: how long after the last disturbance the run waits for the group
     to converge (default 120 s plus the waits the protocol may add: a crashed member's session
     timeout, and for Connect KIP-415's ``scheduled.rebalance.max.delay.ms``). ``lost_host``: a
-    ``crash`` is SIGSTOP (:meth:`_Members.hang`) rather than SIGKILL."""
+    ``crash`` is SIGSTOP (:meth:`_Members.hang`) rather than SIGKILL. ``owner_at_event``
+    (consumer groups): an ``@owner`` event's member is drawn (``sim.scenario.pick_owner``, the
+    simulator's draw) a second before its time among the live members that own a partition
+    then, from their logs (:func:`owners_now`), rather than ahead among all members."""
     if protocol not in WIRE_PROTOCOLS:
         raise WireError(f"protocol {protocol!r} has no wire client (known: "
                         f"{', '.join(WIRE_PROTOCOLS)})")
@@ -682,7 +691,7 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
         except ImportError:
             raise RuntimeError("the consumer protocols need confluent-kafka on the wire "
                                "(pip install 'groupcoord[lab]')") from None
-    acts, windows = _actions(sc, seed, lost_host)
+    acts, windows = _actions(sc, seed, lost_host, owner_at_event and kind == "consumer")
     configs = server_configs(sc, extra_server_config or {})
     workdir = Path(tempfile.mkdtemp(prefix="gc-calibrate-")) if keep_dir is None else keep_dir
     workdir.mkdir(parents=True, exist_ok=True)
@@ -711,6 +720,13 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
         if producer is not None:
             producer.start(t0)
         for i, (at, action, name, hard) in enumerate(acts):
+            if name.startswith("@owner@"):  # drawn among the owners a second before its time
+                _sleep_until(t0 + at - 1.0)
+                snap = _collect(ctx, members, producer, t0, time.time(), windows)
+                name = pick_owner(owners_now(snap, time.time()), seed,
+                                  int(name.rsplit("@", 1)[1])) or "@owner"
+                if progress is not None:
+                    progress(f"{protocol}: @owner is {name} (drawn among the owners now)")
             while True:  # start every process due within `prestart`, then wait a little
                 now = time.time()
                 for j in range(i, len(acts)):
@@ -840,6 +856,18 @@ def _create_connectors(bootstrap: str, sc: Scenario, protocol: str, workdir: Pat
             raise RuntimeError(f"cannot create connector {name}: {out.stderr.strip()}")
         resources += [name, *(f"{name}-{i}" for i in range(tasks))]
     return resources
+
+
+def owners_now(run: WireRun, t: float) -> list[str]:
+    """The live members that own a resource at ``t`` (their logs' assignments), in name
+    order."""
+    from groupcoord.lab.wire_metrics import _states
+
+    states = _states(run, t)
+    owned = states[-1][2] if states else {}
+    return sorted((n for n, rs in owned.items() if rs and any(
+        s <= t and (e is None or t < e) for s, e in run.lifetimes.get(n, ()))),
+        key=_member_order)
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:

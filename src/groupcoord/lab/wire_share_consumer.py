@@ -7,7 +7,10 @@ consumer side of that cell: ``lab.wire.run_wire`` plays the cell's scenario (the
 field's settings for ``consumer:uniform``: heartbeat 5 s, session 45 s, auto-commit 5 s) with
 confluent-kafka consumers (``lab.wire_member``, ``group.protocol=consumer``), a ``crash`` as a
 lost host (SIGSTOP, ``lab.wire._Members.hang``: nothing closes, the member's partitions wait
-for its session timeout), ``kill`` as SIGKILL. The wire member processes each record for the
+for its session timeout), ``kill`` as SIGKILL; an ``@owner`` member is drawn a second before
+the event among the members that own a partition then on the wire (``owner_at_event``: at 12
+members on 4 partitions 8 are idle, and drawn ahead among all of them the wire's crash hit an
+idle member on 2 of 3 seeds). The wire member processes each record for the
 workload's mean processing time (the simulator draws it from the workload's distribution, an
 exponential of that mean).
 
@@ -67,11 +70,15 @@ def run_consumer_wire(sc: Scenario, seed: int, *, control: bool = False,
     ``RECOVERY_WAIT_MS`` and 2 s, the longest its window can run."""
     wl = consumer_workload(sc)
     if control:
+        # the initial join converges within seconds; the wait for it re-reads every log
+        # (slow at 12 members after minutes), so it is bounded here: the run's length is the
+        # tail, at least ``until_s``
         return run_wire(replace(sc, events=()), PROTOCOL, wl, tail_s=until_s, seed=seed,
-                        keep_dir=keep_dir, progress=progress, lost_host=True)
+                        keep_dir=keep_dir, progress=progress, lost_host=True,
+                        converge_timeout_s=20.0)
     tail = RECOVERY_WAIT_MS / 1000 + 2.0 if tail_s is None else tail_s
     return run_wire(sc, PROTOCOL, wl, tail_s=tail, seed=seed,
-                    keep_dir=keep_dir, progress=progress, lost_host=True)
+                    keep_dir=keep_dir, progress=progress, lost_host=True, owner_at_event=True)
 
 
 def _unowned(series: Series) -> np.ndarray:
