@@ -33,6 +33,7 @@ from groupcoord.lab.wire_share import (
     ShareWireRun,
     converged_at,
     lag_series,
+    lock_held_s,
     partitions_stopped_s,
     run_share_wire,
     share_server_configs,
@@ -298,6 +299,34 @@ def test_saved_cells_replace_their_own_in_place_and_a_sentence_reads_them(
     assert "all metrics: not within 2x: lag peak" in note
     assert share_calibration_note("bounce", 4, ["share:simple"], cells=cells, cal={},
                                   workload="1x4-busy").endswith("uncalibrated (share:simple)")
+    # the consumer side of the same cell, saved beside it: its own row, and the note says
+    # which sides of a sentence that compares the two have a wire row
+    both = ["share:simple", "consumer:uniform"]
+    note = share_calibration_note("bounce", 4, both, cells=cells, cal={}, workload="1x12-busy")
+    assert "consumer:uniform" not in note.split("; sides")[0]
+    assert note.endswith("sides on the wire: share:simple only (consumer:uniform: no wire row "
+                         "of this cell)")
+    consumer = _cell("bounce", 4, "1x12-busy", 100)
+    consumer.protocol = "consumer:uniform"
+    consumer.measured["client"] = "confluent-kafka 2.16.1 Consumer (librdkafka 2.16.1), " \
+        "group.protocol=consumer"
+    save_share_calibration([consumer], path)
+    doc = json.loads(path.read_text())
+    assert [(c["scenario"], c["protocol"]) for c in doc["cells"]][:3] == [
+        ("crowd-crash", "share:simple"), ("bounce", "share:simple"),
+        ("bounce", "consumer:uniform")]  # beside the share row, which it did not replace
+    note = share_calibration_note("bounce", 4, both, cells=load_share_calibration(path),
+                                  cal={}, workload="1x12-busy")
+    assert "consumer:uniform against real consumers (confluent-kafka 2.16.1 Consumer" in note
+    assert "share:simple against real share consumers" in note
+    assert note.endswith("sides on the wire: every one (share:simple, consumer:uniform)")
+    # a crash row says how the wire played the crash
+    crash = _cell("crowd-crash", 4, "1x12-busy", 100)
+    assert "the crash played as SIGKILL (a kill" in share_calibration_note(
+        "crowd-crash", 4, ["share:simple"], cells=as_json([crash]), cal={}, workload="1x12-busy")
+    crash.measured["crash"] = "SIGSTOP (a lost host: nothing closes; killed after the run)"
+    assert "the crash played as SIGSTOP, a lost host" in share_calibration_note(
+        "crowd-crash", 4, ["share:simple"], cells=as_json([crash]), cal={}, workload="1x12-busy")
     # a file that is not JSON is not overwritten
     path.write_text("{oops")
     with pytest.raises(CalibrationError, match="not JSON"):
@@ -347,17 +376,18 @@ def test_the_command_simulates_a_cell_without_the_wire_and_refuses_a_bad_one() -
 
 
 SMALL: dict[str, Any] = {
-    "name": "share-small", "description": "two share consumers on foo; c1 is killed",
+    "name": "share-small", "description": "two share consumers on foo; c1 is lost",
     "group": {"members": 2, "topics": {"foo": 2}},
     "events": [{"at_ms": 6000, "kind": "crash", "member": "c1"}],
 }
 
 
 def test_real_share_consumers_on_a_small_crash(tmp_path: Path) -> None:
-    """Two ShareConsumers on two partitions, c1 killed -9 at 6 s: the coordinator removes it at
-    its session timeout (4 s), c2 takes its partition and what c1 had acquired comes back after
-    its lock (3 s); every record produced is done by the end. Fails if the share path (the
-    member process, ShareFetch and acknowledgement, the describe poller) is broken."""
+    """Two ShareConsumers on two partitions, c1 lost at 6 s (SIGSTOP, a lost host): the
+    coordinator removes it at its session timeout (4 s), c2 takes its partition and what c1 had
+    acquired comes back after its lock (3 s); every record produced is done by the end. Fails
+    if the share path (the member process, ShareFetch and acknowledgement, the describe poller)
+    is broken."""
     pytest.importorskip("confluent_kafka")
     sc = parse_scenario(SMALL, source="share-small")
     settings = {"group.share.heartbeat.interval.ms": 500,
@@ -399,3 +429,156 @@ def test_real_share_consumers_on_a_small_crash(tmp_path: Path) -> None:
         assert first < upto, key
         missing = [o for o in range(first, upto) if (p, o) not in done]
         assert not missing, (key, upto, missing[:20], len(missing))
+
+
+LOST: dict[str, Any] = {
+    "name": "share-lost-host", "description": "two share consumers on one partition; c1's host "
+    "is lost", "group": {"members": 2, "topics": {"foo": 1}},
+    "events": [{"at_ms": 6000, "kind": "crash", "member": "c1"}],
+}
+
+
+def test_a_crash_on_the_wire_is_a_lost_host_and_a_kill_closes() -> None:
+    """``crash`` is SIGSTOP on the share wire (``hang``), ``kill`` SIGKILL; consumers keep the
+    kill unless asked (``lost_host``)."""
+    for kind, lost, action in (("crash", True, "hang"), ("kill", True, "stop"),
+                               ("crash", False, "stop")):
+        sc = parse_scenario({**LOST, "events": [{**LOST["events"][0], "kind": kind}]},
+                            source="lost")
+        acts, _ = _actions(sc, 1, lost)
+        [stop] = [a for a in acts if a[1] in ("stop", "hang")]
+        assert stop[1:] == (action, "c1", True)
+
+
+def test_a_lost_share_member_holds_its_records_until_their_lock_and_its_membership_until_its_session(
+        tmp_path: Path) -> None:
+    """Two ShareConsumers fetch one partition (both have it: KIP-932's simple assignor), both
+    busy (20 ms a record, 100 records/s), so c1 holds acquired records when its host is lost
+    (SIGSTOP at 6 s). What it held is delivered again (to c2, delivery count 2) only after
+    ``share.record.lock.duration.ms`` (4 s) from c1's poll that acquired it, and c1 stays a
+    member until its session timeout (8 s) expires. Fails if the crash closes anything: a
+    killed process's connections close and the server releases its records at once, well
+    inside the lock."""
+    pytest.importorskip("confluent_kafka")
+    sc = parse_scenario(LOST, source="share-lost-host")
+    lock_s, session_s = 4.0, 8.0
+    settings = {"group.share.heartbeat.interval.ms": 500,
+                "group.share.session.timeout.ms": int(session_s * 1000),
+                "group.share.assignment.interval.ms": 0,
+                "group.share.record.lock.duration.ms": int(lock_s * 1000),
+                "group.share.delivery.count.limit": 5}
+    run = run_share_wire(sc, settings, WireWorkload(records_per_s=100, max_poll_records=10),
+                         20.0, seed=1, tail_s=1.0, converge_timeout_s=15.0,
+                         keep_dir=tmp_path / "run")
+    [(_start, stopped)] = run.lifetimes["c1"]
+    assert stopped is not None
+    polled = {(int(r[0]), int(r[1])): float(d["t"]) for d in run.logs["c1"]
+              if d["e"] == "poll" for r in d["recs"]}
+    processed = {(int(r[0]), int(r[1])) for d in run.logs["c1"] if d["e"] == "batch"
+                 for r in d["recs"]}
+    held = {k: t for k, t in polled.items() if k not in processed}
+    assert held, "c1 held no acquired record when it was stopped"
+    again = {(int(r[0]), int(r[1])): float(d["t"]) for d in run.logs["c2"]
+             if d["e"] == "poll" for r in d["recs"] if int(r[2]) >= 2}
+    back = {k: again[k] for k in held if k in again}
+    assert back, "none of c1's held records came back to c2"
+    for k, t in back.items():
+        # after the lock from c1's acquisition (its poll's return; the lock began a little
+        # before it), never at the stop
+        assert t - held[k] >= lock_s - 0.5, (k, t - held[k], t - stopped)
+    assert min(back.values()) - stopped >= 1.0  # nothing came back at the stop
+    # c1 was still a member for about its session timeout, then removed
+    still = [t for t, _ok, clients in run.described if "c1" in clients and t > stopped]
+    gone = [t for t, _ok, clients in run.described if clients and "c1" not in clients
+            and t > stopped]
+    assert still and max(still) - stopped >= session_s - 1.5
+    assert gone and min(gone) - stopped <= session_s + 6.0
+
+
+CONSUMERS_LOST: dict[str, Any] = {
+    "name": "consumers-lost-host", "description": "two KIP-848 consumers on foo; c1's host is "
+    "lost", "group": {"members": 2, "topics": {"foo": 2}},
+    "coordinator": {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000,
+                    "assignment_interval_ms": 0},
+    "workload": {"records_per_s": 20, "processing_ms": 5, "max_poll_records": 50},
+    "events": [{"at_ms": 8000, "kind": "crash", "member": "c1"}],
+}
+
+
+def test_the_consumer_side_of_a_lost_host_on_the_wire(tmp_path: Path) -> None:
+    """The share comparison's consumer side with real KIP-848 consumers
+    (``lab.wire_share_consumer``): c1's host is lost at 8 s (SIGSTOP), its partition has no
+    live owner until its session (6 s) expires and c2 is given it, and the window is measured
+    as the share side's (converged, then caught up). Fails if the consumer path (the run, the
+    lost host, the window's metrics from the consumers' logs) is broken."""
+    pytest.importorskip("confluent_kafka")
+    from groupcoord.lab.wire_share_consumer import (
+        consumer_window_metrics,
+        run_consumer_wire,
+        span_lag,
+    )
+
+    sc = parse_scenario(CONSUMERS_LOST, source="consumers-lost-host")
+    run = run_consumer_wire(sc, 1, keep_dir=tmp_path / "run", tail_s=3.0)
+    [w] = consumer_window_metrics(run)
+    assert w["disturbance"] == "crash"
+    # the session timeout (6 s) and the next heartbeat; a liveness bound, not a timing figure
+    assert w["time_to_converge_ms"] is not None and 5_000 <= w["time_to_converge_ms"] <= 30_000
+    # one partition without a live owner from the loss until c2 owns it
+    assert 4_000 <= w["resource_downtime_ms"] <= w["time_to_converge_ms"] + 2_000
+    assert w["lag_peak"] >= 4 * 20 * 0.5  # c1's partition waited seconds at 20 records/s
+    assert w["caught_up"] is True and w["closed"] is True
+    record_s, peak, before = span_lag(run, w["span"])
+    assert record_s == pytest.approx(w["lag_record_s"], abs=1.0) and peak == w["lag_peak"]
+    assert before is not None and before < w["lag_peak"]
+
+
+def test_a_partition_held_at_the_record_lock_limit_is_stopped_though_assigned() -> None:
+    """A partition whose records no member was handed for 5 s while c1 had it is held at the
+    record-lock limit (the model's lost host's locks pinning the share-partition start
+    offset): partitions stopped counts it with the unassigned time, never twice."""
+    polls = [T0 + i * 0.1 for i in range(200) if not 50 <= i < 100]  # none from 5 s to 10 s
+    run = ShareWireRun(T0, T0 + 20.0, [WireWindow("initial-join", 0.0, 1.0),
+                                       WireWindow("crash", 4.0, 4.0)],
+                       {"foo-0": [(T0, 0), (T0 + 20.0, 1_000)]},
+                       {"c1": [{"t": t, "e": "poll", "recs": [[0, int((t - T0) * 50), 1]]}
+                               for t in polls]},
+                       {"c1": [(T0, None)]}, [(T0, True, ("c1",))],
+                       assigned=[(T0, {"c1": ("foo-0",)})])
+    held = lock_held_s(run, T0 + 4.0, T0 + 20.0)
+    assert held["foo-0"] == pytest.approx(5.1, abs=0.01)
+    assert partitions_stopped_s(run, T0 + 4.0, T0 + 20.0) == pytest.approx(5.1, abs=0.01)
+    assert lock_held_s(run, T0 + 12.0, T0 + 20.0)["foo-0"] == 0.0  # outside the span
+    # the same gap while nobody had the partition: unassigned, counted once
+    run.assigned = [(T0, {"c1": ("foo-0",)}), (T0 + 4.9, {}), (T0 + 10.0, {"c1": ("foo-0",)})]
+    assert lock_held_s(run, T0 + 4.0, T0 + 20.0)["foo-0"] == pytest.approx(0.0, abs=0.01)
+    assert partitions_stopped_s(run, T0 + 4.0, T0 + 20.0) == pytest.approx(5.1, abs=0.01)
+
+
+def test_a_consumer_groups_owner_is_drawn_among_the_members_that_own_a_partition_then() -> None:
+    """At 12 consumers on 4 partitions 8 are idle: the consumer side's ``@owner`` is left for
+    the run to draw at the event among the members that own a partition then (their logs'
+    assignments), with the simulator's draw; the share wire draws ahead (every share member
+    has a partition)."""
+    from groupcoord.lab.wire import WireRun, owners_now
+    from groupcoord.sim.scenario import pick_owner
+
+    [p] = cell_params("owner-crash", 12, 1, protocol="consumer:uniform")
+    sc = cell_scenario(p)
+    acts, _ = _actions(sc, p.seed, True, owner_at_event=True)
+    [hang] = [a for a in acts if a[1] == "hang"]
+    assert hang[2] == f"@owner@{sc.events[0].at_ms}"
+    assert not _actions(sc, p.seed, True)[0][-1][2].startswith("@")  # drawn ahead otherwise
+    logs: dict[str, list[dict[str, Any]]] = {f"c{i}": [] for i in range(1, 13)}
+    for i, n in enumerate(("c2", "c5", "c7", "c11")):
+        logs[n].append({"t": T0 + 1.0, "e": "assign", "parts": [["foo", i]]})
+    logs["c5"].append({"t": T0 + 5.0, "e": "revoke", "parts": [["foo", 1]]})
+    logs["c9"].append({"t": T0 + 5.5, "e": "assign", "parts": [["foo", 1]]})
+    run = WireRun("consumer:uniform", "consumer", T0, T0 + 20.0,
+                  [WireWindow("initial-join", 0.0, 0.0)], {}, logs,
+                  {n: [(T0, T0 + 8.0 if n == "c7" else None)] for n in logs},
+                  [f"foo-{i}" for i in range(4)], [[f"foo-{i}" for i in range(4)]], 10.0, T0,
+                  10.0)
+    assert owners_now(run, T0 + 3.0) == ["c2", "c5", "c7", "c11"]
+    assert owners_now(run, T0 + 9.0) == ["c2", "c9", "c11"]  # c5 revoked, c7's process gone
+    assert pick_owner(owners_now(run, T0 + 9.0), p.seed, 30_000) in {"c2", "c9", "c11"}

@@ -79,10 +79,13 @@ def test_a_share_sentence_carries_the_share_calibration_of_its_cell_or_none() ->
                            "share consumers (confluent-kafka ShareConsumer (librdkafka, "
                            "preview)), bounce at 4 members (3 wire runs)")
     assert "time to converge ms 13,208 / 13,158" in note
-    assert note.endswith("within 2x: time to converge ms, lag peak")
+    # which sides of the comparison have a wire row of this cell: the share side only
+    assert note.endswith("within 2x: time to converge ms, lag peak; sides on the wire: "
+                         f"{SHARE} only ({KIP848}: no wire row of this cell)")
     # not calibrated there: said, and the consumer's row of another scenario is not printed
     note = share_calibration_note("rolling-bounce", 12, [SHARE, KIP848], cells=[CELL], cal=CAL)
-    assert note == "Calibration against real clients: uncalibrated (share:simple)"
+    assert note == ("Calibration against real clients: uncalibrated (share:simple); sides on "
+                    "the wire: none")
     # the calibration's cells are its own workload's (1x4-busy): not another workload's row
     assert share_calibration_note("bounce", 4, [SHARE], cells=[CELL], cal=CAL,
                                   workload="1x12-busy").endswith("uncalibrated (share:simple)")

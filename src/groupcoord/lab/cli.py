@@ -235,11 +235,16 @@ def _calibrate_share(ns: argparse.Namespace) -> int:
             raise CalibrationError("with --share, --workload takes one workload of "
                                    "lab/data/share.toml by name (e.g. 1x12-busy)")
         workload = ns.workload[0] if ns.workload else WORKLOAD
+        # with --share, --protocol picks the side: share:simple (default) or consumer:uniform
+        if ns.protocol and len(ns.protocol) > 1:
+            raise CalibrationError("with --share, --protocol takes one side: share:simple or "
+                                   "consumer:uniform")
+        protocol = ns.protocol[0] if ns.protocol else "share:simple"
         if ns.save is not None and ns.sim_only:
             raise CalibrationError("--save stores wire runs: not with --sim-only")
         for sc in scenarios:
             for size in sizes:
-                cell_params(sc, size, ns.repeat, workload=workload)
+                cell_params(sc, size, ns.repeat, workload=workload, protocol=protocol)
     except (CalibrationError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -253,7 +258,7 @@ def _calibrate_share(ns: argparse.Namespace) -> int:
         cells = calibrate_share(scenarios, sizes, repeat=ns.repeat,
                                 warmup_ms=ns.warmup_ms or WARMUP_MS, wire=not ns.sim_only,
                                 workload=workload, progress=progress,
-                                keep=Path(ns.keep) if ns.keep else None)
+                                keep=Path(ns.keep) if ns.keep else None, protocol=protocol)
     except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -263,11 +268,12 @@ def _calibrate_share(ns: argparse.Namespace) -> int:
     for c in cells:
         c.measured["command"] = cmd
     if ns.json:
-        print(json.dumps({"protocol": "share:simple", "repeat": ns.repeat,
+        print(json.dumps({"protocol": protocol, "repeat": ns.repeat,
                           "cells": as_json(cells)}, indent=1, default=str))
     else:
-        print(f"share:simple against confluent-kafka ShareConsumers, {ns.repeat} run(s) a "
-              f"row, {time.time() - began:.0f} s, 1-minute load {load:.1f}-"
+        client = "ShareConsumers" if protocol == "share:simple" else "consumers"
+        print(f"{protocol} against confluent-kafka {client}, {ns.repeat} run(s) a row,"
+              f" {time.time() - began:.0f} s, 1-minute load {load:.1f}-"
               f"{os.getloadavg()[0]:.1f}")
         print(format_share_table(cells))
         if ns.windows:

@@ -59,6 +59,9 @@ from groupcoord.lab.wire import WireWorkload
 
 SPEC = Path(__file__).parent / "data" / "share.toml"
 PROTOCOL = "share:simple"
+#: The sides of a share sentence the calibration measures: the share group, and the consumer
+#: group it is compared with (``lab.wire_share_consumer``: real KIP-848 consumers).
+PROTOCOLS = (PROTOCOL, "consumer:uniform")
 WORKLOAD = "1x4-busy"
 SCENARIOS = ("bounce", "crowd-crash")
 #: The order of the saved cells' scenarios (the spec's).
@@ -67,6 +70,9 @@ SIZES = (4, 12)
 #: Where ``--save`` writes the cells (``lab.share_report.share_calibration_note`` reads it).
 SAVED = Path(__file__).parent / "data" / "share_calibration.json"
 WARMUP_MS = 30_000
+#: How the wire plays a ``crash`` (``lab.wire_share``'s ``lost_host``), kept with a crash
+#: cell's measurement: the cells saved before 2026-11-29 04:00 have none, and were SIGKILL.
+CRASH_PLAYED = "SIGSTOP (a lost host: nothing closes; killed after the run)"
 #: The metrics of a row, in table order; all checked.
 METRICS = ("time_to_converge_ms", "lag_peak", "excess_lag_peak", "excess_lag_record_s",
            "resource_downtime_ms", "records_reprocessed")
@@ -94,6 +100,8 @@ class ShareCell:
     #: How the wire side was measured: when, the client, wall time, 1-minute load at the
     #: cell's start and end.
     measured: dict[str, Any] = field(default_factory=dict)
+    #: The side of the share comparison measured (:data:`PROTOCOLS`).
+    protocol: str = PROTOCOL
 
     def median(self, side: str, metric: str) -> float | None:
         rows = (self.sim[:len(self.wire)] if self.wire else self.sim) if side == "sim" \
@@ -122,11 +130,14 @@ def share_within_2x(metric: str, sim: float | None, wire: float | None) -> bool 
 
 
 def cell_params(scenario: str, size: int, repeat: int, spec_path: Path = SPEC,
-                workload: str = WORKLOAD) -> list[Any]:
-    """The spec's runs of the cell (``share:simple`` on ``workload``, by default
-    ``1x4-busy``), replicates ``0 .. repeat - 1``."""
+                workload: str = WORKLOAD, protocol: str = PROTOCOL) -> list[Any]:
+    """The spec's runs of the cell (``protocol``, ``share:simple`` by default, on
+    ``workload``, by default ``1x4-busy``), replicates ``0 .. repeat - 1``."""
     from groupcoord.lab.spec import expand, load_spec
 
+    if protocol not in PROTOCOLS:
+        raise CalibrationError(f"protocol {protocol!r}: the share calibration measures "
+                               f"{' or '.join(PROTOCOLS)}")
     spec = load_spec(str(spec_path))
     if scenario not in spec.scenarios:
         raise CalibrationError(f"scenario {scenario!r} is not in {spec_path.name} (it has "
@@ -138,10 +149,10 @@ def cell_params(scenario: str, size: int, repeat: int, spec_path: Path = SPEC,
     if workload not in names:
         raise CalibrationError(f"workload {workload!r} is not in {spec_path.name} (it has "
                                f"{', '.join(names)})")
-    runs = sorted((r for r in expand(spec) if r.protocol == PROTOCOL and r.workload == workload
+    runs = sorted((r for r in expand(spec) if r.protocol == protocol and r.workload == workload
                    and r.scenario == scenario and r.size == size), key=lambda r: r.replicate)
     if not runs:
-        raise CalibrationError(f"{spec_path.name} has no {PROTOCOL} cell {scenario} at {size} "
+        raise CalibrationError(f"{spec_path.name} has no {protocol} cell {scenario} at {size} "
                                f"members on {workload}")
     if repeat > len(runs):
         raise CalibrationError(f"repeat {repeat}: the spec has {len(runs)} seeds")
@@ -199,11 +210,15 @@ def calibrate_share(scenarios: Sequence[str] = SCENARIOS, sizes: Sequence[int] =
                     repeat: int = 2, warmup_ms: int = WARMUP_MS, wire: bool = True,
                     workload: str = WORKLOAD,
                     progress: Callable[[str], None] | None = None,
-                    keep: Path | None = None) -> list[ShareCell]:
+                    keep: Path | None = None, protocol: str = PROTOCOL) -> list[ShareCell]:
     """Every cell on ``workload``: ``repeat`` simulated seeds and (``wire``) as many wire runs
     plus one wire control. Run ``r`` plays the seed's drawn timings (``sim.scenario``'s
     ``[draw]``: the bounce's downtime, the rolling bounce's spacing and downtime) on both
-    sides: each row keeps them (``drawn``)."""
+    sides: each row keeps them (``drawn``). ``protocol``: the share group (real
+    ShareConsumers) or the consumer group of the same cells (``consumer:uniform``, real
+    KIP-848 consumers: ``lab.wire_share_consumer``), measured with the same window and
+    metrics."""
+    from groupcoord.lab import wire_share_consumer as consumer
     from groupcoord.lab.wire_share import (
         STEADY_S,
         run_share_wire,
@@ -214,34 +229,42 @@ def calibrate_share(scenarios: Sequence[str] = SCENARIOS, sizes: Sequence[int] =
     )
     from groupcoord.sim.settings import effective_settings
 
+    share = protocol == PROTOCOL
     cells: list[ShareCell] = []
     for scenario in scenarios:
         for size in sizes:
-            cell = ShareCell(scenario, size, workload)
+            cell = ShareCell(scenario, size, workload, protocol=protocol)
             cells.append(cell)
-            runs = cell_params(scenario, size, repeat, workload=workload)
+            runs = cell_params(scenario, size, repeat, workload=workload, protocol=protocol)
             scs = [cell_scenario(p, warmup_ms) for p in runs]
-            cell.settings = {k: int(v) for k, v in effective_settings(scs[0], PROTOCOL).items()
-                             if k.startswith("group.share.")}
+            cell.settings = {k: int(v) for k, v in effective_settings(scs[0], protocol).items()
+                             if k.startswith("group.share.") or not share}
             for p, sc in zip(runs, scs, strict=True):
                 cell.sim.append(simulate_cell_run(p, sc))
             if not wire:
                 continue
             began, load = time.time(), os.getloadavg()[0]
             cell.measured = {"date": datetime.datetime.now(datetime.UTC).isoformat(
-                timespec="minutes"), "client": _client(), "warmup_ms": warmup_ms}
+                timespec="minutes"), "client": _client(share), "warmup_ms": warmup_ms}
+            if any(e.kind == "crash" for e in scs[0].events):  # how the wire played it
+                cell.measured["crash"] = CRASH_PLAYED
             spans: list[tuple[float, float]] = []
             try:
                 for i, (p, sc) in enumerate(zip(runs, scs, strict=True)):
                     if progress is not None:
                         progress(f"{scenario} at {size} on {workload}: wire run {i + 1} of "
                                  f"{repeat} ({', '.join(f'{k} {v}' for k, v in sc.drawn) or 'no draws'})")
-                    wl, mean = wire_workload(sc)
-                    run = run_share_wire(sc, effective_settings(sc, PROTOCOL), wl, mean,
-                                         seed=p.seed, progress=progress,
-                                         keep_dir=None if keep is None else
-                                         keep / f"{scenario}-{size}" / str(i + 1))
-                    w = first_window(share_window_metrics(run))
+                    kept = None if keep is None else keep / f"{scenario}-{size}" / str(i + 1)
+                    if share:
+                        wl, mean = wire_workload(sc)
+                        run: Any = run_share_wire(sc, effective_settings(sc, PROTOCOL), wl,
+                                                  mean, seed=p.seed, progress=progress,
+                                                  keep_dir=kept)
+                        w = first_window(share_window_metrics(run))
+                    else:
+                        run = consumer.run_consumer_wire(sc, p.seed, keep_dir=kept,
+                                                         progress=progress)
+                        w = first_window(consumer.consumer_window_metrics(run))
                     if w is None:
                         raise RuntimeError("the wire run has no disturbance window")
                     spans.append(w["span"])
@@ -254,19 +277,30 @@ def calibrate_share(scenarios: Sequence[str] = SCENARIOS, sizes: Sequence[int] =
                                       "window_s": round(length, 1), **w, **own})
                 if progress is not None:
                     progress(f"{scenario} at {size} on {workload}: wire control")
-                wl, mean = wire_workload(scs[0])
-                ctl = run_share_wire(replace(scs[0], events=()), effective_settings(
-                    scs[0], PROTOCOL), wl, mean, seed=runs[0].seed, control=True,
-                    until_s=max(b for _, b in spans) + 1.0, progress=progress,
-                    keep_dir=None if keep is None else keep / f"{scenario}-{size}" / "control")
+                kept = None if keep is None else keep / f"{scenario}-{size}" / "control"
+                until = max(b for _, b in spans) + 1.0
+                ctl: Any
+                if share:
+                    wl, mean = wire_workload(scs[0])
+                    ctl = run_share_wire(replace(scs[0], events=()), effective_settings(
+                        scs[0], PROTOCOL), wl, mean, seed=runs[0].seed, control=True,
+                        until_s=until, progress=progress, keep_dir=kept)
+                else:
+                    ctl = consumer.run_consumer_wire(scs[0], runs[0].seed, control=True,
+                                                     until_s=until, keep_dir=kept,
+                                                     progress=progress)
                 for w in cell.wire:
-                    c = span_lag_record_s(ctl, w["span"])
-                    w["control_lag_peak"] = span_lag_peak(ctl, w["span"])
+                    a, b = w["span"]
+                    if share:
+                        c = span_lag_record_s(ctl, w["span"])
+                        peak = span_lag_peak(ctl, w["span"])
+                        before = span_lag_mean(ctl, (a - STEADY_S, a))
+                    else:
+                        c, peak, before = consumer.span_lag(ctl, w["span"])
+                    w["control_lag_peak"] = peak
                     w["excess_lag_peak"] = w["lag_peak"] - w["control_lag_peak"]
                     w["control_lag_record_s"] = c
                     w["excess_lag_record_s"] = round(w["lag_record_s"] - c, 1)
-                    a, b = w["span"]
-                    before = span_lag_mean(ctl, (a - STEADY_S, a))
                     w["control_excess_own_record_s"] = None if before is None else round(
                         c - before * (b - a), 1)
             except (RuntimeError, OSError) as e:
@@ -276,8 +310,8 @@ def calibrate_share(scenarios: Sequence[str] = SCENARIOS, sizes: Sequence[int] =
     return cells
 
 
-def _client() -> str:
-    """The share consumer on the wire, with its versions."""
+def _client(share: bool = True) -> str:
+    """The share consumer (``share``) or the consumer on the wire, with its versions."""
     try:
         import confluent_kafka
     except ImportError:
@@ -285,8 +319,12 @@ def _client() -> str:
     # confluent-kafka's version() is a string in 2.x ("2.16.1"), libversion() a tuple
     raw: object = confluent_kafka.version()
     ver = str(raw[0]) if isinstance(raw, tuple) else str(raw)
-    return (f"confluent-kafka {ver} ShareConsumer "
-            f"(librdkafka {confluent_kafka.libversion()[0]})")
+    lib = confluent_kafka.libversion()[0]
+    if not share:
+        from groupcoord.lab.wire_share_consumer import CLIENT
+
+        return CLIENT.format(ver=ver, lib=lib)
+    return f"confluent-kafka {ver} ShareConsumer (librdkafka {lib})"
 
 
 def _fmt(v: float | None) -> str:
@@ -342,7 +380,8 @@ def format_share_table(cells: Sequence[ShareCell]) -> str:
         v = verdict(c)
         shown = "yes" if v == "within 2x" else v if v == "-" else \
             "**no** (" + v.removeprefix("not within 2x: ") + ")"
-        lines.append(f"| {c.scenario} | {c.size} | {c.workload} | {len(c.wire) or len(c.sim)} | "
+        scenario = c.scenario if c.protocol == PROTOCOL else f"{c.scenario} ({c.protocol})"
+        lines.append(f"| {scenario} | {c.size} | {c.workload} | {len(c.wire) or len(c.sim)} | "
                      + " | ".join(_pair(c, m) for m in METRICS) + f" | {shown} |")
     return "\n".join(lines)
 
@@ -359,7 +398,8 @@ def format_share_runs(cells: Sequence[ShareCell]) -> str:
         for side, rows in (("sim", c.sim), ("wire", c.wire)):
             for i, r in enumerate(rows):
                 drawn = "".join(f", {k} {v}" for k, v in (r.get("drawn") or {}).items())
-                lines.append(f"  {c.scenario} at {c.size}, {side} {i + 1} (seed {r['seed']}, "
+                lines.append(f"  {c.scenario} at {c.size} ({c.protocol}), {side} {i + 1} "
+                             f"(seed {r['seed']}, "
                              f"event at {r.get('at_ms')} ms{drawn}): "
                              + ", ".join(f"{m} {_fmt(r.get(m))}" for m in SHOWN
                                          if r.get(m) is not None))
@@ -371,7 +411,7 @@ def as_json(cells: Sequence[ShareCell]) -> list[dict[str, Any]]:
     members, workload, the group's settings and the timings each run played (``drawn``, the
     same on both sides), every run, the medians, their ratios, the checks and the verdict."""
     return [{"scenario": c.scenario, "members": c.size, "workload": c.workload,
-             "protocol": PROTOCOL, "error": c.error, "settings": c.settings,
+             "protocol": c.protocol, "error": c.error, "settings": c.settings,
              "timings": [{"seed": r["seed"], "at_ms": r.get("at_ms"), **(r.get("drawn") or {})}
                          for r in (c.wire or c.sim)],
              "sim": c.sim, "wire": c.wire, "checks": c.checks(), "ratios": ratios(c),
@@ -380,24 +420,27 @@ def as_json(cells: Sequence[ShareCell]) -> list[dict[str, Any]]:
                          for m in METRICS}} for c in cells]
 
 
-def _order(cell: Mapping[str, Any]) -> tuple[str, int, int]:
+def _order(cell: Mapping[str, Any]) -> tuple[str, int, int, int]:
     sc = str(cell.get("scenario"))
+    proto = str(cell.get("protocol") or PROTOCOL)
     return (str(cell.get("workload", WORKLOAD)),
-            ORDER.index(sc) if sc in ORDER else len(ORDER), int(cell.get("members") or 0))
+            ORDER.index(sc) if sc in ORDER else len(ORDER), int(cell.get("members") or 0),
+            PROTOCOLS.index(proto) if proto in PROTOCOLS else len(PROTOCOLS))
 
 
 def merged_share_calibration(old: Mapping[str, Any] | None,
                              cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """``old`` (the file's document, or None) with ``cells`` in: a cell of the same scenario,
-    members and workload replaced in place, the others kept; the cells in a stable order
-    (workload, the spec's scenario order, members)."""
-    key = lambda c: (c.get("scenario"), c.get("members"), c.get("workload", WORKLOAD))  # noqa: E731
+    members, workload and protocol replaced in place, the others kept; the cells in a stable
+    order (workload, the spec's scenario order, members, the share side first)."""
+    key = lambda c: (c.get("scenario"), c.get("members"), c.get("workload", WORKLOAD),  # noqa: E731
+                     c.get("protocol") or PROTOCOL)
     new = {key(c): dict(c) for c in cells}
     kept = [dict(c) for c in (old or {}).get("cells") or [] if isinstance(c, dict)
             and key(c) not in new]
     doc = {k: v for k, v in (old or {}).items() if k != "cells"}
     doc.update({
-        "protocol": PROTOCOL, "spec": "lab/data/share.toml",
+        "protocol": PROTOCOL, "protocols": list(PROTOCOLS), "spec": "lab/data/share.toml",
         "compared": "the median of the wire runs against the median of their paired "
                     "simulated seeds (run r is the spec's replicate r on both sides)",
         "tolerance": "within 2x, or both below a floor (" + ", ".join(
@@ -423,7 +466,7 @@ def save_share_calibration(cells: Sequence[ShareCell], path: Path = SAVED) -> Pa
     return path
 
 
-__all__ = ["METRICS", "SAVED", "SCENARIOS", "SIZES", "ShareCell", "as_json", "calibrate_share",
+__all__ = ["METRICS", "PROTOCOLS", "SAVED", "SCENARIOS", "SIZES", "ShareCell", "as_json", "calibrate_share",
            "cell_params", "cell_scenario", "format_share_runs", "format_share_table",
            "merged_share_calibration", "ratios", "save_share_calibration", "share_within_2x",
            "simulate_cell_run", "verdict"]

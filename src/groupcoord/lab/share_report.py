@@ -22,7 +22,8 @@ do not show by themselves.
   ``lab/data/share_calibration.json`` as its ``--json`` prints it, or a ``share:simple`` row of
   ``lab/data/calibration.json``) where one covers it, else "uncalibrated (share:simple)"; a
   consumer protocol's calibration only at the sentence's own scenario and size, never another
-  scenario's row.
+  scenario's row: the share calibration's consumer row of the cell (``lab calibrate --share
+  --protocol consumer:uniform``) first; and which sides of the sentence have a wire row.
 
 - **Head-of-line blocking** (:func:`head_of_line_rows`): what poison records cost by
   themselves, from the controls: the control's mean lag over the disturbance windows on the
@@ -773,6 +774,8 @@ def _client(cell: Mapping[str, Any]) -> str:
     client = str((measured or {}).get("client") or "") if isinstance(measured, dict) else ""
     if not client:
         return SHARE_CLIENT
+    if "ShareConsumer" not in client and "confluent-kafka" in client:
+        return client  # the consumer side (``lab.wire_share_consumer``): no preview
     # a record of the calibration's first rounds kept confluent-kafka's major version only
     # ("confluent-kafka 2 ShareConsumer"): the pinned client's full version where it is that
     trunc = re.match(r"confluent-kafka (\d+) ", client)
@@ -833,9 +836,17 @@ def _cell_text(cell: Mapping[str, Any], protocol: str, metric: str | None = None
     drawn = sorted({k for t in cell.get("timings") or [] if isinstance(t, dict) for k in t
                     if k not in ("seed", "at_ms")})
     timed = f", each run at its seed's drawn {' and '.join(drawn)}" if drawn else ""
-    return (f"{protocol} against real share consumers ({_client(cell)}), "
+    measured = cell.get("measured")
+    crash = ""
+    if str(cell.get("scenario")).endswith("crash"):  # how the wire played the lost host
+        played = measured.get("crash") if isinstance(measured, dict) else None
+        crash = (f", the crash played as {str(played).split(' (')[0]}, a lost host" if played
+                 else ", the crash played as SIGKILL (a kill: its connections closed), "
+                      "not the model's lost host")
+    side = "share consumers" if family(protocol) == "share" else "consumers"
+    return (f"{protocol} against real {side} ({_client(cell)}), "
             f"{cell.get('scenario')} at {cell.get('members')} members{wl} ({runs} wire "
-            f"runs{timed}), simulated / measured: " + mine
+            f"runs{timed}{crash}), simulated / measured: " + mine
             + "; ".join(t for t, _ in pairs.values())
             + (f"; all metrics: {verdict}" if verdict else ""))
 
@@ -860,23 +871,35 @@ def share_calibration_note(scenario: str, size: int | None, protocols: Sequence[
         cells = load_share_calibration()
     if cal is None:
         cal = limits.load_calibration() or {}
-    found = []
-    for p in protocols:
-        if family(p) == "share":
-            from groupcoord.lab.share_calibration import WORKLOAD
+    from groupcoord.lab.share_calibration import PROTOCOL, WORKLOAD
 
-            mine = [c for c in cells if c.get("scenario") == scenario
-                    and (size is None or c.get("members") == size) and not c.get("error")
-                    and (workload is None or c.get("workload", WORKLOAD) == workload)]
-            if mine:
-                found += [_cell_text(c, p, metric) for c in mine]
-                continue
-            row = limits.calibration_for(scenario, p, members=size, cal=cal)
+    found = []
+    sides: dict[str, bool] = {}
+    for p in protocols:
+        # the share calibration's rows of this cell for this side (a row without a protocol
+        # is the share side's: the first rounds measured only it)
+        mine = [c for c in cells if c.get("scenario") == scenario
+                and (size is None or c.get("members") == size) and not c.get("error")
+                and (workload is None or c.get("workload", WORKLOAD) == workload)
+                and (str(c.get("protocol") or PROTOCOL) == p
+                     or (family(p) == "share" and not c.get("protocol")))]
+        if mine:
+            found += [_cell_text(c, p, metric) for c in mine]
+            sides[p] = True
+            continue
+        row = limits.calibration_for(scenario, p, members=size, cal=cal)
+        sides[p] = bool(row)
+        if family(p) == "share":
             found.append(str(row) if row else f"uncalibrated ({p})")
-        else:
-            row = limits.calibration_for(scenario, p, members=size, cal=cal)
-            if row:
-                found.append(str(row))
+        elif row:
+            found.append(str(row))
+    if len(sides) > 1:  # which sides of the comparison a wire row stands behind
+        on = [p for p, ok in sides.items() if ok]
+        off = [p for p, ok in sides.items() if not ok]
+        found.append("sides on the wire: " + (
+            "every one (" + ", ".join(on) + ")" if not off else
+            ", ".join(on) + " only (" + ", ".join(off) + ": no wire row of this cell)" if on
+            else "none"))
     return "Calibration against real clients: " + "; ".join(found) if found else ""
 
 

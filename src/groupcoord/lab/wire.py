@@ -19,7 +19,10 @@
 Scenario events run at their times: ``bounce`` / ``rolling-bounce`` (SIGTERM: the member
 closes, leaving the group; ``hard``: SIGKILL) and a new process with the same name after
 ``down_ms``, ``scale-out`` (new members ``c<N+1>``...), ``scale-in`` / ``leave`` (SIGTERM, no
-restart), ``crash`` (SIGKILL: the member's session expires), ``add-partitions`` (consumers only:
+restart), ``crash`` (SIGKILL: the member's session expires; with ``lost_host``, SIGSTOP: the
+process hangs with its connections open, as a lost host's, until the run is over and every
+member closes, when it is killed: nothing of it closes inside the run's windows), ``kill``
+(SIGKILL), ``add-partitions`` (consumers only:
 CreatePartitions, and the producer produces to the new partitions from then on, as the
 simulator's resources start producing when they appear; a classic member sees them at its next
 metadata refresh, ``metadata_max_age_ms``), ``remove-connector`` (Connect only: the
@@ -276,6 +279,8 @@ class _Proc:
     started: float | None = None
     stopped: float | None = None
     hard: bool = False
+    #: SIGSTOP'd (a lost host: ``_Members.hang``); killed when the run closes its members.
+    hung: bool = False
     stdout_lines: list[dict[str, Any]] = field(default_factory=list)
     reader: threading.Thread | None = None
     #: Set once the process has imported what it runs (Connect workers say ``ready``;
@@ -325,10 +330,27 @@ class _Members:
         p.proc.send_signal(signal.SIGKILL if hard else signal.SIGTERM)
         self.done.append(p)
 
+    def hang(self, name: str) -> None:
+        """A lost host: SIGSTOP ``name``'s process. Nothing closes (its sockets stay open, so
+        the server sees no disconnect; its heartbeats stop, so its session expires; what it
+        had acquired waits for its lock); the process cannot come back, as it is killed, never
+        continued, when the run closes its members (:meth:`close_all`)."""
+        p = self.live.pop(name, None)
+        if p is None:
+            return
+        p.stopped = time.time()
+        p.hard = p.hung = True
+        p.proc.send_signal(signal.SIGSTOP)
+        self.done.append(p)
+
     def names(self) -> list[str]:
         return sorted(self.live, key=_member_order)
 
     def close_all(self, timeout: float = 30.0) -> None:
+        for p in self.done:  # a hung process is killed (it never resumes)
+            if p.hung and p.proc.poll() is None:
+                with contextlib.suppress(OSError):
+                    p.proc.send_signal(signal.SIGKILL)
         for name in list(self.live):
             self.stop(name)
         for p in self.pending.values():
@@ -546,11 +568,16 @@ def check_playable(sc: Scenario) -> None:
     _actions(sc)
 
 
-def _actions(sc: Scenario, seed: int = 0
+def _actions(sc: Scenario, seed: int = 0, lost_host: bool = False,
+             owner_at_event: bool = False
              ) -> tuple[list[tuple[float, str, str, bool]], list[WireWindow]]:
     """(time s, action, member, hard) in time order, with the disturbance windows. Actions:
-    ``go`` (start a member), ``stop``, ``grow`` (its "member" is ``TOPIC=PARTITIONS``, the new
-    count). The initial members start when the simulator starts
+    ``go`` (start a member), ``stop``, ``hang`` (``lost_host``: a ``crash`` is SIGSTOP, the
+    simulator's lost host, while ``kill`` stays SIGKILL), ``grow`` (its "member" is
+    ``TOPIC=PARTITIONS``, the new count). ``owner_at_event``: an ``@owner`` member is left as
+    ``@owner@AT_MS`` for the run to draw at the event's time among the members that own a
+    partition then (a consumer group with more members than partitions has idle members, which
+    only the run's own assignments tell). The initial members start when the simulator starts
     them with the same seed (``sim.scenario.start_offsets_ms``: the same phases)."""
     if sc.static:
         raise WireError("static membership (group.static) is not played on the wire")
@@ -604,17 +631,20 @@ def _actions(sc: Scenario, seed: int = 0
             for n in sorted(live, key=_member_order)[-int(e["count"]):]:
                 live.remove(n)
                 acts.append((at, "stop", n, False))
-        else:  # leave, crash, kill (kill -9, as crash: on the wire the host then closes the
-            # process's connections either way)
+        else:  # leave, crash, kill (kill -9; with lost_host a crash is SIGSTOP instead: the
+            # host closes a killed process's connections, nothing of a hung one's)
             n = str(e["member"])
-            if n == "@owner":  # the simulator's draw (sim.scenario.pick_owner) among the live
+            if n == "@owner" and owner_at_event:
+                n = f"@owner@{e.at_ms}"
+            elif n == "@owner":  # the simulator's draw (sim.scenario.pick_owner) among the live
                 # members, each of which holds a partition when there are no more members than
                 # partitions and with share groups' assignor at any size
                 n = pick_owner(live, seed, e.at_ms) or n
             if n in live:
                 live.remove(n)
-            acts.append((at, "stop", n, e.kind in ("crash", "kill")))
-    acts.sort(key=lambda a: (a[0], a[1] != "stop"))
+            acts.append((at, "hang" if lost_host and e.kind == "crash" else "stop", n,
+                         e.kind in ("crash", "kill")))
+    acts.sort(key=lambda a: (a[0], a[1] not in ("stop", "hang")))
     return acts, windows
 
 
@@ -624,14 +654,19 @@ def _actions(sc: Scenario, seed: int = 0
 def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
              extra_server_config: dict[str, str] | None = None, tail_s: float = 5.0,
              converge_timeout_s: float | None = None, keep_dir: Path | None = None,
-             progress: Any = None, seed: int = 0, client: str = "librdkafka") -> WireRun:
+             progress: Any = None, seed: int = 0, client: str = "librdkafka",
+             lost_host: bool = False, owner_at_event: bool = False) -> WireRun:
     """Play ``sc`` on the wire with ``protocol``'s real clients (see the module doc);
     ``seed`` draws the initial members' start offsets as the simulator does. ``client``: the
     consumer members' library (``CLIENTS``; ``java`` needs the kafka-clients build of
     ``lab.wire_java``, the Connect protocols have only our worker).
     ``converge_timeout_s``: how long after the last disturbance the run waits for the group
     to converge (default 120 s plus the waits the protocol may add: a crashed member's session
-    timeout, and for Connect KIP-415's ``scheduled.rebalance.max.delay.ms``)."""
+    timeout, and for Connect KIP-415's ``scheduled.rebalance.max.delay.ms``). ``lost_host``: a
+    ``crash`` is SIGSTOP (:meth:`_Members.hang`) rather than SIGKILL. ``owner_at_event``
+    (consumer groups): an ``@owner`` event's member is drawn (``sim.scenario.pick_owner``, the
+    simulator's draw) a second before its time among the live members that own a partition
+    then, from their logs (:func:`owners_now`), rather than ahead among all members."""
     if protocol not in WIRE_PROTOCOLS:
         raise WireError(f"protocol {protocol!r} has no wire client (known: "
                         f"{', '.join(WIRE_PROTOCOLS)})")
@@ -656,7 +691,7 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
         except ImportError:
             raise RuntimeError("the consumer protocols need confluent-kafka on the wire "
                                "(pip install 'groupcoord[lab]')") from None
-    acts, windows = _actions(sc, seed)
+    acts, windows = _actions(sc, seed, lost_host, owner_at_event and kind == "consumer")
     configs = server_configs(sc, extra_server_config or {})
     workdir = Path(tempfile.mkdtemp(prefix="gc-calibrate-")) if keep_dir is None else keep_dir
     workdir.mkdir(parents=True, exist_ok=True)
@@ -685,6 +720,13 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
         if producer is not None:
             producer.start(t0)
         for i, (at, action, name, hard) in enumerate(acts):
+            if name.startswith("@owner@"):  # drawn among the owners a second before its time
+                _sleep_until(t0 + at - 1.0)
+                snap = _collect(ctx, members, producer, t0, time.time(), windows)
+                name = pick_owner(owners_now(snap, time.time()), seed,
+                                  int(name.rsplit("@", 1)[1])) or "@owner"
+                if progress is not None:
+                    progress(f"{protocol}: @owner is {name} (drawn among the owners now)")
             while True:  # start every process due within `prestart`, then wait a little
                 now = time.time()
                 for j in range(i, len(acts)):
@@ -708,6 +750,8 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
                     if progress is not None:
                         progress(f"{protocol}: {name} was not ready at its time: went "
                                  f"{late:.1f} s late")
+            elif action == "hang":
+                members.hang(name)
             else:
                 members.stop(name, hard)
         last = max((w.settle_s for w in windows), default=0.0)
@@ -812,6 +856,18 @@ def _create_connectors(bootstrap: str, sc: Scenario, protocol: str, workdir: Pat
             raise RuntimeError(f"cannot create connector {name}: {out.stderr.strip()}")
         resources += [name, *(f"{name}-{i}" for i in range(tasks))]
     return resources
+
+
+def owners_now(run: WireRun, t: float) -> list[str]:
+    """The live members that own a resource at ``t`` (their logs' assignments), in name
+    order."""
+    from groupcoord.lab.wire_metrics import _states
+
+    states = _states(run, t)
+    owned = states[-1][2] if states else {}
+    return sorted((n for n, rs in owned.items() if rs and any(
+        s <= t and (e is None or t < e) for s, e in run.lifetimes.get(n, ()))),
+        key=_member_order)
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:

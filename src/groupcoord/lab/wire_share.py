@@ -8,10 +8,13 @@ assignment interval, record lock duration, delivery count limit), one
 and the calibration's producer (``lab.wire``: ``records_per_s`` to every partition from the
 scenario's start). Events: ``bounce`` and ``rolling-bounce`` (SIGTERM: the member
 releases what it has not processed, closes and leaves; a new process ``down_ms`` later;
-``hard``: SIGKILL), ``crash`` and ``kill`` (SIGKILL: the host closes the process's
-connections, so the server ends its share session and releases what it had acquired at once,
-as Kafka 4.1+; its membership waits for the session timeout: the simulator's ``kill``, while
-its ``crash`` is a lost host whose records wait for their lock), ``leave``, ``scale-in``,
+``hard``: SIGKILL), ``kill`` (SIGKILL: the host closes the process's connections, so the
+server ends its share session and releases what it had acquired at once, as Kafka 4.1+; its
+membership waits for the session timeout: the simulator's ``kill``), ``crash`` (SIGSTOP,
+``lab.wire._Members.hang``: the simulator's lost host; nothing closes, so what the process had
+acquired waits for ``share.record.lock.duration.ms`` and its membership for the session
+timeout; the process is killed only when the run is over; ``lost_host=False`` plays it as
+SIGKILL, as the wire did before 2026-11-29), ``leave``, ``scale-in``,
 ``scale-out``; a member ``@owner`` is the simulator's draw among the live members
 (``sim.scenario.pick_owner``). ``control=True``
 plays the initial members only (the paired control: the same seed, the same start phases, no
@@ -41,6 +44,7 @@ expired, or was killed before sending it).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import shutil
 import subprocess
@@ -195,23 +199,69 @@ def lag_series(run: ShareWireRun, until: float | None = None) -> tuple[np.ndarra
     return ts, np.maximum(produced - done, 0.0)
 
 
-def partitions_stopped_s(run: ShareWireRun, a: float, b: float) -> float | None:
-    """Partition·s from ``a`` to ``b`` (wall-clock) with no live process whose member has the
-    partition in its current assignment (the simulator's resource downtime of a share group,
-    ``sim.share``: the assignment it heartbeated), from the ShareGroupDescribe answers (each
-    holds until the next); None without any."""
+#: A partition whose records no member was handed for longer than this, while a live member
+#: had it, was held at the record-lock limit (:func:`partitions_stopped_s`): at the share
+#: cells' rates (60-300 records/s a partition) a member is handed its records every few tens of
+#: milliseconds, and the machine's own stalls seen on the wire were under 1.3 s.
+LOCK_GAP_S = 2.0
+
+
+def _unowned(run: ShareWireRun, a: float, b: float) -> dict[str, float]:
+    """Per partition, the seconds from ``a`` to ``b`` with no live process whose member has it
+    in its current assignment."""
     parts = sorted(run.produced)
-    if not run.assigned or not parts:
-        return None
-    total = 0.0
+    out = dict.fromkeys(parts, 0.0)
     for i, (t, held) in enumerate(run.assigned):
         t_next = run.assigned[i + 1][0] if i + 1 < len(run.assigned) else run.end
         lo, hi = max(t, a), min(t_next, b)
         if hi <= lo:
             continue
         owned = {k for c, ks in held.items() if _alive(run, c, t) for k in ks}
-        total += (hi - lo) * sum(1 for k in parts if k not in owned)
-    return total
+        for k in parts:
+            if k not in owned:
+                out[k] += hi - lo
+    return out
+
+
+def lock_held_s(run: ShareWireRun, a: float, b: float) -> dict[str, float]:
+    """Per partition, the seconds from ``a`` to ``b`` it was held at the record-lock limit:
+    gaps longer than :data:`LOCK_GAP_S` between two deliveries of its records (the members'
+    ``poll`` lines: a record handed out, any delivery count), less the time inside them with
+    no live member that had the partition (counted as unassigned already). Records were there
+    all along at the cells' rates, so such a gap is the partition's window of
+    ``group.share.partition.max.record.locks`` offsets full behind the acquired records of a
+    lost host (KIP-932: the share-partition start offset cannot pass them until their lock
+    expires). Runs logged before the ``poll`` lines existed give nothing."""
+    handed: dict[int, list[float]] = {}
+    for lines in run.logs.values():
+        for d in lines:
+            if d.get("e") == "poll":
+                for r in d["recs"]:
+                    handed.setdefault(int(r[0]), []).append(float(d["t"]))
+    out: dict[str, float] = {}
+    for key in sorted(run.produced):
+        ts = sorted(handed.get(int(key.rsplit("-", 1)[1]), ()))
+        held = 0.0
+        for t1, t2 in itertools.pairwise(ts):
+            if t2 - t1 <= LOCK_GAP_S:
+                continue
+            lo, hi = max(t1, a), min(t2, b)
+            if hi > lo:
+                held += max(hi - lo - _unowned(run, lo, hi).get(key, 0.0), 0.0)
+        out[key] = held
+    return out
+
+
+def partitions_stopped_s(run: ShareWireRun, a: float, b: float) -> float | None:
+    """Partition·s from ``a`` to ``b`` (wall-clock) with records there and none that can be
+    delivered (the simulator's resource downtime of a share group, ``sim.share``): no live
+    process whose member has the partition in its current assignment (the assignment it
+    heartbeated, from the ShareGroupDescribe answers, each holding until the next), or held at
+    the record-lock limit (:func:`lock_held_s`); None without any answer."""
+    if not run.assigned or not run.produced:
+        return None
+    held = lock_held_s(run, a, b)
+    return sum(_unowned(run, a, b).values()) + sum(held.values())
 
 
 def _integral(ts: np.ndarray, lag: np.ndarray, a: float, b: float) -> float:
@@ -380,19 +430,20 @@ def run_share_wire(sc: Scenario, settings: Mapping[str, int], wl: WireWorkload,
                    processing_ms: float, *, seed: int = 0, control: bool = False,
                    until_s: float | None = None, tail_s: float = 3.0,
                    converge_timeout_s: float | None = None, keep_dir: Path | None = None,
-                   progress: Callable[[str], None] | None = None) -> ShareWireRun:
+                   progress: Callable[[str], None] | None = None,
+                   lost_host: bool = True) -> ShareWireRun:
     """Play ``sc`` with share consumers (see the module doc). ``control``: the initial members
     only, until ``until_s`` seconds after the start. Otherwise the run goes on after the last
     disturbance until its windows have converged and caught up (at most
     ``converge_timeout_s``: default 120 s plus the session timeout and the lock duration),
-    then ``tail_s``."""
+    then ``tail_s``. ``lost_host``: a ``crash`` is SIGSTOP (default), else SIGKILL."""
     try:
         import confluent_kafka  # noqa: F401 - fail before starting anything
     except ImportError:
         raise RuntimeError("share groups on the wire need confluent-kafka "
                            "(pip install 'groupcoord[lab]')") from None
     check_share_playable(sc)
-    acts, windows = _actions(sc, seed)
+    acts, windows = _actions(sc, seed, lost_host)
     if control:
         acts = [a for a in acts if a[1] == "go" and a[0] <= windows[0].settle_s]
         windows = windows[:1]
@@ -431,6 +482,8 @@ def run_share_wire(sc: Scenario, settings: Mapping[str, int], wl: WireWorkload,
                 progress(f"share {label}: t={time.time() - t0:6.1f} s {action} {name}")
             if action == "go":
                 members.go(name)
+            elif action == "hang":
+                members.hang(name)
             else:
                 members.stop(name, hard)
         if control:
@@ -500,6 +553,7 @@ __all__ = [
     "done_times",
     "dump",
     "lag_series",
+    "lock_held_s",
     "partitions_stopped_s",
     "run_share_wire",
     "share_server_configs",

@@ -15,14 +15,17 @@ end of its batch: the log has one line per batch processed, ``{"t": end time, "e
 "recs": [[partition, offset, delivery count], ...]}``, written before the next poll sends the
 acknowledgement (a member killed between the two leaves a logged batch unacknowledged: its
 records are delivered again after their lock, and count twice, as they were processed twice).
-Lines ``start`` (consumer created), ``closing`` (SIGTERM heard) and ``closed`` (close()
+A line ``poll`` (same shape) lists each poll's records when it returns them (acquired: a
+member stopped before the batch's line holds them until their lock expires). Lines ``start``
+(consumer created), ``closing`` (SIGTERM heard) and ``closed`` (close()
 returned: acknowledgements sent, the group left) mark its life. Times are wall-clock seconds.
 
 SIGTERM stops the loop after the record in hand: the batch's records not processed yet are
 acknowledged RELEASE (available again at once, their delivery counted), then close() sends the
 acknowledgements and leaves the group, as the simulated consumer's leave does (implicit mode
-would ACCEPT the unprocessed records on close). SIGKILL (a crash) leaves
-everything acquired until the locks expire. A member whose parent (the harness) dies exits.
+would ACCEPT the unprocessed records on close). SIGKILL closes its connections (the server
+releases what it had acquired at once); SIGSTOP (a lost host) leaves everything acquired until
+the locks expire. A member whose parent (the harness) dies exits.
 """
 
 from __future__ import annotations
@@ -73,6 +76,10 @@ class ShareMember:
         consumer.subscribe(self.ns.topics.split(","))
         while not self.stop:
             batch = consumer.poll(0.1)
+            if batch:  # what the member now holds acquired (a lost host's wait their lock)
+                self.log("poll", recs=[[m.partition() or 0, m.offset() or 0,
+                                        m.delivery_count() or 1] for m in batch
+                                       if m.error() is None])
             done: list[list[int]] = []
             for m in batch:
                 if m.error() is not None:
