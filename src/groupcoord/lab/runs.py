@@ -252,8 +252,10 @@ def warmup_for(sc: Scenario, protocol: str) -> int:
     assignment interval, task starts, the state warm-up), then the backlog of that time
     processed with what the group can do beyond the production (members x 1/processing time
     for consumers, tasks x 1/processing time for Connect), plus half of that and two
-    heartbeats as a margin, in whole seconds. A group that cannot keep up gets
-    :data:`MAX_WARMUP_MS` (and will not have caught up)."""
+    heartbeats as a margin, in whole seconds. The connect group type's initial rounds last at
+    least until its first worker's hand-back has ended when that outlasts the rebalance
+    timeout (:func:`fenced_handback_ms`). A group
+    that cannot keep up gets :data:`MAX_WARMUP_MS` (and will not have caught up)."""
     fam = family(protocol)
     wl = sc.workload
     hb = sc.heartbeat_interval_ms
@@ -266,6 +268,10 @@ def warmup_for(sc: Scenario, protocol: str) -> int:
     else:
         join += wl.task_start_ms
     join += wl.warmup_ms
+    fenced = fenced_handback_ms(sc, protocol)
+    if fenced:
+        join = max(join, (max(sc.members - 1, 0) * sc.join_stagger_ms + (sc.start_spread_ms or 0)
+                          + 1.5 * wl.startup_ms + hb + fenced + wl.warmup_ms))
     drain = 0.0
     if not wl.idle:
         if fam == "connect":
@@ -285,6 +291,47 @@ def warmup_for(sc: Scenario, protocol: str) -> int:
         drain = rate * join / spare
     total = 1.5 * (join + drain) + 2 * hb
     return min(MAX_WARMUP_MS, math.ceil(total / 1000.0) * 1000)
+
+
+def fenced_handback_ms(sc: Scenario, protocol: str) -> int:
+    """How long after the first round the connect group type's first worker's hand-back takes
+    until the items it gives back run elsewhere, when that hand-back outlasts
+    ``rebalance.timeout.ms``; 0 otherwise (and for classic Connect, an idle workload or a
+    group of one).
+
+    The connect group type has no initial rebalance delay (the Connect draft): the first
+    worker to join is given every connector and task, and the second round has it revoke all
+    but its share (of n items at w workers, n - ceil(n / w)), stopped as Kafka's
+    ``DistributedHerder`` stops them, ``start_stop_threads`` at a time
+    (``sim.application.Application.stop_ms``). A revocation longer than
+    ``rebalance.timeout.ms`` fences the worker (the Connect draft: the worker should finish
+    the assignment within rebalance.timeout.ms or be kicked out of the group; classic Connect
+    does the same from the client side: ``AbstractCoordinator``'s heartbeat thread leaves the
+    group once the herder has not polled for ``rebalance.timeout.ms``, its ``Heartbeat`` poll
+    timer), and everything it held is lost: the incremental cooperative variant holds lost
+    work for ``scheduled.rebalance.max.delay.ms`` from the fencing (KIP-415), and the fenced
+    worker's return after its stops brings one more round in which each worker stops its
+    share. So such a hand-back ends at the later of its stops and the fencing plus the delay,
+    then that round (two heartbeats, a share's stops, the task starts). A shorter hand-back
+    (at 1 s stops, 17 s at 12 workers) lies within the initial rounds' margin of
+    :func:`warmup_for`, which this leaves as it was."""
+    wl = sc.workload
+    items = sum(n + 1 for _, n in sc.connectors)  # a connector is an item, as are its tasks
+    if protocol.partition(":")[0] != "connect" or wl.idle or sc.members < 2 or not items:
+        return 0
+
+    def stops(k: int) -> int:
+        threads = wl.start_stop_threads
+        return 0 if k <= 0 else (math.ceil(k / threads) if threads > 0 else 1) * wl.task_stop_ms
+
+    share = math.ceil(items / sc.members)
+    stop = stops(items - share)
+    if stop <= sc.rebalance_timeout_ms:
+        return 0
+    delay = sc.max_delay_ms if protocol.partition(":")[2] == "cooperative" else 0
+    hb = sc.heartbeat_interval_ms
+    return (max(stop, sc.rebalance_timeout_ms + delay) + 2 * hb + stops(share)
+            + wl.task_start_ms)
 
 
 def with_warmup(sc: Scenario, warmup_ms: int) -> Scenario:
