@@ -83,6 +83,7 @@ import random
 import re
 import shlex
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -315,23 +316,62 @@ def fenced_handback_ms(sc: Scenario, protocol: str) -> int:
     then that round (two heartbeats, a share's stops, the task starts). A shorter hand-back
     (at 1 s stops, 17 s at 12 workers) lies within the initial rounds' margin of
     :func:`warmup_for`, which this leaves as it was."""
+    hand = _first_handback(sc, protocol)
+    if hand is None:
+        return 0
+    _, share, stop = hand
+    wl = sc.workload
+    delay = sc.max_delay_ms if protocol.partition(":")[2] == "cooperative" else 0
+    hb = sc.heartbeat_interval_ms
+    return (max(stop, sc.rebalance_timeout_ms + delay) + 2 * hb + _stops(sc, share)
+            + wl.task_start_ms)
+
+
+def _stops(sc: Scenario, k: int) -> int:
+    """How long a worker takes to stop k items, ``start_stop_threads`` at a time."""
+    threads = sc.workload.start_stop_threads
+    return 0 if k <= 0 else (math.ceil(k / threads) if threads > 0 else 1) * sc.workload.task_stop_ms
+
+
+def _first_handback(sc: Scenario, protocol: str) -> tuple[int, int, int] | None:
+    """The connect group type's first worker's hand-back when it outlasts the rebalance
+    timeout (:func:`fenced_handback_ms`): (items given back, items kept, the stops' time);
+    None otherwise."""
     wl = sc.workload
     items = sum(n + 1 for _, n in sc.connectors)  # a connector is an item, as are its tasks
     if protocol.partition(":")[0] != "connect" or wl.idle or sc.members < 2 or not items:
-        return 0
-
-    def stops(k: int) -> int:
-        threads = wl.start_stop_threads
-        return 0 if k <= 0 else (math.ceil(k / threads) if threads > 0 else 1) * wl.task_stop_ms
-
+        return None
     share = math.ceil(items / sc.members)
-    stop = stops(items - share)
-    if stop <= sc.rebalance_timeout_ms:
-        return 0
-    delay = sc.max_delay_ms if protocol.partition(":")[2] == "cooperative" else 0
-    hb = sc.heartbeat_interval_ms
-    return (max(stop, sc.rebalance_timeout_ms + delay) + 2 * hb + stops(share)
-            + wl.task_start_ms)
+    stop = _stops(sc, items - share)
+    return (items - share, share, stop) if stop > sc.rebalance_timeout_ms else None
+
+
+def fenced_handback_text(row: Mapping[str, Any]) -> str:
+    """Why a run of the connect group type had not caught up before its event, when its first
+    worker's hand-back was fenced (:func:`fenced_handback_ms`), in a few words; "" otherwise
+    or when the row does not carry its run's parameters (a table made by hand)."""
+    protocol = str(row.get("protocol") or "")
+    if protocol.partition(":")[0] != "connect":
+        return ""
+    try:
+        sc = _cell_scenario(RunParams.from_row(row))
+    except (KeyError, TypeError, ValueError, ScenarioError, WorkloadError):
+        return ""
+    hand = _first_handback(sc, protocol)
+    if hand is None:
+        return ""
+    given, _, stop = hand
+    wl = sc.workload
+    text = (f"its first worker hands {given} connectors and tasks back "
+            f"{wl.start_stop_threads or given} at a time, {_secs(stop)} of stops, past "
+            f"rebalance.timeout.ms ({_secs(sc.rebalance_timeout_ms)}): fenced, its work lost")
+    if protocol.partition(":")[2] == "cooperative":
+        text += f" and held scheduled.rebalance.max.delay.ms ({_secs(sc.max_delay_ms)})"
+    return text
+
+
+def _secs(ms: int) -> str:
+    return f"{ms / 1000:g} s"
 
 
 def with_warmup(sc: Scenario, warmup_ms: int) -> Scenario:

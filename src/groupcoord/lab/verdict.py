@@ -83,6 +83,7 @@ from groupcoord.lab.findings import (
     with_work_parameters,
     work_value,
 )
+from groupcoord.lab.runs import fenced_handback_text
 from groupcoord.lab.wire_spread import load_spread, load_stable, spread_text, stable_text
 
 #: KIP-415's question: what an eager or an incremental cooperative Connect rebalance costs
@@ -547,7 +548,8 @@ def left_out_reason(r: Mapping[str, Any]) -> str:
     if not r.get("ok"):
         return "broke an invariant"
     if r.get("caught_up") is False:
-        return "never caught up before the event"
+        why = fenced_handback_text(r)
+        return "never caught up before the event" + (f" ({why})" if why else "")
     return "an event changed nothing"
 
 
