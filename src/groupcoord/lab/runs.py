@@ -255,8 +255,8 @@ def warmup_for(sc: Scenario, protocol: str) -> int:
     for consumers, tasks x 1/processing time for Connect), plus half of that and two
     heartbeats as a margin, in whole seconds. The connect group type's initial rounds last at
     least until its first worker's hand-back has ended when that outlasts the rebalance
-    timeout (:func:`fenced_handback_ms`). A group
-    that cannot keep up gets :data:`MAX_WARMUP_MS` (and will not have caught up)."""
+    timeout (:func:`fenced_handback_ms`). A group that cannot keep up gets
+    :data:`MAX_WARMUP_MS` (and will not have caught up)."""
     fam = family(protocol)
     wl = sc.workload
     hb = sc.heartbeat_interval_ms
@@ -321,7 +321,7 @@ def fenced_handback_ms(sc: Scenario, protocol: str) -> int:
         return 0
     _, share, stop = hand
     wl = sc.workload
-    delay = sc.max_delay_ms if protocol.partition(":")[2] == "cooperative" else 0
+    delay = sc.max_delay_ms if _cooperative(protocol) else 0
     hb = sc.heartbeat_interval_ms
     return (max(stop, sc.rebalance_timeout_ms + delay) + 2 * hb + _stops(sc, share)
             + wl.task_start_ms)
@@ -339,7 +339,8 @@ def _first_handback(sc: Scenario, protocol: str) -> tuple[int, int, int] | None:
     None otherwise."""
     wl = sc.workload
     items = sum(n + 1 for _, n in sc.connectors)  # a connector is an item, as are its tasks
-    if protocol.partition(":")[0] != "connect" or wl.idle or sc.members < 2 or not items:
+    if base_protocol(protocol).partition(":")[0] != "connect" or wl.idle or sc.members < 2 \
+            or not items:
         return None
     share = math.ceil(items / sc.members)
     stop = _stops(sc, items - share)
@@ -351,7 +352,7 @@ def fenced_handback_text(row: Mapping[str, Any]) -> str:
     worker's hand-back was fenced (:func:`fenced_handback_ms`), in a few words; "" otherwise
     or when the row does not carry its run's parameters (a table made by hand)."""
     protocol = str(row.get("protocol") or "")
-    if protocol.partition(":")[0] != "connect":
+    if base_protocol(protocol).partition(":")[0] != "connect":
         return ""
     try:
         sc = _cell_scenario(RunParams.from_row(row))
@@ -365,9 +366,14 @@ def fenced_handback_text(row: Mapping[str, Any]) -> str:
     text = (f"its first worker hands {given} connectors and tasks back "
             f"{wl.start_stop_threads or given} at a time, {_secs(stop)} of stops, past "
             f"rebalance.timeout.ms ({_secs(sc.rebalance_timeout_ms)}): fenced, its work lost")
-    if protocol.partition(":")[2] == "cooperative":
+    if _cooperative(protocol):
         text += f" and held scheduled.rebalance.max.delay.ms ({_secs(sc.max_delay_ms)})"
     return text
+
+
+def _cooperative(protocol: str) -> bool:
+    """The connect group type's incremental cooperative variant (KIP-415's delay applies)."""
+    return base_protocol(protocol).partition(":")[2] == "cooperative"
 
 
 def _secs(ms: int) -> str:
