@@ -191,9 +191,11 @@ def test_the_first_page_is_a_verdict_table_per_grid_then_claims(tmp_path: Path) 
     loads = [x.split("|")[3].strip() for x in cross.splitlines()
              if x.startswith("| rolling-bounce")]
     assert [x.split(";")[0] for x in loads] == ["4x8-p0.5ms", "4x8-p5ms", "4x8-p20ms"]
-    # seed 4 never caught up: dropped from every protocol of the row, and said on it
-    assert all(x.endswith("1 seed dropped from every protocol (a run left out on it)")
-               for x in loads)
+    # seed 4 never caught up: dropped from every protocol of the row, and said on it (which
+    # protocol's runs were left out, and why)
+    assert all(x.endswith("1 seed dropped from every protocol (classic:eager: 1 run never "
+                          "caught up before the event; consumer:uniform: 1 run never caught up "
+                          "before the event)") for x in loads)
     # claims with their commands
     claims_md = md[md.index("## What the tables show"):md.index("## Settings")]
     assert ("groupcoord lab run --spec paper --scenario kip415-worker-joins --size 6 "

@@ -695,6 +695,58 @@ def test_a_seed_left_out_for_one_protocol_is_dropped_from_every_protocol_of_its_
     assert text.count("dropped from every protocol") == 1
 
 
+def test_a_seed_only_an_unranked_protocol_lost_keeps_the_ranked_verdict() -> None:
+    """The connect group type (not ranked) never catching up on every seed of a row does not
+    drop the row: the ranked protocols keep their seeds and their mark, the unranked columns
+    lose the seeds they lost, and the row says which protocol's runs were left out and why.
+    A seed a ranked protocol lost is still dropped from every protocol of the row."""
+    ranked_ps = ["classic-connect:eager", "classic-connect:sessioned"]
+    unranked_ps = ["connect:eager", "connect:cooperative"]
+    grid = {"name": "task-times", "protocols": [*unranked_ps, *ranked_ps],
+            "metrics": ["stall_ms"]}
+    seeds = range(6)
+    rows = [_run("classic-connect:eager", s, scenario="kip415-worker-joins",
+                 stall_ms=3000.0 + 10 * s) for s in seeds]
+    rows += [_run("classic-connect:sessioned", s, scenario="kip415-worker-joins",
+                  stall_ms=0.0) for s in seeds]
+    rows += [{**_run("connect:cooperative", s, scenario="kip415-worker-joins", stall_ms=0.0),
+              "caught_up": False} for s in seeds]
+    # connect:eager lost seed 2 only: its other seeds stay, cooperative's lost seeds do not
+    # take them away from it
+    rows += [_run("connect:eager", s, scenario="kip415-worker-joins", stall_ms=4000.0)
+             for s in seeds if s != 2]
+    rows.append({**_run("connect:eager", 2, scenario="kip415-worker-joins", stall_ms=4000.0),
+                 "caught_up": False})
+    # a second row where a ranked protocol lost seed 0: dropped from every protocol
+    rows += [_run(p, s, scenario="worker-leaves", stall_ms=0.0 if "sessioned" in p else 3000.0)
+             for p in ranked_ps for s in seeds if (p, s) != ("classic-connect:eager", 0)]
+    rows.append({**_run("classic-connect:eager", 0, scenario="worker-leaves", stall_ms=1.0),
+                 "caught_up": False})
+    rows += [_run(p, s, scenario="worker-leaves", stall_ms=5.0) for p in unranked_ps
+             for s in seeds]
+    g = grid_verdict(grid, rows)
+    by_scenario = {r.scenario: r for r in g.rows}
+    joins, leaves = by_scenario["kip415-worker-joins"], by_scenario["worker-leaves"]
+    mv = joins.metrics[0]
+    assert mv.verdict == "best" and tuple(mv.best) == ("classic-connect:sessioned",)
+    assert set(mv.cells["classic-connect:eager"].values) == set(seeds)
+    assert set(mv.cells["connect:eager"].values) == set(seeds) - {2}
+    assert "connect:cooperative" not in mv.cells
+    assert joins.dropped == 0
+    assert joins.left_out == {"connect:cooperative": {"never caught up before the event": 6},
+                              "connect:eager": {"never caught up before the event": 1}}
+    # the paired rule for ranked protocols holds
+    assert leaves.dropped == 1
+    for p in (*ranked_ps, *unranked_ps):
+        assert 0 not in leaves.metrics[0].cells[p].values
+    text = verdict_md(g)
+    assert ("left out of their own columns only (not ranked): connect:eager: 1 run never "
+            "caught up before the event; connect:cooperative: 6 runs never caught up before "
+            "the event") in text
+    assert ("1 seed dropped from every protocol (classic-connect:eager: 1 run never caught "
+            "up before the event)") in text
+
+
 def _verdicts_of(grids: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[GridVerdict]:
     return grid_verdicts({"name": "paper", "grids": grids}, rows)
 

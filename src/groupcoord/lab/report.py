@@ -366,8 +366,11 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
                 "difference too: the best is better by more than the floor in enough seeds "
                 f"for a one-sided p of at most {SIGN_ALPHA:.0%} ({need})")
     test = ("Cells show the median over the seeds and, below it, the range. Protocols of a "
-            "cell run on the same seeds (a seed on which one protocol's run was left out is "
-            "dropped from every protocol of its row; the row says how many). A protocol is "
+            "cell run on the same seeds (a seed on which one ranked protocol's run was left out is "
+            "dropped from every protocol of its row; a run of a protocol shown apart that was "
+            "left out costs that protocol's column only; the row says which protocol's runs "
+            "were left out and why). "
+            "A protocol is "
             "marked ★ best when its worst seed is "
             "better than every other protocol's best seed by more than the metric's floor "
             f"({floors}): the ranges are separated. If two protocols did not differ, n seeds "
@@ -637,6 +640,16 @@ def _under_floor(mv: MetricVerdict) -> bool:
     return bool(cells) and min(abs(c.median) for c in cells) <= mv.metric.floor
 
 
+def left_out_text(row: VerdictRow, protocols: Sequence[str]) -> str:
+    """Which of ``protocols`` lost runs in the row and why, in one line
+    (``connect:cooperative: 5 runs never caught up before the event``)."""
+    parts = []
+    for p in protocols:
+        for reason, n in sorted(row.left_out.get(p, {}).items()):
+            parts.append(f"{p}: {n} run{'s' if n > 1 else ''} {reason}")
+    return "; ".join(parts)
+
+
 def _row_head(g: GridVerdict, row: VerdictRow,
               loads: dict[tuple[Any, ...], Load | TaskTimes] | None = None) -> tuple[str, str, str]:
     size = f"{row.size} {member_word(row.scenario, g.protocols)}"
@@ -651,9 +664,13 @@ def _row_head(g: GridVerdict, row: VerdictRow,
         load += f": {ld.text(share='share' in fams and len(fams) > 1)}"
     elif ld is not None:
         load += f": {ld.text()}"
+    rank = ranked(g.protocols)
     if row.dropped:
         load += (f"; {row.dropped} seed{'s' if row.dropped > 1 else ''} dropped from every "
-                 "protocol (a run left out on it)")
+                 f"protocol ({left_out_text(row, rank)})")
+    apart = left_out_text(row, [p for p in g.protocols if p not in rank])
+    if apart:
+        load += f"; left out of their own columns only (not ranked): {apart}"
     if row.pooled:
         load += f"; {row.pooled}"
     return row.scenario, size, load

@@ -83,6 +83,7 @@ import random
 import re
 import shlex
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -252,7 +253,9 @@ def warmup_for(sc: Scenario, protocol: str) -> int:
     assignment interval, task starts, the state warm-up), then the backlog of that time
     processed with what the group can do beyond the production (members x 1/processing time
     for consumers, tasks x 1/processing time for Connect), plus half of that and two
-    heartbeats as a margin, in whole seconds. A group that cannot keep up gets
+    heartbeats as a margin, in whole seconds. The connect group type's initial rounds last at
+    least until its first worker's hand-back has ended when that outlasts the rebalance
+    timeout (:func:`fenced_handback_ms`). A group that cannot keep up gets
     :data:`MAX_WARMUP_MS` (and will not have caught up)."""
     fam = family(protocol)
     wl = sc.workload
@@ -266,6 +269,10 @@ def warmup_for(sc: Scenario, protocol: str) -> int:
     else:
         join += wl.task_start_ms
     join += wl.warmup_ms
+    fenced = fenced_handback_ms(sc, protocol)
+    if fenced:
+        join = max(join, (max(sc.members - 1, 0) * sc.join_stagger_ms + (sc.start_spread_ms or 0)
+                          + 1.5 * wl.startup_ms + hb + fenced + wl.warmup_ms))
     drain = 0.0
     if not wl.idle:
         if fam == "connect":
@@ -285,6 +292,92 @@ def warmup_for(sc: Scenario, protocol: str) -> int:
         drain = rate * join / spare
     total = 1.5 * (join + drain) + 2 * hb
     return min(MAX_WARMUP_MS, math.ceil(total / 1000.0) * 1000)
+
+
+def fenced_handback_ms(sc: Scenario, protocol: str) -> int:
+    """How long after the first round the connect group type's first worker's hand-back takes
+    until the items it gives back run elsewhere, when that hand-back outlasts
+    ``rebalance.timeout.ms``; 0 otherwise (and for classic Connect, an idle workload or a
+    group of one).
+
+    The connect group type has no initial rebalance delay (the Connect draft): the first
+    worker to join is given every connector and task, and the second round has it revoke all
+    but its share (of n items at w workers, n - ceil(n / w)), stopped as Kafka's
+    ``DistributedHerder`` stops them, ``start_stop_threads`` at a time
+    (``sim.application.Application.stop_ms``). A revocation longer than
+    ``rebalance.timeout.ms`` fences the worker (the Connect draft: the worker should finish
+    the assignment within rebalance.timeout.ms or be kicked out of the group; classic Connect
+    does the same from the client side: ``AbstractCoordinator``'s heartbeat thread leaves the
+    group once the herder has not polled for ``rebalance.timeout.ms``, its ``Heartbeat`` poll
+    timer), and everything it held is lost: the incremental cooperative variant holds lost
+    work for ``scheduled.rebalance.max.delay.ms`` from the fencing (KIP-415), and the fenced
+    worker's return after its stops brings one more round in which each worker stops its
+    share. So such a hand-back ends at the later of its stops and the fencing plus the delay,
+    then that round (two heartbeats, a share's stops, the task starts). A shorter hand-back
+    (at 1 s stops, 17 s at 12 workers) lies within the initial rounds' margin of
+    :func:`warmup_for`, which this leaves as it was."""
+    hand = _first_handback(sc, protocol)
+    if hand is None:
+        return 0
+    _, share, stop = hand
+    wl = sc.workload
+    delay = sc.max_delay_ms if _cooperative(protocol) else 0
+    hb = sc.heartbeat_interval_ms
+    return (max(stop, sc.rebalance_timeout_ms + delay) + 2 * hb + _stops(sc, share)
+            + wl.task_start_ms)
+
+
+def _stops(sc: Scenario, k: int) -> int:
+    """How long a worker takes to stop k items, ``start_stop_threads`` at a time."""
+    threads = sc.workload.start_stop_threads
+    return 0 if k <= 0 else (math.ceil(k / threads) if threads > 0 else 1) * sc.workload.task_stop_ms
+
+
+def _first_handback(sc: Scenario, protocol: str) -> tuple[int, int, int] | None:
+    """The connect group type's first worker's hand-back when it outlasts the rebalance
+    timeout (:func:`fenced_handback_ms`): (items given back, items kept, the stops' time);
+    None otherwise."""
+    wl = sc.workload
+    items = sum(n + 1 for _, n in sc.connectors)  # a connector is an item, as are its tasks
+    if base_protocol(protocol).partition(":")[0] != "connect" or wl.idle or sc.members < 2 \
+            or not items:
+        return None
+    share = math.ceil(items / sc.members)
+    stop = _stops(sc, items - share)
+    return (items - share, share, stop) if stop > sc.rebalance_timeout_ms else None
+
+
+def fenced_handback_text(row: Mapping[str, Any]) -> str:
+    """Why a run of the connect group type had not caught up before its event, when its first
+    worker's hand-back was fenced (:func:`fenced_handback_ms`), in a few words; "" otherwise
+    or when the row does not carry its run's parameters (a table made by hand)."""
+    protocol = str(row.get("protocol") or "")
+    if base_protocol(protocol).partition(":")[0] != "connect":
+        return ""
+    try:
+        sc = _cell_scenario(RunParams.from_row(row))
+    except (KeyError, TypeError, ValueError, ScenarioError, WorkloadError):
+        return ""
+    hand = _first_handback(sc, protocol)
+    if hand is None:
+        return ""
+    given, _, stop = hand
+    wl = sc.workload
+    text = (f"its first worker hands {given} connectors and tasks back "
+            f"{wl.start_stop_threads or given} at a time, {_secs(stop)} of stops, past "
+            f"rebalance.timeout.ms ({_secs(sc.rebalance_timeout_ms)}): fenced, its work lost")
+    if _cooperative(protocol):
+        text += f" and held scheduled.rebalance.max.delay.ms ({_secs(sc.max_delay_ms)})"
+    return text
+
+
+def _cooperative(protocol: str) -> bool:
+    """The connect group type's incremental cooperative variant (KIP-415's delay applies)."""
+    return base_protocol(protocol).partition(":")[2] == "cooperative"
+
+
+def _secs(ms: int) -> str:
+    return f"{ms / 1000:g} s"
 
 
 def with_warmup(sc: Scenario, warmup_ms: int) -> Scenario:

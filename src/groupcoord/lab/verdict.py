@@ -83,6 +83,7 @@ from groupcoord.lab.findings import (
     with_work_parameters,
     work_value,
 )
+from groupcoord.lab.runs import fenced_handback_text
 from groupcoord.lab.wire_spread import load_spread, load_stable, spread_text, stable_text
 
 #: KIP-415's question: what an eager or an incremental cooperative Connect rebalance costs
@@ -290,6 +291,9 @@ class VerdictRow:
     #: Seeds dropped from every protocol of the row because one protocol's run on that seed
     #: was left out (:func:`same_seeds`).
     dropped: int = 0
+    #: Per protocol, how many of its runs in the row were left out, by reason
+    #: (:func:`same_seeds`); an unranked protocol's cost its own columns only.
+    left_out: dict[str, dict[str, int]] = field(default_factory=dict)
     #: The grids this row's cell is shared with, when judged on all of their runs
     #: (:func:`judge_shared_cells`); empty when the cell is this grid's alone.
     pooled: str = ""
@@ -539,19 +543,41 @@ def timing_words(key: str, ms: float) -> str:
     return TIMING_WORDS.get(key, key + " {}").format(text)
 
 
-def same_seeds(runs: Sequence[Mapping[str, Any]]
-               ) -> tuple[list[dict[str, Any]], dict[tuple[Any, ...], int]]:
-    """The usable runs (:func:`usable`) with every seed a run was left out on dropped from
-    every protocol of its row, so that a row compares the protocols on the same seeds (a
-    protocol that never caught up on one seed would otherwise be compared on the others'
-    easier draws); and per row, how many seeds were dropped that way."""
+def left_out_reason(r: Mapping[str, Any]) -> str:
+    """Why a run does not count (:func:`usable`), in a few words."""
+    if not r.get("ok"):
+        return "broke an invariant"
+    if r.get("caught_up") is False:
+        why = fenced_handback_text(r)
+        return "never caught up before the event" + (f" ({why})" if why else "")
+    return "an event changed nothing"
+
+
+def same_seeds(runs: Sequence[Mapping[str, Any]], rank: Iterable[str] | None = None
+               ) -> tuple[list[dict[str, Any]], dict[tuple[Any, ...], int],
+                          dict[tuple[Any, ...], dict[str, dict[str, int]]]]:
+    """The usable runs (:func:`usable`) with every seed a ranked protocol's run was left out
+    on dropped from every protocol of its row, so that a row compares the protocols on the
+    same seeds (a protocol that never caught up on one seed would otherwise be compared on the
+    others' easier draws). A run of an unranked protocol (``rank`` names the ranked ones;
+    None: every protocol is) that was left out costs its own column only: unranked columns
+    carry no mark, and the ranked protocols keep their paired verdict on that seed. Also, per
+    row, how many seeds were dropped from every protocol, and per row and protocol, how many
+    of its runs were left out and why (:func:`left_out_reason`)."""
+    ranks = None if rank is None else set(rank)
     left: dict[tuple[Any, ...], set[int]] = defaultdict(set)
+    why: dict[tuple[Any, ...], dict[str, dict[str, int]]] = defaultdict(dict)
     for r in runs:
         if not usable(r):
-            left[_row_of(r)].add(int(r.get("seed") or 0))
+            key, proto = _row_of(r), str(r["protocol"])
+            if ranks is None or proto in ranks:
+                left[key].add(int(r.get("seed") or 0))
+            reasons = why[key].setdefault(proto, {})
+            reason = left_out_reason(r)
+            reasons[reason] = reasons.get(reason, 0) + 1
     kept = [dict(r) for r in runs
             if usable(r) and int(r.get("seed") or 0) not in left.get(_row_of(r), ())]
-    return kept, {k: len(v) for k, v in left.items()}
+    return kept, {k: len(v) for k, v in left.items()}, dict(why)
 
 
 def cells_of(rs: Sequence[Mapping[str, Any]], protocols: Sequence[str], m: Metric
@@ -616,10 +642,10 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
     swept = swept_timing(labels)
     if swept is not None:  # judged per value of the timing: the base protocols compared
         mine = by_swept_timing(mine, swept)
-    good, dropped = same_seeds(mine)
-    metrics = question_metrics(grid, good or mine)
     protocols = (list(dict.fromkeys(_strip_timing(p, swept) for p in labels))
                  if swept is not None else labels)
+    good, dropped, left_out = same_seeds(mine, ranked(protocols))
+    metrics = question_metrics(grid, good or mine)
     param = swept if swept is not None else sweep_parameter(good)
     by_row: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for r in good:
@@ -644,7 +670,7 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
                         x=_x_of(every, param), settings=_settings_of(every),
                         rate=_rate_of(every), down_ms=bounce_down_ms(every[0]),
                         spacing_ms=bounce_spacing_ms(every[0]),
-                        dropped=dropped.get(key, 0))
+                        dropped=dropped.get(key, 0), left_out=left_out.get(key, {}))
         if swept is not None:
             vr.x, vr.timing = float(key[4]), timing_words(swept, key[4])
         for m in (row_metric(m0, vr.rate) for m0 in metrics):
@@ -1203,7 +1229,7 @@ def judge_shared_cells(grids: Sequence[Mapping[str, Any]], verdicts: Sequence[Gr
         rows = {(row.scenario, row.size, row.workload, row.fault_rate, None): row
                 for row in gv.rows}
         inside = [r for r in mine if _in_grid(r, grid)]
-        kept, _ = same_seeds(inside)
+        kept, _, _ = same_seeds(inside, ranked(gv.protocols))
         by_row: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
         for r in kept:
             by_row[_row_of(r)].append(r)
