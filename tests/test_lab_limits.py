@@ -243,3 +243,28 @@ def test_saving_one_row_of_the_shipped_file_moves_no_other_row(tmp_path: Path) -
     assert out["rows"][i]["wall_s"] == 1
     saved = json.loads(save_calibration(out, tmp_path / "c.json").read_text())
     assert [r["scenario"] for r in saved["rows"]] == [r["scenario"] for r in cal["rows"]]
+
+
+def test_the_not_covered_line_counts_the_real_connect_workers_rows(tmp_path: Path) -> None:
+    """A classic Connect cell measured against real Connect workers (the Connect calibration's
+    rows, which the sentences print) is not named as never measured (render 13's page said
+    'scenarios ... kip415-connector-added, kip415-worker-joins' under a sentence that printed
+    their rows)."""
+    from groupcoord.lab.limits import _connect_rows, _not_covered
+
+    data = tmp_path / "calibration-connect.json"
+    data.write_text(json.dumps({"rows": [
+        {"scenario": "kip415-worker-joins", "size": 3, "protocol": "classic-connect:eager"},
+        {"scenario": "kip415-worker-joins", "size": 3,
+         "protocol": "classic-connect:sessioned"}]}))
+    runs = [{"protocol": p, "scenario": s, "size": 3}
+            for p in ("classic-connect:eager", "classic-connect:sessioned")
+            for s in ("kip415-worker-joins", "worker-leaves-d30s")]
+    rows = _connect_rows(runs, data)
+    assert {(r["protocol"], r["scenario"], r["members"]) for r in rows} == {
+        ("classic-connect:eager", "kip415-worker-joins", 3),
+        ("classic-connect:sessioned", "kip415-worker-joins", 3)}
+    text = _not_covered(rows, {}, runs)
+    assert "kip415-worker-joins" not in text and "scenarios worker-leaves-d30s" in text
+    assert "kip415-worker-joins" in _not_covered([], {}, runs)
+    assert _connect_rows([{"protocol": "classic:eager", "scenario": "crash"}], data) == []

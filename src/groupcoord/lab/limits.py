@@ -481,7 +481,7 @@ def calibration_items(cal: Mapping[str, Any] | None, gaps: Sequence[float] | Non
                          "it came within 2x, which is another condition: this miss stands")
         items.append(text + ".")
     items += [t for c in _NEWLY_CHECKED if (t := metric_check_text(rows, c))]
-    gaps_text = _not_covered([*rows, *_share_rows(runs)], setup, runs)
+    gaps_text = _not_covered([*rows, *_share_rows(runs), *_connect_rows(runs)], setup, runs)
     if gaps_text:
         items.append(gaps_text)
     return items
@@ -679,6 +679,22 @@ def _work(rows: Sequence[Mapping[str, Any]], setup: Mapping[str, Any]) -> str:
             for r in rows} - {None}
     return (f"{_values(rates) if rates else '?'} records/s per partition, "
             f"{_values(proc) if proc else '?'} ms per record")
+
+
+def _connect_rows(runs: Sequence[Mapping[str, Any]],
+                  path: Path | None = None) -> list[dict[str, Any]]:
+    """The Connect calibration's rows (``lab.wire_connect_calibration``: real Connect workers,
+    Apache Kafka's own group membership) as rows of protocol, scenario and members, where the
+    tables have Connect runs: the sentences print them, so the "not covered" line must not
+    name their cells as never measured."""
+    from groupcoord.lab.findings import family
+    from groupcoord.lab.wire_connect_calibration import load_rows
+
+    if not any(family(str(r.get("protocol"))) in ("connect", "classic-connect") for r in runs):
+        return []
+    return [{"protocol": str(r.get("protocol")), "scenario": r.get("scenario"),
+             "members": r.get("size")}
+            for r in load_rows(path) if r.get("protocol") and r.get("scenario")]
 
 
 def _share_rows(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
