@@ -74,6 +74,32 @@ def test_records_processed_twice_after_a_loss_is_no_mark_without_a_commit_per_ba
                                                        "commit interval")
 
 
+def test_a_first_set_mark_on_records_processed_twice_that_the_fresh_set_lost_reads_as_its_siblings(
+) -> None:
+    """lock-rate-owner's owner-kill 1x4-busy80 row read "not confirmed: first seeds ★
+    share:simple" where its sibling rows read "no mark: depends on the commit interval": a
+    mark the fresh seeds did not repeat rests on the commit interval as much (sixth share
+    review)."""
+    from groupcoord.lab.verdict import confirm
+
+    first = judge(_cells({SHARE: [0, 1, 0, 1, 0], KIP848: [164, 52, 261, 120, 90]}), TWICE)
+    fresh = judge(_cells({SHARE: [0, 1, 0, 1, 0], KIP848: [164, 3, 261, 120, 90]}), TWICE)
+    mv = confirm(first, fresh)
+    assert mv.verdict == "unconfirmed" and mv.best == (SHARE,)
+    g = GridVerdict("lock-rate-owner", "", [SHARE, KIP848], [TWICE],
+                    [VerdictRow("owner-kill", 12, "1x4-busy80", 0.0, 5, [mv])], 10, 0, 0, 5)
+    unmark_commit_dependent([g, _equal_capacity()])
+    assert _verdict_word(mv) == ("no mark: depends on the consumer's commit interval "
+                                 "(at 100 ms a tie in equal-capacity)")
+    # the same row on another metric keeps its "not confirmed"
+    peak = confirm(judge(_cells({SHARE: [0, 1, 0, 1, 0], KIP848: [90, 80, 95, 70, 85]}), PEAK),
+                   judge(_cells({SHARE: [0, 1, 0, 1, 0], KIP848: [90, 0, 95, 70, 85]}), PEAK))
+    g2 = GridVerdict("lock-rate-owner", "", [SHARE, KIP848], [PEAK],
+                     [VerdictRow("owner-kill", 12, "1x4-busy80", 0.0, 5, [peak])], 10, 0, 0, 5)
+    unmark_commit_dependent([g2])
+    assert peak.verdict == "unconfirmed"
+
+
 def _share_run(seed: int, peak: int, scenario: str = "owner-crash",
                workload: str = "1x4-busy", **cols: Any) -> dict[str, Any]:
     return {"protocol": SHARE, "scenario": scenario, "size": 12, "workload": workload,

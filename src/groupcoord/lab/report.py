@@ -77,6 +77,7 @@ from groupcoord.lab.share_marks import verdict_word as share_verdict_word
 from groupcoord.lab.share_report import (
     attach_window_seconds,
     broker_lag_note,
+    sentence_calibration_limits,
     share_calibration_note,
     share_sections_html,
     share_sections_md,
@@ -1437,6 +1438,15 @@ def claim_rule(found: Sequence[Claim], verdicts: Sequence[GridVerdict]) -> str:
             "other mark stays in the tables above.")
 
 
+def _limits(runs: Sequence[Mapping[str, Any]], verdicts: Sequence[GridVerdict],
+            found: Sequence[Claim]) -> list[str]:
+    """The model-limits items, checked against the sentences that name a share group
+    (``lab.share_report.sentence_calibration_limits``)."""
+    return sentence_calibration_limits(
+        model_limits(runs, gaps=star_gaps(verdicts)),
+        [(c.scenario, c.size, c.workload or None, _claim_protocols(c, verdicts)) for c in found])
+
+
 def _claim_protocols(c: Claim, verdicts: Sequence[GridVerdict]) -> list[str]:
     """The protocols a sentence speaks of: its best and runner-up; a sentence across a swept
     setting (no runner-up) speaks of its grid's protocols."""
@@ -1650,8 +1660,7 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
     parts.append(_claims_html(found, verdicts))
     parts.append(settings_html(runs))
     parts.append("<h2>What the model leaves out</h2><ul>")
-    parts += [f"<li>{html.escape(t)}</li>" for t in model_limits(runs,
-                                                                    gaps=star_gaps(verdicts))]
+    parts += [f"<li>{html.escape(t)}</li>" for t in _limits(runs, verdicts, found)]
     parts.append("</ul>")
     parts.append(_violations_html(violations))
     styles = protocol_styles([p for g in verdicts for p in g.protocols])
@@ -1708,7 +1717,7 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
     if few:
         lines += ["", few]
     lines += ["", settings_md(runs), "", "## What the model leaves out", ""]
-    lines += [f"- {t}" for t in model_limits(runs, gaps=star_gaps(verdicts))]
+    lines += [f"- {t}" for t in _limits(runs, verdicts, found)]
     lines += ["", f"## Invariant violations: {len(violations)}", ""]
     if not violations:
         lines.append("None: every run kept every invariant.")

@@ -108,7 +108,9 @@ def unmark_commit_dependent(verdicts: Sequence[GridVerdict]) -> None:
     member processed since its last 5 s auto-commit, a fact of the commit interval (the
     equal-capacity grid's ``consumer:uniform@commit100ms`` ties the share group; the fifth
     share review's run A: 69 against 3). The row reads "no mark: depends on the consumer's
-    commit interval (at 100 ms a tie in <grid>)"; the values stay."""
+    commit interval (at 100 ms a tie in <grid>)"; the values stay. A first seed set's mark the
+    fresh set did not repeat reads the same (its siblings' reason, not "not confirmed": the
+    first set's mark would rest on the commit interval too)."""
     ref = commit_reference(verdicts)
     why = "the consumer's commit interval" + (f" ({ref})" if ref else "")
     for g in verdicts:
@@ -119,7 +121,7 @@ def unmark_commit_dependent(verdicts: Sequence[GridVerdict]) -> None:
                 continue
             for mv in row.metrics:
                 if (mv.metric.column == "records_reprocessed"
-                        and mv.verdict in ("best", "tied")
+                        and mv.verdict in ("best", "tied", "unconfirmed")
                         and _share_vs_consumer([*mv.best, *mv.beaten])):
                     _unmark(mv, COMMIT_DEPENDENT, why)
 
