@@ -69,6 +69,7 @@ from groupcoord.lab.runs import RUN_METRICS
 from groupcoord.lab.share_marks import (
     family_key,
     family_rule,
+    fetchers_line,
     share_claims,
     unmark_broker_lag,
     unmark_commit_dependent,
@@ -1552,9 +1553,12 @@ def calibration_note(c: Claim, verdicts: Sequence[GridVerdict] = ()) -> str:
     return ("Calibration against real clients: " + "; ".join(found)) if found else ""
 
 
-def _claims_html(found: Sequence[Claim], verdicts: Sequence[GridVerdict] = ()) -> str:
+def _claims_html(found: Sequence[Claim], verdicts: Sequence[GridVerdict] = (),
+                 runs: Sequence[Mapping[str, Any]] = ()) -> str:
     few = too_few_for_claims(verdicts)
     few_html = f"<p>{html.escape(few)}</p>" if few else ""
+    if need := fetchers_line(verdicts, runs):  # the share wins' condition (lab.share_marks)
+        few_html = f"<p>{html.escape(need)}</p>" + few_html
     if not found:
         return ("<h2>What the tables show</h2><p>No difference between protocols passes the "
                 f"test above.</p>{few_html}")
@@ -1657,7 +1661,7 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
               for g in verdicts]
     if share := share_sections_html(runs):
         parts.append(share)
-    parts.append(_claims_html(found, verdicts))
+    parts.append(_claims_html(found, verdicts, runs))
     parts.append(settings_html(runs))
     parts.append("<h2>What the model leaves out</h2><ul>")
     parts += [f"<li>{html.escape(t)}</li>" for t in _limits(runs, verdicts, found)]
@@ -1713,6 +1717,8 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
         note = calibration_note(c, verdicts)
         if note:
             lines.append(f"   {note}")
+    if need := fetchers_line(verdicts, runs):  # the share wins' condition (lab.share_marks)
+        lines += ["", need]
     few = too_few_for_claims(verdicts)
     if few:
         lines += ["", few]
