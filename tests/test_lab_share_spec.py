@@ -173,8 +173,10 @@ def test_the_bounces_timings_are_drawn_per_seed_off_the_heartbeat() -> None:
     # (the back-off-0 columns run one set: they only compare the consumer group's back-off,
     # their description says so; every marked share-against-consumer grid has both sets)
     one_set = {"poison-backoff0", "poison-backoff0-rolling"}
+    # (the lost-host cells run 20 + 20: test_the_lost_host_cells_run_enough_seeds_...)
     assert spec.confirm_seeds == 5
-    assert all(g.confirm_seeds == (0 if g.name in one_set else 5) for g in spec.grids)
+    assert all(g.confirm_seeds == (0 if g.name in one_set else 20 if g.name == "lock-rate-owner"
+                                   else 5) for g in spec.grids)
     runs = [r for r in expand(spec) if r.scenario in ("bounce", "rolling-bounce")
             and r.protocol == "share:simple" and r.workload == "1x4-busy" and r.size == 4]
     drawn: dict[str, set[int]] = {"down_ms": set(), "interval_ms": set()}
