@@ -74,6 +74,32 @@ def test_records_processed_twice_after_a_loss_is_no_mark_without_a_commit_per_ba
                                                        "commit interval")
 
 
+def test_a_first_set_mark_on_records_processed_twice_that_the_fresh_set_lost_reads_as_its_siblings(
+) -> None:
+    """lock-rate-owner's owner-kill 1x4-busy80 row read "not confirmed: first seeds ★
+    share:simple" where its sibling rows read "no mark: depends on the commit interval": a
+    mark the fresh seeds did not repeat rests on the commit interval as much (sixth share
+    review)."""
+    from groupcoord.lab.verdict import confirm
+
+    first = judge(_cells({SHARE: [0, 1, 0, 1, 0], KIP848: [164, 52, 261, 120, 90]}), TWICE)
+    fresh = judge(_cells({SHARE: [0, 1, 0, 1, 0], KIP848: [164, 3, 261, 120, 90]}), TWICE)
+    mv = confirm(first, fresh)
+    assert mv.verdict == "unconfirmed" and mv.best == (SHARE,)
+    g = GridVerdict("lock-rate-owner", "", [SHARE, KIP848], [TWICE],
+                    [VerdictRow("owner-kill", 12, "1x4-busy80", 0.0, 5, [mv])], 10, 0, 0, 5)
+    unmark_commit_dependent([g, _equal_capacity()])
+    assert _verdict_word(mv) == ("no mark: depends on the consumer's commit interval "
+                                 "(at 100 ms a tie in equal-capacity)")
+    # the same row on another metric keeps its "not confirmed"
+    peak = confirm(judge(_cells({SHARE: [0, 1, 0, 1, 0], KIP848: [90, 80, 95, 70, 85]}), PEAK),
+                   judge(_cells({SHARE: [0, 1, 0, 1, 0], KIP848: [90, 0, 95, 70, 85]}), PEAK))
+    g2 = GridVerdict("lock-rate-owner", "", [SHARE, KIP848], [PEAK],
+                     [VerdictRow("owner-kill", 12, "1x4-busy80", 0.0, 5, [peak])], 10, 0, 0, 5)
+    unmark_commit_dependent([g2])
+    assert peak.verdict == "unconfirmed"
+
+
 def _share_run(seed: int, peak: int, scenario: str = "owner-crash",
                workload: str = "1x4-busy", **cols: Any) -> dict[str, Any]:
     return {"protocol": SHARE, "scenario": scenario, "size": 12, "workload": workload,
@@ -226,3 +252,49 @@ def test_the_calibration_records_the_share_clients_full_version() -> None:
 
     assert _client().startswith(f"confluent-kafka {version('confluent-kafka')} ShareConsumer "
                                 "(librdkafka ")
+
+
+def test_the_equal_capacity_sentence_leads_and_one_line_says_what_the_share_wins_need(
+) -> None:
+    """The sixth share review: every confirmed share win at 12 members on 4 partitions is won
+    with three share members fetching each partition; at 12 on 12 only downtime wins. The
+    equal-capacity sentence comes first, and one generated line says so."""
+    from groupcoord.lab.share_marks import fetchers_line
+
+    def run(scenario: str, workload: str, parts: int) -> dict[str, Any]:
+        return {"protocol": SHARE, "scenario": scenario, "size": 12, "workload": workload,
+                "seed": 1, "ok": True, "total_partitions": parts, "settings_json": SETTINGS}
+
+    runs = [run("rolling-bounce", "1x4-busy", 4), run("rolling-bounce", "1x12-busy", 12),
+            run("owner-crash", "1x4-busy", 4)]
+    lag = judge(_cells({SHARE: [25, 14, 41, 30, 20], KIP848: [9_460, 4_989, 14_787, 7e3, 8e3]}),
+                LAG)
+    down = judge(_cells({SHARE: [26.7e3, 24.8e3, 35e3, 27e3, 30e3],
+                         KIP848: [62.6e3, 51.9e3, 69.6e3, 60e3, 58e3]}), DOWN)
+    peak = judge(_cells({SHARE: [0, 1, 0, 2, 1], KIP848: [2_869, 2_651, 2_892, 2_700, 2_800]}),
+                 PEAK)
+    tie = judge(_cells({SHARE: [0, 1, 0, 2, 1], KIP848: [0, 2, 1, 0, 1]}), PEAK)
+    assert (lag.verdict, down.verdict, peak.verdict) == ("best", "best", "best")
+    rolling = GridVerdict("share-rolling", "", [SHARE, KIP848], [LAG], [
+        VerdictRow("rolling-bounce", 12, "1x4-busy", 0.0, 5, [lag])], 10, 0, 0, 5,
+        confirm_seeds=5)
+    equal = GridVerdict("equal-capacity-rolling", "", [SHARE, KIP848], [DOWN, PEAK], [
+        VerdictRow("rolling-bounce", 12, "1x12-busy", 0.0, 5, [down, tie])], 10, 0, 0, 5,
+        confirm_seeds=5)
+    owner = GridVerdict("owner", "", [SHARE, KIP848], [PEAK], [
+        VerdictRow("owner-crash", 12, "1x4-busy", 0.0, 5, [peak])], 10, 0, 0, 5,
+        confirm_seeds=5)
+    # a grid without a fresh seed set confirms nothing: not counted
+    single = GridVerdict("lock-limit", "", [SHARE, KIP848], [PEAK], [
+        VerdictRow("owner-crash", 12, "1x4-busy", 0.0, 5, [peak])], 10, 0, 0, 5)
+    line = fetchers_line([rolling, equal, owner, single], runs)
+    assert line == ("What the share wins need: at 12 members on 4 partitions, 2 confirmed share "
+                    "wins, every one with 3 share members fetching each partition against one "
+                    "consumer member (8 idle); at one member per partition or fewer: 1 (partitions "
+                    "stopped (rolling-bounce at 12 on 12)). The first is redundancy a consumer "
+                    "group cannot have on as many partitions, the second the protocol's own.")
+    assert fetchers_line([equal], runs) == ""  # no win from more members than partitions
+    found = claims([rolling, equal], family_of=family_key(runs))
+    assert [c.workload for c in found] == ["1x4-busy", "1x12-busy"]
+    ordered = share_claims(found, found, [rolling, equal], runs)
+    assert [c.workload for c in ordered] == ["1x12-busy", "1x4-busy"]

@@ -209,3 +209,29 @@ def test_a_share_mark_in_a_bounce_aligned_with_the_heartbeat_says_so() -> None:
     mark_heartbeat_multiples([GridVerdict("x", "", [SHARE, KIP848], [down], [off], 10, 0, 0,
                                           5)])
     assert off.metrics[0].limit == ""
+
+
+def test_a_sentence_on_a_split_cell_gives_every_outcome_and_the_typical_one() -> None:
+    """A lost host that held acquired records stops its partition (7,038 records), one that
+    held none does not (2): the sentence must not headline the favourable outcome as the
+    cell's number, but give both with their counts and say which is typical."""
+    from groupcoord.lab.verdict import claims
+
+    peak = Metric("lag_peak", "lag peak", "records", floor=50.0)
+    rows = [VerdictRow("owner-crash", 12, "1x4-hot", 0.0, 5, [judge(_cells(
+        {SHARE: [2, 1, 7038, 4, 7040], KIP848: [14381, 13253, 14766, 14000, 14500]}), peak)])]
+    mv = rows[0].metrics[0]
+    assert mv.verdict == "best" and mv.cells[SHARE].split
+    (c,) = claims([GridVerdict("lock-rate-owner", "", [SHARE, KIP848], [peak], rows, 10, 0, 0,
+                               5, excess=True)])
+    assert ("2 records on 3 of 5 seeds and 7,039 records on 2 of 5 seeds (its seeds split; "
+            "typical: 2 records; median of all 5: 4 records)") in c.text, c.text
+    assert "against 14,381 records" in c.text
+    # as many seeds in each outcome: none is typical
+    from groupcoord.lab.verdict import _quote, modes
+
+    even = Cell(dict(enumerate([2.0, 1.0, 7038.0, 7040.0, 3.0, 7035.0])))
+    even.outcomes = modes(list(even.values.values()), peak)
+    assert even.split
+    assert _quote(peak, even).endswith("(its seeds split; no outcome typical; median of all 6: "
+                                       "3,519 records)"), _quote(peak, even)

@@ -214,3 +214,53 @@ def test_a_crash_row_says_on_how_many_seeds_the_crashed_member_owned_a_partition
         (sc, p, "10 of 10") for sc in ("owner-crash", "owner-kill") for p in (SHARE, KIP848)}
     # every seed an owner: nothing to add to the sentence
     assert crash_owners([SHARE], runs) == ""
+
+
+def test_the_calibration_summary_names_the_sentences_cells_outside_2x_and_not_measured(
+) -> None:
+    """The sixth share review: the records-processed-twice summary said the lab's marks rest
+    on a metric the wire reproduces within 2x while sentence 3's consumer side measured 183
+    against 66; the "not covered" line did not list sentence 2's cell, which no wire row
+    measured on either side."""
+    from groupcoord.lab.share_report import sentence_calibration_limits
+
+    cells = [
+        {"scenario": "owner-crash", "members": 12, "workload": "1x4-hot",
+         "protocol": "consumer:uniform", "checks": {"records_reprocessed": False,
+                                                     "lag_peak": True},
+         "medians": {"records_reprocessed": {"sim": 183.0, "wire": 66.0},
+                     "lag_peak": {"sim": 14_432.0, "wire": 14_338.0}}},
+        {"scenario": "owner-crash", "members": 12, "workload": "1x4-hot",
+         "protocol": "share:simple", "checks": {"lag_peak": True},
+         "medians": {"lag_peak": {"sim": 7_103.0, "wire": 7_199.0}}},
+        {"scenario": "rolling-bounce", "members": 12, "workload": "1x4-busy",
+         "protocol": "share:simple", "checks": {"lag_peak": False},
+         "medians": {"lag_peak": {"sim": 19.0, "wire": 56.0}}}]
+    items = ["Records processed twice (floor 50 records): checked by 42 calibration rows; "
+             "none outside 2x. So the lab's marks on records processed twice rest on a metric "
+             "the wire reproduces within 2x in these scenarios; a difference below 50 records "
+             "is not resolved by the check.",
+             "Stall (floor 250 ms): none outside 2x. So the lab's marks on stall rest on a "
+             "metric the wire reproduces within 2x in these scenarios.",
+             "Not covered by the calibration (the tables use them; no row measured them "
+             "against real clients): protocols consumer:uniform@commit100ms."]
+    sentences = [("rolling-bounce", 12, "1x4-busy", ["share:simple", "consumer:uniform"]),
+                 ("rolling-bounce", 12, "1x12-busy", ["share:simple", "consumer:uniform"]),
+                 ("owner-crash", 12, "1x4-hot", ["share:simple", "consumer:uniform"]),
+                 ("crash", 4, None, ["classic:eager", "consumer:uniform"])]
+    out = sentence_calibration_limits(items, sentences, cells=cells, cal={"rows": []})
+    twice, stall, gaps, outside = out
+    assert twice.startswith(items[0]) and twice.endswith(
+        "Not in the sentences' own cells: sentence 3's consumer:uniform (owner-crash at 12 "
+        "members on 1x4-hot): records reprocessed 183 / 66, simulated / measured, outside 2x: "
+        "there the mark is the model's, not the wire's.")
+    assert stall == items[1]  # no sentence's cell misses on stall
+    # sentence 1's consumer side, sentence 2's both sides; the fourth names no share group
+    assert gaps == (items[2].rstrip(".") + "; the sentences' cells: sentence 1's "
+                    "consumer:uniform (rolling-bounce at 12 members on 1x4-busy); sentence 2's "
+                    "share:simple and consumer:uniform (rolling-bounce at 12 members on 1x12-busy).")
+    assert outside.startswith("The sentences' own cells outside 2x on a metric")
+    assert "sentence 1's share:simple (rolling-bounce at 12 members on 1x4-busy): lag peak "\
+           "19 / 56" in outside and "183 / 66" in outside and "7,103" not in outside
+    # without a sentence that names a share group, the items are the model's as they were
+    assert sentence_calibration_limits(items, sentences[3:], cells=cells, cal={}) == items

@@ -173,8 +173,10 @@ def test_the_bounces_timings_are_drawn_per_seed_off_the_heartbeat() -> None:
     # (the back-off-0 columns run one set: they only compare the consumer group's back-off,
     # their description says so; every marked share-against-consumer grid has both sets)
     one_set = {"poison-backoff0", "poison-backoff0-rolling"}
+    # (the lost-host cells run 20 + 20: test_the_lost_host_cells_run_enough_seeds_...)
     assert spec.confirm_seeds == 5
-    assert all(g.confirm_seeds == (0 if g.name in one_set else 5) for g in spec.grids)
+    assert all(g.confirm_seeds == (0 if g.name in one_set else 20 if g.name == "lock-rate-owner"
+                                   else 5) for g in spec.grids)
     runs = [r for r in expand(spec) if r.scenario in ("bounce", "rolling-bounce")
             and r.protocol == "share:simple" and r.workload == "1x4-busy" and r.size == 4]
     drawn: dict[str, set[int]] = {"down_ms": set(), "interval_ms": set()}
@@ -299,3 +301,27 @@ def test_a_killed_owner_releases_its_records_where_a_crashed_one_stops_the_parti
     assert crash["ok"] and kill["ok"], (crash["invariant"], kill["invariant"])
     assert crash["resource_downtime_ms"] > 1_000 and crash["lag_peak"] > 100
     assert kill["resource_downtime_ms"] == 0 and kill["lag_peak"] < 50
+
+
+def test_the_lost_host_cells_run_enough_seeds_for_their_stall_rate() -> None:
+    """A lost host stops its partition at the lock limit only if it held acquired records when
+    it died, a draw per seed: owner-crash at 12 on 1x4-hot and 1x4-busy80 runs 20 seeds and 20
+    fresh ones (the sixth share review's 20-seed control found 15 stops where the page's 10
+    seeds had 2), their first 10 the seeds they had at 5 + 5; the killed owner's cells (no
+    draw: its records are released on close) keep 5 + 5."""
+    runs = expand(load_spec(str(SPEC)))
+    for scenario, want in (("owner-crash", 40), ("owner-kill", 10)):
+        for w in ("1x4-hot", "1x4-busy80"):
+            for p in ("share:simple", "consumer:uniform"):
+                reps = sorted(r.replicate for r in runs if (r.scenario, r.size, r.workload,
+                                                           r.protocol) == (scenario, 12, w, p))
+                assert reps == list(range(want)), (scenario, w, p, reps)
+    spec = load_spec(str(SPEC))
+    g = next(g for g in spec.grids if g.name == "lock-rate-owner")
+    assert (g.seeds, g.confirm_seeds, g.scenarios) == (20, 20, ("owner-crash",))
+    # the same seeds as every other cell's replicates (drawn per cell and replicate, not grid)
+    hot = {r.replicate: r.seed for r in runs if (r.scenario, r.workload, r.protocol)
+           == ("owner-crash", "1x4-hot", "share:simple")}
+    kill = {r.replicate: r.seed for r in runs if (r.scenario, r.workload, r.protocol)
+            == ("owner-kill", "1x4-hot", "share:simple")}
+    assert len(set(hot.values())) == 40 and set(kill) <= set(hot)

@@ -69,6 +69,7 @@ from groupcoord.lab.runs import RUN_METRICS
 from groupcoord.lab.share_marks import (
     family_key,
     family_rule,
+    fetchers_line,
     share_claims,
     unmark_broker_lag,
     unmark_commit_dependent,
@@ -77,6 +78,7 @@ from groupcoord.lab.share_marks import verdict_word as share_verdict_word
 from groupcoord.lab.share_report import (
     attach_window_seconds,
     broker_lag_note,
+    sentence_calibration_limits,
     share_calibration_note,
     share_sections_html,
     share_sections_md,
@@ -1437,6 +1439,15 @@ def claim_rule(found: Sequence[Claim], verdicts: Sequence[GridVerdict]) -> str:
             "other mark stays in the tables above.")
 
 
+def _limits(runs: Sequence[Mapping[str, Any]], verdicts: Sequence[GridVerdict],
+            found: Sequence[Claim]) -> list[str]:
+    """The model-limits items, checked against the sentences that name a share group
+    (``lab.share_report.sentence_calibration_limits``)."""
+    return sentence_calibration_limits(
+        model_limits(runs, gaps=star_gaps(verdicts)),
+        [(c.scenario, c.size, c.workload or None, _claim_protocols(c, verdicts)) for c in found])
+
+
 def _claim_protocols(c: Claim, verdicts: Sequence[GridVerdict]) -> list[str]:
     """The protocols a sentence speaks of: its best and runner-up; a sentence across a swept
     setting (no runner-up) speaks of its grid's protocols."""
@@ -1542,9 +1553,12 @@ def calibration_note(c: Claim, verdicts: Sequence[GridVerdict] = ()) -> str:
     return ("Calibration against real clients: " + "; ".join(found)) if found else ""
 
 
-def _claims_html(found: Sequence[Claim], verdicts: Sequence[GridVerdict] = ()) -> str:
+def _claims_html(found: Sequence[Claim], verdicts: Sequence[GridVerdict] = (),
+                 runs: Sequence[Mapping[str, Any]] = ()) -> str:
     few = too_few_for_claims(verdicts)
     few_html = f"<p>{html.escape(few)}</p>" if few else ""
+    if need := fetchers_line(verdicts, runs):  # the share wins' condition (lab.share_marks)
+        few_html = f"<p>{html.escape(need)}</p>" + few_html
     if not found:
         return ("<h2>What the tables show</h2><p>No difference between protocols passes the "
                 f"test above.</p>{few_html}")
@@ -1647,11 +1661,10 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
               for g in verdicts]
     if share := share_sections_html(runs):
         parts.append(share)
-    parts.append(_claims_html(found, verdicts))
+    parts.append(_claims_html(found, verdicts, runs))
     parts.append(settings_html(runs))
     parts.append("<h2>What the model leaves out</h2><ul>")
-    parts += [f"<li>{html.escape(t)}</li>" for t in model_limits(runs,
-                                                                    gaps=star_gaps(verdicts))]
+    parts += [f"<li>{html.escape(t)}</li>" for t in _limits(runs, verdicts, found)]
     parts.append("</ul>")
     parts.append(_violations_html(violations))
     styles = protocol_styles([p for g in verdicts for p in g.protocols])
@@ -1704,11 +1717,13 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
         note = calibration_note(c, verdicts)
         if note:
             lines.append(f"   {note}")
+    if need := fetchers_line(verdicts, runs):  # the share wins' condition (lab.share_marks)
+        lines += ["", need]
     few = too_few_for_claims(verdicts)
     if few:
         lines += ["", few]
     lines += ["", settings_md(runs), "", "## What the model leaves out", ""]
-    lines += [f"- {t}" for t in model_limits(runs, gaps=star_gaps(verdicts))]
+    lines += [f"- {t}" for t in _limits(runs, verdicts, found)]
     lines += ["", f"## Invariant violations: {len(violations)}", ""]
     if not violations:
         lines.append("None: every run kept every invariant.")

@@ -108,7 +108,9 @@ def unmark_commit_dependent(verdicts: Sequence[GridVerdict]) -> None:
     member processed since its last 5 s auto-commit, a fact of the commit interval (the
     equal-capacity grid's ``consumer:uniform@commit100ms`` ties the share group; the fifth
     share review's run A: 69 against 3). The row reads "no mark: depends on the consumer's
-    commit interval (at 100 ms a tie in <grid>)"; the values stay."""
+    commit interval (at 100 ms a tie in <grid>)"; the values stay. A first seed set's mark the
+    fresh set did not repeat reads the same (its siblings' reason, not "not confirmed": the
+    first set's mark would rest on the commit interval too)."""
     ref = commit_reference(verdicts)
     why = "the consumer's commit interval" + (f" ({ref})" if ref else "")
     for g in verdicts:
@@ -119,7 +121,7 @@ def unmark_commit_dependent(verdicts: Sequence[GridVerdict]) -> None:
                 continue
             for mv in row.metrics:
                 if (mv.metric.column == "records_reprocessed"
-                        and mv.verdict in ("best", "tied")
+                        and mv.verdict in ("best", "tied", "unconfirmed")
                         and _share_vs_consumer([*mv.best, *mv.beaten])):
                     _unmark(mv, COMMIT_DEPENDENT, why)
 
@@ -329,10 +331,54 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
         if not g.confirm_seeds:
             extra.append(f"{g.seeds} seeds, no confirmation set.")
         out.append(replace(c, text=c.text.rstrip() + " " + " ".join(extra)) if extra else c)
-    return out
+    # the equal-capacity result first (the sixth share review): a share sentence at one member
+    # per partition or fewer leads, the redundancy of more members than partitions follows
+    return sorted(out, key=lambda c: not _at_equal_capacity(c, runs))
+
+
+def _at_equal_capacity(c: Claim, runs: Sequence[Mapping[str, Any]]) -> bool:
+    parts = _partitions(runs, c.scenario, c.size, c.workload)
+    return (_share_vs_consumer([*c.best.split(" and "), c.worse]) and bool(parts)
+            and c.size <= parts)
+
+
+def fetchers_line(verdicts: Sequence[GridVerdict], runs: Sequence[Mapping[str, Any]]) -> str:
+    """One line under the share sentences: how many confirmed share wins (★ share alone, on a
+    grid with a fresh seed set that repeated it) come where the members outnumber the
+    partitions, each partition fetched by several share members against one consumer member,
+    and which come at one member per partition or fewer; "" where no such win is on the
+    page."""
+    over: dict[tuple[int, int], int] = {}
+    equal: list[str] = []
+    for g in verdicts:
+        share = next((p for p in g.protocols if family(p) == "share"), None)
+        if share is None or not g.confirm_seeds or not _share_vs_consumer(g.protocols):
+            continue
+        for row in g.rows:
+            parts = _partitions(runs, row.scenario, row.size, row.workload)
+            if not parts:
+                continue
+            for mv in row.metrics:
+                if mv.verdict != "best" or tuple(mv.best) != (share,):
+                    continue
+                if row.size > parts:
+                    over[(row.size, parts)] = over.get((row.size, parts), 0) + 1
+                else:
+                    equal.append(f"{LABELS.get(mv.metric.column, mv.metric.column)} "
+                                 f"({row.scenario} at {row.size} on {parts})")
+    if not over:
+        return ""
+    each = "; ".join(f"at {n} members on {k} partitions, {c} confirmed share win"
+                     f"{'s' if c != 1 else ''}, every one with {n // k} share members fetching "
+                     f"each partition against one consumer member ({n - k} idle)"
+                     for (n, k), c in sorted(over.items()))
+    rest = (f"at one member per partition or fewer: {len(equal)} ({', '.join(equal)})" if equal
+            else "at one member per partition or fewer: none")
+    return (f"What the share wins need: {each}; {rest}. The first is redundancy a consumer "
+            "group cannot have on as many partitions, the second the protocol's own.")
 
 
 __all__ = ["BROKER_LAG", "COMMIT_DEPENDENT", "MEMBER_LOST", "commit_reference", "family_key",
            "family_rule",
-           "lock_limit", "lock_limit_clause", "share_claims", "unmark_broker_lag",
+           "fetchers_line", "lock_limit", "lock_limit_clause", "share_claims", "unmark_broker_lag",
            "unmark_commit_dependent", "verdict_word"]

@@ -871,18 +871,12 @@ def share_calibration_note(scenario: str, size: int | None, protocols: Sequence[
         cells = load_share_calibration()
     if cal is None:
         cal = limits.load_calibration() or {}
-    from groupcoord.lab.share_calibration import PROTOCOL, WORKLOAD
-
     found = []
     sides: dict[str, bool] = {}
     for p in protocols:
         # the share calibration's rows of this cell for this side (a row without a protocol
         # is the share side's: the first rounds measured only it)
-        mine = [c for c in cells if c.get("scenario") == scenario
-                and (size is None or c.get("members") == size) and not c.get("error")
-                and (workload is None or c.get("workload", WORKLOAD) == workload)
-                and (str(c.get("protocol") or PROTOCOL) == p
-                     or (family(p) == "share" and not c.get("protocol")))]
+        mine = _sentence_cells(scenario, size, p, workload, cells)
         if mine:
             found += [_cell_text(c, p, metric) for c in mine]
             sides[p] = True
@@ -901,6 +895,93 @@ def share_calibration_note(scenario: str, size: int | None, protocols: Sequence[
             ", ".join(on) + " only (" + ", ".join(off) + ": no wire row of this cell)" if on
             else "none"))
     return "Calibration against real clients: " + "; ".join(found) if found else ""
+
+
+def _sentence_cells(scenario: str, size: int | None, protocol: str, workload: str | None,
+                    cells: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The share calibration's rows of a sentence's cell on one side (as
+    :func:`share_calibration_note` picks them)."""
+    from groupcoord.lab.share_calibration import PROTOCOL, WORKLOAD
+
+    return [c for c in cells if c.get("scenario") == scenario
+            and (size is None or c.get("members") == size) and not c.get("error")
+            and (workload is None or c.get("workload", WORKLOAD) == workload)
+            and (str(c.get("protocol") or PROTOCOL) == protocol
+                 or (family(protocol) == "share" and not c.get("protocol")))]
+
+
+#: The calibration summary lines' metrics (``lab.limits.metric_check_text``: each line opens
+#: with the metric's name) and the share calibration's name of each.
+_SUMMARY_METRICS = {"Records processed twice": "records_reprocessed", "Stall": "stall_ms"}
+
+
+def sentence_calibration_limits(items: Sequence[str],
+                                sentences: Sequence[tuple[str, int | None, str | None,
+                                                          Sequence[str]]],
+                                cells: Sequence[Mapping[str, Any]] | None = None,
+                                cal: Mapping[str, Any] | None = None) -> list[str]:
+    """The model-limits items (``lab.limits.model_limits``) checked against the first page's
+    sentences that name a share group (each its scenario, size, workload and protocols, in
+    page order): a summary line that says the lab's marks on a metric rest on a metric the wire
+    reproduces within 2x does not stand where a sentence's own cell is outside 2x on it (it
+    says which); an item names each sentence's cell side outside 2x on any metric; the "not
+    covered" line lists every sentence's cell side that no wire row measured (a paper
+    calibration row of another size or workload is no evidence for the cell, as in
+    :func:`share_calibration_note`)."""
+    from groupcoord.lab import limits
+
+    if not any(family(p) == "share" for *_, ps in sentences for p in ps):
+        return list(items)
+    if cells is None:
+        cells = load_share_calibration()
+    if cal is None:
+        cal = limits.load_calibration() or {}
+    uncovered: list[str] = []
+    outside: list[tuple[str, str, str]] = []  # (metric, where, "sim / wire")
+    for i, (scenario, size, workload, protocols) in enumerate(sentences, 1):
+        if not any(family(p) == "share" for p in protocols):
+            continue
+        cell = (f"{scenario} at {size} members" if size else scenario) + (
+            f" on {workload}" if workload else "")
+        off = []
+        for p in protocols:
+            mine = _sentence_cells(scenario, size, p, workload, cells)
+            if not mine:
+                if family(p) == "share" or not limits.calibration_for(scenario, p,
+                                                                      members=size, cal=cal):
+                    off.append(p)
+                continue
+            for c in mine:
+                for m, v in (c.get("medians") or {}).items():
+                    if not (isinstance(v, dict) and v.get("sim") is not None
+                            and v.get("wire") is not None):
+                        continue
+                    pair, how = _pair(c, m, float(v["sim"]), float(v["wire"]))
+                    if how == "not within 2x":
+                        outside.append((m, f"sentence {i}'s {p} ({cell})", pair))
+        if off:
+            uncovered.append(f"sentence {i}'s {' and '.join(off)} ({cell})")
+    out = []
+    for t in items:
+        metric = next((m for k, m in _SUMMARY_METRICS.items() if t.startswith(k + " (")), None)
+        missed = [(w, pair) for m, w, pair in outside if m == metric]
+        if metric and missed and "rest on a metric the wire reproduces within 2x" in t:
+            t += (" Not in the sentences' own cells: " + "; ".join(
+                f"{w}: {pair}, simulated / measured, outside 2x" for w, pair in missed)
+                + ": there the mark is the model's, not the wire's.")
+        if uncovered and t.startswith("Not covered by the calibration"):
+            t = t.rstrip(".") + "; the sentences' cells: " + "; ".join(uncovered) + "."
+            uncovered = []
+        out.append(t)
+    if uncovered:
+        out.append("Not covered by the calibration (no wire row measured them against real "
+                   "clients), the sentences' cells: " + "; ".join(uncovered) + ".")
+    if outside:
+        out.append("The sentences' own cells outside 2x on a metric (the share calibration, "
+                   "simulated / measured): " + "; ".join(
+                       f"{w}: {pair}" for _, w, pair in outside)
+                   + "; the calibration's lines of within 2x do not speak for them.")
+    return out
 
 
 def _read(path: Path, columns: Sequence[str] = ()) -> list[dict[str, Any]]:
@@ -935,7 +1016,8 @@ __all__ = ["BACKOFF_WORKLOADS", "KILL_TEXT", "PLATFORM", "attach_share_lag",
            "attach_window_seconds", "backoff_md", "backoff_rows", "broker_lag_note",
            "head_of_line_md", "head_of_line_rows", "kill_md", "kill_rows",
            "load_share_calibration", "message_rows", "messages_md", "platform_md",
-           "platform_rows", "share_calibration_note", "share_lag_md", "share_lag_rows",
+           "platform_rows", "sentence_calibration_limits", "share_calibration_note",
+           "share_lag_md", "share_lag_rows",
            "share_sections_html", "share_sections_md"]
 
 if __name__ == "__main__":

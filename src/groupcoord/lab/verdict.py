@@ -1432,11 +1432,19 @@ def _by_design(settings: Mapping[str, Mapping[str, Any]], m: Metric, worse: str,
 
 
 def _quote(m: Metric, c: Cell, lead: str = "") -> str:
-    """A cell's median and range, or its outcomes when its seeds split."""
-    if c.split:
-        return " | ".join(f"{m.fmt(statistics.median(o))} ({len(o)} of {len(c.values)} seeds)"
-                          for o in c.outcomes)
-    return f"{m.fmt(c.median)}{_range(m, c, lead)}"
+    """A cell's median and range, or, when its seeds split, every outcome with its count and
+    the typical one (the outcome most seeds gave; none when two gave as many): a sentence
+    never headlines one outcome of a split as the cell's number."""
+    if not c.split:
+        return f"{m.fmt(c.median)}{_range(m, c, lead)}"
+    n = len(c.values)
+    each = " and ".join(f"{m.fmt(statistics.median(o))} on {len(o)} of {n} seeds"
+                        for o in c.outcomes)
+    most = max(len(o) for o in c.outcomes)
+    top = [o for o in c.outcomes if len(o) == most]
+    typical = (f"typical: {m.fmt(statistics.median(top[0]))}" if len(top) == 1
+               else "no outcome typical")
+    return f"{each} (its seeds split; {typical}; median of all {n}: {m.fmt(c.median)})"
 
 
 def _range(m: Metric, c: Cell, lead: str = "") -> str:
