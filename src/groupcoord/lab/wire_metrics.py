@@ -12,15 +12,17 @@ Definitions, as the simulator's (METRICS.md), measured from the client side:
 - *ownership*: a member owns a resource from the callback that assigns it until the one that
   revokes or loses it, or until its process closes (its ``closed`` line) or is killed.
 - *converged*: every resource has exactly one live owner (a partition added during the run
-  counts from when it was added; a deleted connector's tasks must have been released by
-  whoever held them, as the simulator's group has rebalanced without them), every live member
-  has had its first assignment callback, and every live member owns at least the sum over the
-  kinds of resource (topics; for Connect, connectors and tasks) of the floor of its share of
-  that kind (range gives each member that much per topic; the sticky and uniform assignors
-  balance the total, which is at least as much). A window's convergence is the first moment,
-  not before the disturbance ended (its ``settle``), from which that holds for ``HOLD_S`` (or
-  until the run ends); windows may overlap, as the simulator's do. ``time_to_converge_ms``
-  counts from the disturbance's start, as the simulator does.
+  counts from when it was added; a deleted connector's tasks must have been released by whoever
+  held them, as the simulator's group has rebalanced without them), every live member has had
+  its first assignment callback (or, in a KIP-848 group, an ``idle`` line: the coordinator
+  described it at the target assignment epoch owning nothing, ``lab.wire_idle``; librdkafka
+  calls no callback for an empty first assignment), and every live member owns at least the sum
+  over the kinds of resource (topics; for Connect, connectors and tasks) of the floor of its
+  share of that kind (range gives each member that much per topic; the sticky and uniform
+  assignors balance the total, which is at least as much). A window's convergence is the first
+  moment, not before the disturbance ended (its ``settle``), from which that holds for
+  ``HOLD_S`` (or until the run ends); windows may overlap, as the simulator's do.
+  ``time_to_converge_ms`` counts from the disturbance's start, as the simulator does.
 - *lag(t)*: records produced up to t minus the highest position processed up to t (offset + 1),
   summed over resources; ``lag_peak`` its maximum in the window, ``lag_record_s`` its integral.
 - *busy*: a member is busy on a record from its end time minus ``processing_ms`` to its end
@@ -85,7 +87,7 @@ def _changes(run: WireRun) -> list[tuple[float, str, str, list[str]]]:
             if e in ("assign", "revoke", "lost"):
                 parts = [p if isinstance(p, str) else f"{p[0]}-{p[1]}" for p in d["parts"]]
                 out.append((float(d["t"]), name, e, parts))
-            elif e in ("start", "closed"):
+            elif e in ("start", "closed", "idle"):
                 out.append((float(d["t"]), name, e, []))
     out.sort(key=lambda c: c[0])
     return out
@@ -136,6 +138,8 @@ def _states(run: WireRun, until: float) -> list[tuple[float, bool, dict[str, set
             _, name, what, parts = times[i]
             if what == "assign":
                 owned[name].update(parts)
+                joined.add(name)
+            elif what == "idle":  # the coordinator saw it reconciled owning nothing
                 joined.add(name)
             elif what in ("revoke", "lost"):
                 owned[name].difference_update(parts)
