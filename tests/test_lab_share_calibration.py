@@ -619,8 +619,38 @@ def test_twelve_consumers_on_four_partitions_converge_with_eight_owning_nothing(
     assert join is not None and join - run.t0 < 15.0  # converged before the crash
     never_owned = set(run.logs) - owners  # 12 members, 4 owners at first, 1 more after
     assert len(never_owned) >= 6 and never_owned <= set(idle)
+    # the coordinator's last answer of the run: the 11 live consumers, all at the group's epoch
+    last = [d for d in run.described if d[0] <= run.end][-1]
+    assert last[1] and len(last[2]) == 11
     [w] = consumer_window_metrics(run)
     # the session timeout (6 s) and the next heartbeats; a liveness bound, not a timing figure
     assert w["time_to_converge_ms"] is not None and 5_000 <= w["time_to_converge_ms"] <= 25_000
     assert crash is not None and run.end - crash == pytest.approx(2.0, abs=1.5)  # the tail
     assert 4_000 <= w["resource_downtime_ms"] <= w["time_to_converge_ms"] + 2_000
+
+
+def test_a_lost_idle_consumer_leaves_the_group_converged_only_at_its_session_timeout() -> None:
+    """KIP-848: an idle member's lost host moves no partition, but the group has converged only
+    once the coordinator has removed it (its session timeout) and every member has reached the
+    new group epoch, as the simulator counts it; the wire reads that from ConsumerGroupDescribe
+    (``WireRun.described``). Without the coordinator's view the window closed at the stop."""
+    from groupcoord.lab.wire import WireRun
+    from groupcoord.lab.wire_metrics import convergence
+
+    logs: dict[str, list[dict[str, Any]]] = {
+        "c1": [{"t": T0 + 1.0, "e": "assign", "parts": [["foo", 0]]}],
+        "c2": [{"t": T0 + 1.0, "e": "assign", "parts": [["foo", 1]]}],
+        "c3": [{"t": T0 + 1.5, "e": "idle"}]}
+    names = ("c1", "c2", "c3")
+    described = [(T0 + 1.2, True, names), (T0 + 16.0, False, ("c1", "c2")),
+                 (T0 + 18.5, True, ("c1", "c2"))]
+    run = WireRun("consumer:uniform", "consumer", T0, T0 + 30.0,
+                  [WireWindow("initial-join", 0.0, 0.0), WireWindow("crash", 10.0, 10.0)], {},
+                  logs, {"c1": [(T0, None)], "c2": [(T0, None)], "c3": [(T0, T0 + 10.0)]},
+                  ["foo-0", "foo-1"], [["foo-0", "foo-1"]], 10.0, T0, 10.0,
+                  described=described)
+    join, crash = convergence(run)
+    assert join == pytest.approx(T0 + 1.5)  # c3's idle line, the coordinator settled
+    assert crash == pytest.approx(T0 + 18.5)  # removed at 16 s, the others at its epoch 18.5 s
+    run.described = []
+    assert convergence(run)[1] == pytest.approx(T0 + 10.0)  # ownership alone: at the stop

@@ -935,7 +935,8 @@ def _collect(ctx: _RunContext, members: _Members, producer: _Producer | None, t0
         v.sort(key=lambda d: d["t"])
     return WireRun(ctx.protocol, ctx.kind, t0, end, windows, produced, logs, lifetimes,
                    resources, groups, ctx.wl.records_per_s, ctx.source_start, ctx.wl.processing_ms,
-                   since=dict(ctx.since), until=dict(ctx.until))
+                   since=dict(ctx.since), until=dict(ctx.until),
+                   described=ctx.idle.answers() if ctx.idle is not None else [])
 
 
 def _worker_names(records: list[dict[str, Any]], lifetimes: dict[str, list[tuple[float, float | None]]]

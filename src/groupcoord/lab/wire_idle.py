@@ -15,7 +15,12 @@ up to date with the group's epoch, with an empty assignment and an empty target;
 name), which ``lab.wire_metrics`` reads as that member having joined owning nothing. A sighting
 belongs to the member's process only if the coordinator first saw that member id after the
 process started (a restarted process is a new member id; the previous one may still be
-described until its session expires).
+described until its session expires). It also keeps, per answer, whether every member is at
+the group's epoch (the target up to date with it) and which client ids are members:
+``lab.wire_metrics`` asks of a converged KIP-848 group, as the simulator does and as the share
+wire asks of a share group, that the coordinator's members be the live processes, all at the
+group's epoch (a lost host that owned nothing leaves the group at its session timeout: until
+then the group has not converged, though no partition moved).
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ class IdleWatch:
         self.group = group
         #: member id -> (client id, first seen, first seen idle at the target epoch or None)
         self.members: dict[str, tuple[str, float, float | None]] = {}
+        #: (t, every member at the group's epoch, client ids of the members) per answer
+        self.described: list[tuple[float, bool, tuple[str, ...]]] = []
         self.lock = threading.Lock()
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name="consumer-describe", daemon=True)
@@ -63,11 +70,15 @@ class IdleWatch:
     def note(self, t: float, g: Any) -> None:
         """Record one ConsumerGroupDescribe group entry seen at ``t``."""
         if int(g.error_code) != 0:
+            with self.lock:
+                self.described.append((t, False, ()))
             return
         # the target covers the group's membership (a member that joined since gets an empty
         # assignment at the previous target's epoch until the assignor has run)
         target = int(g.assignment_epoch) == int(g.group_epoch)
+        settled = target and all(int(m.member_epoch) == int(g.group_epoch) for m in g.members)
         with self.lock:
+            self.described.append((t, settled, tuple(m.client_id for m in g.members)))
             for m in g.members:
                 client, first, idle = self.members.get(m.member_id, (m.client_id, t, None))
                 if idle is None and target and int(m.member_epoch) == int(
@@ -76,6 +87,12 @@ class IdleWatch:
                         tp.partitions for tp in m.target_assignment.topic_partitions):
                     idle = t
                 self.members[m.member_id] = (client, first, idle)
+
+    def answers(self) -> list[tuple[float, bool, tuple[str, ...]]]:
+        """(t, settled, client ids) of every answer so far, only where it changed."""
+        with self.lock:
+            return [d for i, d in enumerate(self.described)
+                    if i == 0 or d[1:] != self.described[i - 1][1:]]
 
     def seen(self) -> list[tuple[str, float, float]]:
         """(client id, first seen, first seen idle) of every member seen idle so far."""

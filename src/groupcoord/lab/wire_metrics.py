@@ -16,7 +16,9 @@ Definitions, as the simulator's (METRICS.md), measured from the client side:
   held them, as the simulator's group has rebalanced without them), every live member has had
   its first assignment callback (or, in a KIP-848 group, an ``idle`` line: the coordinator
   described it at the target assignment epoch owning nothing, ``lab.wire_idle``; librdkafka
-  calls no callback for an empty first assignment), and every live member owns at least the sum
+  calls no callback for an empty first assignment), in a KIP-848 group the coordinator's members
+  are the live processes, every one at the group's epoch (ConsumerGroupDescribe, as the share
+  wire asks of a share group; ``lab.wire_idle``), and every live member owns at least the sum
   over the kinds of resource (topics; for Connect, connectors and tasks) of the floor of its
   share of that kind (range gives each member that much per topic; the sticky and uniform
   assignors balance the total, which is at least as much). A window's convergence is the first
@@ -114,7 +116,12 @@ def _converged_state(run: WireRun, t: float, owned: dict[str, set[str]],
     if any(owners.get(r, 0) != 1 for g in groups for r in g):
         return False
     share = sum(len(g) // len(live) for g in groups)
-    return all(len(owned.get(n, ())) >= share for n in live)
+    if not all(len(owned.get(n, ())) >= share for n in live):
+        return False
+    if run.described:  # KIP-848: the coordinator's members are the live processes, settled
+        k = bisect.bisect_right(run.described, t, key=lambda d: d[0]) - 1
+        return k >= 0 and run.described[k][1] and sorted(run.described[k][2]) == sorted(live)
+    return True
 
 
 def _states(run: WireRun, until: float) -> list[tuple[float, bool, dict[str, set[str]]]]:
@@ -129,6 +136,7 @@ def _states(run: WireRun, until: float) -> list[tuple[float, bool, dict[str, set
             if ended is not None:
                 times.append((ended, name, "alive", []))
     times += [(t, "", "added", []) for t in (*run.since.values(), *run.until.values())]
+    times += [(t, "", "described", []) for t, _, _ in run.described]
     times.sort(key=lambda c: c[0])
     out: list[tuple[float, bool, dict[str, set[str]]]] = []
     i = 0
