@@ -582,3 +582,75 @@ def test_a_consumer_groups_owner_is_drawn_among_the_members_that_own_a_partition
     assert owners_now(run, T0 + 3.0) == ["c2", "c5", "c7", "c11"]
     assert owners_now(run, T0 + 9.0) == ["c2", "c9", "c11"]  # c5 revoked, c7's process gone
     assert pick_owner(owners_now(run, T0 + 9.0), p.seed, 30_000) in {"c2", "c9", "c11"}
+
+
+CONSUMERS_IDLE: dict[str, Any] = {
+    "name": "consumers-idle", "description": "twelve KIP-848 consumers on four partitions; an "
+    "owner's host is lost", "group": {"members": 12, "topics": {"foo": 4}},
+    "coordinator": {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000,
+                    "assignment_interval_ms": 0},
+    "workload": {"records_per_s": 20, "processing_ms": 2, "max_poll_records": 50},
+    "events": [{"at_ms": 15000, "kind": "crash", "member": "@owner"}],
+}
+
+
+def test_twelve_consumers_on_four_partitions_converge_with_eight_owning_nothing(
+        tmp_path: Path) -> None:
+    """KIP-848 ("Reconciliation"): a member whose target assignment is empty has converged
+    once its epoch reaches the target, owning nothing. librdkafka calls no rebalance callback
+    for an empty first assignment, so the wire reads those members from the coordinator
+    (``lab.wire_idle``): 12 real consumers on 4 partitions converge at their initial join and
+    again after an owner's host is lost (its partition goes to another member after the
+    session timeout), and the run ends there rather than at its convergence timeout. Without
+    the coordinator's view neither window ever converged (8 members never logged a line)."""
+    pytest.importorskip("confluent_kafka")
+    from groupcoord.lab.wire import run_wire
+    from groupcoord.lab.wire_metrics import convergence
+    from groupcoord.lab.wire_share_consumer import consumer_window_metrics, consumer_workload
+
+    sc = parse_scenario(CONSUMERS_IDLE, source="consumers-idle")
+    run = run_wire(sc, "consumer:uniform", consumer_workload(sc), tail_s=2.0, seed=1,
+                   keep_dir=tmp_path / "run", lost_host=True, owner_at_event=True,
+                   converge_timeout_s=40.0)
+    idle = sorted(n for n, lines in run.logs.items() if any(d["e"] == "idle" for d in lines))
+    owners = {n for n, lines in run.logs.items()
+              if any(d["e"] == "assign" and d["parts"] for d in lines)}
+    join, crash = convergence(run)
+    assert join is not None and join - run.t0 < 15.0  # converged before the crash
+    never_owned = set(run.logs) - owners  # 12 members, 4 owners at first, 1 more after
+    assert len(never_owned) >= 6 and never_owned <= set(idle)
+    # the coordinator's last answer of the run: the 11 live consumers, all at the group's epoch
+    last = [d for d in run.described if d[0] <= run.end][-1]
+    assert last[1] and len(last[2]) == 11
+    [w] = consumer_window_metrics(run)
+    # the session timeout (6 s) and the next heartbeats; a liveness bound, not a timing figure
+    assert w["time_to_converge_ms"] is not None and 5_000 <= w["time_to_converge_ms"] <= 25_000
+    assert crash is not None and run.end - crash == pytest.approx(2.0, abs=1.5)  # the tail
+    assert 4_000 <= w["resource_downtime_ms"] <= w["time_to_converge_ms"] + 2_000
+
+
+def test_a_lost_idle_consumer_leaves_the_group_converged_only_at_its_session_timeout() -> None:
+    """KIP-848: an idle member's lost host moves no partition, but the group has converged only
+    once the coordinator has removed it (its session timeout) and every member has reached the
+    new group epoch, as the simulator counts it; the wire reads that from ConsumerGroupDescribe
+    (``WireRun.described``). Without the coordinator's view the window closed at the stop."""
+    from groupcoord.lab.wire import WireRun
+    from groupcoord.lab.wire_metrics import convergence
+
+    logs: dict[str, list[dict[str, Any]]] = {
+        "c1": [{"t": T0 + 1.0, "e": "assign", "parts": [["foo", 0]]}],
+        "c2": [{"t": T0 + 1.0, "e": "assign", "parts": [["foo", 1]]}],
+        "c3": [{"t": T0 + 1.5, "e": "idle"}]}
+    names = ("c1", "c2", "c3")
+    described = [(T0 + 1.2, True, names), (T0 + 16.0, False, ("c1", "c2")),
+                 (T0 + 18.5, True, ("c1", "c2"))]
+    run = WireRun("consumer:uniform", "consumer", T0, T0 + 30.0,
+                  [WireWindow("initial-join", 0.0, 0.0), WireWindow("crash", 10.0, 10.0)], {},
+                  logs, {"c1": [(T0, None)], "c2": [(T0, None)], "c3": [(T0, T0 + 10.0)]},
+                  ["foo-0", "foo-1"], [["foo-0", "foo-1"]], 10.0, T0, 10.0,
+                  described=described)
+    join, crash = convergence(run)
+    assert join == pytest.approx(T0 + 1.5)  # c3's idle line, the coordinator settled
+    assert crash == pytest.approx(T0 + 18.5)  # removed at 16 s, the others at its epoch 18.5 s
+    run.described = []
+    assert convergence(run)[1] == pytest.approx(T0 + 10.0)  # ownership alone: at the stop

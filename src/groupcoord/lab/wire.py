@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from groupcoord.lab.wire_idle import IdleWatch, idle_events
 from groupcoord.lab.wire_java import JavaClient, java_client
 from groupcoord.lab.wire_metrics import converged_now
 from groupcoord.lab.wire_run import WireRun, WireWindow, iter_records
@@ -400,6 +401,9 @@ class _RunContext:
         #: rolling bounce); and which process each id is (the demo's lines name the id).
         self.member_ids = member_ids(seed)
         self.names_by_id: dict[str, str] = {}
+        #: KIP-848 consumer groups: the coordinator's view of the members that own nothing
+        #: (``lab.wire_idle``; librdkafka logs no callback for an empty first assignment)
+        self.idle: IdleWatch | None = None
         #: Each topic's partition count now (``add-partitions`` grows it), and when each
         #: partition added during the run appeared (wall clock).
         self.partitions: dict[str, int] = dict(sc.topics)
@@ -698,6 +702,7 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
     server = start_server(workdir, configs, verbose=keep_dir is not None)
     members: _Members | None = None
     producer: _Producer | None = None
+    ctx: _RunContext | None = None
     try:
         if kind == "consumer":
             create_topics(server.bootstrap, sc.topics)
@@ -709,6 +714,9 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
         ctx = _RunContext(protocol, server.bootstrap, sc, wl, workdir, t0, seed,
                           verbose=keep_dir is not None, java=java)
         members = _Members(ctx)
+        if WIRE_PROTOCOLS[protocol][1] in ("consumer", "consumer-range"):
+            ctx.idle = IdleWatch(server.bootstrap, sc.group_id)
+            ctx.idle.start()
         if kind == "consumer":
             producer = _Producer(server.bootstrap, sc.topics, wl.records_per_s)
         prepared: set[int] = set()
@@ -777,6 +785,8 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
             members.close_all()
         if producer is not None:
             producer.stop.set()
+        if ctx is not None and ctx.idle is not None:
+            ctx.idle.close()
         server.stop()
         if keep_dir is None:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -893,6 +903,9 @@ def _collect(ctx: _RunContext, members: _Members, producer: _Producer | None, t0
     if ctx.kind == "consumer":
         for name in lifetimes:
             logs[name] = _read_jsonl(ctx.logs / f"{name}.jsonl")
+        if ctx.idle is not None:  # members that own nothing: the coordinator says so
+            for name, lines in idle_events(ctx.idle.seen(), lifetimes).items():
+                logs.setdefault(name, []).extend(lines)
         produced = {k: list(v) for k, v in producer.produced.items()} if producer else {}
         resources = [f"{n}-{p}" for n, c in ctx.partitions.items() for p in range(c)]
         groups = [[f"{n}-{p}" for p in range(c)] for n, c in ctx.partitions.items()]
@@ -922,7 +935,8 @@ def _collect(ctx: _RunContext, members: _Members, producer: _Producer | None, t0
         v.sort(key=lambda d: d["t"])
     return WireRun(ctx.protocol, ctx.kind, t0, end, windows, produced, logs, lifetimes,
                    resources, groups, ctx.wl.records_per_s, ctx.source_start, ctx.wl.processing_ms,
-                   since=dict(ctx.since), until=dict(ctx.until))
+                   since=dict(ctx.since), until=dict(ctx.until),
+                   described=ctx.idle.answers() if ctx.idle is not None else [])
 
 
 def _worker_names(records: list[dict[str, Any]], lifetimes: dict[str, list[tuple[float, float | None]]]

@@ -12,15 +12,19 @@ Definitions, as the simulator's (METRICS.md), measured from the client side:
 - *ownership*: a member owns a resource from the callback that assigns it until the one that
   revokes or loses it, or until its process closes (its ``closed`` line) or is killed.
 - *converged*: every resource has exactly one live owner (a partition added during the run
-  counts from when it was added; a deleted connector's tasks must have been released by
-  whoever held them, as the simulator's group has rebalanced without them), every live member
-  has had its first assignment callback, and every live member owns at least the sum over the
-  kinds of resource (topics; for Connect, connectors and tasks) of the floor of its share of
-  that kind (range gives each member that much per topic; the sticky and uniform assignors
-  balance the total, which is at least as much). A window's convergence is the first moment,
-  not before the disturbance ended (its ``settle``), from which that holds for ``HOLD_S`` (or
-  until the run ends); windows may overlap, as the simulator's do. ``time_to_converge_ms``
-  counts from the disturbance's start, as the simulator does.
+  counts from when it was added; a deleted connector's tasks must have been released by whoever
+  held them, as the simulator's group has rebalanced without them), every live member has had
+  its first assignment callback (or, in a KIP-848 group, an ``idle`` line: the coordinator
+  described it at the target assignment epoch owning nothing, ``lab.wire_idle``; librdkafka
+  calls no callback for an empty first assignment), in a KIP-848 group the coordinator's members
+  are the live processes, every one at the group's epoch (ConsumerGroupDescribe, as the share
+  wire asks of a share group; ``lab.wire_idle``), and every live member owns at least the sum
+  over the kinds of resource (topics; for Connect, connectors and tasks) of the floor of its
+  share of that kind (range gives each member that much per topic; the sticky and uniform
+  assignors balance the total, which is at least as much). A window's convergence is the first
+  moment, not before the disturbance ended (its ``settle``), from which that holds for
+  ``HOLD_S`` (or until the run ends); windows may overlap, as the simulator's do.
+  ``time_to_converge_ms`` counts from the disturbance's start, as the simulator does.
 - *lag(t)*: records produced up to t minus the highest position processed up to t (offset + 1),
   summed over resources; ``lag_peak`` its maximum in the window, ``lag_record_s`` its integral.
 - *busy*: a member is busy on a record from its end time minus ``processing_ms`` to its end
@@ -85,7 +89,7 @@ def _changes(run: WireRun) -> list[tuple[float, str, str, list[str]]]:
             if e in ("assign", "revoke", "lost"):
                 parts = [p if isinstance(p, str) else f"{p[0]}-{p[1]}" for p in d["parts"]]
                 out.append((float(d["t"]), name, e, parts))
-            elif e in ("start", "closed"):
+            elif e in ("start", "closed", "idle"):
                 out.append((float(d["t"]), name, e, []))
     out.sort(key=lambda c: c[0])
     return out
@@ -112,7 +116,12 @@ def _converged_state(run: WireRun, t: float, owned: dict[str, set[str]],
     if any(owners.get(r, 0) != 1 for g in groups for r in g):
         return False
     share = sum(len(g) // len(live) for g in groups)
-    return all(len(owned.get(n, ())) >= share for n in live)
+    if not all(len(owned.get(n, ())) >= share for n in live):
+        return False
+    if run.described:  # KIP-848: the coordinator's members are the live processes, settled
+        k = bisect.bisect_right(run.described, t, key=lambda d: d[0]) - 1
+        return k >= 0 and run.described[k][1] and sorted(run.described[k][2]) == sorted(live)
+    return True
 
 
 def _states(run: WireRun, until: float) -> list[tuple[float, bool, dict[str, set[str]]]]:
@@ -127,6 +136,7 @@ def _states(run: WireRun, until: float) -> list[tuple[float, bool, dict[str, set
             if ended is not None:
                 times.append((ended, name, "alive", []))
     times += [(t, "", "added", []) for t in (*run.since.values(), *run.until.values())]
+    times += [(t, "", "described", []) for t, _, _ in run.described]
     times.sort(key=lambda c: c[0])
     out: list[tuple[float, bool, dict[str, set[str]]]] = []
     i = 0
@@ -136,6 +146,8 @@ def _states(run: WireRun, until: float) -> list[tuple[float, bool, dict[str, set
             _, name, what, parts = times[i]
             if what == "assign":
                 owned[name].update(parts)
+                joined.add(name)
+            elif what == "idle":  # the coordinator saw it reconciled owning nothing
                 joined.add(name)
             elif what in ("revoke", "lost"):
                 owned[name].difference_update(parts)

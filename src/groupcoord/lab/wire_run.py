@@ -51,6 +51,9 @@ class WireRun:
     #: resource -> when it ceased to be (a Connect connector deleted during the run, with its
     #: tasks): from then on it needs no owner and has no lag
     until: dict[str, float] = field(default_factory=dict)
+    #: KIP-848 consumer groups: (t, every member at the group's epoch, client ids of the
+    #: members) from ConsumerGroupDescribe where it changed (``lab.wire_idle``); empty: not read
+    described: list[tuple[float, bool, tuple[str, ...]]] = field(default_factory=list)
 
     def exists(self, resource: str, t: float) -> bool:
         """Whether ``resource`` exists at ``t`` (every resource neither added nor removed
