@@ -269,7 +269,15 @@ def other_workloads(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
                         f"{mark}, lowest median {lead} {mv.metric.fmt(mv.cells[lead].median)}")
     g0 = next((g for g in verdicts if g.name == c.grid), None)
     what = X_WORDS.get(g0.parameter or "", "this sweep") if g0 else "this sweep"
-    text = f"found on {c.swept_on} only ({what} was run on no other workload)"
+    # the same sweep of the same scenario on other workloads, in grids of their own (round
+    # 10: kip415-hb-spread on 16x8c, kip415-hb-spread-10ms on 16x8c-task10ms)
+    swept_too = sorted({f"{row.workload} ({g.name})" for g in verdicts
+                        if g0 is not None and g.labels and g.parameter == g0.parameter
+                        and g.name != g0.name for row in g.rows
+                        if row.scenario == c.scenario and row.workload != c.swept_on})
+    text = (f"found on {c.swept_on} only ({what} was run on no other workload)" if not swept_too
+            else f"found on {c.swept_on} ({what} was also run on {', '.join(swept_too)}: "
+            "its own rows)")
     if out:
         text += ("; the same scenario on other workloads, " + FIXED_WORDS.get(
             g0.parameter or "" if g0 else "", "at fixed conditions") + ": "

@@ -833,14 +833,23 @@ MEASURED_STABLE = ("; {stable} (a rolling bounce restarts every member's heartbe
                    "a {scenario} into a group stable for hours was not measured)")
 
 
+#: What the wire spread measured means for a Connect mark: consumers were measured, and a
+#: Connect worker's group membership runs the same classic heartbeat (Kafka's
+#: WorkerCoordinator is an AbstractCoordinator, as the Java consumer's is).
+CONNECT_MEASURED = (" (consumers; a Connect worker's WorkerCoordinator runs the same classic "
+                    "heartbeat thread, not measured on its own)")
+
+
 def mark_spread_limits(verdicts: Sequence[GridVerdict],
                        wire: Sequence[Mapping[str, Any]] | None = None,
                        stable: Sequence[Mapping[str, Any]] | None = None) -> None:
-    """A classic eager mark in a cell that a heartbeat-spread grid also runs (the same
-    scenario, size and workload, judged per spread) holds only with aligned heartbeats where
-    that grid does not give eager the mark at a spread above 0: the mark says what the spread
-    grid found there (round 8: S4 and S6, eager's scale-out wins, did not cite hb-spread's
-    1 s and 3 s rows on the same cell), and how far apart real classic members learned of a
+    """A classic eager mark (a consumer group's or Connect's, ``classic-connect:eager``) in a
+    cell that a heartbeat-spread grid also runs (the same scenario, size and workload, judged
+    per spread) holds only with aligned heartbeats where that grid does not give eager the mark
+    at a spread above 0: the mark says what the spread grid found there, naming that grid
+    (round 8: S4 and S6, eager's scale-out wins, did not cite hb-spread's 1 s and 3 s rows on
+    the same cell; round 10: kip415-task-times' eager win at 10 ms tasks reversed at a 3 s
+    spread, and its sentence did not say so), and how far apart real classic members learned of a
     rebalance on the wire (``wire``: the stored measurement, :func:`lab.wire_spread.load_spread`
     by default), so a reader can tell which spread the field has. Outside a rolling bounce
     (where each rebalance restarts every member's heartbeat timer) the mark cites how far apart
@@ -863,26 +872,37 @@ def mark_spread_limits(verdicts: Sequence[GridVerdict],
                 continue
             for mv in row.metrics:
                 if mv.verdict not in ("best", "tied") or not any(
-                        p.startswith("classic:eager") for p in mv.best):
+                        _spread_eager(p) for p in mv.best):
                     continue
-                found = []
-                for _sg, sr in sorted(others, key=lambda o: o[1].x or 0):
+                found, names = [], []
+                for sg, sr in sorted(others, key=lambda o: o[1].x or 0):
                     smv = next((x for x in sr.metrics if x.metric.column == mv.metric.column),
                                None)
                     if smv is None or (smv.verdict in ("best", "tied") and any(
-                            p.startswith("classic:eager") for p in smv.best)):
+                            _spread_eager(p) for p in smv.best)):
                         continue
                     at = f"{number((sr.x or 0) / 1000)} s"
                     found.append(f"at {at}: " + (
                         f"{' and '.join(smv.best)}" if smv.verdict in ("best", "tied")
                         and smv.best else "no protocol separated"))
+                    names.append(sg.name)
                 if found:
-                    lim = ("holds only with aligned heartbeats (hb-spread, heartbeats spread "
-                           "after a join, the same cell: " + "; ".join(found) + "; that grid "
-                           "is where eager's mark goes)"
+                    lim = (f"holds only with aligned heartbeats ({', '.join(dict.fromkeys(names))}"
+                           ", heartbeats spread after a join, the same cell: " + "; ".join(found)
+                           + "; that grid is where eager's mark goes)"
                            + (f"; {measured}" if measured else "")
+                           + (CONNECT_MEASURED if measured and any(
+                               family(p) == "classic-connect" for p in mv.best) else "")
                            + _elsewhere(row.scenario, measured, settled))
                     mv.limit = f"{mv.limit}; {lim}" if mv.limit else lim
+
+
+def _spread_eager(protocol: str) -> bool:
+    """An eager classic-group protocol, a consumer group's (``classic:eager``,
+    ``classic:eager-roundrobin``) or Connect's (``classic-connect:eager``): the protocols
+    whose every member must learn of the rebalance at once (:func:`mark_spread_limits`)."""
+    fam, _, variant = protocol.partition("@")[0].partition(":")
+    return fam in ("classic", "classic-connect") and variant.split("-")[0] == "eager"
 
 
 def _elsewhere(scenario: str, measured: str, settled: str) -> str:

@@ -1,0 +1,123 @@
+"""The page's answers to the tenth outside review (docs/lab.md, "Round 10"): the heartbeat
+spread on the task-times question, the chance count's deterministic pairs, excess lag
+recomputable from the published columns, calibration rows near the 2x edge."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from groupcoord.lab.caveats import with_caveats
+from groupcoord.lab.spec import load_spec
+from groupcoord.lab.verdict import claims, grid_verdicts, mark_spread_limits
+
+EAGER, SESSIONED = "classic-connect:eager", "classic-connect:sessioned"
+
+
+def _run(protocol: str, seed: int, workload: str, ms: int, **metrics: Any) -> dict[str, Any]:
+    return {"protocol": protocol, "scenario": "kip415-worker-joins", "size": 12,
+            "members": 12, "workload": workload, "fault_rate": 0.0, "seed": seed, "ok": True,
+            "caught_up": True, "noop_events": 0, "settings_json": "{}",
+            "work": json.dumps({"task_stop_ms": ms, "task_start_ms": ms}), **metrics}
+
+
+def test_the_paper_spec_runs_the_heartbeat_spread_at_the_short_task_times() -> None:
+    """Round 10, S4: the task-times grid's eager win at 10 and 100 ms tasks was never run with
+    spread heartbeats; the paper spec runs those cells at 0, 1 and 3 s of spread, and the
+    kip415-hb-spread grids ask about task downtime first (restarts do not change with it)."""
+    grids = {g.name: g for g in load_spec("paper").grids}
+    times = grids["kip415-task-times"]
+    for ms in ("10ms", "100ms"):
+        g = grids[f"kip415-hb-spread-{ms}"]
+        assert [w.name for w in g.workloads] == [f"16x8c-task{ms}"]
+        assert f"16x8c-task{ms}" in [w.name for w in times.workloads]
+        assert list(g.scenarios) == ["kip415-worker-joins"] and list(g.sizes) == [12]
+        assert sorted(g.protocols) == sorted(f"{p}@hbspread{s}" for p in (EAGER, SESSIONED)
+                                             for s in ("0s", "1s", "3s"))
+        assert g.metrics[0] == "task_downtime_task_s"
+    assert grids["kip415-hb-spread"].metrics[0] == "task_downtime_task_s"
+
+
+def _task_times_and_spread() -> list[Any]:
+    """kip415-task-times at 10 ms and 1 s tasks (eager wins downtime at 10 ms, as render 13
+    did) and kip415-hb-spread-10ms, where a 3 s spread reverses it (the reviewer's control:
+    eager 197 against sessioned 105 task·s)."""
+    plain = {"name": "kip415-task-times", "protocols": [EAGER, SESSIONED],
+             "scenarios": ["kip415-worker-joins"], "metrics": ["task_downtime_task_s"],
+             "seeds": 5}
+    labels = [f"{p}@hbspread{s}" for s in ("0s", "1s", "3s") for p in (EAGER, SESSIONED)]
+    spread = {**plain, "name": "kip415-hb-spread-10ms", "protocols": labels,
+              "workloads": ["16x8c-task10ms"]}
+    rows = [_run(p, s, "16x8c-task10ms", 10, task_downtime_task_s=(10.0 if p == EAGER
+                                                                   else 60.0) + s)
+            for p in (EAGER, SESSIONED) for s in range(5)]
+    rows += [_run(p, s, "16x8c-task1s", 1000, task_downtime_task_s=(900.0 if p == EAGER
+                                                                    else 200.0) + s)
+             for p in (EAGER, SESSIONED) for s in range(5)]
+    at = {"0s": (10.0, 60.0), "1s": (60.0, 62.0), "3s": (190.0, 100.0)}
+    for label in labels:
+        base, _, tail = label.partition("@hbspread")
+        v = at[tail][0 if base == EAGER else 1]
+        rows += [_run(label, s, "16x8c-task10ms", 10,
+                      task_downtime_task_s=v + (s * 8 if tail == "1s" else s))
+                 for s in range(5)]
+    return grid_verdicts({"spec": "paper", "grids": [plain, spread]}, rows)
+
+
+def test_an_eager_connect_mark_says_it_holds_only_with_aligned_heartbeats() -> None:
+    g_plain, g_spread = _task_times_and_spread()
+    row10 = next(r for r in g_plain.rows if r.workload == "16x8c-task10ms")
+    mv = row10.metrics[0]
+    assert mv.best == (EAGER,)
+    # the spread grid's own cell, by name, with what it found at each spread above 0
+    assert ("holds only with aligned heartbeats (kip415-hb-spread-10ms, heartbeats spread "
+            "after a join, the same cell: at 1 s: no protocol separated; at 3 s: "
+            "classic-connect:sessioned; that grid is where eager's mark goes)") in mv.limit
+    # the wire measurement is of consumers: a Connect mark says what it stands for
+    mv.limit = ""
+    wire = [{"client": "Java", "rebalances": 24, "median_s": 0.022, "largest_s": 0.094}]
+    mark_spread_limits([g_plain, g_spread], wire, stable=[])
+    assert "(consumers; a Connect worker's WorkerCoordinator runs the same classic " \
+           "heartbeat thread, not measured on its own)" in mv.limit
+    # the 1 s row is not in the spread grid: no such limit there
+    row1 = next(r for r in g_plain.rows if r.workload == "16x8c-task1s")
+    assert "aligned heartbeats" not in row1.metrics[0].limit
+
+
+def test_the_task_times_sentence_names_the_spread_result_of_its_own_cell() -> None:
+    verdicts = _task_times_and_spread()
+    found = with_caveats(claims(verdicts), verdicts, [])
+    tt = next(c for c in found if c.grid == "kip415-task-times")
+    assert "classic-connect:eager at 10 ms (the mark holds only with aligned heartbeats " \
+           "(kip415-hb-spread-10ms" in tt.text
+    assert "at 3 s: classic-connect:sessioned" in tt.text
+    # the spread grid's sentence: eager at 0, sessioned at 3 s; it says where else the
+    # spread was run instead of "on no other workload" when another grid ran it
+    sp = next(c for c in found if c.grid == "kip415-hb-spread-10ms")
+    assert "classic-connect:eager at 0 ms" in sp.text
+    assert "classic-connect:sessioned at 3,000 ms" in sp.text
+
+
+def test_a_spread_sweep_answers_with_downtime_not_with_the_input_free_restarts() -> None:
+    """Round 10, S2/S3: restarts are a function of the assignment (32 and 18 against 128 at
+    every spread), so a sweep sentence on them repeated the unswept finding. With task
+    downtime the spread grids' first metric, restarts get a sentence only where their winner
+    changes with the spread, which it never does."""
+    _plain, g_spread = _task_times_and_spread()
+    for r in g_spread.rows:
+        assert r.metrics[0].metric.column == "task_downtime_task_s"
+    rows = []
+    for s in range(5):
+        for sp in ("0s", "3s"):
+            rows.append(_run(f"{EAGER}@hbspread{sp}", s, "16x8c", 1000, task_restarts=128,
+                             task_downtime_task_s=(600.0 if sp == "0s" else 680.0) + s))
+            rows.append(_run(f"{SESSIONED}@hbspread{sp}", s, "16x8c", 1000, task_restarts=18,
+                             task_downtime_task_s=(120.0 if sp == "0s" else 216.0) + s))
+    grid = {"name": "kip415-hb-spread", "scenarios": ["kip415-worker-joins"], "seeds": 5,
+            "protocols": [f"{p}@hbspread{s}" for p in (EAGER, SESSIONED) for s in ("0s", "3s")],
+            "metrics": list(next(g for g in load_spec("paper").grids
+                                 if g.name == "kip415-hb-spread").metrics)}
+    (g,) = grid_verdicts({"spec": "paper", "grids": [grid]}, rows)
+    found = claims([g])
+    assert [c.metric for c in found] == ["task_downtime_task_s"]
+    assert "classic-connect:sessioned at 0, 3,000 ms" in found[0].text
