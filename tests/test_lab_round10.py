@@ -121,3 +121,28 @@ def test_a_spread_sweep_answers_with_downtime_not_with_the_input_free_restarts()
     found = claims([g])
     assert [c.metric for c in found] == ["task_downtime_task_s"]
     assert "classic-connect:sessioned at 0, 3,000 ms" in found[0].text
+
+
+def test_a_pair_fixed_on_every_seed_is_not_a_chance_event() -> None:
+    """Round 10, the chance count: 1 / C(2n, n) assumes continuous draws; task restarts (128
+    against 50 on every seed) are a count the assignment fixes. Such a pair is counted apart,
+    and the page's method text says where the figure does not apply."""
+    from groupcoord.lab.report import method_text
+    from groupcoord.lab.verdict import comparisons, separation_chance
+
+    rows = [_run(p, s, "16x8c", 1000, task_restarts=128 if p == EAGER else 50,
+                 task_downtime_task_s=(900.0 if p == EAGER else 300.0) + s)
+            for p in (EAGER, SESSIONED) for s in range(5)]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [
+        {"name": "kip415", "protocols": [EAGER, SESSIONED], "seeds": 5,
+         "metrics": ["task_restarts", "task_downtime_task_s"]}]}, rows)
+    restarts, downtime = g.rows[0].metrics
+    assert restarts.verdict == downtime.verdict == "best"  # both marked in the table
+    cmp = comparisons([g])
+    # the downtime pair is a draw and counts; the restarts pair is fixed and counted apart
+    assert (cmp.pairs, cmp.fixed, cmp.claim_fixed) == (1, 1, 1)
+    assert abs(cmp.expected - 2 * separation_chance(5)) < 1e-12
+    text = " ".join(method_text(rows, [g]))
+    assert ("Where the chance figure does not apply: 1 more pairs (1 of them in cells a "
+            "sentence may rest on) are not counted in it") in text
+    assert "the tables test 1 pairs of protocols" in text

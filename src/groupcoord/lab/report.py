@@ -412,6 +412,16 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
                  f"below rest only on cells with at least {CLAIM_MIN_SEEDS} seeds per "
                  f"protocol ({cmp.claim_pairs:,} pairs, about {cmp.claim_expected:.1f} "
                  "chance marks among them).")
+        if cmp.fixed:
+            test += (f" Where the chance figure does not apply: {cmp.fixed:,} more pairs "
+                     f"({cmp.claim_fixed:,} of them in cells a sentence may rest on) are not "
+                     "counted in it, because each of their two protocols has the same value on "
+                     "every seed (a count the assignment fixes, as task restarts 128 against 50 "
+                     "on every seed): there is no draw to be lucky in, and their mark is a fact "
+                     "of the model, not a chance event. The figure also treats each seed's "
+                     "values as independent draws, where the protocols of a row share their "
+                     "seeds: it is a guide to how many marks chance could explain, not a "
+                     "bound.")
         marks, distinct = distinct_marks(verdicts, runs)
         if distinct < marks:
             test += (f" The tables carry {marks:,} marks (★ or =) and {distinct:,} distinct "

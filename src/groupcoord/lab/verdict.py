@@ -1621,14 +1621,28 @@ class Comparisons:
     expected: float
     claim_pairs: int
     claim_expected: float
+    #: Pairs left out of the chance figure: both protocols' values the same on every seed
+    #: (a count the assignment fixes, as task restarts 128 against 50), no draw to be lucky in.
+    fixed: int = 0
+    claim_fixed: int = 0
+
+
+def fixed_pair(a: Cell, b: Cell) -> bool:
+    """Whether two cells are each one value on every seed (:class:`Comparisons`): the chance
+    1 / C(2n, n) assumes values drawn from a continuous distribution, which a count fixed by
+    the assignment is not."""
+    return len(set(a.values.values())) == 1 and len(set(b.values.values())) == 1
 
 
 def comparisons(verdicts: Sequence[GridVerdict]) -> Comparisons:
     """Every (row, metric, pair of ranked protocols) tested with separated ranges, and the
     expected number of chance marks if no protocol differed from any other: the sum of
     1 / C(2n, n) over the pairs (n the fewer seeds of the two); the same over the pairs in
-    cells a claim may rest on (:data:`CLAIM_MIN_SEEDS`)."""
-    rows = pairs = claim_pairs = 0
+    cells a claim may rest on (:data:`CLAIM_MIN_SEEDS`). A pair whose two protocols each
+    have the same value on every seed (:func:`fixed_pair`: task restarts, a pure function of
+    the assignment) is no chance event: it is counted apart (``fixed``), not in ``pairs``
+    nor ``expected``."""
+    rows = pairs = claim_pairs = fixed = claim_fixed = 0
     expected = claim_expected = 0.0
     for g in verdicts:
         for row in g.rows:
@@ -1647,12 +1661,16 @@ def comparisons(verdicts: Sequence[GridVerdict]) -> Comparisons:
                         if not tested:  # a row-metric counts when one of its pairs is tested
                             rows += 1   # (round 8: consumers-300's 18, too few seeds, were)
                             tested = True
+                        if fixed_pair(mv.cells[a], mv.cells[b]):
+                            fixed += 1
+                            claim_fixed += n >= CLAIM_MIN_SEEDS
+                            continue
                         pairs += 1
                         expected += p
                         if n >= CLAIM_MIN_SEEDS:
                             claim_pairs += 1
                             claim_expected += p
-    return Comparisons(rows, pairs, expected, claim_pairs, claim_expected)
+    return Comparisons(rows, pairs, expected, claim_pairs, claim_expected, fixed, claim_fixed)
 
 
 def _clean_work(run: Mapping[str, Any]) -> str:
