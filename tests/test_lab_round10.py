@@ -91,6 +91,17 @@ def test_the_task_times_sentence_names_the_spread_result_of_its_own_cell() -> No
     assert "classic-connect:eager at 10 ms (the mark holds only with aligned heartbeats " \
            "(kip415-hb-spread-10ms" in tt.text
     assert "at 3 s: classic-connect:sessioned" in tt.text
+    # a spread row whose fresh seeds did not repeat its mark says so, not "no protocol"
+    from groupcoord.lab.verdict import MetricVerdict
+    _plain, g_spread = verdicts
+    row3 = next(r for r in g_spread.rows if r.x == 3000)
+    mv3: MetricVerdict = row3.metrics[0]
+    mv3.verdict = "unconfirmed"
+    row10 = next(r for r in _plain.rows if r.workload == "16x8c-task10ms")
+    row10.metrics[0].limit = ""
+    mark_spread_limits(verdicts, [], [])
+    assert ("at 3 s: not confirmed (classic-connect:sessioned on the first seeds; "
+            in row10.metrics[0].limit)
     # the spread grid's sentence: eager at 0, sessioned at 3 s; it says where else the
     # spread was run instead of "on no other workload" when another grid ran it
     sp = next(c for c in found if c.grid == "kip415-hb-spread-10ms")

@@ -884,7 +884,7 @@ def mark_spread_limits(verdicts: Sequence[GridVerdict],
                     at = f"{number((sr.x or 0) / 1000)} s"
                     found.append(f"at {at}: " + (
                         f"{' and '.join(smv.best)}" if smv.verdict in ("best", "tied")
-                        and smv.best else "no protocol separated"))
+                        and smv.best else _unconfirmed_text(smv) or "no protocol separated"))
                     names.append(sg.name)
                 if found:
                     lim = (f"holds only with aligned heartbeats ({', '.join(dict.fromkeys(names))}"
