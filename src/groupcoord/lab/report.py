@@ -336,6 +336,22 @@ def _has_controls(runs: Sequence[dict[str, Any]]) -> bool:
     return any(r.get("control_lag_peak") is not None for r in runs)
 
 
+#: How a reader recomputes excess lag from the published tables (round 10: a reviewer who
+#: subtracted ``control_lag_record_s`` from ``disturbances/``'s ``lag_record_s`` subtracted
+#: the control twice). ``lab.runs.window_excess`` writes the window columns, ``summarize``
+#: the run's.
+EXCESS_LAG_RECOMPUTE = (
+    "Excess lag, recomputed from the published tables: in each disturbance window the run's "
+    "lag integral (record·s) over the window minus its control's over the same span, a "
+    "difference of two integrals, not clipped at zero (a window may come out below zero); "
+    "disturbances/ holds it already, one row per window: its lag_record_s column is that "
+    "difference (do not subtract control_lag_record_s, the control's own integral beside it, "
+    "again; the run's own lag is their sum), window 0, the initial join, keeps its raw figures "
+    "and is left out. A run's excess lag (runs/'s lag_record_s, the tables' number) is the sum "
+    "of disturbances/'s lag_record_s over its windows 1 and up, matched on run_id; its excess "
+    "peak (lag_peak) is the highest of their lag_peak; a cell is the median over its seeds.")
+
+
 def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict]) -> list[str]:
     """What a number in the tables is, which differences count, which runs were left out."""
     if _has_controls(runs):
@@ -346,7 +362,7 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
                 "cost of their union); time to converge and time until balanced are times, "
                 "not differences. The group's start-up and initial catch-up are not counted: "
                 "disturbances start once it has caught up, at a point of the members' "
-                "heartbeat cycle drawn per seed.")
+                "heartbeat cycle drawn per seed. " + EXCESS_LAG_RECOMPUTE)
     else:
         what = ("Each number is measured in the scenario's disturbance windows, the initial "
                 "join left out. These runs carry no paired control: lag includes the records "
