@@ -1541,6 +1541,50 @@ def with_client_notes(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
     return [replace(c, text=c.text + client_note(c, verdicts, cal)) for c in found]
 
 
+#: A calibration row within 2x but further off than this on a checked metric is near the
+#: edge (round 10: sessioned worker-joins at 3 workers, 202 against 396 task·s, passed as
+#: "within 2x" unflagged).
+NEAR_EDGE = 1.5
+
+
+def near_edge_text(scenario: str, protocols: Sequence[str],
+                   rows: Sequence[Mapping[str, Any]] | None = None) -> str:
+    """The real Connect workers' calibration rows (``lab.wire_connect_calibration``) of a
+    sentence's scenario and protocols that are within 2x but over :data:`NEAR_EDGE` on a
+    checked metric, flagged with each run's figures, and the row's cause where its data file
+    holds one (``why``, ``cause`` or ``note``), else that it holds none; "" when none is."""
+    from groupcoord.lab.wire_connect_calibration import METRICS, load_rows
+
+    names = dict(zip(METRICS, ("restarts", "task·s", "ms until balanced"), strict=True))
+    rows = load_rows() if rows is None else rows
+    parts = []
+    for r in rows:
+        if r.get("scenario") != scenario or r.get("protocol") not in protocols:
+            continue
+        figs = []
+        for m in METRICS:
+            cell = r.get(m) or {}
+            sim, wire = cell.get("sim"), cell.get("wire")
+            if not cell.get("within_2x") or not sim or not wire:
+                continue
+            ratio = max(sim, wire) / min(sim, wire)
+            if ratio <= NEAR_EDGE:
+                continue
+            runs = ", ".join(number(float(v)) for v in cell.get("sim_runs") or [])
+            wruns = ", ".join(number(float(v)) for v in cell.get("wire_runs") or [])
+            figs.append(f"{names[m]} {number(float(sim))} / {number(float(wire))} "
+                        f"({ratio:.2f}x; run by run {runs} simulated, {wruns} measured)")
+        if figs:
+            why = next((str(r[k]) for k in ("why", "cause", "note") if r.get(k)), "")
+            parts.append(f"{r['protocol']} at {r['size']} workers: " + "; ".join(figs)
+                         + (f" (cause: {why})" if why else
+                            " (the calibration's data file records no cause)"))
+    if not parts:
+        return ""
+    return (f"near the 2x edge (within 2x, but over {NEAR_EDGE:g}x on a checked metric: "
+            f"{len(parts)} row{'s' if len(parts) > 1 else ''}): " + "; ".join(parts))
+
+
 def calibration_note(c: Claim, verdicts: Sequence[GridVerdict] = ()) -> str:
     """What the calibration against real clients measured for a sentence's scenario and its
     protocols (``lab.limits.calibration_for``, the calibration's lookup by scenario and
@@ -1561,6 +1605,9 @@ def calibration_note(c: Claim, verdicts: Sequence[GridVerdict] = ()) -> str:
         text = lookup(c.scenario, p)
         if text:
             found.append(str(text))
+    edge = near_edge_text(c.scenario, named)
+    if edge:
+        found.append(edge)
     brief = getattr(limits, "metric_check_brief", None)
     extra = brief(limits.load_calibration(), c.metric) if brief is not None else ""
     if extra:  # a sentence on stall or records processed twice: what the check found for it
