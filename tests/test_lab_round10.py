@@ -244,3 +244,39 @@ def test_a_calibration_row_near_the_2x_edge_is_flagged_beside_its_sentence(
     claim = Claim("kip415", "s", "cmd", "task_restarts", "kip415-worker-joins", 3, SESSIONED,
                   EAGER)
     assert "near the 2x edge" in calibration_note(claim)
+
+
+def test_an_eager_mark_on_a_load_the_spread_was_not_run_at_says_so() -> None:
+    """Round 10, S6: the spread grid ran scale-out at 8 members at 40 % busy only; the
+    crossover's eager wins at 20 and 30 % read as if the aligned-heartbeat condition covered
+    them. Their marks say the spread was not run there, and the sentence says at which loads
+    each clause holds (generated from the rows)."""
+    plain = {"name": "crossover-20ms", "protocols": ["classic:eager", "classic:cooperative"],
+             "scenarios": ["scale-out"], "metrics": ["lag_record_s"], "seeds": 5}
+    labels = [f"{p}@hbspread{s}" for s in ("0s", "3s") for p in plain["protocols"]]
+    spread = {**plain, "name": "hb-spread", "protocols": labels}
+
+    def run(p: str, s: int, pct: int, v: float) -> dict[str, Any]:
+        return {"protocol": p, "scenario": "scale-out", "size": 8, "members": 8,
+                "workload": f"1x32-p20ms-{pct}pct", "fault_rate": 0.0, "seed": s, "ok": True,
+                "caught_up": True, "noop_events": 0, "settings_json": "{}",
+                "total_partitions": 32, "lag_record_s": v + s,
+                "work": json.dumps({"records_per_s": pct / 8, "processing_ms": 20})}
+
+    rows = [run(p, s, pct, 1.0 if p == "classic:eager" else 300.0)
+            for pct in (20, 30, 40) for p in plain["protocols"] for s in range(5)]
+    rows += [run(lb, s, 40, (1.0 if lb.startswith("classic:eager") else 300.0)
+                 if lb.endswith("0s") else (400.0 + 9 * s if lb.startswith("classic:eager")
+                                             else 390.0 + 7 * s))
+             for lb in labels for s in range(5)]
+    g_plain, g_spread = grid_verdicts({"spec": "paper", "grids": [plain, spread]}, rows)
+    by_x = {r.workload: r.metrics[0] for r in g_plain.rows}
+    untested = ("was not tested with spread heartbeats (hb-spread ran scale-out at 8 members "
+                "on 1x32-p20ms-40pct only)")
+    for wl in ("1x32-p20ms-20pct", "1x32-p20ms-30pct"):
+        assert by_x[wl].best == ("classic:eager",) and untested in by_x[wl].limit
+    assert "holds only with aligned heartbeats" in by_x["1x32-p20ms-40pct"].limit
+    assert untested not in by_x["1x32-p20ms-40pct"].limit
+    (c,) = [c for c in claims([g_plain, g_spread]) if c.grid == "crossover-20ms"]
+    assert "at 20, 30 % busy: the mark " + untested in c.text
+    assert "at 40 % busy: the mark holds only with aligned heartbeats (hb-spread" in c.text

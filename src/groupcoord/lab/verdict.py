@@ -869,6 +869,7 @@ def mark_spread_limits(verdicts: Sequence[GridVerdict],
             others = [(sg, sr) for sg, sr in spread_rows if (sr.scenario, sr.size, sr.workload)
                       == (row.scenario, row.size, row.workload)]
             if not others:
+                _untested_spread(row, spread_rows)
                 continue
             for mv in row.metrics:
                 if mv.verdict not in ("best", "tied") or not any(
@@ -895,6 +896,30 @@ def mark_spread_limits(verdicts: Sequence[GridVerdict],
                                family(p) == "classic-connect" for p in mv.best) else "")
                            + _elsewhere(row.scenario, measured, settled))
                     mv.limit = f"{mv.limit}; {lim}" if mv.limit else lim
+
+
+#: How an eager mark reads where a spread grid ran its scenario and size on other workloads
+#: only (round 10: S6's aligned-heartbeat condition was tested at 40 % busy, and its 20 and
+#: 30 % wins did not say that they were never run with a spread).
+UNTESTED_SPREAD = "was not tested with spread heartbeats ({where})"
+
+
+def _untested_spread(row: VerdictRow, spread_rows: Sequence[tuple[GridVerdict, VerdictRow]]
+                     ) -> None:
+    """An eager mark in a cell whose scenario and size a heartbeat-spread grid ran on other
+    workloads only: the mark says where the spread was run (:func:`mark_spread_limits`)."""
+    ran = sorted({(sg.name, sr.workload) for sg, sr in spread_rows
+                  if (sr.scenario, sr.size) == (row.scenario, row.size)})
+    if not ran:
+        return
+    word = member_word(row.scenario, list(row.metrics[0].cells) if row.metrics else [])
+    where = "; ".join(f"{name} ran {row.scenario} at {row.size} {word} on {wl} only"
+                      for name, wl in ran)
+    lim = UNTESTED_SPREAD.format(where=where)
+    for mv in row.metrics:
+        if mv.verdict in ("best", "tied") and any(_spread_eager(p) for p in mv.best) \
+                and lim not in mv.limit:
+            mv.limit = f"{mv.limit}; {lim}" if mv.limit else lim
 
 
 def _spread_eager(protocol: str) -> bool:
