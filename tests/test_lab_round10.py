@@ -280,3 +280,25 @@ def test_an_eager_mark_on_a_load_the_spread_was_not_run_at_says_so() -> None:
     (c,) = [c for c in claims([g_plain, g_spread]) if c.grid == "crossover-20ms"]
     assert "at 20, 30 % busy: the mark " + untested in c.text
     assert "at 40 % busy: the mark holds only with aligned heartbeats (hb-spread" in c.text
+
+
+def test_the_other_workloads_caveat_names_the_lowest_ranked_median() -> None:
+    """Round 10's re-report: the spread grids' caveat named connect:cooperative (not ranked:
+    not in Apache Kafka) as the lowest median beside a ★ of classic-connect:sessioned."""
+    from groupcoord.lab.caveats import other_workloads
+
+    plain = {"name": "kip415", "scenarios": ["kip415-worker-joins"], "seeds": 5,
+             "protocols": ["connect:cooperative", EAGER, SESSIONED],
+             "metrics": ["task_downtime_task_s"]}
+    labels = [f"{p}@hbspread{s}" for p in (EAGER, SESSIONED) for s in ("0s", "3s")]
+    spread = {**plain, "name": "kip415-hb-spread-10ms", "protocols": labels}
+    vals = {"connect:cooperative": 70.0, EAGER: 900.0, SESSIONED: 200.0}
+    rows = [_run(p, s, "16x8c", 1000, task_downtime_task_s=v + s)
+            for p, v in vals.items() for s in range(5)]
+    rows += [_run(lb, s, "16x8c-task10ms", 10, task_downtime_task_s=(
+        10.0 if lb.startswith(EAGER) else 60.0) + s) for lb in labels for s in range(5)]
+    verdicts = grid_verdicts({"spec": "paper", "grids": [plain, spread]}, rows)
+    c = next(c for c in claims(verdicts) if c.grid == "kip415-hb-spread-10ms")
+    text = other_workloads(c, verdicts)
+    assert "lowest median classic-connect:sessioned 202 task·s" in text
+    assert "connect:cooperative" not in text

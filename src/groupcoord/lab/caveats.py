@@ -262,7 +262,10 @@ def other_workloads(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
             if mv is None or not mv.cells:
                 continue
             sign = 1 if mv.metric.lower_is_better else -1
-            lead = min(mv.cells, key=lambda p: (sign * mv.cells[p].median, p))
+            # the lowest median among the ranked protocols (round 10: an unranked
+            # connect:cooperative was named beside a ★ of classic-connect:sessioned)
+            pool = ranked(mv.cells) or list(mv.cells)
+            lead = min(pool, key=lambda p: (sign * mv.cells[p].median, p))
             mark = (f"\u2605 {mv.best[0]}" if mv.verdict == "best" else
                     "= " + " and ".join(mv.best) if mv.verdict == "tied" else "no mark")
             out[key] = (f"{g.name} ({row.size} {_members(c.scenario)}, {row.workload}): "
