@@ -262,14 +262,25 @@ def other_workloads(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
             if mv is None or not mv.cells:
                 continue
             sign = 1 if mv.metric.lower_is_better else -1
-            lead = min(mv.cells, key=lambda p: (sign * mv.cells[p].median, p))
+            # the lowest median among the ranked protocols (round 10: an unranked
+            # connect:cooperative was named beside a ★ of classic-connect:sessioned)
+            pool = ranked(mv.cells) or list(mv.cells)
+            lead = min(pool, key=lambda p: (sign * mv.cells[p].median, p))
             mark = (f"\u2605 {mv.best[0]}" if mv.verdict == "best" else
                     "= " + " and ".join(mv.best) if mv.verdict == "tied" else "no mark")
             out[key] = (f"{g.name} ({row.size} {_members(c.scenario)}, {row.workload}): "
                         f"{mark}, lowest median {lead} {mv.metric.fmt(mv.cells[lead].median)}")
     g0 = next((g for g in verdicts if g.name == c.grid), None)
     what = X_WORDS.get(g0.parameter or "", "this sweep") if g0 else "this sweep"
-    text = f"found on {c.swept_on} only ({what} was run on no other workload)"
+    # the same sweep of the same scenario on other workloads, in grids of their own (round
+    # 10: kip415-hb-spread on 16x8c, kip415-hb-spread-10ms on 16x8c-task10ms)
+    swept_too = sorted({f"{row.workload} ({g.name})" for g in verdicts
+                        if g0 is not None and g.labels and g.parameter == g0.parameter
+                        and g.name != g0.name for row in g.rows
+                        if row.scenario == c.scenario and row.workload != c.swept_on})
+    text = (f"found on {c.swept_on} only ({what} was run on no other workload)" if not swept_too
+            else f"found on {c.swept_on} ({what} was also run on {', '.join(swept_too)}: "
+            "its own rows)")
     if out:
         text += ("; the same scenario on other workloads, " + FIXED_WORDS.get(
             g0.parameter or "" if g0 else "", "at fixed conditions") + ": "

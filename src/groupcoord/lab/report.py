@@ -338,6 +338,22 @@ def _has_controls(runs: Sequence[dict[str, Any]]) -> bool:
     return any(r.get("control_lag_peak") is not None for r in runs)
 
 
+#: How a reader recomputes excess lag from the published tables (round 10: a reviewer who
+#: subtracted ``control_lag_record_s`` from ``disturbances/``'s ``lag_record_s`` subtracted
+#: the control twice). ``lab.runs.window_excess`` writes the window columns, ``summarize``
+#: the run's.
+EXCESS_LAG_RECOMPUTE = (
+    "Excess lag, recomputed from the published tables: in each disturbance window the run's "
+    "lag integral (record·s) over the window minus its control's over the same span, a "
+    "difference of two integrals, not clipped at zero (a window may come out below zero); "
+    "disturbances/ holds it already, one row per window: its lag_record_s column is that "
+    "difference (do not subtract control_lag_record_s, the control's own integral beside it, "
+    "again; the run's own lag is their sum), window 0, the initial join, keeps its raw figures "
+    "and is left out. A run's excess lag (runs/'s lag_record_s, the tables' number) is the sum "
+    "of disturbances/'s lag_record_s over its windows 1 and up, matched on run_id; its excess "
+    "peak (lag_peak) is the highest of their lag_peak; a cell is the median over its seeds.")
+
+
 def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict]) -> list[str]:
     """What a number in the tables is, which differences count, which runs were left out."""
     if _has_controls(runs):
@@ -348,7 +364,7 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
                 "cost of their union); time to converge and time until balanced are times, "
                 "not differences. The group's start-up and initial catch-up are not counted: "
                 "disturbances start once it has caught up, at a point of the members' "
-                "heartbeat cycle drawn per seed.")
+                "heartbeat cycle drawn per seed. " + EXCESS_LAG_RECOMPUTE)
     else:
         what = ("Each number is measured in the scenario's disturbance windows, the initial "
                 "join left out. These runs carry no paired control: lag includes the records "
@@ -414,6 +430,16 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
                  f"below rest only on cells with at least {CLAIM_MIN_SEEDS} seeds per "
                  f"protocol ({cmp.claim_pairs:,} pairs, about {cmp.claim_expected:.1f} "
                  "chance marks among them).")
+        if cmp.fixed:
+            test += (f" Where the chance figure does not apply: {cmp.fixed:,} more pairs "
+                     f"({cmp.claim_fixed:,} of them in cells a sentence may rest on) are not "
+                     "counted in it, because each of their two protocols has the same value on "
+                     "every seed (a count the assignment fixes, as task restarts 128 against 50 "
+                     "on every seed): there is no draw to be lucky in, and their mark is a fact "
+                     "of the model, not a chance event. The figure also treats each seed's "
+                     "values as independent draws, where the protocols of a row share their "
+                     "seeds: it is a guide to how many marks chance could explain, not a "
+                     "bound.")
         marks, distinct = distinct_marks(verdicts, runs)
         if distinct < marks:
             test += (f" The tables carry {marks:,} marks (★ or =) and {distinct:,} distinct "
@@ -1526,6 +1552,50 @@ def with_client_notes(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
     return [replace(c, text=c.text + client_note(c, verdicts, cal)) for c in found]
 
 
+#: A calibration row within 2x but further off than this on a checked metric is near the
+#: edge (round 10: sessioned worker-joins at 3 workers, 202 against 396 task·s, passed as
+#: "within 2x" unflagged).
+NEAR_EDGE = 1.5
+
+
+def near_edge_text(scenario: str, protocols: Sequence[str],
+                   rows: Sequence[Mapping[str, Any]] | None = None) -> str:
+    """The real Connect workers' calibration rows (``lab.wire_connect_calibration``) of a
+    sentence's scenario and protocols that are within 2x but over :data:`NEAR_EDGE` on a
+    checked metric, flagged with each run's figures, and the row's cause where its data file
+    holds one (``why``, ``cause`` or ``note``), else that it holds none; "" when none is."""
+    from groupcoord.lab.wire_connect_calibration import METRICS, load_rows
+
+    names = dict(zip(METRICS, ("restarts", "task·s", "ms until balanced"), strict=True))
+    rows = load_rows() if rows is None else rows
+    parts = []
+    for r in rows:
+        if r.get("scenario") != scenario or r.get("protocol") not in protocols:
+            continue
+        figs = []
+        for m in METRICS:
+            cell = r.get(m) or {}
+            sim, wire = cell.get("sim"), cell.get("wire")
+            if not cell.get("within_2x") or not sim or not wire:
+                continue
+            ratio = max(sim, wire) / min(sim, wire)
+            if ratio <= NEAR_EDGE:
+                continue
+            runs = ", ".join(number(float(v)) for v in cell.get("sim_runs") or [])
+            wruns = ", ".join(number(float(v)) for v in cell.get("wire_runs") or [])
+            figs.append(f"{names[m]} {number(float(sim))} / {number(float(wire))} "
+                        f"({ratio:.2f}x; run by run {runs} simulated, {wruns} measured)")
+        if figs:
+            why = next((str(r[k]) for k in ("why", "cause", "note") if r.get(k)), "")
+            parts.append(f"{r['protocol']} at {r['size']} workers: " + "; ".join(figs)
+                         + (f" (cause: {why})" if why else
+                            " (the calibration's data file records no cause)"))
+    if not parts:
+        return ""
+    return (f"near the 2x edge (within 2x, but over {NEAR_EDGE:g}x on a checked metric: "
+            f"{len(parts)} row{'s' if len(parts) > 1 else ''}): " + "; ".join(parts))
+
+
 def calibration_note(c: Claim, verdicts: Sequence[GridVerdict] = ()) -> str:
     """What the calibration against real clients measured for a sentence's scenario and its
     protocols (``lab.limits.calibration_for``, the calibration's lookup by scenario and
@@ -1546,6 +1616,9 @@ def calibration_note(c: Claim, verdicts: Sequence[GridVerdict] = ()) -> str:
         text = lookup(c.scenario, p)
         if text:
             found.append(str(text))
+    edge = near_edge_text(c.scenario, named)
+    if edge:
+        found.append(edge)
     brief = getattr(limits, "metric_check_brief", None)
     extra = brief(limits.load_calibration(), c.metric) if brief is not None else ""
     if extra:  # a sentence on stall or records processed twice: what the check found for it

@@ -833,14 +833,23 @@ MEASURED_STABLE = ("; {stable} (a rolling bounce restarts every member's heartbe
                    "a {scenario} into a group stable for hours was not measured)")
 
 
+#: What the wire spread measured means for a Connect mark: consumers were measured, and a
+#: Connect worker's group membership runs the same classic heartbeat (Kafka's
+#: WorkerCoordinator is an AbstractCoordinator, as the Java consumer's is).
+CONNECT_MEASURED = (" (consumers; a Connect worker's WorkerCoordinator runs the same classic "
+                    "heartbeat thread, not measured on its own)")
+
+
 def mark_spread_limits(verdicts: Sequence[GridVerdict],
                        wire: Sequence[Mapping[str, Any]] | None = None,
                        stable: Sequence[Mapping[str, Any]] | None = None) -> None:
-    """A classic eager mark in a cell that a heartbeat-spread grid also runs (the same
-    scenario, size and workload, judged per spread) holds only with aligned heartbeats where
-    that grid does not give eager the mark at a spread above 0: the mark says what the spread
-    grid found there (round 8: S4 and S6, eager's scale-out wins, did not cite hb-spread's
-    1 s and 3 s rows on the same cell), and how far apart real classic members learned of a
+    """A classic eager mark (a consumer group's or Connect's, ``classic-connect:eager``) in a
+    cell that a heartbeat-spread grid also runs (the same scenario, size and workload, judged
+    per spread) holds only with aligned heartbeats where that grid does not give eager the mark
+    at a spread above 0: the mark says what the spread grid found there, naming that grid
+    (round 8: S4 and S6, eager's scale-out wins, did not cite hb-spread's 1 s and 3 s rows on
+    the same cell; round 10: kip415-task-times' eager win at 10 ms tasks reversed at a 3 s
+    spread, and its sentence did not say so), and how far apart real classic members learned of a
     rebalance on the wire (``wire``: the stored measurement, :func:`lab.wire_spread.load_spread`
     by default), so a reader can tell which spread the field has. Outside a rolling bounce
     (where each rebalance restarts every member's heartbeat timer) the mark cites how far apart
@@ -860,29 +869,65 @@ def mark_spread_limits(verdicts: Sequence[GridVerdict],
             others = [(sg, sr) for sg, sr in spread_rows if (sr.scenario, sr.size, sr.workload)
                       == (row.scenario, row.size, row.workload)]
             if not others:
+                _untested_spread(row, spread_rows)
                 continue
             for mv in row.metrics:
                 if mv.verdict not in ("best", "tied") or not any(
-                        p.startswith("classic:eager") for p in mv.best):
+                        _spread_eager(p) for p in mv.best):
                     continue
-                found = []
-                for _sg, sr in sorted(others, key=lambda o: o[1].x or 0):
+                found, names = [], []
+                for sg, sr in sorted(others, key=lambda o: o[1].x or 0):
                     smv = next((x for x in sr.metrics if x.metric.column == mv.metric.column),
                                None)
                     if smv is None or (smv.verdict in ("best", "tied") and any(
-                            p.startswith("classic:eager") for p in smv.best)):
+                            _spread_eager(p) for p in smv.best)):
                         continue
                     at = f"{number((sr.x or 0) / 1000)} s"
                     found.append(f"at {at}: " + (
                         f"{' and '.join(smv.best)}" if smv.verdict in ("best", "tied")
-                        and smv.best else "no protocol separated"))
+                        and smv.best else _unconfirmed_text(smv) or "no protocol separated"))
+                    names.append(sg.name)
                 if found:
-                    lim = ("holds only with aligned heartbeats (hb-spread, heartbeats spread "
-                           "after a join, the same cell: " + "; ".join(found) + "; that grid "
-                           "is where eager's mark goes)"
+                    lim = (f"holds only with aligned heartbeats ({', '.join(dict.fromkeys(names))}"
+                           ", heartbeats spread after a join, the same cell: " + "; ".join(found)
+                           + "; that grid is where eager's mark goes)"
                            + (f"; {measured}" if measured else "")
+                           + (CONNECT_MEASURED if measured and any(
+                               family(p) == "classic-connect" for p in mv.best) else "")
                            + _elsewhere(row.scenario, measured, settled))
                     mv.limit = f"{mv.limit}; {lim}" if mv.limit else lim
+
+
+#: How an eager mark reads where a spread grid ran its scenario and size on other workloads
+#: only (round 10: S6's aligned-heartbeat condition was tested at 40 % busy, and its 20 and
+#: 30 % wins did not say that they were never run with a spread).
+UNTESTED_SPREAD = "was not tested with spread heartbeats ({where})"
+
+
+def _untested_spread(row: VerdictRow, spread_rows: Sequence[tuple[GridVerdict, VerdictRow]]
+                     ) -> None:
+    """An eager mark in a cell whose scenario and size a heartbeat-spread grid ran on other
+    workloads only: the mark says where the spread was run (:func:`mark_spread_limits`)."""
+    ran = sorted({(sg.name, sr.workload) for sg, sr in spread_rows
+                  if (sr.scenario, sr.size) == (row.scenario, row.size)})
+    if not ran:
+        return
+    word = member_word(row.scenario, list(row.metrics[0].cells) if row.metrics else [])
+    where = "; ".join(f"{name} ran {row.scenario} at {row.size} {word} on {wl} only"
+                      for name, wl in ran)
+    lim = UNTESTED_SPREAD.format(where=where)
+    for mv in row.metrics:
+        if mv.verdict in ("best", "tied") and any(_spread_eager(p) for p in mv.best) \
+                and lim not in mv.limit:
+            mv.limit = f"{mv.limit}; {lim}" if mv.limit else lim
+
+
+def _spread_eager(protocol: str) -> bool:
+    """An eager classic-group protocol, a consumer group's (``classic:eager``,
+    ``classic:eager-roundrobin``) or Connect's (``classic-connect:eager``): the protocols
+    whose every member must learn of the rebalance at once (:func:`mark_spread_limits`)."""
+    fam, _, variant = protocol.partition("@")[0].partition(":")
+    return fam in ("classic", "classic-connect") and variant.split("-")[0] == "eager"
 
 
 def _elsewhere(scenario: str, measured: str, settled: str) -> str:
@@ -1609,14 +1654,28 @@ class Comparisons:
     expected: float
     claim_pairs: int
     claim_expected: float
+    #: Pairs left out of the chance figure: both protocols' values the same on every seed
+    #: (a count the assignment fixes, as task restarts 128 against 50), no draw to be lucky in.
+    fixed: int = 0
+    claim_fixed: int = 0
+
+
+def fixed_pair(a: Cell, b: Cell) -> bool:
+    """Whether two cells are each one value on every seed (:class:`Comparisons`): the chance
+    1 / C(2n, n) assumes values drawn from a continuous distribution, which a count fixed by
+    the assignment is not."""
+    return len(set(a.values.values())) == 1 and len(set(b.values.values())) == 1
 
 
 def comparisons(verdicts: Sequence[GridVerdict]) -> Comparisons:
     """Every (row, metric, pair of ranked protocols) tested with separated ranges, and the
     expected number of chance marks if no protocol differed from any other: the sum of
     1 / C(2n, n) over the pairs (n the fewer seeds of the two); the same over the pairs in
-    cells a claim may rest on (:data:`CLAIM_MIN_SEEDS`)."""
-    rows = pairs = claim_pairs = 0
+    cells a claim may rest on (:data:`CLAIM_MIN_SEEDS`). A pair whose two protocols each
+    have the same value on every seed (:func:`fixed_pair`: task restarts, a pure function of
+    the assignment) is no chance event: it is counted apart (``fixed``), not in ``pairs``
+    nor ``expected``."""
+    rows = pairs = claim_pairs = fixed = claim_fixed = 0
     expected = claim_expected = 0.0
     for g in verdicts:
         for row in g.rows:
@@ -1635,12 +1694,16 @@ def comparisons(verdicts: Sequence[GridVerdict]) -> Comparisons:
                         if not tested:  # a row-metric counts when one of its pairs is tested
                             rows += 1   # (round 8: consumers-300's 18, too few seeds, were)
                             tested = True
+                        if fixed_pair(mv.cells[a], mv.cells[b]):
+                            fixed += 1
+                            claim_fixed += n >= CLAIM_MIN_SEEDS
+                            continue
                         pairs += 1
                         expected += p
                         if n >= CLAIM_MIN_SEEDS:
                             claim_pairs += 1
                             claim_expected += p
-    return Comparisons(rows, pairs, expected, claim_pairs, claim_expected)
+    return Comparisons(rows, pairs, expected, claim_pairs, claim_expected, fixed, claim_fixed)
 
 
 def _clean_work(run: Mapping[str, Any]) -> str:
