@@ -116,10 +116,11 @@ def test_joins_seconds_apart_make_an_eager_group_restart_every_task_twice() -> N
         # can still fall into it when the workers learn of the first one late)
         assert max(r["task_restarts"] for r in eager) == rounds * TASKS
         for r in eager:  # each round stops and starts every task: a worker's 12 connectors
-            # and tasks stop 8 at a time (the start/stop pool: two 1 s stops), then start
+            # and tasks stop 8 at a time (the start/stop pool: two 1 s stops), then start;
+            # a task runs until its own wave, so each round stalls the last stop and a start
             n = r["task_restarts"] // TASKS
             assert r["task_restarts"] == n * TASKS and n >= 1
-            assert n * 3_000 <= r["stall_ms"] < n * 3_000 + 500
+            assert n * 2_000 <= r["stall_ms"] < n * 2_000 + 500
         sess = _rows(name, SESSIONED, 12)
         assert [r["task_restarts"] for r in sess] == [r["task_restarts"] for r in at_once]
         assert all(r["stall_ms"] == 0 for r in sess)
@@ -144,17 +145,18 @@ def test_a_heartbeat_spread_acts_on_connect_workers(protocol: str) -> None:
 
 
 def _stall_from_trace(row: dict[str, Any], start_ms: int) -> int:
-    """The longest worker stall read from the run's trace: from a worker's revocation after
-    the disturbance until its next assignment, plus the task start time."""
+    """The longest worker stall read from the run's trace: from the last stop wave of a
+    worker's revocation after the disturbance (its last running tasks stop) until its next
+    assignment, plus the task start time."""
     t0 = min(d["at_ms"] for d in row["disturbance_rows"] if d["window"] > 0)
     pending: dict[str, int] = {}
     longest = 0
     for e in row["event_rows"]:
-        if e["time_ms"] < t0 or e["event"] not in ("revoke", "assigned"):
+        if e["time_ms"] < t0 or e["event"] not in ("stop-wave", "assigned"):
             continue
         who = e["detail"].split()[0]
-        if e["event"] == "revoke":
-            pending.setdefault(who, e["time_ms"])
+        if e["event"] == "stop-wave":
+            pending[who] = e["time_ms"]
         elif who in pending:
             longest = max(longest, e["time_ms"] + start_ms - pending.pop(who))
     return longest
@@ -162,14 +164,17 @@ def _stall_from_trace(row: dict[str, Any], start_ms: int) -> int:
 
 def test_the_worker_stall_includes_the_barriers_wait() -> None:
     """The group stall (no task runs anywhere) stays at the task stop + start at every
-    heartbeat spread; the worker stall (a worker's revocation until its next tasks run) grows
-    with the spread, because the eager barrier waits for the last worker to learn of the
-    rebalance. It is what the trace shows, and 0 where a cooperative worker keeps tasks."""
+    heartbeat spread; the worker stall (from its last running tasks' stop until its next
+    tasks run) grows with the spread, because the eager barrier waits for the last worker to
+    learn of the rebalance. It is what the trace shows, and 0 where a cooperative worker
+    keeps tasks."""
     sc = build_scenario(_cells("kip415-worker-joins", EAGER, 6)[0])
     start = sc.workload.task_start_ms
-    # a worker's 24 connectors and tasks stop 8 at a time (the herder's start/stop pool)
-    stop = -(-(TASKS + 16) // 6 // sc.workload.start_stop_threads) * sc.workload.task_stop_ms
-    assert stop == 3 * sc.workload.task_stop_ms
+    # a worker's 24 connectors and tasks stop 8 at a time (the herder's start/stop pool):
+    # three waves; its tasks run until their own wave, so only the last wave's stop stalls
+    waves = -(-(TASKS + 16) // 6 // sc.workload.start_stop_threads)
+    assert waves == 3
+    stop = sc.workload.task_stop_ms
     by_spread = {}
     for spread in ("0s", "3s"):
         rows = _rows("kip415-worker-joins", f"{EAGER}@hbspread{spread}", 6, events=True)

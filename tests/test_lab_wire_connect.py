@@ -62,6 +62,35 @@ def test_metrics_count_restarts_downtime_and_balance_as_the_model_defines_them()
     assert connect_metrics(skew, 10.0, 30.0, [(0.0, universe)])["balanced"] is False
 
 
+def test_a_task_queued_behind_the_pool_is_down_from_its_own_stop_not_the_revocation() -> None:
+    """The worker logs the revocation's items as queued ("stopping", ``queued``) and each
+    item's stop as its callable begins ("item-stopping"): an item runs until its own stop, as
+    Kafka's ``Worker.stopAndAwaitTask`` signals the task only then."""
+    universe = universe_of([("A", 2)])
+    recs = [
+        _rec(0.0, "c1", "start"),
+        _rec(1.0, "c1", "assigned", connectors=["A"], tasks=["A/0", "A/1"]),
+        _rec(2.0, "c1", "started", connectors=["A"], tasks=["A/0", "A/1"]),
+        # the disturbance at 10 s; a pool of 2: A and A/0 stop first, A/1 one stop later
+        _rec(11.0, "c1", "stopping", connectors=["A"], tasks=["A/0", "A/1"], queued=True),
+        _rec(11.0, "c1", "item-stopping", connectors=["A"], tasks=[]),
+        _rec(11.0, "c1", "item-stopping", connectors=[], tasks=["A/0"]),
+        _rec(12.0, "c1", "item-stopping", connectors=[], tasks=["A/1"]),
+        _rec(13.0, "c1", "stopped", connectors=["A"], tasks=["A/0", "A/1"]),
+        _rec(13.5, "c1", "assigned", connectors=["A"], tasks=["A/0", "A/1"]),
+        _rec(14.5, "c1", "started", connectors=["A"], tasks=["A/0", "A/1"]),
+    ]
+    m = connect_metrics(recs, 10.0, 30.0, [(0.0, universe)])
+    # A and A/0 down from 11 s, A/1 only from 12 s, all until 14.5 s
+    assert m["task_downtime_task_s"] == pytest.approx(3.5 + 3.5 + 2.5)
+    assert m["task_restarts"] == 2 and m["time_to_balance_ms"] == 4500
+    # the same revocation logged without its items' own stops: all down from the revocation
+    old = [{k: v for k, v in r.items() if k != "queued"} for r in recs
+           if r["event"] != "item-stopping"]
+    assert connect_metrics(old, 10.0, 30.0, [(0.0, universe)])["task_downtime_task_s"] == \
+        pytest.approx(3 * 3.5)
+
+
 def test_an_added_connector_counts_its_downtime_from_its_creation_and_no_restart() -> None:
     before, after = universe_of([("A", 1)]), universe_of([("A", 1), ("B", 1)])
     recs = [_rec(0.0, "c1", "start"),
@@ -144,6 +173,29 @@ def _stop_seconds(keep: Path, why: str) -> list[tuple[int, float]]:
     return out
 
 
+def _item_stop_waves(keep: Path) -> list[list[tuple[float, int]]]:
+    """Per revocation of more than 8 items: (seconds after its "stopping" line, items) of
+    each of its "item-stopping" lines (an item's own stop callable beginning)."""
+    import json
+
+    out = []
+    for log in sorted(keep.glob("*.worker.log")):
+        cur: list[tuple[float, int]] | None = None
+        began = 0.0
+        for line in log.read_text().splitlines():
+            e = json.loads(line)
+            if e["event"] == "stopping" and e.get("why") == "revoked":
+                assert e.get("queued") is True
+                cur, began = ([], e["mono"]) if len(e["connectors"]) + len(e["tasks"]) > 8 \
+                    else (None, 0.0)
+            elif e["event"] == "item-stopping" and cur is not None:
+                cur.append((e["mono"] - began, len(e["connectors"]) + len(e["tasks"])))
+            elif e["event"] == "stopped" and cur is not None:
+                out.append(cur)
+                cur = None
+    return out
+
+
 @pytest.mark.parametrize("pool", [8, 0])
 def test_real_eager_workers_stop_a_rebalance_s_items_8_at_a_time(pool: int,
                                                                  tmp_path: Path) -> None:
@@ -166,6 +218,18 @@ def test_real_eager_workers_stop_a_rebalance_s_items_8_at_a_time(pool: int,
         assert rounds * stop / 1000 <= took < (rounds + 1) * stop / 1000, (n, took)
     for _n, took in _stop_seconds(tmp_path, "shutdown"):
         assert stop / 1000 <= took < 2 * stop / 1000
+    # each item's own stop begins when a pool thread takes it: 8 at once, the rest one stop
+    # time later (an item runs until then); all at once without a pool
+    waves = _item_stop_waves(tmp_path)
+    assert waves
+    for wave in waves:
+        n = sum(k for _, k in wave)
+        if pool == 0:
+            assert len(wave) == 1 and wave[0][0] < stop / 2000
+            continue
+        first = [k for t, k in wave if t < stop / 2000]
+        later = [k for t, k in wave if stop / 2000 <= t < 1.5 * stop / 1000]
+        assert sum(first) == pool and sum(later) == n - pool, wave
 
 def test_a_killed_worker_s_work_is_down_from_its_death_until_another_starts_it() -> None:
     universe = universe_of([("A", 1)])

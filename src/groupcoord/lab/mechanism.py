@@ -185,9 +185,11 @@ class TaskTimes:
     def text(self) -> str:
         return (f"a task stops in {number(self.stop_ms / 1000.0)} s and starts in "
                 f"{number(self.start_ms / 1000.0)} s (model inputs; a worker stops its "
-                f"connectors and tasks 8 at a time, Kafka's start/stop pool: an eager stall is "
-                f"{number(self.start_ms / 1000.0)} s plus {number(self.stop_ms / 1000.0)} s "
-                f"per 8 of them a worker holds)")
+                f"connectors and tasks 8 at a time, Kafka's start/stop pool, and a task runs "
+                f"until its own stop begins: an eager stall is one stop and one start, "
+                f"{number(self.stop_ms / 1000.0)} s plus {number(self.start_ms / 1000.0)} s, "
+                f"and a worker's revocation takes {number(self.stop_ms / 1000.0)} s per 8 of "
+                f"them it holds)")
 
 
 def task_times(run: Mapping[str, Any]) -> TaskTimes | None:

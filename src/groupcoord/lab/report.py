@@ -240,8 +240,9 @@ def _label(g: GridVerdict, m: Metric) -> str:
 #: What a Connect grid's stall measures, and what it does not (the barrier's wait).
 CONNECT_STALL = ("stall = the time no task of the group runs: under eager, from the last "
                  "worker's task stop to the first start, so the task stop and start input "
-                 "(1 s + 1 s, a worker stopping 8 connectors and tasks at a time: about 2.02 s "
-                 "with 8 a worker, 3.02 s with 12 and 7.02 s with 48) and nothing else; the "
+                 "(1 s + 1 s, a worker stopping 8 connectors and tasks at a time, each task "
+                 "running until its own stop begins: about 2.02 s however many a worker "
+                 "holds, its last stop and a start) and nothing else; the "
                  "JoinGroup barrier's wait "
                  "for the last worker to rejoin is not in it (the workers that rejoined first "
                  "have stopped their tasks while the others still run theirs): that wait shows "

@@ -841,8 +841,10 @@ worker's tasks wait that delay for it to come back, by design: its time until ba
 task downtime in worker-leaves are the configured delay, not a slowness of the protocol. In \
 kip415-worker-joins two workers join at every size (3 to 5, 6 to 8, 12 to 14). A task takes \
 the model's 1 s to stop and 1 s to start, and a worker stops its connectors and tasks 8 at a \
-time (Kafka's start/stop pool): an eager rebalance's stall (about 7 s at 3 workers, 4 s at 6, \
-3 s at 12), and the task downtime of a restart, are these inputs, not measurements (the \
+time (Kafka's start/stop pool; a task runs until its own stop begins): an eager rebalance's \
+stall (about 2 s at every size: a worker's last stop and a start) and the task downtime of a \
+restart (its own stop and the ones queued after it on its worker: 1 to 6 stops at 3 workers, \
+1 to 3 at 6, 1 to 2 at 12; then the rebalance and a start) are these inputs, not measurements (the \
 kip415-task-times grid sweeps them). kip415-leader-leaves has no delay, by Kafka's behaviour, \
 not the model's choice: the previous assignment that tells which tasks were lost lives in \
 the leader's memory (Kafka's IncrementalCooperativeAssignor), so a new leader does not know \

@@ -27,7 +27,10 @@ simulator defines them (``lab.runs``, ``sim.workload``, ``sim.connect``):
   started before, anywhere in the group;
 - ``task_downtime_task_s``: for every connector and task configured (from the disturbance on,
   or from the event that added it), the seconds without a worker running it, from the
-  disturbance until the run's end (a task runs from its start's end to its stop's beginning);
+  disturbance until the run's end (a task runs from its start's end to the beginning of its
+  own stop: the worker's "item-stopping" line, logged as the item's stop callable begins on
+  the start/stop pool, as in ``sim.application.Application.stop_waves``; an item queued behind
+  the pool runs until then);
 - ``time_to_balance_ms``: from the first disturbance until the assignment is balanced
   (connectors and tasks each spread within one per live worker, every configured item
   assigned) *and* every task of it runs again: the later of the last assignment received and
@@ -176,7 +179,10 @@ def connect_metrics(records: Sequence[Mapping[str, Any]], disturbance: float, en
                         restarts += 1
                     ever_started.add(item)
                 running[(who, item)] = t
-        elif ev == "stopping":
+        elif ev == "item-stopping" or (ev == "stopping" and not r.get("queued")):
+            # an item runs until its own stop begins: a revocation's "stopping" line only
+            # queues its items behind the start/stop pool (``queued``), each item's
+            # "item-stopping" line is its stop callable beginning (logs without it: all at once)
             for item in [*r.get("connectors", []), *r.get("tasks", [])]:
                 opened = running.pop((who, item), None)
                 if opened is not None:

@@ -316,17 +316,19 @@ class Application:
         if self.connect:
             tasks = [it for it in _ordered(parts) if self._is_task(it)]
             self._stopping.setdefault(key, set()).update(tasks)
-            running = self._runs_tasks(p) if tasks else False
-            for it in tasks:  # the task stops processing at once; stopping takes a while
-                proc = self.model.processors.get(self._pname(p, it))
-                if proc is not None:
-                    proc.deactivate([it], commit=True)
-            if running and not self._runs_tasks(p):
-                self._stalled_since.setdefault(key, sim.now)
             # a worker leaving stops everything at once (the herder's halt), a rebalance's
-            # revocation through the start/stop pool (:meth:`stop_ms`)
-            items = 0 if p.leaving else len(tasks) + sum(
-                1 for it in parts if not self._is_task(it))
+            # revocation through the start/stop pool, wave by wave (:meth:`stop_waves`): a
+            # task keeps processing until its own wave's stop starts
+            step = self.workload.task_stop_ms
+            for k, wave in enumerate(self.stop_waves(parts, p.leaving)):
+                stopping = [it for it in wave if self._is_task(it)]
+                if not stopping:
+                    continue  # connectors only: no record work stops
+                if k == 0 or step <= 0:
+                    self._stop_wave((p, gen, stopping))
+                else:
+                    sim.at(sim.now + k * step, self._stop_wave, (p, gen, stopping))
+            items = 0 if p.leaving else len(parts)
             delay = (self.stop_ms(items) if tasks else 0) + slow_ms
             if delay <= 0:
                 return None
@@ -364,6 +366,48 @@ class Application:
         proc.at_poll(in_poll)
         return DEFER
 
+    def stop_waves(self, parts: Iterable[Any], leaving: bool = False) -> list[list[Any]]:
+        """The waves in which a Connect worker's revocation stops ``parts``: wave ``k``'s
+        stops start ``k * task_stop_ms`` after the revocation (:meth:`stop_ms`).
+
+        The order is Kafka's (read at the 4.0.0-SNAPSHOT commit named in :meth:`stop_ms`):
+        ``DistributedHerder``'s rebalance listener (``onRevoked``)
+        lists one stopping callable per revoked connector, then one per revoked task, each
+        in the order of the revoked collection, and ``startAndStop`` hands the list to the
+        fixed pool's ``invokeAll``, whose threads take the callables first in, first out.
+        The model's revoked collection is in the assignment's order (Kafka's
+        ``ConnectorsAndTasks``: connectors by name, tasks by connector, then task number; the
+        same in every process): connectors first, then tasks, 8 (``start_stop_threads``) to
+        a wave. A worker leaving (the herder's halt) and a pool of 0 stop everything in one
+        wave."""
+        ordered = sorted(parts, key=lambda it: (it[0], it[1]))
+        items = [it for it in ordered if not self._is_task(it)] + \
+            [it for it in ordered if self._is_task(it)]
+        n = self.workload.start_stop_threads
+        if leaving or n <= 0:
+            return [items] if items else []
+        return [items[i:i + n] for i in range(0, len(items), n)]
+
+    def _stop_wave(self, arg: tuple[Proc, int, list[Any]]) -> None:
+        """One wave of a Connect worker's revocation starts its stops: its tasks stop
+        processing now (their offsets are flushed when they are released); the worker's stall
+        starts when the last task it ran stops."""
+        p, gen, tasks = arg
+        key = (p.name, gen)
+        stopping = self._stopping.get(key)
+        if p.gen != gen or not p.alive or not stopping:
+            self._stale()  # the worker is gone or its revocation ended: nothing stops
+            return
+        running = self._runs_tasks(p)
+        self.sim.trace("stop-wave", p.name, p.member.member_epoch,
+                       ",".join(f"{c}/{t}" for c, t in tasks))
+        for it in tasks:
+            proc = self.model.processors.get(self._pname(p, it))
+            if proc is not None and it in stopping:
+                proc.deactivate([it], commit=True)
+        if running and not self._runs_tasks(p):
+            self._stalled_since.setdefault(key, self.sim.now)
+
     def stop_ms(self, items: int) -> int:
         """How long a Connect worker's revocation of ``items`` connectors and tasks takes to
         stop them: ``ceil(items / start_stop_threads) * task_stop_ms`` (all at once, one
@@ -397,11 +441,20 @@ class Application:
         the group) stops its work with ``Worker.stopAndAwaitConnectors()`` and
         ``stopAndAwaitTasks()``: every item signalled, then awaited, no pool; the model stops
         a leaving worker's items at once (``items`` 0: one ``task_stop_ms``; Kafka's halt
-        awaits the connectors, then the tasks). The model stops the revoked tasks' processing
-        at the revocation (the wire worker's log does the same); in Kafka a task queued behind
-        the pool keeps running until its callable signals it, so both sides count a queued
-        task's wait as downtime. A revocation of connectors only costs nothing in the model
-        (connectors do no record work), as before the pool. The rule is the worker's, so it
+        awaits the connectors, then the tasks). **A task queued behind the pool keeps
+        running**: a stopping callable is ``Worker.stopAndAwaitTask``, which calls
+        ``stopTask`` (``WorkerTask.stop()``: ``triggerStop``, the flag the task's own thread
+        reads) and then awaits that task; until its callable runs, the task's thread goes on
+        in ``WorkerSinkTask.execute``'s ``while (!isStopping()) iteration()`` (a source task:
+        ``AbstractWorkerSourceTask.execute``'s ``while (!isStopping())``), polling and
+        processing. The same path serves eager (``WorkerCoordinator.onJoinPrepare``) and
+        incremental cooperative (``onJoinComplete``) revocations. So the model stops each
+        task's processing when its own wave's stop starts (:meth:`stop_waves`, wave ``k`` at
+        ``k * task_stop_ms``): its downtime and the input's stall start there, not at the
+        revocation; the worker still answers the rebalance after the last wave. (Until
+        2026-11-29 the model stopped every revoked task at the revocation.) A revocation of
+        connectors only costs nothing in the model (connectors do no record work), as before
+        the pool. The rule is the worker's, so it
         holds on both group types (classic-connect, and the Connect draft's ``connect``),
         eager and incremental cooperative."""
         n = self.workload.start_stop_threads

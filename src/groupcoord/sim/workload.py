@@ -21,7 +21,8 @@ protocol sees the application only through ``poll()``, as the Java clients do:
 - **Connect workers** (``DistributedHerder``): the herder's thread runs the group protocol,
   tasks run on their own threads; stopping a task takes ``task_stop_ms`` (eager workers stop
   every task before rejoining, KIP-415 workers only the revoked ones; a rebalance's stops go
-  ``start_stop_threads`` at a time, the herder's pool of 8), starting one ``task_start_ms``.
+  ``start_stop_threads`` at a time, the herder's pool of 8, and a task queued behind the pool
+  runs until its own stop begins), starting one ``task_start_ms``.
 
 Commits: an auto-commit every ``auto_commit_interval_ms`` commits what was polled before the
 batch in progress; a revocation commits synchronously (``commit_latency_ms``) what was

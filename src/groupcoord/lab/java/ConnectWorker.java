@@ -31,12 +31,16 @@
  * START_STOP_THREAD_POOL_SIZE) stops them N at a time, as the herder's start/stop pool does:
  * each of its stop callables (Worker.stopAndAwaitTask) waits for its task's graceful stop;
  * 0 stops them all at once. Starts stay all at once: the herder's start callable returns once
- * the task is submitted to its own thread, where the task's start-up runs.
+ * the task is submitted to its own thread, where the task's start-up runs. An item queued
+ * behind the pool keeps running until its own stop callable begins (Kafka's
+ * Worker.stopAndAwaitTask signals the task, WorkerTask.stop, only then): the "stopping" line
+ * (with "queued": true) names the items the revocation queues, and each callable logs an
+ * "item-stopping" line for its item as it begins; the harness counts an item down from there.
  *
  * Log: JSON lines with "mono" (System.nanoTime in seconds: CLOCK_MONOTONIC, the clock Python's
  * time.monotonic reads, so the harness compares every worker's lines on one time axis) and
  * "t" (wall-clock seconds): "start", "assigned" (generation, leader, config offset, the
- * assignment's connectors, tasks, revoked ones and delay), "stopping"/"stopped" and
+ * assignment's connectors, tasks, revoked ones and delay), "stopping"/"item-stopping"/"stopped" and
  * "starting"/"started" (the items), "rejoin" (why), "config", "closing", "closed", "error".
  * Tasks are "connector/N", connectors their name.
  *
@@ -66,6 +70,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.utils.LogContext;
@@ -208,21 +213,33 @@ public final class ConnectWorker {
 
     // ------------------------------------------------------------------ starting and stopping work
 
-    /** Stops or starts the items, each taking {@code ms}; on {@code pool} threads (0: all at once). */
-    private static void work(Collection<String> connectors, Collection<ConnectorTaskId> tasks, long ms, int pool)
-            throws InterruptedException {
-        int n = connectors.size() + tasks.size();
-        if (n == 0 || ms <= 0)
+    /**
+     * Stops or starts the items (connectors first, then tasks, in their sorted order: the
+     * herder's list of callables), each taking {@code ms}; on {@code pool} threads (0: all at
+     * once). {@code begun}, when not null, is told the items whose own callable begins, as it
+     * begins (a stop: the item runs until then).
+     */
+    private static void work(Collection<String> connectors, Collection<ConnectorTaskId> tasks, long ms, int pool,
+                             Consumer<List<Object>> begun) throws InterruptedException {
+        List<Object> items = new ArrayList<>(connectors);
+        items.addAll(tasks);
+        int n = items.size();
+        if (n == 0)
             return;
         int threads = pool;
-        if (threads <= 0 || threads >= n) {
-            Thread.sleep(ms);
+        if (ms <= 0 || threads <= 0 || threads >= n) {
+            if (begun != null)
+                begun.accept(items);
+            if (ms > 0)
+                Thread.sleep(ms);
             return;
         }
         ExecutorService executor = Executors.newFixedThreadPool(threads);
         try {
-            for (int i = 0; i < n; i++)
+            for (Object item : items)
                 executor.submit(() -> {
+                    if (begun != null)
+                        begun.accept(Collections.singletonList(item));
                     Thread.sleep(ms);
                     return null;
                 });
@@ -230,6 +247,15 @@ public final class ConnectWorker {
             executor.shutdown();
             executor.awaitTermination(1, TimeUnit.HOURS);
         }
+    }
+
+    /** The "item-stopping" line: these items' own stop begins now (they ran until now). */
+    private void itemStopping(List<Object> items) {
+        List<Object> cs = new ArrayList<>();
+        List<Object> ts = new ArrayList<>();
+        for (Object o : items)
+            (o instanceof ConnectorTaskId ? ts : cs).add(o);
+        log("item-stopping", ", \"connectors\": " + list(cs) + ", \"tasks\": " + list(ts));
     }
 
     private void stopWork(Collection<String> connectors, Collection<ConnectorTaskId> tasks, String why) {
@@ -242,9 +268,10 @@ public final class ConnectWorker {
         cs.retainAll(runningConnectors);
         Set<ConnectorTaskId> ts = new TreeSet<>(tasks);
         ts.retainAll(runningTasks);
-        log("stopping", ", \"why\": " + quote(why) + ", \"connectors\": " + list(cs) + ", \"tasks\": " + list(ts));
+        log("stopping", ", \"why\": " + quote(why) + ", \"connectors\": " + list(cs) + ", \"tasks\": " + list(ts)
+            + ", \"queued\": true");
         try {
-            work(cs, ts, stopMs, pool);
+            work(cs, ts, stopMs, pool, this::itemStopping);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
@@ -262,7 +289,7 @@ public final class ConnectWorker {
             return;
         log("starting", ", \"connectors\": " + list(cs) + ", \"tasks\": " + list(ts));
         try {
-            work(cs, ts, startMs, 0);
+            work(cs, ts, startMs, 0, null);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
