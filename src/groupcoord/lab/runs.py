@@ -657,9 +657,11 @@ def run_lateness(windows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def worker_stall(windows: list[dict[str, Any]]) -> int:
-    """Connect: the longest worker stall of the windows, in ms (``sim.application``): from a
-    revocation that stopped every task a worker ran until the tasks of its next assignment
-    run, so the stop, the rebalance barrier's wait for the other workers and the start; 0
+    """Connect: the longest worker stall of the windows, in ms (``sim.application``): from
+    the moment the last running task of a revocation that stops every task a worker ran
+    stops (its stop wave: Kafka's start/stop pool, a queued task runs until its own stop
+    begins) until the tasks of its next assignment run, so its stop, the rebalance
+    barrier's wait for the other workers and the start; 0
     when no revocation stopped a worker's every task (an incremental cooperative worker
     keeps the tasks it is not asked to give up). ``stall_ms`` is the time no task of the
     whole group runs; this is the time one worker's tasks stand still."""
