@@ -328,9 +328,9 @@ def fenced_handback_ms(sc: Scenario, protocol: str) -> int:
 
 
 def _stops(sc: Scenario, k: int) -> int:
-    """How long a worker takes to stop k items, ``start_stop_threads`` at a time."""
-    threads = sc.workload.start_stop_threads
-    return 0 if k <= 0 else (math.ceil(k / threads) if threads > 0 else 1) * sc.workload.task_stop_ms
+    """How long a worker takes to stop k items (``sim.workload.Workload.stop_ms``: the
+    herder's pool); 0 for none."""
+    return 0 if k <= 0 else sc.workload.stop_ms(k)
 
 
 def _first_handback(sc: Scenario, protocol: str) -> tuple[int, int, int] | None:

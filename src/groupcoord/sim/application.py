@@ -457,9 +457,7 @@ class Application:
         the pool. The rule is the worker's, so it
         holds on both group types (classic-connect, and the Connect draft's ``connect``),
         eager and incremental cooperative."""
-        n = self.workload.start_stop_threads
-        rounds = 1 if n <= 0 or items <= 0 else -(-items // n)
-        return rounds * self.workload.task_stop_ms
+        return self.workload.stop_ms(items)
 
     def poll_gate(self, p: Proc) -> Callable[[PollGatedClassicConsumer], bool]:
         """The gate of a classic consumer's rejoins (:class:`PollGatedClassicConsumer`)."""

@@ -298,6 +298,15 @@ class Workload:
             out += f", pauses {self.pause_ms.describe()} ms every {self.pause_every_ms:g} ms"
         return out
 
+    def stop_ms(self, items: int) -> int:
+        """How long a Connect worker takes to stop ``items`` connectors and tasks:
+        ``ceil(items / start_stop_threads) * task_stop_ms``, one ``task_stop_ms`` when the pool
+        is 0 or there is nothing to stop (Kafka's herder pool:
+        ``sim.application.Application.stop_ms``)."""
+        n = self.start_stop_threads
+        rounds = 1 if n <= 0 or items <= 0 else -(-items // n)
+        return rounds * self.task_stop_ms
+
     def as_table(self) -> dict[str, Any]:
         """The workload as a TOML-like table (what :func:`parse_workload` reads back)."""
         if self.idle:
