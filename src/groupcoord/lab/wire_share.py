@@ -271,6 +271,24 @@ def _integral(ts: np.ndarray, lag: np.ndarray, a: float, b: float) -> float:
     return float(np.trapezoid(lag[m], ts[m]))
 
 
+def window_end(ts: np.ndarray, lag: np.ndarray, steady: float, converged: float | None,
+               run_end: float) -> tuple[float, bool, bool]:
+    """Where a wire disturbance window ends (the simulator's ``sim.application`` rule), for
+    the share side and the consumer side (``lab.wire_share_consumer``) alike: (the end;
+    caught up; closed). The window ends when the lag is back at ``steady`` (its peak over the
+    ``STEADY_S`` before the disturbance) after the group converged, or ``RECOVERY_WAIT_MS``
+    after the convergence if it is not (closed, not caught up), or at the run's end
+    (neither)."""
+    if converged is not None:
+        after = np.nonzero((ts >= converged) & (lag <= steady))[0]
+        give_up = converged + RECOVERY_WAIT_MS / 1000
+        if after.size and ts[after[0]] <= give_up:
+            return float(ts[after[0]]), True, True
+        if run_end >= give_up:
+            return give_up, False, True
+    return run_end, False, False
+
+
 def share_window_metrics(run: ShareWireRun) -> list[dict[str, Any]]:
     """One dict per disturbance window (the initial join left out): ``disturbance``,
     ``at_ms`` (since t0), ``time_to_converge_ms`` (None: not converged), ``lag_peak``,
@@ -299,15 +317,7 @@ def share_window_metrics(run: ShareWireRun) -> list[dict[str, Any]]:
                 break
         before = (ts >= at - STEADY_S) & (ts < at)
         steady = float(lag[before].max()) if before.any() else 0.0
-        end = run.end
-        caught_up = closed = False
-        if converged is not None:
-            after = np.nonzero((ts >= converged) & (lag <= steady))[0]
-            give_up = converged + RECOVERY_WAIT_MS / 1000
-            if after.size and ts[after[0]] <= give_up:
-                end, caught_up, closed = float(ts[after[0]]), True, True
-            elif run.end >= give_up:
-                end, closed = give_up, True
+        end, caught_up, closed = window_end(ts, lag, steady, converged, run.end)
         inside = (ts >= at) & (ts <= end)
         seen: set[tuple[int, int]] = set()
         again = 0

@@ -39,12 +39,11 @@ import numpy as np
 from groupcoord.lab.wire import WireWorkload, run_wire
 from groupcoord.lab.wire_metrics import SAMPLE_S, Series, convergence
 from groupcoord.lab.wire_run import WireRun
+from groupcoord.lab.wire_share import STEADY_S, window_end
 from groupcoord.sim.application import RECOVERY_WAIT_MS
 from groupcoord.sim.scenario import Scenario
 
 PROTOCOL = "consumer:uniform"
-#: The span before a disturbance whose lag is the run's own level (``lab.wire_share``'s).
-STEADY_S = 20.0
 #: The client the consumer side drives.
 CLIENT = "confluent-kafka {ver} Consumer (librdkafka {lib}), group.protocol=consumer"
 
@@ -104,14 +103,7 @@ def consumer_window_metrics(run: WireRun) -> list[dict[str, Any]]:
         c = conv[i]
         before = (ts >= at - STEADY_S) & (ts < at)
         steady = float(lag[before].max()) if before.any() else 0.0
-        end, caught_up, closed = run.end, False, False
-        if c is not None:
-            after = np.nonzero((ts >= c) & (lag <= steady))[0]
-            give_up = c + RECOVERY_WAIT_MS / 1000
-            if after.size and ts[after[0]] <= give_up:
-                end, caught_up, closed = float(ts[after[0]]), True, True
-            elif run.end >= give_up:
-                end, closed = give_up, True
+        end, caught_up, closed = window_end(ts, lag, steady, c, run.end)
         inside = (ts >= at) & (ts < end)
         out.append({
             "disturbance": w.label, "at_ms": round(w.at_s * 1000),
