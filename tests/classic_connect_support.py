@@ -133,6 +133,8 @@ class ConnectCluster:
         self.paused: set[str] = set()
         #: Workers cut off from the coordinator: every request they send fails.
         self.cut: set[str] = set()
+        #: The most items a zombie (:meth:`check`) ran at once that another worker ran too.
+        self.zombie_overlaps = 0
 
     @property
     def now(self) -> int:
@@ -257,14 +259,29 @@ class ConnectCluster:
 
     def check(self) -> None:
         """I1 on the workers' side (what the applications run, from their callbacks), and every
-        listener agrees with its worker."""
+        listener agrees with its worker. A worker the coordinator no longer counts as a member
+        (removed while it still stops its work) or that left the group on a poll timeout and
+        runs what it kept through the leave (until an assignment confirms it) is a zombie, as
+        the simulator's I1 counts it (``ClassicConnectSimulation.is_fenced``): its work is not
+        compared (:attr:`zombie_overlaps` counts what it shares with the others)."""
         seen: dict[object, str] = {}
+        g = self.h.shard.groups.get("connect-cluster")
+        members = g.members if isinstance(g, ClassicGroup) else {}
+        zombies = {n for n, w in self.workers.items()
+                   if w.kept_after_poll_timeout or (w.member_id not in members
+                                                    and not w.running.is_empty())}
         for n, w in self.workers.items():
             lst = self.listeners[n]
             assert set(w.running.connectors) == lst.connectors and set(w.running.tasks) == lst.tasks, n
+            if n in zombies:
+                continue
             for item in (*lst.connectors, *lst.tasks):
                 assert item not in seen, f"{item} runs on {seen[item]} and {n}"
                 seen[item] = n
+        for n in sorted(zombies):
+            lst = self.listeners[n]
+            self.zombie_overlaps = max(self.zombie_overlaps, len(
+                (lst.connectors | lst.tasks) & set(seen)))
 
     def runs(self) -> dict[str, set[str]]:
         return {n: kip(w.running) for n, w in sorted(self.workers.items())}

@@ -427,6 +427,16 @@ class ClassicConnectSimulation(ClassicConsumerSimulation, ConnectSimulation):
 
     # ================================================================== I1 on the workers' side
 
+    def is_fenced(self, p: Proc) -> bool:
+        """Not a member of the group's generation (``sim.classic``), or a worker that left on a
+        poll timeout (its revocation outlasted ``rebalance.timeout.ms``: upstream's heartbeat
+        thread leaves the group, :mod:`groupcoord.client.connect.classic_worker`) and still
+        runs what it kept through the leave, unconfirmed by an assignment: meanwhile the group
+        may have handed that work to others, as upstream's does, and the first assignment
+        after the worker's rejoin revokes the duplicates from every holder (KIP-415). Such a
+        worker's overlaps count as a fenced worker's (``zombie_overlaps``)."""
+        return super().is_fenced(p) or _w(p).worker.kept_after_poll_timeout
+
     def _start_consuming(self, p: Proc, parts: Any) -> None:
         """I1 when a worker starts items: no other worker of the group runs them, and a fenced
         one (removed by the coordinator, not told yet) only while it may not know: it heard

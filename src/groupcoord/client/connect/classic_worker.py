@@ -63,6 +63,27 @@ NOTES.md ("Connect worker reactions", KIP-814 "Connect has no static membership"
   assignment; a worker that receives a v0 assignment after a cooperative generation stops
   everything it still runs and rejoins at once, so the next round is a clean eager one.
 - **Leaving** (:meth:`ClassicConnectWorker.leave`): everything is revoked, then LeaveGroup.
+- **Poll timeout during a revocation** (``rebalance.timeout.ms`` as the poll interval):
+  upstream's ``WorkerGroupMember`` gives ``AbstractCoordinator``'s ``Heartbeat`` the rebalance
+  timeout as its ``maxPollIntervalMs``; the herder's thread polls the member between its
+  steps, but blocks in a revocation (the herder's ``onRevoked`` runs its stops through
+  ``startAndStop`` and returns when the last has finished). The heartbeat thread goes on
+  meanwhile, and once the poll timer has run out it calls ``handlePollTimeoutExpiry``
+  (``WorkerCoordinator``: the herder logs "worker poll timeout has expired", then
+  ``maybeLeaveGroup``): a LeaveGroup, sent once and never retried, and the member id and
+  generation reset (``resetGenerationOnLeaveGroup``). The revocation runs on; when it ends the
+  worker joins again as a new member (``joinGroupIfNeeded`` loops while a rejoin is needed).
+  The timer's start: an eager revocation runs in ``onJoinPrepare``, in the poll that found the
+  rebalance, so the model starts the timer at the revocation (upstream's last
+  ``pollHeartbeat`` came at most one wait for the next heartbeat earlier); an incremental
+  cooperative one runs in ``onJoinComplete``, after the SyncGroup, and the JoinGroup's answer
+  re-enabled the heartbeat thread, whose ``enable`` resets the timer
+  (``Heartbeat.resetTimeouts``): the model starts it there. Read in Apache Kafka's
+  ``clients`` and ``connect/runtime`` at the 4.0.0-SNAPSHOT trunk commit ``1eb7644349cb``
+  (2024-10-25; not re-read at 4.3). One difference: upstream's ``onJoinComplete`` still hands
+  the assignment of the generation the worker left to the herder, whose snapshot carries its
+  new items into the next JoinGroup's allocation; the model's worker drops that assignment
+  (its allocation is what it runs), so the next generation hands those items out afresh.
 - **Coordinator unreachable**: when requests keep failing (:meth:`on_request_failed`) for
   ``coordinator_unreachable_ms`` since the last answer, the worker gives up its work
   (``on_lost``) rather than run it outside the group (upstream ``WorkerCoordinator.poll``).
@@ -264,7 +285,7 @@ class ClassicConnectWorker(ClassicMember):
         self.fatal_error: str | None = None
         self.stats: dict[str, int] = {"joins": 0, "syncs": 0, "heartbeats": 0, "revoked": 0,
                                       "assigned": 0, "lost": 0, "resets": 0, "mismatches": 0,
-                                      "timeouts": 0}
+                                      "timeouts": 0, "poll_timeouts": 0}
 
         self._retry_at = 0
         self._next_heartbeat = 0
@@ -278,6 +299,15 @@ class ClassicConnectWorker(ClassicMember):
         self._after_revocation: ConnectAssignment | None = None  # to finish applying after it
         self._last_answer = 0
         self._join_reason: str | None = None
+        #: When the herder last polled before the step it is blocked in (the poll timer's
+        #: start: the module doc, "Poll timeout during a revocation").
+        self._polled_at: int | None = None
+        self._left_on_poll_timeout = False  # its LeaveGroup is the poll timeout's
+        #: The worker left on a poll timeout and runs what it kept through the leave with no
+        #: generation's assignment confirming it yet (until it applies the next assignment:
+        #: the new leader may have given that work to others meanwhile, and revokes the
+        #: duplicates from every holder, KIP-415).
+        self.kept_after_poll_timeout = False
 
     # ------------------------------------------------------------------ application API
 
@@ -343,7 +373,11 @@ class ClassicConnectWorker(ClassicMember):
             return None if self._revoking is not None else self._now
         if s is WorkerState.JOINING:
             if self._revoking is not None:
-                return self._next_heartbeat if self._in_generation() else None
+                if not self._in_generation():
+                    return None
+                expiry = self.poll_timeout_at()
+                return self._next_heartbeat if expiry is None \
+                    else min(self._next_heartbeat, expiry)
             return max(self._retry_at, self._now)
         if s is WorkerState.SYNCING:
             return self._now
@@ -353,11 +387,26 @@ class ClassicConnectWorker(ClassicMember):
                 return self._now
             if self._scheduled_rejoin is not None:
                 deadline = min(deadline, self._scheduled_rejoin)
+        else:
+            expiry = self.poll_timeout_at()
+            if expiry is not None:
+                deadline = min(deadline, expiry)
         return deadline
+
+    def poll_timeout_at(self) -> int | None:
+        """When the poll timer runs out while the herder is blocked in a revocation (None: no
+        revocation blocks it, or the worker is not in a generation or is stopping)."""
+        if self._revoking is None or self._polled_at is None or not self._in_generation() \
+                or self.state not in (WorkerState.JOINING, WorkerState.STABLE):
+            return None
+        return self._polled_at + self.rebalance_timeout_ms
 
     def poll_request(self, now_ms: int) -> Request | None:
         """The request to send now, if any (it becomes the request in flight)."""
         self._now = now_ms
+        expiry = self.poll_timeout_at()
+        if expiry is not None and now_ms >= expiry:
+            return self._leave_on_poll_timeout(now_ms)
         if self.inflight is not None:
             timed_out = self._timed_out(now_ms)
             if timed_out is None:
@@ -418,7 +467,9 @@ class ClassicConnectWorker(ClassicMember):
         self._last_answer = now_ms
         req = inflight.request
         if isinstance(req, LeaveGroupRequest):
-            self._left()
+            if not self._left_on_poll_timeout:
+                self._left()
+            self._left_on_poll_timeout = False
         elif self.state in (WorkerState.FATAL, WorkerState.UNJOINED, WorkerState.LEAVING):
             pass  # an answer after we stopped or started leaving
         elif isinstance(req, JoinGroupRequest):
@@ -474,6 +525,7 @@ class ClassicConnectWorker(ClassicMember):
         self._scheduled_rejoin = None
         if self.current_protocol is EAGER and not self.running.is_empty() and \
                 not (self.assignment is not None and self.assignment.failed):
+            self._polled_at = self._now  # the poll that found the rebalance
             self._revoke(self.running)
 
     # ------------------------------------------------------------------ responses
@@ -495,6 +547,7 @@ class ClassicConnectWorker(ClassicMember):
         self.generation = r.generation_id
         self.leader_id = r.leader
         self._joined_protocol = r.protocol_name or ""
+        self._polled_at = self._now  # the heartbeat thread's enable resets the poll timer
         assignments: tuple[SyncGroupAssignment, ...] = ()
         if r.leader == r.member_id:
             try:
@@ -616,6 +669,7 @@ class ClassicConnectWorker(ClassicMember):
 
     def _finish_assignment(self, a: ConnectAssignment) -> None:
         """Start the new work, then decide when to rejoin (upstream ``handleRebalanceCompleted``)."""
+        self.kept_after_poll_timeout = False
         start = _minus(a.assigned, self.running)
         if not start.is_empty():
             self.running = ConnectorsAndTasks.of([*self.running.connectors, *start.connectors],
@@ -662,7 +716,9 @@ class ClassicConnectWorker(ClassicMember):
 
     def _request_failed(self, request: Request) -> None:
         if isinstance(request, LeaveGroupRequest):
-            self._left()
+            if not self._left_on_poll_timeout:
+                self._left()
+            self._left_on_poll_timeout = False  # a poll timeout's leave is sent once
             return
         if self.state in (WorkerState.FATAL, WorkerState.UNJOINED):
             return
@@ -691,6 +747,32 @@ class ClassicConnectWorker(ClassicMember):
         self.state = WorkerState.JOINING
         self._retry_at = self._now
 
+    def _leave_on_poll_timeout(self, now_ms: int) -> Request:
+        """Upstream's heartbeat thread, once the poll timer ran out during a revocation
+        (``handlePollTimeoutExpiry``, ``maybeLeaveGroup``): a LeaveGroup, sent once, and the
+        member id and generation reset; the revocation goes on, then the worker joins as a new
+        member. A request in flight is given up (its answer is about the generation left)."""
+        log.warning("[%s] worker poll timeout has expired: %d ms in a revocation, past "
+                    "rebalance.timeout.ms; leaving the group", self.member_id,
+                    now_ms - (self._polled_at or now_ms))
+        self.stats["poll_timeouts"] += 1
+        self.inflight = None
+        self._sync = None
+        leave = self._leave_group("worker poll timeout has expired.")
+        self.member_id = ""
+        self.generation = -1
+        self.leader_id = ""
+        self._polled_at = None
+        self._after_revocation = None  # the generation left (module doc)
+        self._scheduled_rejoin = None
+        self._left_on_poll_timeout = True
+        self.kept_after_poll_timeout = True
+        self._join_reason = "worker poll timeout has expired."
+        self.state = WorkerState.JOINING
+        self._prepared = True  # the revocation under way is this rejoin's preparation
+        self._retry_at = now_ms
+        return self._send(leave, now_ms)
+
     def _reset(self, code: int, api: str) -> None:
         log.info("[%s] %s failed with error %d: joining again as a new member", self.member_id,
                  api, code)
@@ -711,6 +793,7 @@ class ClassicConnectWorker(ClassicMember):
         self.running = _minus(self.running, items)
 
     def _lose_all(self) -> None:
+        self.kept_after_poll_timeout = False
         lost = self.running
         self.running = ConnectorsAndTasks()
         self._revoking = None
@@ -720,6 +803,7 @@ class ClassicConnectWorker(ClassicMember):
             self.listener.on_lost(lost.connectors, lost.tasks)
 
     def _left(self) -> None:
+        self.kept_after_poll_timeout = False
         self.state = WorkerState.UNJOINED
         self.member_id = ""
         self.generation = -1
