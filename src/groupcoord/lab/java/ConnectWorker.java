@@ -30,16 +30,22 @@
  * the lab's model times them). --start-stop-threads N (default 8, the herder's
  * START_STOP_THREAD_POOL_SIZE) stops them N at a time, as the herder's start/stop pool does:
  * each of its stop callables (Worker.stopAndAwaitTask) waits for its task's graceful stop;
- * 0 stops them all at once. Starts stay all at once: the herder's start callable returns once
+ * 0 stops them all at once. The pool is the worker's, for its whole life, as the herder's
+ * startAndStopExecutor is (a fixed pool made with the herder; startAndStop hands it each
+ * rebalance's callables with invokeAll): its threads exist before the first revocation (the
+ * herder's first assignment ran its starting callables on them), so a revocation's first stops
+ * begin at once, not after the threads of a pool made for it start. Starts stay all at once: the herder's start callable returns once
  * the task is submitted to its own thread, where the task's start-up runs. An item queued
  * behind the pool keeps running until its own stop callable begins (Kafka's
  * Worker.stopAndAwaitTask signals the task, WorkerTask.stop, only then): the "stopping" line
  * (with "queued": true) names the items the revocation queues, and each callable logs an
- * "item-stopping" line for its item as it begins; the harness counts an item down from there.
+ * "item-stopping" line for its item as it begins, with the thread it runs on; the harness counts
+ * an item down from there.
  *
  * Log: JSON lines with "mono" (System.nanoTime in seconds: CLOCK_MONOTONIC, the clock Python's
  * time.monotonic reads, so the harness compares every worker's lines on one time axis) and
- * "t" (wall-clock seconds): "start", "assigned" (generation, leader, config offset, the
+ * "t" (wall-clock seconds): "start" (with the pool's size and its threads already started),
+ * "assigned" (generation, leader, config offset, the
  * assignment's connectors, tasks, revoked ones and delay), "stopping"/"item-stopping"/"stopped" and
  * "starting"/"started" (the items), "rejoin" (why), "config", "closing", "closed", "error".
  * Tasks are "connector/N", connectors their name.
@@ -66,11 +72,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Consumer;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.utils.LogContext;
@@ -94,6 +102,8 @@ public final class ConnectWorker {
     private final long stopMs;
     private final long startMs;
     private final int threads;
+    /** The herder's start/stop pool (DistributedHerder.startAndStopExecutor): null for 0. */
+    private final ThreadPoolExecutor startAndStop;
     private final ConcurrentLinkedQueue<String> commands = new ConcurrentLinkedQueue<>();
 
     private volatile ClusterConfigState snapshot;
@@ -115,6 +125,52 @@ public final class ConnectWorker {
         this.startMs = Long.parseLong(args.getOrDefault("task-start-ms", "0"));
         this.threads = Integer.parseInt(args.getOrDefault("start-stop-threads", "8"));
         this.snapshot = snapshotOf(0, parseConnectors(req("connectors")));
+        this.startAndStop = threads > 0 ? startAndStopPool(threads) : null;
+    }
+
+    /**
+     * The worker's fixed pool of {@code n} threads, made once (the herder's is made in its
+     * constructor, "StartAndStopExecutor-%d"), its threads started and a round of callables run
+     * through it now, so that nothing of the pool is first built during a revocation.
+     */
+    private static ThreadPoolExecutor startAndStopPool(int n) throws InterruptedException {
+        AtomicInteger count = new AtomicInteger();
+        ThreadFactory factory = r -> {
+            Thread t = new Thread(r, "StartAndStopExecutor-" + count.getAndIncrement());
+            t.setDaemon(true);
+            return t;
+        };
+        ThreadPoolExecutor pool = new ThreadPoolExecutor(n, n, 0L, TimeUnit.MILLISECONDS,
+            new LinkedBlockingQueue<>(), factory);
+        pool.prestartAllCoreThreads();
+        List<Callable<Void>> warm = new ArrayList<>();
+        for (int i = 0; i < n; i++)
+            warm.add(new ItemCallable(null, null, 0));
+        pool.invokeAll(warm);
+        return pool;
+    }
+
+    /** One item's start or stop callable: tells {@code worker} its item begins, then takes
+     * {@code ms} (Worker.stopAndAwaitTask waits for its one task). */
+    private static final class ItemCallable implements Callable<Void> {
+        private final ConnectWorker worker;
+        private final Object item;
+        private final long ms;
+
+        ItemCallable(ConnectWorker worker, Object item, long ms) {
+            this.worker = worker;
+            this.item = item;
+            this.ms = ms;
+        }
+
+        @Override
+        public Void call() throws InterruptedException {
+            if (worker != null)
+                worker.itemStopping(Collections.singletonList(item));
+            if (ms > 0)
+                Thread.sleep(ms);
+            return null;
+        }
     }
 
     private String req(String key) {
@@ -215,55 +271,48 @@ public final class ConnectWorker {
 
     /**
      * Stops or starts the items (connectors first, then tasks, in their sorted order: the
-     * herder's list of callables), each taking {@code ms}; on {@code pool} threads (0: all at
-     * once). {@code begun}, when not null, is told the items whose own callable begins, as it
-     * begins (a stop: the item runs until then).
+     * herder's list of callables), each taking {@code ms}; on the worker's pool when
+     * {@code pooled} (else all at once, on this thread). A stop
+     * ({@code stopping}) logs each item's "item-stopping" line as its own callable begins (the
+     * item runs until then).
      */
-    private static void work(Collection<String> connectors, Collection<ConnectorTaskId> tasks, long ms, int pool,
-                             Consumer<List<Object>> begun) throws InterruptedException {
+    private void work(Collection<String> connectors, Collection<ConnectorTaskId> tasks, long ms, boolean pooled,
+                      boolean stopping) throws InterruptedException {
         List<Object> items = new ArrayList<>(connectors);
         items.addAll(tasks);
         int n = items.size();
         if (n == 0)
             return;
-        int threads = pool;
-        if (ms <= 0 || threads <= 0 || threads >= n) {
-            if (begun != null)
-                begun.accept(items);
+        if (ms <= 0 || !pooled || startAndStop == null) {
+            if (stopping)
+                itemStopping(items);
             if (ms > 0)
                 Thread.sleep(ms);
             return;
         }
-        ExecutorService executor = Executors.newFixedThreadPool(threads);
-        try {
-            for (Object item : items)
-                executor.submit(() -> {
-                    if (begun != null)
-                        begun.accept(Collections.singletonList(item));
-                    Thread.sleep(ms);
-                    return null;
-                });
-        } finally {
-            executor.shutdown();
-            executor.awaitTermination(1, TimeUnit.HOURS);
-        }
+        List<Callable<Void>> callables = new ArrayList<>(n);
+        for (Object item : items)
+            callables.add(new ItemCallable(stopping ? this : null, item, ms));
+        startAndStop.invokeAll(callables);  // returns when every one has (DistributedHerder.startAndStop)
     }
 
-    /** The "item-stopping" line: these items' own stop begins now (they ran until now). */
+    /** The "item-stopping" line: these items' own stop begins now (they ran until now), on
+     * this thread (a pool thread's name: StartAndStopExecutor-N). */
     private void itemStopping(List<Object> items) {
         List<Object> cs = new ArrayList<>();
         List<Object> ts = new ArrayList<>();
         for (Object o : items)
             (o instanceof ConnectorTaskId ? ts : cs).add(o);
-        log("item-stopping", ", \"connectors\": " + list(cs) + ", \"tasks\": " + list(ts));
+        log("item-stopping", ", \"connectors\": " + list(cs) + ", \"tasks\": " + list(ts)
+            + ", \"thread\": " + quote(Thread.currentThread().getName()));
     }
 
     private void stopWork(Collection<String> connectors, Collection<ConnectorTaskId> tasks, String why) {
-        stopWork(connectors, tasks, why, threads);
+        stopWork(connectors, tasks, why, true);
     }
 
     private void stopWork(Collection<String> connectors, Collection<ConnectorTaskId> tasks, String why,
-                          int pool) {
+                          boolean pooled) {
         Set<String> cs = new TreeSet<>(connectors);
         cs.retainAll(runningConnectors);
         Set<ConnectorTaskId> ts = new TreeSet<>(tasks);
@@ -271,7 +320,7 @@ public final class ConnectWorker {
         log("stopping", ", \"why\": " + quote(why) + ", \"connectors\": " + list(cs) + ", \"tasks\": " + list(ts)
             + ", \"queued\": true");
         try {
-            work(cs, ts, stopMs, pool, this::itemStopping);
+            work(cs, ts, stopMs, pooled, true);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
@@ -289,7 +338,7 @@ public final class ConnectWorker {
             return;
         log("starting", ", \"connectors\": " + list(cs) + ", \"tasks\": " + list(ts));
         try {
-            work(cs, ts, startMs, 0, null);
+            work(cs, ts, startMs, false, false);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
@@ -428,7 +477,9 @@ public final class ConnectWorker {
         log("start", ", \"client\": \"connect-runtime\", \"version\": "
             + quote(org.apache.kafka.common.utils.AppInfoParser.getVersion()) + ", \"commit\": "
             + quote(org.apache.kafka.common.utils.AppInfoParser.getCommitId()) + ", \"protocol\": "
-            + quote(props.get("connect.protocol")) + ", \"connectors\": " + list(snapshot.connectors()));
+            + quote(props.get("connect.protocol")) + ", \"connectors\": " + list(snapshot.connectors())
+            + ", \"start_stop_threads\": " + threads + ", \"pool_threads\": "
+            + (startAndStop == null ? 0 : startAndStop.getPoolSize()));
         UncheckedCloseable noop = () -> { };
         while (true) {
             String cmd;
@@ -463,8 +514,10 @@ public final class ConnectWorker {
         // DistributedHerder.halt: stop the work (Worker.stopAndAwaitConnectors and
         // stopAndAwaitTasks: every item signalled, then awaited, not through the start/stop
         // pool), then leave the group (WorkerGroupMember.stop)
-        stopWork(new ArrayList<>(runningConnectors), new ArrayList<>(runningTasks), "shutdown", 0);
+        stopWork(new ArrayList<>(runningConnectors), new ArrayList<>(runningTasks), "shutdown", false);
         member.stop();
+        if (startAndStop != null)
+            startAndStop.shutdown();
         log("closed", "");
     }
 
