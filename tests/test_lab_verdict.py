@@ -306,9 +306,9 @@ def test_a_swept_parameter_gives_one_sentence_where_the_winner_changes() -> None
          "metrics": ["stall_ms"], "seeds": 5}]}, rows)
     (c,) = claims([g])
     assert c.text == ("rolling-bounce, 8 members (crossover), stall against the processing time per "
-                      "record, the lowest, separated from the rest (protocols tied for it "
-                      "named together): consumer:uniform at 0.5, 2 ms; no protocol separated "
-                      "from all the rest at 5 ms (the lowest median: classic:eager at 5 ms); "
+                      "record, the lowest, separated from the rest: consumer:uniform at 0.5, "
+                      "2 ms; no protocol separated from all the rest at 5 ms (the lowest "
+                      "median: classic:eager at 5 ms); "
                       "classic:eager at 20 ms (the mark not tested "
                       "with a member late at the rebalance).")
     assert c.command == ("groupcoord lab run --spec paper --scenario rolling-bounce --size 8 "
@@ -591,10 +591,14 @@ def test_a_crossover_prints_each_limit_clause_once_and_says_where_it_holds() -> 
     for row in g.rows:
         row.metrics[0].limit = late if (row.x or 0) < 40 else f"{late}; {spread}; {wire}"
     (c,) = claims([g])
-    assert c.text.count(late) == 1, c.text
+    assert c.full.count(late) == 1, c.full
+    # the sentence says each limit's gist; the note under it holds every clause once
     assert c.text.endswith(
-        f"classic:eager at 20, 30, 40 % busy (the mark {late}; at 40 % busy: the mark "
-        f"{spread}; at 40 % busy: {wire}).")
+        "classic:eager at 20, 30, 40 % busy (the mark holds only while no member is 2 s late "
+        "at the rebalance; at 40 % busy: the mark holds only with aligned heartbeats; note "
+        "below).")
+    assert c.caveats == (f"classic:eager at 20, 30, 40 % busy: the mark {late}; at 40 % busy: "
+                         f"the mark {spread}; at 40 % busy: {wire}",)
 
 
 def test_grids_asking_the_same_crossover_at_another_setting_share_one_sentence() -> None:
@@ -618,7 +622,7 @@ def test_grids_asking_the_same_crossover_at_another_setting_share_one_sentence()
     (c,) = claims(gs)
     assert c.text == (
         "crash, 8 members, stall against the members' load, the lowest, separated from the "
-        "rest (protocols tied for it named together): [crossover-10ms] consumer:uniform at "
+        "rest: [crossover-10ms] consumer:uniform at "
         "20 % busy; classic:eager at 40 % busy (the mark not tested with a member late at the "
         "rebalance); [crossover-20ms] consumer:uniform at 40 % busy; classic:eager at 80 % busy "
         "(the mark not tested with a member late at the rebalance).")

@@ -299,13 +299,15 @@ FIXED_WORDS = {"heartbeat_spread_ms": "heartbeats not spread"}
 
 def with_caveats(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
                  runs: Sequence[Mapping[str, Any]]) -> list[Claim]:
-    """The sentences with their caveats appended (each computed from the runs)."""
+    """The sentences with their caveats (each computed from the runs), after the ones a
+    sentence already carries (a mark's limits): ``Claim.caveats``, the note the page prints
+    under the sentence (``Claim.full``: the sentence with them in words)."""
     out = []
     for c in found:
         parts = [x for x in (other_metrics(c, verdicts), restore_rows(c, verdicts, runs),
                              assignor_cause(c, verdicts), sign_test_draw(c, verdicts),
                              delay_variants(c, verdicts), other_workloads(c, verdicts)) if x]
         if parts:
-            c = replace(c, text=c.text.rstrip() + " Caveats: " + "; ".join(parts) + ".")
+            c = replace(c, caveats=(*c.caveats, *parts))
         out.append(c)
     return out

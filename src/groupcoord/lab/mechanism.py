@@ -279,7 +279,15 @@ SMALL_DIFFERENCE = 0.15
 
 def claim_conditions(claim: Claim, verdicts: Sequence[GridVerdict],
                      runs: Sequence[Mapping[str, Any]]) -> str:
-    """What a sentence's mark rests on, in words to append to it: a narrow margin between the
+    """:func:`condition_clauses` in words to append to a sentence (" Conditions: ...."), ""
+    where there are none."""
+    parts = condition_clauses(claim, verdicts, runs)
+    return (" Conditions: " + "; ".join(parts) + ".") if parts else ""
+
+
+def condition_clauses(claim: Claim, verdicts: Sequence[GridVerdict],
+                      runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What a sentence's mark rests on, clause by clause: a narrow margin between the
     closest seeds (a mark one seed could undo), a small difference between the medians, and
     the conditions of its row: a consumer row's load and poll length and that its members
     learn of a rebalance together (heartbeat timers restart at the join), a crash's session
@@ -287,12 +295,12 @@ def claim_conditions(claim: Claim, verdicts: Sequence[GridVerdict],
     (model inputs). Empty for a crossover sentence (it spans several rows)."""
     g = next((v for v in verdicts if v.name == claim.grid), None)
     if g is None or not claim.worse:
-        return ""
+        return []
     row = next((r for r in g.rows if r.scenario == claim.scenario and r.size == claim.size
                 and (not claim.workload or r.workload == claim.workload)
                 and (claim.timing_ms is None or r.x == claim.timing_ms)), None)
     if row is None:
-        return ""
+        return []
     mv = next((x for x in row.metrics if x.metric.column == claim.metric), None)
     parts = []
     if mv is not None and claim.best in mv.cells and claim.worse in mv.cells:
@@ -348,7 +356,7 @@ def claim_conditions(claim: Claim, verdicts: Sequence[GridVerdict],
                           + ", ".join(_ms(x) for x in sorted(sessions))
                           + "), which is not all of the lag here: " if sessions else "")
                          + "; ".join(stuck))
-    return (" Conditions: " + "; ".join(parts) + ".") if parts else ""
+    return parts
 
 
 def crash_owners(protocols: Sequence[str], runs: Sequence[Mapping[str, Any]]) -> str:
@@ -502,8 +510,10 @@ def not_caught_up(size: int, protocols: Sequence[str],
 
 def with_conditions(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
                     runs: Sequence[Mapping[str, Any]]) -> list[Claim]:
-    """The sentences with their conditions appended (:func:`claim_conditions`)."""
-    return [replace(c, text=c.text + claim_conditions(c, verdicts, runs)) for c in found]
+    """The sentences with their conditions (:func:`condition_clauses`, ``Claim.conditions``:
+    the page numbers each clause once and the sentence names its numbers)."""
+    return [replace(c, conditions=(*c.conditions, *condition_clauses(c, verdicts, runs)))
+            for c in found]
 
 
 #: The run column :func:`attach_moving_downtime` adds to a run of several disturbance windows:

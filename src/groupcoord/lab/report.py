@@ -1338,7 +1338,7 @@ th { background: #f0f0f0; } td.l, th.l { text-align: left; }
 td.best { background: #d9f2d9; font-weight: bold; } td.tied { background: #eef8ee; }
 td.split { background: #fff4dc; } td.apart, th.apart { background: #f4f4f8; color: #555; }
 td.v { color: #555; min-width: 8em; max-width: 18em; } td.m, td.n { white-space: nowrap; }
-small { color: #777; white-space: nowrap; } small.cal { white-space: normal; }
+small { color: #777; white-space: nowrap; } small.cal, small.note { white-space: normal; }
 th small { white-space: normal; font-weight: normal; }
 tr.odd td { border-top: 1px solid #ccc; } tr.even td[rowspan] { background: #fafafa; }
 p.q { font-style: italic; } .claims li { margin-bottom: 0.5em; }
@@ -1550,7 +1550,61 @@ def with_client_notes(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
         from groupcoord.lab.limits import load_calibration
 
         cal = load_calibration()
-    return [replace(c, text=c.text + client_note(c, verdicts, cal)) for c in found]
+    out = []
+    for c in found:
+        note = client_note(c, verdicts, cal).strip().rstrip(".")
+        out.append(replace(c, caveats=(*c.caveats, note)) if note else c)
+    return out
+
+
+def condition_letters(found: Sequence[Claim]) -> dict[str, str]:
+    """Each condition clause of the page's sentences (``Claim.conditions``) with its letter,
+    in the order the sentences first name them: the page states each once, above the
+    sentences, and a sentence names its letters (a Connect row's task-time inputs, the same
+    60 words for every Connect sentence, are one note)."""
+    out: dict[str, str] = {}
+    for c in found:
+        for clause in c.conditions:
+            if clause not in out:
+                n = len(out)
+                out[clause] = (chr(ord("a") + n % 26) + (str(n // 26) if n >= 26 else ""))
+    return out
+
+
+def sentence_text(c: Claim, letters: Mapping[str, str]) -> str:
+    """A sentence as the page prints it: the claim, then the letters of its conditions."""
+    text = c.text.rstrip()
+    if c.conditions:
+        text += " Conditions: " + ", ".join(f"({letters[x]})" for x in c.conditions) + "."
+    return text
+
+
+def caveat_text(c: Claim) -> str:
+    """The note under a sentence: its caveats, "" where it has none."""
+    return ("Caveats: " + "; ".join(c.caveats) + ".") if c.caveats else ""
+
+
+def calibration_notes(found: Sequence[Claim], verdicts: Sequence[GridVerdict]) -> list[str]:
+    """Each sentence's calibration note (:func:`calibration_note`), a note the same as an
+    earlier sentence's said once: "as for sentence N" (the same real-worker rows under four
+    Connect sentences were 600 words of repetition)."""
+    out: list[str] = []
+    first: dict[str, int] = {}
+    for i, c in enumerate(found, 1):
+        note = calibration_note(c, verdicts)
+        if note and note in first:
+            out.append(f"Calibration against real clients: as for sentence {first[note]}.")
+            continue
+        if note:
+            first[note] = i
+        out.append(note)
+    return out
+
+
+def conditions_intro(letters: Mapping[str, str]) -> str:
+    """The line above the conditions' list."""
+    return ("Conditions the sentences rest on, each stated once (a sentence names its letters):"
+            if letters else "")
 
 
 #: A calibration row within 2x but further off than this on a checked metric is near the
@@ -1636,15 +1690,23 @@ def _claims_html(found: Sequence[Claim], verdicts: Sequence[GridVerdict] = (),
     if not found:
         return ("<h2>What the tables show</h2><p>No difference between protocols passes the "
                 f"test above.</p>{few_html}")
-    items = "".join(f"<li>{html.escape(c.text)}<br><code>{html.escape(c.command)}</code>"
-                    + (f"<br><small class='cal'>{html.escape(n)}</small>"
-                       if (n := calibration_note(c, verdicts)) else "") + "</li>"
-                    for c in found)
+    letters = condition_letters(found)
+    conds = ""
+    if letters:
+        conds = (f"<p>{html.escape(conditions_intro(letters))}</p><ul class='conds'>"
+                 + "".join(f"<li>({k}) {html.escape(x)}.</li>" for x, k in letters.items())
+                 + "</ul>")
+    items = "".join(f"<li>{html.escape(sentence_text(c, letters))}<br><code>"
+                    f"{html.escape(c.command)}</code>"
+                    + (f"<br><small class='note'>{html.escape(v)}</small>"
+                       if (v := caveat_text(c)) else "")
+                    + (f"<br><small class='cal'>{html.escape(n)}</small>" if n else "") + "</li>"
+                    for c, n in zip(found, calibration_notes(found, verdicts), strict=True))
     return ("<h2>What the tables show</h2><p>Each sentence is one marked difference in a cell "
             f"of at least {CLAIM_MIN_SEEDS} seeds per protocol, in the grid's own metrics; its "
             "command reruns that cell with the same seeds, hence the same rows. "
             f"{html.escape(claim_rule(found, verdicts))}</p>"
-            f"<ol class='claims'>{items}</ol>{few_html}")
+            f"{conds}<ol class='claims'>{items}</ol>{few_html}")
 
 
 def _violations_html(violations: Sequence[dict[str, Any]]) -> str:
@@ -1786,9 +1848,16 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
         lines.append("No difference between protocols passes the test above.")
     else:
         lines += [claim_rule(found, verdicts), ""]
-    for i, c in enumerate(found, 1):
-        lines.append(f"{i}. {c.text}  \n   `{c.command}`")
-        note = calibration_note(c, verdicts)
+    letters = condition_letters(found)
+    if letters:
+        lines += [conditions_intro(letters), ""]
+        lines += [f"- ({k}) {x}." for x, k in letters.items()]
+        lines.append("")
+    for i, (c, note) in enumerate(zip(found, calibration_notes(found, verdicts), strict=True),
+                                  1):
+        lines.append(f"{i}. {sentence_text(c, letters)}  \n   `{c.command}`")
+        if caveat := caveat_text(c):
+            lines.append(f"   {caveat}  ")
         if note:
             lines.append(f"   {note}")
     if need := fetchers_line(verdicts, runs):  # the share wins' condition (lab.share_marks)
