@@ -131,3 +131,44 @@ def test_the_page_keeps_every_fact_of_every_sentence(tmp_path: Path) -> None:
         assert words(line) <= 60, line
     html = (tmp_path / "report" / "index.html").read_text()
     assert "<ul class='conds'>" in html and "<small class='note'>Caveats: " in html
+
+
+def test_a_split_cell_is_quoted_as_its_outcomes_in_caveats_and_calibration() -> None:
+    """Render 14: kip415-worker-joins at 3 workers, sessioned's task downtime is 162 on some
+    seeds and 330 on others (the table shows both); the spread sentences' caveat quoted it as
+    "lowest median ... 330 task·s", and the calibration note's "162 / 349 (not within 2x)" did
+    not say that the measured 349 lies by the cell's other outcome."""
+    from groupcoord.lab.caveats import other_workloads
+    from groupcoord.lab.report import split_calibration_text
+
+    # sessioned: 162 or 330 task·s by seed, 2 of 5 low on the first set, 4 of 5 on the fresh
+    sessioned = [162.1, 162.6, 330.0, 329.6, 331.0, 162.2, 162.6, 329.9, 162.8, 161.8]
+    rows = [{**_run(EAGER, s, 3, task_downtime_task_s=540.0 + s), "replicate": s}
+            for s in range(10)]
+    rows += [{**_run(SESSIONED, s, 3, task_downtime_task_s=v), "replicate": s}
+             for s, v in enumerate(sessioned)]
+    kip415 = {"name": "kip415", "protocols": [EAGER, SESSIONED], "seeds": 5,
+              "confirm_seeds": 5, "scenarios": ["kip415-worker-joins"],
+              "metrics": ["task_downtime_task_s"]}
+    # the spread swept on another workload (kip415-hb-spread-10ms on 16x8c-task10ms)
+    spread = [{**r, "workload": "16x8c-task10ms"} for r in _spread_rows(
+        {"0s": (330.0, 77.0), "1s": (390.0, 85.0), "3s": (440.0, 95.0)})]
+    verdicts = grid_verdicts({"spec": "paper", "grids": [kip415, GRID]}, rows + spread)
+    g = verdicts[0]
+    (row,) = g.rows
+    assert row.metrics[0].cells[SESSIONED].split
+    c = next(x for x in claims(verdicts) if x.grid == "kip415-hb-spread")
+    text = other_workloads(c, verdicts)
+    assert ("kip415 (3 workers, 16x8c): \u2605 classic-connect:sessioned, lowest median "
+            "classic-connect:sessioned 162 task·s | 330 task·s (2 of 5 | 3 of 5 seeds: split)"
+            ) in text, text
+    cal = [{"scenario": "kip415-worker-joins", "size": 3, "protocol": SESSIONED,
+            "workload": "16x8c",
+            "task_downtime_task_s": {"sim": 162.4, "wire": 348.8, "within_2x": False}}]
+    said = split_calibration_text("kip415-worker-joins", [SESSIONED], verdicts, cal)
+    assert ("classic-connect:sessioned at 3 workers, task downtime: the simulated cell splits "
+            "(162 task·s on 6 of 10 seeds and 330 task·s on 4 of 10 seeds, both seed sets); "
+            "the measured 349 task·s is 1.06x its 330 task·s outcome") in said, said
+    # within 2x: nothing to say
+    cal[0]["task_downtime_task_s"]["within_2x"] = True
+    assert split_calibration_text("kip415-worker-joins", [SESSIONED], verdicts, cal) == ""

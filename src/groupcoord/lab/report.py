@@ -108,6 +108,7 @@ from groupcoord.lab.verdict import (
     distinct_marks,
     grid_verdicts,
     member_word,
+    modes,
     ranked,
     separation_chance,
     short_label,
@@ -1651,6 +1652,51 @@ def near_edge_text(scenario: str, protocols: Sequence[str],
             f"{len(parts)} row{'s' if len(parts) > 1 else ''}): " + "; ".join(parts))
 
 
+def split_calibration_text(scenario: str, protocols: Sequence[str],
+                           verdicts: Sequence[GridVerdict],
+                           rows: Sequence[Mapping[str, Any]] | None = None) -> str:
+    """The real Connect workers' calibration rows (``lab.wire_connect_calibration``) of a
+    sentence's scenario and protocols outside 2x on a metric whose simulated cell splits into
+    two outcomes over both seed sets (``verdict.modes``): each outcome with its seeds, and
+    which outcome the wire's median lies within 2x of. Render 14: sessioned kip415-worker-joins
+    at 3 workers, 162 simulated against 349 task·s measured, "not within 2x", where the
+    simulated cell is 162 on 6 of 10 seeds and 330 on 4: the two paired seeds fell in the low
+    outcome. "" when no such row."""
+    from groupcoord.lab.wire_connect_calibration import GRID, load_rows
+
+    rows = load_rows() if rows is None else rows
+    grid = next((g for g in verdicts if g.name == GRID), None)
+    if grid is None:
+        return ""
+    parts = []
+    for r in rows:
+        if r.get("scenario") != scenario or r.get("protocol") not in protocols:
+            continue
+        p = str(r["protocol"])
+        row = next((x for x in grid.rows if (x.scenario, x.size, x.workload)
+                    == (scenario, r.get("size"), r.get("workload"))), None)
+        for mv in row.metrics if row is not None else ():
+            cal = r.get(mv.metric.column) or {}
+            if cal.get("within_2x") is not False or p not in mv.cells or cal.get("wire") is None:
+                continue
+            values = list(mv.cells[p].values.values())
+            if mv.again is not None and p in mv.again.cells:
+                values += list(mv.again.cells[p].values.values())
+            outcomes = modes(values, mv.metric)
+            if len(outcomes) < 2:
+                continue
+            m, wire = mv.metric, float(cal["wire"])
+            each = " and ".join(f"{m.fmt(statistics.median(o))} on {len(o)} of {len(values)} "
+                                "seeds" for o in outcomes)
+            # the outcome closest to the wire's median, and how far (a ratio, as the 2x test)
+            ratio, near = min((max(wire, o) / min(wire, o) if min(wire, o) > 0 else math.inf, o)
+                              for o in (statistics.median(x) for x in outcomes))
+            parts.append(f"{p} at {r.get('size')} workers, {short_label(m)}: the simulated cell "
+                         f"splits ({each}, both seed sets); the measured {m.fmt(wire)} is "
+                         f"{ratio:.2f}x its {m.fmt(near)} outcome")
+    return ("outside 2x where the simulation's seeds split: " + "; ".join(parts)) if parts else ""
+
+
 def calibration_note(c: Claim, verdicts: Sequence[GridVerdict] = ()) -> str:
     """What the calibration against real clients measured for a sentence's scenario and its
     protocols (``lab.limits.calibration_for``, the calibration's lookup by scenario and
@@ -1674,6 +1720,8 @@ def calibration_note(c: Claim, verdicts: Sequence[GridVerdict] = ()) -> str:
     edge = near_edge_text(c.scenario, named)
     if edge:
         found.append(edge)
+    if split := split_calibration_text(c.scenario, named, verdicts):
+        found.append(split)
     brief = getattr(limits, "metric_check_brief", None)
     extra = brief(limits.load_calibration(), c.metric) if brief is not None else ""
     if extra:  # a sentence on stall or records processed twice: what the check found for it
