@@ -1008,3 +1008,29 @@ def test_a_sentence_names_a_closer_protocol_of_the_same_cell_in_another_grid() -
                               "302 record·s (a column of crossover, not of this grid).")
     crossover = next(c for c in found if c.grid == "crossover")
     assert "Closer to the best" not in crossover.text  # its own runner-up is @hb3s
+
+
+def test_grids_that_found_the_same_crossover_are_named_together_once() -> None:
+    """Render 13: crossover-10ms and crossover-20ms found word for word the same on crash (no
+    protocol at 20 and 30 % busy, four protocols tied at 40 %), and the sentence said it twice,
+    157 words: grids alike are named together in one bracket."""
+    stalls = {1: (9000, 0), 2: (0, 9000)}
+    grids, rows = [], []
+    for ms in (10, 20):
+        name = f"crossover-{ms}ms"
+        grids.append({"name": name, "protocols": ["classic:eager", "consumer:uniform"],
+                      "metrics": ["stall_ms"], "seeds": 5, "workloads": [
+                          f"w{ms}-{r}" for r in stalls]})
+        # the same load at both poll lengths: 20 and 40 % busy in each grid
+        rows += [{**_run(p, s, scenario="crash", size=8, workload=f"w{ms}-{r}",
+                         stall_ms=v[k] + 10 * s, total_partitions=32, members=8),
+                  "work": json.dumps({"processing_ms": ms, "records_per_s": r * 50 / ms})}
+                 for r, v in stalls.items()
+                 for k, p in enumerate(("classic:eager", "consumer:uniform"))
+                 for s in range(5)]
+    gs = grid_verdicts({"spec": "paper", "grids": grids}, rows)
+    (c,) = claims(gs)
+    assert c.text == (
+        "crash, 8 members, stall against the members' load, the lowest, separated from the "
+        "rest: [crossover-10ms, crossover-20ms] consumer:uniform at 20 % busy; classic:eager "
+        "at 40 % busy (the mark not tested with a member late at the rebalance).")

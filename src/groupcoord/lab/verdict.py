@@ -1945,6 +1945,7 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     first: list[tuple[float, Claim]] = []
     rest: list[tuple[float, Claim]] = []
     merged: dict[str, Claim] = {}  # one crossover sentence across grids asking the same
+    groups: dict[str, list[tuple[list[str], str, tuple[str, ...]]]] = {}
     for g in verdicts:
         if g.parameter is not None:
             found = []
@@ -1952,13 +1953,20 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
                 same = merged.get(c.head)
                 if same is None:
                     merged[c.head] = c
+                    groups[c.head] = [([c.grid], c.detail, c.caveats)]
                     found.append(c)
                     continue
-                if f"[{same.grid}]" not in same.text:
-                    same.text = f"{same.head}: [{same.grid}] {same.detail}."
-                    same.caveats = tuple(f"[{same.grid}] {x}" for x in same.caveats)
-                same.text = same.text.rstrip(".") + f"; [{c.grid}] {c.detail}."
-                same.caveats += tuple(f"[{c.grid}] {x}" for x in c.caveats)
+                # grids that found the same (the same winners at the same values, the same
+                # limits) are named together, once
+                mine = groups[c.head]
+                alike = next((x for x in mine if x[1:] == (c.detail, c.caveats)), None)
+                if alike is None:
+                    mine.append(([c.grid], c.detail, c.caveats))
+                else:
+                    alike[0].append(c.grid)
+                same.text = f"{same.head}: " + "; ".join(
+                    f"[{', '.join(gs)}] {d}" for gs, d, _ in mine) + "."
+                same.caveats = tuple(f"[{', '.join(gs)}] {x}" for gs, _, cv in mine for x in cv)
             lead = g.metrics[0].column if g.metrics else ""
             first += [(math.inf, c) for c in found if c.metric == lead]
             rest += [(0.0, c) for c in found if c.metric != lead]
