@@ -172,3 +172,31 @@ def test_a_split_cell_is_quoted_as_its_outcomes_in_caveats_and_calibration() -> 
     # within 2x: nothing to say
     cal[0]["task_downtime_task_s"]["within_2x"] = True
     assert split_calibration_text("kip415-worker-joins", [SESSIONED], verdicts, cal) == ""
+
+
+def test_a_protocols_assignor_and_heartbeat_are_said_once_above_the_sentences() -> None:
+    """Render 13: four tied protocols, each with "(assignor, N s heartbeat)", made one
+    sentence 157 words long; the page says each protocol's assignor and heartbeat once."""
+    from groupcoord.lab.report import protocol_names, protocols_intro
+
+    def run(p: str, s: int, hb: int, stall: float) -> dict[str, Any]:
+        return {**_run(p, s, 8, "scale-out", stall_ms=stall),
+                "settings_json": json.dumps({"heartbeat.interval.ms": hb,
+                                             "group.consumer.heartbeat.interval.ms": hb})}
+
+    rows = [run("classic:eager", s, 3000, 9000 + s) for s in range(5)]
+    rows += [run("consumer:uniform", s, 5000, 10 + s) for s in range(5)]
+    verdicts = grid_verdicts({"spec": "paper", "grids": [
+        {"name": "consumers", "protocols": ["classic:eager", "consumer:uniform"],
+         "metrics": ["stall_ms"], "seeds": 5}]}, rows)
+    (c,) = claims(verdicts)
+    assert "consumer:uniform (uniform, 5 s heartbeat) has the lowest" in c.text
+    names = protocol_names([c], verdicts)
+    assert names == {"consumer:uniform (uniform, 5 s heartbeat)": "consumer:uniform",
+                     "classic:eager (range, 3 s heartbeat)": "classic:eager"}
+    said = sentence_text(c, {}, names)
+    assert said.startswith("scale-out, 8 members: consumer:uniform has the lowest stall")
+    assert "for classic:eager (the runner-up)" in said
+    assert protocols_intro(names) == (
+        "Protocols as the sentences name them, with their assignor and heartbeat: "
+        "classic:eager: range, 3 s heartbeat; consumer:uniform: uniform, 5 s heartbeat.")

@@ -1572,9 +1572,40 @@ def condition_letters(found: Sequence[Claim]) -> dict[str, str]:
     return out
 
 
-def sentence_text(c: Claim, letters: Mapping[str, str]) -> str:
-    """A sentence as the page prints it: the claim, then the letters of its conditions."""
+def protocol_names(found: Sequence[Claim], verdicts: Sequence[GridVerdict]) -> dict[str, str]:
+    """The protocols the sentences name with their assignor and heartbeat
+    (``findings.full_name``: "classic:eager (range, 3 s heartbeat)") against their labels,
+    where a label has one such name on the whole page: the page says each once, above the
+    sentences, and the sentences name the label (the same six words after every protocol made
+    a sentence of four tied protocols 150 words long)."""
+    names: dict[str, set[str]] = defaultdict(set)
+    for g in verdicts:
+        for row in g.rows:
+            st = row.settings or g.settings
+            for p in g.protocols:
+                names[p].add(full_name(p, st.get(p)))
+    said = " ".join(c.text for c in found)
+    return {next(iter(n)): p for p, n in names.items()
+            if len(n) == 1 and next(iter(n)) != p and next(iter(n)) in said}
+
+
+def protocols_intro(names: Mapping[str, str]) -> str:
+    """The line above the sentences that says each protocol's assignor and heartbeat once."""
+    if not names:
+        return ""
+    return ("Protocols as the sentences name them, with their assignor and heartbeat: "
+            + "; ".join(f"{p}: {n[len(p):].strip()[1:-1]}" for n, p in sorted(
+                names.items(), key=lambda kv: kv[1])) + ".")
+
+
+def sentence_text(c: Claim, letters: Mapping[str, str],
+                  names: Mapping[str, str] | None = None) -> str:
+    """A sentence as the page prints it: the claim (each protocol by its label where
+    :func:`protocol_names` says its assignor and heartbeat above), then the letters of its
+    conditions."""
     text = c.text.rstrip()
+    for full in sorted(names or {}, key=len, reverse=True):
+        text = text.replace(full, (names or {})[full])
     if c.conditions:
         text += " Conditions: " + ", ".join(f"({letters[x]})" for x in c.conditions) + "."
     return text
@@ -1739,12 +1770,13 @@ def _claims_html(found: Sequence[Claim], verdicts: Sequence[GridVerdict] = (),
         return ("<h2>What the tables show</h2><p>No difference between protocols passes the "
                 f"test above.</p>{few_html}")
     letters = condition_letters(found)
-    conds = ""
+    names = protocol_names(found, verdicts)
+    conds = f"<p>{html.escape(protocols_intro(names))}</p>" if names else ""
     if letters:
-        conds = (f"<p>{html.escape(conditions_intro(letters))}</p><ul class='conds'>"
-                 + "".join(f"<li>({k}) {html.escape(x)}.</li>" for x, k in letters.items())
-                 + "</ul>")
-    items = "".join(f"<li>{html.escape(sentence_text(c, letters))}<br><code>"
+        conds += (f"<p>{html.escape(conditions_intro(letters))}</p><ul class='conds'>"
+                  + "".join(f"<li>({k}) {html.escape(x)}.</li>" for x, k in letters.items())
+                  + "</ul>")
+    items = "".join(f"<li>{html.escape(sentence_text(c, letters, names))}<br><code>"
                     f"{html.escape(c.command)}</code>"
                     + (f"<br><small class='note'>{html.escape(v)}</small>"
                        if (v := caveat_text(c)) else "")
@@ -1897,13 +1929,16 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
     else:
         lines += [claim_rule(found, verdicts), ""]
     letters = condition_letters(found)
+    names = protocol_names(found, verdicts)
+    if names:
+        lines += [protocols_intro(names), ""]
     if letters:
         lines += [conditions_intro(letters), ""]
         lines += [f"- ({k}) {x}." for x, k in letters.items()]
         lines.append("")
     for i, (c, note) in enumerate(zip(found, calibration_notes(found, verdicts), strict=True),
                                   1):
-        lines.append(f"{i}. {sentence_text(c, letters)}  \n   `{c.command}`")
+        lines.append(f"{i}. {sentence_text(c, letters, names)}  \n   `{c.command}`")
         if caveat := caveat_text(c):
             lines.append(f"   {caveat}  ")
         if note:
