@@ -129,6 +129,14 @@ def test_the_page_keeps_every_fact_of_every_sentence(tmp_path: Path) -> None:
     # each numbered sentence line (the claim, before its command) is at most 60 words
     for line in re.findall(r"^\d+\. (.*?)  $", shown, flags=re.M):
         assert words(line) <= 60, line
+    # the tables: each Connect row's load says its times; how they make a stall and a
+    # revocation is said once per grid above its table (it was 60 words in every row)
+    from groupcoord.lab.mechanism import TASK_POOL
+
+    tables = page.split("## What the tables show", 1)[0]
+    assert tables.count(TASK_POOL) == 2  # kip415 and kip415-hb-spread
+    assert "| 16x8c: a task stops in 1 s and starts in 1 s (model inputs) |" in tables
+    assert "Kafka's start/stop pool" not in tables.replace(TASK_POOL, "")
     html = (tmp_path / "report" / "index.html").read_text()
     assert "<ul class='conds'>" in html and "<small class='note'>Caveats: " in html
 

@@ -182,6 +182,12 @@ class TaskTimes:
     start_ms: float
     overloaded: bool = False
 
+    def short(self) -> str:
+        """The times alone, as a verdict table's load column says them (the rule that makes
+        them a stall and a revocation is :data:`TASK_POOL`, said once above the table)."""
+        return (f"a task stops in {number(self.stop_ms / 1000.0)} s and starts in "
+                f"{number(self.start_ms / 1000.0)} s (model inputs)")
+
     def text(self) -> str:
         return (f"a task stops in {number(self.stop_ms / 1000.0)} s and starts in "
                 f"{number(self.start_ms / 1000.0)} s (model inputs; a worker stops its "
@@ -190,6 +196,14 @@ class TaskTimes:
                 f"{number(self.stop_ms / 1000.0)} s plus {number(self.start_ms / 1000.0)} s, "
                 f"and a worker's revocation takes {number(self.stop_ms / 1000.0)} s per 8 of "
                 f"them it holds)")
+
+
+#: How a Connect row's task stop and start times make its costs (:meth:`TaskTimes.text`
+#: without the times): said once above a Connect grid's table, whose rows give the times.
+TASK_POOL = ("Task stop and start times are model inputs; in every Connect row a worker stops "
+             "its connectors and tasks 8 at a time, Kafka's start/stop pool, and a task runs "
+             "until its own stop begins: an eager stall is one stop and one start, and a "
+             "worker's revocation takes one stop time per 8 of them it holds.")
 
 
 def task_times(run: Mapping[str, Any]) -> TaskTimes | None:

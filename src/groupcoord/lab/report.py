@@ -57,6 +57,7 @@ from groupcoord.lab.lateness import grid_lateness_lines
 from groupcoord.lab.limits import model_limits, settings_table
 from groupcoord.lab.mechanism import (
     FRESH_SET,
+    TASK_POOL,
     Load,
     TaskTimes,
     attach_balance_after_last,
@@ -680,6 +681,17 @@ def left_out_text(row: VerdictRow, protocols: Sequence[str]) -> str:
     return "; ".join(parts)
 
 
+def task_pool_line(g: GridVerdict,
+                   loads: dict[tuple[Any, ...], Load | TaskTimes] | None = None) -> str:
+    """Above a Connect grid's table: how its rows' task stop and start times make a stall and
+    a revocation (``mechanism.TASK_POOL``), said once instead of in every row's load (60 words
+    a row); "" for a grid without such rows."""
+    if not any(isinstance((loads or {}).get((r.scenario, r.size, r.workload, r.fault_rate)),
+                          TaskTimes) for r in g.rows):
+        return ""
+    return TASK_POOL
+
+
 def _row_head(g: GridVerdict, row: VerdictRow,
               loads: dict[tuple[Any, ...], Load | TaskTimes] | None = None) -> tuple[str, str, str]:
     size = f"{row.size} {member_word(row.scenario, g.protocols)}"
@@ -693,7 +705,7 @@ def _row_head(g: GridVerdict, row: VerdictRow,
         fams = {family(p) for p in g.protocols}
         load += f": {ld.text(share='share' in fams and len(fams) > 1)}"
     elif ld is not None:
-        load += f": {ld.text()}"
+        load += f": {ld.short()}"
     rank = ranked(g.protocols)
     if row.dropped:
         load += (f"; {row.dropped} seed{'s' if row.dropped > 1 else ''} dropped from every "
@@ -748,6 +760,8 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
         parts.append(f"<p>{html.escape(g.description)}</p>")
     if connect_kafka_note(g):
         parts.append(f"<p>{html.escape(connect_kafka_note(g))}</p>")
+    if task_pool_line(g, loads):
+        parts.append(f"<p>{html.escape(task_pool_line(g, loads))}</p>")
     mets = _metrics_line(g)
     extra = ""
     if g.violated or g.not_caught_up or g.noop:
@@ -812,6 +826,8 @@ def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | 
         lines += [g.description, ""]
     if connect_kafka_note(g):
         lines += [connect_kafka_note(g), ""]
+    if task_pool_line(g, loads):
+        lines += [task_pool_line(g, loads), ""]
     lines += [f"Metrics: {_metrics_line(g)}. {seeds_line(g)}; "
               f"{g.runs:,} runs; left out: {g.violated} with a violation, {g.not_caught_up} "
               "never caught up.", ""]
