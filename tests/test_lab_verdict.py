@@ -1004,10 +1004,11 @@ def test_a_sentence_names_a_closer_protocol_of_the_same_cell_in_another_grid() -
     found = claims([g_big, g_small])
     busy = next(c for c in found if c.grid == "busy")
     assert busy.worse == "classic:cooperative"
-    assert busy.text.endswith("Closer to the best in the same cell: consumer:uniform@hb3s at "
-                              "302 record·s (a column of crossover, not of this grid).")
+    # a caveat: in the note under the sentence
+    assert busy.caveats[-1] == ("closer to the best in the same cell: consumer:uniform@hb3s at "
+                                "302 record·s (a column of crossover, not of this grid)")
     crossover = next(c for c in found if c.grid == "crossover")
-    assert "Closer to the best" not in crossover.text  # its own runner-up is @hb3s
+    assert "closer to the best" not in crossover.full  # its own runner-up is @hb3s
 
 
 def test_grids_that_found_the_same_crossover_are_named_together_once() -> None:

@@ -2046,9 +2046,9 @@ def closer_elsewhere(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
         return c
     v, p, gname = min(closer)
     m = mv.metric
-    return replace(c, text=c.text + (f" Closer to the best in the same cell: {p} at "
-                                     f"{m.fmt(sign * v)} (a column of {gname}, not of this "
-                                     "grid)."))
+    # a caveat: the note under the sentence says it
+    return replace(c, caveats=(*c.caveats, f"closer to the best in the same cell: {p} at "
+                               f"{m.fmt(sign * v)} (a column of {gname}, not of this grid)"))
 
 
 # --------------------------------------------------------------------------- labels
