@@ -40,7 +40,7 @@ def test_a_sentence_says_where_its_loser_leads_on_the_same_row_without_a_mark() 
     text = other_metrics(conv, [g])
     assert text.startswith("on lag peak") and "classic:eager is among the lowest" in text
     assert "an overlap" in text
-    assert "Caveats: on lag peak" in with_caveats([conv], [g], rows)[0].text
+    assert "Caveats: on lag peak" in with_caveats([conv], [g], rows)[0].full
 
 
 def test_a_consumer_grid_that_asks_lag_gets_no_sentence_on_stall_alone() -> None:

@@ -50,7 +50,8 @@ def test_a_sentence_against_classic_says_the_figure_is_the_java_clients() -> Non
     # KIP-848's row is within 2x and the coordinator decides there: not in the note
     assert KIP848 + " 3.87 s" not in note
     (out,) = with_client_notes([c], _verdicts([KIP848, EAGER]), CAL)
-    assert out.text == c.text + note
+    assert out.text == c.text and out.caveats == (note.strip().rstrip("."),)
+    assert out.full == c.text + " Caveats:" + note
 
 
 def test_a_sentence_across_a_swept_setting_looks_at_its_grids_protocols() -> None:

@@ -197,7 +197,7 @@ def test_a_share_mark_in_a_bounce_aligned_with_the_heartbeat_says_so() -> None:
     assert mv.limit in _verdict_word(mv)
     # the sentence carries the limit too
     said = [c for c in claims([g]) if c.metric == "resource_downtime_ms"]
-    assert said and f"The mark {mv.limit}." in said[0].text
+    assert said and f"the mark {mv.limit}." in said[0].full
     # a rolling bounce 15 s apart, 3 s down: the spacing is three heartbeats, the downtime not
     rolling = row(3_000, 15_000)
     mark_heartbeat_multiples([GridVerdict("share-rolling", "", [SHARE, KIP848], [down],

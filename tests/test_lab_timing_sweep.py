@@ -171,6 +171,6 @@ def test_a_sweep_on_one_workload_names_it_and_what_other_workloads_show() -> Non
     assert ("Caveats: found on 4x250 only (the heartbeat spread was run on no other "
             "workload); the same scenario on other workloads, heartbeats not spread: "
             "consumers (8 members, 8x100): \u2605 consumer:uniform, lowest median "
-            "consumer:uniform 0.052 s.") in c.text, c.text
+            "consumer:uniform 0.052 s.") in c.full, c.full
     # a grid that sweeps across workloads names none
     assert all(" on " not in x.text.split("(")[0] for x in found if x.grid != "hb-spread")

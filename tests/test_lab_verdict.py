@@ -306,9 +306,9 @@ def test_a_swept_parameter_gives_one_sentence_where_the_winner_changes() -> None
          "metrics": ["stall_ms"], "seeds": 5}]}, rows)
     (c,) = claims([g])
     assert c.text == ("rolling-bounce, 8 members (crossover), stall against the processing time per "
-                      "record, the lowest, separated from the rest (protocols tied for it "
-                      "named together): consumer:uniform at 0.5, 2 ms; no protocol separated "
-                      "from all the rest at 5 ms (the lowest median: classic:eager at 5 ms); "
+                      "record, the lowest, separated from the rest: consumer:uniform at 0.5, "
+                      "2 ms; no protocol separated from all the rest at 5 ms (the lowest "
+                      "median: classic:eager at 5 ms); "
                       "classic:eager at 20 ms (the mark not tested "
                       "with a member late at the rebalance).")
     assert c.command == ("groupcoord lab run --spec paper --scenario rolling-bounce --size 8 "
@@ -591,10 +591,14 @@ def test_a_crossover_prints_each_limit_clause_once_and_says_where_it_holds() -> 
     for row in g.rows:
         row.metrics[0].limit = late if (row.x or 0) < 40 else f"{late}; {spread}; {wire}"
     (c,) = claims([g])
-    assert c.text.count(late) == 1, c.text
+    assert c.full.count(late) == 1, c.full
+    # the sentence says each limit's gist; the note under it holds every clause once
     assert c.text.endswith(
-        f"classic:eager at 20, 30, 40 % busy (the mark {late}; at 40 % busy: the mark "
-        f"{spread}; at 40 % busy: {wire}).")
+        "classic:eager at 20, 30, 40 % busy (the mark holds only while no member is 2 s late "
+        "at the rebalance; at 40 % busy: the mark holds only with aligned heartbeats; note "
+        "below).")
+    assert c.caveats == (f"classic:eager at 20, 30, 40 % busy: the mark {late}; at 40 % busy: "
+                         f"the mark {spread}; at 40 % busy: {wire}",)
 
 
 def test_grids_asking_the_same_crossover_at_another_setting_share_one_sentence() -> None:
@@ -618,7 +622,7 @@ def test_grids_asking_the_same_crossover_at_another_setting_share_one_sentence()
     (c,) = claims(gs)
     assert c.text == (
         "crash, 8 members, stall against the members' load, the lowest, separated from the "
-        "rest (protocols tied for it named together): [crossover-10ms] consumer:uniform at "
+        "rest: [crossover-10ms] consumer:uniform at "
         "20 % busy; classic:eager at 40 % busy (the mark not tested with a member late at the "
         "rebalance); [crossover-20ms] consumer:uniform at 40 % busy; classic:eager at 80 % busy "
         "(the mark not tested with a member late at the rebalance).")
@@ -1000,7 +1004,34 @@ def test_a_sentence_names_a_closer_protocol_of_the_same_cell_in_another_grid() -
     found = claims([g_big, g_small])
     busy = next(c for c in found if c.grid == "busy")
     assert busy.worse == "classic:cooperative"
-    assert busy.text.endswith("Closer to the best in the same cell: consumer:uniform@hb3s at "
-                              "302 record·s (a column of crossover, not of this grid).")
+    # a caveat: in the note under the sentence
+    assert busy.caveats[-1] == ("closer to the best in the same cell: consumer:uniform@hb3s at "
+                                "302 record·s (a column of crossover, not of this grid)")
     crossover = next(c for c in found if c.grid == "crossover")
-    assert "Closer to the best" not in crossover.text  # its own runner-up is @hb3s
+    assert "closer to the best" not in crossover.full  # its own runner-up is @hb3s
+
+
+def test_grids_that_found_the_same_crossover_are_named_together_once() -> None:
+    """Render 13: crossover-10ms and crossover-20ms found word for word the same on crash (no
+    protocol at 20 and 30 % busy, four protocols tied at 40 %), and the sentence said it twice,
+    157 words: grids alike are named together in one bracket."""
+    stalls = {1: (9000, 0), 2: (0, 9000)}
+    grids, rows = [], []
+    for ms in (10, 20):
+        name = f"crossover-{ms}ms"
+        grids.append({"name": name, "protocols": ["classic:eager", "consumer:uniform"],
+                      "metrics": ["stall_ms"], "seeds": 5, "workloads": [
+                          f"w{ms}-{r}" for r in stalls]})
+        # the same load at both poll lengths: 20 and 40 % busy in each grid
+        rows += [{**_run(p, s, scenario="crash", size=8, workload=f"w{ms}-{r}",
+                         stall_ms=v[k] + 10 * s, total_partitions=32, members=8),
+                  "work": json.dumps({"processing_ms": ms, "records_per_s": r * 50 / ms})}
+                 for r, v in stalls.items()
+                 for k, p in enumerate(("classic:eager", "consumer:uniform"))
+                 for s in range(5)]
+    gs = grid_verdicts({"spec": "paper", "grids": grids}, rows)
+    (c,) = claims(gs)
+    assert c.text == (
+        "crash, 8 members, stall against the members' load, the lowest, separated from the "
+        "rest: [crossover-10ms, crossover-20ms] consumer:uniform at 20 % busy; classic:eager "
+        "at 40 % busy (the mark not tested with a member late at the rebalance).")

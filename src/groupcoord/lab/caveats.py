@@ -29,10 +29,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from groupcoord.lab.findings import CLASSIC_ASSIGNORS, full_name, number
+from groupcoord.lab.findings import CLASSIC_ASSIGNORS, Metric, full_name, number
 from groupcoord.lab.mechanism import SPREAD_FIELD, phase_clause
 from groupcoord.lab.verdict import (
     SCENARIO_INPUTS,
+    Cell,
     Claim,
     GridVerdict,
     MetricVerdict,
@@ -64,7 +65,19 @@ def _word(mv: MetricVerdict) -> str:
 
 def _medians(mv: MetricVerdict, protocols: Sequence[str]) -> str:
     m = mv.metric
-    return ", ".join(f"{p} {m.fmt(mv.cells[p].median)}" for p in protocols if p in mv.cells)
+    return ", ".join(f"{p} {cell_words(m, mv.cells[p])}" for p in protocols if p in mv.cells)
+
+
+def cell_words(m: Metric, c: Cell) -> str:
+    """A cell's median, or where its seeds split into outcomes (``verdict.modes``) each
+    outcome with its seeds, as the table shows it: a caveat never quotes a split cell's median
+    as if it were one outcome (render 14: "lowest median classic-connect:sessioned 330 task·s"
+    for a cell of 162 on 2 seeds and 330 on 3)."""
+    if not c.split:
+        return m.fmt(c.median)
+    n = len(c.values)
+    return (" | ".join(m.fmt(statistics.median(o)) for o in c.outcomes) + " ("
+            + " | ".join(f"{len(o)} of {n}" for o in c.outcomes) + " seeds: split)")
 
 
 def _worse_row(verdicts: Sequence[GridVerdict], c: Claim) -> tuple[GridVerdict, VerdictRow] | None:
@@ -269,7 +282,8 @@ def other_workloads(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
             mark = (f"\u2605 {mv.best[0]}" if mv.verdict == "best" else
                     "= " + " and ".join(mv.best) if mv.verdict == "tied" else "no mark")
             out[key] = (f"{g.name} ({row.size} {_members(c.scenario)}, {row.workload}): "
-                        f"{mark}, lowest median {lead} {mv.metric.fmt(mv.cells[lead].median)}")
+                        f"{mark}, lowest median {lead} "
+                        f"{cell_words(mv.metric, mv.cells[lead])}")
     g0 = next((g for g in verdicts if g.name == c.grid), None)
     what = X_WORDS.get(g0.parameter or "", "this sweep") if g0 else "this sweep"
     # the same sweep of the same scenario on other workloads, in grids of their own (round
@@ -299,13 +313,15 @@ FIXED_WORDS = {"heartbeat_spread_ms": "heartbeats not spread"}
 
 def with_caveats(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
                  runs: Sequence[Mapping[str, Any]]) -> list[Claim]:
-    """The sentences with their caveats appended (each computed from the runs)."""
+    """The sentences with their caveats (each computed from the runs), after the ones a
+    sentence already carries (a mark's limits): ``Claim.caveats``, the note the page prints
+    under the sentence (``Claim.full``: the sentence with them in words)."""
     out = []
     for c in found:
         parts = [x for x in (other_metrics(c, verdicts), restore_rows(c, verdicts, runs),
                              assignor_cause(c, verdicts), sign_test_draw(c, verdicts),
                              delay_variants(c, verdicts), other_workloads(c, verdicts)) if x]
         if parts:
-            c = replace(c, text=c.text.rstrip() + " Caveats: " + "; ".join(parts) + ".")
+            c = replace(c, caveats=(*c.caveats, *parts))
         out.append(c)
     return out

@@ -301,12 +301,13 @@ def sweep_parameter(rows: Sequence[Mapping[str, Any]]) -> str | None:
     return None
 
 
-def reproduce(spec: str, scenario: str, size: int | None = None, workload: str | None = None,
-              protocols: Sequence[str] = ()) -> str:
-    """The ``lab run`` that reruns just these cells of the spec (same seeds, same rows)."""
+def reproduce(spec: str, scenario: str, size: int | Sequence[int] | None = None,
+              workload: str | None = None, protocols: Sequence[str] = ()) -> str:
+    """The ``lab run`` that reruns just these cells of the spec (same seeds, same rows);
+    ``size`` one size or several (``--size`` once each)."""
     parts = ["groupcoord", "lab", "run", "--spec", spec, "--scenario", scenario]
-    if size is not None:
-        parts += ["--size", str(size)]
+    for n in ([size] if isinstance(size, int) else size or ()):
+        parts += ["--size", str(n)]
     if workload is not None:
         parts += ["--workload", workload]
     for p in protocols:

@@ -182,6 +182,12 @@ class TaskTimes:
     start_ms: float
     overloaded: bool = False
 
+    def short(self) -> str:
+        """The times alone, as a verdict table's load column says them (the rule that makes
+        them a stall and a revocation is :data:`TASK_POOL`, said once above the table)."""
+        return (f"a task stops in {number(self.stop_ms / 1000.0)} s and starts in "
+                f"{number(self.start_ms / 1000.0)} s (model inputs)")
+
     def text(self) -> str:
         return (f"a task stops in {number(self.stop_ms / 1000.0)} s and starts in "
                 f"{number(self.start_ms / 1000.0)} s (model inputs; a worker stops its "
@@ -190,6 +196,14 @@ class TaskTimes:
                 f"{number(self.stop_ms / 1000.0)} s plus {number(self.start_ms / 1000.0)} s, "
                 f"and a worker's revocation takes {number(self.stop_ms / 1000.0)} s per 8 of "
                 f"them it holds)")
+
+
+#: How a Connect row's task stop and start times make its costs (:meth:`TaskTimes.text`
+#: without the times): said once above a Connect grid's table, whose rows give the times.
+TASK_POOL = ("Task stop and start times are model inputs; in every Connect row a worker stops "
+             "its connectors and tasks 8 at a time, Kafka's start/stop pool, and a task runs "
+             "until its own stop begins: an eager stall is one stop and one start, and a "
+             "worker's revocation takes one stop time per 8 of them it holds.")
 
 
 def task_times(run: Mapping[str, Any]) -> TaskTimes | None:
@@ -279,7 +293,15 @@ SMALL_DIFFERENCE = 0.15
 
 def claim_conditions(claim: Claim, verdicts: Sequence[GridVerdict],
                      runs: Sequence[Mapping[str, Any]]) -> str:
-    """What a sentence's mark rests on, in words to append to it: a narrow margin between the
+    """:func:`condition_clauses` in words to append to a sentence (" Conditions: ...."), ""
+    where there are none."""
+    parts = condition_clauses(claim, verdicts, runs)
+    return (" Conditions: " + "; ".join(parts) + ".") if parts else ""
+
+
+def condition_clauses(claim: Claim, verdicts: Sequence[GridVerdict],
+                      runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What a sentence's mark rests on, clause by clause: a narrow margin between the
     closest seeds (a mark one seed could undo), a small difference between the medians, and
     the conditions of its row: a consumer row's load and poll length and that its members
     learn of a rebalance together (heartbeat timers restart at the join), a crash's session
@@ -287,12 +309,12 @@ def claim_conditions(claim: Claim, verdicts: Sequence[GridVerdict],
     (model inputs). Empty for a crossover sentence (it spans several rows)."""
     g = next((v for v in verdicts if v.name == claim.grid), None)
     if g is None or not claim.worse:
-        return ""
+        return []
     row = next((r for r in g.rows if r.scenario == claim.scenario and r.size == claim.size
                 and (not claim.workload or r.workload == claim.workload)
                 and (claim.timing_ms is None or r.x == claim.timing_ms)), None)
     if row is None:
-        return ""
+        return []
     mv = next((x for x in row.metrics if x.metric.column == claim.metric), None)
     parts = []
     if mv is not None and claim.best in mv.cells and claim.worse in mv.cells:
@@ -348,7 +370,7 @@ def claim_conditions(claim: Claim, verdicts: Sequence[GridVerdict],
                           + ", ".join(_ms(x) for x in sorted(sessions))
                           + "), which is not all of the lag here: " if sessions else "")
                          + "; ".join(stuck))
-    return (" Conditions: " + "; ".join(parts) + ".") if parts else ""
+    return parts
 
 
 def crash_owners(protocols: Sequence[str], runs: Sequence[Mapping[str, Any]]) -> str:
@@ -502,8 +524,10 @@ def not_caught_up(size: int, protocols: Sequence[str],
 
 def with_conditions(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
                     runs: Sequence[Mapping[str, Any]]) -> list[Claim]:
-    """The sentences with their conditions appended (:func:`claim_conditions`)."""
-    return [replace(c, text=c.text + claim_conditions(c, verdicts, runs)) for c in found]
+    """The sentences with their conditions (:func:`condition_clauses`, ``Claim.conditions``:
+    the page numbers each clause once and the sentence names its numbers)."""
+    return [replace(c, conditions=(*c.conditions, *condition_clauses(c, verdicts, runs)))
+            for c in found]
 
 
 #: The run column :func:`attach_moving_downtime` adds to a run of several disturbance windows:

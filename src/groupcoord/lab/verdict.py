@@ -1386,6 +1386,28 @@ class Claim:
     timing_ms: float | None = None
     #: A crossover's one workload, when its grid sweeps on one (empty: several, or a row).
     swept_on: str = ""
+    #: What the sentence's mark rests on (``lab.mechanism.claim_conditions``), clause by
+    #: clause: the page states each clause once, numbered above the sentences, and the sentence
+    #: names the numbers (a Connect row's task-time inputs are the same for every sentence).
+    conditions: tuple[str, ...] = ()
+    #: The sentence's caveats (``lab.caveats``, a mark's limits, the client note), clause by
+    #: clause: the page prints them in a note under the sentence, so that the sentence itself
+    #: stays a claim a reader can check with its command.
+    caveats: tuple[str, ...] = ()
+    #: The sizes a crossover holds at alike (one sentence for them: the size rule); empty:
+    #: ``size`` alone.
+    sizes: tuple[int, ...] = ()
+
+    @property
+    def full(self) -> str:
+        """The sentence with its conditions and caveats in words, as one paragraph (every fact
+        the page prints for it, without the numbering)."""
+        text = self.text.rstrip()
+        if self.conditions:
+            text += " Conditions: " + "; ".join(self.conditions) + "."
+        if self.caveats:
+            text += " Caveats: " + "; ".join(self.caveats) + "."
+        return text
 
 
 def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
@@ -1426,14 +1448,48 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
     elif mv.depends:
         text += (f" The mark depends on {mv.depends}: at another value swept it goes to "
                  "another protocol or to none.")
-    if mv.limit.startswith("rests on"):
-        text += f" The mark {mv.limit}."
-    elif mv.limit and not mv.limit.startswith("is won"):  # (_by_design says that one)
-        text += f" Eager's mark {mv.limit}."
+    caveats: tuple[str, ...] = ()
+    if mv.limit and not mv.limit.startswith("is won"):  # (_by_design says that one)
+        whose = "The mark" if mv.limit.startswith("rests on") else "Eager's mark"
+        # the limit's gist in the sentence, its evidence in the note under it
+        short = gist(mv.limit) if words(mv.limit) > LONG_LIMIT else mv.limit
+        text += f" {whose} {short}" + (" (note below)." if short != mv.limit else ".")
+        if short != mv.limit:
+            caveats = (f"{whose[0].lower()}{whose[1:]} {mv.limit}",)
     cmd = reproduce(g.spec, row.scenario, row.size, row.workload,
                     [label_at(g, p, row) for p in (*mv.best, worse)])
     return Claim(g.name, text, cmd, m.column, row.scenario, row.size, best, worse,
-                 row.workload, timing_ms=row.x if row.timing else None)
+                 row.workload, timing_ms=row.x if row.timing else None, caveats=caveats)
+
+
+#: A mark's limit longer than this many words goes to the note under its sentence, the
+#: sentence keeping its gist (:func:`gist`): a sentence is a claim of about 60 words.
+LONG_LIMIT = 25
+
+
+def words(text: str) -> int:
+    """How many words ``text`` has (what the page's sentence length counts)."""
+    return len(text.split())
+
+
+def gist(limit: str) -> str:
+    """A mark's limit as a sentence says it: its clauses without the parentheses that hold
+    their evidence, and without the wire's measurements ("holds only with aligned heartbeats
+    (kip415-hb-spread-10ms, ...); real classic members ..." -> "holds only with aligned
+    heartbeats"); the evidence goes to the note under the sentence."""
+    kept = []
+    for clause in limit_clauses(limit):
+        out, depth = [], 0
+        for ch in clause:
+            depth += ch == "("
+            if depth == 0:
+                out.append(ch)
+            depth -= ch == ")" and depth > 0
+        bare = re.sub(r"\s+", " ", "".join(out)).strip().rstrip(",;:")
+        # the wire's measurements are the evidence, not the limit: the note holds them
+        if bare and "real classic members" not in bare:
+            kept.append(bare)
+    return "; ".join(kept) or limit
 
 
 def label_at(g: GridVerdict, protocol: str, row: VerdictRow) -> str:
@@ -1560,7 +1616,7 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
     """Per scenario and metric of a grid that sweeps a parameter: the marked best at each
     value swept (the tied best together, when they beat the others), when it is not the same
     at every value (where the winner changes); the question's first metric at every value."""
-    x_name, x_unit = X_NAMES.get(g.parameter or "", (g.parameter or "", ""))
+    x_unit = X_NAMES.get(g.parameter or "", (g.parameter or "", ""))[1]
     out = []
     by_scenario: dict[tuple[str, int], list[VerdictRow]] = defaultdict(list)
     for row in g.rows:
@@ -1589,6 +1645,7 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
             if not named or (i > 0 and len(named) < 2):
                 continue
             parts = []
+            notes = []  # each mark's limits: the note under the sentence
             for w in dict.fromkeys(w for _, w in winners):
                 xs = ", ".join(number(x or 0.0) for x, v in winners if v == w)
                 part = f"{w or 'no protocol separated from all the rest'} at {xs}{x_unit}"
@@ -1604,8 +1661,17 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                 lim_rows = [(x, r.metrics[i].limit) for r, (x, v) in zip(rows, winners, strict=True)
                             if v == w and w is not None and r.metrics[i].limit]
                 if lim_rows:
-                    part += " (" + limit_clauses_text(lim_rows, [x for x, v in winners if v == w],
-                                                      x_unit) + ")"
+                    # a limit's evidence is long (the heartbeat spread measured on the wire):
+                    # the sentence says the limit's gist and the note under it the evidence
+                    at = [x for x, v in winners if v == w]
+                    full = limit_clauses_text(lim_rows, at, x_unit)
+                    short = limit_clauses_text([(x, gist(lim)) for x, lim in lim_rows], at,
+                                               x_unit)
+                    if short == full or words(full) <= LONG_LIMIT:
+                        part += f" ({full})"
+                    else:
+                        part += f" ({short}; note below)"
+                        notes.append(f"{w} at {xs}{x_unit}: {full}")
                 if w is None:
                     # no mark is no reversal: which protocol still has the best median there
                     # (round 8: a spread narrowed eager's lead, the sentence read as a flip)
@@ -1621,20 +1687,57 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                         part += f" (the {'lowest' if sign > 0 else 'highest'} median: " \
                             + ", ".join(leads) + ")"
                 parts.append(part)
-            word = "lowest" if m.lower_is_better else "highest"
             # a grid that sweeps a timing on one workload: the sentence names it (round 8:
             # S11 held on its workload only, the sentence did not say which)
             loads = {r.workload for r in rows}
             on = f" on {next(iter(loads))}" if len(loads) == 1 else ""
-            head = (f"{scenario}, {size} {member_word(scenario, g.protocols)}{on}, "
-                    f"{short_label(m, g.excess)} against {x_name}, the {word}, separated "
-                    "from the rest (protocols tied for it named together)")
-            text = (f"{scenario}, {size} {member_word(scenario, g.protocols)}{on} ({g.name}), "
-                    + head.split(", ", 2)[2] + ": " + "; ".join(parts) + ".")
-            cmd = reproduce(g.spec, scenario, size, None, g.labels or g.protocols)
-            out.append(Claim(g.name, text, cmd, m.column, scenario, size,
-                             next(iter(sorted(named))), "", head=head,
-                             detail="; ".join(parts), swept_on=next(iter(loads)) if on else ""))
+            out.append(Claim(g.name, "", "", m.column, scenario, size,
+                             next(iter(sorted(named))), "", head=f"{on}\x00{m.column}",
+                             detail="; ".join(parts), swept_on=next(iter(loads)) if on else "",
+                             caveats=tuple(notes), sizes=(size,)))
+    return _crossover_texts(g, _merge_sizes(out))
+
+
+def _merge_sizes(found: Sequence[Claim]) -> list[Claim]:
+    """The size rule for crossovers: one sentence per scenario and metric for the sizes whose
+    findings read alike (the same winners at the same values, the same limits), naming those
+    sizes; sizes whose findings differ keep their own sentences."""
+    out: list[Claim] = []
+    for c in found:
+        same = next((o for o in out if (o.scenario, o.metric, o.head, o.detail, o.caveats)
+                     == (c.scenario, c.metric, c.head, c.detail, c.caveats)), None)
+        if same is None:
+            out.append(c)
+        else:
+            same.sizes = (*same.sizes, c.size)
+            same.size = max(same.size, c.size)
+    return out
+
+
+def sizes_text(sizes: Sequence[int], word: str) -> str:
+    """``6 workers``, ``6 and 12 workers``, ``3, 6 and 12 workers``."""
+    names = [f"{s:,}" for s in sorted(sizes)]
+    both = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return f"{both} {word}"
+
+
+def _crossover_texts(g: GridVerdict, found: Sequence[Claim]) -> list[Claim]:
+    """A crossover's words, head and command once its sizes are merged (:func:`_merge_sizes`):
+    the head (without the grid's name) is what grids asking the same question at another
+    setting share."""
+    x_name = X_NAMES.get(g.parameter or "", (g.parameter or "", ""))[0]
+    out = []
+    for c in found:
+        on, _, column = c.head.partition("\x00")
+        m = BY_COLUMN[column]
+        where = f"{c.scenario}, {sizes_text(c.sizes, member_word(c.scenario, g.protocols))}{on}"
+        word = "lowest" if m.lower_is_better else "highest"
+        what = f"{short_label(m, g.excess)} against {x_name}, the {word}, separated from the rest"
+        c.head = f"{where}, {what}"
+        c.text = f"{where} ({g.name}), {what}: {c.detail}."
+        c.command = reproduce(g.spec, c.scenario, c.sizes if len(c.sizes) > 1 else c.size, None,
+                              g.labels or g.protocols)
+        out.append(c)
     return out
 
 
@@ -1758,7 +1861,8 @@ CLAIM_RULE = (
     "every protocol that wins in the grid's first metric (its question's) gets its strongest "
     "win there, a shared win counting for each protocol sharing it "
     "(a grid that sweeps a parameter instead says, per scenario, where its first metric's "
-    "winner changes); then the remaining candidates by "
+    "winner changes, protocols tied for it named together, the sizes where it reads alike "
+    "in one sentence); then the remaining candidates by "
     "effect size (the ratio of the best's median to its runner-up's, the closest protocol it "
     "separates from, each plus the metric's floor; a sentence names the runner-up, never the "
     "worst protocol), a scenario not "
@@ -1841,6 +1945,7 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     first: list[tuple[float, Claim]] = []
     rest: list[tuple[float, Claim]] = []
     merged: dict[str, Claim] = {}  # one crossover sentence across grids asking the same
+    groups: dict[str, list[tuple[list[str], str, tuple[str, ...]]]] = {}
     for g in verdicts:
         if g.parameter is not None:
             found = []
@@ -1848,11 +1953,20 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
                 same = merged.get(c.head)
                 if same is None:
                     merged[c.head] = c
+                    groups[c.head] = [([c.grid], c.detail, c.caveats)]
                     found.append(c)
                     continue
-                if f"[{same.grid}]" not in same.text:
-                    same.text = f"{same.head}: [{same.grid}] {same.detail}."
-                same.text = same.text.rstrip(".") + f"; [{c.grid}] {c.detail}."
+                # grids that found the same (the same winners at the same values, the same
+                # limits) are named together, once
+                mine = groups[c.head]
+                alike = next((x for x in mine if x[1:] == (c.detail, c.caveats)), None)
+                if alike is None:
+                    mine.append(([c.grid], c.detail, c.caveats))
+                else:
+                    alike[0].append(c.grid)
+                same.text = f"{same.head}: " + "; ".join(
+                    f"[{', '.join(gs)}] {d}" for gs, d, _ in mine) + "."
+                same.caveats = tuple(f"[{', '.join(gs)}] {x}" for gs, _, cv in mine for x in cv)
             lead = g.metrics[0].column if g.metrics else ""
             first += [(math.inf, c) for c in found if c.metric == lead]
             rest += [(0.0, c) for c in found if c.metric != lead]
@@ -1932,9 +2046,9 @@ def closer_elsewhere(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
         return c
     v, p, gname = min(closer)
     m = mv.metric
-    return replace(c, text=c.text + (f" Closer to the best in the same cell: {p} at "
-                                     f"{m.fmt(sign * v)} (a column of {gname}, not of this "
-                                     "grid)."))
+    # a caveat: the note under the sentence says it
+    return replace(c, caveats=(*c.caveats, f"closer to the best in the same cell: {p} at "
+                               f"{m.fmt(sign * v)} (a column of {gname}, not of this grid)"))
 
 
 # --------------------------------------------------------------------------- labels
