@@ -14,6 +14,7 @@ from groupcoord.lab.findings import Metric
 from groupcoord.lab.mechanism import ORDERING, share_capacity, with_conditions
 from groupcoord.lab.report import caveat_text, condition_letters, sentence_text
 from groupcoord.lab.share_marks import (
+    ORDERING_ALONE,
     SENTENCE_WORDS,
     family_key,
     lock_limit_clause,
@@ -104,11 +105,14 @@ def test_a_member_loss_sentence_is_a_claim_of_60_words_and_loses_no_fact() -> No
     assert "a kill releases the records on disconnect" in page
     for clause in old.conditions:
         parts = split_conditions([clause])
-        assert "; ".join(parts) == clause  # split, not rewritten
+        # split, not rewritten (the ordering alone names what it is given up for)
+        assert "; ".join(parts).replace(ORDERING_ALONE, ORDERING) == clause
         for part in parts:
             assert page.count(part) == 1, part
     # the share condition is three clauses, each its own letter
-    assert ORDERING in letters and any(x.startswith("12 members on 4 partitions") for x in letters)
+    assert ORDERING_ALONE in letters and ORDERING not in page
+    assert "gives up per-partition ordering for the share group's wins (KIP-932" in page
+    assert any(x.startswith("12 members on 4 partitions") for x in letters)
     assert any(x.startswith("at one member per partition (4 on 4, owner-kill) the two tie")
                for x in letters)
 
@@ -139,8 +143,8 @@ def test_a_share_condition_shared_by_several_sentences_is_stated_once() -> None:
     over = share_capacity(12, [SHARE, KIP848], [runs[0]], runs)
     assert over.endswith("; " + ORDERING) and "; at one member per partition (" in over
     even = "at one member per partition (12 on 12, rolling-bounce) the two tie"
-    parts = split_conditions([over, f"{even}; {ORDERING}"])
-    assert parts.count(ORDERING) == 1 and even in parts
+    parts = split_conditions([over, f"{even}; {ORDERING}", ORDERING])
+    assert parts.count(ORDERING_ALONE) == 1 and even in parts and ORDERING not in parts
     assert [p for p in parts if p.startswith("12 members on 4 partitions")] == [
         over.split("; ")[0]]
     # a clause without the share shape is left whole

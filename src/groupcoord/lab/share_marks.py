@@ -362,16 +362,23 @@ _THROUGHPUT = re.compile(r" \(((?:at the group's|record·s = the group's) [^()]*
 SENTENCE_WORDS = 60
 
 
+#: :data:`lab.mechanism.ORDERING` as a condition of its own ("for it" said after the win's
+#: mechanism; alone, the win it is given up for).
+ORDERING_ALONE = ORDERING.replace(" for it ", " for the share group's wins ", 1)
+
+
 def split_conditions(conditions: Sequence[str]) -> tuple[str, ...]:
     """The share conditions (``lab.mechanism.share_capacity``) clause by clause, so that a
     clause several sentences rest on is stated once above them: the redundancy of more
     members than partitions, what remains at one member per partition, and the ordering a
-    share group gives up (KIP-932) each its own condition."""
+    share group gives up (KIP-932, :data:`ORDERING_ALONE`) each its own condition."""
     out: list[str] = []
     for x in conditions:
         parts = [x]
-        if x.endswith("; " + ORDERING) and x != ORDERING:
-            parts = [x[:-len("; " + ORDERING)], ORDERING]
+        if x.endswith("; " + ORDERING):
+            parts = [x[:-len("; " + ORDERING)], ORDERING_ALONE]
+        elif x == ORDERING:
+            parts = [ORDERING_ALONE]
         head, sep, even = parts[0].partition("; at one member per partition (")
         if sep:
             parts[0:1] = [head, "at one member per partition (" + even]
