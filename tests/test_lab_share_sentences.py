@@ -22,7 +22,7 @@ from groupcoord.lab.share_marks import (
     share_claims,
     split_conditions,
 )
-from groupcoord.lab.verdict import Cell, GridVerdict, VerdictRow, claims, judge, words
+from groupcoord.lab.verdict import Cell, Claim, GridVerdict, VerdictRow, claims, judge, words
 
 SHARE, KIP848 = "share:simple", "consumer:uniform"
 PEAK = Metric("lag_peak", "excess lag peak", "records", floor=10.0)
@@ -133,8 +133,8 @@ def test_the_kills_sentence_says_where_its_familys_lost_hosts_split() -> None:
     # a sentence outside a member loss has no such clause
     runs = _runs()
     (c,) = claims([_grid()], family_of=family_key(runs))
-    bounce = c.__class__(c.grid, c.text, c.command, c.metric, "rolling-bounce", 12, c.best,
-                         c.worse, "1x4-busy80")
+    bounce = Claim(c.grid, c.text, c.command, c.metric, "rolling-bounce", 12, c.best,
+                   c.worse, "1x4-busy80")
     assert lost_host_clause(bounce, [bounce], family_key(runs), runs) == ""
 
 
