@@ -68,6 +68,7 @@ from groupcoord.lab.mechanism import (
 )
 from groupcoord.lab.runs import RUN_METRICS
 from groupcoord.lab.share_marks import (
+    all_seed_outcomes,
     family_key,
     family_rule,
     fetchers_line,
@@ -742,7 +743,7 @@ def _cell_text(m: Metric, c: Any) -> tuple[str, str]:
         raw = (f"raw {_v(m, statistics.median(rv))} ({_v(m, min(rv))}{DASH}"
                f"{_v(m, max(rv))})")
     if c.split:
-        n = len(c.values)
+        n = sum(len(o) for o in c.outcomes)  # the seeds the outcomes were found over
         return (" | ".join(_v(m, statistics.median(o)) for o in c.outcomes),
                 "; ".join(x for x in (" | ".join(f"{len(o)} of {n}" for o in c.outcomes), raw)
                           if x))
@@ -1434,6 +1435,7 @@ def _build_report(out: Path, rdir: Path) -> Path:
             claims(verdicts, family_of=family_key(runs)), verdicts, runs), verdicts, runs),
                                   verdicts)
         found = share_claims(found, claims(verdicts, limit=len(runs) + 1), verdicts, runs)
+        all_seed_outcomes(verdicts)  # a share page's split cells over both seed sets
         html_parts.append(_sweep_html(meta, verdicts, found, violations, rdir, runs))
         md_parts.append(_sweep_md(meta, verdicts, found, violations, runs))
 

@@ -30,9 +30,16 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from groupcoord.lab.findings import family, number, run_settings, work_value
+from groupcoord.lab.findings import Metric, family, number, run_settings, work_value
 from groupcoord.lab.mechanism import ORDERING
-from groupcoord.lab.verdict import Claim, GridVerdict, MetricVerdict, words
+from groupcoord.lab.verdict import (
+    Claim,
+    GridVerdict,
+    MetricVerdict,
+    modes,
+    threshold,
+    words,
+)
 
 #: The verdict of a share-vs-consumer mark on records processed twice after a member loss
 #: in a grid without a commit-per-batch consumer column.
@@ -311,6 +318,66 @@ def lock_limit_clause(c: Claim, runs: Sequence[Mapping[str, Any]]) -> str:
                          and rate <= limit else "") + "."
 
 
+def share_modes(values: Sequence[float], m: Metric) -> list[list[float]]:
+    """The seeds' distinct outcomes on the share page: ``verdict.modes``, and also where one
+    side of the widest gap is one value repeated on at least two seeds (no spread: the event
+    cost nothing there, as a crash of a consumer group's idle member) and the gap counts
+    (:func:`verdict.threshold`) and is at least half its larger end. The spread rule of
+    ``modes`` keeps a continuous draw one outcome; a repeated exact value beside a gap of a
+    factor of 2 is no draw (the seventh share review: crowd-crash at 12 on 1x4-busy, a consumer
+    group's excess lag 0, 0, 0, 161,668, 223,304 read as "0 (0-223,304)")."""
+    found = modes(values, m)
+    if len(found) > 1:
+        return found
+    v = sorted(values)
+    if len(v) < 3:
+        return [v]
+    i = max(range(len(v) - 1), key=lambda k: (v[k + 1] - v[k], -k))
+    lo, hi = v[:i + 1], v[i + 1:]
+    gap = hi[0] - lo[-1]
+    flat = any(len(x) >= 2 and x[0] == x[-1] for x in (lo, hi))
+    if (flat and gap > threshold(m, lo[-1], hi[0])
+            and gap >= 0.5 * max(abs(lo[-1]), abs(hi[0]))):
+        return [lo, hi]
+    return [v]
+
+
+def _all_values(mv: MetricVerdict, protocol: str) -> list[float]:
+    values = list(mv.cells[protocol].values.values())
+    if mv.again is not None and protocol in mv.again.cells:
+        values += list(mv.again.cells[protocol].values.values())
+    return values
+
+
+def all_seed_outcomes(verdicts: Sequence[GridVerdict]) -> None:
+    """A share-vs-consumer grid's cells split over all their seeds, the first and the fresh
+    set together (:func:`share_modes`), the outcome most of those seeds had first (the seventh
+    share review: owner-crash at 12 on 1x4-hot stopped a partition on 24 of 40 seeds, 9 of the
+    first 20, and led with 0); a cell whose seeds do not split over both sets shows its median
+    and range. Report-level: the marks, judged on each set as before, stay;
+    :func:`all_seeds_note` gives the median of all seeds beside a split cell."""
+    for g in verdicts:
+        if not _share_vs_consumer(g.protocols):
+            continue
+        for row in g.rows:
+            for mv in row.metrics:
+                for p, c in mv.cells.items():
+                    found = share_modes(_all_values(mv, p), mv.metric)
+                    c.outcomes = (sorted(found, key=lambda o: (-len(o), o[0]))
+                                  if len(found) > 1 else [sorted(c.values.values())])
+
+
+def all_seeds_note(column: str, protocol: str, row: Any, seeds: Sequence[int]) -> str:
+    """A split cell's median over all its seeds (both sets, :func:`all_seed_outcomes`), for
+    ``lab.report``'s ``cell_note``; "" for a cell that does not split."""
+    mv = next((x for x in getattr(row, "metrics", ()) if x.metric.column == column), None)
+    if mv is None or protocol not in mv.cells or not mv.cells[protocol].split:
+        return ""
+    values = _all_values(mv, protocol)
+    m = mv.metric
+    return f"median of all {len(values)} seeds {number(statistics.median(values) / m.scale)}"
+
+
 def _family_note(c: Claim, every: Sequence[Claim], key: Callable[[Claim], Hashable]) -> str:
     """How many candidates a family's sentence stands for, and which (a note under it)."""
     k = key(c)
@@ -469,8 +536,7 @@ def fetchers_line(verdicts: Sequence[GridVerdict], runs: Sequence[Mapping[str, A
             "group cannot have on as many partitions, the second the protocol's own.")
 
 
-__all__ = ["BROKER_LAG", "COMMIT_DEPENDENT", "MEMBER_LOST", "commit_reference", "family_key",
-           "family_rule",
-           "fetchers_line", "lock_limit", "lock_limit_clause", "lost_host_clause", "share_claims",
-           "split_conditions", "unmark_broker_lag",
-           "unmark_commit_dependent", "verdict_word"]
+__all__ = ["BROKER_LAG", "COMMIT_DEPENDENT", "MEMBER_LOST", "all_seed_outcomes",
+           "all_seeds_note", "commit_reference", "family_key", "family_rule", "fetchers_line",
+           "lock_limit", "lock_limit_clause", "lost_host_clause", "share_claims", "share_modes",
+           "split_conditions", "unmark_broker_lag", "unmark_commit_dependent", "verdict_word"]

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from groupcoord.lab.findings import family, number
+from groupcoord.lab.share_marks import all_seeds_note
 from groupcoord.sim.share import UNPROCESSED
 
 #: The platform comparison's cells: (size, the share group's workload, the consumer group's).
@@ -400,11 +401,13 @@ def broker_lag_note(runs: Sequence[Mapping[str, Any]]) -> Any:
                    str(r.get("workload")), int(r.get("seed") or 0))] = float(r["share_lag_peak"])
 
     def note(column: str, protocol: str, row: Any, seeds: Sequence[int]) -> str:
+        every = all_seeds_note(column, protocol, row, seeds)
         if column != "lag_peak" or family(protocol) != "share":
-            return ""
+            return every
         vals = [v for s in seeds if (v := peaks.get((protocol, str(row.scenario), int(row.size or 0),
                                                      str(row.workload), int(s)))) is not None]
-        return f"broker's share lag peak (raw) {_span(vals, 1.0)}" if vals else ""
+        broker = f"broker's share lag peak (raw) {_span(vals, 1.0)}" if vals else ""
+        return "; ".join(x for x in (every, broker) if x)
 
     return note
 
