@@ -378,6 +378,59 @@ def all_seeds_note(column: str, protocol: str, row: Any, seeds: Sequence[int]) -
     return f"median of all {len(values)} seeds {number(statistics.median(values) / m.scale)}"
 
 
+#: The columns :func:`contrary_clause` does not weigh: counts of different things for the two
+#: group types (a share group's assignment change has no hand-over), never marked.
+NOT_COMPARED = frozenset({"resources_moved", "messages"})
+
+
+def _paired(mv: MetricVerdict, protocol: str) -> dict[int, float]:
+    c = mv.cells.get(protocol)
+    out = dict(c.values) if c is not None else {}
+    if mv.again is not None and protocol in mv.again.cells:
+        out.update(mv.again.cells[protocol].values)
+    return out
+
+
+def contrary_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
+    """The claim's words on its own cell's other metrics where the other protocol is better
+    on most paired seeds (both seed sets, better by more than the metric's floor), whatever
+    the marks say: the seventh share review found, under a downtime win at 12 on 12, the share
+    group's lag peak worse on 9 of 10 paired seeds, one seed short of the sign test's 10 of
+    10, so the table shows "tie". "" where no metric of the cell goes the other way."""
+    grid = next((g for g in verdicts if g.name == c.grid), None)
+    best = c.best.split(" and ")[0]
+    if grid is None or not _share_vs_consumer([best, c.worse]):
+        return ""
+    row = next((r for r in grid.rows if (r.scenario, r.size, str(r.workload))
+                == (c.scenario, c.size, c.workload or str(r.workload))), None)
+    parts = []
+    for mv in row.metrics if row is not None else ():
+        if mv.metric.column in NOT_COMPARED or mv.metric.column == c.metric:
+            continue
+        mine, other = _paired(mv, best), _paired(mv, c.worse)
+        seeds = sorted(set(mine) & set(other))
+        sign = 1 if mv.metric.lower_is_better else -1
+        worse = sum(1 for s in seeds if sign * (mine[s] - other[s])
+                    > threshold(mv.metric, mine[s], other[s]))
+        if seeds and 2 * worse > len(seeds):
+            m = mv.metric
+            med = [number(statistics.median(x.values()) / m.scale) for x in (mine, other)]
+            parts.append(f"its {LABELS.get(m.column, m.label)} is worse on {worse} of "
+                         f"{len(seeds)} paired seeds (medians {med[0]} against {med[1]}"
+                         f"{' ' + m.unit if m.unit else ''})")
+    return ("In the same cell " + "; ".join(parts) + ".") if parts else ""
+
+
+def _with_partitions(text: str, c: Claim, runs: Sequence[Mapping[str, Any]]) -> str:
+    """The claim's head with its topic's partitions ("12 members on 12 partitions"): a share
+    group's result depends on how many members fetch each partition."""
+    parts = _partitions(runs, c.scenario, c.size, c.workload)
+    head = f"{c.scenario}, {c.size} members"
+    if not parts or not text.startswith(head) or text.startswith(head + " on "):
+        return text
+    return f"{head} on {parts} partitions" + text[len(head):]
+
+
 def _family_note(c: Claim, every: Sequence[Claim], key: Callable[[Claim], Hashable]) -> str:
     """How many candidates a family's sentence stands for, and which (a note under it)."""
     k = key(c)
@@ -473,7 +526,9 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
         if g is None or not any(family(p) == "share" for p in g.protocols):
             out.append(c)
             continue
-        text = c.text.rstrip()
+        text = _with_partitions(c.text.rstrip(), c, runs)
+        if contrary := contrary_clause(c, verdicts):
+            text += " " + contrary
         if lost := lost_host_clause(c, every, key, runs):
             text += " " + lost
         if not g.confirm_seeds:
@@ -537,6 +592,7 @@ def fetchers_line(verdicts: Sequence[GridVerdict], runs: Sequence[Mapping[str, A
 
 
 __all__ = ["BROKER_LAG", "COMMIT_DEPENDENT", "MEMBER_LOST", "all_seed_outcomes",
-           "all_seeds_note", "commit_reference", "family_key", "family_rule", "fetchers_line",
-           "lock_limit", "lock_limit_clause", "lost_host_clause", "share_claims", "share_modes",
-           "split_conditions", "unmark_broker_lag", "unmark_commit_dependent", "verdict_word"]
+           "all_seeds_note", "commit_reference", "contrary_clause", "family_key",
+           "family_rule", "fetchers_line", "lock_limit", "lock_limit_clause",
+           "lost_host_clause", "share_claims", "share_modes", "split_conditions",
+           "unmark_broker_lag", "unmark_commit_dependent", "verdict_word"]
