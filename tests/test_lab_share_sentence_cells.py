@@ -68,3 +68,52 @@ def test_no_clause_where_the_other_protocol_is_better_on_half_the_seeds_or_fewer
     assert contrary_clause(c, [g]) == ""
     assert "worse on" not in share_claims([c], [c], [g], _runs())[0].text
     assert "worse on 6 of 10" in contrary_clause(c, [_grid(peak_worse=6)])
+
+
+LAG = Metric("lag_record_s", "excess lag", "record·s", floor=24.0)
+
+
+def _redundancy() -> tuple[GridVerdict, list[dict[str, Any]]]:
+    """rolling-bounce at 12 members on 4 partitions (the share group's win over 8 idle
+    consumer members), at 4 on 4 (overlapping: no mark), and the consumer group's 12 members
+    on 12 partitions (1x12-busy) in the runs only."""
+    win = judge(_cells({SHARE: [25.5, 14.4, 41.4, 20.0, 30.0],
+                        KIP848: [9_460, 4_989, 14_787, 8_000, 10_000]}), LAG)
+    even = judge(_cells({SHARE: [4_706, 1_991, 8_994, 3_000, 5_000],
+                         KIP848: [11_525, 6_641, 26_765, 4_000, 12_000]}), LAG)
+    assert win.verdict == "best" and even.verdict not in ("best", "tied")
+    g = GridVerdict("share-rolling", "", [SHARE, KIP848], [LAG], [
+        VerdictRow("rolling-bounce", 4, "1x4-busy", 0.0, 5, [even], rate=240.0),
+        VerdictRow("rolling-bounce", 12, "1x4-busy", 0.0, 5, [win], rate=240.0)], 20, 0, 0, 5)
+
+    def run(p: str, size: int, wl: str, parts: int, seed: int, lag: float) -> dict[str, Any]:
+        return {"protocol": p, "scenario": "rolling-bounce", "size": size, "workload": wl,
+                "seed": seed, "ok": True, "total_partitions": parts, "lag_record_s": lag,
+                "settings_json": SETTINGS, "work": json.dumps({"records_per_s": 60})}
+
+    runs = [run(SHARE, 12, "1x4-busy", 4, s, v) for s, v in enumerate([25.5, 14.4, 41.4, 20, 30])]
+    runs += [run(KIP848, 12, "1x4-busy", 4, s, 9_000) for s in range(5)]
+    runs += [run(KIP848, 12, "1x12-busy", 12, s, v)
+             for s, v in enumerate([2_627, 1_964, 3_965, 2_500, 2_700])]
+    runs += [run(p, 4, "1x4-busy", 4, s, 5_000) for p in (SHARE, KIP848) for s in range(5)]
+    return g, runs
+
+
+def test_a_redundancy_win_leads_with_the_same_members_and_gives_one_member_per_partition(
+        ) -> None:
+    g, runs = _redundancy()
+    (c,) = claims([g])
+    assert (c.size, c.workload) == (12, "1x4-busy")
+    (out,) = share_claims([c], [c], [g], runs)
+    # the same 12 members first: the consumer group on 12 partitions, not 8 of it idle
+    assert out.text.startswith(
+        "rolling-bounce, the same 12 members: share:simple on 4 partitions 25.5 against "
+        "consumer:uniform on 12 (1x12-busy) 2,627 record·s of excess lag (medians of 5 and 5 "
+        "seeds, unpaired). On 4 partitions (1x4-busy; 8 consumer members idle): share:simple "
+        "has the lowest lag"), out.text
+    # and beside the 12-on-4 win, the same metric at one member per partition
+    assert "At 4 on 4 (1x4-busy): a tie (no mark), 4,706 against 11,525 record·s." in out.text
+    # a consumer group that never ran with a partition per member: no same-members lead
+    alone = [r for r in runs if r["workload"] != "1x12-busy"]
+    (bare,) = share_claims([c], [c], [g], alone)
+    assert bare.text.startswith("rolling-bounce, 12 members on 4 partitions: share:simple")

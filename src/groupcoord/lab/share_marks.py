@@ -421,6 +421,84 @@ def contrary_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
     return ("In the same cell " + "; ".join(parts) + ".") if parts else ""
 
 
+def _ok_values(runs: Sequence[Mapping[str, Any]], protocol: str, scenario: str, size: int,
+               column: str, partitions: int, workload: str | None = None
+               ) -> dict[str, list[float]]:
+    """Per workload, a protocol's values of ``column`` in the runs of a scenario and size on
+    a topic of ``partitions`` partitions (``workload``: that one only)."""
+    out: dict[str, list[float]] = {}
+    for r in runs:
+        if (r.get("protocol") == protocol and r.get("scenario") == scenario
+                and int(r.get("size") or 0) == size and r.get("ok")
+                and int(r.get("total_partitions") or 0) == partitions
+                and r.get(column) is not None
+                and (workload is None or r.get("workload") == workload)):
+            out.setdefault(str(r.get("workload")), []).append(float(r[column]))
+    return out
+
+
+def _metric_of(verdicts: Sequence[GridVerdict], column: str) -> Metric | None:
+    return next((m for g in verdicts for m in g.metrics if m.column == column), None)
+
+
+def same_members_clause(c: Claim, verdicts: Sequence[GridVerdict],
+                        runs: Sequence[Mapping[str, Any]]) -> str:
+    """Where the sentence's members outnumber its partitions, the comparison at the same
+    members the page has (the share group on its partitions against a consumer group with a
+    partition for each member: "Share groups: the same members on either topic"), which the
+    claim leads with: the seventh share review asked that a win over a consumer group's idle
+    members not be the sentence's first number. "" where no such consumer cell ran."""
+    best = c.best.split(" and ")[0]
+    parts = _partitions(runs, c.scenario, c.size, c.workload)
+    m = _metric_of(verdicts, c.metric)
+    if m is None or not parts or c.size <= parts or not _share_vs_consumer([best, c.worse]):
+        return ""
+    mine = _ok_values(runs, best, c.scenario, c.size, c.metric, parts, c.workload)
+    other = _ok_values(runs, c.worse, c.scenario, c.size, c.metric, c.size)
+    if not mine or not other:
+        return ""
+    (wl, theirs), = sorted(other.items())[:1]
+    ours = mine[c.workload] if c.workload in mine else next(iter(mine.values()))
+    unit = f" {m.unit}" if m.unit else ""
+    med = [number(statistics.median(x) / m.scale) for x in (ours, theirs)]
+    return (f"{c.scenario}, the same {c.size} members: {best} on {parts} partitions "
+            f"{med[0]} against {c.worse} on {c.size} ({wl}) {med[1]}{unit} of "
+            f"{LABELS.get(m.column, m.label)} (medians of {len(ours)} and {len(theirs)} "
+            f"seeds, unpaired). On {parts} partitions ({c.workload}; {c.size - parts} consumer "
+            "members idle): ")
+
+
+def equal_members_clause(c: Claim, verdicts: Sequence[GridVerdict],
+                         runs: Sequence[Mapping[str, Any]]) -> str:
+    """Where the sentence's members outnumber its partitions, the page's result on the same
+    metric and scenario at one member per partition on as many partitions (the sentence's
+    workload where it ran, else another of those partitions, named): the mark, or "no mark"
+    with the two medians. "" where the page has no such row."""
+    best = c.best.split(" and ")[0]
+    parts = _partitions(runs, c.scenario, c.size, c.workload)
+    if not parts or c.size <= parts or not _share_vs_consumer([best, c.worse]):
+        return ""
+    found = []
+    for g in verdicts:
+        for row in g.rows:
+            if (row.scenario != c.scenario or row.size != parts
+                    or _partitions(runs, row.scenario, row.size, row.workload) != parts):
+                continue
+            for mv in row.metrics:
+                if (mv.metric.column == c.metric and best in mv.cells
+                        and c.worse in mv.cells):
+                    found.append((str(row.workload) != c.workload, str(row.workload), mv))
+    if not found:
+        return ""
+    _, wl, mv = min(found, key=lambda x: (x[0], x[1]))
+    m = mv.metric
+    med = [number(mv.cells[p].median / m.scale) for p in (best, c.worse)]
+    mark = (f"★ {' and '.join(mv.best)}" if mv.verdict in ("best", "tied")
+            else "a tie (no mark)")
+    return (f"At {parts} on {parts} ({wl}): {mark}, {med[0]} against "
+            f"{med[1]}{' ' + m.unit if m.unit else ''}.")
+
+
 def _with_partitions(text: str, c: Claim, runs: Sequence[Mapping[str, Any]]) -> str:
     """The claim's head with its topic's partitions ("12 members on 12 partitions"): a share
     group's result depends on how many members fetch each partition."""
@@ -527,6 +605,12 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
             out.append(c)
             continue
         text = _with_partitions(c.text.rstrip(), c, runs)
+        if same := same_members_clause(c, verdicts, runs):
+            # the same-members comparison leads; the claim's own head (scenario, size,
+            # partitions, workload) is said in it
+            text = same + text.partition(": ")[2]
+        if equal := equal_members_clause(c, verdicts, runs):
+            text += " " + equal
         if contrary := contrary_clause(c, verdicts):
             text += " " + contrary
         if lost := lost_host_clause(c, every, key, runs):
@@ -591,8 +675,26 @@ def fetchers_line(verdicts: Sequence[GridVerdict], runs: Sequence[Mapping[str, A
             "group cannot have on as many partitions, the second the protocol's own.")
 
 
-__all__ = ["BROKER_LAG", "COMMIT_DEPENDENT", "MEMBER_LOST", "all_seed_outcomes",
-           "all_seeds_note", "commit_reference", "contrary_clause", "family_key",
-           "family_rule", "fetchers_line", "lock_limit", "lock_limit_clause",
-           "lost_host_clause", "share_claims", "share_modes", "split_conditions",
-           "unmark_broker_lag", "unmark_commit_dependent", "verdict_word"]
+__all__ = [
+    "BROKER_LAG",
+    "COMMIT_DEPENDENT",
+    "MEMBER_LOST",
+    "all_seed_outcomes",
+    "all_seeds_note",
+    "commit_reference",
+    "contrary_clause",
+    "equal_members_clause",
+    "family_key",
+    "family_rule",
+    "fetchers_line",
+    "lock_limit",
+    "lock_limit_clause",
+    "lost_host_clause",
+    "same_members_clause",
+    "share_claims",
+    "share_modes",
+    "split_conditions",
+    "unmark_broker_lag",
+    "unmark_commit_dependent",
+    "verdict_word",
+]
