@@ -5,11 +5,17 @@ paired seeds (both seed sets), whatever the marks say."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from groupcoord.lab.findings import Metric
-from groupcoord.lab.share_marks import contrary_clause, share_claims
-from groupcoord.lab.verdict import Cell, GridVerdict, VerdictRow, claims, confirm, judge
+from groupcoord.lab.share_marks import (
+    contrary_clause,
+    hold_caveat,
+    lock_limit_clause,
+    share_claims,
+)
+from groupcoord.lab.verdict import Cell, Claim, GridVerdict, VerdictRow, claims, confirm, judge
 
 SHARE, KIP848 = "share:simple", "consumer:uniform"
 DOWN = Metric("resource_downtime_ms", "resource downtime", "resource·s", floor=1_000.0,
@@ -117,3 +123,40 @@ def test_a_redundancy_win_leads_with_the_same_members_and_gives_one_member_per_p
     alone = [r for r in runs if r["workload"] != "1x12-busy"]
     (bare,) = share_claims([c], [c], [g], alone)
     assert bare.text.startswith("rolling-bounce, 12 members on 4 partitions: share:simple")
+
+
+def test_the_lock_limit_note_gives_each_cells_busy_share_and_the_models_hold() -> None:
+    """A lost host stops its partition where it held acquired records, so the note gives
+    each cell's members' busy share; and it says, from the settings, that the model's member
+    holds a batch only while processing it (a real one until its next poll)."""
+    settings = json.dumps({"group.share.record.lock.duration.ms": 30_000,
+                           "max.poll.records": 100})
+
+    def run(scen: str, seed: int, ms: float, down: float) -> dict[str, Any]:
+        return {"protocol": SHARE, "scenario": scen, "size": 12, "workload": f"1x4-{ms}",
+                "seed": seed, "ok": True, "total_partitions": 4, "settings_json": settings,
+                "resource_downtime_ms": down,
+                "work": json.dumps({"records_per_s": 80, "processing_ms": {
+                    "dist": "exponential", "mean": ms}})}
+
+    runs = [run("owner-crash", s, 7.5, 5_030 if s < 2 else 0) for s in range(5)]
+    runs += [run("owner-crash", s, 20, 5_030 if s < 4 else 0) for s in range(5)]
+    runs += [run("owner-kill", s, 7.5, 0) for s in range(5)]
+    c = Claim("owner", "owner-kill, 12 members, 1x4-7.5: ...", "cmd", "lag_peak", "owner-kill",
+              12, SHARE, KIP848, "1x4-7.5")
+    note = lock_limit_clause(c, runs)
+    # 80 records/s on 4 partitions over 12 members at 7.5 ms a record: 20% busy; at 20 ms 53%
+    assert ("owner-crash at 12 on 1x4-7.5, 80 records/s, members 20% busy: a partition "
+            "stopped on 2 of 5 seeds") in note
+    assert ("owner-crash at 12 on 1x4-20, 80 records/s, members 53% busy: a partition "
+            "stopped on 4 of 5 seeds") in note
+    assert "so how busy it was (the share of its time it processes), not the record rate" in note
+    hold = hold_caveat(c, runs)
+    assert hold.startswith("the model may under-count the lock-limit stop (2,000 locks / 30 s)")
+    assert "up to max.poll.records, 100" in hold and "KafkaShareConsumer" in hold
+    grid = GridVerdict("owner", "", [SHARE, KIP848], [PEAK], [], 15, 0, 0, 5, confirm_seeds=5)
+    (out,) = share_claims([c], [c], [grid], runs)
+    assert hold in out.caveats
+    # a sentence on no member loss has neither
+    bounce = replace(c, scenario="rolling-bounce")
+    assert hold_caveat(bounce, runs) == "" and lock_limit_clause(bounce, runs) == ""
