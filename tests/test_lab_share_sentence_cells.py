@@ -15,6 +15,7 @@ from groupcoord.lab.share_marks import (
     lock_limit_clause,
     share_claims,
 )
+from groupcoord.lab.share_report import runnable_spec
 from groupcoord.lab.verdict import Cell, Claim, GridVerdict, VerdictRow, claims, confirm, judge
 
 SHARE, KIP848 = "share:simple", "consumer:uniform"
@@ -160,3 +161,13 @@ def test_the_lock_limit_note_gives_each_cells_busy_share_and_the_models_hold() -
     # a sentence on no member loss has neither
     bounce = replace(c, scenario="rolling-bounce")
     assert hold_caveat(bounce, runs) == "" and lock_limit_clause(bounce, runs) == ""
+
+
+def test_the_commands_name_a_spec_a_reader_can_run() -> None:
+    # sweep.json records the spec as the rendering checkout's path
+    seen = "/work/wt/review-share/src/groupcoord/lab/data/share.toml"
+    assert runnable_spec(seen) == "src/groupcoord/lab/data/share.toml"
+    # a built-in name, a spec outside the package, or one the package lacks, stay as they are
+    assert runnable_spec("paper") == "paper"
+    assert runnable_spec("/tmp/srv7/c1.toml") == "/tmp/srv7/c1.toml"
+    assert runnable_spec("/x/groupcoord/lab/data/none.toml") == "/x/groupcoord/lab/data/none.toml"

@@ -80,6 +80,7 @@ from groupcoord.lab.share_marks import verdict_word as share_verdict_word
 from groupcoord.lab.share_report import (
     attach_window_seconds,
     broker_lag_note,
+    runnable_spec,
     sentence_calibration_limits,
     share_calibration_note,
     share_sections_html,
@@ -552,9 +553,10 @@ def protocol_text(verdicts: Sequence[GridVerdict]) -> str:
     timed = dict.fromkeys(p for g in verdicts for p in g.protocols if "@" in p)
     if timed:
         text += " " + "; ".join(f"{p} is {timing_text(p)}" for p in timed) + "."
-    text += (" Each column names its assignor and heartbeat under the label, and the "
-             "sentences name a winner as protocol, assignor and heartbeat: what decides a "
-             "result is often the assignor or a client default, not the protocol.")
+    text += (" Each column names its assignor and heartbeat under the label, and the line "
+             "above the sentences says them once for the protocols the sentences name (where "
+             "a label has them): what decides a result is often the assignor or a client "
+             "default, not the protocol.")
     if "connect" in fams:
         text += (" Only protocols Apache Kafka ships are ranked (★, =, the sentences); the "
                  "connect group type's columns stand apart, unmarked.")
@@ -1419,6 +1421,8 @@ def _build_report(out: Path, rdir: Path) -> Path:
 
     meta_path = out / "sweep.json"
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else None
+    if meta is not None and meta.get("spec"):  # the commands a reader can run
+        meta["spec"] = runnable_spec(str(meta["spec"]))
     if meta is not None:
         title = f"groupcoord lab: {meta.get('name')}"
         violations = read_rows(out / "violations") or []

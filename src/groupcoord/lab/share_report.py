@@ -387,6 +387,19 @@ def backoff_md(runs: Sequence[Mapping[str, Any]]) -> str:
                      "|---|---:|---|---:|---:|---:|", rows)
 
 
+def runnable_spec(spec: str) -> str:
+    """A spec as a reader can run it: a path ending in one of the package's own spec files
+    (``lab/data/*.toml``, from whichever checkout rendered it, as ``sweep.json`` records it)
+    becomes that file's path in the repository (``src/groupcoord/lab/data/share.toml``); a
+    built-in name or any other path stays as it is."""
+    data = Path(__file__).parent / "data"
+    name = Path(spec).name
+    tail = Path(spec).parts[-4:-1]
+    if tail == ("groupcoord", "lab", "data") and (data / name).is_file():
+        return f"src/groupcoord/lab/data/{name}"
+    return spec
+
+
 def broker_lag_note(runs: Sequence[Mapping[str, Any]]) -> Any:
     """A note for the verdict tables' share lag-peak cells (``lab.report``'s ``cell_note``):
     the broker's share lag peak (the log end offset minus the share-partition start offset,
