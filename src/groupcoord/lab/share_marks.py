@@ -321,9 +321,6 @@ def lock_limit_clause(c: Claim, runs: Sequence[Mapping[str, Any]]) -> str:
     crashes = _cells_over(runs, limit, kill=False)
     if crashes:
         head += " (this page: " + "; ".join(crashes) + ")"
-    head += ("; whether a lost host stops its partition follows whether it held acquired "
-             "records when it was lost, so how busy it was (the share of its time it "
-             "processes), not the record rate")
     own = ""
     if rate is not None:
         own = (f"; this cell runs {number(rate)} records/s a partition, "
@@ -528,32 +525,6 @@ def _with_partitions(text: str, c: Claim, runs: Sequence[Mapping[str, Any]]) -> 
     return f"{head} on {parts} partitions" + text[len(head):]
 
 
-def hold_caveat(c: Claim, runs: Sequence[Mapping[str, Any]]) -> str:
-    """The note under a member loss's share sentence on when a member holds acquired records,
-    from the runs' settings: the model's member holds a batch (up to max.poll.records) only
-    while it processes it and acknowledges it with its next fetch, where a real
-    KafkaShareConsumer holds a poll's records from the ShareFetch's answer, in its buffer,
-    until its next poll or commit acknowledges them; so a real lost host above the lock limit
-    holds records more often, and the model may under-count the lock-limit stop (the seventh
-    share review's control: at 80 records/s a partition, 2 of 10 seeds stopped at 1 ms a
-    record, 16 of 40 at 7.5 ms, 7 of 10 at 20 ms). "" for any other sentence."""
-    if not _member_loss(c.scenario) or not _share_vs_consumer([*c.best.split(" and "),
-                                                               c.worse]):
-        return ""
-    lim = lock_limit(runs)
-    if lim is None:
-        return ""
-    locks, dur = lim
-    polls = _settings(runs).get("max.poll.records")
-    batch = f" (up to max.poll.records, {number(float(polls))})" if polls else ""
-    return (f"the model may under-count the lock-limit stop ({number(locks)} locks / "
-            f"{number(dur / 1000)} s): its member holds a batch{batch} only while it "
-            "processes it, acknowledged with its next fetch, where a real KafkaShareConsumer "
-            "holds a poll's records from the ShareFetch's answer until its next poll or commit "
-            "acknowledges them, so a real lost host above the limit holds records, and stops "
-            "its partition, more often")
-
-
 def _family_note(c: Claim, every: Sequence[Claim], key: Callable[[Claim], Hashable]) -> str:
     """How many candidates a family's sentence stands for, and which (a note under it)."""
     k = key(c)
@@ -664,8 +635,7 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
             text += f" {g.seeds} seeds, no confirmation set."
         conditions = split_conditions(c.conditions)
         notes = [x[0].lower() + x[1:].rstrip(".")
-                 for x in (_family_note(c, every, key), lock_limit_clause(c, runs),
-                           hold_caveat(c, runs)) if x]
+                 for x in (_family_note(c, every, key), lock_limit_clause(c, runs)) if x]
         said = words(text) + (len(conditions) + 1 if conditions else 0)
         if said > SENTENCE_WORDS and (m := _THROUGHPUT.search(text)):
             text = text[:m.start()] + text[m.end():]
