@@ -585,7 +585,9 @@ def test_what_a_lost_host_held_is_read_from_what_came_back_after_its_lock(busy: 
         back = [(0, 10, 2), (0, 11, 2)]
     c2 = [_poll(t + 0.5, [(0, 100 + int(t), 1)]) for t in range(1, 10)]
     c2 += [_batch(t + 0.7, [(0, 100 + int(t), 1)]) for t in range(1, 10)]
-    c2 += [_poll(40.5, back), _batch(40.6, back), _poll(41.0, [(0, 200, 1)])]
+    c2 += [_poll(40.5, back), _batch(40.6, back), _poll(41.0, [(0, 200, 1)]),
+           {"t": T0 + 45.0, "e": "closing"},
+           _poll(45.1, [(0, 300, 2)])]  # released by a closing member at the run's end
     run = ShareWireRun(T0, T0 + 50.0, [WireWindow("initial-join", 0.0, 1.0),
                                        WireWindow("crash", 10.0, 10.0)],
                        {"foo-0": [(T0, 0), (T0 + 50.0, 500)]},

@@ -273,8 +273,9 @@ def lost_host_holds(run: ShareWireRun) -> list[dict[str, Any]]:
     application had not finished (no ``batch`` line after it); ``since_last_batch_s``, how long
     before the stop it had finished its last batch (then it was in its next poll: its
     acknowledgements and a ShareFetch out); ``redelivered``, the records of its partitions handed
-    to another member later with a delivery count of 2 or more (what it held, back after the
-    lock: nothing else releases a record in these cells), of which ``acquired_unseen`` were
+    to another member later with a delivery count of 2 or more, before the first graceful
+    close (what it held, back after the lock: nothing else releases a record in these cells
+    until the run's end closes its members), of which ``acquired_unseen`` were
     never handed to its application: acquired for it after its last poll returned (a ShareFetch
     it had outstanding, answered by the broker after the stop, or records waiting in its
     client's queue); ``pinned``: it held any. Real share consumers keep a ShareFetch outstanding
@@ -302,12 +303,16 @@ def lost_host_holds(run: ShareWireRun) -> list[dict[str, Any]]:
         handed = {(int(r[0]), int(r[1])) for d in run.logs.get(name, ()) if d.get("e") == "poll"
                   for r in d["recs"]}
         mine = {int(r[0]) for d in polls[-5:] for r in d["recs"]}
+        # until the first graceful close after the stop (the run's end: a closing member
+        # releases what it has not processed, delivered again to the others)
+        closing = min((float(d["t"]) for ls in run.logs.values() for d in ls
+                       if d.get("e") == "closing" and float(d["t"]) > stop), default=run.end)
         again: set[tuple[int, int]] = set()
         for other, ls in run.logs.items():
             if other == name:
                 continue
             for d in ls:
-                if d.get("e") == "poll" and float(d["t"]) > stop:
+                if d.get("e") == "poll" and stop < float(d["t"]) < closing:
                     again |= {(int(r[0]), int(r[1])) for r in d["recs"]
                               if int(r[2]) >= 2 and int(r[0]) in mine}
         unseen = len(again - handed)
