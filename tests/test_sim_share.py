@@ -346,3 +346,43 @@ def test_a_consumer_groups_kill_is_its_crash(tmp_path: Path) -> None:
         runs.append({k: v for k, v in d.items() if k != "disturbance"})
     assert runs[0] == runs[1]
     assert runs[0]["resource_downtime_ms"] >= 40_000  # the session timeout, 45 s
+
+
+@pytest.mark.parametrize("kind", ["crash", "kill"])
+def test_a_lost_hosts_fetch_waiting_at_the_broker_still_acquires_records(
+        tmp_path: Path, kind: str) -> None:
+    """A lost host (crash) closes nothing, so a ShareFetch it sent before it stopped, waiting at
+    the broker for records (a long poll), is still answered: the broker acquires the next
+    records for it, and they wait for their lock as any the host held (Kafka's delayed share
+    fetch completes on the partition's next records, whatever the client; librdkafka and the
+    Java client keep a ShareFetch outstanding whenever they hold nothing, docs/lab.md "Share
+    groups against real share consumers"). A killed process's connection closes: its fetch
+    ends with it and nothing is acquired for it."""
+    path = tmp_path / f"idle-{kind}.toml"
+    # one member a partition, 10 records/s at 1 ms each: a member waits at the broker for its
+    # next record nearly all the time
+    path.write_text(f'name = "idle-{kind}"\n[group]\nmembers = 2\ntopics = {{ foo = 2 }}\n'
+                    '[workload]\nrecords_per_s = 10\nmax_poll_records = 100\n'
+                    'processing_ms = 1.0\n'
+                    f'[[events]]\nat_ms = 30000\nkind = "{kind}"\nmember = "c1"\n')
+    sim = build_simulation(str(path), 1, PROTOCOL)
+    assert isinstance(sim, ShareSimulation)
+    sim.start()
+    assert not sim.advance(until_ms=29_999), sim.result().violation
+    victim = sim.procs["c1"]
+    # the precondition: c1 holds nothing, its ShareFetch is out (waiting at the broker)
+    assert victim.fetching and not victim.batch and not _held_by(sim, victim.member_id)
+    assert not sim.advance(until_ms=31_000)
+    assert not victim.alive
+    held = _held_by(sim, victim.member_id)
+    if kind == "kill":
+        assert not held
+    else:
+        # acquired after the crash, for the lost host; held for the lock (30 s) by nobody alive
+        assert held
+        deadlines = {sim.partitions.shadow[tp].locks[o][1] for tp, o in held}
+        assert all(30_000 + 30_000 <= d <= 31_000 + 30_000 for d in deadlines), deadlines
+        assert not sim.advance(until_ms=59_000)
+        assert _held_by(sim, victim.member_id) == held
+    sim.advance()
+    ok(sim.result())
