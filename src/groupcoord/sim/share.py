@@ -20,8 +20,10 @@ acknowledgement):
   reaches neither): with partitions assigned and no batch in hand, it sends a fetch for them,
   carrying the acknowledgements of its last batch; the broker applies them, then acquires up
   to ``max_poll_records`` records (partitions in turn, starting one further each fetch). A fetch
-  that finds nothing waits at the broker (long poll) until a record is produced on one of its
-  partitions, at least the workload's ``fetch_latency_ms`` and at most ``FETCH_MAX_WAIT_MS``.
+  that finds nothing waits at the broker (long poll) until it can acquire records, tried again
+  at each record produced on one of its partitions (at least the workload's
+  ``fetch_latency_ms`` apart: another member's fetch may take them first), and is answered
+  empty after ``FETCH_MAX_WAIT_MS`` (Kafka's delayed share fetch).
 - **Processing**: record by record, each taking a draw of the workload's processing time (plus
   a ``slow`` event's ``delay_ms`` per batch, a slow downstream); a *poison* record's processing
   fails and the member RELEASEs it (it is delivered again, to any member, and archived at
@@ -651,7 +653,9 @@ class ShareSimulation(ShareConvergence):
             nxt = min((parts.produced_time(tp, parts.log_end(tp, self.now)) for tp in tps
                        if tp in parts.producing and tp not in parts.gone), default=wait_until)
             at = min(wait_until, max(nxt, self.now + self.scenario.workload.fetch_latency_ms))
-            self.at(at, self._to_broker, ((p, gen, cid, mid, tps, {}, False), self.now))
+            # tried again at each record produced, until something is acquired or the wait is
+            # over (Kafka's DelayedShareFetch: tryComplete until MaxWaitMs)
+            self.at(at, self._to_broker, ((p, gen, cid, mid, tps, {}, False), wait_until))
             return
         self.counters["messages"] += 1
         for t in self.network.route(self.now, f"{p.name}#{gen}f<", p.name, True):
