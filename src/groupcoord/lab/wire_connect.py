@@ -455,8 +455,9 @@ def run_connect_wire(sc: Scenario, protocol: str, seed: int, *, keep_dir: Path |
             if at >= first_event and not loads:
                 loads.append(os.getloadavg()[0])
             if progress is not None:
-                progress(f"{protocol}: t={time.monotonic() - t0:6.1f} s {action} "
-                         f"{arg if action != 'config' else _spec(arg)}")
+                shown = (_spec(arg) if action == "config" else
+                         f"{arg[0]}={arg[1]} once started" if action == "tasks" else arg)
+                progress(f"{protocol}: t={time.monotonic() - t0:6.1f} s {action} {shown}")
             if action == "go":
                 w = workers[arg]
                 w.ready.wait(30)
