@@ -40,6 +40,7 @@ from typing import Any
 from groupcoord.lab.findings import (
     BALANCE_AFTER_LAST,
     BY_COLUMN,
+    HEARTBEAT_SETTING,
     family,
     number,
     run_settings,
@@ -1261,3 +1262,114 @@ __all__ = [
     "window_split",
     "with_conditions",
 ]
+
+
+#: The metrics on which an incremental cooperative protocol's follow-up round costs each moved
+#: task or partition about one heartbeat interval (KIP-429, KIP-415): task downtime and lag.
+HEARTBEAT_GAP_METRICS = frozenset({"task_downtime_task_s", "lag_record_s", "lag_peak"})
+
+
+def _incremental_classic(protocol: str) -> bool:
+    """A classic-group protocol with a follow-up round (KIP-429 cooperative-sticky, KIP-415
+    sessioned Connect): the revoking member rejoins at once, the others at their next
+    heartbeat."""
+    kind = protocol.partition(":")[2].split("@")[0]
+    return family(protocol) in ("classic", "classic-connect") and kind in (
+        "cooperative", "sessioned")
+
+
+def _base_label(protocol: str) -> str:
+    return protocol.split("@")[0]
+
+
+def heartbeat_gap_clause(verdicts: Sequence[GridVerdict]) -> str:
+    """The condition every cooperative-against-eager gap on task downtime or lag rests on,
+    said once for the page: an incremental cooperative protocol's follow-up round (KIP-429
+    for classic consumers, KIP-415 for Connect) starts at each member's next heartbeat, so
+    its task downtime and excess lag carry about one heartbeat interval per moved task or
+    partition, and the gap to eager scales with ``heartbeat.interval.ms``. The interval is
+    read from the runs' settings; whether the spec ran those protocols at another interval
+    (an ``@hb`` variant; ``@hbspread`` spreads the phase, not the interval) is said, and a
+    KIP-848 pair at two intervals in one cell (``consumer:uniform`` and ``@hb3s``) is quoted
+    where the tables have one. "" when no grid compares such a protocol with an eager one."""
+    beats: set[float] = set()
+    variants: set[float] = set()
+    for g in verdicts:
+        if not any(is_eager(_base_label(p)) for p in g.protocols):
+            continue
+        for row in g.rows:
+            st = row.settings or g.settings
+            for p in g.protocols:
+                if not _incremental_classic(p):
+                    continue
+                hb = _heartbeat(st.get(p) or g.settings.get(p, {}), p, HEARTBEAT_SETTING)
+                if hb is None:
+                    continue
+                rest = p.partition("@")[2]
+                if rest.startswith("hb") and not rest.startswith("hbspread"):
+                    variants.add(hb)
+                else:
+                    beats.add(hb)
+    if not beats:
+        return ""
+    swept = sorted(variants - beats)
+    text = ("an incremental cooperative protocol's follow-up round (classic:cooperative, "
+            "classic-connect:sessioned) starts at each member's next heartbeat, so its task "
+            "downtime and excess lag carry about one heartbeat interval per moved task or "
+            "partition and its gap to eager scales with heartbeat.interval.ms: "
+            + ", ".join(_ms(b) for b in sorted(beats)) + " in these runs (the settings table)")
+    if swept:
+        text += "; also run at " + ", ".join(_ms(b) for b in swept) + " (their own rows)"
+    else:
+        text += "; no shorter interval was run for them (not swept)"
+    pair = _kip848_interval_pair(verdicts)
+    if pair:
+        text += "; " + pair
+    return text
+
+
+def _kip848_interval_pair(verdicts: Sequence[GridVerdict]) -> str:
+    """Where one cell runs ``consumer:uniform`` at two heartbeat intervals (the default and an
+    ``@hb`` variant), its excess lag at each: what a shorter interval does to a protocol that
+    also learns of a rebalance at its next heartbeat. The first scale-out row with both, else
+    the first row with both."""
+    found: list[tuple[int, int, str]] = []
+    for g in verdicts:
+        for row in g.rows:
+            for mv in row.metrics:
+                if mv.metric.column != "lag_record_s":
+                    continue
+                ps = [p for p in mv.cells if _base_label(p) == "consumer:uniform"
+                      and not p.partition("@")[2].startswith("hbspread")]
+                if len(ps) < 2:
+                    continue
+                st = row.settings or g.settings
+                hbs = {p: _heartbeat(st.get(p) or g.settings.get(p, {}), p) for p in ps}
+                if None in hbs.values() or len(set(hbs.values())) < 2:
+                    continue
+                where = f"{row.scenario}, {row.size} members, {row.workload} ({g.name})"
+                each = ", ".join(f"{mv.metric.fmt(mv.cells[p].median)} at {_ms(hbs[p] or 0)}"
+                                 for p in sorted(ps, key=lambda p: -(hbs[p] or 0)))
+                found.append((0 if row.scenario == "scale-out" else 1, len(found),
+                              f"KIP-848's consumer:uniform ran at two intervals in {where}: "
+                              f"excess lag {each} (medians)"))
+    return min(found)[2] if found else ""
+
+
+def with_heartbeat_condition(found: Sequence[Claim], verdicts: Sequence[GridVerdict]
+                             ) -> list[Claim]:
+    """The sentences on task downtime or lag of a grid that compares an eager protocol with an
+    incremental cooperative one (not a crash: no member revokes there) with
+    :func:`heartbeat_gap_clause` among their conditions: the page states it once, lettered."""
+    clause = heartbeat_gap_clause(verdicts)
+    if not clause:
+        return list(found)
+    out = []
+    for c in found:
+        g = next((v for v in verdicts if v.name == c.grid), None)
+        if (g is not None and c.metric in HEARTBEAT_GAP_METRICS and "crash" not in c.scenario
+                and any(is_eager(_base_label(p)) for p in g.protocols)
+                and any(_incremental_classic(p) for p in g.protocols)):
+            c = replace(c, conditions=(*c.conditions, clause))
+        out.append(c)
+    return out
