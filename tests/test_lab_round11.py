@@ -103,3 +103,17 @@ def test_calibration_rows_are_one_table_per_scenario_and_sentences_point_to_it()
     assert md.count("Calibration, kip415-worker-joins") == 1
     assert "| classic-connect:sessioned, real Connect workers, 3 workers | outside 2x |" in md
     assert "162 / 349 (0.46)" in md or "162 / 349 (0.47)" in md
+
+
+def test_a_bounce_win_from_the_rest_of_the_delay_is_labelled_by_design() -> None:
+    """Round 11: worker-bounce-d30s's time until balanced after the worker's return (sessioned
+    23-24 s) is what remains of the 30 s delay, yet only the 300 s rows said "by design"."""
+    from groupcoord.lab.findings import BALANCE_AFTER_LAST, BY_COLUMN
+    from groupcoord.lab.verdict import DELAY_SETTING, _by_design
+
+    m = BY_COLUMN[BALANCE_AFTER_LAST]
+    st = {SESSIONED: {DELAY_SETTING: 30_000}}
+    assert _by_design(st, m, SESSIONED, 23_800.0, down_ms=5_000)
+    assert not _by_design(st, m, SESSIONED, 23_800.0)  # no absence known: the whole delay
+    assert not _by_design(st, m, SESSIONED, 8_000.0, down_ms=5_000)
+    assert not _by_design(st, m, EAGER, 23_800.0, down_ms=5_000)
