@@ -117,3 +117,27 @@ def test_a_bounce_win_from_the_rest_of_the_delay_is_labelled_by_design() -> None
     assert not _by_design(st, m, SESSIONED, 23_800.0)  # no absence known: the whole delay
     assert not _by_design(st, m, SESSIONED, 8_000.0, down_ms=5_000)
     assert not _by_design(st, m, EAGER, 23_800.0, down_ms=5_000)
+
+
+def test_a_split_cell_says_what_decides_its_branch_from_the_runs() -> None:
+    """Round 11: kip415-worker-joins at 3 workers, sessioned's task downtime is 162 or 330
+    task·s by seed: each old worker stops about 17 tasks, 8 at a time, so its revocation
+    takes 3 stop times, 3 s, right against the 3 s heartbeat. The page says so from the runs
+    (restarts, stop time, pool, heartbeat), not from typed numbers."""
+    from groupcoord.lab.mechanism import split_branch_cause
+
+    def run(seed: int, hb: int, stop: float) -> dict[str, Any]:
+        return {**_run(SESSIONED, seed, hb, task_restarts=50.0), "size": 3,
+                "task_stop_ms": stop, "task_start_ms": 1000.0,
+                "settings_json": json.dumps({"heartbeat.interval.ms": hb,
+                                             "start.stop.threads": 8})}
+
+    said = split_branch_cause("kip415-worker-joins", 3, SESSIONED,
+                              [run(s, 3000, 1000.0) for s in range(5)])
+    assert said.startswith("each of the 3 old workers stops about 17 tasks, 8 at a time, so "
+                           "its revocation takes about 3 stops of 1 s, 3 s, against the 3 s "
+                           "heartbeat interval"), said
+    other = split_branch_cause("kip415-worker-joins", 3, SESSIONED,
+                               [run(s, 1000, 500.0) for s in range(5)])
+    assert "3 stops of 500 ms, 1.5 s, against the 1 s heartbeat" in other, other
+    assert split_branch_cause("kip415-worker-joins", 6, SESSIONED, [run(0, 3000, 1.0)]) == ""

@@ -1373,3 +1373,34 @@ def with_heartbeat_condition(found: Sequence[Claim], verdicts: Sequence[GridVerd
             c = replace(c, conditions=(*c.conditions, clause))
         out.append(c)
     return out
+
+
+def split_branch_cause(scenario: str, size: int, protocol: str,
+                       runs: Sequence[Mapping[str, Any]]) -> str:
+    """What decides which outcome a split Connect cell takes (a sessioned join): each old
+    worker revokes its share of the moved tasks through Kafka's start/stop pool, one stop time
+    per ``start.stop.threads`` of them, and the follow-up round (KIP-415) starts at the next
+    heartbeat after that revocation, so a revocation about as long as the heartbeat interval
+    catches that heartbeat on some seeds (the heartbeat phase) and waits one more on others.
+    From the runs: the task restarts over the old workers, the stop time, the pool's size,
+    the heartbeat. "" when the runs do not have them."""
+    mine = [r for r in runs if r.get("scenario") == scenario and int(r.get("size") or 0) == size
+            and str(r.get("protocol")) == protocol]
+    if not mine or size <= 0:
+        return ""
+    tt = task_times(mine[0])
+    st = run_settings(mine[0])
+    threads, hb = st.get("start.stop.threads"), st.get("heartbeat.interval.ms")
+    restarts = [float(r["task_restarts"]) for r in mine if r.get("task_restarts") is not None]
+    if tt is None or not isinstance(threads, int | float) or threads <= 0 or not restarts \
+            or not isinstance(hb, int | float):
+        return ""
+    each = statistics.median(restarts) / size
+    batches = -(-round(each) // int(threads))
+    return (f"each of the {size} old workers stops about {number(round(each))} tasks, "
+            f"{int(threads)} at a time, so its revocation takes about {batches} stops of "
+            f"{_ms(tt.stop_ms)}, {_ms(batches * tt.stop_ms)}, against the {_ms(float(hb))} "
+            "heartbeat interval: the follow-up round starts at the next heartbeat after the "
+            "revocation, so the heartbeat's phase decides whether it catches the earlier "
+            "heartbeat (the low outcome) or waits one more (the high one); the stop time was "
+            "not swept around this edge in these runs")

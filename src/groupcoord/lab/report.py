@@ -64,6 +64,7 @@ from groupcoord.lab.mechanism import (
     attach_moving_downtime,
     mechanisms,
     row_loads,
+    split_branch_cause,
     with_conditions,
     with_heartbeat_condition,
 )
@@ -1750,7 +1751,8 @@ def calibration_flag(c: Claim, rows: Sequence[CalibrationRow]) -> str:
     return ", ".join(parts)
 
 
-def calibration_notes(found: Sequence[Claim], verdicts: Sequence[GridVerdict]) -> list[str]:
+def calibration_notes(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
+                      runs: Sequence[Mapping[str, Any]] = ()) -> list[str]:
     """Each sentence's pointer to its scenario's calibration table (:func:`calibration_tables`,
     below the sentences) with its flag (:func:`calibration_flag`), in a few words: the
     calibration blocks printed under every sentence ran to thousands of characters, near
@@ -1771,7 +1773,7 @@ def calibration_notes(found: Sequence[Claim], verdicts: Sequence[GridVerdict]) -
         parts = [f"table \"{c.scenario}\" below ({len(rows)} row{'s' if len(rows) > 1 else ''})"]
         if flag := calibration_flag(c, rows):
             parts.append(flag)
-        if split := split_calibration_text(c.scenario, named, verdicts):
+        if split := split_calibration_text(c.scenario, named, verdicts, runs=runs):
             parts.append(split)
         brief = getattr(limits, "metric_check_brief", None)
         if brief is not None and (extra := brief(limits.load_calibration(), c.metric)):
@@ -1895,7 +1897,8 @@ def near_edge_text(scenario: str, protocols: Sequence[str],
 
 def split_calibration_text(scenario: str, protocols: Sequence[str],
                            verdicts: Sequence[GridVerdict],
-                           rows: Sequence[Mapping[str, Any]] | None = None) -> str:
+                           rows: Sequence[Mapping[str, Any]] | None = None,
+                           runs: Sequence[Mapping[str, Any]] = ()) -> str:
     """The real Connect workers' calibration rows (``lab.wire_connect_calibration``) of a
     sentence's scenario and protocols outside 2x on a metric whose simulated cell splits into
     two outcomes over both seed sets (``verdict.modes``): each outcome with its seeds, and
@@ -1927,14 +1930,23 @@ def split_calibration_text(scenario: str, protocols: Sequence[str],
             if len(outcomes) < 2:
                 continue
             m, wire = mv.metric, float(cal["wire"])
-            each = " and ".join(f"{m.fmt(statistics.median(o))} on {len(o)} of {len(values)} "
-                                "seeds" for o in outcomes)
-            # the outcome closest to the wire's median, and how far (a ratio, as the 2x test)
-            ratio, near = min((max(wire, o) / min(wire, o) if min(wire, o) > 0 else math.inf, o)
-                              for o in (statistics.median(x) for x in outcomes))
+            # the outcome closest to the wire's median first (the branch the real workers
+            # took), and how far (a ratio, as the 2x test): round 11, the page led with the
+            # low outcome while the wire sat on the high one
+            def far(o: float, wire: float = wire) -> float:
+                return max(wire, o) / min(wire, o) if min(wire, o) > 0 else math.inf
+
+            outcomes.sort(key=lambda o: far(statistics.median(o)))
+            near = statistics.median(outcomes[0])
+            each = "; ".join(
+                f"{m.fmt(statistics.median(o))} on {len(o)} of {len(values)} seeds"
+                + (f", the branch the real workers measured ({m.fmt(wire)}, "
+                   f"{far(near):.2f}x)" if i == 0 else "")
+                for i, o in enumerate(outcomes))
+            cause = split_branch_cause(scenario, int(r.get("size") or 0), p, runs)
             parts.append(f"{p} at {r.get('size')} workers, {short_label(m)}: the simulated cell "
-                         f"splits ({each}, both seed sets); the measured {m.fmt(wire)} is "
-                         f"{ratio:.2f}x its {m.fmt(near)} outcome")
+                         f"splits ({each}; both seed sets)"
+                         + (f"; what decides the branch: {cause}" if cause else ""))
     return ("outside 2x where the simulation's seeds split: " + "; ".join(parts)) if parts else ""
 
 
@@ -1991,7 +2003,7 @@ def _claims_html(found: Sequence[Claim], verdicts: Sequence[GridVerdict] = (),
                     + (f"<br><small class='note'>{html.escape(v)}</small>"
                        if (v := caveat_text(c)) else "")
                     + (f"<br><small class='cal'>{html.escape(n)}</small>" if n else "") + "</li>"
-                    for c, n in zip(found, calibration_notes(found, verdicts), strict=True))
+                    for c, n in zip(found, calibration_notes(found, verdicts, runs), strict=True))
     return ("<h2>What the tables show</h2><p>Each sentence is one marked difference in a cell "
             f"of at least {CLAIM_MIN_SEEDS} seeds per protocol, in the grid's own metrics; its "
             "command reruns that cell with the same seeds, hence the same rows. "
@@ -2147,7 +2159,8 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
         lines += [conditions_intro(letters), ""]
         lines += [f"- ({k}) {x}." for x, k in letters.items()]
         lines.append("")
-    for i, (c, note) in enumerate(zip(found, calibration_notes(found, verdicts), strict=True),
+    notes = calibration_notes(found, verdicts, runs)
+    for i, (c, note) in enumerate(zip(found, notes, strict=True),
                                   1):
         lines.append(f"{i}. {sentence_text(c, letters, names)}  \n   `{c.command}`")
         if caveat := caveat_text(c):
