@@ -175,10 +175,13 @@ def test_one_sentence_per_family_and_size_says_how_many_candidates_it_stands_for
     assert len(claims([g])) == 2
     (one,) = claims([g], family_of=key)
     (out,) = share_claims([one], claims([g]), [g], runs)
-    assert ("This sentence stands for 2 candidates of one family (owner-crash, owner-kill at 12 "
-            "members): excess lag, on 1x4-busy") in out.text
+    # the claim says what it claims; how many candidates it stands for and the lock-limit
+    # evidence are in the note under it (``Claim.caveats``)
+    assert ("this sentence stands for 2 candidates of one family (owner-crash, owner-kill at 12 "
+            "members): excess lag, on 1x4-busy") in out.caveats[0]
     assert out.text.endswith("5 seeds, no confirmation set.")
-    assert "Lock limit" in out.text
+    assert "stands for" not in out.text and "Lock limit" not in out.text
+    assert any(x.startswith("lock limit: a lost host") for x in out.caveats)
     from groupcoord.lab.report import claim_rule
 
     assert "at most one sentence per scenario family" in claim_rule([one], [g])

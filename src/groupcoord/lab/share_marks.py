@@ -24,13 +24,15 @@ share review):
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from groupcoord.lab.findings import family, number, run_settings, work_value
-from groupcoord.lab.verdict import Claim, GridVerdict, MetricVerdict
+from groupcoord.lab.mechanism import ORDERING
+from groupcoord.lab.verdict import Claim, GridVerdict, MetricVerdict, words
 
 #: The verdict of a share-vs-consumer mark on records processed twice after a member loss
 #: in a grid without a commit-per-batch consumer column.
@@ -202,8 +204,11 @@ def family_rule(verdicts: Sequence[GridVerdict]) -> str:
         return ""
     return (" A share group against a consumer group gets at most one sentence per scenario "
             "family (crowd-crash, owner-crash and owner-kill are one: a member lost) and size "
-            "(and whether the members outnumber the partitions), the first by the rule above; "
-            "each such sentence says how many candidates it stands for.")
+            "(and whether the members outnumber the partitions), the first by the rule above (the "
+            "largest effect: the family's most favourable cell, so a member loss's sentence "
+            "also says on how many seeds its family's lost hosts above the lock limit stopped "
+            "a partition); the note under each such sentence says how many candidates it "
+            "stands for.")
 
 
 def _settings(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -230,10 +235,10 @@ def _rate(r: Mapping[str, Any]) -> float | None:
     return float(v) if v is not None else None
 
 
-def _cells_over(runs: Sequence[Mapping[str, Any]], limit: float, kill: bool) -> list[str]:
+def _over(runs: Sequence[Mapping[str, Any]], limit: float, kill: bool
+          ) -> list[tuple[str, int, str, float, int, list[Mapping[str, Any]]]]:
     """The page's own member-loss cells of a share group above the lock-limit rate, with more
-    members than partitions: on how many seeds a partition stopped, the stopped seeds' median
-    excess lag and partitions stopped."""
+    members than partitions, as (scenario, size, workload, rate, seeds, stopped seeds' runs)."""
     cells: dict[tuple[str, int, str], list[Mapping[str, Any]]] = {}
     for r in runs:
         scen = str(r.get("scenario"))
@@ -248,8 +253,18 @@ def _cells_over(runs: Sequence[Mapping[str, Any]], limit: float, kill: bool) -> 
     for (scen, size, workload), rs in sorted(cells.items()):
         seeds = {int(r.get("seed") or 0): r for r in rs}
         stopped = [r for r in seeds.values() if float(r.get("resource_downtime_ms") or 0) > 0]
-        text = (f"{scen} at {size} on {workload}, {number(_rate(rs[0]) or 0)} records/s: "
-                f"a partition stopped on {len(stopped)} of {len(seeds)} seeds")
+        out.append((scen, size, workload, _rate(rs[0]) or 0.0, len(seeds), stopped))
+    return out
+
+
+def _cells_over(runs: Sequence[Mapping[str, Any]], limit: float, kill: bool) -> list[str]:
+    """The page's own member-loss cells of a share group above the lock-limit rate, with more
+    members than partitions: on how many seeds a partition stopped, the stopped seeds' median
+    excess lag and partitions stopped."""
+    out = []
+    for scen, size, workload, rate, seeds, stopped in _over(runs, limit, kill):
+        text = (f"{scen} at {size} on {workload}, {number(rate)} records/s: "
+                f"a partition stopped on {len(stopped)} of {seeds} seeds")
         if stopped:
             lag = statistics.median(float(r.get("lag_record_s") or 0) for r in stopped)
             down = statistics.median(float(r["resource_downtime_ms"]) for r in stopped)
@@ -297,28 +312,92 @@ def lock_limit_clause(c: Claim, runs: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _family_note(c: Claim, every: Sequence[Claim], key: Callable[[Claim], Hashable]) -> str:
+    """How many candidates a family's sentence stands for, and which (a note under it)."""
     k = key(c)
     if k is None:
         return ""
     same = [x for x in every if key(x) == k]
     if len(same) <= 1:
-        return "This sentence stands for 1 candidate."
+        return "this sentence stands for 1 candidate"
     metrics = list(dict.fromkeys(LABELS.get(x.metric, x.metric) for x in same))
     scens = list(dict.fromkeys(x.scenario for x in same))
     loads = list(dict.fromkeys(x.workload for x in same if x.workload))
-    return (f"This sentence stands for {len(same)} candidates of one family "
+    return (f"this sentence stands for {len(same)} candidates of one family "
             f"({', '.join(scens)} at {c.size} members): {', '.join(metrics)}"
             + (f", on {', '.join(loads)}" if loads else "") + "; the others are marked in the "
-            "tables above.")
+            "tables above")
+
+
+def lost_host_clause(c: Claim, every: Sequence[Claim], key: Callable[[Claim], Hashable],
+                     runs: Sequence[Mapping[str, Any]]) -> str:
+    """The claim's own words on its family's lost hosts (KIP-932's in-flight limit): on how
+    many seeds a crash of the family's candidates' scenarios at the sentence's size, above the
+    lock-limit rate, stopped a partition, cell by cell. The family's sentence is its first
+    candidate by the page's rule, the largest effect, which favours the cell where the share
+    group does best (a kill, whose records are released on disconnect); so the claim itself
+    says where the family's cells split instead of leaving it to the note. "" where no such
+    crash stopped a partition."""
+    k = key(c)
+    lim = lock_limit(runs)
+    if k is None or lim is None or not _member_loss(c.scenario):
+        return ""
+    limit = lim[0] / (lim[1] / 1000.0)
+    scens = {x.scenario for x in (c, *every) if key(x) == k and "kill" not in x.scenario}
+    cells: dict[str, list[str]] = {}
+    for scen, size, workload, _, n, stopped in _over(runs, limit, kill=False):
+        if size == c.size and scen in scens and stopped:
+            seeds = "" if any(cells.values()) else " seeds"
+            cells.setdefault(scen, []).append(f"{len(stopped)} of {n}{seeds} ({workload})")
+    if not cells:
+        return ""
+    return ("Above the lock limit its family's lost hosts (crashes) stopped a partition: "
+            + "; ".join(f"{scen} on " + " and ".join(xs) for scen, xs in cells.items()) + ".")
+
+
+#: A claim's reading of its medians in the group's production time (``lab.verdict``'s
+#: throughput clause), which the note takes where the claim would pass :data:`SENTENCE_WORDS`.
+_THROUGHPUT = re.compile(r" \(((?:at the group's|record·s = the group's) [^()]*)\)")
+#: The words a share sentence's claim keeps to, its condition letters included (docs/lab.md,
+#: "The report": a claim of about 60 words, its evidence in the note under it).
+SENTENCE_WORDS = 60
+
+
+#: :data:`lab.mechanism.ORDERING` as a condition of its own ("for it" said after the win's
+#: mechanism; alone, the win it is given up for).
+ORDERING_ALONE = ORDERING.replace(" for it ", " for the share group's wins ", 1)
+
+
+def split_conditions(conditions: Sequence[str]) -> tuple[str, ...]:
+    """The share conditions (``lab.mechanism.share_capacity``) clause by clause, so that a
+    clause several sentences rest on is stated once above them: the redundancy of more
+    members than partitions, what remains at one member per partition, and the ordering a
+    share group gives up (KIP-932, :data:`ORDERING_ALONE`) each its own condition."""
+    out: list[str] = []
+    for x in conditions:
+        parts = [x]
+        if x.endswith("; " + ORDERING):
+            parts = [x[:-len("; " + ORDERING)], ORDERING_ALONE]
+        elif x == ORDERING:
+            parts = [ORDERING_ALONE]
+        head, sep, even = parts[0].partition("; at one member per partition (")
+        if sep:
+            parts[0:1] = [head, "at one member per partition (" + even]
+        out += [p for p in parts if p not in out]
+    return tuple(out)
 
 
 def share_claims(found: Sequence[Claim], every: Sequence[Claim],
                  verdicts: Sequence[GridVerdict], runs: Sequence[Mapping[str, Any]]
                  ) -> list[Claim]:
-    """The share sentences with what their marks rest on: how many candidates each stands
-    for (``every``: the page's candidates), the lock-limit condition on a member loss, and
-    "N seeds, no confirmation set" on a grid without a second seed set. Other sentences
-    unchanged."""
+    """The share sentences with what their marks rest on. The claim keeps to about
+    :data:`SENTENCE_WORDS` words with its command: on a member loss it says on how many
+    seeds its family's lost hosts above the lock limit stopped a partition
+    (:func:`lost_host_clause`), and "N seeds, no confirmation set" on a grid without a second
+    seed set. The note under it (``Claim.caveats``) says how many candidates it stands for
+    (``every``: the page's candidates) and the lock-limit evidence
+    (:func:`lock_limit_clause`); where the claim would pass its words, the medians in the
+    group's production time move there too. Its share conditions are split clause by clause
+    (:func:`split_conditions`). Other sentences unchanged."""
     key = family_key(runs)
     grids = {g.name: g for g in verdicts}
     out = []
@@ -327,10 +406,22 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
         if g is None or not any(family(p) == "share" for p in g.protocols):
             out.append(c)
             continue
-        extra = [x for x in (_family_note(c, every, key), lock_limit_clause(c, runs)) if x]
+        text = c.text.rstrip()
+        if lost := lost_host_clause(c, every, key, runs):
+            text += " " + lost
         if not g.confirm_seeds:
-            extra.append(f"{g.seeds} seeds, no confirmation set.")
-        out.append(replace(c, text=c.text.rstrip() + " " + " ".join(extra)) if extra else c)
+            text += f" {g.seeds} seeds, no confirmation set."
+        conditions = split_conditions(c.conditions)
+        notes = [x[0].lower() + x[1:].rstrip(".")
+                 for x in (_family_note(c, every, key), lock_limit_clause(c, runs)) if x]
+        said = words(text) + (len(conditions) + 1 if conditions else 0)
+        if said > SENTENCE_WORDS and (m := _THROUGHPUT.search(text)):
+            text = text[:m.start()] + text[m.end():]
+            medians = m.group(1)
+            notes.insert(1, "the medians " + (medians if medians.startswith("at ")
+                                              else f"in the group's production: {medians}"))
+        out.append(replace(c, text=text, conditions=conditions,
+                           caveats=(*c.caveats, *notes)))
     # the equal-capacity result first (the sixth share review): a share sentence at one member
     # per partition or fewer leads, the redundancy of more members than partitions follows
     return sorted(out, key=lambda c: not _at_equal_capacity(c, runs))
@@ -380,5 +471,6 @@ def fetchers_line(verdicts: Sequence[GridVerdict], runs: Sequence[Mapping[str, A
 
 __all__ = ["BROKER_LAG", "COMMIT_DEPENDENT", "MEMBER_LOST", "commit_reference", "family_key",
            "family_rule",
-           "fetchers_line", "lock_limit", "lock_limit_clause", "share_claims", "unmark_broker_lag",
+           "fetchers_line", "lock_limit", "lock_limit_clause", "lost_host_clause", "share_claims",
+           "split_conditions", "unmark_broker_lag",
            "unmark_commit_dependent", "verdict_word"]
