@@ -141,3 +141,21 @@ def test_a_split_cell_says_what_decides_its_branch_from_the_runs() -> None:
                                [run(s, 1000, 500.0) for s in range(5)])
     assert "3 stops of 500 ms, 1.5 s, against the 1 s heartbeat" in other, other
     assert split_branch_cause("kip415-worker-joins", 6, SESSIONED, [run(0, 3000, 1.0)]) == ""
+
+
+def test_the_model_limits_say_how_many_rebalances_a_connector_creation_makes() -> None:
+    """Round 11: a connector's creation was one rebalance in the model where Kafka's herder
+    makes two; a sink task's restart also rebalances its connector's consumer group, which task
+    downtime does not count. The page says both, the count from the runs."""
+    from groupcoord.lab.mechanism import connect_leaves_out
+
+    def run(restarts: float) -> dict[str, Any]:
+        return {**_run(EAGER, 0, task_restarts=restarts), "scenario": "kip415-connector-added",
+                "connectors": 16, "tasks": 8}
+
+    one = connect_leaves_out([run(128.0)])
+    assert any("sink task's restart" in x for x in one)
+    assert any("these runs make it 1 rebalance that stops every task" in x for x in one), one
+    two = connect_leaves_out([run(256.0)])
+    assert any("these runs make it 2 rebalances that stop every task" in x for x in two), two
+    assert connect_leaves_out([{**run(1.0), "protocol": "classic:eager"}]) == []

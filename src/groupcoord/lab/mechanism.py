@@ -1404,3 +1404,36 @@ def split_branch_cause(scenario: str, size: int, protocol: str,
             "revocation, so the heartbeat's phase decides whether it catches the earlier "
             "heartbeat (the low outcome) or waits one more (the high one); the stop time was "
             "not swept around this edge in these runs")
+
+
+def connect_leaves_out(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What task downtime leaves out of a Connect row, and how many rebalances the runs make
+    of a connector's creation, read from the runs (kip415-connector-added under
+    classic-connect:eager, where every rebalance stops every task: its task restarts over the
+    group's tasks). Kafka's herder rebalances twice (the connector's config, then its task
+    configs once it has started: DistributedHerder's onConnectorConfigUpdate and
+    onTaskConfigUpdate). Empty without Connect runs."""
+    connect = [r for r in runs if family(str(r.get("protocol"))) in ("connect", "classic-connect")]
+    if not connect:
+        return []
+    out = ["A sink task's restart also rebalances its connector's own consumer group (the "
+           "task's consumer leaves and rejoins it); task downtime counts the task not running, "
+           "not that group's rebalance, so a protocol that restarts more tasks costs more than "
+           "the tables show, in every sink connector's group."]
+    added = [r for r in connect if r.get("scenario") == "kip415-connector-added"
+             and r.get("protocol") == "classic-connect:eager" and r.get("ok")
+             and r.get("task_restarts") is not None]
+    if added:
+        total = int((added[0].get("connectors") or 0) * (added[0].get("tasks") or 0))
+        restarts = statistics.median(float(r["task_restarts"]) for r in added)
+        if total:
+            rounds = restarts / total
+            out.append(
+                "A connector's creation: these runs make it "
+                f"{number(rounds)} rebalance{'s' if rounds != 1 else ''} that "
+                f"stop{'s' if rounds == 1 else ''} every task "
+                f"under eager (kip415-connector-added, classic-connect:eager: {number(restarts)} "
+                f"task restarts, median, of the group's {total:,} tasks); Kafka's herder "
+                "rebalances twice (the connector's config, then its task configs once it has "
+                "started), and eager stops every task in both.")
+    return out

@@ -62,6 +62,7 @@ from groupcoord.lab.mechanism import (
     TaskTimes,
     attach_balance_after_last,
     attach_moving_downtime,
+    connect_leaves_out,
     mechanisms,
     row_loads,
     split_branch_cause,
@@ -1490,7 +1491,7 @@ def _limits(runs: Sequence[Mapping[str, Any]], verdicts: Sequence[GridVerdict],
     """The model-limits items, checked against the sentences that name a share group
     (``lab.share_report.sentence_calibration_limits``)."""
     return sentence_calibration_limits(
-        model_limits(runs, gaps=star_gaps(verdicts)),
+        [*model_limits(runs, gaps=star_gaps(verdicts)), *connect_leaves_out(runs)],
         [(c.scenario, c.size, c.workload or None, _claim_protocols(c, verdicts)) for c in found])
 
 
