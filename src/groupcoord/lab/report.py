@@ -1059,6 +1059,9 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 apart = p not in rank
                 pts = []
                 seeds: list[tuple[float, float]] = []
+                # every cell's median, a split one's too: a thin dotted line through them, so
+                # that a protocol with a split cell is not loose dots without a line
+                trend: list[tuple[float, float]] = []
                 if rows and phase_drawn(g, rows[0].scenario, m, p):
                     # the refresh phase's draw: every seed a dot at its size and one dashed
                     # median over all sizes' seeds, no line through the sizes
@@ -1085,6 +1088,7 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                     x = r.x if axis[0] == "x" else float(r.size)
                     if c is None or x is None:
                         continue
+                    trend.append((x, c.median / m.scale))
                     if c.split:
                         # distinct outcomes: each seed a dot, no median line or band through
                         # values no seed had
@@ -1100,18 +1104,27 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 # each protocol a little thinner than the one drawn before it, with a smaller
                 # marker: lines that coincide (cooperative and KIP-848 at 0) stay visible,
                 # nested, instead of the last one hiding the others
-                ax.plot([x for x, *_ in pts], [y for _, y, _, _ in pts], label=p,
-                        color=st.get("color"), linestyle=st.get("linestyle", "-"),
+                # a protocol the tables do not rank (the connect group type): dashed, thin,
+                # faint and labelled so, where the ranked ones are solid or their own style
+                ax.plot([x for x, *_ in pts], [y for _, y, _, _ in pts],
+                        label=f"{p} (not ranked)" if apart else p,
+                        color=st.get("color"),
+                        linestyle=(0, (3, 3)) if apart else st.get("linestyle", "-"),
                         marker=st.get("marker", "o"),
                         linewidth=1.0 if apart else max(4.0 - 0.8 * pi, 1.2),
                         markersize=4.0 if apart else max(11.0 - 2.0 * pi, 4.0),
                         alpha=0.55 if apart else 1.0, zorder=2 + pi)
                 ax.fill_between([x for x, *_ in pts], [lo for *_, lo, _ in pts],
-                                [hi for *_, hi in pts], alpha=0.12, color=st.get("color"))
+                                [hi for *_, hi in pts], alpha=0.04 if apart else 0.12,
+                                color=st.get("color"))
                 if seeds:
                     ax.scatter([x for x, _ in seeds], [y for _, y in seeds], s=40,
                                color=st.get("color"), edgecolors="black", linewidths=0.4,
                                marker=st.get("marker", "o"), zorder=4)
+                    trend.sort()
+                    ax.plot([x for x, _ in trend], [y for _, y in trend], color=st.get("color"),
+                            linestyle=":", linewidth=1.2, alpha=0.55 if apart else 0.9,
+                            zorder=2 + pi)
             xs = sorted(xs_all)
             if xs and xs[0] > 0 and xs[-1] / xs[0] > LOG_X_SPAN:
                 ax.set_xscale("log")
@@ -1194,7 +1207,9 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
     if handles:
         what = ("median over seeds (bar), each seed (dot)" if axis is None else
                 "median over seeds (line), range over seeds (band); where a protocol's seeds "
-                "split into distinct outcomes, each seed a dot")
+                "split into distinct outcomes, each seed a dot and a dotted line through every "
+                "median" + ("; a protocol not ranked: dashed and faint"
+                            if set(ranked(g.protocols)) != set(g.protocols) else ""))
         fams = dict.fromkeys(family(p) for p in g.protocols)
         legend = "; ".join(f"{f}: {LEGEND_FAMILIES[f]}" for f in fams if f in LEGEND_FAMILIES)
         if "classic:eager-roundrobin" in g.protocols:
@@ -2114,9 +2129,11 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
                  "for every protocol has no panel. Colours are protocol "
                  "families (classic consumer groups blue, KIP-848 consumer groups orange, "
                  "Connect as shipped (classic groups) purple, this project's connect group "
-                 "type green); a family's variants are shades and line styles. Where a "
-                 "protocol's seeds split into distinct outcomes its seeds are dots, with no "
-                 "line or band through values no seed had.</p>")
+                 "type green); a family's variants are shades and line styles; a protocol "
+                 "the tables do not rank (the connect group type) is dashed, faint and "
+                 "labelled not ranked. Where a protocol's seeds split into distinct outcomes "
+                 "its seeds are dots, with no band through values no seed had, and a thin "
+                 "dotted line joins its medians, the split cell's too.</p>")
     for g in verdicts:
         for t, name, why in grid_charts(g, rdir, styles):
             if name is None:
