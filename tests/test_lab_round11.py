@@ -96,7 +96,7 @@ def test_calibration_rows_are_one_table_per_scenario_and_sentences_point_to_it()
     (c,) = claims(verdicts)
     twice = [c, c]
     notes = calibration_notes(twice, verdicts)
-    assert notes[0] == notes[1]
+    assert notes[1] == notes[0] or notes[1] == "Calibration against real clients: as for sentence 1."
     assert notes[0].startswith('Calibration against real clients: table "kip415-worker-joins"')
     assert len(notes[0]) < 600
     md = "\n".join(calibration_tables_md(twice, verdicts))

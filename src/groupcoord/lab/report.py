@@ -1794,7 +1794,12 @@ def calibration_notes(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
         brief = getattr(limits, "metric_check_brief", None)
         if brief is not None and (extra := brief(limits.load_calibration(), c.metric)):
             parts.append(extra)
-        out.append("Calibration against real clients: " + "; ".join(parts))
+        note = "Calibration against real clients: " + "; ".join(parts)
+        # a note the same as an earlier sentence's: said once (the split cell's cause under
+        # four Connect sentences)
+        same = next((i for i, x in enumerate(out, 1) if x == note), None)
+        out.append(note if same is None or len(parts) == 1 else
+                   f"Calibration against real clients: as for sentence {same}.")
     return out
 
 
