@@ -191,6 +191,13 @@ def test_page_one_names_the_families_and_split_seeds_are_dots(tmp_path: Any,
     assert len(dots) == 1
     ys = sorted(float(y) for _, y in dots[0].get_offsets())
     assert ys[:4] == [1.9, 1.9, 2.6, 2.6] and ys[-1] == 303.0
+    # round 11: a split protocol is not loose dots: a dotted line joins its medians
+    dotted = [ln for ln in ax.get_lines() if ln.get_linestyle() == ":"]
+    assert len(dotted) == 1 and list(dotted[0].get_xdata()) == [3.0, 6.0]
+    # the protocol the tables do not rank is dashed and labelled so
+    (unranked,) = [ln for ln in ax.get_lines() if ln.get_label() == "connect:cooperative "
+                   "(not ranked)"]
+    assert unranked.get_linestyle() == "--" and unranked.get_linewidth() <= 1.0
     assert "KIP-848" not in fig.legends[0].get_title().get_text()
     assert "Connect as shipped" in fig.legends[0].get_title().get_text()
     # nothing to draw says why, with each metric's largest value

@@ -174,9 +174,10 @@ def test_a_split_cell_is_quoted_as_its_outcomes_in_caveats_and_calibration() -> 
             "workload": "16x8c",
             "task_downtime_task_s": {"sim": 162.4, "wire": 348.8, "within_2x": False}}]
     said = split_calibration_text("kip415-worker-joins", [SESSIONED], verdicts, cal)
+    # round 11: the branch the real workers measured first, not the low outcome
     assert ("classic-connect:sessioned at 3 workers, task downtime: the simulated cell splits "
-            "(162 task·s on 6 of 10 seeds and 330 task·s on 4 of 10 seeds, both seed sets); "
-            "the measured 349 task·s is 1.06x its 330 task·s outcome") in said, said
+            "(330 task·s on 4 of 10 seeds, the branch the real workers measured (349 task·s, "
+            "1.06x); 162 task·s on 6 of 10 seeds; both seed sets)") in said, said
     # within 2x: nothing to say
     cal[0]["task_downtime_task_s"]["within_2x"] = True
     assert split_calibration_text("kip415-worker-joins", [SESSIONED], verdicts, cal) == ""

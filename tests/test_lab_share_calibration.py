@@ -20,7 +20,9 @@ from groupcoord.lab.share_calibration import (
     as_json,
     cell_params,
     cell_scenario,
+    format_share_runs,
     format_share_table,
+    lost_host_counts,
     ratios,
     save_share_calibration,
     share_within_2x,
@@ -31,9 +33,11 @@ from groupcoord.lab.wire import WireWorkload, _actions
 from groupcoord.lab.wire_run import WireWindow
 from groupcoord.lab.wire_share import (
     ShareWireRun,
+    batch_in_hand_fraction,
     converged_at,
     lag_series,
     lock_held_s,
+    lost_host_holds,
     partitions_stopped_s,
     run_share_wire,
     share_server_configs,
@@ -553,6 +557,82 @@ def test_a_partition_held_at_the_record_lock_limit_is_stopped_though_assigned() 
     run.assigned = [(T0, {"c1": ("foo-0",)}), (T0 + 4.9, {}), (T0 + 10.0, {"c1": ("foo-0",)})]
     assert lock_held_s(run, T0 + 4.0, T0 + 20.0)["foo-0"] == pytest.approx(0.0, abs=0.01)
     assert partitions_stopped_s(run, T0 + 4.0, T0 + 20.0) == pytest.approx(5.1, abs=0.01)
+
+
+def _poll(t: float, recs: list[tuple[int, int, int]]) -> dict[str, Any]:
+    return {"t": T0 + t, "e": "poll", "recs": [list(r) for r in recs]}
+
+
+def _batch(t: float, recs: list[tuple[int, int, int]]) -> dict[str, Any]:
+    return {"t": T0 + t, "e": "batch", "recs": [list(r) for r in recs]}
+
+
+@pytest.mark.parametrize("busy", [True, False])
+def test_what_a_lost_host_held_is_read_from_what_came_back_after_its_lock(busy: bool) -> None:
+    """c1 shares partition 0 with c2 and is stopped (SIGSTOP) at 10 s. ``busy``: its
+    application had a batch of offsets 8-9 in hand; else it had finished every batch and was in
+    its next poll, and the broker answered its outstanding ShareFetch after the stop with
+    offsets 10-11, which its application never saw. Either way the records come back to c2
+    with delivery count 2 after the lock, and the lost host pinned its partition; the live
+    members' applications held a batch 0.2 s of each second."""
+    c1 = [_poll(t, [(0, int(t), 1)]) for t in range(1, 8)]
+    c1 += [_batch(t + 0.2, [(0, int(t), 1)]) for t in range(1, 8)]
+    if busy:
+        c1.append(_poll(9.9, [(0, 8, 1), (0, 9, 1)]))
+        back = [(0, 8, 2), (0, 9, 2)]
+    else:
+        c1 += [_poll(8.0, [(0, 8, 1), (0, 9, 1)]), _batch(8.2, [(0, 8, 1), (0, 9, 1)])]
+        back = [(0, 10, 2), (0, 11, 2)]
+    c2 = [_poll(t + 0.5, [(0, 100 + int(t), 1)]) for t in range(1, 10)]
+    c2 += [_batch(t + 0.7, [(0, 100 + int(t), 1)]) for t in range(1, 10)]
+    c2 += [_poll(40.5, back), _batch(40.6, back), _poll(41.0, [(0, 200, 1)]),
+           {"t": T0 + 45.0, "e": "closing"},
+           _poll(45.1, [(0, 300, 2)])]  # released by a closing member at the run's end
+    run = ShareWireRun(T0, T0 + 50.0, [WireWindow("initial-join", 0.0, 1.0),
+                                       WireWindow("crash", 10.0, 10.0)],
+                       {"foo-0": [(T0, 0), (T0 + 50.0, 500)]},
+                       {"c1": sorted(c1, key=lambda d: d["t"]),
+                        "c2": sorted(c2, key=lambda d: d["t"])},
+                       {"c1": [(T0, T0 + 10.02)], "c2": [(T0, None)]}, [(T0, True, ("c1", "c2"))])
+    [held] = lost_host_holds(run)
+    assert held["member"] == "c1" and held["pinned"] is True and held["redelivered"] == 2
+    if busy:
+        assert held["in_hand"] == 2 and held["acquired_unseen"] == 0
+    else:
+        assert held["in_hand"] == 0 and held["acquired_unseen"] == 2
+        assert held["since_last_batch_s"] == pytest.approx(1.82, abs=0.001)
+    # each application held its batch 0.2 s of every second
+    assert batch_in_hand_fraction(run, T0 + 1.0, T0 + 8.0) == pytest.approx(0.2, abs=0.001)
+    # a crash window without a hung process found (none stopped near it): nothing read
+    run.lifetimes = {"c1": [(T0, T0 + 30.0)], "c2": [(T0, None)]}
+    assert lost_host_holds(run) == []
+
+
+def test_a_lost_host_cell_counts_the_seeds_that_stopped_on_each_side() -> None:
+    """The lock-limit stop is a draw per seed (did the lost host hold records): a lost-host
+    cell counts the runs whose partition stopped on each side, the paired seeds only, and what
+    the wire's lost hosts held; the saved cell and ``--windows`` carry the counts."""
+    held = {"member": "c2", "in_hand": 0, "since_last_batch_s": 0.1, "redelivered": 30,
+            "acquired_unseen": 30, "pinned": True}
+    cell = ShareCell("owner-crash", 12, "1x4-hot",
+                     sim=[{"seed": i, "resource_downtime_ms": d}
+                          for i, d in enumerate([23_358, 0, 0, 400, 23_371])],
+                     wire=[{"seed": 0, "resource_downtime_ms": 23_303, "lost_host": held},
+                           {"seed": 1, "resource_downtime_ms": 23_349,
+                            "lost_host": {**held, "in_hand": 6, "acquired_unseen": 0}},
+                           {"seed": 2, "resource_downtime_ms": 0,
+                            "lost_host": {**held, "redelivered": 0, "acquired_unseen": 0,
+                                          "pinned": False}},
+                           {"seed": 3, "resource_downtime_ms": 23_360, "lost_host": held}])
+    n = lost_host_counts(cell)
+    assert n == {"runs": 4, "sim_stopped": 1, "wire_stopped": 3, "wire_pinned": 3,
+                 "wire_in_hand": 1, "wire_acquired_unseen": 2}
+    [saved] = as_json([cell])
+    assert saved["lost_host"] == n
+    assert "partition stopped on 1 of 4 seeds simulated, 3 of 4 wire runs" in \
+        format_share_runs([cell])
+    assert lost_host_counts(ShareCell("bounce", 12)) is None
+    assert "lost_host" not in as_json([ShareCell("bounce", 12)])[0]
 
 
 def test_a_consumer_groups_owner_is_drawn_among_the_members_that_own_a_partition_then() -> None:

@@ -23,6 +23,7 @@ from groupcoord.lab.wire_connect import (
     JavaClientMissing,
     connect_metrics,
     connect_runtime,
+    connector_started,
     plan,
     run_connect_wire,
     universe_of,
@@ -115,8 +116,23 @@ def test_the_wire_plays_only_the_connect_events_it_knows() -> None:
                                      "tasks": 3}, {"at_ms": 6000, "kind": "leave",
                                                    "member": "@follower"}]})
     acts = plan(sc, 1)
-    assert [a[1] for a in acts] == ["go", "go", "config", "stop"]
-    assert acts[2][2] == {"A": 2, "B": 3} and acts[3][2] == "@follower"
+    # a created connector: its config with no task, then its tasks once a worker started it
+    assert [a[1] for a in acts] == ["go", "go", "config", "tasks", "stop"]
+    assert acts[2][2] == {"A": 2, "B": 0} and acts[3][2] == ("B", 3)
+    assert acts[2][0] == acts[3][0] == 5.0 and acts[4][2] == "@follower"
+
+
+def test_a_created_connector_s_start_is_the_latest_start_its_worker_still_runs() -> None:
+    recs = [_rec(1.0, "c1", "starting", connectors=["A"], tasks=["A/0"]),
+            _rec(10.5, "c2", "starting", connectors=["B"], tasks=[])]
+    assert connector_started(recs, "B", 10.0) == 10.5
+    assert connector_started(recs, "B", 11.0) is None  # a start before the creation is not it
+    assert connector_started(recs, "A", 0.0) == 1.0
+    # revoked (its own stop began) before it could write its tasks: started again elsewhere
+    recs += [_rec(10.7, "c2", "item-stopping", connectors=["B"], tasks=[])]
+    assert connector_started(recs, "B", 10.0) is None
+    recs += [_rec(12.0, "c1", "starting", connectors=["A", "B"], tasks=[])]
+    assert connector_started(recs, "B", 10.0) == 12.0
 
 
 def _runtime() -> ConnectMembershipBuild:
@@ -154,6 +170,39 @@ def test_real_connect_workers_rebalance_a_join_as_kip415_says(protocol: str, res
     assert m["time_to_balance_ms"] is not None and m["time_to_balance_ms"] > 0
     assert m["task_downtime_task_s"] > 0
 
+
+
+@pytest.mark.parametrize("protocol", ["classic-connect:eager", "classic-connect:sessioned"])
+def test_real_workers_create_a_connector_in_two_rebalances_as_kafka_s_herder_does(
+        protocol: str, tmp_path: Path) -> None:
+    """``add-connector`` on the wire: the connector's config first (a rebalance assigns it,
+    with no task), its task configs once its worker has started it (a second rebalance assigns
+    them, Kafka's ``onTaskConfigUpdate``). Eager stops A's 4 tasks in both rounds (8 restarts,
+    4 with the tasks in the same snapshot as the connector); sessioned in neither."""
+    import json
+
+    _runtime()
+    sc = parse_scenario({**JOIN, "group": {**JOIN["group"], "connectors": {"A": 4}},
+                         "events": [{"at_ms": 9000, "kind": "add-connector", "connector": "B",
+                                     "tasks": 2}]})
+    sc = replace(sc, workload=replace(sc.workload, task_stop_ms=200, task_start_ms=400))
+    m = run_connect_wire(sc, protocol, 7, keep_dir=tmp_path, settle_s=4.0)
+    assert m["workers"] == 2 and m["balanced"], m
+    recs = sorted((json.loads(line) for p in tmp_path.glob("*.worker.log")
+                   for line in p.read_text().splitlines()), key=lambda r: r["mono"])
+    configs = [r for r in recs if r["event"] == "config"]
+    assert [c["offset"] for c in configs if c["member"] == "c1"] == [1, 2]
+    created, tasks = configs[0]["mono"], configs[-1]["mono"]
+    # B's worker began starting B, and its tasks were written one connector start (0.4 s) later
+    began = [r for r in recs if r["event"] == "starting" and "B" in r["connectors"]]
+    assert began and created <= began[0]["mono"] and tasks - began[0]["mono"] >= 0.4 - 0.01
+    # the round on the first snapshot assigns B with no task; the round on the second, its tasks
+    at_1 = [r for r in recs if r["event"] == "assigned" and r["offset"] == 1]
+    at_2 = [r for r in recs if r["event"] == "assigned" and r["offset"] == 2]
+    assert any("B" in r["connectors"] for r in at_1)
+    assert not any(t.startswith("B/") for r in at_1 for t in r["tasks"])
+    assert sorted(t for r in at_2 for t in r["tasks"] if t.startswith("B/")) == ["B/0", "B/1"]
+    assert m["task_restarts"] == (8 if protocol.endswith("eager") else 0)
 
 
 def _stop_seconds(keep: Path, why: str) -> list[tuple[int, float]]:

@@ -51,12 +51,16 @@ def test_an_eager_rebalance_with_1s_task_starts_is_balanced_no_sooner_than_its_s
 
 
 def test_time_until_balanced_moves_with_the_task_start_time() -> None:
-    """The same run with tasks that start 1 s later ends its time until balanced about 1 s
-    later under eager (every task restarts); the assignment itself is the same."""
-    for protocol in EAGER:
+    """The same run with tasks that start 1 s later ends its time until balanced later under
+    eager (every task restarts); the assignment itself is the same. A created connector starts
+    as a task does and writes its task configs when its start ends (``sim.connect``), so on the
+    classic protocol both starts lie on the path (about 2 s later); the connect group type
+    waits for its workers' next heartbeat after the config change, which may absorb the
+    connector's start (1 to 2 s later)."""
+    for protocol, low in (("classic-connect:eager", 1_900), ("connect:eager", 900)):
         p = _params("kip415-connector-added", 3, protocol)
         fast, slow = _row(p, 1_000), _row(p, 2_000)
-        assert 900 <= slow["time_to_balance_ms"] - fast["time_to_balance_ms"] <= 1_500, protocol
+        assert low <= slow["time_to_balance_ms"] - fast["time_to_balance_ms"] <= 2_500, protocol
         assert slow["task_restarts"] == fast["task_restarts"]
 
 

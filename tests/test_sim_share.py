@@ -18,7 +18,7 @@ from groupcoord.sim.network import NetworkFaults
 from groupcoord.sim.protocols import resolve_protocol
 from groupcoord.sim.runner import build_simulation
 from groupcoord.sim.scenario import load_scenario
-from groupcoord.sim.share import ShareSettings, ShareSimulation
+from groupcoord.sim.share import FETCH_MAX_WAIT_MS, ShareSettings, ShareSimulation
 from tests.sim_support import assert_same_seed_same_trace, assert_seeds_keep_every_invariant, ok
 
 PROTOCOL = "share:simple"
@@ -267,7 +267,7 @@ def _held_by(sim: ShareSimulation, member_id: str) -> set[tuple[Any, int]]:
             for o, (m, deadline) in sh.locks.items() if m == member_id and deadline > sim.now}
 
 
-KILL_SEED = 0  # its target holds 6 records at the event
+KILL_SEED = 7  # its target holds 6 records at the event
 
 
 @pytest.mark.parametrize("kind", ["kill", "crash"])
@@ -346,3 +346,67 @@ def test_a_consumer_groups_kill_is_its_crash(tmp_path: Path) -> None:
         runs.append({k: v for k, v in d.items() if k != "disturbance"})
     assert runs[0] == runs[1]
     assert runs[0]["resource_downtime_ms"] >= 40_000  # the session timeout, 45 s
+
+
+@pytest.mark.parametrize("kind", ["crash", "kill"])
+def test_a_lost_hosts_fetch_waiting_at_the_broker_still_acquires_records(
+        tmp_path: Path, kind: str) -> None:
+    """A lost host (crash) closes nothing, so a ShareFetch it sent before it stopped, waiting at
+    the broker for records (a long poll), is still answered: the broker acquires the next
+    records for it, and they wait for their lock as any the host held (Kafka's delayed share
+    fetch completes on the partition's next records, whatever the client; librdkafka and the
+    Java client keep a ShareFetch outstanding whenever they hold nothing, docs/lab.md "Share
+    groups against real share consumers"). A killed process's connection closes: its fetch
+    ends with it and nothing is acquired for it."""
+    path = tmp_path / f"idle-{kind}.toml"
+    # one member a partition, 10 records/s at 1 ms each: a member waits at the broker for its
+    # next record nearly all the time
+    path.write_text(f'name = "idle-{kind}"\n[group]\nmembers = 2\ntopics = {{ foo = 2 }}\n'
+                    '[workload]\nrecords_per_s = 10\nmax_poll_records = 100\n'
+                    'processing_ms = 1.0\n'
+                    f'[[events]]\nat_ms = 30000\nkind = "{kind}"\nmember = "c1"\n')
+    sim = build_simulation(str(path), 1, PROTOCOL)
+    assert isinstance(sim, ShareSimulation)
+    sim.start()
+    assert not sim.advance(until_ms=29_999), sim.result().violation
+    victim = sim.procs["c1"]
+    # the precondition: c1 holds nothing, its ShareFetch is out (waiting at the broker)
+    assert victim.fetching and not victim.batch and not _held_by(sim, victim.member_id)
+    assert not sim.advance(until_ms=31_000)
+    assert not victim.alive
+    held = _held_by(sim, victim.member_id)
+    if kind == "kill":
+        assert not held
+    else:
+        # acquired after the crash, for the lost host; held for the lock (30 s) by nobody alive
+        assert held
+        deadlines = {sim.partitions.shadow[tp].locks[o][1] for tp, o in held}
+        assert all(30_000 + 30_000 <= d <= 31_000 + 30_000 for d in deadlines), deadlines
+        assert not sim.advance(until_ms=59_000)
+        assert _held_by(sim, victim.member_id) == held
+    sim.advance()
+    ok(sim.result())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_lost_host_on_a_busy_shared_partition_holds_records_whatever_it_was_doing(
+        tmp_path: Path, seed: int) -> None:
+    """Three members fetch one partition at 300 records/s (2 ms a record, so each waits at the
+    broker most of the time) and c1's host is lost at 30 s. Whether its application had a batch
+    or its ShareFetch was waiting at the broker, it holds acquired records within the broker's
+    wait: a waiting fetch is tried again at each record produced until something is acquired
+    or ``FETCH_MAX_WAIT_MS`` passes (Kafka's delayed share fetch), not answered empty because
+    the other members' fetches took the first records. Real ShareConsumers do the same
+    (docs/lab.md "Share groups against real share consumers")."""
+    path = tmp_path / "busy-lost.toml"
+    path.write_text('name = "busy-lost"\n[group]\nmembers = 3\ntopics = { foo = 1 }\n'
+                    '[workload]\nrecords_per_s = 300\nmax_poll_records = 100\n'
+                    'processing_ms = { dist = "exponential", mean = 2 }\n'
+                    '[[events]]\nat_ms = 30000\nkind = "crash"\nmember = "c1"\n')
+    sim = build_simulation(str(path), seed, PROTOCOL)
+    assert isinstance(sim, ShareSimulation)
+    sim.start()
+    assert not sim.advance(until_ms=30_000 + FETCH_MAX_WAIT_MS + 100), sim.result().violation
+    victim = sim.procs["c1"]
+    assert not victim.alive
+    assert _held_by(sim, victim.member_id)

@@ -384,3 +384,99 @@ def test_a_commits_positions_are_a_snapshot_of_the_selected_resources(
         loop.run_until(loop.now + second)
         p.positions()  # the member goes on: the sent map does not move with it
         assert sent == before
+
+
+def _state(m: WorkModel) -> list[str]:
+    """Everything the work model's figures come from, by ``repr`` (bit for bit): its totals
+    first (which bring every processor and resource to now)."""
+    out = [repr(m.totals()), repr(m.processed), repr(m.lag_now)]
+    for p in m.processors.values():
+        out.append(repr((p.name, p.t, sorted(p.pos.items()))))
+    for k, r in m.resources.items():
+        out.append(repr((k, r.t, r.hw, r.lag, r.lag_int, r.committed)))
+    return out
+
+
+@given(ops=st.lists(st.tuples(st.sampled_from(["wait", "commit", "sample", "revoke", "assign",
+                                               "settle"]),
+                              st.integers(1, 7_000), st.integers(0, 5)), max_size=25),
+       latency=st.sampled_from([0, 50]), mixed=st.booleans())
+def test_keeping_up_in_step_is_the_stream_loop_bit_for_bit(
+        ops: list[tuple[str, int, int]], latency: int, mixed: bool) -> None:
+    """A member that keeps up with resources in one state advances them all with one set of
+    float operations (``Processor._advance_steady``) and writes them when something reads
+    them: every figure, position and lag integral is the stream loop's, by ``repr``, through
+    commits, lag samples, revocations, new partitions and totals (``mixed``: two rates, so
+    the stream loop runs)."""
+    runs = []
+    for in_step in (True, False):
+        loop = Loop()
+        m = loop.model(fixed(100, 1.0, fetch_latency_ms=latency))  # load 0.1 per partition
+        m.steady_ok = in_step
+        keys = [f"p{i}" for i in range(6)]
+        for i, k in enumerate(keys):
+            m.add_resource(k, 70 if mixed and i == 2 else 100)
+        p = m.processor("c1")
+        p.assign(keys[:4])
+        loop.run_until(3_000)
+        stepped = 0
+        states = []
+        for op, dt, i in ops:
+            loop.run_until(loop.now + dt)
+            k = keys[i]
+            if op == "commit":
+                sent = p.commit_positions(frozenset(keys[:i + 1]), polled=True)
+                states.append([repr((r.key, v)) for r, v in sent.items()])
+                for r, v in sent.items():
+                    r.committed = max(r.committed, v)
+            elif op == "sample":
+                states.append([repr(m.sample_lag())])
+            elif op == "revoke":
+                p.release([k], commit=True)
+            elif op == "assign":
+                p.assign([k])
+            elif op == "settle":
+                states.append(_state(m))
+            stepped += p._steady is not None
+        states.append(_state(m))
+        runs.append((states, stepped))
+    (a, _), (b, never) = runs
+    assert a == b
+    assert never == 0
+
+
+def test_a_member_keeping_up_with_one_rate_goes_in_step_until_its_partitions_change() -> None:
+    """The step is taken where it pays (every auto-commit of a member that keeps up advances
+    it) and left where the resources change: a new partition, a revocation, a second member
+    processing the same partition (a fenced member's successor)."""
+    loop = Loop()
+    m = loop.model(fixed(100, 1.0, fetch_latency_ms=50))
+    keys = [f"p{i}" for i in range(4)]
+    for k in keys:
+        m.add_resource(k, 100)
+    p = m.processor("c1")
+    p.assign(keys[:3])
+    loop.run_until(3_000)
+    p.commit_positions(frozenset(keys), polled=True)
+    assert p.stream and p._steady is not None  # one advance of the stream loop, then in step
+    loop.run_until(8_000)
+    sent = p.commit_positions(frozenset(keys), polled=True)
+    assert p._steady is not None and len(p._steady.pend) == 1  # (a piece pending per resource)
+    assert set(sent.values()) == {100 * (8_000 - 50) / 1000}  # on the fetch horizon
+    p.assign([keys[3]])
+    assert p._steady is None and not p.stream  # a new partition: catching up in batches
+    loop.run_until(20_000)
+    p.commit_positions(frozenset(keys), polled=True)
+    assert p.stream and p._steady is not None
+    q = m.processor("c2")  # takes p2 over while c1 still processes it
+    q.assign([keys[2]])
+    assert p._steady is None and m.holders[m.resources[keys[2]]] == 2
+    loop.run_until(25_000)
+    p.commit_positions(frozenset(keys), polled=True)
+    assert p._steady is None  # not while another processor writes one of its resources
+    p.release([keys[2]], commit=False)
+    loop.run_until(30_000)
+    p.commit_positions(frozenset(keys), polled=True)
+    loop.run_until(35_000)
+    p.commit_positions(frozenset(keys), polled=True)
+    assert p._steady is not None

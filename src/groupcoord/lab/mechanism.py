@@ -40,6 +40,7 @@ from typing import Any
 from groupcoord.lab.findings import (
     BALANCE_AFTER_LAST,
     BY_COLUMN,
+    HEARTBEAT_SETTING,
     family,
     number,
     run_settings,
@@ -1261,3 +1262,178 @@ __all__ = [
     "window_split",
     "with_conditions",
 ]
+
+
+#: The metrics on which an incremental cooperative protocol's follow-up round costs each moved
+#: task or partition about one heartbeat interval (KIP-429, KIP-415): task downtime and lag.
+HEARTBEAT_GAP_METRICS = frozenset({"task_downtime_task_s", "lag_record_s", "lag_peak"})
+
+
+def _incremental_classic(protocol: str) -> bool:
+    """A classic-group protocol with a follow-up round (KIP-429 cooperative-sticky, KIP-415
+    sessioned Connect): the revoking member rejoins at once, the others at their next
+    heartbeat."""
+    kind = protocol.partition(":")[2].split("@")[0]
+    return family(protocol) in ("classic", "classic-connect") and kind in (
+        "cooperative", "sessioned")
+
+
+def _base_label(protocol: str) -> str:
+    return protocol.split("@")[0]
+
+
+def heartbeat_gap_clause(verdicts: Sequence[GridVerdict]) -> str:
+    """The condition every cooperative-against-eager gap on task downtime or lag rests on,
+    said once for the page: an incremental cooperative protocol's follow-up round (KIP-429
+    for classic consumers, KIP-415 for Connect) starts at each member's next heartbeat, so
+    its task downtime and excess lag carry about one heartbeat interval per moved task or
+    partition, and the gap to eager scales with ``heartbeat.interval.ms``. The interval is
+    read from the runs' settings; whether the spec ran those protocols at another interval
+    (an ``@hb`` variant; ``@hbspread`` spreads the phase, not the interval) is said, and a
+    KIP-848 pair at two intervals in one cell (``consumer:uniform`` and ``@hb3s``) is quoted
+    where the tables have one. "" when no grid compares such a protocol with an eager one."""
+    beats: set[float] = set()
+    variants: set[float] = set()
+    for g in verdicts:
+        if not any(is_eager(_base_label(p)) for p in g.protocols):
+            continue
+        for row in g.rows:
+            st = row.settings or g.settings
+            for p in g.protocols:
+                if not _incremental_classic(p):
+                    continue
+                hb = _heartbeat(st.get(p) or g.settings.get(p, {}), p, HEARTBEAT_SETTING)
+                if hb is None:
+                    continue
+                rest = p.partition("@")[2]
+                if rest.startswith("hb") and not rest.startswith("hbspread"):
+                    variants.add(hb)
+                else:
+                    beats.add(hb)
+    if not beats:
+        return ""
+    swept = sorted(variants - beats)
+    text = ("an incremental cooperative protocol's follow-up round (classic:cooperative, "
+            "classic-connect:sessioned) starts at each member's next heartbeat, so its task "
+            "downtime and excess lag carry about one heartbeat interval per moved task or "
+            "partition and its gap to eager scales with heartbeat.interval.ms: "
+            + ", ".join(_ms(b) for b in sorted(beats)) + " in these runs (the settings table)")
+    if swept:
+        text += "; also run at " + ", ".join(_ms(b) for b in swept) + " (their own rows)"
+    else:
+        text += "; no shorter interval was run for them (not swept)"
+    pair = _kip848_interval_pair(verdicts)
+    if pair:
+        text += "; " + pair
+    return text
+
+
+def _kip848_interval_pair(verdicts: Sequence[GridVerdict]) -> str:
+    """Where one cell runs ``consumer:uniform`` at two heartbeat intervals (the default and an
+    ``@hb`` variant), its excess lag at each: what a shorter interval does to a protocol that
+    also learns of a rebalance at its next heartbeat. The first scale-out row with both, else
+    the first row with both."""
+    found: list[tuple[int, int, str]] = []
+    for g in verdicts:
+        for row in g.rows:
+            for mv in row.metrics:
+                if mv.metric.column != "lag_record_s":
+                    continue
+                ps = [p for p in mv.cells if _base_label(p) == "consumer:uniform"
+                      and not p.partition("@")[2].startswith("hbspread")]
+                if len(ps) < 2:
+                    continue
+                st = row.settings or g.settings
+                hbs = {p: _heartbeat(st.get(p) or g.settings.get(p, {}), p) for p in ps}
+                if None in hbs.values() or len(set(hbs.values())) < 2:
+                    continue
+                where = f"{row.scenario}, {row.size} members, {row.workload} ({g.name})"
+                each = ", ".join(f"{mv.metric.fmt(mv.cells[p].median)} at {_ms(hbs[p] or 0)}"
+                                 for p in sorted(ps, key=lambda p: -(hbs[p] or 0)))
+                found.append((0 if row.scenario == "scale-out" else 1, len(found),
+                              f"KIP-848's consumer:uniform ran at two intervals in {where}: "
+                              f"excess lag {each} (medians)"))
+    return min(found)[2] if found else ""
+
+
+def with_heartbeat_condition(found: Sequence[Claim], verdicts: Sequence[GridVerdict]
+                             ) -> list[Claim]:
+    """The sentences on task downtime or lag of a grid that compares an eager protocol with an
+    incremental cooperative one (not a crash: no member revokes there) with
+    :func:`heartbeat_gap_clause` among their conditions: the page states it once, lettered."""
+    clause = heartbeat_gap_clause(verdicts)
+    if not clause:
+        return list(found)
+    out = []
+    for c in found:
+        g = next((v for v in verdicts if v.name == c.grid), None)
+        if (g is not None and c.metric in HEARTBEAT_GAP_METRICS and "crash" not in c.scenario
+                and any(is_eager(_base_label(p)) for p in g.protocols)
+                and any(_incremental_classic(p) for p in g.protocols)):
+            c = replace(c, conditions=(*c.conditions, clause))
+        out.append(c)
+    return out
+
+
+def split_branch_cause(scenario: str, size: int, protocol: str,
+                       runs: Sequence[Mapping[str, Any]]) -> str:
+    """What decides which outcome a split Connect cell takes (a sessioned join): each old
+    worker revokes its share of the moved tasks through Kafka's start/stop pool, one stop time
+    per ``start.stop.threads`` of them, and the follow-up round (KIP-415) starts at the next
+    heartbeat after that revocation, so a revocation about as long as the heartbeat interval
+    catches that heartbeat on some seeds (the heartbeat phase) and waits one more on others.
+    From the runs: the task restarts over the old workers, the stop time, the pool's size,
+    the heartbeat. "" when the runs do not have them."""
+    mine = [r for r in runs if r.get("scenario") == scenario and int(r.get("size") or 0) == size
+            and str(r.get("protocol")) == protocol]
+    if not mine or size <= 0:
+        return ""
+    tt = task_times(mine[0])
+    st = run_settings(mine[0])
+    threads, hb = st.get("start.stop.threads"), st.get("heartbeat.interval.ms")
+    restarts = [float(r["task_restarts"]) for r in mine if r.get("task_restarts") is not None]
+    if tt is None or not isinstance(threads, int | float) or threads <= 0 or not restarts \
+            or not isinstance(hb, int | float):
+        return ""
+    each = statistics.median(restarts) / size
+    batches = -(-round(each) // int(threads))
+    return (f"each of the {size} old workers stops about {number(round(each))} tasks, "
+            f"{int(threads)} at a time, so its revocation takes about {batches} stops of "
+            f"{_ms(tt.stop_ms)}, {_ms(batches * tt.stop_ms)}, against the {_ms(float(hb))} "
+            "heartbeat interval: the follow-up round starts at the next heartbeat after the "
+            "revocation, so the heartbeat's phase decides whether it catches the earlier "
+            "heartbeat (the low outcome) or waits one more (the high one); the stop time was "
+            "not swept around this edge in these runs")
+
+
+def connect_leaves_out(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What task downtime leaves out of a Connect row, and how many rebalances the runs make
+    of a connector's creation, read from the runs (kip415-connector-added under
+    classic-connect:eager, where every rebalance stops every task: its task restarts over the
+    group's tasks). Kafka's herder rebalances twice (the connector's config, then its task
+    configs once it has started: DistributedHerder's onConnectorConfigUpdate and
+    onTaskConfigUpdate). Empty without Connect runs."""
+    connect = [r for r in runs if family(str(r.get("protocol"))) in ("connect", "classic-connect")]
+    if not connect:
+        return []
+    out = ["A sink task's restart also rebalances its connector's own consumer group (the "
+           "task's consumer leaves and rejoins it); task downtime counts the task not running, "
+           "not that group's rebalance, so a protocol that restarts more tasks costs more than "
+           "the tables show, in every sink connector's group."]
+    added = [r for r in connect if r.get("scenario") == "kip415-connector-added"
+             and r.get("protocol") == "classic-connect:eager" and r.get("ok")
+             and r.get("task_restarts") is not None]
+    if added:
+        total = int((added[0].get("connectors") or 0) * (added[0].get("tasks") or 0))
+        restarts = statistics.median(float(r["task_restarts"]) for r in added)
+        if total:
+            rounds = restarts / total
+            out.append(
+                "A connector's creation: these runs make it "
+                f"{number(rounds)} rebalance{'s' if rounds != 1 else ''} that "
+                f"stop{'s' if rounds == 1 else ''} every task "
+                f"under eager (kip415-connector-added, classic-connect:eager: {number(restarts)} "
+                f"task restarts, median, of the group's {total:,} tasks); Kafka's herder "
+                "rebalances twice (the connector's config, then its task configs once it has "
+                "started), and eager stops every task in both.")
+    return out

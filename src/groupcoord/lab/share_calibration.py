@@ -221,6 +221,8 @@ def calibrate_share(scenarios: Sequence[str] = SCENARIOS, sizes: Sequence[int] =
     from groupcoord.lab import wire_share_consumer as consumer
     from groupcoord.lab.wire_share import (
         STEADY_S,
+        batch_in_hand_fraction,
+        lost_host_holds,
         run_share_wire,
         share_window_metrics,
         span_lag_mean,
@@ -261,6 +263,14 @@ def calibrate_share(scenarios: Sequence[str] = SCENARIOS, sizes: Sequence[int] =
                                                   mean, seed=p.seed, progress=progress,
                                                   keep_dir=kept)
                         w = first_window(share_window_metrics(run))
+                        if w is not None and w["disturbance"] == "crash":
+                            # what the lost host held when it stopped, and how much of the
+                            # time before it the live members' applications held a batch
+                            held = lost_host_holds(run)
+                            a = run.t0 + w["at_ms"] / 1000
+                            w = {**w, **({"lost_host": held[0]} if held else {}),
+                                 "batch_in_hand_before": batch_in_hand_fraction(
+                                     run, a - STEADY_S, a)}
                     else:
                         run = consumer.run_consumer_wire(sc, p.seed, keep_dir=kept,
                                                          progress=progress)
@@ -388,13 +398,20 @@ def format_share_table(cells: Sequence[ShareCell]) -> str:
 
 #: What ``--windows`` prints of each run (those it has).
 SHOWN = (*METRICS, *OWN, "lag_record_s", "control_lag_record_s", "control_lag_peak",
-         "control_excess_own_record_s", "window_s", "lag_mean_before")
+         "control_excess_own_record_s", "window_s", "lag_mean_before", "batch_in_hand_before")
 
 
 def format_share_runs(cells: Sequence[ShareCell]) -> str:
     """Every run of every cell, both sides (``--windows``): what the medians are made of."""
     lines = []
     for c in cells:
+        if (n := lost_host_counts(c)) is not None:
+            lines.append(f"  {c.scenario} at {c.size} ({c.protocol}), the lost host: partition "
+                         f"stopped on {n['sim_stopped']} of {n['runs']} seeds simulated, "
+                         f"{n['wire_stopped']} of {n['runs']} wire runs; on the wire it held "
+                         f"records on {n['wire_pinned']} (a batch in hand on "
+                         f"{n['wire_in_hand']}, records its application never saw on "
+                         f"{n['wire_acquired_unseen']})")
         for side, rows in (("sim", c.sim), ("wire", c.wire)):
             for i, r in enumerate(rows):
                 drawn = "".join(f", {k} {v}" for k, v in (r.get("drawn") or {}).items())
@@ -402,8 +419,32 @@ def format_share_runs(cells: Sequence[ShareCell]) -> str:
                              f"(seed {r['seed']}, "
                              f"event at {r.get('at_ms')} ms{drawn}): "
                              + ", ".join(f"{m} {_fmt(r.get(m))}" for m in SHOWN
-                                         if r.get(m) is not None))
+                                         if r.get(m) is not None)
+                             + ("" if not isinstance(h := r.get("lost_host"), dict) else
+                                f"; lost host {h['member']}: {h['in_hand']} in hand, "
+                                f"{h['acquired_unseen']} acquired unseen, "
+                                f"{h['redelivered']} back after the lock"))
     return "\n".join(lines)
+
+
+def lost_host_counts(cell: ShareCell) -> dict[str, int] | None:
+    """A lost-host cell's counts over its wire runs and their paired seeds: ``runs``; the runs
+    whose partition stopped (partitions stopped above the floor: at 12 members on 4 partitions
+    only the record-lock limit stops one) on each side, ``sim_stopped`` and ``wire_stopped``;
+    and what the wire's lost host held when it stopped (``lab.wire_share.lost_host_holds``):
+    ``wire_pinned`` (anything), ``wire_in_hand`` (a batch in its application's hands),
+    ``wire_acquired_unseen`` (records acquired for it that its application never saw). None
+    for a cell without a lost host on the wire."""
+    held = [r["lost_host"] for r in cell.wire if isinstance(r.get("lost_host"), dict)]
+    if not held:
+        return None
+    floor = SHARE_FLOORS["resource_downtime_ms"]
+    stopped = lambda rows: sum(1 for r in rows if (r.get("resource_downtime_ms") or 0) > floor)  # noqa: E731
+    return {"runs": len(cell.wire), "sim_stopped": stopped(cell.sim[:len(cell.wire)]),
+            "wire_stopped": stopped(cell.wire),
+            "wire_pinned": sum(1 for h in held if h.get("pinned")),
+            "wire_in_hand": sum(1 for h in held if (h.get("in_hand") or 0) > 0),
+            "wire_acquired_unseen": sum(1 for h in held if (h.get("acquired_unseen") or 0) > 0)}
 
 
 def as_json(cells: Sequence[ShareCell]) -> list[dict[str, Any]]:
@@ -416,6 +457,7 @@ def as_json(cells: Sequence[ShareCell]) -> list[dict[str, Any]]:
                          for r in (c.wire or c.sim)],
              "sim": c.sim, "wire": c.wire, "checks": c.checks(), "ratios": ratios(c),
              "verdict": verdict(c), "measured": c.measured,
+             **({"lost_host": n} if (n := lost_host_counts(c)) is not None else {}),
              "medians": {m: {"sim": c.median("sim", m), "wire": c.median("wire", m)}
                          for m in METRICS}} for c in cells]
 
@@ -468,5 +510,5 @@ def save_share_calibration(cells: Sequence[ShareCell], path: Path = SAVED) -> Pa
 
 __all__ = ["METRICS", "PROTOCOLS", "SAVED", "SCENARIOS", "SIZES", "ShareCell", "as_json", "calibrate_share",
            "cell_params", "cell_scenario", "format_share_runs", "format_share_table",
-           "merged_share_calibration", "ratios", "save_share_calibration", "share_within_2x",
-           "simulate_cell_run", "verdict"]
+           "lost_host_counts", "merged_share_calibration", "ratios", "save_share_calibration",
+           "share_within_2x", "simulate_cell_run", "verdict"]

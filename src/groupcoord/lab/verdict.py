@@ -771,7 +771,7 @@ def mark_by_design(verdicts: Sequence[GridVerdict]) -> None:
                 sign = 1 if mv.metric.lower_is_better else -1
                 runner = min(mv.beaten, key=lambda p: (sign * mv.cells[p].median, p))
                 if _by_design(row.settings or g.settings, mv.metric, runner,
-                              mv.cells[runner].median):
+                              mv.cells[runner].median, row.down_ms):
                     delay = (row.settings or g.settings).get(runner, {}).get(DELAY_SETTING)
                     mv.limit = (f"is won against {runner}'s configured {DELAY_SETTING} "
                                 f"({int(delay or 0) / 1000:g} s), by design")
@@ -1441,7 +1441,7 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
                 f"{short_label(m, g.excess)} ({'; '.join(each)})")
     text = (f"{where}: {lead} against {_quote(m, w)} for {nm(worse)} (the runner-up), medians of "
             f"{n} seeds{throughput(m, row.rate, b.median, w.median)}.")
-    text += _by_design(row.settings or g.settings, m, worse, w.median)
+    text += _by_design(row.settings or g.settings, m, worse, w.median, row.down_ms)
     if mv.depends in DEPENDS_ON_TIMING.values():
         text += (f" The mark depends on {mv.depends}: the protocol at another timing of it "
                  "(a column of this row) is not marked the same way.")
@@ -1512,10 +1512,14 @@ DELAY_WIN = "\x00delay"
 
 
 def _by_design(settings: Mapping[str, Mapping[str, Any]], m: Metric, worse: str,
-               value: float) -> str:
+               value: float, down_ms: int | None = None) -> str:
     """What the reader must know when an incremental cooperative Connect protocol is the
     slower one to balance (or has the more task downtime) and took at least its delay (the
-    row's own setting: the grid may sweep it): KIP-415 waits, by design."""
+    row's own setting: the grid may sweep it): KIP-415 waits, by design. Time until balanced
+    after the last event of a bounce (``down_ms``: how long the worker was away) counts from
+    the worker's return, while the delay runs from its departure: what is left of the delay
+    then is the delay less the absence (round 11: worker-bounce-d30s's 23-24 s is the rest of
+    the 30 s delay, unlabelled while the 300 s rows carried the label)."""
     if (m.column not in ("time_to_balance_ms", BALANCE_AFTER_LAST, "task_downtime_task_s")
             or family(worse) not in _CONNECT_FAMILIES or worse.endswith(":eager")):
         return ""
@@ -1526,7 +1530,11 @@ def _by_design(settings: Mapping[str, Mapping[str, Any]], m: Metric, worse: str,
             return ""
         return (f" By design: KIP-415 holds a departed worker's tasks, not running, for "
                 f"{DELAY_SETTING} ({int(delay):,} ms here) in case it comes back.")
-    if not isinstance(delay, int | float) or value < 0.9 * delay:
+    if not isinstance(delay, int | float) or delay <= 0:
+        return ""
+    rest = delay - down_ms if (m.column == BALANCE_AFTER_LAST and down_ms
+                               and 0 < down_ms < delay) else delay
+    if value < 0.9 * rest:
         return ""
     return (f" By design: KIP-415 holds a departed worker's tasks for {DELAY_SETTING} "
             f"({int(delay):,} ms here) in case it comes back.")
@@ -1917,7 +1925,7 @@ def _candidates(g: GridVerdict) -> list[tuple[float, Claim, tuple[str, ...]]]:
             sign = 1 if mv.metric.lower_is_better else -1
             runner_up = min(mv.beaten, key=lambda p: (sign * mv.cells[p].median, p))
             if _by_design(row.settings or g.settings, mv.metric, runner_up,
-                          mv.cells[runner_up].median):
+                          mv.cells[runner_up].median, row.down_ms):
                 # the other protocol's number is a configured delay (KIP-415's
                 # scheduled.rebalance.max.delay.ms): not a headline of a protocol's merit
                 continue

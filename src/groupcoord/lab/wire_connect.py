@@ -16,7 +16,13 @@ the same members, connectors, timings and event times as the simulator's run of 
 the initial workers start at ``sim.scenario.start_offsets_ms`` of the seed) with the events
 ``join``, ``leave``, ``crash`` (SIGKILL-like: the JVM halts), ``add-connector``,
 ``remove-connector`` and ``update-tasks`` (a new configuration snapshot given to every live
-worker at the event's time: the config topic read at once). ``@leader`` / ``@follower`` are
+worker at the event's time: the config topic read at once). ``add-connector`` is two snapshots,
+as Kafka's ``DistributedHerder`` creates a connector (``sim.connect``'s
+``_publish_task_configs`` says where in its source): the connector with no task at the event's
+time; then, once a worker logs that it starts the connector, its task configs one connector
+start later (the connector's own start, the workload's ``task_start_ms``, the first of the
+worker's start callables), so the workers' WorkerCoordinator sees a second config change and
+rejoins, as ``onTaskConfigUpdate`` makes the herder do. ``@leader`` / ``@follower`` are
 resolved at the event's time from the workers' logs (the leader of the latest assignment; a
 follower is the first live worker in start order that is not it), as ``sim.consumer`` does.
 
@@ -268,13 +274,34 @@ def _leader(records: Sequence[Mapping[str, Any]]) -> str | None:
     return lead.removeprefix("connect-").rsplit("-", 1)[0] or None
 
 
+def connector_started(records: Sequence[Mapping[str, Any]], connector: str,
+                      since: float) -> float | None:
+    """When a worker began starting ``connector`` (the monotonic time of its ``starting``
+    line, at or after ``since``) and still runs it: the latest such start not followed by the
+    same worker's stop of it; None when no worker has."""
+    began: dict[str, float] = {}
+    for r in sorted(records, key=lambda r: float(r["mono"])):
+        t = float(r["mono"])
+        if t < since or connector not in (r.get("connectors") or ()):
+            continue
+        ev, member = r.get("event"), str(r.get("member"))
+        if ev == "starting":
+            began[member] = t
+        elif ev in ("stopping", "item-stopping"):
+            began.pop(member, None)
+    return max(began.values(), default=None)
+
+
 def _spec(connectors: Mapping[str, int]) -> str:
     return ",".join(f"{n}={t}" for n, t in connectors.items())
 
 
 def plan(sc: Scenario, seed: int) -> list[tuple[float, str, Any]]:
     """(seconds, action, argument) in time order: ``go`` a worker, ``stop``/``kill`` one
-    (argument: a name or ``@leader``/``@follower``), ``config`` (argument: the connectors)."""
+    (argument: a name or ``@leader``/``@follower``), ``config`` (argument: the connectors),
+    ``tasks`` (argument: a created connector and its task count, written once a worker has
+    started it: :func:`run_connect_wire`). ``add-connector`` is a ``config`` with the
+    connector at no task followed by its ``tasks``."""
     for e in sc.events:
         if e.kind not in EVENTS:
             raise ConnectWireError(f"event kind {e.kind!r} is not played with Connect workers "
@@ -298,8 +325,11 @@ def plan(sc: Scenario, seed: int) -> list[tuple[float, str, Any]]:
             acts.append((at, "stop" if e.kind == "leave" else "kill", str(e["member"])))
         else:
             if e.kind == "add-connector":
-                connectors[str(e["connector"])] = int(e["tasks"])
-            elif e.kind == "remove-connector":
+                connectors[str(e["connector"])] = 0
+                acts.append((at, "config", dict(connectors)))
+                acts.append((at, "tasks", (str(e["connector"]), int(e["tasks"]))))
+                continue
+            if e.kind == "remove-connector":
                 connectors.pop(str(e["connector"]), None)
             else:
                 connectors[str(e["connector"])] = int(e["tasks"])
@@ -364,6 +394,42 @@ def run_connect_wire(sc: Scenario, protocol: str, seed: int, *, keep_dir: Path |
             except OSError:
                 pass
 
+    def write(connectors: dict[str, int]) -> None:
+        configs.append((time.monotonic(), universe_of(connectors.items())))
+        for n in order:
+            if not workers[n].gone:
+                send(workers[n], "config " + _spec(connectors))
+
+    #: created connectors whose task configs are not written yet: (task count, created at)
+    awaiting: dict[str, tuple[int, float]] = {}
+    checked = [0.0]
+
+    def write_task_configs() -> bool:
+        """Writes the task configs of a created connector that has run for one connector
+        start on a worker (``plan``'s ``tasks``); whether it wrote any."""
+        now = time.monotonic()
+        if not awaiting or now - checked[0] < 0.05:
+            return False
+        checked[0] = now
+        recs = _records(workdir)
+        wrote = False
+        for c, (n, since) in sorted(awaiting.items()):
+            began = connector_started(recs, c, since)
+            if began is None:
+                continue
+            due = began + wl.task_start_ms / 1000
+            if due > now + 0.1:
+                continue
+            time.sleep(max(0.0, due - time.monotonic()))
+            del awaiting[c]
+            if n != connectors_now.get(c):  # no task: nothing to write (Kafka writes nothing)
+                connectors_now[c] = n
+                if progress is not None:
+                    progress(f"{protocol}: t={time.monotonic() - t0:6.1f} s tasks {c}={n}")
+                write(connectors_now)
+                wrote = True
+        return wrote
+
     connectors_now: dict[str, int] = dict(sc.connectors)
     configs: list[tuple[float, set[str]]] = []
     first_event = min(e.at_ms for e in sc.events) / 1000
@@ -384,12 +450,14 @@ def run_connect_wire(sc: Scenario, protocol: str, seed: int, *, keep_dir: Path |
                         workers[pname] = spawn(pname)
                 if now >= t0 + at:
                     break
-                time.sleep(min(t0 + at - now, 0.02))
+                write_task_configs()
+                time.sleep(max(0.0, min(t0 + at - time.monotonic(), 0.02)))
             if at >= first_event and not loads:
                 loads.append(os.getloadavg()[0])
             if progress is not None:
-                progress(f"{protocol}: t={time.monotonic() - t0:6.1f} s {action} "
-                         f"{arg if action != 'config' else _spec(arg)}")
+                shown = (_spec(arg) if action == "config" else
+                         f"{arg[0]}={arg[1]} once started" if action == "tasks" else arg)
+                progress(f"{protocol}: t={time.monotonic() - t0:6.1f} s {action} {shown}")
             if action == "go":
                 w = workers[arg]
                 w.ready.wait(30)
@@ -407,22 +475,32 @@ def run_connect_wire(sc: Scenario, protocol: str, seed: int, *, keep_dir: Path |
                 if name in workers and not workers[name].gone:
                     send(workers[name], action)
                     workers[name].gone = True
+            elif action == "tasks":
+                c, n = arg
+                awaiting[str(c)] = (int(n), time.monotonic())
             else:
                 if leader_at_event is None:
                     leader_at_event = _leader(_records(workdir))
-                connectors_now = dict(arg)
-                configs.append((time.monotonic(), universe_of(connectors_now.items())))
-                for n in order:
-                    if not workers[n].gone:
-                        send(workers[n], "config " + _spec(connectors_now))
+                wanted = dict(arg)
+                for c in list(awaiting):
+                    if c not in wanted:  # removed before its tasks were written
+                        del awaiting[c]
+                        continue
+                    if wanted[c] != connectors_now.get(c):  # the connector will generate these
+                        awaiting[c] = (wanted[c], awaiting[c][1])
+                    wanted[c] = connectors_now.get(c, 0)
+                connectors_now = wanted
+                write(connectors_now)
         last = time.monotonic()
         deadline = last + timeout_s
         while time.monotonic() < deadline:
+            if write_task_configs():
+                last = time.monotonic()
             recs = _records(workdir)
             latest = max((float(r["mono"]) for r in recs), default=last)
-            if time.monotonic() - max(latest, last) >= settle_s:
+            if not awaiting and time.monotonic() - max(latest, last) >= settle_s:
                 break
-            time.sleep(0.5)
+            time.sleep(0.05 if awaiting else 0.5)
         end = time.monotonic()
         loads.append(os.getloadavg()[0])
         for w in workers.values():

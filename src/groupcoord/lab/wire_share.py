@@ -204,6 +204,9 @@ def lag_series(run: ShareWireRun, until: float | None = None) -> tuple[np.ndarra
 #: cells' rates (60-300 records/s a partition) a member is handed its records every few tens of
 #: milliseconds, and the machine's own stalls seen on the wire were under 1.3 s.
 LOCK_GAP_S = 2.0
+#: A ``crash`` window's hung process is the one whose lifetime ends this close to it
+#: (:func:`lost_host_holds`).
+LOST_MATCH_S = 2.0
 
 
 def _unowned(run: ShareWireRun, a: float, b: float) -> dict[str, float]:
@@ -262,6 +265,89 @@ def partitions_stopped_s(run: ShareWireRun, a: float, b: float) -> float | None:
         return None
     held = lock_held_s(run, a, b)
     return sum(_unowned(run, a, b).values()) + sum(held.values())
+
+
+def lost_host_holds(run: ShareWireRun) -> list[dict[str, Any]]:
+    """What each lost host (a ``crash`` window's hung process) held acquired when it stopped,
+    from the members' logs: ``member``; ``in_hand``, the records of its last poll that its
+    application had not finished (no ``batch`` line after it); ``since_last_batch_s``, how long
+    before the stop it had finished its last batch (then it was in its next poll: its
+    acknowledgements and a ShareFetch out); ``redelivered``, the records of its partitions handed
+    to another member later with a delivery count of 2 or more, before the first graceful
+    close (what it held, back after the lock: nothing else releases a record in these cells
+    until the run's end closes its members), of which ``acquired_unseen`` were
+    never handed to its application: acquired for it after its last poll returned (a ShareFetch
+    it had outstanding, answered by the broker after the stop, or records waiting in its
+    client's queue); ``pinned``: it held any. Real share consumers keep a ShareFetch outstanding
+    whenever the application holds nothing (docs/lab.md "Share groups against real share
+    consumers"), so a lost host pins its partition whether or not its application was busy.
+    One entry per ``crash`` window whose hung process is found (its lifetime ends within
+    :data:`LOST_MATCH_S` of the window)."""
+    out: list[dict[str, Any]] = []
+    for w in run.windows:
+        if w.label != "crash":
+            continue
+        at = run.t0 + w.at_s
+        hung = min(((abs(e - at), n, e) for n, lts in run.lifetimes.items() for _, e in lts
+                    if e is not None and abs(e - at) <= LOST_MATCH_S), default=None)
+        if hung is None:
+            continue
+        _, name, stop = hung
+        lines = [d for d in run.logs.get(name, ()) if float(d["t"]) <= stop]
+        polls = [d for d in lines if d.get("e") == "poll"]
+        batches = [d for d in lines if d.get("e") == "batch"]
+        last_poll = float(polls[-1]["t"]) if polls else None
+        last_batch = float(batches[-1]["t"]) if batches else None
+        in_hand = len(polls[-1]["recs"]) if last_poll is not None and (
+            last_batch is None or last_poll > last_batch) else 0
+        handed = {(int(r[0]), int(r[1])) for d in run.logs.get(name, ()) if d.get("e") == "poll"
+                  for r in d["recs"]}
+        mine = {int(r[0]) for d in polls[-5:] for r in d["recs"]}
+        # until the first graceful close after the stop (the run's end: a closing member
+        # releases what it has not processed, delivered again to the others)
+        closing = min((float(d["t"]) for ls in run.logs.values() for d in ls
+                       if d.get("e") == "closing" and float(d["t"]) > stop), default=run.end)
+        again: set[tuple[int, int]] = set()
+        for other, ls in run.logs.items():
+            if other == name:
+                continue
+            for d in ls:
+                if d.get("e") == "poll" and stop < float(d["t"]) < closing:
+                    again |= {(int(r[0]), int(r[1])) for r in d["recs"]
+                              if int(r[2]) >= 2 and int(r[0]) in mine}
+        unseen = len(again - handed)
+        out.append({"member": name, "in_hand": in_hand,
+                    "since_last_batch_s": None if last_batch is None else
+                    round(stop - last_batch, 3),
+                    "redelivered": len(again), "acquired_unseen": unseen,
+                    "pinned": in_hand > 0 or bool(again)})
+    return out
+
+
+def batch_in_hand_fraction(run: ShareWireRun, a: float, b: float) -> float | None:
+    """The mean share of ``a`` .. ``b`` (wall-clock) that a member alive throughout had a polled
+    batch in its application's hands (from a ``poll`` line to the ``batch`` line after it): the
+    client side of the time a share consumer holds acquired records (the broker holds them a
+    request's way longer, until the acknowledgements arrive with the next ShareFetch). None if
+    no member was alive throughout."""
+    shares = []
+    for name, lines in run.logs.items():
+        if not any(s <= a and (e is None or e >= b) for s, e in run.lifetimes.get(name, ())):
+            continue
+        held, since = 0.0, None
+        for d in lines:
+            t = float(d["t"])
+            if t > b:
+                break
+            if d.get("e") == "poll":
+                since = t
+            elif d.get("e") == "batch" and since is not None:
+                held += max(min(t, b) - max(since, a), 0.0)
+                since = None
+        if since is not None:
+            held += max(b - max(since, a), 0.0)
+        shares.append(held / (b - a))
+    return round(sum(shares) / len(shares), 3) if shares else None
 
 
 def _integral(ts: np.ndarray, lag: np.ndarray, a: float, b: float) -> float:
@@ -558,12 +644,14 @@ __all__ = [
     "PROTOCOL",
     "SHARE_EVENTS",
     "ShareWireRun",
+    "batch_in_hand_fraction",
     "check_share_playable",
     "converged_at",
     "done_times",
     "dump",
     "lag_series",
     "lock_held_s",
+    "lost_host_holds",
     "partitions_stopped_s",
     "run_share_wire",
     "share_server_configs",

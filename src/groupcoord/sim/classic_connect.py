@@ -25,7 +25,8 @@ default, after which the herder cancels the task and discards its output).
 
 **The config topic.** The simulation owns it (:class:`SimConfigTopic`): the snapshots it
 published, by config offset. Connector events (``add-connector``, ``remove-connector``,
-``update-tasks``) publish a new snapshot; every worker reads the topic through its own
+``update-tasks``) publish a new snapshot (``add-connector`` two: the connector, then its tasks
+once it has started, ``sim.connect``); every worker reads the topic through its own
 :class:`ConfigReader`, instantly or, with :attr:`ClassicConnectSimulation.config_read_lag_ms`
 > 0 (per worker: :meth:`ClassicConnectSimulation.config_lag_ms`), seeing a snapshot only that
 long after it was published (a leader behind a member then
@@ -585,7 +586,7 @@ class ClassicConnectSimulation(ClassicConsumerSimulation, ConnectSimulation):
     def converged(self) -> bool:
         """The group is Stable; every live worker a member at its generation, running what the
         committed generation has it hold, nothing pending; every configured item runs."""
-        if not self.settled():
+        if not self.settled() or self.task_configs_due():
             return False
         g = self._classic()
         live = [p for p in self.live() if p.member.state not in _LEFT]

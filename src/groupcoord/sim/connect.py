@@ -30,6 +30,9 @@ partitions). Downtime is the time a configured connector or task had no worker r
 Connector events (``add-connector``, ``remove-connector``, ``update-tasks``) go to the
 coordinator as the connect config admin request (``ConnectGroupConfigRequest``; workers learn
 the configuration from the coordinator); while the coordinator is loading the admin retries.
+``add-connector`` is two changes, as in Kafka's herder: the connector with no task, then, once a
+worker has started it, its tasks (:meth:`ConnectSimulation._publish_task_configs`): two
+rebalances.
 
 **Invariants** after every step (docs/design.md; see ``sim.consumer`` for the machinery):
 
@@ -151,6 +154,8 @@ class ConnectSimulation(ConsumerSimulation):
         #: Each member's assigned items, by its assignment object (a frozen member's map,
         #: replaced on every change), for the same comparison.
         self._assigned_items: dict[str, tuple[Any, frozenset[Item]]] = {}
+        #: Connectors created whose task configs are not written yet: their task counts.
+        self._pending_tasks: dict[str, int] = {}
         super().setup()
         self.stats.update({"prepares": 0, "installs": 0, "assign_errors": 0, "items_revoked": 0,
                            "config_requests": 0, "config_retries": 0, "config_rejected": 0})
@@ -176,11 +181,18 @@ class ConnectSimulation(ConsumerSimulation):
             c = ev["connector"]
             have = c in self.connectors
             if k == "add-connector" and not have:
-                self.connectors[c] = ev["tasks"]
-                self._configure((ConnectorConfigOp("create", c, ev["tasks"]),))
+                # the connector's own config first; its tasks when it has started
+                # (:meth:`_publish_task_configs`)
+                self.connectors[c] = 0
+                self._pending_tasks[c] = ev["tasks"]
+                self._configure((ConnectorConfigOp("create", c, 0),))
             elif k == "remove-connector" and have:
                 del self.connectors[c]
+                self._pending_tasks.pop(c, None)
                 self._configure((ConnectorConfigOp("delete", c),))
+            elif k == "update-tasks" and c in self._pending_tasks:
+                self._pending_tasks[c] = ev["tasks"]  # the connector will generate these
+                self.trace("task-configs", "", "", f"{c}: {ev['tasks']} when it has started")
             elif k == "update-tasks" and have and self.connectors[c] != ev["tasks"]:
                 self.connectors[c] = ev["tasks"]
                 self._configure((ConnectorConfigOp("update", c, ev["tasks"]),))
@@ -191,6 +203,61 @@ class ConnectSimulation(ConsumerSimulation):
             self.noop("", "subscribe: workers do not subscribe")
         else:
             super().apply_member_event(ev)
+
+    def _start_consuming(self, p: Any, parts: Any) -> None:
+        """A worker starts items (``sim.consumer_invariants``); a created connector whose task
+        configs are not written yet starts generating them (:meth:`_publish_task_configs`)."""
+        super()._start_consuming(p, parts)
+        pending = self._pending_tasks
+        if pending:
+            for c, t in sorted(parts):
+                if t < 0 and c in pending:
+                    self.at(self.now + self.connector_start_ms(), self._publish_task_configs,
+                            (p, p.gen, c))
+
+    def connector_start_ms(self) -> int:
+        """How long a connector takes to start (the workload's ``task_start_ms``: a connector
+        starts as a task does; 0 with an idle workload)."""
+        return self.app.workload.task_start_ms if self.app.on else 0
+
+    def _publish_task_configs(self, arg: tuple[Any, int, str]) -> None:
+        """A created connector has started on worker ``p``: it generates its task configs and
+        they are written to the configuration, which makes the group rebalance again to
+        assign them.
+
+        What Kafka does (``connect/runtime``, ``DistributedHerder``, read at the 4.0.0-SNAPSHOT
+        trunk commit ``1eb7644349cb``): creating a connector writes its connector config only.
+        ``ConfigUpdateListener.onConnectorConfigUpdate`` sees a connector its snapshot does not
+        contain and sets ``needsReconfigRebalance``: a rebalance whose assignment gives the new
+        connector, without tasks (none are configured), to a worker. That worker's
+        ``startConnector`` runs the connector; once it reports STARTED it queues
+        ``reconfigureConnectorTasksWithRetry``, whose ``reconfigureConnector`` asks the
+        connector for its task configs and ``publishConnectorTaskConfigs`` writes them (the
+        leader with ``writeTaskConfigs``, a follower by forwarding them to the leader's REST
+        endpoint). Every worker reads them and ``onTaskConfigUpdate`` sets
+        ``needsReconfigRebalance`` again ("task reconfigs always need a rebalance"): a second
+        rebalance assigns the tasks. Under eager (``updateConfigsWithEager``, then
+        ``WorkerCoordinator.onJoinPrepare``) each of the two rounds stops every connector and
+        task; under incremental cooperative neither revokes running work. The forwarding's
+        round trip is not modelled: the task configs are written when the connector's start
+        ends. A connector with no task writes nothing (``taskConfigsChanged`` finds no change):
+        one rebalance. Since the Connect draft keeps the config topic and the REST API ("All
+        the APIs should work the way they work currently"), both group types do this."""
+        p, gen, c = arg
+        n = self._pending_tasks.get(c)
+        if n is None or p.gen != gen or not p.alive or (c, -1) not in p.consuming:
+            self.step -= 1  # a superseded wake-up: not an event of the simulation
+            return
+        del self._pending_tasks[c]
+        if n == self.connectors.get(c):
+            # no task: nothing written (``publishConnectorTaskConfigs`` returns when
+            # ``taskConfigsChanged`` finds no change), no second rebalance
+            self.trace("task-configs", "", "", f"{c}: none to write")
+            return
+        self.connectors[c] = n
+        self._configure((ConnectorConfigOp("update", c, n),))
+        self._universe_dirty = True
+        self.dirty = True
 
     def _configure(self, ops: tuple[ConnectorConfigOp, ...]) -> None:
         """The admin's ConnectGroupConfig request (retried while the coordinator loads)."""
@@ -259,7 +326,7 @@ class ConnectSimulation(ConsumerSimulation):
     def converged(self) -> bool:
         """The target of the group epoch is reached, every live worker a member at it running
         exactly its assignment, and every configured connector and task runs."""
-        if not self.settled():
+        if not self.settled() or self.task_configs_due():
             return False
         g = self._group()
         live = [p for p in self.live() if p.member.state not in _LEFT]
@@ -292,6 +359,12 @@ class ConnectSimulation(ConsumerSimulation):
         legit = self.legit
         return all(map(legit.__contains__, self.universe))  # every item owned (no genexpr)
 
+
+    def task_configs_due(self) -> bool:
+        """Whether a created connector runs and its task configs are still to be written (the
+        group is not converged: a rebalance for them is coming)."""
+        legit = self.legit
+        return any((c, -1) in legit for c in self._pending_tasks)
 
     def gap_group(self, g: Any) -> str:
         return (f"{super().gap_group(g)}, delay {g.scheduled_rebalance_delay_ms} ms, "

@@ -20,8 +20,10 @@ acknowledgement):
   reaches neither): with partitions assigned and no batch in hand, it sends a fetch for them,
   carrying the acknowledgements of its last batch; the broker applies them, then acquires up
   to ``max_poll_records`` records (partitions in turn, starting one further each fetch). A fetch
-  that finds nothing waits at the broker (long poll) until a record is produced on one of its
-  partitions, at least the workload's ``fetch_latency_ms`` and at most ``FETCH_MAX_WAIT_MS``.
+  that finds nothing waits at the broker (long poll) until it can acquire records, tried again
+  at each record produced on one of its partitions (at least the workload's
+  ``fetch_latency_ms`` apart: another member's fetch may take them first), and is answered
+  empty after ``FETCH_MAX_WAIT_MS`` (Kafka's delayed share fetch).
 - **Processing**: record by record, each taking a draw of the workload's processing time (plus
   a ``slow`` event's ``delay_ms`` per batch, a slow downstream); a *poison* record's processing
   fails and the member RELEASEs it (it is delivered again, to any member, and archived at
@@ -55,7 +57,19 @@ acknowledgement):
   closes after its batch without ``commitSync`` has it delivered again. Not modelled: the
   record in hand at the leave counts as not processed (the wire member finishes it first).
   **Crashing** (a lost host, a hung process): nothing; its records stay acquired until their
-  locks expire, its membership until the session timeout. **Killed** (``kill``: the process
+  locks expire, its membership until the session timeout. Its connections stay open, so a
+  ShareFetch it sent before it stopped is still served: one waiting at the broker for records
+  (a long poll) acquires the partition's next records for it, and they too wait for their locks
+  (Kafka's delayed share fetch completes on the partition's next records whatever the client
+  is doing, ``DelayedShareFetch``). This is what makes a lost host pin its partition whether or
+  not its application held a batch: librdkafka (2.15's source read) and the Java
+  ``KafkaShareConsumer`` (4.0-4.1 source) keep a ShareFetch outstanding whenever the
+  application holds nothing (one answered empty is sent again at once, without waiting for the
+  next poll:
+  ``rd_kafka_share_fetch_reply_op``, ``ShareConsumeRequestManager.fetchMoreRecords``), and on
+  the wire a hung ShareConsumer (librdkafka 2.16) pinned its partition on 9 of 10 runs, its
+  application holding no batch on 6 of them (docs/lab.md "Share groups against real share
+  consumers"). **Killed** (``kill``: the process
   ends, its host closes its connections): the broker ends its share session with the
   connection and releases its acquired records at once; its membership stays until the
   session timeout (:meth:`ShareSimulation.kill`).
@@ -279,6 +293,7 @@ class ShareSimulation(ShareConvergence):
             self._processed.update((a.tp, a.offset) for a, end in
                                    zip(p.batch, p.batch_ends, strict=True)
                                    if end <= elapsed and not a.poison)
+        p.lost_gen = p.gen  # its connections stay open: a fetch it sent is still served
         self._stop(p, "crash")
         self._count_unowned(self.group())
 
@@ -296,6 +311,7 @@ class ShareSimulation(ShareConvergence):
         the connection: it stays in the share group, its partitions in its assignment, until
         the session timeout (the coordinator is not told; KIP-932's heartbeat)."""
         self.crash(p)
+        p.lost_gen = None  # its connections close: a fetch waiting at the broker ends
         p.acks = {}
         self.trace("kill", p.name, "", "connection closed: the share session ends")
         # the close reaches the partition leader one network delay later (not a request: no
@@ -614,8 +630,10 @@ class ShareSimulation(ShareConvergence):
     def _to_broker(self, arg: tuple[tuple[Any, ...], int]) -> None:
         msg, wait_until = arg
         p, gen, cid, mid, tps, acks, close = msg
-        if p.name in self.network.cut or (not acks and not close and p.gen != gen):
-            return  # a long poll of an incarnation that closed its connection: dropped
+        if p.name in self.network.cut or (not acks and not close and p.gen != gen
+                                          and gen != p.lost_gen):
+            return  # a long poll of an incarnation that closed its connection (a leave, a
+            # kill, a restart): dropped; a lost host's (``lost_gen``) is served
         parts = self.partitions
         try:
             for tp, tp_acks in sorted(acks.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
@@ -637,7 +655,9 @@ class ShareSimulation(ShareConvergence):
             nxt = min((parts.produced_time(tp, parts.log_end(tp, self.now)) for tp in tps
                        if tp in parts.producing and tp not in parts.gone), default=wait_until)
             at = min(wait_until, max(nxt, self.now + self.scenario.workload.fetch_latency_ms))
-            self.at(at, self._to_broker, ((p, gen, cid, mid, tps, {}, False), self.now))
+            # tried again at each record produced, until something is acquired or the wait is
+            # over (Kafka's DelayedShareFetch: tryComplete until MaxWaitMs)
+            self.at(at, self._to_broker, ((p, gen, cid, mid, tps, {}, False), wait_until))
             return
         self.counters["messages"] += 1
         for t in self.network.route(self.now, f"{p.name}#{gen}f<", p.name, True):

@@ -69,6 +69,9 @@ class _ShareProc:
     busy_since: int | None = None
     #: Records this process processed successfully (every incarnation).
     processed: int = 0
+    #: The incarnation lost as a host (a crash: its connections stay open, so a ShareFetch it
+    #: sent is still answered by the broker, acquiring records for it); None if none is.
+    lost_gen: int | None = None
 
 class ShareConvergence(Simulation):
     """The share group's checks and convergence (:class:`~groupcoord.sim.share.ShareSimulation`

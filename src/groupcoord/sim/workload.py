@@ -151,6 +151,7 @@ import bisect
 import functools
 import hashlib
 import math
+import operator
 import random
 from collections.abc import Callable, Container, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -686,9 +687,9 @@ class Processor:
     ``owned``: what the group gave it (paused until active); ``active``: what it fetches from,
     with its position per resource. ``at_poll`` actions run at its next ``poll()``."""
 
-    __slots__ = ("_ares", "_bitems", "_commit_memo", "_p", "_p_version", "active", "batch",
-                 "batch_end", "batch_id", "batch_start", "boundary_for", "flush_at", "lazy",
-                 "model", "name", "owned", "pause_backlog", "pause_due", "pause_rng",
+    __slots__ = ("_ares", "_bitems", "_commit_memo", "_p", "_p_version", "_steady", "active",
+                 "batch", "batch_end", "batch_id", "batch_start", "boundary_for", "flush_at",
+                 "lazy", "model", "name", "owned", "pause_backlog", "pause_due", "pause_rng",
                  "poison_next", "poll_actions", "recent", "stream", "stream_lag", "t", "warming")
 
     def __init__(self, model: WorkModel, name: str) -> None:
@@ -725,6 +726,8 @@ class Processor:
         self.stream_lag: tuple[int, float] | None = None
         #: Overloaded: batches follow each other without simulator events (see advance).
         self.lazy = False
+        #: Keeping up with every resource in one state (:class:`InStep`), or None.
+        self._steady: InStep | None = None
         self.boundary_for = -1
         self.poll_actions: list[Callable[[], None]] = []
         self.flush_at: float | None = None
@@ -817,6 +820,10 @@ class Processor:
             if t <= end:
                 return
         if self.stream:
+            if self._steady is not None:
+                if self._steady.advance(self, t):
+                    return
+                self._unsteady()
             fl = m.fetch_latency_ms
             fetched = t - fl
             since = self.t  # (it keeps up since its last advance at the latest)
@@ -857,14 +864,32 @@ class Processor:
                 lag = pt - hw
                 r.lag = lag if lag > 0 else 0.0
             m.processed = processed
+            self.t = t
+            if self.flush_at is not None:
+                if t >= self.flush_at:
+                    self._flush_until(t)
+            elif m.steady_ok:
+                self._steady = InStep.enter(self, t)
+            return
         self.t = t
         if self.flush_at is not None and t >= self.flush_at:
             self._flush_until(t)
 
+    def _sync(self) -> None:
+        """Write a processor in step into its resources (:meth:`InStep.sync`)."""
+        if self._steady is not None:
+            self._steady.sync(self)
+
+    def _unsteady(self) -> None:
+        """Leave the step (its resources written): something changes them or what it owns."""
+        if self._steady is not None:
+            self._steady.sync(self)
+            self._steady = None
+
     def _start_lazy(self, t0: float, t: float) -> bool:
         """The next batch at the poll() at ``t0`` when it starts before ``t`` (False: none:
         the member caught up and keeps up from ``t0``, or waits for a record beyond ``t``)."""
-        backlog, total, rate = self._backlog(t0)
+        backlog, total, rate = _backlog(self, t0)
         if total < 1.0:
             if rate <= 0 or rate * self.model.record_ms < 1.0:
                 self.lazy = False
@@ -873,55 +898,12 @@ class Processor:
                     self._arm_poison()
                 self.model.changed()
                 return False
-            t0 += self._wait(t0, total)  # overloaded: the next record
+            t0 += _wait(self, t0, total)  # overloaded: the next record
             if t0 >= t:
                 return False
-            backlog, total, rate = self._backlog(t0)
+            backlog, total, rate = _backlog(self, t0)
         self._start_batch(t0, backlog, total, schedule=False)
         return True
-
-    def _wait(self, t: float, total: float) -> float:
-        """How long from ``t`` until a whole record can be polled, given ``total`` < 1 now:
-        the resources already past the fetch horizon fill the gap at their rate; one whose
-        first record is not fetchable yet starts to count ``fetch_latency_ms`` after its
-        production started (then the caller looks again). Never more than needed, so no
-        record waits; never a step smaller than the time to the next such change, so a member
-        that has just been given partitions does not spin."""
-        fetched = t - self.model.fetch_latency_ms
-        flowing = 0.0
-        wait = math.inf
-        for r in self._ares:
-            if r.rate <= 0:
-                continue
-            if fetched > r.t0:
-                if r.rate * (fetched - r.t0) < r.cap:  # (``retry``: not standing at poison)
-                    flowing += r.rate
-            else:
-                wait = min(wait, r.t0 - fetched)
-        if flowing > 0:
-            wait = min(wait, (1.0 - total) / flowing)
-        return wait if wait > 0 else 1.0
-
-    def _backlog(self, t: float) -> tuple[list[tuple[Key, Resource, float]], float, float]:
-        """(key, resource, records to process) of the active resources with a backlog at
-        ``t``, their total, and the active resources' production rate."""
-        rate = 0.0
-        backlog: list[tuple[Key, Resource, float]] = []
-        total = 0.0
-        fetched = t - self.model.fetch_latency_ms  # what a poll() at t can return
-        pos = self._p
-        for k, r in zip(self.active, self._ares, strict=True):
-            rr = r.rate
-            q = rr * (fetched - r.t0) if fetched > r.t0 else 0.0  # r.produced
-            if q >= r.cap:  # ``retry``: it cannot pass its poison record (nothing flows)
-                q = r.cap
-            else:
-                rate += rr
-            b = q - pos[r]
-            if b > 0:
-                backlog.append((k, r, b))
-                total += b
-        return backlog, total, rate
 
     def committable(self) -> dict[Key, float]:
         """Positions an auto-commit commits now: what was polled before the batch in progress."""
@@ -948,6 +930,9 @@ class Processor:
             if isinstance(keys, frozenset):  # (kept only for a set that cannot change)
                 self._commit_memo = (keys, self._p_version, chosen)
         pos = self._p
+        st = self._steady
+        if st is not None:  # (in step: every position is the same, its resources not written)
+            return dict.fromkeys(pos if len(chosen) == len(pos) else chosen, st.hw)
         if polled and self.batch is not None:
             starts = {r: start for _, r, start, _ in self.batch}
             return {r: starts.get(r, pos[r]) for r in chosen}
@@ -963,6 +948,7 @@ class Processor:
         interval = self.model.workload_commit_interval
         if flush_at is None or not interval:
             return
+        self._sync()
         last = flush_at + ((t - flush_at) // interval) * interval
         for r in self._ares:
             pos = min(self._p[r], r.produced(last - self.model.fetch_latency_ms)) \
@@ -992,13 +978,14 @@ class Processor:
 
     def _next_batch(self, now: int) -> None:
         m = self.model
+        self._unsteady()
         self.stream = False
         self.lazy = False
         m.changed()
         if not self.active:
             m.set_working(self, False)
             return
-        backlog, total, rate = self._backlog(now)
+        backlog, total, rate = _backlog(self, now)
         mean = m.record_ms
         m.set_working(self, rate > 0 or total > 0)
         if total < 1.0:
@@ -1016,7 +1003,7 @@ class Processor:
         if total < 1.0:
             if not self.lazy:
                 self.batch_id += 1
-                m.at(now + max(1, math.ceil(self._wait(now, total))), self._boundary,
+                m.at(now + max(1, math.ceil(_wait(self, now, total))), self._boundary,
                      self.batch_id)
             return
         self._start_batch(float(now), backlog, total, schedule=not self.lazy)
@@ -1065,6 +1052,7 @@ class Processor:
         m = self.model
         poison = m.poison
         assert poison is not None
+        self._sync()
         fl = m.fetch_latency_ms
         best: tuple[float, Resource, int] | None = None
         for k, r in zip(self.active, self._ares, strict=True):
@@ -1100,6 +1088,7 @@ class Processor:
             return
         now = m.now()
         self.advance(now)
+        self._unsteady()
         start = self._p[r]
         self.stream = False
         self.lazy = False
@@ -1156,6 +1145,7 @@ class Processor:
         processed, every owned partition waiting), then ``poll()`` (actions waiting for it
         run then, and the backlog built meanwhile is polled in batches)."""
         m = self.model
+        self._unsteady()
         self.stream = False
         self.lazy = False
         self._bitems = self.batch = []
@@ -1258,6 +1248,8 @@ class Processor:
         m.account()
         m.sample_lag()
         self.advance(m.now())
+        self._unsteady()
+        m.hold(r)
         self._p[r] = r.committed
         self._p_version += 1
         m.active_in[r] = self
@@ -1299,6 +1291,8 @@ class Processor:
                 m.account()
                 m.sample_lag()
                 self.advance(now)
+                self._unsteady()
+            m.hold(r)
             pos[r] = r.committed
             self._p_version += 1
             active_in[r] = self
@@ -1333,6 +1327,7 @@ class Processor:
         m = self.model
         m.account()
         self.advance(m.now())
+        self._unsteady()
         gone: set[Resource] = set()
         resources = m.resources
         for k in keys:
@@ -1350,6 +1345,7 @@ class Processor:
             r = self._ares.pop(i)
             gone.add(r)
             pos = self._p.pop(r)
+            m.unhold(r)
             self._p_version += 1
             if m.active_in.get(r) is self:
                 del m.active_in[r]
@@ -1369,12 +1365,173 @@ class Processor:
     @property
     def pos(self) -> dict[Key, float]:
         """Its position per active resource (as of its last advance)."""
+        self._sync()
         return {r.key: v for r, v in self._p.items()}
 
     def positions(self) -> dict[Key, float]:
         """What it processed so far, per resource."""
         self.advance(self.model.now())
         return self.pos
+
+
+# ============================================================================ keeping up in step
+
+
+class InStep:
+    """A processor that keeps up with every active resource in one state: the same rate and
+    start of production, brought to the same time, its position and highest position
+    processed equal and on the fetch horizon, no other processor on it, no poison record in
+    its way. Each next advance of the stream loop (:meth:`Processor.advance`) is then the same
+    float operations for every resource: :meth:`advance` does them once, in the same order
+    where order matters (``records_processed``, one float, takes each resource's increment in
+    turn), and keeps what differs, each resource's lag integral, as pending pieces that
+    :meth:`sync` adds in order when something reads or changes the resources. Same floats,
+    bit for bit, as the stream loop (``tests/test_sim_workload.py``); an auto-commit of a
+    member that keeps up costs one set of operations instead of one per partition."""
+
+    __slots__ = ("hw", "lag", "pend", "rate", "t", "t0")
+
+    def __init__(self, rate: float, t0: float, t: float, hw: float, lag: float) -> None:
+        self.rate = rate
+        self.t0 = t0
+        #: The time of the last advance; the position and highest position processed, and
+        #: the lag, of every resource then; the lag integral's pieces not yet added.
+        self.t = t
+        self.hw = hw
+        self.lag = lag
+        self.pend: list[float] = []
+
+    @staticmethod
+    def enter(p: Processor, t: float) -> InStep | None:
+        """After a stream advance of ``p`` to ``t``: its step, if its resources are in one
+        state (see the class docstring)."""
+        ares = p._ares
+        if not ares:
+            return None
+        r0 = ares[0]
+        rate = r0.rate
+        t0 = r0.t0
+        v = r0.hw
+        lag = r0.lag
+        fl = p.model.fetch_latency_ms
+        # the inlined closed form's condition at the next advance (the stream loop's)
+        if not (t >= t0 + fl and v == rate * (t - fl - t0)):
+            return None
+        pos = p._p
+        holders = p.model.holders
+        inf = math.inf
+        for r in ares:
+            if r.rate != rate or r.t0 != t0 or r.t != t or r.hw != v or pos[r] != v \
+                    or r.lag != lag or r.cap != inf or holders[r] != 1:
+                return None
+        return InStep(rate, t0, t, v, lag)
+
+    def advance(self, p: Processor, t: float) -> bool:
+        """The stream loop of :meth:`Processor.advance` from ``self.t`` to ``t``, once for
+        every resource. False: the closed form's condition no longer holds (the caller
+        writes the resources and runs the stream loop)."""
+        rate, t0, rt, hw = self.rate, self.t0, self.t, self.hw
+        m = p.model
+        fl = m.fetch_latency_ms
+        if not (rt >= t0 + fl and hw == rate * (rt - fl - t0)):
+            return False
+        fetched = t - fl
+        new = rate * (fetched - t0) if fetched > t0 else 0.0
+        old = hw  # (every resource's position)
+        if new > old:
+            m.processed = functools.reduce(operator.add, [new - old] * len(p._ares),
+                                           m.processed)
+            old = new
+        pt = rate * (t - t0) if t > t0 else 0.0
+        self.pend.append(((rate * (rt - t0) - hw) + (pt - old)) * (t - rt) / 2
+                         if old >= hw else stream_lag_area(rate, t0, hw, rt, t, fl))
+        if old > hw:
+            hw = old
+        lag = pt - hw
+        self.t = t
+        self.hw = hw
+        self.lag = lag if lag > 0 else 0.0
+        p.t = t
+        return True
+
+    def sync(self, p: Processor) -> None:
+        """Write the step into ``p``'s resources (their lag integrals take their pending
+        pieces in order): as the stream loop would have left them."""
+        pend = self.pend
+        if not pend:
+            return
+        t, v, lag = self.t, self.hw, self.lag
+        pos = p._p
+        if len(pend) == 1:
+            inc = pend[0]
+            for r in p._ares:
+                r.lag_int += inc
+                r.t = t
+                r.hw = v
+                r.lag = lag
+                pos[r] = v
+        else:
+            add = operator.add
+            reduce = functools.reduce
+            for r in p._ares:
+                r.lag_int = reduce(add, pend, r.lag_int)
+                r.t = t
+                r.hw = v
+                r.lag = lag
+                pos[r] = v
+        self.pend = []
+
+
+# ============================================================================ the backlog
+
+
+def _wait(p: Processor, t: float, total: float) -> float:
+    """How long from ``t`` until a whole record can be polled, given ``total`` < 1 now:
+    the resources already past the fetch horizon fill the gap at their rate; one whose
+    first record is not fetchable yet starts to count ``fetch_latency_ms`` after its
+    production started (then the caller looks again). Never more than needed, so no
+    record waits; never a step smaller than the time to the next such change, so a member
+    that has just been given partitions does not spin."""
+    fetched = t - p.model.fetch_latency_ms
+    flowing = 0.0
+    wait = math.inf
+    for r in p._ares:
+        if r.rate <= 0:
+            continue
+        if fetched > r.t0:
+            if r.rate * (fetched - r.t0) < r.cap:  # (``retry``: not standing at poison)
+                flowing += r.rate
+        else:
+            wait = min(wait, r.t0 - fetched)
+    if flowing > 0:
+        wait = min(wait, (1.0 - total) / flowing)
+    return wait if wait > 0 else 1.0
+
+
+def _backlog(p: Processor, t: float) -> tuple[list[tuple[Key, Resource, float]], float,
+                                             float]:
+    """(key, resource, records to process) of the active resources with a backlog at
+    ``t``, their total, and the active resources' production rate."""
+    rate = 0.0
+    backlog: list[tuple[Key, Resource, float]] = []
+    total = 0.0
+    fetched = t - p.model.fetch_latency_ms  # what a poll() at t can return
+    pos = p._p
+    for k, r in zip(p.active, p._ares, strict=True):
+        rr = r.rate
+        q = rr * (fetched - r.t0) if fetched > r.t0 else 0.0  # r.produced
+        if q >= r.cap:  # ``retry``: it cannot pass its poison record (nothing flows)
+            q = r.cap
+        else:
+            rate += rr
+        b = q - pos[r]
+        if b > 0:
+            backlog.append((k, r, b))
+            total += b
+    return backlog, total, rate
+
+
+# ============================================================================ the model
 
 
 class WorkModel:
@@ -1445,6 +1602,13 @@ class WorkModel:
                 1 + workload.poison_rate * (workload.poison_attempts - 1)
                 if self.poison is not None and workload.poison_policy == "dead-letter" else 1)
         self.poison_skips = 0
+        #: Whether processors may keep up in step (:class:`InStep`): not with
+        #: poison records (a stream member arms an event for the next one) nor for Connect
+        #: tasks (their offset flushes read the positions).
+        self.steady_ok = self.poison is None and not connect
+        #: How many processors process each resource (more than one: a fenced member still
+        #: processing what its successor took over; none of them is then in step).
+        self.holders: dict[Resource, int] = {}
         #: Called when a batch outlasts ``max.poll.interval.ms``: (processor, its batch end).
         self.on_poll_timeout: Callable[[Processor, int], None] | None = None
         self.resources: dict[Key, Resource] = {}
@@ -1524,6 +1688,22 @@ class WorkModel:
         return self._by_topic.get(topic_id, _NO_RESOURCES)
 
     # ---------------------------------------------------------------- processors
+
+    def hold(self, r: Resource) -> None:
+        """A processor starts processing ``r``: any other processing it leaves the step
+        (:class:`InStep`), since both now write it."""
+        n = self.holders[r] = self.holders.get(r, 0) + 1
+        if n > 1:
+            for p in self.processors.values():
+                if r in p._p:
+                    p._unsteady()
+
+    def unhold(self, r: Resource) -> None:
+        n = self.holders[r] - 1
+        if n:
+            self.holders[r] = n
+        else:
+            del self.holders[r]
 
     def processor(self, name: str) -> Processor:
         p = self.processors.get(name)
@@ -1645,6 +1825,7 @@ class WorkModel:
         now = self.now()
         for p in self.processors.values():
             p.advance(now)
+            p._sync()
         lag = 0.0
         for r in self.resources.values():
             rt = r.t
@@ -1691,6 +1872,7 @@ class WorkModel:
                 if c is not None and c[0] == p._p_version:
                     lag += c[1]
                     continue
+                p._sync()
                 v = 0.0
                 steady = True
                 for r in p._ares:
