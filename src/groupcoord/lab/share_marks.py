@@ -38,6 +38,7 @@ from groupcoord.lab.verdict import (
     MetricVerdict,
     modes,
     threshold,
+    widest_gap,
     words,
 )
 
@@ -348,9 +349,7 @@ def share_modes(values: Sequence[float], m: Metric) -> list[list[float]]:
     v = sorted(values)
     if len(v) < 3:
         return [v]
-    i = max(range(len(v) - 1), key=lambda k: (v[k + 1] - v[k], -k))
-    lo, hi = v[:i + 1], v[i + 1:]
-    gap = hi[0] - lo[-1]
+    lo, hi, gap = widest_gap(v)
     flat = any(len(x) >= 2 and x[0] == x[-1] for x in (lo, hi))
     if (flat and gap > threshold(m, lo[-1], hi[0])
             and gap >= 0.5 * max(abs(lo[-1]), abs(hi[0]))):

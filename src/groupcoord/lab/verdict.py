@@ -170,6 +170,14 @@ def beats(a: Sequence[float], b: Sequence[float], m: Metric, min_seeds: int = MI
     return min(a) - max(b) > threshold(m, min(a), max(b))
 
 
+def widest_gap(v: Sequence[float]) -> tuple[list[float], list[float], float]:
+    """Sorted values (at least two) cut at their widest gap, the lower cut on a tie: the two
+    sides and the gap, the candidate outcomes the split rules (:func:`modes`, the share page's
+    seed-set split) test."""
+    i = max(range(len(v) - 1), key=lambda k: (v[k + 1] - v[k], -k))
+    return list(v[:i + 1]), list(v[i + 1:]), v[i + 1] - v[i]
+
+
 def modes(values: Sequence[float], m: Metric) -> list[list[float]]:
     """The seeds' distinct outcomes: sorted, the values split at their widest gap between
     neighbours when that gap counts as a difference (:func:`threshold`), is more than
@@ -186,9 +194,7 @@ def modes(values: Sequence[float], m: Metric) -> list[list[float]]:
     v = sorted(values)
     if len(v) < 3:
         return [v]
-    i = max(range(len(v) - 1), key=lambda k: (v[k + 1] - v[k], -k))
-    lo, hi = v[:i + 1], v[i + 1:]
-    gap = hi[0] - lo[-1]
+    lo, hi, gap = widest_gap(v)
     spread = max(lo[-1] - lo[0], hi[-1] - hi[0])
     if (gap > threshold(m, lo[-1], hi[0]) and gap > MODE_GAP * spread
             and gap >= 0.5 * max(abs(lo[-1]), abs(hi[0]))):
