@@ -1940,32 +1940,16 @@ def split_calibration_text(scenario: str, protocols: Sequence[str],
 
 
 def calibration_note(c: Claim, verdicts: Sequence[GridVerdict] = ()) -> str:
-    """What the calibration against real clients measured for a sentence's scenario and its
-    protocols (``lab.limits.calibration_for``, the calibration's lookup by scenario and
-    protocol), printed beside the sentence; "" where no calibration row covers them (or the
-    lookup is not there). With ``verdicts``, a sentence across a swept setting looks up its
-    grid's protocols too (:func:`_claim_protocols`)."""
-    from groupcoord.lab import limits
-
+    """What the share calibration against real share consumers measured for a share sentence's
+    scenario and protocols (:func:`share_calibration_note`), printed under the sentence; ""
+    where no row covers them, and for a sentence of another family (its note is the pointer to
+    its scenario's calibration table, :func:`calibration_notes`). With ``verdicts``, a sentence
+    across a swept setting looks up its grid's protocols too (:func:`_claim_protocols`)."""
     named = _claim_protocols(c, verdicts)
-    if any(family(p) == "share" for p in named):  # the share calibration's rows, or none
-        return share_calibration_note(c.scenario, c.size, named, workload=c.workload or None,
-                                      metric=c.metric)
-    lookup = getattr(limits, "calibration_for", None)
-    if lookup is None:
+    if not any(family(p) == "share" for p in named):
         return ""
-    found = []
-    for p in named:
-        text = lookup(c.scenario, p)
-        if text:
-            found.append(str(text))
-    if split := split_calibration_text(c.scenario, named, verdicts):
-        found.append(split)
-    brief = getattr(limits, "metric_check_brief", None)
-    extra = brief(limits.load_calibration(), c.metric) if brief is not None else ""
-    if extra:  # a sentence on stall or records processed twice: what the check found for it
-        found.append(extra)
-    return ("Calibration against real clients: " + "; ".join(found)) if found else ""
+    return share_calibration_note(c.scenario, c.size, named, workload=c.workload or None,
+                                  metric=c.metric)
 
 
 def _claims_html(found: Sequence[Claim], verdicts: Sequence[GridVerdict] = (),
