@@ -1407,7 +1407,7 @@ class Claim:
     @property
     def full(self) -> str:
         """The sentence with its conditions and caveats in words, as one paragraph (every fact
-        the page prints for it, without the numbering)."""
+        the page prints for it, without the condition letters)."""
         text = self.text.rstrip()
         if self.conditions:
             text += " Conditions: " + "; ".join(self.conditions) + "."
