@@ -1758,9 +1758,9 @@ NEAR_EDGE = 1.5
 
 def calibration_flag(c: Claim, rows: Sequence[CalibrationRow]) -> str:
     """The flag a sentence carries from its scenario's calibration rows, on the sentence's
-    own metric only, the same rule for every family (the Connect sentences' near-edge flag
-    was applied to Connect alone): rows outside 2x, and rows within 2x but over
-    :data:`NEAR_EDGE`, each with its ratio. "" when none."""
+    own metric only, the same rule for every family (consumer clients and real Connect
+    workers): rows outside 2x, and rows within 2x but over :data:`NEAR_EDGE`, each with its
+    ratio. "" when none."""
     out, near = [], []
     for r in rows:
         ratio = r.ratio(c.metric)
