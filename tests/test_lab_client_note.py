@@ -9,7 +9,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any, cast
 
-from groupcoord.lab.report import calibration_note, client_gaps, client_note, with_client_notes
+from groupcoord.lab.report import client_gaps, client_note, with_client_notes
 from groupcoord.lab.verdict import Claim, GridVerdict
 
 EAGER, COOP, KIP848 = "classic:eager", "classic:cooperative", "consumer:uniform"
@@ -61,20 +61,6 @@ def test_a_sentence_across_a_swept_setting_looks_at_its_grids_protocols() -> Non
     verdicts = _verdicts([EAGER, COOP, KIP848])
     assert "classic:eager 2.43 s on the wire" in client_note(c, verdicts, CAL)
     assert client_note(c, _verdicts([KIP848]), CAL) == ""
-
-
-def test_the_calibration_beside_a_swept_sentence_prints_the_classic_rows(monkeypatch: Any
-                                                                         ) -> None:
-    from groupcoord.lab import limits
-
-    def lookup(scenario: str, protocol: str) -> str | None:
-        return f"row {protocol}" if scenario == "grow-by-900" else None
-
-    monkeypatch.setattr(limits, "calibration_for", lookup, raising=False)
-    c = Claim("metadata-age", "text", "cmd", "convergence_ms", "grow-by-900", 10, KIP848, "")
-    assert calibration_note(c) == "Calibration against real clients: row consumer:uniform"
-    assert calibration_note(c, _verdicts([EAGER, KIP848])) == (
-        "Calibration against real clients: row consumer:uniform; row classic:eager")
 
 
 def test_no_note_without_a_row_that_says_so() -> None:

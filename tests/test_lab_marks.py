@@ -140,28 +140,6 @@ def test_the_polls_line_says_from_the_runs_whether_a_rebalance_waited_on_one() -
     assert "at most 400 ms" in polls
 
 
-def test_a_sentence_carries_the_calibration_of_its_scenario_and_protocols(monkeypatch: Any
-                                                                           ) -> None:
-    """The sentence writer asks the calibration's lookup (``lab.limits.calibration_for``, by
-    scenario and protocol) and prints what it returns beside the sentence."""
-    from groupcoord.lab import limits
-    from groupcoord.lab.report import calibration_note
-    from groupcoord.lab.verdict import Claim
-
-    seen: list[tuple[str, str]] = []
-
-    def lookup(scenario: str, protocol: str) -> str | None:
-        seen.append((scenario, protocol))
-        return "sim 3.1 s, measured 2.8 s" if protocol == EAGER else None
-
-    c = Claim("g", "text", "cmd", "lag_record_s", "scale-out", 10, EAGER, COOP, "4x250")
-    monkeypatch.setattr(limits, "calibration_for", lookup, raising=False)
-    assert calibration_note(c) == "Calibration against real clients: sim 3.1 s, measured 2.8 s"
-    assert seen == [("scale-out", EAGER), ("scale-out", COOP)]
-    monkeypatch.setattr(limits, "calibration_for", lambda s, p: None, raising=False)
-    assert calibration_note(c) == ""
-
-
 def test_near_zero_medians_on_a_linear_axis_are_printed(tmp_path: Any,
                                                          saved_figures: list[Any]) -> None:
     """The crossover scale-out panel: eager at 0.1-0.5 record·s beside 100-300 reads as zero

@@ -15,7 +15,7 @@ from groupcoord.lab.limits import calibration_items
 from groupcoord.lab.mechanism import (
     DEFAULT_FETCH_MS,
     busiest_partitions,
-    claim_conditions,
+    condition_clauses,
     mechanisms,
     member_load,
     row_loads,
@@ -323,7 +323,7 @@ def test_a_sentence_names_the_conditions_its_mark_rests_on() -> None:
         {"name": "consumers", "metrics": ["lag_record_s"], "seeds": 5,
          "protocols": ["classic:eager", "classic:cooperative"]}]}, runs)
     (c,) = claims([g])
-    text = claim_conditions(c, [g], runs)
+    text = "; ".join(condition_clauses(c, [g], runs))
     assert "narrow: the closest seeds are" in text
     assert "a 6% difference of the medians" in text
     assert "8% busy, polls of about" in text and "at the same moment" in text
@@ -335,7 +335,7 @@ def test_a_sentence_names_the_conditions_its_mark_rests_on() -> None:
         {"name": "consumers", "metrics": ["lag_record_s"], "seeds": 5,
          "protocols": ["classic:eager", "classic:cooperative"]}]}, far)
     (c2,) = claims([g2])
-    text2 = claim_conditions(c2, [g2], far)
+    text2 = "; ".join(condition_clauses(c2, [g2], far))
     assert "narrow" not in text2 and "difference of the medians" not in text2
     assert "session" not in text2 and "busy, polls of about" in text2
 

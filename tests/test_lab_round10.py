@@ -1,6 +1,7 @@
 """The page's answers to the tenth outside review (docs/lab.md, "Round 10"): the heartbeat
 spread on the task-times question, the chance count's deterministic pairs, excess lag
-recomputable from the published columns, calibration rows near the 2x edge."""
+recomputable from the published columns. Calibration rows near the 2x edge are flagged on the
+sentence's own metric (``report.calibration_flag``, tests/test_lab_round11.py)."""
 
 from __future__ import annotations
 
@@ -204,48 +205,6 @@ def test_excess_lag_recomputed_as_the_page_says_gives_the_tables_number() -> Non
     cell = g.rows[0].metrics[0].cells["classic:eager"]
     mine = [recomputed[r["run_id"]] for r in runs if r["protocol"] == "classic:eager"]
     assert abs(cell.median - statistics.median(mine)) < 0.01
-
-
-def test_a_calibration_row_near_the_2x_edge_is_flagged_beside_its_sentence(
-        monkeypatch: Any) -> None:
-    """Round 10: sessioned worker-joins at 3 workers, 202 against 396 task·s and 5.9 against
-    10.9 s until balanced, read as "within 2x" and unflagged. A row within 2x but over 1.5x on
-    a checked metric is flagged, run by run, with its cause when the data file has one."""
-    from groupcoord.lab.report import calibration_note, near_edge_text
-    from groupcoord.lab.verdict import Claim
-
-    def cell(sim: float, wire: float, sims: list[float], wires: list[float]) -> dict[str, Any]:
-        return {"sim": sim, "wire": wire, "sim_runs": sims, "wire_runs": wires,
-                "within_2x": max(sim, wire) / min(sim, wire) <= 2}
-
-    row = {"scenario": "kip415-worker-joins", "size": 3, "protocol": SESSIONED, "client": "c",
-           "wire_runs": 2,
-           "task_restarts": cell(50, 50, [50, 50], [50, 50]),
-           "task_downtime_task_s": cell(202.359, 395.575, [202.1, 202.6], [397.2, 394.0]),
-           "time_to_balance_ms": cell(5851.5, 10928.0, [5277, 6426], [12606, 9250])}
-    text = near_edge_text("kip415-worker-joins", [SESSIONED], [row])
-    assert text.startswith("near the 2x edge (within 2x, but over 1.5x on a checked metric: "
-                           "1 row): classic-connect:sessioned at 3 workers: task·s 202 / 396 "
-                           "(1.95x; run by run 202, 203 simulated, 397, 394 measured); ms "
-                           "until balanced 5,852 / 10,928 (1.87x;")
-    assert "restarts" not in text  # 50 / 50 is not near the edge
-    assert text.endswith("(the calibration's data file records no cause)")
-    assert "(cause: bimodal cell)" in near_edge_text(
-        "kip415-worker-joins", [SESSIONED], [{**row, "why": "bimodal cell"}])
-    # a row within 1.5x, outside 2x, another scenario or protocol: no flag
-    close = {**row, "task_downtime_task_s": cell(202, 250, [202], [250]),
-             "time_to_balance_ms": cell(5851.5, 6000, [5851], [6000])}
-    far = {**row, "task_downtime_task_s": cell(100, 396, [100], [396])}
-    far["time_to_balance_ms"] = close["time_to_balance_ms"]
-    assert near_edge_text("kip415-worker-joins", [SESSIONED], [close]) == ""
-    assert near_edge_text("kip415-worker-joins", [SESSIONED], [far]) == ""
-    assert near_edge_text("kip415-worker-joins", [EAGER], [row]) == ""
-    # the sentence's calibration note carries the flag of the data file's rows
-    from groupcoord.lab import wire_connect_calibration
-    monkeypatch.setattr(wire_connect_calibration, "load_rows", lambda path=None: [row])
-    claim = Claim("kip415", "s", "cmd", "task_restarts", "kip415-worker-joins", 3, SESSIONED,
-                  EAGER)
-    assert "near the 2x edge" in calibration_note(claim)
 
 
 def test_an_eager_mark_on_a_load_the_spread_was_not_run_at_says_so() -> None:

@@ -292,14 +292,6 @@ NARROW_MARGIN = 2.0
 SMALL_DIFFERENCE = 0.15
 
 
-def claim_conditions(claim: Claim, verdicts: Sequence[GridVerdict],
-                     runs: Sequence[Mapping[str, Any]]) -> str:
-    """:func:`condition_clauses` in words to append to a sentence (" Conditions: ...."), ""
-    where there are none."""
-    parts = condition_clauses(claim, verdicts, runs)
-    return (" Conditions: " + "; ".join(parts) + ".") if parts else ""
-
-
 def condition_clauses(claim: Claim, verdicts: Sequence[GridVerdict],
                       runs: Sequence[Mapping[str, Any]]) -> list[str]:
     """What a sentence's mark rests on, clause by clause: a narrow margin between the
@@ -526,7 +518,7 @@ def not_caught_up(size: int, protocols: Sequence[str],
 def with_conditions(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
                     runs: Sequence[Mapping[str, Any]]) -> list[Claim]:
     """The sentences with their conditions (:func:`condition_clauses`, ``Claim.conditions``:
-    the page numbers each clause once and the sentence names its numbers)."""
+    the page letters each clause once and the sentence names its letters)."""
     return [replace(c, conditions=(*c.conditions, *condition_clauses(c, verdicts, runs)))
             for c in found]
 
@@ -1233,37 +1225,6 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
     return lines
 
 
-__all__ = [
-    "ASSIGNORS",
-    "BUSY_LIMIT",
-    "METADATA_EVENTS",
-    "MOVING_DOWNTIME",
-    "OWN_PHASE",
-    "WINDOW_LAGS",
-    "Load",
-    "TaskTimes",
-    "attach_balance_after_last",
-    "attach_moving_downtime",
-    "balance_after_last",
-    "busiest_partitions",
-    "claim_conditions",
-    "conditions",
-    "connect_mechanisms",
-    "downtime_per_move",
-    "event_kinds",
-    "is_eager",
-    "mechanisms",
-    "member_load",
-    "metadata_mechanism",
-    "phase_clause",
-    "row_loads",
-    "task_time_phase",
-    "task_times",
-    "window_split",
-    "with_conditions",
-]
-
-
 #: The metrics on which an incremental cooperative protocol's follow-up round costs each moved
 #: task or partition about one heartbeat interval (KIP-429, KIP-415): task downtime and lag.
 HEARTBEAT_GAP_METRICS = frozenset({"task_downtime_task_s", "lag_record_s", "lag_peak"})
@@ -1437,3 +1398,40 @@ def connect_leaves_out(runs: Sequence[Mapping[str, Any]]) -> list[str]:
                 "rebalances twice (the connector's config, then its task configs once it has "
                 "started), and eager stops every task in both.")
     return out
+
+
+__all__ = [
+    "ASSIGNORS",
+    "BUSY_LIMIT",
+    "HEARTBEAT_GAP_METRICS",
+    "METADATA_EVENTS",
+    "MOVING_DOWNTIME",
+    "OWN_PHASE",
+    "TASK_POOL",
+    "WINDOW_LAGS",
+    "Load",
+    "TaskTimes",
+    "attach_balance_after_last",
+    "attach_moving_downtime",
+    "balance_after_last",
+    "busiest_partitions",
+    "condition_clauses",
+    "conditions",
+    "connect_leaves_out",
+    "connect_mechanisms",
+    "downtime_per_move",
+    "event_kinds",
+    "heartbeat_gap_clause",
+    "is_eager",
+    "mechanisms",
+    "member_load",
+    "metadata_mechanism",
+    "phase_clause",
+    "row_loads",
+    "split_branch_cause",
+    "task_time_phase",
+    "task_times",
+    "window_split",
+    "with_conditions",
+    "with_heartbeat_condition",
+]

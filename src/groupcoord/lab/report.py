@@ -1750,11 +1750,17 @@ def calibration_rows_for(c: Claim, verdicts: Sequence[GridVerdict]) -> list[Cali
             *_consumer_calibration_rows(c.scenario, named)]
 
 
+#: A calibration row within 2x but further off than this on a checked metric is near the
+#: edge (round 10: sessioned worker-joins at 3 workers, 202 against 396 task·s, passed as
+#: "within 2x" unflagged).
+NEAR_EDGE = 1.5
+
+
 def calibration_flag(c: Claim, rows: Sequence[CalibrationRow]) -> str:
     """The flag a sentence carries from its scenario's calibration rows, on the sentence's
-    own metric only, the same rule for every family (the Connect sentences' near-edge flag
-    was applied to Connect alone): rows outside 2x, and rows within 2x but over
-    :data:`NEAR_EDGE`, each with its ratio. "" when none."""
+    own metric only, the same rule for every family (consumer clients and real Connect
+    workers): rows outside 2x, and rows within 2x but over :data:`NEAR_EDGE`, each with its
+    ratio. "" when none."""
     out, near = [], []
     for r in rows:
         ratio = r.ratio(c.metric)
@@ -1878,50 +1884,6 @@ def conditions_intro(letters: Mapping[str, str]) -> str:
             if letters else "")
 
 
-#: A calibration row within 2x but further off than this on a checked metric is near the
-#: edge (round 10: sessioned worker-joins at 3 workers, 202 against 396 task·s, passed as
-#: "within 2x" unflagged).
-NEAR_EDGE = 1.5
-
-
-def near_edge_text(scenario: str, protocols: Sequence[str],
-                   rows: Sequence[Mapping[str, Any]] | None = None) -> str:
-    """The real Connect workers' calibration rows (``lab.wire_connect_calibration``) of a
-    sentence's scenario and protocols that are within 2x but over :data:`NEAR_EDGE` on a
-    checked metric, flagged with each run's figures, and the row's cause where its data file
-    holds one (``why``, ``cause`` or ``note``), else that it holds none; "" when none is."""
-    from groupcoord.lab.wire_connect_calibration import METRICS, load_rows
-
-    names = dict(zip(METRICS, ("restarts", "task·s", "ms until balanced"), strict=True))
-    rows = load_rows() if rows is None else rows
-    parts = []
-    for r in rows:
-        if r.get("scenario") != scenario or r.get("protocol") not in protocols:
-            continue
-        figs = []
-        for m in METRICS:
-            cell = r.get(m) or {}
-            sim, wire = cell.get("sim"), cell.get("wire")
-            if not cell.get("within_2x") or not sim or not wire:
-                continue
-            ratio = max(sim, wire) / min(sim, wire)
-            if ratio <= NEAR_EDGE:
-                continue
-            runs = ", ".join(number(float(v)) for v in cell.get("sim_runs") or [])
-            wruns = ", ".join(number(float(v)) for v in cell.get("wire_runs") or [])
-            figs.append(f"{names[m]} {number(float(sim))} / {number(float(wire))} "
-                        f"({ratio:.2f}x; run by run {runs} simulated, {wruns} measured)")
-        if figs:
-            why = next((str(r[k]) for k in ("why", "cause", "note") if r.get(k)), "")
-            parts.append(f"{r['protocol']} at {r['size']} workers: " + "; ".join(figs)
-                         + (f" (cause: {why})" if why else
-                            " (the calibration's data file records no cause)"))
-    if not parts:
-        return ""
-    return (f"near the 2x edge (within 2x, but over {NEAR_EDGE:g}x on a checked metric: "
-            f"{len(parts)} row{'s' if len(parts) > 1 else ''}): " + "; ".join(parts))
-
-
 def split_calibration_text(scenario: str, protocols: Sequence[str],
                            verdicts: Sequence[GridVerdict],
                            rows: Sequence[Mapping[str, Any]] | None = None,
@@ -1978,35 +1940,16 @@ def split_calibration_text(scenario: str, protocols: Sequence[str],
 
 
 def calibration_note(c: Claim, verdicts: Sequence[GridVerdict] = ()) -> str:
-    """What the calibration against real clients measured for a sentence's scenario and its
-    protocols (``lab.limits.calibration_for``, the calibration's lookup by scenario and
-    protocol), printed beside the sentence; "" where no calibration row covers them (or the
-    lookup is not there). With ``verdicts``, a sentence across a swept setting looks up its
-    grid's protocols too (:func:`_claim_protocols`)."""
-    from groupcoord.lab import limits
-
+    """What the share calibration against real share consumers measured for a share sentence's
+    scenario and protocols (:func:`share_calibration_note`), printed under the sentence; ""
+    where no row covers them, and for a sentence of another family (its note is the pointer to
+    its scenario's calibration table, :func:`calibration_notes`). With ``verdicts``, a sentence
+    across a swept setting looks up its grid's protocols too (:func:`_claim_protocols`)."""
     named = _claim_protocols(c, verdicts)
-    if any(family(p) == "share" for p in named):  # the share calibration's rows, or none
-        return share_calibration_note(c.scenario, c.size, named, workload=c.workload or None,
-                                      metric=c.metric)
-    lookup = getattr(limits, "calibration_for", None)
-    if lookup is None:
+    if not any(family(p) == "share" for p in named):
         return ""
-    found = []
-    for p in named:
-        text = lookup(c.scenario, p)
-        if text:
-            found.append(str(text))
-    edge = near_edge_text(c.scenario, named)
-    if edge:
-        found.append(edge)
-    if split := split_calibration_text(c.scenario, named, verdicts):
-        found.append(split)
-    brief = getattr(limits, "metric_check_brief", None)
-    extra = brief(limits.load_calibration(), c.metric) if brief is not None else ""
-    if extra:  # a sentence on stall or records processed twice: what the check found for it
-        found.append(extra)
-    return ("Calibration against real clients: " + "; ".join(found)) if found else ""
+    return share_calibration_note(c.scenario, c.size, named, workload=c.workload or None,
+                                  metric=c.metric)
 
 
 def _claims_html(found: Sequence[Claim], verdicts: Sequence[GridVerdict] = (),

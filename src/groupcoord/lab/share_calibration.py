@@ -439,7 +439,10 @@ def lost_host_counts(cell: ShareCell) -> dict[str, int] | None:
     if not held:
         return None
     floor = SHARE_FLOORS["resource_downtime_ms"]
-    stopped = lambda rows: sum(1 for r in rows if (r.get("resource_downtime_ms") or 0) > floor)  # noqa: E731
+
+    def stopped(rows: Sequence[Mapping[str, Any]]) -> int:
+        return sum(1 for r in rows if (r.get("resource_downtime_ms") or 0) > floor)
+
     return {"runs": len(cell.wire), "sim_stopped": stopped(cell.sim[:len(cell.wire)]),
             "wire_stopped": stopped(cell.wire),
             "wire_pinned": sum(1 for h in held if h.get("pinned")),

@@ -1392,9 +1392,9 @@ class Claim:
     timing_ms: float | None = None
     #: A crossover's one workload, when its grid sweeps on one (empty: several, or a row).
     swept_on: str = ""
-    #: What the sentence's mark rests on (``lab.mechanism.claim_conditions``), clause by
-    #: clause: the page states each clause once, numbered above the sentences, and the sentence
-    #: names the numbers (a Connect row's task-time inputs are the same for every sentence).
+    #: What the sentence's mark rests on (``lab.mechanism.condition_clauses``), clause by
+    #: clause: the page states each clause once, lettered above the sentences, and the sentence
+    #: names the letters (a Connect row's task-time inputs are the same for every sentence).
     conditions: tuple[str, ...] = ()
     #: The sentence's caveats (``lab.caveats``, a mark's limits, the client note), clause by
     #: clause: the page prints them in a note under the sentence, so that the sentence itself
@@ -1407,7 +1407,7 @@ class Claim:
     @property
     def full(self) -> str:
         """The sentence with its conditions and caveats in words, as one paragraph (every fact
-        the page prints for it, without the numbering)."""
+        the page prints for it, without the condition letters)."""
         text = self.text.rstrip()
         if self.conditions:
             text += " Conditions: " + "; ".join(self.conditions) + "."

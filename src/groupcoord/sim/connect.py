@@ -359,7 +359,6 @@ class ConnectSimulation(ConsumerSimulation):
         legit = self.legit
         return all(map(legit.__contains__, self.universe))  # every item owned (no genexpr)
 
-
     def task_configs_due(self) -> bool:
         """Whether a created connector runs and its task configs are still to be written (the
         group is not converged: a rebalance for them is coming)."""

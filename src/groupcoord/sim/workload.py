@@ -1699,6 +1699,7 @@ class WorkModel:
                     p._unsteady()
 
     def unhold(self, r: Resource) -> None:
+        """A processor stops processing ``r`` (:meth:`hold`)."""
         n = self.holders[r] - 1
         if n:
             self.holders[r] = n
