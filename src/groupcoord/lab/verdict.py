@@ -933,7 +933,15 @@ def mark_wider_than_measured(verdicts: Sequence[GridVerdict],
     if not tops:
         return
     top = max(tops)
-    measured = "; ".join(x for x in (spread_text(wire), stable_text(stable)) if x)
+    # the two figures in a few words (the clients' medians are under the eager marks' notes)
+    parts = []
+    for rows, where in ((wire, "in an eager rolling bounce"),
+                        (stable, "at a join into a group stable for minutes")):
+        got = [float(r["largest_s"]) for r in rows
+               if r.get("rebalances") and r.get("largest_s") is not None]
+        if got:
+            parts.append(f"within {max(got):.3f} s of one another {where}")
+    measured = "; ".join(parts)
     for g in verdicts:
         if not g.labels or g.parameter != "heartbeat_spread_ms":
             continue
