@@ -168,7 +168,7 @@ def test_a_split_cell_is_quoted_as_its_outcomes_in_caveats_and_calibration() -> 
     c = next(x for x in claims(verdicts) if x.grid == "kip415-hb-spread")
     text = other_workloads(c, verdicts)
     assert ("kip415 (3 workers, 16x8c): \u2605 classic-connect:sessioned, lowest median "
-            "classic-connect:sessioned 162 task·s | 330 task·s (2 of 5 | 3 of 5 seeds: split)"
+            "classic-connect:sessioned 330 task·s | 162 task·s (3 of 5 | 2 of 5 seeds: split)"
             ) in text, text
     cal = [{"scenario": "kip415-worker-joins", "size": 3, "protocol": SESSIONED,
             "workload": "16x8c",

@@ -76,8 +76,8 @@ def cell_words(m: Metric, c: Cell) -> str:
     if not c.split:
         return m.fmt(c.median)
     n = len(c.values)
-    return (" | ".join(m.fmt(statistics.median(o)) for o in c.outcomes) + " ("
-            + " | ".join(f"{len(o)} of {n}" for o in c.outcomes) + " seeds: split)")
+    return (" | ".join(m.fmt(statistics.median(o)) for o in c.shown) + " ("
+            + " | ".join(f"{len(o)} of {n}" for o in c.shown) + " seeds: split)")
 
 
 def _worse_row(verdicts: Sequence[GridVerdict], c: Claim) -> tuple[GridVerdict, VerdictRow] | None:
