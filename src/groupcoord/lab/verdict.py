@@ -2187,7 +2187,7 @@ def no_difference(g: GridVerdict) -> Claim | None:
         if not cells:
             continue
         lead = min(cells, key=lambda p: (sign * cells[p].median, p))
-        where = f"{r.scenario}, {r.size:,}" + (f", {r.workload}" if len(
+        where = f"{r.scenario}, {r.size:,} {member_word(r.scenario, g.protocols)}" + (f", {r.workload}" if len(
             {x.workload for x in g.rows}) > 1 else "") + (f", {r.timing}" if r.timing else "")
         leads.append(f"{where}: {lead} {_quote(m, cells[lead])}")
     if not leads:
@@ -2197,7 +2197,8 @@ def no_difference(g: GridVerdict) -> Claim | None:
     unconfirmed = (f"; {first_only} marked on the first seeds only, not on the fresh"
                    if first_only else "")
     text = (f"{g.name}, {short_label(m, g.excess)}: no difference; no protocol separates from "
-            f"the rest in any of its {len(rows)} rows{unconfirmed} (the {word} median: "
+            f"the rest in {'its one row' if len(rows) == 1 else f'any of its {len(rows)} rows'}"
+            f"{unconfirmed} (the {word} median: "
             + "; ".join(shown) + ").")
     sizes = sorted({r.size for r in rows})
     cmd = reproduce(g.spec, scen[0], sizes, None, g.labels or g.protocols)
