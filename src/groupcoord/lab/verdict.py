@@ -2187,8 +2187,11 @@ def no_difference(g: GridVerdict) -> Claim | None:
         if not cells:
             continue
         lead = min(cells, key=lambda p: (sign * cells[p].median, p))
-        where = f"{r.scenario}, {r.size:,} {member_word(r.scenario, g.protocols)}" + (f", {r.workload}" if len(
-            {x.workload for x in g.rows}) > 1 else "") + (f", {r.timing}" if r.timing else "")
+        where = f"{r.scenario}, {r.size:,} {member_word(r.scenario, g.protocols)}"
+        if len({x.workload for x in g.rows}) > 1:
+            where += f", {r.workload}"
+        if r.timing:
+            where += f", {r.timing}"
         leads.append(f"{where}: {lead} {_quote(m, cells[lead])}")
     if not leads:
         return None
