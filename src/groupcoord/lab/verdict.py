@@ -2102,12 +2102,12 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     for g in verdicts:
         if follow_up(g):
             continue
-        mine = [c for _, c in first + rest if c.grid == g.name or f"[{g.name}" in c.text
-                or f", {g.name}]" in c.text or f", {g.name}," in c.text]
-        if mine:
-            if mine[0].grid not in answered:
-                answers.append(mine[0])
-                answered.add(mine[0].grid)
+        own = [c for _, c in first + rest if c.grid == g.name or f"[{g.name}" in c.text
+               or f", {g.name}]" in c.text or f", {g.name}," in c.text]
+        if own:
+            if own[0].grid not in answered:
+                answers.append(own[0])
+                answered.add(own[0].grid)
             answered.add(g.name)
         elif (none := no_difference(g)) is not None:
             answers.append(none)
