@@ -2007,16 +2007,19 @@ def injected_input(row: VerdictRow, m: Metric) -> bool:
     return m.column in SLOW_INPUTS and SLOW_VARIANT.match(row.scenario) is not None
 
 
-def _candidates(g: GridVerdict) -> list[tuple[float, Claim, tuple[str, ...]]]:
+def _candidates(g: GridVerdict, stall: bool = False
+                ) -> list[tuple[float, Claim, tuple[str, ...]]]:
     """A grid's candidate sentences with their effect sizes: per scenario and question metric
-    the marked difference of the size with the largest effect."""
+    the marked difference of the size with the largest effect. ``stall``: a consumer grid's
+    stall counts too (the answer to a grid whose lag separates nothing: whether the group
+    keeps processing at all)."""
     best: dict[tuple[str, str], tuple[float, VerdictRow, MetricVerdict]] = {}
     for row in g.rows:
         for mv in row.metrics:
             if mv.verdict not in ("best", "tied") or not mv.beaten or not claimable(mv) \
                     or task_time_input(g, mv.metric) or injected_input(row, mv.metric):
                 continue
-            if mv.metric.column == "stall_ms" and not any(
+            if not stall and mv.metric.column == "stall_ms" and not any(
                     family(p) in _CONNECT_FAMILIES for p in g.protocols) and any(
                     m.column in ("lag_record_s", "lag_peak") for m in g.metrics):
                 # a consumer group's stall is 0 by construction under cooperative and KIP-848
@@ -2109,9 +2112,28 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
                 answers.append(own[0])
                 answered.add(own[0].grid)
             answered.add(g.name)
-        elif (none := no_difference(g)) is not None:
-            answers.append(none)
-            answered.add(g.name)
+            continue
+        # no candidate: the grid's first metric even where it is a consumer group's stall
+        # (a rolling bounce's "does the group keep processing": eager stops, the others not)
+        lead = g.metrics[0].column if g.metrics else ""
+        stalls = sorted(((st, c) for st, c, _ in _candidates(g, stall=True) if c.metric == lead),
+                        key=lambda sc: -sc[0])
+        answer = stalls[0][1] if stalls else no_difference(g)
+        if answer is None:
+            continue
+        # the same finding as an earlier answer at another size (rolling-30 after rolling):
+        # said once, the other grid's cell added to its sentence and its command
+        same = next((a for a in answers if (a.scenario, a.metric, a.best, a.worse, a.workload)
+                     == (answer.scenario, answer.metric, answer.best, answer.worse,
+                         answer.workload) and a.best), None)
+        if same is not None:
+            same.text += (f" Likewise at {answer.size:,} "
+                          f"{member_word(answer.scenario, g.protocols)} ({g.name}).")
+            same.command = same.command.replace(
+                f" --size {same.size} ", f" --size {same.size} --size {answer.size} ", 1)
+        else:
+            answers.append(answer)
+        answered.add(g.name)
     chosen = {id(c) for c in answers}
     first = [sc for sc in first if id(sc[1]) not in chosen]
     rest = [sc for sc in rest if id(sc[1]) not in chosen]
