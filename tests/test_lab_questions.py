@@ -77,3 +77,34 @@ def test_a_sentence_on_a_grid_another_sentence_quotes_is_not_shown() -> None:
     found = claims(verdicts)
     assert "follow0" in next(c.text for c in found if c.grid == "consumers")
     assert not any(c.grid == "follow0" for c in found)
+
+
+def _rolling_run(grid: str, protocol: str, size: int, seed: int, stall: float,
+                 lag: float) -> dict[str, Any]:
+    return {"run_id": f"{grid}-{protocol}-{seed}", "protocol": protocol,
+            "scenario": "rolling-bounce", "size": size, "members": size, "workload": "4x250",
+            "fault_rate": 0.0, "seed": seed, "replicate": seed, "ok": True, "caught_up": True,
+            "noop_events": 0, "stall_ms": stall + seed, "lag_record_s": lag + 500 * seed,
+            "settings_json": json.dumps({"heartbeat.interval.ms": 3000})}
+
+
+def test_a_question_without_a_lag_mark_answers_with_its_stall_once_for_both_sizes() -> None:
+    """Round 12: the rolling grids (10 and 30 members) had no sentence: their lag overlaps
+    and a consumer group's stall is no candidate. Their question (does the group keep
+    processing?) is answered by the stall, once, both sizes in its command."""
+    grids, runs = [], []
+    for name, size in (("rolling", 10), ("rolling-30", 30)):
+        grids.append({"name": name, "question": "Does the group keep processing?",
+                      "protocols": [EAGER, COOP], "scenarios": ["rolling-bounce"],
+                      "workloads": ["4x250"], "metrics": ["stall_ms", "lag_record_s"],
+                      "seeds": 5, "sizes": [size]})
+        for s in range(5):
+            runs += [_rolling_run(name, EAGER, size, s, 500.0, 5000.0),
+                     _rolling_run(name, COOP, size, s, 0.0, 6000.0)]
+    verdicts = grid_verdicts({"spec": "paper", "grids": grids}, runs)
+    found = claims(verdicts)
+    assert len(found) == 1, [c.text for c in found]
+    (c,) = found
+    assert c.metric == "stall_ms" and c.best == COOP and c.worse == EAGER
+    assert c.text.endswith("Likewise at 30 members (rolling-30)."), c.text
+    assert " --size 10 --size 30 " in c.command, c.command
