@@ -88,10 +88,10 @@ def _rolling_run(grid: str, protocol: str, size: int, seed: int, stall: float,
             "settings_json": json.dumps({"heartbeat.interval.ms": 3000})}
 
 
-def test_a_question_without_a_lag_mark_answers_with_its_stall_once_for_both_sizes() -> None:
+def test_a_question_without_a_lag_mark_says_no_difference_once_for_both_sizes() -> None:
     """Round 12: the rolling grids (10 and 30 members) had no sentence: their lag overlaps
-    and a consumer group's stall is no candidate. Their question (does the group keep
-    processing?) is answered by the stall, once, both sizes in its command."""
+    and a consumer group's stall beside its lag is no sentence (round 8). Their answer is that
+    no protocol separates on the lag, said once, both sizes in its command."""
     grids, runs = [], []
     for name, size in (("rolling", 10), ("rolling-30", 30)):
         grids.append({"name": name, "question": "Does the group keep processing?",
@@ -105,6 +105,7 @@ def test_a_question_without_a_lag_mark_answers_with_its_stall_once_for_both_size
     found = claims(verdicts)
     assert len(found) == 1, [c.text for c in found]
     (c,) = found
-    assert c.metric == "stall_ms" and c.best == COOP and c.worse == EAGER
+    assert c.metric == "lag_record_s" and c.best == ""
+    assert c.text.startswith("rolling, lag: no difference"), c.text
     assert c.text.endswith("Likewise at 30 members (rolling-30)."), c.text
     assert " --size 10 --size 30 " in c.command, c.command

@@ -2007,19 +2007,16 @@ def injected_input(row: VerdictRow, m: Metric) -> bool:
     return m.column in SLOW_INPUTS and SLOW_VARIANT.match(row.scenario) is not None
 
 
-def _candidates(g: GridVerdict, stall: bool = False
-                ) -> list[tuple[float, Claim, tuple[str, ...]]]:
+def _candidates(g: GridVerdict) -> list[tuple[float, Claim, tuple[str, ...]]]:
     """A grid's candidate sentences with their effect sizes: per scenario and question metric
-    the marked difference of the size with the largest effect. ``stall``: a consumer grid's
-    stall counts too (the answer to a grid whose lag separates nothing: whether the group
-    keeps processing at all)."""
+    the marked difference of the size with the largest effect."""
     best: dict[tuple[str, str], tuple[float, VerdictRow, MetricVerdict]] = {}
     for row in g.rows:
         for mv in row.metrics:
             if mv.verdict not in ("best", "tied") or not mv.beaten or not claimable(mv) \
                     or task_time_input(g, mv.metric) or injected_input(row, mv.metric):
                 continue
-            if not stall and mv.metric.column == "stall_ms" and not any(
+            if mv.metric.column == "stall_ms" and not any(
                     family(p) in _CONNECT_FAMILIES for p in g.protocols) and any(
                     m.column in ("lag_record_s", "lag_peak") for m in g.metrics):
                 # a consumer group's stall is 0 by construction under cooperative and KIP-848
@@ -2113,19 +2110,13 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
                 answered.add(own[0].grid)
             answered.add(g.name)
             continue
-        # no candidate: the grid's first metric even where it is a consumer group's stall
-        # (a rolling bounce's "does the group keep processing": eager stops, the others not)
-        lead = g.metrics[0].column if g.metrics else ""
-        stalls = sorted(((st, c) for st, c, _ in _candidates(g, stall=True) if c.metric == lead),
-                        key=lambda sc: -sc[0])
-        answer = stalls[0][1] if stalls else no_difference(g)
+        answer = no_difference(g)
         if answer is None:
             continue
         # the same finding as an earlier answer at another size (rolling-30 after rolling):
         # said once, the other grid's cell added to its sentence and its command
-        same = next((a for a in answers if (a.scenario, a.metric, a.best, a.worse, a.workload)
-                     == (answer.scenario, answer.metric, answer.best, answer.worse,
-                         answer.workload) and a.best), None)
+        same = next((a for a in answers if (a.scenario, a.metric, a.best, a.worse)
+                     == (answer.scenario, answer.metric, answer.best, answer.worse)), None)
         if same is not None:
             same.text += (f" Likewise at {answer.size:,} "
                           f"{member_word(answer.scenario, g.protocols)} ({g.name}).")
@@ -2193,18 +2184,30 @@ def no_difference(g: GridVerdict) -> Claim | None:
     :data:`CLAIM_MIN_SEEDS` seeds (no candidate sentence): that no difference passes the test,
     on its question's first metric, with the lowest median of each such row. None for a grid
     without such a row (too few seeds: the page says so apart)."""
-    if not g.metrics:
+    # the first metric a sentence may rest on: not a Connect grid's task-time input, nor a
+    # consumer group's stall beside its lag (the sentence rule's exclusions)
+    lag = any(x.column in ("lag_record_s", "lag_peak") for x in g.metrics)
+    connect = any(family(p) in _CONNECT_FAMILIES for p in g.protocols)
+    i = next((k for k, x in enumerate(g.metrics) if not task_time_input(g, x)
+              and not (x.column == "stall_ms" and lag and not connect)), None)
+    if i is None:
         return None
-    m = g.metrics[0]
-    rows = [r for r in g.rows if r.metrics and r.seeds >= CLAIM_MIN_SEEDS]
-    if not rows or any(r.metrics[0].verdict in ("best", "tied") for r in rows):
-        return None  # a mark the sentence rule leaves out (by design) is no "no difference"
-    first_only = sum(1 for r in rows if r.metrics[0].verdict == "unconfirmed")
+    m = g.metrics[i]
+    rows = [r for r in g.rows if len(r.metrics) > i and r.seeds >= CLAIM_MIN_SEEDS
+            and not injected_input(r, m)]
+    verdicts = [r.metrics[i].verdict for r in rows]
+    if not rows or any(v not in ("tie", "overlap", "unconfirmed") for v in verdicts):
+        # a mark the sentence rule leaves out (by design), split seeds, a lag whose control
+        # does not cancel: no "no difference"
+        return None
+    if all(abs(c.median) <= m.floor for r in rows for c in r.metrics[i].cells.values()):
+        return None  # nothing to compare: every cost under the floor
+    first_only = sum(1 for v in verdicts if v == "unconfirmed")
     sign = 1 if m.lower_is_better else -1
     word = "lowest" if m.lower_is_better else "highest"
     leads = []
     for r in rows:
-        cells = {p: c for p, c in r.metrics[0].cells.items() if p in ranked(g.protocols)
+        cells = {p: c for p, c in r.metrics[i].cells.items() if p in ranked(g.protocols)
                  and c.values}
         if not cells:
             continue
