@@ -60,7 +60,7 @@ def test_every_question_of_its_own_gets_a_sentence() -> None:
     # the grid without a difference says so, with its lowest median and its command
     none = by_grid["rolling"].text
     assert none.startswith("rolling, time to converge: no difference; no protocol separates "
-                           "from the rest in its one row"), none
+                           "from all the rest in its one row"), none
     assert "rolling-bounce, 10 members: classic:eager 5.02 s" in none, none
     assert by_grid["rolling"].command.startswith(
         "groupcoord lab run --spec paper --scenario rolling-bounce --size 10"), \

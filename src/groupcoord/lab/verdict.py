@@ -2224,8 +2224,8 @@ def no_difference(g: GridVerdict) -> Claim | None:
     scen = list(dict.fromkeys(r.scenario for r in rows))
     unconfirmed = (f"; {first_only} marked on the first seeds only, not on the fresh"
                    if first_only else "")
-    text = (f"{g.name}, {short_label(m, g.excess)}: no difference; no protocol separates from "
-            f"the rest in {'its one row' if len(rows) == 1 else f'any of its {len(rows)} rows'}"
+    text = (f"{g.name}, {short_label(m, g.excess)}: no difference; no protocol separates "
+            f"from all the rest in {'its one row' if len(rows) == 1 else f'any of its {len(rows)} rows'}"
             f"{unconfirmed} (the {word} median: "
             + "; ".join(shown) + ").")
     sizes = sorted({r.size for r in rows})
