@@ -59,7 +59,11 @@ def test_a_mark_the_fresh_seeds_do_not_repeat_is_no_mark_and_no_sentence() -> No
     word = _verdict_word(mv)
     assert word.startswith("not confirmed") and "\u2605 classic:eager" in word and "a tie" in word
     assert (g.confirmed, g.unconfirmed) == (0, 1)
-    assert not claims([g])
+    # no sentence on the mark; the grid's answer says nothing separated, and that the first
+    # seeds' mark was not repeated
+    (answer,) = claims([g])
+    assert answer.best == "" and "1 marked on the first seeds only, not on the fresh" in \
+        answer.text, answer.text
     assert "1 not confirmed" in seeds_line(g)
 
 

@@ -32,6 +32,7 @@ from typing import Any
 from groupcoord.lab.findings import CLASSIC_ASSIGNORS, Metric, full_name, number
 from groupcoord.lab.mechanism import SPREAD_FIELD, phase_clause
 from groupcoord.lab.verdict import (
+    PAIRED_MARK,
     SCENARIO_INPUTS,
     Cell,
     Claim,
@@ -42,6 +43,7 @@ from groupcoord.lab.verdict import (
     beats,
     ranked,
     short_label,
+    star,
 )
 
 #: The scenario-variant input KIP-415's delay is (``worker-leaves-d30s``).
@@ -56,7 +58,7 @@ def _word(mv: MetricVerdict) -> str:
         first = mv.best[0] if len(mv.best) == 1 else " and ".join(mv.best)
         return f"not confirmed ({first} on the first seeds; {again_text(mv)} on the fresh)"
     if mv.verdict == "best":
-        return f"\u2605 {mv.best[0]}"
+        return f"{star(mv)} {mv.best[0]}"
     if mv.verdict == "tied":
         return "= " + " and ".join(mv.best)
     return {"overlap": "an overlap (no protocol separated from all the rest)",
@@ -215,7 +217,7 @@ def sign_test_draw(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
         return ""
     m = mv.metric
     q1, med, q3 = statistics.quantiles(vals, n=4, method="inclusive")
-    text = (f"the \u2605 comes from the paired sign test (the ranges overlap), not from "
+    text = (f"the {PAIRED_MARK} comes from the paired sign test (the ranges overlap), not from "
             f"separated ranges; {c.worse}'s value is a wide draw: over its {len(vals)} seeds "
             f"median {m.fmt(med)}, quartiles {m.fmt(q1)}\u2013{m.fmt(q3)}, mean "
             f"{m.fmt(statistics.fmean(vals))}")

@@ -97,6 +97,8 @@ from groupcoord.lab.verdict import (
     MAX_CLAIMS,
     MIN_SEEDS,
     MODE_GAP,
+    PAIRED_LEGEND,
+    PAIRED_MARK,
     RELATIVE_FLOOR,
     SIGN_ALPHA,
     SIGN_MIN_SEEDS,
@@ -115,10 +117,13 @@ from groupcoord.lab.verdict import (
     grid_verdicts,
     member_word,
     modes,
+    natural_key,
     ranked,
     separation_chance,
     short_label,
     sign_needed,
+    sizes_text,
+    star,
     task_time_input,
     usable,
 )
@@ -390,7 +395,8 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
         need = "; ".join(f"{sign_needed(n)} of {n}" for n in many)
         sign = (f". With {SIGN_MIN_SEEDS} seeds or more, a paired sign test may mark a "
                 "difference too: the best is better by more than the floor in enough seeds "
-                f"for a one-sided p of at most {SIGN_ALPHA:.0%} ({need})")
+                f"for a one-sided p of at most {SIGN_ALPHA:.0%} ({need}); {PAIRED_LEGEND} "
+                "(in the tables, the sentences and the charts)")
     test = ("Cells show the median over the seeds and, below it, the range. Protocols of a "
             "cell run on the same seeds (a seed on which one ranked protocol's run was left out is "
             "dropped from every protocol of its row; a run of a protocol shown apart that was "
@@ -580,7 +586,11 @@ def timing_text(label: str) -> str:
     return f"{base} with its {what} instead of the field's default (the same seeds)"
 
 
-def _mark(cell_mark: str) -> str:
+def _mark(cell_mark: str, paired: bool = False) -> str:
+    """A cell's mark: ★ best, = tied; a mark that rests on the paired sign test alone
+    (:data:`lab.verdict.PAIRED_MARK`) carries it instead of ★, and beside =."""
+    if paired and cell_mark in ("best", "tied"):
+        return {"best": f"{PAIRED_MARK} ", "tied": f"={PAIRED_MARK} "}[cell_mark]
     return {"best": "★ ", "tied": "= "}.get(cell_mark, "")
 
 
@@ -590,13 +600,16 @@ def _verdict_word(mv: MetricVerdict) -> str:
              if mv.limit else "")
     if mv.by_size:
         limit += f"; the winner changes with size: {mv.by_size}"
+    pairing = f" ({PAIRED_MARK}: paired sign test, ranges overlap)" if mv.paired else ""
     if mv.verdict == "best":
-        return (f"\u2605 best, depends on {mv.depends}" if mv.depends else "\u2605 best") + limit
+        return (f"{star(mv)} best{pairing}" + (f", depends on {mv.depends}" if mv.depends
+                                               else "") + limit)
     if mv.verdict == "tied":
-        return (f"= {len(mv.best)} tied" + (f", depends on {mv.depends}" if mv.depends else "")
-                + limit)
+        return (f"= {len(mv.best)} tied{pairing}"
+                + (f", depends on {mv.depends}" if mv.depends else "") + limit)
     if mv.verdict == "unconfirmed":
-        first = ("\u2605 " + mv.best[0] if len(mv.best) == 1 else "= " + " and ".join(mv.best))
+        first = (f"{star(mv)} " + mv.best[0] if len(mv.best) == 1
+                 else "= " + " and ".join(mv.best))
         return f"not confirmed: first seeds {first}; fresh seeds {again_text(mv)}"
     if mv.verdict == UNCANCELLED:
         return (f"{UNCANCELLED} (the pauses diverge after the disturbance): no mark; "
@@ -813,7 +826,7 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
                 rng = f"<br><small>{html.escape(rng)}</small>" if rng else ""
                 cls = " ".join(x for x in (c.mark, "split" if c.split else "",
                                            "apart" if p in apart else "") if x)
-                tds.append(f"<td class='{cls}'>{_mark(c.mark)}{html.escape(val)}{rng}</td>")
+                tds.append(f"<td class='{cls}'>{_mark(c.mark, c.paired)}{html.escape(val)}{rng}</td>")
             tds.append(f"<td class='l v'>{html.escape(_verdict_word(mv))}</td>")
             parts.append(f"<tr class='{cls}'>" + "".join(tds) + "</tr>")
     parts.append("</tbody></table>")
@@ -860,7 +873,7 @@ def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | 
                     rng = "; ".join(x for x in (rng, cell_note(mv.metric.column, p, row,
                                                                list(c.values))) if x)
                 rng = f" ({rng})" if rng else ""
-                vals.append(f"{_mark(c.mark)}{val}{rng}".replace("|", "\\|"))
+                vals.append(f"{_mark(c.mark, c.paired)}{val}{rng}".replace("|", "\\|"))
             lines.append("| " + " | ".join([*lead, _label(g, mv.metric), *vals,
                                              _verdict_word(mv)]) + " |")
     if why:
@@ -1044,7 +1057,9 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 ax.bar(k, med, 0.6, color=st.get("color"), alpha=0.5)
                 # the median printed above the column's highest seed (a 4.6 s bar on a
                 # 0-300 s axis is invisible, and a label on the bar collides with its dots)
-                ax.annotate(f"median\n{number(med)}", (k, max(ys)),
+                tags = {_mark(c.mark, c.paired).strip() for c in cells} - {""}
+                ax.annotate(" ".join(sorted(tags)) + f" median\n{number(med)}"
+                            if tags else f"median\n{number(med)}", (k, max(ys)),
                             textcoords="offset points", xytext=(0, 4), ha="center",
                             va="bottom", fontsize=7, fontweight="bold")
                 jitter = [k + 0.25 * ((j % 7) - 3) / 3 for j in range(len(ys))]
@@ -1104,6 +1119,14 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 pts.sort()
                 xs_all.update(x for x, *_ in pts)
                 st = styles.get(p, {})
+                # the tables' marks at their cells: ★ separated ranges, ☆ the sign test alone
+                for r in rows:
+                    c = r.metrics[i].cells.get(p)
+                    x = r.x if axis[0] == "x" else float(r.size)
+                    if c is not None and x is not None and (tag := _mark(c.mark, c.paired)):
+                        ax.annotate(tag.strip(), (x, c.median / m.scale),
+                                    textcoords="offset points", xytext=(7, 4), fontsize=11,
+                                    color=st.get("color"), zorder=10)
                 # each protocol a little thinner than the one drawn before it, with a smaller
                 # marker: lines that coincide (cooperative and KIP-848 at 0) stay visible,
                 # nested, instead of the last one hiding the others
@@ -1218,6 +1241,8 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
         if "classic:eager-roundrobin" in g.protocols:
             legend = legend.replace("eager: range;", "eager: range; eager-roundrobin: roundrobin;")
         what += "\n" + legend
+        if any(c.mark for r in rows for mv in r.metrics for c in mv.cells.values()):
+            what += "\n" + PAIRED_LEGEND
         # as wide as the figure, no wider: in a two-panel chart five protocols in a row and
         # an unwrapped title ran off both sides
         width = fig.get_figwidth()
@@ -1856,6 +1881,56 @@ def calibration_flag(c: Claim, rows: Sequence[CalibrationRow]) -> str:
     return ", ".join(parts)
 
 
+def claim_cells(c: Claim, verdicts: Sequence[GridVerdict]) -> tuple[list[int], list[str]]:
+    """The sizes and workloads of the cells a sentence rests on: its own row's, or, for a
+    sentence across a swept setting, its grid's rows of its scenario at its sizes."""
+    sizes = sorted(c.sizes or (c.size,))
+    if c.workload:
+        return sizes, [c.workload]
+    g = next((x for x in verdicts if x.name == c.grid), None)
+    loads = [] if g is None else [r.workload for r in g.rows
+                                  if r.scenario == c.scenario and r.size in sizes]
+    return sizes, sorted(dict.fromkeys(loads), key=natural_key)
+
+
+def connect_not_calibrated(c: Claim, verdicts: Sequence[GridVerdict],
+                           rows: Sequence[Mapping[str, Any]] | None = None) -> str:
+    """For a sentence on Connect protocols whose cells (scenario, size, workload) real Connect
+    workers never ran (``lab/data/calibration-connect.json``): "not calibrated", with the
+    nearest cells they did run, read from that file: the same scenario at its measured sizes
+    and workload, else every scenario measured. "" for a sentence whose every cell was
+    measured, or on no Connect protocol. Round 12: four Connect sentences at 12 workers, on
+    10 ms to 5 s tasks and on worker leaves read "as for sentence 2", the 3- and 6-worker
+    joins' calibration."""
+    from groupcoord.lab.wire_connect_calibration import load_rows
+
+    named = _claim_protocols(c, verdicts)
+    if not named or not all(family(p) in ("classic-connect", "connect") for p in named):
+        return ""
+    rows = load_rows() if rows is None else rows
+    sizes, loads = claim_cells(c, verdicts)
+    measured = {(r.get("scenario"), r.get("size"), r.get("workload")) for r in rows
+                if r.get("protocol") in named}
+    missing = [(s, w) for s in sizes for w in loads or [""]
+               if (c.scenario, s, w) not in measured]
+    if not missing:
+        return ""
+
+    def cells(keys: Sequence[tuple[Any, Any, Any]]) -> str:
+        by: dict[tuple[Any, Any], list[int]] = defaultdict(list)
+        for sc, size, w in sorted(keys, key=lambda k: (str(k[0]), str(k[2]), k[1] or 0)):
+            by[(sc, w)].append(int(size or 0))
+        return "; ".join(f"{sc} at {sizes_text(sorted(set(ss)), 'workers')} on {w}"
+                         for (sc, w), ss in by.items())
+
+    nothing = cells([(c.scenario, s, w) for s, w in missing])
+    same = [k for k in measured if k[0] == c.scenario]
+    near = cells(same) if same else cells(sorted(measured, key=str))
+    what = ("not calibrated" if len(missing) == len(sizes) * max(len(loads), 1)
+            else "in part not calibrated")
+    return (f"{what}: real Connect workers never ran {nothing}; nearest measured: {near}")
+
+
 def calibration_notes(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
                       runs: Sequence[Mapping[str, Any]] = ()) -> list[str]:
     """Each sentence's pointer to its scenario's calibration table (:func:`calibration_tables`,
@@ -1872,10 +1947,14 @@ def calibration_notes(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
             out.append(calibration_note(c, verdicts))
             continue
         rows = calibration_rows_for(c, verdicts, runs)
+        missing = connect_not_calibrated(c, verdicts)
         if not rows:
-            out.append("")
+            out.append(f"Calibration against real clients: {missing}." if missing else "")
             continue
         parts = [f"table \"{c.scenario}\" below ({len(rows)} row{'s' if len(rows) > 1 else ''})"]
+        if missing:
+            # the table's rows are the nearest measured, not the sentence's own cells
+            parts.insert(0, missing)
         if flag := calibration_flag(c, rows):
             parts.append(flag)
         if split := split_calibration_text(c.scenario, named, verdicts, runs=runs):

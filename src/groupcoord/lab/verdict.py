@@ -118,6 +118,20 @@ _CONNECT_FAMILIES = {"connect", "classic-connect"}
 #: Between the ends of a range (an en dash: a hyphen would read as a minus sign).
 DASH = "\u2013"
 
+#: The mark of a best whose win over some protocol it beats rests on the paired sign test
+#: alone (the two protocols' seed ranges overlap); ★ is a win with separated ranges over every
+#: protocol it beats.
+PAIRED_MARK = "\u2606"
+#: The page's legend line for it (the verdict tables, the sentences and the charts).
+PAIRED_LEGEND = (f"{PAIRED_MARK} marks a best whose win over at least one protocol rests on the "
+                 "paired sign test alone (the two protocols' seed ranges overlap); ★ a win with "
+                 "separated ranges over every protocol it beats")
+
+
+def star(mv: MetricVerdict) -> str:
+    """A mark's star: ★ with separated ranges, :data:`PAIRED_MARK` on the sign test alone."""
+    return PAIRED_MARK if mv.paired else "\u2605"
+
 
 def question_metrics(grid: Mapping[str, Any], rows: Sequence[Mapping[str, Any]] = ()
                      ) -> list[Metric]:
@@ -231,6 +245,9 @@ class Cell:
 
     values: dict[int, float]
     mark: str = ""  # best | tied | "" (a tie of all, or no test)
+    #: The mark rests on the paired sign test: against some protocol it beats, the seeds'
+    #: ranges overlap (:data:`PAIRED_MARK` instead of ★).
+    paired: bool = False
     #: The seeds' distinct outcomes (:func:`modes`), low to high; one entry: no split.
     outcomes: list[list[float]] = field(default_factory=list)
     #: A lag cell's raw lag per seed (the run's own, its control's added back), kept only
@@ -281,6 +298,9 @@ class MetricVerdict:
     #: Where the same scenario's mark on this metric names another winner at another size:
     #: each size's mark (``"★ classic-connect:eager at 3, 6 workers; ★ ... at 12"``).
     by_size: str = ""
+    #: The mark rests on the paired sign test alone against at least one protocol it beats
+    #: (their seeds' ranges overlap): printed :data:`PAIRED_MARK`, not ★.
+    paired: bool = False
 
 
 @dataclass(slots=True)
@@ -425,9 +445,14 @@ def judge(cells: dict[str, Cell], m: Metric, min_seeds: int = MIN_SEEDS) -> Metr
         return MetricVerdict(m, cells, "split", (), beaten)
     if not beaten:
         return MetricVerdict(m, cells, "tie", best)
+    # a win the sign test gives where the seeds' ranges overlap is marked apart, so that a
+    # reader sees which wins a glance at the ranges confirms and which rest on the pairing
+    paired = any(not beats(vals[p], vals[q], m, min_seeds) for p in best for q in beaten)
     for p in best:
         cells[p].mark = "best" if len(best) == 1 else "tied"
-    return MetricVerdict(m, cells, "best" if len(best) == 1 else "tied", best, beaten)
+        cells[p].paired = paired
+    return MetricVerdict(m, cells, "best" if len(best) == 1 else "tied", best, beaten,
+                         paired=paired)
 
 
 def confirm(mv: MetricVerdict, again: MetricVerdict) -> MetricVerdict:
@@ -452,7 +477,7 @@ def again_text(mv: MetricVerdict) -> str:
     if a is None:
         return ""
     if a.verdict == "best":
-        return f"\u2605 {a.best[0]}"
+        return f"{star(a)} {a.best[0]}"
     if a.verdict == "tied":
         return "= " + " and ".join(a.best)
     if a.verdict == "overlap":
@@ -1499,12 +1524,14 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
     def nm(p: str) -> str:  # protocol, assignor and heartbeat (``findings.full_name``)
         return full_name(p, st.get(p))
 
+    # a mark that rests on the paired sign test alone says so where it names its winner
+    mark = f"{PAIRED_MARK} " if mv.paired else ""
     if len(mv.best) == 1:
-        lead = (f"{nm(best)} has the {word} {short_label(m, g.excess)}, "
+        lead = (f"{mark}{nm(best)} has the {word} {short_label(m, g.excess)}, "
                 f"{_quote(m, b, 'range ')}")
     else:
         each = [f"{p} {_quote(m, mv.cells[p])}" for p in mv.best]
-        lead = (f"{' and '.join(nm(p) for p in mv.best)} share the {word} "
+        lead = (f"{mark}{' and '.join(nm(p) for p in mv.best)} share the {word} "
                 f"{short_label(m, g.excess)} ({'; '.join(each)})")
     text = (f"{where}: {lead} against {_quote(m, w)} for {nm(worse)} (the runner-up), medians of "
             f"{n} seeds{throughput(m, row.rate, b.median, w.median)}.")
@@ -1706,8 +1733,9 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
             if task_time_input(g, m):
                 continue  # the task-time inputs' result, not the protocols'
             # the marked best, or the tied best together when they beat the others
-            winners = [(r.x, " and ".join(full_name(p, (r.settings or g.settings).get(p))
-                                          for p in r.metrics[i].best)
+            winners = [(r.x, (f"{PAIRED_MARK} " if r.metrics[i].paired else "")
+                        + " and ".join(full_name(p, (r.settings or g.settings).get(p))
+                                       for p in r.metrics[i].best)
                         if r.metrics[i].verdict in ("best", "tied") and r.metrics[i].beaten
                         else _unconfirmed_text(r.metrics[i])) for r in rows]
             # a win over a configured KIP-415 delay is no finding (the page's rule): said
@@ -1767,8 +1795,9 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
             # S11 held on its workload only, the sentence did not say which)
             loads = {r.workload for r in rows}
             on = f" on {next(iter(loads))}" if len(loads) == 1 else ""
+            first = next(iter(sorted(named))).removeprefix(f"{PAIRED_MARK} ")
             out.append(Claim(g.name, "", "", m.column, scenario, size,
-                             next(iter(sorted(named))), "", head=f"{on}\x00{m.column}",
+                             first, "", head=f"{on}\x00{m.column}",
                              detail="; ".join(parts), swept_on=next(iter(loads)) if on else "",
                              caveats=tuple(notes), sizes=(size,)))
     return _crossover_texts(g, _merge_sizes(out))
@@ -1933,7 +1962,10 @@ CLAIM_RULE = (
     "size with the largest effect counts; a win over a protocol whose number is a configured "
     "delay (KIP-415's scheduled.rebalance.max.delay.ms) is no candidate, nor a Connect "
     "grid's time until balanced (it contains the model's task stop and start times, marked "
-    "*). First, in each grid, "
+    "*). First, every question the grids ask of their own (a grid that asks whether "
+    "another grid's marks hold is answered by the limit those marks carry in their "
+    "sentences) gets one sentence: its grid's strongest win, or, where no protocol "
+    "separates in any of its rows, that there is no difference. Then, in each grid, "
     "every protocol that wins in the grid's first metric (its question's) gets its strongest "
     "win there, a shared win counting for each protocol sharing it "
     "(a grid that sweeps a parameter instead says, per scenario, where its first metric's "
@@ -1942,8 +1974,9 @@ CLAIM_RULE = (
     "effect size (the ratio of the best's median to its runner-up's, the closest protocol it "
     "separates from, each plus the metric's floor; a sentence names the runner-up, never the "
     "worst protocol), a scenario not "
-    "yet named before another sentence on one that is; at most {limit} "
-    "sentences in all, shown in the grids' order.")
+    "yet named before another sentence on one that is; a sentence on a grid whose finding "
+    "an earlier sentence already quotes (a mark's limit naming that grid) is not shown; at "
+    "most {limit} sentences in all, shown in the grids' order.")
 
 
 #: Connect metrics that contain the model's task stop and start times: every rebalance of a
@@ -2060,15 +2093,58 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
                 rest.append((st, c))
     first.sort(key=lambda sc: -sc[0])
     rest.sort(key=lambda sc: -sc[0])
+    # every question the page asks gets a sentence first: each grid that asks one of its own
+    # (not whether another grid's marks hold: that answer is the limit those marks carry in
+    # their own sentences) its strongest win, or, where it has none, that no protocol differs
+    by_grid = {g.name: g for g in verdicts}
+    answers: list[Claim] = []
+    answered: set[str] = set()
+    for g in verdicts:
+        if follow_up(g):
+            continue
+        own = [c for _, c in first + rest if c.grid == g.name or f"[{g.name}" in c.text
+               or f", {g.name}]" in c.text or f", {g.name}," in c.text]
+        if own:
+            if own[0].grid not in answered:
+                answers.append(own[0])
+                answered.add(own[0].grid)
+            answered.add(g.name)
+            continue
+        answer = no_difference(g)
+        if answer is None:
+            continue
+        # the same finding as an earlier answer at another size (rolling-30 after rolling):
+        # said once, the other grid's cell added to its sentence and its command
+        same = next((a for a in answers if (a.scenario, a.metric, a.best, a.worse)
+                     == (answer.scenario, answer.metric, answer.best, answer.worse)), None)
+        if same is not None:
+            same.text += (f" Likewise at {answer.size:,} "
+                          f"{member_word(answer.scenario, g.protocols)} ({g.name}).")
+            same.command = same.command.replace(
+                f" --size {same.size} ", f" --size {same.size} --size {answer.size} ", 1)
+        else:
+            answers.append(answer)
+        answered.add(g.name)
+    chosen = {id(c) for c in answers}
+    first = [sc for sc in first if id(sc[1]) not in chosen]
+    rest = [sc for sc in rest if id(sc[1]) not in chosen]
     # the rest: a scenario not yet on the page before a scenario's second sentence
-    shown = {(c.grid, c.scenario) for _, c in first}
+    shown = {(c.grid, c.scenario) for c in answers} | {(c.grid, c.scenario) for _, c in first}
     fresh: list[tuple[float, Claim]] = []
     again: list[tuple[float, Claim]] = []
     for sc in rest:
         key = (sc[1].grid, sc[1].scenario)
         (again if key in shown else fresh).append(sc)
         shown.add(key)
-    ordered = [c for _, c in (first + fresh + again)]
+    ordered = answers + [c for _, c in (first + fresh + again)]
+    # a sentence on a grid whose findings a sentence before it already quotes (a mark's
+    # limit naming that grid) restates them: not shown
+    kept: list[Claim] = []
+    for c in ordered:
+        if c.grid in by_grid and any(c.grid != k.grid and quotes(k, c.grid) for k in kept):
+            continue
+        kept.append(c)
+    ordered = kept
     if family_of is not None:
         keys: set[Hashable] = set()
         kept = []
@@ -2083,6 +2159,80 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     order = {g.name: i for i, g in enumerate(verdicts)}
     out.sort(key=lambda c: order.get(c.grid, 0))
     return out
+
+
+_HOLDS = re.compile(r"\bholds?\b")
+
+
+def follow_up(g: GridVerdict) -> bool:
+    """Whether a grid asks whether another grid's marks hold under one more condition (a
+    member late, heartbeat phases spread, a crash instead of a leave, 300 members): its
+    answer is the limit those marks carry (``mark_busy_limits``, ``mark_spread_limits``,
+    ``mark_dependence``) in their own sentences, not a question of the page's own."""
+    return bool(_HOLDS.search(g.question))
+
+
+def quotes(c: Claim, grid: str) -> bool:
+    """Whether sentence ``c`` names ``grid`` (a mark's limit quoting that grid's finding), in
+    its words or the note under it."""
+    pat = re.compile(rf"(?<![\w-]){re.escape(grid)}(?![\w-])")
+    return any(pat.search(t) for t in (c.text, *c.caveats))
+
+
+def no_difference(g: GridVerdict) -> Claim | None:
+    """A grid's answer where no protocol separates in any row of at least
+    :data:`CLAIM_MIN_SEEDS` seeds (no candidate sentence): that no difference passes the test,
+    on its question's first metric, with the lowest median of each such row. None for a grid
+    without such a row (too few seeds: the page says so apart)."""
+    # the first metric a sentence may rest on: not a Connect grid's task-time input, nor a
+    # consumer group's stall beside its lag (the sentence rule's exclusions)
+    lag = any(x.column in ("lag_record_s", "lag_peak") for x in g.metrics)
+    connect = any(family(p) in _CONNECT_FAMILIES for p in g.protocols)
+    i = next((k for k, x in enumerate(g.metrics) if not task_time_input(g, x)
+              and not (x.column == "stall_ms" and lag and not connect)), None)
+    if i is None:
+        return None
+    m = g.metrics[i]
+    rows = [r for r in g.rows if len(r.metrics) > i and r.seeds >= CLAIM_MIN_SEEDS
+            and not injected_input(r, m)]
+    verdicts = [r.metrics[i].verdict for r in rows]
+    if not rows or any(v not in ("tie", "overlap", "unconfirmed") for v in verdicts):
+        # a mark the sentence rule leaves out (by design), split seeds, a lag whose control
+        # does not cancel: no "no difference"
+        return None
+    if all(abs(c.median) <= m.floor for r in rows for c in r.metrics[i].cells.values()):
+        return None  # nothing to compare: every cost under the floor
+    first_only = sum(1 for v in verdicts if v == "unconfirmed")
+    sign = 1 if m.lower_is_better else -1
+    word = "lowest" if m.lower_is_better else "highest"
+    leads = []
+    for r in rows:
+        cells = {p: c for p, c in r.metrics[i].cells.items() if p in ranked(g.protocols)
+                 and c.values}
+        if not cells:
+            continue
+        lead = min(cells, key=lambda p: (sign * cells[p].median, p))
+        where = f"{r.scenario}, {r.size:,} {member_word(r.scenario, g.protocols)}"
+        if len({x.workload for x in g.rows}) > 1:
+            where += f", {r.workload}"
+        if r.timing:
+            where += f", {r.timing}"
+        leads.append(f"{where}: {lead} {_quote(m, cells[lead])}")
+    if not leads:
+        return None
+    shown = leads if len(leads) <= 3 else [*leads[:2], f"and {len(leads) - 2} more rows"]
+    scen = list(dict.fromkeys(r.scenario for r in rows))
+    unconfirmed = (f"; {first_only} marked on the first seeds only, not on the fresh"
+                   if first_only else "")
+    text = (f"{g.name}, {short_label(m, g.excess)}: no difference; no protocol separates "
+            f"from all the rest in {'its one row' if len(rows) == 1 else f'any of its {len(rows)} rows'}"
+            f"{unconfirmed} (the {word} median: "
+            + "; ".join(shown) + ").")
+    sizes = sorted({r.size for r in rows})
+    cmd = reproduce(g.spec, scen[0], sizes, None, g.labels or g.protocols)
+    for extra in scen[1:]:  # every scenario of the grid's rows, one command
+        cmd = cmd.replace(" --size ", f" --scenario {extra} --size ", 1)
+    return Claim(g.name, text, cmd, m.column, scen[0], sizes[-1], "", "", sizes=tuple(sizes))
 
 
 def closer_elsewhere(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
