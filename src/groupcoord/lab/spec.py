@@ -811,6 +811,40 @@ task_records_per_s = 10
 task_stop_ms = 5000
 task_start_ms = 5000
 
+# The 3-worker sessioned join's knife edge (the kip415-stop-edge grid): a task's stop time
+# around the model's 1 s (16x8c-task1s is the 1 s point), its start at the model's 1 s
+[[workloads]]
+name = "16x8c-stop700ms"
+connectors = 16
+tasks = 8
+task_records_per_s = 10
+task_stop_ms = 700
+task_start_ms = 1000
+
+[[workloads]]
+name = "16x8c-stop900ms"
+connectors = 16
+tasks = 8
+task_records_per_s = 10
+task_stop_ms = 900
+task_start_ms = 1000
+
+[[workloads]]
+name = "16x8c-stop1100ms"
+connectors = 16
+tasks = 8
+task_records_per_s = 10
+task_stop_ms = 1100
+task_start_ms = 1000
+
+[[workloads]]
+name = "16x8c-stop1300ms"
+connectors = 16
+tasks = 8
+task_records_per_s = 10
+task_stop_ms = 1300
+task_start_ms = 1000
+
 # Tasks that stop and start in 10 ms or 100 ms (a stateless sink): below the model's 1 s, where
 # an eager stop-the-world costs little and a cooperative protocol's follow-up round (about one
 # heartbeat for every moved task) may cost more
@@ -995,13 +1029,36 @@ description = '''KIP-415's worker joins and worker leaves (scheduled.rebalance.m
 30 s) at 12 workers, with a task's stop and start taking the model's 1 s each \
 (16x8c-task1s) or 5 s each (16x8c-task5s: Connect's task.shutdown.graceful.timeout.ms is 5 s \
 by default), and below it, 10 ms and 100 ms each (16x8c-task10ms, 16x8c-task100ms: a stateless \
-task): which marks hold whatever the task stop and start times, which rest on them.'''
+task): which marks hold whatever the task stop and start times, which rest on them. Each \
+protocol also runs with its workers' heartbeat.interval.ms at 1 s beside Connect's 3 s default \
+(@hb1s): an incremental cooperative follow-up round starts at each worker's next heartbeat, \
+so the 1 s columns show how much of a gap to eager is the heartbeat interval.'''
 protocols = ["connect:eager", "connect:cooperative", "classic-connect:eager",
-             "classic-connect:sessioned"]
+             "classic-connect:sessioned", "connect:eager@hb1s", "connect:cooperative@hb1s",
+             "classic-connect:eager@hb1s", "classic-connect:sessioned@hb1s"]
 scenarios = ["kip415-worker-joins", "worker-leaves-d30s"]
 sizes = [12]
 workloads = ["16x8c-task10ms", "16x8c-task100ms", "16x8c-task1s", "16x8c-task5s"]
 question = "Do the KIP-415 marks depend on how long a task takes to stop and start?"
+metrics = ["task_downtime_task_s", "time_to_balance_ms", "task_restarts", "stall_ms"]
+
+[[grid]]
+name = "kip415-stop-edge"
+description = '''the knife edge of kip415-worker-joins at 3 workers under \
+classic-connect:sessioned: each of the 3 old workers revokes its share of the moved tasks 8 at \
+a time (three stops of a task's stop time), and the follow-up round starts at its next \
+heartbeat (3 s), so a revocation about as long as the heartbeat interval catches that \
+heartbeat on some seeds and waits one more on others. A task's stop time is swept around the \
+model's 1 s (0.7, 0.9, 1, 1.1 and 1.3 s; its start stays 1 s; 16x8c-task1s is the 1 s point), \
+eager beside it, 5 seeds and 5 fresh ones: where the edge lies.'''
+protocols = ["classic-connect:eager", "classic-connect:sessioned"]
+scenarios = ["kip415-worker-joins"]
+sizes = [3]
+workloads = ["16x8c-stop700ms", "16x8c-stop900ms", "16x8c-task1s", "16x8c-stop1100ms",
+             "16x8c-stop1300ms"]
+seeds = 5
+confirm_seeds = 5
+question = "At which task stop time does the 3-worker sessioned join wait one more heartbeat?"
 metrics = ["task_downtime_task_s", "time_to_balance_ms", "task_restarts", "stall_ms"]
 
 [[grid]]
@@ -1042,9 +1099,15 @@ eager column's assignor gives every member as much as the others'), 20, 30 and 4
 (25, 37.5 and 50 % with one member fewer). Range balances the load but moves more partitions \
 than roundrobin when a member goes (it reassigns contiguous ranges): classic:eager-roundrobin \
 is eager with roundrobin, so that range's moves are not charged to the eager protocol; \
-consumer:uniform@hb3s is KIP-848 with a 3 s heartbeat beside its 5 s default'''
+consumer:uniform@hb3s is KIP-848 with a 3 s heartbeat beside its 5 s default. The heartbeat \
+interval is swept here: classic:eager, classic:cooperative and consumer:uniform also run with \
+a 1 s heartbeat (@hb1s) beside their 3 s (classic) and 5 s (KIP-848) defaults, because an \
+incremental protocol's members learn of a rebalance, or of their follow-up round, at their \
+next heartbeat; crossover-20ms, with polls twice as long, is not swept, to keep the added \
+runs to about a tenth of the paper spec's'''
 protocols = ["classic:eager", "classic:eager-roundrobin", "classic:cooperative", \
-             "consumer:uniform", "consumer:uniform@hb3s"]
+             "consumer:uniform", "consumer:uniform@hb3s", "classic:eager@hb1s", \
+             "classic:cooperative@hb1s", "consumer:uniform@hb1s"]
 scenarios = ["rolling-bounce", "scale-out", "crash"]
 sizes = [8]
 workloads = ["1x32-p10ms-20pct", "1x32-p10ms-30pct", "1x32-p10ms-40pct"]
