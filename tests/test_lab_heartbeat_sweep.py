@@ -6,15 +6,19 @@ gap from those columns; the 3-worker stop-time edge has its own grid."""
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 from collections import defaultdict
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
+from groupcoord.lab.mechanism import heartbeat_gap_clause
 from groupcoord.lab.runs import build_scenario, simulate_run
 from groupcoord.lab.spec import expand, load_spec, restrict
+from groupcoord.lab.verdict import grid_verdicts
 
 _HB = re.compile(r"^\s*(?P<t>\d+)\s+\d+\s+hb>\s+(?P<member>\S+)")
 
@@ -88,3 +92,60 @@ def test_the_paper_spec_sweeps_the_interval_where_the_gaps_are() -> None:
         assert wl.work is not None
         stops[wl.name].add(re.search(r'"task_stop_ms":\s*(\d+)', wl.work).group(1))  # type: ignore[union-attr]
     assert sorted(int(next(iter(v))) for v in stops.values()) == [700, 900, 1000, 1100, 1300]
+
+
+EAGER, SESSIONED = "classic-connect:eager", "classic-connect:sessioned"
+TT_GRID = {"name": "kip415-task-times", "protocols": [EAGER, SESSIONED, f"{EAGER}@hb1s",
+                                                      f"{SESSIONED}@hb1s"],
+           "scenarios": ["kip415-worker-joins"], "metrics": ["task_downtime_task_s"],
+           "seeds": 5}
+
+#: Task downtime per column and workload: the reviewer's controls at 1 s tasks (sessioned
+#: 60.9 at 3 s, 20.9 at 1 s; eager 9.8 at both), a cell where sessioned already wins.
+DOWNTIME = {"16x8c-task1s": {EAGER: 9.8, SESSIONED: 60.9, f"{EAGER}@hb1s": 9.8,
+                             f"{SESSIONED}@hb1s": 20.9},
+            "16x8c-task5s": {EAGER: 900.0, SESSIONED: 300.0, f"{EAGER}@hb1s": 880.0,
+                             f"{SESSIONED}@hb1s": 260.0},
+            "16x8c-task10ms": {EAGER: 2.0, SESSIONED: 40.0, f"{EAGER}@hb1s": 2.0,
+                               f"{SESSIONED}@hb1s": 1.5}}
+
+
+def _tt_runs() -> list[dict[str, Any]]:
+    rows = []
+    for wl, cols in DOWNTIME.items():
+        for p, v in cols.items():
+            hb = 1000 if p.endswith("@hb1s") else 3000
+            for s in range(5):
+                rows.append({"run_id": f"{p}-{wl}-{s}", "protocol": p,
+                             "scenario": "kip415-worker-joins", "size": 12, "members": 12,
+                             "workload": wl, "fault_rate": 0.0, "seed": s, "ok": True,
+                             "caught_up": True, "noop_events": 0,
+                             "settings_json": json.dumps({"heartbeat.interval.ms": hb}),
+                             "task_downtime_task_s": v + 0.01 * s})
+    return rows
+
+
+def test_condition_b_reads_what_the_1s_interval_does_to_the_gap_from_the_runs() -> None:
+    """Round 12: condition (b) said the interval "was not swept"; with the @hb1s columns it
+    says, from their medians, where eager led at 3 s, whether it still does at 1 s and how
+    much of the gap is left, and the widest cell's four medians."""
+    verdicts = grid_verdicts({"spec": "paper", "grids": [TT_GRID]}, _tt_runs())
+    text = heartbeat_gap_clause(verdicts)
+    assert "not swept" not in text
+    assert ("classic-connect:sessioned against classic-connect:eager at 1 s beside 3 s "
+            "(kip415-task-times, 3 cells, task downtime, medians): the 1 s interval lowers "
+            "classic-connect:sessioned's in 3 of 3 cells and classic-connect:eager's in 1"
+            ) in text
+    # eager led in the 1 s-task and 10 ms-task cells; at 1 s it still leads in the first
+    # only: 11.1 of 51.1 task·s is left there (22 %), -0.5 of 38 at 10 ms (-1 %): 10.2 %
+    assert "(2 cells) it still does at 1 s in 1, the gap down to a median 10.2 % of its size" \
+        in text
+    assert "(the widest, kip415-worker-joins, 12 workers, 16x8c-task1s: 60.9 task·s against " \
+           "9.82 task·s at 3 s, 20.9 task·s against 9.82 task·s at 1 s)" in text
+
+
+def test_without_1s_columns_condition_b_still_says_not_swept() -> None:
+    grid = {**TT_GRID, "protocols": [EAGER, SESSIONED]}
+    runs = [r for r in _tt_runs() if "@" not in r["protocol"]]
+    text = heartbeat_gap_clause(grid_verdicts({"spec": "paper", "grids": [grid]}, runs))
+    assert text.endswith("no shorter interval was run for them (not swept)")

@@ -41,6 +41,7 @@ from groupcoord.lab.findings import (
     BALANCE_AFTER_LAST,
     BY_COLUMN,
     HEARTBEAT_SETTING,
+    Metric,
     family,
     number,
     run_settings,
@@ -52,6 +53,7 @@ from groupcoord.lab.verdict import (
     GridVerdict,
     label_at,
     member_word,
+    short_label,
     threshold,
 )
 from groupcoord.sim.application import RECOVERY_WAIT_MS
@@ -1279,13 +1281,144 @@ def heartbeat_gap_clause(verdicts: Sequence[GridVerdict]) -> str:
             "downtime and excess lag carry about one heartbeat interval per moved task or "
             "partition and its gap to eager scales with heartbeat.interval.ms: "
             + ", ".join(_ms(b) for b in sorted(beats)) + " in these runs (the settings table)")
-    if swept:
+    gaps = _swept_gaps(verdicts)
+    if gaps:
+        text += "; " + "; ".join(_gap_words(gs) for gs in gaps.values())
+    elif swept:
         text += "; also run at " + ", ".join(_ms(b) for b in swept) + " (their own rows)"
     else:
         text += "; no shorter interval was run for them (not swept)"
     pair = _kip848_interval_pair(verdicts)
     if pair:
         text += "; " + pair
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class SweptGap:
+    """One cell where an incremental cooperative protocol and its family's eager one both ran
+    at their default heartbeat interval and at a shorter one (an ``@hb`` variant beside them):
+    the medians of the four columns on the metric."""
+
+    grid: str
+    scenario: str
+    size: int
+    workload: str
+    metric: Metric
+    incremental: str
+    eager: str
+    default_ms: float
+    short_ms: float
+    #: medians: the incremental protocol and eager at the default, then at the short interval
+    inc: float
+    eag: float
+    inc_short: float
+    eag_short: float
+
+    @property
+    def gap(self) -> float:
+        """How much more the incremental protocol costs than eager (negative: less)."""
+        sign = 1.0 if self.metric.lower_is_better else -1.0
+        return sign * (self.inc - self.eag)
+
+    @property
+    def gap_short(self) -> float:
+        sign = 1.0 if self.metric.lower_is_better else -1.0
+        return sign * (self.inc_short - self.eag_short)
+
+
+def _interval_variant(label: str) -> tuple[str, float] | None:
+    """``classic:cooperative@hb1s`` -> (``classic:cooperative``, 1000); None for a label
+    without a heartbeat-interval variant (or with other timings beside it)."""
+    from groupcoord.sim.settings import split_timing
+
+    try:
+        base, timings = split_timing(label)
+    except ValueError:
+        return None
+    if set(timings) != {"heartbeat_interval_ms"}:
+        return None
+    return base, float(timings["heartbeat_interval_ms"])
+
+
+def swept_gaps(verdicts: Sequence[GridVerdict]) -> list[SweptGap]:
+    """Every cell that ran an incremental cooperative protocol (:func:`_incremental_classic`)
+    and its family's eager protocol both at their default heartbeat interval and at a shorter
+    ``@hb`` one, on a metric of :data:`HEARTBEAT_GAP_METRICS` (a crash excepted: nobody
+    revokes), in the grids' order."""
+    out: list[SweptGap] = []
+    for g in verdicts:
+        for row in g.rows:
+            if "crash" in row.scenario:
+                continue
+            st = row.settings or g.settings
+            for mv in row.metrics:
+                if mv.metric.column not in HEARTBEAT_GAP_METRICS:
+                    continue
+                for label in mv.cells:
+                    var = _interval_variant(label)
+                    if var is None or not _incremental_classic(var[0]) \
+                            or var[0] not in mv.cells:
+                        continue
+                    inc, short = var
+                    default = _heartbeat(st.get(inc) or g.settings.get(inc, {}), inc,
+                                         HEARTBEAT_SETTING)
+                    if default is None or default <= short:
+                        continue
+                    suffix = label.partition("@")[2]
+                    eagers = [e for e in mv.cells if "@" not in e and is_eager(e)
+                              and family(e) == family(inc) and f"{e}@{suffix}" in mv.cells
+                              and e.partition(":")[2] == "eager"]
+                    for e in eagers:
+                        c = mv.cells
+                        out.append(SweptGap(
+                            g.name, row.scenario, row.size, row.workload, mv.metric, inc, e,
+                            default, short, c[inc].median, c[e].median, c[label].median,
+                            c[f"{e}@{suffix}"].median))
+    return out
+
+
+def _swept_gaps(verdicts: Sequence[GridVerdict]) -> dict[tuple[str, str], list[SweptGap]]:
+    """:func:`swept_gaps` by incremental protocol and metric, the protocol's own metric
+    first (task downtime for Connect, excess lag for classic consumers)."""
+    by: dict[tuple[str, str], list[SweptGap]] = defaultdict(list)
+    for x in swept_gaps(verdicts):
+        if (family(x.incremental) == "classic-connect") == (x.metric.column
+                                                            == "task_downtime_task_s") \
+                and x.metric.column != "lag_peak":
+            by[(x.incremental, x.metric.column)].append(x)
+    return dict(by)
+
+
+def _gap_words(gs: Sequence[SweptGap]) -> str:
+    """What the shorter interval does to one protocol's gap to eager over its swept cells:
+    where eager cost less at the default interval, at how many of them it still does at the
+    shorter one and how much of the gap is left (medians); the cell where eager led by most,
+    each column's median; what the shorter interval does to the incremental protocol and to
+    eager, cell by cell."""
+    x0 = gs[0]
+    m = x0.metric
+    where = sorted({x.grid for x in gs})
+    lead = [x for x in gs if x.gap > 0]
+    inc_down = sum(1 for x in gs if x.inc_short < x.inc)
+    eag_down = sum(1 for x in gs if x.eag_short < x.eag)
+    text = (f"{x0.incremental} against {x0.eager} at {_ms(x0.short_ms)} beside "
+            f"{_ms(x0.default_ms)} ({', '.join(where)}, {len(gs)} cells, "
+            f"{short_label(m, excess=True)}, medians): the {_ms(x0.short_ms)} interval lowers "
+            f"{x0.incremental}'s in {inc_down} of {len(gs)} cells and {x0.eager}'s in "
+            f"{eag_down}")
+    if not lead:
+        return text + f"; {x0.eager} costs less at {_ms(x0.default_ms)} in none of them"
+    still = [x for x in lead if x.gap_short > 0]
+    left = [x.gap_short / x.gap for x in lead]
+    text += (f"; where {x0.eager} costs less at {_ms(x0.default_ms)} ({len(lead)} cells) it "
+             f"still does at {_ms(x0.short_ms)} in {len(still)}, the gap down to a median "
+             f"{number(100.0 * statistics.median(left))} % of its size")
+    top = max(lead, key=lambda x: x.gap)
+    text += (f" (the widest, {top.scenario}, {top.size} {member_word(top.scenario, [top.eager])}"
+             f", {top.workload}: {m.fmt(top.inc)} against {m.fmt(top.eag)} at "
+             f"{_ms(top.default_ms)}, {m.fmt(top.inc_short)} against {m.fmt(top.eag_short)} "
+             f"at {_ms(top.short_ms)})")
     return text
 
 
