@@ -41,6 +41,7 @@ from groupcoord.lab.findings import (
     BALANCE_AFTER_LAST,
     BY_COLUMN,
     HEARTBEAT_SETTING,
+    X_NAMES,
     Metric,
     family,
     number,
@@ -51,6 +52,8 @@ from groupcoord.lab.verdict import (
     SLOW_VARIANT,
     Claim,
     GridVerdict,
+    MetricVerdict,
+    VerdictRow,
     label_at,
     member_word,
     short_label,
@@ -1465,8 +1468,95 @@ def with_heartbeat_condition(found: Sequence[Claim], verdicts: Sequence[GridVerd
                 and any(is_eager(_base_label(p)) for p in g.protocols)
                 and any(_incremental_classic(p) for p in g.protocols)):
             c = replace(c, conditions=(*c.conditions, clause))
+            wait = crossover_heartbeat_wait(c, verdicts)
+            if wait:
+                c = replace(c, conditions=(*c.conditions, wait))
         out.append(c)
     return out
+
+
+def crossover_heartbeat_wait(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
+    """For a crossover sentence (a grid that sweeps the load) where eager is marked best at
+    some loads: how much of the protocols' cost that eager beats there is the heartbeat wait,
+    from the grid's shorter-interval columns (``classic:cooperative@hb1s`` beside
+    ``classic:cooperative``): each one's median at its default interval and at the shorter
+    one, summed over those loads, the share the shorter interval removes, eager's own at both,
+    and at how many of those loads eager's median is still the lowest at the shorter interval.
+    "" where the grid has no such columns or eager is marked best nowhere."""
+    if not c.head or c.workload:
+        return ""
+    g = next((v for v in verdicts if v.name == c.grid), None)
+    if g is None or g.parameter is None:
+        return ""
+    rows = sorted((r for r in g.rows if r.scenario == c.scenario and r.size == c.size
+                   and r.x is not None), key=lambda r: r.x or 0.0)
+    won: list[tuple[VerdictRow, MetricVerdict, str]] = []
+    for r in rows:
+        mv = next((x for x in r.metrics if x.metric.column == c.metric), None)
+        if mv is None or mv.verdict not in ("best", "tied") or not mv.beaten:
+            continue
+        eager = next((p for p in mv.best if "@" not in p and is_eager(p)), None)
+        if eager is not None:
+            won.append((r, mv, eager))
+    if not won:
+        return ""
+    m = won[0][1].metric
+    x_unit = X_NAMES.get(g.parameter or "", (g.parameter or "", ""))[1]
+    loads = ", ".join(number(r.x or 0.0) for r, _, _ in won) + x_unit
+    parts: list[str] = []
+    eagers: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    eager_default: dict[str, float] = {}
+    still = 0
+    short_ms: set[float] = set()
+    for r, mv, eager in won:
+        st = r.settings or g.settings
+        shorts: dict[str, float] = {}
+        for label in mv.cells:
+            var = _interval_variant(label)
+            if var is None or var[0] not in mv.cells:
+                continue
+            base, short = var
+            default = _heartbeat(st.get(base) or g.settings.get(base, {}), base,
+                                 HEARTBEAT_SETTING)
+            if default is None or default <= short:
+                continue
+            short_ms.add(short)
+            if is_eager(base):
+                eagers[base].append((mv.cells[base].median, mv.cells[label].median))
+                eager_default[base] = default
+            shorts[label] = mv.cells[label].median
+        e_short = next((v for lb, v in shorts.items() if lb.partition("@")[0] == eager), None)
+        others = [v for lb, v in shorts.items() if not is_eager(lb.partition("@")[0])]
+        if e_short is not None and others and all(
+                (e_short < v) == m.lower_is_better for v in others):
+            still += 1
+    if len(short_ms) != 1:
+        return ""
+    short = next(iter(short_ms))
+    for label in sorted({lb for _, mv, _ in won for lb in mv.cells}):
+        var = _interval_variant(label)
+        if var is None or is_eager(var[0]) or var[1] != short:
+            continue
+        base = var[0]
+        pairs = [(mv.cells[base].median, mv.cells[label].median) for _, mv, _ in won
+                 if base in mv.cells and label in mv.cells]
+        if len(pairs) != len(won):
+            continue
+        st = won[0][0].settings or g.settings
+        default = _heartbeat(st.get(base) or g.settings.get(base, {}), base, HEARTBEAT_SETTING)
+        d, s = sum(a for a, _ in pairs), sum(b for _, b in pairs)
+        cut = f" ({number(100.0 * (d - s) / d)} % less)" if d > 0 else ""
+        parts.append(f"{base}'s {m.fmt(s)} against {m.fmt(d)} at {_ms(default or 0.0)}{cut}")
+    if not parts:
+        return ""
+    for e, pairs in eagers.items():
+        parts.append(f"{e}'s {m.fmt(sum(b for _, b in pairs))} against "
+                     f"{m.fmt(sum(a for a, _ in pairs))} at {_ms(eager_default[e])}")
+    return (f"the heartbeat wait in eager's win ({g.name}, {c.scenario}, at {loads}, where "
+            f"eager is marked best): with every member's heartbeat at {_ms(short)} (the @hb "
+            f"columns, the same seeds), {short_label(m, excess=True)} summed over those loads "
+            "(medians) is " + ", ".join(parts) + f"; eager's median is still the lowest at "
+            f"{_ms(short)} at {still} of those {len(won)} loads")
 
 
 def split_branch_cause(scenario: str, size: int, protocol: str,
@@ -1552,6 +1642,7 @@ __all__ = [
     "conditions",
     "connect_leaves_out",
     "connect_mechanisms",
+    "crossover_heartbeat_wait",
     "downtime_per_move",
     "event_kinds",
     "heartbeat_gap_clause",
@@ -1562,6 +1653,7 @@ __all__ = [
     "phase_clause",
     "row_loads",
     "split_branch_cause",
+    "swept_gaps",
     "task_time_phase",
     "task_times",
     "window_split",
