@@ -84,9 +84,10 @@ def test_the_paper_spec_sweeps_the_interval_where_the_gaps_are() -> None:
     for p in ("classic-connect:eager", "classic-connect:sessioned", "connect:eager",
               "connect:cooperative"):
         assert p in tt and f"{p}@hb1s" in tt
-    xo = grids["crossover-10ms"].protocols
-    for p in ("classic:eager", "classic:cooperative", "consumer:uniform"):
-        assert p in xo and f"{p}@hb1s" in xo
+    for name in ("crossover-10ms", "crossover-20ms"):
+        xo = grids[name].protocols
+        for p in ("classic:eager", "classic:cooperative", "consumer:uniform"):
+            assert p in xo and f"{p}@hb1s" in xo
     edge = grids["kip415-stop-edge"]
     assert edge.sizes == (3,) and edge.scenarios == ("kip415-worker-joins",)
     assert set(edge.protocols) == {"classic-connect:eager", "classic-connect:sessioned"}

@@ -1103,8 +1103,7 @@ consumer:uniform@hb3s is KIP-848 with a 3 s heartbeat beside its 5 s default. Th
 interval is swept here: classic:eager, classic:cooperative and consumer:uniform also run with \
 a 1 s heartbeat (@hb1s) beside their 3 s (classic) and 5 s (KIP-848) defaults, because an \
 incremental protocol's members learn of a rebalance, or of their follow-up round, at their \
-next heartbeat; crossover-20ms, with polls twice as long, is not swept, to keep the added \
-runs to about a tenth of the paper spec's'''
+next heartbeat (crossover-20ms sweeps it the same way)'''
 protocols = ["classic:eager", "classic:eager-roundrobin", "classic:cooperative", \
              "consumer:uniform", "consumer:uniform@hb3s", "classic:eager@hb1s", \
              "classic:cooperative@hb1s", "consumer:uniform@hb1s"]
@@ -1119,9 +1118,12 @@ metrics = ["lag_record_s", "lag_peak", "stall_ms"]
 [[grid]]
 name = "crossover-20ms"
 description = '''as crossover-10ms, with polls of up to 500 records at 20 ms each (up to \
-10 s): 8 consumers on 1 x 32 partitions, 20, 30 and 40 % busy'''
+10 s): 8 consumers on 1 x 32 partitions, 20, 30 and 40 % busy; classic:eager, \
+classic:cooperative and consumer:uniform also with a 1 s heartbeat (@hb1s), as in \
+crossover-10ms'''
 protocols = ["classic:eager", "classic:eager-roundrobin", "classic:cooperative", \
-             "consumer:uniform", "consumer:uniform@hb3s"]
+             "consumer:uniform", "consumer:uniform@hb3s", "classic:eager@hb1s", \
+             "classic:cooperative@hb1s", "consumer:uniform@hb1s"]
 scenarios = ["rolling-bounce", "scale-out", "crash"]
 sizes = [8]
 workloads = ["1x32-p20ms-20pct", "1x32-p20ms-30pct", "1x32-p20ms-40pct"]
