@@ -212,3 +212,41 @@ def test_eagers_crossover_win_says_how_much_of_the_losers_cost_is_the_heartbeat_
     assert wait.endswith("eager's median is still the lowest at 1 s at 1 of those 2 loads")
     found = with_heartbeat_condition([c], verdicts)[0]
     assert wait in found.conditions
+
+
+def test_the_split_cells_note_says_where_the_stop_time_edge_lies_from_the_sweep() -> None:
+    """Round 12: the 3-worker sessioned join is 162 or 330 task·s by seed, three task stops
+    of about 1 s against the 3 s heartbeat. With the stop time swept around it (the
+    kip415-stop-edge grid), the split cell's note says per stop time which outcome the seeds
+    took and between which stop times the edge lies; the 1 s point that a second workload
+    runs on the same seeds counts once."""
+    from groupcoord.lab.mechanism import split_branch_cause
+
+    def run(wl: str, seed: int, stop: float | None, v: float) -> dict[str, Any]:
+        r = {"run_id": f"{wl}-{seed}", "protocol": SESSIONED, "scenario": "kip415-worker-joins",
+             "size": 3, "workload": wl, "seed": seed, "ok": True, "task_restarts": 50.0,
+             "task_start_ms": 1000.0, "task_downtime_task_s": v,
+             "settings_json": json.dumps({"heartbeat.interval.ms": 3000,
+                                          "start.stop.threads": 8})}
+        if stop is not None:
+            r["task_stop_ms"] = stop
+        return r
+
+    split = {s: (162.0 + 0.1 * s if s % 2 else 330.0 + 0.1 * s) for s in range(10)}
+    runs = [run("16x8c", s, None, v) for s, v in split.items()]
+    runs += [run("16x8c-task1s", s, 1000.0, v) for s, v in split.items()]
+    for stop, base in ((700.0, 180.0), (900.0, 168.0), (1100.0, 325.0), (1300.0, 313.0)):
+        runs += [run(f"16x8c-stop{int(stop)}ms", s, stop, base + 0.1 * s) for s in range(10)]
+    said = split_branch_cause("kip415-worker-joins", 3, SESSIONED, runs, workload="16x8c")
+    assert said.startswith("each of the 3 old workers stops about 17 tasks, 8 at a time, so "
+                           "its revocation takes about 3 stops of 1 s, 3 s"), said
+    assert "not swept" not in said
+    assert ("the stop time swept at these workers (the same seeds, task start 1 s): "
+            "700 ms 180 task·s on 10 of 10 seeds (low); 900 ms 168 task·s on 10 of 10 seeds "
+            "(low); 1 s 162 task·s on 5 and 330 task·s on 5 of 10 seeds; 1.1 s 325 task·s on "
+            "10 of 10 seeds (high); 1.3 s 313 task·s on 10 of 10 seeds (high): the edge lies "
+            "between 900 ms and 1.1 s of stop time (3 stops: 2.7 s and 3.3 s of revocation)"
+            ) in said, said
+    # the cell alone: as before
+    alone = split_branch_cause("kip415-worker-joins", 3, SESSIONED, runs[:10], workload="16x8c")
+    assert alone.endswith("the stop time was not swept around this edge in these runs")

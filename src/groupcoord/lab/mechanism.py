@@ -1560,16 +1560,18 @@ def crossover_heartbeat_wait(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
 
 
 def split_branch_cause(scenario: str, size: int, protocol: str,
-                       runs: Sequence[Mapping[str, Any]]) -> str:
+                       runs: Sequence[Mapping[str, Any]], workload: str | None = None) -> str:
     """What decides which outcome a split Connect cell takes (a sessioned join): each old
     worker revokes its share of the moved tasks through Kafka's start/stop pool, one stop time
     per ``start.stop.threads`` of them, and the follow-up round (KIP-415) starts at the next
     heartbeat after that revocation, so a revocation about as long as the heartbeat interval
     catches that heartbeat on some seeds (the heartbeat phase) and waits one more on others.
     From the runs: the task restarts over the old workers, the stop time, the pool's size,
-    the heartbeat. "" when the runs do not have them."""
-    mine = [r for r in runs if r.get("scenario") == scenario and int(r.get("size") or 0) == size
+    the heartbeat; where the runs also have the cell at other stop times (the same start
+    time), where the edge lies (:func:`stop_time_edge`). "" when the runs do not have them."""
+    same = [r for r in runs if r.get("scenario") == scenario and int(r.get("size") or 0) == size
             and str(r.get("protocol")) == protocol]
+    mine = [r for r in same if workload is None or r.get("workload") == workload]
     if not mine or size <= 0:
         return ""
     tt = task_times(mine[0])
@@ -1581,13 +1583,73 @@ def split_branch_cause(scenario: str, size: int, protocol: str,
         return ""
     each = statistics.median(restarts) / size
     batches = -(-round(each) // int(threads))
-    return (f"each of the {size} old workers stops about {number(round(each))} tasks, "
+    text = (f"each of the {size} old workers stops about {number(round(each))} tasks, "
             f"{int(threads)} at a time, so its revocation takes about {batches} stops of "
             f"{_ms(tt.stop_ms)}, {_ms(batches * tt.stop_ms)}, against the {_ms(float(hb))} "
             "heartbeat interval: the follow-up round starts at the next heartbeat after the "
             "revocation, so the heartbeat's phase decides whether it catches the earlier "
-            "heartbeat (the low outcome) or waits one more (the high one); the stop time was "
-            "not swept around this edge in these runs")
+            "heartbeat (the low outcome) or waits one more (the high one)")
+    edge = stop_time_edge(mine, same, tt, batches)
+    return text + ("; " + edge if edge else
+                   "; the stop time was not swept around this edge in these runs")
+
+
+def stop_time_edge(cell: Sequence[Mapping[str, Any]], same: Sequence[Mapping[str, Any]],
+                   tt: TaskTimes, batches: int,
+                   column: str = "task_downtime_task_s") -> str:
+    """Where a split Connect cell's edge lies, from the runs of the same scenario, size and
+    protocol at other task stop times (the same start time): per stop time, how many seeds
+    take the cell's low outcome and how many its high one (each seed's value nearest to which
+    outcome's median), and the edge between the longest stop at which every seed is low and
+    the shortest at which every seed is high. "" without such runs or without a split."""
+    from groupcoord.lab.verdict import modes
+
+    m = BY_COLUMN[column]
+    vals = [float(r[column]) for r in cell if r.get(column) is not None]
+    outcomes = modes(vals, m) if len(vals) >= 3 else []
+    if len(outcomes) != 2:
+        return ""
+    low, high = sorted(statistics.median(o) for o in outcomes)
+    # one value per seed and stop time (a grid may run the model's default stop time under
+    # two workloads' names on the same seeds)
+    seen: dict[tuple[float, Any], float] = {}
+    for r in same:
+        t = task_times(r)
+        if t is None or t.start_ms != tt.start_ms or r.get(column) is None:
+            continue
+        seen.setdefault((t.stop_ms, r.get("seed")), float(r[column]))
+    by_stop: dict[float, list[float]] = defaultdict(list)
+    for (stop, _), v in seen.items():
+        by_stop[stop].append(v)
+    if len(by_stop) < 2:
+        return ""
+    parts = []
+    all_low: list[float] = []
+    all_high: list[float] = []
+    for stop in sorted(by_stop):
+        vs = by_stop[stop]
+        lo = [v for v in vs if abs(v - low) <= abs(v - high)]
+        hi = [v for v in vs if abs(v - low) > abs(v - high)]
+        if not hi:
+            all_low.append(stop)
+            parts.append(f"{_ms(stop)} {m.fmt(statistics.median(lo))} on {len(lo)} of "
+                         f"{len(vs)} seeds (low)")
+        elif not lo:
+            all_high.append(stop)
+            parts.append(f"{_ms(stop)} {m.fmt(statistics.median(hi))} on {len(hi)} of "
+                         f"{len(vs)} seeds (high)")
+        else:
+            parts.append(f"{_ms(stop)} {m.fmt(statistics.median(lo))} on {len(lo)} and "
+                         f"{m.fmt(statistics.median(hi))} on {len(hi)} of {len(vs)} seeds")
+    text = ("the stop time swept at these workers (the same seeds, task start "
+            f"{_ms(tt.start_ms)}): " + "; ".join(parts))
+    below = [x for x in all_low if not any(h <= x for h in all_high)]
+    above = [x for x in all_high if not any(lo >= x for lo in all_low)]
+    if below and above and max(below) < min(above):
+        a, b = max(below), min(above)
+        text += (f": the edge lies between {_ms(a)} and {_ms(b)} of stop time ({batches} stops: "
+                 f"{_ms(batches * a)} and {_ms(batches * b)} of revocation)")
+    return text
 
 
 def connect_leaves_out(runs: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -1653,6 +1715,7 @@ __all__ = [
     "phase_clause",
     "row_loads",
     "split_branch_cause",
+    "stop_time_edge",
     "swept_gaps",
     "task_time_phase",
     "task_times",
