@@ -201,15 +201,16 @@ def test_eagers_crossover_win_says_how_much_of_the_losers_cost_is_the_heartbeat_
     (c,) = [c for c in claims(verdicts) if c.grid == "crossover-10ms"]
     assert c.head and "classic:eager" in c.text
     wait = crossover_heartbeat_wait(c, verdicts)
-    assert wait.startswith("the heartbeat wait in eager's win (crossover-10ms, scale-out, at "
-                           "10, 15 % busy, where eager is marked best): with every member's "
-                           "heartbeat at 1 s")
+    assert wait.startswith("the heartbeat wait in eager's win (crossover-10ms, scale-out, the "
+                           "members' load 10, 15 % busy, where eager is marked best): with the "
+                           "members' heartbeat at 1 s")
     # 30 + 20 = 50 against 255 + 245 = 500 (90 % less); 9 + 1 = 10 against 230 + 170 = 400
-    assert "classic:cooperative's 50" in wait and "against 500" in wait and "(90 % less)" in wait
-    assert "consumer:uniform's 10" in wait and "against 400" in wait and "(97.5 % less)" in wait
-    assert "classic:eager's 5.04 record·s against 5.04 record·s at 3 s" in wait
+    assert ("is classic:cooperative 50 record·s against 500 record·s at 3 s (90 % less), "
+            "consumer:uniform 10 record·s against 400 record·s at 5 s (97.5 % less)") in wait
+    assert "eager's own: classic:eager 5.04 record·s against 5.04 record·s at 3 s" in wait
     # at 15 % busy consumer:uniform at 1 s (1 record·s) is below eager at 1 s (3)
-    assert wait.endswith("eager's median is still the lowest at 1 s at 1 of those 2 loads")
+    assert wait.endswith("at 1 s classic:eager's median is still the lowest at 1 of those 2 "
+                         "values")
     found = with_heartbeat_condition([c], verdicts)[0]
     assert wait in found.conditions
 

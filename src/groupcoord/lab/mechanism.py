@@ -1349,6 +1349,8 @@ def swept_gaps(verdicts: Sequence[GridVerdict]) -> list[SweptGap]:
     and its family's eager protocol both at their default heartbeat interval and at a shorter
     ``@hb`` one, on a metric of :data:`HEARTBEAT_GAP_METRICS` (a crash excepted: nobody
     revokes), in the grids' order."""
+    from groupcoord.lab.spec import seed_family
+
     out: list[SweptGap] = []
     for g in verdicts:
         for row in g.rows:
@@ -1356,7 +1358,9 @@ def swept_gaps(verdicts: Sequence[GridVerdict]) -> list[SweptGap]:
                 continue
             st = row.settings or g.settings
             for mv in row.metrics:
-                if mv.metric.column not in HEARTBEAT_GAP_METRICS:
+                # a win over a configured KIP-415 delay is the delay, by design
+                if mv.metric.column not in HEARTBEAT_GAP_METRICS or mv.limit.startswith(
+                        "is won") or seed_family(row.scenario) != row.scenario:
                     continue
                 for label in mv.cells:
                     var = _interval_variant(label)
@@ -1476,13 +1480,13 @@ def with_heartbeat_condition(found: Sequence[Claim], verdicts: Sequence[GridVerd
 
 
 def crossover_heartbeat_wait(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
-    """For a crossover sentence (a grid that sweeps the load) where eager is marked best at
-    some loads: how much of the protocols' cost that eager beats there is the heartbeat wait,
-    from the grid's shorter-interval columns (``classic:cooperative@hb1s`` beside
-    ``classic:cooperative``): each one's median at its default interval and at the shorter
-    one, summed over those loads, the share the shorter interval removes, eager's own at both,
-    and at how many of those loads eager's median is still the lowest at the shorter interval.
-    "" where the grid has no such columns or eager is marked best nowhere."""
+    """For a crossover sentence (a grid that sweeps the load or the task times) where eager
+    is marked best at some values: how much of the cost of the protocols eager beats there is
+    the heartbeat wait, from the grid's shortest-interval columns (``classic:cooperative@hb1s``
+    beside ``classic:cooperative``): each one's median at its default interval and at the
+    short one, summed over those values, the share the short interval removes; eager's own at
+    both; and at how many of those values eager's median is still the lowest at the short
+    interval. "" where the grid has no such columns or eager is marked best nowhere."""
     if not c.head or c.workload:
         return ""
     g = next((v for v in verdicts if v.name == c.grid), None)
@@ -1493,7 +1497,8 @@ def crossover_heartbeat_wait(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
     won: list[tuple[VerdictRow, MetricVerdict, str]] = []
     for r in rows:
         mv = next((x for x in r.metrics if x.metric.column == c.metric), None)
-        if mv is None or mv.verdict not in ("best", "tied") or not mv.beaten:
+        if mv is None or mv.verdict not in ("best", "tied") or not mv.beaten \
+                or mv.limit.startswith("is won"):
             continue
         eager = next((p for p in mv.best if "@" not in p and is_eager(p)), None)
         if eager is not None:
@@ -1501,62 +1506,60 @@ def crossover_heartbeat_wait(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
     if not won:
         return ""
     m = won[0][1].metric
-    x_unit = X_NAMES.get(g.parameter or "", (g.parameter or "", ""))[1]
-    loads = ", ".join(number(r.x or 0.0) for r, _, _ in won) + x_unit
-    parts: list[str] = []
-    eagers: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    eager_default: dict[str, float] = {}
-    still = 0
-    short_ms: set[float] = set()
-    for r, mv, eager in won:
-        st = r.settings or g.settings
-        shorts: dict[str, float] = {}
-        for label in mv.cells:
-            var = _interval_variant(label)
-            if var is None or var[0] not in mv.cells:
-                continue
-            base, short = var
-            default = _heartbeat(st.get(base) or g.settings.get(base, {}), base,
-                                 HEARTBEAT_SETTING)
-            if default is None or default <= short:
-                continue
-            short_ms.add(short)
-            if is_eager(base):
-                eagers[base].append((mv.cells[base].median, mv.cells[label].median))
-                eager_default[base] = default
-            shorts[label] = mv.cells[label].median
-        e_short = next((v for lb, v in shorts.items() if lb.partition("@")[0] == eager), None)
-        others = [v for lb, v in shorts.items() if not is_eager(lb.partition("@")[0])]
-        if e_short is not None and others and all(
-                (e_short < v) == m.lower_is_better for v in others):
-            still += 1
-    if len(short_ms) != 1:
+    # the shortest interval any column of those rows ran (1 s beside a 3 s variant)
+    shorts = {v[1] for _, mv, _ in won for lb in mv.cells
+              if (v := _interval_variant(lb)) is not None and v[0] in mv.cells}
+    if not shorts:
         return ""
-    short = next(iter(short_ms))
-    for label in sorted({lb for _, mv, _ in won for lb in mv.cells}):
+    short = min(shorts)
+    x_name, x_unit = X_NAMES.get(g.parameter or "", (g.parameter or "", ""))
+    at = ", ".join(number(r.x or 0.0) for r, _, _ in won) + x_unit
+
+    def default_of(r: VerdictRow, base: str) -> float | None:
+        st = r.settings or g.settings
+        return _heartbeat(st.get(base) or g.settings.get(base, {}), base, HEARTBEAT_SETTING)
+
+    losers: list[str] = []
+    own: list[str] = []
+    labels = sorted({lb for _, mv, _ in won for lb in mv.cells})
+    for label in labels:
         var = _interval_variant(label)
-        if var is None or is_eager(var[0]) or var[1] != short:
+        if var is None or var[1] != short:
             continue
         base = var[0]
         pairs = [(mv.cells[base].median, mv.cells[label].median) for _, mv, _ in won
                  if base in mv.cells and label in mv.cells]
-        if len(pairs) != len(won):
+        default = default_of(won[0][0], base)
+        if len(pairs) != len(won) or default is None or default <= short:
             continue
-        st = won[0][0].settings or g.settings
-        default = _heartbeat(st.get(base) or g.settings.get(base, {}), base, HEARTBEAT_SETTING)
         d, s = sum(a for a, _ in pairs), sum(b for _, b in pairs)
-        cut = f" ({number(100.0 * (d - s) / d)} % less)" if d > 0 else ""
-        parts.append(f"{base}'s {m.fmt(s)} against {m.fmt(d)} at {_ms(default or 0.0)}{cut}")
-    if not parts:
+        text = f"{base} {m.fmt(s)} against {m.fmt(d)} at {_ms(default)}"
+        if is_eager(base):
+            own.append(text)
+        else:
+            cut = f" ({number(100.0 * (d - s) / d)} % less)" if d > 0 else ""
+            losers.append(text + cut)
+    if not losers:
         return ""
-    for e, pairs in eagers.items():
-        parts.append(f"{e}'s {m.fmt(sum(b for _, b in pairs))} against "
-                     f"{m.fmt(sum(a for a, _ in pairs))} at {_ms(eager_default[e])}")
-    return (f"the heartbeat wait in eager's win ({g.name}, {c.scenario}, at {loads}, where "
-            f"eager is marked best): with every member's heartbeat at {_ms(short)} (the @hb "
-            f"columns, the same seeds), {short_label(m, excess=True)} summed over those loads "
-            "(medians) is " + ", ".join(parts) + f"; eager's median is still the lowest at "
-            f"{_ms(short)} at {still} of those {len(won)} loads")
+    out = (f"the heartbeat wait in eager's win ({g.name}, {c.scenario}, {x_name} {at}, where "
+           f"eager is marked best): with the members' heartbeat at {_ms(short)} (the @hb "
+           f"columns, the same seeds), {short_label(m, excess=True)} summed over those values "
+           "(medians) is " + ", ".join(losers))
+    if own:
+        out += "; eager's own: " + ", ".join(own)
+        still = 0
+        for _, mv, eager in won:
+            e_short = next((mv.cells[lb].median for lb in mv.cells
+                            if _interval_variant(lb) == (eager, short)), None)
+            others = [mv.cells[lb].median for lb in mv.cells
+                      if (v := _interval_variant(lb)) is not None and v[1] == short
+                      and not is_eager(v[0])]
+            if e_short is not None and others and all(
+                    (e_short < v) == m.lower_is_better for v in others):
+                still += 1
+        out += (f"; at {_ms(short)} {won[0][2]}'s median is still the lowest at {still} of "
+                f"those {len(won)} values")
+    return out
 
 
 def split_branch_cause(scenario: str, size: int, protocol: str,
