@@ -1344,44 +1344,67 @@ def _interval_variant(label: str) -> tuple[str, float] | None:
     return base, float(timings["heartbeat_interval_ms"])
 
 
+@dataclass(slots=True)
+class _Merged:
+    """One (scenario, size, workload) row and metric over every grid that runs it: each
+    label's cell and settings (a grid of ``@hb1s`` columns beside its parent's)."""
+
+    metric: Metric
+    grids: list[str]
+    cells: dict[str, Any]
+    settings: dict[str, Mapping[str, Any]]
+    limit: str
+
+
+def _merged_cells(verdicts: Sequence[GridVerdict]) -> dict[tuple[Any, ...], _Merged]:
+    out: dict[tuple[Any, ...], _Merged] = {}
+    for g in verdicts:
+        for row in g.rows:
+            st = row.settings or g.settings
+            for mv in row.metrics:
+                key = (row.scenario, row.size, row.workload, mv.metric.column)
+                mg = out.get(key)
+                if mg is None:
+                    mg = out[key] = _Merged(mv.metric, [], {}, {}, mv.limit)
+                mg.grids.append(g.name)
+                for label, cell in mv.cells.items():
+                    mg.cells.setdefault(label, cell)
+                    mg.settings.setdefault(label, st.get(label) or g.settings.get(label, {}))
+    return out
+
+
 def swept_gaps(verdicts: Sequence[GridVerdict]) -> list[SweptGap]:
     """Every cell that ran an incremental cooperative protocol (:func:`_incremental_classic`)
     and its family's eager protocol both at their default heartbeat interval and at a shorter
-    ``@hb`` one, on a metric of :data:`HEARTBEAT_GAP_METRICS` (a crash excepted: nobody
-    revokes), in the grids' order."""
+    ``@hb`` one (in one grid, or in a grid of ``@hb`` columns beside its parent's: the same
+    scenario, size and workload), on a metric of :data:`HEARTBEAT_GAP_METRICS` (a crash, where
+    nobody revokes, and KIP-415's delay variants, a configured wait, excepted)."""
     from groupcoord.lab.spec import seed_family
 
     out: list[SweptGap] = []
-    for g in verdicts:
-        for row in g.rows:
-            if "crash" in row.scenario:
+    for (scenario, size, workload, column), mg in _merged_cells(verdicts).items():
+        if "crash" in scenario or column not in HEARTBEAT_GAP_METRICS \
+                or mg.limit.startswith("is won") or seed_family(scenario) != scenario:
+            continue
+        c = mg.cells
+        for label in c:
+            var = _interval_variant(label)
+            if var is None or not _incremental_classic(var[0]) or var[0] not in c:
                 continue
-            st = row.settings or g.settings
-            for mv in row.metrics:
-                # a win over a configured KIP-415 delay is the delay, by design
-                if mv.metric.column not in HEARTBEAT_GAP_METRICS or mv.limit.startswith(
-                        "is won") or seed_family(row.scenario) != row.scenario:
+            inc, short = var
+            default = _heartbeat(mg.settings.get(inc, {}), inc, HEARTBEAT_SETTING)
+            if default is None or default <= short:
+                continue
+            suffix = label.partition("@")[2]
+            for e in c:
+                if "@" in e or e.partition(":")[2] != "eager" or family(e) != family(inc) \
+                        or f"{e}@{suffix}" not in c:
                     continue
-                for label in mv.cells:
-                    var = _interval_variant(label)
-                    if var is None or not _incremental_classic(var[0]) \
-                            or var[0] not in mv.cells:
-                        continue
-                    inc, short = var
-                    default = _heartbeat(st.get(inc) or g.settings.get(inc, {}), inc,
-                                         HEARTBEAT_SETTING)
-                    if default is None or default <= short:
-                        continue
-                    suffix = label.partition("@")[2]
-                    eagers = [e for e in mv.cells if "@" not in e and is_eager(e)
-                              and family(e) == family(inc) and f"{e}@{suffix}" in mv.cells
-                              and e.partition(":")[2] == "eager"]
-                    for e in eagers:
-                        c = mv.cells
-                        out.append(SweptGap(
-                            g.name, row.scenario, row.size, row.workload, mv.metric, inc, e,
-                            default, short, c[inc].median, c[e].median, c[label].median,
-                            c[f"{e}@{suffix}"].median))
+                grid = next((gn for gn in mg.grids if gn and not gn.endswith("-hb1s")),
+                            mg.grids[0])
+                out.append(SweptGap(
+                    grid, scenario, size, workload, mg.metric, inc, e, default, short,
+                    c[inc].median, c[e].median, c[label].median, c[f"{e}@{suffix}"].median))
     return out
 
 
@@ -1417,10 +1440,10 @@ def _gap_words(gs: Sequence[SweptGap]) -> str:
     if not lead:
         return text + f"; {x0.eager} costs less at {_ms(x0.default_ms)} in none of them"
     still = [x for x in lead if x.gap_short > 0]
-    left = [x.gap_short / x.gap for x in lead]
     text += (f"; where {x0.eager} costs less at {_ms(x0.default_ms)} ({len(lead)} cells) it "
-             f"still does at {_ms(x0.short_ms)} in {len(still)}, the gap down to a median "
-             f"{number(100.0 * statistics.median(left))} % of its size")
+             f"still does at {_ms(x0.short_ms)} in {len(still)}, its lead summed over those "
+             f"cells {m.fmt(sum(x.gap for x in lead))} at {_ms(x0.default_ms)} and "
+             f"{m.fmt(sum(x.gap_short for x in lead))} at {_ms(x0.short_ms)}")
     top = max(lead, key=lambda x: x.gap)
     text += (f" (the widest, {top.scenario}, {top.size} {member_word(top.scenario, [top.eager])}"
              f", {top.workload}: {m.fmt(top.inc)} against {m.fmt(top.eag)} at "
@@ -1506,6 +1529,10 @@ def crossover_heartbeat_wait(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
     if not won:
         return ""
     m = won[0][1].metric
+    # each row's cells over every grid that runs it (a grid of @hb columns beside this one)
+    merged = _merged_cells(verdicts)
+    won = [(r, replace(mv, cells={**merged[(r.scenario, r.size, r.workload, c.metric)].cells,
+                                  **mv.cells}), e) for r, mv, e in won]
     # the shortest interval any column of those rows ran (1 s beside a 3 s variant)
     shorts = {v[1] for _, mv, _ in won for lb in mv.cells
               if (v := _interval_variant(lb)) is not None and v[0] in mv.cells}

@@ -1029,13 +1029,25 @@ description = '''KIP-415's worker joins and worker leaves (scheduled.rebalance.m
 30 s) at 12 workers, with a task's stop and start taking the model's 1 s each \
 (16x8c-task1s) or 5 s each (16x8c-task5s: Connect's task.shutdown.graceful.timeout.ms is 5 s \
 by default), and below it, 10 ms and 100 ms each (16x8c-task10ms, 16x8c-task100ms: a stateless \
-task): which marks hold whatever the task stop and start times, which rest on them. Each \
-protocol also runs with its workers' heartbeat.interval.ms at 1 s beside Connect's 3 s default \
-(@hb1s): an incremental cooperative follow-up round starts at each worker's next heartbeat, \
-so the 1 s columns show how much of a gap to eager is the heartbeat interval.'''
+task): which marks hold whatever the task stop and start times, which rest on them.'''
 protocols = ["connect:eager", "connect:cooperative", "classic-connect:eager",
-             "classic-connect:sessioned", "connect:eager@hb1s", "connect:cooperative@hb1s",
-             "classic-connect:eager@hb1s", "classic-connect:sessioned@hb1s"]
+             "classic-connect:sessioned"]
+scenarios = ["kip415-worker-joins", "worker-leaves-d30s"]
+sizes = [12]
+workloads = ["16x8c-task10ms", "16x8c-task100ms", "16x8c-task1s", "16x8c-task5s"]
+question = "Do the KIP-415 marks depend on how long a task takes to stop and start?"
+metrics = ["task_downtime_task_s", "time_to_balance_ms", "task_restarts", "stall_ms"]
+
+[[grid]]
+name = "kip415-task-times-hb1s"
+description = '''kip415-task-times with every worker's heartbeat.interval.ms at 1 s instead \
+of Connect's 3 s default (@hb1s): an incremental cooperative follow-up round starts at each \
+worker's next heartbeat, so beside kip415-task-times' columns (the same cells and seeds) these \
+show how much of a gap to eager is the heartbeat interval. A grid of its own, so that the \
+protocols are compared at one interval; the report's heartbeat condition reads the two \
+grids together.'''
+protocols = ["connect:eager@hb1s", "connect:cooperative@hb1s", "classic-connect:eager@hb1s",
+             "classic-connect:sessioned@hb1s"]
 scenarios = ["kip415-worker-joins", "worker-leaves-d30s"]
 sizes = [12]
 workloads = ["16x8c-task10ms", "16x8c-task100ms", "16x8c-task1s", "16x8c-task5s"]
@@ -1099,14 +1111,9 @@ eager column's assignor gives every member as much as the others'), 20, 30 and 4
 (25, 37.5 and 50 % with one member fewer). Range balances the load but moves more partitions \
 than roundrobin when a member goes (it reassigns contiguous ranges): classic:eager-roundrobin \
 is eager with roundrobin, so that range's moves are not charged to the eager protocol; \
-consumer:uniform@hb3s is KIP-848 with a 3 s heartbeat beside its 5 s default. The heartbeat \
-interval is swept here: classic:eager, classic:cooperative and consumer:uniform also run with \
-a 1 s heartbeat (@hb1s) beside their 3 s (classic) and 5 s (KIP-848) defaults, because an \
-incremental protocol's members learn of a rebalance, or of their follow-up round, at their \
-next heartbeat (crossover-20ms sweeps it the same way)'''
+consumer:uniform@hb3s is KIP-848 with a 3 s heartbeat beside its 5 s default'''
 protocols = ["classic:eager", "classic:eager-roundrobin", "classic:cooperative", \
-             "consumer:uniform", "consumer:uniform@hb3s", "classic:eager@hb1s", \
-             "classic:cooperative@hb1s", "consumer:uniform@hb1s"]
+             "consumer:uniform", "consumer:uniform@hb3s"]
 scenarios = ["rolling-bounce", "scale-out", "crash"]
 sizes = [8]
 workloads = ["1x32-p10ms-20pct", "1x32-p10ms-30pct", "1x32-p10ms-40pct"]
@@ -1118,12 +1125,43 @@ metrics = ["lag_record_s", "lag_peak", "stall_ms"]
 [[grid]]
 name = "crossover-20ms"
 description = '''as crossover-10ms, with polls of up to 500 records at 20 ms each (up to \
-10 s): 8 consumers on 1 x 32 partitions, 20, 30 and 40 % busy; classic:eager, \
-classic:cooperative and consumer:uniform also with a 1 s heartbeat (@hb1s), as in \
-crossover-10ms'''
+10 s): 8 consumers on 1 x 32 partitions, 20, 30 and 40 % busy'''
 protocols = ["classic:eager", "classic:eager-roundrobin", "classic:cooperative", \
-             "consumer:uniform", "consumer:uniform@hb3s", "classic:eager@hb1s", \
-             "classic:cooperative@hb1s", "consumer:uniform@hb1s"]
+             "consumer:uniform", "consumer:uniform@hb3s"]
+scenarios = ["rolling-bounce", "scale-out", "crash"]
+sizes = [8]
+workloads = ["1x32-p20ms-20pct", "1x32-p20ms-30pct", "1x32-p20ms-40pct"]
+seeds = 10
+confirm_seeds = 10
+question = "From which load on does each protocol cost the least lag, with polls up to 10 s?"
+metrics = ["lag_record_s", "lag_peak", "stall_ms"]
+
+[[grid]]
+name = "crossover-10ms-hb1s"
+description = '''crossover-10ms with every member's heartbeat at 1 s (@hb1s) instead of the \
+classic client's 3 s and KIP-848's 5 s defaults: an incremental protocol's members learn of a \
+rebalance, or of their follow-up round, at their next heartbeat, so beside crossover-10ms's \
+columns (the same cells and seeds) these show how much of a protocol's lag is the heartbeat \
+wait. classic:eager, classic:cooperative and consumer:uniform only; a grid of its own, so that \
+the protocols are compared at one interval (its crossovers read beside crossover-10ms's)'''
+protocols = ["classic:eager@hb1s", "classic:cooperative@hb1s", "consumer:uniform@hb1s"]
+scenarios = ["rolling-bounce", "scale-out", "crash"]
+sizes = [8]
+workloads = ["1x32-p10ms-20pct", "1x32-p10ms-30pct", "1x32-p10ms-40pct"]
+seeds = 10
+confirm_seeds = 10
+question = "From which load on does each protocol cost the least lag, with polls up to 5 s?"
+metrics = ["lag_record_s", "lag_peak", "stall_ms"]
+
+[[grid]]
+name = "crossover-20ms-hb1s"
+description = '''crossover-20ms with every member's heartbeat at 1 s (@hb1s) instead of the \
+classic client's 3 s and KIP-848's 5 s defaults: an incremental protocol's members learn of a \
+rebalance, or of their follow-up round, at their next heartbeat, so beside crossover-20ms's \
+columns (the same cells and seeds) these show how much of a protocol's lag is the heartbeat \
+wait. classic:eager, classic:cooperative and consumer:uniform only; a grid of its own, so that \
+the protocols are compared at one interval (its crossovers read beside crossover-20ms's)'''
+protocols = ["classic:eager@hb1s", "classic:cooperative@hb1s", "consumer:uniform@hb1s"]
 scenarios = ["rolling-bounce", "scale-out", "crash"]
 sizes = [8]
 workloads = ["1x32-p20ms-20pct", "1x32-p20ms-30pct", "1x32-p20ms-40pct"]
