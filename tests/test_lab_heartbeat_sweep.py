@@ -22,7 +22,7 @@ from groupcoord.lab.mechanism import (
 )
 from groupcoord.lab.runs import build_scenario, simulate_run
 from groupcoord.lab.spec import expand, load_spec, restrict
-from groupcoord.lab.verdict import claims, grid_verdicts
+from groupcoord.lab.verdict import claims, grid_verdicts, is_companion
 
 _HB = re.compile(r"^\s*(?P<t>\d+)\s+\d+\s+hb>\s+(?P<member>\S+)")
 
@@ -258,3 +258,25 @@ def test_the_split_cells_note_says_where_the_stop_time_edge_lies_from_the_sweep(
     # the cell alone: as before
     alone = split_branch_cause("kip415-worker-joins", 3, SESSIONED, runs[:10], workload="16x8c")
     assert alone.endswith("the stop time was not swept around this edge in these runs")
+
+
+def test_a_companion_grids_finding_joins_its_parents_sentence_only() -> None:
+    """A grid of @hb1s columns beside its parent (the same cells) gets no sentence of its own:
+    where the parent has none for a scenario, the companion's crossover is not on the page
+    (it would push another grid's sentence off it); where the parent has one, it joins it."""
+    grid = {"name": "crossover-10ms", "protocols": XO[:3], "scenarios": ["scale-out"],
+            "metrics": ["lag_record_s"], "seeds": 5}
+    hb1 = {**grid, "name": "crossover-10ms-hb1s", "protocols": XO[3:]}
+    verdicts = grid_verdicts({"spec": "paper", "grids": [grid, hb1]}, _xo_runs())
+    assert is_companion(verdicts[1], verdicts) and not is_companion(verdicts[0], verdicts)
+    (c,) = claims(verdicts)
+    assert "[crossover-10ms]" in c.text and "[crossover-10ms-hb1s]" in c.text
+    alone = grid_verdicts({"spec": "paper", "grids": [hb1]}, _xo_runs())
+    assert not is_companion(alone[0], alone) and claims(alone)
+    # the parent without a crossover sentence for the scenario (eager best nowhere)
+    # (all three default columns alike: no mark, no sentence for the parent)
+    flat = [{**r, "lag_record_s": 100.0 + r["seed"]} if "@" not in r["protocol"] else r
+            for r in _xo_runs()]
+    one = grid_verdicts({"spec": "paper", "grids": [grid, hb1]}, flat)
+    assert is_companion(one[1], one)
+    assert claims(one) == []

@@ -1513,7 +1513,7 @@ def crossover_heartbeat_wait(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
     if not c.head or c.workload:
         return ""
     g = next((v for v in verdicts if v.name == c.grid), None)
-    if g is None or g.parameter is None:
+    if g is None or g.parameter is None or g.labels:  # not a grid that sweeps a timing
         return ""
     rows = sorted((r for r in g.rows if r.scenario == c.scenario and r.size == c.size
                    and r.x is not None), key=lambda r: r.x or 0.0)
@@ -1575,16 +1575,18 @@ def crossover_heartbeat_wait(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
     if own:
         out += "; eager's own: " + ", ".join(own)
         still = 0
-        for _, mv, eager in won:
-            e_short = next((mv.cells[lb].median for lb in mv.cells
-                            if _interval_variant(lb) == (eager, short)), None)
+        for _, mv, _ in won:
+            # the marked eager protocol that also ran at the short interval
+            e_short = next((mv.cells[lb].median for e in mv.best for lb in mv.cells
+                            if _interval_variant(lb) == (e, short)), None)
             others = [mv.cells[lb].median for lb in mv.cells
                       if (v := _interval_variant(lb)) is not None and v[1] == short
                       and not is_eager(v[0])]
             if e_short is not None and others and all(
                     (e_short < v) == m.lower_is_better for v in others):
                 still += 1
-        out += (f"; at {_ms(short)} {won[0][2]}'s median is still the lowest at {still} of "
+        named = ", ".join(dict.fromkeys(lb.partition(" ")[0] for lb in own))
+        out += (f"; at {_ms(short)} {named}'s median is still the lowest at {still} of "
                 f"those {len(won)} values")
     return out
 
