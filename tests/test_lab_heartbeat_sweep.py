@@ -216,8 +216,8 @@ def test_eagers_crossover_win_says_how_much_of_the_losers_cost_is_the_heartbeat_
             "consumer:uniform 10 record·s against 400 record·s at 5 s (97.5 % less)") in wait
     assert "eager's own: classic:eager 5.04 record·s against 5.04 record·s at 3 s" in wait
     # at 15 % busy consumer:uniform at 1 s (1 record·s) is below eager at 1 s (3)
-    assert wait.endswith("at 1 s classic:eager's median is still the lowest at 1 of those 2 "
-                         "values")
+    assert wait.endswith("at 1 s an eager protocol's median (classic:eager) is still the "
+                         "lowest at 1 of those 2 values")
     found = with_heartbeat_condition([c], verdicts)[0]
     assert wait in found.conditions
 

@@ -1453,31 +1453,29 @@ def _gap_words(gs: Sequence[SweptGap]) -> str:
 
 
 def _kip848_interval_pair(verdicts: Sequence[GridVerdict]) -> str:
-    """Where one cell runs ``consumer:uniform`` at two heartbeat intervals (the default and an
-    ``@hb`` variant), its excess lag at each: what a shorter interval does to a protocol that
-    also learns of a rebalance at its next heartbeat. The first scale-out row with both, else
-    the first row with both."""
-    found: list[tuple[int, int, str]] = []
-    for g in verdicts:
-        for row in g.rows:
-            for mv in row.metrics:
-                if mv.metric.column != "lag_record_s":
-                    continue
-                ps = [p for p in mv.cells if _base_label(p) == "consumer:uniform"
-                      and not p.partition("@")[2].startswith("hbspread")]
-                if len(ps) < 2:
-                    continue
-                st = row.settings or g.settings
-                hbs = {p: _heartbeat(st.get(p) or g.settings.get(p, {}), p) for p in ps}
-                if None in hbs.values() or len(set(hbs.values())) < 2:
-                    continue
-                where = f"{row.scenario}, {row.size} members, {row.workload} ({g.name})"
-                each = ", ".join(f"{mv.metric.fmt(mv.cells[p].median)} at {_ms(hbs[p] or 0)}"
-                                 for p in sorted(ps, key=lambda p: -(hbs[p] or 0)))
-                found.append((0 if row.scenario == "scale-out" else 1, len(found),
-                              f"KIP-848's consumer:uniform ran at two intervals in {where}: "
-                              f"excess lag {each} (medians)"))
-    return min(found)[2] if found else ""
+    """Where one cell runs ``consumer:uniform`` at several heartbeat intervals (the default and
+    ``@hb`` variants, in one grid or in a companion grid of the same cells), its excess lag at
+    each: what a shorter interval does to a protocol that also learns of a rebalance at its
+    next heartbeat. The first scale-out row with most intervals, else the first row."""
+    found: list[tuple[int, int, int, str]] = []
+    for (scenario, size, workload, column), mg in _merged_cells(verdicts).items():
+        if column != "lag_record_s":
+            continue
+        ps = [p for p in mg.cells if _base_label(p) == "consumer:uniform"
+              and not p.partition("@")[2].startswith("hbspread")]
+        if len(ps) < 2:
+            continue
+        hbs = {p: _heartbeat(mg.settings.get(p, {}), p) for p in ps}
+        if None in hbs.values() or len(set(hbs.values())) < 2:
+            continue
+        where = f"{scenario}, {size} members, {workload} ({', '.join(dict.fromkeys(mg.grids))})"
+        each = ", ".join(f"{mg.metric.fmt(mg.cells[p].median)} at {_ms(hbs[p] or 0)}"
+                         for p in sorted(ps, key=lambda p: -(hbs[p] or 0)))
+        n = len(set(hbs.values()))
+        found.append((0 if scenario == "scale-out" else 1, -n, len(found),
+                      f"KIP-848's consumer:uniform ran at {n} intervals in {where}: "
+                      f"excess lag {each} (medians)"))
+    return min(found)[3] if found else ""
 
 
 def with_heartbeat_condition(found: Sequence[Claim], verdicts: Sequence[GridVerdict]
@@ -1586,8 +1584,8 @@ def crossover_heartbeat_wait(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
                     (e_short < v) == m.lower_is_better for v in others):
                 still += 1
         named = ", ".join(dict.fromkeys(lb.partition(" ")[0] for lb in own))
-        out += (f"; at {_ms(short)} {named}'s median is still the lowest at {still} of "
-                f"those {len(won)} values")
+        out += (f"; at {_ms(short)} an eager protocol's median ({named}) is still the "
+                f"lowest at {still} of those {len(won)} values")
     return out
 
 
