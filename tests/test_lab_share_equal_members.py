@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from groupcoord.lab.findings import Metric
-from groupcoord.lab.share_marks import family_key, share_claims
+from groupcoord.lab.share_marks import family_key, fetchers_line, share_claims
 from groupcoord.lab.verdict import Cell, GridVerdict, VerdictRow, claim_candidates, claims, judge
 
 SHARE, KIP848 = "share:simple", "consumer:uniform"
@@ -150,3 +150,22 @@ def test_the_heartbeat_companion_gives_no_sentence_and_its_reading_joins_the_par
     assert ("At a 1 s heartbeat on both sides (equal-capacity-rolling-hb1s, the same seeds): "
             "★ share:simple@hb1s, 5.85 against 11.9 resource·s, 6.05 of the gap of 35.9 left "
             "(17%).") in c.text, c.text
+
+
+def test_a_companions_marks_are_not_counted_among_the_share_wins() -> None:
+    """The share wins' line counts each cell's marks once, at the default interval."""
+    fast = (f"{SHARE}@hb1s", f"{KIP848}@hb1s")
+    row = _row("owner-kill", "1x4-hot")
+    twin = VerdictRow("owner-kill", 12, "1x4-hot", 0.0, 5, [judge(_cells(
+        dict(zip(fast, (PEAKS[("owner-kill", "1x4-hot", p)] for p in (SHARE, KIP848)),
+                 strict=True))), PEAK)])
+    parent = GridVerdict("lock-rate-owner-kill", "", [SHARE, KIP848], [PEAK], [row],
+                         10, 0, 0, 5)
+    parent.confirm_seeds = 5
+    companion = GridVerdict("lock-rate-owner-kill-hb1s", "", list(fast), [PEAK], [twin],
+                            10, 0, 0, 5)
+    companion.confirm_seeds = 5
+    runs = _runs()
+    line = fetchers_line([parent], runs)
+    assert "1 confirmed share win," in line
+    assert fetchers_line([parent, companion], runs) == line

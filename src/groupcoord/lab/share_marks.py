@@ -37,6 +37,7 @@ from groupcoord.lab.verdict import (
     Claim,
     GridVerdict,
     MetricVerdict,
+    is_companion,
     modes,
     threshold,
     widest_gap,
@@ -630,7 +631,6 @@ def heartbeat_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
     is left (the eighth share review's control: a consumer member learns of its revocation,
     and either group's member of its assignment, at its next heartbeat). "" where no
     companion grid ran the cell."""
-    from groupcoord.lab.verdict import is_companion
     from groupcoord.sim.settings import split_timing
 
     best = c.best.split(" and ")[0]
@@ -827,8 +827,9 @@ def fetchers_line(verdicts: Sequence[GridVerdict], runs: Sequence[Mapping[str, A
     equal: list[str] = []
     for g in verdicts:
         share = next((p for p in g.protocols if family(p) == "share"), None)
-        if share is None or not g.confirm_seeds or not _share_vs_consumer(g.protocols):
-            continue
+        if share is None or not g.confirm_seeds or not _share_vs_consumer(g.protocols) \
+                or is_companion(g, verdicts):
+            continue  # a companion grid's marks repeat its parent's cells at 1 s heartbeats
         for row in g.rows:
             parts = _partitions(runs, row.scenario, row.size, row.workload)
             if not parts:
