@@ -663,7 +663,7 @@ def heartbeat_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
                 continue
             unit = f" {m.unit}" if m.unit else ""
             mark = (f"★ {' and '.join(mv.best)}" if mv.verdict in ("best", "tied")
-                    else "a tie (no mark)")
+                    else f"no mark ({mv.verdict})")
             secs = number(timings["heartbeat_interval_ms"] / 1000.0)
             return (f"At a {secs} s heartbeat on both sides ({g.name}, the same seeds): "
                     f"{mark}, {number(mv.cells[label].median / m.scale)} against "
