@@ -174,8 +174,8 @@ def test_a_companions_marks_are_not_counted_among_the_share_wins() -> None:
 def test_the_heartbeat_clause_says_a_companions_own_verdict_where_it_has_no_mark() -> None:
     verdicts = _rolling_grids()
     row = verdicts[1].rows[0]
-    row.metrics[0].verdict = "not confirmed"
+    row.metrics[0].verdict = "unconfirmed"
     runs = [_run(p, "rolling-bounce", "1x12-busy", s) for p in (SHARE, KIP848) for s in range(5)]
     (c,) = _sentences(verdicts, runs)
-    assert "(equal-capacity-rolling-hb1s, the same seeds): no mark (not confirmed), 5.85 " \
+    assert "(equal-capacity-rolling-hb1s, the same seeds): no mark (unconfirmed), 5.85 " \
         "against 11.9 resource·s" in c.text, c.text
