@@ -297,6 +297,64 @@ def _cells_over(runs: Sequence[Mapping[str, Any]], limit: float, kill: bool) -> 
     return out
 
 
+def wire_lost_hosts(cells: Sequence[Mapping[str, Any]] | None = None
+                    ) -> list[tuple[str, int, str, int, int]]:
+    """The share calibration's lost-host cells (``lab calibrate --share``: a hung
+    ShareConsumer, SIGSTOP), as (scenario, members, workload, runs whose partition stopped,
+    runs), from the cells' ``lost_host`` counts (``lab.share_calibration.lost_host_counts``);
+    the shipped ``lab/data/share_calibration.json`` by default."""
+    if cells is None:
+        from groupcoord.lab.share_report import load_share_calibration
+
+        cells = load_share_calibration()
+    out = []
+    for c in cells:
+        n = c.get("lost_host")
+        if isinstance(n, dict) and n.get("runs"):
+            out.append((str(c.get("scenario")), int(c.get("members") or 0),
+                        str(c.get("workload") or ""), int(n.get("wire_stopped") or 0),
+                        int(n["runs"])))
+    return out
+
+
+def _wire_count(cells: Sequence[Mapping[str, Any]] | None = None) -> str:
+    """"9 of 10 runs (owner-crash at 12 on 1x4-hot)": the wire's lost hosts that stopped
+    their partition, per calibration cell; "" without one."""
+    return "; ".join(f"{k} of {n} runs ({scen} at {size} on {wl})"
+                     for scen, size, wl, k, n in wire_lost_hosts(cells))
+
+
+def held_fetch_clause(runs: Sequence[Mapping[str, Any]],
+                      cells: Sequence[Mapping[str, Any]] | None = None) -> str:
+    """Why a lost host above the lock limit stops its partition on nearly every seed: the
+    model serves the ShareFetch it left waiting at the broker (Kafka's broker keeps a waiting
+    share fetch, ``DelayedShareFetch``, and completes it when records arrive, whatever the
+    client is doing), so the fetch acquires records for the dead member; a waiting fetch is
+    answered empty after its max wait (``sim.share_convergence.FETCH_MAX_WAIT_MS``), so this
+    is near-certain only where records arrive well within it: the page's cells above the
+    limit, their interval between records, and the wire's count of hung share consumers
+    that stopped their partition (``cells``: the share calibration's)."""
+    from groupcoord.sim.share_convergence import FETCH_MAX_WAIT_MS
+
+    lim = lock_limit(runs)
+    if lim is None:
+        return ""
+    over = _over(runs, lim[0] / (lim[1] / 1000.0), kill=False)
+    if not over:
+        return ""
+    every = ", ".join(dict.fromkeys(f"{number(1000.0 / rate)} ms ({wl})"
+                                    for _, _, wl, rate, _, _ in over if rate))
+    wire = _wire_count(cells)
+    return ("why a lost host stops its partition on nearly every seed: the model serves the "
+            "ShareFetch the lost host left waiting at the broker (Kafka's broker keeps a "
+            "waiting share fetch and completes it when records arrive), which acquires records "
+            "for the dead member, so it strands records wherever a record "
+            f"comes well within a fetch's {number(FETCH_MAX_WAIT_MS)} ms max wait (this page: "
+            f"one every {every}); a fetch that waits longer is answered empty and strands "
+            "nothing" + (f"; on the wire a hung share consumer (SIGSTOP) stopped its partition "
+                         f"on {wire}" if wire else ""))
+
+
 def lock_limit_clause(c: Claim, runs: Sequence[Mapping[str, Any]]) -> str:
     """The lock-limit condition of a share sentence on a member loss (KIP-932's in-flight
     limit), generated from the runs' settings: the limit rate, the page's own cells above it,
@@ -328,11 +386,14 @@ def lock_limit_clause(c: Claim, runs: Sequence[Mapping[str, Any]]) -> str:
                + ("under the limit" if rate <= limit else "above it"))
     if kill:
         kills = _cells_over(runs, limit, kill=True)
+        held = held_fetch_clause(runs) if crashes else ""
         return (head + own + "; a kill releases the records on disconnect (the share session "
                 "ends with the connection), which is why kills hold above it"
-                + (" (this page: " + "; ".join(kills) + ")" if kills else "") + ".")
+                + (" (this page: " + "; ".join(kills) + ")" if kills else "")
+                + (f"; {held}" if held else "") + ".")
+    held = held_fetch_clause(runs) if crashes else ""
     return head + own + ("; the sentence holds at this rate only" if rate is not None
-                         and rate <= limit else "") + "."
+                         and rate <= limit else "") + (f"; {held}" if held else "") + "."
 
 
 def share_modes(values: Sequence[float], m: Metric) -> list[list[float]]:
@@ -563,7 +624,9 @@ def lost_host_clause(c: Claim, every: Sequence[Claim], key: Callable[[Claim], Ha
             cells.setdefault(scen, []).append(f"{len(stopped)} of {n}{seeds} ({workload})")
     if not cells:
         return ""
-    return ("Above the lock limit its family's lost hosts (crashes) stopped a partition: "
+    # "in the model": its lost host serves its waiting ShareFetch on nearly every seed, the
+    # note says so with the wire's count (:func:`held_fetch_clause`)
+    return ("Above the lock limit its lost hosts stopped a partition in the model: "
             + "; ".join(f"{scen} on " + " and ".join(xs) for scen, xs in cells.items()) + ".")
 
 
@@ -702,6 +765,7 @@ __all__ = [
     "family_key",
     "family_rule",
     "fetchers_line",
+    "held_fetch_clause",
     "lock_limit",
     "lock_limit_clause",
     "lost_host_clause",
@@ -712,4 +776,5 @@ __all__ = [
     "unmark_broker_lag",
     "unmark_commit_dependent",
     "verdict_word",
+    "wire_lost_hosts",
 ]
