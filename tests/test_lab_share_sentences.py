@@ -156,7 +156,8 @@ def test_a_share_condition_shared_by_several_sentences_is_stated_once() -> None:
 def test_the_lost_hosts_stop_is_said_to_be_the_models_held_fetch_with_the_wires_count() -> None:
     """A lost host strands records on nearly every seed in the model because it serves the
     ShareFetch the lost host left waiting at the broker (Kafka's DelayedShareFetch completes on
-    the partition's next records): the claim says the stop is the model's, the note says the mechanism, where it stops being near-certain (a fetch answered
+    the partition's next records): the claim says the stop is the model's, the note says
+    the mechanism, where it stops being near-certain (a fetch answered
     empty after its max wait) and the wire's count, both read from the shipped share
     calibration, never "a draw per seed"."""
     from groupcoord.lab.share_marks import held_fetch_clause, wire_lost_hosts
