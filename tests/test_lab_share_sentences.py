@@ -183,3 +183,19 @@ def test_the_lost_hosts_stop_is_said_to_be_the_models_held_fetch_with_the_wires_
     # no crash above the limit on the page: nothing to explain
     assert held_fetch_clause([r for r in runs if r["scenario"] != "owner-crash"
                               or r["workload"] != "1x4-busy80"]) == ""
+
+
+def test_a_share_lag_peak_sentence_has_the_brokers_share_lag_beside_it() -> None:
+    """What an operator's share-group lag alert reads is the broker's share lag (log end
+    offset minus the share-partition start offset), not the processed-based excess peak the
+    tables mark: a sentence quoting a share group's lag peak puts the broker's figure (median
+    over the same seeds) beside it."""
+    runs = _runs()
+    for r in runs:
+        if (r["protocol"], r["scenario"], r["workload"]) == (SHARE, "owner-kill", "1x4-busy80"):
+            r["share_lag_peak"] = 20 + 10 * r["seed"]  # 20, 30, 40, 50, 60: median 40
+    _, (new,), _ = _page(runs)
+    assert "0 records (range 0\u20133 records; the broker's share lag 40) against 3,502" in new.text
+    # without the broker's figure in the runs the sentence is as it was
+    _, (plain,), _ = _page(_runs())
+    assert "broker's share lag" not in plain.text

@@ -467,7 +467,48 @@ def _paired(mv: MetricVerdict, protocol: str) -> dict[int, float]:
     return out
 
 
-def contrary_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
+def broker_lag_text(runs: Sequence[Mapping[str, Any]], protocol: str, scenario: str,
+                    size: int, workload: str | None, seeds: Sequence[int]) -> str:
+    """"the broker's share lag N": the median over ``seeds`` of a share cell's broker share lag
+    peak (log end offset minus the share-partition start offset, what an operator's share-group
+    lag alert reads; ``share_lag_peak``, ``lab.share_report.attach_share_lag``), to stand
+    beside the processed-based excess peak a sentence quotes; "" without it."""
+    if family(protocol) != "share":
+        return ""
+    want = set(seeds)
+    vals = [float(r["share_lag_peak"]) for r in runs
+            if r.get("protocol") == protocol and r.get("scenario") == scenario
+            and int(r.get("size") or 0) == size
+            and (workload is None or r.get("workload") == workload) and r.get("ok")
+            and int(r.get("seed") or 0) in want and r.get("share_lag_peak") is not None]
+    return f"the broker's share lag {number(statistics.median(vals))}" if vals else ""
+
+
+#: The claim's own figure of the best protocol: "3 records (range 2-7 records)".
+_OWN_FIGURE = re.compile(r"(has the lowest (?:excess )?lag peak, [^()]*\(range [^()]*)\)")
+
+
+def _with_broker_lag(text: str, c: Claim, verdicts: Sequence[GridVerdict],
+                     runs: Sequence[Mapping[str, Any]]) -> str:
+    """A share claim on the excess lag peak with the broker's share lag beside its figure
+    (over the row's seeds): "3 records (range 2-7 records; the broker's share lag 27)"."""
+    best = c.best.split(" and ")[0]
+    if c.metric != "lag_peak" or family(best) != "share":
+        return text
+    grid = next((g for g in verdicts if g.name == c.grid), None)
+    row = next((r for r in grid.rows if (r.scenario, r.size, str(r.workload))
+                == (c.scenario, c.size, c.workload or str(r.workload))), None) if grid else None
+    mv = next((m for m in row.metrics if m.metric.column == "lag_peak"), None) if row else None
+    cell = mv.cells.get(best) if mv is not None else None
+    if cell is None:
+        return text
+    broker = broker_lag_text(runs, best, c.scenario, c.size, c.workload, list(cell.values))
+    return _OWN_FIGURE.sub(lambda m: f"{m.group(1)}; {broker})", text, count=1) if broker \
+        else text
+
+
+def contrary_clause(c: Claim, verdicts: Sequence[GridVerdict],
+                    runs: Sequence[Mapping[str, Any]] = ()) -> str:
     """The claim's words on its own cell's other metrics where the other protocol is better
     on most paired seeds (both seed sets, better by more than the metric's floor), whatever
     the marks say: the seventh share review found, under a downtime win at 12 on 12, the share
@@ -491,9 +532,12 @@ def contrary_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
         if seeds and 2 * worse > len(seeds):
             m = mv.metric
             med = [number(statistics.median(x.values()) / m.scale) for x in (mine, other)]
+            # a share lag peak: the broker's share lag beside it, over the same seeds
+            broker = (broker_lag_text(runs, best, c.scenario, c.size, c.workload, seeds)
+                      if m.column == "lag_peak" else "")
             parts.append(f"its {LABELS.get(m.column, m.label)} is worse on {worse} of "
                          f"{len(seeds)} paired seeds (medians {med[0]} against {med[1]}"
-                         f"{' ' + m.unit if m.unit else ''})")
+                         f"{' ' + m.unit if m.unit else ''}{'; ' + broker if broker else ''})")
     return ("In the same cell " + "; ".join(parts) + ".") if parts else ""
 
 
@@ -682,14 +726,14 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
         if g is None or not any(family(p) == "share" for p in g.protocols):
             out.append(c)
             continue
-        text = _with_partitions(c.text.rstrip(), c, runs)
+        text = _with_broker_lag(_with_partitions(c.text.rstrip(), c, runs), c, verdicts, runs)
         if same := same_members_clause(c, verdicts, runs):
             # the same-members comparison leads; the claim's own head (scenario, size,
             # partitions, workload) is said in it
             text = same + text.partition(": ")[2]
         if equal := equal_members_clause(c, verdicts, runs):
             text += " " + equal
-        if contrary := contrary_clause(c, verdicts):
+        if contrary := contrary_clause(c, verdicts, runs):
             text += " " + contrary
         if lost := lost_host_clause(c, every, key, runs):
             text += " " + lost
@@ -759,6 +803,7 @@ __all__ = [
     "MEMBER_LOST",
     "all_seed_outcomes",
     "all_seeds_note",
+    "broker_lag_text",
     "commit_reference",
     "contrary_clause",
     "equal_members_clause",
