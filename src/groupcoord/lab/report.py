@@ -820,10 +820,12 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
                     tds.append("<td>-</td>")
                     continue
                 val, rng = _cell_text(mv.metric, c)
-                if cell_note is not None:
-                    rng = "; ".join(x for x in (rng, cell_note(mv.metric.column, p, row,
-                                                               list(c.values))) if x)
+                note = (cell_note(mv.metric.column, p, row, list(c.values))
+                        if cell_note is not None else "")
                 rng = f"<br><small>{html.escape(rng)}</small>" if rng else ""
+                # a cell's note on a line of its own that wraps, so that the table keeps
+                # its verdict column on the first screen
+                rng += f"<br><small class='note'>{html.escape(note)}</small>" if note else ""
                 cls = " ".join(x for x in (c.mark, "split" if c.split else "",
                                            "apart" if p in apart else "") if x)
                 tds.append(f"<td class='{cls}'>{_mark(c.mark, c.paired)}{html.escape(val)}{rng}</td>")
