@@ -114,6 +114,7 @@ from groupcoord.lab.verdict import (
     claims,
     comparisons,
     distinct_marks,
+    fit,
     grid_verdicts,
     member_word,
     modes,
@@ -126,6 +127,7 @@ from groupcoord.lab.verdict import (
     star,
     task_time_input,
     usable,
+    words,
 )
 
 log = logging.getLogger(__name__)
@@ -1479,9 +1481,11 @@ def _build_report(out: Path, rdir: Path) -> Path:
         unmark_commit_dependent(verdicts)  # the share comparison's marks (lab.share_marks)
         unmark_broker_lag(verdicts, runs)
         found = with_client_notes(with_caveats(with_heartbeat_condition(with_conditions(
-            claims(verdicts, family_of=family_key(runs)), verdicts, runs), verdicts),
+            claims(verdicts, family_of=family_key(runs), intro=str(meta.get("description") or "")),
+            verdicts, runs), verdicts),
             verdicts, runs), verdicts)
         found = share_claims(found, claims(verdicts, limit=len(runs) + 1), verdicts, runs)
+        found = fitted(found, verdicts)
         all_seed_outcomes(verdicts)  # a share page's split cells over both seed sets
         html_parts.append(_sweep_html(meta, verdicts, found, violations, rdir, runs))
         md_parts.append(_sweep_md(meta, verdicts, found, violations, runs))
@@ -1674,6 +1678,47 @@ def sentence_text(c: Claim, letters: Mapping[str, str],
     if c.conditions:
         text += " Conditions: " + ", ".join(f"({letters[x]})" for x in c.conditions) + "."
     return text
+
+
+def _names(text: str, grid: str) -> bool:
+    """Whether ``text`` names ``grid``: a hyphenated name anywhere as a word, a one-word name
+    (``rolling``, ``anchor``) only as a reference, in brackets or parentheses."""
+    if "-" in grid:
+        return re.search(rf"(?<![\w-]){re.escape(grid)}(?![\w-])", text) is not None
+    return re.search(rf"[(\[]{re.escape(grid)}[,:;)\]]", text) is not None
+
+
+def answers_text(found: Sequence[Claim], verdicts: Sequence[GridVerdict]) -> str:
+    """Where the page answers each grid's question, computed from the sentences: the numbers
+    of the sentences that say it (or name the grid), else of those whose note names it (a
+    mark's limit quoting that grid), else its table only, so that the introduction promises
+    no answer the page does not hold."""
+    if not found:
+        return ""
+    parts = []
+    for g in verdicts:
+        said = [i for i, c in enumerate(found, 1) if c.grid == g.name or _names(c.text, g.name)]
+        noted = [i for i, c in enumerate(found, 1)
+                 if i not in said and any(_names(x, g.name) for x in c.caveats)]
+        if said:
+            where = ", ".join(map(str, said))
+        elif noted:
+            where = "the note under " + ", ".join(map(str, noted))
+        else:
+            few = " (fewer than 5 seeds)" if g.seeds < CLAIM_MIN_SEEDS else ""
+            where = f"its table only{few}"
+        parts.append(f"{g.name}: {where}")
+    return ("Where the page answers each grid's question (the numbered sentences under What "
+            "the tables show): " + "; ".join(parts) + ".")
+
+
+def fitted(found: Sequence[Claim], verdicts: Sequence[GridVerdict]) -> list[Claim]:
+    """The sentences as the page prints them (:func:`sentence_text`: labels for the protocols
+    the line above names, the letters of the conditions) within ``verdict.MAX_WORDS`` words
+    each: what runs over goes to the note under it (``verdict.fit``), nothing dropped."""
+    letters = condition_letters(found)
+    names = protocol_names(found, verdicts)
+    return [fit(c, lambda x: words(sentence_text(x, letters, names))) for c in found]
 
 
 def caveat_text(c: Claim) -> str:
@@ -2128,7 +2173,8 @@ def _claims_html(found: Sequence[Claim], verdicts: Sequence[GridVerdict] = (),
                   + "".join(f"<li>({k}) {html.escape(x)}.</li>" for x, k in letters.items())
                   + "</ul>")
     items = "".join(f"<li>{html.escape(sentence_text(c, letters, names))}<br><code>"
-                    f"{html.escape(c.command)}</code>"
+                    + "</code><br><code>".join(html.escape(x) for x in c.command.split("\n"))
+                    + "</code>"
                     + (f"<br><small class='note'>{html.escape(v)}</small>"
                        if (v := caveat_text(c)) else "")
                     + (f"<br><small class='cal'>{html.escape(n)}</small>" if n else "") + "</li>"
@@ -2215,6 +2261,7 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
                 violations: list[dict[str, Any]], rdir: Path,
                 runs: Sequence[dict[str, Any]]) -> str:
     parts = [f"<p>{html.escape(str(meta.get('description') or ''))}</p>",
+             f"<p>{html.escape(answers_text(found, verdicts))}</p>",
              "<p>spec <code>{}</code>: {} runs in {} cells; Spark {} on <code>{}</code>; "
              "{}</p>".format(
                  html.escape(str(meta.get("spec"))), meta.get("runs"), meta.get("cells"),
@@ -2265,7 +2312,10 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
 def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequence[Claim],
               violations: list[dict[str, Any]], runs: Sequence[dict[str, Any]]) -> str:
     lines = [f"Spec `{meta.get('spec')}`: {meta.get('runs')} runs in {meta.get('cells')} "
-             "cells.", "", "## How to read the tables", ""]
+             "cells.", ""]
+    if answers := answers_text(found, verdicts):
+        lines += [answers, ""]
+    lines += ["## How to read the tables", ""]
     for t in method_text(runs, verdicts):
         if t:
             lines += [t, ""]
@@ -2293,7 +2343,9 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
     notes = calibration_notes(found, verdicts, runs)
     for i, (c, note) in enumerate(zip(found, notes, strict=True),
                                   1):
-        lines.append(f"{i}. {sentence_text(c, letters, names)}  \n   `{c.command}`")
+        # a sentence that answers two grids' questions has one command per grid, a line each
+        cmds = "  \n   ".join(f"`{x}`" for x in c.command.split("\n"))
+        lines.append(f"{i}. {sentence_text(c, letters, names)}  \n   {cmds}")
         if caveat := caveat_text(c):
             lines.append(f"   {caveat}  ")
         if note:
