@@ -64,7 +64,8 @@ def test_builtin_specs_expand() -> None:
             for w in grids["metadata-age"].workloads}
     assert ages == {"light-md300s": 300_000, "light-md30s": 30_000}
     assert {r.workload for r in runs if is_connect_protocol(r.protocol)} == {
-        "16x8c", "16x8c-task10ms", "16x8c-task100ms", "16x8c-task1s", "16x8c-task5s"}
+        "16x8c", "16x8c-task10ms", "16x8c-task100ms", "16x8c-task1s", "16x8c-task5s",
+        "16x8c-stop700ms", "16x8c-stop900ms", "16x8c-stop1100ms", "16x8c-stop1300ms"}
     assert {p for p in labels if is_connect_protocol(p)} == {
         label for label in labels if label.split(":")[0] in ("connect", "classic-connect")}
     assert set(BUILTIN_SPECS) == {"quick", "paper"}

@@ -41,6 +41,8 @@ from groupcoord.lab.findings import (
     BALANCE_AFTER_LAST,
     BY_COLUMN,
     HEARTBEAT_SETTING,
+    X_NAMES,
+    Metric,
     family,
     number,
     run_settings,
@@ -50,8 +52,11 @@ from groupcoord.lab.verdict import (
     SLOW_VARIANT,
     Claim,
     GridVerdict,
+    MetricVerdict,
+    VerdictRow,
     label_at,
     member_word,
+    short_label,
     threshold,
 )
 from groupcoord.sim.application import RECOVERY_WAIT_MS
@@ -1279,7 +1284,10 @@ def heartbeat_gap_clause(verdicts: Sequence[GridVerdict]) -> str:
             "downtime and excess lag carry about one heartbeat interval per moved task or "
             "partition and its gap to eager scales with heartbeat.interval.ms: "
             + ", ".join(_ms(b) for b in sorted(beats)) + " in these runs (the settings table)")
-    if swept:
+    gaps = _swept_gaps(verdicts)
+    if gaps:
+        text += "; " + "; ".join(_gap_words(gs) for gs in gaps.values())
+    elif swept:
         text += "; also run at " + ", ".join(_ms(b) for b in swept) + " (their own rows)"
     else:
         text += "; no shorter interval was run for them (not swept)"
@@ -1289,32 +1297,185 @@ def heartbeat_gap_clause(verdicts: Sequence[GridVerdict]) -> str:
     return text
 
 
-def _kip848_interval_pair(verdicts: Sequence[GridVerdict]) -> str:
-    """Where one cell runs ``consumer:uniform`` at two heartbeat intervals (the default and an
-    ``@hb`` variant), its excess lag at each: what a shorter interval does to a protocol that
-    also learns of a rebalance at its next heartbeat. The first scale-out row with both, else
-    the first row with both."""
-    found: list[tuple[int, int, str]] = []
+@dataclass(frozen=True, slots=True)
+class SweptGap:
+    """One cell where an incremental cooperative protocol and its family's eager one both ran
+    at their default heartbeat interval and at a shorter one (an ``@hb`` variant beside them):
+    the medians of the four columns on the metric."""
+
+    grid: str
+    scenario: str
+    size: int
+    workload: str
+    metric: Metric
+    incremental: str
+    eager: str
+    default_ms: float
+    short_ms: float
+    #: medians: the incremental protocol and eager at the default, then at the short interval
+    inc: float
+    eag: float
+    inc_short: float
+    eag_short: float
+
+    @property
+    def gap(self) -> float:
+        """How much more the incremental protocol costs than eager (negative: less)."""
+        sign = 1.0 if self.metric.lower_is_better else -1.0
+        return sign * (self.inc - self.eag)
+
+    @property
+    def gap_short(self) -> float:
+        sign = 1.0 if self.metric.lower_is_better else -1.0
+        return sign * (self.inc_short - self.eag_short)
+
+
+def _interval_variant(label: str) -> tuple[str, float] | None:
+    """``classic:cooperative@hb1s`` -> (``classic:cooperative``, 1000); None for a label
+    without a heartbeat-interval variant (or with other timings beside it)."""
+    from groupcoord.sim.settings import split_timing
+
+    try:
+        base, timings = split_timing(label)
+    except ValueError:
+        return None
+    if set(timings) != {"heartbeat_interval_ms"}:
+        return None
+    return base, float(timings["heartbeat_interval_ms"])
+
+
+@dataclass(slots=True)
+class _Merged:
+    """One (scenario, size, workload) row and metric over every grid that runs it: each
+    label's cell and settings (a grid of ``@hb1s`` columns beside its parent's)."""
+
+    metric: Metric
+    grids: list[str]
+    cells: dict[str, Any]
+    settings: dict[str, Mapping[str, Any]]
+    limit: str
+
+
+def _merged_cells(verdicts: Sequence[GridVerdict]) -> dict[tuple[Any, ...], _Merged]:
+    out: dict[tuple[Any, ...], _Merged] = {}
     for g in verdicts:
         for row in g.rows:
+            st = row.settings or g.settings
             for mv in row.metrics:
-                if mv.metric.column != "lag_record_s":
+                key = (row.scenario, row.size, row.workload, mv.metric.column)
+                mg = out.get(key)
+                if mg is None:
+                    mg = out[key] = _Merged(mv.metric, [], {}, {}, mv.limit)
+                mg.grids.append(g.name)
+                for label, cell in mv.cells.items():
+                    mg.cells.setdefault(label, cell)
+                    mg.settings.setdefault(label, st.get(label) or g.settings.get(label, {}))
+    return out
+
+
+def swept_gaps(verdicts: Sequence[GridVerdict]) -> list[SweptGap]:
+    """Every cell that ran an incremental cooperative protocol (:func:`_incremental_classic`)
+    and its family's eager protocol both at their default heartbeat interval and at a shorter
+    ``@hb`` one (in one grid, or in a grid of ``@hb`` columns beside its parent's: the same
+    scenario, size and workload), on a metric of :data:`HEARTBEAT_GAP_METRICS` (a crash, where
+    nobody revokes, and KIP-415's delay variants, a configured wait, excepted)."""
+    from groupcoord.lab.spec import seed_family
+
+    out: list[SweptGap] = []
+    for (scenario, size, workload, column), mg in _merged_cells(verdicts).items():
+        if "crash" in scenario or column not in HEARTBEAT_GAP_METRICS \
+                or mg.limit.startswith("is won") or seed_family(scenario) != scenario:
+            continue
+        c = mg.cells
+        for label in c:
+            var = _interval_variant(label)
+            if var is None or not _incremental_classic(var[0]) or var[0] not in c:
+                continue
+            inc, short = var
+            default = _heartbeat(mg.settings.get(inc, {}), inc, HEARTBEAT_SETTING)
+            if default is None or default <= short:
+                continue
+            suffix = label.partition("@")[2]
+            for e in c:
+                if "@" in e or e.partition(":")[2] != "eager" or family(e) != family(inc) \
+                        or f"{e}@{suffix}" not in c:
                     continue
-                ps = [p for p in mv.cells if _base_label(p) == "consumer:uniform"
-                      and not p.partition("@")[2].startswith("hbspread")]
-                if len(ps) < 2:
-                    continue
-                st = row.settings or g.settings
-                hbs = {p: _heartbeat(st.get(p) or g.settings.get(p, {}), p) for p in ps}
-                if None in hbs.values() or len(set(hbs.values())) < 2:
-                    continue
-                where = f"{row.scenario}, {row.size} members, {row.workload} ({g.name})"
-                each = ", ".join(f"{mv.metric.fmt(mv.cells[p].median)} at {_ms(hbs[p] or 0)}"
-                                 for p in sorted(ps, key=lambda p: -(hbs[p] or 0)))
-                found.append((0 if row.scenario == "scale-out" else 1, len(found),
-                              f"KIP-848's consumer:uniform ran at two intervals in {where}: "
-                              f"excess lag {each} (medians)"))
-    return min(found)[2] if found else ""
+                grid = next((gn for gn in mg.grids if gn and not gn.endswith("-hb1s")),
+                            mg.grids[0])
+                out.append(SweptGap(
+                    grid, scenario, size, workload, mg.metric, inc, e, default, short,
+                    c[inc].median, c[e].median, c[label].median, c[f"{e}@{suffix}"].median))
+    return out
+
+
+def _swept_gaps(verdicts: Sequence[GridVerdict]) -> dict[tuple[str, str], list[SweptGap]]:
+    """:func:`swept_gaps` by incremental protocol and metric, the protocol's own metric
+    first (task downtime for Connect, excess lag for classic consumers)."""
+    by: dict[tuple[str, str], list[SweptGap]] = defaultdict(list)
+    for x in swept_gaps(verdicts):
+        if (family(x.incremental) == "classic-connect") == (x.metric.column
+                                                            == "task_downtime_task_s") \
+                and x.metric.column != "lag_peak":
+            by[(x.incremental, x.metric.column)].append(x)
+    return dict(by)
+
+
+def _gap_words(gs: Sequence[SweptGap]) -> str:
+    """What the shorter interval does to one protocol's gap to eager over its swept cells:
+    where eager cost less at the default interval, at how many of them it still does at the
+    shorter one and how much of the gap is left (medians); the cell where eager led by most,
+    each column's median; what the shorter interval does to the incremental protocol and to
+    eager, cell by cell."""
+    x0 = gs[0]
+    m = x0.metric
+    where = sorted({x.grid for x in gs})
+    lead = [x for x in gs if x.gap > 0]
+    inc_down = sum(1 for x in gs if x.inc_short < x.inc)
+    eag_down = sum(1 for x in gs if x.eag_short < x.eag)
+    text = (f"{x0.incremental} against {x0.eager} at {_ms(x0.short_ms)} beside "
+            f"{_ms(x0.default_ms)} ({', '.join(where)}, {len(gs)} cells, "
+            f"{short_label(m, excess=True)}, medians): the {_ms(x0.short_ms)} interval lowers "
+            f"{x0.incremental}'s in {inc_down} of {len(gs)} cells and {x0.eager}'s in "
+            f"{eag_down}")
+    if not lead:
+        return text + f"; {x0.eager} costs less at {_ms(x0.default_ms)} in none of them"
+    still = [x for x in lead if x.gap_short > 0]
+    text += (f"; where {x0.eager} costs less at {_ms(x0.default_ms)} ({len(lead)} cells) it "
+             f"still does at {_ms(x0.short_ms)} in {len(still)}, its lead summed over those "
+             f"cells {m.fmt(sum(x.gap for x in lead))} at {_ms(x0.default_ms)} and "
+             f"{m.fmt(sum(x.gap_short for x in lead))} at {_ms(x0.short_ms)}")
+    top = max(lead, key=lambda x: x.gap)
+    text += (f" (the widest, {top.scenario}, {top.size} {member_word(top.scenario, [top.eager])}"
+             f", {top.workload}: {m.fmt(top.inc)} against {m.fmt(top.eag)} at "
+             f"{_ms(top.default_ms)}, {m.fmt(top.inc_short)} against {m.fmt(top.eag_short)} "
+             f"at {_ms(top.short_ms)})")
+    return text
+
+
+def _kip848_interval_pair(verdicts: Sequence[GridVerdict]) -> str:
+    """Where one cell runs ``consumer:uniform`` at several heartbeat intervals (the default and
+    ``@hb`` variants, in one grid or in a companion grid of the same cells), its excess lag at
+    each: what a shorter interval does to a protocol that also learns of a rebalance at its
+    next heartbeat. The first scale-out row with most intervals, else the first row."""
+    found: list[tuple[int, int, int, str]] = []
+    for (scenario, size, workload, column), mg in _merged_cells(verdicts).items():
+        if column != "lag_record_s":
+            continue
+        ps = [p for p in mg.cells if _base_label(p) == "consumer:uniform"
+              and not p.partition("@")[2].startswith("hbspread")]
+        if len(ps) < 2:
+            continue
+        hbs = {p: _heartbeat(mg.settings.get(p, {}), p) for p in ps}
+        if None in hbs.values() or len(set(hbs.values())) < 2:
+            continue
+        where = f"{scenario}, {size} members, {workload} ({', '.join(dict.fromkeys(mg.grids))})"
+        each = ", ".join(f"{mg.metric.fmt(mg.cells[p].median)} at {_ms(hbs[p] or 0)}"
+                         for p in sorted(ps, key=lambda p: -(hbs[p] or 0)))
+        n = len(set(hbs.values()))
+        found.append((0 if scenario == "scale-out" else 1, -n, len(found),
+                      f"KIP-848's consumer:uniform ran at {n} intervals in {where}: "
+                      f"excess lag {each} (medians)"))
+    return min(found)[3] if found else ""
 
 
 def with_heartbeat_condition(found: Sequence[Claim], verdicts: Sequence[GridVerdict]
@@ -1332,21 +1493,115 @@ def with_heartbeat_condition(found: Sequence[Claim], verdicts: Sequence[GridVerd
                 and any(is_eager(_base_label(p)) for p in g.protocols)
                 and any(_incremental_classic(p) for p in g.protocols)):
             c = replace(c, conditions=(*c.conditions, clause))
+            wait = crossover_heartbeat_wait(c, verdicts)
+            if wait:
+                c = replace(c, conditions=(*c.conditions, wait))
         out.append(c)
     return out
 
 
+def crossover_heartbeat_wait(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
+    """For a crossover sentence (a grid that sweeps the load or the task times) where eager
+    is marked best at some values: how much of the cost of the protocols eager beats there is
+    the heartbeat wait, from the grid's shortest-interval columns (``classic:cooperative@hb1s``
+    beside ``classic:cooperative``): each one's median at its default interval and at the
+    short one, summed over those values, the share the short interval removes; eager's own at
+    both; and at how many of those values eager's median is still the lowest at the short
+    interval. "" where the grid has no such columns or eager is marked best nowhere."""
+    if not c.head or c.workload:
+        return ""
+    g = next((v for v in verdicts if v.name == c.grid), None)
+    if g is None or g.parameter is None or g.labels:  # not a grid that sweeps a timing
+        return ""
+    rows = sorted((r for r in g.rows if r.scenario == c.scenario and r.size == c.size
+                   and r.x is not None), key=lambda r: r.x or 0.0)
+    won: list[tuple[VerdictRow, MetricVerdict, str]] = []
+    for r in rows:
+        mv = next((x for x in r.metrics if x.metric.column == c.metric), None)
+        if mv is None or mv.verdict not in ("best", "tied") or not mv.beaten \
+                or mv.limit.startswith("is won"):
+            continue
+        eager = next((p for p in mv.best if "@" not in p and is_eager(p)), None)
+        if eager is not None:
+            won.append((r, mv, eager))
+    if not won:
+        return ""
+    m = won[0][1].metric
+    # each row's cells over every grid that runs it (a grid of @hb columns beside this one)
+    merged = _merged_cells(verdicts)
+    won = [(r, replace(mv, cells={**merged[(r.scenario, r.size, r.workload, c.metric)].cells,
+                                  **mv.cells}), e) for r, mv, e in won]
+    # the shortest interval any column of those rows ran (1 s beside a 3 s variant)
+    shorts = {v[1] for _, mv, _ in won for lb in mv.cells
+              if (v := _interval_variant(lb)) is not None and v[0] in mv.cells}
+    if not shorts:
+        return ""
+    short = min(shorts)
+    x_name, x_unit = X_NAMES.get(g.parameter or "", (g.parameter or "", ""))
+    at = ", ".join(number(r.x or 0.0) for r, _, _ in won) + x_unit
+
+    def default_of(r: VerdictRow, base: str) -> float | None:
+        st = r.settings or g.settings
+        return _heartbeat(st.get(base) or g.settings.get(base, {}), base, HEARTBEAT_SETTING)
+
+    losers: list[str] = []
+    own: list[str] = []
+    labels = sorted({lb for _, mv, _ in won for lb in mv.cells})
+    for label in labels:
+        var = _interval_variant(label)
+        if var is None or var[1] != short:
+            continue
+        base = var[0]
+        pairs = [(mv.cells[base].median, mv.cells[label].median) for _, mv, _ in won
+                 if base in mv.cells and label in mv.cells]
+        default = default_of(won[0][0], base)
+        if len(pairs) != len(won) or default is None or default <= short:
+            continue
+        d, s = sum(a for a, _ in pairs), sum(b for _, b in pairs)
+        text = f"{base} {m.fmt(s)} against {m.fmt(d)} at {_ms(default)}"
+        if is_eager(base):
+            own.append(text)
+        else:
+            cut = f" ({number(100.0 * (d - s) / d)} % less)" if d > 0 else ""
+            losers.append(text + cut)
+    if not losers:
+        return ""
+    out = (f"the heartbeat wait in eager's win ({g.name}, {c.scenario}, {x_name} {at}, where "
+           f"eager is marked best): with the members' heartbeat at {_ms(short)} (the @hb "
+           f"columns, the same seeds), {short_label(m, excess=True)} summed over those values "
+           "(medians) is " + ", ".join(losers))
+    if own:
+        out += "; eager's own: " + ", ".join(own)
+        still = 0
+        for _, mv, _ in won:
+            # the marked eager protocol that also ran at the short interval
+            e_short = next((mv.cells[lb].median for e in mv.best for lb in mv.cells
+                            if _interval_variant(lb) == (e, short)), None)
+            others = [mv.cells[lb].median for lb in mv.cells
+                      if (v := _interval_variant(lb)) is not None and v[1] == short
+                      and not is_eager(v[0])]
+            if e_short is not None and others and all(
+                    (e_short < v) == m.lower_is_better for v in others):
+                still += 1
+        named = ", ".join(dict.fromkeys(lb.partition(" ")[0] for lb in own))
+        out += (f"; at {_ms(short)} an eager protocol's median ({named}) is still the "
+                f"lowest at {still} of those {len(won)} values")
+    return out
+
+
 def split_branch_cause(scenario: str, size: int, protocol: str,
-                       runs: Sequence[Mapping[str, Any]]) -> str:
+                       runs: Sequence[Mapping[str, Any]], workload: str | None = None) -> str:
     """What decides which outcome a split Connect cell takes (a sessioned join): each old
     worker revokes its share of the moved tasks through Kafka's start/stop pool, one stop time
     per ``start.stop.threads`` of them, and the follow-up round (KIP-415) starts at the next
     heartbeat after that revocation, so a revocation about as long as the heartbeat interval
     catches that heartbeat on some seeds (the heartbeat phase) and waits one more on others.
     From the runs: the task restarts over the old workers, the stop time, the pool's size,
-    the heartbeat. "" when the runs do not have them."""
-    mine = [r for r in runs if r.get("scenario") == scenario and int(r.get("size") or 0) == size
+    the heartbeat; where the runs also have the cell at other stop times (the same start
+    time), where the edge lies (:func:`stop_time_edge`). "" when the runs do not have them."""
+    same = [r for r in runs if r.get("scenario") == scenario and int(r.get("size") or 0) == size
             and str(r.get("protocol")) == protocol]
+    mine = [r for r in same if workload is None or r.get("workload") == workload]
     if not mine or size <= 0:
         return ""
     tt = task_times(mine[0])
@@ -1358,13 +1613,73 @@ def split_branch_cause(scenario: str, size: int, protocol: str,
         return ""
     each = statistics.median(restarts) / size
     batches = -(-round(each) // int(threads))
-    return (f"each of the {size} old workers stops about {number(round(each))} tasks, "
+    text = (f"each of the {size} old workers stops about {number(round(each))} tasks, "
             f"{int(threads)} at a time, so its revocation takes about {batches} stops of "
             f"{_ms(tt.stop_ms)}, {_ms(batches * tt.stop_ms)}, against the {_ms(float(hb))} "
             "heartbeat interval: the follow-up round starts at the next heartbeat after the "
             "revocation, so the heartbeat's phase decides whether it catches the earlier "
-            "heartbeat (the low outcome) or waits one more (the high one); the stop time was "
-            "not swept around this edge in these runs")
+            "heartbeat (the low outcome) or waits one more (the high one)")
+    edge = stop_time_edge(mine, same, tt, batches)
+    return text + ("; " + edge if edge else
+                   "; the stop time was not swept around this edge in these runs")
+
+
+def stop_time_edge(cell: Sequence[Mapping[str, Any]], same: Sequence[Mapping[str, Any]],
+                   tt: TaskTimes, batches: int,
+                   column: str = "task_downtime_task_s") -> str:
+    """Where a split Connect cell's edge lies, from the runs of the same scenario, size and
+    protocol at other task stop times (the same start time): per stop time, how many seeds
+    take the cell's low outcome and how many its high one (each seed's value nearest to which
+    outcome's median), and the edge between the longest stop at which every seed is low and
+    the shortest at which every seed is high. "" without such runs or without a split."""
+    from groupcoord.lab.verdict import modes
+
+    m = BY_COLUMN[column]
+    vals = [float(r[column]) for r in cell if r.get(column) is not None]
+    outcomes = modes(vals, m) if len(vals) >= 3 else []
+    if len(outcomes) != 2:
+        return ""
+    low, high = sorted(statistics.median(o) for o in outcomes)
+    # one value per seed and stop time (a grid may run the model's default stop time under
+    # two workloads' names on the same seeds)
+    seen: dict[tuple[float, Any], float] = {}
+    for r in same:
+        t = task_times(r)
+        if t is None or t.start_ms != tt.start_ms or r.get(column) is None:
+            continue
+        seen.setdefault((t.stop_ms, r.get("seed")), float(r[column]))
+    by_stop: dict[float, list[float]] = defaultdict(list)
+    for (stop, _), v in seen.items():
+        by_stop[stop].append(v)
+    if len(by_stop) < 2:
+        return ""
+    parts = []
+    all_low: list[float] = []
+    all_high: list[float] = []
+    for stop in sorted(by_stop):
+        vs = by_stop[stop]
+        lo = [v for v in vs if abs(v - low) <= abs(v - high)]
+        hi = [v for v in vs if abs(v - low) > abs(v - high)]
+        if not hi:
+            all_low.append(stop)
+            parts.append(f"{_ms(stop)} {m.fmt(statistics.median(lo))} on {len(lo)} of "
+                         f"{len(vs)} seeds (low)")
+        elif not lo:
+            all_high.append(stop)
+            parts.append(f"{_ms(stop)} {m.fmt(statistics.median(hi))} on {len(hi)} of "
+                         f"{len(vs)} seeds (high)")
+        else:
+            parts.append(f"{_ms(stop)} {m.fmt(statistics.median(lo))} on {len(lo)} and "
+                         f"{m.fmt(statistics.median(hi))} on {len(hi)} of {len(vs)} seeds")
+    text = ("the stop time swept at these workers (the same seeds, task start "
+            f"{_ms(tt.start_ms)}): " + "; ".join(parts))
+    below = [x for x in all_low if not any(h <= x for h in all_high)]
+    above = [x for x in all_high if not any(lo >= x for lo in all_low)]
+    if below and above and max(below) < min(above):
+        a, b = max(below), min(above)
+        text += (f": the edge lies between {_ms(a)} and {_ms(b)} of stop time ({batches} stops: "
+                 f"{_ms(batches * a)} and {_ms(batches * b)} of revocation)")
+    return text
 
 
 def connect_leaves_out(runs: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -1419,6 +1734,7 @@ __all__ = [
     "conditions",
     "connect_leaves_out",
     "connect_mechanisms",
+    "crossover_heartbeat_wait",
     "downtime_per_move",
     "event_kinds",
     "heartbeat_gap_clause",
@@ -1429,6 +1745,8 @@ __all__ = [
     "phase_clause",
     "row_loads",
     "split_branch_cause",
+    "stop_time_edge",
+    "swept_gaps",
     "task_time_phase",
     "task_times",
     "window_split",

@@ -2136,7 +2136,8 @@ def split_calibration_text(scenario: str, protocols: Sequence[str],
                 + (f", the branch the real workers measured ({m.fmt(wire)}, "
                    f"{far(near):.2f}x)" if i == 0 else "")
                 for i, o in enumerate(outcomes))
-            cause = split_branch_cause(scenario, int(r.get("size") or 0), p, runs)
+            cause = split_branch_cause(scenario, int(r.get("size") or 0), p, runs,
+                                       workload=r.get("workload"))
             parts.append(f"{p} at {r.get('size')} workers, {short_label(m)}: the simulated cell "
                          f"splits ({each}; both seed sets)"
                          + (f"; what decides the branch: {cause}" if cause else ""))

@@ -811,6 +811,40 @@ task_records_per_s = 10
 task_stop_ms = 5000
 task_start_ms = 5000
 
+# The 3-worker sessioned join's knife edge (the kip415-stop-edge grid): a task's stop time
+# around the model's 1 s (16x8c-task1s is the 1 s point), its start at the model's 1 s
+[[workloads]]
+name = "16x8c-stop700ms"
+connectors = 16
+tasks = 8
+task_records_per_s = 10
+task_stop_ms = 700
+task_start_ms = 1000
+
+[[workloads]]
+name = "16x8c-stop900ms"
+connectors = 16
+tasks = 8
+task_records_per_s = 10
+task_stop_ms = 900
+task_start_ms = 1000
+
+[[workloads]]
+name = "16x8c-stop1100ms"
+connectors = 16
+tasks = 8
+task_records_per_s = 10
+task_stop_ms = 1100
+task_start_ms = 1000
+
+[[workloads]]
+name = "16x8c-stop1300ms"
+connectors = 16
+tasks = 8
+task_records_per_s = 10
+task_stop_ms = 1300
+task_start_ms = 1000
+
 # Tasks that stop and start in 10 ms or 100 ms (a stateless sink): below the model's 1 s, where
 # an eager stop-the-world costs little and a cooperative protocol's follow-up round (about one
 # heartbeat for every moved task) may cost more
@@ -1005,6 +1039,41 @@ question = "Do the KIP-415 marks depend on how long a task takes to stop and sta
 metrics = ["task_downtime_task_s", "time_to_balance_ms", "task_restarts", "stall_ms"]
 
 [[grid]]
+name = "kip415-task-times-hb1s"
+description = '''kip415-task-times with every worker's heartbeat.interval.ms at 1 s instead \
+of Connect's 3 s default (@hb1s): an incremental cooperative follow-up round starts at each \
+worker's next heartbeat, so beside kip415-task-times' columns (the same cells and seeds) these \
+show how much of a gap to eager is the heartbeat interval. A grid of its own, so that the \
+protocols are compared at one interval; the report's heartbeat condition reads the two \
+grids together.'''
+protocols = ["connect:eager@hb1s", "connect:cooperative@hb1s", "classic-connect:eager@hb1s",
+             "classic-connect:sessioned@hb1s"]
+scenarios = ["kip415-worker-joins", "worker-leaves-d30s"]
+sizes = [12]
+workloads = ["16x8c-task10ms", "16x8c-task100ms", "16x8c-task1s", "16x8c-task5s"]
+question = "Do the KIP-415 marks depend on how long a task takes to stop and start?"
+metrics = ["task_downtime_task_s", "time_to_balance_ms", "task_restarts", "stall_ms"]
+
+[[grid]]
+name = "kip415-stop-edge"
+description = '''the knife edge of kip415-worker-joins at 3 workers under \
+classic-connect:sessioned: each of the 3 old workers revokes its share of the moved tasks 8 at \
+a time (three stops of a task's stop time), and the follow-up round starts at its next \
+heartbeat (3 s), so a revocation about as long as the heartbeat interval catches that \
+heartbeat on some seeds and waits one more on others. A task's stop time is swept around the \
+model's 1 s (0.7, 0.9, 1, 1.1 and 1.3 s; its start stays 1 s; 16x8c-task1s is the 1 s point), \
+eager beside it, 5 seeds and 5 fresh ones: where the edge lies.'''
+protocols = ["classic-connect:eager", "classic-connect:sessioned"]
+scenarios = ["kip415-worker-joins"]
+sizes = [3]
+workloads = ["16x8c-stop700ms", "16x8c-stop900ms", "16x8c-task1s", "16x8c-stop1100ms",
+             "16x8c-stop1300ms"]
+seeds = 5
+confirm_seeds = 5
+question = "At which task stop time does the 3-worker sessioned join wait one more heartbeat?"
+metrics = ["task_downtime_task_s", "time_to_balance_ms", "task_restarts", "stall_ms"]
+
+[[grid]]
 name = "kip415-hb-spread-10ms"
 description = '''kip415-task-times' worker joins at 10 ms tasks (16x8c-task10ms) with the \
 workers' heartbeat phases spread after each join by up to 0, 1 s or 3 s (@hbspread, as in \
@@ -1059,6 +1128,40 @@ description = '''as crossover-10ms, with polls of up to 500 records at 20 ms eac
 10 s): 8 consumers on 1 x 32 partitions, 20, 30 and 40 % busy'''
 protocols = ["classic:eager", "classic:eager-roundrobin", "classic:cooperative", \
              "consumer:uniform", "consumer:uniform@hb3s"]
+scenarios = ["rolling-bounce", "scale-out", "crash"]
+sizes = [8]
+workloads = ["1x32-p20ms-20pct", "1x32-p20ms-30pct", "1x32-p20ms-40pct"]
+seeds = 10
+confirm_seeds = 10
+question = "From which load on does each protocol cost the least lag, with polls up to 10 s?"
+metrics = ["lag_record_s", "lag_peak", "stall_ms"]
+
+[[grid]]
+name = "crossover-10ms-hb1s"
+description = '''crossover-10ms with every member's heartbeat at 1 s (@hb1s) instead of the \
+classic client's 3 s and KIP-848's 5 s defaults: an incremental protocol's members learn of a \
+rebalance, or of their follow-up round, at their next heartbeat, so beside crossover-10ms's \
+columns (the same cells and seeds) these show how much of a protocol's lag is the heartbeat \
+wait. classic:eager, classic:cooperative and consumer:uniform only; a grid of its own, so that \
+the protocols are compared at one interval (its crossovers read beside crossover-10ms's)'''
+protocols = ["classic:eager@hb1s", "classic:cooperative@hb1s", "consumer:uniform@hb1s"]
+scenarios = ["rolling-bounce", "scale-out", "crash"]
+sizes = [8]
+workloads = ["1x32-p10ms-20pct", "1x32-p10ms-30pct", "1x32-p10ms-40pct"]
+seeds = 10
+confirm_seeds = 10
+question = "From which load on does each protocol cost the least lag, with polls up to 5 s?"
+metrics = ["lag_record_s", "lag_peak", "stall_ms"]
+
+[[grid]]
+name = "crossover-20ms-hb1s"
+description = '''crossover-20ms with every member's heartbeat at 1 s (@hb1s) instead of the \
+classic client's 3 s and KIP-848's 5 s defaults: an incremental protocol's members learn of a \
+rebalance, or of their follow-up round, at their next heartbeat, so beside crossover-20ms's \
+columns (the same cells and seeds) these show how much of a protocol's lag is the heartbeat \
+wait. classic:eager, classic:cooperative and consumer:uniform only; a grid of its own, so that \
+the protocols are compared at one interval (its crossovers read beside crossover-20ms's)'''
+protocols = ["classic:eager@hb1s", "classic:cooperative@hb1s", "consumer:uniform@hb1s"]
 scenarios = ["rolling-bounce", "scale-out", "crash"]
 sizes = [8]
 workloads = ["1x32-p20ms-20pct", "1x32-p20ms-30pct", "1x32-p20ms-40pct"]

@@ -2103,6 +2103,24 @@ def claim_candidates(verdicts: Sequence[GridVerdict]) -> int:
                for g in verdicts)
 
 
+def is_companion(g: GridVerdict, verdicts: Sequence[GridVerdict]) -> bool:
+    """A grid that reruns an earlier grid's cells with a timing variant of its protocols
+    (``crossover-10ms-hb1s``: every label ``@hb1s``, the same scenarios, sizes and
+    workloads as crossover-10ms, whose protocols include the bases): its findings are read
+    beside the parent's, never as a sentence of their own."""
+    if g.labels or not g.protocols or not all("@" in p for p in g.protocols):
+        return False
+    bases = {p.partition("@")[0] for p in g.protocols}
+    cells = {(r.scenario, r.size, r.workload) for r in g.rows}
+    for other in verdicts:
+        if other is g:
+            return False
+        if bases <= set(other.protocols) and cells <= {(r.scenario, r.size, r.workload)
+                                                        for r in other.rows}:
+            return True
+    return False
+
+
 def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
            family_of: Callable[[Claim], Hashable] | None = None,
            intro: str = "") -> list[Claim]:
@@ -2122,8 +2140,11 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     for g in verdicts:
         if g.parameter is not None:
             found = []
+            companion = is_companion(g, verdicts)
             for c in _crossovers(g):
                 same = merged.get(c.head)
+                if same is None and companion:
+                    continue  # a companion grid's finding joins its parent's sentence only
                 if same is None:
                     merged[c.head] = c
                     groups[c.head] = [([c.grid], c.detail, c.caveats, c.movable)]
@@ -2558,6 +2579,7 @@ __all__ = [
     "fit",
     "grid_verdict",
     "grid_verdicts",
+    "is_companion",
     "judge",
     "label_at",
     "mark_dependence",
