@@ -63,6 +63,8 @@ from groupcoord.lab.mechanism import (
     attach_balance_after_last,
     attach_moving_downtime,
     connect_leaves_out,
+    heartbeat_gap_clause,
+    heartbeat_gap_detail,
     mechanisms,
     row_loads,
     split_branch_cause,
@@ -116,6 +118,7 @@ from groupcoord.lab.verdict import (
     distinct_marks,
     fit,
     grid_verdicts,
+    is_companion,
     member_word,
     modes,
     natural_key,
@@ -1688,7 +1691,8 @@ def _names(text: str, grid: str) -> bool:
     return re.search(rf"[(\[]{re.escape(grid)}[,:;)\]]", text) is not None
 
 
-def answers_text(found: Sequence[Claim], verdicts: Sequence[GridVerdict]) -> str:
+def answers_text(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
+                 notes: Sequence[str] = ()) -> str:
     """Where the page answers each grid's question, computed from the sentences: the numbers
     of the sentences that say it (or name the grid), else of those whose note names it (a
     mark's limit quoting that grid), else its table only, so that the introduction promises
@@ -1696,10 +1700,20 @@ def answers_text(found: Sequence[Claim], verdicts: Sequence[GridVerdict]) -> str
     if not found:
         return ""
     parts = []
+    where_of: dict[str, str] = {}
     for g in verdicts:
+        if is_companion(g, verdicts):
+            # its findings are read beside its parent's (the grid its labels vary)
+            bases = {p.partition("@")[0] for p in g.protocols}
+            cells = {(r.scenario, r.size, r.workload) for r in g.rows}
+            parent = next(o for o in verdicts if bases <= set(o.protocols) and cells <= {
+                (r.scenario, r.size, r.workload) for r in o.rows})
+            parts.append(f"{g.name}: with {parent.name}, {where_of.get(parent.name, '')}")
+            continue
         said = [i for i, c in enumerate(found, 1) if c.grid == g.name or _names(c.text, g.name)]
+        extra = list(notes) + [""] * (len(found) - len(notes))
         noted = [i for i, c in enumerate(found, 1)
-                 if i not in said and any(_names(x, g.name) for x in c.caveats)]
+                 if i not in said and any(_names(x, g.name) for x in (*c.caveats, extra[i - 1]))]
         if said:
             where = ", ".join(map(str, said))
         elif noted:
@@ -1707,9 +1721,18 @@ def answers_text(found: Sequence[Claim], verdicts: Sequence[GridVerdict]) -> str
         else:
             few = " (fewer than 5 seeds)" if g.seeds < CLAIM_MIN_SEEDS else ""
             where = f"its table only{few}"
+        where_of[g.name] = where
         parts.append(f"{g.name}: {where}")
     return ("Where the page answers each grid's question (the numbered sentences under What "
             "the tables show): " + "; ".join(parts) + ".")
+
+
+def conditions_note(letters: Mapping[str, str], verdicts: Sequence[GridVerdict]) -> str:
+    """The note under the conditions: what the heartbeat condition leaves to it (each swept
+    pair's cells in detail: ``mechanism.heartbeat_gap_detail``); "" where none."""
+    clause = heartbeat_gap_clause(verdicts)
+    detail = heartbeat_gap_detail(verdicts) if clause in letters else ""
+    return f"Note to ({letters[clause]}): {detail}." if detail else ""
 
 
 def fitted(found: Sequence[Claim], verdicts: Sequence[GridVerdict]) -> list[Claim]:
@@ -2138,6 +2161,14 @@ def split_calibration_text(scenario: str, protocols: Sequence[str],
                 for i, o in enumerate(outcomes))
             cause = split_branch_cause(scenario, int(r.get("size") or 0), p, runs,
                                        workload=r.get("workload"))
+            # the grid that swept the stop time around the cell, by name (the page's line of
+            # where each grid's question is answered reads it)
+            swept = "the stop time swept at these workers"
+            by = [g.name for g in verdicts if any(
+                (x.scenario, x.size) == (scenario, int(r.get("size") or 0))
+                and x.workload != r.get("workload") for x in g.rows)]
+            if swept in cause and by:
+                cause = cause.replace(swept, f"{swept} ({', '.join(by)})", 1)
             parts.append(f"{p} at {r.get('size')} workers, {short_label(m)}: the simulated cell "
                          f"splits ({each}; both seed sets)"
                          + (f"; what decides the branch: {cause}" if cause else ""))
@@ -2173,6 +2204,8 @@ def _claims_html(found: Sequence[Claim], verdicts: Sequence[GridVerdict] = (),
         conds += (f"<p>{html.escape(conditions_intro(letters))}</p><ul class='conds'>"
                   + "".join(f"<li>({k}) {html.escape(x)}.</li>" for x, k in letters.items())
                   + "</ul>")
+        if note := conditions_note(letters, verdicts):
+            conds += f"<p><small class='note'>{html.escape(note)}</small></p>"
     items = "".join(f"<li>{html.escape(sentence_text(c, letters, names))}<br><code>"
                     + "</code><br><code>".join(html.escape(x) for x in c.command.split("\n"))
                     + "</code>"
@@ -2262,7 +2295,7 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
                 violations: list[dict[str, Any]], rdir: Path,
                 runs: Sequence[dict[str, Any]]) -> str:
     parts = [f"<p>{html.escape(str(meta.get('description') or ''))}</p>",
-             f"<p>{html.escape(answers_text(found, verdicts))}</p>",
+             f"<p>{html.escape(answers_text(found, verdicts, calibration_notes(found, verdicts, runs)))}</p>",
              "<p>spec <code>{}</code>: {} runs in {} cells; Spark {} on <code>{}</code>; "
              "{}</p>".format(
                  html.escape(str(meta.get("spec"))), meta.get("runs"), meta.get("cells"),
@@ -2314,7 +2347,7 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
               violations: list[dict[str, Any]], runs: Sequence[dict[str, Any]]) -> str:
     lines = [f"Spec `{meta.get('spec')}`: {meta.get('runs')} runs in {meta.get('cells')} "
              "cells.", ""]
-    if answers := answers_text(found, verdicts):
+    if answers := answers_text(found, verdicts, calibration_notes(found, verdicts, runs)):
         lines += [answers, ""]
     lines += ["## How to read the tables", ""]
     for t in method_text(runs, verdicts):
@@ -2341,6 +2374,8 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
         lines += [conditions_intro(letters), ""]
         lines += [f"- ({k}) {x}." for x, k in letters.items()]
         lines.append("")
+        if note := conditions_note(letters, verdicts):
+            lines += [note, ""]
     notes = calibration_notes(found, verdicts, runs)
     for i, (c, note) in enumerate(zip(found, notes, strict=True),
                                   1):

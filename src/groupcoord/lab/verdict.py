@@ -1596,8 +1596,11 @@ def fit(c: Claim, count: Callable[[Claim], int] | None = None,
             break
         if frag not in c.text:
             continue
-        c = replace(c, text=c.text.replace(frag, stand_in, 1),
-                    caveats=(*c.caveats, note) if note else c.caveats)
+        text = c.text.replace(frag, stand_in, 1)
+        if not stand_in:  # a clause gone from a list: its separator with it
+            text = re.sub(r"\s*;\s*(?=[;.)\]]|$)", "", text)
+            text = re.sub(r"([:\]])\s*;\s*", r"\1 ", text)
+        c = replace(c, text=text, caveats=(*c.caveats, note) if note else c.caveats)
     return c
 
 
@@ -1778,8 +1781,10 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                 continue  # the task-time inputs' result, not the protocols'
             # the marked best, or the tied best together when they beat the others
             winners = [(r.x, (f"{PAIRED_MARK} " if r.metrics[i].paired else "")
+                        # tied winners in one order at every value (the same pair at two
+                        # values reads as one finding)
                         + " and ".join(full_name(p, (r.settings or g.settings).get(p))
-                                       for p in r.metrics[i].best)
+                                       for p in sorted(r.metrics[i].best))
                         if r.metrics[i].verdict in ("best", "tied") and r.metrics[i].beaten
                         else _unconfirmed_text(r.metrics[i])) for r in rows]
             # a win over a configured KIP-415 delay is no finding (the page's rule): said
@@ -1799,9 +1804,11 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                 xs = ", ".join(number(x or 0.0) for x, v in winners if v == w)
                 part = f"{w or 'no protocol separated from all the rest'} at {xs}{x_unit}"
                 if w == DELAY_WIN:
-                    part = (f"at {xs}{x_unit} the only mark is won against the configured "
-                            f"{DELAY_SETTING}, by design (no finding)")
-                    parts.append(part)
+                    won = (f" the only mark is won against the configured {DELAY_SETTING}, "
+                           "by design (no finding)")
+                    parts.append(f"at {xs}{x_unit}{won}")
+                    moves.append((f"at {xs}{x_unit}{won}", f"at {xs}{x_unit} no finding (note)",
+                                  f"at {xs}{x_unit}{won}"))
                     continue
                 # what the mark rests on (a member late at the rebalance, a configured
                 # delay), as the table says it
@@ -1841,6 +1848,8 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                         part += f" ({low})"
                         moves.append((f" ({low})", "",
                                       f"where no protocol separated, {low}"))
+                    # last of all, the values where none separated go to the note whole
+                    moves.append((part.partition(" (")[0], "", part.partition(" (")[0]))
                 parts.append(part)
             # a grid that sweeps a timing on one workload: the sentence names it (round 8:
             # S11 held on its workload only, the sentence did not say which)
@@ -2200,8 +2209,10 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
                     answers.append(c)
                     answered.add(g.name)
             continue
-        own = [c for _, c in first + rest if c.grid == g.name or f"[{g.name}" in c.text
-               or f", {g.name}]" in c.text or f", {g.name}," in c.text]
+        # its own sentences, or a crossover naming it among the grids in a bracket (the
+        # whole name: "[kip415" begins "[kip415-task-times]" too)
+        bracket = re.compile(rf"\[(?:[^\]]*, )?{re.escape(g.name)}(?:, [^\]]*)?\]")
+        own = [c for _, c in first + rest if c.grid == g.name or bracket.search(c.text)]
         if own:
             if own[0].grid not in answered:
                 answers.append(own[0])
@@ -2232,15 +2243,15 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     for pool in (first, rest):
         for sc in list(pool):
             c = sc[1]
-            g = by_grid.get(c.grid)
-            if g is None or g.parameter is None or not follow_up(g) or c.worse:
+            sweep = by_grid.get(c.grid)
+            if sweep is None or sweep.parameter is None or not follow_up(sweep) or c.worse:
                 continue
             host = next((a for a in answers if a.worse and a.grid != c.grid
                          and (a.scenario, a.metric) == (c.scenario, c.metric)
                          and a.size in (c.sizes or (c.size,))), None)
             if host is None:
                 continue
-            x_name = X_NAMES.get(g.parameter, (g.parameter, ""))[0]
+            x_name = X_NAMES.get(sweep.parameter, (sweep.parameter, ""))[0]
             body = c.text.partition(": ")[2].rstrip(".")
             whose = "" if body.startswith("[") else f" ({c.grid})"
             host.text += f" Against {x_name}{whose}: {body}."
@@ -2249,26 +2260,6 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
             host.movable = (*host.movable, *c.movable)
             pool.remove(sc)
             answered.add(c.grid)
-    # a follow-up grid whose marks no sentence so far quotes: its finding under its own
-    # condition, added to a sentence with the same finding ("Likewise") or, after the
-    # grids' first sentences, one of its own
-    hosts = answers + [c for _, c in first]
-    extra: list[Claim] = []
-    for g in verdicts:
-        if (not follow_up(g) or g.parameter is not None or g.name in answered
-                or any(quotes(h, g.name) for h in hosts + extra)):
-            continue
-        host, pick = _likewise_host(g, hosts + extra, won)
-        late = _late_host(g, hosts + extra)
-        if host is not None and pick is not None:
-            _add_likewise(host, g, *pick)
-        elif late is not None:
-            _add_late(*late, g)
-        elif (pick := late_answer(g)) is not None:
-            c = _claim(g, *pick)
-            won[id(c)] = frozenset(pick[1].best)
-            extra.append(c)
-        answered.add(g.name)
     # the rest: a scenario not yet on the page before a scenario's second sentence
     shown = {(c.grid, c.scenario) for c in answers} | {(c.grid, c.scenario) for _, c in first}
     fresh: list[tuple[float, Claim]] = []
@@ -2277,7 +2268,8 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
         key = (sc[1].grid, sc[1].scenario)
         (again if key in shown else fresh).append(sc)
         shown.add(key)
-    ordered = answers + [c for _, c in first] + extra + [c for _, c in (fresh + again)]
+    top = answers + [c for _, c in first]
+    ordered = top + [c for _, c in (fresh + again)]
     # a sentence on a grid whose findings a sentence before it already quotes (a mark's
     # limit naming that grid) restates them: not shown
     kept: list[Claim] = []
@@ -2296,7 +2288,32 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
             keys.add(k)
             kept.append(c)
         ordered = kept
-    out = [closer_elsewhere(c, verdicts) for c in ordered[:limit]]
+    # a follow-up grid with no sentence on the page whose marks no sentence quotes: its
+    # finding under its own condition, added to a sentence with the same finding
+    # ("Likewise"), to the sentence on its plain cell ("with one member late"), or, after the
+    # grids' first sentences, a sentence of its own
+    page = ordered[:limit]
+    extra: list[Claim] = []
+    for g in verdicts:
+        if (not follow_up(g) or g.parameter is not None or g.name in answered
+                or any(c.grid == g.name or quotes(c, g.name) for c in page + extra)):
+            continue
+        host, pick = _likewise_host(g, page + extra, won)
+        late = _late_host(g, page + extra)
+        if host is not None and pick is not None:
+            _add_likewise(host, g, *pick)
+        elif late is not None:
+            _add_late(*late, g)
+        elif (pick := late_answer(g)) is not None:
+            c = _claim(g, *pick)
+            won[id(c)] = frozenset(pick[1].best)
+            extra.append(c)
+    tops = {id(c) for c in top}
+    ordered = ([c for c in ordered if id(c) in tops] + extra
+               + [c for c in ordered if id(c) not in tops])
+    # each sentence within MAX_WORDS of its own words (the page fits it again with its
+    # conditions' letters: ``lab.report.fitted``)
+    out = [fit(closer_elsewhere(c, verdicts)) for c in ordered[:limit]]
     order = {g.name: i for i, g in enumerate(verdicts)}
     out.sort(key=lambda c: order.get(c.grid, 0))
     return out
@@ -2363,10 +2380,12 @@ def _add_late(host: Claim, row: VerdictRow, mv: MetricVerdict, g: GridVerdict) -
     worse = _runner_up(mv)
     mark = f"{PAIRED_MARK} " if mv.paired else ""
     best = " and ".join(f"{p} {m.fmt(mv.cells[p].median)}" for p in mv.best)
-    host.text += (f" With one member {late} s late at each rebalance ({row.scenario}, "
-                  f"{g.name}): {mark}{best} {'share' if len(mv.best) > 1 else 'has'} the "
-                  f"lowest, against {worse} "
-                  f"{m.fmt(mv.cells[worse].median)}.")
+    said = (f" With one member {late} s late at each rebalance ({row.scenario}, "
+            f"{g.name}): {mark}{best} {'share' if len(mv.best) > 1 else 'has'} the "
+            f"lowest, against {worse} {m.fmt(mv.cells[worse].median)}.")
+    host.text += said
+    # an added finding goes to the note before the sentence's own clauses
+    host.movable = ((said, "", said.strip().rstrip(".")), *host.movable)
     host.command += "\n" + reproduce(g.spec, row.scenario, row.size, row.workload,
                                      [label_at(g, p, row) for p in (*mv.best, worse)])
 
@@ -2384,9 +2403,11 @@ def _add_likewise(host: Claim, g: GridVerdict, row: VerdictRow, mv: MetricVerdic
 
     worse = _runner_up(mv)
     where = f"{row.scenario}, {row.size:,} {member_word(row.scenario, g.protocols)}"
-    host.text += (f" Likewise in {where} ({g.name}): "
-                  + " and ".join(q(mv.cells[p]) for p in mv.best)
-                  + f" against {q(mv.cells[worse])}.")
+    said = (f" Likewise in {where} ({g.name}): " + " and ".join(q(mv.cells[p]) for p in mv.best)
+            + f" against {q(mv.cells[worse])}.")
+    host.text += said
+    # an added finding goes to the note before the sentence's own clauses
+    host.movable = ((said, "", said.strip().rstrip(".")), *host.movable)
     cmd = reproduce(g.spec, row.scenario, row.size, row.workload,
                     [label_at(g, p, row) for p in (*mv.best, worse)])
     mine = host.command.split("\n")[0]
@@ -2582,10 +2603,10 @@ __all__ = [
     "is_companion",
     "judge",
     "label_at",
+    "late_answer",
     "mark_dependence",
     "mark_size_dependence",
     "mark_timing_dependence",
-    "late_answer",
     "modes",
     "names_grid",
     "natural_key",
