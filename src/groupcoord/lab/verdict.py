@@ -2311,12 +2311,22 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     tops = {id(c) for c in top}
     ordered = ([c for c in ordered if id(c) in tops] + extra
                + [c for c in ordered if id(c) not in tops])
-    # each sentence within MAX_WORDS of its own words (the page fits it again with its
-    # conditions' letters: ``lab.report.fitted``)
-    out = [fit(closer_elsewhere(c, verdicts)) for c in ordered[:limit]]
+    # each sentence within MAX_WORDS words as the page names its protocols (by label, their
+    # assignor and heartbeat said once above the sentences); the page fits it again with its
+    # conditions' letters (``lab.report.fitted``)
+    out = [fit(closer_elsewhere(c, verdicts), labelled_words) for c in ordered[:limit]]
     order = {g.name: i for i, g in enumerate(verdicts)}
     out.sort(key=lambda c: order.get(c.grid, 0))
     return out
+
+
+_FULL_NAME = re.compile(r" \([^()]*, [\d.,]+ m?s heartbeat\)")
+
+
+def labelled_words(c: Claim) -> int:
+    """A sentence's words with each protocol named by its label, as the page prints it
+    (``findings.full_name``'s "(assignor, heartbeat)" said once above the sentences)."""
+    return words(_FULL_NAME.sub("", c.text))
 
 
 def names_grid(text: str, grid: str) -> bool:
@@ -2603,6 +2613,7 @@ __all__ = [
     "is_companion",
     "judge",
     "label_at",
+    "labelled_words",
     "late_answer",
     "mark_dependence",
     "mark_size_dependence",
