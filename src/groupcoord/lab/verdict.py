@@ -2038,7 +2038,15 @@ CLAIM_RULE = (
     "worst protocol), a scenario not "
     "yet named before another sentence on one that is; a sentence on a grid whose finding "
     "an earlier sentence already quotes (a mark's limit naming that grid) is not shown; at "
-    "most {limit} sentences in all, shown in the grids' order.")
+    "most {limit} sentences in all, shown in the grids' order. A grid the introduction names "
+    "is a question of the page's own even where it asks whether other marks hold, answered "
+    "on its rows under its own condition (a member slow at each rebalance, poll loops that "
+    "pause); a grid that sweeps a setting around another answer's cell is said in that "
+    "answer's sentence; a grid that asks whether other marks hold, with no sentence on the "
+    "page and quoted by none, is added to a sentence with the same finding (\"Likewise\") or "
+    "on its plain cell (\"with one member late\"), else gets a sentence after each grid's "
+    "first ones while places remain. Each sentence is at most 60 words as printed: what runs "
+    "over goes, whole, to the note under it.")
 
 
 #: Connect metrics that contain the model's task stop and start times: every rebalance of a
