@@ -874,39 +874,6 @@ class Processor:
         if self.flush_at is not None and t >= self.flush_at:
             self._flush_until(t)
 
-    def batch_lag(self, t: float) -> float | None:
-        """The lag of its active resources at ``t``, inside the batch in progress
-        (``batch_start <= t < batch_end``), read without bringing it to ``t``: each resource
-        of the batch at the position :meth:`advance` would give it then, the others where
-        they are. Its resources are left as they were, so the next advance takes the lag's
-        integral over the batch's linear segment in one piece (the closed form of
-        :func:`lag_area`) instead of split at every sample: the same quantity, other last
-        bits. None when the batch is not a subsequence of its active resources (the caller
-        advances)."""
-        span = self.batch_end - self.batch_start
-        frac = 1.0 if span <= 0 else (t - self.batch_start) / span
-        items = self._bitems
-        nb = len(items)
-        j = 0
-        nxt = items[0][1] if nb else None
-        active_in = self.model.active_in
-        lag = 0.0
-        for r in self._ares:
-            hw = r.hw
-            if r is nxt:
-                it = items[j]
-                new = it[2] + it[3] * frac
-                if new > hw:
-                    hw = new
-                j += 1
-                nxt = items[j][1] if j < nb else None
-            if active_in.get(r) is self:
-                t0 = r.t0
-                rl = (r.rate * (t - t0) if t > t0 else 0.0) - hw
-                if rl > 0:
-                    lag += rl
-        return lag if j == nb else None
-
     def _sync(self) -> None:
         """Write a processor in step into its resources (:meth:`InStep.sync`)."""
         if self._steady is not None:
@@ -955,7 +922,7 @@ class Processor:
         Python, and lookups per partition per commit were a large part of a working run.
         An auto-commit inside a batch reads the batch's starts and the positions of the
         others, which the batch does not move: it does not bring the member to now (the
-        lag's integral over the batch then taken in one piece, see :meth:`batch_lag`)."""
+        lag's integral over the batch then taken in one piece, see :func:`_batch_lag`)."""
         m = self.model
         now = m.now()
         if not (polled and self.batch is not None and now < self.batch_end and not m.shared
@@ -1517,6 +1484,40 @@ class InStep:
 # ============================================================================ the backlog
 
 
+def _batch_lag(p: Processor, t: float) -> float | None:
+    """The lag of ``p``'s active resources at ``t``, inside its batch in progress
+    (``batch_start <= t < batch_end``), read without bringing it to ``t``: each resource
+    of the batch at the position :meth:`Processor.advance` would give it then, the others
+    where they are. Its resources are left as they were, so the next advance takes the lag's
+    integral over the batch's linear segment in one piece (the closed form of
+    :func:`lag_area`) instead of split at every sample: the same quantity, other last
+    bits. None when the batch is not a subsequence of its active resources (the caller
+    advances)."""
+    span = p.batch_end - p.batch_start
+    frac = 1.0 if span <= 0 else (t - p.batch_start) / span
+    items = p._bitems
+    nb = len(items)
+    j = 0
+    nxt = items[0][1] if nb else None
+    active_in = p.model.active_in
+    lag = 0.0
+    for r in p._ares:
+        hw = r.hw
+        if r is nxt:
+            it = items[j]
+            new = it[2] + it[3] * frac
+            if new > hw:
+                hw = new
+            j += 1
+            nxt = items[j][1] if j < nb else None
+        if active_in.get(r) is p:
+            t0 = r.t0
+            rl = (r.rate * (t - t0) if t > t0 else 0.0) - hw
+            if rl > 0:
+                lag += rl
+    return lag if j == nb else None
+
+
 def _wait(p: Processor, t: float, total: float) -> float:
     """How long from ``t`` until a whole record can be polled, given ``total`` < 1 now:
     the resources already past the fetch horizon fill the gap at their rate; one whose
@@ -1643,7 +1644,7 @@ class WorkModel:
         self.holders: dict[Resource, int] = {}
         #: How many resources have more than one holder: while none has, a processor's
         #: resources are written by it alone, and a lag sample or an auto-commit may read a
-        #: member in a batch without bringing it to now (:meth:`Processor.batch_lag`).
+        #: member in a batch without bringing it to now (:func:`_batch_lag`).
         self.shared = 0
         #: Called when a batch outlasts ``max.poll.interval.ms``: (processor, its batch end).
         self.on_poll_timeout: Callable[[Processor, int], None] | None = None
@@ -1941,7 +1942,7 @@ class WorkModel:
                 lag += v
             else:
                 if not self.shared and p.batch is not None and now < p.batch_end:
-                    got = p.batch_lag(now)
+                    got = _batch_lag(p, now)
                     if got is not None:
                         lag += got
                         continue
