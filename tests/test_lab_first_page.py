@@ -170,3 +170,18 @@ def test_a_follow_up_with_one_member_late_is_said_in_its_plain_cells_sentence() 
             "30 s.") in c.text, c.text
     assert c.command.split("\n")[1].startswith(
         "groupcoord lab run --spec paper --scenario rolling-bounce-slow2000ms --size 10")
+
+
+def test_a_grid_a_split_cells_note_answers_has_no_sentence_of_its_own() -> None:
+    """Render 18: kip415-stop-edge asks where the 3-worker join's split edge lies; the split
+    cell's note answers it (naming the grid), and its own sentence (a win at one stop time)
+    took the place of the crossover's crash sentence. Noted, it has none."""
+    meta, runs = _tie_page()
+    edge = {"name": "edge", "question": "At which stop time does the join wait once more?",
+            "protocols": [EAGER, COOP], "scenarios": ["bounce"], "workloads": ["w"],
+            "metrics": ["convergence_ms"], "seeds": 5}
+    runs += [_run(p, "bounce", "w", s, convergence_ms=v + s)
+             for p, v in ((EAGER, 1000.0), (COOP, 9000.0)) for s in range(5)]
+    verdicts = grid_verdicts({**meta, "grids": [*meta["grids"], edge]}, runs)
+    assert {c.grid for c in claims(verdicts)} == {"costs", "edge"}
+    assert {c.grid for c in claims(verdicts, noted={"edge"})} == {"costs"}

@@ -35,7 +35,7 @@ import statistics
 import sys
 import textwrap
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -1483,10 +1483,21 @@ def _build_report(out: Path, rdir: Path) -> Path:
         verdicts = grid_verdicts(meta, runs)
         unmark_commit_dependent(verdicts)  # the share comparison's marks (lab.share_marks)
         unmark_broker_lag(verdicts, runs)
-        found = with_client_notes(with_caveats(with_heartbeat_condition(with_conditions(
-            claims(verdicts, family_of=family_key(runs), intro=str(meta.get("description") or "")),
-            verdicts, runs), verdicts),
-            verdicts, runs), verdicts)
+        intro = str(meta.get("description") or "")
+
+        def page_claims(noted: Collection[str] = ()) -> list[Claim]:
+            return with_client_notes(with_caveats(with_heartbeat_condition(with_conditions(
+                claims(verdicts, family_of=family_key(runs), intro=intro, noted=noted),
+                verdicts, runs), verdicts), verdicts, runs), verdicts)
+
+        found = page_claims()
+        # a grid whose question a split cell's note answers (it names the grid that swept the
+        # cell's deciding input) needs no sentence of its own: its place goes to the next
+        notes = calibration_notes(found, verdicts, runs)
+        noted = {g.name for g in verdicts for n in notes if re.search(
+            rf"swept at these workers \([^)]*(?<![\w-]){re.escape(g.name)}(?![\w-])", n)}
+        if noted:
+            found = page_claims(noted)
         found = share_claims(found, claims(verdicts, limit=len(runs) + 1), verdicts, runs)
         found = fitted(found, verdicts)
         all_seed_outcomes(verdicts)  # a share page's split cells over both seed sets

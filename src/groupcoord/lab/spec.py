@@ -1070,7 +1070,7 @@ workloads = ["16x8c-stop700ms", "16x8c-stop900ms", "16x8c-task1s", "16x8c-stop11
              "16x8c-stop1300ms"]
 seeds = 5
 confirm_seeds = 5
-question = "Up to which task stop time does the 3-worker sessioned join's low outcome hold?"
+question = "At which task stop time does the 3-worker sessioned join wait one more heartbeat?"
 metrics = ["task_downtime_task_s", "time_to_balance_ms", "task_restarts", "stall_ms"]
 
 [[grid]]

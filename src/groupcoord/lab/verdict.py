@@ -65,7 +65,7 @@ import math
 import re
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -2140,14 +2140,16 @@ def is_companion(g: GridVerdict, verdicts: Sequence[GridVerdict]) -> bool:
 
 def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
            family_of: Callable[[Claim], Hashable] | None = None,
-           intro: str = "") -> list[Claim]:
+           intro: str = "", noted: Collection[str] = ()) -> list[Claim]:
     """At most ``limit`` sentences for the page, chosen by :data:`CLAIM_RULE`: first each
     grid's winners' strongest wins (a grid that sweeps a parameter: its crossovers of the
     question's first metric), then the other candidates by effect size, scenarios not yet on
     the page first. With ``family_of``, a candidate whose key (not None) an earlier one already
     has is not shown (``lab.share_marks.family_key``: one share sentence per scenario family
     and size). With ``intro`` (the page's introduction), a grid it names is a question of the
-    page's own even where it asks whether other marks hold (:func:`late_answer`)."""
+    page's own even where it asks whether other marks hold (:func:`late_answer`). A grid in
+    ``noted`` is answered by a note the page prints under a sentence (a split cell's note
+    naming the grid that swept its deciding input): no sentence of its own."""
     first: list[tuple[float, Claim]] = []
     rest: list[tuple[float, Claim]] = []
     merged: dict[str, Claim] = {}  # one crossover sentence across grids asking the same
@@ -2207,6 +2209,9 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     answers: list[Claim] = []
     answered: set[str] = set()
     for g in verdicts:
+        if g.name in noted:
+            answered.add(g.name)
+            continue
         if follow_up(g):
             if g.parameter is None and names_grid(intro, g.name):
                 # the introduction asks it: answered on its own rows under its condition
@@ -2282,7 +2287,8 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     # limit naming that grid) restates them: not shown
     kept: list[Claim] = []
     for c in ordered:
-        if c.grid in by_grid and any(c.grid != k.grid and quotes(k, c.grid) for k in kept):
+        if c.grid in noted or (c.grid in by_grid and any(c.grid != k.grid and quotes(k, c.grid)
+                                                         for k in kept)):
             continue
         kept.append(c)
     ordered = kept
