@@ -1345,9 +1345,8 @@ def heartbeat_gap_clause(verdicts: Sequence[GridVerdict]) -> str:
         text += "; also run at " + ", ".join(_ms(b) for b in swept) + " (their own rows)"
     else:
         text += "; no shorter interval was run for them (not swept)"
-    pair = _kip848_interval_pair(verdicts)
-    if pair:
-        text += "; " + pair
+    if heartbeat_gap_detail(verdicts):
+        text += " (detail in the note under these conditions)"
     return text
 
 
@@ -1475,35 +1474,57 @@ def _swept_gaps(verdicts: Sequence[GridVerdict]) -> dict[tuple[str, str], list[S
 
 
 def _gap_words(gs: Sequence[SweptGap]) -> str:
-    """What the shorter interval does to one protocol's gap to eager over its swept cells:
-    where eager cost less at the default interval, at how many of them it still does at the
-    shorter one and how much of the gap is left (medians); the cell where eager led by most,
-    each column's median; what the shorter interval does to the incremental protocol and to
-    eager, cell by cell."""
+    """What the shorter interval does to one protocol's gap to eager over its swept cells, as
+    condition (b) says it: in how many of them eager cost less at the default interval, in how
+    many it still does at the shorter one, and its lead summed over those cells at both
+    (medians); the cell by cell detail is :func:`_gap_detail`'s."""
     x0 = gs[0]
     m = x0.metric
     where = sorted({x.grid for x in gs})
     lead = [x for x in gs if x.gap > 0]
+    text = (f"{x0.incremental} against {x0.eager}, {_ms(x0.short_ms)} beside "
+            f"{_ms(x0.default_ms)} ({', '.join(where)}, {len(gs)} cells, "
+            f"{short_label(m, excess=True)}, medians): {x0.eager} costs less at "
+            f"{_ms(x0.default_ms)} in ")
+    if not lead:
+        return text + "none of them"
+    still = [x for x in lead if x.gap_short > 0]
+    return text + (f"{len(lead)} and still at {_ms(x0.short_ms)} in {len(still)}, its lead "
+                   f"over those {len(lead)} summed: {m.fmt(sum(x.gap for x in lead))} at "
+                   f"{_ms(x0.default_ms)} and {m.fmt(sum(x.gap_short for x in lead))} at "
+                   f"{_ms(x0.short_ms)}")
+
+
+def _gap_detail(gs: Sequence[SweptGap]) -> str:
+    """The cell by cell detail of :func:`_gap_words` (the note under the conditions): in how
+    many cells the shorter interval lowers each protocol's cost, and the cell where eager led
+    by most, each column's median."""
+    x0 = gs[0]
+    m = x0.metric
     inc_down = sum(1 for x in gs if x.inc_short < x.inc)
     eag_down = sum(1 for x in gs if x.eag_short < x.eag)
-    text = (f"{x0.incremental} against {x0.eager} at {_ms(x0.short_ms)} beside "
-            f"{_ms(x0.default_ms)} ({', '.join(where)}, {len(gs)} cells, "
-            f"{short_label(m, excess=True)}, medians): the {_ms(x0.short_ms)} interval lowers "
+    text = (f"{x0.incremental} against {x0.eager}: the {_ms(x0.short_ms)} interval lowers "
             f"{x0.incremental}'s in {inc_down} of {len(gs)} cells and {x0.eager}'s in "
             f"{eag_down}")
+    lead = [x for x in gs if x.gap > 0]
     if not lead:
-        return text + f"; {x0.eager} costs less at {_ms(x0.default_ms)} in none of them"
-    still = [x for x in lead if x.gap_short > 0]
-    text += (f"; where {x0.eager} costs less at {_ms(x0.default_ms)} ({len(lead)} cells) it "
-             f"still does at {_ms(x0.short_ms)} in {len(still)}, its lead summed over those "
-             f"cells {m.fmt(sum(x.gap for x in lead))} at {_ms(x0.default_ms)} and "
-             f"{m.fmt(sum(x.gap_short for x in lead))} at {_ms(x0.short_ms)}")
+        return text
     top = max(lead, key=lambda x: x.gap)
-    text += (f" (the widest, {top.scenario}, {top.size} {member_word(top.scenario, [top.eager])}"
-             f", {top.workload}: {m.fmt(top.inc)} against {m.fmt(top.eag)} at "
-             f"{_ms(top.default_ms)}, {m.fmt(top.inc_short)} against {m.fmt(top.eag_short)} "
-             f"at {_ms(top.short_ms)})")
-    return text
+    return text + (f" (the widest, {top.scenario}, {top.size} "
+                   f"{member_word(top.scenario, [top.eager])}, {top.workload}: "
+                   f"{m.fmt(top.inc)} against {m.fmt(top.eag)} at {_ms(top.default_ms)}, "
+                   f"{m.fmt(top.inc_short)} against {m.fmt(top.eag_short)} at "
+                   f"{_ms(top.short_ms)})")
+
+
+def heartbeat_gap_detail(verdicts: Sequence[GridVerdict]) -> str:
+    """What condition (b) (:func:`heartbeat_gap_clause`) leaves to the note under the
+    conditions: each swept pair's cells in detail, and KIP-848's ``consumer:uniform`` at
+    several intervals in one cell. "" when there is none."""
+    parts = [_gap_detail(gs) for gs in _swept_gaps(verdicts).values()]
+    if pair := _kip848_interval_pair(verdicts):
+        parts.append(pair)
+    return "; ".join(parts)
 
 
 def _kip848_interval_pair(verdicts: Sequence[GridVerdict]) -> str:
@@ -1792,6 +1813,7 @@ __all__ = [
     "downtime_per_move",
     "event_kinds",
     "heartbeat_gap_clause",
+    "heartbeat_gap_detail",
     "is_eager",
     "mechanisms",
     "member_load",

@@ -35,7 +35,7 @@ import statistics
 import sys
 import textwrap
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -63,6 +63,8 @@ from groupcoord.lab.mechanism import (
     attach_balance_after_last,
     attach_moving_downtime,
     connect_leaves_out,
+    heartbeat_gap_clause,
+    heartbeat_gap_detail,
     mechanisms,
     row_loads,
     split_branch_cause,
@@ -114,7 +116,9 @@ from groupcoord.lab.verdict import (
     claims,
     comparisons,
     distinct_marks,
+    fit,
     grid_verdicts,
+    is_companion,
     member_word,
     modes,
     natural_key,
@@ -126,6 +130,7 @@ from groupcoord.lab.verdict import (
     star,
     task_time_input,
     usable,
+    words,
 )
 
 log = logging.getLogger(__name__)
@@ -1512,10 +1517,23 @@ def _build_report(out: Path, rdir: Path) -> Path:
         verdicts = grid_verdicts(meta, runs)
         unmark_commit_dependent(verdicts)  # the share comparison's marks (lab.share_marks)
         unmark_broker_lag(verdicts, runs)
-        found = with_client_notes(with_caveats(with_heartbeat_condition(with_conditions(
-            claims(verdicts, family_of=family_key(runs)), verdicts, runs), verdicts),
-            verdicts, runs), verdicts)
+        intro = str(meta.get("description") or "")
+
+        def page_claims(noted: Collection[str] = ()) -> list[Claim]:
+            return with_client_notes(with_caveats(with_heartbeat_condition(with_conditions(
+                claims(verdicts, family_of=family_key(runs), intro=intro, noted=noted),
+                verdicts, runs), verdicts), verdicts, runs), verdicts)
+
+        found = page_claims()
+        # a grid whose question a split cell's note answers (it names the grid that swept the
+        # cell's deciding input) needs no sentence of its own: its place goes to the next
+        notes = calibration_notes(found, verdicts, runs)
+        noted = {g.name for g in verdicts for n in notes if re.search(
+            rf"swept at these workers \([^)]*(?<![\w-]){re.escape(g.name)}(?![\w-])", n)}
+        if noted:
+            found = page_claims(noted)
         found = share_claims(found, claims(verdicts, limit=len(runs) + 1), verdicts, runs)
+        found = fitted(found, verdicts)
         all_seed_outcomes(verdicts)  # a share page's split cells over both seed sets
         html_parts.append(_sweep_html(meta, verdicts, found, violations, rdir, runs))
         md_parts.append(_sweep_md(meta, verdicts, found, violations, runs))
@@ -1708,6 +1726,67 @@ def sentence_text(c: Claim, letters: Mapping[str, str],
     if c.conditions:
         text += " Conditions: " + ", ".join(f"({letters[x]})" for x in c.conditions) + "."
     return text
+
+
+def _names(text: str, grid: str) -> bool:
+    """Whether ``text`` names ``grid``: a hyphenated name anywhere as a word, a one-word name
+    (``rolling``, ``anchor``) only as a reference, in brackets or parentheses."""
+    if "-" in grid:
+        return re.search(rf"(?<![\w-]){re.escape(grid)}(?![\w-])", text) is not None
+    return re.search(rf"[(\[]{re.escape(grid)}[,:;)\]]", text) is not None
+
+
+def answers_text(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
+                 notes: Sequence[str] = ()) -> str:
+    """Where the page answers each grid's question, computed from the sentences: the numbers
+    of the sentences that say it (or name the grid), else of those whose note names it (a
+    mark's limit quoting that grid), else its table only, so that the introduction promises
+    no answer the page does not hold."""
+    if not found:
+        return ""
+    parts = []
+    where_of: dict[str, str] = {}
+    for g in verdicts:
+        if is_companion(g, verdicts):
+            # its findings are read beside its parent's (the grid its labels vary)
+            bases = {p.partition("@")[0] for p in g.protocols}
+            cells = {(r.scenario, r.size, r.workload) for r in g.rows}
+            parent = next(o for o in verdicts if bases <= set(o.protocols) and cells <= {
+                (r.scenario, r.size, r.workload) for r in o.rows})
+            parts.append(f"{g.name}: with {parent.name}, {where_of.get(parent.name, '')}")
+            continue
+        said = [i for i, c in enumerate(found, 1) if c.grid == g.name or _names(c.text, g.name)]
+        extra = list(notes) + [""] * (len(found) - len(notes))
+        noted = [i for i, c in enumerate(found, 1)
+                 if i not in said and any(_names(x, g.name) for x in (*c.caveats, extra[i - 1]))]
+        if said:
+            where = ", ".join(map(str, said))
+        elif noted:
+            where = "the note under " + ", ".join(map(str, noted))
+        else:
+            few = " (fewer than 5 seeds)" if g.seeds < CLAIM_MIN_SEEDS else ""
+            where = f"its table only{few}"
+        where_of[g.name] = where
+        parts.append(f"{g.name}: {where}")
+    return ("Where the page answers each grid's question (the numbered sentences under What "
+            "the tables show): " + "; ".join(parts) + ".")
+
+
+def conditions_note(letters: Mapping[str, str], verdicts: Sequence[GridVerdict]) -> str:
+    """The note under the conditions: what the heartbeat condition leaves to it (each swept
+    pair's cells in detail: ``mechanism.heartbeat_gap_detail``); "" where none."""
+    clause = heartbeat_gap_clause(verdicts)
+    detail = heartbeat_gap_detail(verdicts) if clause in letters else ""
+    return f"Note to ({letters[clause]}): {detail}." if detail else ""
+
+
+def fitted(found: Sequence[Claim], verdicts: Sequence[GridVerdict]) -> list[Claim]:
+    """The sentences as the page prints them (:func:`sentence_text`: labels for the protocols
+    the line above names, the letters of the conditions) within ``verdict.MAX_WORDS`` words
+    each: what runs over goes to the note under it (``verdict.fit``), nothing dropped."""
+    letters = condition_letters(found)
+    names = protocol_names(found, verdicts)
+    return [fit(c, lambda x: words(sentence_text(x, letters, names))) for c in found]
 
 
 def caveat_text(c: Claim) -> str:
@@ -2127,6 +2206,14 @@ def split_calibration_text(scenario: str, protocols: Sequence[str],
                 for i, o in enumerate(outcomes))
             cause = split_branch_cause(scenario, int(r.get("size") or 0), p, runs,
                                        workload=r.get("workload"))
+            # the grid that swept the stop time around the cell, by name (the page's line of
+            # where each grid's question is answered reads it)
+            swept = "the stop time swept at these workers"
+            by = [g.name for g in verdicts if any(
+                (x.scenario, x.size) == (scenario, int(r.get("size") or 0))
+                and x.workload != r.get("workload") for x in g.rows)]
+            if swept in cause and by:
+                cause = cause.replace(swept, f"{swept} ({', '.join(by)})", 1)
             parts.append(f"{p} at {r.get('size')} workers, {short_label(m)}: the simulated cell "
                          f"splits ({each}; both seed sets)"
                          + (f"; what decides the branch: {cause}" if cause else ""))
@@ -2162,8 +2249,11 @@ def _claims_html(found: Sequence[Claim], verdicts: Sequence[GridVerdict] = (),
         conds += (f"<p>{html.escape(conditions_intro(letters))}</p><ul class='conds'>"
                   + "".join(f"<li>({k}) {html.escape(x)}.</li>" for x, k in letters.items())
                   + "</ul>")
+        if note := conditions_note(letters, verdicts):
+            conds += f"<p><small class='note'>{html.escape(note)}</small></p>"
     items = "".join(f"<li>{html.escape(sentence_text(c, letters, names))}<br><code>"
-                    f"{html.escape(c.command)}</code>"
+                    + "</code><br><code>".join(html.escape(x) for x in c.command.split("\n"))
+                    + "</code>"
                     + (f"<br><small class='note'>{html.escape(v)}</small>"
                        if (v := caveat_text(c)) else "")
                     + (f"<br><small class='cal'>{html.escape(n)}</small>" if n else "") + "</li>"
@@ -2250,6 +2340,7 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
                 violations: list[dict[str, Any]], rdir: Path,
                 runs: Sequence[dict[str, Any]]) -> str:
     parts = [f"<p>{html.escape(str(meta.get('description') or ''))}</p>",
+             f"<p>{html.escape(answers_text(found, verdicts, calibration_notes(found, verdicts, runs)))}</p>",
              "<p>spec <code>{}</code>: {} runs in {} cells; Spark {} on <code>{}</code>; "
              "{}</p>".format(
                  html.escape(str(meta.get("spec"))), meta.get("runs"), meta.get("cells"),
@@ -2308,7 +2399,10 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
 def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequence[Claim],
               violations: list[dict[str, Any]], runs: Sequence[dict[str, Any]]) -> str:
     lines = [f"Spec `{meta.get('spec')}`: {meta.get('runs')} runs in {meta.get('cells')} "
-             "cells.", "", "## How to read the tables", ""]
+             "cells.", ""]
+    if answers := answers_text(found, verdicts, calibration_notes(found, verdicts, runs)):
+        lines += [answers, ""]
+    lines += ["## How to read the tables", ""]
     for t in method_text(runs, verdicts):
         if t:
             lines += [t, ""]
@@ -2333,10 +2427,14 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
         lines += [conditions_intro(letters), ""]
         lines += [f"- ({k}) {x}." for x, k in letters.items()]
         lines.append("")
+        if note := conditions_note(letters, verdicts):
+            lines += [note, ""]
     notes = calibration_notes(found, verdicts, runs)
     for i, (c, note) in enumerate(zip(found, notes, strict=True),
                                   1):
-        lines.append(f"{i}. {sentence_text(c, letters, names)}  \n   `{c.command}`")
+        # a sentence that answers two grids' questions has one command per grid, a line each
+        cmds = "  \n   ".join(f"`{x}`" for x in c.command.split("\n"))
+        lines.append(f"{i}. {sentence_text(c, letters, names)}  \n   {cmds}")
         if caveat := caveat_text(c):
             lines.append(f"   {caveat}  ")
         if note:
