@@ -1075,6 +1075,46 @@ def conditions(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
                if any(family(p) == "classic" for p in protocols) else ""))
 
 
+#: A share group's (KIP-932) broker settings that set its lock-limit stop.
+SHARE_LOCK_DURATION = "group.share.record.lock.duration.ms"
+SHARE_MAX_LOCKS = "group.share.partition.max.record.locks"
+
+
+def lock_limit_stop_ms(run: Mapping[str, Any]) -> tuple[float, int, float, float] | None:
+    """The lock-limit stop a lost host (a crash: nothing closes) causes at this run's rate,
+    as (stop ms, max.record.locks, lock duration ms, records/s a partition): KIP-932's
+    in-flight limit, ``group.share.partition.max.record.locks`` offsets beyond the
+    share-partition start offset, fills ``locks / rate`` seconds into the lost host's 30 s
+    lock, and the partition stops for its other members for the rest of the lock. None for
+    a run that is not a share run with a lock duration in its settings, or whose rate never
+    fills the limit within the lock."""
+    from groupcoord.coordinator.share_partitions.config import DEFAULT_MAX_RECORD_LOCKS
+
+    if family(str(run.get("protocol"))) != "share":
+        return None
+    s = run_settings(run)
+    dur, rate = s.get(SHARE_LOCK_DURATION), work_value(run, "records_per_s")
+    if not isinstance(dur, int | float) or not rate:
+        return None
+    locks = int(s.get(SHARE_MAX_LOCKS) or DEFAULT_MAX_RECORD_LOCKS)
+    stop = float(dur) - locks / float(rate) * 1000.0
+    return (stop, locks, float(dur), float(rate)) if stop > 0 else None
+
+
+def _lock_limit_text(per: float, rs: Sequence[Mapping[str, Any]], protocol: str) -> str:
+    """" (the lock-limit stop: ...)" where a share protocol's downtime per moved partition
+    in a crash matches the lock-limit arithmetic of its runs' rate (within 10 %), else ""."""
+    mine = [r for r in rs if r.get("protocol") == protocol]
+    stops = {lock_limit_stop_ms(r) for r in mine}
+    if len(stops) != 1 or (got := stops.pop()) is None:
+        return ""
+    stop, locks, dur, rate = got
+    if abs(per - stop) > 0.1 * stop:
+        return ""
+    return (f" (the lock-limit stop: a {_ms(dur)} lock less {number(locks)} locks / "
+            f"{number(rate)} records/s a partition = {_ms(stop)})")
+
+
 def _downtime_line(scenario: str, label: str, protocols: Sequence[str],
                    settings: Mapping[str, Mapping[str, Any]], rs: Sequence[Mapping[str, Any]],
                    eager_gaps: list[tuple[str, float]], spread: float = 0) -> str | None:
@@ -1091,10 +1131,16 @@ def _downtime_line(scenario: str, label: str, protocols: Sequence[str],
             continue
         hb = _heartbeat(settings.get(p, {}), p)
         st = _heartbeat(settings.get(p, {}), p, SESSION_KEYS)
-        beat = ""
+        # a share partition stops after a lost host at the lock limit where its other
+        # members fetch it: the rate's arithmetic names that, never a heartbeat whose
+        # value happens to be near
+        share_crash = family(p) == "share" and "crash" in event_kinds(rs[0])
+        beat = _lock_limit_text(per[p], rs, p) if share_crash else ""
+        if beat:
+            pass
         # (an eager member's gap is a join round, never a heartbeat: an eager figure
         # near one is a coincidence of the moves it is spread over, as in a crash)
-        if hb and not is_eager(p) and 0.5 * hb <= per[p] <= 1.5 * hb:
+        elif hb and not is_eager(p) and not share_crash and 0.5 * hb <= per[p] <= 1.5 * hb:
             beat = f" (about one {_ms(hb)} heartbeat)"
             by_beat.append(p)
         elif st and 0.7 * st <= per[p] <= 1.3 * st:
@@ -1164,22 +1210,30 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
             lines.append(split)
         sizes = sorted({int(r.get("size") or r.get("members") or 0) for r in rs})
         spreads = spreads_of(rs)
+        workloads = list(dict.fromkeys(str(r.get("workload") or "") for r in rs))
         # per group size: a median across sizes mixes a crash at 4 members with one at 12;
-        # per spread of the heartbeat phases (a grid that sweeps it), likewise
+        # per spread of the heartbeat phases (a grid that sweeps it), likewise; per workload
+        # (a median over two rates is a value no run had)
         for size in sizes:
             for spread in spreads:
-                mine = [r for r in rs if (len(sizes) == 1 or int(
-                    r.get("size") or r.get("members") or 0) == size)
-                    and (len(spreads) == 1 or spreads_of([r]) == [spread])]
-                label = scenario if len(sizes) == 1 else (
-                    f"{scenario}, {size} {member_word(scenario, protocols)}")
-                if len(spreads) > 1:
-                    label += (f", heartbeats spread over up to {spread_text([spread])}"
-                              if spread else ", heartbeats not spread")
-                line = _downtime_line(scenario, label, protocols, settings, mine,
-                                      eager_gaps, spread)
-                if line:
-                    lines.append(line)
+                for workload in workloads:
+                    mine = [r for r in rs if (len(sizes) == 1 or int(
+                        r.get("size") or r.get("members") or 0) == size)
+                        and (len(spreads) == 1 or spreads_of([r]) == [spread])
+                        and (len(workloads) == 1 or str(r.get("workload") or "") == workload)]
+                    if not mine:
+                        continue
+                    label = scenario if len(sizes) == 1 else (
+                        f"{scenario}, {size} {member_word(scenario, protocols)}")
+                    if len(workloads) > 1:
+                        label += f", {workload}"
+                    if len(spreads) > 1:
+                        label += (f", heartbeats spread over up to {spread_text([spread])}"
+                                  if spread else ", heartbeats not spread")
+                    line = _downtime_line(scenario, label, protocols, settings, mine,
+                                          eager_gaps, spread)
+                    if line:
+                        lines.append(line)
     loads = [ld for r in runs if r.get("protocol") in protocols
              for ld in (member_load(r),) if ld is not None]
     beats = [hb for p in protocols for hb in (_heartbeat(settings.get(p, {}), p),) if hb]

@@ -825,10 +825,12 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
                     tds.append("<td>-</td>")
                     continue
                 val, rng = _cell_text(mv.metric, c)
-                if cell_note is not None:
-                    rng = "; ".join(x for x in (rng, cell_note(mv.metric.column, p, row,
-                                                               list(c.values))) if x)
+                note = (cell_note(mv.metric.column, p, row, list(c.values))
+                        if cell_note is not None else "")
                 rng = f"<br><small>{html.escape(rng)}</small>" if rng else ""
+                # a cell's note on a line of its own that wraps, so that the table keeps
+                # its verdict column on the first screen
+                rng += f"<br><small class='note'>{html.escape(note)}</small>" if note else ""
                 cls = " ".join(x for x in (c.mark, "split" if c.split else "",
                                            "apart" if p in apart else "") if x)
                 tds.append(f"<td class='{cls}'>{_mark(c.mark, c.paired)}{html.escape(val)}{rng}</td>")
@@ -939,7 +941,8 @@ LEGEND_FAMILIES: dict[str, str] = {
     "classic": "classic consumer groups (eager: range; cooperative: cooperative-sticky)",
     "consumer": "KIP-848 consumer groups (variant: the server-side assignor)",
     "classic-connect": "Connect as shipped (classic groups)",
-    "connect": "connect group type (this project's, not in Kafka)"}
+    "connect": "connect group type (this project's, not in Kafka)",
+    "share": "KIP-932 share groups"}
 
 
 def protocol_styles(protocols: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -1078,6 +1081,11 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
             # the ranked protocols first and thickest, those shown apart (the connect group
             # type) last, thin and faint: the eye goes to what the tables rank
             rank = ranked(g.protocols)
+            # a share grid's sizes are two setups (one member per partition; three share
+            # members per partition against one consumer and idle ones), not a trend: markers
+            # only, no line or band between them, each protocol a little aside so that one's
+            # seeds do not hide under another's marker
+            setups = axis[0] == "size" and any(family(q) == "share" for q in g.protocols)
             for pi, p in enumerate([*rank, *(q for q in g.protocols if q not in rank)]):
                 apart = p not in rank
                 pts = []
@@ -1111,6 +1119,8 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                     x = r.x if axis[0] == "x" else float(r.size)
                     if c is None or x is None:
                         continue
+                    if setups:
+                        x += 0.35 * (pi - (len(g.protocols) - 1) / 2)
                     trend.append((x, c.median / m.scale))
                     if c.split:
                         # distinct outcomes: each seed a dot, no median line or band through
@@ -1137,25 +1147,39 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 # nested, instead of the last one hiding the others
                 # a protocol the tables do not rank (the connect group type): dashed, thin,
                 # faint and labelled so, where the ranked ones are solid or their own style
+                if setups:  # the seeds' range as an error bar at each setup, no band
+                    ok = [(x, y, lo, hi) for x, y, lo, hi in pts if not math.isnan(y)]
+                    ax.errorbar([x for x, *_ in ok], [y for _, y, _, _ in ok],
+                                yerr=[[y - lo for _, y, lo, _ in ok],
+                                      [hi - y for _, y, _, hi in ok]],
+                                fmt="none", ecolor=st.get("color"), elinewidth=1.2,
+                                capsize=3, zorder=2 + pi)
                 ax.plot([x for x, *_ in pts], [y for _, y, _, _ in pts],
                         label=f"{p} (not ranked)" if apart else p,
                         color=st.get("color"),
-                        linestyle=(0, (3, 3)) if apart else st.get("linestyle", "-"),
+                        linestyle="none" if setups else (
+                            (0, (3, 3)) if apart else st.get("linestyle", "-")),
                         marker=st.get("marker", "o"),
                         linewidth=1.0 if apart else max(4.0 - 0.8 * pi, 1.2),
                         markersize=4.0 if apart else max(11.0 - 2.0 * pi, 4.0),
                         alpha=0.55 if apart else 1.0, zorder=2 + pi)
-                ax.fill_between([x for x, *_ in pts], [lo for *_, lo, _ in pts],
-                                [hi for *_, hi in pts], alpha=0.04 if apart else 0.12,
-                                color=st.get("color"))
+                if not setups:
+                    ax.fill_between([x for x, *_ in pts], [lo for *_, lo, _ in pts],
+                                    [hi for *_, hi in pts], alpha=0.04 if apart else 0.12,
+                                    color=st.get("color"))
                 if seeds:
+                    # a split cell's seeds above every protocol's median marker: its minority
+                    # seeds stay visible
                     ax.scatter([x for x, _ in seeds], [y for _, y in seeds], s=40,
                                color=st.get("color"), edgecolors="black", linewidths=0.4,
-                               marker=st.get("marker", "o"), zorder=4)
+                               marker=st.get("marker", "o"), zorder=20)
                     trend.sort()
-                    ax.plot([x for x, _ in trend], [y for _, y in trend], color=st.get("color"),
-                            linestyle=":", linewidth=1.2, alpha=0.55 if apart else 0.9,
-                            zorder=2 + pi)
+                    if not setups:
+                        ax.plot([x for x, _ in trend], [y for _, y in trend],
+                                color=st.get("color"), linestyle=":", linewidth=1.2,
+                                alpha=0.55 if apart else 0.9, zorder=2 + pi)
+            if setups:  # the ticks at the sizes run, not at the protocols' offsets
+                xs_all = {float(r.size) for r in rows}
             xs = sorted(xs_all)
             if xs and xs[0] > 0 and xs[-1] / xs[0] > LOG_X_SPAN:
                 ax.set_xscale("log")
@@ -1173,6 +1197,11 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
             panel_title += "\n(model input: task stop + start)"
         elif task_time_input(g, m):
             panel_title += "\n(contains the task stop + start input)"
+        elif m.column == "records_reprocessed" and {family(p) for p in g.protocols} >= {
+                "share", "consumer"}:
+            # what a consumer group processes twice after a member loss is what it processed
+            # since its last commit (the tables' commit-interval note)
+            panel_title += "\n(consumer: set by its commit interval)"
         ax.set_title(panel_title, fontsize=10)
         ylabel = axis_label(m)
         thresh = log_threshold(
@@ -1236,7 +1265,12 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
         ax.set_visible(False)
     handles, labels = axes[0].get_legend_handles_labels()
     if handles:
+        share_setups = (axis is not None and axis[0] == "size"
+                        and any(family(q) == "share" for q in g.protocols))
         what = ("median over seeds (bar), each seed (dot)" if axis is None else
+                "median over seeds (marker), range over seeds (bar); two setups, not a trend: "
+                "nothing joins the sizes; where a protocol's seeds split into distinct "
+                "outcomes, each seed a dot" if share_setups else
                 "median over seeds (line), range over seeds (band); where a protocol's seeds "
                 "split into distinct outcomes, each seed a dot and a dotted line through every "
                 "median" + ("; a protocol not ranked: dashed and faint"
@@ -2328,17 +2362,25 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
     parts.append("</ul>")
     parts.append(_violations_html(violations))
     styles = protocol_styles([p for g in verdicts for p in g.protocols])
+    has_share = any(family(p) == "share" for g in verdicts for p in g.protocols)
     parts.append("<h2>Charts</h2><p>Per grid and scenario, each metric of the grid's question "
                  "against the grid's size or swept parameter (ticks at the values run); a "
                  "metric that stays within its floor (zero, or a difference too small to count) "
                  "for every protocol has no panel. Colours are protocol "
                  "families (classic consumer groups blue, KIP-848 consumer groups orange, "
                  "Connect as shipped (classic groups) purple, this project's connect group "
-                 "type green); a family's variants are shades and line styles; a protocol "
+                 "type green" + ("; KIP-932 share groups black and grey" if has_share else "")
+                 + "); a family's variants are shades and line styles; a protocol "
                  "the tables do not rank (the connect group type) is dashed, faint and "
                  "labelled not ranked. Where a protocol's seeds split into distinct outcomes "
                  "its seeds are dots, with no band through values no seed had, and a thin "
-                 "dotted line joins its medians, the split cell's too.</p>")
+                 "dotted line joins its medians, the split cell's too."
+                 + (" A share grid's group sizes are two setups (one member per partition; "
+                    "three share members per partition against one consumer member and idle "
+                    "ones), not a trend: each cell is a marker with its seeds' range, nothing "
+                    "joins them, and each protocol is drawn a little aside so that no split "
+                    "cell's seeds hide under another protocol's marker." if has_share else "")
+                 + "</p>")
     for g in verdicts:
         for t, name, why in grid_charts(g, rdir, styles):
             if name is None:
