@@ -18,6 +18,7 @@ import pytest
 from groupcoord.lab.mechanism import (
     crossover_heartbeat_wait,
     heartbeat_gap_clause,
+    heartbeat_gap_detail,
     with_heartbeat_condition,
 )
 from groupcoord.lab.runs import build_scenario, simulate_run
@@ -143,16 +144,21 @@ def test_condition_b_reads_what_the_1s_interval_does_to_the_gap_from_the_runs() 
     verdicts = grid_verdicts({"spec": "paper", "grids": [TT_GRID]}, _tt_runs())
     text = heartbeat_gap_clause(verdicts)
     assert "not swept" not in text
-    assert ("classic-connect:sessioned against classic-connect:eager at 1 s beside 3 s "
-            "(kip415-task-times, 3 cells, task downtime, medians): the 1 s interval lowers "
-            "classic-connect:sessioned's in 3 of 3 cells and classic-connect:eager's in 1"
-            ) in text
     # eager led in the 1 s-task and 10 ms-task cells; at 1 s it still leads in the first
     # only: its lead 51.1 + 38 = 89.1 task·s at 3 s, 11.1 - 0.5 = 10.6 at 1 s
-    assert ("(2 cells) it still does at 1 s in 1, its lead summed over those cells 89.1 task·s "
-            "at 3 s and 10.6 task·s at 1 s") in text
+    assert ("classic-connect:sessioned against classic-connect:eager, 1 s beside 3 s "
+            "(kip415-task-times, 3 cells, task downtime, medians): classic-connect:eager costs "
+            "less at 3 s in 2 and still at 1 s in 1, its lead over those 2 summed: 89.1 task·s "
+            "at 3 s and 10.6 task·s at 1 s") in text, text
+    # the cell by cell detail is the note under the conditions (the condition stays short)
+    assert text.endswith("(detail in the note under these conditions)")
+    detail = heartbeat_gap_detail(verdicts)
+    assert ("classic-connect:sessioned against classic-connect:eager: the 1 s interval lowers "
+            "classic-connect:sessioned's in 3 of 3 cells and classic-connect:eager's in 1"
+            ) in detail
     assert "(the widest, kip415-worker-joins, 12 workers, 16x8c-task1s: 60.9 task·s against " \
-           "9.82 task·s at 3 s, 20.9 task·s against 9.82 task·s at 1 s)" in text
+           "9.82 task·s at 3 s, 20.9 task·s against 9.82 task·s at 1 s)" in detail
+    assert "the widest" not in text and "lowers" not in text
 
 
 def test_without_1s_columns_condition_b_still_says_not_swept() -> None:

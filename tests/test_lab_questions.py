@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from groupcoord.lab.verdict import MAX_CLAIMS, claims, grid_verdicts, words
+from groupcoord.lab.verdict import MAX_CLAIMS, MAX_WORDS, claims, grid_verdicts, labelled_words
 
 EAGER, COOP = "classic:eager", "classic:cooperative"
 
@@ -65,7 +65,7 @@ def test_every_question_of_its_own_gets_a_sentence() -> None:
     assert by_grid["rolling"].command.startswith(
         "groupcoord lab run --spec paper --scenario rolling-bounce --size 10"), \
         by_grid["rolling"].command
-    assert all(words(c.text) < 60 for c in found)
+    assert all(labelled_words(c) <= MAX_WORDS for c in found)
 
 
 def test_a_sentence_on_a_grid_another_sentence_quotes_is_not_shown() -> None:

@@ -413,3 +413,23 @@ def test_the_verdict_tables_print_the_brokers_share_lag_in_the_share_lag_peak_ce
     assert "broker" not in consumer_cell
     assert "broker&#x27;s share lag peak (raw) 1,802" in verdict_html(g, cell_note=note)
     assert "broker" not in verdict_md(g)  # without the note: the table as before
+
+
+def test_a_cells_note_is_a_wrapping_line_of_its_own_in_html() -> None:
+    """The first screen at 1,400 px: a share lag-peak cell's broker note, on the range's
+    unbreakable line, pushed the verdict column off the right edge; it is a line of its own
+    (``small.note``, which wraps), the range's line stays as it was."""
+    from groupcoord.lab.report import verdict_html
+    from groupcoord.lab.share_report import broker_lag_note
+    from groupcoord.lab.verdict import grid_verdict
+
+    grid = {"name": "owner", "protocols": [SHARE, KIP848], "metrics": ["lag_peak"]}
+    runs = [_run(SHARE, "1x4-busy", s, scenario="owner-crash", fault_rate=0.0, caught_up=True,
+                 lag_peak=float(s), control_lag_peak=18.0, share_lag_peak=1_800 + s)
+            for s in range(5)]
+    runs += [_run(KIP848, "1x4-busy", s, scenario="owner-crash", fault_rate=0.0,
+                  caught_up=True, lag_peak=2_800.0 + s, control_lag_peak=12.0)
+             for s in range(5)]
+    page = verdict_html(grid_verdict(grid, runs), cell_note=broker_lag_note(runs))
+    assert ("<br><small>0\u20134</small><br><small class='note'>broker&#x27;s share lag peak "
+            "(raw) 1,802 (1,800\u20131,804)</small>") in page

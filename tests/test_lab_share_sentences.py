@@ -125,7 +125,7 @@ def test_the_kills_sentence_says_where_its_familys_lost_hosts_split() -> None:
     limit stopped a partition, from the runs."""
     _, (new,), _ = _page(_runs(crash_stops=2))
     assert new.scenario == "owner-kill"
-    assert ("Above the lock limit its family's lost hosts (crashes) stopped a partition: "
+    assert ("Above the lock limit its lost hosts stopped a partition in the model: "
             "owner-crash on 2 of 5 seeds (1x4-busy80).") in new.text
     _, (more,), _ = _page(_runs(crash_stops=4))
     assert "owner-crash on 4 of 5 seeds (1x4-busy80)" in more.text
@@ -151,3 +151,51 @@ def test_a_share_condition_shared_by_several_sentences_is_stated_once() -> None:
         over.split("; ")[0]]
     # a clause without the share shape is left whole
     assert split_conditions(["members 20% busy; heartbeat"]) == ("members 20% busy; heartbeat",)
+
+
+def test_the_lost_hosts_stop_is_said_to_be_the_models_held_fetch_with_the_wires_count() -> None:
+    """A lost host strands records on nearly every seed in the model because it serves the
+    ShareFetch the lost host left waiting at the broker (Kafka's DelayedShareFetch completes on
+    the partition's next records): the claim says the stop is the model's, the note says
+    the mechanism, where it stops being near-certain (a fetch answered
+    empty after its max wait) and the wire's count, both read from the shipped share
+    calibration, never "a draw per seed"."""
+    from groupcoord.lab.share_marks import held_fetch_clause, wire_lost_hosts
+    from groupcoord.lab.share_report import load_share_calibration
+    from groupcoord.sim.share_convergence import FETCH_MAX_WAIT_MS
+
+    shipped = [(c["scenario"], c["members"], c["workload"], c["lost_host"]["wire_stopped"],
+                c["lost_host"]["runs"]) for c in load_share_calibration() if c.get("lost_host")]
+    assert shipped and wire_lost_hosts() == shipped
+    (scen, size, wl, k, n), = shipped
+    runs = _runs(crash_stops=5)
+    _, (new,), page = _page(runs)
+    assert "stopped a partition in the model: owner-crash on 5 of 5 seeds" in new.text
+    held = held_fetch_clause(runs)
+    assert "serves the ShareFetch the lost host left waiting at the broker" in held
+    assert f"within a fetch's {FETCH_MAX_WAIT_MS} ms max wait (this page: one every 12.5 ms " \
+           "(1x4-busy80))" in held
+    assert "answered empty and strands nothing" in held
+    assert f"stopped its partition on {k} of {n} runs ({scen} at {size} on {wl})" in held
+    assert held in page and "a draw per seed" not in page
+    # a calibration without a lost-host cell: no wire count, the mechanism still said
+    assert "on the wire" not in held_fetch_clause(runs, cells=[])
+    # no crash above the limit on the page: nothing to explain
+    assert held_fetch_clause([r for r in runs if r["scenario"] != "owner-crash"
+                              or r["workload"] != "1x4-busy80"]) == ""
+
+
+def test_a_share_lag_peak_sentence_has_the_brokers_share_lag_beside_it() -> None:
+    """What an operator's share-group lag alert reads is the broker's share lag (log end
+    offset minus the share-partition start offset), not the processed-based excess peak the
+    tables mark: a sentence quoting a share group's lag peak puts the broker's figure (median
+    over the same seeds) beside it."""
+    runs = _runs()
+    for r in runs:
+        if (r["protocol"], r["scenario"], r["workload"]) == (SHARE, "owner-kill", "1x4-busy80"):
+            r["share_lag_peak"] = 20 + 10 * r["seed"]  # 20, 30, 40, 50, 60: median 40
+    _, (new,), _ = _page(runs)
+    assert "0 records (range 0\u20133 records; the broker's share lag 40) against 3,502" in new.text
+    # without the broker's figure in the runs the sentence is as it was
+    _, (plain,), _ = _page(_runs())
+    assert "broker's share lag" not in plain.text

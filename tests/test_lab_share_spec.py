@@ -319,11 +319,14 @@ def test_a_killed_owner_releases_its_records_where_a_crashed_one_stops_the_parti
 
 
 def test_the_lost_host_cells_run_enough_seeds_for_their_stall_rate() -> None:
-    """A lost host stops its partition at the lock limit only if it held acquired records when
-    it died, a draw per seed: owner-crash at 12 on 1x4-hot and 1x4-busy80 runs 20 seeds and 20
-    fresh ones (the sixth share review's 20-seed control found 15 stops where the page's 10
-    seeds had 2), their first 10 the seeds they had at 5 + 5; the killed owner's cells (no
-    draw: its records are released on close) keep 5 + 5."""
+    """A lost host stops its partition at the lock limit where it holds acquired records:
+    owner-crash at 12 on 1x4-hot and 1x4-busy80 runs 20 seeds and 20 fresh ones, their first
+    10 the seeds they had at 5 + 5; the killed owner's cells (its records are released on
+    close) keep 5 + 5. The grid's description says why a lost host holds records on nearly
+    every seed (the model serves the ShareFetch it left waiting, as Kafka's broker completes a
+    waiting share fetch when records arrive), and at what wait it strands nothing (the
+    model's max wait), never "a draw per seed"."""
+    from groupcoord.sim.share_convergence import FETCH_MAX_WAIT_MS
     runs = expand(load_spec(str(SPEC)))
     for scenario, want in (("owner-crash", 40), ("owner-kill", 10)):
         for w in ("1x4-hot", "1x4-busy80"):
@@ -334,9 +337,30 @@ def test_the_lost_host_cells_run_enough_seeds_for_their_stall_rate() -> None:
     spec = load_spec(str(SPEC))
     g = next(g for g in spec.grids if g.name == "lock-rate-owner")
     assert (g.seeds, g.confirm_seeds, g.scenarios) == (20, 20, ("owner-crash",))
+    text = " ".join(g.description.split())
+    assert "a draw per seed" not in text and "draw" not in text
+    assert "serves the ShareFetch it left waiting at the broker" in text
+    assert f"answered empty after its max wait ({FETCH_MAX_WAIT_MS} ms)" in text
     # the same seeds as every other cell's replicates (drawn per cell and replicate, not grid)
     hot = {r.replicate: r.seed for r in runs if (r.scenario, r.workload, r.protocol)
            == ("owner-crash", "1x4-hot", "share:simple")}
     kill = {r.replicate: r.seed for r in runs if (r.scenario, r.workload, r.protocol)
             == ("owner-kill", "1x4-hot", "share:simple")}
     assert len(set(hot.values())) == 40 and set(kill) <= set(hot)
+
+
+def test_the_share_specs_words_say_what_the_page_has_and_what_the_poison_back_off_is() -> None:
+    """The spec's head does not say "one grid" (the share comparison runs in several); the
+    poison workload is not "as in the field": its 5 attempts 1 s apart are said to be kinder to
+    the consumer group than Spring Kafka's DefaultErrorHandler default (10 attempts, no
+    back-off); poison-lock's negative records processed twice (crowd-crash at 4) is said to be
+    the control's own churn under a lock shorter than the attempt."""
+    spec = load_spec(str(SPEC))
+    head = " ".join(spec.description.split())
+    assert "one grid" not in head and len(spec.grids) > 1
+    share = " ".join(next(g for g in spec.grids if g.name == "share").description.split())
+    assert "as in the field" not in share
+    assert ("kinder to the consumer group than Spring Kafka's DefaultErrorHandler default of 10 "
+            "attempts with no back-off") in share
+    lock = " ".join(next(g for g in spec.grids if g.name == "poison-lock").description.split())
+    assert "negative records processed twice" in lock and "the control's own churn" in lock

@@ -1075,6 +1075,46 @@ def conditions(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
                if any(family(p) == "classic" for p in protocols) else ""))
 
 
+#: A share group's (KIP-932) broker settings that set its lock-limit stop.
+SHARE_LOCK_DURATION = "group.share.record.lock.duration.ms"
+SHARE_MAX_LOCKS = "group.share.partition.max.record.locks"
+
+
+def lock_limit_stop_ms(run: Mapping[str, Any]) -> tuple[float, int, float, float] | None:
+    """The lock-limit stop a lost host (a crash: nothing closes) causes at this run's rate,
+    as (stop ms, max.record.locks, lock duration ms, records/s a partition): KIP-932's
+    in-flight limit, ``group.share.partition.max.record.locks`` offsets beyond the
+    share-partition start offset, fills ``locks / rate`` seconds into the lost host's 30 s
+    lock, and the partition stops for its other members for the rest of the lock. None for
+    a run that is not a share run with a lock duration in its settings, or whose rate never
+    fills the limit within the lock."""
+    from groupcoord.coordinator.share_partitions.config import DEFAULT_MAX_RECORD_LOCKS
+
+    if family(str(run.get("protocol"))) != "share":
+        return None
+    s = run_settings(run)
+    dur, rate = s.get(SHARE_LOCK_DURATION), work_value(run, "records_per_s")
+    if not isinstance(dur, int | float) or not rate:
+        return None
+    locks = int(s.get(SHARE_MAX_LOCKS) or DEFAULT_MAX_RECORD_LOCKS)
+    stop = float(dur) - locks / float(rate) * 1000.0
+    return (stop, locks, float(dur), float(rate)) if stop > 0 else None
+
+
+def _lock_limit_text(per: float, rs: Sequence[Mapping[str, Any]], protocol: str) -> str:
+    """" (the lock-limit stop: ...)" where a share protocol's downtime per moved partition
+    in a crash matches the lock-limit arithmetic of its runs' rate (within 10 %), else ""."""
+    mine = [r for r in rs if r.get("protocol") == protocol]
+    stops = {lock_limit_stop_ms(r) for r in mine}
+    if len(stops) != 1 or (got := stops.pop()) is None:
+        return ""
+    stop, locks, dur, rate = got
+    if abs(per - stop) > 0.1 * stop:
+        return ""
+    return (f" (the lock-limit stop: a {_ms(dur)} lock less {number(locks)} locks / "
+            f"{number(rate)} records/s a partition = {_ms(stop)})")
+
+
 def _downtime_line(scenario: str, label: str, protocols: Sequence[str],
                    settings: Mapping[str, Mapping[str, Any]], rs: Sequence[Mapping[str, Any]],
                    eager_gaps: list[tuple[str, float]], spread: float = 0) -> str | None:
@@ -1091,10 +1131,16 @@ def _downtime_line(scenario: str, label: str, protocols: Sequence[str],
             continue
         hb = _heartbeat(settings.get(p, {}), p)
         st = _heartbeat(settings.get(p, {}), p, SESSION_KEYS)
-        beat = ""
+        # a share partition stops after a lost host at the lock limit where its other
+        # members fetch it: the rate's arithmetic names that, never a heartbeat whose
+        # value happens to be near
+        share_crash = family(p) == "share" and "crash" in event_kinds(rs[0])
+        beat = _lock_limit_text(per[p], rs, p) if share_crash else ""
+        if beat:
+            pass
         # (an eager member's gap is a join round, never a heartbeat: an eager figure
         # near one is a coincidence of the moves it is spread over, as in a crash)
-        if hb and not is_eager(p) and 0.5 * hb <= per[p] <= 1.5 * hb:
+        elif hb and not is_eager(p) and not share_crash and 0.5 * hb <= per[p] <= 1.5 * hb:
             beat = f" (about one {_ms(hb)} heartbeat)"
             by_beat.append(p)
         elif st and 0.7 * st <= per[p] <= 1.3 * st:
@@ -1164,22 +1210,30 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
             lines.append(split)
         sizes = sorted({int(r.get("size") or r.get("members") or 0) for r in rs})
         spreads = spreads_of(rs)
+        workloads = list(dict.fromkeys(str(r.get("workload") or "") for r in rs))
         # per group size: a median across sizes mixes a crash at 4 members with one at 12;
-        # per spread of the heartbeat phases (a grid that sweeps it), likewise
+        # per spread of the heartbeat phases (a grid that sweeps it), likewise; per workload
+        # (a median over two rates is a value no run had)
         for size in sizes:
             for spread in spreads:
-                mine = [r for r in rs if (len(sizes) == 1 or int(
-                    r.get("size") or r.get("members") or 0) == size)
-                    and (len(spreads) == 1 or spreads_of([r]) == [spread])]
-                label = scenario if len(sizes) == 1 else (
-                    f"{scenario}, {size} {member_word(scenario, protocols)}")
-                if len(spreads) > 1:
-                    label += (f", heartbeats spread over up to {spread_text([spread])}"
-                              if spread else ", heartbeats not spread")
-                line = _downtime_line(scenario, label, protocols, settings, mine,
-                                      eager_gaps, spread)
-                if line:
-                    lines.append(line)
+                for workload in workloads:
+                    mine = [r for r in rs if (len(sizes) == 1 or int(
+                        r.get("size") or r.get("members") or 0) == size)
+                        and (len(spreads) == 1 or spreads_of([r]) == [spread])
+                        and (len(workloads) == 1 or str(r.get("workload") or "") == workload)]
+                    if not mine:
+                        continue
+                    label = scenario if len(sizes) == 1 else (
+                        f"{scenario}, {size} {member_word(scenario, protocols)}")
+                    if len(workloads) > 1:
+                        label += f", {workload}"
+                    if len(spreads) > 1:
+                        label += (f", heartbeats spread over up to {spread_text([spread])}"
+                                  if spread else ", heartbeats not spread")
+                    line = _downtime_line(scenario, label, protocols, settings, mine,
+                                          eager_gaps, spread)
+                    if line:
+                        lines.append(line)
     loads = [ld for r in runs if r.get("protocol") in protocols
              for ld in (member_load(r),) if ld is not None]
     beats = [hb for p in protocols for hb in (_heartbeat(settings.get(p, {}), p),) if hb]
@@ -1291,9 +1345,8 @@ def heartbeat_gap_clause(verdicts: Sequence[GridVerdict]) -> str:
         text += "; also run at " + ", ".join(_ms(b) for b in swept) + " (their own rows)"
     else:
         text += "; no shorter interval was run for them (not swept)"
-    pair = _kip848_interval_pair(verdicts)
-    if pair:
-        text += "; " + pair
+    if heartbeat_gap_detail(verdicts):
+        text += " (detail in the note under these conditions)"
     return text
 
 
@@ -1421,35 +1474,57 @@ def _swept_gaps(verdicts: Sequence[GridVerdict]) -> dict[tuple[str, str], list[S
 
 
 def _gap_words(gs: Sequence[SweptGap]) -> str:
-    """What the shorter interval does to one protocol's gap to eager over its swept cells:
-    where eager cost less at the default interval, at how many of them it still does at the
-    shorter one and how much of the gap is left (medians); the cell where eager led by most,
-    each column's median; what the shorter interval does to the incremental protocol and to
-    eager, cell by cell."""
+    """What the shorter interval does to one protocol's gap to eager over its swept cells, as
+    condition (b) says it: in how many of them eager cost less at the default interval, in how
+    many it still does at the shorter one, and its lead summed over those cells at both
+    (medians); the cell by cell detail is :func:`_gap_detail`'s."""
     x0 = gs[0]
     m = x0.metric
     where = sorted({x.grid for x in gs})
     lead = [x for x in gs if x.gap > 0]
+    text = (f"{x0.incremental} against {x0.eager}, {_ms(x0.short_ms)} beside "
+            f"{_ms(x0.default_ms)} ({', '.join(where)}, {len(gs)} cells, "
+            f"{short_label(m, excess=True)}, medians): {x0.eager} costs less at "
+            f"{_ms(x0.default_ms)} in ")
+    if not lead:
+        return text + "none of them"
+    still = [x for x in lead if x.gap_short > 0]
+    return text + (f"{len(lead)} and still at {_ms(x0.short_ms)} in {len(still)}, its lead "
+                   f"over those {len(lead)} summed: {m.fmt(sum(x.gap for x in lead))} at "
+                   f"{_ms(x0.default_ms)} and {m.fmt(sum(x.gap_short for x in lead))} at "
+                   f"{_ms(x0.short_ms)}")
+
+
+def _gap_detail(gs: Sequence[SweptGap]) -> str:
+    """The cell by cell detail of :func:`_gap_words` (the note under the conditions): in how
+    many cells the shorter interval lowers each protocol's cost, and the cell where eager led
+    by most, each column's median."""
+    x0 = gs[0]
+    m = x0.metric
     inc_down = sum(1 for x in gs if x.inc_short < x.inc)
     eag_down = sum(1 for x in gs if x.eag_short < x.eag)
-    text = (f"{x0.incremental} against {x0.eager} at {_ms(x0.short_ms)} beside "
-            f"{_ms(x0.default_ms)} ({', '.join(where)}, {len(gs)} cells, "
-            f"{short_label(m, excess=True)}, medians): the {_ms(x0.short_ms)} interval lowers "
+    text = (f"{x0.incremental} against {x0.eager}: the {_ms(x0.short_ms)} interval lowers "
             f"{x0.incremental}'s in {inc_down} of {len(gs)} cells and {x0.eager}'s in "
             f"{eag_down}")
+    lead = [x for x in gs if x.gap > 0]
     if not lead:
-        return text + f"; {x0.eager} costs less at {_ms(x0.default_ms)} in none of them"
-    still = [x for x in lead if x.gap_short > 0]
-    text += (f"; where {x0.eager} costs less at {_ms(x0.default_ms)} ({len(lead)} cells) it "
-             f"still does at {_ms(x0.short_ms)} in {len(still)}, its lead summed over those "
-             f"cells {m.fmt(sum(x.gap for x in lead))} at {_ms(x0.default_ms)} and "
-             f"{m.fmt(sum(x.gap_short for x in lead))} at {_ms(x0.short_ms)}")
+        return text
     top = max(lead, key=lambda x: x.gap)
-    text += (f" (the widest, {top.scenario}, {top.size} {member_word(top.scenario, [top.eager])}"
-             f", {top.workload}: {m.fmt(top.inc)} against {m.fmt(top.eag)} at "
-             f"{_ms(top.default_ms)}, {m.fmt(top.inc_short)} against {m.fmt(top.eag_short)} "
-             f"at {_ms(top.short_ms)})")
-    return text
+    return text + (f" (the widest, {top.scenario}, {top.size} "
+                   f"{member_word(top.scenario, [top.eager])}, {top.workload}: "
+                   f"{m.fmt(top.inc)} against {m.fmt(top.eag)} at {_ms(top.default_ms)}, "
+                   f"{m.fmt(top.inc_short)} against {m.fmt(top.eag_short)} at "
+                   f"{_ms(top.short_ms)})")
+
+
+def heartbeat_gap_detail(verdicts: Sequence[GridVerdict]) -> str:
+    """What condition (b) (:func:`heartbeat_gap_clause`) leaves to the note under the
+    conditions: each swept pair's cells in detail, and KIP-848's ``consumer:uniform`` at
+    several intervals in one cell. "" when there is none."""
+    parts = [_gap_detail(gs) for gs in _swept_gaps(verdicts).values()]
+    if pair := _kip848_interval_pair(verdicts):
+        parts.append(pair)
+    return "; ".join(parts)
 
 
 def _kip848_interval_pair(verdicts: Sequence[GridVerdict]) -> str:
@@ -1738,6 +1813,7 @@ __all__ = [
     "downtime_per_move",
     "event_kinds",
     "heartbeat_gap_clause",
+    "heartbeat_gap_detail",
     "is_eager",
     "mechanisms",
     "member_load",

@@ -35,7 +35,7 @@ import statistics
 import sys
 import textwrap
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -63,6 +63,8 @@ from groupcoord.lab.mechanism import (
     attach_balance_after_last,
     attach_moving_downtime,
     connect_leaves_out,
+    heartbeat_gap_clause,
+    heartbeat_gap_detail,
     mechanisms,
     row_loads,
     split_branch_cause,
@@ -114,7 +116,9 @@ from groupcoord.lab.verdict import (
     claims,
     comparisons,
     distinct_marks,
+    fit,
     grid_verdicts,
+    is_companion,
     member_word,
     modes,
     natural_key,
@@ -126,6 +130,7 @@ from groupcoord.lab.verdict import (
     star,
     task_time_input,
     usable,
+    words,
 )
 
 log = logging.getLogger(__name__)
@@ -820,10 +825,12 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
                     tds.append("<td>-</td>")
                     continue
                 val, rng = _cell_text(mv.metric, c)
-                if cell_note is not None:
-                    rng = "; ".join(x for x in (rng, cell_note(mv.metric.column, p, row,
-                                                               list(c.values))) if x)
+                note = (cell_note(mv.metric.column, p, row, list(c.values))
+                        if cell_note is not None else "")
                 rng = f"<br><small>{html.escape(rng)}</small>" if rng else ""
+                # a cell's note on a line of its own that wraps, so that the table keeps
+                # its verdict column on the first screen
+                rng += f"<br><small class='note'>{html.escape(note)}</small>" if note else ""
                 cls = " ".join(x for x in (c.mark, "split" if c.split else "",
                                            "apart" if p in apart else "") if x)
                 tds.append(f"<td class='{cls}'>{_mark(c.mark, c.paired)}{html.escape(val)}{rng}</td>")
@@ -934,7 +941,8 @@ LEGEND_FAMILIES: dict[str, str] = {
     "classic": "classic consumer groups (eager: range; cooperative: cooperative-sticky)",
     "consumer": "KIP-848 consumer groups (variant: the server-side assignor)",
     "classic-connect": "Connect as shipped (classic groups)",
-    "connect": "connect group type (this project's, not in Kafka)"}
+    "connect": "connect group type (this project's, not in Kafka)",
+    "share": "KIP-932 share groups"}
 
 
 def protocol_styles(protocols: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -1073,6 +1081,11 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
             # the ranked protocols first and thickest, those shown apart (the connect group
             # type) last, thin and faint: the eye goes to what the tables rank
             rank = ranked(g.protocols)
+            # a share grid's sizes are two setups (one member per partition; three share
+            # members per partition against one consumer and idle ones), not a trend: markers
+            # only, no line or band between them, each protocol a little aside so that one's
+            # seeds do not hide under another's marker
+            setups = axis[0] == "size" and any(family(q) == "share" for q in g.protocols)
             for pi, p in enumerate([*rank, *(q for q in g.protocols if q not in rank)]):
                 apart = p not in rank
                 pts = []
@@ -1106,6 +1119,8 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                     x = r.x if axis[0] == "x" else float(r.size)
                     if c is None or x is None:
                         continue
+                    if setups:
+                        x += 0.35 * (pi - (len(g.protocols) - 1) / 2)
                     trend.append((x, c.median / m.scale))
                     if c.split:
                         # distinct outcomes: each seed a dot, no median line or band through
@@ -1132,25 +1147,39 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 # nested, instead of the last one hiding the others
                 # a protocol the tables do not rank (the connect group type): dashed, thin,
                 # faint and labelled so, where the ranked ones are solid or their own style
+                if setups:  # the seeds' range as an error bar at each setup, no band
+                    ok = [(x, y, lo, hi) for x, y, lo, hi in pts if not math.isnan(y)]
+                    ax.errorbar([x for x, *_ in ok], [y for _, y, _, _ in ok],
+                                yerr=[[y - lo for _, y, lo, _ in ok],
+                                      [hi - y for _, y, _, hi in ok]],
+                                fmt="none", ecolor=st.get("color"), elinewidth=1.2,
+                                capsize=3, zorder=2 + pi)
                 ax.plot([x for x, *_ in pts], [y for _, y, _, _ in pts],
                         label=f"{p} (not ranked)" if apart else p,
                         color=st.get("color"),
-                        linestyle=(0, (3, 3)) if apart else st.get("linestyle", "-"),
+                        linestyle="none" if setups else (
+                            (0, (3, 3)) if apart else st.get("linestyle", "-")),
                         marker=st.get("marker", "o"),
                         linewidth=1.0 if apart else max(4.0 - 0.8 * pi, 1.2),
                         markersize=4.0 if apart else max(11.0 - 2.0 * pi, 4.0),
                         alpha=0.55 if apart else 1.0, zorder=2 + pi)
-                ax.fill_between([x for x, *_ in pts], [lo for *_, lo, _ in pts],
-                                [hi for *_, hi in pts], alpha=0.04 if apart else 0.12,
-                                color=st.get("color"))
+                if not setups:
+                    ax.fill_between([x for x, *_ in pts], [lo for *_, lo, _ in pts],
+                                    [hi for *_, hi in pts], alpha=0.04 if apart else 0.12,
+                                    color=st.get("color"))
                 if seeds:
+                    # a split cell's seeds above every protocol's median marker: its minority
+                    # seeds stay visible
                     ax.scatter([x for x, _ in seeds], [y for _, y in seeds], s=40,
                                color=st.get("color"), edgecolors="black", linewidths=0.4,
-                               marker=st.get("marker", "o"), zorder=4)
+                               marker=st.get("marker", "o"), zorder=20)
                     trend.sort()
-                    ax.plot([x for x, _ in trend], [y for _, y in trend], color=st.get("color"),
-                            linestyle=":", linewidth=1.2, alpha=0.55 if apart else 0.9,
-                            zorder=2 + pi)
+                    if not setups:
+                        ax.plot([x for x, _ in trend], [y for _, y in trend],
+                                color=st.get("color"), linestyle=":", linewidth=1.2,
+                                alpha=0.55 if apart else 0.9, zorder=2 + pi)
+            if setups:  # the ticks at the sizes run, not at the protocols' offsets
+                xs_all = {float(r.size) for r in rows}
             xs = sorted(xs_all)
             if xs and xs[0] > 0 and xs[-1] / xs[0] > LOG_X_SPAN:
                 ax.set_xscale("log")
@@ -1168,6 +1197,11 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
             panel_title += "\n(model input: task stop + start)"
         elif task_time_input(g, m):
             panel_title += "\n(contains the task stop + start input)"
+        elif m.column == "records_reprocessed" and {family(p) for p in g.protocols} >= {
+                "share", "consumer"}:
+            # what a consumer group processes twice after a member loss is what it processed
+            # since its last commit (the tables' commit-interval note)
+            panel_title += "\n(consumer: set by its commit interval)"
         ax.set_title(panel_title, fontsize=10)
         ylabel = axis_label(m)
         thresh = log_threshold(
@@ -1231,7 +1265,12 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
         ax.set_visible(False)
     handles, labels = axes[0].get_legend_handles_labels()
     if handles:
+        share_setups = (axis is not None and axis[0] == "size"
+                        and any(family(q) == "share" for q in g.protocols))
         what = ("median over seeds (bar), each seed (dot)" if axis is None else
+                "median over seeds (marker), range over seeds (bar); two setups, not a trend: "
+                "nothing joins the sizes; where a protocol's seeds split into distinct "
+                "outcomes, each seed a dot" if share_setups else
                 "median over seeds (line), range over seeds (band); where a protocol's seeds "
                 "split into distinct outcomes, each seed a dot and a dotted line through every "
                 "median" + ("; a protocol not ranked: dashed and faint"
@@ -1478,10 +1517,23 @@ def _build_report(out: Path, rdir: Path) -> Path:
         verdicts = grid_verdicts(meta, runs)
         unmark_commit_dependent(verdicts)  # the share comparison's marks (lab.share_marks)
         unmark_broker_lag(verdicts, runs)
-        found = with_client_notes(with_caveats(with_heartbeat_condition(with_conditions(
-            claims(verdicts, family_of=family_key(runs)), verdicts, runs), verdicts),
-            verdicts, runs), verdicts)
+        intro = str(meta.get("description") or "")
+
+        def page_claims(noted: Collection[str] = ()) -> list[Claim]:
+            return with_client_notes(with_caveats(with_heartbeat_condition(with_conditions(
+                claims(verdicts, family_of=family_key(runs), intro=intro, noted=noted),
+                verdicts, runs), verdicts), verdicts, runs), verdicts)
+
+        found = page_claims()
+        # a grid whose question a split cell's note answers (it names the grid that swept the
+        # cell's deciding input) needs no sentence of its own: its place goes to the next
+        notes = calibration_notes(found, verdicts, runs)
+        noted = {g.name for g in verdicts for n in notes if re.search(
+            rf"swept at these workers \([^)]*(?<![\w-]){re.escape(g.name)}(?![\w-])", n)}
+        if noted:
+            found = page_claims(noted)
         found = share_claims(found, claims(verdicts, limit=len(runs) + 1), verdicts, runs)
+        found = fitted(found, verdicts)
         all_seed_outcomes(verdicts)  # a share page's split cells over both seed sets
         html_parts.append(_sweep_html(meta, verdicts, found, violations, rdir, runs))
         md_parts.append(_sweep_md(meta, verdicts, found, violations, runs))
@@ -1674,6 +1726,67 @@ def sentence_text(c: Claim, letters: Mapping[str, str],
     if c.conditions:
         text += " Conditions: " + ", ".join(f"({letters[x]})" for x in c.conditions) + "."
     return text
+
+
+def _names(text: str, grid: str) -> bool:
+    """Whether ``text`` names ``grid``: a hyphenated name anywhere as a word, a one-word name
+    (``rolling``, ``anchor``) only as a reference, in brackets or parentheses."""
+    if "-" in grid:
+        return re.search(rf"(?<![\w-]){re.escape(grid)}(?![\w-])", text) is not None
+    return re.search(rf"[(\[]{re.escape(grid)}[,:;)\]]", text) is not None
+
+
+def answers_text(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
+                 notes: Sequence[str] = ()) -> str:
+    """Where the page answers each grid's question, computed from the sentences: the numbers
+    of the sentences that say it (or name the grid), else of those whose note names it (a
+    mark's limit quoting that grid), else its table only, so that the introduction promises
+    no answer the page does not hold."""
+    if not found:
+        return ""
+    parts = []
+    where_of: dict[str, str] = {}
+    for g in verdicts:
+        if is_companion(g, verdicts):
+            # its findings are read beside its parent's (the grid its labels vary)
+            bases = {p.partition("@")[0] for p in g.protocols}
+            cells = {(r.scenario, r.size, r.workload) for r in g.rows}
+            parent = next(o for o in verdicts if bases <= set(o.protocols) and cells <= {
+                (r.scenario, r.size, r.workload) for r in o.rows})
+            parts.append(f"{g.name}: with {parent.name}, {where_of.get(parent.name, '')}")
+            continue
+        said = [i for i, c in enumerate(found, 1) if c.grid == g.name or _names(c.text, g.name)]
+        extra = list(notes) + [""] * (len(found) - len(notes))
+        noted = [i for i, c in enumerate(found, 1)
+                 if i not in said and any(_names(x, g.name) for x in (*c.caveats, extra[i - 1]))]
+        if said:
+            where = ", ".join(map(str, said))
+        elif noted:
+            where = "the note under " + ", ".join(map(str, noted))
+        else:
+            few = " (fewer than 5 seeds)" if g.seeds < CLAIM_MIN_SEEDS else ""
+            where = f"its table only{few}"
+        where_of[g.name] = where
+        parts.append(f"{g.name}: {where}")
+    return ("Where the page answers each grid's question (the numbered sentences under What "
+            "the tables show): " + "; ".join(parts) + ".")
+
+
+def conditions_note(letters: Mapping[str, str], verdicts: Sequence[GridVerdict]) -> str:
+    """The note under the conditions: what the heartbeat condition leaves to it (each swept
+    pair's cells in detail: ``mechanism.heartbeat_gap_detail``); "" where none."""
+    clause = heartbeat_gap_clause(verdicts)
+    detail = heartbeat_gap_detail(verdicts) if clause in letters else ""
+    return f"Note to ({letters[clause]}): {detail}." if detail else ""
+
+
+def fitted(found: Sequence[Claim], verdicts: Sequence[GridVerdict]) -> list[Claim]:
+    """The sentences as the page prints them (:func:`sentence_text`: labels for the protocols
+    the line above names, the letters of the conditions) within ``verdict.MAX_WORDS`` words
+    each: what runs over goes to the note under it (``verdict.fit``), nothing dropped."""
+    letters = condition_letters(found)
+    names = protocol_names(found, verdicts)
+    return [fit(c, lambda x: words(sentence_text(x, letters, names))) for c in found]
 
 
 def caveat_text(c: Claim) -> str:
@@ -2093,6 +2206,14 @@ def split_calibration_text(scenario: str, protocols: Sequence[str],
                 for i, o in enumerate(outcomes))
             cause = split_branch_cause(scenario, int(r.get("size") or 0), p, runs,
                                        workload=r.get("workload"))
+            # the grid that swept the stop time around the cell, by name (the page's line of
+            # where each grid's question is answered reads it)
+            swept = "the stop time swept at these workers"
+            by = [g.name for g in verdicts if any(
+                (x.scenario, x.size) == (scenario, int(r.get("size") or 0))
+                and x.workload != r.get("workload") for x in g.rows)]
+            if swept in cause and by:
+                cause = cause.replace(swept, f"{swept} ({', '.join(by)})", 1)
             parts.append(f"{p} at {r.get('size')} workers, {short_label(m)}: the simulated cell "
                          f"splits ({each}; both seed sets)"
                          + (f"; what decides the branch: {cause}" if cause else ""))
@@ -2128,8 +2249,11 @@ def _claims_html(found: Sequence[Claim], verdicts: Sequence[GridVerdict] = (),
         conds += (f"<p>{html.escape(conditions_intro(letters))}</p><ul class='conds'>"
                   + "".join(f"<li>({k}) {html.escape(x)}.</li>" for x, k in letters.items())
                   + "</ul>")
+        if note := conditions_note(letters, verdicts):
+            conds += f"<p><small class='note'>{html.escape(note)}</small></p>"
     items = "".join(f"<li>{html.escape(sentence_text(c, letters, names))}<br><code>"
-                    f"{html.escape(c.command)}</code>"
+                    + "</code><br><code>".join(html.escape(x) for x in c.command.split("\n"))
+                    + "</code>"
                     + (f"<br><small class='note'>{html.escape(v)}</small>"
                        if (v := caveat_text(c)) else "")
                     + (f"<br><small class='cal'>{html.escape(n)}</small>" if n else "") + "</li>"
@@ -2216,6 +2340,7 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
                 violations: list[dict[str, Any]], rdir: Path,
                 runs: Sequence[dict[str, Any]]) -> str:
     parts = [f"<p>{html.escape(str(meta.get('description') or ''))}</p>",
+             f"<p>{html.escape(answers_text(found, verdicts, calibration_notes(found, verdicts, runs)))}</p>",
              "<p>spec <code>{}</code>: {} runs in {} cells; Spark {} on <code>{}</code>; "
              "{}</p>".format(
                  html.escape(str(meta.get("spec"))), meta.get("runs"), meta.get("cells"),
@@ -2237,17 +2362,25 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
     parts.append("</ul>")
     parts.append(_violations_html(violations))
     styles = protocol_styles([p for g in verdicts for p in g.protocols])
+    has_share = any(family(p) == "share" for g in verdicts for p in g.protocols)
     parts.append("<h2>Charts</h2><p>Per grid and scenario, each metric of the grid's question "
                  "against the grid's size or swept parameter (ticks at the values run); a "
                  "metric that stays within its floor (zero, or a difference too small to count) "
                  "for every protocol has no panel. Colours are protocol "
                  "families (classic consumer groups blue, KIP-848 consumer groups orange, "
                  "Connect as shipped (classic groups) purple, this project's connect group "
-                 "type green); a family's variants are shades and line styles; a protocol "
+                 "type green" + ("; KIP-932 share groups black and grey" if has_share else "")
+                 + "); a family's variants are shades and line styles; a protocol "
                  "the tables do not rank (the connect group type) is dashed, faint and "
                  "labelled not ranked. Where a protocol's seeds split into distinct outcomes "
                  "its seeds are dots, with no band through values no seed had, and a thin "
-                 "dotted line joins its medians, the split cell's too.</p>")
+                 "dotted line joins its medians, the split cell's too."
+                 + (" A share grid's group sizes are two setups (one member per partition; "
+                    "three share members per partition against one consumer member and idle "
+                    "ones), not a trend: each cell is a marker with its seeds' range, nothing "
+                    "joins them, and each protocol is drawn a little aside so that no split "
+                    "cell's seeds hide under another protocol's marker." if has_share else "")
+                 + "</p>")
     for g in verdicts:
         for t, name, why in grid_charts(g, rdir, styles):
             if name is None:
@@ -2266,7 +2399,10 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
 def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequence[Claim],
               violations: list[dict[str, Any]], runs: Sequence[dict[str, Any]]) -> str:
     lines = [f"Spec `{meta.get('spec')}`: {meta.get('runs')} runs in {meta.get('cells')} "
-             "cells.", "", "## How to read the tables", ""]
+             "cells.", ""]
+    if answers := answers_text(found, verdicts, calibration_notes(found, verdicts, runs)):
+        lines += [answers, ""]
+    lines += ["## How to read the tables", ""]
     for t in method_text(runs, verdicts):
         if t:
             lines += [t, ""]
@@ -2291,10 +2427,14 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
         lines += [conditions_intro(letters), ""]
         lines += [f"- ({k}) {x}." for x, k in letters.items()]
         lines.append("")
+        if note := conditions_note(letters, verdicts):
+            lines += [note, ""]
     notes = calibration_notes(found, verdicts, runs)
     for i, (c, note) in enumerate(zip(found, notes, strict=True),
                                   1):
-        lines.append(f"{i}. {sentence_text(c, letters, names)}  \n   `{c.command}`")
+        # a sentence that answers two grids' questions has one command per grid, a line each
+        cmds = "  \n   ".join(f"`{x}`" for x in c.command.split("\n"))
+        lines.append(f"{i}. {sentence_text(c, letters, names)}  \n   {cmds}")
         if caveat := caveat_text(c):
             lines.append(f"   {caveat}  ")
         if note:

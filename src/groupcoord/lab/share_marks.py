@@ -299,6 +299,64 @@ def _cells_over(runs: Sequence[Mapping[str, Any]], limit: float, kill: bool) -> 
     return out
 
 
+def wire_lost_hosts(cells: Sequence[Mapping[str, Any]] | None = None
+                    ) -> list[tuple[str, int, str, int, int]]:
+    """The share calibration's lost-host cells (``lab calibrate --share``: a hung
+    ShareConsumer, SIGSTOP), as (scenario, members, workload, runs whose partition stopped,
+    runs), from the cells' ``lost_host`` counts (``lab.share_calibration.lost_host_counts``);
+    the shipped ``lab/data/share_calibration.json`` by default."""
+    if cells is None:
+        from groupcoord.lab.share_report import load_share_calibration
+
+        cells = load_share_calibration()
+    out = []
+    for c in cells:
+        n = c.get("lost_host")
+        if isinstance(n, dict) and n.get("runs"):
+            out.append((str(c.get("scenario")), int(c.get("members") or 0),
+                        str(c.get("workload") or ""), int(n.get("wire_stopped") or 0),
+                        int(n["runs"])))
+    return out
+
+
+def _wire_count(cells: Sequence[Mapping[str, Any]] | None = None) -> str:
+    """"9 of 10 runs (owner-crash at 12 on 1x4-hot)": the wire's lost hosts that stopped
+    their partition, per calibration cell; "" without one."""
+    return "; ".join(f"{k} of {n} runs ({scen} at {size} on {wl})"
+                     for scen, size, wl, k, n in wire_lost_hosts(cells))
+
+
+def held_fetch_clause(runs: Sequence[Mapping[str, Any]],
+                      cells: Sequence[Mapping[str, Any]] | None = None) -> str:
+    """Why a lost host above the lock limit stops its partition on nearly every seed: the
+    model serves the ShareFetch it left waiting at the broker (Kafka's broker keeps a waiting
+    share fetch, ``DelayedShareFetch``, and completes it when records arrive, whatever the
+    client is doing), so the fetch acquires records for the dead member; a waiting fetch is
+    answered empty after its max wait (``sim.share_convergence.FETCH_MAX_WAIT_MS``), so this
+    is near-certain only where records arrive well within it: the page's cells above the
+    limit, their interval between records, and the wire's count of hung share consumers
+    that stopped their partition (``cells``: the share calibration's)."""
+    from groupcoord.sim.share_convergence import FETCH_MAX_WAIT_MS
+
+    lim = lock_limit(runs)
+    if lim is None:
+        return ""
+    over = _over(runs, lim[0] / (lim[1] / 1000.0), kill=False)
+    if not over:
+        return ""
+    every = ", ".join(dict.fromkeys(f"{number(1000.0 / rate)} ms ({wl})"
+                                    for _, _, wl, rate, _, _ in over if rate))
+    wire = _wire_count(cells)
+    return ("why a lost host stops its partition on nearly every seed: the model serves the "
+            "ShareFetch the lost host left waiting at the broker (Kafka's broker keeps a "
+            "waiting share fetch and completes it when records arrive), which acquires records "
+            "for the dead member, so it strands records wherever a record "
+            f"comes well within a fetch's {number(FETCH_MAX_WAIT_MS)} ms max wait (this page: "
+            f"one every {every}); a fetch that waits longer is answered empty and strands "
+            "nothing" + (f"; on the wire a hung share consumer (SIGSTOP) stopped its partition "
+                         f"on {wire}" if wire else ""))
+
+
 def lock_limit_clause(c: Claim, runs: Sequence[Mapping[str, Any]]) -> str:
     """The lock-limit condition of a share sentence on a member loss (KIP-932's in-flight
     limit), generated from the runs' settings: the limit rate, the page's own cells above it,
@@ -330,11 +388,14 @@ def lock_limit_clause(c: Claim, runs: Sequence[Mapping[str, Any]]) -> str:
                + ("under the limit" if rate <= limit else "above it"))
     if kill:
         kills = _cells_over(runs, limit, kill=True)
+        held = held_fetch_clause(runs) if crashes else ""
         return (head + own + "; a kill releases the records on disconnect (the share session "
                 "ends with the connection), which is why kills hold above it"
-                + (" (this page: " + "; ".join(kills) + ")" if kills else "") + ".")
+                + (" (this page: " + "; ".join(kills) + ")" if kills else "")
+                + (f"; {held}" if held else "") + ".")
+    held = held_fetch_clause(runs) if crashes else ""
     return head + own + ("; the sentence holds at this rate only" if rate is not None
-                         and rate <= limit else "") + "."
+                         and rate <= limit else "") + (f"; {held}" if held else "") + "."
 
 
 def share_modes(values: Sequence[float], m: Metric) -> list[list[float]]:
@@ -408,7 +469,48 @@ def _paired(mv: MetricVerdict, protocol: str) -> dict[int, float]:
     return out
 
 
-def contrary_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
+def broker_lag_text(runs: Sequence[Mapping[str, Any]], protocol: str, scenario: str,
+                    size: int, workload: str | None, seeds: Sequence[int]) -> str:
+    """"the broker's share lag N": the median over ``seeds`` of a share cell's broker share lag
+    peak (log end offset minus the share-partition start offset, what an operator's share-group
+    lag alert reads; ``share_lag_peak``, ``lab.share_report.attach_share_lag``), to stand
+    beside the processed-based excess peak a sentence quotes; "" without it."""
+    if family(protocol) != "share":
+        return ""
+    want = set(seeds)
+    vals = [float(r["share_lag_peak"]) for r in runs
+            if r.get("protocol") == protocol and r.get("scenario") == scenario
+            and int(r.get("size") or 0) == size
+            and (workload is None or r.get("workload") == workload) and r.get("ok")
+            and int(r.get("seed") or 0) in want and r.get("share_lag_peak") is not None]
+    return f"the broker's share lag {number(statistics.median(vals))}" if vals else ""
+
+
+#: The claim's own figure of the best protocol: "3 records (range 2-7 records)".
+_OWN_FIGURE = re.compile(r"(has the lowest (?:excess )?lag peak, [^()]*\(range [^()]*)\)")
+
+
+def _with_broker_lag(text: str, c: Claim, verdicts: Sequence[GridVerdict],
+                     runs: Sequence[Mapping[str, Any]]) -> str:
+    """A share claim on the excess lag peak with the broker's share lag beside its figure
+    (over the row's seeds): "3 records (range 2-7 records; the broker's share lag 27)"."""
+    best = c.best.split(" and ")[0]
+    if c.metric != "lag_peak" or family(best) != "share":
+        return text
+    grid = next((g for g in verdicts if g.name == c.grid), None)
+    row = next((r for r in grid.rows if (r.scenario, r.size, str(r.workload))
+                == (c.scenario, c.size, c.workload or str(r.workload))), None) if grid else None
+    mv = next((m for m in row.metrics if m.metric.column == "lag_peak"), None) if row else None
+    cell = mv.cells.get(best) if mv is not None else None
+    if cell is None:
+        return text
+    broker = broker_lag_text(runs, best, c.scenario, c.size, c.workload, list(cell.values))
+    return _OWN_FIGURE.sub(lambda m: f"{m.group(1)}; {broker})", text, count=1) if broker \
+        else text
+
+
+def contrary_clause(c: Claim, verdicts: Sequence[GridVerdict],
+                    runs: Sequence[Mapping[str, Any]] = ()) -> str:
     """The claim's words on its own cell's other metrics where the other protocol is better
     on most paired seeds (both seed sets, better by more than the metric's floor), whatever
     the marks say: the seventh share review found, under a downtime win at 12 on 12, the share
@@ -432,9 +534,12 @@ def contrary_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
         if seeds and 2 * worse > len(seeds):
             m = mv.metric
             med = [number(statistics.median(x.values()) / m.scale) for x in (mine, other)]
+            # a share lag peak: the broker's share lag beside it, over the same seeds
+            broker = (broker_lag_text(runs, best, c.scenario, c.size, c.workload, seeds)
+                      if m.column == "lag_peak" else "")
             parts.append(f"its {LABELS.get(m.column, m.label)} is worse on {worse} of "
                          f"{len(seeds)} paired seeds (medians {med[0]} against {med[1]}"
-                         f"{' ' + m.unit if m.unit else ''})")
+                         f"{' ' + m.unit if m.unit else ''}{'; ' + broker if broker else ''})")
     return ("In the same cell " + "; ".join(parts) + ".") if parts else ""
 
 
@@ -722,7 +827,9 @@ def lost_host_clause(c: Claim, every: Sequence[Claim], key: Callable[[Claim], Ha
             cells.setdefault(scen, []).append(f"{len(stopped)} of {n}{seeds} ({workload})")
     if not cells:
         return ""
-    return ("Above the lock limit its family's lost hosts (crashes) stopped a partition: "
+    # "in the model": its lost host serves its waiting ShareFetch on nearly every seed, the
+    # note says so with the wire's count (:func:`held_fetch_clause`)
+    return ("Above the lock limit its lost hosts stopped a partition in the model: "
             + "; ".join(f"{scen} on " + " and ".join(xs) for scen, xs in cells.items()) + ".")
 
 
@@ -778,7 +885,7 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
         if g is None or not any(family(p) == "share" for p in g.protocols):
             out.append(c)
             continue
-        text = _with_partitions(c.text.rstrip(), c, runs)
+        text = _with_broker_lag(_with_partitions(c.text.rstrip(), c, runs), c, verdicts, runs)
         if same := same_members_clause(c, verdicts, runs):
             # the same-members comparison leads; the claim's own head (scenario, size,
             # partitions, workload) is said in it
@@ -789,7 +896,7 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
             text += " " + crash
         if hb := heartbeat_clause(c, verdicts):
             text += " " + hb
-        if contrary := contrary_clause(c, verdicts):
+        if contrary := contrary_clause(c, verdicts, runs):
             text += " " + contrary
         if lost := lost_host_clause(c, every, key, runs):
             text += " " + lost
@@ -860,6 +967,7 @@ __all__ = [
     "MEMBER_LOST",
     "all_seed_outcomes",
     "all_seeds_note",
+    "broker_lag_text",
     "commit_reference",
     "contrary_clause",
     "equal_members_clause",
@@ -867,6 +975,7 @@ __all__ = [
     "family_rule",
     "fetchers_line",
     "heartbeat_clause",
+    "held_fetch_clause",
     "kill_lost_host_clause",
     "lock_limit",
     "lock_limit_clause",
@@ -879,4 +988,5 @@ __all__ = [
     "unmark_broker_lag",
     "unmark_commit_dependent",
     "verdict_word",
+    "wire_lost_hosts",
 ]

@@ -65,7 +65,7 @@ import math
 import re
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -337,6 +337,9 @@ class VerdictRow:
     #: (:func:`swept_timing`), in words ("heartbeats spread over up to 1 s after a join");
     #: empty when the grid sweeps none.
     timing: str = ""
+    #: The row's members are late at the rebalance by construction: one member slow at every
+    #: rebalance (a ``-slowNms`` scenario) or poll loops that pause (the work's pauses).
+    late: bool = False
 
 
 @dataclass(slots=True)
@@ -708,7 +711,9 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
                         x=_x_of(every, param), settings=_settings_of(every),
                         rate=_rate_of(every), down_ms=bounce_down_ms(every[0]),
                         spacing_ms=bounce_spacing_ms(every[0]),
-                        dropped=dropped.get(key, 0), left_out=left_out.get(key, {}))
+                        dropped=dropped.get(key, 0), left_out=left_out.get(key, {}),
+                        late=bool(SLOW_VARIANT.match(str(key[0]))) or any(
+                            "pause_every_ms" in str(r.get("work") or "") for r in every))
         if swept is not None:
             vr.x, vr.timing = float(key[4]), timing_words(swept, key[4])
         for m in (row_metric(m0, vr.rate) for m0 in metrics):
@@ -1489,6 +1494,11 @@ class Claim:
     #: The sizes a crossover holds at alike (one sentence for them: the size rule); empty:
     #: ``size`` alone.
     sizes: tuple[int, ...] = ()
+    #: Clauses the sentence may give to the note under it when it runs over
+    #: :data:`MAX_WORDS` (:func:`fit`), in the order they go: each its words in ``text``, what
+    #: stands in their place, and the note's clause that keeps their facts ("" when the note
+    #: already holds them).
+    movable: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def full(self) -> str:
@@ -1526,13 +1536,18 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
 
     # a mark that rests on the paired sign test alone says so where it names its winner
     mark = f"{PAIRED_MARK} " if mv.paired else ""
+    movable: list[tuple[str, str, str]] = []
     if len(mv.best) == 1:
         lead = (f"{mark}{nm(best)} has the {word} {short_label(m, g.excess)}, "
                 f"{_quote(m, b, 'range ')}")
     else:
         each = [f"{p} {_quote(m, mv.cells[p])}" for p in mv.best]
+        tie = f" ({'; '.join(each)})"
         lead = (f"{mark}{' and '.join(nm(p) for p in mv.best)} share the {word} "
-                f"{short_label(m, g.excess)} ({'; '.join(each)})")
+                f"{short_label(m, g.excess)}{tie}")
+        # a tie's every median and range is the longest clause: the note may hold it
+        movable.append((tie, "",
+                        f"the tied best's medians and ranges: {'; '.join(each)}"))
     text = (f"{where}: {lead} against {_quote(m, w)} for {nm(worse)} (the runner-up), medians of "
             f"{n} seeds{throughput(m, row.rate, b.median, w.median)}.")
     text += _by_design(row.settings or g.settings, m, worse, w.median, row.down_ms)
@@ -1548,13 +1563,45 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
                  else "Eager's mark")
         # the limit's gist in the sentence, its evidence in the note under it
         short = gist(mv.limit) if words(mv.limit) > LONG_LIMIT else mv.limit
-        text += f" {whose} {short}" + (" (note below)." if short != mv.limit else ".")
+        said = f" {whose} {short}" + (" (note below)." if short != mv.limit else ".")
+        text += said
+        whole = f"{whose[0].lower()}{whose[1:]} {mv.limit}"
         if short != mv.limit:
-            caveats = (f"{whose[0].lower()}{whose[1:]} {mv.limit}",)
+            caveats = (whole,)
+        # the limit's gist may go to the note too, where the sentence runs long
+        movable.append((said, " Its limit: note below.",
+                        "" if short != mv.limit else whole))
     cmd = reproduce(g.spec, row.scenario, row.size, row.workload,
                     [label_at(g, p, row) for p in (*mv.best, worse)])
     return Claim(g.name, text, cmd, m.column, row.scenario, row.size, best, worse,
-                 row.workload, timing_ms=row.x if row.timing else None, caveats=caveats)
+                 row.workload, timing_ms=row.x if row.timing else None, caveats=caveats,
+                 movable=tuple(movable))
+
+
+#: A sentence is a claim of at most this many words, its conditions' letters included (the
+#: outside reviewer's rule): what runs over goes to the note under it (:func:`fit`).
+MAX_WORDS = 60
+
+
+def fit(c: Claim, count: Callable[[Claim], int] | None = None,
+        budget: int = MAX_WORDS) -> Claim:
+    """The sentence within ``budget`` words (``count``: how the page counts them, the
+    sentence's own words by default): its movable clauses (``Claim.movable``: a tie's every
+    median and range, a mark's limit, the lowest medians where no protocol separates) go to
+    the note under it, one at a time in their order, until it fits; every fact stays on the
+    page, in the sentence or its note."""
+    size = count or (lambda x: words(x.text))
+    for frag, stand_in, note in c.movable:
+        if size(c) <= budget:
+            break
+        if frag not in c.text:
+            continue
+        text = c.text.replace(frag, stand_in, 1)
+        if not stand_in:  # a clause gone from a list: its separator with it
+            text = re.sub(r"\s*;\s*(?=[;.)\]]|$)", "", text)
+            text = re.sub(r"([:\]])\s*;\s*", r"\1 ", text)
+        c = replace(c, text=text, caveats=(*c.caveats, note) if note else c.caveats)
+    return c
 
 
 #: A mark's limit longer than this many words goes to the note under its sentence, the
@@ -1734,8 +1781,10 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                 continue  # the task-time inputs' result, not the protocols'
             # the marked best, or the tied best together when they beat the others
             winners = [(r.x, (f"{PAIRED_MARK} " if r.metrics[i].paired else "")
+                        # tied winners in one order at every value (the same pair at two
+                        # values reads as one finding)
                         + " and ".join(full_name(p, (r.settings or g.settings).get(p))
-                                       for p in r.metrics[i].best)
+                                       for p in sorted(r.metrics[i].best))
                         if r.metrics[i].verdict in ("best", "tied") and r.metrics[i].beaten
                         else _unconfirmed_text(r.metrics[i])) for r in rows]
             # a win over a configured KIP-415 delay is no finding (the page's rule): said
@@ -1750,13 +1799,16 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                 continue
             parts = []
             notes = []  # each mark's limits: the note under the sentence
+            moves: list[tuple[str, str, str]] = []  # what fit() may give to the note
             for w in dict.fromkeys(w for _, w in winners):
                 xs = ", ".join(number(x or 0.0) for x, v in winners if v == w)
                 part = f"{w or 'no protocol separated from all the rest'} at {xs}{x_unit}"
                 if w == DELAY_WIN:
-                    part = (f"at {xs}{x_unit} the only mark is won against the configured "
-                            f"{DELAY_SETTING}, by design (no finding)")
-                    parts.append(part)
+                    won = (f" the only mark is won against the configured {DELAY_SETTING}, "
+                           "by design (no finding)")
+                    parts.append(f"at {xs}{x_unit}{won}")
+                    moves.append((f"at {xs}{x_unit}{won}", f"at {xs}{x_unit} no finding (note)",
+                                  f"at {xs}{x_unit}{won}"))
                     continue
                 # what the mark rests on (a member late at the rebalance, a configured
                 # delay), as the table says it
@@ -1773,9 +1825,12 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                                                x_unit)
                     if short == full or words(full) <= LONG_LIMIT:
                         part += f" ({full})"
+                        moves.append((f" ({full})", " (limit in the note)",
+                                      f"{w} at {xs}{x_unit}: {full}"))
                     else:
                         part += f" ({short}; note below)"
                         notes.append(f"{w} at {xs}{x_unit}: {full}")
+                        moves.append((f" ({short}; note below)", " (limit in the note)", ""))
                 if w is None:
                     # no mark is no reversal: which protocol still has the best median there
                     # (round 8: a spread narrowed eager's lead, the sentence read as a flip)
@@ -1788,8 +1843,13 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                             lead = min(cells, key=lambda p: (sign * cells[p].median, p))
                             leads.append(f"{lead} at {number(x or 0.0)}{x_unit}")
                     if leads:
-                        part += f" (the {'lowest' if sign > 0 else 'highest'} median: " \
-                            + ", ".join(leads) + ")"
+                        low = (f"the {'lowest' if sign > 0 else 'highest'} median: "
+                               + ", ".join(leads))
+                        part += f" ({low})"
+                        moves.append((f" ({low})", "",
+                                      f"where no protocol separated, {low}"))
+                    # last of all, the values where none separated go to the note whole
+                    moves.append((part.partition(" (")[0], "", part.partition(" (")[0]))
                 parts.append(part)
             # a grid that sweeps a timing on one workload: the sentence names it (round 8:
             # S11 held on its workload only, the sentence did not say which)
@@ -1799,7 +1859,9 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
             out.append(Claim(g.name, "", "", m.column, scenario, size,
                              first, "", head=f"{on}\x00{m.column}",
                              detail="; ".join(parts), swept_on=next(iter(loads)) if on else "",
-                             caveats=tuple(notes), sizes=(size,)))
+                             caveats=tuple(notes), sizes=(size,),
+                             # a mark's limits go to the note before the lowest medians
+                             movable=tuple(sorted(moves, key=lambda mv: not mv[1]))))
     return _crossover_texts(g, _merge_sizes(out))
 
 
@@ -1976,7 +2038,15 @@ CLAIM_RULE = (
     "worst protocol), a scenario not "
     "yet named before another sentence on one that is; a sentence on a grid whose finding "
     "an earlier sentence already quotes (a mark's limit naming that grid) is not shown; at "
-    "most {limit} sentences in all, shown in the grids' order.")
+    "most {limit} sentences in all, shown in the grids' order. A grid the introduction names "
+    "is a question of the page's own even where it asks whether other marks hold, answered "
+    "on its rows under its own condition (a member slow at each rebalance, poll loops that "
+    "pause); a grid that sweeps a setting around another answer's cell is said in that "
+    "answer's sentence; a grid that asks whether other marks hold, with no sentence on the "
+    "page and quoted by none, is added to a sentence with the same finding (\"Likewise\") or "
+    "on its plain cell (\"with one member late\"), else gets a sentence after each grid's "
+    "first ones while places remain. Each sentence is at most 60 words as printed: what runs "
+    "over goes, whole, to the note under it.")
 
 
 #: Connect metrics that contain the model's task stop and start times: every rebalance of a
@@ -2010,8 +2080,15 @@ def injected_input(row: VerdictRow, m: Metric) -> bool:
 def _candidates(g: GridVerdict) -> list[tuple[float, Claim, tuple[str, ...]]]:
     """A grid's candidate sentences with their effect sizes: per scenario and question metric
     the marked difference of the size with the largest effect."""
+    return [(st, _claim(g, row, mv), mv.best) for st, row, mv in _scored(g, g.rows)]
+
+
+def _scored(g: GridVerdict, rows: Sequence[VerdictRow]
+            ) -> list[tuple[float, VerdictRow, MetricVerdict]]:
+    """:func:`_candidates` of ``rows`` (of ``g``), as the rows and marks with their effect
+    sizes."""
     best: dict[tuple[str, str], tuple[float, VerdictRow, MetricVerdict]] = {}
-    for row in g.rows:
+    for row in rows:
         for mv in row.metrics:
             if mv.verdict not in ("best", "tied") or not mv.beaten or not claimable(mv) \
                     or task_time_input(g, mv.metric) or injected_input(row, mv.metric):
@@ -2034,7 +2111,7 @@ def _candidates(g: GridVerdict) -> list[tuple[float, Claim, tuple[str, ...]]]:
             strength = _strength(mv)
             if key not in best or (strength, row.size) > (best[key][0], best[key][1].size):
                 best[key] = (strength, row, mv)
-    return [(st, _claim(g, row, mv), mv.best) for st, row, mv in best.values()]
+    return list(best.values())
 
 
 def claim_candidates(verdicts: Sequence[GridVerdict]) -> int:
@@ -2065,17 +2142,23 @@ def is_companion(g: GridVerdict, verdicts: Sequence[GridVerdict]) -> bool:
 
 
 def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
-           family_of: Callable[[Claim], Hashable] | None = None) -> list[Claim]:
+           family_of: Callable[[Claim], Hashable] | None = None,
+           intro: str = "", noted: Collection[str] = ()) -> list[Claim]:
     """At most ``limit`` sentences for the page, chosen by :data:`CLAIM_RULE`: first each
     grid's winners' strongest wins (a grid that sweeps a parameter: its crossovers of the
     question's first metric), then the other candidates by effect size, scenarios not yet on
     the page first. With ``family_of``, a candidate whose key (not None) an earlier one already
     has is not shown (``lab.share_marks.family_key``: one share sentence per scenario family
-    and size)."""
+    and size). With ``intro`` (the page's introduction), a grid it names is a question of the
+    page's own even where it asks whether other marks hold (:func:`late_answer`). A grid in
+    ``noted`` is answered by a note the page prints under a sentence (a split cell's note
+    naming the grid that swept its deciding input): no sentence of its own."""
     first: list[tuple[float, Claim]] = []
     rest: list[tuple[float, Claim]] = []
     merged: dict[str, Claim] = {}  # one crossover sentence across grids asking the same
-    groups: dict[str, list[tuple[list[str], str, tuple[str, ...]]]] = {}
+    won: dict[int, frozenset[str]] = {}  # a sentence's winners (a Likewise matches them)
+    groups: dict[str, list[tuple[list[str], str, tuple[str, ...],
+                                 tuple[tuple[str, str, str], ...]]]] = {}
     for g in verdicts:
         if g.parameter is not None:
             found = []
@@ -2086,20 +2169,24 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
                     continue  # a companion grid's finding joins its parent's sentence only
                 if same is None:
                     merged[c.head] = c
-                    groups[c.head] = [([c.grid], c.detail, c.caveats)]
+                    groups[c.head] = [([c.grid], c.detail, c.caveats, c.movable)]
                     found.append(c)
                     continue
                 # grids that found the same (the same winners at the same values, the same
                 # limits) are named together, once
                 mine = groups[c.head]
-                alike = next((x for x in mine if x[1:] == (c.detail, c.caveats)), None)
+                alike = next((x for x in mine if x[1:3] == (c.detail, c.caveats)), None)
                 if alike is None:
-                    mine.append(([c.grid], c.detail, c.caveats))
+                    mine.append(([c.grid], c.detail, c.caveats, c.movable))
                 else:
                     alike[0].append(c.grid)
                 same.text = f"{same.head}: " + "; ".join(
-                    f"[{', '.join(gs)}] {d}" for gs, d, _ in mine) + "."
-                same.caveats = tuple(f"[{', '.join(gs)}] {x}" for gs, _, cv in mine for x in cv)
+                    f"[{', '.join(gs)}] {d}" for gs, d, _, _ in mine) + "."
+                same.caveats = tuple(f"[{', '.join(gs)}] {x}"
+                                     for gs, _, cv, _ in mine for x in cv)
+                # each grid's clauses move on their own, their note naming the grids
+                same.movable = tuple((f, t, f"[{', '.join(gs)}] {n}" if n else "")
+                                     for gs, _, _, mv in mine for f, t, n in mv)
             lead = g.metrics[0].column if g.metrics else ""
             first += [(math.inf, c) for c in found if c.metric == lead]
             rest += [(0.0, c) for c in found if c.metric != lead]
@@ -2110,6 +2197,7 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
         seen: set[str] = set()
         lead = g.metrics[0].column if g.metrics else ""
         for st, c, winners in cands:
+            won[id(c)] = frozenset(winners)
             # a win shared by tied protocols counts for each of them; a grid's headlines are
             # in its question's metric (task downtime for KIP-415, not restart counts)
             if c.metric == lead and set(winners) - seen:
@@ -2126,10 +2214,25 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     answers: list[Claim] = []
     answered: set[str] = set()
     for g in verdicts:
-        if follow_up(g) or (g.parameter is None and is_companion(g, verdicts)):
+        if g.name in noted:
+            answered.add(g.name)
             continue
-        own = [c for _, c in first + rest if c.grid == g.name or f"[{g.name}" in c.text
-               or f", {g.name}]" in c.text or f", {g.name}," in c.text]
+        if g.parameter is None and is_companion(g, verdicts):
+            continue  # a companion grid's reading joins its parent's sentence only
+        if follow_up(g):
+            if g.parameter is None and names_grid(intro, g.name):
+                # the introduction asks it: answered on its own rows under its condition
+                pick = late_answer(g)
+                if pick is not None:
+                    c = _claim(g, *pick)
+                    won[id(c)] = frozenset(pick[1].best)
+                    answers.append(c)
+                    answered.add(g.name)
+            continue
+        # its own sentences, or a crossover naming it among the grids in a bracket (the
+        # whole name: "[kip415" begins "[kip415-task-times]" too)
+        bracket = re.compile(rf"\[(?:[^\]]*, )?{re.escape(g.name)}(?:, [^\]]*)?\]")
+        own = [c for _, c in first + rest if c.grid == g.name or bracket.search(c.text)]
         if own:
             if own[0].grid not in answered:
                 answers.append(own[0])
@@ -2154,6 +2257,29 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     chosen = {id(c) for c in answers}
     first = [sc for sc in first if id(sc[1]) not in chosen]
     rest = [sc for sc in rest if id(sc[1]) not in chosen]
+    # a follow-up grid's sweep of an answer's own cell (metadata-age's refresh intervals
+    # around the anchor's topic growth) is that answer's question at other settings: said in
+    # its sentence, with its command, not in a sentence of its own
+    for pool in (first, rest):
+        for sc in list(pool):
+            c = sc[1]
+            sweep = by_grid.get(c.grid)
+            if sweep is None or sweep.parameter is None or not follow_up(sweep) or c.worse:
+                continue
+            host = next((a for a in answers if a.worse and a.grid != c.grid
+                         and (a.scenario, a.metric) == (c.scenario, c.metric)
+                         and a.size in (c.sizes or (c.size,))), None)
+            if host is None:
+                continue
+            x_name = X_NAMES.get(sweep.parameter, (sweep.parameter, ""))[0]
+            body = c.text.partition(": ")[2].rstrip(".")
+            whose = "" if body.startswith("[") else f" ({c.grid})"
+            host.text += f" Against {x_name}{whose}: {body}."
+            host.command += "\n" + c.command
+            host.caveats = (*host.caveats, *c.caveats)
+            host.movable = (*host.movable, *c.movable)
+            pool.remove(sc)
+            answered.add(c.grid)
     # the rest: a scenario not yet on the page before a scenario's second sentence
     shown = {(c.grid, c.scenario) for c in answers} | {(c.grid, c.scenario) for _, c in first}
     fresh: list[tuple[float, Claim]] = []
@@ -2162,12 +2288,14 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
         key = (sc[1].grid, sc[1].scenario)
         (again if key in shown else fresh).append(sc)
         shown.add(key)
-    ordered = answers + [c for _, c in (first + fresh + again)]
+    top = answers + [c for _, c in first]
+    ordered = top + [c for _, c in (fresh + again)]
     # a sentence on a grid whose findings a sentence before it already quotes (a mark's
     # limit naming that grid) restates them: not shown
     kept: list[Claim] = []
     for c in ordered:
-        if c.grid in by_grid and any(c.grid != k.grid and quotes(k, c.grid) for k in kept):
+        if c.grid in noted or (c.grid in by_grid and any(c.grid != k.grid and quotes(k, c.grid)
+                                                         for k in kept)):
             continue
         kept.append(c)
     ordered = kept
@@ -2181,10 +2309,147 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
             keys.add(k)
             kept.append(c)
         ordered = kept
-    out = [closer_elsewhere(c, verdicts) for c in ordered[:limit]]
+    # a follow-up grid with no sentence on the page whose marks no sentence quotes: its
+    # finding under its own condition, added to a sentence with the same finding
+    # ("Likewise"), to the sentence on its plain cell ("with one member late"), or, after the
+    # grids' first sentences, a sentence of its own
+    page = ordered[:limit]
+    extra: list[Claim] = []
+    for g in verdicts:
+        if (not follow_up(g) or g.parameter is not None or g.name in answered
+                or any(c.grid == g.name or quotes(c, g.name) for c in page + extra)):
+            continue
+        host, pick = _likewise_host(g, page + extra, won)
+        late = _late_host(g, page + extra)
+        if host is not None and pick is not None:
+            _add_likewise(host, g, *pick)
+        elif late is not None:
+            _add_late(*late, g)
+        elif (pick := late_answer(g)) is not None:
+            c = _claim(g, *pick)
+            won[id(c)] = frozenset(pick[1].best)
+            extra.append(c)
+    tops = {id(c) for c in top}
+    ordered = ([c for c in ordered if id(c) in tops] + extra
+               + [c for c in ordered if id(c) not in tops])
+    # each sentence within MAX_WORDS words as the page names its protocols (by label, their
+    # assignor and heartbeat said once above the sentences); the page fits it again with its
+    # conditions' letters (``lab.report.fitted``)
+    out = [fit(closer_elsewhere(c, verdicts), labelled_words) for c in ordered[:limit]]
     order = {g.name: i for i, g in enumerate(verdicts)}
     out.sort(key=lambda c: order.get(c.grid, 0))
     return out
+
+
+_FULL_NAME = re.compile(r" \([^()]*, [\d.,]+ m?s heartbeat\)")
+
+
+def labelled_words(c: Claim) -> int:
+    """A sentence's words with each protocol named by its label, as the page prints it
+    (``findings.full_name``'s "(assignor, heartbeat)" said once above the sentences)."""
+    return words(_FULL_NAME.sub("", c.text))
+
+
+def names_grid(text: str, grid: str) -> bool:
+    """Whether ``text`` (the page's introduction) names ``grid``."""
+    return bool(re.search(rf"(?<![\w-]){re.escape(grid)}(?![\w-])", text))
+
+
+def late_answer(g: GridVerdict) -> tuple[VerdictRow, MetricVerdict] | None:
+    """A follow-up grid's answer of its own: its strongest marked difference (the sentence
+    rule's candidates) among its rows under the condition it adds (``VerdictRow.late``: a
+    member slow at every rebalance, poll loops that pause), among all its rows where none
+    carries one; None without a candidate."""
+    rows = [r for r in g.rows if r.late] or g.rows
+    scored = sorted(_scored(g, rows), key=lambda x: (-x[0], x[1].scenario, x[2].metric.column))
+    return (scored[0][1], scored[0][2]) if scored else None
+
+
+def _runner_up(mv: MetricVerdict) -> str:
+    sign = 1 if mv.metric.lower_is_better else -1
+    return min(mv.beaten, key=lambda p: (sign * mv.cells[p].median, p))
+
+
+def _likewise_host(g: GridVerdict, hosts: Sequence[Claim], won: Mapping[int, frozenset[str]]
+                   ) -> tuple[Claim | None, tuple[VerdictRow, MetricVerdict] | None]:
+    """The sentence among ``hosts`` whose finding one of ``g``'s candidates repeats (the same
+    metric, the same winners, the same runner-up), with that candidate, the strongest such;
+    (None, None) where none does."""
+    rows = [r for r in g.rows if r.late] or g.rows
+    for _, row, mv in sorted(_scored(g, rows),
+                             key=lambda x: (-x[0], x[1].scenario, x[2].metric.column)):
+        for h in hosts:
+            if (h.worse and h.metric == mv.metric.column and h.worse == _runner_up(mv)
+                    and won.get(id(h)) == frozenset(mv.best)):
+                return h, (row, mv)
+    return None, None
+
+
+def _late_host(g: GridVerdict, hosts: Sequence[Claim]
+               ) -> tuple[Claim, VerdictRow, MetricVerdict] | None:
+    """The sentence among ``hosts`` on the plain cell of ``g``'s answer (:func:`late_answer`)
+    where that answer's row is the plain scenario with one member slow (``-slowNms``), on the
+    same metric: the follow-up's finding is that sentence's question with a member late."""
+    pick = late_answer(g)
+    if pick is None:
+        return None
+    row, mv = pick
+    slow = SLOW_VARIANT.match(row.scenario)
+    if slow is None:
+        return None
+    host = next((h for h in hosts if (h.scenario, h.size, h.metric)
+                 == (slow["base"], row.size, mv.metric.column)), None)
+    return None if host is None else (host, row, mv)
+
+
+def _add_late(host: Claim, row: VerdictRow, mv: MetricVerdict, g: GridVerdict) -> None:
+    """``host`` says what ``g``'s row with one member late finds on its metric (the marked
+    best against the runner-up, medians), and its command reruns that cell too."""
+    m = mv.metric
+    slow = SLOW_VARIANT.match(row.scenario)
+    late = number(int(slow["v"]) / 1000) if slow else "?"
+    worse = _runner_up(mv)
+    mark = f"{PAIRED_MARK} " if mv.paired else ""
+    best = " and ".join(f"{p} {m.fmt(mv.cells[p].median)}" for p in mv.best)
+    said = (f" With one member {late} s late at each rebalance ({row.scenario}, "
+            f"{g.name}): {mark}{best} {'share' if len(mv.best) > 1 else 'has'} the "
+            f"lowest, against {worse} {m.fmt(mv.cells[worse].median)}.")
+    host.text += said
+    # an added finding goes to the note before the sentence's own clauses
+    host.movable = ((said, "", said.strip().rstrip(".")), *host.movable)
+    host.command += "\n" + reproduce(g.spec, row.scenario, row.size, row.workload,
+                                     [label_at(g, p, row) for p in (*mv.best, worse)])
+
+
+def _add_likewise(host: Claim, g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> None:
+    """``host`` says that grid ``g``'s row finds the same, with the medians, and its command
+    reruns that cell too."""
+    m = mv.metric
+
+    def q(c: Cell) -> str:  # a split cell keeps its outcomes (never one outcome as its number)
+        if not c.split:
+            return m.fmt(c.median)
+        return " and ".join(f"{m.fmt(statistics.median(o))} on {len(o)} of {len(c.values)} seeds"
+                            for o in c.shown)
+
+    worse = _runner_up(mv)
+    where = f"{row.scenario}, {row.size:,} {member_word(row.scenario, g.protocols)}"
+    said = (f" Likewise in {where} ({g.name}): " + " and ".join(q(mv.cells[p]) for p in mv.best)
+            + f" against {q(mv.cells[worse])}.")
+    host.text += said
+    # an added finding goes to the note before the sentence's own clauses
+    host.movable = ((said, "", said.strip().rstrip(".")), *host.movable)
+    cmd = reproduce(g.spec, row.scenario, row.size, row.workload,
+                    [label_at(g, p, row) for p in (*mv.best, worse)])
+    mine = host.command.split("\n")[0]
+
+    def cells(command: str) -> str:  # the command without its scenarios
+        return re.sub(r" --scenario \S+", "", command)
+
+    if cells(cmd) == cells(mine):
+        host.command = host.command.replace(" --size ", f" --scenario {row.scenario} --size ", 1)
+    else:
+        host.command += "\n" + cmd
 
 
 _HOLDS = re.compile(r"\bholds?\b")
@@ -2250,15 +2515,17 @@ def no_difference(g: GridVerdict) -> Claim | None:
     scen = list(dict.fromkeys(r.scenario for r in rows))
     unconfirmed = (f"; {first_only} marked on the first seeds only, not on the fresh"
                    if first_only else "")
+    low = f" (the {word} median: " + "; ".join(shown) + ")"
     text = (f"{g.name}, {short_label(m, g.excess)}: no difference; no protocol separates "
             f"from all the rest in {'its one row' if len(rows) == 1 else f'any of its {len(rows)} rows'}"
-            f"{unconfirmed} (the {word} median: "
-            + "; ".join(shown) + ").")
+            f"{unconfirmed}{low}.")
     sizes = sorted({r.size for r in rows})
     cmd = reproduce(g.spec, scen[0], sizes, None, g.labels or g.protocols)
     for extra in scen[1:]:  # every scenario of the grid's rows, one command
         cmd = cmd.replace(" --size ", f" --scenario {extra} --size ", 1)
-    return Claim(g.name, text, cmd, m.column, scen[0], sizes[-1], "", "", sizes=tuple(sizes))
+    return Claim(g.name, text, cmd, m.column, scen[0], sizes[-1], "", "", sizes=tuple(sizes),
+                 movable=((low, " (lowest medians in the note)",
+                           f"the {word} median: " + "; ".join(shown)),))
 
 
 def closer_elsewhere(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
@@ -2342,6 +2609,7 @@ __all__ = [
     "DASH",
     "KIP415_METRICS",
     "MAX_CLAIMS",
+    "MAX_WORDS",
     "MIN_SEEDS",
     "MODE_GAP",
     "RELATIVE_FLOOR",
@@ -2360,15 +2628,19 @@ __all__ = [
     "claims",
     "comparisons",
     "distinct_marks",
+    "fit",
     "grid_verdict",
     "grid_verdicts",
     "is_companion",
     "judge",
     "label_at",
+    "labelled_words",
+    "late_answer",
     "mark_dependence",
     "mark_size_dependence",
     "mark_timing_dependence",
     "modes",
+    "names_grid",
     "natural_key",
     "question_metrics",
     "ranked",

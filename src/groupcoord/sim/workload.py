@@ -151,7 +151,6 @@ import bisect
 import functools
 import hashlib
 import math
-import operator
 import random
 from collections.abc import Callable, Container, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -920,8 +919,15 @@ class Processor:
         what was processed (a revocation's, as :meth:`positions`). Keyed by the resource, and
         which active resources ``keys`` selects is kept while neither changes (an auto-commit
         names the same owned set every interval): topic partitions hash their topic id in
-        Python, and lookups per partition per commit were a large part of a working run."""
-        self.advance(self.model.now())
+        Python, and lookups per partition per commit were a large part of a working run.
+        An auto-commit inside a batch reads the batch's starts and the positions of the
+        others, which the batch does not move: it does not bring the member to now (the
+        lag's integral over the batch then taken in one piece, see :func:`_batch_lag`)."""
+        m = self.model
+        now = m.now()
+        if not (polled and self.batch is not None and now < self.batch_end and not m.shared
+                and self.flush_at is None):
+            self.advance(now)
         memo = self._commit_memo
         if memo is not None and memo[0] is keys and memo[1] == self._p_version:
             chosen = memo[2]
@@ -1382,24 +1388,27 @@ class InStep:
     start of production, brought to the same time, its position and highest position
     processed equal and on the fetch horizon, no other processor on it, no poison record in
     its way. Each next advance of the stream loop (:meth:`Processor.advance`) is then the same
-    float operations for every resource: :meth:`advance` does them once, in the same order
-    where order matters (``records_processed``, one float, takes each resource's increment in
-    turn), and keeps what differs, each resource's lag integral, as pending pieces that
-    :meth:`sync` adds in order when something reads or changes the resources. Same floats,
-    bit for bit, as the stream loop (``tests/test_sim_workload.py``); an auto-commit of a
-    member that keeps up costs one set of operations instead of one per partition."""
+    float operations for every resource: :meth:`advance` does them once. The lag of each
+    resource is then constant (its production during ``fetch_latency_ms``), one linear
+    segment: :meth:`sync` adds its integral since the resources were last written as one
+    trapezoid (the closed form of :func:`lag_area`, the same quantity as the stream loop's
+    pieces, other last bits) when something reads or changes the resources; an auto-commit of
+    a member that keeps up costs one set of operations instead of one per partition."""
 
-    __slots__ = ("hw", "lag", "pend", "rate", "t", "t0")
+    __slots__ = ("hw", "lag", "rate", "t", "t0", "ws", "wt")
 
     def __init__(self, rate: float, t0: float, t: float, hw: float, lag: float) -> None:
         self.rate = rate
         self.t0 = t0
         #: The time of the last advance; the position and highest position processed, and
-        #: the lag, of every resource then; the lag integral's pieces not yet added.
+        #: the lag, of every resource then.
         self.t = t
         self.hw = hw
         self.lag = lag
-        self.pend: list[float] = []
+        #: When the resources were last written, and their highest position processed then
+        #: (the segment's start).
+        self.wt = t
+        self.ws = hw
 
     @staticmethod
     def enter(p: Processor, t: float) -> InStep | None:
@@ -1426,6 +1435,11 @@ class InStep:
                 return None
         return InStep(rate, t0, t, v, lag)
 
+    @property
+    def pending(self) -> bool:
+        """Whether it advanced since its resources were last written."""
+        return self.t != self.wt
+
     def advance(self, p: Processor, t: float) -> bool:
         """The stream loop of :meth:`Processor.advance` from ``self.t`` to ``t``, once for
         every resource. False: the closed form's condition no longer holds (the caller
@@ -1437,17 +1451,10 @@ class InStep:
             return False
         fetched = t - fl
         new = rate * (fetched - t0) if fetched > t0 else 0.0
-        old = hw  # (every resource's position)
-        if new > old:
-            m.processed = functools.reduce(operator.add, [new - old] * len(p._ares),
-                                           m.processed)
-            old = new
-        pt = rate * (t - t0) if t > t0 else 0.0
-        self.pend.append(((rate * (rt - t0) - hw) + (pt - old)) * (t - rt) / 2
-                         if old >= hw else stream_lag_area(rate, t0, hw, rt, t, fl))
-        if old > hw:
-            hw = old
-        lag = pt - hw
+        if new > hw:  # (every resource's position is ``hw``)
+            m.processed += (new - hw) * len(p._ares)
+            hw = new
+        lag = (rate * (t - t0) if t > t0 else 0.0) - hw
         self.t = t
         self.hw = hw
         self.lag = lag if lag > 0 else 0.0
@@ -1455,34 +1462,60 @@ class InStep:
         return True
 
     def sync(self, p: Processor) -> None:
-        """Write the step into ``p``'s resources (their lag integrals take their pending
-        pieces in order): as the stream loop would have left them."""
-        pend = self.pend
-        if not pend:
+        """Write the step into ``p``'s resources: their lag integrals take the segment since
+        they were last written, one trapezoid (both ends past the fetch horizon and caught
+        up: the lag is linear, in fact constant, in between)."""
+        t, ts = self.t, self.wt
+        if t == ts:
             return
-        t, v, lag = self.t, self.hw, self.lag
+        rate, t0, v, lag = self.rate, self.t0, self.hw, self.lag
+        piece = ((rate * (ts - t0) - self.ws) + (rate * (t - t0) - v)) * (t - ts) / 2
         pos = p._p
-        if len(pend) == 1:
-            inc = pend[0]
-            for r in p._ares:
-                r.lag_int += inc
-                r.t = t
-                r.hw = v
-                r.lag = lag
-                pos[r] = v
-        else:
-            add = operator.add
-            reduce = functools.reduce
-            for r in p._ares:
-                r.lag_int = reduce(add, pend, r.lag_int)
-                r.t = t
-                r.hw = v
-                r.lag = lag
-                pos[r] = v
-        self.pend = []
+        for r in p._ares:
+            r.lag_int += piece
+            r.t = t
+            r.hw = v
+            r.lag = lag
+            pos[r] = v
+        self.wt = t
+        self.ws = v
 
 
 # ============================================================================ the backlog
+
+
+def _batch_lag(p: Processor, t: float) -> float | None:
+    """The lag of ``p``'s active resources at ``t``, inside its batch in progress
+    (``batch_start <= t < batch_end``), read without bringing it to ``t``: each resource
+    of the batch at the position :meth:`Processor.advance` would give it then, the others
+    where they are. Its resources are left as they were, so the next advance takes the lag's
+    integral over the batch's linear segment in one piece (the closed form of
+    :func:`lag_area`) instead of split at every sample: the same quantity, other last
+    bits. None when the batch is not a subsequence of its active resources (the caller
+    advances)."""
+    span = p.batch_end - p.batch_start
+    frac = 1.0 if span <= 0 else (t - p.batch_start) / span
+    items = p._bitems
+    nb = len(items)
+    j = 0
+    nxt = items[0][1] if nb else None
+    active_in = p.model.active_in
+    lag = 0.0
+    for r in p._ares:
+        hw = r.hw
+        if r is nxt:
+            it = items[j]
+            new = it[2] + it[3] * frac
+            if new > hw:
+                hw = new
+            j += 1
+            nxt = items[j][1] if j < nb else None
+        if active_in.get(r) is p:
+            t0 = r.t0
+            rl = (r.rate * (t - t0) if t > t0 else 0.0) - hw
+            if rl > 0:
+                lag += rl
+    return lag if j == nb else None
 
 
 def _wait(p: Processor, t: float, total: float) -> float:
@@ -1609,6 +1642,10 @@ class WorkModel:
         #: How many processors process each resource (more than one: a fenced member still
         #: processing what its successor took over; none of them is then in step).
         self.holders: dict[Resource, int] = {}
+        #: How many resources have more than one holder: while none has, a processor's
+        #: resources are written by it alone, and a lag sample or an auto-commit may read a
+        #: member in a batch without bringing it to now (:func:`_batch_lag`).
+        self.shared = 0
         #: Called when a batch outlasts ``max.poll.interval.ms``: (processor, its batch end).
         self.on_poll_timeout: Callable[[Processor, int], None] | None = None
         self.resources: dict[Key, Resource] = {}
@@ -1694,6 +1731,8 @@ class WorkModel:
         (:class:`InStep`), since both now write it."""
         n = self.holders[r] = self.holders.get(r, 0) + 1
         if n > 1:
+            if n == 2:
+                self.shared += 1
             for p in self.processors.values():
                 if r in p._p:
                     p._unsteady()
@@ -1701,6 +1740,8 @@ class WorkModel:
     def unhold(self, r: Resource) -> None:
         """A processor stops processing ``r`` (:meth:`hold`)."""
         n = self.holders[r] - 1
+        if n == 1:
+            self.shared -= 1
         if n:
             self.holders[r] = n
         else:
@@ -1900,6 +1941,11 @@ class WorkModel:
                     p.stream_lag = (p._p_version, v)
                 lag += v
             else:
+                if not self.shared and p.batch is not None and now < p.batch_end:
+                    got = _batch_lag(p, now)
+                    if got is not None:
+                        lag += got
+                        continue
                 p.advance(now)
                 for r in p._ares:
                     if active_in.get(r) is p:

@@ -1,0 +1,69 @@
+"""The share page's charts (``lab.report.grid_charts``): a share grid's two group sizes are two
+setups (one member per partition; three share members per partition against one consumer and
+idle ones), not a trend, so nothing joins them; a split cell's minority seeds are drawn above
+every protocol's marker and aside from it; the records-processed-twice panel says the
+consumer's figure is set by its commit interval; the colour key names share groups."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.lab.verdict import grid_verdicts
+
+SHARE, KIP848 = "share:simple", "consumer:uniform"
+
+
+def _row(protocol: str, seed: int, size: int, **cols: Any) -> dict[str, Any]:
+    return {"protocol": protocol, "scenario": "crowd-crash", "size": size, "members": size,
+            "workload": "1x4-busy", "fault_rate": 0.0, "seed": seed, "ok": True,
+            "caught_up": True, "noop_events": 0, "total_partitions": 4,
+            "work": '{"records_per_s": 60}', **cols}
+
+
+def _grid() -> Any:
+    rows = []
+    for size in (4, 12):
+        for s in range(10):
+            # at 12 the consumer's crash hits an idle member on 8 of 10 seeds: a split cell
+            consumer = 2_800.0 + s if size == 4 or s < 2 else 0.0
+            rows += [_row(SHARE, s, size, lag_peak=3_900.0 + s if size == 4 else float(s % 3),
+                          records_reprocessed=0.0),
+                     _row(KIP848, s, size, lag_peak=consumer, records_reprocessed=200.0 + s)]
+    grid = {"name": "share", "protocols": [SHARE, KIP848], "scenarios": ["crowd-crash"],
+            "sizes": [4, 12], "workloads": ["1x4-busy"], "seeds": 10, "question": "share",
+            "metrics": ["lag_peak", "records_reprocessed"]}
+    (g,) = grid_verdicts({"grids": [grid]}, rows)
+    return g
+
+
+def test_a_share_grids_sizes_are_markers_not_a_line(tmp_path: Any,
+                                                     saved_figures: list[Any]) -> None:
+    from matplotlib.collections import PathCollection, PolyCollection
+
+    from groupcoord.lab.report import grid_charts, protocol_styles
+
+    g = _grid()
+    grid_charts(g, tmp_path, protocol_styles(g.protocols))
+    (fig,) = saved_figures
+    peak, twice = [a for a in fig.axes if a.get_visible()]
+    for ax in (peak, twice):
+        lines = [ln for ln in ax.get_lines() if ln.get_label() in (SHARE, KIP848)]
+        assert lines and all(ln.get_linestyle() == "None" for ln in lines)
+        assert not [c for c in ax.collections if isinstance(c, PolyCollection)]  # no band
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["4", "12"]
+    # the consumer's split cell at 12: its seeds are dots above every median marker, and
+    # aside from the share group's marker at 12
+    dots = [c for c in peak.collections if isinstance(c, PathCollection)]
+    assert dots and all(c.get_zorder() > max(ln.get_zorder() for ln in peak.get_lines())
+                        for c in dots)
+    share_x = {x for ln in peak.get_lines() if ln.get_label() == SHARE
+               for x in ln.get_xdata() if x > 8}
+    assert share_x and not share_x & {float(x) for c in dots for x, _ in c.get_offsets()}
+    assert "commit interval" in twice.get_title()
+    assert "commit interval" not in peak.get_title()
+
+
+def test_the_chart_legend_names_share_groups() -> None:
+    from groupcoord.lab.report import LEGEND_FAMILIES
+
+    assert LEGEND_FAMILIES.get("share") == "KIP-932 share groups"
