@@ -29,6 +29,7 @@ import re
 import statistics
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from groupcoord.lab.findings import Metric, family, number, run_settings, work_value
@@ -299,6 +300,22 @@ def _cells_over(runs: Sequence[Mapping[str, Any]], limit: float, kill: bool) -> 
     return out
 
 
+#: The share calibration shipped with the package (``lab calibrate --share --json``).
+SHARE_CALIBRATION = Path(__file__).parent / "data" / "share_calibration.json"
+
+
+def load_share_calibration(path: Path = SHARE_CALIBRATION) -> list[dict[str, Any]]:
+    """The share calibration's cells (``lab calibrate --share --json``: ``cells``); [] when
+    the file is not there or is not such a document."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    cells = data.get("cells") if isinstance(data, dict) else None
+    return [c for c in cells or [] if isinstance(c, dict)]
+
+
+
 def wire_lost_hosts(cells: Sequence[Mapping[str, Any]] | None = None
                     ) -> list[tuple[str, int, str, int, int]]:
     """The share calibration's lost-host cells (``lab calibrate --share``: a hung
@@ -306,8 +323,6 @@ def wire_lost_hosts(cells: Sequence[Mapping[str, Any]] | None = None
     runs), from the cells' ``lost_host`` counts (``lab.share_calibration.lost_host_counts``);
     the shipped ``lab/data/share_calibration.json`` by default."""
     if cells is None:
-        from groupcoord.lab.share_report import load_share_calibration
-
         cells = load_share_calibration()
     out = []
     for c in cells:
