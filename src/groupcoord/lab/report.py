@@ -727,7 +727,7 @@ def _row_head(g: GridVerdict, row: VerdictRow,
     ld = (loads or {}).get((row.scenario, row.size, row.workload, row.fault_rate))
     if isinstance(ld, Load):
         fams = {family(p) for p in g.protocols}
-        load += f": {ld.text(share='share' in fams and len(fams) > 1)}"
+        load += f": {ld.text(share='share' in fams and len(fams) > 1, consumer='share' not in fams)}"
     elif ld is not None:
         load += f": {ld.short()}"
     rank = ranked(g.protocols)
