@@ -299,11 +299,11 @@ def busy_clause(ld: Load, protocols: Sequence[str]) -> str:
     processing time of a poll when caught up (its records in one fetch interval)."""
     said = []
     for p in dict.fromkeys(protocols):
-        busy, n = ld.working(p)
-        poll = _ms(ld.batch_ms * busy / ld.busy) if ld.busy > 0 else _ms(ld.batch_ms)
+        share, n = ld.working(p)
+        poll = _ms(ld.batch_ms * share / ld.busy) if ld.busy > 0 else _ms(ld.batch_ms)
         who = (f"{n} working members of {ld.members} ({ld.members - n} idle)"
                if n < ld.members else "members")
-        said.append((p, who, f"{busy:.0%}", poll))
+        said.append((p, who, f"{share:.0%}", poll))
     if len({(w, b, q) for _, w, b, q in said}) <= 1:
         _, who, busy, poll = said[0] if said else ("", "members", f"{ld.busy:.0%}",
                                                    _ms(ld.batch_ms))

@@ -1590,7 +1590,24 @@ def _limits(runs: Sequence[Mapping[str, Any]], verdicts: Sequence[GridVerdict],
     (``lab.share_report.sentence_calibration_limits``)."""
     return sentence_calibration_limits(
         [*model_limits(runs, gaps=star_gaps(verdicts)), *connect_leaves_out(runs)],
-        [(c.scenario, c.size, c.workload or None, _claim_protocols(c, verdicts)) for c in found])
+        [(c.scenario, c.size, c.workload or None, _claim_protocols(c, verdicts),
+          *calibration_scope(c, verdicts)) for c in found], runs=runs)
+
+
+def calibration_scope(c: Claim, verdicts: Sequence[GridVerdict]
+                      ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A share sentence's cells a wire row may calibrate besides its scenario's: the other
+    scenario it states of the same cell (a kill sentence's lost host, "A lost host (crash) in
+    the same cell", ``lab.share_marks.kill_lost_host_clause``), and, for a sentence without
+    one workload (a grid's no-difference sentence), its grid's workloads: a wire row of
+    another grid's workload calibrates a sentence the page does not have."""
+    crash = c.scenario.replace("kill", "crash")
+    also = (crash,) if crash != c.scenario and f"A lost host ({crash}) in the same cell" in (
+        c.text + " ".join(c.caveats)) else ()
+    g = next((v for v in verdicts if v.name == c.grid), None)
+    workloads = () if c.workload or g is None else tuple(dict.fromkeys(
+        str(r.workload) for r in g.rows))
+    return also, workloads
 
 
 def _claim_protocols(c: Claim, verdicts: Sequence[GridVerdict]) -> list[str]:
@@ -2057,7 +2074,7 @@ def calibration_notes(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
     for c in found:
         named = _claim_protocols(c, verdicts)
         if any(family(p) == "share" for p in named):
-            out.append(calibration_note(c, verdicts))
+            out.append(calibration_note(c, verdicts, runs))
             continue
         rows = calibration_rows_for(c, verdicts, runs)
         missing = connect_not_calibrated(c, verdicts)
@@ -2220,7 +2237,8 @@ def split_calibration_text(scenario: str, protocols: Sequence[str],
     return ("outside 2x where the simulation's seeds split: " + "; ".join(parts)) if parts else ""
 
 
-def calibration_note(c: Claim, verdicts: Sequence[GridVerdict] = ()) -> str:
+def calibration_note(c: Claim, verdicts: Sequence[GridVerdict] = (),
+                     runs: Sequence[Mapping[str, Any]] = ()) -> str:
     """What the share calibration against real share consumers measured for a share sentence's
     scenario and protocols (:func:`share_calibration_note`), printed under the sentence; ""
     where no row covers them, and for a sentence of another family (its note is the pointer to
@@ -2229,8 +2247,9 @@ def calibration_note(c: Claim, verdicts: Sequence[GridVerdict] = ()) -> str:
     named = _claim_protocols(c, verdicts)
     if not any(family(p) == "share" for p in named):
         return ""
+    also, workloads = calibration_scope(c, verdicts)
     return share_calibration_note(c.scenario, c.size, named, workload=c.workload or None,
-                                  metric=c.metric)
+                                  metric=c.metric, runs=runs, also=also, workloads=workloads)
 
 
 def _claims_html(found: Sequence[Claim], verdicts: Sequence[GridVerdict] = (),
