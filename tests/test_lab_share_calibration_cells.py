@@ -68,7 +68,8 @@ def test_a_kill_sentence_carries_its_lost_hosts_wire_row_and_a_grid_sentence_its
 def test_the_outside_2x_list_reads_the_pages_runs() -> None:
     sentences = [("owner-kill", 12, "1x4-hot", [SHARE, KIP848], ("owner-crash",), ())]
     stale = sentence_calibration_limits([], sentences, cells=[_hot()], cal={"rows": []})
-    assert any("outside 2x" in t and "excess lag peak 3 / 7,944" in t for t in stale)
+    assert any("outside 2x" in t and "(owner-crash at 12 members on 1x4-hot): excess lag peak "
+               "3 / 7,944" in t for t in stale)
     now = sentence_calibration_limits([], sentences, cells=[_hot()], cal={"rows": []},
                                       runs=_runs())
     assert not any("The sentences' own cells outside 2x" in t for t in now)

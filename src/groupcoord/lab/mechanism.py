@@ -370,9 +370,13 @@ def condition_clauses(claim: Claim, verdicts: Sequence[GridVerdict],
         parts.append(f"{ld.text()}")
     elif isinstance(ld, Load):
         named = [p for p in (claim.best, claim.worse) if p]
-        parts.append(busy_clause(ld, named) + "; " + phase_clause(named, spreads_of(
-                         [r for r in mine if r.get("protocol") in
-                          {label_at(g, p, row) for p in named}])))
+        # the load and the heartbeat phase each a clause: sentences of different loads
+        # share the phase's (the page letters each clause once)
+        parts.append(busy_clause(ld, named))
+        phase = phase_clause(named, spreads_of(
+            [r for r in mine if r.get("protocol") in {label_at(g, p, row) for p in named}]))
+        if phase:
+            parts.append(phase)
         late = SLOW_VARIANT.match(row.scenario)
         if late:
             parts.append(f"one member {_ms(float(late.group('v')))} late at every rebalance "

@@ -1018,7 +1018,9 @@ def sentence_calibration_limits(items: Sequence[str],
                         continue
                     pair, how = _pair(c, m, float(v["sim"]), float(v["wire"]))
                     if how == "not within 2x":
-                        outside.append((m, f"sentence {i}'s {p} ({cell})", pair))
+                        where = cell if c.get("scenario") == scenario else cell.replace(
+                            scenario, str(c.get("scenario")), 1)
+                        outside.append((m, f"sentence {i}'s {p} ({where})", pair))
         if off:
             uncovered.append(f"sentence {i}'s {' and '.join(off)} ({cell})")
     out = []
