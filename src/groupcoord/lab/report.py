@@ -474,7 +474,10 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
                  "again on that set alone by the same rule, and a ★ or = of the first set "
                  "stands only where the second marks the same best: otherwise the row reads "
                  "'not confirmed' with what each set found, has no mark and no sentence. The "
-                 "numbers shown are the first set's. On this page "
+                 "numbers shown are the first set's, except a cell whose seeds split into "
+                 "distinct outcomes on a page of share groups: its outcomes count both sets' "
+                 "seeds ('k of n', n both sets' seeds, in the tables and the sentences alike). "
+                 "On this page "
                  f"{ok:,} marks were confirmed and {bad:,} were not.")
     negative = any(c.median < 0 for g in verdicts for row in g.rows for mv in row.metrics
                    for c in mv.cells.values())
@@ -635,6 +638,10 @@ def _verdict_word(mv: MetricVerdict) -> str:
             # seeds, 161k-223k record·s in two) is a cost the medians hide, not no cost
             over = seeds_over_floor(mv)
             return f"medians under floor; {over}" if over else "all under floor"
+        if any(c.split for c in cells):
+            # a side at 0 on most seeds and far over the floor on a few is a split, not a
+            # lowest cost the test cannot tell from the others
+            return "split seeds"
         return "tie? lowest under floor"
     if mv.verdict == "few seeds":
         return f"< {MIN_SEEDS} seeds"
@@ -1519,6 +1526,9 @@ def _build_report(out: Path, rdir: Path) -> Path:
         unmark_broker_lag(verdicts, runs)
         intro = str(meta.get("description") or "")
 
+        all_seed_outcomes(verdicts)  # a share page's split cells over both seed sets
+        # (before the sentences: a sentence quotes a split cell as its table shows it)
+
         def page_claims(noted: Collection[str] = ()) -> list[Claim]:
             return with_client_notes(with_caveats(with_heartbeat_condition(with_conditions(
                 claims(verdicts, family_of=family_key(runs), intro=intro, noted=noted),
@@ -1534,7 +1544,6 @@ def _build_report(out: Path, rdir: Path) -> Path:
             found = page_claims(noted)
         found = share_claims(found, claims(verdicts, limit=len(runs) + 1), verdicts, runs)
         found = fitted(found, verdicts)
-        all_seed_outcomes(verdicts)  # a share page's split cells over both seed sets
         html_parts.append(_sweep_html(meta, verdicts, found, violations, rdir, runs))
         md_parts.append(_sweep_md(meta, verdicts, found, violations, runs))
 
