@@ -289,3 +289,32 @@ def test_a_companion_grids_finding_joins_its_parents_sentence_only() -> None:
     (only,) = claims(one)
     assert only.grid == "crossover-10ms" and "no difference" in only.text
     assert "crossover-10ms-hb1s" not in only.text
+
+
+def test_condition_b_says_the_crash_cells_it_leaves_out() -> None:
+    """Outside review round 13: condition (b) summed the rolling-bounce and scale-out cells
+    and silently left out the crash cells (nobody revokes there) where eager costs more; it
+    now says how many it leaves out and eager's excess there, from the runs."""
+    lags = {"scale-out": {"classic:eager": 5.0, "classic:cooperative": 300.0,
+                          "classic:eager@hb1s": 4.0, "classic:cooperative@hb1s": 30.0},
+            "crash": {"classic:eager": 5_000.0, "classic:cooperative": 4_000.0,
+                      "classic:eager@hb1s": 4_800.0, "classic:cooperative@hb1s": 3_900.0}}
+    runs = []
+    for scen, cols in lags.items():
+        for p, v in cols.items():
+            hb = 1000 if p.endswith("@hb1s") else 3000
+            for s in range(5):
+                runs.append({"run_id": f"{p}-{scen}-{s}", "protocol": p, "scenario": scen,
+                             "size": 8, "members": 8, "workload": "1x32-p10ms-20pct",
+                             "fault_rate": 0.0, "seed": s, "ok": True, "caught_up": True,
+                             "noop_events": 0,
+                             "settings_json": json.dumps({"heartbeat.interval.ms": hb}),
+                             "total_partitions": 32, "lag_record_s": v + 0.01 * s,
+                             "work": json.dumps({"records_per_s": 2.5, "processing_ms": 10})})
+    grid = {"name": "crossover-10ms", "protocols": list(lags["crash"]),
+            "scenarios": ["scale-out", "crash"], "metrics": ["lag_record_s"], "seeds": 5}
+    text = heartbeat_gap_clause(grid_verdicts({"spec": "paper", "grids": [grid]}, runs))
+    assert "(crossover-10ms, 1 cells, excess lag, medians): classic:eager costs less at 3 s " \
+           "in 1" in text, text
+    assert ("left out: 1 crash cell (nobody revokes), where classic:eager costs more in 1, "
+            "by 1,000 record·s at 3 s") in text, text
