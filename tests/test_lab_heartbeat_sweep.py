@@ -318,3 +318,28 @@ def test_condition_b_says_the_crash_cells_it_leaves_out() -> None:
            "in 1" in text, text
     assert ("left out: 1 crash cell (nobody revokes), where classic:eager costs more in 1, "
             "by 1,000 record·s at 3 s") in text, text
+
+
+def test_a_swept_value_whose_runs_never_caught_up_is_not_tested_not_a_tie() -> None:
+    """Outside review round 13, S5: a cell where 4 of 5 seeds of a protocol never caught up
+    read "no protocol separated"; it is untested, and the sentence says so."""
+    start = {"16x8c-task1s": 1000, "16x8c-task5s": 5000, "16x8c-task10ms": 10}
+    # 5 seeds and 5 fresh; at 1 s tasks 2 of the first 5 never caught up (the row keeps 3)
+    runs = [{**r, "run_id": f"{r['run_id']}-{k}", "seed": r["seed"] + 5 * k,
+             "replicate": r["seed"] + 5 * k,
+             "work": json.dumps({"task_start_ms": start[r["workload"]]}),
+             "caught_up": not (r["workload"] == "16x8c-task1s" and k == 0
+                               and r["seed"] in (2, 3))}
+            for k in (0, 1) for r in _tt_runs()]
+    grid = {**TT_GRID, "confirm_seeds": 5}
+    verdicts = grid_verdicts({"spec": "paper", "grids": [grid]}, runs)
+    # the render's row counts its seeds over every grid's runs of the cell (5), its cells
+    # keep the 3 that caught up
+    row = next(r for r in verdicts[0].rows if r.workload == "16x8c-task1s")
+    assert row.metrics[0].verdict == "few seeds"
+    row.seeds = 5
+    (c,) = [c for c in claims(verdicts) if c.grid == "kip415-task-times"]
+    said = " ".join((c.text, *c.caveats, *(n for _, _, n in c.movable)))
+    assert "not tested at 1,000 ms" in said, said
+    assert "3 of 5 seeds" in said, said
+    assert "no protocol separated from all the rest at 1,000 ms" not in said, said

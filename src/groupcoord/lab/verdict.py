@@ -1720,6 +1720,19 @@ def _strength(mv: MetricVerdict) -> float:
 NOT_CONFIRMED = "not confirmed"
 
 
+#: A crossover's words for a value whose cells kept fewer than :data:`MIN_SEEDS` seeds.
+NOT_TESTED = "not tested"
+
+
+def _untested_text(row: VerdictRow, mv: MetricVerdict) -> str:
+    """A crossover's words for a row judged on too few seeds ("few seeds": runs that never
+    caught up, or broke an invariant, are left out, and their seeds dropped from the row):
+    not tested, with the seeds its ranked cells kept of the row's."""
+    kept = min((len(mv.cells[p].values) for p in ranked(mv.cells)), default=0)
+    return (f"{NOT_TESTED} ({kept} of {row.seeds} seeds kept: the others' runs left out, "
+            "the table says why)")
+
+
 def _unconfirmed_text(mv: MetricVerdict) -> str | None:
     """A crossover's words for a row whose mark the fresh seeds did not repeat (None: no mark
     on either set: "no protocol separated")."""
@@ -1791,8 +1804,12 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
             # as such, never named as a winner
             winners = [(x, DELAY_WIN if w is not None and r.metrics[i].limit.startswith("is won")
                         else w) for r, (x, w) in zip(rows, winners, strict=True)]
+            # a value whose cells kept too few seeds (runs that never caught up are left out)
+            # was not tested: never "no protocol separated"
+            winners = [(x, _untested_text(r, r.metrics[i]) if r.metrics[i].verdict
+                        == "few seeds" else w) for r, (x, w) in zip(rows, winners, strict=True)]
             named = {w for _, w in winners if w is not None and w != DELAY_WIN
-                     and not w.startswith(NOT_CONFIRMED)}
+                     and not w.startswith((NOT_CONFIRMED, NOT_TESTED))}
             # the grid's own metric (its question's first) is answered at every value swept;
             # the others only where the winner changes
             if not named or (i > 0 and len(named) < 2):
@@ -1803,6 +1820,11 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
             for w in dict.fromkeys(w for _, w in winners):
                 xs = ", ".join(number(x or 0.0) for x, v in winners if v == w)
                 part = f"{w or 'no protocol separated from all the rest'} at {xs}{x_unit}"
+                if w is not None and w.startswith(NOT_TESTED):
+                    why = w.removeprefix(NOT_TESTED)
+                    parts.append(f"{NOT_TESTED} at {xs}{x_unit}{why}")
+                    moves.append((why, "", f"{NOT_TESTED} at {xs}{x_unit}{why}"))
+                    continue
                 if w == DELAY_WIN:
                     won = (f" the only mark is won against the configured {DELAY_SETTING}, "
                            "by design (no finding)")
