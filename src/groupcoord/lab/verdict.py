@@ -2531,16 +2531,61 @@ def no_difference(g: GridVerdict) -> Claim | None:
     unconfirmed = (f"; {first_only} marked on the first seeds only, not on the fresh"
                    if first_only else "")
     low = f" (the {word} median: " + "; ".join(shown) + ")"
-    text = (f"{g.name}, {short_label(m, g.excess)}: no difference; no protocol separates "
-            f"from all the rest in {'its one row' if len(rows) == 1 else f'any of its {len(rows)} rows'}"
-            f"{unconfirmed}{low}.")
+    # "no difference" only where no metric of the grid separates: otherwise the sentence
+    # names what does, and the metrics whose medians lie far apart without separating
+    others = _other_metrics(g, rows, i)
+    text = (f"{g.name}, {short_label(m, g.excess)}: {'' if others else 'no difference; '}"
+            f"no protocol separates from all the rest in "
+            f"{'its one row' if len(rows) == 1 else f'any of its {len(rows)} rows'}"
+            f"{unconfirmed}{low}" + "".join(f"; {o}" for o in others) + ".")
     sizes = sorted({r.size for r in rows})
     cmd = reproduce(g.spec, scen[0], sizes, None, g.labels or g.protocols)
     for extra in scen[1:]:  # every scenario of the grid's rows, one command
         cmd = cmd.replace(" --size ", f" --scenario {extra} --size ", 1)
     return Claim(g.name, text, cmd, m.column, scen[0], sizes[-1], "", "", sizes=tuple(sizes),
                  movable=((low, " (lowest medians in the note)",
-                           f"the {word} median: " + "; ".join(shown)),))
+                           f"the {word} median: " + "; ".join(shown)),
+                          *((f"; {o}", "", o) for o in reversed(others[1:]))))
+
+
+def _by_median(m: Metric, cells: Mapping[str, Cell], protocols: Sequence[str]) -> str:
+    """``a and b 0 s, c 0.5 s``: protocols low to high by median, those printing the same
+    median named together."""
+    sign = 1 if m.lower_is_better else -1
+    groups: dict[str, list[str]] = {}
+    for p in sorted(protocols, key=lambda p: (sign * cells[p].median, p)):
+        groups.setdefault(m.fmt(cells[p].median), []).append(p)
+    return ", ".join(f"{' and '.join(ps)} {v}" for v, ps in groups.items())
+
+
+def _other_metrics(g: GridVerdict, rows: Sequence[VerdictRow], i: int) -> list[str]:
+    """What a grid's other metrics show in ``rows`` beside a first metric on which no
+    protocol separates: each that separates (a ★ or = with protocols beaten: the best
+    against the beaten, medians), then each whose medians lie more than 2x (and the floor)
+    apart without separating (every ranked median); a grid's "no difference" may stand only
+    where this is empty."""
+    sep: list[str] = []
+    far: list[str] = []
+    for r in rows:
+        where = f" ({r.scenario}, {r.size:,})" if len(rows) > 1 else ""
+        for j, mv in enumerate(r.metrics):
+            m = mv.metric
+            pool = [p for p in ranked(g.protocols) if p in mv.cells and mv.cells[p].values]
+            if j == i or len(pool) < 2 or task_time_input(g, m):
+                continue
+            name = short_label(m, g.excess)
+            if mv.verdict in ("best", "tied") and mv.beaten:
+                won = [p for p in pool if p not in mv.beaten]
+                sep.append(f"{name}{where} separates: {_by_median(m, mv.cells, won)} against "
+                           f"{_by_median(m, mv.cells, list(mv.beaten))}")
+                continue
+            meds = sorted(abs(mv.cells[p].median) for p in pool)
+            lo, hi = meds[0], meds[-1]
+            if hi - lo > m.floor and hi > 2 * max(lo, m.floor):
+                ratio = f"{hi / lo:.1f}x" if lo > 0 else "far"
+                far.append(f"{name}{where} medians {ratio} apart, not separated: "
+                           f"{_by_median(m, mv.cells, pool)}")
+    return sep + far
 
 
 def closer_elsewhere(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
