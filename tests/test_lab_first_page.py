@@ -172,6 +172,36 @@ def test_a_follow_up_with_one_member_late_is_said_in_its_plain_cells_sentence() 
         "groupcoord lab run --spec paper --scenario rolling-bounce-slow2000ms --size 10")
 
 
+def test_a_follow_ups_lag_is_quoted_in_both_directions_beside_its_finding() -> None:
+    """Outside review round 13 (S4): the rolling sentence quoted busy-rolling's lag peak
+    only; on lag eager was best with a member 0.5 s late and 4.6x worse at 2 s late. The
+    added finding now quotes the grid's lag on each of its late rows, both directions."""
+    rolling = {"name": "rolling", "question": "Does the group keep processing?",
+               "protocols": [EAGER, COOP], "scenarios": ["rolling-bounce"],
+               "workloads": ["w"], "metrics": ["convergence_ms"], "seeds": 5}
+    busy = {"name": "busy-rolling",
+            "question": "Does eager's rolling-bounce mark hold when one member is late?",
+            "protocols": [EAGER, COOP],
+            "scenarios": ["rolling-bounce-slow500ms", "rolling-bounce-slow2000ms"],
+            "workloads": ["w"], "metrics": ["convergence_ms", "lag_record_s"], "seeds": 5}
+    runs = [_run(p, "rolling-bounce", "w", s, convergence_ms=5000.0 + 10 * s,
+                 lag_record_s=1000.0 + s) for p in (EAGER, COOP) for s in range(5)]
+    for scen, conv, lag in (("rolling-bounce-slow500ms", {EAGER: 5200.0, COOP: 5210.0},
+                             {EAGER: 8000.0, COOP: 11000.0}),
+                            ("rolling-bounce-slow2000ms", {EAGER: 30000.0, COOP: 6000.0},
+                             {EAGER: 50000.0, COOP: 11000.0})):
+        # at 2 s late one cooperative seed reaches past eager's: the lag does not separate
+        runs += [_run(p, scen, "w", s, convergence_ms=conv[p] + 10 * s,
+                      lag_record_s=(60000.0 if (p == COOP and s == 4 and "2000" in scen)
+                                    else lag[p] + s)) for p in (EAGER, COOP) for s in range(5)]
+    (c,) = claims(grid_verdicts({"spec": "paper", "grids": [rolling, busy]}, runs), limit=1)
+    said = " ".join((c.text, *c.caveats))
+    assert "With one member 2 s late at each rebalance (rolling-bounce-slow2000ms" in said
+    assert ("Its lag: 0.5 s late ★ classic:eager 8,002 record·s against classic:cooperative "
+            "11,002 record·s; 2 s late classic:cooperative 11,002 record·s against "
+            "classic:eager 50,002 record·s (4.5x, split seeds)") in said, said
+
+
 def test_a_grid_a_split_cells_note_answers_has_no_sentence_of_its_own() -> None:
     """Render 18: kip415-stop-edge asks where the 3-worker join's split edge lies; the split
     cell's note answers it (naming the grid), and its own sentence (a win at one stop time)
