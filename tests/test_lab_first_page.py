@@ -202,6 +202,25 @@ def test_a_follow_ups_lag_is_quoted_in_both_directions_beside_its_finding() -> N
             "classic:eager 50,002 record·s (4.5x, split seeds)") in said, said
 
 
+def test_a_sentence_whose_winner_loses_another_row_of_its_grid_says_so() -> None:
+    """Outside review round 13 (S12): lateness answered from its mild row, where eager wins,
+    while its heavier row had eager at 89,405 against cooperative's 19,710. A sentence whose
+    winner loses another row of the same grid says so: the row and the two medians."""
+    grid = {"name": "lateness", "question": "What does a member change cost?",
+            "protocols": [EAGER, COOP], "scenarios": ["scale-out"], "workloads": ["a", "b"],
+            "metrics": ["convergence_ms"], "seeds": 5}
+    runs = [_run(p, "scale-out", wl, s, convergence_ms=v + 10 * s)
+            for wl, vals in (("a", {EAGER: 1000.0, COOP: 9000.0}),
+                             ("b", {EAGER: 8000.0, COOP: 2000.0}))
+            for p, v in vals.items() for s in range(5)]
+    found = claims(grid_verdicts({"spec": "paper", "grids": [grid]}, runs), limit=1)
+    (c,) = found
+    assert c.best == EAGER and c.workload == "a", c.text
+    said = " ".join((c.text, *c.caveats))
+    assert ("It loses in scale-out, 10 members, b (lateness): classic:eager 8.02 s against "
+            "classic:cooperative 2.02 s, 4.0x") in said, said
+
+
 def test_a_grid_a_split_cells_note_answers_has_no_sentence_of_its_own() -> None:
     """Render 18: kip415-stop-edge asks where the 3-worker join's split edge lies; the split
     cell's note answers it (naming the grid), and its own sentence (a win at one stop time)
