@@ -234,3 +234,34 @@ def test_a_grid_a_split_cells_note_answers_has_no_sentence_of_its_own() -> None:
     verdicts = grid_verdicts({**meta, "grids": [*meta["grids"], edge]}, runs)
     assert {c.grid for c in claims(verdicts)} == {"costs", "edge"}
     assert {c.grid for c in claims(verdicts, noted={"edge"})} == {"costs"}
+
+
+def test_a_likewise_at_a_short_kip415_delay_quotes_the_default_delays_downtime() -> None:
+    """Outside review round 13 (S1): "Likewise in worker-crash-d0: 11 against 128" restarts;
+    at Kafka's default 300 s delay the same restarts cost 3,722 task·s of downtime against
+    eager's 475. A Likewise on a short-delay variant quotes the default delay's downtime."""
+    from groupcoord.lab.verdict import Claim, _add_likewise
+
+    sess, eag = "classic-connect:sessioned", "classic-connect:eager"
+    grid = {"name": "kip415-crash", "question": "Do the KIP-415 marks hold on a crash?",
+            "protocols": [eag, sess], "scenarios": ["worker-crash-d0", "worker-crash-d300s"],
+            "workloads": ["16x8c"], "metrics": ["task_restarts", "task_downtime_task_s"],
+            "seeds": 5}
+    runs = [_run(p, scen, "16x8c", s, task_restarts=restarts[p],
+                 task_downtime_task_s=down[p] + s)
+            for scen, restarts, down in (("worker-crash-d0", {sess: 11, eag: 128},
+                                          {sess: 40.0, eag: 470.0}),
+                                         ("worker-crash-d300s", {sess: 11, eag: 128},
+                                          {sess: 3720.0, eag: 475.0}))
+            for p in (eag, sess) for s in range(5)]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [grid]}, runs)
+    row = next(r for r in g.rows if r.scenario == "worker-crash-d0")
+    mv = next(x for x in row.metrics if x.metric.column == "task_restarts")
+    assert mv.best == (sess,)
+    host = Claim("kip415", "kip415-connector-added: sessioned has the lowest task restarts.",
+                 "groupcoord lab run --spec paper --size 10 --protocol x", "task_restarts",
+                 "kip415-connector-added", 10, sess, eag)
+    _add_likewise(host, g, row, mv)
+    assert ("Likewise in worker-crash-d0, 10 workers (kip415-crash): 11 against 128; at "
+            "Kafka's default scheduled.rebalance.max.delay.ms of 300 s (worker-crash-d300s) "
+            "their task downtime is 3,722 task·s against 477 task·s.") in host.text, host.text
