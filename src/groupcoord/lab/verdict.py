@@ -2350,8 +2350,8 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     # each sentence within MAX_WORDS words as the page names its protocols (by label, their
     # assignor and heartbeat said once above the sentences); the page fits it again with its
     # conditions' letters (``lab.report.fitted``)
-    out = [fit(adverse_row(closer_elsewhere(c, verdicts), verdicts), labelled_words)
-           for c in ordered[:limit]]
+    out = [fit(adverse_row(discovery_cause(closer_elsewhere(c, verdicts), verdicts), verdicts),
+               labelled_words) for c in ordered[:limit]]
     order = {g.name: i for i, g in enumerate(verdicts)}
     out.sort(key=lambda c: order.get(c.grid, 0))
     return out
@@ -2671,6 +2671,62 @@ def _other_metrics(g: GridVerdict, rows: Sequence[VerdictRow], i: int) -> list[s
                 far.append(f"{name}{where} medians {ratio} apart, not separated: "
                            f"{_by_median(m, mv.cells, pool)}")
     return sep + far
+
+
+#: Scenarios that grow a topic: a classic member finds the new partitions only at its next
+#: metadata refresh (metadata.max.age.ms), a KIP-848 member when the broker tells it.
+GROWTH_SCENARIOS = ("grow-by", "partition-added")
+AGE_KEY = "metadata.max.age.ms"
+
+
+def _age(row: VerdictRow, g: GridVerdict, p: str) -> float | None:
+    v = ((row.settings or g.settings).get(p) or g.settings.get(p) or {}).get(AGE_KEY)
+    return float(v) if isinstance(v, int | float) else None
+
+
+def discovery_cause(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
+    """A sentence on a topic's growth that compares against a classic protocol says the
+    cause: metadata discovery (the classic member's refresh), and quotes time to converge
+    beside lag (or lag beside time to converge), and, where a grid ran the same scenario and
+    size at several refresh intervals, the classic protocol at each (outside review round 13:
+    most of partition-added's classic lag is the 5-minute metadata.max.age.ms)."""
+    classic = next((p for p in (c.worse, c.best) if p.startswith("classic:")), "")
+    if not classic or not c.workload or not any(x in c.scenario for x in GROWTH_SCENARIOS):
+        return c
+    g = next((x for x in verdicts if x.name == c.grid), None)
+    row = None if g is None else next(
+        (r for r in g.rows if (r.scenario, r.size, r.workload)
+         == (c.scenario, c.size, c.workload)), None)
+    if g is None or row is None:
+        return c
+    age = _age(row, g, classic)
+    parts = ["the classic cost is metadata discovery (a classic member finds new partitions "
+             "at its next refresh" + (f", {AGE_KEY} {number(age / 1000)} s" if age else "")
+             + ")"]
+    other = "convergence_ms" if c.metric != "convergence_ms" else "lag_record_s"
+    mv = next((x for x in row.metrics if x.metric.column == other), None)
+    if mv is not None and c.best in mv.cells and c.worse in mv.cells:
+        m = mv.metric
+        parts.append(f"{short_label(m, g.excess)} {m.fmt(mv.cells[c.best].median)} against "
+                     f"{m.fmt(mv.cells[c.worse].median)}")
+    for og in verdicts:
+        if og.parameter != "metadata_max_age_ms":
+            continue
+        rows = [r for r in og.rows if (r.scenario, r.size) == (c.scenario, c.size)]
+        at: dict[float, str] = {}
+        for r in rows:
+            x = next((x for x in r.metrics if x.metric.column == c.metric), None)
+            a = _age(r, og, classic)
+            if x is not None and a is not None and classic in x.cells \
+                    and x.cells[classic].values:
+                at[a] = x.metric.fmt(x.cells[classic].median)
+        if len(at) > 1:
+            loads = ", ".join(sorted({r.workload for r in rows}))
+            parts.append(f"{classic} at each refresh ({og.name}, {loads}): "
+                         + ", ".join(f"{v} at {number(a / 1000)} s" for a, v in sorted(at.items())))
+    clause = " " + "; ".join(parts)[:1].upper() + "; ".join(parts)[1:] + "."
+    return replace(c, text=c.text + clause,
+                   movable=(*c.movable, (clause, "", clause.strip().rstrip("."))))
 
 
 def adverse_row(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
