@@ -2350,7 +2350,9 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     # each sentence within MAX_WORDS words as the page names its protocols (by label, their
     # assignor and heartbeat said once above the sentences); the page fits it again with its
     # conditions' letters (``lab.report.fitted``)
-    out = [fit(adverse_row(discovery_cause(closer_elsewhere(c, verdicts), verdicts), verdicts),
+    # the growth's cause is the last clause the page moves to the note, the adverse row the
+    # one before it
+    out = [fit(discovery_cause(adverse_row(closer_elsewhere(c, verdicts), verdicts), verdicts),
                labelled_words) for c in ordered[:limit]]
     order = {g.name: i for i, g in enumerate(verdicts)}
     out.sort(key=lambda c: order.get(c.grid, 0))
@@ -2700,9 +2702,8 @@ def discovery_cause(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     if g is None or row is None:
         return c
     age = _age(row, g, classic)
-    parts = ["the classic cost is metadata discovery (a classic member finds new partitions "
-             "at its next refresh" + (f", {AGE_KEY} {number(age / 1000)} s" if age else "")
-             + ")"]
+    parts = ["Cause: metadata discovery (a classic member finds new partitions at its next "
+             "refresh" + (f", {AGE_KEY} {number(age / 1000)} s" if age else "") + ")"]
     other = "convergence_ms" if c.metric != "convergence_ms" else "lag_record_s"
     mv = next((x for x in row.metrics if x.metric.column == other), None)
     if mv is not None and c.best in mv.cells and c.worse in mv.cells:
@@ -2712,21 +2713,25 @@ def discovery_cause(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     for og in verdicts:
         if og.parameter != "metadata_max_age_ms":
             continue
-        rows = [r for r in og.rows if (r.scenario, r.size) == (c.scenario, c.size)]
-        at: dict[float, str] = {}
-        for r in rows:
+        at: dict[float, tuple[str, str]] = {}
+        for r in og.rows:
+            if (r.scenario, r.size) != (c.scenario, c.size):
+                continue
             x = next((x for x in r.metrics if x.metric.column == c.metric), None)
             a = _age(r, og, classic)
             if x is not None and a is not None and classic in x.cells \
                     and x.cells[classic].values:
-                at[a] = x.metric.fmt(x.cells[classic].median)
+                at[a] = (x.metric.fmt(x.cells[classic].median), r.workload)
         if len(at) > 1:
-            loads = ", ".join(sorted({r.workload for r in rows}))
-            parts.append(f"{classic} at each refresh ({og.name}, {loads}): "
-                         + ", ".join(f"{v} at {number(a / 1000)} s" for a, v in sorted(at.items())))
-    clause = " " + "; ".join(parts)[:1].upper() + "; ".join(parts)[1:] + "."
-    return replace(c, text=c.text + clause,
-                   movable=(*c.movable, (clause, "", clause.strip().rstrip("."))))
+            ages = sorted(at)
+            hi = ages[-1]
+            parts += [f"{classic} at a {number(a / 1000)} s refresh ({og.name}, {at[a][1]}): "
+                      f"{at[a][0]} against {at[hi][0]} at {number(hi / 1000)} s"
+                      for a in ages[:-1]]
+    # the cause stays in the sentence; over 60 words its quotes go to the note, the refresh
+    # sweep's first, time to converge last
+    return replace(c, text=c.text + " " + "; ".join(parts) + ".",
+                   movable=(*c.movable, *((f"; {x}", "", x) for x in reversed(parts[1:]))))
 
 
 def adverse_row(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
@@ -2738,13 +2743,17 @@ def adverse_row(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     rolling-bounce win while busy-rolling had eager 4.6x worse with a member 2 s late)."""
     if not c.best or not c.workload:
         return c
-    worst: tuple[float, str, str] | None = None
+    worst: tuple[float, str, str, str] | None = None
     for g in verdicts:
         for r in g.rows:
             slow = SLOW_VARIANT.match(r.scenario)
             if g.name != c.grid and (slow is None or slow["base"] != c.scenario):
                 continue
             if (r.scenario, r.size, r.workload) == (c.scenario, c.size, c.workload):
+                continue
+            if g.name == c.grid and r.scenario != c.scenario and r.workload == c.workload:
+                # the grid's other scenarios on the same work are other questions (a
+                # partition's growth against a scale-out), not the answer's adverse rows
                 continue
             mv = next((x for x in r.metrics if x.metric.column == c.metric), None)
             if mv is None or c.best not in mv.cells or not mv.cells[c.best].values:
@@ -2764,14 +2773,15 @@ def adverse_row(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
                     f"{m.fmt(mv.cells[low].median)}"
                     + (f", {ratio:.1f}x" if lo > 0 else ""))
             if worst is None or ratio > worst[0]:
-                worst = (ratio, where, said)
+                worst = (ratio, where, said, f"{r.scenario} ({g.name})")
     if worst is None:
         return c
     clause = f" It loses in {worst[1]}: {worst[2]}."
-    # said in the sentence; the last clause the page moves to the note
+    short = (f" It loses {worst[0]:.1f}x in {worst[3]}, note." if math.isfinite(worst[0])
+             else f" It loses in {worst[3]}, note.")
+    # said in the sentence; moved to the note late, its ratio and row staying in the sentence
     return replace(c, text=c.text + clause,
-                   movable=(*c.movable, (clause, " (it loses another row: note)",
-                                         clause.strip().rstrip("."))))
+                   movable=(*c.movable, (clause, short, clause.strip().rstrip("."))))
 
 
 def closer_elsewhere(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
