@@ -1230,7 +1230,9 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 + [-10.0 ** k for k in decades if thresh <= 10.0 ** k <= 1.5 * floor_v]))
             ax.yaxis.set_minor_locator(NullLocator())
             # a log scale has no zero: say that this one is linear up to the threshold
-            ylabel += f"\n(linear from 0 to {number(thresh)}, logarithmic above)"
+            # and that a gap there is a ratio: 80x reads as a short step on it
+            ylabel += (f"\n(linear from 0 to {number(thresh)}, logarithmic above: each "
+                       "tick step a factor, a gap between points a ratio, not a difference)")
         # ticks as the tables print numbers (thousands separated, no exponent)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: number(v)))
         # wrapped to the panel's height, smaller: a long label ran into the next panel
