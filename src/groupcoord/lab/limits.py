@@ -866,8 +866,8 @@ def model_limits(runs: Sequence[Mapping[str, Any]],
                 + (f"run only in {', '.join(static)}; " if static else "not run; ")
                 + f"the restarts ({', '.join(restarts)}) restart dynamic members, each "
                 "leaving and rejoining the group. A static member back within its "
-                "session timeout keeps its partitions with no rebalance, which is how most "
-                "production rolling restarts are run.")
+                "session timeout keeps its partitions with no rebalance, a common way to run "
+                "production rolling restarts.")
     if cells:
         spread = sorted({getattr(sc, "heartbeat_spread_ms", 0) for _, sc in cells} - {0})
         items.append(
