@@ -19,7 +19,9 @@ SPEC = Path(__file__).parent.parent / "src" / "groupcoord" / "lab" / "data" / "s
 def test_the_share_spec_pairs_share_and_consumer_groups_on_the_same_seeds() -> None:
     runs = expand(load_spec(str(SPEC)))
     assert {r.protocol for r in runs} == {"share:simple", "consumer:uniform",
-                                          "consumer:uniform@commit100ms"}
+                                          "consumer:uniform@commit100ms",
+                                          # the heartbeat companions (every label at 1 s)
+                                          "share:simple@hb1s", "consumer:uniform@hb1s"}
     by_cell: dict[tuple[object, ...], set[tuple[str, int]]] = {}
     # (the lock grid is share groups' only: a consumer group has no lock, its rows would be
     # the poison workload's)
@@ -284,8 +286,21 @@ def test_the_owner_grids_crash_and_kill_a_partition_owner_in_both_groups() -> No
     assert {p for s, n, w, p in cells if w in ("1x4-busy", "1x4-poison")} == {
         "share:simple", "consumer:uniform", "consumer:uniform@commit100ms"}
     # the lock-rate cells run at 80 records/s a partition and at a production rate, 300
-    assert {w for s, n, w, _ in cells if w not in ("1x4-busy", "1x4-poison")} == {
-        "1x4-busy80", "1x4-hot"}
+    assert {w for s, n, w, _ in cells if w not in ("1x4-busy", "1x4-poison")
+            and not w.startswith("1x12")} == {"1x4-busy80", "1x4-hot"}
+    # and every 4-partition owner workload's load on 12 partitions, at 12 members only (the
+    # same members with a partition each: owner-equal)
+    work = {w.name: w for w in spec.workloads}
+    for w4, w12 in (("1x4-busy", "1x12-busy"), ("1x4-busy80", "1x12-busy80"),
+                    ("1x4-hot", "1x12-hot")):
+        assert (work[w4].partitions, work[w12].partitions) == (4, 12)
+        a, b = (json.loads(work[w].work or "{}") for w in (w4, w12))
+        assert b.pop("records_per_s") * 12 == pytest.approx(a.pop("records_per_s") * 4,
+                                                            rel=1e-3)
+        assert a == b
+        assert {(s, n, p) for s, n, w, p in cells if w == w12} == {
+            (s, 12, p) for s in ("owner-crash", "owner-kill")
+            for p in ("share:simple", "consumer:uniform")}
 
 
 def test_a_killed_owner_releases_its_records_where_a_crashed_one_stops_the_partition() -> None:

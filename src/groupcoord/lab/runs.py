@@ -254,8 +254,10 @@ def warmup_for(sc: Scenario, protocol: str) -> int:
     processed with what the group can do beyond the production (members x 1/processing time
     for consumers, tasks x 1/processing time for Connect), plus half of that and two
     heartbeats as a margin, in whole seconds. The connect group type's initial rounds last at
-    least until its first worker's hand-back has ended when that outlasts the rebalance
-    timeout (:func:`fenced_handback_ms`). A group that cannot keep up gets
+    least until its first worker's hand-back has ended (:func:`handback_ms`; fenced when it
+    outlasts the rebalance timeout, :func:`fenced_handback_ms`): its stops are counted in
+    ``task.stop`` rounds of the herder's pool, not in heartbeats, so at a 1 s heartbeat the
+    heartbeat rounds' margin no longer covers them. A group that cannot keep up gets
     :data:`MAX_WARMUP_MS` (and will not have caught up)."""
     fam = family(protocol)
     wl = sc.workload
@@ -269,10 +271,10 @@ def warmup_for(sc: Scenario, protocol: str) -> int:
     else:
         join += wl.task_start_ms
     join += wl.warmup_ms
-    fenced = fenced_handback_ms(sc, protocol)
-    if fenced:
+    hand = handback_ms(sc, protocol)
+    if hand:
         join = max(join, (max(sc.members - 1, 0) * sc.join_stagger_ms + (sc.start_spread_ms or 0)
-                          + 1.5 * wl.startup_ms + hb + fenced + wl.warmup_ms))
+                          + 1.5 * wl.startup_ms + hb + hand + wl.warmup_ms))
     drain = 0.0
     if not wl.idle:
         if fam == "connect":
@@ -292,6 +294,24 @@ def warmup_for(sc: Scenario, protocol: str) -> int:
         drain = rate * join / spare
     total = 1.5 * (join + drain) + 2 * hb
     return min(MAX_WARMUP_MS, math.ceil(total / 1000.0) * 1000)
+
+
+def handback_ms(sc: Scenario, protocol: str) -> int:
+    """How long after the first round the connect group type's first worker's hand-back takes
+    until the items it gives back run elsewhere, at any length (0: no hand-back, as for
+    classic Connect, an idle workload or a group of one): the fenced hand-back
+    (:func:`fenced_handback_ms`) when it outlasts ``rebalance.timeout.ms``, else its stops
+    (``start_stop_threads`` at a time, ``sim.application.Application.stop_ms``), the
+    heartbeat that reports them done (the Connect draft's reconciliation: the items go to
+    the other workers once revoked) and the task starts."""
+    fenced = fenced_handback_ms(sc, protocol)
+    if fenced:
+        return fenced
+    hand = _first_handback(sc, protocol, fenced_only=False)
+    if hand is None:
+        return 0
+    _, share, stop = hand
+    return stop + sc.heartbeat_interval_ms + sc.workload.task_start_ms
 
 
 def fenced_handback_ms(sc: Scenario, protocol: str) -> int:
@@ -314,8 +334,7 @@ def fenced_handback_ms(sc: Scenario, protocol: str) -> int:
     worker's return after its stops brings one more round in which each worker stops its
     share. So such a hand-back ends at the later of its stops and the fencing plus the delay,
     then that round (two heartbeats, a share's stops, the task starts). A shorter hand-back
-    (at 1 s stops, 17 s at 12 workers) lies within the initial rounds' margin of
-    :func:`warmup_for`, which this leaves as it was."""
+    (at 1 s stops, 17 s at 12 workers) is :func:`handback_ms`'s."""
     hand = _first_handback(sc, protocol)
     if hand is None:
         return 0
@@ -333,10 +352,11 @@ def _stops(sc: Scenario, k: int) -> int:
     return 0 if k <= 0 else sc.workload.stop_ms(k)
 
 
-def _first_handback(sc: Scenario, protocol: str) -> tuple[int, int, int] | None:
+def _first_handback(sc: Scenario, protocol: str,
+                    fenced_only: bool = True) -> tuple[int, int, int] | None:
     """The connect group type's first worker's hand-back when it outlasts the rebalance
-    timeout (:func:`fenced_handback_ms`): (items given back, items kept, the stops' time);
-    None otherwise."""
+    timeout (:func:`fenced_handback_ms`), or at any length with ``fenced_only`` false
+    (:func:`handback_ms`): (items given back, items kept, the stops' time); None otherwise."""
     wl = sc.workload
     items = sum(n + 1 for _, n in sc.connectors)  # a connector is an item, as are its tasks
     if base_protocol(protocol).partition(":")[0] != "connect" or wl.idle or sc.members < 2 \
@@ -344,7 +364,9 @@ def _first_handback(sc: Scenario, protocol: str) -> tuple[int, int, int] | None:
         return None
     share = math.ceil(items / sc.members)
     stop = _stops(sc, items - share)
-    return (items - share, share, stop) if stop > sc.rebalance_timeout_ms else None
+    if items - share <= 0 or (fenced_only and stop <= sc.rebalance_timeout_ms):
+        return None
+    return (items - share, share, stop)
 
 
 def fenced_handback_text(row: Mapping[str, Any]) -> str:

@@ -24,10 +24,12 @@ share review):
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from groupcoord.lab.findings import Metric, family, number, run_settings, work_value
@@ -36,6 +38,7 @@ from groupcoord.lab.verdict import (
     Claim,
     GridVerdict,
     MetricVerdict,
+    is_companion,
     modes,
     threshold,
     widest_gap,
@@ -297,6 +300,22 @@ def _cells_over(runs: Sequence[Mapping[str, Any]], limit: float, kill: bool) -> 
     return out
 
 
+#: The share calibration shipped with the package (``lab calibrate --share --json``).
+SHARE_CALIBRATION = Path(__file__).parent / "data" / "share_calibration.json"
+
+
+def load_share_calibration(path: Path = SHARE_CALIBRATION) -> list[dict[str, Any]]:
+    """The share calibration's cells (``lab calibrate --share --json``: ``cells``); [] when
+    the file is not there or is not such a document."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    cells = data.get("cells") if isinstance(data, dict) else None
+    return [c for c in cells or [] if isinstance(c, dict)]
+
+
+
 def wire_lost_hosts(cells: Sequence[Mapping[str, Any]] | None = None
                     ) -> list[tuple[str, int, str, int, int]]:
     """The share calibration's lost-host cells (``lab calibrate --share``: a hung
@@ -304,8 +323,6 @@ def wire_lost_hosts(cells: Sequence[Mapping[str, Any]] | None = None
     runs), from the cells' ``lost_host`` counts (``lab.share_calibration.lost_host_counts``);
     the shipped ``lab/data/share_calibration.json`` by default."""
     if cells is None:
-        from groupcoord.lab.share_report import load_share_calibration
-
         cells = load_share_calibration()
     out = []
     for c in cells:
@@ -561,13 +578,44 @@ def _metric_of(verdicts: Sequence[GridVerdict], column: str) -> Metric | None:
     return next((m for g in verdicts for m in g.metrics if m.column == column), None)
 
 
+def _load(runs: Sequence[Mapping[str, Any]], workload: str | None
+          ) -> tuple[dict[str, Any], float] | None:
+    """A workload's model without its rate, and its production over the topic (records/s);
+    None where no run of it says."""
+    for r in runs:
+        if r.get("workload") == workload and r.get("work") and r.get("total_partitions"):
+            work = dict(json.loads(str(r["work"])))
+            rate = float(work.pop("records_per_s", 0.0) or 0.0)
+            return work, rate * int(r["total_partitions"])
+    return None
+
+
+def same_load(runs: Sequence[Mapping[str, Any]], workload: str | None,
+              others: Sequence[str]) -> list[str]:
+    """Of ``others``, the workloads of ``workload``'s production (records/s over the topic,
+    within 0.1 %) and its model otherwise (processing, poll size, poison records): 1x12-hot for
+    1x4-hot, never 1x12-busy80, whatever their partitions."""
+    mine = _load(runs, workload)
+    if mine is None:
+        return []
+    out = []
+    for wl in sorted(others):
+        theirs = _load(runs, wl)
+        if theirs is not None and theirs[0] == mine[0] \
+                and abs(theirs[1] - mine[1]) <= 1e-3 * max(mine[1], 1.0):
+            out.append(wl)
+    return out
+
+
 def same_members_clause(c: Claim, verdicts: Sequence[GridVerdict],
                         runs: Sequence[Mapping[str, Any]]) -> str:
     """Where the sentence's members outnumber its partitions, the comparison at the same
     members the page has (the share group on its partitions against a consumer group with a
     partition for each member: "Share groups: the same members on either topic"), which the
     claim leads with: the seventh share review asked that a win over a consumer group's idle
-    members not be the sentence's first number. "" where no such consumer cell ran."""
+    members not be the sentence's first number. The consumer cell is one of the same
+    production and model (:func:`same_load`: 1x12-hot for 1x4-hot). "" where no such consumer
+    cell ran."""
     best = c.best.split(" and ")[0]
     parts = _partitions(runs, c.scenario, c.size, c.workload)
     m = _metric_of(verdicts, c.metric)
@@ -575,9 +623,11 @@ def same_members_clause(c: Claim, verdicts: Sequence[GridVerdict],
         return ""
     mine = _ok_values(runs, best, c.scenario, c.size, c.metric, parts, c.workload)
     other = _ok_values(runs, c.worse, c.scenario, c.size, c.metric, c.size)
-    if not mine or not other:
+    same = same_load(runs, c.workload, list(other))
+    if not mine or not same:
         return ""
-    (wl, theirs), = sorted(other.items())[:1]
+    wl = same[0]
+    theirs = other[wl]
     ours = mine[c.workload] if c.workload in mine else next(iter(mine.values()))
     unit = f" {m.unit}" if m.unit else ""
     med = [number(statistics.median(x) / m.scale) for x in (ours, theirs)]
@@ -591,14 +641,17 @@ def same_members_clause(c: Claim, verdicts: Sequence[GridVerdict],
 def equal_members_clause(c: Claim, verdicts: Sequence[GridVerdict],
                          runs: Sequence[Mapping[str, Any]]) -> str:
     """Where the sentence's members outnumber its partitions, the page's result on the same
-    metric and scenario at one member per partition on as many partitions (the sentence's
-    workload where it ran, else another of those partitions, named): the mark, or "no mark"
-    with the two medians. "" where the page has no such row."""
+    metric and scenario at one member per partition: first the same members on as many
+    partitions on the sentence's load (:func:`same_load`: the share group's own result where
+    a consumer group has a partition for each member), then as many members as the
+    sentence's partitions (the sentence's workload where it ran, else another of those
+    partitions, named): the mark, or "no mark" with the two medians. "" where the page has
+    no such row."""
     best = c.best.split(" and ")[0]
     parts = _partitions(runs, c.scenario, c.size, c.workload)
     if not parts or c.size <= parts or not _share_vs_consumer([best, c.worse]):
         return ""
-    found = []
+    found: list[tuple[bool, str, MetricVerdict]] = []
     for g in verdicts:
         for row in g.rows:
             if (row.scenario != c.scenario or row.size != parts
@@ -608,15 +661,136 @@ def equal_members_clause(c: Claim, verdicts: Sequence[GridVerdict],
                 if (mv.metric.column == c.metric and best in mv.cells
                         and c.worse in mv.cells):
                     found.append((str(row.workload) != c.workload, str(row.workload), mv))
-    if not found:
-        return ""
-    _, wl, mv = min(found, key=lambda x: (x[0], x[1]))
+    out = []
+    same = _same_members_row(c, verdicts, runs)
+    if same is not None:
+        out.append(_row_words(c, *same))
+    if found:
+        _, wl, mv = min(found, key=lambda x: (x[0], x[1]))
+        out.append(_row_words(c, parts, wl, mv))
+    return " ".join(out)
+
+
+def _row_words(c: Claim, parts: int, workload: str, mv: MetricVerdict) -> str:
+    best = c.best.split(" and ")[0]
     m = mv.metric
     med = [number(mv.cells[p].median / m.scale) for p in (best, c.worse)]
     mark = (f"★ {' and '.join(mv.best)}" if mv.verdict in ("best", "tied")
             else "a tie (no mark)")
-    return (f"At {parts} on {parts} ({wl}): {mark}, {med[0]} against "
+    return (f"At {parts} on {parts} ({workload}): {mark}, {med[0]} against "
             f"{med[1]}{' ' + m.unit if m.unit else ''}.")
+
+
+def _same_members_row(c: Claim, verdicts: Sequence[GridVerdict],
+                      runs: Sequence[Mapping[str, Any]]
+                      ) -> tuple[int, str, MetricVerdict] | None:
+    """The page's row of the claim's scenario and size at one member per partition on the
+    claim's load (:func:`same_load`): the share group itself on as many partitions as
+    members, with the claim's metric for both its protocols."""
+    best = c.best.split(" and ")[0]
+    rows: dict[str, MetricVerdict] = {}
+    for g in verdicts:
+        for row in g.rows:
+            if (row.scenario, row.size) != (c.scenario, c.size) or _partitions(
+                    runs, row.scenario, row.size, str(row.workload)) != c.size:
+                continue
+            for mv in row.metrics:
+                if mv.metric.column == c.metric and best in mv.cells and c.worse in mv.cells:
+                    rows.setdefault(str(row.workload), mv)
+    same = same_load(runs, c.workload, list(rows))
+    return (c.size, same[0], rows[same[0]]) if same else None
+
+
+def _span(values: Sequence[float], m: Metric) -> str:
+    return f"{number(min(values) / m.scale)}\u2013{number(max(values) / m.scale)}"
+
+
+def kill_lost_host_clause(c: Claim, verdicts: Sequence[GridVerdict],
+                          runs: Sequence[Mapping[str, Any]]) -> str:
+    """A kill's sentence (KIP-932: the share session ends with the connection, its records
+    are released at once) quotes its lost host beside it: the crash of the same cell (the
+    table's medians) and, where the members outnumber the partitions, the consumer group
+    with the same members on as many partitions on the same load (:func:`same_load`), with
+    which side is lower on every seed or that the ranges overlap (the eighth share review's
+    control: a lost host's win at 12 members on 4 partitions reverses at 12 on 12). "" for
+    any other sentence or where the page has no such crash."""
+    best = c.best.split(" and ")[0]
+    if "kill" not in c.scenario or not _share_vs_consumer([best, c.worse]):
+        return ""
+    crash = c.scenario.replace("kill", "crash")
+    mv = next((x for g in verdicts for row in g.rows
+               if (row.scenario, row.size, str(row.workload)) == (crash, c.size, c.workload)
+               for x in row.metrics if x.metric.column == c.metric
+               and best in x.cells and c.worse in x.cells), None)
+    if mv is None:
+        return ""
+    m = mv.metric
+    unit = f" {m.unit}" if m.unit else ""
+    med = [number(mv.cells[p].median / m.scale) for p in (best, c.worse)]
+    text = f"A lost host ({crash}) in the same cell: {med[0]} against {med[1]}{unit}"
+    parts = _partitions(runs, crash, c.size, c.workload)
+    mine = _ok_values(runs, best, crash, c.size, c.metric, parts, c.workload).get(
+        c.workload or "", [])
+    other = _ok_values(runs, c.worse, crash, c.size, c.metric, c.size)
+    same = same_load(runs, c.workload, list(other))
+    if parts and c.size > parts and mine and same:
+        theirs = other[same[0]]
+        side = ("lower on every seed" if max(theirs) < min(mine) else
+                "higher on every seed" if min(theirs) > max(mine) else "the ranges overlap")
+        text += (f"; against {c.worse} on {c.size} ({same[0]}) "
+                 f"{number(statistics.median(theirs) / m.scale)}{unit}, {side} "
+                 f"({_span(theirs, m)} against {_span(mine, m)}; medians of {len(theirs)} "
+                 f"and {len(mine)} seeds, unpaired)")
+    return text + "."
+
+
+def heartbeat_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
+    """The claim's cell in a companion grid of the claim's protocols at a shorter heartbeat
+    interval on both sides (``lab.verdict.is_companion``: every label ``@hb1s``, the same
+    cells and seeds): its mark and medians, and how much of the gap at the default interval
+    is left (the eighth share review's control: a consumer member learns of its revocation,
+    and either group's member of its assignment, at its next heartbeat). "" where no
+    companion grid ran the cell."""
+    from groupcoord.sim.settings import split_timing
+
+    best = c.best.split(" and ")[0]
+    key = (c.scenario, c.size, c.workload)
+
+    def cell(g: GridVerdict) -> MetricVerdict | None:
+        return next((mv for row in g.rows
+                     if (row.scenario, row.size, str(row.workload)) == key
+                     for mv in row.metrics if mv.metric.column == c.metric), None)
+
+    own = next((cell(g) for g in verdicts if g.name == c.grid), None)
+    if own is None or best not in own.cells or c.worse not in own.cells:
+        return ""
+    for g in verdicts:
+        mv = cell(g)
+        if g.parameter is not None or mv is None or not is_companion(g, verdicts):
+            continue
+        for label in mv.cells:
+            base, timings = split_timing(label)
+            if base != best or set(timings) != {"heartbeat_interval_ms"}:
+                continue
+            other = f"{c.worse}@{label.partition('@')[2]}"
+            if other not in mv.cells:
+                continue
+            m = mv.metric
+            sign = 1.0 if m.lower_is_better else -1.0
+            gap = sign * (own.cells[c.worse].median - own.cells[best].median)
+            short = sign * (mv.cells[other].median - mv.cells[label].median)
+            if gap <= 0:
+                continue
+            unit = f" {m.unit}" if m.unit else ""
+            mark = (f"★ {' and '.join(mv.best)}" if mv.verdict in ("best", "tied")
+                    else f"no mark ({mv.verdict})")
+            secs = number(timings["heartbeat_interval_ms"] / 1000.0)
+            return (f"At a {secs} s heartbeat on both sides ({g.name}, the same seeds): "
+                    f"{mark}, {number(mv.cells[label].median / m.scale)} against "
+                    f"{number(mv.cells[other].median / m.scale)}{unit}, "
+                    f"{number(short / m.scale)} of the gap of {number(gap / m.scale)} left "
+                    f"({round(100 * short / gap)}%).")
+    return ""
 
 
 def _with_partitions(text: str, c: Claim, runs: Sequence[Mapping[str, Any]]) -> str:
@@ -733,6 +907,10 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
             text = same + text.partition(": ")[2]
         if equal := equal_members_clause(c, verdicts, runs):
             text += " " + equal
+        if crash := kill_lost_host_clause(c, verdicts, runs):
+            text += " " + crash
+        if hb := heartbeat_clause(c, verdicts):
+            text += " " + hb
         if contrary := contrary_clause(c, verdicts, runs):
             text += " " + contrary
         if lost := lost_host_clause(c, every, key, runs):
@@ -771,8 +949,9 @@ def fetchers_line(verdicts: Sequence[GridVerdict], runs: Sequence[Mapping[str, A
     equal: list[str] = []
     for g in verdicts:
         share = next((p for p in g.protocols if family(p) == "share"), None)
-        if share is None or not g.confirm_seeds or not _share_vs_consumer(g.protocols):
-            continue
+        if share is None or not g.confirm_seeds or not _share_vs_consumer(g.protocols) \
+                or is_companion(g, verdicts):
+            continue  # a companion grid's marks repeat its parent's cells at 1 s heartbeats
         for row in g.rows:
             parts = _partitions(runs, row.scenario, row.size, row.workload)
             if not parts:
@@ -810,10 +989,13 @@ __all__ = [
     "family_key",
     "family_rule",
     "fetchers_line",
+    "heartbeat_clause",
     "held_fetch_clause",
+    "kill_lost_host_clause",
     "lock_limit",
     "lock_limit_clause",
     "lost_host_clause",
+    "same_load",
     "same_members_clause",
     "share_claims",
     "share_modes",

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from groupcoord.lab.findings import family, number
-from groupcoord.lab.share_marks import all_seeds_note
+from groupcoord.lab.share_marks import all_seeds_note, load_share_calibration
 from groupcoord.sim.share import UNPROCESSED
 
 #: The platform comparison's cells: (size, the share group's workload, the consumer group's).
@@ -73,8 +73,6 @@ PLATFORM_METRICS: tuple[tuple[str, str, float], ...] = (
     ("records_reprocessed", "records processed twice", 1.0),
     ("messages", MESSAGES_LABEL, 1.0),
 )
-#: The share calibration's data file (``lab calibrate --share --json``'s output).
-SHARE_CALIBRATION = Path(__file__).parent / "data" / "share_calibration.json"
 
 
 def _span(values: Sequence[float], div: float) -> str:
@@ -751,17 +749,6 @@ def share_sections_html(runs: Sequence[Mapping[str, Any]]) -> str:
 
 
 # --------------------------------------------------------------------------- calibration
-
-
-def load_share_calibration(path: Path = SHARE_CALIBRATION) -> list[dict[str, Any]]:
-    """The share calibration's cells (``lab calibrate --share --json``: ``cells``); [] when
-    the file is not there or is not such a document."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return []
-    cells = data.get("cells") if isinstance(data, dict) else None
-    return [c for c in cells or [] if isinstance(c, dict)]
 
 
 #: A sentence's metric (the lab's tables') -> the share calibration's figure of it: the

@@ -2137,8 +2137,11 @@ def _scored(g: GridVerdict, rows: Sequence[VerdictRow]
 
 
 def claim_candidates(verdicts: Sequence[GridVerdict]) -> int:
-    """How many candidate sentences the page has (the rule of :data:`CLAIM_RULE`)."""
-    return sum(len(_crossovers(g)) if g.parameter is not None else len(_candidates(g))
+    """How many candidate sentences the page has (the rule of :data:`CLAIM_RULE`; a
+    companion grid's marks, :func:`is_companion`, are read beside its parent's, none of its
+    own)."""
+    return sum(len(_crossovers(g)) if g.parameter is not None
+               else 0 if is_companion(g, verdicts) else len(_candidates(g))
                for g in verdicts)
 
 
@@ -2210,6 +2213,8 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
             first += [(math.inf, c) for c in found if c.metric == lead]
             rest += [(0.0, c) for c in found if c.metric != lead]
             continue
+        if is_companion(g, verdicts):
+            continue  # a companion grid's reading joins its parent's sentence only
         cands = sorted(_candidates(g), key=lambda sc: (-sc[0], sc[1].scenario, sc[1].metric))
         seen: set[str] = set()
         lead = g.metrics[0].column if g.metrics else ""
@@ -2234,6 +2239,8 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
         if g.name in noted:
             answered.add(g.name)
             continue
+        if g.parameter is None and is_companion(g, verdicts):
+            continue  # a companion grid's reading joins its parent's sentence only
         if follow_up(g):
             if g.parameter is None and names_grid(intro, g.name):
                 # the introduction asks it: answered on its own rows under its condition

@@ -578,9 +578,9 @@ class ClassicConnectSimulation(ClassicConsumerSimulation, ConnectSimulation):
             return False
         if a.config_offset != self.config_topic.latest.offset:
             return False
-        d = w.next_deadline()
-        if d is not None and d <= self.now and sw.inflight is None:
-            return False  # something is due now (a rejoin, a config change)
+        if sw.inflight is None and w.rejoin_due(self.now):
+            return False  # a rejoin is due now (a config change, the scheduled delay); a
+            # heartbeat due now is not: no later step marks the group for another look
         return self.committed_holding.get(w.member_id) == sw.owned
 
     def converged(self) -> bool:

@@ -819,6 +819,20 @@ class ClassicConnectWorker(ClassicMember):
         self._sync = None
         self._lose_all()
 
+    def rejoin_due(self, now_ms: int) -> bool:
+        """Whether a Stable worker's next poll at ``now_ms`` does more than heartbeat: a
+        scheduled rebalance delay expired (KIP-415), a rejoin was asked for, the connector
+        configuration changed, or a revocation outlasted its poll timeout. A heartbeat that is
+        due is none of these: it keeps the member in its generation (``AbstractCoordinator``'s
+        heartbeat thread) and moves nothing."""
+        if self.state is not WorkerState.STABLE:
+            return False
+        if self._revoking is not None:
+            expiry = self.poll_timeout_at()
+            return expiry is not None and expiry <= now_ms
+        return (self._scheduled_rejoin is not None and now_ms >= self._scheduled_rejoin) \
+            or self._rejoin_reason is not None or self._config_changed()
+
     def _config_changed(self) -> bool:
         joined = self._joined_config
         if joined is None or self.state is not WorkerState.STABLE:
