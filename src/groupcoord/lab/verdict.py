@@ -1824,6 +1824,9 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                     why = w.removeprefix(NOT_TESTED)
                     parts.append(f"{NOT_TESTED} at {xs}{x_unit}{why}")
                     moves.append((why, "", f"{NOT_TESTED} at {xs}{x_unit}{why}"))
+                    # over 60 words still, the value goes to the note whole, as an untied
+                    # "no protocol separated" does
+                    moves.append((f"{NOT_TESTED} at {xs}{x_unit}", "", ""))
                     continue
                 if w == DELAY_WIN:
                     won = (f" the only mark is won against the configured {DELAY_SETTING}, "
