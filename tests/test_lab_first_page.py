@@ -112,9 +112,12 @@ def test_a_follow_up_sweep_of_the_anchors_cell_is_said_in_the_anchors_sentence()
     (c,) = found
     assert c.grid == "anchor" and c.text.startswith("grow-by-900, 10 members: consumer:uniform")
     assert " Against metadata.max.age.ms (metadata-age): " in c.text, c.text
-    assert ("no protocol separated from all the rest at 30,000 ms (the lowest median: "
-            "classic:eager at 30,000 ms); consumer:uniform (uniform, 3 s heartbeat) at 300,000 "
-            "ms.") in c.text, c.text
+    assert ("no protocol separated from all the rest at 30,000 ms; consumer:uniform (uniform, "
+            "3 s heartbeat) at 300,000 ms.") in c.text, c.text
+    # the lowest median where none separated: in the note once the sentence names the
+    # growth's cause (metadata discovery) within its 60 words
+    assert "the lowest median: classic:eager at 30,000 ms" in " ".join(c.caveats), c.caveats
+    assert "Cause: metadata discovery" in c.text
     first, second = c.command.split("\n")
     assert "--workload light " in first and "--workload" not in second
     assert labelled_words(c) <= MAX_WORDS
@@ -172,6 +175,55 @@ def test_a_follow_up_with_one_member_late_is_said_in_its_plain_cells_sentence() 
         "groupcoord lab run --spec paper --scenario rolling-bounce-slow2000ms --size 10")
 
 
+def test_a_follow_ups_lag_is_quoted_in_both_directions_beside_its_finding() -> None:
+    """Outside review round 13 (S4): the rolling sentence quoted busy-rolling's lag peak
+    only; on lag eager was best with a member 0.5 s late and 4.6x worse at 2 s late. The
+    added finding now quotes the grid's lag on each of its late rows, both directions."""
+    rolling = {"name": "rolling", "question": "Does the group keep processing?",
+               "protocols": [EAGER, COOP], "scenarios": ["rolling-bounce"],
+               "workloads": ["w"], "metrics": ["convergence_ms"], "seeds": 5}
+    busy = {"name": "busy-rolling",
+            "question": "Does eager's rolling-bounce mark hold when one member is late?",
+            "protocols": [EAGER, COOP],
+            "scenarios": ["rolling-bounce-slow500ms", "rolling-bounce-slow2000ms"],
+            "workloads": ["w"], "metrics": ["convergence_ms", "lag_record_s"], "seeds": 5}
+    runs = [_run(p, "rolling-bounce", "w", s, convergence_ms=5000.0 + 10 * s,
+                 lag_record_s=1000.0 + s) for p in (EAGER, COOP) for s in range(5)]
+    for scen, conv, lag in (("rolling-bounce-slow500ms", {EAGER: 5200.0, COOP: 5210.0},
+                             {EAGER: 8000.0, COOP: 11000.0}),
+                            ("rolling-bounce-slow2000ms", {EAGER: 30000.0, COOP: 6000.0},
+                             {EAGER: 50000.0, COOP: 11000.0})):
+        # at 2 s late one cooperative seed reaches past eager's: the lag does not separate
+        runs += [_run(p, scen, "w", s, convergence_ms=conv[p] + 10 * s,
+                      lag_record_s=(60000.0 if (p == COOP and s == 4 and "2000" in scen)
+                                    else lag[p] + s)) for p in (EAGER, COOP) for s in range(5)]
+    (c,) = claims(grid_verdicts({"spec": "paper", "grids": [rolling, busy]}, runs), limit=1)
+    said = " ".join((c.text, *c.caveats))
+    assert "With one member 2 s late at each rebalance (rolling-bounce-slow2000ms" in said
+    assert ("Its lag: 0.5 s late ★ classic:eager 8,002 record·s against classic:cooperative "
+            "11,002 record·s; 2 s late classic:cooperative 11,002 record·s against "
+            "classic:eager 50,002 record·s (4.5x, split seeds)") in said, said
+
+
+def test_a_sentence_whose_winner_loses_another_row_of_its_grid_says_so() -> None:
+    """Outside review round 13 (S12): lateness answered from its mild row, where eager wins,
+    while its heavier row had eager at 89,405 against cooperative's 19,710. A sentence whose
+    winner loses another row of the same grid says so: the row and the two medians."""
+    grid = {"name": "lateness", "question": "What does a member change cost?",
+            "protocols": [EAGER, COOP], "scenarios": ["scale-out"], "workloads": ["a", "b"],
+            "metrics": ["convergence_ms"], "seeds": 5}
+    runs = [_run(p, "scale-out", wl, s, convergence_ms=v + 10 * s)
+            for wl, vals in (("a", {EAGER: 1000.0, COOP: 9000.0}),
+                             ("b", {EAGER: 8000.0, COOP: 2000.0}))
+            for p, v in vals.items() for s in range(5)]
+    found = claims(grid_verdicts({"spec": "paper", "grids": [grid]}, runs), limit=1)
+    (c,) = found
+    assert c.best == EAGER and c.workload == "a", c.text
+    said = " ".join((c.text, *c.caveats))
+    assert ("It loses in scale-out, 10 members, b (lateness): classic:eager 8.02 s against "
+            "classic:cooperative 2.02 s, 4.0x") in said, said
+
+
 def test_a_grid_a_split_cells_note_answers_has_no_sentence_of_its_own() -> None:
     """Render 18: kip415-stop-edge asks where the 3-worker join's split edge lies; the split
     cell's note answers it (naming the grid), and its own sentence (a win at one stop time)
@@ -185,3 +237,72 @@ def test_a_grid_a_split_cells_note_answers_has_no_sentence_of_its_own() -> None:
     verdicts = grid_verdicts({**meta, "grids": [*meta["grids"], edge]}, runs)
     assert {c.grid for c in claims(verdicts)} == {"costs", "edge"}
     assert {c.grid for c in claims(verdicts, noted={"edge"})} == {"costs"}
+
+
+def test_a_likewise_at_a_short_kip415_delay_quotes_the_default_delays_downtime() -> None:
+    """Outside review round 13 (S1): "Likewise in worker-crash-d0: 11 against 128" restarts;
+    at Kafka's default 300 s delay the same restarts cost 3,722 task·s of downtime against
+    eager's 475. A Likewise on a short-delay variant quotes the default delay's downtime."""
+    from groupcoord.lab.verdict import Claim, _add_likewise
+
+    sess, eag = "classic-connect:sessioned", "classic-connect:eager"
+    grid = {"name": "kip415-crash", "question": "Do the KIP-415 marks hold on a crash?",
+            "protocols": [eag, sess], "scenarios": ["worker-crash-d0", "worker-crash-d300s"],
+            "workloads": ["16x8c"], "metrics": ["task_restarts", "task_downtime_task_s"],
+            "seeds": 5}
+    runs = [_run(p, scen, "16x8c", s, task_restarts=restarts[p],
+                 task_downtime_task_s=down[p] + s)
+            for scen, restarts, down in (("worker-crash-d0", {sess: 11, eag: 128},
+                                          {sess: 40.0, eag: 470.0}),
+                                         ("worker-crash-d300s", {sess: 11, eag: 128},
+                                          {sess: 3720.0, eag: 475.0}))
+            for p in (eag, sess) for s in range(5)]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [grid]}, runs)
+    row = next(r for r in g.rows if r.scenario == "worker-crash-d0")
+    mv = next(x for x in row.metrics if x.metric.column == "task_restarts")
+    assert mv.best == (sess,)
+    host = Claim("kip415", "kip415-connector-added: sessioned has the lowest task restarts.",
+                 "groupcoord lab run --spec paper --size 10 --protocol x", "task_restarts",
+                 "kip415-connector-added", 10, sess, eag)
+    _add_likewise(host, g, row, mv)
+    assert ("Likewise in worker-crash-d0, 10 workers (kip415-crash): 11 against 128; at "
+            "Kafka's default scheduled.rebalance.max.delay.ms of 300 s (worker-crash-d300s) "
+            "their task downtime is 3,722 task·s against 477 task·s.") in host.text, host.text
+
+
+def test_a_partition_growth_sentence_says_metadata_discovery_and_time_to_converge() -> None:
+    """Outside review round 13 (S3, S11): partition-added's classic cost is mostly the
+    client's 5-minute metadata.max.age.ms. The sentence says the cause, quotes time to
+    converge beside the lag, and the classic protocol at each refresh a grid swept."""
+    uni = "consumer:uniform"
+
+    def run(p: str, wl: str, s: int, lag: float, conv: float, age: int) -> dict[str, Any]:
+        key = "metadata.max.age.ms"
+        return {**_run(p, "partition-added", wl, s, lag_record_s=lag + s,
+                       convergence_ms=conv + s),
+                "settings_json": json.dumps({key: age} if p.startswith("classic") else {}),
+                "work": json.dumps({"metadata_max_age_ms": age, "records_per_s": 1 if wl == "4x250" else 2})}
+
+    cons = {"name": "consumers", "question": "What does a member change cost?",
+            "protocols": [COOP, uni], "scenarios": ["partition-added"], "workloads": ["4x250"],
+            "metrics": ["lag_record_s", "convergence_ms"], "seeds": 5}
+    age = {"name": "metadata-age", "question": "What does the metadata refresh change?",
+           "protocols": [COOP, uni], "scenarios": ["partition-added"],
+           "workloads": ["light-md300s", "light-md30s"], "metrics": ["lag_record_s"],
+           "seeds": 5}
+    runs = [run(COOP, "4x250", s, 2_000_000.0, 150_000.0, 300_000) for s in range(5)]
+    runs += [run(uni, "4x250", s, 1_800.0, 4_000.0, 300_000) for s in range(5)]
+    for wl, a, lag in (("light-md300s", 300_000, 900_000.0), ("light-md30s", 30_000, 90_000.0)):
+        # another work and seeds of its own (the same cell in two grids is pooled)
+        runs += [run(COOP, wl, s, lag, 100_000.0, a) for s in range(100, 105)]
+        runs += [run(uni, wl, s, 1_000.0, 4_000.0, a) for s in range(100, 105)]
+    found = claims(grid_verdicts({"spec": "paper", "grids": [cons, age]}, runs))
+    c = next(x for x in found if x.grid == "consumers")
+    said = " ".join((c.text, *c.caveats))
+    assert ("Cause: metadata discovery (a classic member finds new partitions at its next "
+            "refresh, metadata.max.age.ms 300 s); time to converge 4 s against 150 s") \
+        in c.text, c.text
+    # over 60 words the refresh sweep's quote goes to the note under it
+    assert ("classic:cooperative at a 30 s refresh (metadata-age, light-md30s): 90,102 record·s "
+            "against 900,102 record·s at 300 s") in said, said
+    assert labelled_words(c) <= MAX_WORDS

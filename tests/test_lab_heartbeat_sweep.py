@@ -289,3 +289,57 @@ def test_a_companion_grids_finding_joins_its_parents_sentence_only() -> None:
     (only,) = claims(one)
     assert only.grid == "crossover-10ms" and "no difference" in only.text
     assert "crossover-10ms-hb1s" not in only.text
+
+
+def test_condition_b_says_the_crash_cells_it_leaves_out() -> None:
+    """Outside review round 13: condition (b) summed the rolling-bounce and scale-out cells
+    and silently left out the crash cells (nobody revokes there) where eager costs more; it
+    now says how many it leaves out and eager's excess there, from the runs."""
+    lags = {"scale-out": {"classic:eager": 5.0, "classic:cooperative": 300.0,
+                          "classic:eager@hb1s": 4.0, "classic:cooperative@hb1s": 30.0},
+            "crash": {"classic:eager": 5_000.0, "classic:cooperative": 4_000.0,
+                      "classic:eager@hb1s": 4_800.0, "classic:cooperative@hb1s": 3_900.0}}
+    runs = []
+    for scen, cols in lags.items():
+        for p, v in cols.items():
+            hb = 1000 if p.endswith("@hb1s") else 3000
+            for s in range(5):
+                runs.append({"run_id": f"{p}-{scen}-{s}", "protocol": p, "scenario": scen,
+                             "size": 8, "members": 8, "workload": "1x32-p10ms-20pct",
+                             "fault_rate": 0.0, "seed": s, "ok": True, "caught_up": True,
+                             "noop_events": 0,
+                             "settings_json": json.dumps({"heartbeat.interval.ms": hb}),
+                             "total_partitions": 32, "lag_record_s": v + 0.01 * s,
+                             "work": json.dumps({"records_per_s": 2.5, "processing_ms": 10})})
+    grid = {"name": "crossover-10ms", "protocols": list(lags["crash"]),
+            "scenarios": ["scale-out", "crash"], "metrics": ["lag_record_s"], "seeds": 5}
+    text = heartbeat_gap_clause(grid_verdicts({"spec": "paper", "grids": [grid]}, runs))
+    assert "(crossover-10ms, 1 cells, excess lag, medians): classic:eager costs less at 3 s " \
+           "in 1" in text, text
+    assert ("left out: 1 crash cell (nobody revokes), where classic:eager costs more in 1, "
+            "by 1,000 record·s at 3 s") in text, text
+
+
+def test_a_swept_value_whose_runs_never_caught_up_is_not_tested_not_a_tie() -> None:
+    """Outside review round 13, S5: a cell where 4 of 5 seeds of a protocol never caught up
+    read "no protocol separated"; it is untested, and the sentence says so."""
+    start = {"16x8c-task1s": 1000, "16x8c-task5s": 5000, "16x8c-task10ms": 10}
+    # 5 seeds and 5 fresh; at 1 s tasks 2 of the first 5 never caught up (the row keeps 3)
+    runs = [{**r, "run_id": f"{r['run_id']}-{k}", "seed": r["seed"] + 5 * k,
+             "replicate": r["seed"] + 5 * k,
+             "work": json.dumps({"task_start_ms": start[r["workload"]]}),
+             "caught_up": not (r["workload"] == "16x8c-task1s" and k == 0
+                               and r["seed"] in (2, 3))}
+            for k in (0, 1) for r in _tt_runs()]
+    grid = {**TT_GRID, "confirm_seeds": 5}
+    verdicts = grid_verdicts({"spec": "paper", "grids": [grid]}, runs)
+    # the render's row counts its seeds over every grid's runs of the cell (5), its cells
+    # keep the 3 that caught up
+    row = next(r for r in verdicts[0].rows if r.workload == "16x8c-task1s")
+    assert row.metrics[0].verdict == "few seeds"
+    row.seeds = 5
+    (c,) = [c for c in claims(verdicts) if c.grid == "kip415-task-times"]
+    said = " ".join((c.text, *c.caveats, *(n for _, _, n in c.movable)))
+    assert "not tested at 1,000 ms" in said, said
+    assert "3 of 5 seeds" in said, said
+    assert "no protocol separated from all the rest at 1,000 ms" not in said, said

@@ -19,6 +19,7 @@ from groupcoord.lab.limits import (
     merged_calibration,
     model_limits,
     save_calibration,
+    settings_notes,
     settings_table,
 )
 from groupcoord.lab.spec import expand, parse_spec
@@ -268,3 +269,36 @@ def test_the_not_covered_line_counts_the_real_connect_workers_rows(tmp_path: Pat
     assert "kip415-worker-joins" not in text and "scenarios worker-leaves-d30s" in text
     assert "kip415-worker-joins" in _not_covered([], {}, runs)
     assert _connect_rows([{"protocol": "classic:eager", "scenario": "crash"}], data) == []
+
+
+def test_settings_off_kafkas_defaults_and_model_knobs_are_flagged() -> None:
+    """The settings list says which values are not Kafka's defaults (per client kind: a
+    consumer's request.timeout.ms defaults to 30,000, a Connect worker's to 40,000) and which
+    keys are the model's own knobs, from the runs' settings alone."""
+    def run(p: str, **s: Any) -> dict[str, Any]:
+        return {"protocol": p, "settings_json": json.dumps(s)}
+
+    runs = [run("classic:eager", **{"request.timeout.ms": 5000, "heartbeat.interval.ms": 3000}),
+            run("classic-connect:eager", **{"request.timeout.ms": 5000,
+                                             "offset.flush.interval.ms": 5000,
+                                             "heartbeat.interval.ms": 3000,
+                                             "heartbeat.spread.ms": 1000})]
+    text = " ".join(settings_notes(runs))
+    assert ("request.timeout.ms 5,000 (Kafka's default: 30,000 for a consumer, 40,000 for a "
+            "Connect worker)") in text
+    assert "offset.flush.interval.ms 5,000 (Kafka's default: 60,000 for a Connect worker)" in text
+    assert "heartbeat.interval.ms" not in text  # 3,000 is the default for both
+    assert "Model knobs, not Kafka settings: heartbeat.spread.ms (" in text
+    # at the defaults nothing is flagged
+    assert settings_notes([run("classic:eager", **{"request.timeout.ms": 30000})]) == []
+
+
+def test_the_model_limits_say_static_membership_aligned_heartbeats_and_producers() -> None:
+    """"What the model leaves out" names static membership (KIP-345), the aligned classic
+    heartbeats and producers' own metadata refresh (they write to new partitions at once)."""
+    text = "\n".join(model_limits(_rows(SPEC.replace('["crash"]', '["crash", "rolling-bounce"]')),
+                                   CAL))
+    assert ("Static membership (KIP-345, group.instance.id): not run; the restarts "
+            "(rolling-bounce) restart dynamic members") in text
+    assert "heartbeats aligned" in text
+    assert "Producers' own metadata refresh is not modelled" in text

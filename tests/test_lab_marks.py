@@ -222,3 +222,28 @@ def test_consumer_metrics_carry_no_task_time_mark() -> None:
     (g,) = grid_verdicts({"grids": [_grid("g", ["scale-out"], [EAGER, COOP])]}, rows)
     assert not _label(g, g.metrics[0]).endswith("*")
     assert [c.metric for c in claims([g])] == ["lag_record_s"]
+
+
+def test_a_log_panel_says_its_gaps_are_ratios(tmp_path: Any, saved_figures: list[Any]) -> None:
+    """Outside review round 13: the mixed linear-then-log axis drew 80x-1,000x gaps as bars
+    2-4x apart; the axis label says that a gap on it is a ratio."""
+    from groupcoord.lab.report import grid_charts, protocol_styles
+
+    rows = []
+    for x, (e, c) in zip((20.0, 30.0, 40.0), ((2_000.0, 9e6), (2_100.0, 8e6), (2_200.0, 7e6)),
+                         strict=True):
+        rate = 32 * x / 100 / 0.02 / 32 * 8
+        for s in range(5):
+            for p, v in ((EAGER, e), (COOP, c)):
+                rows.append({**_row(p, "scale-out", s, workload=f"p{int(x)}", size=8),
+                             "work": f'{{"records_per_s": {rate / 8}, "processing_ms": 20}}',
+                             "lag_record_s": v + 0.01 * s})
+    grid = {**_grid("crossover", ["scale-out"], [EAGER, COOP]), "sizes": [8],
+            "workloads": ["p20", "p30", "p40"]}
+    (g,) = grid_verdicts({"grids": [grid]}, rows)
+    grid_charts(g, tmp_path, protocol_styles(g.protocols))
+    (fig,) = saved_figures
+    (ax,) = [a for a in fig.axes if a.get_visible()]
+    assert ax.get_yscale() == "symlog"
+    label = " ".join(ax.get_ylabel().split())
+    assert "logarithmic above: each tick step a factor, a gap between points a ratio" in label

@@ -89,7 +89,8 @@ def test_a_kills_sentence_leads_with_the_same_members_on_the_same_load() -> None
     # the consumer group on 1x12-hot (1,200 records/s, 2 ms a record), never on 1x12-busy80
     assert kill.text.startswith(
         "owner-kill, the same 12 members: share:simple on 4 partitions 3 against "
-        "consumer:uniform on 12 (1x12-hot) 4,588 records of excess lag peak (medians of 5 and "
+        "consumer:uniform on 12 (owner-equal, 1x12-hot) 4,588 records of excess lag peak "
+        "(medians of 5 and "
         "5 seeds, unpaired). On 4 partitions (1x4-hot; 8 consumer members idle): "), kill.text
     assert "1x12-busy80" not in kill.text
     # the share group's own result on the same 12 partitions

@@ -846,13 +846,37 @@ def model_limits(runs: Sequence[Mapping[str, Any]],
                 f"(metadata.max.age.ms {_values((sc.workload.metadata_max_age_ms for sc in consumers), 'ms')}"
                 "), whose phase is drawn per member from the seed. A partition new to the "
                 "group is consumed from its first record (auto.offset.reset=earliest); with "
-                "latest, what was produced before the first fetch would be skipped, not lag.")
+                "latest, what was produced before the first fetch would be skipped, not lag. "
+            "Producers' own metadata refresh is not modelled: the model's producers write "
+            "to a new partition at once, where a real producer finds it at its own "
+            "metadata.max.age.ms (5 min by default), so the lag on new partitions is an "
+            "upper bound.")
     elif cells:
         items.append(
             "Members are idle: no poll loop and no processing time, so an eager member rejoins "
             "the moment it hears of a rebalance; downtime and convergence are the "
             "coordination's cost, not the application's.")
+    if consumers:
+        static = sorted({sc.name for sc in consumers if sc.static})
+        restarts = sorted({sc.name for sc in consumers if not sc.static
+                           and ("rolling" in sc.name or "bounce" in sc.name)})
+        if restarts:
+            items.append(
+                "Static membership (KIP-345, group.instance.id): "
+                + (f"run only in {', '.join(static)}; " if static else "not run; ")
+                + f"the restarts ({', '.join(restarts)}) restart dynamic members, each "
+                "leaving and rejoining the group. A static member back within its "
+                "session timeout keeps its partitions with no rebalance, a common way to run "
+                "production rolling restarts.")
     if cells:
+        spread = sorted({getattr(sc, "heartbeat_spread_ms", 0) for _, sc in cells} - {0})
+        items.append(
+            "Classic members' heartbeats aligned: every classic member's heartbeat timer "
+            "restarts at the join, so all learn of the next rebalance at the same moment"
+            + (f", unless a grid spreads them (heartbeat.spread.ms {_values(spread, 'ms')}, "
+               "a model knob)" if spread else "")
+            + "; real members drift apart while the group is stable (the wire measurements "
+            "in the sentences' notes).")
         spreads = {sc.start_spread_ms or 0 for _, sc in cells}
         items.append(
             "Timing: initial members start at offsets drawn from the seed across "
@@ -934,6 +958,65 @@ def _calibration_settings_note(runs: Sequence[Mapping[str, Any]],
 
 # --------------------------------------------------------------------------- settings
 
+#: Apache Kafka's defaults of the settings the runs record, per client kind ("consumer": a
+#: classic or KIP-848 consumer; "Connect worker": a distributed worker), from Kafka's
+#: configuration docs (ConsumerConfig, DistributedConfig, WorkerConfig).
+KAFKA_DEFAULTS: dict[str, dict[str, int]] = {
+    "request.timeout.ms": {"consumer": 30_000, "Connect worker": 40_000},
+    "offset.flush.interval.ms": {"Connect worker": 60_000},
+    "heartbeat.interval.ms": {"consumer": 3_000, "Connect worker": 3_000},
+    "session.timeout.ms": {"consumer": 45_000, "Connect worker": 10_000},
+    "rebalance.timeout.ms": {"Connect worker": 60_000},
+    "scheduled.rebalance.max.delay.ms": {"Connect worker": 300_000},
+    "group.consumer.heartbeat.interval.ms": {"consumer": 5_000},
+    "group.consumer.session.timeout.ms": {"consumer": 45_000},
+    "metadata.max.age.ms": {"consumer": 300_000},
+    "max.poll.interval.ms": {"consumer": 300_000},
+    "max.poll.records": {"consumer": 500},
+    "auto.commit.interval.ms": {"consumer": 5_000},
+}
+
+#: Keys of ``settings_json`` that are the model's own knobs, not Kafka settings.
+MODEL_KNOBS: dict[str, str] = {
+    "heartbeat.spread.ms": "each join shifts a member's heartbeat phase by up to this much "
+                           "(real members' phases drift on their own)",
+    "start.stop.threads": "a Connect worker's start/stop pool (Kafka's herder fixes it at 8)",
+}
+
+
+def _client_kind(protocol: str) -> str:
+    from groupcoord.lab.findings import family
+
+    return "Connect worker" if family(protocol).endswith("connect") else "consumer"
+
+
+def settings_notes(runs: Iterable[Mapping[str, Any]]) -> list[str]:
+    """What the settings list flags, from the runs' settings: each value that is not Kafka's
+    default for its client kind (:data:`KAFKA_DEFAULTS`, the defaults named beside it), and
+    each key that is a model knob (:data:`MODEL_KNOBS`). Empty where every value is a
+    default and no knob is set."""
+    off: dict[str, set[float]] = defaultdict(set)
+    knobs: set[str] = set()
+    for r in runs:
+        kind = _client_kind(str(r.get("protocol", "")))
+        for k, v in _settings(r).items():
+            if k in MODEL_KNOBS:
+                knobs.add(k)
+            default = KAFKA_DEFAULTS.get(k, {}).get(kind)
+            if (default is not None and isinstance(v, int | float)
+                    and not isinstance(v, bool) and v != default):
+                off[k].add(v)
+    out = []
+    if off:
+        out.append("Not Kafka's defaults: " + "; ".join(
+            f"{k} {', '.join(_n(v) for v in sorted(off[k]))} (Kafka's default: "
+            + ", ".join(f"{_n(d)} for a {kind}" for kind, d in KAFKA_DEFAULTS[k].items())
+            + ")" for k in sorted(off)) + ".")
+    if knobs:
+        out.append("Model knobs, not Kafka settings: " + "; ".join(
+            f"{k} ({MODEL_KNOBS[k]})" for k in sorted(knobs)) + ".")
+    return out
+
 
 def _settings(r: Mapping[str, Any]) -> dict[str, Any]:
     raw = r.get("settings_json")
@@ -979,6 +1062,8 @@ def settings_table(runs: Iterable[Mapping[str, Any]]) -> tuple[list[list[str]],
 __all__ = [
     "CALIBRATION_FILE",
     "CALIBRATION_JAVA_FILE",
+    "KAFKA_DEFAULTS",
+    "MODEL_KNOBS",
     "calibration_for",
     "calibration_items",
     "calibration_ratio",
@@ -991,6 +1076,7 @@ __all__ = [
     "merged_calibration",
     "model_limits",
     "save_calibration",
+    "settings_notes",
     "settings_table",
     "with_java_rows",
 ]

@@ -49,6 +49,7 @@ from groupcoord.lab.findings import (
     work_value,
 )
 from groupcoord.lab.verdict import (
+    DASH,
     SLOW_VARIANT,
     Claim,
     GridVerdict,
@@ -1389,8 +1390,9 @@ def heartbeat_gap_clause(verdicts: Sequence[GridVerdict]) -> str:
             "partition and its gap to eager scales with heartbeat.interval.ms: "
             + ", ".join(_ms(b) for b in sorted(beats)) + " in these runs (the settings table)")
     gaps = _swept_gaps(verdicts)
+    crashes = _swept_gaps(verdicts, crash=True)
     if gaps:
-        text += "; " + "; ".join(_gap_words(gs) for gs in gaps.values())
+        text += "; " + "; ".join(_gap_words(gs, crashes.get(k, ())) for k, gs in gaps.items())
     elif swept:
         text += "; also run at " + ", ".join(_ms(b) for b in swept) + " (their own rows)"
     else:
@@ -1476,17 +1478,18 @@ def _merged_cells(verdicts: Sequence[GridVerdict]) -> dict[tuple[Any, ...], _Mer
     return out
 
 
-def swept_gaps(verdicts: Sequence[GridVerdict]) -> list[SweptGap]:
+def swept_gaps(verdicts: Sequence[GridVerdict], crash: bool = False) -> list[SweptGap]:
     """Every cell that ran an incremental cooperative protocol (:func:`_incremental_classic`)
     and its family's eager protocol both at their default heartbeat interval and at a shorter
     ``@hb`` one (in one grid, or in a grid of ``@hb`` columns beside its parent's: the same
     scenario, size and workload), on a metric of :data:`HEARTBEAT_GAP_METRICS` (a crash, where
-    nobody revokes, and KIP-415's delay variants, a configured wait, excepted)."""
+    nobody revokes, and KIP-415's delay variants, a configured wait, excepted). ``crash``: the
+    crash cells instead, the ones condition (b) leaves out and says it does."""
     from groupcoord.lab.spec import seed_family
 
     out: list[SweptGap] = []
     for (scenario, size, workload, column), mg in _merged_cells(verdicts).items():
-        if "crash" in scenario or column not in HEARTBEAT_GAP_METRICS \
+        if ("crash" in scenario) != crash or column not in HEARTBEAT_GAP_METRICS \
                 or mg.limit.startswith("is won") or seed_family(scenario) != scenario:
             continue
         c = mg.cells
@@ -1511,11 +1514,12 @@ def swept_gaps(verdicts: Sequence[GridVerdict]) -> list[SweptGap]:
     return out
 
 
-def _swept_gaps(verdicts: Sequence[GridVerdict]) -> dict[tuple[str, str], list[SweptGap]]:
+def _swept_gaps(verdicts: Sequence[GridVerdict], crash: bool = False
+                ) -> dict[tuple[str, str], list[SweptGap]]:
     """:func:`swept_gaps` by incremental protocol and metric, the protocol's own metric
     first (task downtime for Connect, excess lag for classic consumers)."""
     by: dict[tuple[str, str], list[SweptGap]] = defaultdict(list)
-    for x in swept_gaps(verdicts):
+    for x in swept_gaps(verdicts, crash):
         if (family(x.incremental) == "classic-connect") == (x.metric.column
                                                             == "task_downtime_task_s") \
                 and x.metric.column != "lag_peak":
@@ -1523,7 +1527,22 @@ def _swept_gaps(verdicts: Sequence[GridVerdict]) -> dict[tuple[str, str], list[S
     return dict(by)
 
 
-def _gap_words(gs: Sequence[SweptGap]) -> str:
+def _crash_words(gs: Sequence[SweptGap]) -> str:
+    """The crash cells condition (b) leaves out (nobody revokes, so no follow-up round waits
+    for a heartbeat), said so that its cell count hides none: how many, and in how many of
+    them eager costs more, by how much at the default interval (medians)."""
+    x0 = gs[0]
+    more = sorted(-x.gap for x in gs if x.gap < 0)
+    cells = f"{len(gs)} crash cell{'s' if len(gs) != 1 else ''}"
+    if not more:
+        return f"left out: {cells} (nobody revokes)"
+    by = (x0.metric.fmt(more[0]) if len(more) == 1
+          else f"{x0.metric.fmt(more[0])}{DASH}{x0.metric.fmt(more[-1])}")
+    return (f"left out: {cells} (nobody revokes), where {x0.eager} costs more in "
+            f"{len(more)}, by {by} at {_ms(x0.default_ms)}")
+
+
+def _gap_words(gs: Sequence[SweptGap], crash: Sequence[SweptGap] = ()) -> str:
     """What the shorter interval does to one protocol's gap to eager over its swept cells, as
     condition (b) says it: in how many of them eager cost less at the default interval, in how
     many it still does at the shorter one, and its lead summed over those cells at both
@@ -1536,13 +1555,14 @@ def _gap_words(gs: Sequence[SweptGap]) -> str:
             f"{_ms(x0.default_ms)} ({', '.join(where)}, {len(gs)} cells, "
             f"{short_label(m, excess=True)}, medians): {x0.eager} costs less at "
             f"{_ms(x0.default_ms)} in ")
+    left = f"; {_crash_words(crash)}" if crash else ""
     if not lead:
-        return text + "none of them"
+        return text + "none of them" + left
     still = [x for x in lead if x.gap_short > 0]
     return text + (f"{len(lead)} and still at {_ms(x0.short_ms)} in {len(still)}, its lead "
                    f"over those {len(lead)} summed: {m.fmt(sum(x.gap for x in lead))} at "
                    f"{_ms(x0.default_ms)} and {m.fmt(sum(x.gap_short for x in lead))} at "
-                   f"{_ms(x0.short_ms)}")
+                   f"{_ms(x0.short_ms)}") + left
 
 
 def _gap_detail(gs: Sequence[SweptGap]) -> str:

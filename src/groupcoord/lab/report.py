@@ -54,7 +54,7 @@ from groupcoord.lab.findings import (
     number,
 )
 from groupcoord.lab.lateness import grid_lateness_lines
-from groupcoord.lab.limits import model_limits, settings_table
+from groupcoord.lab.limits import model_limits, settings_notes, settings_table
 from groupcoord.lab.mechanism import (
     FRESH_SET,
     TASK_POOL,
@@ -908,7 +908,8 @@ def settings_html(runs: Sequence[dict[str, Any]]) -> str:
             "(<code>settings_json</code>); several values: each was used by some runs (a grid "
             "sweeps it or a workload sets it).</p>"
             f"<table class='settings'><thead><tr><th>setting</th>{head}</tr></thead>"
-            f"<tbody>{body}</tbody></table>")
+            f"<tbody>{body}</tbody></table>"
+            + "".join(f"<p>{html.escape(t)}</p>" for t in settings_notes(runs)))
 
 
 def settings_md(runs: Sequence[dict[str, Any]]) -> str:
@@ -919,6 +920,7 @@ def settings_md(runs: Sequence[dict[str, Any]]) -> str:
              "| setting | " + " | ".join(", ".join(ps) for ps in cols) + " |",
              "|---|" + "---:|" * len(cols)]
     lines += ["| `" + k + "` | " + " | ".join(vals) + " |" for k, vals in rows]
+    lines += [x for t in settings_notes(runs) for x in ("", t)]
     return "\n".join(lines)
 
 
@@ -1235,7 +1237,9 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 + [-10.0 ** k for k in decades if thresh <= 10.0 ** k <= 1.5 * floor_v]))
             ax.yaxis.set_minor_locator(NullLocator())
             # a log scale has no zero: say that this one is linear up to the threshold
-            ylabel += f"\n(linear from 0 to {number(thresh)}, logarithmic above)"
+            # and that a gap there is a ratio: 80x reads as a short step on it
+            ylabel += (f"\n(linear from 0 to {number(thresh)}, logarithmic above: each "
+                       "tick step a factor, a gap between points a ratio, not a difference)")
         # ticks as the tables print numbers (thousands separated, no exponent)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: number(v)))
         # wrapped to the panel's height, smaller: a long label ran into the next panel

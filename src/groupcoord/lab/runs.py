@@ -310,7 +310,7 @@ def handback_ms(sc: Scenario, protocol: str) -> int:
     hand = _first_handback(sc, protocol, fenced_only=False)
     if hand is None:
         return 0
-    _, share, stop = hand
+    _, _share, stop = hand
     return stop + sc.heartbeat_interval_ms + sc.workload.task_start_ms
 
 

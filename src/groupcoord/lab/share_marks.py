@@ -558,6 +558,29 @@ def contrary_clause(c: Claim, verdicts: Sequence[GridVerdict],
     return ("In the same cell " + "; ".join(parts) + ".") if parts else ""
 
 
+#: A claim's own figures' ranges: the best's "(range 2-7 records; ...)" and the runner-up's
+#: "against 13,121 records (12,997-14,308 records) for".
+_BEST_RANGE = re.compile(r" \(range ([^()]*)\)")
+_WORSE_RANGE = re.compile(r"(?<= against )[^()]*? \(([^()]*)\)(?= for )")
+#: A same-members comparison's seed counts: " (medians of 10 and 10 seeds, unpaired)".
+_SAME_SEEDS = re.compile(r" \((medians of \d+ and \d+ seeds, unpaired)\)(?=\. On )")
+
+
+def _figure_movables(text: str, c: Claim) -> list[tuple[str, str, str]]:
+    """The claim's figures' ranges and its same-members comparison's seed counts as clauses
+    the note may take (``Claim.movable``), each with the note's words that keep its facts."""
+    out: list[tuple[str, str, str]] = []
+    best = c.best.split(" and ")[0]
+    if m := _BEST_RANGE.search(text):
+        out.append((m.group(0), "", f"{best}'s range {m.group(1).replace('; ', ', ')}"))
+    if m := _WORSE_RANGE.search(text):
+        frag = f" ({m.group(1)})"
+        out.append((frag, "", f"{c.worse}'s range {m.group(1)}"))
+    if m := _SAME_SEEDS.search(text):
+        out.append((m.group(0), "", f"the same members' figures: {m.group(1)}"))
+    return out
+
+
 def _ok_values(runs: Sequence[Mapping[str, Any]], protocol: str, scenario: str, size: int,
                column: str, partitions: int, workload: str | None = None
                ) -> dict[str, list[float]]:
@@ -623,19 +646,41 @@ def same_members_clause(c: Claim, verdicts: Sequence[GridVerdict],
         return ""
     mine = _ok_values(runs, best, c.scenario, c.size, c.metric, parts, c.workload)
     other = _ok_values(runs, c.worse, c.scenario, c.size, c.metric, c.size)
-    same = same_load(runs, c.workload, list(other))
-    if not mine or not same:
+    wl = same_members_workload(c, runs)
+    if not mine or not wl:
         return ""
-    wl = same[0]
     theirs = other[wl]
     ours = mine[c.workload] if c.workload in mine else next(iter(mine.values()))
     unit = f" {m.unit}" if m.unit else ""
     med = [number(statistics.median(x) / m.scale) for x in (ours, theirs)]
+    grid = quoted_grid(c, verdicts, wl)
+    where = f"{grid}, {wl}" if grid else wl
     return (f"{c.scenario}, the same {c.size} members: {best} on {parts} partitions "
-            f"{med[0]} against {c.worse} on {c.size} ({wl}) {med[1]}{unit} of "
+            f"{med[0]} against {c.worse} on {c.size} ({where}) {med[1]}{unit} of "
             f"{LABELS.get(m.column, m.label)} (medians of {len(ours)} and {len(theirs)} "
             f"seeds, unpaired). On {parts} partitions ({c.workload}; {c.size - parts} consumer "
             "members idle): ")
+
+
+def same_members_workload(c: Claim, runs: Sequence[Mapping[str, Any]]) -> str:
+    """The workload of the consumer cell a same-members comparison quotes: the runner-up's
+    runs at one member per partition on the claim's load (:func:`same_load`); "" where none
+    ran."""
+    other = _ok_values(runs, c.worse, c.scenario, c.size, c.metric, c.size)
+    same = same_load(runs, c.workload, list(other))
+    return same[0] if same else ""
+
+
+def quoted_grid(c: Claim, verdicts: Sequence[GridVerdict], workload: str) -> str:
+    """The grid, other than the claim's own, whose row of the claim's scenario and size on
+    ``workload`` holds the claim's metric for its runner-up: the cells a same-members
+    comparison quotes (owner-equal for an owner-kill claim on 1x4-hot); "" where the claim's
+    own grid has that row or none does."""
+    holders = [g.name for g in verdicts for row in g.rows
+               if (row.scenario, row.size, str(row.workload)) == (c.scenario, c.size, workload)
+               and any(mv.metric.column == c.metric and c.worse in mv.cells
+                       for mv in row.metrics)]
+    return "" if not holders or c.grid in holders else holders[0]
 
 
 def equal_members_clause(c: Claim, verdicts: Sequence[GridVerdict],
@@ -895,6 +940,7 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
     key = family_key(runs)
     grids = {g.name: g for g in verdicts}
     out = []
+    named: dict[int, str] = {}  # a sentence -> the grid its same-members comparison quotes
     for c in found:
         g = grids.get(c.grid)
         if g is None or not any(family(p) == "share" for p in g.protocols):
@@ -918,6 +964,12 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
         if not g.confirm_seeds:
             text += f" {g.seeds} seeds, no confirmation set."
         conditions = split_conditions(c.conditions)
+        # what the sentence gives, whole, to the note under it where it runs over MAX_WORDS
+        # as printed (``lab.verdict.fit``), in this order; the contrary clause goes last
+        added = [(f" {x}", "", x.rstrip(".")) for x in (hb, equal, crash, lost) if x]
+        added += _figure_movables(text, c)
+        if contrary:
+            added.append((f" {contrary}", "", contrary.rstrip(".")))
         notes = [x[0].lower() + x[1:].rstrip(".")
                  for x in (_family_note(c, every, key), lock_limit_clause(c, runs)) if x]
         said = words(text) + (len(conditions) + 1 if conditions else 0)
@@ -927,7 +979,14 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
             notes.insert(1, "the medians " + (medians if medians.startswith("at ")
                                               else f"in the group's production: {medians}"))
         out.append(replace(c, text=text, conditions=conditions,
-                           caveats=(*c.caveats, *notes)))
+                           caveats=(*c.caveats, *notes), movable=(*c.movable, *added)))
+        if same:
+            named[id(out[-1])] = quoted_grid(c, verdicts, same_members_workload(c, runs))
+    # a grid whose cells a sentence's same-members comparison quotes on the sentence's own
+    # metric (the owner grid's same-members companion) gets no sentence of its own on that
+    # metric: it would restate them; the quoting sentence names it
+    out = [c for c in out if not any(
+        k is not c and named.get(id(k)) == c.grid and k.metric == c.metric for k in out)]
     # the equal-capacity result first (the sixth share review): a share sentence at one member
     # per partition or fewer leads, the redundancy of more members than partitions follows
     return sorted(out, key=lambda c: not _at_equal_capacity(c, runs))

@@ -1,0 +1,54 @@
+"""A share sentence is at most ``lab.verdict.MAX_WORDS`` words as the page prints it: the
+clauses ``lab.share_marks.share_claims`` adds (a heartbeat companion's reading, the share
+group's own rows at one member per partition, a kill's lost host, the lost hosts above the lock
+limit, the ranges, the same members' seed counts, the same cell's contrary metrics) go whole,
+in that order, to the note under it (``lab.report.fitted``), nothing dropped. A grid whose cells
+a sentence's same-members comparison quotes (the owner grid's same-members companion) gets no
+sentence of its own: the quoting sentence names it."""
+
+from __future__ import annotations
+
+from groupcoord.lab.report import answers_text, condition_letters, fitted, protocol_names, sentence_text
+from groupcoord.lab.verdict import MAX_WORDS, words
+from tests.test_lab_share_equal_members import _grids, _runs, _sentences
+
+
+def _page() -> tuple[list, list]:
+    verdicts = _grids()
+    return fitted(_sentences(verdicts, _runs()), verdicts), verdicts
+
+
+def test_every_share_sentence_is_within_60_words_as_printed() -> None:
+    found, verdicts = _page()
+    letters, names = condition_letters(found), protocol_names(found, verdicts)
+    for c in found:
+        printed = sentence_text(c, letters, names)
+        assert words(printed) <= MAX_WORDS, (words(printed), printed)
+
+
+def test_the_moved_clauses_are_whole_in_the_note_under_the_sentence() -> None:
+    found, _ = _page()
+    kill = next(c for c in found if c.scenario == "owner-kill")
+    # the same-members comparison still leads the sentence, the claim's own cell follows
+    assert kill.text.startswith("owner-kill, the same 12 members: share:simple on 4 "
+                                "partitions 3 against consumer:uniform on 12"), kill.text
+    assert "share:simple has the lowest lag peak, 3 records" in kill.text
+    note = "; ".join(kill.caveats)
+    # the kill's lost host, whole, in the note and not in the sentence
+    lost = ("A lost host (owner-crash) in the same cell: 7,046 against 13,526 records; "
+            "against consumer:uniform on 12 (1x12-hot) 4,557 records, lower on every seed "
+            "(4,403\u20134,746 against 7,035\u20137,058; medians of 5 and 5 seeds, unpaired)")
+    assert lost in note, note
+    assert "A lost host" not in kill.text
+    # the share group's own row at 12 on 12, whole, in the note
+    assert "At 12 on 12 (1x12-hot): a tie (no mark), 4,618 against 4,588 records" in note
+
+
+def test_the_same_members_companion_gets_no_sentence_when_another_quotes_its_cells() -> None:
+    found, verdicts = _page()
+    # owner-equal's rows are the kill sentence's same members on 12 partitions: no
+    # no-difference sentence of its own, its name in the sentence that quotes them
+    assert [c.grid for c in found] == ["lock-rate-owner-kill"], [c.grid for c in found]
+    (kill,) = found
+    assert "consumer:uniform on 12 (owner-equal, 1x12-hot)" in kill.text, kill.text
+    assert "owner-equal: 1" in answers_text(found, verdicts)
