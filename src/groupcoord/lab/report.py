@@ -77,6 +77,7 @@ from groupcoord.lab.share_marks import (
     family_key,
     family_rule,
     fetchers_line,
+    share_grid_line,
     share_claims,
     unmark_broker_lag,
     unmark_commit_dependent,
@@ -2271,6 +2272,8 @@ def _claims_html(found: Sequence[Claim], verdicts: Sequence[GridVerdict] = (),
     few_html = f"<p>{html.escape(few)}</p>" if few else ""
     if need := fetchers_line(verdicts, runs):  # the share wins' condition (lab.share_marks)
         few_html = f"<p>{html.escape(need)}</p>" + few_html
+    if primary := share_grid_line(verdicts, runs):  # the share grid's own sentence
+        few_html = f"<p>{html.escape(primary)}</p>" + few_html
     if not found:
         return ("<h2>What the tables show</h2><p>No difference between protocols passes the "
                 f"test above.</p>{few_html}")
@@ -2472,6 +2475,8 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
         if note:
             lines.append(f"   {note}")
     lines += calibration_tables_md(found, verdicts, runs)
+    if primary := share_grid_line(verdicts, runs):  # the share grid's own sentence
+        lines += ["", primary]
     if need := fetchers_line(verdicts, runs):  # the share wins' condition (lab.share_marks)
         lines += ["", need]
     few = too_few_for_claims(verdicts)

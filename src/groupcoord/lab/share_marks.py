@@ -998,6 +998,49 @@ def _at_equal_capacity(c: Claim, runs: Sequence[Mapping[str, Any]]) -> bool:
             and c.size <= parts)
 
 
+#: The share comparison's primary grid (crowd-crash and bounce, ``lab/data/share.toml``).
+SHARE_GRID = "share"
+
+
+def share_grid_line(verdicts: Sequence[GridVerdict], runs: Sequence[Mapping[str, Any]],
+                    grid: str = SHARE_GRID) -> str:
+    """The primary share grid's own sentence where no row of it separates the two groups (no
+    ★ or = on any metric): its scenarios and sizes, and, on excess lag in its crash row with
+    the most members over the partitions (its first workload), each side over both seed sets:
+    a consumer group whose crashed member was idle on most seeds costs 0 there and much on the
+    others (:func:`share_modes`), a share group a small cost on every seed (the ninth outside
+    review: the page's primary grid had no sentence). "" where the grid is not on the page, a
+    row of it is marked, or it has no such crash row."""
+    g = next((v for v in verdicts if v.name == grid and _share_vs_consumer(v.protocols)), None)
+    if g is None or any(mv.verdict in ("best", "tied") for row in g.rows for mv in row.metrics):
+        return ""
+    share = next(p for p in g.protocols if family(p) == "share")
+    consumer = next(p for p in g.protocols if family(p) != "share")
+    workload = str(g.rows[0].workload) if g.rows else ""
+    crash = sorted(((row.size, row) for row in g.rows if "crash" in row.scenario
+                    and str(row.workload) == workload
+                    and row.size > (_partitions(runs, row.scenario, row.size, workload) or
+                                    row.size)), key=lambda x: x[0])
+    mv = next((x for x in crash[-1][1].metrics if x.metric.column == "lag_record_s"
+               and share in x.cells and consumer in x.cells), None) if crash else None
+    if mv is None:
+        return ""
+    row, m = crash[-1][1], mv.metric
+    mine, theirs = _all_values(mv, share), _all_values(mv, consumer)
+    outcomes = sorted(share_modes(theirs, m), key=lambda o: o[0])
+    if len(outcomes) < 2 or max(abs(v) for v in outcomes[0]) > m.floor or min(mine) <= 0:
+        return ""
+    low, high = outcomes[0], [v for o in outcomes[1:] for v in o]
+    scenarios = " and ".join(dict.fromkeys(r.scenario for r in g.rows))
+    sizes = " and ".join(map(str, sorted({r.size for r in g.rows})))
+    return (f"{grid} ({scenarios} at {sizes} members): no row separates {share} from "
+            f"{consumer}. When any member crashes at {row.size} on {workload}, {consumer}'s "
+            f"excess lag is 0 on {len(low)} of {len(theirs)} seeds (an idle member) and "
+            f"{m.fmt(statistics.median(high))} on {len(high)}; {share}'s "
+            f"{m.fmt(statistics.median(mine))} ({_span(mine, m)}), a small cost on every one "
+            f"of its {len(mine)} seeds.")
+
+
 def fetchers_line(verdicts: Sequence[GridVerdict], runs: Sequence[Mapping[str, Any]]) -> str:
     """One line under the share sentences: how many confirmed share wins (★ share alone, on a
     grid with a fresh seed set that repeated it) come where the members outnumber the
@@ -1048,6 +1091,7 @@ __all__ = [
     "family_key",
     "family_rule",
     "fetchers_line",
+    "share_grid_line",
     "heartbeat_clause",
     "held_fetch_clause",
     "kill_lost_host_clause",
