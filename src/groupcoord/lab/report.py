@@ -77,8 +77,8 @@ from groupcoord.lab.share_marks import (
     family_key,
     family_rule,
     fetchers_line,
-    share_grid_line,
     share_claims,
+    share_grid_line,
     unmark_broker_lag,
     unmark_commit_dependent,
 )
