@@ -44,3 +44,31 @@ def test_the_share_grid_says_it_separates_nothing_and_how_a_crash_costs_each_sid
     assert len(line.split()) <= 60
     # another grid's name, or a marked row: no such sentence
     assert share_grid_line([g], _runs(), grid="share-rolling") == ""
+
+
+def test_a_share_sentence_says_its_consumer_side_at_a_share_members_load() -> None:
+    """The load control (1x4-light): the consumer group at 20 % busy per working member,
+    paired on seed with the sentence's cell (1x4-busy, 60 %)."""
+    from groupcoord.lab.share_marks import load_control_clause
+    from groupcoord.lab.verdict import Claim
+
+    def row(workload: str, values: dict[str, list[float]]) -> VerdictRow:
+        mv = judge({p: Cell(dict(enumerate(v))) for p, v in values.items()}, LAG)
+        return VerdictRow("rolling-bounce", 12, workload, 0.0, 5, [mv])
+
+    busy = row("1x4-busy", {SHARE: [34.4, 21.0, 46.5, 30.0, 40.0],
+                            KIP848: [4_989.0, 9_460.0, 14_787.0, 8_000.0, 12_000.0]})
+    light = row("1x4-light", {KIP848: [1_836.0, 2_261.0, 5_150.0, 2_000.0, 2_500.0]})
+    grids = [GridVerdict("share-rolling", "", [SHARE, KIP848], [LAG], [busy], 10, 0, 0, 5),
+             GridVerdict("share-light-rolling", "", [KIP848], [LAG], [light], 5, 0, 0, 5)]
+    runs = [{"protocol": p, "scenario": "rolling-bounce", "size": 12, "workload": w,
+             "ok": True, "total_partitions": 4} for p in (SHARE, KIP848)
+            for w in ("1x4-busy", "1x4-light")]
+    c = Claim("share-rolling", "", "", "lag_record_s", "rolling-bounce", 12, SHARE, KIP848,
+              workload="1x4-busy")
+    assert load_control_clause(c, grids, runs) == (
+        "At a share member's load per member (1x4-light, share-light-rolling): "
+        "consumer:uniform 2,261 against 9,460 record·s, lower on 5 of 5 paired seeds "
+        "(both seed sets).")
+    # no control grid on the page: nothing
+    assert load_control_clause(c, grids[:1], runs) == ""

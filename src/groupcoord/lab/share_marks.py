@@ -838,6 +838,46 @@ def heartbeat_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
     return ""
 
 
+#: The workload of the per-member-load control: the share comparison's 1x4 production with a
+#: record a third as long, so a consumer group's working member is as busy as a share member.
+LIGHT = "1x4-light"
+
+
+def load_control_clause(c: Claim, verdicts: Sequence[GridVerdict],
+                        runs: Sequence[Mapping[str, Any]]) -> str:
+    """A share sentence's cell with more members than partitions, its consumer side again at
+    a share member's load per member (:data:`LIGHT`, the ninth outside review's control):
+    the consumer group's median there against its median in the sentence's cell, on how many
+    paired seeds (the same replicates' seeds) it is lower. "" where the page has no such
+    cell."""
+    best = c.best.split(" and ")[0]
+    parts = _partitions(runs, c.scenario, c.size, c.workload)
+    if c.workload == LIGHT or not parts or c.size <= parts or \
+            not _share_vs_consumer([best, c.worse]):
+        return ""
+    own = next((mv for g in verdicts if g.name == c.grid for row in g.rows
+                if (row.scenario, row.size, str(row.workload)) == (c.scenario, c.size,
+                                                                     c.workload)
+                for mv in row.metrics if mv.metric.column == c.metric), None)
+    light = next(((g, mv) for g in verdicts for row in g.rows
+                  if (row.scenario, row.size, str(row.workload)) == (c.scenario, c.size, LIGHT)
+                  for mv in row.metrics if mv.metric.column == c.metric
+                  and c.worse in mv.cells), None)
+    if own is None or light is None or c.worse not in own.cells:
+        return ""
+    g, mv = light
+    m = mv.metric
+    heavy, lit = _paired(own, c.worse), _paired(mv, c.worse)
+    seeds = sorted(set(heavy) & set(lit))
+    lower = sum(1 for k in seeds if lit[k] < heavy[k])
+    unit = f" {m.unit}" if m.unit else ""
+    return (f"At a share member's load per member ({LIGHT}, {g.name}): {c.worse} "
+            f"{number(statistics.median(lit.values()) / m.scale)} against "
+            f"{number(statistics.median(heavy.values()) / m.scale)}{unit}"
+            + (f", lower on {lower} of {len(seeds)} paired seeds" if seeds else "")
+            + " (both seed sets).")
+
+
 def _with_partitions(text: str, c: Claim, runs: Sequence[Mapping[str, Any]]) -> str:
     """The claim's head with its topic's partitions ("12 members on 12 partitions"): a share
     group's result depends on how many members fetch each partition."""
@@ -957,6 +997,8 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
             text += " " + crash
         if hb := heartbeat_clause(c, verdicts):
             text += " " + hb
+        if light := load_control_clause(c, verdicts, runs):
+            text += " " + light
         if contrary := contrary_clause(c, verdicts, runs):
             text += " " + contrary
         if lost := lost_host_clause(c, every, key, runs):
@@ -966,7 +1008,7 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
         conditions = split_conditions(c.conditions)
         # what the sentence gives, whole, to the note under it where it runs over MAX_WORDS
         # as printed (``lab.verdict.fit``), in this order; the contrary clause goes last
-        added = [(f" {x}", "", x.rstrip(".")) for x in (hb, equal, crash, lost) if x]
+        added = [(f" {x}", "", x.rstrip(".")) for x in (hb, light, equal, crash, lost) if x]
         added += _figure_movables(text, c)
         if contrary:
             added.append((f" {contrary}", "", contrary.rstrip(".")))
@@ -1094,6 +1136,7 @@ __all__ = [
     "heartbeat_clause",
     "held_fetch_clause",
     "kill_lost_host_clause",
+    "load_control_clause",
     "lock_limit",
     "lock_limit_clause",
     "lost_host_clause",
