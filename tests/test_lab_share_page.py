@@ -85,7 +85,7 @@ def test_twelve_share_members_on_four_partitions_are_said_to_be_capacity() -> No
     text = share_capacity(12, [SHARE, KIP848], runs)
     assert text.startswith("12 members on 4 partitions: the share group has 3 members "
                            "fetching each partition, the consumer group one")
-    assert "redundancy" in text and "not spare capacity" in text
+    assert "redundancy" in text and "less load per member" in text
     # one member per partition, or no share group in the sentence: nothing to say
     assert share_capacity(4, [SHARE, KIP848], [_run(SHARE, 0, 4)]) == ""
     assert share_capacity(12, [KIP848, "consumer:range"], runs) == ""

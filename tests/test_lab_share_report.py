@@ -111,7 +111,8 @@ def test_a_share_sentences_line_leads_with_its_own_metric() -> None:
     # the sentence is on excess lag (the tables' lag_record_s): that check first, then the
     # row's verdict over every metric, which a raw lag peak missed; a pair that passes only
     # because both sides are under the floor says so with its raw ratio, never "within 2x"
-    assert ("simulated / measured: on this sentence's metric, excess lag record s 21.2 / 5.9 "
+    assert ("simulated (the calibration's own seeds) / measured: on this sentence's metric, "
+            "excess lag record s 21.2 / 5.9 "
             "(3.59x; floor 50): both under the floor; lag peak 19 / 56") in note
     assert note.endswith("; all metrics: not within 2x: lag peak; both under the floor: "
                          "excess lag record s")

@@ -28,8 +28,10 @@ def test_the_share_spec_pairs_share_and_consumer_groups_on_the_same_seeds() -> N
     assert {r.protocol for r in runs if r.workload == "1x4-poison-lock"} == {"share:simple"}
     # (and the back-off-0 grid consumer groups' only: a share group has no back-off)
     assert {r.protocol for r in runs if r.workload == "1x4-poison-b0"} == {"consumer:uniform"}
+    # (and the per-member-load control consumer groups' only: the share members' load)
+    assert {r.protocol for r in runs if r.workload == "1x4-light"} == {"consumer:uniform"}
     for r in runs:
-        if r.workload in ("1x4-poison-lock", "1x4-poison-b0"):
+        if r.workload in ("1x4-poison-lock", "1x4-poison-b0", "1x4-light"):
             continue
         key = (r.scenario, r.size, r.workload, r.fault_rate, r.replicate)
         by_cell.setdefault(key, set()).add((r.protocol, r.seed))
@@ -286,7 +288,7 @@ def test_the_owner_grids_crash_and_kill_a_partition_owner_in_both_groups() -> No
     assert {p for s, n, w, p in cells if w in ("1x4-busy", "1x4-poison")} == {
         "share:simple", "consumer:uniform", "consumer:uniform@commit100ms"}
     # the lock-rate cells run at 80 records/s a partition and at a production rate, 300
-    assert {w for s, n, w, _ in cells if w not in ("1x4-busy", "1x4-poison")
+    assert {w for s, n, w, _ in cells if w not in ("1x4-busy", "1x4-poison", "1x4-light")
             and not w.startswith("1x12")} == {"1x4-busy80", "1x4-hot"}
     # and every 4-partition owner workload's load on 12 partitions, at 12 members only (the
     # same members with a partition each: owner-equal)

@@ -152,12 +152,27 @@ class Load:
     #: pauses: mean pause over mean gap), part of ``busy``.
     paused: float = 0.0
 
-    def text(self, share: bool = False) -> str:
+    def working(self, protocol: str) -> tuple[float, int]:
+        """A working member's busy share and how many members work, under ``protocol``: a
+        share group's members all fetch the partitions they share (KIP-932: every member
+        works, :attr:`busy`), a consumer group's members beyond the partitions idle, so its
+        working members take a partition's whole rate each."""
+        if family(protocol) == "share" or not self.members > self.partitions > 0:
+            return self.busy, self.members
+        return self.per_partition * self.busy / max(self.records_per_s, 1e-9), self.partitions
+
+    def text(self, share: bool = False, consumer: bool = False) -> str:
         """The load in words; ``share``: a row of share groups (KIP-932) beside consumer
         groups, which with more members than partitions load their members differently (a
         share group's members all fetch every partition they share, a consumer group's
-        members beyond the partitions idle), so each is said."""
+        members beyond the partitions idle), so each is said; ``consumer``: a row of
+        consumer groups only, whose members beyond the partitions idle (its working members'
+        load is said, not the rate spread over every member)."""
         out = f"{number(self.records_per_s)} rec/s, {self.busy:.1%} busy per member"
+        if consumer and not share and self.members > self.partitions > 0:
+            one, n = self.working("consumer")
+            out = (f"{n} of {self.members} members work, {number(self.per_partition)} rec/s, "
+                   f"{one:.1%} busy each ({self.members - n} idle)")
         if self.paused:
             out += (f" (processing {self.busy - self.paused:.1%} + paused "
                     f"{self.paused:.1%})")
@@ -278,6 +293,26 @@ def row_loads(runs: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, ...], Load |
             if isinstance(ld, Load) else ld for k, ld in out.items()}
 
 
+def busy_clause(ld: Load, protocols: Sequence[str]) -> str:
+    """How busy a sentence's members are, per protocol where they differ (a share group's
+    members all work; a consumer group with more members than partitions has as many working
+    members as partitions, each at a partition's whole rate, :meth:`Load.working`), with the
+    processing time of a poll when caught up (its records in one fetch interval)."""
+    said = []
+    for p in dict.fromkeys(protocols):
+        share, n = ld.working(p)
+        poll = _ms(ld.batch_ms * share / ld.busy) if ld.busy > 0 else _ms(ld.batch_ms)
+        who = (f"{n} working members of {ld.members} ({ld.members - n} idle)"
+               if n < ld.members else "members")
+        said.append((p, who, f"{share:.0%}", poll))
+    if len({(w, b, q) for _, w, b, q in said}) <= 1:
+        _, who, busy, poll = said[0] if said else ("", "members", f"{ld.busy:.0%}",
+                                                   _ms(ld.batch_ms))
+        return f"{who} {busy} busy, polls of about {poll} when caught up"
+    return "; ".join(f"{p}'s {who} {busy} busy, polls of about {poll}" for p, who, busy, poll
+                     in said) + " when caught up"
+
+
 def _heartbeat(settings: Mapping[str, Any], protocol: str,
                keys: Mapping[str, tuple[str, ...]] = HEARTBEAT_KEYS) -> float | None:
     for k in keys.get(family(protocol), ()):
@@ -336,10 +371,13 @@ def condition_clauses(claim: Claim, verdicts: Sequence[GridVerdict],
         parts.append(f"{ld.text()}")
     elif isinstance(ld, Load):
         named = [p for p in (claim.best, claim.worse) if p]
-        parts.append(f"members {ld.busy:.0%} busy, polls of about {_ms(ld.batch_ms)} when "
-                     "caught up; " + phase_clause(named, spreads_of(
-                         [r for r in mine if r.get("protocol") in
-                          {label_at(g, p, row) for p in named}])))
+        # the load and the heartbeat phase each a clause: sentences of different loads
+        # share the phase's (the page letters each clause once)
+        parts.append(busy_clause(ld, named))
+        phase = phase_clause(named, spreads_of(
+            [r for r in mine if r.get("protocol") in {label_at(g, p, row) for p in named}]))
+        if phase:
+            parts.append(phase)
         late = SLOW_VARIANT.match(row.scenario)
         if late:
             parts.append(f"one member {_ms(float(late.group('v')))} late at every rebalance "
@@ -468,8 +506,11 @@ def share_capacity(size: int, protocols: Sequence[str],
     the share group's members of a partition all fetch it (size / partitions of them), the
     consumer group's one member does and the rest idle, so a share member's absence leaves
     its partition fetched by the others: the difference is that redundancy (the second
-    outside review's control at 60 % busy share members still showed it), not spare
-    capacity; at one member per partition (from ``everything``, the page's runs) what
+    outside review's control at 60 % busy share members still showed it), and the load per
+    member (from the runs' workload, :meth:`Load.working`): the consumer group's working
+    members carry size / partitions times a share member's (the ninth outside review's
+    control, a consumer group at a share member's load, kept a quarter of its excess lag in
+    a rolling bounce); at one member per partition (from ``everything``, the page's runs) what
     remains is the revocation gap (:func:`one_per_partition`); "" otherwise (from the runs'
     members and partitions)."""
     named = [p for p in protocols if p]
@@ -481,10 +522,19 @@ def share_capacity(size: int, protocols: Sequence[str],
         return ""
     scenario = str((r0 or {}).get("scenario") or "")
     even = one_per_partition(scenario, named, everything) if scenario else ""
+    ld = member_load(r0) if r0 is not None else None
+    lighter = ""
+    if ld is not None and ld.busy > 0:
+        other = next(p for p in named if family(p) != "share")
+        heavy, _ = ld.working(other)
+        lighter = (f", and {number(heavy / ld.busy)}x less load per member ({ld.busy:.0%} "
+                   f"busy against the consumer group's working members' {heavy:.0%}: more "
+                   "of each member's time is left to drain a backlog)")
     return (f"{size} members on {parts} partitions: the share group has {number(size / parts)} "
             "members fetching each partition, the consumer group one (the others idle), so "
             "while one member is away its partition's other share members go on: the "
-            "difference is that redundancy, a share group's own, not spare capacity"
+            "difference is that redundancy, a share group's own" + (
+                lighter or ", not spare capacity")
             + (f"; {even}" if even else "") + f"; {ORDERING}")
 
 

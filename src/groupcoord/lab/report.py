@@ -78,6 +78,7 @@ from groupcoord.lab.share_marks import (
     family_rule,
     fetchers_line,
     share_claims,
+    share_grid_line,
     unmark_broker_lag,
     unmark_commit_dependent,
 )
@@ -474,7 +475,10 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
                  "again on that set alone by the same rule, and a ★ or = of the first set "
                  "stands only where the second marks the same best: otherwise the row reads "
                  "'not confirmed' with what each set found, has no mark and no sentence. The "
-                 "numbers shown are the first set's. On this page "
+                 "numbers shown are the first set's, except a cell whose seeds split into "
+                 "distinct outcomes on a page of share groups: its outcomes count both sets' "
+                 "seeds ('k of n', n both sets' seeds, in the tables and the sentences alike). "
+                 "On this page "
                  f"{ok:,} marks were confirmed and {bad:,} were not.")
     negative = any(c.median < 0 for g in verdicts for row in g.rows for mv in row.metrics
                    for c in mv.cells.values())
@@ -635,6 +639,10 @@ def _verdict_word(mv: MetricVerdict) -> str:
             # seeds, 161k-223k record·s in two) is a cost the medians hide, not no cost
             over = seeds_over_floor(mv)
             return f"medians under floor; {over}" if over else "all under floor"
+        if any(c.split for c in cells):
+            # a side at 0 on most seeds and far over the floor on a few is a split, not a
+            # lowest cost the test cannot tell from the others
+            return "split seeds"
         return "tie? lowest under floor"
     if mv.verdict == "few seeds":
         return f"< {MIN_SEEDS} seeds"
@@ -727,7 +735,7 @@ def _row_head(g: GridVerdict, row: VerdictRow,
     ld = (loads or {}).get((row.scenario, row.size, row.workload, row.fault_rate))
     if isinstance(ld, Load):
         fams = {family(p) for p in g.protocols}
-        load += f": {ld.text(share='share' in fams and len(fams) > 1)}"
+        load += f": {ld.text(share='share' in fams and len(fams) > 1, consumer='share' not in fams)}"
     elif ld is not None:
         load += f": {ld.short()}"
     rank = ranked(g.protocols)
@@ -1523,6 +1531,9 @@ def _build_report(out: Path, rdir: Path) -> Path:
         unmark_broker_lag(verdicts, runs)
         intro = str(meta.get("description") or "")
 
+        all_seed_outcomes(verdicts)  # a share page's split cells over both seed sets
+        # (before the sentences: a sentence quotes a split cell as its table shows it)
+
         def page_claims(noted: Collection[str] = ()) -> list[Claim]:
             return with_client_notes(with_caveats(with_heartbeat_condition(with_conditions(
                 claims(verdicts, family_of=family_key(runs), intro=intro, noted=noted),
@@ -1538,7 +1549,6 @@ def _build_report(out: Path, rdir: Path) -> Path:
             found = page_claims(noted)
         found = share_claims(found, claims(verdicts, limit=len(runs) + 1), verdicts, runs)
         found = fitted(found, verdicts)
-        all_seed_outcomes(verdicts)  # a share page's split cells over both seed sets
         html_parts.append(_sweep_html(meta, verdicts, found, violations, rdir, runs))
         md_parts.append(_sweep_md(meta, verdicts, found, violations, runs))
 
@@ -1594,7 +1604,24 @@ def _limits(runs: Sequence[Mapping[str, Any]], verdicts: Sequence[GridVerdict],
     (``lab.share_report.sentence_calibration_limits``)."""
     return sentence_calibration_limits(
         [*model_limits(runs, gaps=star_gaps(verdicts)), *connect_leaves_out(runs)],
-        [(c.scenario, c.size, c.workload or None, _claim_protocols(c, verdicts)) for c in found])
+        [(c.scenario, c.size, c.workload or None, _claim_protocols(c, verdicts),
+          *calibration_scope(c, verdicts)) for c in found], runs=runs)
+
+
+def calibration_scope(c: Claim, verdicts: Sequence[GridVerdict]
+                      ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A share sentence's cells a wire row may calibrate besides its scenario's: the other
+    scenario it states of the same cell (a kill sentence's lost host, "A lost host (crash) in
+    the same cell", ``lab.share_marks.kill_lost_host_clause``), and, for a sentence without
+    one workload (a grid's no-difference sentence), its grid's workloads: a wire row of
+    another grid's workload calibrates a sentence the page does not have."""
+    crash = c.scenario.replace("kill", "crash")
+    also = (crash,) if crash != c.scenario and f"A lost host ({crash}) in the same cell" in (
+        c.text + " ".join(c.caveats)) else ()
+    g = next((v for v in verdicts if v.name == c.grid), None)
+    workloads = () if c.workload or g is None else tuple(dict.fromkeys(
+        str(r.workload) for r in g.rows))
+    return also, workloads
 
 
 def _claim_protocols(c: Claim, verdicts: Sequence[GridVerdict]) -> list[str]:
@@ -2061,7 +2088,7 @@ def calibration_notes(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
     for c in found:
         named = _claim_protocols(c, verdicts)
         if any(family(p) == "share" for p in named):
-            out.append(calibration_note(c, verdicts))
+            out.append(calibration_note(c, verdicts, runs))
             continue
         rows = calibration_rows_for(c, verdicts, runs)
         missing = connect_not_calibrated(c, verdicts)
@@ -2224,7 +2251,8 @@ def split_calibration_text(scenario: str, protocols: Sequence[str],
     return ("outside 2x where the simulation's seeds split: " + "; ".join(parts)) if parts else ""
 
 
-def calibration_note(c: Claim, verdicts: Sequence[GridVerdict] = ()) -> str:
+def calibration_note(c: Claim, verdicts: Sequence[GridVerdict] = (),
+                     runs: Sequence[Mapping[str, Any]] = ()) -> str:
     """What the share calibration against real share consumers measured for a share sentence's
     scenario and protocols (:func:`share_calibration_note`), printed under the sentence; ""
     where no row covers them, and for a sentence of another family (its note is the pointer to
@@ -2233,8 +2261,9 @@ def calibration_note(c: Claim, verdicts: Sequence[GridVerdict] = ()) -> str:
     named = _claim_protocols(c, verdicts)
     if not any(family(p) == "share" for p in named):
         return ""
+    also, workloads = calibration_scope(c, verdicts)
     return share_calibration_note(c.scenario, c.size, named, workload=c.workload or None,
-                                  metric=c.metric)
+                                  metric=c.metric, runs=runs, also=also, workloads=workloads)
 
 
 def _claims_html(found: Sequence[Claim], verdicts: Sequence[GridVerdict] = (),
@@ -2243,6 +2272,8 @@ def _claims_html(found: Sequence[Claim], verdicts: Sequence[GridVerdict] = (),
     few_html = f"<p>{html.escape(few)}</p>" if few else ""
     if need := fetchers_line(verdicts, runs):  # the share wins' condition (lab.share_marks)
         few_html = f"<p>{html.escape(need)}</p>" + few_html
+    if primary := share_grid_line(verdicts, runs):  # the share grid's own sentence
+        few_html = f"<p>{html.escape(primary)}</p>" + few_html
     if not found:
         return ("<h2>What the tables show</h2><p>No difference between protocols passes the "
                 f"test above.</p>{few_html}")
@@ -2444,6 +2475,8 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
         if note:
             lines.append(f"   {note}")
     lines += calibration_tables_md(found, verdicts, runs)
+    if primary := share_grid_line(verdicts, runs):  # the share grid's own sentence
+        lines += ["", primary]
     if need := fetchers_line(verdicts, runs):  # the share wins' condition (lab.share_marks)
         lines += ["", need]
     few = too_few_for_claims(verdicts)

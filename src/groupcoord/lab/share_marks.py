@@ -838,6 +838,46 @@ def heartbeat_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
     return ""
 
 
+#: The workload of the per-member-load control: the share comparison's 1x4 production with a
+#: record a third as long, so a consumer group's working member is as busy as a share member.
+LIGHT = "1x4-light"
+
+
+def load_control_clause(c: Claim, verdicts: Sequence[GridVerdict],
+                        runs: Sequence[Mapping[str, Any]]) -> str:
+    """A share sentence's cell with more members than partitions, its consumer side again at
+    a share member's load per member (:data:`LIGHT`, the ninth outside review's control):
+    the consumer group's median there against its median in the sentence's cell, on how many
+    paired seeds (the same replicates' seeds) it is lower. "" where the page has no such
+    cell."""
+    best = c.best.split(" and ")[0]
+    parts = _partitions(runs, c.scenario, c.size, c.workload)
+    if c.workload == LIGHT or not parts or c.size <= parts or \
+            not _share_vs_consumer([best, c.worse]):
+        return ""
+    own = next((mv for g in verdicts if g.name == c.grid for row in g.rows
+                if (row.scenario, row.size, str(row.workload)) == (c.scenario, c.size,
+                                                                     c.workload)
+                for mv in row.metrics if mv.metric.column == c.metric), None)
+    light = next(((g, mv) for g in verdicts for row in g.rows
+                  if (row.scenario, row.size, str(row.workload)) == (c.scenario, c.size, LIGHT)
+                  for mv in row.metrics if mv.metric.column == c.metric
+                  and c.worse in mv.cells), None)
+    if own is None or light is None or c.worse not in own.cells:
+        return ""
+    g, mv = light
+    m = mv.metric
+    heavy, lit = _paired(own, c.worse), _paired(mv, c.worse)
+    seeds = sorted(set(heavy) & set(lit))
+    lower = sum(1 for k in seeds if lit[k] < heavy[k])
+    unit = f" {m.unit}" if m.unit else ""
+    return (f"At a share member's load per member ({LIGHT}, {g.name}): {c.worse} "
+            f"{number(statistics.median(lit.values()) / m.scale)} against "
+            f"{number(statistics.median(heavy.values()) / m.scale)}{unit}"
+            + (f", lower on {lower} of {len(seeds)} paired seeds" if seeds else "")
+            + " (both seed sets).")
+
+
 def _with_partitions(text: str, c: Claim, runs: Sequence[Mapping[str, Any]]) -> str:
     """The claim's head with its topic's partitions ("12 members on 12 partitions"): a share
     group's result depends on how many members fetch each partition."""
@@ -957,6 +997,8 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
             text += " " + crash
         if hb := heartbeat_clause(c, verdicts):
             text += " " + hb
+        if light := load_control_clause(c, verdicts, runs):
+            text += " " + light
         if contrary := contrary_clause(c, verdicts, runs):
             text += " " + contrary
         if lost := lost_host_clause(c, every, key, runs):
@@ -966,7 +1008,7 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
         conditions = split_conditions(c.conditions)
         # what the sentence gives, whole, to the note under it where it runs over MAX_WORDS
         # as printed (``lab.verdict.fit``), in this order; the contrary clause goes last
-        added = [(f" {x}", "", x.rstrip(".")) for x in (hb, equal, crash, lost) if x]
+        added = [(f" {x}", "", x.rstrip(".")) for x in (hb, light, equal, crash, lost) if x]
         added += _figure_movables(text, c)
         if contrary:
             added.append((f" {contrary}", "", contrary.rstrip(".")))
@@ -996,6 +1038,49 @@ def _at_equal_capacity(c: Claim, runs: Sequence[Mapping[str, Any]]) -> bool:
     parts = _partitions(runs, c.scenario, c.size, c.workload)
     return (_share_vs_consumer([*c.best.split(" and "), c.worse]) and bool(parts)
             and c.size <= parts)
+
+
+#: The share comparison's primary grid (crowd-crash and bounce, ``lab/data/share.toml``).
+SHARE_GRID = "share"
+
+
+def share_grid_line(verdicts: Sequence[GridVerdict], runs: Sequence[Mapping[str, Any]],
+                    grid: str = SHARE_GRID) -> str:
+    """The primary share grid's own sentence where no row of it separates the two groups (no
+    ★ or = on any metric): its scenarios and sizes, and, on excess lag in its crash row with
+    the most members over the partitions (its first workload), each side over both seed sets:
+    a consumer group whose crashed member was idle on most seeds costs 0 there and much on the
+    others (:func:`share_modes`), a share group a small cost on every seed (the ninth outside
+    review: the page's primary grid had no sentence). "" where the grid is not on the page, a
+    row of it is marked, or it has no such crash row."""
+    g = next((v for v in verdicts if v.name == grid and _share_vs_consumer(v.protocols)), None)
+    if g is None or any(mv.verdict in ("best", "tied") for row in g.rows for mv in row.metrics):
+        return ""
+    share = next(p for p in g.protocols if family(p) == "share")
+    consumer = next(p for p in g.protocols if family(p) != "share")
+    workload = str(g.rows[0].workload) if g.rows else ""
+    crash = sorted(((row.size, row) for row in g.rows if "crash" in row.scenario
+                    and str(row.workload) == workload
+                    and row.size > (_partitions(runs, row.scenario, row.size, workload) or
+                                    row.size)), key=lambda x: x[0])
+    mv = next((x for x in crash[-1][1].metrics if x.metric.column == "lag_record_s"
+               and share in x.cells and consumer in x.cells), None) if crash else None
+    if mv is None:
+        return ""
+    row, m = crash[-1][1], mv.metric
+    mine, theirs = _all_values(mv, share), _all_values(mv, consumer)
+    outcomes = sorted(share_modes(theirs, m), key=lambda o: o[0])
+    if len(outcomes) < 2 or max(abs(v) for v in outcomes[0]) > m.floor or min(mine) <= 0:
+        return ""
+    low, high = outcomes[0], [v for o in outcomes[1:] for v in o]
+    scenarios = " and ".join(dict.fromkeys(r.scenario for r in g.rows))
+    sizes = " and ".join(map(str, sorted({r.size for r in g.rows})))
+    return (f"{grid} ({scenarios} at {sizes} members): no row separates {share} from "
+            f"{consumer}. When any member crashes at {row.size} on {workload}, {consumer}'s "
+            f"excess lag is 0 on {len(low)} of {len(theirs)} seeds (an idle member) and "
+            f"{m.fmt(statistics.median(high))} on {len(high)}; {share}'s "
+            f"{m.fmt(statistics.median(mine))} ({_span(mine, m)}), a small cost on every one "
+            f"of its {len(mine)} seeds.")
 
 
 def fetchers_line(verdicts: Sequence[GridVerdict], runs: Sequence[Mapping[str, Any]]) -> str:
@@ -1051,12 +1136,14 @@ __all__ = [
     "heartbeat_clause",
     "held_fetch_clause",
     "kill_lost_host_clause",
+    "load_control_clause",
     "lock_limit",
     "lock_limit_clause",
     "lost_host_clause",
     "same_load",
     "same_members_clause",
     "share_claims",
+    "share_grid_line",
     "share_modes",
     "split_conditions",
     "unmark_broker_lag",

@@ -819,6 +819,43 @@ def _pair(cell: Mapping[str, Any], metric: str, sim: float, wire: float) -> tupl
     return text, "within 2x" if ok else "not within 2x"
 
 
+#: The share calibration's figure -> the page's run column of it (:data:`SENTENCE_METRIC`
+#: reversed: the runs' lag and lag peak are their excess over the paired control).
+RUN_COLUMN = {v: k for k, v in SENTENCE_METRIC.items()}
+
+
+def page_side(cell: Mapping[str, Any], protocol: str,
+              runs: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
+    """``cell`` with its simulated side taken from the page's own runs of the same cell
+    (scenario, members, workload, protocol; every seed set) where the page has them: each
+    metric the runs carry (:data:`RUN_COLUMN`) their median against the wire's, checked
+    again (``lab.share_calibration.share_within_2x``); a metric the runs do not carry (the
+    raw lag peak) is dropped. The calibration file's simulated side is the model of the day
+    it was measured: the page's runs are this model's. ``page_runs`` says how many; the cell
+    unchanged where the page has no run of it."""
+    from groupcoord.lab.share_calibration import PROTOCOL, WORKLOAD, share_within_2x
+
+    key = (cell.get("scenario"), cell.get("members"), cell.get("workload", WORKLOAD))
+    mine = [r for r in runs if r.get("ok") and str(r.get("protocol")) == protocol
+            and (r.get("scenario"), int(r.get("size") or r.get("members") or 0),
+                 r.get("workload")) == key]
+    if not mine or (str(cell.get("protocol") or PROTOCOL) != protocol
+                    and family(protocol) != "share"):
+        return cell
+    medians: dict[str, dict[str, float | None]] = {}
+    checks: dict[str, bool | None] = {}
+    for m, v in (cell.get("medians") or {}).items():
+        col = RUN_COLUMN.get(m)
+        vals = [float(r[col]) for r in mine if col and r.get(col) is not None]
+        if not isinstance(v, dict) or not vals:
+            continue
+        sim = float(statistics.median(vals))
+        wire = v.get("wire")
+        medians[m] = {"sim": sim, "wire": wire}
+        checks[m] = share_within_2x(m, sim, None if wire is None else float(wire))
+    return {**cell, "medians": medians, "checks": checks, "ratios": {}, "page_runs": len(mine)}
+
+
 def _cell_text(cell: Mapping[str, Any], protocol: str, metric: str | None = None) -> str:
     med = cell.get("medians") or {}
     runs = len(cell.get("wire") or [])
@@ -847,9 +884,12 @@ def _cell_text(cell: Mapping[str, Any], protocol: str, metric: str | None = None
                  else ", the crash played as SIGKILL (a kill: its connections closed), "
                       "not the model's lost host")
     side = "share consumers" if family(protocol) == "share" else "consumers"
+    page = cell.get("page_runs")
+    sim = (f"simulated (this page's {page} runs of the cell) / measured" if page
+           else "simulated (the calibration's own seeds) / measured")
     return (f"{protocol} against real {side} ({_client(cell)}), "
             f"{cell.get('scenario')} at {cell.get('members')} members{wl} ({runs} wire "
-            f"runs{timed}{crash}), simulated / measured: " + mine
+            f"runs{timed}{crash}), {sim}: " + mine
             + "; ".join(t for t, _ in pairs.values())
             + (f"; all metrics: {verdict}" if verdict else ""))
 
@@ -857,7 +897,10 @@ def _cell_text(cell: Mapping[str, Any], protocol: str, metric: str | None = None
 def share_calibration_note(scenario: str, size: int | None, protocols: Sequence[str],
                            cells: Sequence[Mapping[str, Any]] | None = None,
                            cal: Mapping[str, Any] | None = None,
-                           workload: str | None = None, metric: str | None = None) -> str:
+                           workload: str | None = None, metric: str | None = None,
+                           runs: Sequence[Mapping[str, Any]] = (),
+                           also: Sequence[str] = (),
+                           workloads: Sequence[str] = ()) -> str:
     """The calibration line of a sentence that names a share group: per protocol, the row of
     the sentence's scenario and size where one covers it; a share protocol without one reads
     "uncalibrated (share:simple)"; a consumer protocol without one is not named (another
@@ -867,7 +910,11 @@ def share_calibration_note(scenario: str, size: int | None, protocols: Sequence[
     figure and check come first (:data:`SENTENCE_METRIC`), then every metric of the row and
     the row's verdict over all of them. ``cells``: the share
     calibration's (:func:`load_share_calibration` by default); ``cal``: the package's
-    ``calibration.json`` (``lab.limits``) by default."""
+    ``calibration.json`` (``lab.limits``) by default. ``runs``: the page's, whose runs of a
+    wire row's cell give its simulated side (:func:`page_side`). ``also``: other scenarios
+    the sentence states of the same cell (a kill sentence's lost host); ``workloads``: a
+    sentence without one workload (a grid's no-difference sentence) is its grid's cells
+    only, never another grid's workload."""
     from groupcoord.lab import limits
 
     if cells is None:
@@ -879,9 +926,10 @@ def share_calibration_note(scenario: str, size: int | None, protocols: Sequence[
     for p in protocols:
         # the share calibration's rows of this cell for this side (a row without a protocol
         # is the share side's: the first rounds measured only it)
-        mine = _sentence_cells(scenario, size, p, workload, cells)
+        mine = [c for sc in dict.fromkeys((scenario, *also))
+                for c in _sentence_cells(sc, size, p, workload, cells, workloads)]
         if mine:
-            found += [_cell_text(c, p, metric) for c in mine]
+            found += [_cell_text(page_side(c, p, runs), p, metric) for c in mine]
             sides[p] = True
             continue
         row = limits.calibration_for(scenario, p, members=size, cal=cal)
@@ -901,14 +949,17 @@ def share_calibration_note(scenario: str, size: int | None, protocols: Sequence[
 
 
 def _sentence_cells(scenario: str, size: int | None, protocol: str, workload: str | None,
-                    cells: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+                    cells: Sequence[Mapping[str, Any]],
+                    workloads: Sequence[str] = ()) -> list[Mapping[str, Any]]:
     """The share calibration's rows of a sentence's cell on one side (as
-    :func:`share_calibration_note` picks them)."""
+    :func:`share_calibration_note` picks them): its workload, else one of ``workloads`` (its
+    grid's) where given."""
     from groupcoord.lab.share_calibration import PROTOCOL, WORKLOAD
 
     return [c for c in cells if c.get("scenario") == scenario
             and (size is None or c.get("members") == size) and not c.get("error")
-            and (workload is None or c.get("workload", WORKLOAD) == workload)
+            and (c.get("workload", WORKLOAD) == workload if workload is not None
+                 else not workloads or c.get("workload", WORKLOAD) in workloads)
             and (str(c.get("protocol") or PROTOCOL) == protocol
                  or (family(protocol) == "share" and not c.get("protocol")))]
 
@@ -919,10 +970,10 @@ _SUMMARY_METRICS = {"Records processed twice": "records_reprocessed", "Stall": "
 
 
 def sentence_calibration_limits(items: Sequence[str],
-                                sentences: Sequence[tuple[str, int | None, str | None,
-                                                          Sequence[str]]],
+                                sentences: Sequence[tuple[Any, ...]],
                                 cells: Sequence[Mapping[str, Any]] | None = None,
-                                cal: Mapping[str, Any] | None = None) -> list[str]:
+                                cal: Mapping[str, Any] | None = None,
+                                runs: Sequence[Mapping[str, Any]] = ()) -> list[str]:
     """The model-limits items (``lab.limits.model_limits``) checked against the first page's
     sentences that name a share group (each its scenario, size, workload and protocols, in
     page order): a summary line that says the lab's marks on a metric rest on a metric the wire
@@ -930,10 +981,13 @@ def sentence_calibration_limits(items: Sequence[str],
     says which); an item names each sentence's cell side outside 2x on any metric; the "not
     covered" line lists every sentence's cell side that no wire row measured (a paper
     calibration row of another size or workload is no evidence for the cell, as in
-    :func:`share_calibration_note`)."""
+    :func:`share_calibration_note`). A sentence may carry two more items, the other scenarios
+    it states of its cell and its grid's workloads (``share_calibration_note``'s ``also`` and
+    ``workloads``); ``runs``: the page's, the simulated side of a row whose cell they ran
+    (:func:`page_side`)."""
     from groupcoord.lab import limits
 
-    if not any(family(p) == "share" for *_, ps in sentences for p in ps):
+    if not any(family(p) == "share" for s in sentences for p in s[3]):
         return list(items)
     if cells is None:
         cells = load_share_calibration()
@@ -941,14 +995,17 @@ def sentence_calibration_limits(items: Sequence[str],
         cal = limits.load_calibration() or {}
     uncovered: list[str] = []
     outside: list[tuple[str, str, str]] = []  # (metric, where, "sim / wire")
-    for i, (scenario, size, workload, protocols) in enumerate(sentences, 1):
+    for i, (scenario, size, workload, protocols, *rest) in enumerate(sentences, 1):
         if not any(family(p) == "share" for p in protocols):
             continue
+        also, workloads = (tuple(rest[0]) if rest else ()), (
+            tuple(rest[1]) if len(rest) > 1 else ())
         cell = (f"{scenario} at {size} members" if size else scenario) + (
             f" on {workload}" if workload else "")
         off = []
         for p in protocols:
-            mine = _sentence_cells(scenario, size, p, workload, cells)
+            mine = [page_side(c, p, runs) for sc in dict.fromkeys((scenario, *also))
+                    for c in _sentence_cells(sc, size, p, workload, cells, workloads)]
             if not mine:
                 if family(p) == "share" or not limits.calibration_for(scenario, p,
                                                                       members=size, cal=cal):
@@ -961,7 +1018,9 @@ def sentence_calibration_limits(items: Sequence[str],
                         continue
                     pair, how = _pair(c, m, float(v["sim"]), float(v["wire"]))
                     if how == "not within 2x":
-                        outside.append((m, f"sentence {i}'s {p} ({cell})", pair))
+                        where = cell if c.get("scenario") == scenario else cell.replace(
+                            scenario, str(c.get("scenario")), 1)
+                        outside.append((m, f"sentence {i}'s {p} ({where})", pair))
         if off:
             uncovered.append(f"sentence {i}'s {' and '.join(off)} ({cell})")
     out = []

@@ -1688,7 +1688,7 @@ def _quote(m: Metric, c: Cell, lead: str = "") -> str:
     never headlines one outcome of a split as the cell's number."""
     if not c.split:
         return f"{m.fmt(c.median)}{_range(m, c, lead)}"
-    n = len(c.values)
+    n = sum(len(o) for o in c.outcomes)  # the seeds the outcomes were found over
     each = " and ".join(f"{m.fmt(statistics.median(o))} on {len(o)} of {n} seeds"
                         for o in c.shown)
     most = max(len(o) for o in c.outcomes)
@@ -2541,7 +2541,8 @@ def _add_likewise(host: Claim, g: GridVerdict, row: VerdictRow, mv: MetricVerdic
     def q(c: Cell) -> str:  # a split cell keeps its outcomes (never one outcome as its number)
         if not c.split:
             return m.fmt(c.median)
-        return " and ".join(f"{m.fmt(statistics.median(o))} on {len(o)} of {len(c.values)} seeds"
+        n = sum(len(o) for o in c.outcomes)  # the seeds the outcomes were found over
+        return " and ".join(f"{m.fmt(statistics.median(o))} on {len(o)} of {n} seeds"
                             for o in c.shown)
 
     worse = _runner_up(mv)
