@@ -143,19 +143,36 @@ def test_a_tls_client_that_never_reads_is_closed_after_the_delay(secure: SecureS
     from groupcoord.protocol.codec import build, encode_request, request_class
 
     baseline = _fds(secure)
-    socks = []
-    for i in range(ATTEMPTS):
-        raw = socket.create_connection(secure.addresses["SASL_SSL"])
-        s = _tls(certs).wrap_socket(raw, server_hostname="localhost")
-        for corr, (key, body) in enumerate([
-                (ApiKey.SASL_HANDSHAKE, {"mechanism": "PLAIN"}),
-                (ApiKey.SASL_AUTHENTICATE, {"auth_bytes": b"\x00alice\x00wrong"})]):
-            version = 1 if key == ApiKey.SASL_HANDSHAKE else 2
-            cls = request_class(key, version)
-            assert cls is not None
-            s.sendall(encode_request(build(cls, **body), corr, f"mute-{i}"))
-        socks.append(s)  # kept open, never read
+    socks: list[socket.socket] = []
+
+    def connect() -> socket.socket:
+        # On a fast machine the 60 attempts come faster than the failed-login delay (100 ms)
+        # frees their slots: above max.connections=40 the server refuses a new connection at
+        # once (test_tls_connections_count_from_the_accept), so an attempt refused is retried
+        # once a slot is free, as a client would; the point here is what the server does with
+        # the failed logins it accepted.
+        deadline = time.monotonic() + 10
+        while True:
+            raw = socket.create_connection(secure.addresses["SASL_SSL"])
+            try:
+                return _tls(certs).wrap_socket(raw, server_hostname="localhost")
+            except (ConnectionResetError, ssl.SSLError, BrokenPipeError):
+                raw.close()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
     try:
+        for i in range(ATTEMPTS):
+            s = connect()
+            socks.append(s)  # kept open, never read
+            for corr, (key, body) in enumerate([
+                    (ApiKey.SASL_HANDSHAKE, {"mechanism": "PLAIN"}),
+                    (ApiKey.SASL_AUTHENTICATE, {"auth_bytes": b"\x00alice\x00wrong"})]):
+                version = 1 if key == ApiKey.SASL_HANDSHAKE else 2
+                cls = request_class(key, version)
+                assert cls is not None
+                s.sendall(encode_request(build(cls, **body), corr, f"mute-{i}"))
         _assert_settled(secure, baseline)
     finally:
         for s in socks:
