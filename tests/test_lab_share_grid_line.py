@@ -72,3 +72,37 @@ def test_a_share_sentence_says_its_consumer_side_at_a_share_members_load() -> No
         "(both seed sets).")
     # no control grid on the page: nothing
     assert load_control_clause(c, grids[:1], runs) == ""
+
+
+def test_the_load_control_stands_only_beside_a_cell_of_its_production_rate() -> None:
+    """The tenth outside review: the light control (60 records/s a partition) was set beside
+    owner-kill on 1x4-hot (300 records/s), so its gap was the production rate's. The control
+    changes only a record's time: beside a cell of another rate it says nothing."""
+    import json
+
+    from groupcoord.lab.share_marks import load_control_clause
+    from groupcoord.lab.verdict import Claim
+
+    peak = Metric("lag_peak", "excess lag peak", "records", floor=12.0)
+
+    def row(workload: str, values: dict[str, list[float]]) -> VerdictRow:
+        mv = judge({p: Cell(dict(enumerate(v))) for p, v in values.items()}, peak)
+        return VerdictRow("owner-kill", 12, workload, 0.0, 5, [mv])
+
+    rates = {"1x4-busy": 60, "1x4-hot": 300, "1x4-light": 60}
+    runs = [{"protocol": p, "scenario": "owner-kill", "size": 12, "workload": w, "ok": True,
+             "total_partitions": 4, "work": json.dumps({"records_per_s": r})}
+            for p in (SHARE, KIP848) for w, r in rates.items()]
+    light = row("1x4-light", {KIP848: [2_620.0, 2_662.0, 2_791.0, 2_650.0, 2_700.0]})
+    for workload, own, said in (
+            ("1x4-hot", [12_997.0, 13_121.0, 14_308.0, 13_000.0, 13_500.0], False),
+            ("1x4-busy", [2_504.0, 2_613.0, 2_746.0, 2_550.0, 2_600.0], True)):
+        cell = row(workload, {SHARE: [3.0, 2.0, 7.0, 4.0, 5.0], KIP848: own})
+        grids = [GridVerdict("owner", "", [SHARE, KIP848], [peak], [cell], 10, 0, 0, 5),
+                 GridVerdict("share-light", "", [KIP848], [peak], [light], 5, 0, 0, 5)]
+        c = Claim("owner", "", "", "lag_peak", "owner-kill", 12, SHARE, KIP848,
+                  workload=workload)
+        text = load_control_clause(c, grids, runs)
+        assert bool(text) is said, (workload, text)
+        if said:
+            assert "consumer:uniform 2,662 against 2,600 records" in text

@@ -185,6 +185,17 @@ def verdict_word(mv: MetricVerdict) -> str:
     return ""
 
 
+def _production(runs: Sequence[Mapping[str, Any]], scenario: str, size: int,
+                workload: str) -> tuple[int, float | None]:
+    """A cell's production: its partitions and records per second a partition (the first run
+    of the cell that says)."""
+    for r in runs:
+        if (str(r.get("scenario")), int(r.get("size") or 0), str(r.get("workload"))) == (
+                scenario, size, workload):
+            return int(r.get("total_partitions") or 0), work_value(r, "records_per_s")
+    return 0, None
+
+
 def _partitions(runs: Sequence[Mapping[str, Any]], scenario: str, size: int,
                 workload: str) -> int:
     for r in runs:
@@ -849,11 +860,17 @@ def load_control_clause(c: Claim, verdicts: Sequence[GridVerdict],
     a share member's load per member (:data:`LIGHT`, the ninth outside review's control):
     the consumer group's median there against its median in the sentence's cell, on how many
     paired seeds (the same replicates' seeds) it is lower. "" where the page has no such
-    cell."""
+    cell, or where the sentence's cell produces at another rate than :data:`LIGHT` (its
+    partitions and records per second): the control changes only the time a record takes, so
+    beside a cell of another rate its gap would be the production rate's (the tenth outside
+    review: 1x4-light against 1x4-hot's 300 records/s a partition)."""
     best = c.best.split(" and ")[0]
     parts = _partitions(runs, c.scenario, c.size, c.workload)
     if c.workload == LIGHT or not parts or c.size <= parts or \
             not _share_vs_consumer([best, c.worse]):
+        return ""
+    if _production(runs, c.scenario, c.size, c.workload) != \
+            _production(runs, c.scenario, c.size, LIGHT):
         return ""
     own = next((mv for g in verdicts if g.name == c.grid for row in g.rows
                 if (row.scenario, row.size, str(row.workload)) == (c.scenario, c.size,
