@@ -27,12 +27,13 @@ from __future__ import annotations
 import json
 import re
 import statistics
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from groupcoord.lab.findings import Metric, family, number, run_settings, work_value
+from groupcoord.lab.limits import SHARE_CALIBRATION, share_cells
 from groupcoord.lab.mechanism import ORDERING
 from groupcoord.lab.verdict import (
     Claim,
@@ -185,24 +186,26 @@ def verdict_word(mv: MetricVerdict) -> str:
     return ""
 
 
+def _cell_runs(runs: Sequence[Mapping[str, Any]], scenario: str, size: int,
+               workload: str) -> Iterator[Mapping[str, Any]]:
+    return (r for r in runs if (str(r.get("scenario")), int(r.get("size") or 0),
+                                str(r.get("workload"))) == (scenario, size, workload))
+
+
 def _production(runs: Sequence[Mapping[str, Any]], scenario: str, size: int,
                 workload: str) -> tuple[int, float | None]:
     """A cell's production: its partitions and records per second a partition (the first run
-    of the cell that says)."""
-    for r in runs:
-        if (str(r.get("scenario")), int(r.get("size") or 0), str(r.get("workload"))) == (
-                scenario, size, workload):
-            return int(r.get("total_partitions") or 0), work_value(r, "records_per_s")
-    return 0, None
+    of the cell)."""
+    r = next(_cell_runs(runs, scenario, size, workload), None)
+    if r is None:
+        return 0, None
+    return int(r.get("total_partitions") or 0), work_value(r, "records_per_s")
 
 
 def _partitions(runs: Sequence[Mapping[str, Any]], scenario: str, size: int,
                 workload: str) -> int:
-    for r in runs:
-        if (str(r.get("scenario")), int(r.get("size") or 0), str(r.get("workload"))) == (
-                scenario, size, workload) and r.get("total_partitions"):
-            return int(r["total_partitions"])
-    return 0
+    return next((int(r["total_partitions"]) for r in _cell_runs(runs, scenario, size, workload)
+                 if r.get("total_partitions")), 0)
 
 
 def family_key(runs: Sequence[Mapping[str, Any]]) -> Callable[[Claim], Hashable]:
@@ -311,20 +314,11 @@ def _cells_over(runs: Sequence[Mapping[str, Any]], limit: float, kill: bool) -> 
     return out
 
 
-#: The share calibration shipped with the package (``lab calibrate --share --json``).
-SHARE_CALIBRATION = Path(__file__).parent / "data" / "share_calibration.json"
-
-
 def load_share_calibration(path: Path = SHARE_CALIBRATION) -> list[dict[str, Any]]:
     """The share calibration's cells (``lab calibrate --share --json``: ``cells``); [] when
-    the file is not there or is not such a document."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return []
-    cells = data.get("cells") if isinstance(data, dict) else None
-    return [c for c in cells or [] if isinstance(c, dict)]
-
+    the file is not there or is not such a document (``lab.limits.share_cells``, the one
+    reader of the shipped file)."""
+    return share_cells(path)
 
 
 def wire_lost_hosts(cells: Sequence[Mapping[str, Any]] | None = None
