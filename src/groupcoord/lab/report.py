@@ -102,6 +102,7 @@ from groupcoord.lab.verdict import (
     MODE_GAP,
     PAIRED_LEGEND,
     PAIRED_MARK,
+    PHASE_MIN_SEEDS,
     RELATIVE_FLOOR,
     SIGN_ALPHA,
     SIGN_MIN_SEEDS,
@@ -1593,7 +1594,8 @@ def too_few_for_claims(verdicts: Sequence[GridVerdict]) -> str:
 def claim_rule(found: Sequence[Claim], verdicts: Sequence[GridVerdict]) -> str:
     """The page's sentence-selection rule, with how many candidates it had and kept."""
     n = claim_candidates(verdicts)
-    return (CLAIM_RULE.format(limit=MAX_CLAIMS, seeds=CLAIM_MIN_SEEDS) + family_rule(verdicts)
+    return (CLAIM_RULE.format(limit=MAX_CLAIMS, seeds=CLAIM_MIN_SEEDS, phase=PHASE_MIN_SEEDS)
+            + family_rule(verdicts)
             + f" This page: {n} candidate{'s' if n != 1 else ''}, {len(found)} shown; every "
             "other mark stays in the tables above.")
 
