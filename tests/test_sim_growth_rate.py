@@ -123,3 +123,15 @@ def test_the_run_integral_across_a_rate_change_does_not_depend_on_sampling(seed:
     plain, sampled = _life(seed, 0), _life(seed, 200)
     for k in ("records_processed", "lag_record_s", "stall_ms"):
         assert abs(plain[k] - sampled[k]) <= 1e-9 * (1 + abs(plain[k])), k
+
+
+def test_a_run_disturbed_at_the_instant_it_was_to_end_goes_on_to_converge() -> None:
+    # a 100-member classic group: the run was to end at 31,420 ms (converged, caught up),
+    # when a follower's metadata refresh at that same millisecond made it rejoin; the end
+    # was decided on a convergence that no longer held (engine.note_unconverged)
+    from groupcoord.cli import main
+
+    assert main(["lab", "rerun", "--scenario", "partition-added", "--protocol", "classic:eager",
+                 "--seed", "5117720677772822327", "--size", "100", "--topics", "4",
+                 "--partitions", "250", "--fault-rate", "0.0",
+                 "--work", '{"records_per_s":1.6}']) == 0
