@@ -83,3 +83,18 @@ def test_a_refresh_phase_draw_is_headlined_in_time_to_converge_from_20_seeds() -
     assert phase_draw("grow-by-900", _verdict(20, "lag_record_s"))  # quoted, never headlined
     mv = _verdict(5, "convergence_ms")
     assert not phase_draw("crash", mv)
+
+
+def test_the_report_reads_a_grown_topics_production_from_the_summaries() -> None:
+    # the report reads the runs without summary_json: attach_growth puts it back for the load
+    from groupcoord.lab.mechanism import attach_growth, growth_runs
+
+    run = {**_run("topic"), "run_id": "r1"}
+    summary = json.loads(run.pop("summary_json"))
+    other = {"run_id": "r2", "scenario": "crash"}
+    assert growth_runs([run, other]) == {"r1"}
+    assert member_load(run) is not None and "grows from" not in member_load(run).text()
+    attach_growth([run, other], {"r1": summary})
+    ld = member_load(run)
+    assert ld is not None and "foo grows from 4 to 8 partitions" in ld.text()
+    assert "growth" not in other

@@ -1035,7 +1035,8 @@ def settings_notes(runs: Iterable[Mapping[str, Any]]) -> list[str]:
     #: per scenario (and workload where they differ), its grown topic's production
     grown: dict[str, str] = {}
     for r in runs:
-        text = growth_text(r) if "growth" in str(r.get("summary_json") or "") else ""
+        text = growth_text(r) if r.get("growth") or "growth" in str(
+            r.get("summary_json") or "") else ""
         if text:
             grown.setdefault(f"{r.get('scenario')} ({r.get('workload')})", text)
         kind = _client_kind(str(r.get("protocol", "")))

@@ -50,6 +50,7 @@ from groupcoord.lab.findings import (
 )
 from groupcoord.lab.verdict import (
     DASH,
+    GROWTH_SCENARIOS,
     SLOW_VARIANT,
     Claim,
     GridVerdict,
@@ -275,13 +276,32 @@ def member_load(run: Mapping[str, Any], fetch_ms: float = DEFAULT_FETCH_MS) -> L
 
 def run_growth(run: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The topics a run grew, with their production before and after (the simulator's
-    summary, ``sim.application.Application.growth``); empty for a run without growth."""
-    try:
-        s = json.loads(str(run.get("summary_json") or "{}"))
-    except ValueError:
-        return []
-    grown = s.get("growth") if isinstance(s, dict) else None
+    summary, ``sim.application.Application.growth``: the run's ``growth``, which
+    :func:`attach_growth` reads, else its ``summary_json``); empty for a run without growth."""
+    grown = run.get("growth")
+    if grown is None:
+        try:
+            s = json.loads(str(run.get("summary_json") or "{}"))
+        except ValueError:
+            return []
+        grown = s.get("growth") if isinstance(s, dict) else None
     return [g for g in grown if isinstance(g, dict)] if isinstance(grown, list) else []
+
+
+def growth_runs(runs: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The run ids of the runs on a topic's growth (their summaries say its production)."""
+    return {str(r["run_id"]) for r in runs
+            if any(x in str(r.get("scenario")) for x in GROWTH_SCENARIOS)}
+
+
+def attach_growth(runs: Sequence[dict[str, Any]],
+                  summaries: Mapping[str, Mapping[str, Any]]) -> None:
+    """Each run's grown topics from its simulator summary (the report reads the runs without
+    their bulky ``summary_json``): ``growth``, what :func:`run_growth` reads."""
+    for r in runs:
+        s = summaries.get(str(r.get("run_id")))
+        if s is not None and isinstance(s.get("growth"), list):
+            r["growth"] = s["growth"]
 
 
 def growth_text(run: Mapping[str, Any]) -> str:

@@ -61,8 +61,10 @@ from groupcoord.lab.mechanism import (
     Load,
     TaskTimes,
     attach_balance_after_last,
+    attach_growth,
     attach_moving_downtime,
     connect_leaves_out,
+    growth_runs,
     heartbeat_gap_clause,
     heartbeat_gap_detail,
     mechanisms,
@@ -1527,6 +1529,7 @@ def _build_report(out: Path, rdir: Path) -> Path:
             out / "runs", {str(r["run_id"]) for r in runs
                            if r.get("time_to_balance_ms") is not None}))
         attach_window_seconds(runs, out / "disturbances")
+        attach_growth(runs, read_summaries(out / "runs", growth_runs(runs)))
         verdicts = grid_verdicts(meta, runs)
         unmark_commit_dependent(verdicts)  # the share comparison's marks (lab.share_marks)
         unmark_broker_lag(verdicts, runs)
