@@ -1315,8 +1315,8 @@ within metadata.max.age.ms: any one run waits anywhere from 0 to 300 s (150 s ex
 the 103 s is one draw, and so is a median of a few seeds. The page does not stratify that \
 phase: it reports classic's time to converge as its distribution over every run, 21 seeds \
 and 21 fresh ones (median, quartiles, range, mean), KIP-848's as its median and range. The \
-producer keeps the topic's 200 records/s, spread over the 1,000 partitions once they exist \
-(2 records/s a partition before, 0.2 after)'''
+producer keeps the topic's rate, spread over every partition once they exist (the row's load \
+says the rates before and after)'''
 protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
 scenarios = ["grow-by-900"]
 sizes = [10]
