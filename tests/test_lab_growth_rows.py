@@ -98,3 +98,21 @@ def test_the_report_reads_a_grown_topics_production_from_the_summaries() -> None
     ld = member_load(run)
     assert ld is not None and "foo grows from 4 to 8 partitions" in ld.text()
     assert "growth" not in other
+
+
+def test_a_growth_sentence_on_partitions_moved_names_no_refresh_cause() -> None:
+    # eager's revocation moves the partitions, not the classic refresh's phase
+    from groupcoord.lab.verdict import claims, grid_verdicts
+
+    grid = {"name": "g", "protocols": ["classic:eager", "classic:cooperative"],
+            "scenarios": ["partition-added"], "workloads": ["light"],
+            "metrics": ["resources_moved", "convergence_ms"], "seeds": 5}
+    rows = [{"run_id": f"{p}{s}", "protocol": p, "scenario": "partition-added", "size": 10,
+             "members": 10, "workload": "light", "fault_rate": 0.0, "seed": s,
+             "replicate": s, "ok": True, "caught_up": True, "noop_events": 0,
+             "settings_json": json.dumps({"metadata.max.age.ms": 300000}),
+             "resources_moved": moved, "convergence_ms": 100_000.0 + 1000 * s}
+            for p, moved in (("classic:eager", 246), ("classic:cooperative", 0))
+            for s in range(5)]
+    (c,) = claims(grid_verdicts({"spec": "paper", "grids": [grid]}, rows))
+    assert c.metric == "resources_moved" and "metadata discovery" not in c.text, c.text

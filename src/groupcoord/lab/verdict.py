@@ -2734,8 +2734,9 @@ def discovery_cause(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     size at several refresh intervals, the classic protocol at each (outside review round 13:
     most of partition-added's classic lag is the 5-minute metadata.max.age.ms)."""
     classic = next((p for p in (c.worse, c.best) if p.startswith("classic:")), "")
-    if not classic or not c.workload or not any(x in c.scenario for x in GROWTH_SCENARIOS):
-        return c
+    if not classic or not c.workload or not any(x in c.scenario for x in GROWTH_SCENARIOS) \
+            or c.metric not in PHASE_DECIDED:
+        return c  # (partitions moved: eager's revocation, not the refresh, is the cause)
     g = next((x for x in verdicts if x.name == c.grid), None)
     row = None if g is None else next(
         (r for r in g.rows if (r.scenario, r.size, r.workload)
