@@ -128,7 +128,7 @@ def test_the_run_integral_across_a_rate_change_does_not_depend_on_sampling(seed:
 def test_a_run_disturbed_at_the_instant_it_was_to_end_goes_on_to_converge() -> None:
     # a 100-member classic group: the run was to end at 31,420 ms (converged, caught up),
     # when a follower's metadata refresh at that same millisecond made it rejoin; the end
-    # was decided on a convergence that no longer held (engine.note_unconverged)
+    # was decided on a convergence that no longer held (ConsumerConvergence.after_step)
     from groupcoord.cli import main
 
     assert main(["lab", "rerun", "--scenario", "partition-added", "--protocol", "classic:eager",

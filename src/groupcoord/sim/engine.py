@@ -322,9 +322,6 @@ class Simulation(ABC):
         self._downtime_at = 0
         self.converged_at: int | None = None
         self.end_at: int | None = None
-        #: The I5 deadline set when the faults stopped (``end_at`` may come earlier: a run
-        #: ends once converged and caught up; :meth:`note_unconverged` puts it back).
-        self.deadline_at: int | None = None
         self._next_checkpoint = checkpoint_every
         self._violation: ViolationReport | None = None
         self._over = False
@@ -552,8 +549,7 @@ class Simulation(ABC):
         self.network.faults = NO_FAULTS
         self.network.cut.clear()
         self.trace("faults-stop", "", "", f"I5 bound {self.i5_bound()} ms")
-        self.end_at = self.deadline_at = max(self.scenario.end_ms or 0,
-                                             self.now + self.i5_bound())
+        self.end_at = max(self.scenario.end_ms or 0, self.now + self.i5_bound())
         self.at(self.end_at, lambda _: None)  # wakes the loop at the deadline
         self.dirty = True
 
@@ -724,13 +720,7 @@ class Simulation(ABC):
             self._await_recovery()
 
     def note_unconverged(self) -> None:
-        """Called after a step that found the group not converged. A run that was to end
-        at this instant (converged and caught up) but was disturbed again by another event of
-        the same millisecond (a classic member's metadata refresh rejoining) goes on to its I5
-        deadline: the end was decided on a convergence that no longer holds."""
-        if self.end_at is not None and self.deadline_at is not None \
-                and self.end_at < self.deadline_at:
-            self.end_at = self.deadline_at
+        """Called after a step that found the group not converged."""
         self.converged_at = None
         self.balanced_since = None
         for w in self._open:  # converged, then disturbed again before the work caught up
