@@ -303,8 +303,9 @@ def test_a_partition_growth_sentence_says_metadata_discovery_and_time_to_converg
     c = next(x for x in found if x.grid == "consumers")
     assert c.metric == "convergence_ms", c.text
     said = " ".join((c.text, *c.caveats))
-    assert ("Cause: metadata discovery (a classic member finds new partitions at its next "
-            "refresh, metadata.max.age.ms 300 s); lag 1,810 record·s against "
+    # (the leader's refresh: only the classic leader compares the metadata with its assignment)
+    assert ("Cause: metadata discovery (the classic leader's next refresh finds the new "
+            "partitions, metadata.max.age.ms 300 s); lag 1,810 record·s against "
             "2,000,010 record·s") in c.text, c.text
     # over 60 words the refresh sweep's quote goes to the note under it
     assert ("classic:cooperative at a 30 s refresh (metadata-age, light-md30s): 15.1 s "

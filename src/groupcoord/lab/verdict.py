@@ -2744,8 +2744,8 @@ def discovery_cause(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     if g is None or row is None:
         return c
     age = _age(row, g, classic)
-    parts = ["Cause: metadata discovery (a classic member finds new partitions at its next "
-             "refresh" + (f", {AGE_KEY} {number(age / 1000)} s" if age else "") + ")"]
+    parts = ["Cause: metadata discovery (the classic leader's next refresh finds the new "
+             "partitions" + (f", {AGE_KEY} {number(age / 1000)} s" if age else "") + ")"]
     other = "convergence_ms" if c.metric != "convergence_ms" else "lag_record_s"
     mv = next((x for x in row.metrics if x.metric.column == other), None)
     if mv is not None and c.best in mv.cells and c.worse in mv.cells:
