@@ -273,10 +273,11 @@ def test_cli_runs_a_findings_command(capsys: pytest.CaptureFixture[str]) -> None
                  "classic:eager", "--workload", "light", "--out", "unused", "--dry-run"]) == 0
     # 21 seeds and 21 more that confirm the marks
     assert "sweep paper: 42 runs in 1 cells (classic:eager)" in capsys.readouterr().out
-    # the metadata-age grid adds the growth at both metadata.max.age.ms (10 + 10 seeds each)
+    # the metadata-age grid adds the growth at both metadata.max.age.ms (20 + 20 seeds each:
+    # a median of the leader's refresh phase carries a sentence from 20 seeds on)
     assert main(["lab", "run", "--spec", "paper", "--scenario", "grow-by-900", "--protocol",
                  "classic:eager", "--out", "unused", "--dry-run"]) == 0
-    assert "sweep paper: 82 runs in 3 cells (classic:eager)" in capsys.readouterr().out
+    assert "sweep paper: 122 runs in 3 cells (classic:eager)" in capsys.readouterr().out
     assert main(["lab", "run", "--spec", "paper", "--size", "7", "--out", "u", "--dry-run"]) == 2
     assert "--size 7: not in the spec" in capsys.readouterr().err
 

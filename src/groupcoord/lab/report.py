@@ -61,8 +61,10 @@ from groupcoord.lab.mechanism import (
     Load,
     TaskTimes,
     attach_balance_after_last,
+    attach_growth,
     attach_moving_downtime,
     connect_leaves_out,
+    growth_runs,
     heartbeat_gap_clause,
     heartbeat_gap_detail,
     mechanisms,
@@ -102,6 +104,7 @@ from groupcoord.lab.verdict import (
     MODE_GAP,
     PAIRED_LEGEND,
     PAIRED_MARK,
+    PHASE_MIN_SEEDS,
     RELATIVE_FLOOR,
     SIGN_ALPHA,
     SIGN_MIN_SEEDS,
@@ -1526,6 +1529,7 @@ def _build_report(out: Path, rdir: Path) -> Path:
             out / "runs", {str(r["run_id"]) for r in runs
                            if r.get("time_to_balance_ms") is not None}))
         attach_window_seconds(runs, out / "disturbances")
+        attach_growth(runs, read_summaries(out / "runs", growth_runs(runs)))
         verdicts = grid_verdicts(meta, runs)
         unmark_commit_dependent(verdicts)  # the share comparison's marks (lab.share_marks)
         unmark_broker_lag(verdicts, runs)
@@ -1593,7 +1597,8 @@ def too_few_for_claims(verdicts: Sequence[GridVerdict]) -> str:
 def claim_rule(found: Sequence[Claim], verdicts: Sequence[GridVerdict]) -> str:
     """The page's sentence-selection rule, with how many candidates it had and kept."""
     n = claim_candidates(verdicts)
-    return (CLAIM_RULE.format(limit=MAX_CLAIMS, seeds=CLAIM_MIN_SEEDS) + family_rule(verdicts)
+    return (CLAIM_RULE.format(limit=MAX_CLAIMS, seeds=CLAIM_MIN_SEEDS, phase=PHASE_MIN_SEEDS)
+            + family_rule(verdicts)
             + f" This page: {n} candidate{'s' if n != 1 else ''}, {len(found)} shown; every "
             "other mark stays in the tables above.")
 
