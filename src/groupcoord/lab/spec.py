@@ -606,20 +606,19 @@ def restrict(spec: SweepSpec, *, scenarios: Sequence[str] = (), sizes: Sequence[
             raise SpecError(f"{where}: --{kind} {', '.join(map(str, missing))}: not in the "
                             f"spec (it has {', '.join(map(str, have))})")
 
-    wanted = grids
-    grids = spec.grids or (Grid(spec.name, spec.scenarios, spec.protocols, spec.sizes,
+    wanted = list(grids)
+    every = spec.grids or (Grid(spec.name, spec.scenarios, spec.protocols, spec.sizes,
                                 spec.workloads, spec.fault_rates, spec.seeds,
                                 confirm_seeds=spec.confirm_seeds),)
-    check("grid", wanted, [g.name for g in grids])
-    if wanted:
-        grids = tuple(g for g in grids if g.name in wanted)
-    check("scenario", scenarios, [s for g in grids for s in g.scenarios])
-    check("size", sizes, [z for g in grids for z in g.sizes])
-    check("workload", workloads, [w.name for g in grids for w in g.workloads])
+    check("grid", wanted, [g.name for g in every])
+    chosen = tuple(g for g in every if not wanted or g.name in wanted)
+    check("scenario", scenarios, [s for g in chosen for s in g.scenarios])
+    check("size", sizes, [z for g in chosen for z in g.sizes])
+    check("workload", workloads, [w.name for g in chosen for w in g.workloads])
     labels = spec.resolved_protocols()
     check("protocol", protocols, labels)
     out: list[Grid] = []
-    for g in grids:
+    for g in chosen:
         gp = (tuple(p for p in protocols if p in replace(spec, grids=(g,)).resolved_protocols())
               if protocols else g.protocols)
         cut = replace(g, scenarios=tuple(s for s in g.scenarios if not scenarios or s in scenarios),

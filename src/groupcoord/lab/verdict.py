@@ -278,6 +278,27 @@ class Cell:
         return max(self.values.values())
 
 
+@dataclass(frozen=True, slots=True)
+class SpreadOutcome:
+    """An eager mark's cell judged again with the classic members' heartbeat phases spread
+    after each join (a heartbeat-spread grid's row of the same scenario, size and workload):
+    whether eager keeps the mark there, who has it (or the lowest median where none
+    separates) and the two medians the sentence quotes."""
+
+    grid: str
+    spread_ms: float
+    #: an eager protocol of the mark is marked best (or tied best) at this spread too
+    held: bool
+    #: the spread row's marked best (empty: none separated)
+    best: tuple[str, ...]
+    #: the spread row's lowest median (its marked best's first where it has one)
+    lead: str
+    lead_median: float
+    #: the mark's eager protocol and its median at this spread
+    eager: str
+    eager_median: float
+
+
 @dataclass(slots=True)
 class MetricVerdict:
     metric: Metric
@@ -301,6 +322,9 @@ class MetricVerdict:
     #: The mark rests on the paired sign test alone against at least one protocol it beats
     #: (their seeds' ranges overlap): printed :data:`PAIRED_MARK`, not ★.
     paired: bool = False
+    #: An eager mark's cell in a heartbeat-spread grid (:func:`mark_spread_limits`): what
+    #: that grid found there at each spread above 0, whether or not eager keeps the mark.
+    spread: tuple[SpreadOutcome, ...] = ()
 
 
 @dataclass(slots=True)
@@ -919,9 +943,12 @@ def mark_spread_limits(verdicts: Sequence[GridVerdict],
                         _spread_eager(p) for p in mv.best):
                     continue
                 found, names = [], []
+                outcomes = []
                 for sg, sr in sorted(others, key=lambda o: o[1].x or 0):
                     smv = next((x for x in sr.metrics if x.metric.column == mv.metric.column),
                                None)
+                    if smv is not None and (out := _spread_outcome(sg, sr, mv, smv)):
+                        outcomes.append(out)
                     if smv is None or (smv.verdict in ("best", "tied") and any(
                             _spread_eager(p) for p in smv.best)):
                         continue
@@ -939,6 +966,79 @@ def mark_spread_limits(verdicts: Sequence[GridVerdict],
                                family(p) == "classic-connect" for p in mv.best) else "")
                            + _elsewhere(row.scenario, measured, settled))
                     mv.limit = f"{mv.limit}; {lim}" if mv.limit else lim
+                mv.spread = tuple(outcomes)
+
+
+def _spread_outcome(sg: GridVerdict, sr: VerdictRow, mv: MetricVerdict,
+                    smv: MetricVerdict) -> SpreadOutcome | None:
+    """What a heartbeat-spread row found in an eager mark's cell (:class:`SpreadOutcome`);
+    None where the spread row did not run the mark's eager protocol."""
+    eager = next((p for p in mv.best if _spread_eager(p) and p in smv.cells
+                  and smv.cells[p].values), None)
+    if eager is None:
+        return None
+    sign = 1 if smv.metric.lower_is_better else -1
+    marked = smv.verdict in ("best", "tied") and bool(smv.best)
+    pool = [p for p in ranked(smv.cells) if smv.cells[p].values]
+    lead = (smv.best[0] if marked else
+            min(pool, key=lambda p: (sign * smv.cells[p].median, p)))
+    held = marked and any(_spread_eager(p) for p in smv.best)
+    return SpreadOutcome(sg.name, float(sr.x or 0.0), held, smv.best if marked else (), lead,
+                         smv.cells[lead].median, eager, smv.cells[eager].median)
+
+
+def crossover_spread_words(found: Sequence[tuple[float | None, Sequence[SpreadOutcome]]],
+                           m: Metric, x_unit: str) -> tuple[str, str]:
+    """An eager crossover mark's values judged again with spread heartbeats (each value's
+    :class:`SpreadOutcome` list): the sentence's words (at which values eager keeps the mark
+    at each spread) and the note's (each value's finding and medians where it does not)."""
+    spreads = sorted({o.spread_ms for _, outs in found for o in outs})
+    said, detail = [], []
+    for ms in spreads:
+        held = [x for x, outs in found for o in outs if o.spread_ms == ms and o.held]
+        at = (", ".join(number(x or 0.0) for x in held) + x_unit) if held else "none"
+        said.append(f"{number(ms / 1000)} s at {at}")
+        for x, outs in found:
+            for o in outs:
+                if o.spread_ms != ms or o.held:
+                    continue
+                who = (f"{' and '.join(o.best)} lowest" if o.best
+                       else f"none separated, lowest median {o.lead}")
+                detail.append(f"at {number(x or 0.0)}{x_unit}, spread {number(ms / 1000)} s "
+                              f"({o.grid}): {who}, {m.fmt(o.lead_median)} against "
+                              f"{m.fmt(o.eager_median)} for {o.eager}")
+    if all(o.held for _, outs in found for o in outs):
+        return ("eager still marked with heartbeats spread by up to "
+                + " and ".join(f"{number(ms / 1000)} s" for ms in spreads),
+                "eager still marked at every value and spread")
+    return ("aligned heartbeats; eager still marked with them spread by up to "
+            + ", ".join(said), "; ".join(detail))
+
+
+def spread_words(outcomes: Sequence[SpreadOutcome], m: Metric) -> str:
+    """Whether an eager mark survives spread heartbeats, as its sentence says it (outside
+    review round 14: the rolling-bounce eager win reversed at a 3 s spread and its sentence
+    read as a plain eager win): each spread's finding in the cell, with the two medians where
+    eager loses the mark there. "" without outcomes."""
+    if not outcomes:
+        return ""
+    grids = ", ".join(dict.fromkeys(o.grid for o in outcomes))
+    at = " and ".join(f"{number(o.spread_ms / 1000)} s" for o in outcomes)
+    if all(o.held for o in outcomes):
+        return (f"With heartbeats spread by up to {at} after a join ({grids}): eager still "
+                "has the mark.")
+    parts = []
+    for o in outcomes:
+        by = f"by {number(o.spread_ms / 1000)} s"
+        if o.held:
+            parts.append(f"{by}, eager still marked")
+            continue
+        who = (f"{' and '.join(o.best)} lowest" if o.best
+               else f"none separated (lowest median {o.lead})")
+        parts.append(f"{by}, {who}, {m.fmt(o.lead_median)} against {m.fmt(o.eager_median)} "
+                     f"for {o.eager}")
+    return (f"Eager leads with aligned heartbeats only; spread after a join ({grids}): "
+            + "; ".join(parts) + ".")
 
 
 #: How a heartbeat-spread grid's mark reads where it exists only at spreads wider than the
@@ -1856,6 +1956,16 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                         part += f" ({short}; note below)"
                         notes.append(f"{w} at {xs}{x_unit}: {full}")
                         moves.append((f" ({short}; note below)", " (limit in the note)", ""))
+                # whether an eager mark survives spread heartbeats, in the sentence itself
+                # (outside review round 13: the crossover's eager mark at 40 % busy reversed
+                # with a spread, and only its note said so)
+                mine = [(x, r.metrics[i].spread) for r, (x, v) in zip(rows, winners, strict=True)
+                        if v == w and w is not None and r.metrics[i].spread]
+                if mine:
+                    said, detail = crossover_spread_words(mine, m, x_unit)
+                    part += f" ({said})"
+                    notes.append(f"{w} at {xs}{x_unit}, with spread heartbeats: {detail}")
+                    moves.append((f" ({said})", " (spread heartbeats: note)", ""))
                 if w is None:
                     # no mark is no reversal: which protocol still has the best median there
                     # (round 8: a spread narrowed eager's lead, the sentence read as a flip)
@@ -2362,7 +2472,10 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     # conditions' letters (``lab.report.fitted``)
     # the growth's cause is the last clause the page moves to the note, the adverse row the
     # one before it
-    out = [fit(discovery_cause(adverse_row(closer_elsewhere(c, verdicts), verdicts), verdicts),
+    # an eager win's spread-heartbeat finding and its weakest metric are the last clauses
+    # but the growth's cause to go
+    out = [fit(discovery_cause(weakest_metric(spread_condition(
+        adverse_row(closer_elsewhere(c, verdicts), verdicts), verdicts), verdicts), verdicts),
                labelled_words) for c in ordered[:limit]]
     order = {g.name: i for i, g in enumerate(verdicts)}
     out.sort(key=lambda c: order.get(c.grid, 0))
@@ -2745,6 +2858,73 @@ def discovery_cause(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
                    movable=(*c.movable, *((f"; {x}", "", x) for x in reversed(parts[1:]))))
 
 
+def _claim_row(c: Claim, verdicts: Sequence[GridVerdict]
+               ) -> tuple[VerdictRow, MetricVerdict] | None:
+    """A row sentence's row and metric verdict in its grid (None for a crossover)."""
+    if c.head or not c.best:
+        return None
+    g = next((v for v in verdicts if v.name == c.grid), None)
+    if g is None:
+        return None
+    for r in g.rows:
+        if (r.scenario, r.size, r.workload) != (c.scenario, c.size, c.workload) \
+                or (c.timing_ms is not None and r.x != c.timing_ms):
+            continue
+        mv = next((x for x in r.metrics if x.metric.column == c.metric), None)
+        if mv is not None and c.best in mv.best:
+            return r, mv
+    return None
+
+
+def spread_condition(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
+    """A sentence whose winner is a classic eager protocol, in a cell a heartbeat-spread grid
+    also ran, says in the sentence whether the win survives spread heartbeats
+    (:func:`spread_words`; outside review round 14: the rolling-bounce eager win reversed at
+    a 3 s spread, and only a condition letter said it rested on aligned heartbeats). Moved to
+    the note whole, late, where the sentence runs over :data:`MAX_WORDS`."""
+    found = _claim_row(c, verdicts)
+    if found is None or not found[1].spread:
+        return c
+    _, mv = found
+    clause = " " + spread_words(mv.spread, mv.metric)
+    held = all(o.held for o in mv.spread)
+    short = (" It holds with spread heartbeats (note)." if held
+             else " Spread heartbeats reverse it (note).")
+    return replace(c, text=c.text + clause,
+                   movable=(*c.movable, (clause, short, clause.strip().rstrip("."))))
+
+
+def weakest_metric(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
+    """A sentence whose winner is a classic eager protocol names the grid's other metrics on
+    which, in the same cell, that winner is worse than the runner-up the sentence quotes (by
+    more than the metric's floor, medians): outside review round 14, the rolling-bounce eager
+    lag win whose peak lag and stall were worse in the same cell, which a platform team alerts
+    on."""
+    found = _claim_row(c, verdicts)
+    if found is None or not _spread_eager(c.best) or not c.worse:
+        return c
+    row, _ = found
+    worse = []
+    for mv in row.metrics:
+        m = mv.metric
+        if m.column == c.metric or c.best not in mv.cells or c.worse not in mv.cells \
+                or not mv.cells[c.best].values or not mv.cells[c.worse].values:
+            continue
+        b, w = mv.cells[c.best].median, mv.cells[c.worse].median
+        sign = 1 if m.lower_is_better else -1
+        if sign * (b - w) > m.floor:
+            worse.append((short_label(m, excess=m.column in EXCESS and c.metric in EXCESS),
+                          f"{m.fmt(b)} against {m.fmt(w)}"))
+    if not worse:
+        return c
+    names = " and ".join(n for n, _ in worse)
+    clause = (f" Its {names} {'are' if len(worse) > 1 else 'is'} worse there: "
+              + "; ".join(v for _, v in worse) + f" for {c.worse}.")
+    return replace(c, text=c.text + clause,
+                   movable=(*c.movable, (clause, f" Its {names}: worse (note).",
+                                         clause.strip().rstrip("."))))
+
+
 def adverse_row(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     """A sentence whose winner loses another row of the same grid, or the same scenario with
     one member late (``-slowNms``, a follow-up grid's row), on the sentence's metric: the
@@ -2887,6 +3067,7 @@ __all__ = [
     "Comparisons",
     "GridVerdict",
     "MetricVerdict",
+    "SpreadOutcome",
     "VerdictRow",
     "beats",
     "by_swept_timing",
