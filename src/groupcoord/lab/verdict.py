@@ -987,17 +987,41 @@ def _spread_outcome(sg: GridVerdict, sr: VerdictRow, mv: MetricVerdict,
                          smv.cells[lead].median, eager, smv.cells[eager].median)
 
 
+def _bare(m: Metric, raw: float) -> str:
+    """A metric's value without its unit (the unit said once after the pair)."""
+    text = m.fmt(raw)
+    return text.removesuffix(f" {m.unit}") if m.unit else text
+
+
+def _pair(m: Metric, a: float, b: float, whose: str = "") -> str:
+    """``12,132 against 19,603 record·s`` (``whose``: ``12,132 against classic:eager's
+    19,603 record·s``)."""
+    return f"{_bare(m, a)} against {whose + chr(39) + 's ' if whose else ''}{m.fmt(b)}"
+
+
 def crossover_spread_words(found: Sequence[tuple[float | None, Sequence[SpreadOutcome]]],
-                           m: Metric, x_unit: str) -> tuple[str, str]:
+                           m: Metric, x_unit: str, xs: Sequence[float | None] = ()
+                           ) -> tuple[str, str]:
     """An eager crossover mark's values judged again with spread heartbeats (each value's
     :class:`SpreadOutcome` list): the sentence's words (at which values eager keeps the mark
-    at each spread) and the note's (each value's finding and medians where it does not)."""
+    at each spread) and the note's (each value's finding and medians where it does not).
+    ``xs``: every value the mark holds at; where a spread grid ran only some of them, the
+    words say at which."""
+    ran = [x for x, _ in found]
+    where = ("" if not xs or set(xs) <= set(ran)
+             else f"at {', '.join(number(x or 0.0) for x in ran)}{x_unit}: ")
+    said_at, detail_at = _crossover_spread_words(found, m, x_unit)
+    return where + said_at, detail_at
+
+
+def _crossover_spread_words(found: Sequence[tuple[float | None, Sequence[SpreadOutcome]]],
+                            m: Metric, x_unit: str) -> tuple[str, str]:
     spreads = sorted({o.spread_ms for _, outs in found for o in outs})
     said, detail = [], []
     for ms in spreads:
         held = [x for x, outs in found for o in outs if o.spread_ms == ms and o.held]
         at = (", ".join(number(x or 0.0) for x in held) + x_unit) if held else "none"
-        said.append(f"{number(ms / 1000)} s at {at}")
+        said.append(f"by {number(ms / 1000)} s at {at}")
         for x, outs in found:
             for o in outs:
                 if o.spread_ms != ms or o.held:
@@ -1007,12 +1031,13 @@ def crossover_spread_words(found: Sequence[tuple[float | None, Sequence[SpreadOu
                 detail.append(f"at {number(x or 0.0)}{x_unit}, spread {number(ms / 1000)} s "
                               f"({o.grid}): {who}, {m.fmt(o.lead_median)} against "
                               f"{m.fmt(o.eager_median)} for {o.eager}")
+    every = " and ".join(f"{number(ms / 1000)} s" for ms in spreads)
     if all(o.held for _, outs in found for o in outs):
-        return ("eager still marked with heartbeats spread by up to "
-                + " and ".join(f"{number(ms / 1000)} s" for ms in spreads),
+        return (f"kept with heartbeats spread by {every}",
                 "eager still marked at every value and spread")
-    return ("aligned heartbeats; eager still marked with them spread by up to "
-            + ", ".join(said), "; ".join(detail))
+    if not any(o.held for _, outs in found for o in outs):
+        return f"lost with heartbeats spread by {every}", "; ".join(detail)
+    return "kept with heartbeats spread " + ", ".join(said), "; ".join(detail)
 
 
 def spread_words(outcomes: Sequence[SpreadOutcome], m: Metric) -> str:
@@ -1023,22 +1048,21 @@ def spread_words(outcomes: Sequence[SpreadOutcome], m: Metric) -> str:
     if not outcomes:
         return ""
     grids = ", ".join(dict.fromkeys(o.grid for o in outcomes))
-    at = " and ".join(f"{number(o.spread_ms / 1000)} s" for o in outcomes)
     if all(o.held for o in outcomes):
-        return (f"With heartbeats spread by up to {at} after a join ({grids}): eager still "
-                "has the mark.")
+        at = " and ".join(f"{number(o.spread_ms / 1000)} s" for o in outcomes)
+        return f"It holds with heartbeats spread by up to {at} after a join ({grids})."
     parts = []
     for o in outcomes:
         by = f"by {number(o.spread_ms / 1000)} s"
         if o.held:
             parts.append(f"{by}, eager still marked")
-            continue
-        who = (f"{' and '.join(o.best)} lowest" if o.best
-               else f"none separated (lowest median {o.lead})")
-        parts.append(f"{by}, {who}, {m.fmt(o.lead_median)} against {m.fmt(o.eager_median)} "
-                     f"for {o.eager}")
-    return (f"Eager leads with aligned heartbeats only; spread after a join ({grids}): "
-            + "; ".join(parts) + ".")
+        elif o.best:
+            parts.append(f"{by}, {' and '.join(o.best)} lowest, "
+                         f"{_pair(m, o.lead_median, o.eager_median, o.eager)}")
+        else:
+            parts.append(f"{by}, none separated ({o.lead} "
+                         f"{_pair(m, o.lead_median, o.eager_median, o.eager)})")
+    return f"Aligned heartbeats only ({grids}): spread " + "; ".join(parts) + "."
 
 
 #: How a heartbeat-spread grid's mark reads where it exists only at spreads wider than the
@@ -1648,8 +1672,13 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
         # a tie's every median and range is the longest clause: the note may hold it
         movable.append((tie, "",
                         f"the tied best's medians and ranges: {'; '.join(each)}"))
+    rated = throughput(m, row.rate, b.median, w.median)
     text = (f"{where}: {lead} against {_quote(m, w)} for {nm(worse)} (the runner-up), medians of "
-            f"{n} seeds{throughput(m, row.rate, b.median, w.median)}.")
+            f"{n} seeds{rated}.")
+    if rated:
+        # the lag restated in the group's production: the note may hold it, before the
+        # mark's limit
+        movable.append((rated, "", f"{short_label(m, g.excess)} restated{rated}"))
     text += _by_design(row.settings or g.settings, m, worse, w.median, row.down_ms)
     if mv.depends in DEPENDS_ON_TIMING.values():
         text += (f" The mark depends on {mv.depends}: the protocol at another timing of it "
@@ -1941,6 +1970,17 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                 # printed twice); a clause only some of the values carry says at which
                 lim_rows = [(x, r.metrics[i].limit) for r, (x, v) in zip(rows, winners, strict=True)
                             if v == w and w is not None and r.metrics[i].limit]
+                # whether an eager mark survives spread heartbeats, in the sentence itself
+                # (outside review round 13: the crossover's eager mark at 40 % busy reversed
+                # with a spread, and only its note said so), beside the mark's limits
+                mine = [(x, r.metrics[i].spread) for r, (x, v) in zip(rows, winners, strict=True)
+                        if v == w and w is not None and r.metrics[i].spread]
+                said = ""
+                if mine:
+                    said, detail = crossover_spread_words(
+                        mine, m, x_unit, [x for x, v in winners if v == w])
+                    notes.append(f"{w} at {xs}{x_unit}, with spread heartbeats: {detail}")
+                kept = f"; {said}" if said else ""
                 if lim_rows:
                     # a limit's evidence is long (the heartbeat spread measured on the wire):
                     # the sentence says the limit's gist and the note under it the evidence
@@ -1948,23 +1988,19 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                     full = limit_clauses_text(lim_rows, at, x_unit)
                     short = limit_clauses_text([(x, gist(lim)) for x, lim in lim_rows], at,
                                                x_unit)
+                    gone = f" (limit in the note{kept})"
                     if short == full or words(full) <= LONG_LIMIT:
-                        part += f" ({full})"
-                        moves.append((f" ({full})", " (limit in the note)",
+                        part += f" ({full}{kept})"
+                        moves.append((f" ({full}{kept})", gone,
                                       f"{w} at {xs}{x_unit}: {full}"))
                     else:
-                        part += f" ({short}; note below)"
+                        part += f" ({short}; note below{kept})"
                         notes.append(f"{w} at {xs}{x_unit}: {full}")
-                        moves.append((f" ({short}; note below)", " (limit in the note)", ""))
-                # whether an eager mark survives spread heartbeats, in the sentence itself
-                # (outside review round 13: the crossover's eager mark at 40 % busy reversed
-                # with a spread, and only its note said so)
-                mine = [(x, r.metrics[i].spread) for r, (x, v) in zip(rows, winners, strict=True)
-                        if v == w and w is not None and r.metrics[i].spread]
-                if mine:
-                    said, detail = crossover_spread_words(mine, m, x_unit)
+                        moves.append((f" ({short}; note below{kept})", gone, ""))
+                    if said:
+                        moves.append((gone, " (limit and spread heartbeats in the note)", ""))
+                elif said:
                     part += f" ({said})"
-                    notes.append(f"{w} at {xs}{x_unit}, with spread heartbeats: {detail}")
                     moves.append((f" ({said})", " (spread heartbeats: note)", ""))
                 if w is None:
                     # no mark is no reversal: which protocol still has the best median there
@@ -2474,7 +2510,7 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     # one before it
     # an eager win's spread-heartbeat finding and its weakest metric are the last clauses
     # but the growth's cause to go
-    out = [fit(discovery_cause(weakest_metric(spread_condition(
+    out = [fit(discovery_cause(spread_condition(weakest_metric(
         adverse_row(closer_elsewhere(c, verdicts), verdicts), verdicts), verdicts), verdicts),
                labelled_words) for c in ordered[:limit]]
     order = {g.name: i for i, g in enumerate(verdicts)}
@@ -2886,12 +2922,22 @@ def spread_condition(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     if found is None or not found[1].spread:
         return c
     _, mv = found
-    clause = " " + spread_words(mv.spread, mv.metric)
-    held = all(o.held for o in mv.spread)
-    short = (" It holds with spread heartbeats (note)." if held
-             else " Spread heartbeats reverse it (note).")
-    return replace(c, text=c.text + clause,
-                   movable=(*c.movable, (clause, short, clause.strip().rstrip("."))))
+    m = mv.metric
+    clause = " " + spread_words(mv.spread, m)
+    lost = [o for o in mv.spread if not o.held]
+    if not lost:
+        short = " It holds with spread heartbeats (note)."
+        moves = [(clause, short, clause.strip().rstrip("."))]
+    else:
+        # the widest spread that takes eager's mark, its two medians; then only that it does
+        o = max(lost, key=lambda x: x.spread_ms)
+        who = (f"{' and '.join(o.best)} lowest" if o.best
+               else f"none separated, {o.lead}")
+        medium = (f" Spread by {number(o.spread_ms / 1000)} s: {who}, "
+                  f"{_pair(m, o.lead_median, o.eager_median, o.eager)} (note).")
+        short = " Spread heartbeats reverse it (note)."
+        moves = [(clause, medium, clause.strip().rstrip(".")), (medium, short, "")]
+    return replace(c, text=c.text + clause, movable=(*c.movable, *moves))
 
 
 def weakest_metric(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
@@ -2901,7 +2947,8 @@ def weakest_metric(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     lag win whose peak lag and stall were worse in the same cell, which a platform team alerts
     on."""
     found = _claim_row(c, verdicts)
-    if found is None or not _spread_eager(c.best) or not c.worse:
+    g = next((v for v in verdicts if v.name == c.grid), None)
+    if found is None or g is None or not _spread_eager(c.best) or not c.worse:
         return c
     row, _ = found
     worse = []
@@ -2913,16 +2960,15 @@ def weakest_metric(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
         b, w = mv.cells[c.best].median, mv.cells[c.worse].median
         sign = 1 if m.lower_is_better else -1
         if sign * (b - w) > m.floor:
-            worse.append((short_label(m, excess=m.column in EXCESS and c.metric in EXCESS),
-                          f"{m.fmt(b)} against {m.fmt(w)}"))
+            worse.append((short_label(m, g.excess), _pair(m, b, w)))
     if not worse:
         return c
     names = " and ".join(n for n, _ in worse)
-    clause = (f" Its {names} {'are' if len(worse) > 1 else 'is'} worse there: "
-              + "; ".join(v for _, v in worse) + f" for {c.worse}.")
+    clause = f" Worse on {names}: " + "; ".join(v for _, v in worse) + "."
     return replace(c, text=c.text + clause,
-                   movable=(*c.movable, (clause, f" Its {names}: worse (note).",
-                                         clause.strip().rstrip("."))))
+                   movable=(*c.movable, (clause, f" Worse on {names} (note).",
+                                         f"in the same cell, {c.best} against {c.worse} on "
+                                         + "; ".join(f"{n}: {v}" for n, v in worse))))
 
 
 def adverse_row(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
