@@ -1603,11 +1603,12 @@ metrics = ["lag_record_s", "lag_peak", "stall_ms"]
 
 [[grid]]
 name = "crossover-10ms-hbspread"
-description = '''crossover-10ms's cells with every classic member's heartbeat phase spread after \
-each join by up to 1 s (the spread real Java members showed at the first rebalance after 5 to \
-35 min stable, lab.wire_spread) or 3 s (a whole classic heartbeat, the worst) instead of the \
-model's aligned heartbeats (@hbspread, as in hb-spread; a KIP-848 member's phase is its own): \
-8 members on 1 x 32 partitions, 10 ms a record, 20, 30 and 40 % busy; the same cells and seeds as crossover-10ms, judged per spread, so that an eager mark of \
+description = '''crossover-10ms's cells with every classic member's heartbeat phase spread after each \
+join by up to 1 s (the spread real Java members showed at the first rebalance after 5 to \
+35 min stable, lab.wire_spread) or 3 s (a whole classic heartbeat, the worst) instead of \
+the model's aligned heartbeats (@hbspread, as in hb-spread; a KIP-848 member's phase is \
+its own): 8 members on 1 x 32 partitions, 10 ms a record, 20, 30 and 40 % busy; the same \
+cells and seeds as crossover-10ms, judged per spread, so that an eager mark of \
 crossover-10ms says in its sentence whether it survives spread heartbeats'''
 protocols = ["classic:eager@hbspread1s", "classic:eager@hbspread3s",
              "classic:eager-roundrobin@hbspread1s", "classic:eager-roundrobin@hbspread3s",
@@ -1623,11 +1624,12 @@ metrics = ["lag_record_s", "lag_peak", "stall_ms"]
 
 [[grid]]
 name = "crossover-20ms-hbspread"
-description = '''crossover-20ms's cells with every classic member's heartbeat phase spread after \
-each join by up to 1 s (the spread real Java members showed at the first rebalance after 5 to \
-35 min stable, lab.wire_spread) or 3 s (a whole classic heartbeat, the worst) instead of the \
-model's aligned heartbeats (@hbspread, as in hb-spread; a KIP-848 member's phase is its own): \
-8 members on 1 x 32 partitions, 20 ms a record, 20, 30 and 40 % busy; the same cells and seeds as crossover-20ms, judged per spread, so that an eager mark of \
+description = '''crossover-20ms's cells with every classic member's heartbeat phase spread after each \
+join by up to 1 s (the spread real Java members showed at the first rebalance after 5 to \
+35 min stable, lab.wire_spread) or 3 s (a whole classic heartbeat, the worst) instead of \
+the model's aligned heartbeats (@hbspread, as in hb-spread; a KIP-848 member's phase is \
+its own): 8 members on 1 x 32 partitions, 20 ms a record, 20, 30 and 40 % busy; the same \
+cells and seeds as crossover-20ms, judged per spread, so that an eager mark of \
 crossover-20ms says in its sentence whether it survives spread heartbeats'''
 protocols = ["classic:eager@hbspread1s", "classic:eager@hbspread3s",
              "classic:eager-roundrobin@hbspread1s", "classic:eager-roundrobin@hbspread3s",
@@ -1643,12 +1645,13 @@ metrics = ["lag_record_s", "lag_peak", "stall_ms"]
 
 [[grid]]
 name = "field-costs-hbspread"
-description = '''field-costs's cells with every classic member's heartbeat phase spread after \
-each join by up to 1 s (the spread real Java members showed at the first rebalance after 5 to \
-35 min stable, lab.wire_spread) or 3 s (a whole classic heartbeat, the worst) instead of the \
-model's aligned heartbeats (@hbspread, as in hb-spread; a KIP-848 member's phase is its own): \
-10 members on 1 x 100 partitions, 20 ms a record, 2 s of state restore a newly assigned partition; the same cells and seeds as field-costs, judged per spread, so that an eager mark of \
-field-costs says in its sentence whether it survives spread heartbeats'''
+description = '''field-costs's cells with every classic member's heartbeat phase spread after each join \
+by up to 1 s (the spread real Java members showed at the first rebalance after 5 to 35 \
+min stable, lab.wire_spread) or 3 s (a whole classic heartbeat, the worst) instead of \
+the model's aligned heartbeats (@hbspread, as in hb-spread; a KIP-848 member's phase is \
+its own): 10 members on 1 x 100 partitions, 20 ms a record, 2 s of state restore a newly \
+assigned partition; the same cells and seeds as field-costs, judged per spread, so that \
+an eager mark of field-costs says in its sentence whether it survives spread heartbeats'''
 protocols = ["classic:eager@hbspread1s", "classic:eager@hbspread3s",
              "classic:eager-roundrobin@hbspread1s", "classic:eager-roundrobin@hbspread3s",
              "classic:cooperative@hbspread1s", "classic:cooperative@hbspread3s",
@@ -1663,12 +1666,13 @@ metrics = ["lag_record_s", "lag_peak", "stall_ms", "paused_partition_s"]
 
 [[grid]]
 name = "lateness-hbspread"
-description = '''lateness's cells with every classic member's heartbeat phase spread after \
-each join by up to 1 s (the spread real Java members showed at the first rebalance after 5 to \
-35 min stable, lab.wire_spread) or 3 s (a whole classic heartbeat, the worst) instead of the \
-model's aligned heartbeats (@hbspread, as in hb-spread; a KIP-848 member's phase is its own): \
-10 members (4 x 250) at the lateness grid's three levels of pauses and heavy-tailed batches; the same cells and seeds as lateness, judged per spread, so that an eager mark of \
-lateness says in its sentence whether it survives spread heartbeats'''
+description = '''lateness's cells with every classic member's heartbeat phase spread after each join by \
+up to 1 s (the spread real Java members showed at the first rebalance after 5 to 35 min \
+stable, lab.wire_spread) or 3 s (a whole classic heartbeat, the worst) instead of the \
+model's aligned heartbeats (@hbspread, as in hb-spread; a KIP-848 member's phase is its \
+own): 10 members (4 x 250) at the lateness grid's three levels of pauses and \
+heavy-tailed batches; the same cells and seeds as lateness, judged per spread, so that \
+an eager mark of lateness says in its sentence whether it survives spread heartbeats'''
 protocols = ["classic:eager@hbspread1s", "classic:eager@hbspread3s",
              "classic:eager-roundrobin@hbspread1s", "classic:eager-roundrobin@hbspread3s",
              "classic:cooperative@hbspread1s", "classic:cooperative@hbspread3s",
