@@ -5,6 +5,7 @@ judged per spread), and names the metrics it loses in the same cell."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from groupcoord.lab.verdict import MAX_WORDS, claims, grid_verdicts, labelled_words
@@ -102,3 +103,49 @@ def test_a_crossover_sentence_says_at_which_loads_eager_survives_each_spread() -
             "heartbeats spread by 1 s at 20, 30 % busy, by 3 s at none)") in c.text
     assert ("at 40 % busy, spread 1 s (crossover-20ms-hbspread): classic:cooperative lowest, "
             "402 record·s against 902 record·s for classic:eager") in c.full
+
+
+def test_a_chart_of_an_eager_mark_says_in_its_caption_what_it_rests_on(
+        tmp_path: Path, saved_figures: list[Any]) -> None:
+    from groupcoord.lab.report import chart_conditions, grid_charts, protocol_styles
+
+    g, _spread = _field_costs(LAG)
+    grid_charts(g, tmp_path, protocol_styles(g.protocols))
+    (fig,) = saved_figures
+    title = fig.get_suptitle().replace("\n", " ")
+    assert title.startswith("field-costs: rolling-bounce")
+    assert "Conditions: eager's marks rest on the model's aligned classic heartbeats" in title
+    assert "by 3 s, classic:cooperative lowest, 12,132 against classic:eager's 19,603" in title
+    # a column marked at a timing off the default says which
+    assert chart_conditions(g, g.rows).startswith("eager's marks rest on")
+    hb = {"name": "rolling", "protocols": [EAGER, "consumer:uniform@hb3s"],
+          "scenarios": ["rolling-bounce"], "metrics": ["lag_record_s"], "seeds": 5}
+    runs = [_run(p, s, "rolling-bounce", "4x250",
+                 lag_record_s=(900.0 if p == EAGER else 100.0) + s)
+            for p in hb["protocols"] for s in range(5)]
+    (gh,) = grid_verdicts({"spec": "paper", "grids": [hb]}, runs)
+    assert "consumer:uniform with its heartbeat 3 s instead of the field's default" in \
+        chart_conditions(gh, gh.rows)
+
+
+def test_a_crossover_panel_keeps_one_linear_scale(tmp_path: Path,
+                                                  saved_figures: list[Any]) -> None:
+    from groupcoord.lab.report import grid_charts, protocol_styles
+
+    plain = {"name": "crossover-20ms", "protocols": [EAGER, COOP], "scenarios": ["scale-out"],
+             "metrics": ["lag_record_s"], "seeds": 5}
+
+    def run(p: str, s: int, pct: int, v: float) -> dict[str, Any]:
+        return {**_run(p, s, "scale-out", f"1x32-p20ms-{pct}pct", lag_record_s=v + s),
+                "size": 8, "members": 8, "total_partitions": 32,
+                "work": json.dumps({"records_per_s": pct / 8, "processing_ms": 20})}
+
+    # 200 against 90,000 record·s: a span that gives another grid's panel a log axis
+    rows = [run(p, s, pct, 200.0 if p == EAGER else 90_000.0)
+            for pct in (20, 30, 40) for p in (EAGER, COOP) for s in range(5)]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [plain]}, rows)
+    grid_charts(g, tmp_path, protocol_styles(g.protocols))
+    (fig,) = saved_figures
+    (ax,) = [a for a in fig.axes if a.get_visible()]
+    assert ax.get_yscale() == "linear"
+    assert "logarithmic" not in ax.get_ylabel()
