@@ -301,4 +301,9 @@ def test_the_model_limits_say_static_membership_aligned_heartbeats_and_producers
     assert ("Static membership (KIP-345, group.instance.id): not run; the restarts "
             "(rolling-bounce) restart dynamic members") in text
     assert "heartbeats aligned" in text
+    # which alignment the wire measured and when (the shipped wire_spread.json; round 14)
+    assert ("real classic members' heartbeats stayed aligned through an eager rolling bounce, "
+            "within 0.094 s of one another") in text
+    assert "at the first rebalance after 5 to 35 min stable they learned of a join up to " \
+           "1.098 s apart" in text
     assert "Producers' own metadata refresh is not modelled" in text
