@@ -53,9 +53,9 @@ def test_an_eager_win_says_in_its_sentence_that_spread_heartbeats_reverse_it() -
     assert c.best == EAGER
     # the condition, and what each spread found in the same cell, from the spread grid: the
     # widest spread that takes eager's mark in the sentence, every spread in the note
-    assert ("Spread by 3 s: classic:cooperative lowest, 12,132 against classic:eager's 19,603 "
-            "record·s (note).") in c.text
-    assert ("Aligned heartbeats only (field-costs-hbspread): spread by 1 s, none separated "
+    assert ("Spread heartbeats: 3 s classic:cooperative lowest, 12,132 against classic:eager's "
+            "19,603 record·s (note).") in c.text
+    assert ("With heartbeats spread after a join (field-costs-hbspread): by 1 s, not separated "
             "(classic:cooperative 3,289 against classic:eager's 3,750 record·s); by 3 s, "
             "classic:cooperative lowest, 12,132 against classic:eager's 19,603 record·s") in c.full
     # the same cell's metrics the winner loses, against the runner-up the sentence quotes
@@ -99,10 +99,10 @@ def test_a_crossover_sentence_says_at_which_loads_eager_survives_each_spread() -
     verdicts = grid_verdicts({"spec": "paper", "grids": [plain, spread]}, rows)
     (c,) = [c for c in claims(verdicts) if c.grid == "crossover-20ms"]
     assert ("classic:eager at 20, 30, 40 % busy (the mark not tested with a member late at the "
-            "rebalance; the mark holds only with aligned heartbeats; note below; kept with "
-            "heartbeats spread by 1 s at 20, 30 % busy, by 3 s at none)") in c.text
+            "rebalance; the mark holds only with aligned heartbeats; note below; spread 1 s kept "
+            "at 20, 30 % busy, reversed at 40 % busy; 3 s reversed)") in c.text
     assert ("at 40 % busy, spread 1 s (crossover-20ms-hbspread): classic:cooperative lowest, "
-            "402 record·s against 902 record·s for classic:eager") in c.full
+            "402 against classic:eager's 902 record·s") in c.full
 
 
 def test_a_chart_of_an_eager_mark_says_in_its_caption_what_it_rests_on(

@@ -297,6 +297,28 @@ class SpreadOutcome:
     #: the mark's eager protocol and its median at this spread
     eager: str
     eager_median: float
+    #: the lowest median among the protocols that are not eager ("" where none ran)
+    rival: str = ""
+    rival_median: float = 0.0
+
+    @property
+    def status(self) -> str:
+        """``kept`` (eager still marked), ``reversed`` (another protocol marked best) or
+        ``not separated``."""
+        return "kept" if self.held else "reversed" if self.best else "not separated"
+
+    def words(self, m: Metric) -> str:
+        """This spread's finding in the cell, with the two medians that say it."""
+        if self.held:
+            return "eager kept"
+        if self.best:
+            return (f"{' and '.join(self.best)} lowest, "
+                    f"{_pair(m, self.lead_median, self.eager_median, self.eager)}")
+        if _spread_eager(self.lead) and self.rival:
+            return (f"not separated ({self.lead} {_bare(m, self.lead_median)} against "
+                    f"{self.rival}'s {m.fmt(self.rival_median)})")
+        return (f"not separated ({self.lead} "
+                f"{_pair(m, self.lead_median, self.eager_median, self.eager)})")
 
 
 @dataclass(slots=True)
@@ -982,9 +1004,12 @@ def _spread_outcome(sg: GridVerdict, sr: VerdictRow, mv: MetricVerdict,
     pool = [p for p in ranked(smv.cells) if smv.cells[p].values]
     lead = (smv.best[0] if marked else
             min(pool, key=lambda p: (sign * smv.cells[p].median, p)))
+    others = [p for p in pool if not _spread_eager(p)]
+    rival = min(others, key=lambda p: (sign * smv.cells[p].median, p)) if others else ""
     held = marked and any(_spread_eager(p) for p in smv.best)
     return SpreadOutcome(sg.name, float(sr.x or 0.0), held, smv.best if marked else (), lead,
-                         smv.cells[lead].median, eager, smv.cells[eager].median)
+                         smv.cells[lead].median, eager, smv.cells[eager].median, rival,
+                         smv.cells[rival].median if rival else 0.0)
 
 
 def _bare(m: Metric, raw: float) -> str:
@@ -999,70 +1024,76 @@ def _pair(m: Metric, a: float, b: float, whose: str = "") -> str:
     return f"{_bare(m, a)} against {whose + chr(39) + 's ' if whose else ''}{m.fmt(b)}"
 
 
+def _secs(ms: float) -> str:
+    return f"{number(ms / 1000)} s"
+
+
 def crossover_spread_words(found: Sequence[tuple[float | None, Sequence[SpreadOutcome]]],
                            m: Metric, x_unit: str, xs: Sequence[float | None] = ()
                            ) -> tuple[str, str]:
     """An eager crossover mark's values judged again with spread heartbeats (each value's
-    :class:`SpreadOutcome` list): the sentence's words (at which values eager keeps the mark
-    at each spread) and the note's (each value's finding and medians where it does not).
-    ``xs``: every value the mark holds at; where a spread grid ran only some of them, the
-    words say at which."""
+    :class:`SpreadOutcome` list): the sentence's words (at each spread, whether eager keeps
+    the mark, is no longer separated, or another protocol takes it, and at which values) and
+    the note's (each value's finding with its medians). ``xs``: every value the mark holds
+    at; where a spread grid ran only some of them, the words say at which."""
     ran = [x for x, _ in found]
     where = ("" if not xs or set(xs) <= set(ran)
              else f"at {', '.join(number(x or 0.0) for x in ran)}{x_unit}: ")
-    said_at, detail_at = _crossover_spread_words(found, m, x_unit)
-    return where + said_at, detail_at
-
-
-def _crossover_spread_words(found: Sequence[tuple[float | None, Sequence[SpreadOutcome]]],
-                            m: Metric, x_unit: str) -> tuple[str, str]:
     spreads = sorted({o.spread_ms for _, outs in found for o in outs})
+    if all(o.held for _, outs in found for o in outs):
+        return (where + "kept with heartbeats spread by "
+                + " and ".join(_secs(ms) for ms in spreads),
+                "eager still marked at every value and spread")
     said, detail = [], []
+    statuses = {o.status for _, outs in found for o in outs}
     for ms in spreads:
-        held = [x for x, outs in found for o in outs if o.spread_ms == ms and o.held]
-        at = (", ".join(number(x or 0.0) for x in held) + x_unit) if held else "none"
-        said.append(f"by {number(ms / 1000)} s at {at}")
+        by: dict[str, list[float | None]] = {}
         for x, outs in found:
             for o in outs:
-                if o.spread_ms != ms or o.held:
-                    continue
-                who = (f"{' and '.join(o.best)} lowest" if o.best
-                       else f"none separated, lowest median {o.lead}")
-                detail.append(f"at {number(x or 0.0)}{x_unit}, spread {number(ms / 1000)} s "
-                              f"({o.grid}): {who}, {m.fmt(o.lead_median)} against "
-                              f"{m.fmt(o.eager_median)} for {o.eager}")
-    every = " and ".join(f"{number(ms / 1000)} s" for ms in spreads)
-    if all(o.held for _, outs in found for o in outs):
-        return (f"kept with heartbeats spread by {every}",
-                "eager still marked at every value and spread")
-    if not any(o.held for _, outs in found for o in outs):
-        return f"lost with heartbeats spread by {every}", "; ".join(detail)
-    return "kept with heartbeats spread " + ", ".join(said), "; ".join(detail)
+                if o.spread_ms == ms:
+                    by.setdefault(o.status, []).append(x)
+                    detail.append(f"at {number(x or 0.0)}{x_unit}, spread {_secs(ms)} "
+                                  f"({o.grid}): {o.words(m)}")
+        if len(by) == 1:
+            said.append(f"{_secs(ms)} {next(iter(by))}")
+        else:
+            said.append(f"{_secs(ms)} " + ", ".join(
+                f"{st} at {', '.join(number(x or 0.0) for x in at)}{x_unit}"
+                for st, at in by.items()))
+    if len(statuses) == 1:  # one outcome at every value and spread: said once
+        return (where + "spread " + ", ".join(number(ms / 1000) for ms in spreads)
+                + f" s: {next(iter(statuses))}", "; ".join(detail))
+    return where + "spread " + "; ".join(said), "; ".join(detail)
 
 
 def spread_words(outcomes: Sequence[SpreadOutcome], m: Metric) -> str:
     """Whether an eager mark survives spread heartbeats, as its sentence says it (outside
     review round 14: the rolling-bounce eager win reversed at a 3 s spread and its sentence
-    read as a plain eager win): each spread's finding in the cell, with the two medians where
-    eager loses the mark there. "" without outcomes."""
+    read as a plain eager win): each spread's finding in the cell, with the two medians that
+    say it. "" without outcomes."""
     if not outcomes:
         return ""
     grids = ", ".join(dict.fromkeys(o.grid for o in outcomes))
     if all(o.held for o in outcomes):
-        at = " and ".join(f"{number(o.spread_ms / 1000)} s" for o in outcomes)
+        at = " and ".join(_secs(o.spread_ms) for o in outcomes)
         return f"It holds with heartbeats spread by up to {at} after a join ({grids})."
-    parts = []
-    for o in outcomes:
-        by = f"by {number(o.spread_ms / 1000)} s"
-        if o.held:
-            parts.append(f"{by}, eager still marked")
-        elif o.best:
-            parts.append(f"{by}, {' and '.join(o.best)} lowest, "
-                         f"{_pair(m, o.lead_median, o.eager_median, o.eager)}")
-        else:
-            parts.append(f"{by}, none separated ({o.lead} "
-                         f"{_pair(m, o.lead_median, o.eager_median, o.eager)})")
-    return f"Aligned heartbeats only ({grids}): spread " + "; ".join(parts) + "."
+    return (f"With heartbeats spread after a join ({grids}): "
+            + "; ".join(f"by {_secs(o.spread_ms)}, {o.words(m)}" for o in outcomes) + ".")
+
+
+def spread_short(outcomes: Sequence[SpreadOutcome], m: Metric) -> tuple[str, str]:
+    """What :func:`spread_words` leaves in a sentence that runs long: the widest spread that
+    takes eager's mark with its medians, then only each spread's outcome in a word."""
+    lost = [o for o in outcomes if not o.held]
+    if not lost:
+        return " It holds with spread heartbeats (note).", ""
+    o = max(lost, key=lambda x: x.spread_ms)
+    kept = [_secs(x.spread_ms) for x in outcomes if x.held]
+    medium = (" Spread heartbeats: " + (f"{' and '.join(kept)} kept; " if kept else "")
+              + f"{_secs(o.spread_ms)} {o.words(m)} (note).")
+    short = (" Spread heartbeats: " + ", ".join(f"{_secs(x.spread_ms)} {x.status}"
+                                                for x in outcomes) + " (note).")
+    return medium, short
 
 
 #: How a heartbeat-spread grid's mark reads where it exists only at spreads wider than the
@@ -1946,6 +1977,8 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
             parts = []
             notes = []  # each mark's limits: the note under the sentence
             moves: list[tuple[str, str, str]] = []  # what fit() may give to the note
+            # a clause already shortened, shortened again: after every first shortening
+            later: list[tuple[str, str, str]] = []
             for w in dict.fromkeys(w for _, w in winners):
                 xs = ", ".join(number(x or 0.0) for x, v in winners if v == w)
                 part = f"{w or 'no protocol separated from all the rest'} at {xs}{x_unit}"
@@ -1998,7 +2031,7 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                         notes.append(f"{w} at {xs}{x_unit}: {full}")
                         moves.append((f" ({short}; note below{kept})", gone, ""))
                     if said:
-                        moves.append((gone, " (limit and spread heartbeats in the note)", ""))
+                        later.append((gone, " (limit in the note)", ""))
                 elif said:
                     part += f" ({said})"
                     moves.append((f" ({said})", " (spread heartbeats: note)", ""))
@@ -2032,7 +2065,8 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                              detail="; ".join(parts), swept_on=next(iter(loads)) if on else "",
                              caveats=tuple(notes), sizes=(size,),
                              # a mark's limits go to the note before the lowest medians
-                             movable=tuple(sorted(moves, key=lambda mv: not mv[1]))))
+                             movable=(*(mv for mv in moves if mv[1]), *later,
+                                      *(mv for mv in moves if not mv[1]))))
     return _crossover_texts(g, _merge_sizes(out))
 
 
@@ -2356,8 +2390,14 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
                 same.caveats = tuple(f"[{', '.join(gs)}] {x}"
                                      for gs, _, cv, _ in mine for x in cv)
                 # each grid's clauses move on their own, their note naming the grids
-                same.movable = tuple((f, t, f"[{', '.join(gs)}] {n}" if n else "")
-                                     for gs, _, _, mv in mine for f, t, n in mv)
+                every = [(f, t, f"[{', '.join(gs)}] {n}" if n else "")
+                         for gs, _, _, mv in mine for f, t, n in mv]
+                # a clause shortened again (its frag another clause's stand-in) only after
+                # every grid's first shortening
+                twice = {t for _, t, _ in every if t}
+                same.movable = (*(x for x in every if x[1] and x[0] not in twice),
+                                *(x for x in every if x[0] in twice),
+                                *(x for x in every if not x[1] and x[0] not in twice))
             lead = g.metrics[0].column if g.metrics else ""
             first += [(math.inf, c) for c in found if c.metric == lead]
             rest += [(0.0, c) for c in found if c.metric != lead]
@@ -2442,6 +2482,12 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
                          and a.size in (c.sizes or (c.size,))), None)
             if host is None:
                 continue
+            if spread_quotes(host, c.grid, verdicts):
+                # a heartbeat-spread grid's finding in the answer's cell: the answer's own
+                # spread clause says it (spread_condition), with the medians
+                pool.remove(sc)
+                answered.add(c.grid)
+                continue
             x_name = X_NAMES.get(sweep.parameter, (sweep.parameter, ""))[0]
             body = c.text.partition(": ")[2].rstrip(".")
             whose = "" if body.startswith("[") else f" ({c.grid})"
@@ -2488,7 +2534,9 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     extra: list[Claim] = []
     for g in verdicts:
         if (not follow_up(g) or g.parameter is not None or g.name in answered
-                or any(c.grid == g.name or quotes(c, g.name) for c in page + extra)):
+                or any(c.grid == g.name or quotes(c, g.name) or spread_quotes(c, g.name,
+                                                                             verdicts)
+                       for c in page + extra)):
             continue
         host, pick = _likewise_host(g, page + extra, won)
         late = _late_host(g, page + extra)
@@ -2912,6 +2960,13 @@ def _claim_row(c: Claim, verdicts: Sequence[GridVerdict]
     return None
 
 
+def spread_quotes(c: Claim, grid: str, verdicts: Sequence[GridVerdict]) -> bool:
+    """Whether sentence ``c`` says what heartbeat-spread grid ``grid`` found in its cell
+    (:func:`spread_condition`): that grid's answer is there, no clause of its own."""
+    found = _claim_row(c, verdicts)
+    return found is not None and any(o.grid == grid for o in found[1].spread)
+
+
 def spread_condition(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     """A sentence whose winner is a classic eager protocol, in a cell a heartbeat-spread grid
     also ran, says in the sentence whether the win survives spread heartbeats
@@ -2924,19 +2979,12 @@ def spread_condition(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     _, mv = found
     m = mv.metric
     clause = " " + spread_words(mv.spread, m)
-    lost = [o for o in mv.spread if not o.held]
-    if not lost:
-        short = " It holds with spread heartbeats (note)."
-        moves = [(clause, short, clause.strip().rstrip("."))]
-    else:
-        # the widest spread that takes eager's mark, its two medians; then only that it does
-        o = max(lost, key=lambda x: x.spread_ms)
-        who = (f"{' and '.join(o.best)} lowest" if o.best
-               else f"none separated, {o.lead}")
-        medium = (f" Spread by {number(o.spread_ms / 1000)} s: {who}, "
-                  f"{_pair(m, o.lead_median, o.eager_median, o.eager)} (note).")
-        short = " Spread heartbeats reverse it (note)."
-        moves = [(clause, medium, clause.strip().rstrip(".")), (medium, short, "")]
+    medium, short = spread_short(mv.spread, m)
+    moves = [(clause, medium, clause.strip().rstrip("."))]
+    if short:
+        moves.append((medium, short, ""))
+        # last of all, only that the spread takes eager's mark
+        moves.append((short, " Not kept with spread heartbeats (note).", ""))
     return replace(c, text=c.text + clause, movable=(*c.movable, *moves))
 
 
@@ -2963,12 +3011,18 @@ def weakest_metric(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
             worse.append((short_label(m, g.excess), _pair(m, b, w)))
     if not worse:
         return c
-    names = " and ".join(n for n, _ in worse)
+    names = (", ".join(n for n, _ in worse[:-1]) + " and " + worse[-1][0] if len(worse) > 1
+             else worse[0][0])
     clause = f" Worse on {names}: " + "; ".join(v for _, v in worse) + "."
-    return replace(c, text=c.text + clause,
-                   movable=(*c.movable, (clause, f" Worse on {names} (note).",
-                                         f"in the same cell, {c.best} against {c.worse} on "
-                                         + "; ".join(f"{n}: {v}" for n, v in worse))))
+    few = names if len(worse) <= 2 else (f"{worse[0][0]}, {worse[1][0]} and "
+                                         f"{len(worse) - 2} more")
+    first = f" Worse on {worse[0][0]}" + (f" and {len(worse) - 1} more" if len(worse) > 1
+                                          else "") + " (note)."
+    moves = [(clause, f" Worse on {few} (note).", f"in the same cell, {c.best} against "
+              f"{c.worse} on " + "; ".join(f"{n}: {v}" for n, v in worse))]
+    if len(worse) > 2:
+        moves.append((f" Worse on {few} (note).", first, ""))
+    return replace(c, text=c.text + clause, movable=(*c.movable, *moves))
 
 
 def adverse_row(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
