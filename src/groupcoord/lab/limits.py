@@ -805,6 +805,13 @@ def cell_scenarios(runs: Iterable[Mapping[str, Any]]) -> list[Any]:
     return out
 
 
+def _alignment_measured() -> str:
+    """Which heartbeat alignment the wire measured and when (``lab.wire_spread``)."""
+    from groupcoord.lab.wire_spread import alignment_text, load_spread, load_stable
+
+    return alignment_text(load_spread(), load_stable())
+
+
 def _values(vals: Iterable[Any], unit: str = "") -> str:
     """``50 ms`` or ``0.5, 2, 5 ms``: every value used, in numeric order."""
     uniq = sorted({v for v in vals if v is not None}, key=lambda v: (str(type(v)), v))
@@ -903,13 +910,17 @@ def model_limits(runs: Sequence[Mapping[str, Any]],
                 "production rolling restarts.")
     if cells:
         spread = sorted({getattr(sc, "heartbeat_spread_ms", 0) for _, sc in cells} - {0})
+        spread_labels = any("@hbspread" in str(r.get("protocol")) for r in runs)
         items.append(
             "Classic members' heartbeats aligned: every classic member's heartbeat timer "
             "restarts at the join, so all learn of the next rebalance at the same moment"
             + (f", unless a grid spreads them (heartbeat.spread.ms {_values(spread, 'ms')}, "
                "a model knob)" if spread else "")
-            + "; real members drift apart while the group is stable (the wire measurements "
-            "in the sentences' notes).")
+            + "; " + (_alignment_measured() or "real members drift apart while the group "
+                      "is stable (the wire measurements in the sentences' notes)")
+            + ("; the heartbeat-spread grids (hb-spread and the -hbspread companions) rerun "
+               "eager marks' cells with the heartbeats spread, and each eager sentence says "
+               "what they found in its cell" if spread_labels else "") + ".")
         spreads = {sc.start_spread_ms or 0 for _, sc in cells}
         items.append(
             "Timing: initial members start at offsets drawn from the seed across "

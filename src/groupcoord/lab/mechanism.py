@@ -1457,6 +1457,15 @@ def heartbeat_gap_clause(verdicts: Sequence[GridVerdict]) -> str:
         text += "; also run at " + ", ".join(_ms(b) for b in swept) + " (their own rows)"
     else:
         text += "; no shorter interval was run for them (not swept)"
+    # which alignment the model assumes, and which the wire measured and when (outside
+    # review round 14: the condition named the interval, not the phase the eager wins rest on)
+    from groupcoord.lab.wire_spread import alignment_text, load_spread, load_stable
+
+    text += ("; the model restarts every classic member's heartbeat timer at the join, so "
+             "all learn of the next rebalance at the same beat (a heartbeat-spread grid's "
+             "columns excepted)")
+    if measured := alignment_text(load_spread(), load_stable()):
+        text += f"; on the wire, {measured}"
     if heartbeat_gap_detail(verdicts):
         text += " (detail in the note under these conditions)"
     return text
