@@ -202,6 +202,13 @@ def _production(runs: Sequence[Mapping[str, Any]], scenario: str, size: int,
     return int(r.get("total_partitions") or 0), work_value(r, "records_per_s")
 
 
+def _faults(runs: Sequence[Mapping[str, Any]], scenario: str, size: int,
+            workload: str) -> float:
+    """A cell's poison-record rate (the first run of the cell)."""
+    r = next(_cell_runs(runs, scenario, size, workload), None)
+    return float(r.get("fault_rate") or 0.0) if r is not None else 0.0
+
+
 def _partitions(runs: Sequence[Mapping[str, Any]], scenario: str, size: int,
                 workload: str) -> int:
     return next((int(r["total_partitions"]) for r in _cell_runs(runs, scenario, size, workload)
@@ -794,6 +801,65 @@ def kill_lost_host_clause(c: Claim, verdicts: Sequence[GridVerdict],
     return text + "."
 
 
+def kill_crash_sentence(c: Claim, verdicts: Sequence[GridVerdict],
+                        runs: Sequence[Mapping[str, Any]]) -> str:
+    """A kill's sentence with the lost host of its own cell in it (the tenth outside share
+    review: a platform team cannot choose how a member dies, and the family's sentence, its
+    largest effect, picks the kill, whose records KIP-932's broker releases on disconnect).
+    Where the members outnumber the partitions and the page has the crash of the same cell
+    and the consumer group with the same members on as many partitions on the same load
+    (:func:`same_load`): the kill's medians, then the crash's share median against that
+    consumer group (worse or better on every seed, or the ranges overlap) and on how many
+    seeds a share partition stopped, and for how long (median), above the lock limit. The
+    rest of the sentence's reading goes whole to the note. "" where any of it is missing."""
+    best = c.best.split(" and ")[0]
+    if "kill" not in c.scenario or not _share_vs_consumer([best, c.worse]):
+        return ""
+    crash = c.scenario.replace("kill", "crash")
+
+    def cell(scenario: str) -> MetricVerdict | None:
+        return next((x for g in verdicts for row in g.rows
+                     if (row.scenario, row.size, str(row.workload))
+                     == (scenario, c.size, c.workload)
+                     for x in row.metrics if x.metric.column == c.metric
+                     and best in x.cells and c.worse in x.cells), None)
+
+    kill, lost = cell(c.scenario), cell(crash)
+    parts = _partitions(runs, c.scenario, c.size, c.workload)
+    if kill is None or lost is None or not parts or c.size <= parts:
+        return ""
+    mine = _ok_values(runs, best, crash, c.size, c.metric, parts, c.workload).get(
+        c.workload or "", [])
+    other = _ok_values(runs, c.worse, crash, c.size, c.metric, c.size)
+    same = same_load(runs, c.workload, list(other))
+    if not mine or not same:
+        return ""
+    theirs = other[same[0]]
+    m = kill.metric
+    sign = 1.0 if m.lower_is_better else -1.0
+    side = ("worse than" if min(sign * v for v in mine) > max(sign * v for v in theirs) else
+            "better than" if max(sign * v for v in mine) < min(sign * v for v in theirs) else
+            "the ranges overlapping with")
+    every = "" if side.startswith("the ranges") else " on every seed"
+    unit = f" {m.unit}" if m.unit else ""
+    label = LABELS.get(m.column, m.label)
+    text = (f"{c.scenario}, {c.size} members on {parts} partitions ({c.workload}): {best} "
+            f"{number(kill.cells[best].median / m.scale)} against {c.worse} "
+            f"{number(kill.cells[c.worse].median / m.scale)}{unit} of {label}, medians of "
+            f"{len(kill.cells[best].values)} seeds. A lost host or hung process ({crash}) "
+            f"there: {best} {number(lost.cells[best].median / m.scale)}, {side} {c.worse} "
+            f"on {c.size} partitions ({number(statistics.median(theirs) / m.scale)}){every}")
+    lim = lock_limit(runs)
+    stop = next(((n, st) for scen, size, wl, _, n, st in
+                 _over(runs, lim[0] / (lim[1] / 1000.0), kill=False)
+                 if (scen, size, wl) == (crash, c.size, c.workload)), None) if lim else None
+    if stop is not None and stop[1]:
+        down = statistics.median(float(r["resource_downtime_ms"]) for r in stop[1])
+        text += (f"; a share partition stopped {number(down / 1000)} s on {len(stop[1])} of "
+                 f"{stop[0]} seeds (the lock limit)")
+    return text + "."
+
+
 def heartbeat_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
     """The claim's cell in a companion grid of the claim's protocols at a shorter heartbeat
     interval on both sides (``lab.verdict.is_companion``: every label ``@hb1s``, the same
@@ -880,8 +946,12 @@ def load_control_clause(c: Claim, verdicts: Sequence[GridVerdict],
         loads = dict.fromkeys(str(r.get("workload")) for r in runs
                               if (str(r.get("scenario")), int(r.get("size") or 0))
                               == (c.scenario, c.size))
+        # of the same production and the same records (no poison where the control has
+        # none): only a record's time differs
         base = next((w for w in loads if w != LIGHT and cell(w) is not None
-                     and _production(runs, c.scenario, c.size, w) == rate), "")
+                     and _production(runs, c.scenario, c.size, w) == rate
+                     and _faults(runs, c.scenario, c.size, w)
+                     == _faults(runs, c.scenario, c.size, LIGHT)), "")
     own = cell(base) if base else None
     light = next(((g, mv) for g in verdicts for row in g.rows
                   if (row.scenario, row.size, str(row.workload)) == (c.scenario, c.size, LIGHT)
@@ -1035,6 +1105,19 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
         if not g.confirm_seeds:
             text += f" {g.seeds} seeds, no confirmation set."
         conditions = split_conditions(c.conditions)
+        if both := kill_crash_sentence(c, verdicts, runs):
+            if not g.confirm_seeds:
+                both += f" {g.seeds} seeds, no confirmation set."
+            # the kill and its lost host in the sentence; the rest of its reading, whole, in
+            # the note under it
+            notes = [x[0].lower() + x[1:].rstrip(".")
+                     for x in (_family_note(c, every, key), lock_limit_clause(c, runs)) if x]
+            out.append(replace(c, text=both, conditions=conditions,
+                               caveats=(*c.caveats, "the kill's reading in full: "
+                                        + text.rstrip("."), *notes)))
+            if same:
+                named[id(out[-1])] = quoted_grid(c, verdicts, same_members_workload(c, runs))
+            continue
         # what the sentence gives, whole, to the note under it where it runs over MAX_WORDS
         # as printed (``lab.verdict.fit``), in this order; the contrary clause goes last
         added = [(f" {x}", "", x.rstrip(".")) for x in (hb, light, equal, crash, lost) if x]
