@@ -127,8 +127,8 @@ def test_beside_a_cell_of_another_rate_the_load_control_names_its_own_rates_base
     # 1x4-poison: the same production with poison records, first by name: not a baseline
     rates = {"1x4-busy": 60, "1x4-hot": 300, "1x4-light": 60, "1x4-a-poison": 60}
     runs = [{"protocol": p, "scenario": "owner-kill", "size": 12, "workload": w, "ok": True,
-             "total_partitions": 4, "work": json.dumps({"records_per_s": r}),
-             "fault_rate": 0.0002 if "poison" in w else 0.0}
+             "total_partitions": 4, "work": json.dumps(
+                 {"records_per_s": r, **({"poison_rate": 0.0002} if "poison" in w else {})})}
             for p in (SHARE, KIP848) for w, r in sorted(rates.items())]
     poison = row("1x4-a-poison", {SHARE: [3.0, 2.0, 7.0, 4.0, 5.0],
                                   KIP848: [1_500.0, 1_514.0, 1_600.0, 1_400.0, 1_450.0]})

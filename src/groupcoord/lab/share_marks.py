@@ -204,9 +204,9 @@ def _production(runs: Sequence[Mapping[str, Any]], scenario: str, size: int,
 
 def _faults(runs: Sequence[Mapping[str, Any]], scenario: str, size: int,
             workload: str) -> float:
-    """A cell's poison-record rate (the first run of the cell)."""
+    """A cell's poison-record rate (the first run of the cell: its workload's poison_rate)."""
     r = next(_cell_runs(runs, scenario, size, workload), None)
-    return float(r.get("fault_rate") or 0.0) if r is not None else 0.0
+    return float(work_value(r, "poison_rate") or 0.0) if r is not None else 0.0
 
 
 def _partitions(runs: Sequence[Mapping[str, Any]], scenario: str, size: int,
