@@ -162,9 +162,14 @@ def test_the_heartbeat_companion_gives_no_sentence_and_its_reading_joins_the_par
     (c,) = out
     assert c.metric == "resource_downtime_ms"
     # the gap at the 5 s default, 62.6 - 26.7 = 35.9, against 11.9 - 5.85 = 6.05 at 1 s
-    assert ("At a 1 s heartbeat on both sides (equal-capacity-rolling-hb1s, the same seeds): "
+    assert ("at a 1 s heartbeat on both sides (equal-capacity-rolling-hb1s, the same seeds): "
             "★ share:simple@hb1s, 5.85 against 11.9 resource·s, 6.05 of the gap of 35.9 left "
-            "(17%).") in c.text, c.text
+            "(17%)") in c.caveats, c.caveats
+    # the client default's share of the gap in the sentence itself (the tenth outside share
+    # review), and the consumer group at 1 s already beating the share group at its default
+    assert ("A 1 s heartbeat on both sides removes 83% of the gap; consumer:uniform@hb1s "
+            "(11.9 resource·s) already beats share:simple at its default (26.7).") in c.text, \
+        c.text
 
 
 def test_a_companions_marks_are_not_counted_among_the_share_wins() -> None:
@@ -193,4 +198,4 @@ def test_the_heartbeat_clause_says_a_companions_own_verdict_where_it_has_no_mark
     runs = [_run(p, "rolling-bounce", "1x12-busy", s) for p in (SHARE, KIP848) for s in range(5)]
     (c,) = _sentences(verdicts, runs)
     assert "(equal-capacity-rolling-hb1s, the same seeds): no mark (unconfirmed), 5.85 " \
-        "against 11.9 resource·s" in c.text, c.text
+        "against 11.9 resource·s" in " ".join(c.caveats), c.caveats

@@ -860,13 +860,16 @@ def kill_crash_sentence(c: Claim, verdicts: Sequence[GridVerdict],
     return text + "."
 
 
-def heartbeat_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
+def heartbeat_clause(c: Claim, verdicts: Sequence[GridVerdict], short: bool = False) -> str:
     """The claim's cell in a companion grid of the claim's protocols at a shorter heartbeat
     interval on both sides (``lab.verdict.is_companion``: every label ``@hb1s``, the same
     cells and seeds): its mark and medians, and how much of the gap at the default interval
     is left (the eighth share review's control: a consumer member learns of its revocation,
     and either group's member of its assignment, at its next heartbeat). "" where no
-    companion grid ran the cell."""
+    companion grid ran the cell. ``short``: the sentence's own words instead (the tenth
+    outside share review: the client default's share of the gap belongs in the sentence): how
+    much of the gap the shorter interval removes, and where the runner-up at it already beats
+    the best at its default by more than the metric's floor, that too."""
     from groupcoord.sim.settings import split_timing
 
     best = c.best.split(" and ")[0]
@@ -894,18 +897,27 @@ def heartbeat_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
             m = mv.metric
             sign = 1.0 if m.lower_is_better else -1.0
             gap = sign * (own.cells[c.worse].median - own.cells[best].median)
-            short = sign * (mv.cells[other].median - mv.cells[label].median)
+            short_gap = sign * (mv.cells[other].median - mv.cells[label].median)
             if gap <= 0:
                 continue
             unit = f" {m.unit}" if m.unit else ""
             mark = (f"★ {' and '.join(mv.best)}" if mv.verdict in ("best", "tied")
                     else f"no mark ({mv.verdict})")
             secs = number(timings["heartbeat_interval_ms"] / 1000.0)
+            if short:
+                text = (f"A {secs} s heartbeat on both sides removes "
+                        f"{round(100 * (gap - short_gap) / gap)}% of the gap")
+                ahead = sign * (own.cells[best].median - mv.cells[other].median)
+                if ahead > m.floor:
+                    text += (f"; {other} ({number(mv.cells[other].median / m.scale)}{unit}) "
+                             f"already beats {best} at its default "
+                             f"({number(own.cells[best].median / m.scale)})")
+                return text + "."
             return (f"At a {secs} s heartbeat on both sides ({g.name}, the same seeds): "
                     f"{mark}, {number(mv.cells[label].median / m.scale)} against "
                     f"{number(mv.cells[other].median / m.scale)}{unit}, "
-                    f"{number(short / m.scale)} of the gap of {number(gap / m.scale)} left "
-                    f"({round(100 * short / gap)}%).")
+                    f"{number(short_gap / m.scale)} of the gap of {number(gap / m.scale)} "
+                    f"left ({round(100 * short_gap / gap)}%).")
     return ""
 
 
@@ -1094,8 +1106,9 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
             text += " " + equal
         if crash := kill_lost_host_clause(c, verdicts, runs):
             text += " " + crash
-        if hb := heartbeat_clause(c, verdicts):
-            text += " " + hb
+        hb = heartbeat_clause(c, verdicts)
+        if hb_short := heartbeat_clause(c, verdicts, short=True):
+            text += " " + hb_short
         if light := load_control_clause(c, verdicts, runs):
             text += " " + light
         if contrary := contrary_clause(c, verdicts, runs):
@@ -1120,12 +1133,12 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
             continue
         # what the sentence gives, whole, to the note under it where it runs over MAX_WORDS
         # as printed (``lab.verdict.fit``), in this order; the contrary clause goes last
-        added = [(f" {x}", "", x.rstrip(".")) for x in (hb, light, equal, crash, lost) if x]
+        added = [(f" {x}", "", x.rstrip(".")) for x in (light, equal, crash, lost) if x]
         added += _figure_movables(text, c)
         if contrary:
             added.append((f" {contrary}", "", contrary.rstrip(".")))
         notes = [x[0].lower() + x[1:].rstrip(".")
-                 for x in (_family_note(c, every, key), lock_limit_clause(c, runs)) if x]
+                 for x in (_family_note(c, every, key), lock_limit_clause(c, runs), hb) if x]
         said = words(text) + (len(conditions) + 1 if conditions else 0)
         if said > SENTENCE_WORDS and (m := _THROUGHPUT.search(text)):
             text = text[:m.start()] + text[m.end():]
