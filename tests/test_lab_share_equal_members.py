@@ -199,3 +199,25 @@ def test_the_heartbeat_clause_says_a_companions_own_verdict_where_it_has_no_mark
     (c,) = _sentences(verdicts, runs)
     assert "(equal-capacity-rolling-hb1s, the same seeds): no mark (unconfirmed), 5.85 " \
         "against 11.9 resource·s" in " ".join(c.caveats), c.caveats
+
+
+def test_a_fresh_set_that_lost_a_seed_says_so_not_only_unconfirmed() -> None:
+    """The tenth outside share review: a companion row reads "no mark (unconfirmed)" only
+    because a fresh-set run never caught up; the clause says the fresh set had 4 of 5 seeds,
+    and the table's verdict says the same."""
+    from groupcoord.lab.report import _verdict_word
+    from groupcoord.lab.verdict import MetricVerdict
+
+    verdicts = _rolling_grids()
+    verdicts[1].confirm_seeds = 5
+    mv = verdicts[1].rows[0].metrics[0]
+    mv.verdict = "unconfirmed"
+    mv.again = MetricVerdict(DOWN, {p: Cell(dict(enumerate([5_000.0, 5_100.0, 5_200.0, 5_300.0])))
+                                    for p in mv.cells}, "few seeds", ())
+    runs = [_run(p, "rolling-bounce", "1x12-busy", s) for p in (SHARE, KIP848) for s in range(5)]
+    (c,) = _sentences(verdicts, runs)
+    assert ("(equal-capacity-rolling-hb1s, the same seeds): no mark (unconfirmed: the fresh "
+            "set had 4 of 5 seeds, a run left out), 5.85 against 11.9 resource·s"
+            ) in " ".join(c.caveats), c.caveats
+    assert _verdict_word(mv).endswith("fresh seeds only 4 seeds (< 5: a run left out)"), \
+        _verdict_word(mv)

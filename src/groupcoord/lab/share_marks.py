@@ -39,6 +39,7 @@ from groupcoord.lab.verdict import (
     Claim,
     GridVerdict,
     MetricVerdict,
+    fresh_seeds,
     is_companion,
     modes,
     threshold,
@@ -903,6 +904,12 @@ def heartbeat_clause(c: Claim, verdicts: Sequence[GridVerdict], short: bool = Fa
             unit = f" {m.unit}" if m.unit else ""
             mark = (f"★ {' and '.join(mv.best)}" if mv.verdict in ("best", "tied")
                     else f"no mark ({mv.verdict})")
+            if mv.verdict == "unconfirmed" and mv.again is not None \
+                    and mv.again.verdict == "few seeds" and g.confirm_seeds:
+                # a fresh run that never caught up is a lost seed, not a doubt (the tenth
+                # outside share review)
+                mark = (f"no mark (unconfirmed: the fresh set had {fresh_seeds(mv)} of "
+                        f"{g.confirm_seeds} seeds, a run left out)")
             secs = number(timings["heartbeat_interval_ms"] / 1000.0)
             if short:
                 text = (f"A {secs} s heartbeat on both sides removes "
@@ -979,7 +986,7 @@ def load_control_clause(c: Claim, verdicts: Sequence[GridVerdict],
     higher = sum(1 for k in seeds if lit[k] > heavy[k])
     unit = f" {m.unit}" if m.unit else ""
     where = "" if base == c.workload else (
-        f" on {base} (the same {number(rate[1])} records/s a partition; "
+        f" on {base} (the same {number(rate[1] or 0.0)} records/s a partition; "
         f"this sentence's {c.workload} produces at another rate)")
     side = (f", higher on {higher} of {len(seeds)} paired seeds" if higher > lower
             else f", lower on {lower} of {len(seeds)} paired seeds") if seeds else ""
