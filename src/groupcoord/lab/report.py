@@ -72,6 +72,7 @@ from groupcoord.lab.mechanism import (
     with_heartbeat_condition,
 )
 from groupcoord.lab.runs import RUN_METRICS
+from groupcoord.lab.share_marks import LABELS as SHARE_LABELS
 from groupcoord.lab.share_marks import (
     all_seed_outcomes,
     family_key,
@@ -1345,6 +1346,52 @@ def grid_charts(g: GridVerdict, rdir: Path, styles: dict[str, dict[str, Any]]
     return out
 
 
+#: The metrics a kill's chart sets beside its lost host's (:func:`kill_crash_caption`).
+_BESIDE = ("lag_peak", "resource_downtime_ms")
+
+
+def kill_crash_caption(g: GridVerdict, verdicts: Sequence[GridVerdict],
+                       key: tuple[Any, ...], rows: Sequence[VerdictRow]) -> str:
+    """Under a share grid's kill chart, the lost host of the same cells beside it (the crash
+    of the same scenario family, size and workload, in whichever grid ran it): its excess
+    lag peak and partitions stopped, medians per protocol, kill and crash side by side (the
+    tenth outside share review: a platform team cannot choose how a member dies, and the
+    kill's chart alone shows only the disconnect's release). "" for any other chart."""
+    scenario, wl, _ = key
+    if "kill" not in str(scenario) or not any(family(p) == "share" for p in g.protocols):
+        return ""
+    crash = str(scenario).replace("kill", "crash")
+    said = []
+    for row in rows:
+        other = next((r for h in verdicts for r in h.rows
+                      if (r.scenario, r.size, r.workload) == (crash, row.size, row.workload)),
+                     None)
+        if other is None:
+            continue
+        for mv in row.metrics:
+            twin = next((x for x in other.metrics if x.metric.column == mv.metric.column), None)
+            if mv.metric.column not in _BESIDE or twin is None:
+                continue
+            ps = [p for p in ranked(mv.cells) if p in twin.cells]
+            if len(ps) < 2:
+                continue
+            m = mv.metric
+            unit = f" {m.unit}" if m.unit else ""
+
+            def side(x: MetricVerdict, ps: list[str] = ps, m: Metric = m) -> str:
+                return " against ".join(f"{p} {number(x.cells[p].median / m.scale)}"
+                                        for p in ps)
+
+            label = SHARE_LABELS.get(m.column, m.label)
+            said.append(f"at {row.size} members, {label}: killed {side(mv)}; lost host "
+                        f"{side(twin)}{unit}")
+    if not said:
+        return ""
+    return (f"Beside this kill ({scenario}{', ' + str(wl) if wl else ''}), the lost host of the "
+            f"same cells ({crash}, a crash: nothing closes, so a share member's acquired "
+            "records wait for their lock), medians: " + "; ".join(said) + ".")
+
+
 def nothing_drawn(g: GridVerdict, rows: Sequence[VerdictRow]) -> str:
     """Why a scenario has no chart: the largest value of each metric, every one within the
     metric's floor."""
@@ -2442,12 +2489,15 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
                     "cell's seeds hide under another protocol's marker." if has_share else "")
                  + "</p>")
     for g in verdicts:
-        for t, name, why in grid_charts(g, rdir, styles):
+        groups = list(_chart_groups(g).items())
+        for i, (t, name, why) in enumerate(grid_charts(g, rdir, styles)):
             if name is None:
                 parts.append(f"<h3>{html.escape(t)}</h3><p>{html.escape(why)}</p>")
             else:
                 parts.append(f"<h3>{html.escape(t)}</h3><img src='{html.escape(name)}' "
                              f"alt='{html.escape(t)}'>")
+                if cap := kill_crash_caption(g, verdicts, *groups[i]):
+                    parts.append(f"<p>{html.escape(cap)}</p>")
     parts.append("<h2>Worst seed per cell</h2><p>Runs per cell, runs left out, and each "
                  "metric's worst seed (the tables above show medians and ranges). Every metric "
                  "with p50/p95/p99 and mean is in <code>aggregates/</code>, every run in "
