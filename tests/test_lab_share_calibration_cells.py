@@ -56,6 +56,11 @@ def test_a_kill_sentence_carries_its_lost_hosts_wire_row_and_a_grid_sentence_its
     assert "simulated (this page's 4 runs of the cell) / measured: on this sentence's " \
            "metric, excess lag peak 7,026 / 7,944: within 2x" in note
     assert "not within 2x" not in note
+    # the wire row calibrates the lost host, not the kill: the line says which (the tenth
+    # outside share review)
+    assert note.startswith("Calibration against real clients: the wire rows are of "
+                           "owner-crash, not owner-kill (owner-kill: not measured on the "
+                           "wire); "), note
     # without the lost-host clause the kill sentence has no wire row of its own
     assert share_calibration_note("owner-kill", 12, [SHARE], cells=cells, cal={},
                                   workload="1x4-hot").endswith("uncalibrated (share:simple)")

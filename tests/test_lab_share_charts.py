@@ -67,3 +67,38 @@ def test_the_chart_legend_names_share_groups() -> None:
     from groupcoord.lab.report import LEGEND_FAMILIES
 
     assert LEGEND_FAMILIES.get("share") == "KIP-932 share groups"
+
+
+def test_a_kill_chart_sets_its_lost_host_beside_it() -> None:
+    """The tenth outside share review: no chart set the lost host and the kill of 1x4-hot at
+    12 side by side; the kill chart's caption does, from the crash grid's medians."""
+    from groupcoord.lab.findings import Metric
+    from groupcoord.lab.report import _chart_groups, kill_crash_caption
+    from groupcoord.lab.verdict import Cell, GridVerdict, VerdictRow, judge
+
+    peak = Metric("lag_peak", "peak consumer lag", "records", floor=10.0)
+    down = Metric("resource_downtime_ms", "resource downtime", "resource·s", scale=1000.0,
+                  floor=1000.0)
+    share, kip848 = "share:simple", "consumer:uniform"
+
+    def row(scenario: str, peaks: tuple[list[float], list[float]],
+            downs: tuple[list[float], list[float]]) -> VerdictRow:
+        mvs = [judge({p: Cell(dict(enumerate(v))) for p, v in zip((share, kip848), vals,
+                                                                 strict=True)}, m)
+               for m, vals in ((peak, peaks), (down, downs))]
+        return VerdictRow(scenario, 12, "1x4-hot", 0.0, 5, mvs)
+
+    kill = GridVerdict("lock-rate-owner-kill", "", [share, kip848], [peak, down],
+                       [row("owner-kill", ([3, 2, 7, 3, 4], [13_121] * 5),
+                            ([0] * 5, [43_700] * 5))], 10, 0, 0, 5)
+    crash = GridVerdict("lock-rate-owner", "", [share, kip848], [peak, down],
+                        [row("owner-crash", ([7_046] * 5, [13_526] * 5),
+                             ([23_400] * 5, [45_100] * 5))], 10, 0, 0, 5)
+    (key, rows), = _chart_groups(kill).items()
+    cap = kill_crash_caption(kill, [kill, crash], key, rows)
+    assert "excess lag peak: killed share:simple 3 against consumer:uniform 13,121; lost " \
+           "host share:simple 7,046 against consumer:uniform 13,526 records" in cap, cap
+    assert "partitions stopped: killed share:simple 0 against consumer:uniform 43.7; lost " \
+           "host share:simple 23.4 against consumer:uniform 45.1 resource·s" in cap, cap
+    (key, rows), = _chart_groups(crash).items()
+    assert kill_crash_caption(crash, [kill, crash], key, rows) == ""

@@ -106,3 +106,45 @@ def test_the_load_control_stands_only_beside_a_cell_of_its_production_rate() -> 
         assert bool(text) is said, (workload, text)
         if said:
             assert "consumer:uniform 2,662 against 2,600 records" in text
+            assert "higher on 5 of 5 paired seeds" in text, text
+
+
+def test_beside_a_cell_of_another_rate_the_load_control_names_its_own_rates_baseline() -> None:
+    """The tenth outside review's baseline: beside owner-kill on 1x4-hot the light consumer
+    (60 records/s a partition) is set against the consumer on 1x4-busy (the same 60
+    records/s), 2,672 against 2,613 on the page, never against 1x4-hot's 13,121."""
+    import json
+
+    from groupcoord.lab.share_marks import load_control_clause
+    from groupcoord.lab.verdict import Claim
+
+    peak = Metric("lag_peak", "excess lag peak", "records", floor=12.0)
+
+    def row(workload: str, values: dict[str, list[float]]) -> VerdictRow:
+        mv = judge({p: Cell(dict(enumerate(v))) for p, v in values.items()}, peak)
+        return VerdictRow("owner-kill", 12, workload, 0.0, 5, [mv])
+
+    # 1x4-poison: the same production with poison records, first by name: not a baseline
+    rates = {"1x4-busy": 60, "1x4-hot": 300, "1x4-light": 60, "1x4-a-poison": 60}
+    runs = [{"protocol": p, "scenario": "owner-kill", "size": 12, "workload": w, "ok": True,
+             "total_partitions": 4, "work": json.dumps(
+                 {"records_per_s": r, **({"poison_rate": 0.0002} if "poison" in w else {})})}
+            for p in (SHARE, KIP848) for w, r in sorted(rates.items())]
+    poison = row("1x4-a-poison", {SHARE: [3.0, 2.0, 7.0, 4.0, 5.0],
+                                  KIP848: [1_500.0, 1_514.0, 1_600.0, 1_400.0, 1_450.0]})
+    light = row("1x4-light", {KIP848: [2_620.0, 2_672.0, 2_791.0, 2_650.0, 2_700.0]})
+    busy = row("1x4-busy", {SHARE: [3.0, 2.0, 7.0, 4.0, 5.0],
+                            KIP848: [2_504.0, 2_613.0, 2_746.0, 2_550.0, 2_600.0]})
+    hot = row("1x4-hot", {SHARE: [3.0, 2.0, 7.0, 4.0, 5.0],
+                          KIP848: [12_997.0, 13_121.0, 14_308.0, 13_000.0, 13_500.0]})
+    grids = [GridVerdict("lock-rate-owner-kill", "", [SHARE, KIP848], [peak], [hot],
+                         10, 0, 0, 5),
+             GridVerdict("owner", "", [SHARE, KIP848], [peak], [poison, busy], 10, 0, 0, 5),
+             GridVerdict("share-light", "", [KIP848], [peak], [light], 5, 0, 0, 5)]
+    c = Claim("lock-rate-owner-kill", "", "", "lag_peak", "owner-kill", 12, SHARE, KIP848,
+              workload="1x4-hot")
+    text = load_control_clause(c, grids, runs)
+    assert text.startswith("At a share member's load per member (1x4-light, share-light): "
+                           "consumer:uniform 2,672 against 2,600 records on 1x4-busy "), text
+    assert "higher on 5 of 5 paired seeds" in text, text
+    assert "13,121" not in text and "13,500" not in text

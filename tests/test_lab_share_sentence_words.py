@@ -29,17 +29,21 @@ def test_every_share_sentence_is_within_60_words_as_printed() -> None:
 def test_the_moved_clauses_are_whole_in_the_note_under_the_sentence() -> None:
     found, _ = _page()
     kill = next(c for c in found if c.scenario == "owner-kill")
-    # the same-members comparison still leads the sentence, the claim's own cell follows
-    assert kill.text.startswith("owner-kill, the same 12 members: share:simple on 4 "
-                                "partitions 3 against consumer:uniform on 12"), kill.text
-    assert "share:simple has the lowest lag peak, 3 records" in kill.text
+    # the kill and its lost host lead the sentence (the tenth outside share review); the
+    # same-members comparison and the claim's own ranges go whole to the note
+    assert kill.text.startswith("owner-kill, 12 members on 4 partitions (1x4-hot): "
+                                "share:simple 3 against consumer:uniform 13,121"), kill.text
+    assert ("A lost host or hung process (owner-crash) there: share:simple 7,046, worse than "
+            "consumer:uniform on 12 partitions (4,557) on every seed") in kill.text
     note = "; ".join(kill.caveats)
-    # the kill's lost host, whole, in the note and not in the sentence
+    assert ("owner-kill, the same 12 members: share:simple on 4 partitions 3 against "
+            "consumer:uniform on 12") in note, note
+    assert "share:simple has the lowest lag peak, 3 records" in note
+    # the kill's lost host's evidence, whole, in the note
     lost = ("A lost host (owner-crash) in the same cell: 7,046 against 13,526 records; "
             "against consumer:uniform on 12 (1x12-hot) 4,557 records, lower on every seed "
             "(4,403\u20134,746 against 7,035\u20137,058; medians of 5 and 5 seeds, unpaired)")
     assert lost in note, note
-    assert "A lost host" not in kill.text
     # the share group's own row at 12 on 12, whole, in the note
     assert "At 12 on 12 (1x12-hot): a tie (no mark), 4,618 against 4,588 records" in note
 
@@ -50,5 +54,5 @@ def test_the_same_members_companion_gets_no_sentence_when_another_quotes_its_cel
     # no-difference sentence of its own, its name in the sentence that quotes them
     assert [c.grid for c in found] == ["lock-rate-owner-kill"], [c.grid for c in found]
     (kill,) = found
-    assert "consumer:uniform on 12 (owner-equal, 1x12-hot)" in kill.text, kill.text
-    assert "owner-equal: 1" in answers_text(found, verdicts)
+    assert "consumer:uniform on 12 (owner-equal, 1x12-hot)" in "; ".join(kill.caveats)
+    assert "owner-equal: the note under 1" in answers_text(found, verdicts)

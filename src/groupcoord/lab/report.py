@@ -75,6 +75,7 @@ from groupcoord.lab.mechanism import (
     with_heartbeat_condition,
 )
 from groupcoord.lab.runs import RUN_METRICS
+from groupcoord.lab.share_marks import LABELS as SHARE_LABELS
 from groupcoord.lab.share_marks import (
     all_seed_outcomes,
     family_key,
@@ -428,7 +429,9 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
             "metric's floor ('medians under floor' with the seeds over it where some are "
             "not); 'tie? lowest under floor': none separates, but the lowest cost is under "
             "the floor the test applies, so the test cannot tell it from the others (not a "
-            f"tie of equal costs: read the medians); with fewer than {MIN_SEEDS} seeds nothing is "
+            "tie of equal costs: read the medians; where the highest and lowest medians differ "
+            "by more than the floor, the row says which is higher on how many paired seeds, "
+            f"'not separated'); with fewer than {MIN_SEEDS} seeds nothing is "
             f"marked. Beside each floor, a difference under {RELATIVE_FLOOR:.0%} of the larger "
             "value does not count either (7 s on a 140 s time to converge). Where a "
             "protocol's seeds fall into distinct outcomes (sorted, one gap wider than the "
@@ -647,12 +650,35 @@ def _verdict_word(mv: MetricVerdict) -> str:
             # a side at 0 on most seeds and far over the floor on a few is a split, not a
             # lowest cost the test cannot tell from the others
             return "split seeds"
-        return "tie? lowest under floor"
+        return higher_on_seeds(mv) or "tie? lowest under floor"
     if mv.verdict == "few seeds":
         return f"< {MIN_SEEDS} seeds"
     if mv.verdict == "one protocol":
         return ""
     return "tie" + tie_medians(mv)
+
+
+def higher_on_seeds(mv: MetricVerdict) -> str:
+    """A tie the test cannot judge (the lowest cost under the floor) whose highest and lowest
+    medians differ by more than the metric's floor: which side is higher on how many paired
+    seeds (by more than the floor), so that a 0 against 203 does not read as a tie (the tenth
+    outside share review). "" where the medians lie within the floor or no seed is paired."""
+    from groupcoord.lab.verdict import threshold
+
+    pool = [p for p in mv.cells if mv.cells[p].values]
+    if len(pool) < 2:
+        return ""
+    hi = max(pool, key=lambda p: mv.cells[p].median)
+    lo = min(pool, key=lambda p: mv.cells[p].median)
+    if mv.cells[hi].median - mv.cells[lo].median <= mv.metric.floor:
+        return ""
+    a, b = mv.cells[hi].values, mv.cells[lo].values
+    seeds = sorted(set(a) & set(b))
+    if not seeds:
+        return ""
+    n = sum(1 for k in seeds if a[k] - b[k] > threshold(mv.metric, a[k], b[k]))
+    return (f"not separated: {hi} higher on {n} of {len(seeds)} paired seeds than {lo} "
+            "(the lowest under floor)")
 
 
 def tie_medians(mv: MetricVerdict) -> str:
@@ -1371,6 +1397,52 @@ def grid_charts(g: GridVerdict, rdir: Path, styles: dict[str, dict[str, Any]]
                           caption=chart_conditions(g, rows))
         out.append((title, name if drawn else None, "" if drawn else nothing_drawn(g, rows)))
     return out
+
+
+#: The metrics a kill's chart sets beside its lost host's (:func:`kill_crash_caption`).
+_BESIDE = ("lag_peak", "resource_downtime_ms")
+
+
+def kill_crash_caption(g: GridVerdict, verdicts: Sequence[GridVerdict],
+                       key: tuple[Any, ...], rows: Sequence[VerdictRow]) -> str:
+    """Under a share grid's kill chart, the lost host of the same cells beside it (the crash
+    of the same scenario family, size and workload, in whichever grid ran it): its excess
+    lag peak and partitions stopped, medians per protocol, kill and crash side by side (the
+    tenth outside share review: a platform team cannot choose how a member dies, and the
+    kill's chart alone shows only the disconnect's release). "" for any other chart."""
+    scenario, wl, _ = key
+    if "kill" not in str(scenario) or not any(family(p) == "share" for p in g.protocols):
+        return ""
+    crash = str(scenario).replace("kill", "crash")
+    said = []
+    for row in rows:
+        other = next((r for h in verdicts for r in h.rows
+                      if (r.scenario, r.size, r.workload) == (crash, row.size, row.workload)),
+                     None)
+        if other is None:
+            continue
+        for mv in row.metrics:
+            twin = next((x for x in other.metrics if x.metric.column == mv.metric.column), None)
+            if mv.metric.column not in _BESIDE or twin is None:
+                continue
+            ps = [p for p in ranked(mv.cells) if p in twin.cells]
+            if len(ps) < 2:
+                continue
+            m = mv.metric
+            unit = f" {m.unit}" if m.unit else ""
+
+            def side(x: MetricVerdict, ps: list[str] = ps, m: Metric = m) -> str:
+                return " against ".join(f"{p} {number(x.cells[p].median / m.scale)}"
+                                        for p in ps)
+
+            label = SHARE_LABELS.get(m.column, m.label)
+            said.append(f"at {row.size} members, {label}: killed {side(mv)}; lost host "
+                        f"{side(twin)}{unit}")
+    if not said:
+        return ""
+    return (f"Beside this kill ({scenario}{', ' + str(wl) if wl else ''}), the lost host of the "
+            f"same cells ({crash}, a crash: nothing closes, so a share member's acquired "
+            "records wait for their lock), medians: " + "; ".join(said) + ".")
 
 
 def nothing_drawn(g: GridVerdict, rows: Sequence[VerdictRow]) -> str:
@@ -2472,10 +2544,11 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
                     "cell's seeds hide under another protocol's marker." if has_share else "")
                  + "</p>")
     for g in verdicts:
+        groups = list(_chart_groups(g).items())
         conditions = {f"{g.name}: {sc}" + (f", {wl}" if wl else "") + (
             f", {rate:.0%} faults" if rate else ""): chart_conditions(g, rows)
-            for (sc, wl, rate), rows in _chart_groups(g).items()}
-        for t, name, why in grid_charts(g, rdir, styles):
+            for (sc, wl, rate), rows in groups}
+        for i, (t, name, why) in enumerate(grid_charts(g, rdir, styles)):
             if name is None:
                 parts.append(f"<h3>{html.escape(t)}</h3><p>{html.escape(why)}</p>")
             else:
@@ -2484,6 +2557,8 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
                 if conditions.get(t):
                     parts.append(f"<p class='note'><small class='note'>Conditions: "
                                  f"{html.escape(conditions[t])}</small></p>")
+                if cap := kill_crash_caption(g, verdicts, *groups[i]):
+                    parts.append(f"<p>{html.escape(cap)}</p>")
     parts.append("<h2>Worst seed per cell</h2><p>Runs per cell, runs left out, and each "
                  "metric's worst seed (the tables above show medians and ranges). Every metric "
                  "with p50/p95/p99 and mean is in <code>aggregates/</code>, every run in "

@@ -39,6 +39,7 @@ from groupcoord.lab.verdict import (
     Claim,
     GridVerdict,
     MetricVerdict,
+    fresh_seeds,
     is_companion,
     modes,
     threshold,
@@ -200,6 +201,13 @@ def _production(runs: Sequence[Mapping[str, Any]], scenario: str, size: int,
     if r is None:
         return 0, None
     return int(r.get("total_partitions") or 0), work_value(r, "records_per_s")
+
+
+def _faults(runs: Sequence[Mapping[str, Any]], scenario: str, size: int,
+            workload: str) -> float:
+    """A cell's poison-record rate (the first run of the cell: its workload's poison_rate)."""
+    r = next(_cell_runs(runs, scenario, size, workload), None)
+    return float(work_value(r, "poison_rate") or 0.0) if r is not None else 0.0
 
 
 def _partitions(runs: Sequence[Mapping[str, Any]], scenario: str, size: int,
@@ -794,13 +802,75 @@ def kill_lost_host_clause(c: Claim, verdicts: Sequence[GridVerdict],
     return text + "."
 
 
-def heartbeat_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
+def kill_crash_sentence(c: Claim, verdicts: Sequence[GridVerdict],
+                        runs: Sequence[Mapping[str, Any]]) -> str:
+    """A kill's sentence with the lost host of its own cell in it (the tenth outside share
+    review: a platform team cannot choose how a member dies, and the family's sentence, its
+    largest effect, picks the kill, whose records KIP-932's broker releases on disconnect).
+    Where the members outnumber the partitions and the page has the crash of the same cell
+    and the consumer group with the same members on as many partitions on the same load
+    (:func:`same_load`): the kill's medians, then the crash's share median against that
+    consumer group (worse or better on every seed, or the ranges overlap) and on how many
+    seeds a share partition stopped, and for how long (median), above the lock limit. The
+    rest of the sentence's reading goes whole to the note. "" where any of it is missing."""
+    best = c.best.split(" and ")[0]
+    if "kill" not in c.scenario or not _share_vs_consumer([best, c.worse]):
+        return ""
+    crash = c.scenario.replace("kill", "crash")
+
+    def cell(scenario: str) -> MetricVerdict | None:
+        return next((x for g in verdicts for row in g.rows
+                     if (row.scenario, row.size, str(row.workload))
+                     == (scenario, c.size, c.workload)
+                     for x in row.metrics if x.metric.column == c.metric
+                     and best in x.cells and c.worse in x.cells), None)
+
+    kill, lost = cell(c.scenario), cell(crash)
+    parts = _partitions(runs, c.scenario, c.size, c.workload)
+    if kill is None or lost is None or not parts or c.size <= parts:
+        return ""
+    mine = _ok_values(runs, best, crash, c.size, c.metric, parts, c.workload).get(
+        c.workload or "", [])
+    other = _ok_values(runs, c.worse, crash, c.size, c.metric, c.size)
+    same = same_load(runs, c.workload, list(other))
+    if not mine or not same:
+        return ""
+    theirs = other[same[0]]
+    m = kill.metric
+    sign = 1.0 if m.lower_is_better else -1.0
+    side = ("worse than" if min(sign * v for v in mine) > max(sign * v for v in theirs) else
+            "better than" if max(sign * v for v in mine) < min(sign * v for v in theirs) else
+            "the ranges overlapping with")
+    every = "" if side.startswith("the ranges") else " on every seed"
+    unit = f" {m.unit}" if m.unit else ""
+    label = LABELS.get(m.column, m.label)
+    text = (f"{c.scenario}, {c.size} members on {parts} partitions ({c.workload}): {best} "
+            f"{number(kill.cells[best].median / m.scale)} against {c.worse} "
+            f"{number(kill.cells[c.worse].median / m.scale)}{unit} of {label}, medians of "
+            f"{len(kill.cells[best].values)} seeds. A lost host or hung process ({crash}) "
+            f"there: {best} {number(lost.cells[best].median / m.scale)}, {side} {c.worse} "
+            f"on {c.size} partitions ({number(statistics.median(theirs) / m.scale)}){every}")
+    lim = lock_limit(runs)
+    stop = next(((n, st) for scen, size, wl, _, n, st in
+                 _over(runs, lim[0] / (lim[1] / 1000.0), kill=False)
+                 if (scen, size, wl) == (crash, c.size, c.workload)), None) if lim else None
+    if stop is not None and stop[1]:
+        down = statistics.median(float(r["resource_downtime_ms"]) for r in stop[1])
+        text += (f"; a share partition stopped {number(down / 1000)} s on {len(stop[1])} of "
+                 f"{stop[0]} seeds (the lock limit)")
+    return text + "."
+
+
+def heartbeat_clause(c: Claim, verdicts: Sequence[GridVerdict], short: bool = False) -> str:
     """The claim's cell in a companion grid of the claim's protocols at a shorter heartbeat
     interval on both sides (``lab.verdict.is_companion``: every label ``@hb1s``, the same
     cells and seeds): its mark and medians, and how much of the gap at the default interval
     is left (the eighth share review's control: a consumer member learns of its revocation,
     and either group's member of its assignment, at its next heartbeat). "" where no
-    companion grid ran the cell."""
+    companion grid ran the cell. ``short``: the sentence's own words instead (the tenth
+    outside share review: the client default's share of the gap belongs in the sentence): how
+    much of the gap the shorter interval removes, and where the runner-up at it already beats
+    the best at its default by more than the metric's floor, that too."""
     from groupcoord.sim.settings import split_timing
 
     best = c.best.split(" and ")[0]
@@ -828,18 +898,33 @@ def heartbeat_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
             m = mv.metric
             sign = 1.0 if m.lower_is_better else -1.0
             gap = sign * (own.cells[c.worse].median - own.cells[best].median)
-            short = sign * (mv.cells[other].median - mv.cells[label].median)
+            short_gap = sign * (mv.cells[other].median - mv.cells[label].median)
             if gap <= 0:
                 continue
             unit = f" {m.unit}" if m.unit else ""
             mark = (f"★ {' and '.join(mv.best)}" if mv.verdict in ("best", "tied")
                     else f"no mark ({mv.verdict})")
+            if mv.verdict == "unconfirmed" and mv.again is not None \
+                    and mv.again.verdict == "few seeds" and g.confirm_seeds:
+                # a fresh run that never caught up is a lost seed, not a doubt (the tenth
+                # outside share review)
+                mark = (f"no mark (unconfirmed: the fresh set had {fresh_seeds(mv)} of "
+                        f"{g.confirm_seeds} seeds, a run left out)")
             secs = number(timings["heartbeat_interval_ms"] / 1000.0)
+            if short:
+                text = (f"A {secs} s heartbeat on both sides removes "
+                        f"{round(100 * (gap - short_gap) / gap)}% of the gap")
+                ahead = sign * (own.cells[best].median - mv.cells[other].median)
+                if ahead > m.floor:
+                    text += (f"; {other} ({number(mv.cells[other].median / m.scale)}{unit}) "
+                             f"already beats {best} at its default "
+                             f"({number(own.cells[best].median / m.scale)})")
+                return text + "."
             return (f"At a {secs} s heartbeat on both sides ({g.name}, the same seeds): "
                     f"{mark}, {number(mv.cells[label].median / m.scale)} against "
                     f"{number(mv.cells[other].median / m.scale)}{unit}, "
-                    f"{number(short / m.scale)} of the gap of {number(gap / m.scale)} left "
-                    f"({round(100 * short / gap)}%).")
+                    f"{number(short_gap / m.scale)} of the gap of {number(gap / m.scale)} "
+                    f"left ({round(100 * short_gap / gap)}%).")
     return ""
 
 
@@ -852,41 +937,63 @@ def load_control_clause(c: Claim, verdicts: Sequence[GridVerdict],
                         runs: Sequence[Mapping[str, Any]]) -> str:
     """A share sentence's cell with more members than partitions, its consumer side again at
     a share member's load per member (:data:`LIGHT`, the ninth outside review's control):
-    the consumer group's median there against its median in the sentence's cell, on how many
-    paired seeds (the same replicates' seeds) it is lower. "" where the page has no such
-    cell, or where the sentence's cell produces at another rate than :data:`LIGHT` (its
-    partitions and records per second): the control changes only the time a record takes, so
-    beside a cell of another rate its gap would be the production rate's (the tenth outside
-    review: 1x4-light against 1x4-hot's 300 records/s a partition)."""
+    the consumer group's median there against its median in a cell of the same scenario,
+    size and production (partitions and records per second a partition), on how many paired
+    seeds (the same replicates' seeds) it is lower or higher. The control changes only the
+    time a record takes, so its baseline is the sentence's cell where that produces at
+    :data:`LIGHT`'s rate, else the cell of the same scenario and size that does, named (the
+    tenth outside review: beside 1x4-hot's 300 records/s a partition the gap was the
+    production rate's; 1x4-busy is the baseline). "" where the page has no such cells."""
     best = c.best.split(" and ")[0]
     parts = _partitions(runs, c.scenario, c.size, c.workload)
     if c.workload == LIGHT or not parts or c.size <= parts or \
             not _share_vs_consumer([best, c.worse]):
         return ""
-    if _production(runs, c.scenario, c.size, c.workload) != \
-            _production(runs, c.scenario, c.size, LIGHT):
+    rate = _production(runs, c.scenario, c.size, LIGHT)
+    if not rate[0]:
         return ""
-    own = next((mv for g in verdicts if g.name == c.grid for row in g.rows
-                if (row.scenario, row.size, str(row.workload)) == (c.scenario, c.size,
-                                                                     c.workload)
-                for mv in row.metrics if mv.metric.column == c.metric), None)
+
+    def cell(workload: str) -> MetricVerdict | None:
+        return next((mv for g in verdicts for row in g.rows
+                     if (row.scenario, row.size, str(row.workload)) == (c.scenario, c.size,
+                                                                          workload)
+                     for mv in row.metrics if mv.metric.column == c.metric
+                     and c.worse in mv.cells), None)
+
+    base = c.workload or ""
+    if _production(runs, c.scenario, c.size, base) != rate:
+        loads = dict.fromkeys(str(r.get("workload")) for r in runs
+                              if (str(r.get("scenario")), int(r.get("size") or 0))
+                              == (c.scenario, c.size))
+        # of the same production and the same records (no poison where the control has
+        # none): only a record's time differs
+        base = next((w for w in loads if w != LIGHT and cell(w) is not None
+                     and _production(runs, c.scenario, c.size, w) == rate
+                     and _faults(runs, c.scenario, c.size, w)
+                     == _faults(runs, c.scenario, c.size, LIGHT)), "")
+    own = cell(base) if base else None
     light = next(((g, mv) for g in verdicts for row in g.rows
                   if (row.scenario, row.size, str(row.workload)) == (c.scenario, c.size, LIGHT)
                   for mv in row.metrics if mv.metric.column == c.metric
                   and c.worse in mv.cells), None)
-    if own is None or light is None or c.worse not in own.cells:
+    if own is None or light is None:
         return ""
     g, mv = light
     m = mv.metric
     heavy, lit = _paired(own, c.worse), _paired(mv, c.worse)
     seeds = sorted(set(heavy) & set(lit))
     lower = sum(1 for k in seeds if lit[k] < heavy[k])
+    higher = sum(1 for k in seeds if lit[k] > heavy[k])
     unit = f" {m.unit}" if m.unit else ""
+    where = "" if base == c.workload else (
+        f" on {base} (the same {number(rate[1] or 0.0)} records/s a partition; "
+        f"this sentence's {c.workload} produces at another rate)")
+    side = (f", higher on {higher} of {len(seeds)} paired seeds" if higher > lower
+            else f", lower on {lower} of {len(seeds)} paired seeds") if seeds else ""
     return (f"At a share member's load per member ({LIGHT}, {g.name}): {c.worse} "
             f"{number(statistics.median(lit.values()) / m.scale)} against "
-            f"{number(statistics.median(heavy.values()) / m.scale)}{unit}"
-            + (f", lower on {lower} of {len(seeds)} paired seeds" if seeds else "")
-            + " (both seed sets).")
+            f"{number(statistics.median(heavy.values()) / m.scale)}{unit}{where}"
+            + side + " (both seed sets).")
 
 
 def _with_partitions(text: str, c: Claim, runs: Sequence[Mapping[str, Any]]) -> str:
@@ -1006,8 +1113,9 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
             text += " " + equal
         if crash := kill_lost_host_clause(c, verdicts, runs):
             text += " " + crash
-        if hb := heartbeat_clause(c, verdicts):
-            text += " " + hb
+        hb = heartbeat_clause(c, verdicts)
+        if hb_short := heartbeat_clause(c, verdicts, short=True):
+            text += " " + hb_short
         if light := load_control_clause(c, verdicts, runs):
             text += " " + light
         if contrary := contrary_clause(c, verdicts, runs):
@@ -1017,14 +1125,27 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
         if not g.confirm_seeds:
             text += f" {g.seeds} seeds, no confirmation set."
         conditions = split_conditions(c.conditions)
+        if both := kill_crash_sentence(c, verdicts, runs):
+            if not g.confirm_seeds:
+                both += f" {g.seeds} seeds, no confirmation set."
+            # the kill and its lost host in the sentence; the rest of its reading, whole, in
+            # the note under it
+            notes = [x[0].lower() + x[1:].rstrip(".")
+                     for x in (_family_note(c, every, key), lock_limit_clause(c, runs)) if x]
+            out.append(replace(c, text=both, conditions=conditions,
+                               caveats=(*c.caveats, "the kill's reading in full: "
+                                        + text.rstrip("."), *notes)))
+            if same:
+                named[id(out[-1])] = quoted_grid(c, verdicts, same_members_workload(c, runs))
+            continue
         # what the sentence gives, whole, to the note under it where it runs over MAX_WORDS
         # as printed (``lab.verdict.fit``), in this order; the contrary clause goes last
-        added = [(f" {x}", "", x.rstrip(".")) for x in (hb, light, equal, crash, lost) if x]
+        added = [(f" {x}", "", x.rstrip(".")) for x in (light, equal, crash, lost) if x]
         added += _figure_movables(text, c)
         if contrary:
             added.append((f" {contrary}", "", contrary.rstrip(".")))
         notes = [x[0].lower() + x[1:].rstrip(".")
-                 for x in (_family_note(c, every, key), lock_limit_clause(c, runs)) if x]
+                 for x in (_family_note(c, every, key), lock_limit_clause(c, runs), hb) if x]
         said = words(text) + (len(conditions) + 1 if conditions else 0)
         if said > SENTENCE_WORDS and (m := _THROUGHPUT.search(text)):
             text = text[:m.start()] + text[m.end():]

@@ -938,6 +938,14 @@ def share_calibration_note(scenario: str, size: int | None, protocols: Sequence[
             found.append(str(row) if row else f"uncalibrated ({p})")
         elif row:
             found.append(str(row))
+    # a sentence that states two scenarios of its cell (a kill and its lost host): which of
+    # them the wire rows calibrate (the tenth outside share review)
+    measured = [sc for sc in dict.fromkeys((scenario, *also))
+                if any(_sentence_cells(sc, size, p, workload, cells, workloads)
+                       for p in protocols)]
+    if also and measured and scenario not in measured:
+        found.insert(0, f"the wire rows are of {', '.join(measured)}, not {scenario} "
+                        f"({scenario}: not measured on the wire)")
     if len(sides) > 1:  # which sides of the comparison a wire row stands behind
         on = [p for p, ok in sides.items() if ok]
         off = [p for p, ok in sides.items() if not ok]

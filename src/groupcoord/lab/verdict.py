@@ -520,6 +520,15 @@ def confirm(mv: MetricVerdict, again: MetricVerdict) -> MetricVerdict:
     return mv
 
 
+def fresh_seeds(mv: MetricVerdict) -> int | None:
+    """How many seeds the row's fresh seed set judged (the fewest of its protocols'), None
+    without a fresh set."""
+    a = mv.again
+    if a is None or not a.cells:
+        return None
+    return min(len(c.values) for c in a.cells.values())
+
+
 def again_text(mv: MetricVerdict) -> str:
     """What the second seed set found in a row, in a few words."""
     a = mv.again
@@ -531,6 +540,9 @@ def again_text(mv: MetricVerdict) -> str:
         return "= " + " and ".join(a.best)
     if a.verdict == "overlap":
         return f"{a.best[0]} best, overlapping"
+    if a.verdict == "few seeds" and (n := fresh_seeds(mv)) is not None:
+        # a run left out (one that never caught up) is a lost seed, not a doubt: say so
+        return f"only {n} seeds (< {MIN_SEEDS}: a run left out)"
     return {"tie": "a tie", "split": "split seeds", "few seeds": f"< {MIN_SEEDS} seeds",
             "one protocol": "one protocol"}.get(a.verdict, a.verdict)
 
