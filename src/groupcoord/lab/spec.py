@@ -1029,6 +1029,43 @@ question = "Does the group keep processing while 30 members restart one after an
 metrics = ["stall_ms", "lag_peak", "lag_record_s", "resources_moved", "records_reprocessed"]
 
 [[grid]]
+name = "rolling-static"
+description = '''rolling's cell with static members (KIP-345, group.instance.id = the member's \
+name; KIP-848 keeps it): every consumer restarts, 15 s apart, each down 3 s, within its 45 s \
+session, so a static member comes back to its own partitions with no rebalance (KIP-848: it \
+leaves with epoch -2 and rejoins under its instance id; classic: a known instance id rejoining a \
+Stable group gets its cached assignment, a returning leader skips the assignment, KIP-814). \
+A cooperative leader back asks for one follow-up round that moves nothing (the model's client, \
+not the Java consumer). Production rolling restarts commonly run static members; the time to \
+converge runs to the last member's return, members x 15 s after the first'''
+protocols = ["classic:eager", "classic:eager-roundrobin", "classic:cooperative", \
+             "consumer:uniform", "consumer:uniform@hb3s"]
+scenarios = ["rolling-bounce-static"]
+sizes = [10]
+workloads = ["4x250"]
+seeds = 10
+confirm_seeds = 10
+question = "What does a rolling restart cost with static membership?"
+metrics = ["stall_ms", "lag_peak", "lag_record_s", "resources_moved", "convergence_ms"]
+
+[[grid]]
+name = "field-costs-static"
+description = '''field-costs' rolling bounce with static members (as rolling-static: each \
+member down 3 s, within its 45 s session, back to its own partitions with no rebalance, so no \
+partition restores its state): 10 consumers on 1 x 100 partitions at 2.5 records/s each, \
+20 ms per record, 2 s of state restore per newly assigned partition; the time to converge runs \
+to the last member's return'''
+protocols = ["classic:eager", "classic:eager-roundrobin", "classic:cooperative", \
+             "consumer:uniform", "consumer:uniform@hb3s", "consumer:range"]
+scenarios = ["rolling-bounce-static"]
+sizes = [10]
+workloads = ["field-costs"]
+seeds = 10
+confirm_seeds = 10
+question = "What does a rolling restart cost with static membership?"
+metrics = ["lag_record_s", "lag_peak", "stall_ms", "resources_moved", "convergence_ms"]
+
+[[grid]]
 name = "kip415-task-times"
 description = '''KIP-415's worker joins and worker leaves (scheduled.rebalance.max.delay.ms \
 30 s) at 12 workers, with a task's stop and start taking the model's 1 s each \
@@ -1521,6 +1558,13 @@ in name order, 15 s apart, so two are down at once): longer than the classic 3 s
 the KIP-848 5 s one, so every protocol sees the member gone.'''
 group = { members = 10, topics = { foo = 100 } }
 events = [{ at_ms = 30000, kind = "rolling-bounce", interval_ms = 15000, down_ms = 20000 }]
+
+[scenario.rolling-bounce-static]
+description = '''rolling-bounce with static members (group.instance.id): every live member in \
+name order, 15 s apart, down 3 s, within the 45 s session, so each gets its partitions back \
+with no rebalance.'''
+group = { members = 10, static = true, topics = { foo = 100 } }
+events = [{ at_ms = 30000, kind = "rolling-bounce", interval_ms = 15000, down_ms = 3000 }]
 
 [scenario.bounce-down30s]
 description = "bounce with the member down 30 s instead of 10 s."
