@@ -160,6 +160,7 @@ from typing import Any
 Key = Hashable
 #: An empty mapping of partitions (``WorkModel.partition_resources`` of an unknown topic).
 _NO_RESOURCES: Mapping[int, Any] = MappingProxyType({})
+_NO_GROUP: frozenset[Any] = frozenset()
 Scheduler = Callable[[int, Callable[[Any], None], Any], None]
 
 
@@ -686,7 +687,8 @@ class Processor:
     ``owned``: what the group gave it (paused until active); ``active``: what it fetches from,
     with its position per resource. ``at_poll`` actions run at its next ``poll()``."""
 
-    __slots__ = ("_ares", "_bitems", "_commit_memo", "_p", "_p_version", "_steady", "active",
+    __slots__ = ("_ares", "_bitems", "_commit_memo", "_grp", "_p", "_p_version", "_steady",
+                 "active",
                  "batch", "batch_end", "batch_id", "batch_start", "boundary_for", "flush_at",
                  "lazy", "model", "name", "owned", "pause_backlog", "pause_due", "pause_rng",
                  "poison_next", "poll_actions", "recent", "stream", "stream_lag", "t", "warming")
@@ -727,6 +729,15 @@ class Processor:
         self.lazy = False
         #: Keeping up with every resource in one state (:class:`InStep`), or None.
         self._steady: InStep | None = None
+        #: The step inside a catch-up: active resources known to be in one state (the same
+        #: rate, start of production, time, position, highest position processed and lag;
+        #: their lag integrals apart), or None. A member in step given a partition catches
+        #: up in batches over all its resources; those it kept up with have the same backlog,
+        #: so the same share of every batch, and every loop treats them alike, so they stay in
+        #: one state: :func:`_backlog` and the batch loop of :meth:`advance` compute the first
+        #: of them and give the others its results (the same floats, added in the same
+        #: order). Left when another processor writes one of them (:meth:`WorkModel.hold`).
+        self._grp: set[Resource] | None = None
         self.boundary_for = -1
         self.poll_actions: list[Callable[[], None]] = []
         self.flush_at: float | None = None
@@ -776,10 +787,28 @@ class Processor:
             pos = self._p
             processed = m.processed
             bs = self.batch_start
+            # the step inside a catch-up (``_grp``): its first resource computed, the others
+            # given its results (``g*``: the same floats, written and summed in order)
+            grp = self._grp or _NO_GROUP
+            gd = gnew = glag = 0.0
+            gpiece: float | None = None
+            gset = ghw = False
             for _, r, start, take in self._bitems:
+                ing = r in grp
+                if ing and gset:
+                    processed += gd
+                    pos[r] = gnew
+                    if gpiece is not None:
+                        r.lag_int += gpiece
+                        r.t = end
+                    if ghw:
+                        r.hw = gnew
+                    r.lag = glag
+                    continue
                 new = start + take * frac
                 old = pos[r]
-                processed += new - old
+                d = new - old
+                processed += d
                 pos[r] = new
                 # the lag's integral up to ``end`` in closed form (see lag_area): the position
                 # stood at ``start`` until the batch started, then went linearly to ``new``;
@@ -793,24 +822,31 @@ class Processor:
                 # (production at ``end``, the one product both the trapezoid and the lag
                 # below take: the same float either way)
                 pe = rate * (end - t0) if end > t0 else 0.0
+                piece: float | None = None
                 if end > rt:
                     if rt < bs:
-                        r.lag_int += lag_area(rate, t0, hw, rt, bs, start, start) \
+                        piece = lag_area(rate, t0, hw, rt, bs, start, start) \
                             + lag_area(rate, t0, hw, bs, end, start, new)
                     elif old >= hw and rt >= t0:
                         da = rate * (rt - t0) - old
                         db = pe - new  # (end > rt >= t0)
                         if da >= 0 and db >= 0:
-                            r.lag_int += (da + db) * (end - rt) / 2
+                            piece = (da + db) * (end - rt) / 2
                         else:
-                            r.lag_int += lag_area(rate, t0, hw, rt, end, old, new)
+                            piece = lag_area(rate, t0, hw, rt, end, old, new)
                     else:
-                        r.lag_int += lag_area(rate, t0, hw, rt, end, old, new)
+                        piece = lag_area(rate, t0, hw, rt, end, old, new)
+                    r.lag_int += piece
                     r.t = end
-                if new > hw:
+                raised = new > hw
+                if raised:
                     r.hw = hw = new
                 lag = pe - hw
-                r.lag = lag if lag > 0 else 0.0
+                lag = lag if lag > 0 else 0.0
+                r.lag = lag
+                if ing:
+                    gset = True
+                    gd, gnew, gpiece, ghw, glag = d, new, piece, raised, lag
             m.processed = processed
             self.t = end
             if end < self.batch_end:
@@ -1254,6 +1290,8 @@ class Processor:
         m.account()
         m.sample_lag()
         self.advance(m.now())
+        if self._steady is not None and m.group_ok:  # (its resources in one state)
+            self._grp = set(self._ares)
         self._unsteady()
         m.hold(r)
         self._p[r] = r.committed
@@ -1361,6 +1399,8 @@ class Processor:
                 r.progress(m.now(), pos)
                 if commit:
                     r.committed = max(r.committed, pos)
+        if gone and self._grp:
+            self._grp -= gone
         if gone and self.batch is not None:  # (out of the batch in progress too)
             self._bitems = self.batch = [it for it in self.batch if it[1] not in gone]
         m.recount(self)
@@ -1550,6 +1590,33 @@ def _backlog(p: Processor, t: float) -> tuple[list[tuple[Key, Resource, float]],
     total = 0.0
     fetched = t - p.model.fetch_latency_ms  # what a poll() at t can return
     pos = p._p
+    grp = p._grp
+    if grp:  # the step inside a catch-up: its first resource's backlog is the others'
+        gb = grr = 0.0
+        gset = gflow = False
+        for k, r in zip(p.active, p._ares, strict=True):
+            ing = r in grp
+            if ing and gset:
+                if gflow:
+                    rate += grr
+                if gb > 0:
+                    backlog.append((k, r, gb))
+                    total += gb
+                continue
+            rr = r.rate
+            q = rr * (fetched - r.t0) if fetched > r.t0 else 0.0  # r.produced
+            flow = q < r.cap
+            if flow:
+                rate += rr
+            else:  # ``retry``: it cannot pass its poison record (nothing flows)
+                q = r.cap
+            b = q - pos[r]
+            if b > 0:
+                backlog.append((k, r, b))
+                total += b
+            if ing:
+                gset, gb, grr, gflow = True, b, rr, flow
+        return backlog, total, rate
     for k, r in zip(p.active, p._ares, strict=True):
         rr = r.rate
         q = rr * (fetched - r.t0) if fetched > r.t0 else 0.0  # r.produced
@@ -1639,6 +1706,10 @@ class WorkModel:
         #: poison records (a stream member arms an event for the next one) nor for Connect
         #: tasks (their offset flushes read the positions).
         self.steady_ok = self.poison is None and not connect
+        #: Whether a member in step given a partition keeps the resources it kept up with
+        #: as one step inside the catch-up (``Processor._grp``; off: each computed alone,
+        #: the same floats).
+        self.group_ok = True
         #: How many processors process each resource (more than one: a fenced member still
         #: processing what its successor took over; none of them is then in step).
         self.holders: dict[Resource, int] = {}
@@ -1736,6 +1807,7 @@ class WorkModel:
             for p in self.processors.values():
                 if r in p._p:
                     p._unsteady()
+                    p._grp = None
 
     def unhold(self, r: Resource) -> None:
         """A processor stops processing ``r`` (:meth:`hold`)."""
