@@ -1290,9 +1290,8 @@ class Processor:
         m.account()
         m.sample_lag()
         self.advance(m.now())
-        if self._steady is not None and m.group_ok:  # (its resources in one state)
-            self._grp = set(self._ares)
         self._unsteady()
+        self._grp = _one_state(self)
         m.hold(r)
         self._p[r] = r.committed
         self._p_version += 1
@@ -1352,6 +1351,7 @@ class Processor:
         added.sort(key=lambda kr: order_key(kr[0]))
         self.active[:0] = [k for k, _ in added]
         self._ares[:0] = [r for _, r in added]
+        self._grp = _one_state(self)
         m.recount(self)
         if self.flush_at is None and m.connect and m.workload_commit_interval:
             self.flush_at = now + m.workload_commit_interval
@@ -1556,6 +1556,31 @@ def _batch_lag(p: Processor, t: float) -> float | None:
             if rl > 0:
                 lag += rl
     return lag if j == nb else None
+
+
+def _one_state(p: Processor) -> set[Resource] | None:
+    """The step inside a catch-up (``Processor._grp``): the largest set of ``p``'s active
+    resources in one state (rate, start of production, time, position, highest position
+    processed, lag), none with a poison record in its way or another processor on it; None
+    without two such."""
+    m = p.model
+    if not (m.group_ok and m.steady_ok):
+        return None
+    holders = m.holders
+    pos = p._p
+    inf = math.inf
+    classes: dict[tuple[float, ...], list[Resource]] = {}
+    for r in p._ares:
+        if r.cap != inf or holders.get(r) != 1:
+            continue
+        key = (r.rate, r.t0, r.t, r.hw, pos[r], r.lag)
+        c = classes.get(key)
+        if c is None:
+            classes[key] = [r]
+        else:
+            c.append(r)
+    best = max(classes.values(), key=len, default=None)
+    return set(best) if best is not None and len(best) > 1 else None
 
 
 def _wait(p: Processor, t: float, total: float) -> float:
