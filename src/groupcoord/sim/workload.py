@@ -864,7 +864,30 @@ class Processor:
             since = self.t  # (it keeps up since its last advance at the latest)
             pos = self._p
             processed = m.processed
+            # the resources in one state (``_grp``): the first computed, the others given
+            # its floats (``g*``), written and summed in the same order
+            grp = self._grp or _NO_GROUP
+            gd = gold = glag = 0.0
+            gp1: float | None = None
+            gp2: float | None = None
+            gt: float | None = None
+            gset = gmoved = ghw = False
             for r in self._ares:
+                ing = r in grp
+                if ing and gset:
+                    if gmoved:
+                        processed += gd
+                        pos[r] = gold
+                    if gp1 is not None:
+                        r.lag_int += gp1
+                    if gp2 is not None:
+                        r.lag_int += gp2
+                    if gt is not None:
+                        r.t = gt
+                    if ghw:
+                        r.hw = gold
+                    r.lag = glag
+                    continue
                 rate = r.rate
                 t0 = r.t0
                 new = rate * (fetched - t0) if fetched > t0 else 0.0  # r.produced
@@ -874,8 +897,10 @@ class Processor:
                     processed += new - old
                     pos[r] = new
                     continue
-                if new > old:
-                    processed += new - old
+                moved = new > old
+                if moved:
+                    d = new - old
+                    processed += d
                     pos[r] = old = new
                 # the lag's integral up to t in closed form (stream_lag_area; its common
                 # case inlined: past the fetch horizon since r.t and caught up at r.t, the
@@ -883,21 +908,33 @@ class Processor:
                 hw = r.hw
                 rt = r.t
                 pt = rate * (t - t0) if t > t0 else 0.0  # (production at t: one product)
+                p1: float | None = None
+                p2: float | None = None
+                wt: float | None = None
                 if rt < since:  # (not in the last batch before it caught up: unprocessed)
-                    r.lag_int += lag_area(rate, t0, hw, rt, since, hw, hw)
-                    r.t = rt = since
+                    p1 = lag_area(rate, t0, hw, rt, since, hw, hw)
+                    r.lag_int += p1
+                    r.t = rt = wt = since
                 if t > rt:  # (dt > 0: two distinct floats never subtract to 0)
                     if rt >= t0 + fl and hw == rate * (rt - fl - t0):  # (then t > t0)
-                        r.lag_int += ((rate * (rt - t0) - hw) + (pt - old)) \
+                        p2 = ((rate * (rt - t0) - hw) + (pt - old)) \
                             * (t - rt) / 2 if old >= hw else \
                             stream_lag_area(rate, t0, hw, rt, t, fl)
                     else:
-                        r.lag_int += stream_lag_area(rate, t0, hw, rt, t, fl)
-                    r.t = t
-                if old > hw:
+                        p2 = stream_lag_area(rate, t0, hw, rt, t, fl)
+                    r.lag_int += p2
+                    r.t = wt = t
+                raised = old > hw
+                if raised:
                     r.hw = hw = old
                 lag = pt - hw
-                r.lag = lag if lag > 0 else 0.0
+                lag = lag if lag > 0 else 0.0
+                r.lag = lag
+                if ing:
+                    gset = True
+                    gmoved, gold, gp1, gp2, gt, ghw, glag = moved, old, p1, p2, wt, raised, lag
+                    if moved:
+                        gd = d
             m.processed = processed
             self.t = t
             if self.flush_at is not None:
@@ -916,10 +953,13 @@ class Processor:
             self._steady.sync(self)
 
     def _unsteady(self) -> None:
-        """Leave the step (its resources written): something changes them or what it owns."""
+        """Leave the step (its resources written): something changes them or what it owns.
+        Its resources are then in one state: the step inside what follows (``_grp``)."""
         if self._steady is not None:
             self._steady.sync(self)
             self._steady = None
+            if self.model.group_ok:
+                self._grp = set(self._ares)
 
     def _start_lazy(self, t0: float, t: float) -> bool:
         """The next batch at the poll() at ``t0`` when it starts before ``t`` (False: none:
@@ -1290,8 +1330,10 @@ class Processor:
         m.account()
         m.sample_lag()
         self.advance(m.now())
-        self._unsteady()
-        self._grp = _one_state(self)
+        if self._steady is not None:
+            self._unsteady()  # (its resources in one state: ``_grp``)
+        else:
+            self._grp = _one_state(self)
         m.hold(r)
         self._p[r] = r.committed
         self._p_version += 1
