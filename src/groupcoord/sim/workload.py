@@ -1583,7 +1583,17 @@ def _batch_lag(p: Processor, t: float) -> float | None:
     nxt = items[0][1] if nb else None
     active_in = p.model.active_in
     lag = 0.0
+    grp = p._grp or _NO_GROUP  # (resources in one state: the first's lag is the others')
+    grl: float | None = None
     for r in p._ares:
+        ing = r in grp
+        if ing and grl is not None:
+            if r is nxt:
+                j += 1
+                nxt = items[j][1] if j < nb else None
+            if active_in.get(r) is p and grl > 0:
+                lag += grl
+            continue
         hw = r.hw
         if r is nxt:
             it = items[j]
@@ -1597,6 +1607,8 @@ def _batch_lag(p: Processor, t: float) -> float | None:
             rl = (r.rate * (t - t0) if t > t0 else 0.0) - hw
             if rl > 0:
                 lag += rl
+            if ing:
+                grl = rl
     return lag if j == nb else None
 
 
@@ -2056,8 +2068,15 @@ class WorkModel:
                 p._sync()
                 v = 0.0
                 steady = True
+                grp = p._grp or _NO_GROUP  # (in one state: the first's lag is the others')
+                grl: float | None = None
                 for r in p._ares:
                     if active_in.get(r) is not p:
+                        continue
+                    ing = r in grp
+                    if ing and grl is not None:
+                        if grl > 0:
+                            v += grl
                         continue
                     t0 = r.t0
                     hw = r.hw
@@ -2076,6 +2095,8 @@ class WorkModel:
                     rl = (rate * (now - t0) if now > t0 else 0.0) - hw
                     if rl > 0:
                         v += rl
+                    if ing:
+                        grl = rl
                 if steady:
                     p.stream_lag = (p._p_version, v)
                 lag += v
@@ -2086,12 +2107,21 @@ class WorkModel:
                         lag += got
                         continue
                 p.advance(now)
+                grp = p._grp or _NO_GROUP
+                grl = None
                 for r in p._ares:
                     if active_in.get(r) is p:
+                        ing = r in grp
+                        if ing and grl is not None:
+                            if grl > 0:
+                                lag += grl
+                            continue
                         t0 = r.t0
                         rl = (r.rate * (now - t0) if now > t0 else 0.0) - r.hw
                         if rl > 0:
                             lag += rl
+                        if ing:
+                            grl = rl
         for r in self.idle:
             t0 = r.t0
             rl = (r.rate * (now - t0) if now > t0 else 0.0) - r.hw
