@@ -32,9 +32,13 @@ SCENARIOS = ("rolling-bounce", "crash", "topic-recreated", "lossy-network",
              "coordinator-failover", "slow-member", "partition-added", "scale-out")
 
 #: A workload with small batches and pauses (catch-ups over many batches; pauses leave the
-#: step while every resource builds the same backlog).
+#: step while every resource builds the same backlog); and the lab's field-costs load (busy
+#: members, long batches, a warm-up of each new partition: partitions activated one by one
+#: at one instant while the batch of the first is in progress).
 BUSY = Workload(records_per_s=200, processing_ms=Dist("exponential", 0.5), max_poll_records=50,
                 pause_every_ms=20_000, pause_ms=Dist("fixed", 800))
+FIELD = Workload(records_per_s=2.5, processing_ms=Dist("fixed", 20), max_poll_records=500,
+                 warmup_ms=2_000)
 
 
 def _run(scenario: str, protocol: str, seed: int, workload: Workload, fast: bool) -> Any:
@@ -68,13 +72,13 @@ def _run(scenario: str, protocol: str, seed: int, workload: Workload, fast: bool
     return res, raw, grouped
 
 
-@settings(max_examples=4, deadline=None)
-@given(seed=st.integers(0, 10_000), busy=st.booleans())
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 10_000), load=st.sampled_from(["default", "busy", "field"]))
 @pytest.mark.parametrize("protocol", ["consumer", "classic"])
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_the_work_models_fast_paths_give_the_same_run(scenario: str, protocol: str, seed: int,
-                                                      busy: bool) -> None:
-    wl = BUSY if busy else DEFAULT_WORKLOAD
+                                                      load: str) -> None:
+    wl = {"default": DEFAULT_WORKLOAD, "busy": BUSY, "field": FIELD}[load]
     (ra, rawa, _), (rb, rawb, _) = (_run(scenario, protocol, seed, wl, f)
                                           for f in (True, False))
     assert ra.ok == rb.ok and ra.violation == rb.violation

@@ -1615,19 +1615,24 @@ def _batch_lag(p: Processor, t: float) -> float | None:
 def _one_state(p: Processor) -> set[Resource] | None:
     """The step inside a catch-up (``Processor._grp``): the largest set of ``p``'s active
     resources in one state (rate, start of production, time, position, highest position
-    processed, lag), none with a poison record in its way or another processor on it; None
-    without two such."""
+    processed, lag, and their part of the batch in progress: a resource activated while the
+    batch of another is in progress may be where that one is, until the batch moves it),
+    none with a poison record in its way or another processor on it; None without two
+    such."""
     m = p.model
     if not (m.group_ok and m.steady_ok):
         return None
     holders = m.holders
     pos = p._p
     inf = math.inf
-    classes: dict[tuple[float, ...], list[Resource]] = {}
+    part: dict[Resource, tuple[float, float]] = {}
+    if p.batch:
+        part = {r: (start, take) for _, r, start, take in p.batch}
+    classes: dict[tuple[Any, ...], list[Resource]] = {}
     for r in p._ares:
         if r.cap != inf or holders.get(r) != 1:
             continue
-        key = (r.rate, r.t0, r.t, r.hw, pos[r], r.lag)
+        key = (r.rate, r.t0, r.t, r.hw, pos[r], r.lag, part.get(r))
         c = classes.get(key)
         if c is None:
             classes[key] = [r]
