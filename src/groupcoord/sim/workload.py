@@ -730,13 +730,16 @@ class Processor:
         #: Keeping up with every resource in one state (:class:`InStep`), or None.
         self._steady: InStep | None = None
         #: The step inside a catch-up: active resources known to be in one state (the same
-        #: rate, start of production, time, position, highest position processed and lag;
-        #: their lag integrals apart), or None. A member in step given a partition catches
-        #: up in batches over all its resources; those it kept up with have the same backlog,
-        #: so the same share of every batch, and every loop treats them alike, so they stay in
-        #: one state: :func:`_backlog` and the batch loop of :meth:`advance` compute the first
-        #: of them and give the others its results (the same floats, added in the same
-        #: order). Left when another processor writes one of them (:meth:`WorkModel.hold`).
+        #: rate, start of production, time, position, highest position processed, lag and
+        #: part of the batch in progress; their lag integrals apart), or None. A member in
+        #: step given a partition catches up in batches over all its resources; those it kept
+        #: up with have the same backlog, so the same share of every batch, and every loop
+        #: treats them alike, so they stay in one state: :func:`_backlog`, the batch and
+        #: stream loops of :meth:`advance` and the lag samples compute the first of them and
+        #: give the others its results (the same floats, added in the same order). Taken
+        #: when the step is left (:meth:`_unsteady`) and at each activation
+        #: (:func:`_one_state`); left when another processor writes one of them
+        #: (:meth:`WorkModel.hold`).
         self._grp: set[Resource] | None = None
         self.boundary_for = -1
         self.poll_actions: list[Callable[[], None]] = []
