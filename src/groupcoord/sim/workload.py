@@ -862,89 +862,7 @@ class Processor:
                 if self._steady.advance(self, t):
                     return
                 self._unsteady()
-            fl = m.fetch_latency_ms
-            fetched = t - fl
-            since = self.t  # (it keeps up since its last advance at the latest)
-            pos = self._p
-            processed = m.processed
-            # the resources in one state (``_grp``): the first computed, the others given
-            # its floats (``g*``), written and summed in the same order
-            grp = self._grp or _NO_GROUP
-            gd = gold = glag = 0.0
-            gp1: float | None = None
-            gp2: float | None = None
-            gt: float | None = None
-            gset = gmoved = ghw = False
-            for r in self._ares:
-                ing = r in grp
-                if ing and gset:
-                    if gmoved:
-                        processed += gd
-                        pos[r] = gold
-                    if gp1 is not None:
-                        r.lag_int += gp1
-                    if gp2 is not None:
-                        r.lag_int += gp2
-                    if gt is not None:
-                        r.t = gt
-                    if ghw:
-                        r.hw = gold
-                    r.lag = glag
-                    continue
-                rate = r.rate
-                t0 = r.t0
-                new = rate * (fetched - t0) if fetched > t0 else 0.0  # r.produced
-                old = pos[r]
-                if new > r.cap:  # (``retry``: its position stands at a poison record)
-                    new = _blocked_stream(r, old, since, t, fl)
-                    processed += new - old
-                    pos[r] = new
-                    continue
-                moved = new > old
-                if moved:
-                    d = new - old
-                    processed += d
-                    pos[r] = old = new
-                # the lag's integral up to t in closed form (stream_lag_area; its common
-                # case inlined: past the fetch horizon since r.t and caught up at r.t, the
-                # lag is constant, one trapezoid)
-                hw = r.hw
-                rt = r.t
-                pt = rate * (t - t0) if t > t0 else 0.0  # (production at t: one product)
-                p1: float | None = None
-                p2: float | None = None
-                wt: float | None = None
-                if rt < since:  # (not in the last batch before it caught up: unprocessed)
-                    p1 = lag_area(rate, t0, hw, rt, since, hw, hw)
-                    r.lag_int += p1
-                    r.t = rt = wt = since
-                if t > rt:  # (dt > 0: two distinct floats never subtract to 0)
-                    if rt >= t0 + fl and hw == rate * (rt - fl - t0):  # (then t > t0)
-                        p2 = ((rate * (rt - t0) - hw) + (pt - old)) \
-                            * (t - rt) / 2 if old >= hw else \
-                            stream_lag_area(rate, t0, hw, rt, t, fl)
-                    else:
-                        p2 = stream_lag_area(rate, t0, hw, rt, t, fl)
-                    r.lag_int += p2
-                    r.t = wt = t
-                raised = old > hw
-                if raised:
-                    r.hw = hw = old
-                lag = pt - hw
-                lag = lag if lag > 0 else 0.0
-                r.lag = lag
-                if ing:
-                    gset = True
-                    gmoved, gold, gp1, gp2, gt, ghw, glag = moved, old, p1, p2, wt, raised, lag
-                    if moved:
-                        gd = d
-            m.processed = processed
-            self.t = t
-            if self.flush_at is not None:
-                if t >= self.flush_at:
-                    self._flush_until(t)
-            elif m.steady_ok:
-                self._steady = InStep.enter(self, t)
+            _stream_loop(self, t)
             return
         self.t = t
         if self.flush_at is not None and t >= self.flush_at:
@@ -1463,6 +1381,95 @@ class Processor:
         """What it processed so far, per resource."""
         self.advance(self.model.now())
         return self.pos
+
+
+def _stream_loop(p: Processor, t: float) -> None:
+    """The stream loop of :meth:`Processor.advance`: ``p`` keeps up (not in step) from
+    its last advance to ``t``, each active resource brought to ``t`` in closed form."""
+    m = p.model
+    fl = m.fetch_latency_ms
+    fetched = t - fl
+    since = p.t  # (it keeps up since its last advance at the latest)
+    pos = p._p
+    processed = m.processed
+    # the resources in one state (``_grp``): the first computed, the others given
+    # its floats (``g*``), written and summed in the same order
+    grp = p._grp or _NO_GROUP
+    gd = gold = glag = 0.0
+    gp1: float | None = None
+    gp2: float | None = None
+    gt: float | None = None
+    gset = gmoved = ghw = False
+    for r in p._ares:
+        ing = r in grp
+        if ing and gset:
+            if gmoved:
+                processed += gd
+                pos[r] = gold
+            if gp1 is not None:
+                r.lag_int += gp1
+            if gp2 is not None:
+                r.lag_int += gp2
+            if gt is not None:
+                r.t = gt
+            if ghw:
+                r.hw = gold
+            r.lag = glag
+            continue
+        rate = r.rate
+        t0 = r.t0
+        new = rate * (fetched - t0) if fetched > t0 else 0.0  # r.produced
+        old = pos[r]
+        if new > r.cap:  # (``retry``: its position stands at a poison record)
+            new = _blocked_stream(r, old, since, t, fl)
+            processed += new - old
+            pos[r] = new
+            continue
+        moved = new > old
+        if moved:
+            d = new - old
+            processed += d
+            pos[r] = old = new
+        # the lag's integral up to t in closed form (stream_lag_area; its common
+        # case inlined: past the fetch horizon since r.t and caught up at r.t, the
+        # lag is constant, one trapezoid)
+        hw = r.hw
+        rt = r.t
+        pt = rate * (t - t0) if t > t0 else 0.0  # (production at t: one product)
+        p1: float | None = None
+        p2: float | None = None
+        wt: float | None = None
+        if rt < since:  # (not in the last batch before it caught up: unprocessed)
+            p1 = lag_area(rate, t0, hw, rt, since, hw, hw)
+            r.lag_int += p1
+            r.t = rt = wt = since
+        if t > rt:  # (dt > 0: two distinct floats never subtract to 0)
+            if rt >= t0 + fl and hw == rate * (rt - fl - t0):  # (then t > t0)
+                p2 = ((rate * (rt - t0) - hw) + (pt - old)) \
+                    * (t - rt) / 2 if old >= hw else \
+                    stream_lag_area(rate, t0, hw, rt, t, fl)
+            else:
+                p2 = stream_lag_area(rate, t0, hw, rt, t, fl)
+            r.lag_int += p2
+            r.t = wt = t
+        raised = old > hw
+        if raised:
+            r.hw = hw = old
+        lag = pt - hw
+        lag = lag if lag > 0 else 0.0
+        r.lag = lag
+        if ing:
+            gset = True
+            gmoved, gold, gp1, gp2, gt, ghw, glag = moved, old, p1, p2, wt, raised, lag
+            if moved:
+                gd = d
+    m.processed = processed
+    p.t = t
+    if p.flush_at is not None:
+        if t >= p.flush_at:
+            p._flush_until(t)
+    elif m.steady_ok:
+        p._steady = InStep.enter(p, t)
 
 
 # ============================================================================ keeping up in step
