@@ -73,20 +73,21 @@ def test_an_injected_slow_event_is_no_sentence() -> None:
 
 
 def test_a_sign_test_mark_on_a_wide_draw_gives_the_draws_distribution() -> None:
+    # (20 seeds: a refresh phase's draw carries a sentence from PHASE_MIN_SEEDS on)
     grid = {"name": "anchor", "protocols": [EAGER, UNIFORM], "metrics": ["convergence_ms"],
-            "seeds": 12}
+            "seeds": 20}
     settings = json.dumps({"metadata.max.age.ms": 300000, "heartbeat.interval.ms": 3000})
-    eager = [3000.0, *[20000.0 * k for k in range(1, 12)]]  # one draw under uniform's
+    eager = [3000.0, *[20000.0 * k for k in range(1, 20)]]  # one draw under uniform's
     rows = [{**_run(EAGER, s, scenario="grow-by-900", convergence_ms=v),
              "settings_json": settings} for s, v in enumerate(eager)]
     rows += [_run(UNIFORM, s, scenario="grow-by-900", convergence_ms=4700.0 + s)
-             for s in range(12)]
+             for s in range(20)]
     g = grid_verdict(grid, rows)
     mv = g.rows[0].metrics[0]
     assert mv.verdict == "best" and mv.best == (UNIFORM,)
     c = next(c for c in claims([g]))
     text = sign_test_draw(c, [g])
-    assert "paired sign test" in text and "over its 12 seeds median 110 s" in text
+    assert "paired sign test" in text and "over its 20 seeds median 190 s" in text
     assert "quartiles" in text and "mean" in text
     assert "metadata.max.age.ms = 300 s" in text
 

@@ -89,8 +89,9 @@ def test_the_task_times_sentence_names_the_spread_result_of_its_own_cell() -> No
     verdicts = _task_times_and_spread()
     found = with_caveats(claims(verdicts), verdicts, [])
     tt = next(c for c in found if c.grid == "kip415-task-times")
+    # and whether the mark survives each spread, in the sentence itself (round 14)
     assert "classic-connect:eager at 10 ms (the mark holds only with aligned heartbeats; " \
-           "note below)" in tt.text
+           "note below; spread 1 s not separated; 3 s reversed)" in tt.text
     assert "classic-connect:eager at 10 ms: the mark holds only with aligned heartbeats " \
            "(kip415-hb-spread-10ms" in tt.full
     assert "at 3 s: classic-connect:sessioned" in tt.full
@@ -239,7 +240,10 @@ def test_an_eager_mark_on_a_load_the_spread_was_not_run_at_says_so() -> None:
     (c,) = [c for c in claims([g_plain, g_spread]) if c.grid == "crossover-20ms"]
     assert "at 20, 30 % busy: the mark " + untested in c.full
     assert "at 40 % busy: the mark holds only with aligned heartbeats (hb-spread" in c.full
-    assert "at 20, 30 % busy: the mark was not tested with spread heartbeats" in c.text
+    assert "at 20, 30 % busy: the mark was not tested with spread heartbeats" in c.full
+    # the sentence says where the spread takes the mark (round 14), the limit's words going
+    # to the note under it
+    assert "(limit in the note; at 40 % busy: spread 3 s: not separated)" in c.text
 
 
 def test_the_other_workloads_caveat_names_the_lowest_ranked_median() -> None:

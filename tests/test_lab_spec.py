@@ -253,6 +253,13 @@ def test_restrict_keeps_the_same_runs_of_the_cells_asked_for() -> None:
         restrict(spec, sizes=[7])
     with pytest.raises(SpecError, match="no cell"):
         restrict(spec, scenarios=["bounce"], protocols=["connect:eager"])
+    # one grid's runs only (a grid added to a rendered sweep, run on its own and merged)
+    only_b = expand(restrict(spec, grids=["b"]))
+    assert only_b and all(full[r.run_id] == r for r in only_b)
+    assert {r.protocol for r in only_b} == {"connect:eager", "classic:eager"}
+    assert len(only_b) == 6
+    with pytest.raises(SpecError, match="--grid nope: not in the spec"):
+        restrict(spec, grids=["nope"])
 
 
 @pytest.mark.parametrize(("grid", "message"), [
@@ -273,10 +280,15 @@ def test_cli_runs_a_findings_command(capsys: pytest.CaptureFixture[str]) -> None
                  "classic:eager", "--workload", "light", "--out", "unused", "--dry-run"]) == 0
     # 21 seeds and 21 more that confirm the marks
     assert "sweep paper: 42 runs in 1 cells (classic:eager)" in capsys.readouterr().out
-    # the metadata-age grid adds the growth at both metadata.max.age.ms (10 + 10 seeds each)
+    # the metadata-age grid adds the growth at both metadata.max.age.ms (20 + 20 seeds each:
+    # a median of the leader's refresh phase carries a sentence from 20 seeds on)
     assert main(["lab", "run", "--spec", "paper", "--scenario", "grow-by-900", "--protocol",
                  "classic:eager", "--out", "unused", "--dry-run"]) == 0
-    assert "sweep paper: 82 runs in 3 cells (classic:eager)" in capsys.readouterr().out
+    assert "sweep paper: 122 runs in 3 cells (classic:eager)" in capsys.readouterr().out
+    # the spread companion of field-costs alone: 4 scenarios x 8 labels x (10 + 10) seeds
+    assert main(["lab", "run", "--spec", "paper", "--grid", "field-costs-hbspread", "--out",
+                 "unused", "--dry-run"]) == 0
+    assert "sweep paper: 640 runs in 32 cells" in capsys.readouterr().out
     assert main(["lab", "run", "--spec", "paper", "--size", "7", "--out", "u", "--dry-run"]) == 2
     assert "--size 7: not in the spec" in capsys.readouterr().err
 

@@ -261,6 +261,13 @@ def split_rolling_bounces(sc: Scenario) -> Scenario:
 CONNECT_WORKER_STARTUP_MS = 300
 
 
+#: What the wire's producer does when a topic grows (``lab.wire._Producer.add_partitions``:
+#: every partition, new ones too, at ``records_per_s``, so the topic's input grows with its
+#: partition count), as ``sim.workload``'s ``growth_rate``: the calibration's simulated side
+#: runs the same producer, not the paper grids' fixed topic rate.
+WIRE_GROWTH_RATE = "partition"
+
+
 def sim_workload_table(wl: WireWorkload, connect: bool) -> dict[str, Any]:
     """The workload as the simulator's ``[workload]`` table (METRICS.md names)."""
     table: dict[str, Any] = {
@@ -275,6 +282,9 @@ def sim_workload_table(wl: WireWorkload, connect: bool) -> dict[str, Any]:
     else:
         table["records_per_s"] = wl.records_per_s
         table["metadata_max_age_ms"] = wl.metadata_max_age_ms
+        # the wire's producer (``lab.wire._Producer``) writes records_per_s to every
+        # partition, new ones too: the simulated side models the same producer
+        table["growth_rate"] = WIRE_GROWTH_RATE
     return table
 
 

@@ -116,10 +116,11 @@ def _run(ns: argparse.Namespace) -> int:
             from dataclasses import replace
 
             spec = replace(spec, events=True)
-        if ns.only_scenario or ns.only_size or ns.only_workload or ns.only_protocol:
+        if ns.only_scenario or ns.only_size or ns.only_workload or ns.only_protocol \
+                or ns.only_grid:
             spec = restrict(spec, scenarios=ns.only_scenario or (), sizes=ns.only_size or (),
                             workloads=ns.only_workload or (),
-                            protocols=ns.only_protocol or ())
+                            protocols=ns.only_protocol or (), grids=ns.only_grid or ())
         runs = expand(spec)
     except (SpecError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -490,6 +491,8 @@ def _lab_args(p: argparse.ArgumentParser) -> None:
                      help="run only this workload of the spec (repeatable)")
     run.add_argument("--protocol", dest="only_protocol", action="append", metavar="LABEL",
                      help="run only this protocol of the spec (repeatable)")
+    run.add_argument("--grid", dest="only_grid", action="append", metavar="NAME",
+                     help="run only this grid of the spec (repeatable; same seeds)")
     run.add_argument("--keep-session", action="store_true", help=argparse.SUPPRESS)
     run.set_defaults(func=_run)
 

@@ -345,6 +345,8 @@ def calibration_row_text(r: Mapping[str, Any], checked: Sequence[str],
         text += " - outside 2x on " + ", ".join(_CAL_NAMES.get(c, (c, ""))[0] for c in misses)
     if r.get("why"):
         text += f" ({r['why']})"
+    if str(r.get("disturbance") or "").startswith("add-partitions"):
+        text += f" ({WIRE_GROWTH_PRODUCER})"
     reported = []
     for c, (name, unit) in _REPORTED_NAMES.items():
         if c in checked:
@@ -373,6 +375,16 @@ def calibration_row_text(r: Mapping[str, Any], checked: Sequence[str],
         text += "; the runs are spread: " + "; ".join(spread)
     return text
 
+
+#: What a growth row of the calibration measured against (``lab.wire._Producer``): said on
+#: the row, since the paper's grids model another producer.
+WIRE_GROWTH_PRODUCER = (
+    "the wire's producer kept its rate a partition: every partition, the new ones too, at the "
+    "workload's records/s, so the topic's input grew with its partition count, and the "
+    "simulated side models the same producer (growth_rate partition); the paper's grids model "
+    "a producer at a fixed topic rate, which this row does not measure: that takes a wire "
+    "producer that spreads the topic's rate over the partitions it knows, and the command "
+    "this row names re-run with it")
 
 #: The calibration's clients against the client the model follows, said where it is printed
 #: when no row measured the Java client.
@@ -793,6 +805,13 @@ def cell_scenarios(runs: Iterable[Mapping[str, Any]]) -> list[Any]:
     return out
 
 
+def _alignment_measured() -> str:
+    """Which heartbeat alignment the wire measured and when (``lab.wire_spread``)."""
+    from groupcoord.lab.wire_spread import alignment_text, load_spread, load_stable
+
+    return alignment_text(load_spread(), load_stable())
+
+
 def _values(vals: Iterable[Any], unit: str = "") -> str:
     """``50 ms`` or ``0.5, 2, 5 ms``: every value used, in numeric order."""
     uniq = sorted({v for v in vals if v is not None}, key=lambda v: (str(type(v)), v))
@@ -808,6 +827,25 @@ def _dist(d: Any) -> str:
     if d.kind == "uniform":
         return f"uniform {d.low:g}-{d.high:g}"
     return f"{d.kind} mean {d.mean:g}"
+
+
+def _growth_producer_text(cells: Sequence[tuple[str, Any]]) -> str:
+    """How the model's producers write to a grown topic (``sim.workload``, "A topic's
+    growth"), by the ``growth_rate`` the runs used."""
+    rates = sorted({sc.workload.growth_rate for _, sc in cells if not sc.workload.idle})
+    fixed = ("A topic that grows keeps its production rate, spread over every partition "
+             "once they exist, as a producer at a fixed rate does (Kafka's default "
+             "partitioner spreads keyless records over the partitions it knows); the old "
+             "partitions slow down at the growth. ")
+    scaled = ("Under growth_rate partition (a run says so in its load) every partition, the "
+              "new ones too, keeps the per-partition rate, so the topic's input grows with "
+              "its partition count. ")
+    text = (fixed if "topic" in rates else "") + (scaled if "partition" in rates else "")
+    return text + ("A producer learns of new partitions at its own metadata refresh "
+                   "(metadata.max.age.ms, 5 min by default), which the model leaves out: its "
+                   "producers write to a new partition from the growth on, where until its refresh a "
+                   "real producer writes those records to the old partitions, which are "
+                   "consumed: the lag on new partitions is an upper bound.")
 
 
 def model_limits(runs: Sequence[Mapping[str, Any]],
@@ -844,13 +882,15 @@ def model_limits(runs: Sequence[Mapping[str, Any]],
             items.append(
                 "A classic member sees a topic's new partitions at its next metadata refresh "
                 f"(metadata.max.age.ms {_values((sc.workload.metadata_max_age_ms for sc in consumers), 'ms')}"
-                "), whose phase is drawn per member from the seed. A partition new to the "
+                "), whose phase is drawn per member from the seed; the rebalance comes at the "
+                "leader's refresh, so each run waits one uniform draw of the leader's phase "
+                "(the Java client's ConsumerCoordinator: only the leader keeps the snapshot "
+                "of the metadata it assigned, and rejoins when a refresh no longer matches "
+                "it; a follower's refresh in the model sends a JoinGroup that the Stable "
+                "group answers with the assignment it has). A partition new to the "
                 "group is consumed from its first record (auto.offset.reset=earliest); with "
                 "latest, what was produced before the first fetch would be skipped, not lag. "
-            "Producers' own metadata refresh is not modelled: the model's producers write "
-            "to a new partition at once, where a real producer finds it at its own "
-            "metadata.max.age.ms (5 min by default), so the lag on new partitions is an "
-            "upper bound.")
+            + _growth_producer_text(cells))
     elif cells:
         items.append(
             "Members are idle: no poll loop and no processing time, so an eager member rejoins "
@@ -870,13 +910,17 @@ def model_limits(runs: Sequence[Mapping[str, Any]],
                 "production rolling restarts.")
     if cells:
         spread = sorted({getattr(sc, "heartbeat_spread_ms", 0) for _, sc in cells} - {0})
+        spread_labels = any("@hbspread" in str(r.get("protocol")) for r in runs)
         items.append(
             "Classic members' heartbeats aligned: every classic member's heartbeat timer "
             "restarts at the join, so all learn of the next rebalance at the same moment"
             + (f", unless a grid spreads them (heartbeat.spread.ms {_values(spread, 'ms')}, "
                "a model knob)" if spread else "")
-            + "; real members drift apart while the group is stable (the wire measurements "
-            "in the sentences' notes).")
+            + "; " + (_alignment_measured() or "real members drift apart while the group "
+                      "is stable (the wire measurements in the sentences' notes)")
+            + ("; the heartbeat-spread grids (hb-spread and the -hbspread companions) rerun "
+               "eager marks' cells with the heartbeats spread, and each eager sentence says "
+               "what they found in its cell" if spread_labels else "") + ".")
         spreads = {sc.start_spread_ms or 0 for _, sc in cells}
         items.append(
             "Timing: initial members start at offsets drawn from the seed across "
@@ -995,9 +1039,17 @@ def settings_notes(runs: Iterable[Mapping[str, Any]]) -> list[str]:
     default for its client kind (:data:`KAFKA_DEFAULTS`, the defaults named beside it), and
     each key that is a model knob (:data:`MODEL_KNOBS`). Empty where every value is a
     default and no knob is set."""
+    from groupcoord.lab.mechanism import growth_text
+
     off: dict[str, set[float]] = defaultdict(set)
     knobs: set[str] = set()
+    #: per scenario (and workload where they differ), its grown topic's production
+    grown: dict[str, str] = {}
     for r in runs:
+        text = growth_text(r) if r.get("growth") or "growth" in str(
+            r.get("summary_json") or "") else ""
+        if text:
+            grown.setdefault(f"{r.get('scenario')} ({r.get('workload')})", text)
         kind = _client_kind(str(r.get("protocol", "")))
         for k, v in _settings(r).items():
             if k in MODEL_KNOBS:
@@ -1015,6 +1067,9 @@ def settings_notes(runs: Iterable[Mapping[str, Any]]) -> list[str]:
     if knobs:
         out.append("Model knobs, not Kafka settings: " + "; ".join(
             f"{k} ({MODEL_KNOBS[k]})" for k in sorted(knobs)) + ".")
+    if grown:
+        out.append("Production on a grown topic (a model input, not a Kafka setting): "
+                   + "; ".join(f"{sc}: {text}" for sc, text in sorted(grown.items())) + ".")
     return out
 
 

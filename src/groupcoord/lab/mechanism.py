@@ -50,6 +50,7 @@ from groupcoord.lab.findings import (
 )
 from groupcoord.lab.verdict import (
     DASH,
+    GROWTH_SCENARIOS,
     SLOW_VARIANT,
     Claim,
     GridVerdict,
@@ -151,6 +152,8 @@ class Load:
     #: The share of a member's time its natural lateness pauses it (``sim.workload``'s
     #: pauses: mean pause over mean gap), part of ``busy``.
     paused: float = 0.0
+    #: A grown topic's production before and after (:func:`growth_text`), or "".
+    growth: str = ""
 
     def working(self, protocol: str) -> tuple[float, int]:
         """A working member's busy share and how many members work, under ``protocol``: a
@@ -183,6 +186,8 @@ class Load:
                    f"partition); consumer group: {self.partitions} of {self.members} members "
                    f"work, {number(self.per_partition)} rec/s, {one:.1%} busy each "
                    f"({self.members - self.partitions} idle)")
+        if self.growth:
+            out += f"; {self.growth}"
         if self.busiest_range or self.busiest_balanced:
             out += (f"; busiest member, one member fewer: {self.busiest_range:.1%} under "
                     f"range, {self.busiest_balanced:.1%} balanced")
@@ -265,7 +270,59 @@ def member_load(run: Mapping[str, Any], fetch_ms: float = DEFAULT_FETCH_MS) -> L
 
     return Load(rate, rate * proc / 1000.0 + paused, per_poll, per_poll * proc, full,
                 busiest("range"), busiest("balanced"), members=int(members),
-                partitions=int(parts), per_partition=per_partition, paused=paused)
+                partitions=int(parts), per_partition=per_partition, paused=paused,
+                growth=growth_text(run))
+
+
+def run_growth(run: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The topics a run grew, with their production before and after (the simulator's
+    summary, ``sim.application.Application.growth``: the run's ``growth``, which
+    :func:`attach_growth` reads, else its ``summary_json``); empty for a run without growth."""
+    grown = run.get("growth")
+    if grown is None:
+        try:
+            s = json.loads(str(run.get("summary_json") or "{}"))
+        except ValueError:
+            return []
+        grown = s.get("growth") if isinstance(s, dict) else None
+    return [g for g in grown if isinstance(g, dict)] if isinstance(grown, list) else []
+
+
+def growth_runs(runs: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The run ids of the runs on a topic's growth (their summaries say its production)."""
+    return {str(r["run_id"]) for r in runs
+            if any(x in str(r.get("scenario")) for x in GROWTH_SCENARIOS)}
+
+
+def attach_growth(runs: Sequence[dict[str, Any]],
+                  summaries: Mapping[str, Mapping[str, Any]]) -> None:
+    """Each run's grown topics from its simulator summary (the report reads the runs without
+    their bulky ``summary_json``): ``growth``, what :func:`run_growth` reads."""
+    for r in runs:
+        s = summaries.get(str(r.get("run_id")))
+        if s is not None and isinstance(s.get("growth"), list):
+            r["growth"] = s["growth"]
+
+
+def growth_text(run: Mapping[str, Any]) -> str:
+    """A grown topic's production before and after, in words: records/s a partition and the
+    topic's, and which producer (``sim.workload``, "A topic's growth": a producer at a fixed
+    rate, whose default partitioner spreads its records over the partitions it knows, or
+    ``growth_rate = "partition"``, producers that scale with the partitions)."""
+    out = []
+    for g in run_growth(run):
+        (n0, n1), (p0, p1), (t0, t1) = (g["partitions"], g["records_per_s_partition"],
+                                        g["records_per_s_topic"])
+        head = f"{g['topic']} grows from {number(n0)} to {number(n1)} partitions: "
+        if g.get("growth_rate") == "partition":
+            out.append(head + f"{number(p0)} rec/s a partition before and after, the topic "
+                       f"{number(t0)} rec/s before, {number(t1)} after (growth_rate "
+                       "partition: producers that scale with the partitions)")
+        else:
+            out.append(head + f"{number(p0)} rec/s a partition before, {number(p1)} after, the "
+                       f"topic {number(t0)} rec/s before and after (a producer at a fixed "
+                       "rate, spread over every partition once they exist)")
+    return "; ".join(out)
 
 
 def _mean(first: str, high: str | None) -> float:
@@ -962,9 +1019,10 @@ def metadata_mechanism(scenario: str, protocols: Sequence[str],
     it: a wait anywhere from 0 to the whole of it), where a KIP-848 coordinator sees the
     change itself and sends each member its target with its next heartbeat.
 
-    The refresh phase is drawn per run (as in the field, where anything may have refreshed a
-    client's metadata), so a classic median over a few seeds is one sample of that draw (the
-    review's fresh 21-seed sets: 262, 160, 157, 176 s): classic's time to converge is given as
+    The leader's refresh phase is drawn per run (as in the field, where anything may have
+    refreshed a client's metadata; a follower's refresh does not rebalance the group), so a
+    classic median over a few seeds is one sample of that draw: classic's time to converge is
+    given as
     its distribution over every run of the cell, both seed sets, per workload (a grid may sweep
     ``metadata.max.age.ms`` by workload), beside its expectation; KIP-848's as its median and
     range."""
@@ -988,7 +1046,9 @@ def metadata_mechanism(scenario: str, protocols: Sequence[str],
                 age = s.get("metadata.max.age.ms")
                 times = "; ".join(f"{p} {_distribution(vals[p])}{_per_set(rs, p)}"
                                   for p in mine)
-                why = (f"a member sees the new partitions at its next metadata refresh "
+                why = (f"the group rebalances when its leader's next metadata refresh sees "
+                       "the new partitions (only the leader compares the metadata with what it "
+                       "assigned, as the Java client's ConsumerCoordinator does) "
                        f"(metadata.max.age.ms {_ms(float(age))}, at a phase drawn per run, "
                        f"uniform within it: a wait from 0 to {_ms(float(age))}, "
                        f"{_ms(float(age) / 2)} expected), so each run is one draw of that "
@@ -1397,6 +1457,15 @@ def heartbeat_gap_clause(verdicts: Sequence[GridVerdict]) -> str:
         text += "; also run at " + ", ".join(_ms(b) for b in swept) + " (their own rows)"
     else:
         text += "; no shorter interval was run for them (not swept)"
+    # which alignment the model assumes, and which the wire measured and when (outside
+    # review round 14: the condition named the interval, not the phase the eager wins rest on)
+    from groupcoord.lab.wire_spread import alignment_text, load_spread, load_stable
+
+    text += ("; the model restarts every classic member's heartbeat timer at the join, so "
+             "all learn of the next rebalance at the same beat (a heartbeat-spread grid's "
+             "columns excepted)")
+    if measured := alignment_text(load_spread(), load_stable()):
+        text += f"; on the wire, {measured}"
     if heartbeat_gap_detail(verdicts):
         text += " (detail in the note under these conditions)"
     return text

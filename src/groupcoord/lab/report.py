@@ -61,10 +61,13 @@ from groupcoord.lab.mechanism import (
     Load,
     TaskTimes,
     attach_balance_after_last,
+    attach_growth,
     attach_moving_downtime,
     connect_leaves_out,
+    growth_runs,
     heartbeat_gap_clause,
     heartbeat_gap_detail,
+    is_eager,
     mechanisms,
     row_loads,
     split_branch_cause,
@@ -102,6 +105,7 @@ from groupcoord.lab.verdict import (
     MODE_GAP,
     PAIRED_LEGEND,
     PAIRED_MARK,
+    PHASE_MIN_SEEDS,
     RELATIVE_FLOOR,
     SIGN_ALPHA,
     SIGN_MIN_SEEDS,
@@ -1043,7 +1047,7 @@ def log_threshold(m: Metric, values: Sequence[float]) -> float | None:
 
 
 def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path,
-              styles: dict[str, dict[str, Any]]) -> list[str]:
+              styles: dict[str, dict[str, Any]], caption: str = "") -> list[str]:
     """One panel per question metric that goes beyond its floor somewhere (a panel of zeros,
     or of differences too small to mean anything, is left out): the median over seeds
     (line, or a bar for one point) and the seeds' range (band, or each seed a dot), against
@@ -1214,7 +1218,10 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
             panel_title += "\n(consumer: set by its commit interval)"
         ax.set_title(panel_title, fontsize=10)
         ylabel = axis_label(m)
-        thresh = log_threshold(
+        # a grid that sweeps a parameter keeps one linear scale per panel (outside review
+        # round 13: a crossover panel linear up to its floor and logarithmic above read a
+        # ratio as a step); its medians near zero are printed beside their points
+        thresh = None if g.parameter is not None else log_threshold(
             m, [v for r in rows for c in r.metrics[i].cells.values() for v in c.values.values()])
         from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
@@ -1301,21 +1308,67 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
         fig.legend(handles, labels, loc="outside lower center",
                    ncols=max(1, min(len(labels), int(width / 2.4))),
                    fontsize=8, title=what, title_fontsize=8)
-    fig.suptitle(title)
+    if caption:
+        # the conditions the marks rest on, under the title: the chart carries them alone
+        width = int(fig.get_figwidth() * 15)
+        fig.suptitle(title + "\n" + textwrap.fill("Conditions: " + caption, width),
+                     fontsize=9)
+    else:
+        fig.suptitle(title)
     fig.savefig(path)
     return [m.column for _, m in panels]
+
+
+def chart_conditions(g: GridVerdict, rows: Sequence[VerdictRow]) -> str:
+    """What a chart's marks rest on, for its caption (outside review round 14: the field-costs
+    rolling-bounce chart's eager ☆ rests on aligned 3 s heartbeats and nothing on it said
+    so): an eager mark on the model's aligned classic heartbeats, with what a heartbeat-spread
+    grid found in the same cell (``MetricVerdict.spread``); a marked column at a timing off
+    the field's default (an ``@hb`` label); a grid judged per heartbeat spread, its spreads.
+    "" when no mark rests on either."""
+    from groupcoord.lab.verdict import spread_words
+
+    parts: list[str] = []
+    if g.parameter == "heartbeat_spread_ms" and g.labels:
+        parts.append("classic members' heartbeat phases spread after each join by up to the "
+                     "value on the x axis (the model's default: aligned)")
+    eager: list[str] = []
+    for r in rows:
+        for mv in r.metrics:
+            if mv.verdict not in ("best", "tied") or not any(
+                    is_eager(p.partition("@")[0]) and family(p) == "classic"
+                    for p in mv.best):
+                continue
+            where = short_label(mv.metric, g.excess) + (
+                f" at {number(r.x)}{X_NAMES.get(g.parameter or '', ('', ''))[1]}"
+                if g.parameter is not None and r.x is not None else "")
+            said = spread_words(mv.spread, mv.metric) if mv.spread else ""
+            eager.append(f"{where}: {said.rstrip('.')}" if said else where)
+    if eager and not (g.parameter == "heartbeat_spread_ms" and g.labels):
+        parts.append("eager's marks rest on the model's aligned classic heartbeats (every "
+                     "member learns of a rebalance at the same beat); " + "; ".join(
+                         dict.fromkeys(eager)))
+    marked = sorted({p for r in rows for mv in r.metrics if mv.verdict in ("best", "tied")
+                     for p in mv.best if "@" in p and not p.partition("@")[2].startswith(
+                         "hbspread")})
+    if marked:
+        parts.append("marked at a timing off the default: "
+                     + "; ".join(timing_text(p) for p in marked))
+    return "; ".join(parts)
 
 
 def grid_charts(g: GridVerdict, rdir: Path, styles: dict[str, dict[str, Any]]
                 ) -> list[tuple[str, str | None, str]]:
     """The figures of a grid: ``(title, file, why not)``, file None when every metric stays
-    within its floor, and then why: each metric's largest value over protocols and seeds."""
+    within its floor, and then why: each metric's largest value over protocols and seeds.
+    Each figure's title carries what its marks rest on (:func:`chart_conditions`)."""
     out: list[tuple[str, str | None, str]] = []
     for (scenario, wl, rate), rows in _chart_groups(g).items():
         title = f"{g.name}: {scenario}" + (f", {wl}" if wl else "") + (
             f", {rate:.0%} faults" if rate else "")
         name = f"{_slug(g.name, scenario, wl, rate)}.png"
-        drawn = plot_grid(g, rows, title, rdir / name, styles)
+        drawn = plot_grid(g, rows, title, rdir / name, styles,
+                          caption=chart_conditions(g, rows))
         out.append((title, name if drawn else None, "" if drawn else nothing_drawn(g, rows)))
     return out
 
@@ -1526,6 +1579,7 @@ def _build_report(out: Path, rdir: Path) -> Path:
             out / "runs", {str(r["run_id"]) for r in runs
                            if r.get("time_to_balance_ms") is not None}))
         attach_window_seconds(runs, out / "disturbances")
+        attach_growth(runs, read_summaries(out / "runs", growth_runs(runs)))
         verdicts = grid_verdicts(meta, runs)
         unmark_commit_dependent(verdicts)  # the share comparison's marks (lab.share_marks)
         unmark_broker_lag(verdicts, runs)
@@ -1593,7 +1647,8 @@ def too_few_for_claims(verdicts: Sequence[GridVerdict]) -> str:
 def claim_rule(found: Sequence[Claim], verdicts: Sequence[GridVerdict]) -> str:
     """The page's sentence-selection rule, with how many candidates it had and kept."""
     n = claim_candidates(verdicts)
-    return (CLAIM_RULE.format(limit=MAX_CLAIMS, seeds=CLAIM_MIN_SEEDS) + family_rule(verdicts)
+    return (CLAIM_RULE.format(limit=MAX_CLAIMS, seeds=CLAIM_MIN_SEEDS, phase=PHASE_MIN_SEEDS)
+            + family_rule(verdicts)
             + f" This page: {n} candidate{'s' if n != 1 else ''}, {len(found)} shown; every "
             "other mark stays in the tables above.")
 
@@ -2417,12 +2472,18 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
                     "cell's seeds hide under another protocol's marker." if has_share else "")
                  + "</p>")
     for g in verdicts:
+        conditions = {f"{g.name}: {sc}" + (f", {wl}" if wl else "") + (
+            f", {rate:.0%} faults" if rate else ""): chart_conditions(g, rows)
+            for (sc, wl, rate), rows in _chart_groups(g).items()}
         for t, name, why in grid_charts(g, rdir, styles):
             if name is None:
                 parts.append(f"<h3>{html.escape(t)}</h3><p>{html.escape(why)}</p>")
             else:
                 parts.append(f"<h3>{html.escape(t)}</h3><img src='{html.escape(name)}' "
                              f"alt='{html.escape(t)}'>")
+                if conditions.get(t):
+                    parts.append(f"<p class='note'><small class='note'>Conditions: "
+                                 f"{html.escape(conditions[t])}</small></p>")
     parts.append("<h2>Worst seed per cell</h2><p>Runs per cell, runs left out, and each "
                  "metric's worst seed (the tables above show medians and ranges). Every metric "
                  "with p50/p95/p99 and mean is in <code>aggregates/</code>, every run in "

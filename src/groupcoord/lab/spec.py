@@ -592,10 +592,12 @@ def expand(spec: SweepSpec) -> list[RunParams]:
 
 
 def restrict(spec: SweepSpec, *, scenarios: Sequence[str] = (), sizes: Sequence[int] = (),
-             workloads: Sequence[str] = (), protocols: Sequence[str] = ()) -> SweepSpec:
-    """The spec cut down to these scenarios, sizes, workloads and protocols (each empty: all
-    of them). Seeds depend on the cell, not on the rest of the sweep, so the runs left are
-    exactly the spec's runs of those cells (the command a finding names)."""
+             workloads: Sequence[str] = (), protocols: Sequence[str] = (),
+             grids: Sequence[str] = ()) -> SweepSpec:
+    """The spec cut down to these grids, scenarios, sizes, workloads and protocols (each
+    empty: all of them). Seeds depend on the cell, not on the rest of the sweep, so the runs
+    left are exactly the spec's runs of those cells (the command a finding names; a grid
+    added to a rendered sweep, run on its own and merged into its tables)."""
     where = spec.source or spec.name
 
     def check(kind: str, wanted: Sequence[Any], have: Sequence[Any]) -> None:
@@ -604,16 +606,19 @@ def restrict(spec: SweepSpec, *, scenarios: Sequence[str] = (), sizes: Sequence[
             raise SpecError(f"{where}: --{kind} {', '.join(map(str, missing))}: not in the "
                             f"spec (it has {', '.join(map(str, have))})")
 
-    grids = spec.grids or (Grid(spec.name, spec.scenarios, spec.protocols, spec.sizes,
+    wanted = list(grids)
+    every = spec.grids or (Grid(spec.name, spec.scenarios, spec.protocols, spec.sizes,
                                 spec.workloads, spec.fault_rates, spec.seeds,
                                 confirm_seeds=spec.confirm_seeds),)
-    check("scenario", scenarios, [s for g in grids for s in g.scenarios])
-    check("size", sizes, [z for g in grids for z in g.sizes])
-    check("workload", workloads, [w.name for g in grids for w in g.workloads])
+    check("grid", wanted, [g.name for g in every])
+    chosen = tuple(g for g in every if not wanted or g.name in wanted)
+    check("scenario", scenarios, [s for g in chosen for s in g.scenarios])
+    check("size", sizes, [z for g in chosen for z in g.sizes])
+    check("workload", workloads, [w.name for g in chosen for w in g.workloads])
     labels = spec.resolved_protocols()
     check("protocol", protocols, labels)
     out: list[Grid] = []
-    for g in grids:
+    for g in chosen:
         gp = (tuple(p for p in protocols if p in replace(spec, grids=(g,)).resolved_protocols())
               if protocols else g.protocols)
         cut = replace(g, scenarios=tuple(s for s in g.scenarios if not scenarios or s in scenarios),
@@ -1288,17 +1293,21 @@ metrics = ["lag_record_s", "resources_moved", "stall_ms"]
 
 [[grid]]
 name = "metadata-age"
-description = '''the deciding input of a topic's growth under classic: a classic member \
-sees new partitions at its next metadata refresh, within metadata.max.age.ms (Kafka's default \
-300 s, against 30 s); KIP-848's coordinator sends the new target with the next heartbeat, \
-whatever the client's refresh. 10 consumers; a ★ that flips between the two is printed \
-"depends on metadata.max.age.ms".'''
+description = '''the deciding input of a topic's growth under classic: a classic group \
+rebalances when its leader's next metadata refresh sees the new partitions (the Java \
+client's ConsumerCoordinator: only the leader compares its metadata with what it assigned), \
+within metadata.max.age.ms (Kafka's default 300 s, against 30 s); KIP-848's coordinator \
+sends the new target with the next heartbeat, whatever the client's refresh. 10 consumers; \
+the producer keeps the topic's rate, spread over every partition once they exist. The \
+leader's refresh phase is one uniform draw per run, so the grid runs 20 seeds and 20 fresh \
+ones (a median of a phase draw carries a sentence from 20 seeds on); a ★ that flips between \
+the two is printed "depends on metadata.max.age.ms".'''
 protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
 scenarios = ["grow-by-900", "partition-added"]
 sizes = [10]
 workloads = ["light-md300s", "light-md30s"]
-seeds = 10
-confirm_seeds = 10
+seeds = 20
+confirm_seeds = 20
 question = "Do the marks on a topic's growth hold when the metadata refresh comes every 30 s?"
 metrics = ["convergence_ms", "lag_peak", "lag_record_s"]
 
@@ -1306,12 +1315,13 @@ metrics = ["convergence_ms", "lag_peak", "lag_record_s"]
 name = "anchor"
 description = '''10 consumers, a topic grows by 900 partitions (librdkafka's docs: about 5 s \
 with the consumer protocol, about 103 s classic, which waits for the 5-minute metadata \
-refresh). A classic member sees the growth at its next refresh, whose phase is uniform within \
-metadata.max.age.ms: any one run waits anywhere from 0 to 300 s (150 s expected), so the 103 s \
-is one draw, and so is a median of a few seeds (fresh 21-seed sets gave 262, 160, 157 and \
-176 s). The page does not stratify that phase: it reports classic's time to converge as its \
-distribution over every run, 21 seeds and 21 fresh ones (median, quartiles, range, mean), \
-KIP-848's as its median and range'''
+refresh). A classic group rebalances at its leader's next refresh, whose phase is uniform \
+within metadata.max.age.ms: any one run waits anywhere from 0 to 300 s (150 s expected), so \
+the 103 s is one draw, and so is a median of a few seeds. The page does not stratify that \
+phase: it reports classic's time to converge as its distribution over every run, 21 seeds \
+and 21 fresh ones (median, quartiles, range, mean), KIP-848's as its median and range. The \
+producer keeps the topic's rate, spread over every partition once they exist (the row's load \
+says the rates before and after)'''
 protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
 scenarios = ["grow-by-900"]
 sizes = [10]
@@ -1595,5 +1605,106 @@ seeds = 5
 confirm_seeds = 5
 question = "Do the crossover's eager marks hold when the members' heartbeat phases spread?"
 metrics = ["lag_record_s", "lag_peak", "stall_ms"]
+
+[[grid]]
+name = "crossover-10ms-hbspread"
+description = '''crossover-10ms's cells with every classic member's heartbeat phase spread after each \
+join by up to 1 s (the spread real Java members showed at the first rebalance after 5 to \
+35 min stable, lab.wire_spread) or 3 s (a whole classic heartbeat, the worst) instead of \
+the model's aligned heartbeats (@hbspread, as in hb-spread; a KIP-848 member's phase is \
+its own): 8 members on 1 x 32 partitions, 10 ms a record, 20, 30 and 40 % busy; the same \
+cells and seeds as crossover-10ms, judged per spread, so that an eager mark of \
+crossover-10ms says in its sentence whether it survives spread heartbeats'''
+protocols = ["classic:eager@hbspread1s", "classic:eager@hbspread3s",
+             "classic:eager-roundrobin@hbspread1s", "classic:eager-roundrobin@hbspread3s",
+             "classic:cooperative@hbspread1s", "classic:cooperative@hbspread3s",
+             "consumer:uniform@hbspread1s", "consumer:uniform@hbspread3s"]
+scenarios = ["rolling-bounce", "scale-out", "crash"]
+sizes = [8]
+workloads = ["1x32-p10ms-20pct", "1x32-p10ms-30pct", "1x32-p10ms-40pct"]
+seeds = 10
+confirm_seeds = 10
+question = "Do crossover-10ms's eager marks hold when the members' heartbeat phases spread?"
+metrics = ["lag_record_s", "lag_peak", "stall_ms"]
+
+[[grid]]
+name = "crossover-20ms-hbspread"
+description = '''crossover-20ms's cells with every classic member's heartbeat phase spread after each \
+join by up to 1 s (the spread real Java members showed at the first rebalance after 5 to \
+35 min stable, lab.wire_spread) or 3 s (a whole classic heartbeat, the worst) instead of \
+the model's aligned heartbeats (@hbspread, as in hb-spread; a KIP-848 member's phase is \
+its own): 8 members on 1 x 32 partitions, 20 ms a record, 20, 30 and 40 % busy; the same \
+cells and seeds as crossover-20ms, judged per spread, so that an eager mark of \
+crossover-20ms says in its sentence whether it survives spread heartbeats'''
+protocols = ["classic:eager@hbspread1s", "classic:eager@hbspread3s",
+             "classic:eager-roundrobin@hbspread1s", "classic:eager-roundrobin@hbspread3s",
+             "classic:cooperative@hbspread1s", "classic:cooperative@hbspread3s",
+             "consumer:uniform@hbspread1s", "consumer:uniform@hbspread3s"]
+scenarios = ["rolling-bounce", "scale-out", "crash"]
+sizes = [8]
+workloads = ["1x32-p20ms-20pct", "1x32-p20ms-30pct", "1x32-p20ms-40pct"]
+seeds = 10
+confirm_seeds = 10
+question = "Do crossover-20ms's eager marks hold when the members' heartbeat phases spread?"
+metrics = ["lag_record_s", "lag_peak", "stall_ms"]
+
+[[grid]]
+name = "field-costs-hbspread"
+description = '''field-costs's cells with every classic member's heartbeat phase spread after each join \
+by up to 1 s (the spread real Java members showed at the first rebalance after 5 to 35 \
+min stable, lab.wire_spread) or 3 s (a whole classic heartbeat, the worst) instead of \
+the model's aligned heartbeats (@hbspread, as in hb-spread; a KIP-848 member's phase is \
+its own): 10 members on 1 x 100 partitions, 20 ms a record, 2 s of state restore a newly \
+assigned partition; the same cells and seeds as field-costs, judged per spread, so that \
+an eager mark of field-costs says in its sentence whether it survives spread heartbeats'''
+protocols = ["classic:eager@hbspread1s", "classic:eager@hbspread3s",
+             "classic:eager-roundrobin@hbspread1s", "classic:eager-roundrobin@hbspread3s",
+             "classic:cooperative@hbspread1s", "classic:cooperative@hbspread3s",
+             "consumer:uniform@hbspread1s", "consumer:uniform@hbspread3s"]
+scenarios = ["bounce", "scale-out", "rolling-bounce", "crash-then-join"]
+sizes = [10]
+workloads = ["field-costs"]
+seeds = 10
+confirm_seeds = 10
+question = "Do field-costs' eager marks hold when the members' heartbeat phases spread?"
+metrics = ["lag_record_s", "lag_peak", "stall_ms", "paused_partition_s"]
+
+[[grid]]
+name = "lateness-hbspread"
+description = '''lateness's cells with every classic member's heartbeat phase spread after each join by \
+up to 1 s (the spread real Java members showed at the first rebalance after 5 to 35 min \
+stable, lab.wire_spread) or 3 s (a whole classic heartbeat, the worst) instead of the \
+model's aligned heartbeats (@hbspread, as in hb-spread; a KIP-848 member's phase is its \
+own): 10 members (4 x 250) at the lateness grid's three levels of pauses and \
+heavy-tailed batches; the same cells and seeds as lateness, judged per spread, so that \
+an eager mark of lateness says in its sentence whether it survives spread heartbeats'''
+protocols = ["classic:eager@hbspread1s", "classic:eager@hbspread3s",
+             "classic:eager-roundrobin@hbspread1s", "classic:eager-roundrobin@hbspread3s",
+             "classic:cooperative@hbspread1s", "classic:cooperative@hbspread3s",
+             "consumer:uniform@hbspread1s", "consumer:uniform@hbspread3s"]
+scenarios = ["bounce", "scale-out", "rolling-bounce"]
+sizes = [10]
+workloads = ["4x250-p1ms", "4x250-ln1ms-s1-pause200ms-10s", "4x250-ln1ms-s1.5-pause1s-10s"]
+seeds = 6
+confirm_seeds = 6
+question = "Do the lateness grid's eager marks hold when the members' heartbeat phases spread?"
+metrics = ["stall_ms", "lag_peak", "lag_record_s"]
+
+[[grid]]
+name = "field-costs-hb1s"
+description = '''field-costs with every member's heartbeat at 1 s (@hb1s) instead of the \
+classic client's 3 s and KIP-848's 5 s defaults: an incremental protocol's members learn of a \
+rebalance, or of their follow-up round, at their next heartbeat, so beside field-costs's \
+columns (the same cells and seeds) these show how much of a protocol's lag is the heartbeat \
+wait. classic:eager, classic:cooperative and consumer:uniform only'''
+protocols = ["classic:eager@hb1s", "classic:cooperative@hb1s", "consumer:uniform@hb1s"]
+scenarios = ["bounce", "scale-out", "rolling-bounce", "crash-then-join"]
+sizes = [10]
+workloads = ["field-costs"]
+seeds = 10
+confirm_seeds = 10
+question = "When members restore state for the partitions they gain and process long batches \
+after a backlog, what does a member change cost each protocol's applications?"
+metrics = ["lag_record_s", "lag_peak", "stall_ms", "paused_partition_s"]
 """,
 }

@@ -278,6 +278,49 @@ class Cell:
         return max(self.values.values())
 
 
+@dataclass(frozen=True, slots=True)
+class SpreadOutcome:
+    """An eager mark's cell judged again with the classic members' heartbeat phases spread
+    after each join (a heartbeat-spread grid's row of the same scenario, size and workload):
+    whether eager keeps the mark there, who has it (or the lowest median where none
+    separates) and the two medians the sentence quotes."""
+
+    grid: str
+    spread_ms: float
+    #: an eager protocol of the mark is marked best (or tied best) at this spread too
+    held: bool
+    #: the spread row's marked best (empty: none separated)
+    best: tuple[str, ...]
+    #: the spread row's lowest median (its marked best's first where it has one)
+    lead: str
+    lead_median: float
+    #: the mark's eager protocol and its median at this spread
+    eager: str
+    eager_median: float
+    #: the lowest median among the protocols that are not eager ("" where none ran)
+    rival: str = ""
+    rival_median: float = 0.0
+
+    @property
+    def status(self) -> str:
+        """``kept`` (eager still marked), ``reversed`` (another protocol marked best) or
+        ``not separated``."""
+        return "kept" if self.held else "reversed" if self.best else "not separated"
+
+    def words(self, m: Metric) -> str:
+        """This spread's finding in the cell, with the two medians that say it."""
+        if self.held:
+            return "eager kept"
+        if self.best:
+            return (f"{' and '.join(self.best)} lowest, "
+                    f"{_pair(m, self.lead_median, self.eager_median, self.eager)}")
+        if _spread_eager(self.lead) and self.rival:
+            return (f"not separated ({self.lead} {_bare(m, self.lead_median)} against "
+                    f"{self.rival}'s {m.fmt(self.rival_median)})")
+        return (f"not separated ({self.lead} "
+                f"{_pair(m, self.lead_median, self.eager_median, self.eager)})")
+
+
 @dataclass(slots=True)
 class MetricVerdict:
     metric: Metric
@@ -301,6 +344,9 @@ class MetricVerdict:
     #: The mark rests on the paired sign test alone against at least one protocol it beats
     #: (their seeds' ranges overlap): printed :data:`PAIRED_MARK`, not ★.
     paired: bool = False
+    #: An eager mark's cell in a heartbeat-spread grid (:func:`mark_spread_limits`): what
+    #: that grid found there at each spread above 0, whether or not eager keeps the mark.
+    spread: tuple[SpreadOutcome, ...] = ()
 
 
 @dataclass(slots=True)
@@ -919,9 +965,12 @@ def mark_spread_limits(verdicts: Sequence[GridVerdict],
                         _spread_eager(p) for p in mv.best):
                     continue
                 found, names = [], []
+                outcomes = []
                 for sg, sr in sorted(others, key=lambda o: o[1].x or 0):
                     smv = next((x for x in sr.metrics if x.metric.column == mv.metric.column),
                                None)
+                    if smv is not None and (out := _spread_outcome(sg, sr, mv, smv)):
+                        outcomes.append(out)
                     if smv is None or (smv.verdict in ("best", "tied") and any(
                             _spread_eager(p) for p in smv.best)):
                         continue
@@ -939,6 +988,112 @@ def mark_spread_limits(verdicts: Sequence[GridVerdict],
                                family(p) == "classic-connect" for p in mv.best) else "")
                            + _elsewhere(row.scenario, measured, settled))
                     mv.limit = f"{mv.limit}; {lim}" if mv.limit else lim
+                mv.spread = tuple(outcomes)
+
+
+def _spread_outcome(sg: GridVerdict, sr: VerdictRow, mv: MetricVerdict,
+                    smv: MetricVerdict) -> SpreadOutcome | None:
+    """What a heartbeat-spread row found in an eager mark's cell (:class:`SpreadOutcome`);
+    None where the spread row did not run the mark's eager protocol."""
+    eager = next((p for p in mv.best if _spread_eager(p) and p in smv.cells
+                  and smv.cells[p].values), None)
+    if eager is None:
+        return None
+    sign = 1 if smv.metric.lower_is_better else -1
+    marked = smv.verdict in ("best", "tied") and bool(smv.best)
+    pool = [p for p in ranked(smv.cells) if smv.cells[p].values]
+    lead = (smv.best[0] if marked else
+            min(pool, key=lambda p: (sign * smv.cells[p].median, p)))
+    others = [p for p in pool if not _spread_eager(p)]
+    rival = min(others, key=lambda p: (sign * smv.cells[p].median, p)) if others else ""
+    held = marked and any(_spread_eager(p) for p in smv.best)
+    return SpreadOutcome(sg.name, float(sr.x or 0.0), held, smv.best if marked else (), lead,
+                         smv.cells[lead].median, eager, smv.cells[eager].median, rival,
+                         smv.cells[rival].median if rival else 0.0)
+
+
+def _bare(m: Metric, raw: float) -> str:
+    """A metric's value without its unit (the unit said once after the pair)."""
+    text = m.fmt(raw)
+    return text.removesuffix(f" {m.unit}") if m.unit else text
+
+
+def _pair(m: Metric, a: float, b: float, whose: str = "") -> str:
+    """``12,132 against 19,603 record·s`` (``whose``: ``12,132 against classic:eager's
+    19,603 record·s``)."""
+    return f"{_bare(m, a)} against {whose + chr(39) + 's ' if whose else ''}{m.fmt(b)}"
+
+
+def _secs(ms: float) -> str:
+    return f"{number(ms / 1000)} s"
+
+
+def crossover_spread_words(found: Sequence[tuple[float | None, Sequence[SpreadOutcome]]],
+                           m: Metric, x_unit: str, xs: Sequence[float | None] = ()
+                           ) -> tuple[str, str]:
+    """An eager crossover mark's values judged again with spread heartbeats (each value's
+    :class:`SpreadOutcome` list): the sentence's words (at each spread, whether eager keeps
+    the mark, is no longer separated, or another protocol takes it, and at which values) and
+    the note's (each value's finding with its medians). ``xs``: every value the mark holds
+    at; where a spread grid ran only some of them, the words say at which."""
+    ran = [x for x, _ in found]
+    where = ("" if not xs or set(xs) <= set(ran)
+             else f"at {', '.join(number(x or 0.0) for x in ran)}{x_unit}: ")
+    spreads = sorted({o.spread_ms for _, outs in found for o in outs})
+    if all(o.held for _, outs in found for o in outs):
+        return (where + "kept with heartbeats spread by "
+                + " and ".join(_secs(ms) for ms in spreads),
+                "eager still marked at every value and spread")
+    said, detail = [], []
+    statuses = {o.status for _, outs in found for o in outs}
+    for ms in spreads:
+        by: dict[str, list[float | None]] = {}
+        for x, outs in found:
+            for o in outs:
+                if o.spread_ms == ms:
+                    by.setdefault(o.status, []).append(x)
+                    detail.append(f"at {number(x or 0.0)}{x_unit}, spread {_secs(ms)} "
+                                  f"({o.grid}): {o.words(m)}")
+        if len(by) == 1:
+            said.append(f"{_secs(ms)} {next(iter(by))}")
+        else:
+            said.append(f"{_secs(ms)} " + ", ".join(
+                f"{st} at {', '.join(number(x or 0.0) for x in at)}{x_unit}"
+                for st, at in by.items()))
+    if len(statuses) == 1:  # one outcome at every value and spread: said once
+        return (where + "spread " + ", ".join(number(ms / 1000) for ms in spreads)
+                + f" s: {next(iter(statuses))}", "; ".join(detail))
+    return where + "spread " + "; ".join(said), "; ".join(detail)
+
+
+def spread_words(outcomes: Sequence[SpreadOutcome], m: Metric) -> str:
+    """Whether an eager mark survives spread heartbeats, as its sentence says it (outside
+    review round 14: the rolling-bounce eager win reversed at a 3 s spread and its sentence
+    read as a plain eager win): each spread's finding in the cell, with the two medians that
+    say it. "" without outcomes."""
+    if not outcomes:
+        return ""
+    grids = ", ".join(dict.fromkeys(o.grid for o in outcomes))
+    if all(o.held for o in outcomes):
+        at = " and ".join(_secs(o.spread_ms) for o in outcomes)
+        return f"It holds with heartbeats spread by up to {at} after a join ({grids})."
+    return (f"With heartbeats spread after a join ({grids}): "
+            + "; ".join(f"by {_secs(o.spread_ms)}, {o.words(m)}" for o in outcomes) + ".")
+
+
+def spread_short(outcomes: Sequence[SpreadOutcome], m: Metric) -> tuple[str, str]:
+    """What :func:`spread_words` leaves in a sentence that runs long: the widest spread that
+    takes eager's mark with its medians, then only each spread's outcome in a word."""
+    lost = [o for o in outcomes if not o.held]
+    if not lost:
+        return " It holds with spread heartbeats (note).", ""
+    o = max(lost, key=lambda x: x.spread_ms)
+    kept = [_secs(x.spread_ms) for x in outcomes if x.held]
+    medium = (" Spread heartbeats: " + (f"{' and '.join(kept)} kept; " if kept else "")
+              + f"{_secs(o.spread_ms)} {o.words(m)} (note).")
+    short = (" Spread heartbeats: " + ", ".join(f"{_secs(x.spread_ms)} {x.status}"
+                                                for x in outcomes) + " (note).")
+    return medium, short
 
 
 #: How a heartbeat-spread grid's mark reads where it exists only at spreads wider than the
@@ -1548,8 +1703,13 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
         # a tie's every median and range is the longest clause: the note may hold it
         movable.append((tie, "",
                         f"the tied best's medians and ranges: {'; '.join(each)}"))
+    rated = throughput(m, row.rate, b.median, w.median)
     text = (f"{where}: {lead} against {_quote(m, w)} for {nm(worse)} (the runner-up), medians of "
-            f"{n} seeds{throughput(m, row.rate, b.median, w.median)}.")
+            f"{n} seeds{rated}.")
+    if rated:
+        # the lag restated in the group's production: the note may hold it, before the
+        # mark's limit
+        movable.append((rated, "", f"{short_label(m, g.excess)} restated{rated}"))
     text += _by_design(row.settings or g.settings, m, worse, w.median, row.down_ms)
     if mv.depends in DEPENDS_ON_TIMING.values():
         text += (f" The mark depends on {mv.depends}: the protocol at another timing of it "
@@ -1817,6 +1977,8 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
             parts = []
             notes = []  # each mark's limits: the note under the sentence
             moves: list[tuple[str, str, str]] = []  # what fit() may give to the note
+            # a clause already shortened, shortened again: after every first shortening
+            later: list[tuple[str, str, str]] = []
             for w in dict.fromkeys(w for _, w in winners):
                 xs = ", ".join(number(x or 0.0) for x, v in winners if v == w)
                 part = f"{w or 'no protocol separated from all the rest'} at {xs}{x_unit}"
@@ -1841,6 +2003,17 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                 # printed twice); a clause only some of the values carry says at which
                 lim_rows = [(x, r.metrics[i].limit) for r, (x, v) in zip(rows, winners, strict=True)
                             if v == w and w is not None and r.metrics[i].limit]
+                # whether an eager mark survives spread heartbeats, in the sentence itself
+                # (outside review round 13: the crossover's eager mark at 40 % busy reversed
+                # with a spread, and only its note said so), beside the mark's limits
+                mine = [(x, r.metrics[i].spread) for r, (x, v) in zip(rows, winners, strict=True)
+                        if v == w and w is not None and r.metrics[i].spread]
+                said = ""
+                if mine:
+                    said, detail = crossover_spread_words(
+                        mine, m, x_unit, [x for x, v in winners if v == w])
+                    notes.append(f"{w} at {xs}{x_unit}, with spread heartbeats: {detail}")
+                kept = f"; {said}" if said else ""
                 if lim_rows:
                     # a limit's evidence is long (the heartbeat spread measured on the wire):
                     # the sentence says the limit's gist and the note under it the evidence
@@ -1848,14 +2021,20 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                     full = limit_clauses_text(lim_rows, at, x_unit)
                     short = limit_clauses_text([(x, gist(lim)) for x, lim in lim_rows], at,
                                                x_unit)
+                    gone = f" (limit in the note{kept})"
                     if short == full or words(full) <= LONG_LIMIT:
-                        part += f" ({full})"
-                        moves.append((f" ({full})", " (limit in the note)",
+                        part += f" ({full}{kept})"
+                        moves.append((f" ({full}{kept})", gone,
                                       f"{w} at {xs}{x_unit}: {full}"))
                     else:
-                        part += f" ({short}; note below)"
+                        part += f" ({short}; note below{kept})"
                         notes.append(f"{w} at {xs}{x_unit}: {full}")
-                        moves.append((f" ({short}; note below)", " (limit in the note)", ""))
+                        moves.append((f" ({short}; note below{kept})", gone, ""))
+                    if said:
+                        later.append((gone, " (limit in the note)", ""))
+                elif said:
+                    part += f" ({said})"
+                    moves.append((f" ({said})", " (spread heartbeats: note)", ""))
                 if w is None:
                     # no mark is no reversal: which protocol still has the best median there
                     # (round 8: a spread narrowed eager's lead, the sentence read as a flip)
@@ -1886,7 +2065,8 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                              detail="; ".join(parts), swept_on=next(iter(loads)) if on else "",
                              caveats=tuple(notes), sizes=(size,),
                              # a mark's limits go to the note before the lowest medians
-                             movable=tuple(sorted(moves, key=lambda mv: not mv[1]))))
+                             movable=(*(mv for mv in moves if mv[1]), *later,
+                                      *(mv for mv in moves if not mv[1]))))
     return _crossover_texts(g, _merge_sizes(out))
 
 
@@ -2049,7 +2229,11 @@ CLAIM_RULE = (
     "size with the largest effect counts; a win over a protocol whose number is a configured "
     "delay (KIP-415's scheduled.rebalance.max.delay.ms) is no candidate, nor a Connect "
     "grid's time until balanced (it contains the model's task stop and start times, marked "
-    "*). First, every question the grids ask of their own (a grid that asks whether "
+    "*); on a topic's growth against a classic protocol the numbers are draws of the "
+    "classic leader's metadata refresh phase (uniform over metadata.max.age.ms), so a "
+    "candidate there is in time to converge, shown as its distribution over every seed, "
+    "with at least {phase} seeds per protocol: lag, record·s and downtime there are quoted "
+    "beside it, never headlined. First, every question the grids ask of their own (a grid that asks whether "
     "another grid's marks hold is answered by the limit those marks carry in their "
     "sentences) gets one sentence: its grid's strongest win, or, where no protocol "
     "separates in any of its rows, that there is no difference. Then, in each grid, "
@@ -2102,6 +2286,30 @@ def injected_input(row: VerdictRow, m: Metric) -> bool:
     return m.column in SLOW_INPUTS and SLOW_VARIANT.match(row.scenario) is not None
 
 
+#: Seeds per protocol a sentence on a topic's growth against a classic protocol needs (its
+#: values are draws of the leader's refresh phase, uniform over metadata.max.age.ms: the
+#: median of 5 such draws moves several times between seed sets, that of 20 far less).
+PHASE_MIN_SEEDS = 20
+#: The metrics that phase decides on a topic's growth (how long the new partitions wait);
+#: of them a sentence headlines time to converge only (:data:`CLAIM_RULE`).
+PHASE_DECIDED = frozenset({"convergence_ms", "time_to_balance_ms", "lag_peak", "lag_record_s",
+                           "resource_downtime_ms", "paused_partition_s"})
+
+
+def phase_draw(scenario: str, mv: MetricVerdict) -> bool:
+    """Whether a marked difference on ``scenario`` is a classic refresh phase's draw that may
+    not carry a sentence (:data:`CLAIM_RULE`): a topic's growth, a classic protocol named, a
+    metric the phase decides, and either not time to converge or fewer than
+    :data:`PHASE_MIN_SEEDS` seeds for a protocol it names."""
+    named = (*mv.best, *mv.beaten)
+    if not any(x in scenario for x in GROWTH_SCENARIOS) \
+            or mv.metric.column not in PHASE_DECIDED \
+            or not any(family(p) == "classic" for p in named):
+        return False
+    return mv.metric.column != "convergence_ms" or any(
+        len(mv.cells[p].values) < PHASE_MIN_SEEDS for p in named)
+
+
 def _candidates(g: GridVerdict) -> list[tuple[float, Claim, tuple[str, ...]]]:
     """A grid's candidate sentences with their effect sizes: per scenario and question metric
     the marked difference of the size with the largest effect."""
@@ -2125,6 +2333,8 @@ def _scored(g: GridVerdict, rows: Sequence[VerdictRow]
                 # (no global barrier): a sentence on it answers with the one metric eager
                 # cannot win; the question's lag answers it (round 8, S10)
                 continue
+            if phase_draw(row.scenario, mv):
+                continue  # (:data:`CLAIM_RULE`: a refresh phase's draw is not a headline)
             sign = 1 if mv.metric.lower_is_better else -1
             runner_up = min(mv.beaten, key=lambda p: (sign * mv.cells[p].median, p))
             if _by_design(row.settings or g.settings, mv.metric, runner_up,
@@ -2210,8 +2420,14 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
                 same.caveats = tuple(f"[{', '.join(gs)}] {x}"
                                      for gs, _, cv, _ in mine for x in cv)
                 # each grid's clauses move on their own, their note naming the grids
-                same.movable = tuple((f, t, f"[{', '.join(gs)}] {n}" if n else "")
-                                     for gs, _, _, mv in mine for f, t, n in mv)
+                every = [(f, t, f"[{', '.join(gs)}] {n}" if n else "")
+                         for gs, _, _, mv in mine for f, t, n in mv]
+                # a clause shortened again (its frag another clause's stand-in) only after
+                # every grid's first shortening
+                twice = {t for _, t, _ in every if t}
+                same.movable = (*(x for x in every if x[1] and x[0] not in twice),
+                                *(x for x in every if x[0] in twice),
+                                *(x for x in every if not x[1] and x[0] not in twice))
             lead = g.metrics[0].column if g.metrics else ""
             first += [(math.inf, c) for c in found if c.metric == lead]
             rest += [(0.0, c) for c in found if c.metric != lead]
@@ -2296,6 +2512,12 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
                          and a.size in (c.sizes or (c.size,))), None)
             if host is None:
                 continue
+            if spread_quotes(host, c.grid, verdicts):
+                # a heartbeat-spread grid's finding in the answer's cell: the answer's own
+                # spread clause says it (spread_condition), with the medians
+                pool.remove(sc)
+                answered.add(c.grid)
+                continue
             x_name = X_NAMES.get(sweep.parameter, (sweep.parameter, ""))[0]
             body = c.text.partition(": ")[2].rstrip(".")
             whose = "" if body.startswith("[") else f" ({c.grid})"
@@ -2342,7 +2564,9 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     extra: list[Claim] = []
     for g in verdicts:
         if (not follow_up(g) or g.parameter is not None or g.name in answered
-                or any(c.grid == g.name or quotes(c, g.name) for c in page + extra)):
+                or any(c.grid == g.name or quotes(c, g.name) or spread_quotes(c, g.name,
+                                                                             verdicts)
+                       for c in page + extra)):
             continue
         host, pick = _likewise_host(g, page + extra, won)
         late = _late_host(g, page + extra)
@@ -2362,7 +2586,10 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     # conditions' letters (``lab.report.fitted``)
     # the growth's cause is the last clause the page moves to the note, the adverse row the
     # one before it
-    out = [fit(discovery_cause(adverse_row(closer_elsewhere(c, verdicts), verdicts), verdicts),
+    # an eager win's spread-heartbeat finding and its weakest metric are the last clauses
+    # but the growth's cause to go
+    out = [fit(discovery_cause(spread_condition(weakest_metric(
+        adverse_row(closer_elsewhere(c, verdicts), verdicts), verdicts), verdicts), verdicts),
                labelled_words) for c in ordered[:limit]]
     order = {g.name: i for i, g in enumerate(verdicts)}
     out.sort(key=lambda c: order.get(c.grid, 0))
@@ -2704,8 +2931,9 @@ def discovery_cause(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     size at several refresh intervals, the classic protocol at each (outside review round 13:
     most of partition-added's classic lag is the 5-minute metadata.max.age.ms)."""
     classic = next((p for p in (c.worse, c.best) if p.startswith("classic:")), "")
-    if not classic or not c.workload or not any(x in c.scenario for x in GROWTH_SCENARIOS):
-        return c
+    if not classic or not c.workload or not any(x in c.scenario for x in GROWTH_SCENARIOS) \
+            or c.metric not in PHASE_DECIDED:
+        return c  # (partitions moved: eager's revocation, not the refresh, is the cause)
     g = next((x for x in verdicts if x.name == c.grid), None)
     row = None if g is None else next(
         (r for r in g.rows if (r.scenario, r.size, r.workload)
@@ -2713,8 +2941,8 @@ def discovery_cause(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     if g is None or row is None:
         return c
     age = _age(row, g, classic)
-    parts = ["Cause: metadata discovery (a classic member finds new partitions at its next "
-             "refresh" + (f", {AGE_KEY} {number(age / 1000)} s" if age else "") + ")"]
+    parts = ["Cause: metadata discovery (the classic leader's next refresh finds the new "
+             "partitions" + (f", {AGE_KEY} {number(age / 1000)} s" if age else "") + ")"]
     other = "convergence_ms" if c.metric != "convergence_ms" else "lag_record_s"
     mv = next((x for x in row.metrics if x.metric.column == other), None)
     if mv is not None and c.best in mv.cells and c.worse in mv.cells:
@@ -2743,6 +2971,89 @@ def discovery_cause(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     # sweep's first, time to converge last
     return replace(c, text=c.text + " " + "; ".join(parts) + ".",
                    movable=(*c.movable, *((f"; {x}", "", x) for x in reversed(parts[1:]))))
+
+
+def _claim_row(c: Claim, verdicts: Sequence[GridVerdict]
+               ) -> tuple[VerdictRow, MetricVerdict] | None:
+    """A row sentence's row and metric verdict in its grid (None for a crossover)."""
+    if c.head or not c.best:
+        return None
+    g = next((v for v in verdicts if v.name == c.grid), None)
+    if g is None:
+        return None
+    for r in g.rows:
+        if (r.scenario, r.size, r.workload) != (c.scenario, c.size, c.workload) \
+                or (c.timing_ms is not None and r.x != c.timing_ms):
+            continue
+        mv = next((x for x in r.metrics if x.metric.column == c.metric), None)
+        if mv is not None and c.best in mv.best:
+            return r, mv
+    return None
+
+
+def spread_quotes(c: Claim, grid: str, verdicts: Sequence[GridVerdict]) -> bool:
+    """Whether sentence ``c`` says what heartbeat-spread grid ``grid`` found in its cell
+    (:func:`spread_condition`): that grid's answer is there, no clause of its own."""
+    found = _claim_row(c, verdicts)
+    return found is not None and any(o.grid == grid for o in found[1].spread)
+
+
+def spread_condition(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
+    """A sentence whose winner is a classic eager protocol, in a cell a heartbeat-spread grid
+    also ran, says in the sentence whether the win survives spread heartbeats
+    (:func:`spread_words`; outside review round 14: the rolling-bounce eager win reversed at
+    a 3 s spread, and only a condition letter said it rested on aligned heartbeats). Moved to
+    the note whole, late, where the sentence runs over :data:`MAX_WORDS`."""
+    found = _claim_row(c, verdicts)
+    if found is None or not found[1].spread:
+        return c
+    _, mv = found
+    m = mv.metric
+    clause = " " + spread_words(mv.spread, m)
+    medium, short = spread_short(mv.spread, m)
+    moves = [(clause, medium, clause.strip().rstrip("."))]
+    if short:
+        moves.append((medium, short, ""))
+        # last of all, only that the spread takes eager's mark
+        moves.append((short, " Not kept with spread heartbeats (note).", ""))
+    return replace(c, text=c.text + clause, movable=(*c.movable, *moves))
+
+
+def weakest_metric(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
+    """A sentence whose winner is a classic eager protocol names the grid's other metrics on
+    which, in the same cell, that winner is worse than the runner-up the sentence quotes (by
+    more than the metric's floor, medians): outside review round 14, the rolling-bounce eager
+    lag win whose peak lag and stall were worse in the same cell, which a platform team alerts
+    on."""
+    found = _claim_row(c, verdicts)
+    g = next((v for v in verdicts if v.name == c.grid), None)
+    if found is None or g is None or not _spread_eager(c.best) or not c.worse:
+        return c
+    row, _ = found
+    worse = []
+    for mv in row.metrics:
+        m = mv.metric
+        if m.column == c.metric or c.best not in mv.cells or c.worse not in mv.cells \
+                or not mv.cells[c.best].values or not mv.cells[c.worse].values:
+            continue
+        b, w = mv.cells[c.best].median, mv.cells[c.worse].median
+        sign = 1 if m.lower_is_better else -1
+        if sign * (b - w) > m.floor:
+            worse.append((short_label(m, g.excess), _pair(m, b, w)))
+    if not worse:
+        return c
+    names = (", ".join(n for n, _ in worse[:-1]) + " and " + worse[-1][0] if len(worse) > 1
+             else worse[0][0])
+    clause = f" Worse on {names}: " + "; ".join(v for _, v in worse) + "."
+    few = names if len(worse) <= 2 else (f"{worse[0][0]}, {worse[1][0]} and "
+                                         f"{len(worse) - 2} more")
+    first = f" Worse on {worse[0][0]}" + (f" and {len(worse) - 1} more" if len(worse) > 1
+                                          else "") + " (note)."
+    moves = [(clause, f" Worse on {few} (note).", f"in the same cell, {c.best} against "
+              f"{c.worse} on " + "; ".join(f"{n}: {v}" for n, v in worse))]
+    if len(worse) > 2:
+        moves.append((f" Worse on {few} (note).", first, ""))
+    return replace(c, text=c.text + clause, movable=(*c.movable, *moves))
 
 
 def adverse_row(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
@@ -2887,6 +3198,7 @@ __all__ = [
     "Comparisons",
     "GridVerdict",
     "MetricVerdict",
+    "SpreadOutcome",
     "VerdictRow",
     "beats",
     "by_swept_timing",

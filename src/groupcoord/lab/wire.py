@@ -23,9 +23,11 @@ restart), ``crash`` (SIGKILL: the member's session expires; with ``lost_host``, 
 process hangs with its connections open, as a lost host's, until the run is over and every
 member closes, when it is killed: nothing of it closes inside the run's windows), ``kill``
 (SIGKILL), ``add-partitions`` (consumers only:
-CreatePartitions, and the producer produces to the new partitions from then on, as the
-simulator's resources start producing when they appear; a classic member sees them at its next
-metadata refresh, ``metadata_max_age_ms``), ``remove-connector`` (Connect only: the
+CreatePartitions, and the producer produces to the new partitions from then on, at
+``records_per_s`` each like the old ones, so the topic's input grows with its partition count:
+the simulator's ``growth_rate = "partition"``, which the calibration's simulated side runs,
+``lab.calibrate.WIRE_GROWTH_RATE``, not the paper grids' fixed topic rate; a classic member
+sees them at its next metadata refresh, ``metadata_max_age_ms``), ``remove-connector`` (Connect only: the
 connector is deleted through the config topic, its tasks stop counting from then on), ``slow``
 (consumers only: the named member's process, or every one with ``all``, running at the event's
 time sleeps ``delay_ms`` in its revocation callback, after its commit, for ``duration_ms``:

@@ -213,6 +213,35 @@ def stable_text(rows: Sequence[Mapping[str, Any]]) -> str:
             f"within {top:.3f} s of one another ({each})")
 
 
+def alignment_text(wire: Sequence[Mapping[str, Any]],
+                   stable: Sequence[Mapping[str, Any]]) -> str:
+    """Which alignment the wire measured and when, in one clause for the page's heartbeat
+    condition and "What the model leaves out": aligned through an eager rolling bounce
+    (``wire``, each rebalance restarting every member's heartbeat timer), apart at the first
+    rebalance after a stable period (``stable``); empty without rows."""
+    def span(rows: Sequence[Mapping[str, Any]]) -> str:
+        by: dict[str, list[float]] = {}
+        for r in rows:
+            by.setdefault(str(r.get("client")), []).append(float(r["median_s"]))
+        return ", ".join(f"{c} {min(v):.3f} s" if len(v) == 1 or min(v) == max(v)
+                         else f"{c} {min(v):.3f}\u2013{max(v):.3f} s"
+                         for c, v in sorted(by.items()))
+
+    wire = [r for r in wire if r.get("rebalances") and r.get("largest_s") is not None]
+    stable = [r for r in stable if r.get("rebalances") and r.get("largest_s") is not None
+              and r.get("stable_min") is not None]
+    parts = []
+    if wire:
+        top = max(float(r["largest_s"]) for r in wire)
+        parts.append(f"real classic members' heartbeats stayed aligned through an eager rolling "
+                     f"bounce, within {top:.3f} s of one another (medians: {span(wire)})")
+    if stable:
+        top = max(float(r["largest_s"]) for r in stable)
+        parts.append(f"at the first rebalance after {_minutes(stable)} stable they learned of "
+                     f"a join up to {top:.3f} s apart (medians: {span(stable)})")
+    return "; ".join(parts)
+
+
 def spread_text(rows: Sequence[Mapping[str, Any]]) -> str:
     """The measurement in words for the page: "real classic members, measured on the wire:
     within 0.094 s of one another (median 0.022 s, Java, 24 rebalances; ...)"; empty without

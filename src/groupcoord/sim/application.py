@@ -197,6 +197,10 @@ class Application:
         #: simulation keeps the same objects while they do not change: a process starting or
         #: stopping marks the universe for recomputation, which usually finds it unchanged).
         self._synced: tuple[object, object] = (None, None)
+        #: Each topic's partition count when the resources were first synced with it (by
+        #: topic id: a recreated topic is another): its production rate under
+        #: ``growth_rate = "topic"`` is the workload's rate times this count.
+        self._base_counts: dict[Any, int] = {}
 
     def _stale(self) -> None:
         self.sim.step -= 1  # a superseded wake-up: not an event of the simulation
@@ -236,10 +240,33 @@ class Application:
             for k in self.model.resources:
                 if isinstance(k, tuple) and k[0] in live:
                     wanted[k] = self.model.resources[k].rate * 1000.0
+            per = self._partition_rates()
+            if wl.growth_rate != "topic":
+                per = {}
+            rates: dict[Any, float] = {}
             for tp in _ordered(sim.universe):
-                if tp not in wanted:
-                    wanted[tp] = wl.rate_of(names.get(tp[0], ""))
+                r = per.get(tp[0])
+                if r is not None and tp in wanted and wanted[tp] != r:
+                    rates[tp] = wanted[tp] = r  # (a grown topic: its rate spread)
+                elif tp not in wanted:
+                    wanted[tp] = wl.rate_of(names.get(tp[0], "")) if r is None else r
+            if rates:
+                self.model.set_rates(rates)
         self.model.sync_resources(wanted)
+
+    def _partition_rates(self) -> dict[Any, float]:
+        """``growth_rate = "topic"`` (``sim.workload``, "A topic's growth"): the records/s of
+        each partition of a grown topic, by topic id: the topic's rate (the workload's rate a
+        partition times its count when first seen here) over its partition count now; a topic
+        that has not grown is not listed (its partitions keep the workload's rate, the same
+        float as before the option)."""
+        out: dict[Any, float] = {}
+        base = self._base_counts
+        for t in self.sim.image.by_name.values():
+            n0 = base.setdefault(t.topic_id, t.num_partitions)
+            if t.num_partitions != n0:
+                out[t.topic_id] = self.workload.rate_of(t.name) * n0 / t.num_partitions
+        return out
 
     def spawned(self, p: Proc) -> None:
         """A new incarnation of ``p`` started: a classic consumer's rejoins go through its
@@ -682,9 +709,31 @@ class Application:
         if not self.on:
             return {"workload": "idle"}
         t = self.model.totals()
-        return {"workload": self.workload.describe(),
-                "work": {k: round(v, 3) for k, v in t.items()}
-                | {"lag_now": round(self.model.lag_now, 3),
-                   "lag_peak_after_initial": round(self.run_lag_peak, 3),
-                   "poll_timeouts": self.model.poll_timeouts}
-                | self.model.poison_summary()}
+        out: dict[str, Any] = {"workload": self.workload.describe(),
+                               "work": {k: round(v, 3) for k, v in t.items()}
+                               | {"lag_now": round(self.model.lag_now, 3),
+                                  "lag_peak_after_initial": round(self.run_lag_peak, 3),
+                                  "poll_timeouts": self.model.poll_timeouts}
+                               | self.model.poison_summary()}
+        grown = self.growth()
+        if grown:
+            out["growth"] = grown
+        return out
+
+    def growth(self) -> list[dict[str, Any]]:
+        """Each topic that grew during the run: its partition count and its production before
+        and after (records/s a partition and the topic's), and the workload's
+        ``growth_rate`` (``sim.workload``, "A topic's growth")."""
+        out = []
+        wl = self.workload
+        for t in self.sim.image.by_name.values():
+            n0 = self._base_counts.get(t.topic_id)
+            if n0 is None or n0 == t.num_partitions:
+                continue
+            rate = wl.rate_of(t.name)
+            after = rate * n0 / t.num_partitions if wl.growth_rate == "topic" else rate
+            out.append({"topic": t.name, "partitions": [n0, t.num_partitions],
+                        "records_per_s_partition": [rate, after],
+                        "records_per_s_topic": [rate * n0, after * t.num_partitions],
+                        "growth_rate": wl.growth_rate})
+        return out

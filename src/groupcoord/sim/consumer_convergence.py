@@ -18,10 +18,18 @@ from groupcoord.sim.process import _LEFT, _RETRY_BACKOFF_MAX_MS, CLIENT_VARIANT,
 class ConsumerConvergence(ConsumerInvariants):
     """Convergence (I5) of :class:`groupcoord.sim.consumer.ConsumerSimulation`."""
 
+    #: The I5 deadline the faults' stop set (``end_at`` comes earlier once the group converged
+    #: and the applications caught up; a step that unconverges the group puts it back).
+    _deadline_at: int | None = None
+
     def after_step(self) -> None:
         """The incremental checks of one step (I1 and I6 ran inside it): I3 on the group's
         epochs and I2 on a newly installed target when the step wrote group records; then
-        convergence, when something changed, for the open disturbance windows and I5."""
+        convergence, when something changed, for the open disturbance windows and I5. A run
+        that was to end at this instant, converged and caught up, but was disturbed again by
+        another event of the same millisecond (a classic member's metadata refresh
+        rejoining), goes on to its I5 deadline: its end was decided on a convergence that no
+        longer holds."""
         if not (self.dirty or self._group_records or self._universe_dirty):
             return
         if self._universe_dirty:
@@ -32,6 +40,8 @@ class ConsumerConvergence(ConsumerInvariants):
             self._check_group()
         if self.dirty and (self._open or self.now >= self.quiet_at):
             self.dirty = False
+            if self._deadline_at is None and self.end_at is not None:
+                self._deadline_at = self.end_at  # (the faults' stop set it, this step)
             if self.converged():
                 self.note_converged()
                 if self.now >= self.quiet_at and self.end_at is not None and \
@@ -40,6 +50,8 @@ class ConsumerConvergence(ConsumerInvariants):
                     self.end_at = self.now
             else:
                 self.note_unconverged()
+                if self.end_at is not None and self.end_at < (self._deadline_at or 0):
+                    self.end_at = self._deadline_at
 
 
     # ================================================================== universe, convergence

@@ -65,6 +65,19 @@ came from a harness whose poll waited its 100 ms timeout to fill a batch); a ``p
 still reacts to a rebalance at once (its ``poll()`` returns within the latency; that
 difference is below the model's resolution).
 
+**A topic's growth** (``growth_rate``): Kafka's default partitioner spreads a producer's
+keyless records over the partitions it knows of, so a producer at a fixed rate that learns of
+a topic's new partitions writes the same records per second, spread over more partitions.
+The default, ``topic``, models that producer: a topic keeps its production rate (the
+workload's rate a partition times its partition count when the work model first saw it) and,
+once partitions are added, spreads it evenly over all of them, the old ones slowing down at
+the growth (:meth:`WorkModel.set_rates`). A producer learns of new partitions at its own
+metadata refresh (``metadata.max.age.ms``): the model leaves that out, it writes to the new
+partitions from the growth on. ``partition``: every partition keeps producing at the
+workload's rate, new ones too (a workload whose producers scale with the partitions; the
+calibration's wire producer, ``lab.wire``, does that), so the topic's input grows with its
+partition count.
+
 **Poison records** (``poison_rate``): records whose processing always fails, the same records
 in every protocol of a run (:func:`is_poison`: a digest of the seed, the topic partition and the
 offset; the share groups of ``sim.share`` take theirs from it, and archive them at the delivery
@@ -253,6 +266,10 @@ class Workload:
     start_stop_threads: int = 8
     metadata_max_age_ms: int = 300_000
     fetch_latency_ms: int = 50
+    #: What production does when a topic grows (the module docstring, "A topic's growth"):
+    #: ``topic``, the topic keeps its rate, spread over every partition; ``partition``, every
+    #: partition keeps the per-partition rate (the topic's input grows with its count).
+    growth_rate: str = "topic"
     #: From a process's start to its first request to the coordinator (a JVM starting, a
     #: Connect worker reading its config topic), drawn per process uniformly within half to
     #: one and a half times this: 0, the process is up at once.
@@ -297,6 +314,8 @@ class Workload:
                         f"{self.poison_backoff_ms} ms")
         if self.pause_every_ms > 0:
             out += f", pauses {self.pause_ms.describe()} ms every {self.pause_every_ms:g} ms"
+        if self.growth_rate != "topic":
+            out += f", growth keeps the rate a {self.growth_rate}"
         return out
 
     def stop_ms(self, items: int) -> int:
@@ -318,8 +337,8 @@ class Workload:
             if f.name == "idle" or v is None or (f.name.startswith("poison_")
                                                  and v == f.default):
                 continue
-            if f.name == "start_stop_threads" and v == f.default:
-                continue  # (Kafka's pool: the table as before the option)
+            if f.name in ("start_stop_threads", "growth_rate") and v == f.default:
+                continue  # (the default: the table as before the option)
             if f.name.startswith("pause_") and self.pause_every_ms <= 0:
                 continue  # (no pauses: the table as before the option)
             if f.name == "topic_rates":
@@ -349,6 +368,8 @@ _INTS = {"max_poll_records": 1, "max_poll_interval_ms": 1, "auto_commit_interval
 _DISTS = ("fixed", "exponential", "uniform", "lognormal")
 #: What a consumer group's application does with a poison record (the module docstring).
 POISON_POLICIES = ("dead-letter", "retry")
+#: What production does when a topic grows (the module docstring, "A topic's growth").
+GROWTH_RATES = ("topic", "partition")
 
 
 def _number(where: str, v: Any) -> float:
@@ -426,6 +447,11 @@ def parse_workload(where: str, raw: Any, base: Workload = DEFAULT_WORKLOAD) -> W
         elif key == "poison_policy":
             if v not in POISON_POLICIES:
                 raise WorkloadError(f"{at}: expected one of {', '.join(POISON_POLICIES)}, "
+                                    f"got {v!r}")
+            changes[key] = v
+        elif key == "growth_rate":
+            if v not in GROWTH_RATES:
+                raise WorkloadError(f"{at}: expected one of {', '.join(GROWTH_RATES)}, "
                                     f"got {v!r}")
             changes[key] = v
     return replace(base, **changes)
@@ -640,7 +666,7 @@ class Resource:
     def __init__(self, key: Key, rate_per_s: float, t0: int) -> None:
         self.key = key
         self.rate = rate_per_s / 1000.0  # records per ms
-        self.t0 = t0
+        self.t0: float = t0
         self.hw = 0.0
         self.committed = 0.0
         self.t = float(t0)
@@ -651,6 +677,18 @@ class Resource:
 
     def produced(self, t: float) -> float:
         return self.rate * (t - self.t0) if t > self.t0 else 0.0
+
+    def set_rate(self, rate_per_s: float) -> None:
+        """Production goes on at ``rate_per_s`` from ``self.t`` (the resource brought to then:
+        :meth:`WorkModel.set_rates`): what was produced by then stays, the line of production
+        is moved so that it passes through it (``t0`` is where the new line is 0), so every
+        closed form after ``self.t`` is the same as for a resource produced at that rate."""
+        rate = rate_per_s / 1000.0
+        if rate <= 0 or rate == self.rate:
+            return
+        t = self.t
+        self.t0 = t - self.produced(t) / rate
+        self.rate = rate
 
     def progress(self, t: float, pos: float) -> None:
         """The resource at time ``t`` with a consumer at ``pos`` (lag integral up to t)."""
@@ -1884,6 +1922,30 @@ class WorkModel:
             self.idle.pop(r, None)
             r.progress(self.now(), r.hw)
             self._gone_lag_int += r.lag_int / 1000.0
+
+    def set_rates(self, rates: Mapping[Key, float]) -> None:
+        """Existing resources produce at new rates (records/s) from now (a topic's growth under
+        ``growth_rate = "topic"``). Everything is brought to now first (:meth:`settle`: the
+        lag's integral so far at the old rates), then each resource's line of production is
+        moved (:meth:`Resource.set_rate`) and every processor leaves its step (its cached
+        rate). What can be fetched changes at once: within ``fetch_latency_ms`` after the
+        change a member may fetch up to ``(old - new rate) x fetch_latency_ms`` records more
+        than were produced that long before (under 0.1 record a partition for the paper's
+        grids); production itself is continuous."""
+        changed = [(self.resources[k], v) for k, v in rates.items()
+                   if k in self.resources and self.resources[k].rate != v / 1000.0]
+        if not changed:
+            return
+        self.settle()
+        for p in self.processors.values():
+            p._unsteady()
+            p.stream_lag = None
+        for r, v in changed:
+            r.set_rate(v)
+        if self.poison_field:
+            for p in self.processors.values():
+                if p.stream:
+                    p._arm_poison()
 
     def partition_resources(self, topic_id: Any) -> Mapping[int, Resource]:
         """``{i: resources[(topic_id, i)]}`` for every such key (empty if none)."""
