@@ -649,3 +649,33 @@ def test_a_member_in_step_given_a_partition_catches_up_with_its_others_as_one_st
     q.assign([keys[1]])
     loop.run_until(11_000)
     assert p._grp is None  # another processor writes one of them
+
+
+@pytest.mark.parametrize("at", [9_000, 10_000, 10_300, 12_000])
+def test_a_rate_change_of_some_resources_leaves_the_step_inside_a_catch_up(at: int) -> None:
+    """A topic's growth moves the production of some resources of a member (its old
+    partitions of that topic) and not the others: the resources it kept up with in one state
+    are no longer one state (before, in and after its catch-up), the same run as computing
+    each resource alone."""
+    runs = []
+    for grouped in (True, False):
+        loop = Loop()
+        m = loop.model(fixed(100, 1.0, fetch_latency_ms=50, max_poll_records=50))
+        m.group_ok = grouped
+        keys = [("a", 0), ("a", 1), ("b", 0), ("b", 1), ("b", 2)]
+        for k in keys:
+            m.add_resource(k, 100)
+        p = m.processor("c1")
+        p.assign(keys[:4])
+        loop.run_until(3_000)
+        p.commit_positions(frozenset(keys), polled=True)  # (in step)
+        loop.run_until(10_000)
+        p.assign([keys[4]])  # a catch-up over all five
+        loop.run_until(at)
+        m.set_rates({("a", 0): 40, ("a", 1): 40})
+        loop.run_until(at + 200)
+        m._sampled_at = None
+        sample = m.sample_lag()
+        loop.run_until(20_000)
+        runs.append(repr((sample, _state(m))))
+    assert runs[0] == runs[1]

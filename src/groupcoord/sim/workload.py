@@ -1939,6 +1939,7 @@ class WorkModel:
         self.settle()
         for p in self.processors.values():
             p._unsteady()
+            p._grp = None  # (the step inside a catch-up too: some of its rates change)
             p.stream_lag = None
         for r, v in changed:
             r.set_rate(v)
