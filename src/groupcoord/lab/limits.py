@@ -900,11 +900,17 @@ def model_limits(runs: Sequence[Mapping[str, Any]],
         static = sorted({sc.name for sc in consumers if sc.static})
         restarts = sorted({sc.name for sc in consumers if not sc.static
                            and ("rolling" in sc.name or "bounce" in sc.name)})
+        static_rolling = [n for n in static if "rolling" in n]
         if restarts:
             items.append(
                 "Static membership (KIP-345, group.instance.id): "
-                + (f"run only in {', '.join(static)}; " if static else "not run; ")
-                + f"the restarts ({', '.join(restarts)}) restart dynamic members, each "
+                + (f"the rolling bounce runs with static members too ({', '.join(static_rolling)}"
+                   ": each back within its session timeout keeps its partitions with no "
+                   f"rebalance), and {', '.join(static)} in all; the other restarts "
+                   if static_rolling else
+                   f"run only in {', '.join(static)}; the restarts " if static
+                   else "not run; the restarts ")
+                + f"({', '.join(restarts)}) restart dynamic members, each "
                 "leaving and rejoining the group. A static member back within its "
                 "session timeout keeps its partitions with no rebalance, a common way to run "
                 "production rolling restarts.")
