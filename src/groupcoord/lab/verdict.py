@@ -2786,8 +2786,12 @@ def _add_likewise(host: Claim, g: GridVerdict, row: VerdictRow, mv: MetricVerdic
 
     worse = _runner_up(mv)
     where = f"{row.scenario}, {row.size:,} {member_word(row.scenario, g.protocols)}"
+    # a bookkeeping metric carries the row's excess lag (round 15: in rolling-bounce-down20s
+    # the protocols that moved fewest lost on lag)
+    lag = cell_lag(g, row, mv.best, worse) if m.column in BOOKKEEPING else ""
     said = (f" Likewise in {where} ({g.name}): " + " and ".join(q(mv.cells[p]) for p in mv.best)
-            + f" against {q(mv.cells[worse])}" + _at_default_delay(g, row, mv, worse) + ".")
+            + f" against {q(mv.cells[worse])}" + (f" ({lag})" if lag else "")
+            + _at_default_delay(g, row, mv, worse) + ".")
     host.text += said
     # an added finding goes to the note before the sentence's own clauses
     host.movable = ((said, "", said.strip().rstrip(".")), *host.movable)
@@ -3031,29 +3035,74 @@ def spread_condition(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     return replace(c, text=c.text + clause, movable=(*c.movable, *moves))
 
 
+#: An application's costs (excess lag, stall, downtime): a sentence says, whoever wins, each
+#: of them on which a winner is worse than the runner-up in the same cell.
+COST_METRICS = ("lag_record_s", "stall_ms", "task_downtime_task_s", "resource_downtime_ms")
+#: Bookkeeping metrics (what moved, what ran twice), no cost of their own: a sentence on one
+#: quotes the same cell's excess lag of its winners and runner-up.
+BOOKKEEPING = frozenset({"resources_moved", "records_reprocessed"})
+
+
+def cell_lag(g: GridVerdict, row: VerdictRow, winners: Sequence[str], worse: str) -> str:
+    """``excess lag 10,235 and 12,944 against 5,734 record·s``: the row's lag of each winner
+    and of the runner-up, medians (a topic's growth: the classic figures are draws of the
+    leader's refresh phase, said with them); "" where the row has no lag for them."""
+    mv = next((x for x in row.metrics if x.metric.column == "lag_record_s"), None)
+    if mv is None or any(p not in mv.cells or not mv.cells[p].values
+                         for p in (*winners, worse)):
+        return ""
+    m = mv.metric
+    text = (f"{short_label(m, g.excess)} " + " and ".join(_bare(m, mv.cells[p].median)
+                                                         for p in winners)
+            + f" against {m.fmt(mv.cells[worse].median)}")
+    named = (*winners, worse)
+    if any(x in row.scenario for x in GROWTH_SCENARIOS) \
+            and any(family(p) == "classic" for p in named):
+        n = min(len(mv.cells[p].values) for p in named)
+        text += (f" (the classic figures: draws of the leader's refresh phase, {n} seeds; "
+                 f"time to converge as a distribution of {PHASE_MIN_SEEDS} or more in the note)")
+    return text
+
+
 def weakest_metric(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
-    """A sentence whose winner is a classic eager protocol names the grid's other metrics on
-    which, in the same cell, that winner is worse than the runner-up the sentence quotes (by
-    more than the metric's floor, medians): outside review round 14, the rolling-bounce eager
-    lag win whose peak lag and stall were worse in the same cell, which a platform team alerts
-    on."""
+    """A sentence names the grid's cost metrics (:data:`COST_METRICS`; a classic eager
+    winner: every other metric) on which, in the same cell, a winner is worse than the
+    runner-up the sentence quotes (by more than the metric's floor, medians), and a sentence
+    on a bookkeeping metric (:data:`BOOKKEEPING`) quotes the cell's excess lag of its winners
+    and runner-up: outside review round 14, the rolling-bounce eager lag win whose peak lag
+    and stall were worse in the same cell, which a platform team alerts on; round 15, S3:
+    partitions moved headlined where the same row's lag put classic:cooperative ~4,700x
+    above KIP-848."""
     found = _claim_row(c, verdicts)
     g = next((v for v in verdicts if v.name == c.grid), None)
-    if found is None or g is None or not _spread_eager(c.best) or not c.worse:
+    if found is None or g is None or not c.worse:
         return c
-    row, _ = found
+    row, said = found
+    winners = tuple(said.best) if c.best in said.best else (c.best,)
+    keeps = c.metric in BOOKKEEPING
+    lag = cell_lag(g, row, winners, c.worse) if keeps else ""
     worse = []
     for mv in row.metrics:
         m = mv.metric
-        if m.column == c.metric or c.best not in mv.cells or c.worse not in mv.cells \
-                or not mv.cells[c.best].values or not mv.cells[c.worse].values:
+        if m.column == c.metric or c.worse not in mv.cells or not mv.cells[c.worse].values \
+                or (keeps and m.column == "lag_record_s"):
             continue
-        b, w = mv.cells[c.best].median, mv.cells[c.worse].median
-        sign = 1 if m.lower_is_better else -1
-        if sign * (b - w) > m.floor:
-            worse.append((short_label(m, g.excess), _pair(m, b, w)))
+        for p in winners:
+            if p not in mv.cells or not mv.cells[p].values:
+                continue
+            if m.column not in COST_METRICS and not (p == c.best and _spread_eager(p)):
+                continue
+            b, w = mv.cells[p].median, mv.cells[c.worse].median
+            sign = 1 if m.lower_is_better else -1
+            if sign * (b - w) > max(m.floor, RELATIVE_FLOOR * max(abs(b), abs(w))):
+                name = short_label(m, g.excess) + (f" ({p})" if len(winners) > 1 else "")
+                worse.append((name, _pair(m, b, w)))
+    text = c.text
+    if lag:
+        # stays in the sentence: a bookkeeping metric without its cost misleads
+        text += f" In the same cell, {lag}."
     if not worse:
-        return c
+        return replace(c, text=text)
     names = (", ".join(n for n, _ in worse[:-1]) + " and " + worse[-1][0] if len(worse) > 1
              else worse[0][0])
     clause = f" Worse on {names}: " + "; ".join(v for _, v in worse) + "."
@@ -3065,7 +3114,7 @@ def weakest_metric(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
               f"{c.worse} on " + "; ".join(f"{n}: {v}" for n, v in worse))]
     if len(worse) > 2:
         moves.append((f" Worse on {few} (note).", first, ""))
-    return replace(c, text=c.text + clause, movable=(*c.movable, *moves))
+    return replace(c, text=text + clause, movable=(*c.movable, *moves))
 
 
 def adverse_row(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
