@@ -59,3 +59,22 @@ def test_a_non_eager_winner_says_the_cost_it_loses_to_the_runner_up() -> None:
              if c.metric == "lag_peak")
     assert c.best == COOP
     assert "Worse on lag: 10,237 against 5,200 record·s." in c.text
+
+
+def test_a_win_the_caveat_gives_to_the_assignor_says_so_in_its_sentence() -> None:
+    from groupcoord.lab.caveats import with_caveats
+    from groupcoord.lab.verdict import Claim, grid_verdict
+
+    rr = "classic:eager-roundrobin"
+    grid = {"name": "crossover", "protocols": [EAGER, rr, COOP], "metrics": ["lag_record_s"]}
+    rows = []
+    for s in range(5):
+        rows.append(_run(EAGER, s, "crash", lag_record_s=59000.0 + s))
+        rows.append(_run(rr, s, "crash", lag_record_s=46000.0 + s))
+        rows.append(_run(COOP, s, "crash", lag_record_s=46100.0 + s))
+    g = grid_verdict(grid, rows)
+    c = Claim("crossover", "crash, 10 members: ☆ classic:cooperative best.", "",
+              "lag_record_s", "crash", 10, COOP, "")
+    (out,) = with_caveats([c], [g], rows)
+    assert out.text.endswith("Eager with range loses and eager with roundrobin ties the winners "
+                             "(4x250): the assignor, not the protocol.")
