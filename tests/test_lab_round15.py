@@ -78,3 +78,46 @@ def test_a_win_the_caveat_gives_to_the_assignor_says_so_in_its_sentence() -> Non
     (out,) = with_caveats([c], [g], rows)
     assert out.text.endswith("Eager with range loses and eager with roundrobin ties the winners "
                              "(4x250): the assignor, not the protocol.")
+
+
+def test_runs_carry_the_time_until_balanced_after_the_last_event() -> None:
+    """The tables' "time until balanced after the last event" is a column of runs/ (the
+    reviewer had to reverse-engineer the event gap from time_to_balance_ms), and the report
+    reads it from there."""
+    import json
+    from dataclasses import replace
+
+    from groupcoord.lab.findings import BALANCE_AFTER_LAST
+    from groupcoord.lab.mechanism import attach_balance_after_last, balance_after_last
+    from groupcoord.lab.runs import RUN_METRICS, run_one
+    from groupcoord.lab.spec import expand, load_spec, restrict
+
+    assert ("time_to_balance_after_last_ms", "long") in RUN_METRICS
+    spec = restrict(load_spec("paper"), scenarios=["kip415-connector-removed"], sizes=[3],
+                    protocols=["classic-connect:sessioned"], workloads=["16x8c"])
+    params = next(r for r in expand(spec) if r.replicate == 0)
+    row = run_one(replace(params, events=False))
+    after = row["time_to_balance_after_last_ms"]
+    assert after is not None
+    assert after == balance_after_last(row, json.loads(row["summary_json"]))
+    # the scenario's two connector changes are 20 s apart: counted from the second
+    assert row["time_to_balance_ms"] - after >= 19_000
+    # the report takes the column, no summary needed
+    runs = [{"run_id": "x", "time_to_balance_ms": 25_000, "time_to_balance_after_last_ms": 1_030}]
+    attach_balance_after_last(runs, {})
+    assert runs[0][BALANCE_AFTER_LAST] == 1_030.0
+
+
+def test_the_settings_list_says_the_assignment_interval_is_a_kafka_43_broker_setting() -> None:
+    import json
+
+    from groupcoord.lab.limits import settings_notes
+
+    run = {"protocol": UNIFORM, "settings_json": json.dumps(
+        {"group.consumer.assignment.interval.ms": 1000, "heartbeat.spread.ms": 0})}
+    notes = " ".join(settings_notes([run]))
+    assert "group.consumer.assignment.interval.ms (a broker setting since Apache Kafka 4.3" in notes
+    assert "KIP-1263" in notes
+    # at Kafka's default: not flagged as a non-default, nor listed as a model knob
+    assert "Not Kafka's defaults" not in notes
+    assert "Model knobs, not Kafka settings: group.consumer" not in notes
