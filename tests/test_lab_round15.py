@@ -121,3 +121,30 @@ def test_the_settings_list_says_the_assignment_interval_is_a_kafka_43_broker_set
     # at Kafka's default: not flagged as a non-default, nor listed as a model knob
     assert "Not Kafka's defaults" not in notes
     assert "Model knobs, not Kafka settings: group.consumer" not in notes
+
+
+def test_a_restore_row_of_a_spread_grid_names_its_spread() -> None:
+    import json
+
+    from groupcoord.lab.caveats import restore_rows
+
+    plain = {"name": "crossover", "protocols": [EAGER, COOP], "metrics": ["lag_record_s"],
+             "workloads": ["light"], "seeds": 5}
+    labels = [f"{p}@hbspread{s}" for s in ("1s", "3s") for p in (EAGER, COOP)]
+    spread = {"name": "field-costs-hbspread", "protocols": labels, "metrics": ["lag_record_s"],
+              "workloads": ["field-costs"], "seeds": 5}
+    rows = []
+    for s in range(5):
+        rows.append(_run(EAGER, s, "scale-out", "light", lag_record_s=0.2))
+        rows.append(_run(COOP, s, "scale-out", "light", lag_record_s=255.0 + s))
+        for label in labels:
+            v = (900.0 if label.endswith("1s") else 1900.0) + 100 * s
+            rows.append({**_run(label, s, "scale-out", "field-costs", lag_record_s=v),
+                         "work": json.dumps({"warmup_ms": 2000})})
+    verdicts = grid_verdicts({"name": "paper", "grids": [plain, spread]}, rows)
+    c = next(c for c in claims(verdicts[:1]))
+    text = restore_rows(c, verdicts, rows)
+    assert ("field-costs-hbspread with a 2 s restore (10 members, heartbeats spread by up to "
+            "1 s)") in text
+    assert ("field-costs-hbspread with a 2 s restore (10 members, heartbeats spread by up to "
+            "3 s)") in text

@@ -150,7 +150,12 @@ def restore_rows(c: Claim, verdicts: Sequence[GridVerdict],
             mv = next((x for x in row.metrics if x.metric.column == c.metric), None)
             if mv is None:
                 continue
-            found.append(f"{g.name} with a {number(w / 1000)} s restore ({row.size} members): "
+            # a grid that sweeps a timing has a row per value: the value names the row
+            # (round 15: "field-costs-hbspread with a 2 s restore" twice, different numbers)
+            at = ("" if not row.timing or row.x is None
+                  else f", heartbeats spread by up to {number(row.x / 1000)} s"
+                  if "spread" in row.timing else f", {row.timing}")
+            found.append(f"{g.name} with a {number(w / 1000)} s restore ({row.size} members{at}): "
                          f"{_word(mv)} ({_medians(mv, ranked(mv.cells))})")
     out = "no state restore" + (" (" + "; ".join(found) + ")" if found
                                   else " (not tested with one)")
