@@ -148,3 +148,35 @@ def test_a_restore_row_of_a_spread_grid_names_its_spread() -> None:
             "1 s)") in text
     assert ("field-costs-hbspread with a 2 s restore (10 members, heartbeats spread by up to "
             "3 s)") in text
+
+
+def _group_rows(fresh_range: float) -> list[Any]:
+    """KIP-848's two assignors tie on the first seeds and both beat classic:cooperative; on
+    the fresh seeds consumer:range sits at ``fresh_range`` (below uniform: an order among
+    them), classic:cooperative far above both either way."""
+    rng = "consumer:range"
+    grid = {"name": "consumers", "protocols": [COOP, rng, UNIFORM], "scenarios": ["scale-out"],
+            "metrics": ["lag_record_s"], "seeds": 5, "confirm_seeds": 5}
+    rows = []
+    for rep in range(10):
+        fresh = rep >= 5
+        for p, v in ((COOP, 50_000.0), (UNIFORM, 800.0),
+                     (rng, fresh_range if fresh else 801.0)):
+            rows.append({**_run(p, rep, "scale-out", lag_record_s=v + rep % 5),
+                         "replicate": rep})
+    return grid_verdicts({"spec": "paper", "grids": [grid]}, rows)
+
+
+def test_a_tie_that_both_seed_sets_separate_from_every_other_protocol_is_a_shared_win() -> None:
+    from groupcoord.lab.report import _verdict_word
+
+    (g,) = _group_rows(300.0)
+    mv = g.rows[0].metrics[0]
+    assert mv.verdict == "tied" and mv.shared
+    assert set(mv.best) == {"consumer:range", UNIFORM}
+    assert "shared: " in _verdict_word(mv) and "on both seed sets" in _verdict_word(mv)
+    c = next(c for c in claims([g]) if c.metric == "lag_record_s")
+    assert "share the lowest" in c.text and "for classic:cooperative (the runner-up)" in c.text
+    # where the fresh set puts classic:cooperative among them, it stays not confirmed
+    (g,) = _group_rows(60_000.0)
+    assert g.rows[0].metrics[0].verdict == "unconfirmed"

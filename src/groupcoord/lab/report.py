@@ -620,8 +620,14 @@ def _verdict_word(mv: MetricVerdict) -> str:
     if mv.verdict == "best":
         return (f"{star(mv)} best{pairing}" + (f", depends on {mv.depends}" if mv.depends
                                                else "") + limit)
+    if mv.phase_note:
+        limit += f"; {mv.phase_note}"
     if mv.verdict == "tied":
-        return (f"= {len(mv.best)} tied{pairing}"
+        # a tie the fresh set repeated as a group (the same protocols separated from every
+        # other, in another order among themselves): a shared win, said so
+        shared = (f" (shared: {' and '.join(mv.best)} separated from every other protocol "
+                  "on both seed sets)" if mv.shared else "")
+        return (f"= {len(mv.best)} tied{pairing}{shared}"
                 + (f", depends on {mv.depends}" if mv.depends else "") + limit)
     if mv.verdict == "unconfirmed":
         first = (f"{star(mv)} " + mv.best[0] if len(mv.best) == 1

@@ -347,6 +347,12 @@ class MetricVerdict:
     #: An eager mark's cell in a heartbeat-spread grid (:func:`mark_spread_limits`): what
     #: that grid found there at each spread above 0, whether or not eager keeps the mark.
     spread: tuple[SpreadOutcome, ...] = ()
+    #: A tie confirmed as a group (:func:`shared_win`): the fresh set separates the same
+    #: tied protocols from every other, though it orders them otherwise among themselves.
+    shared: bool = False
+    #: A topic's growth where the row's classic figures are draws of the leader's refresh
+    #: phase (:func:`phase_draw`): said on the row, beside its mark.
+    phase_note: str = ""
 
 
 @dataclass(slots=True)
@@ -514,10 +520,39 @@ def confirm(mv: MetricVerdict, again: MetricVerdict) -> MetricVerdict:
         return mv
     if again.verdict == mv.verdict and set(again.best) == set(mv.best):
         return mv
+    if mv.verdict == "tied" and shared_win(again, mv.best):
+        # the tied group wins on both sets (round 15: KIP-848's two assignors against every
+        # classic protocol, "not confirmed" only because they tie each other on fresh seeds)
+        mv.shared = True
+        return mv
     for c in mv.cells.values():
         c.mark = ""
     mv.verdict = "unconfirmed"
     return mv
+
+
+def shared_win(again: MetricVerdict, group: Sequence[str], min_seeds: int = MIN_SEEDS
+               ) -> bool:
+    """Whether, on a seed set's verdict ``again``, each protocol of ``group`` is separated
+    (ranges apart, or the paired sign test) from every ranked protocol outside it, whatever
+    their order among themselves: a win the group shares."""
+    m = again.metric
+    cells = again.cells
+    pool = [p for p in ranked(cells) if cells[p].values]
+    rest = [q for q in pool if q not in group]
+    if not rest or any(p not in pool or len(cells[p].values) < min_seeds for p in group) \
+            or any(len(cells[q].values) < min_seeds for q in rest):
+        return False
+    sign = 1 if m.lower_is_better else -1
+    for p in group:
+        for q in rest:
+            if sign * (cells[p].median - cells[q].median) >= 0:
+                return False
+            if not (beats(list(cells[p].values.values()), list(cells[q].values.values()), m,
+                          min_seeds)
+                    or sign_test(cells[p].values, cells[q].values, m) <= SIGN_ALPHA):
+                return False
+    return True
 
 
 def fresh_seeds(mv: MetricVerdict) -> int | None:
@@ -775,7 +810,12 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
         if swept is not None:
             vr.x, vr.timing = float(key[4]), timing_words(swept, key[4])
         for m in (row_metric(m0, vr.rate) for m0 in metrics):
-            vr.metrics.append(judge_sets(rs, fresh, protocols, m, min_seeds))
+            mv = judge_sets(rs, fresh, protocols, m, min_seeds)
+            if mv.verdict in ("best", "tied") and phase_draw(vr.scenario, mv):
+                n = min(len(mv.cells[p].values) for p in (*mv.best, *mv.beaten))
+                mv.phase_note = (f"the classic figures are draws of the leader's refresh "
+                                 f"phase ({n} seeds; a sentence needs {PHASE_MIN_SEEDS})")
+            vr.metrics.append(mv)
         rows.append(vr)
     mark_dependence(rows, X_NAMES.get(param or "", (param or "",))[0] if param else None)
     mark_size_dependence(rows, protocols)
