@@ -180,3 +180,48 @@ def test_a_tie_that_both_seed_sets_separate_from_every_other_protocol_is_a_share
     # where the fresh set puts classic:cooperative among them, it stays not confirmed
     (g,) = _group_rows(60_000.0)
     assert g.rows[0].metrics[0].verdict == "unconfirmed"
+
+
+def _crossover(with_late: bool) -> list[Any]:
+    import json
+
+    plain = {"name": "crossover-20ms", "protocols": [EAGER, COOP], "scenarios": ["scale-out"],
+             "metrics": ["lag_record_s"], "seeds": 5}
+    busy = {"name": "busy-crossover", "protocols": [EAGER, COOP],
+            "scenarios": ["scale-out-slow500ms", "scale-out-slow2000ms"],
+            "metrics": ["lag_record_s"], "seeds": 5, "question": "does it hold when late"}
+
+    def run(p: str, s: int, scenario: str, pct: int, v: float) -> dict[str, Any]:
+        return {**_run(p, s, scenario, f"1x32-p20ms-{pct}pct", lag_record_s=v + s, size=8),
+                "total_partitions": 32,
+                "work": json.dumps({"records_per_s": pct / 8, "processing_ms": 20})}
+
+    rows = [run(p, s, "scale-out", pct, 1.0 if p == EAGER else 256.0)
+            for pct in (20, 40) for p in (EAGER, COOP) for s in range(5)]
+    if with_late:
+        rows += [run(p, s, sc, 40, v) for sc, vs in (("scale-out-slow500ms", (32.8, 256.0)),
+                                                   ("scale-out-slow2000ms", (465.0, 256.0)))
+                 for p, v in zip((EAGER, COOP), vs, strict=True) for s in range(5)]
+    grids = [plain, busy] if with_late else [plain]
+    return grid_verdicts({"spec": "paper", "grids": grids}, rows)
+
+
+def test_an_eager_crossover_names_the_lateness_that_flips_it() -> None:
+    (c,) = [c for c in claims(_crossover(True)) if c.grid == "crossover-20ms"]
+    assert ("It flips with one member 2 s late at the rebalance (busy-crossover, "
+            "1x32-p20ms-40pct): classic:eager 467 against classic:cooperative 258 record·s; its "
+            "members are caught up, with short polls, when the event comes") in c.full
+    assert "It flips with" in c.text
+    (c,) = [c for c in claims(_crossover(False)) if c.grid == "crossover-20ms"]
+    assert "It flips" not in c.full
+
+
+def test_a_spread_gist_says_whether_eager_is_kept() -> None:
+    from groupcoord.lab.verdict import SpreadOutcome, spread_gist
+
+    def o(ms: float, held: bool) -> SpreadOutcome:
+        return SpreadOutcome("g", ms, held, (), "x", 1.0, EAGER, 1.0)
+
+    assert spread_gist([(10.0, [o(1000, False), o(3000, False)])]) == "spread 1, 3 s: not kept"
+    assert spread_gist([(10.0, [o(1000, True)]), (100.0, [o(1000, False)])]) == (
+        "spread 1 s: kept at some")

@@ -1118,6 +1118,16 @@ def crossover_spread_words(found: Sequence[tuple[float | None, Sequence[SpreadOu
     return where + "spread " + "; ".join(said), "; ".join(detail)
 
 
+def spread_gist(found: Sequence[tuple[float | None, Sequence[SpreadOutcome]]]) -> str:
+    """``spread 1, 3 s: not kept``: whether an eager crossover mark survives spread
+    heartbeats, in the fewest words (kept at every value and spread, at none, or at some)."""
+    outs = [o for _, os in found for o in os]
+    spreads = ", ".join(number(ms / 1000) for ms in sorted({o.spread_ms for o in outs}))
+    held = {o.held for o in outs}
+    word = "kept" if held == {True} else "not kept" if held == {False} else "kept at some"
+    return f"spread {spreads} s: {word}"
+
+
 def spread_words(outcomes: Sequence[SpreadOutcome], m: Metric) -> str:
     """Whether an eager mark survives spread heartbeats, as its sentence says it (outside
     review round 14: the rolling-bounce eager win reversed at a 3 s spread and its sentence
@@ -2083,7 +2093,9 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                         notes.append(f"{w} at {xs}{x_unit}: {full}")
                         moves.append((f" ({short}; note below{kept})", gone, ""))
                     if said:
-                        later.append((gone, " (limit in the note)", ""))
+                        # the spread's outcome in three words stays in the sentence (round
+                        # 15, S5: Connect eager's sentence had lost it to the note)
+                        later.append((gone, f" (limit in the note; {spread_gist(mine)})", ""))
                 elif said:
                     part += f" ({said})"
                     moves.append((f" ({said})", " (spread heartbeats: note)", ""))
@@ -2640,9 +2652,9 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     # one before it
     # an eager win's spread-heartbeat finding and its weakest metric are the last clauses
     # but the growth's cause to go
-    out = [fit(discovery_cause(spread_condition(weakest_metric(
+    out = [fit(discovery_cause(spread_condition(weakest_metric(late_flip(
         adverse_row(closer_elsewhere(c, verdicts), verdicts), verdicts), verdicts), verdicts),
-               labelled_words) for c in ordered[:limit]]
+        verdicts), labelled_words) for c in ordered[:limit]]
     order = {g.name: i for i, g in enumerate(verdicts)}
     out.sort(key=lambda c: order.get(c.grid, 0))
     return out
@@ -3203,6 +3215,51 @@ def adverse_row(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     short = (f" It loses {worst[0]:.1f}x in {worst[3]}, note." if math.isfinite(worst[0])
              else f" It loses in {worst[3]}, note.")
     # said in the sentence; moved to the note late, its ratio and row staying in the sentence
+    return replace(c, text=c.text + clause,
+                   movable=(*c.movable, (clause, short, clause.strip().rstrip("."))))
+
+
+def late_flip(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
+    """A crossover sentence whose winners are classic eager protocols names the case that
+    flips it: the least lateness of one member at the rebalance (a ``-slowNms`` row of the
+    same scenario and size, any grid) at which eager's median is above the lowest other
+    protocol's (by more than the floor), with the two medians; and, where its own rows have
+    no pausing work, that its members are caught up, with short polls, when the event comes
+    (outside review round 15, S7: busy-crossover, one member 2 s late: eager 465 against
+    cooperative 256 record·s)."""
+    if not c.head or not _spread_eager(c.best):
+        return c
+    own = next((g for g in verdicts if g.name == c.grid), None)
+    found: list[tuple[int, str]] = []
+    for g in verdicts:
+        for r in g.rows:
+            slow = SLOW_VARIANT.match(r.scenario)
+            if slow is None or slow["base"] != c.scenario or r.size != c.size:
+                continue
+            mv = next((x for x in r.metrics if x.metric.column == c.metric), None)
+            if mv is None:
+                continue
+            m = mv.metric
+            pool = [p for p in ranked(g.protocols) if p in mv.cells and mv.cells[p].values]
+            eager = [p for p in pool if _spread_eager(p)]
+            rest = [p for p in pool if not _spread_eager(p)]
+            if not eager or not rest or not m.lower_is_better:
+                continue
+            e = min(eager, key=lambda p: (mv.cells[p].median, p))
+            o = min(rest, key=lambda p: (mv.cells[p].median, p))
+            ev, ov = mv.cells[e].median, mv.cells[o].median
+            if ev - ov > max(m.floor, RELATIVE_FLOOR * ev):
+                found.append((int(slow["v"]), f"one member {number(int(slow['v']) / 1000)} s "
+                              f"late at the rebalance ({g.name}, {r.workload}): {e} "
+                              f"{_bare(m, ev)} against {o} {m.fmt(ov)}"))
+    if not found:
+        return c
+    _, said = min(found)
+    caught = ("" if own is None or any(r.late for r in own.rows) else
+              "; its members are caught up, with short polls, when the event comes")
+    clause = f" It flips with {said}{caught}."
+    short = " It flips with a member late (note)" + (
+        "; members caught up, short polls." if caught else ".")
     return replace(c, text=c.text + clause,
                    movable=(*c.movable, (clause, short, clause.strip().rstrip("."))))
 
