@@ -225,3 +225,23 @@ def test_a_spread_gist_says_whether_eager_is_kept() -> None:
     assert spread_gist([(10.0, [o(1000, False), o(3000, False)])]) == "spread 1, 3 s: not kept"
     assert spread_gist([(10.0, [o(1000, True)]), (100.0, [o(1000, False)])]) == (
         "spread 1 s: kept at some")
+
+
+def test_a_lateness_sentence_leads_with_the_loss_that_answers_its_question() -> None:
+    import json
+
+    grid = {"name": "lateness", "protocols": [EAGER, COOP, UNIFORM],
+            "scenarios": ["scale-out", "bounce"], "metrics": ["lag_record_s"], "seeds": 5,
+            "question": "do the eager marks hold when the members' own work makes them late"}
+    cells = {("scale-out", "w-pause200ms"): {EAGER: 47.8, COOP: 1850.0, UNIFORM: 1700.0},
+             ("bounce", "w-pause1s"): {EAGER: 20615.0, COOP: 5000.0, UNIFORM: 1685.0}}
+    rows = [{**_run(p, s, sc, wl, lag_record_s=v + s),
+             "work": json.dumps({"pause_every_ms": 10000})}
+            for (sc, wl), vs in cells.items() for p, v in vs.items() for s in range(5)]
+    verdicts = grid_verdicts({"spec": "paper", "grids": [grid]}, rows)
+    c = next(c for c in claims(verdicts, intro="lateness asks it")
+             if c.grid == "lateness" and c.best == EAGER)
+    assert c.scenario == "scale-out"
+    assert c.text.startswith("bounce, 10 members, w-pause1s (lateness): classic:eager loses, "
+                             "classic:eager 20,617 record·s against consumer:uniform 1,687 "
+                             "record·s, 12.2x. Yet in scale-out, 10 members")

@@ -3178,7 +3178,7 @@ def adverse_row(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     rolling-bounce win while busy-rolling had eager 4.6x worse with a member 2 s late)."""
     if not c.best or not c.workload:
         return c
-    worst: tuple[float, str, str, str] | None = None
+    worst: tuple[float, str, str, str, str] | None = None
     for g in verdicts:
         for r in g.rows:
             slow = SLOW_VARIANT.match(r.scenario)
@@ -3208,9 +3208,16 @@ def adverse_row(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
                     f"{m.fmt(mv.cells[low].median)}"
                     + (f", {ratio:.1f}x" if lo > 0 else ""))
             if worst is None or ratio > worst[0]:
-                worst = (ratio, where, said, f"{r.scenario} ({g.name})")
+                worst = (ratio, where, said, f"{r.scenario} ({g.name})", g.name)
     if worst is None:
         return c
+    own = next((g for g in verdicts if g.name == c.grid), None)
+    if own is not None and worst[4] == c.grid and follow_up(own):
+        # the grid asks whether a win holds when members are late: its loss answers that
+        # question, so the sentence leads with it (round 15, S12: "It loses 12.2x in bounce"
+        # came after the scale-out win)
+        lead = f"{worst[1]}: {c.best} loses, {worst[2]}. Yet in "
+        return replace(c, text=lead + c.text)
     clause = f" It loses in {worst[1]}: {worst[2]}."
     short = (f" It loses {worst[0]:.1f}x in {worst[3]}, note." if math.isfinite(worst[0])
              else f" It loses in {worst[3]}, note.")
