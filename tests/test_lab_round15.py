@@ -245,3 +245,26 @@ def test_a_lateness_sentence_leads_with_the_loss_that_answers_its_question() -> 
     assert c.text.startswith("bounce, 10 members, w-pause1s (lateness): classic:eager loses, "
                              "classic:eager 20,617 record·s against consumer:uniform 1,687 "
                              "record·s, 12.2x. Yet in scale-out, 10 members")
+
+
+def test_growth_rows_and_their_charts_say_the_lag_on_new_partitions_is_an_upper_bound() -> None:
+    from groupcoord.lab.mechanism import growth_text
+    from groupcoord.lab.report import chart_conditions
+
+    run = {"growth": [{"topic": "foo", "partitions": [250, 500],
+                       "records_per_s_partition": [1.6, 0.8],
+                       "records_per_s_topic": [400, 400]}]}
+    said = "the producer writes to new partitions at once (its own metadata refresh is left out)"
+    assert said in growth_text(run) and "upper bound" in growth_text(run)
+    assert growth_text({}) == ""
+    grid = {"name": "consumers", "protocols": [COOP, UNIFORM], "metrics": ["lag_record_s"],
+            "scenarios": ["partition-added"], "seeds": 5}
+    rows = [_run(p, s, "partition-added", lag_record_s=(9000.0 if p == COOP else 800.0) + s)
+            for p in (COOP, UNIFORM) for s in range(5)]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [grid]}, rows)
+    assert said in chart_conditions(g, g.rows)
+    scale = [_run(p, s, "scale-out", lag_record_s=1.0 + s) for p in (COOP, UNIFORM)
+             for s in range(5)]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [{**grid, "scenarios": ["scale-out"]}]},
+                         scale)
+    assert said not in chart_conditions(g, g.rows)

@@ -101,6 +101,7 @@ from groupcoord.lab.verdict import (
     CLAIM_RULE,
     DASH,
     DIFFERENT_MEANING,
+    GROWTH_SCENARIOS,
     MAX_CLAIMS,
     MIN_SEEDS,
     MODE_GAP,
@@ -1386,6 +1387,10 @@ def chart_conditions(g: GridVerdict, rows: Sequence[VerdictRow]) -> str:
     if marked:
         parts.append("marked at a timing off the default: "
                      + "; ".join(timing_text(p) for p in marked))
+    if any(x in r.scenario for r in rows for x in GROWTH_SCENARIOS):
+        from groupcoord.lab.mechanism import INSTANT_PRODUCER
+
+        parts.append(INSTANT_PRODUCER)
     return "; ".join(parts)
 
 
