@@ -753,7 +753,8 @@ def summarize(params: RunParams, sc: Scenario, res: SimResult, wall_ms: float,
     # the same moment counted from the scenario's last event (a bounced worker's return):
     # the report's "time until balanced after the last event", reproducible from runs/
     after_last = (max(0, int(balanced) - int(quiet))
-                  if time_to_balance is not None and quiet is not None else None)
+                  if time_to_balance is not None and balanced is not None and quiet is not None
+                  else None)
     v = res.violation
     command = None
     if v is not None:
