@@ -268,3 +268,19 @@ def test_growth_rows_and_their_charts_say_the_lag_on_new_partitions_is_an_upper_
     (g,) = grid_verdicts({"spec": "paper", "grids": [{**grid, "scenarios": ["scale-out"]}]},
                          scale)
     assert said not in chart_conditions(g, g.rows)
+
+
+def test_a_win_of_the_losers_assignor_is_not_a_grids_headline() -> None:
+    rr = "classic:eager-roundrobin"
+    grid = {"name": "field-costs", "protocols": [EAGER, rr, COOP],
+            "scenarios": ["crash-then-join", "rolling-bounce"], "metrics": ["lag_record_s"],
+            "seeds": 5}
+    cells = {"crash-then-join": {EAGER: 540_000.0, rr: 40_000.0, COOP: 40_100.0},
+             "rolling-bounce": {EAGER: 4_900.0, rr: 5_000.0, COOP: 8_200.0}}
+    rows = [_run(p, s, sc, "field-costs", lag_record_s=v + s)
+            for sc, vs in cells.items() for p, v in vs.items() for s in range(5)]
+    verdicts = grid_verdicts({"spec": "paper", "grids": [grid]}, rows)
+    # the crash's win (range loses, roundrobin ties the winners) is 10x larger, yet the
+    # grid's answer is the protocols' own difference
+    first = claims(verdicts, limit=1)
+    assert [c.scenario for c in first] == ["rolling-bounce"]

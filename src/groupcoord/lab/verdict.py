@@ -2377,7 +2377,19 @@ def phase_draw(scenario: str, mv: MetricVerdict) -> bool:
 def _candidates(g: GridVerdict) -> list[tuple[float, Claim, tuple[str, ...]]]:
     """A grid's candidate sentences with their effect sizes: per scenario and question metric
     the marked difference of the size with the largest effect."""
-    return [(st, _claim(g, row, mv), mv.best) for st, row, mv in _scored(g, g.rows)]
+    # a win the loser's assignor makes (eager with range loses, eager with another assignor
+    # among the winners) answers no question of protocols: after every other candidate
+    return [(-1.0 if assignor_win(mv) else st, _claim(g, row, mv), mv.best)
+            for st, row, mv in _scored(g, g.rows)]
+
+
+def assignor_win(mv: MetricVerdict) -> bool:
+    """Whether a mark is the loser's assignor's: every protocol it beats is classic eager,
+    and a classic eager protocol (with another assignor) is among its winners (outside
+    review round 15, S8: the page's own caveat said the range assignor was the cause)."""
+    return bool(mv.beaten) and all(_spread_eager(p) and family(p) == "classic"
+                                   for p in mv.beaten) \
+        and any(_spread_eager(p) and family(p) == "classic" for p in mv.best)
 
 
 def _scored(g: GridVerdict, rows: Sequence[VerdictRow]
@@ -3234,7 +3246,9 @@ def late_flip(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     no pausing work, that its members are caught up, with short polls, when the event comes
     (outside review round 15, S7: busy-crossover, one member 2 s late: eager 465 against
     cooperative 256 record·s)."""
-    if not c.head or not _spread_eager(c.best):
+    # a crossover's best is its winners as named ("classic:eager (range, 3 s heartbeat) and
+    # ..."): the first protocol's label
+    if not c.head or not _spread_eager(c.best.split(" ", 1)[0]):
         return c
     own = next((g for g in verdicts if g.name == c.grid), None)
     found: list[tuple[int, str]] = []
