@@ -76,8 +76,8 @@ def test_a_win_the_caveat_gives_to_the_assignor_says_so_in_its_sentence() -> Non
     c = Claim("crossover", "crash, 10 members: ☆ classic:cooperative best.", "",
               "lag_record_s", "crash", 10, COOP, "")
     (out,) = with_caveats([c], [g], rows)
-    assert out.text.endswith("Eager with range loses and eager with roundrobin ties the winners "
-                             "(4x250): the assignor, not the protocol.")
+    assert out.text.endswith("Eager with range loses, with roundrobin ties (4x250): the "
+                             "assignor, not the protocol.")
 
 
 def test_runs_carry_the_time_until_balanced_after_the_last_event() -> None:
@@ -284,3 +284,12 @@ def test_a_win_of_the_losers_assignor_is_not_a_grids_headline() -> None:
     # grid's answer is the protocols' own difference
     first = claims(verdicts, limit=1)
     assert [c.scenario for c in first] == ["rolling-bounce"]
+
+
+def test_grids_clauses_that_read_alike_are_said_once() -> None:
+    from groupcoord.lab.verdict import merge_alike
+
+    x = "classic:eager at 20, 30 % busy (limit in the note; spread 1, 3 s: not kept)"
+    assert merge_alike(f"scale-out: [a] {x}; [b] {x}. It flips.") == f"scale-out: [a, b] {x}. It flips."
+    assert merge_alike(f"[a] {x}; [b] {x}; [c] other.") == f"[a, b] {x}; [c] other."
+    assert merge_alike(f"[a] {x}; [b] {x} (2).") == f"[a] {x}; [b] {x} (2)."

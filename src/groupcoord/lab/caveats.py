@@ -214,8 +214,8 @@ def assignor_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
             key = (" and ".join(sorted({_assignor(p) for p in mv.beaten})),
                    " and ".join(sorted({_assignor(p) for p in eager_best})))
             found.setdefault(key, []).append(row.workload)
-    return "".join(f" Eager with {lose} loses and eager with {win} ties the winners "
-                   f"({', '.join(ws)}): the assignor, not the protocol."
+    return "".join(f" Eager with {lose} loses, with {win} ties ({', '.join(ws)}): the "
+                   "assignor, not the protocol."
                    for (lose, win), ws in found.items())
 
 

@@ -1813,7 +1813,9 @@ def fit(c: Claim, count: Callable[[Claim], int] | None = None,
     the note under it, one at a time in their order, until it fits; every fact stays on the
     page, in the sentence or its note."""
     size = count or (lambda x: words(x.text))
+    c = replace(c, text=merge_alike(c.text))
     for frag, stand_in, note in c.movable:
+        c = replace(c, text=merge_alike(c.text))
         if size(c) <= budget:
             break
         if frag not in c.text:
@@ -1824,6 +1826,17 @@ def fit(c: Claim, count: Callable[[Claim], int] | None = None,
             text = re.sub(r"([:\]])\s*;\s*", r"\1 ", text)
         c = replace(c, text=text, caveats=(*c.caveats, note) if note else c.caveats)
     return c
+
+
+_ALIKE = re.compile(r"\[([^\]]+)\] ([^\[;]+(?:; [^\[;]+)*?); \[([^\]]+)\] \2(?=[.;]|$)")
+
+
+def merge_alike(text: str) -> str:
+    """Grids' clauses of a crossover sentence that read alike once shortened, said once with
+    both grids named (``[a] X; [b] X`` → ``[a, b] X``): the same facts, fewer words."""
+    while (m := _ALIKE.search(text)) is not None:
+        text = text[:m.start()] + f"[{m[1]}, {m[3]}] {m[2]}" + text[m.end():]
+    return text
 
 
 #: A mark's limit longer than this many words goes to the note under its sentence, the
@@ -2095,7 +2108,10 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                     if said:
                         # the spread's outcome in three words stays in the sentence (round
                         # 15, S5: Connect eager's sentence had lost it to the note)
-                        later.append((gone, f" (limit in the note; {spread_gist(mine)})", ""))
+                        later.append((gone, f" ({spread_gist(mine)}; note)", ""))
+                    else:
+                        # last of all, the limit's pointer in one word
+                        later.append((gone, " (note)", ""))
                 elif said:
                     part += f" ({said})"
                     moves.append((f" ({said})", " (spread heartbeats: note)", ""))
@@ -3123,8 +3139,7 @@ def cell_lag(g: GridVerdict, row: VerdictRow, winners: Sequence[str], worse: str
     if any(x in row.scenario for x in GROWTH_SCENARIOS) \
             and any(family(p) == "classic" for p in named):
         n = min(len(mv.cells[p].values) for p in named)
-        text += (f" (the classic figures: draws of the leader's refresh phase, {n} seeds; "
-                 f"time to converge as a distribution of {PHASE_MIN_SEEDS} or more in the note)")
+        text += f" (the classic figures: one draw of the leader's refresh phase a seed, {n} seeds)"
     return text
 
 
@@ -3159,7 +3174,7 @@ def weakest_metric(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
             b, w = mv.cells[p].median, mv.cells[c.worse].median
             sign = 1 if m.lower_is_better else -1
             if sign * (b - w) > max(m.floor, RELATIVE_FLOOR * max(abs(b), abs(w))):
-                name = short_label(m, g.excess) + (f" ({p})" if len(winners) > 1 else "")
+                name = short_label(m, g.excess) + (f" ({p})" if p != c.best else "")
                 worse.append((name, _pair(m, b, w)))
     text = c.text
     if lag:
@@ -3251,7 +3266,7 @@ def late_flip(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     if not c.head or not _spread_eager(c.best.split(" ", 1)[0]):
         return c
     own = next((g for g in verdicts if g.name == c.grid), None)
-    found: list[tuple[int, str]] = []
+    found: list[tuple[int, str, str]] = []
     for g in verdicts:
         for r in g.rows:
             slow = SLOW_VARIANT.match(r.scenario)
@@ -3270,19 +3285,21 @@ def late_flip(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
             o = min(rest, key=lambda p: (mv.cells[p].median, p))
             ev, ov = mv.cells[e].median, mv.cells[o].median
             if ev - ov > max(m.floor, RELATIVE_FLOOR * ev):
-                found.append((int(slow["v"]), f"one member {number(int(slow['v']) / 1000)} s "
-                              f"late at the rebalance ({g.name}, {r.workload}): {e} "
-                              f"{_bare(m, ev)} against {o} {m.fmt(ov)}"))
+                late = number(int(slow["v"]) / 1000)
+                found.append((int(slow["v"]), f"one member {late} s late at the rebalance "
+                              f"({g.name}, {r.workload}): {e} {_bare(m, ev)} against {o} "
+                              f"{m.fmt(ov)}",
+                              f"A member {late} s late ({g.name}, {e} {_bare(m, ev)} against "
+                              f"{o} {m.fmt(ov)})"))
     if not found:
         return c
-    _, said = min(found)
+    _, said, mid_said = min(found)
     caught = ("" if own is None or any(r.late for r in own.rows) else
               "; its members are caught up, with short polls, when the event comes")
     clause = f" It flips with {said}{caught}."
-    short = " It flips with a member late (note)" + (
-        "; members caught up, short polls." if caught else ".")
+    mid = f" {mid_said} flips it{'; members caught up, short polls' if caught else ''}."
     return replace(c, text=c.text + clause,
-                   movable=(*c.movable, (clause, short, clause.strip().rstrip("."))))
+                   movable=(*c.movable, (clause, mid, clause.strip().rstrip("."))))
 
 
 def closer_elsewhere(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
