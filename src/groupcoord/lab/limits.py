@@ -1027,8 +1027,7 @@ RECENT_SETTINGS: dict[str, str] = {
     "group.consumer.assignment.interval.ms":
         "a broker setting since Apache Kafka 4.3 (KIP-1263's assignment batching: how often "
         "the coordinator recomputes a consumer group's target assignment; per group: "
-        "consumer.assignment.interval.ms), Kafka's default 1,000 ms; before 4.3 the "
-        "coordinator recomputed it on every change",
+        "consumer.assignment.interval.ms), Kafka's default 1,000 ms",
 }
 
 #: Keys of ``settings_json`` that are the model's own knobs, not Kafka settings.
