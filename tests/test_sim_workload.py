@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from groupcoord.sim.workload import (
@@ -557,3 +557,126 @@ def test_a_member_keeping_up_with_one_rate_goes_in_step_until_its_partitions_cha
     loop.run_until(35_000)
     p.commit_positions(frozenset(keys), polled=True)
     assert p._steady is not None
+
+
+@settings(deadline=None)  # (a case runs the model twice: ~0.2 s on a loaded machine)
+@given(ops=st.lists(st.tuples(st.sampled_from(["wait", "commit", "sample", "revoke", "assign",
+                                               "take", "settle"]),
+                              st.integers(1, 4_000), st.integers(0, 7)), max_size=25),
+       latency=st.sampled_from([0, 50]), mixed=st.booleans(), ms=st.sampled_from([0.5, 1.0, 3.0]),
+       dist=st.sampled_from(["fixed", "exponential"]))
+def test_the_step_inside_a_catch_up_is_the_batch_loop_to_the_last_bit(
+        ops: list[tuple[str, int, int]], latency: int, mixed: bool, ms: float,
+        dist: str) -> None:
+    """A member given a partition catches up in batches over all its resources; those it
+    kept up with in one state (``Processor._grp``) are computed once per batch and the
+    others given the same floats, summed in the same order: every figure, position and lag
+    integral is bit for bit the loop's that computes each resource alone, through commits,
+    lag samples, revocations, new partitions, a second member taking a partition the first
+    still processes (``take``), and totals."""
+    runs = []
+    for grouped in (True, False):
+        loop = Loop()
+        wl = Workload(records_per_s=100, processing_ms=Dist(dist, ms), max_poll_records=40,
+                      fetch_latency_ms=latency)
+        m = loop.model(wl)
+        m.group_ok = grouped
+        keys = [f"p{i}" for i in range(8)]
+        for i, k in enumerate(keys):
+            m.add_resource(k, 70 if mixed and i == 2 else 100)
+        p = m.processor("c1")
+        q = m.processor("c2")
+        p.assign(keys[:5])
+        loop.run_until(3_000)
+        grouped_batches = 0
+        states: list[Any] = []
+        for op, dt, i in ops:
+            loop.run_until(loop.now + dt)
+            k = keys[i]
+            if op == "commit":
+                for c in (p, q):
+                    sent = c.commit_positions(frozenset(keys), polled=True)
+                    states.append([(r.key, v) for r, v in sent.items()])
+                    for r, v in sent.items():
+                        r.committed = max(r.committed, v)
+            elif op == "sample":
+                states.append(m.sample_lag())
+            elif op == "revoke":
+                p.release([k], commit=True)
+            elif op == "assign":
+                p.assign([k])
+            elif op == "take":
+                q.assign([k])
+            elif op == "settle":
+                states.append(_state(m))
+            grouped_batches += bool(p._grp and p.batch)
+        loop.run_until(loop.now + 20_000)
+        states.append(_state(m))
+        runs.append((repr(states), grouped_batches))
+    (a, _), (b, never) = runs
+    assert a == b
+    assert never == 0
+
+
+def test_a_member_in_step_given_a_partition_catches_up_with_its_others_as_one_step() -> None:
+    """The resources a member kept up with in step share one state through the catch-up
+    (its batches take the same share of each): found when the partition is activated, kept
+    through the batches, and left when another processor takes one of them."""
+    loop = Loop()
+    m = loop.model(fixed(100, 1.0, fetch_latency_ms=50, max_poll_records=50))
+    keys = [f"p{i}" for i in range(5)]
+    for k in keys:
+        m.add_resource(k, 100)
+    p = m.processor("c1")
+    p.assign(keys[:4])
+    loop.run_until(3_000)
+    p.commit_positions(frozenset(keys), polled=True)
+    assert p._steady is not None
+    loop.run_until(10_000)  # p4 behind by 1,000 records
+    p.assign([keys[4]])
+    loop.run_until(10_000)
+    kept = {m.resources[k] for k in keys[:4]}
+    assert p._grp == kept and not p.stream
+    shared = 0
+    for t in range(10_010, 11_000, 10):
+        loop.run_until(t)
+        p.advance(t)
+        assert p._grp == kept
+        assert len({(r.t, r.hw, r.lag, p._p[r]) for r in kept}) == 1  # still one state
+        if p.batch:
+            shared += sum(r in kept for _, r, _, _ in p.batch)  # its others in the batch too
+    assert shared
+    q = m.processor("c2")
+    q.assign([keys[1]])
+    loop.run_until(11_000)
+    assert p._grp is None  # another processor writes one of them
+
+
+@pytest.mark.parametrize("at", [9_000, 10_000, 10_300, 12_000])
+def test_a_rate_change_of_some_resources_leaves_the_step_inside_a_catch_up(at: int) -> None:
+    """A topic's growth moves the production of some resources of a member (its old
+    partitions of that topic) and not the others: the resources it kept up with in one state
+    are no longer one state (before, in and after its catch-up), the same run as computing
+    each resource alone."""
+    runs = []
+    for grouped in (True, False):
+        loop = Loop()
+        m = loop.model(fixed(100, 1.0, fetch_latency_ms=50, max_poll_records=50))
+        m.group_ok = grouped
+        keys = [("a", 0), ("a", 1), ("b", 0), ("b", 1), ("b", 2)]
+        for k in keys:
+            m.add_resource(k, 100)
+        p = m.processor("c1")
+        p.assign(keys[:4])
+        loop.run_until(3_000)
+        p.commit_positions(frozenset(keys), polled=True)  # (in step)
+        loop.run_until(10_000)
+        p.assign([keys[4]])  # a catch-up over all five
+        loop.run_until(at)
+        m.set_rates({("a", 0): 40, ("a", 1): 40})
+        loop.run_until(at + 200)
+        m._sampled_at = None
+        sample = m.sample_lag()
+        loop.run_until(20_000)
+        runs.append(repr((sample, _state(m))))
+    assert runs[0] == runs[1]

@@ -170,8 +170,12 @@ class Application:
         #: it looks again.
         self._waiting_since: int | None = None
         self._recheck_at: int | None = None
-        #: Commits in flight: id(request) -> (request, the position it commits per resource).
-        self._commits: dict[int, tuple[Any, dict[Resource, float]]] = {}
+        #: Commits in flight: id(request) -> (request, the position it commits per resource,
+        #: whether it names every owned partition: :meth:`commit_handled`).
+        self._commits: dict[int, tuple[Any, dict[Resource, float], bool]] = {}
+        #: Whether an answer accepting every partition of such a commit is applied without a
+        #: lookup per partition (off: each looked up, the same result).
+        self.fast_commits = True
         #: Incarnations that left on a poll timeout: their revocation runs no callback.
         self._timed_out: set[tuple[str, int]] = set()
         #: Incarnations revoking (Connect: their tasks' offsets are flushed when they stop).
@@ -536,14 +540,25 @@ class Application:
         proc = self.model.processors.get(self._pname(p))
         if proc is None:
             return
-        self._commits[id(req)] = (req, proc.commit_positions(parts, polled=why != "revoke"))
+        # (an auto-commit names every owned partition: the request's partitions are
+        # ``parts``, and each resource of the positions is one of them)
+        self._commits[id(req)] = (req, proc.commit_positions(parts, polled=why != "revoke"),
+                                  parts is getattr(p.member, "owned", None))
 
-    def commit_handled(self, req: Any, response: Any) -> None:
-        """The coordinator answered a commit: the partitions it accepted are committed."""
+    def commit_handled(self, req: Any, response: Any, all_accepted: bool = False) -> None:
+        """The coordinator answered a commit: the partitions it accepted are committed.
+        ``all_accepted``: every partition of the answer was (its error codes are all 0); the
+        answer names each partition of the request, so a commit of every owned partition
+        commits each of its positions, without a lookup per partition of the answer."""
         entry = self._commits.get(id(req))
         if entry is None or entry[0] is not req:
             return
         positions = entry[1]
+        if all_accepted and entry[2] and self.fast_commits:
+            for res, at in positions.items():
+                if at > res.committed:
+                    res.committed = at
+            return
         of_topic = self.model.partition_resources
         for t in response.topics:
             resources = of_topic(t.topic_id)  # (the model's resource of (topic id, partition))

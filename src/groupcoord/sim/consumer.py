@@ -645,7 +645,7 @@ class ConsumerSimulation(ConsumerConvergence):
             else:
                 self._check_commit(p, req, codes, expected, fenced)
             if 0 in codes:
-                self.app.commit_handled(req, res.response)
+                self.app.commit_handled(req, res.response, len(codes) == 1)
         else:
             res = self._handle(msg)
             self.coordinator_result(res)

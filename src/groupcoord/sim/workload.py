@@ -173,6 +173,7 @@ from typing import Any
 Key = Hashable
 #: An empty mapping of partitions (``WorkModel.partition_resources`` of an unknown topic).
 _NO_RESOURCES: Mapping[int, Any] = MappingProxyType({})
+_NO_GROUP: frozenset[Any] = frozenset()
 Scheduler = Callable[[int, Callable[[Any], None], Any], None]
 
 
@@ -724,7 +725,8 @@ class Processor:
     ``owned``: what the group gave it (paused until active); ``active``: what it fetches from,
     with its position per resource. ``at_poll`` actions run at its next ``poll()``."""
 
-    __slots__ = ("_ares", "_bitems", "_commit_memo", "_p", "_p_version", "_steady", "active",
+    __slots__ = ("_ares", "_bitems", "_commit_memo", "_grp", "_p", "_p_version", "_steady",
+                 "active",
                  "batch", "batch_end", "batch_id", "batch_start", "boundary_for", "flush_at",
                  "lazy", "model", "name", "owned", "pause_backlog", "pause_due", "pause_rng",
                  "poison_next", "poll_actions", "recent", "stream", "stream_lag", "t", "warming")
@@ -765,6 +767,18 @@ class Processor:
         self.lazy = False
         #: Keeping up with every resource in one state (:class:`InStep`), or None.
         self._steady: InStep | None = None
+        #: The step inside a catch-up: active resources known to be in one state (the same
+        #: rate, start of production, time, position, highest position processed, lag and
+        #: part of the batch in progress; their lag integrals apart), or None. A member in
+        #: step given a partition catches up in batches over all its resources; those it kept
+        #: up with have the same backlog, so the same share of every batch, and every loop
+        #: treats them alike, so they stay in one state: :func:`_backlog`, the batch and
+        #: stream loops of :meth:`advance` and the lag samples compute the first of them and
+        #: give the others its results (the same floats, added in the same order). Taken
+        #: when the step is left (:meth:`_unsteady`) and at each activation
+        #: (:func:`_one_state`); left when another processor writes one of them
+        #: (:meth:`WorkModel.hold`).
+        self._grp: set[Resource] | None = None
         self.boundary_for = -1
         self.poll_actions: list[Callable[[], None]] = []
         self.flush_at: float | None = None
@@ -814,10 +828,28 @@ class Processor:
             pos = self._p
             processed = m.processed
             bs = self.batch_start
+            # the step inside a catch-up (``_grp``): its first resource computed, the others
+            # given its results (``g*``: the same floats, written and summed in order)
+            grp = self._grp or _NO_GROUP
+            gd = gnew = glag = 0.0
+            gpiece: float | None = None
+            gset = ghw = False
             for _, r, start, take in self._bitems:
+                ing = r in grp
+                if ing and gset:
+                    processed += gd
+                    pos[r] = gnew
+                    if gpiece is not None:
+                        r.lag_int += gpiece
+                        r.t = end
+                    if ghw:
+                        r.hw = gnew
+                    r.lag = glag
+                    continue
                 new = start + take * frac
                 old = pos[r]
-                processed += new - old
+                d = new - old
+                processed += d
                 pos[r] = new
                 # the lag's integral up to ``end`` in closed form (see lag_area): the position
                 # stood at ``start`` until the batch started, then went linearly to ``new``;
@@ -831,24 +863,31 @@ class Processor:
                 # (production at ``end``, the one product both the trapezoid and the lag
                 # below take: the same float either way)
                 pe = rate * (end - t0) if end > t0 else 0.0
+                piece: float | None = None
                 if end > rt:
                     if rt < bs:
-                        r.lag_int += lag_area(rate, t0, hw, rt, bs, start, start) \
+                        piece = lag_area(rate, t0, hw, rt, bs, start, start) \
                             + lag_area(rate, t0, hw, bs, end, start, new)
                     elif old >= hw and rt >= t0:
                         da = rate * (rt - t0) - old
                         db = pe - new  # (end > rt >= t0)
                         if da >= 0 and db >= 0:
-                            r.lag_int += (da + db) * (end - rt) / 2
+                            piece = (da + db) * (end - rt) / 2
                         else:
-                            r.lag_int += lag_area(rate, t0, hw, rt, end, old, new)
+                            piece = lag_area(rate, t0, hw, rt, end, old, new)
                     else:
-                        r.lag_int += lag_area(rate, t0, hw, rt, end, old, new)
+                        piece = lag_area(rate, t0, hw, rt, end, old, new)
+                    r.lag_int += piece
                     r.t = end
-                if new > hw:
+                raised = new > hw
+                if raised:
                     r.hw = hw = new
                 lag = pe - hw
-                r.lag = lag if lag > 0 else 0.0
+                lag = lag if lag > 0 else 0.0
+                r.lag = lag
+                if ing:
+                    gset = True
+                    gd, gnew, gpiece, ghw, glag = d, new, piece, raised, lag
             m.processed = processed
             self.t = end
             if end < self.batch_end:
@@ -861,52 +900,7 @@ class Processor:
                 if self._steady.advance(self, t):
                     return
                 self._unsteady()
-            fl = m.fetch_latency_ms
-            fetched = t - fl
-            since = self.t  # (it keeps up since its last advance at the latest)
-            pos = self._p
-            processed = m.processed
-            for r in self._ares:
-                rate = r.rate
-                t0 = r.t0
-                new = rate * (fetched - t0) if fetched > t0 else 0.0  # r.produced
-                old = pos[r]
-                if new > r.cap:  # (``retry``: its position stands at a poison record)
-                    new = _blocked_stream(r, old, since, t, fl)
-                    processed += new - old
-                    pos[r] = new
-                    continue
-                if new > old:
-                    processed += new - old
-                    pos[r] = old = new
-                # the lag's integral up to t in closed form (stream_lag_area; its common
-                # case inlined: past the fetch horizon since r.t and caught up at r.t, the
-                # lag is constant, one trapezoid)
-                hw = r.hw
-                rt = r.t
-                pt = rate * (t - t0) if t > t0 else 0.0  # (production at t: one product)
-                if rt < since:  # (not in the last batch before it caught up: unprocessed)
-                    r.lag_int += lag_area(rate, t0, hw, rt, since, hw, hw)
-                    r.t = rt = since
-                if t > rt:  # (dt > 0: two distinct floats never subtract to 0)
-                    if rt >= t0 + fl and hw == rate * (rt - fl - t0):  # (then t > t0)
-                        r.lag_int += ((rate * (rt - t0) - hw) + (pt - old)) \
-                            * (t - rt) / 2 if old >= hw else \
-                            stream_lag_area(rate, t0, hw, rt, t, fl)
-                    else:
-                        r.lag_int += stream_lag_area(rate, t0, hw, rt, t, fl)
-                    r.t = t
-                if old > hw:
-                    r.hw = hw = old
-                lag = pt - hw
-                r.lag = lag if lag > 0 else 0.0
-            m.processed = processed
-            self.t = t
-            if self.flush_at is not None:
-                if t >= self.flush_at:
-                    self._flush_until(t)
-            elif m.steady_ok:
-                self._steady = InStep.enter(self, t)
+            _stream_loop(self, t)
             return
         self.t = t
         if self.flush_at is not None and t >= self.flush_at:
@@ -918,10 +912,13 @@ class Processor:
             self._steady.sync(self)
 
     def _unsteady(self) -> None:
-        """Leave the step (its resources written): something changes them or what it owns."""
+        """Leave the step (its resources written): something changes them or what it owns.
+        Its resources are then in one state: the step inside what follows (``_grp``)."""
         if self._steady is not None:
             self._steady.sync(self)
             self._steady = None
+            if self.model.group_ok:
+                self._grp = set(self._ares)
 
     def _start_lazy(self, t0: float, t: float) -> bool:
         """The next batch at the poll() at ``t0`` when it starts before ``t`` (False: none:
@@ -1292,7 +1289,10 @@ class Processor:
         m.account()
         m.sample_lag()
         self.advance(m.now())
-        self._unsteady()
+        if self._steady is not None:
+            self._unsteady()  # (its resources in one state: ``_grp``)
+        else:
+            self._grp = _one_state(self)
         m.hold(r)
         self._p[r] = r.committed
         self._p_version += 1
@@ -1352,6 +1352,7 @@ class Processor:
         added.sort(key=lambda kr: order_key(kr[0]))
         self.active[:0] = [k for k, _ in added]
         self._ares[:0] = [r for _, r in added]
+        self._grp = _one_state(self)
         m.recount(self)
         if self.flush_at is None and m.connect and m.workload_commit_interval:
             self.flush_at = now + m.workload_commit_interval
@@ -1399,6 +1400,8 @@ class Processor:
                 r.progress(m.now(), pos)
                 if commit:
                     r.committed = max(r.committed, pos)
+        if gone and self._grp:
+            self._grp -= gone
         if gone and self.batch is not None:  # (out of the batch in progress too)
             self._bitems = self.batch = [it for it in self.batch if it[1] not in gone]
         m.recount(self)
@@ -1416,6 +1419,95 @@ class Processor:
         """What it processed so far, per resource."""
         self.advance(self.model.now())
         return self.pos
+
+
+def _stream_loop(p: Processor, t: float) -> None:
+    """The stream loop of :meth:`Processor.advance`: ``p`` keeps up (not in step) from
+    its last advance to ``t``, each active resource brought to ``t`` in closed form."""
+    m = p.model
+    fl = m.fetch_latency_ms
+    fetched = t - fl
+    since = p.t  # (it keeps up since its last advance at the latest)
+    pos = p._p
+    processed = m.processed
+    # the resources in one state (``_grp``): the first computed, the others given
+    # its floats (``g*``), written and summed in the same order
+    grp = p._grp or _NO_GROUP
+    gd = gold = glag = 0.0
+    gp1: float | None = None
+    gp2: float | None = None
+    gt: float | None = None
+    gset = gmoved = ghw = False
+    for r in p._ares:
+        ing = r in grp
+        if ing and gset:
+            if gmoved:
+                processed += gd
+                pos[r] = gold
+            if gp1 is not None:
+                r.lag_int += gp1
+            if gp2 is not None:
+                r.lag_int += gp2
+            if gt is not None:
+                r.t = gt
+            if ghw:
+                r.hw = gold
+            r.lag = glag
+            continue
+        rate = r.rate
+        t0 = r.t0
+        new = rate * (fetched - t0) if fetched > t0 else 0.0  # r.produced
+        old = pos[r]
+        if new > r.cap:  # (``retry``: its position stands at a poison record)
+            new = _blocked_stream(r, old, since, t, fl)
+            processed += new - old
+            pos[r] = new
+            continue
+        moved = new > old
+        if moved:
+            d = new - old
+            processed += d
+            pos[r] = old = new
+        # the lag's integral up to t in closed form (stream_lag_area; its common
+        # case inlined: past the fetch horizon since r.t and caught up at r.t, the
+        # lag is constant, one trapezoid)
+        hw = r.hw
+        rt = r.t
+        pt = rate * (t - t0) if t > t0 else 0.0  # (production at t: one product)
+        p1: float | None = None
+        p2: float | None = None
+        wt: float | None = None
+        if rt < since:  # (not in the last batch before it caught up: unprocessed)
+            p1 = lag_area(rate, t0, hw, rt, since, hw, hw)
+            r.lag_int += p1
+            r.t = rt = wt = since
+        if t > rt:  # (dt > 0: two distinct floats never subtract to 0)
+            if rt >= t0 + fl and hw == rate * (rt - fl - t0):  # (then t > t0)
+                p2 = ((rate * (rt - t0) - hw) + (pt - old)) \
+                    * (t - rt) / 2 if old >= hw else \
+                    stream_lag_area(rate, t0, hw, rt, t, fl)
+            else:
+                p2 = stream_lag_area(rate, t0, hw, rt, t, fl)
+            r.lag_int += p2
+            r.t = wt = t
+        raised = old > hw
+        if raised:
+            r.hw = hw = old
+        lag = pt - hw
+        lag = lag if lag > 0 else 0.0
+        r.lag = lag
+        if ing:
+            gset = True
+            gmoved, gold, gp1, gp2, gt, ghw, glag = moved, old, p1, p2, wt, raised, lag
+            if moved:
+                gd = d
+    m.processed = processed
+    p.t = t
+    if p.flush_at is not None:
+        if t >= p.flush_at:
+            p._flush_until(t)
+    elif m.steady_ok:
+        p._steady = InStep.enter(p, t)
 
 
 # ============================================================================ keeping up in step
@@ -1539,7 +1631,17 @@ def _batch_lag(p: Processor, t: float) -> float | None:
     nxt = items[0][1] if nb else None
     active_in = p.model.active_in
     lag = 0.0
+    grp = p._grp or _NO_GROUP  # (resources in one state: the first's lag is the others')
+    grl: float | None = None
     for r in p._ares:
+        ing = r in grp
+        if ing and grl is not None:
+            if r is nxt:
+                j += 1
+                nxt = items[j][1] if j < nb else None
+            if active_in.get(r) is p and grl > 0:
+                lag += grl
+            continue
         hw = r.hw
         if r is nxt:
             it = items[j]
@@ -1553,7 +1655,39 @@ def _batch_lag(p: Processor, t: float) -> float | None:
             rl = (r.rate * (t - t0) if t > t0 else 0.0) - hw
             if rl > 0:
                 lag += rl
+            if ing:
+                grl = rl
     return lag if j == nb else None
+
+
+def _one_state(p: Processor) -> set[Resource] | None:
+    """The step inside a catch-up (``Processor._grp``): the largest set of ``p``'s active
+    resources in one state (rate, start of production, time, position, highest position
+    processed, lag, and their part of the batch in progress: a resource activated while the
+    batch of another is in progress may be where that one is, until the batch moves it),
+    none with a poison record in its way or another processor on it; None without two
+    such."""
+    m = p.model
+    if not (m.group_ok and m.steady_ok):
+        return None
+    holders = m.holders
+    pos = p._p
+    inf = math.inf
+    part: dict[Resource, tuple[float, float]] = {}
+    if p.batch:
+        part = {r: (start, take) for _, r, start, take in p.batch}
+    classes: dict[tuple[Any, ...], list[Resource]] = {}
+    for r in p._ares:
+        if r.cap != inf or holders.get(r) != 1:
+            continue
+        key = (r.rate, r.t0, r.t, r.hw, pos[r], r.lag, part.get(r))
+        c = classes.get(key)
+        if c is None:
+            classes[key] = [r]
+        else:
+            c.append(r)
+    best = max(classes.values(), key=len, default=None)
+    return set(best) if best is not None and len(best) > 1 else None
 
 
 def _wait(p: Processor, t: float, total: float) -> float:
@@ -1588,6 +1722,33 @@ def _backlog(p: Processor, t: float) -> tuple[list[tuple[Key, Resource, float]],
     total = 0.0
     fetched = t - p.model.fetch_latency_ms  # what a poll() at t can return
     pos = p._p
+    grp = p._grp
+    if grp:  # the step inside a catch-up: its first resource's backlog is the others'
+        gb = grr = 0.0
+        gset = gflow = False
+        for k, r in zip(p.active, p._ares, strict=True):
+            ing = r in grp
+            if ing and gset:
+                if gflow:
+                    rate += grr
+                if gb > 0:
+                    backlog.append((k, r, gb))
+                    total += gb
+                continue
+            rr = r.rate
+            q = rr * (fetched - r.t0) if fetched > r.t0 else 0.0  # r.produced
+            flow = q < r.cap
+            if flow:
+                rate += rr
+            else:  # ``retry``: it cannot pass its poison record (nothing flows)
+                q = r.cap
+            b = q - pos[r]
+            if b > 0:
+                backlog.append((k, r, b))
+                total += b
+            if ing:
+                gset, gb, grr, gflow = True, b, rr, flow
+        return backlog, total, rate
     for k, r in zip(p.active, p._ares, strict=True):
         rr = r.rate
         q = rr * (fetched - r.t0) if fetched > r.t0 else 0.0  # r.produced
@@ -1677,6 +1838,10 @@ class WorkModel:
         #: poison records (a stream member arms an event for the next one) nor for Connect
         #: tasks (their offset flushes read the positions).
         self.steady_ok = self.poison is None and not connect
+        #: Whether a member in step given a partition keeps the resources it kept up with
+        #: as one step inside the catch-up (``Processor._grp``; off: each computed alone,
+        #: the same floats).
+        self.group_ok = True
         #: How many processors process each resource (more than one: a fenced member still
         #: processing what its successor took over; none of them is then in step).
         self.holders: dict[Resource, int] = {}
@@ -1774,6 +1939,7 @@ class WorkModel:
         self.settle()
         for p in self.processors.values():
             p._unsteady()
+            p._grp = None  # (the step inside a catch-up too: some of its rates change)
             p.stream_lag = None
         for r, v in changed:
             r.set_rate(v)
@@ -1798,6 +1964,7 @@ class WorkModel:
             for p in self.processors.values():
                 if r in p._p:
                     p._unsteady()
+                    p._grp = None
 
     def unhold(self, r: Resource) -> None:
         """A processor stops processing ``r`` (:meth:`hold`)."""
@@ -1979,8 +2146,15 @@ class WorkModel:
                 p._sync()
                 v = 0.0
                 steady = True
+                grp = p._grp or _NO_GROUP  # (in one state: the first's lag is the others')
+                grl: float | None = None
                 for r in p._ares:
                     if active_in.get(r) is not p:
+                        continue
+                    ing = r in grp
+                    if ing and grl is not None:
+                        if grl > 0:
+                            v += grl
                         continue
                     t0 = r.t0
                     hw = r.hw
@@ -1999,6 +2173,8 @@ class WorkModel:
                     rl = (rate * (now - t0) if now > t0 else 0.0) - hw
                     if rl > 0:
                         v += rl
+                    if ing:
+                        grl = rl
                 if steady:
                     p.stream_lag = (p._p_version, v)
                 lag += v
@@ -2009,12 +2185,21 @@ class WorkModel:
                         lag += got
                         continue
                 p.advance(now)
+                grp = p._grp or _NO_GROUP
+                grl = None
                 for r in p._ares:
                     if active_in.get(r) is p:
+                        ing = r in grp
+                        if ing and grl is not None:
+                            if grl > 0:
+                                lag += grl
+                            continue
                         t0 = r.t0
                         rl = (r.rate * (now - t0) if now > t0 else 0.0) - r.hw
                         if rl > 0:
                             lag += rl
+                        if ing:
+                            grl = rl
         for r in self.idle:
             t0 = r.t0
             rl = (r.rate * (now - t0) if now > t0 else 0.0) - r.hw
