@@ -102,7 +102,8 @@ def test_the_windows_converge_from_the_describe_answers_alone_as_the_metrics_say
     says converged exactly when ``share_window_metrics`` finds the window converged."""
     lifetimes: dict[str, list[tuple[float, float | None]]] = {
         "c1": [(T0, None)], "c2": [(T0, T0 + 10.0), (T0 + 12.0, None)]}
-    described = [(T0 + t / 10, True, ("c1", "c2")) for t in range(0, 110)]
+    described: list[tuple[float, bool, tuple[str, ...]]] = [
+        (T0 + t / 10, True, ("c1", "c2")) for t in range(0, 110)]
     described += [(T0 + t / 10, t < 125 or t >= 140, ("c1",) if t < 125 else ("c1", "c2"))
                   for t in range(110, 200)]  # settled again from 14 s
     for upto, converged in ((11.0, False), (13.9, False), (15.5, True)):
