@@ -41,10 +41,13 @@ time (a scale-out) are all started ahead. A Connect worker says ``ready`` once i
 done; one that is not ready at its time goes when it is (the progress says how late). Other
 event kinds are refused (:class:`WireError`).
 
-After the last disturbance the run goes on until the group has converged (read from the logs,
-``lab.wire_metrics``) and ``tail_s`` more, then every member closes and the server stops. The
-result (:class:`WireRun`) holds the parsed logs; ``lab.wire_metrics`` turns them into the
-lab's metrics.
+After the last disturbance the run goes on until the group has converged (``lab.wire_metrics``'
+rule, asked every half second of the logs' membership lines only, each line read once:
+:class:`MembershipTail`; the producer is a thread of this interpreter, and parsing every
+record line again at each check delayed its ticks) and ``tail_s`` more, then every member
+closes and the server stops. The result (:class:`WireRun`) holds the parsed logs;
+``lab.wire_metrics`` turns them into the lab's metrics. With ``keep_dir`` the run also stores
+``harness.json`` (:func:`harness_timing`: the producer's late ticks, the checks' durations).
 """
 
 from __future__ import annotations
