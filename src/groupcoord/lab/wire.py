@@ -41,17 +41,22 @@ time (a scale-out) are all started ahead. A Connect worker says ``ready`` once i
 done; one that is not ready at its time goes when it is (the progress says how late). Other
 event kinds are refused (:class:`WireError`).
 
-After the last disturbance the run goes on until the group has converged (read from the logs,
-``lab.wire_metrics``) and ``tail_s`` more, then every member closes and the server stops. The
-result (:class:`WireRun`) holds the parsed logs; ``lab.wire_metrics`` turns them into the
-lab's metrics.
+After the last disturbance the run goes on until the group has converged (``lab.wire_metrics``'
+rule, asked every half second of the logs' membership lines only, each line read once:
+:class:`MembershipTail`; the producer is a thread of this interpreter, and parsing every
+record line again at each check delayed its ticks) and ``tail_s`` more, then every member
+closes and the server stops. The result (:class:`WireRun`) holds the parsed logs;
+``lab.wire_metrics`` turns them into the lab's metrics. With ``keep_dir`` the run also stores
+``harness.json`` (:func:`harness_timing`: the producer's late ticks, the checks' durations).
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -729,10 +734,11 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
         time.sleep(max(t0 - time.time(), 0))
         if producer is not None:
             producer.start(t0)
+        tail = MembershipTail(ctx.logs)
         for i, (at, action, name, hard) in enumerate(acts):
             if name.startswith("@owner@"):  # drawn among the owners a second before its time
                 _sleep_until(t0 + at - 1.0)
-                snap = _collect(ctx, members, producer, t0, time.time(), windows)
+                snap = _collect(ctx, members, None, t0, time.time(), windows, tail=tail)
                 name = pick_owner(owners_now(snap, time.time()), seed,
                                   int(name.rsplit("@", 1)[1])) or "@owner"
                 if progress is not None:
@@ -767,9 +773,15 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
         last = max((w.settle_s for w in windows), default=0.0)
         _sleep_until(t0 + last)
         deadline = time.time() + converge_timeout_s
+        checks: list[tuple[float, float]] = []
         while time.time() < deadline:
-            snapshot = _collect(ctx, members, producer, t0, time.time(), windows)
-            if converged_now(snapshot):
+            began = time.time()
+            # the membership lines only, each read once (MembershipTail): the whole logs
+            # parsed every half second held the producer thread (harness_timing)
+            done = converged_now(_collect(ctx, members, None, t0, time.time(), windows,
+                                          tail=tail))
+            checks.append((began, time.time()))
+            if done:
                 break
             time.sleep(0.5)
         time.sleep(tail_s)
@@ -779,6 +791,8 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
             producer.stop.set()
             producer.thread.join(15)
         run = _collect(ctx, members, producer, t0, end, windows)
+        if keep_dir is not None:
+            (workdir / "harness.json").write_text(json.dumps(harness_timing(run, checks)))
         run.server_config = configs
         run.workdir = str(workdir)
         return run
@@ -792,6 +806,34 @@ def run_wire(sc: Scenario, protocol: str, wl: WireWorkload, *,
         server.stop()
         if keep_dir is None:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+#: A producer tick later than this after the previous one (beyond ``_Producer.TICK_S``) is
+#: counted late by :func:`late_ticks`.
+LATE_TICK_S = 0.1
+
+
+def producer_ticks(run: WireRun) -> list[float]:
+    """The producer's tick times (wall clock; every partition is stamped at each tick)."""
+    return sorted({t for steps in run.produced.values() for t, _ in steps})
+
+
+def late_ticks(ticks: list[float], late_s: float = LATE_TICK_S) -> list[tuple[float, float]]:
+    """(tick time, how late) of every producer tick that came more than ``late_s`` after its
+    due time (the previous tick plus ``_Producer.TICK_S``): the harness's interpreter held the
+    producer thread, and the tick then produced its share of records at once."""
+    return [(b, b - a - _Producer.TICK_S) for a, b in itertools.pairwise(ticks)
+            if b - a - _Producer.TICK_S > late_s]
+
+
+def harness_timing(run: WireRun, checks: list[tuple[float, float]]) -> dict[str, Any]:
+    """What ``--keep`` stores as ``harness.json``: the producer's late ticks and the closing
+    check's calls, in seconds since t0 (how much the harness's own process delayed itself)."""
+    ticks = producer_ticks(run)
+    return {"t0": run.t0, "end": run.end, "ticks": len(ticks),
+            "late_ticks": [(round(t - run.t0, 3), round(d, 3)) for t, d in late_ticks(ticks)],
+            "checks": [(round(a - run.t0, 3), round(b - a, 3)) for a, b in checks],
+            "windows": [(w.label, w.at_s, w.settle_s) for w in run.windows]}
 
 
 def _grow(ctx: _RunContext, producer: _Producer | None, spec: str) -> None:
@@ -891,8 +933,48 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+#: A member log's record line (``wire_member``, ``WireMember.java``: ``"e": "rec"``).
+_RECORD_LINE = re.compile(r'"e":\s*"rec"')
+
+
+class MembershipTail:
+    """The consumer members' logs without their record lines, read incrementally: each call
+    of :meth:`read` decodes only the lines appended since the last one, and keeps the lines
+    that are not records (callbacks, ``closed``, ``start``: all that ``lab.wire_metrics``'s
+    convergence reads, :func:`converged_now`). The run's closing check and its ``@owner``
+    draw read the logs this way: parsing every record line of every log again each half
+    second (the whole run's records, one JSON line each) held the harness's interpreter, of
+    which the producer is a thread (:func:`harness_timing`)."""
+
+    def __init__(self, logs: Path) -> None:
+        self.logs = logs
+        self._pos: dict[str, int] = {}
+        self._lines: dict[str, list[dict[str, Any]]] = {}
+
+    def read(self, name: str) -> list[dict[str, Any]]:
+        """``name``'s membership lines so far (complete lines only: a line being written is
+        read next time)."""
+        lines = self._lines.setdefault(name, [])
+        with contextlib.suppress(FileNotFoundError), \
+                open(self.logs / f"{name}.jsonl", "rb") as f:
+            f.seek(self._pos.get(name, 0))
+            chunk = f.read()
+            done = chunk.rfind(b"\n") + 1
+            self._pos[name] = self._pos.get(name, 0) + done
+            for raw in chunk[:done].decode("utf-8", "replace").splitlines():
+                if _RECORD_LINE.search(raw):
+                    continue
+                with contextlib.suppress(json.JSONDecodeError):
+                    lines.append(json.loads(raw))
+        return list(lines)
+
+
 def _collect(ctx: _RunContext, members: _Members, producer: _Producer | None, t0: float,
-             end: float, windows: list[WireWindow]) -> WireRun:
+             end: float, windows: list[WireWindow], tail: MembershipTail | None = None
+             ) -> WireRun:
+    """The run so far from its logs; with ``tail``, its membership only (the consumers' logs
+    without their records, nothing produced; Connect without the demo's record lines): what
+    convergence reads, the same answer as from the whole logs at a fraction of the reading."""
     procs = [*members.done, *members.live.values()]
     lifetimes: dict[str, list[tuple[float, float | None]]] = {}
     killed: dict[str, list[float]] = {}
@@ -904,7 +986,8 @@ def _collect(ctx: _RunContext, members: _Members, producer: _Producer | None, t0
     logs: dict[str, list[dict[str, Any]]] = {}
     if ctx.kind == "consumer":
         for name in lifetimes:
-            logs[name] = _read_jsonl(ctx.logs / f"{name}.jsonl")
+            logs[name] = (_read_jsonl(ctx.logs / f"{name}.jsonl") if tail is None
+                          else tail.read(name))
         if ctx.idle is not None:  # members that own nothing: the coordinator says so
             for name, lines in idle_events(ctx.idle.seen(), lifetimes).items():
                 logs.setdefault(name, []).extend(lines)
@@ -915,7 +998,7 @@ def _collect(ctx: _RunContext, members: _Members, producer: _Producer | None, t0
         for p in procs:
             logs.setdefault(p.name, []).extend(list(p.stdout_lines))
         # the demo's output: worker = member id; map it to the process name by client id
-        records = _read_jsonl(ctx.workdir / "connect.jsonl")
+        records = _read_jsonl(ctx.workdir / "connect.jsonl") if tail is None else []
         by_worker = {**_worker_names(records, lifetimes), **ctx.names_by_id}
         for r in records:
             if r.get("event") == "record":
