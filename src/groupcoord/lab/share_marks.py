@@ -1207,8 +1207,9 @@ def share_grid_line(verdicts: Sequence[GridVerdict], runs: Sequence[Mapping[str,
     low, high = outcomes[0], [v for o in outcomes[1:] for v in o]
     scenarios = " and ".join(dict.fromkeys(r.scenario for r in g.rows))
     sizes = " and ".join(map(str, sorted({r.size for r in g.rows})))
-    return (f"{grid} ({scenarios} at {sizes} members): no row separates {share} from "
-            f"{consumer}. When any member crashes at {row.size} on {workload}, {consumer}'s "
+    return (f"{grid} ({scenarios} at {sizes} members): no difference: no metric separates "
+            f"the two groups in its {len(g.rows)} rows. When any member crashes at "
+            f"{row.size} on {workload}, {consumer}'s "
             f"excess lag is 0 on {len(low)} of {len(theirs)} seeds (an idle member) and "
             f"{m.fmt(statistics.median(high))} on {len(high)}; {share}'s "
             f"{m.fmt(statistics.median(mine))} ({_span(mine, m)}), a small cost on every one "
