@@ -32,7 +32,8 @@ def test_the_moved_clauses_are_whole_in_the_note_under_the_sentence() -> None:
     # the kill and its lost host lead the sentence (the tenth outside share review); the
     # same-members comparison and the claim's own ranges go whole to the note
     assert kill.text.startswith("owner-kill, 12 members on 4 partitions (1x4-hot): "
-                                "share:simple 3 against consumer:uniform 13,121"), kill.text
+                                "share:simple 3 (wire: "), kill.text
+    assert "against consumer:uniform 13,121 (consumer's kill not run on the wire)" in kill.text
     assert ("A lost host or hung process (owner-crash) there: share:simple 7,046, worse than "
             "consumer:uniform on 12 partitions (4,557) on every seed") in kill.text
     note = "; ".join(kill.caveats)

@@ -803,7 +803,8 @@ def kill_lost_host_clause(c: Claim, verdicts: Sequence[GridVerdict],
 
 
 def kill_crash_sentence(c: Claim, verdicts: Sequence[GridVerdict],
-                        runs: Sequence[Mapping[str, Any]]) -> str:
+                        runs: Sequence[Mapping[str, Any]],
+                        cells: Sequence[Mapping[str, Any]] | None = None) -> str:
     """A kill's sentence with the lost host of its own cell in it (the tenth outside share
     review: a platform team cannot choose how a member dies, and the family's sentence, its
     largest effect, picks the kill, whose records KIP-932's broker releases on disconnect).
@@ -844,20 +845,113 @@ def kill_crash_sentence(c: Claim, verdicts: Sequence[GridVerdict],
     every = "" if side.startswith("the ranges") else " on every seed"
     unit = f" {m.unit}" if m.unit else ""
     label = LABELS.get(m.column, m.label)
+    wire = {p: wire_median(c.scenario, c.size, c.workload, p, m.column, cells)
+            for p in (best, c.worse)}
+
+    def beside(p: str) -> str:  # the wire's median of the same cell beside the model's
+        w = wire[p]
+        return (f" (wire: {number(w / m.scale)})" if w is not None
+                else f" ({p.split(':')[0]}'s {c.scenario.split('-')[-1]} not run on the wire)")
+
     text = (f"{c.scenario}, {c.size} members on {parts} partitions ({c.workload}): {best} "
-            f"{number(kill.cells[best].median / m.scale)} against {c.worse} "
-            f"{number(kill.cells[c.worse].median / m.scale)}{unit} of {label}, medians of "
-            f"{len(kill.cells[best].values)} seeds. A lost host or hung process ({crash}) "
-            f"there: {best} {number(lost.cells[best].median / m.scale)}, {side} {c.worse} "
-            f"on {c.size} partitions ({number(statistics.median(theirs) / m.scale)}){every}")
+            f"{number(kill.cells[best].median / m.scale)}{beside(best)} against {c.worse} "
+            f"{number(kill.cells[c.worse].median / m.scale)}{beside(c.worse)}{unit} of "
+            f"{label}, medians of {len(kill.cells[best].values)} seeds.")
+    if lock_limit_sentence(c, verdicts, runs, cells):
+        return text  # the lost host has a sentence of its own (the lock limit)
+    return (text + f" A lost host or hung process ({crash}) there: {best} "
+            f"{number(lost.cells[best].median / m.scale)}, {side} {c.worse} on {c.size} "
+            f"partitions ({number(statistics.median(theirs) / m.scale)}){every}.")
+
+
+#: A sentence's metric (the tables' column) -> the share calibration's figure of it (the
+#: runs' lag and lag peak are their excess over the paired control).
+WIRE_METRIC = {"lag_record_s": "excess_lag_record_s", "lag_peak": "excess_lag_peak",
+               "resource_downtime_ms": "resource_downtime_ms",
+               "records_reprocessed": "records_reprocessed"}
+
+
+def wire_median(scenario: str, size: int, workload: str, protocol: str, column: str,
+                cells: Sequence[Mapping[str, Any]] | None = None) -> float | None:
+    """The share calibration's wire median of one cell and side on a sentence's metric
+    (``cells``: the shipped ``lab/data/share_calibration.json`` by default); None where no
+    wire row measured it."""
+    if cells is None:
+        cells = load_share_calibration()
+    key = WIRE_METRIC.get(column)
+    for cell in cells:
+        if (cell.get("scenario"), int(cell.get("members") or 0), cell.get("workload"),
+                cell.get("protocol") or "share:simple") == (scenario, size, workload, protocol):
+            v = ((cell.get("medians") or {}).get(key) or {}).get("wire") if key else None
+            return None if v is None else float(v)
+    return None
+
+
+def lock_limit_sentence(c: Claim, verdicts: Sequence[GridVerdict],
+                        runs: Sequence[Mapping[str, Any]],
+                        cells: Sequence[Mapping[str, Any]] | None = None) -> str:
+    """The lock limit as a sentence of its own (the eleventh outside share review: the page's
+    most useful finding for a platform team stood as a clause of the kill's sentence): a lost
+    host or hung process stalls a share partition for the record lock duration minus
+    max.record.locks / the partition's rate (KIP-932's in-flight limit), computed from the
+    runs' settings at the kill sentence's cell's rate and the page's other rates above the
+    limit; the crash of the kill's cell stopped that long on how many seeds, its median
+    against the consumer group with the same members on as many partitions, and the wire's
+    hung share consumers (SIGSTOP) that stopped their partition. "" for any other sentence,
+    or where no seed of the crash stopped a partition."""
+    best = c.best.split(" and ")[0]
     lim = lock_limit(runs)
-    stop = next(((n, st) for scen, size, wl, _, n, st in
-                 _over(runs, lim[0] / (lim[1] / 1000.0), kill=False)
-                 if (scen, size, wl) == (crash, c.size, c.workload)), None) if lim else None
-    if stop is not None and stop[1]:
-        down = statistics.median(float(r["resource_downtime_ms"]) for r in stop[1])
-        text += (f"; a share partition stopped {number(down / 1000)} s on {len(stop[1])} of "
-                 f"{stop[0]} seeds (the lock limit)")
+    if "kill" not in c.scenario or not _share_vs_consumer([best, c.worse]) or lim is None:
+        return ""
+    crash = c.scenario.replace("kill", "crash")
+    locks, dur = lim
+    over = _over(runs, locks / (dur / 1000.0), kill=False)
+    stop = next(((rate, n, st) for scen, size, wl, rate, n, st in over
+                 if (scen, size, wl) == (crash, c.size, c.workload)), None)
+    parts = _partitions(runs, crash, c.size, c.workload)
+    lost = next((x for g in verdicts for row in g.rows
+                 if (row.scenario, row.size, str(row.workload)) == (crash, c.size, c.workload)
+                 for x in row.metrics if x.metric.column == c.metric
+                 and best in x.cells and c.worse in x.cells), None)
+    if stop is None or not stop[2] or lost is None or not parts or c.size <= parts:
+        return ""
+    rate, seeds, stopped = stop
+    mine = _ok_values(runs, best, crash, c.size, c.metric, parts, c.workload).get(
+        c.workload or "", [])
+    other = _ok_values(runs, c.worse, crash, c.size, c.metric, c.size)
+    same = same_load(runs, c.workload, list(other))
+    m = lost.metric
+    down = statistics.median(float(r["resource_downtime_ms"]) for r in stopped)
+
+    def stall(r: float) -> str:
+        return number(dur / 1000.0 - locks / r)
+
+    others = sorted({x[3] for x in over if x[3] != rate})
+    text = (f"Lock limit: a lost host or hung process ({crash}) stalls a share partition for "
+            f"the record lock duration minus max.record.locks / the partition's rate "
+            f"({number(dur / 1000)} s - {number(locks)} / {number(rate)} records/s = "
+            f"{stall(rate)} s on {c.workload}"
+            + "".join(f", {stall(r)} s at {number(r)}" for r in others)
+            + f"): {c.size} members on {parts} partitions stopped {number(down / 1000)} s on "
+            f"{len(stopped)} of {seeds} seeds")
+    if mine and same:
+        theirs = other[same[0]]
+        sign = 1.0 if m.lower_is_better else -1.0
+        side = ("worse than" if min(sign * v for v in mine) > max(sign * v for v in theirs)
+                else "better than" if max(sign * v for v in mine) < min(sign * v for v in
+                                                                         theirs)
+                else "the ranges overlapping with")
+        every = "" if side.startswith("the ranges") else " on every seed"
+        unit = f" {m.unit}" if m.unit else ""
+        text += (f"; {best}'s {LABELS.get(m.column, m.label)} "
+                 f"{number(lost.cells[best].median / m.scale)}{unit}, {side} {c.worse} on "
+                 f"{c.size} partitions ({number(statistics.median(theirs) / m.scale)})"
+                 f"{every}")
+    wire = [(k, n) for scen, size, wl, k, n in wire_lost_hosts(cells)
+            if (scen, size, wl) == (crash, c.size, c.workload)]
+    if wire:
+        text += (f". On the wire a hung share consumer (SIGSTOP) stopped its partition on "
+                 f"{wire[0][0]} of {wire[0][1]} runs")
     return text + "."
 
 
@@ -1130,13 +1224,22 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
                 both += f" {g.seeds} seeds, no confirmation set."
             # the kill and its lost host in the sentence; the rest of its reading, whole, in
             # the note under it
+            lock = lock_limit_sentence(c, verdicts, runs)
+            limit = lock_limit_clause(c, runs)
             notes = [x[0].lower() + x[1:].rstrip(".")
-                     for x in (_family_note(c, every, key), lock_limit_clause(c, runs)) if x]
+                     for x in (_family_note(c, every, key), "" if lock else limit) if x]
             out.append(replace(c, text=both, conditions=conditions,
                                caveats=(*c.caveats, "the kill's reading in full: "
                                         + text.rstrip("."), *notes)))
             if same:
                 named[id(out[-1])] = quoted_grid(c, verdicts, same_members_workload(c, runs))
+            if lock:  # the lock limit, a sentence of its own after the kill's
+                crash = c.scenario.replace("kill", "crash")
+                out.append(replace(
+                    c, text=lock, scenario=crash, conditions=(), movable=(),
+                    command=c.command.replace(f"--scenario {c.scenario} ",
+                                              f"--scenario {crash} "),
+                    caveats=(limit[0].lower() + limit[1:].rstrip("."),) if limit else ()))
             continue
         # what the sentence gives, whole, to the note under it where it runs over MAX_WORDS
         # as printed (``lab.verdict.fit``), in this order; the contrary clause goes last
