@@ -577,7 +577,8 @@ def protocol_text(verdicts: Sequence[GridVerdict]) -> str:
         text += " " + "; ".join(f"{p} is {VARIANT_NAMES[p]}" for p in variants) + "."
     timed = dict.fromkeys(p for g in verdicts for p in g.protocols if "@" in p)
     if timed:
-        text += " " + "; ".join(f"{p} is {timing_text(p)}" for p in timed) + "."
+        share = "share" in fams  # a share page: KIP-848's and KIP-932's group heartbeat
+        text += " " + "; ".join(f"{p} is {timing_text(p, share=share)}" for p in timed) + "."
     text += (" Each column names its assignor and heartbeat under the label, and the line "
              "above the sentences says them once for the protocols the sentences name (where "
              "a label has them): what decides a result is often the assignor or a client "
@@ -588,14 +589,22 @@ def protocol_text(verdicts: Sequence[GridVerdict]) -> str:
     return text
 
 
-def timing_text(label: str) -> str:
-    """What a timing variant's label means (``sim.settings.split_timing``)."""
+def timing_text(label: str, share: bool = False) -> str:
+    """What a timing variant's label means (``sim.settings.split_timing``). ``share``: on the
+    share page a KIP-848 or KIP-932 label's heartbeat is said to be the group's config within
+    the broker's bounds (``lab.share_marks.group_heartbeat_config``: the eleventh outside
+    share review)."""
     from groupcoord.sim.settings import split_timing
 
     try:
         base, timings = split_timing(label)
     except ValueError:
         return "a timing variant"
+    if share and "heartbeat_interval_ms" in timings:
+        from groupcoord.lab.share_marks import group_heartbeat_config
+
+        if said := group_heartbeat_config(base, timings["heartbeat_interval_ms"]):
+            return f"{base} with its {said} (the same seeds)"
     names = {"heartbeat_interval_ms": "heartbeat", "session_timeout_ms": "session timeout",
              "commit_interval_ms": "auto-commit interval"}
     what = ", ".join(f"{names.get(k, k)} {number(v / 1000.0)} s" for k, v in timings.items())
