@@ -931,7 +931,8 @@ def lock_limit_sentence(c: Claim, verdicts: Sequence[GridVerdict],
             f"the record lock duration minus max.record.locks / the partition's rate "
             f"({number(dur / 1000)} s - {number(locks)} / {number(rate)} records/s = "
             f"{stall(rate)} s on {c.workload}"
-            + "".join(f", {stall(r)} s at {number(r)}" for r in others)
+            + (", " + " and ".join(f"{stall(r)} s at {number(r)}" for r in others)
+               + " records/s" if others else "")
             + f"): {c.size} members on {parts} partitions stopped {number(down / 1000)} s on "
             f"{len(stopped)} of {seeds} seeds")
     if mine and same:
