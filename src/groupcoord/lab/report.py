@@ -402,6 +402,15 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
                        for n in seeds if n >= MIN_SEEDS)
     many = [n for n in seeds if n >= SIGN_MIN_SEEDS]
     sign = ""
+    # a share page's examples are its own (the eleventh outside share review: it carried
+    # the paper page's Connect and classic ones)
+    share = any(family(p) == "share" for g in verdicts for p in g.protocols)
+    modes_eg = ("an idle consumer member's crash against a partition owner's" if share
+                else "a leader's departure against a follower's")
+    draw_eg = ("where a bounce's drawn downtime fell" if share
+               else "where a 0-300 s metadata refresh fell")
+    fixed_eg = ("as partitions moved on every seed" if share
+                else "as task restarts 128 against 50 on every seed")
     if many:
         need = "; ".join(f"{sign_needed(n)} of {n}" for n in many)
         sign = (f". With {SIGN_MIN_SEEDS} seeds or more, a paired sign test may mark a "
@@ -436,10 +445,10 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
             "value does not count either (7 s on a 140 s time to converge). Where a "
             "protocol's seeds fall into distinct outcomes (sorted, one gap wider than the "
             f"floor, than {MODE_GAP} times the spread on either side of it and than half the "
-            "larger of its ends: outcomes a factor of 2 or more apart, as a leader's departure "
-            "against a follower's) the cell shows each outcome, 'a (k of n) | b (m of n)', "
+            f"larger of its ends: outcomes a factor of 2 or more apart, as {modes_eg}) "
+            "the cell shows each outcome, 'a (k of n) | b (m of n)', "
             "and a row whose best overlaps another only through such a split is 'split', "
-            "neither best nor tied; a continuous draw (where a 0-300 s metadata refresh fell) "
+            f"neither best nor tied; a continuous draw ({draw_eg}) "
             "leaves narrower gaps and shows as one median and range.")
     cmp = comparisons(verdicts)
     if cmp.pairs:
@@ -461,8 +470,8 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
             test += (f" Where the chance figure does not apply: {cmp.fixed:,} more pairs "
                      f"({cmp.claim_fixed:,} of them in cells a sentence may rest on) are not "
                      "counted in it, because each of their two protocols has the same value on "
-                     "every seed (a count the assignment fixes, as task restarts 128 against 50 "
-                     "on every seed): there is no draw to be lucky in, and their mark is a fact "
+                     f"every seed (a count the assignment fixes, {fixed_eg}): there is no draw to "
+                     "be lucky in, and their mark is a fact "
                      "of the model, not a chance event. The figure also treats each seed's "
                      "values as independent draws, where the protocols of a row share their "
                      "seeds: it is a guide to how many marks chance could explain, not a "
