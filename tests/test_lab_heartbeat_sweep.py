@@ -102,7 +102,7 @@ def test_the_paper_spec_sweeps_the_interval_where_the_gaps_are() -> None:
     # and the worst 3 s (the same cells and seeds; judged per spread)
     bases = ("classic:eager", "classic:eager-roundrobin", "classic:cooperative",
              "consumer:uniform")
-    for name in ("crossover-10ms", "crossover-20ms", "field-costs", "lateness"):
+    for name in ("crossover-10ms", "crossover-20ms", "field-costs", "lateness", "lateness-scale-out"):
         parent, spread = grids[name], grids[f"{name}-hbspread"]
         assert set(spread.protocols) == {f"{p}@hbspread{s}s" for p in bases for s in (1, 3)}
         assert set(bases) <= set(parent.protocols)

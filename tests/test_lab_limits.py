@@ -313,3 +313,19 @@ def test_the_model_limits_say_static_membership_aligned_heartbeats_and_producers
             "within 0.094 s of one another") in text
     assert "at the first rebalance after 5 to 35 min stable they learned of a join up to " \
            "1.098 s apart" in text
+
+
+def test_the_model_limits_name_the_static_rolling_bounce_when_it_runs() -> None:
+    """With a static rolling bounce among the cells, "What the model leaves out" no longer
+    says static membership is not run: it names the static rolling bounce."""
+    spec = SPEC.replace('["crash"]', '["crash", "rolling-bounce", "rolling-bounce-static"]') + """
+[scenario.rolling-bounce-static]
+description = "rolling-bounce with static members"
+group = { members = 3, static = true, topics = { foo = 8 } }
+events = [{ at_ms = 30000, kind = "rolling-bounce", interval_ms = 15000, down_ms = 3000 }]
+"""
+    text = "\n".join(model_limits(_rows(spec), CAL))
+    assert "not run" not in text.split("Static membership")[1].split("\n")[0]
+    assert ("the rolling bounce runs with static members too (rolling-bounce-static: each "
+            "back within its session timeout keeps its partitions with no rebalance)") in text
+    assert "the other restarts (rolling-bounce) restart dynamic members" in text

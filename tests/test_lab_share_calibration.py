@@ -46,6 +46,7 @@ from groupcoord.lab.wire_share import (
     span_lag_peak,
     span_lag_record_s,
     start_offsets,
+    windows_converged,
 )
 from groupcoord.sim.scenario import parse_scenario
 
@@ -94,6 +95,26 @@ def test_a_window_converges_when_the_coordinator_has_every_live_process_at_the_e
     assert w["caught_up"] is True
     assert w["records_reprocessed"] == 0
     assert w["lag_peak"] <= 2  # a member that keeps up: a record in flight
+
+
+def test_the_windows_converge_from_the_describe_answers_alone_as_the_metrics_say() -> None:
+    """The closing check's gate (``windows_converged``) reads no log and no production, and
+    says converged exactly when ``share_window_metrics`` finds the window converged."""
+    lifetimes: dict[str, list[tuple[float, float | None]]] = {
+        "c1": [(T0, None)], "c2": [(T0, T0 + 10.0), (T0 + 12.0, None)]}
+    described: list[tuple[float, bool, tuple[str, ...]]] = [
+        (T0 + t / 10, True, ("c1", "c2")) for t in range(0, 110)]
+    described += [(T0 + t / 10, t < 125 or t >= 140, ("c1",) if t < 125 else ("c1", "c2"))
+                  for t in range(110, 200)]  # settled again from 14 s
+    for upto, converged in ((11.0, False), (13.9, False), (15.5, True)):
+        seen = [d for d in described if d[0] <= T0 + upto]
+        bare = ShareWireRun(T0, T0 + upto, [WireWindow("initial-join", 0.0, 1.0),
+                                            WireWindow("bounce", 10.0, 12.0)],
+                            {}, {}, lifetimes, seen)
+        assert windows_converged(bare) is converged, upto
+        full = _run({"c1": _keeping_up(upto)}, seen, lifetimes, T0 + upto)
+        [w] = share_window_metrics(full)
+        assert (w["time_to_converge_ms"] is not None) is converged, upto
 
 
 def test_lag_is_produced_minus_distinct_records_done_and_twice_done_records_are_counted() -> None:
@@ -734,3 +755,37 @@ def test_a_lost_idle_consumer_leaves_the_group_converged_only_at_its_session_tim
     assert crash == pytest.approx(T0 + 18.5)  # removed at 16 s, the others at its epoch 18.5 s
     run.described = []
     assert convergence(run)[1] == pytest.approx(T0 + 10.0)  # ownership alone: at the stop
+
+
+def test_the_closing_check_reads_the_logs_only_once_the_window_has_converged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The harness's producer is a thread of the harness's interpreter: a closing check that
+    parsed every member's log each second from the disturbance on delayed its ticks (on the
+    wire's owner-kill at 12, 0.1-0.5 s every 1.5-1.8 s, and a lag peak of the harness's
+    making). Here c1 is killed at 6 s and its member stays until its session timeout (4 s):
+    no window metrics are computed before the group converged again."""
+    pytest.importorskip("confluent_kafka")
+    import groupcoord.lab.wire_share as wire_share
+
+    calls: list[float] = []
+    real = wire_share.share_window_metrics
+
+    def counted(run: ShareWireRun) -> list[dict[str, Any]]:
+        calls.append(run.end)
+        return real(run)
+
+    monkeypatch.setattr(wire_share, "share_window_metrics", counted)
+    sc = parse_scenario({**SMALL, "events": [{"at_ms": 6000, "kind": "kill", "member": "c1"}]},
+                        source="share-small-kill")
+    settings = {"group.share.heartbeat.interval.ms": 500,
+                "group.share.session.timeout.ms": 4000,
+                "group.share.assignment.interval.ms": 0,
+                "group.share.record.lock.duration.ms": 3000,
+                "group.share.delivery.count.limit": 5}
+    run = run_share_wire(sc, settings, WireWorkload(records_per_s=20, max_poll_records=50),
+                         2.0, seed=1, tail_s=1.0, converge_timeout_s=40.0)
+    [w] = real(run)
+    assert w["disturbance"] == "kill" and w["time_to_converge_ms"] is not None
+    converged = run.t0 + w["at_ms"] / 1000 + w["time_to_converge_ms"] / 1000
+    assert calls, "the closing check never ran"
+    assert min(calls) >= converged, (min(calls) - run.t0, converged - run.t0)

@@ -150,7 +150,12 @@ def restore_rows(c: Claim, verdicts: Sequence[GridVerdict],
             mv = next((x for x in row.metrics if x.metric.column == c.metric), None)
             if mv is None:
                 continue
-            found.append(f"{g.name} with a {number(w / 1000)} s restore ({row.size} members): "
+            # a grid that sweeps a timing has a row per value: the value names the row
+            # (round 15: "field-costs-hbspread with a 2 s restore" twice, different numbers)
+            at = ("" if not row.timing or row.x is None
+                  else f", heartbeats spread by up to {number(row.x / 1000)} s"
+                  if "spread" in row.timing else f", {row.timing}")
+            found.append(f"{g.name} with a {number(w / 1000)} s restore ({row.size} members{at}): "
                          f"{_word(mv)} ({_medians(mv, ranked(mv.cells))})")
     out = "no state restore" + (" (" + "; ".join(found) + ")" if found
                                   else " (not tested with one)")
@@ -186,6 +191,32 @@ def assignor_cause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
                        f"the {_assignor(mv.beaten[0])} assignor, not the eager protocol, is "
                        "the cause")
     return "; ".join(out)
+
+
+def assignor_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
+    """The sentence's own words for :func:`assignor_cause` (outside review round 15, S8: a
+    "☆ classic:cooperative ... best" the page's caveat attributes to the range assignor read
+    as a protocol's win): ``Eager with range loses and eager with roundrobin ties the
+    winners (1x32-p10ms-40pct): the assignor, not the protocol.`` "" where no row says so."""
+    g = next((v for v in verdicts if v.name == c.grid), None)
+    if g is None:
+        return ""
+    found: dict[tuple[str, str], list[str]] = {}
+    for row in g.rows:
+        if row.scenario != c.scenario or row.size != c.size:
+            continue
+        for mv in row.metrics:
+            if mv.metric.column != c.metric or mv.verdict not in ("best", "tied"):
+                continue
+            eager_best = [p for p in mv.best if _eager(p)]
+            if not eager_best or not mv.beaten or not all(_eager(p) for p in mv.beaten):
+                continue
+            key = (" and ".join(sorted({_assignor(p) for p in mv.beaten})),
+                   " and ".join(sorted({_assignor(p) for p in eager_best})))
+            found.setdefault(key, []).append(row.workload)
+    return "".join(f" Eager with {lose} loses, with {win} ties ({', '.join(ws)}): the "
+                   "assignor, not the protocol."
+                   for (lose, win), ws in found.items())
 
 
 def _eager(p: str) -> bool:
@@ -325,5 +356,9 @@ def with_caveats(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
                              delay_variants(c, verdicts), other_workloads(c, verdicts)) if x]
         if parts:
             c = replace(c, caveats=(*c.caveats, *parts))
+        said = assignor_clause(c, verdicts)
+        if said:
+            # in the sentence: the win is the loser's assignor's, not a protocol's
+            c = replace(c, text=c.text.rstrip() + said)
         out.append(c)
     return out

@@ -900,11 +900,17 @@ def model_limits(runs: Sequence[Mapping[str, Any]],
         static = sorted({sc.name for sc in consumers if sc.static})
         restarts = sorted({sc.name for sc in consumers if not sc.static
                            and ("rolling" in sc.name or "bounce" in sc.name)})
+        static_rolling = [n for n in static if "rolling" in n]
         if restarts:
             items.append(
                 "Static membership (KIP-345, group.instance.id): "
-                + (f"run only in {', '.join(static)}; " if static else "not run; ")
-                + f"the restarts ({', '.join(restarts)}) restart dynamic members, each "
+                + (f"the rolling bounce runs with static members too ({', '.join(static_rolling)}"
+                   ": each back within its session timeout keeps its partitions with no "
+                   f"rebalance), and {', '.join(static)} in all; the other restarts "
+                   if static_rolling else
+                   f"run only in {', '.join(static)}; the restarts " if static
+                   else "not run; the restarts ")
+                + f"({', '.join(restarts)}) restart dynamic members, each "
                 "leaving and rejoining the group. A static member back within its "
                 "session timeout keeps its partitions with no rebalance, a common way to run "
                 "production rolling restarts.")
@@ -1018,6 +1024,16 @@ KAFKA_DEFAULTS: dict[str, dict[str, int]] = {
     "max.poll.interval.ms": {"consumer": 300_000},
     "max.poll.records": {"consumer": 500},
     "auto.commit.interval.ms": {"consumer": 5_000},
+    "group.consumer.assignment.interval.ms": {"consumer": 1_000},
+}
+
+#: Settings the runs record that only recent Apache Kafka releases have: what they are and
+#: since when (the settings list says so, so a reader does not take them for model knobs).
+RECENT_SETTINGS: dict[str, str] = {
+    "group.consumer.assignment.interval.ms":
+        "a broker setting since Apache Kafka 4.3 (KIP-1263's assignment batching: how often "
+        "the coordinator recomputes a consumer group's target assignment; per group: "
+        "consumer.assignment.interval.ms), Kafka's default 1,000 ms",
 }
 
 #: Keys of ``settings_json`` that are the model's own knobs, not Kafka settings.
@@ -1043,6 +1059,7 @@ def settings_notes(runs: Iterable[Mapping[str, Any]]) -> list[str]:
 
     off: dict[str, set[float]] = defaultdict(set)
     knobs: set[str] = set()
+    recent: set[str] = set()
     #: per scenario (and workload where they differ), its grown topic's production
     grown: dict[str, str] = {}
     for r in runs:
@@ -1054,6 +1071,8 @@ def settings_notes(runs: Iterable[Mapping[str, Any]]) -> list[str]:
         for k, v in _settings(r).items():
             if k in MODEL_KNOBS:
                 knobs.add(k)
+            if k in RECENT_SETTINGS:
+                recent.add(k)
             default = KAFKA_DEFAULTS.get(k, {}).get(kind)
             if (default is not None and isinstance(v, int | float)
                     and not isinstance(v, bool) and v != default):
@@ -1064,6 +1083,9 @@ def settings_notes(runs: Iterable[Mapping[str, Any]]) -> list[str]:
             f"{k} {', '.join(_n(v) for v in sorted(off[k]))} (Kafka's default: "
             + ", ".join(f"{_n(d)} for a {kind}" for kind, d in KAFKA_DEFAULTS[k].items())
             + ")" for k in sorted(off)) + ".")
+    if recent:
+        out.append("Kafka settings of recent releases: " + "; ".join(
+            f"{k} ({RECENT_SETTINGS[k]})" for k in sorted(recent)) + ".")
     if knobs:
         out.append("Model knobs, not Kafka settings: " + "; ".join(
             f"{k} ({MODEL_KNOBS[k]})" for k in sorted(knobs)) + ".")

@@ -322,7 +322,13 @@ def growth_text(run: Mapping[str, Any]) -> str:
             out.append(head + f"{number(p0)} rec/s a partition before, {number(p1)} after, the "
                        f"topic {number(t0)} rec/s before and after (a producer at a fixed "
                        "rate, spread over every partition once they exist)")
-    return "; ".join(out)
+    return "; ".join(out) + (f"; {INSTANT_PRODUCER}" if out else "")
+
+
+#: The model's producer finds a topic's new partitions at once (round 15: said on the growth
+#: rows and their charts, not only under "What the model leaves out").
+INSTANT_PRODUCER = ("the producer writes to new partitions at once (its own metadata "
+                    "refresh is left out): the lag on them is an upper bound")
 
 
 def _mean(first: str, high: str | None) -> float:
@@ -695,11 +701,19 @@ def balance_after_last(run: Mapping[str, Any], summary: Mapping[str, Any]) -> fl
     return max(0.0, float(since) - float(quiet))
 
 
+#: The runs table's column of :func:`balance_after_last` (``lab.runs``).
+AFTER_LAST_COLUMN = "time_to_balance_after_last_ms"
+
+
 def attach_balance_after_last(runs: Sequence[dict[str, Any]],
                               summaries: Mapping[str, Mapping[str, Any]]) -> None:
     """Give each run with a time until balanced its :func:`balance_after_last`, from its
     simulator summary (``summaries`` by run id: the ``runs`` table's ``summary_json``)."""
     for r in runs:
+        if r.get(AFTER_LAST_COLUMN) is not None:
+            # the runs table's own column (runs written before it: from the summary)
+            r[BALANCE_AFTER_LAST] = float(r[AFTER_LAST_COLUMN])
+            continue
         summary = summaries.get(str(r.get("run_id")))
         if summary is None:
             continue

@@ -101,6 +101,7 @@ from groupcoord.lab.verdict import (
     CLAIM_RULE,
     DASH,
     DIFFERENT_MEANING,
+    GROWTH_SCENARIOS,
     MAX_CLAIMS,
     MIN_SEEDS,
     MODE_GAP,
@@ -638,8 +639,14 @@ def _verdict_word(mv: MetricVerdict) -> str:
     if mv.verdict == "best":
         return (f"{star(mv)} best{pairing}" + (f", depends on {mv.depends}" if mv.depends
                                                else "") + limit)
+    if mv.phase_note:
+        limit += f"; {mv.phase_note}"
     if mv.verdict == "tied":
-        return (f"= {len(mv.best)} tied{pairing}"
+        # a tie the fresh set repeated as a group (the same protocols separated from every
+        # other, in another order among themselves): a shared win, said so
+        shared = (f" (shared: {' and '.join(mv.best)} separated from every other protocol "
+                  "on both seed sets)" if mv.shared else "")
+        return (f"= {len(mv.best)} tied{pairing}{shared}"
                 + (f", depends on {mv.depends}" if mv.depends else "") + limit)
     if mv.verdict == "unconfirmed":
         first = (f"{star(mv)} " + mv.best[0] if len(mv.best) == 1
@@ -1398,6 +1405,10 @@ def chart_conditions(g: GridVerdict, rows: Sequence[VerdictRow]) -> str:
     if marked:
         parts.append("marked at a timing off the default: "
                      + "; ".join(timing_text(p) for p in marked))
+    if any(x in r.scenario for r in rows for x in GROWTH_SCENARIOS):
+        from groupcoord.lab.mechanism import INSTANT_PRODUCER
+
+        parts.append(INSTANT_PRODUCER)
     return "; ".join(parts)
 
 

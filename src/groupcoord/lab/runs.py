@@ -39,29 +39,31 @@ one did not: ``converged`` false); ``time_to_balance_ms`` (Connect protocols: fr
 disturbance until the assignment became balanced and stayed so, connectors and tasks each
 spread within one per worker, and every task of it runs again, started since its assignment
 (``sim.connect.ConnectSimulation.balanced_and_running_since``: it contains the tasks' stop and
-start times); null if it never did); ``worker_stall_ms`` (Connect protocols, else null: the
-longest time a worker's tasks stood still, from a revocation that stopped every task it ran
-until the tasks of its next assignment ran, so the stop, the barrier's wait for the other
-workers and the start; 0 when no revocation stopped all of a worker's tasks; not an excess
-over the control, whose group does not rebalance; :func:`worker_stall`); ``warmup_ms`` (when the first
-disturbance came); ``caught_up`` (whether the group had converged and its applications caught
-up by then, a poison workload's steady state aside, ``sim.engine``: a run that had not is no
-evidence of a disturbance's cost); ``recovered``
-(whether every disturbance window closed with the applications caught up, false when the run
-ended with its lag still there: an overloaded group, whose lag is the load's as much as the
-rebalance's); ``control_lag_peak``
-and ``control_lag_record_s`` (the control's own lag over the same windows: the records always
-in flight); ``noop_events`` (scenario events that changed nothing in the run: a member
-not running, a connector or topic that does not exist or is already as asked; the lab's
-scenarios must have none: a run with any did not do what its scenario's name says);
-``event_targets`` (JSON: for each event that names a member, ``at_ms``, ``kind``, the
-``member`` it hit and the group's ``leader`` at that moment, ``sim.consumer``'s
-``leader()``: the check behind ``@leader`` scenarios); ``settings_json`` (the run's
-effective client settings under Kafka's config names); ``drawn_json`` (the event timings the
-scenario's ``[draw]`` table drew for this seed, ``sim.scenario.with_draws``; null without).
-The work columns are null when the workload is idle; the costs are null when a run has no
-control (a violation). A scenario without disturbances has no cost (zeros) and reports its
-initial join's convergence.
+start times); null if it never did); ``time_to_balance_after_last_ms`` (the same moment
+counted from the end of the scenario's last event, a bounced worker's return or the second of
+two connector changes, 0 where the group was balanced by then: the report's "time until
+balanced after the last event"; null where ``time_to_balance_ms`` is); ``worker_stall_ms``
+(Connect protocols, else null: the longest time a worker's tasks stood still, from a
+revocation that stopped every task it ran until the tasks of its next assignment ran, so the
+stop, the barrier's wait for the other workers and the start; 0 when no revocation stopped all
+of a worker's tasks; not an excess over the control, whose group does not rebalance;
+:func:`worker_stall`); ``warmup_ms`` (when the first disturbance came); ``caught_up`` (whether
+the group had converged and its applications caught up by then, a poison workload's steady
+state aside, ``sim.engine``: a run that had not is no evidence of a disturbance's cost);
+``recovered`` (whether every disturbance window closed with the applications caught up, false
+when the run ended with its lag still there: an overloaded group, whose lag is the load's as
+much as the rebalance's); ``control_lag_peak`` and ``control_lag_record_s`` (the control's own
+lag over the same windows: the records always in flight); ``noop_events`` (scenario events
+that changed nothing in the run: a member not running, a connector or topic that does not
+exist or is already as asked; the lab's scenarios must have none: a run with any did not do
+what its scenario's name says); ``event_targets`` (JSON: for each event that names a member,
+``at_ms``, ``kind``, the ``member`` it hit and the group's ``leader`` at that moment,
+``sim.consumer``'s ``leader()``: the check behind ``@leader`` scenarios); ``settings_json``
+(the run's effective client settings under Kafka's config names); ``drawn_json`` (the event
+timings the scenario's ``[draw]`` table drew for this seed, ``sim.scenario.with_draws``; null
+without). The work columns are null when the workload is idle; the costs are null when a run
+has no control (a violation). A scenario without disturbances has no cost (zeros) and reports
+its initial join's convergence.
 
 Raw figures of the disturbance windows: ``epoch_bumps``, ``messages``, ``records_written``,
 ``records_processed`` (summed over the windows), ``peak_unowned`` (their maximum),
@@ -124,7 +126,8 @@ RUN_METRICS: tuple[tuple[str, str], ...] = (
     ("warmup_ms", "long"), ("caught_up", "bool"), ("recovered", "bool"),
     ("control_lag_peak", "long"),
     ("control_lag_record_s", "double"), ("task_downtime_task_s", "double"),
-    ("time_to_balance_ms", "long"), ("worker_stall_ms", "long"), ("noop_events", "int"),
+    ("time_to_balance_ms", "long"), ("time_to_balance_after_last_ms", "long"),
+    ("worker_stall_ms", "long"), ("noop_events", "int"),
     ("event_targets", "str"),
     ("settings_json", "str"), ("drawn_json", "str"),
     ("total_moved", "long"), ("total_downtime_ms", "long"), ("group_epoch", "long"),
@@ -746,6 +749,12 @@ def summarize(params: RunParams, sc: Scenario, res: SimResult, wall_ms: float,
     time_to_balance = None
     if connect and balanced is not None and first_at is not None:
         time_to_balance = max(0, int(balanced) - first_at)
+    quiet = s.get("quiet_at_ms")
+    # the same moment counted from the scenario's last event (a bounced worker's return):
+    # the report's "time until balanced after the last event", reproducible from runs/
+    after_last = (max(0, int(balanced) - int(quiet))
+                  if time_to_balance is not None and balanced is not None and quiet is not None
+                  else None)
     v = res.violation
     command = None
     if v is not None:
@@ -777,6 +786,7 @@ def summarize(params: RunParams, sc: Scenario, res: SimResult, wall_ms: float,
         "control_lag_record_s": head["control_lag_record_s"],
         "task_downtime_task_s": head["task_downtime_task_s"],
         "time_to_balance_ms": time_to_balance,
+        "time_to_balance_after_last_ms": after_last,
         "worker_stall_ms": worker_stall(rest) if connect and not idle else None,
         "noop_events": int(s.get("noop_events", 0)),
         "event_targets": json.dumps(s.get("event_targets", []), sort_keys=True),

@@ -347,6 +347,12 @@ class MetricVerdict:
     #: An eager mark's cell in a heartbeat-spread grid (:func:`mark_spread_limits`): what
     #: that grid found there at each spread above 0, whether or not eager keeps the mark.
     spread: tuple[SpreadOutcome, ...] = ()
+    #: A tie confirmed as a group (:func:`shared_win`): the fresh set separates the same
+    #: tied protocols from every other, though it orders them otherwise among themselves.
+    shared: bool = False
+    #: A topic's growth where the row's classic figures are draws of the leader's refresh
+    #: phase (:func:`phase_draw`): said on the row, beside its mark.
+    phase_note: str = ""
 
 
 @dataclass(slots=True)
@@ -514,10 +520,39 @@ def confirm(mv: MetricVerdict, again: MetricVerdict) -> MetricVerdict:
         return mv
     if again.verdict == mv.verdict and set(again.best) == set(mv.best):
         return mv
+    if mv.verdict == "tied" and shared_win(again, mv.best):
+        # the tied group wins on both sets (round 15: KIP-848's two assignors against every
+        # classic protocol, "not confirmed" only because they tie each other on fresh seeds)
+        mv.shared = True
+        return mv
     for c in mv.cells.values():
         c.mark = ""
     mv.verdict = "unconfirmed"
     return mv
+
+
+def shared_win(again: MetricVerdict, group: Sequence[str], min_seeds: int = MIN_SEEDS
+               ) -> bool:
+    """Whether, on a seed set's verdict ``again``, each protocol of ``group`` is separated
+    (ranges apart, or the paired sign test) from every ranked protocol outside it, whatever
+    their order among themselves: a win the group shares."""
+    m = again.metric
+    cells = again.cells
+    pool = [p for p in ranked(cells) if cells[p].values]
+    rest = [q for q in pool if q not in group]
+    if not rest or any(p not in pool or len(cells[p].values) < min_seeds for p in group) \
+            or any(len(cells[q].values) < min_seeds for q in rest):
+        return False
+    sign = 1 if m.lower_is_better else -1
+    for p in group:
+        for q in rest:
+            if sign * (cells[p].median - cells[q].median) >= 0:
+                return False
+            if not (beats(list(cells[p].values.values()), list(cells[q].values.values()), m,
+                          min_seeds)
+                    or sign_test(cells[p].values, cells[q].values, m) <= SIGN_ALPHA):
+                return False
+    return True
 
 
 def fresh_seeds(mv: MetricVerdict) -> int | None:
@@ -775,7 +810,12 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
         if swept is not None:
             vr.x, vr.timing = float(key[4]), timing_words(swept, key[4])
         for m in (row_metric(m0, vr.rate) for m0 in metrics):
-            vr.metrics.append(judge_sets(rs, fresh, protocols, m, min_seeds))
+            mv = judge_sets(rs, fresh, protocols, m, min_seeds)
+            if mv.verdict in ("best", "tied") and phase_draw(vr.scenario, mv):
+                n = min(len(mv.cells[p].values) for p in (*mv.best, *mv.beaten))
+                mv.phase_note = (f"the classic figures are draws of the leader's refresh "
+                                 f"phase ({n} seeds; a sentence needs {PHASE_MIN_SEEDS})")
+            vr.metrics.append(mv)
         rows.append(vr)
     mark_dependence(rows, X_NAMES.get(param or "", (param or "",))[0] if param else None)
     mark_size_dependence(rows, protocols)
@@ -1076,6 +1116,16 @@ def crossover_spread_words(found: Sequence[tuple[float | None, Sequence[SpreadOu
         return (where + "spread " + ", ".join(number(ms / 1000) for ms in spreads)
                 + f" s: {next(iter(statuses))}", "; ".join(detail))
     return where + "spread " + "; ".join(said), "; ".join(detail)
+
+
+def spread_gist(found: Sequence[tuple[float | None, Sequence[SpreadOutcome]]]) -> str:
+    """``spread 1, 3 s: not kept``: whether an eager crossover mark survives spread
+    heartbeats, in the fewest words (kept at every value and spread, at none, or at some)."""
+    outs = [o for _, os in found for o in os]
+    spreads = ", ".join(number(ms / 1000) for ms in sorted({o.spread_ms for o in outs}))
+    held = {o.held for o in outs}
+    word = "kept" if held == {True} else "not kept" if held == {False} else "kept at some"
+    return f"spread {spreads} s: {word}"
 
 
 def spread_words(outcomes: Sequence[SpreadOutcome], m: Metric) -> str:
@@ -1763,7 +1813,9 @@ def fit(c: Claim, count: Callable[[Claim], int] | None = None,
     the note under it, one at a time in their order, until it fits; every fact stays on the
     page, in the sentence or its note."""
     size = count or (lambda x: words(x.text))
+    c = replace(c, text=merge_alike(c.text))
     for frag, stand_in, note in c.movable:
+        c = replace(c, text=merge_alike(c.text))
         if size(c) <= budget:
             break
         if frag not in c.text:
@@ -1774,6 +1826,17 @@ def fit(c: Claim, count: Callable[[Claim], int] | None = None,
             text = re.sub(r"([:\]])\s*;\s*", r"\1 ", text)
         c = replace(c, text=text, caveats=(*c.caveats, note) if note else c.caveats)
     return c
+
+
+_ALIKE = re.compile(r"\[([^\]]+)\] ([^\[;]+(?:; [^\[;]+)*?); \[([^\]]+)\] \2(?=[.;]|$)")
+
+
+def merge_alike(text: str) -> str:
+    """Grids' clauses of a crossover sentence that read alike once shortened, said once with
+    both grids named (``[a] X; [b] X`` → ``[a, b] X``): the same facts, fewer words."""
+    while (m := _ALIKE.search(text)) is not None:
+        text = text[:m.start()] + f"[{m[1]}, {m[3]}] {m[2]}" + text[m.end():]
+    return text
 
 
 #: A mark's limit longer than this many words goes to the note under its sentence, the
@@ -2043,7 +2106,12 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                         notes.append(f"{w} at {xs}{x_unit}: {full}")
                         moves.append((f" ({short}; note below{kept})", gone, ""))
                     if said:
-                        later.append((gone, " (limit in the note)", ""))
+                        # the spread's outcome in three words stays in the sentence (round
+                        # 15, S5: Connect eager's sentence had lost it to the note)
+                        later.append((gone, f" ({spread_gist(mine)}; note)", ""))
+                    else:
+                        # last of all, the limit's pointer in one word
+                        later.append((gone, " (note)", ""))
                 elif said:
                     part += f" ({said})"
                     moves.append((f" ({said})", " (spread heartbeats: note)", ""))
@@ -2325,7 +2393,19 @@ def phase_draw(scenario: str, mv: MetricVerdict) -> bool:
 def _candidates(g: GridVerdict) -> list[tuple[float, Claim, tuple[str, ...]]]:
     """A grid's candidate sentences with their effect sizes: per scenario and question metric
     the marked difference of the size with the largest effect."""
-    return [(st, _claim(g, row, mv), mv.best) for st, row, mv in _scored(g, g.rows)]
+    # a win the loser's assignor makes (eager with range loses, eager with another assignor
+    # among the winners) answers no question of protocols: after every other candidate
+    return [(-1.0 if assignor_win(mv) else st, _claim(g, row, mv), mv.best)
+            for st, row, mv in _scored(g, g.rows)]
+
+
+def assignor_win(mv: MetricVerdict) -> bool:
+    """Whether a mark is the loser's assignor's: every protocol it beats is classic eager,
+    and a classic eager protocol (with another assignor) is among its winners (outside
+    review round 15, S8: the page's own caveat said the range assignor was the cause)."""
+    return bool(mv.beaten) and all(_spread_eager(p) and family(p) == "classic"
+                                   for p in mv.beaten) \
+        and any(_spread_eager(p) and family(p) == "classic" for p in mv.best)
 
 
 def _scored(g: GridVerdict, rows: Sequence[VerdictRow]
@@ -2600,9 +2680,9 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     # one before it
     # an eager win's spread-heartbeat finding and its weakest metric are the last clauses
     # but the growth's cause to go
-    out = [fit(discovery_cause(spread_condition(weakest_metric(
+    out = [fit(discovery_cause(spread_condition(weakest_metric(late_flip(
         adverse_row(closer_elsewhere(c, verdicts), verdicts), verdicts), verdicts), verdicts),
-               labelled_words) for c in ordered[:limit]]
+        verdicts), labelled_words) for c in ordered[:limit]]
     order = {g.name: i for i, g in enumerate(verdicts)}
     out.sort(key=lambda c: order.get(c.grid, 0))
     return out
@@ -2786,8 +2866,12 @@ def _add_likewise(host: Claim, g: GridVerdict, row: VerdictRow, mv: MetricVerdic
 
     worse = _runner_up(mv)
     where = f"{row.scenario}, {row.size:,} {member_word(row.scenario, g.protocols)}"
+    # a bookkeeping metric carries the row's excess lag (round 15: in rolling-bounce-down20s
+    # the protocols that moved fewest lost on lag)
+    lag = cell_lag(g, row, mv.best, worse) if m.column in BOOKKEEPING else ""
     said = (f" Likewise in {where} ({g.name}): " + " and ".join(q(mv.cells[p]) for p in mv.best)
-            + f" against {q(mv.cells[worse])}" + _at_default_delay(g, row, mv, worse) + ".")
+            + f" against {q(mv.cells[worse])}" + (f" ({lag})" if lag else "")
+            + _at_default_delay(g, row, mv, worse) + ".")
     host.text += said
     # an added finding goes to the note before the sentence's own clauses
     host.movable = ((said, "", said.strip().rstrip(".")), *host.movable)
@@ -3034,29 +3118,73 @@ def spread_condition(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     return replace(c, text=c.text + clause, movable=(*c.movable, *moves))
 
 
+#: An application's costs (excess lag, stall, downtime): a sentence says, whoever wins, each
+#: of them on which a winner is worse than the runner-up in the same cell.
+COST_METRICS = ("lag_record_s", "stall_ms", "task_downtime_task_s", "resource_downtime_ms")
+#: Bookkeeping metrics (what moved, what ran twice), no cost of their own: a sentence on one
+#: quotes the same cell's excess lag of its winners and runner-up.
+BOOKKEEPING = frozenset({"resources_moved", "records_reprocessed"})
+
+
+def cell_lag(g: GridVerdict, row: VerdictRow, winners: Sequence[str], worse: str) -> str:
+    """``excess lag 10,235 and 12,944 against 5,734 record·s``: the row's lag of each winner
+    and of the runner-up, medians (a topic's growth: the classic figures are draws of the
+    leader's refresh phase, said with them); "" where the row has no lag for them."""
+    mv = next((x for x in row.metrics if x.metric.column == "lag_record_s"), None)
+    if mv is None or any(p not in mv.cells or not mv.cells[p].values
+                         for p in (*winners, worse)):
+        return ""
+    m = mv.metric
+    text = (f"{short_label(m, g.excess)} " + " and ".join(_bare(m, mv.cells[p].median)
+                                                         for p in winners)
+            + f" against {m.fmt(mv.cells[worse].median)}")
+    named = (*winners, worse)
+    if any(x in row.scenario for x in GROWTH_SCENARIOS) \
+            and any(family(p) == "classic" for p in named):
+        n = min(len(mv.cells[p].values) for p in named)
+        text += f" (the classic figures: one draw of the leader's refresh phase a seed, {n} seeds)"
+    return text
+
+
 def weakest_metric(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
-    """A sentence whose winner is a classic eager protocol names the grid's other metrics on
-    which, in the same cell, that winner is worse than the runner-up the sentence quotes (by
-    more than the metric's floor, medians): outside review round 14, the rolling-bounce eager
-    lag win whose peak lag and stall were worse in the same cell, which a platform team alerts
-    on."""
+    """A sentence names the grid's cost metrics (:data:`COST_METRICS`; a classic eager
+    winner: every other metric) on which, in the same cell, a winner is worse than the
+    runner-up the sentence quotes (by more than the metric's floor, medians), and a sentence
+    on a bookkeeping metric (:data:`BOOKKEEPING`) quotes the cell's excess lag of its winners
+    and runner-up: outside review round 14, the rolling-bounce eager lag win whose peak lag
+    and stall were worse in the same cell, which a platform team alerts on; round 15, S3:
+    partitions moved headlined where the same row's lag put classic:cooperative ~4,700x
+    above KIP-848."""
     found = _claim_row(c, verdicts)
     g = next((v for v in verdicts if v.name == c.grid), None)
-    if found is None or g is None or not _spread_eager(c.best) or not c.worse:
+    if found is None or g is None or not c.worse:
         return c
-    row, _ = found
+    row, said = found
+    winners = tuple(said.best) if c.best in said.best else (c.best,)
+    keeps = c.metric in BOOKKEEPING
+    lag = cell_lag(g, row, winners, c.worse) if keeps else ""
     worse = []
     for mv in row.metrics:
         m = mv.metric
-        if m.column == c.metric or c.best not in mv.cells or c.worse not in mv.cells \
-                or not mv.cells[c.best].values or not mv.cells[c.worse].values:
+        if m.column == c.metric or c.worse not in mv.cells or not mv.cells[c.worse].values \
+                or (keeps and m.column == "lag_record_s"):
             continue
-        b, w = mv.cells[c.best].median, mv.cells[c.worse].median
-        sign = 1 if m.lower_is_better else -1
-        if sign * (b - w) > m.floor:
-            worse.append((short_label(m, g.excess), _pair(m, b, w)))
+        for p in winners:
+            if p not in mv.cells or not mv.cells[p].values:
+                continue
+            if m.column not in COST_METRICS and not (p == c.best and _spread_eager(p)):
+                continue
+            b, w = mv.cells[p].median, mv.cells[c.worse].median
+            sign = 1 if m.lower_is_better else -1
+            if sign * (b - w) > max(m.floor, RELATIVE_FLOOR * max(abs(b), abs(w))):
+                name = short_label(m, g.excess) + (f" ({p})" if p != c.best else "")
+                worse.append((name, _pair(m, b, w)))
+    text = c.text
+    if lag:
+        # stays in the sentence: a bookkeeping metric without its cost misleads
+        text += f" In the same cell, {lag}."
     if not worse:
-        return c
+        return replace(c, text=text)
     names = (", ".join(n for n, _ in worse[:-1]) + " and " + worse[-1][0] if len(worse) > 1
              else worse[0][0])
     clause = f" Worse on {names}: " + "; ".join(v for _, v in worse) + "."
@@ -3068,7 +3196,7 @@ def weakest_metric(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
               f"{c.worse} on " + "; ".join(f"{n}: {v}" for n, v in worse))]
     if len(worse) > 2:
         moves.append((f" Worse on {few} (note).", first, ""))
-    return replace(c, text=c.text + clause, movable=(*c.movable, *moves))
+    return replace(c, text=text + clause, movable=(*c.movable, *moves))
 
 
 def adverse_row(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
@@ -3080,7 +3208,7 @@ def adverse_row(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     rolling-bounce win while busy-rolling had eager 4.6x worse with a member 2 s late)."""
     if not c.best or not c.workload:
         return c
-    worst: tuple[float, str, str, str] | None = None
+    worst: tuple[float, str, str, str, str] | None = None
     for g in verdicts:
         for r in g.rows:
             slow = SLOW_VARIANT.match(r.scenario)
@@ -3110,15 +3238,71 @@ def adverse_row(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
                     f"{m.fmt(mv.cells[low].median)}"
                     + (f", {ratio:.1f}x" if lo > 0 else ""))
             if worst is None or ratio > worst[0]:
-                worst = (ratio, where, said, f"{r.scenario} ({g.name})")
+                worst = (ratio, where, said, f"{r.scenario} ({g.name})", g.name)
     if worst is None:
         return c
+    own = next((g for g in verdicts if g.name == c.grid), None)
+    if own is not None and worst[4] == c.grid and follow_up(own):
+        # the grid asks whether a win holds when members are late: its loss answers that
+        # question, so the sentence leads with it (round 15, S12: "It loses 12.2x in bounce"
+        # came after the scale-out win)
+        lead = f"{worst[1]}: {c.best} loses, {worst[2]}. Yet in "
+        return replace(c, text=lead + c.text)
     clause = f" It loses in {worst[1]}: {worst[2]}."
     short = (f" It loses {worst[0]:.1f}x in {worst[3]}, note." if math.isfinite(worst[0])
              else f" It loses in {worst[3]}, note.")
     # said in the sentence; moved to the note late, its ratio and row staying in the sentence
     return replace(c, text=c.text + clause,
                    movable=(*c.movable, (clause, short, clause.strip().rstrip("."))))
+
+
+def late_flip(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
+    """A crossover sentence whose winners are classic eager protocols names the case that
+    flips it: the least lateness of one member at the rebalance (a ``-slowNms`` row of the
+    same scenario and size, any grid) at which eager's median is above the lowest other
+    protocol's (by more than the floor), with the two medians; and, where its own rows have
+    no pausing work, that its members are caught up, with short polls, when the event comes
+    (outside review round 15, S7: busy-crossover, one member 2 s late: eager 465 against
+    cooperative 256 record·s)."""
+    # a crossover's best is its winners as named ("classic:eager (range, 3 s heartbeat) and
+    # ..."): the first protocol's label
+    if not c.head or not _spread_eager(c.best.split(" ", 1)[0]):
+        return c
+    own = next((g for g in verdicts if g.name == c.grid), None)
+    found: list[tuple[int, str, str]] = []
+    for g in verdicts:
+        for r in g.rows:
+            slow = SLOW_VARIANT.match(r.scenario)
+            if slow is None or slow["base"] != c.scenario or r.size != c.size:
+                continue
+            mv = next((x for x in r.metrics if x.metric.column == c.metric), None)
+            if mv is None:
+                continue
+            m = mv.metric
+            pool = [p for p in ranked(g.protocols) if p in mv.cells and mv.cells[p].values]
+            eager = [p for p in pool if _spread_eager(p)]
+            rest = [p for p in pool if not _spread_eager(p)]
+            if not eager or not rest or not m.lower_is_better:
+                continue
+            e = min(eager, key=lambda p: (mv.cells[p].median, p))
+            o = min(rest, key=lambda p: (mv.cells[p].median, p))
+            ev, ov = mv.cells[e].median, mv.cells[o].median
+            if ev - ov > max(m.floor, RELATIVE_FLOOR * ev):
+                late = number(int(slow["v"]) / 1000)
+                found.append((int(slow["v"]), f"one member {late} s late at the rebalance "
+                              f"({g.name}, {r.workload}): {e} {_bare(m, ev)} against {o} "
+                              f"{m.fmt(ov)}",
+                              f"A member {late} s late ({g.name}, {e} {_bare(m, ev)} against "
+                              f"{o} {m.fmt(ov)})"))
+    if not found:
+        return c
+    _, said, mid_said = min(found)
+    caught = ("" if own is None or any(r.late for r in own.rows) else
+              "; its members are caught up, with short polls, when the event comes")
+    clause = f" It flips with {said}{caught}."
+    mid = f" {mid_said} flips it{'; members caught up, short polls' if caught else ''}."
+    return replace(c, text=c.text + clause,
+                   movable=(*c.movable, (clause, mid, clause.strip().rstrip("."))))
 
 
 def closer_elsewhere(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:

@@ -375,6 +375,33 @@ def window_end(ts: np.ndarray, lag: np.ndarray, steady: float, converged: float 
     return run_end, False, False
 
 
+def _window_converged(conv: list[tuple[float, bool]], settle: float, end: float) -> float | None:
+    """When the group converged after ``settle`` and held it ``HOLD_S`` (None: not yet)."""
+    for i, (t, ok) in enumerate(conv):
+        if t < settle or not ok:
+            continue
+        later = [c for c in conv[i:] if c[0] <= t + HOLD_S]
+        if all(c[1] for c in later) and (t + HOLD_S <= conv[-1][0] or t + HOLD_S > end):
+            return t
+    return None
+
+
+def windows_converged(run: ShareWireRun) -> bool:
+    """Whether every disturbance window has converged (:func:`converged_at`, held ``HOLD_S``):
+    computed from the ShareGroupDescribe answers and the lifetimes only, no member log read.
+    A window cannot close before (:func:`window_end`), so the run's closing check
+    (:func:`run_share_wire`) reads the logs and computes :func:`share_window_metrics` only from
+    then on: that computation holds the harness's interpreter for a large part of a second
+    (parsing every member's log, the lag series over every record), and the harness's
+    producer is a thread of that interpreter; computed each second from the disturbance on, it
+    delayed the producer's 20 ms ticks by 0.1-0.5 s every 1.5-1.8 s until the window closed
+    (never in the paired control, which has no closing check), and each late tick produced
+    its share of records at once: a lag peak of the harness's making."""
+    conv = converged_at(run)
+    return all(_window_converged(conv, run.t0 + w.settle_s, run.end) is not None
+               for w in run.windows if w.label != "initial-join")
+
+
 def share_window_metrics(run: ShareWireRun) -> list[dict[str, Any]]:
     """One dict per disturbance window (the initial join left out): ``disturbance``,
     ``at_ms`` (since t0), ``time_to_converge_ms`` (None: not converged), ``lag_peak``,
@@ -392,15 +419,8 @@ def share_window_metrics(run: ShareWireRun) -> list[dict[str, Any]]:
     for w in run.windows:
         if w.label == "initial-join":
             continue
-        at, settle = run.t0 + w.at_s, run.t0 + w.settle_s
-        converged: float | None = None
-        for i, (t, ok) in enumerate(conv):
-            if t < settle or not ok:
-                continue
-            later = [c for c in conv[i:] if c[0] <= t + HOLD_S]
-            if all(c[1] for c in later) and (t + HOLD_S <= conv[-1][0] or t + HOLD_S > run.end):
-                converged = t
-                break
+        at = run.t0 + w.at_s
+        converged = _window_converged(conv, run.t0 + w.settle_s, run.end)
         before = (ts >= at - STEADY_S) & (ts < at)
         steady = float(lag[before].max()) if before.any() else 0.0
         end, caught_up, closed = window_end(ts, lag, steady, converged, run.end)
@@ -588,10 +608,13 @@ def run_share_wire(sc: Scenario, settings: Mapping[str, int], wl: WireWorkload,
             _sleep_until(t0 + max(w.settle_s for w in windows))
             deadline = time.time() + converge_timeout_s
             while time.time() < deadline:
-                snap = _collect(ctx, members, producer, describer, t0, time.time(), windows)
-                ws = share_window_metrics(snap)
-                if all(w["closed"] for w in ws):
-                    break
+                # the logs are read only once the windows can close (windows_converged)
+                if windows_converged(_membership(members, describer, t0, time.time(),
+                                                 windows)):
+                    snap = _collect(ctx, members, producer, describer, t0, time.time(),
+                                    windows)
+                    if all(w["closed"] for w in share_window_metrics(snap)):
+                        break
                 time.sleep(1.0)
             time.sleep(tail_s)
         end = time.time()
@@ -616,13 +639,25 @@ def run_share_wire(sc: Scenario, settings: Mapping[str, int], wl: WireWorkload,
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _collect(ctx: _ShareContext, members: _Members, producer: _Producer,
-             describer: _Describer, t0: float, end: float,
-             windows: Sequence[WireWindow]) -> ShareWireRun:
+def _lifetimes(members: _Members) -> dict[str, list[tuple[float, float | None]]]:
     lifetimes: dict[str, list[tuple[float, float | None]]] = {}
     for p in [*members.done, *members.live.values()]:
         if p.started is not None:
             lifetimes.setdefault(p.name, []).append((p.started, p.stopped))
+    return lifetimes
+
+
+def _membership(members: _Members, describer: _Describer, t0: float, end: float,
+                windows: Sequence[WireWindow]) -> ShareWireRun:
+    """The run so far without its logs and production: what :func:`windows_converged` reads."""
+    return ShareWireRun(t0, end, list(windows), {}, {}, _lifetimes(members),
+                        list(describer.seen))
+
+
+def _collect(ctx: _ShareContext, members: _Members, producer: _Producer,
+             describer: _Describer, t0: float, end: float,
+             windows: Sequence[WireWindow]) -> ShareWireRun:
+    lifetimes = _lifetimes(members)
     logs = {name: sorted(_read_jsonl(ctx.logs / f"{name}.jsonl"), key=lambda d: d["t"])
             for name in lifetimes}
     return ShareWireRun(t0, end, list(windows),
@@ -660,4 +695,5 @@ __all__ = [
     "span_lag_peak",
     "span_lag_record_s",
     "start_offsets",
+    "windows_converged",
 ]

@@ -31,14 +31,17 @@ With an ``idle`` workload nothing here runs: the members behave as they always d
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections.abc import Callable, Collection, Iterable
 from typing import Any, Protocol
 from uuid import UUID
 
-from groupcoord.client.classic_consumer import ClassicConsumerMember
+from groupcoord.client.classic_consumer import COOPERATIVE, ClassicConsumerMember
 from groupcoord.client.consumer import DEFER, ClientMemberState, Partitions
+from groupcoord.coordinator.classic.messages import JoinGroupResponse
 from groupcoord.coordinator.topics import MetadataImage, TopicMetadata
+from groupcoord.protocol.consumer_protocol import ConsumerProtocolError, decode_subscription
 from groupcoord.sim.engine import Handler, Window
 from groupcoord.sim.process import Proc
 from groupcoord.sim.scenario import Scenario
@@ -89,6 +92,32 @@ class PollGatedClassicConsumer(ClassicConsumerMember):
                 self._gated = True
                 return
         super().request_rejoin()
+
+    def _on_join(self, resp: JoinGroupResponse) -> None:
+        """An eager static leader back under KIP-814 (``skip_assignment``) as the Java
+        consumer: ``ConsumerCoordinator.onLeaderElected`` keeps the existing assignment, takes
+        the group's subscriptions from the response and the current metadata as its
+        assignment snapshot (``assignmentSnapshot = metadataSnapshot``), and asks for no
+        further round. The library's member asks for a follow-up round a heartbeat later
+        instead (it cannot know what changed while it was away), which would charge every
+        static rolling bounce of an eager group one stop-the-world rebalance the Java
+        consumer does not start. A cooperative leader keeps the follow-up: its former
+        incarnation may have revoked partitions withheld from their new owners (KIP-429's
+        first round) and gone away before it rejoined, and the members' subscriptions in the
+        response are those of their last JoinGroup, so they cannot tell; nobody else would
+        start the second round. The snapshot keeps the leader's later metadata checks (a
+        topic's new partitions) as the Java leader's."""
+        super()._on_join(resp)
+        if resp.error_code != 0 or not resp.skip_assignment or resp.leader != self.member_id \
+                or self.protocol == COOPERATIVE:
+            return
+        topics: set[str] = set()
+        for m in resp.members:
+            with contextlib.suppress(ConsumerProtocolError):
+                topics.update(decode_subscription(m.metadata).topics)
+        self._group_topics = frozenset(topics)
+        self._snapshot = self._partition_counts(self._group_topics)
+        self._withheld = False
 
     def rejoin_at_poll(self) -> None:
         """The application is in ``poll()``: the rejoin it was asked for happens now."""
