@@ -19,7 +19,9 @@ from tests.test_lab_share_equal_members import KIP848, SHARE, _grids, _runs
 #: lost host's cell with its hung consumers' count
 CELLS: list[dict[str, Any]] = [
     {"scenario": "owner-kill", "members": 12, "workload": "1x4-hot", "protocol": SHARE,
-     "medians": {"excess_lag_peak": {"sim": 5.5, "wire": 526.0}}},
+     "medians": {"excess_lag_peak": {"sim": 0.5, "wire": -207.0}},
+     "wire": [{"lag_peak": 58, "control_lag_peak": 278},
+              {"lag_peak": 84, "control_lag_peak": 278}]},
     {"scenario": "owner-crash", "members": 12, "workload": "1x4-hot", "protocol": SHARE,
      "medians": {"excess_lag_peak": {"sim": 3.0, "wire": 7_944.0}},
      "lost_host": {"runs": 10, "wire_stopped": 9}}]
@@ -45,8 +47,8 @@ def test_the_lock_limit_is_a_sentence_of_its_own_after_the_kills(
     found = _found(monkeypatch, _stopped(_runs()))
     kill = next(c for c in found if c.scenario == "owner-kill")
     assert kill.text == (
-        "owner-kill, 12 members on 4 partitions (1x4-hot): share:simple 3 (wire: 526) against "
-        "consumer:uniform 13,121 (consumer's kill not run on the wire) records of excess lag "
+        "owner-kill, 12 members on 4 partitions (1x4-hot): share:simple 3 (wire: 71 against its "
+        "control's 278, within the control's noise) against consumer:uniform 13,121 (consumer's kill not run on the wire) records of excess lag "
         "peak, medians of 5 seeds. 5 seeds, no confirmation set."), kill.text
     lock = next(c for c in found if c.scenario == "owner-crash")
     assert found.index(lock) == found.index(kill) + 1
@@ -60,6 +62,10 @@ def test_the_lock_limit_is_a_sentence_of_its_own_after_the_kills(
     assert "--scenario owner-crash " in lock.command and "owner-kill" not in lock.command
     assert any(x.startswith("lock limit: ") for x in lock.caveats)
     assert KIP848 in lock.text
+    # a wire excess over its floor is its median alone
+    monkeypatch.setattr(share_marks, "load_share_calibration", lambda *a, **k: [
+        {**CELLS[0], "medians": {"excess_lag_peak": {"sim": 5.5, "wire": 526.0}}}])
+    assert share_marks.wire_text("owner-kill", 12, "1x4-hot", SHARE, "lag_peak") == "526"
 
 
 def test_without_a_stop_the_lost_host_stays_in_the_kills_sentence(

@@ -845,12 +845,9 @@ def kill_crash_sentence(c: Claim, verdicts: Sequence[GridVerdict],
     every = "" if side.startswith("the ranges") else " on every seed"
     unit = f" {m.unit}" if m.unit else ""
     label = LABELS.get(m.column, m.label)
-    wire = {p: wire_median(c.scenario, c.size, c.workload, p, m.column, cells)
-            for p in (best, c.worse)}
-
     def beside(p: str) -> str:  # the wire's median of the same cell beside the model's
-        w = wire[p]
-        return (f" (wire: {number(w / m.scale)})" if w is not None
+        w = wire_text(c.scenario, c.size, c.workload, p, m.column, cells)
+        return (f" (wire: {w})" if w is not None
                 else f" ({p.split(':')[0]}'s {c.scenario.split('-')[-1]} not run on the wire)")
 
     text = (f"{c.scenario}, {c.size} members on {parts} partitions ({c.workload}): {best} "
@@ -885,6 +882,35 @@ def wire_median(scenario: str, size: int, workload: str, protocol: str, column: 
             v = ((cell.get("medians") or {}).get(key) or {}).get("wire") if key else None
             return None if v is None else float(v)
     return None
+
+
+def wire_text(scenario: str, size: int, workload: str, protocol: str, column: str,
+              cells: Sequence[Mapping[str, Any]] | None = None) -> str | None:
+    """The wire's figure of one cell and side on a sentence's metric, for the sentence beside
+    the model's: its median; where that is an excess under its floor or below 0, the raw
+    figure against its control's (medians over the wire runs: the calibration line has the
+    excess) and that the excess is within the control's noise. None where no wire row measured it."""
+    from groupcoord.lab.share_calibration import SHARE_FLOORS
+
+    w = wire_median(scenario, size, workload, protocol, column, cells)
+    key = WIRE_METRIC.get(column, "")
+    if w is None:
+        return None
+    if not key.startswith("excess_") or w > SHARE_FLOORS.get(key, 0.0):
+        return number(w)
+    raw = key.removeprefix("excess_")
+    if cells is None:
+        cells = load_share_calibration()
+    rows = next((list(cell.get("wire") or []) for cell in cells
+                 if (cell.get("scenario"), int(cell.get("members") or 0), cell.get("workload"),
+                     cell.get("protocol") or "share:simple")
+                 == (scenario, size, workload, protocol)), [])
+    run = [float(r[raw]) for r in rows if r.get(raw) is not None]
+    ctl = [float(r[f"control_{raw}"]) for r in rows if r.get(f"control_{raw}") is not None]
+    if not run or not ctl:
+        return "within its control's noise"
+    return (f"{number(statistics.median(run))} against its control's "
+            f"{number(statistics.median(ctl))}, within the control's noise")
 
 
 def lock_limit_sentence(c: Claim, verdicts: Sequence[GridVerdict],
@@ -1270,9 +1296,15 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
             limit = lock_limit_clause(c, runs)
             notes = [x[0].lower() + x[1:].rstrip(".")
                      for x in (_family_note(c, every, key), "" if lock else limit) if x]
+            # without a sentence of its own, the lost host's clause goes whole to the note
+            # where the sentence runs over its words (``lab.report.fitted``)
+            i = both.find(" A lost host or hung process (")
+            tail = both[i:both.index(".", i + 1) + 1] if i >= 0 and not lock else ""
             out.append(replace(c, text=both, conditions=conditions,
                                caveats=(*c.caveats, "the kill's reading in full: "
-                                        + text.rstrip("."), *notes)))
+                                        + text.rstrip("."), *notes),
+                               movable=((tail, "", tail.strip().rstrip(".")),) if tail
+                               else ()))
             if same:
                 named[id(out[-1])] = quoted_grid(c, verdicts, same_members_workload(c, runs))
             if lock:  # the lock limit, a sentence of its own after the kill's
