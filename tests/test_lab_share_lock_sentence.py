@@ -48,7 +48,8 @@ def test_the_lock_limit_is_a_sentence_of_its_own_after_the_kills(
     kill = next(c for c in found if c.scenario == "owner-kill")
     assert kill.text == (
         "owner-kill, 12 members on 4 partitions (1x4-hot): share:simple 3 (wire: 71 against its "
-        "control's 278, within the control's noise) against consumer:uniform 13,121 (consumer's kill not run on the wire) records of excess lag "
+        "control's 278, within the control's noise) against consumer:uniform 13,121 "
+        "(consumer's kill not run on the wire) records of excess lag "
         "peak, medians of 5 seeds. 5 seeds, no confirmation set."), kill.text
     lock = next(c for c in found if c.scenario == "owner-crash")
     assert found.index(lock) == found.index(kill) + 1
