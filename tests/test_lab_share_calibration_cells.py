@@ -78,3 +78,29 @@ def test_the_outside_2x_list_reads_the_pages_runs() -> None:
     now = sentence_calibration_limits([], sentences, cells=[_hot()], cal={"rows": []},
                                       runs=_runs())
     assert not any("The sentences' own cells outside 2x" in t for t in now)
+
+
+def test_a_wire_rows_partitions_stopped_says_how_it_was_measured_and_each_run() -> None:
+    """A wire median equal to the simulation's to the millisecond (23,351 / 23,351) reads as
+    derived unless the line says what was timed and shows the runs it is the median of (the
+    eleventh outside share review)."""
+    row = _hot()
+    row["wire"] = [{"resource_downtime_ms": v} for v in
+                   (53_200, 23_348, 23_299, 0, 23_339, 23_385, 23_354, 23_334, 38_114, 36_517)]
+    note = share_calibration_note("owner-crash", 12, [SHARE], cells=[row], cal={},
+                                  workload="1x4-hot", runs=_runs(3))
+    assert "resource downtime ms 23,351 / 23,351 (measured on the wire, not derived: " in note
+    assert "no record of the partition handed to any member's application for over 2 s" in note
+    assert "the 10 wire runs: 0, 23,299, 23,334, 23,339, 23,348, 23,354, 23,385, 36,517, " \
+           "38,114, 53,200)" in note
+    consumer = {**_hot(), "protocol": KIP848,
+                "wire": [{"resource_downtime_ms": v} for v in (42_620, 47_040, 46_510)],
+                "medians": {"resource_downtime_ms": {"sim": 47_908.0, "wire": 46_510.0}}}
+    note = share_calibration_note("owner-crash", 12, [KIP848], cells=[consumer], cal={},
+                                  workload="1x4-hot")
+    assert "no live owner in the members' rebalance callbacks" in note
+    assert "the 3 wire runs: 42,620, 46,510, 47,040)" in note
+    # under the floor on the wire: nothing to explain
+    quiet = {**_hot(), "medians": {"resource_downtime_ms": {"sim": 0.0, "wire": 0.0}}}
+    assert "measured on the wire" not in share_calibration_note(
+        "owner-crash", 12, [SHARE], cells=[quiet], cal={}, workload="1x4-hot")

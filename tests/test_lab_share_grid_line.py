@@ -36,8 +36,10 @@ def test_the_share_grid_says_it_separates_nothing_and_how_a_crash_costs_each_sid
     g = GridVerdict("share", "", [SHARE, KIP848], [LAG], [crash, bounce], 40, 0, 0, 5,
                     confirm_seeds=5)
     line = share_grid_line([g], _runs())
-    assert line.startswith("share (crowd-crash and bounce at 12 members): no row separates "
-                           "share:simple from consumer:uniform.")
+    # the eleventh outside review: the grid's null result said as one, in the paper page's
+    # words ("no difference" only where no metric separates), with its count of rows
+    assert line.startswith("share (crowd-crash and bounce at 12 members): no difference: no "
+                           "metric separates the two groups in its 2 rows. When")
     assert "consumer:uniform's excess lag is 0 on 8 of 10 seeds (an idle member) and " \
            "192,486 record·s on 2" in line
     assert "a small cost on every one of its 10 seeds" in line

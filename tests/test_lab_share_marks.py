@@ -235,3 +235,21 @@ def test_a_sentence_on_a_split_cell_gives_every_outcome_and_the_typical_one() ->
     assert even.split
     assert _quote(peak, even).endswith("(its seeds split; no outcome typical; median of all 6: "
                                        "3,519 records)"), _quote(peak, even)
+
+
+def test_a_share_pages_how_to_read_gives_share_examples() -> None:
+    """The eleventh outside share review: the share page's "How to read" carried the paper
+    page's Connect and classic examples (task restarts 128 against 50, where a 0-300 s
+    metadata refresh fell, a leader's departure); a share page gives its own."""
+    clean = {"records_per_s": 60, "processing_ms": 10}
+    runs = _runs("1x4-busy", clean)
+    fixed = {SHARE: [0, 0, 0, 0, 0], KIP848: [200, 200, 200, 200, 200]}
+    rows = [VerdictRow("rolling-bounce", 12, "1x4-busy", 0.0, 5,
+                       [judge(_cells(fixed), TWICE)])]
+    text = " ".join(method_text(runs, [_grid(rows)]))
+    for paper in ("task restarts", "metadata refresh", "leader's departure"):
+        assert paper not in text, paper
+    assert "as an idle consumer member's crash against a partition owner's" in text
+    assert "where a bounce's drawn downtime fell" in text
+    if "Where the chance figure does not apply" in text:
+        assert "as partitions moved on every seed" in text

@@ -32,9 +32,11 @@ def test_the_moved_clauses_are_whole_in_the_note_under_the_sentence() -> None:
     # the kill and its lost host lead the sentence (the tenth outside share review); the
     # same-members comparison and the claim's own ranges go whole to the note
     assert kill.text.startswith("owner-kill, 12 members on 4 partitions (1x4-hot): "
-                                "share:simple 3 against consumer:uniform 13,121"), kill.text
+                                "share:simple 3 (wire: "), kill.text
+    assert "against consumer:uniform 13,121 (consumer's kill not run on the wire)" in kill.text
     assert ("A lost host or hung process (owner-crash) there: share:simple 7,046, worse than "
-            "consumer:uniform on 12 partitions (4,557) on every seed") in kill.text
+            "consumer:uniform on 12 partitions (4,557) on every seed") in " ".join(
+        (kill.text, *kill.caveats))  # over the words with the wire's figure: in the note
     note = "; ".join(kill.caveats)
     assert ("owner-kill, the same 12 members: share:simple on 4 partitions 3 against "
             "consumer:uniform on 12") in note, note

@@ -179,8 +179,12 @@ def test_the_bounces_timings_are_drawn_per_seed_off_the_heartbeat() -> None:
     one_set = {"poison-backoff0", "poison-backoff0-rolling"}
     # (the lost-host cells run 20 + 20: test_the_lost_host_cells_run_enough_seeds_...)
     assert spec.confirm_seeds == 5
+    # (the grids a numbered sentence rests on run 10 + 10:
+    # test_the_grids_a_numbered_sentence_rests_on_run_10_and_10_seeds)
+    ten = {"equal-capacity-rolling", "share-rolling", "lock-rate-owner-kill",
+           "equal-capacity-rolling-hb1s", "share-rolling-hb1s"}
     assert all(g.confirm_seeds == (0 if g.name in one_set else 20 if g.name == "lock-rate-owner"
-                                   else 5) for g in spec.grids)
+                                   else 10 if g.name in ten else 5) for g in spec.grids)
     runs = [r for r in expand(spec) if r.scenario in ("bounce", "rolling-bounce")
             and r.protocol == "share:simple" and r.workload == "1x4-busy" and r.size == 4]
     drawn: dict[str, set[int]] = {"down_ms": set(), "interval_ms": set()}
@@ -324,13 +328,15 @@ def test_the_lost_host_cells_run_enough_seeds_for_their_stall_rate() -> None:
     """A lost host stops its partition at the lock limit where it holds acquired records:
     owner-crash at 12 on 1x4-hot and 1x4-busy80 runs 20 seeds and 20 fresh ones, their first
     10 the seeds they had at 5 + 5; the killed owner's cells (its records are released on
-    close) keep 5 + 5. The grid's description says why a lost host holds records on nearly
+    close) run 10 + 10, their grid carrying a numbered sentence. The grid's description says
+    why a lost host holds records on nearly
     every seed (the model serves the ShareFetch it left waiting, as Kafka's broker completes a
     waiting share fetch when records arrive), and at what wait it strands nothing (the
     model's max wait), never "a draw per seed"."""
     from groupcoord.sim.share_convergence import FETCH_MAX_WAIT_MS
     runs = expand(load_spec(str(SPEC)))
-    for scenario, want in (("owner-crash", 40), ("owner-kill", 10)):
+    # (the kill's 10 + 10 since its grid carries a numbered sentence)
+    for scenario, want in (("owner-crash", 40), ("owner-kill", 20)):
         for w in ("1x4-hot", "1x4-busy80"):
             for p in ("share:simple", "consumer:uniform"):
                 reps = sorted(r.replicate for r in runs if (r.scenario, r.size, r.workload,
@@ -366,3 +372,15 @@ def test_the_share_specs_words_say_what_the_page_has_and_what_the_poison_back_of
             "attempts with no back-off") in share
     lock = " ".join(next(g for g in spec.grids if g.name == "poison-lock").description.split())
     assert "negative records processed twice" in lock and "the control's own churn" in lock
+
+
+def test_the_grids_a_numbered_sentence_rests_on_run_10_and_10_seeds() -> None:
+    """The eleventh outside share review: sentence 1's ★ (downtime, 5 + 5 seeds) was a ☆ at 20
+    seeds. The grids the numbered sentences rest on, and their heartbeat companions (the same
+    cells and seeds), run 10 seeds and 10 fresh ones: 280 runs more than at 5 + 5."""
+    import tomllib
+
+    grids = {g["name"]: g for g in tomllib.loads(SPEC.read_text())["grid"]}
+    for name in ("equal-capacity-rolling", "share-rolling", "lock-rate-owner-kill",
+                 "equal-capacity-rolling-hb1s", "share-rolling-hb1s"):
+        assert grids[name].get("seeds") == 10 and grids[name].get("confirm_seeds") == 10, name

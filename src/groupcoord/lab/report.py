@@ -403,6 +403,15 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
                        for n in seeds if n >= MIN_SEEDS)
     many = [n for n in seeds if n >= SIGN_MIN_SEEDS]
     sign = ""
+    # a share page's examples are its own (the eleventh outside share review: it carried
+    # the paper page's Connect and classic ones)
+    share = any(family(p) == "share" for g in verdicts for p in g.protocols)
+    modes_eg = ("an idle consumer member's crash against a partition owner's" if share
+                else "a leader's departure against a follower's")
+    draw_eg = ("where a bounce's drawn downtime fell" if share
+               else "where a 0-300 s metadata refresh fell")
+    fixed_eg = ("as partitions moved on every seed" if share
+                else "as task restarts 128 against 50 on every seed")
     if many:
         need = "; ".join(f"{sign_needed(n)} of {n}" for n in many)
         sign = (f". With {SIGN_MIN_SEEDS} seeds or more, a paired sign test may mark a "
@@ -437,10 +446,10 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
             "value does not count either (7 s on a 140 s time to converge). Where a "
             "protocol's seeds fall into distinct outcomes (sorted, one gap wider than the "
             f"floor, than {MODE_GAP} times the spread on either side of it and than half the "
-            "larger of its ends: outcomes a factor of 2 or more apart, as a leader's departure "
-            "against a follower's) the cell shows each outcome, 'a (k of n) | b (m of n)', "
+            f"larger of its ends: outcomes a factor of 2 or more apart, as {modes_eg}) "
+            "the cell shows each outcome, 'a (k of n) | b (m of n)', "
             "and a row whose best overlaps another only through such a split is 'split', "
-            "neither best nor tied; a continuous draw (where a 0-300 s metadata refresh fell) "
+            f"neither best nor tied; a continuous draw ({draw_eg}) "
             "leaves narrower gaps and shows as one median and range.")
     cmp = comparisons(verdicts)
     if cmp.pairs:
@@ -462,8 +471,8 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
             test += (f" Where the chance figure does not apply: {cmp.fixed:,} more pairs "
                      f"({cmp.claim_fixed:,} of them in cells a sentence may rest on) are not "
                      "counted in it, because each of their two protocols has the same value on "
-                     "every seed (a count the assignment fixes, as task restarts 128 against 50 "
-                     "on every seed): there is no draw to be lucky in, and their mark is a fact "
+                     f"every seed (a count the assignment fixes, {fixed_eg}): there is no draw to "
+                     "be lucky in, and their mark is a fact "
                      "of the model, not a chance event. The figure also treats each seed's "
                      "values as independent draws, where the protocols of a row share their "
                      "seeds: it is a guide to how many marks chance could explain, not a "
@@ -578,7 +587,8 @@ def protocol_text(verdicts: Sequence[GridVerdict]) -> str:
         text += " " + "; ".join(f"{p} is {VARIANT_NAMES[p]}" for p in variants) + "."
     timed = dict.fromkeys(p for g in verdicts for p in g.protocols if "@" in p)
     if timed:
-        text += " " + "; ".join(f"{p} is {timing_text(p)}" for p in timed) + "."
+        share = "share" in fams  # a share page: KIP-848's and KIP-932's group heartbeat
+        text += " " + "; ".join(f"{p} is {timing_text(p, share=share)}" for p in timed) + "."
     text += (" Each column names its assignor and heartbeat under the label, and the line "
              "above the sentences says them once for the protocols the sentences name (where "
              "a label has them): what decides a result is often the assignor or a client "
@@ -589,14 +599,22 @@ def protocol_text(verdicts: Sequence[GridVerdict]) -> str:
     return text
 
 
-def timing_text(label: str) -> str:
-    """What a timing variant's label means (``sim.settings.split_timing``)."""
+def timing_text(label: str, share: bool = False) -> str:
+    """What a timing variant's label means (``sim.settings.split_timing``). ``share``: on the
+    share page a KIP-848 or KIP-932 label's heartbeat is said to be the group's config within
+    the broker's bounds (``lab.share_marks.group_heartbeat_config``: the eleventh outside
+    share review)."""
     from groupcoord.sim.settings import split_timing
 
     try:
         base, timings = split_timing(label)
     except ValueError:
         return "a timing variant"
+    if share and "heartbeat_interval_ms" in timings:
+        from groupcoord.lab.share_marks import group_heartbeat_config
+
+        if said := group_heartbeat_config(base, timings["heartbeat_interval_ms"]):
+            return f"{base} with its {said} (the same seeds)"
     names = {"heartbeat_interval_ms": "heartbeat", "session_timeout_ms": "session timeout",
              "commit_interval_ms": "auto-commit interval"}
     what = ", ".join(f"{names.get(k, k)} {number(v / 1000.0)} s" for k, v in timings.items())

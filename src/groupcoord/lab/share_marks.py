@@ -803,7 +803,8 @@ def kill_lost_host_clause(c: Claim, verdicts: Sequence[GridVerdict],
 
 
 def kill_crash_sentence(c: Claim, verdicts: Sequence[GridVerdict],
-                        runs: Sequence[Mapping[str, Any]]) -> str:
+                        runs: Sequence[Mapping[str, Any]],
+                        cells: Sequence[Mapping[str, Any]] | None = None) -> str:
     """A kill's sentence with the lost host of its own cell in it (the tenth outside share
     review: a platform team cannot choose how a member dies, and the family's sentence, its
     largest effect, picks the kill, whose records KIP-932's broker releases on disconnect).
@@ -844,20 +845,140 @@ def kill_crash_sentence(c: Claim, verdicts: Sequence[GridVerdict],
     every = "" if side.startswith("the ranges") else " on every seed"
     unit = f" {m.unit}" if m.unit else ""
     label = LABELS.get(m.column, m.label)
+    def beside(p: str) -> str:  # the wire's median of the same cell beside the model's
+        w = wire_text(c.scenario, c.size, c.workload, p, m.column, cells)
+        return (f" (wire: {w})" if w is not None
+                else f" ({p.split(':')[0]}'s {c.scenario.split('-')[-1]} not run on the wire)")
+
     text = (f"{c.scenario}, {c.size} members on {parts} partitions ({c.workload}): {best} "
-            f"{number(kill.cells[best].median / m.scale)} against {c.worse} "
-            f"{number(kill.cells[c.worse].median / m.scale)}{unit} of {label}, medians of "
-            f"{len(kill.cells[best].values)} seeds. A lost host or hung process ({crash}) "
-            f"there: {best} {number(lost.cells[best].median / m.scale)}, {side} {c.worse} "
-            f"on {c.size} partitions ({number(statistics.median(theirs) / m.scale)}){every}")
+            f"{number(kill.cells[best].median / m.scale)}{beside(best)} against {c.worse} "
+            f"{number(kill.cells[c.worse].median / m.scale)}{beside(c.worse)}{unit} of "
+            f"{label}, medians of {len(kill.cells[best].values)} seeds.")
+    if lock_limit_sentence(c, verdicts, runs, cells):
+        return text  # the lost host has a sentence of its own (the lock limit)
+    return (text + f" A lost host or hung process ({crash}) there: {best} "
+            f"{number(lost.cells[best].median / m.scale)}, {side} {c.worse} on {c.size} "
+            f"partitions ({number(statistics.median(theirs) / m.scale)}){every}.")
+
+
+#: A sentence's metric (the tables' column) -> the share calibration's figure of it (the
+#: runs' lag and lag peak are their excess over the paired control).
+WIRE_METRIC = {"lag_record_s": "excess_lag_record_s", "lag_peak": "excess_lag_peak",
+               "resource_downtime_ms": "resource_downtime_ms",
+               "records_reprocessed": "records_reprocessed"}
+
+
+def wire_median(scenario: str, size: int, workload: str, protocol: str, column: str,
+                cells: Sequence[Mapping[str, Any]] | None = None) -> float | None:
+    """The share calibration's wire median of one cell and side on a sentence's metric
+    (``cells``: the shipped ``lab/data/share_calibration.json`` by default); None where no
+    wire row measured it."""
+    if cells is None:
+        cells = load_share_calibration()
+    key = WIRE_METRIC.get(column)
+    for cell in cells:
+        if (cell.get("scenario"), int(cell.get("members") or 0), cell.get("workload"),
+                cell.get("protocol") or "share:simple") == (scenario, size, workload, protocol):
+            v = ((cell.get("medians") or {}).get(key) or {}).get("wire") if key else None
+            return None if v is None else float(v)
+    return None
+
+
+def wire_text(scenario: str, size: int, workload: str, protocol: str, column: str,
+              cells: Sequence[Mapping[str, Any]] | None = None) -> str | None:
+    """The wire's figure of one cell and side on a sentence's metric, for the sentence beside
+    the model's: its median; where that is an excess under its floor or below 0, the raw
+    figure against its control's (medians over the wire runs: the calibration line has the
+    excess) and that the excess is within the control's noise. None where no wire row measured it."""
+    from groupcoord.lab.share_calibration import SHARE_FLOORS
+
+    w = wire_median(scenario, size, workload, protocol, column, cells)
+    key = WIRE_METRIC.get(column, "")
+    if w is None:
+        return None
+    if not key.startswith("excess_") or w > SHARE_FLOORS.get(key, 0.0):
+        return number(w)
+    raw = key.removeprefix("excess_")
+    if cells is None:
+        cells = load_share_calibration()
+    rows = next((list(cell.get("wire") or []) for cell in cells
+                 if (cell.get("scenario"), int(cell.get("members") or 0), cell.get("workload"),
+                     cell.get("protocol") or "share:simple")
+                 == (scenario, size, workload, protocol)), [])
+    run = [float(r[raw]) for r in rows if r.get(raw) is not None]
+    ctl = [float(r[f"control_{raw}"]) for r in rows if r.get(f"control_{raw}") is not None]
+    if not run or not ctl:
+        return "within its control's noise"
+    return (f"{number(statistics.median(run))} against its control's "
+            f"{number(statistics.median(ctl))}, within the control's noise")
+
+
+def lock_limit_sentence(c: Claim, verdicts: Sequence[GridVerdict],
+                        runs: Sequence[Mapping[str, Any]],
+                        cells: Sequence[Mapping[str, Any]] | None = None) -> str:
+    """The lock limit as a sentence of its own (the eleventh outside share review: the page's
+    most useful finding for a platform team stood as a clause of the kill's sentence): a lost
+    host or hung process stalls a share partition for the record lock duration minus
+    max.record.locks / the partition's rate (KIP-932's in-flight limit), computed from the
+    runs' settings at the kill sentence's cell's rate and the page's other rates above the
+    limit; the crash of the kill's cell stopped that long on how many seeds, its median
+    against the consumer group with the same members on as many partitions, and the wire's
+    hung share consumers (SIGSTOP) that stopped their partition. "" for any other sentence,
+    or where no seed of the crash stopped a partition."""
+    best = c.best.split(" and ")[0]
     lim = lock_limit(runs)
-    stop = next(((n, st) for scen, size, wl, _, n, st in
-                 _over(runs, lim[0] / (lim[1] / 1000.0), kill=False)
-                 if (scen, size, wl) == (crash, c.size, c.workload)), None) if lim else None
-    if stop is not None and stop[1]:
-        down = statistics.median(float(r["resource_downtime_ms"]) for r in stop[1])
-        text += (f"; a share partition stopped {number(down / 1000)} s on {len(stop[1])} of "
-                 f"{stop[0]} seeds (the lock limit)")
+    if "kill" not in c.scenario or not _share_vs_consumer([best, c.worse]) or lim is None:
+        return ""
+    crash = c.scenario.replace("kill", "crash")
+    locks, dur = lim
+    over = _over(runs, locks / (dur / 1000.0), kill=False)
+    stop = next(((rate, n, st) for scen, size, wl, rate, n, st in over
+                 if (scen, size, wl) == (crash, c.size, c.workload)), None)
+    parts = _partitions(runs, crash, c.size, c.workload)
+    lost = next((x for g in verdicts for row in g.rows
+                 if (row.scenario, row.size, str(row.workload)) == (crash, c.size, c.workload)
+                 for x in row.metrics if x.metric.column == c.metric
+                 and best in x.cells and c.worse in x.cells), None)
+    if stop is None or not stop[2] or lost is None or not parts or c.size <= parts:
+        return ""
+    rate, seeds, stopped = stop
+    mine = _ok_values(runs, best, crash, c.size, c.metric, parts, c.workload).get(
+        c.workload or "", [])
+    other = _ok_values(runs, c.worse, crash, c.size, c.metric, c.size)
+    same = same_load(runs, c.workload, list(other))
+    m = lost.metric
+    down = statistics.median(float(r["resource_downtime_ms"]) for r in stopped)
+
+    def stall(r: float) -> str:
+        return number(dur / 1000.0 - locks / r)
+
+    others = sorted({x[3] for x in over if x[3] != rate})
+    text = (f"Lock limit: a lost host or hung process ({crash}) stalls a share partition for "
+            f"the record lock duration minus max.record.locks / the partition's rate "
+            f"({number(dur / 1000)} s - {number(locks)} / {number(rate)} records/s = "
+            f"{stall(rate)} s on {c.workload}"
+            + (", " + " and ".join(f"{stall(r)} s at {number(r)}" for r in others)
+               + " records/s" if others else "")
+            + f"): {c.size} members on {parts} partitions stopped {number(down / 1000)} s on "
+            f"{len(stopped)} of {seeds} seeds")
+    if mine and same:
+        theirs = other[same[0]]
+        sign = 1.0 if m.lower_is_better else -1.0
+        side = ("worse than" if min(sign * v for v in mine) > max(sign * v for v in theirs)
+                else "better than" if max(sign * v for v in mine) < min(sign * v for v in
+                                                                         theirs)
+                else "the ranges overlapping with")
+        every = "" if side.startswith("the ranges") else " on every seed"
+        unit = f" {m.unit}" if m.unit else ""
+        text += (f"; {best}'s {LABELS.get(m.column, m.label)} "
+                 f"{number(lost.cells[best].median / m.scale)}{unit}, {side} {c.worse} on "
+                 f"{c.size} partitions ({number(statistics.median(theirs) / m.scale)})"
+                 f"{every}")
+    wire = [(k, n) for scen, size, wl, k, n in wire_lost_hosts(cells)
+            if (scen, size, wl) == (crash, c.size, c.workload)]
+    if wire:
+        text += (f". On the wire a hung share consumer (SIGSTOP) stopped its partition on "
+                 f"{wire[0][0]} of {wire[0][1]} runs")
     return text + "."
 
 
@@ -912,7 +1033,8 @@ def heartbeat_clause(c: Claim, verdicts: Sequence[GridVerdict], short: bool = Fa
                         f"{g.confirm_seeds} seeds, a run left out)")
             secs = number(timings["heartbeat_interval_ms"] / 1000.0)
             if short:
-                text = (f"A {secs} s heartbeat on both sides removes "
+                text = (f"{group_heartbeat_words(timings['heartbeat_interval_ms'])} on "
+                        "both sides removes "
                         f"{round(100 * (gap - short_gap) / gap)}% of the gap")
                 ahead = sign * (own.cells[best].median - mv.cells[other].median)
                 if ahead > m.floor:
@@ -926,6 +1048,46 @@ def heartbeat_clause(c: Claim, verdicts: Sequence[GridVerdict], short: bool = Fa
                     f"{number(short_gap / m.scale)} of the gap of {number(gap / m.scale)} "
                     f"left ({round(100 * short_gap / gap)}%).")
     return ""
+
+
+def _min_heartbeat_ms() -> int:
+    """The broker's default minimum heartbeat interval of both group types (KIP-848's
+    group.consumer.min.heartbeat.interval.ms, KIP-932's group.share.min.heartbeat.interval.ms),
+    from the coordinator's config; the larger where they differ."""
+    from groupcoord.coordinator.config import CoordinatorConfig
+
+    cfg = CoordinatorConfig()
+    return max(cfg.consumer_min_heartbeat_interval_ms, cfg.share_min_heartbeat_interval_ms)
+
+
+def group_heartbeat_words(interval_ms: float) -> str:
+    """A sentence's heartbeat variant as what it is (the eleventh outside share review): in
+    KIP-848 and KIP-932 the interval is the group's, a broker-side config the broker bounds,
+    not a client default."""
+    low = _min_heartbeat_ms()
+    under = (f", under its {number(low / 1000.0)} s default minimum" if interval_ms < low
+             else "")
+    return f"A {number(interval_ms / 1000.0)} s group heartbeat (a broker-side config{under})"
+
+
+def group_heartbeat_config(protocol: str, interval_ms: float) -> str:
+    """A KIP-848 or KIP-932 label's heartbeat on the protocol line: the group config and the
+    broker's minimum that bounds it (Kafka's group configs; KIP-848, KIP-932), its default
+    from the coordinator's config; "" for any other family (a classic member's heartbeat is
+    its client's)."""
+    from groupcoord.coordinator.config import CoordinatorConfig
+
+    kind = family(protocol)
+    if kind not in ("consumer", "share"):
+        return ""
+    cfg = CoordinatorConfig()
+    low = (cfg.consumer_min_heartbeat_interval_ms if kind == "consumer"
+           else cfg.share_min_heartbeat_interval_ms)
+    need = f", so {number(interval_ms / 1000.0)} s needs it lowered" if interval_ms < low else ""
+    return (f"group's heartbeat interval {number(interval_ms / 1000.0)} s (the group config "
+            f"{kind}.heartbeat.interval.ms, within the broker's "
+            f"group.{kind}.min.heartbeat.interval.ms, {number(low / 1000.0)} s by "
+            f"default{need}) instead of the default")
 
 
 #: The workload of the per-member-load control: the share comparison's 1x4 production with a
@@ -1130,13 +1292,28 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
                 both += f" {g.seeds} seeds, no confirmation set."
             # the kill and its lost host in the sentence; the rest of its reading, whole, in
             # the note under it
+            lock = lock_limit_sentence(c, verdicts, runs)
+            limit = lock_limit_clause(c, runs)
             notes = [x[0].lower() + x[1:].rstrip(".")
-                     for x in (_family_note(c, every, key), lock_limit_clause(c, runs)) if x]
+                     for x in (_family_note(c, every, key), "" if lock else limit) if x]
+            # without a sentence of its own, the lost host's clause goes whole to the note
+            # where the sentence runs over its words (``lab.report.fitted``)
+            i = both.find(" A lost host or hung process (")
+            tail = both[i:both.index(".", i + 1) + 1] if i >= 0 and not lock else ""
             out.append(replace(c, text=both, conditions=conditions,
                                caveats=(*c.caveats, "the kill's reading in full: "
-                                        + text.rstrip("."), *notes)))
+                                        + text.rstrip("."), *notes),
+                               movable=((tail, "", tail.strip().rstrip(".")),) if tail
+                               else ()))
             if same:
                 named[id(out[-1])] = quoted_grid(c, verdicts, same_members_workload(c, runs))
+            if lock:  # the lock limit, a sentence of its own after the kill's
+                crash = c.scenario.replace("kill", "crash")
+                out.append(replace(
+                    c, text=lock, scenario=crash, conditions=(), movable=(),
+                    command=c.command.replace(f"--scenario {c.scenario} ",
+                                              f"--scenario {crash} "),
+                    caveats=(limit[0].lower() + limit[1:].rstrip("."),) if limit else ()))
             continue
         # what the sentence gives, whole, to the note under it where it runs over MAX_WORDS
         # as printed (``lab.verdict.fit``), in this order; the contrary clause goes last
@@ -1207,8 +1384,9 @@ def share_grid_line(verdicts: Sequence[GridVerdict], runs: Sequence[Mapping[str,
     low, high = outcomes[0], [v for o in outcomes[1:] for v in o]
     scenarios = " and ".join(dict.fromkeys(r.scenario for r in g.rows))
     sizes = " and ".join(map(str, sorted({r.size for r in g.rows})))
-    return (f"{grid} ({scenarios} at {sizes} members): no row separates {share} from "
-            f"{consumer}. When any member crashes at {row.size} on {workload}, {consumer}'s "
+    return (f"{grid} ({scenarios} at {sizes} members): no difference: no metric separates "
+            f"the two groups in its {len(g.rows)} rows. When any member crashes at "
+            f"{row.size} on {workload}, {consumer}'s "
             f"excess lag is 0 on {len(low)} of {len(theirs)} seeds (an idle member) and "
             f"{m.fmt(statistics.median(high))} on {len(high)}; {share}'s "
             f"{m.fmt(statistics.median(mine))} ({_span(mine, m)}), a small cost on every one "

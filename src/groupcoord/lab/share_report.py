@@ -856,6 +856,32 @@ def page_side(cell: Mapping[str, Any], protocol: str,
     return {**cell, "medians": medians, "checks": checks, "ratios": {}, "page_runs": len(mine)}
 
 
+def _downtime_how(cell: Mapping[str, Any], protocol: str, wire: float) -> str:
+    """How the wire's partitions stopped (``resource_downtime_ms``) was timed, and the runs its
+    median is of: a wire median that equals the simulation's to the millisecond reads as
+    derived unless the line says what was measured (the eleventh outside share review). Empty
+    where the wire's median is under the floor."""
+    from groupcoord.lab.share_calibration import SHARE_FLOORS
+    from groupcoord.lab.wire_metrics import SAMPLE_S
+    from groupcoord.lab.wire_share import LOCK_GAP_S
+
+    if wire <= SHARE_FLOORS["resource_downtime_ms"]:
+        return ""
+    if family(protocol) == "share":
+        what = ("partition·s with nothing deliverable, from the real members' logs: no live "
+                "member with the partition in its assignment (ShareGroupDescribe), or no record "
+                "of the partition handed to any member's application for over "
+                f"{number(LOCK_GAP_S)} s while a live member had it (a lost host's locks)")
+    else:
+        what = ("partition·s with no live owner in the members' rebalance callbacks, "
+                f"sampled every {number(SAMPLE_S * 1000)} ms")
+    vals = sorted(float(r["resource_downtime_ms"]) for r in cell.get("wire") or []
+                  if isinstance(r, Mapping) and r.get("resource_downtime_ms") is not None)
+    each = (f"; the {len(vals)} wire runs: " + ", ".join(number(v) for v in vals)) if vals \
+        else ""
+    return f" (measured on the wire, not derived: {what}{each})"
+
+
 def _cell_text(cell: Mapping[str, Any], protocol: str, metric: str | None = None) -> str:
     med = cell.get("medians") or {}
     runs = len(cell.get("wire") or [])
@@ -864,6 +890,9 @@ def _cell_text(cell: Mapping[str, Any], protocol: str, metric: str | None = None
     for m, v in med.items():
         if isinstance(v, dict) and v.get("sim") is not None and v.get("wire") is not None:
             pairs[m] = _pair(cell, m, float(v["sim"]), float(v["wire"]))
+            if m == "resource_downtime_ms":
+                text, how = pairs[m]
+                pairs[m] = (text + _downtime_how(cell, protocol, float(v["wire"])), how)
     mine = (f"on this sentence's metric, {pairs[own][0]}: {pairs[own][1]}; "
             if own in pairs else "")
     by: dict[str, list[str]] = {}

@@ -3003,7 +3003,10 @@ def _other_metrics(g: GridVerdict, rows: Sequence[VerdictRow], i: int) -> list[s
             meds = sorted(abs(mv.cells[p].median) for p in pool)
             lo, hi = meds[0], meds[-1]
             if hi - lo > m.floor and hi > 2 * max(lo, m.floor):
-                ratio = f"{hi / lo:.1f}x" if lo > 0 else "far"
+                # a share page's rule (the eleventh outside share review): no ratio over a
+                # median under the floor
+                share = any(family(p) == "share" for p in g.protocols)
+                ratio = f"{hi / lo:.1f}x" if lo > (m.floor if share else 0) else "far"
                 far.append(f"{name}{where} medians {ratio} apart, not separated: "
                            f"{_by_median(m, mv.cells, pool)}")
     return sep + far
