@@ -15,7 +15,17 @@ from groupcoord.lab.share_marks import (
     share_claims,
 )
 from groupcoord.lab.share_report import runnable_spec
-from groupcoord.lab.verdict import Cell, Claim, GridVerdict, VerdictRow, claims, confirm, judge
+from groupcoord.lab.verdict import (
+    Cell,
+    Claim,
+    GridVerdict,
+    VerdictRow,
+    claims,
+    confirm,
+    fit,
+    judge,
+    words,
+)
 
 SHARE, KIP848 = "share:simple", "consumer:uniform"
 DOWN = Metric("resource_downtime_ms", "resource downtime", "resource·s", floor=1_000.0,
@@ -167,3 +177,19 @@ def test_the_commands_name_a_spec_a_reader_can_run() -> None:
     assert runnable_spec("paper") == "paper"
     assert runnable_spec("/tmp/srv7/c1.toml") == "/tmp/srv7/c1.toml"
     assert runnable_spec("/x/groupcoord/lab/data/none.toml") == "/x/groupcoord/lab/data/none.toml"
+
+
+def test_a_sentence_too_long_for_its_contrary_clause_still_names_the_metric_it_loses() -> None:
+    # the eleventh outside share review: sentence 1's worse excess lag peak (9 of 10 paired
+    # seeds) only in the note; a paper sentence keeps "Worse on ... (note)."
+    g = _grid(peak_worse=9)
+    (c,) = [x for x in claims([g]) if x.metric == "resource_downtime_ms"]
+    (out,) = share_claims([c], [c], [g], _runs())
+    clause = ("In the same cell its excess lag peak is worse on 9 of 10 paired seeds (medians "
+              "118 against 99.5 records).")
+    assert clause in out.text
+    short = fit(out, budget=30)
+    assert words(out.text) > 30
+    assert clause not in short.text
+    assert short.text.endswith(" Worse on its excess lag peak (9 of 10 paired seeds; note).")
+    assert clause.rstrip(".") in short.caveats

@@ -544,10 +544,33 @@ def contrary_clause(c: Claim, verdicts: Sequence[GridVerdict],
     the marks say: the seventh share review found, under a downtime win at 12 on 12, the share
     group's lag peak worse on 9 of 10 paired seeds, one seed short of the sign test's 10 of
     10, so the table shows "tie". "" where no metric of the cell goes the other way."""
+    parts = [text for _, text in contrary_parts(c, verdicts, runs)]
+    return ("In the same cell " + "; ".join(parts) + ".") if parts else ""
+
+
+def contrary_short(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
+    """What stays in the sentence when its contrary clause (:func:`contrary_clause`) goes to
+    the note: the metrics its winner loses in the same cell, named, with their paired seeds
+    ("Worse on its excess lag peak (9 of 10 paired seeds; note)."), as a paper sentence keeps
+    "Worse on ... (note)." (``verdict.weakest_metric``; the eleventh outside share review:
+    sentence 1's worse lag peak was only in the note). "" where none goes the other way."""
+    parts = contrary_parts(c, verdicts)
+    if not parts:
+        return ""
+    names = [n for n, _ in parts]
+    seeds = [m.group(1) for _, t in parts if (m := re.search(r"worse on (\d+ of \d+)", t))]
+    said = (", ".join(names[:-1]) + " and " + names[-1]) if len(names) > 1 else names[0]
+    counts = ("; ".join(seeds) + " paired seeds; ") if seeds else ""
+    return f"Worse on its {said} ({counts}note)."
+
+
+def contrary_parts(c: Claim, verdicts: Sequence[GridVerdict],
+                   runs: Sequence[Mapping[str, Any]] = ()) -> list[tuple[str, str]]:
+    """(metric's name, words) per metric of :func:`contrary_clause`, in the row's order."""
     grid = next((g for g in verdicts if g.name == c.grid), None)
     best = c.best.split(" and ")[0]
     if grid is None or not _share_vs_consumer([best, c.worse]):
-        return ""
+        return []
     row = next((r for r in grid.rows if (r.scenario, r.size, str(r.workload))
                 == (c.scenario, c.size, c.workload or str(r.workload))), None)
     parts = []
@@ -565,10 +588,11 @@ def contrary_clause(c: Claim, verdicts: Sequence[GridVerdict],
             # a share lag peak: the broker's share lag beside it, over the same seeds
             broker = (broker_lag_text(runs, best, c.scenario, c.size, c.workload, seeds)
                       if m.column == "lag_peak" else "")
-            parts.append(f"its {LABELS.get(m.column, m.label)} is worse on {worse} of "
-                         f"{len(seeds)} paired seeds (medians {med[0]} against {med[1]}"
-                         f"{' ' + m.unit if m.unit else ''}{'; ' + broker if broker else ''})")
-    return ("In the same cell " + "; ".join(parts) + ".") if parts else ""
+            name = LABELS.get(m.column, m.label)
+            parts.append((name, f"its {name} is worse on {worse} of "
+                          f"{len(seeds)} paired seeds (medians {med[0]} against {med[1]}"
+                          f"{' ' + m.unit if m.unit else ''}{'; ' + broker if broker else ''})"))
+    return parts
 
 
 #: A claim's own figures' ranges: the best's "(range 2-7 records; ...)" and the runner-up's
@@ -1320,7 +1344,11 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
         added = [(f" {x}", "", x.rstrip(".")) for x in (light, equal, crash, lost) if x]
         added += _figure_movables(text, c)
         if contrary:
-            added.append((f" {contrary}", "", contrary.rstrip(".")))
+            # the metrics the winner loses stay named in the sentence (a paper sentence's
+            # "Worse on ... (note)."), the clause whole in the note
+            short = contrary_short(c, verdicts)
+            added.append((f" {contrary}", f" {short}" if short else "",
+                          contrary.rstrip(".")))
         notes = [x[0].lower() + x[1:].rstrip(".")
                  for x in (_family_note(c, every, key), lock_limit_clause(c, runs), hb) if x]
         said = words(text) + (len(conditions) + 1 if conditions else 0)
