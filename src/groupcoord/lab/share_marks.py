@@ -564,6 +564,13 @@ def contrary_short(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
     return f"Worse on its {said} ({counts}note)."
 
 
+#: A heartbeat clause's "; consumer:uniform@hb1s (11.8 resource·s) already beats
+#: share:simple at its default (26.7)" (:func:`heartbeat_clause`, ``short``).
+_ALREADY = re.compile(r"; [^;()]+ \([^()]*\) already beats [^;()]+ at its default \([^()]*\)")
+#: The seed counts of :func:`contrary_short`'s words: " (9 of 10 paired seeds; note)."
+_SHORT_COUNTS = re.compile(r" \([^()]*paired seeds; note\)\.$")
+
+
 def contrary_parts(c: Claim, verdicts: Sequence[GridVerdict],
                    runs: Sequence[Mapping[str, Any]] = ()) -> list[tuple[str, str]]:
     """(metric's name, words) per metric of :func:`contrary_clause`, in the row's order."""
@@ -1349,6 +1356,12 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
             short = contrary_short(c, verdicts)
             added.append((f" {contrary}", f" {short}" if short else "",
                           contrary.rstrip(".")))
+            if short:
+                # still over its words: the heartbeat companion's "already beats" goes whole
+                # to the note, then the named metrics lose their seed counts, never their names
+                if hb_short and (m := _ALREADY.search(text)):
+                    added.append((m.group(0), "", m.group(0).lstrip("; ")))
+                added.append((f" {short}", " " + _SHORT_COUNTS.sub(" (note).", short), ""))
         notes = [x[0].lower() + x[1:].rstrip(".")
                  for x in (_family_note(c, every, key), lock_limit_clause(c, runs), hb) if x]
         said = words(text) + (len(conditions) + 1 if conditions else 0)
