@@ -88,7 +88,9 @@ from groupcoord.lab.share_marks import (
 )
 from groupcoord.lab.share_marks import verdict_word as share_verdict_word
 from groupcoord.lab.share_report import (
+    BROKER_LAG_DEFINITION,
     attach_window_seconds,
+    broker_lag_column,
     broker_lag_note,
     runnable_spec,
     sentence_calibration_limits,
@@ -510,7 +512,9 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
     left = (f"{total:,} runs in these grids{shared}; left out: {bad:,} that violated an invariant "
             f"(listed below), {late:,} that never caught up before their first disturbance, "
             f"{noop:,} with a scenario event that changed nothing (noop_events).")
-    return [what, test, left, protocol_text(verdicts)]
+    broker = (BROKER_LAG_DEFINITION if any(r.get("share_lag_peak") is not None for r in runs)
+              else "")
+    return [what, test, left, protocol_text(verdicts), broker]
 
 
 #: The result columns that are not the simulation's (how long it took on this machine, its
@@ -837,9 +841,13 @@ def _cell_text(m: Metric, c: Any) -> tuple[str, str]:
 
 
 def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | None = None,
-                 why: Sequence[str] = (), cell_note: Any = None) -> str:
+                 why: Sequence[str] = (), cell_note: Any = None,
+                 extra_column: Any = None) -> str:
     """A grid's verdict table; ``cell_note(column, protocol, row, seeds)``, when given, adds
-    a line to a cell (the share grids' broker share lag, ``lab.share_report``)."""
+    a line to a cell (the share grids' broker share lag, ``lab.share_report``);
+    ``extra_column(g)``, when given and not None for the grid, a column before the verdict:
+    its head and ``cell(row, mv)`` (the broker's share lag,
+    ``lab.share_report.broker_lag_column``)."""
     parts = [f"<h2>{html.escape(g.name)}</h2>"]
     if g.question:
         parts.append(f"<p class='q'>{html.escape(g.question)}</p>")
@@ -861,6 +869,7 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
         return "\n".join(parts)
     rank, apart = _columns(g)
     cols = [*rank, *apart]
+    extra = extra_column(g) if extra_column is not None else None
     head = "".join(f"<th{' class=apart' if p in apart else ''}>{html.escape(p)}"
                    f"{_col_detail(g, p)}</th>" for p in cols)
     group = ""
@@ -871,7 +880,9 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
                  "type (not in Apache Kafka; not ranked)</th><th></th></tr>")
     parts.append(f"<table class='verdict'><thead>{group}<tr><th class='l'>scenario</th>"
                  "<th class='l'>size</th><th class='l'>load</th><th class='l'>metric</th>"
-                 f"{head}<th class='l'>verdict</th></tr></thead><tbody>")
+                 f"{head}"
+                 + (f"<th>{html.escape(extra[0])}</th>" if extra else "")
+                 + "<th class='l'>verdict</th></tr></thead><tbody>")
     for i, row in enumerate(g.rows):
         scen, size, load = _row_head(g, row, loads)
         n = len(row.metrics)
@@ -897,6 +908,8 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
                 cls = " ".join(x for x in (c.mark, "split" if c.split else "",
                                            "apart" if p in apart else "") if x)
                 tds.append(f"<td class='{cls}'>{_mark(c.mark, c.paired)}{html.escape(val)}{rng}</td>")
+            if extra:
+                tds.append(f"<td>{html.escape(extra[1](row, mv))}</td>")
             tds.append(f"<td class='l v'>{html.escape(_verdict_word(mv))}</td>")
             parts.append(f"<tr class='{cls}'>" + "".join(tds) + "</tr>")
     parts.append("</tbody></table>")
@@ -907,7 +920,8 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
 
 
 def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | None = None,
-               why: Sequence[str] = (), cell_note: Any = None) -> str:
+               why: Sequence[str] = (), cell_note: Any = None,
+               extra_column: Any = None) -> str:
     lines = [f"### {g.name}", ""]
     if g.question:
         lines += [f"*{g.question}*", ""]
@@ -924,10 +938,11 @@ def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | 
         return "\n".join([*lines, "No run of this grid counts."])
     rank, apart = _columns(g)
     cols = [*rank, *apart]
+    extra = extra_column(g) if extra_column is not None else None
     lines.append("| scenario | size | load | metric | "
                  + " | ".join(p + (" (not ranked)" if p in apart else "") for p in cols)
-                 + " | verdict |")
-    lines.append("|---|---|---|---|" + "---:|" * len(cols) + "---|")
+                 + (f" | {extra[0]}" if extra else "") + " | verdict |")
+    lines.append("|---|---|---|---|" + "---:|" * (len(cols) + (1 if extra else 0)) + "---|")
     for row in g.rows:
         scen, size, load = _row_head(g, row, loads)
         for j, mv in enumerate(row.metrics):
@@ -944,6 +959,8 @@ def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | 
                                                                list(c.values))) if x)
                 rng = f" ({rng})" if rng else ""
                 vals.append(f"{_mark(c.mark, c.paired)}{val}{rng}".replace("|", "\\|"))
+            if extra:
+                vals.append(extra[1](row, mv).replace("|", "\\|"))
             lines.append("| " + " | ".join([*lead, _label(g, mv.metric), *vals,
                                              _verdict_word(mv)]) + " |")
     if why:
@@ -2541,8 +2558,9 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
     parts += [f"<p>{html.escape(t)}</p>" for t in method_text(runs, verdicts) if t]
     loads = row_loads(runs)
     note = broker_lag_note(runs)
+    column = broker_lag_column(runs)
     parts += [verdict_html(g, loads, mechanisms(g.protocols, g.settings, grid_runs(g, runs))
-                           + grid_lateness_lines(grid_runs(g, runs)), note)
+                           + grid_lateness_lines(grid_runs(g, runs)), note, column)
               for g in verdicts]
     if share := share_sections_html(runs):
         parts.append(share)
@@ -2609,9 +2627,10 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
     lines += ["## Verdicts", ""]
     loads = row_loads(runs)
     note = broker_lag_note(runs)
+    column = broker_lag_column(runs)
     for g in verdicts:
         lines += [verdict_md(g, loads, mechanisms(g.protocols, g.settings, grid_runs(g, runs))
-                             + grid_lateness_lines(grid_runs(g, runs)), note), ""]
+                             + grid_lateness_lines(grid_runs(g, runs)), note, column), ""]
     if share := share_sections_md(runs):
         lines += [share, ""]
     lines += ["## What the tables show", ""]
