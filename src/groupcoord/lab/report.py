@@ -869,7 +869,7 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
         return "\n".join(parts)
     rank, apart = _columns(g)
     cols = [*rank, *apart]
-    extra = extra_column(g) if extra_column is not None else None
+    xcol = extra_column(g) if extra_column is not None else None
     head = "".join(f"<th{' class=apart' if p in apart else ''}>{html.escape(p)}"
                    f"{_col_detail(g, p)}</th>" for p in cols)
     group = ""
@@ -881,7 +881,7 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
     parts.append(f"<table class='verdict'><thead>{group}<tr><th class='l'>scenario</th>"
                  "<th class='l'>size</th><th class='l'>load</th><th class='l'>metric</th>"
                  f"{head}"
-                 + (f"<th>{html.escape(extra[0])}</th>" if extra else "")
+                 + (f"<th>{html.escape(xcol[0])}</th>" if xcol else "")
                  + "<th class='l'>verdict</th></tr></thead><tbody>")
     for i, row in enumerate(g.rows):
         scen, size, load = _row_head(g, row, loads)
@@ -908,8 +908,8 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
                 cls = " ".join(x for x in (c.mark, "split" if c.split else "",
                                            "apart" if p in apart else "") if x)
                 tds.append(f"<td class='{cls}'>{_mark(c.mark, c.paired)}{html.escape(val)}{rng}</td>")
-            if extra:
-                tds.append(f"<td>{html.escape(extra[1](row, mv))}</td>")
+            if xcol:
+                tds.append(f"<td>{html.escape(xcol[1](row, mv))}</td>")
             tds.append(f"<td class='l v'>{html.escape(_verdict_word(mv))}</td>")
             parts.append(f"<tr class='{cls}'>" + "".join(tds) + "</tr>")
     parts.append("</tbody></table>")
@@ -938,11 +938,11 @@ def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | 
         return "\n".join([*lines, "No run of this grid counts."])
     rank, apart = _columns(g)
     cols = [*rank, *apart]
-    extra = extra_column(g) if extra_column is not None else None
+    xcol = extra_column(g) if extra_column is not None else None
     lines.append("| scenario | size | load | metric | "
                  + " | ".join(p + (" (not ranked)" if p in apart else "") for p in cols)
-                 + (f" | {extra[0]}" if extra else "") + " | verdict |")
-    lines.append("|---|---|---|---|" + "---:|" * (len(cols) + (1 if extra else 0)) + "---|")
+                 + (f" | {xcol[0]}" if xcol else "") + " | verdict |")
+    lines.append("|---|---|---|---|" + "---:|" * (len(cols) + (1 if xcol else 0)) + "---|")
     for row in g.rows:
         scen, size, load = _row_head(g, row, loads)
         for j, mv in enumerate(row.metrics):
@@ -959,8 +959,8 @@ def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | 
                                                                list(c.values))) if x)
                 rng = f" ({rng})" if rng else ""
                 vals.append(f"{_mark(c.mark, c.paired)}{val}{rng}".replace("|", "\\|"))
-            if extra:
-                vals.append(extra[1](row, mv).replace("|", "\\|"))
+            if xcol:
+                vals.append(xcol[1](row, mv).replace("|", "\\|"))
             lines.append("| " + " | ".join([*lead, _label(g, mv.metric), *vals,
                                              _verdict_word(mv)]) + " |")
     if why:
