@@ -1284,6 +1284,8 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
             # what a consumer group processes twice after a member loss is what it processed
             # since its last commit (the tables' commit-interval note)
             panel_title += "\n(consumer: set by its commit interval)"
+        if any(r.metrics[i].verdict == UNCANCELLED for r in rows):
+            panel_title += f"\n({UNCANCELLED}: not a measure of the rebalance)"
         ax.set_title(panel_title, fontsize=10)
         ylabel = axis_label(m)
         # a grid that sweeps a parameter keeps one linear scale per panel (outside review
@@ -1387,6 +1389,21 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
     return [m.column for _, m in panels]
 
 
+def not_caught_up_text(rows: Sequence[VerdictRow]) -> str:
+    """A chart's words on its cells whose runs never caught up before the event (left out of
+    the tables and the chart: ``VerdictRow.left_out``), "not caught up: share:simple at 12
+    members, 5 runs"; "" where every run caught up (the eleventh outside share review: a
+    cell with no point read as a cell with no cost)."""
+    parts = []
+    for r in rows:
+        for p, reasons in sorted(r.left_out.items()):
+            n = sum(k for why, k in reasons.items() if why.startswith("never caught up"))
+            if n:
+                parts.append(f"{p} at {r.size:,}" + (f", {r.workload}" if r.workload else "")
+                             + f", {n} run{'s' if n != 1 else ''}")
+    return ("not caught up (left out): " + "; ".join(parts)) if parts else ""
+
+
 def chart_conditions(g: GridVerdict, rows: Sequence[VerdictRow]) -> str:
     """What a chart's marks rest on, for its caption (outside review round 14: the field-costs
     rolling-bounce chart's eager ☆ rests on aligned 3 s heartbeats and nothing on it said
@@ -1422,6 +1439,16 @@ def chart_conditions(g: GridVerdict, rows: Sequence[VerdictRow]) -> str:
     if marked:
         parts.append("marked at a timing off the default: "
                      + "; ".join(timing_text(p) for p in marked))
+    lost = sorted({short_label(mv.metric, g.excess) for r in rows for mv in r.metrics
+                   if mv.verdict == UNCANCELLED})
+    if lost:
+        parts.append(f"{', '.join(lost)}: {UNCANCELLED} (a seed's excess below minus the "
+                     "floor: the members' own delays fell differently in run and control, so "
+                     "the excess is no measure of the rebalance; no mark, the raw lag in the "
+                     "table)")
+    if late := not_caught_up_text(rows):
+        # a cell whose runs never caught up has no point: the chart says why
+        parts.append(late)
     if any(x in r.scenario for r in rows for x in GROWTH_SCENARIOS):
         from groupcoord.lab.mechanism import INSTANT_PRODUCER
 
