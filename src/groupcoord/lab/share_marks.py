@@ -1379,9 +1379,60 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
     # metric: it would restate them; the quoting sentence names it
     out = [c for c in out if not any(
         k is not c and named.get(id(k)) == c.grid and k.metric == c.metric for k in out)]
+    out = likewise_under_member_loss(out)
     # the equal-capacity result first (the sixth share review): a share sentence at one member
     # per partition or fewer leads, the redundancy of more members than partitions follows
     return sorted(out, key=lambda c: not _at_equal_capacity(c, runs))
+
+
+#: A "Likewise" finding (``lab.verdict._add_likewise``) as its note says it.
+_LIKEWISE = re.compile(r"Likewise in (?P<scenario>[\w-]+), ")
+
+
+def likewise_under_member_loss(found: Sequence[Claim]) -> list[Claim]:
+    """A share page's "Likewise" findings on a member loss (a crash, a kill; added by
+    ``lab.verdict._likewise_host`` to whichever sentence shares the metric and winners) go
+    under a member-loss sentence, the one on the same scenario and metric first, then the same
+    scenario, then any member loss, with their commands' lines (the eleventh outside share
+    review: owner-crash Likewise lines in the note of the rolling-bounce sentence). Kept where
+    they are where no member-loss sentence is on the page."""
+    out = list(found)
+    if not any(_member_loss(h.scenario) for h in out):
+        return out  # no member-loss sentence: each finding stays where it was
+    for i, c in enumerate(out):
+        if _member_loss(c.scenario):
+            continue
+        moved: list[tuple[str, str]] = []  # (scenario, the note's words)
+        text, caveats = c.text, list(c.caveats)
+        for frag, _, note in c.movable:
+            m = _LIKEWISE.match(note)
+            if m is None or not _member_loss(m["scenario"]):
+                continue
+            if frag and frag in text:
+                text = text.replace(frag, "", 1)
+            elif note in caveats:
+                caveats.remove(note)
+            else:
+                continue
+            moved.append((m["scenario"], note))
+        for scenario, note in moved:
+            hosts = [h for h in out if _member_loss(h.scenario)]
+            host = next((h for h in hosts if (h.scenario, h.metric) == (scenario, c.metric)),
+                        next((h for h in hosts if h.scenario == scenario),
+                             hosts[0] if hosts else None))
+            if host is None:
+                continue
+            lines = [x for x in c.command.split("\n")[1:] if f"--scenario {scenario} " in x]
+            command = host.command + "".join("\n" + x for x in lines
+                                             if x not in host.command)
+            j = out.index(host)
+            out[j] = replace(host, caveats=(*host.caveats, note), command=command)
+            c_lines = c.command.split("\n")
+            c = replace(c, command="\n".join([c_lines[0], *(x for x in c_lines[1:]
+                                                            if x not in lines)]))
+        if moved:
+            out[i] = replace(c, text=text, caveats=tuple(caveats))
+    return out
 
 
 def _at_equal_capacity(c: Claim, runs: Sequence[Mapping[str, Any]]) -> bool:
