@@ -102,3 +102,31 @@ def test_a_kill_chart_sets_its_lost_host_beside_it() -> None:
            "host share:simple 23.4 against consumer:uniform 45.1 resource·s" in cap, cap
     (key, rows), = _chart_groups(crash).items()
     assert kill_crash_caption(crash, [kill, crash], key, rows) == ""
+
+
+def test_a_chart_says_which_cells_never_caught_up_and_where_the_control_does_not_cancel(
+        ) -> None:
+    """The eleventh outside share review: a chart's cell whose runs never caught up had no
+    point and no word; a poison panel whose control does not cancel carried no warning. Both
+    in the chart's caption (``chart_conditions``)."""
+    from groupcoord.lab.report import chart_conditions
+    from groupcoord.lab.verdict import UNCANCELLED, grid_verdict
+
+    share, kip848 = "share:simple", "consumer:uniform"
+
+    def run(p: str, size: int, seed: int, **cols: object) -> dict[str, object]:
+        return {"protocol": p, "scenario": "crowd-crash", "size": size,
+                "workload": "1x4-poison", "seed": seed, "ok": True, "fault_rate": 0.0,
+                "caught_up": True, "control_lag_peak": 10.0, **cols}
+
+    runs = [run(share, 4, s, lag_peak=-500.0 if s == 0 else 5.0) for s in range(5)]
+    runs += [run(kip848, 4, s, lag_peak=300.0) for s in range(5)]
+    # at 12 members the share group never caught up on 2 of 7 seeds (dropped from the row)
+    runs += [run(share, 12, s, lag_peak=5.0, caught_up=s >= 2) for s in range(7)]
+    runs += [run(kip848, 12, s, lag_peak=300.0) for s in range(7)]
+    g = grid_verdict({"name": "poison-lock", "protocols": [share, kip848],
+                      "metrics": ["lag_peak"]}, runs)
+    assert any(mv.verdict == UNCANCELLED for r in g.rows for mv in r.metrics)
+    caption = chart_conditions(g, g.rows)
+    assert f"excess lag peak: {UNCANCELLED}" in caption
+    assert "not caught up (left out): share:simple at 12, 1x4-poison, 2 runs" in caption

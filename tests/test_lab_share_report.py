@@ -434,3 +434,42 @@ def test_a_cells_note_is_a_wrapping_line_of_its_own_in_html() -> None:
     page = verdict_html(grid_verdict(grid, runs), cell_note=broker_lag_note(runs))
     assert ("<br><small>0\u20134</small><br><small class='note'>broker&#x27;s share lag peak "
             "(raw) 1,802 (1,800\u20131,804)</small>") in page
+
+
+def test_the_brokers_share_lag_is_a_column_of_its_own_and_how_to_read_defines_it() -> None:
+    """The eleventh outside share review: an operator's dashboard shows the broker's share lag
+    (1,812 where the excess lag peak is 2), the page had it only in brackets. The verdict
+    tables of a share grid carry it as a column of its own, on the lag-peak row, over the
+    same seeds; "How to read the tables" says what it is."""
+    from groupcoord.lab.report import method_text, verdict_html, verdict_md
+    from groupcoord.lab.share_report import BROKER_LAG_HEAD, broker_lag_column
+    from groupcoord.lab.verdict import grid_verdict
+
+    grid = {"name": "owner", "protocols": [SHARE, KIP848], "metrics": ["lag_peak",
+                                                                        "lag_record_s"]}
+    runs = []
+    for s in range(5):
+        runs.append(_run(SHARE, "1x4-busy", s, scenario="owner-crash", fault_rate=0.0,
+                         caught_up=True, lag_peak=float(s), control_lag_peak=18.0,
+                         lag_record_s=1.0, share_lag_peak=1_800 + s))
+        runs.append(_run(KIP848, "1x4-busy", s, scenario="owner-crash", fault_rate=0.0,
+                         caught_up=True, lag_peak=2_800.0 + s, control_lag_peak=12.0,
+                         lag_record_s=900.0))
+    g = grid_verdict(grid, runs)
+    md = verdict_md(g, extra_column=broker_lag_column(runs))
+    head = next(x for x in md.splitlines() if x.startswith("| scenario"))
+    cols = [x.strip() for x in head.strip("|").split("|")]
+    assert cols[-2:] == [BROKER_LAG_HEAD, "verdict"]
+    rows = [x for x in md.splitlines() if x.startswith("| ") and not x.startswith("| scenario")]
+    cells = {r.split(" | ")[3]: [x.strip() for x in r.strip("|").split("|")][-2] for r in rows}
+    assert cells["excess lag peak (records)"] == "1,802 (1,800\u20131,804)"
+    assert cells["excess lag (record·s)"] == ""
+    assert f"<th>{BROKER_LAG_HEAD.replace(chr(39), '&#x27;')}</th>" in verdict_html(
+        g, extra_column=broker_lag_column(runs))
+    # a grid of consumer groups only: no such column
+    plain = grid_verdict({"name": "c", "protocols": [KIP848], "metrics": ["lag_peak"]},
+                         [r for r in runs if r["protocol"] == KIP848])
+    assert BROKER_LAG_HEAD not in verdict_md(plain, extra_column=broker_lag_column(runs))
+    text = " ".join(method_text(runs, [g]))
+    assert "log end offset minus the share-partition start offset" in text
+    assert BROKER_LAG_HEAD in text

@@ -15,7 +15,17 @@ from groupcoord.lab.share_marks import (
     share_claims,
 )
 from groupcoord.lab.share_report import runnable_spec
-from groupcoord.lab.verdict import Cell, Claim, GridVerdict, VerdictRow, claims, confirm, judge
+from groupcoord.lab.verdict import (
+    Cell,
+    Claim,
+    GridVerdict,
+    VerdictRow,
+    claims,
+    confirm,
+    fit,
+    judge,
+    words,
+)
 
 SHARE, KIP848 = "share:simple", "consumer:uniform"
 DOWN = Metric("resource_downtime_ms", "resource downtime", "resource·s", floor=1_000.0,
@@ -167,3 +177,60 @@ def test_the_commands_name_a_spec_a_reader_can_run() -> None:
     assert runnable_spec("paper") == "paper"
     assert runnable_spec("/tmp/srv7/c1.toml") == "/tmp/srv7/c1.toml"
     assert runnable_spec("/x/groupcoord/lab/data/none.toml") == "/x/groupcoord/lab/data/none.toml"
+
+
+def test_a_sentence_too_long_for_its_contrary_clause_still_names_the_metric_it_loses() -> None:
+    # the eleventh outside share review: sentence 1's worse excess lag peak (9 of 10 paired
+    # seeds) only in the note; a paper sentence keeps "Worse on ... (note)."
+    g = _grid(peak_worse=9)
+    (c,) = [x for x in claims([g]) if x.metric == "resource_downtime_ms"]
+    (out,) = share_claims([c], [c], [g], _runs())
+    clause = ("In the same cell its excess lag peak is worse on 9 of 10 paired seeds (medians "
+              "118 against 99.5 records).")
+    assert clause in out.text
+    stand_in = " Worse on its excess lag peak (9 of 10 paired seeds; note)."
+    budget = words(out.text.replace(" " + clause, stand_in))
+    short = fit(out, budget=budget)
+    assert clause not in short.text
+    assert short.text.endswith(stand_in)
+    assert clause.rstrip(".") in short.caveats
+
+
+def test_the_named_metric_keeps_its_name_when_even_its_seed_counts_do_not_fit() -> None:
+    g = _grid(peak_worse=9)
+    (c,) = [x for x in claims([g]) if x.metric == "resource_downtime_ms"]
+    (out,) = share_claims([c], [c], [g], _runs())
+    short = fit(out, budget=10)
+    assert short.text.endswith(" Worse on its excess lag peak (note).")
+
+
+def test_owner_crash_likewise_lines_go_under_the_member_loss_sentence() -> None:
+    """The eleventh outside share review: the rolling-bounce sentence's note carried
+    owner-crash "Likewise" lines (``verdict._likewise_host`` picks any sentence with the same
+    metric and winners); on the share page they go under the member-loss sentence, with their
+    command; a page without a member-loss sentence keeps them where they were."""
+    from groupcoord.lab.share_marks import likewise_under_member_loss
+
+    said = ("Likewise in owner-crash, 12 members (lock-rate-owner): 1,725 record·s against "
+            "212,404 record·s")
+    cmd = "groupcoord lab run --spec x.toml --scenario owner-crash --size 12 --out DIR"
+    rolling = Claim("share-rolling", "rolling-bounce: share:simple has the lowest excess lag.",
+                    "groupcoord lab run --spec s.toml --scenario rolling-bounce --out DIR\n"
+                    + cmd, "lag_record_s", "rolling-bounce", 12, SHARE, KIP848,
+                    caveats=("closer to the best", said),
+                    movable=((f" {said}.", "", said),))
+    kill = Claim("lock-rate-owner-kill", "owner-kill: share:simple 3 against 13,121.",
+                 "groupcoord lab run --spec k.toml --scenario owner-kill --out DIR",
+                 "lag_peak", "owner-kill", 12, SHARE, KIP848)
+    crash = replace(kill, scenario="owner-crash", metric="lag_record_s",
+                    text="Lock limit: ...")
+    out = likewise_under_member_loss([rolling, kill, crash])
+    assert out[0].caveats == ("closer to the best",)
+    assert cmd not in out[0].command
+    assert out[1] == kill
+    assert out[2].caveats[-1] == said and cmd in out[2].command
+    # in the sentence itself, not yet in its note: moved all the same
+    inline = replace(rolling, text=rolling.text + f" {said}.", caveats=("closer to the best",))
+    moved = likewise_under_member_loss([inline, kill])
+    assert "Likewise" not in moved[0].text and moved[1].caveats == (said,)
+    assert likewise_under_member_loss([rolling]) == [rolling]

@@ -88,7 +88,9 @@ from groupcoord.lab.share_marks import (
 )
 from groupcoord.lab.share_marks import verdict_word as share_verdict_word
 from groupcoord.lab.share_report import (
+    BROKER_LAG_DEFINITION,
     attach_window_seconds,
+    broker_lag_column,
     broker_lag_note,
     runnable_spec,
     sentence_calibration_limits,
@@ -510,7 +512,9 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
     left = (f"{total:,} runs in these grids{shared}; left out: {bad:,} that violated an invariant "
             f"(listed below), {late:,} that never caught up before their first disturbance, "
             f"{noop:,} with a scenario event that changed nothing (noop_events).")
-    return [what, test, left, protocol_text(verdicts)]
+    broker = (BROKER_LAG_DEFINITION if any(r.get("share_lag_peak") is not None for r in runs)
+              else "")
+    return [what, test, left, protocol_text(verdicts), broker]
 
 
 #: The result columns that are not the simulation's (how long it took on this machine, its
@@ -837,9 +841,13 @@ def _cell_text(m: Metric, c: Any) -> tuple[str, str]:
 
 
 def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | None = None,
-                 why: Sequence[str] = (), cell_note: Any = None) -> str:
+                 why: Sequence[str] = (), cell_note: Any = None,
+                 extra_column: Any = None) -> str:
     """A grid's verdict table; ``cell_note(column, protocol, row, seeds)``, when given, adds
-    a line to a cell (the share grids' broker share lag, ``lab.share_report``)."""
+    a line to a cell (the share grids' broker share lag, ``lab.share_report``);
+    ``extra_column(g)``, when given and not None for the grid, a column before the verdict:
+    its head and ``cell(row, mv)`` (the broker's share lag,
+    ``lab.share_report.broker_lag_column``)."""
     parts = [f"<h2>{html.escape(g.name)}</h2>"]
     if g.question:
         parts.append(f"<p class='q'>{html.escape(g.question)}</p>")
@@ -861,6 +869,7 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
         return "\n".join(parts)
     rank, apart = _columns(g)
     cols = [*rank, *apart]
+    xcol = extra_column(g) if extra_column is not None else None
     head = "".join(f"<th{' class=apart' if p in apart else ''}>{html.escape(p)}"
                    f"{_col_detail(g, p)}</th>" for p in cols)
     group = ""
@@ -871,7 +880,9 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
                  "type (not in Apache Kafka; not ranked)</th><th></th></tr>")
     parts.append(f"<table class='verdict'><thead>{group}<tr><th class='l'>scenario</th>"
                  "<th class='l'>size</th><th class='l'>load</th><th class='l'>metric</th>"
-                 f"{head}<th class='l'>verdict</th></tr></thead><tbody>")
+                 f"{head}"
+                 + (f"<th>{html.escape(xcol[0])}</th>" if xcol else "")
+                 + "<th class='l'>verdict</th></tr></thead><tbody>")
     for i, row in enumerate(g.rows):
         scen, size, load = _row_head(g, row, loads)
         n = len(row.metrics)
@@ -897,6 +908,8 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
                 cls = " ".join(x for x in (c.mark, "split" if c.split else "",
                                            "apart" if p in apart else "") if x)
                 tds.append(f"<td class='{cls}'>{_mark(c.mark, c.paired)}{html.escape(val)}{rng}</td>")
+            if xcol:
+                tds.append(f"<td>{html.escape(xcol[1](row, mv))}</td>")
             tds.append(f"<td class='l v'>{html.escape(_verdict_word(mv))}</td>")
             parts.append(f"<tr class='{cls}'>" + "".join(tds) + "</tr>")
     parts.append("</tbody></table>")
@@ -907,7 +920,8 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
 
 
 def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | None = None,
-               why: Sequence[str] = (), cell_note: Any = None) -> str:
+               why: Sequence[str] = (), cell_note: Any = None,
+               extra_column: Any = None) -> str:
     lines = [f"### {g.name}", ""]
     if g.question:
         lines += [f"*{g.question}*", ""]
@@ -924,10 +938,11 @@ def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | 
         return "\n".join([*lines, "No run of this grid counts."])
     rank, apart = _columns(g)
     cols = [*rank, *apart]
+    xcol = extra_column(g) if extra_column is not None else None
     lines.append("| scenario | size | load | metric | "
                  + " | ".join(p + (" (not ranked)" if p in apart else "") for p in cols)
-                 + " | verdict |")
-    lines.append("|---|---|---|---|" + "---:|" * len(cols) + "---|")
+                 + (f" | {xcol[0]}" if xcol else "") + " | verdict |")
+    lines.append("|---|---|---|---|" + "---:|" * (len(cols) + (1 if xcol else 0)) + "---|")
     for row in g.rows:
         scen, size, load = _row_head(g, row, loads)
         for j, mv in enumerate(row.metrics):
@@ -944,6 +959,8 @@ def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | 
                                                                list(c.values))) if x)
                 rng = f" ({rng})" if rng else ""
                 vals.append(f"{_mark(c.mark, c.paired)}{val}{rng}".replace("|", "\\|"))
+            if xcol:
+                vals.append(xcol[1](row, mv).replace("|", "\\|"))
             lines.append("| " + " | ".join([*lead, _label(g, mv.metric), *vals,
                                              _verdict_word(mv)]) + " |")
     if why:
@@ -1267,6 +1284,8 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
             # what a consumer group processes twice after a member loss is what it processed
             # since its last commit (the tables' commit-interval note)
             panel_title += "\n(consumer: set by its commit interval)"
+        if any(r.metrics[i].verdict == UNCANCELLED for r in rows):
+            panel_title += f"\n({UNCANCELLED}: not a measure of the rebalance)"
         ax.set_title(panel_title, fontsize=10)
         ylabel = axis_label(m)
         # a grid that sweeps a parameter keeps one linear scale per panel (outside review
@@ -1370,6 +1389,21 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
     return [m.column for _, m in panels]
 
 
+def not_caught_up_text(rows: Sequence[VerdictRow]) -> str:
+    """A chart's words on its cells whose runs never caught up before the event (left out of
+    the tables and the chart: ``VerdictRow.left_out``), "not caught up: share:simple at 12
+    members, 5 runs"; "" where every run caught up (the eleventh outside share review: a
+    cell with no point read as a cell with no cost)."""
+    parts = []
+    for r in rows:
+        for p, reasons in sorted(r.left_out.items()):
+            n = sum(k for why, k in reasons.items() if why.startswith("never caught up"))
+            if n:
+                parts.append(f"{p} at {r.size:,}" + (f", {r.workload}" if r.workload else "")
+                             + f", {n} run{'s' if n != 1 else ''}")
+    return ("not caught up (left out): " + "; ".join(parts)) if parts else ""
+
+
 def chart_conditions(g: GridVerdict, rows: Sequence[VerdictRow]) -> str:
     """What a chart's marks rest on, for its caption (outside review round 14: the field-costs
     rolling-bounce chart's eager ☆ rests on aligned 3 s heartbeats and nothing on it said
@@ -1405,6 +1439,16 @@ def chart_conditions(g: GridVerdict, rows: Sequence[VerdictRow]) -> str:
     if marked:
         parts.append("marked at a timing off the default: "
                      + "; ".join(timing_text(p) for p in marked))
+    lost = sorted({short_label(mv.metric, g.excess) for r in rows for mv in r.metrics
+                   if mv.verdict == UNCANCELLED})
+    if lost:
+        parts.append(f"{', '.join(lost)}: {UNCANCELLED} (a seed's excess below minus the "
+                     "floor: the members' own delays fell differently in run and control, so "
+                     "the excess is no measure of the rebalance; no mark, the raw lag in the "
+                     "table)")
+    if late := not_caught_up_text(rows):
+        # a cell whose runs never caught up has no point: the chart says why
+        parts.append(late)
     if any(x in r.scenario for r in rows for x in GROWTH_SCENARIOS):
         from groupcoord.lab.mechanism import INSTANT_PRODUCER
 
@@ -2541,8 +2585,9 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
     parts += [f"<p>{html.escape(t)}</p>" for t in method_text(runs, verdicts) if t]
     loads = row_loads(runs)
     note = broker_lag_note(runs)
+    column = broker_lag_column(runs)
     parts += [verdict_html(g, loads, mechanisms(g.protocols, g.settings, grid_runs(g, runs))
-                           + grid_lateness_lines(grid_runs(g, runs)), note)
+                           + grid_lateness_lines(grid_runs(g, runs)), note, column)
               for g in verdicts]
     if share := share_sections_html(runs):
         parts.append(share)
@@ -2609,9 +2654,10 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
     lines += ["## Verdicts", ""]
     loads = row_loads(runs)
     note = broker_lag_note(runs)
+    column = broker_lag_column(runs)
     for g in verdicts:
         lines += [verdict_md(g, loads, mechanisms(g.protocols, g.settings, grid_runs(g, runs))
-                             + grid_lateness_lines(grid_runs(g, runs)), note), ""]
+                             + grid_lateness_lines(grid_runs(g, runs)), note, column), ""]
     if share := share_sections_md(runs):
         lines += [share, ""]
     lines += ["## What the tables show", ""]

@@ -544,10 +544,40 @@ def contrary_clause(c: Claim, verdicts: Sequence[GridVerdict],
     the marks say: the seventh share review found, under a downtime win at 12 on 12, the share
     group's lag peak worse on 9 of 10 paired seeds, one seed short of the sign test's 10 of
     10, so the table shows "tie". "" where no metric of the cell goes the other way."""
+    parts = [text for _, text in contrary_parts(c, verdicts, runs)]
+    return ("In the same cell " + "; ".join(parts) + ".") if parts else ""
+
+
+def contrary_short(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
+    """What stays in the sentence when its contrary clause (:func:`contrary_clause`) goes to
+    the note: the metrics its winner loses in the same cell, named, with their paired seeds
+    ("Worse on its excess lag peak (9 of 10 paired seeds; note)."), as a paper sentence keeps
+    "Worse on ... (note)." (``verdict.weakest_metric``; the eleventh outside share review:
+    sentence 1's worse lag peak was only in the note). "" where none goes the other way."""
+    parts = contrary_parts(c, verdicts)
+    if not parts:
+        return ""
+    names = [n for n, _ in parts]
+    seeds = [m.group(1) for _, t in parts if (m := re.search(r"worse on (\d+ of \d+)", t))]
+    said = (", ".join(names[:-1]) + " and " + names[-1]) if len(names) > 1 else names[0]
+    counts = ("; ".join(seeds) + " paired seeds; ") if seeds else ""
+    return f"Worse on its {said} ({counts}note)."
+
+
+#: A heartbeat clause's "; consumer:uniform@hb1s (11.8 resource·s) already beats
+#: share:simple at its default (26.7)" (:func:`heartbeat_clause`, ``short``).
+_ALREADY = re.compile(r"; [^;()]+ \([^()]*\) already beats [^;()]+ at its default \([^()]*\)")
+#: The seed counts of :func:`contrary_short`'s words: " (9 of 10 paired seeds; note)."
+_SHORT_COUNTS = re.compile(r" \([^()]*paired seeds; note\)\.$")
+
+
+def contrary_parts(c: Claim, verdicts: Sequence[GridVerdict],
+                   runs: Sequence[Mapping[str, Any]] = ()) -> list[tuple[str, str]]:
+    """(metric's name, words) per metric of :func:`contrary_clause`, in the row's order."""
     grid = next((g for g in verdicts if g.name == c.grid), None)
     best = c.best.split(" and ")[0]
     if grid is None or not _share_vs_consumer([best, c.worse]):
-        return ""
+        return []
     row = next((r for r in grid.rows if (r.scenario, r.size, str(r.workload))
                 == (c.scenario, c.size, c.workload or str(r.workload))), None)
     parts = []
@@ -565,10 +595,11 @@ def contrary_clause(c: Claim, verdicts: Sequence[GridVerdict],
             # a share lag peak: the broker's share lag beside it, over the same seeds
             broker = (broker_lag_text(runs, best, c.scenario, c.size, c.workload, seeds)
                       if m.column == "lag_peak" else "")
-            parts.append(f"its {LABELS.get(m.column, m.label)} is worse on {worse} of "
-                         f"{len(seeds)} paired seeds (medians {med[0]} against {med[1]}"
-                         f"{' ' + m.unit if m.unit else ''}{'; ' + broker if broker else ''})")
-    return ("In the same cell " + "; ".join(parts) + ".") if parts else ""
+            name = LABELS.get(m.column, m.label)
+            parts.append((name, f"its {name} is worse on {worse} of "
+                          f"{len(seeds)} paired seeds (medians {med[0]} against {med[1]}"
+                          f"{' ' + m.unit if m.unit else ''}{'; ' + broker if broker else ''})"))
+    return parts
 
 
 #: A claim's own figures' ranges: the best's "(range 2-7 records; ...)" and the runner-up's
@@ -1320,7 +1351,17 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
         added = [(f" {x}", "", x.rstrip(".")) for x in (light, equal, crash, lost) if x]
         added += _figure_movables(text, c)
         if contrary:
-            added.append((f" {contrary}", "", contrary.rstrip(".")))
+            # the metrics the winner loses stay named in the sentence (a paper sentence's
+            # "Worse on ... (note)."), the clause whole in the note
+            short = contrary_short(c, verdicts)
+            added.append((f" {contrary}", f" {short}" if short else "",
+                          contrary.rstrip(".")))
+            if short:
+                # still over its words: the heartbeat companion's "already beats" goes whole
+                # to the note, then the named metrics lose their seed counts, never their names
+                if hb_short and (m := _ALREADY.search(text)):
+                    added.append((m.group(0), "", m.group(0).lstrip("; ")))
+                added.append((f" {short}", " " + _SHORT_COUNTS.sub(" (note).", short), ""))
         notes = [x[0].lower() + x[1:].rstrip(".")
                  for x in (_family_note(c, every, key), lock_limit_clause(c, runs), hb) if x]
         said = words(text) + (len(conditions) + 1 if conditions else 0)
@@ -1338,9 +1379,60 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
     # metric: it would restate them; the quoting sentence names it
     out = [c for c in out if not any(
         k is not c and named.get(id(k)) == c.grid and k.metric == c.metric for k in out)]
+    out = likewise_under_member_loss(out)
     # the equal-capacity result first (the sixth share review): a share sentence at one member
     # per partition or fewer leads, the redundancy of more members than partitions follows
     return sorted(out, key=lambda c: not _at_equal_capacity(c, runs))
+
+
+#: A "Likewise" finding (``lab.verdict._add_likewise``) as its note says it.
+_LIKEWISE = re.compile(r"Likewise in (?P<scenario>[\w-]+), ")
+
+
+def likewise_under_member_loss(found: Sequence[Claim]) -> list[Claim]:
+    """A share page's "Likewise" findings on a member loss (a crash, a kill; added by
+    ``lab.verdict._likewise_host`` to whichever sentence shares the metric and winners) go
+    under a member-loss sentence, the one on the same scenario and metric first, then the same
+    scenario, then any member loss, with their commands' lines (the eleventh outside share
+    review: owner-crash Likewise lines in the note of the rolling-bounce sentence). Kept where
+    they are where no member-loss sentence is on the page."""
+    out = list(found)
+    if not any(_member_loss(h.scenario) for h in out):
+        return out  # no member-loss sentence: each finding stays where it was
+    for i, c in enumerate(out):
+        if _member_loss(c.scenario):
+            continue
+        moved: list[tuple[str, str]] = []  # (scenario, the note's words)
+        text, caveats = c.text, list(c.caveats)
+        for frag, _, note in c.movable:
+            m = _LIKEWISE.match(note)
+            if m is None or not _member_loss(m["scenario"]):
+                continue
+            if frag and frag in text:
+                text = text.replace(frag, "", 1)
+            elif note in caveats:
+                caveats.remove(note)
+            else:
+                continue
+            moved.append((m["scenario"], note))
+        for scenario, note in moved:
+            hosts = [h for h in out if _member_loss(h.scenario)]
+            host = next((h for h in hosts if (h.scenario, h.metric) == (scenario, c.metric)),
+                        next((h for h in hosts if h.scenario == scenario),
+                             hosts[0] if hosts else None))
+            if host is None:
+                continue
+            lines = [x for x in c.command.split("\n")[1:] if f"--scenario {scenario} " in x]
+            command = host.command + "".join("\n" + x for x in lines
+                                             if x not in host.command)
+            j = out.index(host)
+            out[j] = replace(host, caveats=(*host.caveats, note), command=command)
+            c_lines = c.command.split("\n")
+            c = replace(c, command="\n".join([c_lines[0], *(x for x in c_lines[1:]
+                                                            if x not in lines)]))
+        if moved:
+            out[i] = replace(c, text=text, caveats=tuple(caveats))
+    return out
 
 
 def _at_equal_capacity(c: Claim, runs: Sequence[Mapping[str, Any]]) -> bool:

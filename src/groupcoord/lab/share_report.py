@@ -423,6 +423,55 @@ def broker_lag_note(runs: Sequence[Mapping[str, Any]]) -> Any:
     return note
 
 
+#: The verdict tables' column of the broker's share lag (``lab.report``'s ``extra_column``).
+BROKER_LAG_HEAD = "broker's share lag peak (raw, records)"
+#: What that column is, for "How to read the tables" (``lab.report.method_text``).
+BROKER_LAG_DEFINITION = (
+    "On a share grid the column " + f"'{BROKER_LAG_HEAD}'" + " is what an operator's "
+    "dashboard shows for the same cell: the broker's share-group lag, the log end offset minus "
+    "the share-partition start offset (SPSO), its highest value in the disturbance windows, "
+    "raw (not over the control; records in flight and those acknowledged above the start "
+    "offset count in it), median (range) over the share protocol's seeds of the lag-peak row; "
+    "the excess lag peak beside it counts records produced and not yet processed, over the "
+    "control. A consumer group has none.")
+
+
+def broker_lag_column(runs: Sequence[Mapping[str, Any]]) -> Any:
+    """The verdict tables' column of the broker's share lag (the eleventh outside share review:
+    an operator's dashboard shows 1,812 where the excess lag peak is 2, and the page had it
+    only in brackets): ``column(g)`` is None for a grid without a share protocol, else the
+    column's head and ``cell(row, mv)``: on the lag-peak row each share protocol's broker share
+    lag peak (``share_lag_peak``, :func:`attach_share_lag`) over that cell's seeds, median
+    (range); "" on the other rows and where the runs do not carry it."""
+    peaks: dict[tuple[str, str, int, str, int], float] = {}
+    for r in runs:
+        if r.get("share_lag_peak") is not None and family(str(r.get("protocol"))) == "share":
+            peaks[(str(r.get("protocol")), str(r.get("scenario")), int(r.get("size") or 0),
+                   str(r.get("workload")), int(r.get("seed") or 0))] = float(r["share_lag_peak"])
+
+    def column(g: Any) -> tuple[str, Any] | None:
+        share = [p for p in g.protocols if family(p) == "share"]
+        if not share:
+            return None
+
+        def cell(row: Any, mv: Any) -> str:
+            if mv.metric.column != "lag_peak":
+                return ""
+            out = []
+            for p in share:
+                c = mv.cells.get(p)
+                vals = [v for s in (c.values if c is not None else ()) if (v := peaks.get(
+                    (p, str(row.scenario), int(row.size or 0), str(row.workload), int(s))))
+                    is not None]
+                if vals:
+                    out.append((f"{p}: " if len(share) > 1 else "") + _span(vals, 1.0))
+            return "; ".join(out)
+
+        return BROKER_LAG_HEAD, cell
+
+    return column
+
+
 def redelivery_rows(runs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     """Per share cell (scenario, size, workload): records processed twice (processed again
     after one application processed them: the runs' ``records_reprocessed``, excess over the
