@@ -1096,6 +1096,10 @@ def settings_notes(runs: Iterable[Mapping[str, Any]]) -> list[str]:
 
 
 def _settings(r: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's settings as its protocol reads them (``sim.settings.settings_read``: eager
+    Connect has no KIP-415 delay, though older runs recorded one)."""
+    from groupcoord.sim.settings import settings_read
+
     raw = r.get("settings_json")
     if not raw:
         return {}
@@ -1103,7 +1107,7 @@ def _settings(r: Mapping[str, Any]) -> dict[str, Any]:
         d = json.loads(str(raw))
     except ValueError:
         return {}
-    return d if isinstance(d, dict) else {}
+    return settings_read(str(r.get("protocol") or ""), d) if isinstance(d, dict) else {}
 
 
 def settings_table(runs: Iterable[Mapping[str, Any]]) -> tuple[list[list[str]],

@@ -1,0 +1,73 @@
+"""The page's answers to the sixteenth outside review (docs/lab.md): KIP-415's delay is a
+caveat only where a protocol reads it and a worker departs; the settings list names what each
+protocol reads."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from groupcoord.lab.limits import settings_table
+from groupcoord.lab.runs import run_one
+from groupcoord.lab.spec import expand, load_spec, restrict
+from groupcoord.lab.verdict import DELAY_SETTING, grid_verdicts
+
+EAGER, SESSIONED = "classic-connect:eager@hb1s", "classic-connect:sessioned@hb1s"
+#: what the paper render's eager Connect runs recorded before eager stopped listing the delay
+RECORDED = {"heartbeat.interval.ms": 1000, "offset.flush.interval.ms": 5000,
+            "rebalance.timeout.ms": 60000, "request.timeout.ms": 5000,
+            DELAY_SETTING: 300000, "session.timeout.ms": 10000, "start.stop.threads": 8}
+
+
+@pytest.fixture(scope="module")
+def worker_joins() -> list[dict[str, Any]]:
+    """kip415-task-times-hb1s' kip415-worker-joins cell at 5 s task stop and start, 12
+    workers, its first 5 seeds, simulated."""
+    spec = restrict(load_spec("paper"), scenarios=["kip415-worker-joins"], sizes=[12],
+                    protocols=[EAGER, SESSIONED], workloads=["16x8c-task5s"])
+    rows = []
+    for r in expand(spec):
+        if r.replicate < 5:
+            row = run_one(replace(r, events=False))
+            assert row["ok"], row["violation_row"]
+            rows.append(row)
+    assert len(rows) == 10
+    return rows
+
+
+def test_a_worker_join_is_no_win_over_a_delay_eager_does_not_read(
+        worker_joins: list[dict[str, Any]]) -> None:
+    # the runs as the paper render recorded them: eager's settings carry the delay
+    recorded = [{**r, "settings_json": json.dumps(RECORDED)} if r["protocol"] == EAGER else r
+                for r in worker_joins]
+    grid = {"name": "kip415-task-times-hb1s", "protocols": [EAGER, SESSIONED],
+            "scenarios": ["kip415-worker-joins"], "workloads": ["16x8c-task5s"],
+            "metrics": ["task_downtime_task_s", "time_to_balance_ms", "task_restarts"],
+            "seeds": 5}
+    for runs in (worker_joins, recorded):
+        (g,) = grid_verdicts({"spec": "paper", "grids": [grid]}, runs)
+        (row,) = g.rows
+        assert not row.departs
+        mv = next(mv for mv in row.metrics if mv.metric.column == "task_downtime_task_s")
+        # sessioned's downtime is a fifth of eager's (no task waits 300 s on any seed)
+        assert tuple(mv.best) == (SESSIONED,) and mv.verdict == "best"
+        assert mv.cells[EAGER].median > 5 * mv.cells[SESSIONED].median
+        assert mv.cells[EAGER].median > 0.9 * 300
+        assert all(not m.limit.startswith("is won") for m in row.metrics), mv.limit
+        assert DELAY_SETTING not in g.settings.get(EAGER, {})
+
+
+def test_the_settings_list_names_the_delay_only_under_protocols_that_read_it(
+        worker_joins: list[dict[str, Any]]) -> None:
+    # what a run records: the delay under sessioned, none under eager
+    assert {r["protocol"]: DELAY_SETTING in json.loads(r["settings_json"])
+            for r in worker_joins} == {EAGER: False, SESSIONED: True}
+    recorded = [{**r, "settings_json": json.dumps(RECORDED)} for r in worker_joins]
+    cols, rows = settings_table(recorded)
+    delay = dict(rows)[DELAY_SETTING]
+    by_col = {p: v for ps, v in zip(cols, delay, strict=True) for p in ps}
+    assert by_col[EAGER] == "" and by_col[SESSIONED] == "300,000"
+
