@@ -71,3 +71,32 @@ def test_the_settings_list_names_the_delay_only_under_protocols_that_read_it(
     by_col = {p: v for ps, v in zip(cols, delay, strict=True) for p in ps}
     assert by_col[EAGER] == "" and by_col[SESSIONED] == "300,000"
 
+
+def test_the_settings_list_flags_auto_offset_reset_and_growth_rows_say_what_latest_does(
+        ) -> None:
+    from groupcoord.lab.limits import settings_notes
+    from groupcoord.lab.mechanism import growth_text
+
+    growth = {"growth": [{"topic": "foo", "partitions": [250, 500],
+                          "records_per_s_partition": [1.6, 0.8],
+                          "records_per_s_topic": [400, 400]}]}
+    polls = json.dumps({"heartbeat.interval.ms": 3000, "max.poll.records": 500})
+    runs = [{"protocol": "classic:eager", "scenario": "grow-by-900", "workload": "light",
+             "settings_json": polls, **growth},
+            {"protocol": "consumer:uniform", "scenario": "scale-out", "workload": "4x250",
+             "settings_json": polls},
+            # an idle member never fetches: nothing to reset
+            {"protocol": "classic:cooperative", "scenario": "bounce", "workload": "idle",
+             "settings_json": json.dumps({"heartbeat.interval.ms": 3000})}]
+    cols, rows = settings_table(runs)
+    reset = {p: v for ps, v in zip(cols, dict(rows)["auto.offset.reset"], strict=True)
+             for p in ps}
+    assert reset == {"classic:eager": "earliest", "consumer:uniform": "earliest",
+                     "classic:cooperative": ""}
+    (off,) = [t for t in settings_notes(runs) if t.startswith("Not Kafka's defaults")]
+    assert ("auto.offset.reset earliest (Kafka's default: latest for a consumer; with latest, "
+            "the records written to a new partition before its first fetch would be skipped, "
+            "not counted as lag: the growth rows (grow-by-900) count them)") in off
+    assert ("auto.offset.reset earliest; with Kafka's default latest, the records written to "
+            "it before its first fetch would be skipped, not counted as lag") in growth_text(
+                growth)
