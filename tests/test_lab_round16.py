@@ -100,3 +100,52 @@ def test_the_settings_list_flags_auto_offset_reset_and_growth_rows_say_what_late
     assert ("auto.offset.reset earliest; with Kafka's default latest, the records written to "
             "it before its first fetch would be skipped, not counted as lag") in growth_text(
                 growth)
+
+
+def test_a_charts_conditions_go_under_it_and_its_legend_covers_no_panel(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from groupcoord.lab.report import plot_grid, protocol_styles
+
+    protocols = ["classic:eager", "classic:eager-roundrobin", "classic:cooperative",
+                 "consumer:uniform", "consumer:uniform@hb3s"]
+    grid = {"name": "crossover-10ms", "protocols": protocols, "scenarios": ["scale-out"],
+            "metrics": ["lag_record_s", "lag_peak"], "seeds": 5}
+    base = {p: 0.2 if "eager" in p else 200.0 + 50 * k for k, p in enumerate(protocols)}
+    runs = [{"protocol": p, "scenario": "scale-out", "size": n, "members": n,
+             "workload": "1x32", "fault_rate": 0.0, "seed": s, "ok": True, "caught_up": True,
+             "noop_events": 0, "settings_json": "{}", "lag_record_s": base[p] * n / 8 + s,
+             "lag_peak": base[p] / 2 + s} for p in protocols for n in (8, 16, 32)
+            for s in range(5)]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [grid]}, runs)
+    saved: list[Figure] = []
+    real = Figure.savefig
+
+    def keep(self: Figure, *a: Any, **k: Any) -> None:
+        saved.append(self)
+        real(self, *a, **k)
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    # conditions as long as sentence 9's: a paragraph
+    caption = "eager's marks rest on the model's aligned classic heartbeats; " * 12
+    plot_grid(g, g.rows, "crossover-10ms: scale-out", tmp_path / "c.png",
+              protocol_styles(protocols), caption=caption)
+    (fig,) = saved
+    assert fig.get_suptitle().startswith("crossover-10ms: scale-out")
+    assert "aligned classic heartbeats" not in fig.get_suptitle()
+    # the PNG still carries them, under the panels with the legend
+    (legend,) = fig.legends
+    said = legend.get_title().get_text().replace("\n", " ")
+    assert "Conditions: eager's marks rest on the model's aligned classic heartbeats" in said
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()  # as saved: the layout placed every panel, the title and the legend
+    renderer = canvas.get_renderer()
+    box = legend.get_window_extent(renderer)
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(panels) == 2
+    for ax in panels:
+        frame = ax.get_window_extent(renderer)
+        assert frame.height > 100  # not collapsed under the text
+        assert not frame.overlaps(box), (frame, box)
