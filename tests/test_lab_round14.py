@@ -112,8 +112,10 @@ def test_a_chart_of_an_eager_mark_says_in_its_caption_what_it_rests_on(
     g, _spread = _field_costs(LAG)
     grid_charts(g, tmp_path, protocol_styles(g.protocols))
     (fig,) = saved_figures
-    title = fig.get_suptitle().replace("\n", " ")
-    assert title.startswith("field-costs: rolling-bounce")
+    assert fig.get_suptitle().startswith("field-costs: rolling-bounce")
+    # the conditions under the panels, with the legend (round 16: over them, they hid them)
+    (legend,) = fig.legends
+    title = legend.get_title().get_text().replace("\n", " ")
     assert "Conditions: eager's marks rest on the model's aligned classic heartbeats" in title
     assert "by 3 s, classic:cooperative lowest, 12,132 against classic:eager's 19,603" in title
     # a column marked at a timing off the default says which

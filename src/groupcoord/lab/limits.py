@@ -1011,7 +1011,8 @@ def _calibration_settings_note(runs: Sequence[Mapping[str, Any]],
 #: Apache Kafka's defaults of the settings the runs record, per client kind ("consumer": a
 #: classic or KIP-848 consumer; "Connect worker": a distributed worker), from Kafka's
 #: configuration docs (ConsumerConfig, DistributedConfig, WorkerConfig).
-KAFKA_DEFAULTS: dict[str, dict[str, int]] = {
+KAFKA_DEFAULTS: dict[str, dict[str, int | str]] = {
+    "auto.offset.reset": {"consumer": "latest"},
     "request.timeout.ms": {"consumer": 30_000, "Connect worker": 40_000},
     "offset.flush.interval.ms": {"Connect worker": 60_000},
     "heartbeat.interval.ms": {"consumer": 3_000, "Connect worker": 3_000},
@@ -1036,6 +1037,15 @@ RECENT_SETTINGS: dict[str, str] = {
         "consumer.assignment.interval.ms), Kafka's default 1,000 ms",
 }
 
+#: Settings the model applies to every member that polls, whatever the run (so
+#: ``settings_json`` does not record them): a partition new to the group is read from its
+#: first record (``sim.consumer``).
+MODEL_FIXED: dict[str, dict[str, str]] = {"auto.offset.reset": {"consumer": "earliest"}}
+#: What Kafka's default would change, per fixed setting, where a topic grows.
+FIXED_ON_GROWTH: dict[str, str] = {
+    "auto.offset.reset": "with latest, the records written to a new partition before its "
+                         "first fetch would be skipped, not counted as lag"}
+
 #: Keys of ``settings_json`` that are the model's own knobs, not Kafka settings.
 MODEL_KNOBS: dict[str, str] = {
     "heartbeat.spread.ms": "each join shifts a member's heartbeat phase by up to this much "
@@ -1057,16 +1067,18 @@ def settings_notes(runs: Iterable[Mapping[str, Any]]) -> list[str]:
     default and no knob is set."""
     from groupcoord.lab.mechanism import growth_text
 
-    off: dict[str, set[float]] = defaultdict(set)
+    off: dict[str, set[Any]] = defaultdict(set)
     knobs: set[str] = set()
     recent: set[str] = set()
     #: per scenario (and workload where they differ), its grown topic's production
     grown: dict[str, str] = {}
+    grown_scenarios: set[str] = set()
     for r in runs:
         text = growth_text(r) if r.get("growth") or "growth" in str(
             r.get("summary_json") or "") else ""
         if text:
             grown.setdefault(f"{r.get('scenario')} ({r.get('workload')})", text)
+            grown_scenarios.add(str(r.get("scenario")))
         kind = _client_kind(str(r.get("protocol", "")))
         for k, v in _settings(r).items():
             if k in MODEL_KNOBS:
@@ -1074,15 +1086,22 @@ def settings_notes(runs: Iterable[Mapping[str, Any]]) -> list[str]:
             if k in RECENT_SETTINGS:
                 recent.add(k)
             default = KAFKA_DEFAULTS.get(k, {}).get(kind)
-            if (default is not None and isinstance(v, int | float)
-                    and not isinstance(v, bool) and v != default):
+            if (default is not None and isinstance(v, int | float | str)
+                    and not isinstance(v, bool) and isinstance(v, str) == isinstance(default, str)
+                    and v != default):
                 off[k].add(v)
     out = []
     if off:
+        def growth(k: str) -> str:
+            if k not in FIXED_ON_GROWTH or not grown_scenarios:
+                return ""
+            return (f"; {FIXED_ON_GROWTH[k]}: the growth rows "
+                    f"({', '.join(sorted(grown_scenarios))}) count them")
+
         out.append("Not Kafka's defaults: " + "; ".join(
-            f"{k} {', '.join(_n(v) for v in sorted(off[k]))} (Kafka's default: "
-            + ", ".join(f"{_n(d)} for a {kind}" for kind, d in KAFKA_DEFAULTS[k].items())
-            + ")" for k in sorted(off)) + ".")
+            f"{k} {', '.join(_word(v) for v in sorted(off[k]))} (Kafka's default: "
+            + ", ".join(f"{_word(d)} for a {kind}" for kind, d in KAFKA_DEFAULTS[k].items())
+            + growth(k) + ")" for k in sorted(off)) + ".")
     if recent:
         out.append("Kafka settings of recent releases: " + "; ".join(
             f"{k} ({RECENT_SETTINGS[k]})" for k in sorted(recent)) + ".")
@@ -1095,7 +1114,16 @@ def settings_notes(runs: Iterable[Mapping[str, Any]]) -> list[str]:
     return out
 
 
+def _word(v: Any) -> str:
+    return v if isinstance(v, str) else _n(v)
+
+
 def _settings(r: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's settings as its protocol reads them (``sim.settings.settings_read``: eager
+    Connect has no KIP-415 delay, though older runs recorded one), with the model's fixed
+    settings (:data:`MODEL_FIXED`) where its members poll (``max.poll.records`` set)."""
+    from groupcoord.sim.settings import settings_read
+
     raw = r.get("settings_json")
     if not raw:
         return {}
@@ -1103,7 +1131,16 @@ def _settings(r: Mapping[str, Any]) -> dict[str, Any]:
         d = json.loads(str(raw))
     except ValueError:
         return {}
-    return d if isinstance(d, dict) else {}
+    if not isinstance(d, dict):
+        return {}
+    protocol = str(r.get("protocol") or "")
+    out = settings_read(protocol, d)
+    if "max.poll.records" in out and not protocol.startswith("share"):
+        kind = _client_kind(protocol)
+        for k, by_kind in MODEL_FIXED.items():
+            if kind in by_kind:
+                out.setdefault(k, by_kind[kind])
+    return dict(sorted(out.items()))
 
 
 def settings_table(runs: Iterable[Mapping[str, Any]]) -> tuple[list[list[str]],

@@ -322,9 +322,14 @@ def growth_text(run: Mapping[str, Any]) -> str:
             out.append(head + f"{number(p0)} rec/s a partition before, {number(p1)} after, the "
                        f"topic {number(t0)} rec/s before and after (a producer at a fixed "
                        "rate, spread over every partition once they exist)")
-    return "; ".join(out) + (f"; {INSTANT_PRODUCER}" if out else "")
+    return "; ".join(out) + (f"; {INSTANT_PRODUCER}; {EARLIEST_READ}" if out else "")
 
 
+#: Where a new partition is read from (the model's ``auto.offset.reset``, not Kafka's default):
+#: said on the growth rows, as the settings list flags it.
+EARLIEST_READ = ("a new partition is read from its first record (auto.offset.reset earliest; "
+                 "with Kafka's default latest, the records written to it before its first "
+                 "fetch would be skipped, not counted as lag)")
 #: The model's producer finds a topic's new partitions at once (round 15: said on the growth
 #: rows and their charts, not only under "What the model leaves out").
 INSTANT_PRODUCER = ("the producer writes to new partitions at once (its own metadata "

@@ -1027,6 +1027,10 @@ LEGEND_FAMILIES: dict[str, str] = {
     "share": "KIP-932 share groups"}
 
 
+#: Inches of figure height a chart adds per line of its legend (8 pt text and spacing).
+LEGEND_LINE_IN = 0.17
+
+
 def protocol_styles(protocols: Sequence[str]) -> dict[str, dict[str, Any]]:
     """A colour per protocol, consistent across every chart of a report: the family's colour
     map (classic blue, consumer orange, connect green, classic-connect purple), one shade per
@@ -1371,20 +1375,28 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
         what += "\n" + legend
         if any(c.mark for r in rows for mv in r.metrics for c in mv.cells.values()):
             what += "\n" + PAIRED_LEGEND
+        if caption:
+            # the conditions the marks rest on, under the panels with the legend (the page
+            # prints them under the image too): over the panels, a paragraph of them ran
+            # across both panels of the crossover charts (round 16)
+            what += "\nConditions: " + caption
         # as wide as the figure, no wider: in a two-panel chart five protocols in a row and
         # an unwrapped title ran off both sides
         width = fig.get_figwidth()
         what = "\n".join(textwrap.fill(x, int(width * 14)) for x in what.split("\n"))
-        fig.legend(handles, labels, loc="outside lower center",
-                   ncols=max(1, min(len(labels), int(width / 2.4))),
+        ncols = max(1, min(len(labels), int(width / 2.4)))
+        # the legend below the panels, outside them: the figure grows by its lines (round
+        # 16: a legend squeezed into a fixed height covered the lowest lines, eager's)
+        lines = what.count("\n") + 1 + math.ceil(len(labels) / ncols)
+        fig.set_figheight(fig.get_figheight() + LEGEND_LINE_IN * lines)
+        fig.legend(handles, labels, loc="outside lower center", ncols=ncols,
                    fontsize=8, title=what, title_fontsize=8)
-    if caption:
-        # the conditions the marks rest on, under the title: the chart carries them alone
+    if caption and not handles:  # no legend to carry them: under the title, as before
         width = int(fig.get_figwidth() * 15)
         fig.suptitle(title + "\n" + textwrap.fill("Conditions: " + caption, width),
                      fontsize=9)
     else:
-        fig.suptitle(title)
+        fig.suptitle(title, fontsize=9)
     fig.savefig(path)
     return [m.column for _, m in panels]
 

@@ -85,6 +85,7 @@ from groupcoord.lab.findings import (
 )
 from groupcoord.lab.runs import fenced_handback_text
 from groupcoord.lab.wire_spread import load_spread, load_stable, spread_text, stable_text
+from groupcoord.sim.settings import base_protocol, settings_read
 
 #: KIP-415's question: what an eager or an incremental cooperative Connect rebalance costs
 #: the tasks (the KIP's own measures), and whether the whole group stops.
@@ -392,6 +393,9 @@ class VerdictRow:
     #: The row's members are late at the rebalance by construction: one member slow at every
     #: rebalance (a ``-slowNms`` scenario) or poll loops that pause (the work's pauses).
     late: bool = False
+    #: A member leaves the group in the row's scenario (a leave, crash or bounce: KIP-415's
+    #: delay then holds its tasks); True when the scenario's events are not known.
+    departs: bool = True
 
 
 @dataclass(slots=True)
@@ -804,6 +808,7 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
                         x=_x_of(every, param), settings=_settings_of(every),
                         rate=_rate_of(every), down_ms=bounce_down_ms(every[0]),
                         spacing_ms=bounce_spacing_ms(every[0]),
+                        departs=scenario_departs(every[0]),
                         dropped=dropped.get(key, 0), left_out=left_out.get(key, {}),
                         late=bool(SLOW_VARIANT.match(str(key[0]))) or any(
                             "pause_every_ms" in str(r.get("work") or "") for r in every))
@@ -912,7 +917,7 @@ def mark_by_design(verdicts: Sequence[GridVerdict]) -> None:
                 sign = 1 if mv.metric.lower_is_better else -1
                 runner = min(mv.beaten, key=lambda p: (sign * mv.cells[p].median, p))
                 if _by_design(row.settings or g.settings, mv.metric, runner,
-                              mv.cells[runner].median, row.down_ms):
+                              mv.cells[runner].median, row.down_ms, row.departs):
                     delay = (row.settings or g.settings).get(runner, {}).get(DELAY_SETTING)
                     mv.limit = (f"is won against {runner}'s configured {DELAY_SETTING} "
                                 f"({int(delay or 0) / 1000:g} s), by design")
@@ -934,6 +939,33 @@ def bounce_spacing_ms(run: Mapping[str, Any]) -> int | None:
     """A rolling bounce's spacing in a run's scenario (the longest ``interval_ms`` of its
     bounce events); None without one."""
     return _bounce_param(run, "interval_ms")
+
+
+#: Events by which a member leaves its group (for a while or for good).
+DEPARTURES = frozenset({"leave", "crash", "bounce", "rolling-bounce", "scale-in"})
+
+
+def scenario_departs(run: Mapping[str, Any]) -> bool:
+    """Whether a member leaves the group in a run's scenario (inline definition, else the
+    built-in scenario); True when its events cannot be read (the caller's caveat stays)."""
+    raw = run.get("scenario_def")
+    if raw:
+        try:
+            table = json.loads(str(raw))
+        except ValueError:
+            return True
+        events = list(table.get("events") or []) if isinstance(table, dict) else []
+        return not events or any(isinstance(e, dict) and e.get("kind") in DEPARTURES
+                                 for e in events)
+    from groupcoord.sim.scenario import BUILTINS, ScenarioError, load_scenario
+
+    name = str(run.get("scenario") or "")
+    if name not in BUILTINS:
+        return True
+    try:
+        return any(e.kind in DEPARTURES for e in load_scenario(name, 0).events)
+    except (ScenarioError, ValueError):
+        return True
 
 
 def _bounce_param(run: Mapping[str, Any], key: str) -> int | None:
@@ -1530,7 +1562,7 @@ def _settings_of(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]
         except ValueError:
             continue
         if isinstance(d, dict):
-            out[p] = d
+            out[p] = settings_read(p, d)  # what the protocol reads (no delay under eager)
     return out
 
 
@@ -1772,7 +1804,8 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
         # the lag restated in the group's production: the note may hold it, before the
         # mark's limit
         movable.append((rated, "", f"{short_label(m, g.excess)} restated{rated}"))
-    text += _by_design(row.settings or g.settings, m, worse, w.median, row.down_ms)
+    text += _by_design(row.settings or g.settings, m, worse, w.median, row.down_ms,
+                       row.departs)
     if mv.depends in DEPENDS_ON_TIMING.values():
         text += (f" The mark depends on {mv.depends}: the protocol at another timing of it "
                  "(a column of this row) is not marked the same way.")
@@ -1889,16 +1922,20 @@ DELAY_WIN = "\x00delay"
 
 
 def _by_design(settings: Mapping[str, Mapping[str, Any]], m: Metric, worse: str,
-               value: float, down_ms: int | None = None) -> str:
+               value: float, down_ms: int | None = None, departs: bool = True) -> str:
     """What the reader must know when an incremental cooperative Connect protocol is the
     slower one to balance (or has the more task downtime) and took at least its delay (the
     row's own setting: the grid may sweep it): KIP-415 waits, by design. Time until balanced
     after the last event of a bounce (``down_ms``: how long the worker was away) counts from
     the worker's return, while the delay runs from its departure: what is left of the delay
     then is the delay less the absence (round 11: worker-bounce-d30s's 23-24 s is the rest of
-    the 30 s delay, unlabelled while the 300 s rows carried the label)."""
+    the 30 s delay, unlabelled while the 300 s rows carried the label). Only where the delay
+    is used: a protocol that reads it (not eager Connect, with or without a timing variant)
+    in a scenario where a worker departs (``departs``); a worker that only joins leaves no
+    task waiting on it, whatever the setting says."""
     if (m.column not in ("time_to_balance_ms", BALANCE_AFTER_LAST, "task_downtime_task_s")
-            or family(worse) not in _CONNECT_FAMILIES or worse.endswith(":eager")):
+            or family(worse) not in _CONNECT_FAMILIES
+            or base_protocol(worse).endswith(":eager") or not departs):
         return ""
     delay = settings.get(worse, {}).get(DELAY_SETTING)
     if m.column == "task_downtime_task_s":
@@ -2430,7 +2467,7 @@ def _scored(g: GridVerdict, rows: Sequence[VerdictRow]
             sign = 1 if mv.metric.lower_is_better else -1
             runner_up = min(mv.beaten, key=lambda p: (sign * mv.cells[p].median, p))
             if _by_design(row.settings or g.settings, mv.metric, runner_up,
-                          mv.cells[runner_up].median, row.down_ms):
+                          mv.cells[runner_up].median, row.down_ms, row.departs):
                 # the other protocol's number is a configured delay (KIP-415's
                 # scheduled.rebalance.max.delay.ms): not a headline of a protocol's merit
                 continue

@@ -119,6 +119,25 @@ def with_field_settings(sc: Scenario, protocol: str, keep: Collection[str] = ())
     return with_delay_timings(replace(sc, **changes)) if changes else sc
 
 
+#: KIP-415's delay: only an incremental cooperative Connect worker reads it (it holds a departed
+#: worker's tasks that long); an eager one revokes everything at each rebalance and has none.
+DELAY_SETTING = "scheduled.rebalance.max.delay.ms"
+
+
+def reads_setting(protocol: str, key: str) -> bool:
+    """Whether a protocol's members read ``key``: every setting a run records is read, except
+    KIP-415's ``scheduled.rebalance.max.delay.ms`` under an eager Connect protocol (with or
+    without a timing variant: ``classic-connect:eager@hb1s``)."""
+    base = base_protocol(protocol)
+    return not (key == DELAY_SETTING and family(base) == "connect" and base.endswith(":eager"))
+
+
+def settings_read(protocol: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` less what ``protocol`` does not read (:func:`reads_setting`): runs recorded
+    before eager Connect stopped listing KIP-415's delay are read the same way."""
+    return {k: v for k, v in settings.items() if reads_setting(protocol, k)}
+
+
 def effective_settings(sc: Scenario, protocol: str) -> dict[str, int]:
     """The settings a run of ``sc`` under ``protocol`` uses, under Kafka's config names."""
     wl = sc.workload
@@ -167,7 +186,7 @@ def effective_settings(sc: Scenario, protocol: str) -> dict[str, int]:
         if sc.heartbeat_spread_ms:  # the model's spread of heartbeat phases (no client config)
             out["heartbeat.spread.ms"] = sc.heartbeat_spread_ms
     out["request.timeout.ms"] = sc.request_timeout_ms
-    return dict(sorted(out.items()))
+    return dict(sorted(settings_read(protocol, out).items()))
 
 
 __all__ = ["FIELD_SETTINGS", "TIMING_KEYS", "base_protocol", "effective_settings", "family",

@@ -1,0 +1,151 @@
+"""The page's answers to the sixteenth outside review (docs/lab.md): KIP-415's delay is a
+caveat only where a protocol reads it and a worker departs; the settings list names what each
+protocol reads."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from groupcoord.lab.limits import settings_table
+from groupcoord.lab.runs import run_one
+from groupcoord.lab.spec import expand, load_spec, restrict
+from groupcoord.lab.verdict import DELAY_SETTING, grid_verdicts
+
+EAGER, SESSIONED = "classic-connect:eager@hb1s", "classic-connect:sessioned@hb1s"
+#: what the paper render's eager Connect runs recorded before eager stopped listing the delay
+RECORDED = {"heartbeat.interval.ms": 1000, "offset.flush.interval.ms": 5000,
+            "rebalance.timeout.ms": 60000, "request.timeout.ms": 5000,
+            DELAY_SETTING: 300000, "session.timeout.ms": 10000, "start.stop.threads": 8}
+
+
+@pytest.fixture(scope="module")
+def worker_joins() -> list[dict[str, Any]]:
+    """kip415-task-times-hb1s' kip415-worker-joins cell at 5 s task stop and start, 12
+    workers, its first 5 seeds, simulated."""
+    spec = restrict(load_spec("paper"), scenarios=["kip415-worker-joins"], sizes=[12],
+                    protocols=[EAGER, SESSIONED], workloads=["16x8c-task5s"])
+    rows = []
+    for r in expand(spec):
+        if r.replicate < 5:
+            row = run_one(replace(r, events=False))
+            assert row["ok"], row["violation_row"]
+            rows.append(row)
+    assert len(rows) == 10
+    return rows
+
+
+def test_a_worker_join_is_no_win_over_a_delay_eager_does_not_read(
+        worker_joins: list[dict[str, Any]]) -> None:
+    # the runs as the paper render recorded them: eager's settings carry the delay
+    recorded = [{**r, "settings_json": json.dumps(RECORDED)} if r["protocol"] == EAGER else r
+                for r in worker_joins]
+    grid = {"name": "kip415-task-times-hb1s", "protocols": [EAGER, SESSIONED],
+            "scenarios": ["kip415-worker-joins"], "workloads": ["16x8c-task5s"],
+            "metrics": ["task_downtime_task_s", "time_to_balance_ms", "task_restarts"],
+            "seeds": 5}
+    for runs in (worker_joins, recorded):
+        (g,) = grid_verdicts({"spec": "paper", "grids": [grid]}, runs)
+        (row,) = g.rows
+        assert not row.departs
+        mv = next(mv for mv in row.metrics if mv.metric.column == "task_downtime_task_s")
+        # sessioned's downtime is a fifth of eager's (no task waits 300 s on any seed)
+        assert tuple(mv.best) == (SESSIONED,) and mv.verdict == "best"
+        assert mv.cells[EAGER].median > 5 * mv.cells[SESSIONED].median
+        assert mv.cells[EAGER].median > 0.9 * 300
+        assert all(not m.limit.startswith("is won") for m in row.metrics), mv.limit
+        assert DELAY_SETTING not in g.settings.get(EAGER, {})
+
+
+def test_the_settings_list_names_the_delay_only_under_protocols_that_read_it(
+        worker_joins: list[dict[str, Any]]) -> None:
+    # what a run records: the delay under sessioned, none under eager
+    assert {r["protocol"]: DELAY_SETTING in json.loads(r["settings_json"])
+            for r in worker_joins} == {EAGER: False, SESSIONED: True}
+    recorded = [{**r, "settings_json": json.dumps(RECORDED)} for r in worker_joins]
+    cols, rows = settings_table(recorded)
+    delay = dict(rows)[DELAY_SETTING]
+    by_col = {p: v for ps, v in zip(cols, delay, strict=True) for p in ps}
+    assert by_col[EAGER] == "" and by_col[SESSIONED] == "300,000"
+
+
+def test_the_settings_list_flags_auto_offset_reset_and_growth_rows_say_what_latest_does(
+        ) -> None:
+    from groupcoord.lab.limits import settings_notes
+    from groupcoord.lab.mechanism import growth_text
+
+    growth = {"growth": [{"topic": "foo", "partitions": [250, 500],
+                          "records_per_s_partition": [1.6, 0.8],
+                          "records_per_s_topic": [400, 400]}]}
+    polls = json.dumps({"heartbeat.interval.ms": 3000, "max.poll.records": 500})
+    runs = [{"protocol": "classic:eager", "scenario": "grow-by-900", "workload": "light",
+             "settings_json": polls, **growth},
+            {"protocol": "consumer:uniform", "scenario": "scale-out", "workload": "4x250",
+             "settings_json": polls},
+            # an idle member never fetches: nothing to reset
+            {"protocol": "classic:cooperative", "scenario": "bounce", "workload": "idle",
+             "settings_json": json.dumps({"heartbeat.interval.ms": 3000})}]
+    cols, rows = settings_table(runs)
+    reset = {p: v for ps, v in zip(cols, dict(rows)["auto.offset.reset"], strict=True)
+             for p in ps}
+    assert reset == {"classic:eager": "earliest", "consumer:uniform": "earliest",
+                     "classic:cooperative": ""}
+    (off,) = [t for t in settings_notes(runs) if t.startswith("Not Kafka's defaults")]
+    assert ("auto.offset.reset earliest (Kafka's default: latest for a consumer; with latest, "
+            "the records written to a new partition before its first fetch would be skipped, "
+            "not counted as lag: the growth rows (grow-by-900) count them)") in off
+    assert ("auto.offset.reset earliest; with Kafka's default latest, the records written to "
+            "it before its first fetch would be skipped, not counted as lag") in growth_text(
+                growth)
+
+
+def test_a_charts_conditions_go_under_it_and_its_legend_covers_no_panel(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from groupcoord.lab.report import plot_grid, protocol_styles
+
+    protocols = ["classic:eager", "classic:eager-roundrobin", "classic:cooperative",
+                 "consumer:uniform", "consumer:uniform@hb3s"]
+    grid = {"name": "crossover-10ms", "protocols": protocols, "scenarios": ["scale-out"],
+            "metrics": ["lag_record_s", "lag_peak"], "seeds": 5}
+    base = {p: 0.2 if "eager" in p else 200.0 + 50 * k for k, p in enumerate(protocols)}
+    runs = [{"protocol": p, "scenario": "scale-out", "size": n, "members": n,
+             "workload": "1x32", "fault_rate": 0.0, "seed": s, "ok": True, "caught_up": True,
+             "noop_events": 0, "settings_json": "{}", "lag_record_s": base[p] * n / 8 + s,
+             "lag_peak": base[p] / 2 + s} for p in protocols for n in (8, 16, 32)
+            for s in range(5)]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [grid]}, runs)
+    saved: list[Figure] = []
+    real = Figure.savefig
+
+    def keep(self: Figure, *a: Any, **k: Any) -> None:
+        saved.append(self)
+        real(self, *a, **k)
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    # conditions as long as sentence 9's: a paragraph
+    caption = "eager's marks rest on the model's aligned classic heartbeats; " * 12
+    plot_grid(g, g.rows, "crossover-10ms: scale-out", tmp_path / "c.png",
+              protocol_styles(protocols), caption=caption)
+    (fig,) = saved
+    assert fig.get_suptitle().startswith("crossover-10ms: scale-out")
+    assert "aligned classic heartbeats" not in fig.get_suptitle()
+    # the PNG still carries them, under the panels with the legend
+    (legend,) = fig.legends
+    said = legend.get_title().get_text().replace("\n", " ")
+    assert "Conditions: eager's marks rest on the model's aligned classic heartbeats" in said
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()  # as saved: the layout placed every panel, the title and the legend
+    renderer = canvas.get_renderer()
+    box = legend.get_window_extent(renderer)
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(panels) == 2
+    for ax in panels:
+        frame = ax.get_window_extent(renderer)
+        assert frame.height > 100  # not collapsed under the text
+        assert not frame.overlaps(box), (frame, box)
