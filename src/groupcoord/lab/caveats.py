@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -168,13 +168,14 @@ def restore_rows(c: Claim, verdicts: Sequence[GridVerdict],
     return out
 
 
-def assignor_cause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
-    """Rows of the sentence where eager with one assignor ties the winners and only eager
-    with another loses: the loser's assignor is the cause."""
+def _assignor_rows(c: Claim, verdicts: Sequence[GridVerdict]) -> Iterator[
+        tuple[GridVerdict, Any, Any, list[str]]]:
+    """The rows of the sentence's scenario and size where, in its metric, only eager
+    protocols lose and an eager protocol is among the winners: (grid, row, metric verdict,
+    the winning eager protocols)."""
     g = next((v for v in verdicts if v.name == c.grid), None)
     if g is None:
-        return ""
-    out = []
+        return
     for row in g.rows:
         if row.scenario != c.scenario or row.size != c.size:
             continue
@@ -182,14 +183,21 @@ def assignor_cause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
             if mv.metric.column != c.metric or mv.verdict not in ("best", "tied"):
                 continue
             eager_best = [p for p in mv.best if _eager(p)]
-            if not eager_best or not mv.beaten or not all(_eager(p) for p in mv.beaten):
-                continue
-            st = row.settings or g.settings
-            lose = ", ".join(full_name(p, st.get(p)) for p in mv.beaten)
-            win = ", ".join(full_name(p, st.get(p)) for p in eager_best)
-            out.append(f"{row.workload}: only {lose} loses while {win} ties the winners: "
-                       f"the {_assignor(mv.beaten[0])} assignor, not the eager protocol, is "
-                       "the cause")
+            if eager_best and mv.beaten and all(_eager(p) for p in mv.beaten):
+                yield g, row, mv, eager_best
+
+
+def assignor_cause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
+    """Rows of the sentence where eager with one assignor ties the winners and only eager
+    with another loses: the loser's assignor is the cause."""
+    out = []
+    for g, row, mv, eager_best in _assignor_rows(c, verdicts):
+        st = row.settings or g.settings
+        lose = ", ".join(full_name(p, st.get(p)) for p in mv.beaten)
+        win = ", ".join(full_name(p, st.get(p)) for p in eager_best)
+        out.append(f"{row.workload}: only {lose} loses while {win} ties the winners: "
+                   f"the {_assignor(mv.beaten[0])} assignor, not the eager protocol, is "
+                   "the cause")
     return "; ".join(out)
 
 
@@ -198,22 +206,11 @@ def assignor_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
     "☆ classic:cooperative ... best" the page's caveat attributes to the range assignor read
     as a protocol's win): ``Eager with range loses and eager with roundrobin ties the
     winners (1x32-p10ms-40pct): the assignor, not the protocol.`` "" where no row says so."""
-    g = next((v for v in verdicts if v.name == c.grid), None)
-    if g is None:
-        return ""
     found: dict[tuple[str, str], list[str]] = {}
-    for row in g.rows:
-        if row.scenario != c.scenario or row.size != c.size:
-            continue
-        for mv in row.metrics:
-            if mv.metric.column != c.metric or mv.verdict not in ("best", "tied"):
-                continue
-            eager_best = [p for p in mv.best if _eager(p)]
-            if not eager_best or not mv.beaten or not all(_eager(p) for p in mv.beaten):
-                continue
-            key = (" and ".join(sorted({_assignor(p) for p in mv.beaten})),
-                   " and ".join(sorted({_assignor(p) for p in eager_best})))
-            found.setdefault(key, []).append(row.workload)
+    for _g, row, mv, eager_best in _assignor_rows(c, verdicts):
+        key = (" and ".join(sorted({_assignor(p) for p in mv.beaten})),
+               " and ".join(sorted({_assignor(p) for p in eager_best})))
+        found.setdefault(key, []).append(row.workload)
     return "".join(f" Eager with {lose} loses, with {win} ties ({', '.join(ws)}): the "
                    "assignor, not the protocol."
                    for (lose, win), ws in found.items())
