@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from groupcoord.sim.runner import build_simulation
@@ -119,6 +119,10 @@ def _life(seed: int, samples: int) -> dict[str, float]:
 
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 10_000))
+# seed 170: a member whose partitions became fetchable at the very instant it looked
+# (fetch latency 50 ms, production from 0) waited a fixed 1 ms and polled 0.4 records
+# unless a sample had made it look again at 51 ms (the wait in _wait)
+@example(seed=170)
 def test_the_run_integral_across_a_rate_change_does_not_depend_on_sampling(seed: int) -> None:
     plain, sampled = _life(seed, 0), _life(seed, 200)
     for k in ("records_processed", "lag_record_s", "stall_ms"):

@@ -932,10 +932,14 @@ class Processor:
                     self._arm_poison()
                 self.model.changed()
                 return False
-            t0 += _wait(self, t0, total)  # overloaded: the next record
-            if t0 >= t:
-                return False
-            backlog, total, rate = _backlog(self, t0)
+            # overloaded: the next whole record, looked for again after each resource's
+            # records become fetchable (a batch of a fraction of a record is not a poll
+            # the application sees, and where it began depended on when it was asked)
+            while total < 1.0 - 1e-9:
+                t0 += _wait(self, t0, total)
+                if t0 >= t:
+                    return False
+                backlog, total, rate = _backlog(self, t0)
         self._start_batch(t0, backlog, total, schedule=False)
         return True
 
@@ -1703,7 +1707,7 @@ def _wait(p: Processor, t: float, total: float) -> float:
     for r in p._ares:
         if r.rate <= 0:
             continue
-        if fetched > r.t0:
+        if fetched >= r.t0:  # (fetchable from this instant: it flows now, no wait of 0)
             if r.rate * (fetched - r.t0) < r.cap:  # (``retry``: not standing at poison)
                 flowing += r.rate
         else:
