@@ -924,22 +924,17 @@ class Processor:
         """The next batch at the poll() at ``t0`` when it starts before ``t`` (False: none:
         the member caught up and keeps up from ``t0``, or waits for a record beyond ``t``)."""
         backlog, total, rate = _backlog(self, t0)
-        if total < 1.0:
-            if rate <= 0 or rate * self.model.record_ms < 1.0:
-                self.lazy = False
-                self.stream, self.stream_lag = True, None  # caught up: it keeps up from t0 on
-                if self.model.poison_field:
-                    self._arm_poison()
-                self.model.changed()
+        if total < 1.0 and (rate <= 0 or rate * self.model.record_ms < 1.0):
+            self.lazy, self.stream, self.stream_lag = False, True, None  # keeps up from t0
+            if self.model.poison_field:
+                self._arm_poison()
+            self.model.changed()
+            return False
+        while total < 1.0 - 1e-9:  # overloaded: the next whole record (see _wait)
+            t0 += _wait(self, t0, total)
+            if t0 >= t:
                 return False
-            # overloaded: the next whole record, looked for again after each resource's
-            # records become fetchable (a batch of a fraction of a record is not a poll
-            # the application sees, and where it began depended on when it was asked)
-            while total < 1.0 - 1e-9:
-                t0 += _wait(self, t0, total)
-                if t0 >= t:
-                    return False
-                backlog, total, rate = _backlog(self, t0)
+            backlog, total, rate = _backlog(self, t0)
         self._start_batch(t0, backlog, total, schedule=False)
         return True
 
@@ -1700,7 +1695,9 @@ def _wait(p: Processor, t: float, total: float) -> float:
     first record is not fetchable yet starts to count ``fetch_latency_ms`` after its
     production started (then the caller looks again). Never more than needed, so no
     record waits; never a step smaller than the time to the next such change, so a member
-    that has just been given partitions does not spin."""
+    that has just been given partitions does not spin. The caller asks again after each
+    such wait until a whole record can be polled: a batch of a fraction of a record is not a
+    poll the application sees, and where it began depended on when the member was asked."""
     fetched = t - p.model.fetch_latency_ms
     flowing = 0.0
     wait = math.inf
