@@ -104,6 +104,9 @@ def test_a_sentence_gets_its_pairs_ratio_in_its_scenario_or_one_of_the_same_kind
            "4.1x simulated" in text
     assert "the ratio 2.1x off (more than 2x)" in text
     assert "consumer:uniform" in text  # the other winner's ratio too
+    # at 6 members the model puts KIP-848's lag above cooperative's: the clause says so
+    assert ("lag classic:cooperative/consumer:uniform 0.8x simulated (464.9 / 603.8)" in text
+            and "there the model itself does not put the sentence's loser higher" in text)
     # another scenario of the same kind (a rolling bounce: a bounce of every member)
     kind = disturbance_kind(["rolling-bounce"])
     assert kind == ("bounce", "many") == row_kind({"disturbance": "bounce x6"})
@@ -117,6 +120,7 @@ def test_a_sentence_gets_its_pairs_ratio_in_its_scenario_or_one_of_the_same_kind
     grow = pair_ratio_clause(cal, "grow-by-900", ["consumer:uniform"], "classic:eager",
                              "convergence_ms")
     assert "time to converge classic:eager/consumer:uniform" in grow
+    assert "records a cause for a miss" in grow  # the rows' why
 
 
 def test_the_ratio_is_part_of_the_sentence() -> None:

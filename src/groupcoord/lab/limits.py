@@ -706,6 +706,8 @@ class ProtocolRatio:
     den_sim: float
     num_wire: float
     den_wire: float
+    #: a row of the two records a cause for a miss (its ``why``)
+    noted: bool = False
 
     @property
     def sim(self) -> float:
@@ -746,7 +748,7 @@ class ProtocolRatio:
             return self
         return ProtocolRatio(self.client, self.scenario, self.window, self.members,
                              self.disturbance, self.den, self.num, self.metric, self.den_sim,
-                             self.num_sim, self.den_wire, self.num_wire)
+                             self.num_sim, self.den_wire, self.num_wire, self.noted)
 
     @property
     def where(self) -> str:
@@ -797,7 +799,8 @@ def protocol_ratios(cal: Mapping[str, Any] | None) -> list[ProtocolRatio]:
                     x = ProtocolRatio(
                         client, scenario, window, int(members) if members else None,
                         str(num.get("disturbance") or ""), str(num.get("protocol")),
-                        str(den.get("protocol")), metric, a[0], b[0], a[1], b[1])
+                        str(den.get("protocol")), metric, a[0], b[0], a[1], b[1],
+                        bool(num.get("why") or den.get("why")))
                     # the model's higher over its lower (cooperative/eager 4.2x, not 0.24x)
                     out.append(x if x.sim >= 1 else x.oriented(x.den))
     return out
@@ -911,7 +914,15 @@ def pair_ratio_clause(cal: Mapping[str, Any] | None, scenario: str, best: Sequen
         return ""
     parts = []
     for x in same:
-        parts.append(f"{x.where}: {ratio_text(x.oriented(worse))}")
+        o = x.oriented(worse)
+        text = f"{o.where}: {ratio_text(o)}"
+        if o._side(o.sim) != 1:  # the model there does not put the loser higher itself
+            text += (" (there the model itself does not put the sentence's loser higher: "
+                     "another cell than the sentence's)")
+        if o.noted:
+            text += (" (a row of the two records a cause for a miss: 'What the model leaves "
+                     "out')")
+        parts.append(text)
     where = "" if same[0].scenario == scenario else ", a scenario of the same kind"
     return (f"the calibration's ratio of this pair (the loser's value over the winner's, "
             f"simulated against measured{where}): " + "; ".join(parts))
