@@ -20,6 +20,7 @@ import json
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -492,6 +493,7 @@ def calibration_items(cal: Mapping[str, Any] | None, gaps: Sequence[float] | Non
                 text += (f"; measured again under a changed condition ({'; '.join(again)}) "
                          "it came within 2x, which is another condition: this miss stands")
         items.append(text + ".")
+    items += ratios_items(cal)
     items += [t for c in _NEWLY_CHECKED if (t := metric_check_text(rows, c))]
     gaps_text = _not_covered([*rows, *_share_rows(runs), *_connect_rows(runs)], setup, runs)
     if gaps_text:
@@ -674,6 +676,256 @@ def calibration_for(scenario: str, protocol: str, members: int | None = None,
     return "; ".join([*([connect] if connect else []),
                       *(calibration_row_text(r, list(cal.get("checked") or []), setup)
                         for r in rows)])
+
+
+# --------------------------------------------------------------- ratios between protocols
+
+
+#: A ratio between two protocols within this factor of 1 orders neither first (a 10 % gap
+#: between two medians of 2-3 wire runs is not a ranking the check can confirm or deny).
+RATIO_EVEN = 1.25
+
+
+@dataclass(frozen=True, slots=True)
+class ProtocolRatio:
+    """One protocol's metric over another's in the same calibration scenario, client and
+    window, simulated and measured: what a ranking between the two rests on (a row each
+    within 2x can still carry a ratio off by more)."""
+
+    client: str
+    scenario: str
+    #: the scenario's window (crash-then-join's ``crash`` or ``scale-out``), "" for the whole
+    window: str
+    members: int | None
+    #: the rows' disturbance (``bounce x6``)
+    disturbance: str
+    num: str
+    den: str
+    metric: str
+    num_sim: float
+    den_sim: float
+    num_wire: float
+    den_wire: float
+    #: a row of the two records a cause for a miss (its ``why``)
+    noted: bool = False
+
+    @property
+    def sim(self) -> float:
+        return self.num_sim / self.den_sim
+
+    @property
+    def wire(self) -> float:
+        return self.num_wire / self.den_wire
+
+    @property
+    def off(self) -> float:
+        """How far the simulated ratio is from the measured one: the larger over the smaller."""
+        return max(self.sim, self.wire) / min(self.sim, self.wire)
+
+    @staticmethod
+    def _side(v: float) -> int:
+        return 1 if v > RATIO_EVEN else -1 if v < 1 / RATIO_EVEN else 0
+
+    @property
+    def direction(self) -> str:
+        """``same``: the wire orders the two protocols as the model does; ``even``: both
+        sides within :data:`RATIO_EVEN` of 1; ``reversed``: the other way round; ``wire even`` /
+        ``model even``: one side within :data:`RATIO_EVEN` of 1, the other not."""
+        s, w = self._side(self.sim), self._side(self.wire)
+        if s == w:
+            return "same" if s else "even"
+        if s and w:
+            return "reversed"
+        return "wire even" if s else "model even"
+
+    @property
+    def same_direction(self) -> bool:
+        return self.direction == "same"
+
+    def oriented(self, num: str) -> ProtocolRatio:
+        """The same ratio with ``num`` over the other protocol."""
+        if num == self.num:
+            return self
+        return ProtocolRatio(self.client, self.scenario, self.window, self.members,
+                             self.disturbance, self.den, self.num, self.metric, self.den_sim,
+                             self.num_sim, self.den_wire, self.num_wire, self.noted)
+
+    @property
+    def where(self) -> str:
+        w = self.scenario + (f" ({self.window} window)" if self.window else "")
+        w += f" at {self.members} members" if self.members else ""
+        return w + (f", {self.client}" if self.client else "")
+
+
+def _ratio_values(r: Mapping[str, Any], metric: str) -> tuple[float, float] | None:
+    v = (r.get("metrics") or {}).get(metric) or {}
+    s, m = v.get("simulated"), v.get("measured")
+    return None if s is None or m is None else (float(s), float(m))
+
+
+def protocol_ratios(cal: Mapping[str, Any] | None) -> list[ProtocolRatio]:
+    """Every ratio between two protocols the calibration's rows allow, from the data: per
+    client, scenario, window and condition with more than one protocol, each pair of its
+    protocols, the one the model puts higher over the other (cooperative/eager), on each
+    metric both rows checked with all four values above 0 and not all four below the
+    metric's floor (a time to converge after the disturbance that is the same as the time to
+    converge is left out, as on the rows)."""
+    if not cal:
+        return []
+    setup = cal.get("setup") or {}
+    checked = list(cal.get("checked") or [])
+    groups: dict[tuple[str, str, str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    for r in cal.get("rows") or []:
+        key = (client_label(r, setup), str(r.get("scenario")), str(r.get("window") or ""),
+               str(r.get("condition") or ""))
+        if all(o.get("protocol") != r.get("protocol") for o in groups[key]):
+            groups[key].append(r)
+    out: list[ProtocolRatio] = []
+    for (client, scenario, window, _cond), rows in groups.items():
+        for i, den in enumerate(rows):
+            for num in rows[i + 1:]:
+                both = [c for c in row_checked(den, checked) if c in row_checked(num, checked)]
+                for metric in both:
+                    a, b = _ratio_values(num, metric), _ratio_values(den, metric)
+                    if a is None or b is None or min(*a, *b) <= 0:
+                        continue
+                    if max(*a, *b) <= (num.get("floors") or _FLOORS).get(metric, 0.0):
+                        continue
+                    if metric == "converge_after_ms" and all(
+                            _ratio_values(x, metric) == _ratio_values(x, "time_to_converge_ms")
+                            for x in (num, den)):
+                        continue
+                    members = num.get("members", setup.get("members"))
+                    x = ProtocolRatio(
+                        client, scenario, window, int(members) if members else None,
+                        str(num.get("disturbance") or ""), str(num.get("protocol")),
+                        str(den.get("protocol")), metric, a[0], b[0], a[1], b[1],
+                        bool(num.get("why") or den.get("why")))
+                    # the model's higher over its lower (cooperative/eager 4.2x, not 0.24x)
+                    out.append(x if x.sim >= 1 else x.oriented(x.den))
+    return out
+
+
+def _x(v: float) -> str:
+    if v >= 10:
+        return f"{v:,.0f}x"
+    return f"{v:.1f}x" if v >= 0.1 else f"{v:.2g}x"
+
+
+def ratio_text(x: ProtocolRatio, unit: bool = False) -> str:
+    """``lag classic:cooperative/classic:eager 4.1x simulated (465 / 112), 1.9x measured
+    (326 / 168): 2.1x off``; a ratio the wire reverses says so."""
+    name, u = _CAL_NAMES.get(x.metric, (x.metric, ""))
+    u = f" {u}" if unit and u else ""
+    text = (f"{name} {x.num}/{x.den} {_x(x.sim)} simulated ({_n(x.num_sim)} / {_n(x.den_sim)}"
+            f"{u}), {_x(x.wire)} measured ({_n(x.num_wire)} / {_n(x.den_wire)}{u})")
+    return text + ": " + direction_text(x)
+
+
+def direction_text(x: ProtocolRatio) -> str:
+    """Whether the wire reproduces the ratio's direction, and how far off the ratio is."""
+    off = f"the ratio {_x(x.off)} off" + (" (more than 2x)" if x.off > 2 else "")
+    return {"same": f"the wire reproduces the direction, {off}",
+            "reversed": f"the wire reverses the direction, {off}",
+            "even": f"both find them within {RATIO_EVEN:g}x of each other, {off}",
+            "wire even": f"the wire finds them within {RATIO_EVEN:g}x of each other, {off}",
+            "model even": f"the model finds them within {RATIO_EVEN:g}x of each other, "
+                          f"{off}"}[x.direction]
+
+
+def ratios_items(cal: Mapping[str, Any] | None) -> list[str]:
+    """The calibration section's ratios between protocols (:func:`protocol_ratios`): how many
+    are off by more than 2x or reversed on the wire, then, per client and scenario, every
+    ratio simulated against measured."""
+    ratios = protocol_ratios(cal)
+    if not ratios:
+        return []
+    by_dir: dict[str, list[ProtocolRatio]] = defaultdict(list)
+    for x in ratios:
+        by_dir[x.direction].append(x)
+    far = [x for x in by_dir["same"] if x.off > 2]
+    scen = {(x.client, x.scenario, x.window) for x in ratios}
+    head = (f"Ratios between protocols, which the rankings rest on (a protocol's metric over "
+            f"another's in the same scenario, client and window, the one the model puts higher "
+            f"first, simulated against measured; generated from the rows above, each within 2x "
+            f"or not; a ratio within {RATIO_EVEN:g}x of 1 orders neither first): "
+            f"{len(ratios)} ratios in {len(scen)} scenario{'s' if len(scen) != 1 else ''}; "
+            f"the wire reproduces the direction of {len(by_dir['same'])} ({len(far)} of them "
+            f"more than 2x off), finds {len(by_dir['even'])} even as the model does, "
+            f"reverses {len(by_dir['reversed'])}, finds "
+            f"{len(by_dir['wire even'])} even where the model orders them and orders "
+            f"{len(by_dir['model even'])} the model finds even. A ranking between two protocols "
+            "is checked against real clients only as far as its ratio is, not by each row "
+            "being within 2x.")
+    items = [head]
+    by: dict[tuple[str, str, str], list[ProtocolRatio]] = defaultdict(list)
+    for x in ratios:
+        by[(x.client, x.scenario, x.window)].append(x)
+    for xs in by.values():
+        items.append(f"Ratios, {xs[0].where}: " + "; ".join(ratio_text(x) for x in xs) + ".")
+    return items
+
+
+#: A sentence's metric as the calibration's rows name it.
+_RATIO_METRIC = {"convergence_ms": "time_to_converge_ms"}
+
+
+def disturbance_kind(kinds: Iterable[str]) -> tuple[str, ...]:
+    """A scenario's kind for the ratios (:func:`pair_ratio_clause`): its disturbances' kinds,
+    each once, in order, with ``many`` after a kind that happens more than once (a rolling
+    bounce is six ``bounce``: ``("bounce", "many")``); ``slow`` (a member's slow phase, no
+    disturbance of the group) left out."""
+    seen: dict[str, int] = {}
+    for k in kinds:
+        if k != "slow":  # a rolling bounce: a bounce of every member
+            b = "bounce" if k == "rolling-bounce" else k
+            seen[b] = seen.get(b, 0) + (2 if k == "rolling-bounce" else 1)
+    return tuple(x for k, n in seen.items() for x in ((k, "many") if n > 1 else (k,)))
+
+
+def row_kind(r: Mapping[str, Any]) -> tuple[str, ...]:
+    """A calibration row's kind (:func:`disturbance_kind`) from its ``disturbance``
+    (``bounce x6``); () when the row does not say one kind."""
+    d = str(r.get("disturbance") or "").split(" x")
+    if len(d) != 2 or not d[1].isdigit():
+        return ()
+    return disturbance_kind([d[0]] * int(d[1]))
+
+
+def pair_ratio_clause(cal: Mapping[str, Any] | None, scenario: str, best: Sequence[str],
+                      worse: str, metric: str, kind: tuple[str, ...] = ()) -> str:
+    """The clause a sentence on ``best`` against ``worse`` on ``metric`` gets from the
+    calibration's ratios between the two (:func:`protocol_ratios`), in the sentence's scenario,
+    else in calibration scenarios of its ``kind`` (:func:`disturbance_kind`): the loser's value
+    over the winner's, simulated against measured, whether the wire reproduces the direction
+    and how far the ratio is off. "" when no ratio covers the pair."""
+    if not cal or not worse:
+        return ""
+    m = _RATIO_METRIC.get(metric, metric)
+    ratios = protocol_ratios(cal)
+    kinds = {(str(r.get("scenario")), str(r.get("window") or "")): row_kind(r)
+             for r in cal.get("rows") or []}
+    mine = [x for x in ratios if x.metric == m and worse in (x.num, x.den)
+            and (x.num if x.den == worse else x.den) in best]
+    same = [x for x in mine if x.scenario == scenario]
+    if not same and kind:
+        same = [x for x in mine if kinds.get((x.scenario, x.window)) == kind]
+    if not same:
+        return ""
+    parts = []
+    for x in same:
+        o = x.oriented(worse)
+        text = f"{o.where}: {ratio_text(o)}"
+        if o._side(o.sim) != 1:  # the model there does not put the loser higher itself
+            text += (" (there the model itself does not put the sentence's loser higher: "
+                     "another cell than the sentence's)")
+        if o.noted:
+            text += (" (a row of the two records a cause for a miss: 'What the model leaves "
+                     "out')")
+        parts.append(text)
+    where = "" if same[0].scenario == scenario else ", a scenario of the same kind"
+    return (f"the calibration's ratio of this pair (the loser's value over the winner's, "
+            f"simulated against measured{where}): " + "; ".join(parts))
 
 
 def _span(values: Sequence[int]) -> str:
@@ -1178,6 +1430,7 @@ __all__ = [
     "CALIBRATION_JAVA_FILE",
     "KAFKA_DEFAULTS",
     "MODEL_KNOBS",
+    "ProtocolRatio",
     "calibration_for",
     "calibration_items",
     "calibration_ratio",
@@ -1189,6 +1442,9 @@ __all__ = [
     "load_calibration",
     "merged_calibration",
     "model_limits",
+    "pair_ratio_clause",
+    "protocol_ratios",
+    "ratios_items",
     "save_calibration",
     "settings_notes",
     "settings_table",

@@ -1746,9 +1746,10 @@ def _build_report(out: Path, rdir: Path) -> Path:
         # (before the sentences: a sentence quotes a split cell as its table shows it)
 
         def page_claims(noted: Collection[str] = ()) -> list[Claim]:
-            return with_client_notes(with_caveats(with_heartbeat_condition(with_conditions(
-                claims(verdicts, family_of=family_key(runs), intro=intro, noted=noted),
-                verdicts, runs), verdicts), verdicts, runs), verdicts)
+            return with_ratio_notes(with_client_notes(with_caveats(with_heartbeat_condition(
+                with_conditions(claims(verdicts, family_of=family_key(runs), intro=intro,
+                                       noted=noted), verdicts, runs), verdicts), verdicts,
+                runs), verdicts), runs)
 
         found = page_claims()
         # a grid whose question a split cell's note answers (it names the grid that swept the
@@ -1914,6 +1915,47 @@ def with_client_notes(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
     out = []
     for c in found:
         note = client_note(c, verdicts, cal).strip().rstrip(".")
+        out.append(replace(c, caveats=(*c.caveats, note)) if note else c)
+    return out
+
+
+def sentence_kind(scenario: str, runs: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """A sentence's scenario's kind (``lab.limits.disturbance_kind``) from the first run of
+    it that can be rebuilt (``lab.runs.build_scenario``); () when none."""
+    from groupcoord.lab.limits import disturbance_kind
+    from groupcoord.lab.runs import build_scenario
+    from groupcoord.lab.spec import RunParams
+
+    for r in runs:
+        if r.get("scenario") != scenario:
+            continue
+        try:
+            sc = build_scenario(RunParams.from_row(r))
+        except Exception as e:  # a table written by another version: no kind
+            log.debug("scenario of %s: %s", scenario, e)
+            continue
+        return disturbance_kind(e.kind for e in sc.events)
+    return ()
+
+
+def with_ratio_notes(found: Sequence[Claim], runs: Sequence[Mapping[str, Any]] = (),
+                     cal: Mapping[str, Any] | None = None) -> list[Claim]:
+    """The sentences with the calibration's ratio of their winner/loser pair appended
+    (``lab.limits.pair_ratio_clause``: in the sentence's scenario, else in calibration
+    scenarios of the same kind, :func:`sentence_kind`): whether the wire reproduces the
+    direction the sentence states and how far the ratio is off. ``cal``: the package's
+    calibration by default."""
+    from groupcoord.lab.limits import load_calibration, pair_ratio_clause
+
+    if cal is None:
+        cal = load_calibration()
+    kinds: dict[str, tuple[str, ...]] = {}
+    out = []
+    for c in found:
+        if c.scenario not in kinds:
+            kinds[c.scenario] = sentence_kind(c.scenario, runs)
+        note = pair_ratio_clause(cal, c.scenario, c.best.split(" and "), c.worse, c.metric,
+                                 kinds[c.scenario])
         out.append(replace(c, caveats=(*c.caveats, note)) if note else c)
     return out
 

@@ -607,8 +607,11 @@ class Application:
         # metadata.max.age.ms since its last refresh, and anything may have refreshed it
         # (start-up, a leader change, a produce error), so where the period falls relative to
         # a topic's growth is uniform: the first refresh comes within one period of the start.
+        # Under metadata_phase "start" (``sim.workload``) the first refresh is at the start: a
+        # client started for the run fetches the topic's metadata at its first poll.
         age = self.workload.metadata_max_age_ms
-        self._started_at[key] = self.sim.now + (self._md_rng.randrange(age) if age > 0 else 0)
+        drawn = age > 0 and self.workload.metadata_phase == "drawn"
+        self._started_at[key] = self.sim.now + (self._md_rng.randrange(age) if drawn else 0)
         self._seen[key] = {t.topic_id: t.num_partitions for t in self.sim.image.by_name.values()}
 
     def classic_view(self, p: Proc) -> list[TopicMetadata]:

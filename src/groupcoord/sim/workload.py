@@ -78,6 +78,16 @@ workload's rate, new ones too (a workload whose producers scale with the partiti
 calibration's wire producer, ``lab.wire``, does that), so the topic's input grows with its
 partition count.
 
+**A classic member's metadata refresh** (``metadata_phase``): a classic member sees a topic's
+new partitions at its next refresh, every ``metadata.max.age.ms``. The default, ``drawn``, puts
+the first refresh of each incarnation at a phase drawn uniformly within the period (anything
+may have refreshed a long-running client's metadata: a leader change, a produce error), so
+where the period falls relative to a growth is uniform. ``start``: the first refresh at the
+incarnation's start, as a client started for the run does (its first poll fetches the
+topic's metadata, and nothing else refreshes it in a quiet run); the calibration's simulated
+side runs it (``lab.calibrate``), so that a paired seed and wire repeat meet the growth at the
+same point of the period.
+
 **Poison records** (``poison_rate``): records whose processing always fails, the same records
 in every protocol of a run (:func:`is_poison`: a digest of the seed, the topic partition and the
 offset; the share groups of ``sim.share`` take theirs from it, and archive them at the delivery
@@ -270,6 +280,10 @@ class Workload:
     #: ``topic``, the topic keeps its rate, spread over every partition; ``partition``, every
     #: partition keeps the per-partition rate (the topic's input grows with its count).
     growth_rate: str = "topic"
+    #: Where a classic incarnation's metadata refreshes fall (the module docstring, "A
+    #: classic member's metadata refresh"): ``drawn`` uniformly within the period, or from its
+    #: ``start``.
+    metadata_phase: str = "drawn"
     #: From a process's start to its first request to the coordinator (a JVM starting, a
     #: Connect worker reading its config topic), drawn per process uniformly within half to
     #: one and a half times this: 0, the process is up at once.
@@ -316,6 +330,8 @@ class Workload:
             out += f", pauses {self.pause_ms.describe()} ms every {self.pause_every_ms:g} ms"
         if self.growth_rate != "topic":
             out += f", growth keeps the rate a {self.growth_rate}"
+        if self.metadata_phase != "drawn":
+            out += f", metadata refreshes from the member's {self.metadata_phase}"
         return out
 
     def stop_ms(self, items: int) -> int:
@@ -337,7 +353,8 @@ class Workload:
             if f.name == "idle" or v is None or (f.name.startswith("poison_")
                                                  and v == f.default):
                 continue
-            if f.name in ("start_stop_threads", "growth_rate") and v == f.default:
+            if f.name in ("start_stop_threads", "growth_rate", "metadata_phase") \
+                    and v == f.default:
                 continue  # (the default: the table as before the option)
             if f.name.startswith("pause_") and self.pause_every_ms <= 0:
                 continue  # (no pauses: the table as before the option)
@@ -370,6 +387,8 @@ _DISTS = ("fixed", "exponential", "uniform", "lognormal")
 POISON_POLICIES = ("dead-letter", "retry")
 #: What production does when a topic grows (the module docstring, "A topic's growth").
 GROWTH_RATES = ("topic", "partition")
+#: Where a classic member's metadata refreshes fall (the module docstring).
+METADATA_PHASES = ("drawn", "start")
 
 
 def _number(where: str, v: Any) -> float:
@@ -452,6 +471,11 @@ def parse_workload(where: str, raw: Any, base: Workload = DEFAULT_WORKLOAD) -> W
         elif key == "growth_rate":
             if v not in GROWTH_RATES:
                 raise WorkloadError(f"{at}: expected one of {', '.join(GROWTH_RATES)}, "
+                                    f"got {v!r}")
+            changes[key] = v
+        elif key == "metadata_phase":
+            if v not in METADATA_PHASES:
+                raise WorkloadError(f"{at}: expected one of {', '.join(METADATA_PHASES)}, "
                                     f"got {v!r}")
             changes[key] = v
     return replace(base, **changes)
