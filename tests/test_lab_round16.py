@@ -149,3 +149,68 @@ def test_a_charts_conditions_go_under_it_and_its_legend_covers_no_panel(
         frame = ax.get_window_extent(renderer)
         assert frame.height > 100  # not collapsed under the text
         assert not frame.overlaps(box), (frame, box)
+
+
+COOP, UNIFORM, RANGE, CLASSIC_EAGER = ("classic:cooperative", "consumer:uniform",
+                                       "consumer:range", "classic:eager")
+CONSUMERS = [CLASSIC_EAGER, COOP, UNIFORM, RANGE]
+
+
+@pytest.fixture(scope="module")
+def down20s() -> list[dict[str, Any]]:
+    """bounce-downtime's rolling-bounce-down20s cell (10 members, field-costs), both seed
+    sets (10 and 10 fresh), simulated."""
+    spec = restrict(load_spec("paper"), scenarios=["rolling-bounce-down20s"], sizes=[10],
+                    protocols=CONSUMERS, workloads=["field-costs"])
+    rows = []
+    for r in expand(spec):
+        if r.replicate < 20:
+            row = run_one(replace(r, events=False))
+            assert row["ok"], row["violation_row"]
+            rows.append(row)
+    assert len(rows) == 4 * 20
+    return rows
+
+
+def _moved_host() -> list[dict[str, Any]]:
+    """A partition-added sentence on partitions moved (cooperative and KIP-848 0 against
+    eager's 246), as the paper render's consumers grid found it."""
+    moved = {CLASSIC_EAGER: 246.0, COOP: 0.0, UNIFORM: 0.0, RANGE: 0.0}
+    lag = {CLASSIC_EAGER: 3.89e6, COOP: 3.85e6, UNIFORM: 821.0, RANGE: 797.0}
+    return [{"protocol": p, "scenario": "partition-added", "size": 100, "members": 100,
+             "workload": "4x250", "fault_rate": 0.0, "seed": s, "ok": True,
+             "caught_up": True, "noop_events": 0, "settings_json": "{}",
+             "resources_moved": moved[p] + (s if p == CLASSIC_EAGER else 0),
+             "lag_record_s": lag[p] * (1 + s / 100)} for p in CONSUMERS for s in range(5)]
+
+
+def test_a_likewise_whose_winners_pay_more_lag_than_the_runner_up_is_not_said(
+        down20s: list[dict[str, Any]]) -> None:
+    from groupcoord.lab.verdict import claims, lag_disagrees
+
+    consumers = {"name": "consumers", "protocols": CONSUMERS, "scenarios": ["partition-added"],
+                 "workloads": ["4x250"], "metrics": ["resources_moved", "lag_record_s"],
+                 "seeds": 5,
+                 "question": "What does a member change cost the consumers' applications?"}
+    downtime = {"name": "bounce-downtime", "protocols": CONSUMERS,
+                "scenarios": ["rolling-bounce-down20s"], "workloads": ["field-costs"],
+                "metrics": ["lag_record_s", "resources_moved", "stall_ms"], "seeds": 10,
+                "confirm_seeds": 10,
+                "question": "Do the bounce marks hold when the member is down longer than a "
+                            "heartbeat?"}
+    verdicts = grid_verdicts({"spec": "paper", "grids": [consumers, downtime]},
+                             _moved_host() + down20s)
+    (row,) = verdicts[1].rows
+    moved = next(mv for mv in row.metrics if mv.metric.column == "resources_moved")
+    # the real cell: fewest partitions moved by cooperative and KIP-848, eager the runner-up,
+    # and each of them pays more excess lag than eager
+    assert set(moved.best) == {COOP, UNIFORM, RANGE} and moved.verdict in ("best", "tied")
+    assert tuple(moved.beaten) == (CLASSIC_EAGER,)
+    lag = next(mv for mv in row.metrics if mv.metric.column == "lag_record_s")
+    assert all(lag.cells[p].median > 1.5 * lag.cells[CLASSIC_EAGER].median
+               for p in moved.best)
+    assert lag_disagrees(row, moved.best, CLASSIC_EAGER)
+    # one place on the page: the follow-up grid's finding can only join the host's sentence
+    (host,) = claims(verdicts, limit=1)
+    assert host.scenario == "partition-added" and host.worse == CLASSIC_EAGER
+    assert "rolling-bounce-down20s" not in host.full, host.full

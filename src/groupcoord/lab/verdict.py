@@ -2758,15 +2758,33 @@ def _likewise_host(g: GridVerdict, hosts: Sequence[Claim], won: Mapping[int, fro
                    ) -> tuple[Claim | None, tuple[VerdictRow, MetricVerdict] | None]:
     """The sentence among ``hosts`` whose finding one of ``g``'s candidates repeats (the same
     metric, the same winners, the same runner-up), with that candidate, the strongest such;
-    (None, None) where none does."""
+    (None, None) where none does. A candidate whose winners pay more excess lag than its
+    runner-up in its own cell (:func:`lag_disagrees`) repeats nothing: a Likewise agrees on
+    what the application pays (outside review round 16, S3: in rolling-bounce-down20s the
+    protocols that moved fewest partitions cost 1.8-2.3x eager's lag)."""
     rows = [r for r in g.rows if r.late] or g.rows
     for _, row, mv in sorted(_scored(g, rows),
                              key=lambda x: (-x[0], x[1].scenario, x[2].metric.column)):
+        if lag_disagrees(row, mv.best, _runner_up(mv)):
+            continue
         for h in hosts:
             if (h.worse and h.metric == mv.metric.column and h.worse == _runner_up(mv)
                     and won.get(id(h)) == frozenset(mv.best)):
                 return h, (row, mv)
     return None, None
+
+
+def lag_disagrees(row: VerdictRow, winners: Sequence[str], worse: str) -> bool:
+    """Whether, in ``row``, a winner's excess lag (record·s, median) exceeds ``worse``'s by
+    more than the metric's floor (:func:`threshold`): the winners pay the application more
+    than the protocol they beat. False where the row has no lag for them."""
+    mv = next((x for x in row.metrics if x.metric.column == "lag_record_s"), None)
+    if mv is None or any(p not in mv.cells or not mv.cells[p].values
+                         for p in (*winners, worse)):
+        return False
+    low = mv.cells[worse].median
+    return any(mv.cells[p].median - low > threshold(mv.metric, mv.cells[p].median, low)
+               for p in winners)
 
 
 def _late_host(g: GridVerdict, hosts: Sequence[Claim]
