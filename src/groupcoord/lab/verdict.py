@@ -2923,7 +2923,7 @@ def _add_likewise(host: Claim, g: GridVerdict, row: VerdictRow, mv: MetricVerdic
     where = f"{row.scenario}, {row.size:,} {member_word(row.scenario, g.protocols)}"
     # a bookkeeping metric carries the row's excess lag (round 15: in rolling-bounce-down20s
     # the protocols that moved fewest lost on lag)
-    lag = cell_lag(g, row, mv.best, worse) if m.column in BOOKKEEPING else ""
+    lag = cell_lag(g, row, mv.best, worse) if m.column in LAG_PROXIES else ""
     said = (f" Likewise in {where} ({g.name}): " + " and ".join(q(mv.cells[p]) for p in mv.best)
             + f" against {q(mv.cells[worse])}" + (f" ({lag})" if lag else "")
             + _at_default_delay(g, row, mv, worse) + ".")
@@ -3052,8 +3052,12 @@ def _other_metrics(g: GridVerdict, rows: Sequence[VerdictRow], i: int) -> list[s
             name = short_label(m, g.excess)
             if mv.verdict in ("best", "tied") and mv.beaten:
                 won = [p for p in pool if p not in mv.beaten]
+                # partitions moved or a stall says what its winners pay the application
+                # (outside review round 16, S4: a 0.5 s stall headlined over a 6x lag spread)
+                paid = lag_of(g, r, won, mv.beaten) if m.column in LAG_PROXIES else ""
                 sep.append(f"{name}{where} separates: {_by_median(m, mv.cells, won)} against "
-                           f"{_by_median(m, mv.cells, list(mv.beaten))}")
+                           f"{_by_median(m, mv.cells, list(mv.beaten))}"
+                           + (f" ({paid})" if paid else ""))
                 continue
             meds = sorted(abs(mv.cells[p].median) for p in pool)
             lo, hi = meds[0], meds[-1]
@@ -3179,6 +3183,24 @@ COST_METRICS = ("lag_record_s", "stall_ms", "task_downtime_task_s", "resource_do
 #: Bookkeeping metrics (what moved, what ran twice), no cost of their own: a sentence on one
 #: quotes the same cell's excess lag of its winners and runner-up.
 BOOKKEEPING = frozenset({"resources_moved", "records_reprocessed"})
+#: Metrics that stand in for the application's cost without being it: a sentence on one says
+#: in itself what its winners pay in excess lag (outside review round 16, S3 and S4).
+LAG_PROXIES = BOOKKEEPING | {"stall_ms"}
+
+
+def lag_of(g: GridVerdict, row: VerdictRow, won: Sequence[str], beaten: Sequence[str]) -> str:
+    """``excess lag: a 9,908, b 15,340 against c 2,596 record·s``: the row's excess lag of
+    each protocol ``won`` and ``beaten`` (medians; a topic's growth: :func:`cell_lag`'s
+    distribution over every seed); "" where the row has no lag for them."""
+    mv = next((x for x in row.metrics if x.metric.column == "lag_record_s"), None)
+    if mv is None or any(p not in mv.cells or not mv.cells[p].values for p in (*won, *beaten)):
+        return ""
+    if any(x in row.scenario for x in GROWTH_SCENARIOS):
+        return cell_lag(g, row, tuple(won), beaten[0]) if len(beaten) == 1 else ""
+    m = mv.metric
+    return (f"{short_label(m, g.excess)}: "
+            + ", ".join(f"{p} {_bare(m, mv.cells[p].median)}" for p in won) + " against "
+            + ", ".join(f"{p} {_bare(m, mv.cells[p].median)}" for p in beaten) + f" {m.unit}")
 
 
 def cell_lag(g: GridVerdict, row: VerdictRow, winners: Sequence[str], worse: str) -> str:
@@ -3190,15 +3212,43 @@ def cell_lag(g: GridVerdict, row: VerdictRow, winners: Sequence[str], worse: str
                          for p in (*winners, worse)):
         return ""
     m = mv.metric
-    text = (f"{short_label(m, g.excess)} " + " and ".join(_bare(m, mv.cells[p].median)
-                                                         for p in winners)
-            + f" against {m.fmt(mv.cells[worse].median)}")
     named = (*winners, worse)
     if any(x in row.scenario for x in GROWTH_SCENARIOS) \
             and any(family(p) == "classic" for p in named):
-        n = min(len(mv.cells[p].values) for p in named)
-        text += f" (the classic figures: one draw of the leader's refresh phase a seed, {n} seeds)"
-    return text
+        # a classic figure is one draw of the leader's refresh phase a seed: the distribution
+        # over every seed of the cell (both seed sets), three digits, never a median of the
+        # first few (outside review round 16, S3: 3,845,699 over 5 seeds, 1.07 M over 10)
+        every = {p: seeds_of(mv, p) for p in named}
+        n = min(len(v) for v in every.values())
+
+        def dist(p: str) -> str:
+            v = sorted(every[p])
+            return (f"{p} {_bare(m, _sig3(statistics.median(v)))} "
+                    f"({_bare(m, _sig3(v[0]))}{DASH}{_bare(m, _sig3(v[-1]))})")
+
+        return (f"{short_label(m, g.excess)} over all {n} seeds, medians and ranges: "
+                + " and ".join(dist(p) for p in winners) + f" against {dist(worse)} {m.unit}"
+                + " (each classic figure one draw of the leader's metadata refresh phase a seed)")
+    return (f"{short_label(m, g.excess)} " + " and ".join(_bare(m, mv.cells[p].median)
+                                                          for p in winners)
+            + f" against {m.fmt(mv.cells[worse].median)}")
+
+
+def seeds_of(mv: MetricVerdict, p: str) -> list[float]:
+    """``p``'s values in a row over every seed it ran: the first seed set and the fresh one
+    (:func:`confirm`), each seed once."""
+    values = dict(mv.cells[p].values) if p in mv.cells else {}
+    if mv.again is not None and p in mv.again.cells:
+        values.update(mv.again.cells[p].values)
+    return list(values.values())
+
+
+def _sig3(v: float) -> float:
+    """``v`` rounded to three significant digits (a phase draw's figure: more digits claim a
+    precision the draw does not have)."""
+    if v == 0:
+        return 0.0
+    return round(v, 2 - math.floor(math.log10(abs(v))))
 
 
 def weakest_metric(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
@@ -3216,7 +3266,7 @@ def weakest_metric(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
         return c
     row, said = found
     winners = tuple(said.best) if c.best in said.best else (c.best,)
-    keeps = c.metric in BOOKKEEPING
+    keeps = c.metric in LAG_PROXIES
     lag = cell_lag(g, row, winners, c.worse) if keeps else ""
     worse = []
     for mv in row.metrics:
