@@ -290,3 +290,44 @@ def test_a_stall_that_separates_says_what_its_winners_pay_in_lag() -> None:
     for p in protocols:
         assert f"{p} {lag.metric.fmt(lag.cells[p].median).split(' ')[0]}" in clause, clause
     assert "excess lag" in clause
+
+
+def test_a_long_poll_sentence_quotes_each_protocols_row_minus_its_control() -> None:
+    import statistics
+
+    from groupcoord.lab.verdict import MAX_WORDS, claims, labelled_words
+
+    protocols = [CLASSIC_EAGER, COOP, UNIFORM]
+    rows = [*_simulated("join-in-long-poll", 10, "long-poll", protocols, 10),
+            *_simulated("join-after-catch-up", 10, "long-poll", protocols, 10)]
+    grid = {"name": "long-poll", "protocols": protocols,
+            "scenarios": ["join-in-long-poll", "join-after-catch-up"],
+            "workloads": ["long-poll"], "seeds": 10,
+            "metrics": ["resource_downtime_ms", "lag_record_s", "lag_peak", "stall_ms"],
+            "question": "What does a rebalance cost when it starts while a member is inside a "
+                        "long poll?"}
+    page = claims(grid_verdicts({"spec": "paper", "grids": [grid]}, rows))
+    c = next(c for c in page if c.scenario == "join-in-long-poll")
+
+    def cost(p: str, col: str) -> float:
+        def med(sc: str) -> float:
+            return statistics.median(r[col] for r in rows
+                                     if r["protocol"] == p and r["scenario"] == sc)
+        return med("join-in-long-poll") - med("join-after-catch-up")
+
+    down = {p: cost(p, "resource_downtime_ms") / 1000 for p in protocols}
+    # the grid's finding: eager pays the long poll many times over, KIP-848 about nothing
+    assert down[CLASSIC_EAGER] > 5 * down[COOP] > 0 and abs(down[UNIFORM]) < 0.2 * down[COOP]
+    assert "row minus its join-after-catch-up row" in c.text
+    for p in protocols:
+        v = down[p]
+        want = ("+" if v > 0 else "") + (f"{v:,.0f}" if abs(v) >= 100 else
+                                         f"{v:.1f}".rstrip("0").rstrip(".") if abs(v) >= 10
+                                         else f"{v:.2f}".rstrip("0").rstrip("."))
+        assert f"{p} {want}" in c.text, (want, c.text)
+    lag = [cost(p, "lag_record_s") for p in protocols]
+    assert "excess lag " + ", ".join(("+" if v > 0 else "") + f"{v:,.0f}" for v in lag) \
+        in c.text, c.text
+    # the raw totals stay in the note, not in the sentence
+    assert any(x.startswith("the raw rows: ") for x in c.caveats)
+    assert labelled_words(c) <= MAX_WORDS
