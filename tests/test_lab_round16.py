@@ -331,3 +331,26 @@ def test_a_long_poll_sentence_quotes_each_protocols_row_minus_its_control() -> N
     # the raw totals stay in the note, not in the sentence
     assert any(x.startswith("the raw rows: ") for x in c.caveats)
     assert labelled_words(c) <= MAX_WORDS
+
+
+def test_a_charts_conditions_name_only_the_eager_marks_it_draws() -> None:
+    from groupcoord.lab.report import chart_conditions, chart_panels, drawn_mark
+
+    # a topic's growth charted against sizes: eager's lag peak the lowest (a classic refresh
+    # phase's draw: the chart draws its seeds as dots over every size, no mark)
+    protocols = [CLASSIC_EAGER, UNIFORM]
+    rows = [{"protocol": p, "scenario": "partition-added", "size": n, "members": n,
+             "workload": "4x250", "fault_rate": 0.0, "seed": s, "ok": True,
+             "caught_up": True, "noop_events": 0, "settings_json": "{}",
+             "lag_peak": (100.0 if p == CLASSIC_EAGER else 800.0) + s,
+             "resources_moved": 0.0 if p == UNIFORM else 200.0 + s}
+            for p in protocols for n in (10, 30) for s in range(5)]
+    grid = {"name": "consumers", "protocols": protocols, "scenarios": ["partition-added"],
+            "workloads": ["4x250"], "seeds": 5, "metrics": ["lag_peak", "resources_moved"]}
+    (g,) = grid_verdicts({"spec": "paper", "grids": [grid]}, rows)
+    assert all(CLASSIC_EAGER in r.metrics[0].best for r in g.rows)
+    panels = chart_panels(g, g.rows)
+    assert [m.column for _, m in panels] == ["lag_peak", "resources_moved"]
+    drawn = {p for r in g.rows for i, _ in panels for p in protocols if drawn_mark(g, r, i, p)}
+    assert drawn == {UNIFORM}
+    assert "eager's marks" not in chart_conditions(g, g.rows)
