@@ -354,3 +354,21 @@ def test_a_charts_conditions_name_only_the_eager_marks_it_draws() -> None:
     drawn = {p for r in g.rows for i, _ in panels for p in protocols if drawn_mark(g, r, i, p)}
     assert drawn == {UNIFORM}
     assert "eager's marks" not in chart_conditions(g, g.rows)
+
+
+def test_the_settings_list_names_the_classic_groups_initial_rebalance_delay() -> None:
+    from groupcoord.coordinator.config import CoordinatorConfig
+    from groupcoord.lab.limits import settings_notes
+
+    hb = json.dumps({"heartbeat.interval.ms": 3000})
+    runs = [{"protocol": p, "scenario": "bounce", "workload": "4x250", "settings_json": hb}
+            for p in (CLASSIC_EAGER, UNIFORM, "classic-connect:sessioned", "connect:eager")]
+    cols, rows = settings_table(runs)
+    delay = {p: v for ps, v in zip(cols, dict(rows)["group.initial.rebalance.delay.ms"],
+                                   strict=True) for p in ps}
+    # the classic coordinator's delay the simulator runs at, under the classic groups only
+    want = f"{CoordinatorConfig().classic_initial_rebalance_delay_ms:,}"
+    assert delay == {CLASSIC_EAGER: want, "classic-connect:sessioned": want, UNIFORM: "",
+                     "connect:eager": ""}
+    (broker,) = [t for t in settings_notes(runs) if t.startswith("Broker settings")]
+    assert "group.initial.rebalance.delay.ms (" in broker and "start-up" in broker
