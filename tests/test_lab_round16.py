@@ -5,6 +5,7 @@ protocol reads."""
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import replace
 from typing import Any
 
@@ -372,3 +373,35 @@ def test_the_settings_list_names_the_classic_groups_initial_rebalance_delay() ->
                      "connect:eager": ""}
     (broker,) = [t for t in settings_notes(runs) if t.startswith("Broker settings")]
     assert "group.initial.rebalance.delay.ms (" in broker and "start-up" in broker
+
+
+def test_an_eager_win_says_in_itself_it_needs_aligned_heartbeats() -> None:
+    from groupcoord.lab.verdict import claims
+
+    plain = [CLASSIC_EAGER, "classic:eager-roundrobin", COOP, UNIFORM, "consumer:uniform@hb3s"]
+    spread = [f"{p}@hbspread1s" for p in (CLASSIC_EAGER, "classic:eager-roundrobin", COOP,
+                                         UNIFORM)]
+    hb1s = [f"{COOP}@hb1s"]
+    rows = _simulated("rolling-bounce", 10, "field-costs", plain + spread + hb1s, 10)
+    metrics = ["lag_record_s", "lag_peak", "stall_ms"]
+    grids = [{"name": "field-costs", "protocols": plain, "scenarios": ["rolling-bounce"],
+              "workloads": ["field-costs"], "seeds": 10, "metrics": metrics,
+              "question": "What does a member change cost each protocol's applications?"},
+             {"name": "field-costs-hbspread", "protocols": spread,
+              "scenarios": ["rolling-bounce"], "workloads": ["field-costs"], "seeds": 10,
+              "metrics": metrics,
+              "question": "Do field-costs' eager marks hold when the members' heartbeat "
+                          "phases spread?"},
+             {"name": "field-costs-hb1s", "protocols": hb1s, "scenarios": ["rolling-bounce"],
+              "workloads": ["field-costs"], "seeds": 10, "metrics": metrics,
+              "question": "What does a member change cost each protocol's applications?"}]
+    verdicts = grid_verdicts({"spec": "paper", "grids": grids}, rows)
+    c = next(c for c in claims(verdicts) if c.grid == "field-costs"
+             and c.scenario == "rolling-bounce" and c.metric == "lag_record_s")
+    assert CLASSIC_EAGER in (c.best, *c.text.split(" share ")[0].split(" and "))
+    lag = {p: statistics.median(r["lag_record_s"] for r in rows if r["protocol"] == p)
+           for p in (CLASSIC_EAGER, f"{COOP}@hb1s")}
+    assert lag[f"{COOP}@hb1s"] < lag[CLASSIC_EAGER]
+    # in the sentence itself, not only in its note
+    assert "needs every classic member's 3 s heartbeat aligned" in c.text, c.text
+    assert f"eager loses to {COOP}@hb1s (field-costs-hb1s)" in c.text, c.text

@@ -2717,9 +2717,9 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     # one before it
     # an eager win's spread-heartbeat finding and its weakest metric are the last clauses
     # but the growth's cause to go
-    out = [fit(against_control(discovery_cause(spread_condition(weakest_metric(late_flip(
+    out = [fit(against_control(discovery_cause(aligned_heartbeats(spread_condition(weakest_metric(late_flip(
         adverse_row(closer_elsewhere(c, verdicts), verdicts), verdicts), verdicts), verdicts),
-        verdicts), verdicts), labelled_words) for c in ordered[:limit]]
+        verdicts), verdicts), verdicts), labelled_words) for c in ordered[:limit]]
     order = {g.name: i for i, g in enumerate(verdicts)}
     out.sort(key=lambda c: order.get(c.grid, 0))
     return out
@@ -3239,6 +3239,53 @@ def spread_condition(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
         # last of all, only that the spread takes eager's mark
         moves.append((short, " Not kept with spread heartbeats (note).", ""))
     return replace(c, text=c.text + clause, movable=(*c.movable, *moves))
+
+
+def aligned_heartbeats(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
+    """A sentence whose winners include a classic eager protocol that loses its mark where
+    the classic members' heartbeats are spread (:attr:`MetricVerdict.spread`), or whose cell
+    another grid runs with a classic protocol at a shorter heartbeat (an ``@hb`` column) that
+    beats every eager winner's median, says in itself that the win needs every classic
+    member's heartbeat aligned, at its interval, naming those grids (their numbers are in the
+    note): outside review round 16, S10, the field-costs rolling-bounce tie exists only with
+    aligned 3 s heartbeats (spread by 1 s, or cooperative at a 1 s heartbeat, eager loses)."""
+    found = _claim_row(c, verdicts)
+    own = next((g for g in verdicts if g.name == c.grid), None)
+    if found is None or own is None:
+        return c
+    row, mv = found
+    eager = [p for p in mv.best if family(p) == "classic" and _spread_eager(p)]
+    if not eager:
+        return c
+    m = mv.metric
+    sign = 1 if m.lower_is_better else -1
+    lost = sorted((o for o in mv.spread if not o.held), key=lambda o: o.spread_ms)
+    why: list[str] = []
+    if lost:
+        why.append(f"its mark with heartbeats spread by {_secs(lost[0].spread_ms)} "
+                   f"({lost[0].grid})")
+    top = max(sign * mv.cells[p].median for p in eager)
+    for g in verdicts:
+        if g is own:
+            continue
+        for r in g.rows:
+            if (r.scenario, r.size, r.workload) != (row.scenario, row.size, row.workload):
+                continue
+            omv = next((x for x in r.metrics if x.metric.column == m.column), None)
+            faster = [] if omv is None else sorted(
+                (sign * cell.median, p) for p, cell in omv.cells.items()
+                if family(p) == "classic" and not _spread_eager(p)
+                and re.search(r"@hb\d", p) and cell.values
+                and top - sign * cell.median > threshold(m, top, cell.median))
+            if faster:
+                why.append(f"to {faster[0][1]} ({g.name})")
+    if not why:
+        return c
+    hb = {(row.settings.get(p) or {}).get("heartbeat.interval.ms") for p in eager}
+    at = f" {_secs(float(next(iter(hb))))}" if len(hb) == 1 and None not in hb else ""
+    clause = (f" The win needs every classic member's{at} heartbeat aligned: eager loses "
+              + " and ".join(why) + ".")
+    return replace(c, text=c.text + clause)
 
 
 #: An application's costs (excess lag, stall, downtime): a sentence says, whoever wins, each
