@@ -307,7 +307,8 @@ def test_a_long_poll_sentence_quotes_each_protocols_row_minus_its_control() -> N
             "metrics": ["resource_downtime_ms", "lag_record_s", "lag_peak", "stall_ms"],
             "question": "What does a rebalance cost when it starts while a member is inside a "
                         "long poll?"}
-    page = claims(grid_verdicts({"spec": "paper", "grids": [grid]}, rows))
+    verdicts = grid_verdicts({"spec": "paper", "grids": [grid]}, rows)
+    page = claims(verdicts)
     c = next(c for c in page if c.scenario == "join-in-long-poll")
 
     def cost(p: str, col: str) -> float:
@@ -329,6 +330,13 @@ def test_a_long_poll_sentence_quotes_each_protocols_row_minus_its_control() -> N
     lag = [cost(p, "lag_record_s") for p in protocols]
     assert "excess lag " + ", ".join(("+" if v > 0 else "") + f"{v:,.0f}" for v in lag) \
         in c.text, c.text
+    # and the chart of the join-in-long-poll row says the same differences
+    from groupcoord.lab.report import chart_conditions
+
+    (g,) = verdicts
+    caption = chart_conditions(g, [r for r in g.rows if r.scenario == "join-in-long-poll"])
+    assert "minus its join-after-catch-up row" in caption
+    assert all(f"{p} {('+' if down[p] > 0 else '')}" in caption for p in protocols), caption
     # the raw totals stay in the note, not in the sentence
     assert any(x.startswith("the raw rows: ") for x in c.caveats)
     assert labelled_words(c) <= MAX_WORDS

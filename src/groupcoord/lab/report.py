@@ -1482,11 +1482,35 @@ def chart_conditions(g: GridVerdict, rows: Sequence[VerdictRow]) -> str:
     if late := not_caught_up_text(rows):
         # a cell whose runs never caught up has no point: the chart says why
         parts.append(late)
+    for r in rows:
+        if (said := control_words(g, r)):
+            parts.append(said)
     if any(x in r.scenario for r in rows for x in GROWTH_SCENARIOS):
         from groupcoord.lab.mechanism import INSTANT_PRODUCER
 
         parts.append(INSTANT_PRODUCER)
     return "; ".join(parts)
+
+
+def control_words(g: GridVerdict, r: VerdictRow) -> str:
+    """Under a chart of a scenario its grid measures against a control
+    (``lab.verdict.CONTROL_SCENARIOS``): the cost as the grid defines it, each protocol's
+    row minus its control row, medians (outside review round 16, S11: the long-poll chart's
+    bars were raw totals, about 320 resource·s of each the common restart); "" otherwise."""
+    from groupcoord.lab.verdict import CONTROL_SCENARIOS, control_cost
+
+    costs = control_cost(g, r) if r.scenario in CONTROL_SCENARIOS else None
+    if not costs:
+        return ""
+
+    def signed(m: Metric, v: float) -> str:
+        return ("+" if v > 0 else "") + m.fmt(v)
+
+    return (f"the chart's values are each row's totals; the cost as the grid defines it is "
+            f"each protocol's row "
+            f"minus its {CONTROL_SCENARIOS[r.scenario]} row (medians of {r.seeds} seeds): "
+            + "; ".join(f"{short_label(m, g.excess)} " + ", ".join(
+                f"{p} {signed(m, v)}" for p, v in d.items()) for m, d in costs))
 
 
 def grid_charts(g: GridVerdict, rdir: Path, styles: dict[str, dict[str, Any]]
