@@ -3282,7 +3282,8 @@ def aligned_heartbeats(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     if not why:
         return c
     hb = {(row.settings.get(p) or {}).get("heartbeat.interval.ms") for p in eager}
-    at = f" {_secs(float(next(iter(hb))))}" if len(hb) == 1 and None not in hb else ""
+    one = next(iter(hb)) if len(hb) == 1 else None
+    at = f" {_secs(float(one))}" if isinstance(one, int | float) else ""
     clause = (f" The win needs every classic member's{at} heartbeat aligned: eager loses "
               + " and ".join(why) + ".")
     return replace(c, text=c.text + clause)
