@@ -3279,14 +3279,17 @@ def aligned_heartbeats(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
                 and top - sign * cell.median > threshold(m, top, cell.median))
             if faster:
                 why.append(f"to {faster[0][1]} ({g.name})")
-    if not why:
+    if len(why) == len(lost[:1]):
+        # the spread alone: spread_condition's clause says it
         return c
     hb = {(row.settings.get(p) or {}).get("heartbeat.interval.ms") for p in eager}
     one = next(iter(hb)) if len(hb) == 1 else None
     at = f" {_secs(float(one))}" if isinstance(one, int | float) else ""
     clause = (f" The win needs every classic member's{at} heartbeat aligned: eager loses "
               + " and ".join(why) + ".")
-    return replace(c, text=c.text + clause)
+    # spread_condition's last stand-in says less than this clause: it goes if still too long
+    gone = (" Not kept with spread heartbeats (note).", "", "")
+    return replace(c, text=c.text + clause, movable=(*c.movable, gone))
 
 
 #: An application's costs (excess lag, stall, downtime): a sentence says, whoever wins, each
@@ -3338,9 +3341,9 @@ def cell_lag(g: GridVerdict, row: VerdictRow, winners: Sequence[str], worse: str
             return (f"{p} {_bare(m, _sig3(statistics.median(v)))} "
                     f"({_bare(m, _sig3(v[0]))}{DASH}{_bare(m, _sig3(v[-1]))})")
 
-        return (f"{short_label(m, g.excess)} over all {n} seeds, medians and ranges: "
+        return (f"{short_label(m, g.excess)}, median (range) over all {n} seeds: "
                 + " and ".join(dist(p) for p in winners) + f" against {dist(worse)} {m.unit}"
-                + " (each classic figure one draw of the leader's metadata refresh phase a seed)")
+                + " (classic: one metadata-refresh-phase draw a seed)")
     return (f"{short_label(m, g.excess)} " + " and ".join(_bare(m, mv.cells[p].median)
                                                           for p in winners)
             + f" against {m.fmt(mv.cells[worse].median)}")
