@@ -1278,6 +1278,7 @@ KAFKA_DEFAULTS: dict[str, dict[str, int | str]] = {
     "max.poll.records": {"consumer": 500},
     "auto.commit.interval.ms": {"consumer": 5_000},
     "group.consumer.assignment.interval.ms": {"consumer": 1_000},
+    "group.initial.rebalance.delay.ms": {"consumer": 3_000, "Connect worker": 3_000},
 }
 
 #: Settings the runs record that only recent Apache Kafka releases have: what they are and
@@ -1306,6 +1307,33 @@ MODEL_KNOBS: dict[str, str] = {
 }
 
 
+#: The classic coordinator's wait before a new (empty) group's first join round completes,
+#: a broker setting the model's classic groups run at (``coordinator.config``); it delays only
+#: the group's start-up, which the tables leave out.
+INITIAL_DELAY = "group.initial.rebalance.delay.ms"
+BROKER_SETTINGS: dict[str, str] = {
+    INITIAL_DELAY: "a broker setting: the classic coordinator waits this long before a new, "
+                   "empty group's first join round completes; only the group's start-up, "
+                   "which the tables leave out, waits on it",
+}
+
+
+def initial_rebalance_delay_ms() -> int:
+    """The classic groups' ``group.initial.rebalance.delay.ms`` in the model: the
+    coordinator's configuration the simulator builds (``sim.engine``: not overridden)."""
+    from groupcoord.coordinator.config import CoordinatorConfig
+
+    return CoordinatorConfig().classic_initial_rebalance_delay_ms
+
+
+def _classic_group(protocol: str) -> bool:
+    """Whether ``protocol``'s group runs on the classic coordinator (classic consumers,
+    classic Connect workers)."""
+    from groupcoord.lab.findings import family
+
+    return family(protocol) in ("classic", "classic-connect")
+
+
 def _client_kind(protocol: str) -> str:
     from groupcoord.lab.findings import family
 
@@ -1322,6 +1350,7 @@ def settings_notes(runs: Iterable[Mapping[str, Any]]) -> list[str]:
     off: dict[str, set[Any]] = defaultdict(set)
     knobs: set[str] = set()
     recent: set[str] = set()
+    broker: set[str] = set()
     #: per scenario (and workload where they differ), its grown topic's production
     grown: dict[str, str] = {}
     grown_scenarios: set[str] = set()
@@ -1337,6 +1366,8 @@ def settings_notes(runs: Iterable[Mapping[str, Any]]) -> list[str]:
                 knobs.add(k)
             if k in RECENT_SETTINGS:
                 recent.add(k)
+            if k in BROKER_SETTINGS:
+                broker.add(k)
             default = KAFKA_DEFAULTS.get(k, {}).get(kind)
             if (default is not None and isinstance(v, int | float | str)
                     and not isinstance(v, bool) and isinstance(v, str) == isinstance(default, str)
@@ -1357,6 +1388,9 @@ def settings_notes(runs: Iterable[Mapping[str, Any]]) -> list[str]:
     if recent:
         out.append("Kafka settings of recent releases: " + "; ".join(
             f"{k} ({RECENT_SETTINGS[k]})" for k in sorted(recent)) + ".")
+    if broker:
+        out.append("Broker settings: " + "; ".join(
+            f"{k} ({BROKER_SETTINGS[k]})" for k in sorted(broker)) + ".")
     if knobs:
         out.append("Model knobs, not Kafka settings: " + "; ".join(
             f"{k} ({MODEL_KNOBS[k]})" for k in sorted(knobs)) + ".")
@@ -1387,6 +1421,8 @@ def _settings(r: Mapping[str, Any]) -> dict[str, Any]:
         return {}
     protocol = str(r.get("protocol") or "")
     out = settings_read(protocol, d)
+    if _classic_group(protocol):
+        out.setdefault(INITIAL_DELAY, initial_rebalance_delay_ms())
     if "max.poll.records" in out and not protocol.startswith("share"):
         kind = _client_kind(protocol)
         for k, by_kind in MODEL_FIXED.items():

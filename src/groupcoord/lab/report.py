@@ -1118,6 +1118,28 @@ def log_threshold(m: Metric, values: Sequence[float]) -> float | None:
     return max(m.floor / m.scale, min(shown) / 2)
 
 
+def chart_panels(g: GridVerdict, rows: Sequence[VerdictRow]) -> list[tuple[int, Metric]]:
+    """The metrics a grid's chart of ``rows`` draws (:func:`plot_grid`), with their index:
+    each that goes beyond its floor somewhere (a panel of zeros, or of differences too small
+    to mean anything, is left out)."""
+    panels = []
+    for i, m in enumerate(g.metrics):
+        vals = [v for r in rows for c in r.metrics[i].cells.values() for v in c.values.values()]
+        if vals and any(abs(v) > m.floor for v in vals):  # else: zero, or noise below it
+            panels.append((i, m))
+    return panels
+
+
+def drawn_mark(g: GridVerdict, r: VerdictRow, i: int, p: str) -> str:
+    """The mark :func:`plot_grid` draws at ``p``'s cell of metric ``i`` in row ``r``: the
+    cell's own (★, =, ☆), none where the cell is a refresh phase's draw (its seeds drawn as
+    dots over every size, no mark); "" for none."""
+    c = r.metrics[i].cells.get(p)
+    if c is None or phase_drawn(g, r.scenario, r.metrics[i].metric, p):
+        return ""
+    return _mark(c.mark, c.paired).strip()
+
+
 def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path,
               styles: dict[str, dict[str, Any]], caption: str = "") -> list[str]:
     """One panel per question metric that goes beyond its floor somewhere (a panel of zeros,
@@ -1128,11 +1150,7 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
     from matplotlib.figure import Figure
 
     axis = _axis(g)
-    panels = []
-    for i, m in enumerate(g.metrics):
-        vals = [v for r in rows for c in r.metrics[i].cells.values() for v in c.values.values()]
-        if vals and any(abs(v) > m.floor for v in vals):  # else: zero, or noise below it
-            panels.append((i, m))
+    panels = chart_panels(g, rows)
     if not panels:
         return []
     ncols = min(3, len(panels))
@@ -1430,11 +1448,14 @@ def chart_conditions(g: GridVerdict, rows: Sequence[VerdictRow]) -> str:
         parts.append("classic members' heartbeat phases spread after each join by up to the "
                      "value on the x axis (the model's default: aligned)")
     eager: list[str] = []
+    # the marks the chart draws (round 16: a title named eager's marks on a chart that drew
+    # none, its eager cell split and its other cells the refresh phase's dots)
+    drawn = {i for i, _ in chart_panels(g, rows)}
     for r in rows:
-        for mv in r.metrics:
-            if mv.verdict not in ("best", "tied") or not any(
+        for i, mv in enumerate(r.metrics):
+            if mv.verdict not in ("best", "tied") or i not in drawn or not any(
                     is_eager(p.partition("@")[0]) and family(p) == "classic"
-                    for p in mv.best):
+                    and drawn_mark(g, r, i, p) for p in mv.best):
                 continue
             where = short_label(mv.metric, g.excess) + (
                 f" at {number(r.x)}{X_NAMES.get(g.parameter or '', ('', ''))[1]}"
@@ -1461,11 +1482,35 @@ def chart_conditions(g: GridVerdict, rows: Sequence[VerdictRow]) -> str:
     if late := not_caught_up_text(rows):
         # a cell whose runs never caught up has no point: the chart says why
         parts.append(late)
+    for r in rows:
+        if (said := control_words(g, r)):
+            parts.append(said)
     if any(x in r.scenario for r in rows for x in GROWTH_SCENARIOS):
         from groupcoord.lab.mechanism import INSTANT_PRODUCER
 
         parts.append(INSTANT_PRODUCER)
     return "; ".join(parts)
+
+
+def control_words(g: GridVerdict, r: VerdictRow) -> str:
+    """Under a chart of a scenario its grid measures against a control
+    (``lab.verdict.CONTROL_SCENARIOS``): the cost as the grid defines it, each protocol's
+    row minus its control row, medians (outside review round 16, S11: the long-poll chart's
+    bars were raw totals, about 320 resource·s of each the common restart); "" otherwise."""
+    from groupcoord.lab.verdict import CONTROL_SCENARIOS, control_cost
+
+    costs = control_cost(g, r) if r.scenario in CONTROL_SCENARIOS else None
+    if not costs:
+        return ""
+
+    def signed(m: Metric, v: float) -> str:
+        return ("+" if v > 0 else "") + m.fmt(v)
+
+    return (f"the chart's values are each row's totals; the cost as the grid defines it is "
+            f"each protocol's row "
+            f"minus its {CONTROL_SCENARIOS[r.scenario]} row (medians of {r.seeds} seeds): "
+            + "; ".join(f"{short_label(m, g.excess)} " + ", ".join(
+                f"{p} {signed(m, v)}" for p, v in d.items()) for m, d in costs))
 
 
 def grid_charts(g: GridVerdict, rdir: Path, styles: dict[str, dict[str, Any]]

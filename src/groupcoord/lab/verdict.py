@@ -2717,12 +2717,76 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     # one before it
     # an eager win's spread-heartbeat finding and its weakest metric are the last clauses
     # but the growth's cause to go
-    out = [fit(discovery_cause(spread_condition(weakest_metric(late_flip(
+    out = [fit(against_control(discovery_cause(aligned_heartbeats(spread_condition(weakest_metric(late_flip(
         adverse_row(closer_elsewhere(c, verdicts), verdicts), verdicts), verdicts), verdicts),
-        verdicts), labelled_words) for c in ordered[:limit]]
+        verdicts), verdicts), verdicts), labelled_words) for c in ordered[:limit]]
     order = {g.name: i for i, g in enumerate(verdicts)}
     out.sort(key=lambda c: order.get(c.grid, 0))
     return out
+
+
+#: Scenarios whose cost a grid defines against a control scenario run beside it: the same
+#: disturbance without the mechanism under test (the long-poll grid: a member joins inside
+#: c3's long poll, or the same join once c3 has caught up; both contain c3's restart).
+CONTROL_SCENARIOS = {"join-in-long-poll": "join-after-catch-up"}
+
+
+def control_cost(g: GridVerdict, row: VerdictRow
+                 ) -> list[tuple[Metric, dict[str, float]]] | None:
+    """Per metric of ``g`` (resource downtime, excess lag, lag peak: each that a protocol's
+    difference takes beyond the metric's floor), each protocol's median in ``row`` minus its
+    median in the control row (:data:`CONTROL_SCENARIOS`, same size and workload); None
+    where ``row``'s scenario has no control row in ``g``."""
+    control = CONTROL_SCENARIOS.get(row.scenario)
+    ctl = next((r for r in g.rows if (r.scenario, r.size, r.workload)
+                == (control, row.size, row.workload)), None)
+    if ctl is None:
+        return None
+    out = []
+    for mv in row.metrics:
+        cv = next((x for x in ctl.metrics if x.metric.column == mv.metric.column), None)
+        if cv is None or task_time_input(g, mv.metric):
+            continue
+        diff = {p: mv.cells[p].median - cv.cells[p].median for p in ranked(g.protocols)
+                if p in mv.cells and p in cv.cells and mv.cells[p].values
+                and cv.cells[p].values}
+        if diff and any(abs(d) > mv.metric.floor for d in diff.values()):
+            out.append((mv.metric, diff))
+    return out
+
+
+def _signed(m: Metric, v: float) -> str:
+    return ("+" if v > 0 else "") + _bare(m, v)
+
+
+def against_control(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
+    """A sentence on a scenario its grid measures against a control scenario
+    (:data:`CONTROL_SCENARIOS`) quotes what the grid defines as the cost: per protocol, its
+    row minus its control row (medians), each metric that differs; the raw rows' finding goes
+    to the note (outside review round 16, S11: join-in-long-poll quoted raw totals, about
+    320 resource·s of each the common restart; the difference is eager +619, cooperative
+    +53, KIP-848 about 0)."""
+    g = next((v for v in verdicts if v.name == c.grid), None)
+    if g is None or c.scenario not in CONTROL_SCENARIOS:
+        return c
+    row = next((r for r in g.rows if (r.scenario, r.size, r.workload)
+                == (c.scenario, c.size, c.workload)), None)
+    costs = None if row is None else control_cost(g, row)
+    if row is None or not costs:
+        return c
+    # the sentence's own metric first
+    costs.sort(key=lambda x: x[0].column != c.metric)
+    protocols = list(costs[0][1])
+    control = CONTROL_SCENARIOS[c.scenario]
+    # the first metric names each protocol, the others give theirs in the same order
+    parts = [f"{short_label(m, g.excess)} " + ", ".join(
+        (f"{p} " if j == 0 else "") + _signed(m, d.get(p, math.nan)) for p in protocols)
+        + (f" {m.unit}" if m.unit else "") for j, (m, d) in enumerate(costs)]
+    text = (f"{c.scenario}, {c.size:,} {member_word(c.scenario, g.protocols)} ({g.name}): "
+            f"the cost as the grid defines it, each protocol's row minus its {control} row, "
+            f"medians of {row.seeds} seeds: " + "; ".join(parts) + ".")
+    raw = "the raw rows: " + c.text.rstrip(".")
+    return replace(c, text=text, caveats=(raw, *c.caveats), movable=())
 
 
 _FULL_NAME = re.compile(r" \([^()]*, [\d.,]+ m?s heartbeat\)")
@@ -2758,15 +2822,33 @@ def _likewise_host(g: GridVerdict, hosts: Sequence[Claim], won: Mapping[int, fro
                    ) -> tuple[Claim | None, tuple[VerdictRow, MetricVerdict] | None]:
     """The sentence among ``hosts`` whose finding one of ``g``'s candidates repeats (the same
     metric, the same winners, the same runner-up), with that candidate, the strongest such;
-    (None, None) where none does."""
+    (None, None) where none does. A candidate whose winners pay more excess lag than its
+    runner-up in its own cell (:func:`lag_disagrees`) repeats nothing: a Likewise agrees on
+    what the application pays (outside review round 16, S3: in rolling-bounce-down20s the
+    protocols that moved fewest partitions cost 1.8-2.3x eager's lag)."""
     rows = [r for r in g.rows if r.late] or g.rows
     for _, row, mv in sorted(_scored(g, rows),
                              key=lambda x: (-x[0], x[1].scenario, x[2].metric.column)):
+        if lag_disagrees(row, mv.best, _runner_up(mv)):
+            continue
         for h in hosts:
             if (h.worse and h.metric == mv.metric.column and h.worse == _runner_up(mv)
                     and won.get(id(h)) == frozenset(mv.best)):
                 return h, (row, mv)
     return None, None
+
+
+def lag_disagrees(row: VerdictRow, winners: Sequence[str], worse: str) -> bool:
+    """Whether, in ``row``, a winner's excess lag (record·s, median) exceeds ``worse``'s by
+    more than the metric's floor (:func:`threshold`): the winners pay the application more
+    than the protocol they beat. False where the row has no lag for them."""
+    mv = next((x for x in row.metrics if x.metric.column == "lag_record_s"), None)
+    if mv is None or any(p not in mv.cells or not mv.cells[p].values
+                         for p in (*winners, worse)):
+        return False
+    low = mv.cells[worse].median
+    return any(mv.cells[p].median - low > threshold(mv.metric, mv.cells[p].median, low)
+               for p in winners)
 
 
 def _late_host(g: GridVerdict, hosts: Sequence[Claim]
@@ -2905,7 +2987,7 @@ def _add_likewise(host: Claim, g: GridVerdict, row: VerdictRow, mv: MetricVerdic
     where = f"{row.scenario}, {row.size:,} {member_word(row.scenario, g.protocols)}"
     # a bookkeeping metric carries the row's excess lag (round 15: in rolling-bounce-down20s
     # the protocols that moved fewest lost on lag)
-    lag = cell_lag(g, row, mv.best, worse) if m.column in BOOKKEEPING else ""
+    lag = cell_lag(g, row, mv.best, worse) if m.column in LAG_PROXIES else ""
     said = (f" Likewise in {where} ({g.name}): " + " and ".join(q(mv.cells[p]) for p in mv.best)
             + f" against {q(mv.cells[worse])}" + (f" ({lag})" if lag else "")
             + _at_default_delay(g, row, mv, worse) + ".")
@@ -3034,8 +3116,12 @@ def _other_metrics(g: GridVerdict, rows: Sequence[VerdictRow], i: int) -> list[s
             name = short_label(m, g.excess)
             if mv.verdict in ("best", "tied") and mv.beaten:
                 won = [p for p in pool if p not in mv.beaten]
+                # partitions moved or a stall says what its winners pay the application
+                # (outside review round 16, S4: a 0.5 s stall headlined over a 6x lag spread)
+                paid = lag_of(g, r, won, mv.beaten) if m.column in LAG_PROXIES else ""
                 sep.append(f"{name}{where} separates: {_by_median(m, mv.cells, won)} against "
-                           f"{_by_median(m, mv.cells, list(mv.beaten))}")
+                           f"{_by_median(m, mv.cells, list(mv.beaten))}"
+                           + (f" ({paid})" if paid else ""))
                 continue
             meds = sorted(abs(mv.cells[p].median) for p in pool)
             lo, hi = meds[0], meds[-1]
@@ -3155,12 +3241,81 @@ def spread_condition(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     return replace(c, text=c.text + clause, movable=(*c.movable, *moves))
 
 
+def aligned_heartbeats(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
+    """A sentence whose winners include a classic eager protocol that loses its mark where
+    the classic members' heartbeats are spread (:attr:`MetricVerdict.spread`), or whose cell
+    another grid runs with a classic protocol at a shorter heartbeat (an ``@hb`` column) that
+    beats every eager winner's median, says in itself that the win needs every classic
+    member's heartbeat aligned, at its interval, naming those grids (their numbers are in the
+    note): outside review round 16, S10, the field-costs rolling-bounce tie exists only with
+    aligned 3 s heartbeats (spread by 1 s, or cooperative at a 1 s heartbeat, eager loses)."""
+    found = _claim_row(c, verdicts)
+    own = next((g for g in verdicts if g.name == c.grid), None)
+    if found is None or own is None:
+        return c
+    row, mv = found
+    eager = [p for p in mv.best if family(p) == "classic" and _spread_eager(p)]
+    if not eager:
+        return c
+    m = mv.metric
+    sign = 1 if m.lower_is_better else -1
+    lost = sorted((o for o in mv.spread if not o.held), key=lambda o: o.spread_ms)
+    why: list[str] = []
+    if lost:
+        why.append(f"its mark with heartbeats spread by {_secs(lost[0].spread_ms)} "
+                   f"({lost[0].grid})")
+    top = max(sign * mv.cells[p].median for p in eager)
+    for g in verdicts:
+        if g is own:
+            continue
+        for r in g.rows:
+            if (r.scenario, r.size, r.workload) != (row.scenario, row.size, row.workload):
+                continue
+            omv = next((x for x in r.metrics if x.metric.column == m.column), None)
+            faster = [] if omv is None else sorted(
+                (sign * cell.median, p) for p, cell in omv.cells.items()
+                if family(p) == "classic" and not _spread_eager(p)
+                and re.search(r"@hb\d", p) and cell.values
+                and top - sign * cell.median > threshold(m, top, cell.median))
+            if faster:
+                why.append(f"to {faster[0][1]} ({g.name})")
+    if len(why) == len(lost[:1]):
+        # the spread alone: spread_condition's clause says it
+        return c
+    hb = {(row.settings.get(p) or {}).get("heartbeat.interval.ms") for p in eager}
+    one = next(iter(hb)) if len(hb) == 1 else None
+    at = f" {_secs(float(one))}" if isinstance(one, int | float) else ""
+    clause = (f" The win needs every classic member's{at} heartbeat aligned: eager loses "
+              + " and ".join(why) + ".")
+    # spread_condition's last stand-in says less than this clause: it goes if still too long
+    gone = (" Not kept with spread heartbeats (note).", "", "")
+    return replace(c, text=c.text + clause, movable=(*c.movable, gone))
+
+
 #: An application's costs (excess lag, stall, downtime): a sentence says, whoever wins, each
 #: of them on which a winner is worse than the runner-up in the same cell.
 COST_METRICS = ("lag_record_s", "stall_ms", "task_downtime_task_s", "resource_downtime_ms")
 #: Bookkeeping metrics (what moved, what ran twice), no cost of their own: a sentence on one
 #: quotes the same cell's excess lag of its winners and runner-up.
 BOOKKEEPING = frozenset({"resources_moved", "records_reprocessed"})
+#: Metrics that stand in for the application's cost without being it: a sentence on one says
+#: in itself what its winners pay in excess lag (outside review round 16, S3 and S4).
+LAG_PROXIES = BOOKKEEPING | {"stall_ms"}
+
+
+def lag_of(g: GridVerdict, row: VerdictRow, won: Sequence[str], beaten: Sequence[str]) -> str:
+    """``excess lag: a 9,908, b 15,340 against c 2,596 record·s``: the row's excess lag of
+    each protocol ``won`` and ``beaten`` (medians; a topic's growth: :func:`cell_lag`'s
+    distribution over every seed); "" where the row has no lag for them."""
+    mv = next((x for x in row.metrics if x.metric.column == "lag_record_s"), None)
+    if mv is None or any(p not in mv.cells or not mv.cells[p].values for p in (*won, *beaten)):
+        return ""
+    if any(x in row.scenario for x in GROWTH_SCENARIOS):
+        return cell_lag(g, row, tuple(won), beaten[0]) if len(beaten) == 1 else ""
+    m = mv.metric
+    return (f"{short_label(m, g.excess)}: "
+            + ", ".join(f"{p} {_bare(m, mv.cells[p].median)}" for p in won) + " against "
+            + ", ".join(f"{p} {_bare(m, mv.cells[p].median)}" for p in beaten) + f" {m.unit}")
 
 
 def cell_lag(g: GridVerdict, row: VerdictRow, winners: Sequence[str], worse: str) -> str:
@@ -3172,15 +3327,43 @@ def cell_lag(g: GridVerdict, row: VerdictRow, winners: Sequence[str], worse: str
                          for p in (*winners, worse)):
         return ""
     m = mv.metric
-    text = (f"{short_label(m, g.excess)} " + " and ".join(_bare(m, mv.cells[p].median)
-                                                         for p in winners)
-            + f" against {m.fmt(mv.cells[worse].median)}")
     named = (*winners, worse)
     if any(x in row.scenario for x in GROWTH_SCENARIOS) \
             and any(family(p) == "classic" for p in named):
-        n = min(len(mv.cells[p].values) for p in named)
-        text += f" (the classic figures: one draw of the leader's refresh phase a seed, {n} seeds)"
-    return text
+        # a classic figure is one draw of the leader's refresh phase a seed: the distribution
+        # over every seed of the cell (both seed sets), three digits, never a median of the
+        # first few (outside review round 16, S3: 3,845,699 over 5 seeds, 1.07 M over 10)
+        every = {p: seeds_of(mv, p) for p in named}
+        n = min(len(v) for v in every.values())
+
+        def dist(p: str) -> str:
+            v = sorted(every[p])
+            return (f"{p} {_bare(m, _sig3(statistics.median(v)))} "
+                    f"({_bare(m, _sig3(v[0]))}{DASH}{_bare(m, _sig3(v[-1]))})")
+
+        return (f"{short_label(m, g.excess)}, median (range) over all {n} seeds: "
+                + " and ".join(dist(p) for p in winners) + f" against {dist(worse)} {m.unit}"
+                + " (classic: one metadata-refresh-phase draw a seed)")
+    return (f"{short_label(m, g.excess)} " + " and ".join(_bare(m, mv.cells[p].median)
+                                                          for p in winners)
+            + f" against {m.fmt(mv.cells[worse].median)}")
+
+
+def seeds_of(mv: MetricVerdict, p: str) -> list[float]:
+    """``p``'s values in a row over every seed it ran: the first seed set and the fresh one
+    (:func:`confirm`), each seed once."""
+    values = dict(mv.cells[p].values) if p in mv.cells else {}
+    if mv.again is not None and p in mv.again.cells:
+        values.update(mv.again.cells[p].values)
+    return list(values.values())
+
+
+def _sig3(v: float) -> float:
+    """``v`` rounded to three significant digits (a phase draw's figure: more digits claim a
+    precision the draw does not have)."""
+    if v == 0:
+        return 0.0
+    return round(v, 2 - math.floor(math.log10(abs(v))))
 
 
 def weakest_metric(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
@@ -3198,7 +3381,7 @@ def weakest_metric(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
         return c
     row, said = found
     winners = tuple(said.best) if c.best in said.best else (c.best,)
-    keeps = c.metric in BOOKKEEPING
+    keeps = c.metric in LAG_PROXIES
     lag = cell_lag(g, row, winners, c.worse) if keeps else ""
     worse = []
     for mv in row.metrics:
