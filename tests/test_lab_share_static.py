@@ -7,6 +7,7 @@ membership, KIP-932)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,3 +77,75 @@ def test_a_static_member_back_within_its_session_moves_nothing(size: int) -> Non
     assert got[STATIC]["drawn_json"] == got["consumer:uniform"]["drawn_json"]
     assert got[STATIC]["resources_moved"] == 0
     assert got["consumer:uniform"]["resources_moved"] > 0
+
+
+# --------------------------------------------------------------------------- the sentences
+
+def _static_grids(static_down: list[float]) -> list[Any]:
+    from groupcoord.lab.findings import Metric
+    from groupcoord.lab.verdict import Cell, GridVerdict, VerdictRow, judge
+
+    share, kip848 = "share:simple", "consumer:uniform"
+    down = Metric("resource_downtime_ms", "resource downtime", "resource·s", scale=1000.0,
+                  floor=500.0)
+
+    def row(values: dict[str, list[float]]) -> Any:
+        return VerdictRow("rolling-bounce", 12, "1x12-busy", 0.0, 5, [judge(
+            {p: Cell(dict(enumerate(v))) for p, v in values.items()}, down)])
+
+    share_down = [26_685, 24_810, 25_554, 32_384, 35_027]
+    parent = row({share: share_down, kip848: [62_600, 51_862, 60_000, 65_000, 69_609]})
+    companion = row({share: share_down, STATIC: static_down})
+    return [GridVerdict("equal-capacity-rolling", "", [share, kip848], [down], [parent],
+                        10, 0, 0, 5),
+            GridVerdict("equal-capacity-rolling-static", "", [share, STATIC], [down],
+                        [companion], 10, 0, 0, 5)]
+
+
+def _sentences(verdicts: list[Any]) -> list[Any]:
+    import json
+
+    from groupcoord.lab.share_marks import family_key, share_claims
+    from groupcoord.lab.verdict import claims
+
+    work = {"max_poll_records": 100, "processing_ms": {"dist": "exponential", "mean": 10},
+            "records_per_s": 20}
+    runs = [{"protocol": p, "scenario": "rolling-bounce", "size": 12, "workload": "1x12-busy",
+             "seed": s, "ok": True, "total_partitions": 12, "fault_rate": 0.0,
+             "settings_json": "{}", "work": json.dumps(work)}
+            for p in ("share:simple", "consumer:uniform", STATIC) for s in range(5)]
+    found = claims(verdicts, family_of=family_key(runs))
+    return share_claims(found, claims(verdicts, limit=100), verdicts, runs)
+
+
+def test_the_rolling_sentence_says_the_win_survives_static_consumers() -> None:
+    from groupcoord.lab.verdict import claim_candidates
+
+    verdicts = _static_grids([70_000, 71_000, 72_000, 73_000, 74_000])
+    # the static companion gives no sentence of its own: its reading joins its parent's
+    assert claim_candidates(verdicts) == claim_candidates(verdicts[:1])
+    (c,) = _sentences(verdicts)
+    assert c.grid == "equal-capacity-rolling"
+    assert ("Against static consumer members (KIP-345; equal-capacity-rolling-static, the same "
+            "seeds): ★ share:simple, 26.7 against 72 resource·s: the win survives."
+            ) in c.text, c.text
+
+
+def test_the_rolling_sentence_says_static_consumers_reverse_the_win() -> None:
+    (c,) = _sentences(_static_grids([10_000, 11_000, 12_000, 13_000, 14_000]))
+    assert ("Against static consumer members (KIP-345; equal-capacity-rolling-static, the same "
+            "seeds): ★ consumer:uniform@static, 26.7 against 12 resource·s: static membership "
+            "reverses it.") in c.text, c.text
+
+
+def test_the_rolling_sentence_says_a_tie_with_static_consumers_ends_the_win() -> None:
+    (c,) = _sentences(_static_grids([20_000, 40_000, 26_000, 30_000, 24_000]))
+    assert "26.7 against 26 resource·s: the win does not survive." in c.text, c.text
+
+
+def test_the_page_says_what_the_static_label_is() -> None:
+    from groupcoord.lab.report import timing_text
+
+    text = timing_text(STATIC, share=True)
+    assert text.startswith("consumer:uniform with static members (KIP-345: group.instance.id")
+    assert " s " not in text and "instead of" not in text
