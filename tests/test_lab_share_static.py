@@ -149,3 +149,17 @@ def test_the_page_says_what_the_static_label_is() -> None:
     text = timing_text(STATIC, share=True)
     assert text.startswith("consumer:uniform with static members (KIP-345: group.instance.id")
     assert " s " not in text and "instead of" not in text
+
+
+def test_the_model_limits_name_the_static_label_as_a_static_rolling_bounce() -> None:
+    """"What the model leaves out" no longer says static membership is not run where a
+    ``@static`` label runs the rolling bounce: it names the label."""
+    from groupcoord.lab.limits import model_limits
+
+    spec = parse_spec({"name": "t", "protocols": ["consumer:uniform", STATIC],
+                       "scenarios": ["rolling-bounce"], "sizes": [3], "seeds": 1})
+    text = "\n".join(model_limits([{**p.as_row(), "ok": True} for p in expand(spec)]))
+    line = text.split("Static membership")[1].split("\n")[0]
+    assert "not run" not in line
+    assert f"static members too (rolling-bounce as {STATIC}: each back within its session " \
+        "timeout keeps its partitions with no rebalance)" in line
