@@ -21,7 +21,9 @@ def test_the_share_spec_pairs_share_and_consumer_groups_on_the_same_seeds() -> N
     assert {r.protocol for r in runs} == {"share:simple", "consumer:uniform",
                                           "consumer:uniform@commit100ms",
                                           # the heartbeat companions (every label at 1 s)
-                                          "share:simple@hb1s", "consumer:uniform@hb1s"}
+                                          "share:simple@hb1s", "consumer:uniform@hb1s",
+                                          # the static companions (KIP-345 static members)
+                                          "consumer:uniform@static"}
     by_cell: dict[tuple[object, ...], set[tuple[str, int]]] = {}
     # (the lock grid is share groups' only: a consumer group has no lock, its rows would be
     # the poison workload's)
@@ -182,7 +184,8 @@ def test_the_bounces_timings_are_drawn_per_seed_off_the_heartbeat() -> None:
     # (the grids a numbered sentence rests on run 10 + 10:
     # test_the_grids_a_numbered_sentence_rests_on_run_10_and_10_seeds)
     ten = {"equal-capacity-rolling", "share-rolling", "lock-rate-owner-kill",
-           "equal-capacity-rolling-hb1s", "share-rolling-hb1s"}
+           "equal-capacity-rolling-hb1s", "share-rolling-hb1s",
+           "equal-capacity-rolling-static", "share-rolling-static"}
     assert all(g.confirm_seeds == (0 if g.name in one_set else 20 if g.name == "lock-rate-owner"
                                    else 10 if g.name in ten else 5) for g in spec.grids)
     runs = [r for r in expand(spec) if r.scenario in ("bounce", "rolling-bounce")
@@ -382,5 +385,6 @@ def test_the_grids_a_numbered_sentence_rests_on_run_10_and_10_seeds() -> None:
 
     grids = {g["name"]: g for g in tomllib.loads(SPEC.read_text())["grid"]}
     for name in ("equal-capacity-rolling", "share-rolling", "lock-rate-owner-kill",
-                 "equal-capacity-rolling-hb1s", "share-rolling-hb1s"):
+                 "equal-capacity-rolling-hb1s", "share-rolling-hb1s",
+                 "equal-capacity-rolling-static", "share-rolling-static"):
         assert grids[name].get("seeds") == 10 and grids[name].get("confirm_seeds") == 10, name

@@ -1149,7 +1149,11 @@ def model_limits(runs: Sequence[Mapping[str, Any]],
             "the moment it hears of a rebalance; downtime and convergence are the "
             "coordination's cost, not the application's.")
     if consumers:
-        static = sorted({sc.name for sc in consumers if sc.static})
+        # a static variant's label (``sim.settings.STATIC_VARIANT``) runs a scenario of
+        # dynamic members static: named with its label
+        static = sorted({sc.name if sc.name.endswith("static") or "@" not in p
+                         else f"{sc.name} as {p}" for p, sc in cells
+                         if sc.static and not family(p).endswith("connect")})
         restarts = sorted({sc.name for sc in consumers if not sc.static
                            and ("rolling" in sc.name or "bounce" in sc.name)})
         static_rolling = [n for n in static if "rolling" in n]

@@ -621,7 +621,14 @@ def timing_text(label: str, share: bool = False) -> str:
             return f"{base} with its {said} (the same seeds)"
     names = {"heartbeat_interval_ms": "heartbeat", "session_timeout_ms": "session timeout",
              "commit_interval_ms": "auto-commit interval"}
+    static = timings.pop("static", None)
     what = ", ".join(f"{names.get(k, k)} {number(v / 1000.0)} s" for k, v in timings.items())
+    if static:
+        # KIP-345's static members (``sim.settings.STATIC_VARIANT``): no timing
+        kept = f" and its {what} instead of the field's default" if what else ""
+        return (f"{base} with static members (KIP-345: group.instance.id, the member's name; "
+                f"a member back within its session keeps its partitions, no rebalance)"
+                f"{kept} (the same seeds)")
     return f"{base} with its {what} instead of the field's default (the same seeds)"
 
 

@@ -1081,6 +1081,51 @@ def heartbeat_clause(c: Claim, verdicts: Sequence[GridVerdict], short: bool = Fa
     return ""
 
 
+def static_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
+    """The claim's cell in a static companion grid (``lab.verdict.is_companion``: the
+    runner-up's label ``@static``, KIP-345's static members, beside the best's own column on
+    the same seeds and drawn timings): whether the win survives against the consumer group as
+    production rolling restarts run it (the twelfth outside share review: a rolling bounce's
+    win over dynamic members alone is no headline). Its mark and medians, said in the sentence
+    itself: "Against static consumer members (KIP-345; share-rolling-static, the same seeds):
+    ★ share:simple, 30.7 against 63.2 resource·s: the win survives." "" where no static
+    companion ran the cell, or where the best is no share protocol."""
+    from groupcoord.sim.settings import STATIC_VARIANT
+
+    best = c.best.split(" and ")[0]
+    if family(best) != "share" or "@" in c.worse:
+        return ""
+    static = f"{c.worse}@{STATIC_VARIANT}"
+    key = (c.scenario, c.size, c.workload)
+    for g in verdicts:
+        if g.name == c.grid or static not in g.protocols or not is_companion(g, verdicts):
+            continue
+        mv = next((mv for row in g.rows if (row.scenario, row.size, str(row.workload)) == key
+                   for mv in row.metrics if mv.metric.column == c.metric), None)
+        if mv is None or best not in mv.cells or static not in mv.cells:
+            continue
+        m = mv.metric
+        unit = f" {m.unit}" if m.unit else ""
+        if mv.verdict in ("best", "tied") and mv.best:
+            mark = f"★ {' and '.join(mv.best)}"
+        elif mv.verdict == "unconfirmed" and mv.again is not None \
+                and mv.again.verdict == "few seeds" and g.confirm_seeds:
+            mark = (f"no mark (unconfirmed: the fresh set had {fresh_seeds(mv)} of "
+                    f"{g.confirm_seeds} seeds, a run left out)")
+        else:
+            mark = f"no mark ({mv.verdict})"
+        if mv.verdict == "best" and tuple(mv.best) == (best,):
+            verdict = "the win survives"
+        elif mv.verdict == "best" and tuple(mv.best) == (static,):
+            verdict = "static membership reverses it"
+        else:
+            verdict = "the win does not survive"
+        return (f"Against static consumer members (KIP-345; {g.name}, the same seeds): "
+                f"{mark}, {number(mv.cells[best].median / m.scale)} against "
+                f"{number(mv.cells[static].median / m.scale)}{unit}: {verdict}.")
+    return ""
+
+
 def _min_heartbeat_ms() -> int:
     """The broker's default minimum heartbeat interval of both group types (KIP-848's
     group.consumer.min.heartbeat.interval.ms, KIP-932's group.share.min.heartbeat.interval.ms),
@@ -1306,6 +1351,9 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
             text += " " + equal
         if crash := kill_lost_host_clause(c, verdicts, runs):
             text += " " + crash
+        if static := static_clause(c, verdicts):
+            # whether the win survives static consumer members, in the sentence itself
+            text += " " + static
         hb = heartbeat_clause(c, verdicts)
         if hb_short := heartbeat_clause(c, verdicts, short=True):
             text += " " + hb_short
@@ -1548,6 +1596,7 @@ __all__ = [
     "share_grid_line",
     "share_modes",
     "split_conditions",
+    "static_clause",
     "unmark_broker_lag",
     "unmark_commit_dependent",
     "verdict_word",

@@ -2491,8 +2491,16 @@ def is_companion(g: GridVerdict, verdicts: Sequence[GridVerdict]) -> bool:
     """A grid that reruns an earlier grid's cells with a timing variant of its protocols
     (``crossover-10ms-hb1s``: every label ``@hb1s``, the same scenarios, sizes and
     workloads as crossover-10ms, whose protocols include the bases): its findings are read
-    beside the parent's, never as a sentence of their own."""
-    if g.labels or not g.protocols or not all("@" in p for p in g.protocols):
+    beside the parent's, never as a sentence of their own. A static companion
+    (``share-rolling-static``: its variants all ``@static``, KIP-345's static members, beside
+    labels of the parent's own, a share group having no static membership) is one too."""
+    from groupcoord.sim.settings import STATIC_VARIANT
+
+    variants = [p for p in g.protocols if "@" in p]
+    if g.labels or not variants:
+        return False
+    if len(variants) < len(g.protocols) and not all(
+            p.partition("@")[2] == STATIC_VARIANT for p in variants):
         return False
     bases = {p.partition("@")[0] for p in g.protocols}
     cells = {(r.scenario, r.size, r.workload) for r in g.rows}

@@ -39,6 +39,11 @@ commit cadence of an application that commits each batch, beside the default.
 ``sim.consumer``); Connect workers draw theirs the same way (``classic-connect:eager@hbspread3s``
 at each SyncGroup answer, ``connect:eager@hbspread3s`` at each join of the Connect draft's
 group type).
+``consumer:uniform@static`` runs the members static (KIP-345's ``group.instance.id``, the
+member's name; KIP-848 keeps it: ``Scenario.static``), at the same timings and seeds as the
+dynamic label: a member back within its session gets its own partitions with no rebalance.
+Not a timing, but a setting of the same group on the same seeds, so it rides the same ``@``
+(:data:`STATIC_VARIANT`; a share group has none, KIP-932, nor a Connect worker, KIP-814).
 """
 
 from __future__ import annotations
@@ -66,6 +71,8 @@ FIELD_SETTINGS: dict[str, dict[str, int]] = {
 #: The timings a protocol label's ``@`` variant may set: its key -> the Scenario field.
 TIMING_KEYS: dict[str, str] = {"hb": "heartbeat_interval_ms", "session": "session_timeout_ms",
                                "commit": "commit_interval_ms", "hbspread": "heartbeat_spread_ms"}
+#: The ``@`` variant that runs a consumer group's members static (``Scenario.static``).
+STATIC_VARIANT = "static"
 _TIMING = re.compile(r"^(?P<key>[a-z]+)(?P<n>\d+)(?P<unit>ms|s)$")
 
 
@@ -77,6 +84,13 @@ def split_timing(label: str) -> tuple[str, dict[str, int]]:
         return label, {}
     out: dict[str, int] = {}
     for part in rest.split("+"):
+        if part == STATIC_VARIANT:
+            if base.partition(":")[0] not in ("consumer", "classic"):
+                raise ValueError(f"protocol {label}: only a consumer group has static members "
+                                 "(KIP-345; a share group has none, KIP-932, nor a Connect "
+                                 "worker, KIP-814)")
+            out["static"] = 1
+            continue
         m = _TIMING.match(part)
         if m is None or m["key"] not in TIMING_KEYS:
             raise ValueError(f"protocol {label}: unknown timing {part!r}; a timing is a key "
@@ -114,7 +128,8 @@ def with_field_settings(sc: Scenario, protocol: str, keep: Collection[str] = ())
             changes[name] = value
     if wl_changes:
         changes["workload"] = replace(sc.workload, **wl_changes)
-    changes.update(split_timing(protocol)[1])
+    timings = split_timing(protocol)[1]
+    changes.update({k: bool(v) if k == "static" else v for k, v in timings.items()})
     # a bounce timed after KIP-415's delay follows the delay (``sim.scenario``)
     return with_delay_timings(replace(sc, **changes)) if changes else sc
 
@@ -189,5 +204,5 @@ def effective_settings(sc: Scenario, protocol: str) -> dict[str, int]:
     return dict(sorted(settings_read(protocol, out).items()))
 
 
-__all__ = ["FIELD_SETTINGS", "TIMING_KEYS", "base_protocol", "effective_settings", "family",
+__all__ = ["FIELD_SETTINGS", "STATIC_VARIANT", "TIMING_KEYS", "base_protocol", "effective_settings", "family",
            "split_timing", "with_field_settings"]
