@@ -41,6 +41,7 @@ from groupcoord.lab.verdict import (
     MetricVerdict,
     fresh_seeds,
     is_companion,
+    mark_words,
     modes,
     threshold,
     widest_gap,
@@ -610,16 +611,24 @@ _WORSE_RANGE = re.compile(r"(?<= against )[^()]*? \(([^()]*)\)(?= for )")
 _SAME_SEEDS = re.compile(r" \((medians of \d+ and \d+ seeds, unpaired)\)(?=\. On )")
 
 
-def _figure_movables(text: str, c: Claim) -> list[tuple[str, str, str]]:
+def _figure_movables(text: str, c: Claim, runs: Sequence[Mapping[str, Any]] = ()
+                     ) -> list[tuple[str, str, str]]:
     """The claim's figures' ranges and its same-members comparison's seed counts as clauses
-    the note may take (``Claim.movable``), each with the note's words that keep its facts."""
+    the note may take (``Claim.movable``), each with the note's words that keep its facts. A
+    range in the note names its cell ("at 12 on 4 (1x4-busy)"): the note quotes other cells'
+    numbers before it (the twelfth outside share review: the 12-member cell's ranges read as
+    those of the 4-on-4 cell quoted just before them)."""
     out: list[tuple[str, str, str]] = []
     best = c.best.split(" and ")[0]
+    parts = _partitions(runs, c.scenario, c.size, c.workload) if runs else 0
+    where = (f" at {c.size} on {parts} ({c.workload})" if parts
+             else f" at {c.size} members ({c.workload})" if c.workload else "")
     if m := _BEST_RANGE.search(text):
-        out.append((m.group(0), "", f"{best}'s range {m.group(1).replace('; ', ', ')}"))
+        out.append((m.group(0), "",
+                     f"{best}'s range{where} {m.group(1).replace('; ', ', ')}"))
     if m := _WORSE_RANGE.search(text):
         frag = f" ({m.group(1)})"
-        out.append((frag, "", f"{c.worse}'s range {m.group(1)}"))
+        out.append((frag, "", f"{c.worse}'s range{where} {m.group(1)}"))
     if m := _SAME_SEEDS.search(text):
         out.append((m.group(0), "", f"the same members' figures: {m.group(1)}"))
     return out
@@ -764,8 +773,7 @@ def _row_words(c: Claim, parts: int, workload: str, mv: MetricVerdict) -> str:
     best = c.best.split(" and ")[0]
     m = mv.metric
     med = [number(mv.cells[p].median / m.scale) for p in (best, c.worse)]
-    mark = (f"★ {' and '.join(mv.best)}" if mv.verdict in ("best", "tied")
-            else "a tie (no mark)")
+    mark = mark_words(mv) or "a tie (no mark)"
     return (f"At {parts} on {parts} ({workload}): {mark}, {med[0]} against "
             f"{med[1]}{' ' + m.unit if m.unit else ''}.")
 
@@ -1054,8 +1062,7 @@ def heartbeat_clause(c: Claim, verdicts: Sequence[GridVerdict], short: bool = Fa
             if gap <= 0:
                 continue
             unit = f" {m.unit}" if m.unit else ""
-            mark = (f"★ {' and '.join(mv.best)}" if mv.verdict in ("best", "tied")
-                    else f"no mark ({mv.verdict})")
+            mark = mark_words(mv) or f"no mark ({mv.verdict})"
             if mv.verdict == "unconfirmed" and mv.again is not None \
                     and mv.again.verdict == "few seeds" and g.confirm_seeds:
                 # a fresh run that never caught up is a lost seed, not a doubt (the tenth
@@ -1349,7 +1356,7 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
         # what the sentence gives, whole, to the note under it where it runs over MAX_WORDS
         # as printed (``lab.verdict.fit``), in this order; the contrary clause goes last
         added = [(f" {x}", "", x.rstrip(".")) for x in (light, equal, crash, lost) if x]
-        added += _figure_movables(text, c)
+        added += _figure_movables(text, c, runs)
         if contrary:
             # the metrics the winner loses stay named in the sentence (a paper sentence's
             # "Worse on ... (note)."), the clause whole in the note

@@ -134,6 +134,18 @@ def star(mv: MetricVerdict) -> str:
     return PAIRED_MARK if mv.paired else "\u2605"
 
 
+def mark_words(mv: MetricVerdict) -> str:
+    """A row's mark as its table prints it, for a sentence or a note that quotes the row:
+    "★ a" (separated ranges) or "☆ a" (the paired sign test alone) for a best, "= a and b"
+    ("=☆" on the sign test alone) for a tie at the top; "" for a row without a mark. A note
+    never calls a ☆ row's win ★."""
+    if mv.verdict == "best" and mv.best:
+        return f"{star(mv)} {' and '.join(mv.best)}"
+    if mv.verdict == "tied" and mv.best:
+        return f"={PAIRED_MARK if mv.paired else ''} {' and '.join(mv.best)}"
+    return ""
+
+
 def question_metrics(grid: Mapping[str, Any], rows: Sequence[Mapping[str, Any]] = ()
                      ) -> list[Metric]:
     """The metrics that answer a grid's question: those the grid names, else KIP-415's for a
@@ -3454,6 +3466,7 @@ __all__ = [
     "mark_dependence",
     "mark_size_dependence",
     "mark_timing_dependence",
+    "mark_words",
     "modes",
     "names_grid",
     "natural_key",

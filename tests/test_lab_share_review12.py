@@ -1,0 +1,85 @@
+"""The share page's answers to the twelfth outside share review (docs/lab.md): a note quotes a
+row's mark as its table prints it (☆ where the mark rests on the paired sign test alone), and
+a range moved to the note names its cell."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from groupcoord.lab.findings import Metric
+from groupcoord.lab.share_marks import _figure_movables, equal_members_clause
+from groupcoord.lab.verdict import (
+    PAIRED_MARK,
+    Cell,
+    Claim,
+    GridVerdict,
+    VerdictRow,
+    judge,
+    mark_words,
+)
+
+SHARE, KIP848 = "share:simple", "consumer:uniform"
+LAG = Metric("lag_record_s", "excess lag", "record·s", floor=50.0)
+#: workload -> (partitions, records/s a partition)
+LOADS = {"1x4-busy": (4, 60), "1x12-busy": (12, 20)}
+
+
+def _run(protocol: str, size: int, workload: str, seed: int, lag: float) -> dict[str, Any]:
+    parts, rate = LOADS[workload]
+    work = {"max_poll_records": 100, "processing_ms": {"dist": "exponential", "mean": 10},
+            "records_per_s": rate}
+    return {"protocol": protocol, "scenario": "rolling-bounce", "size": size,
+            "workload": workload, "seed": seed, "ok": True, "total_partitions": parts,
+            "work": json.dumps(work), "lag_record_s": lag}
+
+
+#: rolling-bounce at 4 on 4 (1x4-busy), 10 seeds: share:simple lower on every paired seed,
+#: the two ranges overlapping (the share-rolling row at 4 members: ☆ in its table)
+FOUR = {SHARE: [2_013, 3_000, 4_500, 5_500, 6_300, 6_900, 7_400, 8_800, 10_000, 11_514],
+        KIP848: [6_641, 9_000, 11_000, 14_000, 16_000, 17_300, 21_000, 30_000, 45_000, 59_829]}
+#: the sentence's own cell at 12 on 4, 10 seeds: ranges separated
+TWELVE = {SHARE: [11.5, 15, 20, 25, 27, 30.3, 33, 38, 42, 46.5],
+          KIP848: [2_529, 4_000, 5_500, 6_000, 7_016, 9_460, 10_000, 12_000, 13_000, 14_787]}
+
+
+def _claim() -> Claim:
+    return Claim("share-rolling", "rolling-bounce, 12 members: share:simple has the lowest "
+                 "excess lag, 28.6 record·s (range 11.5\u201346.5 record·s) against 8,238 "
+                 "record·s (2,529\u201314,787 record·s) for consumer:uniform (the runner-up).",
+                 "", "lag_record_s", "rolling-bounce", 12, SHARE, KIP848, workload="1x4-busy")
+
+
+def _runs() -> list[dict[str, Any]]:
+    return [_run(p, size, "1x4-busy", s, v) for size, cells in ((4, FOUR), (12, TWELVE))
+            for p, vs in cells.items() for s, v in enumerate(vs)]
+
+
+def _verdicts() -> list[GridVerdict]:
+    rows = [VerdictRow("rolling-bounce", size, "1x4-busy", 0.0, 10, [judge(
+        {p: Cell(dict(enumerate(v))) for p, v in cells.items()}, LAG)])
+        for size, cells in ((4, FOUR), (12, TWELVE))]
+    return [GridVerdict("share-rolling", "", [SHARE, KIP848], [LAG], rows, 10, 0, 0, 10)]
+
+
+def test_a_notes_mark_of_another_cell_is_that_cells_mark_in_its_table() -> None:
+    """The 4-on-4 row's win rests on the paired sign test (its ranges overlap): the table
+    prints ☆, and so does the note that quotes it, never ★."""
+    verdicts = _verdicts()
+    four = verdicts[0].rows[0].metrics[0]
+    assert four.verdict == "best" and four.paired, four
+    assert mark_words(four) == f"{PAIRED_MARK} {SHARE}"
+    twelve = verdicts[0].rows[1].metrics[0]
+    assert twelve.verdict == "best" and not twelve.paired
+    assert mark_words(twelve) == f"\u2605 {SHARE}"
+    text = equal_members_clause(_claim(), verdicts, _runs())
+    assert text.startswith(f"At 4 on 4 (1x4-busy): {PAIRED_MARK} share:simple, "), text
+    assert "\u2605" not in text, text
+
+
+def test_a_range_in_the_note_names_its_cell() -> None:
+    """The sentence's ranges, moved to the note after other cells' numbers, say they are the
+    12-on-4 cell's."""
+    notes = [note for _, _, note in _figure_movables(_claim().text, _claim(), _runs())]
+    assert notes == ["share:simple's range at 12 on 4 (1x4-busy) 11.5\u201346.5 record·s",
+                     "consumer:uniform's range at 12 on 4 (1x4-busy) 2,529\u201314,787 record·s"]
