@@ -83,3 +83,46 @@ def test_a_range_in_the_note_names_its_cell() -> None:
     notes = [note for _, _, note in _figure_movables(_claim().text, _claim(), _runs())]
     assert notes == ["share:simple's range at 12 on 4 (1x4-busy) 11.5\u201346.5 record·s",
                      "consumer:uniform's range at 12 on 4 (1x4-busy) 2,529\u201314,787 record·s"]
+
+
+def test_a_quoted_cell_is_at_the_tables_seed_basis_and_says_it() -> None:
+    """The load control's consumer cell quoted at its table's median (the first seed set, what
+    the mark rests on), not at both sets' (the review: 2,672 quoted where the table shows
+    2,662), with its seed counts."""
+    from dataclasses import replace
+
+    from groupcoord.lab.share_marks import load_control_clause
+
+    def mv(values: list[float]) -> Any:
+        return judge({KIP848: Cell(dict(enumerate(values)))}, LAG, min_seeds=1)
+
+    busy = mv([2_600, 2_603, 2_610, 2_590, 2_620])
+    light = mv([2_662, 2_640, 2_700, 2_650, 2_670])
+    # the fresh set's seeds, higher: over both sets the median would be 2,672
+    light = replace(light, again=mv([2_680, 2_690, 2_700, 2_675, 2_678]))
+    light.again.cells = {KIP848: Cell({k + 5: v for k, v in enumerate(
+        [2_680, 2_690, 2_700, 2_675, 2_678])})}
+    rows = [VerdictRow("rolling-bounce", 12, w, 0.0, 5, [x])
+            for w, x in (("1x4-busy", busy), ("1x4-light", light))]
+    grids = [GridVerdict("share-rolling", "", [SHARE, KIP848], [LAG], rows[:1], 10, 0, 0, 5),
+             GridVerdict("share-light-rolling", "", [KIP848], [LAG], rows[1:], 10, 0, 0, 5)]
+    runs = [{"protocol": p, "scenario": "rolling-bounce", "size": 12, "workload": w,
+             "ok": True, "total_partitions": 4} for p in (SHARE, KIP848)
+            for w in ("1x4-busy", "1x4-light")]
+    text = load_control_clause(_claim(), grids, runs)
+    assert text == ("At a share member's load per member (1x4-light, share-light-rolling): "
+                    "consumer:uniform 2,662 against 2,603 record·s, higher on 5 of 5 paired "
+                    "seeds (medians of 5 and 5 seeds, the tables' first seed set)."), text
+
+
+def test_a_split_cells_median_says_its_seeds() -> None:
+    """A split cell's outcomes count both seed sets (20 seeds), its median is the first set's
+    (10): the words say so, not "median of all 20"."""
+    from groupcoord.lab.verdict import _quote
+
+    first = [3.0] * 9 + [7_051.0]
+    c = Cell(dict(enumerate(first)))
+    c.outcomes = [[3.0] * 19, [7_051.0]]
+    text = _quote(Metric("lag_peak", "excess lag peak", "records", floor=10.0), c)
+    assert "median of the first seed set's 10: 3 records" in text, text
+    assert "median of all 20" not in text

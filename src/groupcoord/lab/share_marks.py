@@ -650,6 +650,21 @@ def _ok_values(runs: Sequence[Mapping[str, Any]], protocol: str, scenario: str, 
     return out
 
 
+def _table_values(verdicts: Sequence[GridVerdict], protocol: str, scenario: str, size: int,
+                  column: str, workload: str | None, grid: str = "") -> list[float]:
+    """A protocol's values in a cell as the tables' medians take them: the seeds of the first
+    seed set (what the row's mark rests on); ``grid``'s row first. [] where no table has the
+    cell (the twelfth outside share review: one seed basis for a cell, the table's)."""
+    rows = sorted(((g.name != grid, mv) for g in verdicts for row in g.rows
+                   if (row.scenario, row.size, str(row.workload)) == (scenario, size,
+                                                                      str(workload))
+                   for mv in row.metrics if mv.metric.column == column
+                   and protocol in mv.cells), key=lambda x: x[0])
+    if not rows:
+        return []
+    return list(rows[0][1].cells[protocol].values.values())
+
+
 def _metric_of(verdicts: Sequence[GridVerdict], column: str) -> Metric | None:
     return next((m for g in verdicts for m in g.metrics if m.column == column), None)
 
@@ -702,16 +717,18 @@ def same_members_clause(c: Claim, verdicts: Sequence[GridVerdict],
     wl = same_members_workload(c, runs)
     if not mine or not wl:
         return ""
-    theirs = other[wl]
-    ours = mine[c.workload] if c.workload in mine else next(iter(mine.values()))
+    grid = quoted_grid(c, verdicts, wl)
+    theirs = _table_values(verdicts, c.worse, c.scenario, c.size, c.metric, wl,
+                           grid) or other[wl]
+    ours = _table_values(verdicts, best, c.scenario, c.size, c.metric, c.workload, c.grid) or (
+        mine[c.workload] if c.workload in mine else next(iter(mine.values())))
     unit = f" {m.unit}" if m.unit else ""
     med = [number(statistics.median(x) / m.scale) for x in (ours, theirs)]
-    grid = quoted_grid(c, verdicts, wl)
     where = f"{grid}, {wl}" if grid else wl
     return (f"{c.scenario}, the same {c.size} members: {best} on {parts} partitions "
             f"{med[0]} against {c.worse} on {c.size} ({where}) {med[1]}{unit} of "
             f"{LABELS.get(m.column, m.label)} (medians of {len(ours)} and {len(theirs)} "
-            f"seeds, unpaired). On {parts} partitions ({c.workload}; {c.size - parts} consumer "
+            f"seeds, each table's, unpaired). On {parts} partitions ({c.workload}; {c.size - parts} consumer "
             "members idle): ")
 
 
@@ -774,8 +791,11 @@ def _row_words(c: Claim, parts: int, workload: str, mv: MetricVerdict) -> str:
     m = mv.metric
     med = [number(mv.cells[p].median / m.scale) for p in (best, c.worse)]
     mark = mark_words(mv) or "a tie (no mark)"
+    n = sorted({len(mv.cells[p].values) for p in (best, c.worse)})
+    seeds = " and ".join(str(k) for k in n)
     return (f"At {parts} on {parts} ({workload}): {mark}, {med[0]} against "
-            f"{med[1]}{' ' + m.unit if m.unit else ''}.")
+            f"{med[1]}{' ' + m.unit if m.unit else ''} (medians of {seeds} seeds, the "
+            "table's).")
 
 
 def _same_members_row(c: Claim, verdicts: Sequence[GridVerdict],
@@ -824,20 +844,22 @@ def kill_lost_host_clause(c: Claim, verdicts: Sequence[GridVerdict],
     m = mv.metric
     unit = f" {m.unit}" if m.unit else ""
     med = [number(mv.cells[p].median / m.scale) for p in (best, c.worse)]
-    text = f"A lost host ({crash}) in the same cell: {med[0]} against {med[1]}{unit}"
+    n = " and ".join(str(k) for k in sorted({len(mv.cells[p].values) for p in (best, c.worse)}))
+    text = (f"A lost host ({crash}) in the same cell: {med[0]} against {med[1]}{unit} "
+            f"(medians of {n} seeds, the table's)")
     parts = _partitions(runs, crash, c.size, c.workload)
-    mine = _ok_values(runs, best, crash, c.size, c.metric, parts, c.workload).get(
-        c.workload or "", [])
+    mine = list(mv.cells[best].values.values())
     other = _ok_values(runs, c.worse, crash, c.size, c.metric, c.size)
     same = same_load(runs, c.workload, list(other))
     if parts and c.size > parts and mine and same:
-        theirs = other[same[0]]
+        theirs = _table_values(verdicts, c.worse, crash, c.size, c.metric,
+                               same[0]) or other[same[0]]
         side = ("lower on every seed" if max(theirs) < min(mine) else
                 "higher on every seed" if min(theirs) > max(mine) else "the ranges overlap")
         text += (f"; against {c.worse} on {c.size} ({same[0]}) "
                  f"{number(statistics.median(theirs) / m.scale)}{unit}, {side} "
                  f"({_span(theirs, m)} against {_span(mine, m)}; medians of {len(theirs)} "
-                 f"and {len(mine)} seeds, unpaired)")
+                 f"and {len(mine)} seeds, each table's, unpaired)")
     return text + "."
 
 
@@ -869,13 +891,14 @@ def kill_crash_sentence(c: Claim, verdicts: Sequence[GridVerdict],
     parts = _partitions(runs, c.scenario, c.size, c.workload)
     if kill is None or lost is None or not parts or c.size <= parts:
         return ""
-    mine = _ok_values(runs, best, crash, c.size, c.metric, parts, c.workload).get(
-        c.workload or "", [])
+    # the tables' seeds of each cell (their first seed set), as the medians quoted beside
+    mine = list(lost.cells[best].values.values())
     other = _ok_values(runs, c.worse, crash, c.size, c.metric, c.size)
     same = same_load(runs, c.workload, list(other))
     if not mine or not same:
         return ""
-    theirs = other[same[0]]
+    theirs = _table_values(verdicts, c.worse, crash, c.size, c.metric, same[0]) \
+        or other[same[0]]
     m = kill.metric
     sign = 1.0 if m.lower_is_better else -1.0
     side = ("worse than" if min(sign * v for v in mine) > max(sign * v for v in theirs) else
@@ -897,7 +920,8 @@ def kill_crash_sentence(c: Claim, verdicts: Sequence[GridVerdict],
         return text  # the lost host has a sentence of its own (the lock limit)
     return (text + f" A lost host or hung process ({crash}) there: {best} "
             f"{number(lost.cells[best].median / m.scale)}, {side} {c.worse} on {c.size} "
-            f"partitions ({number(statistics.median(theirs) / m.scale)}){every}.")
+            f"partitions ({number(statistics.median(theirs) / m.scale)}){every} (medians "
+            f"of {len(mine)} and {len(theirs)} seeds, each table's).")
 
 
 #: A sentence's metric (the tables' column) -> the share calibration's figure of it (the
@@ -981,8 +1005,8 @@ def lock_limit_sentence(c: Claim, verdicts: Sequence[GridVerdict],
     if stop is None or not stop[2] or lost is None or not parts or c.size <= parts:
         return ""
     rate, seeds, stopped = stop
-    mine = _ok_values(runs, best, crash, c.size, c.metric, parts, c.workload).get(
-        c.workload or "", [])
+    # the lag peaks on the tables' seeds of each cell (their first seed set), as the median
+    mine = list(lost.cells[best].values.values())
     other = _ok_values(runs, c.worse, crash, c.size, c.metric, c.size)
     same = same_load(runs, c.workload, list(other))
     m = lost.metric
@@ -1001,7 +1025,8 @@ def lock_limit_sentence(c: Claim, verdicts: Sequence[GridVerdict],
             + f"): {c.size} members on {parts} partitions stopped {number(down / 1000)} s on "
             f"{len(stopped)} of {seeds} seeds")
     if mine and same:
-        theirs = other[same[0]]
+        theirs = _table_values(verdicts, c.worse, crash, c.size, c.metric, same[0]) \
+            or other[same[0]]
         sign = 1.0 if m.lower_is_better else -1.0
         side = ("worse than" if min(sign * v for v in mine) > max(sign * v for v in theirs)
                 else "better than" if max(sign * v for v in mine) < min(sign * v for v in
@@ -1012,7 +1037,7 @@ def lock_limit_sentence(c: Claim, verdicts: Sequence[GridVerdict],
         text += (f"; {best}'s {LABELS.get(m.column, m.label)} "
                  f"{number(lost.cells[best].median / m.scale)}{unit}, {side} {c.worse} on "
                  f"{c.size} partitions ({number(statistics.median(theirs) / m.scale)})"
-                 f"{every}")
+                 f"{every} (medians of {len(mine)} and {len(theirs)} seeds, each table's)")
     wire = [(k, n) for scen, size, wl, k, n in wire_lost_hosts(cells)
             if (scen, size, wl) == (crash, c.size, c.workload)]
     if wire:
@@ -1180,7 +1205,8 @@ def load_control_clause(c: Claim, verdicts: Sequence[GridVerdict],
         return ""
     g, mv = light
     m = mv.metric
-    heavy, lit = _paired(own, c.worse), _paired(mv, c.worse)
+    # the tables' seeds (the first set, what the marks rest on): the medians the tables show
+    heavy, lit = dict(own.cells[c.worse].values), dict(mv.cells[c.worse].values)
     seeds = sorted(set(heavy) & set(lit))
     lower = sum(1 for k in seeds if lit[k] < heavy[k])
     higher = sum(1 for k in seeds if lit[k] > heavy[k])
@@ -1193,7 +1219,8 @@ def load_control_clause(c: Claim, verdicts: Sequence[GridVerdict],
     return (f"At a share member's load per member ({LIGHT}, {g.name}): {c.worse} "
             f"{number(statistics.median(lit.values()) / m.scale)} against "
             f"{number(statistics.median(heavy.values()) / m.scale)}{unit}{where}"
-            + side + " (both seed sets).")
+            + side + f" (medians of {len(lit)} and {len(heavy)} seeds, the tables' first "
+            "seed set).")
 
 
 def _with_partitions(text: str, c: Claim, runs: Sequence[Mapping[str, Any]]) -> str:

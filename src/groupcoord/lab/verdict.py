@@ -1979,7 +1979,11 @@ def _quote(m: Metric, c: Cell, lead: str = "") -> str:
     top = [o for o in c.outcomes if len(o) == most]
     typical = (f"typical: {m.fmt(statistics.median(top[0]))}" if len(top) == 1
                else "no outcome typical")
-    return f"{each} (its seeds split; {typical}; median of all {n}: {m.fmt(c.median)})"
+    # the cell's median is its first seed set's (what the mark rests on), the outcomes may
+    # count both sets' seeds: the median says its own seeds
+    which = (f"all {n}" if len(c.values) == n
+             else f"the first seed set's {len(c.values)}")
+    return f"{each} (its seeds split; {typical}; median of {which}: {m.fmt(c.median)})"
 
 
 def _range(m: Metric, c: Cell, lead: str = "") -> str:
