@@ -126,3 +126,33 @@ def test_a_split_cells_median_says_its_seeds() -> None:
     text = _quote(Metric("lag_peak", "excess lag peak", "records", floor=10.0), c)
     assert "median of the first seed set's 10: 3 records" in text, text
     assert "median of all 20" not in text
+
+
+def test_a_rows_dropped_seeds_say_which_seed_set_they_left() -> None:
+    """Seeds dropped from every protocol of a row are counted per seed set: the numbers shown
+    are the first set's, and a drop from the fresh (confirming) set says so."""
+    from groupcoord.lab.report import _dropped_set
+    from groupcoord.lab.verdict import grid_verdict
+
+    def run(protocol: str, rep: int, caught_up: bool = True) -> dict[str, Any]:
+        return {"protocol": protocol, "scenario": "rolling-bounce", "size": 12,
+                "workload": "1x4-busy", "fault_rate": 0.0, "seed": 100 + rep,
+                "replicate": rep, "ok": True, "caught_up": caught_up,
+                "lag_record_s": (20.0 if protocol == SHARE else 8_000.0) + rep}
+
+    grid = {"name": "share-rolling", "protocols": [SHARE, KIP848], "metrics": ["lag_record_s"],
+            "seeds": 5, "confirm_seeds": 5}
+    fresh_only = [run(p, k, caught_up=not (p == KIP848 and k in (6, 9)))
+                  for p in (SHARE, KIP848) for k in range(10)]
+    (row,) = grid_verdict(grid, fresh_only).rows
+    assert (row.dropped, row.dropped_fresh) == (2, 2)
+    assert _dropped_set(row) == (" of the fresh (confirming) seed set only; the numbers shown "
+                                 "keep all their seeds")
+    both = [run(p, k, caught_up=not (p == KIP848 and k in (2, 9)))
+            for p in (SHARE, KIP848) for k in range(10)]
+    (row,) = grid_verdict(grid, both).rows
+    assert (row.dropped, row.dropped_fresh) == (2, 1)
+    assert _dropped_set(row) == (", 1 of the first seed set (the numbers shown) and 1 of the "
+                                 "fresh (confirming) set")
+    (row,) = grid_verdict({**grid, "confirm_seeds": 0, "seeds": 10}, both).rows
+    assert row.dropped == 2 and _dropped_set(row) == ""

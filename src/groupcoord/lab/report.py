@@ -625,6 +625,20 @@ def timing_text(label: str, share: bool = False) -> str:
     return f"{base} with its {what} instead of the field's default (the same seeds)"
 
 
+def _dropped_set(row: VerdictRow) -> str:
+    """Which seed set a row's dropped seeds came from, where its grid has a fresh one: the
+    numbers shown are the first set's (the twelfth outside share review)."""
+    fresh = row.dropped_fresh
+    if fresh is None:
+        return ""
+    if fresh == row.dropped:
+        return " of the fresh (confirming) seed set only; the numbers shown keep all their seeds"
+    if fresh == 0:
+        return " of the first seed set (the numbers shown)"
+    return (f", {row.dropped - fresh} of the first seed set (the numbers shown) and {fresh} of "
+            "the fresh (confirming) set")
+
+
 def _mark(cell_mark: str, paired: bool = False) -> str:
     """A cell's mark: ★ best, = tied; a mark that rests on the paired sign test alone
     (:data:`lab.verdict.PAIRED_MARK`) carries it instead of ★, and beside =."""
@@ -800,7 +814,7 @@ def _row_head(g: GridVerdict, row: VerdictRow,
     rank = ranked(g.protocols)
     if row.dropped:
         load += (f"; {row.dropped} seed{'s' if row.dropped > 1 else ''} dropped from every "
-                 f"protocol ({left_out_text(row, rank)})")
+                 f"protocol{_dropped_set(row)} ({left_out_text(row, rank)})")
     apart = left_out_text(row, [p for p in g.protocols if p not in rank])
     if apart:
         load += f"; left out of their own columns only (not ranked): {apart}"

@@ -389,6 +389,10 @@ class VerdictRow:
     #: Seeds dropped from every protocol of the row because one protocol's run on that seed
     #: was left out (:func:`same_seeds`).
     dropped: int = 0
+    #: Of :attr:`dropped`, the seeds of the grid's fresh (confirming) set; None: the grid has
+    #: no fresh set (the twelfth outside share review: "2 seeds dropped" read as about the
+    #: numbers shown, which are the first set's).
+    dropped_fresh: int | None = None
     #: Per protocol, how many of its runs in the row were left out, by reason
     #: (:func:`same_seeds`); an unranked protocol's cost its own columns only.
     left_out: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -811,9 +815,15 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
     n_first = int(grid.get("seeds") or 0)
     n_confirm = int(grid.get("confirm_seeds") or 0) if n_first else 0
 
+    every_run: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for r in mine:
+        every_run[_row_of(r)].append(r)
     rows = []
     for key in sorted(by_row, key=row_key):
         every = by_row[key]
+        kept = {r.get("seed") for r in every}
+        gone_fresh = {r.get("seed") for r in every_run[key] if r.get("seed") not in kept
+                      and not _first_set(r, n_first, n_confirm)}
         rs = [r for r in every if _first_set(r, n_first, n_confirm)]
         fresh = [r for r in every if not _first_set(r, n_first, n_confirm)]
         vr = VerdictRow(key[0], key[1], key[2], key[3], len({r.get("seed") for r in rs}),
@@ -822,6 +832,7 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
                         spacing_ms=bounce_spacing_ms(every[0]),
                         departs=scenario_departs(every[0]),
                         dropped=dropped.get(key, 0), left_out=left_out.get(key, {}),
+                        dropped_fresh=len(gone_fresh) if n_confirm else None,
                         late=bool(SLOW_VARIANT.match(str(key[0]))) or any(
                             "pause_every_ms" in str(r.get("work") or "") for r in every))
         if swept is not None:
