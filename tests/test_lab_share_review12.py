@@ -156,3 +156,21 @@ def test_a_rows_dropped_seeds_say_which_seed_set_they_left() -> None:
                                  "fresh (confirming) set")
     (row,) = grid_verdict({**grid, "confirm_seeds": 0, "seeds": 10}, both).rows
     assert row.dropped == 2 and _dropped_set(row) == ""
+
+
+def test_what_the_share_wins_need_opens_the_page(monkeypatch: Any, tmp_path: Any) -> None:
+    """The share wins' condition is the page's first statement, before "How to read the
+    tables" and every numbered sentence, in the summary and the HTML page alike, once."""
+    from groupcoord.lab import report
+
+    need = "What the share wins need: at 12 members on 4 partitions, 1 confirmed share win."
+    monkeypatch.setattr(report, "fetchers_line", lambda verdicts, runs: need)
+    meta = {"spec": "share", "runs": 0, "cells": 0}
+    md = report._sweep_md(meta, [], [], [], [])
+    assert md.count(need) == 1
+    assert md.index(need) < md.index("## How to read the tables") < md.index(
+        "## What the tables show")
+    page = report._sweep_html(meta, [], [], [], tmp_path, [])
+    assert page.count(need) == 1
+    assert page.index(need) < page.index("<h2>How to read the tables</h2>") < page.index(
+        "<h2>What the tables show</h2>")

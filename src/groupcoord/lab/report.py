@@ -2496,8 +2496,6 @@ def _claims_html(found: Sequence[Claim], verdicts: Sequence[GridVerdict] = (),
                  runs: Sequence[Mapping[str, Any]] = ()) -> str:
     few = too_few_for_claims(verdicts)
     few_html = f"<p>{html.escape(few)}</p>" if few else ""
-    if need := fetchers_line(verdicts, runs):  # the share wins' condition (lab.share_marks)
-        few_html = f"<p>{html.escape(need)}</p>" + few_html
     if primary := share_grid_line(verdicts, runs):  # the share grid's own sentence
         few_html = f"<p>{html.escape(primary)}</p>" + few_html
     if not found:
@@ -2607,6 +2605,9 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
                  html.escape(str(meta.get("spec"))), meta.get("runs"), meta.get("cells"),
                  html.escape(str(meta.get("spark"))), html.escape(str(meta.get("master"))),
                  html.escape(elapsed_text(meta, runs)))]
+    # the share wins' condition (lab.share_marks) opens the page, before every sentence
+    if need := fetchers_line(verdicts, runs):
+        parts.insert(1, f"<p><strong>{html.escape(need)}</strong></p>")
     parts.append("<h2>How to read the tables</h2>")
     parts += [f"<p>{html.escape(t)}</p>" for t in method_text(runs, verdicts) if t]
     loads = row_loads(runs)
@@ -2671,6 +2672,10 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
               violations: list[dict[str, Any]], runs: Sequence[dict[str, Any]]) -> str:
     lines = [f"Spec `{meta.get('spec')}`: {meta.get('runs')} runs in {meta.get('cells')} "
              "cells.", ""]
+    # the share wins' condition (lab.share_marks) opens the page, before every sentence (the
+    # twelfth outside share review: the page's most important statement was its last)
+    if need := fetchers_line(verdicts, runs):
+        lines += [need, ""]
     if answers := answers_text(found, verdicts, calibration_notes(found, verdicts, runs)):
         lines += [answers, ""]
     lines += ["## How to read the tables", ""]
@@ -2714,8 +2719,6 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
     lines += calibration_tables_md(found, verdicts, runs)
     if primary := share_grid_line(verdicts, runs):  # the share grid's own sentence
         lines += ["", primary]
-    if need := fetchers_line(verdicts, runs):  # the share wins' condition (lab.share_marks)
-        lines += ["", need]
     few = too_few_for_claims(verdicts)
     if few:
         lines += ["", few]
