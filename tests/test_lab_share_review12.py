@@ -174,3 +174,20 @@ def test_what_the_share_wins_need_opens_the_page(monkeypatch: Any, tmp_path: Any
     assert page.count(need) == 1
     assert page.index(need) < page.index("<h2>How to read the tables</h2>") < page.index(
         "<h2>What the tables show</h2>")
+
+
+def test_the_reading_rule_is_short_labelled_paragraphs_with_every_word_kept() -> None:
+    from groupcoord.lab.report import _RULE_PARTS, labelled_paragraphs, method_text
+
+    paras = [p for p in method_text([], []) if p]
+    assert any(p.startswith("Cells and seeds: Cells show the median") for p in paras)
+    assert any(p.startswith("★ and ☆: A protocol is marked ★ best") for p in paras)
+    assert max(len(p.split()) for p in paras) < 200
+    rule = ("Cells show the median over the seeds. A protocol is marked ★ best when so. "
+            "= marks the protocols tied. Beside each floor, x. Where a protocol's seeds fall apart, y. "
+            "Multiple comparisons: z. Where the chance figure does not apply: w. The tables "
+            "carry 3 marks. Confirmation on fresh seeds: v.")
+    out = labelled_paragraphs(rule)
+    assert len(out) == len(_RULE_PARTS)
+    labels = [label for _, label in _RULE_PARTS]
+    assert " ".join(p.removeprefix(lb) for p, lb in zip(out, labels, strict=True)) == rule

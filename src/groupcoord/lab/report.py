@@ -514,7 +514,35 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
             f"{noop:,} with a scenario event that changed nothing (noop_events).")
     broker = (BROKER_LAG_DEFINITION if any(r.get("share_lag_peak") is not None for r in runs)
               else "")
-    return [what, test, left, protocol_text(verdicts), broker]
+    return [what, *labelled_paragraphs(test), left, protocol_text(verdicts), broker]
+
+
+#: Where the tables' reading rule splits into short labelled paragraphs (the twelfth outside
+#: share review: one paragraph of ~900 words before the first table): each paragraph's first
+#: words, and the label it gets ("" where its own first words already label it).
+_RULE_PARTS = (("Cells show the median", "Cells and seeds: "),
+               ("A protocol is marked", "★ and ☆: "),
+               ("= marks the protocols", "= and the other verdicts: "),
+               ("Beside each floor", "Small differences: "),
+               ("Where a protocol's seeds fall", "Split seeds: "),
+               ("Multiple comparisons:", ""),
+               ("Where the chance figure does not apply:", ""),
+               ("The tables carry", "Marks and findings: "),
+               ("Confirmation on fresh seeds:", ""))
+
+
+def labelled_paragraphs(text: str) -> list[str]:
+    """The tables' reading rule as short labelled paragraphs, every word kept: split where
+    each of :data:`_RULE_PARTS` starts (a sentence's start), each labelled."""
+    cuts = sorted((i, label) for start, label in _RULE_PARTS
+                  if (i := text.find(start)) >= 0)
+    if not cuts:
+        return [text]
+    out = [text[:cuts[0][0]].strip()] if text[:cuts[0][0]].strip() else []
+    for k, (i, label) in enumerate(cuts):
+        end = cuts[k + 1][0] if k + 1 < len(cuts) else len(text)
+        out.append(label + text[i:end].strip())
+    return out
 
 
 #: The result columns that are not the simulation's (how long it took on this machine, its
