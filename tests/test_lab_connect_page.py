@@ -136,7 +136,9 @@ def test_the_intro_says_what_its_run_and_pair_counts_count() -> None:
              {"name": "again", "protocols": CONNECT, "workloads": ["16x8c"],
               "metrics": ["task_restarts"]}]
     verdicts = grid_verdicts({"name": "paper", "grids": grids}, runs)
-    test, left = method_text(runs, verdicts)[1:3]
+    paras = method_text(runs, verdicts)
+    left = next(p for p in paras if "runs in these grids" in p)
+    test = " ".join(paras[1:paras.index(left)])  # the reading rule's paragraphs
     assert left.startswith("30 runs in these grids (20 distinct runs in runs/, a run of a "
                            "cell that two grids share")
     assert "11 distinct results: 9 runs have the same protocol, scenario, size, seed and " \

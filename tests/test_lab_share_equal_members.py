@@ -110,10 +110,13 @@ def test_a_kills_sentence_carries_its_lost_host_and_gives_the_rest_to_the_note()
             ) in note, note
     assert "1x12-busy80" not in kill.text + note
     # the share group's own result on the same 12 partitions
-    assert "At 12 on 12 (1x12-hot): a tie (no mark), 4,618 against 4,588 records." in note
-    assert ("A lost host (owner-crash) in the same cell: 7,046 against 13,526 records; "
+    assert ("At 12 on 12 (1x12-hot): a tie (no mark), 4,618 against 4,588 records (medians of 5 "
+            "seeds, the table's).") in note
+    assert ("A lost host (owner-crash) in the same cell: 7,046 against 13,526 records "
+            "(medians of 5 seeds, the table's); "
             "against consumer:uniform on 12 (1x12-hot) 4,557 records, lower on every seed "
-            "(4,403\u20134,746 against 7,035\u20137,058; medians of 5 and 5 seeds, unpaired)."
+            "(4,403\u20134,746 against 7,035\u20137,058; medians of 5 and 5 seeds, each table's, "
+            "unpaired)."
             ) in note
 
 
@@ -128,7 +131,8 @@ def test_no_same_members_comparison_on_a_workload_of_another_load() -> None:
     assert "1x12-busy80" not in kill.text, kill.text
     # the lost host of the same cell still stands beside the kill, without a 12-on-12 side
     # (no consumer group on the same load to set it against: the sentence as before)
-    assert "A lost host (owner-crash) in the same cell: 7,046 against 13,526 records." \
+    assert ("A lost host (owner-crash) in the same cell: 7,046 against 13,526 records "
+            "(medians of 5 seeds, the table's).") \
         in kill.text
 
 

@@ -71,7 +71,7 @@ def test_a_share_sentence_says_its_consumer_side_at_a_share_members_load() -> No
     assert load_control_clause(c, grids, runs) == (
         "At a share member's load per member (1x4-light, share-light-rolling): "
         "consumer:uniform 2,261 against 9,460 record·s, lower on 5 of 5 paired seeds "
-        "(both seed sets).")
+        "(medians of 5 and 5 seeds, the tables' first seed set).")
     # no control grid on the page: nothing
     assert load_control_clause(c, grids[:1], runs) == ""
 

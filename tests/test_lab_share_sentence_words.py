@@ -42,9 +42,11 @@ def test_the_moved_clauses_are_whole_in_the_note_under_the_sentence() -> None:
             "consumer:uniform on 12") in note, note
     assert "share:simple has the lowest lag peak, 3 records" in note
     # the kill's lost host's evidence, whole, in the note
-    lost = ("A lost host (owner-crash) in the same cell: 7,046 against 13,526 records; "
+    lost = ("A lost host (owner-crash) in the same cell: 7,046 against 13,526 records "
+            "(medians of 5 seeds, the table's); "
             "against consumer:uniform on 12 (1x12-hot) 4,557 records, lower on every seed "
-            "(4,403\u20134,746 against 7,035\u20137,058; medians of 5 and 5 seeds, unpaired)")
+            "(4,403\u20134,746 against 7,035\u20137,058; medians of 5 and 5 seeds, each table's, "
+            "unpaired)")
     assert lost in note, note
     # the share group's own row at 12 on 12, whole, in the note
     assert "At 12 on 12 (1x12-hot): a tie (no mark), 4,618 against 4,588 records" in note

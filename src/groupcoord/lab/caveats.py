@@ -41,6 +41,7 @@ from groupcoord.lab.verdict import (
     VerdictRow,
     again_text,
     beats,
+    mark_words,
     ranked,
     short_label,
     star,
@@ -309,8 +310,7 @@ def other_workloads(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
             # connect:cooperative was named beside a ★ of classic-connect:sessioned)
             pool = ranked(mv.cells) or list(mv.cells)
             lead = min(pool, key=lambda p: (sign * mv.cells[p].median, p))
-            mark = (f"\u2605 {mv.best[0]}" if mv.verdict == "best" else
-                    "= " + " and ".join(mv.best) if mv.verdict == "tied" else "no mark")
+            mark = mark_words(mv) or "no mark"
             out[key] = (f"{g.name} ({row.size} {_members(c.scenario)}, {row.workload}): "
                         f"{mark}, lowest median {lead} "
                         f"{cell_words(mv.metric, mv.cells[lead])}")

@@ -514,7 +514,35 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
             f"{noop:,} with a scenario event that changed nothing (noop_events).")
     broker = (BROKER_LAG_DEFINITION if any(r.get("share_lag_peak") is not None for r in runs)
               else "")
-    return [what, test, left, protocol_text(verdicts), broker]
+    return [what, *labelled_paragraphs(test), left, protocol_text(verdicts), broker]
+
+
+#: Where the tables' reading rule splits into short labelled paragraphs (the twelfth outside
+#: share review: one paragraph of ~900 words before the first table): each paragraph's first
+#: words, and the label it gets ("" where its own first words already label it).
+_RULE_PARTS = (("Cells show the median", "Cells and seeds: "),
+               ("A protocol is marked", "★ and ☆: "),
+               ("= marks the protocols", "= and the other verdicts: "),
+               ("Beside each floor", "Small differences: "),
+               ("Where a protocol's seeds fall", "Split seeds: "),
+               ("Multiple comparisons:", ""),
+               ("Where the chance figure does not apply:", ""),
+               ("The tables carry", "Marks and findings: "),
+               ("Confirmation on fresh seeds:", ""))
+
+
+def labelled_paragraphs(text: str) -> list[str]:
+    """The tables' reading rule as short labelled paragraphs, every word kept: split where
+    each of :data:`_RULE_PARTS` starts (a sentence's start), each labelled."""
+    cuts = sorted((i, label) for start, label in _RULE_PARTS
+                  if (i := text.find(start)) >= 0)
+    if not cuts:
+        return [text]
+    out = [text[:cuts[0][0]].strip()] if text[:cuts[0][0]].strip() else []
+    for k, (i, label) in enumerate(cuts):
+        end = cuts[k + 1][0] if k + 1 < len(cuts) else len(text)
+        out.append(label + text[i:end].strip())
+    return out
 
 
 #: The result columns that are not the simulation's (how long it took on this machine, its
@@ -630,6 +658,20 @@ def timing_text(label: str, share: bool = False) -> str:
                 f"a member back within its session keeps its partitions, no rebalance)"
                 f"{kept} (the same seeds)")
     return f"{base} with its {what} instead of the field's default (the same seeds)"
+
+
+def _dropped_set(row: VerdictRow) -> str:
+    """Which seed set a row's dropped seeds came from, where its grid has a fresh one: the
+    numbers shown are the first set's (the twelfth outside share review)."""
+    fresh = row.dropped_fresh
+    if fresh is None:
+        return ""
+    if fresh == row.dropped:
+        return " of the fresh (confirming) seed set only; the numbers shown keep all their seeds"
+    if fresh == 0:
+        return " of the first seed set (the numbers shown)"
+    return (f", {row.dropped - fresh} of the first seed set (the numbers shown) and {fresh} of "
+            "the fresh (confirming) set")
 
 
 def _mark(cell_mark: str, paired: bool = False) -> str:
@@ -807,7 +849,7 @@ def _row_head(g: GridVerdict, row: VerdictRow,
     rank = ranked(g.protocols)
     if row.dropped:
         load += (f"; {row.dropped} seed{'s' if row.dropped > 1 else ''} dropped from every "
-                 f"protocol ({left_out_text(row, rank)})")
+                 f"protocol{_dropped_set(row)} ({left_out_text(row, rank)})")
     apart = left_out_text(row, [p for p in g.protocols if p not in rank])
     if apart:
         load += f"; left out of their own columns only (not ranked): {apart}"
@@ -2576,8 +2618,6 @@ def _claims_html(found: Sequence[Claim], verdicts: Sequence[GridVerdict] = (),
                  runs: Sequence[Mapping[str, Any]] = ()) -> str:
     few = too_few_for_claims(verdicts)
     few_html = f"<p>{html.escape(few)}</p>" if few else ""
-    if need := fetchers_line(verdicts, runs):  # the share wins' condition (lab.share_marks)
-        few_html = f"<p>{html.escape(need)}</p>" + few_html
     if primary := share_grid_line(verdicts, runs):  # the share grid's own sentence
         few_html = f"<p>{html.escape(primary)}</p>" + few_html
     if not found:
@@ -2687,6 +2727,9 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
                  html.escape(str(meta.get("spec"))), meta.get("runs"), meta.get("cells"),
                  html.escape(str(meta.get("spark"))), html.escape(str(meta.get("master"))),
                  html.escape(elapsed_text(meta, runs)))]
+    # the share wins' condition (lab.share_marks) opens the page, before every sentence
+    if need := fetchers_line(verdicts, runs):
+        parts.insert(1, f"<p><strong>{html.escape(need)}</strong></p>")
     parts.append("<h2>How to read the tables</h2>")
     parts += [f"<p>{html.escape(t)}</p>" for t in method_text(runs, verdicts) if t]
     loads = row_loads(runs)
@@ -2751,6 +2794,10 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
               violations: list[dict[str, Any]], runs: Sequence[dict[str, Any]]) -> str:
     lines = [f"Spec `{meta.get('spec')}`: {meta.get('runs')} runs in {meta.get('cells')} "
              "cells.", ""]
+    # the share wins' condition (lab.share_marks) opens the page, before every sentence (the
+    # twelfth outside share review: the page's most important statement was its last)
+    if need := fetchers_line(verdicts, runs):
+        lines += [need, ""]
     if answers := answers_text(found, verdicts, calibration_notes(found, verdicts, runs)):
         lines += [answers, ""]
     lines += ["## How to read the tables", ""]
@@ -2794,8 +2841,6 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
     lines += calibration_tables_md(found, verdicts, runs)
     if primary := share_grid_line(verdicts, runs):  # the share grid's own sentence
         lines += ["", primary]
-    if need := fetchers_line(verdicts, runs):  # the share wins' condition (lab.share_marks)
-        lines += ["", need]
     few = too_few_for_claims(verdicts)
     if few:
         lines += ["", few]

@@ -41,6 +41,7 @@ from groupcoord.lab.verdict import (
     MetricVerdict,
     fresh_seeds,
     is_companion,
+    mark_words,
     modes,
     threshold,
     widest_gap,
@@ -610,16 +611,24 @@ _WORSE_RANGE = re.compile(r"(?<= against )[^()]*? \(([^()]*)\)(?= for )")
 _SAME_SEEDS = re.compile(r" \((medians of \d+ and \d+ seeds, unpaired)\)(?=\. On )")
 
 
-def _figure_movables(text: str, c: Claim) -> list[tuple[str, str, str]]:
+def _figure_movables(text: str, c: Claim, runs: Sequence[Mapping[str, Any]] = ()
+                     ) -> list[tuple[str, str, str]]:
     """The claim's figures' ranges and its same-members comparison's seed counts as clauses
-    the note may take (``Claim.movable``), each with the note's words that keep its facts."""
+    the note may take (``Claim.movable``), each with the note's words that keep its facts. A
+    range in the note names its cell ("at 12 on 4 (1x4-busy)"): the note quotes other cells'
+    numbers before it (the twelfth outside share review: the 12-member cell's ranges read as
+    those of the 4-on-4 cell quoted just before them)."""
     out: list[tuple[str, str, str]] = []
     best = c.best.split(" and ")[0]
+    parts = _partitions(runs, c.scenario, c.size, c.workload) if runs else 0
+    where = (f" at {c.size} on {parts} ({c.workload})" if parts
+             else f" at {c.size} members ({c.workload})" if c.workload else "")
     if m := _BEST_RANGE.search(text):
-        out.append((m.group(0), "", f"{best}'s range {m.group(1).replace('; ', ', ')}"))
+        out.append((m.group(0), "",
+                     f"{best}'s range{where} {m.group(1).replace('; ', ', ')}"))
     if m := _WORSE_RANGE.search(text):
         frag = f" ({m.group(1)})"
-        out.append((frag, "", f"{c.worse}'s range {m.group(1)}"))
+        out.append((frag, "", f"{c.worse}'s range{where} {m.group(1)}"))
     if m := _SAME_SEEDS.search(text):
         out.append((m.group(0), "", f"the same members' figures: {m.group(1)}"))
     return out
@@ -639,6 +648,21 @@ def _ok_values(runs: Sequence[Mapping[str, Any]], protocol: str, scenario: str, 
                 and (workload is None or r.get("workload") == workload)):
             out.setdefault(str(r.get("workload")), []).append(float(r[column]))
     return out
+
+
+def _table_values(verdicts: Sequence[GridVerdict], protocol: str, scenario: str, size: int,
+                  column: str, workload: str | None, grid: str = "") -> list[float]:
+    """A protocol's values in a cell as the tables' medians take them: the seeds of the first
+    seed set (what the row's mark rests on); ``grid``'s row first. [] where no table has the
+    cell (the twelfth outside share review: one seed basis for a cell, the table's)."""
+    rows = sorted(((g.name != grid, mv) for g in verdicts for row in g.rows
+                   if (row.scenario, row.size, str(row.workload)) == (scenario, size,
+                                                                      str(workload))
+                   for mv in row.metrics if mv.metric.column == column
+                   and protocol in mv.cells), key=lambda x: x[0])
+    if not rows:
+        return []
+    return list(rows[0][1].cells[protocol].values.values())
 
 
 def _metric_of(verdicts: Sequence[GridVerdict], column: str) -> Metric | None:
@@ -693,16 +717,18 @@ def same_members_clause(c: Claim, verdicts: Sequence[GridVerdict],
     wl = same_members_workload(c, runs)
     if not mine or not wl:
         return ""
-    theirs = other[wl]
-    ours = mine[c.workload] if c.workload in mine else next(iter(mine.values()))
+    grid = quoted_grid(c, verdicts, wl)
+    theirs = _table_values(verdicts, c.worse, c.scenario, c.size, c.metric, wl,
+                           grid) or other[wl]
+    ours = _table_values(verdicts, best, c.scenario, c.size, c.metric, c.workload, c.grid) or (
+        mine[c.workload] if c.workload in mine else next(iter(mine.values())))
     unit = f" {m.unit}" if m.unit else ""
     med = [number(statistics.median(x) / m.scale) for x in (ours, theirs)]
-    grid = quoted_grid(c, verdicts, wl)
     where = f"{grid}, {wl}" if grid else wl
     return (f"{c.scenario}, the same {c.size} members: {best} on {parts} partitions "
             f"{med[0]} against {c.worse} on {c.size} ({where}) {med[1]}{unit} of "
             f"{LABELS.get(m.column, m.label)} (medians of {len(ours)} and {len(theirs)} "
-            f"seeds, unpaired). On {parts} partitions ({c.workload}; {c.size - parts} consumer "
+            f"seeds, each table's, unpaired). On {parts} partitions ({c.workload}; {c.size - parts} consumer "
             "members idle): ")
 
 
@@ -764,10 +790,12 @@ def _row_words(c: Claim, parts: int, workload: str, mv: MetricVerdict) -> str:
     best = c.best.split(" and ")[0]
     m = mv.metric
     med = [number(mv.cells[p].median / m.scale) for p in (best, c.worse)]
-    mark = (f"★ {' and '.join(mv.best)}" if mv.verdict in ("best", "tied")
-            else "a tie (no mark)")
+    mark = mark_words(mv) or "a tie (no mark)"
+    n = sorted({len(mv.cells[p].values) for p in (best, c.worse)})
+    seeds = " and ".join(str(k) for k in n)
     return (f"At {parts} on {parts} ({workload}): {mark}, {med[0]} against "
-            f"{med[1]}{' ' + m.unit if m.unit else ''}.")
+            f"{med[1]}{' ' + m.unit if m.unit else ''} (medians of {seeds} seeds, the "
+            "table's).")
 
 
 def _same_members_row(c: Claim, verdicts: Sequence[GridVerdict],
@@ -816,20 +844,22 @@ def kill_lost_host_clause(c: Claim, verdicts: Sequence[GridVerdict],
     m = mv.metric
     unit = f" {m.unit}" if m.unit else ""
     med = [number(mv.cells[p].median / m.scale) for p in (best, c.worse)]
-    text = f"A lost host ({crash}) in the same cell: {med[0]} against {med[1]}{unit}"
+    n = " and ".join(str(k) for k in sorted({len(mv.cells[p].values) for p in (best, c.worse)}))
+    text = (f"A lost host ({crash}) in the same cell: {med[0]} against {med[1]}{unit} "
+            f"(medians of {n} seeds, the table's)")
     parts = _partitions(runs, crash, c.size, c.workload)
-    mine = _ok_values(runs, best, crash, c.size, c.metric, parts, c.workload).get(
-        c.workload or "", [])
+    mine = list(mv.cells[best].values.values())
     other = _ok_values(runs, c.worse, crash, c.size, c.metric, c.size)
     same = same_load(runs, c.workload, list(other))
     if parts and c.size > parts and mine and same:
-        theirs = other[same[0]]
+        theirs = _table_values(verdicts, c.worse, crash, c.size, c.metric,
+                               same[0]) or other[same[0]]
         side = ("lower on every seed" if max(theirs) < min(mine) else
                 "higher on every seed" if min(theirs) > max(mine) else "the ranges overlap")
         text += (f"; against {c.worse} on {c.size} ({same[0]}) "
                  f"{number(statistics.median(theirs) / m.scale)}{unit}, {side} "
                  f"({_span(theirs, m)} against {_span(mine, m)}; medians of {len(theirs)} "
-                 f"and {len(mine)} seeds, unpaired)")
+                 f"and {len(mine)} seeds, each table's, unpaired)")
     return text + "."
 
 
@@ -861,13 +891,14 @@ def kill_crash_sentence(c: Claim, verdicts: Sequence[GridVerdict],
     parts = _partitions(runs, c.scenario, c.size, c.workload)
     if kill is None or lost is None or not parts or c.size <= parts:
         return ""
-    mine = _ok_values(runs, best, crash, c.size, c.metric, parts, c.workload).get(
-        c.workload or "", [])
+    # the tables' seeds of each cell (their first seed set), as the medians quoted beside
+    mine = list(lost.cells[best].values.values())
     other = _ok_values(runs, c.worse, crash, c.size, c.metric, c.size)
     same = same_load(runs, c.workload, list(other))
     if not mine or not same:
         return ""
-    theirs = other[same[0]]
+    theirs = _table_values(verdicts, c.worse, crash, c.size, c.metric, same[0]) \
+        or other[same[0]]
     m = kill.metric
     sign = 1.0 if m.lower_is_better else -1.0
     side = ("worse than" if min(sign * v for v in mine) > max(sign * v for v in theirs) else
@@ -889,7 +920,8 @@ def kill_crash_sentence(c: Claim, verdicts: Sequence[GridVerdict],
         return text  # the lost host has a sentence of its own (the lock limit)
     return (text + f" A lost host or hung process ({crash}) there: {best} "
             f"{number(lost.cells[best].median / m.scale)}, {side} {c.worse} on {c.size} "
-            f"partitions ({number(statistics.median(theirs) / m.scale)}){every}.")
+            f"partitions ({number(statistics.median(theirs) / m.scale)}){every} (medians "
+            f"of {len(mine)} and {len(theirs)} seeds, each table's).")
 
 
 #: A sentence's metric (the tables' column) -> the share calibration's figure of it (the
@@ -973,8 +1005,8 @@ def lock_limit_sentence(c: Claim, verdicts: Sequence[GridVerdict],
     if stop is None or not stop[2] or lost is None or not parts or c.size <= parts:
         return ""
     rate, seeds, stopped = stop
-    mine = _ok_values(runs, best, crash, c.size, c.metric, parts, c.workload).get(
-        c.workload or "", [])
+    # the lag peaks on the tables' seeds of each cell (their first seed set), as the median
+    mine = list(lost.cells[best].values.values())
     other = _ok_values(runs, c.worse, crash, c.size, c.metric, c.size)
     same = same_load(runs, c.workload, list(other))
     m = lost.metric
@@ -993,7 +1025,8 @@ def lock_limit_sentence(c: Claim, verdicts: Sequence[GridVerdict],
             + f"): {c.size} members on {parts} partitions stopped {number(down / 1000)} s on "
             f"{len(stopped)} of {seeds} seeds")
     if mine and same:
-        theirs = other[same[0]]
+        theirs = _table_values(verdicts, c.worse, crash, c.size, c.metric, same[0]) \
+            or other[same[0]]
         sign = 1.0 if m.lower_is_better else -1.0
         side = ("worse than" if min(sign * v for v in mine) > max(sign * v for v in theirs)
                 else "better than" if max(sign * v for v in mine) < min(sign * v for v in
@@ -1004,7 +1037,7 @@ def lock_limit_sentence(c: Claim, verdicts: Sequence[GridVerdict],
         text += (f"; {best}'s {LABELS.get(m.column, m.label)} "
                  f"{number(lost.cells[best].median / m.scale)}{unit}, {side} {c.worse} on "
                  f"{c.size} partitions ({number(statistics.median(theirs) / m.scale)})"
-                 f"{every}")
+                 f"{every} (medians of {len(mine)} and {len(theirs)} seeds, each table's)")
     wire = [(k, n) for scen, size, wl, k, n in wire_lost_hosts(cells)
             if (scen, size, wl) == (crash, c.size, c.workload)]
     if wire:
@@ -1054,8 +1087,7 @@ def heartbeat_clause(c: Claim, verdicts: Sequence[GridVerdict], short: bool = Fa
             if gap <= 0:
                 continue
             unit = f" {m.unit}" if m.unit else ""
-            mark = (f"★ {' and '.join(mv.best)}" if mv.verdict in ("best", "tied")
-                    else f"no mark ({mv.verdict})")
+            mark = mark_words(mv) or f"no mark ({mv.verdict})"
             if mv.verdict == "unconfirmed" and mv.again is not None \
                     and mv.again.verdict == "few seeds" and g.confirm_seeds:
                 # a fresh run that never caught up is a lost seed, not a doubt (the tenth
@@ -1218,7 +1250,8 @@ def load_control_clause(c: Claim, verdicts: Sequence[GridVerdict],
         return ""
     g, mv = light
     m = mv.metric
-    heavy, lit = _paired(own, c.worse), _paired(mv, c.worse)
+    # the tables' seeds (the first set, what the marks rest on): the medians the tables show
+    heavy, lit = dict(own.cells[c.worse].values), dict(mv.cells[c.worse].values)
     seeds = sorted(set(heavy) & set(lit))
     lower = sum(1 for k in seeds if lit[k] < heavy[k])
     higher = sum(1 for k in seeds if lit[k] > heavy[k])
@@ -1231,7 +1264,8 @@ def load_control_clause(c: Claim, verdicts: Sequence[GridVerdict],
     return (f"At a share member's load per member ({LIGHT}, {g.name}): {c.worse} "
             f"{number(statistics.median(lit.values()) / m.scale)} against "
             f"{number(statistics.median(heavy.values()) / m.scale)}{unit}{where}"
-            + side + " (both seed sets).")
+            + side + f" (medians of {len(lit)} and {len(heavy)} seeds, the tables' first "
+            "seed set).")
 
 
 def _with_partitions(text: str, c: Claim, runs: Sequence[Mapping[str, Any]]) -> str:
@@ -1397,7 +1431,7 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
         # what the sentence gives, whole, to the note under it where it runs over MAX_WORDS
         # as printed (``lab.verdict.fit``), in this order; the contrary clause goes last
         added = [(f" {x}", "", x.rstrip(".")) for x in (light, equal, crash, lost) if x]
-        added += _figure_movables(text, c)
+        added += _figure_movables(text, c, runs)
         if contrary:
             # the metrics the winner loses stay named in the sentence (a paper sentence's
             # "Worse on ... (note)."), the clause whole in the note

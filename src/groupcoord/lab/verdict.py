@@ -134,6 +134,18 @@ def star(mv: MetricVerdict) -> str:
     return PAIRED_MARK if mv.paired else "\u2605"
 
 
+def mark_words(mv: MetricVerdict) -> str:
+    """A row's mark as its table prints it, for a sentence or a note that quotes the row:
+    "★ a" (separated ranges) or "☆ a" (the paired sign test alone) for a best, "= a and b"
+    ("=☆" on the sign test alone) for a tie at the top; "" for a row without a mark. A note
+    never calls a ☆ row's win ★."""
+    if mv.verdict == "best" and mv.best:
+        return f"{star(mv)} {' and '.join(mv.best)}"
+    if mv.verdict == "tied" and mv.best:
+        return f"={PAIRED_MARK if mv.paired else ''} {' and '.join(mv.best)}"
+    return ""
+
+
 def question_metrics(grid: Mapping[str, Any], rows: Sequence[Mapping[str, Any]] = ()
                      ) -> list[Metric]:
     """The metrics that answer a grid's question: those the grid names, else KIP-415's for a
@@ -377,6 +389,10 @@ class VerdictRow:
     #: Seeds dropped from every protocol of the row because one protocol's run on that seed
     #: was left out (:func:`same_seeds`).
     dropped: int = 0
+    #: Of :attr:`dropped`, the seeds of the grid's fresh (confirming) set; None: the grid has
+    #: no fresh set (the twelfth outside share review: "2 seeds dropped" read as about the
+    #: numbers shown, which are the first set's).
+    dropped_fresh: int | None = None
     #: Per protocol, how many of its runs in the row were left out, by reason
     #: (:func:`same_seeds`); an unranked protocol's cost its own columns only.
     left_out: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -799,9 +815,15 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
     n_first = int(grid.get("seeds") or 0)
     n_confirm = int(grid.get("confirm_seeds") or 0) if n_first else 0
 
+    every_run: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for r in mine:
+        every_run[_row_of(r)].append(r)
     rows = []
     for key in sorted(by_row, key=row_key):
         every = by_row[key]
+        kept = {r.get("seed") for r in every}
+        gone_fresh = {r.get("seed") for r in every_run[key] if r.get("seed") not in kept
+                      and not _first_set(r, n_first, n_confirm)}
         rs = [r for r in every if _first_set(r, n_first, n_confirm)]
         fresh = [r for r in every if not _first_set(r, n_first, n_confirm)]
         vr = VerdictRow(key[0], key[1], key[2], key[3], len({r.get("seed") for r in rs}),
@@ -810,6 +832,7 @@ def grid_verdict(grid: Mapping[str, Any], runs: Iterable[Mapping[str, Any]],
                         spacing_ms=bounce_spacing_ms(every[0]),
                         departs=scenario_departs(every[0]),
                         dropped=dropped.get(key, 0), left_out=left_out.get(key, {}),
+                        dropped_fresh=len(gone_fresh) if n_confirm else None,
                         late=bool(SLOW_VARIANT.match(str(key[0]))) or any(
                             "pause_every_ms" in str(r.get("work") or "") for r in every))
         if swept is not None:
@@ -1967,7 +1990,11 @@ def _quote(m: Metric, c: Cell, lead: str = "") -> str:
     top = [o for o in c.outcomes if len(o) == most]
     typical = (f"typical: {m.fmt(statistics.median(top[0]))}" if len(top) == 1
                else "no outcome typical")
-    return f"{each} (its seeds split; {typical}; median of all {n}: {m.fmt(c.median)})"
+    # the cell's median is its first seed set's (what the mark rests on), the outcomes may
+    # count both sets' seeds: the median says its own seeds
+    which = (f"all {n}" if len(c.values) == n
+             else f"the first seed set's {len(c.values)}")
+    return f"{each} (its seeds split; {typical}; median of {which}: {m.fmt(c.median)})"
 
 
 def _range(m: Metric, c: Cell, lead: str = "") -> str:
@@ -3645,6 +3672,7 @@ __all__ = [
     "mark_dependence",
     "mark_size_dependence",
     "mark_timing_dependence",
+    "mark_words",
     "modes",
     "names_grid",
     "natural_key",
