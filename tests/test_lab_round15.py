@@ -118,6 +118,11 @@ def test_the_settings_list_says_the_assignment_interval_is_a_kafka_43_broker_set
     notes = " ".join(settings_notes([run]))
     assert "group.consumer.assignment.interval.ms (a broker setting since Apache Kafka 4.3" in notes
     assert "KIP-1263" in notes
+    # what a reader on an older release gets (the twelfth outside share review: a 4.3 setting
+    # on a page about 4.2's share groups)
+    assert "on Kafka 4.2 and earlier the coordinator recomputes the target assignment" in notes
+    from groupcoord.lab.findings import FAMILY_NAMES
+    assert "the model follows Kafka 4.3's group coordinator" in FAMILY_NAMES["share"]
     # at Kafka's default: not flagged as a non-default, nor listed as a model knob
     assert "Not Kafka's defaults" not in notes
     assert "Model knobs, not Kafka settings: group.consumer" not in notes

@@ -134,8 +134,10 @@ FAMILY_NAMES: dict[str, str] = {
     "consumer": "KIP-848 consumer group protocol (the coordinator assigns; variant: its "
                 "server-side assignor)",
     "classic-connect": "Connect as shipped (classic group protocol)",
-    "share": "KIP-932 share group (Kafka 4.2: the members of a partition all fetch it, each "
-             "record acquired by one member at a time under a lock, acknowledged one by one)",
+    "share": "KIP-932 share group (production-ready since Kafka 4.2; the model follows Kafka "
+             "4.3's group coordinator, as the consumer groups beside it: the members of a "
+             "partition all fetch it, each record acquired by one member at a time under a "
+             "lock, acknowledged one by one)",
     "connect": "Connect on the connect group type (this project's, not in Apache Kafka)",
 }
 #: Variants that are not a family's usual pairing, said where a table has them.

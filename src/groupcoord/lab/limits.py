@@ -1291,7 +1291,9 @@ RECENT_SETTINGS: dict[str, str] = {
     "group.consumer.assignment.interval.ms":
         "a broker setting since Apache Kafka 4.3 (KIP-1263's assignment batching: how often "
         "the coordinator recomputes a consumer group's target assignment; per group: "
-        "consumer.assignment.interval.ms), Kafka's default 1,000 ms",
+        "consumer.assignment.interval.ms), Kafka's default 1,000 ms; on Kafka 4.2 and "
+        "earlier the coordinator recomputes the target assignment at the heartbeat that "
+        "changes the group, as an interval of 0 would",
 }
 
 #: Settings the model applies to every member that polls, whatever the run (so
