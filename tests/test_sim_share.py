@@ -19,6 +19,7 @@ from groupcoord.sim.protocols import resolve_protocol
 from groupcoord.sim.runner import build_simulation
 from groupcoord.sim.scenario import load_scenario
 from groupcoord.sim.share import FETCH_MAX_WAIT_MS, ShareSettings, ShareSimulation
+from groupcoord.sim.share_partitions import Acquired, SimSharePartitions
 from tests.sim_support import assert_same_seed_same_trace, assert_seeds_keep_every_invariant, ok
 
 PROTOCOL = "share:simple"
@@ -144,6 +145,23 @@ def test_a_core_that_accepts_acknowledgements_of_expired_locks_is_caught(
     monkeypatch.setattr(SharePartition, "_check", lambda self, member, ack: 0)
     r = build_simulation("slow-member", 1, PROTOCOL).run()
     assert r.violation is not None and r.violation.invariant == "S1", r.violation
+
+
+def test_a_record_handed_out_while_another_member_holds_its_live_lock_is_caught(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # the members believe their locks outlive the broker's: the slow member still processes
+    # records the broker has released and handed to another member (S1 on the members' side)
+    original = SimSharePartitions.acquire
+
+    def acquire_with_long_deadlines(self: SimSharePartitions, member: str, tps: Any,
+                                    max_records: int, now: int) -> list[Acquired]:
+        return [replace(a, deadline_ms=a.deadline_ms + 10**9)
+                for a in original(self, member, tps, max_records, now)]
+
+    monkeypatch.setattr(SimSharePartitions, "acquire", acquire_with_long_deadlines)
+    r = build_simulation("slow-member", 1, PROTOCOL).run()
+    assert r.violation is not None and r.violation.invariant == "S1", r.violation
+    assert "processes it under a live lock" in r.violation.message, r.violation
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
