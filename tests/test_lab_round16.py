@@ -27,16 +27,7 @@ RECORDED = {"heartbeat.interval.ms": 1000, "offset.flush.interval.ms": 5000,
 def worker_joins() -> list[dict[str, Any]]:
     """kip415-task-times-hb1s' kip415-worker-joins cell at 5 s task stop and start, 12
     workers, its first 5 seeds, simulated."""
-    spec = restrict(load_spec("paper"), scenarios=["kip415-worker-joins"], sizes=[12],
-                    protocols=[EAGER, SESSIONED], workloads=["16x8c-task5s"])
-    rows = []
-    for r in expand(spec):
-        if r.replicate < 5:
-            row = run_one(replace(r, events=False))
-            assert row["ok"], row["violation_row"]
-            rows.append(row)
-    assert len(rows) == 10
-    return rows
+    return _simulated("kip415-worker-joins", 12, "16x8c-task5s", [EAGER, SESSIONED], 5)
 
 
 def test_a_worker_join_is_no_win_over_a_delay_eager_does_not_read(
@@ -161,16 +152,7 @@ CONSUMERS = [CLASSIC_EAGER, COOP, UNIFORM, RANGE]
 def down20s() -> list[dict[str, Any]]:
     """bounce-downtime's rolling-bounce-down20s cell (10 members, field-costs), both seed
     sets (10 and 10 fresh), simulated."""
-    spec = restrict(load_spec("paper"), scenarios=["rolling-bounce-down20s"], sizes=[10],
-                    protocols=CONSUMERS, workloads=["field-costs"])
-    rows = []
-    for r in expand(spec):
-        if r.replicate < 20:
-            row = run_one(replace(r, events=False))
-            assert row["ok"], row["violation_row"]
-            rows.append(row)
-    assert len(rows) == 4 * 20
-    return rows
+    return _simulated("rolling-bounce-down20s", 10, "field-costs", CONSUMERS, 20)
 
 
 def _moved_host() -> list[dict[str, Any]]:
