@@ -428,3 +428,37 @@ def test_a_lost_host_on_a_busy_shared_partition_holds_records_whatever_it_was_do
     victim = sim.procs["c1"]
     assert not victim.alive
     assert _held_by(sim, victim.member_id)
+
+
+# lock-rate-owner-kill's cells (share.toml) and the replicate on which the killed owner's
+# connection close overtook a ShareFetch it had sent before the kill
+KILL_RACE_CELLS = [("1x4-hot", 15), ("1x4-busy80", 13)]
+
+
+@pytest.mark.parametrize(("workload", "replicate"), KILL_RACE_CELLS)
+def test_a_killed_members_fetch_in_flight_does_not_outlive_its_connection_close(
+        workload: str, replicate: int) -> None:
+    """A kill closes the member's connection, and the close follows on that connection what
+    the member sent before it (TCP's order: the FIN after the data). On these seeds the killed
+    owner had a ShareFetch carrying acknowledgements on its way at the kill: it reaches the
+    broker before the close, and whatever it acquires for the dead member is released by the
+    close. Sent on a channel of its own, the close overtook that fetch, which then acquired
+    records for the dead member after its session had ended; they waited out their lock
+    (KIP-932's acquisition lock, 30 s), the partition's 2,000 in-flight records filled behind
+    them and the partition stopped for the other members, as a lost host's (owner-crash)."""
+    from groupcoord.lab.runs import build_scenario, simulate_run
+    from groupcoord.lab.spec import expand, load_spec, restrict
+
+    share_toml = Path(__file__).parent.parent / "src" / "groupcoord" / "lab" / "data" / "share.toml"
+    spec = restrict(load_spec(str(share_toml)), grids=["lock-rate-owner-kill"], workloads=[workload],
+                    protocols=[PROTOCOL])
+    run = next(r for r in expand(spec) if r.replicate == replicate)
+    res = simulate_run(run, build_scenario(run))
+    assert res.ok, res.violation
+    s = res.summary
+    kill = next(d for d in res.disturbances if d["disturbance"] == "kill")
+    # nothing the killed member held waited for its lock, nothing it sent was refused, and no
+    # partition stopped (the lock limit was never reached)
+    assert s["share_locks_expired"] == 0
+    assert s["share_acks_refused"] == 0
+    assert kill["resource_downtime_ms"] == 0

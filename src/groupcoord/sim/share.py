@@ -310,14 +310,19 @@ class ShareSimulation(ShareConvergence):
         processed and had not acknowledged is delivered again. Its membership is not tied to
         the connection: it stays in the share group, its partitions in its assignment, until
         the session timeout (the coordinator is not told; KIP-932's heartbeat)."""
+        closed = f"{p.name}#{p.gen}f>"  # the connection the kill closes
         self.crash(p)
         p.lost_gen = None  # its connections close: a fetch waiting at the broker ends
         p.acks = {}
         self.trace("kill", p.name, "", "connection closed: the share session ends")
         # the close reaches the partition leader one network delay later (not a request: no
-        # message counted; a member cut off by a network partition reaches nobody)
+        # message counted; a member cut off by a network partition reaches nobody). It travels
+        # on the connection it closes (the incarnation's before the kill): a ShareFetch sent
+        # on it before the kill reaches the broker first (TCP's order; its FIN follows its
+        # data), so the records that fetch acquires are released by the close too, not left
+        # to their lock (KIP-932's acquisition lock) as a lost host's
         msg: tuple[Any, ...] = (p, p.gen, self._next_cid(), p.member_id, (), {}, True)
-        for t in self.network.route(self.now, f"{p.name}#{p.gen}f>", p.name, False):
+        for t in self.network.route(self.now, closed, p.name, False):
             self.at(t, self._to_broker, (msg, self.now))
 
     def leave(self, p: _ShareProc) -> None:
