@@ -127,7 +127,10 @@ def test_settings_are_listed_from_the_runs_grouping_equal_protocols() -> None:
             {"protocol": "consumer:range", "settings_json": None}]
     cols, rows = settings_table(runs)
     assert cols == [["classic:cooperative", "classic:eager"], ["consumer:uniform"]]
+    # (the classic groups' initial rebalance delay: the model's coordinator's, listed for
+    # every classic column though the runs do not record it)
     assert rows == [("group.consumer.heartbeat.interval.ms", ["", "5,000, 15,000"]),
+                    ("group.initial.rebalance.delay.ms", ["3,000", ""]),
                     ("heartbeat.interval.ms", ["3,000", ""]),
                     ("session.timeout.ms", ["45,000", ""])]
     assert settings_table([{"protocol": "x"}]) == ([], [])
@@ -290,7 +293,10 @@ def test_settings_off_kafkas_defaults_and_model_knobs_are_flagged() -> None:
     assert "heartbeat.interval.ms" not in text  # 3,000 is the default for both
     assert "Model knobs, not Kafka settings: heartbeat.spread.ms (" in text
     # at the defaults nothing is flagged
-    assert settings_notes([run("classic:eager", **{"request.timeout.ms": 30000})]) == []
+    # (only the broker settings' note, which says what the classic group's initial
+    # rebalance delay is, not that it is off a default)
+    at_defaults = settings_notes([run("classic:eager", **{"request.timeout.ms": 30000})])
+    assert [n.split(":")[0] for n in at_defaults] == ["Broker settings"]
 
 
 def test_the_model_limits_say_static_membership_aligned_heartbeats_and_producers() -> None:
