@@ -1,0 +1,66 @@
+"""The page's answers to the seventeenth outside review (docs/lab.md): a chart prints its
+table's value (a split cell's outcomes, not the median of all its seeds); a metric the
+calibration does not check is shown, not marked; a sentence quoting a growth row's lag says
+that lag is an upper bound."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from groupcoord.lab.verdict import grid_verdicts
+
+PROTOCOLS = ["classic:eager", "classic:cooperative", "consumer:uniform"]
+
+
+def _saved_figures(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    from matplotlib.figure import Figure
+
+    saved: list[Figure] = []
+    real = Figure.savefig
+
+    def keep(self: Figure, *a: Any, **k: Any) -> None:
+        saved.append(self)
+        real(self, *a, **k)
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    return saved
+
+
+def test_a_bar_charts_printed_value_is_its_tables_split_cell(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from groupcoord.lab.report import _cell_text, plot_grid, protocol_styles
+
+    # one size, one scenario: one bar per protocol. Eager's lag peak splits: 9 seeds near
+    # 442 and one at 4,351 (a member revoked inside the heartbeat burst), whose median over
+    # all ten seeds (447) is a value no seed had
+    peaks = {"classic:eager": [440, 441, 442, 442, 442, 443, 443, 444, 445, 4351],
+             "classic:cooperative": [486 + s % 3 for s in range(10)],
+             "consumer:uniform": [600 + 10 * s for s in range(10)]}
+    grid = {"name": "rolling", "protocols": PROTOCOLS, "scenarios": ["rolling-bounce"],
+            "metrics": ["lag_peak"], "seeds": 10}
+    runs = [{"protocol": p, "scenario": "rolling-bounce", "size": 10, "members": 10,
+             "workload": "4x250", "fault_rate": 0.0, "seed": s, "ok": True,
+             "caught_up": True, "noop_events": 0, "settings_json": "{}",
+             "lag_peak": float(peaks[p][s])} for p in PROTOCOLS for s in range(10)]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [grid]}, runs)
+    (row,) = g.rows
+    (mv,) = [x for x in row.metrics if x.metric.column == "lag_peak"]
+    eager = mv.cells["classic:eager"]
+    assert eager.split
+    table, counts = _cell_text(mv.metric, eager)
+    assert table == "442 | 4,351" and counts == "9 of 10 | 1 of 10"
+    saved = _saved_figures(monkeypatch)
+    plot_grid(g, g.rows, "rolling: rolling-bounce", tmp_path / "r.png",
+              protocol_styles(PROTOCOLS))
+    (fig,) = saved
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    said = [t for t in texts if "4,351" in t]
+    assert said, texts
+    assert "442 | 4,351" in said[0] and "9 | 1 of 10" in said[0]
+    # the all-seed median is printed nowhere
+    assert not any("447" in t for t in texts), texts
+    # an unsplit cell prints its table value as before
+    coop, _ = _cell_text(mv.metric, mv.cells["classic:cooperative"])
+    assert any(t.endswith(f"median\n{coop}") for t in texts), texts
