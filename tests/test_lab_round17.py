@@ -64,3 +64,42 @@ def test_a_bar_charts_printed_value_is_its_tables_split_cell(
     # an unsplit cell prints its table value as before
     coop, _ = _cell_text(mv.metric, mv.cells["classic:cooperative"])
     assert any(t.endswith(f"median\n{coop}") for t in texts), texts
+
+
+def test_a_metric_the_calibration_does_not_check_is_shown_not_marked() -> None:
+    from groupcoord.lab.report import verdict_html
+    from groupcoord.lab.verdict import claims
+
+    # eager far lower on every seed of both sets, on paused time and on lag alike
+    grid = {"name": "field-costs", "protocols": PROTOCOLS, "scenarios": ["scale-out"],
+            "metrics": ["paused_partition_s", "lag_record_s"], "seeds": 10,
+            "confirm_seeds": 10}
+    base = {"classic:eager": 1.0, "classic:cooperative": 400.0, "consumer:uniform": 900.0}
+    runs = [{"protocol": p, "scenario": "scale-out", "size": 10, "members": 10,
+             "workload": "field-costs", "fault_rate": 0.0, "seed": s, "replicate": s,
+             "ok": True, "caught_up": True, "noop_events": 0, "settings_json": "{}",
+             "paused_partition_s": base[p] + s % 3, "lag_record_s": 10 * base[p] + s % 3}
+            for p in PROTOCOLS for s in range(20)]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [grid]}, runs)
+    (row,) = g.rows
+    by = {mv.metric.column: mv for mv in row.metrics}
+    paused, lag = by["paused_partition_s"], by["lag_record_s"]
+    # the lag, which the calibration checks, is marked: the same data would mark paused time
+    assert lag.verdict == "best" and lag.best == ("classic:eager",)
+    assert paused.verdict == "not checked" and not paused.best
+    assert all(c.mark == "" for c in paused.cells.values())
+    assert paused.again is None or not paused.again.best
+    # the table shows the values and says why there is no mark
+    page = verdict_html(g)
+    tr = next(x for x in page.split("<tr") if "<td" in x and "paused" in x)
+    assert "★" not in tr and "☆" not in tr
+    assert "not checked against real clients" in tr
+    # no sentence rests on it
+    assert all(c.metric != "paused_partition_s" for c in claims([g]))
+    # the list is the calibration's: reported beside the checked metrics, never checked
+    from groupcoord.lab.calibrate import CHECKED, REPORTED
+    from groupcoord.lab.limits import unchecked_metrics
+
+    assert "paused_partition_s" in unchecked_metrics() <= set(REPORTED)
+    assert not unchecked_metrics() & set(CHECKED)
+

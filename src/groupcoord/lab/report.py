@@ -107,6 +107,7 @@ from groupcoord.lab.verdict import (
     MAX_CLAIMS,
     MIN_SEEDS,
     MODE_GAP,
+    NOT_CHECKED,
     PAIRED_LEGEND,
     PAIRED_MARK,
     PHASE_MIN_SEEDS,
@@ -714,6 +715,9 @@ def _verdict_word(mv: MetricVerdict) -> str:
     if mv.verdict == DIFFERENT_MEANING:
         return ("no mark: a share group's assignment change has no revocation and no gap, "
                 "a consumer group's hands the partition over (counts only)")
+    if mv.verdict == NOT_CHECKED:
+        return ("no mark: not checked against real clients (the calibration reports it, "
+                "not checks it); values shown only")
     if mv.verdict == "split":
         return "split seeds"
     if mv.verdict == "overlap":

@@ -1360,6 +1360,34 @@ def unmark_share_moves(verdicts: Sequence[GridVerdict]) -> None:
                 mv.depends = ""
 
 
+#: The verdict of a metric the calibration reports but does not check
+#: (:func:`unmark_unchecked`).
+NOT_CHECKED = "not checked"
+
+
+def unmark_unchecked(verdicts: Sequence[GridVerdict]) -> None:
+    """No ★, ☆ or = on a metric the calibration reports but does not check against real
+    clients (``lab.limits.unchecked_metrics``: paused partition time): its values stay in the
+    table, the row reads "not checked" and says why, and no sentence rests on it (a ranking
+    the wire runs did not test is the model's alone)."""
+    from groupcoord.lab.limits import unchecked_metrics
+
+    unchecked = unchecked_metrics()
+    for g in verdicts:
+        for row in g.rows:
+            for mv in row.metrics:
+                if mv.metric.column not in unchecked:
+                    continue
+                for x in (mv, mv.again):
+                    if x is None:
+                        continue
+                    for c in x.cells.values():
+                        c.mark, c.paired = "", False
+                    x.verdict, x.best, x.beaten, x.limit = NOT_CHECKED, (), (), ""
+                    x.depends, x.paired, x.by_size, x.shared = "", False, "", False
+                    x.spread = ()
+
+
 #: How a limit of :func:`mark_heartbeat_multiples` begins (the sentence's conditions print it).
 HEARTBEAT_MULTIPLE = "rests on the disturbance's timing"
 
@@ -1718,6 +1746,7 @@ def grid_verdicts(meta: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]
     out = [grid_verdict(g, runs, spec) for g in grids]
     judge_shared_cells(grids, out, runs)
     unmark_share_moves(out)
+    unmark_unchecked(out)
     mark_busy_limits(out)
     mark_heartbeat_limits(out)
     mark_spread_limits(out)
