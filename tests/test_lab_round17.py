@@ -103,3 +103,29 @@ def test_a_metric_the_calibration_does_not_check_is_shown_not_marked() -> None:
     assert "paused_partition_s" in unchecked_metrics() <= set(REPORTED)
     assert not unchecked_metrics() & set(CHECKED)
 
+
+def _growth_claims(scenario: str) -> list[Any]:
+    from groupcoord.lab.verdict import claims
+
+    grid = {"name": "consumers", "protocols": PROTOCOLS, "scenarios": [scenario],
+            "metrics": ["resources_moved", "lag_record_s"], "seeds": 10, "confirm_seeds": 10}
+    moved = {"classic:eager": 246.0, "classic:cooperative": 0.0, "consumer:uniform": 0.0}
+    lag = {"classic:eager": 1_100_000.0, "classic:cooperative": 1_000_000.0,
+           "consumer:uniform": 824.0}
+    runs = [{"protocol": p, "scenario": scenario, "size": 100, "members": 100,
+             "workload": "4x250", "fault_rate": 0.0, "seed": s, "replicate": s, "ok": True,
+             "caught_up": True, "noop_events": 0, "settings_json": "{}",
+             "resources_moved": moved[p], "lag_record_s": lag[p] * (1 + s / 10)}
+            for p in PROTOCOLS for s in range(20)]
+    return claims(grid_verdicts({"spec": "paper", "grids": [grid]}, runs))
+
+
+def test_a_sentence_quoting_a_growth_rows_lag_says_it_is_an_upper_bound() -> None:
+    grown = [c for c in _growth_claims("partition-added") if " lag" in c.text]
+    assert grown, "the growth row's sentence quotes its lag"
+    for c in grown:
+        assert c.text.endswith(
+            "Lag an upper bound: the model's producer sees new partitions at once."), c.text
+    # not on a scenario without a topic's growth
+    plain = _growth_claims("scale-out")
+    assert plain and all("upper bound" not in c.text for c in plain)
