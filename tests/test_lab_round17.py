@@ -129,3 +129,23 @@ def test_a_sentence_quoting_a_growth_rows_lag_says_it_is_an_upper_bound() -> Non
     # not on a scenario without a topic's growth
     plain = _growth_claims("scale-out")
     assert plain and all("upper bound" not in c.text for c in plain)
+
+
+def test_a_sentence_weighs_no_metric_the_calibration_does_not_check() -> None:
+    from groupcoord.lab.verdict import claims
+
+    # eager lowest on lag, far higher on paused partition time in the same cell
+    grid = {"name": "field-costs", "protocols": PROTOCOLS, "scenarios": ["scale-out"],
+            "metrics": ["lag_record_s", "paused_partition_s"], "seeds": 10,
+            "confirm_seeds": 10}
+    lag = {"classic:eager": 10.0, "classic:cooperative": 4_000.0, "consumer:uniform": 9_000.0}
+    paused = {"classic:eager": 900.0, "classic:cooperative": 40.0, "consumer:uniform": 40.0}
+    runs = [{"protocol": p, "scenario": "scale-out", "size": 10, "members": 10,
+             "workload": "field-costs", "fault_rate": 0.0, "seed": s, "replicate": s,
+             "ok": True, "caught_up": True, "noop_events": 0, "settings_json": "{}",
+             "lag_record_s": lag[p] + s % 3, "paused_partition_s": paused[p] + s % 3}
+            for p in PROTOCOLS for s in range(20)]
+    said = claims(grid_verdicts({"spec": "paper", "grids": [grid]}, runs))
+    assert said and said[0].metric == "lag_record_s"
+    for c in said:
+        assert "paused" not in c.full, c.full

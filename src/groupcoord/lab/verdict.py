@@ -3489,8 +3489,9 @@ def weakest_metric(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     worse = []
     for mv in row.metrics:
         m = mv.metric
+        # a metric the calibration does not check (:func:`unmark_unchecked`) weighs nothing
         if m.column == c.metric or c.worse not in mv.cells or not mv.cells[c.worse].values \
-                or (keeps and m.column == "lag_record_s"):
+                or (keeps and m.column == "lag_record_s") or mv.verdict == NOT_CHECKED:
             continue
         for p in winners:
             if p not in mv.cells or not mv.cells[p].values:
