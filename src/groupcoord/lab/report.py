@@ -107,6 +107,7 @@ from groupcoord.lab.verdict import (
     MAX_CLAIMS,
     MIN_SEEDS,
     MODE_GAP,
+    NOT_CHECKED,
     PAIRED_LEGEND,
     PAIRED_MARK,
     PHASE_MIN_SEEDS,
@@ -115,6 +116,7 @@ from groupcoord.lab.verdict import (
     SIGN_MIN_SEEDS,
     THROUGHPUT_FLOORS,
     UNCANCELLED,
+    Cell,
     Claim,
     GridVerdict,
     MetricVerdict,
@@ -713,6 +715,9 @@ def _verdict_word(mv: MetricVerdict) -> str:
     if mv.verdict == DIFFERENT_MEANING:
         return ("no mark: a share group's assignment change has no revocation and no gap, "
                 "a consumer group's hands the partition over (counts only)")
+    if mv.verdict == NOT_CHECKED:
+        return ("no mark: not checked against real clients (the calibration reports it, "
+                "not checks it); values shown only")
     if mv.verdict == "split":
         return "split seeds"
     if mv.verdict == "overlap":
@@ -1179,6 +1184,18 @@ def chart_panels(g: GridVerdict, rows: Sequence[VerdictRow]) -> list[tuple[int, 
     return panels
 
 
+def chart_value_text(m: Metric, c: Cell) -> str:
+    """The value a chart prints for a cell: the table's (:func:`_cell_text`), on the same
+    seeds and with the same split rule. A cell whose seeds split prints each outcome and how
+    many seeds had it (the rolling chart printed "median 450" where its table's split cell
+    read "442 | 4,351": the median of all ten seeds, a value no seed had)."""
+    value, _ = _cell_text(m, c)
+    if not c.split:
+        return f"median\n{value}"
+    n = sum(len(o) for o in c.outcomes)
+    return f"seeds split\n{value}\n({' | '.join(str(len(o)) for o in c.shown)} of {n})"
+
+
 def drawn_mark(g: GridVerdict, r: VerdictRow, i: int, p: str) -> str:
     """The mark :func:`plot_grid` draws at ``p``'s cell of metric ``i`` in row ``r``: the
     cell's own (★, =, ☆), none where the cell is a refresh phase's draw (its seeds drawn as
@@ -1214,13 +1231,18 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 if not ys:
                     continue
                 st = styles.get(p, {})
-                med = statistics.median(ys)
+                # the bar at the table's value: a split cell's at the outcome most seeds had
+                # (the median over its outcomes is a value no seed had)
+                med = statistics.median(
+                    statistics.median(c.shown[0] if c.split else c.values.values())
+                    for c in cells) / m.scale
                 ax.bar(k, med, 0.6, color=st.get("color"), alpha=0.5)
-                # the median printed above the column's highest seed (a 4.6 s bar on a
-                # 0-300 s axis is invisible, and a label on the bar collides with its dots)
+                # the table's value printed above the column's highest seed (a 4.6 s bar on
+                # a 0-300 s axis is invisible, and a label on the bar collides with its dots)
                 tags = {_mark(c.mark, c.paired).strip() for c in cells} - {""}
-                ax.annotate(" ".join(sorted(tags)) + f" median\n{number(med)}"
-                            if tags else f"median\n{number(med)}", (k, max(ys)),
+                said = "; ".join(chart_value_text(m, c) for c in cells)
+                ax.annotate(" ".join(sorted(tags)) + f" {said}"
+                            if tags else said, (k, max(ys)),
                             textcoords="offset points", xytext=(0, 4), ha="center",
                             va="bottom", fontsize=7, fontweight="bold")
                 jitter = [k + 0.25 * ((j % 7) - 3) / 3 for j in range(len(ys))]
@@ -1409,14 +1431,17 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
             high = ax.get_ylim()[1]
             shown = 0  # each protocol's labels one line above the previous one's: no overlap
             for p in g.protocols:
-                near: list[tuple[float, float]] = []
+                near: list[tuple[float, float, str]] = []
                 for r in rows:
                     x = r.x if axis[0] == "x" else float(r.size)
                     if p in r.metrics[i].cells and x is not None:
-                        near.append((x, r.metrics[i].cells[p].median / m.scale))
-                if near and high > 0 and all(0 < abs(v) < 0.03 * high for _, v in near):
-                    for x, v in near:
-                        ax.annotate(number(v), (x, v), textcoords="offset points",
+                        c = r.metrics[i].cells[p]
+                        # the table's value (a split cell's outcomes), not the median of all
+                        near.append((x, c.median / m.scale,
+                                     _cell_text(m, c)[0]))
+                if near and high > 0 and all(0 < abs(v) < 0.03 * high for _, v, _ in near):
+                    for x, v, text in near:
+                        ax.annotate(text, (x, v), textcoords="offset points",
                                     xytext=(0, 6 + 9 * shown), ha="center", fontsize=7,
                                     color=styles.get(p, {}).get("color"))
                     shown += 1

@@ -1360,6 +1360,34 @@ def unmark_share_moves(verdicts: Sequence[GridVerdict]) -> None:
                 mv.depends = ""
 
 
+#: The verdict of a metric the calibration reports but does not check
+#: (:func:`unmark_unchecked`).
+NOT_CHECKED = "not checked"
+
+
+def unmark_unchecked(verdicts: Sequence[GridVerdict]) -> None:
+    """No ★, ☆ or = on a metric the calibration reports but does not check against real
+    clients (``lab.limits.unchecked_metrics``: paused partition time): its values stay in the
+    table, the row reads "not checked" and says why, and no sentence rests on it (a ranking
+    the wire runs did not test is the model's alone)."""
+    from groupcoord.lab.limits import unchecked_metrics
+
+    unchecked = unchecked_metrics()
+    for g in verdicts:
+        for row in g.rows:
+            for mv in row.metrics:
+                if mv.metric.column not in unchecked:
+                    continue
+                for x in (mv, mv.again):
+                    if x is None:
+                        continue
+                    for c in x.cells.values():
+                        c.mark, c.paired = "", False
+                    x.verdict, x.best, x.beaten, x.limit = NOT_CHECKED, (), (), ""
+                    x.depends, x.paired, x.by_size, x.shared = "", False, "", False
+                    x.spread = ()
+
+
 #: How a limit of :func:`mark_heartbeat_multiples` begins (the sentence's conditions print it).
 HEARTBEAT_MULTIPLE = "rests on the disturbance's timing"
 
@@ -1718,6 +1746,7 @@ def grid_verdicts(meta: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]
     out = [grid_verdict(g, runs, spec) for g in grids]
     judge_shared_cells(grids, out, runs)
     unmark_share_moves(out)
+    unmark_unchecked(out)
     mark_busy_limits(out)
     mark_heartbeat_limits(out)
     mark_spread_limits(out)
@@ -2752,11 +2781,50 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     # one before it
     # an eager win's spread-heartbeat finding and its weakest metric are the last clauses
     # but the growth's cause to go
-    out = [fit(against_control(discovery_cause(aligned_heartbeats(spread_condition(weakest_metric(late_flip(
-        adverse_row(closer_elsewhere(c, verdicts), verdicts), verdicts), verdicts), verdicts),
-        verdicts), verdicts), verdicts), labelled_words) for c in ordered[:limit]]
+    # a growth row's lag the fitted sentence still quotes: its upper bound said last, kept
+    # (outside the word budget, as the cell's lag a count's sentence quotes)
+    out = [fit_growth(against_control(discovery_cause(aligned_heartbeats(
+        spread_condition(weakest_metric(late_flip(adverse_row(closer_elsewhere(c, verdicts),
+                                                              verdicts), verdicts), verdicts),
+                         verdicts), verdicts), verdicts), verdicts), verdicts, labelled_words)
+           for c in ordered[:limit]]
     order = {g.name: i for i, g in enumerate(verdicts)}
     out.sort(key=lambda c: order.get(c.grid, 0))
+    return out
+
+
+#: What a sentence quoting a growth row's lag says of it (docs/lab.md, "What the model leaves
+#: out": the model's producer finds a topic's new partitions at once, where a real producer
+#: waits for its own metadata refresh).
+GROWTH_LAG_BOUND = "Lag an upper bound: the model's producer sees new partitions at once."
+#: The lag metrics whose figures on a growth row are such a bound.
+GROWTH_LAG_METRICS = ("lag_peak", "lag_record_s")
+
+
+def growth_lag_bound(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
+    """A sentence on a topic's growth (:data:`GROWTH_SCENARIOS`) that quotes a lag figure (its
+    own metric, its cell's lag, or a worse-on clause) says in one clause that the lag is an
+    upper bound (:data:`GROWTH_LAG_BOUND`): the seventeenth outside review found it in the
+    chart's footnote only. The clause is not movable: it stays in the sentence."""
+    if not any(x in c.scenario for x in GROWTH_SCENARIOS) or GROWTH_LAG_BOUND in c.text:
+        return c
+    g = next((v for v in verdicts if v.name == c.grid), None)
+    excess = bool(g is not None and g.excess)
+    names = {short_label(BY_COLUMN[x], e) for x in GROWTH_LAG_METRICS for e in (excess, False)}
+    if c.metric not in GROWTH_LAG_METRICS and not any(n in c.text for n in names):
+        return c
+    return replace(c, text=f"{c.text.rstrip()} {GROWTH_LAG_BOUND}")
+
+
+def fit_growth(c: Claim, verdicts: Sequence[GridVerdict],
+               count: Callable[[Claim], int] | None = None) -> Claim:
+    """:func:`fit`, then :func:`growth_lag_bound` on what the sentence still quotes, within the
+    same word budget: where the clause would run the sentence over it, the sentence is fitted
+    again with the clause's words kept free (a lag clause moved to the note takes no bound)."""
+    out = growth_lag_bound(fit(c, count), verdicts)
+    size = count or (lambda x: words(x.text))
+    if out.text.endswith(GROWTH_LAG_BOUND) and size(out) > MAX_WORDS:
+        out = growth_lag_bound(fit(c, count, MAX_WORDS - words(GROWTH_LAG_BOUND)), verdicts)
     return out
 
 
@@ -3421,8 +3489,9 @@ def weakest_metric(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     worse = []
     for mv in row.metrics:
         m = mv.metric
+        # a metric the calibration does not check (:func:`unmark_unchecked`) weighs nothing
         if m.column == c.metric or c.worse not in mv.cells or not mv.cells[c.worse].values \
-                or (keeps and m.column == "lag_record_s"):
+                or (keeps and m.column == "lag_record_s") or mv.verdict == NOT_CHECKED:
             continue
         for p in winners:
             if p not in mv.cells or not mv.cells[p].values:

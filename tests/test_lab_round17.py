@@ -1,0 +1,151 @@
+"""The page's answers to the seventeenth outside review (docs/lab.md): a chart prints its
+table's value (a split cell's outcomes, not the median of all its seeds); a metric the
+calibration does not check is shown, not marked; a sentence quoting a growth row's lag says
+that lag is an upper bound."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from groupcoord.lab.verdict import grid_verdicts
+
+PROTOCOLS = ["classic:eager", "classic:cooperative", "consumer:uniform"]
+
+
+def _saved_figures(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    from matplotlib.figure import Figure
+
+    saved: list[Figure] = []
+    real = Figure.savefig
+
+    def keep(self: Figure, *a: Any, **k: Any) -> None:
+        saved.append(self)
+        real(self, *a, **k)
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    return saved
+
+
+def test_a_bar_charts_printed_value_is_its_tables_split_cell(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from groupcoord.lab.report import _cell_text, plot_grid, protocol_styles
+
+    # one size, one scenario: one bar per protocol. Eager's lag peak splits: 9 seeds near
+    # 442 and one at 4,351 (a member revoked inside the heartbeat burst), whose median over
+    # all ten seeds (447) is a value no seed had
+    peaks = {"classic:eager": [440, 441, 442, 442, 442, 443, 443, 444, 445, 4351],
+             "classic:cooperative": [486 + s % 3 for s in range(10)],
+             "consumer:uniform": [600 + 10 * s for s in range(10)]}
+    grid = {"name": "rolling", "protocols": PROTOCOLS, "scenarios": ["rolling-bounce"],
+            "metrics": ["lag_peak"], "seeds": 10}
+    runs = [{"protocol": p, "scenario": "rolling-bounce", "size": 10, "members": 10,
+             "workload": "4x250", "fault_rate": 0.0, "seed": s, "ok": True,
+             "caught_up": True, "noop_events": 0, "settings_json": "{}",
+             "lag_peak": float(peaks[p][s])} for p in PROTOCOLS for s in range(10)]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [grid]}, runs)
+    (row,) = g.rows
+    (mv,) = [x for x in row.metrics if x.metric.column == "lag_peak"]
+    eager = mv.cells["classic:eager"]
+    assert eager.split
+    table, counts = _cell_text(mv.metric, eager)
+    assert table == "442 | 4,351" and counts == "9 of 10 | 1 of 10"
+    saved = _saved_figures(monkeypatch)
+    plot_grid(g, g.rows, "rolling: rolling-bounce", tmp_path / "r.png",
+              protocol_styles(PROTOCOLS))
+    (fig,) = saved
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    said = [t for t in texts if "4,351" in t]
+    assert said, texts
+    assert "442 | 4,351" in said[0] and "9 | 1 of 10" in said[0]
+    # the all-seed median is printed nowhere
+    assert not any("447" in t for t in texts), texts
+    # an unsplit cell prints its table value as before
+    coop, _ = _cell_text(mv.metric, mv.cells["classic:cooperative"])
+    assert any(t.endswith(f"median\n{coop}") for t in texts), texts
+
+
+def test_a_metric_the_calibration_does_not_check_is_shown_not_marked() -> None:
+    from groupcoord.lab.report import verdict_html
+    from groupcoord.lab.verdict import claims
+
+    # eager far lower on every seed of both sets, on paused time and on lag alike
+    grid = {"name": "field-costs", "protocols": PROTOCOLS, "scenarios": ["scale-out"],
+            "metrics": ["paused_partition_s", "lag_record_s"], "seeds": 10,
+            "confirm_seeds": 10}
+    base = {"classic:eager": 1.0, "classic:cooperative": 400.0, "consumer:uniform": 900.0}
+    runs = [{"protocol": p, "scenario": "scale-out", "size": 10, "members": 10,
+             "workload": "field-costs", "fault_rate": 0.0, "seed": s, "replicate": s,
+             "ok": True, "caught_up": True, "noop_events": 0, "settings_json": "{}",
+             "paused_partition_s": base[p] + s % 3, "lag_record_s": 10 * base[p] + s % 3}
+            for p in PROTOCOLS for s in range(20)]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [grid]}, runs)
+    (row,) = g.rows
+    by = {mv.metric.column: mv for mv in row.metrics}
+    paused, lag = by["paused_partition_s"], by["lag_record_s"]
+    # the lag, which the calibration checks, is marked: the same data would mark paused time
+    assert lag.verdict == "best" and lag.best == ("classic:eager",)
+    assert paused.verdict == "not checked" and not paused.best
+    assert all(c.mark == "" for c in paused.cells.values())
+    assert paused.again is None or not paused.again.best
+    # the table shows the values and says why there is no mark
+    page = verdict_html(g)
+    tr = next(x for x in page.split("<tr") if "<td" in x and "paused" in x)
+    assert "★" not in tr and "☆" not in tr
+    assert "not checked against real clients" in tr
+    # no sentence rests on it
+    assert all(c.metric != "paused_partition_s" for c in claims([g]))
+    # the list is the calibration's: reported beside the checked metrics, never checked
+    from groupcoord.lab.calibrate import CHECKED, REPORTED
+    from groupcoord.lab.limits import unchecked_metrics
+
+    assert "paused_partition_s" in unchecked_metrics() <= set(REPORTED)
+    assert not unchecked_metrics() & set(CHECKED)
+
+
+def _growth_claims(scenario: str) -> list[Any]:
+    from groupcoord.lab.verdict import claims
+
+    grid = {"name": "consumers", "protocols": PROTOCOLS, "scenarios": [scenario],
+            "metrics": ["resources_moved", "lag_record_s"], "seeds": 10, "confirm_seeds": 10}
+    moved = {"classic:eager": 246.0, "classic:cooperative": 0.0, "consumer:uniform": 0.0}
+    lag = {"classic:eager": 1_100_000.0, "classic:cooperative": 1_000_000.0,
+           "consumer:uniform": 824.0}
+    runs = [{"protocol": p, "scenario": scenario, "size": 100, "members": 100,
+             "workload": "4x250", "fault_rate": 0.0, "seed": s, "replicate": s, "ok": True,
+             "caught_up": True, "noop_events": 0, "settings_json": "{}",
+             "resources_moved": moved[p], "lag_record_s": lag[p] * (1 + s / 10)}
+            for p in PROTOCOLS for s in range(20)]
+    return claims(grid_verdicts({"spec": "paper", "grids": [grid]}, runs))
+
+
+def test_a_sentence_quoting_a_growth_rows_lag_says_it_is_an_upper_bound() -> None:
+    grown = [c for c in _growth_claims("partition-added") if " lag" in c.text]
+    assert grown, "the growth row's sentence quotes its lag"
+    for c in grown:
+        assert c.text.endswith(
+            "Lag an upper bound: the model's producer sees new partitions at once."), c.text
+    # not on a scenario without a topic's growth
+    plain = _growth_claims("scale-out")
+    assert plain and all("upper bound" not in c.text for c in plain)
+
+
+def test_a_sentence_weighs_no_metric_the_calibration_does_not_check() -> None:
+    from groupcoord.lab.verdict import claims
+
+    # eager lowest on lag, far higher on paused partition time in the same cell
+    grid = {"name": "field-costs", "protocols": PROTOCOLS, "scenarios": ["scale-out"],
+            "metrics": ["lag_record_s", "paused_partition_s"], "seeds": 10,
+            "confirm_seeds": 10}
+    lag = {"classic:eager": 10.0, "classic:cooperative": 4_000.0, "consumer:uniform": 9_000.0}
+    paused = {"classic:eager": 900.0, "classic:cooperative": 40.0, "consumer:uniform": 40.0}
+    runs = [{"protocol": p, "scenario": "scale-out", "size": 10, "members": 10,
+             "workload": "field-costs", "fault_rate": 0.0, "seed": s, "replicate": s,
+             "ok": True, "caught_up": True, "noop_events": 0, "settings_json": "{}",
+             "lag_record_s": lag[p] + s % 3, "paused_partition_s": paused[p] + s % 3}
+            for p in PROTOCOLS for s in range(20)]
+    said = claims(grid_verdicts({"spec": "paper", "grids": [grid]}, runs))
+    assert said and said[0].metric == "lag_record_s"
+    for c in said:
+        assert "paused" not in c.full, c.full
