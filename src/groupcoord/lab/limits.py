@@ -222,24 +222,6 @@ _REPORTED_NAMES = {"records_processed": ("records processed", ""),
                    "records_reprocessed": ("records processed twice", ""),
                    "task_restarts": ("task restarts", ""),
                    "resources_moved": ("moved", "")}
-#: Of the reported metrics, the counts a protocol's assignor decides (partitions or tasks
-#: moved, task restarts): the model runs the assignors' own arithmetic, so a count is a fact of
-#: the protocol, not of the model's timing; they stay marked.
-_ASSIGNOR_COUNTS = frozenset({"resources_moved", "task_restarts"})
-
-
-def unchecked_metrics() -> frozenset[str]:
-    """The metrics the calibration reports beside the checked ones but does not check
-    ("reported, not checked" on its rows: :data:`_REPORTED_NAMES` less the calibration's
-    checked list, ``lab.calibrate.CHECKED``), the assignor's counts left out. A verdict table
-    shows such a metric's values without a mark and says why (paused partition time: the wire
-    measured 4-300 times the model's where a row reports it)."""
-    from groupcoord.lab.calibrate import CHECKED
-
-    return frozenset(c for c in _REPORTED_NAMES
-                     if c not in CHECKED and c not in _ASSIGNOR_COUNTS)
-
-
 #: The settings a row names (Kafka's names, shortened on the page), in this order.
 _ROW_SETTINGS = (("heartbeat.interval.ms", "heartbeat"),
                  ("group.consumer.heartbeat.interval.ms", "heartbeat"),

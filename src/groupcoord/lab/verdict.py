@@ -1367,12 +1367,12 @@ NOT_CHECKED = "not checked"
 
 def unmark_unchecked(verdicts: Sequence[GridVerdict]) -> None:
     """No ★, ☆ or = on a metric the calibration reports but does not check against real
-    clients (``lab.limits.unchecked_metrics``: paused partition time): its values stay in the
+    clients (``lab.calibrate.UNCHECKED``: paused partition time): its values stay in the
     table, the row reads "not checked" and says why, and no sentence rests on it (a ranking
     the wire runs did not test is the model's alone)."""
-    from groupcoord.lab.limits import unchecked_metrics
+    from groupcoord.lab.calibrate import UNCHECKED
 
-    unchecked = unchecked_metrics()
+    unchecked = UNCHECKED
     for g in verdicts:
         for row in g.rows:
             for mv in row.metrics:

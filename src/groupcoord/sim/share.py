@@ -318,9 +318,8 @@ class ShareSimulation(ShareConvergence):
         # the close reaches the partition leader one network delay later (not a request: no
         # message counted; a member cut off by a network partition reaches nobody). It travels
         # on the connection it closes (the incarnation's before the kill): a ShareFetch sent
-        # on it before the kill reaches the broker first (TCP's order; its FIN follows its
-        # data), so the records that fetch acquires are released by the close too, not left
-        # to their lock (KIP-932's acquisition lock) as a lost host's
+        # on it before the kill reaches the broker first (TCP's order), so the records that
+        # fetch acquires are released by the close too, not left to their lock as a lost host's
         msg: tuple[Any, ...] = (p, p.gen, self._next_cid(), p.member_id, (), {}, True)
         for t in self.network.route(self.now, closed, p.name, False):
             self.at(t, self._to_broker, (msg, self.now))
