@@ -147,3 +147,18 @@ def test_an_accepted_commit_of_every_owned_partition_commits_its_positions(
         app.commit_handled(req, response, set(codes.values()) == {0})
         ends.append([repr(r.committed) for r in resources])
     assert ends[0] == ends[1]
+
+
+@pytest.mark.parametrize("scenario", ["rolling-bounce", "crash", "lossy-network"])
+def test_the_application_forgets_a_commit_once_it_is_answered(scenario: str) -> None:
+    """``Application._commits`` holds the commits waiting for an answer, not every commit of
+    the run: an answer (accepted or refused) removes its entry, so a long run's memory does
+    not grow with its commits. What is left at the end is at most the commits lost in the
+    network or sent by a member that died before its answer."""
+    sim = build_simulation(scenario, 3, "classic", workload=DEFAULT_WORKLOAD)
+    sim.start()
+    sim.advance()
+    app = sim.app  # type: ignore[attr-defined]
+    sent = sim.result().summary.get("commits", 0)
+    assert sent > 20
+    assert len(app._commits) <= max(5, sent // 20)

@@ -574,12 +574,19 @@ class Application:
         self._commits[id(req)] = (req, proc.commit_positions(parts, polled=why != "revoke"),
                                   parts is getattr(p.member, "owned", None))
 
+    def commit_refused(self, req: Any) -> None:
+        """The coordinator refused every partition of a commit: nothing is committed, and
+        the request's positions are forgotten."""
+        self._commits.pop(id(req), None)
+
     def commit_handled(self, req: Any, response: Any, all_accepted: bool = False) -> None:
         """The coordinator answered a commit: the partitions it accepted are committed.
         ``all_accepted``: every partition of the answer was (its error codes are all 0); the
         answer names each partition of the request, so a commit of every owned partition
         commits each of its positions, without a lookup per partition of the answer."""
-        entry = self._commits.get(id(req))
+        # (popped: an answered commit is done with; the entry holds the request, so its id
+        # is not reused while it waits)
+        entry = self._commits.pop(id(req), None)
         if entry is None or entry[0] is not req:
             return
         positions = entry[1]

@@ -646,6 +646,8 @@ class ConsumerSimulation(ConsumerConvergence):
                 self._check_commit(p, req, codes, expected, fenced)
             if 0 in codes:
                 self.app.commit_handled(req, res.response, len(codes) == 1)
+            else:
+                self.app.commit_refused(req)
         else:
             res = self._handle(msg)
             self.coordinator_result(res)
