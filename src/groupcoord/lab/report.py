@@ -80,7 +80,6 @@ from groupcoord.lab.share_marks import (
     all_seed_outcomes,
     family_key,
     family_rule,
-    fetchers_line,
     share_claims,
     share_grid_line,
     unmark_broker_lag,
@@ -98,6 +97,7 @@ from groupcoord.lab.share_report import (
     share_sections_html,
     share_sections_md,
 )
+from groupcoord.lab.share_wins import fetchers_line
 from groupcoord.lab.verdict import (
     CLAIM_MIN_SEEDS,
     CLAIM_RULE,

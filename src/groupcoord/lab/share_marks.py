@@ -1567,43 +1567,6 @@ def share_grid_line(verdicts: Sequence[GridVerdict], runs: Sequence[Mapping[str,
             f"of its {len(mine)} seeds.")
 
 
-def fetchers_line(verdicts: Sequence[GridVerdict], runs: Sequence[Mapping[str, Any]]) -> str:
-    """One line under the share sentences: how many confirmed share wins (★ share alone, on a
-    grid with a fresh seed set that repeated it) come where the members outnumber the
-    partitions, each partition fetched by several share members against one consumer member,
-    and which come at one member per partition or fewer; "" where no such win is on the
-    page."""
-    over: dict[tuple[int, int], int] = {}
-    equal: list[str] = []
-    for g in verdicts:
-        share = next((p for p in g.protocols if family(p) == "share"), None)
-        if share is None or not g.confirm_seeds or not _share_vs_consumer(g.protocols) \
-                or is_companion(g, verdicts):
-            continue  # a companion grid's marks repeat its parent's cells at 1 s heartbeats
-        for row in g.rows:
-            parts = _partitions(runs, row.scenario, row.size, row.workload)
-            if not parts:
-                continue
-            for mv in row.metrics:
-                if mv.verdict != "best" or tuple(mv.best) != (share,):
-                    continue
-                if row.size > parts:
-                    over[(row.size, parts)] = over.get((row.size, parts), 0) + 1
-                else:
-                    equal.append(f"{LABELS.get(mv.metric.column, mv.metric.column)} "
-                                 f"({row.scenario} at {row.size} on {parts})")
-    if not over:
-        return ""
-    each = "; ".join(f"at {n} members on {k} partitions, {c} confirmed share win"
-                     f"{'s' if c != 1 else ''}, every one with {n // k} share members fetching "
-                     f"each partition against one consumer member ({n - k} idle)"
-                     for (n, k), c in sorted(over.items()))
-    rest = (f"at one member per partition or fewer: {len(equal)} ({', '.join(equal)})" if equal
-            else "at one member per partition or fewer: none")
-    return (f"What the share wins need: {each}; {rest}. The first is redundancy a consumer "
-            "group cannot have on as many partitions, the second the protocol's own.")
-
-
 __all__ = [
     "BROKER_LAG",
     "COMMIT_DEPENDENT",
@@ -1616,7 +1579,6 @@ __all__ = [
     "equal_members_clause",
     "family_key",
     "family_rule",
-    "fetchers_line",
     "heartbeat_clause",
     "held_fetch_clause",
     "kill_lost_host_clause",

@@ -1,0 +1,117 @@
+"""The share page's answers to the thirteenth outside share review (docs/lab.md): the count of
+share wins split by what each needs, each win at one member per partition with its mark, its
+load and whether it holds at 20 % busy."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from groupcoord.lab.findings import Metric
+from groupcoord.lab.share_wins import fetchers_line
+from groupcoord.lab.verdict import Cell, GridVerdict, VerdictRow, judge
+
+SHARE, KIP848 = "share:simple", "consumer:uniform"
+PEAK = Metric("lag_peak", "excess lag peak", "records", floor=10.0)
+LAG = Metric("lag_record_s", "excess lag", "record·s", floor=100.0)
+DOWN = Metric("resource_downtime_ms", "resource downtime", "resource·s", 1000.0, floor=1000.0)
+#: workload -> (partitions, records/s a partition, ms a record)
+WORK = {"1x4-busy": (4, 60, 10), "1x4-light": (4, 60, 3.333), "1x4-hot": (4, 300, 2)}
+
+
+def _runs(cells: list[tuple[str, int, str]], protocols: tuple[str, ...] = (SHARE, KIP848)
+          ) -> list[dict[str, Any]]:
+    out = []
+    for scenario, size, workload in cells:
+        parts, rate, ms = WORK[workload]
+        for p in protocols:
+            out.append({"protocol": p, "scenario": scenario, "size": size,
+                        "workload": workload, "seed": 1, "ok": True, "fault_rate": 0.0,
+                        "total_partitions": parts, "total_topics": 1,
+                        "work_model": f"{rate} rec/s, exponential:{ms} ms/rec, "
+                                      "max.poll.records 100",
+                        "work": json.dumps({"records_per_s": rate})})
+    return out
+
+
+def _row(scenario: str, size: int, workload: str, values: dict[Metric, dict[str, list[float]]],
+         ) -> VerdictRow:
+    return VerdictRow(scenario, size, workload, 0.0, 10, [
+        judge({p: Cell(dict(enumerate(v))) for p, v in vs.items()}, m)
+        for m, vs in values.items()])
+
+
+#: owner-crash at 12 on 1x4-hot (lock-rate-owner): the share group stops its partition 23.4 s
+#: on every seed (the lock limit), the consumer group 44-46 s (its session timeout)
+HOT_DOWN = {SHARE: [23_350 + 10 * i for i in range(10)],
+            KIP848: [44_000 + 200 * i for i in range(10)]}
+HOT_PEAK = {SHARE: [7_030 + 3 * i for i in range(10)],
+            KIP848: [13_400 + 20 * i for i in range(10)]}
+#: owner-kill at 12 on 1x4-busy (owner): the share group stops nothing
+KILL_DOWN = {SHARE: [0.0] * 10, KIP848: [44_000 + 100 * i for i in range(10)]}
+#: rolling-bounce at 4 on 4: at 60 % busy (share-rolling, 1x4-busy) share lower on every seed,
+#: the ranges overlapping (☆); at 20 % busy (1x4-light) lower on 8 of 10 (no mark) on excess
+#: lag and on 10 of 10 on partitions stopped
+BUSY_LAG = {SHARE: [2_013, 3_000, 4_500, 5_500, 6_300, 6_900, 7_400, 8_800, 10_000, 11_514],
+            KIP848: [6_641, 9_000, 11_000, 14_000, 16_000, 17_300, 21_000, 30_000, 45_000,
+                     59_829]}
+BUSY_DOWN = {SHARE: [5_000 + 1_000 * i for i in range(10)],
+             KIP848: [12_000 + 2_000 * i for i in range(10)]}
+LIGHT_LAG = {SHARE: [499, 700, 1_000, 1_300, 1_400, 1_434, 1_800, 2_600, 3_000, 3_294],
+             KIP848: [416, 600, 1_900, 2_300, 2_500, 2_724, 3_100, 3_600, 4_500, 5_370]}
+LIGHT_DOWN = {SHARE: [6_400 + 1_100 * i for i in range(10)],
+              KIP848: [7_700 + 2_300 * i for i in range(10)]}
+
+
+def _verdicts() -> list[GridVerdict]:
+    owner = GridVerdict("lock-rate-owner", "", [SHARE, KIP848], [PEAK, DOWN], [
+        _row("owner-crash", 12, "1x4-hot", {PEAK: HOT_PEAK, DOWN: HOT_DOWN})], 20, 0, 0, 10,
+        confirm_seeds=10)
+    kill = GridVerdict("owner", "", [SHARE, KIP848], [DOWN], [
+        _row("owner-kill", 12, "1x4-busy", {DOWN: KILL_DOWN})], 20, 0, 0, 10, confirm_seeds=10)
+    rolling = GridVerdict("share-rolling", "", [SHARE, KIP848], [LAG, DOWN], [
+        _row("rolling-bounce", 4, "1x4-busy", {LAG: BUSY_LAG, DOWN: BUSY_DOWN})], 20, 0, 0, 10,
+        confirm_seeds=10)
+    light = GridVerdict("share-rolling-light", "", [SHARE, KIP848], [LAG, DOWN], [
+        _row("rolling-bounce", 4, "1x4-light", {LAG: LIGHT_LAG, DOWN: LIGHT_DOWN})], 20, 0, 0,
+        10, confirm_seeds=10)
+    fast = (f"{SHARE}@hb1s", f"{KIP848}@hb1s")
+    hb = GridVerdict("owner-hb1s", "", list(fast), [DOWN], [
+        _row("owner-kill", 12, "1x4-busy", {DOWN: dict(zip(fast, KILL_DOWN.values(),
+                                                           strict=True))})],
+        20, 0, 0, 10, confirm_seeds=10)
+    return [owner, kill, rolling, light, hb]
+
+
+RUNS = _runs([("owner-crash", 12, "1x4-hot"), ("owner-kill", 12, "1x4-busy"),
+              ("rolling-bounce", 4, "1x4-busy"), ("rolling-bounce", 4, "1x4-light")]) + _runs(
+    [("owner-kill", 12, "1x4-busy")], (f"{SHARE}@hb1s", f"{KIP848}@hb1s"))
+
+
+def test_the_share_win_count_splits_redundancy_lock_limit_stops_and_settings() -> None:
+    """At 12 on 4 a win in a cell where the share group itself stopped a partition on most
+    seeds (the lock limit, 23.4 s on every seed) is counted apart from the redundancy wins
+    where it stopped nothing, and a win at a non-default setting (@hb1s) apart from both."""
+    line = fetchers_line(_verdicts(), RUNS)
+    assert "at 12 members on 4 partitions, 3 confirmed share wins" in line, line
+    assert ("1 redundancy win, the share group stopping no partition on any seed "
+            "(owner-kill 1x4-busy: partitions stopped)") in line, line
+    assert ("2 in cells where the share group itself stopped a partition on most seeds "
+            "(owner-crash 1x4-hot: 23.4 s on 10 of 10 seeds), wins only against a consumer "
+            "group waiting out its session timeout") in line, line
+    assert line.endswith("Not counted above, at a non-default setting (share:simple@hb1s): 1 "
+                         "(\u2605 partitions stopped (owner-kill at 12 on 4, 1x4-busy)), each "
+                         "won at the default too."), line
+
+
+def test_a_win_at_one_member_per_partition_has_its_mark_load_and_lighter_load() -> None:
+    """share-rolling's 4-on-4 wins are ☆ and NEAR SATURATION (a member down puts its
+    partition on one 60 % busy); at 20 % busy (share-rolling-light) the excess-lag win is
+    lower on 8 of 10 seeds, no mark, the partitions-stopped win on 10 of 10. The lighter
+    grid's own marks are not counted as wins."""
+    line = fetchers_line(_verdicts(), RUNS)
+    assert ("at one member per partition or fewer: 2 (\u2606 excess lag (rolling-bounce at 4 "
+            "on 4, NEAR SATURATION; does not hold at 20% busy (1x4-light, share-rolling-light: "
+            "no mark, share lower on 8 of 10 paired seeds)), \u2606 partitions stopped "
+            "(rolling-bounce at 4 on 4, NEAR SATURATION; holds at 20% busy (1x4-light, "
+            "share-rolling-light: \u2606 share lower on 10 of 10 paired seeds)))") in line, line
