@@ -115,3 +115,46 @@ def test_a_win_at_one_member_per_partition_has_its_mark_load_and_lighter_load() 
             "no mark, share lower on 8 of 10 paired seeds)), \u2606 partitions stopped "
             "(rolling-bounce at 4 on 4, NEAR SATURATION; holds at 20% busy (1x4-light, "
             "share-rolling-light: \u2606 share lower on 10 of 10 paired seeds)))") in line, line
+
+
+def _lost(workload: str, lock_ms: int, rate: float, downs: list[float],
+          broker: list[float] | None = None) -> list[dict[str, Any]]:
+    settings = json.dumps({"group.share.record.lock.duration.ms": lock_ms})
+    return [{"protocol": SHARE, "scenario": "owner-crash", "size": 12, "workload": workload,
+             "seed": s, "ok": True, "total_partitions": 4, "settings_json": settings,
+             "work": json.dumps({"records_per_s": rate, "processing_ms": 2 if rate == 300
+                                 else 10}),
+             "resource_downtime_ms": d, "share_lag_peak": (broker or [0.0] * len(downs))[s]}
+            for s, d in enumerate(downs)]
+
+
+def test_the_lock_limit_sentence_names_the_lock_duration_lever_and_the_broker_lag() -> None:
+    """The lock limit's stall is the lock duration minus max.record.locks / the rate: the
+    page's cell of the same lost host at a 10 s lock (the review's control: 3.35 s against
+    23.35 s at 30 s) is quoted with its prediction and the settings named; and a lost host
+    below the limit (owner-crash at 12 on 1x4-busy) shows the broker's share lag at ~1,800
+    while its excess peak is under the floor (the table's broker-lag column)."""
+    from groupcoord.lab.share_marks import broker_lag_lost_host, lock_lever_clause
+
+    runs = (_lost("1x4-hot", 30_000, 300, [23_330 + 3 * i for i in range(10)])
+            + _lost("1x4-hot-lock10", 10_000, 300, [3_330 + 5 * i for i in range(10)])
+            + _lost("1x4-busy", 30_000, 60, [0.0] * 4, [1_812, 1_815, 1_813, 1_815]))
+    lever = GridVerdict("lock-rate-owner-lock10", "", [SHARE], [DOWN], [
+        VerdictRow("owner-crash", 12, "1x4-hot-lock10", 0.0, 10, [])], 10, 0, 0, 10)
+    text = lock_lever_clause("owner-crash", 12, "1x4-hot", [lever], runs)
+    assert text == (
+        "The operator's lever is the record lock duration (share.record.lock.duration.ms for "
+        "the group, group.share.record.lock.duration.ms on the broker): at 10 s it stopped "
+        "3.35 s on 10 of 10 seeds (lock-rate-owner-lock10, 1x4-hot-lock10; 10 s - 2,000 / 300 "
+        "= 3.33 s predicted), against 23.3 s on 10 of 10 at 30 s; "
+        "group.share.partition.max.record.locks (2,000) sets the rate above which a lost host "
+        "stops its partition (66.7 records/s a partition at 30 s)."), text
+    owner = GridVerdict("owner", "", [SHARE, KIP848], [PEAK], [
+        _row("owner-crash", 12, "1x4-busy", {PEAK: {SHARE: [-1, 2, 2, -1],
+                                                     KIP848: [2_651, 2_590, 2_869, 2_651]}})],
+        10, 0, 0, 4, confirm_seeds=5)
+    dash = broker_lag_lost_host("owner-crash", 12, [owner], runs)
+    assert dash == ("An operator's share-lag alert reads the locks, not lateness: on a lost "
+                    "host below the limit (owner-crash at 12 on 1x4-busy, owner) the broker's "
+                    "share lag peaks at 1,814 records while the excess lag peak is 0.5 (the "
+                    "table's broker-lag column, medians of its 4 seeds)."), dash

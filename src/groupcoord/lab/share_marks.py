@@ -1043,7 +1043,107 @@ def lock_limit_sentence(c: Claim, verdicts: Sequence[GridVerdict],
     if wire:
         text += (f". On the wire a hung share consumer (SIGSTOP) stopped its partition on "
                  f"{wire[0][0]} of {wire[0][1]} runs")
-    return text + "."
+    text += "."
+    if lever := lock_lever_clause(crash, c.size, c.workload, verdicts, runs):
+        text += " " + lever
+    if dash := broker_lag_lost_host(crash, c.size, verdicts, runs):
+        text += " " + dash
+    return text
+
+
+def _lock_ms(r: Mapping[str, Any]) -> float | None:
+    v = run_settings(r).get(LOCK_DURATION)
+    return float(v) if isinstance(v, int | float) else None
+
+
+def _stops(runs: Sequence[Mapping[str, Any]]) -> tuple[int, int, float]:
+    """On how many seeds of a cell's share runs a partition stopped, of how many, and their
+    median stop (ms)."""
+    seeds = {int(r.get("seed") or 0): float(r.get("resource_downtime_ms") or 0) for r in runs}
+    stopped = [v for v in seeds.values() if v > 0]
+    return len(stopped), len(seeds), statistics.median(stopped) if stopped else 0.0
+
+
+def lock_lever_clause(crash: str, size: int, workload: str | None,
+                      verdicts: Sequence[GridVerdict], runs: Sequence[Mapping[str, Any]]
+                      ) -> str:
+    """The operator's lever beside the lock limit (the thirteenth outside share review): the
+    page's share cell of the same lost host, members, partitions, rate and processing with
+    another record lock duration, its stop against the prediction (lock duration minus
+    max.record.locks / the rate) and against this cell's; the two settings named. "" where
+    the page has no such cell."""
+    def share_runs(wl: str) -> list[Mapping[str, Any]]:
+        return [r for r in runs if family(str(r.get("protocol"))) == "share" and r.get("ok")
+                and (str(r.get("scenario")), int(r.get("size") or 0), str(r.get("workload")))
+                == (crash, size, wl)]
+
+    mine = share_runs(str(workload))
+    if not mine or (dur := _lock_ms(mine[0])) is None:
+        return ""
+    key = (_rate(mine[0]), work_value(mine[0], "processing_ms"),
+           int(mine[0].get("total_partitions") or 0), run_settings(mine[0]).get(MAX_LOCKS))
+    found = []
+    for wl in dict.fromkeys(str(r.get("workload")) for r in runs):
+        rs = share_runs(wl)
+        if wl == workload or not rs or (lock := _lock_ms(rs[0])) is None or lock == dur \
+                or (_rate(rs[0]), work_value(rs[0], "processing_ms"),
+                    int(rs[0].get("total_partitions") or 0),
+                    run_settings(rs[0]).get(MAX_LOCKS)) != key:
+            continue
+        found.append((lock, wl, rs))
+    if not found or (lim := lock_limit(mine)) is None:
+        return ""
+    locks, rate = lim[0], key[0] or 0.0
+    n, seeds, here = _stops(mine)
+    parts = []
+    for lock, wl, rs in sorted(found):
+        k, m, down = _stops(rs)
+        grid = next((g.name for g in verdicts for row in g.rows
+                     if (row.scenario, row.size, str(row.workload)) == (crash, size, wl)), wl)
+        parts.append(f"at {number(lock / 1000)} s it stopped {number(down / 1000)} s on {k} of "
+                     f"{m} seeds ({grid}, {wl}; {number(lock / 1000)} s - {number(locks)} / "
+                     f"{number(rate)} = {number(lock / 1000 - locks / rate)} s predicted)")
+    return ("The operator's lever is the record lock duration (share.record.lock.duration.ms "
+            "for the group, group.share.record.lock.duration.ms on the broker): "
+            + "; ".join(parts) + f", against {number(here / 1000)} s on {n} of {seeds} at "
+            f"{number(dur / 1000)} s; {MAX_LOCKS} ({number(locks)}) sets the rate above which "
+            f"a lost host stops its partition ({number(locks / (dur / 1000))} records/s a "
+            f"partition at {number(dur / 1000)} s).")
+
+
+def broker_lag_lost_host(crash: str, size: int, verdicts: Sequence[GridVerdict],
+                         runs: Sequence[Mapping[str, Any]]) -> str:
+    """What an operator's share-lag alert reads on a lost host below the lock limit (the
+    thirteenth outside share review): the page's row of ``crash`` at ``size`` whose share
+    cell's excess lag peak is under the metric's floor while its broker share lag peak (the
+    table's broker-lag column, over the same seeds) is over ten times it, both medians as the
+    table prints them. "" where no row does."""
+    for g in verdicts:
+        share = next((p for p in g.protocols if family(p) == "share"), None)
+        if share is None or not _share_vs_consumer(g.protocols):
+            continue
+        for row in g.rows:
+            mv = next((x for x in row.metrics if x.metric.column == "lag_peak"
+                       and share in x.cells), None)
+            if (row.scenario, row.size) != (crash, size) or mv is None \
+                    or not mv.cells[share].values:
+                continue
+            cell, m = mv.cells[share], mv.metric
+            seeds = sorted(cell.values)
+            vals = [float(r["share_lag_peak"]) for r in runs
+                    if (r.get("protocol"), r.get("scenario"), int(r.get("size") or 0),
+                        str(r.get("workload"))) == (share, crash, size, str(row.workload))
+                    and r.get("ok") and int(r.get("seed") or 0) in seeds
+                    and r.get("share_lag_peak") is not None]
+            excess = statistics.median(cell.values.values())
+            if not vals or abs(excess) >= m.floor or statistics.median(vals) < 10 * m.floor:
+                continue
+            return (f"An operator's share-lag alert reads the locks, not lateness: on a lost "
+                    f"host below the limit ({crash} at {size} on {row.workload}, {g.name}) the "
+                    f"broker's share lag peaks at {number(statistics.median(vals))} records "
+                    f"while the excess lag peak is {number(excess)} (the table's broker-lag "
+                    f"column, medians of its {len(seeds)} seeds).")
+    return ""
 
 
 def heartbeat_clause(c: Claim, verdicts: Sequence[GridVerdict], short: bool = False) -> str:
@@ -1573,6 +1673,7 @@ __all__ = [
     "MEMBER_LOST",
     "all_seed_outcomes",
     "all_seeds_note",
+    "broker_lag_lost_host",
     "broker_lag_text",
     "commit_reference",
     "contrary_clause",
@@ -1583,6 +1684,7 @@ __all__ = [
     "held_fetch_clause",
     "kill_lost_host_clause",
     "load_control_clause",
+    "lock_lever_clause",
     "lock_limit",
     "lock_limit_clause",
     "lost_host_clause",
