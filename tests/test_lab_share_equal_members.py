@@ -175,7 +175,8 @@ def test_the_heartbeat_companion_gives_no_sentence_and_its_reading_joins_the_par
     # the client default's share of the gap in the sentence itself (the tenth outside share
     # review), and the consumer group at 1 s already beating the share group at its default
     assert ("A 1 s group heartbeat (a broker-side config, under its 5 s default minimum) on "
-            "both sides removes 83% of the gap; consumer:uniform@hb1s "
+            "both sides removes 83% of the gap; with that broker-side change alone "
+            "consumer:uniform@hb1s "
             "(11.9 resource·s) already beats share:simple at its default (26.7).") in c.text, \
         c.text
 

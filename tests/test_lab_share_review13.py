@@ -158,3 +158,44 @@ def test_the_lock_limit_sentence_names_the_lock_duration_lever_and_the_broker_la
                     "host below the limit (owner-crash at 12 on 1x4-busy, owner) the broker's "
                     "share lag peaks at 1,814 records while the excess lag peak is 0.5 (the "
                     "table's broker-lag column, medians of its 4 seeds)."), dash
+
+
+def test_the_heartbeat_companions_already_beats_stays_in_a_sentence_over_its_words() -> None:
+    """Sentence 1's most actionable fact for a platform team: the consumer group at a 1 s
+    heartbeat (a broker-side change) already beats the share group at its default. Where the
+    sentence runs over its words the short contrary ("Worse on ...") goes whole to the note,
+    whose contrary clause says it, and the already-beats clause stays."""
+    from groupcoord.lab.share_marks import family_key, share_claims
+    from groupcoord.lab.verdict import MAX_WORDS, claims, fit, words
+
+    labels, fast = (SHARE, KIP848), (f"{SHARE}@hb1s", f"{KIP848}@hb1s")
+    # equal-capacity-rolling at 12 on 12 (1x12-busy): downtime 30.7 against 59.4, at 1 s
+    # 5.96 against 12.1; the share group worse on its excess lag peak on every seed
+    down = ([26_685, 24_810, 30_700, 32_384, 35_027], [52_600, 51_862, 59_400, 65_000, 69_609])
+    hb_down = ([5_850, 4_800, 5_960, 5_500, 6_300], [11_800, 11_500, 12_100, 12_900, 13_000])
+    peak = ([120, 124, 130, 126, 128], [90, 96, 97, 95, 99])
+
+    def row(names: tuple[str, str], d: tuple[list[int], list[int]]) -> VerdictRow:
+        return VerdictRow("rolling-bounce", 12, "1x12-busy", 0.0, 5, [
+            judge({p: Cell(dict(enumerate(v))) for p, v in zip(names, d, strict=True)}, DOWN),
+            judge({p: Cell(dict(enumerate(v))) for p, v in zip(names, peak, strict=True)},
+                  PEAK)])
+
+    verdicts = [GridVerdict("equal-capacity-rolling", "", list(labels), [DOWN, PEAK],
+                            [row(labels, down)], 10, 0, 0, 5, confirm_seeds=5),
+                GridVerdict("equal-capacity-rolling-hb1s", "", list(fast), [DOWN, PEAK],
+                            [row(fast, hb_down)], 10, 0, 0, 5, confirm_seeds=5)]
+    runs = [{"protocol": p, "scenario": "rolling-bounce", "size": 12, "workload": "1x12-busy",
+             "seed": s, "ok": True, "total_partitions": 12, "fault_rate": 0.0,
+             "work": json.dumps({"records_per_s": 20})} for p in (*labels, *fast)
+            for s in range(5)]
+    found = share_claims(claims(verdicts, family_of=family_key(runs)),
+                         claims(verdicts, limit=100), verdicts, runs)
+    (c,) = [x for x in found if x.metric == "resource_downtime_ms"]
+    assert "worse on 5 of 5" in c.text and "already beats" in c.text, c.text
+    assert words(c.text) > MAX_WORDS - 10
+    out = fit(c, budget=1)  # every movable clause to the note
+    assert ("with that broker-side change alone consumer:uniform@hb1s (12.1 resource\u00b7s) "
+            "already beats share:simple at its default (30.7)") in out.text, out.text
+    assert "Worse on" not in out.text and "worse on" not in out.text, out.text
+    assert any("excess lag peak is worse on 5 of 5" in n for n in out.caveats), out.caveats

@@ -1201,7 +1201,8 @@ def heartbeat_clause(c: Claim, verdicts: Sequence[GridVerdict], short: bool = Fa
                         f"{round(100 * (gap - short_gap) / gap)}% of the gap")
                 ahead = sign * (own.cells[best].median - mv.cells[other].median)
                 if ahead > m.floor:
-                    text += (f"; {other} ({number(mv.cells[other].median / m.scale)}{unit}) "
+                    text += (f"; with that broker-side change alone {other} "
+                             f"({number(mv.cells[other].median / m.scale)}{unit}) "
                              f"already beats {best} at its default "
                              f"({number(own.cells[best].median / m.scale)})")
                 return text + "."
@@ -1539,11 +1540,14 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
             added.append((f" {contrary}", f" {short}" if short else "",
                           contrary.rstrip(".")))
             if short:
-                # still over its words: the heartbeat companion's "already beats" goes whole
-                # to the note, then the named metrics lose their seed counts, never their names
-                if hb_short and (m := _ALREADY.search(text)):
-                    added.append((m.group(0), "", m.group(0).lstrip("; ")))
+                # still over its words: the named metrics lose their seed counts; where the
+                # heartbeat companion's runner-up already beats the best at its default (a
+                # platform team's most actionable fact, the thirteenth outside share review)
+                # that stays in the sentence and the short contrary goes whole to the note
+                # (the contrary clause is there already)
                 added.append((f" {short}", " " + _SHORT_COUNTS.sub(" (note).", short), ""))
+                if hb_short and _ALREADY.search(text):
+                    added.append((" " + _SHORT_COUNTS.sub(" (note).", short), "", ""))
         notes = [x[0].lower() + x[1:].rstrip(".")
                  for x in (_family_note(c, every, key), lock_limit_clause(c, runs), hb) if x]
         said = words(text) + (len(conditions) + 1 if conditions else 0)
