@@ -199,3 +199,45 @@ def test_the_heartbeat_companions_already_beats_stays_in_a_sentence_over_its_wor
             "already beats share:simple at its default (30.7)") in out.text, out.text
     assert "Worse on" not in out.text and "worse on" not in out.text, out.text
     assert any("excess lag peak is worse on 5 of 5" in n for n in out.caveats), out.caveats
+
+
+def test_sentence_2_quotes_the_per_member_load_and_both_gaps_on_the_same_seeds() -> None:
+    """The consumer group's cost at the share members' per-member load (1x4-light, the
+    review's 2,261) stands beside its headline 8,401 in the sentence, not only in the note;
+    and the heartbeat companion's share of the gap divides two gaps on the same seeds: a seed
+    the companion lost (a run that never caught up) leaves the default's gap too."""
+    from groupcoord.lab.share_marks import family_key, share_claims
+    from groupcoord.lab.verdict import claims
+
+    fast = (f"{SHARE}@hb1s", f"{KIP848}@hb1s")
+
+    def mv(cells: dict[str, list[float]], min_seeds: int = 5) -> Any:
+        return judge({p: Cell(dict(enumerate(v))) for p, v in cells.items()}, LAG,
+                     min_seeds=min_seeds)
+
+    busy = VerdictRow("rolling-bounce", 12, "1x4-busy", 0.0, 5, [mv(
+        {SHARE: [20, 25, 28.6, 30, 40], KIP848: [5_000, 8_401, 9_000, 7_000, 30_000]})])
+    light = VerdictRow("rolling-bounce", 12, "1x4-light", 0.0, 5, [mv(
+        {KIP848: [2_000, 2_261, 2_300, 2_100, 2_500]})])
+    # the companion without seed 4
+    hb = VerdictRow("rolling-bounce", 12, "1x4-busy", 0.0, 4, [mv(
+        {fast[0]: [20, 22, 24, 26], fast[1]: [2_000, 2_400, 2_500, 3_000]}, min_seeds=4)])
+    verdicts = [
+        GridVerdict("share-rolling", "", [SHARE, KIP848], [LAG], [busy], 10, 0, 0, 5,
+                    confirm_seeds=5),
+        GridVerdict("share-rolling-hb1s", "", list(fast), [LAG], [hb], 10, 0, 0, 5,
+                    confirm_seeds=5),
+        GridVerdict("share-light-rolling", "", [KIP848], [LAG], [light], 5, 0, 0, 5)]
+    runs = [{"protocol": p, "scenario": "rolling-bounce", "size": 12, "workload": w,
+             "seed": s, "ok": True, "total_partitions": 4, "fault_rate": 0.0,
+             "work": json.dumps({"records_per_s": 60})}
+            for p, w in ((SHARE, "1x4-busy"), (KIP848, "1x4-busy"), (fast[0], "1x4-busy"),
+                         (fast[1], "1x4-busy"), (KIP848, "1x4-light")) for s in range(5)]
+    found = share_claims(claims(verdicts, family_of=family_key(runs)),
+                         claims(verdicts, limit=100), verdicts, runs)
+    (c,) = [x for x in found if x.grid == "share-rolling"]
+    assert ("At a share member's load per member (1x4-light) consumer:uniform costs 2,261 "
+            "record\u00b7s against 8,401.") in c.text, c.text
+    # seeds 0-3: the default's gap 7,700.5 - 26.8, the companion's 2,450 - 23: 68 % removed
+    # (over the default's 5 seeds, 8,401 - 28.6, it would read 71 %)
+    assert "on both sides removes 68% of the gap" in c.text, c.text

@@ -1182,8 +1182,17 @@ def heartbeat_clause(c: Claim, verdicts: Sequence[GridVerdict], short: bool = Fa
                 continue
             m = mv.metric
             sign = 1.0 if m.lower_is_better else -1.0
-            gap = sign * (own.cells[c.worse].median - own.cells[best].median)
-            short_gap = sign * (mv.cells[other].median - mv.cells[label].median)
+            # both gaps on the seeds all four cells have (a run left out of one leaves its
+            # seed out of both: the thirteenth outside share review)
+            four = [own.cells[best].values, own.cells[c.worse].values,
+                    mv.cells[label].values, mv.cells[other].values]
+            common = set.intersection(*(set(v) for v in four))
+            if not common:
+                continue
+
+            at = [statistics.median(v[k] for k in common) for v in four]
+            gap = sign * (at[1] - at[0])
+            short_gap = sign * (at[3] - at[2])
             if gap <= 0:
                 continue
             unit = f" {m.unit}" if m.unit else ""
@@ -1305,7 +1314,7 @@ LIGHT = "1x4-light"
 
 
 def load_control_clause(c: Claim, verdicts: Sequence[GridVerdict],
-                        runs: Sequence[Mapping[str, Any]]) -> str:
+                        runs: Sequence[Mapping[str, Any]], short: bool = False) -> str:
     """A share sentence's cell with more members than partitions, its consumer side again at
     a share member's load per member (:data:`LIGHT`, the ninth outside review's control):
     the consumer group's median there against its median in a cell of the same scenario,
@@ -1314,7 +1323,10 @@ def load_control_clause(c: Claim, verdicts: Sequence[GridVerdict],
     time a record takes, so its baseline is the sentence's cell where that produces at
     :data:`LIGHT`'s rate, else the cell of the same scenario and size that does, named (the
     tenth outside review: beside 1x4-hot's 300 records/s a partition the gap was the
-    production rate's; 1x4-busy is the baseline). "" where the page has no such cells."""
+    production rate's; 1x4-busy is the baseline). "" where the page has no such cells. ``short``: the
+    sentence's own words (the thirteenth outside share review: the consumer group's cost at
+    the share members' load belongs beside its headline figure), the medians alone, where
+    the control ran the sentence's own cell at another record time."""
     best = c.best.split(" and ")[0]
     parts = _partitions(runs, c.scenario, c.size, c.workload)
     if c.workload == LIGHT or not parts or c.size <= parts or \
@@ -1362,6 +1374,10 @@ def load_control_clause(c: Claim, verdicts: Sequence[GridVerdict],
         f"this sentence's {c.workload} produces at another rate)")
     side = (f", higher on {higher} of {len(seeds)} paired seeds" if higher > lower
             else f", lower on {lower} of {len(seeds)} paired seeds") if seeds else ""
+    if short:
+        return (f"At a share member's load per member ({LIGHT}) {c.worse} costs "
+                f"{number(statistics.median(lit.values()) / m.scale)}{unit} against "
+                f"{number(statistics.median(heavy.values()) / m.scale)}." if not where else "")
     return (f"At a share member's load per member ({LIGHT}, {g.name}): {c.worse} "
             f"{number(statistics.median(lit.values()) / m.scale)} against "
             f"{number(statistics.median(heavy.values()) / m.scale)}{unit}{where}"
@@ -1492,7 +1508,13 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
         hb = heartbeat_clause(c, verdicts)
         if hb_short := heartbeat_clause(c, verdicts, short=True):
             text += " " + hb_short
-        if light := load_control_clause(c, verdicts, runs):
+        light = load_control_clause(c, verdicts, runs)
+        if light_short := load_control_clause(c, verdicts, runs, short=True):
+            # the medians in the sentence, the clause whole in the note
+            text += " " + light_short
+            c = replace(c, caveats=(*c.caveats, light[0].lower() + light[1:].rstrip(".")))
+            light = ""
+        elif light:
             text += " " + light
         if contrary := contrary_clause(c, verdicts, runs):
             text += " " + contrary
