@@ -241,3 +241,38 @@ def test_sentence_2_quotes_the_per_member_load_and_both_gaps_on_the_same_seeds()
     # seeds 0-3: the default's gap 7,700.5 - 26.8, the companion's 2,450 - 23: 68 % removed
     # (over the default's 5 seeds, 8,401 - 28.6, it would read 71 %)
     assert "on both sides removes 68% of the gap" in c.text, c.text
+
+
+def test_an_unmarked_row_says_share_higher_or_too_few_seeds() -> None:
+    """A note's unmarked row where the share median is 20 % or more above the consumer's
+    reads "share higher, not separated", not "a tie" (owner-kill at 4 on 4: 4,086 against
+    3,267); a row a dropped seed left under 5 seeds says so, and a member-loss sentence at
+    its size names it (owner-crash at 12 on 1x4-busy: 0.5 against 2,651 on 4 seeds)."""
+    from groupcoord.lab.share_marks import few_seeds_clause, unmarked_words
+    from groupcoord.lab.verdict import Claim
+
+    def mv(cells: dict[str, list[float]]) -> Any:
+        return judge({p: Cell(dict(enumerate(v))) for p, v in cells.items()}, PEAK)
+
+    higher = mv({SHARE: [4_086, 3_000, 5_200, 2_500, 4_500],
+                 KIP848: [3_267, 3_500, 2_900, 3_100, 4_000]})
+    assert higher.verdict not in ("best", "tied"), higher.verdict
+    assert unmarked_words(higher, SHARE, KIP848) == (
+        "share:simple higher, not separated (no mark)")
+    close = mv({SHARE: [4_618, 4_325, 4_916, 4_600, 4_700],
+                KIP848: [4_588, 4_400, 4_800, 4_500, 4_650]})
+    assert unmarked_words(close, SHARE, KIP848) == "a tie (no mark)"
+    few = mv({SHARE: [-1, 2, 2, -1], KIP848: [2_651, 2_590, 2_869, 2_651]})
+    assert few.verdict == "few seeds"
+    assert unmarked_words(few, SHARE, KIP848) == "no mark (< 5 seeds)"
+    owner = GridVerdict("owner", "", [SHARE, KIP848], [PEAK], [
+        VerdictRow("owner-crash", 12, "1x4-busy", 0.0, 4, [few])], 10, 0, 0, 5,
+        confirm_seeds=5)
+    kill = Claim("lock-rate-owner-kill", "", "", "lag_peak", "owner-kill", 12, SHARE, KIP848,
+                 workload="1x4-hot")
+    assert few_seeds_clause(kill, [owner], []) == (
+        "Unmarked, with under 5 seeds: owner-crash on 1x4-busy (owner, 4 of 5 seeds after a "
+        "dropped one: 0.5 against 2,651 records).")
+    other = Claim("share-rolling", "", "", "lag_peak", "rolling-bounce", 12, SHARE, KIP848)
+    assert few_seeds_clause(other, [owner], []) == ""
+

@@ -36,6 +36,7 @@ from groupcoord.lab.findings import Metric, family, number, run_settings, work_v
 from groupcoord.lab.limits import SHARE_CALIBRATION, share_cells
 from groupcoord.lab.mechanism import ORDERING
 from groupcoord.lab.verdict import (
+    MIN_SEEDS,
     Claim,
     GridVerdict,
     MetricVerdict,
@@ -790,12 +791,64 @@ def _row_words(c: Claim, parts: int, workload: str, mv: MetricVerdict) -> str:
     best = c.best.split(" and ")[0]
     m = mv.metric
     med = [number(mv.cells[p].median / m.scale) for p in (best, c.worse)]
-    mark = mark_words(mv) or "a tie (no mark)"
+    mark = mark_words(mv) or unmarked_words(mv, best, c.worse)
     n = sorted({len(mv.cells[p].values) for p in (best, c.worse)})
     seeds = " and ".join(str(k) for k in n)
     return (f"At {parts} on {parts} ({workload}): {mark}, {med[0]} against "
             f"{med[1]}{' ' + m.unit if m.unit else ''} (medians of {seeds} seeds, the "
             "table's).")
+
+
+#: How much higher (lower, for a metric where higher is better) the best's median may be
+#: than the runner-up's in an unmarked row before a note calls it higher, not a tie.
+HIGHER_BY = 0.2
+
+
+def unmarked_words(mv: MetricVerdict, best: str, worse: str) -> str:
+    """An unmarked row's words where a note quotes it: "a tie (no mark)", or, where ``best``'s
+    median is at least :data:`HIGHER_BY` worse than ``worse``'s (the thirteenth outside
+    share review: 4,086 against 3,267 read "a tie"), "best higher, not separated (no
+    mark)"; a row left with too few seeds says so."""
+    m = mv.metric
+    if mv.verdict == "few seeds":
+        return f"no mark (< {MIN_SEEDS} seeds)"
+    a, b = mv.cells[best].median, mv.cells[worse].median
+    sign = 1.0 if m.lower_is_better else -1.0
+    if sign * (a - b) >= HIGHER_BY * abs(b) and abs(a - b) > m.floor:
+        return (f"{best} {'higher' if m.lower_is_better else 'lower'}, not separated "
+                "(no mark)")
+    return "a tie (no mark)"
+
+
+def few_seeds_clause(c: Claim, verdicts: Sequence[GridVerdict],
+                     runs: Sequence[Mapping[str, Any]]) -> str:
+    """The rows a share sentence would have stood for but which a dropped seed left under
+    :data:`MIN_SEEDS` (the thirteenth outside share review: one consumer run that never
+    caught up unmarked owner-crash at 12 on 1x4-busy, the cleanest lost host below the lock
+    limit): the same scenario family (a member lost) or scenario, size and metric, with
+    both the sentence's protocols, each with its seeds and medians. "" where none."""
+    best = c.best.split(" and ")[0]
+    out = []
+    for g in verdicts:
+        for row in g.rows:
+            same = ((_member_loss(row.scenario) and _member_loss(c.scenario))
+                    or row.scenario == c.scenario)
+            if not same or row.size != c.size:
+                continue
+            for mv in row.metrics:
+                if mv.metric.column != c.metric or mv.verdict != "few seeds" \
+                        or best not in mv.cells or c.worse not in mv.cells:
+                    continue
+                m = mv.metric
+                n = min(len(mv.cells[p].values) for p in (best, c.worse))
+                out.append(f"{row.scenario} on {row.workload} ({g.name}, {n} of {g.seeds} "
+                           f"seeds after a dropped one: "
+                           f"{number(mv.cells[best].median / m.scale)} against "
+                           f"{number(mv.cells[c.worse].median / m.scale)}"
+                           f"{' ' + m.unit if m.unit else ''})")
+    if not out:
+        return ""
+    return f"Unmarked, with under {MIN_SEEDS} seeds: {'; '.join(out)}."
 
 
 def _same_members_row(c: Claim, verdicts: Sequence[GridVerdict],
@@ -1520,12 +1573,17 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
             text += " " + contrary
         if lost := lost_host_clause(c, every, key, runs):
             text += " " + lost
+        if few := few_seeds_clause(c, verdicts, runs):
+            text += " " + few
         if not g.confirm_seeds:
             text += f" {g.seeds} seeds, no confirmation set."
         conditions = split_conditions(c.conditions)
         if both := kill_crash_sentence(c, verdicts, runs):
             if not g.confirm_seeds:
                 both += f" {g.seeds} seeds, no confirmation set."
+            if few:  # in the kill's sentence itself, not only in its reading in the note
+                both += " " + few
+                text = text.replace(" " + few, "", 1)
             # the kill and its lost host in the sentence; the rest of its reading, whole, in
             # the note under it
             lock = lock_limit_sentence(c, verdicts, runs)
