@@ -276,3 +276,41 @@ def test_an_unmarked_row_says_share_higher_or_too_few_seeds() -> None:
     other = Claim("share-rolling", "", "", "lag_peak", "rolling-bounce", 12, SHARE, KIP848)
     assert few_seeds_clause(other, [owner], []) == ""
 
+
+def test_a_chart_draws_the_fresh_seed_sets_outlier(tmp_path: Any,
+                                                    monkeypatch: Any) -> None:
+    """lock-rate-owner-kill at 12 on 1x4-hot: one fresh-set kill of 20 stopped its partition
+    (excess lag peak 7,051 against 3 on the others); the table shows the split, and now the
+    chart draws every seed, the fresh set's hollow, so the outlier is on the panel."""
+    from matplotlib.figure import Figure
+
+    from groupcoord.lab.report import plot_grid, protocol_styles
+
+    saved: list[Any] = []
+    real = Figure.savefig
+
+    def keep(self: Any, *a: Any, **k: Any) -> None:
+        saved.append(self)
+        real(self, *a, **k)
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    first = {SHARE: [3, 2, 7, 3, 4, 5, 6, 3, 8, 5],
+             KIP848: [13_121, 12_997, 14_308, 13_050, 13_200, 12_523, 13_300, 13_000, 12_900,
+                      13_150]}
+    fresh = {SHARE: [3, 2, 4, 3, 7_051, 5, 6, 3, 4, 5],
+             KIP848: [13_000, 13_100, 12_800, 14_000, 14_500, 13_400, 12_950, 13_050, 13_700,
+                      13_200]}
+    mv = judge({p: Cell(dict(enumerate(v))) for p, v in first.items()}, PEAK)
+    mv.again = judge({p: Cell({k + 10: x for k, x in enumerate(v)}) for p, v in fresh.items()},
+                     PEAK)
+    row = VerdictRow("owner-kill", 12, "1x4-hot", 0.0, 10, [mv])
+    g = GridVerdict("lock-rate-owner-kill", "", [SHARE, KIP848], [PEAK], [row], 40, 0, 0, 10,
+                    confirm_seeds=10)
+    plot_grid(g, [row], "lock-rate-owner-kill: owner-kill, 1x4-hot", tmp_path / "k.png",
+              protocol_styles([SHARE, KIP848]))
+    (fig,) = saved
+    drawn = [float(y) for ax in fig.axes for col in ax.collections
+             for _, y in col.get_offsets()]
+    assert 7_051.0 in drawn, drawn
+    legend = " ".join(fig.legends[0].get_title().get_text().split())
+    assert "hollow: the fresh (confirming) seed set's seeds" in legend, legend

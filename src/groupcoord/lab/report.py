@@ -1196,6 +1196,17 @@ def chart_value_text(m: Metric, c: Cell) -> str:
     return f"seeds split\n{value}\n({' | '.join(str(len(o)) for o in c.shown)} of {n})"
 
 
+def fresh_values(mv: Any, protocol: str) -> list[float]:
+    """A row's fresh (confirming) seed set's values of ``protocol`` (the verdict's ``again``),
+    [] without one: a chart draws them beside the first set's (the thirteenth outside share
+    review: a kill that stopped its partition on a fresh seed was in the table's split and
+    on no chart)."""
+    again = getattr(mv, "again", None)
+    if again is None or protocol not in again.cells:
+        return []
+    return list(again.cells[protocol].values.values())
+
+
 def drawn_mark(g: GridVerdict, r: VerdictRow, i: int, p: str) -> str:
     """The mark :func:`plot_grid` draws at ``p``'s cell of metric ``i`` in row ``r``: the
     cell's own (★, =, ☆), none where the cell is a refresh phase's draw (its seeds drawn as
@@ -1223,6 +1234,7 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
     nrows = math.ceil(len(panels) / ncols)
     fig = Figure(figsize=(4.4 * ncols, 3.3 * nrows + 0.9), dpi=100, layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    hollow = False  # a fresh seed set's seeds drawn (hollow markers)
     for ax, (i, m) in zip(axes, panels, strict=False):
         if axis is None:
             for k, p in enumerate(g.protocols):
@@ -1241,13 +1253,23 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 # a 0-300 s axis is invisible, and a label on the bar collides with its dots)
                 tags = {_mark(c.mark, c.paired).strip() for c in cells} - {""}
                 said = "; ".join(chart_value_text(m, c) for c in cells)
+                top_seed = max([*ys, *(v / m.scale for r in rows
+                                       for v in fresh_values(r.metrics[i], p))])
                 ax.annotate(" ".join(sorted(tags)) + f" {said}"
-                            if tags else said, (k, max(ys)),
+                            if tags else said, (k, top_seed),
                             textcoords="offset points", xytext=(0, 4), ha="center",
                             va="bottom", fontsize=7, fontweight="bold")
                 jitter = [k + 0.25 * ((j % 7) - 3) / 3 for j in range(len(ys))]
                 ax.scatter(jitter, ys, s=10, color=st.get("color"), edgecolors="black",
                            linewidths=0.3, zorder=3, label=p)
+                # the fresh seed set's seeds too, hollow: a fresh-set outlier (one kill of 20
+                # that stopped its partition) is on the chart as in its table's split
+                fresh = [v / m.scale for r in rows for v in fresh_values(r.metrics[i], p)]
+                if fresh:
+                    ax.scatter([k + 0.25 * ((j % 7) - 3) / 3 + 0.04 for j in range(len(fresh))],
+                               fresh, s=12, facecolors="none", edgecolors=st.get("color"),
+                               linewidths=0.8, zorder=3)
+                    hollow = True
             ax.set_xticks(range(len(g.protocols)), g.protocols, rotation=20, ha="right",
                           fontsize=8)
         else:
@@ -1268,6 +1290,7 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 # every cell's median, a split one's too: a thin dotted line through them, so
                 # that a protocol with a split cell is not loose dots without a line
                 trend: list[tuple[float, float]] = []
+                fresh_pts: list[tuple[float, float]] = []
                 if rows and phase_drawn(g, rows[0].scenario, m, p):
                     # the refresh phase's draw: every seed a dot at its size and one dashed
                     # median over all sizes' seeds, no line through the sizes
@@ -1297,6 +1320,9 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                     if setups:
                         x += 0.35 * (pi - (len(g.protocols) - 1) / 2)
                     trend.append((x, c.median / m.scale))
+                    if setups:  # the fresh set's seeds, hollow (as in the bar charts)
+                        fresh_pts += [(x, v / m.scale)
+                                      for v in fresh_values(r.metrics[i], p)]
                     if c.split:
                         # distinct outcomes: each seed a dot, no median line or band through
                         # values no seed had
@@ -1342,6 +1368,11 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                     ax.fill_between([x for x, *_ in pts], [lo for *_, lo, _ in pts],
                                     [hi for *_, hi in pts], alpha=0.04 if apart else 0.12,
                                     color=st.get("color"))
+                if fresh_pts:
+                    ax.scatter([x + 0.06 for x, _ in fresh_pts], [y for _, y in fresh_pts],
+                               s=22, facecolors="none", edgecolors=st.get("color"),
+                               linewidths=0.8, marker=st.get("marker", "o"), zorder=19)
+                    hollow = True
                 if seeds:
                     # a split cell's seeds above every protocol's median marker: its minority
                     # seeds stay visible
@@ -1460,6 +1491,8 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 "split into distinct outcomes, each seed a dot and a dotted line through every "
                 "median" + ("; a protocol not ranked: dashed and faint"
                             if set(ranked(g.protocols)) != set(g.protocols) else ""))
+        if hollow:
+            what += "; hollow: the fresh (confirming) seed set's seeds"
         fams = dict.fromkeys(family(p) for p in g.protocols)
         legend = "; ".join(f"{f}: {LEGEND_FAMILIES[f]}" for f in fams if f in LEGEND_FAMILIES)
         if "classic:eager-roundrobin" in g.protocols:
