@@ -314,3 +314,26 @@ def test_a_chart_draws_the_fresh_seed_sets_outlier(tmp_path: Any,
     assert 7_051.0 in drawn, drawn
     legend = " ".join(fig.legends[0].get_title().get_text().split())
     assert "hollow: the fresh (confirming) seed set's seeds" in legend, legend
+
+
+def test_a_lighter_rerun_is_read_in_the_share_wins_line_not_a_sentence() -> None:
+    """share-rolling-light reruns share-rolling's 4-on-4 row at 20 % busy: it is a lighter
+    rerun (the page gives it no sentence of its own), and the introduction says its question
+    is answered in the share wins' line."""
+    from groupcoord.lab.mechanism import row_loads
+    from groupcoord.lab.report import answers_text
+    from groupcoord.lab.share_wins import is_lighter_rerun
+    from groupcoord.lab.verdict import Claim
+
+    verdicts = _verdicts()
+    loads = row_loads(RUNS)
+    by = {g.name: g for g in verdicts}
+    assert is_lighter_rerun(by["share-rolling-light"], verdicts, RUNS, loads)
+    assert not any(is_lighter_rerun(by[n], verdicts, RUNS, loads)
+                   for n in ("share-rolling", "owner", "lock-rate-owner"))
+    found = [Claim("owner", "owner-kill, 12 members: x.", "", "resource_downtime_ms",
+                   "owner-kill", 12, SHARE, KIP848)]
+    text = answers_text(found, verdicts, (), fetchers_line(verdicts, RUNS))
+    assert "share-rolling-light: the share wins' line above" in text, text
+    # a grid the line does not name keeps its own answer
+    assert "share-rolling: its table only" in text, text

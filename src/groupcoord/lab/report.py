@@ -97,7 +97,7 @@ from groupcoord.lab.share_report import (
     share_sections_html,
     share_sections_md,
 )
-from groupcoord.lab.share_wins import fetchers_line
+from groupcoord.lab.share_wins import fetchers_line, is_lighter_rerun
 from groupcoord.lab.verdict import (
     CLAIM_MIN_SEEDS,
     CLAIM_RULE,
@@ -1912,6 +1912,11 @@ def _build_report(out: Path, rdir: Path) -> Path:
         if noted:
             found = page_claims(noted)
         found = share_claims(found, claims(verdicts, limit=len(runs) + 1), verdicts, runs)
+        # a grid that reruns another's rows at a lower load is read in the share wins' line
+        # (lab.share_wins), beside the row it reruns: no sentence of its own
+        loads = row_loads(runs)
+        found = [c for c in found if not any(
+            g.name == c.grid and is_lighter_rerun(g, verdicts, runs, loads) for g in verdicts)]
         found = fitted(found, verdicts)
         html_parts.append(_sweep_html(meta, verdicts, found, violations, rdir, runs))
         md_parts.append(_sweep_md(meta, verdicts, found, violations, runs))
@@ -2174,11 +2179,12 @@ def _names(text: str, grid: str) -> bool:
 
 
 def answers_text(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
-                 notes: Sequence[str] = ()) -> str:
+                 notes: Sequence[str] = (), top: str = "") -> str:
     """Where the page answers each grid's question, computed from the sentences: the numbers
     of the sentences that say it (or name the grid), else of those whose note names it (a
-    mark's limit quoting that grid), else its table only, so that the introduction promises
-    no answer the page does not hold."""
+    mark's limit quoting that grid), else the line at the top of the page (``top``, the
+    share wins' line) where that names it, else its table only, so that the introduction
+    promises no answer the page does not hold."""
     if not found:
         return ""
     parts = []
@@ -2200,6 +2206,8 @@ def answers_text(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
             where = ", ".join(map(str, said))
         elif noted:
             where = "the note under " + ", ".join(map(str, noted))
+        elif top and _names(top, g.name):
+            where = "the share wins' line above"
         else:
             few = " (fewer than 5 seeds)" if g.seeds < CLAIM_MIN_SEEDS else ""
             where = f"its table only{few}"
@@ -2778,8 +2786,10 @@ def elapsed_text(meta: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> 
 def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequence[Claim],
                 violations: list[dict[str, Any]], rdir: Path,
                 runs: Sequence[dict[str, Any]]) -> str:
+    answers = answers_text(found, verdicts, calibration_notes(found, verdicts, runs),
+                           fetchers_line(verdicts, runs))
     parts = [f"<p>{html.escape(str(meta.get('description') or ''))}</p>",
-             f"<p>{html.escape(answers_text(found, verdicts, calibration_notes(found, verdicts, runs)))}</p>",
+             f"<p>{html.escape(answers)}</p>",
              "<p>spec <code>{}</code>: {} runs in {} cells; Spark {} on <code>{}</code>; "
              "{}</p>".format(
                  html.escape(str(meta.get("spec"))), meta.get("runs"), meta.get("cells"),
@@ -2856,7 +2866,8 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
     # twelfth outside share review: the page's most important statement was its last)
     if need := fetchers_line(verdicts, runs):
         lines += [need, ""]
-    if answers := answers_text(found, verdicts, calibration_notes(found, verdicts, runs)):
+    if answers := answers_text(found, verdicts, calibration_notes(found, verdicts, runs),
+                               fetchers_line(verdicts, runs)):
         lines += [answers, ""]
     lines += ["## How to read the tables", ""]
     for t in method_text(runs, verdicts):
