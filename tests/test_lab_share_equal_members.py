@@ -14,7 +14,8 @@ import json
 from typing import Any
 
 from groupcoord.lab.findings import Metric
-from groupcoord.lab.share_marks import family_key, fetchers_line, share_claims
+from groupcoord.lab.share_marks import family_key, share_claims
+from groupcoord.lab.share_wins import fetchers_line
 from groupcoord.lab.verdict import Cell, GridVerdict, VerdictRow, claim_candidates, claims, judge
 
 SHARE, KIP848 = "share:simple", "consumer:uniform"
@@ -174,7 +175,8 @@ def test_the_heartbeat_companion_gives_no_sentence_and_its_reading_joins_the_par
     # the client default's share of the gap in the sentence itself (the tenth outside share
     # review), and the consumer group at 1 s already beating the share group at its default
     assert ("A 1 s group heartbeat (a broker-side config, under its 5 s default minimum) on "
-            "both sides removes 83% of the gap; consumer:uniform@hb1s "
+            "both sides removes 83% of the gap; with that broker-side change alone "
+            "consumer:uniform@hb1s "
             "(11.9 resource·s) already beats share:simple at its default (26.7).") in c.text, \
         c.text
 
@@ -195,7 +197,11 @@ def test_a_companions_marks_are_not_counted_among_the_share_wins() -> None:
     runs = _runs()
     line = fetchers_line([parent], runs)
     assert "1 confirmed share win," in line
-    assert fetchers_line([parent, companion], runs) == line
+    both = fetchers_line([parent, companion], runs)
+    # the companion's win is not counted with the parent's: it is named apart, at its setting
+    assert both.startswith(line) and "1 confirmed share win," in both, both
+    assert both[len(line):].startswith(" Not counted above, at a non-default setting "
+                                       f"({SHARE}@hb1s): 1 ("), both
 
 
 def test_the_heartbeat_clause_says_a_companions_own_verdict_where_it_has_no_mark() -> None:

@@ -30,10 +30,15 @@ def test_the_share_spec_pairs_share_and_consumer_groups_on_the_same_seeds() -> N
     assert {r.protocol for r in runs if r.workload == "1x4-poison-lock"} == {"share:simple"}
     # (and the back-off-0 grid consumer groups' only: a share group has no back-off)
     assert {r.protocol for r in runs if r.workload == "1x4-poison-b0"} == {"consumer:uniform"}
-    # (and the per-member-load control consumer groups' only: the share members' load)
-    assert {r.protocol for r in runs if r.workload == "1x4-light"} == {"consumer:uniform"}
+    # (and the per-member-load control consumer groups' only at 12 members: the share
+    # members' load; at 4 members share-rolling-light runs both, share-rolling at 20 % busy)
+    assert {r.protocol for r in runs if r.workload == "1x4-light" and r.size == 12} \
+        == {"consumer:uniform"}
+    # (and the 10 s lock's grid share groups' only: a consumer group has no lock)
+    assert {r.protocol for r in runs if r.workload == "1x4-hot-lock10"} == {"share:simple"}
     for r in runs:
-        if r.workload in ("1x4-poison-lock", "1x4-poison-b0", "1x4-light"):
+        if r.workload in ("1x4-poison-lock", "1x4-poison-b0", "1x4-hot-lock10") or (
+                r.workload == "1x4-light" and r.size == 12):
             continue
         key = (r.scenario, r.size, r.workload, r.fault_rate, r.replicate)
         by_cell.setdefault(key, set()).add((r.protocol, r.seed))
@@ -185,8 +190,9 @@ def test_the_bounces_timings_are_drawn_per_seed_off_the_heartbeat() -> None:
     # test_the_grids_a_numbered_sentence_rests_on_run_10_and_10_seeds)
     ten = {"equal-capacity-rolling", "share-rolling", "lock-rate-owner-kill",
            "equal-capacity-rolling-hb1s", "share-rolling-hb1s",
-           "equal-capacity-rolling-static", "share-rolling-static"}
-    assert all(g.confirm_seeds == (0 if g.name in one_set else 20 if g.name == "lock-rate-owner"
+           "equal-capacity-rolling-static", "share-rolling-static", "share-rolling-light"}
+    twenty = {"lock-rate-owner", "lock-rate-owner-lock10"}
+    assert all(g.confirm_seeds == (0 if g.name in one_set else 20 if g.name in twenty
                                    else 10 if g.name in ten else 5) for g in spec.grids)
     runs = [r for r in expand(spec) if r.scenario in ("bounce", "rolling-bounce")
             and r.protocol == "share:simple" and r.workload == "1x4-busy" and r.size == 4]
@@ -296,7 +302,7 @@ def test_the_owner_grids_crash_and_kill_a_partition_owner_in_both_groups() -> No
         "share:simple", "consumer:uniform", "consumer:uniform@commit100ms"}
     # the lock-rate cells run at 80 records/s a partition and at a production rate, 300
     assert {w for s, n, w, _ in cells if w not in ("1x4-busy", "1x4-poison", "1x4-light")
-            and not w.startswith("1x12")} == {"1x4-busy80", "1x4-hot"}
+            and not w.startswith("1x12")} == {"1x4-busy80", "1x4-hot", "1x4-hot-lock10"}
     # and every 4-partition owner workload's load on 12 partitions, at 12 members only (the
     # same members with a partition each: owner-equal)
     work = {w.name: w for w in spec.workloads}
@@ -388,3 +394,25 @@ def test_the_grids_a_numbered_sentence_rests_on_run_10_and_10_seeds() -> None:
                  "equal-capacity-rolling-hb1s", "share-rolling-hb1s",
                  "equal-capacity-rolling-static", "share-rolling-static"):
         assert grids[name].get("seeds") == 10 and grids[name].get("confirm_seeds") == 10, name
+
+
+def test_the_lever_and_load_grids_rerun_their_parents_seeds() -> None:
+    """lock-rate-owner-lock10 is lock-rate-owner's 1x4-hot lost host with a 10 s record lock,
+    on the same seeds (the thirteenth outside share review's control A), and
+    share-rolling-light share-rolling's 4-on-4 rolling bounce at 20 % busy on the same seeds
+    and drawn timings (its control B)."""
+    spec = load_spec(str(SPEC))
+    work = {w.name: json.loads(w.work or "{}") for w in spec.workloads}
+    hot = dict(work["1x4-hot-lock10"])
+    assert hot.pop("share_lock_duration_ms") == 10_000 and hot == work["1x4-hot"]
+    runs = expand(spec)
+
+    def seeds(scenario: str, size: int, workload: str, protocol: str) -> list[int]:
+        return sorted(r.seed for r in runs if (r.scenario, r.size, r.workload, r.protocol)
+                      == (scenario, size, workload, protocol))
+
+    lever = seeds("owner-crash", 12, "1x4-hot-lock10", "share:simple")
+    assert len(lever) == 40 and lever == seeds("owner-crash", 12, "1x4-hot", "share:simple")
+    for p in ("share:simple", "consumer:uniform"):
+        light = seeds("rolling-bounce", 4, "1x4-light", p)
+        assert len(light) == 20 and light == seeds("rolling-bounce", 4, "1x4-busy", p)

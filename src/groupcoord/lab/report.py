@@ -80,7 +80,6 @@ from groupcoord.lab.share_marks import (
     all_seed_outcomes,
     family_key,
     family_rule,
-    fetchers_line,
     share_claims,
     share_grid_line,
     unmark_broker_lag,
@@ -98,6 +97,7 @@ from groupcoord.lab.share_report import (
     share_sections_html,
     share_sections_md,
 )
+from groupcoord.lab.share_wins import fetchers_line, is_lighter_rerun
 from groupcoord.lab.verdict import (
     CLAIM_MIN_SEEDS,
     CLAIM_RULE,
@@ -1196,6 +1196,17 @@ def chart_value_text(m: Metric, c: Cell) -> str:
     return f"seeds split\n{value}\n({' | '.join(str(len(o)) for o in c.shown)} of {n})"
 
 
+def fresh_values(mv: Any, protocol: str) -> list[float]:
+    """A row's fresh (confirming) seed set's values of ``protocol`` (the verdict's ``again``),
+    [] without one: a chart draws them beside the first set's (the thirteenth outside share
+    review: a kill that stopped its partition on a fresh seed was in the table's split and
+    on no chart)."""
+    again = getattr(mv, "again", None)
+    if again is None or protocol not in again.cells:
+        return []
+    return list(again.cells[protocol].values.values())
+
+
 def drawn_mark(g: GridVerdict, r: VerdictRow, i: int, p: str) -> str:
     """The mark :func:`plot_grid` draws at ``p``'s cell of metric ``i`` in row ``r``: the
     cell's own (★, =, ☆), none where the cell is a refresh phase's draw (its seeds drawn as
@@ -1223,6 +1234,7 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
     nrows = math.ceil(len(panels) / ncols)
     fig = Figure(figsize=(4.4 * ncols, 3.3 * nrows + 0.9), dpi=100, layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    hollow = False  # a fresh seed set's seeds drawn (hollow markers)
     for ax, (i, m) in zip(axes, panels, strict=False):
         if axis is None:
             for k, p in enumerate(g.protocols):
@@ -1241,13 +1253,23 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 # a 0-300 s axis is invisible, and a label on the bar collides with its dots)
                 tags = {_mark(c.mark, c.paired).strip() for c in cells} - {""}
                 said = "; ".join(chart_value_text(m, c) for c in cells)
+                top_seed = max([*ys, *(v / m.scale for r in rows
+                                       for v in fresh_values(r.metrics[i], p))])
                 ax.annotate(" ".join(sorted(tags)) + f" {said}"
-                            if tags else said, (k, max(ys)),
+                            if tags else said, (k, top_seed),
                             textcoords="offset points", xytext=(0, 4), ha="center",
                             va="bottom", fontsize=7, fontweight="bold")
                 jitter = [k + 0.25 * ((j % 7) - 3) / 3 for j in range(len(ys))]
                 ax.scatter(jitter, ys, s=10, color=st.get("color"), edgecolors="black",
                            linewidths=0.3, zorder=3, label=p)
+                # the fresh seed set's seeds too, hollow: a fresh-set outlier (one kill of 20
+                # that stopped its partition) is on the chart as in its table's split
+                fresh = [v / m.scale for r in rows for v in fresh_values(r.metrics[i], p)]
+                if fresh:
+                    ax.scatter([k + 0.25 * ((j % 7) - 3) / 3 + 0.04 for j in range(len(fresh))],
+                               fresh, s=12, facecolors="none", edgecolors=st.get("color"),
+                               linewidths=0.8, zorder=3)
+                    hollow = True
             ax.set_xticks(range(len(g.protocols)), g.protocols, rotation=20, ha="right",
                           fontsize=8)
         else:
@@ -1268,6 +1290,7 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 # every cell's median, a split one's too: a thin dotted line through them, so
                 # that a protocol with a split cell is not loose dots without a line
                 trend: list[tuple[float, float]] = []
+                fresh_pts: list[tuple[float, float]] = []
                 if rows and phase_drawn(g, rows[0].scenario, m, p):
                     # the refresh phase's draw: every seed a dot at its size and one dashed
                     # median over all sizes' seeds, no line through the sizes
@@ -1297,6 +1320,9 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                     if setups:
                         x += 0.35 * (pi - (len(g.protocols) - 1) / 2)
                     trend.append((x, c.median / m.scale))
+                    if setups:  # the fresh set's seeds, hollow (as in the bar charts)
+                        fresh_pts += [(x, v / m.scale)
+                                      for v in fresh_values(r.metrics[i], p)]
                     if c.split:
                         # distinct outcomes: each seed a dot, no median line or band through
                         # values no seed had
@@ -1342,6 +1368,11 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                     ax.fill_between([x for x, *_ in pts], [lo for *_, lo, _ in pts],
                                     [hi for *_, hi in pts], alpha=0.04 if apart else 0.12,
                                     color=st.get("color"))
+                if fresh_pts:
+                    ax.scatter([x + 0.06 for x, _ in fresh_pts], [y for _, y in fresh_pts],
+                               s=22, facecolors="none", edgecolors=st.get("color"),
+                               linewidths=0.8, marker=st.get("marker", "o"), zorder=19)
+                    hollow = True
                 if seeds:
                     # a split cell's seeds above every protocol's median marker: its minority
                     # seeds stay visible
@@ -1460,6 +1491,8 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                 "split into distinct outcomes, each seed a dot and a dotted line through every "
                 "median" + ("; a protocol not ranked: dashed and faint"
                             if set(ranked(g.protocols)) != set(g.protocols) else ""))
+        if hollow:
+            what += "; hollow: the fresh (confirming) seed set's seeds"
         fams = dict.fromkeys(family(p) for p in g.protocols)
         legend = "; ".join(f"{f}: {LEGEND_FAMILIES[f]}" for f in fams if f in LEGEND_FAMILIES)
         if "classic:eager-roundrobin" in g.protocols:
@@ -1879,6 +1912,11 @@ def _build_report(out: Path, rdir: Path) -> Path:
         if noted:
             found = page_claims(noted)
         found = share_claims(found, claims(verdicts, limit=len(runs) + 1), verdicts, runs)
+        # a grid that reruns another's rows at a lower load is read in the share wins' line
+        # (lab.share_wins), beside the row it reruns: no sentence of its own
+        loads = row_loads(runs)
+        found = [c for c in found if not any(
+            g.name == c.grid and is_lighter_rerun(g, verdicts, runs, loads) for g in verdicts)]
         found = fitted(found, verdicts)
         html_parts.append(_sweep_html(meta, verdicts, found, violations, rdir, runs))
         md_parts.append(_sweep_md(meta, verdicts, found, violations, runs))
@@ -2141,11 +2179,12 @@ def _names(text: str, grid: str) -> bool:
 
 
 def answers_text(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
-                 notes: Sequence[str] = ()) -> str:
+                 notes: Sequence[str] = (), top: str = "") -> str:
     """Where the page answers each grid's question, computed from the sentences: the numbers
     of the sentences that say it (or name the grid), else of those whose note names it (a
-    mark's limit quoting that grid), else its table only, so that the introduction promises
-    no answer the page does not hold."""
+    mark's limit quoting that grid), else the line at the top of the page (``top``, the
+    share wins' line) where that names it, else its table only, so that the introduction
+    promises no answer the page does not hold."""
     if not found:
         return ""
     parts = []
@@ -2167,6 +2206,8 @@ def answers_text(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
             where = ", ".join(map(str, said))
         elif noted:
             where = "the note under " + ", ".join(map(str, noted))
+        elif top and _names(top, g.name):
+            where = "the share wins' line above"
         else:
             few = " (fewer than 5 seeds)" if g.seeds < CLAIM_MIN_SEEDS else ""
             where = f"its table only{few}"
@@ -2745,8 +2786,10 @@ def elapsed_text(meta: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> 
 def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequence[Claim],
                 violations: list[dict[str, Any]], rdir: Path,
                 runs: Sequence[dict[str, Any]]) -> str:
+    answers = answers_text(found, verdicts, calibration_notes(found, verdicts, runs),
+                           fetchers_line(verdicts, runs))
     parts = [f"<p>{html.escape(str(meta.get('description') or ''))}</p>",
-             f"<p>{html.escape(answers_text(found, verdicts, calibration_notes(found, verdicts, runs)))}</p>",
+             f"<p>{html.escape(answers)}</p>",
              "<p>spec <code>{}</code>: {} runs in {} cells; Spark {} on <code>{}</code>; "
              "{}</p>".format(
                  html.escape(str(meta.get("spec"))), meta.get("runs"), meta.get("cells"),
@@ -2823,7 +2866,8 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
     # twelfth outside share review: the page's most important statement was its last)
     if need := fetchers_line(verdicts, runs):
         lines += [need, ""]
-    if answers := answers_text(found, verdicts, calibration_notes(found, verdicts, runs)):
+    if answers := answers_text(found, verdicts, calibration_notes(found, verdicts, runs),
+                               fetchers_line(verdicts, runs)):
         lines += [answers, ""]
     lines += ["## How to read the tables", ""]
     for t in method_text(runs, verdicts):

@@ -36,6 +36,7 @@ from groupcoord.lab.findings import Metric, family, number, run_settings, work_v
 from groupcoord.lab.limits import SHARE_CALIBRATION, share_cells
 from groupcoord.lab.mechanism import ORDERING
 from groupcoord.lab.verdict import (
+    MIN_SEEDS,
     Claim,
     GridVerdict,
     MetricVerdict,
@@ -790,12 +791,64 @@ def _row_words(c: Claim, parts: int, workload: str, mv: MetricVerdict) -> str:
     best = c.best.split(" and ")[0]
     m = mv.metric
     med = [number(mv.cells[p].median / m.scale) for p in (best, c.worse)]
-    mark = mark_words(mv) or "a tie (no mark)"
+    mark = mark_words(mv) or unmarked_words(mv, best, c.worse)
     n = sorted({len(mv.cells[p].values) for p in (best, c.worse)})
     seeds = " and ".join(str(k) for k in n)
     return (f"At {parts} on {parts} ({workload}): {mark}, {med[0]} against "
             f"{med[1]}{' ' + m.unit if m.unit else ''} (medians of {seeds} seeds, the "
             "table's).")
+
+
+#: How much higher (lower, for a metric where higher is better) the best's median may be
+#: than the runner-up's in an unmarked row before a note calls it higher, not a tie.
+HIGHER_BY = 0.2
+
+
+def unmarked_words(mv: MetricVerdict, best: str, worse: str) -> str:
+    """An unmarked row's words where a note quotes it: "a tie (no mark)", or, where ``best``'s
+    median is at least :data:`HIGHER_BY` worse than ``worse``'s (the thirteenth outside
+    share review: 4,086 against 3,267 read "a tie"), "best higher, not separated (no
+    mark)"; a row left with too few seeds says so."""
+    m = mv.metric
+    if mv.verdict == "few seeds":
+        return f"no mark (< {MIN_SEEDS} seeds)"
+    a, b = mv.cells[best].median, mv.cells[worse].median
+    sign = 1.0 if m.lower_is_better else -1.0
+    if sign * (a - b) >= HIGHER_BY * abs(b) and abs(a - b) > m.floor:
+        return (f"{best} {'higher' if m.lower_is_better else 'lower'}, not separated "
+                "(no mark)")
+    return "a tie (no mark)"
+
+
+def few_seeds_clause(c: Claim, verdicts: Sequence[GridVerdict],
+                     runs: Sequence[Mapping[str, Any]]) -> str:
+    """The rows a share sentence would have stood for but which a dropped seed left under
+    :data:`MIN_SEEDS` (the thirteenth outside share review: one consumer run that never
+    caught up unmarked owner-crash at 12 on 1x4-busy, the cleanest lost host below the lock
+    limit): the same scenario family (a member lost) or scenario, size and metric, with
+    both the sentence's protocols, each with its seeds and medians. "" where none."""
+    best = c.best.split(" and ")[0]
+    out = []
+    for g in verdicts:
+        for row in g.rows:
+            same = ((_member_loss(row.scenario) and _member_loss(c.scenario))
+                    or row.scenario == c.scenario)
+            if not same or row.size != c.size:
+                continue
+            for mv in row.metrics:
+                if mv.metric.column != c.metric or mv.verdict != "few seeds" \
+                        or best not in mv.cells or c.worse not in mv.cells:
+                    continue
+                m = mv.metric
+                n = min(len(mv.cells[p].values) for p in (best, c.worse))
+                out.append(f"{row.scenario} on {row.workload} ({g.name}, {n} of {g.seeds} "
+                           f"seeds after a dropped one: "
+                           f"{number(mv.cells[best].median / m.scale)} against "
+                           f"{number(mv.cells[c.worse].median / m.scale)}"
+                           f"{' ' + m.unit if m.unit else ''})")
+    if not out:
+        return ""
+    return f"Unmarked, with under {MIN_SEEDS} seeds: {'; '.join(out)}."
 
 
 def _same_members_row(c: Claim, verdicts: Sequence[GridVerdict],
@@ -1043,7 +1096,107 @@ def lock_limit_sentence(c: Claim, verdicts: Sequence[GridVerdict],
     if wire:
         text += (f". On the wire a hung share consumer (SIGSTOP) stopped its partition on "
                  f"{wire[0][0]} of {wire[0][1]} runs")
-    return text + "."
+    text += "."
+    if lever := lock_lever_clause(crash, c.size, c.workload, verdicts, runs):
+        text += " " + lever
+    if dash := broker_lag_lost_host(crash, c.size, verdicts, runs):
+        text += " " + dash
+    return text
+
+
+def _lock_ms(r: Mapping[str, Any]) -> float | None:
+    v = run_settings(r).get(LOCK_DURATION)
+    return float(v) if isinstance(v, int | float) else None
+
+
+def _stops(runs: Sequence[Mapping[str, Any]]) -> tuple[int, int, float]:
+    """On how many seeds of a cell's share runs a partition stopped, of how many, and their
+    median stop (ms)."""
+    seeds = {int(r.get("seed") or 0): float(r.get("resource_downtime_ms") or 0) for r in runs}
+    stopped = [v for v in seeds.values() if v > 0]
+    return len(stopped), len(seeds), statistics.median(stopped) if stopped else 0.0
+
+
+def lock_lever_clause(crash: str, size: int, workload: str | None,
+                      verdicts: Sequence[GridVerdict], runs: Sequence[Mapping[str, Any]]
+                      ) -> str:
+    """The operator's lever beside the lock limit (the thirteenth outside share review): the
+    page's share cell of the same lost host, members, partitions, rate and processing with
+    another record lock duration, its stop against the prediction (lock duration minus
+    max.record.locks / the rate) and against this cell's; the two settings named. "" where
+    the page has no such cell."""
+    def share_runs(wl: str) -> list[Mapping[str, Any]]:
+        return [r for r in runs if family(str(r.get("protocol"))) == "share" and r.get("ok")
+                and (str(r.get("scenario")), int(r.get("size") or 0), str(r.get("workload")))
+                == (crash, size, wl)]
+
+    mine = share_runs(str(workload))
+    if not mine or (dur := _lock_ms(mine[0])) is None:
+        return ""
+    key = (_rate(mine[0]), work_value(mine[0], "processing_ms"),
+           int(mine[0].get("total_partitions") or 0), run_settings(mine[0]).get(MAX_LOCKS))
+    found = []
+    for wl in dict.fromkeys(str(r.get("workload")) for r in runs):
+        rs = share_runs(wl)
+        if wl == workload or not rs or (lock := _lock_ms(rs[0])) is None or lock == dur \
+                or (_rate(rs[0]), work_value(rs[0], "processing_ms"),
+                    int(rs[0].get("total_partitions") or 0),
+                    run_settings(rs[0]).get(MAX_LOCKS)) != key:
+            continue
+        found.append((lock, wl, rs))
+    if not found or (lim := lock_limit(mine)) is None:
+        return ""
+    locks, rate = lim[0], key[0] or 0.0
+    n, seeds, here = _stops(mine)
+    parts = []
+    for lock, wl, rs in sorted(found):
+        k, m, down = _stops(rs)
+        grid = next((g.name for g in verdicts for row in g.rows
+                     if (row.scenario, row.size, str(row.workload)) == (crash, size, wl)), wl)
+        parts.append(f"at {number(lock / 1000)} s it stopped {number(down / 1000)} s on {k} of "
+                     f"{m} seeds ({grid}, {wl}; {number(lock / 1000)} s - {number(locks)} / "
+                     f"{number(rate)} = {number(lock / 1000 - locks / rate)} s predicted)")
+    return ("The operator's lever is the record lock duration (share.record.lock.duration.ms "
+            "for the group, group.share.record.lock.duration.ms on the broker): "
+            + "; ".join(parts) + f", against {number(here / 1000)} s on {n} of {seeds} at "
+            f"{number(dur / 1000)} s; {MAX_LOCKS} ({number(locks)}) sets the rate above which "
+            f"a lost host stops its partition ({number(locks / (dur / 1000))} records/s a "
+            f"partition at {number(dur / 1000)} s).")
+
+
+def broker_lag_lost_host(crash: str, size: int, verdicts: Sequence[GridVerdict],
+                         runs: Sequence[Mapping[str, Any]]) -> str:
+    """What an operator's share-lag alert reads on a lost host below the lock limit (the
+    thirteenth outside share review): the page's row of ``crash`` at ``size`` whose share
+    cell's excess lag peak is under the metric's floor while its broker share lag peak (the
+    table's broker-lag column, over the same seeds) is over ten times it, both medians as the
+    table prints them. "" where no row does."""
+    for g in verdicts:
+        share = next((p for p in g.protocols if family(p) == "share"), None)
+        if share is None or not _share_vs_consumer(g.protocols):
+            continue
+        for row in g.rows:
+            mv = next((x for x in row.metrics if x.metric.column == "lag_peak"
+                       and share in x.cells), None)
+            if (row.scenario, row.size) != (crash, size) or mv is None \
+                    or not mv.cells[share].values:
+                continue
+            cell, m = mv.cells[share], mv.metric
+            seeds = sorted(cell.values)
+            vals = [float(r["share_lag_peak"]) for r in runs
+                    if (r.get("protocol"), r.get("scenario"), int(r.get("size") or 0),
+                        str(r.get("workload"))) == (share, crash, size, str(row.workload))
+                    and r.get("ok") and int(r.get("seed") or 0) in seeds
+                    and r.get("share_lag_peak") is not None]
+            excess = statistics.median(cell.values.values())
+            if not vals or abs(excess) >= m.floor or statistics.median(vals) < 10 * m.floor:
+                continue
+            return (f"An operator's share-lag alert reads the locks, not lateness: on a lost "
+                    f"host below the limit ({crash} at {size} on {row.workload}, {g.name}) the "
+                    f"broker's share lag peaks at {number(statistics.median(vals))} records "
+                    f"while the excess lag peak is {number(excess)} (the table's broker-lag "
+                    f"column, medians of its {len(seeds)} seeds).")
+    return ""
 
 
 def heartbeat_clause(c: Claim, verdicts: Sequence[GridVerdict], short: bool = False) -> str:
@@ -1082,8 +1235,17 @@ def heartbeat_clause(c: Claim, verdicts: Sequence[GridVerdict], short: bool = Fa
                 continue
             m = mv.metric
             sign = 1.0 if m.lower_is_better else -1.0
-            gap = sign * (own.cells[c.worse].median - own.cells[best].median)
-            short_gap = sign * (mv.cells[other].median - mv.cells[label].median)
+            # both gaps on the seeds all four cells have (a run left out of one leaves its
+            # seed out of both: the thirteenth outside share review)
+            four = [own.cells[best].values, own.cells[c.worse].values,
+                    mv.cells[label].values, mv.cells[other].values]
+            common = set.intersection(*(set(v) for v in four))
+            if not common:
+                continue
+
+            at = [statistics.median(v[k] for k in common) for v in four]
+            gap = sign * (at[1] - at[0])
+            short_gap = sign * (at[3] - at[2])
             if gap <= 0:
                 continue
             unit = f" {m.unit}" if m.unit else ""
@@ -1101,7 +1263,8 @@ def heartbeat_clause(c: Claim, verdicts: Sequence[GridVerdict], short: bool = Fa
                         f"{round(100 * (gap - short_gap) / gap)}% of the gap")
                 ahead = sign * (own.cells[best].median - mv.cells[other].median)
                 if ahead > m.floor:
-                    text += (f"; {other} ({number(mv.cells[other].median / m.scale)}{unit}) "
+                    text += (f"; with that broker-side change alone {other} "
+                             f"({number(mv.cells[other].median / m.scale)}{unit}) "
                              f"already beats {best} at its default "
                              f"({number(own.cells[best].median / m.scale)})")
                 return text + "."
@@ -1204,7 +1367,7 @@ LIGHT = "1x4-light"
 
 
 def load_control_clause(c: Claim, verdicts: Sequence[GridVerdict],
-                        runs: Sequence[Mapping[str, Any]]) -> str:
+                        runs: Sequence[Mapping[str, Any]], short: bool = False) -> str:
     """A share sentence's cell with more members than partitions, its consumer side again at
     a share member's load per member (:data:`LIGHT`, the ninth outside review's control):
     the consumer group's median there against its median in a cell of the same scenario,
@@ -1213,7 +1376,10 @@ def load_control_clause(c: Claim, verdicts: Sequence[GridVerdict],
     time a record takes, so its baseline is the sentence's cell where that produces at
     :data:`LIGHT`'s rate, else the cell of the same scenario and size that does, named (the
     tenth outside review: beside 1x4-hot's 300 records/s a partition the gap was the
-    production rate's; 1x4-busy is the baseline). "" where the page has no such cells."""
+    production rate's; 1x4-busy is the baseline). "" where the page has no such cells. ``short``: the
+    sentence's own words (the thirteenth outside share review: the consumer group's cost at
+    the share members' load belongs beside its headline figure), the medians alone, where
+    the control ran the sentence's own cell at another record time."""
     best = c.best.split(" and ")[0]
     parts = _partitions(runs, c.scenario, c.size, c.workload)
     if c.workload == LIGHT or not parts or c.size <= parts or \
@@ -1261,6 +1427,10 @@ def load_control_clause(c: Claim, verdicts: Sequence[GridVerdict],
         f"this sentence's {c.workload} produces at another rate)")
     side = (f", higher on {higher} of {len(seeds)} paired seeds" if higher > lower
             else f", lower on {lower} of {len(seeds)} paired seeds") if seeds else ""
+    if short:
+        return (f"At a share member's load per member ({LIGHT}) {c.worse} costs "
+                f"{number(statistics.median(lit.values()) / m.scale)}{unit} against "
+                f"{number(statistics.median(heavy.values()) / m.scale)}." if not where else "")
     return (f"At a share member's load per member ({LIGHT}, {g.name}): {c.worse} "
             f"{number(statistics.median(lit.values()) / m.scale)} against "
             f"{number(statistics.median(heavy.values()) / m.scale)}{unit}{where}"
@@ -1391,18 +1561,29 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
         hb = heartbeat_clause(c, verdicts)
         if hb_short := heartbeat_clause(c, verdicts, short=True):
             text += " " + hb_short
-        if light := load_control_clause(c, verdicts, runs):
+        light = load_control_clause(c, verdicts, runs)
+        if light_short := load_control_clause(c, verdicts, runs, short=True):
+            # the medians in the sentence, the clause whole in the note
+            text += " " + light_short
+            c = replace(c, caveats=(*c.caveats, light[0].lower() + light[1:].rstrip(".")))
+            light = ""
+        elif light:
             text += " " + light
         if contrary := contrary_clause(c, verdicts, runs):
             text += " " + contrary
         if lost := lost_host_clause(c, every, key, runs):
             text += " " + lost
+        if few := few_seeds_clause(c, verdicts, runs):
+            text += " " + few
         if not g.confirm_seeds:
             text += f" {g.seeds} seeds, no confirmation set."
         conditions = split_conditions(c.conditions)
         if both := kill_crash_sentence(c, verdicts, runs):
             if not g.confirm_seeds:
                 both += f" {g.seeds} seeds, no confirmation set."
+            if few:  # in the kill's sentence itself, not only in its reading in the note
+                both += " " + few
+                text = text.replace(" " + few, "", 1)
             # the kill and its lost host in the sentence; the rest of its reading, whole, in
             # the note under it
             lock = lock_limit_sentence(c, verdicts, runs)
@@ -1439,11 +1620,14 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
             added.append((f" {contrary}", f" {short}" if short else "",
                           contrary.rstrip(".")))
             if short:
-                # still over its words: the heartbeat companion's "already beats" goes whole
-                # to the note, then the named metrics lose their seed counts, never their names
-                if hb_short and (m := _ALREADY.search(text)):
-                    added.append((m.group(0), "", m.group(0).lstrip("; ")))
+                # still over its words: the named metrics lose their seed counts; where the
+                # heartbeat companion's runner-up already beats the best at its default (a
+                # platform team's most actionable fact, the thirteenth outside share review)
+                # that stays in the sentence and the short contrary goes whole to the note
+                # (the contrary clause is there already)
                 added.append((f" {short}", " " + _SHORT_COUNTS.sub(" (note).", short), ""))
+                if hb_short and _ALREADY.search(text):
+                    added.append((" " + _SHORT_COUNTS.sub(" (note).", short), "", ""))
         notes = [x[0].lower() + x[1:].rstrip(".")
                  for x in (_family_note(c, every, key), lock_limit_clause(c, runs), hb) if x]
         said = words(text) + (len(conditions) + 1 if conditions else 0)
@@ -1567,60 +1751,24 @@ def share_grid_line(verdicts: Sequence[GridVerdict], runs: Sequence[Mapping[str,
             f"of its {len(mine)} seeds.")
 
 
-def fetchers_line(verdicts: Sequence[GridVerdict], runs: Sequence[Mapping[str, Any]]) -> str:
-    """One line under the share sentences: how many confirmed share wins (★ share alone, on a
-    grid with a fresh seed set that repeated it) come where the members outnumber the
-    partitions, each partition fetched by several share members against one consumer member,
-    and which come at one member per partition or fewer; "" where no such win is on the
-    page."""
-    over: dict[tuple[int, int], int] = {}
-    equal: list[str] = []
-    for g in verdicts:
-        share = next((p for p in g.protocols if family(p) == "share"), None)
-        if share is None or not g.confirm_seeds or not _share_vs_consumer(g.protocols) \
-                or is_companion(g, verdicts):
-            continue  # a companion grid's marks repeat its parent's cells at 1 s heartbeats
-        for row in g.rows:
-            parts = _partitions(runs, row.scenario, row.size, row.workload)
-            if not parts:
-                continue
-            for mv in row.metrics:
-                if mv.verdict != "best" or tuple(mv.best) != (share,):
-                    continue
-                if row.size > parts:
-                    over[(row.size, parts)] = over.get((row.size, parts), 0) + 1
-                else:
-                    equal.append(f"{LABELS.get(mv.metric.column, mv.metric.column)} "
-                                 f"({row.scenario} at {row.size} on {parts})")
-    if not over:
-        return ""
-    each = "; ".join(f"at {n} members on {k} partitions, {c} confirmed share win"
-                     f"{'s' if c != 1 else ''}, every one with {n // k} share members fetching "
-                     f"each partition against one consumer member ({n - k} idle)"
-                     for (n, k), c in sorted(over.items()))
-    rest = (f"at one member per partition or fewer: {len(equal)} ({', '.join(equal)})" if equal
-            else "at one member per partition or fewer: none")
-    return (f"What the share wins need: {each}; {rest}. The first is redundancy a consumer "
-            "group cannot have on as many partitions, the second the protocol's own.")
-
-
 __all__ = [
     "BROKER_LAG",
     "COMMIT_DEPENDENT",
     "MEMBER_LOST",
     "all_seed_outcomes",
     "all_seeds_note",
+    "broker_lag_lost_host",
     "broker_lag_text",
     "commit_reference",
     "contrary_clause",
     "equal_members_clause",
     "family_key",
     "family_rule",
-    "fetchers_line",
     "heartbeat_clause",
     "held_fetch_clause",
     "kill_lost_host_clause",
     "load_control_clause",
+    "lock_lever_clause",
     "lock_limit",
     "lock_limit_clause",
     "lost_host_clause",
