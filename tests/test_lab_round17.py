@@ -148,3 +148,27 @@ def test_a_sentence_weighs_no_metric_the_calibration_does_not_check() -> None:
     assert said and said[0].metric == "lag_record_s"
     for c in said:
         assert "paused" not in c.full, c.full
+
+
+def test_a_size_dependence_note_prints_each_sizes_own_star() -> None:
+    from groupcoord.lab.findings import BY_COLUMN
+    from groupcoord.lab.verdict import (PAIRED_MARK, Cell, MetricVerdict, VerdictRow,
+                                        mark_size_dependence)
+
+    m = BY_COLUMN["task_downtime_task_s"]
+
+    def row(size: int, best: str, paired: bool) -> VerdictRow:
+        mv = MetricVerdict(m, {best: Cell({0: 1.0})}, "best", (best,), paired=paired)
+        return VerdictRow("worker-bounce", size, "w", 0.0, 5, [mv])
+
+    # eager's win at 3 workers rests on the sign test alone (☆), the sessioned win at 12 is
+    # separated (★): the note prints each size's own star
+    rows = [row(3, "classic-connect:eager", True), row(12, "connect:sessioned", False)]
+    mark_size_dependence(rows, ["classic-connect:eager", "connect:sessioned"])
+    text = rows[0].metrics[0].by_size
+    assert f"{PAIRED_MARK} classic-connect:eager at 3 workers" in text, text
+    assert "\u2605 connect:sessioned at 12 workers" in text, text
+    # the same winner at every size (☆ at one, ★ at the other) is no size dependence
+    same = [row(3, "connect:sessioned", True), row(12, "connect:sessioned", False)]
+    mark_size_dependence(same, ["classic-connect:eager", "connect:sessioned"])
+    assert same[0].metrics[0].by_size == ""

@@ -1513,7 +1513,8 @@ def mark_size_dependence(rows: Sequence[VerdictRow], protocols: Sequence[str] = 
     """Where a scenario's ★ on a metric names a different winner at another size (the same
     workload, fault rate and swept value), every row of that scenario and metric says each
     size's mark (:attr:`MetricVerdict.by_size`): a ★ at one size is no ranking at the others
-    (worker-bounce-d30s's task downtime: sessioned at 12 workers, eager at 3 and 6)."""
+    (worker-bounce-d30s's task downtime: sessioned at 12 workers, eager at 3 and 6). Each
+    size's mark is its own star (:func:`star`): ☆ where that win rests on the sign test."""
     word = ("workers" if protocols and all(family(p) in _CONNECT_FAMILIES for p in protocols)
             else "members")
     groups: dict[tuple[Any, ...], list[VerdictRow]] = defaultdict(list)
@@ -1532,10 +1533,10 @@ def mark_size_dependence(rows: Sequence[VerdictRow], protocols: Sequence[str] = 
                     continue
                 verdicts.append(mv)
                 if mv.verdict == "best" and len(mv.best) == 1:
-                    marks[f"\u2605 {mv.best[0]}"].append(r.size)
+                    marks[f"{star(mv)} {mv.best[0]}"].append(r.size)
                 else:
                     marks["no \u2605"].append(r.size)
-            winners = [k for k in marks if k != "no \u2605"]
+            winners = {k.split(" ", 1)[1] for k in marks if k != "no \u2605"}
             if len(winners) < 2:
                 continue
             text = "; ".join(f"{k} at {', '.join(str(n) for n in sizes)} {word}"
