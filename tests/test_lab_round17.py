@@ -152,8 +152,7 @@ def test_a_sentence_weighs_no_metric_the_calibration_does_not_check() -> None:
 
 def test_a_size_dependence_note_prints_each_sizes_own_star() -> None:
     from groupcoord.lab.findings import BY_COLUMN
-    from groupcoord.lab.verdict import (PAIRED_MARK, Cell, MetricVerdict, VerdictRow,
-                                        mark_size_dependence)
+    from groupcoord.lab.verdict import PAIRED_MARK, Cell, MetricVerdict, VerdictRow, mark_size_dependence
 
     m = BY_COLUMN["task_downtime_task_s"]
 
@@ -172,3 +171,63 @@ def test_a_size_dependence_note_prints_each_sizes_own_star() -> None:
     same = [row(3, "connect:sessioned", True), row(12, "connect:sessioned", False)]
     mark_size_dependence(same, ["classic-connect:eager", "connect:sessioned"])
     assert same[0].metrics[0].by_size == ""
+
+
+def _count_and_cost_runs(scenarios: dict[str, tuple[list[float], list[float]]],
+                         moved: dict[str, tuple[float, float]]) -> list[dict[str, Any]]:
+    """Two protocols over 5 seeds: per scenario, each one's excess lag per seed and its
+    partitions moved (the same on every seed, as an assignor's count is)."""
+    a, b = "classic:cooperative", "classic:eager"
+    runs = []
+    for sc, (lag_a, lag_b) in scenarios.items():
+        for p, lags, mv in ((a, lag_a, moved[sc][0]), (b, lag_b, moved[sc][1])):
+            runs += [{"protocol": p, "scenario": sc, "size": 100, "members": 100,
+                      "workload": "4x250", "fault_rate": 0.0, "seed": s, "ok": True,
+                      "caught_up": True, "noop_events": 0, "settings_json": "{}",
+                      "lag_record_s": lags[s], "resources_moved": mv} for s in range(5)]
+    return runs
+
+
+def test_a_grids_sentence_leads_with_its_cost_not_a_count_the_same_on_every_seed() -> None:
+    from groupcoord.lab.verdict import claims
+
+    # crash: cooperative's lag a third of eager's (separated) and 0 against 246 moved on
+    # every seed; the count's ratio (247) far above the lag's (3): the sentence still leads
+    # with the lag, the count a clause after it
+    grid = {"name": "consumers", "protocols": ["classic:eager", "classic:cooperative"],
+            "scenarios": ["crash"], "metrics": ["resources_moved", "lag_record_s"],
+            "seeds": 5, "question": "What does a member change cost?"}
+    runs = _count_and_cost_runs(
+        {"crash": ([1000, 1010, 1020, 1030, 1040], [3000, 3050, 3100, 3150, 3200])},
+        {"crash": (0, 246)})
+    verdicts = grid_verdicts({"spec": "paper", "grids": [grid]}, runs)
+    c, *rest = claims(verdicts)
+    assert c.metric == "lag_record_s", c.text
+    assert "has the lowest lag" in c.text, c.text
+    assert "Partitions moved 0 against 246 on every seed." in c.text, c.text
+    # the count's own sentence, if any, after the cost's
+    assert all(x.metric == "resources_moved" for x in rest)
+
+
+def test_a_count_sentence_without_a_cost_says_on_every_seed_not_a_median() -> None:
+    from groupcoord.lab.verdict import claims
+
+    # the lag ties (the same on both): the count is the grid's only mark, said on every seed
+    grid = {"name": "consumers", "protocols": ["classic:eager", "classic:cooperative"],
+            "scenarios": ["crash"], "metrics": ["resources_moved", "lag_record_s"],
+            "seeds": 5}
+    same = [1000, 1010, 1020, 1030, 1040]
+    runs = _count_and_cost_runs({"crash": (same, same)}, {"crash": (0, 246)})
+    (c,) = claims(grid_verdicts({"spec": "paper", "grids": [grid]}, runs))
+    assert c.metric == "resources_moved"
+    assert "on every one of 5 seeds" in c.text and "medians of" not in c.text, c.text
+
+
+def test_a_grid_named_after_a_workload_is_not_quoted_by_a_limit_naming_the_workload() -> None:
+    from groupcoord.lab.verdict import Claim, quotes
+
+    c = Claim("consumers", "x.", "", "lag_peak", "scale-out", 10, "a", "b",
+              caveats=("was not tested with spread heartbeats (field-costs-hbspread ran "
+                       "scale-out at 10 members on field-costs only)",))
+    assert not quotes(c, "field-costs")
+    assert quotes(c, "field-costs-hbspread")

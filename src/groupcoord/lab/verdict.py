@@ -1851,8 +1851,11 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
         movable.append((tie, "",
                         f"the tied best's medians and ranges: {'; '.join(each)}"))
     rated = throughput(m, row.rate, b.median, w.median)
-    text = (f"{where}: {lead} against {_quote(m, w)} for {nm(worse)} (the runner-up), medians of "
-            f"{n} seeds{rated}.")
+    # an assignor's count the same on every seed of each protocol named: no median to take
+    over = (f"on every one of {n} seeds" if assignor_count(m.column) and constant_cells(
+        [mv.cells[p] for p in (*mv.best, worse)]) else f"medians of {n} seeds")
+    text = (f"{where}: {lead} against {_quote(m, w)} for {nm(worse)} (the runner-up), {over}"
+            f"{rated}.")
     if rated:
         # the lag restated in the group's production: the note may hold it, before the
         # mark's limit
@@ -2484,13 +2487,59 @@ def phase_draw(scenario: str, mv: MetricVerdict) -> bool:
         len(mv.cells[p].values) < PHASE_MIN_SEEDS for p in named)
 
 
+#: The strength a count's candidate ranks at where its grid has a cost candidate
+#: (:func:`_candidates`): after every cost, before an assignor's win.
+COUNT_RANK = -0.5
+
+
+def assignor_count(column: str) -> bool:
+    """Whether a metric is a count the protocol's assignor decides (``lab.calibrate.
+    ASSIGNOR_COUNTS``: partitions moved, task restarts): the same on every seed where the
+    assignment is, so its ratio (0 against 256) outranks any cost's and answers no question
+    of what a change costs."""
+    from groupcoord.lab.calibrate import ASSIGNOR_COUNTS
+
+    return column in ASSIGNOR_COUNTS
+
+
+def headline_metric(g: GridVerdict, columns: Collection[str]) -> str:
+    """The metric a grid's sentences lead with, of the ``columns`` its candidates mark: the
+    first of its question's metrics that is a cost (task downtime, excess lag, stall, time to
+    converge or balance; not an assignor's count, :func:`assignor_count`) on which a protocol
+    separates; the question's first metric where none does (the seventeenth outside review:
+    "0 against 256 restarts" headlined the grid that asks what a change costs)."""
+    order = [m.column for m in g.metrics]
+    costs = [c for c in order if c in columns and not assignor_count(c)]
+    return costs[0] if costs else (order[0] if order else "")
+
+
 def _candidates(g: GridVerdict) -> list[tuple[float, Claim, tuple[str, ...]]]:
     """A grid's candidate sentences with their effect sizes: per scenario and question metric
-    the marked difference of the size with the largest effect."""
-    # a win the loser's assignor makes (eager with range loses, eager with another assignor
-    # among the winners) answers no question of protocols: after every other candidate
-    return [(-1.0 if assignor_win(mv) else st, _claim(g, row, mv), mv.best)
-            for st, row, mv in _scored(g, g.rows)]
+    the marked difference of the size with the largest effect. Where the grid has a cost
+    candidate, a count's (:func:`assignor_count`) ranks after every cost
+    (:data:`COUNT_RANK`), its figure a clause of the cost's sentence (:func:`count_clause`);
+    a topic's growth ranks after a member's change of the same kind (a grid asking what a
+    member change costs is answered by one)."""
+    scored = _scored(g, g.rows)
+    has_cost = any(not assignor_count(mv.metric.column) for _, _, mv in scored)
+    changes = any(not _growth(row.scenario) for _, row, _ in scored)
+    out = []
+    for st, row, mv in scored:
+        if assignor_win(mv):
+            # a win the loser's assignor makes (eager with range loses, eager with another
+            # assignor among the winners) answers no question of protocols: after every other
+            st = -1.0
+        elif has_cost and assignor_count(mv.metric.column):
+            st = COUNT_RANK
+        elif changes and _growth(row.scenario) and st > 0:
+            # a topic's growth after every member change of its kind (cost or count)
+            st = st / (1 + st)
+        out.append((st, _claim(g, row, mv), mv.best))
+    return out
+
+
+def _growth(scenario: str) -> bool:
+    return any(x in scenario for x in GROWTH_SCENARIOS)
 
 
 def assignor_win(mv: MetricVerdict) -> bool:
@@ -2630,7 +2679,7 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
             continue  # a companion grid's reading joins its parent's sentence only
         cands = sorted(_candidates(g), key=lambda sc: (-sc[0], sc[1].scenario, sc[1].metric))
         seen: set[str] = set()
-        lead = g.metrics[0].column if g.metrics else ""
+        lead = headline_metric(g, {c.metric for _, c, _ in cands})
         for st, c, winners in cands:
             won[id(c)] = frozenset(winners)
             # a win shared by tied protocols counts for each of them; a grid's headlines are
@@ -2784,11 +2833,14 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     # but the growth's cause to go
     # a growth row's lag the fitted sentence still quotes: its upper bound said last, kept
     # (outside the word budget, as the cell's lag a count's sentence quotes)
-    out = [fit_growth(against_control(discovery_cause(aligned_heartbeats(
-        spread_condition(weakest_metric(late_flip(adverse_row(closer_elsewhere(c, verdicts),
-                                                              verdicts), verdicts), verdicts),
-                         verdicts), verdicts), verdicts), verdicts), verdicts, labelled_words)
-           for c in ordered[:limit]]
+    def pipeline(c: Claim) -> Claim:
+        c = count_clause(closer_elsewhere(c, verdicts), verdicts)
+        for step in (adverse_row, late_flip, weakest_metric, spread_condition,
+                     aligned_heartbeats, discovery_cause, against_control):
+            c = step(c, verdicts)
+        return fit_growth(c, verdicts, labelled_words)
+
+    out = [pipeline(c) for c in ordered[:limit]]
     order = {g.name: i for i, g in enumerate(verdicts)}
     out.sort(key=lambda c: order.get(c.grid, 0))
     return out
@@ -3124,8 +3176,9 @@ def follow_up(g: GridVerdict) -> bool:
 
 def quotes(c: Claim, grid: str) -> bool:
     """Whether sentence ``c`` names ``grid`` (a mark's limit quoting that grid's finding), in
-    its words or the note under it."""
-    pat = re.compile(rf"(?<![\w-]){re.escape(grid)}(?![\w-])")
+    its words or the note under it. A name after "on " is a workload's ("ran scale-out on
+    field-costs only": the workload the field-costs grid is named after), not the grid's."""
+    pat = re.compile(rf"(?<![\w-])(?<!\bon ){re.escape(grid)}(?![\w-])")
     return any(pat.search(t) for t in (c.text, *c.caveats))
 
 
@@ -3468,6 +3521,43 @@ def _sig3(v: float) -> float:
     if v == 0:
         return 0.0
     return round(v, 2 - math.floor(math.log10(abs(v))))
+
+
+def constant_cells(cells: Sequence[Cell]) -> bool:
+    """Whether every cell has one value on all its seeds."""
+    return bool(cells) and all(c.values and c.low == c.high for c in cells)
+
+
+def count_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
+    """A cost's sentence adds its cell's assignor counts (:func:`assignor_count`: task
+    restarts, partitions moved) where the same row marks the sentence's winner on them
+    against its runner-up: a clause after the cost, "on every seed" where the count is the
+    same on each seed of both protocols, medians otherwise (the seventeenth outside review: a
+    count headlined a grid that asks what a change costs). The clause may go to the note
+    under the sentence when it runs long."""
+    if assignor_count(c.metric):
+        return c
+    found = _claim_row(c, verdicts)
+    g = next((v for v in verdicts if v.name == c.grid), None)
+    if found is None or g is None or not c.worse:
+        return c
+    row, _ = found
+    said = []
+    for mv in row.metrics:
+        if not assignor_count(mv.metric.column) or mv.verdict not in ("best", "tied") \
+                or c.best not in mv.best or c.worse not in mv.beaten:
+            continue
+        b, w = mv.cells[c.best], mv.cells[c.worse]
+        every = "on every seed" if constant_cells([b, w]) else "(medians)"
+        said.append(f"{short_label(mv.metric, g.excess)} {_pair(mv.metric, b.median, w.median)}"
+                    f" {every}")
+    if not said:
+        return c
+    text = "; ".join(said)
+    clause = f" {text[0].upper()}{text[1:]}."
+    text = c.text.rstrip()
+    return replace(c, text=f"{text}{clause}",
+                   movable=(*c.movable, (clause, "", clause.strip().rstrip("."))))
 
 
 def weakest_metric(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
