@@ -231,3 +231,34 @@ def test_a_grid_named_after_a_workload_is_not_quoted_by_a_limit_naming_the_workl
                        "scale-out at 10 members on field-costs only)",))
     assert not quotes(c, "field-costs")
     assert quotes(c, "field-costs-hbspread")
+
+
+def test_separated_needs_both_seed_sets_and_a_rare_bad_seed_is_quoted_with_the_mean() -> None:
+    from groupcoord.lab.verdict import PAIRED_MARK, claims
+
+    # eager's first set: four seeds near 2 record·s and one barrier wait (250: the event
+    # landed inside the heartbeat burst); cooperative's ranges sit apart from eager's within
+    # each set (400-410 on the first, 208-216 on the fresh), but the union's do not (250 is
+    # above 208): the win rests on the sign test, ☆, not ★
+    eager = [1.0, 2.0, 3.0, 4.0, 250.0, *(1.0, 2.0, 3.0, 4.0, 5.0)]  # first, fresh
+    coop = [400.0, 402.0, 405.0, 408.0, 410.0, *(208.0, 210.0, 212.0, 214.0, 216.0)]
+    grid = {"name": "crossover", "protocols": ["classic:eager", "classic:cooperative"],
+            "scenarios": ["scale-out"], "metrics": ["lag_record_s"], "seeds": 5,
+            "confirm_seeds": 5}
+    runs = [{"protocol": p, "scenario": "scale-out", "size": 8, "members": 8,
+             "workload": "1x32", "fault_rate": 0.0, "seed": 100 + s, "replicate": s,
+             "ok": True, "caught_up": True, "noop_events": 0, "settings_json": "{}",
+             "lag_record_s": vals[s]}
+            for p, vals in (("classic:eager", eager), ("classic:cooperative", coop))
+            for s in range(10)]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [grid]}, runs)
+    (mv,) = g.rows[0].metrics
+    assert mv.verdict == "best" and mv.best == ("classic:eager",)
+    assert mv.again is not None and mv.again.verdict == "best" and not mv.again.paired
+    assert mv.paired, "the union of the two sets overlaps: not separated"
+    (c,) = claims([g])
+    assert c.text.split(": ", 1)[1].startswith(PAIRED_MARK), c.text
+    # the mean (52 record·s) is over 2x the median (3): the sentence quotes it beside the
+    # median, and the worst seed (its seeds split: the outcome of 1 seed in 5)
+    assert "250 record·s on 1 of 5 seeds" in c.text, c.text
+    assert "median of all 5: 3 record·s, mean 52 record·s)" in c.text, c.text

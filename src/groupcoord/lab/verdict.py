@@ -539,15 +539,37 @@ def confirm(mv: MetricVerdict, again: MetricVerdict) -> MetricVerdict:
     if mv.verdict not in ("best", "tied"):
         return mv
     if again.verdict == mv.verdict and set(again.best) == set(mv.best):
-        return mv
+        return union_paired(mv, again)
     if mv.verdict == "tied" and shared_win(again, mv.best):
         # the tied group wins on both sets (round 15: KIP-848's two assignors against every
         # classic protocol, "not confirmed" only because they tie each other on fresh seeds)
         mv.shared = True
-        return mv
+        return union_paired(mv, again)
     for c in mv.cells.values():
         c.mark = ""
     mv.verdict = "unconfirmed"
+    return mv
+
+
+def union_paired(mv: MetricVerdict, again: MetricVerdict) -> MetricVerdict:
+    """A confirmed mark is ★ (separated) only where the ranges stay apart over the union of
+    the first and fresh seed sets: else :data:`PAIRED_MARK`, the win resting on the paired
+    sign test (the seventeenth outside review: eager's rare JoinGroup barrier wait, about one
+    seed in 30, put a fresh seed of its ★ cell inside cooperative's range)."""
+    if mv.paired:
+        return mv
+    m = mv.metric
+    for p in mv.best:
+        for q in mv.beaten:
+            a = [*mv.cells[p].values.values(), *(again.cells[p].values.values()
+                                                 if p in again.cells else ())]
+            b = [*mv.cells[q].values.values(), *(again.cells[q].values.values()
+                                                 if q in again.cells else ())]
+            if not beats(a, b, m):
+                mv.paired = True
+                for c in mv.best:
+                    mv.cells[c].paired = True
+                return mv
     return mv
 
 
@@ -2015,7 +2037,7 @@ def _quote(m: Metric, c: Cell, lead: str = "") -> str:
     the typical one (the outcome most seeds gave; none when two gave as many): a sentence
     never headlines one outcome of a split as the cell's number."""
     if not c.split:
-        return f"{m.fmt(c.median)}{_range(m, c, lead)}"
+        return f"{m.fmt(c.median)}{_range(m, c, lead)}{rare_tail(m, c)}"
     n = sum(len(o) for o in c.outcomes)  # the seeds the outcomes were found over
     each = " and ".join(f"{m.fmt(statistics.median(o))} on {len(o)} of {n} seeds"
                         for o in c.shown)
@@ -2027,7 +2049,35 @@ def _quote(m: Metric, c: Cell, lead: str = "") -> str:
     # count both sets' seeds: the median says its own seeds
     which = (f"all {n}" if len(c.values) == n
              else f"the first seed set's {len(c.values)}")
-    return f"{each} (its seeds split; {typical}; median of {which}: {m.fmt(c.median)})"
+    mean = f", mean {m.fmt(statistics.fmean(c.values.values()))}" if rare_tail(m, c) else ""
+    return f"{each} (its seeds split; {typical}; median of {which}: {m.fmt(c.median)}{mean})"
+
+
+#: A cell's mean over this many times its median: a rare bad seed the median hides, quoted.
+MEAN_OVER_MEDIAN = 2.0
+
+
+def rare_tail(m: Metric, c: Cell) -> str:
+    """A sentence's words for a cell whose mean is over :data:`MEAN_OVER_MEDIAN` times its
+    median (a rare bad outcome the median hides: eager's JoinGroup barrier wait when an event
+    lands inside the classic heartbeat burst) whose worst seed is beyond the metric's floor
+    from the median: " (mean X, worst seed Y: k of n seeds beyond 2x the median)"; nothing
+    otherwise (a higher-is-better metric's worst is its lowest). A split cell's outcomes
+    already say the worst and how often: its text adds the mean (:func:`_quote`)."""
+    vals = list(c.values.values())
+    if len(vals) < 2:
+        return ""
+    med, mean = c.median, statistics.fmean(vals)
+    worst = max(vals) if m.lower_is_better else min(vals)
+    bad = mean > MEAN_OVER_MEDIAN * med if m.lower_is_better else \
+        mean * MEAN_OVER_MEDIAN < med
+    if not bad or med < 0 or abs(worst - med) <= m.floor:
+        # (a worst seed within the metric's floor of the median is no outcome that counts)
+        return ""
+    far = sum(1 for v in vals if (v > MEAN_OVER_MEDIAN * med if m.lower_is_better
+                                  else v * MEAN_OVER_MEDIAN < med))
+    return (f" (mean {m.fmt(mean)}, worst seed {m.fmt(worst)}: {far} of {len(vals)} seeds "
+            f"beyond {MEAN_OVER_MEDIAN:g}x the median)")
 
 
 def _range(m: Metric, c: Cell, lead: str = "") -> str:
