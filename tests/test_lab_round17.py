@@ -262,3 +262,33 @@ def test_separated_needs_both_seed_sets_and_a_rare_bad_seed_is_quoted_with_the_m
     # median, and the worst seed (its seeds split: the outcome of 1 seed in 5)
     assert "250 record·s on 1 of 5 seeds" in c.text, c.text
     assert "median of all 5: 3 record·s, mean 52 record·s)" in c.text, c.text
+
+
+def test_a_control_difference_is_paired_by_seed_and_a_negative_one_is_said() -> None:
+    from groupcoord.lab.verdict import claims
+
+    eager, coop, uniform = "classic:eager", "classic:cooperative", "consumer:uniform"
+    # resource downtime (s) by replicate, each protocol's row and its control row: eager pays
+    # the long poll on every seed; cooperative's per-seed differences (-330, -320, +100, +190,
+    # +180: median +100) are not its medians' difference (300 - 320 = -20); KIP-848's control
+    # costs more than its row on every seed (by 30 s)
+    down = {("join-in-long-poll", eager): [900, 950, 1000, 1050, 1100],
+            ("join-after-catch-up", eager): [300, 310, 320, 330, 340],
+            ("join-in-long-poll", coop): [100, 200, 300, 400, 500],
+            ("join-after-catch-up", coop): [430, 520, 200, 210, 320],
+            ("join-in-long-poll", uniform): [100, 200, 300, 400, 500],
+            ("join-after-catch-up", uniform): [130, 230, 330, 430, 530]}
+    runs = [{"protocol": p, "scenario": sc, "size": 10, "members": 10, "workload": "long-poll",
+             "fault_rate": 0.0, "seed": hash((sc, s)) % 10_000, "replicate": s, "ok": True,
+             "caught_up": True, "noop_events": 0, "settings_json": "{}",
+             "resource_downtime_ms": 1000.0 * v}
+            for (sc, p), vals in down.items() for s, v in enumerate(vals)]
+    grid = {"name": "long-poll", "protocols": [eager, coop, uniform],
+            "scenarios": ["join-in-long-poll", "join-after-catch-up"],
+            "workloads": ["long-poll"], "seeds": 5, "metrics": ["resource_downtime_ms"]}
+    c = next(c for c in claims(grid_verdicts({"spec": "paper", "grids": [grid]}, runs))
+             if c.scenario == "join-in-long-poll")
+    assert "row minus its join-after-catch-up row per seed" in c.text, c.text
+    assert f"{coop} +100" in c.text and f"{uniform} -30" in c.text, c.text
+    assert f"{uniform}'s control costs more, by 30 resource·s: it differs by more than the " \
+        "long poll." in c.text, c.text

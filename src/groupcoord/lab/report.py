@@ -1582,7 +1582,8 @@ def control_words(g: GridVerdict, r: VerdictRow) -> str:
 
     return (f"the chart's values are each row's totals; the cost as the grid defines it is "
             f"each protocol's row "
-            f"minus its {CONTROL_SCENARIOS[r.scenario]} row (medians of {r.seeds} seeds): "
+            f"minus its {CONTROL_SCENARIOS[r.scenario]} row per seed (medians of the "
+            f"differences of the same {r.seeds} seeds): "
             + "; ".join(f"{short_label(m, g.excess)} " + ", ".join(
                 f"{p} {signed(m, v)}" for p, v in d.items()) for m, d in costs))
 

@@ -266,6 +266,9 @@ class Cell:
     #: A lag cell's raw lag per seed (the run's own, its control's added back), kept only
     #: where the control does not cancel (:func:`uncancelled`).
     raw: dict[int, float] = field(default_factory=dict)
+    #: Each seed's replicate (its place in the grid's seed sets), where the runs say: the key
+    #: that pairs a row's seeds with its control row's (:func:`control_cost`).
+    replicates: dict[int, int] = field(default_factory=dict)
 
     @property
     def split(self) -> bool:
@@ -768,7 +771,10 @@ def cells_of(rs: Sequence[Mapping[str, Any]], protocols: Sequence[str], m: Metri
             raw = {int(r.get("seed") or 0): float(r[m.column]) + float(r[control]) for r in rs
                    if control and r["protocol"] == p and r.get(m.column) is not None
                    and r.get(control) is not None}
-            cells[p] = Cell(vals, raw=raw)
+            reps = {int(r.get("seed") or 0): int(r["replicate"]) for r in rs
+                    if r["protocol"] == p and r.get(m.column) is not None
+                    and r.get("replicate") is not None}
+            cells[p] = Cell(vals, raw=raw, replicates=reps)
     return cells
 
 
@@ -2935,14 +2941,30 @@ def fit_growth(c: Claim, verdicts: Sequence[GridVerdict],
 #: disturbance without the mechanism under test (the long-poll grid: a member joins inside
 #: c3's long poll, or the same join once c3 has caught up; both contain c3's restart).
 CONTROL_SCENARIOS = {"join-in-long-poll": "join-after-catch-up"}
+#: What each such scenario adds to its control (the mechanism its difference measures).
+CONTROL_MECHANISM = {"join-in-long-poll": "the long poll"}
+
+
+def paired_difference(a: Cell, b: Cell) -> tuple[float, int] | None:
+    """The median of the per-seed difference ``a - b`` over the seeds both cells ran (paired
+    by replicate, a scenario's seed numbers being its own; by seed where the runs carry no
+    replicate), and how many: None where they share none. A difference of medians pairs no
+    seed with its own control (the seventeenth outside review, S11)."""
+    ka = {a.replicates.get(s, s): v for s, v in a.values.items()}
+    kb = {b.replicates.get(s, s): v for s, v in b.values.items()}
+    common = sorted(set(ka) & set(kb))
+    if not common:
+        return None
+    return statistics.median(ka[k] - kb[k] for k in common), len(common)
 
 
 def control_cost(g: GridVerdict, row: VerdictRow
                  ) -> list[tuple[Metric, dict[str, float]]] | None:
     """Per metric of ``g`` (resource downtime, excess lag, lag peak: each that a protocol's
-    difference takes beyond the metric's floor), each protocol's median in ``row`` minus its
-    median in the control row (:data:`CONTROL_SCENARIOS`, same size and workload); None
-    where ``row``'s scenario has no control row in ``g``."""
+    difference takes beyond the metric's floor), each protocol's paired difference between
+    ``row`` and the control row (:data:`CONTROL_SCENARIOS`, same size and workload): the
+    median of its per-seed differences (:func:`paired_difference`); None where ``row``'s
+    scenario has no control row in ``g``."""
     control = CONTROL_SCENARIOS.get(row.scenario)
     ctl = next((r for r in g.rows if (r.scenario, r.size, r.workload)
                 == (control, row.size, row.workload)), None)
@@ -2953,9 +2975,9 @@ def control_cost(g: GridVerdict, row: VerdictRow
         cv = next((x for x in ctl.metrics if x.metric.column == mv.metric.column), None)
         if cv is None or task_time_input(g, mv.metric):
             continue
-        diff = {p: mv.cells[p].median - cv.cells[p].median for p in ranked(g.protocols)
-                if p in mv.cells and p in cv.cells and mv.cells[p].values
-                and cv.cells[p].values}
+        diff = {p: d[0] for p in ranked(g.protocols)
+                if p in mv.cells and p in cv.cells
+                and (d := paired_difference(mv.cells[p], cv.cells[p])) is not None}
         if diff and any(abs(d) > mv.metric.floor for d in diff.values()):
             out.append((mv.metric, diff))
     return out
@@ -2988,9 +3010,27 @@ def against_control(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     parts = [f"{short_label(m, g.excess)} " + ", ".join(
         (f"{p} " if j == 0 else "") + _signed(m, d.get(p, math.nan)) for p in protocols)
         + (f" {m.unit}" if m.unit else "") for j, (m, d) in enumerate(costs)]
+    ctl = next((r for r in g.rows if (r.scenario, r.size, r.workload)
+                == (control, row.size, row.workload)), None)
+    m0 = costs[0][0]
+    pairs = [] if ctl is None else [
+        d[1] for mv in row.metrics if mv.metric.column == m0.column
+        for cv in ctl.metrics if cv.metric.column == m0.column
+        for p in protocols if p in mv.cells and p in cv.cells
+        and (d := paired_difference(mv.cells[p], cv.cells[p])) is not None]
+    n = min(pairs, default=row.seeds)
     text = (f"{c.scenario}, {c.size:,} {member_word(c.scenario, g.protocols)} ({g.name}): "
-            f"the cost as the grid defines it, each protocol's row minus its {control} row, "
-            f"medians of {row.seeds} seeds: " + "; ".join(parts) + ".")
+            f"each protocol's row minus its {control} row per seed, medians over {n} seeds: "
+            + "; ".join(parts) + ".")
+    # a negative difference: that protocol's control costs more than its row, so the
+    # control differs from the row by more than the mechanism under test
+    what = CONTROL_MECHANISM.get(c.scenario, "the mechanism under test")
+    for p in protocols:
+        # (by the first metric it is negative on: the sentence's own first)
+        below = [(m, d[p]) for m, d in costs if p in d and d[p] < -m.floor]
+        if below:
+            text += (f" {p}'s control costs more, by {below[0][0].fmt(-below[0][1])}: it "
+                     f"differs by more than {what}.")
     raw = "the raw rows: " + c.text.rstrip(".")
     return replace(c, text=text, caveats=(raw, *c.caveats), movable=())
 
