@@ -292,3 +292,27 @@ def test_a_control_difference_is_paired_by_seed_and_a_negative_one_is_said() -> 
     assert f"{coop} +100" in c.text and f"{uniform} -30" in c.text, c.text
     assert f"{uniform}'s control costs more, by 30 resource·s: it differs by more than the " \
         "long poll." in c.text, c.text
+
+
+def test_a_sweep_with_one_winner_at_every_value_says_there_is_no_crossover() -> None:
+    from groupcoord.lab.report import sweep_line
+    from groupcoord.lab.verdict import claims
+
+    loads = ["1x32-p10ms-20pct", "1x32-p10ms-30pct", "1x32-p10ms-40pct"]
+    eager, coop = "classic:eager", "classic:cooperative"
+    grid = {"name": "crossover-10ms", "protocols": [eager, coop], "scenarios": ["scale-out"],
+            "workloads": loads, "metrics": ["lag_record_s"], "seeds": 5,
+            "question": "From which load on does each protocol cost the least lag?"}
+    # eager lowest at every load: the sweep has no crossover
+    runs = [{"protocol": p, "scenario": "scale-out", "size": 8, "members": 8, "workload": w,
+             "fault_rate": 0.0, "seed": s, "ok": True, "caught_up": True, "noop_events": 0,
+             "settings_json": "{}", "lag_record_s": (1.0 if p == eager else 500.0) + s,
+             "busy_pct": float(w.rsplit("-", 1)[1].removesuffix("pct"))}
+            for p in (eager, coop) for w in loads for s in range(5)]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [grid]}, runs)
+    assert g.parameter is not None
+    (c,) = claims([g])
+    assert "the same winner from 20 to 40 % busy: no crossover in the sweep" in c.text, c.text
+    line = sweep_line(g)
+    assert "scale-out, 8 members: classic:eager, the same winner from 20 to 40 % busy: no " \
+        "crossover in the sweep" in line, line

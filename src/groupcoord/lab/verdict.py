@@ -2207,9 +2207,15 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
             moves: list[tuple[str, str, str]] = []  # what fit() may give to the note
             # a clause already shortened, shortened again: after every first shortening
             later: list[tuple[str, str, str]] = []
+            # one winner at every value swept: the sweep has no crossover, and says so (the
+            # seventeenth outside review: "the load at which each protocol starts to win"
+            # read as a crossover the sweep never found)
+            same = no_crossover(winners, named)
             for w in dict.fromkeys(w for _, w in winners):
                 xs = ", ".join(number(x or 0.0) for x, v in winners if v == w)
                 part = f"{w or 'no protocol separated from all the rest'} at {xs}{x_unit}"
+                if same:
+                    part = f"{w}, {same_winner_words(winners, x_unit)}"
                 if w is not None and w.startswith(NOT_TESTED):
                     why = w.removeprefix(NOT_TESTED)
                     parts.append(f"{NOT_TESTED} at {xs}{x_unit}{why}")
@@ -2301,6 +2307,63 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                              movable=(*(mv for mv in moves if mv[1]), *later,
                                       *(mv for mv in moves if not mv[1]))))
     return _crossover_texts(g, _merge_sizes(out))
+
+
+#: What a sweep with one winner at every value says (:func:`same_winner_words`).
+NO_CROSSOVER = "no crossover in the sweep"
+
+
+def no_crossover(winners: Sequence[tuple[float | None, str | None]],
+                 named: Collection[str]) -> bool:
+    """Whether a sweep's marks (per value swept, its winner's words) name one winner at every
+    value, at two or more values: the sweep found no crossover."""
+    ws = {w for _, w in winners}
+    return len(winners) > 1 and len(ws) == 1 and next(iter(ws)) in named
+
+
+def same_winner_words(winners: Sequence[tuple[float | None, str | None]], x_unit: str) -> str:
+    """"the same winner from 20 to 40 % busy: no crossover in the sweep"."""
+    xs = sorted(x or 0.0 for x, _ in winners)
+    return f"the same winner from {number(xs[0])} to {number(xs[-1])}{x_unit}: {NO_CROSSOVER}"
+
+
+def sweep_findings(g: GridVerdict) -> list[str]:
+    """Per scenario and size of a grid that sweeps a parameter, on its question's first
+    metric, whether the winner changes within the sweep, computed from the rows: "scale-out,
+    8 members: classic:eager, the same winner from 20 to 40 % busy: no crossover in the
+    sweep", or the values where the marked winner changes. Empty for a grid that sweeps
+    nothing (the grid's section prints these under its description)."""
+    if g.parameter is None or not g.metrics:
+        return []
+    x_unit = X_NAMES.get(g.parameter, (g.parameter, ""))[1]
+    i = next((k for k, m in enumerate(g.metrics) if not task_time_input(g, m)), None)
+    if i is None:
+        return []
+    # a swept timing's rows differ by workload too: each workload its own sweep
+    by: dict[tuple[str, int, str], list[VerdictRow]] = defaultdict(list)
+    for row in g.rows:
+        if row.x is not None and len(row.metrics) > i:
+            by[(row.scenario, row.size, row.workload if row.timing else "")].append(row)
+    out = []
+    for (scenario, size, work), rows in by.items():
+        rows = sorted(rows, key=lambda r: r.x or 0.0)
+        if len(rows) < 2:
+            continue
+        winners = [(r.x, " and ".join(sorted(r.metrics[i].best))
+                    if r.metrics[i].verdict in ("best", "tied") and r.metrics[i].beaten
+                    else None) for r in rows]
+        named = {w for _, w in winners if w}
+        where = (f"{scenario}, {size} {member_word(scenario, g.protocols)}"
+                 + (f", {work}" if work else ""))
+        if no_crossover(winners, named):
+            out.append(f"{where}: {winners[0][1]}, {same_winner_words(winners, x_unit)}")
+        elif named:
+            each = "; ".join(f"{number(x or 0.0)}{x_unit}: {w or 'none separated'}"
+                             for x, w in winners)
+            out.append(f"{where}: the marked winner by value ({each})")
+        else:
+            out.append(f"{where}: no protocol separated at any value")
+    return out
 
 
 def _merge_sizes(found: Sequence[Claim]) -> list[Claim]:
