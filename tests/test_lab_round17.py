@@ -316,3 +316,41 @@ def test_a_sweep_with_one_winner_at_every_value_says_there_is_no_crossover() -> 
     line = sweep_line(g)
     assert "scale-out, 8 members: classic:eager, the same winner from 20 to 40 % busy: no " \
         "crossover in the sweep" in line, line
+
+
+def test_an_eager_win_opens_with_its_aligned_heartbeats_and_the_1s_spread() -> None:
+    from groupcoord.lab.verdict import MAX_WORDS, claims, fit, labelled_words, stable_drift
+
+    eager, coop = "classic:eager", "classic:cooperative"
+    plain = {"name": "field-costs", "protocols": [eager, coop], "scenarios": ["rolling-bounce"],
+             "metrics": ["lag_record_s"], "seeds": 5}
+    labels = [f"{p}@hbspread{s}" for s in ("1s", "3s") for p in (eager, coop)]
+    spread = {**plain, "name": "field-costs-hbspread", "protocols": labels}
+
+    def run(p: str, s: int, lag: float) -> dict[str, Any]:
+        return {"protocol": p, "scenario": "rolling-bounce", "size": 10, "members": 10,
+                "workload": "field-costs", "fault_rate": 0.0, "seed": s, "ok": True,
+                "caught_up": True, "noop_events": 0, "settings_json": "{}",
+                "lag_record_s": lag}
+
+    # aligned: eager 4,904 against cooperative 8,212; spread by 1 s: the two overlap (eager's
+    # mark goes); by 3 s cooperative separates
+    rows = [run(p, s, (4904.0 if p == eager else 8212.0) + s) for p in (eager, coop)
+            for s in range(5)]
+    for lb in labels:
+        one = lb.endswith("1s")
+        base = (3750.0 if lb.startswith(eager) else 3289.0) if one else \
+            (19603.0 if lb.startswith(eager) else 12132.0)
+        rows += [run(lb, s, base + (150.0 if one else 10.0) * (s - 2)) for s in range(5)]
+    verdicts = grid_verdicts({"spec": "paper", "grids": [plain, spread]}, rows)
+    c = next(c for c in claims(verdicts) if c.grid == "field-costs")
+    lo, hi = stable_drift() or (0.0, 0.0)
+    assert hi > lo > 0  # the wire's stored stable-group rows
+    # the condition first, the wire's drift and the 1 s spread's finding in the same sentence
+    assert c.text.startswith(
+        f"Only with all heartbeats aligned (as right after a rebalance; real clients drift "
+        f"{lo:.1f}\u2013{hi:.1f} s apart once stable; at a 1 s spread: not separated"), c.text
+    assert c.text.index("at a 1 s spread") < c.text.index("has the lowest lag")
+    # the spread clause after the claim is in the note, not said twice
+    assert "With heartbeats spread" not in c.text and "With heartbeats spread" in c.full
+    assert labelled_words(fit(c, labelled_words)) <= MAX_WORDS

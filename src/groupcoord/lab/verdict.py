@@ -1922,6 +1922,18 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
 MAX_WORDS = 60
 
 
+#: A movable clause (:attr:`Claim.movable`) that stands for whatever sentence is last in the
+#: text when :func:`fit` reaches it (its first sentence, the claim, stays).
+LAST_SENTENCE = "\x01last sentence"
+#: One that stands for a crossover's last grid's clauses (``; [grid] ...``), the first grid's
+#: staying.
+LAST_BRACKET = "\x01last bracket"
+#: :data:`LAST_SENTENCE`, a "Worse on" sentence included.
+ANY_LAST_SENTENCE = "\x01any last sentence"
+#: One that stands for the seed ranges the sentence quotes beside its medians.
+RANGES = "\x01ranges"
+
+
 def fit(c: Claim, count: Callable[[Claim], int] | None = None,
         budget: int = MAX_WORDS) -> Claim:
     """The sentence within ``budget`` words (``count``: how the page counts them, the
@@ -1935,6 +1947,33 @@ def fit(c: Claim, count: Callable[[Claim], int] | None = None,
         c = replace(c, text=merge_alike(c.text))
         if size(c) <= budget:
             break
+        if frag in (LAST_SENTENCE, ANY_LAST_SENTENCE):
+            # the sentence's last sentence but its first, whole, to the note; one naming a
+            # cost the winner is worse on (:func:`weakest_metric`) only as the last resort
+            parts = re.split(r"(?<=\.)\s+(?=[A-Z])", c.text.strip())
+            k = next((j for j in range(len(parts) - 1, 0, -1)
+                      if frag == ANY_LAST_SENTENCE or not parts[j].startswith("Worse on")),
+                     None)
+            if k is not None:
+                c = replace(c, text=" ".join(parts[:k] + parts[k + 1:]),
+                            caveats=(*c.caveats, parts[k].rstrip(".")))
+            continue
+        if frag == RANGES:
+            # the claim's seed ranges, each with the median it goes with, to the note
+            pat = re.compile(r"([\d.,]+(?: [^\s()]+)?) \((?:range )?([\d.,]+\u2013[^()]*)\)")
+            got = pat.findall(c.text)
+            if got:
+                c = replace(c, text=pat.sub(r"\1", c.text), caveats=(
+                    *c.caveats, "the seeds' ranges: " + "; ".join(
+                        f"{med}: {rng}" for med, rng in got)))
+            continue
+        if frag == LAST_BRACKET:
+            # a crossover's last grid's clauses (``; [grid] ...``) but its first, to the note
+            seg = re.search(r"; (\[[^\]]+\] [^\[]*?)(?=\.\s*$)", c.text)
+            if seg:
+                c = replace(c, text=c.text[:seg.start()] + c.text[seg.end():],
+                            caveats=(*c.caveats, seg[1]))
+            continue
         if frag not in c.text:
             continue
         text = c.text.replace(frag, stand_in, 1)
@@ -2216,6 +2255,8 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                 part = f"{w or 'no protocol separated from all the rest'} at {xs}{x_unit}"
                 if same:
                     part = f"{w}, {same_winner_words(winners, x_unit)}"
+                    # over 60 words, the short form
+                    moves.append((part, f"{w} at {xs}{x_unit} (no crossover)", ""))
                 if w is not None and w.startswith(NOT_TESTED):
                     why = w.removeprefix(NOT_TESTED)
                     parts.append(f"{NOT_TESTED} at {xs}{x_unit}{why}")
@@ -2954,9 +2995,20 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     # (outside the word budget, as the cell's lag a count's sentence quotes)
     def pipeline(c: Claim) -> Claim:
         c = count_clause(closer_elsewhere(c, verdicts), verdicts)
+        # an eager win that needs aligned heartbeats opens with that condition, which says
+        # the spread's finding: the spread clauses after the claim go to the note
+        opened = eager_condition(c, verdicts)
+        opens = opened is not c
         for step in (adverse_row, late_flip, weakest_metric, spread_condition,
                      aligned_heartbeats, discovery_cause, against_control):
+            if opens and step in (spread_condition, aligned_heartbeats):
+                said = step(c, verdicts)
+                extra = said.text[len(c.text):].strip()
+                c = replace(c, caveats=(*c.caveats, extra.rstrip("."))) if extra else c
+                continue
             c = step(c, verdicts)
+        if opens:
+            c = opened_fit(c, opened.text.partition("\x00")[0])
         return fit_growth(c, verdicts, labelled_words)
 
     out = [pipeline(c) for c in ordered[:limit]]
@@ -3549,6 +3601,104 @@ def spread_condition(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
         # last of all, only that the spread takes eager's mark
         moves.append((short, " Not kept with spread heartbeats (note).", ""))
     return replace(c, text=c.text + clause, movable=(*c.movable, *moves))
+
+
+def stable_drift(stable: Sequence[Mapping[str, Any]] | None = None) -> tuple[float, float] | None:
+    """How far apart real classic clients learned of a join after a stable period, from the
+    wire's stored rows (``lab.wire_spread.load_stable``): the lowest median and the largest
+    gap, seconds; None without rows."""
+    rows = [r for r in (load_stable() if stable is None else stable)
+            if r.get("rebalances") and r.get("largest_s") is not None
+            and r.get("median_s") is not None]
+    if not rows:
+        return None
+    return (min(float(r["median_s"]) for r in rows), max(float(r["largest_s"]) for r in rows))
+
+
+#: The heartbeat spread whose finding an eager win's opening condition quotes (ms): about
+#: what real clients drift after a stable period (:func:`stable_drift`).
+OPENING_SPREAD_MS = 1000.0
+
+
+def _eager_outcomes(c: Claim, verdicts: Sequence[GridVerdict]
+                    ) -> list[tuple[float | None, SpreadOutcome]]:
+    """The heartbeat-spread findings (:attr:`MetricVerdict.spread`) of a sentence's eager
+    marks, at :data:`OPENING_SPREAD_MS`: its row's, or a crossover's at each value where an
+    eager protocol is marked."""
+    g = next((v for v in verdicts if v.name == c.grid), None)
+    if g is None:
+        return []
+    sizes = c.sizes or (c.size,)
+    out = []
+    for r in g.rows:
+        if r.scenario != c.scenario or r.size not in sizes \
+                or (not c.head and r.workload != c.workload):
+            continue
+        mv = next((x for x in r.metrics if x.metric.column == c.metric), None)
+        if mv is None or mv.verdict not in ("best", "tied") \
+                or not any(_spread_eager(p) for p in mv.best):
+            continue
+        out += [(r.x, o) for o in mv.spread if o.spread_ms == OPENING_SPREAD_MS]
+    return sorted(out, key=lambda xo: xo[0] or 0.0)
+
+
+def opened_fit(c: Claim, opening: str) -> Claim:
+    """A sentence that opens with its eager condition (:func:`eager_condition`): the clauses
+    that say a spread's finding after the claim repeat the opening and go to the note (their
+    facts there), and every pointer a clause leaves behind ("note below", "(note)") may go
+    last where the sentence still runs over :data:`MAX_WORDS` (its facts are in the note)."""
+    text, caveats, moves = c.text, list(c.caveats), []
+    for frag, stand_in, note in c.movable:
+        if "spread" in frag.lower() and frag in text:
+            text = text.replace(frag, "", 1)
+            if note or frag.strip():
+                caveats.append(note or frag.strip().strip("()").rstrip("."))
+            continue
+        moves.append((frag, stand_in, note))
+    text = re.sub(r"\s*;\s*(?=[;.)\]]|$)", "", text)
+    # the stand-ins that only point at the note: gone once the clauses have moved
+    stubs = [(st, "", "") for _, st, _ in moves if st.strip() and "note" in st
+             and not st.strip().startswith("Worse on")]
+    # then, where the sentence still runs long, its later sentences (the claim's first
+    # stays), last first; a companion grid's clauses of a crossover; the opening's medians
+    later = [(LAST_SENTENCE, "", "")] * len(re.split(r"(?<=\.)\s+(?=[A-Z])", text)[1:])
+    brackets = [(LAST_BRACKET, "", "")] * (len(re.findall(r"; \[[^\]]+\] ", text)))
+    medians = re.search(r"(?<=: not separated) \([^()]*\)(?=\): )", opening)
+    own = [(medians[0], "", "the 1 s spread's medians:" + medians[0].rstrip(")").lstrip(" ("))
+           ] if medians else []
+    return replace(c, text=opening + text, caveats=tuple(caveats),
+                   movable=(*moves, *dict.fromkeys(stubs), *later, *brackets, *own,
+                            (RANGES, "", ""), *[(ANY_LAST_SENTENCE, "", "")] * len(later)))
+
+
+def eager_condition(c: Claim, verdicts: Sequence[GridVerdict],
+                    stable: Sequence[Mapping[str, Any]] | None = None) -> Claim:
+    """An eager win (a classic or Connect eager protocol marked best) whose cell a
+    heartbeat-spread grid also ran opens with its condition: it holds with every member's
+    heartbeat aligned, as right after a rebalance, while real clients drift apart after a
+    stable period (the wire's own rows, :func:`stable_drift`), and what the 1 s spread found
+    (the seventeenth outside review: S7, S9 and S10 stated the limit after the claim). The
+    returned claim's text is the opening, then ``\x00``; ``c`` itself where none applies."""
+    found = _eager_outcomes(c, verdicts)
+    if not found or all(o.held for _, o in found):
+        return c  # (a win the spread keeps: spread_condition says it holds)
+    g = next(v for v in verdicts if v.name == c.grid)
+    m = BY_COLUMN.get(c.metric) or next(x for x in g.metrics if x.column == c.metric)
+    unit = X_NAMES.get(g.parameter or "", ("", ""))[1]
+    kept = [number(x or 0.0) for x, o in found if o.held]
+    lost = [number(x or 0.0) for x, o in found if not o.held]
+    if len(found) == 1:
+        at = found[0][1].words(m)
+    elif kept and lost:
+        at = f"kept at {', '.join(kept)}{unit}, not at {', '.join(lost)}{unit}"
+    else:
+        at = "kept" if kept else "not kept"
+    drift = stable_drift(stable)
+    real = (f"; real clients drift {drift[0]:.1f}\u2013{drift[1]:.1f} s apart once stable"
+            if drift else "")
+    opening = (f"Only with all heartbeats aligned (as right after a rebalance{real}; "
+               f"at a {_secs(OPENING_SPREAD_MS)} spread: {at}): ")
+    return replace(c, text=opening + "\x00")
 
 
 def aligned_heartbeats(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
