@@ -148,3 +148,209 @@ def test_a_sentence_weighs_no_metric_the_calibration_does_not_check() -> None:
     assert said and said[0].metric == "lag_record_s"
     for c in said:
         assert "paused" not in c.full, c.full
+
+
+def test_a_size_dependence_note_prints_each_sizes_own_star() -> None:
+    from groupcoord.lab.findings import BY_COLUMN
+    from groupcoord.lab.verdict import PAIRED_MARK, Cell, MetricVerdict, VerdictRow, mark_size_dependence
+
+    m = BY_COLUMN["task_downtime_task_s"]
+
+    def row(size: int, best: str, paired: bool) -> VerdictRow:
+        mv = MetricVerdict(m, {best: Cell({0: 1.0})}, "best", (best,), paired=paired)
+        return VerdictRow("worker-bounce", size, "w", 0.0, 5, [mv])
+
+    # eager's win at 3 workers rests on the sign test alone (☆), the sessioned win at 12 is
+    # separated (★): the note prints each size's own star
+    rows = [row(3, "classic-connect:eager", True), row(12, "connect:sessioned", False)]
+    mark_size_dependence(rows, ["classic-connect:eager", "connect:sessioned"])
+    text = rows[0].metrics[0].by_size
+    assert f"{PAIRED_MARK} classic-connect:eager at 3 workers" in text, text
+    assert "\u2605 connect:sessioned at 12 workers" in text, text
+    # the same winner at every size (☆ at one, ★ at the other) is no size dependence
+    same = [row(3, "connect:sessioned", True), row(12, "connect:sessioned", False)]
+    mark_size_dependence(same, ["classic-connect:eager", "connect:sessioned"])
+    assert same[0].metrics[0].by_size == ""
+
+
+def _count_and_cost_runs(scenarios: dict[str, tuple[list[float], list[float]]],
+                         moved: dict[str, tuple[float, float]]) -> list[dict[str, Any]]:
+    """Two protocols over 5 seeds: per scenario, each one's excess lag per seed and its
+    partitions moved (the same on every seed, as an assignor's count is)."""
+    a, b = "classic:cooperative", "classic:eager"
+    runs = []
+    for sc, (lag_a, lag_b) in scenarios.items():
+        for p, lags, mv in ((a, lag_a, moved[sc][0]), (b, lag_b, moved[sc][1])):
+            runs += [{"protocol": p, "scenario": sc, "size": 100, "members": 100,
+                      "workload": "4x250", "fault_rate": 0.0, "seed": s, "ok": True,
+                      "caught_up": True, "noop_events": 0, "settings_json": "{}",
+                      "lag_record_s": lags[s], "resources_moved": mv} for s in range(5)]
+    return runs
+
+
+def test_a_grids_sentence_leads_with_its_cost_not_a_count_the_same_on_every_seed() -> None:
+    from groupcoord.lab.verdict import claims
+
+    # crash: cooperative's lag a third of eager's (separated) and 0 against 246 moved on
+    # every seed; the count's ratio (247) far above the lag's (3): the sentence still leads
+    # with the lag, the count a clause after it
+    grid = {"name": "consumers", "protocols": ["classic:eager", "classic:cooperative"],
+            "scenarios": ["crash"], "metrics": ["resources_moved", "lag_record_s"],
+            "seeds": 5, "question": "What does a member change cost?"}
+    runs = _count_and_cost_runs(
+        {"crash": ([1000, 1010, 1020, 1030, 1040], [3000, 3050, 3100, 3150, 3200])},
+        {"crash": (0, 246)})
+    verdicts = grid_verdicts({"spec": "paper", "grids": [grid]}, runs)
+    c, *rest = claims(verdicts)
+    assert c.metric == "lag_record_s", c.text
+    assert "has the lowest lag" in c.text, c.text
+    assert "Partitions moved 0 against 246 on every seed." in c.text, c.text
+    # the count's own sentence, if any, after the cost's
+    assert all(x.metric == "resources_moved" for x in rest)
+
+
+def test_a_count_sentence_without_a_cost_says_on_every_seed_not_a_median() -> None:
+    from groupcoord.lab.verdict import claims
+
+    # the lag ties (the same on both): the count is the grid's only mark, said on every seed
+    grid = {"name": "consumers", "protocols": ["classic:eager", "classic:cooperative"],
+            "scenarios": ["crash"], "metrics": ["resources_moved", "lag_record_s"],
+            "seeds": 5}
+    same = [1000, 1010, 1020, 1030, 1040]
+    runs = _count_and_cost_runs({"crash": (same, same)}, {"crash": (0, 246)})
+    (c,) = claims(grid_verdicts({"spec": "paper", "grids": [grid]}, runs))
+    assert c.metric == "resources_moved"
+    assert "on every one of 5 seeds" in c.text and "medians of" not in c.text, c.text
+
+
+def test_a_grid_named_after_a_workload_is_not_quoted_by_a_limit_naming_the_workload() -> None:
+    from groupcoord.lab.verdict import Claim, quotes
+
+    c = Claim("consumers", "x.", "", "lag_peak", "scale-out", 10, "a", "b",
+              caveats=("was not tested with spread heartbeats (field-costs-hbspread ran "
+                       "scale-out at 10 members on field-costs only)",))
+    assert not quotes(c, "field-costs")
+    assert quotes(c, "field-costs-hbspread")
+
+
+def test_separated_needs_both_seed_sets_and_a_rare_bad_seed_is_quoted_with_the_mean() -> None:
+    from groupcoord.lab.verdict import PAIRED_MARK, claims
+
+    # eager's first set: four seeds near 2 record·s and one barrier wait (250: the event
+    # landed inside the heartbeat burst); cooperative's ranges sit apart from eager's within
+    # each set (400-410 on the first, 208-216 on the fresh), but the union's do not (250 is
+    # above 208): the win rests on the sign test, ☆, not ★
+    eager = [1.0, 2.0, 3.0, 4.0, 250.0, *(1.0, 2.0, 3.0, 4.0, 5.0)]  # first, fresh
+    coop = [400.0, 402.0, 405.0, 408.0, 410.0, *(208.0, 210.0, 212.0, 214.0, 216.0)]
+    grid = {"name": "crossover", "protocols": ["classic:eager", "classic:cooperative"],
+            "scenarios": ["scale-out"], "metrics": ["lag_record_s"], "seeds": 5,
+            "confirm_seeds": 5}
+    runs = [{"protocol": p, "scenario": "scale-out", "size": 8, "members": 8,
+             "workload": "1x32", "fault_rate": 0.0, "seed": 100 + s, "replicate": s,
+             "ok": True, "caught_up": True, "noop_events": 0, "settings_json": "{}",
+             "lag_record_s": vals[s]}
+            for p, vals in (("classic:eager", eager), ("classic:cooperative", coop))
+            for s in range(10)]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [grid]}, runs)
+    (mv,) = g.rows[0].metrics
+    assert mv.verdict == "best" and mv.best == ("classic:eager",)
+    assert mv.again is not None and mv.again.verdict == "best" and not mv.again.paired
+    assert mv.paired, "the union of the two sets overlaps: not separated"
+    (c,) = claims([g])
+    assert c.text.split(": ", 1)[1].startswith(PAIRED_MARK), c.text
+    # the mean (52 record·s) is over 2x the median (3): the sentence quotes it beside the
+    # median, and the worst seed (its seeds split: the outcome of 1 seed in 5)
+    assert "250 record·s on 1 of 5 seeds" in c.text, c.text
+    assert "median of all 5: 3 record·s, mean 52 record·s)" in c.text, c.text
+
+
+def test_a_control_difference_is_paired_by_seed_and_a_negative_one_is_said() -> None:
+    from groupcoord.lab.verdict import claims
+
+    eager, coop, uniform = "classic:eager", "classic:cooperative", "consumer:uniform"
+    # resource downtime (s) by replicate, each protocol's row and its control row: eager pays
+    # the long poll on every seed; cooperative's per-seed differences (-330, -320, +100, +190,
+    # +180: median +100) are not its medians' difference (300 - 320 = -20); KIP-848's control
+    # costs more than its row on every seed (by 30 s)
+    down = {("join-in-long-poll", eager): [900, 950, 1000, 1050, 1100],
+            ("join-after-catch-up", eager): [300, 310, 320, 330, 340],
+            ("join-in-long-poll", coop): [100, 200, 300, 400, 500],
+            ("join-after-catch-up", coop): [430, 520, 200, 210, 320],
+            ("join-in-long-poll", uniform): [100, 200, 300, 400, 500],
+            ("join-after-catch-up", uniform): [130, 230, 330, 430, 530]}
+    runs = [{"protocol": p, "scenario": sc, "size": 10, "members": 10, "workload": "long-poll",
+             "fault_rate": 0.0, "seed": hash((sc, s)) % 10_000, "replicate": s, "ok": True,
+             "caught_up": True, "noop_events": 0, "settings_json": "{}",
+             "resource_downtime_ms": 1000.0 * v}
+            for (sc, p), vals in down.items() for s, v in enumerate(vals)]
+    grid = {"name": "long-poll", "protocols": [eager, coop, uniform],
+            "scenarios": ["join-in-long-poll", "join-after-catch-up"],
+            "workloads": ["long-poll"], "seeds": 5, "metrics": ["resource_downtime_ms"]}
+    c = next(c for c in claims(grid_verdicts({"spec": "paper", "grids": [grid]}, runs))
+             if c.scenario == "join-in-long-poll")
+    assert "row minus its join-after-catch-up row per seed" in c.text, c.text
+    assert f"{coop} +100" in c.text and f"{uniform} -30" in c.text, c.text
+    assert f"{uniform}'s control costs more, by 30 resource·s: it differs by more than the " \
+        "long poll." in c.text, c.text
+
+
+def test_a_sweep_with_one_winner_at_every_value_says_there_is_no_crossover() -> None:
+    from groupcoord.lab.report import sweep_line
+    from groupcoord.lab.verdict import claims
+
+    loads = ["1x32-p10ms-20pct", "1x32-p10ms-30pct", "1x32-p10ms-40pct"]
+    eager, coop = "classic:eager", "classic:cooperative"
+    grid = {"name": "crossover-10ms", "protocols": [eager, coop], "scenarios": ["scale-out"],
+            "workloads": loads, "metrics": ["lag_record_s"], "seeds": 5,
+            "question": "From which load on does each protocol cost the least lag?"}
+    # eager lowest at every load: the sweep has no crossover
+    runs = [{"protocol": p, "scenario": "scale-out", "size": 8, "members": 8, "workload": w,
+             "fault_rate": 0.0, "seed": s, "ok": True, "caught_up": True, "noop_events": 0,
+             "settings_json": "{}", "lag_record_s": (1.0 if p == eager else 500.0) + s,
+             "busy_pct": float(w.rsplit("-", 1)[1].removesuffix("pct"))}
+            for p in (eager, coop) for w in loads for s in range(5)]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [grid]}, runs)
+    assert g.parameter is not None
+    (c,) = claims([g])
+    assert "the same winner from 20 to 40 % busy: no crossover in the sweep" in c.text, c.text
+    line = sweep_line(g)
+    assert "scale-out, 8 members: classic:eager, the same winner from 20 to 40 % busy: no " \
+        "crossover in the sweep" in line, line
+
+
+def test_an_eager_win_opens_with_its_aligned_heartbeats_and_the_1s_spread() -> None:
+    from groupcoord.lab.verdict import MAX_WORDS, claims, fit, labelled_words, stable_drift
+
+    eager, coop = "classic:eager", "classic:cooperative"
+    plain = {"name": "field-costs", "protocols": [eager, coop], "scenarios": ["rolling-bounce"],
+             "metrics": ["lag_record_s"], "seeds": 5}
+    labels = [f"{p}@hbspread{s}" for s in ("1s", "3s") for p in (eager, coop)]
+    spread = {**plain, "name": "field-costs-hbspread", "protocols": labels}
+
+    def run(p: str, s: int, lag: float) -> dict[str, Any]:
+        return {"protocol": p, "scenario": "rolling-bounce", "size": 10, "members": 10,
+                "workload": "field-costs", "fault_rate": 0.0, "seed": s, "ok": True,
+                "caught_up": True, "noop_events": 0, "settings_json": "{}",
+                "lag_record_s": lag}
+
+    # aligned: eager 4,904 against cooperative 8,212; spread by 1 s: the two overlap (eager's
+    # mark goes); by 3 s cooperative separates
+    rows = [run(p, s, (4904.0 if p == eager else 8212.0) + s) for p in (eager, coop)
+            for s in range(5)]
+    for lb in labels:
+        one = lb.endswith("1s")
+        base = (3750.0 if lb.startswith(eager) else 3289.0) if one else \
+            (19603.0 if lb.startswith(eager) else 12132.0)
+        rows += [run(lb, s, base + (150.0 if one else 10.0) * (s - 2)) for s in range(5)]
+    verdicts = grid_verdicts({"spec": "paper", "grids": [plain, spread]}, rows)
+    c = next(c for c in claims(verdicts) if c.grid == "field-costs")
+    lo, hi = stable_drift() or (0.0, 0.0)
+    assert hi > lo > 0  # the wire's stored stable-group rows
+    # the condition first, the wire's drift and the 1 s spread's finding in the same sentence
+    assert c.text.startswith(
+        f"Only with all heartbeats aligned (as right after a rebalance; real clients drift "
+        f"{lo:.1f}\u2013{hi:.1f} s apart once stable; at a 1 s spread: not separated"), c.text
+    assert c.text.index("at a 1 s spread") < c.text.index("has the lowest lag")
+    # the spread clause after the claim is in the note, not said twice
+    assert "With heartbeats spread" not in c.text and "With heartbeats spread" in c.full
+    assert labelled_words(fit(c, labelled_words)) <= MAX_WORDS

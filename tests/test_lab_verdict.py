@@ -598,7 +598,8 @@ def test_a_crossover_prints_each_limit_clause_once_and_says_where_it_holds() -> 
     assert c.full.count(late) == 1, c.full
     # the sentence says each limit's gist; the note under it holds every clause once
     assert c.text.endswith(
-        "classic:eager at 20, 30, 40 % busy (the mark holds only while no member is 2 s late "
+        "classic:eager, the same winner from 20 to 40 % busy: no crossover in the sweep (the "
+        "mark holds only while no member is 2 s late "
         "at the rebalance; at 40 % busy: the mark holds only with aligned heartbeats; note "
         "below).")
     assert c.caveats == (f"classic:eager at 20, 30, 40 % busy: the mark {late}; at 40 % busy: "

@@ -894,6 +894,21 @@ def _cell_text(m: Metric, c: Any) -> tuple[str, str]:
     return _v(m, c.median), "; ".join(x for x in (_range(m, c), raw) if x)
 
 
+def sweep_line(g: GridVerdict) -> str:
+    """Under a sweeping grid's description, what its sweep found on its first metric, computed
+    from the rows (``lab.verdict.sweep_findings``): where one winner holds at every value,
+    that the sweep has no crossover (a description asking "the load at which each protocol
+    starts to win" is a question, not a finding)."""
+    from groupcoord.lab.verdict import sweep_findings
+
+    found = sweep_findings(g)
+    if not found:
+        return ""
+    m = next((x for x in g.metrics), None)
+    what = short_label(m, g.excess) if m is not None else ""
+    return f"What the sweep found ({what}, computed from the rows): " + "; ".join(found) + "."
+
+
 def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | None = None,
                  why: Sequence[str] = (), cell_note: Any = None,
                  extra_column: Any = None) -> str:
@@ -907,6 +922,8 @@ def verdict_html(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] 
         parts.append(f"<p class='q'>{html.escape(g.question)}</p>")
     if g.description and g.description != g.question:
         parts.append(f"<p>{html.escape(g.description)}</p>")
+    if sweep_line(g):
+        parts.append(f"<p>{html.escape(sweep_line(g))}</p>")
     if connect_kafka_note(g):
         parts.append(f"<p>{html.escape(connect_kafka_note(g))}</p>")
     if task_pool_line(g, loads):
@@ -981,6 +998,8 @@ def verdict_md(g: GridVerdict, loads: dict[tuple[Any, ...], Load | TaskTimes] | 
         lines += [f"*{g.question}*", ""]
     if g.description and g.description != g.question:
         lines += [g.description, ""]
+    if sweep_line(g):
+        lines += [sweep_line(g), ""]
     if connect_kafka_note(g):
         lines += [connect_kafka_note(g), ""]
     if task_pool_line(g, loads):
@@ -1615,7 +1634,8 @@ def control_words(g: GridVerdict, r: VerdictRow) -> str:
 
     return (f"the chart's values are each row's totals; the cost as the grid defines it is "
             f"each protocol's row "
-            f"minus its {CONTROL_SCENARIOS[r.scenario]} row (medians of {r.seeds} seeds): "
+            f"minus its {CONTROL_SCENARIOS[r.scenario]} row per seed (medians of the "
+            f"differences of the same {r.seeds} seeds): "
             + "; ".join(f"{short_label(m, g.excess)} " + ", ".join(
                 f"{p} {signed(m, v)}" for p, v in d.items()) for m, d in costs))
 

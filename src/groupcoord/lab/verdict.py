@@ -266,6 +266,9 @@ class Cell:
     #: A lag cell's raw lag per seed (the run's own, its control's added back), kept only
     #: where the control does not cancel (:func:`uncancelled`).
     raw: dict[int, float] = field(default_factory=dict)
+    #: Each seed's replicate (its place in the grid's seed sets), where the runs say: the key
+    #: that pairs a row's seeds with its control row's (:func:`control_cost`).
+    replicates: dict[int, int] = field(default_factory=dict)
 
     @property
     def split(self) -> bool:
@@ -539,15 +542,37 @@ def confirm(mv: MetricVerdict, again: MetricVerdict) -> MetricVerdict:
     if mv.verdict not in ("best", "tied"):
         return mv
     if again.verdict == mv.verdict and set(again.best) == set(mv.best):
-        return mv
+        return union_paired(mv, again)
     if mv.verdict == "tied" and shared_win(again, mv.best):
         # the tied group wins on both sets (round 15: KIP-848's two assignors against every
         # classic protocol, "not confirmed" only because they tie each other on fresh seeds)
         mv.shared = True
-        return mv
+        return union_paired(mv, again)
     for c in mv.cells.values():
         c.mark = ""
     mv.verdict = "unconfirmed"
+    return mv
+
+
+def union_paired(mv: MetricVerdict, again: MetricVerdict) -> MetricVerdict:
+    """A confirmed mark is ★ (separated) only where the ranges stay apart over the union of
+    the first and fresh seed sets: else :data:`PAIRED_MARK`, the win resting on the paired
+    sign test (the seventeenth outside review: eager's rare JoinGroup barrier wait, about one
+    seed in 30, put a fresh seed of its ★ cell inside cooperative's range)."""
+    if mv.paired:
+        return mv
+    m = mv.metric
+    for p in mv.best:
+        for q in mv.beaten:
+            a = [*mv.cells[p].values.values(), *(again.cells[p].values.values()
+                                                 if p in again.cells else ())]
+            b = [*mv.cells[q].values.values(), *(again.cells[q].values.values()
+                                                 if q in again.cells else ())]
+            if not beats(a, b, m):
+                mv.paired = True
+                for c in mv.best:
+                    mv.cells[c].paired = True
+                return mv
     return mv
 
 
@@ -746,7 +771,10 @@ def cells_of(rs: Sequence[Mapping[str, Any]], protocols: Sequence[str], m: Metri
             raw = {int(r.get("seed") or 0): float(r[m.column]) + float(r[control]) for r in rs
                    if control and r["protocol"] == p and r.get(m.column) is not None
                    and r.get(control) is not None}
-            cells[p] = Cell(vals, raw=raw)
+            reps = {int(r.get("seed") or 0): int(r["replicate"]) for r in rs
+                    if r["protocol"] == p and r.get(m.column) is not None
+                    and r.get("replicate") is not None}
+            cells[p] = Cell(vals, raw=raw, replicates=reps)
     return cells
 
 
@@ -1513,7 +1541,8 @@ def mark_size_dependence(rows: Sequence[VerdictRow], protocols: Sequence[str] = 
     """Where a scenario's ★ on a metric names a different winner at another size (the same
     workload, fault rate and swept value), every row of that scenario and metric says each
     size's mark (:attr:`MetricVerdict.by_size`): a ★ at one size is no ranking at the others
-    (worker-bounce-d30s's task downtime: sessioned at 12 workers, eager at 3 and 6)."""
+    (worker-bounce-d30s's task downtime: sessioned at 12 workers, eager at 3 and 6). Each
+    size's mark is its own star (:func:`star`): ☆ where that win rests on the sign test."""
     word = ("workers" if protocols and all(family(p) in _CONNECT_FAMILIES for p in protocols)
             else "members")
     groups: dict[tuple[Any, ...], list[VerdictRow]] = defaultdict(list)
@@ -1532,10 +1561,10 @@ def mark_size_dependence(rows: Sequence[VerdictRow], protocols: Sequence[str] = 
                     continue
                 verdicts.append(mv)
                 if mv.verdict == "best" and len(mv.best) == 1:
-                    marks[f"\u2605 {mv.best[0]}"].append(r.size)
+                    marks[f"{star(mv)} {mv.best[0]}"].append(r.size)
                 else:
                     marks["no \u2605"].append(r.size)
-            winners = [k for k in marks if k != "no \u2605"]
+            winners = {k.split(" ", 1)[1] for k in marks if k != "no \u2605"}
             if len(winners) < 2:
                 continue
             text = "; ".join(f"{k} at {', '.join(str(n) for n in sizes)} {word}"
@@ -1850,8 +1879,11 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
         movable.append((tie, "",
                         f"the tied best's medians and ranges: {'; '.join(each)}"))
     rated = throughput(m, row.rate, b.median, w.median)
-    text = (f"{where}: {lead} against {_quote(m, w)} for {nm(worse)} (the runner-up), medians of "
-            f"{n} seeds{rated}.")
+    # an assignor's count the same on every seed of each protocol named: no median to take
+    over = (f"on every one of {n} seeds" if assignor_count(m.column) and constant_cells(
+        [mv.cells[p] for p in (*mv.best, worse)]) else f"medians of {n} seeds")
+    text = (f"{where}: {lead} against {_quote(m, w)} for {nm(worse)} (the runner-up), {over}"
+            f"{rated}.")
     if rated:
         # the lag restated in the group's production: the note may hold it, before the
         # mark's limit
@@ -1890,6 +1922,18 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
 MAX_WORDS = 60
 
 
+#: A movable clause (:attr:`Claim.movable`) that stands for whatever sentence is last in the
+#: text when :func:`fit` reaches it (its first sentence, the claim, stays).
+LAST_SENTENCE = "\x01last sentence"
+#: One that stands for a crossover's last grid's clauses (``; [grid] ...``), the first grid's
+#: staying.
+LAST_BRACKET = "\x01last bracket"
+#: :data:`LAST_SENTENCE`, a "Worse on" sentence included.
+ANY_LAST_SENTENCE = "\x01any last sentence"
+#: One that stands for the seed ranges the sentence quotes beside its medians.
+RANGES = "\x01ranges"
+
+
 def fit(c: Claim, count: Callable[[Claim], int] | None = None,
         budget: int = MAX_WORDS) -> Claim:
     """The sentence within ``budget`` words (``count``: how the page counts them, the
@@ -1903,6 +1947,33 @@ def fit(c: Claim, count: Callable[[Claim], int] | None = None,
         c = replace(c, text=merge_alike(c.text))
         if size(c) <= budget:
             break
+        if frag in (LAST_SENTENCE, ANY_LAST_SENTENCE):
+            # the sentence's last sentence but its first, whole, to the note; one naming a
+            # cost the winner is worse on (:func:`weakest_metric`) only as the last resort
+            parts = re.split(r"(?<=\.)\s+(?=[A-Z])", c.text.strip())
+            k = next((j for j in range(len(parts) - 1, 0, -1)
+                      if frag == ANY_LAST_SENTENCE or not parts[j].startswith("Worse on")),
+                     None)
+            if k is not None:
+                c = replace(c, text=" ".join(parts[:k] + parts[k + 1:]),
+                            caveats=(*c.caveats, parts[k].rstrip(".")))
+            continue
+        if frag == RANGES:
+            # the claim's seed ranges, each with the median it goes with, to the note
+            pat = re.compile(r"([\d.,]+(?: [^\s()]+)?) \((?:range )?([\d.,]+\u2013[^()]*)\)")
+            got = pat.findall(c.text)
+            if got:
+                c = replace(c, text=pat.sub(r"\1", c.text), caveats=(
+                    *c.caveats, "the seeds' ranges: " + "; ".join(
+                        f"{med}: {rng}" for med, rng in got)))
+            continue
+        if frag == LAST_BRACKET:
+            # a crossover's last grid's clauses (``; [grid] ...``) but its first, to the note
+            seg = re.search(r"; (\[[^\]]+\] [^\[]*?)(?=\.\s*$)", c.text)
+            if seg:
+                c = replace(c, text=c.text[:seg.start()] + c.text[seg.end():],
+                            caveats=(*c.caveats, seg[1]))
+            continue
         if frag not in c.text:
             continue
         text = c.text.replace(frag, stand_in, 1)
@@ -2011,7 +2082,7 @@ def _quote(m: Metric, c: Cell, lead: str = "") -> str:
     the typical one (the outcome most seeds gave; none when two gave as many): a sentence
     never headlines one outcome of a split as the cell's number."""
     if not c.split:
-        return f"{m.fmt(c.median)}{_range(m, c, lead)}"
+        return f"{m.fmt(c.median)}{_range(m, c, lead)}{rare_tail(m, c)}"
     n = sum(len(o) for o in c.outcomes)  # the seeds the outcomes were found over
     each = " and ".join(f"{m.fmt(statistics.median(o))} on {len(o)} of {n} seeds"
                         for o in c.shown)
@@ -2023,7 +2094,35 @@ def _quote(m: Metric, c: Cell, lead: str = "") -> str:
     # count both sets' seeds: the median says its own seeds
     which = (f"all {n}" if len(c.values) == n
              else f"the first seed set's {len(c.values)}")
-    return f"{each} (its seeds split; {typical}; median of {which}: {m.fmt(c.median)})"
+    mean = f", mean {m.fmt(statistics.fmean(c.values.values()))}" if rare_tail(m, c) else ""
+    return f"{each} (its seeds split; {typical}; median of {which}: {m.fmt(c.median)}{mean})"
+
+
+#: A cell's mean over this many times its median: a rare bad seed the median hides, quoted.
+MEAN_OVER_MEDIAN = 2.0
+
+
+def rare_tail(m: Metric, c: Cell) -> str:
+    """A sentence's words for a cell whose mean is over :data:`MEAN_OVER_MEDIAN` times its
+    median (a rare bad outcome the median hides: eager's JoinGroup barrier wait when an event
+    lands inside the classic heartbeat burst) whose worst seed is beyond the metric's floor
+    from the median: " (mean X, worst seed Y: k of n seeds beyond 2x the median)"; nothing
+    otherwise (a higher-is-better metric's worst is its lowest). A split cell's outcomes
+    already say the worst and how often: its text adds the mean (:func:`_quote`)."""
+    vals = list(c.values.values())
+    if len(vals) < 2:
+        return ""
+    med, mean = c.median, statistics.fmean(vals)
+    worst = max(vals) if m.lower_is_better else min(vals)
+    bad = mean > MEAN_OVER_MEDIAN * med if m.lower_is_better else \
+        mean * MEAN_OVER_MEDIAN < med
+    if not bad or med < 0 or abs(worst - med) <= m.floor:
+        # (a worst seed within the metric's floor of the median is no outcome that counts)
+        return ""
+    far = sum(1 for v in vals if (v > MEAN_OVER_MEDIAN * med if m.lower_is_better
+                                  else v * MEAN_OVER_MEDIAN < med))
+    return (f" (mean {m.fmt(mean)}, worst seed {m.fmt(worst)}: {far} of {len(vals)} seeds "
+            f"beyond {MEAN_OVER_MEDIAN:g}x the median)")
 
 
 def _range(m: Metric, c: Cell, lead: str = "") -> str:
@@ -2147,9 +2246,17 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
             moves: list[tuple[str, str, str]] = []  # what fit() may give to the note
             # a clause already shortened, shortened again: after every first shortening
             later: list[tuple[str, str, str]] = []
+            # one winner at every value swept: the sweep has no crossover, and says so (the
+            # seventeenth outside review: "the load at which each protocol starts to win"
+            # read as a crossover the sweep never found)
+            same = no_crossover(winners, named)
             for w in dict.fromkeys(w for _, w in winners):
                 xs = ", ".join(number(x or 0.0) for x, v in winners if v == w)
                 part = f"{w or 'no protocol separated from all the rest'} at {xs}{x_unit}"
+                if same:
+                    part = f"{w}, {same_winner_words(winners, x_unit)}"
+                    # over 60 words, the short form
+                    moves.append((part, f"{w} at {xs}{x_unit} (no crossover)", ""))
                 if w is not None and w.startswith(NOT_TESTED):
                     why = w.removeprefix(NOT_TESTED)
                     parts.append(f"{NOT_TESTED} at {xs}{x_unit}{why}")
@@ -2241,6 +2348,63 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
                              movable=(*(mv for mv in moves if mv[1]), *later,
                                       *(mv for mv in moves if not mv[1]))))
     return _crossover_texts(g, _merge_sizes(out))
+
+
+#: What a sweep with one winner at every value says (:func:`same_winner_words`).
+NO_CROSSOVER = "no crossover in the sweep"
+
+
+def no_crossover(winners: Sequence[tuple[float | None, str | None]],
+                 named: Collection[str]) -> bool:
+    """Whether a sweep's marks (per value swept, its winner's words) name one winner at every
+    value, at two or more values: the sweep found no crossover."""
+    ws = {w for _, w in winners}
+    return len(winners) > 1 and len(ws) == 1 and next(iter(ws)) in named
+
+
+def same_winner_words(winners: Sequence[tuple[float | None, str | None]], x_unit: str) -> str:
+    """"the same winner from 20 to 40 % busy: no crossover in the sweep"."""
+    xs = sorted(x or 0.0 for x, _ in winners)
+    return f"the same winner from {number(xs[0])} to {number(xs[-1])}{x_unit}: {NO_CROSSOVER}"
+
+
+def sweep_findings(g: GridVerdict) -> list[str]:
+    """Per scenario and size of a grid that sweeps a parameter, on its question's first
+    metric, whether the winner changes within the sweep, computed from the rows: "scale-out,
+    8 members: classic:eager, the same winner from 20 to 40 % busy: no crossover in the
+    sweep", or the values where the marked winner changes. Empty for a grid that sweeps
+    nothing (the grid's section prints these under its description)."""
+    if g.parameter is None or not g.metrics:
+        return []
+    x_unit = X_NAMES.get(g.parameter, (g.parameter, ""))[1]
+    i = next((k for k, m in enumerate(g.metrics) if not task_time_input(g, m)), None)
+    if i is None:
+        return []
+    # a swept timing's rows differ by workload too: each workload its own sweep
+    by: dict[tuple[str, int, str], list[VerdictRow]] = defaultdict(list)
+    for row in g.rows:
+        if row.x is not None and len(row.metrics) > i:
+            by[(row.scenario, row.size, row.workload if row.timing else "")].append(row)
+    out = []
+    for (scenario, size, work), rows in by.items():
+        rows = sorted(rows, key=lambda r: r.x or 0.0)
+        if len(rows) < 2:
+            continue
+        winners = [(r.x, " and ".join(sorted(r.metrics[i].best))
+                    if r.metrics[i].verdict in ("best", "tied") and r.metrics[i].beaten
+                    else None) for r in rows]
+        named = {w for _, w in winners if w}
+        where = (f"{scenario}, {size} {member_word(scenario, g.protocols)}"
+                 + (f", {work}" if work else ""))
+        if no_crossover(winners, named):
+            out.append(f"{where}: {winners[0][1]}, {same_winner_words(winners, x_unit)}")
+        elif named:
+            each = "; ".join(f"{number(x or 0.0)}{x_unit}: {w or 'none separated'}"
+                             for x, w in winners)
+            out.append(f"{where}: the marked winner by value ({each})")
+        else:
+            out.append(f"{where}: no protocol separated at any value")
+    return out
 
 
 def _merge_sizes(found: Sequence[Claim]) -> list[Claim]:
@@ -2410,7 +2574,11 @@ CLAIM_RULE = (
     "another grid's marks hold is answered by the limit those marks carry in their "
     "sentences) gets one sentence: its grid's strongest win, or, where no protocol "
     "separates in any of its rows, that there is no difference. Then, in each grid, "
-    "every protocol that wins in the grid's first metric (its question's) gets its strongest "
+    "every protocol that wins in the grid's first cost metric a protocol separates on (its "
+    "question's: task downtime, lag, stall, time to converge or balance; an assignor's "
+    "count, partitions moved or task restarts, ranks after every cost of its grid and is "
+    "quoted as a clause of the cost's sentence, \"on every seed\" where it never varies; a "
+    "topic's growth after a member's change) gets its strongest "
     "win there, a shared win counting for each protocol sharing it "
     "(a grid that sweeps a parameter instead says, per scenario, where its first metric's "
     "winner changes, protocols tied for it named together, the sizes where it reads alike "
@@ -2483,13 +2651,59 @@ def phase_draw(scenario: str, mv: MetricVerdict) -> bool:
         len(mv.cells[p].values) < PHASE_MIN_SEEDS for p in named)
 
 
+#: The strength a count's candidate ranks at where its grid has a cost candidate
+#: (:func:`_candidates`): after every cost, before an assignor's win.
+COUNT_RANK = -0.5
+
+
+def assignor_count(column: str) -> bool:
+    """Whether a metric is a count the protocol's assignor decides (``lab.calibrate.
+    ASSIGNOR_COUNTS``: partitions moved, task restarts): the same on every seed where the
+    assignment is, so its ratio (0 against 256) outranks any cost's and answers no question
+    of what a change costs."""
+    from groupcoord.lab.calibrate import ASSIGNOR_COUNTS
+
+    return column in ASSIGNOR_COUNTS
+
+
+def headline_metric(g: GridVerdict, columns: Collection[str]) -> str:
+    """The metric a grid's sentences lead with, of the ``columns`` its candidates mark: the
+    first of its question's metrics that is a cost (task downtime, excess lag, stall, time to
+    converge or balance; not an assignor's count, :func:`assignor_count`) on which a protocol
+    separates; the question's first metric where none does (the seventeenth outside review:
+    "0 against 256 restarts" headlined the grid that asks what a change costs)."""
+    order = [m.column for m in g.metrics]
+    costs = [c for c in order if c in columns and not assignor_count(c)]
+    return costs[0] if costs else (order[0] if order else "")
+
+
 def _candidates(g: GridVerdict) -> list[tuple[float, Claim, tuple[str, ...]]]:
     """A grid's candidate sentences with their effect sizes: per scenario and question metric
-    the marked difference of the size with the largest effect."""
-    # a win the loser's assignor makes (eager with range loses, eager with another assignor
-    # among the winners) answers no question of protocols: after every other candidate
-    return [(-1.0 if assignor_win(mv) else st, _claim(g, row, mv), mv.best)
-            for st, row, mv in _scored(g, g.rows)]
+    the marked difference of the size with the largest effect. Where the grid has a cost
+    candidate, a count's (:func:`assignor_count`) ranks after every cost
+    (:data:`COUNT_RANK`), its figure a clause of the cost's sentence (:func:`count_clause`);
+    a topic's growth ranks after a member's change of the same kind (a grid asking what a
+    member change costs is answered by one)."""
+    scored = _scored(g, g.rows)
+    has_cost = any(not assignor_count(mv.metric.column) for _, _, mv in scored)
+    changes = any(not _growth(row.scenario) for _, row, _ in scored)
+    out = []
+    for st, row, mv in scored:
+        if assignor_win(mv):
+            # a win the loser's assignor makes (eager with range loses, eager with another
+            # assignor among the winners) answers no question of protocols: after every other
+            st = -1.0
+        elif has_cost and assignor_count(mv.metric.column):
+            st = COUNT_RANK
+        elif changes and _growth(row.scenario) and st > 0:
+            # a topic's growth after every member change of its kind (cost or count)
+            st = st / (1 + st)
+        out.append((st, _claim(g, row, mv), mv.best))
+    return out
+
+
+def _growth(scenario: str) -> bool:
+    return any(x in scenario for x in GROWTH_SCENARIOS)
 
 
 def assignor_win(mv: MetricVerdict) -> bool:
@@ -2629,7 +2843,7 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
             continue  # a companion grid's reading joins its parent's sentence only
         cands = sorted(_candidates(g), key=lambda sc: (-sc[0], sc[1].scenario, sc[1].metric))
         seen: set[str] = set()
-        lead = g.metrics[0].column if g.metrics else ""
+        lead = headline_metric(g, {c.metric for _, c, _ in cands})
         for st, c, winners in cands:
             won[id(c)] = frozenset(winners)
             # a win shared by tied protocols counts for each of them; a grid's headlines are
@@ -2783,11 +2997,25 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     # but the growth's cause to go
     # a growth row's lag the fitted sentence still quotes: its upper bound said last, kept
     # (outside the word budget, as the cell's lag a count's sentence quotes)
-    out = [fit_growth(against_control(discovery_cause(aligned_heartbeats(
-        spread_condition(weakest_metric(late_flip(adverse_row(closer_elsewhere(c, verdicts),
-                                                              verdicts), verdicts), verdicts),
-                         verdicts), verdicts), verdicts), verdicts), verdicts, labelled_words)
-           for c in ordered[:limit]]
+    def pipeline(c: Claim) -> Claim:
+        c = count_clause(closer_elsewhere(c, verdicts), verdicts)
+        # an eager win that needs aligned heartbeats opens with that condition, which says
+        # the spread's finding: the spread clauses after the claim go to the note
+        opened = eager_condition(c, verdicts)
+        opens = opened is not c
+        for step in (adverse_row, late_flip, weakest_metric, spread_condition,
+                     aligned_heartbeats, discovery_cause, against_control):
+            if opens and step in (spread_condition, aligned_heartbeats):
+                said = step(c, verdicts)
+                extra = said.text[len(c.text):].strip()
+                c = replace(c, caveats=(*c.caveats, extra.rstrip("."))) if extra else c
+                continue
+            c = step(c, verdicts)
+        if opens:
+            c = opened_fit(c, opened.text.partition("\x00")[0])
+        return fit_growth(c, verdicts, labelled_words)
+
+    out = [pipeline(c) for c in ordered[:limit]]
     order = {g.name: i for i, g in enumerate(verdicts)}
     out.sort(key=lambda c: order.get(c.grid, 0))
     return out
@@ -2832,14 +3060,30 @@ def fit_growth(c: Claim, verdicts: Sequence[GridVerdict],
 #: disturbance without the mechanism under test (the long-poll grid: a member joins inside
 #: c3's long poll, or the same join once c3 has caught up; both contain c3's restart).
 CONTROL_SCENARIOS = {"join-in-long-poll": "join-after-catch-up"}
+#: What each such scenario adds to its control (the mechanism its difference measures).
+CONTROL_MECHANISM = {"join-in-long-poll": "the long poll"}
+
+
+def paired_difference(a: Cell, b: Cell) -> tuple[float, int] | None:
+    """The median of the per-seed difference ``a - b`` over the seeds both cells ran (paired
+    by replicate, a scenario's seed numbers being its own; by seed where the runs carry no
+    replicate), and how many: None where they share none. A difference of medians pairs no
+    seed with its own control (the seventeenth outside review, S11)."""
+    ka = {a.replicates.get(s, s): v for s, v in a.values.items()}
+    kb = {b.replicates.get(s, s): v for s, v in b.values.items()}
+    common = sorted(set(ka) & set(kb))
+    if not common:
+        return None
+    return statistics.median(ka[k] - kb[k] for k in common), len(common)
 
 
 def control_cost(g: GridVerdict, row: VerdictRow
                  ) -> list[tuple[Metric, dict[str, float]]] | None:
     """Per metric of ``g`` (resource downtime, excess lag, lag peak: each that a protocol's
-    difference takes beyond the metric's floor), each protocol's median in ``row`` minus its
-    median in the control row (:data:`CONTROL_SCENARIOS`, same size and workload); None
-    where ``row``'s scenario has no control row in ``g``."""
+    difference takes beyond the metric's floor), each protocol's paired difference between
+    ``row`` and the control row (:data:`CONTROL_SCENARIOS`, same size and workload): the
+    median of its per-seed differences (:func:`paired_difference`); None where ``row``'s
+    scenario has no control row in ``g``."""
     control = CONTROL_SCENARIOS.get(row.scenario)
     ctl = next((r for r in g.rows if (r.scenario, r.size, r.workload)
                 == (control, row.size, row.workload)), None)
@@ -2850,9 +3094,9 @@ def control_cost(g: GridVerdict, row: VerdictRow
         cv = next((x for x in ctl.metrics if x.metric.column == mv.metric.column), None)
         if cv is None or task_time_input(g, mv.metric):
             continue
-        diff = {p: mv.cells[p].median - cv.cells[p].median for p in ranked(g.protocols)
-                if p in mv.cells and p in cv.cells and mv.cells[p].values
-                and cv.cells[p].values}
+        diff = {p: d[0] for p in ranked(g.protocols)
+                if p in mv.cells and p in cv.cells
+                and (d := paired_difference(mv.cells[p], cv.cells[p])) is not None}
         if diff and any(abs(d) > mv.metric.floor for d in diff.values()):
             out.append((mv.metric, diff))
     return out
@@ -2885,9 +3129,27 @@ def against_control(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     parts = [f"{short_label(m, g.excess)} " + ", ".join(
         (f"{p} " if j == 0 else "") + _signed(m, d.get(p, math.nan)) for p in protocols)
         + (f" {m.unit}" if m.unit else "") for j, (m, d) in enumerate(costs)]
+    ctl = next((r for r in g.rows if (r.scenario, r.size, r.workload)
+                == (control, row.size, row.workload)), None)
+    m0 = costs[0][0]
+    pairs = [] if ctl is None else [
+        d[1] for mv in row.metrics if mv.metric.column == m0.column
+        for cv in ctl.metrics if cv.metric.column == m0.column
+        for p in protocols if p in mv.cells and p in cv.cells
+        and (d := paired_difference(mv.cells[p], cv.cells[p])) is not None]
+    n = min(pairs, default=row.seeds)
     text = (f"{c.scenario}, {c.size:,} {member_word(c.scenario, g.protocols)} ({g.name}): "
-            f"the cost as the grid defines it, each protocol's row minus its {control} row, "
-            f"medians of {row.seeds} seeds: " + "; ".join(parts) + ".")
+            f"each protocol's row minus its {control} row per seed, medians over {n} seeds: "
+            + "; ".join(parts) + ".")
+    # a negative difference: that protocol's control costs more than its row, so the
+    # control differs from the row by more than the mechanism under test
+    what = CONTROL_MECHANISM.get(c.scenario, "the mechanism under test")
+    for p in protocols:
+        # (by the first metric it is negative on: the sentence's own first)
+        below = [(m, d[p]) for m, d in costs if p in d and d[p] < -m.floor]
+        if below:
+            text += (f" {p}'s control costs more, by {below[0][0].fmt(-below[0][1])}: it "
+                     f"differs by more than {what}.")
     raw = "the raw rows: " + c.text.rstrip(".")
     return replace(c, text=text, caveats=(raw, *c.caveats), movable=())
 
@@ -3123,8 +3385,9 @@ def follow_up(g: GridVerdict) -> bool:
 
 def quotes(c: Claim, grid: str) -> bool:
     """Whether sentence ``c`` names ``grid`` (a mark's limit quoting that grid's finding), in
-    its words or the note under it."""
-    pat = re.compile(rf"(?<![\w-]){re.escape(grid)}(?![\w-])")
+    its words or the note under it. A name after "on " is a workload's ("ran scale-out on
+    field-costs only": the workload the field-costs grid is named after), not the grid's."""
+    pat = re.compile(rf"(?<![\w-])(?<!\bon ){re.escape(grid)}(?![\w-])")
     return any(pat.search(t) for t in (c.text, *c.caveats))
 
 
@@ -3344,6 +3607,104 @@ def spread_condition(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     return replace(c, text=c.text + clause, movable=(*c.movable, *moves))
 
 
+def stable_drift(stable: Sequence[Mapping[str, Any]] | None = None) -> tuple[float, float] | None:
+    """How far apart real classic clients learned of a join after a stable period, from the
+    wire's stored rows (``lab.wire_spread.load_stable``): the lowest median and the largest
+    gap, seconds; None without rows."""
+    rows = [r for r in (load_stable() if stable is None else stable)
+            if r.get("rebalances") and r.get("largest_s") is not None
+            and r.get("median_s") is not None]
+    if not rows:
+        return None
+    return (min(float(r["median_s"]) for r in rows), max(float(r["largest_s"]) for r in rows))
+
+
+#: The heartbeat spread whose finding an eager win's opening condition quotes (ms): about
+#: what real clients drift after a stable period (:func:`stable_drift`).
+OPENING_SPREAD_MS = 1000.0
+
+
+def _eager_outcomes(c: Claim, verdicts: Sequence[GridVerdict]
+                    ) -> list[tuple[float | None, SpreadOutcome]]:
+    """The heartbeat-spread findings (:attr:`MetricVerdict.spread`) of a sentence's eager
+    marks, at :data:`OPENING_SPREAD_MS`: its row's, or a crossover's at each value where an
+    eager protocol is marked."""
+    g = next((v for v in verdicts if v.name == c.grid), None)
+    if g is None:
+        return []
+    sizes = c.sizes or (c.size,)
+    out = []
+    for r in g.rows:
+        if r.scenario != c.scenario or r.size not in sizes \
+                or (not c.head and r.workload != c.workload):
+            continue
+        mv = next((x for x in r.metrics if x.metric.column == c.metric), None)
+        if mv is None or mv.verdict not in ("best", "tied") \
+                or not any(_spread_eager(p) for p in mv.best):
+            continue
+        out += [(r.x, o) for o in mv.spread if o.spread_ms == OPENING_SPREAD_MS]
+    return sorted(out, key=lambda xo: xo[0] or 0.0)
+
+
+def opened_fit(c: Claim, opening: str) -> Claim:
+    """A sentence that opens with its eager condition (:func:`eager_condition`): the clauses
+    that say a spread's finding after the claim repeat the opening and go to the note (their
+    facts there), and every pointer a clause leaves behind ("note below", "(note)") may go
+    last where the sentence still runs over :data:`MAX_WORDS` (its facts are in the note)."""
+    text, caveats, moves = c.text, list(c.caveats), []
+    for frag, stand_in, note in c.movable:
+        if "spread" in frag.lower() and frag in text:
+            text = text.replace(frag, "", 1)
+            if note or frag.strip():
+                caveats.append(note or frag.strip().strip("()").rstrip("."))
+            continue
+        moves.append((frag, stand_in, note))
+    text = re.sub(r"\s*;\s*(?=[;.)\]]|$)", "", text)
+    # the stand-ins that only point at the note: gone once the clauses have moved
+    stubs = [(st, "", "") for _, st, _ in moves if st.strip() and "note" in st
+             and not st.strip().startswith("Worse on")]
+    # then, where the sentence still runs long, its later sentences (the claim's first
+    # stays), last first; a companion grid's clauses of a crossover; the opening's medians
+    later = [(LAST_SENTENCE, "", "")] * len(re.split(r"(?<=\.)\s+(?=[A-Z])", text)[1:])
+    brackets = [(LAST_BRACKET, "", "")] * (len(re.findall(r"; \[[^\]]+\] ", text)))
+    medians = re.search(r"(?<=: not separated) \([^()]*\)(?=\): )", opening)
+    own = [(medians[0], "", "the 1 s spread's medians:" + medians[0].rstrip(")").lstrip(" ("))
+           ] if medians else []
+    return replace(c, text=opening + text, caveats=tuple(caveats),
+                   movable=(*moves, *dict.fromkeys(stubs), *later, *brackets, *own,
+                            (RANGES, "", ""), *[(ANY_LAST_SENTENCE, "", "")] * len(later)))
+
+
+def eager_condition(c: Claim, verdicts: Sequence[GridVerdict],
+                    stable: Sequence[Mapping[str, Any]] | None = None) -> Claim:
+    """An eager win (a classic or Connect eager protocol marked best) whose cell a
+    heartbeat-spread grid also ran opens with its condition: it holds with every member's
+    heartbeat aligned, as right after a rebalance, while real clients drift apart after a
+    stable period (the wire's own rows, :func:`stable_drift`), and what the 1 s spread found
+    (the seventeenth outside review: S7, S9 and S10 stated the limit after the claim). The
+    returned claim's text is the opening, then ``\x00``; ``c`` itself where none applies."""
+    found = _eager_outcomes(c, verdicts)
+    if not found or all(o.held for _, o in found):
+        return c  # (a win the spread keeps: spread_condition says it holds)
+    g = next(v for v in verdicts if v.name == c.grid)
+    m = BY_COLUMN.get(c.metric) or next(x for x in g.metrics if x.column == c.metric)
+    unit = X_NAMES.get(g.parameter or "", ("", ""))[1]
+    kept = [number(x or 0.0) for x, o in found if o.held]
+    lost = [number(x or 0.0) for x, o in found if not o.held]
+    if len(found) == 1:
+        at = found[0][1].words(m)
+    elif kept and lost:
+        at = f"kept at {', '.join(kept)}{unit}, not at {', '.join(lost)}{unit}"
+    else:
+        at = "kept" if kept else "not kept"
+    drift = stable_drift(stable)
+    real = (f"; real clients drift {drift[0]:.1f}\u2013{drift[1]:.1f} s apart once stable"
+            if drift else "")
+    opening = (f"Only with all heartbeats aligned (as right after a rebalance{real}; "
+               f"at a {_secs(OPENING_SPREAD_MS)} spread: {at}): ")
+    return replace(c, text=opening + "\x00")
+
+
 def aligned_heartbeats(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     """A sentence whose winners include a classic eager protocol that loses its mark where
     the classic members' heartbeats are spread (:attr:`MetricVerdict.spread`), or whose cell
@@ -3467,6 +3828,43 @@ def _sig3(v: float) -> float:
     if v == 0:
         return 0.0
     return round(v, 2 - math.floor(math.log10(abs(v))))
+
+
+def constant_cells(cells: Sequence[Cell]) -> bool:
+    """Whether every cell has one value on all its seeds."""
+    return bool(cells) and all(c.values and c.low == c.high for c in cells)
+
+
+def count_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
+    """A cost's sentence adds its cell's assignor counts (:func:`assignor_count`: task
+    restarts, partitions moved) where the same row marks the sentence's winner on them
+    against its runner-up: a clause after the cost, "on every seed" where the count is the
+    same on each seed of both protocols, medians otherwise (the seventeenth outside review: a
+    count headlined a grid that asks what a change costs). The clause may go to the note
+    under the sentence when it runs long."""
+    if assignor_count(c.metric):
+        return c
+    found = _claim_row(c, verdicts)
+    g = next((v for v in verdicts if v.name == c.grid), None)
+    if found is None or g is None or not c.worse:
+        return c
+    row, _ = found
+    said = []
+    for mv in row.metrics:
+        if not assignor_count(mv.metric.column) or mv.verdict not in ("best", "tied") \
+                or c.best not in mv.best or c.worse not in mv.beaten:
+            continue
+        b, w = mv.cells[c.best], mv.cells[c.worse]
+        every = "on every seed" if constant_cells([b, w]) else "(medians)"
+        said.append(f"{short_label(mv.metric, g.excess)} {_pair(mv.metric, b.median, w.median)}"
+                    f" {every}")
+    if not said:
+        return c
+    text = "; ".join(said)
+    clause = f" {text[0].upper()}{text[1:]}."
+    text = c.text.rstrip()
+    return replace(c, text=f"{text}{clause}",
+                   movable=(*c.movable, (clause, "", clause.strip().rstrip("."))))
 
 
 def weakest_metric(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
