@@ -19,6 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Hypothesis's per-example deadline (200 ms) off for every property test: an example's time
+# measures the machine (a first call that loads a data file, a loaded CI runner, 4 s once),
+# not the property, and a deadline failure is then a flaky one. A test that wants a deadline
+# sets its own.
+settings.register_profile("groupcoord", deadline=None)
+settings.load_profile("groupcoord")
 
 # The plugin of groupcoord.testing (also an entry point, pytest11; listed here for a venv whose
 # install predates it). Its module name is its entry point name, so it is loaded once.

@@ -354,3 +354,32 @@ def test_an_eager_win_opens_with_its_aligned_heartbeats_and_the_1s_spread() -> N
     # the spread clause after the claim is in the note, not said twice
     assert "With heartbeats spread" not in c.text and "With heartbeats spread" in c.full
     assert labelled_words(fit(c, labelled_words)) <= MAX_WORDS
+
+
+def test_a_timing_sweep_over_two_workloads_names_each_value_once() -> None:
+    """A grid that sweeps a timing (the heartbeat spread) over two workloads has two rows at
+    each value swept: each workload is its own sweep (as ``sweep_findings`` reads them), never
+    one sweep whose values repeat ("at 3,000, 3,000 ms")."""
+    from groupcoord.lab.verdict import claims
+
+    eager, coop = "classic:eager", "classic:cooperative"
+    labels = [f"{p}@hbspread{s}" for s in ("0s", "3s") for p in (eager, coop)]
+    grid = {"name": "lateness-hbspread", "protocols": labels, "scenarios": ["rolling-bounce"],
+            "workloads": ["ln1.5", "pause"], "metrics": ["lag_record_s"], "seeds": 5}
+
+    def run(p: str, w: str, s: int) -> dict[str, Any]:
+        # cooperative lowest at every spread, on both workloads
+        lag = (100.0 if p.startswith(coop) else 9000.0) + s + (50.0 if w == "pause" else 0.0)
+        return {"protocol": p, "scenario": "rolling-bounce", "size": 10, "members": 10,
+                "workload": w, "fault_rate": 0.0, "seed": s, "ok": True, "caught_up": True,
+                "noop_events": 0, "settings_json": "{}", "lag_record_s": lag}
+
+    rows = [run(p, w, s) for p in labels for w in ("ln1.5", "pause") for s in range(5)]
+    (g,) = grid_verdicts({"spec": "paper", "grids": [grid]}, rows)
+    found = claims([g], limit=10)
+    assert found
+    for c in found:
+        assert "0, 0" not in c.full and "3,000, 3,000" not in c.full, c.full
+    # each workload's sweep named by its workload
+    assert {w for w in ("ln1.5", "pause") if any(w in c.full for c in found)} == \
+        {"ln1.5", "pause"}, [c.full for c in found]

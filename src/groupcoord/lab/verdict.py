@@ -2208,11 +2208,13 @@ def _crossovers(g: GridVerdict) -> list[Claim]:
     at every value (where the winner changes); the question's first metric at every value."""
     x_unit = X_NAMES.get(g.parameter or "", (g.parameter or "", ""))[1]
     out = []
-    by_scenario: dict[tuple[str, int], list[VerdictRow]] = defaultdict(list)
+    # a swept timing's rows differ by workload too: each workload its own sweep (as
+    # :func:`sweep_findings`; one sweep over two workloads read "at 3,000, 3,000 ms")
+    by_scenario: dict[tuple[str, int, str], list[VerdictRow]] = defaultdict(list)
     for row in g.rows:
         if row.x is not None:
-            by_scenario[(row.scenario, row.size)].append(row)
-    for (scenario, size), rows in by_scenario.items():
+            by_scenario[(row.scenario, row.size, row.workload if row.timing else "")].append(row)
+    for (scenario, size, _work), rows in by_scenario.items():
         rows = sorted(rows, key=lambda r: r.x or 0.0)
         if min(r.seeds for r in rows) < CLAIM_MIN_SEEDS:
             continue

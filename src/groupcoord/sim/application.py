@@ -574,10 +574,14 @@ class Application:
         self._commits[id(req)] = (req, proc.commit_positions(parts, polled=why != "revoke"),
                                   parts is getattr(p.member, "owned", None))
 
-    def commit_refused(self, req: Any) -> None:
-        """The coordinator refused every partition of a commit: nothing is committed, and
-        the request's positions are forgotten."""
-        self._commits.pop(id(req), None)
+    def commit_answered(self, req: Any, response: Any, codes: Collection[int]) -> None:
+        """The coordinator answered a commit with these error codes: what it accepted is
+        committed (:meth:`commit_handled`); a commit it refused whole commits nothing, and its
+        positions are forgotten."""
+        if 0 in codes:
+            self.commit_handled(req, response, len(codes) == 1)
+        else:
+            self._commits.pop(id(req), None)
 
     def commit_handled(self, req: Any, response: Any, all_accepted: bool = False) -> None:
         """The coordinator answered a commit: the partitions it accepted are committed.

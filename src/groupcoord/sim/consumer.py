@@ -644,10 +644,7 @@ class ConsumerSimulation(ConsumerConvergence):
                 self._check_older_commit(p, req, res.response, older, fenced)
             else:
                 self._check_commit(p, req, codes, expected, fenced)
-            if 0 in codes:
-                self.app.commit_handled(req, res.response, len(codes) == 1)
-            else:
-                self.app.commit_refused(req)
+            self.app.commit_answered(req, res.response, codes)
         else:
             res = self._handle(msg)
             self.coordinator_result(res)
