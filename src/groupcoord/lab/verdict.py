@@ -3443,6 +3443,7 @@ def default_delay(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     own = next((g for g in verdicts if g.name == c.grid), None)
     wins: list[tuple[str, float, float, Metric]] = []
     for r in own.rows if own is not None else ():
+        assert own is not None
         var = _DELAY_VARIANT.match(r.scenario)
         if r.scenario == c.scenario or (r.size, r.workload) != (c.size, c.workload) \
                 or question_rank(own, r.scenario) != 0 or var is not None \
@@ -3888,7 +3889,7 @@ def untested_condition(c: Claim, verdicts: Sequence[GridVerdict],
                 smv = next((x for x in sr.metrics if x.metric.column == mv.metric.column),
                            None)
                 o = None if smv is None else _spread_outcome(sg, sr, mv, smv)
-                if o is None:
+                if o is None or smv is None:
                     continue
                 key = (sr.size, sr.workload)
                 cells.setdefault(key, [f"{sg.name}, {sr.size} "
