@@ -170,3 +170,22 @@ def test_a_sentences_calibration_block_shows_its_pairs_ratio_off_by_more_than_2x
     line = next((x for x in md.splitlines() if x.startswith("Between the sentence's two "
                                                             "protocols") and "Java" in x), "")
     assert "lag classic:cooperative/classic:eager" in line and "(more than 2x)" in line, md
+
+
+def test_an_eager_mark_won_against_a_configured_delay_gets_no_aligned_heartbeat_opening(
+) -> None:
+    """worker-leaves-d300s: eager's mark is won against sessioned's configured 300 s delay (no
+    finding), so a sentence on that cell does not open with eager's heartbeat condition."""
+    from groupcoord.lab.verdict import Claim, untested_condition
+
+    kip415 = {"name": "kip415", "protocols": [CEAGER, SESSIONED], "workloads": ["16x8c"],
+              "scenarios": ["worker-leaves-d300s"], "metrics": ["task_downtime_task_s"],
+              "seeds": 5}
+    (g,) = grid_verdicts({"spec": "paper", "grids": [kip415]}, _connect_runs(
+        "worker-leaves-d300s", {SESSIONED: 3640.0, CEAGER: 394.0}))
+    (mv,) = g.rows[0].metrics
+    assert mv.best == (CEAGER,) and mv.limit.startswith("is won"), mv.limit
+    verdicts = [g, *_scale_out(spread=True)]  # the page spreads heartbeats elsewhere
+    c = Claim("kip415", "worker-leaves-d300s, 12 workers: ...", "", "task_downtime_task_s",
+              "worker-leaves-d300s", 12, CEAGER, SESSIONED, "16x8c")
+    assert untested_condition(c, verdicts) is c

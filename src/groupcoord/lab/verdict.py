@@ -3849,7 +3849,9 @@ def _eager_marks(c: Claim, verdicts: Sequence[GridVerdict]
                 or (not c.head and r.workload != c.workload):
             continue
         mv = next((x for x in r.metrics if x.metric.column == c.metric), None)
+        # (a mark won against a configured delay is no finding: the sentence says so)
         if mv is not None and mv.verdict in ("best", "tied") \
+                and not mv.limit.startswith("is won") \
                 and any(_spread_eager(p) for p in mv.best):
             out.append((r, mv))
     return out
