@@ -1876,7 +1876,10 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
     # tell from zero: "no measurable" cost, not a race of numbers below the floor (the
     # eighteenth outside review: eager's 72-record peak under an 80-record floor)
     unmeasured = (m.lower_is_better and m.column in UNMEASURED_METRICS
-                  and all(abs(mv.cells[p].median) < m.floor for p in mv.best))
+                  and all(abs(mv.cells[p].median) < m.floor and not mv.cells[p].split
+                          and family(p) != "share" for p in mv.best))
+    # (a split cell's outcomes are said apart; the share page's sentences quote a winner's
+    # lag peak beside the broker's, ``lab.share_marks``, and keep their wording)
     floor = f"under its {m.fmt(m.floor)} floor"
     if len(mv.best) == 1:
         lead = (f"{mark}{nm(best)} has no measurable {short_label(m, g.excess)} ({floor}: "
