@@ -1283,8 +1283,9 @@ def static_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
     production rolling restarts run it (the twelfth outside share review: a rolling bounce's
     win over dynamic members alone is no headline). Its mark and medians, said in the sentence
     itself: "Against static consumer members (KIP-345; share-rolling-static, the same seeds):
-    ★ share:simple, 30.7 against 63.2 resource·s: the win survives." "" where no static
-    companion ran the cell, or where the best is no share protocol."""
+    ★ share:simple, 30.7 against 63.2 resource·s: the win survives." (the mark is the
+    companion cell's final one, ☆ where a fresh seed falls inside the other's range). "" where
+    no static companion ran the cell, or where the best is no share protocol."""
     from groupcoord.sim.settings import STATIC_VARIANT
 
     best = c.best.split(" and ")[0]
@@ -1302,7 +1303,9 @@ def static_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
         m = mv.metric
         unit = f" {m.unit}" if m.unit else ""
         if mv.verdict in ("best", "tied") and mv.best:
-            mark = f"★ {' and '.join(mv.best)}"
+            # the companion table's own final mark (``mark_words``): ★ only where the ranges
+            # stay apart over the union of both seed sets, else ☆, as its cell and chart print
+            mark = mark_words(mv)
         elif mv.verdict == "unconfirmed" and mv.again is not None \
                 and mv.again.verdict == "few seeds" and g.confirm_seeds:
             mark = (f"no mark (unconfirmed: the fresh set had {fresh_seeds(mv)} of "
