@@ -144,7 +144,9 @@ def test_the_lock_limit_sentence_names_the_lock_duration_lever_and_the_broker_la
     text = lock_lever_clause("owner-crash", 12, "1x4-hot", [lever], runs)
     assert text == (
         "The operator's lever is the record lock duration (share.record.lock.duration.ms for "
-        "the group, group.share.record.lock.duration.ms on the broker): at 10 s it stopped "
+        "the group, group.share.record.lock.duration.ms on the broker, within the broker's "
+        "group.share.min.record.lock.duration.ms, 15 s by default: Kafka refuses a group's lock "
+        "below it, so 10 s needs it lowered): at 10 s it stopped "
         "3.35 s on 10 of 10 seeds (lock-rate-owner-lock10, 1x4-hot-lock10; 10 s - 2,000 / 300 "
         "= 3.33 s predicted), against 23.3 s on 10 of 10 at 30 s; "
         "group.share.partition.max.record.locks (2,000) sets the rate above which a lost host "

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from groupcoord.lab.findings import Metric, family, number, run_settings, work_value
-from groupcoord.lab.limits import SHARE_CALIBRATION, share_cells
+from groupcoord.lab.limits import SHARE_CALIBRATION, broker_minimum, share_cells
 from groupcoord.lab.mechanism import ORDERING
 from groupcoord.lab.verdict import (
     MIN_SEEDS,
@@ -1123,8 +1123,11 @@ def lock_lever_clause(crash: str, size: int, workload: str | None,
     """The operator's lever beside the lock limit (the thirteenth outside share review): the
     page's share cell of the same lost host, members, partitions, rate and processing with
     another record lock duration, its stop against the prediction (lock duration minus
-    max.record.locks / the rate) and against this cell's; the two settings named. "" where
-    the page has no such cell."""
+    max.record.locks / the rate) and against this cell's; the two settings named, and the
+    broker's minimum that bounds the group's lock from below (Kafka's GroupConfig validation
+    against ShareGroupConfig's ``group.share.min.record.lock.duration.ms``, 15,000 ms by
+    default in Kafka 4.2 and 4.3): a lock under it needs the broker changed, as the page says
+    of a 1 s heartbeat. "" where the page has no such cell."""
     def share_runs(wl: str) -> list[Mapping[str, Any]]:
         return [r for r in runs if family(str(r.get("protocol"))) == "share" and r.get("ok")
                 and (str(r.get("scenario")), int(r.get("size") or 0), str(r.get("workload")))
@@ -1148,16 +1151,25 @@ def lock_lever_clause(crash: str, size: int, workload: str | None,
         return ""
     locks, rate = lim[0], key[0] or 0.0
     n, seeds, here = _stops(mine)
+    low = broker_minimum(LOCK_DURATION)
     parts = []
     for lock, wl, rs in sorted(found):
         k, m, down = _stops(rs)
         grid = next((g.name for g in verdicts for row in g.rows
                      if (row.scenario, row.size, str(row.workload)) == (crash, size, wl)), wl)
-        parts.append(f"at {number(lock / 1000)} s it stopped {number(down / 1000)} s on {k} of "
-                     f"{m} seeds ({grid}, {wl}; {number(lock / 1000)} s - {number(locks)} / "
-                     f"{number(rate)} = {number(lock / 1000 - locks / rate)} s predicted)")
+        floor = " (the default minimum)" if low is not None and lock == low[1] else ""
+        parts.append(f"at {number(lock / 1000)} s{floor} it stopped {number(down / 1000)} s on "
+                     f"{k} of {m} seeds ({grid}, {wl}; {number(lock / 1000)} s - "
+                     f"{number(locks)} / {number(rate)} = "
+                     f"{number(lock / 1000 - locks / rate)} s predicted)")
+    under = sorted({lock for lock, _, _ in found if low is not None and lock < low[1]})
+    bound = ("" if low is None else
+             f", within the broker's {low[0]}, {number(low[1] / 1000)} s by default: Kafka "
+             f"refuses a group's lock below it"
+             + (f", so {' and '.join(f'{number(v / 1000)} s' for v in under)} needs it lowered"
+                if under else ""))
     return ("The operator's lever is the record lock duration (share.record.lock.duration.ms "
-            "for the group, group.share.record.lock.duration.ms on the broker): "
+            f"for the group, group.share.record.lock.duration.ms on the broker{bound}): "
             + "; ".join(parts) + f", against {number(here / 1000)} s on {n} of {seeds} at "
             f"{number(dur / 1000)} s; {MAX_LOCKS} ({number(locks)}) sets the rate above which "
             f"a lost host stops its partition ({number(locks / (dur / 1000))} records/s a "

@@ -1,0 +1,73 @@
+"""The share page's answers to the fourteenth outside share review (docs/lab.md): a lock
+lever quoted with the broker's minimum that bounds it (Kafka's
+``group.share.min.record.lock.duration.ms``, 15 s by default) and its cell at that minimum;
+the settings list naming every lock duration the spec uses."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from groupcoord.lab.findings import Metric
+from groupcoord.lab.verdict import GridVerdict, VerdictRow
+
+SHARE = "share:simple"
+DOWN = Metric("resource_downtime_ms", "resource downtime", "resource·s", 1000.0, floor=1000.0)
+
+
+def _lost(workload: str, lock_ms: int, downs: list[float]) -> list[dict[str, Any]]:
+    settings = json.dumps({"group.share.record.lock.duration.ms": lock_ms})
+    return [{"protocol": SHARE, "scenario": "owner-crash", "size": 12, "workload": workload,
+             "seed": s, "ok": True, "total_partitions": 4, "settings_json": settings,
+             "work": json.dumps({"records_per_s": 300, "processing_ms": 2}),
+             "resource_downtime_ms": d} for s, d in enumerate(downs)]
+
+
+def test_the_lock_lever_says_the_broker_minimum_and_quotes_its_cell_at_15_s() -> None:
+    from groupcoord.lab.share_marks import lock_lever_clause
+
+    runs = (_lost("1x4-hot", 30_000, [23_330 + 3 * i for i in range(10)])
+            + _lost("1x4-hot-lock10", 10_000, [3_330 + 5 * i for i in range(10)])
+            + _lost("1x4-hot-lock15", 15_000, [8_330 + 5 * i for i in range(10)]))
+    grids = [GridVerdict(name, "", [SHARE], [DOWN], [
+        VerdictRow("owner-crash", 12, wl, 0.0, 10, [])], 10, 0, 0, 10)
+        for name, wl in (("lock-rate-owner-lock10", "1x4-hot-lock10"),
+                         ("lock-rate-owner-lock15", "1x4-hot-lock15"))]
+    text = lock_lever_clause("owner-crash", 12, "1x4-hot", grids, runs)
+    assert ("group.share.record.lock.duration.ms on the broker, within the broker's "
+            "group.share.min.record.lock.duration.ms, 15 s by default: Kafka refuses a group's "
+            "lock below it, so 10 s needs it lowered): at 10 s it stopped 3.35 s") in text, text
+    assert ("at 15 s (the default minimum) it stopped 8.35 s on 10 of 10 seeds "
+            "(lock-rate-owner-lock15, 1x4-hot-lock15; 15 s - 2,000 / 300 = 8.33 s predicted)"
+            ) in text, text
+
+
+def test_the_settings_list_names_every_lock_duration_and_its_broker_minimum() -> None:
+    from groupcoord.lab.limits import settings_notes
+
+    runs = [{"protocol": SHARE, "settings_json": json.dumps(
+        {"group.share.record.lock.duration.ms": lock})} for lock in (1_500, 10_000, 15_000,
+                                                                     30_000)]
+    (line,) = [n for n in settings_notes(runs) if n.startswith("Not Kafka's defaults")]
+    assert ("group.share.record.lock.duration.ms 1,500, 10,000, 15,000 (Kafka's default: "
+            "30,000 for a share consumer; Kafka refuses a group's value below the broker's "
+            "group.share.min.record.lock.duration.ms, 15,000 by default, so 1,500, 10,000 "
+            "needs it lowered)") in line, line
+
+
+def test_the_lock15_grid_runs_lock_rate_owners_seeds_at_the_broker_minimum() -> None:
+    from pathlib import Path
+
+    from groupcoord.coordinator.config import CoordinatorConfig
+    from groupcoord.lab.spec import expand, load_spec
+
+    spec = load_spec(str(Path(__file__).parent.parent / "src" / "groupcoord" / "lab" / "data"
+                         / "share.toml"))
+    runs = expand(spec)
+    hot = {(r.replicate, r.seed) for r in runs if r.workload == "1x4-hot"
+           and r.scenario == "owner-crash" and r.protocol == SHARE}
+    low = {(r.replicate, r.seed) for r in runs if r.workload == "1x4-hot-lock15"}
+    assert low and low <= hot
+    wl = next(w for w in spec.workloads if w.name == "1x4-hot-lock15")
+    assert json.loads(wl.work or "{}")["share_lock_duration_ms"] \
+        == CoordinatorConfig().share_min_record_lock_duration_ms
