@@ -71,3 +71,23 @@ def test_the_lock15_grid_runs_lock_rate_owners_seeds_at_the_broker_minimum() -> 
     wl = next(w for w in spec.workloads if w.name == "1x4-hot-lock15")
     assert json.loads(wl.work or "{}")["share_lock_duration_ms"] \
         == CoordinatorConfig().share_min_record_lock_duration_ms
+
+
+def test_the_navigation_line_points_the_share_grid_at_its_own_paragraph() -> None:
+    """The share grid is answered by its own unnumbered paragraph after the last numbered
+    sentence (``share_grid_line``), not by the notes that quote it in passing."""
+    from groupcoord.lab.report import answers_text
+    from groupcoord.lab.verdict import Claim
+
+    lag = Metric("lag_record_s", "excess lag", "record·s", floor=24.0)
+    grids = [GridVerdict("share", "", [SHARE, "consumer:uniform"], [lag], [], 40, 0, 0, 5),
+             GridVerdict("owner", "", [SHARE, "consumer:uniform"], [lag], [], 40, 0, 0, 5)]
+    found = [Claim("owner", "owner-kill, 12 members: share:simple has the lowest excess lag.",
+                   "", "lag_record_s", "owner-kill", 12, SHARE, "consumer:uniform")]
+    notes = ["Calibration (share, crowd-crash at 12): 4 of 5 runs."]
+    closing = ("share (crowd-crash and bounce at 4 and 12 members): no difference: no metric "
+               "separates the two groups in its 4 rows.")
+    # without its paragraph the grid is where the note quotes it; with it, the paragraph
+    assert "share: the note under 1;" in answers_text(found, grids, notes)
+    line = answers_text(found, grids, notes, closing=closing)
+    assert "share: the unnumbered paragraph after 1; owner: 1." in line, line

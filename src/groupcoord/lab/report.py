@@ -2199,9 +2199,11 @@ def _names(text: str, grid: str) -> bool:
 
 
 def answers_text(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
-                 notes: Sequence[str] = (), top: str = "") -> str:
+                 notes: Sequence[str] = (), top: str = "", closing: str = "") -> str:
     """Where the page answers each grid's question, computed from the sentences: the numbers
-    of the sentences that say it (or name the grid), else of those whose note names it (a
+    of the sentences that say it (or name the grid), else the unnumbered paragraph after the
+    last sentence (``closing``, the share grid's own line) where that paragraph is the grid's
+    (it opens with the grid's name), else the numbers of the sentences whose note names it (a
     mark's limit quoting that grid), else the line at the top of the page (``top``, the
     share wins' line) where that names it, else its table only, so that the introduction
     promises no answer the page does not hold."""
@@ -2224,6 +2226,8 @@ def answers_text(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
                  if i not in said and any(_names(x, g.name) for x in (*c.caveats, extra[i - 1]))]
         if said:
             where = ", ".join(map(str, said))
+        elif closing.startswith(f"{g.name} ("):
+            where = f"the unnumbered paragraph after {len(found)}"
         elif noted:
             where = "the note under " + ", ".join(map(str, noted))
         elif top and _names(top, g.name):
@@ -2807,7 +2811,7 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
                 violations: list[dict[str, Any]], rdir: Path,
                 runs: Sequence[dict[str, Any]]) -> str:
     answers = answers_text(found, verdicts, calibration_notes(found, verdicts, runs),
-                           fetchers_line(verdicts, runs))
+                           fetchers_line(verdicts, runs), share_grid_line(verdicts, runs))
     parts = [f"<p>{html.escape(str(meta.get('description') or ''))}</p>",
              f"<p>{html.escape(answers)}</p>",
              "<p>spec <code>{}</code>: {} runs in {} cells; Spark {} on <code>{}</code>; "
@@ -2887,7 +2891,7 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
     if need := fetchers_line(verdicts, runs):
         lines += [need, ""]
     if answers := answers_text(found, verdicts, calibration_notes(found, verdicts, runs),
-                               fetchers_line(verdicts, runs)):
+                               fetchers_line(verdicts, runs), share_grid_line(verdicts, runs)):
         lines += [answers, ""]
     lines += ["## How to read the tables", ""]
     for t in method_text(runs, verdicts):
