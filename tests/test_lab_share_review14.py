@@ -91,3 +91,36 @@ def test_the_navigation_line_points_the_share_grid_at_its_own_paragraph() -> Non
     assert "share: the note under 1;" in answers_text(found, grids, notes)
     line = answers_text(found, grids, notes, closing=closing)
     assert "share: the unnumbered paragraph after 1; owner: 1." in line, line
+
+
+def test_the_win_count_says_its_cells_and_counts_a_poison_repeat_once() -> None:
+    """Three readings in two cells; the poison row's mark repeats the busy row's on the same
+    seeds, so the page's own Marks and findings rule counts 2 distinct, said beside the 3."""
+    from groupcoord.lab.share_wins import fetchers_line
+    from groupcoord.lab.verdict import Cell, judge
+
+    lag = Metric("lag_record_s", "excess lag", "record·s", floor=100.0)
+    consumer = "consumer:uniform"
+    down = {SHARE: [0.0] * 10, consumer: [44_000 + 100 * i for i in range(10)]}
+    lags = {SHARE: [10.0 + i for i in range(10)],
+            consumer: [140_000 + 1_000 * i for i in range(10)]}
+
+    def row(workload: str, values: dict[Metric, dict[str, list[float]]]) -> VerdictRow:
+        return VerdictRow("owner-kill", 12, workload, 0.0, 10, [
+            judge({p: Cell(dict(enumerate(v))) for p, v in vs.items()}, m)
+            for m, vs in values.items()])
+
+    owner = GridVerdict("owner", "", [SHARE, consumer], [lag, DOWN], [
+        row("1x4-busy", {lag: lags, DOWN: down}), row("1x4-poison", {DOWN: down})],
+        20, 0, 0, 10, confirm_seeds=10)
+    work = {"records_per_s": 60, "processing_ms": {"dist": "exponential", "mean": 10}}
+    runs = [{"protocol": p, "scenario": "owner-kill", "size": 12, "workload": wl, "seed": 1,
+             "ok": True, "fault_rate": 0.0, "total_partitions": 4, "total_topics": 1,
+             "work": json.dumps({**work, **extra})}
+            for p in (SHARE, consumer)
+            for wl, extra in (("1x4-busy", {}), ("1x4-poison", {"poison_rate": 0.01}))]
+    line = fetchers_line([owner], runs)
+    assert ("at 12 members on 4 partitions, 3 confirmed share wins (metric readings in 2 "
+            "cells; 2 once the poison rows repeating their clean row's mark on the same seeds "
+            "are not counted again, as in Marks and findings), every one with 3 share members"
+            ) in line, line

@@ -2540,23 +2540,35 @@ def distinct_marks(verdicts: Sequence[GridVerdict],
     parameters), on the same seeds, with the same mark (the same best and the same protocols
     beaten) repeats that row's finding and does not count again (a poison workload whose
     records cost a clean one's barely changes an outcome: its ★ is the clean row's twin)."""
-    clean: dict[str, str] = {}
-    for r in runs:
-        clean.setdefault(str(r.get("workload")), _clean_work(r))
+    clean = clean_workloads(runs)
     marks = 0
     seen: set[tuple[Any, ...]] = set()
     for g in verdicts:
         for row in g.rows:
-            seeds = tuple(sorted({s for mv in row.metrics for c in mv.cells.values()
-                                  for s in c.values}))
             for mv in row.metrics:
                 if mv.verdict not in ("best", "tied"):
                     continue
                 marks += 1
-                seen.add((g.name, row.scenario, row.size, row.fault_rate, row.x,
-                          clean.get(row.workload, row.workload), seeds, mv.metric.column,
-                          mv.best, tuple(sorted(mv.beaten))))
+                seen.add(finding_key(g, row, mv, clean))
     return marks, len(seen)
+
+
+def clean_workloads(runs: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Each workload's parameters without its poison records (:func:`_clean_work`)."""
+    clean: dict[str, str] = {}
+    for r in runs:
+        clean.setdefault(str(r.get("workload")), _clean_work(r))
+    return clean
+
+
+def finding_key(g: GridVerdict, row: VerdictRow, mv: MetricVerdict,
+                clean: Mapping[str, str]) -> tuple[Any, ...]:
+    """A mark's finding (:func:`distinct_marks`): two marks with the same key are one finding,
+    a poison row's mark repeating its clean row's on the same seeds."""
+    seeds = tuple(sorted({s for m in row.metrics for c in m.cells.values() for s in c.values}))
+    return (g.name, row.scenario, row.size, row.fault_rate, row.x,
+            clean.get(str(row.workload), str(row.workload)), seeds, mv.metric.column,
+            tuple(mv.best), tuple(sorted(mv.beaten)))
 
 
 #: The page's sentence-selection rule, as the report states it (``{limit}``: MAX_CLAIMS,
