@@ -124,3 +124,28 @@ def test_the_win_count_says_its_cells_and_counts_a_poison_repeat_once() -> None:
             "cells; 2 once the poison rows repeating their clean row's mark on the same seeds "
             "are not counted again, as in Marks and findings), every one with 3 share members"
             ) in line, line
+
+
+def test_the_chance_paragraph_covers_the_sign_tests_marks() -> None:
+    """A ☆ rests on the paired sign test: at 10 seeds a pair that does not differ is marked
+    2 / 1,024 of the time (10 of 10 seeds in favour, p = 1 / 1,024 one-sided), far above
+    separated ranges' 2 / 184,756; the paragraph says so with the page's pairs."""
+    from groupcoord.lab.report import method_text
+    from groupcoord.lab.verdict import Cell, comparisons, judge, sign_chance
+
+    assert sign_chance(10) == (1, 1_024)
+    assert sign_chance(20) == (6_196, 1_048_576)
+    lag = Metric("lag_record_s", "excess lag", "record·s", floor=100.0)
+    mv = judge({SHARE: Cell({s: 1_000.0 + s for s in range(10)}),
+                "consumer:uniform": Cell({s: 5_000.0 + s for s in range(10)})}, lag)
+    g = GridVerdict("share", "", [SHARE, "consumer:uniform"], [lag], [
+        VerdictRow("owner-kill", 12, "1x4-busy", 0.0, 10, [mv])], 20, 0, 0, 10,
+        confirm_seeds=10)
+    cmp = comparisons([g])
+    assert (cmp.sign_pairs, cmp.sign_seeds) == (1, ((10, 1),))
+    assert abs(cmp.sign_expected - 2 / 1_024) < 1e-12
+    text = " ".join(method_text([], [g]))
+    assert ("A ☆ rests on the paired sign test, whose chance per pair is larger, and a pair "
+            "with 10 seeds or more is marked (★ or ☆) by chance as often as that test: 10 "
+            "seeds: 2 / 1,024 (1 pair); over 1 such pair, about 0.0 chance marks on the "
+            "first seed set") in text, text

@@ -136,6 +136,7 @@ from groupcoord.lab.verdict import (
     ranked,
     separation_chance,
     short_label,
+    sign_chance,
     sign_needed,
     sizes_text,
     star,
@@ -471,6 +472,21 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
                  f"below rest only on cells with at least {CLAIM_MIN_SEEDS} seeds per "
                  f"protocol ({cmp.claim_pairs:,} pairs, about {cmp.claim_expected:.1f} "
                  "chance marks among them).")
+        if cmp.sign_pairs:
+            def odds_of(n: int) -> str:
+                top, whole = sign_chance(n)
+                about = f", about {2 * top / whole:.1%}" if top > 1 else ""
+                return f"{n} seeds: {2 * top:,} / {whole:,}{about}"
+
+            odds = "; ".join(f"{odds_of(n)} ({k:,} pair{'s' if k != 1 else ''})"
+                             for n, k in cmp.sign_seeds)
+            test += (f" That figure is the separated ranges' (★). A ☆ rests on the paired sign "
+                     "test, whose chance per pair is larger, and a pair with "
+                     f"{SIGN_MIN_SEEDS} seeds or more is marked (★ or ☆) by chance as often "
+                     f"as that test: {odds}; over {cmp.sign_pairs:,} such "
+                     f"pair{'s' if cmp.sign_pairs != 1 else ''}, about "
+                     f"{cmp.sign_expected:.1f} chance marks on the first seed set, each "
+                     "standing only where the fresh set marks it again.")
         if cmp.fixed:
             test += (f" Where the chance figure does not apply: {cmp.fixed:,} more pairs "
                      f"({cmp.claim_fixed:,} of them in cells a sentence may rest on) are not "

@@ -252,6 +252,15 @@ def sign_needed(n: int, alpha: float = SIGN_ALPHA) -> int | None:
     return None
 
 
+def sign_chance(n: int, alpha: float = SIGN_ALPHA) -> tuple[int, int]:
+    """The paired sign test's chance, one direction, of marking a pair of ``n`` seeds that do
+    not differ (each seed a fair coin): the tail at :func:`sign_needed`, as (numerator,
+    2 ** n); (0, 2 ** n) where the test cannot reach ``alpha``. 1 / 1,024 at 10 seeds,
+    against separated ranges' 1 / 184,756 (:func:`separation_chance`)."""
+    k = sign_needed(n, alpha)
+    return (sum(math.comb(n, i) for i in range(k, n + 1)) if k is not None else 0), 2 ** n
+
+
 @dataclass(slots=True)
 class Cell:
     """One protocol's values (per seed) of one metric in one row."""
@@ -2472,6 +2481,12 @@ class Comparisons:
     #: (a count the assignment fixes, as task restarts 128 against 50), no draw to be lucky in.
     fixed: int = 0
     claim_fixed: int = 0
+    #: Pairs with :data:`SIGN_MIN_SEEDS` seeds or more, where the paired sign test marks too
+    #: (☆), and the marks chance would give there by that test (:func:`sign_chance`, both
+    #: directions), and the pairs per seed count n.
+    sign_pairs: int = 0
+    sign_expected: float = 0.0
+    sign_seeds: tuple[tuple[int, int], ...] = ()
 
 
 def fixed_pair(a: Cell, b: Cell) -> bool:
@@ -2489,8 +2504,9 @@ def comparisons(verdicts: Sequence[GridVerdict]) -> Comparisons:
     have the same value on every seed (:func:`fixed_pair`: task restarts, a pure function of
     the assignment) is no chance event: it is counted apart (``fixed``), not in ``pairs``
     nor ``expected``."""
-    rows = pairs = claim_pairs = fixed = claim_fixed = 0
-    expected = claim_expected = 0.0
+    rows = pairs = claim_pairs = fixed = claim_fixed = sign_pairs = 0
+    expected = claim_expected = sign_expected = 0.0
+    by_n: dict[int, int] = {}
     for g in verdicts:
         for row in g.rows:
             for mv in row.metrics:
@@ -2517,7 +2533,15 @@ def comparisons(verdicts: Sequence[GridVerdict]) -> Comparisons:
                         if n >= CLAIM_MIN_SEEDS:
                             claim_pairs += 1
                             claim_expected += p
-    return Comparisons(rows, pairs, expected, claim_pairs, claim_expected, fixed, claim_fixed)
+                        if n >= SIGN_MIN_SEEDS:
+                            # a mark there (★ or ☆) is as likely by chance as the sign
+                            # test's (separated ranges are a sign test won on every seed)
+                            top, whole = sign_chance(n)
+                            sign_pairs += 1
+                            sign_expected += 2 * top / whole
+                            by_n[n] = by_n.get(n, 0) + 1
+    return Comparisons(rows, pairs, expected, claim_pairs, claim_expected, fixed, claim_fixed,
+                       sign_pairs, sign_expected, tuple(sorted(by_n.items())))
 
 
 def _clean_work(run: Mapping[str, Any]) -> str:
