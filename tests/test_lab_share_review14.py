@@ -149,3 +149,17 @@ def test_the_chance_paragraph_covers_the_sign_tests_marks() -> None:
             "with 10 seeds or more is marked (★ or ☆) by chance as often as that test: 10 "
             "seeds: 2 / 1,024 (1 pair); over 1 such pair, about 0.0 chance marks on the "
             "first seed set") in text, text
+
+
+def test_the_lock_limit_sentence_shows_the_wires_tail_from_the_shipped_calibration() -> None:
+    """The shipped calibration's hung share consumers (SIGSTOP, owner-crash at 12 on 1x4-hot):
+    3 of its 10 wire runs stopped their partition far longer than any of the model's seeds."""
+    from groupcoord.lab.share_marks import wire_lost_host_stops, wire_tail_words
+
+    stops = wire_lost_host_stops()[("owner-crash", 12, "1x4-hot")]
+    model = [23_360.0 + i for i in range(40)]
+    assert wire_tail_words(stops, model, 500.0) == (
+        "on 3 of 10 runs for 36.5, 38.1 and 53.2 s, against the model's 23.4 s on 40 of 40 "
+        "seeds (its longest 23.4 s)")
+    # the model's own spread covers the wire's: no tail said
+    assert wire_tail_words(stops, [*model, 60_000.0], 500.0) == ""

@@ -349,6 +349,36 @@ def wire_lost_hosts(cells: Sequence[Mapping[str, Any]] | None = None
     return out
 
 
+def wire_lost_host_stops(cells: Sequence[Mapping[str, Any]] | None = None
+                         ) -> dict[tuple[str, int, str], list[float]]:
+    """The share calibration's lost-host cells' wire runs, each run's partitions stopped (ms,
+    ``resource_downtime_ms`` as the calibration measured it), per (scenario, members,
+    workload); the shipped ``lab/data/share_calibration.json`` by default."""
+    if cells is None:
+        cells = load_share_calibration()
+    return {(str(c.get("scenario")), int(c.get("members") or 0), str(c.get("workload") or "")):
+            [float(r.get("resource_downtime_ms") or 0.0) for r in c.get("wire") or ()]
+            for c in cells if isinstance(c.get("lost_host"), dict)}
+
+
+def wire_tail_words(stops: Sequence[float], model: Sequence[float], floor: float) -> str:
+    """The wire's lost-host runs that stopped their partition longer than the model's longest
+    stop by more than ``floor`` (ms): "on 3 of 10 runs for 36.5, 38.1 and 53.2 s, against the
+    model's 23.4 s on 40 of 40 seeds (its longest 23.4 s)"; "" where none did."""
+    if not model or not stops:
+        return ""
+    longest = max(model)
+    tail = sorted(v for v in stops if v > longest + floor)
+    if not tail:
+        return ""
+    stopped = [v for v in model if v > floor]
+    said = [f"{number(v / 1000.0)}" for v in tail]
+    listed = (", ".join(said[:-1]) + " and " + said[-1]) if len(said) > 1 else said[0]
+    return (f"on {len(tail)} of {len(stops)} runs for {listed} s, against the model's "
+            f"{number(statistics.median(stopped) / 1000.0) if stopped else 0} s on "
+            f"{len(stopped)} of {len(model)} seeds (its longest {number(longest / 1000.0)} s)")
+
+
 def _wire_count(cells: Sequence[Mapping[str, Any]] | None = None) -> str:
     """"9 of 10 runs (owner-crash at 12 on 1x4-hot)": the wire's lost hosts that stopped
     their partition, per calibration cell; "" without one."""
@@ -1096,6 +1126,14 @@ def lock_limit_sentence(c: Claim, verdicts: Sequence[GridVerdict],
     if wire:
         text += (f". On the wire a hung share consumer (SIGSTOP) stopped its partition on "
                  f"{wire[0][0]} of {wire[0][1]} runs")
+        model = [float(r.get("resource_downtime_ms") or 0.0) for r in stopped]
+        model += [0.0] * max(seeds - len(model), 0)
+        from groupcoord.lab.share_calibration import SHARE_FLOORS
+
+        floor = SHARE_FLOORS["resource_downtime_ms"]
+        if tail := wire_tail_words(wire_lost_host_stops(cells).get(
+                (crash, c.size, str(c.workload)), []), model, floor):
+            text += f", longer than the model: {tail}"
     text += "."
     if lever := lock_lever_clause(crash, c.size, c.workload, verdicts, runs):
         text += " " + lever
