@@ -61,7 +61,7 @@ MAX_LOCKS = "group.share.partition.max.record.locks"
 MEMBER_LOST = "a member lost"
 #: The share page's words for the metrics a family sentence names.
 LABELS = {"lag_record_s": "excess lag", "lag_peak": "excess lag peak",
-          "resource_downtime_ms": "partitions stopped",
+          "resource_downtime_ms": "resource downtime",
           "records_reprocessed": "records processed twice", "stall_ms": "stall",
           "time_to_converge_ms": "time to converge"}
 
@@ -1105,8 +1105,8 @@ def lock_limit_sentence(c: Claim, verdicts: Sequence[GridVerdict],
             f"{stall(rate)} s on {c.workload}"
             + (", " + " and ".join(f"{stall(r)} s at {number(r)}" for r in others)
                + " records/s" if others else "")
-            + f"): {c.size} members on {parts} partitions stopped {number(down / 1000)} s on "
-            f"{len(stopped)} of {seeds} seeds")
+            + f"): {c.size} members on {parts} partitions, resource downtime "
+            f"{number(down / 1000)} s on {len(stopped)} of {seeds} seeds")
     if mine and same:
         theirs = _table_values(verdicts, c.worse, crash, c.size, c.metric, same[0]) \
             or other[same[0]]
