@@ -163,3 +163,12 @@ def test_the_lock_limit_sentence_shows_the_wires_tail_from_the_shipped_calibrati
         "seeds (its longest 23.4 s)")
     # the model's own spread covers the wire's: no tail said
     assert wire_tail_words(stops, [*model, 60_000.0], 500.0) == ""
+
+
+def test_the_headline_and_the_tables_name_resource_downtime_alike() -> None:
+    """The share wins' line and the sentences (``share_marks.LABELS``) use the tables' own name
+    of each metric, so a reader never meets one quantity under two names."""
+    from groupcoord.lab.findings import BY_COLUMN
+    from groupcoord.lab.share_marks import LABELS
+
+    assert LABELS["resource_downtime_ms"] == BY_COLUMN["resource_downtime_ms"].label
