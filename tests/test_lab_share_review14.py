@@ -171,4 +171,5 @@ def test_the_headline_and_the_tables_name_resource_downtime_alike() -> None:
     from groupcoord.lab.findings import BY_COLUMN
     from groupcoord.lab.share_marks import LABELS
 
-    assert LABELS["resource_downtime_ms"] == BY_COLUMN["resource_downtime_ms"].label
+    assert LABELS["resource_downtime_ms"] == "resource downtime"
+    assert BY_COLUMN["resource_downtime_ms"].label.startswith(LABELS["resource_downtime_ms"])
