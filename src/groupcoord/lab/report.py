@@ -53,7 +53,7 @@ from groupcoord.lab.findings import (
     full_name,
     number,
 )
-from groupcoord.lab.lateness import grid_lateness_lines
+from groupcoord.lab.lateness import grid_lateness_lines, rebalance_lateness
 from groupcoord.lab.limits import model_limits, settings_notes, settings_table
 from groupcoord.lab.mechanism import (
     FRESH_SET,
@@ -1910,6 +1910,10 @@ def _build_report(out: Path, rdir: Path) -> Path:
         attach_window_seconds(runs, out / "disturbances")
         attach_growth(runs, read_summaries(out / "runs", growth_runs(runs)))
         verdicts = grid_verdicts(meta, runs)
+        # what the runs' lateness column says where a description asks for it
+        meta["description"] = fill_lateness(str(meta.get("description") or ""), verdicts, runs)
+        for g in verdicts:
+            g.description = fill_lateness(g.description, verdicts, runs)
         unmark_commit_dependent(verdicts)  # the share comparison's marks (lab.share_marks)
         unmark_broker_lag(verdicts, runs)
         intro = str(meta.get("description") or "")
@@ -2754,6 +2758,27 @@ def _violations_html(violations: Sequence[dict[str, Any]]) -> str:
             parts.append(f"<p>... and {n_bad - MAX_VIOLATIONS_SHOWN} more in "
                          f"<code>violations/</code>.</p>")
     return "\n".join(parts)
+
+
+#: A description's place for a grid's lateness at its rebalances (``{late:field-costs}``),
+#: which the report fills from that grid's runs (:func:`fill_lateness`), so that the page
+#: says how late the members were rather than a render's reading of it.
+LATE_PLACEHOLDER = re.compile(r"\{late:([\w-]+)\}")
+
+
+def fill_lateness(text: str, verdicts: Sequence[GridVerdict],
+                  runs: Sequence[dict[str, Any]]) -> str:
+    """``text`` with each :data:`LATE_PLACEHOLDER` replaced by its grid's
+    :func:`lab.lateness.rebalance_lateness` over the grid's runs (per scenario and protocol:
+    the latest member at a run's rebalances, median and max), or by "not measured" where the
+    grid is not in ``verdicts`` or no run measured it."""
+    def one(m: re.Match[str]) -> str:
+        g = next((v for v in verdicts if v.name == m[1]), None)
+        if g is None:
+            return "not measured"
+        scenarios = list(dict.fromkeys(r.scenario for r in g.rows))
+        return rebalance_lateness(scenarios, g.protocols, grid_runs(g, runs)) or "not measured"
+    return LATE_PLACEHOLDER.sub(one, text)
 
 
 def grid_runs(g: GridVerdict, runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
