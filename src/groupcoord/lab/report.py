@@ -1620,22 +1620,26 @@ def chart_conditions(g: GridVerdict, rows: Sequence[VerdictRow]) -> str:
 
 def control_words(g: GridVerdict, r: VerdictRow) -> str:
     """Under a chart of a scenario its grid measures against a control
-    (``lab.verdict.CONTROL_SCENARIOS``): the cost as the grid defines it, each protocol's
-    row minus its control row, medians (outside review round 16, S11: the long-poll chart's
-    bars were raw totals, about 320 resource·s of each the common restart); "" otherwise."""
-    from groupcoord.lab.verdict import CONTROL_SCENARIOS, control_cost
+    (``lab.verdict.control_row``: a control workload on the same seeds, else a control
+    scenario): the cost as the grid defines it, each protocol's row minus its control row,
+    medians (outside review round 16, S11: the long-poll chart's bars were raw totals, about
+    320 resource·s of each the common restart); "" otherwise."""
+    from groupcoord.lab.verdict import CONTROL_SCENARIOS, control_cost, control_row
 
-    costs = control_cost(g, r) if r.scenario in CONTROL_SCENARIOS else None
-    if not costs:
+    found = control_row(g, r) if r.scenario in CONTROL_SCENARIOS else None
+    costs = None if found is None else control_cost(g, r, *found)
+    if not costs or found is None:
         return ""
+    ctl, by_seed = found
 
     def signed(m: Metric, v: float) -> str:
         return ("+" if v > 0 else "") + m.fmt(v)
 
+    against = (f"its {ctl.workload} row (the same scenario and seeds, shorter polls)"
+               if by_seed else f"its {ctl.scenario} row")
     return (f"the chart's values are each row's totals; the cost as the grid defines it is "
-            f"each protocol's row "
-            f"minus its {CONTROL_SCENARIOS[r.scenario]} row per seed (medians of the "
-            f"differences of the same {r.seeds} seeds): "
+            f"each protocol's row minus {against} per seed (medians of the differences of "
+            f"the same {r.seeds} seeds): "
             + "; ".join(f"{short_label(m, g.excess)} " + ", ".join(
                 f"{p} {signed(m, v)}" for p, v in d.items()) for m, d in costs))
 
