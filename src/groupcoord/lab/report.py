@@ -53,7 +53,7 @@ from groupcoord.lab.findings import (
     full_name,
     number,
 )
-from groupcoord.lab.lateness import grid_lateness_lines
+from groupcoord.lab.lateness import grid_lateness_lines, rebalance_lateness
 from groupcoord.lab.limits import model_limits, settings_notes, settings_table
 from groupcoord.lab.mechanism import (
     FRESH_SET,
@@ -1636,22 +1636,26 @@ def chart_conditions(g: GridVerdict, rows: Sequence[VerdictRow]) -> str:
 
 def control_words(g: GridVerdict, r: VerdictRow) -> str:
     """Under a chart of a scenario its grid measures against a control
-    (``lab.verdict.CONTROL_SCENARIOS``): the cost as the grid defines it, each protocol's
-    row minus its control row, medians (outside review round 16, S11: the long-poll chart's
-    bars were raw totals, about 320 resource·s of each the common restart); "" otherwise."""
-    from groupcoord.lab.verdict import CONTROL_SCENARIOS, control_cost
+    (``lab.verdict.control_row``: a control workload on the same seeds, else a control
+    scenario): the cost as the grid defines it, each protocol's row minus its control row,
+    medians (outside review round 16, S11: the long-poll chart's bars were raw totals, about
+    320 resource·s of each the common restart); "" otherwise."""
+    from groupcoord.lab.verdict import CONTROL_SCENARIOS, control_cost, control_row
 
-    costs = control_cost(g, r) if r.scenario in CONTROL_SCENARIOS else None
-    if not costs:
+    found = control_row(g, r) if r.scenario in CONTROL_SCENARIOS else None
+    costs = None if found is None else control_cost(g, r, *found)
+    if not costs or found is None:
         return ""
+    ctl, by_seed = found
 
     def signed(m: Metric, v: float) -> str:
         return ("+" if v > 0 else "") + m.fmt(v)
 
+    against = (f"its {ctl.workload} row (the same scenario and seeds, shorter polls)"
+               if by_seed else f"its {ctl.scenario} row")
     return (f"the chart's values are each row's totals; the cost as the grid defines it is "
-            f"each protocol's row "
-            f"minus its {CONTROL_SCENARIOS[r.scenario]} row per seed (medians of the "
-            f"differences of the same {r.seeds} seeds): "
+            f"each protocol's row minus {against} per seed (medians of the differences of "
+            f"the same {r.seeds} seeds): "
             + "; ".join(f"{short_label(m, g.excess)} " + ", ".join(
                 f"{p} {signed(m, v)}" for p, v in d.items()) for m, d in costs))
 
@@ -1926,6 +1930,10 @@ def _build_report(out: Path, rdir: Path) -> Path:
         attach_window_seconds(runs, out / "disturbances")
         attach_growth(runs, read_summaries(out / "runs", growth_runs(runs)))
         verdicts = grid_verdicts(meta, runs)
+        # what the runs' lateness column says where a description asks for it
+        meta["description"] = fill_lateness(str(meta.get("description") or ""), verdicts, runs)
+        for g in verdicts:
+            g.description = fill_lateness(g.description, verdicts, runs)
         unmark_commit_dependent(verdicts)  # the share comparison's marks (lab.share_marks)
         unmark_broker_lag(verdicts, runs)
         intro = str(meta.get("description") or "")
@@ -2774,6 +2782,27 @@ def _violations_html(violations: Sequence[dict[str, Any]]) -> str:
             parts.append(f"<p>... and {n_bad - MAX_VIOLATIONS_SHOWN} more in "
                          f"<code>violations/</code>.</p>")
     return "\n".join(parts)
+
+
+#: A description's place for a grid's lateness at its rebalances (``{late:field-costs}``),
+#: which the report fills from that grid's runs (:func:`fill_lateness`), so that the page
+#: says how late the members were rather than a render's reading of it.
+LATE_PLACEHOLDER = re.compile(r"\{late:([\w-]+)\}")
+
+
+def fill_lateness(text: str, verdicts: Sequence[GridVerdict],
+                  runs: Sequence[dict[str, Any]]) -> str:
+    """``text`` with each :data:`LATE_PLACEHOLDER` replaced by its grid's
+    :func:`lab.lateness.rebalance_lateness` over the grid's runs (per scenario and protocol:
+    the latest member at a run's rebalances, median and max), or by "not measured" where the
+    grid is not in ``verdicts`` or no run measured it."""
+    def one(m: re.Match[str]) -> str:
+        g = next((v for v in verdicts if v.name == m[1]), None)
+        if g is None:
+            return "not measured"
+        scenarios = list(dict.fromkeys(r.scenario for r in g.rows))
+        return rebalance_lateness(scenarios, g.protocols, grid_runs(g, runs)) or "not measured"
+    return LATE_PLACEHOLDER.sub(one, text)
 
 
 def grid_runs(g: GridVerdict, runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
