@@ -534,7 +534,7 @@ def one_per_partition(scenario: str, protocols: Sequence[str],
         a, b = _per_moved(at, share), _per_moved(at, other)
         if a is None or b is None:
             continue
-        counts = (f"{_ms(a[0])} against {_ms(b[0])} of partitions stopped, {_ms(a[1])} against "
+        counts = (f"{_ms(a[0])} against {_ms(b[0])} of resource downtime, {_ms(a[1])} against "
                   f"{_ms(b[1])} per moved partition (medians of {a[2]} and {b[2]} runs, every "
                   "seed set)")
         where = f"at one member per partition ({size} on {size}, {scenario})"

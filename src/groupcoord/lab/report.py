@@ -136,6 +136,7 @@ from groupcoord.lab.verdict import (
     ranked,
     separation_chance,
     short_label,
+    sign_chance,
     sign_needed,
     sizes_text,
     star,
@@ -471,6 +472,21 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
                  f"below rest only on cells with at least {CLAIM_MIN_SEEDS} seeds per "
                  f"protocol ({cmp.claim_pairs:,} pairs, about {cmp.claim_expected:.1f} "
                  "chance marks among them).")
+        if cmp.sign_pairs:
+            def odds_of(n: int) -> str:
+                top, whole = sign_chance(n)
+                about = f", about {2 * top / whole:.1%}" if top > 1 else ""
+                return f"{n} seeds: {2 * top:,} / {whole:,}{about}"
+
+            odds = "; ".join(f"{odds_of(n)} ({k:,} pair{'s' if k != 1 else ''})"
+                             for n, k in cmp.sign_seeds)
+            test += (f" That figure is the separated ranges' (★). A ☆ rests on the paired sign "
+                     "test, whose chance per pair is larger, and a pair with "
+                     f"{SIGN_MIN_SEEDS} seeds or more is marked (★ or ☆) by chance as often "
+                     f"as that test: {odds}; over {cmp.sign_pairs:,} such "
+                     f"pair{'s' if cmp.sign_pairs != 1 else ''}, about "
+                     f"{cmp.sign_expected:.1f} chance marks on the first seed set, each "
+                     "standing only where the fresh set marks it again.")
         if cmp.fixed:
             test += (f" Where the chance figure does not apply: {cmp.fixed:,} more pairs "
                      f"({cmp.claim_fixed:,} of them in cells a sentence may rest on) are not "
@@ -2207,9 +2223,11 @@ def _names(text: str, grid: str) -> bool:
 
 
 def answers_text(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
-                 notes: Sequence[str] = (), top: str = "") -> str:
+                 notes: Sequence[str] = (), top: str = "", closing: str = "") -> str:
     """Where the page answers each grid's question, computed from the sentences: the numbers
-    of the sentences that say it (or name the grid), else of those whose note names it (a
+    of the sentences that say it (or name the grid), else the unnumbered paragraph after the
+    last sentence (``closing``, the share grid's own line) where that paragraph is the grid's
+    (it opens with the grid's name), else the numbers of the sentences whose note names it (a
     mark's limit quoting that grid), else the line at the top of the page (``top``, the
     share wins' line) where that names it, else its table only, so that the introduction
     promises no answer the page does not hold."""
@@ -2232,6 +2250,8 @@ def answers_text(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
                  if i not in said and any(_names(x, g.name) for x in (*c.caveats, extra[i - 1]))]
         if said:
             where = ", ".join(map(str, said))
+        elif closing.startswith(f"{g.name} ("):
+            where = f"the unnumbered paragraph after {len(found)}"
         elif noted:
             where = "the note under " + ", ".join(map(str, noted))
         elif top and _names(top, g.name):
@@ -2836,7 +2856,7 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
                 violations: list[dict[str, Any]], rdir: Path,
                 runs: Sequence[dict[str, Any]]) -> str:
     answers = answers_text(found, verdicts, calibration_notes(found, verdicts, runs),
-                           fetchers_line(verdicts, runs))
+                           fetchers_line(verdicts, runs), share_grid_line(verdicts, runs))
     parts = [f"<p>{html.escape(str(meta.get('description') or ''))}</p>",
              f"<p>{html.escape(answers)}</p>",
              "<p>spec <code>{}</code>: {} runs in {} cells; Spark {} on <code>{}</code>; "
@@ -2916,7 +2936,7 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
     if need := fetchers_line(verdicts, runs):
         lines += [need, ""]
     if answers := answers_text(found, verdicts, calibration_notes(found, verdicts, runs),
-                               fetchers_line(verdicts, runs)):
+                               fetchers_line(verdicts, runs), share_grid_line(verdicts, runs)):
         lines += [answers, ""]
     lines += ["## How to read the tables", ""]
     for t in method_text(runs, verdicts):

@@ -252,6 +252,15 @@ def sign_needed(n: int, alpha: float = SIGN_ALPHA) -> int | None:
     return None
 
 
+def sign_chance(n: int, alpha: float = SIGN_ALPHA) -> tuple[int, int]:
+    """The paired sign test's chance, one direction, of marking a pair of ``n`` seeds that do
+    not differ (each seed a fair coin): the tail at :func:`sign_needed`, as (numerator,
+    2 ** n); (0, 2 ** n) where the test cannot reach ``alpha``. 1 / 1,024 at 10 seeds,
+    against separated ranges' 1 / 184,756 (:func:`separation_chance`)."""
+    k = sign_needed(n, alpha)
+    return (sum(math.comb(n, i) for i in range(k, n + 1)) if k is not None else 0), 2 ** n
+
+
 @dataclass(slots=True)
 class Cell:
     """One protocol's values (per seed) of one metric in one row."""
@@ -2489,6 +2498,12 @@ class Comparisons:
     #: (a count the assignment fixes, as task restarts 128 against 50), no draw to be lucky in.
     fixed: int = 0
     claim_fixed: int = 0
+    #: Pairs with :data:`SIGN_MIN_SEEDS` seeds or more, where the paired sign test marks too
+    #: (☆), and the marks chance would give there by that test (:func:`sign_chance`, both
+    #: directions), and the pairs per seed count n.
+    sign_pairs: int = 0
+    sign_expected: float = 0.0
+    sign_seeds: tuple[tuple[int, int], ...] = ()
 
 
 def fixed_pair(a: Cell, b: Cell) -> bool:
@@ -2506,8 +2521,9 @@ def comparisons(verdicts: Sequence[GridVerdict]) -> Comparisons:
     have the same value on every seed (:func:`fixed_pair`: task restarts, a pure function of
     the assignment) is no chance event: it is counted apart (``fixed``), not in ``pairs``
     nor ``expected``."""
-    rows = pairs = claim_pairs = fixed = claim_fixed = 0
-    expected = claim_expected = 0.0
+    rows = pairs = claim_pairs = fixed = claim_fixed = sign_pairs = 0
+    expected = claim_expected = sign_expected = 0.0
+    by_n: dict[int, int] = {}
     for g in verdicts:
         for row in g.rows:
             for mv in row.metrics:
@@ -2534,7 +2550,15 @@ def comparisons(verdicts: Sequence[GridVerdict]) -> Comparisons:
                         if n >= CLAIM_MIN_SEEDS:
                             claim_pairs += 1
                             claim_expected += p
-    return Comparisons(rows, pairs, expected, claim_pairs, claim_expected, fixed, claim_fixed)
+                        if n >= SIGN_MIN_SEEDS:
+                            # a mark there (★ or ☆) is as likely by chance as the sign
+                            # test's (separated ranges are a sign test won on every seed)
+                            top, whole = sign_chance(n)
+                            sign_pairs += 1
+                            sign_expected += 2 * top / whole
+                            by_n[n] = by_n.get(n, 0) + 1
+    return Comparisons(rows, pairs, expected, claim_pairs, claim_expected, fixed, claim_fixed,
+                       sign_pairs, sign_expected, tuple(sorted(by_n.items())))
 
 
 def _clean_work(run: Mapping[str, Any]) -> str:
@@ -2557,23 +2581,35 @@ def distinct_marks(verdicts: Sequence[GridVerdict],
     parameters), on the same seeds, with the same mark (the same best and the same protocols
     beaten) repeats that row's finding and does not count again (a poison workload whose
     records cost a clean one's barely changes an outcome: its ★ is the clean row's twin)."""
-    clean: dict[str, str] = {}
-    for r in runs:
-        clean.setdefault(str(r.get("workload")), _clean_work(r))
+    clean = clean_workloads(runs)
     marks = 0
     seen: set[tuple[Any, ...]] = set()
     for g in verdicts:
         for row in g.rows:
-            seeds = tuple(sorted({s for mv in row.metrics for c in mv.cells.values()
-                                  for s in c.values}))
             for mv in row.metrics:
                 if mv.verdict not in ("best", "tied"):
                     continue
                 marks += 1
-                seen.add((g.name, row.scenario, row.size, row.fault_rate, row.x,
-                          clean.get(row.workload, row.workload), seeds, mv.metric.column,
-                          mv.best, tuple(sorted(mv.beaten))))
+                seen.add(finding_key(g, row, mv, clean))
     return marks, len(seen)
+
+
+def clean_workloads(runs: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Each workload's parameters without its poison records (:func:`_clean_work`)."""
+    clean: dict[str, str] = {}
+    for r in runs:
+        clean.setdefault(str(r.get("workload")), _clean_work(r))
+    return clean
+
+
+def finding_key(g: GridVerdict, row: VerdictRow, mv: MetricVerdict,
+                clean: Mapping[str, str]) -> tuple[Any, ...]:
+    """A mark's finding (:func:`distinct_marks`): two marks with the same key are one finding,
+    a poison row's mark repeating its clean row's on the same seeds."""
+    seeds = tuple(sorted({s for m in row.metrics for c in m.cells.values() for s in c.values}))
+    return (g.name, row.scenario, row.size, row.fault_rate, row.x,
+            clean.get(str(row.workload), str(row.workload)), seeds, mv.metric.column,
+            tuple(mv.best), tuple(sorted(mv.beaten)))
 
 
 #: The page's sentence-selection rule, as the report states it (``{limit}``: MAX_CLAIMS,
