@@ -89,9 +89,13 @@ def test_the_task_times_sentence_names_the_spread_result_of_its_own_cell() -> No
     verdicts = _task_times_and_spread()
     found = with_caveats(claims(verdicts), verdicts, [])
     tt = next(c for c in found if c.grid == "kip415-task-times")
-    # and whether the mark survives each spread, in the sentence itself (round 14)
-    assert "classic-connect:eager at 10 ms (the mark holds only with aligned heartbeats; " \
-           "note below; spread 1 s not separated; 3 s reversed)" in tt.text
+    # whether the mark survives a 1 s spread, in the sentence itself (round 14), as its
+    # opening condition (round 17: an eager win opens with its aligned heartbeats); the 3 s
+    # spread's reversal in the note under it
+    assert tt.text.startswith("Only with all heartbeats aligned (as right after a rebalance; ")
+    assert "at a 1 s spread: not separated)" in tt.text
+    assert "classic-connect:eager at 10 ms;" in tt.text
+    assert "spread 3 s (kip415-hb-spread-10ms): classic-connect:sessioned lowest" in tt.full
     assert "classic-connect:eager at 10 ms: the mark holds only with aligned heartbeats " \
            "(kip415-hb-spread-10ms" in tt.full
     assert "at 3 s: classic-connect:sessioned" in tt.full
@@ -133,7 +137,9 @@ def test_a_spread_sweep_answers_with_downtime_not_with_the_input_free_restarts()
     (g,) = grid_verdicts({"spec": "paper", "grids": [grid]}, rows)
     found = claims([g])
     assert [c.metric for c in found] == ["task_downtime_task_s"]
-    assert "classic-connect:sessioned at 0, 3,000 ms" in found[0].text
+    # one winner at every spread: said as no crossover (round 17)
+    assert "classic-connect:sessioned, the same winner from 0 to 3,000 ms: no crossover in " \
+        "the sweep" in found[0].text
 
 
 def test_a_pair_fixed_on_every_seed_is_not_a_chance_event() -> None:

@@ -55,7 +55,8 @@ def test_a_sweep_sentence_names_every_size_where_it_reads_alike() -> None:
     found = claims(grid_verdicts({"spec": "paper", "grids": [GRID]}, _spread_rows(alike)))
     (c,) = found
     assert c.text.startswith("kip415-worker-joins, 6 and 12 workers on 16x8c (kip415-hb-spread)")
-    assert c.text.endswith(": classic-connect:sessioned at 0, 1,000, 3,000 ms.")
+    assert c.text.endswith(": classic-connect:sessioned, the same winner from 0 to 3,000 ms: "
+                           "no crossover in the sweep.")
     assert c.sizes == (6, 12) and c.size == 12
     assert "--size 6 --size 12 " in c.command
     # where the sizes differ (eager lowest at 0 s at 12 workers), each keeps its own

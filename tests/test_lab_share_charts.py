@@ -98,7 +98,7 @@ def test_a_kill_chart_sets_its_lost_host_beside_it() -> None:
     cap = kill_crash_caption(kill, [kill, crash], key, rows)
     assert "excess lag peak: killed share:simple 3 against consumer:uniform 13,121; lost " \
            "host share:simple 7,046 against consumer:uniform 13,526 records" in cap, cap
-    assert "partitions stopped: killed share:simple 0 against consumer:uniform 43.7; lost " \
+    assert "resource downtime: killed share:simple 0 against consumer:uniform 43.7; lost " \
            "host share:simple 23.4 against consumer:uniform 45.1 resource·s" in cap, cap
     (key, rows), = _chart_groups(crash).items()
     assert kill_crash_caption(crash, [kill, crash], key, rows) == ""

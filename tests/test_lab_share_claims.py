@@ -292,13 +292,13 @@ def test_the_equal_capacity_sentence_leads_and_one_line_says_what_the_share_wins
         VerdictRow("owner-crash", 12, "1x4-busy", 0.0, 5, [peak])], 10, 0, 0, 5)
     line = fetchers_line([rolling, equal, owner, single], runs)
     assert line == ("What the share wins need: at 12 members on 4 partitions, 2 confirmed share "
-                    "wins, every one with 3 share members fetching each partition against one "
-                    "consumer member (8 idle): 2 redundancy wins, the share group stopping no "
-                    "partition on any seed (rolling-bounce 1x4-busy: excess lag; owner-crash "
-                    "1x4-busy: excess lag peak). And at one member per partition or fewer: 1 "
-                    "(\u2605 partitions stopped (rolling-bounce at 12 on 12)). The first are "
-                    "redundancy a consumer group cannot have on as many partitions, the last the "
-                    "protocol's own.")
+                    "wins (metric readings in 2 cells), every one with 3 share members fetching "
+                    "each partition against one consumer member (8 idle): 2 redundancy wins, the "
+                    "share group stopping no partition on any seed (rolling-bounce 1x4-busy: "
+                    "excess lag; owner-crash 1x4-busy: excess lag peak). And at one member per "
+                    "partition or fewer: 1 (\u2605 resource downtime (rolling-bounce at 12 on 12)). "
+                    "The first are redundancy a consumer group cannot have on as many partitions,"
+                    " the last the protocol's own.")
     assert fetchers_line([equal], runs) == ""  # no win from more members than partitions
     found = claims([rolling, equal], family_of=family_key(runs))
     assert [c.workload for c in found] == ["1x4-busy", "1x12-busy"]

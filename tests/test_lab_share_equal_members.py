@@ -196,10 +196,10 @@ def test_a_companions_marks_are_not_counted_among_the_share_wins() -> None:
     companion.confirm_seeds = 5
     runs = _runs()
     line = fetchers_line([parent], runs)
-    assert "1 confirmed share win," in line
+    assert "1 confirmed share win (metric readings in 1 cell)," in line
     both = fetchers_line([parent, companion], runs)
     # the companion's win is not counted with the parent's: it is named apart, at its setting
-    assert both.startswith(line) and "1 confirmed share win," in both, both
+    assert both.startswith(line) and "1 confirmed share win (metric readings in 1 cell)," in both, both
     assert both[len(line):].startswith(" Not counted above, at a non-default setting "
                                        f"({SHARE}@hb1s): 1 ("), both
 

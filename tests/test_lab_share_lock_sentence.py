@@ -56,8 +56,8 @@ def test_the_lock_limit_is_a_sentence_of_its_own_after_the_kills(
     assert lock.text.startswith(
         "Lock limit: a lost host or hung process (owner-crash) stalls a share partition for "
         "the record lock duration minus max.record.locks / the partition's rate (30 s - 2,000 "
-        "/ 300 records/s = 23.3 s on 1x4-hot): 12 members on 4 partitions stopped 23.4 s on "
-        "5 of 5 seeds; share:simple's excess lag peak 7,046 records, worse than "
+        "/ 300 records/s = 23.3 s on 1x4-hot): 12 members on 4 partitions, resource downtime "
+        "23.4 s on 5 of 5 seeds; share:simple's excess lag peak 7,046 records, worse than "
         "consumer:uniform on 12 partitions (4,557) on every seed (medians of 5 and 5 seeds, "
         "each table's). On the wire a hung share "
         "consumer (SIGSTOP) stopped its partition on 9 of 10 runs."), lock.text

@@ -225,7 +225,8 @@ def test_a_sentence_on_a_split_cell_gives_every_outcome_and_the_typical_one() ->
     (c,) = claims([GridVerdict("lock-rate-owner", "", [SHARE, KIP848], [peak], rows, 10, 0, 0,
                                5, excess=True)])
     assert ("2 records on 3 of 5 seeds and 7,039 records on 2 of 5 seeds (its seeds split; "
-            "typical: 2 records; median of all 5: 4 records)") in c.text, c.text
+            "typical: 2 records; median of all 5: 4 records, mean 2,817 records)") in c.text, \
+        c.text
     assert "against 14,381 records" in c.text
     # as many seeds in each outcome: none is typical
     from groupcoord.lab.verdict import _quote, modes

@@ -154,7 +154,7 @@ def test_one_member_per_partition_says_the_revocation_gap_not_a_tie() -> None:
     text = one_per_partition("rolling-bounce", [SHARE, KIP848], runs)
     assert text.startswith("at one member per partition (12 on 12, rolling-bounce) the share "
                            "group's downtime is lower by the rejoin's revocation gap: 27 s "
-                           "against 61 s of partitions stopped, 1.35 s against 2.77 s per moved")
+                           "against 61 s of resource downtime, 1.35 s against 2.77 s per moved")
     assert "no revocation step" in text and "tie" not in text
     wide = [_run(SHARE, 0, 12, scenario="rolling-bounce"),
             _run(KIP848, 0, 12, scenario="rolling-bounce")]
@@ -183,7 +183,7 @@ def test_a_crash_at_one_member_per_partition_ties_without_a_revocation_gap() -> 
     runs += [even(KIP848, s, 44_100 + 10 * s) for s in range(3)]
     text = one_per_partition("owner-crash", [SHARE, KIP848], runs)
     assert text.startswith("at one member per partition (4 on 4, owner-crash) the two tie: "
-                           "44.1 s against 44.1 s of partitions stopped")
+                           "44.1 s against 44.1 s of resource downtime")
     assert "lower" not in text and "no rejoin" in text
     # a bounce whose share median is lower by less than a tenth: a tie too
     close = [dict(r, scenario="bounce") for r in runs]

@@ -40,7 +40,7 @@ def test_the_same_members_on_either_topic_are_compared_across_the_grids() -> Non
     rows = {(r[0], r[1]): r for r in platform_rows(runs)}
     assert rows[("rolling-bounce", "excess lag (record·s)")][2:] == [
         "12 (10\u201314)", "1,320 (1,300\u20131,340)", "5 / 5"]
-    assert rows[("rolling-bounce", "partitions stopped (partition·s)")][2:4] == ["0", "36"]
+    assert rows[("rolling-bounce", "resource downtime (partition·s)")][2:4] == ["0", "36"]
     assert rows[("rolling-bounce", MESSAGES_LABEL)][3] == "1,700"
     # the row says its two counts are not of the same messages
     assert "not comparable" in MESSAGES_LABEL and "no fetches" in MESSAGES_LABEL
@@ -362,7 +362,7 @@ def test_the_consumer_groups_back_off_0_column_stands_beside_the_1_s_one() -> No
     rows = {r[2]: r[3:] for r in backoff_rows(runs)}
     assert rows["excess lag peak (records)"] == ["2", "92 (90\u201394)", "80"]
     assert rows["control's mean lag over the windows (records)"] == ["14", "48,445", "11,547"]
-    assert rows["partitions stopped (partition·s)"] == ["0", "5", "5"]
+    assert rows["resource downtime (partition·s)"] == ["0", "5", "5"]
     md = backoff_md(runs)
     assert "FixedBackOff(0, 9)" in md and "10 s instead of 14 s" in md
     assert "back-off at 0" in share_sections_md(runs)

@@ -95,12 +95,12 @@ def test_the_share_win_count_splits_redundancy_lock_limit_stops_and_settings() -
     line = fetchers_line(_verdicts(), RUNS)
     assert "at 12 members on 4 partitions, 3 confirmed share wins" in line, line
     assert ("1 redundancy win, the share group stopping no partition on any seed "
-            "(owner-kill 1x4-busy: partitions stopped)") in line, line
+            "(owner-kill 1x4-busy: resource downtime)") in line, line
     assert ("2 in cells where the share group itself stopped a partition on most seeds "
             "(owner-crash 1x4-hot: 23.4 s on 10 of 10 seeds), wins only against a consumer "
             "group waiting out its session timeout") in line, line
     assert line.endswith("Not counted above, at a non-default setting (share:simple@hb1s): 1 "
-                         "(\u2605 partitions stopped (owner-kill at 12 on 4, 1x4-busy)), each "
+                         "(\u2605 resource downtime (owner-kill at 12 on 4, 1x4-busy)), each "
                          "won at the default too."), line
 
 
@@ -112,7 +112,7 @@ def test_a_win_at_one_member_per_partition_has_its_mark_load_and_lighter_load() 
     line = fetchers_line(_verdicts(), RUNS)
     assert ("at one member per partition or fewer: 2 (\u2606 excess lag (rolling-bounce at 4 "
             "on 4, NEAR SATURATION; does not hold at 20% busy (1x4-light, share-rolling-light: "
-            "no mark, share lower on 8 of 10 paired seeds)), \u2606 partitions stopped "
+            "no mark, share lower on 8 of 10 paired seeds)), \u2606 resource downtime "
             "(rolling-bounce at 4 on 4, NEAR SATURATION; holds at 20% busy (1x4-light, "
             "share-rolling-light: \u2606 share lower on 10 of 10 paired seeds)))") in line, line
 
@@ -144,7 +144,9 @@ def test_the_lock_limit_sentence_names_the_lock_duration_lever_and_the_broker_la
     text = lock_lever_clause("owner-crash", 12, "1x4-hot", [lever], runs)
     assert text == (
         "The operator's lever is the record lock duration (share.record.lock.duration.ms for "
-        "the group, group.share.record.lock.duration.ms on the broker): at 10 s it stopped "
+        "the group, group.share.record.lock.duration.ms on the broker, within the broker's "
+        "group.share.min.record.lock.duration.ms, 15 s by default: Kafka refuses a group's lock "
+        "below it, so 10 s needs it lowered): at 10 s it stopped "
         "3.35 s on 10 of 10 seeds (lock-rate-owner-lock10, 1x4-hot-lock10; 10 s - 2,000 / 300 "
         "= 3.33 s predicted), against 23.3 s on 10 of 10 at 30 s; "
         "group.share.partition.max.record.locks (2,000) sets the rate above which a lost host "

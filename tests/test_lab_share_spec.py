@@ -36,8 +36,10 @@ def test_the_share_spec_pairs_share_and_consumer_groups_on_the_same_seeds() -> N
         == {"consumer:uniform"}
     # (and the 10 s lock's grid share groups' only: a consumer group has no lock)
     assert {r.protocol for r in runs if r.workload == "1x4-hot-lock10"} == {"share:simple"}
+    assert {r.protocol for r in runs if r.workload == "1x4-hot-lock15"} == {"share:simple"}
     for r in runs:
-        if r.workload in ("1x4-poison-lock", "1x4-poison-b0", "1x4-hot-lock10") or (
+        if r.workload in ("1x4-poison-lock", "1x4-poison-b0", "1x4-hot-lock10",
+                          "1x4-hot-lock15") or (
                 r.workload == "1x4-light" and r.size == 12):
             continue
         key = (r.scenario, r.size, r.workload, r.fault_rate, r.replicate)
@@ -191,7 +193,7 @@ def test_the_bounces_timings_are_drawn_per_seed_off_the_heartbeat() -> None:
     ten = {"equal-capacity-rolling", "share-rolling", "lock-rate-owner-kill",
            "equal-capacity-rolling-hb1s", "share-rolling-hb1s",
            "equal-capacity-rolling-static", "share-rolling-static", "share-rolling-light"}
-    twenty = {"lock-rate-owner", "lock-rate-owner-lock10"}
+    twenty = {"lock-rate-owner", "lock-rate-owner-lock10", "lock-rate-owner-lock15"}
     assert all(g.confirm_seeds == (0 if g.name in one_set else 20 if g.name in twenty
                                    else 10 if g.name in ten else 5) for g in spec.grids)
     runs = [r for r in expand(spec) if r.scenario in ("bounce", "rolling-bounce")
@@ -302,7 +304,8 @@ def test_the_owner_grids_crash_and_kill_a_partition_owner_in_both_groups() -> No
         "share:simple", "consumer:uniform", "consumer:uniform@commit100ms"}
     # the lock-rate cells run at 80 records/s a partition and at a production rate, 300
     assert {w for s, n, w, _ in cells if w not in ("1x4-busy", "1x4-poison", "1x4-light")
-            and not w.startswith("1x12")} == {"1x4-busy80", "1x4-hot", "1x4-hot-lock10"}
+            and not w.startswith("1x12")} == {"1x4-busy80", "1x4-hot", "1x4-hot-lock10",
+                                              "1x4-hot-lock15"}
     # and every 4-partition owner workload's load on 12 partitions, at 12 members only (the
     # same members with a partition each: owner-equal)
     work = {w.name: w for w in spec.workloads}

@@ -163,3 +163,26 @@ def test_the_model_limits_name_the_static_label_as_a_static_rolling_bounce() -> 
     assert "not run" not in line
     assert f"static members too (rolling-bounce as {STATIC}: each back within its session " \
         "timeout keeps its partitions with no rebalance)" in line
+
+
+def test_the_static_clause_prints_the_companion_cells_final_mark() -> None:
+    """The companion's first set separates the ranges but a fresh static seed falls inside
+    share's range (the page's 12 on 12: static 30.8 s against share 36.6 s), so its table and
+    chart show ☆ (the union of both sets); the sentence's clause says ☆ too, never ★."""
+    from groupcoord.lab.verdict import Cell, confirm, judge, mark_words
+
+    verdicts = _static_grids([70_000, 71_000, 72_000, 73_000, 74_000])
+    mv = verdicts[1].rows[0].metrics[0]
+    fresh = judge({"share:simple": Cell(dict(enumerate([28_000, 29_000, 36_600, 30_000, 31_000,
+                                                        27_000, 29_500, 30_500, 28_500,
+                                                        29_800]))),
+                   STATIC: Cell(dict(enumerate([30_800, 75_000, 80_000, 82_000, 90_000, 78_000,
+                                                85_000, 79_000, 81_000, 88_000])))},
+                  mv.metric)
+    confirmed = confirm(mv, fresh)
+    verdicts[1].rows[0].metrics[0] = confirmed
+    assert mark_words(confirmed) == "☆ share:simple"
+    (c,) = _sentences(verdicts)
+    assert ("Against static consumer members (KIP-345; equal-capacity-rolling-static, the same "
+            "seeds): ☆ share:simple, 26.7 against 72 resource·s: the win survives."
+            ) in c.text, c.text

@@ -51,7 +51,7 @@ def test_builtin_specs_expand() -> None:
     from groupcoord.lab.spec import is_connect_protocol
 
     assert {r.workload for r in runs if not is_connect_protocol(r.protocol)} == {
-        "4x250", "4x1000", "field-costs", "long-poll", "light", "light-md300s", "light-md30s",
+        "4x250", "4x1000", "field-costs", "long-poll", "long-poll-1s", "light", "light-md300s", "light-md30s",
         *(f"1x32-p{ms}ms-{pct}pct" for ms in (10, 20) for pct in (20, 30, 40)),
         # natural lateness: none, moderate, heavy
         "4x250-p1ms", "4x250-ln1ms-s1-pause200ms-10s", "4x250-ln1ms-s1.5-pause1s-10s"}

@@ -59,6 +59,50 @@ def lateness_lines(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
+def rebalance_lateness(scenarios: Sequence[str], protocols: Sequence[str],
+                       runs: Sequence[Mapping[str, Any]]) -> str:
+    """Per scenario (in ``scenarios``' order) and protocol, how late the latest member was at
+    the rebalances of a run (the ``runs`` table's ``lateness_max_ms``: the start-up left out),
+    the median and the maximum over that cell's runs, as one clause: the scenarios where no
+    member of any run was late are named together. The barrier waits a poll's length shows
+    here, not in the stall (members that process while the group waits are no stall); '' when
+    no run measured it."""
+    late: list[str] = []
+    never: list[str] = []
+    for scenario in scenarios:
+        cells = []
+        measured = False
+        for p in protocols:
+            vals = [float(r["lateness_max_ms"]) for r in runs
+                    if r.get("scenario") == scenario and r.get("protocol") == p
+                    and r.get("lateness_max_ms") is not None]
+            if not vals:
+                continue
+            measured = True
+            if max(vals) > 0:
+                med = statistics.median(vals)
+                cells.append(f"{p} {_ms(med)} (max {_ms(max(vals))}, late in "
+                             f"{sum(1 for v in vals if v > 0)} of {len(vals)} runs)")
+            else:
+                cells.append(f"{p} 0 ms")
+        if not measured:
+            continue
+        if all(c.endswith(" 0 ms") for c in cells):
+            never.append(scenario)
+        else:
+            late.append(f"{scenario}: " + ", ".join(cells))
+    if not late and not never:
+        return ""
+    out = ("how late the latest member was at a run's rebalances (from the protocol's asking "
+           "to its poll(), the runs' lateness_max_ms, median over the runs): " + "; ".join(late)
+           if late else "")
+    if never:
+        out += (("; " if out else "") + " and ".join(never)
+                + (": no member late in any run" if late else
+                   ": no member was late at a rebalance in any run"))
+    return out
+
+
 def grid_lateness_lines(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     """:func:`lateness_lines` for a grid whose workloads model natural lateness (a run's
     ``work`` sets ``pause_every_ms``); [] for the others: their lateness is the poll's only, and
@@ -68,4 +112,4 @@ def grid_lateness_lines(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     return lateness_lines(runs)
 
 
-__all__ = ["grid_lateness_lines", "lateness_lines"]
+__all__ = ["grid_lateness_lines", "lateness_lines", "rebalance_lateness"]

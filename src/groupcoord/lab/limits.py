@@ -1283,7 +1283,35 @@ KAFKA_DEFAULTS: dict[str, dict[str, int | str]] = {
     "auto.commit.interval.ms": {"consumer": 5_000},
     "group.consumer.assignment.interval.ms": {"consumer": 1_000},
     "group.initial.rebalance.delay.ms": {"consumer": 3_000, "Connect worker": 3_000},
+    # KIP-932's broker defaults of a share group (Kafka's ShareGroupConfig)
+    "group.share.heartbeat.interval.ms": {"share consumer": 5_000},
+    "group.share.record.lock.duration.ms": {"share consumer": 30_000},
 }
+
+#: The broker's minimum below which Kafka refuses a group's value of a setting (Kafka's
+#: GroupConfig validation against GroupCoordinatorConfig's and ShareGroupConfig's bounds:
+#: ``group.share.min.record.lock.duration.ms``, SHARE_GROUP_MIN_RECORD_LOCK_DURATION_MS_DEFAULT
+#: 15,000 in Kafka 4.2 and 4.3; the heartbeat minimums 5,000), as the coordinator's config
+#: names its field: a value under it needs the broker's minimum lowered.
+BROKER_MINIMUMS: dict[str, tuple[str, str]] = {
+    "group.consumer.heartbeat.interval.ms": ("group.consumer.min.heartbeat.interval.ms",
+                                             "consumer_min_heartbeat_interval_ms"),
+    "group.share.heartbeat.interval.ms": ("group.share.min.heartbeat.interval.ms",
+                                          "share_min_heartbeat_interval_ms"),
+    "group.share.record.lock.duration.ms": ("group.share.min.record.lock.duration.ms",
+                                            "share_min_record_lock_duration_ms"),
+}
+
+
+def broker_minimum(key: str) -> tuple[str, int] | None:
+    """The broker config that bounds a group setting from below and its default (from the
+    coordinator's config, :data:`BROKER_MINIMUMS`); None for a setting with no such bound."""
+    from groupcoord.coordinator.config import CoordinatorConfig
+
+    if key not in BROKER_MINIMUMS:
+        return None
+    name, attr = BROKER_MINIMUMS[key]
+    return name, int(getattr(CoordinatorConfig(), attr))
 
 #: Settings the runs record that only recent Apache Kafka releases have: what they are and
 #: since when (the settings list says so, so a reader does not take them for model knobs).
@@ -1343,7 +1371,9 @@ def _classic_group(protocol: str) -> bool:
 def _client_kind(protocol: str) -> str:
     from groupcoord.lab.findings import family
 
-    return "Connect worker" if family(protocol).endswith("connect") else "consumer"
+    kind = family(protocol)
+    return ("Connect worker" if kind.endswith("connect")
+            else "share consumer" if kind == "share" else "consumer")
 
 
 def settings_notes(runs: Iterable[Mapping[str, Any]]) -> list[str]:
@@ -1374,7 +1404,10 @@ def settings_notes(runs: Iterable[Mapping[str, Any]]) -> list[str]:
                 recent.add(k)
             if k in BROKER_SETTINGS:
                 broker.add(k)
-            default = KAFKA_DEFAULTS.get(k, {}).get(kind)
+            defaults = KAFKA_DEFAULTS.get(k, {})
+            # a share consumer's client settings are a consumer's (ShareConsumerConfig)
+            default = defaults.get(kind, defaults.get("consumer") if kind == "share consumer"
+                                   else None)
             if (default is not None and isinstance(v, int | float | str)
                     and not isinstance(v, bool) and isinstance(v, str) == isinstance(default, str)
                     and v != default):
@@ -1387,10 +1420,20 @@ def settings_notes(runs: Iterable[Mapping[str, Any]]) -> list[str]:
             return (f"; {FIXED_ON_GROWTH[k]}: the growth rows "
                     f"({', '.join(sorted(grown_scenarios))}) count them")
 
+        def floor(k: str) -> str:
+            low = broker_minimum(k)
+            under = [v for v in sorted(off[k]) if isinstance(v, int | float) and low
+                     and v < low[1]]
+            if low is None or not under:
+                return ""
+            return (f"; Kafka refuses a group's value below the broker's {low[0]}, "
+                    f"{_n(low[1])} by default, so {', '.join(_word(v) for v in under)} "
+                    f"needs it lowered")
+
         out.append("Not Kafka's defaults: " + "; ".join(
             f"{k} {', '.join(_word(v) for v in sorted(off[k]))} (Kafka's default: "
             + ", ".join(f"{_word(d)} for a {kind}" for kind, d in KAFKA_DEFAULTS[k].items())
-            + growth(k) + ")" for k in sorted(off)) + ".")
+            + growth(k) + floor(k) + ")" for k in sorted(off)) + ".")
     if recent:
         out.append("Kafka settings of recent releases: " + "; ".join(
             f"{k} ({RECENT_SETTINGS[k]})" for k in sorted(recent)) + ".")

@@ -14,7 +14,8 @@ grid and scenario on the mechanism, computed from the runs' own columns and work
   its target, at its next heartbeat. Plus, once per grid, how long a poll takes: where it is
   short, no member is caught inside a long poll when the rebalance starts, which is where eager
   loses in the field (KIP-429's motivation: the whole group waits for the slowest member's
-  batch).
+  batch); where it is long, how late the latest member was at each scenario's rebalances
+  (the runs' lateness column, per protocol).
 - :func:`conditions`: first in a consumer grid's list, the conditions its marks hold under,
   from its runs' settings (heartbeat, session, ``max.poll.interval.ms``) and how the members'
   heartbeats line up (as the Java client and librdkafka line them up: at the join).
@@ -48,6 +49,7 @@ from groupcoord.lab.findings import (
     run_settings,
     work_value,
 )
+from groupcoord.lab.lateness import rebalance_lateness
 from groupcoord.lab.verdict import (
     DASH,
     GROWTH_SCENARIOS,
@@ -532,7 +534,7 @@ def one_per_partition(scenario: str, protocols: Sequence[str],
         a, b = _per_moved(at, share), _per_moved(at, other)
         if a is None or b is None:
             continue
-        counts = (f"{_ms(a[0])} against {_ms(b[0])} of partitions stopped, {_ms(a[1])} against "
+        counts = (f"{_ms(a[0])} against {_ms(b[0])} of resource downtime, {_ms(a[1])} against "
                   f"{_ms(b[1])} per moved partition (medians of {a[2]} and {b[2]} runs, every "
                   "seed set)")
         where = f"at one member per partition ({size} on {size}, {scenario})"
@@ -1388,27 +1390,19 @@ def mechanisms(protocols: Sequence[str], settings: Mapping[str, Mapping[str, Any
                           "rebalance starts: the case where eager loses in the field (the "
                           "whole group waits for the slowest member's batch) does not arise "
                           "here.")
-        elif beats and eager_gaps and max(v for _, v in eager_gaps) < min(beats):
-            lines[-1] += (f", longer than a {_ms(min(beats))} heartbeat, but no rebalance "
-                          "here waited on one: eager's downtime per moved partition stays "
-                          "under a heartbeat in every scenario above without a crash"
-                          + (" or a heartbeat spread" if any(spreads_of(runs)) else "")
-                          + " (at most "
-                          f"{_ms(max(v for _, v in eager_gaps))}), so no member was busy inside "
-                          "a long poll when a rebalance started (a member late at the "
-                          "rebalance is the busy-member grids' and the long-poll grid's).")
-        elif beats and eager_gaps and max(v for _, v in eager_gaps) > 2 * max(beats):
-            slow = ", ".join(dict.fromkeys(s for s, v in eager_gaps if v > 2 * max(beats)))
-            lines[-1] += (f", longer than a {_ms(min(beats))} heartbeat; in {slow} eager's "
-                          "downtime per moved partition is over two heartbeats: a rebalance "
-                          "there waited on a member (inside a long poll, or late in its "
-                          "revocation).")
         elif beats:
-            lines[-1] += (f", longer than a {_ms(min(beats))} heartbeat: a member working "
-                          "off a backlog may be inside a long poll when a rebalance starts, "
-                          "the case where eager loses in the field (the whole group waits for "
-                          "the slowest member's batch); whether a rebalance here did shows in "
-                          "the downtime per moved partition above.")
+            # how late the members were at the rebalances, from the runs' lateness column:
+            # the barrier waits a long poll causes (the stall cannot show them: members that
+            # process while the group waits are no stall)
+            lines[-1] += f", longer than a {_ms(min(beats))} heartbeat"
+            if eager_gaps and max(v for _, v in eager_gaps) > 2 * max(beats):
+                slow = ", ".join(dict.fromkeys(s for s, v in eager_gaps if v > 2 * max(beats)))
+                lines[-1] += (f"; in {slow} eager's downtime per moved partition is over two "
+                              "heartbeats: a rebalance there waited on a member (inside a long "
+                              "poll, or late in its revocation)")
+            late = rebalance_lateness(list(by_scenario), protocols,
+                                      [r for rs in by_scenario.values() for r in rs])
+            lines[-1] += f"; {late}." if late else "."
         else:
             lines[-1] += "."
     return lines

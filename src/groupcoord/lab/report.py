@@ -53,7 +53,7 @@ from groupcoord.lab.findings import (
     full_name,
     number,
 )
-from groupcoord.lab.lateness import grid_lateness_lines
+from groupcoord.lab.lateness import grid_lateness_lines, rebalance_lateness
 from groupcoord.lab.limits import model_limits, settings_notes, settings_table
 from groupcoord.lab.mechanism import (
     FRESH_SET,
@@ -136,6 +136,7 @@ from groupcoord.lab.verdict import (
     ranked,
     separation_chance,
     short_label,
+    sign_chance,
     sign_needed,
     sizes_text,
     star,
@@ -471,6 +472,21 @@ def method_text(runs: Sequence[dict[str, Any]], verdicts: Sequence[GridVerdict])
                  f"below rest only on cells with at least {CLAIM_MIN_SEEDS} seeds per "
                  f"protocol ({cmp.claim_pairs:,} pairs, about {cmp.claim_expected:.1f} "
                  "chance marks among them).")
+        if cmp.sign_pairs:
+            def odds_of(n: int) -> str:
+                top, whole = sign_chance(n)
+                about = f", about {2 * top / whole:.1%}" if top > 1 else ""
+                return f"{n} seeds: {2 * top:,} / {whole:,}{about}"
+
+            odds = "; ".join(f"{odds_of(n)} ({k:,} pair{'s' if k != 1 else ''})"
+                             for n, k in cmp.sign_seeds)
+            test += (f" That figure is the separated ranges' (★). A ☆ rests on the paired sign "
+                     "test, whose chance per pair is larger, and a pair with "
+                     f"{SIGN_MIN_SEEDS} seeds or more is marked (★ or ☆) by chance as often "
+                     f"as that test: {odds}; over {cmp.sign_pairs:,} such "
+                     f"pair{'s' if cmp.sign_pairs != 1 else ''}, about "
+                     f"{cmp.sign_expected:.1f} chance marks on the first seed set, each "
+                     "standing only where the fresh set marks it again.")
         if cmp.fixed:
             test += (f" Where the chance figure does not apply: {cmp.fixed:,} more pairs "
                      f"({cmp.claim_fixed:,} of them in cells a sentence may rest on) are not "
@@ -1620,22 +1636,26 @@ def chart_conditions(g: GridVerdict, rows: Sequence[VerdictRow]) -> str:
 
 def control_words(g: GridVerdict, r: VerdictRow) -> str:
     """Under a chart of a scenario its grid measures against a control
-    (``lab.verdict.CONTROL_SCENARIOS``): the cost as the grid defines it, each protocol's
-    row minus its control row, medians (outside review round 16, S11: the long-poll chart's
-    bars were raw totals, about 320 resource·s of each the common restart); "" otherwise."""
-    from groupcoord.lab.verdict import CONTROL_SCENARIOS, control_cost
+    (``lab.verdict.control_row``: a control workload on the same seeds, else a control
+    scenario): the cost as the grid defines it, each protocol's row minus its control row,
+    medians (outside review round 16, S11: the long-poll chart's bars were raw totals, about
+    320 resource·s of each the common restart); "" otherwise."""
+    from groupcoord.lab.verdict import CONTROL_SCENARIOS, control_cost, control_row
 
-    costs = control_cost(g, r) if r.scenario in CONTROL_SCENARIOS else None
-    if not costs:
+    found = control_row(g, r) if r.scenario in CONTROL_SCENARIOS else None
+    costs = None if found is None else control_cost(g, r, *found)
+    if not costs or found is None:
         return ""
+    ctl, by_seed = found
 
     def signed(m: Metric, v: float) -> str:
         return ("+" if v > 0 else "") + m.fmt(v)
 
+    against = (f"its {ctl.workload} row (the same scenario and seeds, shorter polls)"
+               if by_seed else f"its {ctl.scenario} row")
     return (f"the chart's values are each row's totals; the cost as the grid defines it is "
-            f"each protocol's row "
-            f"minus its {CONTROL_SCENARIOS[r.scenario]} row per seed (medians of the "
-            f"differences of the same {r.seeds} seeds): "
+            f"each protocol's row minus {against} per seed (medians of the differences of "
+            f"the same {r.seeds} seeds): "
             + "; ".join(f"{short_label(m, g.excess)} " + ", ".join(
                 f"{p} {signed(m, v)}" for p, v in d.items()) for m, d in costs))
 
@@ -1910,6 +1930,10 @@ def _build_report(out: Path, rdir: Path) -> Path:
         attach_window_seconds(runs, out / "disturbances")
         attach_growth(runs, read_summaries(out / "runs", growth_runs(runs)))
         verdicts = grid_verdicts(meta, runs)
+        # what the runs' lateness column says where a description asks for it
+        meta["description"] = fill_lateness(str(meta.get("description") or ""), verdicts, runs)
+        for g in verdicts:
+            g.description = fill_lateness(g.description, verdicts, runs)
         unmark_commit_dependent(verdicts)  # the share comparison's marks (lab.share_marks)
         unmark_broker_lag(verdicts, runs)
         intro = str(meta.get("description") or "")
@@ -2199,9 +2223,11 @@ def _names(text: str, grid: str) -> bool:
 
 
 def answers_text(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
-                 notes: Sequence[str] = (), top: str = "") -> str:
+                 notes: Sequence[str] = (), top: str = "", closing: str = "") -> str:
     """Where the page answers each grid's question, computed from the sentences: the numbers
-    of the sentences that say it (or name the grid), else of those whose note names it (a
+    of the sentences that say it (or name the grid), else the unnumbered paragraph after the
+    last sentence (``closing``, the share grid's own line) where that paragraph is the grid's
+    (it opens with the grid's name), else the numbers of the sentences whose note names it (a
     mark's limit quoting that grid), else the line at the top of the page (``top``, the
     share wins' line) where that names it, else its table only, so that the introduction
     promises no answer the page does not hold."""
@@ -2224,6 +2250,8 @@ def answers_text(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
                  if i not in said and any(_names(x, g.name) for x in (*c.caveats, extra[i - 1]))]
         if said:
             where = ", ".join(map(str, said))
+        elif closing.startswith(f"{g.name} ("):
+            where = f"the unnumbered paragraph after {len(found)}"
         elif noted:
             where = "the note under " + ", ".join(map(str, noted))
         elif top and _names(top, g.name):
@@ -2799,6 +2827,27 @@ def _violations_html(violations: Sequence[dict[str, Any]]) -> str:
     return "\n".join(parts)
 
 
+#: A description's place for a grid's lateness at its rebalances (``{late:field-costs}``),
+#: which the report fills from that grid's runs (:func:`fill_lateness`), so that the page
+#: says how late the members were rather than a render's reading of it.
+LATE_PLACEHOLDER = re.compile(r"\{late:([\w-]+)\}")
+
+
+def fill_lateness(text: str, verdicts: Sequence[GridVerdict],
+                  runs: Sequence[dict[str, Any]]) -> str:
+    """``text`` with each :data:`LATE_PLACEHOLDER` replaced by its grid's
+    :func:`lab.lateness.rebalance_lateness` over the grid's runs (per scenario and protocol:
+    the latest member at a run's rebalances, median and max), or by "not measured" where the
+    grid is not in ``verdicts`` or no run measured it."""
+    def one(m: re.Match[str]) -> str:
+        g = next((v for v in verdicts if v.name == m[1]), None)
+        if g is None:
+            return "not measured"
+        scenarios = list(dict.fromkeys(r.scenario for r in g.rows))
+        return rebalance_lateness(scenarios, g.protocols, grid_runs(g, runs)) or "not measured"
+    return LATE_PLACEHOLDER.sub(one, text)
+
+
 def grid_runs(g: GridVerdict, runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The runs of a grid's rows (its scenarios, sizes, workloads and protocols), in the
     order of the grid's scenarios (the "Why" list follows the table)."""
@@ -2850,7 +2899,7 @@ def _sweep_html(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Se
                 violations: list[dict[str, Any]], rdir: Path,
                 runs: Sequence[dict[str, Any]]) -> str:
     answers = answers_text(found, verdicts, calibration_notes(found, verdicts, runs),
-                           fetchers_line(verdicts, runs))
+                           fetchers_line(verdicts, runs), share_grid_line(verdicts, runs))
     parts = [f"<p>{html.escape(str(meta.get('description') or ''))}</p>",
              f"<p>{html.escape(answers)}</p>",
              "<p>spec <code>{}</code>: {} runs in {} cells; Spark {} on <code>{}</code>; "
@@ -2930,7 +2979,7 @@ def _sweep_md(meta: dict[str, Any], verdicts: Sequence[GridVerdict], found: Sequ
     if need := fetchers_line(verdicts, runs):
         lines += [need, ""]
     if answers := answers_text(found, verdicts, calibration_notes(found, verdicts, runs),
-                               fetchers_line(verdicts, runs)):
+                               fetchers_line(verdicts, runs), share_grid_line(verdicts, runs)):
         lines += [answers, ""]
     lines += ["## How to read the tables", ""]
     for t in method_text(runs, verdicts):

@@ -353,7 +353,7 @@ def _pair(cell: ShareCell, metric: str) -> str:
 COLUMNS = {"time_to_converge_ms": "converge, ms: sim / wire (ratio)",
            "lag_peak": "lag peak, records", "excess_lag_peak": "excess lag peak, records",
            "excess_lag_record_s": "excess lag, record·s",
-           "resource_downtime_ms": "partitions stopped, ms",
+           "resource_downtime_ms": "resource downtime, ms",
            "records_reprocessed": "records processed twice"}
 
 

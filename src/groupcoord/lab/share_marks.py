@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from groupcoord.lab.findings import Metric, family, number, run_settings, work_value
-from groupcoord.lab.limits import SHARE_CALIBRATION, share_cells
+from groupcoord.lab.limits import SHARE_CALIBRATION, broker_minimum, share_cells
 from groupcoord.lab.mechanism import ORDERING
 from groupcoord.lab.verdict import (
     MIN_SEEDS,
@@ -61,7 +61,7 @@ MAX_LOCKS = "group.share.partition.max.record.locks"
 MEMBER_LOST = "a member lost"
 #: The share page's words for the metrics a family sentence names.
 LABELS = {"lag_record_s": "excess lag", "lag_peak": "excess lag peak",
-          "resource_downtime_ms": "partitions stopped",
+          "resource_downtime_ms": "resource downtime",
           "records_reprocessed": "records processed twice", "stall_ms": "stall",
           "time_to_converge_ms": "time to converge"}
 
@@ -347,6 +347,36 @@ def wire_lost_hosts(cells: Sequence[Mapping[str, Any]] | None = None
                         str(c.get("workload") or ""), int(n.get("wire_stopped") or 0),
                         int(n["runs"])))
     return out
+
+
+def wire_lost_host_stops(cells: Sequence[Mapping[str, Any]] | None = None
+                         ) -> dict[tuple[str, int, str], list[float]]:
+    """The share calibration's lost-host cells' wire runs, each run's partitions stopped (ms,
+    ``resource_downtime_ms`` as the calibration measured it), per (scenario, members,
+    workload); the shipped ``lab/data/share_calibration.json`` by default."""
+    if cells is None:
+        cells = load_share_calibration()
+    return {(str(c.get("scenario")), int(c.get("members") or 0), str(c.get("workload") or "")):
+            [float(r.get("resource_downtime_ms") or 0.0) for r in c.get("wire") or ()]
+            for c in cells if isinstance(c.get("lost_host"), dict)}
+
+
+def wire_tail_words(stops: Sequence[float], model: Sequence[float], floor: float) -> str:
+    """The wire's lost-host runs that stopped their partition longer than the model's longest
+    stop by more than ``floor`` (ms): "on 3 of 10 runs for 36.5, 38.1 and 53.2 s, against the
+    model's 23.4 s on 40 of 40 seeds (its longest 23.4 s)"; "" where none did."""
+    if not model or not stops:
+        return ""
+    longest = max(model)
+    tail = sorted(v for v in stops if v > longest + floor)
+    if not tail:
+        return ""
+    stopped = [v for v in model if v > floor]
+    said = [f"{number(v / 1000.0)}" for v in tail]
+    listed = (", ".join(said[:-1]) + " and " + said[-1]) if len(said) > 1 else said[0]
+    return (f"on {len(tail)} of {len(stops)} runs for {listed} s, against the model's "
+            f"{number(statistics.median(stopped) / 1000.0) if stopped else 0} s on "
+            f"{len(stopped)} of {len(model)} seeds (its longest {number(longest / 1000.0)} s)")
 
 
 def _wire_count(cells: Sequence[Mapping[str, Any]] | None = None) -> str:
@@ -1075,8 +1105,8 @@ def lock_limit_sentence(c: Claim, verdicts: Sequence[GridVerdict],
             f"{stall(rate)} s on {c.workload}"
             + (", " + " and ".join(f"{stall(r)} s at {number(r)}" for r in others)
                + " records/s" if others else "")
-            + f"): {c.size} members on {parts} partitions stopped {number(down / 1000)} s on "
-            f"{len(stopped)} of {seeds} seeds")
+            + f"): {c.size} members on {parts} partitions, resource downtime "
+            f"{number(down / 1000)} s on {len(stopped)} of {seeds} seeds")
     if mine and same:
         theirs = _table_values(verdicts, c.worse, crash, c.size, c.metric, same[0]) \
             or other[same[0]]
@@ -1096,6 +1126,14 @@ def lock_limit_sentence(c: Claim, verdicts: Sequence[GridVerdict],
     if wire:
         text += (f". On the wire a hung share consumer (SIGSTOP) stopped its partition on "
                  f"{wire[0][0]} of {wire[0][1]} runs")
+        model = [float(r.get("resource_downtime_ms") or 0.0) for r in stopped]
+        model += [0.0] * max(seeds - len(model), 0)
+        from groupcoord.lab.share_calibration import SHARE_FLOORS
+
+        floor = SHARE_FLOORS["resource_downtime_ms"]
+        if tail := wire_tail_words(wire_lost_host_stops(cells).get(
+                (crash, c.size, str(c.workload)), []), model, floor):
+            text += f", longer than the model: {tail}"
     text += "."
     if lever := lock_lever_clause(crash, c.size, c.workload, verdicts, runs):
         text += " " + lever
@@ -1123,8 +1161,11 @@ def lock_lever_clause(crash: str, size: int, workload: str | None,
     """The operator's lever beside the lock limit (the thirteenth outside share review): the
     page's share cell of the same lost host, members, partitions, rate and processing with
     another record lock duration, its stop against the prediction (lock duration minus
-    max.record.locks / the rate) and against this cell's; the two settings named. "" where
-    the page has no such cell."""
+    max.record.locks / the rate) and against this cell's; the two settings named, and the
+    broker's minimum that bounds the group's lock from below (Kafka's GroupConfig validation
+    against ShareGroupConfig's ``group.share.min.record.lock.duration.ms``, 15,000 ms by
+    default in Kafka 4.2 and 4.3): a lock under it needs the broker changed, as the page says
+    of a 1 s heartbeat. "" where the page has no such cell."""
     def share_runs(wl: str) -> list[Mapping[str, Any]]:
         return [r for r in runs if family(str(r.get("protocol"))) == "share" and r.get("ok")
                 and (str(r.get("scenario")), int(r.get("size") or 0), str(r.get("workload")))
@@ -1148,16 +1189,25 @@ def lock_lever_clause(crash: str, size: int, workload: str | None,
         return ""
     locks, rate = lim[0], key[0] or 0.0
     n, seeds, here = _stops(mine)
+    low = broker_minimum(LOCK_DURATION)
     parts = []
     for lock, wl, rs in sorted(found):
         k, m, down = _stops(rs)
         grid = next((g.name for g in verdicts for row in g.rows
                      if (row.scenario, row.size, str(row.workload)) == (crash, size, wl)), wl)
-        parts.append(f"at {number(lock / 1000)} s it stopped {number(down / 1000)} s on {k} of "
-                     f"{m} seeds ({grid}, {wl}; {number(lock / 1000)} s - {number(locks)} / "
-                     f"{number(rate)} = {number(lock / 1000 - locks / rate)} s predicted)")
+        floor = " (the default minimum)" if low is not None and lock == low[1] else ""
+        parts.append(f"at {number(lock / 1000)} s{floor} it stopped {number(down / 1000)} s on "
+                     f"{k} of {m} seeds ({grid}, {wl}; {number(lock / 1000)} s - "
+                     f"{number(locks)} / {number(rate)} = "
+                     f"{number(lock / 1000 - locks / rate)} s predicted)")
+    under = sorted({lock for lock, _, _ in found if low is not None and lock < low[1]})
+    bound = ("" if low is None else
+             f", within the broker's {low[0]}, {number(low[1] / 1000)} s by default: Kafka "
+             f"refuses a group's lock below it"
+             + (f", so {' and '.join(f'{number(v / 1000)} s' for v in under)} needs it lowered"
+                if under else ""))
     return ("The operator's lever is the record lock duration (share.record.lock.duration.ms "
-            "for the group, group.share.record.lock.duration.ms on the broker): "
+            f"for the group, group.share.record.lock.duration.ms on the broker{bound}): "
             + "; ".join(parts) + f", against {number(here / 1000)} s on {n} of {seeds} at "
             f"{number(dur / 1000)} s; {MAX_LOCKS} ({number(locks)}) sets the rate above which "
             f"a lost host stops its partition ({number(locks / (dur / 1000))} records/s a "
@@ -1283,8 +1333,9 @@ def static_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
     production rolling restarts run it (the twelfth outside share review: a rolling bounce's
     win over dynamic members alone is no headline). Its mark and medians, said in the sentence
     itself: "Against static consumer members (KIP-345; share-rolling-static, the same seeds):
-    ★ share:simple, 30.7 against 63.2 resource·s: the win survives." "" where no static
-    companion ran the cell, or where the best is no share protocol."""
+    ★ share:simple, 30.7 against 63.2 resource·s: the win survives." (the mark is the
+    companion cell's final one, ☆ where a fresh seed falls inside the other's range). "" where
+    no static companion ran the cell, or where the best is no share protocol."""
     from groupcoord.sim.settings import STATIC_VARIANT
 
     best = c.best.split(" and ")[0]
@@ -1302,7 +1353,9 @@ def static_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
         m = mv.metric
         unit = f" {m.unit}" if m.unit else ""
         if mv.verdict in ("best", "tied") and mv.best:
-            mark = f"★ {' and '.join(mv.best)}"
+            # the companion table's own final mark (``mark_words``): ★ only where the ranges
+            # stay apart over the union of both seed sets, else ☆, as its cell and chart print
+            mark = mark_words(mv)
         elif mv.verdict == "unconfirmed" and mv.again is not None \
                 and mv.again.verdict == "few seeds" and g.confirm_seeds:
             mark = (f"no mark (unconfirmed: the fresh set had {fresh_seeds(mv)} of "

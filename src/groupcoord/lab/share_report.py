@@ -68,7 +68,7 @@ MESSAGES_LABEL = ("messages in the windows (not comparable: share counts heartbe
 PLATFORM_METRICS: tuple[tuple[str, str, float], ...] = (
     ("lag_record_s", "excess lag (record·s)", 1.0),
     ("lag_peak", "excess lag peak (records)", 1.0),
-    ("resource_downtime_ms", "partitions stopped (partition·s)", 1000.0),
+    ("resource_downtime_ms", "resource downtime (partition·s)", 1000.0),
     ("resources_moved", "partitions moved", 1.0),
     ("records_reprocessed", "records processed twice", 1.0),
     ("messages", MESSAGES_LABEL, 1.0),
@@ -317,7 +317,7 @@ def kill_md(runs: Sequence[Mapping[str, Any]]) -> str:
         "side by side, not paired). Excess over the control but the broker's share lag peak (raw; "
         "share groups only).",
         "| size | workload | protocol | excess lag (record·s) | excess lag peak (records) | "
-        "partitions stopped (partition·s) | broker's share lag peak (records) |",
+        "resource downtime (partition·s) | broker's share lag peak (records) |",
         "|---:|---|---|---:|---:|---:|---:|", rows)])
 
 
@@ -347,7 +347,7 @@ def backoff_rows(runs: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     metrics: tuple[tuple[str, str, float], ...] = (
         ("lag_record_s", "excess lag (record·s)", 1.0),
         ("lag_peak", "excess lag peak (records)", 1.0),
-        ("resource_downtime_ms", "partitions stopped (partition·s)", 1000.0),
+        ("resource_downtime_ms", "resource downtime (partition·s)", 1000.0),
         ("control mean lag", "control's mean lag over the windows (records)", 1.0))
     out = []
     for scenario, size, _, _ in sorted(
@@ -687,7 +687,7 @@ DEFINITIONS: tuple[tuple[str, str, str], ...] = (
     ("stall",
      "time the whole group processed nothing",
      "time the whole group processed nothing"),
-    ("partitions stopped (resource downtime)",
+    ("resource downtime (partitions stopped)",
      "partition·s with records there and none that can be delivered: no live member "
      "fetching the partition, or the partition held at the record-lock limit "
      "(group.share.partition.max.record.locks offsets in flight from the share-partition "

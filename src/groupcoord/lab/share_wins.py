@@ -28,7 +28,15 @@ from groupcoord.lab.share_marks import (
     _partitions,
     _share_vs_consumer,
 )
-from groupcoord.lab.verdict import GridVerdict, MetricVerdict, VerdictRow, is_companion, star
+from groupcoord.lab.verdict import (
+    GridVerdict,
+    MetricVerdict,
+    VerdictRow,
+    clean_workloads,
+    finding_key,
+    is_companion,
+    star,
+)
 
 #: The column whose share cell says whether the share group itself stopped a partition.
 DOWNTIME = "resource_downtime_ms"
@@ -148,7 +156,12 @@ def fetchers_line(verdicts: Sequence[GridVerdict], runs: Sequence[Mapping[str, A
     row's NEAR SATURATION and whether it holds at a lower load; "" where no such win is on
     the page."""
     loads = row_loads(runs)
+    clean = clean_workloads(runs)
     over: dict[tuple[int, int], dict[str, list[tuple[VerdictRow, str]]]] = {}
+    #: per (members, partitions): the cells of its wins and their findings (the page's "Marks
+    #: and findings" rule: a poison row's mark repeating its clean row's counts once)
+    cells: dict[tuple[int, int], set[tuple[str, str, str]]] = {}
+    findings: dict[tuple[int, int], set[tuple[Any, ...]]] = {}
     stops: dict[tuple[str, str], tuple[int, int, float]] = {}
     variant: list[str] = []
     settings: list[str] = []
@@ -191,6 +204,10 @@ def fetchers_line(verdicts: Sequence[GridVerdict], runs: Sequence[Mapping[str, A
                     stops[(row.scenario, str(row.workload))] = (stopped, seeds, median)
                 over.setdefault((row.size, parts), {}).setdefault(kind, []).append(
                     (row, mv.metric.column))
+                cells.setdefault((row.size, parts), set()).add(
+                    (g.name, row.scenario, str(row.workload)))
+                findings.setdefault((row.size, parts), set()).add(
+                    finding_key(g, row, mv, clean))
     if not over:
         return ""
     each = []
@@ -214,8 +231,13 @@ def fetchers_line(verdicts: Sequence[GridVerdict], runs: Sequence[Mapping[str, A
                 f"{len(stop)} in cells where the share group itself stopped a partition on "
                 f"most seeds ({where}), wins only against a consumer group waiting out its "
                 f"session timeout ({_cells(stop)})")
+        ncells, distinct = len(cells[(n, k)]), len(findings[(n, k)])
+        repeats = (f"; {distinct} once the poison rows repeating their clean row's mark on "
+                   f"the same seeds are not counted again, as in Marks and findings"
+                   if distinct < total else "")
         each.append(f"at {n} members on {k} partitions, {total} confirmed share win"
-                    f"{'s' if total != 1 else ''}, every one with {n // k} share members "
+                    f"{'s' if total != 1 else ''} (metric readings in {ncells} "
+                    f"cell{'s' if ncells != 1 else ''}{repeats}), every one with {n // k} share members "
                     f"fetching each partition against one consumer member ({n - k} idle): "
                     + "; ".join(parts_text))
     rest = (f"at one member per partition or fewer: {len(equal)} ({', '.join(equal)})" if equal

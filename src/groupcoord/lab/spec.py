@@ -672,9 +672,9 @@ incremental cooperative Connect rebalancing, with the model's task stop and star
 classic eager vs cooperative vs KIP-848 for 10 to 100 consumers (300 run at 3 seeds: \
 medians and ranges, no marks, no sentence); the members' load at which \
 each protocol starts to win, at two poll lengths (crossover); the field's anchor, 10 consumers \
-while a topic grows by 900 partitions; the costs the field pays (state restore; the polls grow \
-long after a backlog, but no rebalance of that grid started while a member was inside one); and \
-a join timed inside a member's long poll, by construction (long-poll); and members late at a \
+while a topic grows by 900 partitions; the costs the field pays (state restore, and polls that grow \
+long after a backlog; {late:field-costs}); and a join timed inside a member's long poll, \
+by construction (long-poll); and members late at a \
 rebalance because of their own work: pauses and heavy-tailed batches (lateness). \
 The consumer grids' workloads keep the busiest member under 70 % busy under \
 every assignor even with one member fewer (range included: the report prints it per row, and \
@@ -733,6 +733,16 @@ partitions = 100
 records_per_s = 2.5
 processing_ms = 20
 max_poll_records = 500
+
+# The long-poll workload's control: the same load, seeds and join time with up to 50 records a
+# poll (a 1 s poll after the backlog), so that the two differ only in poll length.
+[[workloads]]
+name = "long-poll-1s"
+topics = 1
+partitions = 100
+records_per_s = 2.5
+processing_ms = 20
+max_poll_records = 50
 
 [[workloads]]
 name = "light"
@@ -1217,11 +1227,11 @@ name = "field-costs"
 description = '''the costs the field pays: 10 consumers on 1 x 100 partitions at 2.5 \
 records/s each, 20 ms per record (50 % busy, 60 % with one member fewer, under range as under \
 any assignor), up to 500 records a poll (a 10 s poll once a \
-backlog has built; in a single bounce or scale-out the members are caught up when it starts, \
-so their polls are short; in the rolling bounce and crash-then-join the render measured no \
-rebalance that waited on a long poll either: eager's stall per rebalance is the same at every \
-poll length, so this grid does not show the long-poll cost: the long-poll grid does) and 2 s \
-of state restore per newly assigned partition (the other grids' polls return a few records and \
+backlog has built: a member inside one is late at a rebalance, and the Polls line below \
+gives how late the latest member was in each scenario, from the runs' lateness column; the \
+stall cannot show these waits, since the other members process while the group waits; the \
+long-poll grid times a join inside a long poll by construction) and 2 s of state restore per \
+newly assigned partition (the other grids' polls return a few records and \
 nothing warms up). In crash-then-join the crash's window costs every protocol about the same \
 (the 45 s session) and the protocols differ in the join's window, where much of eager's excess \
 is that restore, a model input: an eager rebalance moves most partitions, a cooperative one the \
@@ -1253,14 +1263,16 @@ at the JoinGroup barrier until c3's batch is done; cooperative members keep proc
 they own while the round waits; a KIP-848 member waits for nobody (only a partition c3 gives up \
 waits for c3's next poll). Stall counts only the moments when no member processes, and c3 \
 processes its batch while the others wait: the wait shows as partition downtime (no active \
-owner) and lag, not as stall. Both scenarios contain the same restart (its window: c3's 10 \
-partitions waiting 30 s for it, and its backlog), so a protocol's cost of the long poll is its \
-join-in-long-poll row minus its join-after-catch-up row; the time to converge is left out \
-(the restart's window, c3 catching up, sets it in every run).'''
+owner) and lag, not as stall. The long-poll-1s workload is the same load, seeds and join \
+times with up to 50 records a poll (a 1 s poll after the backlog), so a protocol's cost of the \
+long poll alone is its join-in-long-poll row on long-poll minus the same row on long-poll-1s, \
+seed by seed; join-after-catch-up's difference (both contain the same restart: c3's 10 \
+partitions waiting 30 s for it, and its backlog) moves the join's time too. The time to \
+converge is left out (the restart's window, c3 catching up, sets it in every run).'''
 protocols = ["classic:eager", "classic:cooperative", "consumer:uniform"]
 scenarios = ["join-in-long-poll", "join-after-catch-up"]
 sizes = [10]
-workloads = ["long-poll"]
+workloads = ["long-poll", "long-poll-1s"]
 seeds = 10
 confirm_seeds = 10
 question = "What does a rebalance cost when it starts while a member is inside a long poll?"
@@ -1458,8 +1470,9 @@ events = [{ at_ms = 30000, kind = "join", members = ["c2"] },
 
 [scenario.crash-then-join]
 description = '''c3 crashes; 50 s later, its session (45 s) expired and its partitions given to \
-the others, who work off their backlog, a member joins (in the render the join's \
-rebalance did not wait on a long poll). The crash's window costs every protocol about the \
+the others, who work off their backlog, a member joins (members working off that \
+backlog may be inside a long poll at the join: the report gives how late they were). The \
+crash's window costs every protocol about the \
 same (the 45 s session); the protocols differ in the join's window, and there much of \
 eager's excess is the 2 s state restore per gained partition (a model input: an eager \
 rebalance moves most partitions, a cooperative one the joiner's few; the "Why" list splits \
