@@ -1,8 +1,9 @@
 """The page's answers to the eighteenth outside review (docs/lab.md), its sentences and their
-calibration: every classic eager win opens with its aligned-heartbeat condition, also where its cell was never run with spread
-heartbeats (naming the same scenario's spread cell elsewhere); a winner under the metric's
-floor reads "no measurable" cost; a Connect grid answers its question's events with the
-default-delay trade-off; a sentence's calibration table lists every row of its scenario."""
+calibration: every classic eager win opens with its aligned-heartbeat condition, also where
+its cell was never run with spread heartbeats (naming the same scenario's spread cell
+elsewhere); a winner under the metric's floor reads "no measurable" cost; a Connect grid
+answers its question's events with the default-delay trade-off; a sentence's calibration
+table lists every row of its scenario."""
 
 from __future__ import annotations
 
