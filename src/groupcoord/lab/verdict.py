@@ -4016,6 +4016,11 @@ def untested_condition(c: Claim, verdicts: Sequence[GridVerdict],
         # (a page that runs no heartbeat spread anywhere: its aligned heartbeats are the
         # model's condition (d), not a test it skipped for this cell)
         return c
+    spread_rows = [sr for sg in verdicts if sg.parameter == "heartbeat_spread_ms"
+                   for sr in sg.rows if (sr.x or 0) > 0]
+    if any((sr.scenario, sr.size, sr.workload) == (r.scenario, r.size, r.workload)
+           for sr in spread_rows for r, _ in marks):
+        return c  # its own cell ran spread (at another spread): spread_condition says it
     drift = stable_drift(stable)
     real = (f"; real clients drift {drift[0]:.1f}\u2013{drift[1]:.1f} s apart once stable"
             if drift else "")
