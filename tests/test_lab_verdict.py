@@ -203,9 +203,10 @@ def test_claims_carry_their_numbers_and_the_command_of_their_cell() -> None:
     (c,) = claims([g])  # (a grid that asks lag answers with it, not with stall)
     assert c.metric == "stall_ms" and c.size == 30  # the largest size
     assert c.best == "consumer:uniform" and c.worse == "classic:eager"
-    assert c.text == ("crash, 30 members: consumer:uniform has the lowest stall, 0.02 s (range 0"
-            "\u20130.04 s) against 12.2 s (12\u201312.4 s) for classic:eager (the runner-up), "
-            "medians of 5 seeds.")
+    # (0.02 s is under the stall's 0.25 s floor: no measurable stall, not a race of numbers)
+    assert c.text == ("crash, 30 members: consumer:uniform has no measurable stall (under its "
+            "0.25 s floor: 0.02 s (range 0\u20130.04 s)) against 12.2 s (12\u201312.4 s) for "
+            "classic:eager (the runner-up), medians of 5 seeds.")
     assert c.command == ("groupcoord lab run --spec paper --scenario crash --size 30 "
                          "--workload 4x250 --protocol consumer:uniform --protocol "
                          "classic:eager --out DIR")
@@ -426,10 +427,16 @@ def test_a_sentence_naming_two_protocols_quotes_each_ones_numbers(
     lag = BY_COLUMN["lag_peak"]
     w = mv.cells[c.worse]
     assert f"against {lag.fmt(w.median)}" in c.text and f"for {c.worse} (the runner-up)," in c.text
-    if len(mv.best) == 1:
+    # a winner under the metric's floor has "no measurable" lag peak, its median beside it
+    unmeasured = all(mv.cells[p].median < mv.metric.floor for p in mv.best)
+    if len(mv.best) == 1 and unmeasured:
+        assert f"{c.best} has no measurable lag peak (under its {lag.fmt(mv.metric.floor)} " \
+            f"floor: {lag.fmt(mv.cells[c.best].median)}" in c.text, c.text
+    elif len(mv.best) == 1:
         assert f"{c.best} has the lowest lag peak, {lag.fmt(mv.cells[c.best].median)}" in c.text
     else:
-        assert "share the lowest lag peak" in c.text
+        assert ("have no measurable lag peak" if unmeasured else "share the lowest lag peak") \
+            in c.text, c.text
         for p in mv.best:
             assert f"{p} {lag.fmt(mv.cells[p].median)}" in c.text, c.text
 

@@ -2315,7 +2315,8 @@ class CalibrationRow:
         return max(got[1], got[2]) / min(got[1], got[2])
 
 
-def _consumer_calibration_rows(scenario: str, protocols: Sequence[str]) -> list[CalibrationRow]:
+def _consumer_calibration_rows(scenario: str, protocols: Sequence[str] | None
+                               ) -> list[CalibrationRow]:
     from groupcoord.lab import limits
 
     cal = limits.load_calibration() or {}
@@ -2324,7 +2325,8 @@ def _consumer_calibration_rows(scenario: str, protocols: Sequence[str]) -> list[
     names = getattr(limits, "_CAL_NAMES", {})
     out = []
     for r in cal.get("rows") or []:
-        if r.get("scenario") != scenario or r.get("protocol") not in protocols:
+        if r.get("scenario") != scenario or (protocols is not None
+                                              and r.get("protocol") not in protocols):
             continue
         metrics: dict[str, tuple[str, float, float, bool]] = {}
         for col in limits.row_checked(r, list(cal.get("checked") or [])):
@@ -2412,7 +2414,7 @@ def _nearest_branch(r: Mapping[str, Any], verdicts: Sequence[GridVerdict],
     return None
 
 
-def _connect_calibration_rows(scenario: str, protocols: Sequence[str],
+def _connect_calibration_rows(scenario: str, protocols: Sequence[str] | None,
                               verdicts: Sequence[GridVerdict] = (),
                               runs: Sequence[Mapping[str, Any]] = ()) -> list[CalibrationRow]:
     from groupcoord.lab.wire_connect_calibration import METRICS, load_rows
@@ -2422,7 +2424,8 @@ def _connect_calibration_rows(scenario: str, protocols: Sequence[str],
                      strict=True))
     out = []
     for r in load_rows():
-        if r.get("scenario") != scenario or r.get("protocol") not in protocols:
+        if r.get("scenario") != scenario or (protocols is not None
+                                              and r.get("protocol") not in protocols):
             continue
         branch = _nearest_branch(r, verdicts, runs)
         metrics: dict[str, tuple[str, float, float, bool]] = {}
@@ -2446,16 +2449,49 @@ def _connect_calibration_rows(scenario: str, protocols: Sequence[str],
 
 
 def calibration_rows_for(c: Claim, verdicts: Sequence[GridVerdict],
-                         runs: Sequence[Mapping[str, Any]] = ()) -> list[CalibrationRow]:
+                         runs: Sequence[Mapping[str, Any]] = (),
+                         every: bool = False) -> list[CalibrationRow]:
     """The calibration rows of a sentence's scenario and protocols (consumer clients and
-    real Connect workers alike), for its scenario's table (:func:`calibration_tables`); a
-    Connect row on a split cell is simulated on the branch nearest the measured value
+    real Connect workers alike); with ``every``, each row of its scenario whatever its
+    protocol, within 2x or outside, for its scenario's table (:func:`calibration_tables`:
+    the eighteenth outside review found the tables beside the sentences showing 21 rows, all
+    within 2x, and grow-by-900's classic rows outside 2x only at the page's end); a Connect
+    row on a split cell is simulated on the branch nearest the measured value
     (:func:`_nearest_branch`, from ``runs``)."""
     named = _claim_protocols(c, verdicts)
     if any(family(p) == "share" for p in named):
         return []
-    return [*_connect_calibration_rows(c.scenario, named, verdicts, runs),
-            *_consumer_calibration_rows(c.scenario, named)]
+    which = None if every else named
+    return [*_connect_calibration_rows(c.scenario, which, verdicts, runs),
+            *_consumer_calibration_rows(c.scenario, which)]
+
+
+def scenario_ratios(scenario: str, found: Sequence[Claim],
+                    cal: Mapping[str, Any] | None = None) -> list[str]:
+    """The calibration's ratio between the two protocols of each sentence on ``scenario``
+    (its winners against its runner-up, in its metric: ``lab.limits.protocol_ratios``),
+    simulated against measured and how far off, for the scenario's table beside the
+    sentences (the eighteenth outside review: the Java rolling-bounce lag ratio, 2.1x off,
+    was in a sentence's note only)."""
+    from groupcoord.lab import limits
+
+    cal = limits.load_calibration() if cal is None else cal
+    names = getattr(limits, "_RATIO_METRIC", {})
+    out: list[str] = []
+    for c in found:
+        if c.scenario != scenario or not c.worse:
+            continue
+        best = c.best.split(" and ")
+        m = names.get(c.metric, c.metric)
+        for x in limits.protocol_ratios(cal):
+            if x.scenario != scenario or x.metric != m or c.worse not in (x.num, x.den) \
+                    or (x.num if x.den == c.worse else x.den) not in best:
+                continue
+            o = x.oriented(c.worse)
+            text = f"{o.where}: {limits.ratio_text(o)}"
+            if text not in out:
+                out.append(text)
+    return out
 
 
 #: A calibration row within 2x but further off than this on a checked metric is near the
@@ -2553,11 +2589,14 @@ def calibration_notes(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
             out.append(calibration_note(c, verdicts, runs))
             continue
         rows = calibration_rows_for(c, verdicts, runs)
+        table = calibration_rows_for(c, verdicts, runs, every=True)
         missing = connect_not_calibrated(c, verdicts)
-        if not rows:
+        if not rows and not table:
             out.append(f"Calibration against real clients: {missing}." if missing else "")
             continue
-        parts = [f"table \"{c.scenario}\" below ({len(rows)} row{'s' if len(rows) > 1 else ''})"]
+        outside = sum(r.verdict == "outside 2x" for r in table)
+        parts = [f"table \"{c.scenario}\" below ({len(table)} row{'s' if len(table) > 1 else ''}"
+                 + (f", {outside} outside 2x" if outside else "") + ")"]
         if missing:
             # the table's rows are the nearest measured, not the sentence's own cells
             parts.insert(0, missing)
@@ -2583,7 +2622,7 @@ def calibration_causes(found: Sequence[Claim], verdicts: Sequence[GridVerdict]
     each once with the rows it explains."""
     by: dict[str, dict[str, list[str]]] = {}
     for c in found:
-        for r in calibration_rows_for(c, verdicts):
+        for r in calibration_rows_for(c, verdicts, every=True):
             if r.why and r.who not in by.setdefault(c.scenario, {}).get(r.why, []):
                 by[c.scenario].setdefault(r.why, []).append(r.who)
     return {s: [f"{'; '.join(who)}: {why}" for why, who in d.items()] for s, d in by.items()}
@@ -2597,7 +2636,7 @@ def calibration_tables(found: Sequence[Claim], verdicts: Sequence[GridVerdict],
     with its ratio), printed once below the sentences. (scenario, header, rows)."""
     by: dict[str, dict[str, CalibrationRow]] = {}
     for c in found:
-        for r in calibration_rows_for(c, verdicts, runs):
+        for r in calibration_rows_for(c, verdicts, runs, every=True):
             by.setdefault(c.scenario, {}).setdefault(r.who, r)
     out = []
     for scenario, rows in by.items():
@@ -2624,6 +2663,8 @@ def calibration_tables_md(found: Sequence[Claim], verdicts: Sequence[GridVerdict
         lines += ["| " + " | ".join(r) + " |" for r in body]
         lines += ["", *(f"Outside 2x, the recorded cause: {x}" for x in
                         calibration_causes(found, verdicts).get(scenario, []))]
+        lines += [f"Between the sentence's two protocols: {x}"
+                  for x in scenario_ratios(scenario, found)]
     return lines
 
 
@@ -2639,7 +2680,9 @@ def calibration_tables_html(found: Sequence[Claim], verdicts: Sequence[GridVerdi
                                                           for x in r) + "</tr>" for r in body)
                      + "</table>" + "".join(f"<p>Outside 2x, the recorded cause: "
                                            f"{html.escape(x)}</p>" for x in
-                                           calibration_causes(found, verdicts).get(scenario, [])))
+                                           calibration_causes(found, verdicts).get(scenario, []))
+                     + "".join(f"<p>Between the sentence's two protocols: {html.escape(x)}</p>"
+                               for x in scenario_ratios(scenario, found)))
     return "".join(parts)
 
 

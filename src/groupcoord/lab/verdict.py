@@ -1868,6 +1868,11 @@ class Claim:
         return text
 
 
+#: The costs whose winner under the metric's floor reads "no measurable" (:func:`_claim`).
+UNMEASURED_METRICS = frozenset({"lag_peak", "lag_record_s", "stall_ms",
+                                "task_downtime_task_s", "resource_downtime_ms"})
+
+
 def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
     m = mv.metric
     best = mv.best[0]
@@ -1893,17 +1898,32 @@ def _claim(g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> Claim:
     # a mark that rests on the paired sign test alone says so where it names its winner
     mark = f"{PAIRED_MARK} " if mv.paired else ""
     movable: list[tuple[str, str, str]] = []
+    # a winner whose every median is under the metric's floor costs nothing the test can
+    # tell from zero: "no measurable" cost, not a race of numbers below the floor (the
+    # eighteenth outside review: eager's 72-record peak under an 80-record floor)
+    unmeasured = (m.lower_is_better and m.column in UNMEASURED_METRICS
+                  and all(abs(mv.cells[p].median) < m.floor and not mv.cells[p].split
+                          and family(p) != "share" for p in mv.best))
+    # (a split cell's outcomes are said apart; the share page's sentences quote a winner's
+    # lag peak beside the broker's, ``lab.share_marks``, and keep their wording)
+    floor = f"under its {m.fmt(m.floor)} floor"
     if len(mv.best) == 1:
-        lead = (f"{mark}{nm(best)} has the {word} {short_label(m, g.excess)}, "
+        lead = (f"{mark}{nm(best)} has no measurable {short_label(m, g.excess)} ({floor}: "
+                f"{_quote(m, b, 'range ')})" if unmeasured else
+                f"{mark}{nm(best)} has the {word} {short_label(m, g.excess)}, "
                 f"{_quote(m, b, 'range ')}")
     else:
         each = [f"{p} {_quote(m, mv.cells[p])}" for p in mv.best]
-        tie = f" ({'; '.join(each)})"
-        lead = (f"{mark}{' and '.join(nm(p) for p in mv.best)} share the {word} "
-                f"{short_label(m, g.excess)}{tie}")
-        # a tie's every median and range is the longest clause: the note may hold it
-        movable.append((tie, "",
+        tie = f" ({floor + ': ' if unmeasured else ''}{'; '.join(each)})"
+        lead = (f"{mark}{' and '.join(nm(p) for p in mv.best)} "
+                + (f"have no measurable {short_label(m, g.excess)}{tie}"
+                   if unmeasured else f"share the {word} {short_label(m, g.excess)}{tie}"))
+        # a tie's every median and range is the longest clause: the note may hold it (the
+        # floor they are under stays a while longer)
+        movable.append((tie, f" ({floor})" if unmeasured else "",
                         f"the tied best's medians and ranges: {'; '.join(each)}"))
+        if unmeasured:
+            movable.append((f" ({floor})", "", f"the tied best's medians are {floor}"))
     rated = throughput(m, row.rate, b.median, w.median)
     # an assignor's count the same on every seed of each protocol named: no median to take
     over = (f"on every one of {n} seeds" if assignor_count(m.column) and constant_cells(
@@ -2627,8 +2647,14 @@ CLAIM_RULE = (
     "with at least {phase} seeds per protocol: lag, record·s and downtime there are quoted "
     "beside it, never headlined. First, every question the grids ask of their own (a grid that asks whether "
     "another grid's marks hold is answered by the limit those marks carry in their "
-    "sentences) gets one sentence: its grid's strongest win, or, where no protocol "
-    "separates in any of its rows, that there is no difference. Then, in each grid, "
+    "sentences) gets one sentence: its grid's strongest win (where the question names some "
+    "of its scenarios' events, as a worker that joins, leaves or bounces, among those, at "
+    "Kafka's default delay, in its first metric; a winner that loses at Kafka's default "
+    "scheduled.rebalance.max.delay.ms of 300 s says where), or, where no protocol "
+    "separates in any of its rows, that there is no difference. An eager win opens with "
+    "its aligned heartbeats, also where its cell was never run with them spread (naming "
+    "the same scenario's spread cell where one ran); a winner under the metric's floor has "
+    "no measurable cost. Then, in each grid, "
     "every protocol that wins in the grid's first cost metric a protocol separates on (its "
     "question's: task downtime, lag, stall, time to converge or balance; an assignor's "
     "count, partitions moved or task restarts, ranks after every cost of its grid and is "
@@ -2854,6 +2880,7 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
     rest: list[tuple[float, Claim]] = []
     merged: dict[str, Claim] = {}  # one crossover sentence across grids asking the same
     won: dict[int, frozenset[str]] = {}  # a sentence's winners (a Likewise matches them)
+    leads: dict[str, str] = {}  # each grid's headline metric
     groups: dict[str, list[tuple[list[str], str, tuple[str, ...],
                                  tuple[tuple[str, str, str], ...]]]] = {}
     for g in verdicts:
@@ -2899,6 +2926,7 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
         cands = sorted(_candidates(g), key=lambda sc: (-sc[0], sc[1].scenario, sc[1].metric))
         seen: set[str] = set()
         lead = headline_metric(g, {c.metric for _, c, _ in cands})
+        leads[g.name] = lead
         for st, c, winners in cands:
             won[id(c)] = frozenset(winners)
             # a win shared by tied protocols counts for each of them; a grid's headlines are
@@ -2936,6 +2964,11 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
         # whole name: "[kip415" begins "[kip415-task-times]" too)
         bracket = re.compile(rf"\[(?:[^\]]*, )?{re.escape(g.name)}(?:, [^\]]*)?\]")
         own = [c for _, c in first + rest if c.grid == g.name or bracket.search(c.text)]
+        # the question's own events first, at Kafka's default delay before another delay
+        # (the eighteenth outside review: kip415 asks what a worker that joins, leaves or
+        # bounces costs, and its answer was a connector's creation)
+        own.sort(key=lambda c: (question_rank(g, c.scenario),
+                                c.metric != leads.get(c.grid, c.metric)))
         if own:
             if own[0].grid not in answered:
                 answers.append(own[0])
@@ -3058,8 +3091,9 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
         # the spread's finding: the spread clauses after the claim go to the note
         opened = eager_condition(c, verdicts)
         opens = opened is not c
+        notes = opened.caveats[len(c.caveats):]  # the opening's own facts for the note
         for step in (adverse_row, late_flip, weakest_metric, spread_condition,
-                     aligned_heartbeats, discovery_cause, against_control):
+                     aligned_heartbeats, discovery_cause, against_control, default_delay):
             if opens and step in (spread_condition, aligned_heartbeats):
                 said = step(c, verdicts)
                 extra = said.text[len(c.text):].strip()
@@ -3067,7 +3101,8 @@ def claims(verdicts: Sequence[GridVerdict], limit: int = MAX_CLAIMS,
                 continue
             c = step(c, verdicts)
         if opens:
-            c = opened_fit(c, opened.text.partition("\x00")[0])
+            c = opened_fit(replace(c, caveats=(*c.caveats, *notes)),
+                           opened.text.partition("\x00")[0])
         return fit_growth(c, verdicts, labelled_words)
 
     out = [pipeline(c) for c in ordered[:limit]]
@@ -3472,6 +3507,131 @@ def _at_default_delay(g: GridVerdict, row: VerdictRow, mv: MetricVerdict, worse:
             + f" against {m.fmt(dm.cells[worse].median)}")
 
 
+#: A scenario's words that name who changes, not what happens (:func:`question_names`).
+_ACTORS = frozenset({"worker", "member", "leader", "connector", "consumer", "task", "group",
+                     "after", "with"})
+
+
+def _stem(w: str) -> str:
+    return w.lower().rstrip("s").rstrip("e")
+
+
+def question_names(g: GridVerdict, scenario: str) -> bool:
+    """Whether grid ``g``'s question names the event of ``scenario`` ("when a worker joins,
+    leaves or bounces": ``kip415-worker-joins``, ``worker-leaves-d30s``,
+    ``kip415-leader-bounces``, not ``kip415-connector-added``): a word of the scenario's name,
+    not its actor nor a delay, among the question's words."""
+    asked = {_stem(w) for w in re.findall(r"[A-Za-z]+", g.question)}
+    var = _DELAY_VARIANT.match(scenario)
+    base = var["base"] if var else scenario
+    return any(_stem(t) in asked for t in base.split("-")
+               if len(t) > 3 and t.isalpha() and t not in _ACTORS)
+
+
+def question_rank(g: GridVerdict, scenario: str) -> int:
+    """A grid's answer's order among its own sentences (:func:`claims`): where the question
+    names some of its scenarios but not all, a scenario it names first (0), at Kafka's
+    default delay or with none; then one it names at another delay (1); then the rest (2).
+    0 for every scenario of a grid whose question names all or none of them."""
+    named = [question_names(g, sc) for sc in {r.scenario for r in g.rows}]
+    if all(named) or not any(named):
+        return 0
+    if not question_names(g, scenario):
+        return 2
+    var = _DELAY_VARIANT.match(scenario)
+    return 1 if var and f"d{var['d']}" != DEFAULT_DELAY_VARIANT else 0
+
+
+def _verb(base: str) -> str:
+    """``worker-crash`` → ``crashes``: the event of a delay variant's base, as a verb."""
+    t = base.rsplit("-", 1)[-1]
+    if t.endswith("s") and not t.endswith("ss"):
+        return t
+    return t + ("es" if t.endswith(("sh", "ch", "ss", "x")) else "s")
+
+
+def default_delay(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
+    """A sentence whose winner loses at Kafka's default delay (KIP-415's
+    scheduled.rebalance.max.delay.ms, 300 s: the ``-d300s`` rows of any grid, the same size,
+    workload and metric) says so in itself, with the events and the medians (these to the
+    note where the sentence runs long): the incremental cooperative protocol holds a departed
+    worker's tasks for the delay, by KIP-415's design (the eighteenth outside review: S1 said
+    only that sessioned wins; at 300 s eager had the lower task downtime when a worker left,
+    bounced or crashed)."""
+    if not c.best or not c.worse or c.head:
+        return c
+    found: list[tuple[str, float, float, Metric]] = []
+    for g in verdicts:
+        for r in g.rows:
+            var = _DELAY_VARIANT.match(r.scenario)
+            if var is None or f"d{var['d']}" != DEFAULT_DELAY_VARIANT \
+                    or (r.size, r.workload) != (c.size, c.workload):
+                continue
+            mv = next((x for x in r.metrics if x.metric.column == c.metric), None)
+            if mv is None or mv.verdict not in ("best", "tied") or c.worse not in mv.best \
+                    or c.best not in mv.cells or not mv.cells[c.best].values:
+                continue
+            v = _verb(var["base"])
+            if v not in [f[0] for f in found]:
+                found.append((v, mv.cells[c.worse].median, mv.cells[c.best].median,
+                              mv.metric))
+    if not found:
+        return c
+    m = found[0][3]
+    who = _DELAY_VARIANT.match(next(r.scenario for g in verdicts for r in g.rows
+                                    if _DELAY_VARIANT.match(r.scenario)))
+    actor = (who["base"].split("-")[0] if who else "member")
+    # the winner's own wins at the default on the other events its grid's question names
+    # (a join: no worker departs, no delay applies)
+    own = next((g for g in verdicts if g.name == c.grid), None)
+    wins: list[tuple[str, float, float, Metric]] = []
+    for r in own.rows if own is not None else ():
+        assert own is not None
+        var = _DELAY_VARIANT.match(r.scenario)
+        if r.scenario == c.scenario or (r.size, r.workload) != (c.size, c.workload) \
+                or question_rank(own, r.scenario) != 0 or var is not None \
+                or not question_names(own, r.scenario):
+            continue
+        mv = next((x for x in r.metrics if x.metric.column == c.metric), None)
+        if mv is None or mv.verdict != "best" or mv.best != (c.best,) \
+                or c.worse not in mv.beaten:
+            continue
+        parts = r.scenario.split("-")
+        if actor in parts and parts.index(actor) < len(parts) - 1:
+            v = f"{'the' if actor == 'leader' else 'a'} {actor} {_verb(r.scenario)}"
+        else:
+            continue
+        wins.append((v, mv.cells[c.best].median, mv.cells[c.worse].median, mv.metric))
+
+    def each(xs: Sequence[tuple[str, float, float, Metric]]) -> str:
+        # "a worker leaves, bounces or crashes": each actor once, its verbs after it
+        by: dict[str, list[str]] = {}
+        for v, *_ in xs:
+            who, _, verb = v.rpartition(" ")
+            by.setdefault(who, []).append(verb)
+        return " or ".join(f"{who} " + ", ".join(vs[:-1]) + (" or " if len(vs) > 1 else "")
+                           + vs[-1] for who, vs in by.items())
+
+    def nums(xs: Sequence[tuple[str, float, float, Metric]]) -> str:
+        return " (" + "; ".join(f"{_bare(m, a)} against {_bare(m, b)}"
+                                for _, a, b, _ in xs) + f" {m.unit})"
+
+    lost = [(f"a {actor} {v}", a, b, x) for v, a, b, x in found]
+    pairs = [nums(xs) for xs in (wins, lost) if xs]
+    head = (f"{c.best} has the lower {short_label(m)} when {each(wins)}{pairs[0]}, and "
+            f"{c.worse} when {each(lost)}{pairs[-1]}" if wins else
+            f"{c.worse} has the lower {short_label(m)} when {each(lost)}{pairs[-1]}")
+    clause = f" At Kafka's default {DELAY_SETTING} of 300 s, {head}, by KIP-415's design."
+    note = (f"at Kafka's default {DELAY_SETTING} of 300 s, task downtime "
+            + "; ".join(f"when {v}: {p} {_bare(m, a)} against {q} {m.fmt(b)}"
+                        for xs, p, q in ((wins, c.best, c.worse), (lost, c.worse, c.best))
+                        for v, a, b, _ in xs))
+    return replace(c, text=c.text + clause,
+                   movable=(*c.movable, *((p, " (note)" if i == len(pairs) - 1 else "",
+                                           note if i == len(pairs) - 1 else "")
+                                          for i, p in enumerate(pairs))))
+
+
 def _add_likewise(host: Claim, g: GridVerdict, row: VerdictRow, mv: MetricVerdict) -> None:
     """``host`` says that grid ``g``'s row finds the same, with the medians, and its command
     reruns that cell too."""
@@ -3806,9 +3966,110 @@ def opened_fit(c: Claim, opening: str) -> Claim:
     medians = re.search(r"(?<=: not separated) \([^()]*\)(?=\): )", opening)
     own = [(medians[0], "", "the 1 s spread's medians:" + medians[0].rstrip(")").lstrip(" ("))
            ] if medians else []
+    # an untested win's finding elsewhere (:func:`untested_condition`): in full in the note
+    # (the last of the opening to go, after the ranges)
+    far = re.search(r"not run spread; on [^;]*: (?:reversed|not separated|kept) at [^;]*"
+                    r"(?=\): $)", opening)
     return replace(c, text=opening + text, caveats=tuple(caveats),
                    movable=(*moves, *dict.fromkeys(stubs), *later, *brackets, *own,
-                            (RANGES, "", ""), *[(ANY_LAST_SENTENCE, "", "")] * len(later)))
+                            (RANGES, "", ""),
+                            *([(far[0], "not run with spread heartbeats", "")] if far else []),
+                            *[(ANY_LAST_SENTENCE, "", "")] * len(later)))
+
+
+def _eager_marks(c: Claim, verdicts: Sequence[GridVerdict]
+                 ) -> list[tuple[VerdictRow, MetricVerdict]]:
+    """A sentence's rows whose metric marks a classic or Connect eager protocol best (or tied
+    best): its row's, or a crossover's at each value where eager is marked; none in a grid
+    that spreads the heartbeats itself."""
+    g = next((v for v in verdicts if v.name == c.grid), None)
+    if g is None or g.parameter == "heartbeat_spread_ms":
+        return []
+    sizes = c.sizes or (c.size,)
+    out = []
+    for r in g.rows:
+        if r.scenario != c.scenario or r.size not in sizes \
+                or (not c.head and r.workload != c.workload):
+            continue
+        mv = next((x for x in r.metrics if x.metric.column == c.metric), None)
+        # (a mark won against a configured delay is no finding: the sentence says so)
+        if mv is not None and mv.verdict in ("best", "tied") \
+                and not mv.limit.startswith("is won") \
+                and any(_spread_eager(p) for p in mv.best):
+            out.append((r, mv))
+    return out
+
+
+def untested_condition(c: Claim, verdicts: Sequence[GridVerdict],
+                       stable: Sequence[Mapping[str, Any]] | None = None) -> Claim:
+    """An eager win whose cell no heartbeat-spread grid ran opens with its condition too: it
+    holds with every member's heartbeat aligned, as right after a rebalance, real clients
+    drift apart once stable (:func:`stable_drift`), and it was not run with spread
+    heartbeats; where a spread grid ran the same scenario at another workload or size, the
+    opening names that cell's finding at each spread (the eighteenth outside review: S3's
+    scale-out win, never run spread, reverses on its own cell at a 1 s spread, and the
+    paper's lateness-scale-out-hbspread showed as much). The returned claim's text is the
+    opening, then ``\x00``, and its note the finding elsewhere in full; ``c`` itself where
+    the sentence names no eager win."""
+    marks = _eager_marks(c, verdicts)
+    if not marks or not any(g.parameter == "heartbeat_spread_ms" for g in verdicts):
+        # (a page that runs no heartbeat spread anywhere: its aligned heartbeats are the
+        # model's condition (d), not a test it skipped for this cell)
+        return c
+    spread_rows = [sr for sg in verdicts if sg.parameter == "heartbeat_spread_ms"
+                   for sr in sg.rows if (sr.x or 0) > 0]
+    if any((sr.scenario, sr.size, sr.workload) == (r.scenario, r.size, r.workload)
+           for sr in spread_rows for r, _ in marks):
+        return c  # its own cell ran spread (at another spread): spread_condition says it
+    drift = stable_drift(stable)
+    real = (f"; real clients drift {drift[0]:.1f}\u2013{drift[1]:.1f} s apart once stable"
+            if drift else "")
+    # the same scenario run with spread heartbeats elsewhere: each cell's finding per spread
+    cells: dict[tuple[int, str], list[str]] = {}
+    # each spread's finding in a word, for the opening: the least spread that reverses the
+    # win, else the least that leaves it unseparated, else that it was kept
+    brief: dict[tuple[int, str], list[tuple[int, float, str]]] = {}
+    for sg in verdicts:
+        if sg.parameter != "heartbeat_spread_ms":
+            continue
+        for sr in sorted(sg.rows, key=lambda r: r.x or 0):
+            if (sr.x or 0) <= 0 or sr.scenario != c.scenario:
+                continue
+            for _, mv in marks:
+                smv = next((x for x in sr.metrics if x.metric.column == mv.metric.column),
+                           None)
+                o = None if smv is None else _spread_outcome(sg, sr, mv, smv)
+                if o is None or smv is None:
+                    continue
+                key = (sr.size, sr.workload)
+                cells.setdefault(key, [f"{sg.name}, {sr.size} "
+                                       f"{member_word(sr.scenario, list(smv.cells))}, "
+                                       f"{sr.workload}:"])
+                said = f"at {_secs(o.spread_ms)} {o.words(smv.metric)}"
+                if said not in cells[key]:
+                    cells[key].append(said)
+                    brief.setdefault(key, []).append(
+                        (0 if o.best and not o.held else 1 if not o.held else 2,
+                         o.spread_ms, o.status))
+                break
+    found = [f"{v[0]} " + "; ".join(v[1:]) for v in cells.values() if len(v) > 1]
+    # the nearest such cell in the opening (the claim's size first, then the workload
+    # closest to the claim's by name), every one in the note
+    near = sorted(cells, key=lambda k: (k[0] != c.size, not k[1].startswith(c.workload or ""),
+                                        len(k[1]), k[1]))
+    near = [k for k in near if len(cells[k]) > 1]
+    elsewhere = ""
+    if near:
+        k = near[0]
+        size = (f"{k[0]} {member_word(c.scenario, [])}, " if k[0] != c.size else "")
+        _, at, status = min(brief[k])
+        elsewhere = f"; on {size}{k[1]}: {status} at {_secs(at)}"
+    untested = "not run spread" if elsewhere else "not run with spread heartbeats"
+    opening = (f"Only with all heartbeats aligned (as right after a rebalance{real}; "
+               f"{untested}{elsewhere}): ")
+    note = ("the same scenario with spread heartbeats at another workload or size: "
+            + "; ".join(found)) if found else ""
+    return replace(c, text=opening + "\x00", caveats=(*c.caveats, note) if note else c.caveats)
 
 
 def eager_condition(c: Claim, verdicts: Sequence[GridVerdict],
@@ -3820,7 +4081,9 @@ def eager_condition(c: Claim, verdicts: Sequence[GridVerdict],
     (the seventeenth outside review: S7, S9 and S10 stated the limit after the claim). The
     returned claim's text is the opening, then ``\x00``; ``c`` itself where none applies."""
     found = _eager_outcomes(c, verdicts)
-    if not found or all(o.held for _, o in found):
+    if not found:
+        return untested_condition(c, verdicts, stable)
+    if all(o.held for _, o in found):
         return c  # (a win the spread keeps: spread_condition says it holds)
     g = next(v for v in verdicts if v.name == c.grid)
     m = BY_COLUMN.get(c.metric) or next(x for x in g.metrics if x.column == c.metric)
