@@ -119,10 +119,12 @@ def test_a_tested_cell_without_an_eager_mark_is_not_called_untested() -> None:
                                     "with none late)")
 
 
-def test_the_polls_line_says_from_the_runs_whether_a_rebalance_waited_on_one() -> None:
-    """Full polls of 10 s, but eager's partitions down 0.4 s each in the scale-out (a crash's
-    figure is the session's, left out: the built-in crash scenario): no rebalance of these
-    runs waited on a long poll."""
+def test_the_polls_line_claims_no_wait_from_the_partitions_downtime() -> None:
+    """Full polls of 10 s, eager's partitions down 0.4 s each in the scale-out: the line once
+    concluded from the downtime that no rebalance waited on a long poll, which the eighteenth
+    outside review found wrong (the stall and the downtime cannot see a barrier wait; the
+    lateness column can: ``test_lab_round18``). Without a lateness column the line says the
+    poll's length and makes no claim about waits."""
     from groupcoord.lab.mechanism import mechanisms
 
     settings = {p: {"heartbeat.interval.ms": 3000, "session.timeout.ms": 45000}
@@ -136,8 +138,8 @@ def test_the_polls_line_says_from_the_runs_whether_a_rebalance_waited_on_one() -
     runs = [run(EAGER, "scale-out", 400), run(COOP, "scale-out", 3000),
             run(EAGER, "crash", 30_000), run(COOP, "crash", 44_000)]
     polls = mechanisms([EAGER, COOP], settings, runs)[-1]
-    assert "takes 10 s, longer than a 3 s heartbeat, but no rebalance here waited on one" in polls
-    assert "at most 400 ms" in polls
+    assert "takes 10 s, longer than a 3 s heartbeat" in polls
+    assert "waited" not in polls and "at most 400 ms" not in polls
 
 
 def test_near_zero_medians_on_a_linear_axis_are_printed(tmp_path: Any,
