@@ -1119,6 +1119,16 @@ def lock_limit_sentence(c: Claim, verdicts: Sequence[GridVerdict],
                  f"{number(lost.cells[best].median / m.scale)}{unit}, {side} {c.worse} on "
                  f"{c.size} partitions ({number(statistics.median(theirs) / m.scale)})"
                  f"{every} (medians of {len(mine)} and {len(theirs)} seeds, each table's)")
+        # the same partitions beside the cross-layout comparison (the fifteenth outside share
+        # review: the loss is 4 hot partitions against 12, not share against consumer)
+        ours12 = _table_values(verdicts, best, crash, c.size, c.metric, same[0])
+        theirs4 = list(lost.cells[c.worse].values.values()) if c.worse in lost.cells else []
+        like = [f"{number(statistics.median(a) / m.scale)} against "
+                f"{number(statistics.median(b) / m.scale)} on the same {k} partitions"
+                for a, b, k in ((ours12, theirs, _partitions(runs, crash, c.size, same[0])),
+                                (mine, theirs4, parts)) if a and b and k]
+        if like:
+            text += f"; {best} against {c.worse}: " + ", ".join(like)
     wire = [(k, n) for scen, size, wl, k, n in wire_lost_hosts(cells)
             if (scen, size, wl) == (crash, c.size, c.workload)]
     if wire:
