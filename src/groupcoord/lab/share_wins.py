@@ -270,9 +270,11 @@ def fetchers_line(verdicts: Sequence[GridVerdict], runs: Sequence[Mapping[str, A
           f"{len(variant)} ({', '.join(variant)}), "
           + (f"{needs} of them not won at the default." if needs
              else "each won at the default too.") if variant else "")
-    return (f"What the share wins need: {'. '.join(each)}. And {rest}. The first are "
-            "redundancy a consumer group cannot have on as many partitions, the last the "
-            f"protocol's own.{hb}")
+    # named, not "the first ... the last": after the list of one-member-per-partition wins
+    # "the first" read as those (the fifteenth outside share review)
+    return (f"What the share wins need: {'. '.join(each)}. And {rest}. The redundancy wins "
+            "are what a consumer group cannot have on as many partitions; those at one member "
+            f"per partition or fewer, the protocol's own.{hb}")
 
 
 def _default_wins(verdicts: Sequence[GridVerdict], variant: str, row: VerdictRow,
