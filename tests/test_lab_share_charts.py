@@ -130,3 +130,47 @@ def test_a_chart_says_which_cells_never_caught_up_and_where_the_control_does_not
     caption = chart_conditions(g, g.rows)
     assert f"excess lag peak: {UNCANCELLED}" in caption
     assert "not caught up (left out): share:simple at 12, 1x4-poison, 2 runs" in caption
+
+
+def test_a_setups_charts_mark_is_drawn_at_its_winners_marker(tmp_path: Any,
+                                                              monkeypatch: Any) -> None:
+    """A share grid's sizes are two setups, each protocol's marker a little aside: the ★/☆
+    of a share win is drawn at share:simple's marker, not at the setup's x beside the
+    consumer group's marker (outside share review 15 read it as the consumer's win)."""
+    from matplotlib.figure import Figure
+
+    from groupcoord.lab.findings import Metric
+    from groupcoord.lab.report import plot_grid, protocol_styles
+    from groupcoord.lab.verdict import Cell, GridVerdict, VerdictRow, judge
+
+    share, kip848 = "share:simple", "consumer:uniform"
+    down = Metric("resource_downtime_ms", "resource downtime", "resource·s", 1000.0,
+                  floor=1000.0)
+    saved: list[Any] = []
+    real = Figure.savefig
+
+    def keep(self: Any, *a: Any, **k: Any) -> None:
+        saved.append(self)
+        real(self, *a, **k)
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    rows = []
+    for size in (4, 12):
+        vals = {share: [5_000 + 1_000 * i for i in range(10)],
+                kip848: [40_000 + 2_000 * i for i in range(10)]}
+        rows.append(VerdictRow("rolling-bounce", size, "1x4-busy", 0.0, 10, [
+            judge({p: Cell(dict(enumerate(v))) for p, v in vals.items()}, down)]))
+    g = GridVerdict("share-rolling", "", [share, kip848], [down], rows, 40, 0, 0, 10)
+    plot_grid(g, rows, "share-rolling: rolling-bounce, 1x4-busy", tmp_path / "r.png",
+              protocol_styles([share, kip848]))
+    (fig,) = saved
+    (ax,) = [a for a in fig.axes if a.get_lines()]
+    where = {ln.get_label(): list(ln.get_xdata()) for ln in ax.get_lines()
+             if ln.get_label() in (share, kip848)}
+    marks = [t for t in ax.texts if t.get_text() in ("★", "☆")]
+    assert len(marks) == 2, [t.get_text() for t in ax.texts]
+    for t in marks:
+        x = float(t.xy[0])
+        own = min(abs(x - float(v)) for v in where[share])
+        other = min(abs(x - float(v)) for v in where[kip848])
+        assert own < 1e-9 < other, (x, where)

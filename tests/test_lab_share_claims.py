@@ -297,8 +297,9 @@ def test_the_equal_capacity_sentence_leads_and_one_line_says_what_the_share_wins
                     "share group stopping no partition on any seed (rolling-bounce 1x4-busy: "
                     "excess lag; owner-crash 1x4-busy: excess lag peak). And at one member per "
                     "partition or fewer: 1 (\u2605 resource downtime (rolling-bounce at 12 on 12)). "
-                    "The first are redundancy a consumer group cannot have on as many partitions,"
-                    " the last the protocol's own.")
+                    "The redundancy wins are what a consumer group cannot have on as many "
+                    "partitions; those at one member per partition or fewer, the protocol's "
+                    "own.")
     assert fetchers_line([equal], runs) == ""  # no win from more members than partitions
     found = claims([rolling, equal], family_of=family_key(runs))
     assert [c.workload for c in found] == ["1x4-busy", "1x12-busy"]

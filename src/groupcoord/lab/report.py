@@ -1375,8 +1375,17 @@ def plot_grid(g: GridVerdict, rows: Sequence[VerdictRow], title: str, path: Path
                     c = r.metrics[i].cells.get(p)
                     x = r.x if axis[0] == "x" else float(r.size)
                     if c is not None and x is not None and (tag := _mark(c.mark, c.paired)):
+                        # at the winner's own marker: on a setups chart each protocol stands
+                        # aside, and a mark at the setup's x sits by the other protocol's
+                        # marker, read as its win (outside share review 15)
+                        if setups:
+                            x += 0.35 * (pi - (len(g.protocols) - 1) / 2)
+                        # above it on a setups chart (beside it would lean toward the
+                        # neighbouring protocol), beside it on a line
                         ax.annotate(tag.strip(), (x, c.median / m.scale),
-                                    textcoords="offset points", xytext=(7, 4), fontsize=11,
+                                    textcoords="offset points",
+                                    xytext=(0, 9) if setups else (7, 4),
+                                    ha="center" if setups else "left", fontsize=11,
                                     color=st.get("color"), zorder=10)
                 # each protocol a little thinner than the one drawn before it, with a smaller
                 # marker: lines that coincide (cooperative and KIP-848 at 0) stay visible,

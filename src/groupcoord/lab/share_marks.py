@@ -582,25 +582,23 @@ def contrary_clause(c: Claim, verdicts: Sequence[GridVerdict],
 
 def contrary_short(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
     """What stays in the sentence when its contrary clause (:func:`contrary_clause`) goes to
-    the note: the metrics its winner loses in the same cell, named, with their paired seeds
-    ("Worse on its excess lag peak (9 of 10 paired seeds; note)."), as a paper sentence keeps
+    the note: the metrics its winner loses in the same cell, named, with their medians and
+    paired seeds ("Worse on its excess lag peak (118 against 99.5 records, 9 of 10 paired
+    seeds) (note)."), as a paper sentence keeps
     "Worse on ... (note)." (``verdict.weakest_metric``; the eleventh outside share review:
     sentence 1's worse lag peak was only in the note). "" where none goes the other way."""
     parts = contrary_parts(c, verdicts)
     if not parts:
         return ""
-    names = [n for n, _ in parts]
-    seeds = [m.group(1) for _, t in parts if (m := re.search(r"worse on (\d+ of \d+)", t))]
-    said = (", ".join(names[:-1]) + " and " + names[-1]) if len(names) > 1 else names[0]
-    counts = ("; ".join(seeds) + " paired seeds; ") if seeds else ""
-    return f"Worse on its {said} ({counts}note)."
-
-
-#: A heartbeat clause's "; consumer:uniform@hb1s (11.8 resource·s) already beats
-#: share:simple at its default (26.7)" (:func:`heartbeat_clause`, ``short``).
-_ALREADY = re.compile(r"; [^;()]+ \([^()]*\) already beats [^;()]+ at its default \([^()]*\)")
-#: The seed counts of :func:`contrary_short`'s words: " (9 of 10 paired seeds; note)."
-_SHORT_COUNTS = re.compile(r" \([^()]*paired seeds; note\)\.$")
+    # each metric with its medians and paired seeds: the reversal is the sentence's, not the
+    # note's alone (the fifteenth outside share review: "worse on its excess lag peak" without
+    # its figures reads as a footnote)
+    said = []
+    for n, t in parts:
+        m = re.search(r"worse on (\d+ of \d+) paired seeds \(medians ([^;()]*)", t)
+        said.append(f"{n} ({m.group(2)}, {m.group(1)} paired seeds)" if m else n)
+    both = (", ".join(said[:-1]) + " and " + said[-1]) if len(said) > 1 else said[0]
+    return f"Worse on its {both} (note)."
 
 
 def contrary_parts(c: Claim, verdicts: Sequence[GridVerdict],
@@ -1121,6 +1119,16 @@ def lock_limit_sentence(c: Claim, verdicts: Sequence[GridVerdict],
                  f"{number(lost.cells[best].median / m.scale)}{unit}, {side} {c.worse} on "
                  f"{c.size} partitions ({number(statistics.median(theirs) / m.scale)})"
                  f"{every} (medians of {len(mine)} and {len(theirs)} seeds, each table's)")
+        # the same partitions beside the cross-layout comparison (the fifteenth outside share
+        # review: the loss is 4 hot partitions against 12, not share against consumer)
+        ours12 = _table_values(verdicts, best, crash, c.size, c.metric, same[0])
+        theirs4 = list(lost.cells[c.worse].values.values()) if c.worse in lost.cells else []
+        like = [f"{number(statistics.median(a) / m.scale)} against "
+                f"{number(statistics.median(b) / m.scale)} on the same {k} partitions"
+                for a, b, k in ((ours12, theirs, _partitions(runs, crash, c.size, same[0])),
+                                (mine, theirs4, parts)) if a and b and k]
+        if like:
+            text += f"; {best} against {c.worse}: " + ", ".join(like)
     wire = [(k, n) for scen, size, wl, k, n in wire_lost_hosts(cells)
             if (scen, size, wl) == (crash, c.size, c.workload)]
     if wire:
@@ -1326,7 +1334,35 @@ def heartbeat_clause(c: Claim, verdicts: Sequence[GridVerdict], short: bool = Fa
     return ""
 
 
-def static_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
+def restart_text(runs: Sequence[Mapping[str, Any]], protocol: str, scenario: str,
+                 size: int, workload: str | None) -> str:
+    """The restart downtime a cell's bounces were run at, from its runs' scenario definition
+    (``scenario_def``: the drawn ``down_ms`` range, else the events' fixed ``down_ms``):
+    "restarts 2-10 s down, drawn per seed", "restarts 3 s down"; "" where the runs do not
+    say. A static member's partitions wait out its restart (KIP-345), so a win against static
+    members holds at the restarts it was run at (the fifteenth outside share review: at 1-3 s
+    the two tie)."""
+    for r in runs:
+        if (r.get("protocol"), r.get("scenario"), int(r.get("size") or 0)) != (
+                protocol, scenario, size) or (workload and r.get("workload") != workload):
+            continue
+        try:
+            sd = json.loads(str(r.get("scenario_def") or "{}"))
+        except ValueError:
+            return ""
+        drawn = (sd.get("draw") or {}).get("down_ms")
+        if drawn and len(drawn) == 2:
+            return (f"restarts {number(drawn[0] / 1000)}-{number(drawn[1] / 1000)} s down, "
+                    "drawn per seed")
+        downs = {int(e["down_ms"]) for e in sd.get("events") or () if "down_ms" in e}
+        if len(downs) == 1:
+            return f"restarts {number(downs.pop() / 1000)} s down"
+        return ""
+    return ""
+
+
+def static_clause(c: Claim, verdicts: Sequence[GridVerdict],
+                  runs: Sequence[Mapping[str, Any]] = ()) -> str:
     """The claim's cell in a static companion grid (``lab.verdict.is_companion``: the
     runner-up's label ``@static``, KIP-345's static members, beside the best's own column on
     the same seeds and drawn timings): whether the win survives against the consumer group as
@@ -1368,7 +1404,14 @@ def static_clause(c: Claim, verdicts: Sequence[GridVerdict]) -> str:
             verdict = "static membership reverses it"
         else:
             verdict = "the win does not survive"
-        return (f"Against static consumer members (KIP-345; {g.name}, the same seeds): "
+        restarts = restart_text(runs, static, c.scenario, c.size, c.workload)
+        if restarts and verdict == "the win survives":
+            # a static member's partitions wait out its restart: the win is the restart
+            # duration's as much as the protocol's
+            verdict += (" at these restarts (a static member's partitions wait out its "
+                        "restart; shorter restarts not run)")
+        return (f"Against static consumer members (KIP-345; {g.name}, the same seeds"
+                f"{', ' + restarts if restarts else ''}): "
                 f"{mark}, {number(mv.cells[best].median / m.scale)} against "
                 f"{number(mv.cells[static].median / m.scale)}{unit}: {verdict}.")
     return ""
@@ -1608,7 +1651,7 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
             text += " " + equal
         if crash := kill_lost_host_clause(c, verdicts, runs):
             text += " " + crash
-        if static := static_clause(c, verdicts):
+        if static := static_clause(c, verdicts, runs):
             # whether the win survives static consumer members, in the sentence itself
             text += " " + static
         hb = heartbeat_clause(c, verdicts)
@@ -1672,15 +1715,9 @@ def share_claims(found: Sequence[Claim], every: Sequence[Claim],
             short = contrary_short(c, verdicts)
             added.append((f" {contrary}", f" {short}" if short else "",
                           contrary.rstrip(".")))
-            if short:
-                # still over its words: the named metrics lose their seed counts; where the
-                # heartbeat companion's runner-up already beats the best at its default (a
-                # platform team's most actionable fact, the thirteenth outside share review)
-                # that stays in the sentence and the short contrary goes whole to the note
-                # (the contrary clause is there already)
-                added.append((f" {short}", " " + _SHORT_COUNTS.sub(" (note).", short), ""))
-                if hb_short and _ALREADY.search(text):
-                    added.append((" " + _SHORT_COUNTS.sub(" (note).", short), "", ""))
+            # the short contrary stays in the sentence with its medians and paired seeds,
+            # however long the sentence (the fifteenth outside share review: sentence 1's
+            # worse excess lag peak is what an operator's lag alert reads)
         notes = [x[0].lower() + x[1:].rstrip(".")
                  for x in (_family_note(c, every, key), lock_limit_clause(c, runs), hb) if x]
         said = words(text) + (len(conditions) + 1 if conditions else 0)
