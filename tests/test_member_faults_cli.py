@@ -172,6 +172,10 @@ except KeyboardInterrupt:
 """
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_an_async_consumer_application_stops_on_ctrl_c_while_the_coordinator_is_gone(
         tmp_path: Path, cleanup: list[Callable[[], None]]) -> None:
     """A user's asyncio application with an AsyncConsumer, interrupted (SIGINT: asyncio.run
@@ -187,7 +191,11 @@ def test_an_async_consumer_application_stops_on_ctrl_c_while_the_coordinator_is_
     app.proc = subprocess.Popen([sys.executable, "-c", _CONSUMER_APP, server.bootstrap,
                                  f"g-{topic}", topic], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                                # Ctrl-C as a terminal delivers it: a runner started as a
+                                # shell's background job ignores SIGINT, and a child inherits
+                                # that (Python then installs no KeyboardInterrupt handler)
+                                preexec_fn=_default_sigint)
     app.lines, app._q = [], queue.Queue()
     threading.Thread(target=app._read, daemon=True).start()
     cleanup.append(app.kill)
