@@ -95,11 +95,10 @@ def test_the_settings_list_flags_auto_offset_reset_and_growth_rows_say_what_late
 
 
 def test_a_charts_conditions_go_under_it_and_its_legend_covers_no_panel(
-        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Any, saved_figures: list[Any]) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     from groupcoord.lab.report import plot_grid, protocol_styles
-    from tests.test_lab_round17 import _saved_figures
 
     protocols = ["classic:eager", "classic:eager-roundrobin", "classic:cooperative",
                  "consumer:uniform", "consumer:uniform@hb3s"]
@@ -112,7 +111,7 @@ def test_a_charts_conditions_go_under_it_and_its_legend_covers_no_panel(
              "lag_peak": base[p] / 2 + s} for p in protocols for n in (8, 16, 32)
             for s in range(5)]
     (g,) = grid_verdicts({"spec": "paper", "grids": [grid]}, runs)
-    saved = _saved_figures(monkeypatch)
+    saved = saved_figures
     # conditions as long as sentence 9's: a paragraph
     caption = "eager's marks rest on the model's aligned classic heartbeats; " * 12
     plot_grid(g, g.rows, "crossover-10ms: scale-out", tmp_path / "c.png",

@@ -7,29 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from groupcoord.lab.verdict import grid_verdicts
 
 PROTOCOLS = ["classic:eager", "classic:cooperative", "consumer:uniform"]
 
 
-def _saved_figures(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    from matplotlib.figure import Figure
-
-    saved: list[Figure] = []
-    real = Figure.savefig
-
-    def keep(self: Figure, *a: Any, **k: Any) -> None:
-        saved.append(self)
-        real(self, *a, **k)
-
-    monkeypatch.setattr(Figure, "savefig", keep)
-    return saved
-
-
 def test_a_bar_charts_printed_value_is_its_tables_split_cell(
-        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Any, saved_figures: list[Any]) -> None:
     from groupcoord.lab.report import _cell_text, plot_grid, protocol_styles
 
     # one size, one scenario: one bar per protocol. Eager's lag peak splits: 9 seeds near
@@ -51,7 +35,7 @@ def test_a_bar_charts_printed_value_is_its_tables_split_cell(
     assert eager.split
     table, counts = _cell_text(mv.metric, eager)
     assert table == "442 | 4,351" and counts == "9 of 10 | 1 of 10"
-    saved = _saved_figures(monkeypatch)
+    saved = saved_figures
     plot_grid(g, g.rows, "rolling: rolling-bounce", tmp_path / "r.png",
               protocol_styles(PROTOCOLS))
     (fig,) = saved

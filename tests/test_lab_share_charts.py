@@ -133,12 +133,10 @@ def test_a_chart_says_which_cells_never_caught_up_and_where_the_control_does_not
 
 
 def test_a_setups_charts_mark_is_drawn_at_its_winners_marker(tmp_path: Any,
-                                                              monkeypatch: Any) -> None:
+                                                              saved_figures: list[Any]) -> None:
     """A share grid's sizes are two setups, each protocol's marker a little aside: the ★/☆
     of a share win is drawn at share:simple's marker, not at the setup's x beside the
     consumer group's marker (outside share review 15 read it as the consumer's win)."""
-    from matplotlib.figure import Figure
-
     from groupcoord.lab.findings import Metric
     from groupcoord.lab.report import plot_grid, protocol_styles
     from groupcoord.lab.verdict import Cell, GridVerdict, VerdictRow, judge
@@ -146,14 +144,7 @@ def test_a_setups_charts_mark_is_drawn_at_its_winners_marker(tmp_path: Any,
     share, kip848 = "share:simple", "consumer:uniform"
     down = Metric("resource_downtime_ms", "resource downtime", "resource·s", 1000.0,
                   floor=1000.0)
-    saved: list[Any] = []
-    real = Figure.savefig
-
-    def keep(self: Any, *a: Any, **k: Any) -> None:
-        saved.append(self)
-        real(self, *a, **k)
-
-    monkeypatch.setattr(Figure, "savefig", keep)
+    saved = saved_figures
     rows = []
     for size in (4, 12):
         vals = {share: [5_000 + 1_000 * i for i in range(10)],

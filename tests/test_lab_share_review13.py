@@ -282,22 +282,13 @@ def test_an_unmarked_row_says_share_higher_or_too_few_seeds() -> None:
 
 
 def test_a_chart_draws_the_fresh_seed_sets_outlier(tmp_path: Any,
-                                                    monkeypatch: Any) -> None:
+                                                    saved_figures: list[Any]) -> None:
     """lock-rate-owner-kill at 12 on 1x4-hot: one fresh-set kill of 20 stopped its partition
     (excess lag peak 7,051 against 3 on the others); the table shows the split, and now the
     chart draws every seed, the fresh set's hollow, so the outlier is on the panel."""
-    from matplotlib.figure import Figure
-
     from groupcoord.lab.report import plot_grid, protocol_styles
 
-    saved: list[Any] = []
-    real = Figure.savefig
-
-    def keep(self: Any, *a: Any, **k: Any) -> None:
-        saved.append(self)
-        real(self, *a, **k)
-
-    monkeypatch.setattr(Figure, "savefig", keep)
+    saved = saved_figures
     first = {SHARE: [3, 2, 7, 3, 4, 5, 6, 3, 8, 5],
              KIP848: [13_121, 12_997, 14_308, 13_050, 13_200, 12_523, 13_300, 13_000, 12_900,
                       13_150]}
