@@ -3928,6 +3928,15 @@ def _eager_outcomes(c: Claim, verdicts: Sequence[GridVerdict]
     g = next((v for v in verdicts if v.name == c.grid), None)
     if g is None:
         return []
+    out = [(r.x, o) for r, mv in _sentence_cells(c, g)
+           if mv.verdict in ("best", "tied") and any(_spread_eager(p) for p in mv.best)
+           for o in mv.spread if o.spread_ms == OPENING_SPREAD_MS]
+    return sorted(out, key=lambda xo: xo[0] or 0.0)
+
+
+def _sentence_cells(c: Claim, g: GridVerdict) -> list[tuple[VerdictRow, MetricVerdict]]:
+    """A sentence's rows of its grid (its scenario, its sizes, its workload unless a crossover
+    names none) with the sentence's metric of each."""
     sizes = c.sizes or (c.size,)
     out = []
     for r in g.rows:
@@ -3935,11 +3944,9 @@ def _eager_outcomes(c: Claim, verdicts: Sequence[GridVerdict]
                 or (not c.head and r.workload != c.workload):
             continue
         mv = next((x for x in r.metrics if x.metric.column == c.metric), None)
-        if mv is None or mv.verdict not in ("best", "tied") \
-                or not any(_spread_eager(p) for p in mv.best):
-            continue
-        out += [(r.x, o) for o in mv.spread if o.spread_ms == OPENING_SPREAD_MS]
-    return sorted(out, key=lambda xo: xo[0] or 0.0)
+        if mv is not None:
+            out.append((r, mv))
+    return out
 
 
 def opened_fit(c: Claim, opening: str) -> Claim:
@@ -3985,19 +3992,10 @@ def _eager_marks(c: Claim, verdicts: Sequence[GridVerdict]
     g = next((v for v in verdicts if v.name == c.grid), None)
     if g is None or g.parameter == "heartbeat_spread_ms":
         return []
-    sizes = c.sizes or (c.size,)
-    out = []
-    for r in g.rows:
-        if r.scenario != c.scenario or r.size not in sizes \
-                or (not c.head and r.workload != c.workload):
-            continue
-        mv = next((x for x in r.metrics if x.metric.column == c.metric), None)
-        # (a mark won against a configured delay is no finding: the sentence says so)
-        if mv is not None and mv.verdict in ("best", "tied") \
-                and not mv.limit.startswith("is won") \
-                and any(_spread_eager(p) for p in mv.best):
-            out.append((r, mv))
-    return out
+    # (a mark won against a configured delay is no finding: the sentence says so)
+    return [(r, mv) for r, mv in _sentence_cells(c, g)
+            if mv.verdict in ("best", "tied") and not mv.limit.startswith("is won")
+            and any(_spread_eager(p) for p in mv.best)]
 
 
 def untested_condition(c: Claim, verdicts: Sequence[GridVerdict],
