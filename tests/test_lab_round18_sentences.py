@@ -191,3 +191,26 @@ def test_an_eager_mark_won_against_a_configured_delay_gets_no_aligned_heartbeat_
     c = Claim("kip415", "worker-leaves-d300s, 12 workers: ...", "", "task_downtime_task_s",
               "worker-leaves-d300s", 12, CEAGER, SESSIONED, "16x8c")
     assert untested_condition(c, verdicts) is c
+
+
+def test_a_row_at_the_default_delay_quotes_no_default_delay_clause_of_itself() -> None:
+    """``_at_default_delay`` adds what a short delay's winners cost at Kafka's default delay;
+    a row already at the default (``-d300s``) gets no such clause quoting itself (the delay
+    pattern's group once read "300s", never equal to ``DEFAULT_DELAY_VARIANT``)."""
+    from groupcoord.lab.findings import BY_COLUMN
+    from groupcoord.lab.verdict import Cell, GridVerdict, VerdictRow, _at_default_delay, judge
+
+    eager, sessioned = "classic-connect:eager", "classic-connect:sessioned"
+    down = BY_COLUMN["task_downtime_task_s"]
+
+    def row(scenario: str) -> VerdictRow:
+        vals = {eager: [475.0 + s for s in range(5)], sessioned: [3722.0 + s for s in range(5)]}
+        mv = judge({p: Cell(dict(enumerate(v))) for p, v in vals.items()}, down)
+        return VerdictRow(scenario, 12, "16x8c", 0.0, 5, [mv])
+
+    rows = [row("worker-crash-d0"), row("worker-crash-d300s")]
+    g = GridVerdict("kip415-crash", "", [eager, sessioned], [down], rows, 10, 0, 0, 5)
+    short, default = rows
+    assert "(worker-crash-d300s) their task downtime is" in _at_default_delay(
+        g, short, short.metrics[0], sessioned)
+    assert _at_default_delay(g, default, default.metrics[0], sessioned) == ""

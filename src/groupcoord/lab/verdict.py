@@ -3480,7 +3480,7 @@ def _mark(mv: MetricVerdict) -> str:
 
 #: A KIP-415 scenario's delay variant (``worker-crash-d0``: scheduled.rebalance.max.delay.ms
 #: 0) and the variant at Kafka's default delay, 300 s.
-_DELAY_VARIANT = re.compile(r"^(?P<base>.+)-d(?P<d>0|\d+s)$")
+_DELAY_VARIANT = re.compile(r"^(?P<base>.+)-(?P<d>d(?:0|\d+s))$")
 DEFAULT_DELAY_VARIANT = "d300s"
 
 
@@ -3539,7 +3539,7 @@ def question_rank(g: GridVerdict, scenario: str) -> int:
     if not question_names(g, scenario):
         return 2
     var = _DELAY_VARIANT.match(scenario)
-    return 1 if var and f"d{var['d']}" != DEFAULT_DELAY_VARIANT else 0
+    return 1 if var and var["d"] != DEFAULT_DELAY_VARIANT else 0
 
 
 def _verb(base: str) -> str:
@@ -3564,7 +3564,7 @@ def default_delay(c: Claim, verdicts: Sequence[GridVerdict]) -> Claim:
     for g in verdicts:
         for r in g.rows:
             var = _DELAY_VARIANT.match(r.scenario)
-            if var is None or f"d{var['d']}" != DEFAULT_DELAY_VARIANT \
+            if var is None or var["d"] != DEFAULT_DELAY_VARIANT \
                     or (r.size, r.workload) != (c.size, c.workload):
                 continue
             mv = next((x for x in r.metrics if x.metric.column == c.metric), None)
